@@ -1,0 +1,118 @@
+"""The bus's physical limits: messages per second one way, and round-trip latency.
+
+    python -m benchmarks.bus [--messages 5000] [--round-trips 2000]
+
+For mosquitto and for the embedded amqtt broker, with a realistic message (an Offers event
+with 10 offers): one-way throughput at QoS 0 and QoS 1 (one publisher pipelining, one
+subscriber), and the round trip of a QoS 1 ping answered by a QoS 1 pong, p50 and p99.
+Everything above the bus (master, slaves, frameworks) is measured against these figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+
+from benchmarks.common import percentile, table
+from protocol import logs
+from protocol.brokers import BrokerURL, EmbeddedBroker, MosquittoBroker
+from protocol.bus import Bus
+from protocol.codec import encode
+from protocol.messages import Heartbeat, Offer, Offers, Wire
+from protocol.resources import Resources
+
+
+def offers_event() -> Offers:
+    return Offers(
+        offers=[
+            Offer(
+                offer_id=f"offer-{i:06d}-{'x' * 20}",
+                framework_id="framework-0001",
+                slave_id=f"slave-{i:04d}",
+                hostname=f"host-{i}.cluster.local",
+                resources=Resources(cpus=24, mem=4096, disk=100_000),
+                attributes={"rack": "r1"},
+            )
+            for i in range(10)
+        ]
+    )
+
+
+async def one_way(url: BrokerURL, n: int, qos: int, message: Wire) -> float:
+    got = 0
+    done = asyncio.Event()
+
+    async def count(_m: Wire, _r: str | None) -> None:
+        nonlocal got
+        got += 1
+        if got >= n:
+            done.set()
+
+    async with Bus(url, name="bench-rx") as rx, Bus(url, name="bench-tx") as tx:
+        await rx.subscribe("bench/oneway", count, qos=qos)
+        start = time.perf_counter()
+        for i in range(n):
+            tx.post("bench/oneway", message, qos=qos)
+            if i % 500 == 499:
+                await asyncio.sleep(0)  # let the network loop breathe, as a real party does
+        await asyncio.wait_for(done.wait(), 120)
+        return n / (time.perf_counter() - start)
+
+
+async def round_trips(url: BrokerURL, n: int) -> list[float]:
+    pong = asyncio.Queue[Wire]()
+
+    async def echo(m: Wire, _r: str | None) -> None:
+        b.post("bench/pong", m)
+
+    async def back(m: Wire, _r: str | None) -> None:
+        pong.put_nowait(m)
+
+    async with Bus(url, name="bench-a") as a, Bus(url, name="bench-b") as b:
+        await b.subscribe("bench/ping", echo)
+        await a.subscribe("bench/pong", back)
+        samples = []
+        for i in range(n + 50):
+            t = time.perf_counter()
+            await a.publish("bench/ping", Heartbeat(source=str(i)))
+            await pong.get()
+            if i >= 50:  # warm-up
+                samples.append(time.perf_counter() - t)
+        return samples
+
+
+async def measure(kind: str, messages: int, trips: int) -> list[object]:
+    broker: EmbeddedBroker | MosquittoBroker = (
+        MosquittoBroker() if kind == "mosquitto" else EmbeddedBroker()
+    )
+    await broker.start()
+    try:
+        event = offers_event()
+        q0 = await one_way(broker.url, messages, 0, event)
+        q1 = await one_way(broker.url, messages, 1, event)
+        rtt = await round_trips(broker.url, trips)
+    finally:
+        await broker.stop()
+        if isinstance(broker, MosquittoBroker):
+            broker.cleanup()
+    return [kind, q0, q1, percentile(rtt, 50) * 1e3, percentile(rtt, 99) * 1e3]
+
+
+async def main(messages: int, trips: int) -> None:
+    size = len(encode(offers_event()))
+    rows = [await measure(kind, messages, trips) for kind in ("mosquitto", "embedded")]
+    print(
+        f"bus benchmark: Offers event with 10 offers = {size} bytes on the wire; "
+        f"{messages} messages one way, {trips} QoS 1 round trips"
+    )
+    print(table(["broker", "QoS0 msg/s", "QoS1 msg/s", "RTT p50 ms", "RTT p99 ms"], rows))
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=5000)
+    parser.add_argument("--round-trips", type=int, default=2000)
+    args = parser.parse_args()
+    logs.configure("warning")
+    asyncio.run(main(args.messages, args.round_trips))

@@ -1,0 +1,128 @@
+"""The wire format: msgpack envelopes carrying a protocol version and a type tag.
+
+An envelope is the msgpack array `[version, type, reply_to, body]`:
+
+- `version` is `PROTOCOL_VERSION`; anything else is refused;
+- `type` is the message class name (`Offers`, `Accept`, ...);
+- `reply_to` is the sender's inbox topic, or nil: where errors about this message go;
+- `body` is the model's fields as a map.
+
+`decode` takes untrusted bytes and either returns a validated message or raises
+`DecodeError`, and nothing else: truncated input, garbage, an unknown type, a wrong
+version and a failed validation (with the field named) all become a `DecodeError` whose
+`reason` says which. When the envelope itself was readable, `reply_to` is kept on the
+error so the receiver can tell the sender what was wrong.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import msgpack
+from pydantic import ValidationError
+
+from protocol.messages import ALL_MESSAGES, Wire
+
+PROTOCOL_VERSION = 1
+MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+
+REGISTRY: dict[str, type[Wire]] = {cls.TYPE: cls for cls in ALL_MESSAGES}
+
+
+class DecodeError(Exception):
+    """Bytes that are not a valid message. `reason` is one of REASONS; `detail` says more."""
+
+    REASONS = ("truncated", "malformed", "too-large", "wrong-version", "unknown-type", "invalid")
+
+    def __init__(
+        self, reason: str, detail: str, *, reply_to: str | None = None, type_name: str | None = None
+    ) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason = reason
+        self.detail = detail
+        self.reply_to = reply_to
+        self.type_name = type_name
+
+
+@dataclass(frozen=True, slots=True)
+class Envelope:
+    message: Wire
+    reply_to: str | None
+
+
+def encode(message: Wire, reply_to: str | None = None) -> bytes:
+    body = message.model_dump(mode="python")
+    packed: bytes = msgpack.packb(
+        [PROTOCOL_VERSION, message.TYPE, reply_to, body], use_bin_type=True
+    )
+    return packed
+
+
+def decode(data: bytes) -> Envelope:
+    """Decode untrusted bytes. Raises only DecodeError."""
+    if len(data) > MAX_MESSAGE_BYTES:
+        raise DecodeError("too-large", f"{len(data)} bytes exceeds {MAX_MESSAGE_BYTES}")
+    try:
+        raw = msgpack.unpackb(data, raw=False, strict_map_key=True, use_list=True)
+    except msgpack.OutOfData:
+        raise DecodeError("truncated", "message ends early") from None
+    except msgpack.ExtraData:
+        raise DecodeError("malformed", "trailing bytes after the message") from None
+    except ValueError as e:
+        # unpackb reports a cut-off message as ValueError("... incomplete input")
+        if "incomplete" in str(e):
+            raise DecodeError("truncated", "message ends early") from None
+        raise DecodeError("malformed", f"not msgpack ({e})") from None
+    except Exception as e:  # msgpack raises many types on garbage; all mean the same here
+        raise DecodeError("malformed", f"not msgpack ({type(e).__name__}: {e})") from None
+    return _from_envelope(raw)
+
+
+def _from_envelope(raw: Any) -> Envelope:
+    if not isinstance(raw, list) or len(raw) != 4:
+        raise DecodeError("malformed", "expected the array [version, type, reply_to, body]")
+    version, type_name, reply_to, body = raw
+    if not isinstance(reply_to, str) or not reply_to:
+        reply_to = None
+    if version != PROTOCOL_VERSION:
+        raise DecodeError(
+            "wrong-version",
+            f"protocol version {version!r}, expected {PROTOCOL_VERSION}",
+            reply_to=reply_to,
+        )
+    if not isinstance(type_name, str) or type_name not in REGISTRY:
+        raise DecodeError("unknown-type", f"unknown message type {type_name!r}", reply_to=reply_to)
+    if not isinstance(body, dict):
+        raise DecodeError(
+            "malformed", f"{type_name} body must be a map", reply_to=reply_to, type_name=type_name
+        )
+    try:
+        message = REGISTRY[type_name].model_validate(body)
+    except ValidationError as e:
+        raise DecodeError(
+            "invalid",
+            f"{type_name}: {describe_validation(e)}",
+            reply_to=reply_to,
+            type_name=type_name,
+        ) from None
+    except Exception as e:  # a validator hit something unforeseen: still just bad input
+        raise DecodeError(
+            "invalid",
+            f"{type_name}: {type(e).__name__}: {e}",
+            reply_to=reply_to,
+            type_name=type_name,
+        ) from None
+    return Envelope(message, reply_to)
+
+
+def describe_validation(error: ValidationError) -> str:
+    """One line per failed field: `offer_ids.0: Input should be a valid string`."""
+    parts = []
+    for err in error.errors(include_url=False)[:5]:
+        loc = ".".join(str(p) for p in err["loc"]) or "(message)"
+        parts.append(f"{loc}: {err['msg']}")
+    more = error.error_count() - len(parts)
+    if more > 0:
+        parts.append(f"and {more} more")
+    return "; ".join(parts)

@@ -1,0 +1,431 @@
+"""Every message that crosses the bus, as pydantic models.
+
+Modelled on the Mesos v1 scheduler and executor APIs: frameworks send *calls* to the
+master, the master sends *events* to frameworks, and master and slaves speak the
+internal slave protocol. Every model forbids unknown fields, so a typo on the wire is an
+error rather than a silently ignored value.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from enum import StrEnum
+from typing import Annotated, Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from protocol.resources import Resources
+
+Id = Annotated[str, Field(min_length=1, max_length=200)]
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex
+
+
+class Wire(BaseModel):
+    """Base of every message on the bus. `TYPE` is the tag the codec writes."""
+
+    model_config = ConfigDict(extra="forbid", frozen=False, arbitrary_types_allowed=False)
+    TYPE: ClassVar[str] = ""
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        cls.TYPE = cls.__name__
+
+
+# --- shared value types ----------------------------------------------------------------
+
+
+class TaskState(StrEnum):
+    STAGING = "TASK_STAGING"
+    STARTING = "TASK_STARTING"
+    RUNNING = "TASK_RUNNING"
+    KILLING = "TASK_KILLING"
+    FINISHED = "TASK_FINISHED"
+    FAILED = "TASK_FAILED"
+    KILLED = "TASK_KILLED"
+    LOST = "TASK_LOST"
+    ERROR = "TASK_ERROR"
+
+    @property
+    def terminal(self) -> bool:
+        return self in TERMINAL_STATES
+
+
+TERMINAL_STATES = frozenset(
+    {TaskState.FINISHED, TaskState.FAILED, TaskState.KILLED, TaskState.LOST, TaskState.ERROR}
+)
+
+
+class Reason(StrEnum):
+    """Why a task reached its state (a subset of Mesos's TaskStatus.Reason)."""
+
+    INVALID_OFFERS = "REASON_INVALID_OFFERS"
+    TASK_INVALID = "REASON_TASK_INVALID"
+    SLAVE_REMOVED = "REASON_SLAVE_REMOVED"
+    SLAVE_UNKNOWN = "REASON_SLAVE_UNKNOWN"
+    FRAMEWORK_REMOVED = "REASON_FRAMEWORK_REMOVED"
+    EXECUTOR_TERMINATED = "REASON_EXECUTOR_TERMINATED"
+    COMMAND_EXECUTOR_FAILED = "REASON_COMMAND_EXECUTOR_FAILED"
+    MEMORY_LIMIT = "REASON_CONTAINER_LIMITATION_MEMORY"
+    KILLED_BY_FRAMEWORK = "REASON_TASK_KILLED_BY_FRAMEWORK"
+    RECONCILIATION = "REASON_RECONCILIATION"
+    TASK_UNKNOWN = "REASON_TASK_UNKNOWN"
+
+
+class Filters(Wire):
+    refuse_seconds: float = Field(default=5.0, ge=0, le=365 * 24 * 3600)
+
+
+class CommandInfo(Wire):
+    value: str = Field(min_length=1)
+    environment: dict[str, str] = Field(default_factory=dict)
+
+
+class ExecutorInfo(Wire):
+    executor_id: Id
+    command: CommandInfo
+    resources: Resources = Field(default_factory=Resources)
+
+
+class TaskInfo(Wire):
+    task_id: Id
+    name: str = ""
+    slave_id: Id
+    resources: Resources
+    command: CommandInfo | None = None
+    executor: ExecutorInfo | None = None
+    data: bytes = b""
+
+    @model_validator(mode="after")
+    def _command_or_executor(self) -> TaskInfo:
+        if (self.command is None) == (self.executor is None):
+            raise ValueError("a task needs exactly one of command or executor")
+        return self
+
+
+class TaskStatus(Wire):
+    task_id: Id
+    state: TaskState
+    slave_id: str | None = None
+    executor_id: str | None = None
+    reason: Reason | None = None
+    message: str = ""
+    timestamp: float = Field(default_factory=time.time)
+    uuid: str | None = None  # set when the update needs an acknowledgement
+    data: bytes = b""
+
+
+class Offer(Wire):
+    offer_id: Id
+    framework_id: Id
+    slave_id: Id
+    hostname: str
+    resources: Resources
+    attributes: dict[str, str] = Field(default_factory=dict)
+
+
+# --- framework -> master (calls) ---------------------------------------------------------
+
+
+class Subscribe(Wire):
+    """Register a framework, or re-register with its framework_id after a failover."""
+
+    name: str = Field(min_length=1, max_length=200)
+    role: str = Field(default="*", min_length=1, max_length=200)
+    weight: float = Field(default=1.0, gt=0, le=1e6)
+    failover_timeout: float = Field(default=0.0, ge=0)
+    framework_id: str | None = None
+    inbox: Id  # where the master sends this framework's events
+    incarnation: str = ""  # the sender's bus connection, to tell stale Last Wills apart
+
+
+class Accept(Wire):
+    framework_id: Id
+    offer_ids: list[Id] = Field(min_length=1)
+    tasks: list[TaskInfo] = Field(default_factory=list)
+    filters: Filters = Field(default_factory=Filters)
+
+
+class Decline(Wire):
+    framework_id: Id
+    offer_ids: list[Id] = Field(min_length=1)
+    filters: Filters = Field(default_factory=Filters)
+
+
+class Revive(Wire):
+    framework_id: Id
+
+
+class Suppress(Wire):
+    framework_id: Id
+
+
+class Kill(Wire):
+    framework_id: Id
+    task_id: Id
+    slave_id: str | None = None
+
+
+class Acknowledge(Wire):
+    framework_id: Id
+    slave_id: str | None = None
+    task_id: Id
+    uuid: Id
+
+
+class ReconcileTask(Wire):
+    task_id: Id
+    slave_id: str | None = None
+
+
+class Reconcile(Wire):
+    """Ask for the latest state of the given tasks; an empty list means all of them."""
+
+    framework_id: Id
+    tasks: list[ReconcileTask] = Field(default_factory=list)
+
+
+class Message(Wire):
+    """Opaque data from a scheduler to one of its executors."""
+
+    framework_id: Id
+    slave_id: Id
+    executor_id: Id
+    data: bytes
+
+
+class Teardown(Wire):
+    framework_id: Id
+
+
+# --- master -> framework (events) ----------------------------------------------------------
+
+
+class Subscribed(Wire):
+    framework_id: Id
+    heartbeat_interval_seconds: float
+    master_id: str = ""
+    resubscribed: bool = False
+
+
+class Offers(Wire):
+    offers: list[Offer]
+
+
+class Rescind(Wire):
+    offer_id: Id
+
+
+class Update(Wire):
+    status: TaskStatus
+
+
+class FrameworkMessage(Wire):
+    """Opaque data between a scheduler and an executor, delivered to the other side."""
+
+    framework_id: Id
+    slave_id: Id
+    executor_id: Id
+    data: bytes
+
+
+class Failure(Wire):
+    """A slave was lost (executor_id None) or an executor exited (status is its exit code)."""
+
+    slave_id: Id
+    executor_id: str | None = None
+    status: int | None = None
+
+
+class Error(Wire):
+    """Something the receiver sent was refused. `message` says what and why."""
+
+    message: str
+    code: str = "error"
+    about: str | None = None  # the message type or id the error refers to
+
+
+class Heartbeat(Wire):
+    """Liveness: master -> framework, and slave -> master."""
+
+    source: str = ""
+    incarnation: str = ""
+
+
+# --- slave <-> master ----------------------------------------------------------------------
+
+
+class RunningTask(Wire):
+    framework_id: Id
+    task: TaskInfo
+    state: TaskState
+
+
+class Register(Wire):
+    slave_id: Id
+    hostname: str
+    resources: Resources
+    attributes: dict[str, str] = Field(default_factory=dict)
+    incarnation: str = ""
+
+
+class Reregister(Wire):
+    slave_id: Id
+    hostname: str
+    resources: Resources
+    attributes: dict[str, str] = Field(default_factory=dict)
+    incarnation: str = ""
+    tasks: list[RunningTask] = Field(default_factory=list)
+
+
+class Registered(Wire):
+    slave_id: Id
+    heartbeat_interval_seconds: float
+    master_id: str = ""
+
+
+class RunTask(Wire):
+    framework_id: Id
+    framework_name: str = ""
+    task: TaskInfo
+
+
+class KillTask(Wire):
+    framework_id: Id
+    task_id: Id
+
+
+class ShutdownFramework(Wire):
+    framework_id: Id
+
+
+class StatusUpdate(Wire):
+    """A task's new state, from the slave; kept and re-sent until acknowledged."""
+
+    framework_id: Id
+    slave_id: Id
+    status: TaskStatus
+
+
+class StatusAck(Wire):
+    slave_id: Id
+    framework_id: Id
+    task_id: Id
+    uuid: Id
+
+
+# --- bus-level and observability --------------------------------------------------------------
+
+
+class Gone(Wire):
+    """A party's Last Will: the broker publishes it when the party vanishes."""
+
+    kind: str  # "slave", "framework", "executor", "master"
+    id: Id
+    incarnation: str = ""
+
+
+class FrameworkView(Wire):
+    framework_id: str
+    name: str
+    role: str
+    weight: float
+    active: bool
+    suppressed: bool
+    allocated: Resources
+    offered: Resources
+    dominant_share: float
+    running_tasks: int
+    finished_tasks: int
+
+
+class SlaveView(Wire):
+    slave_id: str
+    hostname: str
+    total: Resources
+    free: Resources
+    tasks: int
+
+
+class TaskView(Wire):
+    task_id: str
+    framework_id: str
+    slave_id: str
+    state: TaskState
+    resources: Resources
+
+
+class State(Wire):
+    """The master's books as a snapshot (retained on the bus for tools)."""
+
+    master_id: str
+    timestamp: float
+    policy: str
+    total: Resources
+    allocated: Resources
+    frameworks: list[FrameworkView]
+    slaves: list[SlaveView]
+    offers: int
+    tasks: list[TaskView] = Field(default_factory=list)
+
+
+class ClusterEvent(Wire):
+    """One step in the master's life: allocation, launch, release, ... (for tools and plots)."""
+
+    kind: str
+    timestamp: float = Field(default_factory=time.time)
+    framework_id: str | None = None
+    slave_id: str | None = None
+    task_id: str | None = None
+    offer_id: str | None = None
+    resources: Resources = Field(default_factory=Resources)
+    state: TaskState | None = None
+    detail: str = ""
+
+
+ALL_MESSAGES: tuple[type[Wire], ...] = (
+    Filters,
+    CommandInfo,
+    ExecutorInfo,
+    TaskInfo,
+    TaskStatus,
+    Offer,
+    Subscribe,
+    Accept,
+    Decline,
+    Revive,
+    Suppress,
+    Kill,
+    Acknowledge,
+    ReconcileTask,
+    Reconcile,
+    Message,
+    Teardown,
+    Subscribed,
+    Offers,
+    Rescind,
+    Update,
+    FrameworkMessage,
+    Failure,
+    Error,
+    Heartbeat,
+    RunningTask,
+    Register,
+    Reregister,
+    Registered,
+    RunTask,
+    KillTask,
+    ShutdownFramework,
+    StatusUpdate,
+    StatusAck,
+    Gone,
+    FrameworkView,
+    SlaveView,
+    TaskView,
+    State,
+    ClusterEvent,
+)

@@ -1,0 +1,227 @@
+"""Resource vectors: named scalars kept in exact fixed point.
+
+Mesos keeps scalar resources in fixed point with three decimals so that adding and
+removing the same amounts a million times returns to exactly zero; floats drift. We do
+the same: every amount is an integer number of thousandths ("millis"). `cpus: 0.5` is
+500 millis, `mem: 512` (MB) is 512000 millis.
+
+A `Resources` is immutable and hashable; arithmetic returns new vectors. Names other than
+the usual `cpus`, `mem`, `disk`, `gpus` are allowed and behave the same way.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from pydantic import GetCoreSchemaHandler
+from pydantic_core import PydanticCustomError, core_schema
+
+SCALE = 1000
+"""Fixed-point scale: amounts are kept as integer thousandths."""
+
+CPUS = "cpus"
+MEM = "mem"
+DISK = "disk"
+GPUS = "gpus"
+
+
+class ResourceError(ValueError):
+    """An amount that cannot be a resource: negative, not finite, not a number, or a bad name."""
+
+
+def to_millis(name: str, amount: object) -> int:
+    """Convert a user-facing amount to fixed point, rejecting what cannot be a resource."""
+    if not isinstance(name, str) or not name or len(name) > 64:
+        raise ResourceError(
+            f"resource name must be a non-empty string of at most 64 chars: {name!r}"
+        )
+    if isinstance(amount, bool) or not isinstance(amount, int | float):
+        raise ResourceError(f"resource {name!r}: amount must be a number, got {amount!r}")
+    if isinstance(amount, float) and not math.isfinite(amount):
+        raise ResourceError(f"resource {name!r}: amount must be finite, got {amount!r}")
+    if amount < 0:
+        raise ResourceError(f"resource {name!r}: amount must not be negative, got {amount!r}")
+    millis = round(amount * SCALE)
+    if millis > 2**62:
+        raise ResourceError(f"resource {name!r}: amount {amount!r} is too large")
+    return int(millis)
+
+
+class Resources(Mapping[str, float]):
+    """An immutable vector of named non-negative scalars.
+
+    As a Mapping it reads in user units (`r["cpus"] == 0.5`); `millis` gives the exact
+    fixed-point amounts. Zero amounts are not stored, so `Resources() == Resources(cpus=0)`.
+    """
+
+    __slots__ = ("_hash", "_m")
+
+    def __init__(self, amounts: Mapping[str, float] | None = None, /, **kw: float) -> None:
+        m: dict[str, int] = {}
+        for source in (amounts or {}, kw):
+            for name, amount in source.items():
+                v = to_millis(name, amount)
+                if v:
+                    m[name] = m.get(name, 0) + v
+        self._m = m
+        self._hash: int | None = None
+
+    @classmethod
+    def from_millis(cls, millis: Mapping[str, int]) -> Resources:
+        """Build from fixed-point amounts (trusted: used by arithmetic and the books)."""
+        r = cls.__new__(cls)
+        r._m = {k: v for k, v in millis.items() if v}
+        r._hash = None
+        return r
+
+    @classmethod
+    def parse(cls, text: str) -> Resources:
+        """Parse the command-line form `cpus:2;mem:2200` (also accepts `,` as separator)."""
+        amounts: dict[str, float] = {}
+        for part in text.replace(",", ";").split(";"):
+            part = part.strip()
+            if not part:
+                continue
+            name, sep, value = part.partition(":")
+            if not sep:
+                raise ResourceError(f"expected name:amount, got {part!r}")
+            try:
+                amounts[name.strip()] = float(value)
+            except ValueError:
+                raise ResourceError(f"resource {name.strip()!r}: not a number: {value!r}") from None
+        return cls(amounts)
+
+    # -- Mapping ---------------------------------------------------------------------------
+    def __getitem__(self, name: str) -> float:
+        return self._m[name] / SCALE
+
+    def get_millis(self, name: str) -> int:
+        return self._m.get(name, 0)
+
+    @property
+    def millis(self) -> Mapping[str, int]:
+        return self._m
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._m)
+
+    def __len__(self) -> int:
+        return len(self._m)
+
+    def __bool__(self) -> bool:
+        return bool(self._m)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Resources):
+            return self._m == other._m
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        if self._hash is None:
+            self._hash = hash(frozenset(self._m.items()))
+        return self._hash
+
+    def __repr__(self) -> str:
+        return f"Resources({self})"
+
+    def __str__(self) -> str:
+        return ";".join(f"{k}:{_fmt(v)}" for k, v in sorted(self._m.items())) or "{}"
+
+    def to_dict(self) -> dict[str, float]:
+        return {k: v / SCALE for k, v in self._m.items()}
+
+    # -- arithmetic ------------------------------------------------------------------------
+    def __add__(self, other: Resources) -> Resources:
+        m = dict(self._m)
+        for k, v in other._m.items():
+            m[k] = m.get(k, 0) + v
+        return Resources.from_millis(m)
+
+    def __sub__(self, other: Resources) -> Resources:
+        """Subtract; raises ResourceError if any amount would go negative."""
+        if not self.contains(other):
+            raise ResourceError(f"cannot subtract {other} from {self}: not enough")
+        m = dict(self._m)
+        for k, v in other._m.items():
+            m[k] -= v
+        return Resources.from_millis(m)
+
+    def subtract_clamped(self, other: Resources) -> Resources:
+        """Subtract, stopping at zero (for free = total - allocated when books disagree)."""
+        m = dict(self._m)
+        for k, v in other._m.items():
+            if k in m:
+                m[k] = max(0, m[k] - v)
+        return Resources.from_millis(m)
+
+    def scaled(self, factor: float) -> Resources:
+        return Resources.from_millis({k: round(v * factor) for k, v in self._m.items()})
+
+    def contains(self, other: Resources) -> bool:
+        """True when every amount in `other` is available here."""
+        m = self._m
+        return all(m.get(k, 0) >= v for k, v in other._m.items())
+
+    def fits(self, into: Resources) -> bool:
+        """True when this vector fits into `into` (the converse of contains)."""
+        return into.contains(self)
+
+    def is_empty(self) -> bool:
+        return not self._m
+
+    # -- shares ----------------------------------------------------------------------------
+    def shares(self, total: Resources) -> dict[str, float]:
+        """Each resource's share of `total`; a resource the total lacks has share 0."""
+        t = total._m
+        return {k: (v / t[k] if t.get(k) else 0.0) for k, v in self._m.items()}
+
+    def dominant_share(self, total: Resources) -> float:
+        """max_j u_j / r_j (paper §4): the largest share of any resource."""
+        t = total._m
+        best = 0.0
+        for k, v in self._m.items():
+            tk = t.get(k)
+            if tk:
+                s = v / tk
+                if s > best:
+                    best = s
+        return best
+
+    # -- pydantic integration --------------------------------------------------------------
+    @classmethod
+    def __get_pydantic_core_schema__(
+        cls, source: type[Any], handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        def validate(value: Any) -> Resources:
+            if isinstance(value, Resources):
+                return value
+            if not isinstance(value, dict):
+                raise PydanticCustomError(
+                    "resources",
+                    "resources must be a map of name to amount, got {kind}",
+                    {"kind": type(value).__name__},
+                )
+            try:
+                return Resources(value)
+            except ResourceError as e:
+                raise PydanticCustomError("resources", str(e)) from None
+
+        return core_schema.no_info_plain_validator_function(
+            validate,
+            serialization=core_schema.plain_serializer_function_ser_schema(
+                lambda r: r.to_dict(), when_used="always"
+            ),
+            json_schema_input_schema=core_schema.dict_schema(
+                core_schema.str_schema(), core_schema.float_schema(ge=0)
+            ),
+        )
+
+
+def _fmt(millis: int) -> str:
+    whole, frac = divmod(millis, SCALE)
+    return str(whole) if not frac else f"{whole}.{frac:03d}".rstrip("0")
+
+
+EMPTY = Resources()

@@ -1,0 +1,67 @@
+"""Shared fixtures: real brokers on free loopback ports."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from protocol import logs
+from protocol.brokers import EmbeddedBroker, MosquittoBroker
+
+sys.path.insert(0, str(Path(__file__).parent))  # tests/strategies.py and helpers
+
+logs.configure("warning", json=True)
+
+HAVE_MOSQUITTO = bool(shutil.which("mosquitto") or os.access("/usr/sbin/mosquitto", os.X_OK))
+
+
+def need_mosquitto() -> None:
+    """Outside CI a machine without mosquitto skips its tests; in CI that is a failure."""
+    if not HAVE_MOSQUITTO:
+        if os.environ.get("CI"):
+            pytest.fail("mosquitto is not installed; .ci/run installs it with apt")
+        pytest.skip("mosquitto is not installed (apt-get install mosquitto)")
+
+
+@pytest.fixture
+async def mosquitto() -> AsyncIterator[MosquittoBroker]:
+    need_mosquitto()
+    broker = MosquittoBroker()
+    await broker.start()
+    try:
+        yield broker
+    finally:
+        await broker.stop()
+        broker.cleanup()
+
+
+@pytest.fixture
+async def embedded() -> AsyncIterator[EmbeddedBroker]:
+    broker = EmbeddedBroker()
+    await broker.start()
+    try:
+        yield broker
+    finally:
+        await broker.stop()
+
+
+@pytest.fixture(params=["embedded", "mosquitto"])
+async def broker(request: pytest.FixtureRequest) -> AsyncIterator[EmbeddedBroker | MosquittoBroker]:
+    """Each test that takes `broker` runs once on amqtt and once on mosquitto."""
+    if request.param == "mosquitto":
+        need_mosquitto()
+    b: EmbeddedBroker | MosquittoBroker = (
+        EmbeddedBroker() if request.param == "embedded" else MosquittoBroker()
+    )
+    await b.start()
+    try:
+        yield b
+    finally:
+        await b.stop()
+        if isinstance(b, MosquittoBroker):
+            b.cleanup()

@@ -1,0 +1,58 @@
+"""Small test helpers: collecting what arrives on the bus, and waiting on conditions."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import TypeVar
+
+from protocol.messages import Wire
+
+W = TypeVar("W", bound=Wire)
+
+
+class Inbox:
+    """Collects every message handed to it; tests wait for the ones they expect."""
+
+    def __init__(self) -> None:
+        self.messages: list[tuple[Wire, str | None]] = []
+        self._changed = asyncio.Condition()
+
+    async def __call__(self, message: Wire, reply_to: str | None) -> None:
+        async with self._changed:
+            self.messages.append((message, reply_to))
+            self._changed.notify_all()
+
+    def of(self, kind: type[W]) -> list[W]:
+        return [m for m, _ in self.messages if isinstance(m, kind)]
+
+    async def wait_for(
+        self, kind: type[W], where: Callable[[W], bool] = lambda m: True, timeout: float = 10.0
+    ) -> W:
+        """The first message of `kind` matching `where`, waiting for it to arrive."""
+
+        def find() -> W | None:
+            return next((m for m in self.of(kind) if where(m)), None)
+
+        async with self._changed:
+            await asyncio.wait_for(self._changed.wait_for(lambda: find() is not None), timeout)
+        found = find()
+        assert found is not None
+        return found
+
+    async def wait_count(self, kind: type[W], n: int, timeout: float = 10.0) -> list[W]:
+        async with self._changed:
+            await asyncio.wait_for(self._changed.wait_for(lambda: len(self.of(kind)) >= n), timeout)
+        return self.of(kind)
+
+
+async def eventually(
+    condition: Callable[[], bool], timeout: float = 10.0, interval: float = 0.02
+) -> None:
+    """Wait until `condition()` holds (for state that no message announces)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not condition():
+        if loop.time() > deadline:
+            raise AssertionError(f"condition not met within {timeout}s")
+        await asyncio.sleep(interval)

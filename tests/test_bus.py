@@ -1,0 +1,220 @@
+"""The bus on real brokers (amqtt and mosquitto) on free loopback ports."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import textwrap
+
+import pytest
+
+from protocol.brokers import EmbeddedBroker, MosquittoBroker
+from protocol.bus import Bus, Dispatcher
+from protocol.codec import PROTOCOL_VERSION, encode
+from protocol.messages import ALL_MESSAGES, Error, Gone, Heartbeat, Revive, Teardown
+from protocol.topics import Topics
+
+from helpers import Inbox
+from strategies import example
+
+Broker = EmbeddedBroker | MosquittoBroker
+T = Topics("test")
+
+
+async def test_a_message_of_every_type_crosses_the_bus_and_arrives_equal(broker: Broker) -> None:
+    inbox = Inbox()
+    async with Bus(broker.url, name="rx") as rx, Bus(broker.url, name="tx", inbox="tx/in") as tx:
+        await rx.subscribe(f"{T.prefix}/#", inbox)
+        sent = [example(cls) for cls in ALL_MESSAGES]
+        for message in sent:
+            await tx.publish(T.master, message)
+        await inbox.wait_count(type(sent[-1]), 1)
+        arrived = [m for m, _ in inbox.messages]
+        assert arrived == sent  # same order, same values, same types
+        assert {reply_to for _, reply_to in inbox.messages} == {"tx/in"}
+
+
+async def test_bad_input_is_answered_with_an_error_to_its_sender(broker: Broker) -> None:
+    import msgpack
+
+    errors = Inbox()
+    async with Bus(broker.url, name="master") as master, Bus(broker.url, name="fw") as fw:
+        dispatcher = Dispatcher(master, "master")
+        handled = Inbox()
+        dispatcher.on(Revive, handled)
+        await master.subscribe(T.master, dispatcher)
+        await fw.subscribe("fw/inbox", errors)
+
+        # a body that fails validation, with the sender's inbox in the envelope
+        bad = msgpack.packb([PROTOCOL_VERSION, "Revive", "fw/inbox", {"framework_id": 7}])
+        await fw.publish_raw(T.master, bad)
+        err = await errors.wait_for(Error)
+        assert err.code == "invalid"
+        assert "framework_id" in err.message
+        assert err.about == "Revive"
+
+        # a valid message of a type the master does not take
+        await fw.publish_raw(T.master, encode(Gone(kind="x", id="y"), "fw/inbox"))
+        err2 = await errors.wait_for(Error, lambda e: e.code == "unexpected-type")
+        assert "Gone" in err2.message
+
+        # garbage: nobody to answer, but the receiver goes on working
+        await fw.publish_raw(T.master, b"\xc1\xff garbage")
+        await fw.publish(T.master, Revive(framework_id="f1"))
+        ok = await handled.wait_for(Revive)
+        assert ok.framework_id == "f1"
+        assert len(handled.messages) == 1
+
+
+async def test_broker_restart_loses_no_acknowledged_qos1_message(
+    mosquitto: MosquittoBroker,
+) -> None:
+    """Everything `publish` returned for reaches a connected persistent subscriber,
+    although the broker restarts in the middle of the stream."""
+    inbox = Inbox()
+    rx = Bus(mosquitto.url, name="rx", client_id="rx-live", persistent=True)
+    async with rx, Bus(mosquitto.url, name="tx") as tx:
+        await rx.subscribe("stream/#", inbox)
+        acknowledged: list[str] = []
+
+        async def produce() -> None:
+            for i in range(400):
+                await tx.publish("stream/x", Heartbeat(source=str(i)), timeout=30)
+                acknowledged.append(str(i))
+                if len(acknowledged) == 100:
+                    halfway.set()
+
+        halfway = asyncio.Event()
+        producer = asyncio.create_task(produce())
+        await asyncio.wait_for(halfway.wait(), 30)  # restart in the middle of the stream
+        await mosquitto.restart()
+        await asyncio.wait_for(producer, 60)
+        await inbox.wait_count(Heartbeat, 400, timeout=30)
+        assert {m.source for m in inbox.of(Heartbeat)} == set(acknowledged)
+        assert tx.connections == 2  # both really reconnected
+        assert rx.connections == 2
+
+
+async def test_messages_queued_for_an_absent_subscriber_survive_a_restart(
+    mosquitto: MosquittoBroker,
+) -> None:
+    """The subscriber is away while the stream runs (its messages queue in its session at
+    the broker), the broker restarts in the middle of the stream, the publisher rides over
+    the restart, and the subscriber then comes back for all of it."""
+    inbox = Inbox()
+    rx_id = "rx-persistent"
+    async with Bus(mosquitto.url, name="rx", client_id=rx_id, persistent=True) as rx:
+        await rx.subscribe("stream/#", inbox)  # creates the session, then goes away
+    acknowledged: list[str] = []
+    async with Bus(mosquitto.url, name="tx") as tx:
+
+        async def produce() -> None:
+            for i in range(400):
+                await tx.publish("stream/x", Heartbeat(source=str(i)), timeout=30)
+                acknowledged.append(str(i))
+                if len(acknowledged) == 150:
+                    halfway.set()
+
+        halfway = asyncio.Event()
+        producer = asyncio.create_task(produce())
+        await asyncio.wait_for(halfway.wait(), 30)  # restart in the middle of the stream
+        await mosquitto.restart()
+        await asyncio.wait_for(producer, 60)
+        assert tx.connections == 2  # it really rode over the restart
+
+    rx = Bus(mosquitto.url, name="rx", client_id=rx_id, persistent=True)
+    await rx.subscribe("stream/#", inbox)
+    async with rx:
+        await inbox.wait_count(Heartbeat, 400, timeout=30)
+    assert {m.source for m in inbox.of(Heartbeat)} == set(acknowledged)
+    assert len(acknowledged) == 400
+
+
+async def test_subscriptions_survive_a_broker_restart(broker: Broker) -> None:
+    inbox = Inbox()
+    async with Bus(broker.url, name="rx") as rx, Bus(broker.url, name="tx") as tx:
+        await rx.subscribe("a/b", inbox)
+        await tx.publish("a/b", Teardown(framework_id="before"))
+        await inbox.wait_for(Teardown)
+        await broker.restart()
+        await rx.wait_connected(10)
+        # the first publish after the restart may race the re-subscribe: retry until seen
+        async with asyncio.timeout(15):
+            while not inbox.of(Teardown)[1:]:
+                await tx.publish("a/b", Teardown(framework_id="after"))
+                try:
+                    await inbox.wait_count(Teardown, 2, timeout=0.5)
+                except TimeoutError:
+                    continue
+        assert inbox.of(Teardown)[-1].framework_id == "after"
+
+
+WILL_CLIENT = textwrap.dedent(
+    """
+    import asyncio, sys
+    from protocol import logs
+    from protocol.bus import Bus
+    logs.configure("warning")
+    async def main():
+        will = (sys.argv[2], "slave", "s-will")
+        async with Bus(sys.argv[1], name="doomed", will=will) as bus:
+            print(bus.incarnation, flush=True)
+            await asyncio.Event().wait()
+    asyncio.run(main())
+    """
+)
+
+
+async def test_killing_a_clients_process_makes_its_last_will_arrive(broker: Broker) -> None:
+    inbox = Inbox()
+    gone_topic = T.gone("slave", "s-will")
+    async with Bus(broker.url, name="watcher") as watcher:
+        await watcher.subscribe(T.gone_all, inbox)
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-c",
+            WILL_CLIENT,
+            broker.url.url,
+            gone_topic,
+            stdout=asyncio.subprocess.PIPE,
+            env={**os.environ, "PYTHONPATH": os.getcwd()},
+        )
+        try:
+            assert proc.stdout is not None
+            incarnation = (await asyncio.wait_for(proc.stdout.readline(), 20)).decode().strip()
+            assert incarnation
+            proc.send_signal(signal.SIGKILL)
+            await proc.wait()
+            gone = await inbox.wait_for(Gone, timeout=20)
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+        assert (gone.kind, gone.id, gone.incarnation) == ("slave", "s-will", incarnation)
+
+
+async def test_a_clean_close_sends_no_last_will(broker: Broker) -> None:
+    inbox = Inbox()
+    async with Bus(broker.url, name="watcher") as watcher:
+        await watcher.subscribe(T.gone_all, inbox)
+        async with Bus(broker.url, name="polite", will=(T.gone("slave", "p"), "slave", "p")):
+            pass
+        # a marker published after the close proves the watcher saw everything before it
+        await watcher.subscribe("marker", inbox)
+        async with Bus(broker.url, name="marker") as m:
+            await m.publish("marker", Revive(framework_id="m"))
+        await inbox.wait_for(Revive)
+        assert inbox.of(Gone) == []
+
+
+@pytest.mark.parametrize("qos", [0, 1])
+async def test_posts_leave_in_order(broker: Broker, qos: int) -> None:
+    inbox = Inbox()
+    async with Bus(broker.url, name="rx") as rx, Bus(broker.url, name="tx") as tx:
+        await rx.subscribe("order", inbox)
+        for i in range(200):
+            tx.post("order", Heartbeat(source=str(i)), qos=qos)
+        await inbox.wait_count(Heartbeat, 200)
+        assert [m.source for m in inbox.of(Heartbeat)] == [str(i) for i in range(200)]

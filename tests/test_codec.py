@@ -1,0 +1,87 @@
+"""The codec: every message round-trips; untrusted bytes only ever raise DecodeError."""
+
+from __future__ import annotations
+
+import msgpack
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from protocol.codec import PROTOCOL_VERSION, DecodeError, decode, encode
+from protocol.messages import ALL_MESSAGES, Accept, Offers, Revive, Wire
+
+from strategies import ANY_MESSAGE, example
+
+FAST = settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+
+
+@FAST
+@given(ANY_MESSAGE, st.one_of(st.none(), st.text(min_size=1, max_size=30)))
+def test_every_model_round_trips_unchanged(message: Wire, reply_to: str | None) -> None:
+    envelope = decode(encode(message, reply_to))
+    assert envelope.message == message
+    assert type(envelope.message) is type(message)
+    assert envelope.reply_to == reply_to
+
+
+@pytest.mark.parametrize("cls", ALL_MESSAGES, ids=lambda c: c.TYPE)
+def test_one_of_every_type_round_trips(cls: type[Wire]) -> None:
+    message = example(cls)
+    assert decode(encode(message)).message == message
+
+
+@FAST
+@given(st.binary(max_size=512))
+def test_random_bytes_only_raise_decode_error(data: bytes) -> None:
+    try:
+        decode(data)
+    except DecodeError as e:
+        assert e.reason in DecodeError.REASONS
+
+
+@FAST
+@given(ANY_MESSAGE, st.data())
+def test_mutated_messages_only_raise_decode_error(message: Wire, data: st.DataObject) -> None:
+    raw = bytearray(encode(message, "inbox"))
+    for _ in range(data.draw(st.integers(1, 4))):
+        i = data.draw(st.integers(0, len(raw) - 1))
+        raw[i] = data.draw(st.integers(0, 255))
+    cut = data.draw(st.integers(0, len(raw)))
+    try:
+        decode(bytes(raw[:cut]))
+    except DecodeError as e:
+        assert e.reason in DecodeError.REASONS
+
+
+def test_errors_name_the_reason_and_the_field() -> None:
+    good = encode(Revive(framework_id="f1"))
+    with pytest.raises(DecodeError) as e:
+        decode(good[:-2])
+    assert e.value.reason == "truncated"
+
+    with pytest.raises(DecodeError) as e:
+        decode(msgpack.packb([PROTOCOL_VERSION + 1, "Revive", None, {"framework_id": "f"}]))
+    assert e.value.reason == "wrong-version"
+
+    with pytest.raises(DecodeError) as e:
+        decode(msgpack.packb([PROTOCOL_VERSION, "Launch", "me/inbox", {}]))
+    assert e.value.reason == "unknown-type"
+    assert e.value.reply_to == "me/inbox"
+
+    bad_accept = {"framework_id": "f", "offer_ids": []}
+    with pytest.raises(DecodeError) as e:
+        decode(msgpack.packb([PROTOCOL_VERSION, "Accept", "me/inbox", bad_accept]))
+    assert e.value.reason == "invalid"
+    assert "offer_ids" in e.value.detail
+    assert e.value.type_name == "Accept"
+
+    negative = example(Offers).model_dump()
+    negative["offers"][0]["resources"] = {"cpus": -2}
+    with pytest.raises(DecodeError, match=r"offers\.0\.resources.*negative"):
+        decode(msgpack.packb([PROTOCOL_VERSION, "Offers", None, negative]))
+
+
+def test_unknown_fields_are_refused_not_ignored() -> None:
+    body = {"framework_id": "f", "offer_ids": ["o"], "taks": []}
+    with pytest.raises(DecodeError, match="taks"):
+        decode(msgpack.packb([PROTOCOL_VERSION, Accept.TYPE, None, body]))

@@ -1,0 +1,98 @@
+"""Resource vectors: exact fixed-point arithmetic, shares, and refusal of bad amounts."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from protocol.resources import EMPTY, ResourceError, Resources
+
+from strategies import RESOURCES
+
+
+def test_a_million_tasks_added_and_removed_return_to_exactly_zero() -> None:
+    task = Resources(cpus=0.1, mem=33.3, disk=0.001)
+    total = EMPTY
+    for _ in range(1_000_000):
+        total = total + task
+    assert total["cpus"] == 100_000.0
+    assert total.get_millis("mem") == 33_300 * 1_000_000
+    for _ in range(1_000_000):
+        total = total - task
+    assert total == EMPTY
+    assert total.is_empty()
+
+
+def test_floats_would_drift_where_resources_do_not() -> None:
+    drift = 0.0
+    for _ in range(10):
+        drift += 0.1
+    assert drift != 1.0  # the reason for fixed point
+    r = EMPTY
+    for _ in range(10):
+        r = r + Resources(cpus=0.1)
+    assert r == Resources(cpus=1)
+
+
+@pytest.mark.parametrize(
+    ("amount", "words"),
+    [
+        (-1, "negative"),
+        (math.nan, "finite"),
+        (math.inf, "finite"),
+        ("2", "number"),
+        (True, "number"),
+    ],
+)
+def test_bad_amounts_are_refused_with_a_clear_reason(amount: object, words: str) -> None:
+    with pytest.raises(ResourceError, match=words):
+        Resources({"cpus": amount})  # type: ignore[dict-item]
+
+
+def test_subtracting_more_than_there_is_is_refused() -> None:
+    with pytest.raises(ResourceError, match="not enough"):
+        Resources(cpus=1) - Resources(cpus=2)
+
+
+def test_contains_and_fits() -> None:
+    node = Resources(cpus=4, mem=14_000)
+    assert node.contains(Resources(cpus=1, mem=10_000))
+    assert Resources(cpus=1, mem=10_000).fits(node)
+    assert not node.contains(Resources(cpus=1, gpus=1))  # a resource the node lacks
+    assert node.contains(EMPTY)
+
+
+def test_dominant_share_is_the_largest_share_papers_example() -> None:
+    total = Resources(cpus=9, mem=18 * 1024)
+    a_task = Resources(cpus=1, mem=4 * 1024)
+    b_task = Resources(cpus=3, mem=1024)
+    assert a_task.dominant_share(total) == pytest.approx(2 / 9)  # memory
+    assert b_task.dominant_share(total) == pytest.approx(1 / 3)  # cpu
+    shares = a_task.shares(total)
+    assert shares == {"cpus": pytest.approx(1 / 9), "mem": pytest.approx(2 / 9)}
+
+
+def test_parse_the_command_line_form() -> None:
+    assert Resources.parse("cpus:2;mem:2200") == Resources(cpus=2, mem=2200)
+    assert Resources.parse("cpus:0.5, mem:512") == Resources(cpus=0.5, mem=512)
+    with pytest.raises(ResourceError, match="name:amount"):
+        Resources.parse("cpus=2")
+    with pytest.raises(ResourceError, match="not a number"):
+        Resources.parse("cpus:two")
+    assert str(Resources(cpus=0.5, mem=512)) == "cpus:0.5;mem:512"
+
+
+@given(RESOURCES, RESOURCES)
+def test_add_then_subtract_is_identity(a: Resources, b: Resources) -> None:
+    assert (a + b) - b == a
+    assert (a + b).contains(a)
+    assert hash(a + b) == hash(b + a)
+
+
+@given(RESOURCES, st.floats(min_value=0, max_value=1e6))
+def test_amounts_keep_three_decimals(r: Resources, x: float) -> None:
+    v = Resources(cpus=x)
+    assert abs(v.get("cpus", 0.0) - x) <= 0.0005 + 1e-9 * x
