@@ -21,7 +21,10 @@ except PackageNotFoundError:  # running from a checkout that was not installed
 
 def log_level_option(func: F) -> F:
     """`--log-level` on every command; configures structlog before the command runs."""
+    return log_level_default("info")(func)
 
+
+def log_level_default(default: str) -> Callable[[F], F]:
     def configure(ctx: click.Context, _param: click.Parameter, value: str) -> str:
         logs.configure(value)
         return value
@@ -29,13 +32,13 @@ def log_level_option(func: F) -> F:
     return click.option(
         "--log-level",
         type=click.Choice(logs.LEVELS),
-        default="info",
+        default=default,
         show_default=True,
         callback=configure,
         expose_value=False,
         is_eager=True,
         help="Log verbosity (JSON lines when not on a terminal).",
-    )(func)
+    )
 
 
 def broker_option(default: str = "mqtt://127.0.0.1:1883") -> Callable[[F], F]:
@@ -93,3 +96,13 @@ def broker(kind: str, port: int) -> None:
             await b.stop()
 
     asyncio.run(run())
+
+
+def _register_commands() -> None:
+    from master.cli import master, state
+
+    main.add_command(master)
+    main.add_command(state)
+
+
+_register_commands()

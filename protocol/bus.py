@@ -27,7 +27,7 @@ import logging
 import socket
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import Any, Self
+from typing import Any, Self, TypeVar, cast
 
 import aiomqtt
 
@@ -39,6 +39,7 @@ from protocol.messages import Error, Gone, Wire
 Handler = Callable[[Wire, str | None], Awaitable[None]]
 """A subscriber: called with the decoded message and the sender's inbox (or None)."""
 
+W = TypeVar("W", bound=Wire)
 OnConnect = Callable[[], Awaitable[None]]
 
 MQTT_LOG = logging.getLogger("mqtt")
@@ -367,8 +368,10 @@ class Dispatcher:
         self._party = party
         self._routes: dict[type[Wire], Handler] = {}
 
-    def on(self, message_type: type[Wire], handler: Handler) -> None:
-        self._routes[message_type] = handler
+    def on(
+        self, message_type: type[W], handler: Callable[[W, str | None], Awaitable[None]]
+    ) -> None:
+        self._routes[message_type] = cast(Handler, handler)
 
     async def __call__(self, message: Wire, reply_to: str | None) -> None:
         handler = self._routes.get(type(message))

@@ -179,15 +179,7 @@ class Resources(Mapping[str, float]):
 
     def dominant_share(self, total: Resources) -> float:
         """max_j u_j / r_j (paper §4): the largest share of any resource."""
-        t = total._m
-        best = 0.0
-        for k, v in self._m.items():
-            tk = t.get(k)
-            if tk:
-                s = v / tk
-                if s > best:
-                    best = s
-        return best
+        return dominant_share(self._m, total._m)
 
     # -- pydantic integration --------------------------------------------------------------
     @classmethod
@@ -217,6 +209,18 @@ class Resources(Mapping[str, float]):
                 core_schema.str_schema(), core_schema.float_schema(ge=0)
             ),
         )
+
+
+def dominant_share(allocation: Mapping[str, int], total: Mapping[str, int]) -> float:
+    """The largest share of any resource, on fixed-point amounts (the sorter's hot path)."""
+    best = 0.0
+    for name, amount in allocation.items():
+        t = total.get(name)
+        if t:
+            s = amount / t
+            if s > best:
+                best = s
+    return best
 
 
 def _fmt(millis: int) -> str:

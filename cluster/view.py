@@ -1,0 +1,60 @@
+"""Looking at a cluster: fetch the master's snapshot and render it as tables."""
+
+from __future__ import annotations
+
+import asyncio
+
+from rich.console import Group
+from rich.table import Table
+
+from protocol.brokers import BrokerURL
+from protocol.bus import Bus
+from protocol.messages import State, Wire
+from protocol.topics import Topics
+
+
+async def fetch_state(url: BrokerURL, cluster: str, timeout: float = 10.0) -> State:
+    """The retained snapshot, or the next one the master publishes."""
+    got: asyncio.Future[State] = asyncio.get_running_loop().create_future()
+
+    async def on_state(message: Wire, _reply_to: str | None) -> None:
+        if isinstance(message, State) and not got.done():
+            got.set_result(message)
+
+    async with Bus(url, name="state-reader") as bus:
+        await bus.subscribe(Topics(cluster).state, on_state)
+        return await asyncio.wait_for(got, timeout)
+
+
+def _res(r: object) -> str:
+    return str(r) if r else "-"
+
+
+def render_state(state: State) -> Group:
+    head = Table.grid(padding=(0, 2))
+    head.add_row("master", state.master_id, "policy", state.policy)
+    head.add_row("total", _res(state.total), "allocated", _res(state.allocated))
+    head.add_row("slaves", str(len(state.slaves)), "outstanding offers", str(state.offers))
+
+    fws = Table(title="frameworks", title_justify="left")
+    for col in ("name", "id", "role", "weight", "running", "finished", "allocated", "share"):
+        fws.add_column(
+            col, justify="right" if col in ("weight", "running", "finished", "share") else "left"
+        )
+    for f in sorted(state.frameworks, key=lambda f: f.name):
+        fws.add_row(
+            f.name + ("" if f.active else " (disconnected)"),
+            f.framework_id,
+            f.role,
+            f"{f.weight:g}",
+            str(f.running_tasks),
+            str(f.finished_tasks),
+            _res(f.allocated),
+            f"{f.dominant_share:.1%}",
+        )
+    slaves = Table(title="slaves", title_justify="left")
+    for col in ("id", "hostname", "total", "free", "tasks"):
+        slaves.add_column(col)
+    for s in sorted(state.slaves, key=lambda s: s.slave_id)[:50]:
+        slaves.add_row(s.slave_id, s.hostname, _res(s.total), _res(s.free), str(s.tasks))
+    return Group(head, fws, slaves)

@@ -1,0 +1,369 @@
+"""The allocation module: who is offered which slave's free resources, and when.
+
+Free of I/O and of wall-clock time (callers pass `now`), so the master, the simulator and
+the benchmarks all drive the very same code.
+
+The books: every slave's total and what is allocated on it (offered or in use) per
+framework; every framework's role, filters and whether it wants offers. The order: a
+sorter of roles (weights belong to roles, as in Mesos) and, inside each role, a sorter of
+its frameworks -- with one framework per role this is plain weighted DRF.
+
+An allocation round (`allocate`) walks the slaves in a shuffled order and gives each
+slave's whole free resources to the first framework, lowest share first, that wants offers:
+active, not suppressed, and not filtered for that slave. The offered resources count as
+allocated at once, so the next slave goes to whoever is lowest now, and within one round
+no framework is offered the same slave twice.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+
+from master.sorter import Millis, Sorter, Total
+from protocol.resources import CPUS, MEM, SCALE, Resources
+
+# Mesos offers a slave only if at least this much of cpus or mem is free: smaller crumbs
+# would be offered and declined forever.
+MIN_ALLOCATABLE: dict[str, int] = {CPUS: int(0.01 * SCALE), MEM: 32 * SCALE}
+
+
+@dataclass(frozen=True, slots=True)
+class Allocation:
+    framework_id: str
+    slave_id: str
+    resources: Resources
+
+
+@dataclass(slots=True)
+class Filter:
+    """Declined resources of one slave, refused until `expires` (Mesos's refuse_seconds).
+
+    It holds only while what the slave has free is within what was declined: once more is
+    free than was refused, the framework is offered it again.
+    """
+
+    expires: float
+    resources: Resources
+
+
+@dataclass(slots=True)
+class SlaveBook:
+    slave_id: str
+    hostname: str
+    total: Resources
+    attributes: dict[str, str] = field(default_factory=dict)
+    allocated: Millis = field(default_factory=dict)  # offered or used, by anyone
+    by_framework: dict[str, Millis] = field(default_factory=dict)
+    unowned: Millis = field(default_factory=dict)  # used by frameworks we do not know (yet)
+
+    def free(self) -> Millis:
+        alloc = self.allocated
+        return {k: v - alloc.get(k, 0) for k, v in self.total.millis.items()}
+
+
+@dataclass(slots=True)
+class FrameworkBook:
+    framework_id: str
+    role: str
+    active: bool = True
+    suppressed: bool = False
+    filters: dict[str, Filter] = field(default_factory=dict)
+    slaves: set[str] = field(default_factory=set)  # where it holds resources
+
+
+class AllocatorError(ValueError):
+    """A call that does not fit the books (unknown framework or slave, double release)."""
+
+
+class Allocator:
+    def __init__(self, policy: str = "drf", *, seed: int | None = None, shuffle: bool = True):
+        self.policy = policy
+        self._total = Total()
+        self._roles = Sorter(policy, self._total)
+        self._role_frameworks: dict[str, Sorter] = {}
+        self._role_weights: dict[str, float] = {}
+        self.frameworks: dict[str, FrameworkBook] = {}
+        self.slaves: dict[str, SlaveBook] = {}
+        self._rng = random.Random(seed)
+        self._shuffle = shuffle
+
+    # -- frameworks --------------------------------------------------------------------------
+    def add_framework(
+        self,
+        framework_id: str,
+        role: str = "*",
+        weight: float | None = None,
+        *,
+        active: bool = True,
+    ) -> None:
+        if framework_id in self.frameworks:
+            raise AllocatorError(f"framework {framework_id} is already known")
+        if role not in self._role_frameworks:
+            self._role_frameworks[role] = Sorter(self._roles.policy, self._total)
+            self._roles.add(role, self._role_weights.get(role, 1.0))
+        if weight is not None and role not in self._role_weights:
+            self._roles.update_weight(role, weight)
+        self._role_frameworks[role].add(framework_id, active=active)
+        self.frameworks[framework_id] = FrameworkBook(framework_id, role, active=active)
+
+    def remove_framework(self, framework_id: str) -> None:
+        """Forget a framework, releasing whatever it still holds on any slave."""
+        fw = self._framework(framework_id)
+        for slave_id in list(fw.slaves):
+            slave = self.slaves[slave_id]
+            held = slave.by_framework.get(framework_id)
+            if held:
+                self.recover(framework_id, slave_id, Resources.from_millis(held))
+        sorter = self._role_frameworks[fw.role]
+        sorter.remove(framework_id)
+        if not len(sorter):
+            del self._role_frameworks[fw.role]
+            self._roles.remove(fw.role)
+        del self.frameworks[framework_id]
+
+    def activate(self, framework_id: str) -> None:
+        fw = self._framework(framework_id)
+        fw.active = True
+        self._role_frameworks[fw.role].activate(framework_id)
+
+    def deactivate(self, framework_id: str) -> None:
+        """A disconnected framework keeps its allocation but is offered nothing."""
+        fw = self._framework(framework_id)
+        fw.active = False
+        self._role_frameworks[fw.role].deactivate(framework_id)
+
+    def suppress(self, framework_id: str) -> None:
+        self._framework(framework_id).suppressed = True
+
+    def revive(self, framework_id: str) -> None:
+        """Offers again, everywhere: clears the suppression and every filter."""
+        fw = self._framework(framework_id)
+        fw.suppressed = False
+        fw.filters.clear()
+
+    def set_role_weight(self, role: str, weight: float) -> None:
+        """Configure a role's weight (takes precedence over weights frameworks ask for)."""
+        if weight <= 0:
+            raise AllocatorError(f"weight must be positive, got {weight}")
+        self._role_weights[role] = weight
+        if role in self._roles:
+            self._roles.update_weight(role, weight)
+
+    # -- slaves ------------------------------------------------------------------------------
+    def add_slave(
+        self,
+        slave_id: str,
+        total: Resources,
+        *,
+        hostname: str = "",
+        attributes: Mapping[str, str] | None = None,
+        used: Mapping[str, Resources] | None = None,
+    ) -> None:
+        """Add a slave; `used` is what frameworks already run there (a re-registration)."""
+        if slave_id in self.slaves:
+            raise AllocatorError(f"slave {slave_id} is already known")
+        self.slaves[slave_id] = SlaveBook(slave_id, hostname, total, dict(attributes or {}))
+        self._total.add(total)
+        for framework_id, resources in (used or {}).items():
+            self.allocate_existing(framework_id, slave_id, resources)
+
+    def remove_slave(self, slave_id: str) -> None:
+        slave = self._slave(slave_id)
+        for framework_id, held in list(slave.by_framework.items()):
+            self.recover(framework_id, slave_id, Resources.from_millis(held))
+        self._total.remove(slave.total)
+        del self.slaves[slave_id]
+
+    def allocate_existing(self, framework_id: str, slave_id: str, resources: Resources) -> None:
+        """Record resources already in use (tasks found on a re-registering slave).
+
+        A framework we do not know yet (the master restarted and it has not re-subscribed)
+        still holds the slave's resources; `adopt` hands them over when it comes back.
+        """
+        slave = self._slave(slave_id)
+        if framework_id in self.frameworks:
+            self._give(framework_id, slave, resources)
+        else:
+            _add(slave.unowned, resources.millis)
+            _add(slave.allocated, resources.millis)
+
+    def adopt(self, framework_id: str, slave_id: str, resources: Resources) -> None:
+        """Move resources from 'unowned' to a framework that has (re-)subscribed."""
+        slave = self._slave(slave_id)
+        _sub(slave.unowned, resources.millis, "unowned")
+        _sub(slave.allocated, resources.millis, "allocated")
+        self._give(framework_id, slave, resources)
+
+    def release_unowned(self, slave_id: str, resources: Resources) -> None:
+        slave = self._slave(slave_id)
+        _sub(slave.unowned, resources.millis, "unowned")
+        _sub(slave.allocated, resources.millis, "allocated")
+
+    # -- the round ---------------------------------------------------------------------------
+    def allocate(self, now: float, slave_ids: list[str] | None = None) -> list[Allocation]:
+        """One allocation round over every slave (or the given ones)."""
+        order = list(self.slaves) if slave_ids is None else list(slave_ids)
+        if self._shuffle:
+            self._rng.shuffle(order)  # as Mesos: no slave is always first in line
+        allocations: list[Allocation] = []
+        for slave_id in order:
+            slave = self.slaves.get(slave_id)
+            if slave is None:
+                continue
+            free = slave.free()
+            if not _allocatable(free):
+                continue
+            framework_id = self._pick(slave_id, free, now)
+            if framework_id is None:
+                continue
+            resources = Resources.from_millis(free)
+            self._give(framework_id, slave, resources)
+            allocations.append(Allocation(framework_id, slave_id, resources))
+        return allocations
+
+    def _pick(self, slave_id: str, free: Millis, now: float) -> str | None:
+        frameworks = self.frameworks
+
+        def wants(framework_id: str) -> bool:
+            fw = frameworks[framework_id]
+            if fw.suppressed:
+                return False
+            f = fw.filters.get(slave_id)
+            if f is not None:
+                if f.expires > now and _within(free, f.resources.millis):
+                    return False
+                del fw.filters[slave_id]  # expired, or more is free than was refused
+            return True
+
+        picked: list[str] = []
+
+        def role_wants(role: str) -> bool:
+            framework_id = self._role_frameworks[role].first(wants)
+            if framework_id is not None:
+                picked.append(framework_id)
+            return framework_id is not None
+
+        self._roles.first(role_wants)
+        return picked[0] if picked else None
+
+    def recover(
+        self,
+        framework_id: str,
+        slave_id: str,
+        resources: Resources,
+        *,
+        refuse_seconds: float | None = None,
+        now: float = 0.0,
+    ) -> None:
+        """Resources come back from a framework (declined, unused, or a task ended).
+
+        With `refuse_seconds`, the framework is not offered them on that slave again for
+        that long (a decline filter).
+        """
+        slave = self._slave(slave_id)
+        fw = self.frameworks.get(framework_id)
+        held = slave.by_framework.get(framework_id)
+        if held is None or fw is None:
+            raise AllocatorError(f"framework {framework_id} holds nothing on slave {slave_id}")
+        _sub(held, resources.millis, f"framework {framework_id} on slave {slave_id}")
+        _sub(slave.allocated, resources.millis, f"slave {slave_id}")
+        if not held:
+            del slave.by_framework[framework_id]
+            fw.slaves.discard(slave_id)
+        self._role_frameworks[fw.role].unallocated(framework_id, resources)
+        self._roles.unallocated(fw.role, resources)
+        if refuse_seconds:
+            fw.filters[slave_id] = Filter(now + refuse_seconds, resources)
+
+    def _give(self, framework_id: str, slave: SlaveBook, resources: Resources) -> None:
+        fw = self._framework(framework_id)
+        _add(slave.allocated, resources.millis)
+        _add(slave.by_framework.setdefault(framework_id, {}), resources.millis)
+        fw.slaves.add(slave.slave_id)
+        self._role_frameworks[fw.role].allocated(framework_id, resources)
+        self._roles.allocated(fw.role, resources)
+
+    # -- views -------------------------------------------------------------------------------
+    @property
+    def total(self) -> Resources:
+        return self._total.resources
+
+    def allocation(self, framework_id: str) -> Resources:
+        fw = self._framework(framework_id)
+        return self._role_frameworks[fw.role].allocation(framework_id)
+
+    def dominant_share(self, framework_id: str) -> float:
+        """The framework's own dominant share of the cluster (unweighted)."""
+        return self.allocation(framework_id).dominant_share(self.total)
+
+    def role_share(self, role: str) -> float:
+        """The role's share as the order sees it (policy share / weight)."""
+        return self._roles.share(role)
+
+    def role_weight(self, role: str) -> float:
+        return self._roles.weight(role)
+
+    def held(self, framework_id: str, slave_id: str) -> Resources:
+        slave = self._slave(slave_id)
+        return Resources.from_millis(slave.by_framework.get(framework_id, {}))
+
+    def held_on(self, slave_id: str) -> Resources:
+        """Everything allocated on a slave (offered or in use, by anyone)."""
+        return Resources.from_millis(self._slave(slave_id).allocated)
+
+    def free(self, slave_id: str) -> Resources:
+        return Resources.from_millis(self._slave(slave_id).free())
+
+    def allocated_total(self) -> Resources:
+        total: Millis = {}
+        for slave in self.slaves.values():
+            _add(total, slave.allocated)
+        return Resources.from_millis(total)
+
+    def order(self) -> Iterator[str]:
+        """Active frameworks in the order they would be offered resources."""
+        for role in self._roles.sort():
+            yield from self._role_frameworks[role].sort()
+
+    # -- helpers -----------------------------------------------------------------------------
+    def _framework(self, framework_id: str) -> FrameworkBook:
+        try:
+            return self.frameworks[framework_id]
+        except KeyError:
+            raise AllocatorError(f"unknown framework {framework_id}") from None
+
+    def _slave(self, slave_id: str) -> SlaveBook:
+        try:
+            return self.slaves[slave_id]
+        except KeyError:
+            raise AllocatorError(f"unknown slave {slave_id}") from None
+
+
+def _allocatable(free: Millis) -> bool:
+    if any(free.get(k, 0) >= v for k, v in MIN_ALLOCATABLE.items()):
+        return True
+    # a slave with neither cpus nor mem (custom resources only) is offered whatever it has
+    return not any(k in free for k in MIN_ALLOCATABLE) and any(v > 0 for v in free.values())
+
+
+def _within(free: Millis, refused: Mapping[str, int]) -> bool:
+    return all(refused.get(k, 0) >= v for k, v in free.items() if v > 0)
+
+
+def _add(into: Millis, delta: Mapping[str, int]) -> None:
+    for k, v in delta.items():
+        into[k] = into.get(k, 0) + v
+
+
+def _sub(into: Millis, delta: Mapping[str, int], what: str) -> None:
+    for k, v in delta.items():
+        if into.get(k, 0) < v:
+            raise AllocatorError(f"{what} holds less {k} than is being released")
+    for k, v in delta.items():
+        left = into[k] - v
+        if left:
+            into[k] = left
+        else:
+            del into[k]

@@ -1,0 +1,200 @@
+"""The master's records: frameworks, slaves, offers, tasks, and updates owed to frameworks.
+
+Plain typed structures and nothing else: the master shell reads and changes them, the
+allocator keeps the resource arithmetic, and `snapshot` turns them into the `State`
+message that tools read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from protocol.messages import (
+    TERMINAL_STATES,
+    FrameworkView,
+    SlaveView,
+    State,
+    TaskInfo,
+    TaskState,
+    TaskStatus,
+    TaskView,
+    Update,
+)
+from protocol.resources import Resources
+
+
+@dataclass(slots=True)
+class Task:
+    info: TaskInfo
+    framework_id: str
+    slave_id: str
+    state: TaskState = TaskState.STAGING
+    status: TaskStatus | None = None
+    launched_at: float = 0.0
+
+    @property
+    def task_id(self) -> str:
+        return self.info.task_id
+
+    @property
+    def resources(self) -> Resources:
+        return self.info.resources
+
+    @property
+    def terminal(self) -> bool:
+        return self.state in TERMINAL_STATES
+
+
+@dataclass(slots=True)
+class PendingUpdate:
+    """A status update sent to a framework and not yet acknowledged."""
+
+    update: Update
+    slave_id: str
+    next_attempt: float
+    backoff: float
+
+
+@dataclass(slots=True)
+class Framework:
+    framework_id: str
+    name: str
+    role: str
+    weight: float
+    inbox: str
+    incarnation: str
+    failover_timeout: float
+    registered_at: float
+    connected: bool = True
+    suppressed: bool = False
+    disconnected_at: float | None = None
+    tasks: dict[str, Task] = field(default_factory=dict)
+    offers: set[str] = field(default_factory=set)
+    pending: dict[str, PendingUpdate] = field(default_factory=dict)  # by status uuid
+    completed: dict[str, TaskStatus] = field(default_factory=dict)  # recent terminal, bounded
+    finished_tasks: int = 0
+
+    def complete(self, task: Task, status: TaskStatus, keep: int = 1000) -> None:
+        """Move a task that reached a terminal state out of the live set."""
+        self.tasks.pop(task.task_id, None)
+        self.completed[task.task_id] = status
+        if len(self.completed) > keep:
+            del self.completed[next(iter(self.completed))]
+        if status.state == TaskState.FINISHED:
+            self.finished_tasks += 1
+
+    def running_tasks(self) -> int:
+        return sum(1 for t in self.tasks.values() if not t.terminal)
+
+
+@dataclass(slots=True)
+class Slave:
+    slave_id: str
+    hostname: str
+    total: Resources
+    attributes: dict[str, str]
+    incarnation: str
+    last_seen: float
+    tasks: set[tuple[str, str]] = field(default_factory=set)  # (framework_id, task_id)
+    offers: set[str] = field(default_factory=set)
+
+
+@dataclass(slots=True)
+class OfferRecord:
+    offer_id: str
+    framework_id: str
+    slave_id: str
+    resources: Resources
+    created_at: float
+
+
+@dataclass(slots=True)
+class Orphan:
+    """A task a re-registering slave runs for a framework we do not know (yet)."""
+
+    task: TaskInfo
+    framework_id: str
+    slave_id: str
+    state: TaskState
+
+
+@dataclass
+class Books:
+    frameworks: dict[str, Framework] = field(default_factory=dict)
+    slaves: dict[str, Slave] = field(default_factory=dict)
+    offers: dict[str, OfferRecord] = field(default_factory=dict)
+    orphans: dict[str, list[Orphan]] = field(default_factory=dict)  # by framework id
+    inboxes: dict[str, str] = field(default_factory=dict)  # inbox -> framework id
+
+    def task(self, framework_id: str, task_id: str) -> Task | None:
+        fw = self.frameworks.get(framework_id)
+        return fw.tasks.get(task_id) if fw else None
+
+
+def snapshot(
+    books: Books,
+    *,
+    master_id: str,
+    now: float,
+    policy: str,
+    total: Resources,
+    allocated: Resources,
+    allocation: dict[str, Resources],
+    shares: dict[str, float],
+    free: dict[str, Resources],
+    include_tasks: bool = True,
+) -> State:
+    """The books as a `State` message (what `drfmesos state` and the plots read)."""
+    frameworks = []
+    for fw in books.frameworks.values():
+        offered = sum((books.offers[o].resources for o in fw.offers), Resources())
+        frameworks.append(
+            FrameworkView(
+                framework_id=fw.framework_id,
+                name=fw.name,
+                role=fw.role,
+                weight=fw.weight,
+                active=fw.connected,
+                suppressed=fw.suppressed,
+                allocated=allocation.get(fw.framework_id, Resources()),
+                offered=offered,
+                dominant_share=shares.get(fw.framework_id, 0.0),
+                running_tasks=fw.running_tasks(),
+                finished_tasks=fw.finished_tasks,
+            )
+        )
+    slaves = [
+        SlaveView(
+            slave_id=s.slave_id,
+            hostname=s.hostname,
+            total=s.total,
+            free=free.get(s.slave_id, Resources()),
+            tasks=len(s.tasks),
+        )
+        for s in books.slaves.values()
+    ]
+    tasks = []
+    if include_tasks:
+        tasks = [
+            TaskView(
+                task_id=t.task_id,
+                framework_id=t.framework_id,
+                slave_id=t.slave_id,
+                state=t.state,
+                resources=t.resources,
+            )
+            for fw in books.frameworks.values()
+            for t in fw.tasks.values()
+            if not t.terminal
+        ]
+    return State(
+        master_id=master_id,
+        timestamp=now,
+        policy=policy,
+        total=total,
+        allocated=allocated,
+        frameworks=frameworks,
+        slaves=slaves,
+        offers=len(books.offers),
+        tasks=tasks,
+    )

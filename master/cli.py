@@ -1,0 +1,121 @@
+"""`drfmesos master` and `drfmesos state`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import click
+
+from cluster.cli import broker_option, cluster_option, log_level_default, log_level_option
+from protocol.brokers import BrokerURL
+
+
+def parse_weights(text: str) -> dict[str, float]:
+    """`role=w,role2=w2` -> {role: w}."""
+    weights: dict[str, float] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        role, sep, value = part.partition("=")
+        try:
+            weights[role] = float(value) if sep else float("nan")
+        except ValueError:
+            weights[role] = float("nan")
+        if not sep or not weights[role] > 0:
+            raise click.BadParameter(f"expected role=positive-weight, got {part!r}")
+    return weights
+
+
+@click.command()
+@broker_option()
+@cluster_option
+@click.option(
+    "--policy",
+    type=click.Choice(["drf", "wdrf", "asset", "cpu", "fifo"]),
+    default="drf",
+    show_default=True,
+    help="How frameworks are ordered.",
+)
+@click.option(
+    "--allocation-interval",
+    type=float,
+    default=1.0,
+    show_default=True,
+    help="Seconds between allocation rounds (a free also starts one).",
+)
+@click.option(
+    "--offer-timeout",
+    type=float,
+    default=None,
+    help="Rescind offers not answered within this many seconds (off by default).",
+)
+@click.option(
+    "--slave-timeout",
+    type=float,
+    default=15.0,
+    show_default=True,
+    help="Remove a slave whose heartbeats stop for this long.",
+)
+@click.option("--heartbeat-interval", type=float, default=5.0, show_default=True)
+@click.option("--weights", default="", help="Role weights: role=w,role2=w2.")
+@log_level_option
+def master(
+    broker: str,
+    cluster: str,
+    policy: str,
+    allocation_interval: float,
+    offer_timeout: float | None,
+    slave_timeout: float,
+    heartbeat_interval: float,
+    weights: str,
+) -> None:
+    """Run the master: the books, the DRF allocation module and the offer loop."""
+    from cluster.runner import run_party
+    from master.master import Master, MasterConfig
+    from protocol.bus import Bus
+    from protocol.topics import Topics
+
+    config = MasterConfig(
+        policy=policy,
+        allocation_interval=allocation_interval,
+        offer_timeout=offer_timeout,
+        slave_timeout=slave_timeout,
+        heartbeat_interval=heartbeat_interval,
+        role_weights=parse_weights(weights),
+    )
+    topics = Topics(cluster)
+
+    async def party(url: BrokerURL) -> None:
+        async with Bus(
+            url,
+            name="master",
+            client_id=f"drfmesos-master-{cluster}",
+            inbox=topics.master,
+            persistent=True,
+        ) as bus:
+            await Master(bus, topics, config).run()
+
+    run_party(broker, party)
+
+
+@click.command()
+@broker_option()
+@cluster_option
+@click.option("--json", "as_json", is_flag=True, help="Print the raw snapshot as JSON.")
+@click.option("--timeout", type=float, default=10.0, show_default=True)
+@log_level_default("warning")
+def state(broker: str, cluster: str, as_json: bool, timeout: float) -> None:
+    """Print the master's latest state snapshot (frameworks, slaves, shares)."""
+    from cluster.view import fetch_state, render_state
+
+    try:
+        snap = asyncio.run(fetch_state(BrokerURL.parse(broker), cluster, timeout))
+    except TimeoutError:
+        raise click.ClickException(
+            f"no state from a master on {broker} (cluster {cluster!r}) within {timeout}s"
+        ) from None
+    if as_json:
+        click.echo(json.dumps(snap.model_dump(mode="json"), indent=2))
+    else:
+        from rich.console import Console
+
+        Console().print(render_state(snap))

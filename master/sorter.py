@@ -1,0 +1,287 @@
+"""The sorter: in which order clients (roles, or frameworks within a role) are served.
+
+As in Mesos, the sorter knows nothing of offers, slaves going away or the network. It
+keeps each client's allocation and the cluster total, and walks its active clients from
+the lowest share up. The books are kept incrementally: recording an allocation pushes the
+client's new share onto a binary heap (O(log n), the paper's heap; the stale entry is
+dropped lazily when it surfaces), and only a change of the total -- which changes every
+share at once -- makes the next walk rebuild the heap.
+
+The share is what a `Policy` makes of a client's allocation:
+
+- `drf`:   dominant share, max_j alloc_j / total_j, divided by the weight (weighted DRF);
+- `asset`: asset fairness, sum_j alloc_j / total_j, divided by the weight;
+- `cpu`:   CPU-only fair sharing, alloc_cpus / total_cpus, divided by the weight;
+- `fifo`:  no share at all: registration order alone (whoever came first is served first).
+
+Ties are broken by registration order.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from protocol.resources import CPUS, Resources, dominant_share
+
+Millis = dict[str, int]
+
+
+class Policy(Protocol):
+    name: str
+
+    def share(self, allocation: Mapping[str, int], total: Mapping[str, int]) -> float:
+        """The unweighted share of `allocation` (fixed-point millis) in `total`."""
+        ...
+
+
+class DominantShare:
+    name = "drf"
+
+    def share(self, allocation: Mapping[str, int], total: Mapping[str, int]) -> float:
+        return dominant_share(allocation, total)
+
+
+class AssetShare:
+    name = "asset"
+
+    def share(self, allocation: Mapping[str, int], total: Mapping[str, int]) -> float:
+        return sum(amount / t for name, amount in allocation.items() if (t := total.get(name)))
+
+
+class CpuShare:
+    name = "cpu"
+
+    def share(self, allocation: Mapping[str, int], total: Mapping[str, int]) -> float:
+        t = total.get(CPUS)
+        return allocation.get(CPUS, 0) / t if t else 0.0
+
+
+class Fifo:
+    name = "fifo"
+
+    def share(self, allocation: Mapping[str, int], total: Mapping[str, int]) -> float:
+        return 0.0
+
+
+POLICIES: dict[str, type[Policy]] = {
+    "drf": DominantShare,
+    "wdrf": DominantShare,  # weighted DRF is DRF with weights other than 1
+    "asset": AssetShare,
+    "cpu": CpuShare,
+    "fifo": Fifo,
+}
+
+
+def make_policy(name: str) -> Policy:
+    try:
+        return POLICIES[name]()
+    except KeyError:
+        raise ValueError(f"unknown policy {name!r}; one of {', '.join(POLICIES)}") from None
+
+
+class Total:
+    """The cluster total, shared by every sorter of one allocator.
+
+    Role sorters and the framework sorters inside each role all divide by the same total;
+    sharing one object (with a version the sorters compare against) makes adding a slave
+    O(1) however many sorters there are.
+    """
+
+    def __init__(self) -> None:
+        self.millis: Millis = {}
+        self.version = 0
+
+    def add(self, resources: Resources) -> None:
+        for k, v in resources.millis.items():
+            self.millis[k] = self.millis.get(k, 0) + v
+        self.version += 1
+
+    def remove(self, resources: Resources) -> None:
+        for k, v in resources.millis.items():
+            left = self.millis.get(k, 0) - v
+            if left < 0:
+                raise ValueError(f"total {k} would go negative")
+            if left:
+                self.millis[k] = left
+            else:
+                self.millis.pop(k, None)
+        self.version += 1
+
+    @property
+    def resources(self) -> Resources:
+        return Resources.from_millis(self.millis)
+
+
+@dataclass(slots=True)
+class _Client:
+    name: str
+    order: int
+    weight: float = 1.0
+    active: bool = True
+    allocation: Millis = field(default_factory=dict)
+    version: int = 0  # heap entries carrying an older version are stale
+
+
+_Entry = tuple[float, int, int, str]  # (weighted share, registration order, version, name)
+
+
+class Sorter:
+    """Orders clients by weighted share; the Mesos sorter's verbs, without I/O."""
+
+    def __init__(self, policy: Policy | str = "drf", total: Total | None = None) -> None:
+        self.policy = make_policy(policy) if isinstance(policy, str) else policy
+        self._clients: dict[str, _Client] = {}
+        self._heap: list[_Entry] = []
+        self._totals = total or Total()
+        self._total = self._totals.millis
+        self._seen_version = self._totals.version
+        self._next_order = 0
+
+    # -- clients ---------------------------------------------------------------------------
+    def add(self, name: str, weight: float = 1.0, *, active: bool = True) -> None:
+        if name in self._clients:
+            raise KeyError(f"client {name!r} is already in the sorter")
+        if weight <= 0:
+            raise ValueError(f"weight must be positive, got {weight}")
+        client = _Client(name, self._next_order, weight, active)
+        self._next_order += 1
+        self._clients[name] = client
+        self._push(client)
+
+    def remove(self, name: str) -> None:
+        client = self._clients.pop(name)
+        client.version += 1  # its heap entries are stale now
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._clients
+
+    def __len__(self) -> int:
+        return len(self._clients)
+
+    def activate(self, name: str) -> None:
+        client = self._clients[name]
+        if not client.active:
+            client.active = True
+            self._push(client)
+
+    def deactivate(self, name: str) -> None:
+        client = self._clients[name]
+        client.active = False
+        client.version += 1
+
+    def update_weight(self, name: str, weight: float) -> None:
+        if weight <= 0:
+            raise ValueError(f"weight must be positive, got {weight}")
+        client = self._clients[name]
+        client.weight = weight
+        self._push(client)
+
+    def weight(self, name: str) -> float:
+        return self._clients[name].weight
+
+    # -- books -----------------------------------------------------------------------------
+    def allocated(self, name: str, resources: Resources) -> None:
+        """Record resources given to a client (offered or in use)."""
+        self._change(name, resources.millis, +1)
+
+    def unallocated(self, name: str, resources: Resources) -> None:
+        """Record resources a client gave back."""
+        self._change(name, resources.millis, -1)
+
+    def _change(self, name: str, delta: Mapping[str, int], sign: int) -> None:
+        client = self._clients[name]
+        alloc = client.allocation
+        if sign < 0:
+            for k, v in delta.items():
+                if alloc.get(k, 0) < v:
+                    raise ValueError(f"client {name!r} would hold negative {k}")
+        for k, v in delta.items():
+            left = alloc.get(k, 0) + sign * v
+            if left:
+                alloc[k] = left
+            else:
+                alloc.pop(k, None)
+        self._push(client)
+
+    def allocation(self, name: str) -> Resources:
+        return Resources.from_millis(self._clients[name].allocation)
+
+    def add_total(self, resources: Resources) -> None:
+        self._totals.add(resources)
+
+    def remove_total(self, resources: Resources) -> None:
+        self._totals.remove(resources)
+
+    @property
+    def total(self) -> Resources:
+        return self._totals.resources
+
+    # -- order -----------------------------------------------------------------------------
+    def share(self, name: str) -> float:
+        """The client's share divided by its weight (what the order is made of)."""
+        client = self._clients[name]
+        return self.policy.share(client.allocation, self._total) / client.weight
+
+    def first(self, wanted: Callable[[str], bool] = lambda name: True) -> str | None:
+        """The active client with the lowest weighted share for which `wanted` is true.
+
+        Costs O(log n) for every client it passes over (the usual case passes over none).
+        `wanted` must not record allocations; do that after this returns.
+        """
+        self._fresh()
+        heap = self._heap
+        clients = self._clients
+        passed: list[_Entry] = []
+        found: str | None = None
+        try:
+            while heap:
+                entry = heap[0]
+                client = clients.get(entry[3])
+                if client is None or client.version != entry[2] or not client.active:
+                    heapq.heappop(heap)  # stale: drop it for good
+                    continue
+                if wanted(entry[3]):
+                    found = entry[3]
+                    break
+                passed.append(heapq.heappop(heap))
+        finally:
+            for entry in passed:
+                heapq.heappush(heap, entry)
+        return found
+
+    def sort(self) -> Iterator[str]:
+        """Every active client, lowest weighted share first (ties: registration order)."""
+        self._fresh()
+        live = [e for e in self._heap if self._valid(e)]
+        return iter([e[3] for e in sorted(live)])
+
+    def _valid(self, entry: _Entry) -> bool:
+        client = self._clients.get(entry[3])
+        return client is not None and client.active and client.version == entry[2]
+
+    def _push(self, client: _Client) -> None:
+        client.version += 1
+        if not client.active:
+            return
+        share = self.policy.share(client.allocation, self._total) / client.weight
+        heapq.heappush(self._heap, (share, client.order, client.version, client.name))
+        if len(self._heap) > 4 * len(self._clients) + 64:
+            self._rebuild()  # too many stale entries: compact
+
+    def _fresh(self) -> None:
+        if self._seen_version != self._totals.version:
+            self._rebuild()
+
+    def _rebuild(self) -> None:
+        """Recompute every share (the total changed, or the heap needs compacting)."""
+        self._seen_version = self._totals.version
+        entries = []
+        for client in self._clients.values():
+            if client.active:
+                share = self.policy.share(client.allocation, self._total) / client.weight
+                entries.append((share, client.order, client.version, client.name))
+        heapq.heapify(entries)
+        self._heap = entries

@@ -1,0 +1,151 @@
+"""Bare protocol speakers for testing the master: a framework and a slave with no SDK.
+
+They send exactly the messages a test tells them to and record everything that arrives,
+so a test can check the master's side of the protocol message by message.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+
+from protocol.brokers import BrokerURL
+from protocol.bus import Bus
+from protocol.messages import (
+    Accept,
+    CommandInfo,
+    Decline,
+    Filters,
+    Heartbeat,
+    Offer,
+    Offers,
+    Register,
+    RunTask,
+    StatusUpdate,
+    Subscribe,
+    Subscribed,
+    TaskInfo,
+    TaskState,
+    TaskStatus,
+    Update,
+    new_id,
+)
+from protocol.resources import Resources
+from protocol.topics import Topics
+
+from helpers import Inbox
+
+
+class FakeFramework:
+    def __init__(self, bus: Bus, topics: Topics, inbox_id: str) -> None:
+        self.bus, self.topics, self.inbox_id = bus, topics, inbox_id
+        self.inbox = Inbox()
+        self.framework_id = ""
+
+    async def subscribe(self, name: str, **kw: object) -> Subscribed:
+        await self.bus.publish(
+            self.topics.master,
+            Subscribe(name=name, inbox=self.inbox_id, incarnation=self.bus.incarnation, **kw),  # type: ignore[arg-type]
+        )
+        sub = await self.inbox.wait_for(Subscribed)
+        self.framework_id = sub.framework_id
+        return sub
+
+    async def next_offer(self, after: int = 0, timeout: float = 10.0) -> Offer:
+        """The first offer beyond the first `after` offers received."""
+
+        def offers() -> list[Offer]:
+            return [o for batch in self.inbox.of(Offers) for o in batch.offers]
+
+        await self.inbox.wait_for(Offers, lambda _: len(offers()) > after, timeout)
+        return offers()[after]
+
+    def offer_count(self) -> int:
+        return sum(len(b.offers) for b in self.inbox.of(Offers))
+
+    def task(self, offer: Offer, resources: Resources, task_id: str | None = None) -> TaskInfo:
+        return TaskInfo(
+            task_id=task_id or f"t-{new_id()[:8]}",
+            name="test",
+            slave_id=offer.slave_id,
+            resources=resources,
+            command=CommandInfo(value="sleep 1"),
+        )
+
+    async def accept(self, offer: Offer, tasks: list[TaskInfo], refuse: float = 5.0) -> None:
+        await self.bus.publish(
+            self.topics.master,
+            Accept(
+                framework_id=self.framework_id,
+                offer_ids=[offer.offer_id],
+                tasks=tasks,
+                filters=Filters(refuse_seconds=refuse),
+            ),
+        )
+
+    async def decline(self, offer: Offer, refuse: float = 5.0) -> None:
+        await self.bus.publish(
+            self.topics.master,
+            Decline(
+                framework_id=self.framework_id,
+                offer_ids=[offer.offer_id],
+                filters=Filters(refuse_seconds=refuse),
+            ),
+        )
+
+    async def update_for(self, task_id: str, state: TaskState, timeout: float = 10.0) -> TaskStatus:
+        u = await self.inbox.wait_for(
+            Update, lambda u: u.status.task_id == task_id and u.status.state == state, timeout
+        )
+        return u.status
+
+
+class FakeSlave:
+    """Registers, heartbeats on request, and records what the master tells it."""
+
+    def __init__(self, bus: Bus, topics: Topics, slave_id: str, resources: Resources) -> None:
+        self.bus, self.topics, self.slave_id, self.resources = bus, topics, slave_id, resources
+        self.inbox = Inbox()
+        self._runs_handled = 0
+
+    async def register(self) -> None:
+        await self.bus.subscribe(self.topics.slave(self.slave_id), self.inbox)
+        await self.bus.publish(
+            self.topics.master,
+            Register(
+                slave_id=self.slave_id,
+                hostname=f"{self.slave_id}.local",
+                resources=self.resources,
+                incarnation=self.bus.incarnation,
+            ),
+        )
+
+    async def heartbeat(self) -> None:
+        await self.bus.publish(
+            self.topics.master, Heartbeat(source=self.slave_id, incarnation=self.bus.incarnation)
+        )
+
+    async def report(self, framework_id: str, task_id: str, state: TaskState) -> str:
+        """Send a status update that needs acknowledging; returns its uuid."""
+        uuid = new_id()
+        status = TaskStatus(task_id=task_id, state=state, slave_id=self.slave_id, uuid=uuid)
+        await self.bus.publish(
+            self.topics.master,
+            StatusUpdate(framework_id=framework_id, slave_id=self.slave_id, status=status),
+        )
+        return uuid
+
+    async def run_task(self) -> RunTask:
+        """Take the next RunTask not yet handled and report it RUNNING."""
+        seen = self._runs_handled
+        run = (await self.inbox.wait_count(RunTask, seen + 1))[seen]
+        self._runs_handled += 1
+        await self.report(run.framework_id, run.task.task_id, TaskState.RUNNING)
+        return run
+
+
+@contextlib.asynccontextmanager
+async def party(url: BrokerURL, name: str, topics: Topics, **kw: object) -> AsyncIterator[Bus]:
+    inbox = topics.framework(name)
+    async with Bus(url, name=name, inbox=inbox, **kw) as bus:  # type: ignore[arg-type]
+        yield bus

@@ -1,0 +1,265 @@
+"""The allocation module alone: DRF order, weights, policies, filters, and its books."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from master.allocator import Allocator, AllocatorError
+from master.sorter import Sorter
+from protocol.resources import Resources
+
+GB = 1024
+
+
+@dataclass
+class Demand:
+    """A framework that launches one task per offer when it fits, else declines."""
+
+    framework_id: str
+    task: Resources
+    tasks: int = 0
+
+
+def run_rounds(
+    allocator: Allocator, demands: list[Demand], rounds: int = 500, refuse: float = 5.0
+) -> None:
+    """Drive the allocator as frameworks would: one task per offer, rest given back.
+
+    Time advances one second a round (the allocation interval); a decline filters the slave
+    for `refuse` seconds, as a framework's default decline does.
+    """
+    by_id = {d.framework_id: d for d in demands}
+    for now in range(rounds):
+        for a in allocator.allocate(float(now)):
+            d = by_id[a.framework_id]
+            if d.task.fits(a.resources):
+                d.tasks += 1
+                allocator.recover(a.framework_id, a.slave_id, a.resources - d.task)
+            else:
+                allocator.recover(
+                    a.framework_id, a.slave_id, a.resources, refuse_seconds=refuse, now=now
+                )
+
+
+def test_papers_worked_example_a_gets_three_tasks_b_gets_two() -> None:
+    allocator = Allocator("drf", seed=1)
+    allocator.add_slave("node", Resources(cpus=9, mem=18 * GB))
+    a = Demand("A", Resources(cpus=1, mem=4 * GB))
+    b = Demand("B", Resources(cpus=3, mem=1 * GB))
+    for d in (a, b):
+        allocator.add_framework(d.framework_id)
+    run_rounds(allocator, [a, b])
+    assert (a.tasks, b.tasks) == (3, 2)
+    assert allocator.dominant_share("A") == pytest.approx(2 / 3)
+    assert allocator.dominant_share("B") == pytest.approx(2 / 3)
+
+
+def test_weights_two_to_one_give_dominant_shares_two_to_one() -> None:
+    allocator = Allocator("drf", seed=1)
+    for i in range(30):
+        allocator.add_slave(f"s{i}", Resources(cpus=10, mem=10 * GB))
+    a = Demand("A", Resources(cpus=1, mem=0.5 * GB))
+    b = Demand("B", Resources(cpus=0.5, mem=1 * GB))
+    allocator.add_framework("A", role="a", weight=2)
+    allocator.add_framework("B", role="b", weight=1)
+    run_rounds(allocator, [a, b], rounds=400)
+    share_a, share_b = allocator.dominant_share("A"), allocator.dominant_share("B")
+    assert share_a / share_b == pytest.approx(2.0, rel=0.02)
+    # A (cpu-heavy) and B (mem-heavy) saturate the cpus: a = 2b, a + b/2 = 300 cpus
+    assert share_a == pytest.approx(0.8, abs=0.02)
+    # and the weighted shares, which the order compares, are equal
+    assert allocator.role_share("a") == pytest.approx(allocator.role_share("b"), abs=0.01)
+
+
+def test_a_framework_that_needs_none_of_an_exhausted_resource_keeps_being_served() -> None:
+    allocator = Allocator("drf", seed=1)
+    allocator.add_slave("node", Resources(cpus=4, mem=100 * GB))
+    cpu_hungry = Demand("cpu", Resources(cpus=1, mem=1 * GB))
+    mem_only = Demand("mem", Resources(mem=10 * GB))
+    allocator.add_framework("cpu")
+    allocator.add_framework("mem")
+    run_rounds(allocator, [cpu_hungry, mem_only], rounds=200)
+    assert cpu_hungry.tasks == 4  # all the cpus there are
+    assert allocator.free("node").get("cpus", 0) == 0
+    # cpus ran out long before memory did; the memory-only framework went on to fill it
+    assert mem_only.tasks == 9
+    assert allocator.free("node")["mem"] < 10 * GB
+
+
+def test_asset_fairness_and_fifo_differ_from_drf_where_the_paper_says() -> None:
+    """Paper Theorem 1: <30 cpu, 30 mem>, D1 = <1, 3>, D2 = <1, 1>."""
+
+    def run(policy: str) -> tuple[int, int]:
+        allocator = Allocator(policy, seed=1)
+        allocator.add_slave("node", Resources(cpus=30, mem=30))
+        d1 = Demand("u1", Resources(cpus=1, mem=3))
+        d2 = Demand("u2", Resources(cpus=1, mem=1))
+        allocator.add_framework("u1")
+        allocator.add_framework("u2")
+        run_rounds(allocator, [d1, d2], rounds=300)
+        return d1.tasks, d2.tasks
+
+    assert run("drf") == (5, 15)  # equal dominant shares: 15/30 of mem and of cpu
+    assert run("asset") == (6, 12)  # equal aggregate shares, user 2 below half of both
+    assert run("fifo") == (10, 0)  # whoever came first takes what it can
+    assert run("cpu") == (7, 9)  # equal cpus until u1's memory-heavy tasks stop fitting
+
+
+def test_offered_resources_are_offered_to_no_one_else_and_each_slave_once_a_round() -> None:
+    allocator = Allocator("drf", seed=3)
+    for i in range(20):
+        allocator.add_slave(f"s{i}", Resources(cpus=4, mem=4 * GB))
+    for f in ("A", "B", "C"):
+        allocator.add_framework(f)
+    first = allocator.allocate(0.0)
+    assert sorted(a.slave_id for a in first) == sorted(f"s{i}" for i in range(20))
+    assert allocator.allocate(0.0) == []  # everything is out on offer
+    # offers spread over the frameworks in DRF order: 7, 7, 6
+    counts = sorted(sum(a.framework_id == f for a in first) for f in ("A", "B", "C"))
+    assert counts == [6, 7, 7]
+
+
+def test_decline_filter_holds_for_refuse_seconds_unless_more_is_free_and_revive_clears() -> None:
+    allocator = Allocator("drf", seed=1)
+    allocator.add_slave("s1", Resources(cpus=2, mem=2 * GB))
+    allocator.add_framework("A")
+    (offer,) = allocator.allocate(0.0)
+    allocator.recover("A", "s1", offer.resources, refuse_seconds=5, now=0.0)
+    assert allocator.allocate(1.0) == []
+    assert allocator.allocate(4.9) == []
+    assert [a.framework_id for a in allocator.allocate(5.0)] == ["A"]
+
+    allocator.recover("A", "s1", offer.resources, refuse_seconds=5, now=5.0)
+    allocator.revive("A")
+    assert [a.framework_id for a in allocator.allocate(5.1)] == ["A"]
+
+
+def test_a_filter_does_not_hide_more_than_was_declined() -> None:
+    allocator = Allocator("drf", seed=1)
+    allocator.add_slave("s1", Resources(cpus=4, mem=4 * GB))
+    allocator.add_framework("A")
+    allocator.add_framework("B")
+    (a,) = allocator.allocate(0.0)  # A gets the slave and keeps half of it
+    allocator.recover(a.framework_id, "s1", Resources(cpus=2, mem=2 * GB))
+    (b,) = allocator.allocate(0.0)  # B is offered the other half and declines it
+    assert b.framework_id == "B"
+    allocator.recover("B", "s1", b.resources, refuse_seconds=60, now=0.0)
+    (to_a,) = allocator.allocate(1.0)  # B's filter holds, so the half goes to A
+    assert to_a.framework_id == "A"
+    # A gives its half back: now more is free than B refused, so B is offered it
+    allocator.recover("A", "s1", allocator.held("A", "s1"), refuse_seconds=60, now=1.0)
+    (again,) = allocator.allocate(2.0)
+    assert again.framework_id == "B"
+    assert again.resources == Resources(cpus=4, mem=4 * GB)
+
+
+def test_suppressed_and_inactive_frameworks_are_offered_nothing() -> None:
+    allocator = Allocator("drf", seed=1)
+    allocator.add_slave("s1", Resources(cpus=1, mem=1 * GB))
+    allocator.add_framework("A")
+    allocator.suppress("A")
+    assert allocator.allocate(0.0) == []
+    allocator.revive("A")
+    allocator.deactivate("A")
+    assert allocator.allocate(0.0) == []
+    allocator.activate("A")
+    assert [a.framework_id for a in allocator.allocate(0.0)] == ["A"]
+
+
+def test_frameworks_in_one_role_share_the_roles_weight() -> None:
+    allocator = Allocator("drf", seed=1)
+    for i in range(60):
+        allocator.add_slave(f"s{i}", Resources(cpus=1, mem=1 * GB))
+    allocator.set_role_weight("big", 2)
+    for f, role in (("A1", "big"), ("A2", "big"), ("B", "small")):
+        allocator.add_framework(f, role=role)
+    allocator.allocate(0.0)
+    shares = {f: allocator.dominant_share(f) for f in ("A1", "A2", "B")}
+    assert shares["A1"] + shares["A2"] == pytest.approx(2 * shares["B"], abs=1 / 60)
+    assert shares["A1"] == pytest.approx(shares["A2"], abs=1 / 60)
+
+
+def test_removing_a_slave_or_framework_releases_what_it_held() -> None:
+    allocator = Allocator("drf", seed=1)
+    allocator.add_slave("s1", Resources(cpus=2, mem=GB))
+    allocator.add_slave("s2", Resources(cpus=2, mem=GB))
+    allocator.add_framework("A")
+    allocator.add_framework("B")
+    allocator.allocate(0.0)
+    allocator.remove_slave("s1")
+    assert allocator.total == Resources(cpus=2, mem=GB)
+    allocator.remove_framework("A")
+    allocator.remove_framework("B")
+    assert allocator.allocated_total() == Resources()
+    assert [a.framework_id for a in allocator.allocate(0.0)] == []  # nobody left to offer
+    with pytest.raises(AllocatorError, match="holds nothing"):
+        allocator.recover("A", "s2", Resources(cpus=1))
+
+
+def test_unowned_tasks_are_adopted_when_their_framework_returns() -> None:
+    allocator = Allocator("drf", seed=1)
+    running = Resources(cpus=1, mem=GB)
+    allocator.add_slave("s1", Resources(cpus=2, mem=2 * GB), used={"ghost": running})
+    assert allocator.free("s1") == Resources(cpus=1, mem=GB)
+    allocator.add_framework("ghost")
+    allocator.adopt("ghost", "s1", running)
+    assert allocator.allocation("ghost") == running
+
+
+def test_sorter_rebuilds_its_order_when_the_total_changes() -> None:
+    sorter = Sorter("drf")
+    sorter.add_total(Resources(cpus=10, mem=100))
+    sorter.add("cpu-heavy")
+    sorter.add("mem-heavy")
+    sorter.allocated("cpu-heavy", Resources(cpus=5))  # 50% of cpus
+    sorter.allocated("mem-heavy", Resources(mem=40))  # 40% of mem
+    assert list(sorter.sort()) == ["mem-heavy", "cpu-heavy"]
+    sorter.add_total(Resources(cpus=90))  # cpus are plentiful now: 5%
+    assert list(sorter.sort()) == ["cpu-heavy", "mem-heavy"]
+
+
+OPS = st.lists(
+    st.tuples(
+        st.sampled_from(["round", "release", "decline", "slave+", "slave-", "fw+", "fw-"]),
+        st.integers(0, 5),
+    ),
+    max_size=60,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(OPS)
+def test_books_stay_consistent_under_any_sequence_of_operations(ops: list) -> None:  # type: ignore[type-arg]
+    allocator = Allocator("drf", seed=0)
+    held: list[tuple[str, str, Resources]] = []
+    now = 0.0
+    for op, i in ops:
+        now += 1
+        fid, sid = f"f{i}", f"s{i}"
+        if op == "slave+" and sid not in allocator.slaves:
+            allocator.add_slave(sid, Resources(cpus=i + 1, mem=100 * (i + 1)))
+        elif op == "slave-" and sid in allocator.slaves:
+            allocator.remove_slave(sid)
+            held = [h for h in held if h[1] != sid]
+        elif op == "fw+" and fid not in allocator.frameworks:
+            allocator.add_framework(fid, role=f"r{i % 2}")
+        elif op == "fw-" and fid in allocator.frameworks:
+            allocator.remove_framework(fid)
+            held = [h for h in held if h[0] != fid]
+        elif op == "round":
+            held += [(a.framework_id, a.slave_id, a.resources) for a in allocator.allocate(now)]
+        elif op in ("release", "decline") and held:
+            f, s, r = held.pop(i % len(held))
+            allocator.recover(f, s, r, refuse_seconds=3 if op == "decline" else None, now=now)
+        # the books agree with what was handed out, however they were reached
+        total_held = sum((r for _, _, r in held), Resources())
+        assert allocator.allocated_total() == total_held
+        for f in allocator.frameworks:
+            mine = sum((r for ff, _, r in held if ff == f), Resources())
+            assert allocator.allocation(f) == mine
+        for s in allocator.slaves:
+            assert allocator.free(s) + allocator.held_on(s) == allocator.slaves[s].total

@@ -1,0 +1,360 @@
+"""The master on a real broker, spoken to by bare protocol fakes (no SDK in between)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import msgpack
+import pytest
+
+from master.master import Master, MasterConfig
+from protocol.brokers import MosquittoBroker
+from protocol.bus import Bus
+from protocol.codec import PROTOCOL_VERSION, encode
+from protocol.messages import (
+    Accept,
+    Acknowledge,
+    Error,
+    Failure,
+    Gone,
+    Reason,
+    Reconcile,
+    Rescind,
+    Revive,
+    ShutdownFramework,
+    StatusAck,
+    TaskState,
+    Update,
+)
+from protocol.resources import Resources
+from protocol.topics import Topics
+
+from fakes import FakeFramework, FakeSlave
+from helpers import eventually
+
+T = Topics("mtest")
+GB = 1024
+FAST = MasterConfig(
+    allocation_interval=0.05,
+    heartbeat_interval=0.2,
+    slave_timeout=60,
+    status_retry=0.2,
+    state_interval=0.05,
+    seed=7,
+)
+
+
+class Cluster:
+    """A master and a way to add fake frameworks and slaves, all on one broker."""
+
+    def __init__(self, broker: MosquittoBroker, stack: contextlib.AsyncExitStack) -> None:
+        self.broker, self.stack = broker, stack
+        self.master: Master
+
+    async def start_master(self, config: MasterConfig = FAST) -> Master:
+        bus = await self.stack.enter_async_context(
+            Bus(self.broker.url, name="master", inbox=T.master)
+        )
+        self.master = Master(bus, T, config)
+        await self.master.start()
+        self.stack.push_async_callback(self.master.stop)
+        return self.master
+
+    async def framework(self, name: str, **subscribe: object) -> FakeFramework:
+        bus = await self.stack.enter_async_context(
+            Bus(
+                self.broker.url,
+                name=name,
+                inbox=T.framework(name),
+                will=(T.gone("framework", name), "framework", name),
+            )
+        )
+        fw = FakeFramework(bus, T, name)
+        await bus.subscribe(T.framework(name), fw.inbox)
+        await fw.subscribe(name, **subscribe)
+        return fw
+
+    async def framework_new_process(self, inbox: str, framework_id: str) -> FakeFramework:
+        """A framework's new process re-subscribing with its old framework id."""
+        bus = await self.stack.enter_async_context(
+            Bus(self.broker.url, name=inbox, inbox=T.framework(inbox))
+        )
+        fw = FakeFramework(bus, T, inbox)
+        await bus.subscribe(T.framework(inbox), fw.inbox)
+        await fw.subscribe("A", framework_id=framework_id, failover_timeout=30)
+        return fw
+
+    async def slave(self, slave_id: str, resources: Resources) -> FakeSlave:
+        bus = await self.stack.enter_async_context(
+            Bus(self.broker.url, name=slave_id, inbox=T.slave(slave_id))
+        )
+        slave = FakeSlave(bus, T, slave_id, resources)
+        await slave.register()
+        return slave
+
+    async def rounds_pass(self, n: int = 3) -> None:
+        """Let `n` allocation rounds run (to show that something did *not* happen)."""
+        target = self.master.rounds + n
+        await eventually(lambda: self.master.rounds >= target)
+
+
+@pytest.fixture
+async def cluster(mosquitto: MosquittoBroker) -> AsyncIterator[Cluster]:
+    async with contextlib.AsyncExitStack() as stack:
+        c = Cluster(mosquitto, stack)
+        await c.start_master()
+        yield c
+
+
+def books_balance(master: Master) -> None:
+    """The allocator's books agree with the master's records of offers and tasks."""
+    a = master.allocator
+    held = Resources()
+    for record in master.books.offers.values():
+        held = held + record.resources
+    for fw in master.books.frameworks.values():
+        for task in fw.tasks.values():
+            held = held + task.resources
+    assert a.allocated_total() == held
+    assert a.total == sum((s.total for s in master.books.slaves.values()), Resources())
+
+
+async def test_offers_go_to_the_lowest_dominant_share_first(cluster: Cluster) -> None:
+    a = await cluster.framework("A")
+    s1 = await cluster.slave("s1", Resources(cpus=4, mem=4 * GB))
+    offer = await a.next_offer()
+    assert offer.slave_id == "s1"
+    assert offer.resources == Resources(cpus=4, mem=4 * GB)
+    await a.accept(offer, [a.task(offer, Resources(cpus=2, mem=1 * GB))], refuse=1000)
+    await s1.run_task()
+
+    b = await cluster.framework("B")
+    rest = await b.next_offer()  # what A left of s1 goes to B, whose share is 0
+    assert rest.resources == Resources(cpus=2, mem=3 * GB)
+    await b.decline(rest, refuse=1000)
+    await cluster.slave("s2", Resources(cpus=4, mem=4 * GB))
+    nxt = await b.next_offer(after=1)  # B (0%) comes before A (25% of cpus) for s2
+    assert nxt.slave_id == "s2"
+    assert a.offer_count() == 1
+    books_balance(cluster.master)
+
+
+async def test_slaves_are_spread_over_equal_frameworks(cluster: Cluster) -> None:
+    fws = [await cluster.framework(n) for n in ("A", "B", "C")]
+    for i in range(6):
+        await cluster.slave(f"s{i}", Resources(cpus=2, mem=2 * GB))
+    await eventually(lambda: sum(f.offer_count() for f in fws) == 6)
+    assert [f.offer_count() for f in fws] == [2, 2, 2]
+
+
+async def test_decline_filter_holds_for_refuse_seconds_and_revive_clears_it(
+    cluster: Cluster,
+) -> None:
+    a = await cluster.framework("A")
+    await cluster.slave("s1", Resources(cpus=1, mem=GB))
+    first = await a.next_offer()
+    await a.decline(first, refuse=0.6)
+    loop = asyncio.get_running_loop()
+    declined_at = loop.time()
+    second = await a.next_offer(after=1)
+    assert loop.time() - declined_at >= 0.5  # not offered again before the filter ran out
+    assert second.resources == first.resources
+
+    await a.decline(second, refuse=1000)
+    await cluster.rounds_pass(5)
+    assert a.offer_count() == 2  # filtered: many rounds, no offer
+    await a.bus.publish(T.master, Revive(framework_id=a.framework_id))
+    third = await a.next_offer(after=2)
+    assert third.slave_id == "s1"
+
+
+async def test_an_oversized_accept_gets_task_error_and_the_resources_come_back(
+    cluster: Cluster,
+) -> None:
+    a = await cluster.framework("A")
+    s1 = await cluster.slave("s1", Resources(cpus=2, mem=2 * GB))
+    offer = await a.next_offer()
+    big = a.task(offer, Resources(cpus=3, mem=GB), task_id="too-big")
+    ok = a.task(offer, Resources(cpus=1, mem=GB), task_id="fits")
+    await a.accept(offer, [big, ok], refuse=0)
+    status = await a.update_for("too-big", TaskState.ERROR)
+    assert status.reason == Reason.TASK_INVALID
+    assert "cpus:3" in status.message
+    assert "left of the offer" in status.message
+    err = await a.inbox.wait_for(Error)
+    assert err.code == "invalid-tasks"
+    assert "too-big" in err.message
+    run = await s1.run_task()
+    assert run.task.task_id == "fits"  # the valid task was launched
+    again = await a.next_offer(after=1)  # the unused part comes straight back
+    assert again.resources == Resources(cpus=1, mem=GB)
+    books_balance(cluster.master)
+
+
+async def test_a_slave_that_dies_turns_its_tasks_lost(cluster: Cluster) -> None:
+    a = await cluster.framework("A")
+    s1 = await cluster.slave("s1", Resources(cpus=2, mem=2 * GB))
+    offer = await a.next_offer()
+    task = a.task(offer, Resources(cpus=1, mem=GB), task_id="doomed")
+    await a.accept(offer, [task], refuse=1000)
+    await s1.run_task()
+    await a.update_for("doomed", TaskState.RUNNING)
+    # the broker announces the slave's Last Will (a stale incarnation is ignored)
+    await s1.bus.publish(T.gone("slave", "s1"), Gone(kind="slave", id="s1", incarnation="old"))
+    await s1.bus.publish(
+        T.gone("slave", "s1"), Gone(kind="slave", id="s1", incarnation=s1.bus.incarnation)
+    )
+    lost = await a.update_for("doomed", TaskState.LOST)
+    assert lost.reason == Reason.SLAVE_REMOVED
+    assert lost.uuid  # the master wants this one acknowledged
+    failure = await a.inbox.wait_for(Failure)
+    assert failure.slave_id == "s1"
+    assert "s1" not in cluster.master.books.slaves
+    assert cluster.master.allocator.total == Resources()
+    books_balance(cluster.master)
+
+
+async def test_a_slave_whose_heartbeats_stop_is_removed(mosquitto: MosquittoBroker) -> None:
+    async with contextlib.AsyncExitStack() as stack:
+        c = Cluster(mosquitto, stack)
+        await c.start_master(MasterConfig(allocation_interval=0.05, slave_timeout=0.5))
+        a = await c.framework("A")
+        s1 = await c.slave("s1", Resources(cpus=1, mem=GB))
+        offer = await a.next_offer()
+        await a.accept(offer, [a.task(offer, Resources(cpus=1), task_id="t1")])
+        await s1.run_task()
+        lost = await a.update_for("t1", TaskState.LOST)
+        assert "no heartbeat" in lost.message
+
+
+async def test_status_updates_are_acked_to_the_slave_and_resent_until_acknowledged(
+    cluster: Cluster,
+) -> None:
+    a = await cluster.framework("A")
+    s1 = await cluster.slave("s1", Resources(cpus=1, mem=GB))
+    offer = await a.next_offer()
+    await a.accept(offer, [a.task(offer, Resources(cpus=1), task_id="t1")])
+    uuid = await s1.report(a.framework_id, "t1", TaskState.RUNNING)
+    ack = await s1.inbox.wait_for(StatusAck, lambda x: x.uuid == uuid)
+    assert ack.task_id == "t1"
+    # the framework does not acknowledge: the update comes again, with the same uuid
+    await a.inbox.wait_count(Update, 2)
+    assert {u.status.uuid for u in a.inbox.of(Update)} == {uuid}
+    await a.bus.publish(
+        T.master, Acknowledge(framework_id=a.framework_id, slave_id="s1", task_id="t1", uuid=uuid)
+    )
+    await eventually(lambda: not cluster.master.books.frameworks[a.framework_id].pending)
+    # a duplicate from the slave is acked again but not owed twice
+    count = len(a.inbox.of(Update))
+    await cluster.rounds_pass(5)
+    assert len(a.inbox.of(Update)) == count
+
+
+async def test_a_framework_that_resubscribes_in_time_keeps_its_tasks(cluster: Cluster) -> None:
+    a = await cluster.framework("A", failover_timeout=30)
+    s1 = await cluster.slave("s1", Resources(cpus=2, mem=2 * GB))
+    offer = await a.next_offer()
+    await a.accept(offer, [a.task(offer, Resources(cpus=1, mem=GB), task_id="keep")])
+    await s1.run_task()
+    await a.update_for("keep", TaskState.RUNNING)
+    framework_id = a.framework_id
+    # its connection drops: the broker publishes its Last Will
+    await a.bus.publish(
+        T.gone("framework", "A"), Gone(kind="framework", id="A", incarnation=a.bus.incarnation)
+    )
+    await eventually(lambda: not cluster.master.books.frameworks[framework_id].connected)
+    assert framework_id in cluster.master.books.frameworks
+
+    # a new process (new inbox) comes back with the same framework id
+    a2 = await cluster.framework_new_process("A2", framework_id)
+    assert a2.framework_id == framework_id
+    await a2.bus.publish(T.master, Reconcile(framework_id=framework_id))
+    status = await a2.update_for("keep", TaskState.RUNNING)
+    assert status.reason == Reason.RECONCILIATION
+    assert s1.inbox.of(ShutdownFramework) == []
+
+
+async def test_a_framework_without_failover_timeout_loses_its_tasks(cluster: Cluster) -> None:
+    a = await cluster.framework("A")
+    s1 = await cluster.slave("s1", Resources(cpus=2, mem=2 * GB))
+    offer = await a.next_offer()
+    await a.accept(offer, [a.task(offer, Resources(cpus=1, mem=GB), task_id="gone")])
+    await s1.run_task()
+    await a.bus.publish(
+        T.gone("framework", "A"), Gone(kind="framework", id="A", incarnation=a.bus.incarnation)
+    )
+    shutdown = await s1.inbox.wait_for(ShutdownFramework)
+    assert shutdown.framework_id == a.framework_id
+    assert cluster.master.allocator.allocated_total() == Resources()
+
+
+async def test_hostile_input_gets_errors_and_leaves_the_books_intact(cluster: Cluster) -> None:
+    a = await cluster.framework("A")
+    b = await cluster.framework("B")
+    await cluster.slave("s1", Resources(cpus=4, mem=4 * GB))
+    await cluster.slave("s2", Resources(cpus=4, mem=4 * GB))
+    offer_a = await a.next_offer()
+    offer_b = await b.next_offer()
+    await a.accept(offer_a, [a.task(offer_a, Resources(cpus=1), task_id="dup")], refuse=1000)
+    total_before = cluster.master.allocator.total
+
+    attacks: list[Callable[[], Awaitable[None]]] = [
+        lambda: a.bus.publish_raw(T.master, b"\x93\x01garbage"),
+        lambda: a.bus.publish_raw(
+            T.master, msgpack.packb([PROTOCOL_VERSION, "Accept", a.bus.inbox, {"framework_id": 5}])
+        ),
+        lambda: a.bus.publish_raw(
+            T.master,
+            encode(
+                Update.model_validate({"status": {"task_id": "x", "state": "TASK_RUNNING"}}),
+                a.bus.inbox,
+            ),
+        ),
+        lambda: a.bus.publish(
+            T.master, Accept(framework_id=a.framework_id, offer_ids=["no-such-offer"], tasks=[])
+        ),
+        lambda: a.bus.publish(
+            T.master, Accept(framework_id=a.framework_id, offer_ids=[offer_b.offer_id], tasks=[])
+        ),
+        lambda: a.bus.publish(T.master, Accept(framework_id="nobody", offer_ids=["x"])),
+    ]
+    for attack in attacks:
+        await attack()
+    errors = await a.inbox.wait_count(Error, len(attacks) - 1)  # garbage names no sender
+    codes = [e.code for e in errors]
+    assert codes.count("invalid") == 1
+    assert "unexpected-type" in codes
+    assert codes.count("invalid-offers") == 2
+    assert "unknown-framework" in codes
+    assert any("belongs to another framework" in e.message for e in errors)
+
+    # a duplicate task id on a fresh offer (a new slave goes to A, the lowest share):
+    # TASK_ERROR, nothing launched
+    await cluster.slave("s3", Resources(cpus=4, mem=4 * GB))
+    fresh = await a.next_offer(after=1)
+    await a.accept(fresh, [a.task(fresh, Resources(cpus=1), task_id="dup")])
+    dup = await a.update_for("dup", TaskState.ERROR)
+    assert "already in use" in dup.message
+
+    # B's offer survived A's attempt to take it, and the books still balance
+    assert offer_b.offer_id in cluster.master.books.offers
+    assert cluster.master.allocator.total == total_before + Resources(cpus=4, mem=4 * GB)
+    books_balance(cluster.master)
+    await b.accept(offer_b, [b.task(offer_b, Resources(cpus=1))])
+    await eventually(lambda: offer_b.offer_id not in cluster.master.books.offers)
+    books_balance(cluster.master)
+
+
+async def test_offer_timeout_rescinds_unanswered_offers(mosquitto: MosquittoBroker) -> None:
+    async with contextlib.AsyncExitStack() as stack:
+        c = Cluster(mosquitto, stack)
+        await c.start_master(MasterConfig(allocation_interval=0.05, offer_timeout=0.3))
+        a = await c.framework("A")
+        await c.slave("s1", Resources(cpus=1, mem=GB))
+        offer = await a.next_offer()
+        rescind = await a.inbox.wait_for(Rescind)
+        assert rescind.offer_id == offer.offer_id
+        again = await a.next_offer(after=1)  # the resources return and are offered anew
+        assert again.offer_id != offer.offer_id
