@@ -7,7 +7,7 @@ import json
 
 import click
 
-from cluster.cli import broker_option, cluster_option, log_level_default, log_level_option
+from cluster.options import broker_option, cluster_option, log_level_default, log_level_option
 from protocol.brokers import BrokerURL
 
 

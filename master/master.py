@@ -27,6 +27,7 @@ from protocol.messages import (
     ClusterEvent,
     Decline,
     Error,
+    ExecutorExited,
     Failure,
     FrameworkMessage,
     Gone,
@@ -115,6 +116,7 @@ class Master:
             Heartbeat: self._on_heartbeat,
             StatusUpdate: self._on_status_update,
             FrameworkMessage: self._on_executor_message,
+            ExecutorExited: self._on_executor_exited,
             Error: self._on_error,
         }
         for kind, handler in routes.items():
@@ -785,6 +787,20 @@ class Master:
         fw = self.books.frameworks.get(msg.framework_id)
         if fw is not None and fw.connected:
             self._send_framework(fw, msg)
+
+    async def _on_executor_exited(self, msg: ExecutorExited, reply_to: str | None) -> None:
+        fw = self.books.frameworks.get(msg.framework_id)
+        self.log.info(
+            "executor.exited",
+            framework_id=msg.framework_id,
+            slave_id=msg.slave_id,
+            executor_id=msg.executor_id,
+            status=msg.status,
+        )
+        if fw is not None and fw.connected:
+            self._send_framework(
+                fw, Failure(slave_id=msg.slave_id, executor_id=msg.executor_id, status=msg.status)
+            )
 
     async def _on_error(self, msg: Error, reply_to: str | None) -> None:
         self.log.warning(

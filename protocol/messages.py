@@ -318,6 +318,39 @@ class StatusAck(Wire):
     uuid: Id
 
 
+# --- slave <-> custom executor --------------------------------------------------------------
+
+
+class RegisterExecutor(Wire):
+    """A custom executor process announces itself to its slave."""
+
+    slave_id: Id
+    framework_id: Id
+    executor_id: Id
+    incarnation: str = ""
+
+
+class ExecutorRegistered(Wire):
+    slave_id: Id
+    framework_id: Id
+    executor_id: Id
+    framework_name: str = ""
+
+
+class ShutdownExecutor(Wire):
+    framework_id: Id
+    executor_id: Id
+
+
+class ExecutorExited(Wire):
+    """Slave -> master: a custom executor's process ended (status: its exit code)."""
+
+    framework_id: Id
+    slave_id: Id
+    executor_id: Id
+    status: int
+
+
 # --- bus-level and observability --------------------------------------------------------------
 
 
@@ -387,45 +420,9 @@ class ClusterEvent(Wire):
     detail: str = ""
 
 
-ALL_MESSAGES: tuple[type[Wire], ...] = (
-    Filters,
-    CommandInfo,
-    ExecutorInfo,
-    TaskInfo,
-    TaskStatus,
-    Offer,
-    Subscribe,
-    Accept,
-    Decline,
-    Revive,
-    Suppress,
-    Kill,
-    Acknowledge,
-    ReconcileTask,
-    Reconcile,
-    Message,
-    Teardown,
-    Subscribed,
-    Offers,
-    Rescind,
-    Update,
-    FrameworkMessage,
-    Failure,
-    Error,
-    Heartbeat,
-    RunningTask,
-    Register,
-    Reregister,
-    Registered,
-    RunTask,
-    KillTask,
-    ShutdownFramework,
-    StatusUpdate,
-    StatusAck,
-    Gone,
-    FrameworkView,
-    SlaveView,
-    TaskView,
-    State,
-    ClusterEvent,
+ALL_MESSAGES: tuple[type[Wire], ...] = tuple(
+    cls
+    for cls in list(globals().values())
+    if isinstance(cls, type) and issubclass(cls, Wire) and cls is not Wire
 )
+"""Every message type, in the order defined here (the codec's registry)."""

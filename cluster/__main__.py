@@ -1,0 +1,5 @@
+"""`python -m cluster` is the drfmesos command."""
+
+from cluster.cli import main
+
+main()

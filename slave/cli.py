@@ -1,0 +1,154 @@
+"""`drfmesos slave`: one slave, or many logical slaves in one process (`--count`)."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import uuid
+from pathlib import Path
+
+import click
+
+from cluster.options import broker_option, cluster_option, log_level_option
+from protocol.brokers import BrokerURL
+from protocol.resources import ResourceError, Resources
+
+
+def slave_id_for(work_dir: Path) -> str:
+    """The id kept in the work dir, made on first start: a restart is the same slave."""
+    path = work_dir / "slave_id"
+    if path.exists():
+        return path.read_text().strip()
+    work_dir.mkdir(parents=True, exist_ok=True)
+    slave_id = f"slave-{uuid.uuid4().hex[:12]}"
+    path.write_text(slave_id + "\n")
+    return slave_id
+
+
+async def run_slaves(url: BrokerURL, cluster: str, configs: list[object]) -> None:
+    """Run logical slaves side by side, each with its own bus connection and Last Will."""
+    from protocol.bus import Bus
+    from protocol.topics import Topics
+    from slave.slave import Slave, SlaveConfig
+
+    topics = Topics(cluster)
+
+    async def one(config: SlaveConfig) -> None:
+        sid = config.slave_id
+        async with Bus(
+            url,
+            name=sid,
+            client_id=f"drfmesos-{cluster}-{sid}",
+            inbox=topics.slave(sid),
+            persistent=True,
+            will=(topics.gone("slave", sid), "slave", sid),
+        ) as bus:
+            await Slave(bus, topics, config).run()
+
+    async with asyncio.TaskGroup() as group:
+        for config in configs:
+            assert isinstance(config, SlaveConfig)
+            group.create_task(one(config))
+
+
+def raise_fd_limit(connections: int) -> None:
+    """Each logical slave holds a connection: lift the soft limit on open files."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < connections + 64:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
+@click.command()
+@broker_option()
+@cluster_option
+@click.option(
+    "--resources",
+    default=None,
+    help="What this slave offers, e.g. 'cpus:2;mem:2200;disk:1000'. "
+    "Default: the machine's cores and memory less a reserve.",
+)
+@click.option("--attributes", default="", help="e.g. 'rack:a;zone:1'.")
+@click.option(
+    "--work-dir",
+    type=click.Path(path_type=Path),
+    default=Path("./drfmesos-slave"),
+    show_default=True,
+    help="Keeps the slave id, sandboxes and owed updates.",
+)
+@click.option("--hostname", default=None, help="Default: this machine's hostname.")
+@click.option(
+    "--count",
+    type=click.IntRange(1, 100_000),
+    default=1,
+    show_default=True,
+    help="Run this many logical slaves (each its own id and resources).",
+)
+@click.option(
+    "--simulated-tasks",
+    is_flag=True,
+    help="Run tasks as in-process sleeps (data {'duration': s} or 'sleep N').",
+)
+@click.option(
+    "--time-scale",
+    type=float,
+    default=1.0,
+    show_default=True,
+    help="Multiply simulated task durations by this.",
+)
+@click.option(
+    "--kill-grace",
+    type=float,
+    default=3.0,
+    show_default=True,
+    help="Seconds between SIGTERM and SIGKILL when a task is killed.",
+)
+@log_level_option
+def slave(
+    broker: str,
+    cluster: str,
+    resources: str | None,
+    attributes: str,
+    work_dir: Path,
+    hostname: str | None,
+    count: int,
+    simulated_tasks: bool,
+    time_scale: float,
+    kill_grace: float,
+) -> None:
+    """Run a slave: register with the master, run tasks, report their status."""
+    from cluster.runner import run_party
+    from slave.probe import machine_resources, parse_attributes
+    from slave.slave import SlaveConfig
+
+    try:
+        offered = Resources.parse(resources) if resources else machine_resources()
+        attrs = parse_attributes(attributes)
+    except (ResourceError, ValueError) as e:
+        raise click.BadParameter(str(e)) from None
+    host = hostname or socket.gethostname()
+    if count > 1:
+        raise_fd_limit(count)
+
+    async def party(url: BrokerURL) -> None:
+        configs: list[object] = []
+        for i in range(count):
+            wd = work_dir if count == 1 else work_dir / f"slave-{i:05d}"
+            configs.append(
+                SlaveConfig(
+                    slave_id=slave_id_for(wd),
+                    hostname=host if count == 1 else f"{host}-{i}",
+                    resources=offered,
+                    work_dir=wd,
+                    attributes=attrs,
+                    simulated_tasks=simulated_tasks,
+                    time_scale=time_scale,
+                    kill_grace=kill_grace,
+                    broker_url=url.url,
+                    cluster=cluster,
+                )
+            )
+        await run_slaves(url, cluster, configs)
+
+    run_party(broker, party)

@@ -1,0 +1,270 @@
+"""How a slave runs one task: a shell command in a sandbox, or a simulated sleep.
+
+A runner reports its task's life through `report(state, reason, message)` and nothing
+else; the slave decides what that means for the books and the master. A runner can also
+be *recovered*: after the slave itself was killed and restarted, a command task whose
+process survived is watched again, and its exit status is read from its sandbox.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import re
+import signal
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from protocol.messages import Reason, TaskInfo, TaskState
+from slave.sandbox import spawn_in_sandbox
+
+Report = Callable[[TaskState, Reason | None, str], Awaitable[None]]
+
+EXIT_FILE = ".exit_status"
+# The user's command runs in a child shell; the outer shell writes its exit status into
+# the sandbox, so a slave restarted while the task ran can still learn how it ended.
+WRAPPER = 'sh -c "$1"; code=$?; echo $code > ' + EXIT_FILE + "; exit $code"
+
+
+class Runner(Protocol):
+    task: TaskInfo
+
+    async def start(self) -> None: ...
+
+    async def kill(self, grace: float) -> None: ...
+
+    def checkpoint(self) -> dict[str, Any]: ...
+
+
+@dataclass
+class Limit:
+    """Why a runner was stopped from outside (so its exit can be reported truthfully)."""
+
+    state: TaskState
+    reason: Reason | None
+    message: str
+
+
+class CommandRunner:
+    """A task's shell command as a child process in its own sandbox and process group."""
+
+    def __init__(self, task: TaskInfo, sandbox: Path, report: Report, env: dict[str, str]):
+        assert task.command is not None
+        self.task = task
+        self.sandbox = sandbox
+        self.report = report
+        self.env = env
+        self.pid: int | None = None
+        self.started_at: str | None = None  # /proc start time, to tell a reused pid apart
+        self._stop: Limit | None = None
+        self._watcher: asyncio.Task[None] | None = None
+
+    @property
+    def memory_limit_mb(self) -> float | None:
+        return self.task.resources.get("mem")
+
+    def checkpoint(self) -> dict[str, Any]:
+        return {
+            "kind": "command",
+            "pid": self.pid,
+            "started_at": self.started_at,
+            "sandbox": str(self.sandbox),
+        }
+
+    async def start(self) -> None:
+        assert self.task.command is not None
+        await self.report(TaskState.STARTING, None, "")
+        try:
+            proc = await spawn_in_sandbox(
+                ["/bin/sh", "-c", WRAPPER, "drfmesos-task", self.task.command.value],
+                self.sandbox,
+                {**self.env, **self.task.command.environment},
+            )
+        except OSError as e:
+            await self.report(
+                TaskState.FAILED,
+                Reason.COMMAND_EXECUTOR_FAILED,
+                f"could not start the command: {e}",
+            )
+            return
+        self.pid = proc.pid
+        self.started_at = _start_time(proc.pid)
+        await self.report(TaskState.RUNNING, None, f"pid {proc.pid}")
+        self._watcher = asyncio.create_task(self._watch(proc))
+
+    async def _watch(self, proc: asyncio.subprocess.Process) -> None:
+        code = await proc.wait()
+        await self._ended(code)
+
+    async def _ended(self, code: int | None) -> None:
+        if self._stop is not None:
+            await self.report(self._stop.state, self._stop.reason, self._stop.message)
+        elif code == 0:
+            await self.report(TaskState.FINISHED, None, "exited with code 0")
+        elif code is None:
+            await self.report(
+                TaskState.FAILED,
+                Reason.COMMAND_EXECUTOR_FAILED,
+                "the task ended while the slave was down; its exit status is lost",
+            )
+        elif code < 0:
+            await self.report(TaskState.FAILED, None, f"killed by signal {-code}")
+        else:
+            await self.report(TaskState.FAILED, None, f"exited with code {code}")
+
+    async def kill(self, grace: float, limit: Limit | None = None) -> None:
+        """SIGTERM to the whole process group, SIGKILL after `grace` seconds."""
+        if self._stop is None:
+            self._stop = limit or Limit(TaskState.KILLED, Reason.KILLED_BY_FRAMEWORK, "killed")
+        pid = self.pid
+        if pid is None:
+            return
+        _signal_group(pid, signal.SIGKILL if limit else signal.SIGTERM)
+        if self._watcher is not None:
+            await asyncio.wait({self._watcher}, timeout=grace)
+        _signal_group(pid, signal.SIGKILL)  # whatever of the group is left: no orphans
+
+    async def recover(self, pid: int, started_at: str | None) -> None:
+        """Watch a task whose process outlived a slave restart (we are not its parent)."""
+        self.pid, self.started_at = pid, started_at
+        if started_at is not None and _start_time(pid) == started_at:
+            await wait_pid_exit(pid)
+        await self._ended(await asyncio.to_thread(_read_exit, self.sandbox))
+
+    def recover_in_background(self, pid: int, started_at: str | None) -> None:
+        self._watcher = asyncio.create_task(self.recover(pid, started_at))
+
+    async def close(self) -> None:
+        if self._watcher is not None:
+            self._watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._watcher
+
+
+class SimulatedRunner:
+    """A stand-in for an executor: RUNNING at once, FINISHED after the task's duration.
+
+    The duration comes from the task's data (`{"duration": seconds}` as JSON), else from
+    a command of the form `sleep N`, else 0. Lets one process hold hundreds of slaves.
+    """
+
+    def __init__(self, task: TaskInfo, report: Report, time_scale: float = 1.0) -> None:
+        self.task = task
+        self.report = report
+        self.duration = task_duration(task) * time_scale
+        self.ends_at: float | None = None
+        self._timer: asyncio.Task[None] | None = None
+        self._killed = False
+
+    def checkpoint(self) -> dict[str, Any]:
+        return {"kind": "simulated", "ends_at": self.ends_at}
+
+    async def start(self, ends_at: float | None = None) -> None:
+        self.ends_at = ends_at if ends_at is not None else time.time() + self.duration
+        if ends_at is None:
+            await self.report(TaskState.RUNNING, None, "simulated")
+        self._timer = asyncio.create_task(self._run())
+
+    async def _run(self) -> None:
+        assert self.ends_at is not None
+        await asyncio.sleep(max(0.0, self.ends_at - time.time()))
+        if not self._killed:
+            await self.report(TaskState.FINISHED, None, "simulated task done")
+
+    async def kill(self, grace: float) -> None:
+        if self._killed:
+            return
+        self._killed = True
+        if self._timer is not None:
+            self._timer.cancel()
+        await self.report(TaskState.KILLED, Reason.KILLED_BY_FRAMEWORK, "killed")
+
+    async def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._timer
+
+
+_SLEEP = re.compile(r"^\s*sleep\s+([0-9.]+)\s*$")
+
+
+def task_duration(task: TaskInfo) -> float:
+    if task.data:
+        with contextlib.suppress(ValueError, TypeError, AttributeError):
+            d = json.loads(task.data)
+            return max(0.0, float(d["duration"]))
+    if task.command is not None and (m := _SLEEP.match(task.command.value)):
+        return float(m.group(1))
+    return 0.0
+
+
+# -- process helpers ------------------------------------------------------------------------
+
+
+def _start_time(pid: int) -> str | None:
+    """Field 22 of /proc/<pid>/stat: with the pid, names one process for good."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(")") + 2 :].split()
+    return fields[19] if len(fields) > 19 and fields[0] != "Z" else None
+
+
+async def wait_pid_exit(pid: int) -> None:
+    """Wait for a process that is not our child to exit (pidfd: no polling)."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return
+    loop = asyncio.get_running_loop()
+    gone: asyncio.Future[None] = loop.create_future()
+
+    def exited() -> None:
+        if not gone.done():
+            gone.set_result(None)
+
+    loop.add_reader(fd, exited)
+    try:
+        await gone
+    finally:
+        loop.remove_reader(fd)
+        os.close(fd)
+
+
+def _signal_group(pid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)
+
+
+def group_rss_mb(pgids: list[int]) -> dict[int, float]:
+    """Resident memory of each process group, in MB (one pass over /proc for all)."""
+    page_mb = os.sysconf("SC_PAGE_SIZE") / (1024 * 1024)
+    wanted = {str(g): g for g in pgids}
+    rss: dict[int, float] = dict.fromkeys(pgids, 0.0)
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if len(fields) > 21 and fields[2] in wanted:
+            rss[wanted[fields[2]]] += int(fields[21]) * page_mb
+    return rss
+
+
+def _read_exit(sandbox: Path) -> int | None:
+    try:
+        return int((sandbox / EXIT_FILE).read_text().strip())
+    except (OSError, ValueError):
+        return None

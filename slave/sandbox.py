@@ -1,0 +1,33 @@
+"""Starting a process in a sandbox directory of its own."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+
+async def spawn_in_sandbox(
+    args: list[str], sandbox: Path, env: dict[str, str]
+) -> asyncio.subprocess.Process:
+    """Start `args` in `sandbox` (created if need be), stdout and stderr to files there.
+
+    The process leads a new session, so killing its process group kills everything it
+    started. File system work runs in a thread: the event loop never waits on the disk.
+    """
+    await asyncio.to_thread(sandbox.mkdir, parents=True, exist_ok=True)
+    out = await asyncio.to_thread(open, sandbox / "stdout", "ab")
+    err = await asyncio.to_thread(open, sandbox / "stderr", "ab")
+    try:
+        return await asyncio.create_subprocess_exec(
+            *args,
+            cwd=sandbox,
+            stdout=out,
+            stderr=err,
+            stdin=asyncio.subprocess.DEVNULL,
+            env={**os.environ, **env, "MESOS_SANDBOX": str(sandbox)},
+            start_new_session=True,
+        )
+    finally:
+        out.close()
+        err.close()

@@ -1,0 +1,595 @@
+"""The slave: registers with the master, runs tasks, and reports every status change.
+
+Its promises:
+
+- a slave keeps its id in its work dir, so a restarted slave re-registers as the same
+  slave and reports the tasks still running (as a Mesos agent recovers);
+- every status update gets a uuid, is written to the work dir before it is sent, and is
+  re-sent with backoff (across reconnects and restarts) until the master acknowledges it;
+- bad input (a malformed RunTask, a task for resources it does not have, a kill for a task
+  it does not run) gets an `Error` back and changes nothing it runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from protocol import logs
+from protocol.bus import Bus, Dispatcher, cancel_and_wait
+from protocol.messages import (
+    Error,
+    ExecutorExited,
+    ExecutorRegistered,
+    FrameworkMessage,
+    Heartbeat,
+    KillTask,
+    Reason,
+    Register,
+    Registered,
+    RegisterExecutor,
+    Reregister,
+    RunningTask,
+    RunTask,
+    ShutdownFramework,
+    StatusAck,
+    StatusUpdate,
+    TaskInfo,
+    TaskState,
+    TaskStatus,
+    new_id,
+)
+from protocol.resources import Resources
+from protocol.topics import Topics, check_segment
+from slave.executors import ExecutorProcess
+from slave.journal import Journal
+from slave.runners import CommandRunner, Limit, SimulatedRunner, group_rss_mb
+
+MAX_RESEND_BACKOFF = 30.0
+
+
+@dataclass
+class SlaveConfig:
+    slave_id: str
+    hostname: str
+    resources: Resources
+    work_dir: Path
+    attributes: dict[str, str] = field(default_factory=dict)
+    simulated_tasks: bool = False
+    time_scale: float = 1.0  # for simulated task durations
+    kill_grace: float = 3.0
+    memory_check_interval: float = 0.5
+    resend_after: float = 1.0  # first re-send of an unacknowledged update
+    broker_url: str = ""  # handed to custom executors
+    cluster: str = "default"
+
+
+@dataclass
+class TaskRecord:
+    framework_id: str
+    info: TaskInfo
+    state: TaskState
+    runner: Any = None  # CommandRunner | SimulatedRunner | None (custom executor)
+    executor_key: str | None = None
+
+
+class Slave:
+    def __init__(self, bus: Bus, topics: Topics, config: SlaveConfig) -> None:
+        self.bus = bus
+        self.topics = topics
+        self.config = config
+        self.slave_id = config.slave_id
+        self.log = logs.get("slave", slave_id=self.slave_id)
+        self.updates = Journal(config.work_dir / "updates.journal")
+        self.task_journal = Journal(config.work_dir / "tasks.journal")
+        self.tasks: dict[tuple[str, str], TaskRecord] = {}
+        self.executors: dict[str, ExecutorProcess] = {}
+        self.shut_down_frameworks: set[str] = set()
+        self.registered = asyncio.Event()
+        self._announced = asyncio.Event()
+        self.heartbeat_interval = 5.0
+        self._resend_at: dict[str, tuple[float, float]] = {}  # uuid -> (when, backoff)
+        self._loops: list[asyncio.Task[None]] = []
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    async def start(self) -> None:
+        await self._recover()
+        d = Dispatcher(self.bus, "slave")
+        d.on(Registered, self._on_registered)
+        d.on(RunTask, self._on_run_task)
+        d.on(KillTask, self._on_kill_task)
+        d.on(ShutdownFramework, self._on_shutdown_framework)
+        d.on(StatusAck, self._on_status_ack)
+        d.on(FrameworkMessage, self._on_framework_message)
+        d.on(RegisterExecutor, self._on_register_executor)
+        d.on(StatusUpdate, self._on_executor_update)
+        d.on(Error, self._on_error)
+        await self.bus.subscribe(self.topics.slave(self.slave_id), d)
+        self.bus.on_connect(self._announce)
+        if self.bus.connected:
+            await self._announce()
+        self._loops = [
+            asyncio.create_task(self._register_loop(), name=f"register-{self.slave_id}"),
+            asyncio.create_task(self._heartbeat_loop(), name=f"heartbeat-{self.slave_id}"),
+            asyncio.create_task(self._resend_loop(), name=f"resend-{self.slave_id}"),
+        ]
+        if not self.config.simulated_tasks:
+            self._loops.append(asyncio.create_task(self._memory_loop(), name="memory"))
+
+    async def stop(self, *, kill_tasks: bool = False) -> None:
+        """Stop the slave's own loops. Tasks keep running unless `kill_tasks`."""
+        for task in self._loops:
+            await cancel_and_wait(task)
+        self._loops = []
+        for record in list(self.tasks.values()):
+            if kill_tasks and record.runner is not None:
+                await record.runner.kill(self.config.kill_grace)
+            if record.runner is not None:
+                await record.runner.close()
+        for executor in list(self.executors.values()):
+            if kill_tasks:
+                await executor.shutdown(self.bus, self.config.kill_grace)
+            await executor.close()
+        await self.updates.close()
+        await self.task_journal.close()
+
+    async def run(self) -> None:
+        await self.start()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await self.stop()
+
+    # -- registration ----------------------------------------------------------------------------
+    async def _announce(self) -> None:
+        """(Re-)register: after every connect, and until the master answers."""
+        self.registered.clear()
+        self._announced.set()
+        running = [
+            RunningTask(framework_id=r.framework_id, task=r.info, state=r.state)
+            for r in self.tasks.values()
+            if not r.state.terminal
+        ]
+        common = dict(
+            slave_id=self.slave_id,
+            hostname=self.config.hostname,
+            resources=self.config.resources,
+            attributes=self.config.attributes,
+            incarnation=self.bus.incarnation,
+        )
+        message = Reregister(**common, tasks=running) if running else Register(**common)
+        self.bus.post(self.topics.master, message)
+        for uuid in list(self._resend_at):  # owed updates go again once registered
+            self._resend_at[uuid] = (0.0, self.config.resend_after)
+
+    async def _register_loop(self) -> None:
+        """After each announcement, announce again with backoff until the master answers."""
+        while True:
+            await self._announced.wait()
+            self._announced.clear()
+            delay = 1.0
+            while not self.registered.is_set():
+                try:
+                    await asyncio.wait_for(self.registered.wait(), delay)
+                except TimeoutError:
+                    if self.bus.connected:
+                        await self._announce()
+                        self._announced.clear()
+                    delay = min(delay * 2, 10.0)
+
+    async def _on_registered(self, msg: Registered, reply_to: str | None) -> None:
+        self.heartbeat_interval = msg.heartbeat_interval_seconds
+        first = not self.registered.is_set()
+        self.registered.set()
+        if first:
+            self.log.info("slave.registered", master_id=msg.master_id, tasks=len(self.tasks))
+
+    async def _heartbeat_loop(self) -> None:
+        while True:
+            await self.registered.wait()
+            self.bus.post(
+                self.topics.master,
+                Heartbeat(source=self.slave_id, incarnation=self.bus.incarnation),
+                qos=0,
+            )
+            await asyncio.sleep(self.heartbeat_interval)
+
+    async def _on_error(self, msg: Error, reply_to: str | None) -> None:
+        if msg.code == "unknown-slave":
+            self.log.warning("slave.unknown_to_master", message=msg.message)
+            await self._announce()
+        else:
+            self.log.warning("slave.error_received", message=msg.message, code=msg.code)
+
+    # -- tasks ---------------------------------------------------------------------------------
+    def used(self) -> Resources:
+        total = Resources()
+        for r in self.tasks.values():
+            if not r.state.terminal:
+                total = total + r.info.resources
+        for executor in self.executors.values():
+            total = total + executor.info.resources
+        return total
+
+    def free(self) -> Resources:
+        return self.config.resources.subtract_clamped(self.used())
+
+    async def _on_run_task(self, msg: RunTask, reply_to: str | None) -> None:
+        task = msg.task
+        key = (msg.framework_id, task.task_id)
+        log = self.log.bind(framework_id=msg.framework_id, task_id=task.task_id)
+        problem = None
+        if task.slave_id != self.slave_id:
+            problem = f"task {task.task_id} is for slave {task.slave_id}, not {self.slave_id}"
+        elif key in self.tasks:
+            log.warning("run.duplicate")
+            self.bus.reply_error(
+                reply_to,
+                f"task {task.task_id} is already running here",
+                code="duplicate-task",
+                about="RunTask",
+            )
+            return  # the running task is left alone
+        elif not self.free().contains(task.resources):
+            problem = (
+                f"task {task.task_id} needs {task.resources} but slave "
+                f"{self.slave_id} has only {self.free()} free"
+            )
+        elif task.executor is not None:
+            try:
+                check_segment(task.executor.executor_id, "executor_id")
+            except ValueError as e:
+                problem = str(e)
+        if problem:
+            log.warning("run.refused", reason=problem)
+            self.bus.reply_error(reply_to, problem, code="invalid-task", about="RunTask")
+            await self._report(
+                msg.framework_id, task, TaskState.ERROR, Reason.TASK_INVALID, problem
+            )
+            return
+        self.shut_down_frameworks.discard(msg.framework_id)
+        record = TaskRecord(msg.framework_id, task, TaskState.STAGING)
+        self.tasks[key] = record
+        log.info("run.start", resources=str(task.resources))
+        if self.config.simulated_tasks:
+            record.runner = SimulatedRunner(task, self._reporter(record), self.config.time_scale)
+            await self._checkpoint(record)
+            await record.runner.start()
+        elif task.command is not None:
+            sandbox = self._sandbox(msg.framework_id, task.task_id)
+            record.runner = CommandRunner(task, sandbox, self._reporter(record), self._env(msg))
+            await record.runner.start()
+            await self._checkpoint(record)
+        else:
+            await self._run_on_executor(msg, record)
+
+    def _sandbox(self, framework_id: str, name: str) -> Path:
+        return self.config.work_dir / "sandboxes" / framework_id / name
+
+    def _env(self, msg: RunTask) -> dict[str, str]:
+        return {
+            "DRFMESOS_BROKER": self.config.broker_url,
+            "DRFMESOS_CLUSTER": self.config.cluster,
+            "DRFMESOS_SLAVE_ID": self.slave_id,
+            "DRFMESOS_FRAMEWORK_ID": msg.framework_id,
+        }
+
+    def _reporter(self, record: TaskRecord) -> Any:
+        async def report(state: TaskState, reason: Reason | None, message: str) -> None:
+            await self._report(record.framework_id, record.info, state, reason, message)
+
+        return report
+
+    async def _checkpoint(self, record: TaskRecord) -> None:
+        key = f"{record.framework_id}/{record.info.task_id}"
+        await self.task_journal.put(
+            key,
+            {
+                "framework_id": record.framework_id,
+                "task": record.info.model_dump(mode="python"),
+                "state": record.state.value,
+                "executor_key": record.executor_key,
+                "runner": record.runner.checkpoint() if record.runner is not None else None,
+            },
+        )
+
+    async def _report(
+        self,
+        framework_id: str,
+        task: TaskInfo,
+        state: TaskState,
+        reason: Reason | None,
+        message: str,
+    ) -> None:
+        """A task changed state: write the update down, then tell the master."""
+        key = (framework_id, task.task_id)
+        record = self.tasks.get(key)
+        if record is not None:
+            if record.state.terminal:
+                return  # a task ends once
+            record.state = state
+        if framework_id in self.shut_down_frameworks:
+            self._forget(key)
+            return
+        status = TaskStatus(
+            task_id=task.task_id,
+            state=state,
+            slave_id=self.slave_id,
+            reason=reason,
+            message=message,
+            uuid=new_id(),
+            executor_id=task.executor.executor_id if task.executor else None,
+        )
+        update = StatusUpdate(framework_id=framework_id, slave_id=self.slave_id, status=status)
+        await self.updates.put(status.uuid or "", update.model_dump(mode="python"))
+        self._resend_at[status.uuid or ""] = (
+            time.monotonic() + self.config.resend_after,
+            self.config.resend_after,
+        )
+        self.bus.post(self.topics.master, update)
+        self.log.info(
+            "task.status",
+            framework_id=framework_id,
+            task_id=task.task_id,
+            state=state.value,
+            reason=reason,
+            detail=message,
+        )
+        if state.terminal:
+            await self._forget_async(key)
+        elif record is not None and record.runner is not None:
+            await self._checkpoint(record)
+
+    def _forget(self, key: tuple[str, str]) -> None:
+        record = self.tasks.pop(key, None)
+        if record is not None and record.executor_key in self.executors:
+            self.executors[record.executor_key].tasks.discard(key[1])
+
+    async def _forget_async(self, key: tuple[str, str]) -> None:
+        self._forget(key)
+        await self.task_journal.drop(f"{key[0]}/{key[1]}")
+
+    async def _on_kill_task(self, msg: KillTask, reply_to: str | None) -> None:
+        record = self.tasks.get((msg.framework_id, msg.task_id))
+        if record is None:
+            self.log.warning("kill.unknown", framework_id=msg.framework_id, task_id=msg.task_id)
+            self.bus.reply_error(
+                reply_to,
+                f"no task {msg.task_id} of framework "
+                f"{msg.framework_id} runs on slave {self.slave_id}",
+                code="unknown-task",
+                about="KillTask",
+            )
+            return
+        self.log.info("kill", framework_id=msg.framework_id, task_id=msg.task_id)
+        if record.runner is not None:
+            await record.runner.kill(self.config.kill_grace)
+        elif record.executor_key in self.executors:
+            self.executors[record.executor_key].send(self.bus, msg)
+
+    async def _on_shutdown_framework(self, msg: ShutdownFramework, reply_to: str | None) -> None:
+        """The framework is gone: kill its tasks and executors, and owe it nothing more."""
+        self.shut_down_frameworks.add(msg.framework_id)
+        self.log.info("framework.shutdown", framework_id=msg.framework_id)
+        for key, record in list(self.tasks.items()):
+            if key[0] == msg.framework_id and record.runner is not None:
+                await record.runner.kill(self.config.kill_grace)
+            if key[0] == msg.framework_id:
+                await self._forget_async(key)
+        for executor in list(self.executors.values()):
+            if executor.framework_id == msg.framework_id:
+                await executor.shutdown(self.bus, self.config.kill_grace)
+        for uuid, raw in self.updates.items():
+            if raw.get("framework_id") == msg.framework_id:
+                await self.updates.drop(uuid)
+                self._resend_at.pop(uuid, None)
+
+    async def _on_status_ack(self, msg: StatusAck, reply_to: str | None) -> None:
+        self._resend_at.pop(msg.uuid, None)
+        await self.updates.drop(msg.uuid)
+
+    async def _resend_loop(self) -> None:
+        while True:
+            await asyncio.sleep(0.2)
+            if not self.registered.is_set():
+                continue
+            now = time.monotonic()
+            for uuid, (when, backoff) in list(self._resend_at.items()):
+                if when > now:
+                    continue
+                raw = self.updates.get(uuid)
+                if raw is None:
+                    self._resend_at.pop(uuid, None)
+                    continue
+                self.bus.post(self.topics.master, StatusUpdate.model_validate(raw))
+                nxt = min(backoff * 2, MAX_RESEND_BACKOFF)
+                self._resend_at[uuid] = (now + nxt, nxt)
+
+    # -- memory limits ---------------------------------------------------------------------------
+    async def _memory_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.config.memory_check_interval)
+            runners = {
+                r.runner.pid: r.runner
+                for r in self.tasks.values()
+                if isinstance(r.runner, CommandRunner) and r.runner.pid and not r.state.terminal
+            }
+            if not runners:
+                continue
+            usage = await asyncio.to_thread(group_rss_mb, list(runners))
+            for pid, rss in usage.items():
+                runner = runners[pid]
+                limit = runner.memory_limit_mb
+                if limit is not None and rss > limit:
+                    message = (
+                        f"used {rss:.0f} MB of memory, over the {limit:g} MB the task "
+                        f"asked for: raise the task's mem or use less"
+                    )
+                    self.log.warning(
+                        "task.memory_limit",
+                        task_id=runner.task.task_id,
+                        rss_mb=round(rss),
+                        limit_mb=limit,
+                    )
+                    await runner.kill(0.0, Limit(TaskState.FAILED, Reason.MEMORY_LIMIT, message))
+
+    # -- custom executors --------------------------------------------------------------------------
+    async def _run_on_executor(self, msg: RunTask, record: TaskRecord) -> None:
+        info = msg.task.executor
+        assert info is not None
+        ekey = f"{msg.framework_id}.{info.executor_id}"
+        record.executor_key = ekey
+        executor = self.executors.get(ekey)
+        if executor is None:
+            executor = ExecutorProcess(
+                msg.framework_id,
+                info,
+                self.topics.executor(self.slave_id, ekey),
+                self._sandbox(msg.framework_id, f"executor-{info.executor_id}"),
+                {
+                    **self._env(msg),
+                    "DRFMESOS_EXECUTOR_ID": info.executor_id,
+                    "DRFMESOS_FRAMEWORK_NAME": msg.framework_name,
+                },
+                self._executor_exited,
+            )
+            self.executors[ekey] = executor
+            try:
+                await executor.start()
+            except OSError as e:
+                del self.executors[ekey]
+                await self._report(
+                    msg.framework_id,
+                    msg.task,
+                    TaskState.FAILED,
+                    Reason.EXECUTOR_TERMINATED,
+                    f"executor did not start: {e}",
+                )
+                return
+            self.log.info(
+                "executor.started",
+                framework_id=msg.framework_id,
+                executor_id=info.executor_id,
+                pid=executor.pid,
+            )
+        executor.tasks.add(msg.task.task_id)
+        await self._checkpoint(record)
+        executor.send(self.bus, msg)
+
+    async def _on_register_executor(self, msg: RegisterExecutor, reply_to: str | None) -> None:
+        ekey = f"{msg.framework_id}.{msg.executor_id}"
+        executor = self.executors.get(ekey)
+        if executor is None:
+            self.bus.reply_error(
+                reply_to,
+                f"no executor {msg.executor_id} was started here",
+                code="unknown-executor",
+                about="RegisterExecutor",
+            )
+            return
+        self.bus.post(
+            executor.topic,
+            ExecutorRegistered(
+                slave_id=self.slave_id, framework_id=msg.framework_id, executor_id=msg.executor_id
+            ),
+        )
+        executor.mark_registered(self.bus)
+        self.log.info(
+            "executor.registered", framework_id=msg.framework_id, executor_id=msg.executor_id
+        )
+
+    async def _on_executor_update(self, msg: StatusUpdate, reply_to: str | None) -> None:
+        """A status update from a custom executor: the slave makes it durable and owns it."""
+        record = self.tasks.get((msg.framework_id, msg.status.task_id))
+        if record is None or record.executor_key is None:
+            self.bus.reply_error(
+                reply_to,
+                f"no task {msg.status.task_id} runs on an executor here",
+                code="unknown-task",
+                about="StatusUpdate",
+            )
+            return
+        await self._report(
+            msg.framework_id, record.info, msg.status.state, msg.status.reason, msg.status.message
+        )
+
+    async def _on_framework_message(self, msg: FrameworkMessage, reply_to: str | None) -> None:
+        ekey = f"{msg.framework_id}.{msg.executor_id}"
+        executor = self.executors.get(ekey)
+        if reply_to == executor.topic if executor else False:
+            self.bus.post(self.topics.master, msg)  # executor -> scheduler
+        elif executor is not None:
+            executor.send(self.bus, msg)  # scheduler -> executor
+        else:
+            self.bus.reply_error(
+                reply_to,
+                f"no executor {msg.executor_id} of framework {msg.framework_id} here",
+                code="unknown-executor",
+                about="FrameworkMessage",
+            )
+
+    async def _executor_exited(self, executor: ExecutorProcess, code: int) -> None:
+        ekey = f"{executor.framework_id}.{executor.executor_id}"
+        self.executors.pop(ekey, None)
+        self.log.info(
+            "executor.exited",
+            framework_id=executor.framework_id,
+            executor_id=executor.executor_id,
+            status=code,
+        )
+        for task_id in list(executor.tasks):
+            record = self.tasks.get((executor.framework_id, task_id))
+            if record is not None and not record.state.terminal:
+                await self._report(
+                    executor.framework_id,
+                    record.info,
+                    TaskState.FAILED,
+                    Reason.EXECUTOR_TERMINATED,
+                    f"executor {executor.executor_id} exited with status {code}",
+                )
+        if executor.framework_id not in self.shut_down_frameworks:
+            self.bus.post(
+                self.topics.master,
+                ExecutorExited(
+                    framework_id=executor.framework_id,
+                    slave_id=self.slave_id,
+                    executor_id=executor.executor_id,
+                    status=code,
+                ),
+            )
+
+    # -- recovery after a restart -----------------------------------------------------------------
+    async def _recover(self) -> None:
+        """Pick up the tasks and owed updates a previous run of this slave left behind."""
+        for uuid, _raw in self.updates.items():
+            self._resend_at[uuid] = (0.0, self.config.resend_after)
+        recovered = 0
+        for _key, raw in self.task_journal.items():
+            with contextlib.suppress(Exception):
+                info = TaskInfo.model_validate(raw["task"])
+                record = TaskRecord(raw["framework_id"], info, TaskState(raw["state"]))
+                runner = raw.get("runner") or {}
+                self.tasks[(record.framework_id, info.task_id)] = record
+                recovered += 1
+                if runner.get("kind") == "simulated":
+                    sim = SimulatedRunner(info, self._reporter(record), self.config.time_scale)
+                    record.runner = sim
+                    await sim.start(ends_at=runner.get("ends_at") or time.time())
+                elif runner.get("kind") == "command" and runner.get("pid"):
+                    cmd = CommandRunner(info, Path(runner["sandbox"]), self._reporter(record), {})
+                    record.runner = cmd
+                    cmd.recover_in_background(runner["pid"], runner.get("started_at"))
+                else:  # an executor's task: its executor died with the slave
+                    await self._report(
+                        record.framework_id,
+                        info,
+                        TaskState.FAILED,
+                        Reason.EXECUTOR_TERMINATED,
+                        "the executor ended while the slave was down",
+                    )
+        if recovered or len(self.updates):
+            self.log.info("slave.recovered", tasks=recovered, owed_updates=len(self.updates))

@@ -1,0 +1,375 @@
+"""The slave on a real broker with a real master, spoken to by a bare protocol framework."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import msgpack
+import pytest
+
+from master.master import Master, MasterConfig
+from protocol.brokers import MosquittoBroker
+from protocol.bus import Bus
+from protocol.codec import PROTOCOL_VERSION
+from protocol.messages import (
+    CommandInfo,
+    Error,
+    ExecutorInfo,
+    Failure,
+    FrameworkMessage,
+    Kill,
+    KillTask,
+    Message,
+    Reason,
+    RunTask,
+    TaskInfo,
+    TaskState,
+    Teardown,
+)
+from protocol.resources import Resources
+from protocol.topics import Topics
+from slave.slave import Slave, SlaveConfig
+
+from fakes import FakeFramework
+from helpers import Inbox, eventually
+
+T = Topics("stest")
+FAST = MasterConfig(allocation_interval=0.05, heartbeat_interval=0.5, status_retry=0.3)
+
+
+class Rig:
+    """A master, slaves and a framework on one broker, all in this process."""
+
+    def __init__(self, broker: MosquittoBroker, tmp: Path, stack: contextlib.AsyncExitStack):
+        self.broker, self.tmp, self.stack = broker, tmp, stack
+        self.master: Master
+        self._used: dict[str, int] = {}  # offers each framework has used up
+
+    async def start_master(self) -> Master:
+        bus = await self.stack.enter_async_context(
+            Bus(
+                self.broker.url,
+                name="master",
+                client_id="stest-master",
+                inbox=T.master,
+                persistent=True,
+            )
+        )
+        self.master = Master(bus, T, FAST)
+        await self.master.start()
+        self.stack.push_async_callback(self.master.stop)
+        return self.master
+
+    async def start_slave(self, slave_id: str, resources: Resources, **kw: object) -> Slave:
+        bus = await self.stack.enter_async_context(
+            Bus(
+                self.broker.url,
+                name=slave_id,
+                client_id=f"stest-{slave_id}",
+                inbox=T.slave(slave_id),
+                persistent=True,
+                will=(T.gone("slave", slave_id), "slave", slave_id),
+            )
+        )
+        config = SlaveConfig(
+            slave_id=slave_id,
+            hostname=f"{slave_id}.local",
+            resources=resources,
+            work_dir=self.tmp / slave_id,
+            broker_url=self.broker.url.url,
+            cluster=T.cluster,
+            kill_grace=1.0,
+            memory_check_interval=0.1,
+            **kw,
+        )  # type: ignore[arg-type]
+        slave = Slave(bus, T, config)
+        await slave.start()
+        self.stack.push_async_callback(slave.stop, kill_tasks=True)
+        await slave.registered.wait()
+        return slave
+
+    async def framework(self, name: str = "fw") -> FakeFramework:
+        bus = await self.stack.enter_async_context(
+            Bus(self.broker.url, name=name, inbox=T.framework(name))
+        )
+        fw = FakeFramework(bus, T, name)
+        await bus.subscribe(T.framework(name), fw.inbox)
+        await fw.subscribe(name, failover_timeout=60)
+        return fw
+
+    async def launch(
+        self, fw: FakeFramework, command: str, task_id: str, resources: Resources | None = None
+    ) -> None:
+        offer = await fw.next_offer(after=self.offers_used(fw))
+        self._used[fw.inbox_id] = self.offers_used(fw) + 1
+        task = TaskInfo(
+            task_id=task_id,
+            slave_id=offer.slave_id,
+            resources=resources or Resources(cpus=0.1, mem=64),
+            command=CommandInfo(value=command),
+        )
+        await fw.accept(offer, [task], refuse=0)
+
+    def offers_used(self, fw: FakeFramework) -> int:
+        return self._used.get(fw.inbox_id, 0)
+
+
+@pytest.fixture
+async def rig(mosquitto: MosquittoBroker, tmp_path: Path) -> AsyncIterator[Rig]:
+    async with contextlib.AsyncExitStack() as stack:
+        r = Rig(mosquitto, tmp_path, stack)
+        await r.start_master()
+        yield r
+
+
+async def test_a_command_task_runs_and_its_output_lands_in_its_sandbox(rig: Rig) -> None:
+    fw = await rig.framework()
+    await rig.start_slave("s1", Resources(cpus=2, mem=1024))
+    await rig.launch(fw, "echo hello from $MESOS_SANDBOX; echo oops >&2", "hello")
+    await fw.update_for("hello", TaskState.STARTING)
+    await fw.update_for("hello", TaskState.RUNNING)
+    done = await fw.update_for("hello", TaskState.FINISHED)
+    assert done.slave_id == "s1"
+    sandbox = rig.tmp / "s1" / "sandboxes" / fw.framework_id / "hello"
+    assert (sandbox / "stdout").read_text().strip() == f"hello from {sandbox}"
+    assert (sandbox / "stderr").read_text().strip() == "oops"
+
+
+async def test_exit_codes_map_to_finished_and_failed(rig: Rig) -> None:
+    fw = await rig.framework()
+    await rig.start_slave("s1", Resources(cpus=2, mem=1024))
+    await rig.launch(fw, "exit 3", "bad")
+    failed = await fw.update_for("bad", TaskState.FAILED)
+    assert "exited with code 3" in failed.message
+    await rig.launch(fw, "true", "good")
+    await fw.update_for("good", TaskState.FINISHED)
+
+
+async def test_kill_stops_the_whole_process_group_and_reports_killed(rig: Rig) -> None:
+    fw = await rig.framework()
+    slave = await rig.start_slave("s1", Resources(cpus=2, mem=1024))
+    # a task that starts children of its own, one of them ignoring SIGTERM
+    await rig.launch(fw, "sleep 300 & (trap '' TERM; sleep 300) & wait", "victim")
+    await fw.update_for("victim", TaskState.RUNNING)
+    runner = slave.tasks[(fw.framework_id, "victim")].runner
+    pgid = runner.pid
+    await eventually(lambda: len(_group(pgid)) >= 3)  # shells and both sleeps are up
+    await fw.bus.publish(T.master, Kill(framework_id=fw.framework_id, task_id="victim"))
+    killed = await fw.update_for("victim", TaskState.KILLED)
+    assert killed.reason == Reason.KILLED_BY_FRAMEWORK
+    await eventually(lambda: _group(pgid) == [])  # nothing of it is left, not even orphans
+
+
+async def test_a_task_over_its_memory_is_failed_with_the_reason(rig: Rig) -> None:
+    fw = await rig.framework()
+    await rig.start_slave("s1", Resources(cpus=2, mem=2048))
+    hog = f"{sys.executable} -c 'x = bytearray(300 * 2**20); import time; time.sleep(60)'"
+    await rig.launch(fw, hog, "hog", Resources(cpus=0.5, mem=100))
+    failed = await fw.update_for("hog", TaskState.FAILED, timeout=20)
+    assert failed.reason == Reason.MEMORY_LIMIT
+    assert "100 MB" in failed.message
+    assert "raise the task's mem" in failed.message
+
+
+async def test_bad_input_gets_an_error_back_and_changes_nothing(rig: Rig) -> None:
+    fw = await rig.framework()
+    slave = await rig.start_slave("s1", Resources(cpus=1, mem=512))
+    await rig.launch(fw, "sleep 30", "keeper")
+    await fw.update_for("keeper", TaskState.RUNNING)
+    errors = Inbox()
+    async with Bus(rig.broker.url, name="intruder", inbox="stest/intruder") as intruder:
+        await intruder.subscribe("stest/intruder", errors)
+        topic = T.slave("s1")
+        # a malformed RunTask
+        await intruder.publish_raw(
+            topic,
+            msgpack.packb(
+                [PROTOCOL_VERSION, "RunTask", "stest/intruder", {"framework_id": "f", "task": 1}]
+            ),
+        )
+        # a task for resources the slave does not have
+        big = TaskInfo(
+            task_id="huge",
+            slave_id="s1",
+            resources=Resources(cpus=8, mem=64),
+            command=CommandInfo(value="true"),
+        )
+        await intruder.publish(topic, RunTask(framework_id=fw.framework_id, task=big))
+        # the same task id as one that runs
+        dup = TaskInfo(
+            task_id="keeper",
+            slave_id="s1",
+            resources=Resources(cpus=0.1),
+            command=CommandInfo(value="true"),
+        )
+        await intruder.publish(topic, RunTask(framework_id=fw.framework_id, task=dup))
+        # a kill for a task that does not run here
+        await intruder.publish(topic, KillTask(framework_id=fw.framework_id, task_id="ghost"))
+        got = await errors.wait_count(Error, 4)
+    codes = sorted(e.code for e in got)
+    assert codes == ["duplicate-task", "invalid", "invalid-task", "unknown-task"]
+    assert any("has only" in e.message for e in got)
+    # the running task is untouched and the slave's books are as before
+    assert list(slave.tasks) == [(fw.framework_id, "keeper")]
+    assert slave.tasks[(fw.framework_id, "keeper")].state == TaskState.RUNNING
+    assert slave.used() == Resources(cpus=0.1, mem=64)
+
+
+async def test_a_slave_killed_and_restarted_comes_back_as_itself_with_its_owed_updates(
+    mosquitto: MosquittoBroker, tmp_path: Path
+) -> None:
+    """SIGKILL the slave process while an update is unacknowledged; the restarted slave
+    re-registers under the same id and the update still reaches the framework."""
+    work = tmp_path / "slave"
+    async with contextlib.AsyncExitStack() as stack:
+        rig = Rig(mosquitto, tmp_path, stack)
+        master = await rig.start_master()
+        fw = await rig.framework()
+        proc = await _slave_process(mosquitto, work)
+        stack.push_async_callback(_reap, proc)
+        await rig.launch(fw, "sleep 1", "survivor", Resources(cpus=0.5, mem=64))
+        await fw.update_for("survivor", TaskState.RUNNING)
+        slave_id = next(iter(master.books.slaves))
+        await master.stop()  # the master goes away: nobody acknowledges what follows
+        await master.bus.close()
+        await eventually(lambda: _owed(work) > 0, timeout=15)  # FINISHED, kept on disk
+        proc.send_signal(signal.SIGKILL)
+        await proc.wait()
+
+        master2 = await rig.start_master()
+        await fw.subscribe("fw", framework_id=fw.framework_id, failover_timeout=60)
+        proc2 = await _slave_process(mosquitto, work)
+        stack.push_async_callback(_reap, proc2)
+        done = await fw.update_for("survivor", TaskState.FINISHED, timeout=20)
+        assert done.slave_id == slave_id
+        assert list(master2.books.slaves) == [slave_id]  # the same slave, not a new one
+        await eventually(lambda: _owed(work) == 0)  # acknowledged at last
+
+
+async def test_a_broker_restart_while_tasks_run_loses_no_status_update(rig: Rig) -> None:
+    fw = await rig.framework()
+    await rig.start_slave("s1", Resources(cpus=4, mem=1024))
+    for i in range(4):
+        await rig.launch(fw, f"sleep {0.3 * (i + 1):.1f}", f"t{i}", Resources(cpus=0.5, mem=64))
+    await fw.update_for("t0", TaskState.RUNNING)
+    await rig.broker.restart()
+    for i in range(4):
+        await fw.update_for(f"t{i}", TaskState.FINISHED, timeout=30)
+
+
+async def _slave_process(broker: MosquittoBroker, work: Path) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "cluster.cli",
+        "slave",
+        "--broker",
+        broker.url.url,
+        "--cluster",
+        T.cluster,
+        "--work-dir",
+        str(work),
+        "--resources",
+        "cpus:2;mem:512",
+        "--log-level",
+        "warning",
+        env={**os.environ, "PYTHONPATH": os.getcwd()},
+    )
+
+
+async def _reap(proc: asyncio.subprocess.Process) -> None:
+    if proc.returncode is None:
+        proc.terminate()
+        try:
+            await asyncio.wait_for(proc.wait(), 10)
+        except TimeoutError:
+            proc.kill()
+            await proc.wait()
+
+
+def _owed(work: Path) -> int:
+    """Status updates the slave keeps on disk because nobody acknowledged them yet."""
+    from slave.journal import Journal
+
+    return len(Journal(work / "updates.journal"))
+
+
+EXECUTOR = f"{sys.executable} {Path(__file__).parent / 'programs' / 'sleep_executor.py'}"
+
+
+def executor_task(offer_slave: str, task_id: str, seconds: float) -> TaskInfo:
+    return TaskInfo(
+        task_id=task_id,
+        slave_id=offer_slave,
+        resources=Resources(cpus=0.25, mem=32),
+        executor=ExecutorInfo(executor_id="sleeper", command=CommandInfo(value=EXECUTOR)),
+        data=json.dumps({"duration": seconds}).encode(),
+    )
+
+
+async def test_a_custom_executor_runs_its_frameworks_tasks_and_its_death_fails_them(
+    rig: Rig,
+) -> None:
+    fw = await rig.framework()
+    slave = await rig.start_slave("s1", Resources(cpus=2, mem=1024))
+    offer = await fw.next_offer()
+    tasks = [executor_task("s1", "quick", 0.2), executor_task("s1", "long", 300)]
+    await fw.accept(offer, tasks, refuse=0)
+    await fw.update_for("quick", TaskState.FINISHED, timeout=30)
+    await fw.update_for("long", TaskState.RUNNING)
+    assert list(slave.executors) == [f"{fw.framework_id}.sleeper"]  # one process for both
+
+    # scheduler -> executor -> scheduler
+    await fw.bus.publish(
+        T.master,
+        Message(framework_id=fw.framework_id, slave_id="s1", executor_id="sleeper", data=b"ping"),
+    )
+    echo = await fw.inbox.wait_for(FrameworkMessage)
+    assert echo.data == b"echo:ping"
+
+    # the executor dies under its running task
+    pid = slave.executors[f"{fw.framework_id}.sleeper"].pid
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
+    failed = await fw.update_for("long", TaskState.FAILED)
+    assert failed.reason == Reason.EXECUTOR_TERMINATED
+    failure = await fw.inbox.wait_for(Failure)
+    assert failure.executor_id == "sleeper"
+    assert failure.status == -signal.SIGKILL
+    assert slave.executors == {}
+
+
+async def test_teardown_shuts_down_the_frameworks_executor(rig: Rig) -> None:
+    fw = await rig.framework()
+    slave = await rig.start_slave("s1", Resources(cpus=2, mem=1024))
+    offer = await fw.next_offer()
+    await fw.accept(offer, [executor_task("s1", "long", 300)], refuse=0)
+    await fw.update_for("long", TaskState.RUNNING, timeout=30)
+    executor = slave.executors[f"{fw.framework_id}.sleeper"]
+    await fw.bus.publish(T.master, Teardown(framework_id=fw.framework_id))
+    await eventually(lambda: slave.executors == {} and slave.tasks == {}, timeout=15)
+    assert executor.pid is not None
+    assert _group(executor.pid) == []
+
+
+def _group(pgid: int) -> list[int]:
+    """Live (non-zombie) members of a process group."""
+    members = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry.name}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if fields[2] == str(pgid) and fields[0] != "Z":
+            members.append(int(entry.name))
+    return members
