@@ -6,7 +6,9 @@ import asyncio
 
 import click
 
+from cluster.demo import demo
 from cluster.options import VERSION, log_level_option
+from frameworks.cli import framework
 from master.cli import master, state
 from slave.cli import slave
 
@@ -50,6 +52,8 @@ def broker(kind: str, port: int) -> None:
 main.add_command(master)
 main.add_command(state)
 main.add_command(slave)
+main.add_command(framework)
+main.add_command(demo)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 from rich.console import Group
 from rich.table import Table
@@ -15,10 +16,17 @@ from protocol.topics import Topics
 
 async def fetch_state(url: BrokerURL, cluster: str, timeout: float = 10.0) -> State:
     """The retained snapshot, or the next one the master publishes."""
+    return await wait_state(url, cluster, lambda _state: True, timeout)
+
+
+async def wait_state(
+    url: BrokerURL, cluster: str, condition: Callable[[State], bool], timeout: float = 30.0
+) -> State:
+    """The first snapshot (retained or published from now on) for which `condition` holds."""
     got: asyncio.Future[State] = asyncio.get_running_loop().create_future()
 
     async def on_state(message: Wire, _reply_to: str | None) -> None:
-        if isinstance(message, State) and not got.done():
+        if isinstance(message, State) and not got.done() and condition(message):
             got.set_result(message)
 
     async with Bus(url, name="state-reader") as bus:

@@ -4,6 +4,13 @@ from frameworks import Executor, ExecutorDriver, TaskInfo, TaskState, TaskStatus
 """
 
 from frameworks.executor import Executor, ExecutorDriver
+from frameworks.scheduler import (
+    DriverError,
+    Scheduler,
+    SchedulerDriver,
+    build_task,
+    offer_resources,
+)
 from protocol.messages import (
     CommandInfo,
     ExecutorInfo,
@@ -18,6 +25,7 @@ from protocol.resources import Resources
 
 __all__ = [
     "CommandInfo",
+    "DriverError",
     "Executor",
     "ExecutorDriver",
     "ExecutorInfo",
@@ -25,7 +33,11 @@ __all__ = [
     "Offer",
     "Reason",
     "Resources",
+    "Scheduler",
+    "SchedulerDriver",
     "TaskInfo",
     "TaskState",
     "TaskStatus",
+    "build_task",
+    "offer_resources",
 ]

@@ -86,6 +86,7 @@ class ExecutorDriver:
         self.framework_id = framework_id or env["DRFMESOS_FRAMEWORK_ID"]
         self.executor_id = executor_id or env["DRFMESOS_EXECUTOR_ID"]
         self.key = f"{self.framework_id}.{self.executor_id}"
+        logs.configure_default()
         self.log = logs.get(
             "executor",
             executor_id=self.executor_id,

@@ -70,6 +70,7 @@ class Framework:
     disconnected_at: float | None = None
     tasks: dict[str, Task] = field(default_factory=dict)
     offers: set[str] = field(default_factory=set)
+    slaves_used: set[str] = field(default_factory=set)  # where it ever ran tasks (executors)
     pending: dict[str, PendingUpdate] = field(default_factory=dict)  # by status uuid
     completed: dict[str, TaskStatus] = field(default_factory=dict)  # recent terminal, bounded
     finished_tasks: int = 0

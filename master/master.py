@@ -193,6 +193,9 @@ class Master:
             return
         now = self._now()
         fw = self.books.frameworks.get(msg.framework_id or "")
+        if fw is None and msg.framework_id is None:
+            # the same inbox asking again (its first answer crossed a retry): same framework
+            fw = self.books.frameworks.get(self.books.inboxes.get(msg.inbox, ""))
         if fw is not None:
             self.books.inboxes.pop(fw.inbox, None)
             fw.inbox, fw.incarnation = msg.inbox, msg.incarnation
@@ -356,6 +359,7 @@ class Master:
     def _launch(self, fw: Framework, info: TaskInfo, slave_id: str, now: float) -> None:
         task = Task(info, fw.framework_id, slave_id, TaskState.STAGING, launched_at=now)
         fw.tasks[task.task_id] = task
+        fw.slaves_used.add(slave_id)
         self.books.slaves[slave_id].tasks.add((fw.framework_id, task.task_id))
         self._send_slave(
             slave_id, RunTask(framework_id=fw.framework_id, framework_name=fw.name, task=info)
@@ -551,7 +555,7 @@ class Master:
         """Kill its tasks, give back everything it holds, and forget it."""
         for offer_id in list(fw.offers):
             self._rescind(self.books.offers[offer_id], recover=False)
-        slaves: set[str] = set()
+        slaves: set[str] = set(fw.slaves_used)  # its executors may outlive its tasks
         for task in fw.tasks.values():
             slaves.add(task.slave_id)
             slave = self.books.slaves.get(task.slave_id)

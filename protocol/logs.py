@@ -45,6 +45,13 @@ def configure(level: str = "info", *, json: bool | None = None, stream: Any = No
     logging.getLogger("mqtt").setLevel(logging.ERROR)
 
 
+def configure_default() -> None:
+    """For library use (a framework written against the SDK that configured nothing):
+    warnings and errors to stderr, instead of structlog's default of everything to stdout."""
+    if not structlog.is_configured():
+        configure("warning")
+
+
 def _level_number(level: str) -> int:
     number = logging.getLevelName(level.upper())
     if not isinstance(number, int):

@@ -56,7 +56,7 @@ class ExecutorProcess:
 
     async def start(self) -> None:
         self._proc = await spawn_in_sandbox(
-            ["/bin/sh", "-c", self.info.command.value],
+            ["/bin/sh", "-c", "exec " + self.info.command.value],
             self.sandbox,
             {**self.env, **self.info.command.environment},
         )
@@ -65,6 +65,9 @@ class ExecutorProcess:
     async def _watch(self) -> None:
         assert self._proc is not None
         code = await self._proc.wait()
+        # whatever it started dies with it: no orphans outlive an executor
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self._proc.pid, signal.SIGKILL)
         await self.on_exit(self, code)
 
     def send(self, bus: Bus, message: Wire) -> None:

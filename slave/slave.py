@@ -121,7 +121,9 @@ class Slave:
             self._loops.append(asyncio.create_task(self._memory_loop(), name="memory"))
 
     async def stop(self, *, kill_tasks: bool = False) -> None:
-        """Stop the slave's own loops. Tasks keep running unless `kill_tasks`."""
+        """Stop the slave's own loops. Command tasks keep running (a restarted slave
+        recovers them) unless `kill_tasks`; custom executors cannot be recovered, so they
+        are always shut down."""
         for task in self._loops:
             await cancel_and_wait(task)
         self._loops = []
@@ -131,8 +133,7 @@ class Slave:
             if record.runner is not None:
                 await record.runner.close()
         for executor in list(self.executors.values()):
-            if kill_tasks:
-                await executor.shutdown(self.bus, self.config.kill_grace)
+            await executor.shutdown(self.bus, self.config.kill_grace)
             await executor.close()
         await self.updates.close()
         await self.task_journal.close()

@@ -301,7 +301,7 @@ def _owed(work: Path) -> int:
     return len(Journal(work / "updates.journal"))
 
 
-EXECUTOR = f"{sys.executable} {Path(__file__).parent / 'programs' / 'sleep_executor.py'}"
+EXECUTOR = f"{sys.executable} -m frameworks.samples.sleep_executor"
 
 
 def executor_task(offer_slave: str, task_id: str, seconds: float) -> TaskInfo:
@@ -344,6 +344,7 @@ async def test_a_custom_executor_runs_its_frameworks_tasks_and_its_death_fails_t
     assert failure.executor_id == "sleeper"
     assert failure.status == -signal.SIGKILL
     assert slave.executors == {}
+    assert _group(pid) == []
 
 
 async def test_teardown_shuts_down_the_frameworks_executor(rig: Rig) -> None:

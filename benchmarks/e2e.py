@@ -1,0 +1,156 @@
+"""End to end: how many tasks a second the whole loop runs, and how fast an offer becomes
+a running task.
+
+    python -m benchmarks.e2e [--seconds 15] [--slaves 10]
+
+mosquitto, a master process, one process with 10 logical slaves (`--simulated-tasks`:
+tasks finish at once), and 2 frameworks (in this process, on the public SDK) that fill
+every offer with small tasks. Prints tasks completed per second and the offer-to-RUNNING
+latency (offer received by the framework -> TASK_RUNNING received by it), p50 and p99,
+beside the bus's own QoS 1 round trip measured in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import tempfile
+import time
+
+from benchmarks.bus import round_trips
+from benchmarks.common import percentile, table
+from cluster.view import wait_state
+from frameworks import (
+    Filters,
+    Offer,
+    Resources,
+    Scheduler,
+    SchedulerDriver,
+    TaskState,
+    TaskStatus,
+    build_task,
+)
+from protocol import logs
+from protocol.brokers import MosquittoBroker
+
+TASK = Resources(cpus=0.1, mem=16)
+
+
+class Flood(Scheduler):
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.offered_at: dict[str, float] = {}  # task id -> when its offer arrived
+        self.latencies: list[float] = []
+        self.finished: list[float] = []
+        self.n = 0
+
+    async def resource_offers(self, driver: SchedulerDriver, offers: list[Offer]) -> None:
+        now = time.perf_counter()
+        for offer in offers:
+            tasks, free = [], offer.resources
+            while free.contains(TASK):
+                free = free - TASK
+                self.n += 1
+                task = build_task(
+                    offer, self.name, TASK, command="true", task_id=f"{self.name}-{self.n}"
+                )
+                self.offered_at[task.task_id] = now
+                tasks.append(task)
+            await driver.launch_tasks([offer.offer_id], tasks, Filters(refuse_seconds=0))
+
+    async def status_update(self, driver: SchedulerDriver, status: TaskStatus) -> None:
+        now = time.perf_counter()
+        if status.state == TaskState.RUNNING:
+            start = self.offered_at.pop(status.task_id, None)
+            if start is not None:
+                self.latencies.append(now - start)
+        elif status.state == TaskState.FINISHED:
+            self.finished.append(now)
+
+
+async def main(seconds: float, slaves: int) -> None:
+    broker = MosquittoBroker()
+    await broker.start()
+    url, cluster = broker.url, f"e2e{os.getpid()}"
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    common = ["--broker", url.url, "--cluster", cluster, "--log-level", "warning"]
+    procs = [
+        await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "cluster",
+            "master",
+            *common,
+            "--allocation-interval",
+            "0.5",
+            env=env,
+        ),
+        await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "cluster",
+            "slave",
+            *common,
+            "--count",
+            str(slaves),
+            "--simulated-tasks",
+            "--resources",
+            "cpus:4;mem:4096",
+            "--work-dir",
+            tempfile.mkdtemp(prefix="drfmesos-e2e-"),
+            env=env,
+        ),
+    ]
+    try:
+        await wait_state(url, cluster, lambda s: len(s.slaves) == slaves, timeout=60)
+        floods = [Flood("A"), Flood("B")]
+        drivers = [
+            SchedulerDriver(f, name=f.name, broker=url, cluster=cluster, role=f.name)
+            for f in floods
+        ]
+        for d in drivers:
+            await d.start()
+        await asyncio.sleep(2)  # warm up
+        start = time.perf_counter()
+        done_before = sum(len(f.finished) for f in floods)
+        lat_before = [len(f.latencies) for f in floods]
+        await asyncio.sleep(seconds)
+        elapsed = time.perf_counter() - start
+        completed = sum(len(f.finished) for f in floods) - done_before
+        latencies = [x for f, k in zip(floods, lat_before, strict=True) for x in f.latencies[k:]]
+        for d in drivers:
+            d.stop()
+            await d.join()
+        rtt = await round_trips(url, 500)
+    finally:
+        for p in procs:
+            p.terminate()
+            await p.wait()
+        await broker.stop()
+        broker.cleanup()
+    print(f"end to end: {slaves} simulated slaves, 2 frameworks, {seconds:g}s measured, mosquitto")
+    print(
+        table(
+            ["tasks/s", "offer->RUNNING p50 ms", "p99 ms", "bus RTT p50 ms", "bus RTT p99 ms"],
+            [
+                [
+                    completed / elapsed,
+                    percentile(latencies, 50) * 1e3,
+                    percentile(latencies, 99) * 1e3,
+                    percentile(rtt, 50) * 1e3,
+                    percentile(rtt, 99) * 1e3,
+                ]
+            ],
+        )
+    )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=15.0)
+    parser.add_argument("--slaves", type=int, default=10)
+    args = parser.parse_args()
+    logs.configure("warning")
+    asyncio.run(main(args.seconds, args.slaves))

@@ -1,0 +1,227 @@
+"""`drfmesos demo`: the blog's first experiment on a whole cluster on this machine.
+
+A broker (embedded unless `--broker`), a master, three slaves of <2 CPU, 2200 MB> (the
+blog's 6 CPU / 6.6 GB cluster), and frameworks A, B and C with <0.5 CPU, 512 MB> tasks
+that sleep 20-40 s, arriving one after another. A live table shows each framework's
+running tasks, allocation and dominant share, as the Mesos UI did in the blog.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
+from cluster.launcher import Launcher
+from cluster.options import log_level_option
+from cluster.runner import until_signalled
+from protocol.brokers import BrokerURL, open_broker
+from protocol.bus import Bus
+from protocol.messages import State, Wire
+from protocol.topics import Topics
+
+SLAVE = "cpus:2;mem:2200"
+FRAMEWORKS = ("A", "B", "C")
+
+
+def framework_table(state: State | None, elapsed: float) -> Table:
+    table = Table(title=f"drfmesos demo  t={elapsed:5.1f}s", title_justify="left")
+    for col in ("framework", "running", "finished", "cpus", "mem MB", "dominant share", ""):
+        table.add_column(col, justify="left" if col in ("framework", "") else "right")
+    if state is None:
+        return table
+    total_cpus = state.total.get("cpus", 0.0)
+    for fw in sorted(state.frameworks, key=lambda f: f.name):
+        share = fw.dominant_share
+        table.add_row(
+            fw.name,
+            str(fw.running_tasks),
+            str(fw.finished_tasks),
+            f"{fw.allocated.get('cpus', 0.0):g}",
+            f"{fw.allocated.get('mem', 0.0):g}",
+            f"{share:.1%}",
+            "#" * round(share * 30),
+        )
+    table.caption = (
+        f"cluster: {total_cpus:g} cpus, {state.total.get('mem', 0.0):g} MB; "
+        f"allocated {state.allocated.get('cpus', 0.0):g} cpus, "
+        f"{state.allocated.get('mem', 0.0):g} MB; {len(state.slaves)} slaves"
+    )
+    return table
+
+
+async def run_demo(
+    broker: str,
+    time_scale: float,
+    duration: float | None,
+    arrival: float,
+    executor: str,
+    run_dir: Path,
+    log_level: str,
+) -> State | None:
+    console = Console()
+    latest: list[State] = []
+    started = time.monotonic()
+    async with open_broker(broker) as url:
+        cluster = "demo"
+        launcher = Launcher(url, cluster, run_dir, log_level)
+        stop = asyncio.Event()
+        watcher = asyncio.create_task(until_signalled(stop))
+        try:
+            await _start_cluster(launcher, url, time_scale)
+            schedule = asyncio.create_task(_arrivals(launcher, time_scale, arrival, executor))
+            async with Bus(url, name="demo-view") as bus:
+
+                async def on_state(message: Wire, _r: str | None) -> None:
+                    if isinstance(message, State):
+                        latest[:] = [message]
+
+                await bus.subscribe(Topics(cluster).state, on_state)
+                await _show(console, latest, started, duration, stop, launcher)
+            schedule.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await schedule
+        finally:
+            watcher.cancel()
+            console.print("stopping the cluster ...", style="dim")
+            await launcher.stop_all()
+    return latest[0] if latest else None
+
+
+async def _start_cluster(launcher: Launcher, url: BrokerURL, time_scale: float) -> None:
+    interval = max(0.05, 1.0 * time_scale)
+    await launcher.start(
+        "master", "master", "--allocation-interval", f"{interval:g}", "--heartbeat-interval", "2"
+    )
+    for i in range(3):
+        await launcher.start(
+            "slave",
+            f"slave-{i}",
+            "--resources",
+            SLAVE,
+            "--work-dir",
+            str(launcher.run_dir / f"slave-{i}"),
+            "--hostname",
+            f"demo-slave-{i}",
+        )
+
+
+async def _arrivals(launcher: Launcher, time_scale: float, arrival: float, executor: str) -> None:
+    for i, name in enumerate(FRAMEWORKS):
+        if i:
+            await asyncio.sleep(arrival * time_scale)
+        await launcher.start(
+            "framework",
+            f"framework-{name}",
+            "drf-demo",
+            "--name",
+            name,
+            "--task-cpus",
+            "0.5",
+            "--task-mem",
+            "512",
+            "--task-duration",
+            "20-40",
+            "--time-scale",
+            f"{time_scale:g}",
+            "--executor",
+            executor,
+        )
+
+
+async def _show(
+    console: Console,
+    latest: list[State],
+    started: float,
+    duration: float | None,
+    stop: asyncio.Event,
+    launcher: Launcher,
+) -> None:
+    def elapsed() -> float:
+        return time.monotonic() - started
+
+    def done() -> bool:
+        return stop.is_set() or (duration is not None and elapsed() >= duration)
+
+    if console.is_terminal:
+        with Live(framework_table(None, 0), console=console, refresh_per_second=4) as live:
+            while not done():
+                live.update(framework_table(latest[0] if latest else None, elapsed()))
+                await _tick(stop, 0.25)
+    else:  # a log, not a screen: a table every few seconds
+        next_print = 0.0
+        while not done():
+            if elapsed() >= next_print and latest:
+                console.print(framework_table(latest[0], elapsed()))
+                next_print = elapsed() + 5
+            await _tick(stop, 0.25)
+    if latest:
+        console.print(framework_table(latest[0], elapsed()))
+    for party in launcher.failed():
+        console.print(f"{party.name} exited with {party.proc.returncode}: see {party.log_path}")
+
+
+async def _tick(stop: asyncio.Event, seconds: float) -> None:
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(stop.wait(), seconds)
+
+
+@click.command()
+@click.option(
+    "--broker",
+    default="embedded",
+    show_default=True,
+    help="'embedded', 'mosquitto', or mqtt://host:port of a running broker.",
+)
+@click.option(
+    "--time-scale",
+    type=float,
+    default=1.0,
+    show_default=True,
+    help="0.05 makes 20-40 s tasks and all intervals twenty times shorter.",
+)
+@click.option("--duration", type=float, default=None, help="Stop after this many seconds.")
+@click.option(
+    "--arrival",
+    type=float,
+    default=60.0,
+    show_default=True,
+    help="Seconds (before scaling) between the arrivals of A, B and C.",
+)
+@click.option(
+    "--executor",
+    type=click.Choice(["custom", "command"]),
+    default="custom",
+    show_default=True,
+    help="The blog's custom executor, or `sleep N` commands.",
+)
+@click.option(
+    "--run-dir",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Where logs and slave work dirs go (default: a temp dir).",
+)
+@log_level_option
+def demo(
+    broker: str,
+    time_scale: float,
+    duration: float | None,
+    arrival: float,
+    executor: str,
+    run_dir: Path | None,
+) -> None:
+    """Run the blog's demo cluster: broker, master, 3 slaves, frameworks A, B, C."""
+    if time_scale <= 0:
+        raise click.BadParameter("--time-scale must be positive")
+    directory = run_dir or Path(tempfile.mkdtemp(prefix="drfmesos-demo-"))
+    click.echo(f"logs and work dirs in {directory}", err=True)
+    asyncio.run(run_demo(broker, time_scale, duration, arrival, executor, directory, "info"))
+    sys.exit(0)

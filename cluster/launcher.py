@@ -1,0 +1,116 @@
+"""Start a whole cluster's processes on this machine, and stop every one of them.
+
+Each party (master, slave, framework) is a `python -m cluster ...` child in a session of
+its own, its output in a log file. Stopping goes frameworks first (they tear down, so the
+slaves kill their tasks and executors), then slaves, then the master; whatever does not
+exit on SIGTERM within the grace period gets SIGKILL. On Linux each child also asks the
+kernel to SIGTERM it should this process die without cleaning up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import os
+import signal
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from protocol import logs
+from protocol.brokers import BrokerURL
+
+log = logs.get("launcher")
+
+ORDER = {"framework": 0, "slave": 1, "master": 2}
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    with contextlib.suppress(Exception):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+@dataclass
+class Party:
+    name: str
+    kind: str
+    proc: asyncio.subprocess.Process
+    log_path: Path
+
+
+class Launcher:
+    def __init__(self, broker: BrokerURL, cluster: str, run_dir: Path, log_level: str = "info"):
+        self.broker = broker
+        self.cluster = cluster
+        self.run_dir = run_dir
+        self.log_level = log_level
+        self.parties: list[Party] = []
+
+    async def start(self, kind: str, name: str, *args: str) -> Party:
+        """Start `drfmesos <kind> ...` (kind: master, slave or framework)."""
+        logs_dir = self.run_dir / "logs"
+        await asyncio.to_thread(logs_dir.mkdir, parents=True, exist_ok=True)
+        log_path = logs_dir / f"{name}.log"
+        out = await asyncio.to_thread(open, log_path, "ab")
+        command = list(args)
+        if kind == "framework":
+            command = [command[0], *self._common(), *command[1:]]
+        else:
+            command = [*command, *self._common()]
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "cluster",
+                kind,
+                *command,
+                stdout=out,
+                stderr=out,
+                stdin=asyncio.subprocess.DEVNULL,
+                start_new_session=True,  # Ctrl-C reaches us; we stop them in order
+                preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            )
+        finally:
+            out.close()
+        party = Party(name, kind, proc, log_path)
+        self.parties.append(party)
+        log.info("party.started", party=name, kind=kind, pid=proc.pid)
+        return party
+
+    def _common(self) -> list[str]:
+        return [
+            "--broker",
+            self.broker.url,
+            "--cluster",
+            self.cluster,
+            "--log-level",
+            self.log_level,
+        ]
+
+    def failed(self) -> list[Party]:
+        """Parties that exited with an error while they should be running."""
+        return [p for p in self.parties if p.proc.returncode not in (None, 0)]
+
+    async def stop(self, party: Party, grace: float = 10.0) -> None:
+        proc = party.proc
+        if proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(signal.SIGTERM)
+            try:
+                await asyncio.wait_for(proc.wait(), grace)
+            except TimeoutError:
+                log.warning("party.kill", party=party.name)
+                with contextlib.suppress(ProcessLookupError):
+                    proc.kill()
+                await proc.wait()
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)  # anything it left in its session
+
+    async def stop_all(self, grace: float = 10.0) -> None:
+        for kind in sorted(ORDER, key=ORDER.__getitem__):
+            group = [p for p in self.parties if p.kind == kind]
+            await asyncio.gather(*(self.stop(p, grace) for p in group))
+        self.parties = []

@@ -1,0 +1,181 @@
+"""`drfmesos framework NAME ...`: the sample frameworks."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from cluster.options import broker_option, cluster_option, log_level_option
+from protocol.brokers import BrokerURL
+from protocol.resources import Resources
+
+
+@click.group()
+def framework() -> None:
+    """Run a sample framework."""
+
+
+def parse_range(text: str) -> tuple[float, float]:
+    lo, sep, hi = text.partition("-")
+    try:
+        a, b = float(lo), float(hi) if sep else float(lo)
+    except ValueError:
+        raise click.BadParameter(f"expected seconds or lo-hi, got {text!r}") from None
+    if a < 0 or b < a:
+        raise click.BadParameter(f"expected 0 <= lo <= hi, got {text!r}")
+    return a, b
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def common_framework_options(func: F) -> F:
+    for option in reversed(
+        [
+            broker_option(),
+            cluster_option,
+            click.option("--name", required=True, help="The framework's name."),
+            click.option("--role", default=None, help="Its role (default: its name)."),
+            click.option(
+                "--weight",
+                type=float,
+                default=1.0,
+                show_default=True,
+                help="The role's weight (weighted DRF).",
+            ),
+            click.option(
+                "--failover-timeout",
+                type=float,
+                default=0.0,
+                show_default=True,
+                help="Seconds the master keeps its tasks if it disconnects.",
+            ),
+            log_level_option,
+        ]
+    ):
+        func = option(func)
+    return func
+
+
+@framework.command("drf-demo")
+@common_framework_options
+@click.option("--task-cpus", type=float, default=0.5, show_default=True)
+@click.option("--task-mem", type=float, default=512, show_default=True, help="MB.")
+@click.option(
+    "--task-duration",
+    default="20-40",
+    show_default=True,
+    help="Seconds each task sleeps: N, or lo-hi for uniform.",
+)
+@click.option(
+    "--tasks-per-offer",
+    type=click.Choice(["1", "fill"]),
+    default="1",
+    show_default=True,
+    help="One task per offer (the blog's text) or fill it.",
+)
+@click.option(
+    "--max-tasks", type=click.IntRange(1), default=None, help="Stop after this many tasks have run."
+)
+@click.option(
+    "--time-scale",
+    type=float,
+    default=1.0,
+    show_default=True,
+    help="Multiply task durations and decline filters by this.",
+)
+@click.option(
+    "--executor",
+    type=click.Choice(["custom", "command"]),
+    default="custom",
+    show_default=True,
+    help="The blog's sleeping executor, or `sleep N` commands.",
+)
+@click.option("--seed", type=int, default=None)
+def drf_demo(
+    broker: str,
+    cluster: str,
+    name: str,
+    role: str | None,
+    weight: float,
+    failover_timeout: float,
+    task_cpus: float,
+    task_mem: float,
+    task_duration: str,
+    tasks_per_offer: str,
+    max_tasks: int | None,
+    time_scale: float,
+    executor: str,
+    seed: int | None,
+) -> None:
+    """The blog's framework: fixed-size tasks that sleep, one per offer."""
+    from cluster.runner import run_party
+    from frameworks.samples.drf_demo import DemoConfig, DRFDemoScheduler
+    from frameworks.scheduler import SchedulerDriver
+
+    config = DemoConfig(
+        name=name,
+        task_cpus=task_cpus,
+        task_mem=task_mem,
+        duration=parse_range(task_duration),
+        tasks_per_offer=tasks_per_offer,
+        max_tasks=max_tasks,
+        time_scale=time_scale,
+        executor=executor,
+        seed=seed,
+    )
+
+    async def party(url: BrokerURL) -> None:
+        driver = SchedulerDriver(
+            DRFDemoScheduler(config),
+            name=name,
+            broker=url,
+            cluster=cluster,
+            role=role or name,
+            weight=weight,
+            failover_timeout=failover_timeout,
+        )
+        await driver.run()
+
+    run_party(broker, party)
+
+
+@framework.command("command")
+@common_framework_options
+@click.option("--cmd", "command", required=True, help="The shell command each task runs.")
+@click.option("--count", type=click.IntRange(1), default=1, show_default=True)
+@click.option("--resources", default="cpus:0.1;mem:32", show_default=True)
+def command_framework(
+    broker: str,
+    cluster: str,
+    name: str,
+    role: str | None,
+    weight: float,
+    failover_timeout: float,
+    command: str,
+    count: int,
+    resources: str,
+) -> None:
+    """Run a shell command COUNT times and print each task's result."""
+    from cluster.runner import run_party
+    from frameworks.samples.command import CommandScheduler
+    from frameworks.scheduler import SchedulerDriver
+
+    scheduler = CommandScheduler(name, command, count, Resources.parse(resources), echo=click.echo)
+
+    async def party(url: BrokerURL) -> None:
+        await SchedulerDriver(
+            scheduler,
+            name=name,
+            broker=url,
+            cluster=cluster,
+            role=role or name,
+            weight=weight,
+            failover_timeout=failover_timeout,
+        ).run()
+
+    run_party(broker, party)
+    if not scheduler.ok:
+        raise SystemExit(1)

@@ -1,0 +1,435 @@
+"""The scheduler side of the SDK: `Scheduler` callbacks and the `SchedulerDriver` that owns I/O.
+
+    class OneTask(Scheduler):
+        async def resource_offers(self, driver, offers):
+            for offer in offers:
+                task = build_task(offer, "hello", Resources(cpus=0.5, mem=64),
+                                  command="echo hello")
+                await driver.launch_tasks([offer.offer_id], [task])
+
+        async def status_update(self, driver, status):
+            if status.state.terminal:
+                driver.stop()
+
+    asyncio.run(SchedulerDriver(OneTask(), name="hello", broker="mqtt://127.0.0.1:1883").run())
+
+As in pymesos, a framework author overrides callbacks and calls the driver; the driver
+subscribes, re-subscribes with its framework id after a disconnect, acknowledges status
+updates once `status_update` returns (unless told not to), and refuses misuse -- launching
+on an offer that is gone, or more than an offer holds -- with an exception rather than a
+silent drop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from collections.abc import Iterable
+
+from protocol import logs
+from protocol.brokers import BrokerURL
+from protocol.bus import Bus, Dispatcher
+from protocol.messages import (
+    Accept,
+    Acknowledge,
+    CommandInfo,
+    Decline,
+    Error,
+    ExecutorInfo,
+    Failure,
+    Filters,
+    FrameworkMessage,
+    Heartbeat,
+    Kill,
+    Message,
+    Offer,
+    Offers,
+    Reconcile,
+    ReconcileTask,
+    Rescind,
+    Revive,
+    Subscribe,
+    Subscribed,
+    Suppress,
+    TaskInfo,
+    TaskStatus,
+    Teardown,
+    Update,
+)
+from protocol.resources import Resources
+from protocol.topics import Topics
+
+
+class DriverError(RuntimeError):
+    """A call the driver refuses: an offer that is gone, more than an offer holds, ..."""
+
+
+class Scheduler:
+    """Override what you need; every callback is a no-op by default."""
+
+    async def registered(self, driver: SchedulerDriver, framework_id: str, master_id: str) -> None:
+        """Subscribed for the first time."""
+
+    async def reregistered(self, driver: SchedulerDriver, master_id: str) -> None:
+        """Subscribed again (after a reconnect or a failover) with the same framework id."""
+
+    async def disconnected(self, driver: SchedulerDriver) -> None:
+        """The connection to the bus was lost; the driver reconnects by itself."""
+
+    async def resource_offers(self, driver: SchedulerDriver, offers: list[Offer]) -> None:
+        """Launch tasks on offers, or decline them (an ignored offer stays yours)."""
+
+    async def offer_rescinded(self, driver: SchedulerDriver, offer_id: str) -> None:
+        """An offer is no longer valid."""
+
+    async def status_update(self, driver: SchedulerDriver, status: TaskStatus) -> None:
+        """A task changed state."""
+
+    async def framework_message(
+        self, driver: SchedulerDriver, slave_id: str, executor_id: str, data: bytes
+    ) -> None:
+        """Opaque data from one of this framework's executors."""
+
+    async def slave_lost(self, driver: SchedulerDriver, slave_id: str) -> None:
+        """A slave was removed; its tasks arrive as TASK_LOST updates."""
+
+    async def executor_lost(
+        self, driver: SchedulerDriver, executor_id: str, slave_id: str, status: int
+    ) -> None:
+        """An executor's process exited."""
+
+    async def error(self, driver: SchedulerDriver, message: str) -> None:
+        """The master refused something this framework sent."""
+
+
+class SchedulerDriver:
+    def __init__(
+        self,
+        scheduler: Scheduler,
+        *,
+        name: str,
+        broker: str | BrokerURL = "mqtt://127.0.0.1:1883",
+        cluster: str = "default",
+        role: str = "*",
+        weight: float = 1.0,
+        failover_timeout: float = 0.0,
+        framework_id: str | None = None,
+        implicit_acknowledgements: bool = True,
+    ) -> None:
+        self.scheduler = scheduler
+        self.name = name
+        self.broker = BrokerURL.parse(broker) if isinstance(broker, str) else broker
+        self.topics = Topics(cluster)
+        self.role = role
+        self.weight = weight
+        self.failover_timeout = failover_timeout
+        self.framework_id = framework_id
+        self.implicit_acknowledgements = implicit_acknowledgements
+        self.master_id = ""
+        self.inbox_id = f"fw-{uuid.uuid4().hex[:16]}"
+        logs.configure_default()
+        self.log = logs.get("driver", framework=name)
+        self.offers: dict[str, Offer] = {}  # outstanding: offered and not yet used
+        self.bus: Bus | None = None
+        self._subscribed = asyncio.Event()
+        self._stopped = asyncio.Event()
+        self._teardown = True
+
+    @property
+    def inbox(self) -> str:
+        return self.topics.framework(self.inbox_id)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    async def start(self, timeout: float = 30.0) -> None:
+        """Connect and subscribe; returns once the master has answered."""
+        bus = Bus(
+            self.broker,
+            name=f"framework-{self.name}",
+            inbox=self.inbox,
+            will=(self.topics.gone("framework", self.inbox_id), "framework", self.inbox_id),
+        )
+        d = Dispatcher(bus, "framework")
+        d.on(Subscribed, self._on_subscribed)
+        d.on(Offers, self._on_offers)
+        d.on(Rescind, self._on_rescind)
+        d.on(Update, self._on_update)
+        d.on(FrameworkMessage, self._on_message)
+        d.on(Failure, self._on_failure)
+        d.on(Error, self._on_error)
+        d.on(Heartbeat, self._on_heartbeat)
+        await bus.subscribe(self.inbox, d)
+        bus.on_connect(self._subscribe)
+        self.bus = bus
+        await bus.start(timeout=timeout)
+        await asyncio.wait_for(self._subscribed.wait(), timeout)
+
+    async def _subscribe(self) -> None:
+        """Subscribe (again, with our framework id, after any reconnect) until answered.
+
+        A master that is not up yet, or restarting, misses the first Subscribe: retry
+        with backoff, as the Mesos driver does.
+        """
+        if self._subscribed.is_set():
+            self._subscribed.clear()
+            await self.scheduler.disconnected(self)
+        delay = 0.5
+        while not self._subscribed.is_set():
+            bus = self.bus
+            if bus is None or not bus.connected:
+                return  # the next connect starts over
+            await bus.publish(
+                self.topics.master,
+                Subscribe(
+                    name=self.name,
+                    role=self.role,
+                    weight=self.weight,
+                    failover_timeout=self.failover_timeout,
+                    framework_id=self.framework_id,
+                    inbox=self.inbox_id,
+                    incarnation=bus.incarnation,
+                ),
+            )
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._subscribed.wait(), delay)
+            delay = min(delay * 2, 10.0)
+
+    def stop(self, failover: bool = False) -> None:
+        """Stop the driver. Without `failover` the framework is torn down (its tasks killed);
+        with it, the master keeps its tasks for `failover_timeout` for a successor."""
+        self._teardown = not failover
+        self._stopped.set()
+
+    async def join(self) -> None:
+        """Wait until `stop()` is called, then disconnect."""
+        await self._stopped.wait()
+        await self._close()
+
+    async def run(self) -> None:
+        """start() then join()."""
+        try:
+            await self.start()
+            await self.join()
+        finally:
+            await self._close()
+
+    async def _close(self) -> None:
+        bus, self.bus = self.bus, None
+        if bus is None:
+            return
+        if self._teardown and self.framework_id and bus.connected:
+            with contextlib.suppress(Exception):
+                await bus.publish(
+                    self.topics.master, Teardown(framework_id=self.framework_id), timeout=5
+                )
+        await bus.close()
+
+    # -- calls ---------------------------------------------------------------------------------
+    def _call_bus(self) -> Bus:
+        if self.bus is None or self.framework_id is None:
+            raise DriverError("the driver is not subscribed: call start() first")
+        return self.bus
+
+    async def launch_tasks(
+        self, offer_ids: Iterable[str], tasks: list[TaskInfo], filters: Filters | None = None
+    ) -> None:
+        """Use offers for `tasks`; what the tasks leave unused goes back with `filters`."""
+        await self.accept_offers(offer_ids, tasks, filters)
+
+    async def accept_offers(
+        self, offer_ids: Iterable[str], tasks: list[TaskInfo], filters: Filters | None = None
+    ) -> None:
+        bus = self._call_bus()
+        ids = list(dict.fromkeys(offer_ids))
+        if not ids:
+            raise DriverError("launch_tasks needs at least one offer")
+        missing = [o for o in ids if o not in self.offers]
+        if missing:
+            raise DriverError(
+                f"offers {', '.join(missing)} are not outstanding "
+                "(rescinded, already used, or never offered)"
+            )
+        offers = [self.offers[o] for o in ids]
+        if len({o.slave_id for o in offers}) > 1:
+            raise DriverError("all offers in one launch must be on the same slave")
+        available = sum((o.resources for o in offers), Resources())
+        wanted = sum((t.resources for t in tasks), Resources())
+        if not available.contains(wanted):
+            raise DriverError(f"the tasks need {wanted} but the offers hold {available}")
+        for task in tasks:
+            if task.slave_id != offers[0].slave_id:
+                raise DriverError(
+                    f"task {task.task_id} names slave {task.slave_id}, "
+                    f"not the offer's {offers[0].slave_id}"
+                )
+        for o in ids:
+            del self.offers[o]
+        await bus.publish(
+            self.topics.master,
+            Accept(
+                framework_id=self.framework_id or "",
+                offer_ids=ids,
+                tasks=tasks,
+                filters=filters or Filters(),
+            ),
+        )
+
+    async def decline_offer(self, offer_id: str, filters: Filters | None = None) -> None:
+        bus = self._call_bus()
+        if self.offers.pop(offer_id, None) is None:
+            raise DriverError(f"offer {offer_id} is not outstanding")
+        await bus.publish(
+            self.topics.master,
+            Decline(
+                framework_id=self.framework_id or "",
+                offer_ids=[offer_id],
+                filters=filters or Filters(),
+            ),
+        )
+
+    async def revive_offers(self) -> None:
+        await self._call_bus().publish(
+            self.topics.master, Revive(framework_id=self.framework_id or "")
+        )
+
+    async def suppress_offers(self) -> None:
+        await self._call_bus().publish(
+            self.topics.master, Suppress(framework_id=self.framework_id or "")
+        )
+
+    async def kill_task(self, task_id: str, slave_id: str | None = None) -> None:
+        await self._call_bus().publish(
+            self.topics.master,
+            Kill(framework_id=self.framework_id or "", task_id=task_id, slave_id=slave_id),
+        )
+
+    async def acknowledge_status_update(self, status: TaskStatus) -> None:
+        """Needed only with implicit_acknowledgements=False (and only if status.uuid)."""
+        if not status.uuid:
+            return
+        await self._call_bus().publish(
+            self.topics.master,
+            Acknowledge(
+                framework_id=self.framework_id or "",
+                slave_id=status.slave_id,
+                task_id=status.task_id,
+                uuid=status.uuid,
+            ),
+        )
+
+    async def reconcile_tasks(self, tasks: Iterable[TaskStatus | str] = ()) -> None:
+        """Ask for the latest state of tasks (by status or id); none means all of them."""
+        wanted = [
+            ReconcileTask(task_id=t)
+            if isinstance(t, str)
+            else ReconcileTask(task_id=t.task_id, slave_id=t.slave_id)
+            for t in tasks
+        ]
+        await self._call_bus().publish(
+            self.topics.master, Reconcile(framework_id=self.framework_id or "", tasks=wanted)
+        )
+
+    async def send_framework_message(self, executor_id: str, slave_id: str, data: bytes) -> None:
+        await self._call_bus().publish(
+            self.topics.master,
+            Message(
+                framework_id=self.framework_id or "",
+                slave_id=slave_id,
+                executor_id=executor_id,
+                data=data,
+            ),
+        )
+
+    # -- events ----------------------------------------------------------------------------------
+    async def _on_subscribed(self, msg: Subscribed, _r: str | None) -> None:
+        if self._subscribed.is_set() and msg.framework_id == self.framework_id:
+            return  # the answer to a retry that crossed the first answer
+        first = self.framework_id is None
+        self.framework_id, self.master_id = msg.framework_id, msg.master_id
+        self.log = self.log.bind(framework_id=msg.framework_id)
+        self.offers.clear()  # offers from before a reconnect were rescinded
+        self._subscribed.set()
+        self.log.info("framework.subscribed", resubscribed=msg.resubscribed)
+        if first and not msg.resubscribed:
+            await self.scheduler.registered(self, msg.framework_id, msg.master_id)
+        else:
+            await self.scheduler.reregistered(self, msg.master_id)
+
+    async def _on_offers(self, msg: Offers, _r: str | None) -> None:
+        if self._stopped.is_set():
+            return  # stopped: no more callbacks
+        for offer in msg.offers:
+            self.offers[offer.offer_id] = offer
+        await self.scheduler.resource_offers(self, msg.offers)
+
+    async def _on_rescind(self, msg: Rescind, _r: str | None) -> None:
+        if self._stopped.is_set():
+            return  # stopped: no more callbacks
+        self.offers.pop(msg.offer_id, None)
+        await self.scheduler.offer_rescinded(self, msg.offer_id)
+
+    async def _on_update(self, msg: Update, _r: str | None) -> None:
+        if self._stopped.is_set():
+            return  # stopped: no more callbacks
+        await self.scheduler.status_update(self, msg.status)
+        if self.implicit_acknowledgements and msg.status.uuid and self.bus is not None:
+            self.bus.post(
+                self.topics.master,
+                Acknowledge(
+                    framework_id=self.framework_id or "",
+                    slave_id=msg.status.slave_id,
+                    task_id=msg.status.task_id,
+                    uuid=msg.status.uuid,
+                ),
+            )
+
+    async def _on_message(self, msg: FrameworkMessage, _r: str | None) -> None:
+        if self._stopped.is_set():
+            return  # stopped: no more callbacks
+        await self.scheduler.framework_message(self, msg.slave_id, msg.executor_id, msg.data)
+
+    async def _on_failure(self, msg: Failure, _r: str | None) -> None:
+        if self._stopped.is_set():
+            return  # stopped: no more callbacks
+        if msg.executor_id is None:
+            await self.scheduler.slave_lost(self, msg.slave_id)
+        else:
+            await self.scheduler.executor_lost(
+                self, msg.executor_id, msg.slave_id, msg.status if msg.status is not None else -1
+            )
+
+    async def _on_error(self, msg: Error, _r: str | None) -> None:
+        if self._stopped.is_set():
+            return  # stopped: no more callbacks
+        self.log.warning("framework.error", message=msg.message, code=msg.code)
+        await self.scheduler.error(self, msg.message)
+
+    async def _on_heartbeat(self, msg: Heartbeat, _r: str | None) -> None:
+        pass  # liveness only
+
+
+def build_task(
+    offer: Offer,
+    name: str,
+    resources: Resources,
+    *,
+    command: str | None = None,
+    executor: ExecutorInfo | None = None,
+    data: bytes = b"",
+    task_id: str | None = None,
+) -> TaskInfo:
+    """A TaskInfo for `offer`'s slave: a shell command, or a task for a custom executor."""
+    return TaskInfo(
+        task_id=task_id or f"{name}-{uuid.uuid4().hex[:12]}",
+        name=name,
+        slave_id=offer.slave_id,
+        resources=resources,
+        command=CommandInfo(value=command) if command is not None else None,
+        executor=executor,
+        data=data,
+    )
+
+
+def offer_resources(offers: Iterable[Offer]) -> Resources:
+    """What a set of offers holds in all."""
+    return sum((o.resources for o in offers), Resources())

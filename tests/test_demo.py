@@ -1,0 +1,56 @@
+"""`drfmesos demo`, the README's first command, run as a user runs it."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import sys
+from pathlib import Path
+
+
+def leftovers(run_dir: Path) -> list[int]:
+    """Processes still running from the demo's run dir (by command line or working dir)."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry.name}/cmdline").read_bytes().decode(errors="replace")
+            cwd = os.readlink(f"/proc/{entry.name}/cwd")
+        except OSError:
+            continue
+        if str(run_dir) in cmdline or cwd.startswith(str(run_dir)):
+            found.append(int(entry.name))
+    return found
+
+
+async def test_the_demo_runs_a_b_and_c_and_leaves_nothing_behind(tmp_path: Path) -> None:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "cluster",
+        "demo",
+        "--duration",
+        "30",
+        "--time-scale",
+        "0.05",
+        "--run-dir",
+        str(tmp_path),
+        "--log-level",
+        "warning",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        env={**os.environ, "PYTHONPATH": os.getcwd(), "COLUMNS": "100"},
+    )
+    out, _ = await asyncio.wait_for(proc.communicate(), 110)
+    text = out.decode()
+    assert proc.returncode == 0, text
+    final: dict[str, float] = {}
+    for line in text.splitlines():  # the last table printed wins
+        m = re.match(r"^│ ([ABC]) .*?([0-9.]+)% ", line)
+        if m:
+            final[m.group(1)] = float(m.group(2))
+    assert set(final) == {"A", "B", "C"}, text
+    assert all(share > 0 for share in final.values()), final
+    assert leftovers(tmp_path) == []

@@ -1,0 +1,222 @@
+"""The framework SDK on a live cluster: master and slaves are real processes, and the
+frameworks use nothing but the public API (`from frameworks import ...`)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from cluster.launcher import Launcher
+from cluster.view import wait_state
+from frameworks import (
+    DriverError,
+    Filters,
+    Offer,
+    Resources,
+    Scheduler,
+    SchedulerDriver,
+    TaskState,
+    TaskStatus,
+    build_task,
+)
+from protocol.brokers import MosquittoBroker
+from protocol.messages import State
+
+CLUSTER = "sdk"
+
+
+class Recorder(Scheduler):
+    """Keeps what arrives; tests decide what to do with offers."""
+
+    def __init__(self) -> None:
+        self.offers: list[Offer] = []
+        self.statuses: list[TaskStatus] = []
+        self.errors: list[str] = []
+        self.changed = asyncio.Event()
+
+    async def resource_offers(self, driver: SchedulerDriver, offers: list[Offer]) -> None:
+        self.offers.extend(offers)
+        self.changed.set()
+
+    async def status_update(self, driver: SchedulerDriver, status: TaskStatus) -> None:
+        self.statuses.append(status)
+        self.changed.set()
+
+    async def error(self, driver: SchedulerDriver, message: str) -> None:
+        self.errors.append(message)
+
+    def states(self, task_id: str) -> list[TaskState]:
+        return [s.state for s in self.statuses if s.task_id == task_id]
+
+    async def wait(self, condition, timeout: float = 20.0) -> None:  # type: ignore[no-untyped-def]
+        async with asyncio.timeout(timeout):
+            while not condition():
+                self.changed.clear()
+                await self.changed.wait()
+
+
+@pytest.fixture
+async def live(mosquitto: MosquittoBroker, tmp_path: Path) -> AsyncIterator[Launcher]:
+    launcher = Launcher(mosquitto.url, CLUSTER, tmp_path, log_level="warning")
+    try:
+        await launcher.start("master", "master", "--allocation-interval", "0.1")
+        for i in range(2):
+            await launcher.start(
+                "slave",
+                f"slave-{i}",
+                "--resources",
+                "cpus:2;mem:1024",
+                "--work-dir",
+                str(tmp_path / f"slave-{i}"),
+            )
+        await wait_state(mosquitto.url, CLUSTER, lambda s: len(s.slaves) == 2)
+        yield launcher
+    finally:
+        await launcher.stop_all()
+
+
+@contextlib.asynccontextmanager
+async def framework(
+    broker: MosquittoBroker, scheduler: Scheduler, name: str, **kw: object
+) -> AsyncIterator[SchedulerDriver]:
+    driver = SchedulerDriver(scheduler, name=name, broker=broker.url, cluster=CLUSTER, **kw)  # type: ignore[arg-type]
+    await driver.start()
+    try:
+        yield driver
+    finally:
+        driver.stop()
+        await driver.join()
+
+
+async def test_a_framework_gets_offers_and_sees_its_task_run_then_finish(
+    live: Launcher, mosquitto: MosquittoBroker
+) -> None:
+    rec = Recorder()
+    async with framework(mosquitto, rec, "runner") as driver:
+        await rec.wait(lambda: rec.offers)
+        offer = rec.offers[0]
+        assert offer.resources == Resources(cpus=2, mem=1024)
+        task = build_task(offer, "t", Resources(cpus=1, mem=64), command="sleep 0.2", task_id="t1")
+        await driver.launch_tasks([offer.offer_id], [task])
+        await rec.wait(lambda: TaskState.FINISHED in rec.states("t1"))
+        assert rec.states("t1") == [TaskState.STARTING, TaskState.RUNNING, TaskState.FINISHED]
+
+        # misuse is refused on the spot, not dropped silently
+        with pytest.raises(DriverError, match="not outstanding"):
+            await driver.launch_tasks([offer.offer_id], [task])
+        fresh = next(o for o in rec.offers if o.offer_id in driver.offers)
+        too_big = build_task(fresh, "big", Resources(cpus=64), command="true")
+        with pytest.raises(DriverError, match="need cpus:64"):
+            await driver.launch_tasks([fresh.offer_id], [too_big])
+
+
+async def test_decline_with_refuse_seconds_is_honoured(
+    live: Launcher, mosquitto: MosquittoBroker
+) -> None:
+    rec = Recorder()
+    async with framework(mosquitto, rec, "decliner") as driver:
+        await rec.wait(lambda: len(rec.offers) >= 2)  # both slaves
+        loop = asyncio.get_running_loop()
+        declined = rec.offers[0]
+        await driver.decline_offer(declined.offer_id, Filters(refuse_seconds=1.5))
+        at = loop.time()
+        await rec.wait(lambda: any(o.slave_id == declined.slave_id for o in rec.offers[2:]))
+        assert loop.time() - at >= 1.4  # that slave came back only once the filter lapsed
+
+
+async def test_kill_ends_a_running_task_as_killed(
+    live: Launcher, mosquitto: MosquittoBroker
+) -> None:
+    rec = Recorder()
+    async with framework(mosquitto, rec, "killer") as driver:
+        await rec.wait(lambda: rec.offers)
+        offer = rec.offers[0]
+        task = build_task(
+            offer, "k", Resources(cpus=0.5, mem=32), command="sleep 300", task_id="k1"
+        )
+        await driver.launch_tasks([offer.offer_id], [task])
+        await rec.wait(lambda: TaskState.RUNNING in rec.states("k1"))
+        await driver.kill_task("k1")
+        await rec.wait(lambda: TaskState.KILLED in rec.states("k1"))
+
+
+async def test_a_framework_killed_and_restarted_in_time_gets_its_tasks_back(
+    live: Launcher, mosquitto: MosquittoBroker, tmp_path: Path
+) -> None:
+    id_file = tmp_path / "framework-id"
+    program = Path(__file__).parent / "programs" / "failover_framework.py"
+
+    async def start() -> asyncio.subprocess.Process:
+        return await asyncio.create_subprocess_exec(
+            sys.executable,
+            str(program),
+            mosquitto.url.url,
+            CLUSTER,
+            str(id_file),
+            stdout=asyncio.subprocess.PIPE,
+            env={**os.environ, "PYTHONPATH": os.getcwd()},
+        )
+
+    async def until(proc: asyncio.subprocess.Process, line: str) -> None:
+        assert proc.stdout is not None
+        async with asyncio.timeout(30):
+            while (got := (await proc.stdout.readline()).decode()) and line not in got:
+                pass
+        assert line in got
+
+    first = await start()
+    try:
+        await until(first, "STATUS long-task TASK_RUNNING")
+        first.send_signal(signal.SIGKILL)
+        await first.wait()
+        second = await start()
+        try:
+            await until(second, "STATUS long-task TASK_RUNNING REASON_RECONCILIATION")
+        finally:
+            second.terminate()
+            await second.wait()
+    finally:
+        if first.returncode is None:
+            first.kill()
+            await first.wait()
+
+
+async def test_two_frameworks_with_equal_demands_converge_to_equal_shares(
+    live: Launcher, mosquitto: MosquittoBroker
+) -> None:
+    from frameworks.samples.drf_demo import DemoConfig, DRFDemoScheduler
+
+    def demo(name: str) -> DRFDemoScheduler:
+        return DRFDemoScheduler(
+            DemoConfig(
+                name=name,
+                task_cpus=0.5,
+                task_mem=128,
+                duration=(0.5, 1.0),
+                executor="command",
+                refuse_seconds=0.2,
+            )
+        )
+
+    async with (
+        framework(mosquitto, demo("A"), "A", role="A"),
+        framework(mosquitto, demo("B"), "B", role="B"),
+    ):
+        shares: list[tuple[float, float]] = []
+
+        def balanced(state: State) -> bool:
+            by_name = {f.name: f.dominant_share for f in state.frameworks}
+            shares.append((by_name.get("A", 0.0), by_name.get("B", 0.0)))
+            recent = shares[-10:]  # ten snapshots in a row, each within one task
+            return len(recent) == 10 and all(abs(a - b) <= 0.13 and a > 0.3 for a, b in recent)
+
+        await wait_state(mosquitto.url, CLUSTER, balanced, timeout=60)
+    a, b = shares[-1]
+    assert abs(a - b) <= 0.13  # within one task (0.5 of 4 cpus)
