@@ -239,6 +239,8 @@ class SchedulerDriver:
     async def accept_offers(
         self, offer_ids: Iterable[str], tasks: list[TaskInfo], filters: Filters | None = None
     ) -> None:
+        if self._stopped.is_set():
+            return  # as the Mesos driver: calls after stop() do nothing
         bus = self._call_bus()
         ids = list(dict.fromkeys(offer_ids))
         if not ids:
@@ -275,6 +277,8 @@ class SchedulerDriver:
         )
 
     async def decline_offer(self, offer_id: str, filters: Filters | None = None) -> None:
+        if self._stopped.is_set():
+            return  # as the Mesos driver: calls after stop() do nothing
         bus = self._call_bus()
         if self.offers.pop(offer_id, None) is None:
             raise DriverError(f"offer {offer_id} is not outstanding")
@@ -288,16 +292,22 @@ class SchedulerDriver:
         )
 
     async def revive_offers(self) -> None:
+        if self._stopped.is_set():
+            return  # as the Mesos driver: calls after stop() do nothing
         await self._call_bus().publish(
             self.topics.master, Revive(framework_id=self.framework_id or "")
         )
 
     async def suppress_offers(self) -> None:
+        if self._stopped.is_set():
+            return  # as the Mesos driver: calls after stop() do nothing
         await self._call_bus().publish(
             self.topics.master, Suppress(framework_id=self.framework_id or "")
         )
 
     async def kill_task(self, task_id: str, slave_id: str | None = None) -> None:
+        if self._stopped.is_set():
+            return  # as the Mesos driver: calls after stop() do nothing
         await self._call_bus().publish(
             self.topics.master,
             Kill(framework_id=self.framework_id or "", task_id=task_id, slave_id=slave_id),
@@ -305,6 +315,8 @@ class SchedulerDriver:
 
     async def acknowledge_status_update(self, status: TaskStatus) -> None:
         """Needed only with implicit_acknowledgements=False (and only if status.uuid)."""
+        if self._stopped.is_set():
+            return  # as the Mesos driver: calls after stop() do nothing
         if not status.uuid:
             return
         await self._call_bus().publish(
@@ -319,6 +331,8 @@ class SchedulerDriver:
 
     async def reconcile_tasks(self, tasks: Iterable[TaskStatus | str] = ()) -> None:
         """Ask for the latest state of tasks (by status or id); none means all of them."""
+        if self._stopped.is_set():
+            return  # as the Mesos driver: calls after stop() do nothing
         wanted = [
             ReconcileTask(task_id=t)
             if isinstance(t, str)
@@ -330,6 +344,8 @@ class SchedulerDriver:
         )
 
     async def send_framework_message(self, executor_id: str, slave_id: str, data: bytes) -> None:
+        if self._stopped.is_set():
+            return  # as the Mesos driver: calls after stop() do nothing
         await self._call_bus().publish(
             self.topics.master,
             Message(

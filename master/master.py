@@ -135,6 +135,7 @@ class Master:
         for task in self._tasks:
             await cancel_and_wait(task)
         self._tasks = []
+        self.log.info("master.stopped", rounds=self.rounds, **self.bus.stats)
 
     async def run(self) -> None:
         """Start, and serve until cancelled."""
@@ -727,13 +728,7 @@ class Master:
             if status.state.terminal:
                 self._finish(fw, task, status)
         self._forward(fw, Update(status=status), msg.slave_id)
-        self._event(
-            "status",
-            framework_id=fw.framework_id,
-            slave_id=msg.slave_id,
-            task_id=status.task_id,
-            state=status.state,
-        )
+        self._state_dirty = True
 
     def _finish(self, fw: Framework, task: Task, status: TaskStatus) -> None:
         """A task ended: its resources go back to the pool and a round follows."""

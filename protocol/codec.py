@@ -7,6 +7,10 @@ An envelope is the msgpack array `[version, type, reply_to, body]`:
 - `reply_to` is the sender's inbox topic, or nil: where errors about this message go;
 - `body` is the model's fields as a map.
 
+A *batch* (`[version, "Batch", reply_to, [encoded, ...]]`) carries several encoded messages
+for one topic in one MQTT message; the bus makes them under load and takes them apart on
+arrival, so nothing above the bus sees them.
+
 `decode` takes untrusted bytes and either returns a validated message or raises
 `DecodeError`, and nothing else: truncated input, garbage, an unknown type, a wrong
 version and a failed validation (with the field named) all become a `DecodeError` whose
@@ -59,8 +63,56 @@ def encode(message: Wire, reply_to: str | None = None) -> bytes:
     return packed
 
 
+BATCH = "Batch"
+
+
+def encode_batch(encoded: list[bytes], reply_to: str | None = None) -> bytes:
+    """Several already-encoded messages for one topic as one payload (in order)."""
+    packed: bytes = msgpack.packb([PROTOCOL_VERSION, BATCH, reply_to, encoded], use_bin_type=True)
+    return packed
+
+
+def decode_many(data: bytes) -> list[Envelope | DecodeError]:
+    """Decode a payload that is one message or a batch of them.
+
+    Each item is a message or the DecodeError saying why it is not; one bad message in a
+    batch does not spoil the others. Raises nothing.
+    """
+    try:
+        raw = _unpack(data)
+    except DecodeError as e:
+        return [e]
+    if isinstance(raw, list) and len(raw) == 4 and raw[1] == BATCH:
+        if raw[0] != PROTOCOL_VERSION:
+            return [
+                DecodeError(
+                    "wrong-version", f"protocol version {raw[0]!r}, expected {PROTOCOL_VERSION}"
+                )
+            ]
+        if not isinstance(raw[3], list):
+            return [DecodeError("malformed", "a batch must hold a list of messages")]
+        out: list[Envelope | DecodeError] = []
+        for item in raw[3]:
+            if not isinstance(item, bytes):
+                out.append(DecodeError("malformed", "a batch item must be an encoded message"))
+                continue
+            try:
+                out.append(decode(item))
+            except DecodeError as e:
+                out.append(e)
+        return out
+    try:
+        return [_from_envelope(raw)]
+    except DecodeError as e:
+        return [e]
+
+
 def decode(data: bytes) -> Envelope:
     """Decode untrusted bytes. Raises only DecodeError."""
+    return _from_envelope(_unpack(data))
+
+
+def _unpack(data: bytes) -> Any:
     if len(data) > MAX_MESSAGE_BYTES:
         raise DecodeError("too-large", f"{len(data)} bytes exceeds {MAX_MESSAGE_BYTES}")
     try:
@@ -76,7 +128,7 @@ def decode(data: bytes) -> Envelope:
         raise DecodeError("malformed", f"not msgpack ({e})") from None
     except Exception as e:  # msgpack raises many types on garbage; all mean the same here
         raise DecodeError("malformed", f"not msgpack ({type(e).__name__}: {e})") from None
-    return _from_envelope(raw)
+    return raw
 
 
 def _from_envelope(raw: Any) -> Envelope:

@@ -7,7 +7,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from protocol.codec import PROTOCOL_VERSION, DecodeError, decode, encode
+from protocol.codec import (
+    PROTOCOL_VERSION,
+    DecodeError,
+    Envelope,
+    decode,
+    decode_many,
+    encode,
+    encode_batch,
+)
 from protocol.messages import ALL_MESSAGES, Accept, Offers, Revive, Wire
 
 from strategies import ANY_MESSAGE, example
@@ -85,3 +93,24 @@ def test_unknown_fields_are_refused_not_ignored() -> None:
     body = {"framework_id": "f", "offer_ids": ["o"], "taks": []}
     with pytest.raises(DecodeError, match="taks"):
         decode(msgpack.packb([PROTOCOL_VERSION, Accept.TYPE, None, body]))
+
+
+@FAST
+@given(st.lists(ANY_MESSAGE, min_size=1, max_size=5))
+def test_a_batch_carries_its_messages_in_order(messages: list[Wire]) -> None:
+    items = decode_many(encode_batch([encode(m, "me") for m in messages]))
+    assert all(isinstance(i, Envelope) for i in items)
+    assert [i.message for i in items if isinstance(i, Envelope)] == messages
+
+
+def test_one_bad_message_in_a_batch_spoils_only_itself() -> None:
+    good = encode(Revive(framework_id="f1"))
+    items = decode_many(encode_batch([good, b"\xc1junk", good]))
+    assert [type(i) for i in items] == [Envelope, DecodeError, Envelope]
+
+
+@FAST
+@given(st.binary(max_size=512))
+def test_decode_many_never_raises(data: bytes) -> None:
+    for item in decode_many(data):
+        assert isinstance(item, Envelope | DecodeError)
