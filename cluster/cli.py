@@ -7,6 +7,7 @@ import asyncio
 import click
 
 from cluster.demo import demo
+from cluster.experiment_cli import experiment, simulate
 from cluster.options import VERSION, log_level_option
 from frameworks.cli import framework
 from master.cli import master, state
@@ -54,6 +55,8 @@ main.add_command(state)
 main.add_command(slave)
 main.add_command(framework)
 main.add_command(demo)
+main.add_command(simulate)
+main.add_command(experiment)
 
 
 if __name__ == "__main__":

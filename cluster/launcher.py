@@ -15,13 +15,16 @@ import ctypes
 import os
 import signal
 import sys
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from protocol import logs
 from protocol.brokers import BrokerURL
 
 log = logs.get("launcher")
+T = TypeVar("T")
 
 ORDER = {"framework": 0, "slave": 1, "master": 2}
 PR_SET_PDEATHSIG = 1
@@ -89,6 +92,23 @@ class Launcher:
             "--log-level",
             self.log_level,
         ]
+
+    async def watch(self, work: Awaitable[T]) -> T:
+        """Await `work`, but fail at once if a party exits while we wait for it."""
+        task = asyncio.ensure_future(work)
+        exits = {asyncio.ensure_future(p.proc.wait()): p for p in self.parties}
+        try:
+            done, _ = await asyncio.wait({task, *exits}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for w in exits:
+                w.cancel()
+        if task in done:
+            return task.result()
+        task.cancel()
+        party = next(p for w, p in exits.items() if w in done)
+        raise RuntimeError(
+            f"{party.name} exited with {party.proc.returncode}; see {party.log_path}"
+        )
 
     def failed(self) -> list[Party]:
         """Parties that exited with an error while they should be running."""

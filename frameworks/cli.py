@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -179,3 +180,41 @@ def command_framework(
     run_party(broker, party)
     if not scheduler.ok:
         raise SystemExit(1)
+
+
+@framework.command("experiment")
+@broker_option()
+@cluster_option
+@click.option("--spec", "spec_path", type=click.Path(exists=True, path_type=Path), required=True)
+@click.option("--name", required=True, help="Which of the spec's frameworks to play.")
+@click.option("--t0", type=float, required=True, help="Wall-clock start of the run (epoch s).")
+@click.option("--time-scale", type=float, default=1.0, show_default=True)
+@click.option(
+    "--stats",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Write the framework's statistics here as JSON when it ends.",
+)
+@log_level_option
+def experiment_framework(
+    broker: str,
+    cluster: str,
+    spec_path: Path,
+    name: str,
+    t0: float,
+    time_scale: float,
+    stats: Path | None,
+) -> None:
+    """Play one framework of an experiment spec (started by `drfmesos experiment run`)."""
+    from cluster.runner import run_party
+    from cluster.spec import load_spec
+    from frameworks.samples.experiment import run_experiment_framework
+
+    spec = load_spec(spec_path)
+    if name not in {f.name for f in spec.frameworks}:
+        raise click.BadParameter(f"the spec has no framework {name!r}")
+
+    async def party(url: BrokerURL) -> None:
+        await run_experiment_framework(spec, name, t0, time_scale, url.url, cluster, stats)
+
+    run_party(broker, party)

@@ -88,6 +88,7 @@ class Allocator:
         self.slaves: dict[str, SlaveBook] = {}
         self._rng = random.Random(seed)
         self._shuffle = shuffle
+        self.dirty: set[str] = set()  # slaves with more free than at their last offer round
 
     # -- frameworks --------------------------------------------------------------------------
     def add_framework(
@@ -166,6 +167,7 @@ class Allocator:
             raise AllocatorError(f"slave {slave_id} is already known")
         self.slaves[slave_id] = SlaveBook(slave_id, hostname, total, dict(attributes or {}))
         self._total.add(total)
+        self.dirty.add(slave_id)
         for framework_id, resources in (used or {}).items():
             self.allocate_existing(framework_id, slave_id, resources)
 
@@ -175,6 +177,7 @@ class Allocator:
             self.recover(framework_id, slave_id, Resources.from_millis(held))
         self._total.remove(slave.total)
         del self.slaves[slave_id]
+        self.dirty.discard(slave_id)
 
     def allocate_existing(self, framework_id: str, slave_id: str, resources: Resources) -> None:
         """Record resources already in use (tasks found on a re-registering slave).
@@ -202,9 +205,24 @@ class Allocator:
         _sub(slave.allocated, resources.millis, "allocated")
 
     # -- the round ---------------------------------------------------------------------------
-    def allocate(self, now: float, slave_ids: list[str] | None = None) -> list[Allocation]:
-        """One allocation round over every slave (or the given ones)."""
-        order = list(self.slaves) if slave_ids is None else list(slave_ids)
+    def allocate(
+        self, now: float, slave_ids: list[str] | None = None, *, only_dirty: bool = False
+    ) -> list[Allocation]:
+        """One allocation round over every slave (or the given ones).
+
+        `only_dirty` limits it to the slaves where resources were freed since their last
+        round: the cheap round that follows a free. Filters lapse with time, so callers
+        still run full rounds at the allocation interval.
+        """
+        if only_dirty:
+            order = list(self.dirty)
+            self.dirty.clear()
+        elif slave_ids is None:
+            order = list(self.slaves)
+            self.dirty.clear()
+        else:
+            order = list(slave_ids)
+            self.dirty.difference_update(order)
         if self._shuffle:
             self._rng.shuffle(order)  # as Mesos: no slave is always first in line
         allocations: list[Allocation] = []
@@ -274,6 +292,7 @@ class Allocator:
             fw.slaves.discard(slave_id)
         self._role_frameworks[fw.role].unallocated(framework_id, resources)
         self._roles.unallocated(fw.role, resources)
+        self.dirty.add(slave_id)
         if refuse_seconds:
             fw.filters[slave_id] = Filter(now + refuse_seconds, resources)
 

@@ -141,7 +141,6 @@ def snapshot(
     total: Resources,
     allocated: Resources,
     allocation: dict[str, Resources],
-    shares: dict[str, float],
     free: dict[str, Resources],
     include_tasks: bool = True,
 ) -> State:
@@ -149,6 +148,8 @@ def snapshot(
     frameworks = []
     for fw in books.frameworks.values():
         offered = sum((books.offers[o].resources for o in fw.offers), Resources())
+        # what its tasks use: the allocator also counts outstanding offers as allocated
+        in_use = allocation.get(fw.framework_id, Resources()).subtract_clamped(offered)
         frameworks.append(
             FrameworkView(
                 framework_id=fw.framework_id,
@@ -157,9 +158,9 @@ def snapshot(
                 weight=fw.weight,
                 active=fw.connected,
                 suppressed=fw.suppressed,
-                allocated=allocation.get(fw.framework_id, Resources()),
+                allocated=in_use,
                 offered=offered,
-                dominant_share=shares.get(fw.framework_id, 0.0),
+                dominant_share=in_use.dominant_share(total),
                 running_tasks=fw.running_tasks(),
                 finished_tasks=fw.finished_tasks,
             )

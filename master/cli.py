@@ -56,6 +56,13 @@ def parse_weights(text: str) -> dict[str, float]:
     help="Remove a slave whose heartbeats stop for this long.",
 )
 @click.option("--heartbeat-interval", type=float, default=5.0, show_default=True)
+@click.option(
+    "--state-interval",
+    type=float,
+    default=0.5,
+    show_default=True,
+    help="Seconds between state snapshots (when something changed).",
+)
 @click.option("--weights", default="", help="Role weights: role=w,role2=w2.")
 @log_level_option
 def master(
@@ -66,6 +73,7 @@ def master(
     offer_timeout: float | None,
     slave_timeout: float,
     heartbeat_interval: float,
+    state_interval: float,
     weights: str,
 ) -> None:
     """Run the master: the books, the DRF allocation module and the offer loop."""
@@ -80,6 +88,7 @@ def master(
         offer_timeout=offer_timeout,
         slave_timeout=slave_timeout,
         heartbeat_interval=heartbeat_interval,
+        state_interval=state_interval,
         role_weights=parse_weights(weights),
     )
     topics = Topics(cluster)

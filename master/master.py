@@ -853,21 +853,28 @@ class Master:
 
     # -- the allocation round ------------------------------------------------------------------
     async def _round_loop(self) -> None:
+        """A full round every allocation interval; in between, a round over the slaves
+        where something was freed, soon after the free (batched over `round_batch`)."""
         interval = self.config.allocation_interval
+        loop = asyncio.get_running_loop()
+        next_full = loop.time() + interval
         while True:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._round_wanted.wait(), interval)
+                await asyncio.wait_for(self._round_wanted.wait(), max(0.0, next_full - loop.time()))
             if self._round_wanted.is_set() and self.config.round_batch > 0:
                 await asyncio.sleep(self.config.round_batch)  # let a burst of frees land
             self._round_wanted.clear()
+            full = loop.time() >= next_full
+            if full:
+                next_full = loop.time() + interval
             try:
-                self.allocation_round()
+                self.allocation_round(only_dirty=not full)
             except Exception:
                 self.log.exception("round.failed")
 
-    def allocation_round(self) -> None:
+    def allocation_round(self, only_dirty: bool = False) -> None:
         now = self._now()
-        allocations = self.allocator.allocate(now)
+        allocations = self.allocator.allocate(now, only_dirty=only_dirty)
         self.rounds += 1
         if not allocations:
             return
@@ -962,7 +969,6 @@ class Master:
             total=a.total,
             allocated=a.allocated_total(),
             allocation={f: a.allocation(f) for f in fids},
-            shares={f: a.dominant_share(f) for f in fids},
             free={s: a.free(s) for s in self.books.slaves},
             include_tasks=include_tasks,
         )

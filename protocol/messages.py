@@ -363,6 +363,8 @@ class Gone(Wire):
 
 
 class FrameworkView(Wire):
+    """A framework in the state snapshot; `allocated` is what its tasks use (not offers)."""
+
     framework_id: str
     name: str
     role: str

@@ -1,0 +1,142 @@
+"""`drfmesos simulate` and `drfmesos experiment run|schema`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from cluster.options import log_level_default
+
+
+def _load(spec_path: Path):  # type: ignore[no-untyped-def]
+    from cluster.spec import SpecError, load_spec
+
+    try:
+        return load_spec(spec_path)
+    except SpecError as e:
+        raise click.ClickException(str(e)) from None
+
+
+def _report(summary: dict[str, object], out: Path, plots: bool = True) -> None:
+    frameworks = summary["frameworks"]
+    assert isinstance(frameworks, dict)
+    click.echo(
+        f"{'framework':<12}{'mean share':>12}{'mean running':>14}{'completed':>11}"
+        f"{'mean wait s':>13}{'jobs':>7}{'job time s':>12}"
+    )
+    for name, f in frameworks.items():
+        click.echo(
+            f"{name:<12}{f['mean_share']:>12.1%}{f['mean_running_tasks']:>14.2f}"
+            f"{f['tasks_completed']:>11}{f['mean_task_wait']:>13.1f}"
+            f"{f['jobs_completed']:>7}{f['mean_job_response_time']:>12.1f}"
+        )
+    util = summary["utilisation"]
+    assert isinstance(util, dict)
+    click.echo("utilisation: " + ", ".join(f"{r} {u:.1%}" for r, u in util.items()))
+    pngs = ", running_tasks.png, dominant_share.png, utilisation.png" if plots else ""
+    click.echo(f"written to {out}: timeline.csv, summary.json{pngs}")
+
+
+@click.command()
+@click.argument("spec_path", metavar="SPEC", type=click.Path(exists=True, path_type=Path))
+@click.option("--out", type=click.Path(path_type=Path), required=True, help="Output folder.")
+@click.option("--seed", type=int, default=None, help="Override the spec's seed.")
+@click.option(
+    "--policy",
+    type=click.Choice(["drf", "wdrf", "asset", "fifo", "cpu", "slots"]),
+    default=None,
+    help="Override the spec's policy.",
+)
+@click.option(
+    "--slots-per-node",
+    type=click.IntRange(1),
+    default=None,
+    help="With --policy slots: how many slots each node is cut into.",
+)
+@click.option("--no-plots", is_flag=True)
+@log_level_default("warning")
+def simulate(
+    spec_path: Path,
+    out: Path,
+    seed: int | None,
+    policy: str | None,
+    slots_per_node: int | None,
+    no_plots: bool,
+) -> None:
+    """Run SPEC as a discrete-event simulation with the master's allocator."""
+    from cluster.simulator import simulate as run
+    from cluster.spec import Master
+
+    spec = _load(spec_path)
+    if seed is not None:
+        spec.run.seed = seed
+    if policy is not None or slots_per_node is not None:
+        try:
+            spec.master = Master.model_validate(
+                {
+                    **spec.master.model_dump(),
+                    **({"policy": policy} if policy else {}),
+                    **({"slots_per_node": slots_per_node} if slots_per_node else {}),
+                }
+            )
+        except ValueError as e:
+            raise click.BadParameter(str(e)) from None
+    results, speed = run(spec)
+    summary = results.write(out, plots=not no_plots)
+    _report(summary, out, plots=not no_plots)
+    click.echo(
+        f"simulated {spec.run.duration:g}s in {speed['wall_seconds']:.2f}s "
+        f"({speed['task_events']} task events, {speed['events_per_second']:,.0f}/s)"
+    )
+
+
+@click.group()
+def experiment() -> None:
+    """Replay experiments on a live local cluster."""
+
+
+@experiment.command("run")
+@click.argument("spec_path", metavar="SPEC", type=click.Path(exists=True, path_type=Path))
+@click.option("--out", type=click.Path(path_type=Path), required=True, help="Output folder.")
+@click.option(
+    "--time-scale",
+    type=float,
+    default=None,
+    help="Override the spec's time scale (0.05: twenty times faster).",
+)
+@click.option("--broker", default="embedded", show_default=True)
+@click.option("--no-plots", is_flag=True)
+@log_level_default("warning")
+def run_experiment(
+    spec_path: Path, out: Path, time_scale: float | None, broker: str, no_plots: bool
+) -> None:
+    """Run SPEC on a real local cluster (broker, master, slaves, frameworks as processes)."""
+    import asyncio
+
+    from cluster.live import run_live
+
+    spec = _load(spec_path)
+    if time_scale is not None:
+        if time_scale <= 0:
+            raise click.BadParameter("--time-scale must be positive")
+        spec.run.time_scale = time_scale
+    if spec.master.policy == "slots":
+        raise click.ClickException(
+            "slot-based sharing exists only in the simulator (drfmesos simulate)"
+        )
+    try:
+        results = asyncio.run(run_live(spec, spec_path.resolve(), out, broker))
+    except RuntimeError as e:
+        raise click.ClickException(str(e)) from None
+    summary = results.write(out, plots=not no_plots)
+    _report(summary, out, plots=not no_plots)
+
+
+@experiment.command("schema")
+def schema() -> None:
+    """Print the JSON schema of experiment specs."""
+    from cluster.spec import Spec
+
+    click.echo(json.dumps(Spec.model_json_schema(), indent=2))

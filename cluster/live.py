@@ -1,0 +1,130 @@
+"""Run an experiment spec on a real local cluster and sample it into `Results`.
+
+Broker, master, slaves (simulated tasks, so durations are exact and many slaves fit in a
+process) and one process per framework (`drfmesos framework experiment`), started at
+their spec times; the master's state snapshots are sampled every `sample_interval` of
+spec time. Everything runs `time_scale` times as fast as the spec says.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import time
+from pathlib import Path
+
+from rich.progress import Progress
+
+from cluster.launcher import Launcher
+from cluster.results import Results, Sample
+from cluster.spec import Spec
+from cluster.view import wait_state
+from protocol.brokers import open_broker
+from protocol.bus import Bus
+from protocol.messages import State, Wire
+from protocol.resources import Resources
+from protocol.topics import Topics
+
+
+async def run_live(spec: Spec, spec_path: Path, out: Path, broker: str) -> Results:
+    scale = spec.run.time_scale
+    run_dir = out / "run"
+    total = sum((r for _, r in spec.cluster.nodes()), Resources())
+    results = Results(spec.name, "live", spec.master.policy, total)
+    cluster = f"exp{os.getpid()}"
+    latest: list[State] = []
+    async with open_broker(broker) as url:
+        launcher = Launcher(url, cluster, run_dir, "warning")
+        try:
+            interval = max(0.02, spec.master.allocation_interval * scale)
+            policy = "drf" if spec.master.policy == "wdrf" else spec.master.policy
+            await launcher.start(
+                "master", "master", "--policy", policy, "--allocation-interval", f"{interval:g}"
+            )
+            for g, group in enumerate(spec.cluster.slaves):
+                resources = ";".join(f"{k}:{v:g}" for k, v in group.resources.items())
+                await launcher.start(
+                    "slave",
+                    f"slaves-{g}",
+                    "--count",
+                    str(group.count),
+                    "--simulated-tasks",
+                    "--resources",
+                    resources,
+                    "--work-dir",
+                    str(run_dir / f"slaves-{g}"),
+                )
+            nodes = len(spec.cluster.nodes())
+            await launcher.watch(
+                wait_state(url, cluster, lambda s: len(s.slaves) == nodes, timeout=120)
+            )
+            async with Bus(url, name="experiment-sampler") as bus:
+
+                async def on_state(message: Wire, _r: str | None) -> None:
+                    if isinstance(message, State):
+                        latest[:] = [message]
+
+                await bus.subscribe(Topics(cluster).state, on_state)
+                await _play(spec, spec_path, launcher, results, latest, out, scale)
+        finally:
+            await launcher.stop_all()
+    for fw in spec.frameworks:
+        path = out / f"stats-{fw.name}.json"
+        with contextlib.suppress(OSError, ValueError):
+            results.framework_stats[fw.name] = json.loads(await asyncio.to_thread(path.read_text))
+    return results
+
+
+async def _play(
+    spec: Spec,
+    spec_path: Path,
+    launcher: Launcher,
+    results: Results,
+    latest: list[State],
+    out: Path,
+    scale: float,
+) -> None:
+    t0 = time.time()
+    starts = sorted(spec.frameworks, key=lambda f: f.start)
+    started: set[str] = set()
+    next_sample = 0.0
+    with Progress(transient=True) as progress:
+        bar = progress.add_task(f"{spec.name} (x{1 / scale:g} speed)", total=spec.run.duration)
+        while (t := (time.time() - t0) / scale) < spec.run.duration:
+            for fw in starts:
+                if fw.name not in started and fw.start <= t:
+                    started.add(fw.name)
+                    await launcher.start(
+                        "framework",
+                        f"framework-{fw.name}",
+                        "experiment",
+                        "--spec",
+                        str(spec_path),
+                        "--name",
+                        fw.name,
+                        "--t0",
+                        repr(t0),
+                        "--time-scale",
+                        repr(scale),
+                        "--stats",
+                        str(out / f"stats-{fw.name}.json"),
+                    )
+            if t >= next_sample:
+                _sample(results, latest[0] if latest else None, next_sample)
+                next_sample += spec.run.sample_interval
+            progress.update(bar, completed=t)
+            await asyncio.sleep(min(0.05, spec.run.sample_interval * scale / 4))
+
+
+def _sample(results: Results, state: State | None, t: float) -> None:
+    if state is None:
+        return
+    total = results.total
+    for fw in state.frameworks:
+        share = fw.allocated.dominant_share(total)
+        results.samples.append(Sample(t, fw.name, fw.running_tasks, fw.allocated, share))
+    results.utilisation.append(
+        (t, {r: min(1.0, s) for r, s in state.allocated.shares(total).items()})
+    )

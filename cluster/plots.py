@@ -1,0 +1,87 @@
+"""PNG plots of an experiment: running tasks, dominant shares and utilisation over time."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # files, never a window
+import matplotlib.pyplot as plt
+from matplotlib.ticker import MaxNLocator
+
+from cluster.results import Results, Sample
+
+
+def plot_all(results: Results, out: Path) -> list[Path]:
+    return [
+        _per_framework(
+            results,
+            out / "running_tasks.png",
+            "running tasks",
+            lambda s: s.running_tasks,
+            step=True,
+        ),
+        _per_framework(
+            results,
+            out / "dominant_share.png",
+            "dominant share",
+            lambda s: s.dominant_share,
+            percent=True,
+        ),
+        _utilisation(results, out / "utilisation.png"),
+    ]
+
+
+def _title(results: Results, what: str) -> str:
+    return f"{results.name}: {what} ({results.mode}, {results.policy})"
+
+
+def _per_framework(
+    results: Results,
+    path: Path,
+    label: str,
+    value: Callable[[Sample], float],
+    step: bool = False,
+    percent: bool = False,
+) -> Path:
+    fig, ax = plt.subplots(figsize=(9, 4.2), dpi=100)
+    for name in results.frameworks():
+        mine = [s for s in results.samples if s.framework == name]
+        xs = [s.time for s in mine]
+        ys = [value(s) * (100 if percent else 1) for s in mine]
+        if step:
+            ax.step(xs, ys, where="post", label=name, linewidth=1.4)
+        else:
+            ax.plot(xs, ys, label=name, linewidth=1.4)
+    ax.set_xlabel("time (s)")
+    ax.set_ylim(bottom=0)
+    if step:
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_ylabel(label + (" (%)" if percent else ""))
+    ax.set_title(_title(results, label))
+    ax.grid(alpha=0.3)
+    if len(results.frameworks()) <= 12:
+        ax.legend(loc="upper left", fontsize="small", ncol=2)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def _utilisation(results: Results, path: Path) -> Path:
+    fig, ax = plt.subplots(figsize=(9, 4.2), dpi=100)
+    xs = [t for t, _ in results.utilisation]
+    for r in results.resource_names():
+        ax.plot(xs, [u.get(r, 0.0) * 100 for _, u in results.utilisation], label=r)
+    ax.set_ylim(0, 105)
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel("allocated (%)")
+    ax.set_title(_title(results, "cluster utilisation"))
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower right", fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path

@@ -1,0 +1,111 @@
+"""An experiment's results, live or simulated: a timeline of samples and a summary.
+
+timeline.csv   time, framework, running_tasks, <resource>..., dominant_share
+summary.json   per framework: mean share, mean running tasks, tasks completed,
+               mean task wait, jobs completed and their mean response time;
+               cluster utilisation per resource
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from protocol.resources import Resources
+
+
+@dataclass(slots=True)
+class Sample:
+    time: float
+    framework: str
+    running_tasks: int
+    allocated: Resources
+    dominant_share: float
+
+
+@dataclass
+class Results:
+    name: str
+    mode: str  # "simulated" or "live"
+    policy: str
+    total: Resources
+    samples: list[Sample] = field(default_factory=list)
+    utilisation: list[tuple[float, dict[str, float]]] = field(default_factory=list)
+    framework_stats: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def frameworks(self) -> list[str]:
+        return sorted({s.framework for s in self.samples} | set(self.framework_stats))
+
+    def resource_names(self) -> list[str]:
+        return sorted(self.total)
+
+    def summary(self) -> dict[str, Any]:
+        per: dict[str, Any] = {}
+        for name in self.frameworks():
+            mine = [s for s in self.samples if s.framework == name]
+            active = [s for s in mine if s.running_tasks > 0] or mine
+            stats = self.framework_stats.get(name, {})
+            waits = stats.get("waits", [])
+            jobs = stats.get("job_times", [])
+            per[name] = {
+                "mean_share": _mean([s.dominant_share for s in active]),
+                "mean_running_tasks": _mean([s.running_tasks for s in active]),
+                "tasks_completed": stats.get("tasks_completed", 0),
+                "mean_task_wait": _mean(waits),
+                "jobs_completed": len(jobs),
+                "mean_job_response_time": _mean(jobs),
+            }
+        utilisation = {
+            r: _mean([u.get(r, 0.0) for _, u in self.utilisation]) for r in self.resource_names()
+        }
+        return {
+            "name": self.name,
+            "mode": self.mode,
+            "policy": self.policy,
+            "total": self.total.to_dict(),
+            "frameworks": per,
+            "utilisation": utilisation,
+        }
+
+    def timeline_rows(self) -> list[dict[str, Any]]:
+        names = self.resource_names()
+        return [
+            {
+                "time": round(s.time, 3),
+                "framework": s.framework,
+                "running_tasks": s.running_tasks,
+                **{r: s.allocated.get(r, 0.0) for r in names},
+                "dominant_share": round(s.dominant_share, 6),
+            }
+            for s in self.samples
+        ]
+
+    def write(self, out: Path, plots: bool = True) -> dict[str, Any]:
+        out.mkdir(parents=True, exist_ok=True)
+        rows = self.timeline_rows()
+        with (out / "timeline.csv").open("w", newline="") as f:
+            fields = [
+                "time",
+                "framework",
+                "running_tasks",
+                *self.resource_names(),
+                "dominant_share",
+            ]
+            writer = csv.DictWriter(f, fieldnames=fields)
+            writer.writeheader()
+            writer.writerows(rows)
+        summary = self.summary()
+        (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+        if plots:
+            from cluster.plots import plot_all
+
+            plot_all(self, out)
+        return summary
+
+
+def _mean(values: list[float] | list[int]) -> float:
+    return round(statistics.fmean(values), 6) if values else 0.0

@@ -1,0 +1,171 @@
+"""What one framework of an experiment wants to run, and when.
+
+The same object drives a framework in the simulator and in a live experiment, so both
+follow the spec in exactly the same way. Time is spec time, in seconds from the start
+of the run.
+
+Demand comes in one of three shapes:
+- endless: there is always one more task of the current size (the blog's frameworks);
+- jobs: `concurrent` jobs of `tasks` tasks; a finished job is replaced by a new one
+  (the paper's §7.2 users);
+- a trace: jobs submitted at given times, each with its own task size and duration.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections import deque
+from dataclasses import dataclass, field
+
+from cluster.spec import Framework, TraceJob, read_durations, read_jobs
+from protocol.resources import Resources
+
+
+@dataclass(slots=True)
+class Pending:
+    submit: float
+    resources: Resources
+    duration: float
+    job: int | None = None
+
+
+@dataclass
+class Job:
+    job_id: int
+    submit: float
+    left: int  # tasks not finished yet
+
+
+@dataclass
+class WorkloadStats:
+    tasks_launched: int = 0
+    tasks_completed: int = 0
+    waits: list[float] = field(default_factory=list)
+    job_times: list[float] = field(default_factory=list)
+
+
+class Workload:
+    def __init__(self, spec: Framework, seed: int) -> None:
+        self.spec = spec
+        self.rng = random.Random(f"{seed}/{spec.name}")
+        self.queue: deque[Pending] = deque()
+        self.jobs: dict[int, Job] = {}
+        self.job_ids = itertools.count()
+        self.running = 0
+        self.stats = WorkloadStats()
+        self._durations = (
+            itertools.cycle(read_durations(spec.duration.trace))
+            if spec.duration is not None and spec.duration.trace is not None
+            else None
+        )
+        self._trace: deque[TraceJob] = deque(
+            sorted(read_jobs(spec.trace), key=lambda j: j.submit) if spec.trace else []
+        )
+        self._endless_since: float | None = None
+        self._started = False
+
+    # -- time --------------------------------------------------------------------------------
+    def active(self, t: float) -> bool:
+        return self.spec.start <= t and (self.spec.stop is None or t < self.spec.stop)
+
+    def next_arrival(self) -> float | None:
+        """When the next trace job comes (so a simulator can wake up for it)."""
+        return self._trace[0].submit if self._trace else None
+
+    def advance(self, t: float) -> None:
+        """Bring the demand up to time t (submit what has arrived)."""
+        if not self.active(t):
+            return
+        if not self._started:
+            self._started = True
+            if self.spec.jobs is not None:
+                for _ in range(self.spec.jobs.concurrent):
+                    self._submit_job(max(t, self.spec.start))
+            elif self.spec.trace is None:
+                self._endless_since = max(t, self.spec.start)
+        while self._trace and self._trace[0].submit <= t:
+            job = self._trace.popleft()
+            if job.submit >= self.spec.start:
+                self._submit_trace_job(job)
+
+    def wants(self, t: float) -> bool:
+        self.advance(t)
+        if not self.active(t):
+            return False
+        if self.spec.max_running is not None and self.running >= self.spec.max_running:
+            return False
+        return bool(self.queue) or self._endless_since is not None
+
+    # -- taking tasks for an offer --------------------------------------------------------------
+    def take(self, t: float, offered: Resources, fits: Resources | None = None) -> list[Pending]:
+        """The tasks to launch on an offer: one, or as many as fit (`tasks_per_offer`).
+
+        `fits` is what the scheduler accounts (it differs from the real resources under
+        slot-based or CPU-only sharing); by default the tasks' own resources.
+        """
+        taken: list[Pending] = []
+        left = offered
+        while self.wants(t):
+            task = self._peek(t)
+            need = fits if fits is not None else task.resources
+            if not left.contains(need):
+                break
+            left = left - need
+            taken.append(self._pop(t))
+            self.running += 1
+            self.stats.tasks_launched += 1
+            self.stats.waits.append(t - task.submit)
+            if self.spec.tasks_per_offer == "1":
+                break
+        return taken
+
+    def _peek(self, t: float) -> Pending:
+        if self.queue:
+            return self.queue[0]
+        assert self._endless_since is not None
+        return Pending(self._endless_since, self.spec.task_at(t), self._duration(t))
+
+    def _pop(self, t: float) -> Pending:
+        if self.queue:
+            return self.queue.popleft()
+        task = self._peek(t)
+        self._endless_since = t
+        return task
+
+    def finished(self, t: float, task: Pending, *, completed: bool = True) -> None:
+        self.running -= 1
+        if not completed:
+            return
+        self.stats.tasks_completed += 1
+        if task.job is not None and (job := self.jobs.get(task.job)) is not None:
+            job.left -= 1
+            if job.left == 0:
+                del self.jobs[task.job]
+                self.stats.job_times.append(t - job.submit)
+                if self.spec.jobs is not None and self.active(t):
+                    self._submit_job(t)
+
+    # -- submitting ---------------------------------------------------------------------------
+    def _duration(self, t: float) -> float:
+        d = self.spec.duration
+        assert d is not None
+        if d.fixed is not None:
+            return d.fixed
+        if d.uniform is not None:
+            return self.rng.uniform(*d.uniform)
+        assert self._durations is not None
+        return next(self._durations)
+
+    def _submit_job(self, t: float) -> None:
+        assert self.spec.jobs is not None
+        job = Job(next(self.job_ids), t, self.spec.jobs.tasks)
+        self.jobs[job.job_id] = job
+        for _ in range(job.left):
+            self.queue.append(Pending(t, self.spec.task_at(t), self._duration(t), job.job_id))
+
+    def _submit_trace_job(self, trace: TraceJob) -> None:
+        job = Job(next(self.job_ids), trace.submit, trace.tasks)
+        self.jobs[job.job_id] = job
+        for _ in range(trace.tasks):
+            self.queue.append(Pending(trace.submit, trace.task, trace.duration, job.job_id))

@@ -1,0 +1,130 @@
+"""A framework that plays one framework of an experiment spec on a live cluster.
+
+It follows the spec exactly as the simulator does (`cluster.workload.Workload`): the
+same demand, task sizes and size changes, jobs and traces, in spec time scaled by
+`time_scale`. Its tasks carry their (scaled) duration in their data, so simulated slaves
+run them as sleeps. At the end it writes its statistics (tasks completed, waits, job
+times) as JSON for the experiment's summary.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from pathlib import Path
+
+from cluster.spec import Framework, Spec
+from cluster.workload import Pending, Workload
+from frameworks.scheduler import Scheduler, SchedulerDriver, build_task
+from protocol import logs
+from protocol.messages import Filters, Offer, TaskStatus
+
+
+class ExperimentScheduler(Scheduler):
+    def __init__(self, spec: Spec, framework: Framework, t0: float, time_scale: float) -> None:
+        self.spec = spec
+        self.framework = framework
+        self.t0 = t0
+        self.scale = time_scale
+        self.workload = Workload(framework, spec.run.seed)
+        self.tasks: dict[str, Pending] = {}
+        self.n = 0
+        self.log = logs.get("experiment-framework", framework=framework.name)
+
+    def now(self) -> float:
+        """Spec time: seconds since the run started, unscaled."""
+        return (time.time() - self.t0) / self.scale
+
+    async def resource_offers(self, driver: SchedulerDriver, offers: list[Offer]) -> None:
+        t = self.now()
+        refuse = Filters(refuse_seconds=self.spec.master.refuse_seconds * self.scale)
+        for offer in offers:
+            pending = self.workload.take(t, offer.resources)
+            if not pending:
+                await driver.decline_offer(offer.offer_id, refuse)
+                continue
+            tasks = []
+            for p in pending:
+                self.n += 1
+                task_id = f"{self.framework.name}-{self.n}"
+                self.tasks[task_id] = p
+                data = json.dumps({"duration": round(p.duration * self.scale, 4)}).encode()
+                tasks.append(
+                    build_task(
+                        offer,
+                        self.framework.name,
+                        p.resources,
+                        command="true",
+                        data=data,
+                        task_id=task_id,
+                    )
+                )
+            await driver.launch_tasks([offer.offer_id], tasks, refuse)
+
+    async def status_update(self, driver: SchedulerDriver, status: TaskStatus) -> None:
+        if not status.state.terminal:
+            return
+        pending = self.tasks.pop(status.task_id, None)
+        if pending is not None:
+            completed = status.state.value == "TASK_FINISHED"
+            before = len(self.workload.queue)
+            self.workload.finished(self.now(), pending, completed=completed)
+            if len(self.workload.queue) > before:  # a new job came: ask for offers again
+                await driver.revive_offers()
+
+    async def pacer(self, driver: SchedulerDriver) -> None:
+        """Revive for trace arrivals and size changes; stop at the spec's stop time."""
+        stops = self.framework.stop
+        marks = sorted({c.at for c in self.framework.changes})
+        while True:
+            t = self.now()
+            if stops is not None and t >= stops:
+                driver.stop()
+                return
+            nxt = [x for x in (self.workload.next_arrival(), stops, *marks) if x and x > t]
+            wait = (min(nxt) - t) * self.scale if nxt else 3600.0
+            await asyncio.sleep(max(0.001, wait))
+            self.workload.advance(self.now())
+            await driver.revive_offers()
+
+    def stats(self) -> dict[str, object]:
+        s = self.workload.stats
+        return {"tasks_completed": s.tasks_completed, "waits": s.waits, "job_times": s.job_times}
+
+
+async def run_experiment_framework(
+    spec: Spec,
+    name: str,
+    t0: float,
+    time_scale: float,
+    broker: str,
+    cluster: str,
+    stats_path: Path | None,
+) -> None:
+    framework = next(f for f in spec.frameworks if f.name == name)
+    scheduler = ExperimentScheduler(spec, framework, t0, time_scale)
+    driver = SchedulerDriver(
+        scheduler,
+        name=name,
+        broker=broker,
+        cluster=cluster,
+        role=framework.role or name,
+        weight=framework.weight,
+    )
+    pacer: asyncio.Task[None] | None = None
+    try:
+        await driver.start()
+        pacer = asyncio.create_task(scheduler.pacer(driver))
+        await driver.join()
+    finally:
+        driver.stop()
+        await driver.join()  # tears the framework down, as a framework that leaves does
+        if pacer is not None:
+            pacer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await pacer
+        if stats_path is not None:
+            text = json.dumps(scheduler.stats())
+            await asyncio.to_thread(stats_path.write_text, text)

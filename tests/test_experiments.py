@@ -1,0 +1,164 @@
+"""Experiment specs, the simulator (the master's own allocator in simulated time), and
+live runs of the same specs."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from cluster.simulator import simulate
+from cluster.spec import Spec, SpecError, load_spec
+
+EXAMPLES = Path(__file__).parent.parent / "examples" / "experiments"
+
+
+def spec_of(**parts: object) -> Spec:
+    base: dict[str, object] = {
+        "cluster": {"slaves": [{"count": 1, "resources": {"cpus": 9, "mem": 18432}}]},
+        "master": {"policy": "drf", "allocation_interval": 1, "refuse_seconds": 1},
+        "run": {"duration": 100, "seed": 1},
+    }
+    base.update(parts)
+    return Spec.model_validate(base)
+
+
+def final_running(results, name: str) -> int:  # type: ignore[no-untyped-def]
+    return [s for s in results.samples if s.framework == name][-1].running_tasks
+
+
+def test_the_simulator_gives_the_papers_worked_example() -> None:
+    spec = spec_of(frameworks=[
+        {"name": "A", "task": {"cpus": 1, "mem": 4096}, "duration": {"fixed": 1000}},
+        {"name": "B", "task": {"cpus": 3, "mem": 1024}, "duration": {"fixed": 1000}},
+    ])  # fmt: skip
+    results, _ = simulate(spec)
+    assert (final_running(results, "A"), final_running(results, "B")) == (3, 2)
+
+
+def test_the_simulator_gives_the_blogs_heterogeneous_experiment() -> None:
+    results, _ = simulate(load_spec(EXAMPLES / "blog-heterogeneous.yaml"))
+    summary = results.summary()["frameworks"]
+    assert summary["A"]["mean_running_tasks"] == pytest.approx(2, abs=0.1)
+    assert summary["B"]["mean_running_tasks"] == pytest.approx(2, abs=0.1)
+
+
+def test_weights_two_to_one_end_two_to_one() -> None:
+    spec = spec_of(
+        cluster={"slaves": [{"count": 30, "resources": {"cpus": 4, "mem": 4096}}]},
+        frameworks=[
+            {"name": "heavy", "task": {"cpus": 1, "mem": 512}, "duration": {"fixed": 1000},
+             "weight": 2, "tasks_per_offer": "fill"},
+            {"name": "light", "task": {"cpus": 1, "mem": 512}, "duration": {"fixed": 1000},
+             "tasks_per_offer": "fill"},
+        ],
+    )  # fmt: skip
+    results, _ = simulate(spec)
+    heavy, light = final_running(results, "heavy"), final_running(results, "light")
+    assert heavy + light == 120
+    assert heavy / light == pytest.approx(2.0, abs=0.1)
+
+
+def test_the_same_seed_gives_the_same_timeline_twice(tmp_path: Path) -> None:
+    spec = load_spec(EXAMPLES / "blog-same-demands.yaml")
+    first, _ = simulate(spec)
+    second, _ = simulate(load_spec(EXAMPLES / "blog-same-demands.yaml"))
+    assert first.timeline_rows() == second.timeline_rows()
+    other = load_spec(EXAMPLES / "blog-same-demands.yaml")
+    other.run.seed = 2
+    assert simulate(other)[0].timeline_rows() != first.timeline_rows()
+
+
+def test_simulate_writes_the_timeline_summary_and_plots(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    done = subprocess.run(
+        [sys.executable, "-m", "cluster", "simulate", str(EXAMPLES / "blog-heterogeneous.yaml"),
+         "--out", str(out)], capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    with (out / "timeline.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    assert {r["framework"] for r in rows} == {"A", "B"}
+    assert set(rows[0]) == {"time", "framework", "running_tasks", "cpus", "mem", "dominant_share"}
+    summary = json.loads((out / "summary.json").read_text())
+    assert set(summary["frameworks"]["A"]) >= {
+        "mean_share",
+        "mean_running_tasks",
+        "tasks_completed",
+        "mean_task_wait",
+    }
+    assert summary["utilisation"]["cpus"] > 0.9
+    for png in ("running_tasks.png", "dominant_share.png", "utilisation.png"):
+        assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"frameworks": [{"name": "A", "task": {"cpus": 1}, "duration": {"fixed": 1},
+                          "colour": "red"}]}, "frameworks.0.colour"),
+        ({"cluster": {"slaves": [{"count": 1, "resources": {"cpus": -1}}]}},
+         "cluster.slaves.0.resources"),
+        ({"frameworks": [{"name": "A", "task": {"cpus": 64}, "duration": {"fixed": 1}}]},
+         "frameworks.0.task"),
+    ],
+    ids=["unknown-field", "negative-resources", "task-larger-than-every-node"],
+)  # fmt: skip
+def test_bad_specs_are_refused_naming_the_field(
+    tmp_path: Path, change: dict[str, object], field: str
+) -> None:
+    raw = yaml.safe_load((EXAMPLES / "blog-heterogeneous.yaml").read_text())
+    raw.update(change)
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    with pytest.raises(SpecError, match=field.replace(".", r"\.")):
+        load_spec(path)
+    done = subprocess.run(
+        [sys.executable, "-m", "cluster", "experiment", "run", str(path), "--out",
+         str(tmp_path / "out")], capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode != 0
+    assert field in done.stderr
+    assert not (tmp_path / "out").exists()  # refused before anything started
+
+
+def test_live_and_simulated_runs_agree_on_mean_running_tasks(tmp_path: Path) -> None:
+    spec_path = tmp_path / "short.yaml"
+    raw = yaml.safe_load((EXAMPLES / "blog-heterogeneous.yaml").read_text())
+    raw["run"]["duration"] = 300
+    spec_path.write_text(yaml.safe_dump(raw))
+    simulated = simulate(load_spec(spec_path))[0].summary()["frameworks"]
+    done = subprocess.run(
+        [sys.executable, "-m", "cluster", "experiment", "run", str(spec_path), "--out",
+         str(tmp_path / "live"), "--time-scale", "0.05", "--no-plots"],
+        capture_output=True, text=True, timeout=180,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    live = json.loads((tmp_path / "live" / "summary.json").read_text())["frameworks"]
+    for name in ("A", "B"):
+        assert live[name]["mean_running_tasks"] == pytest.approx(
+            simulated[name]["mean_running_tasks"], abs=1.0
+        ), (live, simulated)
+
+
+def test_the_blogs_first_experiment_live_splits_the_cluster_in_three(tmp_path: Path) -> None:
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "cluster", "experiment", "run",
+         str(EXAMPLES / "blog-same-demands.yaml"), "--time-scale", "0.05",
+         "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=150,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert time.monotonic() - started < 120
+    with (tmp_path / "out" / "timeline.csv").open() as f:
+        rows = [r for r in csv.DictReader(f) if float(r["time"]) >= 700]  # C arrived at 600
+    for name in ("A", "B", "C"):
+        shares = [float(r["dominant_share"]) for r in rows if r["framework"] == name]
+        mean = sum(shares) / len(shares)
+        assert 0.25 <= mean <= 0.42, (name, mean)
