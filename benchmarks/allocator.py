@@ -39,7 +39,7 @@ def build(n_slaves: int, n_frameworks: int) -> Allocator:
 def timed_round(allocator: Allocator, now: float) -> tuple[float, int]:
     gc.collect()
     start = time.perf_counter()
-    offers = allocator.allocate(now)
+    offers = allocator.allocate(now, full=True)
     elapsed = time.perf_counter() - start
     for a in offers:  # every offer declined, with the default filter
         allocator.recover(a.framework_id, a.slave_id, a.resources, refuse_seconds=5, now=now)
@@ -72,7 +72,7 @@ def decision_cost(framework_counts: list[int], decisions: int = 20_000) -> list[
             allocator.add_slave(f"s{i}", Resources(cpus=1, mem=128))
         gc.collect()
         start = time.perf_counter()
-        allocator.allocate(0.0)
+        allocator.allocate(0.0, full=True)
         per = (time.perf_counter() - start) / decisions
         rows.append([n, per * 1e6, per * 1e6 / math.log2(n) if n > 1 else float("nan")])
     return rows

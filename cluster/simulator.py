@@ -63,6 +63,10 @@ class Simulation:
         self.seq = itertools.count()
         self.ids = itertools.count()
         self.round_pending = False
+        self.suppressed: set[str] = set()
+        self.arrivals_scheduled: dict[
+            str, set[float]
+        ] = {}  # frameworks with nothing to run, as in Mesos
         self.processed = 0  # task events handled (starts and finishes)
         self.now = 0.0
 
@@ -105,7 +109,7 @@ class Simulation:
                 self._finish(ref, t)
             elif kind == "round":
                 self.round_pending = False
-                self._round(t, only_dirty=True)
+                self._round(t)
             elif kind == "tick":
                 self._round(t)
                 self._at(t + spec.master.allocation_interval, "tick")
@@ -117,6 +121,8 @@ class Simulation:
             elif kind == "stop":
                 self._stop_framework(names[ref], t)
             elif kind == "arrival":
+                self._track_demand(names[ref], t)
+                self._schedule_arrival(names[ref])
                 self._want_round(t)
         for name, w in self.workloads.items():
             results.framework_stats[name] = {
@@ -132,12 +138,27 @@ class Simulation:
         self.added.add(name)
         self.workloads[name].advance(t)
         self._schedule_arrival(name)
+        self._track_demand(name, t)
         self._want_round(t)
+
+    def _track_demand(self, name: str, t: float) -> None:
+        """Suppress offers to a framework with nothing to run; revive it when work comes."""
+        if name not in self.added:
+            return
+        wants = self.workloads[name].wants(t)
+        if wants and name in self.suppressed:
+            self.suppressed.discard(name)
+            self.allocator.revive(name)
+            self._want_round(t)
+        elif not wants and name not in self.suppressed:
+            self.suppressed.add(name)
+            self.allocator.suppress(name)
 
     def _schedule_arrival(self, name: str) -> None:
         nxt = self.workloads[name].next_arrival()
-        if nxt is not None:
-            self._at(nxt, "arrival")
+        if nxt is not None and nxt not in self.arrivals_scheduled.setdefault(name, set()):
+            self.arrivals_scheduled[name].add(nxt)
+            self._at(nxt, "arrival", hash(name))
 
     def _stop_framework(self, name: str, t: float) -> None:
         """A framework that leaves is torn down: its tasks are killed."""
@@ -146,11 +167,12 @@ class Simulation:
                 self._release(ref, t, completed=False)
         self.allocator.remove_framework(name)
         self.added.discard(name)
+        self.suppressed.discard(name)
         self._want_round(t)
 
-    def _round(self, t: float, only_dirty: bool = False) -> None:
+    def _round(self, t: float) -> None:
         refuse = self.spec.master.refuse_seconds
-        for a in self.allocator.allocate(t, only_dirty=only_dirty):
+        for a in self.allocator.allocate(t):
             w = self.workloads[a.framework_id]
             if self.spec.master.policy in ("slots", "cpu"):
                 fits = None if not w.wants(t) else self._booked(w._peek(t).resources)
@@ -166,6 +188,7 @@ class Simulation:
                 a.framework_id, a.slave_id, a.resources - used, refuse_seconds=refuse, now=t
             )
             self._schedule_arrival(a.framework_id)
+            self._track_demand(a.framework_id, t)
 
     def _launch(self, name: str, slave: str, task: Pending, booked: Resources, t: float) -> None:
         capacity = self.nodes[slave]
@@ -196,18 +219,26 @@ class Simulation:
         if r.framework in self.added:
             self.allocator.recover(r.framework, r.slave, r.booked)
         self.workloads[r.framework].finished(t, r.task, completed=completed)
+        self._track_demand(r.framework, t)
 
     def _sample(self, t: float, results: Results) -> None:
         total = self.real_total
-        used = Resources()
         for name in self.workloads:
             held = self.held[name]
-            used = used + held
             if name in self.added or self.counts[name]:
                 results.samples.append(
                     Sample(t, name, self.counts[name], held, held.dominant_share(total))
                 )
-        results.utilisation.append((t, {r: min(1.0, s) for r, s in used.shares(total).items()}))
+        # in use on a node is at most what it has: oversubscription slows tasks, it does
+        # not make more resources
+        in_use: dict[str, float] = {}
+        for slave, load in self.node_load.items():
+            capacity = self.nodes[slave]
+            for r, amount in load.items():
+                in_use[r] = in_use.get(r, 0.0) + min(amount, capacity.get(r, 0.0))
+        results.utilisation.append(
+            (t, {r: v / total[r] for r, v in in_use.items() if total.get(r)})
+        )
 
 
 def simulate(spec: Spec) -> tuple[Results, dict[str, float]]:

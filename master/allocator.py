@@ -17,6 +17,7 @@ no framework is offered the same slave twice.
 
 from __future__ import annotations
 
+import heapq
 import random
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -88,7 +89,8 @@ class Allocator:
         self.slaves: dict[str, SlaveBook] = {}
         self._rng = random.Random(seed)
         self._shuffle = shuffle
-        self.dirty: set[str] = set()  # slaves with more free than at their last offer round
+        self.dirty: set[str] = set()  # slaves that may have something new to offer
+        self._expiring: list[tuple[float, str]] = []  # (when, slave) decline filters lapse
 
     # -- frameworks --------------------------------------------------------------------------
     def add_framework(
@@ -108,6 +110,7 @@ class Allocator:
             self._roles.update_weight(role, weight)
         self._role_frameworks[role].add(framework_id, active=active)
         self.frameworks[framework_id] = FrameworkBook(framework_id, role, active=active)
+        self._sync(framework_id)
 
     def remove_framework(self, framework_id: str) -> None:
         """Forget a framework, releasing whatever it still holds on any slave."""
@@ -125,24 +128,48 @@ class Allocator:
         del self.frameworks[framework_id]
 
     def activate(self, framework_id: str) -> None:
-        fw = self._framework(framework_id)
-        fw.active = True
-        self._role_frameworks[fw.role].activate(framework_id)
+        self._framework(framework_id).active = True
+        self._sync(framework_id)
 
     def deactivate(self, framework_id: str) -> None:
         """A disconnected framework keeps its allocation but is offered nothing."""
-        fw = self._framework(framework_id)
-        fw.active = False
-        self._role_frameworks[fw.role].deactivate(framework_id)
+        self._framework(framework_id).active = False
+        self._sync(framework_id)
 
     def suppress(self, framework_id: str) -> None:
+        """No offers until revive: the framework leaves the order (and costs no walk)."""
         self._framework(framework_id).suppressed = True
+        self._sync(framework_id)
 
     def revive(self, framework_id: str) -> None:
         """Offers again, everywhere: clears the suppression and every filter."""
         fw = self._framework(framework_id)
         fw.suppressed = False
         fw.filters.clear()
+        self._sync(framework_id)
+
+    def _sync(self, framework_id: str) -> None:
+        """Keep the sorters' active sets to the frameworks (and roles) that want offers."""
+        fw = self.frameworks[framework_id]
+        sorter = self._role_frameworks[fw.role]
+        if fw.active and not fw.suppressed:
+            sorter.activate(framework_id)
+            self._wake_all()
+        else:
+            sorter.deactivate(framework_id)
+        wanting = any(
+            f.active and not f.suppressed for f in self.frameworks.values() if f.role == fw.role
+        )
+        if wanting:
+            self._roles.activate(fw.role)
+        else:
+            self._roles.deactivate(fw.role)
+
+    def _wake_all(self) -> None:
+        """Someone new wants offers: every slave with free resources is worth a visit."""
+        for slave_id, slave in self.slaves.items():
+            if _allocatable(slave.free()):
+                self.dirty.add(slave_id)
 
     def set_role_weight(self, role: str, weight: float) -> None:
         """Configure a role's weight (takes precedence over weights frameworks ask for)."""
@@ -206,25 +233,27 @@ class Allocator:
 
     # -- the round ---------------------------------------------------------------------------
     def allocate(
-        self, now: float, slave_ids: list[str] | None = None, *, only_dirty: bool = False
+        self, now: float, slave_ids: list[str] | None = None, *, full: bool = False
     ) -> list[Allocation]:
-        """One allocation round over every slave (or the given ones).
+        """One allocation round.
 
-        `only_dirty` limits it to the slaves where resources were freed since their last
-        round: the cheap round that follows a free. Filters lapse with time, so callers
-        still run full rounds at the allocation interval.
+        By default it visits only the slaves that may have something new to offer: where
+        resources were freed or added, where a decline filter has lapsed, and -- after a
+        framework arrives, is revived or reconnects -- every slave with free resources. A
+        slave left out would be offered to nobody, so this is the full round's result at
+        a fraction of its cost. `full` visits every slave; `slave_ids` just those.
         """
-        if only_dirty:
-            order = list(self.dirty)
-            self.dirty.clear()
-        elif slave_ids is None:
+        while self._expiring and self._expiring[0][0] <= now:
+            self.dirty.add(heapq.heappop(self._expiring)[1])
+        if slave_ids is not None:
+            order = list(slave_ids)
+            self.dirty.difference_update(order)
+        elif full:
             order = list(self.slaves)
             self.dirty.clear()
         else:
-            order = list(slave_ids)
-            self.dirty.difference_update(order)
-        if self._shuffle:
-            self._rng.shuffle(order)  # as Mesos: no slave is always first in line
+            order = sorted(self.dirty)  # sorted: a set's order varies from run to run
+            self.dirty.clear()
         allocations: list[Allocation] = []
         for slave_id in order:
             slave = self.slaves.get(slave_id)
@@ -246,8 +275,6 @@ class Allocator:
 
         def wants(framework_id: str) -> bool:
             fw = frameworks[framework_id]
-            if fw.suppressed:
-                return False
             f = fw.filters.get(slave_id)
             if f is not None:
                 if f.expires > now and _within(free, f.resources.millis):
@@ -295,6 +322,7 @@ class Allocator:
         self.dirty.add(slave_id)
         if refuse_seconds:
             fw.filters[slave_id] = Filter(now + refuse_seconds, resources)
+            heapq.heappush(self._expiring, (now + refuse_seconds, slave_id))
 
     def _give(self, framework_id: str, slave: SlaveBook, resources: Resources) -> None:
         fw = self._framework(framework_id)

@@ -853,8 +853,9 @@ class Master:
 
     # -- the allocation round ------------------------------------------------------------------
     async def _round_loop(self) -> None:
-        """A full round every allocation interval; in between, a round over the slaves
-        where something was freed, soon after the free (batched over `round_batch`)."""
+        """A round every allocation interval, and soon after a free (frees within
+        `round_batch` share one). Each visits only the slaves that may have something
+        new to offer (see Allocator.allocate)."""
         interval = self.config.allocation_interval
         loop = asyncio.get_running_loop()
         next_full = loop.time() + interval
@@ -864,17 +865,16 @@ class Master:
             if self._round_wanted.is_set() and self.config.round_batch > 0:
                 await asyncio.sleep(self.config.round_batch)  # let a burst of frees land
             self._round_wanted.clear()
-            full = loop.time() >= next_full
-            if full:
+            if loop.time() >= next_full:
                 next_full = loop.time() + interval
             try:
-                self.allocation_round(only_dirty=not full)
+                self.allocation_round()
             except Exception:
                 self.log.exception("round.failed")
 
-    def allocation_round(self, only_dirty: bool = False) -> None:
+    def allocation_round(self) -> None:
         now = self._now()
-        allocations = self.allocator.allocate(now, only_dirty=only_dirty)
+        allocations = self.allocator.allocate(now)
         self.rounds += 1
         if not allocations:
             return
