@@ -79,6 +79,7 @@ def main(out: Path) -> None:
             ("small", "large", "jobs completed in 10 min"),
             ("small_t", "large_t", "mean job response time (s)"),
         ],
+        strict=True,
     ):
         ax.bar([i - 0.2 for i in x], bars[a], width=0.4, label="small jobs")
         ax.bar([i + 0.2 for i in x], bars[b], width=0.4, label="large jobs")
