@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# Build and run the docker-compose demo cluster for real, with podman, and check it works.
+#
+# No Docker engine runs here and no image registry is reachable, so (see
+# ../shared/notes/containers.md): podman (runc, overlay storage in a temp dir), local
+# stand-ins for the two base images built with debootstrap and named exactly as the
+# Dockerfile and compose file name them, our image built from docker/Dockerfile unchanged,
+# and docker-compose talking to podman's API socket. Everything podman writes (images,
+# containers, networks, the socket) lives in one temp dir that is removed at the end.
+#
+#   bash docker/test-compose.sh            (as root; installs what it needs with apt)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REPO=$PWD
+started=$(date +%s)
+say() { printf '[compose-test %3ds] %s\n' $(( $(date +%s) - started )) "$*"; }
+
+need() { command -v "$1" >/dev/null || missing="$missing $2"; }
+missing=""
+need podman podman; need runc runc; need debootstrap debootstrap; need docker-compose docker-compose
+if [ -n "$missing" ]; then
+  say "installing:$missing"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq && apt-get install -y -qq $missing >/dev/null
+fi
+
+T=$(mktemp -d /tmp/drfmesos-compose.XXXXXX)
+SOCK="$T/podman.sock"
+cleanup() {
+  set +e
+  say "cleaning up"
+  if [ -S "$SOCK" ]; then
+    DOCKER_HOST="unix://$SOCK" docker-compose -f docker/docker-compose.yml -p drfdemo --profile c down -v -t 5 >/dev/null 2>&1
+  fi
+  [ -n "${HEALTH_PID:-}" ] && kill "$HEALTH_PID" 2>/dev/null
+  [ -n "${SERVICE_PID:-}" ] && kill "$SERVICE_PID" 2>/dev/null && wait "$SERVICE_PID" 2>/dev/null
+  podman rm -af -t 1 >/dev/null 2>&1
+  podman system reset -f >/dev/null 2>&1
+  umount "$T/storage/overlay" 2>/dev/null
+  rm -rf "$T"
+}
+trap cleanup EXIT
+
+mkdir -p "$T/storage" "$T/run" "$T/networks" "$T/tmp"
+cat > "$T/containers.conf" <<CONF
+[containers]
+default_ulimits = ["nofile=20000:20000", "nproc=4096:4096"]
+[engine]
+runtime = "runc"
+tmp_dir = "$T/tmp"
+[network]
+network_config_dir = "$T/networks"
+CONF
+cat > "$T/storage.conf" <<CONF
+[storage]
+driver = "overlay"
+graphroot = "$T/storage"
+runroot = "$T/run"
+CONF
+export CONTAINERS_CONF="$T/containers.conf" CONTAINERS_STORAGE_CONF="$T/storage.conf"
+
+# -- stand-ins for the base images (the real ones cannot be pulled here) ------------------
+ROOTFS="$T/rootfs"
+say "debootstrap a bookworm base"
+debootstrap --variant=minbase bookworm "$ROOTFS" >"$T/debootstrap.log" 2>&1
+chroot "$ROOTFS" apt-get install -y -qq --no-install-recommends \
+  python3 python3-venv python3-pip mosquitto mosquitto-clients >"$T/chroot-apt.log" 2>&1
+chroot "$ROOTFS" apt-get clean
+# this workplace reaches PyPI through a TLS proxy with its own CA: give the stand-in the
+# host's trust store so pip inside `docker build` works (the real base needs nothing)
+cp /etc/ssl/certs/ca-certificates.crt "$ROOTFS/etc/ssl/certs/ca-certificates.crt"
+printf '[global]\ncert = /etc/ssl/certs/ca-certificates.crt\n' > "$ROOTFS/etc/pip.conf"
+mkdir -p "$ROOTFS/mosquitto/config" "$ROOTFS/mosquitto/data"
+chmod 0777 "$ROOTFS/mosquitto/data"
+say "import stand-ins as python:3.11-slim-bookworm and eclipse-mosquitto:2"
+tar -C "$ROOTFS" -c . | podman import -q - docker.io/library/python:3.11-slim-bookworm >/dev/null
+podman tag docker.io/library/python:3.11-slim-bookworm docker.io/library/eclipse-mosquitto:2
+
+# -- our image, from docker/Dockerfile as it is ----------------------------------------------
+say "build localhost/drfmesos:latest"
+podman build -q -f docker/Dockerfile -t localhost/drfmesos:latest . >"$T/build.log" 2>&1 \
+  || { cat "$T/build.log"; exit 1; }
+size=$(podman image inspect localhost/drfmesos:latest --format '{{.Size}}')
+base=$(podman image inspect docker.io/library/python:3.11-slim-bookworm --format '{{.Size}}')
+say "image size: $((size / 1024 / 1024)) MB (of which the base stand-in: $((base / 1024 / 1024)) MB)"
+
+# -- the compose cluster -------------------------------------------------------------------
+podman system service --time=0 "unix://$SOCK" >"$T/service.log" 2>&1 &
+SERVICE_PID=$!
+for _ in $(seq 50); do [ -S "$SOCK" ] && break; sleep 0.1; done
+export DOCKER_HOST="unix://$SOCK"
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+export DRFMESOS_BROKER_PORT=$PORT DRFMESOS_TASK_DURATION=4-8
+COMPOSE=(docker-compose -f docker/docker-compose.yml -p drfdemo)
+
+docker-compose -f docker/docker-compose.yml config -q
+# podman times health checks with systemd timers, and there is no systemd here: run them
+# ourselves every 2 s, so depends_on: service_healthy and the checks work as in Docker
+( while sleep 2; do
+    for c in $(podman ps -q 2>/dev/null); do podman healthcheck run "$c" >/dev/null 2>&1; done
+  done ) &
+HEALTH_PID=$!
+say "compose up (broker on 127.0.0.1:$PORT)"
+up_at=$(date +%s)
+"${COMPOSE[@]}" up -d --no-build >"$T/up.log" 2>&1 || { cat "$T/up.log"; exit 1; }
+
+state() { drfmesos state --broker "mqtt://127.0.0.1:$PORT" --cluster demo --json --timeout 5 2>/dev/null; }
+check() {  # check PYTHON-EXPRESSION over the snapshot `s`
+  state | python3 -c "import json,sys; s=json.load(sys.stdin); sys.exit(0 if ($1) else 1)" 2>/dev/null
+}
+wait_for() {  # wait_for SECONDS DESCRIPTION EXPRESSION
+  local deadline=$(( $(date +%s) + $1 ))
+  until check "$3"; do
+    if [ "$(date +%s)" -gt "$deadline" ]; then
+      say "FAILED waiting for: $2"; state || true
+      "${COMPOSE[@]}" logs --tail 30 || true
+      exit 1
+    fi
+    sleep 1
+  done
+  say "ok: $2"
+}
+running() { echo "{f['name']: f['running_tasks'] for f in s['frameworks']}"; }
+
+wait_for 120 "a task RUNNING" "any(t['state'] == 'TASK_RUNNING' for t in s['tasks'])"
+say "from up to the first RUNNING task: $(( $(date +%s) - up_at )) s"
+wait_for 90 "both frameworks hold tasks, 3 slaves" \
+  "len(s['slaves']) == 3 and sorted(f['name'] for f in s['frameworks'] if f['running_tasks'] > 0) == ['A', 'B']"
+wait_for 90 "shares near half each" \
+  "all(0.3 <= f['dominant_share'] <= 0.7 for f in s['frameworks']) and len(s['frameworks']) == 2"
+drfmesos state --broker "mqtt://127.0.0.1:$PORT" --cluster demo --timeout 5 | head -12
+
+victim=$(podman ps --format '{{.Names}}' | grep slave-1 | head -1)
+say "kill $victim"
+podman kill "$victim" >/dev/null
+"${COMPOSE[@]}" stop -t 1 slave-1 >/dev/null 2>&1 || true  # keep it down: no restart
+wait_for 60 "the slave is removed" "len(s['slaves']) == 2"
+lost=$("${COMPOSE[@]}" logs framework-a framework-b 2>/dev/null | grep -c TASK_LOST || true)
+[ "$lost" -gt 0 ] || { say "FAILED: no TASK_LOST reached the frameworks"; exit 1; }
+say "ok: $lost TASK_LOST updates reached the frameworks"
+wait_for 60 "its tasks are replaced on the other slaves" \
+  "sum(f['running_tasks'] for f in s['frameworks']) >= 6 and all(t['slave_id'] in {x['slave_id'] for x in s['slaves']} for t in s['tasks'])"
+
+say "compose down"
+"${COMPOSE[@]}" --profile c down -v -t 5 >/dev/null 2>&1
+say "PASSED in $(( $(date +%s) - started )) s"

@@ -1,0 +1,45 @@
+"""The docker-compose demo cluster: its files validate, and it really runs (with podman)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+DOCKER = Path(__file__).parent.parent / "docker"
+
+
+def need(tool: str) -> None:
+    """Outside CI a machine without the tool skips; in CI (which installs it) that fails."""
+    if shutil.which(tool) is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"{tool} is not installed; .ci/run installs it")
+        pytest.skip(f"{tool} is not installed")
+
+
+def test_the_compose_file_is_valid() -> None:
+    need("docker-compose")
+    done = subprocess.run(
+        ["docker-compose", "-f", str(DOCKER / "docker-compose.yml"), "config", "-q"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.timeout(600)
+def test_the_compose_cluster_runs_loses_a_slave_and_recovers() -> None:
+    """docker/test-compose.sh: build, up, shares, kill a slave, tasks LOST and replaced."""
+    for tool in ("podman", "debootstrap", "docker-compose"):
+        need(tool)
+    if os.geteuid() != 0:
+        pytest.skip("needs root (debootstrap, podman storage)")
+    done = subprocess.run(
+        ["bash", str(DOCKER / "test-compose.sh")], capture_output=True, text=True, timeout=590
+    )
+    print(done.stdout[-4000:])
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert "PASSED" in done.stdout
+    assert not list(Path("/tmp").glob("drfmesos-compose.*"))  # nothing left behind
