@@ -23,6 +23,7 @@ from rich.table import Table
 from cluster.launcher import Launcher
 from cluster.options import log_level_option
 from cluster.runner import until_signalled
+from frameworks.cli import executor_option
 from protocol.brokers import BrokerURL, open_broker
 from protocol.bus import Bus
 from protocol.messages import State, Wire
@@ -196,13 +197,7 @@ async def _tick(stop: asyncio.Event, seconds: float) -> None:
     show_default=True,
     help="Seconds (before scaling) between the arrivals of A, B and C.",
 )
-@click.option(
-    "--executor",
-    type=click.Choice(["custom", "command"]),
-    default="custom",
-    show_default=True,
-    help="The blog's custom executor, or `sleep N` commands.",
-)
+@executor_option
 @click.option(
     "--run-dir",
     type=click.Path(path_type=Path),

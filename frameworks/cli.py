@@ -18,6 +18,15 @@ def framework() -> None:
     """Run a sample framework."""
 
 
+executor_option = click.option(
+    "--executor",
+    type=click.Choice(["custom", "command"]),
+    default="custom",
+    show_default=True,
+    help="The blog's custom executor that sleeps, or plain `sleep N` command tasks.",
+)
+
+
 def parse_range(text: str) -> tuple[float, float]:
     lo, sep, hi = text.partition("-")
     try:
@@ -87,13 +96,7 @@ def common_framework_options(func: F) -> F:
     show_default=True,
     help="Multiply task durations and decline filters by this.",
 )
-@click.option(
-    "--executor",
-    type=click.Choice(["custom", "command"]),
-    default="custom",
-    show_default=True,
-    help="The blog's sleeping executor, or `sleep N` commands.",
-)
+@executor_option
 @click.option("--seed", type=int, default=None)
 def drf_demo(
     broker: str,
