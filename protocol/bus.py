@@ -238,13 +238,18 @@ class Bus:
             return
         key = (topic, qos)
         pending = self._outbox.get(key)
-        if pending is None:
-            self._outbox[key] = [payload]
-            if not self._flush_scheduled:
-                self._flush_scheduled = True
-                asyncio.get_running_loop().call_soon(self._flush)
-        else:
+        if pending is not None:
             pending.append(payload)
+            return
+        if not self._flush_scheduled and not self.backlog():
+            # idle: this one goes at once; whatever follows it this turn is batched
+            self._track(self._publish_bytes(topic, payload, qos, False))
+            self._outbox[key] = []
+        else:
+            self._outbox[key] = [payload]
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            asyncio.get_running_loop().call_soon(self._flush)
 
     def _flush(self) -> None:
         # While more arrives to be handled, hold the batch a little longer (bounded).
@@ -256,7 +261,7 @@ class Bus:
         self._flush_scheduled = False
         outbox, self._outbox = self._outbox, {}
         for (topic, qos), payloads in outbox.items():
-            for start in range(0, len(payloads), MAX_BATCH):
+            for start in range(0, len(payloads), MAX_BATCH):  # (an empty list sends nothing)
                 chunk = payloads[start : start + MAX_BATCH]
                 data = chunk[0] if len(chunk) == 1 else encode_batch(chunk, self.inbox)
                 self._track(self._publish_bytes(topic, data, qos, False))
