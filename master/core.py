@@ -1,0 +1,251 @@
+"""The master's state and the changes to it that several kinds of message share.
+
+`MasterCore` holds the books (`master.books`), the allocator (`master.allocator`) and the
+bus, and the steps every handler builds on: telling a framework or a slave something,
+refusing bad input, rescinding offers, ending tasks, and removing frameworks and slaves.
+The handlers themselves live in `framework_calls` and `slave_calls`; `master.Master`
+puts it all together with the allocation rounds and timers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from master.allocator import Allocator
+from master.books import Books, Framework, OfferRecord, PendingUpdate, Slave, Task
+from protocol import logs
+from protocol.bus import Bus
+from protocol.messages import (
+    ClusterEvent,
+    Failure,
+    Reason,
+    Rescind,
+    ShutdownFramework,
+    TaskState,
+    TaskStatus,
+    Update,
+    Wire,
+    new_id,
+)
+from protocol.topics import Topics
+
+MAX_RETRY_BACKOFF = 30.0
+STAGING_GRACE = 10.0  # a task this young may not have reached its slave yet
+
+
+@dataclass
+class MasterConfig:
+    policy: str = "drf"
+    allocation_interval: float = 1.0
+    round_batch: float = 0.005  # frees within this window share one round
+    offer_timeout: float | None = None  # off by default, as in Mesos
+    slave_timeout: float = 15.0
+    heartbeat_interval: float = 5.0  # to frameworks, and asked of slaves
+    state_interval: float = 0.5
+    status_retry: float = 1.0  # first re-send of an unacknowledged update
+    role_weights: dict[str, float] = field(default_factory=dict)
+    seed: int | None = None
+
+
+class MasterCore:
+    def __init__(self, bus: Bus, topics: Topics, config: MasterConfig | None = None) -> None:
+        self.bus = bus
+        self.topics = topics
+        self.config = config or MasterConfig()
+        self.master_id = f"master-{uuid.uuid4().hex[:12]}"
+        self.books = Books()
+        self.allocator = Allocator(self.config.policy, seed=self.config.seed)
+        for role, weight in self.config.role_weights.items():
+            self.allocator.set_role_weight(role, weight)
+        self.log = logs.get("master", master_id=self.master_id)
+        self._round_wanted = asyncio.Event()
+        self._state_dirty = True
+        self._tasks: list[asyncio.Task[None]] = []
+        self.rounds = 0  # allocation rounds run (for tests and logs)
+
+    def _now(self) -> float:
+        return asyncio.get_running_loop().time()
+
+    def _send_framework(self, fw: Framework, message: Wire) -> None:
+        self.bus.post(self.topics.framework(fw.inbox), message)
+
+    def _send_slave(self, slave_id: str, message: Wire) -> None:
+        self.bus.post(self.topics.slave(slave_id), message)
+
+    def _refuse(
+        self, reply_to: str | None, message: str, code: str, about: str, **ids: Any
+    ) -> None:
+        self.log.warning("master.refused", reason=message, code=code, about=about, **ids)
+        self.bus.reply_error(reply_to, message, code=code, about=about)
+
+    def _event(self, kind: str, **fields: Any) -> None:
+        self.bus.post(self.topics.events, ClusterEvent(kind=kind, **fields), qos=0)
+        self._state_dirty = True
+
+    def request_round(self) -> None:
+        """Ask for an allocation round soon (frees within `round_batch` share one)."""
+        self._round_wanted.set()
+
+    def _framework_for(
+        self, framework_id: str, reply_to: str | None, about: str
+    ) -> Framework | None:
+        fw = self.books.frameworks.get(framework_id)
+        if fw is None:
+            self._refuse(
+                reply_to,
+                f"unknown framework {framework_id}: subscribe first",
+                "unknown-framework",
+                about,
+                framework_id=framework_id,
+            )
+        return fw
+
+    def _drop_offer(self, record: OfferRecord) -> None:
+        self.books.offers.pop(record.offer_id, None)
+        fw = self.books.frameworks.get(record.framework_id)
+        if fw is not None:
+            fw.offers.discard(record.offer_id)
+        slave = self.books.slaves.get(record.slave_id)
+        if slave is not None:
+            slave.offers.discard(record.offer_id)
+
+    def _rescind(self, record: OfferRecord, *, recover: bool = True) -> None:
+        self._drop_offer(record)
+        fw = self.books.frameworks.get(record.framework_id)
+        if recover:
+            self.allocator.recover(record.framework_id, record.slave_id, record.resources)
+        if fw is not None and fw.connected:
+            self._send_framework(fw, Rescind(offer_id=record.offer_id))
+        self._event(
+            "rescind",
+            framework_id=record.framework_id,
+            slave_id=record.slave_id,
+            offer_id=record.offer_id,
+            resources=record.resources,
+        )
+
+    def _finish(self, fw: Framework, task: Task, status: TaskStatus) -> None:
+        """A task ended: its resources go back to the pool and a round follows."""
+        fw.complete(task, status)
+        slave = self.books.slaves.get(task.slave_id)
+        if slave is not None:
+            slave.tasks.discard((fw.framework_id, task.task_id))
+            self.allocator.recover(fw.framework_id, task.slave_id, task.resources)
+        self._event(
+            "release",
+            framework_id=fw.framework_id,
+            slave_id=task.slave_id,
+            task_id=task.task_id,
+            resources=task.resources,
+            state=status.state,
+        )
+        self.request_round()
+
+    def _master_update(
+        self,
+        fw: Framework,
+        task_id: str,
+        slave_id: str,
+        state: TaskState,
+        reason: Reason,
+        message: str,
+        *,
+        ack: bool = True,
+    ) -> None:
+        """A status the master itself decides (LOST, ERROR), sent like a slave's."""
+        status = TaskStatus(
+            task_id=task_id,
+            state=state,
+            slave_id=slave_id,
+            reason=reason,
+            message=message,
+            uuid=new_id() if ack else None,
+        )
+        task = fw.tasks.get(task_id)
+        if task is not None and task.slave_id == slave_id:
+            task.state, task.status = state, status
+            if state.terminal:
+                self._finish(fw, task, status)
+        self._forward(fw, Update(status=status), slave_id)
+
+    def _forward(self, fw: Framework, update: Update, slave_id: str) -> None:
+        if update.status.uuid:
+            fw.pending[update.status.uuid] = PendingUpdate(
+                update, slave_id, self._now() + self.config.status_retry, self.config.status_retry
+            )
+        if fw.connected:
+            self._send_framework(fw, update)
+
+    def disconnect_framework(self, fw: Framework, why: str) -> None:
+        if not fw.connected:
+            return
+        fw.connected = False
+        fw.disconnected_at = self._now()
+        self.allocator.deactivate(fw.framework_id)
+        for offer_id in list(fw.offers):
+            self._rescind(self.books.offers[offer_id])
+        self.log.info(
+            "framework.disconnected",
+            framework_id=fw.framework_id,
+            why=why,
+            failover_timeout=fw.failover_timeout,
+        )
+        self._event("disconnected", framework_id=fw.framework_id, detail=why)
+        if fw.failover_timeout <= 0:
+            self.remove_framework(fw, "disconnected with no failover timeout")
+        self.request_round()
+
+    def remove_framework(self, fw: Framework, why: str) -> None:
+        """Kill its tasks, give back everything it holds, and forget it."""
+        for offer_id in list(fw.offers):
+            self._rescind(self.books.offers[offer_id], recover=False)
+        slaves: set[str] = set(fw.slaves_used)  # its executors may outlive its tasks
+        for task in fw.tasks.values():
+            slaves.add(task.slave_id)
+            slave = self.books.slaves.get(task.slave_id)
+            if slave is not None:
+                slave.tasks.discard((fw.framework_id, task.task_id))
+        for slave_id in slaves:
+            if slave_id in self.books.slaves:
+                self._send_slave(slave_id, ShutdownFramework(framework_id=fw.framework_id))
+        self.allocator.remove_framework(fw.framework_id)  # releases tasks and offers alike
+        del self.books.frameworks[fw.framework_id]
+        self.books.inboxes.pop(fw.inbox, None)
+        self.log.info(
+            "framework.removed", framework_id=fw.framework_id, why=why, tasks_killed=len(fw.tasks)
+        )
+        self._event("removed", framework_id=fw.framework_id, detail=why)
+        self.request_round()
+
+    def remove_slave(self, slave: Slave, why: str) -> None:
+        for offer_id in list(slave.offers):
+            self._rescind(self.books.offers[offer_id], recover=False)
+        affected: set[str] = set()
+        for framework_id, task_id in list(slave.tasks):
+            fw = self.books.frameworks.get(framework_id)
+            if fw is None:
+                continue
+            affected.add(framework_id)
+            self._master_update(
+                fw,
+                task_id,
+                slave.slave_id,
+                TaskState.LOST,
+                Reason.SLAVE_REMOVED,
+                f"slave {slave.slave_id} removed: {why}",
+            )
+        for orphans in self.books.orphans.values():
+            orphans[:] = [o for o in orphans if o.slave_id != slave.slave_id]
+        self.allocator.remove_slave(slave.slave_id)
+        del self.books.slaves[slave.slave_id]
+        for other in self.books.frameworks.values():
+            if other.connected:
+                self._send_framework(other, Failure(slave_id=slave.slave_id))
+        self.log.warning(
+            "slave.removed", slave_id=slave.slave_id, why=why, frameworks_affected=len(affected)
+        )
+        self._event("slave-removed", slave_id=slave.slave_id, detail=why)
+        self.request_round()

@@ -1,0 +1,359 @@
+"""What the master does with calls from frameworks: subscribe, accept, decline, kill, ..."""
+
+from __future__ import annotations
+
+import time
+
+from master.books import Framework, OfferRecord, Task
+from master.core import MasterCore
+from protocol.messages import (
+    Accept,
+    Acknowledge,
+    Decline,
+    FrameworkMessage,
+    Kill,
+    KillTask,
+    Message,
+    Reason,
+    Reconcile,
+    Revive,
+    RunTask,
+    Subscribe,
+    Subscribed,
+    Suppress,
+    TaskInfo,
+    TaskState,
+    TaskStatus,
+    Teardown,
+    Update,
+    new_id,
+)
+from protocol.resources import Resources
+from protocol.topics import check_segment
+
+
+class FrameworkCalls(MasterCore):
+    async def _on_subscribe(self, msg: Subscribe, reply_to: str | None) -> None:
+        try:
+            check_segment(msg.inbox, "inbox")
+            if msg.framework_id:
+                check_segment(msg.framework_id, "framework_id")
+        except ValueError as e:
+            self._refuse(reply_to, str(e), "invalid", "Subscribe")
+            return
+        now = self._now()
+        fw = self.books.frameworks.get(msg.framework_id or "")
+        if fw is None and msg.framework_id is None:
+            # the same inbox asking again (its first answer crossed a retry): same framework
+            fw = self.books.frameworks.get(self.books.inboxes.get(msg.inbox, ""))
+        if fw is not None:
+            self.books.inboxes.pop(fw.inbox, None)
+            fw.inbox, fw.incarnation = msg.inbox, msg.incarnation
+            fw.connected, fw.disconnected_at = True, None
+            fw.failover_timeout = msg.failover_timeout
+            self.books.inboxes[fw.inbox] = fw.framework_id
+            self.allocator.activate(fw.framework_id)
+            for pending in fw.pending.values():  # owed updates go out again at once
+                pending.next_attempt = now
+            resubscribed = True
+        else:
+            framework_id = msg.framework_id or f"fw-{new_id()[:16]}"
+            fw = Framework(
+                framework_id=framework_id,
+                name=msg.name,
+                role=msg.role,
+                weight=msg.weight,
+                inbox=msg.inbox,
+                incarnation=msg.incarnation,
+                failover_timeout=msg.failover_timeout,
+                registered_at=time.time(),
+            )
+            self.books.frameworks[framework_id] = fw
+            self.books.inboxes[fw.inbox] = framework_id
+            self.allocator.add_framework(framework_id, msg.role, msg.weight)
+            self._adopt_orphans(fw)
+            resubscribed = bool(msg.framework_id)
+        self._send_framework(
+            fw,
+            Subscribed(
+                framework_id=fw.framework_id,
+                heartbeat_interval_seconds=self.config.heartbeat_interval,
+                master_id=self.master_id,
+                resubscribed=resubscribed,
+            ),
+        )
+        self.log.info(
+            "framework.subscribed",
+            framework_id=fw.framework_id,
+            name=fw.name,
+            role=fw.role,
+            weight=fw.weight,
+            resubscribed=resubscribed,
+        )
+        self._event("subscribed", framework_id=fw.framework_id, detail=fw.name)
+        self.request_round()
+
+    def _adopt_orphans(self, fw: Framework) -> None:
+        for orphan in self.books.orphans.pop(fw.framework_id, []):
+            slave = self.books.slaves.get(orphan.slave_id)
+            if slave is None:
+                continue
+            task = Task(orphan.task, fw.framework_id, orphan.slave_id, orphan.state)
+            fw.tasks[task.task_id] = task
+            self.allocator.adopt(fw.framework_id, orphan.slave_id, task.resources)
+
+    async def _on_accept(self, msg: Accept, reply_to: str | None) -> None:
+        fw = self._framework_for(msg.framework_id, reply_to, "Accept")
+        if fw is None:
+            return
+        now = self._now()
+        records, problems = self._own_offers(fw, msg.offer_ids)
+        slave_ids = {r.slave_id for r in records}
+        if len(slave_ids) > 1:
+            problems.append(f"offers span several slaves ({', '.join(sorted(slave_ids))})")
+        if problems:
+            for record in records:  # the valid ones go back to the pool, unfiltered
+                self._drop_offer(record)
+                self.allocator.recover(fw.framework_id, record.slave_id, record.resources)
+            reason = "; ".join(problems)
+            for task in msg.tasks:
+                self._master_update(
+                    fw,
+                    task.task_id,
+                    task.slave_id,
+                    TaskState.ERROR,
+                    Reason.INVALID_OFFERS,
+                    reason,
+                    ack=False,
+                )
+            self._refuse(
+                reply_to,
+                f"accept refused: {reason}",
+                "invalid-offers",
+                "Accept",
+                framework_id=fw.framework_id,
+            )
+            self.request_round()
+            return
+
+        slave_id = records[0].slave_id
+        remaining = sum((r.resources for r in records), Resources())
+        for record in records:
+            self._drop_offer(record)
+        refused: list[str] = []
+        seen: set[str] = set()
+        for task in msg.tasks:
+            problem = self._task_problem(fw, task, slave_id, remaining, seen)
+            seen.add(task.task_id)
+            if problem:
+                refused.append(problem)
+                self._master_update(
+                    fw,
+                    task.task_id,
+                    task.slave_id,
+                    TaskState.ERROR,
+                    Reason.TASK_INVALID,
+                    problem,
+                    ack=False,
+                )
+                continue
+            remaining = remaining - task.resources
+            self._launch(fw, task, slave_id, now)
+        if remaining:
+            self.allocator.recover(
+                fw.framework_id,
+                slave_id,
+                remaining,
+                refuse_seconds=msg.filters.refuse_seconds,
+                now=now,
+            )
+            self.request_round()
+        if refused:
+            self._refuse(
+                reply_to,
+                f"{len(refused)} of {len(msg.tasks)} tasks refused: " + "; ".join(refused),
+                "invalid-tasks",
+                "Accept",
+                framework_id=fw.framework_id,
+            )
+
+    def _own_offers(
+        self, fw: Framework, offer_ids: list[str]
+    ) -> tuple[list[OfferRecord], list[str]]:
+        records: list[OfferRecord] = []
+        problems: list[str] = []
+        for offer_id in dict.fromkeys(offer_ids):  # a repeated id counts once
+            record = self.books.offers.get(offer_id)
+            if record is None:
+                problems.append(f"offer {offer_id} is not outstanding (unknown, used or rescinded)")
+            elif record.framework_id != fw.framework_id:
+                problems.append(f"offer {offer_id} belongs to another framework")
+            else:
+                records.append(record)
+        return records, problems
+
+    def _task_problem(
+        self, fw: Framework, task: TaskInfo, slave_id: str, remaining: Resources, seen: set[str]
+    ) -> str | None:
+        tid = task.task_id
+        if tid in seen or tid in fw.tasks:
+            return f"task {tid}: the task id is already in use"
+        if task.slave_id != slave_id:
+            return f"task {tid}: slave_id {task.slave_id} is not the offer's slave {slave_id}"
+        if not task.resources:
+            return f"task {tid}: asks for no resources"
+        if not remaining.contains(task.resources):
+            return f"task {tid}: needs {task.resources} but only {remaining} is left of the offer"
+        return None
+
+    def _launch(self, fw: Framework, info: TaskInfo, slave_id: str, now: float) -> None:
+        task = Task(info, fw.framework_id, slave_id, TaskState.STAGING, launched_at=now)
+        fw.tasks[task.task_id] = task
+        fw.slaves_used.add(slave_id)
+        self.books.slaves[slave_id].tasks.add((fw.framework_id, task.task_id))
+        self._send_slave(
+            slave_id, RunTask(framework_id=fw.framework_id, framework_name=fw.name, task=info)
+        )
+        self._event(
+            "launch",
+            framework_id=fw.framework_id,
+            slave_id=slave_id,
+            task_id=task.task_id,
+            resources=info.resources,
+        )
+
+    async def _on_decline(self, msg: Decline, reply_to: str | None) -> None:
+        fw = self._framework_for(msg.framework_id, reply_to, "Decline")
+        if fw is None:
+            return
+        now = self._now()
+        records, problems = self._own_offers(fw, msg.offer_ids)
+        for record in records:
+            self._drop_offer(record)
+            self.allocator.recover(
+                fw.framework_id,
+                record.slave_id,
+                record.resources,
+                refuse_seconds=msg.filters.refuse_seconds,
+                now=now,
+            )
+            self._event(
+                "decline",
+                framework_id=fw.framework_id,
+                slave_id=record.slave_id,
+                offer_id=record.offer_id,
+                resources=record.resources,
+            )
+        if problems:
+            self._refuse(
+                reply_to,
+                "; ".join(problems),
+                "invalid-offers",
+                "Decline",
+                framework_id=fw.framework_id,
+            )
+        if records:
+            self.request_round()
+
+    async def _on_revive(self, msg: Revive, reply_to: str | None) -> None:
+        fw = self._framework_for(msg.framework_id, reply_to, "Revive")
+        if fw is not None:
+            fw.suppressed = False
+            self.allocator.revive(fw.framework_id)
+            self._state_dirty = True
+            self.request_round()
+
+    async def _on_suppress(self, msg: Suppress, reply_to: str | None) -> None:
+        fw = self._framework_for(msg.framework_id, reply_to, "Suppress")
+        if fw is not None:
+            fw.suppressed = True
+            self.allocator.suppress(fw.framework_id)
+            self._state_dirty = True
+
+    async def _on_kill(self, msg: Kill, reply_to: str | None) -> None:
+        fw = self._framework_for(msg.framework_id, reply_to, "Kill")
+        if fw is None:
+            return
+        task = fw.tasks.get(msg.task_id)
+        if task is None:
+            # As Mesos: the framework learns the task's fate from an update, not an error.
+            last = fw.completed.get(msg.task_id)
+            status = last or TaskStatus(
+                task_id=msg.task_id,
+                state=TaskState.LOST,
+                slave_id=msg.slave_id,
+                reason=Reason.TASK_UNKNOWN,
+                message="no such task to kill",
+            )
+            self._send_framework(fw, Update(status=status.model_copy(update={"uuid": None})))
+            return
+        self._send_slave(
+            task.slave_id, KillTask(framework_id=fw.framework_id, task_id=task.task_id)
+        )
+
+    async def _on_acknowledge(self, msg: Acknowledge, reply_to: str | None) -> None:
+        fw = self._framework_for(msg.framework_id, reply_to, "Acknowledge")
+        if fw is not None and fw.pending.pop(msg.uuid, None) is None:
+            self.log.debug("ack.unknown", framework_id=fw.framework_id, uuid=msg.uuid)
+
+    async def _on_reconcile(self, msg: Reconcile, reply_to: str | None) -> None:
+        fw = self._framework_for(msg.framework_id, reply_to, "Reconcile")
+        if fw is None:
+            return
+        if not msg.tasks:  # implicit: everything the master knows to be live
+            asked: list[tuple[str, str | None]] = [
+                (t.task_id, t.slave_id) for t in fw.tasks.values()
+            ]
+        else:
+            asked = [(t.task_id, t.slave_id) for t in msg.tasks]
+        for task_id, slave_id in asked:
+            task = fw.tasks.get(task_id)
+            if task is not None:
+                status = TaskStatus(
+                    task_id=task_id,
+                    state=task.state,
+                    slave_id=task.slave_id,
+                    reason=Reason.RECONCILIATION,
+                    message=task.status.message if task.status else "",
+                )
+            elif task_id in fw.completed:
+                status = fw.completed[task_id].model_copy(
+                    update={"uuid": None, "reason": Reason.RECONCILIATION}
+                )
+            else:
+                status = TaskStatus(
+                    task_id=task_id,
+                    state=TaskState.LOST,
+                    slave_id=slave_id,
+                    reason=Reason.RECONCILIATION,
+                    message="the master knows no such task",
+                )
+            self._send_framework(fw, Update(status=status))
+
+    async def _on_message(self, msg: Message, reply_to: str | None) -> None:
+        fw = self._framework_for(msg.framework_id, reply_to, "Message")
+        if fw is None:
+            return
+        if msg.slave_id not in self.books.slaves:
+            self._refuse(
+                reply_to,
+                f"unknown slave {msg.slave_id}",
+                "unknown-slave",
+                "Message",
+                framework_id=fw.framework_id,
+            )
+            return
+        self._send_slave(
+            msg.slave_id,
+            FrameworkMessage(
+                framework_id=fw.framework_id,
+                slave_id=msg.slave_id,
+                executor_id=msg.executor_id,
+                data=msg.data,
+            ),
+        )
+
+    async def _on_teardown(self, msg: Teardown, reply_to: str | None) -> None:
+        fw = self._framework_for(msg.framework_id, reply_to, "Teardown")
+        if fw is not None:
+            self.remove_framework(fw, "teardown")
