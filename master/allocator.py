@@ -125,6 +125,8 @@ class Allocator:
         if not len(sorter):
             del self._role_frameworks[fw.role]
             self._roles.remove(fw.role)
+        else:
+            self._sync_role(fw.role)
         del self.frameworks[framework_id]
 
     def activate(self, framework_id: str) -> None:
@@ -157,13 +159,14 @@ class Allocator:
             self._wake_all()
         else:
             sorter.deactivate(framework_id)
-        wanting = any(
-            f.active and not f.suppressed for f in self.frameworks.values() if f.role == fw.role
-        )
-        if wanting:
-            self._roles.activate(fw.role)
+        self._sync_role(fw.role)
+
+    def _sync_role(self, role: str) -> None:
+        """A role is in the order while any of its frameworks is."""
+        if self._role_frameworks[role].active_count:
+            self._roles.activate(role)
         else:
-            self._roles.deactivate(fw.role)
+            self._roles.deactivate(role)
 
     def _wake_all(self) -> None:
         """Someone new wants offers: every slave with free resources is worth a visit."""
@@ -225,11 +228,6 @@ class Allocator:
         _sub(slave.unowned, resources.millis, "unowned")
         _sub(slave.allocated, resources.millis, "allocated")
         self._give(framework_id, slave, resources)
-
-    def release_unowned(self, slave_id: str, resources: Resources) -> None:
-        slave = self._slave(slave_id)
-        _sub(slave.unowned, resources.millis, "unowned")
-        _sub(slave.allocated, resources.millis, "allocated")
 
     # -- the round ---------------------------------------------------------------------------
     def allocate(

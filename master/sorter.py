@@ -139,6 +139,7 @@ class Sorter:
         self._total = self._totals.millis
         self._seen_version = self._totals.version
         self._next_order = 0
+        self._active = 0  # how many clients are active
 
     # -- clients ---------------------------------------------------------------------------
     def add(self, name: str, weight: float = 1.0, *, active: bool = True) -> None:
@@ -149,10 +150,12 @@ class Sorter:
         client = _Client(name, self._next_order, weight, active)
         self._next_order += 1
         self._clients[name] = client
+        self._active += active
         self._push(client)
 
     def remove(self, name: str) -> None:
         client = self._clients.pop(name)
+        self._active -= client.active
         client.version += 1  # its heap entries are stale now
 
     def __contains__(self, name: object) -> bool:
@@ -161,15 +164,22 @@ class Sorter:
     def __len__(self) -> int:
         return len(self._clients)
 
+    @property
+    def active_count(self) -> int:
+        return self._active
+
     def activate(self, name: str) -> None:
         client = self._clients[name]
         if not client.active:
             client.active = True
+            self._active += 1
             self._push(client)
 
     def deactivate(self, name: str) -> None:
         client = self._clients[name]
-        client.active = False
+        if client.active:
+            client.active = False
+            self._active -= 1
         client.version += 1
 
     def update_weight(self, name: str, weight: float) -> None:
