@@ -63,6 +63,7 @@ class Workload:
             sorted(read_jobs(spec.trace), key=lambda j: j.submit) if spec.trace else []
         )
         self._endless_since: float | None = None
+        self._head: Pending | None = None  # the next endless task, once looked at
         self._started = False
 
     # -- time --------------------------------------------------------------------------------
@@ -121,15 +122,21 @@ class Workload:
         return taken
 
     def _peek(self, t: float) -> Pending:
+        """The next task; under endless demand, made once and kept until it is taken
+        (so the task looked at is the one launched, its duration drawn once)."""
         if self.queue:
             return self.queue[0]
         assert self._endless_since is not None
-        return Pending(self._endless_since, self.spec.task_at(t), self._duration(t))
+        size = self.spec.task_at(t)
+        if self._head is None or self._head.resources != size:  # new, or the size changed
+            self._head = Pending(self._endless_since, size, self._duration(t))
+        return self._head
 
     def _pop(self, t: float) -> Pending:
         if self.queue:
             return self.queue.popleft()
         task = self._peek(t)
+        self._head = None
         self._endless_since = t
         return task
 
