@@ -21,11 +21,10 @@ from rich.live import Live
 from rich.table import Table
 
 from cluster.launcher import Launcher
-from cluster.options import log_level_option
-from cluster.runner import until_signalled
 from frameworks.cli import executor_option
 from protocol.brokers import BrokerURL, open_broker
 from protocol.bus import Bus
+from protocol.cli import log_level_option, until_signalled
 from protocol.messages import State, Wire
 from protocol.topics import Topics
 

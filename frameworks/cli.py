@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
-from cluster.options import broker_option, cluster_option, log_level_option
 from protocol.brokers import BrokerURL
+from protocol.cli import broker_option, cluster_option, log_level_option
 from protocol.resources import Resources
 
 
@@ -115,9 +114,9 @@ def drf_demo(
     seed: int | None,
 ) -> None:
     """The blog's framework: fixed-size tasks that sleep, one per offer."""
-    from cluster.runner import run_party
     from frameworks.samples.drf_demo import DemoConfig, DRFDemoScheduler
     from frameworks.scheduler import SchedulerDriver
+    from protocol.cli import run_party
 
     config = DemoConfig(
         name=name,
@@ -163,9 +162,9 @@ def command_framework(
     resources: str,
 ) -> None:
     """Run a shell command COUNT times and print each task's result."""
-    from cluster.runner import run_party
     from frameworks.samples.command import CommandScheduler
     from frameworks.scheduler import SchedulerDriver
+    from protocol.cli import run_party
 
     scheduler = CommandScheduler(name, command, count, Resources.parse(resources), echo=click.echo)
 
@@ -183,41 +182,3 @@ def command_framework(
     run_party(broker, party)
     if not scheduler.ok:
         raise SystemExit(1)
-
-
-@framework.command("experiment")
-@broker_option()
-@cluster_option
-@click.option("--spec", "spec_path", type=click.Path(exists=True, path_type=Path), required=True)
-@click.option("--name", required=True, help="Which of the spec's frameworks to play.")
-@click.option("--t0", type=float, required=True, help="Wall-clock start of the run (epoch s).")
-@click.option("--time-scale", type=float, default=1.0, show_default=True)
-@click.option(
-    "--stats",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="Write the framework's statistics here as JSON when it ends.",
-)
-@log_level_option
-def experiment_framework(
-    broker: str,
-    cluster: str,
-    spec_path: Path,
-    name: str,
-    t0: float,
-    time_scale: float,
-    stats: Path | None,
-) -> None:
-    """Play one framework of an experiment spec (started by `drfmesos experiment run`)."""
-    from cluster.runner import run_party
-    from cluster.spec import load_spec
-    from frameworks.samples.experiment import run_experiment_framework
-
-    spec = load_spec(spec_path)
-    if name not in {f.name for f in spec.frameworks}:
-        raise click.BadParameter(f"the spec has no framework {name!r}")
-
-    async def party(url: BrokerURL) -> None:
-        await run_experiment_framework(spec, name, t0, time_scale, url.url, cluster, stats)
-
-    run_party(broker, party)

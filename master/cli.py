@@ -1,14 +1,11 @@
-"""`drfmesos master` and `drfmesos state`."""
+"""`drfmesos master`."""
 
 from __future__ import annotations
 
-import asyncio
-import json
-
 import click
 
-from cluster.options import broker_option, cluster_option, log_level_default, log_level_option
 from protocol.brokers import BrokerURL
+from protocol.cli import broker_option, cluster_option, log_level_option
 
 
 def parse_weights(text: str) -> dict[str, float]:
@@ -77,9 +74,9 @@ def master(
     weights: str,
 ) -> None:
     """Run the master: the books, the DRF allocation module and the offer loop."""
-    from cluster.runner import run_party
     from master.master import Master, MasterConfig
     from protocol.bus import Bus
+    from protocol.cli import run_party
     from protocol.topics import Topics
 
     config = MasterConfig(
@@ -104,27 +101,3 @@ def master(
             await Master(bus, topics, config).run()
 
     run_party(broker, party)
-
-
-@click.command()
-@broker_option()
-@cluster_option
-@click.option("--json", "as_json", is_flag=True, help="Print the raw snapshot as JSON.")
-@click.option("--timeout", type=float, default=10.0, show_default=True)
-@log_level_default("warning")
-def state(broker: str, cluster: str, as_json: bool, timeout: float) -> None:
-    """Print the master's latest state snapshot (frameworks, slaves, shares)."""
-    from cluster.view import fetch_state, render_state
-
-    try:
-        snap = asyncio.run(fetch_state(BrokerURL.parse(broker), cluster, timeout))
-    except TimeoutError:
-        raise click.ClickException(
-            f"no state from a master on {broker} (cluster {cluster!r}) within {timeout}s"
-        ) from None
-    if as_json:
-        click.echo(json.dumps(snap.model_dump(mode="json"), indent=2))
-    else:
-        from rich.console import Console
-
-        Console().print(render_state(snap))

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import click
 
-from cluster.options import broker_option, cluster_option, log_level_option
 from protocol.brokers import BrokerURL
+from protocol.cli import broker_option, cluster_option, log_level_option
 from protocol.resources import ResourceError, Resources
 
 
@@ -118,7 +118,7 @@ def slave(
     kill_grace: float,
 ) -> None:
     """Run a slave: register with the master, run tasks, report their status."""
-    from cluster.runner import run_party
+    from protocol.cli import run_party
     from slave.probe import machine_resources, parse_attributes
     from slave.slave import SlaveConfig
 

@@ -15,10 +15,14 @@ import json
 import time
 from pathlib import Path
 
-from cluster.spec import Framework, Spec
+import click
+
+from cluster.spec import Framework, Spec, load_spec
 from cluster.workload import Pending, Workload
 from frameworks.scheduler import Scheduler, SchedulerDriver, build_task
 from protocol import logs
+from protocol.brokers import BrokerURL
+from protocol.cli import broker_option, cluster_option, log_level_option, run_party
 from protocol.messages import Filters, Offer, TaskStatus
 
 
@@ -128,3 +132,38 @@ async def run_experiment_framework(
         if stats_path is not None:
             text = json.dumps(scheduler.stats())
             await asyncio.to_thread(stats_path.write_text, text)
+
+
+@click.command("experiment")
+@broker_option()
+@cluster_option
+@click.option("--spec", "spec_path", type=click.Path(exists=True, path_type=Path), required=True)
+@click.option("--name", required=True, help="Which of the spec's frameworks to play.")
+@click.option("--t0", type=float, required=True, help="Wall-clock start of the run (epoch s).")
+@click.option("--time-scale", type=float, default=1.0, show_default=True)
+@click.option(
+    "--stats",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Write the framework's statistics here as JSON when it ends.",
+)
+@log_level_option
+def experiment_framework(
+    broker: str,
+    cluster: str,
+    spec_path: Path,
+    name: str,
+    t0: float,
+    time_scale: float,
+    stats: Path | None,
+) -> None:
+    """Play one framework of an experiment spec (started by `drfmesos experiment run`)."""
+
+    spec = load_spec(spec_path)
+    if name not in {f.name for f in spec.frameworks}:
+        raise click.BadParameter(f"the spec has no framework {name!r}")
+
+    async def party(url: BrokerURL) -> None:
+        await run_experiment_framework(spec, name, t0, time_scale, url.url, cluster, stats)
+
+    run_party(broker, party)
