@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 
 import click
 
+from cluster.auth_cli import auth
 from cluster.demo import demo
 from cluster.experiment_cli import experiment, simulate
 from cluster.experiment_framework import experiment_framework
 from frameworks.cli import framework
 from master.cli import master
-from protocol.brokers import BrokerURL
+from protocol import logs
 from protocol.cli import (
     VERSION,
     broker_option,
+    broker_url,
     cluster_option,
     log_level_default,
     log_level_option,
@@ -39,24 +42,83 @@ def main() -> None:
     "--kind", type=click.Choice(["embedded", "mosquitto"]), default="embedded", show_default=True
 )
 @click.option("--port", type=int, default=1883, show_default=True)
+@click.option(
+    "--auth",
+    "auth_dir",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="A credentials store (drfmesos auth init): passwords, ACLs, one client per principal.",
+)
+@click.option("--tls", is_flag=True, help="TLS on the port, with the store's certificate.")
 @log_level_option
-def broker(kind: str, port: int) -> None:
+def broker(kind: str, port: int, auth_dir: Path | None, tls: bool) -> None:
     """Run a broker on 127.0.0.1 (embedded amqtt or a local mosquitto)."""
     from protocol.brokers import EmbeddedBroker, MosquittoBroker
     from protocol.cli import until_signalled
 
+    if tls and auth_dir is None:
+        raise click.BadParameter("--tls uses the store's certificate: give --auth too")
+
     async def run() -> None:
         b: EmbeddedBroker | MosquittoBroker = (
-            EmbeddedBroker(port) if kind == "embedded" else MosquittoBroker(port)
+            EmbeddedBroker(port, auth=auth_dir, tls=tls)
+            if kind == "embedded"
+            else MosquittoBroker(port, auth=auth_dir, tls=tls)
         )
         await b.start()
         click.echo(f"broker listening on {b.url}", err=True)
+        if auth_dir is None:
+            log.warning("insecure", detail="no --auth: anyone who reaches the broker is anyone")
+        stop = asyncio.Event()
+        watch = asyncio.create_task(_reload_on_change(b, auth_dir, stop))
         try:
-            await until_signalled()
+            await until_signalled(stop)
         finally:
+            watch.cancel()
             await b.stop()
 
     asyncio.run(run())
+
+
+async def _reload_on_change(b: object, auth_dir: Path | None, stop: asyncio.Event) -> None:
+    """mosquitto re-reads its password and ACL files on SIGHUP; send one when they change
+    (the embedded broker's plugins look for themselves)."""
+    from protocol.brokers import MosquittoBroker
+
+    if auth_dir is None or not isinstance(b, MosquittoBroker):
+        return
+    files = [auth_dir / "passwd", auth_dir / "acl"]
+
+    def stamp() -> list[int]:
+        return [f.stat().st_mtime_ns if f.exists() else 0 for f in files]
+
+    seen = await asyncio.to_thread(stamp)
+    while not stop.is_set():
+        await asyncio.sleep(1.0)
+        now = await asyncio.to_thread(stamp)
+        if now != seen:
+            seen = now
+            b.reload()
+            log.info("broker.reloaded", store=str(auth_dir))
+
+
+@main.command()
+@broker_option()
+@cluster_option
+@click.argument("framework_id")
+@click.option("--timeout", type=float, default=10.0, show_default=True)
+@log_level_default("warning")
+def teardown(broker: str, cluster: str, framework_id: str, timeout: float) -> None:
+    """Tear a framework down (an operator principal's call): its tasks are killed."""
+    from cluster.view import teardown_framework
+
+    try:
+        why = asyncio.run(teardown_framework(broker_url(broker), cluster, framework_id, timeout))
+    except TimeoutError:
+        raise click.ClickException(f"no answer from a master within {timeout}s") from None
+    if why:
+        raise click.ClickException(why)
+    click.echo(f"framework {framework_id} torn down")
 
 
 @main.command()
@@ -70,10 +132,12 @@ def state(broker: str, cluster: str, as_json: bool, timeout: float) -> None:
     from cluster.view import fetch_state, render_state
 
     try:
-        snap = asyncio.run(fetch_state(BrokerURL.parse(broker), cluster, timeout))
+        url = broker_url(broker)
+        snap = asyncio.run(fetch_state(url, cluster, timeout))
     except TimeoutError:
         raise click.ClickException(
-            f"no state from a master on {broker} (cluster {cluster!r}) within {timeout}s"
+            f"no state from a master on {url} (cluster {cluster!r}) within {timeout}s; "
+            "reading it takes an operator principal"
         ) from None
     if as_json:
         click.echo(json.dumps(snap.model_dump(mode="json"), indent=2))
@@ -83,6 +147,9 @@ def state(broker: str, cluster: str, as_json: bool, timeout: float) -> None:
         Console().print(render_state(snap))
 
 
+log = logs.get("broker")
+
+main.add_command(auth)
 main.add_command(master)
 main.add_command(slave)
 framework.add_command(experiment_framework)  # the experiment runner's own framework

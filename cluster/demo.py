@@ -21,14 +21,17 @@ from rich.live import Live
 from rich.table import Table
 
 from cluster.launcher import Launcher
+from cluster.secure import as_principal, open_cluster_broker, provision
 from frameworks.cli import executor_option
-from protocol.brokers import BrokerURL, open_broker
+from protocol import logs
 from protocol.bus import Bus
 from protocol.cli import log_level_option, until_signalled
+from protocol.credentials import Store
 from protocol.messages import State, Wire
 from protocol.topics import Topics
 
 SLAVE = "cpus:2;mem:2200"
+SLAVES = 3
 FRAMEWORKS = ("A", "B", "C")
 
 
@@ -66,19 +69,29 @@ async def run_demo(
     executor: str,
     run_dir: Path,
     log_level: str,
+    insecure: bool = False,
 ) -> State | None:
     console = Console()
     latest: list[State] = []
     started = time.monotonic()
-    async with open_broker(broker) as url:
+    store = None
+    if insecure:
+        logs.get("demo").warning("insecure", detail="--insecure: no authentication, no TLS")
+    else:
+        principals = [("master", "master"), ("operator", "operator")]
+        principals += [(f"slave-{i}", "slave") for i in range(SLAVES)]
+        principals += [(name, "framework") for name in FRAMEWORKS]
+        store = await asyncio.to_thread(provision, run_dir / "auth", principals)
+    async with open_cluster_broker(broker, store) as url:
         cluster = "demo"
-        launcher = Launcher(url, cluster, run_dir, log_level)
+        launcher = Launcher(url, cluster, run_dir, log_level, store)
         stop = asyncio.Event()
         watcher = asyncio.create_task(until_signalled(stop))
+        view_url = as_principal(url, store, "operator") if store else url
         try:
-            await _start_cluster(launcher, url, time_scale)
+            await _start_cluster(launcher, time_scale, store)
             schedule = asyncio.create_task(_arrivals(launcher, time_scale, arrival, executor))
-            async with Bus(url, name="demo-view") as bus:
+            async with Bus(view_url, name="demo-view") as bus:
 
                 async def on_state(message: Wire, _r: str | None) -> None:
                     if isinstance(message, State):
@@ -96,12 +109,19 @@ async def run_demo(
     return latest[0] if latest else None
 
 
-async def _start_cluster(launcher: Launcher, url: BrokerURL, time_scale: float) -> None:
+async def _start_cluster(launcher: Launcher, time_scale: float, store: Store | None) -> None:
     interval = max(0.05, 1.0 * time_scale)
+    acl = ["--principals", str(store.principals_file)] if store else []
     await launcher.start(
-        "master", "master", "--allocation-interval", f"{interval:g}", "--heartbeat-interval", "2"
+        "master",
+        "master",
+        "--allocation-interval",
+        f"{interval:g}",
+        "--heartbeat-interval",
+        "2",
+        *acl,
     )
-    for i in range(3):
+    for i in range(SLAVES):
         await launcher.start(
             "slave",
             f"slave-{i}",
@@ -134,6 +154,7 @@ async def _arrivals(launcher: Launcher, time_scale: float, arrival: float, execu
             f"{time_scale:g}",
             "--executor",
             executor,
+            principal=name,
         )
 
 
@@ -198,6 +219,11 @@ async def _tick(stop: asyncio.Event, seconds: float) -> None:
 )
 @executor_option
 @click.option(
+    "--insecure",
+    is_flag=True,
+    help="No credentials and no TLS (any local process could act as any party).",
+)
+@click.option(
     "--run-dir",
     type=click.Path(path_type=Path),
     default=None,
@@ -210,6 +236,7 @@ def demo(
     duration: float | None,
     arrival: float,
     executor: str,
+    insecure: bool,
     run_dir: Path | None,
 ) -> None:
     """Run the blog's demo cluster: broker, master, 3 slaves, frameworks A, B, C."""
@@ -217,5 +244,7 @@ def demo(
         raise click.BadParameter("--time-scale must be positive")
     directory = run_dir or Path(tempfile.mkdtemp(prefix="drfmesos-demo-"))
     click.echo(f"logs and work dirs in {directory}", err=True)
-    asyncio.run(run_demo(broker, time_scale, duration, arrival, executor, directory, "info"))
+    asyncio.run(
+        run_demo(broker, time_scale, duration, arrival, executor, directory, "info", insecure)
+    )
     sys.exit(0)

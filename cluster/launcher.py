@@ -22,6 +22,7 @@ from typing import TypeVar
 
 from protocol import logs
 from protocol.brokers import BrokerURL
+from protocol.credentials import Store
 
 log = logs.get("launcher")
 T = TypeVar("T")
@@ -44,24 +45,36 @@ class Party:
 
 
 class Launcher:
-    def __init__(self, broker: BrokerURL, cluster: str, run_dir: Path, log_level: str = "info"):
+    def __init__(
+        self,
+        broker: BrokerURL,
+        cluster: str,
+        run_dir: Path,
+        log_level: str = "info",
+        store: Store | None = None,
+    ):
+        """With a credentials `store`, each party connects as its own principal, its secret
+        handed over in a file (never on a command line)."""
         self.broker = broker
         self.cluster = cluster
         self.run_dir = run_dir
         self.log_level = log_level
+        self.store = store
         self.parties: list[Party] = []
 
-    async def start(self, kind: str, name: str, *args: str) -> Party:
-        """Start `drfmesos <kind> ...` (kind: master, slave or framework)."""
+    async def start(self, kind: str, name: str, *args: str, principal: str | None = None) -> Party:
+        """Start `drfmesos <kind> ...` (kind: master, slave or framework) as `principal`
+        (default: `name`) when the launcher has a credentials store."""
         logs_dir = self.run_dir / "logs"
         await asyncio.to_thread(logs_dir.mkdir, parents=True, exist_ok=True)
         log_path = logs_dir / f"{name}.log"
         out = await asyncio.to_thread(open, log_path, "ab")
         command = list(args)
+        common = self._common(principal or name)
         if kind == "framework":
-            command = [command[0], *self._common(), *command[1:]]
+            command = [command[0], *common, *command[1:]]
         else:
-            command = [*command, *self._common()]
+            command = [*command, *common]
         try:
             proc = await asyncio.create_subprocess_exec(
                 sys.executable,
@@ -83,10 +96,19 @@ class Launcher:
         log.info("party.started", party=name, kind=kind, pid=proc.pid)
         return party
 
-    def _common(self) -> list[str]:
+    def _common(self, principal: str) -> list[str]:
+        broker = ["--broker", self.broker.url]
+        if self.store is not None:
+            broker = [
+                "--broker",
+                f"{self.broker.scheme}://{principal}@{self.broker.host}:{self.broker.port}",
+                "--secret-file",
+                str(self.store.secret_file(principal)),
+            ]
+        if self.broker.ca:
+            broker += ["--ca", self.broker.ca]
         return [
-            "--broker",
-            self.broker.url,
+            *broker,
             "--cluster",
             self.cluster,
             "--log-level",

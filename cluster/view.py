@@ -10,7 +10,7 @@ from rich.table import Table
 
 from protocol.brokers import BrokerURL
 from protocol.bus import Bus
-from protocol.messages import State, Wire
+from protocol.messages import ClusterEvent, Error, State, Teardown, Wire
 from protocol.topics import Topics
 
 
@@ -32,6 +32,37 @@ async def wait_state(
     async with Bus(url, name="state-reader") as bus:
         await bus.subscribe(Topics(cluster).state, on_state)
         return await asyncio.wait_for(got, timeout)
+
+
+async def teardown_framework(
+    url: BrokerURL, cluster: str, framework_id: str, timeout: float = 10.0
+) -> str | None:
+    """Ask the master, as an operator, to tear a framework down; None once it is gone,
+    else what the master said was wrong."""
+    topics = Topics(cluster)
+    principal = url.username or "operator"
+    outcome: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
+
+    async def on_answer(message: Wire, _reply_to: str | None) -> None:
+        if isinstance(message, Error) and not outcome.done():
+            outcome.set_result(f"{message.code}: {message.message}")
+
+    async def on_event(message: Wire, _reply_to: str | None) -> None:
+        if (
+            isinstance(message, ClusterEvent)
+            and message.kind == "removed"
+            and message.framework_id == framework_id
+            and not outcome.done()
+        ):
+            outcome.set_result(None)
+
+    async with Bus(url, name="teardown", inbox=topics.operator(principal)) as bus:
+        await bus.subscribe(topics.operator(principal), on_answer)
+        await bus.subscribe(topics.events, on_event)
+        await bus.publish(
+            topics.inbound("operator", principal), Teardown(framework_id=framework_id)
+        )
+        return await asyncio.wait_for(outcome, timeout)
 
 
 def _res(r: object) -> str:

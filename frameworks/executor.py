@@ -13,10 +13,11 @@
 
     asyncio.run(ExecutorDriver(Sleeper()).run())
 
-The slave starts the program with its coordinates in the environment (`DRFMESOS_BROKER`,
-`DRFMESOS_CLUSTER`, `DRFMESOS_SLAVE_ID`, `DRFMESOS_FRAMEWORK_ID`, `DRFMESOS_EXECUTOR_ID`);
-the driver reads them, registers with the slave, and calls the executor's callbacks. Status
-updates go to the slave, which keeps them until the master has them.
+The slave starts the program with a private line to itself (`DRFMESOS_EXECUTOR_FD`) and
+its coordinates (`DRFMESOS_SLAVE_ID`, `DRFMESOS_FRAMEWORK_ID`, `DRFMESOS_EXECUTOR_ID`) in
+the environment; the driver registers over that line and calls the executor's callbacks.
+An executor never touches the cluster's bus and needs no credentials. Status updates go
+to the slave, which keeps them until the master has them.
 """
 
 from __future__ import annotations
@@ -24,11 +25,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from protocol import logs
-from protocol.bus import Bus, Dispatcher, cancel_and_wait
+from protocol.bus import cancel_and_wait
+from protocol.channel import Channel, ChannelClosed
+from protocol.codec import DecodeError
 from protocol.messages import (
     Error,
     ExecutorRegistered,
@@ -41,8 +44,8 @@ from protocol.messages import (
     StatusUpdate,
     TaskInfo,
     TaskStatus,
+    Wire,
 )
-from protocol.topics import Topics
 
 
 class Executor:
@@ -72,20 +75,17 @@ class ExecutorDriver:
         self,
         executor: Executor,
         *,
-        broker: str | None = None,
-        cluster: str | None = None,
+        channel_fd: int | None = None,
         slave_id: str | None = None,
         framework_id: str | None = None,
         executor_id: str | None = None,
     ) -> None:
         env = os.environ
         self.executor = executor
-        self.broker = broker or env.get("DRFMESOS_BROKER", "mqtt://127.0.0.1:1883")
-        self.topics = Topics(cluster or env.get("DRFMESOS_CLUSTER", "default"))
+        self.channel_fd = channel_fd if channel_fd is not None else int(env["DRFMESOS_EXECUTOR_FD"])
         self.slave_id = slave_id or env["DRFMESOS_SLAVE_ID"]
         self.framework_id = framework_id or env["DRFMESOS_FRAMEWORK_ID"]
         self.executor_id = executor_id or env["DRFMESOS_EXECUTOR_ID"]
-        self.key = f"{self.framework_id}.{self.executor_id}"
         logs.configure_default()
         self.log = logs.get(
             "executor",
@@ -93,48 +93,67 @@ class ExecutorDriver:
             framework_id=self.framework_id,
             slave_id=self.slave_id,
         )
-        self.bus: Bus | None = None
+        self.channel: Channel | None = None
         self._registered = asyncio.Event()
         self._stopped = asyncio.Event()
         self._spawned: set[asyncio.Task[Any]] = set()
-
-    @property
-    def inbox(self) -> str:
-        return self.topics.executor(self.slave_id, self.key)
+        self._routes: dict[type[Wire], Callable[[Any], Awaitable[None]]] = {
+            ExecutorRegistered: self._on_registered,
+            RunTask: self._on_run_task,
+            KillTask: self._on_kill_task,
+            FrameworkMessage: self._on_message,
+            ShutdownExecutor: self._on_shutdown,
+            ShutdownFramework: self._on_shutdown,
+            Error: self._on_error,
+        }
 
     async def run(self) -> None:
-        """Connect, register with the slave, and serve until shut down or `stop()`."""
-        async with Bus(self.broker, name=f"executor-{self.executor_id}", inbox=self.inbox) as bus:
-            self.bus = bus
-            d = Dispatcher(bus, "executor")
-            d.on(ExecutorRegistered, self._on_registered)
-            d.on(RunTask, self._on_run_task)
-            d.on(KillTask, self._on_kill_task)
-            d.on(FrameworkMessage, self._on_message)
-            d.on(ShutdownExecutor, self._on_shutdown)
-            d.on(ShutdownFramework, self._on_shutdown)
-            d.on(Error, self._on_error)
-            await bus.subscribe(self.inbox, d)
-            register = asyncio.create_task(self._register(bus))
-            try:
-                await self._stopped.wait()
-            finally:
-                await cancel_and_wait(register)
-                for task in list(self._spawned):
-                    await cancel_and_wait(task)
-            self.bus = None
+        """Register with the slave over the line it gave us, and serve until shut down,
+        `stop()`, or the slave goes away."""
+        channel = await Channel.from_fd(self.channel_fd)
+        self.channel = channel
+        reader = asyncio.create_task(self._read(channel))
+        register = asyncio.create_task(self._register(channel))
+        try:
+            await self._stopped.wait()
+        finally:
+            await cancel_and_wait(register)
+            await cancel_and_wait(reader)
+            for task in list(self._spawned):
+                await cancel_and_wait(task)
+            await channel.drain()
+            await channel.close()
+            self.channel = None
 
-    async def _register(self, bus: Bus) -> None:
+    async def _read(self, channel: Channel) -> None:
+        try:
+            while True:
+                item = await channel.receive()
+                if isinstance(item, DecodeError):
+                    self.log.warning("executor.bad_message", reason=item.reason, detail=item.detail)
+                    continue
+                route = self._routes.get(type(item.message))
+                if route is None:
+                    self.log.warning("executor.unexpected_type", type=item.message.TYPE)
+                    continue
+                try:
+                    await route(item.message)
+                except Exception:
+                    self.log.exception("executor.handler_failed", type=item.message.TYPE)
+        except ChannelClosed:
+            self.log.warning("executor.slave_gone")
+        finally:
+            self._stopped.set()
+
+    async def _register(self, channel: Channel) -> None:
         delay = 0.5
         while not self._registered.is_set():
-            await bus.publish(
-                self.topics.slave(self.slave_id),
+            channel.send(
                 RegisterExecutor(
                     slave_id=self.slave_id,
                     framework_id=self.framework_id,
                     executor_id=self.executor_id,
-                    incarnation=bus.incarnation,
-                ),
+                )
             )
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._registered.wait(), delay)
@@ -161,51 +180,52 @@ class ExecutorDriver:
     # -- what an executor says ---------------------------------------------------------------
     async def send_status_update(self, status: TaskStatus) -> None:
         """Report a task's state to the slave (which owns getting it to the scheduler)."""
-        bus = self._bus()
+        channel = self._channel()
         status = status.model_copy(
             update={"slave_id": self.slave_id, "executor_id": self.executor_id}
         )
-        await bus.publish(
-            self.topics.slave(self.slave_id),
-            StatusUpdate(framework_id=self.framework_id, slave_id=self.slave_id, status=status),
+        channel.send(
+            StatusUpdate(framework_id=self.framework_id, slave_id=self.slave_id, status=status)
         )
+        await channel.drain()
 
     async def send_framework_message(self, data: bytes) -> None:
-        await self._bus().publish(
-            self.topics.slave(self.slave_id),
+        channel = self._channel()
+        channel.send(
             FrameworkMessage(
                 framework_id=self.framework_id,
                 slave_id=self.slave_id,
                 executor_id=self.executor_id,
                 data=data,
-            ),
+            )
         )
+        await channel.drain()
 
-    def _bus(self) -> Bus:
-        if self.bus is None:
+    def _channel(self) -> Channel:
+        if self.channel is None:
             raise RuntimeError("the executor driver is not running")
-        return self.bus
+        return self.channel
 
     # -- what arrives --------------------------------------------------------------------------
-    async def _on_registered(self, msg: ExecutorRegistered, reply_to: str | None) -> None:
+    async def _on_registered(self, msg: ExecutorRegistered) -> None:
         if not self._registered.is_set():
             self._registered.set()
             await self.executor.registered(self)
 
-    async def _on_run_task(self, msg: RunTask, reply_to: str | None) -> None:
+    async def _on_run_task(self, msg: RunTask) -> None:
         await self.executor.launch_task(self, msg.task)
 
-    async def _on_kill_task(self, msg: KillTask, reply_to: str | None) -> None:
+    async def _on_kill_task(self, msg: KillTask) -> None:
         await self.executor.kill_task(self, msg.task_id)
 
-    async def _on_message(self, msg: FrameworkMessage, reply_to: str | None) -> None:
+    async def _on_message(self, msg: FrameworkMessage) -> None:
         await self.executor.framework_message(self, msg.data)
 
-    async def _on_shutdown(self, msg: ShutdownExecutor | ShutdownFramework, _r: str | None) -> None:
+    async def _on_shutdown(self, msg: ShutdownExecutor | ShutdownFramework) -> None:
         try:
             await self.executor.shutdown(self)
         finally:
             self.stop()
 
-    async def _on_error(self, msg: Error, reply_to: str | None) -> None:
+    async def _on_error(self, msg: Error) -> None:
         await self.executor.error(self, msg.message)

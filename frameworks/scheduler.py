@@ -60,6 +60,9 @@ from protocol.messages import (
 from protocol.resources import Resources
 from protocol.topics import Topics
 
+FATAL_ERRORS = frozenset({"framework-removed", "subscribe-refused"})
+"""Error codes after which the master will not serve this framework: the driver stops."""
+
 
 class DriverError(RuntimeError):
     """A call the driver refuses: an offer that is gone, more than an offer holds, ..."""
@@ -100,7 +103,9 @@ class Scheduler:
         """An executor's process exited."""
 
     async def error(self, driver: SchedulerDriver, message: str) -> None:
-        """The master refused something this framework sent."""
+        """The master refused something this framework sent; or removed the framework
+        (torn down, failover timeout passed, refused at subscribe), after which the
+        driver stops (`driver.removed` then says why)."""
 
 
 class SchedulerDriver:
@@ -127,7 +132,11 @@ class SchedulerDriver:
         self.framework_id = framework_id
         self.implicit_acknowledgements = implicit_acknowledgements
         self.master_id = ""
+        # who we are is the broker's username; without authentication, a shared default
+        self.principal = self.broker.username or "framework"
         self.inbox_id = f"fw-{uuid.uuid4().hex[:16]}"
+        self.to_master = self.topics.inbound("framework", self.principal)
+        self.removed: str | None = None  # why the master removed us, once it has
         logs.configure_default()
         self.log = logs.get("driver", framework=name)
         self.offers: dict[str, Offer] = {}  # outstanding: offered and not yet used
@@ -138,7 +147,7 @@ class SchedulerDriver:
 
     @property
     def inbox(self) -> str:
-        return self.topics.framework(self.inbox_id)
+        return self.topics.framework(self.principal, self.inbox_id)
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def start(self, timeout: float = 30.0) -> None:
@@ -147,7 +156,7 @@ class SchedulerDriver:
             self.broker,
             name=f"framework-{self.name}",
             inbox=self.inbox,
-            will=(self.topics.gone("framework", self.inbox_id), "framework", self.inbox_id),
+            will=(self.topics.gone("framework", self.principal), "framework", self.inbox_id),
         )
         d = Dispatcher(bus, "framework")
         d.on(Subscribed, self._on_subscribed)
@@ -162,7 +171,21 @@ class SchedulerDriver:
         bus.on_connect(self._subscribe)
         self.bus = bus
         await bus.start(timeout=timeout)
-        await asyncio.wait_for(self._subscribed.wait(), timeout)
+        subscribed = asyncio.ensure_future(self._subscribed.wait())
+        stopped = asyncio.ensure_future(self._stopped.wait())
+        try:
+            await asyncio.wait(
+                {subscribed, stopped}, timeout=timeout, return_when="FIRST_COMPLETED"
+            )
+        finally:
+            subscribed.cancel()
+            stopped.cancel()
+        if self.removed is not None:
+            await self._close()
+            raise DriverError(self.removed)
+        if not self._subscribed.is_set():
+            await self._close()
+            raise TimeoutError(f"no answer from a master within {timeout}s")
 
     async def _subscribe(self) -> None:
         """Subscribe (again, with our framework id, after any reconnect) until answered.
@@ -174,12 +197,12 @@ class SchedulerDriver:
             self._subscribed.clear()
             await self.scheduler.disconnected(self)
         delay = 0.5
-        while not self._subscribed.is_set():
+        while not self._subscribed.is_set() and not self._stopped.is_set():
             bus = self.bus
             if bus is None or not bus.connected:
                 return  # the next connect starts over
             await bus.publish(
-                self.topics.master,
+                self.to_master,
                 Subscribe(
                     name=self.name,
                     role=self.role,
@@ -220,7 +243,7 @@ class SchedulerDriver:
         if self._teardown and self.framework_id and bus.connected:
             with contextlib.suppress(Exception):
                 await bus.publish(
-                    self.topics.master, Teardown(framework_id=self.framework_id), timeout=5
+                    self.to_master, Teardown(framework_id=self.framework_id), timeout=5
                 )
         await bus.close()
 
@@ -267,7 +290,7 @@ class SchedulerDriver:
         for o in ids:
             del self.offers[o]
         await bus.publish(
-            self.topics.master,
+            self.to_master,
             Accept(
                 framework_id=self.framework_id or "",
                 offer_ids=ids,
@@ -283,7 +306,7 @@ class SchedulerDriver:
         if self.offers.pop(offer_id, None) is None:
             raise DriverError(f"offer {offer_id} is not outstanding")
         await bus.publish(
-            self.topics.master,
+            self.to_master,
             Decline(
                 framework_id=self.framework_id or "",
                 offer_ids=[offer_id],
@@ -294,22 +317,20 @@ class SchedulerDriver:
     async def revive_offers(self) -> None:
         if self._stopped.is_set():
             return  # as the Mesos driver: calls after stop() do nothing
-        await self._call_bus().publish(
-            self.topics.master, Revive(framework_id=self.framework_id or "")
-        )
+        await self._call_bus().publish(self.to_master, Revive(framework_id=self.framework_id or ""))
 
     async def suppress_offers(self) -> None:
         if self._stopped.is_set():
             return  # as the Mesos driver: calls after stop() do nothing
         await self._call_bus().publish(
-            self.topics.master, Suppress(framework_id=self.framework_id or "")
+            self.to_master, Suppress(framework_id=self.framework_id or "")
         )
 
     async def kill_task(self, task_id: str, slave_id: str | None = None) -> None:
         if self._stopped.is_set():
             return  # as the Mesos driver: calls after stop() do nothing
         await self._call_bus().publish(
-            self.topics.master,
+            self.to_master,
             Kill(framework_id=self.framework_id or "", task_id=task_id, slave_id=slave_id),
         )
 
@@ -320,7 +341,7 @@ class SchedulerDriver:
         if not status.uuid:
             return
         await self._call_bus().publish(
-            self.topics.master,
+            self.to_master,
             Acknowledge(
                 framework_id=self.framework_id or "",
                 slave_id=status.slave_id,
@@ -340,14 +361,14 @@ class SchedulerDriver:
             for t in tasks
         ]
         await self._call_bus().publish(
-            self.topics.master, Reconcile(framework_id=self.framework_id or "", tasks=wanted)
+            self.to_master, Reconcile(framework_id=self.framework_id or "", tasks=wanted)
         )
 
     async def send_framework_message(self, executor_id: str, slave_id: str, data: bytes) -> None:
         if self._stopped.is_set():
             return  # as the Mesos driver: calls after stop() do nothing
         await self._call_bus().publish(
-            self.topics.master,
+            self.to_master,
             Message(
                 framework_id=self.framework_id or "",
                 slave_id=slave_id,
@@ -390,7 +411,7 @@ class SchedulerDriver:
         await self.scheduler.status_update(self, msg.status)
         if self.implicit_acknowledgements and msg.status.uuid and self.bus is not None:
             self.bus.post(
-                self.topics.master,
+                self.to_master,
                 Acknowledge(
                     framework_id=self.framework_id or "",
                     slave_id=msg.status.slave_id,
@@ -418,7 +439,15 @@ class SchedulerDriver:
         if self._stopped.is_set():
             return  # stopped: no more callbacks
         self.log.warning("framework.error", message=msg.message, code=msg.code)
-        await self.scheduler.error(self, msg.message)
+        fatal = msg.code in FATAL_ERRORS
+        if fatal:  # as the Mesos driver: the framework is gone, so the driver stops
+            self.removed = msg.message
+            self._teardown = False
+        try:
+            await self.scheduler.error(self, msg.message)
+        finally:
+            if fatal:
+                self._stopped.set()
 
     async def _on_heartbeat(self, msg: Heartbeat, _r: str | None) -> None:
         pass  # liveness only

@@ -58,6 +58,7 @@ class PendingUpdate:
 @dataclass(slots=True)
 class Framework:
     framework_id: str
+    principal: str  # who registered it: only this principal may act on it
     name: str
     role: str
     weight: float
@@ -91,6 +92,7 @@ class Framework:
 @dataclass(slots=True)
 class Slave:
     slave_id: str
+    principal: str  # the slave principal whose connection it speaks on
     hostname: str
     total: Resources
     attributes: dict[str, str]
@@ -125,7 +127,18 @@ class Books:
     slaves: dict[str, Slave] = field(default_factory=dict)
     offers: dict[str, OfferRecord] = field(default_factory=dict)
     orphans: dict[str, list[Orphan]] = field(default_factory=dict)  # by framework id
-    inboxes: dict[str, str] = field(default_factory=dict)  # inbox -> framework id
+    inboxes: dict[tuple[str, str], str] = field(default_factory=dict)  # (principal, inbox) -> id
+    # who a slave id belongs to, kept after the slave is removed: no principal takes it over
+    slave_owners: dict[str, str] = field(default_factory=dict)
+    removed: dict[str, tuple[str, str]] = field(default_factory=dict)  # id -> (principal, why)
+
+    def forget_framework(self, fw: Framework, why: str, keep: int = 10_000) -> None:
+        """Drop a removed framework, remembering (boundedly) that it was removed and why."""
+        del self.frameworks[fw.framework_id]
+        self.inboxes.pop((fw.principal, fw.inbox), None)
+        self.removed[fw.framework_id] = (fw.principal, why)
+        if len(self.removed) > keep:
+            del self.removed[next(iter(self.removed))]
 
     def task(self, framework_id: str, task_id: str) -> Task | None:
         fw = self.frameworks.get(framework_id)
@@ -153,6 +166,7 @@ def snapshot(
         frameworks.append(
             FrameworkView(
                 framework_id=fw.framework_id,
+                principal=fw.principal,
                 name=fw.name,
                 role=fw.role,
                 weight=fw.weight,

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from protocol.brokers import BrokerURL
-from protocol.cli import broker_option, cluster_option, log_level_option
+from protocol.cli import broker_option, cluster_option, log_level_option, warn_if_insecure
 
 
 def parse_weights(text: str) -> dict[str, float]:
@@ -61,6 +63,28 @@ def parse_weights(text: str) -> dict[str, float]:
     help="Seconds between state snapshots (when something changed).",
 )
 @click.option("--weights", default="", help="Role weights: role=w,role2=w2.")
+@click.option(
+    "--principals",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    envvar="DRFMESOS_PRINCIPALS",
+    help="The credentials store's principals.json: which roles each framework principal "
+    "may register in (without it, any role).",
+)
+@click.option(
+    "--rate-limit",
+    type=click.FloatRange(min=0),
+    default=2000.0,
+    show_default=True,
+    help="Calls a second each framework or operator principal may make (0: no limit).",
+)
+@click.option(
+    "--rate-burst",
+    type=click.FloatRange(min=1),
+    default=1000.0,
+    show_default=True,
+    help="Calls a principal may make at once before the rate applies.",
+)
 @log_level_option
 def master(
     broker: str,
@@ -72,6 +96,9 @@ def master(
     heartbeat_interval: float,
     state_interval: float,
     weights: str,
+    principals: Path | None,
+    rate_limit: float,
+    rate_burst: float,
 ) -> None:
     """Run the master: the books, the DRF allocation module and the offer loop."""
     from master.master import Master, MasterConfig
@@ -87,6 +114,9 @@ def master(
         heartbeat_interval=heartbeat_interval,
         state_interval=state_interval,
         role_weights=parse_weights(weights),
+        principals=principals,
+        rate_limit=rate_limit or None,
+        rate_burst=rate_burst,
     )
     topics = Topics(cluster)
 
@@ -95,9 +125,9 @@ def master(
             url,
             name="master",
             client_id=f"drfmesos-master-{cluster}",
-            inbox=topics.master,
             persistent=True,
         ) as bus:
+            warn_if_insecure(url, "master")
             await Master(bus, topics, config).run()
 
     run_party(broker, party)

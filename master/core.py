@@ -11,15 +11,19 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from master.allocator import Allocator
+from master.authz import Caller, RateLimiter, RoleACL
 from master.books import Books, Framework, OfferRecord, PendingUpdate, Slave, Task
 from protocol import logs
 from protocol.bus import Bus
 from protocol.messages import (
     ClusterEvent,
+    Error,
     Failure,
     Reason,
     Rescind,
@@ -48,6 +52,9 @@ class MasterConfig:
     status_retry: float = 1.0  # first re-send of an unacknowledged update
     role_weights: dict[str, float] = field(default_factory=dict)
     seed: int | None = None
+    principals: Path | None = None  # the credentials store's principals.json (role ACLs)
+    rate_limit: float | None = None  # calls a second per framework or operator principal
+    rate_burst: float = 1000.0
 
 
 class MasterCore:
@@ -61,6 +68,9 @@ class MasterCore:
         for role, weight in self.config.role_weights.items():
             self.allocator.set_role_weight(role, weight)
         self.log = logs.get("master", master_id=self.master_id)
+        self.roles_acl = RoleACL(self.config.principals)
+        self.limiter = RateLimiter(self.config.rate_limit, self.config.rate_burst)
+        self.refused: Counter[str] = Counter()  # calls refused, by reason code
         self._round_wanted = asyncio.Event()
         self._state_dirty = True
         self._tasks: list[asyncio.Task[None]] = []
@@ -70,16 +80,22 @@ class MasterCore:
         return asyncio.get_running_loop().time()
 
     def _send_framework(self, fw: Framework, message: Wire) -> None:
-        self.bus.post(self.topics.framework(fw.inbox), message)
+        self.bus.post(self.topics.framework(fw.principal, fw.inbox), message)
 
     def _send_slave(self, slave_id: str, message: Wire) -> None:
-        self.bus.post(self.topics.slave(slave_id), message)
+        principal = self.books.slave_owners.get(slave_id)
+        if principal is not None:
+            self.bus.post(self.topics.slave(principal, slave_id), message)
 
     def _refuse(
-        self, reply_to: str | None, message: str, code: str, about: str, **ids: Any
+        self, caller: Caller | None, message: str, code: str, about: str, **ids: Any
     ) -> None:
-        self.log.warning("master.refused", reason=message, code=code, about=about, **ids)
-        self.bus.reply_error(reply_to, message, code=code, about=about)
+        """Refuse a call: an Error to its sender, a log line with who, a count; no change."""
+        self.refused[code] += 1
+        who = {"kind": caller.kind, "principal": caller.principal} if caller else {}
+        self.log.warning("master.refused", reason=message, code=code, about=about, **who, **ids)
+        if caller is not None and caller.reply_to:
+            self.bus.post(caller.reply_to, Error(message=message, code=code, about=about))
 
     def _event(self, kind: str, **fields: Any) -> None:
         self.bus.post(self.topics.events, ClusterEvent(kind=kind, **fields), qos=0)
@@ -89,18 +105,40 @@ class MasterCore:
         """Ask for an allocation round soon (frees within `round_batch` share one)."""
         self._round_wanted.set()
 
-    def _framework_for(
-        self, framework_id: str, reply_to: str | None, about: str
-    ) -> Framework | None:
+    def _framework_for(self, framework_id: str, caller: Caller, about: str) -> Framework | None:
+        """The framework a call names, if the caller may act on it (else refused)."""
         fw = self.books.frameworks.get(framework_id)
         if fw is None:
+            removed = self.books.removed.get(framework_id)
+            if removed is not None and removed[0] == caller.principal:
+                self._refuse(
+                    caller,
+                    f"Framework has been removed: {removed[1]}",
+                    "framework-removed",
+                    about,
+                    framework_id=framework_id,
+                )
+            else:
+                self._refuse(
+                    caller,
+                    f"unknown framework {framework_id}: subscribe first",
+                    "unknown-framework",
+                    about,
+                    framework_id=framework_id,
+                )
+            return None
+        if caller.kind == "operator" and about == "Teardown":
+            return fw  # operators may tear down any framework
+        if caller.kind != "framework" or fw.principal != caller.principal:
             self._refuse(
-                reply_to,
-                f"unknown framework {framework_id}: subscribe first",
-                "unknown-framework",
+                caller,
+                f"{about} refused: framework {framework_id} belongs to another principal",
+                "forbidden",
                 about,
                 framework_id=framework_id,
+                owner=fw.principal,
             )
+            return None
         return fw
 
     def _drop_offer(self, record: OfferRecord) -> None:
@@ -199,7 +237,16 @@ class MasterCore:
         self.request_round()
 
     def remove_framework(self, fw: Framework, why: str) -> None:
-        """Kill its tasks, give back everything it holds, and forget it."""
+        """Tell it, kill its tasks, give back everything it holds, and forget it."""
+        if fw.connected:  # as Mesos: ERROR "Framework has been removed"
+            self._send_framework(
+                fw,
+                Error(
+                    message=f"Framework has been removed: {why}",
+                    code="framework-removed",
+                    about=fw.framework_id,
+                ),
+            )
         for offer_id in list(fw.offers):
             self._rescind(self.books.offers[offer_id], recover=False)
         slaves: set[str] = set(fw.slaves_used)  # its executors may outlive its tasks
@@ -212,8 +259,7 @@ class MasterCore:
             if slave_id in self.books.slaves:
                 self._send_slave(slave_id, ShutdownFramework(framework_id=fw.framework_id))
         self.allocator.remove_framework(fw.framework_id)  # releases tasks and offers alike
-        del self.books.frameworks[fw.framework_id]
-        self.books.inboxes.pop(fw.inbox, None)
+        self.books.forget_framework(fw, why)
         self.log.info(
             "framework.removed", framework_id=fw.framework_id, why=why, tasks_killed=len(fw.tasks)
         )

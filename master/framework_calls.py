@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+from master.authz import Caller
 from master.books import Framework, OfferRecord, Task
 from master.core import MasterCore
 from protocol.messages import (
@@ -32,26 +33,65 @@ from protocol.resources import Resources
 from protocol.topics import check_segment
 
 
+def check_segment_ok(value: str) -> bool:
+    try:
+        check_segment(value)
+    except ValueError:
+        return False
+    return True
+
+
 class FrameworkCalls(MasterCore):
-    async def _on_subscribe(self, msg: Subscribe, reply_to: str | None) -> None:
+    def _subscribe_problem(self, msg: Subscribe, caller: Caller) -> tuple[str, str] | None:
+        """(code, why) if this Subscribe may not go ahead."""
         try:
             check_segment(msg.inbox, "inbox")
             if msg.framework_id:
                 check_segment(msg.framework_id, "framework_id")
         except ValueError as e:
-            self._refuse(reply_to, str(e), "invalid", "Subscribe")
+            return "subscribe-refused", str(e)
+        if caller.kind != "framework":
+            return "subscribe-refused", f"a {caller.kind} principal cannot register a framework"
+        fw = self.books.frameworks.get(msg.framework_id or "")
+        if fw is not None and fw.principal != caller.principal:
+            return "subscribe-refused", (
+                f"framework {msg.framework_id} belongs to another principal"
+            )
+        removed = self.books.removed.get(msg.framework_id or "")
+        if removed is not None:
+            if removed[0] != caller.principal:
+                return "subscribe-refused", (
+                    f"framework {msg.framework_id} belongs to another principal"
+                )
+            return "framework-removed", f"Framework has been removed: {removed[1]}"
+        if fw is None:
+            why = self.roles_acl.check(caller.principal, msg.role)
+            if why is not None:
+                return "subscribe-refused", why
+        return None
+
+    async def _on_subscribe(self, msg: Subscribe, caller: Caller) -> None:
+        problem = self._subscribe_problem(msg, caller)
+        if problem is not None:
+            code, why = problem
+            # answered on the inbox it named, which the broker lets only this principal read
+            inbox = self.topics.framework(caller.principal, msg.inbox)
+            if not caller.reply_to and check_segment_ok(msg.inbox):
+                caller = Caller(caller.kind, caller.principal, inbox)
+            self._refuse(caller, why, code, "Subscribe", framework_id=msg.framework_id)
             return
         now = self._now()
         fw = self.books.frameworks.get(msg.framework_id or "")
         if fw is None and msg.framework_id is None:
             # the same inbox asking again (its first answer crossed a retry): same framework
-            fw = self.books.frameworks.get(self.books.inboxes.get(msg.inbox, ""))
+            known = self.books.inboxes.get((caller.principal, msg.inbox), "")
+            fw = self.books.frameworks.get(known)
         if fw is not None:
-            self.books.inboxes.pop(fw.inbox, None)
+            self.books.inboxes.pop((fw.principal, fw.inbox), None)
             fw.inbox, fw.incarnation = msg.inbox, msg.incarnation
             fw.connected, fw.disconnected_at = True, None
             fw.failover_timeout = msg.failover_timeout
-            self.books.inboxes[fw.inbox] = fw.framework_id
+            self.books.inboxes[(fw.principal, fw.inbox)] = fw.framework_id
             self.allocator.activate(fw.framework_id)
             for pending in fw.pending.values():  # owed updates go out again at once
                 pending.next_attempt = now
@@ -60,6 +100,7 @@ class FrameworkCalls(MasterCore):
             framework_id = msg.framework_id or f"fw-{new_id()[:16]}"
             fw = Framework(
                 framework_id=framework_id,
+                principal=caller.principal,
                 name=msg.name,
                 role=msg.role,
                 weight=msg.weight,
@@ -69,7 +110,7 @@ class FrameworkCalls(MasterCore):
                 registered_at=time.time(),
             )
             self.books.frameworks[framework_id] = fw
-            self.books.inboxes[fw.inbox] = framework_id
+            self.books.inboxes[(fw.principal, fw.inbox)] = framework_id
             self.allocator.add_framework(framework_id, msg.role, msg.weight)
             self._adopt_orphans(fw)
             resubscribed = bool(msg.framework_id)
@@ -85,6 +126,7 @@ class FrameworkCalls(MasterCore):
         self.log.info(
             "framework.subscribed",
             framework_id=fw.framework_id,
+            principal=fw.principal,
             name=fw.name,
             role=fw.role,
             weight=fw.weight,
@@ -102,8 +144,8 @@ class FrameworkCalls(MasterCore):
             fw.tasks[task.task_id] = task
             self.allocator.adopt(fw.framework_id, orphan.slave_id, task.resources)
 
-    async def _on_accept(self, msg: Accept, reply_to: str | None) -> None:
-        fw = self._framework_for(msg.framework_id, reply_to, "Accept")
+    async def _on_accept(self, msg: Accept, caller: Caller) -> None:
+        fw = self._framework_for(msg.framework_id, caller, "Accept")
         if fw is None:
             return
         now = self._now()
@@ -127,7 +169,7 @@ class FrameworkCalls(MasterCore):
                     ack=False,
                 )
             self._refuse(
-                reply_to,
+                caller,
                 f"accept refused: {reason}",
                 "invalid-offers",
                 "Accept",
@@ -170,7 +212,7 @@ class FrameworkCalls(MasterCore):
             self.request_round()
         if refused:
             self._refuse(
-                reply_to,
+                caller,
                 f"{len(refused)} of {len(msg.tasks)} tasks refused: " + "; ".join(refused),
                 "invalid-tasks",
                 "Accept",
@@ -222,8 +264,8 @@ class FrameworkCalls(MasterCore):
             resources=info.resources,
         )
 
-    async def _on_decline(self, msg: Decline, reply_to: str | None) -> None:
-        fw = self._framework_for(msg.framework_id, reply_to, "Decline")
+    async def _on_decline(self, msg: Decline, caller: Caller) -> None:
+        fw = self._framework_for(msg.framework_id, caller, "Decline")
         if fw is None:
             return
         now = self._now()
@@ -246,7 +288,7 @@ class FrameworkCalls(MasterCore):
             )
         if problems:
             self._refuse(
-                reply_to,
+                caller,
                 "; ".join(problems),
                 "invalid-offers",
                 "Decline",
@@ -255,23 +297,23 @@ class FrameworkCalls(MasterCore):
         if records:
             self.request_round()
 
-    async def _on_revive(self, msg: Revive, reply_to: str | None) -> None:
-        fw = self._framework_for(msg.framework_id, reply_to, "Revive")
+    async def _on_revive(self, msg: Revive, caller: Caller) -> None:
+        fw = self._framework_for(msg.framework_id, caller, "Revive")
         if fw is not None:
             fw.suppressed = False
             self.allocator.revive(fw.framework_id)
             self._state_dirty = True
             self.request_round()
 
-    async def _on_suppress(self, msg: Suppress, reply_to: str | None) -> None:
-        fw = self._framework_for(msg.framework_id, reply_to, "Suppress")
+    async def _on_suppress(self, msg: Suppress, caller: Caller) -> None:
+        fw = self._framework_for(msg.framework_id, caller, "Suppress")
         if fw is not None:
             fw.suppressed = True
             self.allocator.suppress(fw.framework_id)
             self._state_dirty = True
 
-    async def _on_kill(self, msg: Kill, reply_to: str | None) -> None:
-        fw = self._framework_for(msg.framework_id, reply_to, "Kill")
+    async def _on_kill(self, msg: Kill, caller: Caller) -> None:
+        fw = self._framework_for(msg.framework_id, caller, "Kill")
         if fw is None:
             return
         task = fw.tasks.get(msg.task_id)
@@ -291,13 +333,13 @@ class FrameworkCalls(MasterCore):
             task.slave_id, KillTask(framework_id=fw.framework_id, task_id=task.task_id)
         )
 
-    async def _on_acknowledge(self, msg: Acknowledge, reply_to: str | None) -> None:
-        fw = self._framework_for(msg.framework_id, reply_to, "Acknowledge")
+    async def _on_acknowledge(self, msg: Acknowledge, caller: Caller) -> None:
+        fw = self._framework_for(msg.framework_id, caller, "Acknowledge")
         if fw is not None and fw.pending.pop(msg.uuid, None) is None:
             self.log.debug("ack.unknown", framework_id=fw.framework_id, uuid=msg.uuid)
 
-    async def _on_reconcile(self, msg: Reconcile, reply_to: str | None) -> None:
-        fw = self._framework_for(msg.framework_id, reply_to, "Reconcile")
+    async def _on_reconcile(self, msg: Reconcile, caller: Caller) -> None:
+        fw = self._framework_for(msg.framework_id, caller, "Reconcile")
         if fw is None:
             return
         if not msg.tasks:  # implicit: everything the master knows to be live
@@ -330,13 +372,13 @@ class FrameworkCalls(MasterCore):
                 )
             self._send_framework(fw, Update(status=status))
 
-    async def _on_message(self, msg: Message, reply_to: str | None) -> None:
-        fw = self._framework_for(msg.framework_id, reply_to, "Message")
+    async def _on_message(self, msg: Message, caller: Caller) -> None:
+        fw = self._framework_for(msg.framework_id, caller, "Message")
         if fw is None:
             return
         if msg.slave_id not in self.books.slaves:
             self._refuse(
-                reply_to,
+                caller,
                 f"unknown slave {msg.slave_id}",
                 "unknown-slave",
                 "Message",
@@ -353,7 +395,14 @@ class FrameworkCalls(MasterCore):
             ),
         )
 
-    async def _on_teardown(self, msg: Teardown, reply_to: str | None) -> None:
-        fw = self._framework_for(msg.framework_id, reply_to, "Teardown")
+    async def _on_teardown(self, msg: Teardown, caller: Caller) -> None:
+        fw = self._framework_for(msg.framework_id, caller, "Teardown")
         if fw is not None:
-            self.remove_framework(fw, "teardown")
+            who = "by an operator" if caller.kind == "operator" else "by its scheduler"
+            self.log.info(
+                "framework.teardown",
+                framework_id=fw.framework_id,
+                owner=fw.principal,
+                by=f"{caller.kind}:{caller.principal}",
+            )
+            self.remove_framework(fw, f"torn down {who} ({caller.principal})")

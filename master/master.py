@@ -15,11 +15,13 @@ from collections import defaultdict
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from master.authz import Caller
 from master.books import OfferRecord, snapshot
 from master.core import MAX_RETRY_BACKOFF, MasterConfig
 from master.framework_calls import FrameworkCalls
 from master.slave_calls import SlaveCalls
-from protocol.bus import Dispatcher, cancel_and_wait
+from protocol.bus import cancel_and_wait
+from protocol.codec import DecodeError, decode_many
 from protocol.messages import (
     Accept,
     Acknowledge,
@@ -48,41 +50,119 @@ from protocol.messages import (
 __all__ = ["Master", "MasterConfig"]
 
 
+Route = Callable[[Any, Caller], Awaitable[None]]
+
+
 class Master(FrameworkCalls, SlaveCalls):
     """The master: the books, the allocation rounds, and every handler on the bus."""
 
-    async def start(self) -> None:
-        d = Dispatcher(self.bus, "master")
-        routes: dict[type[Wire], Callable[[Any, str | None], Awaitable[None]]] = {
-            Subscribe: self._on_subscribe,
-            Accept: self._on_accept,
-            Decline: self._on_decline,
-            Revive: self._on_revive,
-            Suppress: self._on_suppress,
-            Kill: self._on_kill,
-            Acknowledge: self._on_acknowledge,
-            Reconcile: self._on_reconcile,
-            Message: self._on_message,
-            Teardown: self._on_teardown,
-            Register: self._on_register,
-            Reregister: self._on_reregister,
-            Heartbeat: self._on_heartbeat,
-            StatusUpdate: self._on_status_update,
-            FrameworkMessage: self._on_executor_message,
-            ExecutorExited: self._on_executor_exited,
-            Error: self._on_error,
+    def _routes(self) -> dict[str, dict[type[Wire], Route]]:
+        """What each kind of principal may call (anything else is refused)."""
+        return {
+            "framework": {
+                Subscribe: self._on_subscribe,
+                Accept: self._on_accept,
+                Decline: self._on_decline,
+                Revive: self._on_revive,
+                Suppress: self._on_suppress,
+                Kill: self._on_kill,
+                Acknowledge: self._on_acknowledge,
+                Reconcile: self._on_reconcile,
+                Message: self._on_message,
+                Teardown: self._on_teardown,
+                Error: self._on_error,
+            },
+            "slave": {
+                Register: self._on_register,
+                Reregister: self._on_reregister,
+                Heartbeat: self._on_heartbeat,
+                StatusUpdate: self._on_status_update,
+                FrameworkMessage: self._on_executor_message,
+                ExecutorExited: self._on_executor_exited,
+                Error: self._on_error,
+            },
+            "operator": {Teardown: self._on_teardown},
         }
-        for kind, handler in routes.items():
-            d.on(kind, handler)
-        await self.bus.subscribe(self.topics.master, d)
-        gone = Dispatcher(self.bus, "master")
-        gone.on(Gone, self._on_gone)
-        await self.bus.subscribe(self.topics.gone_all, gone)
+
+    async def start(self) -> None:
+        self.routes = self._routes()
+        await self.bus.subscribe_raw(self.topics.inbound_all, self._inbound)
+        await self.bus.subscribe_raw(self.topics.gone_all, self._gone)
         self._tasks = [
             asyncio.create_task(self._round_loop(), name="master-rounds"),
             asyncio.create_task(self._timer_loop(), name="master-timers"),
         ]
-        self.log.info("master.started", policy=self.config.policy, topic=self.topics.master)
+        self.log.info(
+            "master.started",
+            policy=self.config.policy,
+            topic=self.topics.inbound_all,
+            principals=str(self.config.principals) if self.config.principals else None,
+            rate_limit=self.config.rate_limit,
+        )
+
+    async def _inbound(self, topic: str, payload: bytes) -> None:
+        """A call: who sent it is the topic's principal; the payload is not trusted."""
+        sender = self.topics.sender(topic)
+        if sender is None:
+            return
+        now = self._now()
+        limited = sender.kind != "slave"  # as Mesos: rate limits are for framework principals
+        if limited and not self.limiter.admit(sender.principal, now):
+            self.refused["rate-limited"] += 1
+            if self.limiter.should_tell(sender.principal, now):
+                self.log.warning(
+                    "master.rate_limited", kind=sender.kind, principal=sender.principal
+                )
+                self.bus.post(
+                    self.topics.outbox(sender.kind, sender.principal),
+                    Error(
+                        message=f"rate limit: over {self.config.rate_limit:g} calls/s; "
+                        "calls are being dropped",
+                        code="rate-limited",
+                    ),
+                )
+            return
+        items = decode_many(payload)
+        if limited:
+            self.limiter.charge(sender.principal, now, len(items) - 1)
+        routes = self.routes[sender.kind]
+        for item in items:
+            reply_to = item.reply_to
+            if not self.topics.owns_reply_topic(sender, reply_to):
+                reply_to = None  # answers go only to the sender's own outbox
+            caller = Caller.of(sender, reply_to)
+            if isinstance(item, DecodeError):
+                self._refuse(
+                    caller, f"{item.reason}: {item.detail}", item.reason, item.type_name or ""
+                )
+                continue
+            route = routes.get(type(item.message))
+            if route is None:
+                self._refuse(
+                    caller,
+                    f"a {sender.kind} may not send {item.message.TYPE}",
+                    "forbidden",
+                    item.message.TYPE,
+                )
+                continue
+            try:
+                await route(item.message, caller)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                self.log.exception(
+                    "master.handler_failed", type=item.message.TYPE, sender=str(sender)
+                )
+
+    async def _gone(self, topic: str, payload: bytes) -> None:
+        """A Last Will, published by the broker under the vanished party's own name."""
+        parts = topic.split("/")
+        if len(parts) != 5 or parts[3] not in ("slave", "framework"):
+            return
+        for item in decode_many(payload):
+            if isinstance(item, DecodeError) or not isinstance(item.message, Gone):
+                continue
+            await self._on_gone(item.message, Caller(parts[3], parts[4], None))
 
     async def stop(self) -> None:
         for task in self._tasks:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import contextlib
 
-from master.books import Orphan, Slave, Task
+from master.authz import Caller
+from master.books import Framework, Orphan, Slave, Task
 from master.core import STAGING_GRACE, MasterCore
 from protocol.messages import (
     Error,
@@ -28,12 +29,37 @@ from protocol.topics import check_segment
 
 
 class SlaveCalls(MasterCore):
-    async def _on_register(self, msg: Register, reply_to: str | None) -> None:
+    def _slave_of(self, slave_id: str, caller: Caller, about: str) -> Slave | None:
+        """The registered slave a call names, if it is the caller's own (else refused)."""
+        slave = self.books.slaves.get(slave_id)
+        if slave is not None and slave.principal == caller.principal:
+            return slave
+        owner = self.books.slave_owners.get(slave_id)
+        if owner is not None and owner != caller.principal:
+            self._refuse(
+                caller,
+                f"{about} refused: slave {slave_id} belongs to another principal",
+                "forbidden",
+                about,
+                slave_id=slave_id,
+                owner=owner,
+            )
+        else:
+            self._refuse(
+                caller,
+                f"unknown slave {slave_id}: register first",
+                "unknown-slave",
+                about,
+                slave_id=slave_id,
+            )
+        return None
+
+    async def _on_register(self, msg: Register, caller: Caller) -> None:
         await self._admit_slave(
-            msg.slave_id, msg.hostname, msg.resources, msg.attributes, msg.incarnation, [], reply_to
+            msg.slave_id, msg.hostname, msg.resources, msg.attributes, msg.incarnation, [], caller
         )
 
-    async def _on_reregister(self, msg: Reregister, reply_to: str | None) -> None:
+    async def _on_reregister(self, msg: Reregister, caller: Caller) -> None:
         await self._admit_slave(
             msg.slave_id,
             msg.hostname,
@@ -41,7 +67,7 @@ class SlaveCalls(MasterCore):
             msg.attributes,
             msg.incarnation,
             msg.tasks,
-            reply_to,
+            caller,
         )
 
     async def _admit_slave(
@@ -52,17 +78,28 @@ class SlaveCalls(MasterCore):
         attributes: dict[str, str],
         incarnation: str,
         running: list[RunningTask],
-        reply_to: str | None,
+        caller: Caller,
     ) -> None:
         try:
             check_segment(slave_id, "slave_id")
         except ValueError as e:
-            self._refuse(reply_to, str(e), "invalid", "Register")
+            self._refuse(caller, str(e), "invalid", "Register")
+            return
+        owner = self.books.slave_owners.setdefault(slave_id, caller.principal)
+        if owner != caller.principal:
+            self._refuse(
+                caller,
+                f"slave id {slave_id} belongs to another principal",
+                "forbidden",
+                "Register",
+                slave_id=slave_id,
+                owner=owner,
+            )
             return
         used = sum((r.task.resources for r in running), Resources())
         if not total.contains(used):
             self._refuse(
-                reply_to,
+                caller,
                 f"slave {slave_id} reports tasks using {used}, more than its total {total}",
                 "invalid",
                 "Reregister",
@@ -72,12 +109,13 @@ class SlaveCalls(MasterCore):
         now = self._now()
         slave = self.books.slaves.get(slave_id)
         if slave is None:
-            slave = Slave(slave_id, hostname, total, attributes, incarnation, now)
+            slave = Slave(slave_id, caller.principal, hostname, total, attributes, incarnation, now)
             self.books.slaves[slave_id] = slave
             self.allocator.add_slave(slave_id, total, hostname=hostname, attributes=attributes)
             self.log.info(
                 "slave.registered",
                 slave_id=slave_id,
+                principal=caller.principal,
                 hostname=hostname,
                 resources=str(total),
                 tasks=len(running),
@@ -131,14 +169,15 @@ class SlaveCalls(MasterCore):
                     orphans.append(Orphan(r.task, framework_id, slave.slave_id, r.state))
                     self.allocator.allocate_existing(framework_id, slave.slave_id, r.task.resources)
 
-    async def _on_heartbeat(self, msg: Heartbeat, reply_to: str | None) -> None:
+    async def _on_heartbeat(self, msg: Heartbeat, caller: Caller) -> None:
         slave = self.books.slaves.get(msg.source)
-        if slave is None:
+        if slave is None or slave.principal != caller.principal:
             # A slave we removed (or a master that restarted): it must register again.
-            if msg.source:
+            owner = self.books.slave_owners.get(msg.source, caller.principal)
+            if msg.source and owner == caller.principal:
                 with contextlib.suppress(ValueError):
-                    self._send_slave(
-                        check_segment(msg.source),
+                    self.bus.post(
+                        self.topics.slave(caller.principal, check_segment(msg.source)),
                         Error(
                             message=f"unknown slave {msg.source}: re-register",
                             code="unknown-slave",
@@ -150,8 +189,10 @@ class SlaveCalls(MasterCore):
         if msg.incarnation:
             slave.incarnation = msg.incarnation
 
-    async def _on_status_update(self, msg: StatusUpdate, reply_to: str | None) -> None:
+    async def _on_status_update(self, msg: StatusUpdate, caller: Caller) -> None:
         status = msg.status
+        if self._slave_of(msg.slave_id, caller, "StatusUpdate") is None:
+            return
         fw = self.books.frameworks.get(msg.framework_id)
         if fw is None:
             # Not acknowledged: the slave keeps re-sending until the framework is back
@@ -161,6 +202,25 @@ class SlaveCalls(MasterCore):
                 framework_id=msg.framework_id,
                 task_id=status.task_id,
                 state=status.state,
+            )
+            return
+        # A slave speaks only for tasks on its own slaves: one the master knows elsewhere
+        # is refused. One it does not know at all is forwarded, as Mesos does (a master
+        # that restarted knows no tasks until the slaves and frameworks come back).
+        known = fw.tasks.get(status.task_id)
+        where = (
+            known.slave_id if known else getattr(fw.completed.get(status.task_id), "slave_id", None)
+        )
+        if where is not None and where != msg.slave_id:
+            self._refuse(
+                caller,
+                f"task {status.task_id} of framework {fw.framework_id} is on slave {where}, "
+                f"not {msg.slave_id}",
+                "forbidden",
+                "StatusUpdate",
+                slave_id=msg.slave_id,
+                framework_id=fw.framework_id,
+                task_id=status.task_id,
             )
             return
         if status.uuid:
@@ -176,20 +236,39 @@ class SlaveCalls(MasterCore):
             if status.uuid in fw.pending:
                 return  # a re-sent duplicate: already owed to the framework
         task = fw.tasks.get(status.task_id)
-        if task is not None and task.slave_id == msg.slave_id:
+        if task is not None:
             task.state, task.status = status.state, status
             if status.state.terminal:
                 self._finish(fw, task, status)
         self._forward(fw, Update(status=status), msg.slave_id)
         self._state_dirty = True
 
-    async def _on_executor_message(self, msg: FrameworkMessage, reply_to: str | None) -> None:
-        fw = self.books.frameworks.get(msg.framework_id)
+    def _framework_on_slave(
+        self, framework_id: str, slave_id: str, caller: Caller, about: str
+    ) -> Framework | None:
+        """The framework an executor message names, if it ran on the caller's slave."""
+        if self._slave_of(slave_id, caller, about) is None:
+            return None
+        fw = self.books.frameworks.get(framework_id)
+        if fw is None or slave_id not in fw.slaves_used:
+            self._refuse(
+                caller,
+                f"framework {framework_id} has no executor on slave {slave_id}",
+                "forbidden",
+                about,
+                slave_id=slave_id,
+                framework_id=framework_id,
+            )
+            return None
+        return fw
+
+    async def _on_executor_message(self, msg: FrameworkMessage, caller: Caller) -> None:
+        fw = self._framework_on_slave(msg.framework_id, msg.slave_id, caller, "FrameworkMessage")
         if fw is not None and fw.connected:
             self._send_framework(fw, msg)
 
-    async def _on_executor_exited(self, msg: ExecutorExited, reply_to: str | None) -> None:
-        fw = self.books.frameworks.get(msg.framework_id)
+    async def _on_executor_exited(self, msg: ExecutorExited, caller: Caller) -> None:
+        fw = self._framework_on_slave(msg.framework_id, msg.slave_id, caller, "ExecutorExited")
         self.log.info(
             "executor.exited",
             framework_id=msg.framework_id,
@@ -202,22 +281,26 @@ class SlaveCalls(MasterCore):
                 fw, Failure(slave_id=msg.slave_id, executor_id=msg.executor_id, status=msg.status)
             )
 
-    async def _on_error(self, msg: Error, reply_to: str | None) -> None:
+    async def _on_error(self, msg: Error, caller: Caller) -> None:
         self.log.warning(
             "master.error_received",
             message=msg.message,
             code=msg.code,
             about=msg.about,
-            sender=reply_to,
+            kind=caller.kind,
+            principal=caller.principal,
         )
 
-    async def _on_gone(self, msg: Gone, reply_to: str | None) -> None:
-        if msg.kind == "slave":
-            slave = self.books.slaves.get(msg.id)
-            if slave is not None and slave.incarnation == msg.incarnation:
-                self.remove_slave(slave, "its connection was lost (last will)")
+    async def _on_gone(self, msg: Gone, caller: Caller) -> None:
+        """A Last Will: the connection of `caller` (named by the will's topic) is gone."""
+        if msg.kind != caller.kind:
+            return
+        if msg.kind == "slave":  # every slave that spoke on that connection
+            for slave in list(self.books.slaves.values()):
+                if slave.principal == caller.principal and slave.incarnation == msg.incarnation:
+                    self.remove_slave(slave, "its connection was lost (last will)")
         elif msg.kind == "framework":
-            framework_id = self.books.inboxes.get(msg.id)
+            framework_id = self.books.inboxes.get((caller.principal, msg.id))
             fw = self.books.frameworks.get(framework_id or "")
             if fw is not None and fw.incarnation == msg.incarnation:
                 self.disconnect_framework(fw, "its connection was lost (last will)")

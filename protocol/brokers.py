@@ -4,7 +4,10 @@
 
 - `embedded`: an in-process amqtt broker on a free loopback port (needs nothing but pip);
 - `mosquitto`: a local mosquitto process on a free loopback port, Nagle off, persistence on;
-- `mqtt://[user:pass@]host:port`: a broker that is already running.
+- `mqtt://[user:pass@]host:port` or `mqtts://...` (TLS): a broker that is already running.
+
+Either broker we start can check a credentials store (`auth=DIR`: passwords, ACLs, the
+username as client id) and speak TLS with the store's certificate (`tls=True`).
 
 `open_broker(spec)` is an async context manager that yields the URL to connect to and
 stops whatever it started on exit.
@@ -17,10 +20,12 @@ import contextlib
 import os
 import pwd
 import shutil
+import signal
 import socket
+import ssl
 import tempfile
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -39,37 +44,66 @@ class BrokerURL:
     host: str
     port: int
     username: str | None = None
-    password: str | None = None
+    password: str | None = field(default=None, repr=False)  # never in a log line
+    tls: bool = False
+    ca: str | None = None  # the CA file that signed the broker's certificate (with tls)
 
     @classmethod
-    def parse(cls, url: str) -> BrokerURL:
+    def parse(cls, url: str, *, ca: str | None = None, secret_file: str | None = None) -> BrokerURL:
+        """`mqtt[s]://[user[:secret]@]host:port`; `secret_file` holds the secret instead."""
         parts = urlsplit(url if "://" in url else f"mqtt://{url}")
-        if parts.scheme not in ("mqtt", "tcp"):
-            raise BrokerError(f"broker URL must start with mqtt://, got {url!r}")
+        if parts.scheme not in ("mqtt", "tcp", "mqtts", "ssl"):
+            raise BrokerError(f"broker URL must start with mqtt:// or mqtts://, got {url!r}")
         if not parts.hostname:
-            raise BrokerError(f"broker URL has no host: {url!r}")
+            raise BrokerError(f"broker URL has no host: {url.split('@')[-1]!r}")
         try:
-            port = parts.port or 1883
+            port = parts.port or (8883 if parts.scheme in ("mqtts", "ssl") else 1883)
         except ValueError:
-            raise BrokerError(f"broker URL has a bad port: {url!r}") from None
+            raise BrokerError(f"broker URL has a bad port: {url.split('@')[-1]!r}") from None
+        password = unquote(parts.password) if parts.password else None
+        if secret_file:
+            try:
+                password = Path(secret_file).read_text().strip()
+            except OSError as e:
+                raise BrokerError(f"cannot read the secret file {secret_file}: {e}") from None
         return cls(
             host=parts.hostname,
             port=port,
             username=unquote(parts.username) if parts.username else None,
-            password=unquote(parts.password) if parts.password else None,
+            password=password,
+            tls=parts.scheme in ("mqtts", "ssl"),
+            ca=ca,
         )
+
+    def with_credentials(self, username: str, password: str) -> BrokerURL:
+        return replace(self, username=username, password=password)
+
+    @property
+    def scheme(self) -> str:
+        return "mqtts" if self.tls else "mqtt"
 
     def __str__(self) -> str:
         auth = f"{self.username}:***@" if self.username else ""
-        return f"mqtt://{auth}{self.host}:{self.port}"
+        return f"{self.scheme}://{auth}{self.host}:{self.port}"
 
     @property
     def url(self) -> str:
-        """The full URL, credentials included (to hand to child processes)."""
+        """The full URL, credentials included (prefer a secret file for child processes)."""
         auth = ""
         if self.username:
             auth = self.username + (f":{self.password}" if self.password else "") + "@"
-        return f"mqtt://{auth}{self.host}:{self.port}"
+        return f"{self.scheme}://{auth}{self.host}:{self.port}"
+
+    @property
+    def bare(self) -> str:
+        """The URL without credentials."""
+        return f"{self.scheme}://{self.host}:{self.port}"
+
+    def ssl_context(self) -> ssl.SSLContext | None:
+        """For mqtts: verify the broker against `ca` (or the system's CAs)."""
+        if not self.tls:
+            return None
+        return ssl.create_default_context(cafile=self.ca)
 
 
 def free_port() -> int:
@@ -97,26 +131,51 @@ async def wait_for_port(host: str, port: int, timeout: float = 10.0) -> None:
         return
 
 
-class EmbeddedBroker:
-    """amqtt in this process, on 127.0.0.1."""
+class _Secured:
+    """What both brokers share: a port, and optionally a credentials store and TLS."""
 
-    def __init__(self, port: int | None = None) -> None:
+    def __init__(self, port: int | None, auth: Path | None, tls: bool) -> None:
+        if tls and auth is None:
+            raise BrokerError("TLS uses the credentials store's certificate: give auth too")
         self.port = port or free_port()
-        self._broker: Any = None
+        self.auth = auth
+        self.tls = tls
 
     @property
     def url(self) -> BrokerURL:
-        return BrokerURL("127.0.0.1", self.port)
+        ca = str(self.auth / "ca.pem") if self.tls and self.auth else None
+        return BrokerURL("127.0.0.1", self.port, tls=self.tls, ca=ca)
+
+
+class EmbeddedBroker(_Secured):
+    """amqtt in this process, on 127.0.0.1."""
+
+    def __init__(
+        self, port: int | None = None, *, auth: Path | None = None, tls: bool = False
+    ) -> None:
+        super().__init__(port, auth, tls)
+        self._broker: Any = None
 
     async def start(self) -> None:
         from amqtt.broker import Broker  # imported late: it is slow to import
 
-        config = {
-            "listeners": {"default": {"type": "tcp", "bind": f"127.0.0.1:{self.port}"}},
-            "plugins": {
-                "amqtt.plugins.authentication.AnonymousAuthPlugin": {"allow_anonymous": True},
-            },
+        listener: dict[str, Any] = {"type": "tcp", "bind": f"127.0.0.1:{self.port}"}
+        plugins: dict[str, Any] = {
+            "amqtt.plugins.authentication.AnonymousAuthPlugin": {"allow_anonymous": True}
         }
+        if self.auth is not None:
+            store = {"store": str(self.auth)}
+            plugins = {
+                "protocol.amqtt_auth.StoreAuthPlugin": store,
+                "protocol.amqtt_auth.StoreTopicPlugin": store,
+            }
+            if self.tls:
+                listener |= {
+                    "ssl": True,
+                    "certfile": str(self.auth / "broker.pem"),
+                    "keyfile": str(self.auth / "broker.key"),
+                }
+        config = {"listeners": {"default": listener}, "plugins": plugins}
         self._broker = Broker(config)
         await self._broker.start()
         log.info("broker.started", kind="embedded", url=str(self.url))
@@ -137,8 +196,7 @@ class EmbeddedBroker:
 MOSQUITTO_CONF = """\
 user {user}
 listener {port} 127.0.0.1
-allow_anonymous true
-set_tcp_nodelay true
+{anonymous}set_tcp_nodelay true
 persistence true
 persistence_location {dir}/
 autosave_interval 1
@@ -146,14 +204,38 @@ max_queued_messages 0
 max_inflight_messages 0
 max_keepalive 3600
 log_dest none
+max_packet_size {max_packet}
 """
 
+MOSQUITTO_AUTH = """\
+allow_anonymous false
+password_file {store}/passwd
+acl_file {store}/acl
+use_username_as_clientid true
+"""
 
-class MosquittoBroker:
+MOSQUITTO_TLS = """\
+cafile {store}/ca.pem
+certfile {store}/broker.pem
+keyfile {store}/broker.key
+tls_version tlsv1.2
+"""
+
+MAX_PACKET_BYTES = 8 * 1024 * 1024  # the largest message a broker we start takes
+
+
+class MosquittoBroker(_Secured):
     """A mosquitto process on 127.0.0.1 with Nagle off and persistence in a temp dir."""
 
-    def __init__(self, port: int | None = None, executable: str | None = None) -> None:
-        self.port = port or free_port()
+    def __init__(
+        self,
+        port: int | None = None,
+        executable: str | None = None,
+        *,
+        auth: Path | None = None,
+        tls: bool = False,
+    ) -> None:
+        super().__init__(port, auth, tls)
         found = executable or shutil.which("mosquitto") or _sbin("mosquitto")
         if not found:
             raise BrokerError("mosquitto is not installed (apt-get install mosquitto)")
@@ -161,16 +243,23 @@ class MosquittoBroker:
         self._dir = Path(tempfile.mkdtemp(prefix="drfmesos-mosquitto-"))
         self._proc: asyncio.subprocess.Process | None = None
 
-    @property
-    def url(self) -> BrokerURL:
-        return BrokerURL("127.0.0.1", self.port)
-
     async def start(self) -> None:
         conf = self._dir / "mosquitto.conf"
         # mosquitto started as root drops to user "mosquitto", which then cannot write
         # its persistence file into our private temp dir: stay the user we are.
         user = pwd.getpwuid(os.getuid()).pw_name
-        conf.write_text(MOSQUITTO_CONF.format(port=self.port, dir=self._dir, user=user))
+        text = MOSQUITTO_CONF.format(
+            port=self.port,
+            dir=self._dir,
+            user=user,
+            max_packet=MAX_PACKET_BYTES,
+            anonymous="allow_anonymous true\n" if self.auth is None else "",
+        )
+        if self.auth is not None:
+            text += MOSQUITTO_AUTH.format(store=self.auth)
+        if self.tls:
+            text += MOSQUITTO_TLS.format(store=self.auth)
+        conf.write_text(text)
         self._proc = await asyncio.create_subprocess_exec(
             self.executable,
             "-c",
@@ -204,6 +293,11 @@ class MosquittoBroker:
         await self.stop()
         await self.start()
 
+    def reload(self) -> None:
+        """Re-read the password and ACL files (after `drfmesos auth add` or `remove`)."""
+        if self._proc is not None and self._proc.returncode is None:
+            self._proc.send_signal(signal.SIGHUP)
+
     def cleanup(self) -> None:
         shutil.rmtree(self._dir, ignore_errors=True)
 
@@ -217,8 +311,10 @@ def _sbin(name: str) -> str | None:
 
 
 @contextlib.asynccontextmanager
-async def open_broker(spec: str) -> AsyncIterator[BrokerURL]:
-    """Yield a broker URL for `embedded`, `mosquitto` or an mqtt:// URL."""
+async def open_broker(
+    spec: str, *, ca: str | None = None, secret_file: str | None = None
+) -> AsyncIterator[BrokerURL]:
+    """Yield a broker URL for `embedded`, `mosquitto` or an mqtt[s]:// URL."""
     if spec == "embedded":
         embedded = EmbeddedBroker()
         await embedded.start()
@@ -235,4 +331,4 @@ async def open_broker(spec: str) -> AsyncIterator[BrokerURL]:
             await mosq.stop()
             mosq.cleanup()
     else:
-        yield BrokerURL.parse(spec)
+        yield BrokerURL.parse(spec, ca=ca, secret_file=secret_file)

@@ -39,6 +39,9 @@ from protocol.messages import Error, Gone, Wire
 Handler = Callable[[Wire, str | None], Awaitable[None]]
 """A subscriber: called with the decoded message and the sender's inbox (or None)."""
 
+RawHandler = Callable[[str, bytes], Awaitable[None]]
+"""A raw subscriber: called with the topic and the payload, before anything is decoded."""
+
 W = TypeVar("W", bound=Wire)
 OnConnect = Callable[[], Awaitable[None]]
 
@@ -99,7 +102,7 @@ class Bus:
         self.incarnation = ""
         self.log = log or logs.get("bus", party=name)
         self._will = will
-        self._subs: dict[str, tuple[Handler, int]] = {}
+        self._subs: dict[str, tuple[Handler | None, RawHandler | None, int]] = {}
         self._on_connect: list[OnConnect] = []
         self._client: aiomqtt.Client | None = None
         self._connected = asyncio.Event()
@@ -154,7 +157,15 @@ class Bus:
         self._on_connect.append(callback)
 
     async def subscribe(self, topic: str, handler: Handler, qos: int = 1) -> None:
-        self._subs[topic] = (handler, qos)
+        self._subs[topic] = (handler, None, qos)
+        await self._subscribe(topic, qos)
+
+    async def subscribe_raw(self, topic: str, handler: RawHandler, qos: int = 1) -> None:
+        """Take payloads as they arrive (the subscriber decodes them itself)."""
+        self._subs[topic] = (None, handler, qos)
+        await self._subscribe(topic, qos)
+
+    async def _subscribe(self, topic: str, qos: int) -> None:
         client = self._client
         if client is not None and self.connected:
             with contextlib.suppress(aiomqtt.MqttError):  # re-done on reconnect anyway
@@ -295,7 +306,9 @@ class Bus:
             self.broker.port,
             username=self.broker.username,
             password=self.broker.password,
-            identifier=self.client_id,
+            # an authenticated connection's client id is its principal (the broker insists)
+            identifier=self.broker.username or self.client_id,
+            tls_context=self.broker.ssl_context(),
             clean_session=not self.persistent,
             keepalive=self.keepalive,
             will=will,
@@ -314,7 +327,7 @@ class Bus:
                     self._client = client
                     self._lost = asyncio.Event()
                     self.incarnation = incarnation
-                    for topic, (_, qos) in list(self._subs.items()):
+                    for topic, (_, _, qos) in list(self._subs.items()):
                         await client.subscribe(topic, qos=qos)
                     self.connections += 1
                     self._connected.set()
@@ -405,13 +418,21 @@ class Bus:
 
     async def _dispatch(self, mqtt_message: aiomqtt.Message) -> None:
         topic = mqtt_message.topic
-        handler = self._handler_for(topic)
-        if handler is None:
-            return
+        handler, raw_handler = self._handler_for(topic)
         payload = mqtt_message.payload
         if not isinstance(payload, bytes | bytearray):
             payload = str(payload).encode()
         self.stats["payloads_in"] += 1
+        if raw_handler is not None:
+            try:
+                await raw_handler(topic.value, bytes(payload))
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                self.log.exception("bus.handler_failed", topic=topic.value)
+            return
+        if handler is None:
+            return
         for item in decode_many(bytes(payload)):
             self.stats["received"] += 1
             if isinstance(item, DecodeError):
@@ -437,11 +458,14 @@ class Bus:
                 # A handler bug must not take the party down: log it with what arrived.
                 self.log.exception("bus.handler_failed", topic=topic.value, type=item.message.TYPE)
 
-    def _handler_for(self, topic: aiomqtt.Topic) -> Handler | None:
-        for pattern, (handler, _) in self._subs.items():
+    def _handler_for(self, topic: aiomqtt.Topic) -> tuple[Handler | None, RawHandler | None]:
+        exact = self._subs.get(topic.value)  # many slaves on one bus: one topic each
+        if exact is not None:
+            return exact[0], exact[1]
+        for pattern, (handler, raw_handler, _) in self._subs.items():
             if topic.matches(pattern):
-                return handler
-        return None
+                return handler, raw_handler
+        return None, None
 
 
 class Dispatcher:

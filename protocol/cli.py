@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 import click
 
 from protocol import logs
-from protocol.brokers import BrokerURL, open_broker
+from protocol.brokers import BrokerError, BrokerURL, open_broker
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -45,14 +45,58 @@ def log_level_default(default: str) -> Callable[[F], F]:
 
 
 def broker_option(default: str = "mqtt://127.0.0.1:1883") -> Callable[[F], F]:
-    return click.option(
-        "--broker",
-        default=default,
-        show_default=True,
-        envvar="DRFMESOS_BROKER",
-        help="mqtt://[user:pass@]host:port, or 'embedded' (in-process amqtt) "
-        "or 'mosquitto' (a local mosquitto) to start one.",
-    )
+    """`--broker`, with `--ca` and `--secret-file` beside it (read by `broker_url`)."""
+
+    def remember(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+        ctx.meta[f"drfmesos.{param.name}"] = value
+        return value
+
+    def decorate(func: F) -> F:
+        func = click.option(
+            "--secret-file",
+            type=click.Path(dir_okay=False),
+            default=None,
+            envvar="DRFMESOS_SECRET_FILE",
+            expose_value=False,
+            callback=remember,
+            help="A file holding this principal's secret (keeps it out of process listings).",
+        )(func)
+        func = click.option(
+            "--ca",
+            type=click.Path(dir_okay=False),
+            default=None,
+            envvar="DRFMESOS_CA",
+            expose_value=False,
+            callback=remember,
+            help="With mqtts://: the CA certificate that signed the broker's (the store's ca.pem).",
+        )(func)
+        return click.option(
+            "--broker",
+            default=default,
+            show_default=True,
+            envvar="DRFMESOS_BROKER",
+            help="mqtt[s]://[principal[:secret]@]host:port, or 'embedded' (in-process amqtt) "
+            "or 'mosquitto' (a local mosquitto) to start one.",
+        )(func)
+
+    return decorate
+
+
+def broker_url(broker: str) -> BrokerURL:
+    """The URL `--broker` names, with `--ca` and `--secret-file` applied."""
+    meta = click.get_current_context().meta
+    try:
+        return BrokerURL.parse(
+            broker, ca=meta.get("drfmesos.ca"), secret_file=meta.get("drfmesos.secret_file")
+        )
+    except BrokerError as e:
+        raise click.BadParameter(str(e), param_hint="--broker") from None
+
+
+def broker_extras() -> dict[str, str | None]:
+    ctx = click.get_current_context(silent=True)
+    meta = ctx.meta if ctx else {}
+    return {"ca": meta.get("drfmesos.ca"), "secret_file": meta.get("drfmesos.secret_file")}
 
 
 def cluster_option(func: F) -> F:
@@ -87,8 +131,10 @@ def run_party(broker: str, party: Callable[[BrokerURL], Coroutine[Any, Any, None
     own `finally`/`async with` blocks shut it down cleanly.
     """
 
+    extras = broker_extras()
+
     async def main() -> None:
-        async with open_broker(broker) as url:
+        async with open_broker(broker, **extras) as url:
             task = asyncio.create_task(party(url))
             signalled = asyncio.create_task(until_signalled())
             done, _ = await asyncio.wait({task, signalled}, return_when=asyncio.FIRST_COMPLETED)
@@ -102,3 +148,17 @@ def run_party(broker: str, party: Callable[[BrokerURL], Coroutine[Any, Any, None
 
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(main())
+
+
+def warn_if_insecure(url: BrokerURL, party: str) -> None:
+    """A party that connects without credentials says so, loudly, once."""
+    if not url.username:
+        logs.get(party).warning(
+            "insecure",
+            detail="connected without credentials: anyone who reaches the broker can act as "
+            "any party (see `drfmesos auth`)",
+        )
+    elif not url.tls:
+        logs.get(party).warning(
+            "plaintext", detail="credentials and calls cross the network unencrypted (mqtts://)"
+        )

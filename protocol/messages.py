@@ -366,6 +366,7 @@ class FrameworkView(Wire):
     """A framework in the state snapshot; `allocated` is what its tasks use (not offers)."""
 
     framework_id: str
+    principal: str = ""
     name: str
     role: str
     weight: float

@@ -1,12 +1,16 @@
-"""The MQTT topic layout, under one cluster prefix (`drfmesos/<cluster>`).
+"""The MQTT topic layout, under one cluster prefix `<p>` = `drfmesos/<cluster>`.
 
-    <p>/master                      calls from frameworks and slaves to the master
-    <p>/framework/<inbox>           events from the master to one framework
-    <p>/slave/<slave_id>            master -> slave, and executor -> its slave
-    <p>/executor/<slave_id>/<key>   slave -> one custom executor
-    <p>/gone/<kind>/<id>            Last Wills: the broker announces a party that vanished
-    <p>/state                       the master's snapshot (retained)
-    <p>/events                      the master's event stream (allocations, launches, ...)
+    <p>/in/<kind>/<principal>              a party's calls to the master
+    <p>/out/framework/<principal>/<inbox>  the master's events for one framework driver
+    <p>/out/slave/<principal>/<slave_id>   the master's orders for one slave
+    <p>/out/operator/<principal>           the master's answers to an operator's tools
+    <p>/gone/<kind>/<principal>            Last Wills: the broker announces a vanished party
+    <p>/state                              the master's snapshot (retained)
+    <p>/events                             the master's event stream
+
+Identity comes from the topic, never from a payload: the broker lets a principal publish
+only under `in/<its kind>/<its name>` (see `protocol.credentials.acl_rules`), so the master
+knows who sent a call by where it arrived. Only the master writes under `out/`.
 
 Several clusters can share one broker by using different names.
 """
@@ -17,6 +21,7 @@ import re
 from dataclasses import dataclass
 
 _SAFE = re.compile(r"^[A-Za-z0-9_.:@-]{1,200}$")
+SENDER_KINDS = ("slave", "framework", "operator")
 
 
 def check_segment(value: str, what: str = "id") -> str:
@@ -24,6 +29,17 @@ def check_segment(value: str, what: str = "id") -> str:
     if not _SAFE.match(value):
         raise ValueError(f"{what} {value!r} must be 1-200 chars of letters, digits, _ . : @ -")
     return value
+
+
+@dataclass(frozen=True, slots=True)
+class Sender:
+    """Who sent a call, as the topic it arrived on proves."""
+
+    kind: str
+    principal: str
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.principal}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,25 +53,51 @@ class Topics:
     def prefix(self) -> str:
         return f"drfmesos/{self.cluster}"
 
+    # -- to the master ------------------------------------------------------------------------
+    def inbound(self, kind: str, principal: str) -> str:
+        return f"{self.prefix}/in/{kind}/{principal}"
+
     @property
-    def master(self) -> str:
-        return f"{self.prefix}/master"
+    def inbound_all(self) -> str:
+        return f"{self.prefix}/in/+/+"
 
-    def framework(self, inbox: str) -> str:
-        return f"{self.prefix}/framework/{inbox}"
+    def sender(self, topic: str) -> Sender | None:
+        """The sender a topic under `in/` names, or None for any other topic."""
+        head, _, rest = topic.partition(f"{self.prefix}/in/")
+        kind, _, principal = rest.partition("/")
+        if head or kind not in SENDER_KINDS or not principal or "/" in principal:
+            return None
+        return Sender(kind, principal)
 
-    def slave(self, slave_id: str) -> str:
-        return f"{self.prefix}/slave/{slave_id}"
+    # -- from the master ----------------------------------------------------------------------
+    def outbox(self, kind: str, principal: str) -> str:
+        """Everything the master sends one principal (subscribe to this plus `/#`)."""
+        return f"{self.prefix}/out/{kind}/{principal}"
 
-    def executor(self, slave_id: str, key: str) -> str:
-        return f"{self.prefix}/executor/{slave_id}/{key}"
+    def framework(self, principal: str, inbox: str) -> str:
+        return f"{self.outbox('framework', principal)}/{inbox}"
 
-    def gone(self, kind: str, party_id: str) -> str:
-        return f"{self.prefix}/gone/{kind}/{party_id}"
+    def slave(self, principal: str, slave_id: str) -> str:
+        return f"{self.outbox('slave', principal)}/{slave_id}"
+
+    def slaves_of(self, principal: str) -> str:
+        return f"{self.outbox('slave', principal)}/+"
+
+    def operator(self, principal: str) -> str:
+        return self.outbox("operator", principal)
+
+    def owns_reply_topic(self, sender: Sender, topic: str | None) -> bool:
+        """May answers for `sender` go to `topic`? Only inside its own outbox."""
+        box = self.outbox(sender.kind, sender.principal)
+        return topic is not None and (topic == box or topic.startswith(box + "/"))
+
+    # -- the broker and the tools -------------------------------------------------------------
+    def gone(self, kind: str, principal: str) -> str:
+        return f"{self.prefix}/gone/{kind}/{principal}"
 
     @property
     def gone_all(self) -> str:
-        return f"{self.prefix}/gone/#"
+        return f"{self.prefix}/gone/+/+"
 
     @property
     def state(self) -> str:

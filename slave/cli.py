@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from protocol.brokers import BrokerURL
-from protocol.cli import broker_option, cluster_option, log_level_option
+from protocol.cli import broker_option, cluster_option, log_level_option, warn_if_insecure
 from protocol.resources import ResourceError, Resources
 
 
@@ -26,33 +26,32 @@ def slave_id_for(work_dir: Path) -> str:
 
 
 async def run_slaves(url: BrokerURL, cluster: str, configs: list[object]) -> None:
-    """Run logical slaves side by side, each with its own bus connection and Last Will."""
+    """Run logical slaves side by side on one connection (one principal, one Last Will:
+    if the process vanishes, the master removes every slave it ran)."""
     from protocol.bus import Bus
     from protocol.topics import Topics
     from slave.slave import Slave, SlaveConfig
 
     topics = Topics(cluster)
-
-    async def one(config: SlaveConfig) -> None:
-        sid = config.slave_id
-        async with Bus(
-            url,
-            name=sid,
-            client_id=f"drfmesos-{cluster}-{sid}",
-            inbox=topics.slave(sid),
-            persistent=True,
-            will=(topics.gone("slave", sid), "slave", sid),
-        ) as bus:
-            await Slave(bus, topics, config).run()
-
-    async with asyncio.TaskGroup() as group:
-        for config in configs:
-            assert isinstance(config, SlaveConfig)
-            group.create_task(one(config))
+    principal = url.username or "slave"
+    first = configs[0]
+    assert isinstance(first, SlaveConfig)
+    async with Bus(
+        url,
+        name=first.slave_id if len(configs) == 1 else f"{len(configs)}-slaves",
+        client_id=f"drfmesos-{cluster}-{first.slave_id}",
+        persistent=True,
+        will=(topics.gone("slave", principal), "slave", principal),
+    ) as bus:
+        warn_if_insecure(url, "slave")
+        async with asyncio.TaskGroup() as group:
+            for config in configs:
+                assert isinstance(config, SlaveConfig)
+                group.create_task(Slave(bus, topics, config).run())
 
 
 def raise_fd_limit(connections: int) -> None:
-    """Each logical slave holds a connection: lift the soft limit on open files."""
+    """Many slaves hold many sandboxes and journals: lift the soft limit on open files."""
     import resource
 
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -145,7 +144,6 @@ def slave(
                     simulated_tasks=simulated_tasks,
                     time_scale=time_scale,
                     kill_grace=kill_grace,
-                    broker_url=url.url,
                     cluster=cluster,
                 )
             )

@@ -1,10 +1,11 @@
 """Custom executors: a framework's executor program, started once per framework per slave.
 
-The slave starts the executor's command with the bus coordinates in its environment; the
-executor (see `frameworks.ExecutorDriver`) connects, sends `RegisterExecutor` to its
-slave, and from then on receives its tasks on its own topic and sends status updates back
-to the slave, which keeps them until the master acknowledges them. Messages for an
-executor that has not registered yet wait in a queue.
+The slave starts the executor's command with a private line to itself in its environment
+(`protocol.channel`: one end of a socketpair, `DRFMESOS_EXECUTOR_FD`); the executor (see
+`frameworks.ExecutorDriver`) sends `RegisterExecutor` over it, and from then on receives
+its tasks and sends status updates on the same line. It never touches the cluster's bus,
+so it needs no credentials and can speak only for itself. Messages for an executor that
+has not registered yet wait in a queue.
 """
 
 from __future__ import annotations
@@ -13,14 +14,19 @@ import asyncio
 import contextlib
 import os
 import signal
+import socket
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from protocol.bus import Bus
+from protocol.bus import cancel_and_wait
+from protocol.channel import Channel, ChannelClosed
+from protocol.codec import DecodeError
 from protocol.messages import ExecutorInfo, ShutdownExecutor, Wire
 from slave.sandbox import spawn_in_sandbox
 
 ExitCallback = Callable[["ExecutorProcess", int], Awaitable[None]]
+MessageCallback = Callable[["ExecutorProcess", Wire], Awaitable[None]]
+ErrorCallback = Callable[["ExecutorProcess", DecodeError], Awaitable[None]]
 
 
 class ExecutorProcess:
@@ -28,39 +34,72 @@ class ExecutorProcess:
         self,
         framework_id: str,
         info: ExecutorInfo,
-        topic: str,
         sandbox: Path,
         env: dict[str, str],
+        on_message: MessageCallback,
+        on_bad_message: ErrorCallback,
         on_exit: ExitCallback,
     ) -> None:
         self.framework_id = framework_id
         self.info = info
-        self.topic = topic
         self.sandbox = sandbox
         self.env = env
+        self.on_message = on_message
+        self.on_bad_message = on_bad_message
         self.on_exit = on_exit
         self.tasks: set[str] = set()
         self.registered = False
         self.shutting_down = False
         self._queue: list[Wire] = []
         self._proc: asyncio.subprocess.Process | None = None
+        self._channel: Channel | None = None
         self._watcher: asyncio.Task[None] | None = None
+        self._reader: asyncio.Task[None] | None = None
 
     @property
     def executor_id(self) -> str:
         return self.info.executor_id
 
     @property
+    def key(self) -> str:
+        return f"{self.framework_id}.{self.executor_id}"
+
+    @property
     def pid(self) -> int | None:
         return self._proc.pid if self._proc else None
 
     async def start(self) -> None:
-        self._proc = await spawn_in_sandbox(
-            ["/bin/sh", "-c", "exec " + self.info.command.value],
-            self.sandbox,
-            {**self.env, **self.info.command.environment},
-        )
+        ours, theirs = socket.socketpair()
+        try:
+            self._proc = await spawn_in_sandbox(
+                ["/bin/sh", "-c", "exec " + self.info.command.value],
+                self.sandbox,
+                {
+                    **self.env,
+                    **self.info.command.environment,
+                    "DRFMESOS_EXECUTOR_FD": str(theirs.fileno()),
+                },
+                pass_fds=(theirs.fileno(),),
+            )
+        except BaseException:
+            ours.close()
+            raise
+        finally:
+            theirs.close()  # the child holds its own copy
+        self._channel = await Channel.open(ours)
+        self._reader = asyncio.create_task(self._read(self._channel))
         self._watcher = asyncio.create_task(self._watch())
+
+    async def _read(self, channel: Channel) -> None:
+        while True:
+            try:
+                item = await channel.receive()
+            except ChannelClosed:
+                return  # the process is ending; _watch reports its exit
+            if isinstance(item, DecodeError):
+                await self.on_bad_message(self, item)
+            else:
+                await self.on_message(self, item.message)
 
     async def _watch(self) -> None:
         assert self._proc is not None
@@ -68,30 +107,38 @@ class ExecutorProcess:
         # whatever it started dies with it: no orphans outlive an executor
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self._proc.pid, signal.SIGKILL)
-        await self.on_exit(self, code)
+        try:
+            await self.on_exit(self, code)
+        finally:
+            if self._channel is not None:
+                await self._channel.close()
 
-    def send(self, bus: Bus, message: Wire) -> None:
+    def send(self, message: Wire) -> None:
         if self.registered:
-            bus.post(self.topic, message)
+            self._send_now(message)
         else:
             self._queue.append(message)
 
-    def mark_registered(self, bus: Bus) -> None:
+    def _send_now(self, message: Wire) -> None:
+        if self._channel is not None:
+            with contextlib.suppress(ChannelClosed):
+                self._channel.send(message)
+
+    def mark_registered(self) -> None:
         self.registered = True
         queued, self._queue = self._queue, []
         for message in queued:
-            bus.post(self.topic, message)
+            self._send_now(message)
 
-    async def shutdown(self, bus: Bus, grace: float) -> None:
+    async def shutdown(self, grace: float) -> None:
         """Ask it to stop, then SIGTERM and SIGKILL its process group if it does not."""
         self.shutting_down = True
         proc = self._proc
         if proc is None or proc.returncode is not None:
             return
         if self.registered:
-            bus.post(
-                self.topic,
-                ShutdownExecutor(framework_id=self.framework_id, executor_id=self.executor_id),
+            self._send_now(
+                ShutdownExecutor(framework_id=self.framework_id, executor_id=self.executor_id)
             )
         for sig in (None, signal.SIGTERM, signal.SIGKILL):
             if sig is not None:
@@ -104,7 +151,8 @@ class ExecutorProcess:
                 continue
 
     async def close(self) -> None:
-        if self._watcher is not None:
-            self._watcher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._watcher
+        for task in (self._watcher, self._reader):
+            if task is not None:
+                await cancel_and_wait(task)
+        if self._channel is not None:
+            await self._channel.close()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 
 async def spawn_in_sandbox(
-    args: list[str], sandbox: Path, env: dict[str, str]
+    args: list[str], sandbox: Path, env: dict[str, str], pass_fds: tuple[int, ...] = ()
 ) -> asyncio.subprocess.Process:
     """Start `args` in `sandbox` (created if need be), stdout and stderr to files there.
 
@@ -27,6 +27,7 @@ async def spawn_in_sandbox(
             stdin=asyncio.subprocess.DEVNULL,
             env={**os.environ, **env, "MESOS_SANDBOX": str(sandbox)},
             start_new_session=True,
+            pass_fds=pass_fds,
         )
     finally:
         out.close()

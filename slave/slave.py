@@ -23,15 +23,12 @@ from protocol import logs
 from protocol.bus import Bus, Dispatcher, cancel_and_wait
 from protocol.messages import (
     Error,
-    ExecutorExited,
-    ExecutorRegistered,
     FrameworkMessage,
     Heartbeat,
     KillTask,
     Reason,
     Register,
     Registered,
-    RegisterExecutor,
     Reregister,
     RunningTask,
     RunTask,
@@ -45,6 +42,7 @@ from protocol.messages import (
 )
 from protocol.resources import Resources
 from protocol.topics import Topics, check_segment
+from slave.executor_side import ExecutorSide
 from slave.executors import ExecutorProcess
 from slave.journal import Journal
 from slave.runners import CommandRunner, Limit, SimulatedRunner, group_rss_mb
@@ -64,7 +62,6 @@ class SlaveConfig:
     kill_grace: float = 3.0
     memory_check_interval: float = 0.5
     resend_after: float = 1.0  # first re-send of an unacknowledged update
-    broker_url: str = ""  # handed to custom executors
     cluster: str = "default"
 
 
@@ -77,12 +74,15 @@ class TaskRecord:
     executor_key: str | None = None
 
 
-class Slave:
+class Slave(ExecutorSide):
     def __init__(self, bus: Bus, topics: Topics, config: SlaveConfig) -> None:
         self.bus = bus
         self.topics = topics
         self.config = config
         self.slave_id = config.slave_id
+        self.principal = bus.broker.username or "slave"  # without authentication, a default
+        self.to_master = topics.inbound("slave", self.principal)
+        self.inbox = topics.slave(self.principal, self.slave_id)
         self.log = logs.get("slave", slave_id=self.slave_id)
         self.updates = Journal(config.work_dir / "updates.journal")
         self.task_journal = Journal(config.work_dir / "tasks.journal")
@@ -105,10 +105,8 @@ class Slave:
         d.on(ShutdownFramework, self._on_shutdown_framework)
         d.on(StatusAck, self._on_status_ack)
         d.on(FrameworkMessage, self._on_framework_message)
-        d.on(RegisterExecutor, self._on_register_executor)
-        d.on(StatusUpdate, self._on_executor_update)
         d.on(Error, self._on_error)
-        await self.bus.subscribe(self.topics.slave(self.slave_id), d)
+        await self.bus.subscribe(self.inbox, d)
         self.bus.on_connect(self._announce)
         if self.bus.connected:
             await self._announce()
@@ -133,7 +131,7 @@ class Slave:
             if record.runner is not None:
                 await record.runner.close()
         for executor in list(self.executors.values()):
-            await executor.shutdown(self.bus, self.config.kill_grace)
+            await executor.shutdown(self.config.kill_grace)
             await executor.close()
         await self.updates.close()
         await self.task_journal.close()
@@ -163,7 +161,7 @@ class Slave:
             incarnation=self.bus.incarnation,
         )
         message = Reregister(**common, tasks=running) if running else Register(**common)
-        self.bus.post(self.topics.master, message)
+        self.bus.post(self.to_master, message)
         for uuid in list(self._resend_at):  # owed updates go again once registered
             self._resend_at[uuid] = (0.0, self.config.resend_after)
 
@@ -193,7 +191,7 @@ class Slave:
         while True:
             await self.registered.wait()
             self.bus.post(
-                self.topics.master,
+                self.to_master,
                 Heartbeat(source=self.slave_id, incarnation=self.bus.incarnation),
                 qos=0,
             )
@@ -273,7 +271,6 @@ class Slave:
 
     def _env(self, msg: RunTask) -> dict[str, str]:
         return {
-            "DRFMESOS_BROKER": self.config.broker_url,
             "DRFMESOS_CLUSTER": self.config.cluster,
             "DRFMESOS_SLAVE_ID": self.slave_id,
             "DRFMESOS_FRAMEWORK_ID": msg.framework_id,
@@ -331,7 +328,7 @@ class Slave:
             time.monotonic() + self.config.resend_after,
             self.config.resend_after,
         )
-        self.bus.post(self.topics.master, update)
+        self.bus.post(self.to_master, update)
         self.log.info(
             "task.status",
             framework_id=framework_id,
@@ -370,7 +367,7 @@ class Slave:
         if record.runner is not None:
             await record.runner.kill(self.config.kill_grace)
         elif record.executor_key in self.executors:
-            self.executors[record.executor_key].send(self.bus, msg)
+            self.executors[record.executor_key].send(msg)
 
     async def _on_shutdown_framework(self, msg: ShutdownFramework, reply_to: str | None) -> None:
         """The framework is gone: kill its tasks and executors, and owe it nothing more."""
@@ -383,7 +380,7 @@ class Slave:
                 await self._forget_async(key)
         for executor in list(self.executors.values()):
             if executor.framework_id == msg.framework_id:
-                await executor.shutdown(self.bus, self.config.kill_grace)
+                await executor.shutdown(self.config.kill_grace)
         for uuid, raw in self.updates.items():
             if raw.get("framework_id") == msg.framework_id:
                 await self.updates.drop(uuid)
@@ -406,7 +403,7 @@ class Slave:
                 if raw is None:
                     self._resend_at.pop(uuid, None)
                     continue
-                self.bus.post(self.topics.master, StatusUpdate.model_validate(raw))
+                self.bus.post(self.to_master, StatusUpdate.model_validate(raw))
                 nxt = min(backoff * 2, MAX_RESEND_BACKOFF)
                 self._resend_at[uuid] = (now + nxt, nxt)
 
@@ -437,131 +434,6 @@ class Slave:
                         limit_mb=limit,
                     )
                     await runner.kill(0.0, Limit(TaskState.FAILED, Reason.MEMORY_LIMIT, message))
-
-    # -- custom executors --------------------------------------------------------------------------
-    async def _run_on_executor(self, msg: RunTask, record: TaskRecord) -> None:
-        info = msg.task.executor
-        assert info is not None
-        ekey = f"{msg.framework_id}.{info.executor_id}"
-        record.executor_key = ekey
-        executor = self.executors.get(ekey)
-        if executor is None:
-            executor = ExecutorProcess(
-                msg.framework_id,
-                info,
-                self.topics.executor(self.slave_id, ekey),
-                self._sandbox(msg.framework_id, f"executor-{info.executor_id}"),
-                {
-                    **self._env(msg),
-                    "DRFMESOS_EXECUTOR_ID": info.executor_id,
-                    "DRFMESOS_FRAMEWORK_NAME": msg.framework_name,
-                },
-                self._executor_exited,
-            )
-            self.executors[ekey] = executor
-            try:
-                await executor.start()
-            except OSError as e:
-                del self.executors[ekey]
-                await self._report(
-                    msg.framework_id,
-                    msg.task,
-                    TaskState.FAILED,
-                    Reason.EXECUTOR_TERMINATED,
-                    f"executor did not start: {e}",
-                )
-                return
-            self.log.info(
-                "executor.started",
-                framework_id=msg.framework_id,
-                executor_id=info.executor_id,
-                pid=executor.pid,
-            )
-        executor.tasks.add(msg.task.task_id)
-        await self._checkpoint(record)
-        executor.send(self.bus, msg)
-
-    async def _on_register_executor(self, msg: RegisterExecutor, reply_to: str | None) -> None:
-        ekey = f"{msg.framework_id}.{msg.executor_id}"
-        executor = self.executors.get(ekey)
-        if executor is None:
-            self.bus.reply_error(
-                reply_to,
-                f"no executor {msg.executor_id} was started here",
-                code="unknown-executor",
-                about="RegisterExecutor",
-            )
-            return
-        self.bus.post(
-            executor.topic,
-            ExecutorRegistered(
-                slave_id=self.slave_id, framework_id=msg.framework_id, executor_id=msg.executor_id
-            ),
-        )
-        executor.mark_registered(self.bus)
-        self.log.info(
-            "executor.registered", framework_id=msg.framework_id, executor_id=msg.executor_id
-        )
-
-    async def _on_executor_update(self, msg: StatusUpdate, reply_to: str | None) -> None:
-        """A status update from a custom executor: the slave makes it durable and owns it."""
-        record = self.tasks.get((msg.framework_id, msg.status.task_id))
-        if record is None or record.executor_key is None:
-            self.bus.reply_error(
-                reply_to,
-                f"no task {msg.status.task_id} runs on an executor here",
-                code="unknown-task",
-                about="StatusUpdate",
-            )
-            return
-        await self._report(
-            msg.framework_id, record.info, msg.status.state, msg.status.reason, msg.status.message
-        )
-
-    async def _on_framework_message(self, msg: FrameworkMessage, reply_to: str | None) -> None:
-        ekey = f"{msg.framework_id}.{msg.executor_id}"
-        executor = self.executors.get(ekey)
-        if reply_to == executor.topic if executor else False:
-            self.bus.post(self.topics.master, msg)  # executor -> scheduler
-        elif executor is not None:
-            executor.send(self.bus, msg)  # scheduler -> executor
-        else:
-            self.bus.reply_error(
-                reply_to,
-                f"no executor {msg.executor_id} of framework {msg.framework_id} here",
-                code="unknown-executor",
-                about="FrameworkMessage",
-            )
-
-    async def _executor_exited(self, executor: ExecutorProcess, code: int) -> None:
-        ekey = f"{executor.framework_id}.{executor.executor_id}"
-        self.executors.pop(ekey, None)
-        self.log.info(
-            "executor.exited",
-            framework_id=executor.framework_id,
-            executor_id=executor.executor_id,
-            status=code,
-        )
-        for task_id in list(executor.tasks):
-            record = self.tasks.get((executor.framework_id, task_id))
-            if record is not None and not record.state.terminal:
-                await self._report(
-                    executor.framework_id,
-                    record.info,
-                    TaskState.FAILED,
-                    Reason.EXECUTOR_TERMINATED,
-                    f"executor {executor.executor_id} exited with status {code}",
-                )
-        if executor.framework_id not in self.shut_down_frameworks:
-            self.bus.post(
-                self.topics.master,
-                ExecutorExited(
-                    framework_id=executor.framework_id,
-                    slave_id=self.slave_id,
-                    executor_id=executor.executor_id,
-                    status=code,
-                ),
-            )
 
     # -- recovery after a restart -----------------------------------------------------------------
     async def _recover(self) -> None:

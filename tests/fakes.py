@@ -39,12 +39,14 @@ from helpers import Inbox
 class FakeFramework:
     def __init__(self, bus: Bus, topics: Topics, inbox_id: str) -> None:
         self.bus, self.topics, self.inbox_id = bus, topics, inbox_id
+        self.principal = bus.broker.username or "framework"
+        self.to_master = topics.inbound("framework", self.principal)
         self.inbox = Inbox()
         self.framework_id = ""
 
     async def subscribe(self, name: str, **kw: object) -> Subscribed:
         await self.bus.publish(
-            self.topics.master,
+            self.to_master,
             Subscribe(name=name, inbox=self.inbox_id, incarnation=self.bus.incarnation, **kw),  # type: ignore[arg-type]
         )
         sub = await self.inbox.wait_for(Subscribed)
@@ -74,7 +76,7 @@ class FakeFramework:
 
     async def accept(self, offer: Offer, tasks: list[TaskInfo], refuse: float = 5.0) -> None:
         await self.bus.publish(
-            self.topics.master,
+            self.to_master,
             Accept(
                 framework_id=self.framework_id,
                 offer_ids=[offer.offer_id],
@@ -85,7 +87,7 @@ class FakeFramework:
 
     async def decline(self, offer: Offer, refuse: float = 5.0) -> None:
         await self.bus.publish(
-            self.topics.master,
+            self.to_master,
             Decline(
                 framework_id=self.framework_id,
                 offer_ids=[offer.offer_id],
@@ -105,13 +107,15 @@ class FakeSlave:
 
     def __init__(self, bus: Bus, topics: Topics, slave_id: str, resources: Resources) -> None:
         self.bus, self.topics, self.slave_id, self.resources = bus, topics, slave_id, resources
+        self.principal = bus.broker.username or "slave"
+        self.to_master = topics.inbound("slave", self.principal)
         self.inbox = Inbox()
         self._runs_handled = 0
 
     async def register(self) -> None:
-        await self.bus.subscribe(self.topics.slave(self.slave_id), self.inbox)
+        await self.bus.subscribe(self.topics.slave(self.principal, self.slave_id), self.inbox)
         await self.bus.publish(
-            self.topics.master,
+            self.to_master,
             Register(
                 slave_id=self.slave_id,
                 hostname=f"{self.slave_id}.local",
@@ -122,7 +126,7 @@ class FakeSlave:
 
     async def heartbeat(self) -> None:
         await self.bus.publish(
-            self.topics.master, Heartbeat(source=self.slave_id, incarnation=self.bus.incarnation)
+            self.to_master, Heartbeat(source=self.slave_id, incarnation=self.bus.incarnation)
         )
 
     async def report(self, framework_id: str, task_id: str, state: TaskState) -> str:
@@ -130,7 +134,7 @@ class FakeSlave:
         uuid = new_id()
         status = TaskStatus(task_id=task_id, state=state, slave_id=self.slave_id, uuid=uuid)
         await self.bus.publish(
-            self.topics.master,
+            self.to_master,
             StatusUpdate(framework_id=framework_id, slave_id=self.slave_id, status=status),
         )
         return uuid
@@ -146,6 +150,6 @@ class FakeSlave:
 
 @contextlib.asynccontextmanager
 async def party(url: BrokerURL, name: str, topics: Topics, **kw: object) -> AsyncIterator[Bus]:
-    inbox = topics.framework(name)
+    inbox = topics.framework(url.username or "framework", name)
     async with Bus(url, name=name, inbox=inbox, **kw) as bus:  # type: ignore[arg-type]
         yield bus

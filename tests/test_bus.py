@@ -21,6 +21,7 @@ from strategies import example
 
 Broker = EmbeddedBroker | MosquittoBroker
 T = Topics("test")
+TO_MASTER = T.inbound("framework", "fw")
 
 
 async def test_a_message_of_every_type_crosses_the_bus_and_arrives_equal(broker: Broker) -> None:
@@ -29,7 +30,7 @@ async def test_a_message_of_every_type_crosses_the_bus_and_arrives_equal(broker:
         await rx.subscribe(f"{T.prefix}/#", inbox)
         sent = [example(cls) for cls in ALL_MESSAGES]
         for message in sent:
-            await tx.publish(T.master, message)
+            await tx.publish(TO_MASTER, message)
         await inbox.wait_count(type(sent[-1]), 1)
         arrived = [m for m, _ in inbox.messages]
         assert arrived == sent  # same order, same values, same types
@@ -44,25 +45,25 @@ async def test_bad_input_is_answered_with_an_error_to_its_sender(broker: Broker)
         dispatcher = Dispatcher(master, "master")
         handled = Inbox()
         dispatcher.on(Revive, handled)
-        await master.subscribe(T.master, dispatcher)
+        await master.subscribe(TO_MASTER, dispatcher)
         await fw.subscribe("fw/inbox", errors)
 
         # a body that fails validation, with the sender's inbox in the envelope
         bad = msgpack.packb([PROTOCOL_VERSION, "Revive", "fw/inbox", {"framework_id": 7}])
-        await fw.publish_raw(T.master, bad)
+        await fw.publish_raw(TO_MASTER, bad)
         err = await errors.wait_for(Error)
         assert err.code == "invalid"
         assert "framework_id" in err.message
         assert err.about == "Revive"
 
         # a valid message of a type the master does not take
-        await fw.publish_raw(T.master, encode(Gone(kind="x", id="y"), "fw/inbox"))
+        await fw.publish_raw(TO_MASTER, encode(Gone(kind="x", id="y"), "fw/inbox"))
         err2 = await errors.wait_for(Error, lambda e: e.code == "unexpected-type")
         assert "Gone" in err2.message
 
         # garbage: nobody to answer, but the receiver goes on working
-        await fw.publish_raw(T.master, b"\xc1\xff garbage")
-        await fw.publish(T.master, Revive(framework_id="f1"))
+        await fw.publish_raw(TO_MASTER, b"\xc1\xff garbage")
+        await fw.publish(TO_MASTER, Revive(framework_id="f1"))
         ok = await handled.wait_for(Revive)
         assert ok.framework_id == "f1"
         assert len(handled.messages) == 1

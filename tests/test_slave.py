@@ -58,7 +58,6 @@ class Rig:
                 self.broker.url,
                 name="master",
                 client_id="stest-master",
-                inbox=T.master,
                 persistent=True,
             )
         )
@@ -73,9 +72,9 @@ class Rig:
                 self.broker.url,
                 name=slave_id,
                 client_id=f"stest-{slave_id}",
-                inbox=T.slave(slave_id),
+                inbox=T.slave("slave", slave_id),
                 persistent=True,
-                will=(T.gone("slave", slave_id), "slave", slave_id),
+                will=(T.gone("slave", "slave"), "slave", "slave"),
             )
         )
         config = SlaveConfig(
@@ -83,7 +82,6 @@ class Rig:
             hostname=f"{slave_id}.local",
             resources=resources,
             work_dir=self.tmp / slave_id,
-            broker_url=self.broker.url.url,
             cluster=T.cluster,
             kill_grace=1.0,
             memory_check_interval=0.1,
@@ -97,10 +95,10 @@ class Rig:
 
     async def framework(self, name: str = "fw") -> FakeFramework:
         bus = await self.stack.enter_async_context(
-            Bus(self.broker.url, name=name, inbox=T.framework(name))
+            Bus(self.broker.url, name=name, inbox=T.framework("framework", name))
         )
         fw = FakeFramework(bus, T, name)
-        await bus.subscribe(T.framework(name), fw.inbox)
+        await bus.subscribe(T.framework("framework", name), fw.inbox)
         await fw.subscribe(name, failover_timeout=60)
         return fw
 
@@ -161,7 +159,7 @@ async def test_kill_stops_the_whole_process_group_and_reports_killed(rig: Rig) -
     runner = slave.tasks[(fw.framework_id, "victim")].runner
     pgid = runner.pid
     await eventually(lambda: len(_group(pgid)) >= 3)  # shells and both sleeps are up
-    await fw.bus.publish(T.master, Kill(framework_id=fw.framework_id, task_id="victim"))
+    await fw.bus.publish(T.inbound("framework", "framework"), Kill(framework_id=fw.framework_id, task_id="victim"))
     killed = await fw.update_for("victim", TaskState.KILLED)
     assert killed.reason == Reason.KILLED_BY_FRAMEWORK
     await eventually(lambda: _group(pgid) == [])  # nothing of it is left, not even orphans
@@ -186,7 +184,7 @@ async def test_bad_input_gets_an_error_back_and_changes_nothing(rig: Rig) -> Non
     errors = Inbox()
     async with Bus(rig.broker.url, name="intruder", inbox="stest/intruder") as intruder:
         await intruder.subscribe("stest/intruder", errors)
-        topic = T.slave("s1")
+        topic = T.slave("slave", "s1")
         # a malformed RunTask
         await intruder.publish_raw(
             topic,
@@ -328,7 +326,7 @@ async def test_a_custom_executor_runs_its_frameworks_tasks_and_its_death_fails_t
 
     # scheduler -> executor -> scheduler
     await fw.bus.publish(
-        T.master,
+        T.inbound("framework", "framework"),
         Message(framework_id=fw.framework_id, slave_id="s1", executor_id="sleeper", data=b"ping"),
     )
     echo = await fw.inbox.wait_for(FrameworkMessage)
@@ -354,7 +352,7 @@ async def test_teardown_shuts_down_the_frameworks_executor(rig: Rig) -> None:
     await fw.accept(offer, [executor_task("s1", "long", 300)], refuse=0)
     await fw.update_for("long", TaskState.RUNNING, timeout=30)
     executor = slave.executors[f"{fw.framework_id}.sleeper"]
-    await fw.bus.publish(T.master, Teardown(framework_id=fw.framework_id))
+    await fw.bus.publish(T.inbound("framework", "framework"), Teardown(framework_id=fw.framework_id))
     await eventually(lambda: slave.executors == {} and slave.tasks == {}, timeout=15)
     assert executor.pid is not None
     assert _group(executor.pid) == []

@@ -1,0 +1,94 @@
+"""`drfmesos auth ...`: a cluster's credentials store (see `protocol.credentials`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from protocol.credentials import KINDS, CredentialsError, Store
+
+store_dir = click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
+
+
+@click.group()
+def auth() -> None:
+    """Make and change a credentials store: principals, their secrets' hashes, the broker's
+    ACL and TLS certificate."""
+
+
+def _fail(e: CredentialsError) -> click.ClickException:
+    return click.ClickException(str(e))
+
+
+@auth.command("init")
+@store_dir
+@click.option(
+    "--hostname",
+    "hostnames",
+    multiple=True,
+    help="A name clients use for the broker, for its TLS certificate (localhost and "
+    "127.0.0.1 are always in it); repeat for more.",
+)
+def init(directory: Path, hostnames: tuple[str, ...]) -> None:
+    """Create an empty store: password file, ACL, a CA and the broker's certificate."""
+    try:
+        Store.init(directory, hostnames)
+    except CredentialsError as e:
+        raise _fail(e) from None
+    click.echo(f"credentials store in {directory}; the broker's CA is {directory / 'ca.pem'}")
+
+
+@auth.command("add")
+@store_dir
+@click.argument("name")
+@click.option("--kind", type=click.Choice(KINDS), required=True)
+@click.option(
+    "--roles",
+    default="",
+    help="Framework principals: the roles it may register in, r1,r2 (default: its name).",
+)
+@click.option(
+    "--secret-file",
+    is_flag=True,
+    help="Also keep the secret in DIRECTORY/secrets/NAME (mode 0600), for --secret-file.",
+)
+def add(directory: Path, name: str, kind: str, roles: str, secret_file: bool) -> None:
+    """Add a principal; its new secret is the last line printed (it is not kept)."""
+    try:
+        store = Store.open(directory)
+        secret = store.add(
+            name,
+            kind,
+            tuple(r.strip() for r in roles.split(",") if r.strip()),
+            keep_secret=secret_file,
+        )
+    except CredentialsError as e:
+        raise _fail(e) from None
+    click.echo(f"added {kind} principal {name}; its secret:", err=True)
+    click.echo(secret)
+
+
+@auth.command("remove")
+@store_dir
+@click.argument("name")
+def remove(directory: Path, name: str) -> None:
+    """Remove a principal: the broker refuses it from its next connection on."""
+    try:
+        Store.open(directory).remove(name)
+    except CredentialsError as e:
+        raise _fail(e) from None
+    click.echo(f"removed {name}")
+
+
+@auth.command("list")
+@store_dir
+def list_principals(directory: Path) -> None:
+    """The principals, their kinds and roles (never a secret)."""
+    try:
+        store = Store.open(directory)
+    except CredentialsError as e:
+        raise _fail(e) from None
+    for p in sorted(store.principals.values(), key=lambda p: (p.kind, p.name)):
+        roles = f"  roles: {','.join(p.roles)}" if p.roles else ""
+        click.echo(f"{p.name:24} {p.kind:10}{roles}")

@@ -1,0 +1,114 @@
+"""Who may do what, as the master sees it: callers, the register_frameworks ACL, rate limits.
+
+The broker proves *who* sends a call (the topic it arrives on, see `protocol.topics`); the
+master decides *whether* that principal may do it. Ownership (a framework id belongs to
+the principal that registered it, a slave id to the principal it first registered with)
+is checked where the books are; here live the parts that need no books.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from protocol import logs
+from protocol.credentials import CredentialsError, Principal, load_principals
+from protocol.topics import Sender
+
+log = logs.get("authz")
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """The sender of one call, and where answers about it may go."""
+
+    kind: str
+    principal: str
+    reply_to: str | None  # inside the caller's own outbox, or None
+
+    @classmethod
+    def of(cls, sender: Sender, reply_to: str | None) -> Caller:
+        return cls(sender.kind, sender.principal, reply_to)
+
+
+class RoleACL:
+    """Mesos's `register_frameworks` ACL: the roles each framework principal may use.
+
+    Without a principals file every principal may use every role (a cluster without
+    authentication, as Mesos without ACLs). With one, it is re-read when it changes, so
+    `drfmesos auth add` reaches a running master.
+    """
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self._principals: dict[str, Principal] | None = None
+        self._mtime = 0
+        if path is not None:
+            self._principals = load_principals(path)  # a bad file stops the master at start
+            self._mtime = path.stat().st_mtime_ns
+
+    def check(self, principal: str, role: str) -> str | None:
+        """None if `principal` may register a framework in `role`, else why not."""
+        if self._principals is None:
+            return None
+        known = self._principals.get(principal)
+        if known is None:
+            return f"principal {principal} is not in the cluster's principals"
+        if known.kind != "framework":
+            return f"principal {principal} is a {known.kind}, not a framework principal"
+        if not known.may_use_role(role):
+            allowed = ", ".join(known.roles) or "none"
+            return f"principal {principal} may not register in role {role!r} (allowed: {allowed})"
+        return None
+
+    async def refresh(self) -> None:
+        """Re-read the file if it changed (off the event loop)."""
+        if self.path is None:
+            return
+        try:
+            mtime = (await asyncio.to_thread(os.stat, self.path)).st_mtime_ns
+            if mtime != self._mtime:
+                self._principals = await asyncio.to_thread(load_principals, self.path)
+                self._mtime = mtime
+                log.info("principals.reloaded", principals=len(self._principals))
+        except (OSError, CredentialsError) as e:
+            log.warning("principals.reload_failed", error=str(e))  # keep the last good one
+
+
+class RateLimiter:
+    """A token bucket per principal (Mesos `--rate_limits`): `rate` calls a second, `burst`
+    at once. A call over the limit is dropped before it is decoded, so a flood costs the
+    master little; its sender is told at most once a second."""
+
+    def __init__(self, rate: float | None, burst: float) -> None:
+        self.rate = rate
+        self.burst = max(1.0, burst)
+        self._buckets: dict[str, tuple[float, float]] = {}  # principal -> (tokens, at)
+        self._told: dict[str, float] = {}
+        self.dropped = 0
+
+    def admit(self, principal: str, now: float, cost: float = 1.0) -> bool:
+        if not self.rate:
+            return True
+        tokens, at = self._buckets.get(principal, (self.burst, now))
+        tokens = min(self.burst, tokens + (now - at) * self.rate)
+        if tokens < cost:
+            self._buckets[principal] = (tokens, now)
+            self.dropped += 1
+            return False
+        self._buckets[principal] = (tokens - cost, now)
+        return True
+
+    def charge(self, principal: str, now: float, cost: float) -> None:
+        """Take `cost` more (a batch turned out to hold several calls); may go negative."""
+        if self.rate and cost > 0:
+            tokens, at = self._buckets.get(principal, (self.burst, now))
+            self._buckets[principal] = (tokens - cost, at)
+
+    def should_tell(self, principal: str, now: float) -> bool:
+        if now - self._told.get(principal, -1e9) < 1.0:
+            return False
+        self._told[principal] = now
+        return True

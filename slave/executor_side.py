@@ -1,0 +1,197 @@
+"""The slave's side of custom executors: start them, talk to them, and outlive them.
+
+Each executor speaks to this slave over its own private line (`slave.executors`), so
+whatever it sends is taken as from *that* framework's executor: the framework and
+executor ids in its messages are the slave's, not the executor's, to say.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from protocol.codec import DecodeError
+from protocol.messages import (
+    Error,
+    ExecutorExited,
+    ExecutorRegistered,
+    FrameworkMessage,
+    Reason,
+    RegisterExecutor,
+    RunTask,
+    StatusUpdate,
+    TaskInfo,
+    TaskState,
+    Wire,
+)
+from slave.executors import ExecutorProcess
+
+if TYPE_CHECKING:
+    from slave.slave import TaskRecord
+
+
+class ExecutorSide:
+    """Mixed into `Slave`; the attributes below are the slave's."""
+
+    slave_id: str
+    executors: dict[str, ExecutorProcess]
+    tasks: dict[tuple[str, str], TaskRecord]
+    shut_down_frameworks: set[str]
+    bus: Any
+    to_master: str
+    log: Any
+
+    def _sandbox(self, framework_id: str, name: str) -> Path:
+        raise NotImplementedError
+
+    def _env(self, msg: RunTask) -> dict[str, str]:
+        raise NotImplementedError
+
+    async def _checkpoint(self, record: TaskRecord) -> None:
+        raise NotImplementedError
+
+    async def _report(
+        self,
+        framework_id: str,
+        task: TaskInfo,
+        state: TaskState,
+        reason: Reason | None,
+        message: str,
+    ) -> None:
+        raise NotImplementedError
+
+    async def _run_on_executor(self, msg: RunTask, record: TaskRecord) -> None:
+        info = msg.task.executor
+        assert info is not None
+        ekey = f"{msg.framework_id}.{info.executor_id}"
+        record.executor_key = ekey
+        executor = self.executors.get(ekey)
+        if executor is None:
+            executor = ExecutorProcess(
+                msg.framework_id,
+                info,
+                self._sandbox(msg.framework_id, f"executor-{info.executor_id}"),
+                {
+                    **self._env(msg),
+                    "DRFMESOS_EXECUTOR_ID": info.executor_id,
+                    "DRFMESOS_FRAMEWORK_NAME": msg.framework_name,
+                },
+                self._from_executor,
+                self._bad_from_executor,
+                self._executor_exited,
+            )
+            self.executors[ekey] = executor
+            try:
+                await executor.start()
+            except OSError as e:
+                del self.executors[ekey]
+                await self._report(
+                    msg.framework_id,
+                    msg.task,
+                    TaskState.FAILED,
+                    Reason.EXECUTOR_TERMINATED,
+                    f"executor did not start: {e}",
+                )
+                return
+            self.log.info(
+                "executor.started",
+                framework_id=msg.framework_id,
+                executor_id=info.executor_id,
+                pid=executor.pid,
+            )
+        executor.tasks.add(msg.task.task_id)
+        await self._checkpoint(record)
+        executor.send(msg)
+
+    async def _from_executor(self, executor: ExecutorProcess, message: Wire) -> None:
+        """What an executor says; its identity is the line it came on."""
+        fid, eid = executor.framework_id, executor.executor_id
+        if isinstance(message, RegisterExecutor):
+            executor.send(
+                ExecutorRegistered(slave_id=self.slave_id, framework_id=fid, executor_id=eid)
+            )
+            executor.mark_registered()
+            self.log.info("executor.registered", framework_id=fid, executor_id=eid)
+        elif isinstance(message, StatusUpdate):
+            task_id = message.status.task_id
+            record = self.tasks.get((fid, task_id))
+            if record is None or record.executor_key != executor.key:
+                self._tell_executor(
+                    executor,
+                    f"no task {task_id} runs on this executor",
+                    "unknown-task",
+                    "StatusUpdate",
+                )
+                return
+            status = message.status
+            await self._report(fid, record.info, status.state, status.reason, status.message)
+        elif isinstance(message, FrameworkMessage):
+            self.bus.post(
+                self.to_master,
+                FrameworkMessage(
+                    framework_id=fid, slave_id=self.slave_id, executor_id=eid, data=message.data
+                ),
+            )
+        else:
+            self._tell_executor(
+                executor,
+                f"the slave does not take {message.TYPE} from an executor",
+                "unexpected-type",
+                message.TYPE,
+            )
+
+    async def _bad_from_executor(self, executor: ExecutorProcess, error: DecodeError) -> None:
+        self._tell_executor(
+            executor, f"{error.reason}: {error.detail}", error.reason, error.type_name
+        )
+
+    def _tell_executor(
+        self, executor: ExecutorProcess, message: str, code: str, about: str | None
+    ) -> None:
+        self.log.warning(
+            "executor.refused",
+            framework_id=executor.framework_id,
+            executor_id=executor.executor_id,
+            reason=message,
+            code=code,
+        )
+        executor.send(Error(message=message, code=code, about=about))
+
+    async def _on_framework_message(self, msg: FrameworkMessage, reply_to: str | None) -> None:
+        """Scheduler -> executor (it came from the master, on this slave's own topic)."""
+        executor = self.executors.get(f"{msg.framework_id}.{msg.executor_id}")
+        if executor is not None:
+            executor.send(msg)
+        else:
+            self.log.warning(
+                "message.no_executor", framework_id=msg.framework_id, executor_id=msg.executor_id
+            )
+
+    async def _executor_exited(self, executor: ExecutorProcess, code: int) -> None:
+        self.executors.pop(executor.key, None)
+        self.log.info(
+            "executor.exited",
+            framework_id=executor.framework_id,
+            executor_id=executor.executor_id,
+            status=code,
+        )
+        for task_id in list(executor.tasks):
+            record = self.tasks.get((executor.framework_id, task_id))
+            if record is not None and not record.state.terminal:
+                await self._report(
+                    executor.framework_id,
+                    record.info,
+                    TaskState.FAILED,
+                    Reason.EXECUTOR_TERMINATED,
+                    f"executor {executor.executor_id} exited with status {code}",
+                )
+        if executor.framework_id not in self.shut_down_frameworks:
+            self.bus.post(
+                self.to_master,
+                ExecutorExited(
+                    framework_id=executor.framework_id,
+                    slave_id=self.slave_id,
+                    executor_id=executor.executor_id,
+                    status=code,
+                ),
+            )
