@@ -60,23 +60,31 @@ async def one_way(url: BrokerURL, n: int, qos: int, message: Wire) -> float:
         return n / (time.perf_counter() - start)
 
 
-async def round_trips(url: BrokerURL, n: int) -> list[float]:
-    pong = asyncio.Queue[Wire]()
+async def round_trips(
+    url: BrokerURL,
+    n: int,
+    answerer: BrokerURL | None = None,
+    ping: str = "bench/ping",
+    pong: str = "bench/pong",
+) -> list[float]:
+    """QoS 1 ping from `url`, QoS 1 pong from `answerer` (default: `url` too); on a broker
+    with ACLs, give two principals and topics each may use."""
+    pongs = asyncio.Queue[Wire]()
 
     async def echo(m: Wire, _r: str | None) -> None:
-        b.post("bench/pong", m)
+        b.post(pong, m)
 
     async def back(m: Wire, _r: str | None) -> None:
-        pong.put_nowait(m)
+        pongs.put_nowait(m)
 
-    async with Bus(url, name="bench-a") as a, Bus(url, name="bench-b") as b:
-        await b.subscribe("bench/ping", echo)
-        await a.subscribe("bench/pong", back)
+    async with Bus(url, name="bench-a") as a, Bus(answerer or url, name="bench-b") as b:
+        await b.subscribe(ping, echo)
+        await a.subscribe(pong, back)
         samples = []
         for i in range(n + 50):
             t = time.perf_counter()
-            await a.publish("bench/ping", Heartbeat(source=str(i)))
-            await pong.get()
+            await a.publish(ping, Heartbeat(source=str(i)))
+            await pongs.get()
             if i >= 50:  # warm-up
                 samples.append(time.perf_counter() - t)
         return samples

@@ -8,6 +8,9 @@ tasks finish at once), and 2 frameworks (in this process, on the public SDK) tha
 every offer with small tasks. Prints tasks completed per second and the offer-to-RUNNING
 latency (offer received by the framework -> TASK_RUNNING received by it), p50 and p99,
 beside the bus's own QoS 1 round trip measured in the same run.
+
+Twice: without authentication, and secure (a credentials store, every party its own
+principal, ACLs, TLS), so the cost of security reads as a ratio of the two.
 """
 
 from __future__ import annotations
@@ -18,9 +21,11 @@ import os
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 from benchmarks.bus import round_trips
 from benchmarks.common import percentile, table
+from cluster.secure import as_principal, provision
 from cluster.view import wait_state
 from frameworks import (
     Filters,
@@ -33,7 +38,8 @@ from frameworks import (
     build_task,
 )
 from protocol import logs
-from protocol.brokers import MosquittoBroker
+from protocol.brokers import BrokerURL, MosquittoBroker
+from protocol.topics import Topics
 
 TASK = Resources(cpus=0.1, mem=16)
 
@@ -99,28 +105,55 @@ class OneByOne(Scheduler):
                 self.done.set()
 
 
-async def main(seconds: float, slaves: int) -> None:
-    broker = MosquittoBroker()
+PRINCIPALS = [
+    ("master", "master"),
+    ("slaves", "slave"),
+    ("A", "framework"),
+    ("B", "framework"),
+    ("one", "framework"),
+    ("ops", "operator"),
+    ("rtt-ping", "framework"),
+    ("rtt-pong", "master"),
+]
+
+
+async def run(seconds: float, slaves: int, secure: bool) -> list[float]:
+    store = (
+        provision(Path(tempfile.mkdtemp(prefix="drfmesos-e2e-auth-")), PRINCIPALS)
+        if secure
+        else None
+    )
+    broker = MosquittoBroker(auth=store.path if store else None, tls=secure)
     await broker.start()
     url, cluster = broker.url, f"e2e{os.getpid()}"
     env = {**os.environ, "PYTHONPATH": os.getcwd()}
-    common = [
-        "--broker",
-        url.url,
-        "--cluster",
-        cluster,
-        "--log-level",
-        os.environ.get("E2E_LOG", "warning"),
-    ]
+
+    def as_(name: str) -> BrokerURL:
+        return as_principal(url, store, name) if store else url
+
+    def common(name: str) -> list[str]:
+        where = ["--broker", url.url]
+        if store:
+            where = [
+                "--broker",
+                f"{url.scheme}://{name}@{url.host}:{url.port}",
+                "--secret-file",
+                str(store.secret_file(name)),
+                "--ca",
+                url.ca or "",
+            ]
+        return [*where, "--cluster", cluster, "--log-level", os.environ.get("E2E_LOG", "warning")]
+
     procs = [
         await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
             "cluster",
             "master",
-            *common,
+            *common("master"),
             "--allocation-interval",
             "0.5",
+            *(["--principals", str(store.principals_file)] if store else []),
             env=env,
         ),
         await asyncio.create_subprocess_exec(
@@ -128,7 +161,7 @@ async def main(seconds: float, slaves: int) -> None:
             "-m",
             "cluster",
             "slave",
-            *common,
+            *common("slaves"),
             "--count",
             str(slaves),
             "--simulated-tasks",
@@ -140,10 +173,10 @@ async def main(seconds: float, slaves: int) -> None:
         ),
     ]
     try:
-        await wait_state(url, cluster, lambda s: len(s.slaves) == slaves, timeout=60)
+        await wait_state(as_("ops"), cluster, lambda s: len(s.slaves) == slaves, timeout=60)
         floods = [Flood("A"), Flood("B")]
         drivers = [
-            SchedulerDriver(f, name=f.name, broker=url, cluster=cluster, role=f.name)
+            SchedulerDriver(f, name=f.name, broker=as_(f.name), cluster=cluster, role=f.name)
             for f in floods
         ]
         for d in drivers:
@@ -160,21 +193,35 @@ async def main(seconds: float, slaves: int) -> None:
             d.stop()
             await d.join()
         one = OneByOne(200)
-        single = SchedulerDriver(one, name="one", broker=url, cluster=cluster, role="one")
+        single = SchedulerDriver(one, name="one", broker=as_("one"), cluster=cluster, role="one")
         await single.start()
         await asyncio.wait_for(one.done.wait(), 120)
         single.stop()
         await single.join()
-        rtt = await round_trips(url, 500)
+        topics = Topics("rtt")  # the same path a framework's call and its answer take
+        rtt = await round_trips(
+            as_("rtt-ping"),
+            500,
+            as_("rtt-pong"),
+            topics.inbound("framework", "rtt-ping"),
+            topics.framework("rtt-ping", "pong"),
+        )
     finally:
         for p in procs:
             p.terminate()
             await p.wait()
         await broker.stop()
         broker.cleanup()
-    print(f"end to end: {slaves} simulated slaves, 2 frameworks, {seconds:g}s measured, mosquitto")
     ms = [percentile(x, p) * 1e3 for x in (latencies, one.latencies, rtt) for p in (50, 99)]
+    return [completed / elapsed, *ms]
+
+
+async def main(seconds: float, slaves: int) -> None:
+    insecure = await run(seconds, slaves, secure=False)
+    secure = await run(seconds, slaves, secure=True)
+    print(f"end to end: {slaves} simulated slaves, 2 frameworks, {seconds:g}s measured, mosquitto")
     headers = [
+        "setup",
         "tasks/s",
         "saturated offer->RUNNING p50 ms",
         "p99",
@@ -183,7 +230,15 @@ async def main(seconds: float, slaves: int) -> None:
         "bus RTT p50 ms",
         "p99",
     ]
-    print(table(headers, [[completed / elapsed, *ms]]))
+    print(table(headers, [["insecure", *insecure], ["auth + TLS", *secure]]))
+    print(
+        f"security's cost (secure / insecure): tasks/s x{secure[0] / insecure[0]:.2f}, "
+        f"one-at-a-time p50 x{secure[3] / insecure[3]:.2f}, bus RTT x{secure[5] / insecure[5]:.2f}"
+    )
+    print(
+        "one task at a time, offer->RUNNING p50 in bus round trips: "
+        f"{insecure[3] / insecure[5]:.1f} insecure, {secure[3] / secure[5]:.1f} secure"
+    )
 
 
 if __name__ == "__main__":

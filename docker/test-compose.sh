@@ -91,6 +91,11 @@ for _ in $(seq 50); do [ -S "$SOCK" ] && break; sleep 0.1; done
 export DOCKER_HOST="unix://$SOCK"
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 export DRFMESOS_BROKER_PORT=$PORT DRFMESOS_TASK_DURATION=4-8
+# the cluster's credentials, made as a user would (docker/make-secrets.sh), in the temp dir
+export DRFMESOS_SECRETS="$T/secrets"
+bash docker/make-secrets.sh "$DRFMESOS_SECRETS" >/dev/null
+OPERATOR=(--broker "mqtts://operator@127.0.0.1:$PORT" --secret-file "$DRFMESOS_SECRETS/secrets/operator"
+          --ca "$DRFMESOS_SECRETS/ca.pem" --cluster demo)
 COMPOSE=(docker-compose -f docker/docker-compose.yml -p drfdemo)
 
 docker-compose -f docker/docker-compose.yml config -q
@@ -104,7 +109,7 @@ say "compose up (broker on 127.0.0.1:$PORT)"
 up_at=$(date +%s)
 "${COMPOSE[@]}" up -d --no-build >"$T/up.log" 2>&1 || { cat "$T/up.log"; exit 1; }
 
-state() { drfmesos state --broker "mqtt://127.0.0.1:$PORT" --cluster demo --json --timeout 5 2>/dev/null; }
+state() { drfmesos state "${OPERATOR[@]}" --json --timeout 5 2>/dev/null; }
 check() {  # check PYTHON-EXPRESSION over the snapshot `s`
   state | python3 -c "import json,sys; s=json.load(sys.stdin); sys.exit(0 if ($1) else 1)" 2>/dev/null
 }
@@ -128,7 +133,17 @@ wait_for 90 "both frameworks hold tasks, 3 slaves" \
   "len(s['slaves']) == 3 and sorted(f['name'] for f in s['frameworks'] if f['running_tasks'] > 0) == ['A', 'B']"
 wait_for 90 "shares near half each" \
   "all(0.3 <= f['dominant_share'] <= 0.7 for f in s['frameworks']) and len(s['frameworks']) == 2"
-drfmesos state --broker "mqtt://127.0.0.1:$PORT" --cluster demo --timeout 5 | head -12
+drfmesos state "${OPERATOR[@]}" --timeout 5 | head -12
+# the broker refuses what has no credentials, and a framework cannot read the state
+if drfmesos state --broker "mqtts://127.0.0.1:$PORT" --ca "$DRFMESOS_SECRETS/ca.pem" \
+    --cluster demo --timeout 3 >/dev/null 2>&1; then
+  say "FAILED: an anonymous client read the state"; exit 1
+fi
+if drfmesos state --broker "mqtts://C@127.0.0.1:$PORT" --secret-file "$DRFMESOS_SECRETS/secrets/C" \
+    --ca "$DRFMESOS_SECRETS/ca.pem" --cluster demo --timeout 3 >/dev/null 2>&1; then
+  say "FAILED: a framework principal read the state"; exit 1
+fi
+say "ok: anonymous and framework principals cannot read the state"
 
 victim=$(podman ps --format '{{.Names}}' | grep slave-1 | head -1)
 say "kill $victim"

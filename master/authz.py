@@ -87,6 +87,7 @@ class RateLimiter:
         self.burst = max(1.0, burst)
         self._buckets: dict[str, tuple[float, float]] = {}  # principal -> (tokens, at)
         self._told: dict[str, float] = {}
+        self._skipped: dict[str, int] = {}
         self.dropped = 0
 
     def admit(self, principal: str, now: float, cost: float = 1.0) -> bool:
@@ -97,9 +98,14 @@ class RateLimiter:
         if tokens < cost:
             self._buckets[principal] = (tokens, now)
             self.dropped += 1
+            self._skipped[principal] = self._skipped.get(principal, 0) + 1
             return False
         self._buckets[principal] = (tokens - cost, now)
         return True
+
+    def take_skipped(self, principal: str) -> int:
+        """How many were refused for `principal` since this was last asked."""
+        return self._skipped.pop(principal, 0)
 
     def charge(self, principal: str, now: float, cost: float) -> None:
         """Take `cost` more (a batch turned out to hold several calls); may go negative."""

@@ -71,6 +71,8 @@ class MasterCore:
         self.roles_acl = RoleACL(self.config.principals)
         self.limiter = RateLimiter(self.config.rate_limit, self.config.rate_burst)
         self.refused: Counter[str] = Counter()  # calls refused, by reason code
+        self.log_sampler = RateLimiter(rate=5.0, burst=20.0)
+        self.reply_sampler = RateLimiter(rate=500.0, burst=1000.0)
         self._round_wanted = asyncio.Event()
         self._state_dirty = True
         self._tasks: list[asyncio.Task[None]] = []
@@ -92,9 +94,23 @@ class MasterCore:
     ) -> None:
         """Refuse a call: an Error to its sender, a log line with who, a count; no change."""
         self.refused[code] += 1
-        who = {"kind": caller.kind, "principal": caller.principal} if caller else {}
-        self.log.warning("master.refused", reason=message, code=code, about=about, **who, **ids)
-        if caller is not None and caller.reply_to:
+        principal = caller.principal if caller else ""
+        now = self._now()
+        # A flood of bad calls must not become a flood of log lines or answers: each
+        # principal gets a few lines a second (with how many were left out) and answers
+        # up to the rate limit's burst.
+        if self.log_sampler.admit(principal, now):
+            who = {"kind": caller.kind, "principal": principal} if caller else {}
+            self.log.warning(
+                "master.refused",
+                reason=message,
+                code=code,
+                about=about,
+                unlogged=self.log_sampler.take_skipped(principal),
+                **who,
+                **ids,
+            )
+        if caller is not None and caller.reply_to and self.reply_sampler.admit(principal, now):
             self.bus.post(caller.reply_to, Error(message=message, code=code, about=about))
 
     def _event(self, kind: str, **fields: Any) -> None:

@@ -158,6 +158,18 @@ class SlaveCalls(MasterCore):
             if (framework_id, task_id) in slave.tasks:
                 continue
             owner = self.books.frameworks.get(framework_id)
+            elsewhere = owner.tasks.get(task_id) if owner is not None else None
+            if elsewhere is not None or r.task.slave_id != slave.slave_id:
+                # a task the master knows on another slave: this slave cannot claim it
+                self.refused["forbidden"] += 1
+                self.log.warning(
+                    "slave.claimed_foreign_task",
+                    slave_id=slave.slave_id,
+                    principal=slave.principal,
+                    framework_id=framework_id,
+                    task_id=task_id,
+                )
+                continue
             if owner is not None:
                 task = Task(r.task, framework_id, slave.slave_id, r.state)
                 owner.tasks[task_id] = task

@@ -110,6 +110,7 @@ def acl_rules(principal: Principal) -> list[tuple[str, str]]:
             ("write", f"{p}/gone/master/{n}"),
         ],
         "operator": [
+            ("read", "$SYS/#"),  # the broker's own statistics
             ("read", f"{p}/state"),
             ("read", f"{p}/events"),
             ("read", f"{p}/out/operator/{n}/#"),

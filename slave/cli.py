@@ -40,14 +40,26 @@ async def run_slaves(url: BrokerURL, cluster: str, configs: list[object]) -> Non
         url,
         name=first.slave_id if len(configs) == 1 else f"{len(configs)}-slaves",
         client_id=f"drfmesos-{cluster}-{first.slave_id}",
+        inbox=topics.outbox("slave", principal),  # where the master's refusals come
         persistent=True,
         will=(topics.gone("slave", principal), "slave", principal),
     ) as bus:
         warn_if_insecure(url, "slave")
+        await bus.subscribe(topics.outbox("slave", principal), log_refusals)
         async with asyncio.TaskGroup() as group:
             for config in configs:
                 assert isinstance(config, SlaveConfig)
                 group.create_task(Slave(bus, topics, config).run())
+
+
+async def log_refusals(message: object, _reply_to: str | None) -> None:
+    from protocol import logs
+    from protocol.messages import Error
+
+    if isinstance(message, Error):
+        logs.get("slave").warning(
+            "slave.refused", message=message.message, code=message.code, about=message.about
+        )
 
 
 def raise_fd_limit(connections: int) -> None:

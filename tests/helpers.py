@@ -6,7 +6,9 @@ import asyncio
 from collections.abc import Callable
 from typing import TypeVar
 
+from master.master import Master
 from protocol.messages import Wire
+from protocol.resources import Resources
 
 W = TypeVar("W", bound=Wire)
 
@@ -56,3 +58,16 @@ async def eventually(
         if loop.time() > deadline:
             raise AssertionError(f"condition not met within {timeout}s")
         await asyncio.sleep(interval)
+
+
+def books_balance(master: Master) -> None:
+    """The allocator's books agree with the master's records of offers and tasks."""
+    a = master.allocator
+    held = Resources()
+    for record in master.books.offers.values():
+        held = held + record.resources
+    for fw in master.books.frameworks.values():
+        for task in fw.tasks.values():
+            held = held + task.resources
+    assert a.allocated_total() == held
+    assert a.total == sum((s.total for s in master.books.slaves.values()), Resources())

@@ -32,7 +32,7 @@ from protocol.resources import Resources
 from protocol.topics import Topics
 
 from fakes import FakeFramework, FakeSlave
-from helpers import eventually
+from helpers import books_balance, eventually
 
 T = Topics("mtest")
 GB = 1024
@@ -54,9 +54,7 @@ class Cluster:
         self.master: Master
 
     async def start_master(self, config: MasterConfig = FAST) -> Master:
-        bus = await self.stack.enter_async_context(
-            Bus(self.broker.url, name="master")
-        )
+        bus = await self.stack.enter_async_context(Bus(self.broker.url, name="master"))
         self.master = Master(bus, T, config)
         await self.master.start()
         self.stack.push_async_callback(self.master.stop)
@@ -106,19 +104,6 @@ async def cluster(mosquitto: MosquittoBroker) -> AsyncIterator[Cluster]:
         c = Cluster(mosquitto, stack)
         await c.start_master()
         yield c
-
-
-def books_balance(master: Master) -> None:
-    """The allocator's books agree with the master's records of offers and tasks."""
-    a = master.allocator
-    held = Resources()
-    for record in master.books.offers.values():
-        held = held + record.resources
-    for fw in master.books.frameworks.values():
-        for task in fw.tasks.values():
-            held = held + task.resources
-    assert a.allocated_total() == held
-    assert a.total == sum((s.total for s in master.books.slaves.values()), Resources())
 
 
 async def test_offers_go_to_the_lowest_dominant_share_first(cluster: Cluster) -> None:
@@ -202,7 +187,9 @@ async def test_a_slave_that_dies_turns_its_tasks_lost(cluster: Cluster) -> None:
     await s1.run_task()
     await a.update_for("doomed", TaskState.RUNNING)
     # the broker announces the slave's Last Will (a stale incarnation is ignored)
-    await s1.bus.publish(T.gone("slave", "slave"), Gone(kind="slave", id="slave", incarnation="old"))
+    await s1.bus.publish(
+        T.gone("slave", "slave"), Gone(kind="slave", id="slave", incarnation="old")
+    )
     await s1.bus.publish(
         T.gone("slave", "slave"), Gone(kind="slave", id="slave", incarnation=s1.bus.incarnation)
     )
@@ -243,7 +230,8 @@ async def test_status_updates_are_acked_to_the_slave_and_resent_until_acknowledg
     await a.inbox.wait_count(Update, 2)
     assert {u.status.uuid for u in a.inbox.of(Update)} == {uuid}
     await a.bus.publish(
-        T.inbound("framework", "framework"), Acknowledge(framework_id=a.framework_id, slave_id="s1", task_id="t1", uuid=uuid)
+        T.inbound("framework", "framework"),
+        Acknowledge(framework_id=a.framework_id, slave_id="s1", task_id="t1", uuid=uuid),
     )
     await eventually(lambda: not cluster.master.books.frameworks[a.framework_id].pending)
     # a duplicate from the slave is acked again but not owed twice
@@ -262,7 +250,8 @@ async def test_a_framework_that_resubscribes_in_time_keeps_its_tasks(cluster: Cl
     framework_id = a.framework_id
     # its connection drops: the broker publishes its Last Will
     await a.bus.publish(
-        T.gone("framework", "framework"), Gone(kind="framework", id="A", incarnation=a.bus.incarnation)
+        T.gone("framework", "framework"),
+        Gone(kind="framework", id="A", incarnation=a.bus.incarnation),
     )
     await eventually(lambda: not cluster.master.books.frameworks[framework_id].connected)
     assert framework_id in cluster.master.books.frameworks
@@ -283,7 +272,8 @@ async def test_a_framework_without_failover_timeout_loses_its_tasks(cluster: Clu
     await a.accept(offer, [a.task(offer, Resources(cpus=1, mem=GB), task_id="gone")])
     await s1.run_task()
     await a.bus.publish(
-        T.gone("framework", "framework"), Gone(kind="framework", id="A", incarnation=a.bus.incarnation)
+        T.gone("framework", "framework"),
+        Gone(kind="framework", id="A", incarnation=a.bus.incarnation),
     )
     shutdown = await s1.inbox.wait_for(ShutdownFramework)
     assert shutdown.framework_id == a.framework_id
@@ -303,7 +293,8 @@ async def test_hostile_input_gets_errors_and_leaves_the_books_intact(cluster: Cl
     attacks: list[Callable[[], Awaitable[None]]] = [
         lambda: a.bus.publish_raw(T.inbound("framework", "framework"), b"\x93\x01garbage"),
         lambda: a.bus.publish_raw(
-            T.inbound("framework", "framework"), msgpack.packb([PROTOCOL_VERSION, "Accept", a.bus.inbox, {"framework_id": 5}])
+            T.inbound("framework", "framework"),
+            msgpack.packb([PROTOCOL_VERSION, "Accept", a.bus.inbox, {"framework_id": 5}]),
         ),
         lambda: a.bus.publish_raw(
             T.inbound("framework", "framework"),
@@ -313,12 +304,16 @@ async def test_hostile_input_gets_errors_and_leaves_the_books_intact(cluster: Cl
             ),
         ),
         lambda: a.bus.publish(
-            T.inbound("framework", "framework"), Accept(framework_id=a.framework_id, offer_ids=["no-such-offer"], tasks=[])
+            T.inbound("framework", "framework"),
+            Accept(framework_id=a.framework_id, offer_ids=["no-such-offer"], tasks=[]),
         ),
         lambda: a.bus.publish(
-            T.inbound("framework", "framework"), Accept(framework_id=a.framework_id, offer_ids=[offer_b.offer_id], tasks=[])
+            T.inbound("framework", "framework"),
+            Accept(framework_id=a.framework_id, offer_ids=[offer_b.offer_id], tasks=[]),
         ),
-        lambda: a.bus.publish(T.inbound("framework", "framework"), Accept(framework_id="nobody", offer_ids=["x"])),
+        lambda: a.bus.publish(
+            T.inbound("framework", "framework"), Accept(framework_id="nobody", offer_ids=["x"])
+        ),
     ]
     for attack in attacks:
         await attack()

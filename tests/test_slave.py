@@ -159,7 +159,9 @@ async def test_kill_stops_the_whole_process_group_and_reports_killed(rig: Rig) -
     runner = slave.tasks[(fw.framework_id, "victim")].runner
     pgid = runner.pid
     await eventually(lambda: len(_group(pgid)) >= 3)  # shells and both sleeps are up
-    await fw.bus.publish(T.inbound("framework", "framework"), Kill(framework_id=fw.framework_id, task_id="victim"))
+    await fw.bus.publish(
+        T.inbound("framework", "framework"), Kill(framework_id=fw.framework_id, task_id="victim")
+    )
     killed = await fw.update_for("victim", TaskState.KILLED)
     assert killed.reason == Reason.KILLED_BY_FRAMEWORK
     await eventually(lambda: _group(pgid) == [])  # nothing of it is left, not even orphans
@@ -352,7 +354,9 @@ async def test_teardown_shuts_down_the_frameworks_executor(rig: Rig) -> None:
     await fw.accept(offer, [executor_task("s1", "long", 300)], refuse=0)
     await fw.update_for("long", TaskState.RUNNING, timeout=30)
     executor = slave.executors[f"{fw.framework_id}.sleeper"]
-    await fw.bus.publish(T.inbound("framework", "framework"), Teardown(framework_id=fw.framework_id))
+    await fw.bus.publish(
+        T.inbound("framework", "framework"), Teardown(framework_id=fw.framework_id)
+    )
     await eventually(lambda: slave.executors == {} and slave.tasks == {}, timeout=15)
     assert executor.pid is not None
     assert _group(executor.pid) == []

@@ -1,0 +1,38 @@
+"""An attacker with valid credentials of its own: N calls as fast as it can, one per
+MQTT message (a separate process, as a real attacker is).
+
+    python tests/programs/flood.py URL CA TOPIC COUNT      (the secret in $FLOOD_SECRET)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+
+import aiomqtt
+
+from protocol.brokers import BrokerURL
+from protocol.codec import encode
+from protocol.messages import Decline
+
+
+async def main(url_text: str, ca: str, topic: str, count: int) -> None:
+    url = BrokerURL.parse(url_text, ca=ca)
+    call = encode(Decline(framework_id="fw-nope", offer_ids=["o-nope"]))
+    async with aiomqtt.Client(
+        url.host,
+        url.port,
+        username=url.username,
+        password=os.environ["FLOOD_SECRET"],
+        identifier=url.username,
+        tls_context=url.ssl_context(),
+        max_queued_outgoing_messages=None,
+    ) as client:
+        for _ in range(count):
+            await client.publish(topic, call, qos=0)
+    print("flooded", count, flush=True)
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])))

@@ -1,0 +1,546 @@
+"""Trust: every party authenticated by the broker, every call authorized by the master.
+
+Each test runs on both brokers with a credentials store, TLS on: a master, two slave
+principals, a victim framework (`alice`, the real SDK driver) with a task running, and an
+attacker (`mallory`) holding valid credentials of its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import random
+import ssl
+import sys
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import aiomqtt
+import msgpack
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from frameworks.scheduler import DriverError, Scheduler, SchedulerDriver, build_task
+from master.master import Master, MasterConfig
+from protocol.brokers import BrokerURL, EmbeddedBroker, MosquittoBroker
+from protocol.bus import Bus
+from protocol.codec import REGISTRY
+from protocol.credentials import Store
+from protocol.messages import (
+    Accept,
+    Acknowledge,
+    Decline,
+    Error,
+    Filters,
+    Kill,
+    Message,
+    Offer,
+    Reconcile,
+    Register,
+    Revive,
+    State,
+    StatusUpdate,
+    Subscribe,
+    Suppress,
+    TaskState,
+    TaskStatus,
+    Teardown,
+    Wire,
+)
+from protocol.resources import Resources
+from protocol.topics import Topics
+from slave.slave import Slave, SlaveConfig
+
+from conftest import need_mosquitto
+from helpers import Inbox, books_balance, eventually
+from strategies import ANY_MESSAGE
+
+T = Topics("trust")
+PRINCIPALS = [
+    ("master", "master"),
+    ("slave-a", "slave"),
+    ("slave-b", "slave"),
+    ("alice", "framework"),
+    ("mallory", "framework"),
+    ("ops", "operator"),
+]
+CONFIG = MasterConfig(
+    allocation_interval=0.1, heartbeat_interval=0.5, slave_timeout=60, state_interval=0.1, seed=3
+)
+
+
+class Victim(Scheduler):
+    """Launches one long task on the first offer, declines the rest briefly."""
+
+    def __init__(self) -> None:
+        self.statuses: list[TaskStatus] = []
+        self.errors: list[str] = []
+        self.launched = asyncio.Event()
+        self.offers: list[Offer] = []
+
+    async def resource_offers(self, driver: SchedulerDriver, offers: list[Offer]) -> None:
+        self.offers += offers
+        for offer in offers:
+            if not self.launched.is_set():
+                self.launched.set()
+                task = build_task(
+                    offer,
+                    "long",
+                    Resources(cpus=1, mem=64),
+                    task_id="victim-task",
+                    command="sleep 300",
+                )
+                await driver.launch_tasks([offer.offer_id], [task])
+            # keep this one: an outstanding offer of alice's for mallory to go after
+
+    async def status_update(self, driver: SchedulerDriver, status: TaskStatus) -> None:
+        self.statuses.append(status)
+
+    async def error(self, driver: SchedulerDriver, message: str) -> None:
+        self.errors.append(message)
+
+
+@dataclass
+class Secure:
+    store: Store
+    url: BrokerURL  # no credentials
+    master: Master
+    alice: SchedulerDriver
+    victim: Victim
+    stack: contextlib.AsyncExitStack
+    slave_buses: dict[str, Bus]
+
+    def as_(self, name: str) -> BrokerURL:
+        return self.url.with_credentials(name, self.store.secret_file(name).read_text().strip())
+
+    async def attacker(self, name: str = "mallory", kind: str = "framework") -> Attacker:
+        inbox = T.outbox(kind, name) + "/in"
+        bus = await self.stack.enter_async_context(Bus(self.as_(name), name=name, inbox=inbox))
+        attacker = Attacker(bus, T.inbound(kind, name))
+        await bus.subscribe(T.outbox(kind, name) + "/#", attacker.inbox)
+        return attacker
+
+
+@dataclass
+class Attacker:
+    bus: Bus
+    to_master: str
+    inbox: Inbox = None  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        self.inbox = Inbox()
+
+    async def call(self, message: Wire) -> Error:
+        """Send a call and wait for the master's Error about it."""
+        seen = len(self.inbox.of(Error))
+        await self.bus.publish(self.to_master, message)
+        return (await self.inbox.wait_count(Error, seen + 1))[seen]
+
+
+@pytest.fixture(params=["embedded", "mosquitto"])
+async def secure(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Secure]:
+    if request.param == "mosquitto":
+        need_mosquitto()
+    store = Store.init(tmp_path / "auth")
+    for name, kind in PRINCIPALS:
+        store.add(name, kind, keep_secret=True)
+    broker: EmbeddedBroker | MosquittoBroker = (
+        EmbeddedBroker(auth=store.path, tls=True)
+        if request.param == "embedded"
+        else MosquittoBroker(auth=store.path, tls=True)
+    )
+    await broker.start()
+    try:
+        async with contextlib.AsyncExitStack() as stack:
+            sec = Secure(store, broker.url, None, None, Victim(), stack, {})  # type: ignore[arg-type]
+            config = MasterConfig(**{**CONFIG.__dict__, "principals": store.principals_file})
+            mbus = await stack.enter_async_context(
+                Bus(sec.as_("master"), name="master", persistent=True)
+            )
+            sec.master = Master(mbus, T, config)
+            await sec.master.start()
+            stack.push_async_callback(sec.master.stop)
+            for principal, sid in (("slave-a", "sa"), ("slave-b", "sb")):
+                bus = await stack.enter_async_context(
+                    Bus(
+                        sec.as_(principal),
+                        name=sid,
+                        inbox=T.outbox("slave", principal),
+                        will=(T.gone("slave", principal), "slave", principal),
+                    )
+                )
+                sec.slave_buses[principal] = bus
+                slave = Slave(
+                    bus,
+                    T,
+                    SlaveConfig(
+                        slave_id=sid,
+                        hostname=sid,
+                        resources=Resources(cpus=4, mem=1024),
+                        work_dir=tmp_path / sid,
+                        simulated_tasks=True,
+                        cluster=T.cluster,
+                    ),
+                )
+                await slave.start()
+                stack.push_async_callback(slave.stop)
+            sec.alice = SchedulerDriver(
+                sec.victim, name="alice", broker=sec.as_("alice"), cluster=T.cluster, role="alice"
+            )
+            await sec.alice.start()
+            stack.push_async_callback(sec.alice._close)
+            await sec.victim.launched.wait()
+            await eventually(lambda: victim_running(sec), timeout=15)
+            yield sec
+    finally:
+        await broker.stop()
+        if isinstance(broker, MosquittoBroker):
+            broker.cleanup()
+
+
+def draw(strategy: st.SearchStrategy[Wire], n: int) -> list[Wire]:
+    """`n` examples of `strategy`, the same ones every run."""
+    out: list[Wire] = []
+
+    @settings(
+        max_examples=1, database=None, derandomize=True, suppress_health_check=list(HealthCheck)
+    )
+    @given(st.lists(strategy, min_size=n, max_size=n))
+    def take(examples: list[Wire]) -> None:
+        out[:] = examples
+
+    take()
+    return out
+
+
+def victim_running(sec: Secure) -> bool:
+    fw = sec.master.books.frameworks.get(sec.alice.framework_id or "")
+    task = fw.tasks.get("victim-task") if fw else None
+    return task is not None and task.state == TaskState.RUNNING
+
+
+def intact(sec: Secure) -> None:
+    """The victim's task still runs, nothing of the victim's changed, the books balance."""
+    assert victim_running(sec)
+    fw = sec.master.books.frameworks[sec.alice.framework_id or ""]
+    assert fw.principal == "alice"
+    assert fw.connected
+    books_balance(sec.master)
+
+
+# -- the broker: who may connect, and read what ---------------------------------------------
+
+
+async def _connect(url: BrokerURL, **kw: object) -> None:
+    async with aiomqtt.Client(
+        url.host,
+        url.port,
+        username=url.username,
+        password=url.password,
+        identifier=url.username,
+        tls_context=url.ssl_context(),
+        timeout=5,
+        **kw,  # type: ignore[arg-type]
+    ):
+        pass
+
+
+async def test_the_broker_refuses_anonymous_wrong_and_plaintext_clients(secure: Secure) -> None:
+    with pytest.raises(aiomqtt.MqttError):
+        await _connect(secure.url)  # anonymous
+    with pytest.raises(aiomqtt.MqttError):
+        await _connect(secure.url.with_credentials("mallory", "not-the-secret"))
+    with pytest.raises(aiomqtt.MqttError):
+        await _connect(secure.url.with_credentials("nobody", "whatever"))
+    plain = BrokerURL(secure.url.host, secure.url.port)  # TLS port, plaintext client
+    with pytest.raises((aiomqtt.MqttError, ssl.SSLError, OSError)):
+        await _connect(plain.with_credentials("mallory", secure.as_("mallory").password or ""))
+    untrusted = BrokerURL(secure.url.host, secure.url.port, tls=True)  # system CAs only
+    with pytest.raises((aiomqtt.MqttError, ssl.SSLError)):
+        await _connect(untrusted.with_credentials("mallory", secure.as_("mallory").password or ""))
+    await _connect(secure.as_("mallory"))  # and the right secret gets in
+    intact(secure)
+
+
+async def test_a_principal_reads_nothing_but_its_own_outbox(secure: Secure) -> None:
+    spy = Inbox()
+    mallory = await secure.attacker()
+    for topic in (
+        T.state,
+        T.events,
+        T.outbox("framework", "alice") + "/#",
+        T.outbox("slave", "slave-a") + "/#",
+        T.inbound_all,
+        "drfmesos/#",
+        "#",
+    ):
+        await mallory.bus.subscribe(topic, spy)
+    ops = Inbox()
+    async with Bus(secure.as_("ops"), name="ops") as operator:
+        await operator.subscribe(T.state, ops)
+        await ops.wait_for(State)  # operators read the state
+    # traffic for others: alice gets offers, the master publishes state and events
+    await secure.alice.revive_offers()
+    seen = len(secure.victim.offers)
+    await eventually(lambda: len(secure.victim.offers) > seen)
+    # a barrier: mallory's own answer arrives after everything published before it
+    await mallory.call(Revive(framework_id="none"))
+    assert spy.messages == [m for m in spy.messages if isinstance(m[0], Error)]  # only its own
+    # and what mallory publishes outside its own inbox never reaches the master
+    before = dict(secure.master.refused)
+    await mallory.bus.publish(T.inbound("framework", "alice"), Teardown(framework_id="x"))
+    await mallory.bus.publish(T.inbound("operator", "ops"), Teardown(framework_id="x"))
+    await mallory.call(Revive(framework_id="none"))
+    assert secure.master.refused["unknown-framework"] == before.get("unknown-framework", 0) + 1
+    intact(secure)
+
+
+# -- the master: what a principal may do ------------------------------------------------------
+
+
+async def test_a_framework_principal_cannot_touch_another_principals_framework(
+    secure: Secure,
+) -> None:
+    fid = secure.alice.framework_id or ""
+    alice_offer = next(o for o in secure.master.books.offers.values() if o.framework_id == fid)
+    mallory = await secure.attacker()
+    attempts: list[Wire] = [
+        Accept(framework_id=fid, offer_ids=[alice_offer.offer_id]),
+        Decline(framework_id=fid, offer_ids=[alice_offer.offer_id]),
+        Kill(framework_id=fid, task_id="victim-task"),
+        Acknowledge(framework_id=fid, task_id="victim-task", uuid="u"),
+        Reconcile(framework_id=fid),
+        Message(framework_id=fid, slave_id="sa", executor_id="e", data=b"x"),
+        Revive(framework_id=fid),
+        Suppress(framework_id=fid),
+        Teardown(framework_id=fid),
+    ]
+    for attempt in attempts:
+        error = await mallory.call(attempt)
+        assert error.code == "forbidden", attempt
+        assert fid in error.message
+        assert "another principal" in error.message
+        intact(secure)
+    assert secure.master.refused["forbidden"] >= len(attempts)
+    assert alice_offer.offer_id in secure.master.books.offers  # alice's offer untouched
+
+    # hijack: subscribe with alice's framework id, or in alice's role
+    hijack = await mallory.call(Subscribe(name="x", framework_id=fid, inbox="m1", role="mallory"))
+    assert hijack.code == "subscribe-refused"
+    role = await mallory.call(Subscribe(name="x", inbox="m2", role="alice"))
+    assert role.code == "subscribe-refused"
+    assert "may not register in role 'alice'" in role.message
+    # a framework may not speak as a slave
+    forged = await mallory.call(Register(slave_id="sx", hostname="h", resources=Resources(cpus=1)))
+    assert forged.code == "forbidden"
+    intact(secure)
+    assert secure.victim.errors == []  # the victim noticed nothing
+
+    # mallory's own framework can still use its own offers, but never alice's
+    driver = SchedulerDriver(
+        Scheduler(), name="m", broker=secure.as_("mallory"), cluster=T.cluster, role="mallory"
+    )
+    await driver.start()
+    try:
+        own = await mallory_accept_foreign(secure, driver, alice_offer.offer_id)
+        assert "belongs to another framework" in own
+    finally:
+        await driver._close()
+    intact(secure)
+
+
+async def mallory_accept_foreign(secure: Secure, driver: SchedulerDriver, offer_id: str) -> str:
+    errors: list[str] = []
+    driver.scheduler.error = lambda _d, message: _append(errors, message)  # type: ignore[method-assign]
+    assert driver.bus is not None
+    await driver.bus.publish(
+        driver.to_master, Accept(framework_id=driver.framework_id or "", offer_ids=[offer_id])
+    )
+    await eventually(lambda: bool(errors))
+    return errors[0]
+
+
+async def _append(errors: list[str], message: str) -> None:
+    errors.append(message)
+
+
+async def test_a_refused_subscribe_stops_the_driver_with_the_reason(secure: Secure) -> None:
+    driver = SchedulerDriver(
+        Scheduler(), name="m", broker=secure.as_("mallory"), cluster=T.cluster, role="alice"
+    )
+    with pytest.raises(DriverError, match="may not register in role 'alice'"):
+        await driver.start(timeout=10)
+    intact(secure)
+
+
+async def test_a_slave_principal_speaks_only_for_its_own_slaves_and_tasks(secure: Secure) -> None:
+    fid = secure.alice.framework_id or ""
+    victim_slave = secure.master.books.frameworks[fid].tasks["victim-task"].slave_id
+    other = "sb" if victim_slave == "sa" else "sa"
+    other_principal = "slave-b" if other == "sb" else "slave-a"
+    # the slave principal's own connection (a second one would take its session over)
+    bus = secure.slave_buses[other_principal]
+    attacker = Attacker(bus, T.inbound("slave", other_principal))
+    await bus.subscribe(T.outbox("slave", other_principal), attacker.inbox)
+    lost = TaskStatus(task_id="victim-task", state=TaskState.LOST, uuid="forged")
+    # an update in the victim slave's name
+    e1 = await attacker.call(StatusUpdate(framework_id=fid, slave_id=victim_slave, status=lost))
+    assert e1.code == "forbidden"
+    assert "another principal" in e1.message
+    # an update in its own slave's name about a task on the victim slave
+    e2 = await attacker.call(StatusUpdate(framework_id=fid, slave_id=other, status=lost))
+    assert e2.code == "forbidden"
+    assert f"is on slave {victim_slave}" in e2.message
+    # registering as the victim slave
+    e3 = await attacker.call(
+        Register(slave_id=victim_slave, hostname="h", resources=Resources(cpus=64, mem=1))
+    )
+    assert e3.code == "forbidden"
+    # a slave may not make framework calls
+    e4 = await attacker.call(Teardown(framework_id=fid))
+    assert e4.code == "forbidden"
+    intact(secure)
+    assert all(s.state != TaskState.LOST for s in secure.victim.statuses)
+    assert secure.master.books.slaves[victim_slave].total == Resources(cpus=4, mem=1024)
+
+
+async def test_an_operator_tears_a_framework_down_and_its_driver_is_told(secure: Secure) -> None:
+    from cluster.view import teardown_framework
+
+    fid = secure.alice.framework_id or ""
+    assert await teardown_framework(secure.as_("ops"), T.cluster, fid) is None
+    await eventually(lambda: bool(secure.victim.errors))
+    assert secure.victim.errors[0].startswith(
+        "Framework has been removed: torn down by an operator"
+    )
+    assert secure.alice.removed is not None
+    assert fid not in secure.master.books.frameworks
+    await eventually(lambda: not secure.master.books.slaves["sa"].tasks)  # its task killed
+    await eventually(lambda: not secure.master.books.slaves["sb"].tasks)
+    books_balance(secure.master)
+    # an unknown id is an error, not a hang
+    why = await teardown_framework(secure.as_("ops"), T.cluster, "no-such-framework")
+    assert why is not None
+    assert "unknown-framework" in why
+
+
+async def test_a_flood_from_one_principal_does_not_delay_anothers_offers(
+    secure: Secure, request: pytest.FixtureRequest
+) -> None:
+    """20,000 calls from mallory's own process, one per MQTT message, while alice's offers
+    keep coming: no gap between alice's offers grows past one allocation interval."""
+    if "embedded" in request.node.name:
+        pytest.skip("the embedded broker shares this process's one event loop with the master")
+    master = secure.master
+    master.limiter.rate, master.limiter.burst = 2000.0, 1000.0
+    interval = master.config.allocation_interval
+    got: list[float] = []
+    fid = secure.alice.framework_id or ""
+
+    async def on_offers(driver: SchedulerDriver, offers: list[Offer]) -> None:
+        got.append(time.monotonic())
+        for offer in offers:  # declined for no time: offered again at the next round
+            await driver.decline_offer(offer.offer_id, Filters(refuse_seconds=0))
+
+    secure.victim.resource_offers = on_offers  # type: ignore[method-assign]
+    await secure.alice.revive_offers()
+    await eventually(lambda: len(got) >= 5)
+    mallory = secure.as_("mallory")
+    flood = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(Path(__file__).parent / "programs" / "flood.py"),
+        f"mqtts://mallory@{mallory.host}:{mallory.port}",
+        secure.url.ca or "",
+        T.inbound("framework", "mallory"),
+        "20000",
+        env={**os.environ, "FLOOD_SECRET": mallory.password or ""},
+        stdout=asyncio.subprocess.PIPE,
+    )
+    start = len(got)
+    flood_started = time.monotonic()
+    out, _ = await flood.communicate()
+    assert flood.returncode == 0
+    assert b"flooded 20000" in out
+    await eventually(lambda: master.limiter.dropped > 0)
+    # alice keeps getting offers through and after the flood
+    await eventually(lambda: len(got) >= start + 10, timeout=10)
+    flood_ended = time.monotonic()
+    during = [t for t in got if flood_started <= t <= flood_ended]
+    gaps = [b - a for a, b in zip([flood_started, *during], during, strict=False)]
+    print(
+        f"flood: {len(during)} offers to alice, largest gap {max(gaps):.3f}s, "
+        f"dropped {master.limiter.dropped}, handled {master.refused['unknown-framework']}"
+    )
+    assert gaps
+    assert max(gaps) <= interval, (max(gaps), interval)
+    assert master.limiter.dropped + master.refused["unknown-framework"] >= 20_000
+    assert master.refused["rate-limited"] > 0
+    assert fid in master.books.frameworks
+    intact(secure)
+
+
+async def test_100k_random_and_mutated_calls_leave_the_master_up_and_its_books_balanced(
+    secure: Secure,
+) -> None:
+    """From authenticated principals of each kind: valid messages of every type with
+    random fields, the same with bytes flipped, cut short, or fields swapped."""
+    secure.master.limiter.rate = None  # every call reaches the handlers
+    rng = random.Random(11)
+    samples = draw(ANY_MESSAGE, 300)
+    fid = secure.alice.framework_id or ""
+    real_ids = {"framework_id": fid, "slave_id": "sa", "task_id": "victim-task"}
+    bodies = []
+    for message in samples:
+        body = message.model_dump(mode="python")
+        for key in real_ids.keys() & body.keys():  # half aimed at the victim's real ids
+            if rng.random() < 0.5:
+                body[key] = real_ids[key]
+        bodies.append((message.TYPE, body))
+
+    def mutated() -> bytes:
+        type_name, body = rng.choice(bodies)
+        roll = rng.random()
+        if roll < 0.2:
+            type_name = rng.choice(list(REGISTRY))  # a body under another type's name
+        packed: bytes = msgpack.packb([1, type_name, None, body], use_bin_type=True)
+        if roll > 0.8:
+            raw = bytearray(packed)
+            for _ in range(rng.randint(1, 4)):
+                raw[rng.randrange(len(raw))] = rng.randrange(256)
+            packed = bytes(raw)
+        elif roll > 0.7:
+            packed = packed[: rng.randrange(len(packed))]
+        return packed
+
+    # mallory from a connection of its own; slave-b on its slave's own connection (a
+    # second one would take the slave's session over)
+    url = secure.as_("mallory")
+    async with aiomqtt.Client(
+        url.host,
+        url.port,
+        username=url.username,
+        password=url.password,
+        identifier=url.username,
+        tls_context=url.ssl_context(),
+        max_queued_outgoing_messages=None,
+    ) as client:
+        for _ in range(50_000):
+            await client.publish(T.inbound("framework", "mallory"), mutated(), qos=0)
+    slave_b = secure.slave_buses["slave-b"]
+    for _ in range(50_000):
+        await slave_b.publish_raw(T.inbound("slave", "slave-b"), mutated(), qos=0)
+    # the master answers every call in order: a last call's answer means all were handled
+    mallory = await secure.attacker()
+    await mallory.call(Revive(framework_id="none"))
+    state = secure.master.state()
+    assert state.frameworks
+    assert fid in {f.framework_id for f in state.frameworks}
+    async with Bus(secure.as_("ops"), name="ops") as operator:
+        ops = Inbox()
+        await operator.subscribe(T.state, ops)
+        await ops.wait_for(State)  # `drfmesos state` still gets an answer
+    intact(secure)
