@@ -15,6 +15,7 @@ from cluster.experiment_framework import experiment_framework
 from frameworks.cli import framework
 from master.cli import master
 from protocol import logs
+from protocol.bus import BusRefused
 from protocol.cli import (
     VERSION,
     broker_option,
@@ -114,6 +115,8 @@ def teardown(broker: str, cluster: str, framework_id: str, timeout: float) -> No
 
     try:
         why = asyncio.run(teardown_framework(broker_url(broker), cluster, framework_id, timeout))
+    except BusRefused as e:
+        raise click.ClickException(str(e)) from None
     except TimeoutError:
         raise click.ClickException(f"no answer from a master within {timeout}s") from None
     if why:
@@ -134,6 +137,8 @@ def state(broker: str, cluster: str, as_json: bool, timeout: float) -> None:
     try:
         url = broker_url(broker)
         snap = asyncio.run(fetch_state(url, cluster, timeout))
+    except BusRefused as e:
+        raise click.ClickException(str(e)) from None
     except TimeoutError:
         raise click.ClickException(
             f"no state from a master on {url} (cluster {cluster!r}) within {timeout}s; "

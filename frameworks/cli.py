@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 import click
 
 from protocol.brokers import BrokerURL
-from protocol.cli import broker_option, cluster_option, log_level_option
+from protocol.cli import broker_option, cluster_option, log_level_option, warn_if_insecure
 from protocol.resources import Resources
 
 
@@ -40,13 +40,37 @@ def parse_range(text: str) -> tuple[float, float]:
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def default_role(role: str | None, url: BrokerURL, name: str) -> str:
+    """--role, else the principal's own role (what `drfmesos auth add` allows by default),
+    else, without authentication, the framework's name."""
+    return role or url.username or name
+
+
+async def run_driver(driver: Any) -> None:
+    """Run a driver; the master's refusal or removal ends the command with its reason."""
+    from frameworks.scheduler import DriverError
+
+    warn_if_insecure(driver.broker, "framework")
+    try:
+        await driver.run()
+    except DriverError as e:
+        raise click.ClickException(f"the master refused the framework: {e}") from None
+    if driver.removed:
+        raise click.ClickException(driver.removed)
+
+
 def common_framework_options(func: F) -> F:
     for option in reversed(
         [
             broker_option(),
             cluster_option,
             click.option("--name", required=True, help="The framework's name."),
-            click.option("--role", default=None, help="Its role (default: its name)."),
+            click.option(
+                "--role",
+                default=None,
+                help="Its role (default: the principal's own role; without credentials, "
+                "the framework's name).",
+            ),
             click.option(
                 "--weight",
                 type=float,
@@ -136,11 +160,11 @@ def drf_demo(
             name=name,
             broker=url,
             cluster=cluster,
-            role=role or name,
+            role=default_role(role, url, name),
             weight=weight,
             failover_timeout=failover_timeout,
         )
-        await driver.run()
+        await run_driver(driver)
 
     run_party(broker, party)
 
@@ -169,15 +193,16 @@ def command_framework(
     scheduler = CommandScheduler(name, command, count, Resources.parse(resources), echo=click.echo)
 
     async def party(url: BrokerURL) -> None:
-        await SchedulerDriver(
+        driver = SchedulerDriver(
             scheduler,
             name=name,
             broker=url,
             cluster=cluster,
-            role=role or name,
+            role=default_role(role, url, name),
             weight=weight,
             failover_timeout=failover_timeout,
-        ).run()
+        )
+        await run_driver(driver)
 
     run_party(broker, party)
     if not scheduler.ok:

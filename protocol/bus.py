@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import logging
 import socket
+import ssl
 import uuid
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Self, TypeVar, cast
@@ -53,6 +54,23 @@ NODELAY = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
 
 class BusClosed(RuntimeError):
     """The bus was closed while an operation was waiting on it."""
+
+
+class BusRefused(BusClosed):
+    """The broker refused us for good: bad credentials, or a certificate we do not trust.
+    Retrying cannot help, so the bus stops and says why."""
+
+
+def refusal(error: aiomqtt.MqttError) -> str | None:
+    """Why a failed connection attempt is final, or None if it is worth retrying."""
+    if isinstance(error, aiomqtt.MqttCodeError) and "authoriz" in str(error).lower():
+        return f"the broker refused the credentials ({error})"
+    if isinstance(error, aiomqtt.MqttCodeError) and "password" in str(error).lower():
+        return f"the broker refused the credentials ({error})"
+    cause = error.__cause__ or error.__context__
+    if isinstance(cause, ssl.SSLCertVerificationError):
+        return f"the broker's certificate is not trusted: {cause.verify_message} (--ca?)"
+    return None
 
 
 async def cancel_and_wait(task: asyncio.Task[Any], timeout: float = 5.0) -> None:
@@ -108,6 +126,8 @@ class Bus:
         self._connected = asyncio.Event()
         self._lost = asyncio.Event()  # set when the current connection ends
         self._closing = False
+        self.refused: BusRefused | None = None
+        self._gave_up = asyncio.Event()
         self._runner: asyncio.Task[None] | None = None
         self._background: set[asyncio.Task[Any]] = set()
         self._outbox: dict[tuple[str, int], list[bytes]] = {}
@@ -131,7 +151,20 @@ class Bus:
             await self.wait_connected(timeout)
 
     async def wait_connected(self, timeout: float | None = None) -> None:
-        await asyncio.wait_for(self._connected.wait(), timeout)
+        """Wait until connected; raises BusRefused if the broker will never let us in."""
+        connected = asyncio.ensure_future(self._connected.wait())
+        gave_up = asyncio.ensure_future(self._gave_up.wait())
+        try:
+            await asyncio.wait(
+                {connected, gave_up}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            connected.cancel()
+            gave_up.cancel()
+        if self.refused is not None:
+            raise self.refused
+        if not self._connected.is_set():
+            raise TimeoutError(f"no connection to {self.broker} within {timeout}s")
 
     @property
     def connected(self) -> bool:
@@ -203,9 +236,12 @@ class Bus:
     async def _publish_bytes(self, topic: str, payload: bytes, qos: int, retain: bool) -> None:
         delay = 0.05
         while True:
+            if self.refused is not None:
+                raise self.refused
             if self._closing:
                 raise BusClosed(f"bus {self.name} is closed")
-            await self._connected.wait()
+            if not self._connected.is_set():
+                await self.wait_connected()
             client, lost = self._client, self._lost
             if client is None:
                 continue
@@ -347,6 +383,12 @@ class Bus:
                         await self._drain(client)
             except aiomqtt.MqttError as e:
                 if self._closing:
+                    break
+                why = refusal(e)
+                if why is not None:
+                    self.refused = BusRefused(why)
+                    self.log.error("bus.refused", broker=str(self.broker), reason=why)
+                    self._gave_up.set()
                     break
                 level = "warning" if self.connected else "debug"
                 getattr(self.log, level)(

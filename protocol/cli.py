@@ -13,6 +13,7 @@ import click
 
 from protocol import logs
 from protocol.brokers import BrokerError, BrokerURL, open_broker
+from protocol.bus import BusRefused
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -146,8 +147,11 @@ def run_party(broker: str, party: Callable[[BrokerURL], Coroutine[Any, Any, None
             if task in done:
                 task.result()  # re-raise a party's failure
 
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(main())
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(main())
+    except BusRefused as e:
+        raise click.ClickException(str(e)) from None
 
 
 def warn_if_insecure(url: BrokerURL, party: str) -> None:
