@@ -1,6 +1,8 @@
 """A custom framework in ~50 lines, written only against the public API.
 
     python examples/hello_framework.py --broker mqtt://127.0.0.1:1883 --tasks 5
+    python examples/hello_framework.py --broker mqtts://team-a@127.0.0.1:8883 \
+        --secret-file auth/secrets/team-a --ca auth/ca.pem          (an authenticated cluster)
 
 It launches TASKS shell commands, as many per offer as fit, declines offers it cannot
 use, prints every status update, and stops once every task has ended.
@@ -10,6 +12,7 @@ import argparse
 import asyncio
 
 from frameworks import (
+    BrokerURL,
     Filters,
     Offer,
     Resources,
@@ -52,11 +55,12 @@ class Hello(Scheduler):
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description="Run a few hello tasks.")
-    parser.add_argument("--broker", default="mqtt://127.0.0.1:1883")
+    parser.add_argument("--broker", default="mqtt://127.0.0.1:1883")  # mqtts://PRINCIPAL@...
+    parser.add_argument("--ca", help="the cluster's CA certificate (with mqtts://)")
+    parser.add_argument("--secret-file", help="a file holding the principal's secret")
     parser.add_argument("--cluster", default="default")
     parser.add_argument("--tasks", type=int, default=5)
     args = parser.parse_args()
-    driver = SchedulerDriver(
-        Hello(args.tasks), name="hello", broker=args.broker, cluster=args.cluster
-    )
+    broker = BrokerURL.parse(args.broker, ca=args.ca, secret_file=args.secret_file)
+    driver = SchedulerDriver(Hello(args.tasks), name="hello", broker=broker, cluster=args.cluster)
     asyncio.run(driver.run())

@@ -11,6 +11,7 @@ from frameworks.scheduler import (
     build_task,
     offer_resources,
 )
+from protocol.brokers import BrokerURL
 from protocol.messages import (
     CommandInfo,
     ExecutorInfo,
@@ -24,6 +25,7 @@ from protocol.messages import (
 from protocol.resources import Resources
 
 __all__ = [
+    "BrokerURL",
     "CommandInfo",
     "DriverError",
     "Executor",

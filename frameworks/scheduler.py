@@ -58,7 +58,15 @@ from protocol.messages import (
     Update,
 )
 from protocol.resources import Resources
-from protocol.topics import Topics
+from protocol.topics import Topics, check_segment
+
+
+def unauthenticated_principal(name: str) -> str:
+    try:
+        return check_segment(name.replace(" ", "_"), "name")
+    except ValueError:
+        return "framework"
+
 
 FATAL_ERRORS = frozenset({"framework-removed", "subscribe-refused"})
 """Error codes after which the master will not serve this framework: the driver stops."""
@@ -132,8 +140,9 @@ class SchedulerDriver:
         self.framework_id = framework_id
         self.implicit_acknowledgements = implicit_acknowledgements
         self.master_id = ""
-        # who we are is the broker's username; without authentication, a shared default
-        self.principal = self.broker.username or "framework"
+        # who we are is the broker's username; without authentication, as a Mesos framework
+        # names its own principal: its name (unproven, so it protects nothing)
+        self.principal = self.broker.username or unauthenticated_principal(name)
         self.inbox_id = f"fw-{uuid.uuid4().hex[:16]}"
         self.to_master = self.topics.inbound("framework", self.principal)
         self.removed: str | None = None  # why the master removed us, once it has

@@ -74,14 +74,14 @@ def parse_weights(text: str) -> dict[str, float]:
 @click.option(
     "--rate-limit",
     type=click.FloatRange(min=0),
-    default=2000.0,
+    default=5000.0,
     show_default=True,
     help="Calls a second each framework or operator principal may make (0: no limit).",
 )
 @click.option(
     "--rate-burst",
     type=click.FloatRange(min=1),
-    default=1000.0,
+    default=2500.0,
     show_default=True,
     help="Calls a principal may make at once before the rate applies.",
 )
