@@ -74,9 +74,22 @@ def render_state(state: State) -> Group:
     head.add_row("master", state.master_id, "policy", state.policy)
     head.add_row("total", _res(state.total), "allocated", _res(state.allocated))
     head.add_row("slaves", str(len(state.slaves)), "outstanding offers", str(state.offers))
+    if state.refused:
+        refused = ", ".join(f"{code} {n}" for code, n in sorted(state.refused.items()))
+        head.add_row("refused calls", refused, "", "")
 
     fws = Table(title="frameworks", title_justify="left")
-    for col in ("name", "id", "role", "weight", "running", "finished", "allocated", "share"):
+    for col in (
+        "name",
+        "id",
+        "principal",
+        "role",
+        "weight",
+        "running",
+        "finished",
+        "allocated",
+        "share",
+    ):
         fws.add_column(
             col, justify="right" if col in ("weight", "running", "finished", "share") else "left"
         )
@@ -84,6 +97,7 @@ def render_state(state: State) -> Group:
         fws.add_row(
             f.name + ("" if f.active else " (disconnected)"),
             f.framework_id,
+            f.principal,
             f.role,
             f"{f.weight:g}",
             str(f.running_tasks),

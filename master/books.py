@@ -156,6 +156,7 @@ def snapshot(
     allocation: dict[str, Resources],
     free: dict[str, Resources],
     include_tasks: bool = True,
+    refused: dict[str, int] | None = None,
 ) -> State:
     """The books as a `State` message (what `drfmesos state` and the plots read)."""
     frameworks = []
@@ -182,6 +183,7 @@ def snapshot(
     slaves = [
         SlaveView(
             slave_id=s.slave_id,
+            principal=s.principal,
             hostname=s.hostname,
             total=s.total,
             free=free.get(s.slave_id, Resources()),
@@ -213,4 +215,5 @@ def snapshot(
         slaves=slaves,
         offers=len(books.offers),
         tasks=tasks,
+        refused=refused or {},
     )

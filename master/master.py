@@ -296,6 +296,7 @@ class Master(FrameworkCalls, SlaveCalls):
             allocation={f: a.allocation(f) for f in fids},
             free={s: a.free(s) for s in self.books.slaves},
             include_tasks=include_tasks,
+            refused=dict(self.refused),
         )
 
     def publish_state(self) -> None:

@@ -381,6 +381,7 @@ class FrameworkView(Wire):
 
 class SlaveView(Wire):
     slave_id: str
+    principal: str = ""
     hostname: str
     total: Resources
     free: Resources
@@ -407,6 +408,7 @@ class State(Wire):
     slaves: list[SlaveView]
     offers: int
     tasks: list[TaskView] = Field(default_factory=list)
+    refused: dict[str, int] = Field(default_factory=dict)  # calls refused, by reason code
 
 
 class ClusterEvent(Wire):

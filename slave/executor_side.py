@@ -107,10 +107,9 @@ class ExecutorSide:
         """What an executor says; its identity is the line it came on."""
         fid, eid = executor.framework_id, executor.executor_id
         if isinstance(message, RegisterExecutor):
-            executor.send(
+            executor.mark_registered(
                 ExecutorRegistered(slave_id=self.slave_id, framework_id=fid, executor_id=eid)
             )
-            executor.mark_registered()
             self.log.info("executor.registered", framework_id=fid, executor_id=eid)
         elif isinstance(message, StatusUpdate):
             task_id = message.status.task_id
@@ -183,7 +182,8 @@ class ExecutorSide:
                     record.info,
                     TaskState.FAILED,
                     Reason.EXECUTOR_TERMINATED,
-                    f"executor {executor.executor_id} exited with status {code}",
+                    f"executor {executor.executor_id} exited with status {code}"
+                    + (f" (stopped: {executor.broken})" if executor.broken else ""),
                 )
         if executor.framework_id not in self.shut_down_frameworks:
             self.bus.post(

@@ -50,6 +50,7 @@ class ExecutorProcess:
         self.tasks: set[str] = set()
         self.registered = False
         self.shutting_down = False
+        self.broken: str | None = None  # why its line to us failed, if it did
         self._queue: list[Wire] = []
         self._proc: asyncio.subprocess.Process | None = None
         self._channel: Channel | None = None
@@ -94,8 +95,15 @@ class ExecutorProcess:
         while True:
             try:
                 item = await channel.receive()
-            except ChannelClosed:
-                return  # the process is ending; _watch reports its exit
+            except ChannelClosed as e:
+                # Its line is gone (the process is ending, or it broke the framing): an
+                # executor we cannot hear from cannot report its tasks, so it is stopped.
+                proc = self._proc
+                if proc is not None and proc.returncode is None and not self.shutting_down:
+                    self.broken = str(e)
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.killpg(proc.pid, signal.SIGKILL)
+                return  # _watch reports its exit
             if isinstance(item, DecodeError):
                 await self.on_bad_message(self, item)
             else:
@@ -124,8 +132,10 @@ class ExecutorProcess:
             with contextlib.suppress(ChannelClosed):
                 self._channel.send(message)
 
-    def mark_registered(self) -> None:
+    def mark_registered(self, greeting: Wire) -> None:
+        """Registered: say `greeting` first, then what waited for it, in order."""
         self.registered = True
+        self._send_now(greeting)
         queued, self._queue = self._queue, []
         for message in queued:
             self._send_now(message)

@@ -25,7 +25,9 @@ from protocol.messages import (
     Revive,
     ShutdownFramework,
     StatusAck,
+    Subscribe,
     TaskState,
+    Teardown,
     Update,
 )
 from protocol.resources import Resources
@@ -353,3 +355,29 @@ async def test_offer_timeout_rescinds_unanswered_offers(mosquitto: MosquittoBrok
         assert rescind.offer_id == offer.offer_id
         again = await a.next_offer(after=1)  # the resources return and are offered anew
         assert again.offer_id != offer.offer_id
+
+
+async def test_a_removed_framework_is_told_and_cannot_come_back(cluster: Cluster) -> None:
+    """As Mesos: ERROR "Framework has been removed" when torn down, and again if it tries
+    to re-subscribe after its failover timeout passed."""
+    a = await cluster.framework("A", failover_timeout=0.2)
+    framework_id = a.framework_id
+    await a.bus.publish(
+        T.gone("framework", "framework"),
+        Gone(kind="framework", id="A", incarnation=a.bus.incarnation),
+    )
+    await eventually(lambda: framework_id not in cluster.master.books.frameworks)
+    back = FakeFramework(a.bus, T, "A")
+    await a.bus.publish(
+        back.to_master,
+        Subscribe(name="A", inbox="A", framework_id=framework_id, incarnation=a.bus.incarnation),
+    )
+    error = await a.inbox.wait_for(Error, lambda e: e.code == "framework-removed")
+    assert error.message == "Framework has been removed: failover timeout 0.2s passed"
+    assert framework_id not in cluster.master.books.frameworks
+
+    b = await cluster.framework("B")
+    await b.bus.publish(b.to_master, Teardown(framework_id=b.framework_id))
+    told = await b.inbox.wait_for(Error, lambda e: e.code == "framework-removed")
+    assert told.message.startswith("Framework has been removed: torn down by its scheduler")
+    books_balance(cluster.master)

@@ -32,13 +32,14 @@ from protocol.messages import (
     TaskInfo,
     TaskState,
     Teardown,
+    Update,
 )
 from protocol.resources import Resources
 from protocol.topics import Topics
 from slave.slave import Slave, SlaveConfig
 
 from fakes import FakeFramework
-from helpers import Inbox, eventually
+from helpers import Inbox, books_balance, eventually
 
 T = Topics("stest")
 FAST = MasterConfig(allocation_interval=0.05, heartbeat_interval=0.5, status_retry=0.3)
@@ -376,3 +377,43 @@ def _group(pgid: int) -> list[int]:
         if fields[2] == str(pgid) and fields[0] != "Z":
             members.append(int(entry.name))
     return members
+
+
+async def test_an_executor_speaks_only_for_its_own_tasks(rig: Rig) -> None:
+    """A hostile executor on the same slave as another framework's task: whatever ids it
+    writes, it can only report its own tasks; the rest gets Errors back on its line."""
+    victim = await rig.framework("victim")
+    await rig.start_slave("s1", Resources(cpus=2, mem=1024))
+    await rig.launch(victim, "sleep 300", "precious")
+    await victim.update_for("precious", TaskState.RUNNING)
+    await victim.decline(await victim.next_offer(after=1), refuse=1000)  # the rest: not needed
+    hostile = await rig.framework("hostile")
+    offer = await hostile.next_offer()
+    program = Path(__file__).parent / "programs" / "hostile_executor.py"
+    task = TaskInfo(
+        task_id="mine",
+        slave_id="s1",
+        resources=Resources(cpus=0.25, mem=32),
+        executor=ExecutorInfo(
+            executor_id="evil",
+            command=CommandInfo(
+                value=f"{sys.executable} {program} precious",
+                environment={"PYTHONPATH": str(Path(__file__).parent.parent)},
+            ),
+        ),
+    )
+    await hostile.accept(offer, [task], refuse=0)
+    # its own task's RUNNING went on the line after the forgeries, so they were handled
+    await hostile.update_for("mine", TaskState.RUNNING, timeout=30)
+    sandbox = rig.tmp / "s1" / "sandboxes" / hostile.framework_id / "executor-evil"
+    await eventually(lambda: (sandbox / "stdout").read_text().count("Error") >= 3)
+    answers = (sandbox / "stdout").read_text().split("\n")
+    assert answers[:2] == ["ExecutorRegistered ", "RunTask "]
+    assert sorted(answers[2:5]) == ["Error malformed", "Error unknown-task", "Error unknown-task"]
+    # the victim's task was not touched, and nobody was told otherwise
+    assert rig.master.books.frameworks[victim.framework_id].tasks["precious"].state == (
+        TaskState.RUNNING
+    )
+    assert not [u for u in victim.inbox.of(Update) if u.status.state == TaskState.FINISHED]
+    assert not [u for u in hostile.inbox.of(Update) if u.status.task_id != "mine"]
+    books_balance(rig.master)
