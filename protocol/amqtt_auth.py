@@ -25,6 +25,7 @@ from protocol.credentials import (
     acl_rules,
     filter_allows,
     load_principals,
+    read_passwd,
     verify_secret,
 )
 
@@ -53,15 +54,6 @@ class _Watched:
         return self.value
 
 
-def _read_passwd(path: Path) -> dict[str, str]:
-    out = {}
-    for line in path.read_text().splitlines():
-        name, sep, hashed = line.partition(":")
-        if sep:
-            out[name] = hashed
-    return out
-
-
 def _read_rules(path: Path) -> dict[str, dict[str, list[str]]]:
     rules: dict[str, dict[str, list[str]]] = {}
     for name, principal in load_principals(path).items():
@@ -79,7 +71,7 @@ class StoreAuthPlugin(BaseAuthPlugin):  # type: ignore[misc]
 
     def __init__(self, context: Any) -> None:
         super().__init__(context)
-        self._passwd = _Watched(Path(self.config.store) / "passwd", _read_passwd)
+        self._passwd = _Watched(Path(self.config.store) / "passwd", read_passwd)
 
     async def authenticate(self, *, session: Any) -> bool | None:
         username, secret = session.username, session.password

@@ -238,14 +238,7 @@ class Store:
         self.secret_file(name).unlink(missing_ok=True)
 
     def _hashes(self) -> dict[str, str]:
-        if not self.passwd.exists():
-            return {}
-        out = {}
-        for line in self.passwd.read_text().splitlines():
-            name, sep, hashed = line.partition(":")
-            if sep:
-                out[name] = hashed
-        return out
+        return read_passwd(self.passwd) if self.passwd.exists() else {}
 
     def save(self, principals: dict[str, Principal], hashes: dict[str, str] | None = None) -> None:
         """Write every file from the principals (atomically each), then adopt them."""
@@ -261,6 +254,16 @@ class Store:
         }
         write_private(self.principals_file, json.dumps(doc, indent=2) + "\n", mode=0o644)
         self.principals = principals
+
+
+def read_passwd(path: Path) -> dict[str, str]:
+    """A password file (`name:hash` lines) -> {name: hash}."""
+    out = {}
+    for line in path.read_text().splitlines():
+        name, sep, hashed = line.partition(":")
+        if sep:
+            out[name] = hashed
+    return out
 
 
 def load_principals(path: Path) -> dict[str, Principal]:

@@ -6,7 +6,10 @@ import asyncio
 from collections.abc import Callable
 from typing import TypeVar
 
+import aiomqtt
+
 from master.master import Master
+from protocol.brokers import BrokerURL
 from protocol.messages import Wire
 from protocol.resources import Resources
 
@@ -71,3 +74,16 @@ def books_balance(master: Master) -> None:
             held = held + task.resources
     assert a.allocated_total() == held
     assert a.total == sum((s.total for s in master.books.slaves.values()), Resources())
+
+
+def raw_client(url: BrokerURL, **kw: object) -> aiomqtt.Client:
+    """A bare MQTT client as `url`'s principal (what an attacker would write)."""
+    return aiomqtt.Client(
+        url.host,
+        url.port,
+        username=url.username,
+        password=url.password,
+        identifier=url.username,
+        tls_context=url.ssl_context(),
+        **kw,  # type: ignore[arg-type]
+    )

@@ -56,7 +56,7 @@ from protocol.topics import Topics
 from slave.slave import Slave, SlaveConfig
 
 from conftest import need_mosquitto
-from helpers import Inbox, books_balance, eventually
+from helpers import Inbox, books_balance, eventually, raw_client
 from strategies import ANY_MESSAGE
 
 T = Topics("trust")
@@ -235,17 +235,8 @@ def intact(sec: Secure) -> None:
 # -- the broker: who may connect, and read what ---------------------------------------------
 
 
-async def _connect(url: BrokerURL, **kw: object) -> None:
-    async with aiomqtt.Client(
-        url.host,
-        url.port,
-        username=url.username,
-        password=url.password,
-        identifier=url.username,
-        tls_context=url.ssl_context(),
-        timeout=5,
-        **kw,  # type: ignore[arg-type]
-    ):
+async def _connect(url: BrokerURL) -> None:
+    async with raw_client(url, timeout=5):
         pass
 
 
@@ -519,15 +510,7 @@ async def test_100k_random_and_mutated_calls_leave_the_master_up_and_its_books_b
     # mallory from a connection of its own; slave-b on its slave's own connection (a
     # second one would take the slave's session over)
     url = secure.as_("mallory")
-    async with aiomqtt.Client(
-        url.host,
-        url.port,
-        username=url.username,
-        password=url.password,
-        identifier=url.username,
-        tls_context=url.ssl_context(),
-        max_queued_outgoing_messages=None,
-    ) as client:
+    async with raw_client(url, max_queued_outgoing_messages=None) as client:
         for _ in range(50_000):
             await client.publish(T.inbound("framework", "mallory"), mutated(), qos=0)
     slave_b = secure.slave_buses["slave-b"]
