@@ -12,6 +12,7 @@ from cluster.auth_cli import auth
 from cluster.demo import demo
 from cluster.experiment_cli import experiment, simulate
 from cluster.experiment_framework import experiment_framework
+from cluster.ideal_cli import ideal_command
 from frameworks.cli import framework
 from master.cli import master
 from protocol import logs
@@ -161,6 +162,7 @@ framework.add_command(experiment_framework)  # the experiment runner's own frame
 main.add_command(framework)
 main.add_command(demo)
 main.add_command(simulate)
+main.add_command(ideal_command)
 main.add_command(experiment)
 
 

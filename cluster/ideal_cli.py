@@ -1,0 +1,98 @@
+"""`drfmesos ideal SPEC`: the allocation a policy would reach for a spec, tasks infinitely
+divisible (see `master.ideal`), as a table or JSON."""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from cluster.spec import Spec, SpecError, load_spec
+from master.ideal import POLICIES, IdealError, Share, User, exact, ideal
+from protocol.resources import Resources
+
+
+def spec_ideal(spec: Spec, policy: str) -> dict[str, Share]:
+    """The ideal for a spec: its cluster's totals and each framework's first task size."""
+    total = sum((r for _, r in spec.cluster.nodes()), Resources())
+    users = []
+    for fw in spec.frameworks:
+        task = fw.task or (fw.changes[0].task if fw.changes else None)
+        if task is None:  # trace-driven frameworks have no one task shape
+            continue
+        role = fw.role or fw.name
+        users.append(
+            User(
+                fw.name,
+                {r: exact(v) for r, v in task.items()},
+                weight=exact(fw.weight),
+                path=tuple(role.split("/")[:-1]) if "/" in role else (),
+                limit=fw.max_running,
+            )
+        )
+    return ideal(policy, {r: exact(v) for r, v in total.items()}, users)
+
+
+def as_json(policy: str, shares: dict[str, Share]) -> dict[str, object]:
+    """`{"policy": P, "frameworks": {NAME: {"tasks", "dominant_share", "resources"}}}`;
+    numbers as floats, with each exact fraction beside it as a string."""
+
+    def num(f: Fraction) -> float:
+        return float(f)
+
+    return {
+        "policy": policy,
+        "frameworks": {
+            name: {
+                "tasks": num(s.tasks),
+                "dominant_share": num(s.dominant_share),
+                "resources": {r: num(v) for r, v in sorted(s.resources.items())},
+                "exact": {
+                    "tasks": str(s.tasks),
+                    "dominant_share": str(s.dominant_share),
+                    "resources": {r: str(v) for r, v in sorted(s.resources.items())},
+                },
+            }
+            for name, s in shares.items()
+        },
+    }
+
+
+@click.command("ideal")
+@click.argument("spec_path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option(
+    "--policy",
+    type=click.Choice(POLICIES),
+    default=None,
+    help="Default: the spec's master policy (slots: its DRF ideal).",
+)
+@click.option("--json", "json_out", is_flag=True, help="JSON instead of a table.")
+def ideal_command(spec_path: Path, policy: str | None, json_out: bool) -> None:
+    """The continuous allocation POLICY reaches for SPEC: infinitely divisible tasks,
+    exact fractions, progressive filling (the paper's §4)."""
+    try:
+        spec = load_spec(spec_path)
+        chosen = policy or (spec.master.policy if spec.master.policy in POLICIES else "drf")
+        shares = spec_ideal(spec, chosen)
+    except (SpecError, IdealError) as e:
+        raise click.ClickException(str(e)) from None
+    if json_out:
+        click.echo(json.dumps(as_json(chosen, shares), indent=2))
+        return
+    table = Table(title=f"{spec.name}: the {chosen} ideal", title_justify="left")
+    for col in ("framework", "tasks", "dominant share", "resources"):
+        table.add_column(col, justify="left" if col in ("framework", "resources") else "right")
+    for name, s in shares.items():
+        resources = ", ".join(f"{r} {_fmt(v)}" for r, v in sorted(s.resources.items()))
+        table.add_row(
+            name, _fmt(s.tasks), f"{float(s.dominant_share):.1%} ({s.dominant_share})", resources
+        )
+    Console().print(table)
+
+
+def _fmt(value: Fraction) -> str:
+    return str(value) if value.denominator == 1 else f"{float(value):.4g} ({value})"

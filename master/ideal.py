@@ -1,0 +1,287 @@
+"""The ideal: the allocation a policy reaches when tasks are infinitely divisible.
+
+Progressive filling, as in the DRF paper (§4) and the YARN article: every user's share, by
+the policy's own measure and weighted, grows at the same rate until a resource it needs
+runs out or it has all the tasks it wants; then the others go on. Exact fractions
+throughout, so the sources' worked examples check to the letter (9 CPU / 18 GB gives
+A 3 tasks and B 2; the lecture's mirrored demands give each 2/3).
+
+    ideal("drf", {"cpus": 9, "mem": 18}, [User("A", {"cpus": 1, "mem": 4}),
+                                          User("B", {"cpus": 3, "mem": 1})])
+
+Policies: `drf` (weights ignored), `wdrf`, `asset` (equal sums of shares), `cpu` (equal
+CPU shares), `fifo` (in order, each takes all it can), `ceei` (the paper's §5: the
+competitive equilibrium from equal incomes, i.e. the allocation that maximises the
+weighted product of tasks; solved on its dual and given as exact fractions where the
+solution is rational with a small denominator), and `flat` (pools' weights multiplied down
+each user's path, then `wdrf`). No I/O: the simulator, the experiments and the master
+use it alike.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+Vector = dict[str, Fraction]
+POLICIES = ("drf", "wdrf", "asset", "cpu", "fifo", "ceei", "flat")
+
+
+class IdealError(ValueError):
+    """A question the ideal cannot answer (an unknown policy, a user with an empty task)."""
+
+
+@dataclass(frozen=True)
+class User:
+    """A framework as the ideal sees it: what one task takes, and how much it may get."""
+
+    name: str
+    task: Mapping[str, Fraction | float | int]
+    weight: Fraction | float | int = 1
+    path: tuple[str, ...] = ()  # its pool, root first (a role `eng/batch` -> ("eng", "batch"))
+    limit: Fraction | float | int | None = None  # at most this many tasks (None: endless)
+
+
+@dataclass(frozen=True)
+class Share:
+    tasks: Fraction
+    resources: Vector
+    dominant_share: Fraction
+    weight: Fraction = Fraction(1)
+    extra: dict[str, Fraction] = field(default_factory=dict)
+
+
+def exact(value: Fraction | float | int | str) -> Fraction:
+    """A number as an exact fraction (floats by their shortest decimal form: 0.1 is 1/10)."""
+    if isinstance(value, Fraction):
+        return value
+    if isinstance(value, float):
+        return Fraction(repr(value))
+    return Fraction(value)
+
+
+def ideal(
+    policy: str,
+    total: Mapping[str, Fraction | float | int],
+    users: Sequence[User],
+    pool_weights: Mapping[tuple[str, ...], Fraction | float | int] | None = None,
+) -> dict[str, Share]:
+    """Each user's tasks, resources and dominant share in `policy`'s ideal allocation."""
+    if policy not in POLICIES:
+        raise IdealError(f"unknown policy {policy!r}: one of {', '.join(POLICIES)}")
+    capacity = {r: exact(v) for r, v in total.items() if exact(v) > 0}
+    tasks = {u.name: {r: exact(v) for r, v in u.task.items() if exact(v) != 0} for u in users}
+    if len({u.name for u in users}) != len(users):
+        raise IdealError("user names must be unique")
+    for u in users:
+        if not tasks[u.name] or any(v < 0 for v in tasks[u.name].values()):
+            raise IdealError(f"{u.name}: a task needs some of at least one resource, none < 0")
+        if exact(u.weight) <= 0:
+            raise IdealError(f"{u.name}: weight must be positive")
+    weights = {u.name: exact(u.weight) for u in users}
+    if policy == "drf":
+        weights = dict.fromkeys(weights, Fraction(1))
+    elif policy == "flat":
+        weights = flattened_weights(users, pool_weights or {})
+    limits = {u.name: None if u.limit is None else exact(u.limit) for u in users}
+    # a resource the cluster does not have stops whoever needs it at zero
+    for name, task in tasks.items():
+        if any(r not in capacity for r in task):
+            limits[name] = Fraction(0)
+
+    if policy == "fifo":
+        counts = _fifo(capacity, [u.name for u in users], tasks, limits)
+    elif policy == "ceei":
+        counts = _ceei(capacity, tasks, weights, limits)
+    else:
+        measure = {name: _measure(policy, task, capacity) for name, task in tasks.items()}
+        counts = progressive_filling(capacity, tasks, weights, limits, measure)
+    out = {}
+    for name, count in counts.items():
+        used = {r: count * v for r, v in tasks[name].items()}
+        dominant = max(
+            (v / capacity[r] for r, v in used.items() if r in capacity), default=Fraction(0)
+        )
+        out[name] = Share(count, used, dominant, weights[name])
+    return out
+
+
+def _measure(policy: str, task: Vector, capacity: Vector) -> Fraction:
+    """How much one task adds to a user's share, by the policy's own measure."""
+    shares = {r: v / capacity[r] for r, v in task.items() if r in capacity}
+    if not shares:
+        return Fraction(0)
+    if policy == "asset":
+        return sum(shares.values(), Fraction(0))
+    if policy == "cpu" and shares.get("cpus"):
+        return shares["cpus"]
+    return max(shares.values())  # drf, wdrf, flat; cpu for tasks without CPU
+
+
+def progressive_filling(
+    capacity: Vector,
+    tasks: Mapping[str, Vector],
+    weights: Mapping[str, Fraction],
+    limits: Mapping[str, Fraction | None],
+    measure: Mapping[str, Fraction],
+) -> dict[str, Fraction]:
+    """Raise every active user's measured share / weight at one rate; stop a user when a
+    resource it needs is full or its limit is reached. Exact: it jumps from event to event."""
+    count = dict.fromkeys(tasks, Fraction(0))
+    used = dict.fromkeys(capacity, Fraction(0))
+
+    def below(n: str) -> bool:
+        limit = limits[n]
+        return limit is None or count[n] < limit
+
+    active = {n for n in tasks if measure[n] > 0 and below(n)}
+    while active:
+        rate = {n: weights[n] / measure[n] for n in active}  # tasks per unit of level
+        step: Fraction | None = None
+        for r, cap in capacity.items():
+            growth = sum((rate[n] * tasks[n].get(r, 0) for n in active), Fraction(0))
+            if growth > 0:
+                candidate = (cap - used[r]) / growth
+                step = candidate if step is None else min(step, candidate)
+        for n in active:
+            limit = limits[n]
+            if limit is not None:
+                candidate = (limit - count[n]) / rate[n]
+                step = candidate if step is None else min(step, candidate)
+        if step is None:  # nothing limits anyone: an endless user of nothing finite
+            raise IdealError("some user's tasks take no resource the cluster has")
+        for n in active:
+            count[n] += rate[n] * step
+            for r, v in tasks[n].items():
+                used[r] += rate[n] * step * v
+        full = {r for r, cap in capacity.items() if used[r] >= cap}
+        active = {n for n in active if not any(r in full for r in tasks[n]) and below(n)}
+    return count
+
+
+def _fifo(
+    capacity: Vector,
+    order: Sequence[str],
+    tasks: Mapping[str, Vector],
+    limits: Mapping[str, Fraction | None],
+) -> dict[str, Fraction]:
+    """Whoever came first takes all it can; the next takes what is left; and so on."""
+    free = dict(capacity)
+    count = {}
+    for name in order:
+        fits = min(free[r] / v for r, v in tasks[name].items() if r in free)
+        limit = limits[name]
+        count[name] = fits if limit is None else min(fits, limit)
+        for r, v in tasks[name].items():
+            if r in free:
+                free[r] -= count[name] * v
+    return count
+
+
+def flattened_weights(
+    users: Sequence[User], pool_weights: Mapping[tuple[str, ...], Fraction | float | int]
+) -> dict[str, Fraction]:
+    """Each user's weight with the tree flattened: at every level of its path, its pool's
+    weight over the weights of that pool and its siblings (sub-pools with users under them,
+    and users sitting beside them), down to the user's own weight among its pool's
+    children. The lecture's pool of 30% with sub-pools of 20% and 80% gives 6% and 24%."""
+    present = {u.path[:i] for u in users for i in range(1, len(u.path) + 1)}
+
+    def children(parent: tuple[str, ...]) -> Fraction:
+        pools = (exact(pool_weights.get(q, 1)) for q in present if q[:-1] == parent and q)
+        beside = (exact(u.weight) for u in users if u.path == parent)
+        return sum(pools, Fraction(0)) + sum(beside, Fraction(0))
+
+    out = {}
+    for u in users:
+        share = Fraction(1)
+        for depth in range(1, len(u.path) + 1):
+            node = u.path[:depth]
+            share *= exact(pool_weights.get(node, 1)) / children(node[:-1])
+        out[u.name] = share * exact(u.weight) / children(u.path)
+    return out
+
+
+def _ceei(
+    capacity: Vector,
+    tasks: Mapping[str, Vector],
+    weights: Mapping[str, Fraction],
+    limits: Mapping[str, Fraction | None],
+) -> dict[str, Fraction]:
+    """Maximise sum w log x subject to the capacities, by Newton's method on the dual
+    (one price per resource): x_k = w_k / (p . d_k). The answer is snapped to the nearest
+    fraction with a small denominator when that is feasible and as good, else kept as
+    the closest fraction found."""
+    names = [n for n in tasks if limits[n] != 0]
+    resources = sorted(capacity)
+    d = {n: [float(tasks[n].get(r, 0) / capacity[r]) for r in resources] for n in names}
+    w = {n: float(weights[n]) for n in names}
+    cap = {n: math.inf if (limit := limits[n]) is None else float(limit) for n in names}
+    p = [1.0 for _ in resources]
+
+    def demand(prices: list[float]) -> dict[str, float]:
+        out = {}
+        for n in names:
+            cost = sum(pi * di for pi, di in zip(prices, d[n], strict=True))
+            x = w[n] / cost if cost > 0 else math.inf
+            out[n] = min(x, cap[n])
+        return out
+
+    def dual(prices: list[float]) -> float:
+        x = demand(prices)
+        value = sum(prices)  # each capacity is 1 once normalised
+        for n in names:
+            cost = sum(pi * di for pi, di in zip(prices, d[n], strict=True))
+            if x[n] < cap[n]:
+                value -= w[n] * math.log(cost)
+            else:
+                value -= cost * x[n] - w[n] * (math.log(w[n] / x[n]) if x[n] > 0 else 0)
+        return value
+
+    for _ in range(200):
+        x = demand(p)
+        grad = [1.0 - sum(x[n] * d[n][j] for n in names) for j in range(len(resources))]
+        hess = [[0.0] * len(resources) for _ in resources]
+        for n in names:
+            cost = sum(pi * di for pi, di in zip(p, d[n], strict=True))
+            if x[n] < cap[n]:
+                for a in range(len(resources)):
+                    for b in range(len(resources)):
+                        hess[a][b] += w[n] * d[n][a] * d[n][b] / cost**2
+        step = _solve(hess, [-g for g in grad])
+        # keep prices non-negative and the dual decreasing (damped Newton)
+        t, before = 1.0, dual(p)
+        while t > 1e-12:
+            trial = [max(pi + t * si, 1e-15) for pi, si in zip(p, step, strict=True)]
+            if dual(trial) <= before + 1e-15:
+                break
+            t /= 2
+        p = trial
+        if max(abs(s) for s in step) < 1e-13:
+            break
+    x = demand(p)
+    return {n: _snap(x.get(n, 0.0)) for n in tasks}
+
+
+def _solve(a: list[list[float]], b: list[float]) -> list[float]:
+    """Solve a small linear system (Gaussian elimination; singular pivots regularised)."""
+    n = len(b)
+    m = [[*row, b[i]] for i, row in enumerate(a)]
+    for i in range(n):
+        m[i][i] += 1e-12
+        pivot = max(range(i, n), key=lambda r: abs(m[r][i]))
+        m[i], m[pivot] = m[pivot], m[i]
+        for r in range(i + 1, n):
+            f = m[r][i] / m[i][i]
+            for c in range(i, n + 1):
+                m[r][c] -= f * m[i][c]
+    x = [0.0] * n
+    for i in reversed(range(n)):
+        x[i] = (m[i][n] - sum(m[i][c] * x[c] for c in range(i + 1, n))) / m[i][i]
+    return x
+
+
+def _snap(value: float) -> Fraction:
+    return Fraction(value).limit_denominator(10_000) if math.isfinite(value) else Fraction(0)
