@@ -45,7 +45,9 @@ def _report(summary: dict[str, object], out: Path, plots: bool = True) -> None:
 @click.option("--seed", type=int, default=None, help="Override the spec's seed.")
 @click.option(
     "--policy",
-    type=click.Choice(["drf", "wdrf", "asset", "fifo", "cpu", "slots"]),
+    type=click.Choice(
+        ["hdrf", "naive-hdrf", "flat", "drf", "wdrf", "asset", "fifo", "cpu", "slots"]
+    ),
     default=None,
     help="Override the spec's policy.",
 )

@@ -41,7 +41,13 @@ async def run_live(spec: Spec, spec_path: Path, out: Path, broker: str) -> Resul
             interval = max(0.02, spec.master.allocation_interval * scale)
             policy = "drf" if spec.master.policy == "wdrf" else spec.master.policy
             await launcher.start(
-                "master", "master", "--policy", policy, "--allocation-interval", f"{interval:g}"
+                "master",
+                "master",
+                "--policy",
+                policy,
+                "--allocation-interval",
+                f"{interval:g}",
+                *weights_args(spec.master.weights),
             )
             for g, group in enumerate(spec.cluster.slaves):
                 resources = ";".join(f"{k}:{v:g}" for k, v in group.resources.items())
@@ -128,3 +134,7 @@ def _sample(results: Results, state: State | None, t: float) -> None:
     results.utilisation.append(
         (t, {r: min(1.0, s) for r, s in state.allocated.shares(total).items()})
     )
+
+
+def weights_args(weights: dict[str, float]) -> list[str]:
+    return ["--weights", ",".join(f"{r}={w:g}" for r, w in weights.items())] if weights else []

@@ -48,6 +48,8 @@ class Simulation:
         self.spec = spec
         policy = spec.master.policy
         self.allocator = Allocator("drf" if policy == "slots" else policy, seed=spec.run.seed)
+        for role, weight in spec.master.weights.items():
+            self.allocator.set_role_weight(role, weight)
         self.nodes = dict(spec.cluster.nodes())
         self.real_total = sum(self.nodes.values(), Resources())
         for slave_id, resources in self.nodes.items():

@@ -21,6 +21,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from master.roles import check_role
 from protocol.codec import describe_validation
 from protocol.resources import Resources
 
@@ -51,10 +52,22 @@ class Cluster(Strict):
 
 
 class Master(Strict):
-    policy: Literal["drf", "wdrf", "asset", "fifo", "cpu", "slots"] = "drf"
+    policy: Literal[
+        "hdrf", "naive-hdrf", "flat", "drf", "wdrf", "asset", "fifo", "cpu", "slots"
+    ] = "drf"
     allocation_interval: float = Field(default=1.0, gt=0)
     refuse_seconds: float = Field(default=5.0, ge=0)
     slots_per_node: int | None = Field(default=None, ge=1, le=1000)
+    # weights of roles and pools (any node of the role tree: eng, eng/backend, ...)
+    weights: dict[str, float] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _weights(self) -> Master:
+        for role, weight in self.weights.items():
+            check_role(role)
+            if not weight > 0:
+                raise ValueError(f"weights.{role}: must be positive, got {weight}")
+        return self
 
     @model_validator(mode="after")
     def _slots(self) -> Master:

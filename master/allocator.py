@@ -22,6 +22,7 @@ import random
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
+from master.roles import TREE_POLICIES, RoleTree, check_role
 from master.sorter import Millis, Sorter, Total
 from protocol.resources import CPUS, MEM, SCALE, Resources
 
@@ -82,7 +83,13 @@ class Allocator:
     def __init__(self, policy: str = "drf", *, seed: int | None = None, shuffle: bool = True):
         self.policy = policy
         self._total = Total()
-        self._roles = Sorter(policy, self._total)
+        # roles in a tree (hdrf, naive-hdrf, flat), or side by side (drf, asset, cpu, fifo)
+        self._roles: Sorter | RoleTree = (
+            RoleTree(policy, self._total)
+            if policy in TREE_POLICIES
+            else Sorter(policy, self._total)
+        )
+        self._framework_policy = "drf" if policy in TREE_POLICIES else policy
         self._role_frameworks: dict[str, Sorter] = {}
         self._role_weights: dict[str, float] = {}
         self.frameworks: dict[str, FrameworkBook] = {}
@@ -103,8 +110,11 @@ class Allocator:
     ) -> None:
         if framework_id in self.frameworks:
             raise AllocatorError(f"framework {framework_id} is already known")
+        problem = self.role_problem(role)
+        if problem:
+            raise AllocatorError(problem)
         if role not in self._role_frameworks:
-            self._role_frameworks[role] = Sorter(self._roles.policy, self._total)
+            self._role_frameworks[role] = Sorter(self._framework_policy, self._total)
             self._roles.add(role, self._role_weights.get(role, 1.0))
         if weight is not None and role not in self._role_weights:
             self._roles.update_weight(role, weight)
@@ -175,12 +185,27 @@ class Allocator:
                 self.dirty.add(slave_id)
 
     def set_role_weight(self, role: str, weight: float) -> None:
-        """Configure a role's weight (takes precedence over weights frameworks ask for)."""
-        if weight <= 0:
+        """Configure a role's weight (takes precedence over weights frameworks ask for); in
+        a tree, any node's: `eng` as well as `eng/backend`."""
+        if not weight > 0:
             raise AllocatorError(f"weight must be positive, got {weight}")
+        problem = self.role_problem(role)
+        if problem:
+            raise AllocatorError(problem)
         self._role_weights[role] = weight
-        if role in self._roles:
+        if isinstance(self._roles, RoleTree):
+            self._roles.set_weight(role, weight)
+        elif role in self._roles:
             self._roles.update_weight(role, weight)
+
+    def role_problem(self, role: str) -> str | None:
+        """Why `role` cannot be a role under this policy (None if it can)."""
+        if isinstance(self._roles, RoleTree):
+            try:
+                check_role(role)
+            except ValueError as e:
+                return str(e)
+        return None
 
     # -- slaves ------------------------------------------------------------------------------
     def add_slave(
@@ -344,8 +369,14 @@ class Allocator:
         return self.allocation(framework_id).dominant_share(self.total)
 
     def role_share(self, role: str) -> float:
-        """The role's share as the order sees it (policy share / weight)."""
+        """The role's share as the order sees it (policy share / weight, or / promise)."""
+        if isinstance(self._roles, RoleTree):
+            return self._roles.ordering_share(role)
         return self._roles.share(role)
+
+    def role_promise(self, role: str) -> float | None:
+        """What a tree policy promises the frameworks of `role` (None for flat policies)."""
+        return self._roles.own_promise(role) if isinstance(self._roles, RoleTree) else None
 
     def role_weight(self, role: str) -> float:
         return self._roles.weight(role)

@@ -29,10 +29,12 @@ def parse_weights(text: str) -> dict[str, float]:
 @cluster_option
 @click.option(
     "--policy",
-    type=click.Choice(["drf", "wdrf", "asset", "cpu", "fifo"]),
-    default="drf",
+    type=click.Choice(["hdrf", "naive-hdrf", "flat", "drf", "wdrf", "asset", "cpu", "fifo"]),
+    default="hdrf",
     show_default=True,
-    help="How frameworks are ordered.",
+    help="How roles are ordered: on the role tree (hdrf: min-satisfaction hierarchical "
+    "DRF; naive-hdrf: the smallest child at each level; flat: the tree flattened into "
+    "products of weights), or side by side (drf, asset, cpu, fifo).",
 )
 @click.option(
     "--allocation-interval",
@@ -62,7 +64,11 @@ def parse_weights(text: str) -> dict[str, float]:
     show_default=True,
     help="Seconds between state snapshots (when something changed).",
 )
-@click.option("--weights", default="", help="Role weights: role=w,role2=w2.")
+@click.option(
+    "--weights",
+    default="",
+    help="Role weights: role=w,role2=w2; in a tree any node's (eng=3,eng/backend=1).",
+)
 @click.option(
     "--principals",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),

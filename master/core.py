@@ -42,7 +42,7 @@ STAGING_GRACE = 10.0  # a task this young may not have reached its slave yet
 
 @dataclass
 class MasterConfig:
-    policy: str = "drf"
+    policy: str = "hdrf"
     allocation_interval: float = 1.0
     round_batch: float = 0.005  # frees within this window share one round
     offer_timeout: float | None = None  # off by default, as in Mesos

@@ -65,7 +65,9 @@ class FrameworkCalls(MasterCore):
                 )
             return "framework-removed", f"Framework has been removed: {removed[1]}"
         if fw is None:
-            why = self.roles_acl.check(caller.principal, msg.role)
+            why = self.allocator.role_problem(msg.role) or self.roles_acl.check(
+                caller.principal, msg.role
+            )
             if why is not None:
                 return "subscribe-refused", why
         return None

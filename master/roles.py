@@ -1,0 +1,396 @@
+"""The role tree: hierarchical roles (`eng/backend/batch`), weights on every node, and the
+order in which its roles are served.
+
+Each role is a node; its path's prefixes are its ancestors. A node's allocation is the sum
+of what every framework in its subtree holds, kept incrementally (an allocation changes
+the nodes on one path, O(depth log children)). A node's *promise* is its weight's
+fraction of its siblings' weights, times its parent's promise: the lecture's pool of 30%
+with a sub-pool of 20% is promised 6% of the cluster. Three tree policies order it:
+
+- `naive-hdrf`: at each level, the child with the lowest dominant share / weight, down to
+  a role (what Mesos's hierarchical roles and YARN's FairScheduler do). The lecture shows
+  how it starves a leaf that went idle and came back while a sibling pool keeps others.
+- `flat`: the tree flattened: the role with the lowest share / promise, whatever its
+  pool. Every leaf gets its promise, but a pool may not (its children's dominant
+  resources differ, so their shares do not add up to the pool's).
+- `hdrf`: "min satisfaction" (the lecture; H-DRF, Bhattacharya et al., SoCC 2013): a child's
+  place is the lowest share / promise of *any* node in its subtree, itself included, so
+  a node below its promise is served first wherever it sits -- pools and leaves alike.
+
+No I/O; the allocator drives it and asks `first(wanted)` for the role to serve.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+
+from master.sorter import Millis, Total
+from protocol.resources import Resources, dominant_share
+
+TREE_POLICIES = ("hdrf", "naive-hdrf", "flat")
+_Entry = tuple[float, int, int, str]  # (key, registration order, version, child name)
+
+
+def check_role(role: str) -> str:
+    """Role names are paths of 1-64 char segments of letters, digits, _ . - (no wildcards);
+    `*`, Mesos's default role, is a role of its own at the top."""
+    if role == "*":
+        return role
+    parts = role.split("/")
+    for part in parts:
+        if not part or len(part) > 64 or not all(c.isalnum() or c in "_.-" for c in part):
+            raise ValueError(
+                f"role {role!r}: '/'-separated names of letters, digits, '_', '.', '-'"
+            )
+        if part in (".", ".."):
+            raise ValueError(f"role {role!r}: '.' and '..' are not role names")
+    return role
+
+
+@dataclass(slots=True)
+class Node:
+    path: str  # "" for the root
+    parent: Node | None
+    order: int
+    weight: float = 1.0
+    allocation: Millis = field(default_factory=dict)  # everything its subtree holds
+    own: Millis = field(default_factory=dict)  # what frameworks registered in it hold
+    children: dict[str, Node] = field(default_factory=dict)  # by last path segment
+    heap: list[_Entry] = field(default_factory=list)
+    version: int = 0
+    is_role: bool = False  # frameworks register here (it may also have sub-roles)
+    self_wanting: bool = False  # its own frameworks want offers
+    wanting: int = 0  # roles at or below it (itself included) whose frameworks want offers
+    key: float = 0.0  # its place among its siblings (policy-dependent)
+    promise: float = 1.0  # the fraction of the cluster its weights promise its subtree
+    own_promise: float = 1.0  # ... and its own frameworks (the child "." of weight 1)
+
+    @property
+    def name(self) -> str:
+        return self.path.rsplit("/", 1)[-1]
+
+
+def _apply(into: Millis, delta: Mapping[str, int], sign: int, what: str) -> None:
+    for k, v in delta.items():
+        left = into.get(k, 0) + sign * v
+        if left < 0:
+            raise ValueError(f"role {what} would hold negative {k}")
+        if left:
+            into[k] = left
+        else:
+            into.pop(k, None)
+
+
+def _ratio(share: float, promise: float) -> float:
+    return share / promise if promise > 0 else float("inf")
+
+
+class RoleTree:
+    def __init__(self, policy: str = "hdrf", total: Total | None = None) -> None:
+        if policy not in TREE_POLICIES:
+            raise ValueError(f"unknown tree policy {policy!r}; one of {', '.join(TREE_POLICIES)}")
+        self.policy = policy
+        self._totals = total or Total()
+        self._seen_total = self._totals.version
+        self.root = Node("", None, 0)
+        self.nodes: dict[str, Node] = {"": self.root}
+        self._weights: dict[str, float] = {}  # configured, kept for nodes that come later
+        self._next_order = 1
+        self._promises_stale = False
+
+    # -- shape -----------------------------------------------------------------------------
+    def add_role(self, role: str) -> None:
+        """Make `role` (and its ancestors) exist; frameworks may register in it."""
+        check_role(role)
+        node = self._ensure(role)
+        if not node.is_role:
+            node.is_role = True
+            self._promises_stale = True  # a role with sub-roles gains the child "."
+
+    def remove_role(self, role: str) -> None:
+        """Forget a role with nothing allocated and no wanting frameworks (and empty
+        ancestors that are no roles of their own)."""
+        node = self.nodes.get(role)
+        if node is None:
+            return
+        node.is_role = False
+        while node.parent is not None and not node.is_role and not node.children:
+            if any(node.allocation.values()):
+                break
+            del node.parent.children[node.name]
+            del self.nodes[node.path]
+            node.version += 1
+            node = node.parent
+            self._promises_stale = True
+
+    def set_weight(self, role: str, weight: float) -> None:
+        if not weight > 0:
+            raise ValueError(f"weight must be positive, got {weight}")
+        check_role(role)
+        self._weights[role] = weight
+        node = self.nodes.get(role)
+        if node is not None:
+            node.weight = weight
+            self._promises_stale = True
+
+    def weight(self, role: str) -> float:
+        node = self.nodes.get(role)
+        return node.weight if node else self._weights.get(role, 1.0)
+
+    def _ensure(self, role: str) -> Node:
+        node = self.nodes.get(role)
+        if node is not None:
+            return node
+        parent_path, _, name = role.rpartition("/")
+        parent = self._ensure(parent_path) if parent_path else self.root
+        node = Node(role, parent, self._next_order, self._weights.get(role, 1.0))
+        self._next_order += 1
+        parent.children[name] = node
+        self.nodes[role] = node
+        self._promises_stale = True
+        return node
+
+    def __contains__(self, role: object) -> bool:
+        return isinstance(role, str) and role in self.nodes and self.nodes[role].is_role
+
+    def children(self, role: str) -> list[str]:
+        return [c.path for c in self.nodes[role].children.values()]
+
+    # -- books -----------------------------------------------------------------------------
+    def allocated(self, role: str, resources: Resources) -> None:
+        self._change(role, resources.millis, +1)
+
+    def unallocated(self, role: str, resources: Resources) -> None:
+        self._change(role, resources.millis, -1)
+
+    def _change(self, role: str, delta: Mapping[str, int], sign: int) -> None:
+        leaf = self.nodes[role]
+        _apply(leaf.own, delta, sign, role)
+        node: Node | None = leaf
+        while node is not None and node.parent is not None:  # the root's is never read
+            _apply(node.allocation, delta, sign, node.path)
+            node = node.parent
+        self._rekey_path(leaf)
+
+    def allocation(self, role: str) -> Resources:
+        return Resources.from_millis(self.nodes[role].allocation)
+
+    def share(self, role: str) -> float:
+        """A role's dominant share of the cluster (of everything its subtree holds)."""
+        return dominant_share(self.nodes[role].allocation, self._totals.millis)
+
+    def promise(self, role: str) -> float:
+        """The fraction of the cluster promised to `role`'s whole subtree."""
+        self._fresh()
+        return self.nodes[role].promise
+
+    def own_promise(self, role: str) -> float:
+        """... and to the frameworks registered in `role` itself (all of it, without
+        sub-roles; with them, its share as the child "." of weight 1)."""
+        self._fresh()
+        return self.nodes[role].own_promise
+
+    # -- who wants offers ------------------------------------------------------------------
+    def set_wanting(self, role: str, wanting: bool) -> None:
+        """Whether `role`'s own frameworks want offers (only wanting subtrees are walked)."""
+        node = self.nodes[role]
+        if node.self_wanting == wanting:
+            return
+        node.self_wanting = wanting
+        step = 1 if wanting else -1
+        n: Node | None = node
+        while n is not None:
+            n.wanting += step
+            n = n.parent
+        self._rekey_path(node)
+
+    # -- the sorter's verbs, so the allocator drives a tree as it drives a flat sorter -------
+    def add(self, role: str, weight: float = 1.0) -> None:
+        self.add_role(role)
+        if weight != 1.0 and role not in self._weights:
+            self.nodes[role].weight = weight
+            self._promises_stale = True
+
+    def remove(self, role: str) -> None:
+        self.set_wanting(role, False)
+        self.remove_role(role)
+
+    def activate(self, role: str) -> None:
+        self.set_wanting(role, True)
+
+    def deactivate(self, role: str) -> None:
+        self.set_wanting(role, False)
+
+    def update_weight(self, role: str, weight: float) -> None:
+        if role in self._weights:
+            return  # a configured weight wins over what frameworks ask for
+        node = self.nodes[role]
+        node.weight = weight
+        self._promises_stale = True
+
+    def sort(self) -> Iterator[str]:
+        return iter(self.order())
+
+    def ordering_share(self, role: str) -> float:
+        """The role's place as the order sees it: its share over its weight (naive) or over
+        its promise."""
+        self._fresh()
+        return self._leaf_key(self.nodes[role])
+
+    # -- order -----------------------------------------------------------------------------
+    def first(self, wanted: Callable[[str], bool]) -> str | None:
+        """The role to serve next whose frameworks `wanted` accepts (it is given a role)."""
+        self._fresh()
+        return self._first(self.root, wanted)
+
+    def _first(self, node: Node, wanted: Callable[[str], bool]) -> str | None:
+        if not node.self_wanting:  # the usual case: straight down the best child
+            top = self._top_child(node)
+            if top is None:
+                return None
+            found = self._first(top, wanted)
+            if found is not None:
+                return found
+        # the best did not want it (or the node's own frameworks compete): walk in order
+        for child in self._ordered(node):
+            if child is node:
+                if wanted(node.path):
+                    return node.path
+                continue
+            found = self._first(child, wanted)
+            if found is not None:
+                return found
+        return None
+
+    def _top_child(self, node: Node) -> Node | None:
+        heap = node.heap
+        while heap:
+            _, _, version, name = heap[0]
+            child = node.children.get(name)
+            if child is not None and child.version == version and child.wanting:
+                return child
+            heapq.heappop(heap)
+        return None
+
+    def _ordered(self, node: Node) -> Iterator[Node]:
+        """The wanting children of `node`, best first -- and `node` itself where its own
+        frameworks want offers, placed by its own key among them (the child ".")."""
+        heap = node.heap
+        passed: list[_Entry] = []
+        own: tuple[float, int] | None = None
+        if node.self_wanting:
+            own = (self._leaf_key(node), -1)  # ties: its own frameworks first
+        try:
+            while heap:
+                entry = heap[0]
+                child = node.children.get(entry[3])
+                if child is None or child.version != entry[2] or not child.wanting:
+                    heapq.heappop(heap)
+                    continue
+                if own is not None and own <= (entry[0], entry[1]):
+                    own = None
+                    yield node
+                passed.append(heapq.heappop(heap))
+                yield child
+            if own is not None:
+                yield node
+        finally:
+            for entry in passed:
+                heapq.heappush(heap, entry)
+
+    def order(self) -> list[str]:
+        """Every wanting role, in the order they would be served (for tests and views)."""
+        out: list[str] = []
+        taken: set[str] = set()
+
+        def take(role: str) -> bool:
+            if role in taken:
+                return False
+            out.append(role)
+            taken.add(role)
+            return True
+
+        while self.first(take) is not None:
+            pass
+        return out
+
+    # -- keys ------------------------------------------------------------------------------
+    def _share(self, millis: Millis) -> float:
+        return dominant_share(millis, self._totals.millis)
+
+    def _pool_key(self, node: Node) -> float:
+        """A node's whole subtree: its share over its weight (naive) or its promise."""
+        if self.policy == "naive-hdrf":
+            return self._share(node.allocation) / node.weight
+        return _ratio(self._share(node.allocation), node.promise)
+
+    def _leaf_key(self, node: Node) -> float:
+        """A role's own frameworks, as a leaf."""
+        if self.policy == "naive-hdrf":
+            return self._share(node.own) / (1.0 if node.children else node.weight)
+        return _ratio(self._share(node.own), node.own_promise)
+
+    def _key(self, node: Node) -> float:
+        """A node's place among its siblings."""
+        if self.policy == "naive-hdrf":
+            return self._pool_key(node)
+        best = self._min_child_key(node)
+        if not node.children:  # a plain role: its own frameworks are its whole subtree
+            own = _ratio(self._share(node.allocation), node.promise)
+            return min(best, own) if node.self_wanting or self.policy == "hdrf" else best
+        if node.self_wanting:
+            best = min(best, self._leaf_key(node))
+        if self.policy == "hdrf":
+            best = min(best, self._pool_key(node))  # the pool's own promise counts too
+        return best
+
+    def _min_child_key(self, node: Node) -> float:
+        """The lowest key among the wanting children: the top of the node's heap, once
+        stale entries are dropped (amortised O(1), not a walk over the children)."""
+        heap = node.heap
+        while heap:
+            key, _, version, name = heap[0]
+            child = node.children.get(name)
+            if child is not None and child.version == version and child.wanting:
+                return key
+            heapq.heappop(heap)
+        return float("inf")
+
+    def _rekey_path(self, node: Node) -> None:
+        if self._seen_total != self._totals.version or self._promises_stale:
+            return  # everything is rekeyed before the next walk
+        n: Node | None = node
+        while n is not None and n.parent is not None:
+            n.key = self._key(n)
+            n.version += 1
+            if n.wanting:
+                heapq.heappush(n.parent.heap, (n.key, n.order, n.version, n.name))
+            n = n.parent
+
+    def _fresh(self) -> None:
+        if self._seen_total == self._totals.version and not self._promises_stale:
+            return
+        self._seen_total = self._totals.version
+        self._promises_stale = False
+        self._rebuild(self.root, 1.0)
+
+    def _rebuild(self, node: Node, promise: float) -> None:
+        """Recompute promises and keys below `node`, bottom-up (the total changed, or the
+        tree's shape or weights)."""
+        node.promise = promise
+        total_weight = sum(c.weight for c in node.children.values())
+        if node.is_role and node.children:
+            total_weight += 1.0  # its own frameworks, as the child "." of weight 1
+        node.own_promise = promise / total_weight if node.children else promise
+        for child in node.children.values():
+            self._rebuild(child, promise * child.weight / total_weight)
+        node.heap = []
+        for child in node.children.values():
+            child.version += 1
+            if child.wanting:
+                node.heap.append((child.key, child.order, child.version, child.name))
+        heapq.heapify(node.heap)
+        if node.parent is not None:
+            node.key = self._key(node)

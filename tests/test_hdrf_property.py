@@ -1,0 +1,110 @@
+"""Hierarchical policies on the real allocator, random trees: promises kept, books balanced."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from master.allocator import Allocator
+from protocol.resources import Resources
+
+SLAVE = Resources(cpus=8, mem=8192)
+SEGMENTS = st.sampled_from(["a", "b", "c"])
+LEAVES = st.lists(st.lists(SEGMENTS, min_size=1, max_size=3).map("/".join), min_size=1, max_size=5)
+# sizes that divide a slave evenly: what a leaf misses is the policy's doing, not packing's
+TASK = st.tuples(st.sampled_from([0, 0.5, 1, 2]), st.sampled_from([0, 512, 1024, 2048])).filter(
+    lambda t: t != (0, 0)
+)
+
+
+def fill(allocator: Allocator, tasks: dict[str, Resources], rounds: int = 5000) -> dict[str, int]:
+    """Every framework fills each offer with its tasks and gives the rest back (declining
+    what holds none of its tasks), round after round, until nobody launches anything."""
+    running = dict.fromkeys(tasks, 0)
+    for now in range(rounds):
+        offers = allocator.allocate(float(now))
+        if not offers:
+            return running
+        for offer in offers:
+            task = tasks[offer.framework_id]
+            if not offer.resources.contains(task):  # declined: no room for one task here
+                allocator.recover(offer.framework_id, offer.slave_id, offer.resources,
+                                  refuse_seconds=1e9, now=float(now))  # fmt: skip
+                continue
+            rest = offer.resources
+            while rest.contains(task):
+                running[offer.framework_id] += 1
+                rest = rest - task
+            if rest:
+                allocator.recover(offer.framework_id, offer.slave_id, rest, refuse_seconds=0)
+    raise AssertionError("the cluster never settled")
+
+
+def build(leaves: list[str], weights: dict[str, int], sizes: list[tuple[float, int]],
+          slaves: int) -> tuple[Allocator, dict[str, Resources], list[str]]:  # fmt: skip
+    roles = sorted(set(leaves))  # a role that is also a pool competes as its child "."
+    allocator = Allocator("hdrf", seed=1)
+    for role, weight in weights.items():
+        allocator.set_role_weight(role, weight)
+    tasks = {}
+    for i, role in enumerate(roles):
+        cpus, mem = sizes[i % len(sizes)]
+        tasks[f"fw-{i}"] = Resources(cpus=cpus, mem=mem)
+        allocator.add_framework(f"fw-{i}", role)
+    for s in range(slaves):
+        allocator.add_slave(f"s{s}", SLAVE)
+    return allocator, tasks, roles
+
+
+WEIGHTS = st.dictionaries(
+    st.lists(SEGMENTS, min_size=1, max_size=3).map("/".join), st.integers(1, 5), max_size=6
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    leaves=LEAVES,
+    weights=WEIGHTS,
+    mem=st.lists(st.sampled_from([256, 512, 1024, 2048]), min_size=5, max_size=5),
+    slaves=st.integers(10, 30),
+)
+def test_hdrf_never_keeps_one_leaf_short_while_another_is_over(
+    leaves: list[str], weights: dict[str, int], mem: list[int], slaves: int
+) -> None:
+    """One resource contended: an offer is a whole slave, so a leaf's share moves a slave's
+    worth at a time and its promise is kept to within that. What hdrf must never do is
+    leave one leaf more than that below its promise while another is more than that above."""
+    allocator, tasks, roles = build(leaves, weights, [(0, m) for m in mem], slaves)
+    fill(allocator, tasks)
+    total = allocator.total
+    gap = {}
+    for i, role in enumerate(roles):
+        fw = f"fw-{i}"
+        grain = 1 / slaves + tasks[fw].dominant_share(total)
+        promise = allocator.role_promise(role) or 0.0
+        gap[role] = (allocator.allocation(fw).dominant_share(total) - promise) / grain
+    short = [r for r, g in gap.items() if g < -1 - 1e-9]
+    over = [r for r, g in gap.items() if g > 1 + 1e-9]
+    assert not (short and over), f"short of promise: {short}, over it: {over} ({gap})"
+    held = sum((allocator.allocation(f) for f in tasks), Resources())
+    assert allocator.allocated_total() == held  # the books balance
+
+
+@settings(max_examples=60, deadline=None)
+@given(leaves=LEAVES, weights=WEIGHTS, sizes=st.lists(TASK, min_size=5, max_size=5),
+       slaves=st.integers(2, 20))  # fmt: skip
+def test_hdrf_leaves_no_leaf_below_its_promise_while_a_slave_has_room_for_it(
+    leaves: list[str], weights: dict[str, int], sizes: list[tuple[float, int]], slaves: int
+) -> None:
+    """Several resources: once the cluster settles, a leaf below its promise has no slave
+    with room for one of its tasks (it is never left waiting on resources that are free)."""
+    allocator, tasks, roles = build(leaves, weights, sizes, slaves)
+    fill(allocator, tasks)
+    total = allocator.total
+    for i, role in enumerate(roles):
+        fw = f"fw-{i}"
+        if allocator.allocation(fw).dominant_share(total) < (allocator.role_promise(role) or 0):
+            room = [s for s in allocator.slaves if allocator.free(s).contains(tasks[fw])]
+            assert not room, f"{role} is below its promise while {room} could take its task"
+    held = sum((allocator.allocation(f) for f in tasks), Resources())
+    assert allocator.allocated_total() == held
