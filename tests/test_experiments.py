@@ -162,3 +162,25 @@ def test_the_blogs_first_experiment_live_splits_the_cluster_in_three(tmp_path: P
         shares = [float(r["dominant_share"]) for r in rows if r["framework"] == name]
         mean = sum(shares) / len(shares)
         assert 0.25 <= mean <= 0.42, (name, mean)
+
+
+def _shares(name: str, policy: str) -> dict[str, float]:
+    spec = load_spec(EXAMPLES / f"{name}.yaml")
+    spec.master.policy = policy  # type: ignore[assignment]
+    summary = simulate(spec)[0].summary()["frameworks"]
+    return {fw: s["mean_share"] for fw, s in summary.items()}
+
+
+def test_the_lectures_naive_hdrf_starves_the_returning_leaf_and_hdrf_does_not() -> None:
+    naive = _shares("lecture-naive-hdrf", "naive-hdrf")
+    hdrf = _shares("lecture-naive-hdrf", "hdrf")
+    assert naive["y2"] < 0.1  # starved: the odd task at most
+    assert hdrf["y2"] >= 0.25  # its promise: half of p's half
+
+
+def test_the_lectures_flattening_breaks_the_pools_promise_and_hdrf_keeps_it() -> None:
+    flat = _shares("lecture-flattening", "flat")
+    hdrf = _shares("lecture-flattening", "hdrf")
+    assert max(flat["a"], flat["b"]) < 0.4  # pool p: about 1/3 of each, promised 1/2
+    assert flat["x"] > 0.55
+    assert min(hdrf["a"], hdrf["b"]) > 0.42  # near 1/2 (ramp-up included in the mean)

@@ -8,5 +8,11 @@ for spec in blog-same-demands blog-heterogeneous blog-heterogeneous-2500; do
   drfmesos simulate "$spec.yaml" --out "$R/$spec-sim"
 done
 drfmesos simulate paper-7.1.yaml --out "$R/paper-7.1-sim"
+for policy in naive-hdrf hdrf; do
+  drfmesos simulate lecture-naive-hdrf.yaml --policy "$policy" --out "$R/lecture-naive-hdrf-$policy-sim"
+done
+for policy in flat hdrf; do
+  drfmesos simulate lecture-flattening.yaml --policy "$policy" --out "$R/lecture-flattening-$policy-sim"
+done
 python compare.py --out "$R"
 rm -rf "$R"/*/run "$R"/*/stats-*.json
