@@ -13,6 +13,7 @@ from cluster.demo import demo
 from cluster.experiment_cli import experiment, simulate
 from cluster.experiment_framework import experiment_framework
 from cluster.ideal_cli import ideal_command
+from cluster.quota_cli import quota, roles
 from frameworks.cli import framework
 from master.cli import master
 from protocol import logs
@@ -163,6 +164,8 @@ main.add_command(framework)
 main.add_command(demo)
 main.add_command(simulate)
 main.add_command(ideal_command)
+main.add_command(quota)
+main.add_command(roles)
 main.add_command(experiment)
 
 

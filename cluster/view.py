@@ -34,35 +34,45 @@ async def wait_state(
         return await asyncio.wait_for(got, timeout)
 
 
-async def teardown_framework(
-    url: BrokerURL, cluster: str, framework_id: str, timeout: float = 10.0
+async def operator_call(
+    url: BrokerURL,
+    cluster: str,
+    message: Wire,
+    done: Callable[[ClusterEvent], bool],
+    timeout: float = 10.0,
 ) -> str | None:
-    """Ask the master, as an operator, to tear a framework down; None once it is gone,
-    else what the master said was wrong."""
+    """Make an operator's call; None once the event stream shows it done, else what the
+    master said was wrong."""
     topics = Topics(cluster)
     principal = url.username or "operator"
     outcome: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
 
-    async def on_answer(message: Wire, _reply_to: str | None) -> None:
-        if isinstance(message, Error) and not outcome.done():
-            outcome.set_result(f"{message.code}: {message.message}")
+    async def on_answer(answer: Wire, _reply_to: str | None) -> None:
+        if isinstance(answer, Error) and not outcome.done():
+            outcome.set_result(f"{answer.code}: {answer.message}")
 
-    async def on_event(message: Wire, _reply_to: str | None) -> None:
-        if (
-            isinstance(message, ClusterEvent)
-            and message.kind == "removed"
-            and message.framework_id == framework_id
-            and not outcome.done()
-        ):
+    async def on_event(event: Wire, _reply_to: str | None) -> None:
+        if isinstance(event, ClusterEvent) and done(event) and not outcome.done():
             outcome.set_result(None)
 
-    async with Bus(url, name="teardown", inbox=topics.operator(principal)) as bus:
+    async with Bus(url, name="operator", inbox=topics.operator(principal)) as bus:
         await bus.subscribe(topics.operator(principal), on_answer)
         await bus.subscribe(topics.events, on_event)
-        await bus.publish(
-            topics.inbound("operator", principal), Teardown(framework_id=framework_id)
-        )
+        await bus.publish(topics.inbound("operator", principal), message)
         return await asyncio.wait_for(outcome, timeout)
+
+
+async def teardown_framework(
+    url: BrokerURL, cluster: str, framework_id: str, timeout: float = 10.0
+) -> str | None:
+    """Ask the master, as an operator, to tear a framework down."""
+    return await operator_call(
+        url,
+        cluster,
+        Teardown(framework_id=framework_id),
+        lambda e: e.kind == "removed" and e.framework_id == framework_id,
+        timeout,
+    )
 
 
 def _res(r: object) -> str:

@@ -21,7 +21,9 @@ import heapq
 import random
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
+from master.quota import Quota, ancestors_or_self, cap_offer, gap
 from master.roles import TREE_POLICIES, RoleTree, check_role
 from master.sorter import Millis, Sorter, Total
 from protocol.resources import CPUS, MEM, SCALE, Resources
@@ -96,6 +98,8 @@ class Allocator:
         self.slaves: dict[str, SlaveBook] = {}
         self._rng = random.Random(seed)
         self._shuffle = shuffle
+        self.quotas: dict[str, Quota] = {}  # by role node (on a tree, pools too)
+        self._allocated: Millis = {}  # the whole cluster's, offered or in use
         self.dirty: set[str] = set()  # slaves that may have something new to offer
         self._expiring: list[tuple[float, str]] = []  # (when, slave) decline filters lapse
 
@@ -198,6 +202,27 @@ class Allocator:
         elif role in self._roles:
             self._roles.update_weight(role, weight)
 
+    def set_ordering(self, role: str, ordering: str) -> None:
+        """How a pool orders its children: drf, fair (memory alone) or fifo (tree policies)."""
+        if isinstance(self._roles, RoleTree):
+            try:
+                self._roles.set_ordering(role, ordering)
+            except ValueError as e:
+                raise AllocatorError(str(e)) from None
+        elif ordering != "drf":
+            raise AllocatorError(f"a per-pool ordering ({role}: {ordering}) needs a tree policy")
+
+    def apply_roles(self, roles: Mapping[str, Any]) -> None:
+        """Weights, orderings and quotas from a roles file (`master.roles_file`)."""
+        for role, spec in roles.items():
+            self.set_role_weight(role, spec.weight)
+            if spec.ordering != "drf" or isinstance(self._roles, RoleTree):
+                self.set_ordering(role, spec.ordering)
+            if spec.quota is not None:
+                self.set_quota(role, spec.quota.quota())
+            else:
+                self.remove_quota(role)
+
     def role_problem(self, role: str) -> str | None:
         """Why `role` cannot be a role under this policy (None if it can)."""
         if isinstance(self._roles, RoleTree):
@@ -246,12 +271,14 @@ class Allocator:
         else:
             _add(slave.unowned, resources.millis)
             _add(slave.allocated, resources.millis)
+            _add(self._allocated, resources.millis)
 
     def adopt(self, framework_id: str, slave_id: str, resources: Resources) -> None:
         """Move resources from 'unowned' to a framework that has (re-)subscribed."""
         slave = self._slave(slave_id)
         _sub(slave.unowned, resources.millis, "unowned")
         _sub(slave.allocated, resources.millis, "allocated")
+        _sub(self._allocated, resources.millis, "allocated")
         self._give(framework_id, slave, resources)
 
     # -- the round ---------------------------------------------------------------------------
@@ -285,22 +312,34 @@ class Allocator:
             free = slave.free()
             if not _allocatable(free):
                 continue
-            framework_id = self._pick(slave_id, free, now)
-            if framework_id is None:
+            picked = self._pick(slave_id, free, now)
+            if picked is None:
                 continue
-            resources = Resources.from_millis(free)
+            framework_id, offer = picked
+            resources = Resources.from_millis(offer)
+            if offer != free:  # quota cut the offer: the rest is for others, next round
+                self.dirty.add(slave_id)
             self._give(framework_id, slave, resources)
             allocations.append(Allocation(framework_id, slave_id, resources))
         return allocations
 
-    def _pick(self, slave_id: str, free: Millis, now: float) -> str | None:
+    def _pick(self, slave_id: str, free: Millis, now: float) -> tuple[str, Millis] | None:
+        """The framework to offer this slave to, and what of it (all of it, unless quota
+        limits or other roles' guarantees say less)."""
         frameworks = self.frameworks
+        quotas = bool(self.quotas)
+        offer: dict[str, Millis] = {}
 
         def wants(framework_id: str) -> bool:
             fw = frameworks[framework_id]
+            offerable = free
+            if quotas:
+                offerable = offer.setdefault(fw.role, self._offerable(fw.role, free))
+                if not _allocatable(offerable):
+                    return False
             f = fw.filters.get(slave_id)
             if f is not None:
-                if f.expires > now and _within(free, f.resources.millis):
+                if f.expires > now and _within(offerable, f.resources.millis):
                     return False
                 del fw.filters[slave_id]  # expired, or more is free than was refused
             return True
@@ -313,8 +352,98 @@ class Allocator:
                 picked.append(framework_id)
             return framework_id is not None
 
-        self._roles.first(role_wants)
-        return picked[0] if picked else None
+        if quotas:  # roles below their guarantee first (Mesos's quota stage), offered up
+            # to what their guarantee still lacks
+            short = self._short_of_guarantee()
+            if short:
+                self._roles.first(lambda role: self._under(role, short) and role_wants(role))
+                if picked:
+                    role = frameworks[picked[0]].role
+                    return picked[0], self._up_to_guarantee(role, short, offer[role])
+        if not picked:
+            self._roles.first(role_wants)
+        if not picked:
+            return None
+        framework_id = picked[0]
+        return framework_id, offer.get(frameworks[framework_id].role, free)
+
+    # -- quota -------------------------------------------------------------------------------
+    def set_quota(self, role: str, quota: Quota) -> None:
+        problem = self.role_problem(role)
+        if problem:
+            raise AllocatorError(problem)
+        self.quotas[role] = quota
+        self._wake_all()
+
+    def remove_quota(self, role: str) -> None:
+        if self.quotas.pop(role, None) is not None:
+            self._wake_all()
+
+    def held_by_role(self, role: str) -> Millis:
+        """What a role node holds (on a tree: its whole subtree), offered or in use."""
+        if isinstance(self._roles, RoleTree):
+            node = self._roles.nodes.get(role)
+            return dict(node.allocation) if node is not None else {}
+        return dict(self._roles.allocation(role).millis) if role in self._roles else {}
+
+    def unsatisfiable(self) -> dict[str, str]:
+        """Guarantees the cluster cannot meet, and why (reported, not refused)."""
+        total = self._total.millis
+        out = {}
+        for role, quota in self.quotas.items():
+            over = [n for n, v in quota.guarantee.millis.items() if v > total.get(n, 0)]
+            if over:
+                out[role] = f"guarantees more {', '.join(over)} than the cluster has"
+        return out
+
+    def _tree(self) -> bool:
+        return isinstance(self._roles, RoleTree)
+
+    def _has_demand(self, role: str) -> bool:
+        if isinstance(self._roles, RoleTree):
+            node = self._roles.nodes.get(role)
+            return node is not None and node.wanting > 0
+        sorter = self._role_frameworks.get(role)
+        return sorter is not None and sorter.active_count > 0
+
+    def _short_of_guarantee(self) -> set[str]:
+        """Role nodes with demand whose guarantee is not met yet."""
+        return {
+            role
+            for role, quota in self.quotas.items()
+            if self._has_demand(role) and gap(quota, self.held_by_role(role))
+        }
+
+    def _up_to_guarantee(self, role: str, short: set[str], offerable: Millis) -> Millis:
+        """An offer in the quota stage: no more than the role's unmet guarantee (the
+        smallest gap among the short nodes on its path) of the resources guaranteed;
+        the other resources of the slave come along, as a task needs them too."""
+        out = dict(offerable)
+        for node in ancestors_or_self(role, self._tree()):
+            if node in short:
+                for name, lack in gap(self.quotas[node], self.held_by_role(node)).items():
+                    if name in out:
+                        out[name] = min(out[name], lack)
+        return out if _allocatable(out) else offerable
+
+    def _under(self, role: str, short: set[str]) -> bool:
+        return any(node in short for node in ancestors_or_self(role, self._tree()))
+
+    def _offerable(self, role: str, free: Millis) -> Millis:
+        """What of `free` may go to a framework of `role`: under every limit on its path,
+        and leaving alone what other roles' unmet guarantees still need."""
+        mine = set(ancestors_or_self(role, self._tree()))
+        limits = [
+            (q.limit, self.held_by_role(node))
+            for node in mine
+            if (q := self.quotas.get(node)) is not None and q.limit is not None
+        ]
+        headroom: Millis = {}
+        for node, quota in self.quotas.items():
+            if node not in mine and self._has_demand(node):
+                _add(headroom, gap(quota, self.held_by_role(node)))
+        unreserved = {k: v - self._allocated.get(k, 0) for k, v in self._total.millis.items()}
+        return cap_offer(free, limits, headroom, unreserved)
 
     def recover(
         self,
@@ -337,6 +466,7 @@ class Allocator:
             raise AllocatorError(f"framework {framework_id} holds nothing on slave {slave_id}")
         _sub(held, resources.millis, f"framework {framework_id} on slave {slave_id}")
         _sub(slave.allocated, resources.millis, f"slave {slave_id}")
+        _sub(self._allocated, resources.millis, "allocated")
         if not held:
             del slave.by_framework[framework_id]
             fw.slaves.discard(slave_id)
@@ -350,6 +480,7 @@ class Allocator:
     def _give(self, framework_id: str, slave: SlaveBook, resources: Resources) -> None:
         fw = self._framework(framework_id)
         _add(slave.allocated, resources.millis)
+        _add(self._allocated, resources.millis)
         _add(slave.by_framework.setdefault(framework_id, {}), resources.millis)
         fw.slaves.add(slave.slave_id)
         self._role_frameworks[fw.role].allocated(framework_id, resources)

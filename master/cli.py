@@ -91,6 +91,14 @@ def parse_weights(text: str) -> dict[str, float]:
     show_default=True,
     help="Calls a principal may make at once before the rate applies.",
 )
+@click.option(
+    "--roles",
+    "roles_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="A roles file: weights, per-pool ordering and quotas (drfmesos roles schema); "
+    "quota set at run time is written back to it.",
+)
 @log_level_option
 def master(
     broker: str,
@@ -105,6 +113,7 @@ def master(
     principals: Path | None,
     rate_limit: float,
     rate_burst: float,
+    roles_file: Path | None,
 ) -> None:
     """Run the master: the books, the DRF allocation module and the offer loop."""
     from master.master import Master, MasterConfig
@@ -123,8 +132,17 @@ def master(
         principals=principals,
         rate_limit=rate_limit or None,
         rate_burst=rate_burst,
+        roles=roles_file,
     )
     topics = Topics(cluster)
+
+    from master.roles_file import RolesError, load_roles
+
+    if roles_file is not None:  # refused before anything starts, with the field named
+        try:
+            load_roles(roles_file)
+        except RolesError as e:
+            raise click.BadParameter(str(e), param_hint="--roles") from None
 
     async def party(url: BrokerURL) -> None:
         async with Bus(

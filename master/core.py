@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from master.allocator import Allocator
+from master.allocator import Allocator, AllocatorError
 from master.authz import Caller, RateLimiter, RoleACL
 from master.books import Books, Framework, OfferRecord, PendingUpdate, Slave, Task
+from master.roles_file import RolesError, RolesFile, load_roles
 from protocol import logs
 from protocol.bus import Bus
 from protocol.messages import (
@@ -55,6 +56,7 @@ class MasterConfig:
     principals: Path | None = None  # the credentials store's principals.json (role ACLs)
     rate_limit: float | None = None  # calls a second per framework or operator principal
     rate_burst: float = 1000.0
+    roles: Path | None = None  # the roles file: weights, orderings, quotas (kept up to date)
 
 
 class MasterCore:
@@ -67,6 +69,13 @@ class MasterCore:
         self.allocator = Allocator(self.config.policy, seed=self.config.seed)
         for role, weight in self.config.role_weights.items():
             self.allocator.set_role_weight(role, weight)
+        self.roles = RolesFile()
+        if self.config.roles is not None:  # a bad file stops the master here, saying why
+            self.roles = load_roles(self.config.roles)
+            try:
+                self.allocator.apply_roles(self.roles.roles)
+            except AllocatorError as e:
+                raise RolesError(f"{self.config.roles}: {e}") from None
         self.log = logs.get("master", master_id=self.master_id)
         self.roles_acl = RoleACL(self.config.principals)
         self.limiter = RateLimiter(self.config.rate_limit, self.config.rate_burst)

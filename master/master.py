@@ -19,6 +19,7 @@ from master.authz import Caller
 from master.books import OfferRecord, snapshot
 from master.core import MAX_RETRY_BACKOFF, MasterConfig
 from master.framework_calls import FrameworkCalls
+from master.operator_calls import OperatorCalls
 from master.slave_calls import SlaveCalls
 from protocol.bus import cancel_and_wait
 from protocol.codec import DecodeError, decode_many
@@ -39,6 +40,7 @@ from protocol.messages import (
     Register,
     Reregister,
     Revive,
+    SetQuota,
     StatusUpdate,
     Subscribe,
     Suppress,
@@ -53,7 +55,7 @@ __all__ = ["Master", "MasterConfig"]
 Route = Callable[[Any, Caller], Awaitable[None]]
 
 
-class Master(FrameworkCalls, SlaveCalls):
+class Master(FrameworkCalls, SlaveCalls, OperatorCalls):
     """The master: the books, the allocation rounds, and every handler on the bus."""
 
     def _routes(self) -> dict[str, dict[type[Wire], Route]]:
@@ -81,7 +83,7 @@ class Master(FrameworkCalls, SlaveCalls):
                 ExecutorExited: self._on_executor_exited,
                 Error: self._on_error,
             },
-            "operator": {Teardown: self._on_teardown},
+            "operator": {Teardown: self._on_teardown, SetQuota: self._on_set_quota},
         }
 
     async def start(self) -> None:

@@ -27,9 +27,10 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from master.sorter import Millis, Total
-from protocol.resources import Resources, dominant_share
+from protocol.resources import MEM, Resources, dominant_share
 
 TREE_POLICIES = ("hdrf", "naive-hdrf", "flat")
+ORDERINGS = ("drf", "fair", "fifo")
 _Entry = tuple[float, int, int, str]  # (key, registration order, version, child name)
 
 
@@ -66,6 +67,7 @@ class Node:
     key: float = 0.0  # its place among its siblings (policy-dependent)
     promise: float = 1.0  # the fraction of the cluster its weights promise its subtree
     own_promise: float = 1.0  # ... and its own frameworks (the child "." of weight 1)
+    ordering: str = "drf"  # how its children's shares are measured: drf, fair, fifo
 
     @property
     def name(self) -> str:
@@ -134,6 +136,15 @@ class RoleTree:
         if node is not None:
             node.weight = weight
             self._promises_stale = True
+
+    def set_ordering(self, role: str, ordering: str) -> None:
+        """How a pool orders its children (YARN's per-queue policy): `drf` by dominant
+        share, `fair` by memory share alone, `fifo` by arrival (shares do not count)."""
+        if ordering not in ORDERINGS:
+            raise ValueError(f"ordering {ordering!r}: one of {', '.join(ORDERINGS)}")
+        node = self.root if role == "" else self._ensure(check_role(role))
+        node.ordering = ordering
+        self._promises_stale = True  # every key below it is measured anew
 
     def weight(self, role: str) -> float:
         node = self.nodes.get(role)
@@ -317,20 +328,30 @@ class RoleTree:
         return out
 
     # -- keys ------------------------------------------------------------------------------
-    def _share(self, millis: Millis) -> float:
+    def _share(self, millis: Millis, ordering: str = "drf") -> float:
+        if ordering == "fifo":
+            return 0.0  # arrival order alone
+        if ordering == "fair":
+            total = self._totals.millis.get(MEM)
+            return millis.get(MEM, 0) / total if total else 0.0
         return dominant_share(millis, self._totals.millis)
 
     def _pool_key(self, node: Node) -> float:
-        """A node's whole subtree: its share over its weight (naive) or its promise."""
+        """A node's whole subtree: its share (as its parent measures it) over its weight
+        (naive) or its promise."""
+        ordering = node.parent.ordering if node.parent is not None else "drf"
+        share = self._share(node.allocation, ordering)
         if self.policy == "naive-hdrf":
-            return self._share(node.allocation) / node.weight
-        return _ratio(self._share(node.allocation), node.promise)
+            return share / node.weight
+        return _ratio(share, node.promise)
 
     def _leaf_key(self, node: Node) -> float:
-        """A role's own frameworks, as a leaf."""
+        """A role's own frameworks, as a leaf (its child "." when it has sub-roles)."""
+        ordering = node.ordering if node.children else (node.parent or node).ordering
+        share = self._share(node.own, ordering)
         if self.policy == "naive-hdrf":
-            return self._share(node.own) / (1.0 if node.children else node.weight)
-        return _ratio(self._share(node.own), node.own_promise)
+            return share / (1.0 if node.children else node.weight)
+        return _ratio(share, node.own_promise)
 
     def _key(self, node: Node) -> float:
         """A node's place among its siblings."""
@@ -338,7 +359,7 @@ class RoleTree:
             return self._pool_key(node)
         best = self._min_child_key(node)
         if not node.children:  # a plain role: its own frameworks are its whole subtree
-            own = _ratio(self._share(node.allocation), node.promise)
+            own = self._pool_key(node)
             return min(best, own) if node.self_wanting or self.policy == "hdrf" else best
         if node.self_wanting:
             best = min(best, self._leaf_key(node))

@@ -202,6 +202,15 @@ class Teardown(Wire):
     framework_id: Id
 
 
+class SetQuota(Wire):
+    """Operator -> master: a role's quota (Mesos 1.9): what it is guaranteed and what it
+    may hold at most. An empty guarantee and no limit clear it."""
+
+    role: str = Field(min_length=1, max_length=200)
+    guarantee: Resources = Field(default_factory=Resources)
+    limit: Resources | None = None
+
+
 # --- master -> framework (events) ----------------------------------------------------------
 
 

@@ -14,7 +14,7 @@ import random
 import ssl
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -526,4 +526,53 @@ async def test_100k_random_and_mutated_calls_leave_the_master_up_and_its_books_b
         ops = Inbox()
         await operator.subscribe(T.state, ops)
         await ops.wait_for(State)  # `drfmesos state` still gets an answer
+    intact(secure)
+
+
+async def test_an_operator_sets_quota_at_run_time_and_it_is_kept_in_the_roles_file(
+    secure: Secure, tmp_path: Path
+) -> None:
+    from cluster.view import operator_call
+    from master.roles_file import load_roles
+    from protocol.messages import ClusterEvent, SetQuota
+
+    roles = tmp_path / "roles.yaml"
+    roles.write_text("roles:\n  alice: {weight: 2}\n")
+    secure.master.config.roles = roles
+    secure.master.roles = load_roles(roles)
+
+    def quota_of(role: str) -> Callable[[ClusterEvent], bool]:
+        return lambda e: e.kind == "quota" and e.detail.startswith(f"{role}:")
+
+    ops = secure.as_("ops")
+    call = SetQuota(role="alice", guarantee=Resources(cpus=1), limit=Resources(cpus=2))
+    assert await operator_call(ops, T.cluster, call, quota_of("alice")) is None
+    quota = secure.master.allocator.quotas["alice"]
+    assert quota.limit == Resources(cpus=2)
+    kept = load_roles(roles).roles["alice"]
+    assert kept.weight == 2
+    assert kept.quota is not None
+    assert kept.quota.guarantee == Resources(cpus=1)
+
+    # a guarantee over its limit, or a role with a wildcard: an Error, and nothing changes
+    bad = SetQuota(role="alice", guarantee=Resources(cpus=5), limit=Resources(cpus=2))
+    why = await operator_call(ops, T.cluster, bad, quota_of("alice"))
+    assert why is not None
+    assert "over the limit" in why
+    wild = await operator_call(ops, T.cluster, SetQuota(role="a/+", limit=Resources(cpus=1)),
+                               quota_of("a/+"))  # fmt: skip
+    assert wild is not None
+    assert "invalid-quota" in wild
+    assert secure.master.allocator.quotas == {"alice": quota}
+    assert load_roles(roles).roles["alice"].quota == kept.quota
+
+    # a guarantee larger than the cluster is accepted and reported, not fatal
+    huge = SetQuota(role="mallory", guarantee=Resources(cpus=1000))
+    assert await operator_call(ops, T.cluster, huge, quota_of("mallory")) is None
+    assert "mallory" in secure.master.allocator.unsatisfiable()
+
+    # quota is an operator's call: a framework principal is refused
+    mallory = await secure.attacker()
+    refused = await mallory.call(SetQuota(role="mallory", limit=Resources(cpus=100)))
+    assert refused.code == "forbidden"
     intact(secure)

@@ -1,0 +1,111 @@
+"""`drfmesos quota ...` (an operator's calls) and `drfmesos roles ...` (the roles file)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import click
+
+from protocol.bus import BusRefused
+from protocol.cli import broker_option, broker_url, cluster_option, log_level_default
+from protocol.messages import SetQuota
+from protocol.resources import ResourceError, Resources
+
+
+@click.group()
+def quota() -> None:
+    """Set or clear a role's quota on a running master (an operator principal's call)."""
+
+
+def _resources(text: str | None, what: str) -> Resources | None:
+    if text is None:
+        return None
+    try:
+        return Resources.parse(text.replace(",", ";"))
+    except ResourceError as e:
+        raise click.BadParameter(str(e), param_hint=what) from None
+
+
+def _call(broker: str, cluster: str, message: SetQuota, timeout: float) -> None:
+    from cluster.view import operator_call
+
+    role = message.role
+    try:
+        why = asyncio.run(
+            operator_call(
+                broker_url(broker),
+                cluster,
+                message,
+                lambda e: e.kind == "quota" and e.detail.split(":", 1)[0] == role,
+                timeout,
+            )
+        )
+    except BusRefused as e:
+        raise click.ClickException(str(e)) from None
+    except TimeoutError:
+        raise click.ClickException(f"no answer from a master within {timeout}s") from None
+    if why:
+        raise click.ClickException(why)
+
+
+@quota.command("set")
+@broker_option()
+@cluster_option
+@click.argument("role")
+@click.option("--guarantee", default=None, help="e.g. cpus:4,mem:8192")
+@click.option("--limit", default=None, help="e.g. cpus:10 (resources not named: no limit)")
+@click.option("--timeout", type=float, default=10.0, show_default=True)
+@log_level_default("warning")
+def quota_set(
+    broker: str, cluster: str, role: str, guarantee: str | None, limit: str | None, timeout: float
+) -> None:
+    """Give ROLE a guarantee and/or a limit (Mesos 1.9 quota)."""
+    if guarantee is None and limit is None:
+        raise click.UsageError("give --guarantee, --limit or both (quota remove clears it)")
+    message = SetQuota(
+        role=role,
+        guarantee=_resources(guarantee, "--guarantee") or Resources(),
+        limit=_resources(limit, "--limit"),
+    )
+    _call(broker, cluster, message, timeout)
+    click.echo(f"quota of {role} set")
+
+
+@quota.command("remove")
+@broker_option()
+@cluster_option
+@click.argument("role")
+@click.option("--timeout", type=float, default=10.0, show_default=True)
+@log_level_default("warning")
+def quota_remove(broker: str, cluster: str, role: str, timeout: float) -> None:
+    """Clear ROLE's quota."""
+    _call(broker, cluster, SetQuota(role=role), timeout)
+    click.echo(f"quota of {role} cleared")
+
+
+@click.group()
+def roles() -> None:
+    """The roles file: its schema, and checking one."""
+
+
+@roles.command("schema")
+def roles_schema() -> None:
+    """The roles file's JSON schema."""
+    from master.roles_file import schema
+
+    click.echo(json.dumps(schema(), indent=2))
+
+
+@roles.command("check")
+@click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+def roles_check(path: Path) -> None:
+    """Check a roles file, naming the field of anything wrong."""
+    from master.roles_file import RolesError, load_roles
+
+    try:
+        loaded = load_roles(path)
+    except RolesError as e:
+        raise click.ClickException(str(e)) from None
+    click.echo(f"{path}: {len(loaded.roles)} roles, fine")

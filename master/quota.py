@@ -1,0 +1,77 @@
+"""Quota, as Mesos 1.9 has it: a role's guarantee and its limit.
+
+- A *limit* caps what a role's subtree may hold (offered or in use): offers to its
+  frameworks are cut down to fit under it, and a role at its limit is offered nothing.
+- A *guarantee* is what a role gets before anyone else gets more than their own
+  guarantee: roles below their guarantee are served first, and resources they still need
+  are held back (the headroom) from offers to everybody else, so that no offer makes a
+  satisfiable guarantee unsatisfiable. A guarantee larger than the cluster is accepted and
+  reported as unsatisfiable; it does not stop anything.
+
+Quota belongs to role nodes: on a tree, `eng` counts everything under `eng/...`. No I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from protocol.resources import Resources
+
+Millis = dict[str, int]
+
+
+class QuotaError(ValueError):
+    """A quota that cannot be: a guarantee over its limit, a negative amount."""
+
+
+@dataclass(frozen=True)
+class Quota:
+    guarantee: Resources
+    limit: Resources | None = None  # per resource named; a resource not named is unlimited
+
+    def __post_init__(self) -> None:
+        if self.limit is not None:
+            for name, amount in self.guarantee.millis.items():
+                if name in self.limit and amount > self.limit.get_millis(name):
+                    raise QuotaError(
+                        f"guarantee {name}:{self.guarantee[name]:g} is over the limit "
+                        f"{name}:{self.limit[name]:g}"
+                    )
+
+
+def ancestors_or_self(role: str, tree: bool) -> list[str]:
+    """The role nodes whose quota applies to `role`: its path's prefixes on a tree."""
+    if not tree:
+        return [role]
+    parts = role.split("/")
+    return ["/".join(parts[: i + 1]) for i in range(len(parts))]
+
+
+def gap(quota: Quota, held: Mapping[str, int]) -> Millis:
+    """What `quota`'s guarantee still lacks, per resource."""
+    out = {}
+    for name, amount in quota.guarantee.millis.items():
+        lack = amount - held.get(name, 0)
+        if lack > 0:
+            out[name] = lack
+    return out
+
+
+def cap_offer(
+    free: Millis,
+    limits: Iterable[tuple[Resources, Mapping[str, int]]],
+    headroom: Mapping[str, int],
+    unreserved: Mapping[str, int],
+) -> Millis:
+    """What of a slave's `free` resources may be offered: under every applicable limit
+    (limit, held), and leaving `headroom` of the cluster's `unreserved` resources alone."""
+    out = dict(free)
+    for limit, held in limits:
+        for name, amount in limit.millis.items():
+            if name in out:
+                out[name] = max(0, min(out[name], amount - held.get(name, 0)))
+    for name, need in headroom.items():
+        if name in out:
+            out[name] = max(0, min(out[name], unreserved.get(name, 0) - need))
+    return {k: v for k, v in out.items() if v > 0}

@@ -1,0 +1,120 @@
+"""The roles file (`drfmesos master --roles FILE`): the role tree's weights, quotas and the
+ordering of each pool's children, in YAML, checked by a pydantic model (its JSON schema:
+`drfmesos roles schema`).
+
+    roles:
+      eng:         {weight: 3, ordering: drf, quota: {guarantee: {cpus: 4}, limit: {cpus: 10}}}
+      eng/backend: {weight: 1}
+      eng/batch:   {weight: 1, ordering: fifo}
+      ops:         {weight: 1, quota: {limit: {cpus: 2, mem: 4096}}}
+
+Roles are named by their paths, so the tree cannot have a cycle; a role named twice is
+refused (YAML itself would silently keep the last), and so are wildcards, empty segments,
+weights that are not positive, a guarantee over its limit and an unknown ordering -- each
+with the field named.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from master.quota import Quota, QuotaError
+from master.roles import check_role
+from protocol.codec import describe_validation
+from protocol.resources import Resources
+
+
+class RolesError(ValueError):
+    """A roles file that cannot be used; the message names the field."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class QuotaSpec(_Strict):
+    guarantee: Resources = Field(default_factory=Resources)
+    limit: Resources | None = None
+
+    @model_validator(mode="after")
+    def _guarantee_within_limit(self) -> QuotaSpec:
+        try:
+            self.quota()
+        except QuotaError as e:
+            raise ValueError(str(e)) from None
+        return self
+
+    def quota(self) -> Quota:
+        return Quota(self.guarantee, self.limit)
+
+
+class RoleSpec(_Strict):
+    weight: float = Field(default=1.0, gt=0, le=1e6)
+    ordering: Literal["drf", "fair", "fifo"] = "drf"
+    quota: QuotaSpec | None = None
+
+
+class RolesFile(_Strict):
+    roles: dict[str, RoleSpec] = Field(default_factory=dict)
+
+    @field_validator("roles")
+    @classmethod
+    def _names(cls, roles: dict[str, RoleSpec]) -> dict[str, RoleSpec]:
+        for name in roles:
+            check_role(name)
+        return roles
+
+
+class _UniqueKeys(yaml.SafeLoader):
+    """A YAML loader that refuses a mapping key given twice."""
+
+
+def _unique_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool = False) -> Any:
+    seen = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen:
+            raise RolesError(f"line {key_node.start_mark.line + 1}: {key!r} is given twice")
+        seen.add(key)
+    return loader.construct_mapping(node, deep=deep)
+
+
+_UniqueKeys.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_mapping)
+
+
+def parse_roles(text: str, where: str = "roles file") -> RolesFile:
+    try:
+        raw = yaml.load(text, Loader=_UniqueKeys)
+    except yaml.YAMLError as e:
+        raise RolesError(f"{where}: not YAML: {e}") from None
+    try:
+        return RolesFile.model_validate(raw if raw is not None else {})
+    except ValidationError as e:
+        raise RolesError(f"{where}: {describe_validation(e)}") from None
+
+
+def load_roles(path: Path) -> RolesFile:
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise RolesError(f"cannot read {path}: {e}") from None
+    return parse_roles(text, str(path))
+
+
+def dump_roles(roles: RolesFile) -> str:
+    return yaml.safe_dump(roles.model_dump(mode="json", exclude_defaults=True), sort_keys=True)
+
+
+def save_roles(path: Path, roles: RolesFile) -> None:
+    """Write the roles file whole, atomically (a reader never sees half of it)."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(dump_roles(roles))
+    tmp.replace(path)
+
+
+def schema() -> dict[str, Any]:
+    return RolesFile.model_json_schema()
