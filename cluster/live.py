@@ -32,7 +32,7 @@ async def run_live(spec: Spec, spec_path: Path, out: Path, broker: str) -> Resul
     scale = spec.run.time_scale
     run_dir = out / "run"
     total = sum((r for _, r in spec.cluster.nodes()), Resources())
-    results = Results(spec.name, "live", spec.master.policy, total)
+    results = Results(spec.name, "live", spec.master.policy, total).with_ideal(spec)
     cluster = f"exp{os.getpid()}"
     latest: list[State] = []
     async with open_broker(broker) as url:

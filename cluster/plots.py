@@ -11,6 +11,7 @@ matplotlib.use("Agg")  # files, never a window
 import matplotlib.pyplot as plt
 from matplotlib.ticker import MaxNLocator
 
+from cluster.ideal_timeline import Phase
 from cluster.results import Results, Sample
 
 
@@ -46,21 +47,32 @@ def _per_framework(
     step: bool = False,
     percent: bool = False,
 ) -> Path:
+    def ideal_of(name: str) -> Callable[[Phase], float]:
+        if step:
+            return lambda p: p.tasks.get(name, 0.0)
+        return lambda p: p.shares.get(name, 0.0)
+
     fig, ax = plt.subplots(figsize=(9, 4.2), dpi=100)
     for name in results.frameworks():
         mine = [s for s in results.samples if s.framework == name]
         xs = [s.time for s in mine]
         ys = [value(s) * (100 if percent else 1) for s in mine]
         if step:
-            ax.step(xs, ys, where="post", label=name, linewidth=1.4)
+            (line,) = ax.step(xs, ys, where="post", label=name, linewidth=1.4)
         else:
-            ax.plot(xs, ys, label=name, linewidth=1.4)
+            (line,) = ax.plot(xs, ys, label=name, linewidth=1.4)
+        if results.ideal and xs:  # the policy's ideal, dashed, in the framework's colour
+            ideal_y = ideal_of(name)
+            ix = [p.start for p in results.ideal] + [xs[-1]]
+            iy = [ideal_y(p) * (100 if percent else 1) for p in results.ideal]
+            ax.step(ix, [*iy, iy[-1]], where="post", linestyle="--", linewidth=1.0,
+                    color=line.get_color(), alpha=0.8)  # fmt: skip
     ax.set_xlabel("time (s)")
     ax.set_ylim(bottom=0)
     if step:
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylabel(label + (" (%)" if percent else ""))
-    ax.set_title(_title(results, label))
+    ax.set_title(_title(results, label) + ("  (dashed: ideal)" if results.ideal else ""))
     ax.grid(alpha=0.3)
     if len(results.frameworks()) <= 12:
         ax.legend(loc="upper left", fontsize="small", ncol=2)

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cluster.ideal_timeline import Phase, ideal_phases, settle_seconds
+from cluster.spec import Spec
 from protocol.resources import Resources
 
 
@@ -36,6 +38,48 @@ class Results:
     samples: list[Sample] = field(default_factory=list)
     utilisation: list[tuple[float, dict[str, float]]] = field(default_factory=list)
     framework_stats: dict[str, dict[str, Any]] = field(default_factory=dict)
+    ideal: list[Phase] = field(default_factory=list)  # the policy's ideal, phase by phase
+    ideal_policy: str = ""
+    settle: float = 0.0  # seconds after a phase starts before the run is compared with it
+
+    def with_ideal(self, spec: Spec, policy: str | None = None) -> Results:
+        """Attach the spec's ideal (see cluster.ideal_timeline); returns self."""
+        self.ideal_policy = policy or spec.master.policy
+        self.ideal = ideal_phases(spec, self.ideal_policy)
+        self.settle = settle_seconds(spec)
+        return self
+
+    def ideal_at(self, t: float) -> Phase | None:
+        current = None
+        for phase in self.ideal:
+            if phase.start <= t:
+                current = phase
+        return current
+
+    def distance_from_ideal(self) -> dict[str, Any]:
+        """Per framework, |real - ideal| running tasks over the settled samples: mean and
+        max; and whether every mean is within one task (the paper's bound)."""
+        if not self.ideal:
+            return {}
+        per: dict[str, dict[str, float]] = {}
+        for name in self.frameworks():
+            gaps = []
+            for s in self.samples:
+                phase = self.ideal_at(s.time)
+                if s.framework != name or phase is None or s.time - phase.start < self.settle:
+                    continue
+                gaps.append(abs(s.running_tasks - phase.tasks.get(name, 0.0)))
+            if gaps:
+                per[name] = {
+                    "mean_tasks": round(statistics.fmean(gaps), 3),
+                    "max_tasks": round(max(gaps), 3),
+                    "settled_samples": len(gaps),
+                }
+        return {
+            "policy": self.ideal_policy,
+            "frameworks": per,
+            "within_one_task": all(v["mean_tasks"] <= 1.0 for v in per.values()),
+        }
 
     def frameworks(self) -> list[str]:
         return sorted({s.framework for s in self.samples} | set(self.framework_stats))
@@ -62,7 +106,7 @@ class Results:
         utilisation = {
             r: _mean([u.get(r, 0.0) for _, u in self.utilisation]) for r in self.resource_names()
         }
-        return {
+        out: dict[str, Any] = {
             "name": self.name,
             "mode": self.mode,
             "policy": self.policy,
@@ -70,6 +114,12 @@ class Results:
             "frameworks": per,
             "utilisation": utilisation,
         }
+        if self.ideal:
+            out["ideal"] = [
+                {"from": p.start, "tasks": p.tasks, "dominant_share": p.shares} for p in self.ideal
+            ]
+            out["distance_from_ideal"] = self.distance_from_ideal()
+        return out
 
     def timeline_rows(self) -> list[dict[str, Any]]:
         names = self.resource_names()

@@ -102,6 +102,7 @@ class Simulation:
                 self._at(f.stop, "stop", hash(f.name))
         names = {hash(n): n for n in self.workloads}
         results = Results(spec.name, "simulated", spec.master.policy, self.real_total)
+        results.with_ideal(spec, "drf" if spec.master.policy == "slots" else None)
         while self.events:
             t, _, kind, ref = heapq.heappop(self.events)
             if t > end:

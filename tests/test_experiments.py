@@ -184,3 +184,29 @@ def test_the_lectures_flattening_breaks_the_pools_promise_and_hdrf_keeps_it() ->
     assert max(flat["a"], flat["b"]) < 0.4  # pool p: about 1/3 of each, promised 1/2
     assert flat["x"] > 0.55
     assert min(hdrf["a"], hdrf["b"]) > 0.42  # near 1/2 (ramp-up included in the mean)
+
+
+@pytest.mark.parametrize("name", ["blog-same-demands", "blog-heterogeneous"])
+def test_simulated_runs_settle_within_one_task_of_the_ideal(name: str) -> None:
+    """The paper's bound, where its assumption holds (resources pooled: tasks small beside
+    a node). The summary says how far each framework strays, phase by phase."""
+    results = simulate(load_spec(EXAMPLES / f"{name}.yaml"))[0]
+    distance = results.summary()["distance_from_ideal"]
+    assert distance["within_one_task"], distance
+    assert distance["frameworks"]
+    for stats in distance["frameworks"].values():
+        assert stats["settled_samples"] > 10
+        assert stats["mean_tasks"] <= 1.0
+
+
+def test_the_ideal_timeline_follows_arrivals_and_is_plotted(tmp_path: Path) -> None:
+    results = simulate(load_spec(EXAMPLES / "blog-same-demands.yaml"))[0]
+    summary = results.write(tmp_path)
+    phases = summary["ideal"]
+    assert [p["from"] for p in phases] == [0.0, 300.0, 600.0]  # A, then B, then C arrive
+    assert [sorted(p["tasks"]) for p in phases] == [["A"], ["A", "B"], ["A", "B", "C"]]
+    assert phases[-1]["dominant_share"] == {"A": pytest.approx(1 / 3)} | {
+        "B": pytest.approx(1 / 3),
+        "C": pytest.approx(1 / 3),
+    }
+    assert (tmp_path / "dominant_share.png").stat().st_size > 10_000
