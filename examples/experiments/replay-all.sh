@@ -16,3 +16,10 @@ for policy in flat hdrf; do
 done
 python compare.py --out "$R"
 rm -rf "$R"/*/run "$R"/*/stats-*.json
+for spec in paper-9-18 lecture-mirrored lecture-collusion-honest lecture-collusion-lying; do
+  drfmesos simulate "$spec.yaml" --out "$R/$spec-sim"
+done
+for policy in asset drf; do drfmesos simulate paper-asset.yaml --policy "$policy" --out "$R/paper-asset-$policy-sim"; done
+for policy in fifo drf; do
+  drfmesos simulate lecture-fifo-morning.yaml --policy "$policy" --out "$R/lecture-fifo-morning-$policy-sim"
+done
