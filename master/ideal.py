@@ -25,8 +25,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from protocol.resources import Resources
+
 Vector = dict[str, Fraction]
-POLICIES = ("drf", "wdrf", "asset", "cpu", "fifo", "ceei", "flat")
+POLICIES = ("drf", "wdrf", "asset", "cpu", "fifo", "ceei", "flat", "hdrf", "naive-hdrf")
+TREE_STEPS = 2000  # the tree policies' ideal: shares grow by 1/TREE_STEPS at a time
 
 
 class IdealError(ValueError):
@@ -91,7 +94,9 @@ def ideal(
         if any(r not in capacity for r in task):
             limits[name] = Fraction(0)
 
-    if policy == "fifo":
+    if policy in ("hdrf", "naive-hdrf"):
+        counts = _tree_filling(policy, capacity, users, tasks, limits, pool_weights or {})
+    elif policy == "fifo":
         counts = _fifo(capacity, [u.name for u in users], tasks, limits)
     elif policy == "ceei":
         counts = _ceei(capacity, tasks, weights, limits)
@@ -159,6 +164,69 @@ def progressive_filling(
         full = {r for r, cap in capacity.items() if used[r] >= cap}
         active = {n for n in active if not any(r in full for r in tasks[n]) and below(n)}
     return count
+
+
+def _tree_filling(
+    policy: str,
+    capacity: Vector,
+    users: Sequence[User],
+    tasks: Mapping[str, Vector],
+    limits: Mapping[str, Fraction | None],
+    pool_weights: Mapping[tuple[str, ...], Fraction | float | int],
+) -> dict[str, Fraction]:
+    """The tree policies' ideal: the very role tree the allocator uses (`master.roles`),
+    serving tasks so small that each raises its user's dominant share by 1/TREE_STEPS,
+    until none fits. Each user is a leaf under its pool. Accurate to that step, not exact:
+    the min-satisfaction order has no closed form to jump along."""
+    from master.roles import RoleTree
+    from master.sorter import Total
+
+    scale = 10**9  # every resource's capacity in millis: small steps stay integral
+    total = Total()
+    total.add(Resources.from_millis(dict.fromkeys(capacity, scale)))
+    tree = RoleTree(policy, total)
+    for path, weight in pool_weights.items():
+        tree.set_weight("/".join(path), float(exact(weight)))
+    step: dict[str, Resources] = {}
+    role_of: dict[str, str] = {}
+    for u in users:
+        task = {r: v / capacity[r] for r, v in tasks[u.name].items() if r in capacity}
+        dom = max(task.values(), default=Fraction(0))
+        if dom == 0 or limits[u.name] == 0:
+            continue
+        role = "/".join((*u.path, f"user.{u.name}"))
+        tree.set_weight(role, float(exact(u.weight)))
+        tree.add_role(role)
+        tree.set_wanting(role, True)
+        role_of[role] = u.name
+        unit = Fraction(scale, TREE_STEPS) / dom
+        step[u.name] = Resources.from_millis({r: int(v * unit) for r, v in task.items()})
+    free = dict.fromkeys(capacity, scale)
+    steps = dict.fromkeys(tasks, 0)
+
+    def fits(role: str) -> bool:
+        name = role_of[role]
+        limit = limits[name]
+        if limit is not None and Fraction(steps[name] + 1, TREE_STEPS) > limit * _dom(
+            tasks[name], capacity
+        ):
+            return False
+        return all(free[r] >= v for r, v in step[name].millis.items())
+
+    while (chosen := tree.first(fits)) is not None:
+        name = role_of[chosen]
+        tree.allocated(chosen, step[name])
+        for r, v in step[name].millis.items():
+            free[r] -= v
+        steps[name] += 1
+    return {
+        n: (Fraction(steps[n], TREE_STEPS) / _dom(tasks[n], capacity) if steps[n] else Fraction(0))
+        for n in tasks
+    }
+
+
+def _dom(task: Vector, capacity: Vector) -> Fraction:
+    return max((v / capacity[r] for r, v in task.items() if r in capacity), default=Fraction(1))
 
 
 def _fifo(

@@ -223,3 +223,22 @@ def test_drfmesos_ideal_prints_json_for_a_spec(tmp_path: Path) -> None:
     assert doc["frameworks"]["A"]["tasks"] == 3
     assert doc["frameworks"]["B"]["exact"]["dominant_share"] == "2/3"
     assert doc["frameworks"]["A"]["resources"] == {"cpus": 3, "mem": 12}
+
+
+def test_the_tree_ideals_reproduce_the_lectures_trees() -> None:
+    """hdrf's ideal is the allocator's own role tree serving infinitesimal tasks."""
+    lecture = [
+        User("x", {"c": 1}),
+        User("y", {"c": 1}, path=("p",)),
+        User("z", {"m": 1}, path=("p",)),
+    ]
+    for policy in ("hdrf", "naive-hdrf"):  # from scratch both reach (1/2,0), (1/2,0), (0,1)
+        assert tasks(ideal(policy, {"c": 1, "m": 1}, lecture)) == {"x": H, "y": H, "z": 1}
+    pool = [User("x", {"c": 1, "m": 1}), User("a", {"c": 1}, path=("p",)),
+            User("b", {"m": 1}, path=("p",))]  # fmt: skip
+    assert tasks(ideal("hdrf", {"c": 1, "m": 1}, pool)) == {"x": H, "a": H, "b": H}
+    assert tasks(ideal("flat", {"c": 1, "m": 1}, pool)) == {
+        "x": F(2, 3),
+        "a": F(1, 3),
+        "b": F(1, 3),
+    }
