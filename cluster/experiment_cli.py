@@ -46,7 +46,7 @@ def _report(summary: dict[str, object], out: Path, plots: bool = True) -> None:
 @click.option(
     "--policy",
     type=click.Choice(
-        ["hdrf", "naive-hdrf", "flat", "drf", "wdrf", "asset", "fifo", "cpu", "slots"]
+        ["hdrf", "naive-hdrf", "flat", "drf", "wdrf", "asset", "fifo", "cpu", "slots", "ceei"]
     ),
     default=None,
     help="Override the spec's policy.",
@@ -124,9 +124,9 @@ def run_experiment(
         if time_scale <= 0:
             raise click.BadParameter("--time-scale must be positive")
         spec.run.time_scale = time_scale
-    if spec.master.policy == "slots":
+    if spec.master.policy in ("slots", "ceei"):
         raise click.ClickException(
-            "slot-based sharing exists only in the simulator (drfmesos simulate)"
+            f"{spec.master.policy} exists only in the simulator (drfmesos simulate)"
         )
     try:
         results = asyncio.run(run_live(spec, spec_path.resolve(), out, broker))

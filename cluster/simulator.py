@@ -24,6 +24,7 @@ import itertools
 import time
 from dataclasses import dataclass
 
+from cluster.ideal_timeline import ideal_phases
 from cluster.results import Results, Sample
 from cluster.spec import Spec
 from cluster.workload import Pending, Workload
@@ -47,7 +48,12 @@ class Simulation:
     def __init__(self, spec: Spec) -> None:
         self.spec = spec
         policy = spec.master.policy
-        self.allocator = Allocator("drf" if policy == "slots" else policy, seed=spec.run.seed)
+        # CEEI (the paper's 5): weighted DRF whose weights are each framework's CEEI share,
+        # phase by phase, so whoever is furthest below its CEEI target is served first
+        self.ceei = ideal_phases(spec, "ceei") if policy == "ceei" else []
+        self._ceei_phase = -1
+        engine = {"slots": "drf", "ceei": "wdrf"}.get(policy, policy)
+        self.allocator = Allocator(engine, seed=spec.run.seed)
         for role, weight in spec.master.weights.items():
             self.allocator.set_role_weight(role, weight)
         self.nodes = dict(spec.cluster.nodes())
@@ -173,7 +179,18 @@ class Simulation:
         self.suppressed.discard(name)
         self._want_round(t)
 
+    def _ceei_weights(self, t: float) -> None:
+        phase = max((i for i, p in enumerate(self.ceei) if p.start <= t), default=-1)
+        if phase == self._ceei_phase:
+            return
+        self._ceei_phase = phase
+        for name, share in self.ceei[phase].shares.items():
+            role = self.frameworks[name].role or name
+            self.allocator.set_role_weight(role, max(share, 1e-6))
+
     def _round(self, t: float) -> None:
+        if self.ceei:
+            self._ceei_weights(t)
         refuse = self.spec.master.refuse_seconds
         for a in self.allocator.allocate(t):
             w = self.workloads[a.framework_id]

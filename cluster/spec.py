@@ -53,7 +53,7 @@ class Cluster(Strict):
 
 class Master(Strict):
     policy: Literal[
-        "hdrf", "naive-hdrf", "flat", "drf", "wdrf", "asset", "fifo", "cpu", "slots"
+        "hdrf", "naive-hdrf", "flat", "drf", "wdrf", "asset", "fifo", "cpu", "slots", "ceei"
     ] = "drf"
     allocation_interval: float = Field(default=1.0, gt=0)
     refuse_seconds: float = Field(default=5.0, ge=0)

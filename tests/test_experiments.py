@@ -210,3 +210,20 @@ def test_the_ideal_timeline_follows_arrivals_and_is_plotted(tmp_path: Path) -> N
         "C": pytest.approx(1 / 3),
     }
     assert (tmp_path / "dominant_share.png").stat().st_size > 10_000
+
+
+def _final_tasks(name: str, policy: str) -> dict[str, int]:
+    spec = load_spec(EXAMPLES / f"{name}.yaml")
+    spec.master.policy = policy  # type: ignore[assignment]
+    results = simulate(spec)[0]
+    last = max(s.time for s in results.samples)
+    return {s.framework: s.running_tasks for s in results.samples if s.time == last}
+
+
+def test_ceei_in_the_simulator_rewards_the_papers_liar() -> None:
+    """Paper 5: under CEEI user 1 gains by claiming memory it does not need."""
+    honest = _final_tasks("paper-ceei", "ceei")
+    lying = _final_tasks("paper-ceei-lying", "ceei")
+    assert honest["user1"] == 3  # CEEI's 100/31
+    assert lying["user1"] == 4  # 25/6: the lie paid
+    assert abs(honest["user2"] - 1500 / 31) <= 4

@@ -23,3 +23,6 @@ for policy in asset drf; do drfmesos simulate paper-asset.yaml --policy "$policy
 for policy in fifo drf; do
   drfmesos simulate lecture-fifo-morning.yaml --policy "$policy" --out "$R/lecture-fifo-morning-$policy-sim"
 done
+for spec in paper-ceei paper-ceei-lying; do
+  drfmesos simulate "$spec.yaml" --policy ceei --out "$R/$spec-ceei-sim"
+done
