@@ -11,30 +11,21 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from cluster.ideal_timeline import pool_weights, user_of
 from cluster.spec import Spec, SpecError, load_spec
-from master.ideal import POLICIES, IdealError, Share, User, exact, ideal
+from master.ideal import POLICIES, IdealError, Share, exact, ideal
 from protocol.resources import Resources
 
 
 def spec_ideal(spec: Spec, policy: str) -> dict[str, Share]:
     """The ideal for a spec: its cluster's totals and each framework's first task size."""
     total = sum((r for _, r in spec.cluster.nodes()), Resources())
-    users = []
-    for fw in spec.frameworks:
-        task = fw.task or (fw.changes[0].task if fw.changes else None)
-        if task is None:  # trace-driven frameworks have no one task shape
-            continue
-        role = fw.role or fw.name
-        users.append(
-            User(
-                fw.name,
-                {r: exact(v) for r, v in task.items()},
-                weight=exact(fw.weight),
-                path=tuple(role.split("/")[:-1]) if "/" in role else (),
-                limit=fw.max_running,
-            )
-        )
-    return ideal(policy, {r: exact(v) for r, v in total.items()}, users)
+    users = [  # trace- and job-driven frameworks have no one task shape: left out
+        user_of(fw, task)
+        for fw in spec.frameworks
+        if (task := fw.task or (fw.changes[0].task if fw.changes else None)) is not None
+    ]
+    return ideal(policy, {r: exact(v) for r, v in total.items()}, users, pool_weights(spec))
 
 
 def as_json(policy: str, shares: dict[str, Share]) -> dict[str, object]:

@@ -33,6 +33,21 @@ def _task_at(fw: Framework, t: float) -> Resources | None:
     return task
 
 
+def user_of(fw: Framework, task: Resources) -> User:
+    """A framework as the ideal sees it: a leaf under its role (roles are pools of users)."""
+    return User(
+        fw.name,
+        {r: exact(v) for r, v in task.items()},
+        weight=exact(fw.weight),
+        path=tuple((fw.role or fw.name).split("/")),
+        limit=fw.max_running,
+    )
+
+
+def pool_weights(spec: Spec) -> dict[tuple[str, ...], float]:
+    return {tuple(role.split("/")): w for role, w in spec.master.weights.items()}
+
+
 def ideal_phases(spec: Spec, policy: str | None = None) -> list[Phase]:
     policy = policy or spec.master.policy
     if policy not in POLICIES or any(f.jobs or f.trace for f in spec.frameworks):
@@ -44,7 +59,7 @@ def ideal_phases(spec: Spec, policy: str | None = None) -> list[Phase]:
         if fw.stop is not None:
             times.add(fw.stop)
         times.update(c.at for c in fw.changes)
-    pools = {tuple(role.split("/")): w for role, w in spec.master.weights.items()}
+    pools = pool_weights(spec)
     phases = []
     for t in sorted(x for x in times if x < spec.run.duration):
         users = []
@@ -52,16 +67,7 @@ def ideal_phases(spec: Spec, policy: str | None = None) -> list[Phase]:
             task = _task_at(fw, t)
             running = fw.start <= t and (fw.stop is None or t < fw.stop)
             if running and task:
-                role = fw.role or fw.name
-                users.append(
-                    User(
-                        fw.name,
-                        {r: exact(v) for r, v in task.items()},
-                        weight=exact(fw.weight),
-                        path=tuple(role.split("/")),
-                        limit=fw.max_running,
-                    )
-                )
+                users.append(user_of(fw, task))
         shares = ideal(policy, {r: exact(v) for r, v in total.items()}, users, pools)
         phases.append(
             Phase(

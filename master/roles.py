@@ -276,6 +276,7 @@ class RoleTree:
         return None
 
     def _top_child(self, node: Node) -> Node | None:
+        """The wanting child on top of the node's heap (stale entries dropped on the way)."""
         heap = node.heap
         while heap:
             _, _, version, name = heap[0]
@@ -370,14 +371,7 @@ class RoleTree:
     def _min_child_key(self, node: Node) -> float:
         """The lowest key among the wanting children: the top of the node's heap, once
         stale entries are dropped (amortised O(1), not a walk over the children)."""
-        heap = node.heap
-        while heap:
-            key, _, version, name = heap[0]
-            child = node.children.get(name)
-            if child is not None and child.version == version and child.wanting:
-                return key
-            heapq.heappop(heap)
-        return float("inf")
+        return node.heap[0][0] if self._top_child(node) is not None else float("inf")
 
     def _rekey_path(self, node: Node) -> None:
         if self._seen_total != self._totals.version or self._promises_stale:
