@@ -11,7 +11,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from cluster.ideal_timeline import pool_weights, user_of
+from cluster.ideal_timeline import limits, pool_weights, user_of
 from cluster.spec import Spec, SpecError, load_spec
 from master.ideal import POLICIES, IdealError, Share, exact, ideal
 from protocol.resources import Resources
@@ -25,7 +25,9 @@ def spec_ideal(spec: Spec, policy: str) -> dict[str, Share]:
         for fw in spec.frameworks
         if (task := fw.task or (fw.changes[0].task if fw.changes else None)) is not None
     ]
-    return ideal(policy, {r: exact(v) for r, v in total.items()}, users, pool_weights(spec))
+    return ideal(
+        policy, {r: exact(v) for r, v in total.items()}, users, pool_weights(spec), limits(spec)
+    )
 
 
 def as_json(policy: str, shares: dict[str, Share]) -> dict[str, object]:

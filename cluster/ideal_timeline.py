@@ -48,6 +48,15 @@ def pool_weights(spec: Spec) -> dict[tuple[str, ...], float]:
     return {tuple(role.split("/")): w for role, w in spec.master.weights.items()}
 
 
+def limits(spec: Spec) -> dict[tuple[str, ...], dict[str, float]]:
+    """The spec's quota limits, for the ideal (guarantees it does not model)."""
+    return {
+        tuple(role.split("/")): q.limit.to_dict()
+        for role, q in spec.master.quota.items()
+        if q.limit is not None
+    }
+
+
 def ideal_phases(spec: Spec, policy: str | None = None) -> list[Phase]:
     policy = policy or spec.master.policy
     if policy not in POLICIES or any(f.jobs or f.trace for f in spec.frameworks):
@@ -68,7 +77,7 @@ def ideal_phases(spec: Spec, policy: str | None = None) -> list[Phase]:
             running = fw.start <= t and (fw.stop is None or t < fw.stop)
             if running and task:
                 users.append(user_of(fw, task))
-        shares = ideal(policy, {r: exact(v) for r, v in total.items()}, users, pools)
+        shares = ideal(policy, {r: exact(v) for r, v in total.items()}, users, pools, limits(spec))
         phases.append(
             Phase(
                 t,

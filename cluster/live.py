@@ -48,6 +48,7 @@ async def run_live(spec: Spec, spec_path: Path, out: Path, broker: str) -> Resul
                 "--allocation-interval",
                 f"{interval:g}",
                 *weights_args(spec.master.weights),
+                *await quota_args(spec, run_dir),
             )
             for g, group in enumerate(spec.cluster.slaves):
                 resources = ";".join(f"{k}:{v:g}" for k, v in group.resources.items())
@@ -138,3 +139,20 @@ def _sample(results: Results, state: State | None, t: float) -> None:
 
 def weights_args(weights: dict[str, float]) -> list[str]:
     return ["--weights", ",".join(f"{r}={w:g}" for r, w in weights.items())] if weights else []
+
+
+async def quota_args(spec: Spec, run_dir: Path) -> list[str]:
+    """The spec's quota, handed to the live master as a roles file."""
+    if not spec.master.quota:
+        return []
+    from master.roles_file import RolesFile, RoleSpec, save_roles
+
+    roles = RolesFile(
+        roles={
+            role: RoleSpec(weight=spec.master.weights.get(role, 1.0), quota=quota)
+            for role, quota in spec.master.quota.items()
+        }
+    )
+    path = run_dir / "roles.yaml"
+    await asyncio.to_thread(save_roles, path, roles)
+    return ["--roles", str(path)]

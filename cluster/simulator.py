@@ -56,6 +56,8 @@ class Simulation:
         self.allocator = Allocator(engine, seed=spec.run.seed)
         for role, weight in spec.master.weights.items():
             self.allocator.set_role_weight(role, weight)
+        for role, quota in spec.master.quota.items():
+            self.allocator.set_quota(role, quota.quota())
         self.nodes = dict(spec.cluster.nodes())
         self.real_total = sum(self.nodes.values(), Resources())
         for slave_id, resources in self.nodes.items():

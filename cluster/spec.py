@@ -22,6 +22,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from master.roles import check_role
+from master.roles_file import QuotaSpec
 from protocol.codec import describe_validation
 from protocol.resources import Resources
 
@@ -60,9 +61,13 @@ class Master(Strict):
     slots_per_node: int | None = Field(default=None, ge=1, le=1000)
     # weights of roles and pools (any node of the role tree: eng, eng/backend, ...)
     weights: dict[str, float] = Field(default_factory=dict)
+    # quota of roles and pools: {eng: {guarantee: {cpus: 4}, limit: {cpus: 10}}}
+    quota: dict[str, QuotaSpec] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _weights(self) -> Master:
+        for role in self.quota:
+            check_role(role)
         for role, weight in self.weights.items():
             check_role(role)
             if not weight > 0:

@@ -70,12 +70,24 @@ def ideal(
     total: Mapping[str, Fraction | float | int],
     users: Sequence[User],
     pool_weights: Mapping[tuple[str, ...], Fraction | float | int] | None = None,
+    quota_limits: Mapping[tuple[str, ...], Mapping[str, Fraction | float | int]] | None = None,
 ) -> dict[str, Share]:
-    """Each user's tasks, resources and dominant share in `policy`'s ideal allocation."""
+    """Each user's tasks, resources and dominant share in `policy`'s ideal allocation.
+
+    `quota_limits` are quota limits of pools (by path): each becomes a resource of its own that
+    only the users under that pool consume, so it fills up and stops them like any other."""
     if policy not in POLICIES:
         raise IdealError(f"unknown policy {policy!r}: one of {', '.join(POLICIES)}")
     capacity = {r: exact(v) for r, v in total.items() if exact(v) > 0}
     tasks = {u.name: {r: exact(v) for r, v in u.task.items() if exact(v) != 0} for u in users}
+    real = dict(capacity)  # shares are of the cluster; limits are only constraints
+    for path, limit in (quota_limits or {}).items():
+        for r, amount in limit.items():
+            virtual = f"limit:{'/'.join(path)}:{r}"
+            capacity[virtual] = exact(amount)
+            for u in users:
+                if u.path[: len(path)] == tuple(path) and r in tasks[u.name]:
+                    tasks[u.name][virtual] = tasks[u.name][r]
     if len({u.name for u in users}) != len(users):
         raise IdealError("user names must be unique")
     for u in users:
@@ -95,20 +107,18 @@ def ideal(
             limits[name] = Fraction(0)
 
     if policy in ("hdrf", "naive-hdrf"):
-        counts = _tree_filling(policy, capacity, users, tasks, limits, pool_weights or {})
+        counts = _tree_filling(policy, capacity, real, users, tasks, limits, pool_weights or {})
     elif policy == "fifo":
         counts = _fifo(capacity, [u.name for u in users], tasks, limits)
     elif policy == "ceei":
         counts = _ceei(capacity, tasks, weights, limits)
     else:
-        measure = {name: _measure(policy, task, capacity) for name, task in tasks.items()}
+        measure = {name: _measure(policy, task, real) for name, task in tasks.items()}
         counts = progressive_filling(capacity, tasks, weights, limits, measure)
     out = {}
     for name, count in counts.items():
-        used = {r: count * v for r, v in tasks[name].items()}
-        dominant = max(
-            (v / capacity[r] for r, v in used.items() if r in capacity), default=Fraction(0)
-        )
+        used = {r: count * v for r, v in tasks[name].items() if r in real}
+        dominant = max((v / real[r] for r, v in used.items()), default=Fraction(0))
         out[name] = Share(count, used, dominant, weights[name])
     return out
 
@@ -169,6 +179,7 @@ def progressive_filling(
 def _tree_filling(
     policy: str,
     capacity: Vector,
+    real: Vector,
     users: Sequence[User],
     tasks: Mapping[str, Vector],
     limits: Mapping[str, Fraction | None],
@@ -182,8 +193,8 @@ def _tree_filling(
     from master.sorter import Total
 
     scale = 10**9  # every resource's capacity in millis: small steps stay integral
-    total = Total()
-    total.add(Resources.from_millis(dict.fromkeys(capacity, scale)))
+    total = Total()  # shares are of the real resources; limits only stop who they limit
+    total.add(Resources.from_millis(dict.fromkeys(real, scale)))
     tree = RoleTree(policy, total)
     for path, weight in pool_weights.items():
         tree.set_weight("/".join(path), float(exact(weight)))
@@ -191,7 +202,7 @@ def _tree_filling(
     role_of: dict[str, str] = {}
     for u in users:
         task = {r: v / capacity[r] for r, v in tasks[u.name].items() if r in capacity}
-        dom = max(task.values(), default=Fraction(0))
+        dom = max((v for r, v in task.items() if r in real), default=Fraction(0))
         if dom == 0 or limits[u.name] == 0:
             continue
         role = "/".join((*u.path, f"user.{u.name}"))
@@ -208,7 +219,7 @@ def _tree_filling(
         name = role_of[role]
         limit = limits[name]
         if limit is not None and Fraction(steps[name] + 1, TREE_STEPS) > limit * _dom(
-            tasks[name], capacity
+            tasks[name], real
         ):
             return False
         return all(free[r] >= v for r, v in step[name].millis.items())
@@ -220,7 +231,7 @@ def _tree_filling(
             free[r] -= v
         steps[name] += 1
     return {
-        n: (Fraction(steps[n], TREE_STEPS) / _dom(tasks[n], capacity) if steps[n] else Fraction(0))
+        n: (Fraction(steps[n], TREE_STEPS) / _dom(tasks[n], real) if steps[n] else Fraction(0))
         for n in tasks
     }
 

@@ -227,3 +227,24 @@ def test_ceei_in_the_simulator_rewards_the_papers_liar() -> None:
     assert honest["user1"] == 3  # CEEI's 100/31
     assert lying["user1"] == 4  # 25/6: the lie paid
     assert abs(honest["user2"] - 1500 / 31) <= 4
+
+
+def test_a_specs_quota_reaches_the_simulator_and_the_ideal(tmp_path: Path) -> None:
+    spec_path = tmp_path / "q.yaml"
+    spec_path.write_text(
+        "cluster: {slaves: [{count: 2, resources: {cpus: 8, mem: 8192}}]}\n"
+        "master: {policy: hdrf, quota: {eng: {limit: {cpus: 4}}}}\n"
+        "frameworks:\n"
+        "  - {name: a, role: eng/a, task: {cpus: 1, mem: 256}, duration: {fixed: 1000}}\n"
+        "  - {name: b, role: ops, task: {cpus: 1, mem: 256}, duration: {fixed: 1000}}\n"
+        "run: {duration: 60, seed: 1, sample_interval: 1}\n"
+    )
+    results = simulate(load_spec(spec_path))[0]
+    assert max(s.running_tasks for s in results.samples if s.framework == "a") == 4
+    assert results.ideal[-1].tasks == {"a": 4.0, "b": 12.0}
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        spec_path.read_text().replace("limit: {cpus: 4}", "guarantee: {cpus: 9}, limit: {cpus: 4}")
+    )
+    with pytest.raises(SpecError, match="over the limit"):
+        load_spec(bad)

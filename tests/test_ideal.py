@@ -242,3 +242,12 @@ def test_the_tree_ideals_reproduce_the_lectures_trees() -> None:
         "a": F(1, 3),
         "b": F(1, 3),
     }
+
+
+@pytest.mark.parametrize("policy", ["drf", "wdrf", "asset", "flat", "fifo", "ceei", "hdrf"])
+def test_a_pools_quota_limit_stops_its_users_and_the_rest_goes_on(policy: str) -> None:
+    users = [User("a", {"c": 1}, path=("eng", "x")), User("b", {"c": 1}, path=("eng", "y")),
+             User("c", {"c": 1}, path=("ops",))]  # fmt: skip
+    r = ideal(policy, {"c": 12, "m": 12}, users, quota_limits={("eng",): {"c": 3}})
+    assert r["a"].tasks + r["b"].tasks <= 3
+    assert sum(s.tasks for s in r.values()) == 12  # nothing the others could use is idle
