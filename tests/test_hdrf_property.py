@@ -6,6 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from master.allocator import Allocator
+from master.quota import Quota
 from protocol.resources import Resources
 
 SLAVE = Resources(cpus=8, mem=8192)
@@ -108,3 +109,67 @@ def test_hdrf_leaves_no_leaf_below_its_promise_while_a_slave_has_room_for_it(
             assert not room, f"{role} is below its promise while {room} could take its task"
     held = sum((allocator.allocation(f) for f in tasks), Resources())
     assert allocator.allocated_total() == held
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    policy=st.sampled_from(["hdrf", "naive-hdrf", "flat", "drf", "wdrf", "asset", "cpu", "fifo"]),
+    roles=LEAVES,
+    ops=st.lists(st.tuples(st.sampled_from(["round", "finish", "leave", "pause", "resume"]),
+                           st.integers(0, 9)), min_size=5, max_size=40),
+    limit=st.one_of(st.none(), st.integers(1, 16)),
+)  # fmt: skip
+def test_every_policy_keeps_the_books_balanced(
+    policy: str, roles: list[str], ops: list[tuple[str, int]], limit: int | None
+) -> None:
+    """Random rounds, tasks ending, frameworks pausing and leaving, under quota: what the
+    allocator says is allocated is what its frameworks hold, and never more than a slave
+    has, whatever the policy."""
+    allocator = Allocator(policy, seed=3)
+    tree = policy in ("hdrf", "naive-hdrf", "flat")
+    leaves = [r if tree else r.replace("/", ".") for r in sorted(set(roles))]
+    names = []
+    for i, role in enumerate(leaves):
+        allocator.add_framework(f"f{i}", role)
+        names.append(f"f{i}")
+    for s in range(3):
+        allocator.add_slave(f"s{s}", SLAVE)
+    if limit is not None:  # on a pool (tree) or a role (side by side)
+        limited = leaves[0].split("/")[0] if tree else leaves[0]
+        allocator.set_quota(limited, Quota(Resources(), limit=Resources(cpus=limit)))
+    task = Resources(cpus=1, mem=512)
+    t = 0.0
+    for op, k in ops:
+        t += 1
+        live = [n for n in names if n in allocator.frameworks]
+        if not live:
+            break
+        who = live[k % len(live)]
+        if op == "round":
+            for offer in allocator.allocate(t):
+                rest = offer.resources
+                if rest.contains(task):
+                    rest = rest - task
+                if rest:
+                    allocator.recover(
+                        offer.framework_id, offer.slave_id, rest, refuse_seconds=k, now=t
+                    )
+        elif op == "finish":
+            for slave in allocator.slaves:
+                held = allocator.held(who, slave)
+                if held:
+                    allocator.recover(who, slave, held)
+                    break
+        elif op == "leave":
+            allocator.remove_framework(who)
+        elif op == "pause":
+            allocator.deactivate(who)
+        else:
+            allocator.activate(who)
+        held = sum((allocator.allocation(f) for f in allocator.frameworks), Resources())
+        assert allocator.allocated_total() == held
+        for slave in allocator.slaves:
+            assert SLAVE.contains(allocator.held_on(slave))
+        for role, quota in allocator.quotas.items():
+            if quota.limit is not None:
+                assert quota.limit.get_millis("cpus") >= allocator.held_by_role(role).get("cpus", 0)
