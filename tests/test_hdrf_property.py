@@ -146,7 +146,12 @@ def test_every_policy_keeps_the_books_balanced(
             break
         who = live[k % len(live)]
         if op == "round":
-            for offer in allocator.allocate(t):
+            offers = allocator.allocate(t)
+            for role, quota in allocator.quotas.items():  # offers count: checked before use
+                assert quota.limit is not None
+                held_cpus = allocator.held_by_role(role).get("cpus", 0)
+                assert held_cpus <= quota.limit.get_millis("cpus"), (role, held_cpus)
+            for offer in offers:
                 rest = offer.resources
                 if rest.contains(task):
                     rest = rest - task
