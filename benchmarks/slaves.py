@@ -94,7 +94,7 @@ async def measure(count: int, heartbeat: float, window: float) -> list[object]:
                 beats += 1
 
         async with Bus(broker.url, name="bench-listener") as bus:
-            await bus.subscribe(Topics(cluster).master, count_beats, qos=0)
+            await bus.subscribe(Topics(cluster).inbound_all, count_beats, qos=0)
             await asyncio.sleep(window)
         memory = rss_mb(slaves.pid)
     finally:
