@@ -13,7 +13,7 @@ from cluster.demo import demo
 from cluster.experiment_cli import experiment, simulate
 from cluster.experiment_framework import experiment_framework
 from cluster.ideal_cli import ideal_command
-from cluster.quota_cli import quota, roles
+from cluster.operator_cli import quota, roles, teardown
 from frameworks.cli import framework
 from master.cli import master
 from protocol import logs
@@ -108,27 +108,6 @@ async def _reload_on_change(b: object, auth_dir: Path | None, stop: asyncio.Even
 @main.command()
 @broker_option()
 @cluster_option
-@click.argument("framework_id")
-@click.option("--timeout", type=float, default=10.0, show_default=True)
-@log_level_default("warning")
-def teardown(broker: str, cluster: str, framework_id: str, timeout: float) -> None:
-    """Tear a framework down (an operator principal's call): its tasks are killed."""
-    from cluster.view import teardown_framework
-
-    try:
-        why = asyncio.run(teardown_framework(broker_url(broker), cluster, framework_id, timeout))
-    except BusRefused as e:
-        raise click.ClickException(str(e)) from None
-    except TimeoutError:
-        raise click.ClickException(f"no answer from a master within {timeout}s") from None
-    if why:
-        raise click.ClickException(why)
-    click.echo(f"framework {framework_id} torn down")
-
-
-@main.command()
-@broker_option()
-@cluster_option
 @click.option("--json", "as_json", is_flag=True, help="Print the raw snapshot as JSON.")
 @click.option("--timeout", type=float, default=10.0, show_default=True)
 @log_level_default("warning")
@@ -165,6 +144,7 @@ main.add_command(demo)
 main.add_command(simulate)
 main.add_command(ideal_command)
 main.add_command(quota)
+main.add_command(teardown)
 main.add_command(roles)
 main.add_command(experiment)
 

@@ -67,12 +67,13 @@ async def teardown_framework(
 ) -> str | None:
     """Ask the master, as an operator, to tear a framework down."""
     return await operator_call(
-        url,
-        cluster,
-        Teardown(framework_id=framework_id),
-        lambda e: e.kind == "removed" and e.framework_id == framework_id,
-        timeout,
+        url, cluster, Teardown(framework_id=framework_id), removed(framework_id), timeout
     )
+
+
+def removed(framework_id: str) -> Callable[[ClusterEvent], bool]:
+    """The event that shows a framework gone."""
+    return lambda e: e.kind == "removed" and e.framework_id == framework_id
 
 
 def _res(r: object) -> str:

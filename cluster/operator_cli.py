@@ -1,16 +1,18 @@
-"""`drfmesos quota ...` (an operator's calls) and `drfmesos roles ...` (the roles file)."""
+"""An operator's calls on a running master (`drfmesos teardown`, `drfmesos quota ...`), and
+`drfmesos roles ...` for the roles file."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import click
 
 from protocol.bus import BusRefused
 from protocol.cli import broker_option, broker_url, cluster_option, log_level_default
-from protocol.messages import SetQuota
+from protocol.messages import ClusterEvent, SetQuota, Teardown, Wire
 from protocol.resources import ResourceError, Resources
 
 
@@ -28,26 +30,42 @@ def _resources(text: str | None, what: str) -> Resources | None:
         raise click.BadParameter(str(e), param_hint=what) from None
 
 
-def _call(broker: str, cluster: str, message: SetQuota, timeout: float) -> None:
+def _call(
+    broker: str,
+    cluster: str,
+    message: Wire,
+    done: Callable[[ClusterEvent], bool],
+    timeout: float,
+) -> None:
+    """Make the call as the operator the options name; fail with the master's words."""
     from cluster.view import operator_call
 
-    role = message.role
     try:
-        why = asyncio.run(
-            operator_call(
-                broker_url(broker),
-                cluster,
-                message,
-                lambda e: e.kind == "quota" and e.detail.split(":", 1)[0] == role,
-                timeout,
-            )
-        )
+        why = asyncio.run(operator_call(broker_url(broker), cluster, message, done, timeout))
     except BusRefused as e:
         raise click.ClickException(str(e)) from None
     except TimeoutError:
         raise click.ClickException(f"no answer from a master within {timeout}s") from None
     if why:
         raise click.ClickException(why)
+
+
+def _quota_set(role: str) -> Callable[[ClusterEvent], bool]:
+    return lambda e: e.kind == "quota" and e.detail.split(":", 1)[0] == role
+
+
+@click.command()
+@broker_option()
+@cluster_option
+@click.argument("framework_id")
+@click.option("--timeout", type=float, default=10.0, show_default=True)
+@log_level_default("warning")
+def teardown(broker: str, cluster: str, framework_id: str, timeout: float) -> None:
+    """Tear a framework down (an operator principal's call): its tasks are killed."""
+    from cluster.view import removed
+
+    _call(broker, cluster, Teardown(framework_id=framework_id), removed(framework_id), timeout)
+    click.echo(f"framework {framework_id} torn down")
 
 
 @quota.command("set")
@@ -69,7 +87,7 @@ def quota_set(
         guarantee=_resources(guarantee, "--guarantee") or Resources(),
         limit=_resources(limit, "--limit"),
     )
-    _call(broker, cluster, message, timeout)
+    _call(broker, cluster, message, _quota_set(role), timeout)
     click.echo(f"quota of {role} set")
 
 
@@ -81,7 +99,7 @@ def quota_set(
 @log_level_default("warning")
 def quota_remove(broker: str, cluster: str, role: str, timeout: float) -> None:
     """Clear ROLE's quota."""
-    _call(broker, cluster, SetQuota(role=role), timeout)
+    _call(broker, cluster, SetQuota(role=role), _quota_set(role), timeout)
     click.echo(f"quota of {role} cleared")
 
 
