@@ -116,9 +116,22 @@ def render_state(state: State) -> Group:
             _res(f.allocated),
             f"{f.dominant_share:.1%}",
         )
+    roles = Table(title="roles", title_justify="left")
+    for col in ("role", "weight", "promise", "share", "guarantee", "limit", ""):
+        roles.add_column(col, justify="right" if col in ("weight", "promise", "share") else "left")
+    for r in state.roles:
+        roles.add_row(
+            r.role,
+            f"{r.weight:g}",
+            f"{r.promise:.1%}" if r.promise is not None else "-",
+            f"{r.share:.1%}",
+            _res(r.guarantee),
+            _res(r.limit),
+            f"unsatisfiable: {r.unsatisfiable}" if r.unsatisfiable else "",
+        )
     slaves = Table(title="slaves", title_justify="left")
     for col in ("id", "hostname", "total", "free", "tasks"):
         slaves.add_column(col)
     for s in sorted(state.slaves, key=lambda s: s.slave_id)[:50]:
         slaves.add_row(s.slave_id, s.hostname, _res(s.total), _res(s.free), str(s.tasks))
-    return Group(head, fws, slaves)
+    return Group(head, fws, roles, slaves)

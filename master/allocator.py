@@ -26,7 +26,8 @@ from typing import Any
 from master.quota import Quota, ancestors_or_self, cap_offer, gap
 from master.roles import TREE_POLICIES, RoleTree, check_role
 from master.sorter import Millis, Sorter, Total
-from protocol.resources import CPUS, MEM, SCALE, Resources
+from protocol.messages import RoleView
+from protocol.resources import CPUS, MEM, SCALE, Resources, dominant_share
 
 # Mesos offers a slave only if at least this much of cpus or mem is free: smaller crumbs
 # would be offered and declined forever.
@@ -407,12 +408,23 @@ class Allocator:
         return sorter is not None and sorter.active_count > 0
 
     def _short_of_guarantee(self) -> set[str]:
-        """Role nodes with demand whose guarantee is not met yet."""
-        return {
-            role
-            for role, quota in self.quotas.items()
-            if self._has_demand(role) and gap(quota, self.held_by_role(role))
-        }
+        """Role nodes with demand whose guarantee is not met yet (and still can be)."""
+        return {role for role in self.quotas if self._has_demand(role) and self._lack(role)}
+
+    def _lack(self, role: str) -> Millis:
+        """What `role`'s guarantee still lacks that it could still get: the gap, cut down
+        by the room left under every limit on its path (a guarantee a limit above it
+        makes unreachable holds nothing back from anyone)."""
+        lack = gap(self.quotas[role], self.held_by_role(role))
+        for node in ancestors_or_self(role, self._tree()):
+            quota = self.quotas.get(node)
+            if quota is None or quota.limit is None:
+                continue
+            held = self.held_by_role(node)
+            for name, amount in quota.limit.millis.items():
+                if name in lack:
+                    lack[name] = min(lack[name], max(0, amount - held.get(name, 0)))
+        return {k: v for k, v in lack.items() if v > 0}
 
     def _up_to_guarantee(self, role: str, short: set[str], offerable: Millis) -> Millis:
         """An offer in the quota stage: no more than the role's unmet guarantee (the
@@ -421,7 +433,7 @@ class Allocator:
         out = dict(offerable)
         for node in ancestors_or_self(role, self._tree()):
             if node in short:
-                for name, lack in gap(self.quotas[node], self.held_by_role(node)).items():
+                for name, lack in self._lack(node).items():
                     if name in out:
                         out[name] = min(out[name], lack)
         return out if _allocatable(out) else offerable
@@ -439,9 +451,9 @@ class Allocator:
             if (q := self.quotas.get(node)) is not None and q.limit is not None
         ]
         headroom: Millis = {}
-        for node, quota in self.quotas.items():
+        for node in self.quotas:
             if node not in mine and self._has_demand(node):
-                _add(headroom, gap(quota, self.held_by_role(node)))
+                _add(headroom, self._lack(node))
         unreserved = {k: v - self._allocated.get(k, 0) for k, v in self._total.millis.items()}
         return cap_offer(free, limits, headroom, unreserved)
 
@@ -508,6 +520,34 @@ class Allocator:
     def role_promise(self, role: str) -> float | None:
         """What a tree policy promises the frameworks of `role` (None for flat policies)."""
         return self._roles.own_promise(role) if isinstance(self._roles, RoleTree) else None
+
+    def role_views(self) -> list[RoleView]:
+        """Every role and pool (and every role with a quota): weight, share, promise, quota."""
+        tree = isinstance(self._roles, RoleTree)
+        names = set(self.quotas)
+        if isinstance(self._roles, RoleTree):
+            names |= {path for path in self._roles.nodes if path}
+        else:
+            names |= set(self._role_frameworks)
+        total = self._total.millis
+        unsatisfiable = self.unsatisfiable()
+        views = []
+        for role in sorted(names):
+            quota = self.quotas.get(role)
+            views.append(
+                RoleView(
+                    role=role,
+                    weight=self.role_weight(role) if tree or role in self._roles else 1.0,
+                    share=dominant_share(self.held_by_role(role), total),
+                    promise=self._roles.promise(role)
+                    if isinstance(self._roles, RoleTree) and role in self._roles.nodes
+                    else None,
+                    guarantee=quota.guarantee if quota and quota.guarantee else None,
+                    limit=quota.limit if quota else None,
+                    unsatisfiable=unsatisfiable.get(role, ""),
+                )
+            )
+        return views
 
     def role_weight(self, role: str) -> float:
         return self._roles.weight(role)

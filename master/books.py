@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from protocol.messages import (
     TERMINAL_STATES,
     FrameworkView,
+    RoleView,
     SlaveView,
     State,
     TaskInfo,
@@ -157,6 +158,7 @@ def snapshot(
     free: dict[str, Resources],
     include_tasks: bool = True,
     refused: dict[str, int] | None = None,
+    roles: list[RoleView] | None = None,
 ) -> State:
     """The books as a `State` message (what `drfmesos state` and the plots read)."""
     frameworks = []
@@ -216,4 +218,5 @@ def snapshot(
         offers=len(books.offers),
         tasks=tasks,
         refused=refused or {},
+        roles=roles or [],
     )

@@ -299,6 +299,7 @@ class Master(FrameworkCalls, SlaveCalls, OperatorCalls):
             free={s: a.free(s) for s in self.books.slaves},
             include_tasks=include_tasks,
             refused=dict(self.refused),
+            roles=self.allocator.role_views(),
         )
 
     def publish_state(self) -> None:

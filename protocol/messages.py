@@ -405,6 +405,18 @@ class TaskView(Wire):
     resources: Resources
 
 
+class RoleView(Wire):
+    """A role (or pool) in the state snapshot."""
+
+    role: str
+    weight: float
+    share: float  # dominant share of everything its subtree holds
+    promise: float | None = None  # under a tree policy: the fraction of the cluster promised
+    guarantee: Resources | None = None
+    limit: Resources | None = None
+    unsatisfiable: str = ""  # why its guarantee cannot be met, if it cannot
+
+
 class State(Wire):
     """The master's books as a snapshot (retained on the bus for tools)."""
 
@@ -418,6 +430,7 @@ class State(Wire):
     offers: int
     tasks: list[TaskView] = Field(default_factory=list)
     refused: dict[str, int] = Field(default_factory=dict)  # calls refused, by reason code
+    roles: list[RoleView] = Field(default_factory=list)
 
 
 class ClusterEvent(Wire):

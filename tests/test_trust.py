@@ -570,6 +570,20 @@ async def test_an_operator_sets_quota_at_run_time_and_it_is_kept_in_the_roles_fi
     huge = SetQuota(role="mallory", guarantee=Resources(cpus=1000))
     assert await operator_call(ops, T.cluster, huge, quota_of("mallory")) is None
     assert "mallory" in secure.master.allocator.unsatisfiable()
+    # operators see it in the state: the role tree with promises, shares and quota
+    state = secure.master.state()
+    views = {r.role: r for r in state.roles}
+    assert views["alice"].limit == Resources(cpus=2)
+    assert views["alice"].promise is not None
+    assert views["alice"].share > 0  # its task runs
+    assert "more cpus than the cluster has" in views["mallory"].unsatisfiable
+    from rich.console import Console
+
+    from cluster.view import render_state
+
+    console = Console(record=True, width=160)
+    console.print(render_state(state))
+    assert "unsatisfiable" in console.export_text()
 
     # quota is an operator's call: a framework principal is refused
     mallory = await secure.attacker()
