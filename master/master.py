@@ -51,6 +51,8 @@ from protocol.messages import (
 
 __all__ = ["Master", "MasterConfig"]
 
+PRINCIPALS_RELOAD = 1.0  # seconds between looks at the principals file
+
 
 Route = Callable[[Any, Caller], Awaitable[None]]
 
@@ -240,9 +242,13 @@ class Master(FrameworkCalls, SlaveCalls, OperatorCalls):
         tick = min(0.25, self.config.state_interval)
         next_heartbeat = self._now()
         next_state = self._now()
+        next_acl = self._now() + PRINCIPALS_RELOAD
         while True:
             now = self._now()
             try:
+                if now >= next_acl:  # `drfmesos auth add` reaches a running master
+                    next_acl = now + PRINCIPALS_RELOAD
+                    await self.roles_acl.refresh()
                 self._expire(now)
                 self._retry_updates(now)
                 if now >= next_heartbeat:

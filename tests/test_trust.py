@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from frameworks.scheduler import DriverError, Scheduler, SchedulerDriver, build_task
 from master.master import Master, MasterConfig
 from protocol.brokers import BrokerURL, EmbeddedBroker, MosquittoBroker
-from protocol.bus import Bus
+from protocol.bus import Bus, BusRefused
 from protocol.codec import REGISTRY
 from protocol.credentials import Store
 from protocol.messages import (
@@ -114,6 +114,8 @@ class Secure:
     stack: contextlib.AsyncExitStack
     slave_buses: dict[str, Bus]
 
+    reload_broker: Callable[[], None] = lambda: None  # what `drfmesos broker` does on change
+
     def as_(self, name: str) -> BrokerURL:
         return self.url.with_credentials(name, self.store.secret_file(name).read_text().strip())
 
@@ -157,6 +159,8 @@ async def secure(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterato
     try:
         async with contextlib.AsyncExitStack() as stack:
             sec = Secure(store, broker.url, None, None, Victim(), stack, {})  # type: ignore[arg-type]
+            if isinstance(broker, MosquittoBroker):
+                sec.reload_broker = broker.reload
             config = MasterConfig(**{**CONFIG.__dict__, "principals": store.principals_file})
             mbus = await stack.enter_async_context(
                 Bus(sec.as_("master"), name="master", persistent=True)
@@ -589,4 +593,36 @@ async def test_an_operator_sets_quota_at_run_time_and_it_is_kept_in_the_roles_fi
     mallory = await secure.attacker()
     refused = await mallory.call(SetQuota(role="mallory", limit=Resources(cpus=100)))
     assert refused.code == "forbidden"
+    intact(secure)
+
+
+async def test_a_principal_added_to_a_running_cluster_can_register_at_once(
+    secure: Secure,
+) -> None:
+    """`drfmesos auth add` on a running cluster: the broker lets the new principal in and
+    the master lets it register in its role, with neither restarted."""
+    denied = SchedulerDriver(
+        Scheduler(), name="late", broker=secure.as_("mallory"), cluster=T.cluster, role="newbie"
+    )
+    with pytest.raises(DriverError, match="may not register in role 'newbie'"):
+        await denied.start(timeout=10)
+    secure.store.add("newbie", "framework", keep_secret=True)
+    secure.reload_broker()
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 15
+    while True:  # the broker and the master each notice the store within a second or two
+        driver = SchedulerDriver(
+            Scheduler(), name="late", broker=secure.as_("newbie"), cluster=T.cluster, role="newbie"
+        )
+        try:
+            await driver.start(timeout=5)
+            break
+        except (DriverError, BusRefused, TimeoutError):
+            if loop.time() > deadline:
+                raise
+    try:
+        fw = secure.master.books.frameworks[driver.framework_id or ""]
+        assert (fw.principal, fw.role) == ("newbie", "newbie")
+    finally:
+        await driver._close()
     intact(secure)
