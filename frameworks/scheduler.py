@@ -29,7 +29,7 @@ from collections.abc import Iterable
 
 from protocol import logs
 from protocol.brokers import BrokerURL
-from protocol.bus import Bus, Dispatcher
+from protocol.bus import Bus, Dispatcher, first_of
 from protocol.messages import (
     Accept,
     Acknowledge,
@@ -180,15 +180,7 @@ class SchedulerDriver:
         bus.on_connect(self._subscribe)
         self.bus = bus
         await bus.start(timeout=timeout)
-        subscribed = asyncio.ensure_future(self._subscribed.wait())
-        stopped = asyncio.ensure_future(self._stopped.wait())
-        try:
-            await asyncio.wait(
-                {subscribed, stopped}, timeout=timeout, return_when="FIRST_COMPLETED"
-            )
-        finally:
-            subscribed.cancel()
-            stopped.cancel()
+        await first_of(self._subscribed, self._stopped, timeout=timeout)
         if self.removed is not None:
             await self._close()
             raise DriverError(self.removed)

@@ -218,8 +218,8 @@ def _tree_filling(
     def fits(role: str) -> bool:
         name = role_of[role]
         limit = limits[name]
-        if limit is not None and Fraction(steps[name] + 1, TREE_STEPS) > limit * _dom(
-            tasks[name], real
+        if limit is not None and Fraction(steps[name] + 1, TREE_STEPS) > limit * _measure(
+            "drf", tasks[name], real
         ):
             return False
         return all(free[r] >= v for r, v in step[name].millis.items())
@@ -231,13 +231,13 @@ def _tree_filling(
             free[r] -= v
         steps[name] += 1
     return {
-        n: (Fraction(steps[n], TREE_STEPS) / _dom(tasks[n], real) if steps[n] else Fraction(0))
+        n: (
+            Fraction(steps[n], TREE_STEPS) / _measure("drf", tasks[n], real)
+            if steps[n]
+            else Fraction(0)
+        )
         for n in tasks
     }
-
-
-def _dom(task: Vector, capacity: Vector) -> Fraction:
-    return max((v / capacity[r] for r, v in task.items() if r in capacity), default=Fraction(1))
 
 
 def _fifo(

@@ -63,9 +63,8 @@ class BusRefused(BusClosed):
 
 def refusal(error: aiomqtt.MqttError) -> str | None:
     """Why a failed connection attempt is final, or None if it is worth retrying."""
-    if isinstance(error, aiomqtt.MqttCodeError) and "authoriz" in str(error).lower():
-        return f"the broker refused the credentials ({error})"
-    if isinstance(error, aiomqtt.MqttCodeError) and "password" in str(error).lower():
+    said = str(error).lower()
+    if isinstance(error, aiomqtt.MqttCodeError) and ("authoriz" in said or "password" in said):
         return f"the broker refused the credentials ({error})"
     cause = error.__cause__ or error.__context__
     if isinstance(cause, ssl.SSLCertVerificationError):
@@ -88,6 +87,16 @@ async def cancel_and_wait(task: asyncio.Task[Any], timeout: float = 5.0) -> None
             break
     if task.done() and not task.cancelled():
         task.exception()  # mark retrieved: errors were logged where they happened
+
+
+async def first_of(*events: asyncio.Event, timeout: float | None = None) -> None:
+    """Wait until any of `events` is set, or `timeout` passes (the caller then looks which)."""
+    waiters = [asyncio.ensure_future(e.wait()) for e in events]
+    try:
+        await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiter in waiters:
+            waiter.cancel()
 
 
 class Bus:
@@ -152,15 +161,7 @@ class Bus:
 
     async def wait_connected(self, timeout: float | None = None) -> None:
         """Wait until connected; raises BusRefused if the broker will never let us in."""
-        connected = asyncio.ensure_future(self._connected.wait())
-        gave_up = asyncio.ensure_future(self._gave_up.wait())
-        try:
-            await asyncio.wait(
-                {connected, gave_up}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
-            )
-        finally:
-            connected.cancel()
-            gave_up.cancel()
+        await first_of(self._connected, self._gave_up, timeout=timeout)
         if self.refused is not None:
             raise self.refused
         if not self._connected.is_set():

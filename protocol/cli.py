@@ -85,11 +85,8 @@ def broker_option(default: str = "mqtt://127.0.0.1:1883") -> Callable[[F], F]:
 
 def broker_url(broker: str) -> BrokerURL:
     """The URL `--broker` names, with `--ca` and `--secret-file` applied."""
-    meta = click.get_current_context().meta
     try:
-        return BrokerURL.parse(
-            broker, ca=meta.get("drfmesos.ca"), secret_file=meta.get("drfmesos.secret_file")
-        )
+        return BrokerURL.parse(broker, **broker_extras())
     except BrokerError as e:
         raise click.BadParameter(str(e), param_hint="--broker") from None
 

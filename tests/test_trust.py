@@ -24,6 +24,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from cluster.secure import provision
 from frameworks.scheduler import DriverError, Scheduler, SchedulerDriver, build_task
 from master.master import Master, MasterConfig
 from protocol.brokers import BrokerURL, EmbeddedBroker, MosquittoBroker
@@ -147,9 +148,7 @@ class Attacker:
 async def secure(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Secure]:
     if request.param == "mosquitto":
         need_mosquitto()
-    store = Store.init(tmp_path / "auth")
-    for name, kind in PRINCIPALS:
-        store.add(name, kind, keep_secret=True)
+    store = provision(tmp_path / "auth", PRINCIPALS)
     broker: EmbeddedBroker | MosquittoBroker = (
         EmbeddedBroker(auth=store.path, tls=True)
         if request.param == "embedded"
