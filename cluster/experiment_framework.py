@@ -19,7 +19,7 @@ import click
 
 from cluster.spec import Framework, Spec, load_spec
 from cluster.workload import Pending, Workload
-from frameworks.scheduler import Scheduler, SchedulerDriver, build_task
+from frameworks.scheduler import ENDLESS, Scheduler, SchedulerDriver, build_task
 from protocol import logs
 from protocol.brokers import BrokerURL
 from protocol.cli import broker_option, cluster_option, log_level_option, run_party
@@ -40,6 +40,16 @@ class ExperimentScheduler(Scheduler):
     def now(self) -> float:
         """Spec time: seconds since the run started, unscaled."""
         return (time.time() - self.t0) / self.scale
+
+    async def registered(self, driver: SchedulerDriver, framework_id: str, master_id: str) -> None:
+        await self.declare(driver)
+
+    async def reregistered(self, driver: SchedulerDriver, master_id: str) -> None:
+        await self.declare(driver)
+
+    async def declare(self, driver: SchedulerDriver) -> None:
+        """Tell the master what the workload still wants (it counts launches off)."""
+        await driver.request_resources(self.workload.demand(self.now(), ENDLESS))
 
     async def resource_offers(self, driver: SchedulerDriver, offers: list[Offer]) -> None:
         t = self.now()
@@ -77,6 +87,7 @@ class ExperimentScheduler(Scheduler):
             self.workload.finished(self.now(), pending, completed=completed)
             if len(self.workload.queue) > before:  # a new job came: ask for offers again
                 await driver.revive_offers()
+                await self.declare(driver)
 
     async def pacer(self, driver: SchedulerDriver) -> None:
         """Revive for trace arrivals and size changes; stop at the spec's stop time."""
@@ -92,6 +103,7 @@ class ExperimentScheduler(Scheduler):
             await asyncio.sleep(max(0.001, wait))
             self.workload.advance(self.now())
             await driver.revive_offers()
+            await self.declare(driver)
 
     def stats(self) -> dict[str, object]:
         s = self.workload.stats

@@ -41,6 +41,7 @@ class Results:
     ideal: list[Phase] = field(default_factory=list)  # the policy's ideal, phase by phase
     ideal_policy: str = ""
     settle: float = 0.0  # seconds after a phase starts before the run is compared with it
+    preemption: dict[str, Any] | None = None  # counters, when preemption was on
 
     def with_ideal(self, spec: Spec, policy: str | None = None) -> Results:
         """Attach the spec's ideal (see cluster.ideal_timeline); returns self."""
@@ -119,6 +120,8 @@ class Results:
                 {"from": p.start, "tasks": p.tasks, "dominant_share": p.shares} for p in self.ideal
             ]
             out["distance_from_ideal"] = self.distance_from_ideal()
+        if self.preemption is not None:
+            out["preemption"] = self.preemption
         return out
 
     def timeline_rows(self) -> list[dict[str, Any]]:

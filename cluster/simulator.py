@@ -29,9 +29,12 @@ from cluster.results import Results, Sample
 from cluster.spec import Spec
 from cluster.workload import Pending, Workload
 from master.allocator import Allocator
+from master.preemption import Cluster, Contender, Preemption, RunningTask
+from master.sorter import Millis
 from protocol.resources import CPUS, Resources
 
 ROUND_BATCH = 0.005  # as the master: frees within this window share one round
+HOLD = 10.0  # as the master: a node freed by preemption is held this long past the kill
 
 
 @dataclass(slots=True)
@@ -42,6 +45,7 @@ class Running:
     real: Resources  # what it really uses
     booked: Resources  # what the allocator accounts for it
     ends: float
+    started: float = 0.0
 
 
 class Simulation:
@@ -79,6 +83,9 @@ class Simulation:
         ] = {}  # frameworks with nothing to run, as in Mesos
         self.processed = 0  # task events handled (starts and finishes)
         self.now = 0.0
+        p = spec.master.preemption
+        self.preemption = Preemption(p.config()) if p is not None and p.config().on else None
+        self.preempted_at: list[tuple[float, str, float]] = []  # (time, victim, work lost)
 
     # -- what the allocator accounts -----------------------------------------------------------
     def _booked(self, real: Resources, *, node: bool = False) -> Resources:
@@ -122,8 +129,12 @@ class Simulation:
                 self.round_pending = False
                 self._round(t)
             elif kind == "tick":
+                if self.preemption is not None:
+                    self._preempt(t)
                 self._round(t)
                 self._at(t + spec.master.allocation_interval, "tick")
+            elif kind == "kill":
+                self._kill(ref, t)
             elif kind == "sample":
                 self._sample(t, results)
                 self._at(t + spec.run.sample_interval, "sample")
@@ -140,6 +151,18 @@ class Simulation:
                 "tasks_completed": w.stats.tasks_completed,
                 "waits": w.stats.waits,
                 "job_times": w.stats.job_times,
+            }
+        if self.preemption is not None:
+            stats = self.preemption.stats
+            results.preemption = {
+                "tasks_preempted": stats.tasks_preempted,
+                "work_lost_seconds": round(stats.work_lost_seconds, 3),
+                "rounds": stats.rounds,
+                "victims": spec.master.preemption.victims if spec.master.preemption else "",
+                "events": [
+                    {"time": round(t, 3), "victim": v, "work_lost": round(w, 3)}
+                    for t, v, w in self.preempted_at
+                ],
             }
         return results
 
@@ -181,6 +204,62 @@ class Simulation:
         self.suppressed.discard(name)
         self._want_round(t)
 
+    # -- preemption: the master's policy (master.preemption) on the simulated books ------------
+    def _preempt(self, t: float) -> None:
+        assert self.preemption is not None
+        a = self.allocator
+        contenders = []
+        for name in self.added:
+            fw = self.frameworks[name]
+            demand = self.workloads[name].demand(t)
+            contenders.append(
+                Contender(
+                    name,
+                    fw.role or name,
+                    a.framework_weight(name),
+                    dict(a.allocation(name).millis),
+                    wants=name not in self.suppressed,
+                    demand=[(dict(self._booked(r).millis), n) for r, n in demand],
+                )
+            )
+        free: dict[str, Millis] = {}
+        for slave in self.nodes:
+            room = dict(a.free(slave).millis)
+            for hold in a.reservations.get(slave, []):
+                for n, v in hold.resources.items():
+                    room[n] = room.get(n, 0) - v
+            free[slave] = room
+        running: dict[str, list[RunningTask]] = {}
+        for ref, r in self.running.items():
+            if (r.framework, str(ref)) not in self.preemption.doomed:
+                running.setdefault(r.slave, []).append(
+                    RunningTask(r.framework, str(ref), r.slave, dict(r.booked.millis), r.started)
+                )
+        held = {name: dict(a.allocation(name).millis) for name in self.added}
+        cluster = Cluster(a.total.millis, free, held, {}, running)
+        claims = self.preemption.check(
+            t, self.spec.master.policy, contenders, cluster, a.pool_weights(), a.quotas,
+            a.is_tree(),
+        )  # fmt: skip
+        notice = self.preemption.config.notice
+        for claim in claims:
+            for plan in claim.plans:
+                a.reserve(plan.slave_id, claim.claimant, Resources.from_millis(plan.task),
+                          t + notice + HOLD + 2 * self.spec.master.allocation_interval)  # fmt: skip
+                for victim in plan.victims:
+                    self._at(t + notice, "kill", int(victim.task_id))
+
+    def _kill(self, ref: int, t: float) -> None:
+        assert self.preemption is not None
+        r = self.running.get(ref)
+        if r is None:
+            return
+        self.preemption.due(t)
+        if self.preemption.ended(r.framework, str(ref), finished=False, ran=t - r.started):
+            self.preempted_at.append((t, r.framework, t - r.started))
+        self._release(ref, t, completed=False, retry=True)
+        self._want_round(t)
+
     def _ceei_weights(self, t: float) -> None:
         phase = max((i for i, p in enumerate(self.ceei) if p.start <= t), default=-1)
         if phase == self._ceei_phase:
@@ -220,7 +299,7 @@ class Simulation:
         slowdown = max(1.0, *(load.get(r, 0.0) / capacity[r] for r in capacity if capacity[r]))
         ref = next(self.ids)
         self.running[ref] = Running(
-            name, slave, task, task.resources, booked, t + task.duration * slowdown
+            name, slave, task, task.resources, booked, t + task.duration * slowdown, t
         )
         self.held[name] = self.held[name] + task.resources
         self.counts[name] += 1
@@ -232,15 +311,17 @@ class Simulation:
             self._release(ref, t, completed=True)
             self._want_round(t)
 
-    def _release(self, ref: int, t: float, *, completed: bool) -> None:
+    def _release(self, ref: int, t: float, *, completed: bool, retry: bool = False) -> None:
         r = self.running.pop(ref)
+        if self.preemption is not None and completed:
+            self.preemption.ended(r.framework, str(ref), finished=True, ran=t - r.started)
         self.node_load[r.slave] = self.node_load[r.slave] - r.real
         self.held[r.framework] = self.held[r.framework] - r.real
         self.counts[r.framework] -= 1
         self.processed += 1
         if r.framework in self.added:
             self.allocator.recover(r.framework, r.slave, r.booked)
-        self.workloads[r.framework].finished(t, r.task, completed=completed)
+        self.workloads[r.framework].finished(t, r.task, completed=completed, retry=retry)
         self._track_demand(r.framework, t)
 
     def _sample(self, t: float, results: Results) -> None:

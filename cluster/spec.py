@@ -21,6 +21,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from master.preemption import PreemptionConfig
 from master.roles import check_role
 from master.roles_file import QuotaSpec
 from protocol.codec import describe_validation
@@ -52,6 +53,21 @@ class Cluster(Strict):
         return out
 
 
+class PreemptionSpec(Strict):
+    """Preemption in the master (see `drfmesos master --help`), seconds of spec time."""
+
+    timeout: float | None = Field(default=None, ge=0)
+    threshold: float = Field(default=0.5, ge=0, le=1)
+    notice: float = Field(default=2.0, ge=0)
+    victims: Literal["youngest", "oldest"] = "youngest"
+    guarantee_timeout: float | None = Field(default=None, ge=0)
+
+    def config(self) -> PreemptionConfig:
+        return PreemptionConfig(
+            self.timeout, self.threshold, self.notice, self.victims, self.guarantee_timeout
+        )
+
+
 class Master(Strict):
     policy: Literal[
         "hdrf", "naive-hdrf", "flat", "drf", "wdrf", "asset", "fifo", "cpu", "slots", "ceei"
@@ -63,6 +79,7 @@ class Master(Strict):
     weights: dict[str, float] = Field(default_factory=dict)
     # quota of roles and pools: {eng: {guarantee: {cpus: 4}, limit: {cpus: 10}}}
     quota: dict[str, QuotaSpec] = Field(default_factory=dict)
+    preemption: PreemptionSpec | None = None
 
     @model_validator(mode="after")
     def _weights(self) -> Master:

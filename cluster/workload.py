@@ -98,6 +98,26 @@ class Workload:
             return False
         return bool(self.queue) or self._endless_since is not None
 
+    def demand(self, t: float, endless: int = 1_000_000) -> list[tuple[Resources, int]]:
+        """What it still wants at t, as task sizes with counts (what a framework declares
+        with `request_resources`); endless demand counts as `endless` tasks."""
+        if not self.wants(t):
+            return []
+        room = None
+        if self.spec.max_running is not None:
+            room = self.spec.max_running - self.running
+        counts: dict[Resources, int] = {}
+        for pending in self.queue:
+            counts[pending.resources] = counts.get(pending.resources, 0) + 1
+        if not self.queue and self._endless_since is not None:
+            counts[self.spec.task_at(t)] = endless
+        out = []
+        for resources, n in counts.items():
+            n = n if room is None else min(n, room)
+            if n > 0:
+                out.append((resources, n))
+        return out
+
     # -- taking tasks for an offer --------------------------------------------------------------
     def take(self, t: float, offered: Resources, fits: Resources | None = None) -> list[Pending]:
         """The tasks to launch on an offer: one, or as many as fit (`tasks_per_offer`).
@@ -140,9 +160,16 @@ class Workload:
         self._endless_since = t
         return task
 
-    def finished(self, t: float, task: Pending, *, completed: bool = True) -> None:
+    def finished(
+        self, t: float, task: Pending, *, completed: bool = True, retry: bool = False
+    ) -> None:
+        """A task ended. One that did not complete is run again if `retry` (a preempted
+        task of a job: the job still needs it); endless demand needs no retry."""
         self.running -= 1
         if not completed:
+            job = self.jobs.get(task.job) if task.job is not None else None
+            if retry and job is not None and self.active(t):
+                self.queue.appendleft(task)
             return
         self.stats.tasks_completed += 1
         if task.job is not None and (job := self.jobs.get(task.job)) is not None:

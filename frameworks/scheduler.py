@@ -45,14 +45,17 @@ from protocol.messages import (
     Message,
     Offer,
     Offers,
+    Preempting,
     Reconcile,
     ReconcileTask,
+    Request,
     Rescind,
     Revive,
     Subscribe,
     Subscribed,
     Suppress,
     TaskInfo,
+    TaskRequest,
     TaskStatus,
     Teardown,
     Update,
@@ -70,6 +73,9 @@ def unauthenticated_principal(name: str) -> str:
 
 FATAL_ERRORS = frozenset({"framework-removed", "subscribe-refused"})
 """Error codes after which the master will not serve this framework: the driver stops."""
+
+
+ENDLESS = 1_000_000  # the largest count `request_resources` takes: "as many as I can get"
 
 
 class DriverError(RuntimeError):
@@ -109,6 +115,11 @@ class Scheduler:
         self, driver: SchedulerDriver, executor_id: str, slave_id: str, status: int
     ) -> None:
         """An executor's process exited."""
+
+    async def preempting(self, driver: SchedulerDriver, event: Preempting) -> None:
+        """These tasks will be killed in `event.deadline_seconds` so that a starving
+        framework gets its fair share: checkpoint, or kill them yourself sooner. They end
+        TASK_KILLED with REASON_TASK_PREEMPTED."""
 
     async def error(self, driver: SchedulerDriver, message: str) -> None:
         """The master refused something this framework sent; or removed the framework
@@ -176,6 +187,7 @@ class SchedulerDriver:
         d.on(Failure, self._on_failure)
         d.on(Error, self._on_error)
         d.on(Heartbeat, self._on_heartbeat)
+        d.on(Preempting, self._on_preempting)
         await bus.subscribe(self.inbox, d)
         bus.on_connect(self._subscribe)
         self.bus = bus
@@ -321,10 +333,29 @@ class SchedulerDriver:
         await self._call_bus().publish(self.to_master, Revive(framework_id=self.framework_id or ""))
 
     async def suppress_offers(self) -> None:
+        """No offers until revive; also clears what `request_resources` declared."""
         if self._stopped.is_set():
             return  # as the Mesos driver: calls after stop() do nothing
         await self._call_bus().publish(
             self.to_master, Suppress(framework_id=self.framework_id or "")
+        )
+
+    async def request_resources(
+        self, requests: Iterable[TaskRequest | tuple[Resources, int]]
+    ) -> None:
+        """Tell the master what this framework still wants to run: task sizes with counts
+        (Mesos's REQUEST, pymesos's requestResources). Each call replaces the last; an
+        empty list clears it, and so does suppress. The master sets fair shares -- and,
+        with preemption on, takes resources back for a starving framework -- by it;
+        launching a task of a declared size counts one off."""
+        if self._stopped.is_set():
+            return  # as the Mesos driver: calls after stop() do nothing
+        wanted = [
+            r if isinstance(r, TaskRequest) else TaskRequest(resources=r[0], count=r[1])
+            for r in requests
+        ]
+        await self._call_bus().publish(
+            self.to_master, Request(framework_id=self.framework_id or "", requests=wanted)
         )
 
     async def kill_task(self, task_id: str, slave_id: str | None = None) -> None:
@@ -449,6 +480,12 @@ class SchedulerDriver:
         finally:
             if fatal:
                 self._stopped.set()
+
+    async def _on_preempting(self, msg: Preempting, _r: str | None) -> None:
+        if self._stopped.is_set():
+            return  # stopped: no more callbacks
+        self.log.info("framework.preempting", tasks=len(msg.tasks), deadline=msg.deadline_seconds)
+        await self.scheduler.preempting(self, msg)
 
     async def _on_heartbeat(self, msg: Heartbeat, _r: str | None) -> None:
         pass  # liveness only

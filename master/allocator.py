@@ -54,6 +54,16 @@ class Filter:
 
 
 @dataclass(slots=True)
+class Reservation:
+    """Room held on a slave for one framework until `until` (preemption frees it for the
+    framework that starved, so that nobody else snatches it first)."""
+
+    framework_id: str
+    resources: Millis
+    until: float
+
+
+@dataclass(slots=True)
 class SlaveBook:
     slave_id: str
     hostname: str
@@ -102,7 +112,8 @@ class Allocator:
         self.quotas: dict[str, Quota] = {}  # by role node (on a tree, pools too)
         self._allocated: Millis = {}  # the whole cluster's, offered or in use
         self.dirty: set[str] = set()  # slaves that may have something new to offer
-        self._expiring: list[tuple[float, str]] = []  # (when, slave) decline filters lapse
+        self._expiring: list[tuple[float, str]] = []  # (when, slave) filters, holds lapse
+        self.reservations: dict[str, list[Reservation]] = {}  # by slave
 
     # -- frameworks --------------------------------------------------------------------------
     def add_framework(
@@ -313,7 +324,12 @@ class Allocator:
             free = slave.free()
             if not _allocatable(free):
                 continue
-            picked = self._pick(slave_id, free, now)
+            held = self._live_reservations(slave_id, now)
+            picked = (
+                self._pick_reserved(slave_id, held, free)
+                if held
+                else self._pick(slave_id, free, now)
+            )
             if picked is None:
                 continue
             framework_id, offer = picked
@@ -368,6 +384,59 @@ class Allocator:
         framework_id = picked[0]
         return framework_id, offer.get(frameworks[framework_id].role, free)
 
+    # -- reservations --------------------------------------------------------------------------
+    def reserve(self, slave_id: str, framework_id: str, resources: Resources, until: float) -> None:
+        """Hold room for `resources` on a slave for one framework until `until`: while the
+        hold lasts the slave is offered to nobody else, and to that framework once the room
+        is free."""
+        self._slave(slave_id)
+        self._framework(framework_id)
+        self.reservations.setdefault(slave_id, []).append(
+            Reservation(framework_id, dict(resources.millis), until)
+        )
+        heapq.heappush(self._expiring, (until, slave_id))
+
+    def reserved_for_others(self, slave_id: str, framework_id: str, now: float) -> Millis:
+        out: Millis = {}
+        for r in self._live_reservations(slave_id, now):
+            if r.framework_id != framework_id:
+                _add(out, r.resources)
+        return out
+
+    def _live_reservations(self, slave_id: str, now: float) -> list[Reservation]:
+        holds = self.reservations.get(slave_id)
+        if not holds:
+            return []
+        holds[:] = [r for r in holds if r.until > now and r.framework_id in self.frameworks]
+        if not holds:
+            del self.reservations[slave_id]
+        return holds
+
+    def _pick_reserved(
+        self, slave_id: str, holds: list[Reservation], free: Millis
+    ) -> tuple[str, Millis] | None:
+        """The first framework whose held room is free is offered just that room (all of
+        its holds here that fit), and the holds are used up; the rest of the slave waits
+        for the other holds on it."""
+        for first in holds:
+            fw = self.frameworks[first.framework_id]
+            if not fw.active or fw.suppressed:
+                continue
+            left = self._offerable(fw.role, free) if self.quotas else dict(free)
+            offer: Millis = {}
+            for hold in [h for h in holds if h.framework_id == first.framework_id]:
+                if all(left.get(n, 0) >= v for n, v in hold.resources.items()):
+                    holds.remove(hold)
+                    _add(offer, hold.resources)
+                    for n, v in hold.resources.items():
+                        left[n] -= v
+            if offer:
+                if not holds:
+                    del self.reservations[slave_id]
+                fw.filters.pop(slave_id, None)  # it was freed for this framework
+                return first.framework_id, offer
+        return None
+
     # -- quota -------------------------------------------------------------------------------
     def set_quota(self, role: str, quota: Quota) -> None:
         problem = self.role_problem(role)
@@ -397,7 +466,7 @@ class Allocator:
                 out[role] = f"guarantees more {', '.join(over)} than the cluster has"
         return out
 
-    def _tree(self) -> bool:
+    def is_tree(self) -> bool:
         return isinstance(self._roles, RoleTree)
 
     def _has_demand(self, role: str) -> bool:
@@ -416,7 +485,7 @@ class Allocator:
         by the room left under every limit on its path (a guarantee a limit above it
         makes unreachable holds nothing back from anyone)."""
         lack = gap(self.quotas[role], self.held_by_role(role))
-        for node in ancestors_or_self(role, self._tree()):
+        for node in ancestors_or_self(role, self.is_tree()):
             quota = self.quotas.get(node)
             if quota is None or quota.limit is None:
                 continue
@@ -431,7 +500,7 @@ class Allocator:
         smallest gap among the short nodes on its path) of the resources guaranteed;
         the other resources of the slave come along, as a task needs them too."""
         out = dict(offerable)
-        for node in ancestors_or_self(role, self._tree()):
+        for node in ancestors_or_self(role, self.is_tree()):
             if node in short:
                 for name, lack in self._lack(node).items():
                     if name in out:
@@ -439,12 +508,12 @@ class Allocator:
         return out if _allocatable(out) else offerable
 
     def _under(self, role: str, short: set[str]) -> bool:
-        return any(node in short for node in ancestors_or_self(role, self._tree()))
+        return any(node in short for node in ancestors_or_self(role, self.is_tree()))
 
     def _offerable(self, role: str, free: Millis) -> Millis:
         """What of `free` may go to a framework of `role`: under every limit on its path,
         and leaving alone what other roles' unmet guarantees still need."""
-        mine = set(ancestors_or_self(role, self._tree()))
+        mine = set(ancestors_or_self(role, self.is_tree()))
         limits = [
             (q.limit, self.held_by_role(node))
             for node in mine
@@ -551,6 +620,20 @@ class Allocator:
 
     def role_weight(self, role: str) -> float:
         return self._roles.weight(role)
+
+    def pool_weights(self) -> dict[str, float]:
+        """Every role node's weight (on a tree, pools too)."""
+        if isinstance(self._roles, RoleTree):
+            return {path: node.weight for path, node in self._roles.nodes.items() if path}
+        return {role: self._roles.weight(role) for role in self._role_frameworks}
+
+    def framework_weight(self, framework_id: str) -> float:
+        """A framework's weight as the ideal sees it: under flat policies it shares its
+        role's weight with the role's other frameworks; on a tree the pools carry it."""
+        fw = self._framework(framework_id)
+        if isinstance(self._roles, RoleTree):
+            return 1.0
+        return self._roles.weight(fw.role) / max(1, len(self._role_frameworks[fw.role]))
 
     def held(self, framework_id: str, slave_id: str) -> Resources:
         slave = self._slave(slave_id)

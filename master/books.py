@@ -12,10 +12,12 @@ from dataclasses import dataclass, field
 from protocol.messages import (
     TERMINAL_STATES,
     FrameworkView,
+    PreemptionView,
     RoleView,
     SlaveView,
     State,
     TaskInfo,
+    TaskRequest,
     TaskState,
     TaskStatus,
     TaskView,
@@ -76,6 +78,19 @@ class Framework:
     pending: dict[str, PendingUpdate] = field(default_factory=dict)  # by status uuid
     completed: dict[str, TaskStatus] = field(default_factory=dict)  # recent terminal, bounded
     finished_tasks: int = 0
+    demand: list[TaskRequest] | None = None  # what it declared it still wants (Request)
+    last_shape: Resources | None = None  # its latest task's resources
+
+    def launched(self, resources: Resources) -> None:
+        """A task started: one fewer of that size is still wanted."""
+        self.last_shape = resources
+        for request in self.demand or []:
+            if request.resources == resources:
+                request.count -= 1
+                if request.count <= 0:
+                    assert self.demand is not None
+                    self.demand.remove(request)
+                return
 
     def complete(self, task: Task, status: TaskStatus, keep: int = 1000) -> None:
         """Move a task that reached a terminal state out of the live set."""
@@ -159,6 +174,9 @@ def snapshot(
     include_tasks: bool = True,
     refused: dict[str, int] | None = None,
     roles: list[RoleView] | None = None,
+    preemption: PreemptionView | None = None,
+    fair: dict[str, float] | None = None,
+    starving: dict[str, float] | None = None,
 ) -> State:
     """The books as a `State` message (what `drfmesos state` and the plots read)."""
     frameworks = []
@@ -180,6 +198,9 @@ def snapshot(
                 dominant_share=in_use.dominant_share(total),
                 running_tasks=fw.running_tasks(),
                 finished_tasks=fw.finished_tasks,
+                fair_share=None if fair is None else fair.get(fw.framework_id, 0.0),
+                starving_seconds=(starving or {}).get(fw.framework_id),
+                demand=fw.demand,
             )
         )
     slaves = [
@@ -219,4 +240,5 @@ def snapshot(
         tasks=tasks,
         refused=refused or {},
         roles=roles or [],
+        preemption=preemption,
     )

@@ -99,6 +99,41 @@ def parse_weights(text: str) -> dict[str, float]:
     help="A roles file: weights, per-pool ordering and quotas (drfmesos roles schema); "
     "quota set at run time is written back to it.",
 )
+@click.option(
+    "--preemption-timeout",
+    type=click.FloatRange(min=0),
+    default=None,
+    help="Preempt for a framework starving (below --preemption-threshold of its fair "
+    "share, wanting more, nothing free fits it) this many seconds (off by default).",
+)
+@click.option(
+    "--preemption-threshold",
+    type=click.FloatRange(min=0, max=1),
+    default=0.5,
+    show_default=True,
+    help="Starving means below this fraction of the fair share (YARN's "
+    "fairSharePreemptionThreshold).",
+)
+@click.option(
+    "--preemption-notice",
+    type=click.FloatRange(min=0),
+    default=2.0,
+    show_default=True,
+    help="Seconds between warning a victim's scheduler and killing its tasks.",
+)
+@click.option(
+    "--preemption-victims",
+    type=click.Choice(["youngest", "oldest"]),
+    default="youngest",
+    show_default=True,
+    help="Which of a victim's tasks go first (youngest throws away the least work).",
+)
+@click.option(
+    "--guarantee-timeout",
+    type=click.FloatRange(min=0),
+    default=None,
+    help="Preempt for a role below its quota guarantee this many seconds (off by default).",
+)
 @log_level_option
 def master(
     broker: str,
@@ -114,6 +149,11 @@ def master(
     rate_limit: float,
     rate_burst: float,
     roles_file: Path | None,
+    preemption_timeout: float | None,
+    preemption_threshold: float,
+    preemption_notice: float,
+    preemption_victims: str,
+    guarantee_timeout: float | None,
 ) -> None:
     """Run the master: the books, the DRF allocation module and the offer loop."""
     from master.master import Master, MasterConfig
@@ -133,6 +173,11 @@ def master(
         rate_limit=rate_limit or None,
         rate_burst=rate_burst,
         roles=roles_file,
+        preemption_timeout=preemption_timeout,
+        preemption_threshold=preemption_threshold,
+        preemption_notice=preemption_notice,
+        preemption_victims=preemption_victims,
+        guarantee_timeout=guarantee_timeout,
     )
     topics = Topics(cluster)
 

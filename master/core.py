@@ -57,6 +57,12 @@ class MasterConfig:
     rate_limit: float | None = None  # calls a second per framework or operator principal
     rate_burst: float = 1000.0
     roles: Path | None = None  # the roles file: weights, orderings, quotas (kept up to date)
+    # preemption (off unless a timeout is set): see master.preemptor
+    preemption_timeout: float | None = None  # starving this long below the threshold
+    preemption_threshold: float = 0.5  # x the fair share (YARN's fairSharePreemptionThreshold)
+    preemption_notice: float = 2.0  # from the warning to the kill
+    preemption_victims: str = "youngest"  # or "oldest" (to compare the work thrown away)
+    guarantee_timeout: float | None = None  # a role below its quota guarantee this long
 
 
 class MasterCore:
@@ -193,6 +199,7 @@ class MasterCore:
     def _finish(self, fw: Framework, task: Task, status: TaskStatus) -> None:
         """A task ended: its resources go back to the pool and a round follows."""
         fw.complete(task, status)
+        self.task_ended(fw, task, status)
         slave = self.books.slaves.get(task.slave_id)
         if slave is not None:
             slave.tasks.discard((fw.framework_id, task.task_id))
@@ -206,6 +213,12 @@ class MasterCore:
             state=status.state,
         )
         self.request_round()
+
+    def task_ended(self, fw: Framework, task: Task, status: TaskStatus) -> None:
+        """A hook for what else follows a task's end (preemption's counters)."""
+
+    def framework_gone(self, framework_id: str) -> None:
+        """A hook for what else follows a framework's removal (preemption's timers)."""
 
     def _master_update(
         self,
@@ -285,6 +298,7 @@ class MasterCore:
                 self._send_slave(slave_id, ShutdownFramework(framework_id=fw.framework_id))
         self.allocator.remove_framework(fw.framework_id)  # releases tasks and offers alike
         self.books.forget_framework(fw, why)
+        self.framework_gone(fw.framework_id)
         self.log.info(
             "framework.removed", framework_id=fw.framework_id, why=why, tasks_killed=len(fw.tasks)
         )

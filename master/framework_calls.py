@@ -17,6 +17,7 @@ from protocol.messages import (
     Message,
     Reason,
     Reconcile,
+    Request,
     Revive,
     RunTask,
     Subscribe,
@@ -254,6 +255,7 @@ class FrameworkCalls(MasterCore):
         task = Task(info, fw.framework_id, slave_id, TaskState.STAGING, launched_at=now)
         fw.tasks[task.task_id] = task
         fw.slaves_used.add(slave_id)
+        fw.launched(info.resources)
         self.books.slaves[slave_id].tasks.add((fw.framework_id, task.task_id))
         self._send_slave(
             slave_id, RunTask(framework_id=fw.framework_id, framework_name=fw.name, task=info)
@@ -311,8 +313,32 @@ class FrameworkCalls(MasterCore):
         fw = self._framework_for(msg.framework_id, caller, "Suppress")
         if fw is not None:
             fw.suppressed = True
+            fw.demand = []  # wants nothing more, until it says so again
             self.allocator.suppress(fw.framework_id)
             self._state_dirty = True
+
+    async def _on_request(self, msg: Request, caller: Caller) -> None:
+        """What the framework still wants: replaces what it declared before."""
+        fw = self._framework_for(msg.framework_id, caller, "Request")
+        if fw is None:
+            return
+        unknown = sorted({n for r in msg.requests for n in r.resources} - set(self.allocator.total))
+        if unknown and self.allocator.total:
+            self._refuse(
+                caller,
+                f"Request refused: no slave has {', '.join(unknown)}",
+                "invalid-request",
+                "Request",
+                framework_id=fw.framework_id,
+            )
+            return
+        fw.demand = [r.model_copy() for r in msg.requests]
+        self._state_dirty = True
+        self.log.debug(
+            "framework.request",
+            framework_id=fw.framework_id,
+            tasks=sum(r.count for r in msg.requests),
+        )
 
     async def _on_kill(self, msg: Kill, caller: Caller) -> None:
         fw = self._framework_for(msg.framework_id, caller, "Kill")

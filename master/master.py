@@ -20,6 +20,7 @@ from master.books import OfferRecord, snapshot
 from master.core import MAX_RETRY_BACKOFF, MasterConfig
 from master.framework_calls import FrameworkCalls
 from master.operator_calls import OperatorCalls
+from master.preemptor import Preemptor
 from master.slave_calls import SlaveCalls
 from protocol.bus import cancel_and_wait
 from protocol.codec import DecodeError, decode_many
@@ -38,6 +39,7 @@ from protocol.messages import (
     Offers,
     Reconcile,
     Register,
+    Request,
     Reregister,
     Revive,
     SetQuota,
@@ -57,7 +59,7 @@ PRINCIPALS_RELOAD = 1.0  # seconds between looks at the principals file
 Route = Callable[[Any, Caller], Awaitable[None]]
 
 
-class Master(FrameworkCalls, SlaveCalls, OperatorCalls):
+class Master(FrameworkCalls, SlaveCalls, OperatorCalls, Preemptor):
     """The master: the books, the allocation rounds, and every handler on the bus."""
 
     def _routes(self) -> dict[str, dict[type[Wire], Route]]:
@@ -69,6 +71,7 @@ class Master(FrameworkCalls, SlaveCalls, OperatorCalls):
                 Decline: self._on_decline,
                 Revive: self._on_revive,
                 Suppress: self._on_suppress,
+                Request: self._on_request,
                 Kill: self._on_kill,
                 Acknowledge: self._on_acknowledge,
                 Reconcile: self._on_reconcile,
@@ -251,6 +254,7 @@ class Master(FrameworkCalls, SlaveCalls, OperatorCalls):
                     await self.roles_acl.refresh()
                 self._expire(now)
                 self._retry_updates(now)
+                self.preemption_tick(now)
                 if now >= next_heartbeat:
                     next_heartbeat = now + self.config.heartbeat_interval
                     for fw in self.books.frameworks.values():
@@ -306,6 +310,9 @@ class Master(FrameworkCalls, SlaveCalls, OperatorCalls):
             include_tasks=include_tasks,
             refused=dict(self.refused),
             roles=self.allocator.role_views(),
+            preemption=self.preemption_view(),
+            fair=self.preemption.fair if self.preemption_on else None,
+            starving=self.starving(self._now()),
         )
 
     def publish_state(self) -> None:

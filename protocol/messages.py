@@ -74,6 +74,7 @@ class Reason(StrEnum):
     KILLED_BY_FRAMEWORK = "REASON_TASK_KILLED_BY_FRAMEWORK"
     RECONCILIATION = "REASON_RECONCILIATION"
     TASK_UNKNOWN = "REASON_TASK_UNKNOWN"
+    TASK_PREEMPTED = "REASON_TASK_PREEMPTED"
 
 
 class Filters(Wire):
@@ -158,6 +159,28 @@ class Decline(Wire):
 
 class Revive(Wire):
     framework_id: Id
+
+
+class TaskRequest(Wire):
+    """`count` more tasks of this size, wanted (a framework's declared demand)."""
+
+    resources: Resources
+    count: int = Field(default=1, ge=1, le=1_000_000)
+
+    @model_validator(mode="after")
+    def _not_empty(self) -> TaskRequest:
+        if self.resources.is_empty():
+            raise ValueError("a task request needs some resources")
+        return self
+
+
+class Request(Wire):
+    """What the framework still wants to run (Mesos v1's REQUEST, pymesos's
+    requestResources): replaces what it declared before; an empty list (or Suppress)
+    clears it. The master's fair shares -- and so preemption -- follow it."""
+
+    framework_id: Id
+    requests: list[TaskRequest] = Field(default_factory=list, max_length=100)
 
 
 class Suppress(Wire):
@@ -258,6 +281,22 @@ class Error(Wire):
     about: str | None = None  # the message type or id the error refers to
 
 
+class PreemptedTask(Wire):
+    task_id: Id
+    slave_id: Id
+
+
+class Preempting(Wire):
+    """Master -> framework: these tasks of yours will be killed after `deadline_seconds`
+    to give another framework its fair share (the warning before the kill; Mesos's
+    inverse offers ask, this tells). They end TASK_KILLED, REASON_TASK_PREEMPTED."""
+
+    framework_id: Id
+    tasks: list[PreemptedTask]
+    deadline_seconds: float = Field(ge=0)
+    message: str = ""
+
+
 class Heartbeat(Wire):
     """Liveness: master -> framework, and slave -> master."""
 
@@ -306,6 +345,7 @@ class RunTask(Wire):
 class KillTask(Wire):
     framework_id: Id
     task_id: Id
+    reason: Reason | None = None  # set when the master, not the framework, kills it
 
 
 class ShutdownFramework(Wire):
@@ -386,6 +426,9 @@ class FrameworkView(Wire):
     dominant_share: float
     running_tasks: int
     finished_tasks: int
+    fair_share: float | None = None  # with preemption on: its share of the policy's ideal
+    starving_seconds: float | None = None  # how long it has been starving, if it is
+    demand: list[TaskRequest] | None = None  # what it declared it still wants
 
 
 class SlaveView(Wire):
@@ -417,6 +460,15 @@ class RoleView(Wire):
     unsatisfiable: str = ""  # why its guarantee cannot be met, if it cannot
 
 
+class PreemptionView(Wire):
+    """Preemption's counters in the state snapshot."""
+
+    tasks_preempted: int = 0
+    work_lost_seconds: float = 0.0  # running time of the tasks preempted, summed
+    in_flight: int = 0  # tasks warned and not ended yet
+    rounds: int = 0  # times preemption freed room for a starving framework
+
+
 class State(Wire):
     """The master's books as a snapshot (retained on the bus for tools)."""
 
@@ -431,6 +483,7 @@ class State(Wire):
     tasks: list[TaskView] = Field(default_factory=list)
     refused: dict[str, int] = Field(default_factory=dict)  # calls refused, by reason code
     roles: list[RoleView] = Field(default_factory=list)
+    preemption: PreemptionView | None = None  # None: preemption is off
 
 
 class ClusterEvent(Wire):

@@ -72,6 +72,7 @@ class TaskRecord:
     state: TaskState
     runner: Any = None  # CommandRunner | SimulatedRunner | None (custom executor)
     executor_key: str | None = None
+    kill_reason: Reason | None = None  # the master killed it (preemption): say why
 
 
 class Slave(ExecutorSide):
@@ -310,6 +311,8 @@ class Slave(ExecutorSide):
             if record.state.terminal:
                 return  # a task ends once
             record.state = state
+            if state == TaskState.KILLED and record.kill_reason is not None:
+                reason, message = record.kill_reason, f"killed by the master: {message}"
         if framework_id in self.shut_down_frameworks:
             self._forget(key)
             return
@@ -363,7 +366,9 @@ class Slave(ExecutorSide):
                 about="KillTask",
             )
             return
-        self.log.info("kill", framework_id=msg.framework_id, task_id=msg.task_id)
+        self.log.info("kill", framework_id=msg.framework_id, task_id=msg.task_id, reason=msg.reason)
+        if msg.reason is not None:
+            record.kill_reason = msg.reason
         if record.runner is not None:
             await record.runner.kill(self.config.kill_grace)
         elif record.executor_key in self.executors:

@@ -30,6 +30,9 @@ class CommandScheduler(Scheduler):
     def ok(self) -> bool:
         return all(s.state == TaskState.FINISHED for s in self.results.values())
 
+    async def registered(self, driver: SchedulerDriver, framework_id: str, master_id: str) -> None:
+        await driver.request_resources([(self.resources, self.count)])
+
     async def resource_offers(self, driver: SchedulerDriver, offers: list[Offer]) -> None:
         for offer in offers:
             tasks = []

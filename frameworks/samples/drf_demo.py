@@ -12,9 +12,17 @@ import random
 import sys
 from dataclasses import dataclass
 
-from frameworks.scheduler import Scheduler, SchedulerDriver, build_task
+from frameworks.scheduler import ENDLESS, Scheduler, SchedulerDriver, build_task
 from protocol import logs
-from protocol.messages import CommandInfo, ExecutorInfo, Filters, Offer, TaskInfo, TaskStatus
+from protocol.messages import (
+    CommandInfo,
+    ExecutorInfo,
+    Filters,
+    Offer,
+    Preempting,
+    TaskInfo,
+    TaskStatus,
+)
 from protocol.resources import Resources
 
 
@@ -59,6 +67,22 @@ class DRFDemoScheduler(Scheduler):
             k = int(have // amount + 1e-9)
             n = k if n is None else min(n, k)
         return n or 0
+
+    async def registered(self, driver: SchedulerDriver, framework_id: str, master_id: str) -> None:
+        await self.declare(driver)
+
+    async def reregistered(self, driver: SchedulerDriver, master_id: str) -> None:
+        await self.declare(driver)
+
+    async def declare(self, driver: SchedulerDriver) -> None:
+        """Tell the master what we still want: endless work, or what is left of max_tasks."""
+        left = ENDLESS if self.config.max_tasks is None else self.config.max_tasks - self.launched
+        await driver.request_resources([(self.config.task, left)] if left > 0 else [])
+
+    async def preempting(self, driver: SchedulerDriver, event: Preempting) -> None:
+        self.log.info(
+            "preempting", tasks=[t.task_id for t in event.tasks], deadline=event.deadline_seconds
+        )
 
     async def resource_offers(self, driver: SchedulerDriver, offers: list[Offer]) -> None:
         filters = Filters(refuse_seconds=self.config.refuse_seconds * self.config.time_scale)

@@ -1,0 +1,491 @@
+"""Preemption as policy: fair shares, who is starving, and which tasks to take back.
+
+The lecture's rules, free of I/O and of the clock (callers pass `now`), so the master and
+the simulator drive the same code:
+
+- a framework's **fair share** is its share in the policy's ideal (`master.ideal`) for
+  what everyone holds and still declares it wants, capped by that demand; a framework
+  that declared nothing is taken to want more of what it runs;
+- it is **starving** when it wants more, nothing free fits one of its tasks, and its
+  dominant share is below `threshold` x its fair share (YARN's
+  fairSharePreemptionThreshold) -- for long enough, which the caller times;
+- **victims** are tasks of frameworks above their fair share, the most over first, the
+  youngest of each first (little work thrown away), never so many that a victim drops
+  below its own fair share, and only on one node at a time: enough that one of the
+  starving framework's tasks fits there, because an offer is one node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from master.ideal import User, exact, ideal
+from master.quota import ancestors_or_self, gap
+from master.sorter import Millis
+from protocol.resources import SCALE, dominant_share
+
+VICTIM_ORDERS = ("youngest", "oldest")
+EPSILON = 1e-9
+UNITS = 1000  # a framework's demand is split into this many equal parts for the ideal
+
+# which ideal stands for each allocator policy
+IDEAL_POLICY = {
+    "drf": "wdrf",
+    "wdrf": "wdrf",
+    "hdrf": "hdrf",
+    "naive-hdrf": "naive-hdrf",
+    "flat": "flat",
+    "asset": "asset",
+    "cpu": "cpu",
+    "fifo": "fifo",
+    "slots": "drf",
+    "ceei": "ceei",
+}
+
+
+@dataclass(slots=True)
+class Contender:
+    """A framework as preemption sees it."""
+
+    framework_id: str
+    role: str
+    weight: float  # under flat policies: its share of its role's weight
+    held: Millis  # offered or in use
+    wants: bool  # active and not suppressed
+    demand: list[tuple[Millis, int]] | None = None  # declared: (task, count); None: nothing
+    shape: Millis | None = None  # what its tasks look like when it declared nothing
+
+    def shapes(self) -> list[Millis]:
+        """The tasks it would place: declared ones, else the shape of what it runs."""
+        if self.demand is not None:
+            return [task for task, count in self.demand if count > 0 and task]
+        return [self.shape] if self.shape else []
+
+    def wants_more(self) -> bool:
+        if self.demand is not None:
+            return any(count > 0 for _, count in self.demand)
+        return self.wants
+
+
+def fair_shares(
+    policy: str,
+    total: Mapping[str, int],
+    contenders: Sequence[Contender],
+    pool_weights: Mapping[str, float] | None = None,
+) -> dict[str, float]:
+    """Each contender's dominant share in the policy's ideal, capped by its demand."""
+    if not total:
+        return {c.framework_id: 0.0 for c in contenders}
+    users = []
+    for c in contenders:
+        want: dict[str, int] = dict(c.held)
+        limit: int | None = UNITS
+        if c.demand is not None:
+            for task, count in c.demand:
+                for name, amount in task.items():
+                    want[name] = want.get(name, 0) + amount * count
+        elif c.wants:
+            # wants more of what it runs (or, running nothing, a bit of everything)
+            want = dict(c.shape or c.held or {n: max(1, v // UNITS) for n, v in total.items()})
+            limit = None
+        want = {n: v for n, v in want.items() if v > 0 and n in total}
+        if not want:
+            continue
+        users.append(
+            User(
+                c.framework_id,
+                {n: Fraction(v, SCALE * UNITS) for n, v in want.items()},
+                weight=exact(c.weight),
+                path=tuple(c.role.split("/")) if c.role and c.role != "*" else (),
+                limit=limit,
+            )
+        )
+    pools = {tuple(r.split("/")): w for r, w in (pool_weights or {}).items()}
+    capacity = {n: Fraction(v, SCALE) for n, v in total.items()}
+    shares = ideal(IDEAL_POLICY.get(policy, "drf"), capacity, users, pools)
+    out = {c.framework_id: 0.0 for c in contenders}
+    out.update({name: float(s.dominant_share) for name, s in shares.items()})
+    return out
+
+
+def fits(task: Mapping[str, int], free: Mapping[str, int]) -> bool:
+    return all(free.get(n, 0) >= v for n, v in task.items())
+
+
+def is_starving(
+    contender: Contender,
+    share: float,
+    fair: float,
+    threshold: float,
+    free: Iterable[Mapping[str, int]],
+) -> bool:
+    """Below `threshold` x its fair share, wanting more, and nothing free fits it."""
+    if not contender.wants_more() or share >= threshold * fair - EPSILON:
+        return False
+    shapes = contender.shapes()
+    if not shapes:
+        return False  # we cannot tell what to free for it
+    return not any(fits(task, room) for room in free for task in shapes)
+
+
+@dataclass(frozen=True, slots=True)
+class RunningTask:
+    framework_id: str
+    task_id: str
+    slave_id: str
+    resources: Millis
+    started: float
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """Free room for one task of `claimant` on `slave_id` by ending `victims`."""
+
+    claimant: str
+    slave_id: str
+    task: Millis
+    victims: tuple[RunningTask, ...]
+
+
+@dataclass
+class Cluster:
+    """What planning changes as it goes: who holds what, what is free, what still runs."""
+
+    total: Mapping[str, int]
+    free: dict[str, Millis]  # by slave: free and not reserved for anyone else
+    held: dict[str, Millis]  # by framework
+    fair: Mapping[str, float]
+    running: dict[str, list[RunningTask]] = field(default_factory=dict)  # by slave
+
+    def share(self, framework_id: str) -> float:
+        return dominant_share(self.held.get(framework_id, {}), self.total)
+
+    def over(self, framework_id: str) -> float:
+        return self.share(framework_id) - self.fair.get(framework_id, 0.0)
+
+    def may_lose(self, task: RunningTask) -> bool:
+        """A victim may lose `task` only if it stays at or above its fair share."""
+        held = self.held.get(task.framework_id, {})
+        after = {n: v - task.resources.get(n, 0) for n, v in held.items()}
+        fair = self.fair.get(task.framework_id, 0.0)
+        return self.over(task.framework_id) > EPSILON and (
+            dominant_share(after, self.total) >= fair - EPSILON
+        )
+
+
+def _need(task: Mapping[str, int], free: Mapping[str, int]) -> Millis:
+    return {n: v - free.get(n, 0) for n, v in task.items() if v > free.get(n, 0)}
+
+
+def plan_on_slave(
+    cluster: Cluster,
+    claimant: str,
+    slave_id: str,
+    task: Millis,
+    order: str = "youngest",
+) -> tuple[RunningTask, ...] | None:
+    """The tasks to end on one slave so that `task` fits there, or None if it cannot be
+    done without taking from frameworks at or below their fair share."""
+    need = _need(task, cluster.free.get(slave_id, {}))
+    if not need:
+        return ()
+    held = {f: dict(h) for f, h in cluster.held.items()}
+    trial = Cluster(cluster.total, {}, held, cluster.fair)
+    candidates = [
+        t
+        for t in cluster.running.get(slave_id, [])
+        if t.framework_id != claimant and any(t.resources.get(n, 0) for n in need)
+    ]
+    youngest = order == "youngest"
+    chosen: list[RunningTask] = []
+    while need:
+        eligible = [t for t in candidates if trial.may_lose(t)]
+        if not eligible:
+            return None
+        most_over = max(trial.over(t.framework_id) for t in eligible)
+        mine = [t for t in eligible if trial.over(t.framework_id) >= most_over - EPSILON]
+        victim_fw = min(t.framework_id for t in mine)  # ties: a stable order
+        theirs = [t for t in mine if t.framework_id == victim_fw]
+        pick = (
+            max(theirs, key=lambda t: (t.started, t.task_id))
+            if youngest
+            else min(theirs, key=lambda t: (t.started, t.task_id))
+        )
+        chosen.append(pick)
+        candidates.remove(pick)
+        h = held[pick.framework_id]
+        for n, v in pick.resources.items():
+            h[n] = h.get(n, 0) - v
+        for n, v in pick.resources.items():
+            if n in need:
+                need[n] -= v
+        need = {n: v for n, v in need.items() if v > 0}
+        candidates = [t for t in candidates if any(t.resources.get(n, 0) for n in need)]
+    return tuple(chosen)
+
+
+def plan_preemption(
+    cluster: Cluster,
+    claimant: str,
+    shapes: Sequence[Millis],
+    *,
+    now: float,
+    short: Callable[[Mapping[str, int]], bool],
+    order: str = "youngest",
+    max_tasks: int | None = None,
+) -> list[Plan]:
+    """Plans, one task of `claimant` each, while `short(what it would hold)` says it is
+    still short (of its fair share, or its guarantee). Applies each plan to `cluster`, so
+    several claimants can be planned one after another on the same books."""
+    plans: list[Plan] = []
+    shapes = [s for s in shapes if s]
+    while shapes and short(cluster.held.get(claimant, {})):
+        if max_tasks is not None and len(plans) >= max_tasks:
+            break
+        best: tuple[tuple[int, float, str], Plan] | None = None
+        for slave_id in sorted(set(cluster.free) | set(cluster.running)):
+            for task in shapes:
+                victims = plan_on_slave(cluster, claimant, slave_id, task, order)
+                if victims is None or not victims:
+                    continue  # impossible here; or it fits already (then it is not starving)
+                lost = sum(now - v.started for v in victims)
+                key = (len(victims), lost, slave_id)
+                if best is None or key < best[0]:
+                    best = (key, Plan(claimant, slave_id, task, victims))
+        if best is None:
+            break
+        plan = best[1]
+        _apply(cluster, plan)
+        plans.append(plan)
+    return plans
+
+
+def _apply(cluster: Cluster, plan: Plan) -> None:
+    free = cluster.free.setdefault(plan.slave_id, {})
+    running = cluster.running.get(plan.slave_id, [])
+    for victim in plan.victims:
+        running.remove(victim)
+        held = cluster.held[victim.framework_id]
+        for n, v in victim.resources.items():
+            held[n] = held.get(n, 0) - v
+            free[n] = free.get(n, 0) + v
+    mine = cluster.held.setdefault(plan.claimant, {})
+    for n, v in plan.task.items():
+        free[n] = free.get(n, 0) - v
+        mine[n] = mine.get(n, 0) + v
+
+
+# -- the policy's memory: who has been starving since when, and who is doomed ----------------
+
+
+@dataclass(frozen=True)
+class PreemptionConfig:
+    timeout: float | None = None  # starving this long below the threshold (None: off)
+    threshold: float = 0.5  # x the fair share (YARN's fairSharePreemptionThreshold)
+    notice: float = 2.0  # from the warning to the kill
+    victims: str = "youngest"  # or "oldest"
+    guarantee_timeout: float | None = None  # a role below its guarantee this long
+
+    @property
+    def on(self) -> bool:
+        return self.timeout is not None or self.guarantee_timeout is not None
+
+
+@dataclass(slots=True)
+class Doomed:
+    """A task chosen as a victim, warned and not ended yet."""
+
+    claimant: str
+    slave_id: str
+    deadline: float
+    killed: bool = False
+
+
+@dataclass(frozen=True)
+class Claim:
+    claimant: str
+    why: str  # "fair share", or "guarantee of role R"
+    plans: list[Plan]
+
+
+@dataclass
+class PreemptionStats:
+    tasks_preempted: int = 0
+    work_lost_seconds: float = 0.0
+    rounds: int = 0
+
+
+class Preemption:
+    """Fair shares, starvation timers, plans and victims, for the master and the simulator
+    alike: they feed it their books (`check`) and carry out what it decides."""
+
+    def __init__(self, config: PreemptionConfig) -> None:
+        self.config = config
+        self.fair: dict[str, float] = {}
+        self.starving_since: dict[str, float] = {}  # framework, or "role:R"
+        self.doomed: dict[tuple[str, str], Doomed] = {}  # (framework, task)
+        self.stats = PreemptionStats()
+
+    def check(
+        self,
+        now: float,
+        policy: str,
+        contenders: Sequence[Contender],
+        cluster: Cluster,
+        pool_weights: Mapping[str, float],
+        quotas: Mapping[str, Any] | None = None,
+        tree: bool = False,
+    ) -> list[Claim]:
+        """Update fair shares and timers; plan for whoever has starved long enough. The
+        claims are recorded as doomed tasks; the caller warns, holds and kills."""
+        self.fair = fair_shares(policy, cluster.total, contenders, pool_weights)
+        cluster.fair = dict(self.fair)
+        wanted: list[tuple[float, Contender, str | None]] = []
+        wanted += self._fair_share_claims(contenders, cluster, now)
+        wanted += self._guarantee_claims(contenders, cluster, now, quotas or {}, tree)
+        claims = []
+        for _, c, role in sorted(wanted, key=lambda w: w[0]):
+            claim = self._plan(c, role, cluster, now, contenders, quotas or {}, tree)
+            if claim is not None:
+                claims.append(claim)
+        return claims
+
+    def _claiming(self, framework_id: str) -> bool:
+        return any(d.claimant == framework_id for d in self.doomed.values())
+
+    def _fair_share_claims(
+        self, contenders: Sequence[Contender], cluster: Cluster, now: float
+    ) -> list[tuple[float, Contender, str | None]]:
+        timeout = self.config.timeout
+        out: list[tuple[float, Contender, str | None]] = []
+        if timeout is None:
+            return out
+        for c in contenders:
+            fair = self.fair.get(c.framework_id, 0.0)
+            share = cluster.share(c.framework_id)
+            starving = is_starving(c, share, fair, self.config.threshold, cluster.free.values())
+            if not starving:
+                self.starving_since.pop(c.framework_id, None)
+                continue
+            since = self.starving_since.setdefault(c.framework_id, now)
+            if now - since >= timeout and not self._claiming(c.framework_id):
+                out.append((share / fair if fair else 1.0, c, None))
+        return out
+
+    def _guarantee_claims(
+        self,
+        contenders: Sequence[Contender],
+        cluster: Cluster,
+        now: float,
+        quotas: Mapping[str, Any],
+        tree: bool,
+    ) -> list[tuple[float, Contender, str | None]]:
+        timeout = self.config.guarantee_timeout
+        out: list[tuple[float, Contender, str | None]] = []
+        if timeout is None:
+            return out
+        for role, quota in quotas.items():
+            key = f"role:{role}"
+            members = [c for c in contenders if role in ancestors_or_self(c.role, tree)]
+            wanting = [c for c in members if c.wants_more() and c.shapes()]
+            held = _sum(cluster.held.get(c.framework_id, {}) for c in members)
+            free_fits = any(
+                fits(task, room)
+                for room in cluster.free.values()
+                for c in wanting
+                for task in c.shapes()
+            )
+            if not wanting or not gap(quota, held) or free_fits:
+                self.starving_since.pop(key, None)
+                continue
+            since = self.starving_since.setdefault(key, now)
+            if now - since >= timeout:
+                out += [(-1.0, c, role) for c in wanting if not self._claiming(c.framework_id)]
+        return out
+
+    def _plan(
+        self,
+        c: Contender,
+        role: str | None,
+        cluster: Cluster,
+        now: float,
+        contenders: Sequence[Contender],
+        quotas: Mapping[str, Any],
+        tree: bool,
+    ) -> Claim | None:
+        total = cluster.total
+        if role is None:
+            fair = self.fair.get(c.framework_id, 0.0)
+            why = "fair share"
+
+            def short(held: Mapping[str, int]) -> bool:
+                return dominant_share(held, total) < fair - EPSILON
+
+        else:
+            quota = quotas[role]
+            why = f"guarantee of role {role}"
+            others = _sum(
+                cluster.held.get(o.framework_id, {})
+                for o in contenders
+                if o.framework_id != c.framework_id and role in ancestors_or_self(o.role, tree)
+            )
+
+            def short(held: Mapping[str, int]) -> bool:
+                return bool(gap(quota, _sum([others, held])))
+
+        plans = plan_preemption(
+            cluster,
+            c.framework_id,
+            c.shapes(),
+            now=now,
+            short=short,
+            order=self.config.victims,
+            max_tasks=sum(n for _, n in c.demand) if c.demand is not None else None,
+        )
+        if not plans:
+            return None
+        self.starving_since.pop(c.framework_id if role is None else f"role:{role}", None)
+        deadline = now + self.config.notice
+        for plan in plans:
+            for v in plan.victims:
+                self.doomed[(v.framework_id, v.task_id)] = Doomed(
+                    c.framework_id, v.slave_id, deadline
+                )
+        self.stats.rounds += 1
+        return Claim(c.framework_id, why, plans)
+
+    def due(self, now: float) -> list[tuple[str, str, Doomed]]:
+        """Doomed tasks whose deadline has come and that are not being killed yet."""
+        out = []
+        for (framework_id, task_id), d in self.doomed.items():
+            if not d.killed and d.deadline <= now:
+                d.killed = True
+                out.append((framework_id, task_id, d))
+        return out
+
+    def ended(self, framework_id: str, task_id: str, *, finished: bool, ran: float) -> bool:
+        """A task ended; True if it was a victim that did not finish on its own (its
+        work, `ran` seconds of it, is thrown away)."""
+        d = self.doomed.pop((framework_id, task_id), None)
+        if d is None or finished:
+            return False
+        self.stats.tasks_preempted += 1
+        self.stats.work_lost_seconds += max(0.0, ran)
+        return True
+
+    def forget(self, framework_id: str) -> None:
+        """A framework left: its timers go, and so do victims it no longer owns."""
+        self.starving_since.pop(framework_id, None)
+        for key in [k for k in self.doomed if k[0] == framework_id]:
+            del self.doomed[key]
+
+
+def _sum(vectors: Iterable[Mapping[str, int]]) -> Millis:
+    out: Millis = {}
+    for v in vectors:
+        for n, x in v.items():
+            out[n] = out.get(n, 0) + x
+    return out

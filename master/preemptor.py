@@ -1,0 +1,221 @@
+"""Preemption in the master: the shell around `master.preemption`.
+
+Every allocation interval it hands the policy the books (who holds what, who declared
+what, which tasks run where). For each claim it tells the victims' schedulers first
+(`Preempting`, naming the tasks and a deadline), holds the freed node for the starving
+framework (so nobody else snatches it), and at the deadline asks the slaves to kill the
+tasks (SIGTERM, the slave's grace period, SIGKILL); they end TASK_KILLED with
+REASON_TASK_PREEMPTED.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from master.books import Framework, Task
+from master.core import MasterCore
+from master.preemption import (
+    Claim,
+    Cluster,
+    Contender,
+    Preemption,
+    PreemptionConfig,
+    RunningTask,
+)
+from master.sorter import Millis
+from protocol.messages import (
+    KillTask,
+    PreemptedTask,
+    Preempting,
+    PreemptionView,
+    Reason,
+    TaskState,
+    TaskStatus,
+)
+from protocol.resources import Resources
+
+HOLD_EXTRA = 10.0  # a freed node is held this long past the kill deadline
+
+
+class Preemptor(MasterCore):
+    """Mixed into the master: the preemption duty and its counters."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        c = self.config
+        self.preemption = Preemption(
+            PreemptionConfig(
+                timeout=c.preemption_timeout,
+                threshold=c.preemption_threshold,
+                notice=c.preemption_notice,
+                victims=c.preemption_victims,
+                guarantee_timeout=c.guarantee_timeout,
+            )
+        )
+        self._next_preemption_check = 0.0
+
+    @property
+    def preemption_on(self) -> bool:
+        return self.preemption.config.on
+
+    def preemption_tick(self, now: float) -> None:
+        if not self.preemption_on:
+            return
+        self._kill_due(now)
+        if now < self._next_preemption_check:
+            return
+        self._next_preemption_check = now + self.config.allocation_interval
+        claims = self.preemption.check(
+            now,
+            self.config.policy,
+            self._contenders(),
+            self._cluster(),
+            self.allocator.pool_weights(),
+            self.allocator.quotas,
+            self.allocator.is_tree(),
+        )
+        for claim in claims:
+            self._carry_out(claim, now)
+        self._state_dirty = True
+
+    def _contenders(self) -> list[Contender]:
+        a = self.allocator
+        return [
+            Contender(
+                fw.framework_id,
+                fw.role,
+                a.framework_weight(fw.framework_id),
+                dict(a.allocation(fw.framework_id).millis),
+                wants=fw.connected and not fw.suppressed,
+                demand=None
+                if fw.demand is None
+                else [(dict(r.resources.millis), r.count) for r in fw.demand],
+                shape=dict(fw.last_shape.millis) if fw.last_shape else None,
+            )
+            for fw in self.books.frameworks.values()
+        ]
+
+    def _cluster(self) -> Cluster:
+        """The books as planning sees them: what is free (less every hold), who holds what,
+        and the tasks that may still be chosen (none already doomed)."""
+        a = self.allocator
+        free: dict[str, Millis] = {}
+        for slave_id in self.books.slaves:
+            room = dict(a.free(slave_id).millis)
+            for hold in a.reservations.get(slave_id, []):
+                for n, v in hold.resources.items():
+                    room[n] = room.get(n, 0) - v
+            free[slave_id] = room
+        running: dict[str, list[RunningTask]] = defaultdict(list)
+        for fw in self.books.frameworks.values():
+            for task in fw.tasks.values():
+                if task.terminal or (fw.framework_id, task.task_id) in self.preemption.doomed:
+                    continue
+                running[task.slave_id].append(
+                    RunningTask(
+                        fw.framework_id,
+                        task.task_id,
+                        task.slave_id,
+                        dict(task.resources.millis),
+                        task.launched_at,
+                    )
+                )
+        held = {fid: dict(a.allocation(fid).millis) for fid in self.books.frameworks}
+        return Cluster(a.total.millis, free, held, {}, dict(running))
+
+    def _carry_out(self, claim: Claim, now: float) -> None:
+        notice = self.preemption.config.notice
+        hold_until = now + notice + HOLD_EXTRA + 2 * self.config.allocation_interval
+        by_victim: dict[str, list[PreemptedTask]] = defaultdict(list)
+        for plan in claim.plans:
+            self.allocator.reserve(
+                plan.slave_id, claim.claimant, Resources.from_millis(plan.task), hold_until
+            )
+            for v in plan.victims:
+                by_victim[v.framework_id].append(
+                    PreemptedTask(task_id=v.task_id, slave_id=v.slave_id)
+                )
+        for victim, tasks in by_victim.items():
+            fw = self.books.frameworks[victim]
+            message = (
+                f"{len(tasks)} task(s) will be killed in {notice:g}s: framework "
+                f"{claim.claimant} is below its {claim.why}"
+            )
+            if fw.connected:
+                self._send_framework(
+                    fw,
+                    Preempting(
+                        framework_id=victim, tasks=tasks, deadline_seconds=notice, message=message
+                    ),
+                )
+            for t in tasks:
+                self._event(
+                    "preempting",
+                    framework_id=victim,
+                    slave_id=t.slave_id,
+                    task_id=t.task_id,
+                    detail=f"for {claim.claimant} ({claim.why}); kill in {notice:g}s",
+                )
+        self.log.info(
+            "preemption.planned",
+            claimant=claim.claimant,
+            why=claim.why,
+            victims={v: len(t) for v, t in by_victim.items()},
+            slaves=sorted({p.slave_id for p in claim.plans}),
+            fair_share=round(self.preemption.fair.get(claim.claimant, 0.0), 4),
+        )
+        if notice <= 0:
+            self._kill_due(now)
+        self.request_round()
+
+    def _kill_due(self, now: float) -> None:
+        for framework_id, task_id, doomed in self.preemption.due(now):
+            fw = self.books.frameworks.get(framework_id)
+            task = fw.tasks.get(task_id) if fw else None
+            if fw is None or task is None:
+                self.preemption.doomed.pop((framework_id, task_id), None)
+                continue
+            task.state = TaskState.KILLING
+            self._send_slave(
+                doomed.slave_id,
+                KillTask(framework_id=framework_id, task_id=task_id, reason=Reason.TASK_PREEMPTED),
+            )
+
+    # -- from the core -----------------------------------------------------------------------------
+    def task_ended(self, fw: Framework, task: Task, status: TaskStatus) -> None:
+        """Count a victim's end: its running time is work thrown away (unless it finished)."""
+        if not self.preemption.doomed:
+            return
+        ran = self._now() - task.launched_at
+        finished = status.state == TaskState.FINISHED
+        if self.preemption.ended(fw.framework_id, task.task_id, finished=finished, ran=ran):
+            self._event(
+                "preempted",
+                framework_id=fw.framework_id,
+                slave_id=task.slave_id,
+                task_id=task.task_id,
+                resources=task.resources,
+                detail=f"ran {ran:.1f}s",
+            )
+
+    def framework_gone(self, framework_id: str) -> None:
+        self.preemption.forget(framework_id)
+
+    def preemption_view(self) -> PreemptionView | None:
+        if not self.preemption_on:
+            return None
+        s = self.preemption.stats
+        return PreemptionView(
+            tasks_preempted=s.tasks_preempted,
+            work_lost_seconds=round(s.work_lost_seconds, 3),
+            in_flight=len(self.preemption.doomed),
+            rounds=s.rounds,
+        )
+
+    def starving(self, now: float) -> dict[str, float]:
+        return {
+            f: now - since
+            for f, since in self.preemption.starving_since.items()
+            if not f.startswith("role:")
+        }
