@@ -119,6 +119,11 @@ async def _start_cluster(launcher: Launcher, time_scale: float, store: Store | N
         f"{interval:g}",
         "--heartbeat-interval",
         "2",
+        # a framework starved of its fair share for 30 s (scaled) gets it back
+        "--preemption-timeout",
+        f"{30.0 * time_scale:g}",
+        "--preemption-notice",
+        f"{2.0 * time_scale:g}",
         *acl,
     )
     for i in range(SLAVES):

@@ -35,8 +35,35 @@ def _report(summary: dict[str, object], out: Path, plots: bool = True) -> None:
     util = summary["utilisation"]
     assert isinstance(util, dict)
     click.echo("utilisation: " + ", ".join(f"{r} {u:.1%}" for r, u in util.items()))
+    preemption = summary.get("preemption")
+    if isinstance(preemption, dict):
+        p = preemption.get
+        click.echo(
+            f"preemption ({p('victims', '')} first): {p('tasks_preempted', 0)} tasks "
+            f"preempted, {p('work_lost_seconds', 0):,.0f} task-seconds of work thrown away"
+        )
     pngs = ", running_tasks.png, dominant_share.png, utilisation.png" if plots else ""
     click.echo(f"written to {out}: timeline.csv, summary.json{pngs}")
+
+
+def _preemption(spec, choice: str | None) -> None:  # type: ignore[no-untyped-def]
+    """--preemption off|youngest|oldest: override the spec's preemption (its timeouts kept)."""
+    if choice is None:
+        return
+    if choice == "off":
+        spec.master.preemption = None
+    elif spec.master.preemption is None:
+        raise click.BadParameter("the spec sets no preemption", param_hint="--preemption")
+    else:
+        spec.master.preemption.victims = choice
+
+
+preemption_option = click.option(
+    "--preemption",
+    type=click.Choice(["off", "youngest", "oldest"]),
+    default=None,
+    help="Override the spec's preemption: off, or which tasks of a victim go first.",
+)
 
 
 @click.command()
@@ -57,6 +84,7 @@ def _report(summary: dict[str, object], out: Path, plots: bool = True) -> None:
     default=None,
     help="With --policy slots: how many slots each node is cut into.",
 )
+@preemption_option
 @click.option("--no-plots", is_flag=True)
 @log_level_default("warning")
 def simulate(
@@ -65,6 +93,7 @@ def simulate(
     seed: int | None,
     policy: str | None,
     slots_per_node: int | None,
+    preemption: str | None,
     no_plots: bool,
 ) -> None:
     """Run SPEC as a discrete-event simulation with the master's allocator."""
@@ -85,6 +114,7 @@ def simulate(
             )
         except ValueError as e:
             raise click.BadParameter(str(e)) from None
+    _preemption(spec, preemption)
     results, speed = run(spec)
     summary = results.write(out, plots=not no_plots)
     _report(summary, out, plots=not no_plots)
@@ -109,10 +139,16 @@ def experiment() -> None:
     help="Override the spec's time scale (0.05: twenty times faster).",
 )
 @click.option("--broker", default="embedded", show_default=True)
+@preemption_option
 @click.option("--no-plots", is_flag=True)
 @log_level_default("warning")
 def run_experiment(
-    spec_path: Path, out: Path, time_scale: float | None, broker: str, no_plots: bool
+    spec_path: Path,
+    out: Path,
+    time_scale: float | None,
+    broker: str,
+    preemption: str | None,
+    no_plots: bool,
 ) -> None:
     """Run SPEC on a real local cluster (broker, master, slaves, frameworks as processes)."""
     import asyncio
@@ -124,6 +160,7 @@ def run_experiment(
         if time_scale <= 0:
             raise click.BadParameter("--time-scale must be positive")
         spec.run.time_scale = time_scale
+    _preemption(spec, preemption)
     if spec.master.policy in ("slots", "ceei"):
         raise click.ClickException(
             f"{spec.master.policy} exists only in the simulator (drfmesos simulate)"

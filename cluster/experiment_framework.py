@@ -23,7 +23,7 @@ from frameworks.scheduler import ENDLESS, Scheduler, SchedulerDriver, build_task
 from protocol import logs
 from protocol.brokers import BrokerURL
 from protocol.cli import broker_option, cluster_option, log_level_option, run_party
-from protocol.messages import Filters, Offer, TaskStatus
+from protocol.messages import Filters, Offer, Reason, TaskStatus
 
 
 class ExperimentScheduler(Scheduler):
@@ -83,9 +83,10 @@ class ExperimentScheduler(Scheduler):
         pending = self.tasks.pop(status.task_id, None)
         if pending is not None:
             completed = status.state.value == "TASK_FINISHED"
+            preempted = status.reason == Reason.TASK_PREEMPTED  # its job still needs it
             before = len(self.workload.queue)
-            self.workload.finished(self.now(), pending, completed=completed)
-            if len(self.workload.queue) > before:  # a new job came: ask for offers again
+            self.workload.finished(self.now(), pending, completed=completed, retry=preempted)
+            if len(self.workload.queue) > before:  # new work came: ask for offers again
                 await driver.revive_offers()
                 await self.declare(driver)
 

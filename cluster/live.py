@@ -49,6 +49,7 @@ async def run_live(spec: Spec, spec_path: Path, out: Path, broker: str) -> Resul
                 f"{interval:g}",
                 *weights_args(spec.master.weights),
                 *await quota_args(spec, run_dir),
+                *preemption_args(spec, scale),
             )
             for g, group in enumerate(spec.cluster.slaves):
                 resources = ";".join(f"{k}:{v:g}" for k, v in group.resources.items())
@@ -77,6 +78,15 @@ async def run_live(spec: Spec, spec_path: Path, out: Path, broker: str) -> Resul
                 await _play(spec, spec_path, launcher, results, latest, out, scale)
         finally:
             await launcher.stop_all()
+    final = latest[0].preemption if latest else None
+    if final is not None:  # in spec time, as the simulator reports it
+        results.preemption = {
+            "events": (results.preemption or {}).get("events", []),
+            "tasks_preempted": final.tasks_preempted,
+            "work_lost_seconds": round(final.work_lost_seconds / scale, 3),
+            "rounds": final.rounds,
+            "victims": spec.master.preemption.victims if spec.master.preemption else "",
+        }
     for fw in spec.frameworks:
         path = out / f"stats-{fw.name}.json"
         with contextlib.suppress(OSError, ValueError):
@@ -97,6 +107,7 @@ async def _play(
     starts = sorted(spec.frameworks, key=lambda f: f.start)
     started: set[str] = set()
     next_sample = 0.0
+    preempted: list[dict[str, object]] = []  # when the state's preempted count went up
     with Progress(transient=True) as progress:
         bar = progress.add_task(f"{spec.name} (x{1 / scale:g} speed)", total=spec.run.duration)
         while (t := (time.time() - t0) / scale) < spec.run.duration:
@@ -119,15 +130,21 @@ async def _play(
                         str(out / f"stats-{fw.name}.json"),
                     )
             if t >= next_sample:
-                _sample(results, latest[0] if latest else None, next_sample)
+                _sample(results, latest[0] if latest else None, next_sample, preempted)
                 next_sample += spec.run.sample_interval
             progress.update(bar, completed=t)
             await asyncio.sleep(min(0.05, spec.run.sample_interval * scale / 4))
 
 
-def _sample(results: Results, state: State | None, t: float) -> None:
+def _sample(
+    results: Results, state: State | None, t: float, preempted: list[dict[str, object]]
+) -> None:
     if state is None:
         return
+    if state.preemption is not None:
+        for _ in range(state.preemption.tasks_preempted - len(preempted)):
+            preempted.append({"time": t, "victim": "", "work_lost": None})
+        results.preemption = {"events": preempted}
     total = results.total
     for fw in state.frameworks:
         share = fw.allocated.dominant_share(total)
@@ -135,6 +152,20 @@ def _sample(results: Results, state: State | None, t: float) -> None:
     results.utilisation.append(
         (t, {r: min(1.0, s) for r, s in state.allocated.shares(total).items()})
     )
+
+
+def preemption_args(spec: Spec, scale: float) -> list[str]:
+    """The spec's preemption, for the live master (its times scaled like everything else)."""
+    p = spec.master.preemption
+    if p is None:
+        return []
+    out = ["--preemption-threshold", f"{p.threshold:g}", "--preemption-victims", p.victims]
+    out += ["--preemption-notice", f"{p.notice * scale:g}"]
+    if p.timeout is not None:
+        out += ["--preemption-timeout", f"{p.timeout * scale:g}"]
+    if p.guarantee_timeout is not None:
+        out += ["--guarantee-timeout", f"{p.guarantee_timeout * scale:g}"]
+    return out
 
 
 def weights_args(weights: dict[str, float]) -> list[str]:

@@ -67,6 +67,11 @@ def _per_framework(
             iy = [ideal_y(p) * (100 if percent else 1) for p in results.ideal]
             ax.step(ix, [*iy, iy[-1]], where="post", linestyle="--", linewidth=1.0,
                     color=line.get_color(), alpha=0.8)  # fmt: skip
+    events = (results.preemption or {}).get("events", [])
+    if events:  # when tasks were preempted (a tick per moment, at the foot of the plot)
+        times = sorted({e["time"] for e in events})
+        ax.plot(times, [0] * len(times), linestyle="", marker="^", color="black",
+                markersize=7, label=f"preempted ({len(events)} tasks)", clip_on=False)  # fmt: skip
     ax.set_xlabel("time (s)")
     ax.set_ylim(bottom=0)
     if step:

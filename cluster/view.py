@@ -88,6 +88,14 @@ def render_state(state: State) -> Group:
     if state.refused:
         refused = ", ".join(f"{code} {n}" for code, n in sorted(state.refused.items()))
         head.add_row("refused calls", refused, "", "")
+    if state.preemption is not None:
+        p = state.preemption
+        head.add_row(
+            "preempted",
+            f"{p.tasks_preempted} tasks, {p.work_lost_seconds:,.0f} task-s of work lost",
+            "being preempted",
+            str(p.in_flight),
+        )
 
     fws = Table(title="frameworks", title_justify="left")
     for col in (
@@ -100,9 +108,13 @@ def render_state(state: State) -> Group:
         "finished",
         "allocated",
         "share",
+        "fair share",
     ):
         fws.add_column(
-            col, justify="right" if col in ("weight", "running", "finished", "share") else "left"
+            col,
+            justify="right"
+            if col in ("weight", "running", "finished", "share", "fair share")
+            else "left",
         )
     for f in sorted(state.frameworks, key=lambda f: f.name):
         fws.add_row(
@@ -115,6 +127,10 @@ def render_state(state: State) -> Group:
             str(f.finished_tasks),
             _res(f.allocated),
             f"{f.dominant_share:.1%}",
+            "-"
+            if f.fair_share is None
+            else f"{f.fair_share:.1%}"
+            + (f" (starving {f.starving_seconds:.0f}s)" if f.starving_seconds is not None else ""),
         )
     roles = Table(title="roles", title_justify="left")
     for col in ("role", "weight", "promise", "share", "guarantee", "limit", ""):

@@ -309,7 +309,7 @@ class Master(FrameworkCalls, SlaveCalls, OperatorCalls, Preemptor):
             free={s: a.free(s) for s in self.books.slaves},
             include_tasks=include_tasks,
             refused=dict(self.refused),
-            roles=self.allocator.role_views(),
+            roles=self.with_fair_shares(self.allocator.role_views()),
             preemption=self.preemption_view(),
             fair=self.preemption.fair if self.preemption_on else None,
             starving=self.starving(self._now()),

@@ -77,8 +77,21 @@ def fair_shares(
     pool_weights: Mapping[str, float] | None = None,
 ) -> dict[str, float]:
     """Each contender's dominant share in the policy's ideal, capped by its demand."""
+    return {f: share for f, (share, _) in fair_allocation(policy, total, contenders,
+                                                          pool_weights).items()}  # fmt: skip
+
+
+def fair_allocation(
+    policy: str,
+    total: Mapping[str, int],
+    contenders: Sequence[Contender],
+    pool_weights: Mapping[str, float] | None = None,
+) -> dict[str, tuple[float, dict[str, float]]]:
+    """Each contender's dominant share and resources (user units) in the policy's ideal,
+    capped by its demand."""
+    out: dict[str, tuple[float, dict[str, float]]] = {c.framework_id: (0.0, {}) for c in contenders}
     if not total:
-        return {c.framework_id: 0.0 for c in contenders}
+        return out
     users = []
     for c in contenders:
         want: dict[str, int] = dict(c.held)
@@ -106,8 +119,9 @@ def fair_shares(
     pools = {tuple(r.split("/")): w for r, w in (pool_weights or {}).items()}
     capacity = {n: Fraction(v, SCALE) for n, v in total.items()}
     shares = ideal(IDEAL_POLICY.get(policy, "drf"), capacity, users, pools)
-    out = {c.framework_id: 0.0 for c in contenders}
-    out.update({name: float(s.dominant_share) for name, s in shares.items()})
+    for name, share in shares.items():
+        resources = {n: float(v) for n, v in share.resources.items() if v}
+        out[name] = (float(share.dominant_share), resources)
     return out
 
 
@@ -325,6 +339,7 @@ class Preemption:
     def __init__(self, config: PreemptionConfig) -> None:
         self.config = config
         self.fair: dict[str, float] = {}
+        self.fair_resources: dict[str, dict[str, float]] = {}
         self.starving_since: dict[str, float] = {}  # framework, or "role:R"
         self.doomed: dict[tuple[str, str], Doomed] = {}  # (framework, task)
         self.stats = PreemptionStats()
@@ -341,7 +356,9 @@ class Preemption:
     ) -> list[Claim]:
         """Update fair shares and timers; plan for whoever has starved long enough. The
         claims are recorded as doomed tasks; the caller warns, holds and kills."""
-        self.fair = fair_shares(policy, cluster.total, contenders, pool_weights)
+        allocation = fair_allocation(policy, cluster.total, contenders, pool_weights)
+        self.fair = {f: share for f, (share, _) in allocation.items()}
+        self.fair_resources = {f: resources for f, (_, resources) in allocation.items()}
         cluster.fair = dict(self.fair)
         wanted: list[tuple[float, Contender, str | None]] = []
         wanted += self._fair_share_claims(contenders, cluster, now)

@@ -23,6 +23,7 @@ from master.preemption import (
     PreemptionConfig,
     RunningTask,
 )
+from master.quota import ancestors_or_self
 from master.sorter import Millis
 from protocol.messages import (
     KillTask,
@@ -30,6 +31,7 @@ from protocol.messages import (
     Preempting,
     PreemptionView,
     Reason,
+    RoleView,
     TaskState,
     TaskStatus,
 )
@@ -212,6 +214,22 @@ class Preemptor(MasterCore):
             in_flight=len(self.preemption.doomed),
             rounds=s.rounds,
         )
+
+    def with_fair_shares(self, views: list[RoleView]) -> list[RoleView]:
+        """Each role's fair share: the dominant share of what the ideal gives its subtree."""
+        if not self.preemption_on:
+            return views
+        tree = self.allocator.is_tree()
+        total = self.allocator.total
+        for view in views:
+            held: dict[str, float] = {}
+            for fid, resources in self.preemption.fair_resources.items():
+                fw = self.books.frameworks.get(fid)
+                if fw is not None and view.role in ancestors_or_self(fw.role, tree):
+                    for n, v in resources.items():
+                        held[n] = held.get(n, 0.0) + v
+            view.fair_share = Resources(held).dominant_share(total)
+        return views
 
     def starving(self, now: float) -> dict[str, float]:
         return {

@@ -458,6 +458,7 @@ class RoleView(Wire):
     guarantee: Resources | None = None
     limit: Resources | None = None
     unsatisfiable: str = ""  # why its guarantee cannot be met, if it cannot
+    fair_share: float | None = None  # with preemption on: its subtree's share of the ideal
 
 
 class PreemptionView(Wire):

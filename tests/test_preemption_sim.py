@@ -109,3 +109,34 @@ def test_frameworks_at_their_fair_shares_see_no_preemption_in_five_minutes(
     results = simulate(spec)[0]
     assert results.summary()["preemption"]["tasks_preempted"] == 0
     assert sum(s.running_tasks for s in results.samples if s.time == 299) > 0
+
+
+def test_a_role_below_its_guarantee_gets_it_back_after_the_guarantee_timeout() -> None:
+    """Quota's stricter case: prod is guaranteed 16 CPUs; batch took the cluster first.
+    Fair-share preemption is off (no timeout); the guarantee alone brings prod to 16."""
+    spec = Spec.model_validate(
+        {
+            "name": "guarantee",
+            "cluster": {"slaves": [{"count": 4, "resources": {"cpus": 16, "mem": 65536}}]},
+            "master": {
+                "policy": "drf",
+                "allocation_interval": 1,
+                "refuse_seconds": 1,
+                "quota": {"prod": {"guarantee": {"cpus": 16}}},
+                "preemption": {"guarantee_timeout": 10, "notice": 2},
+            },
+            "frameworks": [
+                {"name": "batch", "role": "batch", "task": {"cpus": 1, "mem": 1024},
+                 "duration": {"fixed": 3600}, "tasks_per_offer": "fill"},
+                {"name": "prod", "role": "prod", "task": {"cpus": 2, "mem": 1024},
+                 "duration": {"fixed": 3600}, "tasks_per_offer": "fill", "start": 100},
+            ],
+            "run": {"duration": 200, "seed": 1, "sample_interval": 1},
+        }
+    )  # fmt: skip
+    results = simulate(spec)[0]
+    prod = {s.time: s.allocated.get("cpus", 0.0) for s in results.samples if s.framework == "prod"}
+    assert prod[110.0] == 0  # waiting out the guarantee timeout
+    assert prod[114.0] >= 16  # 10 s + notice + a round: its guarantee, and no more taken
+    assert prod[199.0] == prod[114.0]
+    assert results.summary()["preemption"]["tasks_preempted"] == 16
