@@ -5,6 +5,7 @@ from frameworks import Executor, ExecutorDriver, TaskInfo, TaskState, TaskStatus
 
 from frameworks.executor import Executor, ExecutorDriver
 from frameworks.scheduler import (
+    ENDLESS,
     DriverError,
     Scheduler,
     SchedulerDriver,
@@ -28,6 +29,7 @@ from protocol.messages import (
 from protocol.resources import Resources
 
 __all__ = [
+    "ENDLESS",
     "BrokerURL",
     "CommandInfo",
     "DriverError",

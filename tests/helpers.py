@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import contextlib
+from collections.abc import AsyncIterator, Callable, Sequence
+from pathlib import Path
 from typing import TypeVar
 
 import aiomqtt
 
+from cluster.launcher import Launcher
+from cluster.view import wait_state
 from master.master import Master
 from protocol.brokers import BrokerURL
 from protocol.messages import Wire
@@ -87,3 +91,33 @@ def raw_client(url: BrokerURL, **kw: object) -> aiomqtt.Client:
         tls_context=url.ssl_context(),
         **kw,  # type: ignore[arg-type]
     )
+
+
+@contextlib.asynccontextmanager
+async def live_cluster(
+    url: BrokerURL,
+    cluster: str,
+    work: Path,
+    master_args: Sequence[str] = (),
+    slave_args: Sequence[str] = (),
+    slaves: int = 2,
+    resources: str = "cpus:2;mem:1024",
+) -> AsyncIterator[Launcher]:
+    """A master and `slaves` slaves as real processes, up and registered."""
+    launcher = Launcher(url, cluster, work, log_level="warning")
+    try:
+        await launcher.start("master", "master", *master_args)
+        for i in range(slaves):
+            await launcher.start(
+                "slave",
+                f"slave-{i}",
+                "--resources",
+                resources,
+                "--work-dir",
+                str(work / f"slave-{i}"),
+                *slave_args,
+            )
+        await wait_state(url, cluster, lambda s: len(s.slaves) == slaves)
+        yield launcher
+    finally:
+        await launcher.stop_all()

@@ -27,6 +27,8 @@ from frameworks import (
 )
 from protocol.brokers import MosquittoBroker
 
+from helpers import live_cluster
+
 CLUSTER = "preempt"
 TASK = Resources(cpus=1, mem=128)
 
@@ -85,35 +87,12 @@ class Runner(Scheduler):
 
 @pytest.fixture
 async def live(mosquitto: MosquittoBroker, tmp_path: Path) -> AsyncIterator[Launcher]:
-    launcher = Launcher(mosquitto.url, CLUSTER, tmp_path, log_level="warning")
-    try:
-        await launcher.start(
-            "master",
-            "master",
-            "--policy",
-            "drf",
-            "--allocation-interval",
-            "0.2",
-            "--preemption-timeout",
-            "1",
-            "--preemption-notice",
-            "1",
-        )
-        for i in range(2):
-            await launcher.start(
-                "slave",
-                f"slave-{i}",
-                "--resources",
-                "cpus:2;mem:1024",
-                "--kill-grace",
-                "1",
-                "--work-dir",
-                str(tmp_path / f"slave-{i}"),
-            )
-        await wait_state(mosquitto.url, CLUSTER, lambda s: len(s.slaves) == 2)
+    master = ["--policy", "drf", "--allocation-interval", "0.2"]
+    master += ["--preemption-timeout", "1", "--preemption-notice", "1"]
+    async with live_cluster(
+        mosquitto.url, CLUSTER, tmp_path, master, ["--kill-grace", "1"]
+    ) as launcher:
         yield launcher
-    finally:
-        await launcher.stop_all()
 
 
 async def start(broker: MosquittoBroker, scheduler: Runner) -> SchedulerDriver:

@@ -29,6 +29,8 @@ from frameworks import (
 from protocol.brokers import MosquittoBroker
 from protocol.messages import State
 
+from helpers import live_cluster
+
 CLUSTER = "sdk"
 
 
@@ -64,22 +66,10 @@ class Recorder(Scheduler):
 
 @pytest.fixture
 async def live(mosquitto: MosquittoBroker, tmp_path: Path) -> AsyncIterator[Launcher]:
-    launcher = Launcher(mosquitto.url, CLUSTER, tmp_path, log_level="warning")
-    try:
-        await launcher.start("master", "master", "--allocation-interval", "0.1")
-        for i in range(2):
-            await launcher.start(
-                "slave",
-                f"slave-{i}",
-                "--resources",
-                "cpus:2;mem:1024",
-                "--work-dir",
-                str(tmp_path / f"slave-{i}"),
-            )
-        await wait_state(mosquitto.url, CLUSTER, lambda s: len(s.slaves) == 2)
+    async with live_cluster(
+        mosquitto.url, CLUSTER, tmp_path, ["--allocation-interval", "0.1"]
+    ) as launcher:
         yield launcher
-    finally:
-        await launcher.stop_all()
 
 
 @contextlib.asynccontextmanager

@@ -26,3 +26,10 @@ done
 for spec in paper-ceei paper-ceei-lying; do
   drfmesos simulate "$spec.yaml" --policy ceei --out "$R/$spec-ceei-sim"
 done
+drfmesos simulate lecture-morning-preemption.yaml --out "$R/lecture-morning-preemption-sim"
+drfmesos simulate lecture-morning-preemption.yaml --preemption oldest --out "$R/lecture-morning-preemption-oldest-sim"
+drfmesos simulate lecture-morning-preemption.yaml --preemption off --out "$R/lecture-morning-off-sim"
+drfmesos experiment run lecture-morning-preemption.yaml --time-scale 0.05 --out "$R/lecture-morning-preemption-live"
+drfmesos experiment run lecture-morning-preemption.yaml --time-scale 0.05 --preemption oldest --out "$R/lecture-morning-preemption-oldest-live"
+drfmesos experiment run lecture-morning-preemption.yaml --time-scale 0.05 --preemption off --out "$R/lecture-morning-off-live"
+rm -rf "$R"/*/run "$R"/*/stats-*.json
