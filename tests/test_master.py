@@ -21,11 +21,14 @@ from protocol.messages import (
     Gone,
     Reason,
     Reconcile,
+    Request,
     Rescind,
     Revive,
     ShutdownFramework,
     StatusAck,
     Subscribe,
+    Suppress,
+    TaskRequest,
     TaskState,
     Teardown,
     Update,
@@ -98,6 +101,11 @@ class Cluster:
         """Let `n` allocation rounds run (to show that something did *not* happen)."""
         target = self.master.rounds + n
         await eventually(lambda: self.master.rounds >= target)
+
+
+def encode_raw(type_name: str, reply_to: str, body: dict[str, object]) -> bytes:
+    """A message as the wire carries it, unchecked (what a buggy or hostile client sends)."""
+    return msgpack.packb([PROTOCOL_VERSION, type_name, reply_to, body])  # type: ignore[no-any-return]
 
 
 @pytest.fixture
@@ -296,7 +304,7 @@ async def test_hostile_input_gets_errors_and_leaves_the_books_intact(cluster: Cl
         lambda: a.bus.publish_raw(T.inbound("framework", "framework"), b"\x93\x01garbage"),
         lambda: a.bus.publish_raw(
             T.inbound("framework", "framework"),
-            msgpack.packb([PROTOCOL_VERSION, "Accept", a.bus.inbox, {"framework_id": 5}]),
+            encode_raw("Accept", a.bus.inbox, {"framework_id": 5}),
         ),
         lambda: a.bus.publish_raw(
             T.inbound("framework", "framework"),
@@ -381,3 +389,38 @@ async def test_a_removed_framework_is_told_and_cannot_come_back(cluster: Cluster
     told = await b.inbox.wait_for(Error, lambda e: e.code == "framework-removed")
     assert told.message.startswith("Framework has been removed: torn down by its scheduler")
     books_balance(cluster.master)
+
+
+async def test_declared_demand_is_kept_counted_down_cleared_and_checked(cluster: Cluster) -> None:
+    a = await cluster.framework("A")
+    await cluster.slave("s1", Resources(cpus=4, mem=4 * GB))
+    small = Resources(cpus=1, mem=GB)
+    await a.bus.publish(
+        a.to_master,
+        Request(framework_id=a.framework_id, requests=[TaskRequest(resources=small, count=3)]),
+    )
+    master = cluster.master
+    await eventually(lambda: master.books.frameworks[a.framework_id].demand is not None)
+
+    # what no slave has, and a count of none, are refused and change nothing
+    await a.bus.publish(
+        a.to_master,
+        Request(
+            framework_id=a.framework_id,
+            requests=[TaskRequest(resources=Resources(gpus=1), count=1)],
+        ),
+    )
+    none = {"framework_id": a.framework_id, "requests": [{"resources": {"cpus": 1}, "count": 0}]}
+    await a.bus.publish_raw(a.to_master, encode_raw("Request", a.bus.inbox, none))
+    errors = await a.inbox.wait_count(Error, 2)
+    assert {e.code for e in errors} == {"invalid-request", "invalid"}
+    assert any("no slave has gpus" in e.message for e in errors)
+    fw = master.books.frameworks[a.framework_id]
+    assert [(r.resources, r.count) for r in fw.demand or []] == [(small, 3)]
+
+    # a launch of the declared size counts one off; suppress clears the rest
+    offer = await a.next_offer()
+    await a.accept(offer, [a.task(offer, small)])
+    await eventually(lambda: [r.count for r in fw.demand or []] == [2])
+    await a.bus.publish(a.to_master, Suppress(framework_id=a.framework_id))
+    await eventually(lambda: fw.demand == [])
