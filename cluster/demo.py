@@ -22,8 +22,10 @@ from rich.table import Table
 
 from cluster.launcher import Launcher
 from cluster.secure import as_principal, open_cluster_broker, provision
+from cluster.view import wait_state
 from frameworks.cli import executor_option
 from protocol import logs
+from protocol.brokers import BrokerURL
 from protocol.bus import Bus
 from protocol.cli import log_level_option, until_signalled
 from protocol.credentials import Store
@@ -70,6 +72,7 @@ async def run_demo(
     run_dir: Path,
     log_level: str,
     insecure: bool = False,
+    http: str = "127.0.0.1:5050",
 ) -> State | None:
     console = Console()
     latest: list[State] = []
@@ -89,7 +92,8 @@ async def run_demo(
         watcher = asyncio.create_task(until_signalled(stop))
         view_url = as_principal(url, store, "operator") if store else url
         try:
-            await _start_cluster(launcher, time_scale, store)
+            await _start_cluster(launcher, time_scale, store, http)
+            await _say_where_the_ui_is(console, view_url, cluster, store)
             schedule = asyncio.create_task(_arrivals(launcher, time_scale, arrival, executor))
             async with Bus(view_url, name="demo-view") as bus:
 
@@ -109,7 +113,23 @@ async def run_demo(
     return latest[0] if latest else None
 
 
-async def _start_cluster(launcher: Launcher, time_scale: float, store: Store | None) -> None:
+async def _say_where_the_ui_is(
+    console: Console, url: BrokerURL, cluster: str, store: Store | None
+) -> None:
+    """The web UI's address, and the throwaway operator credentials it takes."""
+    state = await wait_state(url, cluster, lambda s: True, timeout=30)
+    if not state.web_ui:
+        console.print("web UI: not served (see the master's log)", style="yellow")
+        return
+    console.print(f"web UI: {state.web_ui}", style="bold")
+    if store is not None:
+        secret = (await asyncio.to_thread(store.secret_file("operator").read_text)).strip()
+        console.print(f"  sign in as operator, secret {secret}")
+
+
+async def _start_cluster(
+    launcher: Launcher, time_scale: float, store: Store | None, http: str
+) -> None:
     interval = max(0.05, 1.0 * time_scale)
     acl = ["--principals", str(store.principals_file)] if store else []
     await launcher.start(
@@ -119,6 +139,8 @@ async def _start_cluster(launcher: Launcher, time_scale: float, store: Store | N
         f"{interval:g}",
         "--heartbeat-interval",
         "2",
+        "--http",
+        http,
         # a framework starved of its fair share for 30 s (scaled) gets it back
         "--preemption-timeout",
         f"{30.0 * time_scale:g}",
@@ -234,6 +256,12 @@ async def _tick(stop: asyncio.Event, seconds: float) -> None:
     default=None,
     help="Where logs and slave work dirs go (default: a temp dir).",
 )
+@click.option(
+    "--http",
+    default="127.0.0.1:5050",
+    show_default=True,
+    help="Where the master serves the web UI (HOST:PORT; PORT 0 picks a free one).",
+)
 @log_level_option
 def demo(
     broker: str,
@@ -243,6 +271,7 @@ def demo(
     executor: str,
     insecure: bool,
     run_dir: Path | None,
+    http: str,
 ) -> None:
     """Run the blog's demo cluster: broker, master, 3 slaves, frameworks A, B, C."""
     if time_scale <= 0:
@@ -250,6 +279,6 @@ def demo(
     directory = run_dir or Path(tempfile.mkdtemp(prefix="drfmesos-demo-"))
     click.echo(f"logs and work dirs in {directory}", err=True)
     asyncio.run(
-        run_demo(broker, time_scale, duration, arrival, executor, directory, "info", insecure)
+        run_demo(broker, time_scale, duration, arrival, executor, directory, "info", insecure, http)
     )
     sys.exit(0)

@@ -77,6 +77,7 @@ class Framework:
     slaves_used: set[str] = field(default_factory=set)  # where it ever ran tasks (executors)
     pending: dict[str, PendingUpdate] = field(default_factory=dict)  # by status uuid
     completed: dict[str, TaskStatus] = field(default_factory=dict)  # recent terminal, bounded
+    ended: dict[str, Task] = field(default_factory=dict)  # the same tasks, for the API
     finished_tasks: int = 0
     demand: list[TaskRequest] | None = None  # what it declared it still wants (Request)
     last_shape: Resources | None = None  # its latest task's resources
@@ -96,8 +97,12 @@ class Framework:
         """Move a task that reached a terminal state out of the live set."""
         self.tasks.pop(task.task_id, None)
         self.completed[task.task_id] = status
+        task.state, task.status = status.state, status
+        self.ended[task.task_id] = task
         if len(self.completed) > keep:
             del self.completed[next(iter(self.completed))]
+        if len(self.ended) > keep:
+            del self.ended[next(iter(self.ended))]
         if status.state == TaskState.FINISHED:
             self.finished_tasks += 1
 
@@ -177,6 +182,7 @@ def snapshot(
     preemption: PreemptionView | None = None,
     fair: dict[str, float] | None = None,
     starving: dict[str, float] | None = None,
+    web_ui: str = "",
 ) -> State:
     """The books as a `State` message (what `drfmesos state` and the plots read)."""
     frameworks = []
@@ -241,4 +247,5 @@ def snapshot(
         refused=refused or {},
         roles=roles or [],
         preemption=preemption,
+        web_ui=web_ui,
     )

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from master.http_config import HttpConfig
 from protocol.brokers import BrokerURL
 from protocol.cli import broker_option, cluster_option, log_level_option, warn_if_insecure
 
@@ -22,6 +23,19 @@ def parse_weights(text: str) -> dict[str, float]:
         if not sep or not weights[role] > 0:
             raise click.BadParameter(f"expected role=positive-weight, got {part!r}")
     return weights
+
+
+def http_config(
+    address: str, store: Path | None, open_metrics: bool, cert: Path | None, key: Path | None
+) -> HttpConfig | None:
+    if address == "off":
+        return None
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or int(port) > 65535:
+        raise click.BadParameter(f"{address!r}: HOST:PORT or off", param_hint="--http")
+    if (cert is None) != (key is None):
+        raise click.BadParameter("--http-cert and --http-key go together")
+    return HttpConfig(host.strip("[]") or "127.0.0.1", int(port), store, open_metrics, cert, key)
 
 
 @click.command()
@@ -134,6 +148,28 @@ def parse_weights(text: str) -> dict[str, float]:
     default=None,
     help="Preempt for a role below its quota guarantee this many seconds (off by default).",
 )
+@click.option(
+    "--http",
+    "http_address",
+    default="127.0.0.1:5050",
+    show_default=True,
+    help="Where to serve the web UI, the HTTP API and /metrics (HOST:PORT; PORT 0 picks a "
+    "free one; 'off' serves none).",
+)
+@click.option(
+    "--http-credentials",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="The credentials store whose operators may use the UI and API (HTTP Basic); by "
+    "default the one --principals is in. Without either, HTTP is open.",
+)
+@click.option(
+    "--http-open-metrics",
+    is_flag=True,
+    help="Serve /metrics and /health without credentials (for scrapers and probes).",
+)
+@click.option("--http-cert", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--http-key", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @log_level_option
 def master(
     broker: str,
@@ -154,6 +190,11 @@ def master(
     preemption_notice: float,
     preemption_victims: str,
     guarantee_timeout: float | None,
+    http_address: str,
+    http_credentials: Path | None,
+    http_open_metrics: bool,
+    http_cert: Path | None,
+    http_key: Path | None,
 ) -> None:
     """Run the master: the books, the DRF allocation module and the offer loop."""
     from master.master import Master, MasterConfig
@@ -178,6 +219,13 @@ def master(
         preemption_notice=preemption_notice,
         preemption_victims=preemption_victims,
         guarantee_timeout=guarantee_timeout,
+        http=http_config(
+            http_address,
+            http_credentials or (principals.parent if principals else None),
+            http_open_metrics,
+            http_cert,
+            http_key,
+        ),
     )
     topics = Topics(cluster)
 

@@ -11,14 +11,18 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from prometheus_client import Histogram
+
 from master.allocator import Allocator, AllocatorError
 from master.authz import Caller, RateLimiter, RoleACL
 from master.books import Books, Framework, OfferRecord, PendingUpdate, Slave, Task
+from master.http_config import HttpConfig
+from master.live_feed import LiveFeed
 from master.roles_file import RolesError, RolesFile, load_roles
 from protocol import logs
 from protocol.bus import Bus
@@ -63,6 +67,7 @@ class MasterConfig:
     preemption_notice: float = 2.0  # from the warning to the kill
     preemption_victims: str = "youngest"  # or "oldest" (to compare the work thrown away)
     guarantee_timeout: float | None = None  # a role below its quota guarantee this long
+    http: HttpConfig | None = None  # the API, metrics and web UI (master.http_api)
 
 
 class MasterCore:
@@ -92,6 +97,19 @@ class MasterCore:
         self._state_dirty = True
         self._tasks: list[asyncio.Task[None]] = []
         self.rounds = 0  # allocation rounds run (for tests and logs)
+        self.web_ui = ""  # where the HTTP API listens, once it does
+        # what the event stream said, counted (the metrics read these)
+        self.event_counts: Counter[str] = Counter()
+        self.tasks_ended: Counter[str] = Counter()  # by terminal state
+        self.recent_events: deque[ClusterEvent] = deque(maxlen=200)
+        self.feed = LiveFeed()  # the web UI's pages (master.http_api)
+        self.update_resends = 0
+        self.round_duration = Histogram(
+            "drfmesos_allocation_round_seconds",
+            "How long an allocation round takes.",
+            buckets=(1e-5, 1e-4, 5e-4, 1e-3, 5e-3, 0.01, 0.05, 0.1, 0.5, 1.0),
+            registry=None,  # the master's own registry (master.metrics) collects it
+        )
 
     def _now(self) -> float:
         return asyncio.get_running_loop().time()
@@ -129,7 +147,13 @@ class MasterCore:
             self.bus.post(caller.reply_to, Error(message=message, code=code, about=about))
 
     def _event(self, kind: str, **fields: Any) -> None:
-        self.bus.post(self.topics.events, ClusterEvent(kind=kind, **fields), qos=0)
+        event = ClusterEvent(kind=kind, **fields)
+        self.bus.post(self.topics.events, event, qos=0)
+        self.event_counts[kind] += 1
+        if kind == "release" and event.state is not None:
+            self.tasks_ended[event.state.value] += 1
+        self.recent_events.append(event)
+        self.feed.event(event)
         self._state_dirty = True
 
     def request_round(self) -> None:

@@ -185,6 +185,13 @@ class FrameworkCalls(MasterCore):
         remaining = sum((r.resources for r in records), Resources())
         for record in records:
             self._drop_offer(record)
+            self._event(
+                "accept",
+                framework_id=fw.framework_id,
+                slave_id=record.slave_id,
+                offer_id=record.offer_id,
+                resources=record.resources,
+            )
         refused: list[str] = []
         seen: set[str] = set()
         for task in msg.tasks:

@@ -18,7 +18,9 @@ from typing import Any
 from master.authz import Caller
 from master.books import OfferRecord, snapshot
 from master.core import MAX_RETRY_BACKOFF, MasterConfig
+from master.files import FileRequests
 from master.framework_calls import FrameworkCalls
+from master.http_api import HttpApi
 from master.operator_calls import OperatorCalls
 from master.preemptor import Preemptor
 from master.slave_calls import SlaveCalls
@@ -30,6 +32,7 @@ from protocol.messages import (
     Decline,
     Error,
     ExecutorExited,
+    FileData,
     FrameworkMessage,
     Gone,
     Heartbeat,
@@ -43,9 +46,11 @@ from protocol.messages import (
     Reregister,
     Revive,
     SetQuota,
+    SlaveView,
     StatusUpdate,
     Subscribe,
     Suppress,
+    TaskView,
     Teardown,
     Wire,
     new_id,
@@ -59,7 +64,7 @@ PRINCIPALS_RELOAD = 1.0  # seconds between looks at the principals file
 Route = Callable[[Any, Caller], Awaitable[None]]
 
 
-class Master(FrameworkCalls, SlaveCalls, OperatorCalls, Preemptor):
+class Master(FrameworkCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests):
     """The master: the books, the allocation rounds, and every handler on the bus."""
 
     def _routes(self) -> dict[str, dict[type[Wire], Route]]:
@@ -86,6 +91,7 @@ class Master(FrameworkCalls, SlaveCalls, OperatorCalls, Preemptor):
                 StatusUpdate: self._on_status_update,
                 FrameworkMessage: self._on_executor_message,
                 ExecutorExited: self._on_executor_exited,
+                FileData: self._on_file_data,
                 Error: self._on_error,
             },
             "operator": {Teardown: self._on_teardown, SetQuota: self._on_set_quota},
@@ -93,6 +99,15 @@ class Master(FrameworkCalls, SlaveCalls, OperatorCalls, Preemptor):
 
     async def start(self) -> None:
         self.routes = self._routes()
+        self.http: HttpApi | None = None
+        if self.config.http is not None:  # a port in use is said, and the bus goes on
+            api = HttpApi(self, self.config.http)
+            try:
+                self.web_ui = await api.start()
+                self.http = api
+            except OSError as e:
+                await api.stop()
+                self.log.error("http.failed", error=str(e), port=self.config.http.port)
         await self.bus.subscribe_raw(self.topics.inbound_all, self._inbound)
         await self.bus.subscribe_raw(self.topics.gone_all, self._gone)
         self._tasks = [
@@ -172,6 +187,9 @@ class Master(FrameworkCalls, SlaveCalls, OperatorCalls, Preemptor):
             await self._on_gone(item.message, Caller(parts[3], parts[4], None))
 
     async def stop(self) -> None:
+        if getattr(self, "http", None) is not None:
+            assert self.http is not None
+            await self.http.stop()
         for task in self._tasks:
             await cancel_and_wait(task)
         self._tasks = []
@@ -207,8 +225,10 @@ class Master(FrameworkCalls, SlaveCalls, OperatorCalls, Preemptor):
 
     def allocation_round(self) -> None:
         now = self._now()
+        started = time.perf_counter()
         allocations = self.allocator.allocate(now)
         self.rounds += 1
+        self.round_duration.observe(time.perf_counter() - started)
         if not allocations:
             return
         by_framework: dict[str, list[Offer]] = defaultdict(list)
@@ -292,6 +312,7 @@ class Master(FrameworkCalls, SlaveCalls, OperatorCalls, Preemptor):
             for pending in fw.pending.values():
                 if pending.next_attempt <= now:
                     self._send_framework(fw, pending.update)
+                    self.update_resends += 1
                     pending.backoff = min(pending.backoff * 2, MAX_RETRY_BACKOFF)
                     pending.next_attempt = now + pending.backoff
 
@@ -311,12 +332,48 @@ class Master(FrameworkCalls, SlaveCalls, OperatorCalls, Preemptor):
             refused=dict(self.refused),
             roles=self.with_fair_shares(self.allocator.role_views()),
             preemption=self.preemption_view(),
-            fair=self.preemption.fair if self.preemption_on else None,
+            fair=self.preemption.fair,
             starving=self.starving(self._now()),
+            web_ui=self.web_ui,
         )
+
+    def slave_view(self, slave_id: str) -> SlaveView:
+        s = self.books.slaves[slave_id]
+        return SlaveView(
+            slave_id=s.slave_id,
+            principal=s.principal,
+            hostname=s.hostname,
+            total=s.total,
+            free=self.allocator.free(slave_id),
+            tasks=len(s.tasks),
+        )
+
+    def task_views(self, framework_id: str | None, state: str | None) -> list[TaskView]:
+        """Tasks, running and recently ended, of one framework or all, in one state or all."""
+        out = []
+        for fw in self.books.frameworks.values():
+            if framework_id is not None and fw.framework_id != framework_id:
+                continue
+            for task in [*fw.tasks.values(), *fw.ended.values()]:
+                if state is not None and task.state.value != state:
+                    continue
+                status = task.status
+                out.append(
+                    TaskView(
+                        task_id=task.task_id,
+                        framework_id=fw.framework_id,
+                        slave_id=task.slave_id,
+                        state=task.state,
+                        resources=task.resources,
+                        name=task.info.name,
+                        reason=status.reason if status is not None and task.terminal else None,
+                        message=status.message if status is not None else "",
+                    )
+                )
+        return out
 
     def publish_state(self) -> None:
         self._state_dirty = False
-        self.bus.post(
-            self.topics.state, self.state(include_tasks=len(self.books.slaves) < 200), retain=True
-        )
+        state = self.state(include_tasks=len(self.books.slaves) < 200)
+        self.bus.post(self.topics.state, state, retain=True)
+        self.feed.tick(state)

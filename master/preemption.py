@@ -356,9 +356,7 @@ class Preemption:
     ) -> list[Claim]:
         """Update fair shares and timers; plan for whoever has starved long enough. The
         claims are recorded as doomed tasks; the caller warns, holds and kills."""
-        allocation = fair_allocation(policy, cluster.total, contenders, pool_weights)
-        self.fair = {f: share for f, (share, _) in allocation.items()}
-        self.fair_resources = {f: resources for f, (_, resources) in allocation.items()}
+        self.update_fair(policy, cluster.total, contenders, pool_weights)
         cluster.fair = dict(self.fair)
         wanted: list[tuple[float, Contender, str | None]] = []
         wanted += self._fair_share_claims(contenders, cluster, now)
@@ -369,6 +367,17 @@ class Preemption:
             if claim is not None:
                 claims.append(claim)
         return claims
+
+    def update_fair(
+        self,
+        policy: str,
+        total: Mapping[str, int],
+        contenders: Sequence[Contender],
+        pool_weights: Mapping[str, float],
+    ) -> None:
+        allocation = fair_allocation(policy, total, contenders, pool_weights)
+        self.fair = {f: share for f, (share, _) in allocation.items()}
+        self.fair_resources = {f: resources for f, (_, resources) in allocation.items()}
 
     def _claiming(self, framework_id: str) -> bool:
         return any(d.claimant == framework_id for d in self.doomed.values())

@@ -62,12 +62,24 @@ class Preemptor(MasterCore):
         return self.preemption.config.on
 
     def preemption_tick(self, now: float) -> None:
-        if not self.preemption_on:
-            return
-        self._kill_due(now)
+        """Fair shares every allocation interval (every second at most often when
+        preemption is off: the UI and the metrics show them); claims when it is on."""
+        on = self.preemption_on
+        if on:
+            self._kill_due(now)
         if now < self._next_preemption_check:
             return
-        self._next_preemption_check = now + self.config.allocation_interval
+        interval = self.config.allocation_interval
+        self._next_preemption_check = now + (interval if on else max(1.0, interval))
+        if not on:
+            self.preemption.update_fair(
+                self.config.policy,
+                self.allocator.total.millis,
+                self._contenders(),
+                self.allocator.pool_weights(),
+            )
+            self._state_dirty = True
+            return
         claims = self.preemption.check(
             now,
             self.config.policy,
@@ -217,8 +229,6 @@ class Preemptor(MasterCore):
 
     def with_fair_shares(self, views: list[RoleView]) -> list[RoleView]:
         """Each role's fair share: the dominant share of what the ideal gives its subtree."""
-        if not self.preemption_on:
-            return views
         tree = self.allocator.is_tree()
         total = self.allocator.total
         for view in views:

@@ -360,6 +360,29 @@ class StatusUpdate(Wire):
     status: TaskStatus
 
 
+class ReadFile(Wire):
+    """Master -> slave: part of a task's sandbox file (stdout or stderr), for an operator."""
+
+    request_id: Id
+    framework_id: Id
+    task_id: Id
+    executor_id: str | None = None  # a custom executor's task writes to its executor's files
+    name: str = Field(pattern=r"^(stdout|stderr)$")
+    offset: int = Field(default=0, ge=0)
+    length: int = Field(default=65536, ge=0, le=1_048_576)
+
+
+class FileData(Wire):
+    """Slave -> master: the answer to ReadFile (`size`: the whole file's; `error` if none)."""
+
+    request_id: Id
+    slave_id: Id
+    data: bytes = b""
+    offset: int = 0
+    size: int = 0
+    error: str = ""
+
+
 class StatusAck(Wire):
     slave_id: Id
     framework_id: Id
@@ -426,7 +449,7 @@ class FrameworkView(Wire):
     dominant_share: float
     running_tasks: int
     finished_tasks: int
-    fair_share: float | None = None  # with preemption on: its share of the policy's ideal
+    fair_share: float | None = None  # its share of the policy's ideal (as preemption sees it)
     starving_seconds: float | None = None  # how long it has been starving, if it is
     demand: list[TaskRequest] | None = None  # what it declared it still wants
 
@@ -446,6 +469,9 @@ class TaskView(Wire):
     slave_id: str
     state: TaskState
     resources: Resources
+    name: str = ""
+    reason: Reason | None = None  # for ended tasks: why
+    message: str = ""
 
 
 class RoleView(Wire):
@@ -485,6 +511,7 @@ class State(Wire):
     refused: dict[str, int] = Field(default_factory=dict)  # calls refused, by reason code
     roles: list[RoleView] = Field(default_factory=list)
     preemption: PreemptionView | None = None  # None: preemption is off
+    web_ui: str = ""  # the master's HTTP address, when it serves one
 
 
 class ClusterEvent(Wire):

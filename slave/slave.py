@@ -26,6 +26,7 @@ from protocol.messages import (
     FrameworkMessage,
     Heartbeat,
     KillTask,
+    ReadFile,
     Reason,
     Register,
     Registered,
@@ -44,6 +45,7 @@ from protocol.resources import Resources
 from protocol.topics import Topics, check_segment
 from slave.executor_side import ExecutorSide
 from slave.executors import ExecutorProcess
+from slave.files import read_sandbox_file
 from slave.journal import Journal
 from slave.runners import CommandRunner, Limit, SimulatedRunner, group_rss_mb
 
@@ -106,6 +108,7 @@ class Slave(ExecutorSide):
         d.on(ShutdownFramework, self._on_shutdown_framework)
         d.on(StatusAck, self._on_status_ack)
         d.on(FrameworkMessage, self._on_framework_message)
+        d.on(ReadFile, self._on_read_file)
         d.on(Error, self._on_error)
         await self.bus.subscribe(self.inbox, d)
         self.bus.on_connect(self._announce)
@@ -390,6 +393,11 @@ class Slave(ExecutorSide):
             if raw.get("framework_id") == msg.framework_id:
                 await self.updates.drop(uuid)
                 self._resend_at.pop(uuid, None)
+
+    async def _on_read_file(self, msg: ReadFile, reply_to: str | None) -> None:
+        """An operator reads a task's stdout or stderr through the master."""
+        answer = await read_sandbox_file(self.config.work_dir / "sandboxes", self.slave_id, msg)
+        self.bus.post(self.to_master, answer)
 
     async def _on_status_ack(self, msg: StatusAck, reply_to: str | None) -> None:
         self._resend_at.pop(msg.uuid, None)

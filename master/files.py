@@ -1,0 +1,87 @@
+"""Reading a task's stdout and stderr through the master (for the web UI and the API).
+
+The master asks the slave that ran the task (`ReadFile`) and waits for its `FileData`,
+which is accepted only from the principal that slave speaks for and only for a request
+it was asked. Finished tasks are found by the slave they ran on, among recent ones.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from master.authz import Caller
+from master.books import Task
+from master.core import MasterCore
+from protocol.messages import FileData, ReadFile, new_id
+
+FILE_TIMEOUT = 5.0
+
+
+class FileReadError(LookupError):
+    """No such task, its slave is gone, or the slave could not read the file."""
+
+
+class FileRequests(MasterCore):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._file_requests: dict[str, tuple[str, asyncio.Future[FileData]]] = {}
+
+    def _known_task(self, framework_id: str, task_id: str) -> Task | None:
+        """A task that runs or ran recently (None if the master does not know it)."""
+        fw = self.books.frameworks.get(framework_id)
+        if fw is None:
+            return None
+        return fw.tasks.get(task_id) or fw.ended.get(task_id)
+
+    async def read_task_file(
+        self, framework_id: str, task_id: str, name: str, offset: int, length: int
+    ) -> FileData:
+        task = self._known_task(framework_id, task_id)
+        if task is None:
+            raise FileReadError(f"no task {task_id} of framework {framework_id}")
+        slave_id = task.slave_id
+        if slave_id not in self.books.slaves:
+            raise FileReadError(f"slave {slave_id} of task {task_id} is gone")
+        request_id = new_id()
+        waiter: asyncio.Future[FileData] = asyncio.get_running_loop().create_future()
+        self._file_requests[request_id] = (slave_id, waiter)
+        try:
+            self._send_slave(
+                slave_id,
+                ReadFile(
+                    request_id=request_id,
+                    framework_id=framework_id,
+                    task_id=task_id,
+                    executor_id=task.info.executor.executor_id if task.info.executor else None,
+                    name=name,
+                    offset=offset,
+                    length=length,
+                ),
+            )
+            try:
+                answer = await asyncio.wait_for(waiter, FILE_TIMEOUT)
+            except TimeoutError:
+                raise FileReadError(
+                    f"slave {slave_id} did not answer in {FILE_TIMEOUT:g}s"
+                ) from None
+        finally:
+            self._file_requests.pop(request_id, None)
+        if answer.error:
+            raise FileReadError(answer.error)
+        return answer
+
+    async def _on_file_data(self, msg: FileData, caller: Caller) -> None:
+        pending = self._file_requests.get(msg.request_id)
+        owner = self.books.slave_owners.get(msg.slave_id)
+        if pending is None or pending[0] != msg.slave_id or owner != caller.principal:
+            self._refuse(
+                caller,
+                "FileData answers no request of yours",
+                "forbidden",
+                "FileData",
+                slave_id=msg.slave_id,
+            )
+            return
+        if not pending[1].done():
+            pending[1].set_result(msg)

@@ -1,0 +1,339 @@
+"""The master's HTTP side: the JSON API, Prometheus metrics, the live feed and the web UI.
+
+One aiohttp server in the master's own event loop (aiohttp: maintained, asyncio-native,
+streams server-sent events). Everything but the static page needs an operator's
+credentials (HTTP Basic, checked against the credentials store's password hashes);
+`/metrics` and `/health` may be left open for scrapers and probes. A cluster without a
+credentials store (`--insecure`) serves everything openly, as its broker does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import contextlib
+import hashlib
+import json
+import time
+from collections.abc import Awaitable, Callable
+from importlib import resources as package_files
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+from pydantic import BaseModel
+
+from master.files import FileReadError
+from master.http_config import HttpConfig
+from master.http_models import Events, Frameworks, Health, Roles, Slaves, TaskFile, Tasks
+from master.metrics import exposition, registry_for
+from master.openapi import openapi
+from protocol import logs
+from protocol.credentials import CredentialsError, load_principals, read_passwd, verify_secret
+from protocol.messages import TaskState
+
+if TYPE_CHECKING:
+    from master.master import Master
+
+CACHE_SECONDS = 60.0  # a checked password is trusted this long (hashing is slow on purpose)
+MAX_LIMIT = 1000
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+class OperatorAuth:
+    """HTTP Basic against the store: operator principals only. The store is re-read when
+    it changes; a successful check is remembered (by a digest of the header) for a minute,
+    and checks run one at a time in a thread, so guessing cannot starve the master."""
+
+    def __init__(self, store: Path) -> None:
+        self.store = store
+        self._stamp: tuple[float, float] | None = None
+        self._operators: dict[str, str] = {}
+        self._good: dict[bytes, tuple[str, float]] = {}
+        self._lock = asyncio.Lock()
+
+    def _load(self) -> None:
+        principals, passwd = self.store / "principals.json", self.store / "passwd"
+        stamp = (principals.stat().st_mtime, passwd.stat().st_mtime)
+        if stamp == self._stamp:
+            return
+        kinds = {n: p.kind for n, p in load_principals(principals).items()}
+        self._operators = {
+            n: h for n, h in read_passwd(passwd).items() if kinds.get(n) == "operator"
+        }
+        self._stamp = stamp
+        self._good.clear()
+
+    def _check(self, user: str, secret: str) -> bool:
+        self._load()
+        hashed = self._operators.get(user)
+        return hashed is not None and verify_secret(secret, hashed)
+
+    async def principal(self, header: str | None) -> str | None:
+        if not header or not header.startswith("Basic "):
+            return None
+        key = hashlib.sha256(header.encode()).digest()
+        now = time.monotonic()
+        known = self._good.get(key)
+        if known is not None and known[1] > now:
+            return known[0]
+        try:
+            user, _, secret = base64.b64decode(header[6:], validate=True).decode().partition(":")
+        except (binascii.Error, UnicodeDecodeError):
+            return None
+        async with self._lock:
+            try:
+                ok = await asyncio.to_thread(self._check, user, secret)
+            except (OSError, CredentialsError):
+                return None
+        if not ok:
+            return None
+        self._good[key] = (user, now + CACHE_SECONDS)
+        return user
+
+
+def _json(model: BaseModel | dict[str, Any], status: int = 200) -> web.Response:
+    body = model.model_dump_json() if isinstance(model, BaseModel) else json.dumps(model)
+    return web.Response(text=body, status=status, content_type="application/json")
+
+
+def _problem(message: str, status: int) -> web.Response:
+    return _json({"error": message}, status)
+
+
+def _int(request: web.Request, name: str, default: int, lo: int = 0, hi: int = 2**62) -> int:
+    raw = request.query.get(name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise web.HTTPBadRequest(
+            text=json.dumps({"error": f"{name} must be an integer"}),
+            content_type="application/json",
+        ) from None
+    if not lo <= value <= hi:
+        raise web.HTTPBadRequest(
+            text=json.dumps({"error": f"{name} must be between {lo} and {hi}"}),
+            content_type="application/json",
+        )
+    return value
+
+
+class HttpApi:
+    def __init__(self, master: Master, config: HttpConfig) -> None:
+        self.master = master
+        self.config = config
+        self.auth = OperatorAuth(config.credentials) if config.credentials else None
+        self.registry = registry_for(master)
+        self.log = logs.get("master.http", master_id=master.master_id)
+        self.runner: web.AppRunner | None = None
+        self.url = ""
+        self._static = package_files.files("master") / "webui"
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    async def start(self) -> str:
+        app = web.Application(middlewares=[self._guard])
+        app.add_routes(
+            [
+                web.get("/", self._index),
+                web.get("/static/{name}", self._static_file),
+                web.get("/health", self._health),
+                web.get("/metrics", self._metrics),
+                web.get("/api/v1/openapi.json", self._openapi),
+                web.get("/api/v1/whoami", self._whoami),
+                web.get("/api/v1/state", self._state),
+                web.get("/api/v1/frameworks", self._frameworks),
+                web.get("/api/v1/slaves", self._slaves),
+                web.get("/api/v1/tasks", self._tasks),
+                web.get("/api/v1/roles", self._roles),
+                web.get("/api/v1/events", self._events),
+                web.get("/api/v1/stream", self._stream),
+                web.get("/api/v1/tasks/{framework_id}/{task_id}/files/{name}", self._file),
+            ]
+        )
+        self.runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        await self.runner.setup()
+        ssl = None
+        if self.config.cert is not None and self.config.key is not None:
+            import ssl as ssl_module
+
+            ssl = ssl_module.create_default_context(ssl_module.Purpose.CLIENT_AUTH)
+            ssl.load_cert_chain(self.config.cert, self.config.key)
+        site = web.TCPSite(self.runner, self.config.host, self.config.port, ssl_context=ssl)
+        await site.start()
+        port = self.config.port
+        for address in self.runner.addresses:  # the port asked for, or the one given (0)
+            port = address[1]
+            break
+        scheme = "https" if ssl else "http"
+        self.url = f"{scheme}://{self.config.host}:{port}/"
+        self.log.info("http.started", url=self.url, authenticated=self.auth is not None)
+        return self.url
+
+    async def stop(self) -> None:
+        for page in list(self.master.feed.pages):
+            self.master.feed.close(page)
+            with contextlib.suppress(asyncio.QueueFull):
+                page.put_nowait("")
+        if self.runner is not None:
+            await self.runner.cleanup()
+            self.runner = None
+
+    # -- who may ask --------------------------------------------------------------------------
+    @web.middleware
+    async def _guard(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        path = request.path
+        public = path == "/" or path.startswith("/static/")
+        if self.config.open_metrics and path in ("/metrics", "/health"):
+            public = True
+        if self.auth is not None and not public:
+            who = await self.auth.principal(request.headers.get("Authorization"))
+            if who is None:
+                # no WWW-Authenticate for the page's own calls, so the browser does not pop
+                # up its dialog: the page asks for credentials itself
+                headers = {} if request.headers.get("X-Requested-With") else {
+                    "WWW-Authenticate": 'Basic realm="drfmesos"'}  # fmt: skip
+                self.log.info("http.unauthorized", path=path, remote=request.remote)
+                return web.Response(
+                    status=401,
+                    text=json.dumps({"error": "operator credentials needed"}),
+                    content_type="application/json",
+                    headers=headers,
+                )
+            request["principal"] = who
+        return await handler(request)
+
+    # -- pages --------------------------------------------------------------------------------
+    async def _index(self, request: web.Request) -> web.StreamResponse:
+        return await self._serve("index.html")
+
+    async def _static_file(self, request: web.Request) -> web.StreamResponse:
+        return await self._serve(request.match_info["name"])
+
+    async def _serve(self, name: str) -> web.StreamResponse:
+        types = {".html": "text/html", ".js": "text/javascript", ".css": "text/css"}
+        suffix = Path(name).suffix
+        if "/" in name or suffix not in types:
+            raise web.HTTPNotFound()
+        item = self._static / name
+        try:
+            body = await asyncio.to_thread(item.read_bytes)
+        except (FileNotFoundError, IsADirectoryError):
+            raise web.HTTPNotFound() from None
+        return web.Response(body=body, content_type=types[suffix], charset="utf-8")
+
+    # -- the API ------------------------------------------------------------------------------
+    async def _health(self, request: web.Request) -> web.StreamResponse:
+        m = self.master
+        return _json(
+            Health(
+                status="ok",
+                master_id=m.master_id,
+                slaves=len(m.books.slaves),
+                frameworks=len(m.books.frameworks),
+            )
+        )
+
+    async def _metrics(self, request: web.Request) -> web.StreamResponse:
+        return web.Response(
+            body=exposition(self.registry),
+            headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"},
+        )
+
+    async def _openapi(self, request: web.Request) -> web.StreamResponse:
+        return _json(openapi())
+
+    async def _whoami(self, request: web.Request) -> web.StreamResponse:
+        return _json(
+            {"principal": request.get("principal", ""), "master_id": self.master.master_id}
+        )
+
+    async def _state(self, request: web.Request) -> web.StreamResponse:
+        return _json(self.master.state(include_tasks=True))
+
+    async def _frameworks(self, request: web.Request) -> web.StreamResponse:
+        return _json(Frameworks(frameworks=self.master.state(include_tasks=False).frameworks))
+
+    async def _slaves(self, request: web.Request) -> web.StreamResponse:
+        offset = _int(request, "offset", 0)
+        limit = _int(request, "limit", 100, 1, MAX_LIMIT)
+        m = self.master
+        ids = sorted(m.books.slaves)
+        page = [m.slave_view(s) for s in ids[offset : offset + limit]]
+        return _json(Slaves(slaves=page, total=len(ids), offset=offset, limit=limit))
+
+    async def _tasks(self, request: web.Request) -> web.StreamResponse:
+        offset = _int(request, "offset", 0)
+        limit = _int(request, "limit", 100, 1, MAX_LIMIT)
+        framework = request.query.get("framework") or None
+        state = request.query.get("state") or None
+        if state is not None and state not in {s.value for s in TaskState}:
+            return _problem(f"unknown state {state!r}", 400)
+        views = self.master.task_views(framework, state)
+        return _json(
+            Tasks(tasks=views[offset : offset + limit], total=len(views), offset=offset,
+                  limit=limit)
+        )  # fmt: skip
+
+    async def _roles(self, request: web.Request) -> web.StreamResponse:
+        state = self.master.state(include_tasks=False)
+        return _json(Roles(policy=state.policy, roles=state.roles))
+
+    async def _events(self, request: web.Request) -> web.StreamResponse:
+        return _json(Events(events=list(self.master.recent_events)))
+
+    async def _file(self, request: web.Request) -> web.StreamResponse:
+        info = request.match_info
+        if info["name"] not in ("stdout", "stderr"):
+            return _problem("a task has a stdout and a stderr", 404)
+        offset = _int(request, "offset", 0)
+        length = _int(request, "length", 65536, 0, 1_048_576)
+        try:
+            got = await self.master.read_task_file(
+                info["framework_id"], info["task_id"], info["name"], offset, length
+            )
+        except FileReadError as e:
+            return _problem(str(e), 404)
+        self.log.info(
+            "http.file",
+            principal=request.get("principal", ""),
+            framework_id=info["framework_id"],
+            task_id=info["task_id"],
+            name=info["name"],
+        )
+        return _json(
+            TaskFile(
+                framework_id=info["framework_id"],
+                task_id=info["task_id"],
+                name=info["name"],
+                offset=got.offset,
+                size=got.size,
+                data=got.data.decode("utf-8", errors="replace"),
+            )
+        )
+
+    async def _stream(self, request: web.Request) -> web.StreamResponse:
+        """Server-sent events: the whole view, then what changes, tick by tick."""
+        response = web.StreamResponse(
+            headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+        )
+        await response.prepare(request)
+        feed = self.master.feed
+        page = feed.open()
+        try:
+            while True:
+                try:
+                    message = await asyncio.wait_for(page.get(), 15.0)
+                except TimeoutError:
+                    message = ": keep-alive\n\n"
+                if not message or page not in feed.pages:
+                    break
+                await response.write(message.encode())
+                feed.bytes_sent += len(message)
+        except ConnectionResetError:
+            pass  # the page went away
+        finally:
+            feed.close(page)
+        return response

@@ -1,0 +1,16 @@
+"""Where and how the master serves HTTP (see master.http_api)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class HttpConfig:
+    host: str = "127.0.0.1"
+    port: int = 5050
+    credentials: Path | None = None  # the credentials store; None: no authentication
+    open_metrics: bool = False  # /metrics and /health without credentials
+    cert: Path | None = None  # serve HTTPS with this certificate and key
+    key: Path | None = None

@@ -1,0 +1,66 @@
+"""What the master's HTTP API answers, as pydantic models (the OpenAPI schemas come from
+them, and the tests validate every answer against those schemas)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+from protocol.messages import ClusterEvent, FrameworkView, RoleView, SlaveView, TaskView
+
+
+class Page(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    total: int  # how many match, in all
+    offset: int
+    limit: int
+
+
+class Frameworks(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    frameworks: list[FrameworkView]
+
+
+class Slaves(Page):
+    slaves: list[SlaveView]
+
+
+class Tasks(Page):
+    tasks: list[TaskView]
+
+
+class Roles(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    policy: str
+    roles: list[RoleView]
+
+
+class Events(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    events: list[ClusterEvent]
+
+
+class TaskFile(BaseModel):
+    """A part of a task's stdout or stderr (`data` decoded as UTF-8, bad bytes replaced)."""
+
+    model_config = ConfigDict(extra="forbid")
+    framework_id: str
+    task_id: str
+    name: str
+    offset: int
+    size: int
+    data: str
+
+
+class Health(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    status: str
+    master_id: str
+    slaves: int
+    frameworks: int
+
+
+class Problem(BaseModel):
+    """An error answer."""
+
+    model_config = ConfigDict(extra="forbid")
+    error: str

@@ -1,0 +1,101 @@
+"""The web UI's live feed: what changed, every tick, to every open page.
+
+A view of the cluster small enough to send often (totals, frameworks with their shares
+and fair shares, roles, counters) is built once a tick and compared with the last one;
+each page gets only the entries that changed, plus the events since the last tick. A new
+page gets the whole view first. Slaves and tasks are not in the feed: the page asks for
+the part it shows (`/api/v1/slaves?offset=`, `/api/v1/tasks?framework=`), so a cluster of
+thousands costs the feed nothing more.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from typing import Any
+
+from protocol.messages import ClusterEvent, State
+
+QUEUE = 64  # ticks a slow page may fall behind before it is dropped
+
+
+def view_of(state: State) -> dict[str, Any]:
+    """What the feed shows of a state snapshot, keyed so that changes can be found."""
+    return {
+        "cluster": {
+            "master_id": state.master_id,
+            "policy": state.policy,
+            "total": state.total.to_dict(),
+            "allocated": state.allocated.to_dict(),
+            "slaves": len(state.slaves),
+            "offers": state.offers,
+            "tasks": sum(f.running_tasks for f in state.frameworks),
+            "refused": state.refused,
+            "preemption": state.preemption.model_dump(mode="json") if state.preemption else None,
+        },
+        "frameworks": {
+            f.framework_id: f.model_dump(mode="json", exclude={"demand"}) for f in state.frameworks
+        },
+        "roles": {r.role: r.model_dump(mode="json") for r in state.roles},
+    }
+
+
+def diff(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """The parts of `new` that differ from `old`: a section's changed keys (None: gone)."""
+    out: dict[str, Any] = {}
+    if old.get("cluster") != new["cluster"]:
+        out["cluster"] = new["cluster"]
+    for section in ("frameworks", "roles"):
+        before, after = old.get(section, {}), new[section]
+        changed = {k: v for k, v in after.items() if before.get(k) != v}
+        changed.update({k: None for k in before if k not in after})
+        if changed:
+            out[section] = changed
+    return out
+
+
+class LiveFeed:
+    def __init__(self) -> None:
+        self.last: dict[str, Any] = {}
+        self.pages: set[asyncio.Queue[str]] = set()
+        self.bytes_sent = 0
+        self._events: list[ClusterEvent] = []
+
+    def event(self, event: ClusterEvent) -> None:
+        if self.pages:
+            self._events.append(event)
+
+    def tick(self, state: State) -> None:
+        """Send each page what changed since the last tick (nothing, if nothing did)."""
+        new = view_of(state)
+        changes = diff(self.last, new)
+        self.last = new
+        events, self._events = self._events[-200:], []
+        if not self.pages or not (changes or events):
+            return
+        changes["t"] = time.time()
+        changes["events"] = [e.model_dump(mode="json") for e in events]
+        self._send("changes", changes)
+
+    def _send(self, kind: str, body: dict[str, Any]) -> None:
+        message = f"event: {kind}\ndata: {json.dumps(body, separators=(',', ':'))}\n\n"
+        for page in list(self.pages):
+            try:
+                page.put_nowait(message)
+            except asyncio.QueueFull:  # too slow to keep up: it reconnects and starts over
+                self.pages.discard(page)
+                with contextlib.suppress(asyncio.QueueFull):
+                    page.put_nowait("")  # wake it up; an empty message means "go away"
+
+    def open(self) -> asyncio.Queue[str]:
+        """A new page: the whole view first, then changes."""
+        page: asyncio.Queue[str] = asyncio.Queue(QUEUE)
+        body = {**self.last, "t": time.time(), "events": []}
+        page.put_nowait(f"event: snapshot\ndata: {json.dumps(body, separators=(',', ':'))}\n\n")
+        self.pages.add(page)
+        return page
+
+    def close(self, page: asyncio.Queue[str]) -> None:
+        self.pages.discard(page)

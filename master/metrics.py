@@ -1,0 +1,137 @@
+"""The master's Prometheus metrics (the official client, text format at `/metrics`).
+
+Counters are read at scrape time from what the master already counts for its event
+stream, so `/metrics` and the events always agree; gauges are read off the books.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+if TYPE_CHECKING:
+    from master.master import Master
+
+OFFER_OUTCOMES = {
+    "offer": "made",
+    "accept": "accepted",
+    "decline": "declined",
+    "rescind": "rescinded",
+}
+
+
+class MasterCollector(Collector):
+    def __init__(self, master: Master) -> None:
+        self.master = master
+
+    def collect(self) -> Iterator[Metric]:
+        m = self.master
+        a = m.allocator
+        offers = CounterMetricFamily(
+            "drfmesos_offers", "Offers, by what became of them.", labels=["outcome"]
+        )
+        for kind, outcome in OFFER_OUTCOMES.items():
+            offers.add_metric([outcome], m.event_counts[kind])
+        yield offers
+        yield CounterMetricFamily(
+            "drfmesos_tasks_launched", "Tasks launched.", value=m.event_counts["launch"]
+        )
+        ended = CounterMetricFamily(
+            "drfmesos_tasks_ended", "Tasks that reached a terminal state.", labels=["state"]
+        )
+        for state, n in sorted(m.tasks_ended.items()):
+            ended.add_metric([state], n)
+        yield ended
+        live = GaugeMetricFamily(
+            "drfmesos_tasks", "Tasks not yet ended, by state.", labels=["state"]
+        )
+        by_state: dict[str, int] = {}
+        for fw in m.books.frameworks.values():
+            for task in fw.tasks.values():
+                by_state[task.state.value] = by_state.get(task.state.value, 0) + 1
+        for state, n in sorted(by_state.items()):
+            live.add_metric([state], n)
+        yield live
+        yield GaugeMetricFamily("drfmesos_slaves", "Registered slaves.", value=len(m.books.slaves))
+        yield GaugeMetricFamily(
+            "drfmesos_frameworks", "Registered frameworks.", value=len(m.books.frameworks)
+        )
+        yield GaugeMetricFamily(
+            "drfmesos_offers_outstanding", "Offers not yet answered.", value=len(m.books.offers)
+        )
+        total = GaugeMetricFamily(
+            "drfmesos_resources_total", "The cluster's resources.", labels=["resource"]
+        )
+        used = GaugeMetricFamily(
+            "drfmesos_resources_allocated", "Resources offered or in use.", labels=["resource"]
+        )
+        allocated = a.allocated_total()
+        for name, amount in sorted(a.total.items()):
+            total.add_metric([name], amount)
+            used.add_metric([name], allocated.get(name, 0.0))
+        yield total
+        yield used
+        share = GaugeMetricFamily(
+            "drfmesos_framework_dominant_share",
+            "A framework's dominant share (offered or in use).",
+            labels=["framework_id", "name", "role"],
+        )
+        fair = GaugeMetricFamily(
+            "drfmesos_framework_fair_share",
+            "A framework's fair share: its share of the policy's ideal.",
+            labels=["framework_id", "name", "role"],
+        )
+        for fw in m.books.frameworks.values():
+            labels = [fw.framework_id, fw.name, fw.role]
+            share.add_metric(labels, a.dominant_share(fw.framework_id))
+            if fw.framework_id in m.preemption.fair:
+                fair.add_metric(labels, m.preemption.fair[fw.framework_id])
+        yield share
+        yield fair
+        roles = GaugeMetricFamily(
+            "drfmesos_role_dominant_share", "A role's (subtree's) dominant share.", labels=["role"]
+        )
+        for view in a.role_views():
+            roles.add_metric([view.role], view.share)
+        yield roles
+        yield CounterMetricFamily(
+            "drfmesos_status_update_resends",
+            "Status updates sent to a framework again, unacknowledged.",
+            value=m.update_resends,
+        )
+        refused = CounterMetricFamily(
+            "drfmesos_calls_refused", "Calls refused, by reason.", labels=["reason"]
+        )
+        for reason, n in sorted(m.refused.items()):
+            refused.add_metric([reason], n)
+        yield refused
+        bus = CounterMetricFamily(
+            "drfmesos_bus_messages", "Messages over the bus.", labels=["direction"]
+        )
+        bus.add_metric(["in"], m.bus.stats.get("received", 0))
+        bus.add_metric(["out"], m.bus.stats.get("posted", 0) + m.bus.stats.get("published", 0))
+        yield bus
+        stats = m.preemption.stats
+        yield CounterMetricFamily(
+            "drfmesos_tasks_preempted", "Tasks killed by preemption.", value=stats.tasks_preempted
+        )
+        yield CounterMetricFamily(
+            "drfmesos_preemption_work_lost_seconds",
+            "Running time of the tasks preempted, summed.",
+            value=stats.work_lost_seconds,
+        )
+
+
+def registry_for(master: Master) -> CollectorRegistry:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(MasterCollector(master))
+    registry.register(master.round_duration)
+    return registry
+
+
+def exposition(registry: CollectorRegistry) -> bytes:
+    return generate_latest(registry)

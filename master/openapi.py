@@ -1,0 +1,107 @@
+"""The OpenAPI 3.1 description of the master's HTTP API, built from the answer models."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic.json_schema import models_json_schema
+
+from master.http_models import Events, Frameworks, Health, Problem, Roles, Slaves, TaskFile, Tasks
+from protocol.messages import State
+
+REF = "#/components/schemas/{model}"
+MODELS: list[type[BaseModel]] = [
+    State,
+    Frameworks,
+    Slaves,
+    Tasks,
+    Roles,
+    Events,
+    TaskFile,
+    Health,
+    Problem,
+]
+
+
+def _page_params() -> list[dict[str, Any]]:
+    return [
+        {"name": "offset", "in": "query", "schema": {"type": "integer", "minimum": 0}},
+        {
+            "name": "limit",
+            "in": "query",
+            "schema": {"type": "integer", "minimum": 1, "maximum": 1000},
+        },
+    ]
+
+
+def _get(summary: str, model: str, params: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    return {
+        "get": {
+            "summary": summary,
+            "parameters": params or [],
+            "responses": {
+                "200": {
+                    "description": "OK",
+                    "content": {"application/json": {"schema": {"$ref": REF.format(model=model)}}},
+                },
+                "401": {"description": "Operator credentials needed (HTTP Basic)"},
+            },
+        }
+    }
+
+
+def openapi() -> dict[str, Any]:
+    _, schemas = models_json_schema([(m, "validation") for m in MODELS], ref_template=REF)
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "drfmesos master", "version": "1"},
+        "components": {
+            "schemas": schemas.get("$defs", {}),
+            "securitySchemes": {"basic": {"type": "http", "scheme": "basic"}},
+        },
+        "security": [{"basic": []}],
+        "paths": {
+            "/api/v1/state": _get("The master's books as a snapshot", "State"),
+            "/api/v1/frameworks": _get("Every framework", "Frameworks"),
+            "/api/v1/slaves": _get("Slaves, a page at a time", "Slaves", _page_params()),
+            "/api/v1/tasks": _get(
+                "Tasks (running, and the recently ended), filtered and paged",
+                "Tasks",
+                [
+                    {"name": "framework", "in": "query", "schema": {"type": "string"}},
+                    {"name": "state", "in": "query", "schema": {"type": "string"}},
+                    *_page_params(),
+                ],
+            ),
+            "/api/v1/roles": _get("The role tree: weights, quotas, shares", "Roles"),
+            "/api/v1/events": _get("Recent events", "Events"),
+            "/api/v1/tasks/{framework_id}/{task_id}/files/{name}": _get(
+                "A part of a task's stdout or stderr, read from its slave",
+                "TaskFile",
+                [
+                    {
+                        "name": "framework_id",
+                        "in": "path",
+                        "required": True,
+                        "schema": {"type": "string"},
+                    },
+                    {
+                        "name": "task_id",
+                        "in": "path",
+                        "required": True,
+                        "schema": {"type": "string"},
+                    },
+                    {
+                        "name": "name",
+                        "in": "path",
+                        "required": True,
+                        "schema": {"enum": ["stdout", "stderr"]},
+                    },
+                    {"name": "offset", "in": "query", "schema": {"type": "integer"}},
+                    {"name": "length", "in": "query", "schema": {"type": "integer"}},
+                ],
+            ),
+            "/health": _get("Liveness", "Health"),
+        },
+    }
