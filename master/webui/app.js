@@ -147,6 +147,7 @@ function render() {
     el("td", {}, pct(r.fair_share)), el("td", {}, res(r.guarantee)),
     el("td", {}, res(r.limit) + (r.unsatisfiable ? ` (unsatisfiable: ${r.unsatisfiable})` : "")))));
   drawChart();
+  if (!window.__firstRender && rows.length) window.__firstRender = performance.now(); // for benchmarks
 }
 
 function drawChart() {

@@ -1,0 +1,248 @@
+"""The master's HTTP API on a live, secure cluster (mosquitto with TLS, master and slaves
+as processes, a framework through the SDK): every answer validates against the OpenAPI
+description, operators only, /metrics parses and agrees with the event stream, task
+files are read from the slave, and the live feed sends changes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import Counter
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+from jsonschema import Draft202012Validator
+from prometheus_client.parser import text_string_to_metric_families
+
+from cluster.launcher import Launcher
+from cluster.secure import as_principal, provision
+from cluster.view import wait_state
+from frameworks.samples.command import CommandScheduler
+from frameworks.scheduler import SchedulerDriver
+from protocol.brokers import BrokerURL, MosquittoBroker
+from protocol.bus import Bus
+from protocol.credentials import Store
+from protocol.messages import ClusterEvent, Wire
+from protocol.resources import Resources
+from protocol.topics import Topics
+
+from conftest import need_mosquitto
+
+CLUSTER = "http"
+PRINCIPALS = [("master", "master"), ("ops", "operator"), ("slave-0", "slave"),
+              ("slave-1", "slave"), ("printer", "framework")]  # fmt: skip
+
+
+@dataclass
+class Live:
+    url: BrokerURL
+    store: Store
+    web: str  # the master's HTTP address
+    auth: aiohttp.BasicAuth
+
+    async def get(self, path: str, auth: aiohttp.BasicAuth | None = None) -> tuple[int, Any]:
+        async with (
+            aiohttp.ClientSession() as session,
+            session.get(self.web + path.lstrip("/"), auth=auth or self.auth) as r,
+        ):
+            body = await r.text()
+            is_json = r.content_type == "application/json"
+            return r.status, json.loads(body) if is_json else body
+
+
+@pytest.fixture
+async def live(tmp_path: Path) -> AsyncIterator[Live]:
+    need_mosquitto()
+    store = await asyncio.to_thread(provision, tmp_path / "auth", PRINCIPALS)
+    broker = MosquittoBroker(auth=store.path, tls=True)
+    await broker.start()
+    launcher = Launcher(broker.url, CLUSTER, tmp_path, "warning", store)
+    try:
+        await launcher.start(
+            "master", "master", "--principals", str(store.principals_file),
+            "--http", "127.0.0.1:0", "--allocation-interval", "0.1",
+        )  # fmt: skip
+        for i in range(2):
+            await launcher.start(
+                "slave", f"slave-{i}", "--resources", "cpus:2;mem:1024",
+                "--work-dir", str(tmp_path / f"slave-{i}"),
+            )  # fmt: skip
+        ops = as_principal(broker.url, store, "ops")
+        state = await wait_state(ops, CLUSTER, lambda s: len(s.slaves) == 2 and bool(s.web_ui))
+        secret = store.secret_file("ops").read_text().strip()
+        yield Live(broker.url, store, state.web_ui, aiohttp.BasicAuth("ops", secret))
+    finally:
+        await launcher.stop_all()
+        await broker.stop()
+        broker.cleanup()
+
+
+def validator(doc: dict[str, Any], path: str) -> Draft202012Validator:
+    ref = doc["paths"][path]["get"]["responses"]["200"]["content"]["application/json"]["schema"]
+    return Draft202012Validator({**ref, "components": doc["components"]})
+
+
+async def test_the_api_answers_operators_only_and_as_its_openapi_says(live: Live) -> None:
+    ops = as_principal(live.url, live.store, "ops")
+    events: list[ClusterEvent] = []
+
+    async def on_event(message: Wire, _r: str | None) -> None:
+        if isinstance(message, ClusterEvent):
+            events.append(message)
+
+    async with Bus(ops, name="event-reader") as bus:
+        await bus.subscribe(Topics(CLUSTER).events, on_event)
+        printer = CommandScheduler(
+            "printer", "echo hello from $MESOS_SANDBOX; echo oops >&2", 4,
+            Resources(cpus=0.5, mem=64), echo=lambda _: None,
+        )  # fmt: skip
+        driver = SchedulerDriver(
+            printer, name="printer", broker=as_principal(live.url, live.store, "printer"),
+            cluster=CLUSTER, role="printer",
+        )  # fmt: skip
+        await driver.run()  # until its 4 tasks are done; then it tears itself down
+        assert printer.ok
+        await wait_state(ops, CLUSTER, lambda s: not s.frameworks and s.offers == 0)
+
+        status, doc = await live.get("/api/v1/openapi.json")
+        assert status == 200
+        fw_id = driver.framework_id
+        task_id = next(iter(printer.results))
+        # the framework was torn down: its tasks are gone from the books; ask while it runs
+        # elsewhere (below). Here, every listing validates.
+        for path, query in [
+            ("/api/v1/state", ""),
+            ("/api/v1/frameworks", ""),
+            ("/api/v1/slaves", "?offset=1&limit=1"),
+            ("/api/v1/tasks", "?state=TASK_FINISHED"),
+            ("/api/v1/roles", ""),
+            ("/api/v1/events", ""),
+            ("/health", ""),
+        ]:
+            status, body = await live.get(path + query)
+            assert status == 200, (path, body)
+            errors = list(validator(doc, path).iter_errors(body))
+            assert not errors, (path, errors[:3])
+            wrong = aiohttp.BasicAuth("ops", "not-the-secret")
+            assert (await live.get(path, auth=wrong))[0] == 401
+            assert (await live.get(path, auth=aiohttp.BasicAuth("printer", "x")))[0] == 401
+        status, page = await live.get("/api/v1/slaves?offset=1&limit=1")
+        assert page["total"] == 2
+        assert len(page["slaves"]) == 1
+        assert (await live.get("/api/v1/tasks?state=NOPE"))[0] == 400
+        assert (await live.get("/api/v1/slaves?limit=0"))[0] == 400
+        assert (await live.get("/metrics", auth=aiohttp.BasicAuth("ops", "no")))[0] == 401
+        assert fw_id
+        assert task_id
+
+        # /metrics parses, and its counters are the event stream's
+        status, text = await live.get("/metrics")
+        assert status == 200
+        families = {f.name: f for f in text_string_to_metric_families(text)}
+        seen = Counter(e.kind for e in events)
+        ended = Counter(e.state.value for e in events if e.kind == "release" and e.state)
+        offers = {s.labels["outcome"]: s.value for s in families["drfmesos_offers"].samples
+                  if s.name == "drfmesos_offers_total"}  # fmt: skip
+        assert offers == {
+            "made": seen["offer"],
+            "accepted": seen["accept"],
+            "declined": seen["decline"],
+            "rescinded": seen["rescind"],
+        }
+        assert offers["made"] > 0
+        launched = families["drfmesos_tasks_launched"].samples[0].value
+        assert launched == seen["launch"] == 4
+        by_state = {s.labels["state"]: s.value for s in families["drfmesos_tasks_ended"].samples
+                    if s.name == "drfmesos_tasks_ended_total"}  # fmt: skip
+        assert by_state == dict(ended)
+        assert by_state["TASK_FINISHED"] == 4
+        assert families["drfmesos_allocation_round_seconds"].samples
+
+
+async def test_a_tasks_stdout_and_stderr_come_from_its_slave(live: Live) -> None:
+    printer = CommandScheduler(
+        "printer", "echo hello from the sandbox; echo oops >&2; sleep 300", 1,
+        Resources(cpus=0.5, mem=64), echo=lambda _: None,
+    )  # fmt: skip
+    driver = SchedulerDriver(
+        printer, name="printer", broker=as_principal(live.url, live.store, "printer"),
+        cluster=CLUSTER, role="printer",
+    )  # fmt: skip
+    await driver.start()
+    try:
+        ops = as_principal(live.url, live.store, "ops")
+        state = await wait_state(ops, CLUSTER, lambda s: any(
+            t.state.value == "TASK_RUNNING" for t in s.tasks))  # fmt: skip
+        task = state.tasks[0]
+        base = f"/api/v1/tasks/{task.framework_id}/{task.task_id}/files"
+        status, doc = await live.get("/api/v1/openapi.json")
+        check = validator(doc, "/api/v1/tasks/{framework_id}/{task_id}/files/{name}")
+        for name, text in (("stdout", "hello from the sandbox\n"), ("stderr", "oops\n")):
+            deadline = asyncio.get_running_loop().time() + 10
+            while True:  # the shell writes as it runs: read until its line is there
+                status, body = await live.get(f"{base}/{name}")
+                assert status == 200, body
+                if text in body["data"] or asyncio.get_running_loop().time() > deadline:
+                    break
+                await asyncio.sleep(0.1)
+            assert text in body["data"]
+            assert not list(check.iter_errors(body))
+        status, part = await live.get(f"{base}/stdout?offset=6&length=4")
+        assert part["data"] == "from"
+        assert (await live.get(f"{base}/passwd"))[0] == 404
+        assert (await live.get(f"/api/v1/tasks/{task.framework_id}/nope/files/stdout"))[0] == 404
+        assert (await live.get(f"/api/v1/tasks/../../files/stdout"))[0] == 404
+        assert (await live.get(f"{base}/stdout", auth=aiohttp.BasicAuth("ops", "no")))[0] == 401
+    finally:
+        driver.stop()
+        await driver.join()
+
+
+async def test_the_live_feed_sends_the_view_then_only_what_changes(live: Live) -> None:
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(live.web + "api/v1/stream", auth=live.auth) as stream,
+    ):
+        assert stream.status == 200
+
+        async def next_event() -> tuple[str, dict[str, Any]]:
+            kind, data = "", ""
+            async for raw in stream.content:
+                line = raw.decode().rstrip("\n")
+                if line.startswith("event: "):
+                    kind = line[7:]
+                elif line.startswith("data: "):
+                    data = line[6:]
+                elif not line and data:
+                    return kind, json.loads(data)
+            raise AssertionError("the stream ended")
+
+        kind, first = await asyncio.wait_for(next_event(), 10)
+        assert kind == "snapshot"
+        assert first["cluster"]["slaves"] == 2
+        printer = CommandScheduler("printer", "sleep 300", 1, Resources(cpus=0.5, mem=64),
+                                   echo=lambda _: None)  # fmt: skip
+        driver = SchedulerDriver(
+            printer, name="printer", broker=as_principal(live.url, live.store, "printer"),
+            cluster=CLUSTER, role="printer",
+        )  # fmt: skip
+        await driver.start()
+        try:
+            known: dict[str, Any] = dict(first["frameworks"])
+            changes = 0
+            while (known.get(driver.framework_id) or {}).get("running_tasks", 0) < 1:
+                kind, change = await asyncio.wait_for(next_event(), 10)
+                assert kind == "changes"
+                assert set(change) <= {"cluster", "frameworks", "roles", "t", "events"}
+                for fid, entry in (change.get("frameworks") or {}).items():
+                    assert known.get(fid) != entry  # only what changed is sent
+                    known[fid] = entry
+                changes += 1
+            assert changes >= 1
+        finally:
+            driver.stop()
+            await driver.join()
