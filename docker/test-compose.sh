@@ -90,7 +90,8 @@ SERVICE_PID=$!
 for _ in $(seq 50); do [ -S "$SOCK" ] && break; sleep 0.1; done
 export DOCKER_HOST="unix://$SOCK"
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-export DRFMESOS_BROKER_PORT=$PORT DRFMESOS_TASK_DURATION=4-8
+HTTP_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+export DRFMESOS_BROKER_PORT=$PORT DRFMESOS_HTTP_PORT=$HTTP_PORT DRFMESOS_TASK_DURATION=4-8
 # the cluster's credentials, made as a user would (docker/make-secrets.sh), in the temp dir
 export DRFMESOS_SECRETS="$T/secrets"
 bash docker/make-secrets.sh "$DRFMESOS_SECRETS" >/dev/null
@@ -144,6 +145,29 @@ if drfmesos state --broker "mqtts://C@127.0.0.1:$PORT" --secret-file "$DRFMESOS_
   say "FAILED: a framework principal read the state"; exit 1
 fi
 say "ok: anonymous and framework principals cannot read the state"
+# the web UI and API on the published port: the operator gets in, a wrong secret does not
+ui="http://127.0.0.1:$HTTP_PORT"
+http_code() {  # http_code URL [USER:SECRET]
+  python3 - "$@" <<'PY'
+import base64, sys, urllib.error, urllib.request
+request = urllib.request.Request(sys.argv[1])
+if len(sys.argv) > 2:
+    request.add_header("Authorization", "Basic " + base64.b64encode(sys.argv[2].encode()).decode())
+try:
+    print(urllib.request.urlopen(request, timeout=10).status)
+except urllib.error.HTTPError as e:
+    print(e.code)
+except OSError:
+    print(0)
+PY
+}
+code=$(http_code "$ui/api/v1/frameworks" "operator:$(cat "$DRFMESOS_SECRETS/secrets/operator")")
+bad=$(http_code "$ui/api/v1/frameworks" operator:wrong)
+page=$(http_code "$ui/")
+if [ "$code" != 200 ] || [ "$bad" != 401 ] || [ "$page" != 200 ]; then
+  say "FAILED: web UI answered $code (operator), $bad (wrong secret), $page (page)"; exit 1
+fi
+say "ok: the web UI on 127.0.0.1:$HTTP_PORT answers the operator and refuses a wrong secret"
 
 victim=$(podman ps --format '{{.Names}}' | grep slave-1 | head -1)
 say "kill $victim"

@@ -271,11 +271,8 @@ class HttpApi:
         state = request.query.get("state") or None
         if state is not None and state not in {s.value for s in TaskState}:
             return _problem(f"unknown state {state!r}", 400)
-        views = self.master.task_views(framework, state)
-        return _json(
-            Tasks(tasks=views[offset : offset + limit], total=len(views), offset=offset,
-                  limit=limit)
-        )  # fmt: skip
+        page, total = self.master.task_views(framework, state, offset, limit)
+        return _json(Tasks(tasks=page, total=total, offset=offset, limit=limit))
 
     async def _roles(self, request: web.Request) -> web.StreamResponse:
         state = self.master.state(include_tasks=False)

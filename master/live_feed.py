@@ -5,7 +5,8 @@ and fair shares, roles, counters) is built once a tick and compared with the las
 each page gets only the entries that changed, plus the events since the last tick. A new
 page gets the whole view first. Slaves and tasks are not in the feed: the page asks for
 the part it shows (`/api/v1/slaves?offset=`, `/api/v1/tasks?framework=`), so a cluster of
-thousands costs the feed nothing more.
+thousands costs the feed nothing more. Offers come and go many times a second: the feed
+counts them but does not list them (the event stream on the bus has every one).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from typing import Any
 from protocol.messages import ClusterEvent, State
 
 QUEUE = 64  # ticks a slow page may fall behind before it is dropped
+# the offer loop's own chatter: counted in the view (outstanding offers), not listed
+QUIET = frozenset({"offer", "accept", "decline", "rescind"})
 
 
 def view_of(state: State) -> dict[str, Any]:
@@ -64,7 +67,7 @@ class LiveFeed:
         self._events: list[ClusterEvent] = []
 
     def event(self, event: ClusterEvent) -> None:
-        if self.pages:
+        if self.pages and event.kind not in QUIET:
             self._events.append(event)
 
     def tick(self, state: State) -> None:

@@ -348,29 +348,34 @@ class Master(FrameworkCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests)
             tasks=len(s.tasks),
         )
 
-    def task_views(self, framework_id: str | None, state: str | None) -> list[TaskView]:
-        """Tasks, running and recently ended, of one framework or all, in one state or all."""
-        out = []
-        for fw in self.books.frameworks.values():
-            if framework_id is not None and fw.framework_id != framework_id:
-                continue
-            for task in [*fw.tasks.values(), *fw.ended.values()]:
-                if state is not None and task.state.value != state:
-                    continue
-                status = task.status
-                out.append(
-                    TaskView(
-                        task_id=task.task_id,
-                        framework_id=fw.framework_id,
-                        slave_id=task.slave_id,
-                        state=task.state,
-                        resources=task.resources,
-                        name=task.info.name,
-                        reason=status.reason if status is not None and task.terminal else None,
-                        message=status.message if status is not None else "",
-                    )
+    def task_views(
+        self, framework_id: str | None, state: str | None, offset: int = 0, limit: int = 100
+    ) -> tuple[list[TaskView], int]:
+        """A page of tasks, running and recently ended, of one framework or all, in one
+        state or all; and how many match in all. Views are built for the page only."""
+        matching = [
+            task
+            for fw in self.books.frameworks.values()
+            if framework_id is None or fw.framework_id == framework_id
+            for task in (*fw.tasks.values(), *fw.ended.values())
+            if state is None or task.state.value == state
+        ]
+        page = []
+        for task in matching[offset : offset + limit]:
+            status = task.status
+            page.append(
+                TaskView(
+                    task_id=task.task_id,
+                    framework_id=task.framework_id,
+                    slave_id=task.slave_id,
+                    state=task.state,
+                    resources=task.resources,
+                    name=task.info.name,
+                    reason=status.reason if status is not None and task.terminal else None,
+                    message=status.message if status is not None else "",
                 )
-        return out
+            )
+        return page, len(matching)
 
     def publish_state(self) -> None:
         self._state_dirty = False
