@@ -13,8 +13,10 @@ For the paper's comparisons two policies change what the allocator *accounts*:
 - `cpu`: only CPUs are accounted (memory is not), as CPU-only fair sharing.
 
 Under both, a node can be oversubscribed in what it really has; its tasks then run
-slower by the factor of the oversubscription (the paper's swapping, §7.2), fixed when
-each task starts.
+slower, by a factor fixed when each task starts (`slowdown`): CPUs shared linearly (twice
+the work, half the speed each), but memory overcommitted means swapping, which is steep --
+every 10% of memory over the node's costs SWAP_COST x 10% more time, more for tasks with
+more memory than the node's average and less for those with less (see `swap_slowdown`).
 """
 
 from __future__ import annotations
@@ -31,9 +33,10 @@ from cluster.workload import Pending, Workload
 from master.allocator import Allocator
 from master.preemption import Cluster, Contender, Preemption, RunningTask
 from master.sorter import Millis
-from protocol.resources import CPUS, Resources
+from protocol.resources import CPUS, MEM, Resources
 
 ROUND_BATCH = 0.005  # as the master: frees within this window share one round
+SWAP_COST = 10.0  # memory overcommitted by x% slows tasks by SWAP_COST * x% (paging)
 HOLD = 10.0  # as the master: a node freed by preemption is held this long past the kill
 
 
@@ -46,6 +49,31 @@ class Running:
     booked: Resources  # what the allocator accounts for it
     ends: float
     started: float = 0.0
+
+
+def swap_slowdown(load: Resources, capacity: Resources, task: Resources, tasks: int) -> float:
+    """How much slower `task` runs on a node holding `load` (of `tasks` tasks, itself
+    included) of `capacity`: time-sharing for CPUs and other resources (linear); for
+    memory, paging, SWAP_COST times steeper and felt by each task in proportion to its
+    memory beside the node's average (the paper: "poor performance for all the high-memory
+    tasks running there")."""
+    factor = 1.0
+    for r, have in capacity.items():
+        if not have:
+            continue
+        over = load.get(r, 0.0) / have
+        if over <= 1.0:
+            continue
+        if r == MEM:
+            mean = load.get(MEM, 0.0) / max(1, tasks)
+            weight = task.get(MEM, 0.0) / mean if mean else 1.0
+            factor = max(factor, 1.0 + SWAP_COST * (over - 1.0) * weight)
+        else:
+            factor = max(factor, over)
+    cpu = load.get(CPUS, 0.0) / capacity[CPUS] if capacity.get(CPUS) else 0.0
+    if cpu > 1.0 and factor > cpu:  # both: short of CPU while swapping
+        factor *= cpu
+    return factor
 
 
 class Simulation:
@@ -71,6 +99,7 @@ class Simulation:
         self.added: set[str] = set()
         self.running: dict[int, Running] = {}
         self.node_load: dict[str, Resources] = {s: Resources() for s in self.nodes}
+        self.node_tasks: dict[str, int] = dict.fromkeys(self.nodes, 0)
         self.held: dict[str, Resources] = {f: Resources() for f in self.workloads}  # real
         self.counts: dict[str, int] = dict.fromkeys(self.workloads, 0)
         self.events: list[tuple[float, int, str, int]] = []
@@ -296,7 +325,8 @@ class Simulation:
         load = self.node_load[slave] + task.resources
         self.node_load[slave] = load
         # oversubscribed (possible only when the allocator does not see real demands)
-        slowdown = max(1.0, *(load.get(r, 0.0) / capacity[r] for r in capacity if capacity[r]))
+        self.node_tasks[slave] += 1
+        slowdown = swap_slowdown(load, capacity, task.resources, self.node_tasks[slave])
         ref = next(self.ids)
         self.running[ref] = Running(
             name, slave, task, task.resources, booked, t + task.duration * slowdown, t
@@ -316,6 +346,7 @@ class Simulation:
         if self.preemption is not None and completed:
             self.preemption.ended(r.framework, str(ref), finished=True, ran=t - r.started)
         self.node_load[r.slave] = self.node_load[r.slave] - r.real
+        self.node_tasks[r.slave] -= 1
         self.held[r.framework] = self.held[r.framework] - r.real
         self.counts[r.framework] -= 1
         self.processed += 1

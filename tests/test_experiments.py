@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cluster.simulator import simulate
+from cluster.simulator import simulate, swap_slowdown
 from cluster.spec import Spec, SpecError, load_spec
+from protocol.resources import Resources
 
 EXAMPLES = Path(__file__).parent.parent / "examples" / "experiments"
 
@@ -248,3 +249,30 @@ def test_a_specs_quota_reaches_the_simulator_and_the_ideal(tmp_path: Path) -> No
     )
     with pytest.raises(SpecError, match="over the limit"):
         load_spec(bad)
+
+
+def test_swapping_is_steep_and_falls_on_the_big_tasks() -> None:
+    node = Resources(cpus=8, mem=6144)
+    assert swap_slowdown(Resources(cpus=8, mem=6144), node, Resources(cpus=2, mem=2048), 4) == 1
+    assert swap_slowdown(Resources(cpus=16, mem=6144), node, Resources(cpus=2), 8) == 2  # CPUs
+    big = swap_slowdown(Resources(cpus=8, mem=8192), node, Resources(cpus=2, mem=2048), 4)
+    small = swap_slowdown(Resources(cpus=8, mem=8192), node, Resources(cpus=1, mem=512), 4)
+    assert big > 4  # a third over: far worse than a third slower
+    assert 1 < small < big
+
+
+def test_the_papers_7_2_cpu_only_fairness_runs_far_fewer_large_jobs_than_drf() -> None:
+    """§7.2: CPU-only fair sharing overcommits memory, and the high-memory tasks page."""
+
+    def jobs(policy: str) -> tuple[int, int]:
+        spec = load_spec(EXAMPLES / "paper-7.2.yaml")
+        spec.master.policy = policy  # type: ignore[assignment]
+        summary = simulate(spec)[0].summary()["frameworks"]
+        small = sum(f["jobs_completed"] for n, f in summary.items() if n.startswith("small"))
+        large = sum(f["jobs_completed"] for n, f in summary.items() if n.startswith("large"))
+        return small, large
+
+    drf_small, drf_large = jobs("drf")
+    cpu_small, cpu_large = jobs("cpu")
+    assert cpu_large < 0.6 * drf_large
+    assert cpu_small >= 0.75 * drf_small
