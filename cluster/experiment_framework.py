@@ -129,6 +129,7 @@ async def run_experiment_framework(
         cluster=cluster,
         role=framework.role or name,
         weight=framework.weight,
+        min_offer=framework.sizes() if framework.min_offer else [],
     )
     pacer: asyncio.Task[None] | None = None
     try:

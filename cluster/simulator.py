@@ -111,6 +111,9 @@ class Simulation:
             str, set[float]
         ] = {}  # frameworks with nothing to run, as in Mesos
         self.processed = 0  # task events handled (starts and finishes)
+        self.min_offer: dict[str, Resources] = {}  # each framework's offer filter, if any
+        self.offers = 0  # offers made, and those that launched nothing (declines)
+        self.declines = 0
         self.now = 0.0
         p = spec.master.preemption
         self.preemption = Preemption(p.config()) if p is not None and p.config().on else None
@@ -205,10 +208,16 @@ class Simulation:
         self._want_round(t)
 
     def _track_demand(self, name: str, t: float) -> None:
-        """Suppress offers to a framework with nothing to run; revive it when work comes."""
+        """Suppress offers to a framework with nothing to run; revive it when work comes;
+        with min_offer, keep its offer filter to the size of its next task."""
         if name not in self.added:
             return
         wants = self.workloads[name].wants(t)
+        if wants and self.frameworks[name].min_offer:
+            head = self._booked(self.workloads[name]._peek(t).resources)
+            if self.min_offer.get(name) != head:
+                self.min_offer[name] = head
+                self.allocator.set_min_allocatable(name, [head])
         if wants and name in self.suppressed:
             self.suppressed.discard(name)
             self.allocator.revive(name)
@@ -309,6 +318,8 @@ class Simulation:
                 tasks = w.take(t, a.resources, fits)
             else:
                 tasks = w.take(t, a.resources)
+            self.offers += 1
+            self.declines += not tasks
             used = Resources()
             for task in tasks:
                 booked = self._booked(task.resources)
@@ -385,4 +396,6 @@ def simulate(spec: Spec) -> tuple[Results, dict[str, float]]:
         "wall_seconds": elapsed,
         "task_events": sim.processed,
         "events_per_second": sim.processed / elapsed if elapsed else 0.0,
+        "offers": sim.offers,
+        "declines": sim.declines,
     }

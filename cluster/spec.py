@@ -151,6 +151,9 @@ class Framework(Strict):
     jobs: Jobs | None = None
     trace: Path | None = None  # CSV: submit,tasks,cpus,mem,duration (jobs of a user)
     max_running: int | None = Field(default=None, ge=1)
+    # offered only slaves with room for one of its tasks (Mesos 1.10's offer_filters), so it
+    # never declines; off by default, as the blog's and the paper's frameworks had no such
+    min_offer: bool = False
 
     @model_validator(mode="after")
     def _work(self) -> Framework:

@@ -121,6 +121,12 @@ def common_framework_options(func: F) -> F:
 )
 @executor_option
 @click.option("--seed", type=int, default=None)
+@click.option(
+    "--min-offer",
+    is_flag=True,
+    help="Ask to be offered only slaves with room for a task (offer_filters); the blog's "
+    "framework did not, and declined what it could not use.",
+)
 def drf_demo(
     broker: str,
     cluster: str,
@@ -136,6 +142,7 @@ def drf_demo(
     time_scale: float,
     executor: str,
     seed: int | None,
+    min_offer: bool,
 ) -> None:
     """The blog's framework: fixed-size tasks that sleep, one per offer."""
     from frameworks.samples.drf_demo import DemoConfig, DRFDemoScheduler
@@ -163,6 +170,7 @@ def drf_demo(
             role=default_role(role, url, name),
             weight=weight,
             failover_timeout=failover_timeout,
+            min_offer=[config.task] if min_offer else [],
         )
         await run_driver(driver)
 
@@ -201,6 +209,7 @@ def command_framework(
             role=default_role(role, url, name),
             weight=weight,
             failover_timeout=failover_timeout,
+            min_offer=[scheduler.resources],
         )
         await run_driver(driver)
 

@@ -44,6 +44,7 @@ from protocol.messages import (
     Kill,
     Message,
     Offer,
+    OfferFilters,
     Offers,
     Preempting,
     Reconcile,
@@ -140,7 +141,10 @@ class SchedulerDriver:
         failover_timeout: float = 0.0,
         framework_id: str | None = None,
         implicit_acknowledgements: bool = True,
+        min_offer: Iterable[Resources] = (),
     ) -> None:
+        """`min_offer`: the smallest offers this framework can use (any one of them; Mesos
+        1.10's offer_filters). The master then never offers it less: no declines of crumbs."""
         self.scheduler = scheduler
         self.name = name
         self.broker = BrokerURL.parse(broker) if isinstance(broker, str) else broker
@@ -150,6 +154,7 @@ class SchedulerDriver:
         self.failover_timeout = failover_timeout
         self.framework_id = framework_id
         self.implicit_acknowledgements = implicit_acknowledgements
+        self.min_offer = [r for r in min_offer if r]
         self.master_id = ""
         # who we are is the broker's username; without authentication, as a Mesos framework
         # names its own principal: its name (unproven, so it protects nothing)
@@ -224,6 +229,9 @@ class SchedulerDriver:
                     framework_id=self.framework_id,
                     inbox=self.inbox_id,
                     incarnation=bus.incarnation,
+                    offer_filters=OfferFilters(min_allocatable=self.min_offer)
+                    if self.min_offer
+                    else None,
                 ),
             )
             with contextlib.suppress(TimeoutError):

@@ -86,6 +86,7 @@ class FrameworkBook:
     suppressed: bool = False
     filters: dict[str, Filter] = field(default_factory=dict)
     slaves: set[str] = field(default_factory=set)  # where it holds resources
+    min_allocatable: list[Millis] = field(default_factory=list)  # offer only one of these
 
 
 class AllocatorError(ValueError):
@@ -154,6 +155,16 @@ class Allocator:
         else:
             self._sync_role(fw.role)
         del self.frameworks[framework_id]
+
+    def set_min_allocatable(self, framework_id: str, minimum: list[Resources]) -> None:
+        """Offer this framework a slave only if its free resources hold one of `minimum`
+        (Mesos 1.10's offer_filters): no offers it can only decline."""
+        fw = self._framework(framework_id)
+        old, fw.min_allocatable = fw.min_allocatable, [dict(r.millis) for r in minimum]
+        # slaves it was not offered may suit it now, unless every new minimum still holds
+        # one of the old (then nothing it skipped fits it any better)
+        if not old or not all(any(_within(o, m) for o in old) for m in fw.min_allocatable):
+            self._wake_all()
 
     def activate(self, framework_id: str) -> None:
         self._framework(framework_id).active = True
@@ -354,6 +365,8 @@ class Allocator:
                 offerable = offer.setdefault(fw.role, self._offerable(fw.role, free))
                 if not _allocatable(offerable):
                     return False
+            if fw.min_allocatable and not any(_within(m, offerable) for m in fw.min_allocatable):
+                return False  # nothing it can use here
             f = fw.filters.get(slave_id)
             if f is not None:
                 if f.expires > now and _within(offerable, f.resources.millis):

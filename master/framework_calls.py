@@ -96,6 +96,7 @@ class FrameworkCalls(MasterCore):
             fw.failover_timeout = msg.failover_timeout
             self.books.inboxes[(fw.principal, fw.inbox)] = fw.framework_id
             self.allocator.activate(fw.framework_id)
+            self._set_offer_filters(fw.framework_id, msg)
             for pending in fw.pending.values():  # owed updates go out again at once
                 pending.next_attempt = now
             resubscribed = True
@@ -115,6 +116,7 @@ class FrameworkCalls(MasterCore):
             self.books.frameworks[framework_id] = fw
             self.books.inboxes[(fw.principal, fw.inbox)] = framework_id
             self.allocator.add_framework(framework_id, msg.role, msg.weight)
+            self._set_offer_filters(framework_id, msg)
             self._adopt_orphans(fw)
             resubscribed = bool(msg.framework_id)
         self._send_framework(
@@ -137,6 +139,10 @@ class FrameworkCalls(MasterCore):
         )
         self._event("subscribed", framework_id=fw.framework_id, detail=fw.name)
         self.request_round()
+
+    def _set_offer_filters(self, framework_id: str, msg: Subscribe) -> None:
+        minimum = msg.offer_filters.min_allocatable if msg.offer_filters else []
+        self.allocator.set_min_allocatable(framework_id, [r for r in minimum if r])
 
     def _adopt_orphans(self, fw: Framework) -> None:
         for orphan in self.books.orphans.pop(fw.framework_id, []):

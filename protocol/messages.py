@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 import uuid
 from enum import StrEnum
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -132,6 +132,13 @@ class Offer(Wire):
 # --- framework -> master (calls) ---------------------------------------------------------
 
 
+class OfferFilters(Wire):
+    """What a framework can use (Mesos 1.10's offer_filters): it is offered a slave only if
+    the slave's free resources hold at least one of `min_allocatable` (none: anything)."""
+
+    min_allocatable: list[Resources] = Field(default_factory=list, max_length=20)
+
+
 class Subscribe(Wire):
     """Register a framework, or re-register with its framework_id after a failover."""
 
@@ -142,6 +149,7 @@ class Subscribe(Wire):
     framework_id: str | None = None
     inbox: Id  # where the master sends this framework's events
     incarnation: str = ""  # the sender's bus connection, to tell stale Last Wills apart
+    offer_filters: OfferFilters | None = None  # (replaced on every subscribe)
 
 
 class Accept(Wire):
@@ -367,7 +375,7 @@ class ReadFile(Wire):
     framework_id: Id
     task_id: Id
     executor_id: str | None = None  # a custom executor's task writes to its executor's files
-    name: str = Field(pattern=r"^(stdout|stderr)$")
+    name: Literal["stdout", "stderr"]
     offset: int = Field(default=0, ge=0)
     length: int = Field(default=65536, ge=0, le=1_048_576)
 

@@ -64,6 +64,8 @@ def for_annotation(annotation: Any, metadata: list[Any]) -> st.SearchStrategy[An
         return st.lists(inner, min_size=lo, max_size=3)
     if origin is dict:
         return st.dictionaries(st.text(max_size=10), st.text(max_size=10), max_size=3)
+    if origin is typing.Literal:
+        return st.sampled_from(args)
     if annotation is type(None):
         return st.none()
     if annotation is str:
@@ -135,6 +137,8 @@ def _minimal(annotation: Any, name: str) -> Any:
         return [_minimal(args[0], name)]
     if origin is dict:
         return {"k": "v"}
+    if origin is typing.Literal:
+        return args[0]
     if annotation is str:
         return f"{name}-1"
     if annotation is bytes:
