@@ -266,3 +266,21 @@ def test_books_stay_consistent_under_any_sequence_of_operations(ops: list) -> No
             assert allocator.allocation(f) == mine
         for s in allocator.slaves:
             assert allocator.free(s) + allocator.held_on(s) == allocator.slaves[s].total
+
+
+def test_offer_filters_keep_offers_a_framework_cannot_use_from_it() -> None:
+    """Mesos 1.10's min allocatable resources: no offer smaller than the framework's task."""
+    a = Allocator("drf", seed=1)
+    a.add_slave("small", Resources(cpus=1, mem=1024))
+    a.add_slave("big", Resources(cpus=8, mem=8192))
+    a.add_framework("needs-4", "r1")
+    a.add_framework("any", "r2")
+    a.set_min_allocatable("needs-4", [Resources(cpus=4, mem=1024), Resources(gpus=1)])
+    offers = {o.slave_id: o.framework_id for o in a.allocate(0.0)}
+    assert offers["small"] == "any"  # never offered to needs-4, whatever the order
+    assert offers["big"] == "needs-4"
+    # a smaller minimum wakes the slaves it skipped
+    a.recover("any", "small", Resources(cpus=1, mem=1024), refuse_seconds=1e9, now=0.0)
+    assert a.allocate(1.0) == []
+    a.set_min_allocatable("needs-4", [Resources(cpus=0.5)])
+    assert [(o.framework_id, o.slave_id) for o in a.allocate(2.0)] == [("needs-4", "small")]
