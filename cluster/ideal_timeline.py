@@ -59,7 +59,7 @@ def limits(spec: Spec) -> dict[tuple[str, ...], dict[str, float]]:
 
 def ideal_phases(spec: Spec, policy: str | None = None) -> list[Phase]:
     policy = policy or spec.master.policy
-    if policy not in POLICIES or any(f.jobs or f.trace for f in spec.frameworks):
+    if policy not in POLICIES or any(f.jobs or f.trace or f.swim for f in spec.frameworks):
         return []
     total = sum((r for _, r in spec.cluster.nodes()), Resources())
     times = {0.0}

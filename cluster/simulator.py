@@ -183,6 +183,7 @@ class Simulation:
                 "tasks_completed": w.stats.tasks_completed,
                 "waits": w.stats.waits,
                 "job_times": w.stats.job_times,
+                "job_sizes": w.stats.job_sizes,
             }
         if self.preemption is not None:
             stats = self.preemption.stats

@@ -21,6 +21,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from cluster.swim import SwimSpec
 from master.preemption import PreemptionConfig
 from master.roles import check_role
 from master.roles_file import QuotaSpec
@@ -150,6 +151,7 @@ class Framework(Strict):
     changes: list[TaskChange] = Field(default_factory=list)
     jobs: Jobs | None = None
     trace: Path | None = None  # CSV: submit,tasks,cpus,mem,duration (jobs of a user)
+    swim: SwimSpec | None = None  # a SWIM workload (Facebook's), with its task model
     max_running: int | None = Field(default=None, ge=1)
     # offered only slaves with room for one of its tasks (Mesos 1.10's offer_filters), so it
     # never declines; off by default, as the blog's and the paper's frameworks had no such
@@ -157,8 +159,13 @@ class Framework(Strict):
 
     @model_validator(mode="after")
     def _work(self) -> Framework:
-        if self.trace is None and (self.task is None or self.duration is None):
-            raise ValueError("a framework needs task and duration, or a trace")
+        traced = self.trace is not None or self.swim is not None
+        if not traced and (self.task is None or self.duration is None):
+            raise ValueError("a framework needs task and duration, a trace, or swim")
+        if self.trace is not None and self.swim is not None:
+            raise ValueError("a framework replays a trace or a SWIM workload, not both")
+        if self.swim is not None and self.swim.user >= self.swim.users:
+            raise ValueError(f"swim.user must be below swim.users ({self.swim.users})")
         if self.task is not None and self.task.is_empty():
             raise ValueError("task asks for no resources")
         if self.stop is not None and self.stop <= self.start:
@@ -221,6 +228,10 @@ def load_spec(path: Path) -> Spec:
     for fw in spec.frameworks:
         if fw.trace is not None and not fw.trace.is_absolute():
             fw.trace = path.parent / fw.trace
+        if fw.swim is not None and not fw.swim.file.is_absolute():
+            fw.swim.file = (path.parent / fw.swim.file).resolve()
+            if not fw.swim.file.exists():
+                raise SpecError(f"{path}: framework {fw.name}: {fw.swim.file} does not exist")
         if fw.duration and fw.duration.trace is not None and not fw.duration.trace.is_absolute():
             fw.duration.trace = path.parent / fw.duration.trace
         for p in filter(None, [fw.trace, fw.duration.trace if fw.duration else None]):

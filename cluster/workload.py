@@ -18,7 +18,8 @@ import random
 from collections import deque
 from dataclasses import dataclass, field
 
-from cluster.spec import Framework, TraceJob, read_durations, read_jobs
+from cluster.spec import Framework, read_durations, read_jobs
+from cluster.swim import Stage, SwimJob, read_swim
 from protocol.resources import Resources
 
 
@@ -34,7 +35,9 @@ class Pending:
 class Job:
     job_id: int
     submit: float
-    left: int  # tasks not finished yet
+    left: int  # tasks of the current stage not finished yet
+    after: Stage | None = None  # the stage that starts when this one is done (reduces)
+    size: int = 0  # tasks in all stages
 
 
 @dataclass
@@ -43,6 +46,7 @@ class WorkloadStats:
     tasks_completed: int = 0
     waits: list[float] = field(default_factory=list)
     job_times: list[float] = field(default_factory=list)
+    job_sizes: list[int] = field(default_factory=list)  # tasks, beside each job time
 
 
 class Workload:
@@ -59,9 +63,16 @@ class Workload:
             if spec.duration is not None and spec.duration.trace is not None
             else None
         )
-        self._trace: deque[TraceJob] = deque(
-            sorted(read_jobs(spec.trace), key=lambda j: j.submit) if spec.trace else []
-        )
+        jobs: list[SwimJob] = []
+        if spec.trace is not None:
+            jobs = [
+                SwimJob(submit=j.submit, maps=Stage(tasks=j.tasks, task=j.task,
+                                                    duration=j.duration), reduces=None)
+                for j in read_jobs(spec.trace)
+            ]  # fmt: skip
+        elif spec.swim is not None:
+            jobs = read_swim(spec.swim)
+        self._trace: deque[SwimJob] = deque(sorted(jobs, key=lambda j: j.submit))
         self._endless_since: float | None = None
         self._head: Pending | None = None  # the next endless task, once looked at
         self._started = False
@@ -83,7 +94,7 @@ class Workload:
             if self.spec.jobs is not None:
                 for _ in range(self.spec.jobs.concurrent):
                     self._submit_job(max(t, self.spec.start))
-            elif self.spec.trace is None:
+            elif self.spec.trace is None and self.spec.swim is None:
                 self._endless_since = max(t, self.spec.start)
         while self._trace and self._trace[0].submit <= t:
             job = self._trace.popleft()
@@ -174,9 +185,15 @@ class Workload:
         self.stats.tasks_completed += 1
         if task.job is not None and (job := self.jobs.get(task.job)) is not None:
             job.left -= 1
-            if job.left == 0:
+            if job.left == 0 and job.after is not None:  # the next stage (reduces) begins
+                stage, job.after = job.after, None
+                job.left = stage.tasks
+                for _ in range(stage.tasks):
+                    self.queue.append(Pending(t, stage.task, stage.duration, job.job_id))
+            elif job.left == 0:
                 del self.jobs[task.job]
                 self.stats.job_times.append(t - job.submit)
+                self.stats.job_sizes.append(job.size)
                 if self.spec.jobs is not None and self.active(t):
                     self._submit_job(t)
 
@@ -193,13 +210,14 @@ class Workload:
 
     def _submit_job(self, t: float) -> None:
         assert self.spec.jobs is not None
-        job = Job(next(self.job_ids), t, self.spec.jobs.tasks)
+        job = Job(next(self.job_ids), t, self.spec.jobs.tasks, size=self.spec.jobs.tasks)
         self.jobs[job.job_id] = job
         for _ in range(job.left):
             self.queue.append(Pending(t, self.spec.task_at(t), self._duration(t), job.job_id))
 
-    def _submit_trace_job(self, trace: TraceJob) -> None:
-        job = Job(next(self.job_ids), trace.submit, trace.tasks)
+    def _submit_trace_job(self, trace: SwimJob) -> None:
+        maps = trace.maps
+        job = Job(next(self.job_ids), trace.submit, maps.tasks, trace.reduces, trace.tasks)
         self.jobs[job.job_id] = job
-        for _ in range(trace.tasks):
-            self.queue.append(Pending(trace.submit, trace.task, trace.duration, job.job_id))
+        for _ in range(maps.tasks):
+            self.queue.append(Pending(trace.submit, maps.task, maps.duration, job.job_id))

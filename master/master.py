@@ -138,7 +138,7 @@ class Master(FrameworkCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests)
                 self.bus.post(
                     self.topics.outbox(sender.kind, sender.principal),
                     Error(
-                        message=f"rate limit: over {self.config.rate_limit:g} calls/s; "
+                        message=f"rate limit: over {self.limiter.rate:g} calls/s; "
                         "calls are being dropped",
                         code="rate-limited",
                     ),

@@ -108,8 +108,79 @@ def main(out: Path) -> None:
             f"| {label} | {jobs} | {statistics.fmean(times):.0f} | {u['cpus']:.0%} "
             f"| {u['mem']:.0%} |"
         )
+    lines += fb2010(out)
     (out / "compare.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
+
+
+BUCKETS = [(1, 10), (11, 50), (51, 100), (101, 200), (201, 500), (501, 1000), (1001, None)]
+
+
+def fb2010(out: Path) -> list[str]:
+    """§7.3 on the real workload: one hour of SWIM's FB-2010 (fb2010-hour.yaml), DRF vs 12
+    slots. Figure 14: job completion time reduction by job size; Figure 13: utilisation."""
+    spec_path = HERE / "fb2010-hour.yaml"
+    runs = {}
+    for label, policy in (("DRF", "drf"), ("12 slots", "slots")):
+        spec = load_spec(spec_path)
+        spec.master.policy = policy  # type: ignore[assignment]
+        results, speed = simulate(spec)
+        by_bucket: dict[tuple[int, int | None], list[float]] = {b: [] for b in BUCKETS}
+        for stats in results.framework_stats.values():
+            for size, seconds in zip(stats["job_sizes"], stats["job_times"], strict=True):
+                bucket = next(b for b in BUCKETS if size >= b[0] and (b[1] is None or size <= b[1]))
+                by_bucket[bucket].append(seconds)
+        runs[label] = (results, by_bucket, speed)
+    drf, slots = runs["DRF"][1], runs["12 slots"][1]
+    lines = [
+        "",
+        "## §7.3 on Facebook's 2010 workload: one hour of SWIM's FB-2010, 400 nodes, 10 users",
+        "",
+        "| job size (tasks) | jobs (DRF) | mean time DRF s | jobs (slots) | mean time slots s "
+        "| reduction |",
+        "|---|---|---|---|---|---|",
+    ]
+    labels, reductions = [], []
+    for b in BUCKETS:
+        name = f"{b[0]}-{b[1]}" if b[1] else f">{b[0] - 1}"
+        d, s_ = drf[b], slots[b]
+        if not d or not s_:
+            continue
+        md, ms = statistics.fmean(d), statistics.fmean(s_)
+        reductions.append(100 * (ms - md) / ms)
+        labels.append(name)
+        lines.append(
+            f"| {name} | {len(d)} | {md:.0f} | {len(s_)} | {ms:.0f} | {reductions[-1]:.0f}% |"
+        )
+    for label, (results, by_bucket, speed) in runs.items():
+        u = {
+            r: statistics.fmean(x.get(r, 0.0) for _, x in results.utilisation)
+            for r in ("cpus", "mem")
+        }
+        done = sum(len(v) for v in by_bucket.values())
+        lines.append(
+            f"\n{label}: {done} jobs done, utilisation cpus {u['cpus']:.0%} mem {u['mem']:.0%}; "
+            f"simulated in {speed['wall_seconds']:.1f} s ({speed['events_per_second']:,.0f} "
+            "task events/s)"
+        )
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4))
+    axes[0].bar(labels, reductions)
+    axes[0].set_xlabel("job size (tasks)")
+    axes[0].set_ylabel("completion time reduction (%)")
+    axes[0].set_title("DRF vs 12 slots (paper Figure 14)")
+    for label, (results, _, _) in runs.items():
+        for r, style in (("cpus", "-"), ("mem", "--")):
+            axes[1].plot([t for t, _ in results.utilisation],
+                         [100 * x.get(r, 0.0) for _, x in results.utilisation],
+                         style, label=f"{label} {r}")  # fmt: skip
+    axes[1].set_xlabel("time (s)")
+    axes[1].set_ylabel("allocated (%)")
+    axes[1].set_title("utilisation (paper Figure 13)")
+    axes[1].legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(out / "fb2010-hour-compare.png", dpi=90)
+    plt.close(fig)
+    return lines
 
 
 if __name__ == "__main__":
