@@ -86,6 +86,7 @@ preemption_option = click.option(
 )
 @preemption_option
 @click.option("--no-plots", is_flag=True)
+@click.option("--profile", is_flag=True, help="Print where the simulator's time went.")
 @log_level_default("warning")
 def simulate(
     spec_path: Path,
@@ -95,6 +96,7 @@ def simulate(
     slots_per_node: int | None,
     preemption: str | None,
     no_plots: bool,
+    profile: bool,
 ) -> None:
     """Run SPEC as a discrete-event simulation with the master's allocator."""
     from cluster.simulator import simulate as run
@@ -115,13 +117,44 @@ def simulate(
         except ValueError as e:
             raise click.BadParameter(str(e)) from None
     _preemption(spec, preemption)
-    results, speed = run(spec)
+    results, speed = _run_simulation(run, spec, profile)
     summary = results.write(out, plots=not no_plots)
     _report(summary, out, plots=not no_plots)
     click.echo(
         f"simulated {spec.run.duration:g}s in {speed['wall_seconds']:.2f}s "
         f"({speed['task_events']} task events, {speed['events_per_second']:,.0f}/s)"
     )
+
+
+def _run_simulation(run, spec, profile: bool):  # type: ignore[no-untyped-def]
+    """With a progress bar and an ETA (rich) on the terminal; with cProfile if asked."""
+    import cProfile
+    import pstats
+
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+    columns = (TextColumn("{task.description}"), BarColumn(), TimeRemainingColumn())
+    profiler = cProfile.Profile() if profile else None
+    console = Console(stderr=True)
+    with Progress(*columns, console=console, transient=True, disable=not _terminal()) as bar:
+        task = bar.add_task(f"simulating {spec.name}", total=spec.run.duration)
+        if profiler is not None:
+            profiler.enable()
+        try:
+            out = run(spec, lambda t: bar.update(task, completed=t))
+        finally:
+            if profiler is not None:
+                profiler.disable()
+    if profiler is not None:
+        pstats.Stats(profiler).sort_stats("cumulative").print_stats(25)
+    return out
+
+
+def _terminal() -> bool:
+    import sys
+
+    return sys.stderr.isatty()
 
 
 @click.group()

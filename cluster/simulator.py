@@ -24,6 +24,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from cluster.ideal_timeline import ideal_phases
@@ -138,7 +139,8 @@ class Simulation:
             self.round_pending = True
             self._at(t + ROUND_BATCH, "round")
 
-    def run(self) -> Results:
+    def run(self, progress: Callable[[float], None] | None = None) -> Results:
+        """Simulate to the end; `progress(simulated seconds)` is called now and then."""
         spec = self.spec
         end = spec.run.duration
         self._at(0.0, "tick")
@@ -150,11 +152,15 @@ class Simulation:
         names = {hash(n): n for n in self.workloads}
         results = Results(spec.name, "simulated", spec.master.policy, self.real_total)
         results.with_ideal(spec, "drf" if spec.master.policy == "slots" else None)
+        next_report = 0.0
         while self.events:
             t, _, kind, ref = heapq.heappop(self.events)
             if t > end:
                 break
             self.now = t
+            if progress is not None and t >= next_report:
+                progress(t)
+                next_report = t + end / 200
             if kind == "finish":
                 self._finish(ref, t)
             elif kind == "round":
@@ -387,11 +393,13 @@ class Simulation:
         )
 
 
-def simulate(spec: Spec) -> tuple[Results, dict[str, float]]:
+def simulate(
+    spec: Spec, progress: Callable[[float], None] | None = None
+) -> tuple[Results, dict[str, float]]:
     """Run a spec; returns the results and the simulator's own speed."""
     sim = Simulation(spec)
     start = time.perf_counter()
-    results = sim.run()
+    results = sim.run(progress)
     elapsed = time.perf_counter() - start
     return results, {
         "wall_seconds": elapsed,
