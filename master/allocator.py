@@ -115,6 +115,8 @@ class Allocator:
         self.dirty: set[str] = set()  # slaves that may have something new to offer
         self._expiring: list[tuple[float, str]] = []  # (when, slave) filters, holds lapse
         self.reservations: dict[str, list[Reservation]] = {}  # by slave
+        self._floor: Millis | None = None  # less than this, nobody can use (offer filters)
+        self._floor_stale = True
 
     # -- frameworks --------------------------------------------------------------------------
     def add_framework(
@@ -161,6 +163,7 @@ class Allocator:
         (Mesos 1.10's offer_filters): no offers it can only decline."""
         fw = self._framework(framework_id)
         old, fw.min_allocatable = fw.min_allocatable, [dict(r.millis) for r in minimum]
+        self._floor_stale = True
         # slaves it was not offered may suit it now, unless every new minimum still holds
         # one of the old (then nothing it skipped fits it any better)
         if not old or not all(any(_within(o, m) for o in old) for m in fw.min_allocatable):
@@ -189,6 +192,7 @@ class Allocator:
 
     def _sync(self, framework_id: str) -> None:
         """Keep the sorters' active sets to the frameworks (and roles) that want offers."""
+        self._floor_stale = True
         fw = self.frameworks[framework_id]
         sorter = self._role_frameworks[fw.role]
         if fw.active and not fw.suppressed:
@@ -328,6 +332,7 @@ class Allocator:
             order = sorted(self.dirty)  # sorted: a set's order varies from run to run
             self.dirty.clear()
         allocations: list[Allocation] = []
+        floor = self._min_floor()
         for slave_id in order:
             slave = self.slaves.get(slave_id)
             if slave is None:
@@ -336,11 +341,12 @@ class Allocator:
             if not _allocatable(free):
                 continue
             held = self._live_reservations(slave_id, now)
-            picked = (
-                self._pick_reserved(slave_id, held, free)
-                if held
-                else self._pick(slave_id, free, now)
-            )
+            if held:
+                picked = self._pick_reserved(slave_id, held, free)
+            elif floor is not None and not _within(floor, free):
+                continue  # too little here for anyone's offer filter: no walk
+            else:
+                picked = self._pick(slave_id, free, now)
             if picked is None:
                 continue
             framework_id, offer = picked
@@ -350,6 +356,27 @@ class Allocator:
             self._give(framework_id, slave, resources)
             allocations.append(Allocation(framework_id, slave_id, resources))
         return allocations
+
+    def _min_floor(self) -> Millis | None:
+        """The least that any framework wanting offers can use, when every one of them has
+        offer filters (None when one takes anything): a slave with less is skipped."""
+        if self._floor_stale:
+            self._floor_stale = False
+            floor: Millis | None = None
+            for fw in self.frameworks.values():
+                if not fw.active or fw.suppressed:
+                    continue
+                if not fw.min_allocatable:
+                    floor = None
+                    break
+                for m in fw.min_allocatable:
+                    floor = (
+                        dict(m)
+                        if floor is None
+                        else {k: min(v, m[k]) for k, v in floor.items() if k in m}
+                    )
+            self._floor = floor
+        return self._floor
 
     def _pick(self, slave_id: str, free: Millis, now: float) -> tuple[str, Millis] | None:
         """The framework to offer this slave to, and what of it (all of it, unless quota
