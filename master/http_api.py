@@ -26,7 +26,16 @@ from pydantic import BaseModel
 
 from master.files import FileReadError
 from master.http_config import HttpConfig
-from master.http_models import Events, Frameworks, Health, Roles, Slaves, TaskFile, Tasks
+from master.http_models import (
+    Events,
+    Frameworks,
+    Health,
+    Offers,
+    Roles,
+    Slaves,
+    TaskFile,
+    Tasks,
+)
 from master.metrics import exposition, registry_for
 from master.openapi import openapi
 from protocol import logs
@@ -147,6 +156,7 @@ class HttpApi:
                 web.get("/api/v1/frameworks", self._frameworks),
                 web.get("/api/v1/slaves", self._slaves),
                 web.get("/api/v1/tasks", self._tasks),
+                web.get("/api/v1/offers", self._offers),
                 web.get("/api/v1/roles", self._roles),
                 web.get("/api/v1/events", self._events),
                 web.get("/api/v1/stream", self._stream),
@@ -273,6 +283,12 @@ class HttpApi:
             return _problem(f"unknown state {state!r}", 400)
         page, total = self.master.task_views(framework, state, offset, limit)
         return _json(Tasks(tasks=page, total=total, offset=offset, limit=limit))
+
+    async def _offers(self, request: web.Request) -> web.StreamResponse:
+        offset = _int(request, "offset", 0)
+        limit = _int(request, "limit", 100, 1, MAX_LIMIT)
+        page, total = self.master.offer_views(offset, limit)
+        return _json(Offers(offers=page, total=total, offset=offset, limit=limit))
 
     async def _roles(self, request: web.Request) -> web.StreamResponse:
         state = self.master.state(include_tasks=False)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from protocol.messages import ClusterEvent, FrameworkView, RoleView, SlaveView, TaskView
+from protocol.messages import ClusterEvent, FrameworkView, Offer, RoleView, SlaveView, TaskView
 
 
 class Page(BaseModel):
@@ -26,6 +26,12 @@ class Slaves(Page):
 
 class Tasks(Page):
     tasks: list[TaskView]
+
+
+class Offers(Page):
+    """Offers made and not yet answered (accepted, declined or rescinded)."""
+
+    offers: list[Offer]
 
 
 class Roles(BaseModel):

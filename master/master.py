@@ -348,6 +348,24 @@ class Master(FrameworkCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests)
             tasks=len(s.tasks),
         )
 
+    def offer_views(self, offset: int = 0, limit: int = 100) -> tuple[list[Offer], int]:
+        """A page of outstanding offers, oldest first; and how many there are."""
+        records = list(self.books.offers.values())[offset : offset + limit]
+        page = []
+        for r in records:
+            slave = self.books.slaves.get(r.slave_id)
+            page.append(
+                Offer(
+                    offer_id=r.offer_id,
+                    framework_id=r.framework_id,
+                    slave_id=r.slave_id,
+                    hostname=slave.hostname if slave else "",
+                    resources=r.resources,
+                    attributes=slave.attributes if slave else {},
+                )
+            )
+        return page, len(self.books.offers)
+
     def task_views(
         self, framework_id: str | None, state: str | None, offset: int = 0, limit: int = 100
     ) -> tuple[list[TaskView], int]:

@@ -7,7 +7,17 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
-from master.http_models import Events, Frameworks, Health, Problem, Roles, Slaves, TaskFile, Tasks
+from master.http_models import (
+    Events,
+    Frameworks,
+    Health,
+    Offers,
+    Problem,
+    Roles,
+    Slaves,
+    TaskFile,
+    Tasks,
+)
 from protocol.messages import State
 
 REF = "#/components/schemas/{model}"
@@ -16,6 +26,7 @@ MODELS: list[type[BaseModel]] = [
     Frameworks,
     Slaves,
     Tasks,
+    Offers,
     Roles,
     Events,
     TaskFile,
@@ -73,6 +84,9 @@ def openapi() -> dict[str, Any]:
                     {"name": "state", "in": "query", "schema": {"type": "string"}},
                     *_page_params(),
                 ],
+            ),
+            "/api/v1/offers": _get(
+                "Outstanding offers, a page at a time", "Offers", _page_params()
             ),
             "/api/v1/roles": _get("The role tree: weights, quotas, shares", "Roles"),
             "/api/v1/events": _get("Recent events", "Events"),

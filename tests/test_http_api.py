@@ -127,6 +127,7 @@ async def test_the_api_answers_operators_only_and_as_its_openapi_says(live: Live
             ("/api/v1/frameworks", ""),
             ("/api/v1/slaves", "?offset=1&limit=1"),
             ("/api/v1/tasks", "?state=TASK_FINISHED"),
+            ("/api/v1/offers", "?limit=5"),
             ("/api/v1/roles", ""),
             ("/api/v1/events", ""),
             ("/health", ""),

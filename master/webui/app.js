@@ -125,7 +125,7 @@ function render() {
   const p = c.preemption;
   $("counters").textContent = `${c.slaves || 0} slaves · ${c.tasks || 0} running tasks · ${c.offers || 0} outstanding offers` +
     (p ? ` · preempted ${p.tasks_preempted} tasks (${Math.round(p.work_lost_seconds)} task-s of work lost), ${p.in_flight} being preempted` : "");
-  $("offers").textContent = `(${c.offers || 0} offers outstanding)`;
+  $("offers").textContent = `(${c.offers || 0})`;
 
   const rows = Object.values(view.frameworks).sort((a, b) => a.name.localeCompare(b.name));
   $("frameworks").tBodies[0].replaceChildren(...rows.map((f) => el("tr", { "data-framework": f.name },
@@ -229,6 +229,15 @@ async function loadTasks() {
   return page.total;
 }
 
+async function loadOffers() {
+  const page = await api(`/api/v1/offers?limit=${PAGE}`);
+  const names = Object.fromEntries(Object.values(view.frameworks).map((f) => [f.framework_id, f.name]));
+  $("offer-list").tBodies[0].replaceChildren(...page.offers.map((o) => el("tr", {},
+    el("td", { class: "dim" }, o.offer_id), el("td", {}, names[o.framework_id] || o.framework_id),
+    el("td", {}, o.hostname || o.slave_id), el("td", {}, res(o.resources)))));
+  return page.total;
+}
+
 async function showFile(task, name) {
   openTask = [task, name];
   $("sandbox").hidden = false;
@@ -252,7 +261,7 @@ async function start() {
   $("login").hidden = true;
   $("app").hidden = false;
   stream();
-  const poll = () => Promise.all([loadSlaves(), loadTasks()]).catch(() => {});
+  const poll = () => Promise.all([loadSlaves(), loadTasks(), loadOffers()]).catch(() => {});
   await poll();
   if (!polling) polling = setInterval(poll, 2000);
 }
