@@ -36,17 +36,20 @@ from protocol.messages import (
     Acknowledge,
     Decline,
     Error,
+    FileData,
     Filters,
     Kill,
     Message,
     Offer,
     Reconcile,
     Register,
+    Request,
     Revive,
     State,
     StatusUpdate,
     Subscribe,
     Suppress,
+    TaskRequest,
     TaskState,
     TaskStatus,
     Teardown,
@@ -311,6 +314,7 @@ async def test_a_framework_principal_cannot_touch_another_principals_framework(
         Message(framework_id=fid, slave_id="sa", executor_id="e", data=b"x"),
         Revive(framework_id=fid),
         Suppress(framework_id=fid),
+        Request(framework_id=fid, requests=[TaskRequest(resources=Resources(cpus=1))]),
         Teardown(framework_id=fid),
     ]
     for attempt in attempts:
@@ -397,6 +401,10 @@ async def test_a_slave_principal_speaks_only_for_its_own_slaves_and_tasks(secure
     # a slave may not make framework calls
     e4 = await attacker.call(Teardown(framework_id=fid))
     assert e4.code == "forbidden"
+    # nor answer a file read it was not asked for, in its own name or the victim slave's
+    for slave_id in (other, victim_slave):
+        e5 = await attacker.call(FileData(request_id="r1", slave_id=slave_id, data=b"forged"))
+        assert e5.code == "forbidden"
     intact(secure)
     assert all(s.state != TaskState.LOST for s in secure.victim.statuses)
     assert secure.master.books.slaves[victim_slave].total == Resources(cpus=4, mem=1024)
