@@ -47,6 +47,19 @@ class Task:
     def terminal(self) -> bool:
         return self.state in TERMINAL_STATES
 
+    def view(self) -> TaskView:
+        status = self.status
+        return TaskView(
+            task_id=self.task_id,
+            framework_id=self.framework_id,
+            slave_id=self.slave_id,
+            state=self.state,
+            resources=self.resources,
+            name=self.info.name,
+            reason=status.reason if status is not None and self.terminal else None,
+            message=status.message if status is not None else "",
+        )
+
 
 @dataclass(slots=True)
 class PendingUpdate:
@@ -121,6 +134,16 @@ class Slave:
     last_seen: float
     tasks: set[tuple[str, str]] = field(default_factory=set)  # (framework_id, task_id)
     offers: set[str] = field(default_factory=set)
+
+    def view(self, free: Resources) -> SlaveView:
+        return SlaveView(
+            slave_id=self.slave_id,
+            principal=self.principal,
+            hostname=self.hostname,
+            total=self.total,
+            free=free,
+            tasks=len(self.tasks),
+        )
 
 
 @dataclass(slots=True)
@@ -209,27 +232,11 @@ def snapshot(
                 demand=fw.demand,
             )
         )
-    slaves = [
-        SlaveView(
-            slave_id=s.slave_id,
-            principal=s.principal,
-            hostname=s.hostname,
-            total=s.total,
-            free=free.get(s.slave_id, Resources()),
-            tasks=len(s.tasks),
-        )
-        for s in books.slaves.values()
-    ]
+    slaves = [s.view(free.get(s.slave_id, Resources())) for s in books.slaves.values()]
     tasks = []
     if include_tasks:
         tasks = [
-            TaskView(
-                task_id=t.task_id,
-                framework_id=t.framework_id,
-                slave_id=t.slave_id,
-                state=t.state,
-                resources=t.resources,
-            )
+            t.view()
             for fw in books.frameworks.values()
             for t in fw.tasks.values()
             if not t.terminal

@@ -338,15 +338,7 @@ class Master(FrameworkCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests)
         )
 
     def slave_view(self, slave_id: str) -> SlaveView:
-        s = self.books.slaves[slave_id]
-        return SlaveView(
-            slave_id=s.slave_id,
-            principal=s.principal,
-            hostname=s.hostname,
-            total=s.total,
-            free=self.allocator.free(slave_id),
-            tasks=len(s.tasks),
-        )
+        return self.books.slaves[slave_id].view(self.allocator.free(slave_id))
 
     def offer_views(self, offset: int = 0, limit: int = 100) -> tuple[list[Offer], int]:
         """A page of outstanding offers, oldest first; and how many there are."""
@@ -378,21 +370,7 @@ class Master(FrameworkCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests)
             for task in (*fw.tasks.values(), *fw.ended.values())
             if state is None or task.state.value == state
         ]
-        page = []
-        for task in matching[offset : offset + limit]:
-            status = task.status
-            page.append(
-                TaskView(
-                    task_id=task.task_id,
-                    framework_id=task.framework_id,
-                    slave_id=task.slave_id,
-                    state=task.state,
-                    resources=task.resources,
-                    name=task.info.name,
-                    reason=status.reason if status is not None and task.terminal else None,
-                    message=status.message if status is not None else "",
-                )
-            )
+        page = [task.view() for task in matching[offset : offset + limit]]
         return page, len(matching)
 
     def publish_state(self) -> None:
