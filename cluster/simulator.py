@@ -33,7 +33,6 @@ from cluster.spec import Spec
 from cluster.workload import Pending, Workload
 from master.allocator import Allocator
 from master.preemption import Cluster, Contender, Preemption, RunningTask
-from master.sorter import Millis
 from protocol.resources import CPUS, MEM, Resources
 
 ROUND_BATCH = 0.005  # as the master: frees within this window share one round
@@ -267,13 +266,6 @@ class Simulation:
                     demand=[(dict(self._booked(r).millis), n) for r, n in demand],
                 )
             )
-        free: dict[str, Millis] = {}
-        for slave in self.nodes:
-            room = dict(a.free(slave).millis)
-            for hold in a.reservations.get(slave, []):
-                for n, v in hold.resources.items():
-                    room[n] = room.get(n, 0) - v
-            free[slave] = room
         running: dict[str, list[RunningTask]] = {}
         for ref, r in self.running.items():
             if (r.framework, str(ref)) not in self.preemption.doomed:
@@ -281,7 +273,7 @@ class Simulation:
                     RunningTask(r.framework, str(ref), r.slave, dict(r.booked.millis), r.started)
                 )
         held = {name: dict(a.allocation(name).millis) for name in self.added}
-        cluster = Cluster(a.total.millis, free, held, {}, running)
+        cluster = Cluster(a.total.millis, a.unheld(), held, {}, running)
         claims = self.preemption.check(
             t, self.spec.master.policy, contenders, cluster, a.pool_weights(), a.quotas,
             a.is_tree(),

@@ -436,11 +436,16 @@ class Allocator:
         )
         heapq.heappush(self._expiring, (until, slave_id))
 
-    def reserved_for_others(self, slave_id: str, framework_id: str, now: float) -> Millis:
-        out: Millis = {}
-        for r in self._live_reservations(slave_id, now):
-            if r.framework_id != framework_id:
-                _add(out, r.resources)
+    def unheld(self) -> dict[str, Millis]:
+        """Every slave's free resources less what is held on it (what preemption may still
+        plan with: a hold already belongs to someone)."""
+        out: dict[str, Millis] = {}
+        for slave_id, slave in self.slaves.items():
+            room = slave.free()
+            for hold in self.reservations.get(slave_id, []):
+                for n, v in hold.resources.items():
+                    room[n] = room.get(n, 0) - v
+            out[slave_id] = room
         return out
 
     def _live_reservations(self, slave_id: str, now: float) -> list[Reservation]:

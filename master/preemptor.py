@@ -24,7 +24,6 @@ from master.preemption import (
     RunningTask,
 )
 from master.quota import ancestors_or_self
-from master.sorter import Millis
 from protocol.messages import (
     KillTask,
     PreemptedTask,
@@ -114,13 +113,6 @@ class Preemptor(MasterCore):
         """The books as planning sees them: what is free (less every hold), who holds what,
         and the tasks that may still be chosen (none already doomed)."""
         a = self.allocator
-        free: dict[str, Millis] = {}
-        for slave_id in self.books.slaves:
-            room = dict(a.free(slave_id).millis)
-            for hold in a.reservations.get(slave_id, []):
-                for n, v in hold.resources.items():
-                    room[n] = room.get(n, 0) - v
-            free[slave_id] = room
         running: dict[str, list[RunningTask]] = defaultdict(list)
         for fw in self.books.frameworks.values():
             for task in fw.tasks.values():
@@ -136,7 +128,7 @@ class Preemptor(MasterCore):
                     )
                 )
         held = {fid: dict(a.allocation(fid).millis) for fid in self.books.frameworks}
-        return Cluster(a.total.millis, free, held, {}, dict(running))
+        return Cluster(a.total.millis, a.unheld(), held, {}, dict(running))
 
     def _carry_out(self, claim: Claim, now: float) -> None:
         notice = self.preemption.config.notice
@@ -230,15 +222,18 @@ class Preemptor(MasterCore):
     def with_fair_shares(self, views: list[RoleView]) -> list[RoleView]:
         """Each role's fair share: the dominant share of what the ideal gives its subtree."""
         tree = self.allocator.is_tree()
+        by_role: dict[str, dict[str, float]] = {}  # each framework's part, up its path once
+        for fid, resources in self.preemption.fair_resources.items():
+            fw = self.books.frameworks.get(fid)
+            if fw is None:
+                continue
+            for role in ancestors_or_self(fw.role, tree):
+                held = by_role.setdefault(role, {})
+                for n, v in resources.items():
+                    held[n] = held.get(n, 0.0) + v
         total = self.allocator.total
         for view in views:
-            held: dict[str, float] = {}
-            for fid, resources in self.preemption.fair_resources.items():
-                fw = self.books.frameworks.get(fid)
-                if fw is not None and view.role in ancestors_or_self(fw.role, tree):
-                    for n, v in resources.items():
-                        held[n] = held.get(n, 0.0) + v
-            view.fair_share = Resources(held).dominant_share(total)
+            view.fair_share = Resources(by_role.get(view.role, {})).dominant_share(total)
         return views
 
     def starving(self, now: float) -> dict[str, float]:
