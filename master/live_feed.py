@@ -62,6 +62,7 @@ def diff(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
 class LiveFeed:
     def __init__(self) -> None:
         self.last: dict[str, Any] = {}
+        self._latest: State | None = None  # with no page open, the view is made on demand
         self.pages: set[asyncio.Queue[str]] = set()
         self.bytes_sent = 0
         self._events: list[ClusterEvent] = []
@@ -72,11 +73,14 @@ class LiveFeed:
 
     def tick(self, state: State) -> None:
         """Send each page what changed since the last tick (nothing, if nothing did)."""
+        self._latest = state
+        if not self.pages:  # nobody watching: no view, no diff, just the state to start from
+            return
         new = view_of(state)
         changes = diff(self.last, new)
         self.last = new
         events, self._events = self._events[-200:], []
-        if not self.pages or not (changes or events):
+        if not (changes or events):
             return
         changes["t"] = time.time()
         changes["events"] = [e.model_dump(mode="json") for e in events]
@@ -95,6 +99,8 @@ class LiveFeed:
     def open(self) -> asyncio.Queue[str]:
         """A new page: the whole view first, then changes."""
         page: asyncio.Queue[str] = asyncio.Queue(QUEUE)
+        if not self.pages and self._latest is not None:  # the first page: the view from now
+            self.last = view_of(self._latest)
         body = {**self.last, "t": time.time(), "events": []}
         page.put_nowait(f"event: snapshot\ndata: {json.dumps(body, separators=(',', ':'))}\n\n")
         self.pages.add(page)
