@@ -121,3 +121,11 @@ async def live_cluster(
         yield launcher
     finally:
         await launcher.stop_all()
+
+
+async def until(changed: asyncio.Event, condition: Callable[[], bool], timeout: float) -> None:
+    """Wait until `condition()` holds, looking again each time `changed` is set."""
+    async with asyncio.timeout(timeout):
+        while not condition():
+            changed.clear()
+            await changed.wait()

@@ -50,6 +50,17 @@ class Live:
     web: str  # the master's HTTP address
     auth: str  # the operator's Authorization header
 
+    def printer(self, command: str, count: int = 1) -> tuple[CommandScheduler, SchedulerDriver]:
+        """The `printer` principal's framework, running `command` in `count` small tasks."""
+        printer = CommandScheduler(
+            "printer", command, count, Resources(cpus=0.5, mem=64), echo=lambda _: None
+        )
+        driver = SchedulerDriver(
+            printer, name="printer", broker=as_principal(self.url, self.store, "printer"),
+            cluster=CLUSTER, role="printer",
+        )  # fmt: skip
+        return printer, driver
+
     async def get(self, path: str, auth: str | None = None) -> tuple[int, Any]:
         async with (
             aiohttp.ClientSession() as session,
@@ -104,14 +115,7 @@ async def test_the_api_answers_operators_only_and_as_its_openapi_says(live: Live
 
     async with Bus(ops, name="event-reader") as bus:
         await bus.subscribe(Topics(CLUSTER).events, on_event)
-        printer = CommandScheduler(
-            "printer", "echo hello from $MESOS_SANDBOX; echo oops >&2", 4,
-            Resources(cpus=0.5, mem=64), echo=lambda _: None,
-        )  # fmt: skip
-        driver = SchedulerDriver(
-            printer, name="printer", broker=as_principal(live.url, live.store, "printer"),
-            cluster=CLUSTER, role="printer",
-        )  # fmt: skip
+        printer, driver = live.printer("echo hello from $MESOS_SANDBOX; echo oops >&2", 4)
         await driver.run()  # until its 4 tasks are done; then it tears itself down
         assert printer.ok
         await wait_state(ops, CLUSTER, lambda s: not s.frameworks and s.offers == 0)
@@ -173,14 +177,7 @@ async def test_the_api_answers_operators_only_and_as_its_openapi_says(live: Live
 
 
 async def test_a_tasks_stdout_and_stderr_come_from_its_slave(live: Live) -> None:
-    printer = CommandScheduler(
-        "printer", "echo hello from the sandbox; echo oops >&2; sleep 300", 1,
-        Resources(cpus=0.5, mem=64), echo=lambda _: None,
-    )  # fmt: skip
-    driver = SchedulerDriver(
-        printer, name="printer", broker=as_principal(live.url, live.store, "printer"),
-        cluster=CLUSTER, role="printer",
-    )  # fmt: skip
+    _, driver = live.printer("echo hello from the sandbox; echo oops >&2; sleep 300")
     await driver.start()
     try:
         ops = as_principal(live.url, live.store, "ops")
@@ -233,12 +230,7 @@ async def test_the_live_feed_sends_the_view_then_only_what_changes(live: Live) -
         kind, first = await asyncio.wait_for(next_event(), 10)
         assert kind == "snapshot"
         assert first["cluster"]["slaves"] == 2
-        printer = CommandScheduler("printer", "sleep 300", 1, Resources(cpus=0.5, mem=64),
-                                   echo=lambda _: None)  # fmt: skip
-        driver = SchedulerDriver(
-            printer, name="printer", broker=as_principal(live.url, live.store, "printer"),
-            cluster=CLUSTER, role="printer",
-        )  # fmt: skip
+        _, driver = live.printer("sleep 300")
         await driver.start()
         try:
             known: dict[str, Any] = dict(first["frameworks"])

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
@@ -27,7 +27,7 @@ from frameworks import (
 )
 from protocol.brokers import MosquittoBroker
 
-from helpers import live_cluster
+from helpers import live_cluster, until
 
 CLUSTER = "preempt"
 TASK = Resources(cpus=1, mem=128)
@@ -78,11 +78,8 @@ class Runner(Scheduler):
             latest[s.task_id] = s.state
         return {t for t, state in latest.items() if state == TaskState.RUNNING}
 
-    async def wait(self, condition, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
-        async with asyncio.timeout(timeout):
-            while not condition():
-                self.changed.clear()
-                await self.changed.wait()
+    async def wait(self, condition: Callable[[], bool], timeout: float = 30.0) -> None:
+        await until(self.changed, condition, timeout)
 
 
 @pytest.fixture

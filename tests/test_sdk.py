@@ -8,7 +8,7 @@ import contextlib
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
@@ -29,7 +29,7 @@ from frameworks import (
 from protocol.brokers import MosquittoBroker
 from protocol.messages import State
 
-from helpers import live_cluster
+from helpers import live_cluster, until
 
 CLUSTER = "sdk"
 
@@ -57,11 +57,8 @@ class Recorder(Scheduler):
     def states(self, task_id: str) -> list[TaskState]:
         return [s.state for s in self.statuses if s.task_id == task_id]
 
-    async def wait(self, condition, timeout: float = 20.0) -> None:  # type: ignore[no-untyped-def]
-        async with asyncio.timeout(timeout):
-            while not condition():
-                self.changed.clear()
-                await self.changed.wait()
+    async def wait(self, condition: Callable[[], bool], timeout: float = 20.0) -> None:
+        await until(self.changed, condition, timeout)
 
 
 @pytest.fixture
