@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from master.http_config import HttpConfig
+from master.preemption import VICTIM_ORDERS
 from protocol.brokers import BrokerURL
 from protocol.cli import broker_option, cluster_option, log_level_option, warn_if_insecure
 
@@ -137,7 +138,7 @@ def http_config(
 )
 @click.option(
     "--preemption-victims",
-    type=click.Choice(["youngest", "oldest"]),
+    type=click.Choice(VICTIM_ORDERS),
     default="youngest",
     show_default=True,
     help="Which of a victim's tasks go first (youngest throws away the least work).",

@@ -344,7 +344,6 @@ class HttpApi:
                 if not message or page not in feed.pages:
                     break
                 await response.write(message.encode())
-                feed.bytes_sent += len(message)
         except ConnectionResetError:
             pass  # the page went away
         finally:

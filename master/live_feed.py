@@ -64,7 +64,6 @@ class LiveFeed:
         self.last: dict[str, Any] = {}
         self._latest: State | None = None  # with no page open, the view is made on demand
         self.pages: set[asyncio.Queue[str]] = set()
-        self.bytes_sent = 0
         self._events: list[ClusterEvent] = []
 
     def event(self, event: ClusterEvent) -> None:
