@@ -30,6 +30,7 @@ from collections.abc import Iterable
 from protocol import logs
 from protocol.brokers import BrokerURL
 from protocol.bus import Bus, Dispatcher, first_of
+from protocol.leader import LeaderWatch
 from protocol.messages import (
     Accept,
     Acknowledge,
@@ -42,6 +43,7 @@ from protocol.messages import (
     FrameworkMessage,
     Heartbeat,
     Kill,
+    Leader,
     Message,
     Offer,
     OfferFilters,
@@ -156,6 +158,8 @@ class SchedulerDriver:
         self.implicit_acknowledgements = implicit_acknowledgements
         self.min_offer = [r for r in min_offer if r]
         self.master_id = ""
+        self.master_epoch = 0  # the epoch of the master we subscribed with
+        self._resubscribing: asyncio.Future[None] | None = None
         # who we are is the broker's username; without authentication, as a Mesos framework
         # names its own principal: its name (unproven, so it protects nothing)
         self.principal = self.broker.username or unauthenticated_principal(name)
@@ -194,6 +198,7 @@ class SchedulerDriver:
         d.on(Heartbeat, self._on_heartbeat)
         d.on(Preempting, self._on_preempting)
         await bus.subscribe(self.inbox, d)
+        await LeaderWatch.on(bus, self.topics, self._on_leader)
         bus.on_connect(self._subscribe)
         self.bus = bus
         await bus.start(timeout=timeout)
@@ -261,6 +266,10 @@ class SchedulerDriver:
         bus, self.bus = self.bus, None
         if bus is None:
             return
+        if self._resubscribing is not None and not self._resubscribing.done():
+            self._resubscribing.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._resubscribing
         if self._teardown and self.framework_id and bus.connected:
             with contextlib.suppress(Exception):
                 await bus.publish(
@@ -418,10 +427,22 @@ class SchedulerDriver:
         )
 
     # -- events ----------------------------------------------------------------------------------
+    async def _on_leader(self, leader: Leader) -> None:
+        """A new master leads: subscribe again with our framework id (as the Mesos driver
+        does on a new master detected), and our offers come back from it."""
+        if self._subscribed.is_set() and leader.epoch > self.master_epoch:
+            self.log.info("framework.new_leader", master_id=leader.master_id, epoch=leader.epoch)
+            self._resubscribe()
+
+    def _resubscribe(self) -> None:
+        if self._resubscribing is None or self._resubscribing.done():
+            self._resubscribing = asyncio.ensure_future(self._subscribe())
+
     async def _on_subscribed(self, msg: Subscribed, _r: str | None) -> None:
         if self._subscribed.is_set() and msg.framework_id == self.framework_id:
             return  # the answer to a retry that crossed the first answer
         first = self.framework_id is None
+        self.master_epoch = max(self.master_epoch, msg.epoch)
         self.framework_id, self.master_id = msg.framework_id, msg.master_id
         self.log = self.log.bind(framework_id=msg.framework_id)
         self.offers.clear()  # offers from before a reconnect were rescinded
@@ -479,6 +500,9 @@ class SchedulerDriver:
         if self._stopped.is_set():
             return  # stopped: no more callbacks
         self.log.warning("framework.error", message=msg.message, code=msg.code)
+        if msg.code == "unknown-framework" and self.framework_id and self._subscribed.is_set():
+            # a master that does not know us (a new leader we have not heard of yet)
+            self._resubscribe()
         fatal = msg.code in FATAL_ERRORS
         if fatal:  # as the Mesos driver: the framework is gone, so the driver stops
             self.removed = msg.message

@@ -72,6 +72,7 @@ class SlaveBook:
     allocated: Millis = field(default_factory=dict)  # offered or used, by anyone
     by_framework: dict[str, Millis] = field(default_factory=dict)
     unowned: Millis = field(default_factory=dict)  # used by frameworks we do not know (yet)
+    active: bool = True  # off while its slave is disconnected: nothing of it is offered
 
     def free(self) -> Millis:
         alloc = self.allocated
@@ -286,6 +287,15 @@ class Allocator:
         del self.slaves[slave_id]
         self.dirty.discard(slave_id)
 
+    def deactivate_slave(self, slave_id: str) -> None:
+        """Offer nothing of this slave until it is activated again (it is disconnected,
+        and its tasks may still run)."""
+        self._slave(slave_id).active = False
+
+    def activate_slave(self, slave_id: str) -> None:
+        self._slave(slave_id).active = True
+        self.dirty.add(slave_id)
+
     def allocate_existing(self, framework_id: str, slave_id: str, resources: Resources) -> None:
         """Record resources already in use (tasks found on a re-registering slave).
 
@@ -335,7 +345,7 @@ class Allocator:
         floor = self._min_floor()
         for slave_id in order:
             slave = self.slaves.get(slave_id)
-            if slave is None:
+            if slave is None or not slave.active:
                 continue
             free = slave.free()
             if not _allocatable(free):

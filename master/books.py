@@ -133,6 +133,7 @@ class Slave:
     incarnation: str
     last_seen: float
     tasks: set[tuple[str, str]] = field(default_factory=set)  # (framework_id, task_id)
+    connected: bool = True  # False from its Last Will until it is back (or removed)
     offers: set[str] = field(default_factory=set)
 
     def view(self, free: Resources) -> SlaveView:
@@ -175,6 +176,10 @@ class Books:
     # who a slave id belongs to, kept after the slave is removed: no principal takes it over
     slave_owners: dict[str, str] = field(default_factory=dict)
     removed: dict[str, tuple[str, str]] = field(default_factory=dict)  # id -> (principal, why)
+    # after a failover: slaves of the registry not back yet, with their deadlines
+    recovering: dict[str, float] = field(default_factory=dict)
+    # slaves removed while their tasks may still run: those tasks were reported lost
+    removed_slaves: set[str] = field(default_factory=set)
 
     def forget_framework(self, fw: Framework, why: str, keep: int = 10_000) -> None:
         """Drop a removed framework, remembering (boundedly) that it was removed and why."""
@@ -206,6 +211,7 @@ def snapshot(
     fair: dict[str, float] | None = None,
     starving: dict[str, float] | None = None,
     web_ui: str = "",
+    epoch: int = 0,
 ) -> State:
     """The books as a `State` message (what `drfmesos state` and the plots read)."""
     frameworks = []
@@ -255,4 +261,6 @@ def snapshot(
         roles=roles or [],
         preemption=preemption,
         web_ui=web_ui,
+        epoch=epoch,
+        recovering_slaves=len(books.recovering),
     )

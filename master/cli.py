@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import click
 
 from master.http_config import HttpConfig
+from master.leadership import LeadershipError
 from master.preemption import VICTIM_ORDERS
 from protocol.brokers import BrokerURL
 from protocol.cli import broker_option, cluster_option, log_level_option, warn_if_insecure
@@ -171,6 +174,35 @@ def http_config(
 )
 @click.option("--http-cert", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--http-key", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option(
+    "--zk",
+    default=None,
+    envvar="DRFMESOS_ZK",
+    help="zk://HOST:PORT[,HOST:PORT...]/path: run as one of several masters; the leader "
+    "is elected in ZooKeeper and keeps the registry there.",
+)
+@click.option(
+    "--zk-session-timeout",
+    type=click.FloatRange(min=1),
+    default=5.0,
+    show_default=True,
+    help="A leader cut off from ZooKeeper this long is replaced (it steps down sooner).",
+)
+@click.option(
+    "--work-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Without --zk: keep the registry (slaves, frameworks, quotas) here, so that a "
+    "restarted master recovers them. Without either, a restart forgets them.",
+)
+@click.option(
+    "--slave-reregister-timeout",
+    type=click.FloatRange(min=0),
+    default=30.0,
+    show_default=True,
+    help="After a failover, slaves of the registry that do not re-register this soon are "
+    "removed and their tasks reported lost.",
+)
 @log_level_option
 def master(
     broker: str,
@@ -196,12 +228,21 @@ def master(
     http_open_metrics: bool,
     http_cert: Path | None,
     http_key: Path | None,
+    zk: str | None,
+    zk_session_timeout: float,
+    work_dir: Path | None,
+    slave_reregister_timeout: float,
 ) -> None:
     """Run the master: the books, the DRF allocation module and the offer loop."""
+    from master.leadership import Candidate, LoneCandidate, Term, lead
     from master.master import Master, MasterConfig
+    from master.registry import Registry
     from protocol.bus import Bus
     from protocol.cli import run_party
     from protocol.topics import Topics
+
+    if zk is not None and work_dir is not None:
+        raise click.BadParameter("with --zk the registry is in ZooKeeper", param_hint="--work-dir")
 
     config = MasterConfig(
         policy=policy,
@@ -220,6 +261,7 @@ def master(
         preemption_notice=preemption_notice,
         preemption_victims=preemption_victims,
         guarantee_timeout=guarantee_timeout,
+        slave_reregister_timeout=slave_reregister_timeout,
         http=http_config(
             http_address,
             http_credentials or (principals.parent if principals else None),
@@ -238,14 +280,45 @@ def master(
         except RolesError as e:
             raise click.BadParameter(str(e), param_hint="--roles") from None
 
-    async def party(url: BrokerURL) -> None:
-        async with Bus(
-            url,
-            name="master",
-            client_id=f"drfmesos-master-{cluster}",
-            persistent=True,
-        ) as bus:
-            warn_if_insecure(url, "master")
-            await Master(bus, topics, config).run()
+    candidate: Candidate
+    master_id = f"master-{uuid.uuid4().hex[:12]}"  # this process, through all its terms
+    if zk is not None:
+        from master.zookeeper import ZkCandidate, ZkURL
 
-    run_party(broker, party)
+        try:
+            zk_url = ZkURL.parse(zk)
+        except ValueError as e:
+            raise click.BadParameter(str(e), param_hint="--zk") from None
+        address = f"{config.http.host}:{config.http.port}" if config.http else ""
+        candidate = ZkCandidate(
+            zk_url, cluster, {"master_id": master_id, "http": address}, zk_session_timeout
+        )
+    else:
+        candidate = LoneCandidate(work_dir)
+
+    async def party(url: BrokerURL) -> None:
+        warn_if_insecure(url, "master")
+
+        def make_bus() -> Bus:
+            # every master of a cluster takes over the one persistent session: calls sent
+            # while nobody led are queued there for the next leader
+            return Bus(url, name="master", client_id=f"drfmesos-master-{cluster}", persistent=True)
+
+        async def serve(bus: Bus, term: Term) -> Callable[[], Awaitable[None]]:
+            registry = Registry(term.store)
+            await registry.load()
+            m = Master(
+                bus, topics, config, registry=registry, epoch=term.epoch, master_id=master_id
+            )
+            await m.start()
+            return m.stop
+
+        try:
+            await lead(candidate, make_bus, serve)
+        finally:
+            await candidate.close()
+
+    try:
+        run_party(broker, party)
+    except LeadershipError as e:
+        raise click.ClickException(str(e)) from None

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections import Counter, deque
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,8 @@ from master.authz import Caller, RateLimiter, RoleACL
 from master.books import Books, Framework, OfferRecord, PendingUpdate, Slave, Task
 from master.http_config import HttpConfig
 from master.live_feed import LiveFeed
+from master.leadership import next_epoch
+from master.registry import MemoryStore, Registry
 from master.roles_file import RolesError, RolesFile, load_roles
 from protocol import logs
 from protocol.bus import Bus
@@ -68,14 +71,34 @@ class MasterConfig:
     preemption_victims: str = "youngest"  # or "oldest" (to compare the work thrown away)
     guarantee_timeout: float | None = None  # a role below its quota guarantee this long
     http: HttpConfig | None = None  # the API, metrics and web UI (master.http_api)
+    # after a failover, slaves of the registry have this long to re-register; then their
+    # tasks are reported lost
+    slave_reregister_timeout: float = 30.0
 
 
 class MasterCore:
-    def __init__(self, bus: Bus, topics: Topics, config: MasterConfig | None = None) -> None:
+    def __init__(
+        self,
+        bus: Bus,
+        topics: Topics,
+        config: MasterConfig | None = None,
+        *,
+        registry: Registry | None = None,
+        epoch: int = 0,
+        master_id: str | None = None,
+    ) -> None:
+        """`registry`: what must survive this master (see master.registry), read before
+        `start`; `epoch`: this master's term (see master.leadership)."""
         self.bus = bus
         self.topics = topics
         self.config = config or MasterConfig()
-        self.master_id = f"master-{uuid.uuid4().hex[:12]}"
+        self.master_id = master_id or f"master-{uuid.uuid4().hex[:12]}"
+        self.registry = registry or Registry(MemoryStore())
+        # a master started on its own (tests, the demo) still has a term of its own
+        self.epoch = epoch or next_epoch(0)
+        if not bus.epoch:
+            bus.epoch = self.epoch
+        self._writes: set[asyncio.Task[None]] = set()  # registry writes nobody waits for
         self.books = Books()
         self.allocator = Allocator(self.config.policy, seed=self.config.seed)
         for role, weight in self.config.role_weights.items():
@@ -114,7 +137,22 @@ class MasterCore:
     def _now(self) -> float:
         return asyncio.get_running_loop().time()
 
+    def _persist(self, write: Coroutine[Any, Any, None], what: str, **ids: Any) -> None:
+        """A registry write whose caller cannot wait (a removal): logged if it fails."""
+
+        async def guarded() -> None:
+            try:
+                await write
+            except Exception as e:
+                self.log.error("registry.write_failed", what=what, error=repr(e), **ids)
+
+        task = asyncio.create_task(guarded())
+        self._writes.add(task)
+        task.add_done_callback(self._writes.discard)
+
     def _send_framework(self, fw: Framework, message: Wire) -> None:
+        if not fw.inbox:
+            return  # recovered from the registry, not re-subscribed yet: nowhere to send
         self.bus.post(self.topics.framework(fw.principal, fw.inbox), message)
 
     def _send_slave(self, slave_id: str, message: Wire) -> None:
@@ -322,6 +360,11 @@ class MasterCore:
                 self._send_slave(slave_id, ShutdownFramework(framework_id=fw.framework_id))
         self.allocator.remove_framework(fw.framework_id)  # releases tasks and offers alike
         self.books.forget_framework(fw, why)
+        self._persist(
+            self.registry.remove_framework(fw.framework_id),
+            "remove framework",
+            framework_id=fw.framework_id,
+        )
         self.framework_gone(fw.framework_id)
         self.log.info(
             "framework.removed", framework_id=fw.framework_id, why=why, tasks_killed=len(fw.tasks)
@@ -350,6 +393,10 @@ class MasterCore:
             orphans[:] = [o for o in orphans if o.slave_id != slave.slave_id]
         self.allocator.remove_slave(slave.slave_id)
         del self.books.slaves[slave.slave_id]
+        self.books.removed_slaves.add(slave.slave_id)
+        self._persist(
+            self.registry.remove_slave(slave.slave_id), "remove slave", slave_id=slave.slave_id
+        )
         for other in self.books.frameworks.values():
             if other.connected:
                 self._send_framework(other, Failure(slave_id=slave.slave_id))

@@ -7,6 +7,7 @@ import time
 from master.authz import Caller
 from master.books import Framework, OfferRecord, Task
 from master.core import MasterCore
+from master.registry import FrameworkRecord
 from protocol.messages import (
     Accept,
     Acknowledge,
@@ -89,6 +90,23 @@ class FrameworkCalls(MasterCore):
             # the same inbox asking again (its first answer crossed a retry): same framework
             known = self.books.inboxes.get((caller.principal, msg.inbox), "")
             fw = self.books.frameworks.get(known)
+        framework_id = fw.framework_id if fw else (msg.framework_id or f"fw-{new_id()[:16]}")
+        record = FrameworkRecord(
+            principal=caller.principal,
+            name=fw.name if fw else msg.name,
+            role=fw.role if fw else msg.role,
+            weight=fw.weight if fw else msg.weight,
+            failover_timeout=msg.failover_timeout,
+        )
+        try:  # in the registry before it is acknowledged: it survives a failover
+            await self.registry.add_framework(framework_id, record)
+        except Exception as e:
+            self.log.error("registry.write_failed", what="framework", error=repr(e))
+            self._refuse(
+                caller, "the registry is unavailable: try again", "unavailable", "Subscribe"
+            )
+            return
+        fw = self.books.frameworks.get(framework_id) or fw  # (it may have come meanwhile)
         if fw is not None:
             self.books.inboxes.pop((fw.principal, fw.inbox), None)
             fw.inbox, fw.incarnation = msg.inbox, msg.incarnation
@@ -101,7 +119,6 @@ class FrameworkCalls(MasterCore):
                 pending.next_attempt = now
             resubscribed = True
         else:
-            framework_id = msg.framework_id or f"fw-{new_id()[:16]}"
             fw = Framework(
                 framework_id=framework_id,
                 principal=caller.principal,
@@ -126,6 +143,7 @@ class FrameworkCalls(MasterCore):
                 heartbeat_interval_seconds=self.config.heartbeat_interval,
                 master_id=self.master_id,
                 resubscribed=resubscribed,
+                epoch=self.epoch,
             ),
         )
         self.log.info(
@@ -403,6 +421,16 @@ class FrameworkCalls(MasterCore):
                 status = fw.completed[task_id].model_copy(
                     update={"uuid": None, "reason": Reason.RECONCILIATION}
                 )
+            elif slave_id in self.books.removed_slaves:
+                status = TaskStatus(
+                    task_id=task_id,
+                    state=TaskState.LOST,
+                    slave_id=slave_id,
+                    reason=Reason.SLAVE_REMOVED,
+                    message=f"slave {slave_id} was removed",
+                )
+            elif slave_id in self.books.recovering or (slave_id is None and self.books.recovering):
+                continue  # as Mesos: no answer until its slave is back, or removed
             else:
                 status = TaskStatus(
                     task_id=task_id,

@@ -23,6 +23,7 @@ from master.framework_calls import FrameworkCalls
 from master.http_api import HttpApi
 from master.operator_calls import OperatorCalls
 from master.preemptor import Preemptor
+from master.recovery import Recovery
 from master.slave_calls import SlaveCalls
 from protocol.bus import cancel_and_wait
 from protocol.codec import DecodeError, decode_many
@@ -64,7 +65,7 @@ PRINCIPALS_RELOAD = 1.0  # seconds between looks at the principals file
 Route = Callable[[Any, Caller], Awaitable[None]]
 
 
-class Master(FrameworkCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests):
+class Master(FrameworkCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests, Recovery):
     """The master: the books, the allocation rounds, and every handler on the bus."""
 
     def _routes(self) -> dict[str, dict[type[Wire], Route]]:
@@ -99,6 +100,7 @@ class Master(FrameworkCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests)
 
     async def start(self) -> None:
         self.routes = self._routes()
+        self.recover()
         self.http: HttpApi | None = None
         if self.config.http is not None:  # a port in use is said, and the bus goes on
             api = HttpApi(self, self.config.http)
@@ -108,6 +110,7 @@ class Master(FrameworkCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests)
             except OSError as e:
                 await api.stop()
                 self.log.error("http.failed", error=str(e), port=self.config.http.port)
+        self.announce_leader()
         await self.bus.subscribe_raw(self.topics.inbound_all, self._inbound)
         await self.bus.subscribe_raw(self.topics.gone_all, self._gone)
         self._tasks = [
@@ -118,6 +121,7 @@ class Master(FrameworkCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests)
             "master.started",
             policy=self.config.policy,
             topic=self.topics.inbound_all,
+            epoch=self.epoch,
             principals=str(self.config.principals) if self.config.principals else None,
             rate_limit=self.config.rate_limit,
         )
@@ -273,6 +277,7 @@ class Master(FrameworkCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests)
                     next_acl = now + PRINCIPALS_RELOAD
                     await self.roles_acl.refresh()
                 self._expire(now)
+                self.expire_recovering(now)
                 self._retry_updates(now)
                 self.preemption_tick(now)
                 if now >= next_heartbeat:
@@ -335,6 +340,7 @@ class Master(FrameworkCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests)
             fair=self.preemption.fair,
             starving=self.starving(self._now()),
             web_ui=self.web_ui,
+            epoch=self.epoch,
         )
 
     def slave_view(self, slave_id: str) -> SlaveView:

@@ -14,6 +14,7 @@ from protocol.messages import (
     FrameworkMessage,
     Gone,
     Heartbeat,
+    KillTask,
     Reason,
     Register,
     Registered,
@@ -108,6 +109,18 @@ class SlaveCalls(MasterCore):
             return
         now = self._now()
         slave = self.books.slaves.get(slave_id)
+        try:  # in the registry before it is acknowledged: it survives a failover
+            await self.registry.admit_slave(slave_id, caller.principal, hostname)
+        except Exception as e:
+            self.log.error("registry.write_failed", what="slave", error=repr(e))
+            self._refuse(
+                caller, "the registry is unavailable: try again", "unavailable", "Register"
+            )
+            return
+        slave = self.books.slaves.get(slave_id)  # (it may have come meanwhile)
+        self.books.removed_slaves.discard(slave_id)
+        if self.books.recovering.pop(slave_id, None) is not None:
+            self.log.info("slave.recovered", slave_id=slave_id, tasks=len(running))
         if slave is None:
             slave = Slave(slave_id, caller.principal, hostname, total, attributes, incarnation, now)
             self.books.slaves[slave_id] = slave
@@ -123,6 +136,9 @@ class SlaveCalls(MasterCore):
             self._event("slave-added", slave_id=slave_id, resources=total)
         else:
             slave.incarnation, slave.last_seen = incarnation, now
+            if not slave.connected:
+                slave.connected = True
+                self.allocator.activate_slave(slave_id)
             self.log.info("slave.reregistered", slave_id=slave_id, tasks=len(running))
         if running or slave.tasks:
             self._reconcile_slave(slave, running, now)
@@ -132,6 +148,7 @@ class SlaveCalls(MasterCore):
                 slave_id=slave_id,
                 master_id=self.master_id,
                 heartbeat_interval_seconds=self.config.heartbeat_interval,
+                epoch=self.epoch,
             ),
         )
         self.request_round()
@@ -158,6 +175,19 @@ class SlaveCalls(MasterCore):
             if (framework_id, task_id) in slave.tasks:
                 continue
             owner = self.books.frameworks.get(framework_id)
+            if owner is not None and task_id in owner.completed:
+                # its framework was told it ended (lost with a removed slave, say) and may
+                # have launched it again: it must not come back to life here
+                self.log.warning(
+                    "slave.task_already_ended",
+                    slave_id=slave.slave_id,
+                    framework_id=framework_id,
+                    task_id=task_id,
+                )
+                self._send_slave(
+                    slave.slave_id, KillTask(framework_id=framework_id, task_id=task_id)
+                )
+                continue
             elsewhere = owner.tasks.get(task_id) if owner is not None else None
             if elsewhere is not None or r.task.slave_id != slave.slave_id:
                 # a task the master knows on another slave: this slave cannot claim it
@@ -180,6 +210,19 @@ class SlaveCalls(MasterCore):
                 if not any(o.task.task_id == task_id for o in orphans):
                     orphans.append(Orphan(r.task, framework_id, slave.slave_id, r.state))
                     self.allocator.allocate_existing(framework_id, slave.slave_id, r.task.resources)
+
+    def disconnect_slave(self, slave: Slave, why: str) -> None:
+        """As Mesos: a slave whose connection is gone keeps its tasks (a restarted slave
+        recovers them) but is offered to nobody; it is removed only if it stays away for
+        the slave timeout."""
+        if not slave.connected:
+            return
+        slave.connected = False
+        for offer_id in list(slave.offers):
+            self._rescind(self.books.offers[offer_id])
+        self.allocator.deactivate_slave(slave.slave_id)
+        self.log.warning("slave.disconnected", slave_id=slave.slave_id, why=why)
+        self._event("slave-disconnected", slave_id=slave.slave_id, detail=why)
 
     async def _on_heartbeat(self, msg: Heartbeat, caller: Caller) -> None:
         slave = self.books.slaves.get(msg.source)
@@ -247,6 +290,18 @@ class SlaveCalls(MasterCore):
             )
             if status.uuid in fw.pending:
                 return  # a re-sent duplicate: already owed to the framework
+        ended = fw.completed.get(status.task_id)
+        if ended is not None and ended.uuid != status.uuid and status.task_id not in fw.tasks:
+            # the framework already heard this task end (lost with its slave, say):
+            # one ending is all it gets
+            self.log.info(
+                "status.after_end",
+                framework_id=fw.framework_id,
+                task_id=status.task_id,
+                state=status.state,
+                ended=ended.state,
+            )
+            return
         task = fw.tasks.get(status.task_id)
         if task is not None:
             task.state, task.status = status.state, status
@@ -310,7 +365,7 @@ class SlaveCalls(MasterCore):
         if msg.kind == "slave":  # every slave that spoke on that connection
             for slave in list(self.books.slaves.values()):
                 if slave.principal == caller.principal and slave.incarnation == msg.incarnation:
-                    self.remove_slave(slave, "its connection was lost (last will)")
+                    self.disconnect_slave(slave, "its connection was lost (last will)")
         elif msg.kind == "framework":
             framework_id = self.books.inboxes.get((caller.principal, msg.id))
             fw = self.books.frameworks.get(framework_id or "")

@@ -143,8 +143,15 @@ class Bus:
         self._flush_scheduled = False
         self._deferrals = 0
         self.connections = 0  # how many times we have connected (for tests and logs)
+        # Leadership epochs (see protocol.messages.Leader): a master stamps its own on
+        # everything it sends; every party drops what arrives with an older epoch than
+        # the newest it has seen, so a deposed master is not acted upon.
+        self.epoch = 0
+        self.fence = 0
+        # asked before every reconnect; False ends the bus (a master that may no longer lead)
+        self.may_reconnect: Callable[[], Awaitable[bool]] | None = None
         # traffic counters: messages posted/received, MQTT payloads published/received
-        self.stats = {"posted": 0, "published": 0, "received": 0, "payloads_in": 0}
+        self.stats = {"posted": 0, "published": 0, "received": 0, "payloads_in": 0, "fenced": 0}
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def __aenter__(self) -> Self:
@@ -154,7 +161,7 @@ class Bus:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    async def start(self, *, wait: bool = True, timeout: float = 30.0) -> None:
+    async def start(self, *, wait: bool = True, timeout: float | None = 30.0) -> None:
         self._runner = asyncio.create_task(self._run(), name=f"bus-{self.name}")
         if wait:
             await self.wait_connected(timeout)
@@ -168,14 +175,24 @@ class Bus:
             raise TimeoutError(f"no connection to {self.broker} within {timeout}s")
 
     @property
+    def gave_up(self) -> asyncio.Event:
+        """Set once the bus will not connect again (refused, or `may_reconnect` said no)."""
+        return self._gave_up
+
+    @property
     def connected(self) -> bool:
         return self._connected.is_set()
 
-    async def close(self, flush_timeout: float = 2.0) -> None:
-        """Flush what `post` queued (briefly), disconnect cleanly, stop every task."""
+    async def close(self, flush_timeout: float = 2.0, *, abandon: bool = False) -> None:
+        """Flush what `post` queued (briefly), disconnect cleanly, stop every task.
+
+        `abandon`: send nothing more, not even what is queued (a deposed master)."""
+        if abandon:
+            self._outbox.clear()
+            self._closing = True
         if self._outbox:
             self._flush()
-        if self._background:
+        if self._background and not abandon:
             await asyncio.wait(set(self._background), timeout=flush_timeout)
         self._closing = True
         for task in list(self._background):
@@ -227,7 +244,7 @@ class Bus:
         While the broker is away this waits and retries after the reconnect, so a message
         is not lost to a broker restart; `timeout` bounds the wait.
         """
-        payload = encode(message, self.inbox)
+        payload = encode(message, self.inbox, self.epoch)
         await asyncio.wait_for(self._publish_bytes(topic, payload, qos, retain), timeout)
 
     async def publish_raw(self, topic: str, payload: bytes, *, qos: int = 1) -> None:
@@ -279,7 +296,7 @@ class Bus:
         message (a batch) and in the order they were made: under load this saves most
         of the per-message cost; when idle it costs nothing but that one turn.
         """
-        payload = encode(message, self.inbox)
+        payload = encode(message, self.inbox, self.epoch)
         self.stats["posted"] += 1
         if retain:
             self._track(self._publish_bytes(topic, payload, qos, True))
@@ -401,6 +418,12 @@ class Bus:
                 self._client = None
             await asyncio.sleep(delay)
             delay = min(delay * 2, 2.0)
+            allowed = self.may_reconnect
+            if allowed is not None and not self._closing and not await allowed():
+                self.log.warning("bus.reconnect_forbidden", broker=str(self.broker))
+                self.refused = BusRefused("this party may no longer connect")
+                self._gave_up.set()
+                break
 
     async def _receive(self, client: aiomqtt.Client) -> None:
         """Dispatch arriving messages until the connection ends.
@@ -493,6 +516,18 @@ class Bus:
                     about=item.type_name,
                 )
                 continue
+            if item.epoch:
+                if item.epoch < self.fence:
+                    self.stats["fenced"] += 1
+                    self.log.warning(
+                        "bus.fenced",
+                        topic=topic.value,
+                        type=item.message.TYPE,
+                        epoch=item.epoch,
+                        newest=self.fence,
+                    )
+                    continue
+                self.fence = item.epoch
             try:
                 await handler(item.message, item.reply_to)
             except asyncio.CancelledError:

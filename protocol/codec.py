@@ -1,11 +1,14 @@
 """The wire format: msgpack envelopes carrying a protocol version and a type tag.
 
-An envelope is the msgpack array `[version, type, reply_to, body]`:
+An envelope is the msgpack array `[version, type, reply_to, body]` or
+`[version, type, reply_to, body, epoch]`:
 
 - `version` is `PROTOCOL_VERSION`; anything else is refused;
 - `type` is the message class name (`Offers`, `Accept`, ...);
 - `reply_to` is the sender's inbox topic, or nil: where errors about this message go;
-- `body` is the model's fields as a map.
+- `body` is the model's fields as a map;
+- `epoch`, on what a master sends, is its leadership epoch (see `protocol.messages.Leader`):
+  receivers drop what a master with an older epoch than one they have seen sends.
 
 A *batch* (`[version, "Batch", reply_to, [encoded, ...]]`) carries several encoded messages
 for one topic in one MQTT message; the bus makes them under load and takes them apart on
@@ -53,13 +56,15 @@ class DecodeError(Exception):
 class Envelope:
     message: Wire
     reply_to: str | None
+    epoch: int = 0
 
 
-def encode(message: Wire, reply_to: str | None = None) -> bytes:
+def encode(message: Wire, reply_to: str | None = None, epoch: int = 0) -> bytes:
     body = message.model_dump(mode="python")
-    packed: bytes = msgpack.packb(
-        [PROTOCOL_VERSION, message.TYPE, reply_to, body], use_bin_type=True
-    )
+    envelope = [PROTOCOL_VERSION, message.TYPE, reply_to, body]
+    if epoch:
+        envelope.append(epoch)
+    packed: bytes = msgpack.packb(envelope, use_bin_type=True)
     return packed
 
 
@@ -132,11 +137,16 @@ def _unpack(data: bytes) -> Any:
 
 
 def _from_envelope(raw: Any) -> Envelope:
-    if not isinstance(raw, list) or len(raw) != 4:
-        raise DecodeError("malformed", "expected the array [version, type, reply_to, body]")
-    version, type_name, reply_to, body = raw
+    if not isinstance(raw, list) or len(raw) not in (4, 5):
+        raise DecodeError(
+            "malformed", "expected the array [version, type, reply_to, body(, epoch)]"
+        )
+    version, type_name, reply_to, body = raw[:4]
     if not isinstance(reply_to, str) or not reply_to:
         reply_to = None
+    epoch = raw[4] if len(raw) == 5 else 0
+    if type(epoch) is not int or epoch < 0:
+        raise DecodeError("malformed", "the epoch must be a non-negative integer")
     if version != PROTOCOL_VERSION:
         raise DecodeError(
             "wrong-version",
@@ -165,7 +175,7 @@ def _from_envelope(raw: Any) -> Envelope:
             reply_to=reply_to,
             type_name=type_name,
         ) from None
-    return Envelope(message, reply_to)
+    return Envelope(message, reply_to, epoch)
 
 
 def describe_validation(error: ValidationError) -> str:

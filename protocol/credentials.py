@@ -105,12 +105,14 @@ def acl_rules(principal: Principal) -> list[tuple[str, str]]:
             ("read", f"{p}/in/#"),
             ("read", f"{p}/gone/#"),
             ("write", f"{p}/out/#"),
+            ("write", f"{p}/leader"),
             ("write", f"{p}/state"),
             ("write", f"{p}/events"),
             ("write", f"{p}/gone/master/{n}"),
         ],
         "operator": [
             ("read", "$SYS/#"),  # the broker's own statistics
+            ("read", f"{p}/leader"),
             ("read", f"{p}/state"),
             ("read", f"{p}/events"),
             ("read", f"{p}/out/operator/{n}/#"),
@@ -121,6 +123,7 @@ def acl_rules(principal: Principal) -> list[tuple[str, str]]:
         kind = principal.kind
         rules = [
             ("read", f"{p}/out/{kind}/{n}/#"),
+            ("read", f"{p}/leader"),  # to follow a master failover
             ("write", f"{p}/in/{kind}/{n}"),
             ("write", f"{p}/gone/{kind}/{n}"),
         ]

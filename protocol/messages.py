@@ -250,6 +250,7 @@ class Subscribed(Wire):
     heartbeat_interval_seconds: float
     master_id: str = ""
     resubscribed: bool = False
+    epoch: int = Field(default=0, ge=0)  # the leading master's epoch (see Leader)
 
 
 class Offers(Wire):
@@ -342,6 +343,24 @@ class Registered(Wire):
     slave_id: Id
     heartbeat_interval_seconds: float
     master_id: str = ""
+    epoch: int = Field(default=0, ge=0)  # the leading master's epoch (see Leader)
+
+
+# --- master -> everyone --------------------------------------------------------------------
+
+
+class Leader(Wire):
+    """The leading master announces itself (retained on `<p>/leader`).
+
+    `epoch` grows with every election (and every restart of a lone master): slaves and
+    drivers re-register with a leader whose epoch is newer than the one they know, and
+    ignore whatever a master with an older epoch still sends.
+    """
+
+    master_id: str = Field(min_length=1, max_length=200)
+    epoch: int = Field(ge=1)
+    http: str = ""  # its web UI and API, if it serves them
+    elected_at: float = 0.0  # wall clock, seconds since the epoch
 
 
 class RunTask(Wire):
@@ -520,6 +539,8 @@ class State(Wire):
     roles: list[RoleView] = Field(default_factory=list)
     preemption: PreemptionView | None = None  # None: preemption is off
     web_ui: str = ""  # the master's HTTP address, when it serves one
+    epoch: int = 0  # the leading master's epoch (see Leader)
+    recovering_slaves: int = 0  # slaves of the registry not yet re-registered after a failover
 
 
 class ClusterEvent(Wire):

@@ -5,6 +5,7 @@
     <p>/out/slave/<principal>/<slave_id>   the master's orders for one slave
     <p>/out/operator/<principal>           the master's answers to an operator's tools
     <p>/gone/<kind>/<principal>            Last Wills: the broker announces a vanished party
+    <p>/leader                             the leading master's announcement (retained)
     <p>/state                              the master's snapshot (retained)
     <p>/events                             the master's event stream
 
@@ -98,6 +99,10 @@ class Topics:
     @property
     def gone_all(self) -> str:
         return f"{self.prefix}/gone/+/+"
+
+    @property
+    def leader(self) -> str:
+        return f"{self.prefix}/leader"
 
     @property
     def state(self) -> str:

@@ -21,11 +21,14 @@ from typing import Any
 
 from protocol import logs
 from protocol.bus import Bus, Dispatcher, cancel_and_wait
+from protocol.journal import Journal
+from protocol.leader import LeaderWatch
 from protocol.messages import (
     Error,
     FrameworkMessage,
     Heartbeat,
     KillTask,
+    Leader,
     ReadFile,
     Reason,
     Register,
@@ -46,7 +49,6 @@ from protocol.topics import Topics, check_segment
 from slave.executor_side import ExecutorSide
 from slave.executors import ExecutorProcess
 from slave.files import read_sandbox_file
-from slave.journal import Journal
 from slave.runners import CommandRunner, Limit, SimulatedRunner, group_rss_mb
 
 MAX_RESEND_BACKOFF = 30.0
@@ -93,6 +95,7 @@ class Slave(ExecutorSide):
         self.executors: dict[str, ExecutorProcess] = {}
         self.shut_down_frameworks: set[str] = set()
         self.registered = asyncio.Event()
+        self.master_epoch = 0  # the epoch of the master we registered with
         self._announced = asyncio.Event()
         self.heartbeat_interval = 5.0
         self._resend_at: dict[str, tuple[float, float]] = {}  # uuid -> (when, backoff)
@@ -111,6 +114,7 @@ class Slave(ExecutorSide):
         d.on(ReadFile, self._on_read_file)
         d.on(Error, self._on_error)
         await self.bus.subscribe(self.inbox, d)
+        await LeaderWatch.on(self.bus, self.topics, self._on_leader)
         self.bus.on_connect(self._announce)
         if self.bus.connected:
             await self._announce()
@@ -184,7 +188,14 @@ class Slave(ExecutorSide):
                         self._announced.clear()
                     delay = min(delay * 2, 10.0)
 
+    async def _on_leader(self, leader: Leader) -> None:
+        """A new master leads: re-register with it, with the tasks we run (as Mesos)."""
+        if self.registered.is_set() and leader.epoch > self.master_epoch:
+            self.log.info("slave.new_leader", master_id=leader.master_id, epoch=leader.epoch)
+            await self._announce()
+
     async def _on_registered(self, msg: Registered, reply_to: str | None) -> None:
+        self.master_epoch = max(self.master_epoch, msg.epoch)
         self.heartbeat_interval = msg.heartbeat_interval_seconds
         first = not self.registered.is_set()
         self.registered.set()

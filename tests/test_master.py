@@ -188,29 +188,46 @@ async def test_an_oversized_accept_gets_task_error_and_the_resources_come_back(
     books_balance(cluster.master)
 
 
-async def test_a_slave_that_dies_turns_its_tasks_lost(cluster: Cluster) -> None:
-    a = await cluster.framework("A")
-    s1 = await cluster.slave("s1", Resources(cpus=2, mem=2 * GB))
-    offer = await a.next_offer()
-    task = a.task(offer, Resources(cpus=1, mem=GB), task_id="doomed")
-    await a.accept(offer, [task], refuse=1000)
-    await s1.run_task()
-    await a.update_for("doomed", TaskState.RUNNING)
-    # the broker announces the slave's Last Will (a stale incarnation is ignored)
-    await s1.bus.publish(
-        T.gone("slave", "slave"), Gone(kind="slave", id="slave", incarnation="old")
-    )
-    await s1.bus.publish(
-        T.gone("slave", "slave"), Gone(kind="slave", id="slave", incarnation=s1.bus.incarnation)
-    )
-    lost = await a.update_for("doomed", TaskState.LOST)
-    assert lost.reason == Reason.SLAVE_REMOVED
-    assert lost.uuid  # the master wants this one acknowledged
-    failure = await a.inbox.wait_for(Failure)
-    assert failure.slave_id == "s1"
-    assert "s1" not in cluster.master.books.slaves
-    assert cluster.master.allocator.total == Resources()
-    books_balance(cluster.master)
+async def test_a_slave_whose_connection_dies_is_offered_to_nobody_then_its_tasks_are_lost(
+    mosquitto: MosquittoBroker,
+) -> None:
+    """As Mesos: the Last Will disconnects the slave (its tasks may still run and a
+    restarted slave recovers them); only a slave that stays away is removed."""
+    async with contextlib.AsyncExitStack() as stack:
+        cluster = Cluster(mosquitto, stack)
+        await cluster.start_master(
+            MasterConfig(allocation_interval=0.05, heartbeat_interval=0.2, slave_timeout=1.0)
+        )
+        a = await cluster.framework("A")
+        s1 = await cluster.slave("s1", Resources(cpus=2, mem=2 * GB))
+        offer = await a.next_offer()
+        task = a.task(offer, Resources(cpus=1, mem=GB), task_id="doomed")
+        await a.accept(offer, [task], refuse=0)
+        await s1.run_task()
+        await a.update_for("doomed", TaskState.RUNNING)
+        rest = await a.next_offer(after=1)  # what is left of s1 comes back
+        # the broker announces the slave's Last Will (a stale incarnation is ignored)
+        await s1.bus.publish(
+            T.gone("slave", "slave"), Gone(kind="slave", id="slave", incarnation="old")
+        )
+        await s1.bus.publish(
+            T.gone("slave", "slave"),
+            Gone(kind="slave", id="slave", incarnation=s1.bus.incarnation),
+        )
+        rescind = await a.inbox.wait_for(Rescind)
+        assert rescind.offer_id == rest.offer_id
+        assert not cluster.master.books.slaves["s1"].connected
+        offers = a.offer_count()
+        await cluster.rounds_pass(5)
+        assert a.offer_count() == offers  # nothing of a disconnected slave is offered
+        lost = await a.update_for("doomed", TaskState.LOST)
+        assert lost.reason == Reason.SLAVE_REMOVED
+        assert lost.uuid  # the master wants this one acknowledged
+        failure = await a.inbox.wait_for(Failure)
+        assert failure.slave_id == "s1"
+        assert "s1" not in cluster.master.books.slaves
+        assert cluster.master.allocator.total == Resources()
+        books_balance(cluster.master)
 
 
 async def test_a_slave_whose_heartbeats_stop_is_removed(mosquitto: MosquittoBroker) -> None:

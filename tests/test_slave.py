@@ -297,7 +297,7 @@ async def _reap(proc: asyncio.subprocess.Process) -> None:
 
 def _owed(work: Path) -> int:
     """Status updates the slave keeps on disk because nobody acknowledged them yet."""
-    from slave.journal import Journal
+    from protocol.journal import Journal
 
     return len(Journal(work / "updates.journal"))
 

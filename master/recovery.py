@@ -1,0 +1,93 @@
+"""A new leader takes over: what it reads from the registry, what it announces, and how
+long it waits for the slaves and frameworks that were there before it.
+
+As in Mesos: frameworks of the registry come back disconnected (their tasks keep running)
+and are removed if they do not re-subscribe within their failover timeout (counted from
+the failover, and never shorter than `slave_reregister_timeout`); slaves of the registry
+are "recovering" until they re-register with their tasks, and those that do not within
+`slave_reregister_timeout` are removed: every framework is told the slave is lost, and
+reconciling a task on it answers TASK_LOST (reason: slave removed).
+"""
+
+from __future__ import annotations
+
+import time
+
+from master.books import Framework
+from master.core import MasterCore
+from master.quota import Quota
+from protocol.messages import Failure, Leader
+
+
+class Recovery(MasterCore):
+    def recover(self) -> None:
+        """Take the registry (already loaded) into the books; call before serving."""
+        now = self._now()
+        for role, quota in self.registry.quotas.items():
+            try:
+                if quota.guarantee or quota.limit is not None:
+                    self.allocator.set_quota(role, Quota(quota.guarantee, quota.limit))
+                else:
+                    self.allocator.remove_quota(role)
+            except Exception as e:  # a role the roles file no longer has, say
+                self.log.error("recovery.quota_refused", role=role, error=str(e))
+        grace = self.config.slave_reregister_timeout
+        for slave_id, slave in self.registry.slaves.items():
+            self.books.slave_owners[slave_id] = slave.principal
+            self.books.recovering[slave_id] = now + grace
+        for framework_id, record in self.registry.frameworks.items():
+            if self.allocator.role_problem(record.role) is not None:
+                self.log.error("recovery.role_gone", framework_id=framework_id, role=record.role)
+                continue
+            fw = Framework(
+                framework_id=framework_id,
+                principal=record.principal,
+                name=record.name,
+                role=record.role,
+                weight=record.weight,
+                inbox="",
+                incarnation="",
+                failover_timeout=record.failover_timeout,
+                registered_at=time.time(),
+                connected=False,
+                # its failover timeout runs from now, and is at least the slaves' grace
+                disconnected_at=now + max(0.0, grace - record.failover_timeout),
+            )
+            self.books.frameworks[framework_id] = fw
+            self.allocator.add_framework(framework_id, record.role, record.weight)
+            self.allocator.deactivate(framework_id)
+        self.log.info(
+            "master.recovered",
+            epoch=self.epoch,
+            slaves=len(self.books.recovering),
+            frameworks=len(self.registry.frameworks),
+            quotas=len(self.registry.quotas),
+            reregister_timeout=grace,
+        )
+
+    def announce_leader(self) -> None:
+        """Retained, so a party that connects later learns who leads at once."""
+        self.bus.post(
+            self.topics.leader,
+            Leader(
+                master_id=self.master_id, epoch=self.epoch, http=self.web_ui, elected_at=time.time()
+            ),
+            retain=True,
+        )
+
+    def expire_recovering(self, now: float) -> None:
+        for slave_id, deadline in list(self.books.recovering.items()):
+            if now >= deadline:
+                self.slave_not_back(slave_id)
+
+    def slave_not_back(self, slave_id: str) -> None:
+        timeout = self.config.slave_reregister_timeout
+        del self.books.recovering[slave_id]
+        self.books.removed_slaves.add(slave_id)
+        self._persist(self.registry.remove_slave(slave_id), "remove slave", slave_id=slave_id)
+        for fw in self.books.frameworks.values():
+            if fw.connected:
+                self._send_framework(fw, Failure(slave_id=slave_id))
+        why = f"did not re-register within {timeout:g}s of the failover"
+        self.log.warning("slave.removed", slave_id=slave_id, why=why)
+        self._event("slave-removed", slave_id=slave_id, detail=why)

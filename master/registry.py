@@ -1,0 +1,164 @@
+"""The registry: what a master must not forget, kept where the next leader finds it.
+
+As in Mesos: the slaves admitted (and by which principal), the frameworks with their
+principals and failover timeouts, and the quotas set at run time. Not tasks: those come
+back from the slaves' `Reregister`. A change that must survive is written here before the
+master acknowledges it (`Subscribed`, `Registered`, a quota's answer).
+
+The registry sits on a `Store`, a durable map from string keys to msgpack-able values:
+an append-only journal in the master's `--work-dir` for a lone master
+(`JournalStore`), ZooKeeper for several (`master.zookeeper.ZkStore`), memory for tests
+and throwaway clusters (`MemoryStore`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from protocol import logs
+from protocol.journal import Journal
+from protocol.resources import Resources
+
+log = logs.get("registry")
+
+
+class Store(Protocol):
+    async def load(self) -> dict[str, Any]: ...
+
+    async def put(self, key: str, value: Any) -> None: ...
+
+    async def drop(self, key: str) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+class MemoryStore:
+    """Forgets everything with the process: a master without --work-dir or --zk."""
+
+    def __init__(self) -> None:
+        self.entries: dict[str, Any] = {}
+
+    async def load(self) -> dict[str, Any]:
+        return dict(self.entries)
+
+    async def put(self, key: str, value: Any) -> None:
+        self.entries[key] = value
+
+    async def drop(self, key: str) -> None:
+        self.entries.pop(key, None)
+
+    async def close(self) -> None:
+        pass
+
+
+class JournalStore:
+    """The lone master's registry: `registry.journal` in its work dir (see protocol.journal)."""
+
+    def __init__(self, work_dir: Path) -> None:
+        self.journal = Journal(work_dir / "registry.journal")
+
+    async def load(self) -> dict[str, Any]:
+        return dict(self.journal.items())
+
+    async def put(self, key: str, value: Any) -> None:
+        await self.journal.put(key, value)
+
+    async def drop(self, key: str) -> None:
+        await self.journal.drop(key)
+
+    async def close(self) -> None:
+        await self.journal.close()
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+class SlaveRecord(_Record):
+    principal: str = Field(min_length=1)
+    hostname: str = ""
+
+
+class FrameworkRecord(_Record):
+    principal: str = Field(min_length=1)
+    name: str = ""
+    role: str = "*"
+    weight: float = Field(default=1.0, gt=0)
+    failover_timeout: float = Field(default=0.0, ge=0)
+
+
+class QuotaRecord(_Record):
+    guarantee: Resources = Field(default_factory=Resources)
+    limit: Resources | None = None
+
+
+KINDS: dict[str, type[_Record]] = {
+    "slave": SlaveRecord,
+    "framework": FrameworkRecord,
+    "quota": QuotaRecord,
+}
+
+
+class Registry:
+    """Typed records over a store; each write returns once the store has it."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.slaves: dict[str, SlaveRecord] = {}
+        self.frameworks: dict[str, FrameworkRecord] = {}
+        self.quotas: dict[str, QuotaRecord] = {}
+        self._tables: dict[str, dict[str, Any]] = {
+            "slave": self.slaves,
+            "framework": self.frameworks,
+            "quota": self.quotas,
+        }
+
+    async def load(self) -> None:
+        """Read everything; an entry that does not parse is logged and left out."""
+        for key, value in (await self.store.load()).items():
+            kind, _, name = key.partition("/")
+            model = KINDS.get(kind)
+            if model is None or not name:
+                continue
+            try:
+                self._tables[kind][name] = model.model_validate(value)
+            except ValidationError as e:
+                log.error("registry.bad_entry", key=key, error=str(e).splitlines()[0])
+        log.info(
+            "registry.loaded",
+            slaves=len(self.slaves),
+            frameworks=len(self.frameworks),
+            quotas=len(self.quotas),
+        )
+
+    async def _put(self, kind: str, name: str, record: _Record) -> None:
+        if self._tables[kind].get(name) == record:
+            return  # unchanged: nothing to wait for
+        await self.store.put(f"{kind}/{name}", record.model_dump(mode="json"))
+        self._tables[kind][name] = record
+
+    async def _drop(self, kind: str, name: str) -> None:
+        if name in self._tables[kind]:
+            await self.store.drop(f"{kind}/{name}")
+            self._tables[kind].pop(name, None)
+
+    async def admit_slave(self, slave_id: str, principal: str, hostname: str) -> None:
+        await self._put("slave", slave_id, SlaveRecord(principal=principal, hostname=hostname))
+
+    async def remove_slave(self, slave_id: str) -> None:
+        await self._drop("slave", slave_id)
+
+    async def add_framework(self, framework_id: str, record: FrameworkRecord) -> None:
+        await self._put("framework", framework_id, record)
+
+    async def remove_framework(self, framework_id: str) -> None:
+        await self._drop("framework", framework_id)
+
+    async def set_quota(self, role: str, guarantee: Resources, limit: Resources | None) -> None:
+        await self._put("quota", role, QuotaRecord(guarantee=guarantee, limit=limit))
+
+    async def close(self) -> None:
+        await self.store.close()

@@ -1,0 +1,278 @@
+"""Several masters, one leader: election, epochs and the registry in ZooKeeper (kazoo).
+
+Under the `--zk` path (`zk://h1:2181,h2:2181/drfmesos`, one per cluster name):
+
+    <path>/<cluster>/election/     kazoo's Lock recipe: the lowest sequential node leads
+    <path>/<cluster>/epoch         the last term's epoch (only a leader writes it)
+    <path>/<cluster>/registry/     one node per registry entry (see master.registry)
+
+Fencing: the leader's election node is ephemeral, so it is gone when its session
+expires; every registry write is a transaction that first checks that node, so a
+deposed leader cannot write. The leader steps down the moment its connection to
+ZooKeeper is suspended, which is before the session can expire on the server (the client
+gives up after two thirds of the session timeout), so it has stopped before a standby
+can be elected. kazoo runs its own thread: every call here goes through
+`asyncio.to_thread`, and its connection listener only hands events to the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import urllib.parse
+from dataclasses import dataclass
+from typing import Any
+
+import msgpack
+from kazoo.client import KazooClient, KazooState
+from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError, RolledBackError
+from kazoo.recipe.lock import Lock
+
+from master.leadership import LeadershipError, Term, next_epoch
+from protocol import logs
+
+log = logs.get("zookeeper")
+
+
+@dataclass(frozen=True)
+class ZkURL:
+    hosts: str  # host:port,host:port
+    path: str  # the chroot-like prefix, e.g. /drfmesos
+
+    @classmethod
+    def parse(cls, url: str) -> ZkURL:
+        """`zk://HOST:PORT[,HOST:PORT...]/path` (the path defaults to /drfmesos)."""
+        parsed = urllib.parse.urlsplit(url)
+        if parsed.scheme != "zk" or not parsed.netloc:
+            raise ValueError(f"{url!r}: expected zk://HOST:PORT[,HOST:PORT...]/path")
+        for host in parsed.netloc.split(","):
+            name, sep, port = host.rpartition(":")
+            if not sep or not name or not port.isdigit():
+                raise ValueError(f"{url!r}: {host!r} is not HOST:PORT")
+        path = parsed.path.rstrip("/") or "/drfmesos"
+        return cls(parsed.netloc, path)
+
+
+class Fenced(RuntimeError):
+    """A registry write from a master that no longer leads."""
+
+
+class ZkStore:
+    """The registry's entries as znodes; writes are fenced by the leader's election node."""
+
+    def __init__(self, client: KazooClient, path: str, fence: str) -> None:
+        self.client = client
+        self.path = path
+        self.fence = fence  # the election node whose existence proves we still lead
+        self._known: set[str] = set()
+
+    def _node(self, key: str) -> str:
+        return f"{self.path}/{urllib.parse.quote(key, safe='')}"
+
+    async def load(self) -> dict[str, Any]:
+        return await asyncio.to_thread(self._load)
+
+    def _load(self) -> dict[str, Any]:
+        self.client.ensure_path(self.path)
+        entries: dict[str, Any] = {}
+        children = self.client.get_children(self.path)
+        pending = [(c, self.client.get_async(f"{self.path}/{c}")) for c in children]
+        for child, result in pending:
+            try:
+                data, _ = result.get(timeout=30)
+            except NoNodeError:
+                continue
+            key = urllib.parse.unquote(child)
+            try:
+                entries[key] = msgpack.unpackb(data, raw=False)
+            except Exception:
+                log.error("registry.bad_node", node=child)
+                continue
+            self._known.add(key)
+        return entries
+
+    async def put(self, key: str, value: Any) -> None:
+        await asyncio.to_thread(self._write, key, msgpack.packb(value, use_bin_type=True))
+
+    async def drop(self, key: str) -> None:
+        await asyncio.to_thread(self._write, key, None)
+
+    def _write(self, key: str, data: bytes | None) -> None:
+        for _ in range(3):  # at most: create -> exists, set -> gone, once each
+            if data is None and key not in self._known:
+                return
+            t = self.client.transaction()
+            t.check(self.fence, 0)  # our election node, never changed since it was made
+            if data is None:
+                t.delete(self._node(key))
+            elif key in self._known:
+                t.set_data(self._node(key), data)
+            else:
+                t.create(self._node(key), data)
+            fenced, problem = t.commit()
+            if isinstance(fenced, Exception) and not isinstance(fenced, RolledBackError):
+                raise Fenced(f"no longer the leader ({type(fenced).__name__})")
+            if isinstance(problem, NodeExistsError):  # made by an earlier leader
+                self._known.add(key)
+            elif isinstance(problem, NoNodeError):  # removed by an earlier leader
+                self._known.discard(key)
+            elif isinstance(problem, Exception):
+                raise problem
+            else:
+                if data is None:
+                    self._known.discard(key)
+                else:
+                    self._known.add(key)
+                return
+
+    async def close(self) -> None:
+        pass
+
+
+class ZkCandidate:
+    """One master among several: waits in the election, leads while it holds it."""
+
+    def __init__(
+        self, url: ZkURL, cluster: str, identity: dict[str, str], session_timeout: float = 5.0
+    ) -> None:
+        self.url = url
+        self.root = f"{url.path}/{cluster}"
+        self.identity = identity
+        self.session_timeout = session_timeout
+        self.client = KazooClient(hosts=url.hosts, timeout=session_timeout)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._term: Term | None = None
+        self._lock: Lock | None = None
+        self._connected = asyncio.Event()
+        self._started = False
+
+    def _on_state(self, state: str) -> None:  # kazoo's thread: hand over to the loop
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self._state_changed, state)
+
+    def _state_changed(self, state: str) -> None:
+        if state == KazooState.CONNECTED:
+            self._connected.set()
+            return
+        self._connected.clear()
+        if self._term is not None and not self._term.lost.is_set():
+            log.warning("zookeeper.leadership_lost", state=str(state), epoch=self._term.epoch)
+            self._term.lost.set()
+
+    async def _start(self) -> None:
+        if self._started:
+            return
+        self._loop = asyncio.get_running_loop()
+        self.client.add_listener(self._on_state)
+        while True:
+            try:
+                await asyncio.to_thread(self.client.start, 15)
+                break
+            except Exception as e:  # ZooKeeper not up yet: keep trying, as a standby would
+                log.warning("zookeeper.unreachable", hosts=self.url.hosts, error=str(e))
+                await asyncio.sleep(1.0)
+        self._started = True
+        if self.client.connected:
+            self._connected.set()
+
+    async def campaign(self) -> Term:
+        await self._start()
+        while True:
+            await self._connected.wait()
+            lock = Lock(self.client, f"{self.root}/election", json.dumps(self.identity))
+            self._lock = lock
+            acquiring = asyncio.ensure_future(asyncio.to_thread(lock.acquire))
+            try:
+                won = await asyncio.shield(acquiring)
+            except asyncio.CancelledError:
+                lock.cancel()
+                with contextlib.suppress(BaseException):
+                    await acquiring
+                await asyncio.to_thread(_release, lock)
+                raise
+            except KazooException as e:
+                log.warning("zookeeper.election_failed", error=repr(e))
+                await asyncio.to_thread(_release, lock)
+                await asyncio.sleep(0.5)
+                continue
+            if not won or not self.client.connected:
+                await asyncio.to_thread(_release, lock)
+                continue
+            fence = f"{self.root}/election/{lock.node}"
+            try:
+                epoch = await asyncio.to_thread(self._bump_epoch, fence)
+            except (KazooException, Fenced) as e:
+                log.warning("zookeeper.epoch_failed", error=repr(e))
+                await asyncio.to_thread(_release, lock)
+                continue
+            self._term = Term(epoch, ZkStore(self.client, f"{self.root}/registry", fence))
+            if not self.client.connected:  # lost while we got here
+                self._term.lost.set()
+            return self._term
+
+    def _bump_epoch(self, fence: str) -> int:
+        path = f"{self.root}/epoch"
+        self.client.ensure_path(path)
+        while True:
+            data, stat = self.client.get(path)
+            try:
+                previous = int(data or b"0")
+            except ValueError:
+                previous = 0
+            epoch = next_epoch(previous)
+            t = self.client.transaction()
+            t.check(fence, 0)
+            t.set_data(path, str(epoch).encode(), version=stat.version)
+            fenced, written = t.commit()
+            if isinstance(fenced, Exception) and not isinstance(fenced, RolledBackError):
+                raise Fenced("lost the election node while taking the epoch")
+            if not isinstance(written, Exception):
+                return epoch
+
+    async def still_leads(self) -> bool:
+        term, lock = self._term, self._lock
+        if term is None or term.lost.is_set() or lock is None or not self.client.connected:
+            return False
+        fence = f"{self.root}/election/{lock.node}"
+        try:
+            return bool(await asyncio.wait_for(asyncio.to_thread(self.client.exists, fence), 5))
+        except Exception:
+            return False
+
+    async def standbys(self) -> list[dict[str, Any]]:
+        """Who else is in the election (for the state and the UI), leader first."""
+        lock = self._lock
+        if lock is None:
+            return []
+        try:
+            names = await asyncio.to_thread(lock.contenders)
+        except KazooException:
+            return []
+        out = []
+        for name in names:
+            with contextlib.suppress(ValueError):
+                out.append(json.loads(name))
+        return out
+
+    async def resign(self) -> None:
+        self._term = None
+        lock, self._lock = self._lock, None
+        if lock is not None:
+            await asyncio.to_thread(_release, lock)
+
+    async def close(self) -> None:
+        await self.resign()
+        if self._started:
+            await asyncio.to_thread(self.client.stop)
+            await asyncio.to_thread(self.client.close)
+            self._started = False
+
+
+def _release(lock: Lock) -> None:
+    with contextlib.suppress(Exception):
+        lock.release()
+
+
+__all__ = ["Fenced", "LeadershipError", "ZkCandidate", "ZkStore", "ZkURL"]
