@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -216,3 +217,76 @@ def command_framework(
     run_party(broker, party)
     if not scheduler.ok:
         raise SystemExit(1)
+
+
+@framework.command("journaled")
+@common_framework_options
+@click.option("--journal", type=click.Path(dir_okay=False, path_type=Path), required=True)
+@click.option(
+    "--witness-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    required=True,
+    help="Where each task marks that it ran (a task that runs twice says so here).",
+)
+@click.option("--size", type=click.IntRange(1), default=4, show_default=True)
+@click.option("--resources", default="cpus:0.5;mem:64", show_default=True)
+@click.option("--task-duration", default="1-3", show_default=True, help="Seconds: N or lo-hi.")
+@click.option("--seed", type=int, default=None)
+@click.option(
+    "--stop-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Once this file exists, launch no more tasks (let the running ones drain).",
+)
+def journaled_framework(
+    broker: str,
+    cluster: str,
+    name: str,
+    role: str | None,
+    weight: float,
+    failover_timeout: float,
+    journal: Path,
+    witness_dir: Path,
+    size: int,
+    resources: str,
+    task_duration: str,
+    seed: int | None,
+    stop_file: Path | None,
+) -> None:
+    """Keep SIZE short tasks running, journaling every launch and update: a restarted
+    process comes back as the same framework and reconciles (see samples/journaled.py)."""
+    from frameworks.samples.journaled import JournaledConfig, JournaledScheduler
+    from frameworks.scheduler import SchedulerDriver
+    from protocol.cli import run_party
+
+    witness_dir.mkdir(parents=True, exist_ok=True)
+    config = JournaledConfig(
+        name=name,
+        journal=journal,
+        witness_dir=witness_dir,
+        size=size,
+        task=Resources.parse(resources),
+        duration=parse_range(task_duration),
+        stop_file=stop_file,
+    )
+    scheduler = JournaledScheduler(config, seed)
+
+    async def party(url: BrokerURL) -> None:
+        driver = SchedulerDriver(
+            scheduler,
+            name=name,
+            broker=url,
+            cluster=cluster,
+            role=default_role(role, url, name),
+            weight=weight,
+            failover_timeout=failover_timeout,
+            framework_id=scheduler.framework_id,
+            implicit_acknowledgements=False,
+            min_offer=[config.task],
+        )
+        await run_driver(driver)
+
+    try:
+        run_party(broker, party)
+    finally:
+        scheduler.close()

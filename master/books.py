@@ -69,6 +69,7 @@ class PendingUpdate:
     slave_id: str
     next_attempt: float
     backoff: float
+    relayed: bool = False  # from a slave, which keeps it until the framework acknowledges
 
 
 @dataclass(slots=True)
@@ -105,6 +106,14 @@ class Framework:
                     assert self.demand is not None
                     self.demand.remove(request)
                 return
+
+    def declare_ended(self, status: TaskStatus, keep: int = 1000) -> None:
+        """A task the master told the framework is gone without knowing it (reconciling a
+        task on a removed slave, or one it never heard of): should it turn up later, it is
+        killed, not brought back to life."""
+        self.completed[status.task_id] = status
+        if len(self.completed) > keep:
+            del self.completed[next(iter(self.completed))]
 
     def complete(self, task: Task, status: TaskStatus, keep: int = 1000) -> None:
         """Move a task that reached a terminal state out of the live set."""
@@ -180,6 +189,8 @@ class Books:
     recovering: dict[str, float] = field(default_factory=dict)
     # slaves removed while their tasks may still run: those tasks were reported lost
     removed_slaves: set[str] = field(default_factory=set)
+    # tasks a re-registering slave says ended, their last update still on its way
+    ending: dict[tuple[str, str], str] = field(default_factory=dict)  # -> slave id
 
     def forget_framework(self, fw: Framework, why: str, keep: int = 10_000) -> None:
         """Drop a removed framework, remembering (boundedly) that it was removed and why."""

@@ -23,8 +23,8 @@ from master.allocator import Allocator, AllocatorError
 from master.authz import Caller, RateLimiter, RoleACL
 from master.books import Books, Framework, OfferRecord, PendingUpdate, Slave, Task
 from master.http_config import HttpConfig
-from master.live_feed import LiveFeed
 from master.leadership import next_epoch
+from master.live_feed import LiveFeed
 from master.registry import MemoryStore, Registry
 from master.roles_file import RolesError, RolesFile, load_roles
 from protocol import logs
@@ -36,6 +36,7 @@ from protocol.messages import (
     Reason,
     Rescind,
     ShutdownFramework,
+    StatusAck,
     TaskState,
     TaskStatus,
     Update,
@@ -282,6 +283,19 @@ class MasterCore:
     def framework_gone(self, framework_id: str) -> None:
         """A hook for what else follows a framework's removal (preemption's timers)."""
 
+    def _ack_slave(self, slave_id: str, framework_id: str, status: TaskStatus) -> None:
+        """The slave may forget this update now: its framework has it (or never will)."""
+        if status.uuid:
+            self._send_slave(
+                slave_id,
+                StatusAck(
+                    slave_id=slave_id,
+                    framework_id=framework_id,
+                    task_id=status.task_id,
+                    uuid=status.uuid,
+                ),
+            )
+
     def _master_update(
         self,
         fw: Framework,
@@ -309,10 +323,14 @@ class MasterCore:
                 self._finish(fw, task, status)
         self._forward(fw, Update(status=status), slave_id)
 
-    def _forward(self, fw: Framework, update: Update, slave_id: str) -> None:
+    def _forward(self, fw: Framework, update: Update, slave_id: str, relayed: bool = False) -> None:
         if update.status.uuid:
             fw.pending[update.status.uuid] = PendingUpdate(
-                update, slave_id, self._now() + self.config.status_retry, self.config.status_retry
+                update,
+                slave_id,
+                self._now() + self.config.status_retry,
+                self.config.status_retry,
+                relayed,
             )
         if fw.connected:
             self._send_framework(fw, update)

@@ -394,8 +394,13 @@ class FrameworkCalls(MasterCore):
 
     async def _on_acknowledge(self, msg: Acknowledge, caller: Caller) -> None:
         fw = self._framework_for(msg.framework_id, caller, "Acknowledge")
-        if fw is not None and fw.pending.pop(msg.uuid, None) is None:
+        if fw is None:
+            return
+        pending = fw.pending.pop(msg.uuid, None)
+        if pending is None:
             self.log.debug("ack.unknown", framework_id=fw.framework_id, uuid=msg.uuid)
+        elif pending.relayed:  # as Mesos: the slave keeps (and re-sends) it until now
+            self._ack_slave(pending.slave_id, fw.framework_id, pending.update.status)
 
     async def _on_reconcile(self, msg: Reconcile, caller: Caller) -> None:
         fw = self._framework_for(msg.framework_id, caller, "Reconcile")
@@ -421,6 +426,8 @@ class FrameworkCalls(MasterCore):
                 status = fw.completed[task_id].model_copy(
                     update={"uuid": None, "reason": Reason.RECONCILIATION}
                 )
+            elif (fw.framework_id, task_id) in self.books.ending:
+                continue  # it ended on its slave; the update saying how is on its way
             elif slave_id in self.books.removed_slaves:
                 status = TaskStatus(
                     task_id=task_id,
@@ -429,6 +436,7 @@ class FrameworkCalls(MasterCore):
                     reason=Reason.SLAVE_REMOVED,
                     message=f"slave {slave_id} was removed",
                 )
+                fw.declare_ended(status)
             elif slave_id in self.books.recovering or (slave_id is None and self.books.recovering):
                 continue  # as Mesos: no answer until its slave is back, or removed
             else:
@@ -439,6 +447,7 @@ class FrameworkCalls(MasterCore):
                     reason=Reason.RECONCILIATION,
                     message="the master knows no such task",
                 )
+                fw.declare_ended(status)
             self._send_framework(fw, Update(status=status))
 
     async def _on_message(self, msg: Message, caller: Caller) -> None:

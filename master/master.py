@@ -111,6 +111,7 @@ class Master(FrameworkCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests,
                 await api.stop()
                 self.log.error("http.failed", error=str(e), port=self.config.http.port)
         self.announce_leader()
+        self.bus.on_connect(self._reannounce)  # a broker that lost its retained messages
         await self.bus.subscribe_raw(self.topics.inbound_all, self._inbound)
         await self.bus.subscribe_raw(self.topics.gone_all, self._gone)
         self._tasks = [
@@ -179,6 +180,9 @@ class Master(FrameworkCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests,
                 self.log.exception(
                     "master.handler_failed", type=item.message.TYPE, sender=str(sender)
                 )
+
+    async def _reannounce(self) -> None:
+        self.announce_leader()
 
     async def _gone(self, topic: str, payload: bytes) -> None:
         """A Last Will, published by the broker under the vanished party's own name."""

@@ -20,7 +20,6 @@ from protocol.messages import (
     Registered,
     Reregister,
     RunningTask,
-    StatusAck,
     StatusUpdate,
     TaskState,
     Update,
@@ -69,6 +68,7 @@ class SlaveCalls(MasterCore):
             msg.incarnation,
             msg.tasks,
             caller,
+            {(t.framework_id, t.task_id) for t in msg.ending[:10_000]},
         )
 
     async def _admit_slave(
@@ -80,7 +80,9 @@ class SlaveCalls(MasterCore):
         incarnation: str,
         running: list[RunningTask],
         caller: Caller,
+        ending: set[tuple[str, str]] | None = None,
     ) -> None:
+        """`ending`: (framework, task) that ended there, their last update on its way."""
         try:
             check_segment(slave_id, "slave_id")
         except ValueError as e:
@@ -140,8 +142,10 @@ class SlaveCalls(MasterCore):
                 slave.connected = True
                 self.allocator.activate_slave(slave_id)
             self.log.info("slave.reregistered", slave_id=slave_id, tasks=len(running))
+        for key in ending or ():
+            self.books.ending[key] = slave_id
         if running or slave.tasks:
-            self._reconcile_slave(slave, running, now)
+            self._reconcile_slave(slave, running, ending or set(), now)
         self._send_slave(
             slave_id,
             Registered(
@@ -153,12 +157,14 @@ class SlaveCalls(MasterCore):
         )
         self.request_round()
 
-    def _reconcile_slave(self, slave: Slave, running: list[RunningTask], now: float) -> None:
+    def _reconcile_slave(
+        self, slave: Slave, running: list[RunningTask], ending: set[tuple[str, str]], now: float
+    ) -> None:
         """Match what a (re-)registering slave runs against what the master believes."""
         reported = {(r.framework_id, r.task.task_id): r for r in running}
         for key in list(slave.tasks):
-            if key in reported:
-                continue
+            if key in reported or key in ending:
+                continue  # running, or ended with its update on the way
             task = self.books.task(*key)
             if task is None:
                 slave.tasks.discard(key)
@@ -278,18 +284,10 @@ class SlaveCalls(MasterCore):
                 task_id=status.task_id,
             )
             return
-        if status.uuid:
-            self._send_slave(
-                msg.slave_id,
-                StatusAck(
-                    slave_id=msg.slave_id,
-                    framework_id=fw.framework_id,
-                    task_id=status.task_id,
-                    uuid=status.uuid,
-                ),
-            )
-            if status.uuid in fw.pending:
-                return  # a re-sent duplicate: already owed to the framework
+        if status.uuid in fw.pending:
+            return  # a re-sent duplicate: already owed to the framework
+        if status.state.terminal:
+            self.books.ending.pop((fw.framework_id, status.task_id), None)
         ended = fw.completed.get(status.task_id)
         if ended is not None and ended.uuid != status.uuid and status.task_id not in fw.tasks:
             # the framework already heard this task end (lost with its slave, say):
@@ -301,13 +299,14 @@ class SlaveCalls(MasterCore):
                 state=status.state,
                 ended=ended.state,
             )
+            self._ack_slave(msg.slave_id, fw.framework_id, status)
             return
         task = fw.tasks.get(status.task_id)
         if task is not None:
             task.state, task.status = status.state, status
             if status.state.terminal:
                 self._finish(fw, task, status)
-        self._forward(fw, Update(status=status), msg.slave_id)
+        self._forward(fw, Update(status=status), msg.slave_id, relayed=True)
         self._state_dirty = True
 
     def _framework_on_slave(

@@ -322,6 +322,14 @@ class RunningTask(Wire):
     state: TaskState
 
 
+class EndingTask(Wire):
+    """A task that ended on the slave whose last update is not acknowledged yet: the
+    master learns it exists, so that it does not call it lost before the update lands."""
+
+    framework_id: Id
+    task_id: Id
+
+
 class Register(Wire):
     slave_id: Id
     hostname: str
@@ -337,6 +345,7 @@ class Reregister(Wire):
     attributes: dict[str, str] = Field(default_factory=dict)
     incarnation: str = ""
     tasks: list[RunningTask] = Field(default_factory=list)
+    ending: list[EndingTask] = Field(default_factory=list)
 
 
 class Registered(Wire):

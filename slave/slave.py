@@ -24,6 +24,7 @@ from protocol.bus import Bus, Dispatcher, cancel_and_wait
 from protocol.journal import Journal
 from protocol.leader import LeaderWatch
 from protocol.messages import (
+    EndingTask,
     Error,
     FrameworkMessage,
     Heartbeat,
@@ -168,7 +169,16 @@ class Slave(ExecutorSide):
             attributes=self.config.attributes,
             incarnation=self.bus.incarnation,
         )
-        message = Reregister(**common, tasks=running) if running else Register(**common)
+        ending = [
+            EndingTask(framework_id=raw["framework_id"], task_id=raw["status"]["task_id"])
+            for _, raw in self.updates.items()
+            if TaskState(raw["status"]["state"]).terminal
+        ]
+        message = (
+            Reregister(**common, tasks=running, ending=ending)
+            if running or ending
+            else Register(**common)
+        )
         self.bus.post(self.to_master, message)
         for uuid in list(self._resend_at):  # owed updates go again once registered
             self._resend_at[uuid] = (0.0, self.config.resend_after)

@@ -20,6 +20,17 @@ logs.configure("warning", json=True)
 HAVE_MOSQUITTO = bool(shutil.which("mosquitto") or os.access("/usr/sbin/mosquitto", os.X_OK))
 
 
+def need_zookeeper() -> None:
+    """As need_mosquitto, for Debian's zookeeper (the HA tests)."""
+    from cluster.zookeeper import zookeeper_available
+
+    why = zookeeper_available()
+    if why is not None:
+        if os.environ.get("CI"):
+            pytest.fail(f"{why}; .ci/run installs it with apt")
+        pytest.skip(why)
+
+
 def need_mosquitto() -> None:
     """Outside CI a machine without mosquitto skips its tests; in CI that is a failure."""
     if not HAVE_MOSQUITTO:

@@ -13,6 +13,7 @@ from protocol.brokers import BrokerURL
 from protocol.bus import Bus
 from protocol.messages import (
     Accept,
+    Acknowledge,
     CommandInfo,
     Decline,
     Filters,
@@ -47,7 +48,7 @@ class FakeFramework:
     async def subscribe(self, name: str, **kw: object) -> Subscribed:
         await self.bus.publish(
             self.to_master,
-            Subscribe(name=name, inbox=self.inbox_id, incarnation=self.bus.incarnation, **kw),  # type: ignore[arg-type]
+            Subscribe(name=name, inbox=self.inbox_id, incarnation=self.bus.incarnation, **kw),
         )
         sub = await self.inbox.wait_for(Subscribed)
         self.framework_id = sub.framework_id
@@ -82,6 +83,17 @@ class FakeFramework:
                 offer_ids=[offer.offer_id],
                 tasks=tasks,
                 filters=Filters(refuse_seconds=refuse),
+            ),
+        )
+
+    async def acknowledge(self, status: TaskStatus) -> None:
+        await self.bus.publish(
+            self.to_master,
+            Acknowledge(
+                framework_id=self.framework_id,
+                slave_id=status.slave_id or "",
+                task_id=status.task_id,
+                uuid=status.uuid or "",
             ),
         )
 

@@ -1,0 +1,295 @@
+"""Master high availability, with everything real: ZooKeeper, mosquitto, and every master,
+slave and framework a process of its own (cluster.ha). The frameworks journal what they
+hear (frameworks/samples/journaled.py), so each test reads, task by task, what the
+framework saw."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from collections.abc import AsyncIterator
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from benchmarks.common import percentile
+from cluster.ha import HACluster, HAConfig, books_balance, share_spread
+from frameworks import Scheduler, SchedulerDriver
+from frameworks.scheduler import DriverError
+from protocol.bus import Bus
+from protocol.codec import encode
+from protocol.messages import KillTask, State
+
+from conftest import need_mosquitto, need_zookeeper
+
+pytestmark = pytest.mark.timeout(300)
+
+LONG = "60-80"  # tasks that outlive the test: any end they reach is a loss
+
+
+def running(state: State) -> int:
+    return sum(1 for t in state.tasks if t.state.value == "TASK_RUNNING")
+
+
+def settled(ha: HACluster, tasks: int, ids: set[str] | None = None) -> object:
+    """A state from a master that has every framework back (with the same ids), every
+    slave re-registered, and `tasks` tasks running."""
+
+    def check(state: State) -> bool:
+        active = {f.framework_id for f in state.frameworks if f.active}
+        return (
+            len(active) == ha.config.frameworks
+            and (ids is None or active == ids)
+            and state.recovering_slaves == 0
+            and len(state.slaves) == ha.config.slaves
+            and running(state) == tasks
+        )
+
+    return check
+
+
+def log_time(path: Path, event: str, after: float = 0.0) -> float | None:
+    """When a party's log first says `event` (wall clock, at or after `after`), if it does."""
+    for line in path.read_text().splitlines():
+        if f'"event": "{event}"' in line:
+            stamp = json.loads(line)["timestamp"]
+            when = datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+            if when >= after:
+                return when
+    return None
+
+
+@pytest.fixture
+async def ha(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[HACluster]:
+    need_mosquitto()
+    need_zookeeper()
+    config: HAConfig = request.param
+    async with HACluster(tmp_path, config) as cluster:
+        await cluster.wait_for_leader(timeout=60)
+        yield cluster
+
+
+KILLS = HAConfig(
+    masters=3,
+    slaves=2,
+    frameworks=3,
+    tasks_each=3,
+    task="cpus:0.25;mem:32",
+    task_duration=LONG,
+    zk_session_timeout=3.0,
+)
+
+
+@pytest.mark.parametrize("ha", [KILLS], indirect=True)
+async def test_killing_the_leader_loses_no_task_and_a_standby_leads_within_10s(
+    ha: HACluster,
+) -> None:
+    state = await ha.wait_for_state(settled(ha, 9), timeout=60)
+    ids = {f.framework_id for f in state.frameworks}
+    tasks = {t.task_id for t in state.tasks}
+    took = []
+    for _ in range(4):
+        leader = ha.leader
+        name = ha.leader_name()
+        assert leader is not None
+        assert name is not None
+        ha.kill(name)
+        killed = time.monotonic()
+        new = await ha.wait_for_leader(newer_than=leader.epoch, timeout=10)
+        took.append(time.monotonic() - killed)
+        assert new.master_id != leader.master_id
+        await ha.restart(name)  # back as a standby
+        # every framework back with its id, every slave with its tasks, nothing lost
+        state = await ha.wait_for_state(settled(ha, 9, ids), timeout=30)
+        assert {t.task_id for t in state.tasks} == tasks
+        held, used = books_balance(state)
+        assert held == used
+        assert share_spread(state) < 0.01
+    print(
+        f"\nfailover after kill -9 of the leader: p50 {percentile(took, 50):.2f} s, "
+        f"p99 {percentile(took, 99):.2f} s, mean {statistics.fmean(took):.2f} s "
+        f"(ZooKeeper session timeout {ha.config.zk_session_timeout} s)"
+    )
+    assert max(took) < 10
+    fates = ha.fates()
+    assert {t for t, f in fates.items() if f.launched} == tasks  # nothing launched twice
+    assert not [t for t, f in fates.items() if f.terminal]  # nothing ended, so none lost
+    assert ha.doubles() == []
+
+
+CUT = HAConfig(
+    masters=2,
+    slaves=1,
+    frameworks=1,
+    tasks_each=2,
+    task="cpus:0.25;mem:32",
+    task_duration=LONG,
+    zk_session_timeout=3.0,
+    zk_links=True,
+)
+
+
+@pytest.mark.parametrize("ha", [CUT], indirect=True)
+async def test_a_leader_cut_off_from_zookeeper_stops_and_is_not_obeyed(ha: HACluster) -> None:
+    state = await ha.wait_for_state(settled(ha, 2), timeout=60)
+    old = ha.leader
+    name = ha.leader_name()
+    assert old is not None
+    assert name is not None
+    cut_at = time.time()
+    ha.links[name].cut = True  # the leader still reaches the broker, not ZooKeeper
+
+    new = await ha.wait_for_leader(newer_than=old.epoch, timeout=15)
+    assert new.master_id != old.master_id
+    log = ha.run_dir / "logs" / f"{name}.log"
+    stepped_down = log_time(log, "leadership.lost")
+    assert stepped_down is not None, "the cut-off leader never stepped down"
+    # it stopped within its session timeout: before ZooKeeper could elect anyone else
+    assert stepped_down - cut_at < ha.config.zk_session_timeout
+
+    # What the deposed leader would still send carries its old epoch: the slave drops it.
+    slave = state.slaves[0]
+    victim = state.tasks[0]
+    state = await ha.wait_for_state(settled(ha, 2), timeout=30)
+    topic = ha.topics.slave(slave.principal, slave.slave_id)
+    async with Bus(ha.broker.url, name="deposed") as bus:
+        stale = encode(KillTask(framework_id=victim.framework_id, task_id=victim.task_id))
+        await bus.publish_raw(topic, _with_epoch(stale, old.epoch))
+    slave_log = next((ha.run_dir / "logs").glob("slave0.log"))
+    await _until_logged(ha, slave_log, "bus.fenced")
+    state = await ha.wait_for_state(settled(ha, 2), timeout=5)
+    assert victim.task_id in {t.task_id for t in state.tasks if t.state.value == "TASK_RUNNING"}
+    assert not [t for t, f in ha.fates().items() if f.terminal]
+
+    # healed, the old leader comes back as a standby, and the new one keeps leading
+    ha.links[name].cut = False
+    await _until_logged(ha, log, "leadership.campaigning", after=stepped_down)
+    assert ha.leader is not None
+    assert ha.leader.epoch == new.epoch
+
+
+def _with_epoch(encoded: bytes, epoch: int) -> bytes:
+    """A message as a master of `epoch` sends it."""
+    import msgpack
+
+    envelope = msgpack.unpackb(encoded, raw=False)
+    return msgpack.packb([*envelope[:4], epoch], use_bin_type=True)  # type: ignore[no-any-return]
+
+
+async def _until_logged(ha: HACluster, path: Path, event: str, after: float = 0.0) -> None:
+    """Wait until a party's log says `event` (after `after`); the parties are processes, so
+    their logs are what can be waited on."""
+    import asyncio
+
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        when = await asyncio.to_thread(log_time, path, event, after)
+        if when is not None:
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"{path.name} never logged {event}")
+
+
+LONE = HAConfig(
+    masters=1,
+    slaves=2,
+    frameworks=2,
+    tasks_each=2,
+    task="cpus:0.25;mem:32",
+    task_duration=LONG,
+    slave_reregister_timeout=3.0,
+    slave_resources="cpus:0.5;mem:256",  # two tasks each: both slaves run some
+    lone=True,
+)
+
+
+class Nobody(Scheduler):
+    pass
+
+
+@pytest.mark.parametrize("ha", [LONE], indirect=True)
+async def test_a_lone_master_restarted_on_its_work_dir_recovers_and_reports_missing_slaves(
+    ha: HACluster,
+) -> None:
+    state = await ha.wait_for_state(settled(ha, 4), timeout=60)
+    ids = {f.framework_id for f in state.frameworks}
+    on = {s.slave_id: s.hostname for s in state.slaves}
+    away = next(s for s, host in on.items() if host == "host1")
+    stays = {t.task_id for t in state.tasks if t.slave_id != away}
+    gone = {t.task_id for t in state.tasks if t.slave_id == away}
+    assert stays
+    assert gone
+
+    old = ha.leader
+    assert old is not None
+    ha.kill("master0")
+    ha.kill("slave1")  # ... and one slave does not come back in time
+    await ha.restart("master0")
+    await ha.wait_for_leader(newer_than=old.epoch, timeout=30)
+
+    # the same frameworks (ids, principals), the tasks of the slave that came back
+    state = await ha.wait_for_state(
+        lambda s: (
+            {f.framework_id for f in s.frameworks if f.active} == ids
+            and s.recovering_slaves == 0
+            and {t.task_id for t in s.tasks if t.state.value == "TASK_RUNNING"} == stays
+        ),
+        timeout=30,
+    )
+    held, used = books_balance(state)
+    assert held == used
+    # the missing slave's tasks are reported lost, reason: slave removed
+    await _until(lambda: all(ha.fates()[t].terminal for t in gone), timeout=40)
+    for task in gone:
+        assert ha.fates()[task].terminal == {"TASK_LOST"}
+    assert not [t for t in stays if ha.fates()[t].terminal]
+
+    # the registry kept who owns each framework: another principal cannot take one over
+    intruder = SchedulerDriver(
+        Nobody(),
+        name="intruder",
+        broker=ha.broker.url,
+        cluster=ha.cluster,
+        framework_id=next(iter(ids)),
+    )
+    with pytest.raises(DriverError, match="another principal"):
+        await intruder.start(timeout=10)
+
+    # the slave comes back after all: what its framework was told is lost stays dead
+    await ha.restart("slave1")
+    await _until_logged(ha, ha.run_dir / "logs" / "master0.log", "slave.task_already_ended")
+    assert all(len(ha.fates()[t].terminal) == 1 for t in gone)
+
+
+async def _until(condition: object, timeout: float) -> None:
+    import asyncio
+
+    assert callable(condition)
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        await asyncio.sleep(0.2)
+
+
+async def test_a_two_minute_chaos_soak_keeps_every_task_and_the_books(tmp_path: Path) -> None:
+    from benchmarks.soak import soak
+
+    need_mosquitto()
+    need_zookeeper()
+    report = await soak(minutes=2, every=4, seed=7, run_dir=tmp_path)
+    from benchmarks.common import table
+
+    print("\n" + table(["", "measured", "bound"], report.rows()))
+    assert report.launched > 100
+    assert report.one_end == report.launched
+    assert report.never_ended == 0
+    assert report.ran_twice == 0
+    assert report.running_after_end == 0
+    assert report.failovers
+    assert max(report.failovers) < 10
+    assert report.failovers_unfinished == 0
+    assert report.balanced
+    assert report.fair_after is not None
