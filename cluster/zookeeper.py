@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 
 from protocol import logs
-from protocol.brokers import BrokerError, free_port, wait_for_port
+from protocol.brokers import BrokerError, end_process, free_port, wait_for_port
 
 log = logs.get("zookeeper-server")
 
@@ -96,17 +96,7 @@ class ZooKeeperServer:
 
     async def stop(self, *, kill: bool = False) -> None:
         proc, self._proc = self._proc, None
-        if proc is None or proc.returncode is not None:
-            return
-        if kill:
-            proc.kill()
-        else:
-            proc.terminate()
-        try:
-            await asyncio.wait_for(proc.wait(), 10)
-        except TimeoutError:
-            proc.kill()
-            await proc.wait()
+        await end_process(proc, kill=kill)
 
     async def close(self) -> None:
         await self.stop(kill=True)

@@ -37,6 +37,7 @@ cleanup() {
   podman rm -af -t 1 >/dev/null 2>&1
   podman system reset -f >/dev/null 2>&1
   umount "$T/storage/overlay" 2>/dev/null
+  umount "$T/rootfs-zk/proc" 2>/dev/null
   rm -rf "$T"
 }
 trap cleanup EXIT
@@ -75,6 +76,17 @@ chmod 0777 "$ROOTFS/mosquitto/data"
 say "import stand-ins as python:3.11-slim-bookworm and eclipse-mosquitto:2"
 tar -C "$ROOTFS" -c . | podman import -q - docker.io/library/python:3.11-slim-bookworm >/dev/null
 podman tag docker.io/library/python:3.11-slim-bookworm docker.io/library/eclipse-mosquitto:2
+say "import a stand-in as zookeeper:3.8 (Debian's zookeeper, run as the official image is)"
+cp -a "$ROOTFS" "$T/rootfs-zk"
+mount -t proc proc "$T/rootfs-zk/proc"  # the JRE's setup runs java, which needs /proc
+chroot "$T/rootfs-zk" apt-get install -y -qq --no-install-recommends zookeeper >"$T/chroot-zk.log" 2>&1 \
+  || { umount "$T/rootfs-zk/proc"; tail -20 "$T/chroot-zk.log"; exit 1; }
+umount "$T/rootfs-zk/proc"
+chroot "$T/rootfs-zk" apt-get clean
+tar -C "$T/rootfs-zk" -c . | podman import -q \
+  --change 'ENV PATH=/usr/share/zookeeper/bin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+  --change 'CMD ["zkServer.sh", "start-foreground"]' - docker.io/library/zookeeper:3.8 >/dev/null
+rm -rf "$T/rootfs-zk"
 
 # -- our image, from docker/Dockerfile as it is ----------------------------------------------
 say "build localhost/drfmesos:latest"
@@ -90,8 +102,11 @@ SERVICE_PID=$!
 for _ in $(seq 50); do [ -S "$SOCK" ] && break; sleep 0.1; done
 export DOCKER_HOST="unix://$SOCK"
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-HTTP_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-export DRFMESOS_BROKER_PORT=$PORT DRFMESOS_HTTP_PORT=$HTTP_PORT DRFMESOS_TASK_DURATION=4-8
+free() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+HTTP_PORTS=("$(free)" "$(free)" "$(free)")  # master-1..3: only the leader answers
+export DRFMESOS_BROKER_PORT=$PORT DRFMESOS_TASK_DURATION=4-8
+export DRFMESOS_HTTP_PORT=${HTTP_PORTS[0]} DRFMESOS_HTTP_PORT_2=${HTTP_PORTS[1]} \
+  DRFMESOS_HTTP_PORT_3=${HTTP_PORTS[2]}
 # the cluster's credentials, made as a user would (docker/make-secrets.sh), in the temp dir
 export DRFMESOS_SECRETS="$T/secrets"
 bash docker/make-secrets.sh "$DRFMESOS_SECRETS" >/dev/null
@@ -145,8 +160,7 @@ if drfmesos state --broker "mqtts://C@127.0.0.1:$PORT" --secret-file "$DRFMESOS_
   say "FAILED: a framework principal read the state"; exit 1
 fi
 say "ok: anonymous and framework principals cannot read the state"
-# the web UI and API on the published port: the operator gets in, a wrong secret does not
-ui="http://127.0.0.1:$HTTP_PORT"
+# the web UI and API on the leader's published port: the operator gets in, a wrong secret not
 http_code() {  # http_code URL [USER:SECRET]
   python3 - "$@" <<'PY'
 import base64, sys, urllib.error, urllib.request
@@ -161,19 +175,37 @@ except OSError:
     print(0)
 PY
 }
+leader_ui() {  # the one master port that answers (standbys serve no HTTP)
+  for p in "${HTTP_PORTS[@]}"; do
+    [ "$(http_code "http://127.0.0.1:$p/health")" != 0 ] && { echo "http://127.0.0.1:$p"; return; }
+  done
+}
+ui=$(leader_ui)
 code=$(http_code "$ui/api/v1/frameworks" "operator:$(cat "$DRFMESOS_SECRETS/secrets/operator")")
 bad=$(http_code "$ui/api/v1/frameworks" operator:wrong)
 page=$(http_code "$ui/")
 if [ "$code" != 200 ] || [ "$bad" != 401 ] || [ "$page" != 200 ]; then
   say "FAILED: web UI answered $code (operator), $bad (wrong secret), $page (page)"; exit 1
 fi
-say "ok: the web UI on 127.0.0.1:$HTTP_PORT answers the operator and refuses a wrong secret"
+say "ok: the web UI of the leader ($ui) answers the operator and refuses a wrong secret"
+
+# master failover: kill the leading master's container; a standby leads, nothing is lost
+leader_id=$(state | python3 -c 'import json,sys; print(json.load(sys.stdin)["master_id"])')
+leader_port=${ui##*:}
+for i in 1 2 3; do [ "${HTTP_PORTS[$((i - 1))]}" = "$leader_port" ] && leader_svc=master-$i; done
+victim=$(podman ps --format '{{.Names}}' | grep "$leader_svc" | head -1)
+say "kill the leader $victim ($leader_id)"
+killed_at=$(date +%s)
+podman kill "$victim" >/dev/null
+wait_for 60 "a standby leads, both frameworks re-subscribed with their tasks" \
+  "s['master_id'] != '$leader_id' and s['recovering_slaves'] == 0 and len(s['slaves']) == 3 and sorted(f['name'] for f in s['frameworks'] if f['active'] and f['running_tasks'] > 0) == ['A', 'B']"
+say "failover (kill to a new leader's settled state): $(( $(date +%s) - killed_at )) s"
 
 victim=$(podman ps --format '{{.Names}}' | grep slave-1 | head -1)
 say "kill $victim"
 podman kill "$victim" >/dev/null
 "${COMPOSE[@]}" stop -t 1 slave-1 >/dev/null 2>&1 || true  # keep it down: no restart
-wait_for 60 "the slave is removed" "len(s['slaves']) == 2"
+wait_for 60 "the slave is removed" "len(s['slaves']) == 2 and s['recovering_slaves'] == 0"
 lost=$("${COMPOSE[@]}" logs framework-a framework-b 2>/dev/null | grep -c TASK_LOST || true)
 [ "$lost" -gt 0 ] || { say "FAILED: no TASK_LOST reached the frameworks"; exit 1; }
 say "ok: $lost TASK_LOST updates reached the frameworks"

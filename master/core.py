@@ -138,6 +138,17 @@ class MasterCore:
     def _now(self) -> float:
         return asyncio.get_running_loop().time()
 
+    async def _recorded(self, write: Coroutine[Any, Any, None], caller: Caller, about: str) -> bool:
+        """Write to the registry before acknowledging `about`: it must survive a failover.
+        If the registry cannot take it, the call is refused and nothing changes."""
+        try:
+            await write
+        except Exception as e:
+            self.log.error("registry.write_failed", about=about, error=repr(e))
+            self._refuse(caller, "the registry is unavailable: try again", "unavailable", about)
+            return False
+        return True
+
     def _persist(self, write: Coroutine[Any, Any, None], what: str, **ids: Any) -> None:
         """A registry write whose caller cannot wait (a removal): logged if it fails."""
 

@@ -98,13 +98,9 @@ class FrameworkCalls(MasterCore):
             weight=fw.weight if fw else msg.weight,
             failover_timeout=msg.failover_timeout,
         )
-        try:  # in the registry before it is acknowledged: it survives a failover
-            await self.registry.add_framework(framework_id, record)
-        except Exception as e:
-            self.log.error("registry.write_failed", what="framework", error=repr(e))
-            self._refuse(
-                caller, "the registry is unavailable: try again", "unavailable", "Subscribe"
-            )
+        if not await self._recorded(
+            self.registry.add_framework(framework_id, record), caller, "Subscribe"
+        ):
             return
         fw = self.books.frameworks.get(framework_id) or fw  # (it may have come meanwhile)
         if fw is not None:

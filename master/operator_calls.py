@@ -26,13 +26,9 @@ class OperatorCalls(MasterCore):
             self._refuse(caller, problem, "invalid-quota", "SetQuota", role=msg.role)
             return
         clear = not msg.guarantee and msg.limit is None
-        try:  # in the registry before it is acted upon: it survives a failover
-            await self.registry.set_quota(msg.role, msg.guarantee, msg.limit)
-        except Exception as e:
-            self.log.error("registry.write_failed", what="quota", error=repr(e))
-            self._refuse(
-                caller, "the registry is unavailable: try again", "unavailable", "SetQuota"
-            )
+        if not await self._recorded(
+            self.registry.set_quota(msg.role, msg.guarantee, msg.limit), caller, "SetQuota"
+        ):
             return
         if clear:
             self.allocator.remove_quota(msg.role)

@@ -110,14 +110,9 @@ class SlaveCalls(MasterCore):
             )
             return
         now = self._now()
-        slave = self.books.slaves.get(slave_id)
-        try:  # in the registry before it is acknowledged: it survives a failover
-            await self.registry.admit_slave(slave_id, caller.principal, hostname)
-        except Exception as e:
-            self.log.error("registry.write_failed", what="slave", error=repr(e))
-            self._refuse(
-                caller, "the registry is unavailable: try again", "unavailable", "Register"
-            )
+        if not await self._recorded(
+            self.registry.admit_slave(slave_id, caller.principal, hostname), caller, "Register"
+        ):
             return
         slave = self.books.slaves.get(slave_id)  # (it may have come meanwhile)
         self.books.removed_slaves.discard(slave_id)

@@ -113,6 +113,24 @@ def free_port() -> int:
         return port
 
 
+async def end_process(
+    proc: asyncio.subprocess.Process | None, *, kill: bool = False, grace: float = 10.0
+) -> bool:
+    """SIGTERM (or SIGKILL with `kill`), then SIGKILL after `grace`; False if it had ended."""
+    if proc is None or proc.returncode is not None:
+        return False
+    if kill:
+        proc.kill()
+    else:
+        proc.terminate()
+    try:
+        await asyncio.wait_for(proc.wait(), grace)
+    except TimeoutError:
+        proc.kill()
+        await proc.wait()
+    return True
+
+
 async def wait_for_port(host: str, port: int, timeout: float = 10.0) -> None:
     """Wait until something accepts TCP connections on host:port."""
     loop = asyncio.get_running_loop()
@@ -276,18 +294,9 @@ class MosquittoBroker(_Secured):
 
     async def stop(self, *, kill: bool = False) -> None:
         proc, self._proc = self._proc, None
-        if proc is None or proc.returncode is not None:
-            return
-        if kill:
-            proc.kill()
-        else:
-            proc.terminate()  # SIGTERM: mosquitto saves its persistence file first
-        try:
-            await asyncio.wait_for(proc.wait(), 10)
-        except TimeoutError:
-            proc.kill()
-            await proc.wait()
-        log.info("broker.stopped", kind="mosquitto", url=str(self.url))
+        # SIGTERM: mosquitto saves its persistence file first
+        if await end_process(proc, kill=kill):
+            log.info("broker.stopped", kind="mosquitto", url=str(self.url))
 
     async def restart(self) -> None:
         await self.stop()

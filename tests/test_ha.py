@@ -20,7 +20,8 @@ from frameworks import Scheduler, SchedulerDriver
 from frameworks.scheduler import DriverError
 from protocol.bus import Bus
 from protocol.codec import encode
-from protocol.messages import KillTask, State
+from protocol.messages import KillTask, SetQuota, State
+from protocol.resources import Resources
 
 from conftest import need_mosquitto, need_zookeeper
 
@@ -222,6 +223,14 @@ async def test_a_lone_master_restarted_on_its_work_dir_recovers_and_reports_miss
     assert stays
     assert gone
 
+    # a quota set at run time is in the registry before it is answered
+    async with Bus(ha.broker.url, name="ops", inbox=ha.topics.operator("ops")) as ops:
+        await ops.publish(
+            ha.topics.inbound("operator", "ops"),
+            SetQuota(role="fw0", guarantee=Resources(cpus=0.25), limit=Resources(cpus=1)),
+        )
+    await ha.wait_for_state(lambda s: any(r.limit for r in s.roles), timeout=10)
+
     old = ha.leader
     assert old is not None
     ha.kill("master0")
@@ -240,6 +249,8 @@ async def test_a_lone_master_restarted_on_its_work_dir_recovers_and_reports_miss
     )
     held, used = books_balance(state)
     assert held == used
+    quota = next(r for r in state.roles if r.role == "fw0")
+    assert (quota.guarantee, quota.limit) == (Resources(cpus=0.25), Resources(cpus=1))
     # the missing slave's tasks are reported lost, reason: slave removed
     await _until(lambda: all(ha.fates()[t].terminal for t in gone), timeout=40)
     for task in gone:
