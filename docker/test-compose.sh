@@ -118,7 +118,8 @@ docker-compose -f docker/docker-compose.yml config -q
 # podman times health checks with systemd timers, and there is no systemd here: run them
 # ourselves every 2 s, so depends_on: service_healthy and the checks work as in Docker
 ( while sleep 2; do
-    for c in $(podman ps -q 2>/dev/null); do podman healthcheck run "$c" >/dev/null 2>&1; done
+    # (|| true: under set -e one failing check, a broker still starting, would end the loop)
+    for c in $(podman ps -q 2>/dev/null || true); do podman healthcheck run "$c" >/dev/null 2>&1 || true; done
   done ) &
 HEALTH_PID=$!
 say "compose up (broker on 127.0.0.1:$PORT)"

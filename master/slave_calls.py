@@ -301,6 +301,10 @@ class SlaveCalls(MasterCore):
             task.state, task.status = status.state, status
             if status.state.terminal:
                 self._finish(fw, task, status)
+        elif status.state.terminal:
+            # a task this master never knew ran (it ended across a failover): remembered,
+            # so that reconciling it answers how it ended, not that it is unknown
+            fw.declare_ended(status)
         self._forward(fw, Update(status=status), msg.slave_id, relayed=True)
         self._state_dirty = True
 

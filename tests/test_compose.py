@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 from pathlib import Path
 
@@ -36,10 +37,22 @@ def test_the_compose_cluster_runs_loses_a_slave_and_recovers() -> None:
         need(tool)
     if os.geteuid() != 0:
         pytest.skip("needs root (debootstrap, podman storage)")
-    done = subprocess.run(
-        ["bash", str(DOCKER / "test-compose.sh")], capture_output=True, text=True, timeout=590
+    # its own session: on a timeout the whole script gets SIGTERM, so that its EXIT trap
+    # takes the containers down (a SIGKILL to bash alone would leave them running)
+    proc = subprocess.Popen(
+        ["bash", str(DOCKER / "test-compose.sh")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
     )
-    print(done.stdout[-4000:])
-    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
-    assert "PASSED" in done.stdout
+    try:
+        stdout, stderr = proc.communicate(timeout=540)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGTERM)
+        stdout, stderr = proc.communicate(timeout=50)
+        pytest.fail(f"the compose test took over 540 s:\n{stdout[-4000:]}{stderr[-2000:]}")
+    print(stdout[-4000:])
+    assert proc.returncode == 0, stdout[-4000:] + stderr[-2000:]
+    assert "PASSED" in stdout
     assert not list(Path("/tmp").glob("drfmesos-compose.*"))  # nothing left behind
