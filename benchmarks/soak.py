@@ -78,7 +78,7 @@ class SoakReport:
             ("tasks by how they ended", _counts(self.ends), ""),
             ("status updates lost (no end heard)", self.never_ended, "= 0"),
             ("tasks ever running twice at once", self.ran_twice, "= 0"),
-            ("tasks RUNNING again after their end", self.running_after_end, "= 0"),
+            ("a new RUNNING after a task ended", self.running_after_end, "= 0"),
             ("failovers (leader killed)", len(fo), f"{self.failovers_unfinished} never ended"),
             ("failover p50 (s)", percentile(fo, 50), "< 10"),
             ("failover p99 (s)", percentile(fo, 99), "< 10"),

@@ -69,7 +69,11 @@ class TaskFate:
     launched: bool = False
     states: list[str] = field(default_factory=list)
     terminal: set[str] = field(default_factory=set)
+    # a new RUNNING update after the task's own terminal update (not a reconciliation
+    # answer, which may run ahead of updates still on their way; not a re-sent duplicate)
     running_after_end: bool = False
+    ended_by_update: bool = False
+    uuids: set[str] = field(default_factory=set)
 
 
 class HACluster:
@@ -333,10 +337,14 @@ class HACluster:
                 elif "task" in record:
                     fate = fates[record["task"]]
                     fate.states.append(record["state"])
+                    uuid = record.get("uuid") or ""
+                    new = bool(uuid) and uuid not in fate.uuids
+                    fate.uuids.add(uuid)
                     if record.get("terminal"):
                         fate.terminal.add(record["state"])
-                    elif fate.terminal and record["state"] == "TASK_RUNNING":
-                        fate.running_after_end = record.get("reason") != "REASON_RECONCILIATION"
+                        fate.ended_by_update |= bool(uuid)
+                    elif fate.ended_by_update and new and record["state"] == "TASK_RUNNING":
+                        fate.running_after_end = True
         return dict(fates)
 
     def doubles(self) -> list[str]:

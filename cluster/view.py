@@ -83,6 +83,9 @@ def _res(r: object) -> str:
 def render_state(state: State) -> Group:
     head = Table.grid(padding=(0, 2))
     head.add_row("master", state.master_id, "policy", state.policy)
+    head.add_row("epoch", str(state.epoch), "web UI", state.web_ui or "-")
+    if state.recovering_slaves:
+        head.add_row("recovering slaves", str(state.recovering_slaves), "", "")
     head.add_row("total", _res(state.total), "allocated", _res(state.allocated))
     head.add_row("slaves", str(len(state.slaves)), "outstanding offers", str(state.offers))
     if state.refused:
