@@ -108,9 +108,9 @@ class Framework:
                 return
 
     def declare_ended(self, status: TaskStatus, keep: int = 1000) -> None:
-        """A task the master told the framework is gone without knowing it (reconciling a
-        task on a removed slave, or one it never heard of): should it turn up later, it is
-        killed, not brought back to life."""
+        """Remember (boundedly) how a task ended, for reconciliation and for a slave that
+        brings it back later: it is then killed, not revived. Also for tasks the master
+        says are gone without having known them (on a removed slave, or never heard of)."""
         self.completed[status.task_id] = status
         if len(self.completed) > keep:
             del self.completed[next(iter(self.completed))]
@@ -118,11 +118,9 @@ class Framework:
     def complete(self, task: Task, status: TaskStatus, keep: int = 1000) -> None:
         """Move a task that reached a terminal state out of the live set."""
         self.tasks.pop(task.task_id, None)
-        self.completed[task.task_id] = status
+        self.declare_ended(status, keep)
         task.state, task.status = status.state, status
         self.ended[task.task_id] = task
-        if len(self.completed) > keep:
-            del self.completed[next(iter(self.completed))]
         if len(self.ended) > keep:
             del self.ended[next(iter(self.ended))]
         if status.state == TaskState.FINISHED:

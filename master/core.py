@@ -422,15 +422,18 @@ class MasterCore:
             orphans[:] = [o for o in orphans if o.slave_id != slave.slave_id]
         self.allocator.remove_slave(slave.slave_id)
         del self.books.slaves[slave.slave_id]
-        self.books.removed_slaves.add(slave.slave_id)
-        self._persist(
-            self.registry.remove_slave(slave.slave_id), "remove slave", slave_id=slave.slave_id
-        )
-        for other in self.books.frameworks.values():
-            if other.connected:
-                self._send_framework(other, Failure(slave_id=slave.slave_id))
-        self.log.warning(
-            "slave.removed", slave_id=slave.slave_id, why=why, frameworks_affected=len(affected)
-        )
-        self._event("slave-removed", slave_id=slave.slave_id, detail=why)
+        self._slave_gone(slave.slave_id, why, frameworks_affected=len(affected))
         self.request_round()
+
+    def _slave_gone(self, slave_id: str, why: str, **fields: Any) -> None:
+        """A slave is removed for good (timed out, or not back after a failover): out of
+        the registry, every framework told it is lost, and reconciling a task there
+        answers TASK_LOST from now on (no update of its can still be on the way)."""
+        self.books.removed_slaves.add(slave_id)
+        self.books.ending = {k: s for k, s in self.books.ending.items() if s != slave_id}
+        self._persist(self.registry.remove_slave(slave_id), "remove slave", slave_id=slave_id)
+        for fw in self.books.frameworks.values():
+            if fw.connected:
+                self._send_framework(fw, Failure(slave_id=slave_id))
+        self.log.warning("slave.removed", slave_id=slave_id, why=why, **fields)
+        self._event("slave-removed", slave_id=slave_id, detail=why)

@@ -16,7 +16,7 @@ import time
 from master.books import Framework
 from master.core import MasterCore
 from master.quota import Quota
-from protocol.messages import Failure, Leader
+from protocol.messages import Leader
 
 
 class Recovery(MasterCore):
@@ -81,13 +81,6 @@ class Recovery(MasterCore):
                 self.slave_not_back(slave_id)
 
     def slave_not_back(self, slave_id: str) -> None:
-        timeout = self.config.slave_reregister_timeout
         del self.books.recovering[slave_id]
-        self.books.removed_slaves.add(slave_id)
-        self._persist(self.registry.remove_slave(slave_id), "remove slave", slave_id=slave_id)
-        for fw in self.books.frameworks.values():
-            if fw.connected:
-                self._send_framework(fw, Failure(slave_id=slave_id))
-        why = f"did not re-register within {timeout:g}s of the failover"
-        self.log.warning("slave.removed", slave_id=slave_id, why=why)
-        self._event("slave-removed", slave_id=slave_id, detail=why)
+        timeout = self.config.slave_reregister_timeout
+        self._slave_gone(slave_id, f"did not re-register within {timeout:g}s of the failover")
