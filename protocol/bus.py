@@ -27,7 +27,8 @@ import logging
 import socket
 import ssl
 import uuid
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, Self, TypeVar, cast
 
 import aiomqtt
@@ -49,7 +50,27 @@ OnConnect = Callable[[], Awaitable[None]]
 MQTT_LOG = logging.getLogger("mqtt")
 MAX_BATCH = 256  # messages in one MQTT payload at most
 MAX_DEFERRALS = 32  # loop turns a batch may wait for a backlog of arrivals to be handled
+LAZY_DELAY = 0.02  # seconds a lazy post (the event stream) waits to share a batch
 NODELAY = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
+
+
+@dataclass(slots=True)
+class Outgoing:
+    """One payload on its way to the broker; `done`, if someone awaits it."""
+
+    topic: str
+    payload: bytes
+    qos: int
+    retain: bool = False
+    done: asyncio.Future[None] | None = None
+
+    def succeed(self) -> None:
+        if self.done is not None and not self.done.done():
+            self.done.set_result(None)
+
+    def fail(self, error: BaseException) -> None:
+        if self.done is not None and not self.done.done():
+            self.done.set_exception(error)
 
 
 class BusClosed(RuntimeError):
@@ -133,13 +154,20 @@ class Bus:
         self._on_connect: list[OnConnect] = []
         self._client: aiomqtt.Client | None = None
         self._connected = asyncio.Event()
-        self._lost = asyncio.Event()  # set when the current connection ends
         self._closing = False
         self.refused: BusRefused | None = None
         self._gave_up = asyncio.Event()
         self._runner: asyncio.Task[None] | None = None
         self._background: set[asyncio.Task[Any]] = set()
+        # The send path (see _send): what the MQTT client holds until the broker
+        # acknowledges it, by message id, and what waits for the next connection.
+        self._unacked: dict[int, Outgoing] = {}
+        self._waiting: list[Outgoing] = []
+        self._sent_all = asyncio.Event()  # nothing unacknowledged and nothing waiting
+        self._sent_all.set()
         self._outbox: dict[tuple[str, int], list[bytes]] = {}
+        self._lazy: dict[tuple[str, int], list[bytes]] = {}  # posted lazy=True
+        self._lazy_flush: asyncio.TimerHandle | None = None
         self._flush_scheduled = False
         self._deferrals = 0
         self.connections = 0  # how many times we have connected (for tests and logs)
@@ -184,16 +212,27 @@ class Bus:
         return self._connected.is_set()
 
     async def close(self, flush_timeout: float = 2.0, *, abandon: bool = False) -> None:
-        """Flush what `post` queued (briefly), disconnect cleanly, stop every task.
+        """Send what `post` queued (waiting briefly for the broker to take it), disconnect
+        cleanly, stop every task.
 
         `abandon`: send nothing more, not even what is queued (a deposed master)."""
+        if self._lazy_flush is not None:
+            self._lazy_flush.cancel()
+            self._lazy_flush = None
         if abandon:
             self._outbox.clear()
+            self._lazy.clear()
+            self._waiting.clear()
             self._closing = True
         if self._outbox:
             self._flush()
-        if self._background and not abandon:
-            await asyncio.wait(set(self._background), timeout=flush_timeout)
+        if self._lazy:
+            self._flush_lazy()
+        if not abandon:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._sent_all.wait(), flush_timeout)
+            if self._background:  # on_connect callbacks still announcing us
+                await asyncio.wait(set(self._background), timeout=flush_timeout)
         self._closing = True
         for task in list(self._background):
             await cancel_and_wait(task)
@@ -201,6 +240,7 @@ class Bus:
             await cancel_and_wait(self._runner)
             self._runner = None
         self._connected.clear()
+        self._fail_all(BusClosed(f"bus {self.name} closed before the broker had it"))
 
     # -- subscribing ---------------------------------------------------------------------------
     def on_connect(self, callback: OnConnect) -> None:
@@ -252,63 +292,116 @@ class Bus:
         await self._publish_bytes(topic, payload, qos, False)
 
     async def _publish_bytes(self, topic: str, payload: bytes, qos: int, retain: bool) -> None:
-        delay = 0.05
-        while True:
-            if self.refused is not None:
-                raise self.refused
-            if self._closing:
-                raise BusClosed(f"bus {self.name} is closed")
-            if not self._connected.is_set():
-                await self.wait_connected()
-            client, lost = self._client, self._lost
-            if client is None:
-                continue
-            self.stats["published"] += 1
-            try:
-                if qos == 0:
-                    await client.publish(topic, payload, qos=qos, retain=retain)
-                    return
-                # aiomqtt waits for a PUBACK until its timeout even when the connection
-                # is already gone; race it against the loss so we retry at once.
-                sending = asyncio.ensure_future(
-                    client.publish(topic, payload, qos=qos, retain=retain)
-                )
-                losing = asyncio.ensure_future(lost.wait())
-                try:
-                    await asyncio.wait({sending, losing}, return_when=asyncio.FIRST_COMPLETED)
-                finally:
-                    losing.cancel()
-                    if not sending.done():
-                        sending.cancel()
-                if sending.done() and not sending.cancelled():
-                    sending.result()  # raises MqttError if it failed
-                    return
-                raise aiomqtt.MqttError("connection lost before the broker acknowledged")
-            except aiomqtt.MqttError as e:
-                self.log.debug("bus.publish_retry", topic=topic, error=str(e))
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 1.0)
+        if self.refused is not None:
+            raise self.refused
+        if self._closing:
+            raise BusClosed(f"bus {self.name} is closed")
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._send(Outgoing(topic, payload, qos, retain, done))
+        await done
 
-    def post(self, topic: str, message: Wire, *, qos: int = 1, retain: bool = False) -> None:
+    # -- the send path -------------------------------------------------------------------------
+    def _send(self, out: Outgoing) -> None:
+        """Hand a payload to the MQTT client now, in this call (it writes it to the socket
+        when the loop next comes round). A QoS 1 payload is kept until the broker
+        acknowledges it; if the connection is lost first, it is sent again, in order, after
+        the reconnect (at least once, as QoS 1 promises). Without a connection it waits."""
+        self._sent_all.clear()
+        client = self._client
+        if client is None or not self._connected.is_set() or self._waiting:
+            self._waiting.append(out)
+            return
+        try:
+            info = client._client.publish(out.topic, out.payload, out.qos, out.retain)
+        except ValueError as e:  # a topic or payload MQTT cannot carry: this one only
+            self.log.error("bus.unpublishable", topic=out.topic, error=str(e))
+            out.fail(e)
+            self._check_sent_all()
+            return
+        self.stats["published"] += 1
+        if info.rc != 0:  # the connection is going: the reconnect sends it
+            self._waiting.append(out)
+        elif out.qos == 0 or info.is_published():
+            out.succeed()
+            self._check_sent_all()
+        else:
+            self._unacked[info.mid] = out
+
+    def _on_acknowledged(self, mid: int) -> None:
+        out = self._unacked.pop(mid, None)
+        if out is not None:
+            out.succeed()
+            self._check_sent_all()
+
+    def _check_sent_all(self) -> None:
+        if not self._unacked and not self._waiting:
+            self._sent_all.set()
+
+    def _watch_acknowledgements(self, client: aiomqtt.Client) -> None:
+        """Learn of each PUBACK from paho, beside aiomqtt (which still hears them)."""
+        paho = client._client
+        inner = paho.on_publish
+
+        def on_publish(*args: Any) -> None:  # (client, userdata, mid, reason, properties)
+            self._on_acknowledged(args[2])
+            if inner is not None:
+                inner(*args)
+
+        paho.on_publish = on_publish
+
+    def _resend_waiting(self) -> None:
+        """After a (re)connect: what the last connection left unacknowledged, then what
+        was posted while there was none, in the order it was sent."""
+        waiting, self._waiting = self._waiting, []
+        for out in waiting:
+            self._send(out)
+        self._check_sent_all()
+
+    def _fail_all(self, error: BaseException) -> None:
+        """Nothing queued will be sent: tell whoever awaits it."""
+        for out in [*self._unacked.values(), *self._waiting]:
+            out.fail(error)
+        self._unacked.clear()
+        self._waiting.clear()
+        self._sent_all.set()
+
+    def _connection_lost(self) -> None:
+        lost = list(self._unacked.values())  # in the order they were sent
+        self._unacked.clear()
+        self._waiting[:0] = lost
+
+    def post(
+        self, topic: str, message: Wire, *, qos: int = 1, retain: bool = False, lazy: bool = False
+    ) -> None:
         """Publish in the background (same guarantees as `publish`, without waiting).
 
         Posts to one topic in one turn of the event loop leave together as one MQTT
         message (a batch) and in the order they were made: under load this saves most
         of the per-message cost; when idle it costs nothing but that one turn.
+
+        `lazy`: for what only observers read (the event stream). It is gathered for
+        `LAZY_DELAY` and sent as one batch, off the path of the calls being handled.
         """
         payload = encode(message, self.inbox, self.epoch)
         self.stats["posted"] += 1
         if retain:
-            self._track(self._publish_bytes(topic, payload, qos, True))
+            self._send(Outgoing(topic, payload, qos, True))
             return
         key = (topic, qos)
+        if lazy:
+            self._lazy.setdefault(key, []).append(payload)
+            if self._lazy_flush is None:
+                self._lazy_flush = asyncio.get_running_loop().call_later(
+                    LAZY_DELAY, self._flush_lazy
+                )
+            return
         pending = self._outbox.get(key)
         if pending is not None:
             pending.append(payload)
             return
-        if not self._flush_scheduled and not self.backlog():
+        if not self._outbox and not self.backlog():
             # idle: this one goes at once; whatever follows it this turn is batched
-            self._track(self._publish_bytes(topic, payload, qos, False))
+            self._send(Outgoing(topic, payload, qos))
             self._outbox[key] = []
         else:
             self._outbox[key] = [payload]
@@ -325,21 +418,19 @@ class Bus:
         self._deferrals = 0
         self._flush_scheduled = False
         outbox, self._outbox = self._outbox, {}
+        self._send_batches(outbox)
+
+    def _flush_lazy(self) -> None:
+        self._lazy_flush = None
+        lazy, self._lazy = self._lazy, {}
+        self._send_batches(lazy)
+
+    def _send_batches(self, outbox: dict[tuple[str, int], list[bytes]]) -> None:
         for (topic, qos), payloads in outbox.items():
             for start in range(0, len(payloads), MAX_BATCH):  # (an empty list sends nothing)
                 chunk = payloads[start : start + MAX_BATCH]
                 data = chunk[0] if len(chunk) == 1 else encode_batch(chunk, self.inbox)
-                self._track(self._publish_bytes(topic, data, qos, False))
-
-    def _track(self, coro: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.create_task(coro)
-        self._background.add(task)
-        task.add_done_callback(self._post_done)
-
-    def _post_done(self, task: asyncio.Task[None]) -> None:
-        self._background.discard(task)
-        if not task.cancelled() and (exc := task.exception()) and not isinstance(exc, BusClosed):
-            self.log.error("bus.post_failed", error=repr(exc))
+                self._send(Outgoing(topic, data, qos))
 
     def reply_error(
         self, reply_to: str | None, message: str, *, code: str = "error", about: str | None = None
@@ -379,12 +470,13 @@ class Bus:
             try:
                 async with self._client_for(incarnation) as client:
                     self._client = client
-                    self._lost = asyncio.Event()
                     self.incarnation = incarnation
+                    self._watch_acknowledgements(client)
                     for topic, (_, _, qos) in list(self._subs.items()):
                         await client.subscribe(topic, qos=qos)
                     self.connections += 1
                     self._connected.set()
+                    self._resend_waiting()
                     self.log.info(
                         "bus.connected",
                         broker=str(self.broker),
@@ -407,6 +499,7 @@ class Bus:
                     self.refused = BusRefused(why)
                     self.log.error("bus.refused", broker=str(self.broker), reason=why)
                     self._gave_up.set()
+                    self._fail_all(self.refused)
                     break
                 level = "warning" if self.connected else "debug"
                 getattr(self.log, level)(
@@ -414,8 +507,8 @@ class Bus:
                 )
             finally:
                 self._connected.clear()
-                self._lost.set()
                 self._client = None
+                self._connection_lost()
             await asyncio.sleep(delay)
             delay = min(delay * 2, 2.0)
             allowed = self.may_reconnect
@@ -423,6 +516,7 @@ class Bus:
                 self.log.warning("bus.reconnect_forbidden", broker=str(self.broker))
                 self.refused = BusRefused("this party may no longer connect")
                 self._gave_up.set()
+                self._fail_all(self.refused)
                 break
 
     async def _receive(self, client: aiomqtt.Client) -> None:
