@@ -330,17 +330,27 @@ class SchedulerDriver:
         )
 
     async def decline_offer(self, offer_id: str, filters: Filters | None = None) -> None:
+        await self.decline_offers([offer_id], filters)
+
+    async def decline_offers(
+        self, offer_ids: Iterable[str], filters: Filters | None = None
+    ) -> None:
+        """Decline several offers in one call (Mesos's DECLINE takes a list), one filter."""
         if self._stopped.is_set():
             return  # as the Mesos driver: calls after stop() do nothing
         bus = self._call_bus()
-        if self.offers.pop(offer_id, None) is None:
-            raise DriverError(f"offer {offer_id} is not outstanding")
+        ids = list(dict.fromkeys(offer_ids))
+        missing = [o for o in ids if o not in self.offers]
+        if missing:
+            raise DriverError(f"offers {', '.join(missing)} are not outstanding")
+        if not ids:
+            return
+        for o in ids:
+            del self.offers[o]
         await bus.publish(
             self.to_master,
             Decline(
-                framework_id=self.framework_id or "",
-                offer_ids=[offer_id],
-                filters=filters or Filters(),
+                framework_id=self.framework_id or "", offer_ids=ids, filters=filters or Filters()
             ),
         )
 

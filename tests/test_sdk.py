@@ -118,6 +118,23 @@ async def test_decline_with_refuse_seconds_is_honoured(
         assert loop.time() - at >= 1.4  # that slave came back only once the filter lapsed
 
 
+async def test_several_offers_declined_in_one_call_share_its_filter(
+    live: Launcher, mosquitto: MosquittoBroker
+) -> None:
+    rec = Recorder()
+    async with framework(mosquitto, rec, "bulk-decliner") as driver:
+        await rec.wait(lambda: len(rec.offers) >= 2)  # both slaves
+        loop = asyncio.get_running_loop()
+        first = rec.offers[:2]
+        await driver.decline_offers([o.offer_id for o in first], Filters(refuse_seconds=1.5))
+        at = loop.time()
+        assert not driver.offers  # both are gone from the driver's outstanding offers
+        await rec.wait(lambda: {o.slave_id for o in rec.offers[2:]} >= {o.slave_id for o in first})
+        assert loop.time() - at >= 1.4  # neither slave came back before the filter lapsed
+        with pytest.raises(DriverError, match="not outstanding"):
+            await driver.decline_offers([first[0].offer_id])
+
+
 async def test_kill_ends_a_running_task_as_killed(
     live: Launcher, mosquitto: MosquittoBroker
 ) -> None:
