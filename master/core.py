@@ -198,7 +198,7 @@ class MasterCore:
 
     def _event(self, kind: str, **fields: Any) -> None:
         event = ClusterEvent(kind=kind, **fields)
-        self.bus.post(self.topics.events, event, qos=0)
+        self.bus.post(self.topics.events, event, qos=0, lazy=True)
         self.event_counts[kind] += 1
         if kind == "release" and event.state is not None:
             self.tasks_ended[event.state.value] += 1

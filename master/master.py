@@ -201,6 +201,7 @@ class Master(FrameworkCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests,
         for task in self._tasks:
             await cancel_and_wait(task)
         self._tasks = []
+        await self.stop_fair_shares()
         self.log.info("master.stopped", rounds=self.rounds, **self.bus.stats)
 
     async def run(self) -> None:

@@ -375,7 +375,10 @@ class Preemption:
         contenders: Sequence[Contender],
         pool_weights: Mapping[str, float],
     ) -> None:
-        allocation = fair_allocation(policy, total, contenders, pool_weights)
+        self.set_fair(fair_allocation(policy, total, contenders, pool_weights))
+
+    def set_fair(self, allocation: Mapping[str, tuple[float, dict[str, float]]]) -> None:
+        """Take fair shares computed elsewhere (the master computes them off its loop)."""
         self.fair = {f: share for f, (share, _) in allocation.items()}
         self.fair_resources = {f: resources for f, (_, resources) in allocation.items()}
 

@@ -10,6 +10,8 @@ REASON_TASK_PREEMPTED.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections import defaultdict
 from typing import Any
 
@@ -22,6 +24,7 @@ from master.preemption import (
     Preemption,
     PreemptionConfig,
     RunningTask,
+    fair_allocation,
 )
 from master.quota import ancestors_or_self
 from protocol.messages import (
@@ -55,6 +58,7 @@ class Preemptor(MasterCore):
             )
         )
         self._next_preemption_check = 0.0
+        self._fair_job: asyncio.Future[dict[str, tuple[float, dict[str, float]]]] | None = None
 
     @property
     def preemption_on(self) -> bool:
@@ -71,13 +75,7 @@ class Preemptor(MasterCore):
         interval = self.config.allocation_interval
         self._next_preemption_check = now + (interval if on else max(1.0, interval))
         if not on:
-            self.preemption.update_fair(
-                self.config.policy,
-                self.allocator.total.millis,
-                self._contenders(),
-                self.allocator.pool_weights(),
-            )
-            self._state_dirty = True
+            self._update_fair_off_loop()
             return
         claims = self.preemption.check(
             now,
@@ -91,6 +89,37 @@ class Preemptor(MasterCore):
         for claim in claims:
             self._carry_out(claim, now)
         self._state_dirty = True
+
+    def _update_fair_off_loop(self) -> None:
+        """Fair shares for the UI and the metrics, computed in a worker thread on a copy of
+        the books: under the tree policies the ideal costs tens of milliseconds, which on
+        the loop stalled every call and update once a second. (With preemption on, claims
+        need them at once, and they stay on the loop.)"""
+        if self._fair_job is not None and not self._fair_job.done():
+            return  # the last one is still at it: skip this tick
+        policy, total = self.config.policy, dict(self.allocator.total.millis)
+        contenders, weights = self._contenders(), self.allocator.pool_weights()
+        job = asyncio.get_running_loop().run_in_executor(
+            None, fair_allocation, policy, total, contenders, weights
+        )
+        job.add_done_callback(self._fair_done)
+        self._fair_job = job
+
+    def _fair_done(self, job: asyncio.Future[dict[str, tuple[float, dict[str, float]]]]) -> None:
+        if job.cancelled():
+            return
+        if (error := job.exception()) is not None:
+            self.log.error("fair_shares.failed", error=repr(error))
+            return
+        self.preemption.set_fair(job.result())
+        self._state_dirty = True
+
+    async def stop_fair_shares(self) -> None:
+        """Let a computation under way finish (it cannot be interrupted; it is short)."""
+        if self._fair_job is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.shield(self._fair_job), 5.0)
+            self._fair_job = None
 
     def _contenders(self) -> list[Contender]:
         a = self.allocator

@@ -32,10 +32,12 @@ from protocol.resources import Resources
 from protocol.topics import Topics
 
 from conftest import need_mosquitto
+from helpers import until
 
 CLUSTER = "http"
 PRINCIPALS = [("master", "master"), ("ops", "operator"), ("slave-0", "slave"),
-              ("slave-1", "slave"), ("printer", "framework")]  # fmt: skip
+              ("slave-1", "slave"), ("printer", "framework"),
+              ("watcher", "operator")]  # fmt: skip
 
 
 def basic(user: str, secret: str) -> str:
@@ -107,13 +109,18 @@ def validator(doc: dict[str, Any], path: str) -> Draft202012Validator:
 
 async def test_the_api_answers_operators_only_and_as_its_openapi_says(live: Live) -> None:
     ops = as_principal(live.url, live.store, "ops")
+    # the event stream is read as a principal of its own: a principal is one MQTT client,
+    # and wait_state's connection as "ops" would take over the reader's session
+    watcher = as_principal(live.url, live.store, "watcher")
     events: list[ClusterEvent] = []
+    event_arrived = asyncio.Event()
 
     async def on_event(message: Wire, _r: str | None) -> None:
         if isinstance(message, ClusterEvent):
             events.append(message)
+            event_arrived.set()
 
-    async with Bus(ops, name="event-reader") as bus:
+    async with Bus(watcher, name="event-reader") as bus:
         await bus.subscribe(Topics(CLUSTER).events, on_event)
         printer, driver = live.printer("echo hello from $MESOS_SANDBOX; echo oops >&2", 4)
         await driver.run()  # until its 4 tasks are done; then it tears itself down
@@ -152,20 +159,26 @@ async def test_the_api_answers_operators_only_and_as_its_openapi_says(live: Live
         assert fw_id
         assert task_id
 
-        # /metrics parses, and its counters are the event stream's
+        # /metrics parses, and its counters are the event stream's (which is sent in
+        # batches a few milliseconds behind: wait for it to catch up with the counters)
         status, text = await live.get("/metrics")
         assert status == 200
         families = {f.name: f for f in text_string_to_metric_families(text)}
-        seen = Counter(e.kind for e in events)
-        ended = Counter(e.state.value for e in events if e.kind == "release" and e.state)
         offers = {s.labels["outcome"]: s.value for s in families["drfmesos_offers"].samples
                   if s.name == "drfmesos_offers_total"}  # fmt: skip
-        assert offers == {
-            "made": seen["offer"],
-            "accepted": seen["accept"],
-            "declined": seen["decline"],
-            "rescinded": seen["rescind"],
-        }
+
+        def streamed() -> dict[str, float]:
+            seen = Counter(e.kind for e in events)
+            return {
+                "made": seen["offer"],
+                "accepted": seen["accept"],
+                "declined": seen["decline"],
+                "rescinded": seen["rescind"],
+            }
+
+        await until(event_arrived, lambda: streamed() == offers, timeout=10)
+        seen = Counter(e.kind for e in events)
+        ended = Counter(e.state.value for e in events if e.kind == "release" and e.state)
         assert offers["made"] > 0
         launched = families["drfmesos_tasks_launched"].samples[0].value
         assert launched == seen["launch"] == 4
