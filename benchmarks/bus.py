@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import sys
 import time
 
 from benchmarks.common import percentile, table
@@ -69,16 +71,23 @@ async def round_trips(
 ) -> list[float]:
     """QoS 1 ping from `url`, QoS 1 pong from `answerer` (default: `url` too); on a broker
     with ACLs, give two principals and topics each may use."""
-    pongs = asyncio.Queue[Wire]()
 
     async def echo(m: Wire, _r: str | None) -> None:
         b.post(pong, m)
 
+    async with Bus(answerer or url, name="bench-b") as b:
+        await b.subscribe(ping, echo)
+        return await _pings(url, n, ping, pong)
+
+
+async def _pings(url: BrokerURL, n: int, ping: str, pong: str) -> list[float]:
+    """Ping `n` times (after 50 to warm up), each once the last one's pong is back."""
+    pongs = asyncio.Queue[Wire]()
+
     async def back(m: Wire, _r: str | None) -> None:
         pongs.put_nowait(m)
 
-    async with Bus(url, name="bench-a") as a, Bus(answerer or url, name="bench-b") as b:
-        await b.subscribe(ping, echo)
+    async with Bus(url, name="bench-a") as a:
         await a.subscribe(pong, back)
         samples = []
         for i in range(n + 50):
@@ -88,6 +97,50 @@ async def round_trips(
             if i >= 50:  # warm-up
                 samples.append(time.perf_counter() - t)
         return samples
+
+
+async def echo(url: BrokerURL, ping: str, pong: str) -> None:
+    """Answer every ping on `ping` with the same message on `pong`, until killed (the far
+    end of `round_trips_across`, in a process of its own). Says "ready" when subscribed."""
+
+    async def answer(m: Wire, _r: str | None) -> None:
+        bus.post(pong, m)
+
+    async with Bus(url, name="bench-echo") as bus:
+        await bus.subscribe(ping, answer)
+        print("ready", flush=True)
+        await asyncio.Event().wait()
+
+
+async def round_trips_across(
+    url: BrokerURL,
+    n: int,
+    answerer: BrokerURL,
+    answerer_secret: str | None = None,
+    ping: str = "bench/ping",
+    pong: str = "bench/pong",
+) -> list[float]:
+    """As `round_trips`, with the answerer in a process of its own, as the parties of a
+    cluster are: each hop then wakes another process, as a task's messages do."""
+    user = f"{answerer.username}@" if answerer.username else ""
+    args = ["--echo", f"{answerer.scheme}://{user}{answerer.host}:{answerer.port}"]
+    args += ["--ping", ping, "--pong", pong]
+    if answerer_secret:
+        args += ["--secret-file", answerer_secret]
+    if answerer.ca:
+        args += ["--ca", answerer.ca]
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "benchmarks.bus", *args, stdout=asyncio.subprocess.PIPE
+    )
+    try:
+        assert proc.stdout is not None
+        line = await asyncio.wait_for(proc.stdout.readline(), 30)
+        if line.strip() != b"ready":
+            raise RuntimeError("the echo process did not start")
+        return await _pings(url, n, ping, pong)
+    finally:
+        proc.terminate()
+        await proc.wait()
 
 
 async def measure(kind: str, messages: int, trips: int) -> list[object]:
@@ -121,6 +174,17 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=5000)
     parser.add_argument("--round-trips", type=int, default=2000)
+    # the far end of a round trip across processes (round_trips_across starts it)
+    parser.add_argument("--echo", metavar="BROKER", help=argparse.SUPPRESS)
+    parser.add_argument("--ping", help=argparse.SUPPRESS)
+    parser.add_argument("--pong", help=argparse.SUPPRESS)
+    parser.add_argument("--secret-file", help=argparse.SUPPRESS)
+    parser.add_argument("--ca", help=argparse.SUPPRESS)
     args = parser.parse_args()
     logs.configure("warning")
-    asyncio.run(main(args.messages, args.round_trips))
+    if args.echo:
+        url = BrokerURL.parse(args.echo, ca=args.ca, secret_file=args.secret_file)
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(echo(url, args.ping, args.pong))
+    else:
+        asyncio.run(main(args.messages, args.round_trips))

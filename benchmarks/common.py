@@ -26,6 +26,14 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     return "\n".join(lines)
 
 
+def bounds(rows: Sequence[tuple[str, str, str, bool]]) -> str:
+    """The targets: each figure beside its bound from the same run, and whether it holds."""
+    return table(
+        ["target", "measured", "bound", "holds"],
+        [[what, got, bound, "yes" if ok else "NO"] for what, got, bound, ok in rows],
+    )
+
+
 def _fmt(value: object) -> str:
     if isinstance(value, float):
         return f"{value:,.3f}" if value < 100 else f"{value:,.0f}"
