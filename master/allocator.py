@@ -73,10 +73,34 @@ class SlaveBook:
     by_framework: dict[str, Millis] = field(default_factory=dict)
     unowned: Millis = field(default_factory=dict)  # used by frameworks we do not know (yet)
     active: bool = True  # off while its slave is disconnected: nothing of it is offered
+    # total - allocated for every resource of the total (zeros kept), kept as `allocated`
+    # changes: a round reads it for every slave it visits
+    unallocated: Millis = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.unallocated = dict(self.total.millis)
 
     def free(self) -> Millis:
-        alloc = self.allocated
-        return {k: v - alloc.get(k, 0) for k, v in self.total.millis.items()}
+        return dict(self.unallocated)
+
+    def take(self, delta: Mapping[str, int]) -> None:
+        _add(self.allocated, delta)
+        free = self.unallocated
+        for k, v in delta.items():
+            if k in free:
+                free[k] -= v
+
+    def give_back(self, delta: Mapping[str, int]) -> None:
+        """The converse of `take` (the caller has checked that it holds `delta`)."""
+        alloc, free = self.allocated, self.unallocated
+        for k, v in delta.items():
+            left = alloc[k] - v
+            if left:
+                alloc[k] = left
+            else:
+                del alloc[k]
+            if k in free:
+                free[k] += v
 
 
 @dataclass(slots=True)
@@ -114,6 +138,7 @@ class Allocator:
         self.quotas: dict[str, Quota] = {}  # by role node (on a tree, pools too)
         self._allocated: Millis = {}  # the whole cluster's, offered or in use
         self.dirty: set[str] = set()  # slaves that may have something new to offer
+        self._wake = False  # every slave may: someone new wants offers (see _wake_all)
         self._expiring: list[tuple[float, str]] = []  # (when, slave) filters, holds lapse
         self.reservations: dict[str, list[Reservation]] = {}  # by slave
         self._floor: Millis | None = None  # less than this, nobody can use (offer filters)
@@ -211,10 +236,9 @@ class Allocator:
             self._roles.deactivate(role)
 
     def _wake_all(self) -> None:
-        """Someone new wants offers: every slave with free resources is worth a visit."""
-        for slave_id, slave in self.slaves.items():
-            if _allocatable(slave.free()):
-                self.dirty.add(slave_id)
+        """Someone new wants offers: every slave with free resources is worth a visit
+        (the next round visits them all; a slave with nothing free is passed over there)."""
+        self._wake = True
 
     def set_role_weight(self, role: str, weight: float) -> None:
         """Configure a role's weight (takes precedence over weights frameworks ask for); in
@@ -307,14 +331,14 @@ class Allocator:
             self._give(framework_id, slave, resources)
         else:
             _add(slave.unowned, resources.millis)
-            _add(slave.allocated, resources.millis)
+            slave.take(resources.millis)
             _add(self._allocated, resources.millis)
 
     def adopt(self, framework_id: str, slave_id: str, resources: Resources) -> None:
         """Move resources from 'unowned' to a framework that has (re-)subscribed."""
         slave = self._slave(slave_id)
         _sub(slave.unowned, resources.millis, "unowned")
-        _sub(slave.allocated, resources.millis, "allocated")
+        slave.give_back(resources.millis)  # (unowned is part of allocated)
         _sub(self._allocated, resources.millis, "allocated")
         self._give(framework_id, slave, resources)
 
@@ -335,25 +359,30 @@ class Allocator:
         if slave_ids is not None:
             order = list(slave_ids)
             self.dirty.difference_update(order)
-        elif full:
-            order = list(self.slaves)
+        elif full or self._wake:
+            order = list(self.slaves) if full else sorted(self.slaves)
             self.dirty.clear()
+            self._wake = False
         else:
             order = sorted(self.dirty)  # sorted: a set's order varies from run to run
             self.dirty.clear()
         allocations: list[Allocation] = []
         floor = self._min_floor()
+        slaves, reservations = self.slaves, self.reservations
+        min_cpus, min_mem = MIN_ALLOCATABLE[CPUS], MIN_ALLOCATABLE[MEM]
         for slave_id in order:
-            slave = self.slaves.get(slave_id)
+            slave = slaves.get(slave_id)
             if slave is None or not slave.active:
                 continue
-            free = slave.free()
-            if not _allocatable(free):
+            free = slave.unallocated  # (read here; changed only by _give, below)
+            if not (
+                free.get(CPUS, 0) >= min_cpus or free.get(MEM, 0) >= min_mem
+            ) and not _allocatable(free):
                 continue
-            held = self._live_reservations(slave_id, now)
+            held = self._live_reservations(slave_id, now) if reservations else None
             if held:
                 picked = self._pick_reserved(slave_id, held, free)
-            elif floor is not None and not _within(floor, free):
+            elif floor is not None and any(free.get(k, 0) < v for k, v in floor.items()):
                 continue  # too little here for anyone's offer filter: no walk
             else:
                 picked = self._pick(slave_id, free, now)
@@ -600,9 +629,11 @@ class Allocator:
         held = slave.by_framework.get(framework_id)
         if held is None or fw is None:
             raise AllocatorError(f"framework {framework_id} holds nothing on slave {slave_id}")
-        _sub(held, resources.millis, f"framework {framework_id} on slave {slave_id}")
-        _sub(slave.allocated, resources.millis, f"slave {slave_id}")
-        _sub(self._allocated, resources.millis, "allocated")
+        delta = resources.millis
+        _sub(held, delta, f"framework {framework_id} on slave {slave_id}")
+        # what a framework held is in the slave's and the cluster's allocation too
+        slave.give_back(delta)
+        _sub_held(self._allocated, delta)
         if not held:
             del slave.by_framework[framework_id]
             fw.slaves.discard(slave_id)
@@ -615,7 +646,7 @@ class Allocator:
 
     def _give(self, framework_id: str, slave: SlaveBook, resources: Resources) -> None:
         fw = self._framework(framework_id)
-        _add(slave.allocated, resources.millis)
+        slave.take(resources.millis)
         _add(self._allocated, resources.millis)
         _add(slave.by_framework.setdefault(framework_id, {}), resources.millis)
         fw.slaves.add(slave.slave_id)
@@ -746,6 +777,11 @@ def _sub(into: Millis, delta: Mapping[str, int], what: str) -> None:
     for k, v in delta.items():
         if into.get(k, 0) < v:
             raise AllocatorError(f"{what} holds less {k} than is being released")
+    _sub_held(into, delta)
+
+
+def _sub_held(into: Millis, delta: Mapping[str, int]) -> None:
+    """Subtract what `into` is known to hold (checked by the caller)."""
     for k, v in delta.items():
         left = into[k] - v
         if left:

@@ -133,8 +133,10 @@ class Sorter:
 
     def __init__(self, policy: Policy | str = "drf", total: Total | None = None) -> None:
         self.policy = make_policy(policy) if isinstance(policy, str) else policy
+        self._share = self.policy.share
         self._clients: dict[str, _Client] = {}
         self._heap: list[_Entry] = []
+        self._pending: dict[str, _Client] = {}  # clients whose fresh entry is not pushed yet
         self._totals = total or Total()
         self._total = self._totals.millis
         self._seen_version = self._totals.version
@@ -155,6 +157,7 @@ class Sorter:
 
     def remove(self, name: str) -> None:
         client = self._clients.pop(name)
+        self._pending.pop(name, None)
         self._active -= client.active
         client.version += 1  # its heap entries are stale now
 
@@ -204,16 +207,19 @@ class Sorter:
     def _change(self, name: str, delta: Mapping[str, int], sign: int) -> None:
         client = self._clients[name]
         alloc = client.allocation
-        if sign < 0:
+        if sign > 0:
+            for k, v in delta.items():
+                alloc[k] = alloc.get(k, 0) + v
+        else:
             for k, v in delta.items():
                 if alloc.get(k, 0) < v:
                     raise ValueError(f"client {name!r} would hold negative {k}")
-        for k, v in delta.items():
-            left = alloc.get(k, 0) + sign * v
-            if left:
-                alloc[k] = left
-            else:
-                alloc.pop(k, None)
+            for k, v in delta.items():
+                left = alloc[k] - v
+                if left:
+                    alloc[k] = left
+                else:
+                    del alloc[k]
         self._push(client)
 
     def allocation(self, name: str) -> Resources:
@@ -273,17 +279,28 @@ class Sorter:
         return client is not None and client.active and client.version == entry[2]
 
     def _push(self, client: _Client) -> None:
+        """The client's share changed: its heap entry is stale, and a fresh one is pushed
+        before the next walk (a client whose allocation changes many times between two
+        walks -- every task ending between two rounds -- costs one push, not many)."""
         client.version += 1
-        if not client.active:
-            return
-        share = self.policy.share(client.allocation, self._total) / client.weight
-        heapq.heappush(self._heap, (share, client.order, client.version, client.name))
-        if len(self._heap) > 4 * len(self._clients) + 64:
-            self._rebuild()  # too many stale entries: compact
+        if client.active:
+            self._pending[client.name] = client
 
     def _fresh(self) -> None:
         if self._seen_version != self._totals.version:
             self._rebuild()
+            return
+        if not self._pending:
+            return
+        heap, total, share = self._heap, self._total, self._share
+        for c in self._pending.values():
+            if c.active:
+                heapq.heappush(
+                    heap, (share(c.allocation, total) / c.weight, c.order, c.version, c.name)
+                )
+        self._pending.clear()
+        if len(heap) > 4 * len(self._clients) + 64:
+            self._rebuild()  # too many stale entries: compact
 
     def _rebuild(self) -> None:
         """Recompute every share (the total changed, or the heap needs compacting)."""
@@ -295,3 +312,4 @@ class Sorter:
                 entries.append((share, client.order, client.version, client.name))
         heapq.heapify(entries)
         self._heap = entries
+        self._pending.clear()
