@@ -24,7 +24,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from cluster.ideal_timeline import ideal_phases
@@ -33,6 +33,7 @@ from cluster.spec import Spec
 from cluster.workload import Pending, Workload
 from master.allocator import Allocator
 from master.preemption import Cluster, Contender, Preemption, RunningTask
+from master.sorter import Millis
 from protocol.resources import CPUS, MEM, Resources
 
 ROUND_BATCH = 0.005  # as the master: frees within this window share one round
@@ -98,9 +99,11 @@ class Simulation:
         self.frameworks = {f.name: f for f in spec.frameworks}
         self.added: set[str] = set()
         self.running: dict[int, Running] = {}
-        self.node_load: dict[str, Resources] = {s: Resources() for s in self.nodes}
+        # what runs on each node and what each framework holds, really (fixed point, kept
+        # in place: the hot path builds no vectors)
+        self.node_load: dict[str, Millis] = {s: {} for s in self.nodes}
         self.node_tasks: dict[str, int] = dict.fromkeys(self.nodes, 0)
-        self.held: dict[str, Resources] = {f: Resources() for f in self.workloads}  # real
+        self.held: dict[str, Millis] = {f: {} for f in self.workloads}
         self.counts: dict[str, int] = dict.fromkeys(self.workloads, 0)
         self.events: list[tuple[float, int, str, int]] = []
         self.seq = itertools.count()
@@ -310,41 +313,47 @@ class Simulation:
         if self.ceei:
             self._ceei_weights(t)
         refuse = self.spec.master.refuse_seconds
+        book = self._booked if self.spec.master.policy in ("slots", "cpu") else None
         for a in self.allocator.allocate(t):
             w = self.workloads[a.framework_id]
-            if self.spec.master.policy in ("slots", "cpu"):
-                fits = None if not w.wants(t) else self._booked(w._peek(t).resources)
-                tasks = w.take(t, a.resources, fits)
-            else:
-                tasks = w.take(t, a.resources)
+            tasks = w.take(t, a.resources, book)
             self.offers += 1
             self.declines += not tasks
-            used = Resources()
+            left = dict(a.resources.millis)
             for task in tasks:
                 booked = self._booked(task.resources)
-                used = used + booked
+                for k, v in booked.millis.items():
+                    left[k] -= v  # (take chose tasks that fit)
                 self._launch(a.framework_id, a.slave_id, task, booked, t)
             self.allocator.recover(
-                a.framework_id, a.slave_id, a.resources - used, refuse_seconds=refuse, now=t
+                a.framework_id,
+                a.slave_id,
+                Resources.from_millis(left),
+                refuse_seconds=refuse,
+                now=t,
             )
             self._schedule_arrival(a.framework_id)
             self._track_demand(a.framework_id, t)
 
     def _launch(self, name: str, slave: str, task: Pending, booked: Resources, t: float) -> None:
         capacity = self.nodes[slave]
-        load = self.node_load[slave] + task.resources
-        self.node_load[slave] = load
-        # oversubscribed (possible only when the allocator does not see real demands)
+        load = self.node_load[slave]
+        real = task.resources
+        _add(load, real.millis)
         self.node_tasks[slave] += 1
-        slowdown = swap_slowdown(load, capacity, task.resources, self.node_tasks[slave])
+        slowdown = 1.0
+        if any(load.get(k, 0) > v for k, v in capacity.millis.items()):
+            # oversubscribed (possible only when the allocator does not see real demands)
+            slowdown = swap_slowdown(
+                Resources.from_millis(load), capacity, real, self.node_tasks[slave]
+            )
         ref = next(self.ids)
-        self.running[ref] = Running(
-            name, slave, task, task.resources, booked, t + task.duration * slowdown, t
-        )
-        self.held[name] = self.held[name] + task.resources
+        ends = t + task.duration * slowdown
+        self.running[ref] = Running(name, slave, task, real, booked, ends, t)
+        _add(self.held[name], real.millis)
         self.counts[name] += 1
         self.processed += 1
-        self._at(self.running[ref].ends, "finish", ref)
+        heapq.heappush(self.events, (ends, next(self.seq), "finish", ref))
 
     def _finish(self, ref: int, t: float) -> None:
         if ref in self.running:
@@ -355,9 +364,9 @@ class Simulation:
         r = self.running.pop(ref)
         if self.preemption is not None and completed:
             self.preemption.ended(r.framework, str(ref), finished=True, ran=t - r.started)
-        self.node_load[r.slave] = self.node_load[r.slave] - r.real
+        _sub(self.node_load[r.slave], r.real.millis)
         self.node_tasks[r.slave] -= 1
-        self.held[r.framework] = self.held[r.framework] - r.real
+        _sub(self.held[r.framework], r.real.millis)
         self.counts[r.framework] -= 1
         self.processed += 1
         if r.framework in self.added:
@@ -368,7 +377,7 @@ class Simulation:
     def _sample(self, t: float, results: Results) -> None:
         total = self.real_total
         for name in self.workloads:
-            held = self.held[name]
+            held = Resources.from_millis(self.held[name])
             if name in self.added or self.counts[name]:
                 results.samples.append(
                     Sample(t, name, self.counts[name], held, held.dominant_share(total))
@@ -376,13 +385,23 @@ class Simulation:
         # in use on a node is at most what it has: oversubscription slows tasks, it does
         # not make more resources
         in_use: dict[str, float] = {}
-        for slave, load in self.node_load.items():
-            capacity = self.nodes[slave]
+        for slave, millis in self.node_load.items():
+            capacity, load = self.nodes[slave], Resources.from_millis(millis)
             for r, amount in load.items():
                 in_use[r] = in_use.get(r, 0.0) + min(amount, capacity.get(r, 0.0))
         results.utilisation.append(
             (t, {r: v / total[r] for r, v in in_use.items() if total.get(r)})
         )
+
+
+def _add(into: Millis, delta: Mapping[str, int]) -> None:
+    for k, v in delta.items():
+        into[k] = into.get(k, 0) + v
+
+
+def _sub(into: Millis, delta: Mapping[str, int]) -> None:
+    for k, v in delta.items():
+        into[k] -= v
 
 
 def simulate(

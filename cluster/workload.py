@@ -16,6 +16,7 @@ from __future__ import annotations
 import itertools
 import random
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from cluster.spec import Framework, read_durations, read_jobs
@@ -130,25 +131,39 @@ class Workload:
         return out
 
     # -- taking tasks for an offer --------------------------------------------------------------
-    def take(self, t: float, offered: Resources, fits: Resources | None = None) -> list[Pending]:
-        """The tasks to launch on an offer: one, or as many as fit (`tasks_per_offer`).
+    def take(
+        self,
+        t: float,
+        offered: Resources,
+        booked: Callable[[Resources], Resources] | None = None,
+    ) -> list[Pending]:
+        """The tasks to launch on an offer: one, or as many as fit (`tasks_per_offer`),
+        in the order they were submitted (the first that does not fit ends the offer).
 
-        `fits` is what the scheduler accounts (it differs from the real resources under
-        slot-based or CPU-only sharing); by default the tasks' own resources.
+        `booked` says what the scheduler accounts for a task (it differs from the task's
+        real resources under slot-based or CPU-only sharing); by default its resources.
         """
         taken: list[Pending] = []
-        left = offered
-        while self.wants(t):
+        if not self.wants(t):
+            return taken
+        left = dict(offered.millis)
+        most = self.spec.max_running
+        one = self.spec.tasks_per_offer == "1"
+        while True:
             task = self._peek(t)
-            need = fits if fits is not None else task.resources
-            if not left.contains(need):
+            need = (booked(task.resources) if booked is not None else task.resources).millis
+            if any(left.get(k, 0) < v for k, v in need.items()):
                 break
-            left = left - need
+            for k, v in need.items():
+                left[k] -= v
             taken.append(self._pop(t))
             self.running += 1
             self.stats.tasks_launched += 1
             self.stats.waits.append(t - task.submit)
-            if self.spec.tasks_per_offer == "1":
+            # (what wants(t) would say now: t has not moved)
+            if one or (most is not None and self.running >= most):
+                break
+            if not self.queue and self._endless_since is None:
                 break
         return taken
 

@@ -276,3 +276,32 @@ def test_the_papers_7_2_cpu_only_fairness_runs_far_fewer_large_jobs_than_drf() -
     cpu_small, cpu_large = jobs("cpu")
     assert cpu_large < 0.6 * drf_large
     assert cpu_small >= 0.75 * drf_small
+
+
+@pytest.mark.parametrize("policy", ["cpu", "slots"])
+def test_accounting_policies_fill_an_offer_with_tasks_of_different_sizes(
+    policy: str, tmp_path: Path
+) -> None:
+    """Under CPU-only and slot accounting each task books its own share of the offer: a
+    queue of tasks of different CPUs fills a node up to its CPUs (or slots), never past."""
+    from cluster.simulator import Simulation
+
+    trace = tmp_path / "jobs.csv"
+    trace.write_text("submit,tasks,cpus,mem,duration\n" + "".join(
+        f"{i // 3},{n},{cpus},256,5\n" for i, (n, cpus) in enumerate([(3, 1), (2, 3), (4, 2)] * 5)
+    ))  # fmt: skip
+    spec = spec_of(
+        master={"policy": policy, "slots_per_node": 4, "allocation_interval": 1},
+        frameworks=[{"name": "A", "trace": str(trace), "tasks_per_offer": "fill"}],
+    )
+    sim = Simulation(spec)
+    booked_most = 0.0
+
+    def watch(t: float) -> None:
+        nonlocal booked_most
+        held = sim.allocator.held_on("slave-0-0000")
+        booked_most = max(booked_most, held.get("cpus" if policy == "cpu" else "slots", 0.0))
+
+    results = sim.run(progress=watch)
+    assert results.framework_stats["A"]["tasks_completed"] == 45
+    assert 0 < booked_most <= (9 if policy == "cpu" else 4)
