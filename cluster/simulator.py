@@ -121,6 +121,8 @@ class Simulation:
         p = spec.master.preemption
         self.preemption = Preemption(p.config()) if p is not None and p.config().on else None
         self.preempted_at: list[tuple[float, str, float]] = []  # (time, victim, work lost)
+        # only what the allocator does not account in full can oversubscribe a node
+        self.overbooks = spec.master.policy in ("slots", "cpu")
 
     # -- what the allocator accounts -----------------------------------------------------------
     def _booked(self, real: Resources, *, node: bool = False) -> Resources:
@@ -342,7 +344,7 @@ class Simulation:
         _add(load, real.millis)
         self.node_tasks[slave] += 1
         slowdown = 1.0
-        if any(load.get(k, 0) > v for k, v in capacity.millis.items()):
+        if self.overbooks and not _holds(capacity.millis, load):
             # oversubscribed (possible only when the allocator does not see real demands)
             slowdown = swap_slowdown(
                 Resources.from_millis(load), capacity, real, self.node_tasks[slave]
@@ -402,6 +404,13 @@ def _add(into: Millis, delta: Mapping[str, int]) -> None:
 def _sub(into: Millis, delta: Mapping[str, int]) -> None:
     for k, v in delta.items():
         into[k] -= v
+
+
+def _holds(have: Mapping[str, int], need: Mapping[str, int]) -> bool:
+    for k, v in need.items():
+        if have.get(k, 0) < v:
+            return False
+    return True
 
 
 def simulate(

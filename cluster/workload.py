@@ -16,7 +16,7 @@ from __future__ import annotations
 import itertools
 import random
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from cluster.spec import Framework, read_durations, read_jobs
@@ -103,10 +103,12 @@ class Workload:
                 self._submit_trace_job(job)
 
     def wants(self, t: float) -> bool:
-        self.advance(t)
-        if not self.active(t):
-            return False
-        if self.spec.max_running is not None and self.running >= self.spec.max_running:
+        spec = self.spec
+        if t < spec.start or (spec.stop is not None and t >= spec.stop):
+            return False  # not active
+        if not self._started or (self._trace and self._trace[0].submit <= t):
+            self.advance(t)
+        if spec.max_running is not None and self.running >= spec.max_running:
             return False
         return bool(self.queue) or self._endless_since is not None
 
@@ -152,7 +154,7 @@ class Workload:
         while True:
             task = self._peek(t)
             need = (booked(task.resources) if booked is not None else task.resources).millis
-            if any(left.get(k, 0) < v for k, v in need.items()):
+            if not _fits(need, left):
                 break
             for k, v in need.items():
                 left[k] -= v
@@ -236,3 +238,10 @@ class Workload:
         self.jobs[job.job_id] = job
         for _ in range(maps.tasks):
             self.queue.append(Pending(trace.submit, maps.task, maps.duration, job.job_id))
+
+
+def _fits(need: Mapping[str, int], left: Mapping[str, int]) -> bool:
+    for k, v in need.items():  # (plain loops: once per task offered)
+        if left.get(k, 0) < v:
+            return False
+    return True

@@ -382,7 +382,7 @@ class Allocator:
             held = self._live_reservations(slave_id, now) if reservations else None
             if held:
                 picked = self._pick_reserved(slave_id, held, free)
-            elif floor is not None and any(free.get(k, 0) < v for k, v in floor.items()):
+            elif floor is not None and not _holds(free, floor):
                 continue  # too little here for anyone's offer filter: no walk
             else:
                 picked = self._pick(slave_id, free, now)
@@ -431,8 +431,12 @@ class Allocator:
                 offerable = offer.setdefault(fw.role, self._offerable(fw.role, free))
                 if not _allocatable(offerable):
                     return False
-            if fw.min_allocatable and not any(_within(m, offerable) for m in fw.min_allocatable):
-                return False  # nothing it can use here
+            if fw.min_allocatable:
+                for m in fw.min_allocatable:
+                    if _holds(offerable, m):
+                        break
+                else:
+                    return False  # nothing it can use here
             f = fw.filters.get(slave_id)
             if f is not None:
                 if f.expires > now and _within(offerable, f.resources.millis):
@@ -630,7 +634,11 @@ class Allocator:
         if held is None or fw is None:
             raise AllocatorError(f"framework {framework_id} holds nothing on slave {slave_id}")
         delta = resources.millis
-        _sub(held, delta, f"framework {framework_id} on slave {slave_id}")
+        if not _holds(held, delta):
+            raise AllocatorError(
+                f"framework {framework_id} on slave {slave_id} holds less than is being released"
+            )
+        _sub_held(held, delta)
         # what a framework held is in the slave's and the cluster's allocation too
         slave.give_back(delta)
         _sub_held(self._allocated, delta)
@@ -639,7 +647,11 @@ class Allocator:
             fw.slaves.discard(slave_id)
         self._role_frameworks[fw.role].unallocated(framework_id, resources)
         self._roles.unallocated(fw.role, resources)
-        self.dirty.add(slave_id)
+        # worth a visit in the next round only if someone could use what is free now: a
+        # smaller minimum, or a new framework, wakes every slave (and a hold is visited)
+        floor = self._min_floor()
+        if floor is None or _holds(slave.unallocated, floor) or slave_id in self.reservations:
+            self.dirty.add(slave_id)
         if refuse_seconds:
             fw.filters[slave_id] = Filter(now + refuse_seconds, resources)
             heapq.heappush(self._expiring, (now + refuse_seconds, slave_id))
@@ -762,6 +774,14 @@ def _allocatable(free: Millis) -> bool:
         return True
     # a slave with neither cpus nor mem (custom resources only) is offered whatever it has
     return not any(k in free for k in MIN_ALLOCATABLE) and any(v > 0 for v in free.values())
+
+
+def _holds(free: Mapping[str, int], need: Mapping[str, int]) -> bool:
+    """`free` has at least `need` (of positive amounts; plain loops: the round's hot path)."""
+    for k, v in need.items():
+        if free.get(k, 0) < v:
+            return False
+    return True
 
 
 def _within(free: Millis, refused: Mapping[str, int]) -> bool:

@@ -2,10 +2,12 @@
 
 As in Mesos, the sorter knows nothing of offers, slaves going away or the network. It
 keeps each client's allocation and the cluster total, and walks its active clients from
-the lowest share up. The books are kept incrementally: recording an allocation pushes the
-client's new share onto a binary heap (O(log n), the paper's heap; the stale entry is
-dropped lazily when it surfaces), and only a change of the total -- which changes every
-share at once -- makes the next walk rebuild the heap.
+the lowest share up. The books are kept incrementally: the active clients stand in a list
+sorted by share (the paper's heap, as a sorted list: a walk reads it in order, passing
+over clients without taking them out and putting them back). A client whose allocation
+changes is moved to its new place before the next walk (O(log n) to find, a memmove to
+shift), once however often it changed since; only a change of the total -- which changes
+every share at once -- makes the next walk sort the list anew.
 
 The share is what a `Policy` makes of a client's allocation:
 
@@ -19,7 +21,7 @@ Ties are broken by registration order.
 
 from __future__ import annotations
 
-import heapq
+from bisect import bisect_left, insort
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -122,10 +124,10 @@ class _Client:
     weight: float = 1.0
     active: bool = True
     allocation: Millis = field(default_factory=dict)
-    version: int = 0  # heap entries carrying an older version are stale
+    entry: _Entry | None = None  # where it stands in the order (None: it does not)
 
 
-_Entry = tuple[float, int, int, str]  # (weighted share, registration order, version, name)
+_Entry = tuple[float, int, str]  # (weighted share, registration order, name)
 
 
 class Sorter:
@@ -135,8 +137,8 @@ class Sorter:
         self.policy = make_policy(policy) if isinstance(policy, str) else policy
         self._share = self.policy.share
         self._clients: dict[str, _Client] = {}
-        self._heap: list[_Entry] = []
-        self._pending: dict[str, _Client] = {}  # clients whose fresh entry is not pushed yet
+        self._order: list[_Entry] = []  # the active clients, lowest weighted share first
+        self._pending: dict[str, _Client] = {}  # clients to move to their place in it
         self._totals = total or Total()
         self._total = self._totals.millis
         self._seen_version = self._totals.version
@@ -159,7 +161,7 @@ class Sorter:
         client = self._clients.pop(name)
         self._pending.pop(name, None)
         self._active -= client.active
-        client.version += 1  # its heap entries are stale now
+        self._unlist(client)
 
     def __contains__(self, name: object) -> bool:
         return name in self._clients
@@ -183,7 +185,8 @@ class Sorter:
         if client.active:
             client.active = False
             self._active -= 1
-        client.version += 1
+            self._pending.pop(name, None)
+            self._unlist(client)
 
     def update_weight(self, name: str, weight: float) -> None:
         if weight <= 0:
@@ -244,47 +247,33 @@ class Sorter:
     def first(self, wanted: Callable[[str], bool] = lambda name: True) -> str | None:
         """The active client with the lowest weighted share for which `wanted` is true.
 
-        Costs O(log n) for every client it passes over (the usual case passes over none).
-        `wanted` must not record allocations; do that after this returns.
+        Costs one call of `wanted` for every client it passes over (the usual case passes
+        over none). `wanted` must not record allocations; do that after this returns.
         """
-        self._fresh()
-        heap = self._heap
-        clients = self._clients
-        passed: list[_Entry] = []
-        found: str | None = None
-        try:
-            while heap:
-                entry = heap[0]
-                client = clients.get(entry[3])
-                if client is None or client.version != entry[2] or not client.active:
-                    heapq.heappop(heap)  # stale: drop it for good
-                    continue
-                if wanted(entry[3]):
-                    found = entry[3]
-                    break
-                passed.append(heapq.heappop(heap))
-        finally:
-            for entry in passed:
-                heapq.heappush(heap, entry)
-        return found
+        if self._pending or self._seen_version != self._totals.version:
+            self._fresh()
+        for _, _, name in self._order:
+            if wanted(name):
+                return name
+        return None
 
     def sort(self) -> Iterator[str]:
         """Every active client, lowest weighted share first (ties: registration order)."""
         self._fresh()
-        live = [e for e in self._heap if self._valid(e)]
-        return iter([e[3] for e in sorted(live)])
-
-    def _valid(self, entry: _Entry) -> bool:
-        client = self._clients.get(entry[3])
-        return client is not None and client.active and client.version == entry[2]
+        return iter([name for _, _, name in self._order])
 
     def _push(self, client: _Client) -> None:
-        """The client's share changed: its heap entry is stale, and a fresh one is pushed
-        before the next walk (a client whose allocation changes many times between two
-        walks -- every task ending between two rounds -- costs one push, not many)."""
-        client.version += 1
+        """The client's share changed: it moves to its new place before the next walk (a
+        client whose allocation changes many times between two walks -- every task ending
+        between two rounds -- moves once)."""
         if client.active:
             self._pending[client.name] = client
+
+    def _unlist(self, client: _Client) -> None:
+        if client.entry is not None:
+            order = self._order
+            del order[bisect_left(order, client.entry)]
+            client.entry = None
 
     def _fresh(self) -> None:
         if self._seen_version != self._totals.version:
@@ -292,24 +281,24 @@ class Sorter:
             return
         if not self._pending:
             return
-        heap, total, share = self._heap, self._total, self._share
+        order, total, share = self._order, self._total, self._share
         for c in self._pending.values():
-            if c.active:
-                heapq.heappush(
-                    heap, (share(c.allocation, total) / c.weight, c.order, c.version, c.name)
-                )
+            self._unlist(c)
+            c.entry = (share(c.allocation, total) / c.weight, c.order, c.name)
+            insort(order, c.entry)
         self._pending.clear()
-        if len(heap) > 4 * len(self._clients) + 64:
-            self._rebuild()  # too many stale entries: compact
 
     def _rebuild(self) -> None:
-        """Recompute every share (the total changed, or the heap needs compacting)."""
+        """Recompute every share (the total changed)."""
         self._seen_version = self._totals.version
-        entries = []
+        total, share = self._total, self._share
+        order = []
         for client in self._clients.values():
+            client.entry = None
             if client.active:
-                share = self.policy.share(client.allocation, self._total) / client.weight
-                entries.append((share, client.order, client.version, client.name))
-        heapq.heapify(entries)
-        self._heap = entries
+                weighted = share(client.allocation, total) / client.weight
+                client.entry = (weighted, client.order, client.name)
+                order.append(client.entry)
+        order.sort()
+        self._order = order
         self._pending.clear()
