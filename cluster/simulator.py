@@ -34,7 +34,7 @@ from cluster.workload import Pending, Workload
 from master.allocator import Allocator
 from master.preemption import Cluster, Contender, Preemption, RunningTask
 from master.sorter import Millis
-from protocol.resources import CPUS, MEM, Resources
+from protocol.resources import CPUS, MEM, Resources, holds
 
 ROUND_BATCH = 0.005  # as the master: frees within this window share one round
 SWAP_COST = 10.0  # memory overcommitted by x% slows tasks by SWAP_COST * x% (paging)
@@ -344,7 +344,7 @@ class Simulation:
         _add(load, real.millis)
         self.node_tasks[slave] += 1
         slowdown = 1.0
-        if self.overbooks and not _holds(capacity.millis, load):
+        if self.overbooks and not holds(capacity.millis, load):
             # oversubscribed (possible only when the allocator does not see real demands)
             slowdown = swap_slowdown(
                 Resources.from_millis(load), capacity, real, self.node_tasks[slave]
@@ -404,13 +404,6 @@ def _add(into: Millis, delta: Mapping[str, int]) -> None:
 def _sub(into: Millis, delta: Mapping[str, int]) -> None:
     for k, v in delta.items():
         into[k] -= v
-
-
-def _holds(have: Mapping[str, int], need: Mapping[str, int]) -> bool:
-    for k, v in need.items():
-        if have.get(k, 0) < v:
-            return False
-    return True
 
 
 def simulate(

@@ -16,12 +16,12 @@ from __future__ import annotations
 import itertools
 import random
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from cluster.spec import Framework, read_durations, read_jobs
 from cluster.swim import Stage, SwimJob, read_swim
-from protocol.resources import Resources
+from protocol.resources import Resources, holds
 
 
 @dataclass(slots=True)
@@ -154,7 +154,7 @@ class Workload:
         while True:
             task = self._peek(t)
             need = (booked(task.resources) if booked is not None else task.resources).millis
-            if not _fits(need, left):
+            if not holds(left, need):
                 break
             for k, v in need.items():
                 left[k] -= v
@@ -238,10 +238,3 @@ class Workload:
         self.jobs[job.job_id] = job
         for _ in range(maps.tasks):
             self.queue.append(Pending(trace.submit, maps.task, maps.duration, job.job_id))
-
-
-def _fits(need: Mapping[str, int], left: Mapping[str, int]) -> bool:
-    for k, v in need.items():  # (plain loops: once per task offered)
-        if left.get(k, 0) < v:
-            return False
-    return True

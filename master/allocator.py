@@ -27,7 +27,7 @@ from master.quota import Quota, ancestors_or_self, cap_offer, gap
 from master.roles import TREE_POLICIES, RoleTree, check_role
 from master.sorter import Millis, Sorter, Total
 from protocol.messages import RoleView
-from protocol.resources import CPUS, MEM, SCALE, Resources, dominant_share
+from protocol.resources import CPUS, MEM, SCALE, Resources, dominant_share, holds
 
 # Mesos offers a slave only if at least this much of cpus or mem is free: smaller crumbs
 # would be offered and declined forever.
@@ -382,7 +382,7 @@ class Allocator:
             held = self._live_reservations(slave_id, now) if reservations else None
             if held:
                 picked = self._pick_reserved(slave_id, held, free)
-            elif floor is not None and not _holds(free, floor):
+            elif floor is not None and not holds(free, floor):
                 continue  # too little here for anyone's offer filter: no walk
             else:
                 picked = self._pick(slave_id, free, now)
@@ -433,7 +433,7 @@ class Allocator:
                     return False
             if fw.min_allocatable:
                 for m in fw.min_allocatable:
-                    if _holds(offerable, m):
+                    if holds(offerable, m):
                         break
                 else:
                     return False  # nothing it can use here
@@ -634,7 +634,7 @@ class Allocator:
         if held is None or fw is None:
             raise AllocatorError(f"framework {framework_id} holds nothing on slave {slave_id}")
         delta = resources.millis
-        if not _holds(held, delta):
+        if not holds(held, delta):
             raise AllocatorError(
                 f"framework {framework_id} on slave {slave_id} holds less than is being released"
             )
@@ -650,7 +650,7 @@ class Allocator:
         # worth a visit in the next round only if someone could use what is free now: a
         # smaller minimum, or a new framework, wakes every slave (and a hold is visited)
         floor = self._min_floor()
-        if floor is None or _holds(slave.unallocated, floor) or slave_id in self.reservations:
+        if floor is None or holds(slave.unallocated, floor) or slave_id in self.reservations:
             self.dirty.add(slave_id)
         if refuse_seconds:
             fw.filters[slave_id] = Filter(now + refuse_seconds, resources)
@@ -774,14 +774,6 @@ def _allocatable(free: Millis) -> bool:
         return True
     # a slave with neither cpus nor mem (custom resources only) is offered whatever it has
     return not any(k in free for k in MIN_ALLOCATABLE) and any(v > 0 for v in free.values())
-
-
-def _holds(free: Mapping[str, int], need: Mapping[str, int]) -> bool:
-    """`free` has at least `need` (of positive amounts; plain loops: the round's hot path)."""
-    for k, v in need.items():
-        if free.get(k, 0) < v:
-            return False
-    return True
 
 
 def _within(free: Millis, refused: Mapping[str, int]) -> bool:
