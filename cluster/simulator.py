@@ -34,7 +34,7 @@ from cluster.workload import Pending, Workload
 from master.allocator import Allocator
 from master.preemption import Cluster, Contender, Preemption, RunningTask
 from master.sorter import Millis
-from protocol.resources import CPUS, MEM, Resources, holds
+from protocol.resources import CPUS, MEM, SCALE, Resources, holds
 
 ROUND_BATCH = 0.005  # as the master: frees within this window share one round
 SWAP_COST = 10.0  # memory overcommitted by x% slows tasks by SWAP_COST * x% (paging)
@@ -223,10 +223,14 @@ class Simulation:
         with min_offer, keep its offer filter to the size of its next task."""
         if name not in self.added:
             return
-        wants = self.workloads[name].wants(t)
+        workload = self.workloads[name]
+        wants = workload.wants(t)
         if wants and self.frameworks[name].min_offer:
-            head = self._booked(self.workloads[name]._peek(t).resources)
-            if self.min_offer.get(name) != head:
+            head = workload._peek(t).resources
+            if self.overbooks:
+                head = self._booked(head)
+            now = self.min_offer.get(name)
+            if now is not head and now != head:  # (tasks of one stage share their size)
                 self.min_offer[name] = head
                 self.allocator.set_min_allocatable(name, [head])
         if wants and name in self.suppressed:
@@ -323,17 +327,18 @@ class Simulation:
             self.declines += not tasks
             left = dict(a.resources.millis)
             for task in tasks:
-                booked = self._booked(task.resources)
+                booked = task.resources if book is None else book(task.resources)
                 for k, v in booked.millis.items():
                     left[k] -= v  # (take chose tasks that fit)
                 self._launch(a.framework_id, a.slave_id, task, booked, t)
-            self.allocator.recover(
-                a.framework_id,
-                a.slave_id,
-                Resources.from_millis(left),
-                refuse_seconds=refuse,
-                now=t,
-            )
+            if any(left.values()):  # what it did not use, declined (as the master does)
+                self.allocator.recover(
+                    a.framework_id,
+                    a.slave_id,
+                    Resources.from_millis(left),
+                    refuse_seconds=refuse,
+                    now=t,
+                )
             self._schedule_arrival(a.framework_id)
             self._track_demand(a.framework_id, t)
 
@@ -387,10 +392,11 @@ class Simulation:
         # in use on a node is at most what it has: oversubscription slows tasks, it does
         # not make more resources
         in_use: dict[str, float] = {}
-        for slave, millis in self.node_load.items():
-            capacity, load = self.nodes[slave], Resources.from_millis(millis)
+        for slave, load in self.node_load.items():
+            capacity = self.nodes[slave].millis
             for r, amount in load.items():
-                in_use[r] = in_use.get(r, 0.0) + min(amount, capacity.get(r, 0.0))
+                if amount:
+                    in_use[r] = in_use.get(r, 0.0) + min(amount, capacity.get(r, 0)) / SCALE
         results.utilisation.append(
             (t, {r: v / total[r] for r, v in in_use.items() if total.get(r)})
         )

@@ -422,6 +422,15 @@ class Allocator:
         limits or other roles' guarantees say less)."""
         frameworks = self.frameworks
         quotas = bool(self.quotas)
+        if not quotas and isinstance(self._roles, Sorter):
+            # side by side, no quota: the first framework in order that wants it gets all
+            # of it (the sorters' own order read in place: this is the round's hot path)
+            role_frameworks = self._role_frameworks
+            for _, _, role in self._roles.ordered():
+                for _, _, framework_id in role_frameworks[role].ordered():
+                    if self._wants(frameworks[framework_id], slave_id, free, now):
+                        return framework_id, free
+            return None
         offer: dict[str, Millis] = {}
 
         def wants(framework_id: str) -> bool:
@@ -431,18 +440,7 @@ class Allocator:
                 offerable = offer.setdefault(fw.role, self._offerable(fw.role, free))
                 if not _allocatable(offerable):
                     return False
-            if fw.min_allocatable:
-                for m in fw.min_allocatable:
-                    if holds(offerable, m):
-                        break
-                else:
-                    return False  # nothing it can use here
-            f = fw.filters.get(slave_id)
-            if f is not None:
-                if f.expires > now and _within(offerable, f.resources.millis):
-                    return False
-                del fw.filters[slave_id]  # expired, or more is free than was refused
-            return True
+            return self._wants(fw, slave_id, offerable, now)
 
         picked: list[str] = []
 
@@ -466,6 +464,23 @@ class Allocator:
             return None
         framework_id = picked[0]
         return framework_id, offer.get(frameworks[framework_id].role, free)
+
+    @staticmethod
+    def _wants(fw: FrameworkBook, slave_id: str, offerable: Millis, now: float) -> bool:
+        """Whether `fw` is to be offered `offerable` of this slave: something it can use
+        (its offer filters), and not what it declined here (its decline filter)."""
+        if fw.min_allocatable:
+            for m in fw.min_allocatable:
+                if holds(offerable, m):
+                    break
+            else:
+                return False  # nothing it can use here
+        f = fw.filters.get(slave_id)
+        if f is not None:
+            if f.expires > now and _within(offerable, f.resources.millis):
+                return False
+            del fw.filters[slave_id]  # expired, or more is free than was refused
+        return True
 
     # -- reservations --------------------------------------------------------------------------
     def reserve(self, slave_id: str, framework_id: str, resources: Resources, until: float) -> None:
@@ -638,10 +653,17 @@ class Allocator:
             raise AllocatorError(
                 f"framework {framework_id} on slave {slave_id} holds less than is being released"
             )
-        _sub_held(held, delta)
         # what a framework held is in the slave's and the cluster's allocation too
-        slave.give_back(delta)
-        _sub_held(self._allocated, delta)
+        on_slave, free, everywhere = slave.allocated, slave.unallocated, self._allocated
+        for k, v in delta.items():  # (one loop for the four books: once per task ending)
+            for books in (held, on_slave, everywhere):
+                left = books[k] - v
+                if left:
+                    books[k] = left
+                else:
+                    del books[k]
+            if k in free:
+                free[k] += v
         if not held:
             del slave.by_framework[framework_id]
             fw.slaves.discard(slave_id)
@@ -658,9 +680,14 @@ class Allocator:
 
     def _give(self, framework_id: str, slave: SlaveBook, resources: Resources) -> None:
         fw = self._framework(framework_id)
-        slave.take(resources.millis)
-        _add(self._allocated, resources.millis)
-        _add(slave.by_framework.setdefault(framework_id, {}), resources.millis)
+        held = slave.by_framework.setdefault(framework_id, {})
+        on_slave, free, everywhere = slave.allocated, slave.unallocated, self._allocated
+        for k, v in resources.millis.items():
+            held[k] = held.get(k, 0) + v
+            on_slave[k] = on_slave.get(k, 0) + v
+            everywhere[k] = everywhere.get(k, 0) + v
+            if k in free:
+                free[k] -= v
         fw.slaves.add(slave.slave_id)
         self._role_frameworks[fw.role].allocated(framework_id, resources)
         self._roles.allocated(fw.role, resources)

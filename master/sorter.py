@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from protocol.resources import CPUS, Resources, dominant_share
+from protocol.resources import CPUS, Resources, dominant_share, holds
 
 Millis = dict[str, int]
 
@@ -156,6 +156,8 @@ class Sorter:
         self._clients[name] = client
         self._active += active
         self._push(client)
+        if len(self._clients) == 2:
+            self._seen_version = -1  # the lone client's place was never kept: sort anew
 
     def remove(self, name: str) -> None:
         client = self._clients.pop(name)
@@ -201,28 +203,25 @@ class Sorter:
     # -- books -----------------------------------------------------------------------------
     def allocated(self, name: str, resources: Resources) -> None:
         """Record resources given to a client (offered or in use)."""
-        self._change(name, resources.millis, +1)
+        client = self._clients[name]
+        alloc = client.allocation
+        for k, v in resources.millis.items():
+            alloc[k] = alloc.get(k, 0) + v
+        self._push(client)
 
     def unallocated(self, name: str, resources: Resources) -> None:
         """Record resources a client gave back."""
-        self._change(name, resources.millis, -1)
-
-    def _change(self, name: str, delta: Mapping[str, int], sign: int) -> None:
         client = self._clients[name]
         alloc = client.allocation
-        if sign > 0:
-            for k, v in delta.items():
-                alloc[k] = alloc.get(k, 0) + v
-        else:
-            for k, v in delta.items():
-                if alloc.get(k, 0) < v:
-                    raise ValueError(f"client {name!r} would hold negative {k}")
-            for k, v in delta.items():
-                left = alloc[k] - v
-                if left:
-                    alloc[k] = left
-                else:
-                    del alloc[k]
+        delta = resources.millis
+        if not holds(alloc, delta):
+            raise ValueError(f"client {name!r} would hold a negative amount")
+        for k, v in delta.items():
+            left = alloc[k] - v
+            if left:
+                alloc[k] = left
+            else:
+                del alloc[k]
         self._push(client)
 
     def allocation(self, name: str) -> Resources:
@@ -257,6 +256,13 @@ class Sorter:
                 return name
         return None
 
+    def ordered(self) -> list[tuple[float, int, str]]:
+        """The active clients as (weighted share, registration order, name), lowest first:
+        the sorter's own list, to read in place (change nothing in the sorter meanwhile)."""
+        if self._pending or self._seen_version != self._totals.version:
+            self._fresh()
+        return self._order
+
     def sort(self) -> Iterator[str]:
         """Every active client, lowest weighted share first (ties: registration order)."""
         self._fresh()
@@ -265,8 +271,8 @@ class Sorter:
     def _push(self, client: _Client) -> None:
         """The client's share changed: it moves to its new place before the next walk (a
         client whose allocation changes many times between two walks -- every task ending
-        between two rounds -- moves once)."""
-        if client.active:
+        between two rounds -- moves once). A lone client has no place to move to."""
+        if client.active and (client.entry is None or len(self._clients) > 1):
             self._pending[client.name] = client
 
     def _unlist(self, client: _Client) -> None:

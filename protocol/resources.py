@@ -56,7 +56,11 @@ class Resources(Mapping[str, float]):
     fixed-point amounts. Zero amounts are not stored, so `Resources() == Resources(cpus=0)`.
     """
 
-    __slots__ = ("_hash", "_m")
+    __slots__ = ("_hash", "_m", "millis")
+
+    millis: Mapping[str, int]
+    """The exact fixed-point amounts (the same dict as `_m`, read-only: a plain attribute,
+    not a property, as the allocator and the simulator read it for every task)."""
 
     def __init__(self, amounts: Mapping[str, float] | None = None, /, **kw: float) -> None:
         m: dict[str, int] = {}
@@ -65,14 +69,14 @@ class Resources(Mapping[str, float]):
                 v = to_millis(name, amount)
                 if v:
                     m[name] = m.get(name, 0) + v
-        self._m = m
+        self._m = self.millis = m
         self._hash: int | None = None
 
     @classmethod
     def from_millis(cls, millis: Mapping[str, int]) -> Resources:
         """Build from fixed-point amounts (trusted: used by arithmetic and the books)."""
         r = cls.__new__(cls)
-        r._m = {k: v for k, v in millis.items() if v}
+        r._m = r.millis = {k: v for k, v in millis.items() if v}
         r._hash = None
         return r
 
@@ -99,10 +103,6 @@ class Resources(Mapping[str, float]):
 
     def get_millis(self, name: str) -> int:
         return self._m.get(name, 0)
-
-    @property
-    def millis(self) -> Mapping[str, int]:
-        return self._m
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._m)
