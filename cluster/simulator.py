@@ -110,9 +110,7 @@ class Simulation:
         self.ids = itertools.count()
         self.round_pending = False
         self.suppressed: set[str] = set()
-        self.arrivals_scheduled: dict[
-            str, set[float]
-        ] = {}  # frameworks with nothing to run, as in Mesos
+        self.arrival_scheduled: dict[str, float] = {}  # each trace's next job, awaited
         self.processed = 0  # task events handled (starts and finishes)
         self.min_offer: dict[str, Resources] = {}  # each framework's offer filter, if any
         self.offers = 0  # offers made, and those that launched nothing (declines)
@@ -242,9 +240,9 @@ class Simulation:
             self.allocator.suppress(name)
 
     def _schedule_arrival(self, name: str) -> None:
-        nxt = self.workloads[name].next_arrival()
-        if nxt is not None and nxt not in self.arrivals_scheduled.setdefault(name, set()):
-            self.arrivals_scheduled[name].add(nxt)
+        nxt = self.workloads[name].next_arrival()  # (arrivals only move forward)
+        if nxt is not None and self.arrival_scheduled.get(name) != nxt:
+            self.arrival_scheduled[name] = nxt
             self._at(nxt, "arrival", hash(name))
 
     def _stop_framework(self, name: str, t: float) -> None:

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from protocol.resources import CPUS, Resources, dominant_share, holds
+from protocol.resources import CPUS, Resources, dominant_share
 
 Millis = dict[str, int]
 
@@ -213,15 +213,15 @@ class Sorter:
         """Record resources a client gave back."""
         client = self._clients[name]
         alloc = client.allocation
-        delta = resources.millis
-        if not holds(alloc, delta):
-            raise ValueError(f"client {name!r} would hold a negative amount")
-        for k, v in delta.items():
-            left = alloc[k] - v
-            if left:
+        for k, v in resources.millis.items():
+            left = alloc.get(k, 0) - v
+            if left > 0:
                 alloc[k] = left
-            else:
-                del alloc[k]
+            elif left == 0:
+                alloc.pop(k, None)
+            else:  # more than it holds: undo what was taken, and refuse
+                self.allocated(name, _before(resources, k))
+                raise ValueError(f"client {name!r} would hold negative {k}")
         self._push(client)
 
     def allocation(self, name: str) -> Resources:
@@ -308,3 +308,13 @@ class Sorter:
         order.sort()
         self._order = order
         self._pending.clear()
+
+
+def _before(resources: Resources, name: str) -> Resources:
+    """The amounts of `resources` that come before `name` (in its own order)."""
+    taken: Millis = {}
+    for k, v in resources.millis.items():
+        if k == name:
+            break
+        taken[k] = v
+    return Resources.from_millis(taken)

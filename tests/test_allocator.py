@@ -225,6 +225,21 @@ def test_sorter_rebuilds_its_order_when_the_total_changes() -> None:
     assert list(sorter.sort()) == ["cpu-heavy", "mem-heavy"]
 
 
+def test_a_sorter_refuses_to_give_back_more_than_was_given_and_keeps_its_books() -> None:
+    sorter = Sorter("drf")
+    sorter.add_total(Resources(cpus=10, mem=100, gpus=2))
+    sorter.add("a")
+    sorter.add("b")
+    sorter.allocated("a", Resources(cpus=2, mem=10))
+    sorter.allocated("b", Resources(cpus=1, mem=50))
+    with pytest.raises(ValueError, match="negative"):
+        sorter.unallocated("a", Resources(cpus=1, mem=5, gpus=1))  # no gpus to give back
+    assert sorter.allocation("a") == Resources(cpus=2, mem=10)
+    assert list(sorter.sort()) == ["a", "b"]  # a at 20%, b at 50%
+    sorter.unallocated("a", Resources(cpus=2, mem=10))
+    assert sorter.allocation("a") == Resources()
+
+
 OPS = st.lists(
     st.tuples(
         st.sampled_from(["round", "release", "decline", "slave+", "slave-", "fw+", "fw-"]),
