@@ -99,8 +99,9 @@ class Simulation:
         self.frameworks = {f.name: f for f in spec.frameworks}
         self.added: set[str] = set()
         self.running: dict[int, Running] = {}
-        # what runs on each node and what each framework holds, really (fixed point, kept
-        # in place: the hot path builds no vectors)
+        # what each framework holds and, where a node may be oversubscribed (slots, cpu),
+        # what runs on each node, really (fixed point, kept in place: the hot path builds
+        # no vectors)
         self.node_load: dict[str, Millis] = {s: {} for s in self.nodes}
         self.node_tasks: dict[str, int] = dict.fromkeys(self.nodes, 0)
         self.held: dict[str, Millis] = {f: {} for f in self.workloads}
@@ -341,17 +342,16 @@ class Simulation:
             self._track_demand(a.framework_id, t)
 
     def _launch(self, name: str, slave: str, task: Pending, booked: Resources, t: float) -> None:
-        capacity = self.nodes[slave]
-        load = self.node_load[slave]
         real = task.resources
-        _add(load, real.millis)
-        self.node_tasks[slave] += 1
         slowdown = 1.0
-        if self.overbooks and not holds(capacity.millis, load):
-            # oversubscribed (possible only when the allocator does not see real demands)
-            slowdown = swap_slowdown(
-                Resources.from_millis(load), capacity, real, self.node_tasks[slave]
-            )
+        if self.overbooks:  # a node may be oversubscribed: what runs there matters
+            capacity, load = self.nodes[slave], self.node_load[slave]
+            _add(load, real.millis)
+            self.node_tasks[slave] += 1
+            if not holds(capacity.millis, load):
+                slowdown = swap_slowdown(
+                    Resources.from_millis(load), capacity, real, self.node_tasks[slave]
+                )
         ref = next(self.ids)
         ends = t + task.duration * slowdown
         self.running[ref] = Running(name, slave, task, real, booked, ends, t)
@@ -369,8 +369,9 @@ class Simulation:
         r = self.running.pop(ref)
         if self.preemption is not None and completed:
             self.preemption.ended(r.framework, str(ref), finished=True, ran=t - r.started)
-        _sub(self.node_load[r.slave], r.real.millis)
-        self.node_tasks[r.slave] -= 1
+        if self.overbooks:
+            _sub(self.node_load[r.slave], r.real.millis)
+            self.node_tasks[r.slave] -= 1
         _sub(self.held[r.framework], r.real.millis)
         self.counts[r.framework] -= 1
         self.processed += 1
@@ -388,15 +389,26 @@ class Simulation:
                     Sample(t, name, self.counts[name], held, held.dominant_share(total))
                 )
         # in use on a node is at most what it has: oversubscription slows tasks, it does
-        # not make more resources
-        in_use: dict[str, float] = {}
-        for slave, load in self.node_load.items():
-            capacity = self.nodes[slave].millis
-            for r, amount in load.items():
-                if amount:
-                    in_use[r] = in_use.get(r, 0.0) + min(amount, capacity.get(r, 0)) / SCALE
+        # not make more resources (summed in fixed point: exact, whatever the order)
+        in_use: Millis = {}
+        if self.overbooks:
+            for slave, load in self.node_load.items():
+                capacity = self.nodes[slave].millis
+                for r, amount in load.items():
+                    if amount:
+                        in_use[r] = in_use.get(r, 0) + min(amount, capacity.get(r, 0))
+        else:  # nothing is oversubscribed: what is in use is what the frameworks hold
+            for framework_holds in self.held.values():
+                _add(in_use, framework_holds)
         results.utilisation.append(
-            (t, {r: v / total[r] for r, v in in_use.items() if total.get(r)})
+            (
+                t,
+                {
+                    r: v / SCALE / total[r]
+                    for r in sorted(in_use)
+                    if (v := in_use[r]) and total.get(r)
+                },
+            )
         )
 
 
