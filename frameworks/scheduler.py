@@ -62,6 +62,7 @@ from protocol.messages import (
     TaskStatus,
     Teardown,
     Update,
+    Wire,
 )
 from protocol.resources import Resources
 from protocol.topics import Topics, check_segment
@@ -283,6 +284,14 @@ class SchedulerDriver:
             raise DriverError("the driver is not subscribed: call start() first")
         return self.bus
 
+    def _call(self, call: Wire) -> None:
+        """Send a call to the master without waiting for the broker, as the Mesos driver's
+        calls return at once: the bus sends it at least once and in order with the other
+        calls, across reconnects (`stop` waits for what is still on its way). A callback
+        that makes several calls -- launch, then suppress -- is not held up by the broker's
+        acknowledgement of each, nor are the events that follow it."""
+        self._call_bus().post(self.to_master, call)
+
     async def launch_tasks(
         self, offer_ids: Iterable[str], tasks: list[TaskInfo], filters: Filters | None = None
     ) -> None:
@@ -294,7 +303,7 @@ class SchedulerDriver:
     ) -> None:
         if self._stopped.is_set():
             return  # as the Mesos driver: calls after stop() do nothing
-        bus = self._call_bus()
+        self._call_bus()  # (subscribed, or DriverError)
         ids = list(dict.fromkeys(offer_ids))
         if not ids:
             raise DriverError("launch_tasks needs at least one offer")
@@ -319,8 +328,7 @@ class SchedulerDriver:
                 )
         for o in ids:
             del self.offers[o]
-        await bus.publish(
-            self.to_master,
+        self._call(
             Accept(
                 framework_id=self.framework_id or "",
                 offer_ids=ids,
@@ -338,7 +346,7 @@ class SchedulerDriver:
         """Decline several offers in one call (Mesos's DECLINE takes a list), one filter."""
         if self._stopped.is_set():
             return  # as the Mesos driver: calls after stop() do nothing
-        bus = self._call_bus()
+        self._call_bus()  # (subscribed, or DriverError)
         ids = list(dict.fromkeys(offer_ids))
         missing = [o for o in ids if o not in self.offers]
         if missing:
@@ -347,8 +355,7 @@ class SchedulerDriver:
             return
         for o in ids:
             del self.offers[o]
-        await bus.publish(
-            self.to_master,
+        self._call(
             Decline(
                 framework_id=self.framework_id or "", offer_ids=ids, filters=filters or Filters()
             ),
@@ -357,15 +364,13 @@ class SchedulerDriver:
     async def revive_offers(self) -> None:
         if self._stopped.is_set():
             return  # as the Mesos driver: calls after stop() do nothing
-        await self._call_bus().publish(self.to_master, Revive(framework_id=self.framework_id or ""))
+        self._call(Revive(framework_id=self.framework_id or ""))
 
     async def suppress_offers(self) -> None:
         """No offers until revive; also clears what `request_resources` declared."""
         if self._stopped.is_set():
             return  # as the Mesos driver: calls after stop() do nothing
-        await self._call_bus().publish(
-            self.to_master, Suppress(framework_id=self.framework_id or "")
-        )
+        self._call(Suppress(framework_id=self.framework_id or ""))
 
     async def request_resources(
         self, requests: Iterable[TaskRequest | tuple[Resources, int]]
@@ -381,15 +386,12 @@ class SchedulerDriver:
             r if isinstance(r, TaskRequest) else TaskRequest(resources=r[0], count=r[1])
             for r in requests
         ]
-        await self._call_bus().publish(
-            self.to_master, Request(framework_id=self.framework_id or "", requests=wanted)
-        )
+        self._call(Request(framework_id=self.framework_id or "", requests=wanted))
 
     async def kill_task(self, task_id: str, slave_id: str | None = None) -> None:
         if self._stopped.is_set():
             return  # as the Mesos driver: calls after stop() do nothing
-        await self._call_bus().publish(
-            self.to_master,
+        self._call(
             Kill(framework_id=self.framework_id or "", task_id=task_id, slave_id=slave_id),
         )
 
@@ -399,8 +401,7 @@ class SchedulerDriver:
             return  # as the Mesos driver: calls after stop() do nothing
         if not status.uuid:
             return
-        await self._call_bus().publish(
-            self.to_master,
+        self._call(
             Acknowledge(
                 framework_id=self.framework_id or "",
                 slave_id=status.slave_id,
@@ -419,15 +420,12 @@ class SchedulerDriver:
             else ReconcileTask(task_id=t.task_id, slave_id=t.slave_id)
             for t in tasks
         ]
-        await self._call_bus().publish(
-            self.to_master, Reconcile(framework_id=self.framework_id or "", tasks=wanted)
-        )
+        self._call(Reconcile(framework_id=self.framework_id or "", tasks=wanted))
 
     async def send_framework_message(self, executor_id: str, slave_id: str, data: bytes) -> None:
         if self._stopped.is_set():
             return  # as the Mesos driver: calls after stop() do nothing
-        await self._call_bus().publish(
-            self.to_master,
+        self._call(
             Message(
                 framework_id=self.framework_id or "",
                 slave_id=slave_id,

@@ -296,6 +296,8 @@ class Bus:
             raise self.refused
         if self._closing:
             raise BusClosed(f"bus {self.name} is closed")
+        if self._outbox:
+            self._flush(now=True)  # what was posted before goes first (in the order made)
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._send(Outgoing(topic, payload, qos, retain, done))
         await done
@@ -409,9 +411,9 @@ class Bus:
             self._flush_scheduled = True
             asyncio.get_running_loop().call_soon(self._flush)
 
-    def _flush(self) -> None:
+    def _flush(self, *, now: bool = False) -> None:
         # While more arrives to be handled, hold the batch a little longer (bounded).
-        if self.backlog() and self._deferrals < MAX_DEFERRALS:
+        if not now and self.backlog() and self._deferrals < MAX_DEFERRALS:
             self._deferrals += 1
             asyncio.get_running_loop().call_soon(self._flush)
             return

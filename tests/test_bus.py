@@ -252,3 +252,16 @@ async def test_a_topic_mqtt_cannot_carry_fails_that_message_only(broker: Broker)
             await tx.publish("bad/+", Heartbeat(source="never"))
         tx.post("fine", Heartbeat(source="after"))
         assert (await inbox.wait_for(Heartbeat)).source == "after"
+
+
+async def test_a_publish_goes_after_what_was_posted_before_it(broker: Broker) -> None:
+    """A driver posts its calls and publishes its Teardown: the Teardown must not overtake
+    the calls still waiting in the batch."""
+    inbox = Inbox()
+    async with Bus(broker.url, name="rx") as rx, Bus(broker.url, name="tx") as tx:
+        await rx.subscribe("calls", inbox)
+        for i in range(5):
+            tx.post("calls", Heartbeat(source=str(i)))
+        await tx.publish("calls", Heartbeat(source="last"))
+        await inbox.wait_count(Heartbeat, 6)
+        assert [m.source for m in inbox.of(Heartbeat)] == ["0", "1", "2", "3", "4", "last"]
