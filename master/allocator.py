@@ -643,7 +643,9 @@ class Allocator:
         With `refuse_seconds`, the framework is not offered them on that slave again for
         that long (a decline filter).
         """
-        slave = self._slave(slave_id)
+        slave = self.slaves.get(slave_id)
+        if slave is None:
+            raise AllocatorError(f"unknown slave {slave_id}")
         fw = self.frameworks.get(framework_id)
         held = slave.by_framework.get(framework_id)
         if held is None or fw is None:
@@ -671,7 +673,7 @@ class Allocator:
         self._roles.unallocated(fw.role, resources)
         # worth a visit in the next round only if someone could use what is free now: a
         # smaller minimum, or a new framework, wakes every slave (and a hold is visited)
-        floor = self._min_floor()
+        floor = self._floor if not self._floor_stale else self._min_floor()
         if floor is None or holds(slave.unallocated, floor) or slave_id in self.reservations:
             self.dirty.add(slave_id)
         if refuse_seconds:

@@ -139,6 +139,7 @@ class Sorter:
         self._clients: dict[str, _Client] = {}
         self._order: list[_Entry] = []  # the active clients, lowest weighted share first
         self._pending: dict[str, _Client] = {}  # clients to move to their place in it
+        self._many = False  # more than one client (a lone one has nowhere to move)
         self._totals = total or Total()
         self._total = self._totals.millis
         self._seen_version = self._totals.version
@@ -154,6 +155,7 @@ class Sorter:
         client = _Client(name, self._next_order, weight, active)
         self._next_order += 1
         self._clients[name] = client
+        self._many = len(self._clients) > 1
         self._active += active
         self._push(client)
         if len(self._clients) == 2:
@@ -161,6 +163,7 @@ class Sorter:
 
     def remove(self, name: str) -> None:
         client = self._clients.pop(name)
+        self._many = len(self._clients) > 1
         self._pending.pop(name, None)
         self._active -= client.active
         self._unlist(client)
@@ -272,7 +275,7 @@ class Sorter:
         """The client's share changed: it moves to its new place before the next walk (a
         client whose allocation changes many times between two walks -- every task ending
         between two rounds -- moves once). A lone client has no place to move to."""
-        if client.active and (client.entry is None or len(self._clients) > 1):
+        if client.active and (client.entry is None or self._many):
             self._pending[client.name] = client
 
     def _unlist(self, client: _Client) -> None:
