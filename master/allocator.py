@@ -431,6 +431,20 @@ class Allocator:
                     if self._wants(frameworks[framework_id], slave_id, free, now):
                         return framework_id, free
             return None
+        if not quotas:
+            # a tree, no quota: the tree walks the roles, each role's order is read in place
+            role_frameworks, found = self._role_frameworks, ""
+
+            def any_wants(role: str) -> bool:
+                nonlocal found
+                for _, _, framework_id in role_frameworks[role].ordered():
+                    if self._wants(frameworks[framework_id], slave_id, free, now):
+                        found = framework_id
+                        return True
+                return False
+
+            self._roles.first(any_wants)
+            return (found, free) if found else None
         offer: dict[str, Millis] = {}
 
         def wants(framework_id: str) -> bool:
