@@ -34,7 +34,7 @@ from cluster.workload import Pending, Workload
 from master.allocator import Allocator
 from master.preemption import Cluster, Contender, Preemption, RunningTask
 from master.sorter import Millis
-from protocol.resources import CPUS, MEM, SCALE, Resources, holds
+from protocol.resources import CPUS, MEM, SCALE, Resources, add_millis, holds
 
 ROUND_BATCH = 0.005  # as the master: frees within this window share one round
 SWAP_COST = 10.0  # memory overcommitted by x% slows tasks by SWAP_COST * x% (paging)
@@ -318,7 +318,7 @@ class Simulation:
         if self.ceei:
             self._ceei_weights(t)
         refuse = self.spec.master.refuse_seconds
-        book = self._booked if self.spec.master.policy in ("slots", "cpu") else None
+        book = self._booked if self.overbooks else None
         for a in self.allocator.allocate(t):
             w = self.workloads[a.framework_id]
             tasks = w.take(t, a.resources, book)
@@ -346,7 +346,7 @@ class Simulation:
         slowdown = 1.0
         if self.overbooks:  # a node may be oversubscribed: what runs there matters
             capacity, load = self.nodes[slave], self.node_load[slave]
-            _add(load, real.millis)
+            add_millis(load, real.millis)
             self.node_tasks[slave] += 1
             if not holds(capacity.millis, load):
                 slowdown = swap_slowdown(
@@ -355,7 +355,7 @@ class Simulation:
         ref = next(self.ids)
         ends = t + task.duration * slowdown
         self.running[ref] = Running(name, slave, task, real, booked, ends, t)
-        _add(self.held[name], real.millis)
+        add_millis(self.held[name], real.millis)
         self.counts[name] += 1
         self.processed += 1
         heapq.heappush(self.events, (ends, next(self.seq), "finish", ref))
@@ -399,7 +399,7 @@ class Simulation:
                         in_use[r] = in_use.get(r, 0) + min(amount, capacity.get(r, 0))
         else:  # nothing is oversubscribed: what is in use is what the frameworks hold
             for framework_holds in self.held.values():
-                _add(in_use, framework_holds)
+                add_millis(in_use, framework_holds)
         results.utilisation.append(
             (
                 t,
@@ -410,11 +410,6 @@ class Simulation:
                 },
             )
         )
-
-
-def _add(into: Millis, delta: Mapping[str, int]) -> None:
-    for k, v in delta.items():
-        into[k] = into.get(k, 0) + v
 
 
 def _sub(into: Millis, delta: Mapping[str, int]) -> None:

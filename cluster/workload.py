@@ -103,12 +103,11 @@ class Workload:
                 self._submit_trace_job(job)
 
     def wants(self, t: float) -> bool:
-        spec = self.spec
-        if t < spec.start or (spec.stop is not None and t >= spec.stop):
-            return False  # not active
+        if not self.active(t):
+            return False
         if not self._started or (self._trace and self._trace[0].submit <= t):
-            self.advance(t)
-        if spec.max_running is not None and self.running >= spec.max_running:
+            self.advance(t)  # (only when something is due: this is asked once per offer)
+        if self.spec.max_running is not None and self.running >= self.spec.max_running:
             return False
         return bool(self.queue) or self._endless_since is not None
 

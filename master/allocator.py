@@ -27,11 +27,19 @@ from master.quota import Quota, ancestors_or_self, cap_offer, gap
 from master.roles import TREE_POLICIES, RoleTree, check_role
 from master.sorter import Millis, Sorter, Total
 from protocol.messages import RoleView
-from protocol.resources import CPUS, MEM, SCALE, Resources, dominant_share, holds
+from protocol.resources import (
+    CPUS,
+    MEM,
+    SCALE,
+    Resources,
+    add_millis,
+    dominant_share,
+    holds,
+)
 
 # Mesos offers a slave only if at least this much of cpus or mem is free: smaller crumbs
 # would be offered and declined forever.
-MIN_ALLOCATABLE: dict[str, int] = {CPUS: int(0.01 * SCALE), MEM: 32 * SCALE}
+MIN_CPUS, MIN_MEM = int(0.01 * SCALE), 32 * SCALE
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,23 +92,12 @@ class SlaveBook:
         return dict(self.unallocated)
 
     def take(self, delta: Mapping[str, int]) -> None:
-        _add(self.allocated, delta)
+        """`delta` is allocated here now (offered, or in use)."""
+        add_millis(self.allocated, delta)
         free = self.unallocated
         for k, v in delta.items():
             if k in free:
                 free[k] -= v
-
-    def give_back(self, delta: Mapping[str, int]) -> None:
-        """The converse of `take` (the caller has checked that it holds `delta`)."""
-        alloc, free = self.allocated, self.unallocated
-        for k, v in delta.items():
-            left = alloc[k] - v
-            if left:
-                alloc[k] = left
-            else:
-                del alloc[k]
-            if k in free:
-                free[k] += v
 
 
 @dataclass(slots=True)
@@ -330,17 +327,15 @@ class Allocator:
         if framework_id in self.frameworks:
             self._give(framework_id, slave, resources)
         else:
-            _add(slave.unowned, resources.millis)
+            add_millis(slave.unowned, resources.millis)
             slave.take(resources.millis)
-            _add(self._allocated, resources.millis)
+            add_millis(self._allocated, resources.millis)
 
     def adopt(self, framework_id: str, slave_id: str, resources: Resources) -> None:
         """Move resources from 'unowned' to a framework that has (re-)subscribed."""
         slave = self._slave(slave_id)
         _sub(slave.unowned, resources.millis, "unowned")
-        slave.give_back(resources.millis)  # (unowned is part of allocated)
-        _sub(self._allocated, resources.millis, "allocated")
-        self._give(framework_id, slave, resources)
+        self._credit(framework_id, slave, resources)  # (it stays allocated on the slave)
 
     # -- the round ---------------------------------------------------------------------------
     def allocate(
@@ -369,15 +364,12 @@ class Allocator:
         allocations: list[Allocation] = []
         floor = self._min_floor()
         slaves, reservations = self.slaves, self.reservations
-        min_cpus, min_mem = MIN_ALLOCATABLE[CPUS], MIN_ALLOCATABLE[MEM]
         for slave_id in order:
             slave = slaves.get(slave_id)
             if slave is None or not slave.active:
                 continue
             free = slave.unallocated  # (read here; changed only by _give, below)
-            if not (
-                free.get(CPUS, 0) >= min_cpus or free.get(MEM, 0) >= min_mem
-            ) and not _allocatable(free):
+            if not _allocatable(free):
                 continue
             held = self._live_reservations(slave_id, now) if reservations else None
             if held:
@@ -425,26 +417,23 @@ class Allocator:
         if not quotas and isinstance(self._roles, Sorter):
             # side by side, no quota: the first framework in order that wants it gets all
             # of it (the sorters' own order read in place: this is the round's hot path)
-            role_frameworks = self._role_frameworks
             for _, _, role in self._roles.ordered():
-                for _, _, framework_id in role_frameworks[role].ordered():
-                    if self._wants(frameworks[framework_id], slave_id, free, now):
-                        return framework_id, free
+                framework_id = self._first_wanting(role, slave_id, free, now)
+                if framework_id is not None:
+                    return framework_id, free
             return None
         if not quotas:
             # a tree, no quota: the tree walks the roles, each role's order is read in place
-            role_frameworks, found = self._role_frameworks, ""
+            found: list[str] = []
 
-            def any_wants(role: str) -> bool:
-                nonlocal found
-                for _, _, framework_id in role_frameworks[role].ordered():
-                    if self._wants(frameworks[framework_id], slave_id, free, now):
-                        found = framework_id
-                        return True
-                return False
+            def first_in_role(role: str) -> bool:
+                framework_id = self._first_wanting(role, slave_id, free, now)
+                if framework_id is not None:
+                    found.append(framework_id)
+                return framework_id is not None
 
-            self._roles.first(any_wants)
-            return (found, free) if found else None
+            self._roles.first(first_in_role)
+            return (found[0], free) if found else None
         offer: dict[str, Millis] = {}
 
         def wants(framework_id: str) -> bool:
@@ -478,6 +467,14 @@ class Allocator:
             return None
         framework_id = picked[0]
         return framework_id, offer.get(frameworks[framework_id].role, free)
+
+    def _first_wanting(self, role: str, slave_id: str, free: Millis, now: float) -> str | None:
+        """The first framework of `role`, in its order, to be offered all of `free`."""
+        frameworks = self.frameworks
+        for _, _, framework_id in self._role_frameworks[role].ordered():
+            if self._wants(frameworks[framework_id], slave_id, free, now):
+                return framework_id
+        return None
 
     @staticmethod
     def _wants(fw: FrameworkBook, slave_id: str, offerable: Millis, now: float) -> bool:
@@ -544,7 +541,7 @@ class Allocator:
             for hold in [h for h in holds if h.framework_id == first.framework_id]:
                 if all(left.get(n, 0) >= v for n, v in hold.resources.items()):
                     holds.remove(hold)
-                    _add(offer, hold.resources)
+                    add_millis(offer, hold.resources)
                     for n, v in hold.resources.items():
                         left[n] -= v
             if offer:
@@ -639,7 +636,7 @@ class Allocator:
         headroom: Millis = {}
         for node in self.quotas:
             if node not in mine and self._has_demand(node):
-                _add(headroom, self._lack(node))
+                add_millis(headroom, self._lack(node))
         unreserved = {k: v - self._allocated.get(k, 0) for k, v in self._total.millis.items()}
         return cap_offer(free, limits, headroom, unreserved)
 
@@ -657,9 +654,7 @@ class Allocator:
         With `refuse_seconds`, the framework is not offered them on that slave again for
         that long (a decline filter).
         """
-        slave = self.slaves.get(slave_id)
-        if slave is None:
-            raise AllocatorError(f"unknown slave {slave_id}")
+        slave = self._slave(slave_id)
         fw = self.frameworks.get(framework_id)
         held = slave.by_framework.get(framework_id)
         if held is None or fw is None:
@@ -687,7 +682,7 @@ class Allocator:
         self._roles.unallocated(fw.role, resources)
         # worth a visit in the next round only if someone could use what is free now: a
         # smaller minimum, or a new framework, wakes every slave (and a hold is visited)
-        floor = self._floor if not self._floor_stale else self._min_floor()
+        floor = self._min_floor()
         if floor is None or holds(slave.unallocated, floor) or slave_id in self.reservations:
             self.dirty.add(slave_id)
         if refuse_seconds:
@@ -695,15 +690,14 @@ class Allocator:
             heapq.heappush(self._expiring, (now + refuse_seconds, slave_id))
 
     def _give(self, framework_id: str, slave: SlaveBook, resources: Resources) -> None:
+        slave.take(resources.millis)
+        add_millis(self._allocated, resources.millis)
+        self._credit(framework_id, slave, resources)
+
+    def _credit(self, framework_id: str, slave: SlaveBook, resources: Resources) -> None:
+        """Resources allocated on a slave are the framework's (given to it, or adopted)."""
         fw = self._framework(framework_id)
-        held = slave.by_framework.setdefault(framework_id, {})
-        on_slave, free, everywhere = slave.allocated, slave.unallocated, self._allocated
-        for k, v in resources.millis.items():
-            held[k] = held.get(k, 0) + v
-            on_slave[k] = on_slave.get(k, 0) + v
-            everywhere[k] = everywhere.get(k, 0) + v
-            if k in free:
-                free[k] -= v
+        add_millis(slave.by_framework.setdefault(framework_id, {}), resources.millis)
         fw.slaves.add(slave.slave_id)
         self._role_frameworks[fw.role].allocated(framework_id, resources)
         self._roles.allocated(fw.role, resources)
@@ -790,7 +784,7 @@ class Allocator:
     def allocated_total(self) -> Resources:
         total: Millis = {}
         for slave in self.slaves.values():
-            _add(total, slave.allocated)
+            add_millis(total, slave.allocated)
         return Resources.from_millis(total)
 
     def order(self) -> Iterator[str]:
@@ -812,31 +806,22 @@ class Allocator:
             raise AllocatorError(f"unknown slave {slave_id}") from None
 
 
-def _allocatable(free: Millis) -> bool:
-    if any(free.get(k, 0) >= v for k, v in MIN_ALLOCATABLE.items()):
+def _allocatable(free: Mapping[str, int]) -> bool:
+    # (no generators here: a round asks this of every slave it visits)
+    if free.get(CPUS, 0) >= MIN_CPUS or free.get(MEM, 0) >= MIN_MEM:
         return True
     # a slave with neither cpus nor mem (custom resources only) is offered whatever it has
-    return not any(k in free for k in MIN_ALLOCATABLE) and any(v > 0 for v in free.values())
+    return CPUS not in free and MEM not in free and any(v > 0 for v in free.values())
 
 
 def _within(free: Millis, refused: Mapping[str, int]) -> bool:
     return all(refused.get(k, 0) >= v for k, v in free.items() if v > 0)
 
 
-def _add(into: Millis, delta: Mapping[str, int]) -> None:
-    for k, v in delta.items():
-        into[k] = into.get(k, 0) + v
-
-
 def _sub(into: Millis, delta: Mapping[str, int], what: str) -> None:
     for k, v in delta.items():
         if into.get(k, 0) < v:
             raise AllocatorError(f"{what} holds less {k} than is being released")
-    _sub_held(into, delta)
-
-
-def _sub_held(into: Millis, delta: Mapping[str, int]) -> None:
-    """Subtract what `into` is known to hold (checked by the caller)."""
     for k, v in delta.items():
         left = into[k] - v
         if left:

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from protocol.resources import CPUS, Resources, dominant_share
+from protocol.resources import CPUS, Resources, add_millis, dominant_share
 
 Millis = dict[str, int]
 
@@ -139,7 +139,6 @@ class Sorter:
         self._clients: dict[str, _Client] = {}
         self._order: list[_Entry] = []  # the active clients, lowest weighted share first
         self._pending: dict[str, _Client] = {}  # clients to move to their place in it
-        self._many = False  # more than one client (a lone one has nowhere to move)
         self._totals = total or Total()
         self._total = self._totals.millis
         self._seen_version = self._totals.version
@@ -155,7 +154,6 @@ class Sorter:
         client = _Client(name, self._next_order, weight, active)
         self._next_order += 1
         self._clients[name] = client
-        self._many = len(self._clients) > 1
         self._active += active
         self._push(client)
         if len(self._clients) == 2:
@@ -163,7 +161,6 @@ class Sorter:
 
     def remove(self, name: str) -> None:
         client = self._clients.pop(name)
-        self._many = len(self._clients) > 1
         self._pending.pop(name, None)
         self._active -= client.active
         self._unlist(client)
@@ -207,9 +204,7 @@ class Sorter:
     def allocated(self, name: str, resources: Resources) -> None:
         """Record resources given to a client (offered or in use)."""
         client = self._clients[name]
-        alloc = client.allocation
-        for k, v in resources.millis.items():
-            alloc[k] = alloc.get(k, 0) + v
+        add_millis(client.allocation, resources.millis)
         self._push(client)
 
     def unallocated(self, name: str, resources: Resources) -> None:
@@ -252,14 +247,12 @@ class Sorter:
         Costs one call of `wanted` for every client it passes over (the usual case passes
         over none). `wanted` must not record allocations; do that after this returns.
         """
-        if self._pending or self._seen_version != self._totals.version:
-            self._fresh()
-        for _, _, name in self._order:
+        for _, _, name in self.ordered():
             if wanted(name):
                 return name
         return None
 
-    def ordered(self) -> list[tuple[float, int, str]]:
+    def ordered(self) -> list[_Entry]:
         """The active clients as (weighted share, registration order, name), lowest first:
         the sorter's own list, to read in place (change nothing in the sorter meanwhile)."""
         if self._pending or self._seen_version != self._totals.version:
@@ -268,14 +261,13 @@ class Sorter:
 
     def sort(self) -> Iterator[str]:
         """Every active client, lowest weighted share first (ties: registration order)."""
-        self._fresh()
-        return iter([name for _, _, name in self._order])
+        return iter([name for _, _, name in self.ordered()])
 
     def _push(self, client: _Client) -> None:
         """The client's share changed: it moves to its new place before the next walk (a
         client whose allocation changes many times between two walks -- every task ending
         between two rounds -- moves once). A lone client has no place to move to."""
-        if client.active and (client.entry is None or self._many):
+        if client.active and (client.entry is None or len(self._clients) > 1):
             self._pending[client.name] = client
 
     def _unlist(self, client: _Client) -> None:

@@ -56,11 +56,11 @@ class Resources(Mapping[str, float]):
     fixed-point amounts. Zero amounts are not stored, so `Resources() == Resources(cpus=0)`.
     """
 
-    __slots__ = ("_hash", "_m", "millis")
+    __slots__ = ("_hash", "millis")
 
     millis: Mapping[str, int]
-    """The exact fixed-point amounts (the same dict as `_m`, read-only: a plain attribute,
-    not a property, as the allocator and the simulator read it for every task)."""
+    """The exact fixed-point amounts (read-only; a plain attribute, not a property, as the
+    allocator and the simulator read it for every task)."""
 
     def __init__(self, amounts: Mapping[str, float] | None = None, /, **kw: float) -> None:
         m: dict[str, int] = {}
@@ -69,14 +69,14 @@ class Resources(Mapping[str, float]):
                 v = to_millis(name, amount)
                 if v:
                     m[name] = m.get(name, 0) + v
-        self._m = self.millis = m
+        self.millis = m
         self._hash: int | None = None
 
     @classmethod
     def from_millis(cls, millis: Mapping[str, int]) -> Resources:
         """Build from fixed-point amounts (trusted: used by arithmetic and the books)."""
         r = cls.__new__(cls)
-        r._m = r.millis = {k: v for k, v in millis.items() if v}
+        r.millis = {k: v for k, v in millis.items() if v}
         r._hash = None
         return r
 
@@ -99,43 +99,43 @@ class Resources(Mapping[str, float]):
 
     # -- Mapping ---------------------------------------------------------------------------
     def __getitem__(self, name: str) -> float:
-        return self._m[name] / SCALE
+        return self.millis[name] / SCALE
 
     def get_millis(self, name: str) -> int:
-        return self._m.get(name, 0)
+        return self.millis.get(name, 0)
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._m)
+        return iter(self.millis)
 
     def __len__(self) -> int:
-        return len(self._m)
+        return len(self.millis)
 
     def __bool__(self) -> bool:
-        return bool(self._m)
+        return bool(self.millis)
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Resources):
-            return self._m == other._m
+            return self.millis == other.millis
         return NotImplemented
 
     def __hash__(self) -> int:
         if self._hash is None:
-            self._hash = hash(frozenset(self._m.items()))
+            self._hash = hash(frozenset(self.millis.items()))
         return self._hash
 
     def __repr__(self) -> str:
         return f"Resources({self})"
 
     def __str__(self) -> str:
-        return ";".join(f"{k}:{_fmt(v)}" for k, v in sorted(self._m.items())) or "{}"
+        return ";".join(f"{k}:{_fmt(v)}" for k, v in sorted(self.millis.items())) or "{}"
 
     def to_dict(self) -> dict[str, float]:
-        return {k: v / SCALE for k, v in self._m.items()}
+        return {k: v / SCALE for k, v in self.millis.items()}
 
     # -- arithmetic ------------------------------------------------------------------------
     def __add__(self, other: Resources) -> Resources:
-        m = dict(self._m)
-        for k, v in other._m.items():
+        m = dict(self.millis)
+        for k, v in other.millis.items():
             m[k] = m.get(k, 0) + v
         return Resources.from_millis(m)
 
@@ -143,43 +143,43 @@ class Resources(Mapping[str, float]):
         """Subtract; raises ResourceError if any amount would go negative."""
         if not self.contains(other):
             raise ResourceError(f"cannot subtract {other} from {self}: not enough")
-        m = dict(self._m)
-        for k, v in other._m.items():
+        m = dict(self.millis)
+        for k, v in other.millis.items():
             m[k] -= v
         return Resources.from_millis(m)
 
     def subtract_clamped(self, other: Resources) -> Resources:
         """Subtract, stopping at zero (for free = total - allocated when books disagree)."""
-        m = dict(self._m)
-        for k, v in other._m.items():
+        m = dict(self.millis)
+        for k, v in other.millis.items():
             if k in m:
                 m[k] = max(0, m[k] - v)
         return Resources.from_millis(m)
 
     def scaled(self, factor: float) -> Resources:
-        return Resources.from_millis({k: round(v * factor) for k, v in self._m.items()})
+        return Resources.from_millis({k: round(v * factor) for k, v in self.millis.items()})
 
     def contains(self, other: Resources) -> bool:
         """True when every amount in `other` is available here."""
-        m = self._m
-        return all(m.get(k, 0) >= v for k, v in other._m.items())
+        m = self.millis
+        return all(m.get(k, 0) >= v for k, v in other.millis.items())
 
     def fits(self, into: Resources) -> bool:
         """True when this vector fits into `into` (the converse of contains)."""
         return into.contains(self)
 
     def is_empty(self) -> bool:
-        return not self._m
+        return not self.millis
 
     # -- shares ----------------------------------------------------------------------------
     def shares(self, total: Resources) -> dict[str, float]:
         """Each resource's share of `total`; a resource the total lacks has share 0."""
-        t = total._m
-        return {k: (v / t[k] if t.get(k) else 0.0) for k, v in self._m.items()}
+        t = total.millis
+        return {k: (v / t[k] if t.get(k) else 0.0) for k, v in self.millis.items()}
 
     def dominant_share(self, total: Resources) -> float:
         """max_j u_j / r_j (paper §4): the largest share of any resource."""
-        return dominant_share(self._m, total._m)
+        return dominant_share(self.millis, total.millis)
 
     # -- pydantic integration --------------------------------------------------------------
     @classmethod
@@ -209,6 +209,12 @@ class Resources(Mapping[str, float]):
                 core_schema.str_schema(), core_schema.float_schema(ge=0)
             ),
         )
+
+
+def add_millis(into: dict[str, int], delta: Mapping[str, int]) -> None:
+    """Add fixed-point amounts into a book kept in place (the allocator's, the simulator's)."""
+    for name, amount in delta.items():
+        into[name] = into.get(name, 0) + amount
 
 
 def holds(have: Mapping[str, int], need: Mapping[str, int]) -> bool:
