@@ -8,7 +8,7 @@ both as the paper's frameworks behave (declining what they cannot use) and with 
 filters (`min_offer`: offered only slaves with room for a task), which ends the declines.
 Then one hour of Facebook's 2010 workload (examples/experiments/fb2010-hour.yaml, SWIM's
 FB-2010 sample from ../shared/data/swim) under DRF and under 12 slots a node; `--day`
-adds the whole day (fb2010-day.yaml, about 8 minutes).
+adds the whole day (fb2010-day.yaml, about 4 minutes).
 
 The targets, printed beside what this run measured: DRF on §7.3 at least 100,000 task
 events/s and within 2x of slots in the same run; the FB-2010 hour in under a minute, the

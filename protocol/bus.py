@@ -225,7 +225,7 @@ class Bus:
             self._waiting.clear()
             self._closing = True
         if self._outbox:
-            self._flush()
+            self._flush(now=True)  # not deferred behind a backlog: nothing will handle it
         if self._lazy:
             self._flush_lazy()
         if not abandon:

@@ -265,3 +265,35 @@ async def test_a_publish_goes_after_what_was_posted_before_it(broker: Broker) ->
         await tx.publish("calls", Heartbeat(source="last"))
         await inbox.wait_count(Heartbeat, 6)
         assert [m.source for m in inbox.of(Heartbeat)] == ["0", "1", "2", "3", "4", "last"]
+
+
+async def test_what_was_posted_is_sent_on_close_even_behind_a_backlog(broker: Broker) -> None:
+    """A party busy with what it received (a backlog) holds its posts back to batch them;
+    closing must send them anyway, not leave them in the batch."""
+    inbox = Inbox()
+    gate = asyncio.Event()
+    arrived = asyncio.Event()
+
+    async def busy(_m: object, _r: str | None) -> None:
+        arrived.set()
+        await gate.wait()  # the receive loop is held here: the rest piles up
+
+    rx = Bus(broker.url, name="rx")
+    async with rx, Bus(broker.url, name="noise") as noise:
+        await rx.subscribe("out", inbox)
+        tx = Bus(broker.url, name="tx")
+        await tx.start()
+        await tx.subscribe("in", busy)
+        for i in range(20):
+            noise.post("in", Heartbeat(source=str(i)))
+        await asyncio.wait_for(arrived.wait(), 10)
+
+        async def backlogged() -> None:  # the other 19 queue up behind the held handler
+            while not tx.backlog():
+                await asyncio.sleep(0.01)
+
+        await asyncio.wait_for(backlogged(), 10)
+        tx.post("out", Heartbeat(source="last words"))
+        await tx.close()
+        assert (await inbox.wait_for(Heartbeat)).source == "last words"
+        gate.set()
