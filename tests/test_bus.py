@@ -16,7 +16,7 @@ from protocol.codec import PROTOCOL_VERSION, encode
 from protocol.messages import ALL_MESSAGES, Error, Gone, Heartbeat, Revive, Teardown
 from protocol.topics import Topics
 
-from helpers import Inbox
+from helpers import Inbox, eventually
 from strategies import example
 
 Broker = EmbeddedBroker | MosquittoBroker
@@ -287,12 +287,7 @@ async def test_what_was_posted_is_sent_on_close_even_behind_a_backlog(broker: Br
         for i in range(20):
             noise.post("in", Heartbeat(source=str(i)))
         await asyncio.wait_for(arrived.wait(), 10)
-
-        async def backlogged() -> None:  # the other 19 queue up behind the held handler
-            while not tx.backlog():
-                await asyncio.sleep(0.01)
-
-        await asyncio.wait_for(backlogged(), 10)
+        await eventually(lambda: tx.backlog() > 0)  # the rest queue behind the held handler
         tx.post("out", Heartbeat(source="last words"))
         await tx.close()
         assert (await inbox.wait_for(Heartbeat)).source == "last words"
