@@ -109,6 +109,7 @@ class Simulation:
         self.events: list[tuple[float, int, str, int]] = []
         self.seq = itertools.count()
         self.ids = itertools.count()
+        self.finishing: dict[int, int] = {}  # a finish event's first task: how many tasks
         self.round_pending = False
         self.suppressed: set[str] = set()
         self.arrival_scheduled: dict[str, float] = {}  # each trace's next job, awaited
@@ -325,11 +326,19 @@ class Simulation:
             self.offers += 1
             self.declines += not tasks
             left = dict(a.resources.millis)
+            group, ends = 0, -1.0  # tasks launched together that end together: one event
             for task in tasks:
                 booked = task.resources if book is None else book(task.resources)
                 for k, v in booked.millis.items():
                     left[k] -= v  # (take chose tasks that fit)
-                self._launch(a.framework_id, a.slave_id, task, booked, t)
+                ref, task_ends = self._launch(a.framework_id, a.slave_id, task, booked, t)
+                if group and task_ends == ends:
+                    self.finishing[ref - group] = group + 1
+                    group += 1
+                else:
+                    self._at(task_ends, "finish", ref)
+                    self.finishing[ref] = 1
+                    group, ends = 1, task_ends
             if any(left.values()):  # what it did not use, declined (as the master does)
                 self.allocator.recover(
                     a.framework_id,
@@ -341,7 +350,10 @@ class Simulation:
             self._schedule_arrival(a.framework_id)
             self._track_demand(a.framework_id, t)
 
-    def _launch(self, name: str, slave: str, task: Pending, booked: Resources, t: float) -> None:
+    def _launch(
+        self, name: str, slave: str, task: Pending, booked: Resources, t: float
+    ) -> tuple[int, float]:
+        """Start a task; returns its ref and when it ends (the caller schedules that)."""
         real = task.resources
         slowdown = 1.0
         if self.overbooks:  # a node may be oversubscribed: what runs there matters
@@ -358,15 +370,37 @@ class Simulation:
         add_millis(self.held[name], real.millis)
         self.counts[name] += 1
         self.processed += 1
-        heapq.heappush(self.events, (ends, next(self.seq), "finish", ref))
+        return ref, ends
 
-    def _finish(self, ref: int, t: float) -> None:
-        if ref in self.running:
-            self._release(ref, t, completed=True)
-            self._want_round(t)
+    def _finish(self, first: int, t: float) -> None:
+        """Tasks launched on one offer and ending at one time end together: their
+        resources go back to the allocator at once (one recover, not one per task). Those
+        killed meanwhile are gone already."""
+        freed: Millis = {}
+        r: Running | None = None
+        for ref in range(first, first + self.finishing.pop(first)):
+            task = self.running.pop(ref, None)
+            if task is not None:
+                r = task
+                self._end(ref, r, t, completed=True)
+                add_millis(freed, r.booked.millis)
+        if r is None:
+            return
+        if r.framework in self.added:
+            self.allocator.recover(r.framework, r.slave, Resources.from_millis(freed))
+        self._track_demand(r.framework, t)
+        self._want_round(t)
 
     def _release(self, ref: int, t: float, *, completed: bool, retry: bool = False) -> None:
         r = self.running.pop(ref)
+        self._end(ref, r, t, completed=completed, retry=retry)
+        if r.framework in self.added:
+            self.allocator.recover(r.framework, r.slave, r.booked)
+        self._track_demand(r.framework, t)
+
+    def _end(self, ref: int, r: Running, t: float, *, completed: bool, retry: bool = False) -> None:
+        """A task is over: the simulator's books and the framework's workload (the
+        allocator's books are the caller's)."""
         if self.preemption is not None and completed:
             self.preemption.ended(r.framework, str(ref), finished=True, ran=t - r.started)
         if self.overbooks:
@@ -375,10 +409,7 @@ class Simulation:
         _sub(self.held[r.framework], r.real.millis)
         self.counts[r.framework] -= 1
         self.processed += 1
-        if r.framework in self.added:
-            self.allocator.recover(r.framework, r.slave, r.booked)
         self.workloads[r.framework].finished(t, r.task, completed=completed, retry=retry)
-        self._track_demand(r.framework, t)
 
     def _sample(self, t: float, results: Results) -> None:
         total = self.real_total
