@@ -84,9 +84,9 @@ class ExperimentScheduler(Scheduler):
         if pending is not None:
             completed = status.state.value == "TASK_FINISHED"
             preempted = status.reason == Reason.TASK_PREEMPTED  # its job still needs it
-            before = len(self.workload.queue)
+            before = self.workload.queued
             self.workload.finished(self.now(), pending, completed=completed, retry=preempted)
-            if len(self.workload.queue) > before:  # new work came: ask for offers again
+            if self.workload.queued > before:  # new work came: ask for offers again
                 await driver.revive_offers()
                 await self.declare(driver)
 

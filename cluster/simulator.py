@@ -322,15 +322,13 @@ class Simulation:
         book = self._booked if self.overbooks else None
         for a in self.allocator.allocate(t):
             w = self.workloads[a.framework_id]
-            tasks = w.take(t, a.resources, book)
+            left = dict(a.resources.millis)
+            tasks = w.take_from(t, left, book)  # (left: what they did not use)
             self.offers += 1
             self.declines += not tasks
-            left = dict(a.resources.millis)
             group, ends = 0, -1.0  # tasks launched together that end together: one event
             for task in tasks:
                 booked = task.resources if book is None else book(task.resources)
-                for k, v in booked.millis.items():
-                    left[k] -= v  # (take chose tasks that fit)
                 ref, task_ends = self._launch(a.framework_id, a.slave_id, task, booked, t)
                 if group and task_ends == ends:
                     self.finishing[ref - group] = group + 1

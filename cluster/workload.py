@@ -18,6 +18,7 @@ import random
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from cluster.spec import Framework, read_durations, read_jobs
 from cluster.swim import Stage, SwimJob, read_swim
@@ -54,7 +55,10 @@ class Workload:
     def __init__(self, spec: Framework, seed: int) -> None:
         self.spec = spec
         self.rng = random.Random(f"{seed}/{spec.name}")
-        self.queue: deque[Pending] = deque()
+        # what waits to run, in order: tasks of one stage are one entry with a count (a
+        # trace job of thousands of maps is one entry, not thousands)
+        self.queue: deque[list[Any]] = deque()  # [Pending, how many]
+        self.queued = 0  # tasks waiting, over all entries
         self.jobs: dict[int, Job] = {}
         self.job_ids = itertools.count()
         self.running = 0
@@ -120,8 +124,8 @@ class Workload:
         if self.spec.max_running is not None:
             room = self.spec.max_running - self.running
         counts: dict[Resources, int] = {}
-        for pending in self.queue:
-            counts[pending.resources] = counts.get(pending.resources, 0) + 1
+        for pending, n in self.queue:
+            counts[pending.resources] = counts.get(pending.resources, 0) + n
         if not self.queue and self._endless_since is not None:
             counts[self.spec.task_at(t)] = endless
         out = []
@@ -144,10 +148,19 @@ class Workload:
         `booked` says what the scheduler accounts for a task (it differs from the task's
         real resources under slot-based or CPU-only sharing); by default its resources.
         """
+        return self.take_from(t, dict(offered.millis), booked)
+
+    def take_from(
+        self,
+        t: float,
+        left: dict[str, int],
+        booked: Callable[[Resources], Resources] | None = None,
+    ) -> list[Pending]:
+        """`take`, on an offer's fixed-point amounts, which are left holding what the
+        tasks did not use (the simulator's hot path: it declines that remainder)."""
         taken: list[Pending] = []
         if not self.wants(t):
             return taken
-        left = dict(offered.millis)
         most = self.spec.max_running
         one = self.spec.tasks_per_offer == "1"
         while True:
@@ -172,7 +185,8 @@ class Workload:
         """The next task; under endless demand, made once and kept until it is taken
         (so the task looked at is the one launched, its duration drawn once)."""
         if self.queue:
-            return self.queue[0]
+            head: Pending = self.queue[0][0]
+            return head
         assert self._endless_since is not None
         size = self.spec.task_at(t)
         if self._head is None or self._head.resources != size:  # new, or the size changed
@@ -181,7 +195,13 @@ class Workload:
 
     def _pop(self, t: float) -> Pending:
         if self.queue:
-            return self.queue.popleft()
+            entry = self.queue[0]
+            entry[1] -= 1
+            if not entry[1]:
+                self.queue.popleft()
+            self.queued -= 1
+            task: Pending = entry[0]
+            return task
         task = self._peek(t)
         self._head = None
         self._endless_since = t
@@ -196,7 +216,8 @@ class Workload:
         if not completed:
             job = self.jobs.get(task.job) if task.job is not None else None
             if retry and job is not None and self.active(t):
-                self.queue.appendleft(task)
+                self.queue.appendleft([task, 1])
+                self.queued += 1
             return
         self.stats.tasks_completed += 1
         if task.job is not None and (job := self.jobs.get(task.job)) is not None:
@@ -204,8 +225,7 @@ class Workload:
             if job.left == 0 and job.after is not None:  # the next stage (reduces) begins
                 stage, job.after = job.after, None
                 job.left = stage.tasks
-                for _ in range(stage.tasks):
-                    self.queue.append(Pending(t, stage.task, stage.duration, job.job_id))
+                self._enqueue(Pending(t, stage.task, stage.duration, job.job_id), stage.tasks)
             elif job.left == 0:
                 del self.jobs[task.job]
                 self.stats.job_times.append(t - job.submit)
@@ -228,12 +248,18 @@ class Workload:
         assert self.spec.jobs is not None
         job = Job(next(self.job_ids), t, self.spec.jobs.tasks, size=self.spec.jobs.tasks)
         self.jobs[job.job_id] = job
-        for _ in range(job.left):
-            self.queue.append(Pending(t, self.spec.task_at(t), self._duration(t), job.job_id))
+        for _ in range(job.left):  # (each its own duration)
+            self._enqueue(Pending(t, self.spec.task_at(t), self._duration(t), job.job_id), 1)
 
     def _submit_trace_job(self, trace: SwimJob) -> None:
         maps = trace.maps
         job = Job(next(self.job_ids), trace.submit, maps.tasks, trace.reduces, trace.tasks)
         self.jobs[job.job_id] = job
-        for _ in range(maps.tasks):
-            self.queue.append(Pending(trace.submit, maps.task, maps.duration, job.job_id))
+        self._enqueue(Pending(trace.submit, maps.task, maps.duration, job.job_id), maps.tasks)
+
+    def _enqueue(self, task: Pending, n: int) -> None:
+        """`n` tasks like `task` wait at the end of the queue (one shared Pending: nothing
+        changes a task once submitted)."""
+        if n > 0:
+            self.queue.append([task, n])
+            self.queued += n
