@@ -664,15 +664,17 @@ class Allocator:
             raise AllocatorError(
                 f"framework {framework_id} on slave {slave_id} holds less than is being released"
             )
-        # what a framework held is in the slave's and the cluster's allocation too
+        # what a framework held is in the slave's and the cluster's allocation too (those
+        # two keep their zeros: nothing asks them which resources they name)
         on_slave, free, everywhere = slave.allocated, slave.unallocated, self._allocated
         for k, v in delta.items():  # (one loop for the four books: once per task ending)
-            for books in (held, on_slave, everywhere):
-                left = books[k] - v
-                if left:
-                    books[k] = left
-                else:
-                    del books[k]
+            left = held[k] - v
+            if left:
+                held[k] = left
+            else:
+                del held[k]
+            on_slave[k] -= v
+            everywhere[k] -= v
             if k in free:
                 free[k] += v
         if not held:
