@@ -138,7 +138,10 @@ class Allocator:
         self._wake = False  # every slave may: someone new wants offers (see _wake_all)
         self._expiring: list[tuple[float, str]] = []  # (when, slave) filters, holds lapse
         self.reservations: dict[str, list[Reservation]] = {}  # by slave
-        self._floor: Millis | None = None  # less than this, nobody can use (offer filters)
+        # the least each framework wanting offers can use (its offer filters, those no
+        # other's undercuts): a slave holding none of them is of no use to anyone; None
+        # while someone takes anything
+        self._floor: list[Millis] | None = None
         self._floor_stale = True
 
     # -- frameworks --------------------------------------------------------------------------
@@ -362,7 +365,7 @@ class Allocator:
             order = sorted(self.dirty)  # sorted: a set's order varies from run to run
             self.dirty.clear()
         allocations: list[Allocation] = []
-        floor = self._min_floor()
+        floors = self._floors()
         slaves, reservations = self.slaves, self.reservations
         for slave_id in order:
             slave = slaves.get(slave_id)
@@ -374,7 +377,7 @@ class Allocator:
             held = self._live_reservations(slave_id, now) if reservations else None
             if held:
                 picked = self._pick_reserved(slave_id, held, free)
-            elif floor is not None and not holds(free, floor):
+            elif floors is not None and not _fits_one(free, floors):
                 continue  # too little here for anyone's offer filter: no walk
             else:
                 picked = self._pick(slave_id, free, now)
@@ -388,25 +391,25 @@ class Allocator:
             allocations.append(Allocation(framework_id, slave_id, resources))
         return allocations
 
-    def _min_floor(self) -> Millis | None:
-        """The least that any framework wanting offers can use, when every one of them has
-        offer filters (None when one takes anything): a slave with less is skipped."""
+    def _floors(self) -> list[Millis] | None:
+        """The offer filters of the frameworks wanting offers, less those another one's
+        undercuts, when every one of them has offer filters (None when one takes
+        anything): a slave holding none of them is of use to nobody, and is skipped."""
         if self._floor_stale:
             self._floor_stale = False
-            floor: Millis | None = None
+            floors: list[Millis] | None = []
             for fw in self.frameworks.values():
                 if not fw.active or fw.suppressed:
                     continue
                 if not fw.min_allocatable:
-                    floor = None
+                    floors = None
                     break
                 for m in fw.min_allocatable:
-                    floor = (
-                        dict(m)
-                        if floor is None
-                        else {k: min(v, m[k]) for k, v in floor.items() if k in m}
-                    )
-            self._floor = floor
+                    assert floors is not None
+                    if not any(holds(m, f) for f in floors):  # (nothing smaller is there)
+                        floors = [f for f in floors if not holds(f, m)]
+                        floors.append(m)
+            self._floor = floors
         return self._floor
 
     def _pick(self, slave_id: str, free: Millis, now: float) -> tuple[str, Millis] | None:
@@ -684,8 +687,8 @@ class Allocator:
         self._roles.unallocated(fw.role, resources)
         # worth a visit in the next round only if someone could use what is free now: a
         # smaller minimum, or a new framework, wakes every slave (and a hold is visited)
-        floor = self._min_floor()
-        if floor is None or holds(slave.unallocated, floor) or slave_id in self.reservations:
+        floors = self._floors()
+        if floors is None or _fits_one(slave.unallocated, floors) or slave_id in self.reservations:
             self.dirty.add(slave_id)
         if refuse_seconds:
             fw.filters[slave_id] = Filter(now + refuse_seconds, resources)
@@ -814,6 +817,16 @@ def _allocatable(free: Mapping[str, int]) -> bool:
         return True
     # a slave with neither cpus nor mem (custom resources only) is offered whatever it has
     return CPUS not in free and MEM not in free and any(v > 0 for v in free.values())
+
+
+def _fits_one(free: Millis, floors: list[Millis]) -> bool:
+    for floor in floors:  # (a plain loop, holds inlined: asked of every slave visited)
+        for name, amount in floor.items():
+            if free.get(name, 0) < amount:
+                break
+        else:
+            return True
+    return False
 
 
 def _within(free: Millis, refused: Mapping[str, int]) -> bool:
