@@ -10,6 +10,10 @@ Then one hour of Facebook's 2010 workload (examples/experiments/fb2010-hour.yaml
 FB-2010 sample from ../shared/data/swim) under DRF and under 12 slots a node; `--day`
 adds the whole day (fb2010-day.yaml, about 4 minutes).
 
+A run that takes under QUICK seconds is repeated (three times in all, `--repeat`) and
+the fastest is kept, as timeit does: on a shared machine noise only ever slows a run,
+and a single sub-second run varies by a fifth from one minute to the next.
+
 The targets, printed beside what this run measured: DRF on §7.3 at least 100,000 task
 events/s and within 2x of slots in the same run; the FB-2010 hour in under a minute, the
 day in under ten.
@@ -25,9 +29,12 @@ from cluster.simulator import simulate
 from cluster.spec import Master, load_spec
 
 EXAMPLES = Path(__file__).parent.parent / "examples" / "experiments"
+QUICK = 10.0  # seconds: a run shorter than this is repeated, and the fastest kept
 
 
-def run(name: str, policy: str, slots: int | None, min_offer: bool | None) -> list[object]:
+def run(
+    name: str, policy: str, slots: int | None, min_offer: bool | None, repeat: int
+) -> list[object]:
     spec = load_spec(EXAMPLES / f"{name}.yaml")
     if min_offer is not None:
         for fw in spec.frameworks:
@@ -37,6 +44,12 @@ def run(name: str, policy: str, slots: int | None, min_offer: bool | None) -> li
         master["slots_per_node"] = slots
     spec.master = Master.model_validate(master)
     _, speed = simulate(spec)
+    for _ in range(repeat - 1):
+        if speed["wall_seconds"] >= QUICK:
+            break
+        _, again = simulate(spec)  # (the same spec: the same events, only the time differs)
+        if again["wall_seconds"] < speed["wall_seconds"]:
+            speed = again
     return [
         name,
         policy + (" + min_offer" if min_offer or (min_offer is None and policy != "slots") else ""),
@@ -50,7 +63,7 @@ def run(name: str, policy: str, slots: int | None, min_offer: bool | None) -> li
     ]
 
 
-def main(day: bool) -> None:
+def main(day: bool, repeat: int) -> None:
     runs = [
         ("paper-7.3", "drf", None, False),
         ("paper-7.3", "drf", None, True),
@@ -63,8 +76,11 @@ def main(day: bool) -> None:
     ]
     if day:
         runs.append(("fb2010-day", "drf", None, None))
-    rows = [run(*r) for r in runs]
-    print("simulator speed (task events = task starts + finishes)")
+    rows = [run(*r, repeat) for r in runs]
+    print(
+        "simulator speed (task events = task starts + finishes; "
+        f"a run under {QUICK:g} s: the fastest of {repeat})"
+    )
     headers = ["spec", "policy", "nodes", "simulated s", "task events", "wall s", "events/s"]
     print(table([*headers, "offers", "declines"], rows))
 
@@ -93,4 +109,11 @@ def main(day: bool) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--day", action="store_true", help="also replay the whole FB-2010 day")
-    main(parser.parse_args().day)
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=3,
+        help=f"runs of each spec under {QUICK:g} s (the fastest kept)",
+    )
+    args = parser.parse_args()
+    main(args.day, max(1, args.repeat))
