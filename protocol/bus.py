@@ -170,6 +170,8 @@ class Bus:
         self._lazy_flush: asyncio.TimerHandle | None = None
         self._flush_scheduled = False
         self._deferrals = 0
+        self._unwritten = False  # handed to paho since the socket was last written
+        self._write: Callable[[], None] | None = None  # writes paho's socket (connected)
         self.connections = 0  # how many times we have connected (for tests and logs)
         # Leadership epochs (see protocol.messages.Leader): a master stamps its own on
         # everything it sends; every party drops what arrives with an older epoch than
@@ -351,6 +353,28 @@ class Bus:
 
         paho.on_publish = on_publish
 
+    def _write_promptly(self, client: aiomqtt.Client) -> None:
+        """Register paho's socket for writing in the call that queues a packet, as we are
+        in the loop's thread once connected (aiomqtt schedules that, via the self-pipe,
+        for the next turn, and the write comes a turn later still); and note that there
+        is something to write, for `_write_out`."""
+        paho, loop = client._client, asyncio.get_running_loop()
+        disconnected: asyncio.Future[None] = client._disconnected
+
+        def write() -> None:
+            try:
+                paho.loop_write()
+            except Exception as e:  # a broken pipe: the connection is gone (as aiomqtt does)
+                if not disconnected.done():
+                    disconnected.set_exception(e)
+
+        def register(_client: Any, _userdata: Any, sock: Any) -> None:
+            self._unwritten = True
+            loop.add_writer(sock.fileno(), write)
+
+        paho.on_socket_register_write = register
+        self._write = write
+
     def _resend_waiting(self) -> None:
         """After a (re)connect: what the last connection left unacknowledged, then what
         was posted while there was none, in the order it was sent."""
@@ -474,6 +498,7 @@ class Bus:
                     self._client = client
                     self.incarnation = incarnation
                     self._watch_acknowledgements(client)
+                    self._write_promptly(client)
                     for topic, (_, _, qos) in list(self._subs.items()):
                         await client.subscribe(topic, qos=qos)
                     self.connections += 1
@@ -509,7 +534,7 @@ class Bus:
                 )
             finally:
                 self._connected.clear()
-                self._client = None
+                self._client, self._write, self._unwritten = None, None, False
                 self._connection_lost()
             await asyncio.sleep(delay)
             delay = min(delay * 2, 2.0)
@@ -536,6 +561,7 @@ class Bus:
         while True:
             if not queue.empty():
                 await self._dispatch(queue.get_nowait())
+                self._write_out()
                 continue
             getter = asyncio.ensure_future(queue.get())
             try:
@@ -545,10 +571,18 @@ class Bus:
                 raise
             if getter.done():
                 await self._dispatch(getter.result())
+                self._write_out()
                 continue
             getter.cancel()
             cause = disconnected.exception() if not disconnected.cancelled() else None
             raise aiomqtt.MqttError("disconnected") from cause
+
+    def _write_out(self) -> None:
+        """What handling a message sent goes to the socket now, before the next message
+        is handled (else it waits for the loop to come round, after that message)."""
+        if self._unwritten and self._write is not None:
+            self._unwritten = False
+            self._write()
 
     def backlog(self) -> int:
         """Messages received and not yet dispatched."""
