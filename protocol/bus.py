@@ -50,6 +50,7 @@ OnConnect = Callable[[], Awaitable[None]]
 MQTT_LOG = logging.getLogger("mqtt")
 MAX_BATCH = 256  # messages in one MQTT payload at most
 MAX_DEFERRALS = 32  # loop turns a batch may wait for a backlog of arrivals to be handled
+MAX_MATCHED = 4096  # topics whose handler is remembered (see _handler_for)
 LAZY_DELAY = 0.02  # seconds a lazy post (the event stream) waits to share a batch
 NODELAY = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
 
@@ -151,6 +152,10 @@ class Bus:
         self.log = log or logs.get("bus", party=name)
         self._will = will
         self._subs: dict[str, tuple[Handler | None, RawHandler | None, int]] = {}
+        # topic -> its handlers, as the patterns matched it (aiomqtt's matching is slow;
+        # a party hears from a bounded set of topics, and the cache is emptied when the
+        # subscriptions change)
+        self._matched: dict[str, tuple[Handler | None, RawHandler | None]] = {}
         self._on_connect: list[OnConnect] = []
         self._client: aiomqtt.Client | None = None
         self._connected = asyncio.Event()
@@ -251,11 +256,13 @@ class Bus:
 
     async def subscribe(self, topic: str, handler: Handler, qos: int = 1) -> None:
         self._subs[topic] = (handler, None, qos)
+        self._matched.clear()
         await self._subscribe(topic, qos)
 
     async def subscribe_raw(self, topic: str, handler: RawHandler, qos: int = 1) -> None:
         """Take payloads as they arrive (the subscriber decodes them itself)."""
         self._subs[topic] = (None, handler, qos)
+        self._matched.clear()
         await self._subscribe(topic, qos)
 
     async def _subscribe(self, topic: str, qos: int) -> None:
@@ -266,6 +273,7 @@ class Bus:
 
     async def unsubscribe(self, topic: str) -> None:
         self._subs.pop(topic, None)
+        self._matched.clear()
         client = self._client
         if client is not None and self.connected:
             with contextlib.suppress(aiomqtt.MqttError):
@@ -354,23 +362,37 @@ class Bus:
         paho.on_publish = on_publish
 
     def _write_promptly(self, client: aiomqtt.Client) -> None:
-        """Register paho's socket for writing in the call that queues a packet, as we are
-        in the loop's thread once connected (aiomqtt schedules that, via the self-pipe,
-        for the next turn, and the write comes a turn later still); and note that there
-        is something to write, for `_write_out`."""
+        """Write what paho queues at the end of this loop turn, or sooner (`_write_out`),
+        rather than as aiomqtt does: it registers the socket for writing through the
+        self-pipe, and the write comes two turns later, after two epoll_ctl calls per
+        packet. The socket is watched for writability only when the kernel took less
+        than all of it."""
         paho, loop = client._client, asyncio.get_running_loop()
         disconnected: asyncio.Future[None] = client._disconnected
+        soon: asyncio.Handle | None = None
+        fd = -1
 
         def write() -> None:
+            nonlocal soon
+            if soon is not None:
+                soon.cancel()
+                soon = None
+            self._unwritten = False
             try:
                 paho.loop_write()
             except Exception as e:  # a broken pipe: the connection is gone (as aiomqtt does)
                 if not disconnected.done():
                     disconnected.set_exception(e)
+                return
+            if paho.want_write():  # the socket is full: go on when it can take more
+                loop.add_writer(fd, write)
 
         def register(_client: Any, _userdata: Any, sock: Any) -> None:
+            nonlocal soon, fd
+            fd = sock.fileno()
             self._unwritten = True
-            loop.add_writer(sock.fileno(), write)
+            if soon is None:
+                soon = loop.call_soon(write)
 
         paho.on_socket_register_write = register
         self._write = write
@@ -425,9 +447,11 @@ class Bus:
         if pending is not None:
             pending.append(payload)
             return
-        if not self._outbox and not self.backlog():
-            # idle: this one goes at once; whatever follows it this turn is batched
+        if not self._outbox:
+            # the first of a turn goes at once, to the socket too (a task's next step
+            # waits for it); whatever follows it is batched (the same topic behind it)
             self._send(Outgoing(topic, payload, qos))
+            self._write_out()
             self._outbox[key] = []
         else:
             self._outbox[key] = [payload]
@@ -667,13 +691,21 @@ class Bus:
                 self.log.exception("bus.handler_failed", topic=topic.value, type=item.message.TYPE)
 
     def _handler_for(self, topic: aiomqtt.Topic) -> tuple[Handler | None, RawHandler | None]:
-        exact = self._subs.get(topic.value)  # many slaves on one bus: one topic each
+        name = topic.value
+        exact = self._subs.get(name)  # many slaves on one bus: one topic each
         if exact is not None:
             return exact[0], exact[1]
-        for pattern, (handler, raw_handler, _) in self._subs.items():
-            if topic.matches(pattern):
-                return handler, raw_handler
-        return None, None
+        found = self._matched.get(name)
+        if found is None:
+            found = (None, None)
+            for pattern, (handler, raw_handler, _) in self._subs.items():
+                if topic.matches(pattern):
+                    found = (handler, raw_handler)
+                    break
+            if len(self._matched) >= MAX_MATCHED:
+                self._matched.clear()
+            self._matched[name] = found
+        return found
 
 
 class Dispatcher:
