@@ -35,7 +35,7 @@ import aiomqtt
 
 from protocol import logs
 from protocol.brokers import BrokerURL
-from protocol.codec import DecodeError, decode_many, encode, encode_batch
+from protocol.codec import DecodeError, Envelope, decode_many, encode, encode_batch
 from protocol.messages import Error, Gone, Wire
 
 Handler = Callable[[Wire, str | None], Awaitable[None]]
@@ -176,6 +176,7 @@ class Bus:
         self._flush_scheduled = False
         self._deferrals = 0
         self._unwritten = False  # handed to paho since the socket was last written
+        self._in_batch = False  # handling the messages of an arriving batch (busy)
         self._write: Callable[[], None] | None = None  # writes paho's socket (connected)
         self.connections = 0  # how many times we have connected (for tests and logs)
         # Leadership epochs (see protocol.messages.Leader): a master stamps its own on
@@ -447,9 +448,11 @@ class Bus:
         if pending is not None:
             pending.append(payload)
             return
-        if not self._outbox:
+        if not self._outbox and not self._in_batch:
             # the first of a turn goes at once, to the socket too (a task's next step
-            # waits for it); whatever follows it is batched (the same topic behind it)
+            # waits for it), even with more arrived behind; whatever follows it is batched
+            # (the same topic behind it). What answers a batch is batched: busy parties
+            # send batches, and then this would be one more packet and write per batch.
             self._send(Outgoing(topic, payload, qos))
             self._write_out()
             self._outbox[key] = []
@@ -653,7 +656,17 @@ class Bus:
             return
         if handler is None:
             return
-        for item in decode_many(bytes(payload)):
+        items = decode_many(bytes(payload))
+        self._in_batch = len(items) > 1
+        try:
+            await self._handle_all(topic, handler, items)
+        finally:
+            self._in_batch = False
+
+    async def _handle_all(
+        self, topic: aiomqtt.Topic, handler: Handler, items: list[Envelope | DecodeError]
+    ) -> None:
+        for item in items:
             self.stats["received"] += 1
             if isinstance(item, DecodeError):
                 self.log.warning(

@@ -13,7 +13,7 @@ import pytest
 from protocol.brokers import EmbeddedBroker, MosquittoBroker
 from protocol.bus import Bus, Dispatcher
 from protocol.codec import PROTOCOL_VERSION, encode
-from protocol.messages import ALL_MESSAGES, Error, Gone, Heartbeat, Revive, Teardown
+from protocol.messages import ALL_MESSAGES, Error, Gone, Heartbeat, Revive, Teardown, Wire
 from protocol.topics import Topics
 
 from helpers import Inbox, eventually
@@ -292,3 +292,44 @@ async def test_what_was_posted_is_sent_on_close_even_behind_a_backlog(broker: Br
         await tx.close()
         assert (await inbox.wait_for(Heartbeat)).source == "last words"
         gate.set()
+
+
+async def test_replies_keep_the_order_of_what_they_answer_lone_or_batched(broker: Broker) -> None:
+    """A lone arrival is answered at once and a batch's answers are batched: either way
+    the answers leave in the order of the questions."""
+    inbox = Inbox()
+
+    async def answer(m: Wire, _r: str | None) -> None:
+        assert isinstance(m, Heartbeat)
+        echo.post("answers", Heartbeat(source=m.source))
+        echo.post("answers", Heartbeat(source=m.source + "'"))
+
+    async with (
+        Bus(broker.url, name="rx") as rx,
+        Bus(broker.url, name="echo") as echo,
+        Bus(broker.url, name="tx") as tx,
+    ):
+        await rx.subscribe("answers", inbox)
+        await echo.subscribe("questions", answer)
+        sent = []
+        for i in range(60):
+            for j in range(i % 4):  # 0 to 3 posts in one turn: lone ones and batches
+                sent.append(f"{i}.{j}")
+                tx.post("questions", Heartbeat(source=sent[-1]))
+            await asyncio.sleep(0)  # (the next turn: the next batch)
+        await inbox.wait_count(Heartbeat, 2 * len(sent))
+        expected = [s for q in sent for s in (q, q + "'")]
+        assert [m.source for m in inbox.of(Heartbeat)] == expected
+
+
+async def test_a_wildcard_subscription_made_again_reaches_its_new_handler(broker: Broker) -> None:
+    first, second = Inbox(), Inbox()
+    async with Bus(broker.url, name="rx") as rx, Bus(broker.url, name="tx") as tx:
+        await rx.subscribe("w/+", first)
+        tx.post("w/x", Heartbeat(source="one"))
+        assert (await first.wait_for(Heartbeat)).source == "one"
+        await rx.unsubscribe("w/+")
+        await rx.subscribe("w/+", second)
+        tx.post("w/x", Heartbeat(source="two"))
+        assert (await second.wait_for(Heartbeat)).source == "two"
+        assert [m.source for m in first.of(Heartbeat)] == ["one"]
