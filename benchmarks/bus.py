@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import sys
 import time
+from collections.abc import AsyncIterator
 
 from benchmarks.common import percentile, table
 from protocol import logs
@@ -80,28 +81,47 @@ async def round_trips(
         return await _pings(url, n, ping, pong)
 
 
+class Pinger:
+    """QoS 1 pings from `url` on `ping`, each answered on `pong`: one round trip a call."""
+
+    def __init__(self, url: BrokerURL, ping: str, pong: str) -> None:
+        self.url, self.ping, self.pong = url, ping, pong
+        self._pongs = asyncio.Queue[Wire]()
+        self._bus = Bus(url, name="bench-a")
+        self._n = 0
+
+    async def __aenter__(self) -> Pinger:
+        await self._bus.start()
+
+        async def back(m: Wire, _r: str | None) -> None:
+            self._pongs.put_nowait(m)
+
+        await self._bus.subscribe(self.pong, back)
+        for _ in range(50):  # warm up
+            await self.once()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._bus.close()
+
+    async def once(self) -> float:
+        """One round trip, in seconds (the pong back, and the ping's PUBACK)."""
+        self._n += 1
+        t = time.perf_counter()
+        await self._bus.publish(self.ping, Heartbeat(source=str(self._n)))
+        await self._pongs.get()
+        return time.perf_counter() - t
+
+
 async def _pings(url: BrokerURL, n: int, ping: str, pong: str) -> list[float]:
     """Ping `n` times (after 50 to warm up), each once the last one's pong is back."""
-    pongs = asyncio.Queue[Wire]()
-
-    async def back(m: Wire, _r: str | None) -> None:
-        pongs.put_nowait(m)
-
-    async with Bus(url, name="bench-a") as a:
-        await a.subscribe(pong, back)
-        samples = []
-        for i in range(n + 50):
-            t = time.perf_counter()
-            await a.publish(ping, Heartbeat(source=str(i)))
-            await pongs.get()
-            if i >= 50:  # warm-up
-                samples.append(time.perf_counter() - t)
-        return samples
+    async with Pinger(url, ping, pong) as pinger:
+        return [await pinger.once() for _ in range(n)]
 
 
 async def echo(url: BrokerURL, ping: str, pong: str) -> None:
     """Answer every ping on `ping` with the same message on `pong`, until killed (the far
-    end of `round_trips_across`, in a process of its own). Says "ready" when subscribed."""
+    end of `echo_process`, in a process of its own). Says "ready" when subscribed."""
 
     async def answer(m: Wire, _r: str | None) -> None:
         bus.post(pong, m)
@@ -112,16 +132,12 @@ async def echo(url: BrokerURL, ping: str, pong: str) -> None:
         await asyncio.Event().wait()
 
 
-async def round_trips_across(
-    url: BrokerURL,
-    n: int,
-    answerer: BrokerURL,
-    answerer_secret: str | None = None,
-    ping: str = "bench/ping",
-    pong: str = "bench/pong",
-) -> list[float]:
-    """As `round_trips`, with the answerer in a process of its own, as the parties of a
-    cluster are: each hop then wakes another process, as a task's messages do."""
+@contextlib.asynccontextmanager
+async def echo_process(
+    answerer: BrokerURL, answerer_secret: str | None, ping: str, pong: str
+) -> AsyncIterator[None]:
+    """An echo (see `echo`) in a process of its own, as the parties of a cluster are: each
+    hop then wakes another process, as a task's messages do. Ping it with a `Pinger`."""
     user = f"{answerer.username}@" if answerer.username else ""
     args = ["--echo", f"{answerer.scheme}://{user}{answerer.host}:{answerer.port}"]
     args += ["--ping", ping, "--pong", pong]
@@ -137,7 +153,7 @@ async def round_trips_across(
         line = await asyncio.wait_for(proc.stdout.readline(), 30)
         if line.strip() != b"ready":
             raise RuntimeError("the echo process did not start")
-        return await _pings(url, n, ping, pong)
+        yield
     finally:
         proc.terminate()
         await proc.wait()
@@ -174,7 +190,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=5000)
     parser.add_argument("--round-trips", type=int, default=2000)
-    # the far end of a round trip across processes (round_trips_across starts it)
+    # the far end of a round trip across processes (echo_process starts it)
     parser.add_argument("--echo", metavar="BROKER", help=argparse.SUPPRESS)
     parser.add_argument("--ping", help=argparse.SUPPRESS)
     parser.add_argument("--pong", help=argparse.SUPPRESS)
