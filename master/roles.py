@@ -68,10 +68,10 @@ class Node:
     promise: float = 1.0  # the fraction of the cluster its weights promise its subtree
     own_promise: float = 1.0  # ... and its own frameworks (the child "." of weight 1)
     ordering: str = "drf"  # how its children's shares are measured: drf, fair, fifo
+    name: str = ""  # the last segment of its path (its key among its parent's children)
 
-    @property
-    def name(self) -> str:
-        return self.path.rsplit("/", 1)[-1]
+    def __post_init__(self) -> None:
+        self.name = self.path.rsplit("/", 1)[-1]
 
 
 def _apply(into: Millis, delta: Mapping[str, int], sign: int, what: str) -> None:
@@ -177,13 +177,21 @@ class RoleTree:
         self._change(role, resources.millis, -1)
 
     def _change(self, role: str, delta: Mapping[str, int], sign: int) -> None:
+        """Books and keys from the role up, in one pass: a node's key depends only on its
+        own books and its children's keys, which are new by the time it is reached."""
         leaf = self.nodes[role]
         _apply(leaf.own, delta, sign, role)
-        node: Node | None = leaf
-        while node is not None and node.parent is not None:  # the root's is never read
+        rekey = self._seen_total == self._totals.version and not self._promises_stale
+        node = leaf
+        parent = node.parent
+        while parent is not None:  # (the root's books are never read)
             _apply(node.allocation, delta, sign, node.path)
-            node = node.parent
-        self._rekey_path(leaf)
+            if rekey:  # (else everything is rekeyed before the next walk)
+                node.key = self._key(node)
+                node.version += 1
+                if node.wanting:
+                    heapq.heappush(parent.heap, (node.key, node.order, node.version, node.name))
+            node, parent = parent, parent.parent
 
     def allocation(self, role: str) -> Resources:
         return Resources.from_millis(self.nodes[role].allocation)
@@ -341,7 +349,11 @@ class RoleTree:
         """A node's whole subtree: its share (as its parent measures it) over its weight
         (naive) or its promise."""
         ordering = node.parent.ordering if node.parent is not None else "drf"
-        share = self._share(node.allocation, ordering)
+        share = (
+            dominant_share(node.allocation, self._totals.millis)  # (the usual case, direct)
+            if ordering == "drf"
+            else self._share(node.allocation, ordering)
+        )
         if self.policy == "naive-hdrf":
             return share / node.weight
         return _ratio(share, node.promise)
@@ -358,10 +370,10 @@ class RoleTree:
         """A node's place among its siblings."""
         if self.policy == "naive-hdrf":
             return self._pool_key(node)
-        best = self._min_child_key(node)
         if not node.children:  # a plain role: its own frameworks are its whole subtree
-            own = self._pool_key(node)
-            return min(best, own) if node.self_wanting or self.policy == "hdrf" else best
+            wanted = node.self_wanting or self.policy == "hdrf"
+            return self._pool_key(node) if wanted else float("inf")
+        best = self._min_child_key(node)
         if node.self_wanting:
             best = min(best, self._leaf_key(node))
         if self.policy == "hdrf":
