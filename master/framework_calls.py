@@ -20,7 +20,7 @@ from protocol.messages import (
     Reconcile,
     Request,
     Revive,
-    RunTask,
+    RunTasks,
     Subscribe,
     Subscribed,
     Suppress,
@@ -214,6 +214,7 @@ class FrameworkCalls(MasterCore):
             )
         refused: list[str] = []
         seen: set[str] = set()
+        launched: list[TaskInfo] = []
         for task in msg.tasks:
             problem = self._task_problem(fw, task, slave_id, remaining, seen)
             seen.add(task.task_id)
@@ -231,6 +232,12 @@ class FrameworkCalls(MasterCore):
                 continue
             remaining = remaining - task.resources
             self._launch(fw, task, slave_id, now)
+            launched.append(task)
+        if launched:  # one message to the slave for all of them
+            self._send_slave(
+                slave_id,
+                RunTasks(framework_id=fw.framework_id, framework_name=fw.name, tasks=launched),
+            )
         if remaining:
             self.allocator.recover(
                 fw.framework_id,
@@ -284,9 +291,6 @@ class FrameworkCalls(MasterCore):
         fw.slaves_used.add(slave_id)
         fw.launched(info.resources)
         self.books.slaves[slave_id].tasks.add((fw.framework_id, task.task_id))
-        self._send_slave(
-            slave_id, RunTask(framework_id=fw.framework_id, framework_name=fw.name, task=info)
-        )
         self._event(
             "launch",
             framework_id=fw.framework_id,

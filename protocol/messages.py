@@ -373,9 +373,30 @@ class Leader(Wire):
 
 
 class RunTask(Wire):
+    """Slave -> executor: run this task. (A slave also takes it from a master, one task a
+    message, as masters before RunTasks sent it.)"""
+
     framework_id: Id
     framework_name: str = ""
     task: TaskInfo
+
+
+class RunTasks(Wire):
+    """Master -> slave: the tasks one Accept launched there, in one message (not one a
+    task); the slave takes each as it takes a RunTask."""
+
+    framework_id: Id
+    framework_name: str = ""
+    tasks: list[TaskInfo] = Field(min_length=1)
+
+    def each(self) -> list[RunTask]:
+        """One RunTask a task (validated already: built without validating again)."""
+        return [
+            RunTask.model_construct(
+                framework_id=self.framework_id, framework_name=self.framework_name, task=task
+            )
+            for task in self.tasks
+        ]
 
 
 class KillTask(Wire):

@@ -37,6 +37,7 @@ from protocol.messages import (
     Reregister,
     RunningTask,
     RunTask,
+    RunTasks,
     ShutdownFramework,
     StatusAck,
     StatusUpdate,
@@ -107,6 +108,7 @@ class Slave(ExecutorSide):
         await self._recover()
         d = Dispatcher(self.bus, "slave")
         d.on(Registered, self._on_registered)
+        d.on(RunTasks, self._on_run_tasks)
         d.on(RunTask, self._on_run_task)
         d.on(KillTask, self._on_kill_task)
         d.on(ShutdownFramework, self._on_shutdown_framework)
@@ -241,6 +243,10 @@ class Slave(ExecutorSide):
 
     def free(self) -> Resources:
         return self.config.resources.subtract_clamped(self.used())
+
+    async def _on_run_tasks(self, msg: RunTasks, reply_to: str | None) -> None:
+        for run in msg.each():  # (each on its own: one bad task spoils only itself)
+            await self._on_run_task(run, reply_to)
 
     async def _on_run_task(self, msg: RunTask, reply_to: str | None) -> None:
         task = msg.task

@@ -22,6 +22,7 @@ from protocol.messages import (
     Offers,
     Register,
     RunTask,
+    RunTasks,
     StatusUpdate,
     Subscribe,
     Subscribed,
@@ -151,10 +152,15 @@ class FakeSlave:
         )
         return uuid
 
+    def runs(self) -> list[RunTask]:
+        """Every task the master sent to run here, in order (RunTasks carry several)."""
+        return [run for message in self.inbox.of(RunTasks) for run in message.each()]
+
     async def run_task(self) -> RunTask:
-        """Take the next RunTask not yet handled and report it RUNNING."""
+        """Take the next task to run not yet handled and report it RUNNING."""
         seen = self._runs_handled
-        run = (await self.inbox.wait_count(RunTask, seen + 1))[seen]
+        await self.inbox.wait_until(lambda: len(self.runs()) > seen)
+        run = self.runs()[seen]
         self._runs_handled += 1
         await self.report(run.framework_id, run.task.task_id, TaskState.RUNNING)
         return run

@@ -49,6 +49,11 @@ class Inbox:
         assert found is not None
         return found
 
+    async def wait_until(self, condition: Callable[[], bool], timeout: float = 10.0) -> None:
+        """Wait until `condition()` holds of what has arrived."""
+        async with self._changed:
+            await asyncio.wait_for(self._changed.wait_for(condition), timeout)
+
     async def wait_count(self, kind: type[W], n: int, timeout: float = 10.0) -> list[W]:
         async with self._changed:
             await asyncio.wait_for(self._changed.wait_for(lambda: len(self.of(kind)) >= n), timeout)

@@ -29,6 +29,7 @@ from protocol.messages import (
     Message,
     Reason,
     RunTask,
+    RunTasks,
     TaskInfo,
     TaskState,
     Teardown,
@@ -221,6 +222,37 @@ async def test_bad_input_gets_an_error_back_and_changes_nothing(rig: Rig) -> Non
     assert list(slave.tasks) == [(fw.framework_id, "keeper")]
     assert slave.tasks[(fw.framework_id, "keeper")].state == TaskState.RUNNING
     assert slave.used() == Resources(cpus=0.1, mem=64)
+
+
+async def test_tasks_sent_together_are_each_taken_or_refused_on_their_own(rig: Rig) -> None:
+    """A master sends the tasks of one Accept in one RunTasks: a task the slave cannot run
+    is refused by itself, and the others in the same message run."""
+    fw = await rig.framework()
+    slave = await rig.start_slave("s1", Resources(cpus=1, mem=512))
+    await rig.launch(fw, "sleep 30", "keeper")
+    await fw.update_for("keeper", TaskState.RUNNING)
+    errors = Inbox()
+
+    def task(task_id: str, cpus: float) -> TaskInfo:
+        return TaskInfo(
+            task_id=task_id,
+            slave_id="s1",
+            resources=Resources(cpus=cpus, mem=16),
+            command=CommandInfo(value="sleep 30"),
+        )
+
+    async with Bus(rig.broker.url, name="intruder", inbox="stest/intruder") as intruder:
+        await intruder.subscribe("stest/intruder", errors)
+        run = RunTasks(
+            framework_id=fw.framework_id,
+            tasks=[task("first", 0.1), task("huge", 8), task("keeper", 0.1), task("last", 0.1)],
+        )
+        await intruder.publish(T.slave("slave", "s1"), run)
+        got = await errors.wait_count(Error, 2)
+        await eventually(lambda: {"first", "last"} <= {t for _, t in slave.tasks})
+    assert sorted(e.code for e in got) == ["duplicate-task", "invalid-task"]
+    assert sorted(t for _, t in slave.tasks) == ["first", "keeper", "last"]
+    await fw.update_for("last", TaskState.RUNNING)
 
 
 async def test_a_slave_killed_and_restarted_comes_back_as_itself_with_its_owed_updates(
