@@ -34,7 +34,7 @@ from typing import Any, Self, TypeVar, cast
 import aiomqtt
 
 from protocol import logs
-from protocol.brokers import BrokerURL
+from protocol.brokers import MAX_PACKET_BYTES, BrokerURL
 from protocol.codec import DecodeError, Envelope, decode_many, encode, encode_batch
 from protocol.messages import Error, Gone, Wire
 
@@ -49,6 +49,9 @@ OnConnect = Callable[[], Awaitable[None]]
 
 MQTT_LOG = logging.getLogger("mqtt")
 MAX_BATCH = 256  # messages in one MQTT payload at most
+# bytes in one MQTT payload at most: what the brokers we start (and the compose cluster's)
+# take, less room for the topic and the headers
+MAX_PAYLOAD = MAX_PACKET_BYTES - 64 * 1024
 MAX_DEFERRALS = 32  # loop turns a batch may wait for a backlog of arrivals to be handled
 MAX_MATCHED = 4096  # topics whose handler is remembered (see _handler_for)
 LAZY_DELAY = 0.02  # seconds a lazy post (the event stream) waits to share a batch
@@ -320,6 +323,11 @@ class Bus:
         acknowledges it; if the connection is lost first, it is sent again, in order, after
         the reconnect (at least once, as QoS 1 promises). Without a connection it waits."""
         self._sent_all.clear()
+        if len(out.payload) > MAX_PAYLOAD:  # the broker would drop the connection for it,
+            # and every reconnect would send it again: it fails, alone, here
+            self._unpublishable(out, ValueError(f"{len(out.payload)} bytes is over the "
+                                                f"broker's limit of {MAX_PAYLOAD}"))  # fmt: skip
+            return
         client = self._client
         if client is None or not self._connected.is_set() or self._waiting:
             self._waiting.append(out)
@@ -327,9 +335,7 @@ class Bus:
         try:
             info = client._client.publish(out.topic, out.payload, out.qos, out.retain)
         except ValueError as e:  # a topic or payload MQTT cannot carry: this one only
-            self.log.error("bus.unpublishable", topic=out.topic, error=str(e))
-            out.fail(e)
-            self._check_sent_all()
+            self._unpublishable(out, e)
             return
         self.stats["published"] += 1
         if info.rc != 0:  # the connection is going: the reconnect sends it
@@ -339,6 +345,13 @@ class Bus:
             self._check_sent_all()
         else:
             self._unacked[info.mid] = out
+
+    def _unpublishable(self, out: Outgoing, error: ValueError) -> None:
+        self.log.error(
+            "bus.unpublishable", topic=out.topic, bytes=len(out.payload), error=str(error)
+        )
+        out.fail(error)
+        self._check_sent_all()
 
     def _on_acknowledged(self, mid: int) -> None:
         out = self._unacked.pop(mid, None)
@@ -385,8 +398,8 @@ class Bus:
                 if not disconnected.done():
                     disconnected.set_exception(e)
                 return
-            if paho.want_write():  # the socket is full: go on when it can take more
-                loop.add_writer(fd, write)
+            if paho.want_write() and paho.socket() is not None:  # the socket is full: go on
+                loop.add_writer(fd, write)  # when it can take more (not once it is closed)
 
         def register(_client: Any, _userdata: Any, sock: Any) -> None:
             nonlocal soon, fd
@@ -480,10 +493,20 @@ class Bus:
 
     def _send_batches(self, outbox: dict[tuple[str, int], list[bytes]]) -> None:
         for (topic, qos), payloads in outbox.items():
-            for start in range(0, len(payloads), MAX_BATCH):  # (an empty list sends nothing)
-                chunk = payloads[start : start + MAX_BATCH]
-                data = chunk[0] if len(chunk) == 1 else encode_batch(chunk, self.inbox)
-                self._send(Outgoing(topic, data, qos))
+            chunk: list[bytes] = []
+            size = 0
+            for payload in payloads:  # at most MAX_BATCH messages and MAX_PAYLOAD bytes a batch
+                if chunk and (len(chunk) == MAX_BATCH or size + len(payload) > MAX_PAYLOAD):
+                    self._send_chunk(topic, qos, chunk)
+                    chunk, size = [], 0
+                chunk.append(payload)
+                size += len(payload) + 8  # (msgpack's framing of each item, at most)
+            if chunk:  # (an empty list sends nothing)
+                self._send_chunk(topic, qos, chunk)
+
+    def _send_chunk(self, topic: str, qos: int, chunk: list[bytes]) -> None:
+        data = chunk[0] if len(chunk) == 1 else encode_batch(chunk, self.inbox)
+        self._send(Outgoing(topic, data, qos))
 
     def reply_error(
         self, reply_to: str | None, message: str, *, code: str = "error", about: str | None = None

@@ -10,10 +10,19 @@ import textwrap
 
 import pytest
 
-from protocol.brokers import EmbeddedBroker, MosquittoBroker
+from protocol.brokers import MAX_PACKET_BYTES, EmbeddedBroker, MosquittoBroker
 from protocol.bus import Bus, Dispatcher
 from protocol.codec import PROTOCOL_VERSION, encode
-from protocol.messages import ALL_MESSAGES, Error, Gone, Heartbeat, Revive, Teardown, Wire
+from protocol.messages import (
+    ALL_MESSAGES,
+    Error,
+    FrameworkMessage,
+    Gone,
+    Heartbeat,
+    Revive,
+    Teardown,
+    Wire,
+)
 from protocol.topics import Topics
 
 from helpers import Inbox, eventually
@@ -333,3 +342,55 @@ async def test_a_wildcard_subscription_made_again_reaches_its_new_handler(broker
         tx.post("w/x", Heartbeat(source="two"))
         assert (await second.wait_for(Heartbeat)).source == "two"
         assert [m.source for m in first.of(Heartbeat)] == ["one"]
+
+
+async def test_a_payload_bigger_than_the_socket_takes_at_once_arrives_whole_and_in_order(
+    broker: Broker,
+) -> None:
+    """Megabytes do not fit the socket's buffer in one write: the rest goes when the
+    socket can take it, and what was posted after it still comes after it."""
+    inbox = Inbox()
+    big = b"x" * (6 * 2**20)
+    async with Bus(broker.url, name="rx") as rx, Bus(broker.url, name="tx") as tx:
+        await rx.subscribe("big", inbox)
+        tx.post("big", FrameworkMessage(framework_id="f", slave_id="s", executor_id="e", data=big))
+        tx.post("big", Heartbeat(source="after"))
+        await inbox.wait_count(Heartbeat, 1, timeout=30)
+        (got,) = inbox.of(FrameworkMessage)
+        assert got.data == big
+        assert [type(m).__name__ for m, _ in inbox.messages] == ["FrameworkMessage", "Heartbeat"]
+
+
+async def test_a_payload_over_the_brokers_limit_fails_alone_and_the_connection_lives(
+    broker: Broker,
+) -> None:
+    """The broker would drop the connection for it, and every reconnect would send it
+    again: it must fail here, alone, and what follows must still go."""
+    inbox = Inbox()
+    huge = b"x" * (MAX_PACKET_BYTES + 1)
+    async with Bus(broker.url, name="rx") as rx, Bus(broker.url, name="tx") as tx:
+        await rx.subscribe("big/#", inbox)
+        msg = FrameworkMessage(framework_id="f", slave_id="s", executor_id="e", data=huge)
+        with pytest.raises(ValueError, match="limit"):
+            await tx.publish("big/one", msg)
+        tx.post("big/one", msg)  # logged and dropped
+        tx.post("big/one", Heartbeat(source="after"))
+        assert (await inbox.wait_for(Heartbeat)).source == "after"
+        assert inbox.of(FrameworkMessage) == []
+        assert tx.connections == 1
+
+
+async def test_posts_of_more_bytes_than_one_payload_takes_leave_as_several_in_order(
+    broker: Broker,
+) -> None:
+    inbox = Inbox()
+    chunk = b"y" * (200 * 1024)
+    async with Bus(broker.url, name="rx") as rx, Bus(broker.url, name="tx") as tx:
+        await rx.subscribe("many", inbox)
+        tx.post("many", Heartbeat(source="first"))  # (the rest wait behind it, batched)
+        for i in range(100):  # 20 MB in one turn: more than one payload may carry
+            tx.post("many", FrameworkMessage(framework_id=str(i), slave_id="s",
+                                             executor_id="e", data=chunk))  # fmt: skip
+        await inbox.wait_count(FrameworkMessage, 100, timeout=60)
+        assert [m.framework_id for m in inbox.of(FrameworkMessage)] == [str(i) for i in range(100)]
+        assert tx.connections == 1
