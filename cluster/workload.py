@@ -18,19 +18,26 @@ import random
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from cluster.spec import Framework, read_durations, read_jobs
 from cluster.swim import Stage, SwimJob, read_swim
 from protocol.resources import Resources, holds
 
 
-@dataclass(slots=True)
-class Pending:
+@dataclass(slots=True, frozen=True)
+class Pending:  # (frozen: the tasks of a stage share one)
     submit: float
     resources: Resources
     duration: float
     job: int | None = None
+
+
+@dataclass(slots=True)
+class Waiting:
+    """`count` tasks like `task`, waiting their turn (a stage's tasks are one entry)."""
+
+    task: Pending
+    count: int
 
 
 @dataclass
@@ -57,7 +64,7 @@ class Workload:
         self.rng = random.Random(f"{seed}/{spec.name}")
         # what waits to run, in order: tasks of one stage are one entry with a count (a
         # trace job of thousands of maps is one entry, not thousands)
-        self.queue: deque[list[Any]] = deque()  # [Pending, how many]
+        self.queue: deque[Waiting] = deque()
         self.queued = 0  # tasks waiting, over all entries
         self.jobs: dict[int, Job] = {}
         self.job_ids = itertools.count()
@@ -124,8 +131,9 @@ class Workload:
         if self.spec.max_running is not None:
             room = self.spec.max_running - self.running
         counts: dict[Resources, int] = {}
-        for pending, n in self.queue:
-            counts[pending.resources] = counts.get(pending.resources, 0) + n
+        for waiting in self.queue:
+            size = waiting.task.resources
+            counts[size] = counts.get(size, 0) + waiting.count
         if not self.queue and self._endless_since is not None:
             counts[self.spec.task_at(t)] = endless
         out = []
@@ -185,8 +193,7 @@ class Workload:
         """The next task; under endless demand, made once and kept until it is taken
         (so the task looked at is the one launched, its duration drawn once)."""
         if self.queue:
-            head: Pending = self.queue[0][0]
-            return head
+            return self.queue[0].task
         assert self._endless_since is not None
         size = self.spec.task_at(t)
         if self._head is None or self._head.resources != size:  # new, or the size changed
@@ -195,13 +202,12 @@ class Workload:
 
     def _pop(self, t: float) -> Pending:
         if self.queue:
-            entry = self.queue[0]
-            entry[1] -= 1
-            if not entry[1]:
+            head = self.queue[0]
+            head.count -= 1
+            if not head.count:
                 self.queue.popleft()
             self.queued -= 1
-            task: Pending = entry[0]
-            return task
+            return head.task
         task = self._peek(t)
         self._head = None
         self._endless_since = t
@@ -216,7 +222,7 @@ class Workload:
         if not completed:
             job = self.jobs.get(task.job) if task.job is not None else None
             if retry and job is not None and self.active(t):
-                self.queue.appendleft([task, 1])
+                self.queue.appendleft(Waiting(task, 1))
                 self.queued += 1
             return
         self.stats.tasks_completed += 1
@@ -261,5 +267,5 @@ class Workload:
         """`n` tasks like `task` wait at the end of the queue (one shared Pending: nothing
         changes a task once submitted)."""
         if n > 0:
-            self.queue.append([task, n])
+            self.queue.append(Waiting(task, n))
             self.queued += n
