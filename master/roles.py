@@ -181,16 +181,13 @@ class RoleTree:
         own books and its children's keys, which are new by the time it is reached."""
         leaf = self.nodes[role]
         _apply(leaf.own, delta, sign, role)
-        rekey = self._seen_total == self._totals.version and not self._promises_stale
+        rekey = self._keys_current()  # (else everything is rekeyed before the next walk)
         node = leaf
         parent = node.parent
         while parent is not None:  # (the root's books are never read)
             _apply(node.allocation, delta, sign, node.path)
-            if rekey:  # (else everything is rekeyed before the next walk)
-                node.key = self._key(node)
-                node.version += 1
-                if node.wanting:
-                    heapq.heappush(parent.heap, (node.key, node.order, node.version, node.name))
+            if rekey:
+                self._rekey(node, parent)
             node, parent = parent, parent.parent
 
     def allocation(self, role: str) -> Resources:
@@ -385,19 +382,29 @@ class RoleTree:
         stale entries are dropped (amortised O(1), not a walk over the children)."""
         return node.heap[0][0] if self._top_child(node) is not None else float("inf")
 
+    def _keys_current(self) -> bool:
+        """Whether keys are kept as things change (else all are made anew before the next
+        walk: the total, the shape or the weights changed)."""
+        return self._seen_total == self._totals.version and not self._promises_stale
+
+    def _rekey(self, node: Node, parent: Node) -> None:
+        """The node's key is new: its place in its parent's heap too (the old entry is
+        dropped when it comes to the top, by its version)."""
+        node.key = self._key(node)
+        node.version += 1
+        if node.wanting:
+            heapq.heappush(parent.heap, (node.key, node.order, node.version, node.name))
+
     def _rekey_path(self, node: Node) -> None:
-        if self._seen_total != self._totals.version or self._promises_stale:
+        if not self._keys_current():
             return  # everything is rekeyed before the next walk
-        n: Node | None = node
-        while n is not None and n.parent is not None:
-            n.key = self._key(n)
-            n.version += 1
-            if n.wanting:
-                heapq.heappush(n.parent.heap, (n.key, n.order, n.version, n.name))
-            n = n.parent
+        parent = node.parent
+        while parent is not None:
+            self._rekey(node, parent)
+            node, parent = parent, parent.parent
 
     def _fresh(self) -> None:
-        if self._seen_total == self._totals.version and not self._promises_stale:
+        if self._keys_current():
             return
         self._seen_total = self._totals.version
         self._promises_stale = False
