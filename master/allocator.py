@@ -140,7 +140,7 @@ class Allocator:
         self.reservations: dict[str, list[Reservation]] = {}  # by slave
         # the least each framework wanting offers can use (its offer filters, those no
         # other's undercuts): a slave holding none of them is of no use to anyone; None
-        # while someone takes anything
+        # while someone takes anything (see _floors)
         self._floor: list[Millis] | None = None
         self._floor_stale = True
 
@@ -397,19 +397,15 @@ class Allocator:
         anything): a slave holding none of them is of use to nobody, and is skipped."""
         if self._floor_stale:
             self._floor_stale = False
-            floors: list[Millis] | None = []
-            for fw in self.frameworks.values():
-                if not fw.active or fw.suppressed:
-                    continue
-                if not fw.min_allocatable:
-                    floors = None
-                    break
-                for m in fw.min_allocatable:
-                    assert floors is not None
+            wanting = [fw for fw in self.frameworks.values() if fw.active and not fw.suppressed]
+            self._floor = None
+            if all(fw.min_allocatable for fw in wanting):
+                floors: list[Millis] = []
+                for m in (m for fw in wanting for m in fw.min_allocatable):
                     if not any(holds(m, f) for f in floors):  # (nothing smaller is there)
                         floors = [f for f in floors if not holds(f, m)]
                         floors.append(m)
-            self._floor = floors
+                self._floor = floors
         return self._floor
 
     def _pick(self, slave_id: str, free: Millis, now: float) -> tuple[str, Millis] | None:
