@@ -8,9 +8,11 @@ tasks finish at once), and 2 frameworks (in this process, on the public SDK) tha
 every offer with small tasks. Prints tasks completed per second and the offer-to-RUNNING
 latency (offer received by the framework -> TASK_RUNNING received by it), p50 and p99,
 beside the bus's own QoS 1 round trip measured in the same run: between two processes
-(the bound: every hop of a task wakes another process, as this does), one ping after
-each task of the one-at-a-time run, so that both are measured in the same moments of a
-machine whose speed drifts; and, for reference, between two buses in one process.
+(the bound: every hop of a task wakes another process, as this does), one ping just
+before each task of the one-at-a-time run, so that both are measured in the same moments
+of a machine whose speed drifts; back to back, each ping as soon as the last pong is
+back (no process sleeping: the fastest a round trip gets); and, for reference, between
+two buses in one process.
 
 Twice: without authentication, and secure (a credentials store, every party its own
 principal, ACLs, TLS), so the cost of security reads as a ratio of the two.

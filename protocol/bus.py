@@ -325,8 +325,8 @@ class Bus:
         self._sent_all.clear()
         if len(out.payload) > MAX_PAYLOAD:  # the broker would drop the connection for it,
             # and every reconnect would send it again: it fails, alone, here
-            self._unpublishable(out, ValueError(f"{len(out.payload)} bytes is over the "
-                                                f"broker's limit of {MAX_PAYLOAD}"))  # fmt: skip
+            limit = f"{len(out.payload)} bytes is over the broker's limit of {MAX_PAYLOAD}"
+            self._unpublishable(out, ValueError(limit))
             return
         client = self._client
         if client is None or not self._connected.is_set() or self._waiting:
