@@ -35,14 +35,17 @@ import aiomqtt
 
 from protocol import logs
 from protocol.brokers import MAX_PACKET_BYTES, BrokerURL
-from protocol.codec import DecodeError, Envelope, decode_many, encode, encode_batch
-from protocol.messages import Error, Gone, Wire
+from protocol.codec import DecodeError, Envelope, decode_many, encode, encode_batch, encode_list
+from protocol.messages import LISTS, Error, Gone, Wire
 
 Handler = Callable[[Wire, str | None], Awaitable[None]]
 """A subscriber: called with the decoded message and the sender's inbox (or None)."""
 
 RawHandler = Callable[[str, bytes], Awaitable[None]]
 """A raw subscriber: called with the topic and the payload, before anything is decoded."""
+
+Posted = bytes | tuple[Wire, int]
+"""A post waiting for its turn's flush: encoded, or a message and its epoch (see post)."""
 
 W = TypeVar("W", bound=Wire)
 OnConnect = Callable[[], Awaitable[None]]
@@ -173,8 +176,10 @@ class Bus:
         self._waiting: list[Outgoing] = []
         self._sent_all = asyncio.Event()  # nothing unacknowledged and nothing waiting
         self._sent_all.set()
-        self._outbox: dict[tuple[str, int], list[bytes]] = {}
-        self._lazy: dict[tuple[str, int], list[bytes]] = {}  # posted lazy=True
+        # posted this turn, by topic: encoded, or (a kind that travels in lists) the message
+        # and its epoch, encoded with the others of its run at the flush
+        self._outbox: dict[tuple[str, int], list[Posted]] = {}
+        self._lazy: dict[tuple[str, int], list[Posted]] = {}  # posted lazy=True
         self._lazy_flush: asyncio.TimerHandle | None = None
         self._flush_scheduled = False
         self._deferrals = 0
@@ -439,38 +444,45 @@ class Bus:
 
         Posts to one topic in one turn of the event loop leave together as one MQTT
         message (a batch) and in the order they were made: under load this saves most
-        of the per-message cost; when idle it costs nothing but that one turn.
+        of the per-message cost; when idle it costs nothing but that one turn. Among them,
+        a run of status updates or acknowledgements (the kinds in `LISTS`) goes as one list
+        message, encoded (and on arrival validated) in one pass.
 
         `lazy`: for what only observers read (the event stream). It is gathered for
         `LAZY_DELAY` and sent as one batch, off the path of the calls being handled.
         """
-        payload = encode(message, self.inbox, self.epoch)
         self.stats["posted"] += 1
         if retain:
-            self._send(Outgoing(topic, payload, qos, True))
+            self._send(Outgoing(topic, encode(message, self.inbox, self.epoch), qos, True))
             return
         key = (topic, qos)
         if lazy:
-            self._lazy.setdefault(key, []).append(payload)
+            self._lazy.setdefault(key, []).append(encode(message, self.inbox, self.epoch))
             if self._lazy_flush is None:
                 self._lazy_flush = asyncio.get_running_loop().call_later(
                     LAZY_DELAY, self._flush_lazy
                 )
             return
         pending = self._outbox.get(key)
-        if pending is not None:
-            pending.append(payload)
-            return
-        if not self._outbox and not self._in_batch:
+        if pending is None and not self._outbox and not self._in_batch:
             # the first of a turn goes at once, to the socket too (a task's next step
             # waits for it), even with more arrived behind; whatever follows it is batched
             # (the same topic behind it). What answers a batch is batched: busy parties
             # send batches, and then this would be one more packet and write per batch.
-            self._send(Outgoing(topic, payload, qos))
+            self._send(Outgoing(topic, encode(message, self.inbox, self.epoch), qos))
             self._write_out()
             self._outbox[key] = []
         else:
-            self._outbox[key] = [payload]
+            # a kind that travels in lists waits for the flush, to be encoded with its run
+            entry = (
+                (message, self.epoch)
+                if type(message) in LISTS
+                else encode(message, self.inbox, self.epoch)
+            )
+            if pending is not None:
+                pending.append(entry)
+                return
+            self._outbox[key] = [entry]
         if not self._flush_scheduled:
             self._flush_scheduled = True
             asyncio.get_running_loop().call_soon(self._flush)
@@ -491,8 +503,9 @@ class Bus:
         lazy, self._lazy = self._lazy, {}
         self._send_batches(lazy)
 
-    def _send_batches(self, outbox: dict[tuple[str, int], list[bytes]]) -> None:
-        for (topic, qos), payloads in outbox.items():
+    def _send_batches(self, outbox: dict[tuple[str, int], list[Posted]]) -> None:
+        for (topic, qos), posted in outbox.items():
+            payloads = self._encoded(posted)
             chunk: list[bytes] = []
             size = 0
             for payload in payloads:  # at most MAX_BATCH messages and MAX_PAYLOAD bytes a batch
@@ -503,6 +516,38 @@ class Bus:
                 size += len(payload) + 8  # (msgpack's framing of each item, at most)
             if chunk:  # (an empty list sends nothing)
                 self._send_chunk(topic, qos, chunk)
+
+    def _encoded(self, posted: list[Posted]) -> list[bytes]:
+        """What was posted to one topic, encoded in order: each run of one kind that
+        travels in lists (and one epoch) as list messages of at most MAX_BATCH items."""
+        out: list[bytes] = []
+        run: list[Wire] = []
+        run_epoch = 0
+        for entry in posted:
+            if isinstance(entry, bytes):
+                out.extend(self._listed(run, run_epoch))
+                run = []
+                out.append(entry)
+                continue
+            message, epoch = entry
+            if run and (
+                type(message) is not type(run[0]) or epoch != run_epoch or len(run) == MAX_BATCH
+            ):
+                out.extend(self._listed(run, run_epoch))
+                run = []
+            run.append(message)
+            run_epoch = epoch
+        out.extend(self._listed(run, run_epoch))
+        return out
+
+    def _listed(self, run: list[Wire], epoch: int) -> list[bytes]:
+        if len(run) <= 1:
+            return [encode(message, self.inbox, epoch) for message in run]
+        data = encode_list(run, self.inbox, epoch)
+        if len(data) <= MAX_PAYLOAD:
+            return [data]
+        half = len(run) // 2  # too big for one payload: in halves (each may go alone)
+        return self._listed(run[:half], epoch) + self._listed(run[half:], epoch)
 
     def _send_chunk(self, topic: str, qos: int, chunk: list[bytes]) -> None:
         data = chunk[0] if len(chunk) == 1 else encode_batch(chunk, self.inbox)

@@ -12,7 +12,11 @@ An envelope is the msgpack array `[version, type, reply_to, body]` or
 
 A *batch* (`[version, "Batch", reply_to, [encoded, ...]]`) carries several encoded messages
 for one topic in one MQTT message; the bus makes them under load and takes them apart on
-arrival, so nothing above the bus sees them.
+arrival, so nothing above the bus sees them. A *list* (`StatusUpdates`, `Updates`, ... in
+`protocol.messages.LISTS`) is an ordinary message whose items are messages of one kind:
+encoded and validated in one pass, not one a message. `decode_many` hands its items on
+one by one, as if each had come alone; when the list as a whole is invalid, each item is
+validated on its own, so one bad item spoils only itself.
 
 `decode` takes untrusted bytes and either returns a validated message or raises
 `DecodeError`, and nothing else: truncated input, garbage, an unknown type, a wrong
@@ -23,13 +27,14 @@ error so the receiver can tell the sender what was wrong.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import msgpack
 from pydantic import ValidationError
 
-from protocol.messages import ALL_MESSAGES, Wire
+from protocol.messages import ALL_MESSAGES, ITEM_OF, LISTS, Wire
 
 PROTOCOL_VERSION = 1
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
@@ -68,6 +73,12 @@ def encode(message: Wire, reply_to: str | None = None, epoch: int = 0) -> bytes:
     return packed
 
 
+def encode_list(messages: Sequence[Wire], reply_to: str | None = None, epoch: int = 0) -> bytes:
+    """Messages of one kind that travels in lists (`LISTS`) as one list message, in order."""
+    listed = LISTS[type(messages[0])].model_construct(items=messages)  # type: ignore[call-arg]
+    return encode(listed, reply_to, epoch)
+
+
 BATCH = "Batch"
 
 
@@ -102,14 +113,46 @@ def decode_many(data: bytes) -> list[Envelope | DecodeError]:
                 out.append(DecodeError("malformed", "a batch item must be an encoded message"))
                 continue
             try:
-                out.append(decode(item))
+                out.extend(_each(_unpack(item)))
             except DecodeError as e:
                 out.append(e)
         return out
     try:
-        return [_from_envelope(raw)]
+        return _each(raw)
     except DecodeError as e:
         return [e]
+
+
+def _each(raw: Any) -> list[Envelope | DecodeError]:
+    """An unpacked envelope's message, or a list's items one by one."""
+    try:
+        envelope = _from_envelope(raw)
+    except DecodeError as e:
+        if e.reason == "invalid" and e.type_name is not None:
+            item_type = ITEM_OF.get(REGISTRY[e.type_name])
+            if item_type is not None:
+                return _each_alone(raw, item_type, e)
+        raise
+    if type(envelope.message) not in ITEM_OF:
+        return [envelope]
+    items: list[Wire] = envelope.message.items  # type: ignore[attr-defined]
+    return [Envelope(item, envelope.reply_to, envelope.epoch) for item in items]
+
+
+def _each_alone(
+    raw: list[Any], item_type: type[Wire], error: DecodeError
+) -> list[Envelope | DecodeError]:
+    """An invalid list, item by item: the good ones pass, each bad one is its own error."""
+    items = raw[3].get("items")
+    if not isinstance(items, list) or not items or len(raw[3]) != 1:
+        return [error]  # not a list of items at all: the list's own error says why
+    out: list[Envelope | DecodeError] = []
+    for item in items:
+        try:
+            out.append(_from_envelope([*raw[:1], item_type.TYPE, *raw[2:3], item, *raw[4:]]))
+        except DecodeError as e:
+            out.append(e)
+    return out
 
 
 def decode(data: bytes) -> Envelope:

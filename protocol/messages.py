@@ -587,6 +587,41 @@ class ClusterEvent(Wire):
     detail: str = ""
 
 
+# --- lists: several messages of one kind to one receiver, as one ------------------------------
+# The bus makes these from posts of one kind to one topic in one turn (see Bus.post), and
+# the receiving bus hands each item on alone: nothing above the bus sees a list, and each
+# item is checked by its receiver exactly as if it had come alone. Validating a list is
+# one pass for all its items, not one a message.
+
+
+class StatusUpdates(Wire):
+    items: list[StatusUpdate] = Field(min_length=1)
+
+
+class Updates(Wire):
+    items: list[Update] = Field(min_length=1)
+
+
+class Acknowledges(Wire):
+    items: list[Acknowledge] = Field(min_length=1)
+
+
+class StatusAcks(Wire):
+    items: list[StatusAck] = Field(min_length=1)
+
+
+LISTS: dict[type[Wire], type[Wire]] = {
+    StatusUpdate: StatusUpdates,
+    Update: Updates,
+    Acknowledge: Acknowledges,
+    StatusAck: StatusAcks,
+}
+"""The messages that travel in lists (status updates and their acknowledgements, at every
+hop), and the list each travels in."""
+
+ITEM_OF: dict[type[Wire], type[Wire]] = {many: one for one, many in LISTS.items()}
+
+
 ALL_MESSAGES: tuple[type[Wire], ...] = tuple(
     cls
     for cls in list(globals().values())

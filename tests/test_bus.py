@@ -8,6 +8,7 @@ import signal
 import sys
 import textwrap
 
+import msgpack
 import pytest
 
 from protocol.brokers import MAX_PACKET_BYTES, EmbeddedBroker, MosquittoBroker
@@ -15,12 +16,17 @@ from protocol.bus import Bus, Dispatcher
 from protocol.codec import PROTOCOL_VERSION, encode
 from protocol.messages import (
     ALL_MESSAGES,
+    ITEM_OF,
     Error,
     FrameworkMessage,
     Gone,
     Heartbeat,
     Revive,
+    StatusAck,
+    TaskState,
+    TaskStatus,
     Teardown,
+    Update,
     Wire,
 )
 from protocol.topics import Topics
@@ -40,9 +46,13 @@ async def test_a_message_of_every_type_crosses_the_bus_and_arrives_equal(broker:
         sent = [example(cls) for cls in ALL_MESSAGES]
         for message in sent:
             await tx.publish(TO_MASTER, message)
-        await inbox.wait_count(type(sent[-1]), 1)
+        # a list's items arrive one by one, as if each had come alone
+        expected = [i for m in sent for i in (m.items if type(m) in ITEM_OF else [m])]  # type: ignore[attr-defined]
+        await inbox.wait_count(
+            type(expected[-1]), sum(type(m) is type(expected[-1]) for m in expected)
+        )
         arrived = [m for m, _ in inbox.messages]
-        assert arrived == sent  # same order, same values, same types
+        assert arrived == expected  # same order, same values, same types
         assert {reply_to for _, reply_to in inbox.messages} == {"tx/in"}
 
 
@@ -393,4 +403,59 @@ async def test_posts_of_more_bytes_than_one_payload_takes_leave_as_several_in_or
                                              executor_id="e", data=chunk))  # fmt: skip
         await inbox.wait_count(FrameworkMessage, 100, timeout=60)
         assert [m.framework_id for m in inbox.of(FrameworkMessage)] == [str(i) for i in range(100)]
+        assert tx.connections == 1
+
+
+def _kinds_on_the_wire(payload: bytes) -> list[str]:
+    """The message types a payload carries as sent (a batch's items; a list as one)."""
+    raw = msgpack.unpackb(payload)
+    if raw[1] == "Batch":
+        return [kind for item in raw[3] for kind in _kinds_on_the_wire(item)]
+    return [raw[1]]
+
+
+async def test_status_updates_posted_together_travel_as_lists_and_arrive_one_by_one_in_order(
+    broker: Broker,
+) -> None:
+    inbox = Inbox()
+    wire: list[str] = []
+
+    async def record(_topic: str, payload: bytes) -> None:
+        wire.extend(_kinds_on_the_wire(payload))
+
+    def update(i: int) -> Update:
+        return Update(status=TaskStatus(task_id=f"t{i}", state=TaskState.RUNNING, uuid=str(i)))
+
+    async with (
+        Bus(broker.url, name="rx") as rx,
+        Bus(broker.url, name="spy") as spy,
+        Bus(broker.url, name="tx") as tx,
+    ):
+        await rx.subscribe("fw", inbox)
+        await spy.subscribe_raw("fw", record)
+        posted: list[Wire] = [Heartbeat(source="first")]  # (goes alone; the rest wait)
+        posted += [update(i) for i in range(300)]  # more than one list holds
+        posted += [Revive(framework_id="f"), update(300), update(301)]
+        posted += [
+            StatusAck(slave_id="s", framework_id="f", task_id="t", uuid=str(i)) for i in range(3)
+        ]
+        for message in posted:
+            tx.post("fw", message)
+        await inbox.wait_count(StatusAck, 3)
+        assert [m for m, _ in inbox.messages] == posted  # each alone, in the order posted
+        await eventually(lambda: len(wire) == 6)
+        assert wire == ["Heartbeat", "Updates", "Updates", "Revive", "Updates", "StatusAcks"]
+
+
+async def test_a_list_too_big_for_one_payload_leaves_as_several_in_order(broker: Broker) -> None:
+    inbox = Inbox()
+    text = "y" * (200 * 1024)
+    async with Bus(broker.url, name="rx") as rx, Bus(broker.url, name="tx") as tx:
+        await rx.subscribe("big", inbox)
+        tx.post("big", Heartbeat(source="first"))
+        for i in range(60):  # 12 MB of updates in one turn: one list cannot carry them
+            status = TaskStatus(task_id=f"t{i}", state=TaskState.FAILED, message=text)
+            tx.post("big", Update(status=status))
+        await inbox.wait_count(Update, 60, timeout=60)
+        assert [u.status.task_id for u in inbox.of(Update)] == [f"t{i}" for i in range(60)]
         assert tx.connections == 1

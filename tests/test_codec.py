@@ -15,8 +15,21 @@ from protocol.codec import (
     decode_many,
     encode,
     encode_batch,
+    encode_list,
 )
-from protocol.messages import ALL_MESSAGES, Accept, Offers, Revive, Wire
+from protocol.messages import (
+    ALL_MESSAGES,
+    ITEM_OF,
+    Accept,
+    Acknowledge,
+    Offers,
+    Revive,
+    StatusAcks,
+    TaskState,
+    TaskStatus,
+    Update,
+    Wire,
+)
 
 from strategies import ANY_MESSAGE, example
 
@@ -100,7 +113,58 @@ def test_unknown_fields_are_refused_not_ignored() -> None:
 def test_a_batch_carries_its_messages_in_order(messages: list[Wire]) -> None:
     items = decode_many(encode_batch([encode(m, "me") for m in messages]))
     assert all(isinstance(i, Envelope) for i in items)
-    assert [i.message for i in items if isinstance(i, Envelope)] == messages
+    # (a list message among them arrives as its items)
+    expected = [i for m in messages for i in (m.items if type(m) in ITEM_OF else [m])]  # type: ignore[attr-defined]
+    assert [i.message for i in items if isinstance(i, Envelope)] == expected
+
+
+def _update(n: int) -> Update:
+    return Update(status=TaskStatus(task_id=f"t{n}", state=TaskState.RUNNING, uuid=f"u{n}"))
+
+
+def test_a_list_arrives_as_its_items_in_order_each_with_the_sender_and_epoch() -> None:
+    updates = [_update(n) for n in range(5)]
+    items = decode_many(encode_list(updates, "master/in", epoch=3))
+    assert [i.message for i in items if isinstance(i, Envelope)] == updates
+    assert {(i.reply_to, i.epoch) for i in items if isinstance(i, Envelope)} == {("master/in", 3)}
+    # one encoded list is smaller than its items each in its own envelope
+    assert len(encode_list(updates)) < len(encode_batch([encode(u) for u in updates]))
+
+
+def test_one_bad_item_in_a_list_spoils_only_itself() -> None:
+    good = _update(1).model_dump(mode="python")
+    bad = {"status": {"task_id": "t2", "state": "TASK_NOT_A_STATE"}}
+    raw = msgpack.packb([PROTOCOL_VERSION, "Updates", "fw/in", {"items": [good, bad, good]}])
+    items = decode_many(raw)
+    assert [type(i) for i in items] == [Envelope, DecodeError, Envelope]
+    error = items[1]
+    assert isinstance(error, DecodeError)
+    assert error.reason == "invalid"
+    assert "state" in error.detail
+    assert (error.reply_to, error.type_name) == ("fw/in", "Update")
+
+
+@pytest.mark.parametrize(
+    "body",
+    [{"items": []}, {"items": "no"}, {"items": [{}], "more": 1}, {}],
+    ids=["empty", "not-a-list", "unknown-field", "no-items"],
+)
+def test_a_list_that_is_not_a_list_of_items_is_one_error(body: object) -> None:
+    items = decode_many(msgpack.packb([PROTOCOL_VERSION, "StatusAcks", "s/in", body]))
+    assert len(items) == 1
+    assert isinstance(items[0], DecodeError)
+    assert items[0].type_name == StatusAcks.TYPE
+
+
+def test_a_list_of_another_kind_is_refused_item_by_item() -> None:
+    # an Acknowledges holding an Update: each item is checked as what the list says it is
+    ack = Acknowledge(framework_id="f", task_id="t", uuid="u").model_dump(mode="python")
+    update = _update(1).model_dump(mode="python")
+    raw = msgpack.packb([PROTOCOL_VERSION, "Acknowledges", None, {"items": [ack, update]}])
+    items = decode_many(raw)
+    assert [type(i) for i in items] == [Envelope, DecodeError]
+    assert isinstance(items[0], Envelope)
+    assert type(items[0].message) is Acknowledge
 
 
 def test_one_bad_message_in_a_batch_spoils_only_itself() -> None:
