@@ -92,29 +92,43 @@ class Journal:
             del self._live[key]
             await self._append(["drop", key])
 
+    def discard(self, key: str) -> None:
+        """Drop `key` without waiting for the record to reach the file: it goes with the
+        turn's others. For what is harmless to forget late (an acknowledged update: after
+        a crash before the write it is re-sent, and acknowledged again), so that a batch
+        of them is handled in one turn, not a turn each."""
+        if key in self._live:
+            del self._live[key]
+            self._add(msgpack.packb(["drop", key], use_bin_type=True))
+
     async def _append(self, record: list[Any]) -> None:
-        chunk = msgpack.packb(record, use_bin_type=True)
-        loop = asyncio.get_running_loop()
+        if self._add(msgpack.packb(record, use_bin_type=True)):
+            return
+        if self._flushed is None:
+            self._flushed = asyncio.get_running_loop().create_future()
+        await self._flushed
+
+    def _add(self, chunk: bytes) -> bool:
+        """The first record of a turn is written now (True: it is in the file); the rest
+        of the turn's share one write at its end (a lone update does not wait a turn)."""
         if not self._turn_open:
-            # the first record of a turn goes now (a lone update does not wait a turn);
-            # the rest of the turn's share one write at its end
             self._turn_open = True
-            loop.call_soon(self._flush)
+            asyncio.get_running_loop().call_soon(self._flush)
             if (error := self._write_chunks([chunk])) is not None:
                 raise error
-            return
+            return True
         self._pending.append(chunk)
-        if self._flushed is None:
-            self._flushed = loop.create_future()
-        await self._flushed
+        return False
 
     def _flush(self) -> None:
         self._turn_open = False
         chunks, self._pending = self._pending, []
         flushed, self._flushed = self._flushed, None
-        if not chunks or flushed is None:
+        if not chunks:
             return
         error = self._write_chunks(chunks)
+        if flushed is None:
+            return  # (only discards: nobody waits; a failure was logged)
         if error is not None:
             flushed.set_exception(error)
             flushed.exception()  # the awaiting callers get it; no "never retrieved"
@@ -160,4 +174,6 @@ class Journal:
         """Write what is pending and close the file (a later write opens it again)."""
         if self._flushed is not None:
             await asyncio.shield(self._flushed)
+        if self._pending:  # discards nobody waits for
+            self._flush()
         self._close_fd()

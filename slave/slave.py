@@ -428,7 +428,7 @@ class Slave(ExecutorSide):
 
     async def _on_status_ack(self, msg: StatusAck, reply_to: str | None) -> None:
         self._resend_at.pop(msg.uuid, None)
-        await self.updates.drop(msg.uuid)
+        self.updates.discard(msg.uuid)  # (not awaited: a batch of acks is one turn)
 
     async def _resend_loop(self) -> None:
         while True:

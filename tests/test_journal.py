@@ -53,3 +53,28 @@ async def test_a_write_that_fails_raises_in_the_writer(tmp_path: Path) -> None:
     journal = Journal(tmp_path / "file" / "j")  # its directory cannot be made
     with pytest.raises(OSError, match=r"Not a directory|File exists"):
         await journal.put("k", 1)
+
+
+async def test_discards_made_together_are_written_by_the_turns_end_in_order(
+    tmp_path: Path,
+) -> None:
+    journal = Journal(tmp_path / "j")
+    await asyncio.gather(*[journal.put(f"k{i}", i) for i in range(10)])
+    for i in range(0, 10, 2):  # (none of them waits: one write at the turn's end)
+        journal.discard(f"k{i}")
+    journal.discard("never-there")
+    await asyncio.sleep(0)  # the turn ends (not a wait for anything: the point is the turn)
+    assert dict(Journal(tmp_path / "j").items()) == {"k1": 1, "k3": 3, "k5": 5, "k7": 7, "k9": 9}
+    journal.discard("k1")
+    await journal.put("k1", "again")  # made after the discard: it wins
+    assert Journal(tmp_path / "j").get("k1") == "again"
+
+
+async def test_close_writes_the_discards_nobody_waited_for(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "j")
+    await journal.put("a", 1)
+    await journal.put("b", 2)
+    journal.discard("a")  # the turn's first record: written at once
+    journal.discard("b")  # the rest: at the turn's end, or at the close
+    await journal.close()
+    assert dict(Journal(tmp_path / "j").items()) == {}
