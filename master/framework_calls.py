@@ -205,13 +205,6 @@ class FrameworkCalls(MasterCore):
         remaining = sum((r.resources for r in records), Resources())
         for record in records:
             self._drop_offer(record)
-            self._event(
-                "accept",
-                framework_id=fw.framework_id,
-                slave_id=record.slave_id,
-                offer_id=record.offer_id,
-                resources=record.resources,
-            )
         refused: list[str] = []
         seen: set[str] = set()
         launched: list[TaskInfo] = []
@@ -237,6 +230,23 @@ class FrameworkCalls(MasterCore):
             self._send_slave(
                 slave_id,
                 RunTasks(framework_id=fw.framework_id, framework_name=fw.name, tasks=launched),
+            )
+        # the event stream hears of it after the slave is told (the task waits for that)
+        for record in records:
+            self._event(
+                "accept",
+                framework_id=fw.framework_id,
+                slave_id=record.slave_id,
+                offer_id=record.offer_id,
+                resources=record.resources,
+            )
+        for task in launched:
+            self._event(
+                "launch",
+                framework_id=fw.framework_id,
+                slave_id=slave_id,
+                task_id=task.task_id,
+                resources=task.resources,
             )
         if remaining:
             self.allocator.recover(
@@ -291,13 +301,6 @@ class FrameworkCalls(MasterCore):
         fw.slaves_used.add(slave_id)
         fw.launched(info.resources)
         self.books.slaves[slave_id].tasks.add((fw.framework_id, task.task_id))
-        self._event(
-            "launch",
-            framework_id=fw.framework_id,
-            slave_id=slave_id,
-            task_id=task.task_id,
-            resources=info.resources,
-        )
 
     async def _on_decline(self, msg: Decline, caller: Caller) -> None:
         fw = self._framework_for(msg.framework_id, caller, "Decline")
