@@ -229,7 +229,12 @@ class FrameworkCalls(MasterCore):
         if launched:  # one message to the slave for all of them
             self._send_slave(
                 slave_id,
-                RunTasks(framework_id=fw.framework_id, framework_name=fw.name, tasks=launched),
+                RunTasks(
+                    framework_id=fw.framework_id,
+                    framework_name=fw.name,
+                    tasks=launched,
+                    launch_id=new_id(),
+                ),
             )
         # the event stream hears of it after the slave is told (the task waits for that)
         for record in records:

@@ -388,6 +388,10 @@ class RunTasks(Wire):
     framework_id: Id
     framework_name: str = ""
     tasks: list[TaskInfo] = Field(min_length=1)
+    # the master's id for this message: MQTT delivers at least once (a broker killed before
+    # it stored the slave's PUBACK delivers it again after its restart), and a slave runs
+    # what one launch_id carries once, even after the tasks ended (their ids may be reused)
+    launch_id: str = Field(default="", max_length=200)
 
     def each(self) -> list[RunTask]:
         """One RunTask a task (validated already: built without validating again)."""

@@ -54,6 +54,7 @@ from slave.files import read_sandbox_file
 from slave.runners import CommandRunner, Limit, SimulatedRunner, group_rss_mb
 
 MAX_RESEND_BACKOFF = 30.0
+LAUNCHES_REMEMBERED = 100_000  # launch ids a slave knows it ran (a redelivery comes soon)
 
 
 @dataclass
@@ -101,6 +102,7 @@ class Slave(ExecutorSide):
         self._announced = asyncio.Event()
         self.heartbeat_interval = 5.0
         self._resend_at: dict[str, tuple[float, float]] = {}  # uuid -> (when, backoff)
+        self._launches: dict[str, None] = {}  # the latest RunTasks' launch ids, oldest first
         self._loops: list[asyncio.Task[None]] = []
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -245,6 +247,15 @@ class Slave(ExecutorSide):
         return self.config.resources.subtract_clamped(self.used())
 
     async def _on_run_tasks(self, msg: RunTasks, reply_to: str | None) -> None:
+        if msg.launch_id:
+            if msg.launch_id in self._launches:
+                self.log.warning(
+                    "run.redelivered", framework_id=msg.framework_id, launch_id=msg.launch_id
+                )
+                return  # the broker's second delivery of a launch already run
+            self._launches[msg.launch_id] = None
+            if len(self._launches) > LAUNCHES_REMEMBERED:
+                del self._launches[next(iter(self._launches))]
         for run in msg.each():  # (each on its own: one bad task spoils only itself)
             await self._on_run_task(run, reply_to)
 

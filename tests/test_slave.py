@@ -255,6 +255,44 @@ async def test_tasks_sent_together_are_each_taken_or_refused_on_their_own(rig: R
     await fw.update_for("last", TaskState.RUNNING)
 
 
+async def test_a_launch_delivered_again_runs_once_though_its_task_ended(rig: Rig) -> None:
+    """MQTT is at least once: a broker killed before it stored the slave's PUBACK delivers
+    the RunTasks again after its restart, when the task may have ended and been forgotten.
+    The same launch runs once; a new launch may reuse the ended task's id."""
+    fw = await rig.framework()
+    slave = await rig.start_slave("s1", Resources(cpus=1, mem=512))
+    work = TaskInfo(
+        task_id="once",
+        slave_id="s1",
+        resources=Resources(cpus=0.1, mem=16),
+        command=CommandInfo(value="true"),
+    )
+    run = RunTasks(framework_id=fw.framework_id, tasks=[work], launch_id="launch-1")
+    errors = Inbox()
+
+    def updates(task_id: str, state: TaskState) -> int:
+        return sum(
+            u.status.task_id == task_id and u.status.state == state for u in fw.inbox.of(Update)
+        )
+
+    async with Bus(rig.broker.url, name="replay", inbox="stest/replay") as replay:
+        await replay.subscribe("stest/replay", errors)
+        to_slave = T.slave("slave", "s1")
+        await replay.publish(to_slave, run)
+        await fw.update_for("once", TaskState.FINISHED)
+        await eventually(lambda: not slave.tasks)  # ended and forgotten
+        await replay.publish(to_slave, run)  # the redelivery
+        await replay.publish(to_slave, run.model_copy(update={"launch_id": "launch-2"}))
+        marker = work.model_copy(update={"task_id": "marker"})
+        await replay.publish(to_slave, run.model_copy(update={"launch_id": "3", "tasks": [marker]}))
+        await fw.update_for("marker", TaskState.FINISHED)  # (the slave takes them in order)
+        await fw.update_for("once", TaskState.RUNNING)
+        await eventually(lambda: updates("once", TaskState.FINISHED) == 2)
+    # the first launch and the new one ran; the redelivery ran nothing and refused nothing
+    assert updates("once", TaskState.RUNNING) == 2
+    assert errors.of(Error) == []
+
+
 async def test_a_slave_killed_and_restarted_comes_back_as_itself_with_its_owed_updates(
     mosquitto: MosquittoBroker, tmp_path: Path
 ) -> None:
