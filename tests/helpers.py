@@ -43,8 +43,7 @@ class Inbox:
         def find() -> W | None:
             return next((m for m in self.of(kind) if where(m)), None)
 
-        async with self._changed:
-            await asyncio.wait_for(self._changed.wait_for(lambda: find() is not None), timeout)
+        await self.wait_until(lambda: find() is not None, timeout)
         found = find()
         assert found is not None
         return found
@@ -55,8 +54,7 @@ class Inbox:
             await asyncio.wait_for(self._changed.wait_for(condition), timeout)
 
     async def wait_count(self, kind: type[W], n: int, timeout: float = 10.0) -> list[W]:
-        async with self._changed:
-            await asyncio.wait_for(self._changed.wait_for(lambda: len(self.of(kind)) >= n), timeout)
+        await self.wait_until(lambda: len(self.of(kind)) >= n, timeout)
         return self.of(kind)
 
 
