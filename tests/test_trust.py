@@ -34,6 +34,7 @@ from protocol.credentials import Store
 from protocol.messages import (
     Accept,
     Acknowledge,
+    Acknowledges,
     Decline,
     Error,
     FileData,
@@ -48,6 +49,7 @@ from protocol.messages import (
     Revive,
     State,
     StatusUpdate,
+    StatusUpdates,
     Subscribe,
     Suppress,
     TaskRequest,
@@ -374,6 +376,45 @@ async def test_a_refused_subscribe_stops_the_driver_with_the_reason(secure: Secu
     )
     with pytest.raises(DriverError, match="may not register in role 'alice'"):
         await driver.start(timeout=10)
+    intact(secure)
+
+
+async def test_a_list_is_checked_item_by_item_as_its_sender_may(secure: Secure) -> None:
+    """Status updates and acknowledgements travel in lists; each item is refused or taken
+    as if it had come alone, by what its sender (the topic's principal) may do."""
+    fid = secure.alice.framework_id or ""
+    victim_slave = secure.master.books.frameworks[fid].tasks["victim-task"].slave_id
+    other = "sb" if victim_slave == "sa" else "sa"
+    other_principal = "slave-b" if other == "sb" else "slave-a"
+    bus = secure.slave_buses[other_principal]
+    slave = Attacker(bus, T.inbound("slave", other_principal))
+    await bus.subscribe(T.outbox("slave", other_principal), slave.inbox)
+    lost = TaskStatus(task_id="victim-task", state=TaskState.LOST, uuid="forged")
+    forged = StatusUpdates(
+        items=[
+            StatusUpdate(framework_id=fid, slave_id=victim_slave, status=lost),
+            StatusUpdate(framework_id=fid, slave_id=other, status=lost),
+        ]
+    )
+    await bus.publish(slave.to_master, forged)
+    errors = await slave.inbox.wait_count(Error, 2)
+    assert [e.code for e in errors] == ["forbidden", "forbidden"]
+    assert "another principal" in errors[0].message
+    assert f"is on slave {victim_slave}" in errors[1].message
+    intact(secure)
+
+    mallory = await secure.attacker()
+    seen = len(mallory.inbox.of(Error))
+    acks = Acknowledges(
+        items=[Acknowledge(framework_id=fid, task_id="victim-task", uuid=u) for u in "ab"]
+    )
+    await mallory.bus.publish(mallory.to_master, acks)
+    refused = (await mallory.inbox.wait_count(Error, seen + 2))[seen:]
+    assert [e.code for e in refused] == ["forbidden", "forbidden"]
+    # and a kind its sender may not send at all, whatever the list holds
+    error = await mallory.call(forged)
+    assert error.code == "forbidden"
+    assert "a framework may not send StatusUpdate" in error.message
     intact(secure)
 
 
