@@ -16,7 +16,11 @@ import structlog
 LEVELS = ("debug", "info", "warning", "error")
 
 
+_generation = 0  # how many times configure() ran: a logger made under an older one is remade
+
+
 def configure(level: str = "info", *, json: bool | None = None, stream: Any = None) -> None:
+    global _generation
     stream = stream or sys.stderr
     if json is None:
         json = not (hasattr(stream, "isatty") and stream.isatty())
@@ -43,6 +47,7 @@ def configure(level: str = "info", *, json: bool | None = None, stream: Any = No
     # aiomqtt warns on every publish once more than ten await their PUBACK: we pipeline
     # thousands on purpose.
     logging.getLogger("mqtt").setLevel(logging.ERROR)
+    _generation += 1
 
 
 def configure_default() -> None:
@@ -61,5 +66,49 @@ def _level_number(level: str) -> int:
 
 def get(name: str, **ids: Any) -> Any:
     """A bound logger for one component, with its ids as fields."""
-    # get_logger stays lazy, so loggers made at import time follow a later configure().
-    return structlog.get_logger(name, component=name, **ids)
+    return _Logger(structlog.get_logger(name, component=name, **ids))
+
+
+class _Logger:
+    """structlog's lazy logger, assembled once per `configure()`.
+
+    Loggers made at import time must follow a later configure(), so they stay lazy; but
+    structlog's lazy proxy assembles a new logger on every call (about 3 us, even for a
+    line its level drops, and the task loop makes several a task). This one keeps what it
+    assembled until configure() runs again. (`structlog.configure` called directly, not
+    through `configure`, is followed by loggers not yet used, not by ones already used.)
+    """
+
+    __slots__ = ("_generation", "_lazy", "_logger")
+
+    def __init__(self, lazy: Any) -> None:
+        self._lazy = lazy
+        self._logger: Any = None
+        self._generation = -1
+
+    def _assembled(self) -> Any:
+        if self._generation != _generation:
+            self._logger, self._generation = self._lazy.bind(), _generation
+        return self._logger
+
+    def bind(self, **ids: Any) -> Any:
+        return self._assembled().bind(**ids)
+
+    # the levels, spelt out: a lookup that falls through to __getattr__ costs more than them
+    def debug(self, event: str, **fields: Any) -> Any:
+        return self._assembled().debug(event, **fields)
+
+    def info(self, event: str, **fields: Any) -> Any:
+        return self._assembled().info(event, **fields)
+
+    def warning(self, event: str, **fields: Any) -> Any:
+        return self._assembled().warning(event, **fields)
+
+    def error(self, event: str, **fields: Any) -> Any:
+        return self._assembled().error(event, **fields)
+
+    def exception(self, event: str, **fields: Any) -> Any:
+        return self._assembled().exception(event, **fields)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._assembled(), name)
