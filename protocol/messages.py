@@ -8,8 +8,8 @@ error rather than a silently ignored value.
 
 from __future__ import annotations
 
+import os
 import time
-import uuid
 from enum import StrEnum
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -21,7 +21,9 @@ Id = Annotated[str, Field(min_length=1, max_length=200)]
 
 
 def new_id() -> str:
-    return uuid.uuid4().hex
+    """128 random bits as 32 hex digits, unguessable (a uuid4's format without building a
+    UUID: a quarter of the time, and ids are made on every task's path)."""
+    return os.urandom(16).hex()
 
 
 class Wire(BaseModel):

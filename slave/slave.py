@@ -80,6 +80,7 @@ class TaskRecord:
     runner: Any = None  # CommandRunner | SimulatedRunner | None (custom executor)
     executor_key: str | None = None
     kill_reason: Reason | None = None  # the master killed it (preemption): say why
+    info_dump: dict[str, Any] | None = None  # `info` as the journal holds it (made once)
 
 
 class Slave(ExecutorSide):
@@ -256,29 +257,34 @@ class Slave(ExecutorSide):
             self._launches[msg.launch_id] = None
             if len(self._launches) > LAUNCHES_REMEMBERED:
                 del self._launches[next(iter(self._launches))]
+        free = self.free()  # (summed once a launch, not once a task: it walks every task)
         for run in msg.each():  # (each on its own: one bad task spoils only itself)
-            await self._on_run_task(run, reply_to)
+            free = await self._run(run, reply_to, free)
 
     async def _on_run_task(self, msg: RunTask, reply_to: str | None) -> None:
+        await self._run(msg, reply_to, self.free())
+
+    async def _run(self, msg: RunTask, reply_to: str | None, free: Resources) -> Resources:
+        """Run one task if `free` holds it; returns what is free after it."""
         task = msg.task
         key = (msg.framework_id, task.task_id)
-        log = self.log.bind(framework_id=msg.framework_id, task_id=task.task_id)
+        ids = {"framework_id": msg.framework_id, "task_id": task.task_id}
         problem = None
         if task.slave_id != self.slave_id:
             problem = f"task {task.task_id} is for slave {task.slave_id}, not {self.slave_id}"
         elif key in self.tasks:
-            log.warning("run.duplicate")
+            self.log.warning("run.duplicate", **ids)
             self.bus.reply_error(
                 reply_to,
                 f"task {task.task_id} is already running here",
                 code="duplicate-task",
                 about="RunTask",
             )
-            return  # the running task is left alone
-        elif not self.free().contains(task.resources):
+            return free  # the running task is left alone
+        elif not free.contains(task.resources):
             problem = (
                 f"task {task.task_id} needs {task.resources} but slave "
-                f"{self.slave_id} has only {self.free()} free"
+                f"{self.slave_id} has only {free} free"
             )
         elif task.executor is not None:
             try:
@@ -286,16 +292,16 @@ class Slave(ExecutorSide):
             except ValueError as e:
                 problem = str(e)
         if problem:
-            log.warning("run.refused", reason=problem)
+            self.log.warning("run.refused", reason=problem, **ids)
             self.bus.reply_error(reply_to, problem, code="invalid-task", about="RunTask")
             await self._report(
                 msg.framework_id, task, TaskState.ERROR, Reason.TASK_INVALID, problem
             )
-            return
+            return free
         self.shut_down_frameworks.discard(msg.framework_id)
         record = TaskRecord(msg.framework_id, task, TaskState.STAGING)
         self.tasks[key] = record
-        log.info("run.start", resources=str(task.resources))
+        self.log.info("run.start", resources=str(task.resources), **ids)
         if self.config.simulated_tasks:
             record.runner = SimulatedRunner(task, self._reporter(record), self.config.time_scale)
             await self._checkpoint(record)
@@ -307,6 +313,8 @@ class Slave(ExecutorSide):
             await self._checkpoint(record)
         else:
             await self._run_on_executor(msg, record)
+            return self.free()  # (a new executor takes its own resources too)
+        return free - task.resources
 
     def _sandbox(self, framework_id: str, name: str) -> Path:
         return self.config.work_dir / "sandboxes" / framework_id / name
@@ -326,11 +334,13 @@ class Slave(ExecutorSide):
 
     async def _checkpoint(self, record: TaskRecord) -> None:
         key = f"{record.framework_id}/{record.info.task_id}"
+        if record.info_dump is None:
+            record.info_dump = record.info.model_dump(mode="python")
         await self.task_journal.put(
             key,
             {
                 "framework_id": record.framework_id,
-                "task": record.info.model_dump(mode="python"),
+                "task": record.info_dump,
                 "state": record.state.value,
                 "executor_key": record.executor_key,
                 "runner": record.runner.checkpoint() if record.runner is not None else None,
