@@ -456,8 +456,8 @@ class Bus:
             self._send(Outgoing(topic, encode(message, self.inbox, self.epoch), qos, True))
             return
         key = (topic, qos)
-        if lazy:
-            self._lazy.setdefault(key, []).append(encode(message, self.inbox, self.epoch))
+        if lazy:  # (encoded at the flush, off the path of the call being handled)
+            self._lazy.setdefault(key, []).append(self._deferred(message))
             if self._lazy_flush is None:
                 self._lazy_flush = asyncio.get_running_loop().call_later(
                     LAZY_DELAY, self._flush_lazy
@@ -473,12 +473,7 @@ class Bus:
             self._write_out()
             self._outbox[key] = []
         else:
-            # a kind that travels in lists waits for the flush, to be encoded with its run
-            entry = (
-                (message, self.epoch)
-                if type(message) in LISTS
-                else encode(message, self.inbox, self.epoch)
-            )
+            entry = self._deferred(message)
             if pending is not None:
                 pending.append(entry)
                 return
@@ -486,6 +481,13 @@ class Bus:
         if not self._flush_scheduled:
             self._flush_scheduled = True
             asyncio.get_running_loop().call_soon(self._flush)
+
+    def _deferred(self, message: Wire) -> Posted:
+        """A post that waits for a flush: a kind that travels in lists waits unencoded, to
+        be encoded with its run (one pass for the run); any other is encoded now."""
+        if type(message) in LISTS:
+            return (message, self.epoch)
+        return encode(message, self.inbox, self.epoch)
 
     def _flush(self, *, now: bool = False) -> None:
         # While more arrives to be handled, hold the batch a little longer (bounded).

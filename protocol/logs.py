@@ -25,7 +25,11 @@ def configure(level: str = "info", *, json: bool | None = None, stream: Any = No
     if json is None:
         json = not (hasattr(stream, "isatty") and stream.isatty())
     renderer: Any = (
-        structlog.processors.JSONRenderer() if json else structlog.dev.ConsoleRenderer(colors=True)
+        # a value JSON does not know (Resources, say) is written as its str(): formatted
+        # only for a line that is written, not for every one a level drops
+        structlog.processors.JSONRenderer(default=str)
+        if json
+        else structlog.dev.ConsoleRenderer(colors=True)
     )
     structlog.configure(
         processors=[

@@ -616,14 +616,19 @@ class StatusAcks(Wire):
     items: list[StatusAck] = Field(min_length=1)
 
 
+class ClusterEvents(Wire):
+    items: list[ClusterEvent] = Field(min_length=1)
+
+
 LISTS: dict[type[Wire], type[Wire]] = {
     StatusUpdate: StatusUpdates,
     Update: Updates,
     Acknowledge: Acknowledges,
     StatusAck: StatusAcks,
+    ClusterEvent: ClusterEvents,
 }
 """The messages that travel in lists (status updates and their acknowledgements, at every
-hop), and the list each travels in."""
+hop; the master's event stream), and the list each travels in."""
 
 ITEM_OF: dict[type[Wire], type[Wire]] = {many: one for one, many in LISTS.items()}
 

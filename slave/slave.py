@@ -301,7 +301,7 @@ class Slave(ExecutorSide):
         self.shut_down_frameworks.discard(msg.framework_id)
         record = TaskRecord(msg.framework_id, task, TaskState.STAGING)
         self.tasks[key] = record
-        self.log.info("run.start", resources=str(task.resources), **ids)
+        self.log.info("run.start", resources=task.resources, **ids)
         if self.config.simulated_tasks:
             record.runner = SimulatedRunner(task, self._reporter(record), self.config.time_scale)
             await self._checkpoint(record)

@@ -17,6 +17,7 @@ from protocol.codec import PROTOCOL_VERSION, encode
 from protocol.messages import (
     ALL_MESSAGES,
     ITEM_OF,
+    ClusterEvent,
     Error,
     FrameworkMessage,
     Gone,
@@ -29,6 +30,7 @@ from protocol.messages import (
     Update,
     Wire,
 )
+from protocol.resources import Resources
 from protocol.topics import Topics
 
 from helpers import Inbox, eventually
@@ -445,6 +447,33 @@ async def test_status_updates_posted_together_travel_as_lists_and_arrive_one_by_
         assert [m for m, _ in inbox.messages] == posted  # each alone, in the order posted
         await eventually(lambda: len(wire) == 6)
         assert wire == ["Heartbeat", "Updates", "Updates", "Revive", "Updates", "StatusAcks"]
+
+
+async def test_the_event_stream_travels_in_lists_and_arrives_one_by_one(broker: Broker) -> None:
+    """Lazy posts (the master's events) wait unencoded and leave as one list, in order."""
+    inbox = Inbox()
+    wire: list[str] = []
+
+    async def record(_topic: str, payload: bytes) -> None:
+        wire.extend(_kinds_on_the_wire(payload))
+
+    async with (
+        Bus(broker.url, name="rx") as rx,
+        Bus(broker.url, name="spy") as spy,
+        Bus(broker.url, name="tx") as tx,
+    ):
+        await rx.subscribe("events", inbox)
+        await spy.subscribe_raw("events", record)
+        events = [
+            ClusterEvent(kind="launch", task_id=f"t{i}", resources=Resources(cpus=0.1))
+            for i in range(50)
+        ]
+        for event in events:
+            tx.post("events", event, qos=0, lazy=True)
+        await inbox.wait_count(ClusterEvent, 50)
+        assert [m for m, _ in inbox.messages] == events
+        await eventually(lambda: len(wire) == 1)
+        assert wire == ["ClusterEvents"]
 
 
 async def test_a_list_too_big_for_one_payload_leaves_as_several_in_order(broker: Broker) -> None:
