@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,7 +55,7 @@ from slave.files import read_sandbox_file
 from slave.runners import CommandRunner, Limit, SimulatedRunner, group_rss_mb
 
 MAX_RESEND_BACKOFF = 30.0
-LAUNCHES_REMEMBERED = 100_000  # launch ids a slave knows it ran (a redelivery comes soon)
+LAUNCHES_REMEMBERED = 100_000  # launch ids a slave knows it ran, at most
 
 
 @dataclass
@@ -70,6 +71,10 @@ class SlaveConfig:
     memory_check_interval: float = 0.5
     resend_after: float = 1.0  # first re-send of an unacknowledged update
     cluster: str = "default"
+    # How long a launch id is remembered, to drop the broker's second delivery of its
+    # RunTasks: that comes when the broker restarts from its last save (every second:
+    # protocol/brokers.py, docker/mosquitto.conf), well within this.
+    launch_memory: float = 600.0
 
 
 @dataclass
@@ -103,7 +108,8 @@ class Slave(ExecutorSide):
         self._announced = asyncio.Event()
         self.heartbeat_interval = 5.0
         self._resend_at: dict[str, tuple[float, float]] = {}  # uuid -> (when, backoff)
-        self._launches: dict[str, None] = {}  # the latest RunTasks' launch ids, oldest first
+        self._launches: set[str] = set()  # launch ids run lately
+        self._launch_order: deque[tuple[float, str]] = deque()  # (when, id), oldest first
         self._loops: list[asyncio.Task[None]] = []
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -254,12 +260,21 @@ class Slave(ExecutorSide):
                     "run.redelivered", framework_id=msg.framework_id, launch_id=msg.launch_id
                 )
                 return  # the broker's second delivery of a launch already run
-            self._launches[msg.launch_id] = None
-            if len(self._launches) > LAUNCHES_REMEMBERED:
-                del self._launches[next(iter(self._launches))]
+            self._remember_launch(msg.launch_id)
         free = self.free()  # (summed once a launch, not once a task: it walks every task)
         for run in msg.each():  # (each on its own: one bad task spoils only itself)
             free = await self._run(run, reply_to, free)
+
+    def _remember_launch(self, launch_id: str) -> None:
+        """Remember a launch id; forget those older than `launch_memory` (or beyond the
+        count), so that a slave's memory follows its launch rate, not its age."""
+        now = time.monotonic()
+        self._launches.add(launch_id)
+        order = self._launch_order
+        order.append((now, launch_id))
+        horizon = now - self.config.launch_memory
+        while order and (order[0][0] <= horizon or len(order) > LAUNCHES_REMEMBERED):
+            self._launches.discard(order.popleft()[1])
 
     async def _on_run_task(self, msg: RunTask, reply_to: str | None) -> None:
         await self._run(msg, reply_to, self.free())

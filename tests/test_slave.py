@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import sys
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -291,6 +292,34 @@ async def test_a_launch_delivered_again_runs_once_though_its_task_ended(rig: Rig
     # the first launch and the new one ran; the redelivery ran nothing and refused nothing
     assert updates("once", TaskState.RUNNING) == 2
     assert errors.of(Error) == []
+
+
+async def test_a_slave_remembers_launch_ids_for_its_launch_memory_not_forever(rig: Rig) -> None:
+    """What a slave keeps to drop redeliveries follows its launch rate, not its age: a
+    launch id older than `launch_memory` is forgotten when the next launch comes."""
+    fw = await rig.framework()
+    slave = await rig.start_slave("s1", Resources(cpus=1, mem=512), launch_memory=0.5)
+    to_slave = T.slave("slave", "s1")
+
+    def launch(task_id: str, launch_id: str) -> RunTasks:
+        work = TaskInfo(
+            task_id=task_id,
+            slave_id="s1",
+            resources=Resources(cpus=0.1, mem=16),
+            command=CommandInfo(value="true"),
+        )
+        return RunTasks(framework_id=fw.framework_id, tasks=[work], launch_id=launch_id)
+
+    async with Bus(rig.broker.url, name="replay") as replay:
+        first = time.monotonic()
+        await replay.publish(to_slave, launch("a", "launch-a"))
+        await fw.update_for("a", TaskState.FINISHED)
+        assert slave._launches == {"launch-a"}
+        await eventually(lambda: time.monotonic() > first + 0.5)  # launch-a's memory ends
+        await replay.publish(to_slave, launch("b", "launch-b"))
+        await fw.update_for("b", TaskState.FINISHED)
+    assert slave._launches == {"launch-b"}
+    assert [t for _, t in slave._launch_order] == ["launch-b"]
 
 
 async def test_a_slave_killed_and_restarted_comes_back_as_itself_with_its_owed_updates(
