@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import sys
 import textwrap
+from pathlib import Path
 
 import msgpack
 import pytest
 
+from cluster.secure import as_principal, provision
 from protocol.brokers import MAX_PACKET_BYTES, EmbeddedBroker, MosquittoBroker
 from protocol.bus import Bus, Dispatcher
 from protocol.codec import PROTOCOL_VERSION, encode
@@ -474,6 +477,47 @@ async def test_the_event_stream_travels_in_lists_and_arrives_one_by_one(broker: 
         assert [m for m, _ in inbox.messages] == events
         await eventually(lambda: len(wire) == 1)
         assert wire == ["ClusterEvents"]
+
+
+async def test_the_embedded_broker_delivers_every_message_while_clients_subscribe(
+    tmp_path: Path,
+) -> None:
+    """amqtt 0.12.1 walked its subscriptions while awaiting its ACL plugin; a client that
+    subscribed meanwhile made the walk fail, and the message never reached the
+    subscriptions after that point, though its sender had its PUBACK."""
+    churners = [f"c{i}" for i in range(40)]
+    principals = [("tx", "framework"), ("all", "master"), ("rx", "master")]
+    store = provision(tmp_path / "auth", [*principals, *((c, "framework") for c in churners)])
+    broker = EmbeddedBroker(auth=store.path)
+    await broker.start()
+    topics = Topics("race")
+    ping, inbox = topics.inbound("framework", "tx"), Inbox()
+
+    def as_(name: str) -> Bus:
+        return Bus(as_principal(broker.url, store, name), name=name)
+
+    async def ignore(_m: Wire, _r: str | None) -> None:
+        pass
+
+    async def churn() -> None:
+        async with contextlib.AsyncExitStack() as stack:
+            for name in churners:
+                bus = await stack.enter_async_context(as_(name))
+                await bus.subscribe(topics.framework(name, "inbox"), ignore)
+
+    try:
+        async with as_("all") as first, as_("rx") as rx, as_("tx") as tx:
+            await first.subscribe(topics.inbound_all, ignore)  # walked before rx's
+            await rx.subscribe(ping, inbox)
+            churning, sent = asyncio.create_task(churn()), 0
+            while not churning.done():
+                await tx.publish(ping, Heartbeat(source=str(sent)))  # (PUBACKed)
+                sent += 1
+            await churning
+            await inbox.wait_count(Heartbeat, sent)
+            assert [m.source for m in inbox.of(Heartbeat)] == [str(i) for i in range(sent)]
+    finally:
+        await broker.stop()
 
 
 async def test_a_list_too_big_for_one_payload_leaves_as_several_in_order(broker: Broker) -> None:
