@@ -8,6 +8,7 @@ import os
 import signal
 import sys
 import textwrap
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import msgpack
@@ -419,25 +420,32 @@ def _kinds_on_the_wire(payload: bytes) -> list[str]:
     return [raw[1]]
 
 
-async def test_status_updates_posted_together_travel_as_lists_and_arrive_one_by_one_in_order(
-    broker: Broker,
-) -> None:
+@contextlib.asynccontextmanager
+async def _watched(broker: Broker, topic: str) -> AsyncIterator[tuple[Bus, Inbox, list[str]]]:
+    """A sender, and on `topic` a receiver's inbox and the kinds seen on the wire."""
     inbox = Inbox()
     wire: list[str] = []
 
     async def record(_topic: str, payload: bytes) -> None:
         wire.extend(_kinds_on_the_wire(payload))
 
-    def update(i: int) -> Update:
-        return Update(status=TaskStatus(task_id=f"t{i}", state=TaskState.RUNNING, uuid=str(i)))
-
     async with (
         Bus(broker.url, name="rx") as rx,
         Bus(broker.url, name="spy") as spy,
         Bus(broker.url, name="tx") as tx,
     ):
-        await rx.subscribe("fw", inbox)
-        await spy.subscribe_raw("fw", record)
+        await rx.subscribe(topic, inbox)
+        await spy.subscribe_raw(topic, record)
+        yield tx, inbox, wire
+
+
+async def test_status_updates_posted_together_travel_as_lists_and_arrive_one_by_one_in_order(
+    broker: Broker,
+) -> None:
+    def update(i: int) -> Update:
+        return Update(status=TaskStatus(task_id=f"t{i}", state=TaskState.RUNNING, uuid=str(i)))
+
+    async with _watched(broker, "fw") as (tx, inbox, wire):
         posted: list[Wire] = [Heartbeat(source="first")]  # (goes alone; the rest wait)
         posted += [update(i) for i in range(300)]  # more than one list holds
         posted += [Revive(framework_id="f"), update(300), update(301)]
@@ -454,19 +462,7 @@ async def test_status_updates_posted_together_travel_as_lists_and_arrive_one_by_
 
 async def test_the_event_stream_travels_in_lists_and_arrives_one_by_one(broker: Broker) -> None:
     """Lazy posts (the master's events) wait unencoded and leave as one list, in order."""
-    inbox = Inbox()
-    wire: list[str] = []
-
-    async def record(_topic: str, payload: bytes) -> None:
-        wire.extend(_kinds_on_the_wire(payload))
-
-    async with (
-        Bus(broker.url, name="rx") as rx,
-        Bus(broker.url, name="spy") as spy,
-        Bus(broker.url, name="tx") as tx,
-    ):
-        await rx.subscribe("events", inbox)
-        await spy.subscribe_raw("events", record)
+    async with _watched(broker, "events") as (tx, inbox, wire):
         events = [
             ClusterEvent(kind="launch", task_id=f"t{i}", resources=Resources(cpus=0.1))
             for i in range(50)
