@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import time
 from collections import deque
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -261,9 +262,23 @@ class Slave(ExecutorSide):
                 )
                 return  # the broker's second delivery of a launch already run
             self._remember_launch(msg.launch_id)
+        # Each task is checked and booked in turn (one bad task spoils only itself), then
+        # they start together: their checkpoints and updates share the journals' writes
+        # (one a turn, not one a task) and their RUNNING updates leave as one list. A task
+        # on an executor starts in its turn: it may start the executor the next one uses.
         free = self.free()  # (summed once a launch, not once a task: it walks every task)
-        for run in msg.each():  # (each on its own: one bad task spoils only itself)
-            free = await self._run(run, reply_to, free)
+        starts: list[Coroutine[Any, Any, None]] = []
+        for run in msg.each():
+            free, start = self._admit(run, reply_to, free)
+            if run.task.executor is None:
+                starts += [start] if start is not None else []
+                continue
+            await _together(starts)
+            starts = []
+            if start is not None:
+                await start
+            free = self.free()  # (a new executor takes its own resources too)
+        await _together(starts)
 
     def _remember_launch(self, launch_id: str) -> None:
         """Remember a launch id; forget those older than `launch_memory` (or beyond the
@@ -277,10 +292,15 @@ class Slave(ExecutorSide):
             self._launches.discard(order.popleft()[1])
 
     async def _on_run_task(self, msg: RunTask, reply_to: str | None) -> None:
-        await self._run(msg, reply_to, self.free())
+        _, start = self._admit(msg, reply_to, self.free())
+        if start is not None:
+            await start
 
-    async def _run(self, msg: RunTask, reply_to: str | None, free: Resources) -> Resources:
-        """Run one task if `free` holds it; returns what is free after it."""
+    def _admit(
+        self, msg: RunTask, reply_to: str | None, free: Resources
+    ) -> tuple[Resources, Coroutine[Any, Any, None] | None]:
+        """Check a task and book it if `free` holds it: what is free after it, and what
+        starts it (or reports it refused)."""
         task = msg.task
         key = (msg.framework_id, task.task_id)
         ids = {"framework_id": msg.framework_id, "task_id": task.task_id}
@@ -295,7 +315,7 @@ class Slave(ExecutorSide):
                 code="duplicate-task",
                 about="RunTask",
             )
-            return free  # the running task is left alone
+            return free, None  # the running task is left alone
         elif not free.contains(task.resources):
             problem = (
                 f"task {task.task_id} needs {task.resources} but slave "
@@ -309,14 +329,18 @@ class Slave(ExecutorSide):
         if problem:
             self.log.warning("run.refused", reason=problem, **ids)
             self.bus.reply_error(reply_to, problem, code="invalid-task", about="RunTask")
-            await self._report(
+            refused = self._report(
                 msg.framework_id, task, TaskState.ERROR, Reason.TASK_INVALID, problem
             )
-            return free
+            return free, refused
         self.shut_down_frameworks.discard(msg.framework_id)
         record = TaskRecord(msg.framework_id, task, TaskState.STAGING)
         self.tasks[key] = record
         self.log.info("run.start", resources=task.resources, **ids)
+        return free - task.resources, self._start(msg, record)
+
+    async def _start(self, msg: RunTask, record: TaskRecord) -> None:
+        task = record.info
         if self.config.simulated_tasks:
             record.runner = SimulatedRunner(task, self._reporter(record), self.config.time_scale)
             await self._checkpoint(record)
@@ -328,8 +352,6 @@ class Slave(ExecutorSide):
             await self._checkpoint(record)
         else:
             await self._run_on_executor(msg, record)
-            return self.free()  # (a new executor takes its own resources too)
-        return free - task.resources
 
     def _sandbox(self, framework_id: str, name: str) -> Path:
         return self.config.work_dir / "sandboxes" / framework_id / name
@@ -542,3 +564,12 @@ class Slave(ExecutorSide):
                     )
         if recovered or len(self.updates):
             self.log.info("slave.recovered", tasks=recovered, owed_updates=len(self.updates))
+
+
+async def _together(starts: list[Coroutine[Any, Any, None]]) -> None:
+    """Run these at once (a lone one directly: a task for it would cost a loop turn of
+    latency, and one task at a time is what an idle cluster runs)."""
+    if len(starts) == 1:
+        await starts[0]
+    elif starts:
+        await asyncio.gather(*starts)

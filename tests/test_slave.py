@@ -18,7 +18,7 @@ import pytest
 from master.master import Master, MasterConfig
 from protocol.brokers import MosquittoBroker
 from protocol.bus import Bus
-from protocol.codec import PROTOCOL_VERSION
+from protocol.codec import PROTOCOL_VERSION, Envelope, decode_many
 from protocol.messages import (
     CommandInfo,
     Error,
@@ -31,6 +31,7 @@ from protocol.messages import (
     Reason,
     RunTask,
     RunTasks,
+    StatusUpdate,
     TaskInfo,
     TaskState,
     Teardown,
@@ -292,6 +293,45 @@ async def test_a_launch_delivered_again_runs_once_though_its_task_ended(rig: Rig
     # the first launch and the new one ran; the redelivery ran nothing and refused nothing
     assert updates("once", TaskState.RUNNING) == 2
     assert errors.of(Error) == []
+
+
+async def test_the_tasks_of_one_launch_start_together_and_report_running_in_one_list(
+    rig: Rig,
+) -> None:
+    """A launch's tasks start at once: their RUNNING updates leave the slave in a few
+    payloads (one list, behind the first few), not a message a task."""
+    fw = await rig.framework()
+    await rig.start_slave("s1", Resources(cpus=4, mem=4096), simulated_tasks=True)
+    running: list[int] = []  # RUNNING updates in each payload the slave sends
+
+    async def record(_topic: str, payload: bytes) -> None:
+        running.append(
+            sum(
+                isinstance(e, Envelope)
+                and isinstance(e.message, StatusUpdate)
+                and e.message.status.state == TaskState.RUNNING
+                for e in decode_many(payload)
+            )
+        )
+
+    async with Bus(rig.broker.url, name="spy") as spy:
+        await spy.subscribe_raw(T.inbound("slave", "slave"), record)
+        offer = await fw.next_offer()
+        tasks = [
+            TaskInfo(
+                task_id=f"t{i}",
+                slave_id="s1",
+                resources=Resources(cpus=0.1, mem=16),
+                command=CommandInfo(value="sleep 60"),  # (simulated: it runs a minute)
+            )
+            for i in range(40)
+        ]
+        await fw.accept(offer, tasks, refuse=0)
+        for i in range(40):
+            await fw.update_for(f"t{i}", TaskState.RUNNING)
+        await eventually(lambda: sum(running) == 40)
+    carriers = [n for n in running if n]
+    assert len(carriers) <= 4, carriers  # (the first few go alone: each is first of its turn)
 
 
 async def test_a_slave_remembers_launch_ids_for_its_launch_memory_not_forever(rig: Rig) -> None:
