@@ -572,4 +572,8 @@ async def _together(starts: list[Coroutine[Any, Any, None]]) -> None:
     if len(starts) == 1:
         await starts[0]
     elif starts:
-        await asyncio.gather(*starts)
+        # all of them end before the launch's handler does (a kill that follows finds
+        # each started), and a failure is raised as it would be one at a time
+        for outcome in await asyncio.gather(*starts, return_exceptions=True):
+            if isinstance(outcome, BaseException):
+                raise outcome
