@@ -153,11 +153,14 @@ class Master(FrameworkCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests,
         if limited:
             self.limiter.charge(sender.principal, now, len(items) - 1)
         routes = self.routes[sender.kind]
+        asked: str | None = ""  # (a list's items share one reply_to: checked once)
+        caller = Caller.of(sender, None)
         for item in items:
-            reply_to = item.reply_to
-            if not self.topics.owns_reply_topic(sender, reply_to):
-                reply_to = None  # answers go only to the sender's own outbox
-            caller = Caller.of(sender, reply_to)
+            if item.reply_to != asked:
+                asked, reply_to = item.reply_to, item.reply_to
+                if not self.topics.owns_reply_topic(sender, reply_to):
+                    reply_to = None  # answers go only to the sender's own outbox
+                caller = Caller.of(sender, reply_to)
             if isinstance(item, DecodeError):
                 self._refuse(
                     caller, f"{item.reason}: {item.detail}", item.reason, item.type_name or ""
