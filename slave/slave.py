@@ -270,14 +270,12 @@ class Slave(ExecutorSide):
         starts: list[Coroutine[Any, Any, None]] = []
         for run in msg.each():
             free, start = self._admit(run, reply_to, free)
-            if run.task.executor is None:
-                starts += [start] if start is not None else []
-                continue
-            await _together(starts)
-            starts = []
             if start is not None:
-                await start
-            free = self.free()  # (a new executor takes its own resources too)
+                starts.append(start)
+            if run.task.executor is not None:  # started before the next is looked at
+                await _together(starts)
+                starts = []
+                free = self.free()  # (a new executor takes its own resources too)
         await _together(starts)
 
     def _remember_launch(self, launch_id: str) -> None:
