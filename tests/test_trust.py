@@ -379,16 +379,23 @@ async def test_a_refused_subscribe_stops_the_driver_with_the_reason(secure: Secu
     intact(secure)
 
 
-async def test_a_list_is_checked_item_by_item_as_its_sender_may(secure: Secure) -> None:
-    """Status updates and acknowledgements travel in lists; each item is refused or taken
-    as if it had come alone, by what its sender (the topic's principal) may do."""
+async def the_other_slave(secure: Secure) -> tuple[str, str, str, Attacker]:
+    """The victim task's framework and slave, the other slave, and that other slave's
+    principal on its own connection (a second one would take its session over)."""
     fid = secure.alice.framework_id or ""
     victim_slave = secure.master.books.frameworks[fid].tasks["victim-task"].slave_id
     other = "sb" if victim_slave == "sa" else "sa"
     other_principal = "slave-b" if other == "sb" else "slave-a"
     bus = secure.slave_buses[other_principal]
-    slave = Attacker(bus, T.inbound("slave", other_principal))
-    await bus.subscribe(T.outbox("slave", other_principal), slave.inbox)
+    attacker = Attacker(bus, T.inbound("slave", other_principal))
+    await bus.subscribe(T.outbox("slave", other_principal), attacker.inbox)
+    return fid, victim_slave, other, attacker
+
+
+async def test_a_list_is_checked_item_by_item_as_its_sender_may(secure: Secure) -> None:
+    """Status updates and acknowledgements travel in lists; each item is refused or taken
+    as if it had come alone, by what its sender (the topic's principal) may do."""
+    fid, victim_slave, other, slave = await the_other_slave(secure)
     lost = TaskStatus(task_id="victim-task", state=TaskState.LOST, uuid="forged")
     forged = StatusUpdates(
         items=[
@@ -396,7 +403,7 @@ async def test_a_list_is_checked_item_by_item_as_its_sender_may(secure: Secure) 
             StatusUpdate(framework_id=fid, slave_id=other, status=lost),
         ]
     )
-    await bus.publish(slave.to_master, forged)
+    await slave.bus.publish(slave.to_master, forged)
     errors = await slave.inbox.wait_count(Error, 2)
     assert [e.code for e in errors] == ["forbidden", "forbidden"]
     assert "another principal" in errors[0].message
@@ -419,14 +426,7 @@ async def test_a_list_is_checked_item_by_item_as_its_sender_may(secure: Secure) 
 
 
 async def test_a_slave_principal_speaks_only_for_its_own_slaves_and_tasks(secure: Secure) -> None:
-    fid = secure.alice.framework_id or ""
-    victim_slave = secure.master.books.frameworks[fid].tasks["victim-task"].slave_id
-    other = "sb" if victim_slave == "sa" else "sa"
-    other_principal = "slave-b" if other == "sb" else "slave-a"
-    # the slave principal's own connection (a second one would take its session over)
-    bus = secure.slave_buses[other_principal]
-    attacker = Attacker(bus, T.inbound("slave", other_principal))
-    await bus.subscribe(T.outbox("slave", other_principal), attacker.inbox)
+    fid, victim_slave, other, attacker = await the_other_slave(secure)
     lost = TaskStatus(task_id="victim-task", state=TaskState.LOST, uuid="forged")
     # an update in the victim slave's name
     e1 = await attacker.call(StatusUpdate(framework_id=fid, slave_id=victim_slave, status=lost))
