@@ -40,7 +40,9 @@ class Journal:
         self._records = 0
         self._pending: list[bytes] = []  # records made this turn, written at its end
         self._turn_open = False  # a record was written this turn: the rest wait for its end
-        self._flushed: asyncio.Future[None] | None = None  # resolved when they are written
+        # one future per caller waiting for the turn's write: a caller cancelled while it
+        # waits then cancels only its own, not the others' (as asyncio's own locks do)
+        self._waiters: list[asyncio.Future[None]] = []
         self._fd: int | None = None  # kept open between writes; closed by close()
         self._load()
 
@@ -104,9 +106,9 @@ class Journal:
     async def _append(self, record: list[Any]) -> None:
         if self._add(msgpack.packb(record, use_bin_type=True)):
             return
-        if self._flushed is None:
-            self._flushed = asyncio.get_running_loop().create_future()
-        await self._flushed
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        await waiter
 
     def _add(self, chunk: bytes) -> bool:
         """The first record of a turn is written now (True: it is in the file); the rest
@@ -123,17 +125,17 @@ class Journal:
     def _flush(self) -> None:
         self._turn_open = False
         chunks, self._pending = self._pending, []
-        flushed, self._flushed = self._flushed, None
+        waiters, self._waiters = self._waiters, []
         if not chunks:
             return
-        error = self._write_chunks(chunks)
-        if flushed is None:
-            return  # (only discards: nobody waits; a failure was logged)
-        if error is not None:
-            flushed.set_exception(error)
-            flushed.exception()  # the awaiting callers get it; no "never retrieved"
-        else:
-            flushed.set_result(None)
+        error = self._write_chunks(chunks)  # (with only discards nobody waits; it was logged)
+        for waiter in waiters:
+            if waiter.done():  # its caller was cancelled: the record is written all the same
+                continue
+            if error is not None:
+                waiter.set_exception(error)
+            else:
+                waiter.set_result(None)
 
     def _write_chunks(self, chunks: list[bytes]) -> OSError | None:
         try:
@@ -172,8 +174,6 @@ class Journal:
 
     async def close(self) -> None:
         """Write what is pending and close the file (a later write opens it again)."""
-        if self._flushed is not None:
-            await asyncio.shield(self._flushed)
-        if self._pending:  # discards nobody waits for
+        if self._pending:  # the turn's records, whether or not anyone waits for them
             self._flush()
         self._close_fd()

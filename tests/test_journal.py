@@ -78,3 +78,28 @@ async def test_close_writes_the_discards_nobody_waited_for(tmp_path: Path) -> No
     journal.discard("b")  # the rest: at the turn's end, or at the close
     await journal.close()
     assert dict(Journal(tmp_path / "j").items()) == {}
+
+
+async def test_a_writer_cancelled_while_it_waits_leaves_the_others_theirs(
+    tmp_path: Path,
+) -> None:
+    # (a slave shutting down cancels a task's timer while its FINISHED waits for the turn's
+    # write; the other tasks' updates of that turn must still be written and answered)
+    loop = asyncio.get_running_loop()
+    errors: list[dict[str, object]] = []
+    loop.set_exception_handler(lambda _loop, context: errors.append(context))
+    journal = Journal(tmp_path / "j")
+    first = asyncio.create_task(journal.put("a", 1))  # the turn's first: written at once
+    cancelled = asyncio.create_task(journal.put("b", 2))  # these two wait for its end
+    other = asyncio.create_task(journal.put("c", 3))
+    await asyncio.sleep(0)  # one turn: the three have run to their awaits (the point is the turn)
+    assert first.done()
+    assert not cancelled.done()
+    assert not other.done()
+    cancelled.cancel()
+    await other  # answered, not cancelled with its neighbour
+    with pytest.raises(asyncio.CancelledError):
+        await cancelled
+    assert Journal(tmp_path / "j").get("c") == 3
+    await journal.close()
+    assert errors == []  # nothing raised in the loop's callbacks
