@@ -8,7 +8,7 @@ both as the paper's frameworks behave (declining what they cannot use) and with 
 filters (`min_offer`: offered only slaves with room for a task), which ends the declines.
 Then one hour of Facebook's 2010 workload (examples/experiments/fb2010-hour.yaml, SWIM's
 FB-2010 sample from ../shared/data/swim) under DRF and under 12 slots a node; `--day`
-adds the whole day (fb2010-day.yaml, about 4 minutes).
+adds the whole day (fb2010-day.yaml) under both, about 6 minutes.
 
 A run that takes under QUICK seconds is repeated (three times in all, `--repeat`) and
 the fastest is kept, as timeit does: on a shared machine noise only ever slows a run,
@@ -16,7 +16,7 @@ and a single sub-second run varies by a fifth from one minute to the next.
 
 The targets, printed beside what this run measured: DRF on §7.3 at least 100,000 task
 events/s and within 2x of slots in the same run; the FB-2010 hour in under a minute, the
-day in under ten.
+day in under ten (each under the slower of the two policies).
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ def main(day: bool, repeat: int) -> None:
         ("fb2010-hour", "slots", 12, None),
     ]
     if day:
-        runs.append(("fb2010-day", "drf", None, None))
+        runs += [("fb2010-day", "drf", None, None), ("fb2010-day", "slots", 12, None)]
     rows = [run(*r, repeat) for r in runs]
     print(
         "simulator speed (task events = task starts + finishes; "
@@ -89,7 +89,11 @@ def main(day: bool, repeat: int) -> None:
 
     drf, slots = find("paper-7.3", "drf + min_offer"), find("paper-7.3", "slots")
     drf_speed, slots_speed = float(str(drf[6])), float(str(slots[6]))
-    hour = max(float(str(find("fb2010-hour", p)[5])) for p in ("drf + min_offer", "slots"))
+
+    def slowest(spec: str) -> float:
+        return max(float(str(find(spec, p)[5])) for p in ("drf + min_offer", "slots"))
+
+    hour = slowest("fb2010-hour")
     targets = [
         ("§7.3, DRF events/s", f"{drf_speed:,.0f}", ">= 100,000", drf_speed >= 100_000),
         (
@@ -101,8 +105,10 @@ def main(day: bool, repeat: int) -> None:
         ("FB-2010, one hour (slowest policy)", f"{hour:.1f} s", "< 60 s", hour < 60),
     ]
     if day:
-        whole = float(str(find("fb2010-day", "drf + min_offer")[5]))
-        targets.append(("FB-2010, the whole day, DRF", f"{whole:.0f} s", "< 600 s", whole < 600))
+        whole = slowest("fb2010-day")
+        targets.append(
+            ("FB-2010, the whole day (slowest policy)", f"{whole:.0f} s", "< 600 s", whole < 600)
+        )
     print(bounds(targets))
 
 
