@@ -26,7 +26,6 @@ from protocol.bus import Bus, Dispatcher, cancel_and_wait
 from protocol.journal import Journal
 from protocol.leader import LeaderWatch
 from protocol.messages import (
-    EndingTask,
     Error,
     FrameworkMessage,
     Heartbeat,
@@ -54,8 +53,8 @@ from slave.executor_side import ExecutorSide
 from slave.executors import ExecutorProcess
 from slave.files import read_sandbox_file
 from slave.runners import CommandRunner, Limit, SimulatedRunner, group_rss_mb
+from slave.updates import OwedUpdates
 
-MAX_RESEND_BACKOFF = 30.0
 LAUNCHES_REMEMBERED = 100_000  # launch ids a slave knows it ran, at most
 
 
@@ -99,7 +98,9 @@ class Slave(ExecutorSide):
         self.to_master = topics.inbound("slave", self.principal)
         self.inbox = topics.slave(self.principal, self.slave_id)
         self.log = logs.get("slave", slave_id=self.slave_id)
-        self.updates = Journal(config.work_dir / "updates.journal")
+        self.updates = OwedUpdates(
+            bus, self.to_master, config.work_dir / "updates.journal", config.resend_after
+        )
         self.task_journal = Journal(config.work_dir / "tasks.journal")
         self.tasks: dict[tuple[str, str], TaskRecord] = {}
         self.executors: dict[str, ExecutorProcess] = {}
@@ -108,7 +109,6 @@ class Slave(ExecutorSide):
         self.master_epoch = 0  # the epoch of the master we registered with
         self._announced = asyncio.Event()
         self.heartbeat_interval = 5.0
-        self._resend_at: dict[str, tuple[float, float]] = {}  # uuid -> (when, backoff)
         self._launches: set[str] = set()  # launch ids run lately
         self._launch_order: deque[tuple[float, str]] = deque()  # (when, id), oldest first
         self._loops: list[asyncio.Task[None]] = []
@@ -134,7 +134,9 @@ class Slave(ExecutorSide):
         self._loops = [
             asyncio.create_task(self._register_loop(), name=f"register-{self.slave_id}"),
             asyncio.create_task(self._heartbeat_loop(), name=f"heartbeat-{self.slave_id}"),
-            asyncio.create_task(self._resend_loop(), name=f"resend-{self.slave_id}"),
+            asyncio.create_task(
+                self.updates.resend_loop(self.registered), name=f"resend-{self.slave_id}"
+            ),
         ]
         if not self.config.simulated_tasks:
             self._loops.append(asyncio.create_task(self._memory_loop(), name="memory"))
@@ -181,19 +183,14 @@ class Slave(ExecutorSide):
             attributes=self.config.attributes,
             incarnation=self.bus.incarnation,
         )
-        ending = [
-            EndingTask(framework_id=raw["framework_id"], task_id=raw["status"]["task_id"])
-            for _, raw in self.updates.items()
-            if TaskState(raw["status"]["state"]).terminal
-        ]
+        ending = self.updates.ending()
         message = (
             Reregister(**common, tasks=running, ending=ending)
             if running or ending
             else Register(**common)
         )
         self.bus.post(self.to_master, message)
-        for uuid in list(self._resend_at):  # owed updates go again once registered
-            self._resend_at[uuid] = (0.0, self.config.resend_after)
+        self.updates.send_all_soon()  # owed updates go again once registered
 
     async def _register_loop(self) -> None:
         """After each announcement, announce again with backoff until the master answers."""
@@ -411,13 +408,9 @@ class Slave(ExecutorSide):
             uuid=new_id(),
             executor_id=task.executor.executor_id if task.executor else None,
         )
-        update = StatusUpdate(framework_id=framework_id, slave_id=self.slave_id, status=status)
-        await self.updates.put(status.uuid or "", update.model_dump(mode="python"))
-        self._resend_at[status.uuid or ""] = (
-            time.monotonic() + self.config.resend_after,
-            self.config.resend_after,
+        await self.updates.send(
+            StatusUpdate(framework_id=framework_id, slave_id=self.slave_id, status=status)
         )
-        self.bus.post(self.to_master, update)
         self.log.info(
             "task.status",
             framework_id=framework_id,
@@ -472,10 +465,7 @@ class Slave(ExecutorSide):
         for executor in list(self.executors.values()):
             if executor.framework_id == msg.framework_id:
                 await executor.shutdown(self.config.kill_grace)
-        for uuid, raw in self.updates.items():
-            if raw.get("framework_id") == msg.framework_id:
-                await self.updates.drop(uuid)
-                self._resend_at.pop(uuid, None)
+        await self.updates.forget_framework(msg.framework_id)
 
     async def _on_read_file(self, msg: ReadFile, reply_to: str | None) -> None:
         """An operator reads a task's stdout or stderr through the master."""
@@ -483,25 +473,7 @@ class Slave(ExecutorSide):
         self.bus.post(self.to_master, answer)
 
     async def _on_status_ack(self, msg: StatusAck, reply_to: str | None) -> None:
-        self._resend_at.pop(msg.uuid, None)
-        self.updates.discard(msg.uuid)  # (not awaited: a batch of acks is one turn)
-
-    async def _resend_loop(self) -> None:
-        while True:
-            await asyncio.sleep(0.2)
-            if not self.registered.is_set():
-                continue
-            now = time.monotonic()
-            for uuid, (when, backoff) in list(self._resend_at.items()):
-                if when > now:
-                    continue
-                raw = self.updates.get(uuid)
-                if raw is None:
-                    self._resend_at.pop(uuid, None)
-                    continue
-                self.bus.post(self.to_master, StatusUpdate.model_validate(raw))
-                nxt = min(backoff * 2, MAX_RESEND_BACKOFF)
-                self._resend_at[uuid] = (now + nxt, nxt)
+        self.updates.acknowledged(msg.uuid)
 
     # -- memory limits ---------------------------------------------------------------------------
     async def _memory_loop(self) -> None:
@@ -534,8 +506,7 @@ class Slave(ExecutorSide):
     # -- recovery after a restart -----------------------------------------------------------------
     async def _recover(self) -> None:
         """Pick up the tasks and owed updates a previous run of this slave left behind."""
-        for uuid, _raw in self.updates.items():
-            self._resend_at[uuid] = (0.0, self.config.resend_after)
+        self.updates.send_all_soon()
         recovered = 0
         for _key, raw in self.task_journal.items():
             with contextlib.suppress(Exception):
