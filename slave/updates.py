@@ -1,9 +1,10 @@
-"""A slave's status updates until the master has them: each is written to the work dir
+"""A slave's status updates until they are acknowledged: each is written to the work dir
 before it is sent, and sent again with backoff -- across reconnects and restarts -- until
 the master acknowledges it (Mesos's status update manager, agent side).
 
-The master acknowledges an update once it has it; the framework's own acknowledgement is
-the master's business, not the slave's.
+The master forwards each update to its framework and acknowledges it here once the
+framework has acknowledged it (or when the framework will never hear it: it heard the
+task end already), so an update is owed until its framework has it.
 """
 
 from __future__ import annotations
