@@ -14,6 +14,7 @@ Demand comes in one of three shapes:
 from __future__ import annotations
 
 import itertools
+import math
 import random
 from collections import deque
 from collections.abc import Callable
@@ -61,6 +62,10 @@ class WorkloadStats:
 class Workload:
     def __init__(self, spec: Framework, seed: int) -> None:
         self.spec = spec
+        # (read from the spec once: asked once per offer and per task ending)
+        self._start = spec.start
+        self._stop = spec.stop if spec.stop is not None else math.inf
+        self._max_running = spec.max_running
         self.rng = random.Random(f"{seed}/{spec.name}")
         # what waits to run, in order: tasks of one stage are one entry with a count (a
         # trace job of thousands of maps is one entry, not thousands)
@@ -91,7 +96,7 @@ class Workload:
 
     # -- time --------------------------------------------------------------------------------
     def active(self, t: float) -> bool:
-        return self.spec.start <= t and (self.spec.stop is None or t < self.spec.stop)
+        return self._start <= t < self._stop
 
     def next_arrival(self) -> float | None:
         """When the next trace job comes (so a simulator can wake up for it)."""
@@ -114,11 +119,12 @@ class Workload:
                 self._submit_trace_job(job)
 
     def wants(self, t: float) -> bool:
-        if not self.active(t):
+        if not self._start <= t < self._stop:  # (active(t), inlined)
             return False
         if not self._started or (self._trace and self._trace[0].submit <= t):
             self.advance(t)  # (only when something is due: this is asked once per offer)
-        if self.spec.max_running is not None and self.running >= self.spec.max_running:
+        most = self._max_running
+        if most is not None and self.running >= most:
             return False
         return bool(self.queue) or self._endless_since is not None
 
