@@ -479,12 +479,8 @@ class Allocator:
     def _wants(fw: FrameworkBook, slave_id: str, offerable: Millis, now: float) -> bool:
         """Whether `fw` is to be offered `offerable` of this slave: something it can use
         (its offer filters), and not what it declined here (its decline filter)."""
-        if fw.min_allocatable:
-            for m in fw.min_allocatable:
-                if holds(offerable, m):
-                    break
-            else:
-                return False  # nothing it can use here
+        if fw.min_allocatable and not _fits_one(offerable, fw.min_allocatable):
+            return False  # nothing it can use here
         f = fw.filters.get(slave_id)
         if f is not None:
             if f.expires > now and _within(offerable, f.resources.millis):
