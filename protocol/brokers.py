@@ -24,7 +24,7 @@ import signal
 import socket
 import ssl
 import tempfile
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -183,6 +183,24 @@ class _IteratedOverACopy(dict[str, Any]):
         return list(super().items())
 
 
+def _quiet_on_reset(serve: Callable[..., Awaitable[None]]) -> Callable[..., Awaitable[None]]:
+    """amqtt's handler for one client connection, for whom a client that resets its
+    connection is ordinary: a killed party, a client refused at CONNECT over TLS.
+
+    amqtt 0.12.1 lets the `ConnectionResetError` of closing such a connection escape its
+    handler, and asyncio logs it as an unhandled error with a traceback, once per client
+    (a burst in every demo where a party is killed). The session is over either way.
+    """
+
+    async def serve_quietly(*args: Any, **kwargs: Any) -> None:
+        try:
+            await serve(*args, **kwargs)
+        except ConnectionError as e:
+            log.debug("broker.client_reset", kind="embedded", error=str(e))
+
+    return serve_quietly
+
+
 class EmbeddedBroker(_Secured):
     """amqtt in this process, on 127.0.0.1."""
 
@@ -214,6 +232,7 @@ class EmbeddedBroker(_Secured):
         config = {"listeners": {"default": listener}, "plugins": plugins}
         self._broker = Broker(config)
         self._broker._subscriptions = _IteratedOverACopy()  # (amqtt 0.12.1's bug: see there)
+        self._broker.stream_connected = _quiet_on_reset(self._broker.stream_connected)
         await self._broker.start()
         log.info("broker.started", kind="embedded", url=str(self.url))
 
