@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -76,3 +78,23 @@ async def broker(request: pytest.FixtureRequest) -> AsyncIterator[EmbeddedBroker
         await b.stop()
         if isinstance(b, MosquittoBroker):
             b.cleanup()
+
+
+@pytest.fixture(autouse=True)
+async def _no_error_left_in_the_loop() -> AsyncIterator[None]:
+    """A test fails if something raised where nobody was waiting for it: a callback or a
+    task whose exception only the loop saw (as asyncio logs "Exception in callback" and
+    "Task exception was never retrieved"). Those are bugs a passing test would hide."""
+    loop = asyncio.get_running_loop()
+    errors: list[dict[str, Any]] = []
+
+    def keep(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        errors.append(context)
+        loop.default_exception_handler(context)
+
+    loop.set_exception_handler(keep)
+    yield
+    loop.set_exception_handler(None)
+    assert not errors, "errors only the event loop saw: " + "; ".join(
+        f"{c.get('message')}: {c.get('exception')!r}" for c in errors
+    )
