@@ -111,8 +111,6 @@ class FrameworkCalls(MasterCore):
             self.books.inboxes[(fw.principal, fw.inbox)] = fw.framework_id
             self.allocator.activate(fw.framework_id)
             self._set_offer_filters(fw.framework_id, msg)
-            for pending in fw.pending.values():  # owed updates go out again at once
-                pending.next_attempt = now
             resubscribed = True
         else:
             fw = Framework(
@@ -142,6 +140,12 @@ class FrameworkCalls(MasterCore):
                 epoch=self.epoch,
             ),
         )
+        # What it is owed goes now, in the order it was made, right behind the answer: a
+        # task's update made after this (its end) must not overtake an older one (its
+        # RUNNING), as it would if these waited for the retry timer.
+        for pending in fw.pending.values():
+            self._send_framework(fw, pending.update)
+            pending.next_attempt = now + pending.backoff
         self.log.info(
             "framework.subscribed",
             framework_id=fw.framework_id,
