@@ -334,6 +334,14 @@ class MasterCore:
                 self._finish(fw, task, status)
         self._forward(fw, Update(status=status), slave_id)
 
+    def _resend(self, fw: Framework, pending: PendingUpdate, now: float) -> None:
+        """Send an owed update again; the next try waits twice as long (at most
+        MAX_RETRY_BACKOFF)."""
+        self._send_framework(fw, pending.update)
+        self.update_resends += 1
+        pending.backoff = min(pending.backoff * 2, MAX_RETRY_BACKOFF)
+        pending.next_attempt = now + pending.backoff
+
     def _forward(self, fw: Framework, update: Update, slave_id: str, relayed: bool = False) -> None:
         if update.status.uuid:
             fw.pending[update.status.uuid] = PendingUpdate(

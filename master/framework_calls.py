@@ -144,8 +144,7 @@ class FrameworkCalls(MasterCore):
         # task's update made after this (its end) must not overtake an older one (its
         # RUNNING), as it would if these waited for the retry timer.
         for pending in fw.pending.values():
-            self._send_framework(fw, pending.update)
-            pending.next_attempt = now + pending.backoff
+            self._resend(fw, pending, now)
         self.log.info(
             "framework.subscribed",
             framework_id=fw.framework_id,

@@ -17,7 +17,7 @@ from typing import Any
 
 from master.authz import Caller
 from master.books import OfferRecord, snapshot
-from master.core import MAX_RETRY_BACKOFF, MasterConfig
+from master.core import MasterConfig
 from master.files import FileRequests
 from master.framework_calls import FrameworkCalls
 from master.http_api import HttpApi
@@ -324,10 +324,7 @@ class Master(FrameworkCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests,
                 continue
             for pending in fw.pending.values():
                 if pending.next_attempt <= now:
-                    self._send_framework(fw, pending.update)
-                    self.update_resends += 1
-                    pending.backoff = min(pending.backoff * 2, MAX_RETRY_BACKOFF)
-                    pending.next_attempt = now + pending.backoff
+                    self._resend(fw, pending, now)
 
     def state(self, include_tasks: bool = True) -> Any:
         a = self.allocator
