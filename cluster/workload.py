@@ -119,7 +119,7 @@ class Workload:
                 self._submit_trace_job(job)
 
     def wants(self, t: float) -> bool:
-        if not self._start <= t < self._stop:  # (active(t), inlined)
+        if not self.active(t):
             return False
         if not self._started or (self._trace and self._trace[0].submit <= t):
             self.advance(t)  # (only when something is due: this is asked once per offer)
