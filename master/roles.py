@@ -17,6 +17,10 @@ with a sub-pool of 20% is promised 6% of the cluster. Three tree policies order 
   place is the lowest share / promise of *any* node in its subtree, itself included, so
   a node below its promise is served first wherever it sits -- pools and leaves alike.
 
+Ties between siblings are broken as in Mesos's DRF sorter: fewest allocations to the
+node's subtree first, then by name (a role's own frameworks compete as the child "."); a
+`fifo` pool keeps arrival order.
+
 No I/O; the allocator drives it and asks `first(wanted)` for the role to serve.
 """
 
@@ -31,7 +35,9 @@ from protocol.resources import MEM, Resources, dominant_share
 
 TREE_POLICIES = ("hdrf", "naive-hdrf", "flat")
 ORDERINGS = ("drf", "fair", "fifo")
-_Entry = tuple[float, int, int, str]  # (key, registration order, version, child name)
+# (key, tie-break, child name, version): the tie-break is the allocation count (a `fifo`
+# pool's children: their arrival order)
+_Entry = tuple[float, int, str, int]
 
 
 def check_role(role: str) -> str:
@@ -69,6 +75,8 @@ class Node:
     own_promise: float = 1.0  # ... and its own frameworks (the child "." of weight 1)
     ordering: str = "drf"  # how its children's shares are measured: drf, fair, fifo
     name: str = ""  # the last segment of its path (its key among its parent's children)
+    count: int = 0  # allocations to its subtree (Mesos's tie-break among equal keys)
+    own_count: int = 0  # ... to its own frameworks (the child "."'s tie-break)
 
     def __post_init__(self) -> None:
         self.name = self.path.rsplit("/", 1)[-1]
@@ -83,6 +91,12 @@ def _apply(into: Millis, delta: Mapping[str, int], sign: int, what: str) -> None
             into[k] = left
         else:
             into.pop(k, None)
+
+
+def _tie(child: Node, parent: Node) -> int:
+    """A child's tie-break among its siblings: arrival in a `fifo` pool, else how often
+    its subtree was allocated to."""
+    return child.order if parent.ordering == "fifo" else child.count
 
 
 def _ratio(share: float, promise: float) -> float:
@@ -181,11 +195,15 @@ class RoleTree:
         own books and its children's keys, which are new by the time it is reached."""
         leaf = self.nodes[role]
         _apply(leaf.own, delta, sign, role)
+        if sign > 0:  # one more allocation, on every node of the path
+            leaf.own_count += 1
         rekey = self._keys_current()  # (else everything is rekeyed before the next walk)
         node = leaf
         parent = node.parent
         while parent is not None:  # (the root's books are never read)
             _apply(node.allocation, delta, sign, node.path)
+            if sign > 0:
+                node.count += 1
             if rekey:
                 self._rekey(node, parent)
             node, parent = parent, parent.parent
@@ -284,7 +302,7 @@ class RoleTree:
         """The wanting child on top of the node's heap (stale entries dropped on the way)."""
         heap = node.heap
         while heap:
-            _, _, version, name = heap[0]
+            _, _, name, version = heap[0]
             child = node.children.get(name)
             if child is not None and child.version == version and child.wanting:
                 return child
@@ -296,17 +314,17 @@ class RoleTree:
         frameworks want offers, placed by its own key among them (the child ".")."""
         heap = node.heap
         passed: list[_Entry] = []
-        own: tuple[float, int] | None = None
-        if node.self_wanting:
-            own = (self._leaf_key(node), -1)  # ties: its own frameworks first
+        own: tuple[float, int, str] | None = None
+        if node.self_wanting:  # its own frameworks: the child "."
+            own = (self._leaf_key(node), node.own_count, ".")
         try:
             while heap:
                 entry = heap[0]
-                child = node.children.get(entry[3])
-                if child is None or child.version != entry[2] or not child.wanting:
+                child = node.children.get(entry[2])
+                if child is None or child.version != entry[3] or not child.wanting:
                     heapq.heappop(heap)
                     continue
-                if own is not None and own <= (entry[0], entry[1]):
+                if own is not None and own <= entry[:3]:
                     own = None
                     yield node
                 passed.append(heapq.heappop(heap))
@@ -393,7 +411,7 @@ class RoleTree:
         node.key = self._key(node)
         node.version += 1
         if node.wanting:
-            heapq.heappush(parent.heap, (node.key, node.order, node.version, node.name))
+            heapq.heappush(parent.heap, (node.key, _tie(node, parent), node.name, node.version))
 
     def _rekey_path(self, node: Node) -> None:
         if not self._keys_current():
@@ -424,7 +442,7 @@ class RoleTree:
         for child in node.children.values():
             child.version += 1
             if child.wanting:
-                node.heap.append((child.key, child.order, child.version, child.name))
+                node.heap.append((child.key, _tie(child, node), child.name, child.version))
         heapq.heapify(node.heap)
         if node.parent is not None:
             node.key = self._key(node)

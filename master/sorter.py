@@ -16,7 +16,11 @@ The share is what a `Policy` makes of a client's allocation:
 - `cpu`:   CPU-only fair sharing, alloc_cpus / total_cpus, divided by the weight;
 - `fifo`:  no share at all: registration order alone (whoever came first is served first).
 
-Ties are broken by registration order.
+Ties are broken as Mesos's DRF sorter breaks them (`DRFSorter::Node::compareDRF`): by how
+many times a client has been allocated to, fewest first, then by name. Clients with equal
+shares therefore take turns: resources that come back unfiltered go to the one served
+less often, not always to the older one. The count only grows (giving back does not lower
+it) and starts anew when a client is added again. `fifo` keeps registration order.
 """
 
 from __future__ import annotations
@@ -125,9 +129,12 @@ class _Client:
     active: bool = True
     allocation: Millis = field(default_factory=dict)
     entry: _Entry | None = None  # where it stands in the order (None: it does not)
+    count: int = 0  # how many times it was allocated to (Mesos's tie-break)
 
 
-_Entry = tuple[float, int, str]  # (weighted share, registration order, name)
+# (weighted share, tie-break, name); the tie-break is the allocation count, or under
+# `fifo` the registration order
+_Entry = tuple[float, int, str]
 
 
 class Sorter:
@@ -144,6 +151,7 @@ class Sorter:
         self._seen_version = self._totals.version
         self._next_order = 0
         self._active = 0  # how many clients are active
+        self._fifo = self.policy.name == "fifo"  # ties by registration order, not count
 
     # -- clients ---------------------------------------------------------------------------
     def add(self, name: str, weight: float = 1.0, *, active: bool = True) -> None:
@@ -202,10 +210,15 @@ class Sorter:
 
     # -- books -----------------------------------------------------------------------------
     def allocated(self, name: str, resources: Resources) -> None:
-        """Record resources given to a client (offered or in use)."""
+        """Record resources given to a client (offered or in use): one more allocation."""
         client = self._clients[name]
+        client.count += 1
         add_millis(client.allocation, resources.millis)
         self._push(client)
+
+    def allocation_count(self, name: str) -> int:
+        """How many times the client was allocated to (the tie-break among equal shares)."""
+        return self._clients[name].count
 
     def unallocated(self, name: str, resources: Resources) -> None:
         """Record resources a client gave back."""
@@ -217,8 +230,9 @@ class Sorter:
                 alloc[k] = left
             elif left == 0:
                 alloc.pop(k, None)
-            else:  # more than it holds: undo what was taken, and refuse
-                self.allocated(name, _before(resources, k))
+            else:  # more than it holds: undo what was taken (no allocation), and refuse
+                add_millis(alloc, _before(resources, k).millis)
+                self._push(client)
                 raise ValueError(f"client {name!r} would hold negative {k}")
         self._push(client)
 
@@ -253,14 +267,15 @@ class Sorter:
         return None
 
     def ordered(self) -> list[_Entry]:
-        """The active clients as (weighted share, registration order, name), lowest first:
+        """The active clients as (weighted share, tie-break, name), lowest first:
         the sorter's own list, to read in place (change nothing in the sorter meanwhile)."""
         if self._pending or self._seen_version != self._totals.version:
             self._fresh()
         return self._order
 
     def sort(self) -> Iterator[str]:
-        """Every active client, lowest weighted share first (ties: registration order)."""
+        """Every active client, lowest weighted share first (ties: fewest allocations,
+        then name; under `fifo`, registration order)."""
         return iter([name for _, _, name in self.ordered()])
 
     def _push(self, client: _Client) -> None:
@@ -282,23 +297,23 @@ class Sorter:
             return
         if not self._pending:
             return
-        order, total, share = self._order, self._total, self._share
+        order, total, share, fifo = self._order, self._total, self._share, self._fifo
         for c in self._pending.values():
             self._unlist(c)
-            c.entry = (share(c.allocation, total) / c.weight, c.order, c.name)
+            c.entry = (share(c.allocation, total) / c.weight, c.order if fifo else c.count, c.name)
             insort(order, c.entry)
         self._pending.clear()
 
     def _rebuild(self) -> None:
         """Recompute every share (the total changed)."""
         self._seen_version = self._totals.version
-        total, share = self._total, self._share
+        total, share, fifo = self._total, self._share, self._fifo
         order = []
         for client in self._clients.values():
             client.entry = None
             if client.active:
                 weighted = share(client.allocation, total) / client.weight
-                client.entry = (weighted, client.order, client.name)
+                client.entry = (weighted, client.order if fifo else client.count, client.name)
                 order.append(client.entry)
         order.sort()
         self._order = order

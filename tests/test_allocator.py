@@ -68,14 +68,17 @@ def test_weights_two_to_one_give_dominant_shares_two_to_one() -> None:
     allocator.add_framework("B", role="b", weight=1)
     run_rounds(allocator, [a, b], rounds=400)
     share_a, share_b = allocator.dominant_share("A"), allocator.dominant_share("B")
-    assert share_a / share_b == pytest.approx(2.0, rel=0.02)
+    # (within 5%: the last tasks go where they still fit -- B's half cpu fits where A's
+    # whole one no longer does)
+    assert share_a / share_b == pytest.approx(2.0, rel=0.05)
     # A (cpu-heavy) and B (mem-heavy) would saturate the cpus at a = 2b, a + b/2 = 300
-    # cpus, 0.8, if resources were one pool; offered a slave at a time, each framework
-    # packs whole slaves and strands the other's resource (the blog's point that an offer
-    # is one node), so the result depends on the order slaves come up, never above 0.8
-    assert 0.66 <= share_a <= 0.8
-    # and the weighted shares, which the order compares, are equal
-    assert allocator.role_share("a") == pytest.approx(allocator.role_share("b"), abs=0.01)
+    # cpus, 0.8, if resources were one pool; offered a slave at a time, the result
+    # depends on the order slaves come up (the blog's point that an offer is one node),
+    # never above 0.8. Equal weighted shares take turns (Mesos's allocation-count
+    # tie-break), so both pack the same slaves and little is stranded.
+    assert 0.7 <= share_a <= 0.8
+    # and the weighted shares, which the order compares, are equal (to one last task)
+    assert allocator.role_share("a") == pytest.approx(allocator.role_share("b"), abs=0.02)
 
 
 def test_a_framework_that_needs_none_of_an_exhausted_resource_keeps_being_served() -> None:
