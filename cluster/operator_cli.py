@@ -7,13 +7,16 @@ import asyncio
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import click
 
 from protocol.bus import BusRefused
 from protocol.cli import broker_option, broker_url, cluster_option, log_level_default
 from protocol.messages import ClusterEvent, SetQuota, Teardown, Wire
-from protocol.resources import ResourceError, Resources
+from protocol.resources import Limit, ResourceError, Resources
+
+R = TypeVar("R", bound=Resources)
 
 
 @click.group()
@@ -21,11 +24,12 @@ def quota() -> None:
     """Set or clear a role's quota on a running master (an operator principal's call)."""
 
 
-def _resources(text: str | None, what: str) -> Resources | None:
+def _resources(text: str | None, what: str, kind: type[R]) -> R | None:
+    """`kind` Limit keeps zeros: `--limit cpus:0` allows no cpus, it does not drop them."""
     if text is None:
         return None
     try:
-        return Resources.parse(text.replace(",", ";"))
+        return kind.parse(text.replace(",", ";"))
     except ResourceError as e:
         raise click.BadParameter(str(e), param_hint=what) from None
 
@@ -73,7 +77,11 @@ def teardown(broker: str, cluster: str, framework_id: str, timeout: float) -> No
 @cluster_option
 @click.argument("role")
 @click.option("--guarantee", default=None, help="e.g. cpus:4,mem:8192")
-@click.option("--limit", default=None, help="e.g. cpus:10 (resources not named: no limit)")
+@click.option(
+    "--limit",
+    default=None,
+    help="e.g. cpus:10 (resources not named: no limit; cpus:0 freezes the role's cpus)",
+)
 @click.option("--timeout", type=float, default=10.0, show_default=True)
 @log_level_default("warning")
 def quota_set(
@@ -84,8 +92,8 @@ def quota_set(
         raise click.UsageError("give --guarantee, --limit or both (quota remove clears it)")
     message = SetQuota(
         role=role,
-        guarantee=_resources(guarantee, "--guarantee") or Resources(),
-        limit=_resources(limit, "--limit"),
+        guarantee=_resources(guarantee, "--guarantee", Resources) or Resources(),
+        limit=_resources(limit, "--limit", Limit),
     )
     _call(broker, cluster, message, _quota_set(role), timeout)
     click.echo(f"quota of {role} set")

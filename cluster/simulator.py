@@ -86,7 +86,9 @@ class Simulation:
         self.ceei = ideal_phases(spec, "ceei") if policy == "ceei" else []
         self._ceei_phase = -1
         engine = {"slots": "drf", "ceei": "wdrf"}.get(policy, policy)
-        self.allocator = Allocator(engine, seed=spec.run.seed)
+        self.allocator = Allocator(
+            engine, seed=spec.run.seed, quota_headroom=spec.master.quota_headroom
+        )
         for role, weight in spec.master.weights.items():
             self.allocator.set_role_weight(role, weight)
         for role, quota in spec.master.quota.items():

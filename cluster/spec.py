@@ -80,6 +80,9 @@ class Master(Strict):
     weights: dict[str, float] = Field(default_factory=dict)
     # quota of roles and pools: {eng: {guarantee: {cpus: 4}, limit: {cpus: 10}}}
     quota: dict[str, QuotaSpec] = Field(default_factory=dict)
+    # whose unmet guarantees are kept free: every quota role's (Mesos) or only those of
+    # roles that want offers (the master's --quota-headroom)
+    quota_headroom: Literal["all", "demand"] = "all"
     preemption: PreemptionSpec | None = None
 
     @model_validator(mode="after")

@@ -115,8 +115,24 @@ class AllocatorError(ValueError):
     """A call that does not fit the books (unknown framework or slave, double release)."""
 
 
+HEADROOM = ("all", "demand")
+"""Whose unmet guarantees are held back from everybody else's offers: every quota role's,
+framework or not (`all`, Mesos's), or only those of roles whose frameworks want offers now
+(`demand`: work-conserving, and preemption reclaims a guarantee when its role comes)."""
+
+
 class Allocator:
-    def __init__(self, policy: str = "drf", *, seed: int | None = None, shuffle: bool = True):
+    def __init__(
+        self,
+        policy: str = "drf",
+        *,
+        seed: int | None = None,
+        shuffle: bool = True,
+        quota_headroom: str = "all",
+    ):
+        if quota_headroom not in HEADROOM:
+            raise AllocatorError(f"quota headroom {quota_headroom!r}: one of {', '.join(HEADROOM)}")
+        self.quota_headroom = quota_headroom
         self.policy = policy
         self._total = Total()
         # roles in a tree (hdrf, naive-hdrf, flat), or side by side (drf, asset, cpu, fifo)
@@ -433,15 +449,21 @@ class Allocator:
 
             self._roles.first(first_in_role)
             return (found[0], free) if found else None
-        offer: dict[str, Millis] = {}
+        offer: dict[str, Millis] = {}  # what each role would be offered (made once a role)
+        short = self._short_of_guarantee()
+        stage = [bool(short)]  # in the quota stage (roles below their guarantee)
 
         def wants(framework_id: str) -> bool:
             fw = frameworks[framework_id]
-            offerable = free
-            if quotas:
-                offerable = offer.setdefault(fw.role, self._offerable(fw.role, free))
-                if not _allocatable(offerable):
-                    return False
+            offerable = offer.get(fw.role)
+            if offerable is None:
+                offerable = offer[fw.role] = (
+                    self._up_to_guarantee(fw.role, short, free)
+                    if stage[0]
+                    else self._offerable(fw.role, free)
+                )
+            if not _allocatable(offerable):
+                return False
             return self._wants(fw, slave_id, offerable, now)
 
         picked: list[str] = []
@@ -452,20 +474,17 @@ class Allocator:
                 picked.append(framework_id)
             return framework_id is not None
 
-        if quotas:  # roles below their guarantee first (Mesos's quota stage), offered up
-            # to what their guarantee still lacks
-            short = self._short_of_guarantee()
-            if short:
-                self._roles.first(lambda role: self._under(role, short) and role_wants(role))
-                if picked:
-                    role = frameworks[picked[0]].role
-                    return picked[0], self._up_to_guarantee(role, short, offer[role])
-        if not picked:
-            self._roles.first(role_wants)
+        if short:  # roles below their guarantee first (Mesos's quota stage), offered up
+            # to what their guarantee still lacks whatever is held back for others
+            self._roles.first(lambda role: self._under(role, short) and role_wants(role))
+            if picked:
+                return picked[0], offer[frameworks[picked[0]].role]
+            stage[0] = False
+            offer.clear()
+        self._roles.first(role_wants)
         if not picked:
             return None
-        framework_id = picked[0]
-        return framework_id, offer.get(frameworks[framework_id].role, free)
+        return picked[0], offer[frameworks[picked[0]].role]
 
     def _first_wanting(self, role: str, slave_id: str, free: Millis, now: float) -> str | None:
         """The first framework of `role`, in its order, to be offered all of `free`."""
@@ -604,36 +623,74 @@ class Allocator:
                     lack[name] = min(lack[name], max(0, amount - held.get(name, 0)))
         return {k: v for k, v in lack.items() if v > 0}
 
-    def _up_to_guarantee(self, role: str, short: set[str], offerable: Millis) -> Millis:
-        """An offer in the quota stage: no more than the role's unmet guarantee (the
-        smallest gap among the short nodes on its path) of the resources guaranteed;
-        the other resources of the slave come along, as a task needs them too."""
-        out = dict(offerable)
+    def _up_to_guarantee(self, role: str, short: set[str], free: Millis) -> Millis:
+        """An offer in the quota stage. Of the resources the role still lacks, up to its
+        unmet guarantee (the smallest gap among the short nodes on its path), under its
+        limits only: a guarantee is given unconditionally, as in Mesos, even when the
+        cluster is overcommitted by guarantees, so others' headroom does not cut it. The
+        other resources of the slave come along, as a task needs them too, under its
+        limits and leaving others' headroom alone."""
+        offerable = self._offerable(role, free)
+        lacks: Millis = {}
         for node in ancestors_or_self(role, self.is_tree()):
             if node in short:
                 for name, lack in self._lack(node).items():
-                    if name in out:
-                        out[name] = min(out[name], lack)
-        return out if _allocatable(out) else offerable
+                    lacks[name] = min(lacks.get(name, lack), lack)
+        if not lacks:
+            return offerable
+        limited = self._offerable(role, free, headroom=False)
+        out = dict(offerable)
+        for name, lack in lacks.items():
+            if name in limited:
+                out[name] = min(limited[name], lack)
+        out = {k: v for k, v in out.items() if v > 0}
+        if _allocatable(out):
+            return out
+        # too little of it for an offer: what the role may have of the slave, if more
+        for name, amount in out.items():
+            offerable[name] = max(amount, offerable.get(name, 0))
+        return offerable
 
     def _under(self, role: str, short: set[str]) -> bool:
         return any(node in short for node in ancestors_or_self(role, self.is_tree()))
 
-    def _offerable(self, role: str, free: Millis) -> Millis:
+    def _offerable(self, role: str, free: Millis, *, headroom: bool = True) -> Millis:
         """What of `free` may go to a framework of `role`: under every limit on its path,
-        and leaving alone what other roles' unmet guarantees still need."""
+        and (with `headroom`) leaving alone what other roles' unmet guarantees need."""
         mine = set(ancestors_or_self(role, self.is_tree()))
         limits = [
             (q.limit, self.held_by_role(node))
             for node in mine
             if (q := self.quotas.get(node)) is not None and q.limit is not None
         ]
-        headroom: Millis = {}
-        for node in self.quotas:
-            if node not in mine and self._has_demand(node):
-                add_millis(headroom, self._lack(node))
+        if not headroom:
+            return cap_offer(free, limits, {}, {})
         unreserved = {k: v - self._allocated.get(k, 0) for k, v in self._total.millis.items()}
-        return cap_offer(free, limits, headroom, unreserved)
+        return cap_offer(free, limits, self._headroom(mine), unreserved)
+
+    def _holds_headroom(self, node: str) -> bool:
+        """Whether `node`'s unmet guarantee is held back from others: always (`all`, as
+        Mesos), or while its frameworks want offers (`demand`)."""
+        quota = self.quotas.get(node)
+        if quota is None or not quota.guarantee:
+            return False
+        return self.quota_headroom == "all" or self._has_demand(node)
+
+    def _headroom(self, mine: set[str]) -> Millis:
+        """The unmet guarantees of the role nodes outside `mine` (a role's own path): what
+        offers to `mine` must leave unallocated. On a tree, a guarantee inside another
+        held one is part of it, and counts once, at the top (as Mesos counts top-level
+        roles' guarantees)."""
+        need: Millis = {}
+        tree = self.is_tree()
+        for node in self.quotas:
+            if node in mine or not self._holds_headroom(node):
+                continue
+            above = ancestors_or_self(node, tree)[:-1]
+            if any(a not in mine and self._holds_headroom(a) for a in above):
+                continue  # counted in its ancestor's
+            add_millis(need, self._lack(node))
+        return need
 
     def recover(
         self,

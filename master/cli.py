@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from master.allocator import HEADROOM
 from master.http_config import HttpConfig
 from master.leadership import LeadershipError
 from master.preemption import VICTIM_ORDERS
@@ -153,6 +154,16 @@ def http_config(
     help="Preempt for a role below its quota guarantee this many seconds (off by default).",
 )
 @click.option(
+    "--quota-headroom",
+    type=click.Choice(HEADROOM),
+    default="all",
+    show_default=True,
+    help="Whose unmet quota guarantees are kept free: every quota role's, as Mesos (all: "
+    "idle resources, no wait when its framework comes), or only those of roles whose "
+    "frameworks want offers (demand: work-conserving; a role that comes later waits for "
+    "tasks to end, or for --guarantee-timeout's preemption).",
+)
+@click.option(
     "--http",
     "http_address",
     default="127.0.0.1:5050",
@@ -223,6 +234,7 @@ def master(
     preemption_notice: float,
     preemption_victims: str,
     guarantee_timeout: float | None,
+    quota_headroom: str,
     http_address: str,
     http_credentials: Path | None,
     http_open_metrics: bool,
@@ -261,6 +273,7 @@ def master(
         preemption_notice=preemption_notice,
         preemption_victims=preemption_victims,
         guarantee_timeout=guarantee_timeout,
+        quota_headroom=quota_headroom,
         slave_reregister_timeout=slave_reregister_timeout,
         http=http_config(
             http_address,

@@ -71,6 +71,7 @@ class MasterConfig:
     preemption_notice: float = 2.0  # from the warning to the kill
     preemption_victims: str = "youngest"  # or "oldest" (to compare the work thrown away)
     guarantee_timeout: float | None = None  # a role below its quota guarantee this long
+    quota_headroom: str = "all"  # whose unmet guarantees are kept free (master.allocator)
     http: HttpConfig | None = None  # the API, metrics and web UI (master.http_api)
     # after a failover, slaves of the registry have this long to re-register; then their
     # tasks are reported lost
@@ -101,7 +102,9 @@ class MasterCore:
             bus.epoch = self.epoch
         self._writes: set[asyncio.Task[None]] = set()  # registry writes nobody waits for
         self.books = Books()
-        self.allocator = Allocator(self.config.policy, seed=self.config.seed)
+        self.allocator = Allocator(
+            self.config.policy, seed=self.config.seed, quota_headroom=self.config.quota_headroom
+        )
         for role, weight in self.config.role_weights.items():
             self.allocator.set_role_weight(role, weight)
         self.roles = RolesFile()

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from protocol import logs
 from protocol.journal import Journal
-from protocol.resources import Resources
+from protocol.resources import Limit, Resources
 
 log = logs.get("registry")
 
@@ -92,7 +92,7 @@ class FrameworkRecord(_Record):
 
 class QuotaRecord(_Record):
     guarantee: Resources = Field(default_factory=Resources)
-    limit: Resources | None = None
+    limit: Limit | None = None
 
 
 KINDS: dict[str, type[_Record]] = {
@@ -157,7 +157,7 @@ class Registry:
     async def remove_framework(self, framework_id: str) -> None:
         await self._drop("framework", framework_id)
 
-    async def set_quota(self, role: str, guarantee: Resources, limit: Resources | None) -> None:
+    async def set_quota(self, role: str, guarantee: Resources, limit: Limit | None) -> None:
         await self._put("quota", role, QuotaRecord(guarantee=guarantee, limit=limit))
 
     async def close(self) -> None:

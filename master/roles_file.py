@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from master.quota import Quota, QuotaError
 from master.roles import check_role
 from protocol.codec import describe_validation
-from protocol.resources import Resources
+from protocol.resources import Limit, Resources
 
 
 class RolesError(ValueError):
@@ -38,7 +38,7 @@ class _Strict(BaseModel):
 
 class QuotaSpec(_Strict):
     guarantee: Resources = Field(default_factory=Resources)
-    limit: Resources | None = None
+    limit: Limit | None = None  # zeros kept: `cpus: 0` freezes the role's cpus
 
     @model_validator(mode="after")
     def _guarantee_within_limit(self) -> QuotaSpec:

@@ -15,7 +15,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from protocol.resources import Resources
+from protocol.resources import Limit, Resources
 
 Id = Annotated[str, Field(min_length=1, max_length=200)]
 
@@ -241,7 +241,7 @@ class SetQuota(Wire):
 
     role: str = Field(min_length=1, max_length=200)
     guarantee: Resources = Field(default_factory=Resources)
-    limit: Resources | None = None
+    limit: Limit | None = None  # zeros kept: `cpus: 0` allows no cpus at all
 
 
 # --- master -> framework (events) ----------------------------------------------------------
@@ -545,7 +545,7 @@ class RoleView(Wire):
     share: float  # dominant share of everything its subtree holds
     promise: float | None = None  # under a tree policy: the fraction of the cluster promised
     guarantee: Resources | None = None
-    limit: Resources | None = None
+    limit: Limit | None = None
     unsatisfiable: str = ""  # why its guarantee cannot be met, if it cannot
     fair_share: float | None = None  # with preemption on: its subtree's share of the ideal
 

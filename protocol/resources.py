@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, Self
 
 from pydantic import GetCoreSchemaHandler
 from pydantic_core import PydanticCustomError, core_schema
@@ -81,7 +81,7 @@ class Resources(Mapping[str, float]):
         return r
 
     @classmethod
-    def parse(cls, text: str) -> Resources:
+    def parse(cls, text: str) -> Self:
         """Parse the command-line form `cpus:2;mem:2200` (also accepts `,` as separator)."""
         amounts: dict[str, float] = {}
         for part in text.replace(",", ";").split(";"):
@@ -187,8 +187,10 @@ class Resources(Mapping[str, float]):
         cls, source: type[Any], handler: GetCoreSchemaHandler
     ) -> core_schema.CoreSchema:
         def validate(value: Any) -> Resources:
-            if isinstance(value, Resources):
+            if isinstance(value, cls):
                 return value
+            if isinstance(value, Resources):  # a plain vector given where a Limit is due
+                return cls.from_millis(value.millis)
             if not isinstance(value, dict):
                 raise PydanticCustomError(
                     "resources",
@@ -196,7 +198,7 @@ class Resources(Mapping[str, float]):
                     {"kind": type(value).__name__},
                 )
             try:
-                return Resources(value)
+                return cls(value)
             except ResourceError as e:
                 raise PydanticCustomError("resources", str(e)) from None
 
@@ -209,6 +211,32 @@ class Resources(Mapping[str, float]):
                 core_schema.str_schema(), core_schema.float_schema(ge=0)
             ),
         )
+
+
+class Limit(Resources):
+    """A quota limit: a vector that keeps its zeros. `cpus:0` (no cpus at all) is not `{}`
+    (nothing limited), and a limit must not lose the difference on its way from the
+    operator to the allocator; a resource not named is unlimited."""
+
+    __slots__ = ()
+
+    def __init__(self, amounts: Mapping[str, float] | None = None, /, **kw: float) -> None:
+        m: dict[str, int] = {}
+        for source in (amounts or {}, kw):
+            for name, amount in source.items():
+                m[name] = m.get(name, 0) + to_millis(name, amount)
+        self.millis = m
+        self._hash = None
+
+    @classmethod
+    def from_millis(cls, millis: Mapping[str, int]) -> Limit:
+        r = cls.__new__(cls)
+        r.millis = dict(millis)
+        r._hash = None
+        return r
+
+    def __repr__(self) -> str:
+        return f"Limit({self})"
 
 
 def add_millis(into: dict[str, int], delta: Mapping[str, int]) -> None:

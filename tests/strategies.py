@@ -16,11 +16,12 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from protocol.messages import ALL_MESSAGES, CommandInfo, TaskInfo, Wire
-from protocol.resources import Resources
+from protocol.resources import Limit, Resources
 
 NAMES = st.sampled_from(["cpus", "mem", "disk", "gpus", "ports_x", "bandwidth"])
 AMOUNTS = st.integers(min_value=0, max_value=10**9).map(lambda m: m / 1000)
 RESOURCES = st.dictionaries(NAMES, AMOUNTS, max_size=4).map(Resources)
+LIMITS = st.dictionaries(NAMES, AMOUNTS, max_size=4).map(Limit)  # zeros kept
 
 
 def _text(metadata: list[Any]) -> st.SearchStrategy[str]:
@@ -80,6 +81,8 @@ def for_annotation(annotation: Any, metadata: list[Any]) -> st.SearchStrategy[An
         return _number(metadata, integer=False)
     if annotation is Resources:
         return RESOURCES
+    if annotation is Limit:
+        return LIMITS
     if isinstance(annotation, type) and issubclass(annotation, Enum):
         return st.sampled_from(list(annotation))
     if isinstance(annotation, type) and issubclass(annotation, Wire):

@@ -111,10 +111,8 @@ def test_frameworks_at_their_fair_shares_see_no_preemption_in_five_minutes(
     assert sum(s.running_tasks for s in results.samples if s.time == 299) > 0
 
 
-def test_a_role_below_its_guarantee_gets_it_back_after_the_guarantee_timeout() -> None:
-    """Quota's stricter case: prod is guaranteed 16 CPUs; batch took the cluster first.
-    Fair-share preemption is off (no timeout); the guarantee alone brings prod to 16."""
-    spec = Spec.model_validate(
+def guarantee_spec(headroom: str) -> Spec:
+    return Spec.model_validate(
         {
             "name": "guarantee",
             "cluster": {"slaves": [{"count": 4, "resources": {"cpus": 16, "mem": 65536}}]},
@@ -123,6 +121,7 @@ def test_a_role_below_its_guarantee_gets_it_back_after_the_guarantee_timeout() -
                 "allocation_interval": 1,
                 "refuse_seconds": 1,
                 "quota": {"prod": {"guarantee": {"cpus": 16}}},
+                "quota_headroom": headroom,
                 "preemption": {"guarantee_timeout": 10, "notice": 2},
             },
             "frameworks": [
@@ -134,9 +133,27 @@ def test_a_role_below_its_guarantee_gets_it_back_after_the_guarantee_timeout() -
             "run": {"duration": 200, "seed": 1, "sample_interval": 1},
         }
     )  # fmt: skip
-    results = simulate(spec)[0]
+
+
+def test_a_role_below_its_guarantee_gets_it_back_after_the_guarantee_timeout() -> None:
+    """Quota's stricter case with `demand` headroom: prod is guaranteed 16 CPUs; batch
+    took the cluster first, as nothing is held for a role that wants nothing. Fair-share
+    preemption is off (no timeout); the guarantee alone brings prod to 16."""
+    results = simulate(guarantee_spec("demand"))[0]
     prod = {s.time: s.allocated.get("cpus", 0.0) for s in results.samples if s.framework == "prod"}
     assert prod[110.0] == 0  # waiting out the guarantee timeout
     assert prod[114.0] >= 16  # 10 s + notice + a round: its guarantee, and no more taken
     assert prod[199.0] == prod[114.0]
     assert results.summary()["preemption"]["tasks_preempted"] == 16
+
+
+def test_a_guarantee_held_for_an_absent_role_is_there_when_it_comes() -> None:
+    """The same with Mesos's headroom (the default): prod's 16 CPUs stay idle until it
+    comes, then are its at once, and nobody is preempted."""
+    results = simulate(guarantee_spec("all"))[0]
+    samples = results.samples
+    batch = {s.time: s.allocated.get("cpus", 0.0) for s in samples if s.framework == "batch"}
+    prod = {s.time: s.allocated.get("cpus", 0.0) for s in samples if s.framework == "prod"}
+    assert batch[99.0] == 48  # 64 less prod's guarantee
+    assert prod[102.0] == 16
+    assert results.summary()["preemption"]["tasks_preempted"] == 0

@@ -1,5 +1,7 @@
-"""Quota on the real allocator: limits are never exceeded, guarantees are served first and
-held back from others, and a guarantee the cluster cannot meet is reported, not fatal."""
+"""Quota on the real allocator: limits are never exceeded (a zero limit freezes a role),
+guarantees are served first, unconditionally, and held back from others (every quota
+role's, as in Mesos; with `demand` headroom only those of roles that want offers), and a
+guarantee the cluster cannot meet is reported, not fatal."""
 
 from __future__ import annotations
 
@@ -8,13 +10,19 @@ import sys
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_hdrf_property import fill
 
+from cluster import operator_cli
 from master.allocator import Allocator
 from master.quota import Quota, QuotaError
-from protocol.resources import Resources
+from master.registry import QuotaRecord
+from master.roles_file import parse_roles
+from protocol.codec import decode, encode
+from protocol.messages import SetQuota, Wire
+from protocol.resources import Limit, Resources
 
 SLAVE = Resources(cpus=8, mem=8192)
 CPU_TASK = Resources(cpus=1, mem=256)
@@ -49,22 +57,85 @@ def test_a_limit_on_a_pool_caps_its_whole_subtree() -> None:
     assert running["z"] == 11
 
 
-def test_a_guarantee_is_held_back_from_a_role_that_came_first() -> None:
+def test_a_guarantee_is_held_for_a_role_with_no_framework_yet() -> None:
+    # Mesos's default (`--quota-headroom all`): every quota role's unmet guarantee is
+    # set aside, framework or not, so it is there the moment its framework arrives
     allocator, tasks = cluster("hdrf", 2, {"early": "batch", "late": "prod"})
+    allocator.set_role_weight("batch", 7)  # prod's fair share alone: 2 CPUs of 16
+    allocator.deactivate("late")  # not here yet
+    allocator.set_quota("prod", Quota(Resources(cpus=6)))
+    running = fill(allocator, tasks)
+    assert running["early"] == 10  # 6 CPUs stay idle for prod
+    allocator.activate("late")
+    running = fill(allocator, {"early": CPU_TASK, "late": CPU_TASK})
+    assert running["late"] == 6  # at once: nothing had to end first
+    assert running["early"] == 0
+
+
+def test_demand_headroom_is_work_conserving_and_holds_back_once_the_role_comes() -> None:
+    # `--quota-headroom demand`: nothing is held for a role without demand (no idle
+    # resources); once it comes, it is served first as tasks end, or by preemption
+    allocator = Allocator("hdrf", seed=1, quota_headroom="demand")
+    allocator.add_framework("early", "batch")
+    allocator.add_framework("late", "prod")
+    for i in range(2):
+        allocator.add_slave(f"s{i}", SLAVE)
     allocator.set_role_weight("batch", 7)  # prod's fair share alone: 2 CPUs of 16
     allocator.deactivate("late")  # not here yet: no demand, nothing held back
     allocator.set_quota("prod", Quota(Resources(cpus=6)))
-    running = fill(allocator, tasks)
+    running = fill(allocator, {"early": CPU_TASK, "late": CPU_TASK})
     assert running["early"] == 16  # work-conserving while prod wants nothing
     # prod arrives while batch holds everything; as batch's tasks end, prod is served
     # first and batch cannot take back what prod's guarantee still needs
     allocator.activate("late")
-    for slave in ("s0",):
-        held = allocator.held("early", slave)
-        allocator.recover("early", slave, held)  # batch's tasks on s0 end
+    held = allocator.held("early", "s0")
+    allocator.recover("early", "s0", held)  # batch's tasks on s0 end
     running = fill(allocator, {"early": CPU_TASK, "late": CPU_TASK})
     assert running["late"] == 6  # its guarantee, though its weight alone would give it 2
     assert allocator.unsatisfiable() == {}
+
+
+@pytest.mark.parametrize("headroom", ["all", "demand"])
+def test_a_guarantee_is_not_cut_by_other_roles_headroom(headroom: str) -> None:
+    # two quota roles; `picky`'s framework declines the slave, `q` is below its
+    # guarantee: q is offered up to its guarantee whatever is held back for picky
+    allocator = Allocator("drf", seed=1, quota_headroom=headroom)
+    allocator.add_slave("s0", Resources(cpus=3, mem=3072))
+    allocator.add_framework("picky", "p")
+    allocator.add_framework("f", "q")
+    allocator.set_quota("p", Quota(Resources(cpus=2, mem=2048)))
+    allocator.set_quota("q", Quota(Resources(cpus=2, mem=2048)))
+    got: dict[str, Resources] = {}
+    for now in range(5):
+        for a in allocator.allocate(float(now)):
+            if a.framework_id == "picky":
+                allocator.recover(a.framework_id, a.slave_id, a.resources,
+                                  refuse_seconds=1e9, now=float(now))  # fmt: skip
+            else:
+                got[a.framework_id] = got.get(a.framework_id, Resources()) + a.resources
+    assert got["f"] == Resources(cpus=2, mem=2048)
+
+
+@pytest.mark.parametrize("policy", ["drf", "hdrf", "naive-hdrf"])
+@pytest.mark.parametrize("how", ["cpus:0", "cpus:0;mem:0"])
+def test_a_zero_limit_freezes_a_role(policy: str, how: str) -> None:
+    allocator, tasks = cluster(policy, 2, {"frozen": "a", "other": "b"})
+    allocator.set_quota("a", Quota(Resources(), limit=Limit.parse(how)))
+    running = fill(allocator, tasks)
+    assert running["frozen"] == 0
+    assert allocator.held_by_role("a") == {}
+    assert running["other"] == 16
+
+
+def test_a_zero_limit_leaves_running_tasks_running_and_offers_nothing_back() -> None:
+    # as in Mesos: lowering a limit kills nothing; what ends is not offered back
+    allocator, tasks = cluster("drf", 1, {"f": "a"})
+    assert fill(allocator, tasks) == {"f": 8}
+    allocator.set_quota("a", Quota(Resources(), limit=Limit(cpus=0)))
+    assert allocator.held_by_role("a") == {"cpus": 8000, "mem": 8 * 256 * 1000}
+    allocator.recover("f", "s0", CPU_TASK)  # one task ends
+    assert allocator.allocate(100.0, full=True) == []
+    assert allocator.held("f", "s0") == Resources(cpus=7, mem=7 * 256)
 
 
 def test_a_guarantee_over_the_cluster_is_reported_and_stops_nothing() -> None:
@@ -161,3 +232,30 @@ def test_a_bad_roles_file_stops_the_master_before_it_starts(
     )  # fmt: skip
     assert check.returncode != 0
     assert named in check.stderr
+
+
+def test_a_zero_limit_stays_a_limit_from_every_door_to_the_allocator(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`cpus: 0` is kept apart from "cpus not named" by the CLI, the roles file, the
+    operator call on the wire and the registry alike."""
+    zero = Limit(cpus=0)
+    assert zero != Resources()
+    assert zero
+    assert str(zero) == "cpus:0"
+    assert Limit.parse("cpus:0,mem:2") == Limit(cpus=0, mem=2)
+    roles = parse_roles("roles:\n  a: {quota: {limit: {cpus: 0}}}\n")
+    quota = roles.roles["a"].quota
+    assert quota is not None
+    assert quota.quota().limit == zero
+    message = decode(encode(SetQuota(role="a", limit=zero))).message
+    assert isinstance(message, SetQuota)
+    assert message.limit == zero
+    record = QuotaRecord.model_validate(QuotaRecord(limit=zero).model_dump(mode="json"))
+    assert record.limit == zero
+    # the CLI's --limit keeps the zero (the call itself is caught before the broker)
+    sent: list[Wire] = []
+    monkeypatch.setattr(operator_cli, "_call", lambda _b, _c, message, _d, _t: sent.append(message))
+    result = CliRunner().invoke(operator_cli.quota_set, ["a", "--limit", "cpus:0"])
+    assert result.exit_code == 0, result.output
+    assert sent == [SetQuota(role="a", limit=zero)]
