@@ -1,11 +1,12 @@
 """Quota, as Mesos 1.9 has it: a role's guarantee and its limit.
 
 - A *limit* caps what a role's subtree may hold (offered or in use): offers to its
-  frameworks are cut down to fit under it, and a role at its limit of a resource a slave
-  has is offered nothing of that slave. A zero is a limit (`cpus: 0` freezes the role: it
-  is offered nothing with cpus); a resource not named is unlimited. Lowering a limit
-  below what a role holds kills nothing, as in Mesos: its running tasks run on, and what
-  they give back is not offered to it again until it is under its limit.
+  frameworks are cut down to fit under it (a role at its cpus limit may still be offered
+  a slave's memory, as in Mesos). A zero is a limit, and freezes the role: `cpus: 0` is
+  offered nothing at all (Mesos would offer it the memory); a resource not named is
+  unlimited. Lowering a limit below what a role holds kills nothing, as in Mesos: its
+  running tasks run on, and what they give back is not offered to it again until it is
+  under its limit.
 - A *guarantee* is what a role gets before anyone else gets more than their own
   guarantee: roles below their guarantee are served first, and resources they still need
   are held back (the headroom) from offers to everybody else, so that no offer makes a
@@ -72,16 +73,15 @@ def cap_offer(
 ) -> Millis:
     """What of a slave's `free` resources may be offered: under every applicable limit
     (limit, held), and leaving `headroom` of the cluster's `unreserved` resources alone.
-    Nothing at all where a limit leaves no room for a resource the slave has: an offer
-    without it (memory without cpus) could only be declined."""
+    Nothing at all where a limit of zero names a resource the slave has: an operator sets
+    `cpus: 0` to freeze a role, not to have it offered memory without cpus."""
     out = dict(free)
     for limit, held in limits:
         for name, amount in limit.millis.items():
             if name in out:
-                room = amount - held.get(name, 0)
-                if room <= 0 and out[name] > 0:
-                    return {}  # at its limit of a resource the slave has: nothing of it
-                out[name] = min(out[name], room)
+                if amount == 0 and out[name] > 0:
+                    return {}  # a zero limit freezes the role: nothing of this slave
+                out[name] = max(0, min(out[name], amount - held.get(name, 0)))
     for name, need in headroom.items():
         if name in out:
             out[name] = max(0, min(out[name], unreserved.get(name, 0) - need))

@@ -1,0 +1,1006 @@
+"""Apache Mesos's own allocation tests, replayed on ours.
+
+One test per Mesos test that applies, named after it: `test_sorter_X` for
+`DRFSorterTest.X` / `CommonSorterTest.X` (src/tests/sorter_tests.cpp), `test_allocator_X`
+for `HierarchicalAllocatorTest.X` (src/tests/hierarchical_allocator_tests.cpp), each
+driving our sorter, role tree or allocator as the Mesos test drives its own: the same
+agents, frameworks, weights, quotas and allocation cycles, and the same expected order or
+offers. Tests that need what drfmesos does not have are listed, with why, in
+tests/MESOS_CONFORMANCE.md (checked against this module below, and against the README's
+"Where drfmesos differs from Mesos"). Where we differ on purpose, the test keeps our
+expected result and says why.
+
+Flat-role tests run on `drf` (the flat sorter), `naive-hdrf` (Mesos's hierarchical DRF)
+and `hdrf`; nested-role tests on `naive-hdrf`, which is what Mesos does.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from master.allocator import Allocator
+from master.quota import Quota
+from master.roles import TREE_POLICIES, RoleTree
+from master.sorter import Sorter, Total
+from protocol.resources import Limit, Resources, dominant_share
+
+FLAT = ["drf", "naive-hdrf", "hdrf"]  # flat roles: every policy orders them alike
+NESTED = ["naive-hdrf"]  # Mesos's hierarchical DRF
+
+
+class MesosSorter:
+    """Mesos's `DRFSorter` verbs over our flat `Sorter` or our `RoleTree`. Clients are
+    added inactive and activated, as in Mesos; a removed client's allocation goes with
+    it (Mesos's allocator recovers it first)."""
+
+    def __init__(self, policy: str) -> None:
+        self.total = Total()
+        self.sorter: Sorter | RoleTree = (
+            RoleTree(policy, self.total) if policy in TREE_POLICIES else Sorter(policy, self.total)
+        )
+        self.agents: dict[str, Resources] = {}
+        self.held: dict[str, Resources] = {}
+
+    def add_slave(self, agent: str, quantities: str) -> None:
+        self.agents[agent] = Resources.parse(quantities)
+        self.total.add(self.agents[agent])
+
+    def remove_slave(self, agent: str) -> None:
+        self.total.remove(self.agents.pop(agent))
+
+    def add(self, client: str) -> None:
+        if isinstance(self.sorter, RoleTree):
+            self.sorter.add(client)
+        else:
+            self.sorter.add(client, active=False)
+        self.held[client] = Resources()
+
+    def remove(self, client: str) -> None:
+        held = self.held.pop(client)
+        if held:
+            self.sorter.unallocated(client, held)
+        self.sorter.remove(client)
+
+    def activate(self, client: str) -> None:
+        self.sorter.activate(client)
+
+    def deactivate(self, client: str) -> None:
+        self.sorter.deactivate(client)
+
+    def update_weight(self, client: str, weight: float) -> None:
+        if isinstance(self.sorter, RoleTree):
+            self.sorter.set_weight(client, weight)  # any node's, before it exists too
+        else:
+            self.sorter.update_weight(client, weight)
+
+    def allocated(self, client: str, resources: str) -> None:
+        r = Resources.parse(resources)
+        self.sorter.allocated(client, r)
+        self.held[client] = self.held[client] + r
+
+    def unallocated(self, client: str, resources: str) -> None:
+        r = Resources.parse(resources)
+        self.sorter.unallocated(client, r)
+        self.held[client] = self.held[client] - r
+
+    def update(self, client: str, old: str, new: str) -> None:
+        """Mesos's `update` (an allocation changed in place): given back and taken anew.
+        (Ours counts one allocation more; no test here has equal shares after it.)"""
+        self.unallocated(client, old)
+        self.allocated(client, new)
+
+    def allocation(self, client: str) -> Resources:
+        return self.sorter.allocation(client)
+
+    def sort(self) -> list[str]:
+        return list(self.sorter.sort())
+
+    def contains(self, client: str) -> bool:
+        return client in self.sorter
+
+    def count(self) -> int:
+        return len(self.held)
+
+
+AGENT = "agentId"
+
+
+# -- sorter_tests.cpp -----------------------------------------------------------------------
+
+
+def _drf_steps(sorter: MesosSorter, name: Callable[[str], str]) -> None:
+    """`DRFSorterTest.DRF`'s steps, with its client names mapped (Shallow/DeepHierarchy
+    run the same steps on nested names)."""
+    a, b, c, d, e, f = (name(x) for x in "abcdef")
+    sorter.add_slave(AGENT, "cpus:100;mem:100")
+    assert sorter.sort() == []
+    sorter.add(a)
+    sorter.activate(a)
+    sorter.allocated(a, "cpus:5;mem:5")
+    sorter.add(b)
+    sorter.activate(b)
+    sorter.allocated(b, "cpus:6;mem:6")
+    assert sorter.sort() == [a, b]  # shares: a = .05, b = .06
+    sorter.add(c)
+    sorter.activate(c)
+    sorter.allocated(c, "cpus:1;mem:1")
+    sorter.add(d)
+    sorter.activate(d)
+    sorter.allocated(d, "cpus:3;mem:1")
+    assert sorter.sort() == [c, d, a, b]  # a = .05, b = .06, c = .01, d = .03
+    sorter.remove(a)
+    sorter.unallocated(b, "cpus:4;mem:4")
+    assert sorter.sort() == [c, b, d]  # b = .02, c = .01, d = .03
+    sorter.add(e)
+    sorter.activate(e)
+    sorter.allocated(e, "cpus:1;mem:5")
+    sorter.remove_slave(AGENT)
+    sorter.add_slave(AGENT, "cpus:50;mem:100")
+    assert sorter.sort() == [c, b, e, d]  # b = .04, c = .02, d = .06, e = .05
+    sorter.remove_slave(AGENT)
+    sorter.add_slave(AGENT, "cpus:50;mem:200")
+    sorter.add(f)
+    sorter.activate(f)
+    sorter.allocated(f, "cpus:5;mem:1")
+    sorter.allocated(c, "cpus:0;mem:15")
+    assert sorter.sort() == [e, b, d, c, f]  # b = .04, c = .08, d = .06, e = .025, f = .1
+    assert sorter.contains(b)
+    assert not sorter.contains(a)
+    assert sorter.count() == 5
+    sorter.deactivate(d)
+    assert sorter.contains(d)
+    assert sorter.sort() == [e, b, c, f]
+    assert sorter.count() == 5
+    sorter.activate(d)
+    assert sorter.sort() == [e, b, d, c, f]
+
+
+@pytest.mark.parametrize("policy", FLAT)
+def test_sorter_DRF(policy: str) -> None:
+    _drf_steps(MesosSorter(policy), lambda x: x)
+
+
+@pytest.mark.parametrize("policy", FLAT)
+def test_sorter_WDRF(policy: str) -> None:
+    sorter = MesosSorter(policy)
+    sorter.add_slave(AGENT, "cpus:100;mem:100")
+    sorter.add("a")
+    sorter.activate("a")
+    sorter.allocated("a", "cpus:5;mem:5")
+    sorter.add("b")
+    sorter.activate("b")
+    sorter.update_weight("b", 2)
+    sorter.allocated("b", "cpus:6;mem:6")
+    assert sorter.sort() == ["b", "a"]  # a = .05, b = .03
+    sorter.add("c")
+    sorter.activate("c")
+    sorter.allocated("c", "cpus:4;mem:4")
+    assert sorter.sort() == ["b", "c", "a"]  # a = .05, b = .03, c = .04
+    sorter.add("d")
+    sorter.activate("d")
+    sorter.update_weight("d", 10)
+    sorter.allocated("d", "cpus:10;mem:20")
+    assert sorter.sort() == ["d", "b", "c", "a"]  # a = .05, b = .03, c = .04, d = .02
+    sorter.remove("b")
+    assert sorter.sort() == ["d", "c", "a"]
+    sorter.allocated("d", "cpus:10;mem:25")
+    assert sorter.sort() == ["c", "d", "a"]  # a = .05, c = .04, d = .045
+    sorter.add("e")
+    sorter.activate("e")
+    sorter.update_weight("e", 0.1)
+    sorter.allocated("e", "cpus:1;mem:1")
+    assert sorter.sort() == ["c", "d", "a", "e"]  # a = .05, c = .04, d = .045, e = .1
+    sorter.remove("a")
+    assert sorter.sort() == ["c", "d", "e"]
+
+
+@pytest.mark.parametrize("policy", FLAT)
+def test_sorter_UpdateWeight(policy: str) -> None:
+    sorter = MesosSorter(policy)
+    sorter.add_slave(AGENT, "cpus:100;mem:100")
+    sorter.add("a")
+    sorter.activate("a")
+    sorter.allocated("a", "cpus:5;mem:5")
+    sorter.add("b")
+    sorter.activate("b")
+    sorter.allocated("b", "cpus:6;mem:6")
+    assert sorter.sort() == ["a", "b"]
+    sorter.update_weight("b", 2)  # flips the order
+    assert sorter.sort() == ["b", "a"]
+
+
+@pytest.mark.parametrize("policy", FLAT)
+def test_sorter_AllocationCountTieBreak(policy: str) -> None:
+    sorter = MesosSorter(policy)
+    sorter.add_slave(AGENT, "cpus:100;mem:100")
+    for client in "abcde":
+        sorter.add(client)
+    for client in "abcde":
+        sorter.activate(client)
+    # everyone holds the same; c was allocated to three times, d twice, the rest once
+    sorter.allocated("a", "cpus:3;mem:3")
+    sorter.allocated("b", "cpus:3;mem:3")
+    sorter.allocated("c", "cpus:1;mem:1")
+    sorter.allocated("c", "cpus:1;mem:1")
+    sorter.allocated("c", "cpus:1;mem:1")
+    sorter.allocated("d", "cpus:2;mem:2")
+    sorter.allocated("d", "cpus:1;mem:1")
+    sorter.allocated("e", "cpus:3;mem:3")
+    assert sorter.sort() == ["a", "b", "e", "d", "c"]
+    # giving back and taking again does not reset the count
+    sorter.unallocated("c", "cpus:3;mem:3")
+    assert sorter.sort() == ["c", "a", "b", "e", "d"]
+    sorter.allocated("c", "cpus:3;mem:3")
+    assert sorter.sort() == ["a", "b", "e", "d", "c"]  # c = 4
+    # nor does deactivating and activating again
+    sorter.deactivate("c")
+    sorter.activate("c")
+    assert sorter.sort() == ["a", "b", "e", "d", "c"]
+    sorter.unallocated("c", "cpus:3;mem:3")
+    sorter.allocated("c", "cpus:3;mem:3")
+    assert sorter.sort() == ["a", "b", "e", "d", "c"]  # c = 5
+    # allocations to an inactive client count too
+    sorter.deactivate("a")
+    sorter.unallocated("a", "cpus:1;mem:3")
+    sorter.allocated("a", "cpus:1;mem:3")
+    assert sorter.sort() == ["b", "e", "d", "c"]
+    sorter.activate("a")
+    assert sorter.sort() == ["b", "e", "a", "d", "c"]  # a = 2
+
+
+@pytest.mark.parametrize("policy", NESTED)
+def test_sorter_ShallowHierarchy(policy: str) -> None:
+    _drf_steps(MesosSorter(policy), lambda x: f"{x}/{x}")
+
+
+@pytest.mark.parametrize("policy", NESTED)
+def test_sorter_DeepHierarchy(policy: str) -> None:
+    depth = {"a": 5, "b": 4, "c": 3, "d": 2, "e": 6, "f": 2}
+    _drf_steps(MesosSorter(policy), lambda x: "/".join([x] * depth[x]))
+
+
+@pytest.mark.parametrize("policy", NESTED)
+def test_sorter_HierarchicalAllocation(policy: str) -> None:
+    sorter = MesosSorter(policy)
+    sorter.add_slave(AGENT, "cpus:100;mem:100")
+    for client in ("a", "b/c", "b/d"):
+        sorter.add(client)
+    for client in ("a", "b/c", "b/d"):
+        sorter.activate(client)
+    assert sorter.count() == 3
+    assert sorter.contains("a")
+    assert not sorter.contains("b")
+    assert sorter.contains("b/c")
+    assert sorter.sort() == ["a", "b/c", "b/d"]  # a = 0, b/c = 0, b/d = 0
+    sorter.allocated("a", "cpus:6;mem:6")
+    assert sorter.sort() == ["b/c", "b/d", "a"]
+    sorter.allocated("b/c", "cpus:4;mem:4")
+    sorter.allocated("b/d", "cpus:3;mem:3")
+    assert sorter.sort() == ["a", "b/d", "b/c"]  # a = .06, b = .07 (b/d = .03, b/c = .04)
+    assert sorter.allocation("a") == Resources.parse("cpus:6;mem:6")
+    assert sorter.allocation("b/c") == Resources.parse("cpus:4;mem:4")
+    assert sorter.allocation("b/d") == Resources.parse("cpus:3;mem:3")
+    sorter.allocated("a", "cpus:2;mem:2")
+    assert sorter.sort() == ["b/d", "b/c", "a"]
+    sorter.add("b/e/f")
+    sorter.activate("b/e/f")
+    assert not sorter.contains("b/e")
+    assert sorter.contains("b/e/f")
+    assert sorter.sort() == ["b/e/f", "b/d", "b/c", "a"]
+    sorter.allocated("b/e/f", "cpus:3.5;mem:3.5")
+    assert sorter.sort() == ["a", "b/d", "b/e/f", "b/c"]
+    # removing a client updates the share of the subtree it was in
+    sorter.remove("b/e/f")
+    assert not sorter.contains("b/e/f")
+    assert sorter.count() == 3
+    assert sorter.sort() == ["b/d", "b/c", "a"]
+    # so does updating one
+    sorter.update("b/c", "cpus:4;mem:4", "cpus:1;mem:1")
+    assert sorter.sort() == ["b/c", "b/d", "a"]
+    sorter.add("b/e/f")
+    sorter.activate("b/e/f")
+    sorter.allocated("b/e/f", "cpus:3.5;mem:3.5")
+    assert sorter.sort() == ["b/c", "b/d", "b/e/f", "a"]
+    assert sorter.count() == 4
+
+
+@pytest.mark.parametrize("policy", NESTED)
+def test_sorter_HierarchicalIterationOrder(policy: str) -> None:
+    sorter = MesosSorter(policy)
+    sorter.add_slave(AGENT, "cpus:100;mem:100")
+    for client in ("a/b", "c", "d", "d/e"):
+        sorter.add(client)
+    for client in ("a/b", "c", "d", "d/e"):
+        sorter.activate(client)
+    assert sorter.sort() == ["a/b", "c", "d", "d/e"]
+    sorter.allocated("c", "cpus:8;mem:8")
+    assert sorter.sort() == ["a/b", "d", "d/e", "c"]
+    sorter.allocated("d", "cpus:3;mem:3")
+    sorter.allocated("d/e", "cpus:2;mem:2")
+    assert sorter.sort() == ["a/b", "d/e", "d", "c"]
+    sorter.allocated("a/b", "cpus:6;mem:6")
+    assert sorter.sort() == ["d/e", "d", "a/b", "c"]
+
+
+@pytest.mark.parametrize("policy", NESTED)
+def test_sorter_AddChildToLeaf(policy: str) -> None:
+    sorter = MesosSorter(policy)
+    sorter.add_slave(AGENT, "cpus:100;mem:100")
+    sorter.add("a")
+    sorter.activate("a")
+    sorter.allocated("a", "cpus:10;mem:10")
+    sorter.add("b")
+    sorter.activate("b")
+    sorter.allocated("b", "cpus:6;mem:6")
+    assert sorter.sort() == ["b", "a"]
+    # the "a" subtree competes against "b"; inside it, "a" against "a/c"
+    sorter.add("a/c")
+    sorter.activate("a/c")
+    sorter.allocated("a/c", "cpus:5;mem:5")
+    assert sorter.sort() == ["b", "a/c", "a"]
+    sorter.remove("a")
+    assert not sorter.contains("a")
+    assert sorter.sort() == ["a/c", "b"]
+    sorter.add("a")
+    sorter.activate("a")
+    sorter.allocated("a", "cpus:10;mem:10")
+    assert sorter.contains("a")
+    assert sorter.sort() == ["b", "a/c", "a"]
+    # "a" competes against "a/c" with a weight of 1
+    sorter.update_weight("a/c", 0.2)
+    assert sorter.sort() == ["b", "a", "a/c"]
+    # "a"'s weight counts against its siblings, not its children
+    sorter.update_weight("a", 3)
+    assert sorter.sort() == ["a", "a/c", "b"]
+    sorter.update_weight("a/c", 1)
+    assert sorter.sort() == ["a/c", "a", "b"]
+
+
+@pytest.mark.parametrize("policy", NESTED)
+def test_sorter_AddChildToInternal(policy: str) -> None:
+    sorter = MesosSorter(policy)
+    sorter.add_slave(AGENT, "cpus:100;mem:100")
+    sorter.add("x/a")
+    sorter.activate("x/a")
+    sorter.allocated("x/a", "cpus:10;mem:10")
+    sorter.add("x/b")
+    sorter.activate("x/b")
+    sorter.allocated("x/b", "cpus:6;mem:6")
+    assert sorter.sort() == ["x/b", "x/a"]
+    sorter.add("x")
+    sorter.activate("x")
+    sorter.allocated("x", "cpus:7;mem:7")
+    assert sorter.sort() == ["x/b", "x", "x/a"]
+    sorter.add("z")
+    sorter.activate("z")
+    sorter.allocated("z", "cpus:20;mem:20")
+    assert sorter.sort() == ["z", "x/b", "x", "x/a"]
+    sorter.remove("x")
+    assert sorter.sort() == ["x/b", "x/a", "z"]
+
+
+@pytest.mark.parametrize("policy", NESTED)
+def test_sorter_AddChildToInactiveLeaf(policy: str) -> None:
+    sorter = MesosSorter(policy)
+    sorter.add_slave(AGENT, "cpus:100;mem:100")
+    sorter.add("a")
+    sorter.activate("a")
+    sorter.allocated("a", "cpus:10;mem:10")
+    sorter.add("b")
+    sorter.activate("b")
+    sorter.allocated("b", "cpus:6;mem:6")
+    sorter.deactivate("a")
+    assert sorter.sort() == ["b"]
+    sorter.add("a/c")
+    sorter.activate("a/c")
+    sorter.allocated("a/c", "cpus:5;mem:5")
+    assert sorter.sort() == ["b", "a/c"]
+
+
+def _collapse(policy: str) -> MesosSorter:
+    sorter = MesosSorter(policy)
+    sorter.add_slave(AGENT, "cpus:100;mem:100")
+    for client, held in (("a", "cpus:10;mem:10"), ("b", "cpus:6;mem:6"), ("a/c", "cpus:5;mem:5")):
+        sorter.add(client)
+        sorter.activate(client)
+        sorter.allocated(client, held)
+    return sorter
+
+
+@pytest.mark.parametrize("policy", NESTED)
+def test_sorter_RemoveLeafCollapseParent(policy: str) -> None:
+    sorter = _collapse(policy)
+    assert sorted(sorter.sort()) == ["a", "a/c", "b"]
+    sorter.remove("a/c")
+    assert sorted(sorter.sort()) == ["a", "b"]
+
+
+@pytest.mark.parametrize("policy", NESTED)
+def test_sorter_RemoveLeafCollapseParentInactive(policy: str) -> None:
+    sorter = _collapse(policy)
+    sorter.deactivate("a")
+    assert sorted(sorter.sort()) == ["a/c", "b"]
+    sorter.remove("a/c")
+    assert sorter.sort() == ["b"]
+
+
+@pytest.mark.parametrize("policy", NESTED)
+def test_sorter_ChangeWeightOnSubtree(policy: str) -> None:
+    sorter = MesosSorter(policy)
+    sorter.add_slave(AGENT, "cpus:100;mem:100")
+    sorter.update_weight("b", 3)  # weights of nodes that do not exist yet
+    sorter.update_weight("a", 2)
+    sorter.add("a/x")
+    sorter.add("b/y")
+    sorter.activate("a/x")
+    sorter.activate("b/y")
+    assert sorter.sort() == ["a/x", "b/y"]
+    sorter.allocated("a/x", "cpus:10;mem:10")
+    sorter.allocated("b/y", "cpus:10;mem:10")
+    assert sorter.sort() == ["b/y", "a/x"]
+    sorter.add("b/z")
+    sorter.activate("b/z")
+    sorter.allocated("b/z", "cpus:5;mem:5")
+    assert sorter.sort() == ["b/z", "b/y", "a/x"]
+    sorter.add("b")
+    sorter.activate("b")
+    sorter.allocated("b", "cpus:4;mem:4")
+    assert sorter.sort() == ["a/x", "b", "b/z", "b/y"]
+    sorter.add("a/zz")
+    sorter.activate("a/zz")
+    sorter.allocated("a/zz", "cpus:2;mem:2")
+    assert sorter.sort() == ["a/zz", "a/x", "b", "b/z", "b/y"]
+
+
+@pytest.mark.parametrize("policy", FLAT)
+def test_sorter_AllocationForInactiveClient(policy: str) -> None:
+    sorter = MesosSorter(policy)
+    sorter.add_slave(AGENT, "cpus:10;mem:10")
+    sorter.add("a")
+    sorter.add("b")
+    sorter.activate("b")
+    sorter.allocated("a", "cpus:2;mem:2")  # a is inactive
+    sorter.allocated("b", "cpus:3;mem:3")
+    assert sorter.allocation("a") == Resources.parse("cpus:2;mem:2")
+    assert sorter.allocation("b") == Resources.parse("cpus:3;mem:3")
+    assert sorter.sort() == ["b"]
+
+
+@pytest.mark.parametrize("policy", FLAT)
+def test_sorter_MultipleSlaves(policy: str) -> None:
+    # (without the agents' port ranges: ports are not a resource of ours)
+    sorter = MesosSorter(policy)
+    sorter.add("framework")
+    sorter.activate("framework")
+    sorter.add_slave("agentA", "cpus:2;mem:512")
+    sorter.add_slave("agentB", "cpus:2;mem:512")
+    sorter.allocated("framework", "cpus:2;mem:512")
+    sorter.allocated("framework", "cpus:2;mem:512")
+    assert sorter.allocation("framework") == Resources.parse("cpus:4;mem:1024")
+
+
+@pytest.mark.parametrize("policy", FLAT)
+def test_sorter_UpdateTotal(policy: str) -> None:
+    sorter = MesosSorter(policy)
+    sorter.add("a")
+    sorter.add("b")
+    sorter.activate("a")
+    sorter.activate("b")
+    sorter.add_slave(AGENT, "cpus:10;mem:100")
+    sorter.allocated("a", "cpus:2;mem:1")
+    sorter.allocated("b", "cpus:1;mem:2")
+    assert sorter.sort() == ["b", "a"]  # a = .2 (cpus), b = .1 (cpus)
+    sorter.remove_slave(AGENT)
+    sorter.add_slave(AGENT, "cpus:100;mem:10")
+    assert sorter.sort() == ["a", "b"]  # a = .1 (mem), b = .2 (mem)
+
+
+@pytest.mark.parametrize("policy", FLAT)
+def test_sorter_MultipleSlavesUpdateTotal(policy: str) -> None:
+    sorter = MesosSorter(policy)
+    sorter.add("a")
+    sorter.add("b")
+    sorter.activate("a")
+    sorter.activate("b")
+    sorter.add_slave("agentA", "cpus:5;mem:50")
+    sorter.add_slave("agentB", "cpus:5;mem:50")
+    sorter.allocated("a", "cpus:2;mem:1")
+    sorter.allocated("b", "cpus:1;mem:3")
+    assert sorter.sort() == ["b", "a"]
+    sorter.remove_slave("agentA")
+    sorter.add_slave("agentA", "cpus:95;mem:50")
+    assert sorter.sort() == ["a", "b"]
+
+
+@pytest.mark.parametrize("policy", FLAT)
+def test_sorter_RemoveResources(policy: str) -> None:
+    sorter = MesosSorter(policy)
+    sorter.add("a")
+    sorter.add("b")
+    sorter.activate("a")
+    sorter.activate("b")
+    sorter.add_slave(AGENT, "cpus:10")
+    sorter.allocated("a", "cpus:6")
+    sorter.allocated("b", "cpus:4")
+    assert sorter.sort() == ["b", "a"]
+    sorter.remove_slave(AGENT)  # 5 of a's cpus are taken off the agent
+    sorter.add_slave(AGENT, "cpus:5")
+    sorter.update("a", "cpus:6", "cpus:1")
+    assert sorter.sort() == ["a", "b"]
+
+
+# -- hierarchical_allocator_tests.cpp -------------------------------------------------------
+
+Offers = dict[str, Resources]  # what one framework is offered in one cycle, by agent
+
+
+class MesosAllocator:
+    """Mesos's `HierarchicalAllocatorTest` fixture over our allocator: agents `agentN` and
+    frameworks `frameworkN` numbered as Mesos's `createSlaveInfo` / `createFrameworkInfo`
+    do; adding either is an event-driven allocation cycle, `advance` a batch one. A cycle
+    runs our rounds until nothing more is offered (a slave cut by quota is offered the
+    rest in the next round; Mesos offers it in the same cycle) and, as Mesos's offer
+    callback, gives each framework one allocation of everything it got, by agent."""
+
+    def __init__(self, policy: str = "drf", quota_headroom: str = "all") -> None:
+        self.allocator = Allocator(policy, seed=1, quota_headroom=quota_headroom)
+        self.now = 0.0
+        self._agents = 0
+        self._frameworks = 0
+        self.allocations: deque[tuple[str, Offers]] = deque()
+
+    def add_slave(self, resources: str, used: dict[str, str] | None = None) -> str:
+        self._agents += 1
+        agent = f"agent{self._agents}"
+        self.allocator.add_slave(
+            agent,
+            Resources.parse(resources),
+            hostname=agent,
+            used={fw: Resources.parse(r) for fw, r in (used or {}).items()},
+        )
+        self._cycle()
+        return agent
+
+    def add_framework(self, role: str) -> str:
+        self._frameworks += 1
+        framework = f"framework{self._frameworks}"
+        self.allocator.add_framework(framework, role)
+        self._cycle()
+        return framework
+
+    def remove_framework(self, framework: str) -> None:
+        self.allocator.remove_framework(framework)
+
+    def update_quota(self, role: str, resources: str) -> None:
+        """Mesos's test helper `createQuota(resources)`: guarantee and limit alike."""
+        self.allocator.set_quota(
+            role, Quota(Resources.parse(resources), limit=Limit.parse(resources))
+        )
+
+    def update_weight(self, role: str, weight: float) -> None:
+        self.allocator.set_role_weight(role, weight)
+
+    def recover(
+        self, framework: str, agent: str, resources: Resources, refuse: float | None = None
+    ) -> None:
+        self.allocator.recover(framework, agent, resources, refuse_seconds=refuse, now=self.now)
+
+    def advance(self, seconds: float = 1.0) -> None:
+        """Mesos's `Clock::advance(allocation_interval)`: a batch allocation."""
+        self.now += seconds
+        self._cycle()
+
+    def next(self) -> tuple[str, Offers]:
+        assert self.allocations, "no allocation"
+        return self.allocations.popleft()
+
+    def pending(self) -> bool:
+        return not self.allocations
+
+    def _cycle(self) -> None:
+        got: dict[str, Offers] = {}
+        while offers := self.allocator.allocate(self.now):
+            for a in offers:
+                mine = got.setdefault(a.framework_id, {})
+                mine[a.slave_id] = mine.get(a.slave_id, Resources()) + a.resources
+        self.allocations.extend(got.items())
+
+
+def R(text: str) -> Resources:
+    return Resources.parse(text)
+
+
+@pytest.mark.parametrize("policy", FLAT)
+def test_allocator_UnreservedDRF(policy: str) -> None:
+    m = MesosAllocator(policy)
+    slave1 = m.add_slave("cpus:2;mem:1024;disk:0")
+    framework1 = m.add_framework("role1")
+    assert m.next() == (framework1, {slave1: R("cpus:2;mem:1024")})
+    framework2 = m.add_framework("role2")
+    slave2 = m.add_slave("cpus:1;mem:512;disk:0")
+    assert m.next() == (framework2, {slave2: R("cpus:1;mem:512")})  # role2: lowest share
+    slave3 = m.add_slave("cpus:3;mem:2048;disk:0")
+    assert m.next() == (framework2, {slave3: R("cpus:3;mem:2048")})
+    framework3 = m.add_framework("role1")
+    slave4 = m.add_slave("cpus:4;mem:4096;disk:0")
+    # role1 is lowest (.2 against .4), and framework3 lowest in it
+    assert m.next() == (framework3, {slave4: R("cpus:4;mem:4096")})
+    m.add_framework("role1")  # framework4, with nothing
+    slave5 = m.add_slave("cpus:1;mem:512;disk:0")
+    # role2 (.36) is below role1 (.63), though framework4 holds nothing
+    assert m.next() == (framework2, {slave5: R("cpus:1;mem:512")})
+    assert m.pending()
+
+
+@pytest.mark.parametrize("policy", NESTED)
+def test_allocator_NestedRoleDRF(policy: str) -> None:
+    m = MesosAllocator(policy)
+    slave1 = m.add_slave("cpus:2;mem:1024;disk:0")
+    framework1 = m.add_framework("a/b")
+    assert m.next() == (framework1, {slave1: R("cpus:2;mem:1024")})
+    m.add_framework("a/c")
+    framework3 = m.add_framework("d/e")
+    # the "a" subtree holds more than the "d" subtree: "d/e", not "a/c"
+    slave2 = m.add_slave("cpus:1;mem:512;disk:0")
+    assert m.next() == (framework3, {slave2: R("cpus:1;mem:512")})
+    framework4 = m.add_framework("d/f")
+    slave3 = m.add_slave("cpus:2;mem:1024;disk:0")
+    assert m.next() == (framework4, {slave3: R("cpus:2;mem:1024")})
+    assert m.pending()
+
+
+@pytest.mark.parametrize("policy", FLAT)
+def test_allocator_CoarseGrained(policy: str) -> None:
+    m = MesosAllocator(policy)
+    slave1 = m.add_slave("cpus:2;mem:1024;disk:0")
+    slave2 = m.add_slave("cpus:2;mem:1024;disk:0")
+    framework1 = m.add_framework("role1")
+    whole = R("cpus:2;mem:1024")
+    assert m.next() == (framework1, {slave1: whole, slave2: whole})
+    m.recover(framework1, slave1, whole)
+    m.recover(framework1, slave2, whole)
+    framework2 = m.add_framework("role2")
+    # each framework is offered one whole agent
+    got = dict([m.next(), m.next()])
+    assert sorted(got) == [framework1, framework2]
+    assert all(len(offers) == 1 and sum(offers.values(), Resources()) == whole
+               for offers in got.values())  # fmt: skip
+    assert m.pending()
+
+
+@pytest.mark.parametrize("policy", FLAT)
+def test_allocator_SameShareFairness(policy: str) -> None:
+    m = MesosAllocator(policy)
+    framework1 = m.add_framework("*")
+    framework2 = m.add_framework("*")
+    slave = m.add_slave("cpus:2;mem:1024;disk:0")
+    counts = {framework1: 0, framework2: 0}
+    for _ in range(10):  # the agent goes to each framework in turn
+        framework, offers = m.next()
+        assert offers == {slave: R("cpus:2;mem:1024")}
+        counts[framework] += 1
+        m.recover(framework, slave, offers[slave])
+        m.advance()
+    assert counts == {framework1: 5, framework2: 5}
+
+
+@pytest.mark.parametrize("policy", FLAT)
+def test_allocator_QuotaProvidesGuarantee(policy: str) -> None:
+    m = MesosAllocator(policy)
+    framework1 = m.add_framework("quota-role")
+    m.update_quota("quota-role", "cpus:2;mem:1024")
+    m.add_framework("no-quota-role")
+    agent1 = m.add_slave("cpus:1;mem:512;disk:0")
+    assert m.next() == (framework1, {agent1: R("cpus:1;mem:512")})
+    agent2 = m.add_slave("cpus:1;mem:512;disk:0")
+    assert m.next() == (framework1, {agent2: R("cpus:1;mem:512")})
+    # framework1 declines agent2 for two allocation intervals: the declined resources
+    # are not offered to framework2, as framework1's guarantee may need them
+    m.recover(framework1, agent2, R("cpus:1;mem:512"), refuse=2.0)
+    m.advance()
+    assert m.pending()
+    m.advance()
+    assert m.next() == (framework1, {agent2: R("cpus:1;mem:512")})
+
+
+@pytest.mark.parametrize("policy", FLAT)
+def test_allocator_QuotaProvidesLimit(policy: str) -> None:
+    m = MesosAllocator(policy)
+    framework1 = m.add_framework("*")
+    m.allocator.set_quota("*", Quota(Resources(), limit=Limit.parse("cpus:0;mem:0;disk:0")))
+    agent1 = m.add_slave("cpus:2;mem:1024;disk:1024")
+    assert m.pending()  # a zero limit: nothing for "*"
+    framework2 = m.add_framework("no-quota-role")
+    assert m.next() == (framework2, {agent1: R("cpus:2;mem:1024;disk:1024")})
+    m.allocator.set_quota("*", Quota(Resources(), limit=Limit.parse("cpus:1;mem:512;disk:512")))
+    agent2 = m.add_slave("cpus:2;mem:1024;disk:1024")
+    # half of agent2 to framework1, under its limit; the rest to framework2
+    half = R("cpus:1;mem:512;disk:512")
+    assert dict([m.next(), m.next()]) == {framework1: {agent2: half}, framework2: {agent2: half}}
+
+
+@pytest.mark.parametrize("policy", FLAT)
+def test_allocator_RemoveQuota(policy: str) -> None:
+    m = MesosAllocator(policy)
+    m.update_quota("quota-role", "cpus:2;mem:1024")
+    framework1 = m.add_framework("quota-role")
+    framework2 = m.add_framework("no-quota-role")
+    agent1 = m.add_slave("cpus:1;mem:512;disk:0", used={framework1: "cpus:1;mem:512"})
+    m.add_slave("cpus:1;mem:512;disk:0", used={framework1: "cpus:1;mem:512"})
+    assert m.pending()
+    m.allocator.remove_quota("quota-role")
+    m.recover(framework1, agent1, R("cpus:1;mem:512"))
+    m.advance()
+    assert m.next() == (framework2, {agent1: R("cpus:1;mem:512")})  # fairness again
+
+
+@pytest.mark.parametrize("policy", FLAT)
+def test_allocator_MultipleFrameworksInRoleWithQuota(policy: str) -> None:
+    m = MesosAllocator(policy)
+    framework1a = m.add_framework("quota-role")
+    m.update_quota("quota-role", "cpus:4;mem:2048")
+    m.add_framework("no-quota-role")
+    agent1 = m.add_slave("cpus:1;mem:512;disk:0")
+    assert m.next() == (framework1a, {agent1: R("cpus:1;mem:512")})
+    framework1b = m.add_framework("quota-role")
+    agent2 = m.add_slave("cpus:2;mem:1024;disk:0")
+    assert m.next() == (framework1b, {agent2: R("cpus:2;mem:1024")})  # coarse-grained
+    agent3 = m.add_slave("cpus:1;mem:512;disk:0")
+    assert m.next() == (framework1a, {agent3: R("cpus:1;mem:512")})  # lower share
+    m.recover(framework1a, agent3, R("cpus:1;mem:512"), refuse=5.0)
+    m.advance()
+    assert m.next() == (framework1b, {agent3: R("cpus:1;mem:512")})
+
+
+@pytest.mark.parametrize("policy", FLAT)
+def test_allocator_QuotaAllocationGranularity(policy: str) -> None:
+    m = MesosAllocator(policy)
+    framework1 = m.add_framework("quota-role")
+    m.update_quota("quota-role", "cpus:0.5;mem:200")
+    agent = m.add_slave("cpus:1;mem:512;disk:0")
+    assert m.next() == (framework1, {agent: R("cpus:0.5;mem:200")})  # just its quota
+    framework2 = m.add_framework("no-quota-role")
+    assert m.next() == (framework2, {agent: R("cpus:0.5;mem:312")})  # the rest
+
+
+@pytest.mark.parametrize("policy", FLAT)
+def test_allocator_QuotaRoleAllocateNonQuotaResource(policy: str) -> None:
+    # (without the agents' port ranges: ports are not a resource of ours)
+    m = MesosAllocator(policy)
+    m.update_quota("quota-role-1", "cpus:2")
+    agent1 = m.add_slave("cpus:1;mem:1024")
+    framework = m.add_framework("quota-role-1")
+    # memory too: quota-role-1 has no memory limit, and nobody needs memory set aside
+    assert m.next() == (framework, {agent1: R("cpus:1;mem:1024")})
+    m.update_quota("quota-role-2", "mem:1024")  # no framework
+    agent2 = m.add_slave("cpus:1;mem:1024")
+    # the cpu it still lacks, but not the memory: that is quota-role-2's headroom
+    assert m.next() == (framework, {agent2: R("cpus:1")})
+    agent3 = m.add_slave("cpus:1;mem:1024")
+    # its cpus limit is reached: only what it has no quota for
+    assert m.next() == (framework, {agent3: R("mem:1024")})
+
+
+@pytest.mark.parametrize("policy", FLAT)
+def test_allocator_DRFWithQuota(policy: str) -> None:
+    m = MesosAllocator(policy)
+    m.update_quota("quota-role", "cpus:0.25;mem:128")
+    framework1 = m.add_framework("quota-role")
+    framework2 = m.add_framework("no-quota-role")
+    agent1 = m.add_slave("cpus:1;mem:512;disk:0", used={framework1: "cpus:0.25;mem:128"})
+    # every quota is met: the rest goes by fair share
+    assert m.next() == (framework2, {agent1: R("cpus:0.75;mem:384")})
+    agent2 = m.add_slave("cpus:1;mem:512;disk:0")
+    # not framework1's, though it holds less: its role's quota is met
+    assert m.next() == (framework2, {agent2: R("cpus:1;mem:512")})
+
+
+@pytest.mark.parametrize("policy", FLAT)
+def test_allocator_QuotaAgainstStarvation(policy: str) -> None:
+    m = MesosAllocator(policy)
+    framework1 = m.add_framework("quota-role")
+    framework2 = m.add_framework("no-quota-role")
+    m.add_slave("cpus:1;mem:512;disk:0", used={framework1: "cpus:1;mem:512"})
+    agent2 = m.add_slave("cpus:1;mem:512;disk:0")
+    whole = R("cpus:1;mem:512")
+    assert m.next() == (framework2, {agent2: whole})
+    m.recover(framework2, agent2, whole, refuse=0.0)  # declined, no filter
+    m.advance()
+    assert m.next() == (framework2, {agent2: whole})  # back to the lowest share
+    m.recover(framework2, agent2, whole, refuse=0.0)
+    m.update_quota("quota-role", "cpus:2;mem:1024")  # the starving role gets quota
+    m.advance()
+    assert m.next() == (framework1, {agent2: whole})
+
+
+@pytest.mark.parametrize("policy", FLAT)
+def test_allocator_QuotaAbsentFrameworkWholeAgent(policy: str) -> None:
+    m = MesosAllocator(policy)
+    m.update_quota("quota-role", "cpus:2;mem:1024")  # no framework in it
+    framework = m.add_framework("no-quota-role")
+    m.add_slave("cpus:2;mem:1024")
+    assert m.pending()  # all of agent1 is set aside for quota-role's guarantee
+    m.add_slave("cpus:2;mem:1024")
+    got, offers = m.next()  # one of the two agents; the other stays set aside
+    assert got == framework
+    assert list(offers.values()) == [R("cpus:2;mem:1024")]
+    assert m.pending()
+
+
+@pytest.mark.parametrize("policy", FLAT)
+def test_allocator_QuotaAbsentFrameworkWholeAgent_demand(policy: str) -> None:
+    # deliberate: with `--quota-headroom demand` nothing is set aside for a role without
+    # frameworks (work-conserving; preemption reclaims its guarantee when it comes)
+    m = MesosAllocator(policy, quota_headroom="demand")
+    m.update_quota("quota-role", "cpus:2;mem:1024")
+    framework = m.add_framework("no-quota-role")
+    agent1 = m.add_slave("cpus:2;mem:1024")
+    assert m.next() == (framework, {agent1: R("cpus:2;mem:1024")})
+
+
+@pytest.mark.parametrize("policy", FLAT)
+def test_allocator_MultiQuotaAbsentFrameworks(policy: str) -> None:
+    m = MesosAllocator(policy)
+    agent = m.add_slave("cpus:2;mem:2048;disk:0")
+    m.update_quota("quota-role-1", "cpus:1;mem:1024")
+    m.update_quota("quota-role-2", "cpus:2;mem:2048")
+    framework = m.add_framework("quota-role-2")
+    # a quota role without frameworks does not keep another from its guarantee
+    assert m.next() == (framework, {agent: R("cpus:2;mem:2048")})
+
+
+@pytest.mark.parametrize("policy", FLAT)
+def test_allocator_MultiQuotaWithFrameworks(policy: str) -> None:
+    m = MesosAllocator(policy)
+    m.update_quota("quota-role-1", "cpus:1;mem:200")
+    m.update_quota("quota-role-2", "cpus:2;mem:2000")
+    framework1 = m.add_framework("quota-role-1")
+    framework2 = m.add_framework("quota-role-2")
+    m.add_slave("cpus:1;mem:1024;disk:0", used={framework1: "cpus:1;mem:1024"})
+    m.add_slave("cpus:1;mem:1024;disk:0", used={framework2: "cpus:1;mem:1024"})
+    agent3 = m.add_slave("cpus:2;mem:2048")
+    # quota-role-1 is met; quota-role-2 gets what its quota still lacks
+    assert m.next() == (framework2, {agent3: R("cpus:1;mem:976")})
+    assert m.pending()
+
+
+@pytest.mark.parametrize("policy", FLAT)
+def test_allocator_DominantShareMetrics(policy: str) -> None:
+    m = MesosAllocator(policy)
+
+    def share(role: str) -> float:  # Mesos's allocator/mesos/roles/<role>/shares/dominant
+        return dominant_share(m.allocator.held_by_role(role), m.allocator.total.millis)
+
+    agent1 = m.add_slave("cpus:1;mem:1024")
+    m.add_framework("roleA")
+    assert share("roleA") == 1
+    framework, offers = m.next()
+    m.recover(framework, agent1, offers[agent1])
+    assert share("roleA") == 0
+    # a new role wins the 0-0 tie against roleA, which was allocated to once already
+    m.add_framework("roleB")
+    assert (share("roleA"), share("roleB")) == (0, 1)
+    m.add_slave("cpus:1;mem:1024")  # to roleA, the lowest: shares equal
+    assert (share("roleA"), share("roleB")) == (0.5, 0.5)
+    m.remove_framework("framework2")
+    assert share("roleA") == 0.5
+
+
+@pytest.mark.parametrize("policy", FLAT)
+def test_allocator_UpdateWeight(policy: str) -> None:
+    single = R("cpus:2;mem:1024")
+    m = MesosAllocator(policy)
+    for _ in range(6):
+        m.add_slave("cpus:2;mem:1024")
+    framework1 = m.add_framework("role1")
+    framework2 = m.add_framework("role2")
+
+    def cycle(count: int, recover: bool) -> dict[str, Resources]:
+        got = {}
+        for _ in range(count):
+            framework, offers = m.next()
+            got[framework] = sum(offers.values(), Resources())
+            if recover:
+                for agent, resources in offers.items():
+                    m.recover(framework, agent, resources)
+        assert m.pending()
+        return got
+
+    cycle(1, recover=True)  # framework1 got everything; given back
+    m.advance()
+    assert cycle(2, recover=True) == {framework1: single.scaled(3), framework2: single.scaled(3)}
+    m.update_weight("role2", 2.0)
+    m.advance()
+    assert cycle(2, recover=True) == {framework1: single.scaled(2), framework2: single.scaled(4)}
+    m.update_weight("role3", 3.0)
+    framework3 = m.add_framework("role3")
+    assert cycle(3, recover=False) == {
+        framework1: single,
+        framework2: single.scaled(2),
+        framework3: single.scaled(3),
+    }
+
+
+@pytest.mark.parametrize("policy", FLAT)
+def test_allocator_DisproportionateQuotaVsAllocation(policy: str) -> None:
+    m = MesosAllocator(policy)
+    m.update_quota("quota-role", "cpus:4;mem:1024")
+    framework = m.add_framework("quota-role")
+    agent1 = m.add_slave("cpus:2;mem:1024")
+    assert m.next() == (framework, {agent1: R("cpus:2;mem:1024")})
+    agent2 = m.add_slave("cpus:2;mem:1024")
+    # its memory limit is reached: the cpus it still lacks, without memory
+    assert m.next() == (framework, {agent2: R("cpus:2")})
+
+
+@pytest.mark.parametrize("policy", NESTED)
+def test_allocator_QuotaWithNestedRoleAllocation(policy: str) -> None:
+    m = MesosAllocator(policy)
+    framework1 = m.add_framework("a/b")
+    agent1 = m.add_slave("cpus:1;mem:1024")
+    assert m.next() == (framework1, {agent1: R("cpus:1;mem:1024")})
+    m.update_quota("a", "cpus:1;mem:1024")
+    m.add_framework("a")
+    m.add_slave("cpus:1;mem:1024")
+    # Deliberate difference: Mesos offers agent2 to framework1 in "a/b", as its sub-roles
+    # are not bound by "a"'s limit (its own TODO says no allocation should be made once
+    # hierarchical quota is done). Here a limit caps its whole subtree: "a" is at its
+    # limit, so nothing under it is offered anything.
+    assert m.pending()
+
+
+@pytest.mark.parametrize("policy", NESTED)
+def test_allocator_QuotaHeadroomWithNestedRoleAllocation(policy: str) -> None:
+    m = MesosAllocator(policy)
+    framework1 = m.add_framework("a/b")
+    agent1 = m.add_slave("cpus:1;mem:100")
+    assert m.next() == (framework1, {agent1: R("cpus:1;mem:100")})
+    framework2 = m.add_framework("a")
+    agent2 = m.add_slave("cpus:1;mem:100")
+    assert m.next() == (framework2, {agent2: R("cpus:1;mem:100")})
+    m.update_quota("quota-role", "cpus:1;mem:100")  # no framework
+    m.add_slave("cpus:1;mem:100")
+    assert m.pending()  # held back for quota-role
+    m.add_slave("cpus:1;mem:100")
+    m.next()  # one of the two goes to "a" or "a/b"; the other stays held back
+    assert m.pending()
+
+
+# -- the table of what applies, and the README ---------------------------------------------
+
+HERE = Path(__file__).parent
+ROW = re.compile(r"^\| (sorter|allocator): (\S+) \| (ported|differs|n/a) \|(.*)\|$")
+
+
+def table(text: str) -> list[tuple[str, str, str]]:
+    """The rows of a Mesos conformance table: (our test's name, status, the whole row)."""
+    rows = []
+    for line in text.splitlines():
+        found = ROW.match(line)
+        if found:
+            kind, name, status, _ = found.groups()
+            short = name.rsplit(".", 1)[-1]  # RoleTreeTest.RolesTracking and the like
+            rows.append((f"test_{kind}_{short}", status, line))
+    return rows
+
+
+def test_every_mesos_test_is_ported_or_said_why_not() -> None:
+    rows = table((HERE / "MESOS_CONFORMANCE.md").read_text())
+    ours = {name for name in globals() if name.startswith(("test_sorter_", "test_allocator_"))}
+    ours = {name.removesuffix("_demand") for name in ours}
+    applies = [name for name, status, _ in rows if status != "n/a"]
+    assert sorted(ours) == sorted(applies)  # one test for each row that applies
+
+
+def test_the_readme_lists_every_difference_from_the_table() -> None:
+    readme = (HERE.parent / "README.md").read_text()
+    section = readme.split("## Where drfmesos differs from Mesos", 1)[1].split("\n## ", 1)[0]
+    rows = table((HERE / "MESOS_CONFORMANCE.md").read_text())
+    assert [line for _, _, line in table(section)] == [
+        line for _, status, line in rows if status != "ported"
+    ]
