@@ -60,6 +60,13 @@ class MesosSorter:
             self.sorter.add(client, active=False)
         self.held[client] = Resources()
 
+    def client(self, client: str, resources: str | None = None) -> None:
+        """Mesos's tests' usual three steps: add, activate, allocate to."""
+        self.add(client)
+        self.activate(client)
+        if resources is not None:
+            self.allocated(client, resources)
+
     def remove(self, client: str) -> None:
         held = self.held.pop(client)
         if held:
@@ -119,34 +126,22 @@ def _drf_steps(sorter: MesosSorter, name: Callable[[str], str]) -> None:
     a, b, c, d, e, f = (name(x) for x in "abcdef")
     sorter.add_slave(AGENT, "cpus:100;mem:100")
     assert sorter.sort() == []
-    sorter.add(a)
-    sorter.activate(a)
-    sorter.allocated(a, "cpus:5;mem:5")
-    sorter.add(b)
-    sorter.activate(b)
-    sorter.allocated(b, "cpus:6;mem:6")
+    sorter.client(a, "cpus:5;mem:5")
+    sorter.client(b, "cpus:6;mem:6")
     assert sorter.sort() == [a, b]  # shares: a = .05, b = .06
-    sorter.add(c)
-    sorter.activate(c)
-    sorter.allocated(c, "cpus:1;mem:1")
-    sorter.add(d)
-    sorter.activate(d)
-    sorter.allocated(d, "cpus:3;mem:1")
+    sorter.client(c, "cpus:1;mem:1")
+    sorter.client(d, "cpus:3;mem:1")
     assert sorter.sort() == [c, d, a, b]  # a = .05, b = .06, c = .01, d = .03
     sorter.remove(a)
     sorter.unallocated(b, "cpus:4;mem:4")
     assert sorter.sort() == [c, b, d]  # b = .02, c = .01, d = .03
-    sorter.add(e)
-    sorter.activate(e)
-    sorter.allocated(e, "cpus:1;mem:5")
+    sorter.client(e, "cpus:1;mem:5")
     sorter.remove_slave(AGENT)
     sorter.add_slave(AGENT, "cpus:50;mem:100")
     assert sorter.sort() == [c, b, e, d]  # b = .04, c = .02, d = .06, e = .05
     sorter.remove_slave(AGENT)
     sorter.add_slave(AGENT, "cpus:50;mem:200")
-    sorter.add(f)
-    sorter.activate(f)
-    sorter.allocated(f, "cpus:5;mem:1")
+    sorter.client(f, "cpus:5;mem:1")
     sorter.allocated(c, "cpus:0;mem:15")
     assert sorter.sort() == [e, b, d, c, f]  # b = .04, c = .08, d = .06, e = .025, f = .1
     assert sorter.contains(b)
@@ -169,20 +164,14 @@ def test_sorter_DRF(policy: str) -> None:
 def test_sorter_WDRF(policy: str) -> None:
     sorter = MesosSorter(policy)
     sorter.add_slave(AGENT, "cpus:100;mem:100")
-    sorter.add("a")
-    sorter.activate("a")
-    sorter.allocated("a", "cpus:5;mem:5")
-    sorter.add("b")
-    sorter.activate("b")
+    sorter.client("a", "cpus:5;mem:5")
+    sorter.client("b")
     sorter.update_weight("b", 2)
     sorter.allocated("b", "cpus:6;mem:6")
     assert sorter.sort() == ["b", "a"]  # a = .05, b = .03
-    sorter.add("c")
-    sorter.activate("c")
-    sorter.allocated("c", "cpus:4;mem:4")
+    sorter.client("c", "cpus:4;mem:4")
     assert sorter.sort() == ["b", "c", "a"]  # a = .05, b = .03, c = .04
-    sorter.add("d")
-    sorter.activate("d")
+    sorter.client("d")
     sorter.update_weight("d", 10)
     sorter.allocated("d", "cpus:10;mem:20")
     assert sorter.sort() == ["d", "b", "c", "a"]  # a = .05, b = .03, c = .04, d = .02
@@ -190,8 +179,7 @@ def test_sorter_WDRF(policy: str) -> None:
     assert sorter.sort() == ["d", "c", "a"]
     sorter.allocated("d", "cpus:10;mem:25")
     assert sorter.sort() == ["c", "d", "a"]  # a = .05, c = .04, d = .045
-    sorter.add("e")
-    sorter.activate("e")
+    sorter.client("e")
     sorter.update_weight("e", 0.1)
     sorter.allocated("e", "cpus:1;mem:1")
     assert sorter.sort() == ["c", "d", "a", "e"]  # a = .05, c = .04, d = .045, e = .1
@@ -203,12 +191,8 @@ def test_sorter_WDRF(policy: str) -> None:
 def test_sorter_UpdateWeight(policy: str) -> None:
     sorter = MesosSorter(policy)
     sorter.add_slave(AGENT, "cpus:100;mem:100")
-    sorter.add("a")
-    sorter.activate("a")
-    sorter.allocated("a", "cpus:5;mem:5")
-    sorter.add("b")
-    sorter.activate("b")
-    sorter.allocated("b", "cpus:6;mem:6")
+    sorter.client("a", "cpus:5;mem:5")
+    sorter.client("b", "cpus:6;mem:6")
     assert sorter.sort() == ["a", "b"]
     sorter.update_weight("b", 2)  # flips the order
     assert sorter.sort() == ["b", "a"]
@@ -287,8 +271,7 @@ def test_sorter_HierarchicalAllocation(policy: str) -> None:
     assert sorter.allocation("b/d") == Resources.parse("cpus:3;mem:3")
     sorter.allocated("a", "cpus:2;mem:2")
     assert sorter.sort() == ["b/d", "b/c", "a"]
-    sorter.add("b/e/f")
-    sorter.activate("b/e/f")
+    sorter.client("b/e/f")
     assert not sorter.contains("b/e")
     assert sorter.contains("b/e/f")
     assert sorter.sort() == ["b/e/f", "b/d", "b/c", "a"]
@@ -302,9 +285,7 @@ def test_sorter_HierarchicalAllocation(policy: str) -> None:
     # so does updating one
     sorter.update("b/c", "cpus:4;mem:4", "cpus:1;mem:1")
     assert sorter.sort() == ["b/c", "b/d", "a"]
-    sorter.add("b/e/f")
-    sorter.activate("b/e/f")
-    sorter.allocated("b/e/f", "cpus:3.5;mem:3.5")
+    sorter.client("b/e/f", "cpus:3.5;mem:3.5")
     assert sorter.sort() == ["b/c", "b/d", "b/e/f", "a"]
     assert sorter.count() == 4
 
@@ -331,24 +312,16 @@ def test_sorter_HierarchicalIterationOrder(policy: str) -> None:
 def test_sorter_AddChildToLeaf(policy: str) -> None:
     sorter = MesosSorter(policy)
     sorter.add_slave(AGENT, "cpus:100;mem:100")
-    sorter.add("a")
-    sorter.activate("a")
-    sorter.allocated("a", "cpus:10;mem:10")
-    sorter.add("b")
-    sorter.activate("b")
-    sorter.allocated("b", "cpus:6;mem:6")
+    sorter.client("a", "cpus:10;mem:10")
+    sorter.client("b", "cpus:6;mem:6")
     assert sorter.sort() == ["b", "a"]
     # the "a" subtree competes against "b"; inside it, "a" against "a/c"
-    sorter.add("a/c")
-    sorter.activate("a/c")
-    sorter.allocated("a/c", "cpus:5;mem:5")
+    sorter.client("a/c", "cpus:5;mem:5")
     assert sorter.sort() == ["b", "a/c", "a"]
     sorter.remove("a")
     assert not sorter.contains("a")
     assert sorter.sort() == ["a/c", "b"]
-    sorter.add("a")
-    sorter.activate("a")
-    sorter.allocated("a", "cpus:10;mem:10")
+    sorter.client("a", "cpus:10;mem:10")
     assert sorter.contains("a")
     assert sorter.sort() == ["b", "a/c", "a"]
     # "a" competes against "a/c" with a weight of 1
@@ -365,20 +338,12 @@ def test_sorter_AddChildToLeaf(policy: str) -> None:
 def test_sorter_AddChildToInternal(policy: str) -> None:
     sorter = MesosSorter(policy)
     sorter.add_slave(AGENT, "cpus:100;mem:100")
-    sorter.add("x/a")
-    sorter.activate("x/a")
-    sorter.allocated("x/a", "cpus:10;mem:10")
-    sorter.add("x/b")
-    sorter.activate("x/b")
-    sorter.allocated("x/b", "cpus:6;mem:6")
+    sorter.client("x/a", "cpus:10;mem:10")
+    sorter.client("x/b", "cpus:6;mem:6")
     assert sorter.sort() == ["x/b", "x/a"]
-    sorter.add("x")
-    sorter.activate("x")
-    sorter.allocated("x", "cpus:7;mem:7")
+    sorter.client("x", "cpus:7;mem:7")
     assert sorter.sort() == ["x/b", "x", "x/a"]
-    sorter.add("z")
-    sorter.activate("z")
-    sorter.allocated("z", "cpus:20;mem:20")
+    sorter.client("z", "cpus:20;mem:20")
     assert sorter.sort() == ["z", "x/b", "x", "x/a"]
     sorter.remove("x")
     assert sorter.sort() == ["x/b", "x/a", "z"]
@@ -388,17 +353,11 @@ def test_sorter_AddChildToInternal(policy: str) -> None:
 def test_sorter_AddChildToInactiveLeaf(policy: str) -> None:
     sorter = MesosSorter(policy)
     sorter.add_slave(AGENT, "cpus:100;mem:100")
-    sorter.add("a")
-    sorter.activate("a")
-    sorter.allocated("a", "cpus:10;mem:10")
-    sorter.add("b")
-    sorter.activate("b")
-    sorter.allocated("b", "cpus:6;mem:6")
+    sorter.client("a", "cpus:10;mem:10")
+    sorter.client("b", "cpus:6;mem:6")
     sorter.deactivate("a")
     assert sorter.sort() == ["b"]
-    sorter.add("a/c")
-    sorter.activate("a/c")
-    sorter.allocated("a/c", "cpus:5;mem:5")
+    sorter.client("a/c", "cpus:5;mem:5")
     assert sorter.sort() == ["b", "a/c"]
 
 
@@ -406,9 +365,7 @@ def _collapse(policy: str) -> MesosSorter:
     sorter = MesosSorter(policy)
     sorter.add_slave(AGENT, "cpus:100;mem:100")
     for client, held in (("a", "cpus:10;mem:10"), ("b", "cpus:6;mem:6"), ("a/c", "cpus:5;mem:5")):
-        sorter.add(client)
-        sorter.activate(client)
-        sorter.allocated(client, held)
+        sorter.client(client, held)
     return sorter
 
 
@@ -443,17 +400,11 @@ def test_sorter_ChangeWeightOnSubtree(policy: str) -> None:
     sorter.allocated("a/x", "cpus:10;mem:10")
     sorter.allocated("b/y", "cpus:10;mem:10")
     assert sorter.sort() == ["b/y", "a/x"]
-    sorter.add("b/z")
-    sorter.activate("b/z")
-    sorter.allocated("b/z", "cpus:5;mem:5")
+    sorter.client("b/z", "cpus:5;mem:5")
     assert sorter.sort() == ["b/z", "b/y", "a/x"]
-    sorter.add("b")
-    sorter.activate("b")
-    sorter.allocated("b", "cpus:4;mem:4")
+    sorter.client("b", "cpus:4;mem:4")
     assert sorter.sort() == ["a/x", "b", "b/z", "b/y"]
-    sorter.add("a/zz")
-    sorter.activate("a/zz")
-    sorter.allocated("a/zz", "cpus:2;mem:2")
+    sorter.client("a/zz", "cpus:2;mem:2")
     assert sorter.sort() == ["a/zz", "a/x", "b", "b/z", "b/y"]
 
 
@@ -462,8 +413,7 @@ def test_sorter_AllocationForInactiveClient(policy: str) -> None:
     sorter = MesosSorter(policy)
     sorter.add_slave(AGENT, "cpus:10;mem:10")
     sorter.add("a")
-    sorter.add("b")
-    sorter.activate("b")
+    sorter.client("b")
     sorter.allocated("a", "cpus:2;mem:2")  # a is inactive
     sorter.allocated("b", "cpus:3;mem:3")
     assert sorter.allocation("a") == Resources.parse("cpus:2;mem:2")
@@ -475,8 +425,7 @@ def test_sorter_AllocationForInactiveClient(policy: str) -> None:
 def test_sorter_MultipleSlaves(policy: str) -> None:
     # (without the agents' port ranges: ports are not a resource of ours)
     sorter = MesosSorter(policy)
-    sorter.add("framework")
-    sorter.activate("framework")
+    sorter.client("framework")
     sorter.add_slave("agentA", "cpus:2;mem:512")
     sorter.add_slave("agentB", "cpus:2;mem:512")
     sorter.allocated("framework", "cpus:2;mem:512")
