@@ -58,7 +58,7 @@ from protocol.messages import (
     Teardown,
     Wire,
 )
-from protocol.resources import Resources
+from protocol.resources import Limit, Resources
 from protocol.topics import Topics
 from slave.slave import Slave, SlaveConfig
 
@@ -638,6 +638,15 @@ async def test_an_operator_sets_quota_at_run_time_and_it_is_kept_in_the_roles_fi
     console = Console(record=True, width=160)
     console.print(render_state(state))
     assert "unsatisfiable" in console.export_text()
+
+    # a zero limit stays a limit, through the call, the registry and the roles file
+    frozen = SetQuota(role="frozen", limit=Limit(cpus=0))
+    assert await operator_call(ops, T.cluster, frozen, quota_of("frozen")) is None
+    assert secure.master.allocator.quotas["frozen"].limit == Limit(cpus=0)
+    assert secure.master.registry.quotas["frozen"].limit == Limit(cpus=0)
+    frozen_kept = load_roles(roles).roles["frozen"].quota
+    assert frozen_kept is not None
+    assert frozen_kept.limit == Limit(cpus=0)
 
     # quota is an operator's call: a framework principal is refused
     mallory = await secure.attacker()
