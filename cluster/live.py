@@ -186,4 +186,4 @@ async def quota_args(spec: Spec, run_dir: Path) -> list[str]:
     )
     path = run_dir / "roles.yaml"
     await asyncio.to_thread(save_roles, path, roles)
-    return ["--roles", str(path)]
+    return ["--roles", str(path), "--quota-headroom", spec.master.quota_headroom]
