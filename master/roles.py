@@ -315,8 +315,8 @@ class RoleTree:
         heap = node.heap
         passed: list[_Entry] = []
         own: tuple[float, int, str] | None = None
-        if node.self_wanting:  # its own frameworks: the child "."
-            own = (self._leaf_key(node), node.own_count, ".")
+        if node.self_wanting:  # its own frameworks: the child "." (a fifo pool's first)
+            own = (self._leaf_key(node), -1 if node.ordering == "fifo" else node.own_count, ".")
         try:
             while heap:
                 entry = heap[0]
