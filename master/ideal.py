@@ -84,7 +84,8 @@ def ideal(
     for path, limit in (quota_limits or {}).items():
         for r, amount in limit.items():
             virtual = f"limit:{'/'.join(path)}:{r}"
-            capacity[virtual] = exact(amount)
+            if exact(amount) > 0:  # a zero limit: a resource nobody has (stops them at 0)
+                capacity[virtual] = exact(amount)
             for u in users:
                 if u.path[: len(path)] == tuple(path) and r in tasks[u.name]:
                     tasks[u.name][virtual] = tasks[u.name][r]

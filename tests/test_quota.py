@@ -259,3 +259,12 @@ def test_a_zero_limit_stays_a_limit_from_every_door_to_the_allocator(
     result = CliRunner().invoke(operator_cli.quota_set, ["a", "--limit", "cpus:0"])
     assert result.exit_code == 0, result.output
     assert sent == [SetQuota(role="a", limit=zero)]
+
+
+@pytest.mark.parametrize("policy", ["drf", "wdrf", "asset", "flat", "fifo", "ceei", "hdrf"])
+def test_the_ideal_stops_a_pool_with_a_zero_limit_at_nothing(policy: str) -> None:
+    from master.ideal import User, ideal
+
+    users = [User("a", {"c": 1}, path=("eng", "x")), User("c", {"c": 1}, path=("ops",))]
+    r = ideal(policy, {"c": 12, "m": 12}, users, quota_limits={("eng",): {"c": 0}})
+    assert (r["a"].tasks, r["c"].tasks) == (0, 12)
