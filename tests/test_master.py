@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 
 import msgpack
 import pytest
@@ -480,3 +482,24 @@ async def test_declared_demand_is_kept_counted_down_cleared_and_checked(cluster:
     await eventually(lambda: [r.count for r in fw.demand or []] == [2])
     await a.bus.publish(a.to_master, Suppress(framework_id=a.framework_id))
     await eventually(lambda: fw.demand == [])
+
+
+@pytest.mark.parametrize(
+    ("headroom", "offered"),
+    [("all", Resources(cpus=2, mem=2048)), ("demand", Resources(cpus=4, mem=4096))],
+)
+async def test_a_guarantee_is_kept_free_for_a_role_with_no_framework_unless_headroom_is_demand(
+    mosquitto: MosquittoBroker, tmp_path: Path, headroom: str, offered: Resources
+) -> None:
+    """`--quota-headroom all` (Mesos's): prod's unmet guarantee stays free though no
+    framework of prod is here; `demand`: batch is offered the whole slave."""
+    roles = tmp_path / "roles.yaml"
+    roles.write_text("roles:\n  prod: {quota: {guarantee: {cpus: 2, mem: 2048}}}\n")
+    async with contextlib.AsyncExitStack() as stack:
+        c = Cluster(mosquitto, stack)
+        await c.start_master(dataclasses.replace(FAST, roles=roles, quota_headroom=headroom))
+        await c.slave("s1", Resources(cpus=4, mem=4096))
+        batch = await c.framework("batch", role="batch")
+        assert (await batch.next_offer()).resources == offered
+        await c.rounds_pass()
+        assert batch.offer_count() == 1  # and nothing more of the slave
