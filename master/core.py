@@ -429,6 +429,9 @@ class MasterCore:
         for orphans in self.books.orphans.values():
             orphans[:] = [o for o in orphans if o.slave_id != slave.slave_id]
         self.allocator.remove_slave(slave.slave_id)
+        for fw in self.books.frameworks.values():  # its executors went with it
+            for key in [k for k in fw.executors if k[0] == slave.slave_id]:
+                del fw.executors[key]
         del self.books.slaves[slave.slave_id]
         self._slave_gone(slave.slave_id, why, frameworks_affected=len(affected))
         self.request_round()

@@ -90,7 +90,9 @@ class Topics:
     def owns_reply_topic(self, sender: Sender, topic: str | None) -> bool:
         """May answers for `sender` go to `topic`? Only inside its own outbox."""
         box = self.outbox(sender.kind, sender.principal)
-        return topic is not None and (topic == box or topic.startswith(box + "/"))
+        if topic is None or any(c in topic for c in "+#\0"):
+            return False  # a wildcard is no address to publish to
+        return topic == box or topic.startswith(box + "/")
 
     # -- the broker and the tools -------------------------------------------------------------
     def gone(self, kind: str, principal: str) -> str:
