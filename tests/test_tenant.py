@@ -21,6 +21,7 @@ import pytest
 from test_trust import Secure, T, intact, secure_cluster
 
 from frameworks.scheduler import Scheduler, SchedulerDriver, build_task
+from master.ideal import User, ideal
 from master.master import Master
 from protocol.ids import MAX_COMMAND, id_problem, reply_problem, task_problem
 from protocol.messages import (
@@ -167,6 +168,16 @@ def test_a_command_that_execve_would_refuse_is_refused_first() -> None:
     bad = TaskInfo(task_id="t", slave_id="s", resources=SMALL, executor=executor)
     assert "executor id" in (task_problem(bad) or "")
     assert task_problem(task("echo hi", {"A": "b c"})) is None
+
+
+@pytest.mark.parametrize("policy", ["hdrf", "naive-hdrf"])
+def test_any_valid_framework_id_has_a_fair_share(policy: str) -> None:
+    """Framework ids name users of the ideal; the role tree it builds must take any."""
+    names = ["fw:1@x", "f" * 200, "fw-plain"]
+    users = [User(name, {"cpus": 1, "mem": 1}, path=("team",)) for name in names]
+    shares = ideal(policy, {"cpus": 3, "mem": 3}, users)
+    assert set(shares) == set(names)
+    assert all(abs(float(s.dominant_share) - 1 / 3) < 0.01 for s in shares.values())
 
 
 # -- on a secured cluster -------------------------------------------------------------------
