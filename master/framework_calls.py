@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 from master.authz import Caller
@@ -442,7 +443,11 @@ class FrameworkCalls(MasterCore):
             ]
         else:
             asked = [(t.task_id, t.slave_id) for t in msg.tasks]
-        for task_id, slave_id in asked:
+        for i, (task_id, slave_id) in enumerate(asked):
+            if i and not i % 256:  # a long list lets the loop breathe (health, rounds)
+                await asyncio.sleep(0)
+                if fw.framework_id not in self.books.frameworks:
+                    return  # removed meanwhile
             task = fw.tasks.get(task_id)
             if task is not None:
                 status = TaskStatus(

@@ -10,26 +10,46 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import json
 import os
 import signal
 import sys
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import aiohttp
+import msgpack
 import pytest
 from test_trust import Secure, T, intact, secure_cluster
 
 from frameworks.scheduler import Scheduler, SchedulerDriver, build_task
+from master.http_api import HttpApi
+from master.http_config import HttpConfig
 from master.ideal import User, ideal
-from master.master import Master
+from master.master import MAX_CALL_ITEMS, Master
+from protocol.codec import (
+    MAX_BATCH,
+    PROTOCOL_VERSION,
+    DecodeError,
+    Envelope,
+    decode_many,
+    encode,
+    encode_batch,
+)
 from protocol.ids import MAX_COMMAND, id_problem, reply_problem, task_problem
 from protocol.messages import (
+    MAX_RECONCILE_TASKS,
+    MAX_TASKS_PER_ACCEPT,
+    Acknowledge,
+    Acknowledges,
     CommandInfo,
     ExecutorInfo,
     Filters,
     Offer,
     Reason,
+    Revive,
     TaskInfo,
     TaskState,
     TaskStatus,
@@ -37,7 +57,7 @@ from protocol.messages import (
 from protocol.resources import Resources
 from slave.paths import sandbox_path
 
-from helpers import books_balance, eventually
+from helpers import books_balance, eventually, longest_step
 
 SMALL = Resources(cpus=0.1, mem=8)
 AGAIN = Filters(refuse_seconds=0)  # what a launch leaves is offered again at once
@@ -82,16 +102,25 @@ async def real(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[
 
 
 @contextlib.asynccontextmanager
-async def tenant(sec: Secure) -> AsyncIterator[tuple[SchedulerDriver, Tenant]]:
-    """mallory, subscribed through the real SDK driver with its own credentials."""
+async def tenant(
+    sec: Secure, failover: float = 0.0
+) -> AsyncIterator[tuple[SchedulerDriver, Tenant]]:
+    """mallory, subscribed through the real SDK driver with its own credentials; with a
+    `failover` timeout its framework outlives the driver."""
     scheduler = Tenant()
     driver = SchedulerDriver(
-        scheduler, name="mallory", broker=sec.as_("mallory"), cluster=T.cluster, role="mallory"
+        scheduler,
+        name="mallory",
+        broker=sec.as_("mallory"),
+        cluster=T.cluster,
+        role="mallory",
+        failover_timeout=failover,
     )
     await driver.start()
     try:
         yield driver, scheduler
     finally:
+        driver.stop(failover=bool(failover))
         await driver._close()
 
 
@@ -354,3 +383,138 @@ async def test_a_greedy_executor_cannot_push_a_slave_past_its_total(real: Secure
         books_balance(master)
     assert not [s for s in real.victim.statuses if s.state == TaskState.ERROR]
     intact(real)
+
+
+def test_a_list_over_its_cap_is_refused_before_any_item_is_validated() -> None:
+    body = {"framework_id": "f", "tasks": [{"task_id": 7}] * (MAX_RECONCILE_TASKS + 1)}
+    [error] = decode_many(msgpack.packb([PROTOCOL_VERSION, "Reconcile", "r", body]))
+    assert isinstance(error, DecodeError)
+    assert error.reason == "too-many"  # (not "invalid": no task id was looked at)
+    assert f"at most {MAX_RECONCILE_TASKS}" in error.detail
+    assert error.reply_to == "r"
+    one = encode(Revive(framework_id="f"))
+    [error] = decode_many(encode_batch([one] * (MAX_BATCH + 1)))
+    assert isinstance(error, DecodeError)
+    assert error.reason == "too-many"
+
+
+def test_a_payload_holds_at_most_its_budget_of_calls_and_the_rest_is_refused() -> None:
+    acks = Acknowledges(
+        items=[Acknowledge(framework_id="f", task_id=f"t{i}", uuid="u") for i in range(256)]
+    )
+    payload = encode_batch([encode(acks, "r")] * 20, "r")
+    out = decode_many(payload, max_items=4096)
+    taken = [e for e in out if isinstance(e, Envelope)]
+    refused = [e for e in out if isinstance(e, DecodeError)]
+    assert len(taken) == 4096
+    assert [e.reason for e in refused] == ["too-many"] * 4
+    assert len(decode_many(payload)) == 20 * 256  # a slave's payloads have no such budget
+
+
+# -- one message may not stall the master ------------------------------------------------------
+
+
+@pytest.fixture
+async def simulated(tmp_path: Path) -> AsyncIterator[Secure]:
+    """test_trust's cluster on mosquitto (the embedded broker would share this loop)."""
+    async with secure_cluster("mosquitto", tmp_path) as sec:
+        yield sec
+
+
+def hostile_payloads(fid: str, reply_to: str) -> dict[str, bytes]:
+    """The biggest things one message may ask, and more, in the order they are sent."""
+
+    def envelope(type_name: str, body: dict[str, object]) -> bytes:
+        packed: bytes = msgpack.packb([PROTOCOL_VERSION, type_name, reply_to, body])
+        return packed
+
+    def reconcile(n: int, width: int = 8) -> bytes:
+        tasks = [{"task_id": f"t{i:0{width}}"} for i in range(n)]
+        return envelope("Reconcile", {"framework_id": fid, "tasks": tasks})
+
+    acks = Acknowledges(
+        items=[Acknowledge(framework_id=fid, task_id=f"t{i}", uuid=f"u{i}") for i in range(256)]
+    )
+    tasks = [
+        {"task_id": f"t{i}", "slave_id": "sa", "resources": {"cpus": 1}, "command": {"value": "x"}}
+        for i in range(MAX_TASKS_PER_ACCEPT)
+    ]
+    return {
+        "too-large": reconcile(250_000),  # 4 MB in one message
+        "too-many-tasks": reconcile(MAX_RECONCILE_TASKS + 1),
+        # 65,536 calls in one payload: the first MAX_CALL_ITEMS are handled
+        "too-many-calls": encode_batch([encode(acks, reply_to)] * MAX_BATCH, reply_to),
+        "at-the-caps": reconcile(MAX_RECONCILE_TASKS, 190),  # 0.8 MB, 4096 answers
+        "accept": envelope("Accept", {"framework_id": fid, "offer_ids": ["o-x"], "tasks": tasks}),
+    }
+
+
+async def test_no_single_message_stalls_the_master_past_100_ms(
+    simulated: Secure, tmp_path: Path
+) -> None:
+    """mallory's own process sends the biggest messages the caps let through, and more,
+    while /health is asked every 10 ms: no step of the master's loop takes 100 ms."""
+    sec, master = simulated, simulated.master
+    master.limiter.rate = None  # every call reaches the handlers
+    api = HttpApi(master, HttpConfig(port=0, credentials=sec.store.path, open_metrics=True))
+    url = await api.start()
+    try:
+        async with tenant(sec, failover=600) as (driver, _):
+            fid = driver.framework_id or ""
+        # (its driver gone, the framework is kept: answers go to an inbox nobody reads)
+        files = []
+        for name, payload in hostile_payloads(fid, T.outbox("framework", "mallory")).items():
+            if os.environ.get("ONLY") and name not in (os.environ["ONLY"], "accept"):
+                continue
+            assert len(payload) <= 8 * 1024 * 1024  # what the broker takes
+            (tmp_path / name).write_bytes(payload)
+            files.append(str(tmp_path / name))
+        waits: list[float] = []
+        async with aiohttp.ClientSession() as http:
+
+            async def health() -> None:
+                while True:
+                    began = time.monotonic()
+                    async with http.get(url + "health") as answer:
+                        assert answer.status == 200
+                    waits.append(time.monotonic() - began)
+                    await asyncio.sleep(0.01)
+
+            poller = asyncio.create_task(health())
+            await eventually(lambda: len(waits) > 5)
+            before = len(waits)
+            mallory = sec.as_("mallory")
+            gc.freeze()  # as `drfmesos master` does once started (this process holds more)
+            with longest_step() as step:
+                sender = await asyncio.create_subprocess_exec(
+                    sys.executable,
+                    str(Path(__file__).parent / "programs" / "flood.py"),
+                    f"mqtts://mallory@{mallory.host}:{mallory.port}",
+                    sec.url.ca or "",
+                    T.inbound("framework", "mallory"),
+                    "1",
+                    *files,
+                    env={**os.environ, "FLOOD_SECRET": mallory.password or ""},
+                )
+                assert await sender.wait() == 0
+                # the Accept, last, is refused last: everything before it was handled
+                await eventually(lambda: master.refused["invalid-offers"] > 0, timeout=60)
+            gc.unfreeze()
+            poller.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await poller
+        during = waits[before:]
+        print(
+            f"/health: {len(during)} answers, slowest {max(during) * 1000:.1f} ms; "
+            f"longest loop step {step[0] * 1000:.1f} ms of CPU"
+        )
+        assert master.refused["too-large"] == 1
+        assert master.refused["too-many"] == 1 + MAX_BATCH - MAX_CALL_ITEMS // 256
+        # No step of the loop (this process: master, /health and the test) took 100 ms of
+        # CPU; /health's wall-clock answer also waits for whatever else the shared machine
+        # runs, so it is held to a bound a stall would break but a busy machine does not.
+        assert step[0] < 0.1, step[0]
+        assert max(during) < 1.0, max(during)
+    finally:
+        await api.stop()
+    intact(sec)
