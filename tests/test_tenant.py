@@ -464,8 +464,6 @@ async def test_no_single_message_stalls_the_master_past_100_ms(
         # (its driver gone, the framework is kept: answers go to an inbox nobody reads)
         files = []
         for name, payload in hostile_payloads(fid, T.outbox("framework", "mallory")).items():
-            if os.environ.get("ONLY") and name not in (os.environ["ONLY"], "accept"):
-                continue
             assert len(payload) <= 8 * 1024 * 1024  # what the broker takes
             (tmp_path / name).write_bytes(payload)
             files.append(str(tmp_path / name))
