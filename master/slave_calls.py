@@ -7,6 +7,7 @@ import contextlib
 from master.authz import Caller
 from master.books import Framework, Orphan, Slave, Task
 from master.core import STAGING_GRACE, MasterCore
+from protocol import logs
 from protocol.messages import (
     Error,
     ExecutorExited,
@@ -368,14 +369,17 @@ class SlaveCalls(MasterCore):
             )
 
     async def _on_error(self, msg: Error, caller: Caller) -> None:
-        self.log.warning(
-            "master.error_received",
-            message=msg.message,
-            code=msg.code,
-            about=msg.about,
-            kind=caller.kind,
-            principal=caller.principal,
-        )
+        sampled = self._sampled(caller.principal, "error-received", self._now())
+        if sampled is not None:  # another party's text: cut, and sampled as refusals are
+            self.log.warning(
+                "master.error_received",
+                message=logs.clip(msg.message),
+                code=logs.clip(msg.code, 60),
+                about=logs.clip(msg.about or "", 200),
+                kind=caller.kind,
+                principal=caller.principal,
+                **sampled,
+            )
 
     async def _on_gone(self, msg: Gone, caller: Caller) -> None:
         """A Last Will: the connection of `caller` (named by the will's topic) is gone."""

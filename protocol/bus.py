@@ -760,8 +760,8 @@ class Bus:
                     "bus.bad_message",
                     topic=topic.value,
                     reason=item.reason,
-                    detail=item.detail,
-                    sender=item.reply_to,
+                    detail=logs.clip(item.detail),
+                    sender=logs.clip(item.reply_to or "", 200),
                 )
                 self.reply_error(
                     item.reply_to,

@@ -11,24 +11,28 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import io
 import json
+import logging
 import os
 import signal
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import aiohttp
 import msgpack
 import pytest
 from test_trust import Secure, T, intact, secure_cluster
+from yarl import URL
 
 from frameworks.scheduler import Scheduler, SchedulerDriver, build_task
 from master.http_api import HttpApi
 from master.http_config import HttpConfig
 from master.ideal import User, ideal
 from master.master import MAX_CALL_ITEMS, Master
+from protocol import logs
 from protocol.codec import (
     MAX_BATCH,
     PROTOCOL_VERSION,
@@ -45,6 +49,7 @@ from protocol.messages import (
     Acknowledge,
     Acknowledges,
     CommandInfo,
+    Error,
     ExecutorInfo,
     Filters,
     Offer,
@@ -515,4 +520,61 @@ async def test_no_single_message_stalls_the_master_past_100_ms(
         assert max(during) < 1.0, max(during)
     finally:
         await api.stop()
+    intact(sec)
+
+
+# -- the master's log --------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def log_written() -> Iterator[io.StringIO]:
+    """Every log line written meanwhile, structlog's and the standard library's alike."""
+    written = io.StringIO()
+    logs.configure("warning", json=True, stream=written)
+    handler = logging.StreamHandler(written)
+    logging.getLogger().addHandler(handler)
+    try:
+        yield written
+    finally:
+        logging.getLogger().removeHandler(handler)
+        logs.configure("warning", json=True)  # as conftest has it
+
+
+async def test_a_tenant_cannot_inflate_the_masters_log(simulated: Secure) -> None:
+    """20 Errors of 1 MB, 2,000 refused calls and 60 over-long HTTP request lines make a
+    few kilobytes of log: free text cut, refusals sampled with counts, no traceback."""
+    sec, master = simulated, simulated.master
+    master.limiter.rate = None  # every call reaches the handlers
+    api = HttpApi(master, HttpConfig(port=0, credentials=sec.store.path))
+    url = URL(await api.start())
+    with log_written() as written:
+        try:
+            mallory = await sec.attacker()
+            huge = "x" * 1_000_000
+            for _ in range(20):
+                await mallory.bus.publish(mallory.to_master, Error(message=huge, code=huge[:100]))
+            calls = [encode(Revive(framework_id=f"fw-{i}"), mallory.bus.inbox) for i in range(256)]
+            for _ in range(8):
+                await mallory.bus.publish_raw(mallory.to_master, encode_batch(calls, None))
+            for _ in range(60):
+                reader, writer = await asyncio.open_connection(url.host, url.port)
+                writer.write(b"GET /" + b"a" * 100_000 + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+                await writer.drain()
+                assert b" 400 " in await reader.read(100)
+                writer.close()
+            await mallory.call(Revive(framework_id="last"))  # answered in order: all handled
+            assert master.refused["unknown-framework"] >= 8 * 256
+        finally:
+            await api.stop()
+    said = written.getvalue()
+    lines = said.splitlines()
+    print(f"log: {len(said)} bytes in {len(lines)} lines")
+    assert "Traceback" not in said
+    assert len(said) < 64 * 1024, len(said)
+    assert max(map(len, lines)) < 2048
+    refused = [json.loads(line) for line in lines if '"master.refused"' in line]
+    left_out = sum(r["unlogged_by_code"].get("unknown-framework", 0) for r in refused)
+    pending = master.unlogged.get("mallory", {}).get("unknown-framework", 0)  # (next line's)
+    assert len(refused) + left_out + pending >= 8 * 256  # every refusal logged or counted
+    assert any('"http.bad_request"' in line for line in lines)
     intact(sec)
