@@ -81,7 +81,7 @@ class Tenant(Scheduler):
         self.changed.set()
 
     async def offer_rescinded(self, driver: SchedulerDriver, offer_id: str) -> None:
-        self.offers = [o for o in self.offers if o.offer_id != offer_id]
+        self.offers[:] = [o for o in self.offers if o.offer_id != offer_id]
 
     async def status_update(self, driver: SchedulerDriver, status: TaskStatus) -> None:
         self.statuses.append(status)
