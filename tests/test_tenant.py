@@ -60,6 +60,7 @@ from protocol.messages import (
     TaskStatus,
 )
 from protocol.resources import Resources
+from protocol.topics import Sender, check_segment
 from slave.paths import sandbox_path
 
 from helpers import books_balance, eventually, longest_step
@@ -171,6 +172,19 @@ def test_a_reply_address_may_hold_no_mqtt_wildcard() -> None:
     assert "wildcards" in (reply_problem("in+") or "")
     assert "wildcards" in (reply_problem("#") or "")
     assert reply_problem("inbox-1") is None
+    mallory = Sender("framework", "mallory")
+    box = T.outbox("framework", "mallory")
+    assert T.owns_reply_topic(mallory, box + "/in")
+    for bad in ("/+", "/#", "/in\n", "/a\0b"):
+        assert not T.owns_reply_topic(mallory, box + bad)
+
+
+def test_a_topic_segment_ends_where_it_ends() -> None:
+    """An inbox 'x\n' once passed (a regex's `$` matches before a final newline), and
+    mosquitto cut the master's connection each time it published there."""
+    with pytest.raises(ValueError, match="must be"):
+        check_segment("inbox\n")
+    assert check_segment("inbox-1") == "inbox-1"
 
 
 def test_a_sandbox_path_stays_under_the_work_dir(tmp_path: Path) -> None:
