@@ -117,17 +117,21 @@ class ExecutorSide:
         """The master took a new executor's resources from the offer with this task: the
         executor never ran, so say it ended, and the master gives them back."""
         info = msg.task.executor
-        if info is None or f"{msg.framework_id}.{info.executor_id}" in self.executors:
-            return
-        self.bus.post(
-            self.to_master,
-            ExecutorExited(
-                framework_id=msg.framework_id,
-                slave_id=self.slave_id,
-                executor_id=info.executor_id,
-                status=-1,
-            ),
-        )
+        if info is not None and f"{msg.framework_id}.{info.executor_id}" not in self.executors:
+            self._tell_exited(msg.framework_id, info.executor_id, -1)
+
+    def _tell_exited(self, framework_id: str, executor_id: str, status: int) -> None:
+        """The master hears an executor is gone (unless its framework is being shut down)."""
+        if framework_id not in self.shut_down_frameworks:
+            self.bus.post(
+                self.to_master,
+                ExecutorExited(
+                    framework_id=framework_id,
+                    slave_id=self.slave_id,
+                    executor_id=executor_id,
+                    status=status,
+                ),
+            )
 
     async def _from_executor(self, executor: ExecutorProcess, message: Wire) -> None:
         """What an executor says; its identity is the line it came on."""
@@ -211,13 +215,4 @@ class ExecutorSide:
                     f"executor {executor.executor_id} exited with status {code}"
                     + (f" (stopped: {executor.broken})" if executor.broken else ""),
                 )
-        if executor.framework_id not in self.shut_down_frameworks:
-            self.bus.post(
-                self.to_master,
-                ExecutorExited(
-                    framework_id=executor.framework_id,
-                    slave_id=self.slave_id,
-                    executor_id=executor.executor_id,
-                    status=code,
-                ),
-            )
+        self._tell_exited(executor.framework_id, executor.executor_id, code)

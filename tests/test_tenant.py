@@ -24,7 +24,7 @@ from pathlib import Path
 import aiohttp
 import msgpack
 import pytest
-from test_trust import Secure, T, intact, secure_cluster
+from test_trust import Secure, T, flood_from_mallory, intact, secure_cluster
 from yarl import URL
 
 from frameworks.scheduler import Scheduler, SchedulerDriver, build_task
@@ -500,19 +500,9 @@ async def test_no_single_message_stalls_the_master_past_100_ms(
             poller = asyncio.create_task(health())
             await eventually(lambda: len(waits) > 5)
             before = len(waits)
-            mallory = sec.as_("mallory")
             gc.freeze()  # as `drfmesos master` does once started (this process holds more)
             with longest_step() as step:
-                sender = await asyncio.create_subprocess_exec(
-                    sys.executable,
-                    str(Path(__file__).parent / "programs" / "flood.py"),
-                    f"mqtts://mallory@{mallory.host}:{mallory.port}",
-                    sec.url.ca or "",
-                    T.inbound("framework", "mallory"),
-                    "1",
-                    *files,
-                    env={**os.environ, "FLOOD_SECRET": mallory.password or ""},
-                )
+                sender = await flood_from_mallory(sec, 1, *files)
                 assert await sender.wait() == 0
                 # the Accept, last, is refused last: everything before it was handled
                 await eventually(lambda: master.refused["invalid-offers"] > 0, timeout=60)

@@ -18,6 +18,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import aiomqtt
 import msgpack
@@ -223,6 +224,24 @@ async def secure_cluster(
         await broker.stop()
         if isinstance(broker, MosquittoBroker):
             broker.cleanup()
+
+
+async def flood_from_mallory(
+    sec: Secure, rounds: int, *files: str, **kw: Any
+) -> asyncio.subprocess.Process:
+    """mallory's own process (tests/programs/flood.py): `rounds` Declines, or of `files`."""
+    mallory = sec.as_("mallory")
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(Path(__file__).parent / "programs" / "flood.py"),
+        f"mqtts://mallory@{mallory.host}:{mallory.port}",
+        sec.url.ca or "",
+        T.inbound("framework", "mallory"),
+        str(rounds),
+        *files,
+        env={**os.environ, "FLOOD_SECRET": mallory.password or ""},
+        **kw,
+    )
 
 
 def draw(strategy: st.SearchStrategy[Wire], n: int) -> list[Wire]:
@@ -508,17 +527,7 @@ async def test_a_flood_from_one_principal_does_not_delay_anothers_offers(
     secure.victim.resource_offers = on_offers  # type: ignore[method-assign]
     await secure.alice.revive_offers()
     await eventually(lambda: len(got) >= 5)
-    mallory = secure.as_("mallory")
-    flood = await asyncio.create_subprocess_exec(
-        sys.executable,
-        str(Path(__file__).parent / "programs" / "flood.py"),
-        f"mqtts://mallory@{mallory.host}:{mallory.port}",
-        secure.url.ca or "",
-        T.inbound("framework", "mallory"),
-        "20000",
-        env={**os.environ, "FLOOD_SECRET": mallory.password or ""},
-        stdout=asyncio.subprocess.PIPE,
-    )
+    flood = await flood_from_mallory(secure, 20_000, stdout=asyncio.subprocess.PIPE)
     start = len(got)
     flood_started = time.monotonic()
     out, _ = await flood.communicate()
