@@ -89,6 +89,8 @@ class Framework:
     tasks: dict[str, Task] = field(default_factory=dict)
     offers: set[str] = field(default_factory=set)
     slaves_used: set[str] = field(default_factory=set)  # where it ever ran tasks (executors)
+    # its custom executors' own resources, by (slave, executor id): held until they exit
+    executors: dict[tuple[str, str], Resources] = field(default_factory=dict)
     pending: dict[str, PendingUpdate] = field(default_factory=dict)  # by status uuid
     completed: dict[str, TaskStatus] = field(default_factory=dict)  # recent terminal, bounded
     ended: dict[str, Task] = field(default_factory=dict)  # the same tasks, for the API

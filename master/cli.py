@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -324,6 +325,9 @@ def master(
                 bus, topics, config, registry=registry, epoch=term.epoch, master_id=master_id
             )
             await m.start()
+            # What is alive now (modules, the registry read) lives on: full collections
+            # skip it, so one does not stall the loop for a heap's worth of objects.
+            gc.freeze()
             return m.stop
 
         try:

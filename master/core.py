@@ -47,6 +47,7 @@ from protocol.topics import Topics
 
 MAX_RETRY_BACKOFF = 30.0
 STAGING_GRACE = 10.0  # a task this young may not have reached its slave yet
+MAX_ERROR_TEXT = 8192  # characters of a refusal's reason sent back (1000 tasks' reasons)
 
 
 @dataclass
@@ -119,6 +120,8 @@ class MasterCore:
         self.limiter = RateLimiter(self.config.rate_limit, self.config.rate_burst)
         self.refused: Counter[str] = Counter()  # calls refused, by reason code
         self.log_sampler = RateLimiter(rate=5.0, burst=20.0)
+        # refusals left out of the log since a principal's last line, by code
+        self.unlogged: dict[str, Counter[str]] = {}
         self.reply_sampler = RateLimiter(rate=500.0, burst=1000.0)
         self._round_wanted = asyncio.Event()
         self._state_dirty = True
@@ -185,19 +188,33 @@ class MasterCore:
         # A flood of bad calls must not become a flood of log lines or answers: each
         # principal gets a few lines a second (with how many were left out) and answers
         # up to the rate limit's burst.
-        if self.log_sampler.admit(principal, now):
+        sampled = self._sampled(principal, code, now)
+        if sampled is not None:
             who = {"kind": caller.kind, "principal": principal} if caller else {}
             self.log.warning(
                 "master.refused",
-                reason=message,
+                reason=logs.clip(message),
                 code=code,
                 about=about,
-                unlogged=self.log_sampler.take_skipped(principal),
+                **sampled,
                 **who,
                 **ids,
             )
         if caller is not None and caller.reply_to and self.reply_sampler.admit(principal, now):
-            self.bus.post(caller.reply_to, Error(message=message, code=code, about=about))
+            self.bus.post(
+                caller.reply_to,
+                Error(message=logs.clip(message, MAX_ERROR_TEXT), code=code, about=about),
+            )
+
+    def _sampled(self, principal: str, code: str, now: float) -> dict[str, Any] | None:
+        """May a line about `principal` be logged now? If so, the fields saying how many
+        were left out since its last one, by code; if not, None, and this one is counted."""
+        if not self.log_sampler.admit(principal, now):
+            self.unlogged.setdefault(principal, Counter())[code] += 1
+            return None
+        self.log_sampler.take_skipped(principal)  # (counted here, by code)
+        left_out = self.unlogged.pop(principal, Counter())
+        return {"unlogged": left_out.total(), "unlogged_by_code": dict(left_out)}
 
     def _event(self, kind: str, **fields: Any) -> None:
         event = ClusterEvent(kind=kind, **fields)
@@ -432,6 +449,9 @@ class MasterCore:
         for orphans in self.books.orphans.values():
             orphans[:] = [o for o in orphans if o.slave_id != slave.slave_id]
         self.allocator.remove_slave(slave.slave_id)
+        for fw in self.books.frameworks.values():  # its executors went with it
+            for key in [k for k in fw.executors if k[0] == slave.slave_id]:
+                del fw.executors[key]
         del self.books.slaves[slave.slave_id]
         self._slave_gone(slave.slave_id, why, frameworks_affected=len(affected))
         self.request_round()

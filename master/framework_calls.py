@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 from master.authz import Caller
 from master.books import Framework, OfferRecord, Task
 from master.core import MasterCore
 from master.registry import FrameworkRecord
+from protocol.ids import check_id, shorten, task_problem
 from protocol.messages import (
     Accept,
     Acknowledge,
@@ -49,9 +51,11 @@ class FrameworkCalls(MasterCore):
         try:
             check_segment(msg.inbox, "inbox")
             if msg.framework_id:
-                check_segment(msg.framework_id, "framework_id")
+                check_id(check_segment(msg.framework_id, "framework_id"), "framework_id")
         except ValueError as e:
             return "subscribe-refused", str(e)
+        if not msg.name.isprintable():  # it reaches executors' environments
+            return "subscribe-refused", "framework name must not contain control characters"
         if caller.kind != "framework":
             return "subscribe-refused", f"a {caller.kind} principal cannot register a framework"
         fw = self.books.frameworks.get(msg.framework_id or "")
@@ -185,15 +189,7 @@ class FrameworkCalls(MasterCore):
                 self.allocator.recover(fw.framework_id, record.slave_id, record.resources)
             reason = "; ".join(problems)
             for task in msg.tasks:
-                self._master_update(
-                    fw,
-                    task.task_id,
-                    task.slave_id,
-                    TaskState.ERROR,
-                    Reason.INVALID_OFFERS,
-                    reason,
-                    ack=False,
-                )
+                self._refuse_launch(fw, task, Reason.INVALID_OFFERS, reason)
             self._refuse(
                 caller,
                 f"accept refused: {reason}",
@@ -216,17 +212,9 @@ class FrameworkCalls(MasterCore):
             seen.add(task.task_id)
             if problem:
                 refused.append(problem)
-                self._master_update(
-                    fw,
-                    task.task_id,
-                    task.slave_id,
-                    TaskState.ERROR,
-                    Reason.TASK_INVALID,
-                    problem,
-                    ack=False,
-                )
+                self._refuse_launch(fw, task, Reason.TASK_INVALID, problem)
                 continue
-            remaining = remaining - task.resources
+            remaining = remaining - task.resources - self._start_executor(fw, task, slave_id)
             self._launch(fw, task, slave_id, now)
             launched.append(task)
         if launched:  # one message to the slave for all of them
@@ -289,19 +277,51 @@ class FrameworkCalls(MasterCore):
                 records.append(record)
         return records, problems
 
+    def _refuse_launch(self, fw: Framework, task: TaskInfo, reason: Reason, why: str) -> None:
+        """TASK_ERROR for a launch that never happened. A live task of the same id (a
+        reused id) is a different task: its record and resources are left alone."""
+        status = TaskStatus(
+            task_id=task.task_id,
+            state=TaskState.ERROR,
+            slave_id=task.slave_id,
+            reason=reason,
+            message=why,
+        )
+        self._forward(fw, Update(status=status), task.slave_id)
+
     def _task_problem(
         self, fw: Framework, task: TaskInfo, slave_id: str, remaining: Resources, seen: set[str]
     ) -> str | None:
         tid = task.task_id
+        problem = task_problem(task)
+        if problem is not None:
+            return f"task {shorten(tid)}: {problem}"
         if tid in seen or tid in fw.tasks:
-            return f"task {tid}: the task id is already in use"
+            return f"task {tid}: the task id is already in use by a live task"
         if task.slave_id != slave_id:
             return f"task {tid}: slave_id {task.slave_id} is not the offer's slave {slave_id}"
         if not task.resources:
             return f"task {tid}: asks for no resources"
-        if not remaining.contains(task.resources):
-            return f"task {tid}: needs {task.resources} but only {remaining} is left of the offer"
+        need = task.resources
+        if task.executor is not None:  # as Mesos: a new executor's resources come out too
+            eid = task.executor.executor_id
+            held = fw.executors.get((slave_id, eid))
+            if held is None:
+                need = need + task.executor.resources
+            elif held != task.executor.resources:
+                return f"task {tid}: executor {eid} runs with {held}, not {task.executor.resources}"
+        if not remaining.contains(need):
+            return f"task {tid}: needs {need} but only {remaining} is left of the offer"
         return None
+
+    def _start_executor(self, fw: Framework, task: TaskInfo, slave_id: str) -> Resources:
+        """What a launch takes from its offer for the task's executor, besides the task:
+        a custom executor's own resources, with its first task. They stay the framework's
+        (in its allocation and dominant share) until the executor exits."""
+        if task.executor is None or (slave_id, task.executor.executor_id) in fw.executors:
+            return Resources()
+        fw.executors[(slave_id, task.executor.executor_id)] = task.executor.resources
+        return task.executor.resources
 
     def _launch(self, fw: Framework, info: TaskInfo, slave_id: str, now: float) -> None:
         task = Task(info, fw.framework_id, slave_id, TaskState.STAGING, launched_at=now)
@@ -423,7 +443,11 @@ class FrameworkCalls(MasterCore):
             ]
         else:
             asked = [(t.task_id, t.slave_id) for t in msg.tasks]
-        for task_id, slave_id in asked:
+        for i, (task_id, slave_id) in enumerate(asked):
+            if i and not i % 256:  # a long list lets the loop breathe (health, rounds)
+                await asyncio.sleep(0)
+                if fw.framework_id not in self.books.frameworks:
+                    return  # removed meanwhile
             task = fw.tasks.get(task_id)
             if task is not None:
                 status = TaskStatus(

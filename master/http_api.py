@@ -26,6 +26,7 @@ from pydantic import BaseModel
 
 from master.files import FileReadError
 from master.http_config import HttpConfig
+from master.http_log import ClientErrors
 from master.http_models import (
     Events,
     Frameworks,
@@ -163,7 +164,9 @@ class HttpApi:
                 web.get("/api/v1/tasks/{framework_id}/{task_id}/files/{name}", self._file),
             ]
         )
-        self.runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        self.runner = web.AppRunner(
+            app, access_log=None, handle_signals=False, logger=ClientErrors(self.log)
+        )
         await self.runner.setup()
         ssl = None
         if self.config.cert is not None and self.config.key is not None:

@@ -201,12 +201,13 @@ def _tree_filling(
         tree.set_weight("/".join(path), float(exact(weight)))
     step: dict[str, Resources] = {}
     role_of: dict[str, str] = {}
-    for u in users:
+    for i, u in enumerate(users):
         task = {r: v / capacity[r] for r, v in tasks[u.name].items() if r in capacity}
         dom = max((v for r, v in task.items() if r in real), default=Fraction(0))
         if dom == 0 or limits[u.name] == 0:
             continue
-        role = "/".join((*u.path, f"user.{u.name}"))
+        # a user's leaf is named by its place, not its name: any id may name a user
+        role = "/".join((*u.path, f"user.{i}"))
         tree.set_weight(role, float(exact(u.weight)))
         tree.add_role(role)
         tree.set_wanting(role, True)

@@ -26,7 +26,7 @@ from master.preemptor import Preemptor
 from master.recovery import Recovery
 from master.slave_calls import SlaveCalls
 from protocol.bus import cancel_and_wait
-from protocol.codec import DecodeError, decode_many
+from protocol.codec import MAX_MESSAGE_BYTES, DecodeError, Envelope, decode_many
 from protocol.messages import (
     Accept,
     Acknowledge,
@@ -60,6 +60,10 @@ from protocol.messages import (
 __all__ = ["Master", "MasterConfig"]
 
 PRINCIPALS_RELOAD = 1.0  # seconds between looks at the principals file
+MAX_CALL_BYTES = 1024 * 1024  # one message of a framework or operator, at most (README)
+MAX_CALL_ITEMS = 4096  # calls and list items in one payload of theirs, at most (README)
+DECODE_INLINE_BYTES = 64 * 1024  # payloads above this are decoded off the loop
+YIELD_EVERY = 64  # calls of one payload handled between turns of the loop
 
 
 Route = Callable[[Any, Caller], Awaitable[None]]
@@ -149,13 +153,15 @@ class Master(FrameworkCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests,
                     ),
                 )
             return
-        items = decode_many(payload)
+        items = await self._decode(payload, limited)
         if limited:
             self.limiter.charge(sender.principal, now, len(items) - 1)
         routes = self.routes[sender.kind]
         asked: str | None = ""  # (a list's items share one reply_to: checked once)
         caller = Caller.of(sender, None)
-        for item in items:
+        for i, item in enumerate(items):
+            if i and not i % YIELD_EVERY:  # a big batch lets the loop breathe (health, rounds)
+                await asyncio.sleep(0)
             if item.reply_to != asked:
                 asked, reply_to = item.reply_to, item.reply_to
                 if not self.topics.owns_reply_topic(sender, reply_to):
@@ -183,6 +189,15 @@ class Master(FrameworkCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests,
                 self.log.exception(
                     "master.handler_failed", type=item.message.TYPE, sender=str(sender)
                 )
+
+    async def _decode(self, payload: bytes, limited: bool) -> list[Envelope | DecodeError]:
+        """A payload's calls. One of a framework or operator holds at most MAX_CALL_BYTES
+        a message and MAX_CALL_ITEMS calls and list items in all. A big payload is decoded
+        in a thread, each message a short step there, so the loop goes on meanwhile."""
+        limit, items = (MAX_CALL_BYTES, MAX_CALL_ITEMS) if limited else (MAX_MESSAGE_BYTES, None)
+        if len(payload) <= DECODE_INLINE_BYTES:
+            return decode_many(payload, limit, items)
+        return await asyncio.to_thread(decode_many, payload, limit, items)
 
     async def _reannounce(self) -> None:
         self.announce_leader()

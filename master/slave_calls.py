@@ -7,6 +7,7 @@ import contextlib
 from master.authz import Caller
 from master.books import Framework, Orphan, Slave, Task
 from master.core import STAGING_GRACE, MasterCore
+from protocol import logs
 from protocol.messages import (
     Error,
     ExecutorExited,
@@ -21,6 +22,7 @@ from protocol.messages import (
     Reregister,
     RunningTask,
     StatusUpdate,
+    TaskInfo,
     TaskState,
     Update,
 )
@@ -99,7 +101,9 @@ class SlaveCalls(MasterCore):
                 owner=owner,
             )
             return
-        used = sum((r.task.resources for r in running), Resources())
+        used = sum((r.task.resources for r in running), Resources()) + sum(
+            executors_of(running).values(), Resources()
+        )
         if not total.contains(used):
             self._refuse(
                 caller,
@@ -206,11 +210,23 @@ class SlaveCalls(MasterCore):
                 owner.tasks[task_id] = task
                 slave.tasks.add((framework_id, task_id))
                 self.allocator.allocate_existing(framework_id, slave.slave_id, r.task.resources)
+                executor = r.task.executor  # counted once, as at its first task's launch
+                found = executor_key(r.task, slave.slave_id)
+                if executor is not None and found is not None and found not in owner.executors:
+                    owner.executors[found] = executor.resources
+                    self.allocator.allocate_existing(
+                        framework_id, slave.slave_id, executor.resources
+                    )
             else:
                 orphans = self.books.orphans.setdefault(framework_id, [])
                 if not any(o.task.task_id == task_id for o in orphans):
+                    found = executor_key(r.task, slave.slave_id)
+                    first = not any(executor_key(o.task, o.slave_id) == found for o in orphans)
                     orphans.append(Orphan(r.task, framework_id, slave.slave_id, r.state))
-                    self.allocator.allocate_existing(framework_id, slave.slave_id, r.task.resources)
+                    held = r.task.resources
+                    if r.task.executor is not None and first:  # (adopted with the task)
+                        held = held + r.task.executor.resources
+                    self.allocator.allocate_existing(framework_id, slave.slave_id, held)
 
     def disconnect_slave(self, slave: Slave, why: str) -> None:
         """As Mesos: a slave whose connection is gone keeps its tasks (a restarted slave
@@ -341,20 +357,29 @@ class SlaveCalls(MasterCore):
             executor_id=msg.executor_id,
             status=msg.status,
         )
-        if fw is not None and fw.connected:
+        if fw is None:
+            return
+        held = fw.executors.pop((msg.slave_id, msg.executor_id), None)
+        if held is not None:  # what it held goes back to the pool
+            self.allocator.recover(fw.framework_id, msg.slave_id, held)
+            self.request_round()
+        if fw.connected:
             self._send_framework(
                 fw, Failure(slave_id=msg.slave_id, executor_id=msg.executor_id, status=msg.status)
             )
 
     async def _on_error(self, msg: Error, caller: Caller) -> None:
-        self.log.warning(
-            "master.error_received",
-            message=msg.message,
-            code=msg.code,
-            about=msg.about,
-            kind=caller.kind,
-            principal=caller.principal,
-        )
+        sampled = self._sampled(caller.principal, "error-received", self._now())
+        if sampled is not None:  # another party's text: cut, and sampled as refusals are
+            self.log.warning(
+                "master.error_received",
+                message=logs.clip(msg.message),
+                code=logs.clip(msg.code, 60),
+                about=logs.clip(msg.about or "", 200),
+                kind=caller.kind,
+                principal=caller.principal,
+                **sampled,
+            )
 
     async def _on_gone(self, msg: Gone, caller: Caller) -> None:
         """A Last Will: the connection of `caller` (named by the will's topic) is gone."""
@@ -369,3 +394,20 @@ class SlaveCalls(MasterCore):
             fw = self.books.frameworks.get(framework_id or "")
             if fw is not None and fw.incarnation == msg.incarnation:
                 self.disconnect_framework(fw, "its connection was lost (last will)")
+
+
+def executors_of(running: list[RunningTask]) -> dict[tuple[str, str], Resources]:
+    """The custom executors running tasks show, each once: (framework, executor) ->
+    its own resources."""
+    found: dict[tuple[str, str], Resources] = {}
+    for r in running:
+        if r.task.executor is not None:
+            found.setdefault(
+                (r.framework_id, r.task.executor.executor_id), r.task.executor.resources
+            )
+    return found
+
+
+def executor_key(task: TaskInfo, slave_id: str) -> tuple[str, str] | None:
+    """(slave, executor id) of a task's custom executor, or None for a command task."""
+    return (slave_id, task.executor.executor_id) if task.executor is not None else None

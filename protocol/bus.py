@@ -35,7 +35,15 @@ import aiomqtt
 
 from protocol import logs
 from protocol.brokers import MAX_PACKET_BYTES, BrokerURL
-from protocol.codec import DecodeError, Envelope, decode_many, encode, encode_batch, encode_list
+from protocol.codec import (
+    MAX_BATCH,
+    DecodeError,
+    Envelope,
+    decode_many,
+    encode,
+    encode_batch,
+    encode_list,
+)
 from protocol.messages import LISTS, Error, Gone, Wire
 
 Handler = Callable[[Wire, str | None], Awaitable[None]]
@@ -51,11 +59,11 @@ W = TypeVar("W", bound=Wire)
 OnConnect = Callable[[], Awaitable[None]]
 
 MQTT_LOG = logging.getLogger("mqtt")
-MAX_BATCH = 256  # messages in one MQTT payload at most
 # bytes in one MQTT payload at most: what the brokers we start (and the compose cluster's)
 # take, less room for the topic and the headers
 MAX_PAYLOAD = MAX_PACKET_BYTES - 64 * 1024
 MAX_DEFERRALS = 32  # loop turns a batch may wait for a backlog of arrivals to be handled
+MAX_HELD = MAX_BATCH  # posts one flush sends (a flush of thousands would stall the loop)
 MAX_MATCHED = 4096  # topics whose handler is remembered (see _handler_for)
 LAZY_DELAY = 0.02  # seconds a lazy post (the event stream) waits to share a batch
 NODELAY = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
@@ -183,6 +191,7 @@ class Bus:
         self._lazy_flush: asyncio.TimerHandle | None = None
         self._flush_scheduled = False
         self._deferrals = 0
+        self._held = 0  # posts waiting in the outbox for a flush
         self._unwritten = False  # handed to paho since the socket was last written
         self._in_batch = False  # handling the messages of an arriving batch (busy)
         self._write: Callable[[], None] | None = None  # writes paho's socket (connected)
@@ -474,6 +483,7 @@ class Bus:
             self._outbox[key] = []
         else:
             entry = self._deferred(message)
+            self._held += 1
             if pending is not None:
                 pending.append(entry)
                 return
@@ -491,13 +501,20 @@ class Bus:
 
     def _flush(self, *, now: bool = False) -> None:
         # While more arrives to be handled, hold the batch a little longer (bounded).
-        if not now and self.backlog() and self._deferrals < MAX_DEFERRALS:
+        if not now and self.backlog() and self._deferrals < MAX_DEFERRALS and self._held < MAX_HELD:
             self._deferrals += 1
             asyncio.get_running_loop().call_soon(self._flush)
             return
         self._deferrals = 0
+        self._held = 0
         self._flush_scheduled = False
         outbox, self._outbox = self._outbox, {}
+        if not now:  # at most MAX_HELD posts a turn; the rest (in order) the next turn
+            outbox, self._outbox = _split(outbox, MAX_HELD)
+            self._held = sum(map(len, self._outbox.values()))
+            if self._outbox:
+                self._flush_scheduled = True
+                asyncio.get_running_loop().call_soon(self._flush)
         self._send_batches(outbox)
 
     def _flush_lazy(self) -> None:
@@ -743,8 +760,8 @@ class Bus:
                     "bus.bad_message",
                     topic=topic.value,
                     reason=item.reason,
-                    detail=item.detail,
-                    sender=item.reply_to,
+                    detail=logs.clip(item.detail),
+                    sender=logs.clip(item.reply_to or "", 200),
                 )
                 self.reply_error(
                     item.reply_to,
@@ -816,3 +833,19 @@ class Dispatcher:
             )
             return
         await handler(message, reply_to)
+
+
+def _split(
+    outbox: dict[tuple[str, int], list[Posted]], most: int
+) -> tuple[dict[tuple[str, int], list[Posted]], dict[tuple[str, int], list[Posted]]]:
+    """The first `most` posts of `outbox` (by topic, each topic's in order), and the rest."""
+    now: dict[tuple[str, int], list[Posted]] = {}
+    later: dict[tuple[str, int], list[Posted]] = {}
+    for key, posted in outbox.items():
+        if most <= 0:
+            later[key] = posted
+        elif len(posted) <= most:
+            now[key], most = posted, most - len(posted)
+        else:
+            now[key], later[key], most = posted[:most], posted[most:], 0
+    return now, later

@@ -29,15 +29,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
+import annotated_types
 import msgpack
 from pydantic import ValidationError
 
-from protocol.messages import ALL_MESSAGES, ITEM_OF, LISTS, Wire
+from protocol.messages import ALL_MESSAGES, ITEM_OF, LISTS, MAX_LIST_ITEMS, Wire
 
 PROTOCOL_VERSION = 1
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+MAX_BATCH = MAX_LIST_ITEMS  # messages in one batch (the bus sends no more in one payload)
 
 REGISTRY: dict[str, type[Wire]] = {cls.TYPE: cls for cls in ALL_MESSAGES}
 
@@ -45,7 +48,15 @@ REGISTRY: dict[str, type[Wire]] = {cls.TYPE: cls for cls in ALL_MESSAGES}
 class DecodeError(Exception):
     """Bytes that are not a valid message. `reason` is one of REASONS; `detail` says more."""
 
-    REASONS = ("truncated", "malformed", "too-large", "wrong-version", "unknown-type", "invalid")
+    REASONS = (
+        "truncated",
+        "malformed",
+        "too-large",
+        "too-many",
+        "wrong-version",
+        "unknown-type",
+        "invalid",
+    )
 
     def __init__(
         self, reason: str, detail: str, *, reply_to: str | None = None, type_name: str | None = None
@@ -80,6 +91,7 @@ def encode_list(messages: Sequence[Wire], reply_to: str | None = None, epoch: in
 
 
 BATCH = "Batch"
+_BATCH_HEAD = msgpack.packb([PROTOCOL_VERSION, BATCH, None, []])[:8]  # array, version, type
 
 
 def encode_batch(encoded: list[bytes], reply_to: str | None = None) -> bytes:
@@ -88,16 +100,22 @@ def encode_batch(encoded: list[bytes], reply_to: str | None = None) -> bytes:
     return packed
 
 
-def decode_many(data: bytes) -> list[Envelope | DecodeError]:
-    """Decode a payload that is one message or a batch of them.
+def decode_many(
+    data: bytes, max_message: int = MAX_MESSAGE_BYTES, max_items: int | None = None
+) -> list[Envelope | DecodeError]:
+    """Decode a payload that is one message or a batch of them (of at most MAX_BATCH),
+    each message of at most `max_message` bytes, and of at most `max_items` calls and
+    list items in all (a message counts its lists' items, or 1): what is over is refused
+    unvalidated, so what one payload costs is bounded.
 
     Each item is a message or the DecodeError saying why it is not; one bad message in a
     batch does not spoil the others. Raises nothing.
     """
     try:
-        raw = _unpack(data)
+        raw = _unpack(data, max_message if data[:8] != _BATCH_HEAD else MAX_MESSAGE_BYTES)
     except DecodeError as e:
         return [e]
+    budget = [max_items if max_items is not None else len(data)]  # (a byte holds no item)
     if isinstance(raw, list) and len(raw) == 4 and raw[1] == BATCH:
         if raw[0] != PROTOCOL_VERSION:
             return [
@@ -107,20 +125,49 @@ def decode_many(data: bytes) -> list[Envelope | DecodeError]:
             ]
         if not isinstance(raw[3], list):
             return [DecodeError("malformed", "a batch must hold a list of messages")]
+        if len(raw[3]) > MAX_BATCH:
+            return [DecodeError("too-many", f"a batch holds at most {MAX_BATCH} messages")]
         out: list[Envelope | DecodeError] = []
         for item in raw[3]:
             if not isinstance(item, bytes):
                 out.append(DecodeError("malformed", "a batch item must be an encoded message"))
                 continue
             try:
-                out.extend(_each(_unpack(item)))
+                out.extend(_within(_unpack(item, max_message), budget, max_items))
             except DecodeError as e:
                 out.append(e)
         return out
     try:
-        return _each(raw)
+        return _within(raw, budget, max_items)
     except DecodeError as e:
         return [e]
+
+
+def _within(raw: Any, budget: list[int], max_items: int | None) -> list[Envelope | DecodeError]:
+    """`_each`, if what is left of the payload's `budget` of items holds this message."""
+    weight = _weight(raw)
+    if weight > budget[0]:
+        budget[0] = 0  # (and nothing after it: the payload is refused from here on)
+        type_name = raw[1] if isinstance(raw, list) and len(raw) > 1 else None
+        raise DecodeError(
+            "too-many",
+            f"a payload holds at most {max_items} calls and list items",
+            reply_to=raw[2] if isinstance(raw, list) and len(raw) > 2 and raw[2] else None,
+            type_name=type_name if isinstance(type_name, str) else None,
+        )
+    budget[0] -= weight
+    return _each(raw)
+
+
+def _weight(raw: Any) -> int:
+    """How many calls and list items an unpacked message holds (1 at least)."""
+    if not isinstance(raw, list) or len(raw) < 4 or not isinstance(raw[3], dict):
+        return 1
+    cls = REGISTRY.get(raw[1]) if isinstance(raw[1], str) else None
+    if cls is None:
+        return 1
+    body = raw[3]
+    return max(1, sum(len(v) for f in _list_bounds(cls) if isinstance(v := body.get(f), list)))
 
 
 def _each(raw: Any) -> list[Envelope | DecodeError]:
@@ -144,8 +191,8 @@ def _each_alone(
 ) -> list[Envelope | DecodeError]:
     """An invalid list, item by item: the good ones pass, each bad one is its own error."""
     items = raw[3].get("items")
-    if not isinstance(items, list) or not items or len(raw[3]) != 1:
-        return [error]  # not a list of items at all: the list's own error says why
+    if not isinstance(items, list) or not items or len(raw[3]) != 1 or error.reason != "invalid":
+        return [error]  # not a list of items at all (or too long): the list's error says why
     out: list[Envelope | DecodeError] = []
     for item in items:
         try:
@@ -160,9 +207,9 @@ def decode(data: bytes) -> Envelope:
     return _from_envelope(_unpack(data))
 
 
-def _unpack(data: bytes) -> Any:
-    if len(data) > MAX_MESSAGE_BYTES:
-        raise DecodeError("too-large", f"{len(data)} bytes exceeds {MAX_MESSAGE_BYTES}")
+def _unpack(data: bytes, limit: int = MAX_MESSAGE_BYTES) -> Any:
+    if len(data) > limit:
+        raise DecodeError("too-large", f"{len(data)} bytes exceeds {limit}")
     try:
         raw = msgpack.unpackb(data, raw=False, strict_map_key=True, use_list=True)
     except msgpack.OutOfData:
@@ -202,6 +249,15 @@ def _from_envelope(raw: Any) -> Envelope:
         raise DecodeError(
             "malformed", f"{type_name} body must be a map", reply_to=reply_to, type_name=type_name
         )
+    for field_name, most in _list_bounds(REGISTRY[type_name]).items():
+        value = body.get(field_name)
+        if isinstance(value, list) and len(value) > most:  # before validating any item
+            raise DecodeError(
+                "too-many",
+                f"{type_name}: {field_name} holds at most {most} items, not {len(value)}",
+                reply_to=reply_to,
+                type_name=type_name,
+            )
     try:
         message = REGISTRY[type_name].model_validate(body)
     except ValidationError as e:
@@ -219,6 +275,17 @@ def _from_envelope(raw: Any) -> Envelope:
             type_name=type_name,
         ) from None
     return Envelope(message, reply_to, epoch)
+
+
+@cache
+def _list_bounds(cls: type[Wire]) -> dict[str, int]:
+    """The most items each of a message's list fields may hold (its `max_length`)."""
+    bounds = {}
+    for name, info in cls.model_fields.items():
+        for meta in info.metadata:
+            if isinstance(meta, annotated_types.MaxLen):  # (checked of lists only)
+                bounds[name] = meta.max_length
+    return bounds
 
 
 def describe_validation(error: ValidationError) -> str:

@@ -68,6 +68,16 @@ def _level_number(level: str) -> int:
     return number
 
 
+MAX_TEXT = 400  # characters of another party's free text in one log field
+
+
+def clip(text: str, limit: int = MAX_TEXT) -> str:
+    """Another party's free text, cut for a log line: nobody makes our lines long."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text) - limit} more characters)"
+
+
 def get(name: str, **ids: Any) -> Any:
     """A bound logger for one component, with its ids as fields."""
     return _Logger(structlog.get_logger(name, component=name, **ids))

@@ -19,6 +19,13 @@ from protocol.resources import Limit, Resources
 
 Id = Annotated[str, Field(min_length=1, max_length=200)]
 
+# What one call may ask, at most (README: "Bounds on one message"). The codec refuses a
+# longer list before validating a single item of it (see protocol.codec).
+MAX_TASKS_PER_ACCEPT = 1000
+MAX_OFFERS_PER_CALL = 1000
+MAX_RECONCILE_TASKS = 4096
+MAX_LIST_ITEMS = 256  # items of a list message (StatusUpdates, Acknowledges, ...)
+
 
 def new_id() -> str:
     """128 random bits as 32 hex digits, unguessable (a uuid4's format without building a
@@ -156,14 +163,14 @@ class Subscribe(Wire):
 
 class Accept(Wire):
     framework_id: Id
-    offer_ids: list[Id] = Field(min_length=1)
-    tasks: list[TaskInfo] = Field(default_factory=list)
+    offer_ids: list[Id] = Field(min_length=1, max_length=MAX_OFFERS_PER_CALL)
+    tasks: list[TaskInfo] = Field(default_factory=list, max_length=MAX_TASKS_PER_ACCEPT)
     filters: Filters = Field(default_factory=Filters)
 
 
 class Decline(Wire):
     framework_id: Id
-    offer_ids: list[Id] = Field(min_length=1)
+    offer_ids: list[Id] = Field(min_length=1, max_length=MAX_OFFERS_PER_CALL)
     filters: Filters = Field(default_factory=Filters)
 
 
@@ -219,7 +226,7 @@ class Reconcile(Wire):
     """Ask for the latest state of the given tasks; an empty list means all of them."""
 
     framework_id: Id
-    tasks: list[ReconcileTask] = Field(default_factory=list)
+    tasks: list[ReconcileTask] = Field(default_factory=list, max_length=MAX_RECONCILE_TASKS)
 
 
 class Message(Wire):
@@ -601,23 +608,23 @@ class ClusterEvent(Wire):
 
 
 class StatusUpdates(Wire):
-    items: list[StatusUpdate] = Field(min_length=1)
+    items: list[StatusUpdate] = Field(min_length=1, max_length=MAX_LIST_ITEMS)
 
 
 class Updates(Wire):
-    items: list[Update] = Field(min_length=1)
+    items: list[Update] = Field(min_length=1, max_length=MAX_LIST_ITEMS)
 
 
 class Acknowledges(Wire):
-    items: list[Acknowledge] = Field(min_length=1)
+    items: list[Acknowledge] = Field(min_length=1, max_length=MAX_LIST_ITEMS)
 
 
 class StatusAcks(Wire):
-    items: list[StatusAck] = Field(min_length=1)
+    items: list[StatusAck] = Field(min_length=1, max_length=MAX_LIST_ITEMS)
 
 
 class ClusterEvents(Wire):
-    items: list[ClusterEvent] = Field(min_length=1)
+    items: list[ClusterEvent] = Field(min_length=1, max_length=MAX_LIST_ITEMS)
 
 
 LISTS: dict[type[Wire], type[Wire]] = {

@@ -27,7 +27,7 @@ SENDER_KINDS = ("slave", "framework", "operator")
 
 def check_segment(value: str, what: str = "id") -> str:
     """Ids become topic segments, so they may not hold MQTT wildcards or separators."""
-    if not _SAFE.match(value):
+    if not _SAFE.fullmatch(value):  # (match's `$` would let a trailing newline through)
         raise ValueError(f"{what} {value!r} must be 1-200 chars of letters, digits, _ . : @ -")
     return value
 
@@ -90,7 +90,9 @@ class Topics:
     def owns_reply_topic(self, sender: Sender, topic: str | None) -> bool:
         """May answers for `sender` go to `topic`? Only inside its own outbox."""
         box = self.outbox(sender.kind, sender.principal)
-        return topic is not None and (topic == box or topic.startswith(box + "/"))
+        if topic is None or any(c in topic for c in "+#") or not topic.isprintable():
+            return False  # a wildcard is no address; a control character breaks the session
+        return topic == box or topic.startswith(box + "/")
 
     # -- the broker and the tools -------------------------------------------------------------
     def gone(self, kind: str, principal: str) -> str:

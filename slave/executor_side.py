@@ -24,6 +24,7 @@ from protocol.messages import (
     TaskState,
     Wire,
 )
+from protocol.resources import Resources
 from slave.executors import ExecutorProcess
 
 if TYPE_CHECKING:
@@ -83,7 +84,7 @@ class ExecutorSide:
             self.executors[ekey] = executor
             try:
                 await executor.start()
-            except OSError as e:
+            except (OSError, ValueError) as e:  # (ValueError: NUL in an argument or the env)
                 del self.executors[ekey]
                 await self._report(
                     msg.framework_id,
@@ -92,6 +93,7 @@ class ExecutorSide:
                     Reason.EXECUTOR_TERMINATED,
                     f"executor did not start: {e}",
                 )
+                self._executor_not_started(msg)
                 return
             self.log.info(
                 "executor.started",
@@ -102,6 +104,34 @@ class ExecutorSide:
         executor.tasks.add(msg.task.task_id)
         await self._checkpoint(record)
         executor.send(msg)
+
+    def _new_executor(self, msg: RunTask) -> Resources:
+        """What a task's executor takes besides the task: its own resources if this task
+        starts it (as the master counts it), else nothing."""
+        info = msg.task.executor
+        if info is None or f"{msg.framework_id}.{info.executor_id}" in self.executors:
+            return Resources()
+        return info.resources
+
+    def _executor_not_started(self, msg: RunTask) -> None:
+        """The master took a new executor's resources from the offer with this task: the
+        executor never ran, so say it ended, and the master gives them back."""
+        info = msg.task.executor
+        if info is not None and f"{msg.framework_id}.{info.executor_id}" not in self.executors:
+            self._tell_exited(msg.framework_id, info.executor_id, -1)
+
+    def _tell_exited(self, framework_id: str, executor_id: str, status: int) -> None:
+        """The master hears an executor is gone (unless its framework is being shut down)."""
+        if framework_id not in self.shut_down_frameworks:
+            self.bus.post(
+                self.to_master,
+                ExecutorExited(
+                    framework_id=framework_id,
+                    slave_id=self.slave_id,
+                    executor_id=executor_id,
+                    status=status,
+                ),
+            )
 
     async def _from_executor(self, executor: ExecutorProcess, message: Wire) -> None:
         """What an executor says; its identity is the line it came on."""
@@ -185,13 +215,4 @@ class ExecutorSide:
                     f"executor {executor.executor_id} exited with status {code}"
                     + (f" (stopped: {executor.broken})" if executor.broken else ""),
                 )
-        if executor.framework_id not in self.shut_down_frameworks:
-            self.bus.post(
-                self.to_master,
-                ExecutorExited(
-                    framework_id=executor.framework_id,
-                    slave_id=self.slave_id,
-                    executor_id=executor.executor_id,
-                    status=code,
-                ),
-            )
+        self._tell_exited(executor.framework_id, executor.executor_id, code)

@@ -85,7 +85,7 @@ class CommandRunner:
                 self.sandbox,
                 {**self.env, **self.task.command.environment},
             )
-        except OSError as e:
+        except (OSError, ValueError) as e:  # (ValueError: NUL in an argument or the env)
             await self.report(
                 TaskState.FAILED,
                 Reason.COMMAND_EXECUTOR_FAILED,

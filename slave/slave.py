@@ -23,6 +23,7 @@ from typing import Any
 
 from protocol import logs
 from protocol.bus import Bus, Dispatcher, cancel_and_wait
+from protocol.ids import shorten, task_problem
 from protocol.journal import Journal
 from protocol.leader import LeaderWatch
 from protocol.messages import (
@@ -52,6 +53,7 @@ from protocol.topics import Topics, check_segment
 from slave.executor_side import ExecutorSide
 from slave.executors import ExecutorProcess
 from slave.files import read_sandbox_file
+from slave.paths import sandbox_path
 from slave.runners import CommandRunner, Limit, SimulatedRunner, group_rss_mb
 from slave.updates import OwedUpdates
 
@@ -311,22 +313,24 @@ class Slave(ExecutorSide):
                 about="RunTask",
             )
             return free, None  # the running task is left alone
-        elif not free.contains(task.resources):
+        elif not free.contains(need := task.resources + self._new_executor(msg)):
             problem = (
-                f"task {task.task_id} needs {task.resources} but slave "
-                f"{self.slave_id} has only {free} free"
+                f"task {task.task_id} needs {need} but slave {self.slave_id} has only {free} free"
             )
-        elif task.executor is not None:
-            try:
-                check_segment(task.executor.executor_id, "executor_id")
-            except ValueError as e:
-                problem = str(e)
+        else:
+            problem = task_problem(task)
+            if problem is None and task.executor is not None:
+                try:  # (it names a topic's handler too)
+                    check_segment(task.executor.executor_id, "executor_id")
+                except ValueError as e:
+                    problem = str(e)
         if problem:
             self.log.warning("run.refused", reason=problem, **ids)
             self.bus.reply_error(reply_to, problem, code="invalid-task", about="RunTask")
             refused = self._report(
                 msg.framework_id, task, TaskState.ERROR, Reason.TASK_INVALID, problem
             )
+            self._executor_not_started(msg)
             return free, refused
         self.shut_down_frameworks.discard(msg.framework_id)
         record = TaskRecord(msg.framework_id, task, TaskState.STAGING)
@@ -335,6 +339,26 @@ class Slave(ExecutorSide):
         return free - task.resources, self._start(msg, record)
 
     async def _start(self, msg: RunTask, record: TaskRecord) -> None:
+        """Start a task; whatever keeps it from starting ends it TASK_FAILED, saying why."""
+        try:
+            await self._start_runner(msg, record)
+        except (OSError, ValueError) as e:
+            self.log.warning(
+                "task.start_failed",
+                framework_id=msg.framework_id,
+                task_id=record.info.task_id,
+                error=shorten(str(e), 200),
+            )
+            await self._report(
+                msg.framework_id,
+                record.info,
+                TaskState.FAILED,
+                Reason.COMMAND_EXECUTOR_FAILED,
+                f"could not start the task: {e}",
+            )
+            self._executor_not_started(msg)
+
+    async def _start_runner(self, msg: RunTask, record: TaskRecord) -> None:
         task = record.info
         if self.config.simulated_tasks:
             record.runner = SimulatedRunner(task, self._reporter(record), self.config.time_scale)
@@ -349,7 +373,7 @@ class Slave(ExecutorSide):
             await self._run_on_executor(msg, record)
 
     def _sandbox(self, framework_id: str, name: str) -> Path:
-        return self.config.work_dir / "sandboxes" / framework_id / name
+        return sandbox_path(self.config.work_dir, framework_id, name)
 
     def _env(self, msg: RunTask) -> dict[str, str]:
         return {

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable, Sequence
+import time
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -79,6 +80,7 @@ def books_balance(master: Master) -> None:
     for fw in master.books.frameworks.values():
         for task in fw.tasks.values():
             held = held + task.resources
+        held = sum(fw.executors.values(), held)  # custom executors hold their own
     assert a.allocated_total() == held
     assert a.total == sum((s.total for s in master.books.slaves.values()), Resources())
 
@@ -132,3 +134,23 @@ async def until(changed: asyncio.Event, condition: Callable[[], bool], timeout: 
         while not condition():
             changed.clear()
             await changed.wait()
+
+
+@contextlib.contextmanager
+def longest_step() -> Iterator[list[float]]:
+    """The CPU time of the longest single step of this thread's event loop meanwhile (in
+    [0], seconds): how long the loop was kept from everything else by one callback, not
+    counting time the machine gave other processes (these machines are shared)."""
+    longest = [0.0]
+    run = asyncio.events.Handle._run
+
+    def timed(handle: asyncio.events.Handle) -> None:
+        began = time.thread_time()
+        run(handle)
+        longest[0] = max(longest[0], time.thread_time() - began)
+
+    asyncio.events.Handle._run = timed  # type: ignore[method-assign]
+    try:
+        yield longest
+    finally:
+        asyncio.events.Handle._run = run  # type: ignore[method-assign]

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import random
 import ssl
 import sys
 import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import aiomqtt
 import msgpack
@@ -120,6 +122,7 @@ class Secure:
     victim: Victim
     stack: contextlib.AsyncExitStack
     slave_buses: dict[str, Bus]
+    slaves: dict[str, Slave] = field(default_factory=dict)  # by slave id
 
     reload_broker: Callable[[], None] = lambda: None  # what `drfmesos broker` does on change
 
@@ -152,12 +155,22 @@ class Attacker:
 
 @pytest.fixture(params=["embedded", "mosquitto"])
 async def secure(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Secure]:
-    if request.param == "mosquitto":
+    async with secure_cluster(request.param, tmp_path) as sec:
+        yield sec
+
+
+@contextlib.asynccontextmanager
+async def secure_cluster(
+    kind: str, tmp_path: Path, *, simulated: bool = True
+) -> AsyncIterator[Secure]:
+    """The cluster every test here runs on, on broker `kind`; `simulated=False` runs the
+    slaves' tasks as real processes in sandboxes under `tmp_path`."""
+    if kind == "mosquitto":
         need_mosquitto()
     store = provision(tmp_path / "auth", PRINCIPALS)
     broker: EmbeddedBroker | MosquittoBroker = (
         EmbeddedBroker(auth=store.path, tls=True)
-        if request.param == "embedded"
+        if kind == "embedded"
         else MosquittoBroker(auth=store.path, tls=True)
     )
     await broker.start()
@@ -191,12 +204,14 @@ async def secure(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterato
                         hostname=sid,
                         resources=Resources(cpus=4, mem=1024),
                         work_dir=tmp_path / sid,
-                        simulated_tasks=True,
+                        simulated_tasks=simulated,
                         cluster=T.cluster,
                     ),
                 )
                 await slave.start()
-                stack.push_async_callback(slave.stop)
+                sec.slaves[sid] = slave
+                # real processes are killed with the slave (a test leaves none behind)
+                stack.push_async_callback(functools.partial(slave.stop, kill_tasks=not simulated))
             sec.alice = SchedulerDriver(
                 sec.victim, name="alice", broker=sec.as_("alice"), cluster=T.cluster, role="alice"
             )
@@ -209,6 +224,24 @@ async def secure(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterato
         await broker.stop()
         if isinstance(broker, MosquittoBroker):
             broker.cleanup()
+
+
+async def flood_from_mallory(
+    sec: Secure, rounds: int, *files: str, **kw: Any
+) -> asyncio.subprocess.Process:
+    """mallory's own process (tests/programs/flood.py): `rounds` Declines, or of `files`."""
+    mallory = sec.as_("mallory")
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(Path(__file__).parent / "programs" / "flood.py"),
+        f"mqtts://mallory@{mallory.host}:{mallory.port}",
+        sec.url.ca or "",
+        T.inbound("framework", "mallory"),
+        str(rounds),
+        *files,
+        env={**os.environ, "FLOOD_SECRET": mallory.password or ""},
+        **kw,
+    )
 
 
 def draw(strategy: st.SearchStrategy[Wire], n: int) -> list[Wire]:
@@ -494,17 +527,7 @@ async def test_a_flood_from_one_principal_does_not_delay_anothers_offers(
     secure.victim.resource_offers = on_offers  # type: ignore[method-assign]
     await secure.alice.revive_offers()
     await eventually(lambda: len(got) >= 5)
-    mallory = secure.as_("mallory")
-    flood = await asyncio.create_subprocess_exec(
-        sys.executable,
-        str(Path(__file__).parent / "programs" / "flood.py"),
-        f"mqtts://mallory@{mallory.host}:{mallory.port}",
-        secure.url.ca or "",
-        T.inbound("framework", "mallory"),
-        "20000",
-        env={**os.environ, "FLOOD_SECRET": mallory.password or ""},
-        stdout=asyncio.subprocess.PIPE,
-    )
+    flood = await flood_from_mallory(secure, 20_000, stdout=asyncio.subprocess.PIPE)
     start = len(got)
     flood_started = time.monotonic()
     out, _ = await flood.communicate()

@@ -1,7 +1,9 @@
 """An attacker with valid credentials of its own: N calls as fast as it can, one per
 MQTT message (a separate process, as a real attacker is).
 
-    python tests/programs/flood.py URL CA TOPIC COUNT      (the secret in $FLOOD_SECRET)
+    python tests/programs/flood.py URL CA TOPIC COUNT [FILE ...]  (secret in $FLOOD_SECRET)
+
+With FILEs, each round sends each file's bytes as one payload instead of a Decline.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+from pathlib import Path
 
 import aiomqtt
 
@@ -17,9 +20,9 @@ from protocol.codec import encode
 from protocol.messages import Decline
 
 
-async def main(url_text: str, ca: str, topic: str, count: int) -> None:
+async def main(url_text: str, ca: str, topic: str, count: int, calls: list[bytes]) -> None:
     url = BrokerURL.parse(url_text, ca=ca)
-    call = encode(Decline(framework_id="fw-nope", offer_ids=["o-nope"]))
+    calls = calls or [encode(Decline(framework_id="fw-nope", offer_ids=["o-nope"]))]
     async with aiomqtt.Client(
         url.host,
         url.port,
@@ -30,9 +33,11 @@ async def main(url_text: str, ca: str, topic: str, count: int) -> None:
         max_queued_outgoing_messages=None,
     ) as client:
         for _ in range(count):
-            await client.publish(topic, call, qos=0)
+            for call in calls:
+                await client.publish(topic, call, qos=0)
     print("flooded", count, flush=True)
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])))
+    files = [Path(f).read_bytes() for f in sys.argv[5:]]
+    asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), files))

@@ -1,0 +1,56 @@
+"""What the HTTP server says about its clients, as one structured line each.
+
+aiohttp logs a request it cannot parse (an over-long request line, garbage on the port)
+with a multi-line traceback, before any credential is checked: anyone who can reach the
+port could fill the master's disk. A client's protocol error is not our failure, so it
+becomes one short `http.bad_request` line, at most a few a second (with how many were
+left out); a failure of ours is still logged with its traceback.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from aiohttp.http_exceptions import HttpProcessingError
+
+from protocol import logs
+
+LINES_PER_SECOND = 5  # bad-request lines logged at most
+
+
+class ClientErrors(logging.Logger):
+    """The logger aiohttp's request handler is given (`AppRunner(..., logger=...)`)."""
+
+    def __init__(self, log: Any) -> None:
+        super().__init__("drfmesos.http", logging.DEBUG)
+        self.out = log
+        self._window = 0.0
+        self._lines = 0
+        self.left_out = 0
+
+    def handle(self, record: logging.LogRecord) -> None:
+        error = record.exc_info[1] if record.exc_info else None
+        if isinstance(error, HttpProcessingError):
+            self._client_error(error, record)
+        elif record.levelno >= logging.WARNING:  # ours: the whole story
+            self.out.error("http.failed", message=logs.clip(record.getMessage()), exc_info=error)
+
+    def _client_error(self, error: HttpProcessingError, record: logging.LogRecord) -> None:
+        now = time.monotonic()
+        if now - self._window >= 1.0:
+            self._window, self._lines = now, 0
+        if self._lines >= LINES_PER_SECOND:
+            self.left_out += 1
+            return
+        self._lines += 1
+        remote = record.args[0] if isinstance(record.args, tuple) and record.args else None
+        self.out.warning(
+            "http.bad_request",
+            remote=str(remote),
+            status=error.code,
+            error=logs.clip(f"{type(error).__name__}: {error.message}", 200),
+            unlogged=self.left_out,
+        )
+        self.left_out = 0

@@ -1,0 +1,89 @@
+"""What a party may choose as an id, and what a command may hold.
+
+Ids a framework picks (task and executor ids, its reply address) end up as path
+components on a slave and as MQTT topic segments; commands end up in `execve`. Both are
+checked here, once, by the rules Mesos applies (`common/validation.cpp`, `validateID`),
+so that the master refuses them with a reason and the slave can check them again.
+"""
+
+from __future__ import annotations
+
+from protocol.messages import CommandInfo, TaskInfo
+
+MAX_ID = 200  # characters, as every Id on the wire
+MAX_COMMAND = 64 * 1024  # bytes of a command's text (far below the kernel's ARG_MAX)
+MAX_ENVIRONMENT = 64 * 1024  # bytes of a command's environment, names and values
+MQTT_WILDCARDS = "+#"
+
+
+def id_problem(value: str, what: str = "id") -> str | None:
+    """Why `value` is not a valid id (Mesos's rules), or None."""
+    if not value:
+        return f"{what} must not be empty"
+    if len(value) > MAX_ID:
+        return f"{what} must be at most {MAX_ID} characters"
+    if value in (".", ".."):
+        return f"{what} must not be '.' or '..'"
+    if "/" in value or "\\" in value:
+        return f"{what} must not contain '/' or '\\'"
+    for c in value:
+        if c.isspace():
+            return f"{what} must not contain whitespace"
+        if not c.isprintable():  # NUL and every other control or unassigned character
+            return f"{what} must not contain control characters"
+    return None
+
+
+def reply_problem(value: str, what: str = "reply address") -> str | None:
+    """An id that also becomes an MQTT topic segment: no wildcards either."""
+    if any(c in value for c in MQTT_WILDCARDS):
+        return f"{what} must not contain the MQTT wildcards '+' or '#'"
+    return id_problem(value, what)
+
+
+def check_id(value: str, what: str = "id") -> str:
+    """`value`, or ValueError saying which rule it breaks."""
+    problem = id_problem(value, what)
+    if problem is not None:
+        raise ValueError(f"{problem}: {shorten(value)}")
+    return value
+
+
+def command_problem(command: CommandInfo, what: str = "command") -> str | None:
+    """Why `command` cannot be handed to execve, or None: NUL bytes, '=' or nothing in an
+    environment name, or more than the size bounds."""
+    if "\0" in command.value:
+        return f"{what} must not contain NUL bytes"
+    if len(command.value.encode()) > MAX_COMMAND:
+        return f"{what} must be at most {MAX_COMMAND} bytes"
+    size = 0
+    for name, value in command.environment.items():
+        if not name or "=" in name or "\0" in name:
+            return (
+                f"{what}'s environment name {shorten(name)} must be non-empty, without '=' or NUL"
+            )
+        if "\0" in value:
+            return f"{what}'s environment value of {shorten(name)} must not contain NUL bytes"
+        size += len(name.encode()) + len(value.encode()) + 2
+    if size > MAX_ENVIRONMENT:
+        return f"{what}'s environment must be at most {MAX_ENVIRONMENT} bytes"
+    return None
+
+
+def task_problem(task: TaskInfo) -> str | None:
+    """What in a task's ids, command or executor could not be used as given, or None."""
+    problem = id_problem(task.task_id, "task id")
+    if problem is None and task.command is not None:
+        problem = command_problem(task.command)
+    if problem is None and task.executor is not None:
+        problem = id_problem(task.executor.executor_id, "executor id") or command_problem(
+            task.executor.command, "executor command"
+        )
+    return problem
+
+
+def shorten(text: str, limit: int = 80) -> str:
+    """Another party's text, quoted and cut to `limit` characters, for messages and logs."""
+    if len(text) <= limit:
+        return repr(text)
+    return repr(text[:limit]) + f"...(+{len(text) - limit} chars)"
