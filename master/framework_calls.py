@@ -8,10 +8,12 @@ from master.authz import Caller
 from master.books import Framework, OfferRecord, Task
 from master.core import MasterCore
 from master.registry import FrameworkRecord
+from master.task_states import as_seen, unknown_task
 from protocol.messages import (
     Accept,
     Acknowledge,
     Decline,
+    FrameworkCapability,
     FrameworkMessage,
     Kill,
     KillTask,
@@ -21,6 +23,7 @@ from protocol.messages import (
     Request,
     Revive,
     RunTasks,
+    Source,
     Subscribe,
     Subscribed,
     Suppress,
@@ -130,6 +133,7 @@ class FrameworkCalls(MasterCore):
             self._set_offer_filters(framework_id, msg)
             self._adopt_orphans(fw)
             resubscribed = bool(msg.framework_id)
+        fw.partition_aware = FrameworkCapability.PARTITION_AWARE in msg.capabilities
         self._send_framework(
             fw,
             Subscribed(
@@ -184,14 +188,17 @@ class FrameworkCalls(MasterCore):
                 self._drop_offer(record)
                 self.allocator.recover(fw.framework_id, record.slave_id, record.resources)
             reason = "; ".join(problems)
+            # As Mesos: the task was fine and the offer was not, so TASK_DROPPED (TASK_LOST
+            # to frameworks not partition-aware): launch it again. Not an Error: in Mesos
+            # that means the framework is removed.
             for task in msg.tasks:
                 self._master_update(
                     fw,
                     task.task_id,
                     task.slave_id,
-                    TaskState.ERROR,
+                    TaskState.DROPPED,
                     Reason.INVALID_OFFERS,
-                    reason,
+                    f"Task launched with invalid offers: {reason}",
                     ack=False,
                 )
             self._refuse(
@@ -199,7 +206,9 @@ class FrameworkCalls(MasterCore):
                 f"accept refused: {reason}",
                 "invalid-offers",
                 "Accept",
+                tell=False,
                 framework_id=fw.framework_id,
+                tasks=len(msg.tasks),
             )
             self.request_round()
             return
@@ -265,12 +274,13 @@ class FrameworkCalls(MasterCore):
                 now=now,
             )
             self.request_round()
-        if refused:
+        if refused:  # each heard TASK_ERROR already: that is the answer
             self._refuse(
                 caller,
                 f"{len(refused)} of {len(msg.tasks)} tasks refused: " + "; ".join(refused),
                 "invalid-tasks",
                 "Accept",
+                tell=False,
                 framework_id=fw.framework_id,
             )
 
@@ -332,12 +342,13 @@ class FrameworkCalls(MasterCore):
                 offer_id=record.offer_id,
                 resources=record.resources,
             )
-        if problems:
+        if problems:  # as Mesos: an offer that is gone needs no declining (logged only)
             self._refuse(
                 caller,
                 "; ".join(problems),
                 "invalid-offers",
                 "Decline",
+                tell=False,
                 framework_id=fw.framework_id,
             )
         if records:
@@ -414,51 +425,58 @@ class FrameworkCalls(MasterCore):
             self._ack_slave(pending.slave_id, fw.framework_id, pending.update.status)
 
     async def _on_reconcile(self, msg: Reconcile, caller: Caller) -> None:
+        """As Mesos's _reconcileTasks: a known task's latest state; for one the master does
+        not know, what it knows of the slave named (see master.task_states.unknown_task)."""
         fw = self._framework_for(msg.framework_id, caller, "Reconcile")
         if fw is None:
             return
         if not msg.tasks:  # implicit: everything the master knows to be live
             asked: list[tuple[str, str | None]] = [
-                (t.task_id, t.slave_id) for t in fw.tasks.values()
+                (t.task_id, t.slave_id) for t in (*fw.tasks.values(), *fw.unreachable.values())
             ]
         else:
             asked = [(t.task_id, t.slave_id) for t in msg.tasks]
         for task_id, slave_id in asked:
-            task = fw.tasks.get(task_id)
+            task = fw.tasks.get(task_id) or fw.unreachable.get(task_id)
             if task is not None:
                 status = TaskStatus(
                     task_id=task_id,
                     state=task.state,
                     slave_id=task.slave_id,
                     reason=Reason.RECONCILIATION,
+                    source=Source.MASTER,
                     message=task.status.message if task.status else "",
                 )
             elif task_id in fw.completed:
                 status = fw.completed[task_id].model_copy(
-                    update={"uuid": None, "reason": Reason.RECONCILIATION}
+                    update={
+                        "uuid": None,
+                        "reason": Reason.RECONCILIATION,
+                        "source": Source.MASTER,
+                    }
                 )
             elif (fw.framework_id, task_id) in self.books.ending:
                 continue  # it ended on its slave; the update saying how is on its way
-            elif slave_id in self.books.removed_slaves:
-                status = TaskStatus(
-                    task_id=task_id,
-                    state=TaskState.LOST,
-                    slave_id=slave_id,
-                    reason=Reason.SLAVE_REMOVED,
-                    message=f"slave {slave_id} was removed",
-                )
-                fw.declare_ended(status)
             elif slave_id in self.books.recovering or (slave_id is None and self.books.recovering):
                 continue  # as Mesos: no answer until its slave is back, or removed
             else:
+                state, message = unknown_task(
+                    slave_id,
+                    registered=slave_id in self.books.slaves,
+                    unreachable=slave_id in self.books.removed_slaves,
+                    gone=slave_id in self.books.gone_slaves,
+                )
+                state, _ = as_seen(state, None, fw.partition_aware)
                 status = TaskStatus(
                     task_id=task_id,
-                    state=TaskState.LOST,
+                    state=state,
                     slave_id=slave_id,
                     reason=Reason.RECONCILIATION,
-                    message="the master knows no such task",
+                    source=Source.MASTER,
+                    message=message,
                 )
-                fw.declare_ended(status)
+                if state.terminal:  # a slave that brings it back has it killed
+                    fw.declare_ended(status)
             self._send_framework(fw, Update(status=status))
 
     async def _on_message(self, msg: Message, caller: Caller) -> None:

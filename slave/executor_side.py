@@ -19,6 +19,7 @@ from protocol.messages import (
     Reason,
     RegisterExecutor,
     RunTask,
+    Source,
     StatusUpdate,
     TaskInfo,
     TaskState,
@@ -57,6 +58,7 @@ class ExecutorSide:
         state: TaskState,
         reason: Reason | None,
         message: str,
+        source: Source = Source.EXECUTOR,
     ) -> None:
         raise NotImplementedError
 
@@ -91,6 +93,7 @@ class ExecutorSide:
                     TaskState.FAILED,
                     Reason.EXECUTOR_TERMINATED,
                     f"executor did not start: {e}",
+                    Source.SLAVE,
                 )
                 return
             self.log.info(
@@ -184,6 +187,7 @@ class ExecutorSide:
                     Reason.EXECUTOR_TERMINATED,
                     f"executor {executor.executor_id} exited with status {code}"
                     + (f" (stopped: {executor.broken})" if executor.broken else ""),
+                    Source.SLAVE,
                 )
         if executor.framework_id not in self.shut_down_frameworks:
             self.bus.post(
