@@ -399,16 +399,11 @@ class FrameworkCalls(MasterCore):
             return
         task = fw.tasks.get(msg.task_id)
         if task is None:
-            # As Mesos: the framework learns the task's fate from an update, not an error.
-            last = fw.completed.get(msg.task_id)
-            status = last or TaskStatus(
-                task_id=msg.task_id,
-                state=TaskState.LOST,
-                slave_id=msg.slave_id,
-                reason=Reason.TASK_UNKNOWN,
-                message="no such task to kill",
-            )
-            self._send_framework(fw, Update(status=status.model_copy(update={"uuid": None})))
+            # As Mesos: a task it cannot kill (unknown, ended, or on an unreachable slave)
+            # is reconciled: the framework learns its fate from an update, not an error.
+            status = self._reconciled(fw, msg.task_id, msg.slave_id)
+            if status is not None:
+                self._send_framework(fw, Update(status=status))
             return
         self._send_slave(
             task.slave_id, KillTask(framework_id=fw.framework_id, task_id=task.task_id)
@@ -437,47 +432,48 @@ class FrameworkCalls(MasterCore):
         else:
             asked = [(t.task_id, t.slave_id) for t in msg.tasks]
         for task_id, slave_id in asked:
-            task = fw.tasks.get(task_id) or fw.unreachable.get(task_id)
-            if task is not None:
-                status = TaskStatus(
-                    task_id=task_id,
-                    state=task.state,
-                    slave_id=task.slave_id,
-                    reason=Reason.RECONCILIATION,
-                    source=Source.MASTER,
-                    message=task.status.message if task.status else "",
-                )
-            elif task_id in fw.completed:
-                status = fw.completed[task_id].model_copy(
-                    update={
-                        "uuid": None,
-                        "reason": Reason.RECONCILIATION,
-                        "source": Source.MASTER,
-                    }
-                )
-            elif (fw.framework_id, task_id) in self.books.ending:
-                continue  # it ended on its slave; the update saying how is on its way
-            elif slave_id in self.books.recovering or (slave_id is None and self.books.recovering):
-                continue  # as Mesos: no answer until its slave is back, or removed
-            else:
-                state, message = unknown_task(
-                    slave_id,
-                    registered=slave_id in self.books.slaves,
-                    unreachable=slave_id in self.books.removed_slaves,
-                    gone=slave_id in self.books.gone_slaves,
-                )
-                state, _ = as_seen(state, None, fw.partition_aware)
-                status = TaskStatus(
-                    task_id=task_id,
-                    state=state,
-                    slave_id=slave_id,
-                    reason=Reason.RECONCILIATION,
-                    source=Source.MASTER,
-                    message=message,
-                )
-                if state.terminal:  # a slave that brings it back has it killed
-                    fw.declare_ended(status)
-            self._send_framework(fw, Update(status=status))
+            status = self._reconciled(fw, task_id, slave_id)
+            if status is not None:
+                self._send_framework(fw, Update(status=status))
+
+    def _reconciled(self, fw: Framework, task_id: str, slave_id: str | None) -> TaskStatus | None:
+        """What reconciling one task answers (None: nothing yet, ask again later)."""
+        task = fw.tasks.get(task_id) or fw.unreachable.get(task_id)
+        if task is not None:
+            return TaskStatus(
+                task_id=task_id,
+                state=task.state,
+                slave_id=task.slave_id,
+                reason=Reason.RECONCILIATION,
+                source=Source.MASTER,
+                message=task.status.message if task.status else "",
+            )
+        if task_id in fw.completed:
+            return fw.completed[task_id].model_copy(
+                update={"uuid": None, "reason": Reason.RECONCILIATION, "source": Source.MASTER}
+            )
+        if (fw.framework_id, task_id) in self.books.ending:
+            return None  # it ended on its slave; the update saying how is on its way
+        if slave_id in self.books.recovering or (slave_id is None and self.books.recovering):
+            return None  # as Mesos: no answer until its slave is back, or removed
+        state, message = unknown_task(
+            slave_id,
+            registered=slave_id in self.books.slaves,
+            unreachable=slave_id in self.books.removed_slaves,
+            gone=slave_id in self.books.gone_slaves,
+        )
+        state, _ = as_seen(state, None, fw.partition_aware)
+        status = TaskStatus(
+            task_id=task_id,
+            state=state,
+            slave_id=slave_id,
+            reason=Reason.RECONCILIATION,
+            source=Source.MASTER,
+            message=message,
+        )
+        if state.terminal:  # a slave that brings it back has it killed
+            fw.declare_ended(status)
+        return status
 
     async def _on_message(self, msg: Message, caller: Caller) -> None:
         fw = self._framework_for(msg.framework_id, caller, "Message")

@@ -18,10 +18,12 @@ from protocol.messages import (
     Acknowledge,
     Error,
     Failure,
+    FrameworkCapability,
     Gone,
     Reason,
     Reconcile,
     Request,
+    Reregister,
     Rescind,
     Revive,
     ShutdownFramework,
@@ -483,3 +485,27 @@ async def test_declared_demand_is_kept_counted_down_cleared_and_checked(cluster:
     await eventually(lambda: [r.count for r in fw.demand or []] == [2])
     await a.bus.publish(a.to_master, Suppress(framework_id=a.framework_id))
     await eventually(lambda: fw.demand == [])
+
+
+@pytest.mark.parametrize("aware", [False, True], ids=["lost", "partition-aware"])
+async def test_a_slave_that_reregisters_without_a_task_has_it_gone(
+    cluster: Cluster, aware: bool
+) -> None:
+    """As a Mesos slave answers reconciliation of a task it does not have: started and
+    vanished, TASK_GONE (TASK_LOST to a framework not partition-aware)."""
+    caps = [FrameworkCapability.PARTITION_AWARE] if aware else []
+    a = await cluster.framework("A", capabilities=caps)
+    s1 = await cluster.slave("s1", Resources(cpus=2, mem=2 * GB))
+    offer = await a.next_offer()
+    await a.accept(offer, [a.task(offer, Resources(cpus=1, mem=GB), task_id="t1")], refuse=0)
+    await s1.run_task()
+    await a.update_for("t1", TaskState.RUNNING)
+    await s1.bus.publish(
+        s1.to_master,
+        Reregister(slave_id="s1", hostname="s1.local", resources=s1.resources, tasks=[]),
+    )
+    state = TaskState.GONE if aware else TaskState.LOST
+    gone = await a.update_for("t1", state)
+    assert (gone.reason, gone.source) == (Reason.RECONCILIATION, Source.MASTER)
+    await eventually(lambda: not cluster.master.books.frameworks[a.framework_id].tasks)
+    books_balance(cluster.master)

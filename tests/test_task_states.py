@@ -43,9 +43,9 @@ MASTER_ARGS = [
     "--allocation-interval",
     "0.1",
     "--heartbeat-interval",
-    "0.3",
+    "0.5",
     "--slave-timeout",
-    "1.5",
+    "3",
 ]
 
 
@@ -224,19 +224,65 @@ async def test_an_invalid_task_is_task_error_for_every_framework(
 
 
 async def test_a_slave_that_dies_past_its_timeout_is_removed(
-    live: Launcher, mosquitto: MosquittoBroker, aware: bool
+    live: Launcher, mosquitto: MosquittoBroker, aware: bool, tmp_path: Path
 ) -> None:
     async with framework(mosquitto, aware) as (rec, driver):
         offer = await rec.offer_on(driver)
-        await driver.launch_tasks(
-            [offer.offer_id], [build_task(offer, "t", SMALL, command="sleep 60", task_id="t1")]
-        )
+        pid_file = tmp_path / "t1.pid"
+        await driver.launch_tasks([offer.offer_id], [pid_task(offer, "t1", pid_file)])
         await rec.update("t1", TaskState.RUNNING)
         party = slave_party(live, offer.slave_id)
         party.proc.kill()  # kill -9: no goodbye, heartbeats stop
-        status = await rec.update("t1", seen(aware, TaskState.UNREACHABLE))
-        check(status, seen(aware, TaskState.UNREACHABLE), Reason.SLAVE_REMOVED, Source.MASTER)
-        assert status.state.may_be_running
+        try:
+            status = await rec.update("t1", seen(aware, TaskState.UNREACHABLE))
+            check(status, seen(aware, TaskState.UNREACHABLE), Reason.SLAVE_REMOVED, Source.MASTER)
+            assert status.state.may_be_running  # and it does: nobody is left to kill it
+            assert alive(pid_of(pid_file))
+        finally:
+            os.kill(pid_of(pid_file), signal.SIGKILL)
+
+
+async def test_reconciliation_waits_for_a_slave_not_back_after_a_failover(
+    mosquitto: MosquittoBroker, aware: bool, tmp_path: Path
+) -> None:
+    """A restarted master (on its work dir) answers nothing about a task on a slave of its
+    registry that has not re-registered; once that slave's time is up, it is unreachable."""
+    args = [
+        *MASTER_ARGS,
+        "--work-dir",
+        str(tmp_path / "master"),
+        "--slave-reregister-timeout",
+        "4",
+    ]
+    async with (
+        live_cluster(mosquitto.url, CLUSTER, tmp_path, args) as live,
+        framework(mosquitto, aware) as (rec, driver),
+    ):
+        offer = await rec.offer_on(driver)
+        slave = slave_party(live, offer.slave_id)
+        slave.proc.send_signal(signal.SIGSTOP)
+        try:
+            master = next(p for p in live.parties if p.kind == "master")
+            await live.stop(master)
+            await live.start("master", "master", *args)
+            await wait_state(
+                mosquitto.url,
+                CLUSTER,
+                lambda s: s.recovering_slaves == 1 and any(f.active for f in s.frameworks),
+            )
+            ask = [TaskStatus(task_id="t-x", state=TaskState.STAGING, slave_id=offer.slave_id)]
+            await driver.reconcile_tasks(ask)
+            await wait_state(
+                mosquitto.url,
+                CLUSTER,
+                lambda s: s.recovering_slaves == 0 and len(s.slaves) == 1,
+            )
+            assert rec.of("t-x") == []  # no answer while it might come back: ask again
+            await driver.reconcile_tasks(ask)
+            answer = await rec.update("t-x", seen(aware, TaskState.UNREACHABLE))
+            check(answer, seen(aware, TaskState.UNREACHABLE), Reason.RECONCILIATION, Source.MASTER)
+        finally:
+            slave.proc.send_signal(signal.SIGCONT)
 
 
 async def test_an_unreachable_slave_that_returns(
@@ -360,6 +406,10 @@ async def test_reconciliation_of_known_and_unknown_tasks(
         check(nowhere, seen(aware, TaskState.GONE), Reason.RECONCILIATION, Source.MASTER)
         nobody = await rec.update("nobody", seen(aware, TaskState.UNKNOWN))
         check(nobody, seen(aware, TaskState.UNKNOWN), Reason.RECONCILIATION, Source.MASTER)
+        # killing a task the master does not know is reconciling it (as Mesos)
+        await driver.kill_task("ghost", offer.slave_id)
+        ghost = await rec.update("ghost", seen(aware, TaskState.GONE))
+        check(ghost, seen(aware, TaskState.GONE), Reason.RECONCILIATION, Source.MASTER)
 
         # its slave partitioned past the timeout: the task, and one never heard of there
         party = slave_party(live, offer.slave_id)
