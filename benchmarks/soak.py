@@ -259,9 +259,9 @@ async def soak(
     return report
 
 
-def work_for(minutes: float, per_second: float = 1.5) -> int:
+def work_for(minutes: float, per_second: float = 3.0) -> int:
     """Work items for each framework: a little less than it gets through in the chaos
-    (about 3 tasks a second each on an idle machine), so it works all along."""
+    (about 2.5 tasks a second each under chaos), so it works all along."""
     return max(20, round(minutes * 60 * per_second))
 
 
