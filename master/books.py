@@ -99,6 +99,7 @@ class Framework:
     # partition-aware only: its tasks on unreachable slaves (they may still run; a slave
     # that comes back brings them back)
     unreachable: dict[str, Task] = field(default_factory=dict)
+    kills_owed: set[str] = field(default_factory=set)  # unreachable tasks it asked to kill
 
     def launched(self, resources: Resources) -> None:
         """A task started: one fewer of that size is still wanted."""

@@ -401,6 +401,8 @@ class FrameworkCalls(MasterCore):
         if task is None:
             # As Mesos: a task it cannot kill (unknown, ended, or on an unreachable slave)
             # is reconciled: the framework learns its fate from an update, not an error.
+            if msg.task_id in fw.unreachable:  # killed when its slave is back (as Mesos)
+                fw.kills_owed.add(msg.task_id)
             status = self._reconciled(fw, msg.task_id, msg.slave_id)
             if status is not None:
                 self._send_framework(fw, Update(status=status))

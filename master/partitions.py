@@ -15,6 +15,7 @@ from master.authz import Caller
 from master.books import Framework, Slave, Task
 from master.core import MasterCore
 from protocol.messages import (
+    KillTask,
     MarkSlaveGone,
     Reason,
     RunningTask,
@@ -23,6 +24,7 @@ from protocol.messages import (
     TaskState,
     TaskStatus,
     Update,
+    new_id,
 )
 
 
@@ -51,6 +53,32 @@ class Partitions(MasterCore):
             state=running.state.value,
         )
         self._forward(fw, Update(status=status), slave.slave_id)
+        if task.task_id in fw.kills_owed:  # asked while it was out of reach
+            fw.kills_owed.discard(task.task_id)
+            self._send_slave(
+                slave.slave_id, KillTask(framework_id=fw.framework_id, task_id=task.task_id)
+            )
+
+    def unreachable_not_back(self, slave_id: str, back: set[tuple[str, str]]) -> None:
+        """A slave returned without some of its unreachable tasks (running or ending): they
+        are gone (as a slave answers reconciliation of a task it does not have)."""
+        for fw in self.books.frameworks.values():
+            for task in [t for t in fw.unreachable.values() if t.slave_id == slave_id]:
+                if (fw.framework_id, task.task_id) in back:
+                    continue
+                fw.kills_owed.discard(task.task_id)
+                fw.unreachable.pop(task.task_id)
+                status = TaskStatus(
+                    task_id=task.task_id,
+                    state=TaskState.GONE,
+                    slave_id=slave_id,
+                    reason=Reason.RECONCILIATION,
+                    source=Source.MASTER,
+                    message=f"slave {slave_id} came back without it",
+                    uuid=new_id(),  # (re-sent until acknowledged)
+                )
+                fw.complete(task, status)
+                self._forward(fw, Update(status=status), slave_id)
 
     def refuse_gone_slave(self, slave_id: str, running: list[RunningTask], caller: Caller) -> None:
         """A slave marked gone tries to come back: refused, and what it runs is killed."""

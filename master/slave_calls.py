@@ -145,6 +145,8 @@ class SlaveCalls(Partitions):
             self.books.ending[key] = slave_id
         if running or slave.tasks:
             self._reconcile_slave(slave, running, ending or set(), now)
+        back = {(r.framework_id, r.task.task_id) for r in running} | (ending or set())
+        self.unreachable_not_back(slave_id, back)
         self._send_slave(
             slave_id,
             Registered(

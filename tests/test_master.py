@@ -509,3 +509,27 @@ async def test_a_slave_that_reregisters_without_a_task_has_it_gone(
     assert (gone.reason, gone.source) == (Reason.RECONCILIATION, Source.MASTER)
     await eventually(lambda: not cluster.master.books.frameworks[a.framework_id].tasks)
     books_balance(cluster.master)
+
+
+async def test_an_unreachable_slave_back_without_a_partition_aware_task_has_it_gone(
+    mosquitto: MosquittoBroker,
+) -> None:
+    async with contextlib.AsyncExitStack() as stack:
+        c = Cluster(mosquitto, stack)
+        await c.start_master(MasterConfig(allocation_interval=0.05, slave_timeout=0.5))
+        a = await c.framework("A", capabilities=[FrameworkCapability.PARTITION_AWARE])
+        s1 = await c.slave("s1", Resources(cpus=1, mem=GB))
+        offer = await a.next_offer()
+        await a.accept(offer, [a.task(offer, Resources(cpus=1), task_id="t1")])
+        await s1.run_task()
+        await a.update_for("t1", TaskState.UNREACHABLE)  # no heartbeats
+        assert "t1" in c.master.books.frameworks[a.framework_id].unreachable
+        await s1.bus.publish(
+            s1.to_master,
+            Reregister(slave_id="s1", hostname="s1.local", resources=s1.resources, tasks=[]),
+        )
+        gone = await a.update_for("t1", TaskState.GONE)
+        assert (gone.reason, gone.source) == (Reason.RECONCILIATION, Source.MASTER)
+        assert gone.uuid  # re-sent until acknowledged
+        assert not c.master.books.frameworks[a.framework_id].unreachable
+        books_balance(c.master)

@@ -288,37 +288,52 @@ async def test_reconciliation_waits_for_a_slave_not_back_after_a_failover(
 async def test_an_unreachable_slave_that_returns(
     live: Launcher, mosquitto: MosquittoBroker, aware: bool, tmp_path: Path
 ) -> None:
-    """Partition-aware: the task carries on and reports TASK_RUNNING again. Otherwise: it
-    was reported lost, so it is killed when its slave returns (as Mesos 1.x)."""
+    """Partition-aware: the task carries on and reports TASK_RUNNING again (and one it asked
+    to kill meanwhile is killed then). Otherwise: it was reported lost, so it is killed
+    when its slave returns (as Mesos 1.x)."""
     async with framework(mosquitto, aware) as (rec, driver):
         offer = await rec.offer_on(driver)
-        pid_file = tmp_path / "t1.pid"
-        await driver.launch_tasks([offer.offer_id], [pid_task(offer, "t1", pid_file)])
+        pids = {t: tmp_path / f"{t}.pid" for t in ("t1", "t2")}
+        await driver.launch_tasks(
+            [offer.offer_id], [pid_task(offer, t, pid) for t, pid in pids.items()]
+        )
         await rec.update("t1", TaskState.RUNNING)
+        await rec.update("t2", TaskState.RUNNING)
         party = slave_party(live, offer.slave_id)
         party.proc.send_signal(signal.SIGSTOP)  # a partition: the slave is silent, the task runs
         try:
             status = await rec.update("t1", seen(aware, TaskState.UNREACHABLE))
             check(status, seen(aware, TaskState.UNREACHABLE), Reason.SLAVE_REMOVED, Source.MASTER)
-            assert alive(pid_of(pid_file))
+            assert alive(pid_of(pids["t1"]))
+            if aware:  # a kill it cannot pass on yet: answered as reconciliation
+                before = len(rec.of("t2"))
+                await driver.kill_task("t2", offer.slave_id)
+                await rec.wait(lambda: len(rec.of("t2")) > before)
+                answer = rec.of("t2")[-1]
+                check(answer, TaskState.UNREACHABLE, Reason.RECONCILIATION, Source.MASTER)
         finally:
             party.proc.send_signal(signal.SIGCONT)
         if aware:
-            await rec.wait(lambda: len([s for s in rec.of("t1") if s.state == "TASK_RUNNING"]) == 2)
+            await rec.wait(lambda: [s.state for s in rec.of("t1")][-1:] == [TaskState.RUNNING])
             back = rec.of("t1")[-1]
             check(back, TaskState.RUNNING, Reason.SLAVE_REREGISTERED, Source.MASTER)
-            assert alive(pid_of(pid_file))
+            assert alive(pid_of(pids["t1"]))
+            await rec.update("t2", TaskState.KILLED)  # the kill owed, once it was back
+            await gone_pid(pids["t2"])
             await driver.kill_task("t1")
             await rec.update("t1", TaskState.KILLED)
         else:
-            await gone_pid(pid_file)
+            await gone_pid(pids["t1"])
+            await gone_pid(pids["t2"])
             # one ending only: the kill on return is not a second update
             await wait_state(
                 mosquitto.url,
                 CLUSTER,
                 lambda s: any(v.slave_id == offer.slave_id and v.tasks == 0 for v in s.slaves),
             )
-            assert [s.state for s in rec.of("t1") if s.state.terminal] == [TaskState.LOST]
+            for task in pids:
+                ends = [s.state for s in rec.of(task) if s.state.terminal]
+                assert ends == [TaskState.LOST]
         assert rec.errors == []
 
 
