@@ -12,14 +12,14 @@ import asyncio
 import contextlib
 import os
 import signal
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from cluster.launcher import Launcher, Party
 from cluster.view import operator_call, wait_state
-from frameworks import Scheduler, SchedulerDriver, build_task
+from frameworks import SchedulerDriver, build_task
 from protocol.brokers import MosquittoBroker
 from protocol.messages import (
     CommandInfo,
@@ -35,7 +35,7 @@ from protocol.messages import (
 )
 from protocol.resources import Resources
 
-from helpers import live_cluster, until
+from helpers import Recorder, live_cluster
 
 CLUSTER = "states"
 SMALL = Resources(cpus=0.5, mem=64)
@@ -47,61 +47,6 @@ MASTER_ARGS = [
     "--slave-timeout",
     "3",
 ]
-
-
-class Recorder(Scheduler):
-    def __init__(self) -> None:
-        self.offers: list[Offer] = []
-        self.statuses: list[TaskStatus] = []
-        self.errors: list[str] = []
-        self.changed = asyncio.Event()
-
-    async def resource_offers(self, driver: SchedulerDriver, offers: list[Offer]) -> None:
-        self.offers.extend(offers)
-        self.changed.set()
-
-    async def status_update(self, driver: SchedulerDriver, status: TaskStatus) -> None:
-        self.statuses.append(status)
-        self.changed.set()
-
-    async def error(self, driver: SchedulerDriver, message: str) -> None:
-        self.errors.append(message)
-        self.changed.set()
-
-    def of(self, task_id: str) -> list[TaskStatus]:
-        return [s for s in self.statuses if s.task_id == task_id]
-
-    async def wait(self, condition: Callable[[], bool], timeout: float = 20.0) -> None:
-        await until(self.changed, condition, timeout)
-
-    async def update(self, task_id: str, state: TaskState, timeout: float = 20.0) -> TaskStatus:
-        """The first update of `task_id` in `state`, waiting for it."""
-
-        def found() -> TaskStatus | None:
-            return next((s for s in self.of(task_id) if s.state == state), None)
-
-        await self.wait(lambda: found() is not None, timeout)
-        status = found()
-        assert status is not None
-        return status
-
-    async def offer_on(self, driver: SchedulerDriver, slave_id: str | None = None) -> Offer:
-        """An outstanding offer (of `slave_id`, if named)."""
-
-        def found() -> Offer | None:
-            return next(
-                (
-                    o
-                    for o in self.offers
-                    if o.offer_id in driver.offers and slave_id in (None, o.slave_id)
-                ),
-                None,
-            )
-
-        await self.wait(lambda: found() is not None)
-        offer = found()
-        assert offer is not None
-        return offer
 
 
 @pytest.fixture(params=[False, True], ids=["lost", "partition-aware"])
@@ -161,6 +106,15 @@ def pid_of(pid_file: Path) -> int:
     return int(pid_file.read_text())
 
 
+async def running(rec: Recorder, driver: SchedulerDriver, tmp_path: Path) -> tuple[Offer, Path]:
+    """Task t1 launched on the first offer and RUNNING: the offer, and t1's pid file."""
+    offer = await rec.offer_on(driver)
+    pid_file = tmp_path / "t1.pid"
+    await driver.launch_tasks([offer.offer_id], [pid_task(offer, "t1", pid_file)])
+    await rec.update("t1", TaskState.RUNNING)
+    return offer, pid_file
+
+
 def alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -174,6 +128,19 @@ async def gone_pid(pid_file: Path, timeout: float = 20.0) -> None:
     async with asyncio.timeout(timeout):
         while alive(pid):  # noqa: ASYNC110 - another process's life: nothing to await
             await asyncio.sleep(0.1)
+
+
+async def reason_after(rec: Recorder, task_id: str, before: int, reason: Reason) -> TaskStatus:
+    """The first update of `task_id` with `reason` among those after the first `before`
+    (a re-sent older update may arrive in between)."""
+
+    def found() -> TaskStatus | None:
+        return next((s for s in rec.of(task_id)[before:] if s.reason == reason), None)
+
+    await rec.wait(lambda: found() is not None)
+    status = found()
+    assert status is not None
+    return status
 
 
 def check(status: TaskStatus, state: TaskState, reason: Reason | None, source: Source) -> None:
@@ -227,10 +194,7 @@ async def test_a_slave_that_dies_past_its_timeout_is_removed(
     live: Launcher, mosquitto: MosquittoBroker, aware: bool, tmp_path: Path
 ) -> None:
     async with framework(mosquitto, aware) as (rec, driver):
-        offer = await rec.offer_on(driver)
-        pid_file = tmp_path / "t1.pid"
-        await driver.launch_tasks([offer.offer_id], [pid_task(offer, "t1", pid_file)])
-        await rec.update("t1", TaskState.RUNNING)
+        offer, pid_file = await running(rec, driver, tmp_path)
         party = slave_party(live, offer.slave_id)
         party.proc.kill()  # kill -9: no goodbye, heartbeats stop
         try:
@@ -306,16 +270,15 @@ async def test_an_unreachable_slave_that_returns(
             check(status, seen(aware, TaskState.UNREACHABLE), Reason.SLAVE_REMOVED, Source.MASTER)
             assert alive(pid_of(pids["t1"]))
             if aware:  # a kill it cannot pass on yet: answered as reconciliation
+                await rec.update("t2", TaskState.UNREACHABLE)
                 before = len(rec.of("t2"))
                 await driver.kill_task("t2", offer.slave_id)
-                await rec.wait(lambda: len(rec.of("t2")) > before)
-                answer = rec.of("t2")[-1]
+                answer = await reason_after(rec, "t2", before, Reason.RECONCILIATION)
                 check(answer, TaskState.UNREACHABLE, Reason.RECONCILIATION, Source.MASTER)
         finally:
             party.proc.send_signal(signal.SIGCONT)
         if aware:
-            await rec.wait(lambda: [s.state for s in rec.of("t1")][-1:] == [TaskState.RUNNING])
-            back = rec.of("t1")[-1]
+            back = await reason_after(rec, "t1", 0, Reason.SLAVE_REREGISTERED)
             check(back, TaskState.RUNNING, Reason.SLAVE_REREGISTERED, Source.MASTER)
             assert alive(pid_of(pids["t1"]))
             await rec.update("t2", TaskState.KILLED)  # the kill owed, once it was back
@@ -341,10 +304,7 @@ async def test_a_slave_an_operator_marks_gone(
     live: Launcher, mosquitto: MosquittoBroker, aware: bool, tmp_path: Path
 ) -> None:
     async with framework(mosquitto, aware) as (rec, driver):
-        offer = await rec.offer_on(driver)
-        pid_file = tmp_path / "t1.pid"
-        await driver.launch_tasks([offer.offer_id], [pid_task(offer, "t1", pid_file)])
-        await rec.update("t1", TaskState.RUNNING)
+        offer, pid_file = await running(rec, driver, tmp_path)
         why = await operator_call(
             mosquitto.url,
             CLUSTER,
@@ -415,8 +375,8 @@ async def test_reconciliation_of_known_and_unknown_tasks(
         ]
         before = len(rec.of("t1"))
         await driver.reconcile_tasks(asked)
-        await rec.wait(lambda: len(rec.of("t1")) > before)
-        check(rec.of("t1")[-1], TaskState.RUNNING, Reason.RECONCILIATION, Source.MASTER)
+        known = await reason_after(rec, "t1", before, Reason.RECONCILIATION)
+        check(known, TaskState.RUNNING, Reason.RECONCILIATION, Source.MASTER)
         nowhere = await rec.update("nowhere", seen(aware, TaskState.GONE))
         check(nowhere, seen(aware, TaskState.GONE), Reason.RECONCILIATION, Source.MASTER)
         nobody = await rec.update("nobody", seen(aware, TaskState.UNKNOWN))
@@ -439,12 +399,7 @@ async def test_reconciliation_of_known_and_unknown_tasks(
             await driver.reconcile_tasks(asked)
             answer = await rec.update("elsewhere", seen(aware, TaskState.UNREACHABLE))
             check(answer, seen(aware, TaskState.UNREACHABLE), Reason.RECONCILIATION, Source.MASTER)
-            await rec.wait(lambda: len(rec.of("t1")) > before)
-            check(
-                rec.of("t1")[-1],
-                seen(aware, TaskState.UNREACHABLE),
-                Reason.RECONCILIATION,
-                Source.MASTER,
-            )
+            known = await reason_after(rec, "t1", before, Reason.RECONCILIATION)
+            check(known, seen(aware, TaskState.UNREACHABLE), Reason.RECONCILIATION, Source.MASTER)
         finally:
             party.proc.send_signal(signal.SIGCONT)
