@@ -114,10 +114,7 @@ class JournaledScheduler(Scheduler):
             elif record.get("terminal"):
                 self.ended.add(record["task"])
                 self.open.pop(record["task"], None)
-                if (
-                    record["state"] == TaskState.FINISHED
-                    or not TaskState(record["state"]).retryable
-                ):
+                if settles(TaskState(record["state"])):
                     self.todo.pop(item_of(record["task"]), None)
         config.journal.parent.mkdir(parents=True, exist_ok=True)
         self._out = open(config.journal, "a", buffering=1)  # noqa: SIM115 - for the process
