@@ -3,11 +3,17 @@
     python -m benchmarks.soak [--minutes 10] [--every 4] [--seed 1] [--run-dir DIR]
 
 ZooKeeper, mosquitto, 3 masters (`--zk`), 5 slaves and 3 journaled frameworks running
-real short shell tasks (`frameworks/samples/journaled.py`), each a process. Every few
+real short shell tasks (`frameworks/samples/journaled.py`), each a process; each framework
+has a fixed list of work items (`--work`, per framework) and launches again whatever ended
+in a retryable state, and the first is partition-aware (it hears TASK_DROPPED,
+TASK_UNREACHABLE, ... where the others hear TASK_LOST). Every few
 seconds it kill -9s one of: the leading master, a standby, a slave, a framework
 scheduler (restarted within its failover timeout), the broker (restarted after a pause)
 or ZooKeeper (restarted). Then the chaos stops and it checks, and prints:
 
+- work items, and how many were FINISHED exactly once (must be all): none lost (never
+  finished), none finished twice, none run twice at once (each item's task holds a lock
+  while it runs: one that finds it held says so);
 - tasks launched, and how many reached exactly one terminal state in their framework's
   own journal (must be all);
 - tasks that ever ran twice (each task's command makes a directory named after itself;
@@ -40,6 +46,12 @@ ACTIONS = ("leader", "standby", "slave", "framework", "broker", "zookeeper")
 class SoakReport:
     minutes: float
     actions: dict[str, int] = field(default_factory=dict)
+    work_items: int = 0
+    work_once: int = 0  # FINISHED exactly once
+    work_lost: int = 0  # never FINISHED
+    work_twice: int = 0  # FINISHED more than once
+    work_overlaps: int = 0  # run twice at once
+    work_errors: int = 0  # a task of theirs ended TASK_ERROR (its description is wrong)
     launched: int = 0
     one_end: int = 0
     several_ends: int = 0
@@ -58,6 +70,9 @@ class SoakReport:
     def ok(self) -> bool:
         return (
             self.launched > 0
+            and self.work_items > 0
+            and self.work_once == self.work_items
+            and self.work_overlaps == 0
             and self.one_end == self.launched
             and self.ran_twice == 0
             and self.running_after_end == 0
@@ -72,6 +87,13 @@ class SoakReport:
         return [
             ("chaos minutes", self.minutes, ""),
             ("parts killed", sum(self.actions.values()), _counts(self.actions)),
+            ("work items", self.work_items, "> 0"),
+            ("... FINISHED exactly once", self.work_once, f"= {self.work_items}"),
+            ("... lost (never FINISHED)", self.work_lost, "= 0"),
+            ("... FINISHED twice", self.work_twice, "= 0"),
+            ("... run twice at once", self.work_overlaps, "= 0"),
+            ("... with a TASK_ERROR", self.work_errors, "= 0"),
+            ("tasks relaunched (retryable ends)", self.launched - self.work_items, ""),
             ("tasks launched", self.launched, "> 0"),
             ("... exactly one terminal state", self.one_end, f"= {self.launched}"),
             ("... several terminal states", self.several_ends, "= 0"),
@@ -155,7 +177,9 @@ async def settle(ha: HACluster, report: SoakReport, calm_started: float) -> None
 
         assert isinstance(state, State)
         held, used = books_balance(state)
-        report.spread = share_spread(state)
+        # a framework whose work is all done holds nothing, as it should: not unfair
+        busy = ha.busy()
+        report.spread = share_spread(state, busy) if len(busy) > 1 else 0.0
         report.balanced = held == used
         connected = sum(1 for f in state.frameworks if f.active)
         return (
@@ -174,9 +198,11 @@ async def settle(ha: HACluster, report: SoakReport, calm_started: float) -> None
 
     def all_ended() -> bool:
         fates = ha.fates()
-        return all(f.terminal for f in fates.values() if f.launched)
+        work_done = all(w.finished or w.errors for w in ha.work().values())
+        return work_done and all(f.terminal for f in fates.values() if f.launched)
 
-    deadline = time.monotonic() + 90
+    # the work left when the chaos stopped is still to do (about a minute's worth)
+    deadline = time.monotonic() + 240
     while not all_ended() and time.monotonic() < deadline:  # noqa: ASYNC110 - other processes write the journals
         await asyncio.sleep(0.5)
 
@@ -189,6 +215,13 @@ def judge(ha: HACluster, report: SoakReport) -> None:
     report.never_ended = sum(1 for f in fates if not f.terminal)
     report.running_after_end = sum(1 for f in fates if f.running_after_end)
     report.ran_twice = len(set(ha.doubles()))
+    work = ha.work().values()
+    report.work_items = len(work)
+    report.work_once = sum(1 for w in work if w.finished == 1)
+    report.work_lost = sum(1 for w in work if w.finished == 0)
+    report.work_twice = sum(1 for w in work if w.finished > 1)
+    report.work_errors = sum(1 for w in work if w.errors)
+    report.work_overlaps = len(set(ha.overlaps()))
     report.ends = {}
     for f in fates:
         for state in f.terminal:
@@ -208,6 +241,8 @@ async def soak(
 ) -> SoakReport:
     rng = random.Random(seed)
     report = SoakReport(minutes=minutes)
+    if config is None:
+        config = HAConfig(work_items=work_for(minutes), partition_aware=1)
     async with HACluster(run_dir, config) as ha:
         await ha.wait_for_leader(timeout=60)
         await ha.wait_for_state(
@@ -224,16 +259,26 @@ async def soak(
     return report
 
 
+def work_for(minutes: float, per_second: float = 3.0) -> int:
+    """Work items for each framework: a little less than it gets through in the chaos
+    (about 2.5 tasks a second each under chaos), so it works all along."""
+    return max(20, round(minutes * 60 * per_second))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--minutes", type=float, default=10.0)
     parser.add_argument("--every", type=float, default=4.0, help="seconds between kills")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--work", type=int, default=None, help="work items per framework (default: by minutes)"
+    )
     parser.add_argument("--run-dir", type=Path, default=None)
     args = parser.parse_args()
     logs.configure("warning")
     run_dir = args.run_dir or Path(tempfile.mkdtemp(prefix="drfmesos-soak-"))
-    report = asyncio.run(soak(args.minutes, args.every, args.seed, run_dir))
+    config = HAConfig(work_items=args.work or work_for(args.minutes), partition_aware=1)
+    report = asyncio.run(soak(args.minutes, args.every, args.seed, run_dir, config))
     print(f"chaos soak: {args.minutes:g} min, a kill every ~{args.every:g} s; logs in {run_dir}")
     print(table(["", "measured", "bound"], report.rows()))
     sys.exit(0 if report.ok else 1)

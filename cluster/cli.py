@@ -14,6 +14,7 @@ from cluster.experiment_cli import experiment, simulate
 from cluster.experiment_framework import experiment_framework
 from cluster.ideal_cli import ideal_command
 from cluster.operator_cli import quota, roles, teardown
+from cluster.slaves_cli import slaves
 from frameworks.cli import framework
 from master.cli import master
 from protocol import logs
@@ -146,6 +147,7 @@ main.add_command(ideal_command)
 main.add_command(quota)
 main.add_command(teardown)
 main.add_command(roles)
+main.add_command(slaves)
 main.add_command(experiment)
 
 

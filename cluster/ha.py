@@ -20,6 +20,7 @@ from pathlib import Path
 
 from cluster.launcher import Launcher, Party
 from cluster.zookeeper import ZooKeeperServer
+from frameworks.samples.journaled import item_of, work_items
 from protocol import logs
 from protocol.brokers import MosquittoBroker, free_port
 from protocol.bus import Bus, Dispatcher
@@ -60,6 +61,17 @@ class HAConfig:
     log_level: str = "info"
     lone: bool = False  # one master with --work-dir instead of several on ZooKeeper
     zk_links: bool = False  # each master reaches ZooKeeper through a link we can cut
+    work_items: int = 0  # each framework's fixed list of work items (0: endless tasks)
+    partition_aware: int = 0  # how many of the frameworks are (the first ones)
+
+
+@dataclass
+class WorkFate:
+    """What the journals say about one work item: its tasks, and how many finished."""
+
+    tasks: int = 0
+    finished: int = 0
+    errors: int = 0  # tasks that ended TASK_ERROR (not retried)
 
 
 @dataclass
@@ -177,6 +189,8 @@ class HACluster:
                     str(i),
                     "--stop-file",
                     str(self.stop_file),
+                    *(["--work", str(c.work_items)] if c.work_items else []),
+                    *(["--partition-aware"] if i < c.partition_aware else []),
                 ],
             )
 
@@ -347,6 +361,34 @@ class HACluster:
                         fate.running_after_end = True
         return dict(fates)
 
+    def work(self) -> dict[str, WorkFate]:
+        """Every framework's work items, with what became of their tasks."""
+        c = self.config
+        items = {
+            item: WorkFate()
+            for i in range(c.frameworks)
+            for item in work_items(f"fw{i}", c.work_items)
+        }
+        for task_id, fate in self.fates().items():
+            work = items.get(item_of(task_id))
+            if work is not None and fate.launched:
+                work.tasks += 1
+                work.finished += "TASK_FINISHED" in fate.terminal
+                work.errors += "TASK_ERROR" in fate.terminal
+        return items
+
+    def busy(self) -> set[str]:
+        """The frameworks with work items still to finish (all of them, when endless)."""
+        names = {f"fw{i}" for i in range(self.config.frameworks)}
+        if not self.config.work_items:
+            return names
+        return {i.rsplit("-w", 1)[0] for i, w in self.work().items() if not w.finished}
+
+    def overlaps(self) -> list[str]:
+        """Work items whose task found another of theirs running: done twice at once."""
+        path = self.witness_dir / "overlaps"
+        return path.read_text().split() if path.exists() else []
+
     def doubles(self) -> list[str]:
         """Tasks that found their own mark already made: they ran twice."""
         path = self.witness_dir / "doubles"
@@ -406,10 +448,23 @@ def books_balance(state: State) -> tuple[Resources, Resources]:
     return held, used
 
 
-def share_spread(state: State) -> float:
-    """max - min dominant share among the connected frameworks (0: perfectly even)."""
-    shares = [f.dominant_share for f in state.frameworks if f.active]
+def share_spread(state: State, among: set[str] | None = None) -> float:
+    """max - min dominant share among the connected frameworks (0: perfectly even); with
+    `among`, only the frameworks of those names (those that still have work to do)."""
+    shares = [
+        f.dominant_share
+        for f in state.frameworks
+        if f.active and (among is None or f.name in among)
+    ]
     return max(shares) - min(shares) if shares else 0.0
 
 
-__all__ = ["Failover", "HACluster", "HAConfig", "TaskFate", "books_balance", "share_spread"]
+__all__ = [
+    "Failover",
+    "HACluster",
+    "HAConfig",
+    "TaskFate",
+    "WorkFate",
+    "books_balance",
+    "share_spread",
+]

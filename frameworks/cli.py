@@ -238,6 +238,19 @@ def command_framework(
     default=None,
     help="Once this file exists, launch no more tasks (let the running ones drain).",
 )
+@click.option(
+    "--work",
+    type=click.IntRange(1),
+    default=None,
+    help="A fixed list of this many work items, each retried until it is FINISHED "
+    "(default: endless tasks).",
+)
+@click.option(
+    "--partition-aware/--no-partition-aware",
+    default=False,
+    show_default=True,
+    help="Hear TASK_DROPPED, TASK_UNREACHABLE, TASK_GONE, ... in place of TASK_LOST.",
+)
 def journaled_framework(
     broker: str,
     cluster: str,
@@ -252,6 +265,8 @@ def journaled_framework(
     task_duration: str,
     seed: int | None,
     stop_file: Path | None,
+    work: int | None,
+    partition_aware: bool,
 ) -> None:
     """Keep SIZE short tasks running, journaling every launch and update: a restarted
     process comes back as the same framework and reconciles (see samples/journaled.py)."""
@@ -268,6 +283,8 @@ def journaled_framework(
         task=Resources.parse(resources),
         duration=parse_range(task_duration),
         stop_file=stop_file,
+        work=work,
+        partition_aware=partition_aware,
     )
     scheduler = JournaledScheduler(config, seed)
 
@@ -283,6 +300,7 @@ def journaled_framework(
             framework_id=scheduler.framework_id,
             implicit_acknowledgements=False,
             min_offer=[config.task],
+            partition_aware=config.partition_aware,
         )
         await run_driver(driver)
 

@@ -40,6 +40,7 @@ from protocol.messages import (
     ExecutorInfo,
     Failure,
     Filters,
+    FrameworkCapability,
     FrameworkMessage,
     Heartbeat,
     Kill,
@@ -113,7 +114,8 @@ class Scheduler:
         """Opaque data from one of this framework's executors."""
 
     async def slave_lost(self, driver: SchedulerDriver, slave_id: str) -> None:
-        """A slave was removed; its tasks arrive as TASK_LOST updates."""
+        """A slave was removed; its tasks arrive as updates (TASK_LOST, or TASK_UNREACHABLE
+        / TASK_GONE_BY_OPERATOR for a partition-aware framework)."""
 
     async def executor_lost(
         self, driver: SchedulerDriver, executor_id: str, slave_id: str, status: int
@@ -145,9 +147,12 @@ class SchedulerDriver:
         framework_id: str | None = None,
         implicit_acknowledgements: bool = True,
         min_offer: Iterable[Resources] = (),
+        partition_aware: bool = False,
     ) -> None:
         """`min_offer`: the smallest offers this framework can use (any one of them; Mesos
-        1.10's offer_filters). The master then never offers it less: no declines of crumbs."""
+        1.10's offer_filters). The master then never offers it less: no declines of crumbs.
+        `partition_aware`: hear Mesos 1.1's finer states (TASK_DROPPED, TASK_UNREACHABLE,
+        TASK_GONE, ...) in place of TASK_LOST (examples/task-states.md)."""
         self.scheduler = scheduler
         self.name = name
         self.broker = BrokerURL.parse(broker) if isinstance(broker, str) else broker
@@ -158,6 +163,7 @@ class SchedulerDriver:
         self.framework_id = framework_id
         self.implicit_acknowledgements = implicit_acknowledgements
         self.min_offer = [r for r in min_offer if r]
+        self.capabilities = [FrameworkCapability.PARTITION_AWARE] if partition_aware else []
         self.master_id = ""
         self.master_epoch = 0  # the epoch of the master we subscribed with
         self._resubscribing: asyncio.Future[None] | None = None
@@ -238,6 +244,7 @@ class SchedulerDriver:
                     offer_filters=OfferFilters(min_allocatable=self.min_offer)
                     if self.min_offer
                     else None,
+                    capabilities=self.capabilities,
                 ),
             )
             with contextlib.suppress(TimeoutError):

@@ -97,6 +97,11 @@ class Framework:
     finished_tasks: int = 0
     demand: list[TaskRequest] | None = None  # what it declared it still wants (Request)
     last_shape: Resources | None = None  # its latest task's resources
+    partition_aware: bool = False  # hears Mesos 1.1's finer states, not TASK_LOST
+    # partition-aware only: its tasks on unreachable slaves (they may still run; a slave
+    # that comes back brings them back)
+    unreachable: dict[str, Task] = field(default_factory=dict)
+    kills_owed: set[str] = field(default_factory=set)  # unreachable tasks it asked to kill
 
     def launched(self, resources: Resources) -> None:
         """A task started: one fewer of that size is still wanted."""
@@ -187,8 +192,11 @@ class Books:
     removed: dict[str, tuple[str, str]] = field(default_factory=dict)  # id -> (principal, why)
     # after a failover: slaves of the registry not back yet, with their deadlines
     recovering: dict[str, float] = field(default_factory=dict)
-    # slaves removed while their tasks may still run: those tasks were reported lost
+    # slaves removed while their tasks may still run (unreachable): those tasks were
+    # reported TASK_UNREACHABLE (TASK_LOST to frameworks not partition-aware)
     removed_slaves: set[str] = field(default_factory=set)
+    # slaves an operator marked gone: they may not come back
+    gone_slaves: set[str] = field(default_factory=set)
     # tasks a re-registering slave says ended, their last update still on its way
     ending: dict[tuple[str, str], str] = field(default_factory=dict)  # -> slave id
 

@@ -27,6 +27,7 @@ from master.leadership import next_epoch
 from master.live_feed import LiveFeed
 from master.registry import MemoryStore, Registry
 from master.roles_file import RolesError, RolesFile, load_roles
+from master.task_states import as_seen
 from protocol import logs
 from protocol.bus import Bus
 from protocol.messages import (
@@ -36,6 +37,7 @@ from protocol.messages import (
     Reason,
     Rescind,
     ShutdownFramework,
+    Source,
     StatusAck,
     TaskState,
     TaskStatus,
@@ -179,9 +181,17 @@ class MasterCore:
             self.bus.post(self.topics.slave(principal, slave_id), message)
 
     def _refuse(
-        self, caller: Caller | None, message: str, code: str, about: str, **ids: Any
+        self,
+        caller: Caller | None,
+        message: str,
+        code: str,
+        about: str,
+        *,
+        tell: bool = True,
+        **ids: Any,
     ) -> None:
-        """Refuse a call: an Error to its sender, a log line with who, a count; no change."""
+        """Refuse a call: an Error to its sender, a log line with who, a count; no change.
+        Without `tell` no Error: the sender hears it otherwise (a task's update)."""
         self.refused[code] += 1
         principal = caller.principal if caller else ""
         now = self._now()
@@ -200,7 +210,9 @@ class MasterCore:
                 **who,
                 **ids,
             )
-        if caller is not None and caller.reply_to and self.reply_sampler.admit(principal, now):
+        answer = tell and caller is not None and caller.reply_to
+        if answer and caller is not None and self.reply_sampler.admit(principal, now):
+            assert caller.reply_to is not None
             self.bus.post(
                 caller.reply_to,
                 Error(message=logs.clip(message, MAX_ERROR_TEXT), code=code, about=about),
@@ -338,12 +350,15 @@ class MasterCore:
         *,
         ack: bool = True,
     ) -> None:
-        """A status the master itself decides (LOST, ERROR), sent like a slave's."""
+        """A status the master itself decides (LOST, ERROR, ...), sent like a slave's. The
+        state is the fine one: a framework not partition-aware hears TASK_LOST for it."""
+        state, seen_reason = as_seen(state, reason, fw.partition_aware)
         status = TaskStatus(
             task_id=task_id,
             state=state,
             slave_id=slave_id,
-            reason=reason,
+            reason=seen_reason,
+            source=Source.MASTER,
             message=message,
             uuid=new_id() if ack else None,
         )
@@ -429,9 +444,18 @@ class MasterCore:
         self._event("removed", framework_id=fw.framework_id, detail=why)
         self.request_round()
 
-    def remove_slave(self, slave: Slave, why: str) -> None:
+    def remove_slave(self, slave: Slave, why: str, *, gone: bool = False) -> None:
+        """As Mesos 1.x: a slave out of touch past its timeout is unreachable, its tasks
+        TASK_UNREACHABLE (they may still run, and come back with it); one an operator
+        marked `gone` ends its tasks TASK_GONE_BY_OPERATOR. Frameworks not partition-aware
+        hear TASK_LOST either way (reason: slave removed)."""
         for offer_id in list(slave.offers):
             self._rescind(self.books.offers[offer_id], recover=False)
+        state, reason = (
+            (TaskState.GONE_BY_OPERATOR, Reason.SLAVE_REMOVED_BY_OPERATOR)
+            if gone
+            else (TaskState.UNREACHABLE, Reason.SLAVE_REMOVED)
+        )
         affected: set[str] = set()
         for framework_id, task_id in list(slave.tasks):
             fw = self.books.frameworks.get(framework_id)
@@ -439,13 +463,12 @@ class MasterCore:
                 continue
             affected.add(framework_id)
             self._master_update(
-                fw,
-                task_id,
-                slave.slave_id,
-                TaskState.LOST,
-                Reason.SLAVE_REMOVED,
-                f"slave {slave.slave_id} removed: {why}",
+                fw, task_id, slave.slave_id, state, reason, f"slave {slave.slave_id} removed: {why}"
             )
+            task = fw.tasks.get(task_id)
+            if task is not None and task.state == TaskState.UNREACHABLE:
+                del fw.tasks[task_id]  # out of the books until its slave is back
+                fw.unreachable[task_id] = task
         for orphans in self.books.orphans.values():
             orphans[:] = [o for o in orphans if o.slave_id != slave.slave_id]
         self.allocator.remove_slave(slave.slave_id)
@@ -453,14 +476,19 @@ class MasterCore:
             for key in [k for k in fw.executors if k[0] == slave.slave_id]:
                 del fw.executors[key]
         del self.books.slaves[slave.slave_id]
-        self._slave_gone(slave.slave_id, why, frameworks_affected=len(affected))
+        self._slave_gone(slave.slave_id, why, gone=gone, frameworks_affected=len(affected))
         self.request_round()
 
-    def _slave_gone(self, slave_id: str, why: str, **fields: Any) -> None:
-        """A slave is removed for good (timed out, or not back after a failover): out of
-        the registry, every framework told it is lost, and reconciling a task there
-        answers TASK_LOST from now on (no update of its can still be on the way)."""
-        self.books.removed_slaves.add(slave_id)
+    def _slave_gone(self, slave_id: str, why: str, *, gone: bool = False, **fields: Any) -> None:
+        """A slave is removed (timed out, not back after a failover, or marked gone): out
+        of the registry, every framework told it is lost, and reconciling a task there
+        answers TASK_UNREACHABLE (or TASK_GONE_BY_OPERATOR; TASK_LOST to frameworks not
+        partition-aware) from now on (no update of its can still be on the way)."""
+        if gone:
+            self.books.removed_slaves.discard(slave_id)
+            self.books.gone_slaves.add(slave_id)
+        else:
+            self.books.removed_slaves.add(slave_id)
         self.books.ending = {k: s for k, s in self.books.ending.items() if s != slave_id}
         self._persist(self.registry.remove_slave(slave_id), "remove slave", slave_id=slave_id)
         for fw in self.books.frameworks.values():

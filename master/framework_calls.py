@@ -9,11 +9,13 @@ from master.authz import Caller
 from master.books import Framework, OfferRecord, Task
 from master.core import MasterCore
 from master.registry import FrameworkRecord
+from master.task_states import as_seen, unknown_task
 from protocol.ids import check_id, shorten, task_problem
 from protocol.messages import (
     Accept,
     Acknowledge,
     Decline,
+    FrameworkCapability,
     FrameworkMessage,
     Kill,
     KillTask,
@@ -23,6 +25,7 @@ from protocol.messages import (
     Request,
     Revive,
     RunTasks,
+    Source,
     Subscribe,
     Subscribed,
     Suppress,
@@ -134,6 +137,7 @@ class FrameworkCalls(MasterCore):
             self._set_offer_filters(framework_id, msg)
             self._adopt_orphans(fw)
             resubscribed = bool(msg.framework_id)
+        fw.partition_aware = FrameworkCapability.PARTITION_AWARE in msg.capabilities
         self._send_framework(
             fw,
             Subscribed(
@@ -188,14 +192,20 @@ class FrameworkCalls(MasterCore):
                 self._drop_offer(record)
                 self.allocator.recover(fw.framework_id, record.slave_id, record.resources)
             reason = "; ".join(problems)
+            # As Mesos: the task was fine and the offer was not, so TASK_DROPPED (TASK_LOST
+            # to frameworks not partition-aware): launch it again. Not an Error: in Mesos
+            # that means the framework is removed.
             for task in msg.tasks:
-                self._refuse_launch(fw, task, Reason.INVALID_OFFERS, reason)
+                why = f"Task launched with invalid offers: {reason}"
+                self._refuse_launch(fw, task, TaskState.DROPPED, Reason.INVALID_OFFERS, why)
             self._refuse(
                 caller,
                 f"accept refused: {reason}",
                 "invalid-offers",
                 "Accept",
+                tell=False,
                 framework_id=fw.framework_id,
+                tasks=len(msg.tasks),
             )
             self.request_round()
             return
@@ -212,7 +222,7 @@ class FrameworkCalls(MasterCore):
             seen.add(task.task_id)
             if problem:
                 refused.append(problem)
-                self._refuse_launch(fw, task, Reason.TASK_INVALID, problem)
+                self._refuse_launch(fw, task, TaskState.ERROR, Reason.TASK_INVALID, problem)
                 continue
             remaining = remaining - task.resources - self._start_executor(fw, task, slave_id)
             self._launch(fw, task, slave_id, now)
@@ -253,12 +263,13 @@ class FrameworkCalls(MasterCore):
                 now=now,
             )
             self.request_round()
-        if refused:
+        if refused:  # each heard TASK_ERROR already: that is the answer
             self._refuse(
                 caller,
                 f"{len(refused)} of {len(msg.tasks)} tasks refused: " + "; ".join(refused),
                 "invalid-tasks",
                 "Accept",
+                tell=False,
                 framework_id=fw.framework_id,
             )
 
@@ -277,14 +288,20 @@ class FrameworkCalls(MasterCore):
                 records.append(record)
         return records, problems
 
-    def _refuse_launch(self, fw: Framework, task: TaskInfo, reason: Reason, why: str) -> None:
-        """TASK_ERROR for a launch that never happened. A live task of the same id (a
-        reused id) is a different task: its record and resources are left alone."""
+    def _refuse_launch(
+        self, fw: Framework, task: TaskInfo, state: TaskState, reason: Reason, why: str
+    ) -> None:
+        """The update for a launch that never happened: TASK_ERROR for an invalid task,
+        TASK_DROPPED (TASK_LOST to frameworks not partition-aware) for invalid offers. A
+        live task of the same id (a reused id) is a different task: its record and
+        resources are left alone, so this is not `_master_update`."""
+        state, seen_reason = as_seen(state, reason, fw.partition_aware)
         status = TaskStatus(
             task_id=task.task_id,
-            state=TaskState.ERROR,
+            state=state,
             slave_id=task.slave_id,
-            reason=reason,
+            reason=seen_reason,
+            source=Source.MASTER,
             message=why,
         )
         self._forward(fw, Update(status=status), task.slave_id)
@@ -352,12 +369,13 @@ class FrameworkCalls(MasterCore):
                 offer_id=record.offer_id,
                 resources=record.resources,
             )
-        if problems:
+        if problems:  # as Mesos: an offer that is gone needs no declining (logged only)
             self._refuse(
                 caller,
                 "; ".join(problems),
                 "invalid-offers",
                 "Decline",
+                tell=False,
                 framework_id=fw.framework_id,
             )
         if records:
@@ -408,16 +426,13 @@ class FrameworkCalls(MasterCore):
             return
         task = fw.tasks.get(msg.task_id)
         if task is None:
-            # As Mesos: the framework learns the task's fate from an update, not an error.
-            last = fw.completed.get(msg.task_id)
-            status = last or TaskStatus(
-                task_id=msg.task_id,
-                state=TaskState.LOST,
-                slave_id=msg.slave_id,
-                reason=Reason.TASK_UNKNOWN,
-                message="no such task to kill",
-            )
-            self._send_framework(fw, Update(status=status.model_copy(update={"uuid": None})))
+            # As Mesos: a task it cannot kill (unknown, ended, or on an unreachable slave)
+            # is reconciled: the framework learns its fate from an update, not an error.
+            if msg.task_id in fw.unreachable:  # killed when its slave is back (as Mesos)
+                fw.kills_owed.add(msg.task_id)
+            status = self._reconciled(fw, msg.task_id, msg.slave_id)
+            if status is not None:
+                self._send_framework(fw, Update(status=status))
             return
         self._send_slave(
             task.slave_id, KillTask(framework_id=fw.framework_id, task_id=task.task_id)
@@ -434,12 +449,14 @@ class FrameworkCalls(MasterCore):
             self._ack_slave(pending.slave_id, fw.framework_id, pending.update.status)
 
     async def _on_reconcile(self, msg: Reconcile, caller: Caller) -> None:
+        """As Mesos's _reconcileTasks: a known task's latest state; for one the master does
+        not know, what it knows of the slave named (see master.task_states.unknown_task)."""
         fw = self._framework_for(msg.framework_id, caller, "Reconcile")
         if fw is None:
             return
         if not msg.tasks:  # implicit: everything the master knows to be live
             asked: list[tuple[str, str | None]] = [
-                (t.task_id, t.slave_id) for t in fw.tasks.values()
+                (t.task_id, t.slave_id) for t in (*fw.tasks.values(), *fw.unreachable.values())
             ]
         else:
             asked = [(t.task_id, t.slave_id) for t in msg.tasks]
@@ -448,42 +465,48 @@ class FrameworkCalls(MasterCore):
                 await asyncio.sleep(0)
                 if fw.framework_id not in self.books.frameworks:
                     return  # removed meanwhile
-            task = fw.tasks.get(task_id)
-            if task is not None:
-                status = TaskStatus(
-                    task_id=task_id,
-                    state=task.state,
-                    slave_id=task.slave_id,
-                    reason=Reason.RECONCILIATION,
-                    message=task.status.message if task.status else "",
-                )
-            elif task_id in fw.completed:
-                status = fw.completed[task_id].model_copy(
-                    update={"uuid": None, "reason": Reason.RECONCILIATION}
-                )
-            elif (fw.framework_id, task_id) in self.books.ending:
-                continue  # it ended on its slave; the update saying how is on its way
-            elif slave_id in self.books.removed_slaves:
-                status = TaskStatus(
-                    task_id=task_id,
-                    state=TaskState.LOST,
-                    slave_id=slave_id,
-                    reason=Reason.SLAVE_REMOVED,
-                    message=f"slave {slave_id} was removed",
-                )
-                fw.declare_ended(status)
-            elif slave_id in self.books.recovering or (slave_id is None and self.books.recovering):
-                continue  # as Mesos: no answer until its slave is back, or removed
-            else:
-                status = TaskStatus(
-                    task_id=task_id,
-                    state=TaskState.LOST,
-                    slave_id=slave_id,
-                    reason=Reason.RECONCILIATION,
-                    message="the master knows no such task",
-                )
-                fw.declare_ended(status)
-            self._send_framework(fw, Update(status=status))
+            status = self._reconciled(fw, task_id, slave_id)
+            if status is not None:
+                self._send_framework(fw, Update(status=status))
+
+    def _reconciled(self, fw: Framework, task_id: str, slave_id: str | None) -> TaskStatus | None:
+        """What reconciling one task answers (None: nothing yet, ask again later)."""
+        task = fw.tasks.get(task_id) or fw.unreachable.get(task_id)
+        if task is not None:
+            return TaskStatus(
+                task_id=task_id,
+                state=task.state,
+                slave_id=task.slave_id,
+                reason=Reason.RECONCILIATION,
+                source=Source.MASTER,
+                message=task.status.message if task.status else "",
+            )
+        if task_id in fw.completed:
+            return fw.completed[task_id].model_copy(
+                update={"uuid": None, "reason": Reason.RECONCILIATION, "source": Source.MASTER}
+            )
+        if (fw.framework_id, task_id) in self.books.ending:
+            return None  # it ended on its slave; the update saying how is on its way
+        if slave_id in self.books.recovering or (slave_id is None and self.books.recovering):
+            return None  # as Mesos: no answer until its slave is back, or removed
+        state, message = unknown_task(
+            slave_id,
+            registered=slave_id in self.books.slaves,
+            unreachable=slave_id in self.books.removed_slaves,
+            gone=slave_id in self.books.gone_slaves,
+        )
+        state, _ = as_seen(state, None, fw.partition_aware)
+        status = TaskStatus(
+            task_id=task_id,
+            state=state,
+            slave_id=slave_id,
+            reason=Reason.RECONCILIATION,
+            source=Source.MASTER,
+            message=message,
+        )
+        if state.terminal:  # a slave that brings it back has it killed
+            fw.declare_ended(status)
+        return status
 
     async def _on_message(self, msg: Message, caller: Caller) -> None:
         fw = self._framework_for(msg.framework_id, caller, "Message")

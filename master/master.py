@@ -3,7 +3,8 @@
 This is the imperative shell around `master.allocator` (the policy) and `master.books`
 (the records): it decodes calls from frameworks and slaves, checks them against the books,
 changes the books, and says what happened to whom. Bad input is answered with an `Error`
-(and `TASK_ERROR` for refused tasks) and changes nothing.
+and changes nothing; a refused task is answered with its update instead (TASK_ERROR,
+TASK_DROPPED or TASK_LOST: see master.task_states).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from protocol.messages import (
     Gone,
     Heartbeat,
     Kill,
+    MarkSlaveGone,
     Message,
     Offer,
     Offers,
@@ -99,7 +101,11 @@ class Master(FrameworkCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests,
                 FileData: self._on_file_data,
                 Error: self._on_error,
             },
-            "operator": {Teardown: self._on_teardown, SetQuota: self._on_set_quota},
+            "operator": {
+                Teardown: self._on_teardown,
+                SetQuota: self._on_set_quota,
+                MarkSlaveGone: self._on_mark_slave_gone,
+            },
         }
 
     async def start(self) -> None:

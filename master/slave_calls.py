@@ -6,7 +6,8 @@ import contextlib
 
 from master.authz import Caller
 from master.books import Framework, Orphan, Slave, Task
-from master.core import STAGING_GRACE, MasterCore
+from master.core import STAGING_GRACE
+from master.partitions import Partitions
 from protocol import logs
 from protocol.messages import (
     Error,
@@ -30,7 +31,7 @@ from protocol.resources import Resources
 from protocol.topics import check_segment
 
 
-class SlaveCalls(MasterCore):
+class SlaveCalls(Partitions):
     def _slave_of(self, slave_id: str, caller: Caller, about: str) -> Slave | None:
         """The registered slave a call names, if it is the caller's own (else refused)."""
         slave = self.books.slaves.get(slave_id)
@@ -101,6 +102,9 @@ class SlaveCalls(MasterCore):
                 owner=owner,
             )
             return
+        if slave_id in self.books.gone_slaves:
+            self.refuse_gone_slave(slave_id, running, caller)
+            return
         used = sum((r.task.resources for r in running), Resources()) + sum(
             executors_of(running).values(), Resources()
         )
@@ -145,6 +149,8 @@ class SlaveCalls(MasterCore):
             self.books.ending[key] = slave_id
         if running or slave.tasks:
             self._reconcile_slave(slave, running, ending or set(), now)
+        back = {(r.framework_id, r.task.task_id) for r in running} | (ending or set())
+        self.unreachable_not_back(slave_id, back)
         self._send_slave(
             slave_id,
             Registered(
@@ -168,18 +174,25 @@ class SlaveCalls(MasterCore):
             if task is None:
                 slave.tasks.discard(key)
             elif task.state != TaskState.STAGING or now - task.launched_at > STAGING_GRACE:
+                # as a Mesos slave answers reconciliation of a task it does not have: never
+                # started, DROPPED; started and vanished, GONE (TASK_LOST if not
+                # partition-aware)
+                never = task.state == TaskState.STAGING
                 self._master_update(
                     self.books.frameworks[key[0]],
                     task.task_id,
                     slave.slave_id,
-                    TaskState.LOST,
-                    Reason.SLAVE_REMOVED,
+                    TaskState.DROPPED if never else TaskState.GONE,
+                    Reason.RECONCILIATION,
                     "the slave no longer runs it",
                 )
         for (framework_id, task_id), r in reported.items():
             if (framework_id, task_id) in slave.tasks:
                 continue
             owner = self.books.frameworks.get(framework_id)
+            if owner is not None and task_id in owner.unreachable:
+                self.task_back(owner, slave, r)  # partition-aware: it carries on
+                continue
             if owner is not None and task_id in owner.completed:
                 # its framework was told it ended (lost with a removed slave, say) and may
                 # have launched it again: it must not come back to life here
@@ -299,6 +312,7 @@ class SlaveCalls(MasterCore):
             return  # a re-sent duplicate: already owed to the framework
         if status.state.terminal:
             self.books.ending.pop((fw.framework_id, status.task_id), None)
+            fw.unreachable.pop(status.task_id, None)  # it ended while out of touch
         ended = fw.completed.get(status.task_id)
         if ended is not None and ended.uuid != status.uuid and status.task_id not in fw.tasks:
             # the framework already heard this task end (lost with its slave, say):

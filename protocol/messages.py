@@ -49,6 +49,10 @@ class Wire(BaseModel):
 
 
 class TaskState(StrEnum):
+    """Mesos 1.x's task states (include/mesos/v1/mesos.proto). DROPPED, UNREACHABLE, GONE,
+    GONE_BY_OPERATOR and UNKNOWN go only to frameworks with the PARTITION_AWARE
+    capability; the others hear TASK_LOST in their place (examples/task-states.md)."""
+
     STAGING = "TASK_STAGING"
     STARTING = "TASK_STARTING"
     RUNNING = "TASK_RUNNING"
@@ -57,16 +61,79 @@ class TaskState(StrEnum):
     FAILED = "TASK_FAILED"
     KILLED = "TASK_KILLED"
     LOST = "TASK_LOST"
-    ERROR = "TASK_ERROR"
+    ERROR = "TASK_ERROR"  # the task description is wrong: launching it again fails again
+    DROPPED = "TASK_DROPPED"  # never started, for a passing reason: launch it again
+    UNREACHABLE = "TASK_UNREACHABLE"  # its slave is out of touch: it may still run
+    GONE = "TASK_GONE"  # it is not running (its slave says so, or knows it not)
+    GONE_BY_OPERATOR = "TASK_GONE_BY_OPERATOR"  # an operator said its slave is gone
+    UNKNOWN = "TASK_UNKNOWN"  # the master knows nothing of it: it may still run
 
     @property
     def terminal(self) -> bool:
+        """No update follows for this task (Mesos's isTerminalState)."""
         return self in TERMINAL_STATES
+
+    @property
+    def may_be_running(self) -> bool:
+        """The task may still be running somewhere: relaunching it now could run its work
+        twice at once. (LOST too: a partitioned slave that returns has its non-partition-
+        aware tasks killed only then; GONE_BY_OPERATOR: if the operator was wrong.)"""
+        return self in MAY_BE_RUNNING
+
+    @property
+    def retryable(self) -> bool:
+        """It ended for a reason outside the task: launching it again may well succeed."""
+        return self in RETRYABLE_STATES
 
 
 TERMINAL_STATES = frozenset(
-    {TaskState.FINISHED, TaskState.FAILED, TaskState.KILLED, TaskState.LOST, TaskState.ERROR}
+    {
+        TaskState.FINISHED,
+        TaskState.FAILED,
+        TaskState.KILLED,
+        TaskState.LOST,
+        TaskState.ERROR,
+        TaskState.DROPPED,
+        TaskState.GONE,
+        TaskState.GONE_BY_OPERATOR,
+    }
 )
+MAY_BE_RUNNING = frozenset(
+    {
+        TaskState.STAGING,
+        TaskState.STARTING,
+        TaskState.RUNNING,
+        TaskState.KILLING,
+        TaskState.LOST,
+        TaskState.UNREACHABLE,
+        TaskState.GONE_BY_OPERATOR,
+        TaskState.UNKNOWN,
+    }
+)
+RETRYABLE_STATES = frozenset(
+    {
+        TaskState.LOST,
+        TaskState.DROPPED,
+        TaskState.GONE,
+        TaskState.GONE_BY_OPERATOR,
+        TaskState.FAILED,
+        TaskState.KILLED,
+    }
+)
+
+
+class Source(StrEnum):
+    """Who decided a task's state (Mesos's TaskStatus.Source)."""
+
+    MASTER = "SOURCE_MASTER"
+    SLAVE = "SOURCE_SLAVE"
+    EXECUTOR = "SOURCE_EXECUTOR"
+
+
+class FrameworkCapability(StrEnum):
+    """What a framework declares it understands (Mesos's FrameworkInfo.Capability)."""
+
+    PARTITION_AWARE = "PARTITION_AWARE"  # send me the finer states, not TASK_LOST
 
 
 class Reason(StrEnum):
@@ -75,6 +142,8 @@ class Reason(StrEnum):
     INVALID_OFFERS = "REASON_INVALID_OFFERS"
     TASK_INVALID = "REASON_TASK_INVALID"
     SLAVE_REMOVED = "REASON_SLAVE_REMOVED"
+    SLAVE_REMOVED_BY_OPERATOR = "REASON_SLAVE_REMOVED_BY_OPERATOR"
+    SLAVE_REREGISTERED = "REASON_SLAVE_REREGISTERED"
     SLAVE_UNKNOWN = "REASON_SLAVE_UNKNOWN"
     FRAMEWORK_REMOVED = "REASON_FRAMEWORK_REMOVED"
     EXECUTOR_TERMINATED = "REASON_EXECUTOR_TERMINATED"
@@ -123,6 +192,7 @@ class TaskStatus(Wire):
     slave_id: str | None = None
     executor_id: str | None = None
     reason: Reason | None = None
+    source: Source | None = None  # who decided this state: master, slave or executor
     message: str = ""
     timestamp: float = Field(default_factory=time.time)
     uuid: str | None = None  # set when the update needs an acknowledgement
@@ -159,6 +229,7 @@ class Subscribe(Wire):
     inbox: Id  # where the master sends this framework's events
     incarnation: str = ""  # the sender's bus connection, to tell stale Last Wills apart
     offer_filters: OfferFilters | None = None  # (replaced on every subscribe)
+    capabilities: list[FrameworkCapability] = Field(default_factory=list, max_length=20)
 
 
 class Accept(Wire):
@@ -249,6 +320,14 @@ class SetQuota(Wire):
     role: str = Field(min_length=1, max_length=200)
     guarantee: Resources = Field(default_factory=Resources)
     limit: Limit | None = None  # zeros kept: `cpus: 0` allows no cpus at all
+
+
+class MarkSlaveGone(Wire):
+    """Operator -> master: this slave is gone for good (Mesos's MARK_AGENT_GONE). Its
+    tasks end TASK_GONE_BY_OPERATOR (TASK_LOST for frameworks not partition-aware), and
+    it may not come back under this id."""
+
+    slave_id: Id
 
 
 # --- master -> framework (events) ----------------------------------------------------------

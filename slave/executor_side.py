@@ -19,6 +19,7 @@ from protocol.messages import (
     Reason,
     RegisterExecutor,
     RunTask,
+    Source,
     StatusUpdate,
     TaskInfo,
     TaskState,
@@ -58,6 +59,7 @@ class ExecutorSide:
         state: TaskState,
         reason: Reason | None,
         message: str,
+        source: Source = Source.EXECUTOR,
     ) -> None:
         raise NotImplementedError
 
@@ -92,6 +94,7 @@ class ExecutorSide:
                     TaskState.FAILED,
                     Reason.EXECUTOR_TERMINATED,
                     f"executor did not start: {e}",
+                    Source.SLAVE,
                 )
                 self._executor_not_started(msg)
                 return
@@ -214,5 +217,6 @@ class ExecutorSide:
                     Reason.EXECUTOR_TERMINATED,
                     f"executor {executor.executor_id} exited with status {code}"
                     + (f" (stopped: {executor.broken})" if executor.broken else ""),
+                    Source.SLAVE,
                 )
         self._tell_exited(executor.framework_id, executor.executor_id, code)

@@ -41,6 +41,7 @@ from protocol.messages import (
     RunTask,
     RunTasks,
     ShutdownFramework,
+    Source,
     StatusAck,
     StatusUpdate,
     TaskInfo,
@@ -328,7 +329,7 @@ class Slave(ExecutorSide):
             self.log.warning("run.refused", reason=problem, **ids)
             self.bus.reply_error(reply_to, problem, code="invalid-task", about="RunTask")
             refused = self._report(
-                msg.framework_id, task, TaskState.ERROR, Reason.TASK_INVALID, problem
+                msg.framework_id, task, TaskState.ERROR, Reason.TASK_INVALID, problem, Source.SLAVE
             )
             self._executor_not_started(msg)
             return free, refused
@@ -410,8 +411,10 @@ class Slave(ExecutorSide):
         state: TaskState,
         reason: Reason | None,
         message: str,
+        source: Source = Source.EXECUTOR,
     ) -> None:
-        """A task changed state: write the update down, then tell the master."""
+        """A task changed state: write the update down, then tell the master. `source`:
+        the slave when it decides the state itself (an executor that ended, a refusal)."""
         key = (framework_id, task.task_id)
         record = self.tasks.get(key)
         if record is not None:
@@ -428,6 +431,7 @@ class Slave(ExecutorSide):
             state=state,
             slave_id=self.slave_id,
             reason=reason,
+            source=source,
             message=message,
             uuid=new_id(),
             executor_id=task.executor.executor_id if task.executor else None,
@@ -554,6 +558,7 @@ class Slave(ExecutorSide):
                         TaskState.FAILED,
                         Reason.EXECUTOR_TERMINATED,
                         "the executor ended while the slave was down",
+                        Source.SLAVE,
                     )
         if recovered or len(self.updates):
             self.log.info("slave.recovered", tasks=recovered, owed_updates=len(self.updates))

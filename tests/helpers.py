@@ -13,9 +13,10 @@ import aiomqtt
 
 from cluster.launcher import Launcher
 from cluster.view import wait_state
+from frameworks import Scheduler, SchedulerDriver
 from master.master import Master
 from protocol.brokers import BrokerURL
-from protocol.messages import Wire
+from protocol.messages import Offer, TaskState, TaskStatus, Wire
 from protocol.resources import Resources
 
 W = TypeVar("W", bound=Wire)
@@ -154,3 +155,63 @@ def longest_step() -> Iterator[list[float]]:
         yield longest
     finally:
         asyncio.events.Handle._run = run  # type: ignore[method-assign]
+
+
+class Recorder(Scheduler):
+    """A scheduler that keeps what arrives; tests decide what to do with offers."""
+
+    def __init__(self) -> None:
+        self.offers: list[Offer] = []
+        self.statuses: list[TaskStatus] = []
+        self.errors: list[str] = []
+        self.changed = asyncio.Event()
+
+    async def resource_offers(self, driver: SchedulerDriver, offers: list[Offer]) -> None:
+        self.offers.extend(offers)
+        self.changed.set()
+
+    async def status_update(self, driver: SchedulerDriver, status: TaskStatus) -> None:
+        self.statuses.append(status)
+        self.changed.set()
+
+    async def error(self, driver: SchedulerDriver, message: str) -> None:
+        self.errors.append(message)
+        self.changed.set()
+
+    def of(self, task_id: str) -> list[TaskStatus]:
+        return [s for s in self.statuses if s.task_id == task_id]
+
+    def states(self, task_id: str) -> list[TaskState]:
+        return [s.state for s in self.of(task_id)]
+
+    async def wait(self, condition: Callable[[], bool], timeout: float = 20.0) -> None:
+        await until(self.changed, condition, timeout)
+
+    async def update(self, task_id: str, state: TaskState, timeout: float = 20.0) -> TaskStatus:
+        """The first update of `task_id` in `state`, waiting for it."""
+
+        def found() -> TaskStatus | None:
+            return next((s for s in self.of(task_id) if s.state == state), None)
+
+        await self.wait(lambda: found() is not None, timeout)
+        status = found()
+        assert status is not None
+        return status
+
+    async def offer_on(self, driver: SchedulerDriver, slave_id: str | None = None) -> Offer:
+        """An outstanding offer (of `slave_id`, if named), waiting for one."""
+
+        def found() -> Offer | None:
+            return next(
+                (
+                    o
+                    for o in self.offers
+                    if o.offer_id in driver.offers and slave_id in (None, o.slave_id)
+                ),
+                None,
+            )
+
+        await self.wait(lambda: found() is not None)
+        offer = found()
+        assert offer is not None
+        return offer

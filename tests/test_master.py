@@ -20,13 +20,16 @@ from protocol.messages import (
     Acknowledge,
     Error,
     Failure,
+    FrameworkCapability,
     Gone,
     Reason,
     Reconcile,
     Request,
+    Reregister,
     Rescind,
     Revive,
     ShutdownFramework,
+    Source,
     StatusAck,
     StatusUpdate,
     Subscribe,
@@ -181,14 +184,14 @@ async def test_an_oversized_accept_gets_task_error_and_the_resources_come_back(
     assert status.reason == Reason.TASK_INVALID
     assert "cpus:3" in status.message
     assert "left of the offer" in status.message
-    err = await a.inbox.wait_for(Error)
-    assert err.code == "invalid-tasks"
-    assert "too-big" in err.message
+    assert status.source == Source.MASTER
     run = await s1.run_task()
     assert run.task.task_id == "fits"  # the valid task was launched
     again = await a.next_offer(after=1)  # the unused part comes straight back
     assert again.resources == Resources(cpus=1, mem=GB)
     books_balance(cluster.master)
+    assert not a.inbox.of(Error)  # the update is the answer: an Error means removed
+    assert cluster.master.refused["invalid-tasks"] == 1  # (and a log line)
 
 
 async def test_a_slave_whose_connection_dies_is_offered_to_nobody_then_its_tasks_are_lost(
@@ -385,13 +388,15 @@ async def test_hostile_input_gets_errors_and_leaves_the_books_intact(cluster: Cl
     ]
     for attack in attacks:
         await attack()
-    errors = await a.inbox.wait_count(Error, len(attacks) - 1)  # garbage names no sender
+    # garbage names no sender; an Accept of bad offers with no tasks is refused with a log
+    # line only (its tasks' updates would be the answer: an Error means removed)
+    errors = await a.inbox.wait_count(Error, len(attacks) - 3)
     codes = [e.code for e in errors]
     assert codes.count("invalid") == 1
     assert "forbidden" in codes  # a framework may not send an Update
-    assert codes.count("invalid-offers") == 2
     assert "unknown-framework" in codes
-    assert any("belongs to another framework" in e.message for e in errors)
+    await eventually(lambda: cluster.master.refused["invalid-offers"] == 2)
+    assert "invalid-offers" not in codes
 
     # a duplicate task id on a fresh offer (a new slave goes to A, the lowest share):
     # TASK_ERROR, nothing launched
@@ -503,3 +508,51 @@ async def test_a_guarantee_is_kept_free_for_a_role_with_no_framework_unless_head
         assert (await batch.next_offer()).resources == offered
         await c.rounds_pass()
         assert batch.offer_count() == 1  # and nothing more of the slave
+
+
+@pytest.mark.parametrize("aware", [False, True], ids=["lost", "partition-aware"])
+async def test_a_slave_that_reregisters_without_a_task_has_it_gone(
+    cluster: Cluster, aware: bool
+) -> None:
+    """As a Mesos slave answers reconciliation of a task it does not have: started and
+    vanished, TASK_GONE (TASK_LOST to a framework not partition-aware)."""
+    caps = [FrameworkCapability.PARTITION_AWARE] if aware else []
+    a = await cluster.framework("A", capabilities=caps)
+    s1 = await cluster.slave("s1", Resources(cpus=2, mem=2 * GB))
+    offer = await a.next_offer()
+    await a.accept(offer, [a.task(offer, Resources(cpus=1, mem=GB), task_id="t1")], refuse=0)
+    await s1.run_task()
+    await a.update_for("t1", TaskState.RUNNING)
+    await s1.bus.publish(
+        s1.to_master,
+        Reregister(slave_id="s1", hostname="s1.local", resources=s1.resources, tasks=[]),
+    )
+    state = TaskState.GONE if aware else TaskState.LOST
+    gone = await a.update_for("t1", state)
+    assert (gone.reason, gone.source) == (Reason.RECONCILIATION, Source.MASTER)
+    await eventually(lambda: not cluster.master.books.frameworks[a.framework_id].tasks)
+    books_balance(cluster.master)
+
+
+async def test_an_unreachable_slave_back_without_a_partition_aware_task_has_it_gone(
+    mosquitto: MosquittoBroker,
+) -> None:
+    async with contextlib.AsyncExitStack() as stack:
+        c = Cluster(mosquitto, stack)
+        await c.start_master(MasterConfig(allocation_interval=0.05, slave_timeout=0.5))
+        a = await c.framework("A", capabilities=[FrameworkCapability.PARTITION_AWARE])
+        s1 = await c.slave("s1", Resources(cpus=1, mem=GB))
+        offer = await a.next_offer()
+        await a.accept(offer, [a.task(offer, Resources(cpus=1), task_id="t1")])
+        await s1.run_task()
+        await a.update_for("t1", TaskState.UNREACHABLE)  # no heartbeats
+        assert "t1" in c.master.books.frameworks[a.framework_id].unreachable
+        await s1.bus.publish(
+            s1.to_master,
+            Reregister(slave_id="s1", hostname="s1.local", resources=s1.resources, tasks=[]),
+        )
+        gone = await a.update_for("t1", TaskState.GONE)
+        assert (gone.reason, gone.source) == (Reason.RECONCILIATION, Source.MASTER)
+        assert gone.uuid  # re-sent until acknowledged
+        assert not c.master.books.frameworks[a.framework_id].unreachable
+        books_balance(c.master)

@@ -8,7 +8,7 @@ import contextlib
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -18,47 +18,18 @@ from cluster.view import wait_state
 from frameworks import (
     DriverError,
     Filters,
-    Offer,
     Resources,
     Scheduler,
     SchedulerDriver,
     TaskState,
-    TaskStatus,
     build_task,
 )
 from protocol.brokers import MosquittoBroker
 from protocol.messages import State
 
-from helpers import live_cluster, until
+from helpers import Recorder, live_cluster
 
 CLUSTER = "sdk"
-
-
-class Recorder(Scheduler):
-    """Keeps what arrives; tests decide what to do with offers."""
-
-    def __init__(self) -> None:
-        self.offers: list[Offer] = []
-        self.statuses: list[TaskStatus] = []
-        self.errors: list[str] = []
-        self.changed = asyncio.Event()
-
-    async def resource_offers(self, driver: SchedulerDriver, offers: list[Offer]) -> None:
-        self.offers.extend(offers)
-        self.changed.set()
-
-    async def status_update(self, driver: SchedulerDriver, status: TaskStatus) -> None:
-        self.statuses.append(status)
-        self.changed.set()
-
-    async def error(self, driver: SchedulerDriver, message: str) -> None:
-        self.errors.append(message)
-
-    def states(self, task_id: str) -> list[TaskState]:
-        return [s.state for s in self.statuses if s.task_id == task_id]
-
-    async def wait(self, condition: Callable[[], bool], timeout: float = 20.0) -> None:
-        await until(self.changed, condition, timeout)
 
 
 @pytest.fixture

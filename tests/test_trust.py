@@ -37,6 +37,7 @@ from protocol.messages import (
     Accept,
     Acknowledge,
     Acknowledges,
+    CommandInfo,
     Decline,
     Error,
     FileData,
@@ -45,6 +46,7 @@ from protocol.messages import (
     Leader,
     Message,
     Offer,
+    Reason,
     Reconcile,
     Register,
     Request,
@@ -54,6 +56,7 @@ from protocol.messages import (
     StatusUpdates,
     Subscribe,
     Suppress,
+    TaskInfo,
     TaskRequest,
     TaskState,
     TaskStatus,
@@ -381,26 +384,39 @@ async def test_a_framework_principal_cannot_touch_another_principals_framework(
     )
     await driver.start()
     try:
-        own = await mallory_accept_foreign(secure, driver, alice_offer.offer_id)
-        assert "belongs to another framework" in own
+        own = await mallory_accept_foreign(
+            secure, driver, alice_offer.offer_id, alice_offer.slave_id
+        )
+        # the refusal is the task's update (an Error would mean mallory's framework is gone)
+        assert (own.state, own.reason) == (TaskState.LOST, Reason.INVALID_OFFERS)
+        assert "belongs to another framework" in own.message
     finally:
         await driver._close()
     intact(secure)
 
 
-async def mallory_accept_foreign(secure: Secure, driver: SchedulerDriver, offer_id: str) -> str:
-    errors: list[str] = []
-    driver.scheduler.error = lambda _d, message: _append(errors, message)  # type: ignore[method-assign]
+async def mallory_accept_foreign(
+    secure: Secure, driver: SchedulerDriver, offer_id: str, slave_id: str
+) -> TaskStatus:
+    statuses: list[TaskStatus] = []
+    driver.scheduler.status_update = lambda _d, status: _append(statuses, status)  # type: ignore[method-assign,assignment]
     assert driver.bus is not None
-    await driver.bus.publish(
-        driver.to_master, Accept(framework_id=driver.framework_id or "", offer_ids=[offer_id])
+    grab = TaskInfo(
+        task_id="grab",
+        slave_id=slave_id,
+        resources=Resources(cpus=1),
+        command=CommandInfo(value="true"),
     )
-    await eventually(lambda: bool(errors))
-    return errors[0]
+    await driver.bus.publish(
+        driver.to_master,
+        Accept(framework_id=driver.framework_id or "", offer_ids=[offer_id], tasks=[grab]),
+    )
+    await eventually(lambda: bool(statuses))
+    return statuses[0]
 
 
-async def _append(errors: list[str], message: str) -> None:
-    errors.append(message)
+async def _append(found: list[Any], item: Any) -> None:
+    found.append(item)
 
 
 async def test_a_refused_subscribe_stops_the_driver_with_the_reason(secure: Secure) -> None:

@@ -16,6 +16,14 @@ reconciling those still unsettled after `reconcile_every` seconds, as Mesos asks
 frameworks. Each task's command makes a directory named after the task in `witness_dir`
 (mkdir is atomic): a task that ever runs twice finds it there and says so in
 `witness_dir/doubles`.
+
+With `work` set it has a fixed list of work items instead of endless tasks: each is done
+by a task (`ITEM.ATTEMPT`), and one whose task ends in a retryable state (TASK_LOST,
+TASK_DROPPED, TASK_GONE, TASK_FAILED, ...) is launched again, until every item is
+FINISHED. TASK_ERROR is not retried (the task itself is wrong), and TASK_UNREACHABLE is
+waited out (the task may still run: its slave may come back). A work item's task holds
+`witness_dir/ITEM.lock` while it runs: one that finds it held says so in
+`witness_dir/overlaps` (the item ran twice at once) and fails.
 """
 
 from __future__ import annotations
@@ -34,6 +42,8 @@ from frameworks.scheduler import Scheduler, SchedulerDriver, build_task
 from protocol.messages import Filters, Offer, TaskState, TaskStatus
 from protocol.resources import Resources
 
+OVERLAP_EXIT = 75  # a work item's task found the item's lock held: it ran twice at once
+
 
 @dataclass
 class JournaledConfig:
@@ -45,6 +55,30 @@ class JournaledConfig:
     duration: tuple[float, float] = (1.0, 3.0)
     reconcile_every: float = 10.0
     stop_file: Path | None = None  # once it exists, launch nothing more (drain)
+    work: int | None = None  # a fixed list of this many work items (None: endless tasks)
+    partition_aware: bool = False  # hears TASK_DROPPED, TASK_UNREACHABLE, ... (not LOST)
+
+
+def work_items(name: str, count: int) -> list[str]:
+    """A framework's work items, by name (the soak knows them from the config alone)."""
+    return [f"{name}-w{i:05d}" for i in range(count)]
+
+
+def settles(state: TaskState) -> bool:
+    """A task's work item needs no other task: it finished, or it can never succeed
+    (TASK_ERROR: the task description is wrong)."""
+    return state == TaskState.FINISHED or (state.terminal and not state.retryable)
+
+
+def is_over(state: TaskState) -> bool:
+    """This framework hears no more of the task. TASK_UNKNOWN too: the master knows
+    nothing of it (its slave is unknown to it), and these tasks are short."""
+    return state.terminal or state == TaskState.UNKNOWN
+
+
+def item_of(task_id: str) -> str:
+    """The work item a task does (`ITEM.ATTEMPT`)."""
+    return task_id.rsplit(".", 1)[0]
 
 
 def read_journal(path: Path) -> list[dict[str, Any]]:
@@ -67,14 +101,21 @@ class JournaledScheduler(Scheduler):
         self.framework_id: str | None = None
         self.open: dict[str, tuple[str, float]] = {}  # task -> (slave, launched at), not ended
         self.ended: set[str] = set()
+        # work items: not done yet (in order), and how many tasks each has had
+        self.todo: dict[str, None] = dict.fromkeys(work_items(config.name, config.work or 0))
+        self.attempts: dict[str, int] = {}
         for record in read_journal(config.journal):
             if "framework_id" in record:
                 self.framework_id = record["framework_id"]
             elif "launch" in record:
                 self.open[record["launch"]] = (record["slave"], 0.0)
+                item = item_of(record["launch"])
+                self.attempts[item] = self.attempts.get(item, 0) + 1
             elif record.get("terminal"):
                 self.ended.add(record["task"])
                 self.open.pop(record["task"], None)
+                if settles(TaskState(record["state"])):
+                    self.todo.pop(item_of(record["task"]), None)
         config.journal.parent.mkdir(parents=True, exist_ok=True)
         self._out = open(config.journal, "a", buffering=1)  # noqa: SIM115 - for the process
         self._last_reconcile = time.monotonic()
@@ -116,15 +157,44 @@ class JournaledScheduler(Scheduler):
     def _command(self, task_id: str) -> str:
         lo, hi = self.config.duration
         seconds = round(self.rng.uniform(lo, hi), 2)
-        mark = shlex.quote(str(self.config.witness_dir / task_id))
-        doubles = shlex.quote(str(self.config.witness_dir / "doubles"))
-        return f"mkdir {mark} 2>/dev/null || echo {task_id} >> {doubles}; sleep {seconds}"
+        witness = self.config.witness_dir
+        mark = shlex.quote(str(witness / task_id))
+        doubles = shlex.quote(str(witness / "doubles"))
+        once = f"mkdir {mark} 2>/dev/null || echo {task_id} >> {doubles}; "
+        if self.config.work is None:
+            return once + f"sleep {seconds}"
+        item = item_of(task_id)
+        lock = shlex.quote(str(witness / f"{item}.lock"))
+        overlaps = shlex.quote(str(witness / "overlaps"))
+        # the lock is the kernel's: it goes with the process, however the task ends
+        return (
+            once + f"flock -n -E {OVERLAP_EXIT} {lock} sleep {seconds}; rc=$?; "
+            f"[ $rc = {OVERLAP_EXIT} ] && echo {item} >> {overlaps}; exit $rc"
+        )
+
+    def _next_task_id(self) -> str | None:
+        """A new task's id: for the next work item not done or under way (None: none
+        left); without work items, a fresh one."""
+        if self.config.work is None:
+            return f"{self.config.name}-{uuid.uuid4().hex[:12]}"
+        busy = {item_of(t) for t in self.open}
+        item = next((i for i in self.todo if i not in busy), None)
+        if item is None:
+            return None
+        self.attempts[item] = self.attempts.get(item, 0) + 1
+        return f"{item}.{self.attempts[item]}"
+
+    @property
+    def done(self) -> bool:
+        """Every work item finished (never, without work items)."""
+        return self.config.work is not None and not self.todo
 
     async def resource_offers(self, driver: SchedulerDriver, offers: list[Offer]) -> None:
         if time.monotonic() - self._last_reconcile > self.config.reconcile_every:
             await self._reconcile(driver)
         stop = self.config.stop_file
-        draining = stop is not None and stop.exists()
+        # work items are all done however the soak drains: only endless tasks stop
+        draining = self.config.work is None and stop is not None and stop.exists()
         for offer in offers:
             tasks = []
             free = offer.resources
@@ -133,8 +203,10 @@ class JournaledScheduler(Scheduler):
                 and len(self.open) < self.config.size
                 and free.contains(self.config.task)
             ):
+                task_id = self._next_task_id()
+                if task_id is None:
+                    break
                 free = free - self.config.task
-                task_id = f"{self.config.name}-{uuid.uuid4().hex[:12]}"
                 tasks.append(
                     build_task(
                         offer,
@@ -152,7 +224,7 @@ class JournaledScheduler(Scheduler):
                 await driver.decline_offer(offer.offer_id, Filters(refuse_seconds=0.5))
 
     async def status_update(self, driver: SchedulerDriver, status: TaskStatus) -> None:
-        terminal = status.state.terminal
+        terminal = is_over(status.state)
         self._write(
             task=status.task_id,
             state=status.state.value,
@@ -164,10 +236,13 @@ class JournaledScheduler(Scheduler):
         if terminal:
             self.open.pop(status.task_id, None)
             self.ended.add(status.task_id)
+            if settles(status.state):
+                self.todo.pop(item_of(status.task_id), None)
         if status.uuid:
             await driver.acknowledge_status_update(status)
         stop = self.config.stop_file
-        if terminal and len(self.open) < self.config.size and not (stop and stop.exists()):
+        draining = self.config.work is None and stop is not None and stop.exists()
+        if terminal and len(self.open) < self.config.size and not draining and not self.done:
             await driver.revive_offers()
 
     def close(self) -> None:
