@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from master.allocator import Allocator
+from master.ideal import User, flattened_weights, ideal
 from master.quota import Quota
 from protocol.resources import Resources
 
@@ -178,3 +181,88 @@ def test_every_policy_keeps_the_books_balanced(
         for role, quota in allocator.quotas.items():
             if quota.limit is not None:
                 assert quota.limit.get_millis("cpus") >= allocator.held_by_role(role).get("cpus", 0)
+
+
+# -- the ideal: exact, so the promise and Pareto efficiency hold to the letter ----------------
+IDEAL_TASK = st.tuples(st.integers(0, 4), st.integers(0, 4)).filter(lambda t: t != (0, 0))
+IDEAL_USERS = st.lists(
+    st.tuples(
+        st.lists(SEGMENTS, min_size=0, max_size=3).map(tuple),  # its pool
+        IDEAL_TASK,
+        st.integers(1, 4),  # its weight
+        st.one_of(st.none(), st.integers(0, 30)),  # its cap (tasks)
+    ),
+    min_size=1,
+    max_size=8,
+)
+POOL_WEIGHTS = st.dictionaries(
+    st.lists(SEGMENTS, min_size=1, max_size=3).map(tuple), st.integers(1, 5), max_size=6
+)
+TOTAL = {"cpus": Fraction(40), "mem": Fraction(60)}
+
+
+def tree_users(spec: list[tuple[tuple[str, ...], tuple[int, int], int, int | None]]) -> list[User]:
+    return [
+        User(f"u{i}", {"cpus": c, "mem": m}, weight=w, path=path, limit=cap)
+        for i, (path, (c, m), w, cap) in enumerate(spec)
+    ]
+
+
+def promise_of(users: list[User], pools: dict[tuple[str, ...], int]) -> dict[str, Fraction]:
+    """Each user's promise: down its path, each node's weight over its siblings' (the
+    flattened weights are exactly that product)."""
+    return flattened_weights(users, pools)
+
+
+@settings(max_examples=300, deadline=None)
+@given(spec=IDEAL_USERS, pools=POOL_WEIGHTS, policy=st.sampled_from(["hdrf", "naive-hdrf"]))
+def test_the_tree_ideal_is_feasible_and_pareto_efficient(
+    spec: list[tuple[tuple[str, ...], tuple[int, int], int, int | None]],
+    pools: dict[tuple[str, ...], int],
+    policy: str,
+) -> None:
+    """Nothing is used beyond capacity, and every user either has the tasks it wants or
+    needs a resource that is all used up: nothing is left that a wanting user could use."""
+    users = tree_users(spec)
+    shares = ideal(policy, TOTAL, users, pools)
+    used = {r: sum((s.resources.get(r, Fraction(0)) for s in shares.values()), Fraction(0))
+            for r in TOTAL}  # fmt: skip
+    assert all(used[r] <= TOTAL[r] for r in TOTAL), used
+    full = {r for r in TOTAL if used[r] == TOTAL[r]}
+    for u in users:
+        capped = u.limit is not None and shares[u.name].tasks == u.limit
+        blocked = any(u.task[r] and r in full for r in TOTAL)
+        assert capped or blocked, f"{u.name} wants more and nothing stops it: {shares}"
+
+
+@settings(max_examples=300, deadline=None)
+@given(spec=IDEAL_USERS, pools=POOL_WEIGHTS)
+def test_hdrf_gives_every_user_its_promise_or_all_it_wants(
+    spec: list[tuple[tuple[str, ...], tuple[int, int], int, int | None]],
+    pools: dict[tuple[str, ...], int],
+) -> None:
+    """Every user gets at least its promise of its dominant resource, or the tasks it
+    wants if that is less: whatever the others want, however the tree is shaped."""
+    users = tree_users(spec)
+    shares = ideal("hdrf", TOTAL, users, pools)
+    promise = promise_of(users, pools)
+    for u in users:
+        one = max(Fraction(u.task[r]) / TOTAL[r] for r in TOTAL)  # one task's dominant share
+        wanted = promise[u.name] if u.limit is None else min(promise[u.name], u.limit * one)
+        assert shares[u.name].dominant_share >= wanted, (u.name, shares, promise)
+
+
+def test_a_satisfied_leaf_no_longer_holds_its_pool_back() -> None:
+    """The issue's tree: x (1) beside p (2), p's leaves p/a (1) and p/b (3); CMD in p/b
+    wants just two small tasks. X keeps its promise, 1/3; the rest of p's goes to PA."""
+    users = [
+        User("X", {"cpus": 1, "mem": 256}, path=("x",)),
+        User("PA", {"cpus": 1, "mem": 256}, path=("p", "a")),
+        User("CMD", {"cpus": Fraction(1, 10), "mem": 32}, path=("p", "b"), limit=2),
+    ]
+    pools = {("x",): 1, ("p",): 2, ("p", "a"): 1, ("p", "b"): 3}
+    for policy in ("hdrf", "naive-hdrf"):
+        shares = ideal(policy, {"cpus": 8, "mem": 8192}, users, pools)
+        assert shares["X"].dominant_share == Fraction(1, 3)
+        assert shares["PA"].dominant_share == Fraction(77, 120)  # p's 2/3 less CMD's 1/40
+        assert shares["CMD"].tasks == 2
