@@ -87,7 +87,7 @@ class Simulation:
         self._ceei_phase = -1
         engine = {"slots": "drf", "ceei": "wdrf"}.get(policy, policy)
         self.allocator = Allocator(engine, seed=spec.run.seed)
-        for role, weight in spec.master.weights.items():
+        for role, weight in spec.role_weights().items():  # the operator's: roles', not frameworks'
             self.allocator.set_role_weight(role, weight)
         for role, quota in spec.master.quota.items():
             self.allocator.set_quota(role, quota.quota())
@@ -211,7 +211,7 @@ class Simulation:
 
     def _start_framework(self, name: str, t: float) -> None:
         fw = self.frameworks[name]
-        self.allocator.add_framework(name, role=fw.role or name, weight=fw.weight)
+        self.allocator.add_framework(name, role=fw.role or name)
         self.added.add(name)
         self.workloads[name].advance(t)
         self._schedule_arrival(name)

@@ -423,16 +423,16 @@ class Allocator:
             return None
         if not quotas:
             # a tree, no quota: the tree walks the roles, each role's order is read in place
-            found: list[str] = []
+            found: dict[str, str] = {}  # (the tree may ask several roles: by role)
 
             def first_in_role(role: str) -> bool:
                 framework_id = self._first_wanting(role, slave_id, free, now)
                 if framework_id is not None:
-                    found.append(framework_id)
+                    found[role] = framework_id
                 return framework_id is not None
 
-            self._roles.first(first_in_role)
-            return (found[0], free) if found else None
+            chosen = self._roles.first(first_in_role)
+            return (found[chosen], free) if chosen is not None else None
         offer: dict[str, Millis] = {}
 
         def wants(framework_id: str) -> bool:
@@ -444,28 +444,26 @@ class Allocator:
                     return False
             return self._wants(fw, slave_id, offerable, now)
 
-        picked: list[str] = []
+        picked: dict[str, str] = {}  # (the tree may ask several roles: by role)
 
         def role_wants(role: str) -> bool:
             framework_id = self._role_frameworks[role].first(wants)
             if framework_id is not None:
-                picked.append(framework_id)
+                picked[role] = framework_id
             return framework_id is not None
 
         if quotas:  # roles below their guarantee first (Mesos's quota stage), offered up
             # to what their guarantee still lacks
             short = self._short_of_guarantee()
             if short:
-                self._roles.first(lambda role: self._under(role, short) and role_wants(role))
-                if picked:
-                    role = frameworks[picked[0]].role
-                    return picked[0], self._up_to_guarantee(role, short, offer[role])
-        if not picked:
-            self._roles.first(role_wants)
-        if not picked:
+                guaranteed = self._roles.first(lambda r: self._under(r, short) and role_wants(r))
+                if guaranteed is not None:
+                    lack = self._up_to_guarantee(guaranteed, short, offer[guaranteed])
+                    return picked[guaranteed], lack
+        chosen = self._roles.first(role_wants)
+        if chosen is None:
             return None
-        framework_id = picked[0]
-        return framework_id, offer.get(frameworks[framework_id].role, free)
+        return picked[chosen], offer.get(chosen, free)
 
     def _first_wanting(self, role: str, slave_id: str, free: Millis, now: float) -> str | None:
         """The first framework of `role`, in its order, to be offered all of `free`."""

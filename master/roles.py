@@ -259,7 +259,38 @@ class RoleTree:
     def first(self, wanted: Callable[[str], bool]) -> str | None:
         """The role to serve next whose frameworks `wanted` accepts (it is given a role)."""
         self._fresh()
-        return self._first(self.root, wanted)
+        if self.policy == "naive-hdrf":  # a node's place is its own: down the best child
+            return self._first(self.root, wanted)
+        best = self._best(self.root, wanted)
+        return best[1] if best is not None else None
+
+    def _best(self, node: Node, wanted: Callable[[str], bool]) -> tuple[float, str] | None:
+        """The role below `node` that `wanted` accepts with the lowest key among those
+        that accept, and that key. A node's key is the lowest of its subtree's; a role
+        that declines (its demand is met, or nothing here fits it) must not lend its low
+        key to its pool, so keys are counted only for roles that accept. A node's stored
+        key is a lower bound of that: the walk stops at the first one no lower than the
+        best found (usually the second child it looks at)."""
+        best: tuple[float, str] | None = None
+        for child in self._ordered(node):
+            if child is node:  # its own frameworks, as the child "."
+                bound = self._leaf_key(node)
+                if best is not None and bound >= best[0]:
+                    break
+                if wanted(node.path):
+                    best = (bound, node.path)
+                continue
+            if best is not None and child.key >= best[0]:
+                break
+            if not child.children:
+                found = (child.key, child.path) if wanted(child.path) else None
+            else:
+                found = self._best(child, wanted)
+                if found is not None and self.policy == "hdrf":  # the pool's own counts too
+                    found = (min(found[0], self._pool_key(child)), found[1])
+            if found is not None and (best is None or found[0] < best[0]):
+                best = found
+        return best
 
     def _first(self, node: Node, wanted: Callable[[str], bool]) -> str | None:
         if not node.self_wanting:  # the usual case: straight down the best child
@@ -320,17 +351,8 @@ class RoleTree:
     def order(self) -> list[str]:
         """Every wanting role, in the order they would be served (for tests and views)."""
         out: list[str] = []
-        taken: set[str] = set()
-
-        def take(role: str) -> bool:
-            if role in taken:
-                return False
+        while (role := self.first(lambda r: r not in out)) is not None:
             out.append(role)
-            taken.add(role)
-            return True
-
-        while self.first(take) is not None:
-            pass
         return out
 
     # -- keys ------------------------------------------------------------------------------

@@ -21,22 +21,30 @@ TASK = st.tuples(st.sampled_from([0, 0.5, 1, 2]), st.sampled_from([0, 512, 1024,
 )
 
 
-def fill(allocator: Allocator, tasks: dict[str, Resources], rounds: int = 5000) -> dict[str, int]:
+def fill(
+    allocator: Allocator,
+    tasks: dict[str, Resources],
+    rounds: int = 5000,
+    caps: dict[str, int] | None = None,
+) -> dict[str, int]:
     """Every framework fills each offer with its tasks and gives the rest back (declining
-    what holds none of its tasks), round after round, until nobody launches anything."""
+    what holds none of its tasks, or anything once it runs all it wants: it stays active,
+    as a real framework does), round after round, until nobody launches anything."""
     running = dict.fromkeys(tasks, 0)
+    caps = caps or {}
     for now in range(rounds):
         offers = allocator.allocate(float(now))
         if not offers:
             return running
         for offer in offers:
             task = tasks[offer.framework_id]
-            if not offer.resources.contains(task):  # declined: no room for one task here
+            cap = caps.get(offer.framework_id)
+            if not offer.resources.contains(task) or running[offer.framework_id] == cap:
                 allocator.recover(offer.framework_id, offer.slave_id, offer.resources,
                                   refuse_seconds=1e9, now=float(now))  # fmt: skip
                 continue
             rest = offer.resources
-            while rest.contains(task):
+            while rest.contains(task) and running[offer.framework_id] != cap:
                 running[offer.framework_id] += 1
                 rest = rest - task
             if rest:
@@ -92,6 +100,35 @@ def test_hdrf_never_keeps_one_leaf_short_while_another_is_over(
     assert not (short and over), f"short of promise: {short}, over it: {over} ({gap})"
     held = sum((allocator.allocation(f) for f in tasks), Resources())
     assert allocator.allocated_total() == held  # the books balance
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    leaves=LEAVES,
+    weights=WEIGHTS,
+    mem=st.lists(st.sampled_from([256, 512, 1024, 2048]), min_size=5, max_size=5),
+    caps=st.lists(st.one_of(st.none(), st.integers(0, 6)), min_size=5, max_size=5),
+    slaves=st.integers(10, 30),
+)
+def test_hdrf_keeps_every_uncapped_leafs_promise_beside_leaves_that_want_no_more(
+    leaves: list[str], weights: dict[str, int], mem: list[int], caps: list[int | None], slaves: int
+) -> None:
+    """Some frameworks want only a few tasks and then decline everything, staying active
+    (their low share must not pull their pools ahead of the rest): once the cluster
+    settles, every framework without a cap is within an offer of its promise."""
+    allocator, tasks, roles = build(leaves, weights, [(0, m) for m in mem], slaves)
+    capped = {f"fw-{i}": c for i, c in enumerate(caps[: len(roles)]) if c is not None}
+    running = fill(allocator, tasks, caps=capped)
+    total = allocator.total
+    for i, role in enumerate(roles):
+        fw = f"fw-{i}"
+        if fw in capped:
+            assert running[fw] <= capped[fw]
+            continue
+        grain = 1 / slaves + tasks[fw].dominant_share(total)  # an offer is a whole slave
+        promise = allocator.role_promise(role) or 0.0
+        share = allocator.allocation(fw).dominant_share(total)
+        assert share >= promise - grain - 1e-9, f"{role}: {share} < {promise} ({running})"
 
 
 @settings(max_examples=60, deadline=None)
@@ -266,3 +303,33 @@ def test_a_satisfied_leaf_no_longer_holds_its_pool_back() -> None:
         assert shares["X"].dominant_share == Fraction(1, 3)
         assert shares["PA"].dominant_share == Fraction(77, 120)  # p's 2/3 less CMD's 1/40
         assert shares["CMD"].tasks == 2
+
+
+def test_the_issues_tree_on_the_allocator_gives_x_its_third() -> None:
+    """The issue's tree on the real allocator: CMD runs its two small tasks and declines
+    everything after, staying active, while X's and PA's tasks end and are replaced, one
+    slave at a time. CMD's low share must not pull p ahead of x: X keeps its third."""
+    allocator = Allocator("hdrf", seed=1)
+    for role, weight in {"x": 1, "p": 2, "p/a": 1, "p/b": 3}.items():
+        allocator.set_role_weight(role, weight)
+    tasks = {
+        "X": Resources(cpus=1, mem=256),
+        "PA": Resources(cpus=1, mem=256),
+        "CMD": Resources(cpus=0.1, mem=32),
+    }
+    for name, role in (("X", "x"), ("PA", "p/a"), ("CMD", "p/b")):
+        allocator.add_framework(name, role)
+    for s in range(9):  # slaves of one task each: an offer is one task
+        allocator.add_slave(f"s{s}", Resources(cpus=1, mem=1024))
+    running = fill(allocator, tasks, caps={"CMD": 2})
+    for turn in range(40):  # one task of X or of PA ends; its slave is offered again
+        name = ("X", "PA")[turn % 2]
+        slave = next((s for s in allocator.slaves if allocator.held(name, s)), None)
+        if slave is not None:
+            allocator.recover(name, slave, allocator.held(name, slave))
+            running[name] -= 1
+        for fw, n in fill(allocator, tasks, caps={"CMD": 0}).items():
+            running[fw] += n
+    assert running["CMD"] == 2
+    assert running["X"] >= 8 / 3 - 1  # its third of the 8 slaves, less one offer
+    assert running["X"] + running["PA"] == 8
