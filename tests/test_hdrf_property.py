@@ -7,6 +7,8 @@ from fractions import Fraction
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cluster.simulator import Simulation
+from cluster.spec import Spec
 from master.allocator import Allocator
 from master.ideal import User, flattened_weights, ideal
 from master.quota import Quota
@@ -333,3 +335,69 @@ def test_the_issues_tree_on_the_allocator_gives_x_its_third() -> None:
     assert running["CMD"] == 2
     assert running["X"] >= 8 / 3 - 1  # its third of the 8 slaves, less one offer
     assert running["X"] + running["PA"] == 8
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    leaves=LEAVES,
+    weights=WEIGHTS,
+    sizes=st.lists(TASK, min_size=5, max_size=5),
+    caps=st.lists(st.one_of(st.none(), st.integers(1, 6)), min_size=5, max_size=5),
+    slaves=st.integers(2, 12),
+)
+def test_the_simulators_settled_hdrf_allocation_keeps_promises_and_wastes_nothing(
+    leaves: list[str],
+    weights: dict[str, int],
+    sizes: list[tuple[float, int]],
+    caps: list[int | None],
+    slaves: int,
+) -> None:
+    """The simulator, the master's allocator inside, long tasks so the cluster settles:
+    nothing is held beyond a slave; a framework that wants more has no slave with room
+    for its task (Pareto); and one without a cap is within an offer of its promise."""
+    roles = sorted(set(leaves))
+    frameworks = []
+    for i, role in enumerate(roles):
+        cpus, mem = sizes[i % len(sizes)]
+        fw: dict[str, object] = {
+            "name": f"fw-{i}",
+            "role": role,
+            "task": {"cpus": cpus, "mem": mem},
+            "duration": {"fixed": 10_000},
+            "tasks_per_offer": "fill",
+        }
+        if caps[i % len(caps)] is not None:
+            fw["max_running"] = caps[i % len(caps)]
+        frameworks.append(fw)
+    spec = Spec.model_validate(
+        {
+            "cluster": {"slaves": [{"count": slaves, "resources": SLAVE.to_dict()}]},
+            # (declines filter for longer than a round, as Mesos's default: a decline
+            # whose filter lapses by the next round would take every offer of that slave)
+            "master": {
+                "policy": "hdrf",
+                "weights": weights,
+                "allocation_interval": 1,
+                "refuse_seconds": 5,
+            },
+            "frameworks": frameworks,
+            "run": {"duration": 40, "sample_interval": 40},
+        }
+    )
+    sim = Simulation(spec)
+    sim.run()
+    a = sim.allocator
+    total = a.total
+    for slave in a.slaves:
+        assert SLAVE.contains(a.held_on(slave))
+    for i, role in enumerate(roles):
+        name = f"fw-{i}"
+        task = Resources(cpus=sizes[i % len(sizes)][0], mem=sizes[i % len(sizes)][1])
+        room = [s for s in a.slaves if a.free(s).contains(task)]
+        if name in sim.suppressed:  # all it wants runs
+            continue
+        assert not room, f"{name} wants more and {room} could take its task"
+        if caps[i % len(caps)] is None:
+            grain = 1 / slaves + task.dominant_share(total)  # an offer is a whole slave
+            promise = a.role_promise(role) or 0.0
+            assert a.allocation(name).dominant_share(total) >= promise - grain - 1e-9
