@@ -47,6 +47,7 @@ from protocol.messages import (
     Reregister,
     Revive,
     SetQuota,
+    SetWeights,
     SlaveView,
     StatusUpdate,
     Subscribe,
@@ -95,7 +96,11 @@ class Master(FrameworkCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests,
                 FileData: self._on_file_data,
                 Error: self._on_error,
             },
-            "operator": {Teardown: self._on_teardown, SetQuota: self._on_set_quota},
+            "operator": {
+                Teardown: self._on_teardown,
+                SetQuota: self._on_set_quota,
+                SetWeights: self._on_set_weights,
+            },
         }
 
     async def start(self) -> None:

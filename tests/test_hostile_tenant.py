@@ -1,0 +1,285 @@
+"""A hostile tenant gains nothing: each attack on a real secured cluster (TLS broker with
+credentials, the master, two slaves, the SDK driver), measured by the attacker's share
+against its fair share and by the victim's tasks.
+
+Fairness is between roles, as in Mesos: `alice` (the victim) and `mallory` (the attacker)
+each have a role of their own, promised half of the cluster of 8 CPUs; every task is
+<1 CPU, 64 MB>, so a fair share is 4 running tasks. The victim starts first and takes the
+whole cluster; the attacker then comes in. For every attack the attacker ends at most one
+task above its fair share and the victim, once at its fair share, never drops below it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from test_trust import Attacker
+
+from cluster.secure import as_principal, provision
+from cluster.view import operator_call
+from frameworks.scheduler import DriverError, Scheduler, SchedulerDriver, build_task
+from master.master import Master, MasterConfig
+from master.registry import MemoryStore, Registry
+from master.roles_file import load_roles
+from protocol.brokers import BrokerURL, EmbeddedBroker
+from protocol.bus import Bus
+from protocol.credentials import Store
+from protocol.messages import ClusterEvent, Filters, Offer, SetWeights, TaskState, TaskStatus
+from protocol.resources import Resources
+from protocol.topics import Topics
+from slave.slave import Slave, SlaveConfig
+
+from helpers import eventually
+
+T = Topics("tenants")
+TASK = Resources(cpus=1, mem=64)
+FAIR = 4  # tasks: half of the 8 CPUs
+PRINCIPALS = [
+    ("master", "master"),
+    ("slave-a", "slave"),
+    ("slave-b", "slave"),
+    ("alice", "framework"),
+    ("mallory", "framework"),
+    ("ops", "operator"),
+]
+pytestmark = pytest.mark.timeout(60)
+
+
+class Tenant(Scheduler):
+    """Launches as many long tasks as each offer holds (up to `most`), declining the rest
+    briefly; or, as an attacker, declares a demand, declines everything, or holds offers."""
+
+    def __init__(
+        self,
+        most: int | None = None,
+        *,
+        declare: int | None = None,
+        launch: bool = True,
+        answer: bool = True,
+    ) -> None:
+        self.most, self.declare, self.launch, self.answer = most, declare, launch, answer
+        self.running: set[str] = set()
+        self.live: set[str] = set()  # launched and not ended
+        self.lowest_since_fair: int | None = None  # fewest tasks once it had its fair share
+        self.offers = 0
+        self.n = 0
+        self.changed = asyncio.Event()
+
+    async def registered(self, driver: SchedulerDriver, framework_id: str, master_id: str) -> None:
+        if self.declare:
+            await driver.request_resources([(TASK, self.declare)])
+
+    async def resource_offers(self, driver: SchedulerDriver, offers: list[Offer]) -> None:
+        self.offers += len(offers)
+        self.changed.set()
+        if not self.answer:
+            return  # holds them, answering nothing
+        for offer in offers:
+            fits, rest = 0, offer.resources
+            while rest.contains(TASK):
+                fits, rest = fits + 1, rest - TASK
+            if self.most is not None:
+                fits = min(fits, self.most - len(self.live))
+            if not self.launch or fits <= 0:
+                await driver.decline_offer(offer.offer_id, Filters(refuse_seconds=0.1))
+                continue
+            tasks = []
+            for _ in range(fits):
+                self.n += 1
+                self.live.add(f"t{self.n}")
+                tasks.append(build_task(offer, f"t{self.n}", TASK, command="sleep 300"))
+            await driver.launch_tasks([offer.offer_id], tasks, Filters(refuse_seconds=0.1))
+
+    async def status_update(self, driver: SchedulerDriver, status: TaskStatus) -> None:
+        if status.state == TaskState.RUNNING:
+            self.running.add(status.task_id)
+        elif status.state.terminal:
+            self.running.discard(status.task_id)
+            self.live.discard(status.task_id)
+        if len(self.running) >= FAIR or self.lowest_since_fair is not None:
+            low = self.lowest_since_fair
+            self.lowest_since_fair = (
+                len(self.running) if low is None else min(low, len(self.running))
+            )
+        self.changed.set()
+
+
+@dataclass
+class Tenants:
+    store: Store
+    url: BrokerURL
+    master: Master
+    stack: contextlib.AsyncExitStack
+    drivers: list[SchedulerDriver] = field(default_factory=list)
+
+    def as_(self, name: str) -> BrokerURL:
+        return as_principal(self.url, self.store, name)
+
+    async def tenant(
+        self, principal: str, scheduler: Tenant, *, name: str | None = None, **kw: object
+    ) -> SchedulerDriver:
+        driver = SchedulerDriver(
+            scheduler,
+            name=name or principal,
+            broker=self.as_(principal),
+            cluster=T.cluster,
+            role=str(kw.pop("role", principal)),
+            **kw,  # type: ignore[arg-type]
+        )
+        await driver.start(timeout=10)
+        self.stack.push_async_callback(driver._close)
+        self.drivers.append(driver)
+        return driver
+
+    def running(self, role: str) -> int:
+        """Tasks running in `role`, as the master's books have them."""
+        return sum(
+            fw.running_tasks() for fw in self.master.books.frameworks.values() if fw.role == role
+        )
+
+    def held_share(self, role: str) -> float:
+        """`role`'s dominant share of what it holds, offers included (the allocator's books)."""
+        a = self.master.allocator
+        held = sum(
+            (a.allocation(f) for f, fw in a.frameworks.items() if fw.role == role), Resources()
+        )
+        return held.dominant_share(a.total)
+
+
+@contextlib.asynccontextmanager
+async def tenants(tmp_path: Path, **config: object) -> AsyncIterator[Tenants]:
+    """The secured cluster, the victim alice running on all of it."""
+    store = provision(tmp_path / "auth", PRINCIPALS)
+    broker = EmbeddedBroker(auth=store.path, tls=True)
+    await broker.start()
+    try:
+        async with contextlib.AsyncExitStack() as stack:
+            c = Tenants(store, broker.url, None, stack)  # type: ignore[arg-type]
+            settings = {
+                "allocation_interval": 0.05,
+                "heartbeat_interval": 0.5,
+                "state_interval": 0.1,
+                "seed": 3,
+                "principals": store.principals_file,
+                **config,
+            }
+            mbus = await stack.enter_async_context(
+                Bus(c.as_("master"), name="master", persistent=True)
+            )
+            c.master = Master(mbus, T, MasterConfig(**settings))  # type: ignore[arg-type]
+            await c.master.start()
+            stack.push_async_callback(c.master.stop)
+            for principal, sid in (("slave-a", "sa"), ("slave-b", "sb")):
+                bus = await stack.enter_async_context(
+                    Bus(
+                        c.as_(principal),
+                        name=sid,
+                        inbox=T.outbox("slave", principal),
+                        will=(T.gone("slave", principal), "slave", principal),
+                    )
+                )
+                slave = Slave(
+                    bus,
+                    T,
+                    SlaveConfig(
+                        slave_id=sid,
+                        hostname=sid,
+                        resources=Resources(cpus=4, mem=1024),
+                        work_dir=tmp_path / sid,
+                        simulated_tasks=True,
+                        cluster=T.cluster,
+                    ),
+                )
+                await slave.start()
+                stack.push_async_callback(slave.stop)
+            yield c
+    finally:
+        await broker.stop()
+
+
+PREEMPTION = {"preemption_timeout": 0.3, "preemption_notice": 0.1}
+
+
+async def victim_everywhere(c: Tenants) -> Tenant:
+    victim = Tenant()
+    await c.tenant("alice", victim)
+    await eventually(lambda: c.running("alice") == 8, timeout=15)
+    return victim
+
+
+async def settle(c: Tenants, condition: Callable[[], bool], timeout: float = 20) -> None:
+    try:
+        await eventually(condition, timeout=timeout)
+    except AssertionError:
+        counts = {r: c.running(r) for r in ("alice", "mallory")}
+        raise AssertionError(f"not settled: running {counts}") from None
+
+
+def victim_kept_its_fair_share(c: Tenants, victim: Tenant) -> None:
+    assert victim.lowest_since_fair is not None
+    assert victim.lowest_since_fair >= FAIR, f"the victim fell to {victim.lowest_since_fair}"
+    assert c.running("alice") >= FAIR
+
+
+# -- weights: an operator's, never a tenant's ----------------------------------------------
+
+
+async def test_a_tenant_cannot_give_itself_weight_and_shares_end_equal(tmp_path: Path) -> None:
+    async with tenants(tmp_path, **PREEMPTION) as c:
+        victim = await victim_everywhere(c)
+        with pytest.raises(DriverError, match="ask an operator"):
+            await c.tenant("mallory", Tenant(), weight=100.0)
+        assert c.master.allocator.role_weight("mallory") == 1.0
+        await c.tenant("mallory", Tenant(declare=8), weight=1.0)  # the configured weight
+        await settle(c, lambda: c.running("mallory") == FAIR and c.running("alice") == FAIR)
+        victim_kept_its_fair_share(c, victim)
+        assert c.master.refused["subscribe-refused"] == 1
+
+
+async def test_only_an_operator_sets_weights_and_they_are_kept_and_survive_a_failover(
+    tmp_path: Path,
+) -> None:
+    roles = tmp_path / "roles.yaml"
+    roles.write_text("roles:\n  alice: {weight: 1}\n")
+    async with tenants(tmp_path, roles=roles) as c:
+
+        def weights_set(e: ClusterEvent) -> bool:
+            return e.kind == "weights"
+
+        # a framework principal's SetWeights: not an operator's call, nothing changes
+        inbox = T.outbox("framework", "mallory") + "/in"
+        bus = await c.stack.enter_async_context(Bus(c.as_("mallory"), name="m", inbox=inbox))
+        mallory = Attacker(bus, T.inbound("framework", "mallory"))
+        await bus.subscribe(T.outbox("framework", "mallory") + "/#", mallory.inbox)
+        error = await mallory.call(SetWeights(weights={"mallory": 9}))
+        assert error.code in ("forbidden", "unknown-call", "invalid"), error
+        assert c.master.allocator.role_weight("mallory") == 1.0
+        # an operator's: applied, in the registry and the roles file, shown in the state
+        call = SetWeights(weights={"alice": 3, "eng/batch": 2})
+        assert await operator_call(c.as_("ops"), T.cluster, call, weights_set) is None
+        assert c.master.allocator.role_weight("alice") == 3
+        assert c.master.registry.weights["alice"].weight == 3
+        assert load_roles(roles).roles["alice"].weight == 3
+        assert load_roles(roles).roles["eng/batch"].weight == 2
+        views = {r.role: r for r in c.master.state().roles}
+        assert views["alice"].weight == 3
+        # a wildcard is no role: refused, all or nothing
+        bad = SetWeights(weights={"alice": 5, "a/+": 1})
+        assert "invalid-weight" in (await operator_call(c.as_("ops"), T.cluster, bad,
+                                                        weights_set) or "")  # fmt: skip
+        assert c.master.allocator.role_weight("alice") == 3
+        # a new leader reads the registry: the weight is still the operator's
+        store = MemoryStore()
+        for role, record in c.master.registry.weights.items():
+            await store.put(f"weight/{role}", record.model_dump(mode="json"))
+        registry = Registry(store)
+        await registry.load()
+        successor = Master(c.master.bus, T, MasterConfig(), registry=registry)
+        successor.recover()
+        assert successor.allocator.role_weight("alice") == 3
+        assert successor.allocator.role_weight("eng/batch") == 2
