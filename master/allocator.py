@@ -749,6 +749,9 @@ class Allocator:
         return views
 
     def role_weight(self, role: str) -> float:
+        """A role's weight: configured, else 1 (a role nobody is in yet has one too)."""
+        if isinstance(self._roles, Sorter) and role not in self._roles:
+            return self._role_weights.get(role, 1.0)
         return self._roles.weight(role)
 
     def pool_weights(self) -> dict[str, float]:

@@ -29,7 +29,7 @@ from master.roles_file import load_roles
 from protocol.brokers import BrokerURL, EmbeddedBroker
 from protocol.bus import Bus
 from protocol.credentials import Store
-from protocol.messages import ClusterEvent, Filters, Offer, SetWeights, TaskState, TaskStatus
+from protocol.messages import ClusterEvent, Filters, Gone, Offer, SetWeights, TaskState, TaskStatus
 from protocol.resources import Resources
 from protocol.topics import Topics
 from slave.slave import Slave, SlaveConfig
@@ -142,19 +142,13 @@ class Tenants:
             fw.running_tasks() for fw in self.master.books.frameworks.values() if fw.role == role
         )
 
-    def held_share(self, role: str) -> float:
-        """`role`'s dominant share of what it holds, offers included (the allocator's books)."""
-        a = self.master.allocator
-        held = sum(
-            (a.allocation(f) for f, fw in a.frameworks.items() if fw.role == role), Resources()
-        )
-        return held.dominant_share(a.total)
-
 
 @contextlib.asynccontextmanager
 async def tenants(tmp_path: Path, **config: object) -> AsyncIterator[Tenants]:
     """The secured cluster, the victim alice running on all of it."""
     store = provision(tmp_path / "auth", PRINCIPALS)
+    for name in ("mallory-2", "mallory-3"):  # more principals of the tenant's, in its role
+        store.add(name, "framework", roles=("mallory",), keep_secret=True)
     broker = EmbeddedBroker(auth=store.path, tls=True)
     await broker.start()
     try:
@@ -202,7 +196,8 @@ async def tenants(tmp_path: Path, **config: object) -> AsyncIterator[Tenants]:
         await broker.stop()
 
 
-PREEMPTION = {"preemption_timeout": 0.3, "preemption_notice": 0.1}
+# preemption acts for a framework below its whole fair share (YARN's threshold at 1)
+PREEMPTION = {"preemption_timeout": 0.3, "preemption_notice": 0.1, "preemption_threshold": 1.0}
 
 
 async def victim_everywhere(c: Tenants) -> Tenant:
@@ -217,7 +212,20 @@ async def settle(c: Tenants, condition: Callable[[], bool], timeout: float = 20)
         await eventually(condition, timeout=timeout)
     except AssertionError:
         counts = {r: c.running(r) for r in ("alice", "mallory")}
-        raise AssertionError(f"not settled: running {counts}") from None
+        a = c.master.allocator
+        free = {s: str(a.free(s)) for s in a.slaves}
+        held = {f: str(a.allocation(f)) for f in a.frameworks}
+        raise AssertionError(
+            f"not settled: running {counts}; free {free}; held {held}; reserved "
+            f"{a.reservations}; fair {c.master.state().frameworks}"
+        ) from None
+
+
+async def rounds_later(c: Tenants, n: int = 30) -> None:
+    """After `n` more allocation rounds: longer than preemption takes to time out and act
+    (0.3 s + 0.1 s notice), so whatever it would still do has been done."""
+    start = c.master.rounds
+    await settle(c, lambda: c.master.rounds >= start + n)
 
 
 def victim_kept_its_fair_share(c: Tenants, victim: Tenant) -> None:
@@ -283,3 +291,103 @@ async def test_only_an_operator_sets_weights_and_they_are_kept_and_survive_a_fai
         successor.recover()
         assert successor.allocator.role_weight("alice") == 3
         assert successor.allocator.role_weight("eng/batch") == 2
+
+
+# -- the attacks ----------------------------------------------------------------------------
+
+
+async def test_a_tenant_cannot_subscribe_into_anothers_role(tmp_path: Path) -> None:
+    async with tenants(tmp_path, **PREEMPTION) as c:
+        victim = await victim_everywhere(c)
+        with pytest.raises(DriverError, match="may not register in role 'alice'"):
+            await c.tenant("mallory", Tenant(declare=8), role="alice")
+        assert c.running("alice") == 8
+        assert victim.lowest_since_fair is not None
+
+
+async def test_a_huge_declared_demand_gets_the_attacker_its_fair_share_and_no_more(
+    tmp_path: Path,
+) -> None:
+    """Preemption fires for it, as it should, but only up to its fair share."""
+    async with tenants(tmp_path, **PREEMPTION) as c:
+        victim = await victim_everywhere(c)
+        attacker = Tenant(declare=1_000_000)
+        await c.tenant("mallory", attacker)
+        await settle(c, lambda: c.running("mallory") >= FAIR)
+        await rounds_later(c)
+
+        assert c.running("mallory") <= FAIR + 1
+        victim_kept_its_fair_share(c, victim)
+
+
+async def test_a_demand_declared_and_never_used_costs_the_victim_nothing_below_its_share(
+    tmp_path: Path,
+) -> None:
+    """The attacker declares a huge demand and declines every offer: preemption may take
+    the victim's tasks above its fair share, never below it."""
+    async with tenants(tmp_path, **PREEMPTION) as c:
+        victim = await victim_everywhere(c)
+        attacker = Tenant(declare=1_000_000, launch=False)
+        await c.tenant("mallory", attacker)
+        await settle(c, lambda: attacker.offers >= 5)  # it was offered, and declined, plenty
+        await rounds_later(c)
+        assert c.running("mallory") == 0
+        victim_kept_its_fair_share(c, victim)
+
+
+async def test_holding_offers_unanswered_gains_nothing_with_an_offer_timeout(
+    tmp_path: Path,
+) -> None:
+    """The attacker comes first and sits on every offer it gets; the offer timeout takes
+    them back and the victim gets its fair share."""
+    async with tenants(tmp_path, offer_timeout=0.5) as c:
+        attacker = Tenant(answer=False)
+        await c.tenant("mallory", attacker)
+        await settle(c, lambda: attacker.offers >= 1)
+        victim = Tenant()
+        await c.tenant("alice", victim)
+        await settle(c, lambda: c.running("alice") >= FAIR)
+        await rounds_later(c)
+        assert c.running("mallory") == 0  # what it holds it cannot use: offers time out
+        victim_kept_its_fair_share(c, victim)
+
+
+async def test_a_long_failover_timeout_is_cut_to_the_operators_cap(tmp_path: Path) -> None:
+    """The attacker asks to keep its tasks a year after it goes away, then goes away: the
+    master keeps them only as long as the operator allows, then they are freed."""
+    async with tenants(tmp_path, max_failover_timeout=0.5) as c:
+        attacker = Tenant(most=FAIR)
+        driver = await c.tenant("mallory", attacker, failover_timeout=365 * 86400.0)
+        await settle(c, lambda: c.running("mallory") == FAIR)
+        fw = c.master.books.frameworks[driver.framework_id or ""]
+        assert fw.failover_timeout == 0.5
+        assert c.master.registry.frameworks[fw.framework_id].failover_timeout == 0.5
+        # its connection drops (the broker publishes its Last Will), its tasks kept for now
+        assert driver.bus is not None
+        gone = Gone(kind="framework", id=driver.inbox_id, incarnation=driver.bus.incarnation)
+        await driver.bus.publish(T.gone("framework", "mallory"), gone)
+        driver.stop(failover=True)
+        await driver._close()
+        await settle(c, lambda: fw.framework_id not in c.master.books.frameworks)
+        await victim_everywhere(c)  # and the victim has the whole cluster
+
+
+async def test_many_frameworks_of_one_tenant_share_its_roles_fair_share(tmp_path: Path) -> None:
+    """Fairness is between roles, as in Mesos: three frameworks of the tenant's (under
+    three principals of its, all in its role), there before the victim and holding all of
+    the cluster, end with the role's half between them, not three quarters: preemption
+    gives the victim its half back. (Under one principal they could not even run side by
+    side: the broker gives a principal one connection, and a second one takes the
+    first's over.)"""
+    async with tenants(tmp_path, **PREEMPTION) as c:
+        attackers = [Tenant(declare=8) for _ in range(3)]
+        principals = ("mallory", "mallory-2", "mallory-3")
+        for principal, attacker in zip(principals, attackers, strict=True):
+            await c.tenant(principal, attacker, role="mallory")
+        await settle(c, lambda: c.running("mallory") == 8)
+        victim = Tenant(declare=8)
+        await c.tenant("alice", victim)
+        await settle(c, lambda: c.running("alice") >= FAIR)
+        await rounds_later(c)
+        assert c.running("mallory") <= FAIR + 1
+        victim_kept_its_fair_share(c, victim)
