@@ -276,12 +276,16 @@ class Simulation:
                 )
             )
         running: dict[str, list[RunningTask]] = {}
+        held = {name: dict(a.allocation(name).millis) for name in self.added}
         for ref, r in self.running.items():
             if (r.framework, str(ref)) not in self.preemption.doomed:
                 running.setdefault(r.slave, []).append(
                     RunningTask(r.framework, str(ref), r.slave, dict(r.booked.millis), r.started)
                 )
-        held = {name: dict(a.allocation(name).millis) for name in self.added}
+            elif r.framework in held:  # its loss is decided: plan as the master does
+                mine = held[r.framework]
+                for name, amount in r.booked.millis.items():
+                    mine[name] = max(0, mine.get(name, 0) - amount)
         cluster = Cluster(a.total.millis, a.unheld(), held, {}, running)
         claims = self.preemption.check(
             t, self.spec.master.policy, contenders, cluster, a.pool_weights(), a.quotas,

@@ -117,7 +117,9 @@ def ideal(
     out = {}
     for name, count in counts.items():
         used = {r: count * v for r, v in tasks[name].items() if r in real}
-        dominant = max((v / real[r] for r, v in used.items()), default=Fraction(0))
+        dominant = (
+            max((v / real[r] for r, v in used.items()), default=Fraction(0)) if count else count
+        )
         out[name] = Share(count, used, dominant, weights[name])
     return out
 
@@ -188,14 +190,19 @@ def _tree_filling(
     filled exactly, event to event."""
     leaves = []
     dominant: dict[str, Fraction] = {}
+    shapes: dict[tuple[tuple[str, Fraction], ...], tuple[Fraction, Vector]] = {}
     for u in users:
-        task = {r: v / capacity[r] for r, v in tasks[u.name].items() if r in capacity}
-        dom = max((v for r, v in task.items() if r in real), default=Fraction(0))
+        shape = tuple(tasks[u.name].items())
+        known = shapes.get(shape)  # (users often share a task size: each is worked out once)
+        if known is None:
+            task = {r: v / capacity[r] for r, v in shape if r in capacity}
+            top = max((v for r, v in task.items() if r in real), default=Fraction(0))
+            known = shapes[shape] = (top, {r: v / top for r, v in task.items()} if top else {})
+        dom, use = known
         limit = limits[u.name]
         if dom == 0 or limit == 0:
             continue
         dominant[u.name] = dom
-        use = {r: v / dom for r, v in task.items()}
         cap = None if limit is None else limit * dom
         leaves.append(Leaf(u.name, tuple(u.path), exact(u.weight), use, cap))
     pools = {tuple(p): exact(w) for p, w in pool_weights.items()}

@@ -49,9 +49,10 @@ class _Node:
     active: bool = False
     # measured anew at every event
     growing: bool = False  # something at or below it still grows
-    usage: dict[str, Fraction] = field(default_factory=dict)  # its whole subtree's
+    usage: dict[str, Fraction] = field(default_factory=dict)  # a pool's whole subtree's
     key: Fraction = ZERO  # its place among its siblings
-    rise: Fraction = ZERO  # how fast its key rises per unit poured into it
+    rise: Fraction = ZERO  # how fast its key rises per unit poured into it (a leaf: 1/promise)
+    slowness: Fraction = ZERO  # 1 / rise, where rise > 0
     growth: dict[str, Fraction] = field(default_factory=dict)  # resources per unit poured
     lowest: Fraction = ZERO  # a pool's: the lowest key among its growing children ...
     inner_rise: Fraction = ZERO  # ... and how fast that rises per unit poured into it
@@ -87,24 +88,31 @@ def tree_filling(
     nodes = _walk(root)
     leaf_nodes = [n for n in nodes if n.leaf is not None]
     pools = [n for n in nodes if n.leaf is None]
-    resources = sorted({r for n in leaf_nodes for r in n.use})
-    used = dict.fromkeys(resources, ZERO)
     for n in leaf_nodes:
         n.active = n.cap is None or n.cap > 0
-    while _measure(root, real, min_satisfaction):
+        n.rise, n.slowness, n.growth = 1 / n.promise, n.promise, n.use
+    for n in pools:
+        n.usage = {}
+    growing = [n for n in leaf_nodes if n.active]
+    while growing:
+        _measure(root, real, min_satisfaction)
         _pour(root, ONE)
-        step = _next_event(pools, leaf_nodes, resources, used, real)
-        for n in leaf_nodes:
+        step = _next_event(pools, growing, root, real)
+        for n in pools:  # (the root's usage is every resource's: used up at 1)
+            if n.inflow:
+                usage, poured = n.usage, n.inflow * step
+                for r, g in n.growth.items():
+                    usage[r] = usage.get(r, ZERO) + g * poured
+        for n in growing:
             if n.inflow:
                 n.share += n.inflow * step
-        for r in resources:
-            used[r] = sum((n.share * n.use.get(r, ZERO) for n in leaf_nodes), ZERO)
-        full = {r for r in resources if used[r] >= 1}
-        for n in leaf_nodes:
-            if n.active and (
-                (n.cap is not None and n.share >= n.cap) or any(r in full for r in n.use)
+        used = root.usage
+        for n in growing:
+            if (n.cap is not None and n.share >= n.cap) or any(
+                used.get(r, ZERO) >= 1 for r in n.use
             ):
                 n.active = False
+        growing = [n for n in growing if n.active]
     return {n.leaf: n.share for n in leaf_nodes if n.leaf is not None}
 
 
@@ -147,20 +155,11 @@ def _measure(node: _Node, real: Sequence[str], min_satisfaction: bool) -> bool:
     node.inflow = ZERO
     node.served = []
     if node.leaf is not None:
-        node.usage = {r: node.share * v for r, v in node.use.items()}
-        node.key = node.share / node.promise
-        node.rise = 1 / node.promise
-        node.growth = node.use
         node.growing = node.active
+        if node.active:
+            node.key = node.share * node.rise
         return node.active
-    usage: dict[str, Fraction] = {}
-    growing = []
-    for child in node.children:
-        if _measure(child, real, min_satisfaction):
-            growing.append(child)
-        for r, v in child.usage.items():
-            usage[r] = usage.get(r, ZERO) + v
-    node.usage = usage
+    growing = [c for c in node.children if _measure(c, real, min_satisfaction)]
     node.growing = bool(growing)
     if not growing:
         return False
@@ -170,19 +169,30 @@ def _measure(node: _Node, real: Sequence[str], min_satisfaction: bool) -> bool:
     if stuck:  # they take everything until they catch up
         node.served = [(c, Fraction(1, len(stuck))) for c in stuck]
         node.inner_rise = ZERO
+    elif len(tied) == 1:
+        node.served = [(tied[0], ONE)]
+        node.inner_rise = tied[0].rise
     else:  # the tied keys rise together
-        inverse = sum((1 / c.rise for c in tied), ZERO)
-        node.served = [(c, 1 / c.rise / inverse) for c in tied]
+        inverse = sum((c.slowness for c in tied), ZERO)
+        node.served = [(c, c.slowness / inverse) for c in tied]
         node.inner_rise = 1 / inverse
-    growth: dict[str, Fraction] = {}
-    for child, part in node.served:
-        for r, v in child.growth.items():
-            growth[r] = growth.get(r, ZERO) + part * v
-    node.growth = growth
+    if len(node.served) == 1:
+        node.growth = node.served[0][0].growth
+    else:
+        growth: dict[str, Fraction] = {}
+        for child, part in node.served:
+            for r, v in child.growth.items():
+                growth[r] = growth.get(r, ZERO) + part * v
+        node.growth = growth
+    usage = node.usage
     if node.root:
+        node.key, node.rise = lowest, node.inner_rise
+        node.slowness = 1 / node.rise if node.rise else ZERO
         return True
     top = max((usage.get(r, ZERO) for r in real), default=ZERO)
-    fastest = max((growth.get(r, ZERO) for r in real if usage.get(r, ZERO) == top), default=ZERO)
+    fastest = max(
+        (node.growth.get(r, ZERO) for r in real if usage.get(r, ZERO) == top), default=ZERO
+    )
     node.sat, node.sat_rise = top / node.promise, fastest / node.promise
     if not min_satisfaction or node.sat < lowest:  # naive: its own satisfaction alone
         node.key, node.rise = node.sat, node.sat_rise
@@ -190,6 +200,7 @@ def _measure(node: _Node, real: Sequence[str], min_satisfaction: bool) -> bool:
         node.key, node.rise = lowest, node.inner_rise
     else:
         node.key, node.rise = lowest, min(node.sat_rise, node.inner_rise)
+    node.slowness = 1 / node.rise if node.rise else ZERO
     return True
 
 
@@ -201,21 +212,16 @@ def _pour(node: _Node, amount: Fraction) -> None:
 
 
 def _next_event(
-    pools: Sequence[_Node],
-    leaves: Sequence[_Node],
-    resources: Sequence[str],
-    used: Mapping[str, Fraction],
-    real: Sequence[str],
+    pools: Sequence[_Node], growing: Sequence[_Node], root: _Node, real: Sequence[str]
 ) -> Fraction:
     """How far the filling goes (in summed dominant share) before the next event."""
     steps: list[Fraction] = []
-    for n in leaves:
+    for n in growing:
         if n.inflow and n.cap is not None:  # a leaf reaches its cap
             steps.append((n.cap - n.share) / n.inflow)
-    for r in resources:  # a resource runs out
-        rate = sum((n.inflow * n.use.get(r, ZERO) for n in leaves if n.inflow), ZERO)
+    for r, rate in root.growth.items():  # a resource runs out
         if rate > 0:
-            steps.append((1 - used[r]) / rate)
+            steps.append((1 - root.usage.get(r, ZERO)) / rate)
     for node in pools:
         if not node.inflow:
             continue
