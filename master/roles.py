@@ -271,6 +271,15 @@ class RoleTree:
         key to its pool, so keys are counted only for roles that accept. A node's stored
         key is a lower bound of that: the walk stops at the first one no lower than the
         best found (usually the second child it looks at)."""
+        top: tuple[Node, tuple[float, str] | None] | None = None
+        if not node.self_wanting:  # the usual case: the top child's best meets its bound
+            child = self._top_child(node)
+            if child is None:
+                return None
+            found = self._best_in(child, wanted)
+            if found is not None and found[0] <= child.key:
+                return found  # (no sibling's key is lower than the top child's)
+            top = (child, found)
         best: tuple[float, str] | None = None
         for child in self._ordered(node):
             if child is node:  # its own frameworks, as the child "."
@@ -282,15 +291,19 @@ class RoleTree:
                 continue
             if best is not None and child.key >= best[0]:
                 break
-            if not child.children:
-                found = (child.key, child.path) if wanted(child.path) else None
-            else:
-                found = self._best(child, wanted)
-                if found is not None and self.policy == "hdrf":  # the pool's own counts too
-                    found = (min(found[0], self._pool_key(child)), found[1])
+            found = top[1] if top is not None and top[0] is child else self._best_in(child, wanted)
             if found is not None and (best is None or found[0] < best[0]):
                 best = found
         return best
+
+    def _best_in(self, child: Node, wanted: Callable[[str], bool]) -> tuple[float, str] | None:
+        """`_best` of a child, its own key counted (a plain role's is its own share's)."""
+        if not child.children:
+            return (child.key, child.path) if wanted(child.path) else None
+        found = self._best(child, wanted)
+        if found is not None and self.policy == "hdrf":  # the pool's own counts too
+            found = (min(found[0], self._pool_key(child)), found[1])
+        return found
 
     def _first(self, node: Node, wanted: Callable[[str], bool]) -> str | None:
         if not node.self_wanting:  # the usual case: straight down the best child
