@@ -108,19 +108,6 @@ def weights() -> None:
     """Roles' weights on a running master (Mesos's /weights): only operators set them."""
 
 
-def _weights(text: str) -> dict[str, float]:
-    out: dict[str, float] = {}
-    for part in text.split(","):
-        role, sep, value = part.partition("=")
-        try:
-            out[role.strip()] = float(value)
-        except ValueError:
-            sep = ""
-        if not sep or not role.strip() or not out[role.strip()] > 0:
-            raise click.BadParameter(f"expected ROLE=positive-weight, got {part!r}")
-    return out
-
-
 @weights.command("set")
 @broker_option()
 @cluster_option
@@ -129,7 +116,9 @@ def _weights(text: str) -> dict[str, float]:
 @log_level_default("warning")
 def weights_set(broker: str, cluster: str, assignments: str, timeout: float) -> None:
     """Set roles' weights: ROLE=W[,ROLE=W...] (any node of the role tree)."""
-    chosen = _weights(assignments)
+    from master.cli import parse_weights
+
+    chosen = parse_weights(assignments)
     message = SetWeights(weights=chosen)
     _call(broker, cluster, message, lambda e: e.kind == "weights", timeout)
     click.echo("weights set: " + ", ".join(f"{r}={w:g}" for r, w in chosen.items()))

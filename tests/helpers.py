@@ -14,8 +14,11 @@ from cluster.launcher import Launcher
 from cluster.view import wait_state
 from master.master import Master
 from protocol.brokers import BrokerURL
+from protocol.bus import Bus
 from protocol.messages import Wire
 from protocol.resources import Resources
+from protocol.topics import Topics
+from slave.slave import Slave, SlaveConfig
 
 W = TypeVar("W", bound=Wire)
 
@@ -132,3 +135,37 @@ async def until(changed: asyncio.Event, condition: Callable[[], bool], timeout: 
         while not condition():
             changed.clear()
             await changed.wait()
+
+
+async def start_secure_slaves(
+    stack: contextlib.AsyncExitStack,
+    as_: Callable[[str], BrokerURL],
+    topics: Topics,
+    work: Path,
+    slaves: Sequence[tuple[str, str]] = (("slave-a", "sa"), ("slave-b", "sb")),
+) -> dict[str, Bus]:
+    """Slaves of 4 CPUs / 1 GB with simulated tasks, each on its principal's connection
+    (Last Will set), stopped with `stack`; their buses, by principal."""
+    buses = {}
+    for principal, sid in slaves:
+        bus = await stack.enter_async_context(
+            Bus(
+                as_(principal),
+                name=sid,
+                inbox=topics.outbox("slave", principal),
+                will=(topics.gone("slave", principal), "slave", principal),
+            )
+        )
+        buses[principal] = bus
+        config = SlaveConfig(
+            slave_id=sid,
+            hostname=sid,
+            resources=Resources(cpus=4, mem=1024),
+            work_dir=work / sid,
+            simulated_tasks=True,
+            cluster=topics.cluster,
+        )
+        slave = Slave(bus, topics, config)
+        await slave.start()
+        stack.push_async_callback(slave.stop)
+    return buses

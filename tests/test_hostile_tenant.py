@@ -32,9 +32,8 @@ from protocol.credentials import Store
 from protocol.messages import ClusterEvent, Filters, Gone, Offer, SetWeights, TaskState, TaskStatus
 from protocol.resources import Resources
 from protocol.topics import Topics
-from slave.slave import Slave, SlaveConfig
 
-from helpers import eventually
+from helpers import eventually, start_secure_slaves
 
 T = Topics("tenants")
 TASK = Resources(cpus=1, mem=64)
@@ -168,29 +167,7 @@ async def tenants(tmp_path: Path, **config: object) -> AsyncIterator[Tenants]:
             c.master = Master(mbus, T, MasterConfig(**settings))  # type: ignore[arg-type]
             await c.master.start()
             stack.push_async_callback(c.master.stop)
-            for principal, sid in (("slave-a", "sa"), ("slave-b", "sb")):
-                bus = await stack.enter_async_context(
-                    Bus(
-                        c.as_(principal),
-                        name=sid,
-                        inbox=T.outbox("slave", principal),
-                        will=(T.gone("slave", principal), "slave", principal),
-                    )
-                )
-                slave = Slave(
-                    bus,
-                    T,
-                    SlaveConfig(
-                        slave_id=sid,
-                        hostname=sid,
-                        resources=Resources(cpus=4, mem=1024),
-                        work_dir=tmp_path / sid,
-                        simulated_tasks=True,
-                        cluster=T.cluster,
-                    ),
-                )
-                await slave.start()
-                stack.push_async_callback(slave.stop)
+            await start_secure_slaves(stack, c.as_, T, tmp_path)
             yield c
     finally:
         await broker.stop()

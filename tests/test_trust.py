@@ -60,10 +60,9 @@ from protocol.messages import (
 )
 from protocol.resources import Resources
 from protocol.topics import Topics
-from slave.slave import Slave, SlaveConfig
 
 from conftest import need_mosquitto
-from helpers import Inbox, books_balance, eventually, raw_client
+from helpers import Inbox, books_balance, eventually, raw_client, start_secure_slaves
 from strategies import ANY_MESSAGE
 
 T = Topics("trust")
@@ -173,30 +172,7 @@ async def secure(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterato
             sec.master = Master(mbus, T, config)
             await sec.master.start()
             stack.push_async_callback(sec.master.stop)
-            for principal, sid in (("slave-a", "sa"), ("slave-b", "sb")):
-                bus = await stack.enter_async_context(
-                    Bus(
-                        sec.as_(principal),
-                        name=sid,
-                        inbox=T.outbox("slave", principal),
-                        will=(T.gone("slave", principal), "slave", principal),
-                    )
-                )
-                sec.slave_buses[principal] = bus
-                slave = Slave(
-                    bus,
-                    T,
-                    SlaveConfig(
-                        slave_id=sid,
-                        hostname=sid,
-                        resources=Resources(cpus=4, mem=1024),
-                        work_dir=tmp_path / sid,
-                        simulated_tasks=True,
-                        cluster=T.cluster,
-                    ),
-                )
-                await slave.start()
-                stack.push_async_callback(slave.stop)
+            sec.slave_buses = await start_secure_slaves(stack, sec.as_, T, tmp_path)
             sec.alice = SchedulerDriver(
                 sec.victim, name="alice", broker=sec.as_("alice"), cluster=T.cluster, role="alice"
             )
