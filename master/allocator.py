@@ -721,9 +721,9 @@ class Allocator:
         return self._roles.own_promise(role) if isinstance(self._roles, RoleTree) else None
 
     def role_views(self) -> list[RoleView]:
-        """Every role and pool (and every role with a quota): weight, share, promise, quota."""
-        tree = isinstance(self._roles, RoleTree)
-        names = set(self.quotas)
+        """Every role and pool (and every role with a quota or a configured weight): weight,
+        share, promise, quota."""
+        names = set(self.quotas) | set(self._role_weights)
         if isinstance(self._roles, RoleTree):
             names |= {path for path in self._roles.nodes if path}
         else:
@@ -736,7 +736,7 @@ class Allocator:
             views.append(
                 RoleView(
                     role=role,
-                    weight=self.role_weight(role) if tree or role in self._roles else 1.0,
+                    weight=self.role_weight(role),
                     share=dominant_share(self.held_by_role(role), total),
                     promise=self._roles.promise(role)
                     if isinstance(self._roles, RoleTree) and role in self._roles.nodes

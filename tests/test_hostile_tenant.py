@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -368,3 +369,31 @@ async def test_many_frameworks_of_one_tenant_share_its_roles_fair_share(tmp_path
         await rounds_later(c)
         assert c.running("mallory") <= FAIR + 1
         victim_kept_its_fair_share(c, victim)
+
+
+async def test_drfmesos_weights_set_and_list_as_an_operator(tmp_path: Path) -> None:
+    """The commands an operator types, over the same broker and credentials as quota."""
+    async with tenants(tmp_path) as c:
+        broker = f"mqtts://ops@{c.url.host}:{c.url.port}"
+        creds = ["--broker", broker, "--secret-file", str(c.store.secret_file("ops"))]
+        creds += ["--ca", c.url.ca or "", "--cluster", T.cluster]
+
+        async def drfmesos(*args: str) -> tuple[int, str]:
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "cluster", *args, *creds,
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+            )  # fmt: skip
+            out, _ = await proc.communicate()
+            return proc.returncode or 0, out.decode()
+
+        code, out = await drfmesos("weights", "set", "alice=2,eng/batch=3")
+        assert code == 0, out
+        assert c.master.allocator.role_weight("alice") == 2
+        assert c.master.allocator.role_weight("eng/batch") == 3
+        await eventually(lambda: c.master.state().roles != [])
+        code, out = await drfmesos("weights", "list")
+        assert code == 0, out
+        assert "alice=2" in out
+        code, out = await drfmesos("weights", "set", "alice=-1")
+        assert code != 0
+        assert "positive" in out
