@@ -16,6 +16,10 @@ with a sub-pool of 20% is promised 6% of the cluster. Three tree policies order 
 - `hdrf`: "min satisfaction" (the lecture; H-DRF, Bhattacharya et al., SoCC 2013): a child's
   place is the lowest share / promise of *any* node in its subtree, itself included, so
   a node below its promise is served first wherever it sits -- pools and leaves alike.
+  Only roles that take the offer count: one whose demand is met, or that nothing here
+  fits, declines, and its low share must not hold its pool ahead of the others (the
+  saturated or blocked leaf of H-DRF); `first` finds the accepting role with the lowest
+  such key, the stored keys being lower bounds of it.
 
 No I/O; the allocator drives it and asks `first(wanted)` for the role to serve.
 """
