@@ -13,7 +13,7 @@ from cluster.demo import demo
 from cluster.experiment_cli import experiment, simulate
 from cluster.experiment_framework import experiment_framework
 from cluster.ideal_cli import ideal_command
-from cluster.operator_cli import quota, roles, teardown
+from cluster.operator_cli import quota, roles, teardown, weights
 from cluster.slaves_cli import slaves
 from frameworks.cli import framework
 from master.cli import master
@@ -145,6 +145,7 @@ main.add_command(demo)
 main.add_command(simulate)
 main.add_command(ideal_command)
 main.add_command(quota)
+main.add_command(weights)
 main.add_command(teardown)
 main.add_command(roles)
 main.add_command(slaves)

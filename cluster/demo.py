@@ -146,6 +146,12 @@ async def _start_cluster(
         f"{30.0 * time_scale:g}",
         "--preemption-notice",
         f"{2.0 * time_scale:g}",
+        # an offer held unanswered goes back to the pool (a framework that holds offers
+        # gains nothing), and a framework gone away keeps its tasks an hour at most
+        "--offer-timeout",
+        f"{max(1.0, 10.0 * time_scale):g}",
+        "--max-failover-timeout",
+        "3600",
         *acl,
     )
     for i in range(SLAVES):

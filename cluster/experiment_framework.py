@@ -128,7 +128,6 @@ async def run_experiment_framework(
         broker=broker,
         cluster=cluster,
         role=framework.role or name,
-        weight=framework.weight,
         min_offer=framework.sizes() if framework.min_offer else [],
     )
     pacer: asyncio.Task[None] | None = None

@@ -16,6 +16,8 @@ from cluster.spec import Spec, SpecError, load_spec
 from master.ideal import POLICIES, IdealError, Share, exact, ideal
 from protocol.resources import Resources
 
+EXACT = tuple(p for p in POLICIES if p != "ceei")  # policies whose ideal is exact
+
 
 def spec_ideal(spec: Spec, policy: str) -> dict[str, Share]:
     """The ideal for a spec: its cluster's totals and each framework's first task size."""
@@ -32,27 +34,27 @@ def spec_ideal(spec: Spec, policy: str) -> dict[str, Share]:
 
 def as_json(policy: str, shares: dict[str, Share]) -> dict[str, object]:
     """`{"policy": P, "frameworks": {NAME: {"tasks", "dominant_share", "resources"}}}`;
-    numbers as floats, with each exact fraction beside it as a string."""
+    numbers as floats, with each exact fraction beside it as a string where the policy's
+    ideal is exact (ceei's is a numerical solution, snapped to a nearby fraction)."""
 
     def num(f: Fraction) -> float:
         return float(f)
 
-    return {
-        "policy": policy,
-        "frameworks": {
-            name: {
-                "tasks": num(s.tasks),
-                "dominant_share": num(s.dominant_share),
-                "resources": {r: num(v) for r, v in sorted(s.resources.items())},
-                "exact": {
-                    "tasks": str(s.tasks),
-                    "dominant_share": str(s.dominant_share),
-                    "resources": {r: str(v) for r, v in sorted(s.resources.items())},
-                },
+    def row(s: Share) -> dict[str, object]:
+        out: dict[str, object] = {
+            "tasks": num(s.tasks),
+            "dominant_share": num(s.dominant_share),
+            "resources": {r: num(v) for r, v in sorted(s.resources.items())},
+        }
+        if policy in EXACT:
+            out["exact"] = {
+                "tasks": str(s.tasks),
+                "dominant_share": str(s.dominant_share),
+                "resources": {r: str(v) for r, v in sorted(s.resources.items())},
             }
-            for name, s in shares.items()
-        },
-    }
+        return out
+
+    return {"policy": policy, "frameworks": {name: row(s) for name, s in shares.items()}}
 
 
 @click.command("ideal")

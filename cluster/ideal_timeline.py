@@ -45,7 +45,8 @@ def user_of(fw: Framework, task: Resources) -> User:
 
 
 def pool_weights(spec: Spec) -> dict[tuple[str, ...], float]:
-    return {tuple(role.split("/")): w for role, w in spec.master.weights.items()}
+    """The weights of the spec's roles (a framework's `weight` is its role's)."""
+    return {tuple(role.split("/")): w for role, w in spec.role_weights().items()}
 
 
 def limits(spec: Spec) -> dict[tuple[str, ...], dict[str, float]]:

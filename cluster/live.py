@@ -47,7 +47,7 @@ async def run_live(spec: Spec, spec_path: Path, out: Path, broker: str) -> Resul
                 policy,
                 "--allocation-interval",
                 f"{interval:g}",
-                *weights_args(spec.master.weights),
+                *weights_args(spec.role_weights()),
                 *await quota_args(spec, run_dir),
                 *preemption_args(spec, scale),
             )
@@ -180,7 +180,7 @@ async def quota_args(spec: Spec, run_dir: Path) -> list[str]:
 
     roles = RolesFile(
         roles={
-            role: RoleSpec(weight=spec.master.weights.get(role, 1.0), quota=quota)
+            role: RoleSpec(weight=spec.role_weights().get(role, 1.0), quota=quota)
             for role, quota in spec.master.quota.items()
         }
     )

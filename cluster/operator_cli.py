@@ -1,5 +1,5 @@
-"""An operator's calls on a running master (`drfmesos teardown`, `drfmesos quota ...`), and
-`drfmesos roles ...` for the roles file."""
+"""An operator's calls on a running master (`drfmesos teardown`, `drfmesos quota ...`,
+`drfmesos weights ...`), and `drfmesos roles ...` for the roles file."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import click
 
 from protocol.bus import BusRefused
 from protocol.cli import broker_option, broker_url, cluster_option, log_level_default
-from protocol.messages import ClusterEvent, SetQuota, Teardown, Wire
+from protocol.messages import ClusterEvent, SetQuota, SetWeights, Teardown, Wire
 from protocol.resources import Limit, ResourceError, Resources
 
 R = TypeVar("R", bound=Resources)
@@ -109,6 +109,47 @@ def quota_remove(broker: str, cluster: str, role: str, timeout: float) -> None:
     """Clear ROLE's quota."""
     _call(broker, cluster, SetQuota(role=role), _quota_set(role), timeout)
     click.echo(f"quota of {role} cleared")
+
+
+@click.group()
+def weights() -> None:
+    """Roles' weights on a running master (Mesos's /weights): only operators set them."""
+
+
+@weights.command("set")
+@broker_option()
+@cluster_option
+@click.argument("assignments")
+@click.option("--timeout", type=float, default=10.0, show_default=True)
+@log_level_default("warning")
+def weights_set(broker: str, cluster: str, assignments: str, timeout: float) -> None:
+    """Set roles' weights: ROLE=W[,ROLE=W...] (any node of the role tree)."""
+    from master.cli import parse_weights
+
+    chosen = parse_weights(assignments)
+    message = SetWeights(weights=chosen)
+    _call(broker, cluster, message, lambda e: e.kind == "weights", timeout)
+    click.echo("weights set: " + ", ".join(f"{r}={w:g}" for r, w in chosen.items()))
+
+
+@weights.command("list")
+@broker_option()
+@cluster_option
+@click.option("--timeout", type=float, default=10.0, show_default=True)
+@log_level_default("warning")
+def weights_list(broker: str, cluster: str, timeout: float) -> None:
+    """Every role's weight and promise, as the master's state shows them."""
+    from cluster.view import fetch_state
+
+    try:
+        snap = asyncio.run(fetch_state(broker_url(broker), cluster, timeout))
+    except BusRefused as e:
+        raise click.ClickException(str(e)) from None
+    except TimeoutError:
+        raise click.ClickException(f"no state from a master within {timeout}s") from None
+    for r in snap.roles:
+        promise = "" if r.promise is None else f"  (promised {r.promise:.1%})"
+        click.echo(f"{r.role}={r.weight:g}{promise}")
 
 
 @click.group()

@@ -89,7 +89,7 @@ class Simulation:
         self.allocator = Allocator(
             engine, seed=spec.run.seed, quota_headroom=spec.master.quota_headroom
         )
-        for role, weight in spec.master.weights.items():
+        for role, weight in spec.role_weights().items():  # the operator's: roles', not frameworks'
             self.allocator.set_role_weight(role, weight)
         for role, quota in spec.master.quota.items():
             self.allocator.set_quota(role, quota.quota())
@@ -213,7 +213,7 @@ class Simulation:
 
     def _start_framework(self, name: str, t: float) -> None:
         fw = self.frameworks[name]
-        self.allocator.add_framework(name, role=fw.role or name, weight=fw.weight)
+        self.allocator.add_framework(name, role=fw.role or name)
         self.added.add(name)
         self.workloads[name].advance(t)
         self._schedule_arrival(name)
@@ -278,12 +278,16 @@ class Simulation:
                 )
             )
         running: dict[str, list[RunningTask]] = {}
+        held = {name: dict(a.allocation(name).millis) for name in self.added}
         for ref, r in self.running.items():
             if (r.framework, str(ref)) not in self.preemption.doomed:
                 running.setdefault(r.slave, []).append(
                     RunningTask(r.framework, str(ref), r.slave, dict(r.booked.millis), r.started)
                 )
-        held = {name: dict(a.allocation(name).millis) for name in self.added}
+            elif r.framework in held:  # its loss is decided: plan as the master does
+                mine = held[r.framework]
+                for name, amount in r.booked.millis.items():
+                    mine[name] = max(0, mine.get(name, 0) - amount)
         cluster = Cluster(a.total.millis, a.unheld(), held, {}, running)
         claims = self.preemption.check(
             t, self.spec.master.policy, contenders, cluster, a.pool_weights(), a.quotas,

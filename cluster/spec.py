@@ -216,6 +216,18 @@ class Spec(Strict):
                     )
         return self
 
+    def role_weights(self) -> dict[str, float]:
+        """Every role's weight, as the operator who wrote the spec configured it:
+        `master.weights`, and where that says nothing of a framework's role (its `role`,
+        else its name), the framework's `weight` (the first such framework's). The
+        simulator, the ideal and a live master all read weights from here."""
+        weights = dict(self.master.weights)
+        for fw in self.frameworks:
+            role = fw.role or fw.name
+            if fw.weight != 1.0 and role not in weights:
+                weights[role] = fw.weight
+        return weights
+
 
 def load_spec(path: Path) -> Spec:
     """Read and check a spec; every problem becomes a SpecError naming the field."""

@@ -142,7 +142,7 @@ class SchedulerDriver:
         broker: str | BrokerURL = "mqtt://127.0.0.1:1883",
         cluster: str = "default",
         role: str = "*",
-        weight: float = 1.0,
+        weight: float | None = None,
         failover_timeout: float = 0.0,
         framework_id: str | None = None,
         implicit_acknowledgements: bool = True,

@@ -439,16 +439,16 @@ class Allocator:
             return None
         if not quotas:
             # a tree, no quota: the tree walks the roles, each role's order is read in place
-            found: list[str] = []
+            found: dict[str, str] = {}  # (the tree may ask several roles: by role)
 
             def first_in_role(role: str) -> bool:
                 framework_id = self._first_wanting(role, slave_id, free, now)
                 if framework_id is not None:
-                    found.append(framework_id)
+                    found[role] = framework_id
                 return framework_id is not None
 
-            self._roles.first(first_in_role)
-            return (found[0], free) if found else None
+            chosen = self._roles.first(first_in_role)
+            return (found[chosen], free) if chosen is not None else None
         offer: dict[str, Millis] = {}  # what each role would be offered (made once a role)
         short = self._short_of_guarantee()
         stage = [bool(short)]  # in the quota stage (roles below their guarantee)
@@ -466,25 +466,26 @@ class Allocator:
                 return False
             return self._wants(fw, slave_id, offerable, now)
 
-        picked: list[str] = []
+        picked: dict[str, str] = {}  # (the tree may ask several roles: by role)
 
         def role_wants(role: str) -> bool:
             framework_id = self._role_frameworks[role].first(wants)
             if framework_id is not None:
-                picked.append(framework_id)
+                picked[role] = framework_id
             return framework_id is not None
 
         if short:  # roles below their guarantee first (Mesos's quota stage), offered up
             # to what their guarantee still lacks whatever is held back for others
-            self._roles.first(lambda role: self._under(role, short) and role_wants(role))
-            if picked:
-                return picked[0], offer[frameworks[picked[0]].role]
+            guaranteed = self._roles.first(lambda r: self._under(r, short) and role_wants(r))
+            if guaranteed is not None:
+                return picked[guaranteed], offer[guaranteed]
             stage[0] = False
             offer.clear()
-        self._roles.first(role_wants)
-        if not picked:
+            picked.clear()
+        chosen = self._roles.first(role_wants)
+        if chosen is None:
             return None
-        return picked[0], offer[frameworks[picked[0]].role]
+        return picked[chosen], offer[chosen]
 
     def _first_wanting(self, role: str, slave_id: str, free: Millis, now: float) -> str | None:
         """The first framework of `role`, in its order, to be offered all of `free`."""
@@ -780,9 +781,9 @@ class Allocator:
         return self._roles.own_promise(role) if isinstance(self._roles, RoleTree) else None
 
     def role_views(self) -> list[RoleView]:
-        """Every role and pool (and every role with a quota): weight, share, promise, quota."""
-        tree = isinstance(self._roles, RoleTree)
-        names = set(self.quotas)
+        """Every role and pool (and every role with a quota or a configured weight): weight,
+        share, promise, quota."""
+        names = set(self.quotas) | set(self._role_weights)
         if isinstance(self._roles, RoleTree):
             names |= {path for path in self._roles.nodes if path}
         else:
@@ -795,7 +796,7 @@ class Allocator:
             views.append(
                 RoleView(
                     role=role,
-                    weight=self.role_weight(role) if tree or role in self._roles else 1.0,
+                    weight=self.role_weight(role),
                     share=dominant_share(self.held_by_role(role), total),
                     promise=self._roles.promise(role)
                     if isinstance(self._roles, RoleTree) and role in self._roles.nodes
@@ -808,6 +809,9 @@ class Allocator:
         return views
 
     def role_weight(self, role: str) -> float:
+        """A role's weight: configured, else 1 (a role nobody is in yet has one too)."""
+        if isinstance(self._roles, Sorter) and role not in self._roles:
+            return self._role_weights.get(role, 1.0)
         return self._roles.weight(role)
 
     def pool_weights(self) -> dict[str, float]:

@@ -215,6 +215,13 @@ def http_config(
     help="After a failover, slaves of the registry that do not re-register this soon are "
     "removed and their tasks reported lost.",
 )
+@click.option(
+    "--max-failover-timeout",
+    type=click.FloatRange(min=0),
+    default=None,
+    help="The longest failover timeout a framework may ask for (longer ones are cut to "
+    "it): a framework that disconnects holds its tasks no longer than this.",
+)
 @log_level_option
 def master(
     broker: str,
@@ -245,6 +252,7 @@ def master(
     zk_session_timeout: float,
     work_dir: Path | None,
     slave_reregister_timeout: float,
+    max_failover_timeout: float | None,
 ) -> None:
     """Run the master: the books, the DRF allocation module and the offer loop."""
     from master.leadership import Candidate, LoneCandidate, Term, lead
@@ -276,6 +284,7 @@ def master(
         guarantee_timeout=guarantee_timeout,
         quota_headroom=quota_headroom,
         slave_reregister_timeout=slave_reregister_timeout,
+        max_failover_timeout=max_failover_timeout,
         http=http_config(
             http_address,
             http_credentials or (principals.parent if principals else None),

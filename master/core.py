@@ -79,6 +79,7 @@ class MasterConfig:
     # after a failover, slaves of the registry have this long to re-register; then their
     # tasks are reported lost
     slave_reregister_timeout: float = 30.0
+    max_failover_timeout: float | None = None  # what frameworks ask for is cut to this
 
 
 class MasterCore:

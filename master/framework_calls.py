@@ -79,7 +79,23 @@ class FrameworkCalls(MasterCore):
             )
             if why is not None:
                 return "subscribe-refused", why
-        return None
+        return self._weight_problem(msg, fw.role if fw else msg.role)
+
+    def _failover_timeout(self, msg: Subscribe) -> float:
+        """What it asked for, no longer than the operator allows (a framework that goes
+        away does not hold its tasks, and so its share, for as long as it likes)."""
+        cap = self.config.max_failover_timeout
+        return msg.failover_timeout if cap is None else min(msg.failover_timeout, cap)
+
+    def _weight_problem(self, msg: Subscribe, role: str) -> tuple[str, str] | None:
+        """A framework takes its role's weight; it may not set it (weights are operators')."""
+        configured = self.allocator.role_weight(role)
+        if msg.weight is None or msg.weight == configured:
+            return None
+        return "subscribe-refused", (
+            f"weight {msg.weight:g} asked for role {role}, whose weight is {configured:g}: "
+            "a role's weight is set by an operator (drfmesos weights set); ask an operator"
+        )
 
     async def _on_subscribe(self, msg: Subscribe, caller: Caller) -> None:
         problem = self._subscribe_problem(msg, caller)
@@ -102,8 +118,8 @@ class FrameworkCalls(MasterCore):
             principal=caller.principal,
             name=fw.name if fw else msg.name,
             role=fw.role if fw else msg.role,
-            weight=fw.weight if fw else msg.weight,
-            failover_timeout=msg.failover_timeout,
+            weight=self.allocator.role_weight(fw.role if fw else msg.role),
+            failover_timeout=self._failover_timeout(msg),
         )
         if not await self._recorded(
             self.registry.add_framework(framework_id, record), caller, "Subscribe"
@@ -114,7 +130,7 @@ class FrameworkCalls(MasterCore):
             self.books.inboxes.pop((fw.principal, fw.inbox), None)
             fw.inbox, fw.incarnation = msg.inbox, msg.incarnation
             fw.connected, fw.disconnected_at = True, None
-            fw.failover_timeout = msg.failover_timeout
+            fw.failover_timeout = self._failover_timeout(msg)
             self.books.inboxes[(fw.principal, fw.inbox)] = fw.framework_id
             self.allocator.activate(fw.framework_id)
             self._set_offer_filters(fw.framework_id, msg)
@@ -125,15 +141,15 @@ class FrameworkCalls(MasterCore):
                 principal=caller.principal,
                 name=msg.name,
                 role=msg.role,
-                weight=msg.weight,
+                weight=self.allocator.role_weight(msg.role),
                 inbox=msg.inbox,
                 incarnation=msg.incarnation,
-                failover_timeout=msg.failover_timeout,
+                failover_timeout=self._failover_timeout(msg),
                 registered_at=time.time(),
             )
             self.books.frameworks[framework_id] = fw
             self.books.inboxes[(fw.principal, fw.inbox)] = framework_id
-            self.allocator.add_framework(framework_id, msg.role, msg.weight)
+            self.allocator.add_framework(framework_id, msg.role)
             self._set_offer_filters(framework_id, msg)
             self._adopt_orphans(fw)
             resubscribed = bool(msg.framework_id)

@@ -25,11 +25,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from protocol.resources import Resources
+from master.tree_ideal import Leaf, tree_filling
 
 Vector = dict[str, Fraction]
 POLICIES = ("drf", "wdrf", "asset", "cpu", "fifo", "ceei", "flat", "hdrf", "naive-hdrf")
-TREE_STEPS = 2000  # the tree policies' ideal: shares grow by 1/TREE_STEPS at a time
 
 
 class IdealError(ValueError):
@@ -119,7 +118,9 @@ def ideal(
     out = {}
     for name, count in counts.items():
         used = {r: count * v for r, v in tasks[name].items() if r in real}
-        dominant = max((v / real[r] for r, v in used.items()), default=Fraction(0))
+        dominant = (
+            max((v / real[r] for r, v in used.items()), default=Fraction(0)) if count else count
+        )
         out[name] = Share(count, used, dominant, weights[name])
     return out
 
@@ -186,60 +187,31 @@ def _tree_filling(
     limits: Mapping[str, Fraction | None],
     pool_weights: Mapping[tuple[str, ...], Fraction | float | int],
 ) -> dict[str, Fraction]:
-    """The tree policies' ideal: the very role tree the allocator uses (`master.roles`),
-    serving tasks so small that each raises its user's dominant share by 1/TREE_STEPS,
-    until none fits. Each user is a leaf under its pool. Accurate to that step, not exact:
-    the min-satisfaction order has no closed form to jump along."""
-    from master.roles import RoleTree
-    from master.sorter import Total
-
-    scale = 10**9  # every resource's capacity in millis: small steps stay integral
-    total = Total()  # shares are of the real resources; limits only stop who they limit
-    total.add(Resources.from_millis(dict.fromkeys(real, scale)))
-    tree = RoleTree(policy, total)
-    for path, weight in pool_weights.items():
-        tree.set_weight("/".join(path), float(exact(weight)))
-    step: dict[str, Resources] = {}
-    role_of: dict[str, str] = {}
-    for i, u in enumerate(users):
-        task = {r: v / capacity[r] for r, v in tasks[u.name].items() if r in capacity}
-        dom = max((v for r, v in task.items() if r in real), default=Fraction(0))
-        if dom == 0 or limits[u.name] == 0:
+    """The tree policies' ideal (`master.tree_ideal`): each user a leaf under its pool,
+    filled exactly, event to event."""
+    leaves = []
+    dominant: dict[str, Fraction] = {}
+    shapes: dict[tuple[tuple[str, Fraction], ...], tuple[Fraction, Vector]] = {}
+    for u in users:
+        shape = tuple(tasks[u.name].items())
+        known = shapes.get(shape)  # (users often share a task size: each is worked out once)
+        if known is None:
+            task = {r: v / capacity[r] for r, v in shape if r in capacity}
+            top = max((v for r, v in task.items() if r in real), default=Fraction(0))
+            known = shapes[shape] = (top, {r: v / top for r, v in task.items()} if top else {})
+        dom, use = known
+        limit = limits[u.name]
+        if dom == 0 or limit == 0:
             continue
-        # a user's leaf is named by its place, not its name: any id may name a user
-        role = "/".join((*u.path, f"user.{i}"))
-        tree.set_weight(role, float(exact(u.weight)))
-        tree.add_role(role)
-        tree.set_wanting(role, True)
-        role_of[role] = u.name
-        unit = Fraction(scale, TREE_STEPS) / dom
-        step[u.name] = Resources.from_millis({r: int(v * unit) for r, v in task.items()})
-    free = dict.fromkeys(capacity, scale)
-    steps = dict.fromkeys(tasks, 0)
-
-    def fits(role: str) -> bool:
-        name = role_of[role]
-        limit = limits[name]
-        if limit is not None and Fraction(steps[name] + 1, TREE_STEPS) > limit * _measure(
-            "drf", tasks[name], real
-        ):
-            return False
-        return all(free[r] >= v for r, v in step[name].millis.items())
-
-    while (chosen := tree.first(fits)) is not None:
-        name = role_of[chosen]
-        tree.allocated(chosen, step[name])
-        for r, v in step[name].millis.items():
-            free[r] -= v
-        steps[name] += 1
-    return {
-        n: (
-            Fraction(steps[n], TREE_STEPS) / _measure("drf", tasks[n], real)
-            if steps[n]
-            else Fraction(0)
-        )
-        for n in tasks
-    }
+        dominant[u.name] = dom
+        cap = None if limit is None else limit * dom
+        leaves.append(Leaf(u.name, tuple(u.path), exact(u.weight), use, cap))
+    pools = {tuple(p): exact(w) for p, w in pool_weights.items()}
+    try:
+        shares = tree_filling(policy, sorted(real), leaves, pools)
+    except ValueError as e:
+        raise IdealError(str(e)) from None
+    return {n: shares[n] / dominant[n] if n in shares else Fraction(0) for n in tasks}
 
 
 def _fifo(

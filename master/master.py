@@ -49,6 +49,7 @@ from protocol.messages import (
     Reregister,
     Revive,
     SetQuota,
+    SetWeights,
     SlaveView,
     StatusUpdate,
     Subscribe,
@@ -105,6 +106,7 @@ class Master(FrameworkCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests,
                 Teardown: self._on_teardown,
                 SetQuota: self._on_set_quota,
                 MarkSlaveGone: self._on_mark_slave_gone,
+                SetWeights: self._on_set_weights,
             },
         }
 

@@ -1,4 +1,6 @@
-"""What the master does with operators' calls beyond teardown: quota at run time."""
+"""What the master does with operators' calls beyond teardown: quota and weights at run
+time. Each is recorded in the registry (so a new leader has it) and written back to the
+roles file before it takes effect."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from master.authz import Caller
 from master.core import MasterCore
 from master.roles_file import QuotaSpec, RoleSpec, save_roles
 from protocol.codec import describe_validation
-from protocol.messages import SetQuota
+from protocol.messages import SetQuota, SetWeights
 
 
 class OperatorCalls(MasterCore):
@@ -49,4 +51,27 @@ class OperatorCalls(MasterCore):
             self.log.warning("quota.unsatisfiable", role=msg.role, why=unsatisfiable)
         self.log.info("quota.set", role=msg.role, by=caller.principal, detail=detail)
         self._event("quota", detail=detail)
+        self.request_round()
+
+    async def _on_set_weights(self, msg: SetWeights, caller: Caller) -> None:
+        """Set roles' weights (Mesos's /weights); all or none: refused if any role cannot
+        have one."""
+        for role in msg.weights:
+            problem = self.allocator.role_problem(role)
+            if problem:
+                self._refuse(caller, problem, "invalid-weight", "SetWeights", role=role)
+                return
+        if not await self._recorded(self.registry.set_weights(msg.weights), caller, "SetWeights"):
+            return
+        for role, weight in msg.weights.items():
+            self.allocator.set_role_weight(role, weight)
+            current = self.roles.roles.get(role) or RoleSpec()
+            self.roles.roles[role] = current.model_copy(update={"weight": weight})
+        for fw in self.books.frameworks.values():  # (what the state shows of each)
+            fw.weight = self.allocator.role_weight(fw.role)
+        if self.config.roles is not None:  # kept in the roles file, as the issue of record
+            await asyncio.to_thread(save_roles, self.config.roles, self.roles)
+        detail = ",".join(f"{role}={weight:g}" for role, weight in sorted(msg.weights.items()))
+        self.log.info("weights.set", by=caller.principal, weights=detail)
+        self._event("weights", detail=detail)
         self.request_round()

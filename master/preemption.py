@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any
 
 from master.ideal import User, exact, ideal
@@ -116,13 +117,40 @@ def fair_allocation(
                 limit=limit,
             )
         )
-    pools = {tuple(r.split("/")): w for r, w in (pool_weights or {}).items()}
-    capacity = {n: Fraction(v, SCALE) for n, v in total.items()}
-    shares = ideal(IDEAL_POLICY.get(policy, "drf"), capacity, users, pools)
-    for name, share in shares.items():
-        resources = {n: float(v) for n, v in share.resources.items() if v}
-        out[name] = (float(share.dominant_share), resources)
+    pools = tuple(sorted((tuple(r.split("/")), w) for r, w in (pool_weights or {}).items()))
+    key = tuple((u.name, tuple(sorted(u.task.items())), u.weight, u.path, u.limit) for u in users)
+    found = _ideal_of(IDEAL_POLICY.get(policy, "drf"), tuple(sorted(total.items())), key, pools)
+    out.update({name: (share, dict(resources)) for name, (share, resources) in found.items()})
     return out
+
+
+@lru_cache(maxsize=16)
+def _ideal_of(
+    policy: str,
+    total: tuple[tuple[str, int], ...],
+    users: tuple[tuple[Any, ...], ...],
+    pools: tuple[tuple[tuple[str, ...], float], ...],
+) -> dict[str, tuple[float, dict[str, float]]]:
+    """The ideal for these contenders, remembered: it is asked again at every check, and
+    between two checks what the contenders want seldom changes (a task that starts
+    counts off its framework's declared demand as it adds to what it holds)."""
+    capacity = {n: Fraction(v, SCALE) for n, v in total}
+    shares = ideal(
+        policy,
+        capacity,
+        [
+            User(n, dict(task), weight=w, path=path, limit=limit)
+            for n, task, w, path, limit in users
+        ],
+        dict(pools),
+    )
+    return {
+        name: (
+            float(share.dominant_share),
+            {n: float(v) for n, v in share.resources.items() if v},
+        )
+        for name, share in shares.items()
+    }
 
 
 def fits(task: Mapping[str, int], free: Mapping[str, int]) -> bool:

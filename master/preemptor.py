@@ -139,13 +139,21 @@ class Preemptor(MasterCore):
         ]
 
     def _cluster(self) -> Cluster:
-        """The books as planning sees them: what is free (less every hold), who holds what,
-        and the tasks that may still be chosen (none already doomed)."""
+        """The books as planning sees them: what is free (less every hold), who holds what
+        -- less its tasks already doomed, whose loss is decided: else the next check, before
+        they end, would take a victim below its fair share again --, and the tasks that may
+        still be chosen (none already doomed)."""
         a = self.allocator
         running: dict[str, list[RunningTask]] = defaultdict(list)
+        held = {fid: dict(a.allocation(fid).millis) for fid in self.books.frameworks}
         for fw in self.books.frameworks.values():
             for task in fw.tasks.values():
-                if task.terminal or (fw.framework_id, task.task_id) in self.preemption.doomed:
+                if task.terminal:
+                    continue
+                if (fw.framework_id, task.task_id) in self.preemption.doomed:
+                    mine = held[fw.framework_id]
+                    for name, amount in task.resources.millis.items():
+                        mine[name] = max(0, mine.get(name, 0) - amount)
                     continue
                 running[task.slave_id].append(
                     RunningTask(
@@ -156,7 +164,6 @@ class Preemptor(MasterCore):
                         task.launched_at,
                     )
                 )
-        held = {fid: dict(a.allocation(fid).millis) for fid in self.books.frameworks}
         return Cluster(a.total.millis, a.unheld(), held, {}, dict(running))
 
     def _carry_out(self, claim: Claim, now: float) -> None:

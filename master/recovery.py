@@ -23,6 +23,11 @@ class Recovery(MasterCore):
     def recover(self) -> None:
         """Take the registry (already loaded) into the books; call before serving."""
         now = self._now()
+        for role, weight in self.registry.weights.items():  # operators' run-time weights
+            try:
+                self.allocator.set_role_weight(role, weight.weight)
+            except Exception as e:  # a role the roles file no longer has, say
+                self.log.error("recovery.weight_refused", role=role, error=str(e))
         for role, quota in self.registry.quotas.items():
             try:
                 if quota.guarantee or quota.limit is not None:
@@ -54,7 +59,7 @@ class Recovery(MasterCore):
                 disconnected_at=now + max(0.0, grace - record.failover_timeout),
             )
             self.books.frameworks[framework_id] = fw
-            self.allocator.add_framework(framework_id, record.role, record.weight)
+            self.allocator.add_framework(framework_id, record.role)
             self.allocator.deactivate(framework_id)
         self.log.info(
             "master.recovered",

@@ -95,10 +95,15 @@ class QuotaRecord(_Record):
     limit: Limit | None = None
 
 
+class WeightRecord(_Record):
+    weight: float = Field(gt=0)
+
+
 KINDS: dict[str, type[_Record]] = {
     "slave": SlaveRecord,
     "framework": FrameworkRecord,
     "quota": QuotaRecord,
+    "weight": WeightRecord,
 }
 
 
@@ -110,10 +115,12 @@ class Registry:
         self.slaves: dict[str, SlaveRecord] = {}
         self.frameworks: dict[str, FrameworkRecord] = {}
         self.quotas: dict[str, QuotaRecord] = {}
+        self.weights: dict[str, WeightRecord] = {}  # set by operators at run time
         self._tables: dict[str, dict[str, Any]] = {
             "slave": self.slaves,
             "framework": self.frameworks,
             "quota": self.quotas,
+            "weight": self.weights,
         }
 
     async def load(self) -> None:
@@ -132,6 +139,7 @@ class Registry:
             slaves=len(self.slaves),
             frameworks=len(self.frameworks),
             quotas=len(self.quotas),
+            weights=len(self.weights),
         )
 
     async def _put(self, kind: str, name: str, record: _Record) -> None:
@@ -159,6 +167,10 @@ class Registry:
 
     async def set_quota(self, role: str, guarantee: Resources, limit: Limit | None) -> None:
         await self._put("quota", role, QuotaRecord(guarantee=guarantee, limit=limit))
+
+    async def set_weights(self, weights: dict[str, float]) -> None:
+        for role, weight in weights.items():
+            await self._put("weight", role, WeightRecord(weight=weight))
 
     async def close(self) -> None:
         await self.store.close()

@@ -16,6 +16,10 @@ with a sub-pool of 20% is promised 6% of the cluster. Three tree policies order 
 - `hdrf`: "min satisfaction" (the lecture; H-DRF, Bhattacharya et al., SoCC 2013): a child's
   place is the lowest share / promise of *any* node in its subtree, itself included, so
   a node below its promise is served first wherever it sits -- pools and leaves alike.
+  Only roles that take the offer count: one whose demand is met, or that nothing here
+  fits, declines, and its low share must not hold its pool ahead of the others (the
+  saturated or blocked leaf of H-DRF); `first` finds the accepting role with the lowest
+  such key, the stored keys being lower bounds of it.
 
 Ties between siblings are broken as in Mesos's DRF sorter: fewest allocations to the
 node's subtree first, then by name (a role's own frameworks compete as the child "."); a
@@ -277,7 +281,51 @@ class RoleTree:
     def first(self, wanted: Callable[[str], bool]) -> str | None:
         """The role to serve next whose frameworks `wanted` accepts (it is given a role)."""
         self._fresh()
-        return self._first(self.root, wanted)
+        if self.policy == "naive-hdrf":  # a node's place is its own: down the best child
+            return self._first(self.root, wanted)
+        best = self._best(self.root, wanted)
+        return best[1] if best is not None else None
+
+    def _best(self, node: Node, wanted: Callable[[str], bool]) -> tuple[float, str] | None:
+        """The role below `node` that `wanted` accepts with the lowest key among those
+        that accept, and that key. A node's key is the lowest of its subtree's; a role
+        that declines (its demand is met, or nothing here fits it) must not lend its low
+        key to its pool, so keys are counted only for roles that accept. A node's stored
+        key is a lower bound of that: the walk stops at the first one no lower than the
+        best found (usually the second child it looks at)."""
+        top: tuple[Node, tuple[float, str] | None] | None = None
+        if not node.self_wanting:  # the usual case: the top child's best meets its bound
+            child = self._top_child(node)
+            if child is None:
+                return None
+            found = self._best_in(child, wanted)
+            if found is not None and found[0] <= child.key:
+                return found  # (no sibling's key is lower than the top child's)
+            top = (child, found)
+        best: tuple[float, str] | None = None
+        for child in self._ordered(node):
+            if child is node:  # its own frameworks, as the child "."
+                bound = self._leaf_key(node)
+                if best is not None and bound >= best[0]:
+                    break
+                if wanted(node.path):
+                    best = (bound, node.path)
+                continue
+            if best is not None and child.key >= best[0]:
+                break
+            found = top[1] if top is not None and top[0] is child else self._best_in(child, wanted)
+            if found is not None and (best is None or found[0] < best[0]):
+                best = found
+        return best
+
+    def _best_in(self, child: Node, wanted: Callable[[str], bool]) -> tuple[float, str] | None:
+        """`_best` of a child, its own key counted (a plain role's is its own share's)."""
+        if not child.children:
+            return (child.key, child.path) if wanted(child.path) else None
+        found = self._best(child, wanted)
+        if found is not None and self.policy == "hdrf":  # the pool's own counts too
+            found = (min(found[0], self._pool_key(child)), found[1])
+        return found
 
     def _first(self, node: Node, wanted: Callable[[str], bool]) -> str | None:
         if not node.self_wanting:  # the usual case: straight down the best child
@@ -338,17 +386,8 @@ class RoleTree:
     def order(self) -> list[str]:
         """Every wanting role, in the order they would be served (for tests and views)."""
         out: list[str] = []
-        taken: set[str] = set()
-
-        def take(role: str) -> bool:
-            if role in taken:
-                return False
+        while (role := self.first(lambda r: r not in out)) is not None:
             out.append(role)
-            taken.add(role)
-            return True
-
-        while self.first(take) is not None:
-            pass
         return out
 
     # -- keys ------------------------------------------------------------------------------

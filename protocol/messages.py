@@ -13,7 +13,7 @@ import time
 from enum import StrEnum
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from protocol.resources import Limit, Resources
 
@@ -223,7 +223,8 @@ class Subscribe(Wire):
 
     name: str = Field(min_length=1, max_length=200)
     role: str = Field(default="*", min_length=1, max_length=200)
-    weight: float = Field(default=1.0, gt=0, le=1e6)
+    # a role's weight is its operator's: None takes it; anything else must be it
+    weight: float | None = Field(default=None, gt=0, le=1e6)
     failover_timeout: float = Field(default=0.0, ge=0)
     framework_id: str | None = None
     inbox: Id  # where the master sends this framework's events
@@ -311,6 +312,20 @@ class Message(Wire):
 
 class Teardown(Wire):
     framework_id: Id
+
+
+class SetWeights(Wire):
+    """Operator -> master: roles' weights (Mesos's /weights), any node of the role tree."""
+
+    weights: dict[str, float] = Field(default_factory=dict, max_length=1000)
+
+    @field_validator("weights")
+    @classmethod
+    def _positive(cls, weights: dict[str, float]) -> dict[str, float]:
+        for role, weight in weights.items():
+            if not 0 < weight <= 1e6 or not 0 < len(role) <= 200:
+                raise ValueError(f"{role!r}: a role (1-200 chars) and a weight in (0, 1e6]")
+        return weights
 
 
 class SetQuota(Wire):

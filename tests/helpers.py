@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
@@ -16,8 +17,11 @@ from cluster.view import wait_state
 from frameworks import Scheduler, SchedulerDriver
 from master.master import Master
 from protocol.brokers import BrokerURL
+from protocol.bus import Bus
 from protocol.messages import Offer, TaskState, TaskStatus, Wire
 from protocol.resources import Resources
+from protocol.topics import Topics
+from slave.slave import Slave, SlaveConfig
 
 W = TypeVar("W", bound=Wire)
 
@@ -215,3 +219,44 @@ class Recorder(Scheduler):
         offer = found()
         assert offer is not None
         return offer
+
+
+async def start_secure_slaves(
+    stack: contextlib.AsyncExitStack,
+    as_: Callable[[str], BrokerURL],
+    topics: Topics,
+    work: Path,
+    slaves: Sequence[tuple[str, str]] = (("slave-a", "sa"), ("slave-b", "sb")),
+    *,
+    simulated: bool = True,
+    started: dict[str, Slave] | None = None,
+) -> dict[str, Bus]:
+    """Slaves of 4 CPUs / 1 GB (simulated tasks, or real processes), each on its
+    principal's connection (Last Will set), stopped with `stack` (and their real processes
+    killed: a test leaves none behind); their buses, by principal. The slaves themselves
+    go into `started`, by slave id."""
+    buses = {}
+    for principal, sid in slaves:
+        bus = await stack.enter_async_context(
+            Bus(
+                as_(principal),
+                name=sid,
+                inbox=topics.outbox("slave", principal),
+                will=(topics.gone("slave", principal), "slave", principal),
+            )
+        )
+        buses[principal] = bus
+        config = SlaveConfig(
+            slave_id=sid,
+            hostname=sid,
+            resources=Resources(cpus=4, mem=1024),
+            work_dir=work / sid,
+            simulated_tasks=simulated,
+            cluster=topics.cluster,
+        )
+        slave = Slave(bus, topics, config)
+        await slave.start()
+        if started is not None:
+            started[sid] = slave
+        stack.push_async_callback(functools.partial(slave.stop, kill_tasks=not simulated))
+    return buses

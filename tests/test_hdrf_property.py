@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cluster.simulator import Simulation
+from cluster.spec import Spec
 from master.allocator import Allocator
+from master.ideal import User, flattened_weights, ideal
 from master.quota import Quota
 from protocol.resources import Resources
 
@@ -18,22 +23,30 @@ TASK = st.tuples(st.sampled_from([0, 0.5, 1, 2]), st.sampled_from([0, 512, 1024,
 )
 
 
-def fill(allocator: Allocator, tasks: dict[str, Resources], rounds: int = 5000) -> dict[str, int]:
+def fill(
+    allocator: Allocator,
+    tasks: dict[str, Resources],
+    rounds: int = 5000,
+    caps: dict[str, int] | None = None,
+) -> dict[str, int]:
     """Every framework fills each offer with its tasks and gives the rest back (declining
-    what holds none of its tasks), round after round, until nobody launches anything."""
+    what holds none of its tasks, or anything once it runs all it wants: it stays active,
+    as a real framework does), round after round, until nobody launches anything."""
     running = dict.fromkeys(tasks, 0)
+    caps = caps or {}
     for now in range(rounds):
         offers = allocator.allocate(float(now))
         if not offers:
             return running
         for offer in offers:
             task = tasks[offer.framework_id]
-            if not offer.resources.contains(task):  # declined: no room for one task here
+            cap = caps.get(offer.framework_id)
+            if not offer.resources.contains(task) or running[offer.framework_id] == cap:
                 allocator.recover(offer.framework_id, offer.slave_id, offer.resources,
                                   refuse_seconds=1e9, now=float(now))  # fmt: skip
                 continue
             rest = offer.resources
-            while rest.contains(task):
+            while rest.contains(task) and running[offer.framework_id] != cap:
                 running[offer.framework_id] += 1
                 rest = rest - task
             if rest:
@@ -89,6 +102,35 @@ def test_hdrf_never_keeps_one_leaf_short_while_another_is_over(
     assert not (short and over), f"short of promise: {short}, over it: {over} ({gap})"
     held = sum((allocator.allocation(f) for f in tasks), Resources())
     assert allocator.allocated_total() == held  # the books balance
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    leaves=LEAVES,
+    weights=WEIGHTS,
+    mem=st.lists(st.sampled_from([256, 512, 1024, 2048]), min_size=5, max_size=5),
+    caps=st.lists(st.one_of(st.none(), st.integers(0, 6)), min_size=5, max_size=5),
+    slaves=st.integers(10, 30),
+)
+def test_hdrf_keeps_every_uncapped_leafs_promise_beside_leaves_that_want_no_more(
+    leaves: list[str], weights: dict[str, int], mem: list[int], caps: list[int | None], slaves: int
+) -> None:
+    """Some frameworks want only a few tasks and then decline everything, staying active
+    (their low share must not pull their pools ahead of the rest): once the cluster
+    settles, every framework without a cap is within an offer of its promise."""
+    allocator, tasks, roles = build(leaves, weights, [(0, m) for m in mem], slaves)
+    capped = {f"fw-{i}": c for i, c in enumerate(caps[: len(roles)]) if c is not None}
+    running = fill(allocator, tasks, caps=capped)
+    total = allocator.total
+    for i, role in enumerate(roles):
+        fw = f"fw-{i}"
+        if fw in capped:
+            assert running[fw] <= capped[fw]
+            continue
+        grain = 1 / slaves + tasks[fw].dominant_share(total)  # an offer is a whole slave
+        promise = allocator.role_promise(role) or 0.0
+        share = allocator.allocation(fw).dominant_share(total)
+        assert share >= promise - grain - 1e-9, f"{role}: {share} < {promise} ({running})"
 
 
 @settings(max_examples=60, deadline=None)
@@ -178,3 +220,184 @@ def test_every_policy_keeps_the_books_balanced(
         for role, quota in allocator.quotas.items():
             if quota.limit is not None:
                 assert quota.limit.get_millis("cpus") >= allocator.held_by_role(role).get("cpus", 0)
+
+
+# -- the ideal: exact, so the promise and Pareto efficiency hold to the letter ----------------
+IDEAL_TASK = st.tuples(st.integers(0, 4), st.integers(0, 4)).filter(lambda t: t != (0, 0))
+IDEAL_USERS = st.lists(
+    st.tuples(
+        st.lists(SEGMENTS, min_size=0, max_size=3).map(tuple),  # its pool
+        IDEAL_TASK,
+        st.integers(1, 4),  # its weight
+        st.one_of(st.none(), st.integers(0, 30)),  # its cap (tasks)
+    ),
+    min_size=1,
+    max_size=8,
+)
+POOL_WEIGHTS = st.dictionaries(
+    st.lists(SEGMENTS, min_size=1, max_size=3).map(tuple), st.integers(1, 5), max_size=6
+)
+TOTAL = {"cpus": Fraction(40), "mem": Fraction(60)}
+
+
+def tree_users(spec: list[tuple[tuple[str, ...], tuple[int, int], int, int | None]]) -> list[User]:
+    return [
+        User(f"u{i}", {"cpus": c, "mem": m}, weight=w, path=path, limit=cap)
+        for i, (path, (c, m), w, cap) in enumerate(spec)
+    ]
+
+
+def promise_of(users: list[User], pools: dict[tuple[str, ...], int]) -> dict[str, Fraction]:
+    """Each user's promise: down its path, each node's weight over its siblings' (the
+    flattened weights are exactly that product)."""
+    return flattened_weights(users, pools)
+
+
+@settings(max_examples=300, deadline=None)
+@given(spec=IDEAL_USERS, pools=POOL_WEIGHTS, policy=st.sampled_from(["hdrf", "naive-hdrf"]))
+def test_the_tree_ideal_is_feasible_and_pareto_efficient(
+    spec: list[tuple[tuple[str, ...], tuple[int, int], int, int | None]],
+    pools: dict[tuple[str, ...], int],
+    policy: str,
+) -> None:
+    """Nothing is used beyond capacity, and every user either has the tasks it wants or
+    needs a resource that is all used up: nothing is left that a wanting user could use."""
+    users = tree_users(spec)
+    shares = ideal(policy, TOTAL, users, pools)
+    used = {r: sum((s.resources.get(r, Fraction(0)) for s in shares.values()), Fraction(0))
+            for r in TOTAL}  # fmt: skip
+    assert all(used[r] <= TOTAL[r] for r in TOTAL), used
+    full = {r for r in TOTAL if used[r] == TOTAL[r]}
+    for u in users:
+        capped = u.limit is not None and shares[u.name].tasks == u.limit
+        blocked = any(u.task[r] and r in full for r in TOTAL)
+        assert capped or blocked, f"{u.name} wants more and nothing stops it: {shares}"
+
+
+@settings(max_examples=300, deadline=None)
+@given(spec=IDEAL_USERS, pools=POOL_WEIGHTS)
+def test_hdrf_gives_every_user_its_promise_or_all_it_wants(
+    spec: list[tuple[tuple[str, ...], tuple[int, int], int, int | None]],
+    pools: dict[tuple[str, ...], int],
+) -> None:
+    """Every user gets at least its promise of its dominant resource, or the tasks it
+    wants if that is less: whatever the others want, however the tree is shaped."""
+    users = tree_users(spec)
+    shares = ideal("hdrf", TOTAL, users, pools)
+    promise = promise_of(users, pools)
+    for u in users:
+        one = max(Fraction(u.task[r]) / TOTAL[r] for r in TOTAL)  # one task's dominant share
+        wanted = promise[u.name] if u.limit is None else min(promise[u.name], u.limit * one)
+        assert shares[u.name].dominant_share >= wanted, (u.name, shares, promise)
+
+
+def test_a_satisfied_leaf_no_longer_holds_its_pool_back() -> None:
+    """The issue's tree: x (1) beside p (2), p's leaves p/a (1) and p/b (3); CMD in p/b
+    wants just two small tasks. X keeps its promise, 1/3; the rest of p's goes to PA."""
+    users = [
+        User("X", {"cpus": 1, "mem": 256}, path=("x",)),
+        User("PA", {"cpus": 1, "mem": 256}, path=("p", "a")),
+        User("CMD", {"cpus": Fraction(1, 10), "mem": 32}, path=("p", "b"), limit=2),
+    ]
+    pools = {("x",): 1, ("p",): 2, ("p", "a"): 1, ("p", "b"): 3}
+    for policy in ("hdrf", "naive-hdrf"):
+        shares = ideal(policy, {"cpus": 8, "mem": 8192}, users, pools)
+        assert shares["X"].dominant_share == Fraction(1, 3)
+        assert shares["PA"].dominant_share == Fraction(77, 120)  # p's 2/3 less CMD's 1/40
+        assert shares["CMD"].tasks == 2
+
+
+def test_the_issues_tree_on_the_allocator_gives_x_its_third() -> None:
+    """The issue's tree on the real allocator: CMD runs its two small tasks and declines
+    everything after, staying active, while X's and PA's tasks end and are replaced, one
+    slave at a time. CMD's low share must not pull p ahead of x: X keeps its third."""
+    allocator = Allocator("hdrf", seed=1)
+    for role, weight in {"x": 1, "p": 2, "p/a": 1, "p/b": 3}.items():
+        allocator.set_role_weight(role, weight)
+    tasks = {
+        "X": Resources(cpus=1, mem=256),
+        "PA": Resources(cpus=1, mem=256),
+        "CMD": Resources(cpus=0.1, mem=32),
+    }
+    for name, role in (("X", "x"), ("PA", "p/a"), ("CMD", "p/b")):
+        allocator.add_framework(name, role)
+    for s in range(9):  # slaves of one task each: an offer is one task
+        allocator.add_slave(f"s{s}", Resources(cpus=1, mem=1024))
+    running = fill(allocator, tasks, caps={"CMD": 2})
+    for turn in range(40):  # one task of X or of PA ends; its slave is offered again
+        name = ("X", "PA")[turn % 2]
+        slave = next((s for s in allocator.slaves if allocator.held(name, s)), None)
+        if slave is not None:
+            allocator.recover(name, slave, allocator.held(name, slave))
+            running[name] -= 1
+        for fw, n in fill(allocator, tasks, caps={"CMD": 0}).items():
+            running[fw] += n
+    assert running["CMD"] == 2
+    assert running["X"] >= 8 / 3 - 1  # its third of the 8 slaves, less one offer
+    assert running["X"] + running["PA"] == 8
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    leaves=LEAVES,
+    weights=WEIGHTS,
+    sizes=st.lists(TASK, min_size=5, max_size=5),
+    caps=st.lists(st.one_of(st.none(), st.integers(1, 6)), min_size=5, max_size=5),
+    slaves=st.integers(2, 12),
+)
+def test_the_simulators_settled_hdrf_allocation_keeps_promises_and_wastes_nothing(
+    leaves: list[str],
+    weights: dict[str, int],
+    sizes: list[tuple[float, int]],
+    caps: list[int | None],
+    slaves: int,
+) -> None:
+    """The simulator, the master's allocator inside, long tasks so the cluster settles:
+    nothing is held beyond a slave; a framework that wants more has no slave with room
+    for its task (Pareto); and one without a cap is within an offer of its promise."""
+    roles = sorted(set(leaves))
+    frameworks = []
+    for i, role in enumerate(roles):
+        cpus, mem = sizes[i % len(sizes)]
+        fw: dict[str, object] = {
+            "name": f"fw-{i}",
+            "role": role,
+            "task": {"cpus": cpus, "mem": mem},
+            "duration": {"fixed": 10_000},
+            "tasks_per_offer": "fill",
+        }
+        if caps[i % len(caps)] is not None:
+            fw["max_running"] = caps[i % len(caps)]
+        frameworks.append(fw)
+    spec = Spec.model_validate(
+        {
+            "cluster": {"slaves": [{"count": slaves, "resources": SLAVE.to_dict()}]},
+            # (declines filter for longer than a round, as Mesos's default: a decline
+            # whose filter lapses by the next round would take every offer of that slave)
+            "master": {
+                "policy": "hdrf",
+                "weights": weights,
+                "allocation_interval": 1,
+                "refuse_seconds": 5,
+            },
+            "frameworks": frameworks,
+            "run": {"duration": 40, "sample_interval": 40},
+        }
+    )
+    sim = Simulation(spec)
+    sim.run()
+    a = sim.allocator
+    total = a.total
+    for slave in a.slaves:
+        assert SLAVE.contains(a.held_on(slave))
+    for i, role in enumerate(roles):
+        name = f"fw-{i}"
+        task = Resources(cpus=sizes[i % len(sizes)][0], mem=sizes[i % len(sizes)][1])
+        room = [s for s in a.slaves if a.free(s).contains(task)]
+        if name in sim.suppressed:  # all it wants runs
+            continue
+        assert not room, f"{name} wants more and {room} could take its task"
+        if caps[i % len(caps)] is None:
+            grain = 1 / slaves + task.dominant_share(total)  # an offer is a whole slave
+            promise = a.role_promise(role) or 0.0
+            assert a.allocation(name).dominant_share(total) >= promise - grain - 1e-9

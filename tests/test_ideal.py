@@ -13,6 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cluster.ideal_cli import as_json, spec_ideal
+from cluster.simulator import Simulation
+from cluster.spec import Spec
 from master.ideal import IdealError, User, ideal
 
 H = F(1, 2)
@@ -251,3 +254,34 @@ def test_a_pools_quota_limit_stops_its_users_and_the_rest_goes_on(policy: str) -
     r = ideal(policy, {"c": 12, "m": 12}, users, quota_limits={("eng",): {"c": 3}})
     assert r["a"].tasks + r["b"].tasks <= 3
     assert sum(s.tasks for s in r.values()) == 12  # nothing the others could use is idle
+
+
+def test_a_specs_framework_weights_are_read_alike_by_every_policy_and_the_simulator() -> None:
+    """A spec is the operator's configuration: a framework's `weight:` is its role's, for
+    the tree policies' ideal as for wdrf's, and for the simulator's allocator."""
+    forever = {"duration": {"fixed": 100}}
+    spec = Spec.model_validate(
+        {
+            "cluster": {"slaves": [{"count": 1, "resources": {"cpus": 9, "mem": 18}}]},
+            "master": {"policy": "hdrf"},
+            "frameworks": [
+                {"name": "A", "task": {"cpus": 1, "mem": 4}, "weight": 2, **forever},
+                {"name": "B", "task": {"cpus": 3, "mem": 1}, **forever},
+            ],
+            "run": {"duration": 10},
+        }
+    )
+    weighted = {n: s.tasks for n, s in spec_ideal(spec, "wdrf").items()}
+    assert weighted == {"A": F(54, 13), "B": F(18, 13)}
+    for policy in ("hdrf", "naive-hdrf", "flat"):
+        assert {n: s.tasks for n, s in spec_ideal(spec, policy).items()} == weighted
+    assert Simulation(spec).allocator.role_weight("A") == 2
+
+
+def test_exact_is_given_only_where_the_ideal_is_exact() -> None:
+    users = [User("A", {"c": 1, "m": 4}), User("B", {"c": 3, "m": 1})]
+    for policy in ("hdrf", "drf"):
+        doc = as_json(policy, ideal(policy, {"c": 9, "m": 18}, users))
+        assert doc["frameworks"]["A"]["exact"]["tasks"] == "3"  # type: ignore[index]
+    doc = as_json("ceei", ideal("ceei", {"c": 9, "m": 18}, users))
+    assert "exact" not in doc["frameworks"]["A"]  # type: ignore[operator]

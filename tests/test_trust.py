@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import os
 import random
 import ssl
@@ -64,11 +63,11 @@ from protocol.messages import (
     Wire,
 )
 from protocol.resources import Limit, Resources
+from slave.slave import Slave
 from protocol.topics import Topics
-from slave.slave import Slave, SlaveConfig
 
 from conftest import need_mosquitto
-from helpers import Inbox, books_balance, eventually, raw_client
+from helpers import Inbox, books_balance, eventually, raw_client, start_secure_slaves
 from strategies import ANY_MESSAGE
 
 T = Topics("trust")
@@ -189,32 +188,9 @@ async def secure_cluster(
             sec.master = Master(mbus, T, config)
             await sec.master.start()
             stack.push_async_callback(sec.master.stop)
-            for principal, sid in (("slave-a", "sa"), ("slave-b", "sb")):
-                bus = await stack.enter_async_context(
-                    Bus(
-                        sec.as_(principal),
-                        name=sid,
-                        inbox=T.outbox("slave", principal),
-                        will=(T.gone("slave", principal), "slave", principal),
-                    )
-                )
-                sec.slave_buses[principal] = bus
-                slave = Slave(
-                    bus,
-                    T,
-                    SlaveConfig(
-                        slave_id=sid,
-                        hostname=sid,
-                        resources=Resources(cpus=4, mem=1024),
-                        work_dir=tmp_path / sid,
-                        simulated_tasks=simulated,
-                        cluster=T.cluster,
-                    ),
-                )
-                await slave.start()
-                sec.slaves[sid] = slave
-                # real processes are killed with the slave (a test leaves none behind)
-                stack.push_async_callback(functools.partial(slave.stop, kill_tasks=not simulated))
+            sec.slave_buses = await start_secure_slaves(
+                stack, sec.as_, T, tmp_path, simulated=simulated, started=sec.slaves
+            )
             sec.alice = SchedulerDriver(
                 sec.victim, name="alice", broker=sec.as_("alice"), cluster=T.cluster, role="alice"
             )

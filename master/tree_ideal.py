@@ -1,0 +1,249 @@
+"""The tree policies' ideal, exact: progressive filling down a role tree, event to event.
+
+Tasks are infinitely divisible; each user is a leaf of the tree under its pool, promised
+the product, down its path, of each node's weight over its siblings' weights. A node's
+*satisfaction* is its dominant share (of everything its subtree holds) over its promise.
+Resources go, a sliver at a time, where the allocator would send them
+(`master.roles`): from the root down to the child with the lowest key, where a leaf's key
+is its satisfaction and a pool's is
+
+- `hdrf` (min satisfaction): the lowest satisfaction of the pool itself and of every
+  node below it that still wants resources;
+- `naive-hdrf`: the pool's own satisfaction (its dominant share over its weight, which
+  orders siblings alike).
+
+A leaf stops when it has the tasks it wants (saturated) or a resource it needs runs out
+(blocked); from then on its key no longer counts, so it holds no pool back (H-DRF,
+Bhattacharya et al., SoCC 2013), though what it holds still counts in its pools' shares.
+
+Between two events every leaf grows at a constant rate, so the filling jumps from one to
+the next in exact fractions. The events: a leaf reaches its cap, a resource runs out, a
+child's key reaches the lowest among its siblings (it joins them), a pool's own
+satisfaction meets its children's, and another resource becomes a pool's dominant one.
+The filling is parametrised by the sum of the leaves' dominant shares, so a pool that must
+catch up (its key does not rise as it is served) takes a finite stretch, not a jump.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+ZERO = Fraction(0)
+ONE = Fraction(1)
+
+
+@dataclass(eq=False, slots=True)
+class _Node:
+    weight: Fraction
+    children: list[_Node] = field(default_factory=list)
+    promise: Fraction = ONE
+    root: bool = False  # the root has no share of its own to be measured by
+    leaf: str | None = None  # the user's name, for a leaf
+    # a leaf's dominant share, its use of each resource per unit of it, its cap (None:
+    # endless), and whether it still grows
+    share: Fraction = ZERO
+    use: dict[str, Fraction] = field(default_factory=dict)
+    cap: Fraction | None = None
+    active: bool = False
+    # measured anew at every event
+    growing: bool = False  # something at or below it still grows
+    usage: dict[str, Fraction] = field(default_factory=dict)  # a pool's whole subtree's
+    key: Fraction = ZERO  # its place among its siblings
+    rise: Fraction = ZERO  # how fast its key rises per unit poured into it (a leaf: 1/promise)
+    slowness: Fraction = ZERO  # 1 / rise, where rise > 0
+    growth: dict[str, Fraction] = field(default_factory=dict)  # resources per unit poured
+    lowest: Fraction = ZERO  # a pool's: the lowest key among its growing children ...
+    inner_rise: Fraction = ZERO  # ... and how fast that rises per unit poured into it
+    sat: Fraction = ZERO  # a pool's own satisfaction ...
+    sat_rise: Fraction = ZERO  # ... and how fast that rises per unit poured into it
+    served: list[tuple[_Node, Fraction]] = field(default_factory=list)  # (child, part)
+    inflow: Fraction = ZERO  # of each unit of the filling, how much reaches it
+
+
+@dataclass(frozen=True, slots=True)
+class Leaf:
+    """A user as the tree filling sees it: its pool path, weight, and per unit of its
+    dominant share, the fraction of each resource's capacity it uses."""
+
+    name: str
+    path: tuple[str, ...]
+    weight: Fraction
+    use: Mapping[str, Fraction]  # per unit of dominant share (max over real resources: 1)
+    cap: Fraction | None  # at most this dominant share (None: endless)
+
+
+def tree_filling(
+    policy: str,
+    real: Sequence[str],
+    leaves: Sequence[Leaf],
+    pool_weights: Mapping[tuple[str, ...], Fraction],
+) -> dict[str, Fraction]:
+    """Each leaf's dominant share in the policy's ideal (`hdrf` or `naive-hdrf`). Every
+    resource's capacity is 1 (the leaves' `use` are fractions of it); shares are of the
+    `real` resources (others, such as quota limits, only stop who uses them)."""
+    min_satisfaction = policy == "hdrf"
+    root = _build(leaves, pool_weights)
+    nodes = _walk(root)
+    leaf_nodes = [n for n in nodes if n.leaf is not None]
+    pools = [n for n in nodes if n.leaf is None]
+    for n in leaf_nodes:
+        n.active = n.cap is None or n.cap > 0
+        n.rise, n.slowness, n.growth = 1 / n.promise, n.promise, n.use
+    for n in pools:
+        n.usage = {}
+    growing = [n for n in leaf_nodes if n.active]
+    while growing:
+        _measure(root, real, min_satisfaction)
+        _pour(root, ONE)
+        step = _next_event(pools, growing, root, real)
+        for n in pools:  # (the root's usage is every resource's: used up at 1)
+            if n.inflow:
+                usage, poured = n.usage, n.inflow * step
+                for r, g in n.growth.items():
+                    usage[r] = usage.get(r, ZERO) + g * poured
+        for n in growing:
+            if n.inflow:
+                n.share += n.inflow * step
+        used = root.usage
+        for n in growing:
+            if (n.cap is not None and n.share >= n.cap) or any(
+                used.get(r, ZERO) >= 1 for r in n.use
+            ):
+                n.active = False
+        growing = [n for n in growing if n.active]
+    return {n.leaf: n.share for n in leaf_nodes if n.leaf is not None}
+
+
+def _build(leaves: Sequence[Leaf], pool_weights: Mapping[tuple[str, ...], Fraction]) -> _Node:
+    root = _Node(ONE, root=True)
+    pools: dict[tuple[str, ...], _Node] = {(): root}
+    for leaf in leaves:
+        parent = root
+        for depth in range(1, len(leaf.path) + 1):
+            path = leaf.path[:depth]
+            node = pools.get(path)
+            if node is None:
+                node = pools[path] = _Node(pool_weights.get(path, ONE))
+                parent.children.append(node)
+            parent = node
+        use = {r: v for r, v in leaf.use.items() if v}
+        parent.children.append(_Node(leaf.weight, leaf=leaf.name, use=use, cap=leaf.cap))
+    _promise(root, ONE)
+    return root
+
+
+def _promise(node: _Node, promise: Fraction) -> None:
+    node.promise = promise
+    total = sum((c.weight for c in node.children), ZERO)
+    for child in node.children:
+        _promise(child, promise * child.weight / total)
+
+
+def _walk(node: _Node) -> list[_Node]:
+    out = [node]
+    for child in node.children:
+        out.extend(_walk(child))
+    return out
+
+
+def _measure(node: _Node, real: Sequence[str], min_satisfaction: bool) -> bool:
+    """Bottom up: each node's usage and key, and -- where something below it still
+    grows -- the children it serves and how fast its key and resources rise per unit
+    poured into it. Returns whether anything at or below it still grows."""
+    node.inflow = ZERO
+    node.served = []
+    if node.leaf is not None:
+        node.growing = node.active
+        if node.active:
+            node.key = node.share * node.rise
+        return node.active
+    growing = [c for c in node.children if _measure(c, real, min_satisfaction)]
+    node.growing = bool(growing)
+    if not growing:
+        return False
+    node.lowest = lowest = min(c.key for c in growing)
+    tied = [c for c in growing if c.key == lowest]
+    stuck = [c for c in tied if c.rise == 0]  # keys that do not rise as they are served
+    if stuck:  # they take everything until they catch up
+        node.served = [(c, Fraction(1, len(stuck))) for c in stuck]
+        node.inner_rise = ZERO
+    elif len(tied) == 1:
+        node.served = [(tied[0], ONE)]
+        node.inner_rise = tied[0].rise
+    else:  # the tied keys rise together
+        inverse = sum((c.slowness for c in tied), ZERO)
+        node.served = [(c, c.slowness / inverse) for c in tied]
+        node.inner_rise = 1 / inverse
+    if len(node.served) == 1:
+        node.growth = node.served[0][0].growth
+    else:
+        growth: dict[str, Fraction] = {}
+        for child, part in node.served:
+            for r, v in child.growth.items():
+                growth[r] = growth.get(r, ZERO) + part * v
+        node.growth = growth
+    usage = node.usage
+    if node.root:
+        node.key, node.rise = lowest, node.inner_rise
+        node.slowness = 1 / node.rise if node.rise else ZERO
+        return True
+    top = max((usage.get(r, ZERO) for r in real), default=ZERO)
+    fastest = max(
+        (node.growth.get(r, ZERO) for r in real if usage.get(r, ZERO) == top), default=ZERO
+    )
+    node.sat, node.sat_rise = top / node.promise, fastest / node.promise
+    if not min_satisfaction or node.sat < lowest:  # naive: its own satisfaction alone
+        node.key, node.rise = node.sat, node.sat_rise
+    elif node.sat > lowest:
+        node.key, node.rise = lowest, node.inner_rise
+    else:
+        node.key, node.rise = lowest, min(node.sat_rise, node.inner_rise)
+    node.slowness = 1 / node.rise if node.rise else ZERO
+    return True
+
+
+def _pour(node: _Node, amount: Fraction) -> None:
+    """Top down: how much of each unit of the filling reaches each node."""
+    node.inflow = amount
+    for child, part in node.served:
+        _pour(child, amount * part)
+
+
+def _next_event(
+    pools: Sequence[_Node], growing: Sequence[_Node], root: _Node, real: Sequence[str]
+) -> Fraction:
+    """How far the filling goes (in summed dominant share) before the next event."""
+    steps: list[Fraction] = []
+    for n in growing:
+        if n.inflow and n.cap is not None:  # a leaf reaches its cap
+            steps.append((n.cap - n.share) / n.inflow)
+    for r, rate in root.growth.items():  # a resource runs out
+        if rate > 0:
+            steps.append((1 - root.usage.get(r, ZERO)) / rate)
+    for node in pools:
+        if not node.inflow:
+            continue
+        inner = node.inflow * node.inner_rise
+        if inner > 0:  # a waiting child's key is reached by the served ones'
+            for child in node.children:
+                if child.growing and child.key > node.lowest:
+                    steps.append((child.key - node.lowest) / inner)
+        if node.root:
+            continue
+        own = node.inflow * node.sat_rise
+        if node.sat != node.lowest and own != inner:  # its own satisfaction meets its children's
+            meet = (node.lowest - node.sat) / (own - inner)
+            if meet > 0:
+                steps.append(meet)
+        top = node.sat * node.promise
+        fastest = node.sat_rise * node.promise
+        for r in real:  # another resource overtakes its dominant one
+            g = node.growth.get(r, ZERO)
+            if g > fastest:
+                steps.append((top - node.usage.get(r, ZERO)) / (node.inflow * (g - fastest)))
+    positive = [s for s in steps if s > 0]
+    if not positive:
+        raise ValueError("the filling has no next event: a leaf takes no finite resource")
+    return min(positive)
