@@ -63,8 +63,8 @@ from protocol.messages import (
     Wire,
 )
 from protocol.resources import Limit, Resources
-from slave.slave import Slave
 from protocol.topics import Topics
+from slave.slave import Slave
 
 from conftest import need_mosquitto
 from helpers import Inbox, books_balance, eventually, raw_client, start_secure_slaves
