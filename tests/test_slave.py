@@ -19,6 +19,7 @@ from master.master import Master, MasterConfig
 from protocol.brokers import MosquittoBroker
 from protocol.bus import Bus
 from protocol.codec import PROTOCOL_VERSION, Envelope, decode_many
+from protocol.journal import Journal
 from protocol.messages import (
     CommandInfo,
     Error,
@@ -405,6 +406,25 @@ async def test_a_slave_killed_and_restarted_comes_back_as_itself_with_its_owed_u
         for update in fw.inbox.of(Update)[before:]:
             await fw.acknowledge(update.status)
         await eventually(lambda: _owed(work) == 0)  # acknowledged at last
+
+
+async def test_a_task_the_restarted_slave_cannot_restore_is_reported_lost(rig: Rig) -> None:
+    """A journal record that no longer makes a task (an older slave's, a damaged one) is
+    not dropped in silence: its framework hears TASK_LOST, and a good one still runs."""
+    fw = await rig.framework()
+    journal = Journal(rig.tmp / "s1" / "tasks.journal")
+    await journal.put(
+        f"{fw.framework_id}/ghost",
+        {"framework_id": fw.framework_id, "task": {"task_id": "ghost"}, "state": "TASK_RUNNING"},
+    )
+    await journal.close()
+    await rig.start_slave("s1", Resources(cpus=1, mem=512))
+    lost = await fw.update_for("ghost", TaskState.LOST)
+    assert lost.slave_id == "s1"
+    assert "could not restore" in lost.message
+    assert "ghost" not in {key.partition("/")[2] for key, _ in Journal(journal.path).items()}
+    await rig.launch(fw, "true", "fine")
+    await fw.update_for("fine", TaskState.FINISHED)
 
 
 async def test_a_broker_restart_while_tasks_run_loses_no_status_update(rig: Rig) -> None:
