@@ -2,7 +2,8 @@
 
 One aiohttp server in the master's own event loop (aiohttp: maintained, asyncio-native,
 streams server-sent events). Everything but the static page needs an operator's
-credentials (HTTP Basic, checked against the credentials store's password hashes);
+credentials (HTTP Basic, checked against the credentials store's password hashes); a
+framework principal's may read its own frameworks' tasks' files and nothing else.
 `/metrics` and `/health` may be left open for scrapers and probes. A cluster without a
 credentials store (`--insecure`) serves everything openly, as its broker does.
 """
@@ -17,6 +18,7 @@ import hashlib
 import json
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from importlib import resources as package_files
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -50,16 +52,19 @@ MAX_LIMIT = 1000
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
-class OperatorAuth:
-    """HTTP Basic against the store: operator principals only. The store is re-read when
-    it changes; a successful check is remembered (by a digest of the header) for a minute,
-    and checks run one at a time in a thread, so guessing cannot starve the master."""
+class PrincipalAuth:
+    """HTTP Basic against the store: operator principals, and framework principals (which
+    may read only their own tasks' files). The store is re-read when it changes; a
+    successful check is remembered (by a digest of the header) for a minute, and checks
+    run one at a time in a thread, so guessing cannot starve the master."""
+
+    KINDS = ("operator", "framework")
 
     def __init__(self, store: Path) -> None:
         self.store = store
         self._stamp: tuple[float, float] | None = None
-        self._operators: dict[str, str] = {}
-        self._good: dict[bytes, tuple[str, float]] = {}
+        self._hashes: dict[str, tuple[str, str]] = {}  # name: (its secret's hash, its kind)
+        self._good: dict[bytes, tuple[Who, float]] = {}
         self._lock = asyncio.Lock()
 
     def _load(self) -> None:
@@ -68,18 +73,19 @@ class OperatorAuth:
         if stamp == self._stamp:
             return
         kinds = {n: p.kind for n, p in load_principals(principals).items()}
-        self._operators = {
-            n: h for n, h in read_passwd(passwd).items() if kinds.get(n) == "operator"
+        self._hashes = {
+            n: (h, kinds[n]) for n, h in read_passwd(passwd).items() if kinds.get(n) in self.KINDS
         }
         self._stamp = stamp
         self._good.clear()
 
-    def _check(self, user: str, secret: str) -> bool:
+    def _check(self, user: str, secret: str) -> str | None:
+        """The principal's kind, if `secret` is its own."""
         self._load()
-        hashed = self._operators.get(user)
-        return hashed is not None and verify_secret(secret, hashed)
+        known = self._hashes.get(user)
+        return known[1] if known is not None and verify_secret(secret, known[0]) else None
 
-    async def principal(self, header: str | None) -> str | None:
+    async def principal(self, header: str | None) -> Who | None:
         if not header or not header.startswith("Basic "):
             return None
         key = hashlib.sha256(header.encode()).digest()
@@ -93,13 +99,20 @@ class OperatorAuth:
             return None
         async with self._lock:
             try:
-                ok = await asyncio.to_thread(self._check, user, secret)
+                kind = await asyncio.to_thread(self._check, user, secret)
             except (OSError, CredentialsError):
                 return None
-        if not ok:
+        if kind is None:
             return None
-        self._good[key] = (user, now + CACHE_SECONDS)
-        return user
+        who = Who(user, kind)
+        self._good[key] = (who, now + CACHE_SECONDS)
+        return who
+
+
+@dataclass(frozen=True)
+class Who:
+    principal: str
+    kind: str  # "operator" or "framework"
 
 
 def _json(model: BaseModel | dict[str, Any], status: int = 200) -> web.Response:
@@ -134,7 +147,7 @@ class HttpApi:
     def __init__(self, master: Master, config: HttpConfig) -> None:
         self.master = master
         self.config = config
-        self.auth = OperatorAuth(config.credentials) if config.credentials else None
+        self.auth = PrincipalAuth(config.credentials) if config.credentials else None
         self.registry = registry_for(master)
         self.log = logs.get("master.http", master_id=master.master_id)
         self.runner: web.AppRunner | None = None
@@ -212,7 +225,14 @@ class HttpApi:
                     content_type="application/json",
                     headers=headers,
                 )
-            request["principal"] = who
+            if who.kind != "operator" and handler != self._file:
+                self.log.info("http.forbidden", path=path, principal=who.principal)
+                return _problem(
+                    "operator credentials needed (a framework principal may read only "
+                    "its own tasks' files)",
+                    403,
+                )
+            request["principal"], request["kind"] = who.principal, who.kind
         return await handler(request)
 
     # -- pages --------------------------------------------------------------------------------
@@ -301,6 +321,11 @@ class HttpApi:
         info = request.match_info
         if info["name"] not in ("stdout", "stderr"):
             return _problem("a task has a stdout and a stderr", 404)
+        if request.get("kind") == "framework":  # its own frameworks' tasks, nobody else's
+            fw = self.master.books.frameworks.get(info["framework_id"])
+            if fw is None or fw.principal != request["principal"]:
+                self.log.info("http.forbidden", path=request.path, principal=request["principal"])
+                return _problem("not a task of one of your frameworks", 403)
         offset = _int(request, "offset", 0)
         length = _int(request, "length", 65536, 0, 1_048_576)
         try:

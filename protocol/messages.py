@@ -120,6 +120,7 @@ class TaskStatus(Wire):
     timestamp: float = Field(default_factory=time.time)
     uuid: str | None = None  # set when the update needs an acknowledgement
     data: bytes = b""
+    exit_code: int | None = None  # a command task's exit status, once it exited by itself
 
 
 class Offer(Wire):
@@ -440,6 +441,30 @@ class FileData(Wire):
 
     request_id: Id
     slave_id: Id
+    data: bytes = b""
+    offset: int = 0
+    size: int = 0
+    error: str = ""
+
+
+class ReadTaskFile(Wire):
+    """Framework -> master: part of one of its own tasks' stdout or stderr (the driver's
+    `read_file`); answered with a TaskFileData on the framework's inbox."""
+
+    request_id: Id
+    framework_id: Id
+    task_id: Id
+    name: Literal["stdout", "stderr"]
+    offset: int = Field(default=0, ge=0)
+    length: int = Field(default=65536, ge=0, le=1_048_576)
+
+
+class TaskFileData(Wire):
+    """Master -> framework: the answer to ReadTaskFile (`size`: the whole file's; `error`
+    when it could not be read: no such task, its slave gone, ...)."""
+
+    request_id: Id
+    task_id: Id
     data: bytes = b""
     offset: int = 0
     size: int = 0

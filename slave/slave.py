@@ -359,8 +359,12 @@ class Slave(ExecutorSide):
         }
 
     def _reporter(self, record: TaskRecord) -> Any:
-        async def report(state: TaskState, reason: Reason | None, message: str) -> None:
-            await self._report(record.framework_id, record.info, state, reason, message)
+        async def report(
+            state: TaskState, reason: Reason | None, message: str, *, exit_code: int | None = None
+        ) -> None:
+            await self._report(
+                record.framework_id, record.info, state, reason, message, exit_code=exit_code
+            )
 
         return report
 
@@ -386,6 +390,8 @@ class Slave(ExecutorSide):
         state: TaskState,
         reason: Reason | None,
         message: str,
+        *,
+        exit_code: int | None = None,
     ) -> None:
         """A task changed state: write the update down, then tell the master."""
         key = (framework_id, task.task_id)
@@ -407,6 +413,7 @@ class Slave(ExecutorSide):
             message=message,
             uuid=new_id(),
             executor_id=task.executor.executor_id if task.executor else None,
+            exit_code=exit_code,
         )
         await self.updates.send(
             StatusUpdate(framework_id=framework_id, slave_id=self.slave_id, status=status)

@@ -151,8 +151,9 @@ async def test_exit_codes_map_to_finished_and_failed(rig: Rig) -> None:
     await rig.launch(fw, "exit 3", "bad")
     failed = await fw.update_for("bad", TaskState.FAILED)
     assert "exited with code 3" in failed.message
+    assert failed.exit_code == 3  # a field of its own, not only words in the message
     await rig.launch(fw, "true", "good")
-    await fw.update_for("good", TaskState.FINISHED)
+    assert (await fw.update_for("good", TaskState.FINISHED)).exit_code == 0
 
 
 async def test_kill_stops_the_whole_process_group_and_reports_killed(rig: Rig) -> None:
