@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from pathlib import Path
 
 import click
@@ -27,6 +28,8 @@ from protocol.cli import (
     log_level_option,
 )
 from slave.cli import slave
+
+PIPED_WIDTH = 1000  # `state`'s width when stdout is not a terminal: the tables' own
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -130,7 +133,10 @@ def state(broker: str, cluster: str, as_json: bool, timeout: float) -> None:
     else:
         from rich.console import Console
 
-        Console().print(render_state(snap))
+        # a terminal's width, else (piped, redirected) as wide as the tables are: a pipe
+        # is read by a program or a file, and a cut column ("princ…") helps neither
+        tty = sys.stdout.isatty()
+        Console(width=None if tty else PIPED_WIDTH).print(render_state(snap))
 
 
 log = logs.get("broker")

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from protocol.messages import (
     TERMINAL_STATES,
     FrameworkView,
+    Offer,
     PreemptionView,
     RoleView,
     SlaveView,
@@ -203,6 +204,19 @@ class Books:
         return fw.tasks.get(task_id) if fw else None
 
 
+def offer_of(books: Books, record: OfferRecord) -> Offer:
+    """An outstanding offer as its framework was told of it."""
+    slave = books.slaves.get(record.slave_id)
+    return Offer(
+        offer_id=record.offer_id,
+        framework_id=record.framework_id,
+        slave_id=record.slave_id,
+        hostname=slave.hostname if slave else "",
+        resources=record.resources,
+        attributes=slave.attributes if slave else {},
+    )
+
+
 def snapshot(
     books: Books,
     *,
@@ -264,7 +278,8 @@ def snapshot(
         allocated=allocated,
         frameworks=frameworks,
         slaves=slaves,
-        offers=len(books.offers),
+        offer_count=len(books.offers),
+        offers=[offer_of(books, r) for r in books.offers.values()] if include_tasks else [],
         tasks=tasks,
         refused=refused or {},
         roles=roles or [],

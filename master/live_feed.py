@@ -33,7 +33,7 @@ def view_of(state: State) -> dict[str, Any]:
             "total": state.total.to_dict(),
             "allocated": state.allocated.to_dict(),
             "slaves": len(state.slaves),
-            "offers": state.offers,
+            "offers": state.offer_count,
             "tasks": sum(f.running_tasks for f in state.frameworks),
             "refused": state.refused,
             "preemption": state.preemption.model_dump(mode="json") if state.preemption else None,

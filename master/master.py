@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from master.authz import Caller
-from master.books import OfferRecord, snapshot
+from master.books import OfferRecord, offer_of, snapshot
 from master.core import MasterConfig
 from master.files import FileRequests
 from master.framework_calls import FrameworkCalls
@@ -356,20 +356,7 @@ class Master(FrameworkCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests,
     def offer_views(self, offset: int = 0, limit: int = 100) -> tuple[list[Offer], int]:
         """A page of outstanding offers, oldest first; and how many there are."""
         records = list(self.books.offers.values())[offset : offset + limit]
-        page = []
-        for r in records:
-            slave = self.books.slaves.get(r.slave_id)
-            page.append(
-                Offer(
-                    offer_id=r.offer_id,
-                    framework_id=r.framework_id,
-                    slave_id=r.slave_id,
-                    hostname=slave.hostname if slave else "",
-                    resources=r.resources,
-                    attributes=slave.attributes if slave else {},
-                )
-            )
-        return page, len(self.books.offers)
+        return [offer_of(self.books, r) for r in records], len(self.books.offers)
 
     def task_views(
         self, framework_id: str | None, state: str | None, offset: int = 0, limit: int = 100

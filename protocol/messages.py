@@ -594,8 +594,9 @@ class State(Wire):
     allocated: Resources
     frameworks: list[FrameworkView]
     slaves: list[SlaveView]
-    offers: int
-    tasks: list[TaskView] = Field(default_factory=list)
+    offer_count: int  # offers outstanding
+    offers: list[Offer] = Field(default_factory=list)  # listed when `tasks` are
+    tasks: list[TaskView] = Field(default_factory=list)  # live ones (omitted on big clusters)
     refused: dict[str, int] = Field(default_factory=dict)  # calls refused, by reason code
     roles: list[RoleView] = Field(default_factory=list)
     preemption: PreemptionView | None = None  # None: preemption is off

@@ -128,7 +128,7 @@ async def test_the_api_answers_operators_only_and_as_its_openapi_says(live: Live
         printer, driver = live.printer("echo hello from $MESOS_SANDBOX; echo oops >&2", 4)
         await driver.run()  # until its 4 tasks are done; then it tears itself down
         assert printer.ok
-        await wait_state(ops, CLUSTER, lambda s: not s.frameworks and s.offers == 0)
+        await wait_state(ops, CLUSTER, lambda s: not s.frameworks and s.offer_count == 0)
 
         status, doc = await live.get("/api/v1/openapi.json")
         assert status == 200
