@@ -6,6 +6,7 @@ import asyncio
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -27,12 +28,24 @@ from protocol.cli import (
     log_level_default,
     log_level_option,
 )
+from protocol.extras import MissingExtra
 from slave.cli import slave
 
 PIPED_WIDTH = 1000  # `state`'s width when stdout is not a terminal: the tables' own
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class Commands(click.Group):
+    """The drfmesos command: an optional part that is not installed is an error that says
+    which extra brings it, not a traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except MissingExtra as e:
+            raise click.ClickException(str(e)) from None
+
+
+@click.group(cls=Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(VERSION, prog_name="drfmesos")
 def main() -> None:
     """drfmesos: a Mesos-style resource-offer cluster manager with Dominant Resource
