@@ -14,6 +14,7 @@ from protocol.messages import (
     FrameworkView,
     Offer,
     PreemptionView,
+    Reason,
     RoleView,
     SlaveView,
     State,
@@ -25,6 +26,8 @@ from protocol.messages import (
     Update,
 )
 from protocol.resources import Resources
+
+COMPLETED = 50  # removed frameworks kept for the API, as Mesos's --max_completed_frameworks
 
 
 @dataclass(slots=True)
@@ -190,14 +193,33 @@ class Books:
     removed_slaves: set[str] = field(default_factory=set)
     # tasks a re-registering slave says ended, their last update still on its way
     ending: dict[tuple[str, str], str] = field(default_factory=dict)  # -> slave id
+    # the last frameworks removed, with their tasks, for the API and the web UI (Mesos's
+    # completed frameworks): what happened to a framework stays visible after it is gone
+    completed_frameworks: dict[str, Framework] = field(default_factory=dict)
 
-    def forget_framework(self, fw: Framework, why: str, keep: int = 10_000) -> None:
-        """Drop a removed framework, remembering (boundedly) that it was removed and why."""
+    def forget_framework(
+        self, fw: Framework, why: str, keep: int = 10_000, keep_completed: int = COMPLETED
+    ) -> None:
+        """Drop a removed framework, remembering (boundedly) that it was removed and why,
+        and (more boundedly) the framework itself, its tasks ended as killed."""
         del self.frameworks[fw.framework_id]
         self.inboxes.pop((fw.principal, fw.inbox), None)
         self.removed[fw.framework_id] = (fw.principal, why)
         if len(self.removed) > keep:
             del self.removed[next(iter(self.removed))]
+        for task in list(fw.tasks.values()):  # killed with it
+            status = TaskStatus(
+                task_id=task.task_id,
+                state=TaskState.KILLED,
+                slave_id=task.slave_id,
+                reason=Reason.FRAMEWORK_REMOVED,
+                message=f"its framework was removed: {why}",
+            )
+            fw.complete(task, status)
+        fw.connected = False
+        self.completed_frameworks[fw.framework_id] = fw
+        if len(self.completed_frameworks) > keep_completed:
+            del self.completed_frameworks[next(iter(self.completed_frameworks))]
 
     def task(self, framework_id: str, task_id: str) -> Task | None:
         fw = self.frameworks.get(framework_id)

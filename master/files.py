@@ -31,7 +31,9 @@ class FileRequests(MasterCore):
 
     def _known_task(self, framework_id: str, task_id: str) -> Task | None:
         """A task that runs or ran recently (None if the master does not know it)."""
-        fw = self.books.frameworks.get(framework_id)
+        fw = self.books.frameworks.get(framework_id) or self.books.completed_frameworks.get(
+            framework_id
+        )
         if fw is None:
             return None
         return fw.tasks.get(task_id) or fw.ended.get(task_id)

@@ -115,6 +115,29 @@ class Who:
     kind: str  # "operator" or "framework"
 
 
+# What every answer carries: the page runs only its own script and styles, is never framed,
+# and no type is guessed; and the server says its name, not its versions.
+SECURITY_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; object-src 'none'; "
+    "base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Server": "drfmesos",
+}
+FAVICON = (
+    b'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16">'
+    b'<rect width="16" height="16" rx="3" fill="#23395d"/>'
+    b'<rect x="3" y="8" width="3" height="5" fill="#fff"/>'
+    b'<rect x="7" y="5" width="3" height="8" fill="#fff"/>'
+    b'<rect x="11" y="3" width="2" height="10" fill="#fff"/></svg>'
+)
+
+
+async def _secure_headers(request: web.Request, response: web.StreamResponse) -> None:
+    response.headers.update(SECURITY_HEADERS)
+
+
 def _json(model: BaseModel | dict[str, Any], status: int = 200) -> web.Response:
     body = model.model_dump_json() if isinstance(model, BaseModel) else json.dumps(model)
     return web.Response(text=body, status=status, content_type="application/json")
@@ -156,10 +179,12 @@ class HttpApi:
 
     # -- lifecycle ----------------------------------------------------------------------------
     async def start(self) -> str:
-        app = web.Application(middlewares=[self._guard])
+        app = web.Application(middlewares=[self._errors_as_json, self._guard])
+        app.on_response_prepare.append(_secure_headers)
         app.add_routes(
             [
                 web.get("/", self._index),
+                web.get("/favicon.ico", self._favicon),
                 web.get("/static/{name}", self._static_file),
                 web.get("/health", self._health),
                 web.get("/metrics", self._metrics),
@@ -208,7 +233,7 @@ class HttpApi:
     @web.middleware
     async def _guard(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         path = request.path
-        public = path == "/" or path.startswith("/static/")
+        public = path in ("/", "/favicon.ico") or path.startswith("/static/")
         if self.config.open_metrics and path in ("/metrics", "/health"):
             public = True
         if self.auth is not None and not public:
@@ -235,7 +260,25 @@ class HttpApi:
             request["principal"], request["kind"] = who.principal, who.kind
         return await handler(request)
 
+    @web.middleware
+    async def _errors_as_json(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        """No route, or not that method: JSON, as every other error is (aiohttp's own
+        answers are plain text)."""
+        try:
+            return await handler(request)
+        except web.HTTPException as e:
+            if e.status not in (404, 405) or e.content_type == "application/json":
+                raise
+            message = "no such path" if e.status == 404 else f"{request.method} not allowed"
+            response = _problem(message, e.status)
+            if "Allow" in e.headers:
+                response.headers["Allow"] = e.headers["Allow"]
+            return response
+
     # -- pages --------------------------------------------------------------------------------
+    async def _favicon(self, request: web.Request) -> web.StreamResponse:
+        return web.Response(body=FAVICON, content_type="image/svg+xml")
+
     async def _index(self, request: web.Request) -> web.StreamResponse:
         return await self._serve("index.html")
 
@@ -315,14 +358,20 @@ class HttpApi:
         return _json(Roles(policy=state.policy, roles=state.roles))
 
     async def _events(self, request: web.Request) -> web.StreamResponse:
-        return _json(Events(events=list(self.master.recent_events)))
+        """The most recent events, oldest first: `limit` of them (all the master keeps)."""
+        kept = self.master.recent_events
+        limit = _int(request, "limit", len(kept) or 1, 1, MAX_LIMIT)
+        return _json(Events(events=list(kept)[-limit:]))
 
     async def _file(self, request: web.Request) -> web.StreamResponse:
         info = request.match_info
         if info["name"] not in ("stdout", "stderr"):
             return _problem("a task has a stdout and a stderr", 404)
         if request.get("kind") == "framework":  # its own frameworks' tasks, nobody else's
-            fw = self.master.books.frameworks.get(info["framework_id"])
+            books = self.master.books
+            fw = books.frameworks.get(info["framework_id"]) or books.completed_frameworks.get(
+                info["framework_id"]
+            )
             if fw is None or fw.principal != request["principal"]:
                 self.log.info("http.forbidden", path=request.path, principal=request["principal"])
                 return _problem("not a task of one of your frameworks", 403)

@@ -365,7 +365,7 @@ class Master(FrameworkCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests,
         state or all; and how many match in all. Views are built for the page only."""
         matching = [
             task
-            for fw in self.books.frameworks.values()
+            for fw in (*self.books.frameworks.values(), *self.books.completed_frameworks.values())
             if framework_id is None or fw.framework_id == framework_id
             for task in (*fw.tasks.values(), *fw.ended.values())
             if state is None or task.state.value == state

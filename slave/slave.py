@@ -401,7 +401,7 @@ class Slave(ExecutorSide):
                 return  # a task ends once
             record.state = state
             if state == TaskState.KILLED and record.kill_reason is not None:
-                reason, message = record.kill_reason, f"killed by the master: {message}"
+                reason, message = record.kill_reason, killed_by_master(record.kill_reason, message)
         if framework_id in self.shut_down_frameworks:
             self._forget(key)
             return
@@ -572,6 +572,18 @@ class Slave(ExecutorSide):
                 StatusUpdate(framework_id=framework_id, slave_id=self.slave_id, status=status)
             )
         await self.task_journal.drop(key)
+
+
+WHY_THE_MASTER_KILLS = {
+    Reason.TASK_PREEMPTED: "preempted, to give a framework below its fair share room",
+}
+
+
+def killed_by_master(reason: Reason, detail: str) -> str:
+    """What a task the master killed says: why, whatever its runner or executor said."""
+    why = WHY_THE_MASTER_KILLS.get(reason, reason.value)
+    extra = f" ({detail})" if detail and detail != "killed" else ""
+    return f"killed by the master: {why}{extra}"
 
 
 def _executor_id(task: Any) -> str | None:

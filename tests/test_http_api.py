@@ -153,6 +153,10 @@ async def test_the_api_answers_operators_only_and_as_its_openapi_says(live: Live
             wrong = basic("ops", "not-the-secret")
             assert (await live.get(path, auth=wrong))[0] == 401
             assert (await live.get(path, auth=basic("printer", "x")))[0] == 401
+        # a framework that is gone leaves its tasks behind (Mesos's completed frameworks)
+        status, done = await live.get("/api/v1/tasks?state=TASK_FINISHED")
+        assert done["total"] == 4
+        assert {t["framework_id"] for t in done["tasks"]} == {fw_id}
         status, page = await live.get("/api/v1/slaves?offset=1&limit=1")
         assert page["total"] == 2
         assert len(page["slaves"]) == 1

@@ -173,6 +173,20 @@ async def test_kill_stops_the_whole_process_group_and_reports_killed(rig: Rig) -
     await eventually(lambda: _group(pgid) == [])  # nothing of it is left, not even orphans
 
 
+async def test_a_task_the_master_preempts_says_why_in_full(rig: Rig) -> None:
+    fw = await rig.framework()
+    await rig.start_slave("s1", Resources(cpus=2, mem=1024))
+    await rig.launch(fw, "sleep 300", "victim")
+    await fw.update_for("victim", TaskState.RUNNING)
+    kill = KillTask(framework_id=fw.framework_id, task_id="victim", reason=Reason.TASK_PREEMPTED)
+    rig.master._send_slave("s1", kill)
+    killed = await fw.update_for("victim", TaskState.KILLED)
+    assert killed.reason == Reason.TASK_PREEMPTED
+    assert killed.message == (
+        "killed by the master: preempted, to give a framework below its fair share room"
+    )
+
+
 async def test_a_task_over_its_memory_is_failed_with_the_reason(rig: Rig) -> None:
     fw = await rig.framework()
     await rig.start_slave("s1", Resources(cpus=2, mem=2048))
