@@ -2,9 +2,9 @@
 Selenium) against a live `drfmesos demo` cluster: signing in (and a wrong secret's 401),
 A, B and C with their shares, C's arrival changing them without a reload, the share
 chart, a task's stdout read from its slave in a dialog (tail, follow, download), the
-offers' count, events by name, one colour per framework, a reload keeping the chart and
-the events, and the master stopping. Screenshots of each step go to
-artifacts/webui/ (or $DRFMESOS_ARTIFACTS)."""
+offers' count, events by name, one colour per framework, a framework's, a slave's and a
+task's page, a reload keeping the chart and the events, and the master stopping.
+Screenshots of each step go to artifacts/webui/ (or $DRFMESOS_ARTIFACTS)."""
 
 from __future__ import annotations
 
@@ -262,11 +262,40 @@ def test_the_web_ui_shows_the_demo_live(
     )
     assert len(set(bars)) == len(bars) == 3, bars  # and no two frameworks share one
 
+    # links: a framework's page (principal, role, its tasks by state), a slave's, a task's
+    def details() -> dict[str, str]:
+        return dict(
+            d.execute_script(  # type: ignore[attr-defined]
+                "const s = document.getElementById('details'); if (!s.open) return [];"
+                "return [['title', document.getElementById('details-title').textContent],"
+                "  ...[...s.querySelectorAll('dt')].map(t => [t.textContent,"
+                "                                            t.nextElementSibling.textContent])];"
+            )
+        )
+
+    d.execute_script(  # type: ignore[attr-defined]
+        "document.querySelector('#frameworks tr[data-framework=\"A\"] a').click()"
+    )
+    wait.until(lambda _: details().get("title") == "framework A")
+    a = details()
+    assert (a["principal"], a["role"]) == ("A", "A")
+    assert "TASK_RUNNING" in a["tasks"]
+    shot(d, "06-framework-a")
+    d.find_element(By.ID, "details-close").click()  # type: ignore[attr-defined]
+    d.execute_script("document.querySelector('#tasks tbody a[href^=\"#slave/\"]').click()")  # type: ignore[attr-defined]
+    wait.until(lambda _: details().get("title", "").startswith("slave "))
+    assert details()["hostname"].startswith("demo-slave-")
+    d.find_element(By.ID, "details-close").click()  # type: ignore[attr-defined]
+    d.execute_script("document.querySelector('#tasks tbody a[href^=\"#task/\"]').click()")  # type: ignore[attr-defined]
+    wait.until(lambda _: details().get("title", "").startswith("task "))
+    assert details()["state"].startswith("TASK_")
+    d.find_element(By.ID, "details-close").click()  # type: ignore[attr-defined]
+
     # a reload draws the chart from the master's own history at once
     d.refresh()  # type: ignore[attr-defined]
     wait.until(lambda _: float(d.find_element(By.ID, "chart").get_attribute("data-span") or 0) > 20)  # type: ignore[attr-defined]
     assert wait.until(lambda _: len(d.find_elements(By.CSS_SELECTOR, "#events li")) > 5)  # type: ignore[attr-defined]
-    shot(d, "06-reloaded")
+    shot(d, "07-reloaded")
 
     # the master stops: the page says so plainly, at its top, and waits longer each time
     proc.send_signal(signal.SIGINT)
@@ -274,4 +303,4 @@ def test_the_web_ui_shows_the_demo_live(
     assert "The master is not answering" in text("#outage")
     assert text("#live") == "master down"
     wait.until(lambda _: "Trying again in 4 s" in text("#outage"))
-    shot(d, "07-master-down")
+    shot(d, "08-master-down")

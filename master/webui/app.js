@@ -25,6 +25,7 @@ const el = (tag, attrs = {}, ...children) => {
   for (const c of children) e.append(c instanceof Node ? c : document.createTextNode(String(c)));
   return e;
 };
+const link = (route, text) => el("a", { href: "#" + route.map(encodeURIComponent).join("/") }, text);
 const pct = (x) => (x == null ? "-" : (100 * x).toFixed(1) + "%");
 const res = (r) => Object.entries(r || {}).map(([k, v]) => `${k}:${+v.toFixed(3)}`).join(" ") || "-";
 // a framework keeps one colour, in the table, the chart and the legend: given in the order
@@ -166,7 +167,8 @@ function render() {
 
   const rows = Object.values(view.frameworks).sort((a, b) => a.name.localeCompare(b.name));
   $("frameworks").tBodies[0].replaceChildren(...rows.map((f) => el("tr", { "data-framework": f.name },
-    el("td", {}, f.name + (f.active ? "" : " (disconnected)")), el("td", { class: "dim" }, f.framework_id),
+    el("td", {}, link(["framework", f.framework_id], f.name), f.active ? "" : " (disconnected)"),
+    el("td", { class: "dim" }, f.framework_id),
     el("td", {}, f.role), el("td", { class: "running" }, f.running_tasks), el("td", {}, f.finished_tasks),
     el("td", {}, res(f.allocated)),
     el("td", {}, el("div", { class: "share" }, bar(f.dominant_share, colour(f.framework_id), f.fair_share),
@@ -179,8 +181,9 @@ function render() {
   select.value = chosen;
 
   const roles = Object.values(view.roles).sort((a, b) => a.role.localeCompare(b.role));
-  $("roles").tBodies[0].replaceChildren(...roles.map((r) => el("tr", {},
-    el("td", {}, r.role), el("td", {}, r.weight), el("td", {}, pct(r.promise)), el("td", {}, pct(r.share)),
+  $("roles").tBodies[0].replaceChildren(...roles.map((r) => el("tr", { "data-role": r.role },
+    el("td", { class: "role", style: `padding-left:${0.5 + 1.5 * (r.role.split("/").length - 1)}em` },
+      (r.role.includes("/") ? "└ " : "") + r.role.split("/").pop()), el("td", {}, r.weight), el("td", {}, pct(r.promise)), el("td", {}, pct(r.share)),
     el("td", {}, pct(r.fair_share)), el("td", {}, res(r.guarantee)),
     el("td", {}, res(r.limit) + (r.unsatisfiable ? ` (unsatisfiable: ${r.unsatisfiable})` : "")))));
   drawChart();
@@ -254,7 +257,8 @@ async function loadSlaves() {
       const used = total - ((s.free || {})[name] || 0);
       bars.append(el("span", {}, name), bar(total ? used / total : 0, "#5b7bb2"), el("span", { class: "dim" }, `${+used.toFixed(2)} / ${+total.toFixed(2)}`));
     }
-    return el("tr", {}, el("td", {}, s.slave_id), el("td", {}, s.hostname), el("td", {}, s.tasks), el("td", {}, bars));
+    return el("tr", {}, el("td", {}, link(["slave", s.slave_id], s.slave_id)), el("td", {}, s.hostname),
+      el("td", {}, s.tasks), el("td", {}, bars));
   }));
   return page.total;
 }
@@ -266,7 +270,9 @@ async function loadTasks() {
   $("tasks-page").textContent = `${page.total ? taskOffset + 1 : 0}-${Math.min(taskOffset + PAGE, page.total)}`;
   const names = Object.fromEntries(Object.values(view.frameworks).map((f) => [f.framework_id, f.name]));
   $("tasks").tBodies[0].replaceChildren(...page.tasks.map((t) => el("tr", { "data-task": t.task_id },
-    el("td", {}, t.task_id), el("td", {}, names[t.framework_id] || t.framework_id), el("td", {}, t.slave_id),
+    el("td", {}, link(["task", t.framework_id, t.task_id], t.task_id)),
+    el("td", {}, link(["framework", t.framework_id], names[t.framework_id] || nameOf(t.framework_id))),
+    el("td", {}, link(["slave", t.slave_id], t.slave_id)),
     el("td", { title: t.message || "" }, t.state + (t.reason ? ` (${t.reason})` : "")), el("td", {}, res(t.resources)),
     el("td", {}, el("button", { class: "stdout", onclick: () => showFile(t, "stdout") }, "stdout"), " ",
       el("button", { class: "stderr", onclick: () => showFile(t, "stderr") }, "stderr")))));
@@ -357,6 +363,58 @@ $("sandbox-download").onclick = downloadFile;
 $("sandbox-close").onclick = () => $("sandbox").close();
 $("sandbox").onclose = closeFile;
 
+// -- details: a framework, a slave or a task, at #framework/ID, #slave/ID, #task/FW/ID ----
+async function frameworkDetails(id) {
+  const f = view.frameworks[id];
+  const page = await api(`/api/v1/tasks?framework=${encodeURIComponent(id)}&limit=1000`);
+  const counts = {};
+  for (const t of page.tasks) counts[t.state] = (counts[t.state] || 0) + 1;
+  const byState = Object.entries(counts).map(([s, n]) => `${s} ${n}`).join(" · ") || "none";
+  const tasks = el("button", { onclick: () => { $("task-framework").value = id; taskOffset = 0; loadTasks(); $("details").close(); } }, "show its tasks");
+  if (!f) return [`framework ${nameOf(id)}`, [["id", id], ["status", "removed"], ["tasks", byState], ["", tasks]]];
+  return [`framework ${f.name}`, [
+    ["id", id], ["principal", f.principal], ["role", f.role], ["weight", f.weight],
+    ["status", [f.active ? "connected" : "disconnected", f.suppressed && "suppressed"].filter(Boolean).join(", ")],
+    ["allocated", res(f.allocated)], ["offered", res(f.offered)],
+    ["dominant share", pct(f.dominant_share)], ["fair share", pct(f.fair_share)],
+    ["starving", f.starving_seconds != null ? `for ${Math.round(f.starving_seconds)} s` : "no"],
+    ["running", f.running_tasks], ["finished", f.finished_tasks], ["tasks", byState], ["", tasks]]];
+}
+
+async function slaveDetails(id) {
+  const page = await api(`/api/v1/slaves?limit=1000`);
+  const s = page.slaves.find((x) => x.slave_id === id);
+  if (!s) return [`slave ${id}`, [["status", "gone (or beyond the first 1000)"]]];
+  return [`slave ${id}`, [["hostname", s.hostname], ["principal", s.principal], ["total", res(s.total)],
+    ["free", res(s.free)], ["tasks", s.tasks]]];
+}
+
+async function taskDetails(frameworkId, id) {
+  const page = await api(`/api/v1/tasks?framework=${encodeURIComponent(frameworkId)}&limit=1000`);
+  const t = page.tasks.find((x) => x.task_id === id);
+  if (!t) return [`task ${id}`, [["status", "no longer known to the master"]]];
+  return [`task ${id}`, [["name", t.name || "-"], ["framework", link(["framework", frameworkId], nameOf(frameworkId))],
+    ["slave", link(["slave", t.slave_id], t.slave_id)], ["state", t.state], ["reason", t.reason || "-"],
+    ["message", t.message || "-"], ["resources", res(t.resources)],
+    ["sandbox", el("span", {}, el("button", { onclick: () => showFile(t, "stdout") }, "stdout"), " ",
+                   el("button", { onclick: () => showFile(t, "stderr") }, "stderr"))]]];
+}
+
+async function openDetails() {
+  const [kind, ...ids] = location.hash.slice(1).split("/").map(decodeURIComponent);
+  const make = { framework: frameworkDetails, slave: slaveDetails, task: taskDetails }[kind];
+  if (!make || !ids.length) return;
+  let title, rows;
+  try { [title, rows] = await make(...ids); } catch (e) { [title, rows] = [kind, [["error", e.message]]]; }
+  $("details-title").textContent = title;
+  $("details-list").replaceChildren(...rows.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]));
+  if (!$("details").open) $("details").showModal();
+}
+
+window.onhashchange = openDetails;
+$("details-close").onclick = () => $("details").close();
+$("details").onclose = () => { if (location.hash) history.replaceState(null, "", location.pathname); };
+
 $("slaves-prev").onclick = () => { slaveOffset = Math.max(0, slaveOffset - PAGE); loadSlaves(); };
 $("slaves-next").onclick = async () => { slaveOffset += PAGE; if (slaveOffset >= await loadSlaves()) { slaveOffset -= PAGE; loadSlaves(); } };
 $("tasks-prev").onclick = () => { taskOffset = Math.max(0, taskOffset - PAGE); loadTasks(); };
@@ -371,6 +429,7 @@ async function start() {
   const poll = () => (down ? Promise.resolve() : Promise.all([loadSlaves(), loadTasks(), loadOffers()]).catch(() => {}));
   await poll();
   if (!polling) polling = setInterval(poll, 2000);
+  if (location.hash) openDetails(); // a link to a framework, a slave or a task
 }
 
 (async () => {
