@@ -7,7 +7,10 @@ message that tools read.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from protocol.messages import (
     TERMINAL_STATES,
@@ -37,7 +40,8 @@ class Task:
     slave_id: str
     state: TaskState = TaskState.STAGING
     status: TaskStatus | None = None
-    launched_at: float = 0.0
+    launched_at: float = 0.0  # the loop's clock (monotonic), for durations
+    launched_wall: float = field(default_factory=time.time)  # the wall clock, for people
 
     @property
     def task_id(self) -> str:
@@ -62,7 +66,17 @@ class Task:
             name=self.info.name,
             reason=status.reason if status is not None and self.terminal else None,
             message=status.message if status is not None else "",
+            launched_at=self.launched_wall,
+            ended_at=status.timestamp if status is not None and self.terminal else None,
         )
+
+
+# how /api/v1/tasks may be sorted (`-` before one: the other way round)
+TASK_SORTS: dict[str, Callable[[Task], Any]] = {
+    "task_id": lambda t: t.task_id,
+    "state": lambda t: t.state.value,
+    "launched": lambda t: t.launched_wall,
+}
 
 
 @dataclass(slots=True)
@@ -281,6 +295,7 @@ def snapshot(
                 fair_share=None if fair is None else fair.get(fw.framework_id, 0.0),
                 starving_seconds=(starving or {}).get(fw.framework_id),
                 demand=fw.demand,
+                registered_at=fw.registered_at,
             )
         )
     slaves = [s.view(free.get(s.slave_id, Resources())) for s in books.slaves.values()]

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 from pydantic import BaseModel
 
+from master.books import TASK_SORTS
 from master.files import FileReadError
 from master.http_config import HttpConfig
 from master.http_models import (
@@ -344,7 +345,10 @@ class HttpApi:
         state = request.query.get("state") or None
         if state is not None and state not in {s.value for s in TaskState}:
             return _problem(f"unknown state {state!r}", 400)
-        page, total = self.master.task_views(framework, state, offset, limit)
+        search, sort = request.query.get("search", ""), request.query.get("sort", "")
+        if sort and sort.lstrip("-") not in TASK_SORTS:
+            return _problem(f"sort by one of {', '.join(TASK_SORTS)} (- before: descending)", 400)
+        page, total = self.master.task_views(framework, state, offset, limit, search, sort)
         return _json(Tasks(tasks=page, total=total, offset=offset, limit=limit))
 
     async def _offers(self, request: web.Request) -> web.StreamResponse:

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from master.authz import Caller
-from master.books import OfferRecord, offer_of, snapshot
+from master.books import TASK_SORTS, OfferRecord, offer_of, snapshot
 from master.core import MasterConfig
 from master.files import FileRequests
 from master.framework_calls import FrameworkCalls
@@ -359,17 +359,29 @@ class Master(FrameworkCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests,
         return [offer_of(self.books, r) for r in records], len(self.books.offers)
 
     def task_views(
-        self, framework_id: str | None, state: str | None, offset: int = 0, limit: int = 100
+        self,
+        framework_id: str | None,
+        state: str | None,
+        offset: int = 0,
+        limit: int = 100,
+        search: str = "",
+        sort: str = "",
     ) -> tuple[list[TaskView], int]:
         """A page of tasks, running and recently ended, of one framework or all, in one
-        state or all; and how many match in all. Views are built for the page only."""
+        state or all, whose id or name holds `search`, in `sort`'s order (TASK_SORTS; by
+        default live ones first); and how many match in all. Views are built for the page
+        only."""
         matching = [
             task
             for fw in (*self.books.frameworks.values(), *self.books.completed_frameworks.values())
             if framework_id is None or fw.framework_id == framework_id
             for task in (*fw.tasks.values(), *fw.ended.values())
             if state is None or task.state.value == state
+            if not search or search in task.task_id or search in task.info.name
         ]
+        if sort:
+            key, newest_first = TASK_SORTS[sort.lstrip("-")], sort.startswith("-")
+            matching.sort(key=key, reverse=newest_first)
         page = [task.view() for task in matching[offset : offset + limit]]
         return page, len(matching)
 

@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
+from master.books import TASK_SORTS
 from master.http_models import (
     Events,
     Frameworks,
@@ -100,6 +101,12 @@ def openapi() -> dict[str, Any]:
                 [
                     {"name": "framework", "in": "query", "schema": {"type": "string"}},
                     {"name": "state", "in": "query", "schema": {"type": "string"}},
+                    {"name": "search", "in": "query", "schema": {"type": "string"}},
+                    {
+                        "name": "sort",
+                        "in": "query",
+                        "schema": {"enum": [*TASK_SORTS, *(f"-{s}" for s in TASK_SORTS)]},
+                    },
                     *_page_params(),
                 ],
             ),

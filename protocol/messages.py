@@ -540,6 +540,7 @@ class FrameworkView(Wire):
     fair_share: float | None = None  # its share of the policy's ideal (as preemption sees it)
     starving_seconds: float | None = None  # how long it has been starving, if it is
     demand: list[TaskRequest] | None = None  # what it declared it still wants
+    registered_at: float | None = None  # wall clock, when it first registered
 
 
 class SlaveView(Wire):
@@ -560,6 +561,8 @@ class TaskView(Wire):
     name: str = ""
     reason: Reason | None = None  # for ended tasks: why
     message: str = ""
+    launched_at: float | None = None  # wall clock, when the master launched it
+    ended_at: float | None = None  # wall clock, its terminal update's time
 
 
 class RoleView(Wire):

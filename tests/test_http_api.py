@@ -10,6 +10,7 @@ import base64
 import json
 import os
 import sys
+import time
 from collections import Counter
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -157,6 +158,15 @@ async def test_the_api_answers_operators_only_and_as_its_openapi_says(live: Live
         status, done = await live.get("/api/v1/tasks?state=TASK_FINISHED")
         assert done["total"] == 4
         assert {t["framework_id"] for t in done["tasks"]} == {fw_id}
+        for t in done["tasks"]:  # when each ran, by the wall clock
+            assert 0 < t["launched_at"] <= t["ended_at"] <= time.time()
+        # searched by id, sorted by launch
+        status, one = await live.get(f"/api/v1/tasks?search={task_id}")
+        assert [t["task_id"] for t in one["tasks"]] == [task_id]
+        status, newest = await live.get("/api/v1/tasks?state=TASK_FINISHED&sort=-launched")
+        launched = [t["launched_at"] for t in newest["tasks"]]
+        assert launched == sorted(launched, reverse=True)
+        assert (await live.get("/api/v1/tasks?sort=nope"))[0] == 400
         status, page = await live.get("/api/v1/slaves?offset=1&limit=1")
         assert page["total"] == 2
         assert len(page["slaves"]) == 1

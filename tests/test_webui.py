@@ -289,13 +289,29 @@ def test_the_web_ui_shows_the_demo_live(
     d.execute_script("document.querySelector('#tasks tbody a[href^=\"#task/\"]').click()")  # type: ignore[attr-defined]
     wait.until(lambda _: details().get("title", "").startswith("task "))
     assert details()["state"].startswith("TASK_")
+    assert details()["launched"] != "-"
     d.find_element(By.ID, "details-close").click()  # type: ignore[attr-defined]
+
+    # tasks searched by id (and sorted, newest first)
+    wanted = d.execute_script("return document.querySelector('#tasks tbody tr').dataset.task")  # type: ignore[attr-defined]
+    d.execute_script("document.getElementById('task-sort').value = '-launched'")  # type: ignore[attr-defined]
+    d.find_element(By.ID, "task-search").send_keys(wanted)  # type: ignore[attr-defined]
+    wait.until(
+        lambda _: (
+            d.execute_script(  # type: ignore[attr-defined]
+                "return [...document.querySelectorAll('#tasks tbody tr')].map(r => r.dataset.task)"
+            )
+            == [wanted]
+        )
+    )
+    shot(d, "07-task-search")
+    d.find_element(By.ID, "task-search").clear()  # type: ignore[attr-defined]
 
     # a reload draws the chart from the master's own history at once
     d.refresh()  # type: ignore[attr-defined]
     wait.until(lambda _: float(d.find_element(By.ID, "chart").get_attribute("data-span") or 0) > 20)  # type: ignore[attr-defined]
     assert wait.until(lambda _: len(d.find_elements(By.CSS_SELECTOR, "#events li")) > 5)  # type: ignore[attr-defined]
-    shot(d, "07-reloaded")
+    shot(d, "08-reloaded")
 
     # the master stops: the page says so plainly, at its top, and waits longer each time
     proc.send_signal(signal.SIGINT)
@@ -303,4 +319,4 @@ def test_the_web_ui_shows_the_demo_live(
     assert "The master is not answering" in text("#outage")
     assert text("#live") == "master down"
     wait.until(lambda _: "Trying again in 4 s" in text("#outage"))
-    shot(d, "08-master-down")
+    shot(d, "09-master-down")

@@ -26,6 +26,7 @@ const el = (tag, attrs = {}, ...children) => {
   return e;
 };
 const link = (route, text) => el("a", { href: "#" + route.map(encodeURIComponent).join("/") }, text);
+const when = (t) => (t ? new Date(t * 1000).toLocaleString() : "-");
 const pct = (x) => (x == null ? "-" : (100 * x).toFixed(1) + "%");
 const res = (r) => Object.entries(r || {}).map(([k, v]) => `${k}:${+v.toFixed(3)}`).join(" ") || "-";
 // a framework keeps one colour, in the table, the chart and the legend: given in the order
@@ -265,7 +266,9 @@ async function loadSlaves() {
 
 async function loadTasks() {
   const fw = $("task-framework").value, state = $("task-state").value;
-  const page = await api(`/api/v1/tasks?framework=${encodeURIComponent(fw)}&state=${encodeURIComponent(state)}&offset=${taskOffset}&limit=${PAGE}`);
+  const query = new URLSearchParams({ framework: fw, state, search: $("task-search").value.trim(),
+                                      sort: $("task-sort").value, offset: taskOffset, limit: PAGE });
+  const page = await api(`/api/v1/tasks?${query}`);
   $("task-count").textContent = `(${page.total})`;
   $("tasks-page").textContent = `${page.total ? taskOffset + 1 : 0}-${Math.min(taskOffset + PAGE, page.total)}`;
   const names = Object.fromEntries(Object.values(view.frameworks).map((f) => [f.framework_id, f.name]));
@@ -374,6 +377,7 @@ async function frameworkDetails(id) {
   if (!f) return [`framework ${nameOf(id)}`, [["id", id], ["status", "removed"], ["tasks", byState], ["", tasks]]];
   return [`framework ${f.name}`, [
     ["id", id], ["principal", f.principal], ["role", f.role], ["weight", f.weight],
+    ["registered", when(f.registered_at)],
     ["status", [f.active ? "connected" : "disconnected", f.suppressed && "suppressed"].filter(Boolean).join(", ")],
     ["allocated", res(f.allocated)], ["offered", res(f.offered)],
     ["dominant share", pct(f.dominant_share)], ["fair share", pct(f.fair_share)],
@@ -396,6 +400,7 @@ async function taskDetails(frameworkId, id) {
   return [`task ${id}`, [["name", t.name || "-"], ["framework", link(["framework", frameworkId], nameOf(frameworkId))],
     ["slave", link(["slave", t.slave_id], t.slave_id)], ["state", t.state], ["reason", t.reason || "-"],
     ["message", t.message || "-"], ["resources", res(t.resources)],
+    ["launched", when(t.launched_at)], ["ended", when(t.ended_at)],
     ["sandbox", el("span", {}, el("button", { onclick: () => showFile(t, "stdout") }, "stdout"), " ",
                    el("button", { onclick: () => showFile(t, "stderr") }, "stderr"))]]];
 }
@@ -419,7 +424,8 @@ $("slaves-prev").onclick = () => { slaveOffset = Math.max(0, slaveOffset - PAGE)
 $("slaves-next").onclick = async () => { slaveOffset += PAGE; if (slaveOffset >= await loadSlaves()) { slaveOffset -= PAGE; loadSlaves(); } };
 $("tasks-prev").onclick = () => { taskOffset = Math.max(0, taskOffset - PAGE); loadTasks(); };
 $("tasks-next").onclick = async () => { taskOffset += PAGE; if (taskOffset >= await loadTasks()) { taskOffset -= PAGE; loadTasks(); } };
-$("task-framework").onchange = $("task-state").onchange = () => { taskOffset = 0; loadTasks(); };
+$("task-framework").onchange = $("task-state").onchange = $("task-sort").onchange = () => { taskOffset = 0; loadTasks(); };
+$("task-search").oninput = () => { taskOffset = 0; loadTasks(); };
 
 let polling = null;
 async function start() {
