@@ -9,7 +9,7 @@
 
         async def status_update(self, driver, status):
             if status.state.terminal:
-                driver.stop()
+                await driver.stop()
 
     asyncio.run(SchedulerDriver(OneTask(), name="hello", broker="mqtt://127.0.0.1:1883").run())
 
