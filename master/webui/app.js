@@ -241,10 +241,12 @@ function addEvent(e) {
   while (list.children.length > 100) list.lastChild.remove();
 }
 
+const QUIET = new Set(["offer", "accept", "decline", "rescind"]); // as the live feed: counted, not listed
+
 async function loadEvents() { // what the master kept: the list survives a reload
-  const page = await api("/api/v1/events?limit=100").catch(() => ({ events: [] }));
+  const page = await api("/api/v1/events?limit=200").catch(() => ({ events: [] }));
   $("events").replaceChildren();
-  for (const e of page.events) addEvent(e);
+  for (const e of page.events) if (!QUIET.has(e.kind)) addEvent(e);
 }
 
 // -- pages of slaves and tasks ----------------------------------------------------------------
