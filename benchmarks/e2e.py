@@ -169,6 +169,8 @@ async def run(seconds: float, slaves: int, secure: bool) -> list[float]:
             "cluster",
             "master",
             *common("master"),
+            "--http",
+            "off",  # no web UI: and 5050 may be taken by someone's master
             "--allocation-interval",
             "0.5",
             *(["--principals", str(store.principals_file)] if store else []),

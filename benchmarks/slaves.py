@@ -53,6 +53,8 @@ async def measure(count: int, heartbeat: float, window: float) -> list[object]:
         str(heartbeat),
         "--slave-timeout",
         "120",
+        "--http",
+        "off",  # no web UI: and 5050 may be taken by someone's master
         "--log-level",
         "warning",
         env=env,

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -27,10 +29,24 @@ from protocol.cli import (
     log_level_default,
     log_level_option,
 )
+from protocol.extras import MissingExtra
 from slave.cli import slave
 
+PIPED_WIDTH = 1000  # `state`'s width when stdout is not a terminal: the tables' own
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+
+class Commands(click.Group):
+    """The drfmesos command: an optional part that is not installed is an error that says
+    which extra brings it, not a traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except MissingExtra as e:
+            raise click.ClickException(str(e)) from None
+
+
+@click.group(cls=Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(VERSION, prog_name="drfmesos")
 def main() -> None:
     """drfmesos: a Mesos-style resource-offer cluster manager with Dominant Resource
@@ -131,7 +147,10 @@ def state(broker: str, cluster: str, as_json: bool, timeout: float) -> None:
     else:
         from rich.console import Console
 
-        Console().print(render_state(snap))
+        # a terminal's width, else (piped, redirected) as wide as the tables are: a pipe
+        # is read by a program or a file, and a cut column ("princ…") helps neither
+        tty = sys.stdout.isatty()
+        Console(width=None if tty else PIPED_WIDTH).print(render_state(snap))
 
 
 log = logs.get("broker")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 import sys
 import tempfile
 import time
@@ -35,6 +36,8 @@ from protocol.topics import Topics
 SLAVE = "cpus:2;mem:2200"
 SLAVES = 3
 FRAMEWORKS = ("A", "B", "C")
+
+DEFAULT_WEB_UI = ("127.0.0.1", 5050)
 
 
 def framework_table(state: State | None, elapsed: float) -> Table:
@@ -72,7 +75,7 @@ async def run_demo(
     run_dir: Path,
     log_level: str,
     insecure: bool = False,
-    http: str = "127.0.0.1:5050",
+    http: str | None = None,
 ) -> State | None:
     console = Console()
     latest: list[State] = []
@@ -92,7 +95,7 @@ async def run_demo(
         watcher = asyncio.create_task(until_signalled(stop))
         view_url = as_principal(url, store, "operator") if store else url
         try:
-            await _start_cluster(launcher, time_scale, store, http)
+            await _start_cluster(launcher, time_scale, store, http or web_ui_address(console))
             await _say_where_the_ui_is(console, view_url, cluster, store)
             schedule = asyncio.create_task(_arrivals(launcher, time_scale, arrival, executor))
             async with Bus(view_url, name="demo-view") as bus:
@@ -111,6 +114,18 @@ async def run_demo(
             console.print("stopping the cluster ...", style="dim")
             await launcher.stop_all()
     return latest[0] if latest else None
+
+
+def web_ui_address(console: Console) -> str:
+    """127.0.0.1:5050, or a free port when something else holds it (said; the address the
+    master took is printed once it serves)."""
+    try:
+        with socket.socket() as probe:
+            probe.bind(DEFAULT_WEB_UI)
+    except OSError:
+        console.print(f"{DEFAULT_WEB_UI[0]}:{DEFAULT_WEB_UI[1]} is taken: a free port instead")
+        return f"{DEFAULT_WEB_UI[0]}:0"
+    return f"{DEFAULT_WEB_UI[0]}:{DEFAULT_WEB_UI[1]}"
 
 
 async def _say_where_the_ui_is(
@@ -264,9 +279,9 @@ async def _tick(stop: asyncio.Event, seconds: float) -> None:
 )
 @click.option(
     "--http",
-    default="127.0.0.1:5050",
-    show_default=True,
-    help="Where the master serves the web UI (HOST:PORT; PORT 0 picks a free one).",
+    default=None,
+    help="Where the master serves the web UI (HOST:PORT; PORT 0 picks a free one). "
+    "Default: 127.0.0.1:5050, or a free port if that one is taken.",
 )
 @log_level_option
 def demo(
@@ -277,7 +292,7 @@ def demo(
     executor: str,
     insecure: bool,
     run_dir: Path | None,
-    http: str,
+    http: str | None,
 ) -> None:
     """Run the blog's demo cluster: broker, master, 3 slaves, frameworks A, B, C."""
     if time_scale <= 0:

@@ -97,7 +97,7 @@ class ExperimentScheduler(Scheduler):
         while True:
             t = self.now()
             if stops is not None and t >= stops:
-                driver.stop()
+                await driver.stop()
                 return
             nxt = [x for x in (self.workload.next_arrival(), stops, *marks) if x and x > t]
             wait = (min(nxt) - t) * self.scale if nxt else 3600.0
@@ -136,7 +136,7 @@ async def run_experiment_framework(
         pacer = asyncio.create_task(scheduler.pacer(driver))
         await driver.join()
     finally:
-        driver.stop()
+        await driver.stop()
         await driver.join()  # tears the framework down, as a framework that leaves does
         if pacer is not None:
             pacer.cancel()

@@ -17,6 +17,7 @@ from typing import Any
 
 from cluster.ideal_timeline import Phase, ideal_phases, settle_seconds
 from cluster.spec import Spec
+from protocol.extras import needs
 from protocol.resources import Resources
 
 
@@ -154,7 +155,8 @@ class Results:
         summary = self.summary()
         (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
         if plots:
-            from cluster.plots import plot_all
+            with needs("plots"):
+                from cluster.plots import plot_all
 
             plot_all(self, out)
         return summary

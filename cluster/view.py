@@ -87,7 +87,7 @@ def render_state(state: State) -> Group:
     if state.recovering_slaves:
         head.add_row("recovering slaves", str(state.recovering_slaves), "", "")
     head.add_row("total", _res(state.total), "allocated", _res(state.allocated))
-    head.add_row("slaves", str(len(state.slaves)), "outstanding offers", str(state.offers))
+    head.add_row("slaves", str(len(state.slaves)), "outstanding offers", str(state.offer_count))
     if state.refused:
         refused = ", ".join(f"{code} {n}" for code, n in sorted(state.refused.items()))
         head.add_row("refused calls", refused, "", "")

@@ -1,11 +1,16 @@
-"""A custom framework in ~50 lines, written only against the public API.
+"""A custom framework in ~60 lines, written only against the public API.
 
     python examples/hello_framework.py --broker mqtt://127.0.0.1:1883 --tasks 5
     python examples/hello_framework.py --broker mqtts://team-a@127.0.0.1:8883 \
         --secret-file auth/secrets/team-a --ca auth/ca.pem          (an authenticated cluster)
 
 It launches TASKS shell commands, as many per offer as fit, declines offers it cannot
-use, prints every status update, and stops once every task has ended.
+use, prints every status update and the first finished task's stdout (read from its
+sandbox through the master, as this framework), and stops once every task has ended.
+
+Its role is the principal's own (the driver's default), the one `drfmesos auth add`
+gives it. A task id must not be reused: `build_task` makes a fresh one per launch, and a
+retry of a failed task is a new task with a new id.
 """
 
 import argparse
@@ -18,6 +23,7 @@ from frameworks import (
     Resources,
     Scheduler,
     SchedulerDriver,
+    TaskState,
     TaskStatus,
     build_task,
 )
@@ -27,8 +33,9 @@ TASK = Resources(cpus=0.1, mem=32)
 
 class Hello(Scheduler):
     def __init__(self, tasks: int) -> None:
-        self.to_launch = tasks
-        self.unfinished = tasks
+        self.tasks = self.to_launch = tasks
+        self.ended: set[str] = set()  # (a set: an update may come twice, at least once)
+        self.shown_stdout = False
 
     async def registered(self, driver: SchedulerDriver, framework_id: str, master_id: str) -> None:
         print(f"registered as {framework_id}")
@@ -47,10 +54,14 @@ class Hello(Scheduler):
 
     async def status_update(self, driver: SchedulerDriver, status: TaskStatus) -> None:
         print(f"{status.task_id}: {status.state.value} {status.message}")
+        if status.state == TaskState.FINISHED and not self.shown_stdout:
+            self.shown_stdout = True
+            stdout = await driver.read_file(status.task_id, "stdout")
+            print(f"{status.task_id} stdout: {stdout.data.decode().strip()}")
         if status.state.terminal:
-            self.unfinished -= 1
-            if self.unfinished == 0:
-                driver.stop()
+            self.ended.add(status.task_id)
+            if len(self.ended) == self.tasks:
+                await driver.stop()
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ import os
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
+from frameworks.calls import Made, made_at_once
 from protocol import logs
 from protocol.bus import cancel_and_wait
 from protocol.channel import Channel, ChannelClosed
@@ -86,7 +87,6 @@ class ExecutorDriver:
         self.slave_id = slave_id or env["DRFMESOS_SLAVE_ID"]
         self.framework_id = framework_id or env["DRFMESOS_FRAMEWORK_ID"]
         self.executor_id = executor_id or env["DRFMESOS_EXECUTOR_ID"]
-        logs.configure_default()
         self.log = logs.get(
             "executor",
             executor_id=self.executor_id,
@@ -159,7 +159,9 @@ class ExecutorDriver:
                 await asyncio.wait_for(self._registered.wait(), delay)
             delay = min(delay * 2, 5.0)
 
+    @made_at_once
     def stop(self) -> None:
+        """Stop: `run()` returns (awaitable, as every driver call is)."""
         self._stopped.set()
 
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
@@ -178,8 +180,9 @@ class ExecutorDriver:
             self.log.exception("executor.task_failed")
 
     # -- what an executor says ---------------------------------------------------------------
-    async def send_status_update(self, status: TaskStatus) -> None:
-        """Report a task's state to the slave (which owns getting it to the scheduler)."""
+    def send_status_update(self, status: TaskStatus) -> Made:
+        """Report a task's state to the slave (which owns getting it to the scheduler): sent
+        when called; awaiting it waits until the line to the slave has taken it."""
         channel = self._channel()
         status = status.model_copy(
             update={"slave_id": self.slave_id, "executor_id": self.executor_id}
@@ -187,9 +190,10 @@ class ExecutorDriver:
         channel.send(
             StatusUpdate(framework_id=self.framework_id, slave_id=self.slave_id, status=status)
         )
-        await channel.drain()
+        return Made(channel.drain)
 
-    async def send_framework_message(self, data: bytes) -> None:
+    def send_framework_message(self, data: bytes) -> Made:
+        """Opaque data to this executor's scheduler: sent when called, as above."""
         channel = self._channel()
         channel.send(
             FrameworkMessage(
@@ -199,7 +203,7 @@ class ExecutorDriver:
                 data=data,
             )
         )
-        await channel.drain()
+        return Made(channel.drain)
 
     def _channel(self) -> Channel:
         if self.channel is None:

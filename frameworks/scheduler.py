@@ -9,7 +9,7 @@
 
         async def status_update(self, driver, status):
             if status.state.terminal:
-                driver.stop()
+                await driver.stop()
 
     asyncio.run(SchedulerDriver(OneTask(), name="hello", broker="mqtt://127.0.0.1:1883").run())
 
@@ -24,12 +24,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import uuid
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Literal, TypeVar
 
+from frameworks.calls import made_at_once
 from protocol import logs
 from protocol.brokers import BrokerURL
-from protocol.bus import Bus, Dispatcher, first_of
+from protocol.bus import Bus, Dispatcher, cancel_and_wait, first_of
 from protocol.leader import LeaderWatch
 from protocol.messages import (
     Accept,
@@ -50,6 +53,7 @@ from protocol.messages import (
     OfferFilters,
     Offers,
     Preempting,
+    ReadTaskFile,
     Reconcile,
     ReconcileTask,
     Request,
@@ -58,6 +62,7 @@ from protocol.messages import (
     Subscribe,
     Subscribed,
     Suppress,
+    TaskFileData,
     TaskInfo,
     TaskRequest,
     TaskStatus,
@@ -67,6 +72,9 @@ from protocol.messages import (
 )
 from protocol.resources import Resources
 from protocol.topics import Topics, check_segment
+
+W = TypeVar("W", bound=Wire)
+Handler = Callable[[W, str | None], Awaitable[None]]
 
 
 def unauthenticated_principal(name: str) -> str:
@@ -141,7 +149,7 @@ class SchedulerDriver:
         name: str,
         broker: str | BrokerURL = "mqtt://127.0.0.1:1883",
         cluster: str = "default",
-        role: str = "*",
+        role: str | None = None,
         weight: float | None = None,
         failover_timeout: float = 0.0,
         framework_id: str | None = None,
@@ -149,15 +157,34 @@ class SchedulerDriver:
         min_offer: Iterable[Resources] = (),
         partition_aware: bool = False,
     ) -> None:
-        """`min_offer`: the smallest offers this framework can use (any one of them; Mesos
+        """Connect to `broker` (`mqtt[s]://PRINCIPAL@host:port`) as framework `name`.
+
+        `role`: the role to register in; by default the principal's own role (the broker
+        URL's user, which `drfmesos auth add` allows it), or, without credentials, the
+        framework's name. A secured cluster refuses a role its principal was not given.
+
+        `min_offer`: the smallest offers this framework can use (any one of them; Mesos
         1.10's offer_filters). The master then never offers it less: no declines of crumbs.
+        Without it, an offer may hold what is left on a slave whose CPUs are all taken --
+        memory and no CPU, say, every few seconds: pass the smallest task you launch
+        (`min_offer=[Resources(cpus=0.1, mem=32)]`) to hear only of offers it fits.
+
+        `implicit_acknowledgements`: acknowledge each status update when `status_update`
+        returns (the default); with False, call `acknowledge_status_update` yourself, after
+        you have recorded it, and the slave re-sends it until you do.
+
+        `failover_timeout`: how long the master keeps this framework's tasks after its
+        driver disconnects, for a successor that subscribes with `framework_id`.
+
         `partition_aware`: hear Mesos 1.1's finer states (TASK_DROPPED, TASK_UNREACHABLE,
-        TASK_GONE, ...) in place of TASK_LOST (examples/task-states.md)."""
+        TASK_GONE, ...) in place of TASK_LOST (examples/task-states.md).
+
+        `weight`: leave it out. A role's weight is the operator's (`drfmesos weights`); a
+        weight other than the configured one is refused at subscribe."""
         self.scheduler = scheduler
         self.name = name
         self.broker = BrokerURL.parse(broker) if isinstance(broker, str) else broker
         self.topics = Topics(cluster)
-        self.role = role
         self.weight = weight
         self.failover_timeout = failover_timeout
         self.framework_id = framework_id
@@ -170,16 +197,19 @@ class SchedulerDriver:
         # who we are is the broker's username; without authentication, as a Mesos framework
         # names its own principal: its name (unproven, so it protects nothing)
         self.principal = self.broker.username or unauthenticated_principal(name)
+        self.role = role or self.principal  # as the CLI's frameworks: the principal's own
         self.inbox_id = f"fw-{uuid.uuid4().hex[:16]}"
         self.to_master = self.topics.inbound("framework", self.principal)
         self.removed: str | None = None  # why the master removed us, once it has
-        logs.configure_default()
         self.log = logs.get("driver", framework=name)
         self.offers: dict[str, Offer] = {}  # outstanding: offered and not yet used
         self.bus: Bus | None = None
         self._subscribed = asyncio.Event()
         self._stopped = asyncio.Event()
         self._teardown = True
+        self._file_reads: dict[str, asyncio.Future[TaskFileData]] = {}
+        self._events: asyncio.Queue[functools.partial[Awaitable[None]]] = asyncio.Queue()
+        self._callbacks: asyncio.Task[None] | None = None  # runs them, one at a time
 
     @property
     def inbox(self) -> str:
@@ -195,15 +225,18 @@ class SchedulerDriver:
             will=(self.topics.gone("framework", self.principal), "framework", self.inbox_id),
         )
         d = Dispatcher(bus, "framework")
-        d.on(Subscribed, self._on_subscribed)
-        d.on(Offers, self._on_offers)
-        d.on(Rescind, self._on_rescind)
-        d.on(Update, self._on_update)
-        d.on(FrameworkMessage, self._on_message)
-        d.on(Failure, self._on_failure)
-        d.on(Error, self._on_error)
+        d.on(Subscribed, self._in_turn(self._on_subscribed))
+        d.on(Offers, self._in_turn(self._on_offers))
+        d.on(Rescind, self._in_turn(self._on_rescind))
+        d.on(Update, self._in_turn(self._on_update))
+        d.on(FrameworkMessage, self._in_turn(self._on_message))
+        d.on(Failure, self._in_turn(self._on_failure))
+        d.on(Error, self._in_turn(self._on_error))
         d.on(Heartbeat, self._on_heartbeat)
-        d.on(Preempting, self._on_preempting)
+        d.on(Preempting, self._in_turn(self._on_preempting))
+        # answered at once, beside the callbacks: one of them may be awaiting it
+        d.on(TaskFileData, self._on_file_data)
+        self._callbacks = asyncio.create_task(self._run_callbacks(), name="driver-callbacks")
         await bus.subscribe(self.inbox, d)
         await LeaderWatch.on(bus, self.topics, self._on_leader)
         bus.on_connect(self._subscribe)
@@ -216,6 +249,24 @@ class SchedulerDriver:
         if not self._subscribed.is_set():
             await self._close()
             raise TimeoutError(f"no answer from a master within {timeout}s")
+
+    def _in_turn(self, handler: Handler[W]) -> Handler[W]:
+        """Events reach the scheduler one at a time, in order, from the driver's own task
+        rather than the bus's: a callback that awaits an answer (`read_file`) does not
+        hold up the arrival of that answer."""
+
+        async def queued(msg: W, reply_to: str | None) -> None:
+            self._events.put_nowait(functools.partial(handler, msg, reply_to))
+
+        return queued
+
+    async def _run_callbacks(self) -> None:
+        while True:
+            event = await self._events.get()
+            try:
+                await event()
+            except Exception:  # a scheduler's bug must not stop the driver: say what it was
+                self.log.exception("framework.callback_failed", event=event.func.__name__)
 
     async def _subscribe(self) -> None:
         """Subscribe (again, with our framework id, after any reconnect) until answered.
@@ -251,9 +302,11 @@ class SchedulerDriver:
                 await asyncio.wait_for(self._subscribed.wait(), delay)
             delay = min(delay * 2, 10.0)
 
+    @made_at_once
     def stop(self, failover: bool = False) -> None:
-        """Stop the driver. Without `failover` the framework is torn down (its tasks killed);
-        with it, the master keeps its tasks for `failover_timeout` for a successor."""
+        """Stop the driver: no more callbacks, and `run()`/`join()` disconnect and return.
+        Without `failover` the framework is torn down (its tasks killed); with it, the
+        master keeps its tasks for `failover_timeout` for a successor."""
         self._teardown = not failover
         self._stopped.set()
 
@@ -274,6 +327,9 @@ class SchedulerDriver:
         bus, self.bus = self.bus, None
         if bus is None:
             return
+        if self._callbacks is not None and self._callbacks is not asyncio.current_task():
+            await cancel_and_wait(self._callbacks)
+        self._callbacks = None
         if self._resubscribing is not None and not self._resubscribing.done():
             self._resubscribing.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -299,13 +355,15 @@ class SchedulerDriver:
         acknowledgement of each, nor are the events that follow it."""
         self._call_bus().post(self.to_master, call)
 
-    async def launch_tasks(
+    @made_at_once
+    def launch_tasks(
         self, offer_ids: Iterable[str], tasks: list[TaskInfo], filters: Filters | None = None
     ) -> None:
         """Use offers for `tasks`; what the tasks leave unused goes back with `filters`."""
-        await self.accept_offers(offer_ids, tasks, filters)
+        self.accept_offers(offer_ids, tasks, filters)
 
-    async def accept_offers(
+    @made_at_once
+    def accept_offers(
         self, offer_ids: Iterable[str], tasks: list[TaskInfo], filters: Filters | None = None
     ) -> None:
         if self._stopped.is_set():
@@ -344,12 +402,12 @@ class SchedulerDriver:
             ),
         )
 
-    async def decline_offer(self, offer_id: str, filters: Filters | None = None) -> None:
-        await self.decline_offers([offer_id], filters)
+    @made_at_once
+    def decline_offer(self, offer_id: str, filters: Filters | None = None) -> None:
+        self.decline_offers([offer_id], filters)
 
-    async def decline_offers(
-        self, offer_ids: Iterable[str], filters: Filters | None = None
-    ) -> None:
+    @made_at_once
+    def decline_offers(self, offer_ids: Iterable[str], filters: Filters | None = None) -> None:
         """Decline several offers in one call (Mesos's DECLINE takes a list), one filter."""
         if self._stopped.is_set():
             return  # as the Mesos driver: calls after stop() do nothing
@@ -368,20 +426,21 @@ class SchedulerDriver:
             ),
         )
 
-    async def revive_offers(self) -> None:
+    @made_at_once
+    def revive_offers(self) -> None:
         if self._stopped.is_set():
             return  # as the Mesos driver: calls after stop() do nothing
         self._call(Revive(framework_id=self.framework_id or ""))
 
-    async def suppress_offers(self) -> None:
+    @made_at_once
+    def suppress_offers(self) -> None:
         """No offers until revive; also clears what `request_resources` declared."""
         if self._stopped.is_set():
             return  # as the Mesos driver: calls after stop() do nothing
         self._call(Suppress(framework_id=self.framework_id or ""))
 
-    async def request_resources(
-        self, requests: Iterable[TaskRequest | tuple[Resources, int]]
-    ) -> None:
+    @made_at_once
+    def request_resources(self, requests: Iterable[TaskRequest | tuple[Resources, int]]) -> None:
         """Tell the master what this framework still wants to run: task sizes with counts
         (Mesos's REQUEST, pymesos's requestResources). Each call replaces the last; an
         empty list clears it, and so does suppress. The master sets fair shares -- and,
@@ -395,14 +454,16 @@ class SchedulerDriver:
         ]
         self._call(Request(framework_id=self.framework_id or "", requests=wanted))
 
-    async def kill_task(self, task_id: str, slave_id: str | None = None) -> None:
+    @made_at_once
+    def kill_task(self, task_id: str, slave_id: str | None = None) -> None:
         if self._stopped.is_set():
             return  # as the Mesos driver: calls after stop() do nothing
         self._call(
             Kill(framework_id=self.framework_id or "", task_id=task_id, slave_id=slave_id),
         )
 
-    async def acknowledge_status_update(self, status: TaskStatus) -> None:
+    @made_at_once
+    def acknowledge_status_update(self, status: TaskStatus) -> None:
         """Needed only with implicit_acknowledgements=False (and only if status.uuid)."""
         if self._stopped.is_set():
             return  # as the Mesos driver: calls after stop() do nothing
@@ -417,7 +478,8 @@ class SchedulerDriver:
             ),
         )
 
-    async def reconcile_tasks(self, tasks: Iterable[TaskStatus | str] = ()) -> None:
+    @made_at_once
+    def reconcile_tasks(self, tasks: Iterable[TaskStatus | str] = ()) -> None:
         """Ask for the latest state of tasks (by status or id); none means all of them."""
         if self._stopped.is_set():
             return  # as the Mesos driver: calls after stop() do nothing
@@ -429,7 +491,8 @@ class SchedulerDriver:
         ]
         self._call(Reconcile(framework_id=self.framework_id or "", tasks=wanted))
 
-    async def send_framework_message(self, executor_id: str, slave_id: str, data: bytes) -> None:
+    @made_at_once
+    def send_framework_message(self, executor_id: str, slave_id: str, data: bytes) -> None:
         if self._stopped.is_set():
             return  # as the Mesos driver: calls after stop() do nothing
         self._call(
@@ -440,6 +503,46 @@ class SchedulerDriver:
                 data=data,
             ),
         )
+
+    async def read_file(
+        self,
+        task_id: str,
+        name: Literal["stdout", "stderr"] = "stdout",
+        *,
+        offset: int = 0,
+        length: int = 65536,
+        timeout: float = 10.0,
+    ) -> TaskFileData:
+        """Read part of one of this framework's tasks' `stdout` or `stderr` from its
+        sandbox, through the master (Mesos's agent files API): up to `length` bytes (at
+        most 1 MB) from `offset`. The answer's `size` is the whole file's, so a follower
+        reads again from `offset + len(data)`. A task that ended is readable while its
+        slave keeps its sandbox. Raises DriverError when it cannot be read."""
+        if self._stopped.is_set():
+            raise DriverError("the driver is stopped")
+        request_id = uuid.uuid4().hex
+        answer: asyncio.Future[TaskFileData] = asyncio.get_running_loop().create_future()
+        self._file_reads[request_id] = answer
+        try:
+            self._call(
+                ReadTaskFile(
+                    request_id=request_id,
+                    framework_id=self.framework_id or "",
+                    task_id=task_id,
+                    name=name,
+                    offset=offset,
+                    length=length,
+                )
+            )
+            try:
+                got = await asyncio.wait_for(answer, timeout)
+            except TimeoutError:
+                raise DriverError(f"no answer about {task_id}'s {name} in {timeout:g}s") from None
+        finally:
+            self._file_reads.pop(request_id, None)
+        if got.error:
+            raise DriverError(got.error)
+        return got
 
     # -- events ----------------------------------------------------------------------------------
     async def _on_leader(self, leader: Leader) -> None:
@@ -533,6 +636,11 @@ class SchedulerDriver:
             return  # stopped: no more callbacks
         self.log.info("framework.preempting", tasks=len(msg.tasks), deadline=msg.deadline_seconds)
         await self.scheduler.preempting(self, msg)
+
+    async def _on_file_data(self, msg: TaskFileData, _r: str | None) -> None:
+        answer = self._file_reads.get(msg.request_id)
+        if answer is not None and not answer.done():
+            answer.set_result(msg)
 
     async def _on_heartbeat(self, msg: Heartbeat, _r: str | None) -> None:
         pass  # liveness only

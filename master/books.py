@@ -7,12 +7,17 @@ message that tools read.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from protocol.messages import (
     TERMINAL_STATES,
     FrameworkView,
+    Offer,
     PreemptionView,
+    Reason,
     RoleView,
     SlaveView,
     State,
@@ -25,6 +30,8 @@ from protocol.messages import (
 )
 from protocol.resources import Resources
 
+COMPLETED = 50  # removed frameworks kept for the API, as Mesos's --max_completed_frameworks
+
 
 @dataclass(slots=True)
 class Task:
@@ -33,7 +40,8 @@ class Task:
     slave_id: str
     state: TaskState = TaskState.STAGING
     status: TaskStatus | None = None
-    launched_at: float = 0.0
+    launched_at: float = 0.0  # the loop's clock (monotonic), for durations
+    launched_wall: float = field(default_factory=time.time)  # the wall clock, for people
 
     @property
     def task_id(self) -> str:
@@ -58,7 +66,17 @@ class Task:
             name=self.info.name,
             reason=status.reason if status is not None and self.terminal else None,
             message=status.message if status is not None else "",
+            launched_at=self.launched_wall,
+            ended_at=status.timestamp if status is not None and self.terminal else None,
         )
+
+
+# how /api/v1/tasks may be sorted (`-` before one: the other way round)
+TASK_SORTS: dict[str, Callable[[Task], Any]] = {
+    "task_id": lambda t: t.task_id,
+    "state": lambda t: t.state.value,
+    "launched": lambda t: t.launched_wall,
+}
 
 
 @dataclass(slots=True)
@@ -199,18 +217,50 @@ class Books:
     gone_slaves: set[str] = field(default_factory=set)
     # tasks a re-registering slave says ended, their last update still on its way
     ending: dict[tuple[str, str], str] = field(default_factory=dict)  # -> slave id
+    # the last frameworks removed, with their tasks, for the API and the web UI (Mesos's
+    # completed frameworks): what happened to a framework stays visible after it is gone
+    completed_frameworks: dict[str, Framework] = field(default_factory=dict)
 
-    def forget_framework(self, fw: Framework, why: str, keep: int = 10_000) -> None:
-        """Drop a removed framework, remembering (boundedly) that it was removed and why."""
+    def forget_framework(
+        self, fw: Framework, why: str, keep: int = 10_000, keep_completed: int = COMPLETED
+    ) -> None:
+        """Drop a removed framework, remembering (boundedly) that it was removed and why,
+        and (more boundedly) the framework itself, its tasks ended as killed."""
         del self.frameworks[fw.framework_id]
         self.inboxes.pop((fw.principal, fw.inbox), None)
         self.removed[fw.framework_id] = (fw.principal, why)
         if len(self.removed) > keep:
             del self.removed[next(iter(self.removed))]
+        for task in list(fw.tasks.values()):  # killed with it
+            status = TaskStatus(
+                task_id=task.task_id,
+                state=TaskState.KILLED,
+                slave_id=task.slave_id,
+                reason=Reason.FRAMEWORK_REMOVED,
+                message=f"its framework was removed: {why}",
+            )
+            fw.complete(task, status)
+        fw.connected = False
+        self.completed_frameworks[fw.framework_id] = fw
+        if len(self.completed_frameworks) > keep_completed:
+            del self.completed_frameworks[next(iter(self.completed_frameworks))]
 
     def task(self, framework_id: str, task_id: str) -> Task | None:
         fw = self.frameworks.get(framework_id)
         return fw.tasks.get(task_id) if fw else None
+
+
+def offer_of(books: Books, record: OfferRecord) -> Offer:
+    """An outstanding offer as its framework was told of it."""
+    slave = books.slaves.get(record.slave_id)
+    return Offer(
+        offer_id=record.offer_id,
+        framework_id=record.framework_id,
+        slave_id=record.slave_id,
+        hostname=slave.hostname if slave else "",
+        resources=record.resources,
+        attributes=slave.attributes if slave else {},
+    )
 
 
 def snapshot(
@@ -255,6 +305,7 @@ def snapshot(
                 fair_share=None if fair is None else fair.get(fw.framework_id, 0.0),
                 starving_seconds=(starving or {}).get(fw.framework_id),
                 demand=fw.demand,
+                registered_at=fw.registered_at,
             )
         )
     slaves = [s.view(free.get(s.slave_id, Resources())) for s in books.slaves.values()]
@@ -274,7 +325,8 @@ def snapshot(
         allocated=allocated,
         frameworks=frameworks,
         slaves=slaves,
-        offers=len(books.offers),
+        offer_count=len(books.offers),
+        offers=[offer_of(books, r) for r in books.offers.values()] if include_tasks else [],
         tasks=tasks,
         refused=refused or {},
         roles=roles or [],

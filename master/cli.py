@@ -15,6 +15,7 @@ from master.leadership import LeadershipError
 from master.preemption import VICTIM_ORDERS
 from protocol.brokers import BrokerURL
 from protocol.cli import broker_option, cluster_option, log_level_option, warn_if_insecure
+from protocol.extras import needs
 
 
 def parse_weights(text: str) -> dict[str, float]:
@@ -256,8 +257,10 @@ def master(
 ) -> None:
     """Run the master: the books, the DRF allocation module and the offer loop."""
     from master.leadership import Candidate, LoneCandidate, Term, lead
-    from master.master import Master, MasterConfig
     from master.registry import Registry
+
+    with needs("master"):
+        from master.master import Master, MasterConfig
     from protocol.bus import Bus
     from protocol.cli import run_party
     from protocol.topics import Topics
@@ -306,7 +309,8 @@ def master(
     candidate: Candidate
     master_id = f"master-{uuid.uuid4().hex[:12]}"  # this process, through all its terms
     if zk is not None:
-        from master.zookeeper import ZkCandidate, ZkURL
+        with needs("ha"):
+            from master.zookeeper import ZkCandidate, ZkURL
 
         try:
             zk_url = ZkURL.parse(zk)

@@ -432,6 +432,7 @@ class MasterCore:
             if slave_id in self.books.slaves:
                 self._send_slave(slave_id, ShutdownFramework(framework_id=fw.framework_id))
         self.allocator.remove_framework(fw.framework_id)  # releases tasks and offers alike
+        killed = len(fw.tasks)
         self.books.forget_framework(fw, why)
         self._persist(
             self.registry.remove_framework(fw.framework_id),
@@ -440,7 +441,7 @@ class MasterCore:
         )
         self.framework_gone(fw.framework_id)
         self.log.info(
-            "framework.removed", framework_id=fw.framework_id, why=why, tasks_killed=len(fw.tasks)
+            "framework.removed", framework_id=fw.framework_id, why=why, tasks_killed=killed
         )
         self._event("removed", framework_id=fw.framework_id, detail=why)
         self.request_round()

@@ -1,4 +1,5 @@
-"""Reading a task's stdout and stderr through the master (for the web UI and the API).
+"""Reading a task's stdout and stderr through the master (for the web UI and the API, and
+for a framework reading its own tasks' files: `ReadTaskFile`, the driver's `read_file`).
 
 The master asks the slave that ran the task (`ReadFile`) and waits for its `FileData`,
 which is accepted only from the principal that slave speaks for and only for a request
@@ -13,7 +14,7 @@ from typing import Any
 from master.authz import Caller
 from master.books import Task
 from master.core import MasterCore
-from protocol.messages import FileData, ReadFile, new_id
+from protocol.messages import FileData, ReadFile, ReadTaskFile, TaskFileData, new_id
 
 FILE_TIMEOUT = 5.0
 
@@ -26,10 +27,13 @@ class FileRequests(MasterCore):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._file_requests: dict[str, tuple[str, asyncio.Future[FileData]]] = {}
+        self._file_readers: set[asyncio.Task[None]] = set()  # frameworks' reads under way
 
     def _known_task(self, framework_id: str, task_id: str) -> Task | None:
         """A task that runs or ran recently (None if the master does not know it)."""
-        fw = self.books.frameworks.get(framework_id)
+        fw = self.books.frameworks.get(framework_id) or self.books.completed_frameworks.get(
+            framework_id
+        )
         if fw is None:
             return None
         return fw.tasks.get(task_id) or fw.ended.get(task_id)
@@ -85,3 +89,28 @@ class FileRequests(MasterCore):
             return
         if not pending[1].done():
             pending[1].set_result(msg)
+
+    async def _on_read_task_file(self, msg: ReadTaskFile, caller: Caller) -> None:
+        """A framework reads one of its own tasks' files (another principal's framework is
+        refused, as every call naming it is). The slave's answer is awaited off the bus's
+        path: it arrives on that same path."""
+        fw = self._framework_for(msg.framework_id, caller, "ReadTaskFile")
+        if fw is None:
+            return
+
+        async def read() -> None:
+            answer = TaskFileData(request_id=msg.request_id, task_id=msg.task_id)
+            try:
+                got = await self.read_task_file(
+                    msg.framework_id, msg.task_id, msg.name, msg.offset, msg.length
+                )
+                answer = answer.model_copy(
+                    update={"data": got.data, "offset": got.offset, "size": got.size}
+                )
+            except FileReadError as e:
+                answer = answer.model_copy(update={"error": str(e)})
+            self._send_framework(fw, answer)
+
+        task = asyncio.create_task(read())
+        self._file_readers.add(task)
+        task.add_done_callback(self._file_readers.discard)

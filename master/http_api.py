@@ -2,7 +2,8 @@
 
 One aiohttp server in the master's own event loop (aiohttp: maintained, asyncio-native,
 streams server-sent events). Everything but the static page needs an operator's
-credentials (HTTP Basic, checked against the credentials store's password hashes);
+credentials (HTTP Basic, checked against the credentials store's password hashes); a
+framework principal's may read its own frameworks' tasks' files and nothing else.
 `/metrics` and `/health` may be left open for scrapers and probes. A cluster without a
 credentials store (`--insecure`) serves everything openly, as its broker does.
 """
@@ -17,6 +18,7 @@ import hashlib
 import json
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from importlib import resources as package_files
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 from pydantic import BaseModel
 
+from master.books import TASK_SORTS
 from master.files import FileReadError
 from master.http_config import HttpConfig
 from master.http_log import ClientErrors
@@ -51,16 +54,19 @@ MAX_LIMIT = 1000
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
-class OperatorAuth:
-    """HTTP Basic against the store: operator principals only. The store is re-read when
-    it changes; a successful check is remembered (by a digest of the header) for a minute,
-    and checks run one at a time in a thread, so guessing cannot starve the master."""
+class PrincipalAuth:
+    """HTTP Basic against the store: operator principals, and framework principals (which
+    may read only their own tasks' files). The store is re-read when it changes; a
+    successful check is remembered (by a digest of the header) for a minute, and checks
+    run one at a time in a thread, so guessing cannot starve the master."""
+
+    KINDS = ("operator", "framework")
 
     def __init__(self, store: Path) -> None:
         self.store = store
         self._stamp: tuple[float, float] | None = None
-        self._operators: dict[str, str] = {}
-        self._good: dict[bytes, tuple[str, float]] = {}
+        self._hashes: dict[str, tuple[str, str]] = {}  # name: (its secret's hash, its kind)
+        self._good: dict[bytes, tuple[Who, float]] = {}
         self._lock = asyncio.Lock()
 
     def _load(self) -> None:
@@ -69,18 +75,19 @@ class OperatorAuth:
         if stamp == self._stamp:
             return
         kinds = {n: p.kind for n, p in load_principals(principals).items()}
-        self._operators = {
-            n: h for n, h in read_passwd(passwd).items() if kinds.get(n) == "operator"
+        self._hashes = {
+            n: (h, kinds[n]) for n, h in read_passwd(passwd).items() if kinds.get(n) in self.KINDS
         }
         self._stamp = stamp
         self._good.clear()
 
-    def _check(self, user: str, secret: str) -> bool:
+    def _check(self, user: str, secret: str) -> str | None:
+        """The principal's kind, if `secret` is its own."""
         self._load()
-        hashed = self._operators.get(user)
-        return hashed is not None and verify_secret(secret, hashed)
+        known = self._hashes.get(user)
+        return known[1] if known is not None and verify_secret(secret, known[0]) else None
 
-    async def principal(self, header: str | None) -> str | None:
+    async def principal(self, header: str | None) -> Who | None:
         if not header or not header.startswith("Basic "):
             return None
         key = hashlib.sha256(header.encode()).digest()
@@ -94,13 +101,43 @@ class OperatorAuth:
             return None
         async with self._lock:
             try:
-                ok = await asyncio.to_thread(self._check, user, secret)
+                kind = await asyncio.to_thread(self._check, user, secret)
             except (OSError, CredentialsError):
                 return None
-        if not ok:
+        if kind is None:
             return None
-        self._good[key] = (user, now + CACHE_SECONDS)
-        return user
+        who = Who(user, kind)
+        self._good[key] = (who, now + CACHE_SECONDS)
+        return who
+
+
+@dataclass(frozen=True)
+class Who:
+    principal: str
+    kind: str  # "operator" or "framework"
+
+
+# What every answer carries: the page runs only its own script and styles, is never framed,
+# and no type is guessed; and the server says its name, not its versions.
+SECURITY_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; object-src 'none'; "
+    "base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Server": "drfmesos",
+}
+FAVICON = (
+    b'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16">'
+    b'<rect width="16" height="16" rx="3" fill="#23395d"/>'
+    b'<rect x="3" y="8" width="3" height="5" fill="#fff"/>'
+    b'<rect x="7" y="5" width="3" height="8" fill="#fff"/>'
+    b'<rect x="11" y="3" width="2" height="10" fill="#fff"/></svg>'
+)
+
+
+async def _secure_headers(request: web.Request, response: web.StreamResponse) -> None:
+    response.headers.update(SECURITY_HEADERS)
 
 
 def _json(model: BaseModel | dict[str, Any], status: int = 200) -> web.Response:
@@ -135,7 +172,7 @@ class HttpApi:
     def __init__(self, master: Master, config: HttpConfig) -> None:
         self.master = master
         self.config = config
-        self.auth = OperatorAuth(config.credentials) if config.credentials else None
+        self.auth = PrincipalAuth(config.credentials) if config.credentials else None
         self.registry = registry_for(master)
         self.log = logs.get("master.http", master_id=master.master_id)
         self.runner: web.AppRunner | None = None
@@ -144,10 +181,12 @@ class HttpApi:
 
     # -- lifecycle ----------------------------------------------------------------------------
     async def start(self) -> str:
-        app = web.Application(middlewares=[self._guard])
+        app = web.Application(middlewares=[self._errors_as_json, self._guard])
+        app.on_response_prepare.append(_secure_headers)
         app.add_routes(
             [
                 web.get("/", self._index),
+                web.get("/favicon.ico", self._favicon),
                 web.get("/static/{name}", self._static_file),
                 web.get("/health", self._health),
                 web.get("/metrics", self._metrics),
@@ -198,7 +237,7 @@ class HttpApi:
     @web.middleware
     async def _guard(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         path = request.path
-        public = path == "/" or path.startswith("/static/")
+        public = path in ("/", "/favicon.ico") or path.startswith("/static/")
         if self.config.open_metrics and path in ("/metrics", "/health"):
             public = True
         if self.auth is not None and not public:
@@ -215,10 +254,35 @@ class HttpApi:
                     content_type="application/json",
                     headers=headers,
                 )
-            request["principal"] = who
+            if who.kind != "operator" and handler != self._file:
+                self.log.info("http.forbidden", path=path, principal=who.principal)
+                return _problem(
+                    "operator credentials needed (a framework principal may read only "
+                    "its own tasks' files)",
+                    403,
+                )
+            request["principal"], request["kind"] = who.principal, who.kind
         return await handler(request)
 
+    @web.middleware
+    async def _errors_as_json(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        """No route, or not that method: JSON, as every other error is (aiohttp's own
+        answers are plain text)."""
+        try:
+            return await handler(request)
+        except web.HTTPException as e:
+            if e.status not in (404, 405) or e.content_type == "application/json":
+                raise
+            message = "no such path" if e.status == 404 else f"{request.method} not allowed"
+            response = _problem(message, e.status)
+            if "Allow" in e.headers:
+                response.headers["Allow"] = e.headers["Allow"]
+            return response
+
     # -- pages --------------------------------------------------------------------------------
+    async def _favicon(self, request: web.Request) -> web.StreamResponse:
+        return web.Response(body=FAVICON, content_type="image/svg+xml")
+
     async def _index(self, request: web.Request) -> web.StreamResponse:
         return await self._serve("index.html")
 
@@ -284,7 +348,10 @@ class HttpApi:
         state = request.query.get("state") or None
         if state is not None and state not in {s.value for s in TaskState}:
             return _problem(f"unknown state {state!r}", 400)
-        page, total = self.master.task_views(framework, state, offset, limit)
+        search, sort = request.query.get("search", ""), request.query.get("sort", "")
+        if sort and sort.lstrip("-") not in TASK_SORTS:
+            return _problem(f"sort by one of {', '.join(TASK_SORTS)} (- before: descending)", 400)
+        page, total = self.master.task_views(framework, state, offset, limit, search, sort)
         return _json(Tasks(tasks=page, total=total, offset=offset, limit=limit))
 
     async def _offers(self, request: web.Request) -> web.StreamResponse:
@@ -298,12 +365,23 @@ class HttpApi:
         return _json(Roles(policy=state.policy, roles=state.roles))
 
     async def _events(self, request: web.Request) -> web.StreamResponse:
-        return _json(Events(events=list(self.master.recent_events)))
+        """The most recent events, oldest first: `limit` of them (all the master keeps)."""
+        kept = self.master.recent_events
+        limit = _int(request, "limit", len(kept) or 1, 1, MAX_LIMIT)
+        return _json(Events(events=list(kept)[-limit:]))
 
     async def _file(self, request: web.Request) -> web.StreamResponse:
         info = request.match_info
         if info["name"] not in ("stdout", "stderr"):
             return _problem("a task has a stdout and a stderr", 404)
+        if request.get("kind") == "framework":  # its own frameworks' tasks, nobody else's
+            books = self.master.books
+            fw = books.frameworks.get(info["framework_id"]) or books.completed_frameworks.get(
+                info["framework_id"]
+            )
+            if fw is None or fw.principal != request["principal"]:
+                self.log.info("http.forbidden", path=request.path, principal=request["principal"])
+                return _problem("not a task of one of your frameworks", 403)
         offset = _int(request, "offset", 0)
         length = _int(request, "length", 65536, 0, 1_048_576)
         try:

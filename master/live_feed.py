@@ -3,7 +3,9 @@
 A view of the cluster small enough to send often (totals, frameworks with their shares
 and fair shares, roles, counters) is built once a tick and compared with the last one;
 each page gets only the entries that changed, plus the events since the last tick. A new
-page gets the whole view first. Slaves and tasks are not in the feed: the page asks for
+page gets the whole view first, with the shares of the last HISTORY ticks, which the
+master keeps whether or not a page is open (a reload, or a page opened on a quiet cluster,
+draws its chart from them). Slaves and tasks are not in the feed: the page asks for
 the part it shows (`/api/v1/slaves?offset=`, `/api/v1/tasks?framework=`), so a cluster of
 thousands costs the feed nothing more. Offers come and go many times a second: the feed
 counts them but does not list them (the event stream on the bus has every one).
@@ -15,11 +17,13 @@ import asyncio
 import contextlib
 import json
 import time
+from collections import deque
 from typing import Any
 
 from protocol.messages import ClusterEvent, State
 
 QUEUE = 64  # ticks a slow page may fall behind before it is dropped
+HISTORY = 600  # ticks of shares kept for a page that opens (a reload keeps its chart)
 # the offer loop's own chatter: counted in the view (outstanding offers), not listed
 QUIET = frozenset({"offer", "accept", "decline", "rescind"})
 
@@ -33,7 +37,7 @@ def view_of(state: State) -> dict[str, Any]:
             "total": state.total.to_dict(),
             "allocated": state.allocated.to_dict(),
             "slaves": len(state.slaves),
-            "offers": state.offers,
+            "offers": state.offer_count,
             "tasks": sum(f.running_tasks for f in state.frameworks),
             "refused": state.refused,
             "preemption": state.preemption.model_dump(mode="json") if state.preemption else None,
@@ -65,6 +69,9 @@ class LiveFeed:
         self._latest: State | None = None  # with no page open, the view is made on demand
         self.pages: set[asyncio.Queue[str]] = set()
         self._events: list[ClusterEvent] = []
+        # every tick's shares, {framework: [dominant, fair]}, whether or not a page is open
+        self.history: deque[tuple[float, dict[str, list[float | None]]]] = deque(maxlen=HISTORY)
+        self.names: dict[str, str] = {}  # of the frameworks in `history`, gone ones too
 
     def event(self, event: ClusterEvent) -> None:
         if self.pages and event.kind not in QUIET:
@@ -73,6 +80,7 @@ class LiveFeed:
     def tick(self, state: State) -> None:
         """Send each page what changed since the last tick (nothing, if nothing did)."""
         self._latest = state
+        self._remember(state)
         if not self.pages:  # nobody watching: no view, no diff, just the state to start from
             return
         new = view_of(state)
@@ -84,6 +92,17 @@ class LiveFeed:
         changes["t"] = time.time()
         changes["events"] = [e.model_dump(mode="json") for e in events]
         self._send("changes", changes)
+
+    def _remember(self, state: State) -> None:
+        shares = {f.framework_id: [f.dominant_share, f.fair_share] for f in state.frameworks}
+        for f in state.frameworks:
+            self.names.setdefault(f.framework_id, f.name)
+        if len(self.history) == HISTORY:  # the oldest tick goes: so may names only it had
+            gone = set(self.history[0][1]) - set(shares)
+            if gone and not any(gone & set(s) for _, s in list(self.history)[1:]):
+                for framework_id in gone:
+                    self.names.pop(framework_id, None)
+        self.history.append((state.timestamp, shares))
 
     def _send(self, kind: str, body: dict[str, Any]) -> None:
         message = f"event: {kind}\ndata: {json.dumps(body, separators=(',', ':'))}\n\n"
@@ -100,7 +119,13 @@ class LiveFeed:
         page: asyncio.Queue[str] = asyncio.Queue(QUEUE)
         if not self.pages and self._latest is not None:  # the first page: the view from now
             self.last = view_of(self._latest)
-        body = {**self.last, "t": time.time(), "events": []}
+        body = {
+            **self.last,
+            "t": time.time(),
+            "events": [],
+            "history": list(self.history),
+            "names": self.names,
+        }
         page.put_nowait(f"event: snapshot\ndata: {json.dumps(body, separators=(',', ':'))}\n\n")
         self.pages.add(page)
         return page

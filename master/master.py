@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from master.authz import Caller
-from master.books import OfferRecord, snapshot
+from master.books import TASK_SORTS, OfferRecord, offer_of, snapshot
 from master.core import MasterConfig
 from master.files import FileRequests
 from master.framework_calls import FrameworkCalls
@@ -43,6 +43,7 @@ from protocol.messages import (
     Message,
     Offer,
     Offers,
+    ReadTaskFile,
     Reconcile,
     Register,
     Request,
@@ -90,6 +91,7 @@ class Master(FrameworkCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests,
                 Reconcile: self._on_reconcile,
                 Message: self._on_message,
                 Teardown: self._on_teardown,
+                ReadTaskFile: self._on_read_task_file,
                 Error: self._on_error,
             },
             "slave": {
@@ -377,33 +379,32 @@ class Master(FrameworkCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests,
     def offer_views(self, offset: int = 0, limit: int = 100) -> tuple[list[Offer], int]:
         """A page of outstanding offers, oldest first; and how many there are."""
         records = list(self.books.offers.values())[offset : offset + limit]
-        page = []
-        for r in records:
-            slave = self.books.slaves.get(r.slave_id)
-            page.append(
-                Offer(
-                    offer_id=r.offer_id,
-                    framework_id=r.framework_id,
-                    slave_id=r.slave_id,
-                    hostname=slave.hostname if slave else "",
-                    resources=r.resources,
-                    attributes=slave.attributes if slave else {},
-                )
-            )
-        return page, len(self.books.offers)
+        return [offer_of(self.books, r) for r in records], len(self.books.offers)
 
     def task_views(
-        self, framework_id: str | None, state: str | None, offset: int = 0, limit: int = 100
+        self,
+        framework_id: str | None,
+        state: str | None,
+        offset: int = 0,
+        limit: int = 100,
+        search: str = "",
+        sort: str = "",
     ) -> tuple[list[TaskView], int]:
         """A page of tasks, running and recently ended, of one framework or all, in one
-        state or all; and how many match in all. Views are built for the page only."""
+        state or all, whose id or name holds `search`, in `sort`'s order (TASK_SORTS; by
+        default live ones first); and how many match in all. Views are built for the page
+        only."""
         matching = [
             task
-            for fw in self.books.frameworks.values()
+            for fw in (*self.books.frameworks.values(), *self.books.completed_frameworks.values())
             if framework_id is None or fw.framework_id == framework_id
             for task in (*fw.tasks.values(), *fw.ended.values())
             if state is None or task.state.value == state
+            if not search or search in task.task_id or search in task.info.name
         ]
+        if sort:
+            key, newest_first = TASK_SORTS[sort.lstrip("-")], sort.startswith("-")
+            matching.sort(key=key, reverse=newest_first)
         page = [task.view() for task in matching[offset : offset + limit]]
         return page, len(matching)
 

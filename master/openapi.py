@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
+from master.books import TASK_SORTS
 from master.http_models import (
     Events,
     Frameworks,
@@ -62,6 +63,24 @@ def _get(summary: str, model: str, params: list[dict[str, Any]] | None = None) -
     }
 
 
+TEXT = {"type": "string"}
+
+
+def _text(summary: str, media_type: str) -> dict[str, Any]:
+    return {
+        "get": {
+            "summary": summary,
+            "responses": {
+                "200": {
+                    "description": "OK",
+                    "content": {media_type: {"schema": {"type": "string"}}},
+                },
+                "401": {"description": "Operator credentials needed (HTTP Basic)"},
+            },
+        }
+    }
+
+
 def openapi() -> dict[str, Any]:
     _, schemas = models_json_schema([(m, "validation") for m in MODELS], ref_template=REF)
     return {
@@ -82,6 +101,12 @@ def openapi() -> dict[str, Any]:
                 [
                     {"name": "framework", "in": "query", "schema": {"type": "string"}},
                     {"name": "state", "in": "query", "schema": {"type": "string"}},
+                    {"name": "search", "in": "query", "schema": {"type": "string"}},
+                    {
+                        "name": "sort",
+                        "in": "query",
+                        "schema": {"enum": [*TASK_SORTS, *(f"-{s}" for s in TASK_SORTS)]},
+                    },
                     *_page_params(),
                 ],
             ),
@@ -89,7 +114,6 @@ def openapi() -> dict[str, Any]:
                 "Outstanding offers, a page at a time", "Offers", _page_params()
             ),
             "/api/v1/roles": _get("The role tree: weights, quotas, shares", "Roles"),
-            "/api/v1/events": _get("Recent events", "Events"),
             "/api/v1/tasks/{framework_id}/{task_id}/files/{name}": _get(
                 "A part of a task's stdout or stderr, read from its slave",
                 "TaskFile",
@@ -115,6 +139,26 @@ def openapi() -> dict[str, Any]:
                     {"name": "offset", "in": "query", "schema": {"type": "integer"}},
                     {"name": "length", "in": "query", "schema": {"type": "integer"}},
                 ],
+            ),
+            "/api/v1/events": _get(
+                "Recent events, oldest first (the master keeps the last 200)",
+                "Events",
+                [
+                    {
+                        "name": "limit",
+                        "in": "query",
+                        "schema": {"type": "integer", "minimum": 1, "maximum": 1000},
+                    }
+                ],
+            ),
+            "/api/v1/stream": _text(
+                "The live feed: server-sent events, the whole view (`snapshot`) and then "
+                "what changed (`changes`), tick by tick",
+                "text/event-stream",
+            ),
+            "/metrics": _text(
+                "Prometheus metrics (the text format); may be left open (--http-open-metrics)",
+                "text/plain; version=0.0.4",
             ),
             "/health": _get("Liveness", "Health"),
         },

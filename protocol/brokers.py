@@ -31,6 +31,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from protocol import logs
+from protocol.extras import needs
 
 log = logs.get("broker")
 
@@ -211,7 +212,8 @@ class EmbeddedBroker(_Secured):
         self._broker: Any = None
 
     async def start(self) -> None:
-        from amqtt.broker import Broker  # imported late: it is slow to import
+        with needs("embedded"):
+            from amqtt.broker import Broker  # imported late: it is slow to import
 
         listener: dict[str, Any] = {"type": "tcp", "bind": f"127.0.0.1:{self.port}"}
         plugins: dict[str, Any] = {

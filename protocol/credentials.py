@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from protocol.extras import needs
+
 KINDS = ("master", "slave", "framework", "operator")
 Kind = Literal["master", "slave", "framework", "operator"]
 PBKDF2_ITERATIONS = 10_000  # the secrets are 256 random bits: stretching adds little
@@ -304,10 +306,11 @@ def write_private(path: Path, text: str, mode: int = 0o600) -> None:
 
 def make_certificates(path: Path, hostnames: tuple[str, ...]) -> None:
     """A CA (ca.pem, ca.key) and a broker certificate it signs, for `hostnames`."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+    with needs("tls"):
+        from cryptography import x509
+        from cryptography.hazmat.primitives import hashes, serialization
+        from cryptography.hazmat.primitives.asymmetric import ec
+        from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
     now = datetime.datetime.now(datetime.UTC)
     ca_key = ec.generate_private_key(ec.SECP256R1())

@@ -54,13 +54,6 @@ def configure(level: str = "info", *, json: bool | None = None, stream: Any = No
     _generation += 1
 
 
-def configure_default() -> None:
-    """For library use (a framework written against the SDK that configured nothing):
-    warnings and errors to stderr, instead of structlog's default of everything to stdout."""
-    if not structlog.is_configured():
-        configure("warning")
-
-
 def _level_number(level: str) -> int:
     number = logging.getLevelName(level.upper())
     if not isinstance(number, int):
@@ -80,7 +73,23 @@ def clip(text: str, limit: int = MAX_TEXT) -> str:
 
 def get(name: str, **ids: Any) -> Any:
     """A bound logger for one component, with its ids as fields."""
-    return _Logger(structlog.get_logger(name, component=name, **ids))
+    return _Logger(name, ids)
+
+
+def _library_logger(name: str, ids: dict[str, Any]) -> Any:
+    """Where a process that configured nothing (a framework written against the SDK) logs:
+    through stdlib logging, as `drfmesos.NAME`, so the application decides what is shown
+    (left alone, Python prints warnings and errors to stderr). A library must not configure
+    logging for the whole process, so nothing here does."""
+    return structlog.wrap_logger(
+        logging.getLogger(f"drfmesos.{name}"),
+        processors=[
+            structlog.stdlib.filter_by_level,
+            structlog.processors.format_exc_info,
+            structlog.processors.KeyValueRenderer(key_order=["event"]),
+        ],
+        wrapper_class=structlog.stdlib.BoundLogger,
+    ).bind(component=name, **ids)
 
 
 class _Logger:
@@ -93,16 +102,21 @@ class _Logger:
     through `configure`, is followed by loggers not yet used, not by ones already used.)
     """
 
-    __slots__ = ("_generation", "_lazy", "_logger")
+    __slots__ = ("_generation", "_ids", "_logger", "_name")
 
-    def __init__(self, lazy: Any) -> None:
-        self._lazy = lazy
+    def __init__(self, name: str, ids: dict[str, Any]) -> None:
+        self._name, self._ids = name, ids
         self._logger: Any = None
         self._generation = -1
 
     def _assembled(self) -> Any:
         if self._generation != _generation:
-            self._logger, self._generation = self._lazy.bind(), _generation
+            if structlog.is_configured():
+                lazy = structlog.get_logger(self._name, component=self._name, **self._ids)
+                self._logger = lazy.bind()
+            else:
+                self._logger = _library_logger(self._name, self._ids)
+            self._generation = _generation
         return self._logger
 
     def bind(self, **ids: Any) -> Any:

@@ -49,9 +49,16 @@ class Wire(BaseModel):
 
 
 class TaskState(StrEnum):
-    """Mesos 1.x's task states (include/mesos/v1/mesos.proto). DROPPED, UNREACHABLE, GONE,
-    GONE_BY_OPERATOR and UNKNOWN go only to frameworks with the PARTITION_AWARE
-    capability; the others hear TASK_LOST in their place (examples/task-states.md)."""
+    """Where a task is in its life (Mesos 1.x's TaskState, include/mesos/v1/mesos.proto).
+    STAGING: accepted by the master, not yet started by its slave; STARTING: its process or
+    executor is starting; RUNNING; KILLING: being killed. Then exactly one terminal state:
+    FINISHED (ended by itself, successfully), FAILED (ended by itself, unsuccessfully, or
+    its executor died), KILLED (by its framework, or by the master: preemption, its
+    framework removed), ERROR (it could never run: an invalid task, not to be retried),
+    LOST (it may or may not still run). DROPPED, UNREACHABLE, GONE, GONE_BY_OPERATOR and
+    UNKNOWN go only to frameworks with the PARTITION_AWARE capability; the others hear
+    TASK_LOST in their place (examples/task-states.md). `terminal`, `may_be_running` and
+    `retryable` say what a state means to a framework."""
 
     STAGING = "TASK_STAGING"
     STARTING = "TASK_STARTING"
@@ -156,28 +163,62 @@ class Reason(StrEnum):
 
 
 class Filters(Wire):
+    """How long a framework does not want to see again what it declined (or left unused
+    of an offer it accepted): the master does not offer that slave's resources to it for
+    `refuse_seconds` (Mesos's Filters)."""
+
     refuse_seconds: float = Field(default=5.0, ge=0, le=365 * 24 * 3600)
+    """Seconds the slave's resources are kept from this framework (0: offer them again at
+    the next allocation round; at most a year). A revive_offers call clears every filter."""
 
 
 class CommandInfo(Wire):
+    """A shell command: a command task's, or the command that starts a custom executor."""
+
     value: str = Field(min_length=1)
+    """Run as `sh -c VALUE` in the task's sandbox directory (also in `$MESOS_SANDBOX`),
+    in its own process group; its stdout and stderr go to the sandbox's files."""
     environment: dict[str, str] = Field(default_factory=dict)
+    """Variables added to the slave's environment for the command."""
 
 
 class ExecutorInfo(Wire):
+    """A framework's own executor: a process on the slave that runs this framework's tasks
+    given to it (see `frameworks.Executor`), rather than one shell command per task."""
+
     executor_id: Id
+    """Names the executor: this framework's tasks with the same executor id on one slave
+    share one executor process, started with the first of them."""
     command: CommandInfo
+    """What starts the executor (it talks to its slave over a line the slave gives it)."""
     resources: Resources = Field(default_factory=Resources)
+    """What the executor itself uses, as the framework declares it. Only the tasks'
+    resources are allocated and enforced here; this is informational."""
 
 
 class TaskInfo(Wire):
+    """A task a framework launches on an offer (`frameworks.build_task` makes one): a
+    shell command (`command`) or work for the framework's executor (`executor`), exactly
+    one of the two."""
+
     task_id: Id
+    """Chosen by the framework, unique within it. Do not reuse one for a retry: the
+    master does not refuse an id again once its first task has ended, but the sandbox,
+    reconciliation's answers and the master's record of ended tasks are found by id, so
+    the two tasks would be mixed up. A retry is a new task with a new id."""
     name: str = ""
+    """A label for people: shown in `drfmesos state` and the web UI."""
     slave_id: Id
+    """The slave of the offer it is launched on (a task cannot span slaves)."""
     resources: Resources
+    """What it may use (cpus, mem in MB, ...); taken out of the offer. A command task
+    over its mem is killed and ends FAILED with REASON_CONTAINER_LIMITATION_MEMORY."""
     command: CommandInfo | None = None
+    """A shell command, run by the slave (a command task)."""
     executor: ExecutorInfo | None = None
+    """The framework's executor that runs it (its `launch_task` gets this TaskInfo)."""
     data: bytes = b""
+    """Opaque bytes for the executor. (Simulated slaves read `{"duration": seconds}`.)"""
 
     @model_validator(mode="after")
     def _command_or_executor(self) -> TaskInfo:
@@ -187,25 +228,57 @@ class TaskInfo(Wire):
 
 
 class TaskStatus(Wire):
+    """A task's state, as a status update (`Scheduler.status_update`) or a reconciliation
+    answer tells it."""
+
     task_id: Id
+    """The task it is about."""
     state: TaskState
+    """The state it reached."""
     slave_id: str | None = None
+    """The slave it runs or ran on (None when the master does not know one)."""
     executor_id: str | None = None
+    """Its executor's id, for a task run by a custom executor."""
     reason: Reason | None = None
-    source: Source | None = None  # who decided this state: master, slave or executor
+    """Why it reached this state, when there is more to say than the state."""
+    source: Source | None = None
+    """Who decided this state: the master, the slave or the task's executor."""
     message: str = ""
+    """A sentence for people: `exited with code 3`, `killed by the master: ...`."""
     timestamp: float = Field(default_factory=time.time)
+    """When its sender made it (seconds since the epoch, the sender's clock)."""
     uuid: str | None = None  # set when the update needs an acknowledgement
+    """Set when the update needs an acknowledgement: the driver sends it when
+    `status_update` returns (or you do, with implicit_acknowledgements=False), and the
+    slave re-sends the update until then. None on answers that need none
+    (reconciliation's, the master's own)."""
     data: bytes = b""
+    """Opaque bytes from the task's executor."""
+    exit_code: int | None = None  # a command task's exit status, once it exited by itself
+    """A command task's exit status, once it exited by itself (None when it was killed
+    by a signal, run by an executor, or its status was lost with its slave)."""
 
 
 class Offer(Wire):
+    """Resources of one slave, offered to one framework until it launches tasks on them,
+    declines them, or the master rescinds them (`Scheduler.offer_rescinded`). An offer
+    neither used nor declined stays the framework's (until the master's --offer-timeout,
+    if it has one): nobody else is offered them."""
+
     offer_id: Id
+    """Names the offer in `launch_tasks` and `decline_offer`; used once."""
     framework_id: Id
+    """The framework it is for."""
     slave_id: Id
+    """The slave whose resources these are (a task's `slave_id`)."""
     hostname: str
+    """That slave's host name."""
     resources: Resources
+    """What is free there for this framework now. What its tasks leave unused goes back
+    when they are launched. It may hold no cpus (memory alone) when the slave's cpus are
+    taken: `SchedulerDriver(min_offer=...)` keeps such offers away."""
     attributes: dict[str, str] = Field(default_factory=dict)
+    """The slave's attributes (`--attributes 'rack:a'`), for placement."""
 
 
 # --- framework -> master (calls) ---------------------------------------------------------
@@ -254,7 +327,10 @@ class TaskRequest(Wire):
     """`count` more tasks of this size, wanted (a framework's declared demand)."""
 
     resources: Resources
+    """One task's size (not empty)."""
     count: int = Field(default=1, ge=1, le=1_000_000)
+    """How many such tasks are still wanted (`frameworks.ENDLESS`: as many as it can get);
+    each launch of this size counts one off."""
 
     @model_validator(mode="after")
     def _not_empty(self) -> TaskRequest:
@@ -394,8 +470,12 @@ class Error(Wire):
 
 
 class PreemptedTask(Wire):
+    """A task named in `Preempting`: it will be killed."""
+
     task_id: Id
+    """The task."""
     slave_id: Id
+    """The slave it runs on."""
 
 
 class Preempting(Wire):
@@ -404,9 +484,13 @@ class Preempting(Wire):
     inverse offers ask, this tells). They end TASK_KILLED, REASON_TASK_PREEMPTED."""
 
     framework_id: Id
+    """The framework whose tasks these are (the one told)."""
     tasks: list[PreemptedTask]
+    """The tasks that will be killed."""
     deadline_seconds: float = Field(ge=0)
+    """Seconds until the slave kills them (the master's --preemption-notice)."""
     message: str = ""
+    """Why, for people: who is starving, and for how long."""
 
 
 class Heartbeat(Wire):
@@ -547,6 +631,30 @@ class FileData(Wire):
     error: str = ""
 
 
+class ReadTaskFile(Wire):
+    """Framework -> master: part of one of its own tasks' stdout or stderr (the driver's
+    `read_file`); answered with a TaskFileData on the framework's inbox."""
+
+    request_id: Id
+    framework_id: Id
+    task_id: Id
+    name: Literal["stdout", "stderr"]
+    offset: int = Field(default=0, ge=0)
+    length: int = Field(default=65536, ge=0, le=1_048_576)
+
+
+class TaskFileData(Wire):
+    """Master -> framework: the answer to ReadTaskFile (`size`: the whole file's; `error`
+    when it could not be read: no such task, its slave gone, ...)."""
+
+    request_id: Id
+    task_id: Id
+    data: bytes = b""
+    offset: int = 0
+    size: int = 0
+    error: str = ""
+
+
 class StatusAck(Wire):
     slave_id: Id
     framework_id: Id
@@ -616,6 +724,7 @@ class FrameworkView(Wire):
     fair_share: float | None = None  # its share of the policy's ideal (as preemption sees it)
     starving_seconds: float | None = None  # how long it has been starving, if it is
     demand: list[TaskRequest] | None = None  # what it declared it still wants
+    registered_at: float | None = None  # wall clock, when it first registered
 
 
 class SlaveView(Wire):
@@ -636,6 +745,8 @@ class TaskView(Wire):
     name: str = ""
     reason: Reason | None = None  # for ended tasks: why
     message: str = ""
+    launched_at: float | None = None  # wall clock, when the master launched it
+    ended_at: float | None = None  # wall clock, its terminal update's time
 
 
 class RoleView(Wire):
@@ -670,8 +781,9 @@ class State(Wire):
     allocated: Resources
     frameworks: list[FrameworkView]
     slaves: list[SlaveView]
-    offers: int
-    tasks: list[TaskView] = Field(default_factory=list)
+    offer_count: int  # offers outstanding
+    offers: list[Offer] = Field(default_factory=list)  # listed when `tasks` are
+    tasks: list[TaskView] = Field(default_factory=list)  # live ones (omitted on big clusters)
     refused: dict[str, int] = Field(default_factory=dict)  # calls refused, by reason code
     roles: list[RoleView] = Field(default_factory=list)
     preemption: PreemptionView | None = None  # None: preemption is off

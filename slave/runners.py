@@ -15,7 +15,7 @@ import os
 import re
 import signal
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -23,7 +23,14 @@ from typing import Any, Protocol
 from protocol.messages import Reason, TaskInfo, TaskState
 from slave.sandbox import spawn_in_sandbox
 
-Report = Callable[[TaskState, Reason | None, str], Awaitable[None]]
+
+class Report(Protocol):
+    """How a runner tells the slave its task changed state (`exit_code`: a command's)."""
+
+    def __call__(
+        self, state: TaskState, reason: Reason | None, message: str, *, exit_code: int | None = None
+    ) -> Awaitable[None]: ...
+
 
 EXIT_FILE = ".exit_status"
 # The user's command runs in a child shell; the outer shell writes its exit status into
@@ -105,7 +112,7 @@ class CommandRunner:
         if self._stop is not None:
             await self.report(self._stop.state, self._stop.reason, self._stop.message)
         elif code == 0:
-            await self.report(TaskState.FINISHED, None, "exited with code 0")
+            await self.report(TaskState.FINISHED, None, "exited with code 0", exit_code=0)
         elif code is None:
             await self.report(
                 TaskState.FAILED,
@@ -115,7 +122,7 @@ class CommandRunner:
         elif code < 0:
             await self.report(TaskState.FAILED, None, f"killed by signal {-code}")
         else:
-            await self.report(TaskState.FAILED, None, f"exited with code {code}")
+            await self.report(TaskState.FAILED, None, f"exited with code {code}", exit_code=code)
 
     async def kill(self, grace: float, limit: Limit | None = None) -> None:
         """SIGTERM to the whole process group, SIGKILL after `grace` seconds."""

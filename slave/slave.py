@@ -384,8 +384,12 @@ class Slave(ExecutorSide):
         }
 
     def _reporter(self, record: TaskRecord) -> Any:
-        async def report(state: TaskState, reason: Reason | None, message: str) -> None:
-            await self._report(record.framework_id, record.info, state, reason, message)
+        async def report(
+            state: TaskState, reason: Reason | None, message: str, *, exit_code: int | None = None
+        ) -> None:
+            await self._report(
+                record.framework_id, record.info, state, reason, message, exit_code=exit_code
+            )
 
         return report
 
@@ -412,6 +416,8 @@ class Slave(ExecutorSide):
         reason: Reason | None,
         message: str,
         source: Source = Source.EXECUTOR,
+        *,
+        exit_code: int | None = None,
     ) -> None:
         """A task changed state: write the update down, then tell the master. `source`:
         the slave when it decides the state itself (an executor that ended, a refusal)."""
@@ -422,7 +428,7 @@ class Slave(ExecutorSide):
                 return  # a task ends once
             record.state = state
             if state == TaskState.KILLED and record.kill_reason is not None:
-                reason, message = record.kill_reason, f"killed by the master: {message}"
+                reason, message = record.kill_reason, killed_by_master(record.kill_reason, message)
         if framework_id in self.shut_down_frameworks:
             self._forget(key)
             return
@@ -435,6 +441,7 @@ class Slave(ExecutorSide):
             message=message,
             uuid=new_id(),
             executor_id=task.executor.executor_id if task.executor else None,
+            exit_code=exit_code,
         )
         await self.updates.send(
             StatusUpdate(framework_id=framework_id, slave_id=self.slave_id, status=status)
@@ -533,35 +540,89 @@ class Slave(ExecutorSide):
 
     # -- recovery after a restart -----------------------------------------------------------------
     async def _recover(self) -> None:
-        """Pick up the tasks and owed updates a previous run of this slave left behind."""
+        """Pick up the tasks and owed updates a previous run of this slave left behind.
+
+        A task that cannot be restored is reported TASK_LOST (and logged), never dropped
+        in silence: its framework would otherwise wait for it for ever."""
         self.updates.send_all_soon()
         recovered = 0
-        for _key, raw in self.task_journal.items():
-            with contextlib.suppress(Exception):
-                info = TaskInfo.model_validate(raw["task"])
-                record = TaskRecord(raw["framework_id"], info, TaskState(raw["state"]))
-                runner = raw.get("runner") or {}
-                self.tasks[(record.framework_id, info.task_id)] = record
+        for key, raw in self.task_journal.items():
+            try:
+                await self._recover_task(raw)
                 recovered += 1
-                if runner.get("kind") == "simulated":
-                    sim = SimulatedRunner(info, self._reporter(record), self.config.time_scale)
-                    record.runner = sim
-                    await sim.start(ends_at=runner.get("ends_at") or time.time())
-                elif runner.get("kind") == "command" and runner.get("pid"):
-                    cmd = CommandRunner(info, Path(runner["sandbox"]), self._reporter(record), {})
-                    record.runner = cmd
-                    cmd.recover_in_background(runner["pid"], runner.get("started_at"))
-                else:  # an executor's task: its executor died with the slave
-                    await self._report(
-                        record.framework_id,
-                        info,
-                        TaskState.FAILED,
-                        Reason.EXECUTOR_TERMINATED,
-                        "the executor ended while the slave was down",
-                        Source.SLAVE,
-                    )
+            except Exception as e:
+                await self._lost_at_recovery(key, raw, e)
         if recovered or len(self.updates):
             self.log.info("slave.recovered", tasks=recovered, owed_updates=len(self.updates))
+
+    async def _recover_task(self, raw: Any) -> None:
+        info = TaskInfo.model_validate(raw["task"])
+        record = TaskRecord(raw["framework_id"], info, TaskState(raw["state"]))
+        runner = raw.get("runner") or {}
+        self.tasks[(record.framework_id, info.task_id)] = record
+        if runner.get("kind") == "simulated":
+            sim = SimulatedRunner(info, self._reporter(record), self.config.time_scale)
+            record.runner = sim
+            await sim.start(ends_at=runner.get("ends_at") or time.time())
+        elif runner.get("kind") == "command" and runner.get("pid"):
+            cmd = CommandRunner(info, Path(runner["sandbox"]), self._reporter(record), {})
+            record.runner = cmd
+            cmd.recover_in_background(runner["pid"], runner.get("started_at"))
+        else:  # an executor's task: its executor died with the slave
+            await self._report(
+                record.framework_id,
+                info,
+                TaskState.FAILED,
+                Reason.EXECUTOR_TERMINATED,
+                "the executor ended while the slave was down",
+                Source.SLAVE,
+            )
+
+    async def _lost_at_recovery(self, key: str, raw: Any, error: Exception) -> None:
+        """The journal's record of a task could not be restored: tell its framework the
+        task is lost (its ids are in the record's key, `FRAMEWORK/TASK`)."""
+        framework_id, _, task_id = key.partition("/")
+        self.log.error(
+            "slave.recover_failed", framework_id=framework_id, task_id=task_id, error=repr(error)
+        )
+        task = raw.get("task") if isinstance(raw, dict) else None
+        self.tasks.pop((framework_id, task_id), None)
+        if framework_id and task_id and framework_id not in self.shut_down_frameworks:
+            status = TaskStatus(
+                task_id=task_id,
+                state=TaskState.LOST,
+                slave_id=self.slave_id,
+                reason=Reason.TASK_UNKNOWN,
+                source=Source.SLAVE,
+                message=f"the slave could not restore it after a restart: {error!r}",
+                uuid=new_id(),
+                executor_id=_executor_id(task),
+            )
+            await self.updates.send(
+                StatusUpdate(framework_id=framework_id, slave_id=self.slave_id, status=status)
+            )
+        await self.task_journal.drop(key)
+
+
+WHY_THE_MASTER_KILLS = {
+    Reason.TASK_PREEMPTED: "preempted, to give a framework below its fair share room",
+}
+
+
+def killed_by_master(reason: Reason, detail: str) -> str:
+    """What a task the master killed says: why, whatever its runner or executor said."""
+    why = WHY_THE_MASTER_KILLS.get(reason, reason.value)
+    extra = f" ({detail})" if detail and detail != "killed" else ""
+    return f"killed by the master: {why}{extra}"
+
+
+def _executor_id(task: Any) -> str | None:
+    """The executor id of a task as the journal held it, if it can be read at all."""
+    with contextlib.suppress(Exception):
+        executor_id = task["executor"]["executor_id"]
+        if isinstance(executor_id, str):
+            return executor_id
+    return None
 
 
 async def _together(starts: list[Coroutine[Any, Any, None]]) -> None:

@@ -8,6 +8,9 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import os
+import sys
+import time
 from collections import Counter
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -23,7 +26,7 @@ from cluster.launcher import Launcher
 from cluster.secure import as_principal, provision
 from cluster.view import wait_state
 from frameworks.samples.command import CommandScheduler
-from frameworks.scheduler import SchedulerDriver
+from frameworks.scheduler import DriverError, Scheduler, SchedulerDriver
 from protocol.brokers import BrokerURL, MosquittoBroker
 from protocol.bus import Bus
 from protocol.credentials import Store
@@ -37,7 +40,8 @@ from helpers import until
 CLUSTER = "http"
 PRINCIPALS = [("master", "master"), ("ops", "operator"), ("slave-0", "slave"),
               ("slave-1", "slave"), ("printer", "framework"),
-              ("watcher", "operator")]  # fmt: skip
+              ("watcher", "operator"), ("intruder", "framework"),
+              ("team-a", "framework")]  # fmt: skip
 
 
 def basic(user: str, secret: str) -> str:
@@ -125,7 +129,7 @@ async def test_the_api_answers_operators_only_and_as_its_openapi_says(live: Live
         printer, driver = live.printer("echo hello from $MESOS_SANDBOX; echo oops >&2", 4)
         await driver.run()  # until its 4 tasks are done; then it tears itself down
         assert printer.ok
-        await wait_state(ops, CLUSTER, lambda s: not s.frameworks and s.offers == 0)
+        await wait_state(ops, CLUSTER, lambda s: not s.frameworks and s.offer_count == 0)
 
         status, doc = await live.get("/api/v1/openapi.json")
         assert status == 200
@@ -150,6 +154,19 @@ async def test_the_api_answers_operators_only_and_as_its_openapi_says(live: Live
             wrong = basic("ops", "not-the-secret")
             assert (await live.get(path, auth=wrong))[0] == 401
             assert (await live.get(path, auth=basic("printer", "x")))[0] == 401
+        # a framework that is gone leaves its tasks behind (Mesos's completed frameworks)
+        status, done = await live.get("/api/v1/tasks?state=TASK_FINISHED")
+        assert done["total"] == 4
+        assert {t["framework_id"] for t in done["tasks"]} == {fw_id}
+        for t in done["tasks"]:  # when each ran, by the wall clock
+            assert 0 < t["launched_at"] <= t["ended_at"] <= time.time()
+        # searched by id, sorted by launch
+        status, one = await live.get(f"/api/v1/tasks?search={task_id}")
+        assert [t["task_id"] for t in one["tasks"]] == [task_id]
+        status, newest = await live.get("/api/v1/tasks?state=TASK_FINISHED&sort=-launched")
+        launched = [t["launched_at"] for t in newest["tasks"]]
+        assert launched == sorted(launched, reverse=True)
+        assert (await live.get("/api/v1/tasks?sort=nope"))[0] == 400
         status, page = await live.get("/api/v1/slaves?offset=1&limit=1")
         assert page["total"] == 2
         assert len(page["slaves"]) == 1
@@ -219,6 +236,93 @@ async def test_a_tasks_stdout_and_stderr_come_from_its_slave(live: Live) -> None
     finally:
         driver.stop()
         await driver.join()
+
+
+class Refused(Scheduler):
+    def __init__(self) -> None:
+        self.errors: list[str] = []
+
+    async def error(self, driver: SchedulerDriver, message: str) -> None:
+        self.errors.append(message)
+
+
+async def test_a_framework_reads_its_own_tasks_files_and_nobody_elses(live: Live) -> None:
+    """As its own principal: over HTTP and through its driver. Another framework principal
+    is refused both ways, and a framework principal may read nothing else over HTTP."""
+    _, driver = live.printer("echo hello from the sandbox; sleep 300")
+    await driver.start()
+    refused = Refused()
+    intruder = SchedulerDriver(
+        refused, name="intruder", broker=as_principal(live.url, live.store, "intruder"),
+        cluster=CLUSTER,
+    )  # fmt: skip
+    await intruder.start()
+    try:
+        ops = as_principal(live.url, live.store, "ops")
+        state = await wait_state(ops, CLUSTER, lambda s: any(
+            t.state.value == "TASK_RUNNING" and t.framework_id == driver.framework_id
+            for t in s.tasks))  # fmt: skip
+        task = next(t for t in state.tasks if t.framework_id == driver.framework_id)
+        deadline = asyncio.get_running_loop().time() + 10
+        while True:  # the shell writes as it runs: read until its line is there
+            got = await driver.read_file(task.task_id, "stdout")
+            if got.data or asyncio.get_running_loop().time() > deadline:
+                break
+            await asyncio.sleep(0.1)
+        assert got.data == b"hello from the sandbox\n"
+        assert got.size == len(got.data)
+        part = await driver.read_file(task.task_id, "stdout", offset=6, length=4)
+        assert (part.data, part.offset) == (b"from", 6)
+        with pytest.raises(DriverError, match="no task nope"):
+            await driver.read_file("nope")
+
+        url = f"/api/v1/tasks/{task.framework_id}/{task.task_id}/files/stdout"
+        own = basic("printer", live.store.secret_file("printer").read_text().strip())
+        status, body = await live.get(url, auth=own)
+        assert status == 200, body
+        assert body["data"] == "hello from the sandbox\n"
+        for path in ("/api/v1/state", "/api/v1/tasks", "/metrics"):
+            assert (await live.get(path, auth=own))[0] == 403
+        other = basic("intruder", live.store.secret_file("intruder").read_text().strip())
+        status, body = await live.get(url, auth=other)
+        assert status == 403
+        assert body == {"error": "not a task of one of your frameworks"}
+
+        # the intruder's driver naming the printer's framework is refused by the master
+        own_id, intruder.framework_id = intruder.framework_id, driver.framework_id
+        with pytest.raises(DriverError, match="no answer"):
+            await intruder.read_file(task.task_id, timeout=3)
+        intruder.framework_id = own_id
+        assert any("ReadTaskFile refused" in e for e in refused.errors), refused.errors
+    finally:
+        await intruder.stop()
+        await intruder.join()
+        await driver.stop()
+        await driver.join()
+
+
+async def test_the_hello_example_runs_on_a_secured_cluster_as_its_docstring_says(
+    live: Live,
+) -> None:
+    """examples/hello_framework.py, run as its docstring says on an authenticated cluster
+    (its principal's secret in a file, the CA), registers in its principal's own role,
+    runs its tasks and reads a task's stdout as that same framework."""
+    store = live.store
+    hello = await asyncio.create_subprocess_exec(
+        sys.executable, "examples/hello_framework.py",
+        "--broker", f"mqtts://team-a@{live.url.host}:{live.url.port}",
+        "--secret-file", str(store.secret_file("team-a")), "--ca", str(store.ca),
+        "--cluster", CLUSTER, "--tasks", "3",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": os.getcwd()},
+    )  # fmt: skip
+    out, err = await asyncio.wait_for(hello.communicate(), 60)
+    assert hello.returncode == 0, err.decode()
+    lines = out.decode().splitlines()
+    assert lines[0].startswith("registered as ")
+    finished = {line.split(":")[0] for line in lines if "TASK_FINISHED" in line}
+    assert len(finished) == 3, lines
+    assert any(" stdout: hello from" in line for line in lines), "\n".join(lines)
 
 
 async def test_the_live_feed_sends_the_view_then_only_what_changes(live: Live) -> None:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import msgpack
 import pytest
+import structlog
 
 from protocol.journal import COMPACT_MIN, Journal
 
@@ -46,6 +48,50 @@ async def test_a_torn_last_record_is_ignored(tmp_path: Path) -> None:
     data = (tmp_path / "j").read_bytes()
     (tmp_path / "j").write_bytes(data[:-10])  # killed in the middle of a write
     assert dict(Journal(tmp_path / "j").items()) == {"kept": "yes"}
+
+
+async def test_records_appended_after_a_torn_tail_are_read_back(tmp_path: Path) -> None:
+    """Killed anywhere inside its last records' writes, a journal reopened and appended
+    to loses nothing whole: neither what came before the cut nor what came after."""
+    path = tmp_path / "j"
+    journal = Journal(path, sync=False)
+    for i in range(20):
+        await journal.put(f"k{i}", {"n": i, "pad": "p" * i})
+    await journal.drop("k0")
+    await journal.close()
+    whole = path.read_bytes()
+    ends = _record_ends(whole)
+    for cut in range(ends[-4], len(whole)):  # every byte offset of the last three records
+        path.write_bytes(whole[:cut])
+        survived = dict(Journal(path, sync=False).items())  # (what a whole record held)
+        reopened = Journal(path, sync=False)
+        await reopened.put("after-1", 1)
+        await reopened.put("after-2", 2)
+        await reopened.close()
+        assert dict(Journal(path, sync=False).items()) == survived | {"after-1": 1, "after-2": 2}
+        assert len(survived) >= 17, cut  # only the records the cut went through are gone
+
+
+def _record_ends(data: bytes) -> list[int]:
+    unpacker = msgpack.Unpacker(raw=False)
+    unpacker.feed(data)
+    ends = []
+    for _ in unpacker:
+        ends.append(unpacker.tell())
+    return ends
+
+
+async def test_a_torn_tail_is_cut_and_logged(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "j")
+    await journal.put("kept", "yes")
+    await journal.close()
+    whole = (tmp_path / "j").read_bytes()
+    (tmp_path / "j").write_bytes(whole + b"\x93\xa3put")  # a record's start, and no more
+    with structlog.testing.capture_logs() as logs:
+        Journal(tmp_path / "j")
+    assert (tmp_path / "j").read_bytes() == whole
+    assert [e["event"] for e in logs] == ["journal.torn_tail_truncated"]
+    assert logs[0]["dropped"] == 5
 
 
 async def test_a_write_that_fails_raises_in_the_writer(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 import msgpack
 import pytest
 
+from master.books import COMPLETED, Books, Framework
 from master.master import Master, MasterConfig
 from protocol.brokers import MosquittoBroker
 from protocol.bus import Bus
@@ -349,6 +350,19 @@ async def test_a_framework_without_failover_timeout_loses_its_tasks(cluster: Clu
     shutdown = await s1.inbox.wait_for(ShutdownFramework)
     assert shutdown.framework_id == a.framework_id
     assert cluster.master.allocator.allocated_total() == Resources()
+    # and yet it is not forgotten: its task is listed, ended with it (completed frameworks)
+    [task], total = cluster.master.task_views(a.framework_id, "TASK_KILLED")
+    assert (task.task_id, task.reason, total) == ("gone", Reason.FRAMEWORK_REMOVED, 1)
+
+
+def test_removed_frameworks_are_kept_for_the_api_boundedly() -> None:
+    books = Books()
+    for i in range(COMPLETED + 5):
+        fw = Framework(f"fw{i}", "p", f"n{i}", "r", 1.0, "inbox", "inc", 0.0, 0.0)
+        books.frameworks[fw.framework_id] = fw
+        books.forget_framework(fw, "torn down")
+    assert list(books.completed_frameworks) == [f"fw{i}" for i in range(5, COMPLETED + 5)]
+    assert not books.frameworks
 
 
 async def test_hostile_input_gets_errors_and_leaves_the_books_intact(cluster: Cluster) -> None:

@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import subprocess
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -73,6 +74,47 @@ async def test_a_framework_gets_offers_and_sees_its_task_run_then_finish(
         too_big = build_task(fresh, "big", Resources(cpus=64), command="true")
         with pytest.raises(DriverError, match="need cpus:64"):
             await driver.launch_tasks([fresh.offer_id], [too_big])
+
+
+async def test_a_call_made_without_await_still_happens_and_stop_may_be_awaited(
+    live: Launcher, mosquitto: MosquittoBroker
+) -> None:
+    rec = Recorder()
+    driver = SchedulerDriver(rec, name="forgetful", broker=mosquitto.url, cluster=CLUSTER)
+    assert driver.role == "forgetful"  # no credentials: its own name, never '*'
+    await driver.start()
+    await rec.wait(lambda: rec.offers)
+    offer = rec.offers[0]
+    task = build_task(offer, "t", Resources(cpus=0.5, mem=64), command="exit 4", task_id="t1")
+    driver.launch_tasks([offer.offer_id], [task])  # (no await: it is made all the same)
+    await rec.wait(lambda: TaskState.FAILED in rec.states("t1"))
+    assert rec.statuses[-1].exit_code == 4
+    await driver.stop()
+    await asyncio.wait_for(driver.join(), 10)
+
+
+def test_a_driver_configures_no_logging_for_the_process() -> None:
+    """A library leaves logging to the program: its lines go through stdlib logging (so
+    Python's default shows warnings on stderr), and nothing is configured."""
+    program = """if True:
+        import logging, structlog
+        from frameworks import Executor, ExecutorDriver, Scheduler, SchedulerDriver
+        driver = SchedulerDriver(Scheduler(), name="quiet")
+        ExecutorDriver(Executor(), channel_fd=0, slave_id="s", framework_id="f", executor_id="e")
+        assert not structlog.is_configured()
+        assert logging.getLogger().handlers == []
+        driver.log.info("driver.not_shown")
+        driver.log.warning("driver.shown", n=1)
+    """
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, timeout=60,
+        env={**os.environ, "PYTHONPATH": os.getcwd()},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == ""
+    assert "driver.shown" in done.stderr
+    assert "n=1" in done.stderr
+    assert "not_shown" not in done.stderr
 
 
 async def test_decline_with_refuse_seconds_is_honoured(

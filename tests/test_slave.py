@@ -19,6 +19,7 @@ from master.master import Master, MasterConfig
 from protocol.brokers import MosquittoBroker
 from protocol.bus import Bus
 from protocol.codec import PROTOCOL_VERSION, Envelope, decode_many
+from protocol.journal import Journal
 from protocol.messages import (
     CommandInfo,
     Error,
@@ -150,8 +151,9 @@ async def test_exit_codes_map_to_finished_and_failed(rig: Rig) -> None:
     await rig.launch(fw, "exit 3", "bad")
     failed = await fw.update_for("bad", TaskState.FAILED)
     assert "exited with code 3" in failed.message
+    assert failed.exit_code == 3  # a field of its own, not only words in the message
     await rig.launch(fw, "true", "good")
-    await fw.update_for("good", TaskState.FINISHED)
+    assert (await fw.update_for("good", TaskState.FINISHED)).exit_code == 0
 
 
 async def test_kill_stops_the_whole_process_group_and_reports_killed(rig: Rig) -> None:
@@ -169,6 +171,20 @@ async def test_kill_stops_the_whole_process_group_and_reports_killed(rig: Rig) -
     killed = await fw.update_for("victim", TaskState.KILLED)
     assert killed.reason == Reason.KILLED_BY_FRAMEWORK
     await eventually(lambda: _group(pgid) == [])  # nothing of it is left, not even orphans
+
+
+async def test_a_task_the_master_preempts_says_why_in_full(rig: Rig) -> None:
+    fw = await rig.framework()
+    await rig.start_slave("s1", Resources(cpus=2, mem=1024))
+    await rig.launch(fw, "sleep 300", "victim")
+    await fw.update_for("victim", TaskState.RUNNING)
+    kill = KillTask(framework_id=fw.framework_id, task_id="victim", reason=Reason.TASK_PREEMPTED)
+    rig.master._send_slave("s1", kill)
+    killed = await fw.update_for("victim", TaskState.KILLED)
+    assert killed.reason == Reason.TASK_PREEMPTED
+    assert killed.message == (
+        "killed by the master: preempted, to give a framework below its fair share room"
+    )
 
 
 async def test_a_task_over_its_memory_is_failed_with_the_reason(rig: Rig) -> None:
@@ -405,6 +421,25 @@ async def test_a_slave_killed_and_restarted_comes_back_as_itself_with_its_owed_u
         for update in fw.inbox.of(Update)[before:]:
             await fw.acknowledge(update.status)
         await eventually(lambda: _owed(work) == 0)  # acknowledged at last
+
+
+async def test_a_task_the_restarted_slave_cannot_restore_is_reported_lost(rig: Rig) -> None:
+    """A journal record that no longer makes a task (an older slave's, a damaged one) is
+    not dropped in silence: its framework hears TASK_LOST, and a good one still runs."""
+    fw = await rig.framework()
+    journal = Journal(rig.tmp / "s1" / "tasks.journal")
+    await journal.put(
+        f"{fw.framework_id}/ghost",
+        {"framework_id": fw.framework_id, "task": {"task_id": "ghost"}, "state": "TASK_RUNNING"},
+    )
+    await journal.close()
+    await rig.start_slave("s1", Resources(cpus=1, mem=512))
+    lost = await fw.update_for("ghost", TaskState.LOST)
+    assert lost.slave_id == "s1"
+    assert "could not restore" in lost.message
+    assert "ghost" not in {key.partition("/")[2] for key, _ in Journal(journal.path).items()}
+    await rig.launch(fw, "true", "fine")
+    await fw.update_for("fine", TaskState.FINISHED)
 
 
 async def test_a_broker_restart_while_tasks_run_loses_no_status_update(rig: Rig) -> None:

@@ -1,12 +1,15 @@
 """The web UI in a real headless Chromium (Debian's chromium and chromedriver, driven by
 Selenium) against a live `drfmesos demo` cluster: signing in (and a wrong secret's 401),
 A, B and C with their shares, C's arrival changing them without a reload, the share
-chart, and a task's stdout read from its slave. Screenshots of each step go to
-artifacts/webui/ (or $DRFMESOS_ARTIFACTS)."""
+chart, a task's stdout read from its slave in a dialog (tail, follow, download), the
+offers' count, events by name, one colour per framework, a framework's, a slave's and a
+task's page, a reload keeping the chart and the events, and the master stopping.
+Screenshots of each step go to artifacts/webui/ (or $DRFMESOS_ARTIFACTS)."""
 
 from __future__ import annotations
 
 import base64
+import json
 import os
 import re
 import shutil
@@ -14,6 +17,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -34,7 +38,7 @@ def need_chromium() -> None:
 
 
 @pytest.fixture
-def demo(tmp_path: Path) -> Iterator[tuple[str, str]]:
+def demo(tmp_path: Path) -> Iterator[tuple[str, str, subprocess.Popen[str]]]:
     """`drfmesos demo` at ten times speed: B comes 10 s after A, C 10 s after B."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "cluster", "demo", "--time-scale", "0.1", "--arrival", "100",
@@ -52,9 +56,10 @@ def demo(tmp_path: Path) -> Iterator[tuple[str, str]]:
                 break
         assert url, "the demo did not say where its web UI is"
         assert secret
-        yield url, secret
+        yield url, secret, proc
     finally:
-        proc.send_signal(signal.SIGINT)
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
         try:
             proc.wait(60)
         except subprocess.TimeoutExpired:
@@ -91,21 +96,62 @@ def shot(driver: object, name: str) -> None:
 
 
 def status_of(url: str, user: str, secret: str) -> int:
+    return answer(url, user, secret)[0]
+
+
+def answer(
+    url: str, user: str = "", secret: str = "", method: str = "GET"
+) -> tuple[int, dict[str, str], bytes]:
+    """An HTTP answer's status, headers and body."""
     token = base64.b64encode(f"{user}:{secret}".encode()).decode()
-    request = urllib.request.Request(url, headers={"Authorization": f"Basic {token}"})
+    headers = {"Authorization": f"Basic {token}"} if user else {}
+    request = urllib.request.Request(url, headers=headers, method=method)
     try:
         with urllib.request.urlopen(request, timeout=10) as r:
-            return int(r.status)
+            return int(r.status), dict(r.headers), r.read()
     except urllib.error.HTTPError as e:
-        return int(e.code)
+        return int(e.code), dict(e.headers), e.read()
 
 
-def test_the_web_ui_shows_the_demo_live(demo: tuple[str, str], browser: object) -> None:
+def test_every_answer_is_hardened_and_every_error_json(demo: tuple[str, str, object]) -> None:
+    url, secret, _ = demo
+    for path, user in (("", ""), ("api/v1/state", "operator"), ("nope", "operator")):
+        _, headers, _ = answer(url + path, user, secret)
+        assert "default-src 'self'" in headers["Content-Security-Policy"]
+        assert "frame-ancestors 'none'" in headers["Content-Security-Policy"]
+        assert headers["X-Frame-Options"] == "DENY"
+        assert headers["X-Content-Type-Options"] == "nosniff"
+        assert headers["Server"] == "drfmesos"  # no versions
+    status, headers, body = answer(url + "favicon.ico")  # no credentials needed
+    assert (status, headers["Content-Type"]) == (200, "image/svg+xml")
+    status, headers, body = answer(url + "api/v1/nope", "operator", secret)
+    assert (status, headers["Content-Type"]) == (404, "application/json; charset=utf-8")
+    assert json.loads(body) == {"error": "no such path"}
+    status, headers, body = answer(url + "api/v1/state", "operator", secret, method="POST")
+    assert (status, json.loads(body)) == (405, {"error": "POST not allowed"})
+    assert headers["Allow"] == "GET,HEAD"
+
+    def events(query: str = "") -> list[object]:
+        return list(
+            json.loads(answer(url + "api/v1/events" + query, "operator", secret)[2])["events"]
+        )
+
+    deadline = time.monotonic() + 60
+    while len(events()) < 5 and time.monotonic() < deadline:  # the demo's first launches
+        time.sleep(0.2)
+    assert len(events("?limit=3")) == 3
+    doc = json.loads(answer(url + "api/v1/openapi.json", "operator", secret)[2])
+    assert {"/api/v1/stream", "/metrics"} <= set(doc["paths"])
+
+
+def test_the_web_ui_shows_the_demo_live(
+    demo: tuple[str, str, subprocess.Popen[str]], browser: object
+) -> None:
     from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
-    url, secret = demo
+    url, secret, proc = demo
     d = browser
     wait = WebDriverWait(
         d,
@@ -130,6 +176,8 @@ def test_the_web_ui_shows_the_demo_live(demo: tuple[str, str], browser: object) 
     assert status_of(url + "api/v1/state", "operator", secret) == 200
     d.get(url)  # type: ignore[attr-defined]
     wait.until(lambda _: d.find_element(By.ID, "login").is_displayed())  # type: ignore[attr-defined]
+    assert text("#login-error") == ""  # nothing typed yet: nothing refused
+    shot(d, "00-sign-in")
     d.find_element(By.ID, "user").send_keys("operator")  # type: ignore[attr-defined]
     d.find_element(By.ID, "password").send_keys("not-the-secret")  # type: ignore[attr-defined]
     d.find_element(By.ID, "sign-in").click()  # type: ignore[attr-defined]
@@ -177,5 +225,98 @@ def test_the_web_ui_shows_the_demo_live(demo: tuple[str, str], browser: object) 
         )
     )
     wait.until(lambda _: f"task {task_id}: sleeping" in text("#sandbox-text"))
-    d.execute_script("document.getElementById('sandbox').scrollIntoView()")  # type: ignore[attr-defined]
+    # it opens where the click was: a dialog over the page, inside the window
+    assert d.execute_script(  # type: ignore[attr-defined]
+        "const s = document.getElementById('sandbox'), r = s.getBoundingClientRect();"
+        "return s.open && r.top >= 0 && r.bottom <= window.innerHeight && r.height > 50;"
+    )
+    assert re.fullmatch(r"\d+ bytes", text("#sandbox-size"))
     shot(d, "05-task-stdout")
+    # follow it, and download it whole (the page's blob, caught as it is made)
+    d.find_element(By.ID, "sandbox-follow").click()  # type: ignore[attr-defined]
+    d.execute_script(  # type: ignore[attr-defined]
+        "window.__downloads = []; const made = URL.createObjectURL;"
+        "URL.createObjectURL = (b) => { window.__downloads.push(b.size); return made(b); };"
+    )
+    d.find_element(By.ID, "sandbox-download").click()  # type: ignore[attr-defined]
+    size = wait.until(lambda _: d.execute_script("return window.__downloads[0]"))  # type: ignore[attr-defined]
+    assert size >= len(text("#sandbox-text").split("...")[-1].strip())
+    d.find_element(By.ID, "sandbox-close").click()  # type: ignore[attr-defined]
+    assert not d.execute_script("return document.getElementById('sandbox').open")  # type: ignore[attr-defined]
+
+    # outstanding offers: the count is the table's; events name their frameworks
+    wait.until(lambda _: d.execute_script(  # type: ignore[attr-defined]
+        "return document.getElementById('offers').textContent === "
+        "`(${document.querySelectorAll('#offer-list tbody tr').length})`"))  # fmt: skip
+    wait.until(lambda _: re.search(r"framework [ABC]\b", text("#events")))
+    # a framework has one colour: its bar in the table is its line in the legend
+    same = d.execute_script(  # type: ignore[attr-defined]
+        "const bar = document.querySelector('#frameworks tr[data-framework=\"A\"] .fill');"
+        "const key = [...document.querySelectorAll('#legend span')]"
+        "  .find(s => s.textContent === 'A');"
+        "return [bar.style.background, key.querySelector('i').style.background];"
+    )
+    assert same[0] == same[1], same
+    bars = d.execute_script(  # type: ignore[attr-defined]
+        "return [...document.querySelectorAll('#frameworks .fill')].map(b => b.style.background)"
+    )
+    assert len(set(bars)) == len(bars) == 3, bars  # and no two frameworks share one
+
+    # links: a framework's page (principal, role, its tasks by state), a slave's, a task's
+    def details() -> dict[str, str]:
+        return dict(
+            d.execute_script(  # type: ignore[attr-defined]
+                "const s = document.getElementById('details'); if (!s.open) return [];"
+                "return [['title', document.getElementById('details-title').textContent],"
+                "  ...[...s.querySelectorAll('dt')].map(t => [t.textContent,"
+                "                                            t.nextElementSibling.textContent])];"
+            )
+        )
+
+    d.execute_script(  # type: ignore[attr-defined]
+        "document.querySelector('#frameworks tr[data-framework=\"A\"] a').click()"
+    )
+    wait.until(lambda _: details().get("title") == "framework A")
+    a = details()
+    assert (a["principal"], a["role"]) == ("A", "A")
+    assert "TASK_RUNNING" in a["tasks"]
+    shot(d, "06-framework-a")
+    d.find_element(By.ID, "details-close").click()  # type: ignore[attr-defined]
+    d.execute_script("document.querySelector('#tasks tbody a[href^=\"#slave/\"]').click()")  # type: ignore[attr-defined]
+    wait.until(lambda _: details().get("title", "").startswith("slave "))
+    assert details()["hostname"].startswith("demo-slave-")
+    d.find_element(By.ID, "details-close").click()  # type: ignore[attr-defined]
+    d.execute_script("document.querySelector('#tasks tbody a[href^=\"#task/\"]').click()")  # type: ignore[attr-defined]
+    wait.until(lambda _: details().get("title", "").startswith("task "))
+    assert details()["state"].startswith("TASK_")
+    assert details()["launched"] != "-"
+    d.find_element(By.ID, "details-close").click()  # type: ignore[attr-defined]
+
+    # tasks searched by id (and sorted, newest first)
+    wanted = d.execute_script("return document.querySelector('#tasks tbody tr').dataset.task")  # type: ignore[attr-defined]
+    d.execute_script("document.getElementById('task-sort').value = '-launched'")  # type: ignore[attr-defined]
+    d.find_element(By.ID, "task-search").send_keys(wanted)  # type: ignore[attr-defined]
+    wait.until(
+        lambda _: (
+            d.execute_script(  # type: ignore[attr-defined]
+                "return [...document.querySelectorAll('#tasks tbody tr')].map(r => r.dataset.task)"
+            )
+            == [wanted]
+        )
+    )
+    shot(d, "07-task-search")
+    d.find_element(By.ID, "task-search").clear()  # type: ignore[attr-defined]
+
+    # a reload draws the chart from the master's own history at once
+    d.refresh()  # type: ignore[attr-defined]
+    wait.until(lambda _: float(d.find_element(By.ID, "chart").get_attribute("data-span") or 0) > 20)  # type: ignore[attr-defined]
+    assert wait.until(lambda _: len(d.find_elements(By.CSS_SELECTOR, "#events li")) > 5)  # type: ignore[attr-defined]
+    shot(d, "08-reloaded")
+
+    # the master stops: the page says so plainly, at its top, and waits longer each time
+    proc.send_signal(signal.SIGINT)
+    wait.until(lambda _: d.find_element(By.ID, "outage").is_displayed())  # type: ignore[attr-defined]
+    assert "The master is not answering" in text("#outage")
+    assert text("#live") == "master down"
+    wait.until(lambda _: "Trying again in 4 s" in text("#outage"))
+    shot(d, "09-master-down")

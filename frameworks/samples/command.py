@@ -62,4 +62,4 @@ class CommandScheduler(Scheduler):
         self.results[status.task_id] = status
         self.echo(f"{status.task_id}  {status.state.value}  {status.message}")
         if len(self.results) >= self.count:
-            driver.stop()
+            await driver.stop()

@@ -122,7 +122,7 @@ class DRFDemoScheduler(Scheduler):
             "task.done", task_id=status.task_id, state=status.state.value, running=len(self.running)
         )
         if self.config.max_tasks is not None and self.finished >= self.config.max_tasks:
-            driver.stop()
+            await driver.stop()
 
     async def error(self, driver: SchedulerDriver, message: str) -> None:
         self.log.warning("master.error", message=message)

@@ -12,24 +12,35 @@ const view = { cluster: {}, frameworks: {}, roles: {} };
 const history = {}; // framework id -> [[t, share, fair]]
 const colours = {};
 let auth = sessionStorage.getItem("drfmesos-auth") || "";
-let slaveOffset = 0, taskOffset = 0, openTask = null;
+let slaveOffset = 0, taskOffset = 0;
 
 const $ = (id) => document.getElementById(id);
 const el = (tag, attrs = {}, ...children) => {
   const e = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs)) {
-    if (k === "class") e.className = v; else if (k.startsWith("on")) e[k] = v; else e.setAttribute(k, v);
+    if (k === "class") e.className = v;
+    else if (k === "style") e.style.cssText = v; // (the CSSOM: the page's CSP allows no inline style attributes)
+    else if (k.startsWith("on")) e[k] = v; else e.setAttribute(k, v);
   }
   for (const c of children) e.append(c instanceof Node ? c : document.createTextNode(String(c)));
   return e;
 };
+const link = (route, text) => el("a", { href: "#" + route.map(encodeURIComponent).join("/") }, text);
+const when = (t) => (t ? new Date(t * 1000).toLocaleString() : "-");
 const pct = (x) => (x == null ? "-" : (100 * x).toFixed(1) + "%");
 const res = (r) => Object.entries(r || {}).map(([k, v]) => `${k}:${+v.toFixed(3)}`).join(" ") || "-";
+// a framework keeps one colour, in the table, the chart and the legend: given in the order
+// the master first saw the frameworks (its history's order), so a reload gives the same
 const colour = (id) => colours[id] || (colours[id] = COLOURS[Object.keys(colours).length % COLOURS.length]);
+const names = () => Object.fromEntries(Object.values(view.frameworks).map((f) => [f.framework_id, f.name]));
+const nameOf = (id) => names()[id] || knownNames[id] || id;
+const knownNames = {}; // frameworks seen, kept after they are gone (for the events)
+
+const refused = () => (auth ? "401: those credentials were refused" : ""); // nothing typed: nothing refused
 
 async function api(path) {
   const r = await fetch(path, { headers: { "Authorization": auth, "X-Requested-With": "drfmesos" } });
-  if (r.status === 401) { showLogin("401: those credentials were refused"); throw new Error("401"); }
+  if (r.status === 401) { showLogin(refused()); throw new Error("401"); }
   if (!r.ok) throw new Error((await r.json().catch(() => ({}))).error || r.statusText);
   return r.json();
 }
@@ -52,12 +63,32 @@ $("login-form").onsubmit = async (ev) => {
 };
 
 // -- the live feed ------------------------------------------------------------------------
+// When the master stops answering, the page says so at its top, stops polling, and tries
+// again less and less often (2 s doubling to 30 s) rather than flooding it when it is back.
+let down = null, retry = 2000;
+
+function masterDown() {
+  if (!down) down = new Date();
+  $("outage").hidden = false;
+  $("outage").textContent = `The master is not answering (since ${down.toLocaleTimeString()}): what you see is ` +
+    `as it was then. Trying again in ${Math.round(retry / 1000)} s.`;
+  $("live").className = "badge off"; $("live").textContent = "master down";
+}
+
+function masterUp() {
+  down = null; retry = 2000;
+  $("outage").hidden = true;
+  $("live").className = "badge on"; $("live").textContent = "live";
+}
+
 async function stream() {
   while (true) {
     try {
       const r = await fetch("/api/v1/stream", { headers: { "Authorization": auth, "X-Requested-With": "drfmesos" } });
-      if (r.status === 401) { showLogin("401: those credentials were refused"); return; }
-      $("live").className = "badge on"; $("live").textContent = "live";
+      if (r.status === 401) { showLogin(refused()); return; }
+      if (!r.ok) throw new Error(r.statusText);
+      masterUp();
+      loadEvents();
       const reader = r.body.getReader();
       const decoder = new TextDecoder();
       let buffer = "";
@@ -71,9 +102,10 @@ async function stream() {
           buffer = buffer.slice(cut + 2);
         }
       }
-    } catch (e) { /* the master went away: try again */ }
-    $("live").className = "badge off"; $("live").textContent = "reconnecting";
-    await new Promise((ok) => setTimeout(ok, 2000));
+    } catch (e) { /* the master went away: say so, and try again later */ }
+    masterDown();
+    await new Promise((ok) => setTimeout(ok, retry));
+    retry = Math.min(30000, retry * 2);
   }
 }
 
@@ -85,13 +117,21 @@ function handle(block) {
   }
   if (!data) return;
   const body = JSON.parse(data);
-  if (kind === "snapshot") { view.cluster = {}; view.frameworks = {}; view.roles = {}; }
+  if (kind === "snapshot") {
+    view.cluster = {}; view.frameworks = {}; view.roles = {};
+    for (const k of Object.keys(history)) delete history[k];
+    for (const [t, shares] of body.history || []) { // the master's own record: a reload keeps the chart
+      for (const [id, [share, fair]] of Object.entries(shares)) (history[id] = history[id] || []).push([t, share, fair]);
+    }
+  }
   if (body.cluster) view.cluster = body.cluster;
   for (const section of ["frameworks", "roles"]) {
     for (const [k, v] of Object.entries(body[section] || {})) {
       if (v === null) delete view[section][k]; else view[section][k] = v;
     }
   }
+  for (const f of Object.values(view.frameworks)) knownNames[f.framework_id] = f.name;
+  for (const [id, name] of Object.entries(body.names || {})) { knownNames[id] = name; colour(id); }
   record(body.t);
   for (const e of body.events || []) addEvent(e);
   render();
@@ -125,11 +165,11 @@ function render() {
   const p = c.preemption;
   $("counters").textContent = `${c.slaves || 0} slaves · ${c.tasks || 0} running tasks · ${c.offers || 0} outstanding offers` +
     (p ? ` · preempted ${p.tasks_preempted} tasks (${Math.round(p.work_lost_seconds)} task-s of work lost), ${p.in_flight} being preempted` : "");
-  $("offers").textContent = `(${c.offers || 0})`;
 
   const rows = Object.values(view.frameworks).sort((a, b) => a.name.localeCompare(b.name));
   $("frameworks").tBodies[0].replaceChildren(...rows.map((f) => el("tr", { "data-framework": f.name },
-    el("td", {}, f.name + (f.active ? "" : " (disconnected)")), el("td", { class: "dim" }, f.framework_id),
+    el("td", {}, link(["framework", f.framework_id], f.name), f.active ? "" : " (disconnected)"),
+    el("td", { class: "dim" }, f.framework_id),
     el("td", {}, f.role), el("td", { class: "running" }, f.running_tasks), el("td", {}, f.finished_tasks),
     el("td", {}, res(f.allocated)),
     el("td", {}, el("div", { class: "share" }, bar(f.dominant_share, colour(f.framework_id), f.fair_share),
@@ -142,8 +182,9 @@ function render() {
   select.value = chosen;
 
   const roles = Object.values(view.roles).sort((a, b) => a.role.localeCompare(b.role));
-  $("roles").tBodies[0].replaceChildren(...roles.map((r) => el("tr", {},
-    el("td", {}, r.role), el("td", {}, r.weight), el("td", {}, pct(r.promise)), el("td", {}, pct(r.share)),
+  $("roles").tBodies[0].replaceChildren(...roles.map((r) => el("tr", { "data-role": r.role },
+    el("td", { class: "role", style: `padding-left:${0.5 + 1.5 * (r.role.split("/").length - 1)}em` },
+      (r.role.includes("/") ? "└ " : "") + r.role.split("/").pop()), el("td", {}, r.weight), el("td", {}, pct(r.promise)), el("td", {}, pct(r.share)),
     el("td", {}, pct(r.fair_share)), el("td", {}, res(r.guarantee)),
     el("td", {}, res(r.limit) + (r.unsatisfiable ? ` (unsatisfiable: ${r.unsatisfiable})` : "")))));
   drawChart();
@@ -166,6 +207,7 @@ function drawChart() {
   const x = (t) => left + (w - left - 5) * (t - t0) / (t1 - t0);
   const y = (s) => (h - bottom) * (1 - Math.min(1, s));
   g.fillText(`${Math.round(t1 - t0)} s`, w - 40, h - 5);
+  canvas.dataset.span = t1 - t0; // seconds of history drawn (for tests)
   const legend = [];
   let points = 0;
   for (const [id, h2] of Object.entries(history)) {
@@ -183,7 +225,7 @@ function drawChart() {
       }
       g.stroke();
     }
-    if (f) legend.push(el("span", {}, el("i", { style: `background:${colour(id)}` }), f.name));
+    if (h2.length) legend.push(el("span", {}, el("i", { style: `background:${colour(id)}` }), f ? f.name : nameOf(id)));
   }
   g.setLineDash([]);
   canvas.dataset.points = points;
@@ -192,11 +234,19 @@ function drawChart() {
 
 function addEvent(e) {
   const when = new Date(e.timestamp * 1000).toLocaleTimeString();
-  const what = [e.kind, e.framework_id && `fw ${e.framework_id}`, e.slave_id && `slave ${e.slave_id}`,
+  const what = [e.kind, e.framework_id && `framework ${nameOf(e.framework_id)}`, e.slave_id && `slave ${e.slave_id}`,
                 e.task_id && `task ${e.task_id}`, e.state, e.detail].filter(Boolean).join(" · ");
   const list = $("events");
-  list.prepend(el("li", { class: `event-${e.kind}` }, `${when}  ${what}`));
+  list.prepend(el("li", { class: `event-${e.kind}`, title: e.framework_id || "" }, `${when}  ${what}`));
   while (list.children.length > 100) list.lastChild.remove();
+}
+
+const QUIET = new Set(["offer", "accept", "decline", "rescind"]); // as the live feed: counted, not listed
+
+async function loadEvents() { // what the master kept: the list survives a reload
+  const page = await api("/api/v1/events?limit=200").catch(() => ({ events: [] }));
+  $("events").replaceChildren();
+  for (const e of page.events) if (!QUIET.has(e.kind)) addEvent(e);
 }
 
 // -- pages of slaves and tasks ----------------------------------------------------------------
@@ -210,19 +260,24 @@ async function loadSlaves() {
       const used = total - ((s.free || {})[name] || 0);
       bars.append(el("span", {}, name), bar(total ? used / total : 0, "#5b7bb2"), el("span", { class: "dim" }, `${+used.toFixed(2)} / ${+total.toFixed(2)}`));
     }
-    return el("tr", {}, el("td", {}, s.slave_id), el("td", {}, s.hostname), el("td", {}, s.tasks), el("td", {}, bars));
+    return el("tr", {}, el("td", {}, link(["slave", s.slave_id], s.slave_id)), el("td", {}, s.hostname),
+      el("td", {}, s.tasks), el("td", {}, bars));
   }));
   return page.total;
 }
 
 async function loadTasks() {
   const fw = $("task-framework").value, state = $("task-state").value;
-  const page = await api(`/api/v1/tasks?framework=${encodeURIComponent(fw)}&state=${encodeURIComponent(state)}&offset=${taskOffset}&limit=${PAGE}`);
+  const query = new URLSearchParams({ framework: fw, state, search: $("task-search").value.trim(),
+                                      sort: $("task-sort").value, offset: taskOffset, limit: PAGE });
+  const page = await api(`/api/v1/tasks?${query}`);
   $("task-count").textContent = `(${page.total})`;
   $("tasks-page").textContent = `${page.total ? taskOffset + 1 : 0}-${Math.min(taskOffset + PAGE, page.total)}`;
   const names = Object.fromEntries(Object.values(view.frameworks).map((f) => [f.framework_id, f.name]));
   $("tasks").tBodies[0].replaceChildren(...page.tasks.map((t) => el("tr", { "data-task": t.task_id },
-    el("td", {}, t.task_id), el("td", {}, names[t.framework_id] || t.framework_id), el("td", {}, t.slave_id),
+    el("td", {}, link(["task", t.framework_id, t.task_id], t.task_id)),
+    el("td", {}, link(["framework", t.framework_id], names[t.framework_id] || nameOf(t.framework_id))),
+    el("td", {}, link(["slave", t.slave_id], t.slave_id)),
     el("td", { title: t.message || "" }, t.state + (t.reason ? ` (${t.reason})` : "")), el("td", {}, res(t.resources)),
     el("td", {}, el("button", { class: "stdout", onclick: () => showFile(t, "stdout") }, "stdout"), " ",
       el("button", { class: "stderr", onclick: () => showFile(t, "stderr") }, "stderr")))));
@@ -231,6 +286,7 @@ async function loadTasks() {
 
 async function loadOffers() {
   const page = await api(`/api/v1/offers?limit=${PAGE}`);
+  $("offers").textContent = `(${page.total})`; // the count and the table from one answer
   const names = Object.fromEntries(Object.values(view.frameworks).map((f) => [f.framework_id, f.name]));
   $("offer-list").tBodies[0].replaceChildren(...page.offers.map((o) => el("tr", {},
     el("td", { class: "dim" }, o.offer_id), el("td", {}, names[o.framework_id] || o.framework_id),
@@ -238,35 +294,153 @@ async function loadOffers() {
   return page.total;
 }
 
+// -- the sandbox viewer: a dialog over the page, wherever the click was -------------------
+const CHUNK = 65536;
+let sandbox = null; // {task, name, end: bytes shown up to, timer}
+const fileUrl = (t, name, offset, length) =>
+  `/api/v1/tasks/${encodeURIComponent(t.framework_id)}/${encodeURIComponent(t.task_id)}/files/${name}?offset=${offset}&length=${length}`;
+
 async function showFile(task, name) {
-  openTask = [task, name];
-  $("sandbox").hidden = false;
+  closeFile();
+  sandbox = { task, name, end: 0, timer: null };
   $("sandbox-title").textContent = `${task.task_id}: ${name}`;
+  $("sandbox-text").textContent = "";
+  $("sandbox-follow").checked = false;
+  if (!$("sandbox").open) $("sandbox").showModal();
+  await tailFile();
+}
+
+async function tailFile() { // the last 64 KB
+  const s = sandbox;
+  if (!s) return;
   try {
-    const f = await api(`/api/v1/tasks/${encodeURIComponent(task.framework_id)}/${encodeURIComponent(task.task_id)}/files/${name}?offset=0&length=65536`);
-    $("sandbox-text").textContent = f.data + (f.size > f.data.length ? `\n... (${f.size} bytes in all)` : "");
+    const head = await api(fileUrl(s.task, s.name, 0, 0));
+    const from = Math.max(0, head.size - CHUNK);
+    const f = await api(fileUrl(s.task, s.name, from, CHUNK));
+    $("sandbox-text").textContent = (from ? `... (${from} bytes before)\n` : "") + f.data;
+    s.end = f.offset + f.data.length;
+    $("sandbox-size").textContent = `${f.size} bytes`;
+    $("sandbox-text").scrollTop = $("sandbox-text").scrollHeight;
   } catch (e) {
     $("sandbox-text").textContent = `(${e.message})`;
   }
 }
 
+async function followFile() { // what was written since
+  const s = sandbox;
+  if (!s || !$("sandbox-follow").checked) return;
+  try {
+    const f = await api(fileUrl(s.task, s.name, s.end, CHUNK));
+    if (f.data) {
+      $("sandbox-text").append(f.data);
+      s.end = f.offset + f.data.length;
+      $("sandbox-text").scrollTop = $("sandbox-text").scrollHeight;
+    }
+    $("sandbox-size").textContent = `${f.size} bytes`;
+  } catch (e) { /* the next turn tries again */ }
+  s.timer = setTimeout(followFile, 1000);
+}
+
+async function downloadFile() { // the whole file, a megabyte at a time
+  const s = sandbox;
+  if (!s) return;
+  const parts = [];
+  for (let offset = 0; ;) {
+    const f = await api(fileUrl(s.task, s.name, offset, 1048576));
+    parts.push(f.data);
+    offset = f.offset + f.data.length;
+    if (!f.data || offset >= f.size) break;
+  }
+  const link = el("a", { href: URL.createObjectURL(new Blob(parts, { type: "text/plain" })),
+                         download: `${s.task.task_id}.${s.name}` });
+  link.click();
+  URL.revokeObjectURL(link.href);
+}
+
+function closeFile() {
+  if (sandbox && sandbox.timer) clearTimeout(sandbox.timer);
+  sandbox = null;
+}
+
+$("sandbox-tail").onclick = tailFile;
+$("sandbox-follow").onchange = () => { if (sandbox && sandbox.timer) clearTimeout(sandbox.timer); followFile(); };
+$("sandbox-download").onclick = downloadFile;
+$("sandbox-close").onclick = () => $("sandbox").close();
+$("sandbox").onclose = closeFile;
+
+// -- details: a framework, a slave or a task, at #framework/ID, #slave/ID, #task/FW/ID ----
+async function frameworkDetails(id) {
+  const f = view.frameworks[id];
+  const page = await api(`/api/v1/tasks?framework=${encodeURIComponent(id)}&limit=1000`);
+  const counts = {};
+  for (const t of page.tasks) counts[t.state] = (counts[t.state] || 0) + 1;
+  const byState = Object.entries(counts).map(([s, n]) => `${s} ${n}`).join(" · ") || "none";
+  const tasks = el("button", { onclick: () => { $("task-framework").value = id; taskOffset = 0; loadTasks(); $("details").close(); } }, "show its tasks");
+  if (!f) return [`framework ${nameOf(id)}`, [["id", id], ["status", "removed"], ["tasks", byState], ["", tasks]]];
+  return [`framework ${f.name}`, [
+    ["id", id], ["principal", f.principal], ["role", f.role], ["weight", f.weight],
+    ["registered", when(f.registered_at)],
+    ["status", [f.active ? "connected" : "disconnected", f.suppressed && "suppressed"].filter(Boolean).join(", ")],
+    ["allocated", res(f.allocated)], ["offered", res(f.offered)],
+    ["dominant share", pct(f.dominant_share)], ["fair share", pct(f.fair_share)],
+    ["starving", f.starving_seconds != null ? `for ${Math.round(f.starving_seconds)} s` : "no"],
+    ["running", f.running_tasks], ["finished", f.finished_tasks], ["tasks", byState], ["", tasks]]];
+}
+
+async function slaveDetails(id) {
+  const page = await api(`/api/v1/slaves?limit=1000`);
+  const s = page.slaves.find((x) => x.slave_id === id);
+  if (!s) return [`slave ${id}`, [["status", "gone (or beyond the first 1000)"]]];
+  return [`slave ${id}`, [["hostname", s.hostname], ["principal", s.principal], ["total", res(s.total)],
+    ["free", res(s.free)], ["tasks", s.tasks]]];
+}
+
+async function taskDetails(frameworkId, id) {
+  const page = await api(`/api/v1/tasks?framework=${encodeURIComponent(frameworkId)}&limit=1000`);
+  const t = page.tasks.find((x) => x.task_id === id);
+  if (!t) return [`task ${id}`, [["status", "no longer known to the master"]]];
+  return [`task ${id}`, [["name", t.name || "-"], ["framework", link(["framework", frameworkId], nameOf(frameworkId))],
+    ["slave", link(["slave", t.slave_id], t.slave_id)], ["state", t.state], ["reason", t.reason || "-"],
+    ["message", t.message || "-"], ["resources", res(t.resources)],
+    ["launched", when(t.launched_at)], ["ended", when(t.ended_at)],
+    ["sandbox", el("span", {}, el("button", { onclick: () => showFile(t, "stdout") }, "stdout"), " ",
+                   el("button", { onclick: () => showFile(t, "stderr") }, "stderr"))]]];
+}
+
+async function openDetails() {
+  const [kind, ...ids] = location.hash.slice(1).split("/").map(decodeURIComponent);
+  const make = { framework: frameworkDetails, slave: slaveDetails, task: taskDetails }[kind];
+  if (!make || !ids.length) return;
+  let title, rows;
+  try { [title, rows] = await make(...ids); } catch (e) { [title, rows] = [kind, [["error", e.message]]]; }
+  $("details-title").textContent = title;
+  $("details-list").replaceChildren(...rows.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]));
+  if (!$("details").open) $("details").showModal();
+}
+
+window.onhashchange = openDetails;
+$("details-close").onclick = () => $("details").close();
+$("details").onclose = () => { if (location.hash) history.replaceState(null, "", location.pathname); };
+
 $("slaves-prev").onclick = () => { slaveOffset = Math.max(0, slaveOffset - PAGE); loadSlaves(); };
 $("slaves-next").onclick = async () => { slaveOffset += PAGE; if (slaveOffset >= await loadSlaves()) { slaveOffset -= PAGE; loadSlaves(); } };
 $("tasks-prev").onclick = () => { taskOffset = Math.max(0, taskOffset - PAGE); loadTasks(); };
 $("tasks-next").onclick = async () => { taskOffset += PAGE; if (taskOffset >= await loadTasks()) { taskOffset -= PAGE; loadTasks(); } };
-$("task-framework").onchange = $("task-state").onchange = () => { taskOffset = 0; loadTasks(); };
+$("task-framework").onchange = $("task-state").onchange = $("task-sort").onchange = () => { taskOffset = 0; loadTasks(); };
+$("task-search").oninput = () => { taskOffset = 0; loadTasks(); };
 
 let polling = null;
 async function start() {
   $("login").hidden = true;
   $("app").hidden = false;
   stream();
-  const poll = () => Promise.all([loadSlaves(), loadTasks(), loadOffers()]).catch(() => {});
+  const poll = () => (down ? Promise.resolve() : Promise.all([loadSlaves(), loadTasks(), loadOffers()]).catch(() => {}));
   await poll();
   if (!polling) polling = setInterval(poll, 2000);
+  if (location.hash) openDetails(); // a link to a framework, a slave or a task
 }
 
 (async () => {
-  try { await api("/api/v1/whoami"); } catch (e) { return; } // 401: the form is shown
+  try { await api("/api/v1/whoami"); } catch (e) { return; } // 401: the form is shown, with no complaint
   start();
 })();

@@ -1,0 +1,44 @@
+"""What the drivers' calls return: the call is made when it is called.
+
+Every driver call (`launch_tasks`, `decline_offer`, `stop`, `send_status_update`, ...) does
+its work -- checks its arguments, raising `DriverError` at once, and posts the message --
+before it returns, and returns a `Made` that may be awaited: `await driver.stop()` and
+`driver.stop()` do the same. A call written without `await` therefore still happens: were
+the calls coroutines, a forgotten `await` would make one silently do nothing.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Awaitable, Callable, Generator
+from typing import Any, ParamSpec
+
+P = ParamSpec("P")
+
+
+class Made:
+    """A call that has been made. Awaiting it waits for `then` (the executor's channel to
+    drain, say), or for nothing."""
+
+    __slots__ = ("_then",)
+
+    def __init__(self, then: Callable[[], Awaitable[None]] | None = None) -> None:
+        self._then = then
+
+    def __await__(self) -> Generator[Any, None, None]:
+        if self._then is not None:
+            yield from self._then().__await__()
+
+
+MADE = Made()
+
+
+def made_at_once(call: Callable[P, None]) -> Callable[P, Made]:
+    """Make a driver method do its work when called, and return an awaitable `Made`."""
+
+    @functools.wraps(call)
+    def made(*args: P.args, **kwargs: P.kwargs) -> Made:
+        call(*args, **kwargs)
+        return MADE
+
+    return made
