@@ -14,12 +14,12 @@ import aiomqtt
 
 from protocol.brokers import BrokerURL
 from protocol.codec import encode
-from protocol.messages import Decline
+from protocol.messages import Revive
 
 
 async def main(url_text: str, ca: str, topic: str, count: int) -> None:
     url = BrokerURL.parse(url_text, ca=ca)
-    call = encode(Decline(framework_id="fw-nope", offer_ids=["o-nope"]))
+    call = encode(Revive(framework_id="fw-nope"))  # charged to its rate limit (a Decline is not)
     async with aiomqtt.Client(
         url.host,
         url.port,
