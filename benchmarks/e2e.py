@@ -3,9 +3,11 @@ a running task.
 
     python -m benchmarks.e2e [--seconds 15] [--slaves 10]
 
-mosquitto, a master process, one process with 10 logical slaves (`--simulated-tasks`:
-tasks finish at once), and 2 frameworks (in this process, on the public SDK) that fill
-every offer with small tasks. Prints tasks completed per second and the offer-to-RUNNING
+mosquitto, a master process (with its defaults, rate limits included), one process with
+10 logical slaves (`--simulated-tasks`: tasks finish at once), and 2 frameworks (in this
+process, on the public SDK) that fill every offer with small tasks. Prints tasks completed
+per second, beside the calls the master's rate limits throttled or refused (so that a
+limited run cannot pass unnoticed), and the offer-to-RUNNING
 latency (offer received by the framework -> TASK_RUNNING received by it), p50 and p99,
 beside the bus's own QoS 1 round trip measured in the same run: between two processes
 (the bound: every hop of a task wakes another process, as this does), one ping just
@@ -29,7 +31,7 @@ import time
 from pathlib import Path
 
 from benchmarks.bus import Pinger, echo_process, round_trips
-from benchmarks.common import bounds, percentile, table
+from benchmarks.common import Held, bounds, held_by_limits, percentile, table
 from cluster.secure import as_principal, provision
 from cluster.view import wait_state
 from frameworks import (
@@ -135,7 +137,7 @@ PRINCIPALS = [
 ]
 
 
-async def run(seconds: float, slaves: int, secure: bool) -> list[float]:
+async def run(seconds: float, slaves: int, secure: bool) -> tuple[list[float], Held]:
     store = (
         provision(Path(tempfile.mkdtemp(prefix="drfmesos-e2e-auth-")), PRINCIPALS)
         if secure
@@ -171,6 +173,8 @@ async def run(seconds: float, slaves: int, secure: bool) -> list[float]:
             *common("master"),
             "--allocation-interval",
             "0.5",
+            "--http",
+            "127.0.0.1:0",
             *(["--principals", str(store.principals_file)] if store else []),
             env=env,
         ),
@@ -191,7 +195,7 @@ async def run(seconds: float, slaves: int, secure: bool) -> list[float]:
         ),
     ]
     try:
-        await wait_state(as_("ops"), cluster, lambda s: len(s.slaves) == slaves, timeout=60)
+        up = await wait_state(as_("ops"), cluster, lambda s: len(s.slaves) == slaves, timeout=60)
         floods = [Flood("A"), Flood("B")]
         drivers = [
             SchedulerDriver(f, name=f.name, broker=as_(f.name), cluster=cluster, role=f.name)
@@ -210,6 +214,8 @@ async def run(seconds: float, slaves: int, secure: bool) -> list[float]:
         for d in drivers:
             d.stop()
             await d.join()
+        ops_secret = store.secret_file("ops") if store else None
+        held = await asyncio.to_thread(held_by_limits, up.web_ui, "ops", ops_secret)
         topics = Topics("rtt")  # the same path a framework's call and its answer take
         ping, pong = topics.inbound("framework", "rtt-ping"), topics.framework("rtt-ping", "pong")
         secret = str(store.secret_file("rtt-pong")) if store else None
@@ -238,12 +244,12 @@ async def run(seconds: float, slaves: int, secure: bool) -> list[float]:
         broker.cleanup()
     figures = (latencies, one.latencies, rtt, hot, rtt_one)
     ms = [percentile(x, p) * 1e3 for x in figures for p in (50, 99)]
-    return [completed / elapsed, *ms]
+    return [completed / elapsed, *ms], held
 
 
 async def main(seconds: float, slaves: int) -> None:
-    insecure = await run(seconds, slaves, secure=False)
-    secure = await run(seconds, slaves, secure=True)
+    insecure, insecure_held = await run(seconds, slaves, secure=False)
+    secure, secure_held = await run(seconds, slaves, secure=True)
     print(f"end to end: {slaves} simulated slaves, 2 frameworks, {seconds:g}s measured, mosquitto")
     headers = [
         "setup",
@@ -260,6 +266,8 @@ async def main(seconds: float, slaves: int) -> None:
         "p99",
     ]
     print(table(headers, [["insecure", *insecure], ["auth + TLS", *secure]]))
+    print(f"the master's rate limits (its defaults), insecure: {insecure_held}")
+    print(f"the master's rate limits (its defaults), auth + TLS: {secure_held}")
     print(
         f"security's cost (secure / insecure): tasks/s x{secure[0] / insecure[0]:.2f}, "
         f"one-at-a-time p50 x{secure[3] / insecure[3]:.2f}, bus RTT x{secure[5] / insecure[5]:.2f}"
@@ -276,6 +284,14 @@ async def main(seconds: float, slaves: int) -> None:
         bounds(
             [
                 ("tasks/s, auth + TLS", f"{secure[0]:,.0f}", ">= 3,000", secure[0] >= 3000),
+                (
+                    "calls throttled or refused, both runs",
+                    f"{insecure_held.throttled + secure_held.throttled:,} / "
+                    f"{insecure_held.refused + secure_held.refused:,}",
+                    "0 / 0",
+                    not (insecure_held.throttled or secure_held.throttled)
+                    and not (insecure_held.refused or secure_held.refused),
+                ),
                 (
                     "one at a time offer->RUNNING p50, auth + TLS",
                     f"{secure[3]:.2f} ms = {trips:.1f} RTT",

@@ -14,7 +14,7 @@ from master.authz import Caller
 from master.framework_calls import FrameworkCalls, check_segment_ok
 from master.throttle import READ_WHEN_FULL, Verdict, call_cost
 from protocol.codec import peek_types
-from protocol.messages import Accept, Decline, Reason, Subscribe, TaskState, Wire
+from protocol.messages import Accept, Decline, Reason, Reconcile, Subscribe, TaskState, Wire
 from protocol.topics import Sender
 
 Route = Callable[[Any, Caller], Awaitable[None]]
@@ -24,6 +24,9 @@ class LimitedCalls(FrameworkCalls):
     async def _call(self, route: Route, message: Wire, caller: Caller, limited: bool) -> None:
         """Handle one call now, or leave it to the throttle, or refuse it past capacity."""
         cost = call_cost(message) if limited else None
+        if isinstance(message, Reconcile) and not message.tasks and cost is not None:
+            fw = self.books.frameworks.get(message.framework_id)  # implicit: all its tasks
+            cost = float(max(1, len(fw.tasks))) if fw is not None else cost
         if cost is not None:
 
             async def handle() -> None:

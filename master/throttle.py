@@ -48,7 +48,8 @@ READ_WHEN_FULL = frozenset({*(t.TYPE for t in FREE), Acknowledges.TYPE, Accept.T
 
 
 def call_cost(message: Wire) -> float | None:
-    """What a call is charged: one per task it asks for, at least 1; None if free."""
+    """What a call is charged: one per task it asks for, at least 1; None if free. (An
+    implicit Reconcile asks for all the framework's tasks: the master charges that.)"""
     if isinstance(message, FREE):
         return None
     if isinstance(message, Accept):
