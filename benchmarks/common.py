@@ -56,7 +56,7 @@ class Held:
 
     def __str__(self) -> str:
         each = ", ".join(
-            f"{p}: {h:,} charged, {t:,} throttled, {r:,} refused"
+            f"{p}: {h:,} calls handled, {t:,} throttled, {r:,} refused"
             for p, (h, t, r) in sorted(self.by_principal.items())
         )
         return f"throttled {self.throttled:,}, refused {self.refused:,} ({each})"

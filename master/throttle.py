@@ -108,8 +108,9 @@ class Throttle:
             return Verdict.NOW  # not limited (nor counted: nothing to show)
         now = self.clock()
         queue = self._queues.get(key)
-        if queue is None or queue.limit != limit:  # (new, or the limits were changed)
+        if queue is None:
             queue = self._queues[key] = _Queue(limit, limit.burst, now)
+        queue.limit = limit  # (the operator may have changed it: what waits keeps its place)
         if not queue.calls and queue.drainer is None and queue.wait(now) == 0:
             queue.tokens -= max(1.0, cost)
             counts.handled += 1
@@ -127,7 +128,7 @@ class Throttle:
         """Whether `principal`'s next charged call would be refused (its queue is full)."""
         key, limit = self.limits.for_principal(principal)
         queue = self._queues.get(key)
-        if limit.capacity is None or queue is None or queue.limit != limit:
+        if limit.capacity is None or limit.qps is None or queue is None:
             return False
         return len(queue.calls) >= limit.capacity and (
             bool(queue.calls) or queue.drainer is not None or queue.wait(self.clock()) > 0
@@ -161,15 +162,6 @@ class Throttle:
 
     def limit_of(self, principal: str) -> tuple[str, Limit]:
         return self.limits.for_principal(principal)
-
-    def totals(self) -> PrincipalCounts:
-        all_ = PrincipalCounts()
-        for c in self.counts.values():
-            all_.handled += c.handled
-            all_.throttled += c.throttled
-            all_.refused += c.refused
-            all_.queued += c.queued
-        return all_
 
     async def close(self) -> None:
         """Stop handling queued calls (the master is stopping: its books go with it)."""

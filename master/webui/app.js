@@ -238,6 +238,19 @@ async function loadOffers() {
   return page.total;
 }
 
+// what each principal's rate limit held: calls that waited (throttled) or were refused
+async function loadLimits() {
+  const l = await api("/api/v1/limits");
+  const limit = (x) => (x.qps == null ? "no limit" : `${x.qps} calls/s, capacity ${x.capacity ?? "any"}`);
+  $("limits-default").textContent = `(default: ${limit(l.default)}` +
+    (l.aggregate_default ? `; the rest together: ${limit(l.aggregate_default)})` : ")");
+  $("limits").tBodies[0].replaceChildren(...l.principals.map((p) => el("tr", { "data-principal": p.principal },
+    el("td", {}, p.principal + (p.queue === "*" ? " (aggregate)" : "")), el("td", {}, p.qps ?? "-"),
+    el("td", {}, p.capacity ?? "-"), el("td", {}, p.handled), el("td", {}, p.throttled),
+    el("td", {}, p.refused), el("td", {}, p.queued))));
+  return l.principals.length;
+}
+
 async function showFile(task, name) {
   openTask = [task, name];
   $("sandbox").hidden = false;
@@ -261,7 +274,7 @@ async function start() {
   $("login").hidden = true;
   $("app").hidden = false;
   stream();
-  const poll = () => Promise.all([loadSlaves(), loadTasks(), loadOffers()]).catch(() => {});
+  const poll = () => Promise.all([loadSlaves(), loadTasks(), loadOffers(), loadLimits()]).catch(() => {});
   await poll();
   if (!polling) polling = setInterval(poll, 2000);
 }
