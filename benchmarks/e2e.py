@@ -1,7 +1,7 @@
 """End to end: how many tasks a second the whole loop runs, and how fast an offer becomes
 a running task.
 
-    python -m benchmarks.e2e [--seconds 15] [--slaves 10]
+    python -m benchmarks.e2e [--seconds 15] [--slaves 10] [--master-arg=--rate-limit=0 ...]
 
 mosquitto, a master process (with its defaults, rate limits included), one process with
 10 logical slaves (`--simulated-tasks`: tasks finish at once), and 2 frameworks (in this
@@ -137,7 +137,9 @@ PRINCIPALS = [
 ]
 
 
-async def run(seconds: float, slaves: int, secure: bool) -> tuple[list[float], Held, str]:
+async def run(
+    seconds: float, slaves: int, secure: bool, master_args: list[str]
+) -> tuple[list[float], Held, str]:
     store = (
         provision(Path(tempfile.mkdtemp(prefix="drfmesos-e2e-auth-")), PRINCIPALS)
         if secure
@@ -176,6 +178,7 @@ async def run(seconds: float, slaves: int, secure: bool) -> tuple[list[float], H
             "--http",
             "127.0.0.1:0",
             *(["--principals", str(store.principals_file)] if store else []),
+            *master_args,
             env=env,
         ),
         await asyncio.create_subprocess_exec(
@@ -255,10 +258,11 @@ async def run(seconds: float, slaves: int, secure: bool) -> tuple[list[float], H
     return [completed / elapsed, *ms], held, sent
 
 
-async def main(seconds: float, slaves: int) -> None:
-    insecure, insecure_held, insecure_sent = await run(seconds, slaves, secure=False)
-    secure, secure_held, secure_sent = await run(seconds, slaves, secure=True)
+async def main(seconds: float, slaves: int, master_args: list[str]) -> None:
+    insecure, insecure_held, insecure_sent = await run(seconds, slaves, False, master_args)
+    secure, secure_held, secure_sent = await run(seconds, slaves, True, master_args)
     print(f"end to end: {slaves} simulated slaves, 2 frameworks, {seconds:g}s measured, mosquitto")
+    print(f"the master: its defaults{', and ' + ' '.join(master_args) if master_args else ''}")
     headers = [
         "setup",
         "tasks/s",
@@ -274,8 +278,8 @@ async def main(seconds: float, slaves: int) -> None:
         "p99",
     ]
     print(table(headers, [["insecure", *insecure], ["auth + TLS", *secure]]))
-    print(f"the master's rate limits (its defaults), insecure: {insecure_held}")
-    print(f"the master's rate limits (its defaults), auth + TLS: {secure_held}")
+    print(f"the master's rate limits, insecure: {insecure_held}")
+    print(f"the master's rate limits, auth + TLS: {secure_held}")
     print(f"the SDK sent, insecure: {insecure_sent}")
     print(f"the SDK sent, auth + TLS: {secure_sent}")
     print(
@@ -317,6 +321,12 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=15.0)
     parser.add_argument("--slaves", type=int, default=10)
+    parser.add_argument(
+        "--master-arg",
+        action="append",
+        default=[],
+        help="an option for the master beyond its defaults (--master-arg=--rate-limit=0)",
+    )
     args = parser.parse_args()
     logs.configure("warning")
-    asyncio.run(main(args.seconds, args.slaves))
+    asyncio.run(main(args.seconds, args.slaves, args.master_arg))
