@@ -1,9 +1,15 @@
-"""Helpers shared by the benchmarks: percentiles and a fixed-width table."""
+"""Helpers shared by the benchmarks: percentiles, a fixed-width table, and what the
+master's rate limits held."""
 
 from __future__ import annotations
 
+import base64
+import json
 import statistics
+import urllib.request
 from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
 
 
 def percentile(values: Sequence[float], p: float) -> float:
@@ -38,3 +44,34 @@ def _fmt(value: object) -> str:
     if isinstance(value, float):
         return f"{value:,.3f}" if value < 100 else f"{value:,.0f}"
     return str(value)
+
+
+@dataclass(frozen=True)
+class Held:
+    """What the master's rate limits did to the calls of a run (/api/v1/limits)."""
+
+    throttled: int
+    refused: int
+    by_principal: dict[str, tuple[int, int, int]]  # principal -> (handled, throttled, refused)
+
+    def __str__(self) -> str:
+        each = ", ".join(
+            f"{p}: {h:,} calls handled, {t:,} throttled, {r:,} refused"
+            for p, (h, t, r) in sorted(self.by_principal.items())
+        )
+        return f"throttled {self.throttled:,}, refused {self.refused:,} ({each})"
+
+
+def held_by_limits(web_ui: str, operator: str = "", secret_file: Path | None = None) -> Held:
+    """Ask the master (its web UI's address, as an operator if it has credentials)."""
+    request = urllib.request.Request(web_ui + "api/v1/limits")
+    if secret_file is not None:
+        token = f"{operator}:{secret_file.read_text().strip()}".encode()
+        request.add_header("Authorization", "Basic " + base64.b64encode(token).decode())
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        rows = json.loads(answer.read())["principals"]
+    return Held(
+        sum(r["throttled"] for r in rows),
+        sum(r["refused"] for r in rows),
+        {r["principal"]: (r["handled"], r["throttled"], r["refused"]) for r in rows},
+    )

@@ -1,11 +1,13 @@
 """End to end: how many tasks a second the whole loop runs, and how fast an offer becomes
 a running task.
 
-    python -m benchmarks.e2e [--seconds 15] [--slaves 10]
+    python -m benchmarks.e2e [--seconds 15] [--slaves 10] [--master-arg=--rate-limit=0 ...]
 
-mosquitto, a master process, one process with 10 logical slaves (`--simulated-tasks`:
-tasks finish at once), and 2 frameworks (in this process, on the public SDK) that fill
-every offer with small tasks. Prints tasks completed per second and the offer-to-RUNNING
+mosquitto, a master process (with its defaults, rate limits included), one process with
+10 logical slaves (`--simulated-tasks`: tasks finish at once), and 2 frameworks (in this
+process, on the public SDK) that fill every offer with small tasks. Prints tasks completed
+per second, beside the calls the master's rate limits throttled or refused (so that a
+limited run cannot pass unnoticed), and the offer-to-RUNNING
 latency (offer received by the framework -> TASK_RUNNING received by it), p50 and p99,
 beside the bus's own QoS 1 round trip measured in the same run: between two processes
 (the bound: every hop of a task wakes another process, as this does), one ping just
@@ -29,7 +31,7 @@ import time
 from pathlib import Path
 
 from benchmarks.bus import Pinger, echo_process, round_trips
-from benchmarks.common import bounds, percentile, table
+from benchmarks.common import Held, bounds, held_by_limits, percentile, table
 from cluster.secure import as_principal, provision
 from cluster.view import wait_state
 from frameworks import (
@@ -135,7 +137,9 @@ PRINCIPALS = [
 ]
 
 
-async def run(seconds: float, slaves: int, secure: bool) -> list[float]:
+async def run(
+    seconds: float, slaves: int, secure: bool, master_args: list[str]
+) -> tuple[list[float], Held, str]:
     store = (
         provision(Path(tempfile.mkdtemp(prefix="drfmesos-e2e-auth-")), PRINCIPALS)
         if secure
@@ -173,7 +177,10 @@ async def run(seconds: float, slaves: int, secure: bool) -> list[float]:
             "off",  # no web UI: and 5050 may be taken by someone's master
             "--allocation-interval",
             "0.5",
+            "--http",
+            "127.0.0.1:0",
             *(["--principals", str(store.principals_file)] if store else []),
+            *master_args,
             env=env,
         ),
         await asyncio.create_subprocess_exec(
@@ -193,7 +200,7 @@ async def run(seconds: float, slaves: int, secure: bool) -> list[float]:
         ),
     ]
     try:
-        await wait_state(as_("ops"), cluster, lambda s: len(s.slaves) == slaves, timeout=60)
+        up = await wait_state(as_("ops"), cluster, lambda s: len(s.slaves) == slaves, timeout=60)
         floods = [Flood("A"), Flood("B")]
         drivers = [
             SchedulerDriver(f, name=f.name, broker=as_(f.name), cluster=cluster, role=f.name)
@@ -209,9 +216,19 @@ async def run(seconds: float, slaves: int, secure: bool) -> list[float]:
         elapsed = time.perf_counter() - start
         completed = sum(len(f.finished) for f in floods) - done_before
         latencies = [x for f, k in zip(floods, lat_before, strict=True) for x in f.latencies[k:]]
+        # what the SDK sent the master: calls (acknowledgements included) and MQTT
+        # messages (what one turn of a framework's loop sends leaves as one)
+        sent = ", ".join(
+            f"{f.name}: {f.n:,} tasks launched, {d.bus.stats['posted']:,} calls in "
+            f"{d.bus.stats['published']:,} MQTT messages"
+            for f, d in zip(floods, drivers, strict=True)
+            if d.bus is not None
+        )
         for d in drivers:
             d.stop()
             await d.join()
+        ops_secret = store.secret_file("ops") if store else None
+        held = await asyncio.to_thread(held_by_limits, up.web_ui, "ops", ops_secret)
         topics = Topics("rtt")  # the same path a framework's call and its answer take
         ping, pong = topics.inbound("framework", "rtt-ping"), topics.framework("rtt-ping", "pong")
         secret = str(store.secret_file("rtt-pong")) if store else None
@@ -240,13 +257,14 @@ async def run(seconds: float, slaves: int, secure: bool) -> list[float]:
         broker.cleanup()
     figures = (latencies, one.latencies, rtt, hot, rtt_one)
     ms = [percentile(x, p) * 1e3 for x in figures for p in (50, 99)]
-    return [completed / elapsed, *ms]
+    return [completed / elapsed, *ms], held, sent
 
 
-async def main(seconds: float, slaves: int) -> None:
-    insecure = await run(seconds, slaves, secure=False)
-    secure = await run(seconds, slaves, secure=True)
+async def main(seconds: float, slaves: int, master_args: list[str]) -> None:
+    insecure, insecure_held, insecure_sent = await run(seconds, slaves, False, master_args)
+    secure, secure_held, secure_sent = await run(seconds, slaves, True, master_args)
     print(f"end to end: {slaves} simulated slaves, 2 frameworks, {seconds:g}s measured, mosquitto")
+    print(f"the master: its defaults{', and ' + ' '.join(master_args) if master_args else ''}")
     headers = [
         "setup",
         "tasks/s",
@@ -262,6 +280,10 @@ async def main(seconds: float, slaves: int) -> None:
         "p99",
     ]
     print(table(headers, [["insecure", *insecure], ["auth + TLS", *secure]]))
+    print(f"the master's rate limits, insecure: {insecure_held}")
+    print(f"the master's rate limits, auth + TLS: {secure_held}")
+    print(f"the SDK sent, insecure: {insecure_sent}")
+    print(f"the SDK sent, auth + TLS: {secure_sent}")
     print(
         f"security's cost (secure / insecure): tasks/s x{secure[0] / insecure[0]:.2f}, "
         f"one-at-a-time p50 x{secure[3] / insecure[3]:.2f}, bus RTT x{secure[5] / insecure[5]:.2f}"
@@ -279,6 +301,14 @@ async def main(seconds: float, slaves: int) -> None:
             [
                 ("tasks/s, auth + TLS", f"{secure[0]:,.0f}", ">= 3,000", secure[0] >= 3000),
                 (
+                    "calls throttled or refused, both runs",
+                    f"{insecure_held.throttled + secure_held.throttled:,} / "
+                    f"{insecure_held.refused + secure_held.refused:,}",
+                    "0 / 0",
+                    not (insecure_held.throttled or secure_held.throttled)
+                    and not (insecure_held.refused or secure_held.refused),
+                ),
+                (
                     "one at a time offer->RUNNING p50, auth + TLS",
                     f"{secure[3]:.2f} ms = {trips:.1f} RTT",
                     f"< 3 RTT = {3 * secure[5]:.2f} ms",
@@ -293,6 +323,12 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=15.0)
     parser.add_argument("--slaves", type=int, default=10)
+    parser.add_argument(
+        "--master-arg",
+        action="append",
+        default=[],
+        help="an option for the master beyond its defaults (--master-arg=--rate-limit=0)",
+    )
     args = parser.parse_args()
     logs.configure("warning")
-    asyncio.run(main(args.seconds, args.slaves))
+    asyncio.run(main(args.seconds, args.slaves, args.master_arg))

@@ -1,4 +1,4 @@
-"""Who may do what, as the master sees it: callers, the register_frameworks ACL, rate limits.
+"""Who may do what, as the master sees it: callers, the register_frameworks ACL, samplers.
 
 The broker proves *who* sends a call (the topic it arrives on, see `protocol.topics`); the
 master decides *whether* that principal may do it. Ownership (a framework id belongs to
@@ -78,17 +78,15 @@ class RoleACL:
 
 
 class RateLimiter:
-    """A token bucket per principal (Mesos `--rate_limits`): `rate` calls a second, `burst`
-    at once. A call over the limit is dropped before it is decoded, so a flood costs the
-    master little; its sender is told at most once a second."""
+    """A token bucket per principal: `rate` a second, `burst` at once. It samples what a
+    flood of bad calls would otherwise multiply (log lines, answers); the calls themselves
+    are throttled by `master.throttle`."""
 
     def __init__(self, rate: float | None, burst: float) -> None:
         self.rate = rate
         self.burst = max(1.0, burst)
         self._buckets: dict[str, tuple[float, float]] = {}  # principal -> (tokens, at)
-        self._told: dict[str, float] = {}
         self._skipped: dict[str, int] = {}
-        self.dropped = 0
 
     def admit(self, principal: str, now: float, cost: float = 1.0) -> bool:
         if not self.rate:
@@ -97,7 +95,6 @@ class RateLimiter:
         tokens = min(self.burst, tokens + (now - at) * self.rate)
         if tokens < cost:
             self._buckets[principal] = (tokens, now)
-            self.dropped += 1
             self._skipped[principal] = self._skipped.get(principal, 0) + 1
             return False
         self._buckets[principal] = (tokens - cost, now)
@@ -106,15 +103,3 @@ class RateLimiter:
     def take_skipped(self, principal: str) -> int:
         """How many were refused for `principal` since this was last asked."""
         return self._skipped.pop(principal, 0)
-
-    def charge(self, principal: str, now: float, cost: float) -> None:
-        """Take `cost` more (a batch turned out to hold several calls); may go negative."""
-        if self.rate and cost > 0:
-            tokens, at = self._buckets.get(principal, (self.burst, now))
-            self._buckets[principal] = (tokens - cost, at)
-
-    def should_tell(self, principal: str, now: float) -> bool:
-        if now - self._told.get(principal, -1e9) < 1.0:
-            return False
-        self._told[principal] = now
-        return True

@@ -13,6 +13,13 @@ from master.allocator import HEADROOM
 from master.http_config import HttpConfig
 from master.leadership import LeadershipError
 from master.preemption import VICTIM_ORDERS
+from master.rate_limits import (
+    DEFAULT_CAPACITY,
+    DEFAULT_QPS,
+    RateLimits,
+    RateLimitsError,
+    load_rate_limits,
+)
 from protocol.brokers import BrokerURL
 from protocol.cli import broker_option, cluster_option, log_level_option, warn_if_insecure
 from protocol.extras import needs
@@ -43,6 +50,15 @@ def http_config(
     if (cert is None) != (key is None):
         raise click.BadParameter("--http-cert and --http-key go together")
     return HttpConfig(host.strip("[]") or "127.0.0.1", int(port), store, open_metrics, cert, key)
+
+
+def rate_limits(path: Path | None, qps: float | None, capacity: int) -> RateLimits:
+    if path is None:
+        return RateLimits.defaults(qps, capacity)
+    try:
+        return load_rate_limits(path, qps, capacity)
+    except RateLimitsError as e:
+        raise click.BadParameter(str(e), param_hint="--rate-limits") from None
 
 
 @click.command()
@@ -101,16 +117,25 @@ def http_config(
 @click.option(
     "--rate-limit",
     type=click.FloatRange(min=0),
-    default=5000.0,
+    default=DEFAULT_QPS,
     show_default=True,
-    help="Calls a second each framework or operator principal may make (0: no limit).",
+    help="Calls a second each framework or operator principal may make (0: no limit); "
+    "calls over it wait their turn.",
 )
 @click.option(
-    "--rate-burst",
-    type=click.FloatRange(min=1),
-    default=2500.0,
+    "--rate-capacity",
+    type=click.IntRange(min=0),
+    default=DEFAULT_CAPACITY,
     show_default=True,
-    help="Calls a principal may make at once before the rate applies.",
+    help="Calls of one principal that may wait; past it a call is refused.",
+)
+@click.option(
+    "--rate-limits",
+    "rate_limits_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="Mesos's --rate_limits JSON: qps and capacity per principal, and an aggregate "
+    "default for the rest (--rate-limit/--rate-capacity: each unlisted principal's own).",
 )
 @click.option(
     "--roles",
@@ -236,7 +261,8 @@ def master(
     weights: str,
     principals: Path | None,
     rate_limit: float,
-    rate_burst: float,
+    rate_capacity: int,
+    rate_limits_file: Path | None,
     roles_file: Path | None,
     preemption_timeout: float | None,
     preemption_threshold: float,
@@ -277,8 +303,7 @@ def master(
         state_interval=state_interval,
         role_weights=parse_weights(weights),
         principals=principals,
-        rate_limit=rate_limit or None,
-        rate_burst=rate_burst,
+        rate_limits=rate_limits(rate_limits_file, rate_limit or None, rate_capacity),
         roles=roles_file,
         preemption_timeout=preemption_timeout,
         preemption_threshold=preemption_threshold,

@@ -25,9 +25,11 @@ from master.books import Books, Framework, OfferRecord, PendingUpdate, Slave, Ta
 from master.http_config import HttpConfig
 from master.leadership import next_epoch
 from master.live_feed import LiveFeed
+from master.rate_limits import RateLimits
 from master.registry import MemoryStore, Registry
 from master.roles_file import RolesError, RolesFile, load_roles
 from master.task_states import as_seen
+from master.throttle import Throttle
 from protocol import logs
 from protocol.bus import Bus
 from protocol.messages import (
@@ -65,8 +67,7 @@ class MasterConfig:
     role_weights: dict[str, float] = field(default_factory=dict)
     seed: int | None = None
     principals: Path | None = None  # the credentials store's principals.json (role ACLs)
-    rate_limit: float | None = None  # calls a second per framework or operator principal
-    rate_burst: float = 1000.0
+    rate_limits: RateLimits | None = None  # per principal (master.rate_limits); None: none
     roles: Path | None = None  # the roles file: weights, orderings, quotas (kept up to date)
     # preemption (off unless a timeout is set): see master.preemptor
     preemption_timeout: float | None = None  # starving this long below the threshold
@@ -120,7 +121,8 @@ class MasterCore:
                 raise RolesError(f"{self.config.roles}: {e}") from None
         self.log = logs.get("master", master_id=self.master_id)
         self.roles_acl = RoleACL(self.config.principals)
-        self.limiter = RateLimiter(self.config.rate_limit, self.config.rate_burst)
+        limits = self.config.rate_limits or RateLimits.defaults(None, None)
+        self.throttle = Throttle(limits, self._now)  # framework and operator calls
         self.refused: Counter[str] = Counter()  # calls refused, by reason code
         self.log_sampler = RateLimiter(rate=5.0, burst=20.0)
         # refusals left out of the log since a principal's last line, by code
@@ -197,8 +199,8 @@ class MasterCore:
         principal = caller.principal if caller else ""
         now = self._now()
         # A flood of bad calls must not become a flood of log lines or answers: each
-        # principal gets a few lines a second (with how many were left out) and answers
-        # up to the rate limit's burst.
+        # principal gets a few lines a second (with how many were left out) and a few
+        # hundred answers.
         sampled = self._sampled(principal, code, now)
         if sampled is not None:
             who = {"kind": caller.kind, "principal": principal} if caller else {}

@@ -34,7 +34,10 @@ from master.http_models import (
     Events,
     Frameworks,
     Health,
+    Limit,
+    Limits,
     Offers,
+    PrincipalLimit,
     Roles,
     Slaves,
     TaskFile,
@@ -198,6 +201,7 @@ class HttpApi:
                 web.get("/api/v1/tasks", self._tasks),
                 web.get("/api/v1/offers", self._offers),
                 web.get("/api/v1/roles", self._roles),
+                web.get("/api/v1/limits", self._limits),
                 web.get("/api/v1/events", self._events),
                 web.get("/api/v1/stream", self._stream),
                 web.get("/api/v1/tasks/{framework_id}/{task_id}/files/{name}", self._file),
@@ -363,6 +367,37 @@ class HttpApi:
     async def _roles(self, request: web.Request) -> web.StreamResponse:
         state = self.master.state(include_tasks=False)
         return _json(Roles(policy=state.policy, roles=state.roles))
+
+    async def _limits(self, request: web.Request) -> web.StreamResponse:
+        throttle = self.master.throttle
+        limits = throttle.limits
+        seen = dict.fromkeys([*limits.listed(), *throttle.counts])
+        rows = []
+        for principal in seen:
+            queue, limit = limits.for_principal(principal)
+            counts = throttle.counts.get(principal)
+            rows.append(
+                PrincipalLimit(
+                    principal=principal,
+                    queue=queue,
+                    qps=limit.qps,
+                    capacity=limit.capacity,
+                    handled=counts.handled if counts else 0,
+                    throttled=counts.throttled if counts else 0,
+                    refused=counts.refused if counts else 0,
+                    queued=counts.queued if counts else 0,
+                )
+            )
+        aggregate = limits.aggregate
+        return _json(
+            Limits(
+                default=Limit(qps=limits.default.qps, capacity=limits.default.capacity),
+                aggregate_default=Limit(qps=aggregate.qps, capacity=aggregate.capacity)
+                if aggregate
+                else None,
+                principals=rows,
+            )
+        )
 
     async def _events(self, request: web.Request) -> web.StreamResponse:
         """The most recent events, oldest first: `limit` of them (all the master keeps)."""

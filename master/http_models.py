@@ -40,6 +40,35 @@ class Roles(BaseModel):
     roles: list[RoleView]
 
 
+class Limit(BaseModel):
+    """`qps` calls a second (null: no limit); `capacity` calls may wait (null: any)."""
+
+    model_config = ConfigDict(extra="forbid")
+    qps: float | None
+    capacity: int | None
+
+
+class PrincipalLimit(Limit):
+    """A principal's limit and what it did: handled (charged to the limit), throttled (of
+    those, the ones that waited), refused (the queue full), queued (waiting now)."""
+
+    principal: str
+    queue: str  # the principal's own, or "*": the one the aggregate default shares
+    handled: int
+    throttled: int
+    refused: int
+    queued: int
+
+
+class Limits(BaseModel):
+    """The master's rate limits (Mesos's --rate_limits) and the calls they held."""
+
+    model_config = ConfigDict(extra="forbid")
+    default: Limit  # each principal not listed, its own (without an aggregate default)
+    aggregate_default: Limit | None  # the principals not listed, all together
+    principals: list[PrincipalLimit]
+
+
 class Events(BaseModel):
     model_config = ConfigDict(extra="forbid")
     events: list[ClusterEvent]

@@ -20,8 +20,8 @@ from master.authz import Caller
 from master.books import TASK_SORTS, OfferRecord, offer_of, snapshot
 from master.core import MasterConfig
 from master.files import FileRequests
-from master.framework_calls import FrameworkCalls
 from master.http_api import HttpApi
+from master.limited_calls import LimitedCalls
 from master.operator_calls import OperatorCalls
 from master.preemptor import Preemptor
 from master.recovery import Recovery
@@ -73,7 +73,7 @@ YIELD_EVERY = 64  # calls of one payload handled between turns of the loop
 Route = Callable[[Any, Caller], Awaitable[None]]
 
 
-class Master(FrameworkCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests, Recovery):
+class Master(LimitedCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests, Recovery):
     """The master: the books, the allocation rounds, and every handler on the bus."""
 
     def _routes(self) -> dict[str, dict[type[Wire], Route]]:
@@ -138,7 +138,7 @@ class Master(FrameworkCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests,
             topic=self.topics.inbound_all,
             epoch=self.epoch,
             principals=str(self.config.principals) if self.config.principals else None,
-            rate_limit=self.config.rate_limit,
+            rate_limits=self.config.rate_limits is not None,
         )
 
     async def _inbound(self, topic: str, payload: bytes) -> None:
@@ -146,26 +146,14 @@ class Master(FrameworkCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests,
         sender = self.topics.sender(topic)
         if sender is None:
             return
-        now = self._now()
         limited = sender.kind != "slave"  # as Mesos: rate limits are for framework principals
-        if limited and not self.limiter.admit(sender.principal, now):
-            self.refused["rate-limited"] += 1
-            if self.limiter.should_tell(sender.principal, now):
-                self.log.warning(
-                    "master.rate_limited", kind=sender.kind, principal=sender.principal
-                )
-                self.bus.post(
-                    self.topics.outbox(sender.kind, sender.principal),
-                    Error(
-                        message=f"rate limit: over {self.limiter.rate:g} calls/s; "
-                        "calls are being dropped",
-                        code="rate-limited",
-                    ),
-                )
+        if (
+            limited
+            and self.throttle.full(sender.principal)
+            and self._refused_unread(sender, payload)
+        ):
             return
         items = await self._decode(payload, limited)
-        if limited:
-            self.limiter.charge(sender.principal, now, len(items) - 1)
         routes = self.routes[sender.kind]
         asked: str | None = ""  # (a list's items share one reply_to: checked once)
         caller = Caller.of(sender, None)
@@ -191,14 +179,7 @@ class Master(FrameworkCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests,
                     item.message.TYPE,
                 )
                 continue
-            try:
-                await route(item.message, caller)
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                self.log.exception(
-                    "master.handler_failed", type=item.message.TYPE, sender=str(sender)
-                )
+            await self._call(route, item.message, caller, limited)
 
     async def _decode(self, payload: bytes, limited: bool) -> list[Envelope | DecodeError]:
         """A payload's calls. One of a framework or operator holds at most MAX_CALL_BYTES
@@ -229,6 +210,7 @@ class Master(FrameworkCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests,
         for task in self._tasks:
             await cancel_and_wait(task)
         self._tasks = []
+        await self.throttle.close()
         await self.stop_fair_shares()
         self.log.info("master.stopped", rounds=self.rounds, **self.bus.stats)
 

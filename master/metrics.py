@@ -109,6 +109,7 @@ class MasterCollector(Collector):
         for reason, n in sorted(m.refused.items()):
             refused.add_metric([reason], n)
         yield refused
+        yield from limit_metrics(m)
         bus = CounterMetricFamily(
             "drfmesos_bus_messages", "Messages over the bus.", labels=["direction"]
         )
@@ -124,6 +125,30 @@ class MasterCollector(Collector):
             "Running time of the tasks preempted, summed.",
             value=stats.work_lost_seconds,
         )
+
+
+def limit_metrics(m: Master) -> Iterator[Metric]:
+    """Per principal: calls waiting for their rate limit, calls that waited, calls refused."""
+    queued = GaugeMetricFamily(
+        "drfmesos_calls_queued", "Calls waiting for their rate limit.", labels=["principal"]
+    )
+    throttled = CounterMetricFamily(
+        "drfmesos_calls_throttled",
+        "Calls that waited for their rate limit before being handled.",
+        labels=["principal"],
+    )
+    refused = CounterMetricFamily(
+        "drfmesos_calls_rate_refused",
+        "Calls refused because their principal's queue was full.",
+        labels=["principal"],
+    )
+    for principal, counts in sorted(m.throttle.counts.items()):
+        queued.add_metric([principal], counts.queued)
+        throttled.add_metric([principal], counts.throttled)
+        refused.add_metric([principal], counts.refused)
+    yield queued
+    yield throttled
+    yield refused
 
 
 def registry_for(master: Master) -> CollectorRegistry:

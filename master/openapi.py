@@ -12,6 +12,7 @@ from master.http_models import (
     Events,
     Frameworks,
     Health,
+    Limits,
     Offers,
     Problem,
     Roles,
@@ -29,6 +30,7 @@ MODELS: list[type[BaseModel]] = [
     Tasks,
     Offers,
     Roles,
+    Limits,
     Events,
     TaskFile,
     Health,
@@ -114,6 +116,10 @@ def openapi() -> dict[str, Any]:
                 "Outstanding offers, a page at a time", "Offers", _page_params()
             ),
             "/api/v1/roles": _get("The role tree: weights, quotas, shares", "Roles"),
+            "/api/v1/limits": _get(
+                "Rate limits per principal, and the calls they queued, throttled, refused",
+                "Limits",
+            ),
             "/api/v1/tasks/{framework_id}/{task_id}/files/{name}": _get(
                 "A part of a task's stdout or stderr, read from its slave",
                 "TaskFile",

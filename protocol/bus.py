@@ -66,6 +66,7 @@ MAX_DEFERRALS = 32  # loop turns a batch may wait for a backlog of arrivals to b
 MAX_HELD = MAX_BATCH  # posts one flush sends (a flush of thousands would stall the loop)
 MAX_MATCHED = 4096  # topics whose handler is remembered (see _handler_for)
 LAZY_DELAY = 0.02  # seconds a lazy post (the event stream) waits to share a batch
+RECEIVE_TURN = 0.005  # seconds of dispatching a backlog before the loop lets others run
 NODELAY = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
 
 
@@ -672,11 +673,17 @@ class Bus:
             async for mqtt_message in client.messages:
                 await self._dispatch(mqtt_message)
             return
+        loop = asyncio.get_running_loop()
+        turn_ends = loop.time() + RECEIVE_TURN
         while True:
             if not queue.empty():
                 await self._dispatch(queue.get_nowait())
                 self._write_out()
+                if loop.time() > turn_ends:  # a backlog (a flood) must not starve the rest
+                    await asyncio.sleep(0)
+                    turn_ends = loop.time() + RECEIVE_TURN
                 continue
+            turn_ends = loop.time() + RECEIVE_TURN
             getter = asyncio.ensure_future(queue.get())
             try:
                 await asyncio.wait({getter, disconnected}, return_when=asyncio.FIRST_COMPLETED)

@@ -100,6 +100,25 @@ def encode_batch(encoded: list[bytes], reply_to: str | None = None) -> bytes:
     return packed
 
 
+def peek_types(data: bytes) -> list[str] | None:
+    """The type names a payload holds (a batch's items in order), nothing validated: to
+    refuse cheaply what is refused whatever it says. None if it does not tell."""
+    try:
+        raw = _unpack(data)
+        if isinstance(raw, list) and len(raw) == 4 and raw[1] == BATCH:
+            if not isinstance(raw[3], list):
+                return None
+            raws = [_unpack(item) for item in raw[3] if isinstance(item, bytes)]
+        else:
+            raws = [raw]
+    except DecodeError:
+        return None
+    names = [r[1] for r in raws if isinstance(r, list) and len(r) >= 4]
+    if len(names) != len(raws) or not all(isinstance(n, str) for n in names):
+        return None
+    return names
+
+
 def decode_many(
     data: bytes, max_message: int = MAX_MESSAGE_BYTES, max_items: int | None = None
 ) -> list[Envelope | DecodeError]:

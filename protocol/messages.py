@@ -160,6 +160,8 @@ class Reason(StrEnum):
     RECONCILIATION = "REASON_RECONCILIATION"
     TASK_UNKNOWN = "REASON_TASK_UNKNOWN"
     TASK_PREEMPTED = "REASON_TASK_PREEMPTED"
+    # not Mesos's: the master's queue for the framework's principal was full (launch again)
+    RATE_LIMITED = "REASON_RATE_LIMITED"
 
 
 class Filters(Wire):

@@ -144,6 +144,7 @@ async def test_the_api_answers_operators_only_and_as_its_openapi_says(live: Live
             ("/api/v1/tasks", "?state=TASK_FINISHED"),
             ("/api/v1/offers", "?limit=5"),
             ("/api/v1/roles", ""),
+            ("/api/v1/limits", ""),
             ("/api/v1/events", ""),
             ("/health", ""),
         ]:
@@ -204,6 +205,16 @@ async def test_the_api_answers_operators_only_and_as_its_openapi_says(live: Live
         assert by_state == dict(ended)
         assert by_state["TASK_FINISHED"] == 4
         assert families["drfmesos_allocation_round_seconds"].samples
+
+        # the rate limits: the master's defaults, and the printer's calls under them
+        status, limits = await live.get("/api/v1/limits")
+        printer_limit = next(p for p in limits["principals"] if p["principal"] == "printer")
+        assert printer_limit["qps"] == limits["default"]["qps"] > 0
+        assert printer_limit["handled"] > 0
+        assert printer_limit["throttled"] == printer_limit["refused"] == 0
+        held = {s.labels["principal"]: s.value for s in families["drfmesos_calls_throttled"].samples
+                if s.name == "drfmesos_calls_throttled_total"}  # fmt: skip
+        assert held["printer"] == 0
 
 
 async def test_a_tasks_stdout_and_stderr_come_from_its_slave(live: Live) -> None:

@@ -199,6 +199,17 @@ def test_the_web_ui_shows_the_demo_live(
     assert d.execute_script("return window.__sameDocument === true")  # type: ignore[attr-defined]
     shot(d, "03-c-arrived")
 
+    # the rate limits: a row for each principal that made calls, under the master's default
+    wait.until(
+        lambda _: (
+            d.execute_script(  # type: ignore[attr-defined]
+                "return document.querySelectorAll('#limits tbody tr').length"
+            )
+            >= 3
+        )
+    )
+    assert "calls/s" in text("#limits-default")
+
     # the chart has drawn each framework's share over time (and the fair share, dashed)
     wait.until(lambda _: int(d.find_element(By.ID, "chart").get_attribute("data-points") or 0) > 20)  # type: ignore[attr-defined]
     drawn = d.execute_script(  # type: ignore[attr-defined]

@@ -294,6 +294,19 @@ async function loadOffers() {
   return page.total;
 }
 
+// what each principal's rate limit held: calls that waited (throttled) or were refused
+async function loadLimits() {
+  const l = await api("/api/v1/limits");
+  const limit = (x) => (x.qps == null ? "no limit" : `${x.qps} calls/s, capacity ${x.capacity ?? "any"}`);
+  $("limits-default").textContent = `(default: ${limit(l.default)}` +
+    (l.aggregate_default ? `; the rest together: ${limit(l.aggregate_default)})` : ")");
+  $("limits").tBodies[0].replaceChildren(...l.principals.map((p) => el("tr", { "data-principal": p.principal },
+    el("td", {}, p.principal + (p.queue === "*" ? " (aggregate)" : "")), el("td", {}, p.qps ?? "-"),
+    el("td", {}, p.capacity ?? "-"), el("td", {}, p.handled), el("td", {}, p.throttled),
+    el("td", {}, p.refused), el("td", {}, p.queued))));
+  return l.principals.length;
+}
+
 // -- the sandbox viewer: a dialog over the page, wherever the click was -------------------
 const CHUNK = 65536;
 let sandbox = null; // {task, name, end: bytes shown up to, timer}
@@ -434,7 +447,7 @@ async function start() {
   $("login").hidden = true;
   $("app").hidden = false;
   stream();
-  const poll = () => (down ? Promise.resolve() : Promise.all([loadSlaves(), loadTasks(), loadOffers()]).catch(() => {}));
+  const poll = () => (down ? Promise.resolve() : Promise.all([loadSlaves(), loadTasks(), loadOffers(), loadLimits()]).catch(() => {}));
   await poll();
   if (!polling) polling = setInterval(poll, 2000);
   if (location.hash) openDetails(); // a link to a framework, a slave or a task

@@ -3,7 +3,7 @@ MQTT message (a separate process, as a real attacker is).
 
     python tests/programs/flood.py URL CA TOPIC COUNT [FILE ...]  (secret in $FLOOD_SECRET)
 
-With FILEs, each round sends each file's bytes as one payload instead of a Decline.
+With FILEs, each round sends each file's bytes as one payload instead of a Revive.
 """
 
 from __future__ import annotations
@@ -17,12 +17,13 @@ import aiomqtt
 
 from protocol.brokers import BrokerURL
 from protocol.codec import encode
-from protocol.messages import Decline
+from protocol.messages import Revive
 
 
 async def main(url_text: str, ca: str, topic: str, count: int, calls: list[bytes]) -> None:
     url = BrokerURL.parse(url_text, ca=ca)
-    calls = calls or [encode(Decline(framework_id="fw-nope", offer_ids=["o-nope"]))]
+    # a Revive is charged to its rate limit (a Decline is not)
+    calls = calls or [encode(Revive(framework_id="fw-nope"))]
     async with aiomqtt.Client(
         url.host,
         url.port,

@@ -1,0 +1,97 @@
+"""Calls from framework and operator principals under their rate limits (Mesos's
+framework rate limiting): handled now, queued behind the principal's earlier calls, or,
+past the queue's capacity, refused so that the books are left as if the framework had
+declined: its offers go back to the pool, the tasks it asked for are reported
+`TASK_LOST` (`REASON_RATE_LIMITED`: launch them again) and it hears which call it was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from master.authz import Caller
+from master.framework_calls import FrameworkCalls, check_segment_ok
+from master.throttle import READ_WHEN_FULL, Verdict, call_cost
+from protocol.codec import peek_types
+from protocol.messages import Accept, Decline, Reason, Reconcile, Subscribe, TaskState, Wire
+from protocol.topics import Sender
+
+Route = Callable[[Any, Caller], Awaitable[None]]
+
+
+class LimitedCalls(FrameworkCalls):
+    async def _call(self, route: Route, message: Wire, caller: Caller, limited: bool) -> None:
+        """Handle one call now, or leave it to the throttle, or refuse it past capacity."""
+        cost = call_cost(message) if limited else None
+        if isinstance(message, Reconcile) and not message.tasks and cost is not None:
+            fw = self.books.frameworks.get(message.framework_id)  # implicit: all its tasks
+            cost = float(max(1, len(fw.tasks))) if fw is not None else cost
+        if cost is not None:
+
+            async def handle() -> None:
+                await self._handle(route, message, caller)
+
+            verdict = self.throttle.submit(caller.principal, cost, handle)
+            if verdict is Verdict.QUEUED:
+                return
+            if verdict is Verdict.REFUSED:
+                await self._over_capacity(message, caller)
+                return
+        await self._handle(route, message, caller)
+
+    async def _handle(self, route: Route, message: Wire, caller: Caller) -> None:
+        try:
+            await route(message, caller)
+        except Exception:  # (CancelledError is not one: it goes through)
+            self.log.exception(
+                "master.handler_failed",
+                type=message.TYPE,
+                kind=caller.kind,
+                principal=caller.principal,
+            )
+
+    def _refused_unread(self, sender: Sender, payload: bytes) -> bool:
+        """Refuse a payload unread, its principal's queue full, unless it holds something
+        that must be read whatever happens (see READ_WHEN_FULL)."""
+        names = peek_types(payload)
+        if not names or not READ_WHEN_FULL.isdisjoint(names):
+            return False
+        caller = Caller.of(sender, None)
+        self.throttle.refused_unread(sender.principal, len(names))
+        self.refused["rate-limited"] += len(names) - 1  # (and one more below)
+        self._refuse(caller, self._over_capacity_why(names[0], caller), "rate-limited", names[0])
+        return True
+
+    def _over_capacity_why(self, call: str, caller: Caller) -> str:
+        _, limit = self.throttle.limit_of(caller.principal)
+        return (
+            f"rate limit: {call} refused, {caller.principal}'s queue is full "
+            f"({limit.capacity} calls, handled at {limit.qps:g} a second); send it again later"
+        )
+
+    async def _over_capacity(self, message: Wire, caller: Caller) -> None:
+        why = self._over_capacity_why(message.TYPE, caller)
+        ids: dict[str, Any] = {}
+        if isinstance(message, Accept):
+            ids["framework_id"] = message.framework_id
+            fw = self.books.frameworks.get(message.framework_id)
+            if fw is not None and fw.principal == caller.principal:
+                # as if declined: the offers back to the pool, the tasks to be launched again
+                decline = Decline(
+                    framework_id=fw.framework_id,
+                    offer_ids=message.offer_ids,
+                    filters=message.filters,
+                )
+                quiet = Caller(caller.kind, caller.principal, None)  # (one answer: below)
+                await self._handle(self._on_decline, decline, quiet)
+                for task in message.tasks:  # (a live task of the same id runs on)
+                    self._refuse_launch(fw, task, TaskState.DROPPED, Reason.RATE_LIMITED, why)
+        elif (
+            isinstance(message, Subscribe)
+            and not caller.reply_to
+            and check_segment_ok(message.inbox)
+        ):  # answered where it waits, as a refused Subscribe is
+            inbox = self.topics.framework(caller.principal, message.inbox)
+            caller = Caller(caller.kind, caller.principal, inbox)
+        self._refuse(caller, why, "rate-limited", message.TYPE, **ids)

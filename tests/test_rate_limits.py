@@ -1,0 +1,375 @@
+"""Rate limits that throttle instead of losing calls (Mesos's framework rate limiting):
+the throttle on its own, the operator's file, and a real cluster held to its limits."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cluster.view import wait_state
+from frameworks import (
+    Filters,
+    Offer,
+    Resources,
+    Scheduler,
+    SchedulerDriver,
+    TaskState,
+    TaskStatus,
+    build_task,
+)
+from master.rate_limits import (
+    AGGREGATE,
+    Limit,
+    RateLimits,
+    RateLimitsError,
+    RateLimitsFile,
+    load_rate_limits,
+)
+from master.throttle import Throttle, Verdict, call_cost
+from protocol.brokers import MosquittoBroker
+from protocol.messages import (
+    Accept,
+    Acknowledge,
+    CommandInfo,
+    Decline,
+    Reason,
+    Reconcile,
+    ReconcileTask,
+    Revive,
+    TaskInfo,
+)
+
+from helpers import live_cluster, until
+
+# --- the throttle alone ----------------------------------------------------------------
+
+
+def limits(qps: float | None, capacity: int | None) -> RateLimits:
+    return RateLimits.defaults(qps, capacity)
+
+
+async def test_calls_over_the_rate_wait_and_are_handled_in_order_at_the_rate() -> None:
+    loop = asyncio.get_running_loop()
+    submitting = [True]  # (time stands still while the 400 go in, however slow this machine)
+    started = loop.time()
+    throttle = Throttle(limits(200, 1000), lambda: started if submitting[0] else loop.time())
+    handled: list[tuple[int, float]] = []
+    done = asyncio.Event()
+
+    def work(i: int) -> Any:
+        async def run() -> None:
+            handled.append((i, loop.time()))
+            if i == 399:
+                done.set()
+
+        return run
+
+    verdicts = []
+    for i in range(400):
+        verdict = throttle.submit("a", 1, work(i))
+        verdicts.append(verdict)
+        if verdict is Verdict.NOW:
+            await work(i)()
+    submitting[0] = False
+    await asyncio.wait_for(done.wait(), 10)
+    assert verdicts.count(Verdict.NOW) == 200  # one second's worth at once
+    assert Verdict.REFUSED not in verdicts
+    assert [i for i, _ in handled] == list(range(400))  # in order, none lost
+    assert handled[-1][1] - started >= 200 / 200 * 0.95  # the other 200 at 200 a second
+    counts = throttle.counts["a"]
+    assert (counts.handled, counts.throttled, counts.refused, counts.queued) == (400, 200, 0, 0)
+    await throttle.close()
+
+
+async def test_past_its_capacity_a_call_is_refused_and_other_principals_are_not_held() -> None:
+    loop = asyncio.get_running_loop()
+    throttle = Throttle(limits(1, 2), loop.time)
+
+    async def nothing() -> None:
+        pass
+
+    assert throttle.submit("a", 1, nothing) is Verdict.NOW
+    assert throttle.submit("a", 1, nothing) is Verdict.QUEUED
+    assert throttle.submit("a", 1, nothing) is Verdict.QUEUED
+    assert throttle.submit("a", 1, nothing) is Verdict.REFUSED
+    assert throttle.submit("b", 1, nothing) is Verdict.NOW  # a queue of its own
+    assert throttle.counts["a"].refused == 1
+    assert throttle.counts["a"].queued == 2
+    await throttle.close()
+    assert throttle.counts["a"].queued == 0
+
+
+async def test_one_big_call_is_charged_per_item_and_the_calls_behind_it_wait() -> None:
+    loop = asyncio.get_running_loop()
+    throttle = Throttle(limits(10, 100), loop.time)
+
+    async def nothing() -> None:
+        pass
+
+    assert throttle.submit("a", 50, nothing) is Verdict.NOW  # into debt: 10 - 50
+    assert throttle.submit("a", 1, nothing) is Verdict.QUEUED  # waits ~4 s of it off
+    await throttle.close()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(["a", "b", "c"]), max_size=30), st.integers(0, 5))
+def test_no_call_is_lost_each_is_handled_queued_or_refused(
+    principals: list[str], capacity: int
+) -> None:
+    """Every call submitted is counted exactly once: handled now, waiting, or refused;
+    and no queue ever holds more than its capacity."""
+    now = [0.0]
+
+    async def scenario() -> None:
+        throttle = Throttle(limits(1, capacity), lambda: now[0])
+
+        async def nothing() -> None:
+            pass
+
+        verdicts = [throttle.submit(p, 1, nothing) for p in principals]
+        for p in set(principals):
+            c = throttle.counts[p]
+            mine = [v for q, v in zip(principals, verdicts, strict=True) if q == p]
+            assert c.handled == mine.count(Verdict.NOW)
+            assert c.queued == mine.count(Verdict.QUEUED) <= capacity
+            assert c.refused == mine.count(Verdict.REFUSED)
+            assert c.handled + c.queued + c.refused == len(mine)
+        await throttle.close()
+
+    asyncio.run(scenario())
+
+
+def test_what_frees_resources_or_answers_the_master_is_free_and_lists_pay_per_item() -> None:
+    task = TaskInfo(
+        task_id="t", slave_id="s", resources=Resources(cpus=1), command=CommandInfo(value="true")
+    )
+    assert call_cost(Decline(framework_id="f", offer_ids=["o"])) is None
+    assert call_cost(Acknowledge(framework_id="f", slave_id="s", task_id="t", uuid="u")) is None
+    assert call_cost(Accept(framework_id="f", offer_ids=["o"], tasks=[])) is None  # a release
+    assert call_cost(Accept(framework_id="f", offer_ids=["o"], tasks=[task] * 7)) == 7
+    asked = [ReconcileTask(task_id=f"t{i}") for i in range(30)]
+    assert call_cost(Reconcile(framework_id="f", tasks=asked)) == 30
+    assert call_cost(Reconcile(framework_id="f")) == 1
+    assert call_cost(Revive(framework_id="f")) == 1
+
+
+# --- the operator's file -------------------------------------------------------------
+
+
+def test_a_mesos_rate_limits_file_sets_limits_per_principal_and_an_aggregate(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "limits.json"
+    path.write_text(
+        json.dumps(
+            {
+                "limits": [{"principal": "a", "qps": 5, "capacity": 10}, {"principal": "b"}],
+                "aggregate_default_qps": 100,
+                "aggregate_default_capacity": 1000,
+            }
+        )
+    )
+    got = load_rate_limits(path, 10_000, 10_000)
+    assert got.for_principal("a") == ("a", Limit(5, 10))
+    assert got.for_principal("b") == ("b", Limit(None, None))  # listed without qps: free
+    assert got.for_principal("c") == (AGGREGATE, Limit(100, 1000))  # the rest share one
+    assert got.for_principal("d")[0] == AGGREGATE
+    # without an aggregate, each unlisted principal has the flags' limit, its own
+    path.write_text(json.dumps({"limits": [{"principal": "a", "qps": 5}]}))
+    got = load_rate_limits(path, 300, 40)
+    assert got.for_principal("c") == ("c", Limit(300, 40))
+    assert isinstance(got.spec, RateLimitsFile)
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("{", "not JSON"),
+        ('{"limits": [{"principal": "a", "qps": -1}]}', "limits.0.qps"),
+        ('{"limits": [{"qps": 3}]}', "limits.0.principal"),
+        ('{"aggregate_qps": 3}', "aggregate_qps"),
+    ],
+)
+def test_a_bad_rate_limits_file_is_refused_saying_where(
+    tmp_path: Path, text: str, says: str
+) -> None:
+    path = tmp_path / "limits.json"
+    path.write_text(text)
+    with pytest.raises(RateLimitsError, match=says):
+        load_rate_limits(path, None, None)
+
+
+# --- a real cluster held to its limits -----------------------------------------------
+
+CLUSTER = "limits"
+TASK = Resources(cpus=0.1, mem=16)
+
+
+class OneOfferAtATime(Scheduler):
+    """Launches `total` tasks, one task on one offer per call; declines the rest."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.launched = 0
+        self.finished: set[str] = set()
+        self.statuses: list[TaskStatus] = []
+        self.errors: list[str] = []
+        self.changed = asyncio.Event()
+
+    async def resource_offers(self, driver: SchedulerDriver, offers: list[Offer]) -> None:
+        unused = []
+        for offer in offers:
+            if self.launched < self.total and offer.resources.contains(TASK):
+                self.launched += 1
+                task = build_task(offer, "t", TASK, command="true", task_id=f"t{self.launched}")
+                await driver.launch_tasks([offer.offer_id], [task], Filters(refuse_seconds=0))
+            else:
+                unused.append(offer.offer_id)
+        if unused:
+            await driver.decline_offers(unused, Filters(refuse_seconds=0 if self.wants() else 60))
+
+    def wants(self) -> bool:
+        return self.launched < self.total
+
+    async def status_update(self, driver: SchedulerDriver, status: TaskStatus) -> None:
+        self.statuses.append(status)
+        if status.state == TaskState.FINISHED:
+            self.finished.add(status.task_id)
+        elif status.state.terminal:
+            self.launched -= 1  # launch it again
+        self.changed.set()
+
+    async def error(self, driver: SchedulerDriver, message: str) -> None:
+        self.errors.append(message)
+        self.changed.set()
+
+
+async def test_a_framework_held_to_20_calls_a_second_finishes_all_200_tasks(
+    mosquitto: MosquittoBroker, tmp_path: Path
+) -> None:
+    """The issue's low-rate run: 200 launches at 20 calls/s wait their turn, none lost,
+    and at the end no offer is outstanding."""
+    master_args = ["--allocation-interval", "0.1", "--http", "127.0.0.1:0"]
+    master_args += ["--rate-limit", "20", "--rate-capacity", "1000"]
+    async with live_cluster(mosquitto.url, CLUSTER, tmp_path, master_args):
+        fw = OneOfferAtATime(200)
+        driver = SchedulerDriver(fw, name="slow", broker=mosquitto.url, cluster=CLUSTER)
+        await driver.start()
+        started = time.monotonic()
+        try:
+            await until(fw.changed, lambda: len(fw.finished) == 200, timeout=60)
+            took = time.monotonic() - started
+            state = await wait_state(mosquitto.url, CLUSTER, lambda s: s.offers == 0)
+            view = await asyncio.to_thread(limits_view, state.web_ui)
+        finally:
+            driver.stop()
+            await driver.join()
+    assert not fw.errors
+    assert not [s for s in fw.statuses if s.state == TaskState.LOST]
+    assert took >= 200 / 20 * 0.8  # held to its rate: a second's burst, then 20 a second
+    held = [p for p in view["principals"] if p["throttled"]]
+    assert held, view
+    assert held[0]["qps"] == 20
+    assert held[0]["refused"] == 0
+
+
+def limits_view(url: str) -> dict[str, Any]:
+    with urllib.request.urlopen(f"{url}api/v1/limits", timeout=10) as answer:
+        body: dict[str, Any] = json.loads(answer.read())
+    return body
+
+
+class Greedy(Scheduler):
+    """Launches on its first `tries` offers (its limit refuses them); declines the rest."""
+
+    def __init__(self, tries: int) -> None:
+        self.tries = tries
+        self.offered: dict[str, Offer] = {}  # the offers it tried to launch on
+        self.statuses: list[TaskStatus] = []
+        self.errors: list[str] = []
+        self.changed = asyncio.Event()
+
+    async def resource_offers(self, driver: SchedulerDriver, offers: list[Offer]) -> None:
+        for offer in offers:
+            if len(self.offered) < self.tries:
+                self.offered[offer.offer_id] = offer
+                n = len(self.offered)
+                task = build_task(offer, "g", TASK, command="sleep 60", task_id=f"g{n}")
+                await driver.launch_tasks([offer.offer_id], [task], Filters(refuse_seconds=0))
+            else:
+                await driver.decline_offer(offer.offer_id, Filters(refuse_seconds=3600))
+        self.changed.set()
+
+    async def status_update(self, driver: SchedulerDriver, status: TaskStatus) -> None:
+        self.statuses.append(status)
+        self.changed.set()
+
+    async def error(self, driver: SchedulerDriver, message: str) -> None:
+        self.errors.append(message)
+        self.changed.set()
+
+
+async def test_a_framework_past_its_capacity_gets_its_offers_back_in_the_pool(
+    mosquitto: MosquittoBroker, tmp_path: Path
+) -> None:
+    """greedy may make one call (its Subscribe) and queue none: each launch is refused as
+    if declined (its offers back to the pool, TASK_LOST to retry, an error naming the
+    call), and calm, unlimited, runs all its tasks without noticing."""
+    limits_file = tmp_path / "limits.json"
+    limits_file.write_text(
+        json.dumps(
+            {
+                "limits": [
+                    {"principal": "greedy", "qps": 0.01, "capacity": 0},
+                    {"principal": "calm"},
+                ]
+            }
+        )
+    )
+    master_args = ["--allocation-interval", "0.1", "--http", "127.0.0.1:0"]
+    master_args += ["--rate-limits", str(limits_file)]
+    async with live_cluster(mosquitto.url, CLUSTER, tmp_path, master_args):
+        greedy, calm = Greedy(3), OneOfferAtATime(20)
+        drivers = [
+            SchedulerDriver(greedy, name="greedy", broker=mosquitto.url, cluster=CLUSTER),
+            SchedulerDriver(calm, name="calm", broker=mosquitto.url, cluster=CLUSTER),
+        ]
+        for d in drivers:
+            await d.start()
+        try:
+            lost = lambda: [s for s in greedy.statuses if s.state == TaskState.LOST]  # noqa: E731
+            await until(greedy.changed, lambda: len(lost()) == 3 and len(greedy.errors) == 3, 30)
+            await until(calm.changed, lambda: len(calm.finished) == 20, timeout=60)
+            # greedy's refused offers went back: the whole cluster is free again, and
+            # nothing it was offered is held for it
+            state = await wait_state(
+                mosquitto.url,
+                CLUSTER,
+                lambda s: (
+                    not s.allocated
+                    and s.offers == 0
+                    and not any(t.state == TaskState.RUNNING for t in s.tasks)
+                ),
+            )
+            view = await asyncio.to_thread(limits_view, state.web_ui)
+        finally:
+            for d in drivers:
+                d.stop()
+                await d.join()
+    for status in lost():
+        assert status.reason == Reason.RATE_LIMITED
+        assert "Accept refused" in status.message
+    assert all("rate limit: Accept refused" in e for e in greedy.errors)
+    assert not calm.errors
+    assert not [s for s in calm.statuses if s.state != TaskState.FINISHED and s.state.terminal]
+    rows = {p["principal"]: p for p in view["principals"]}
+    assert rows["greedy"]["refused"] == 3
+    assert rows["calm"]["qps"] is None
