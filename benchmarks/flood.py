@@ -179,7 +179,7 @@ async def main(seconds: float, slaves: int, nice: int) -> None:
         driver.stop()
         await driver.join()
         held = await asyncio.to_thread(held_by_limits, up.web_ui, "ops", store.secret_file("ops"))
-        end = await wait_state(ops, cluster, lambda s: s.offers == 0, timeout=30)
+        end = await wait_state(ops, cluster, lambda s: not s.offers, timeout=30)
     finally:
         for p in (master, slave):
             p.terminate()
@@ -191,7 +191,7 @@ async def main(seconds: float, slaves: int, nice: int) -> None:
     print(f"A tasks/s: alone {alone:,.0f}, with the flood {flooded:,.0f}, alone again {again:,.0f}")
     print(f"F (nice {nice}) sent {owed['sent'] / (seconds + 1):,.0f} calls/s; {json.dumps(owed)}")
     print(f"the master's rate limits (its defaults): {held}")
-    ok_owed = owed["ended"] == owed["launched"] and end.offers == 0
+    ok_owed = owed["ended"] == owed["launched"] and not end.offers
     f_held, a_held = held.by_principal.get("F", (0, 0, 0)), held.by_principal.get("A", (0, 0, 0))
     print(
         bounds(
@@ -201,7 +201,7 @@ async def main(seconds: float, slaves: int, nice: int) -> None:
                 ("F's calls throttled / refused", f"{f_held[1]:,} / {f_held[2]:,}", "> 0",
                  sum(f_held[1:]) > 0),
                 ("F's tasks ended and told / launched; offers left", f"{owed['ended']} / "
-                 f"{owed['launched']}; {end.offers}", "all; 0", ok_owed),
+                 f"{owed['launched']}; {len(end.offers)}", "all; 0", ok_owed),
                 ("A's calls throttled / refused", f"{a_held[1]:,} / {a_held[2]:,}", "0 / 0",
                  sum(a_held[1:]) == 0),
             ]

@@ -21,6 +21,7 @@ from test_trust import Secure, T, draw, intact, secure_cluster
 
 from master.http_api import HttpApi
 from master.http_config import HttpConfig
+from master.rate_limits import RateLimits
 from protocol.messages import Error, Wire
 
 from helpers import books_balance, eventually, longest_step
@@ -39,7 +40,7 @@ async def fuzz(sec: Secure, tmp_path: Path, messages: int, requests: int, seed: 
     """Run the fuzzer against `sec`, print what it sent and what came back, and check
     the invariants (the test's and the benchmark's one body)."""
     master = sec.master
-    master.limiter.rate = None  # every call reaches the handlers (the limiter is #32's)
+    master.throttle.limits = RateLimits.defaults(None, None)  # all reach the handlers
     api = HttpApi(master, HttpConfig(port=0, credentials=sec.store.path))
     url = await api.start()
     secrets = {n: sec.store.secret_file(n).read_text().strip() for n in ("mallory", "ops")}

@@ -267,7 +267,7 @@ async def test_a_framework_held_to_20_calls_a_second_finishes_all_200_tasks(
         try:
             await until(fw.changed, lambda: len(fw.finished) == 200, timeout=60)
             took = time.monotonic() - started
-            state = await wait_state(mosquitto.url, CLUSTER, lambda s: s.offers == 0)
+            state = await wait_state(mosquitto.url, CLUSTER, lambda s: not s.offers)
             view = await asyncio.to_thread(limits_view, state.web_ui)
         finally:
             driver.stop()
@@ -355,7 +355,7 @@ async def test_a_framework_past_its_capacity_gets_its_offers_back_in_the_pool(
                 CLUSTER,
                 lambda s: (
                     not s.allocated
-                    and s.offers == 0
+                    and not s.offers
                     and not any(t.state == TaskState.RUNNING for t in s.tasks)
                 ),
             )

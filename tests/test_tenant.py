@@ -32,6 +32,7 @@ from master.http_api import HttpApi
 from master.http_config import HttpConfig
 from master.ideal import User, ideal
 from master.master import MAX_CALL_ITEMS, Master
+from master.rate_limits import RateLimits
 from protocol import logs
 from protocol.codec import (
     MAX_BATCH,
@@ -474,7 +475,7 @@ async def test_no_single_message_stalls_the_master_past_100_ms(
     """mallory's own process sends the biggest messages the caps let through, and more,
     while /health is asked every 10 ms: no step of the master's loop takes 100 ms."""
     sec, master = simulated, simulated.master
-    master.limiter.rate = None  # every call reaches the handlers
+    master.throttle.limits = RateLimits.defaults(None, None)  # all reach the handlers
     api = HttpApi(master, HttpConfig(port=0, credentials=sec.store.path, open_metrics=True))
     url = await api.start()
     try:
@@ -548,7 +549,7 @@ async def test_a_tenant_cannot_inflate_the_masters_log(simulated: Secure) -> Non
     """20 Errors of 1 MB, 2,000 refused calls and 60 over-long HTTP request lines make a
     few kilobytes of log: free text cut, refusals sampled with counts, no traceback."""
     sec, master = simulated, simulated.master
-    master.limiter.rate = None  # every call reaches the handlers
+    master.throttle.limits = RateLimits.defaults(None, None)  # all reach the handlers
     api = HttpApi(master, HttpConfig(port=0, credentials=sec.store.path))
     url = URL(await api.start())
     with log_written() as written:
