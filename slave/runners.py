@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from protocol.messages import Reason, TaskInfo, TaskState
+from slave.isolator import Container
 from slave.sandbox import spawn_in_sandbox
 
 Report = Callable[[TaskState, Reason | None, str], Awaitable[None]]
@@ -53,12 +54,20 @@ class Limit:
 class CommandRunner:
     """A task's shell command as a child process in its own sandbox and process group."""
 
-    def __init__(self, task: TaskInfo, sandbox: Path, report: Report, env: dict[str, str]):
+    def __init__(
+        self,
+        task: TaskInfo,
+        sandbox: Path,
+        report: Report,
+        env: dict[str, str],
+        container: Container | None = None,
+    ):
         assert task.command is not None
         self.task = task
         self.sandbox = sandbox
         self.report = report
         self.env = env
+        self.container = container  # its cgroup (isolator), destroyed when it ends
         self.pid: int | None = None
         self.started_at: str | None = None  # /proc start time, to tell a reused pid apart
         self._stop: Limit | None = None
@@ -80,12 +89,15 @@ class CommandRunner:
         assert self.task.command is not None
         await self.report(TaskState.STARTING, None, "")
         try:
+            enter = self.container.enter() if self.container is not None else []
             proc = await spawn_in_sandbox(
-                ["/bin/sh", "-c", WRAPPER, "drfmesos-task", self.task.command.value],
+                [*enter, "/bin/sh", "-c", WRAPPER, "drfmesos-task", self.task.command.value],
                 self.sandbox,
                 {**self.env, **self.task.command.environment},
             )
         except OSError as e:
+            if self.container is not None:
+                await self.container.destroy()
             await self.report(
                 TaskState.FAILED,
                 Reason.COMMAND_EXECUTOR_FAILED,
@@ -102,6 +114,12 @@ class CommandRunner:
         await self._ended(code)
 
     async def _ended(self, code: int | None) -> None:
+        if self.container is not None:
+            # the kernel's OOM kill is the container's limit, whoever it hit; then all it
+            # left (double forks included) dies with its cgroup
+            if self._stop is None and (why := await self.container.limitation()):
+                self._stop = Limit(TaskState.FAILED, Reason.MEMORY_LIMIT, why)
+            await self.container.destroy()
         if self._stop is not None:
             await self.report(self._stop.state, self._stop.reason, self._stop.message)
         elif code == 0:

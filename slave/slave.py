@@ -52,6 +52,7 @@ from protocol.topics import Topics, check_segment
 from slave.executor_side import ExecutorSide
 from slave.executors import ExecutorProcess
 from slave.files import read_sandbox_file
+from slave.isolator import POSIX_WARNING, container_name, make_isolator
 from slave.runners import CommandRunner, Limit, SimulatedRunner, group_rss_mb
 from slave.updates import OwedUpdates
 
@@ -75,6 +76,11 @@ class SlaveConfig:
     # RunTasks: that comes when the broker restarts from its last save (every second:
     # protocol/brokers.py, docker/mosquitto.conf), well within this.
     launch_memory: float = 600.0
+    # How tasks are held to their resources (slave.isolator): cgroups, posix, or auto.
+    isolation: str = "posix"
+    cgroups_root: Path = Path("/sys/fs/cgroup")
+    cgroups_enable_cfs: bool = False  # a hard CPU cap, not only a weight
+    max_task_pids: int | None = None
 
 
 @dataclass
@@ -112,6 +118,13 @@ class Slave(ExecutorSide):
         self._launches: set[str] = set()  # launch ids run lately
         self._launch_order: deque[tuple[float, str]] = deque()  # (when, id), oldest first
         self._loops: list[asyncio.Task[None]] = []
+        self.isolator = make_isolator(
+            "posix" if config.simulated_tasks else config.isolation,
+            self.slave_id,
+            config.cgroups_root,
+            config.cgroups_enable_cfs,
+            config.max_task_pids,
+        )
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def start(self) -> None:
@@ -138,7 +151,8 @@ class Slave(ExecutorSide):
                 self.updates.resend_loop(self.registered), name=f"resend-{self.slave_id}"
             ),
         ]
-        if not self.config.simulated_tasks:
+        if not self.config.simulated_tasks and not self.isolator.enforces_memory:
+            self.log.warning("isolation.posix", what_is_not_enforced=POSIX_WARNING)
             self._loops.append(asyncio.create_task(self._memory_loop(), name="memory"))
 
     async def stop(self, *, kill_tasks: bool = False) -> None:
@@ -158,6 +172,7 @@ class Slave(ExecutorSide):
             await executor.close()
         await self.updates.close()
         await self.task_journal.close()
+        await self.isolator.close()
 
     async def run(self) -> None:
         await self.start()
@@ -342,7 +357,21 @@ class Slave(ExecutorSide):
             await record.runner.start()
         elif task.command is not None:
             sandbox = self._sandbox(msg.framework_id, task.task_id)
-            record.runner = CommandRunner(task, sandbox, self._reporter(record), self._env(msg))
+            try:
+                name = container_name(msg.framework_id, task.task_id)
+                container = await self.isolator.prepare(name, task.resources)
+            except OSError as e:
+                await self._report(
+                    msg.framework_id,
+                    task,
+                    TaskState.FAILED,
+                    Reason.COMMAND_EXECUTOR_FAILED,
+                    f"could not make its container: {e}",
+                )
+                return
+            record.runner = CommandRunner(
+                task, sandbox, self._reporter(record), self._env(msg), container
+            )
             await record.runner.start()
             await self._checkpoint(record)
         else:
@@ -508,6 +537,7 @@ class Slave(ExecutorSide):
         """Pick up the tasks and owed updates a previous run of this slave left behind."""
         self.updates.send_all_soon()
         recovered = 0
+        containers: set[str] = set()  # of recovered command tasks: kept, not cleaned
         for _key, raw in self.task_journal.items():
             with contextlib.suppress(Exception):
                 info = TaskInfo.model_validate(raw["task"])
@@ -520,7 +550,15 @@ class Slave(ExecutorSide):
                     record.runner = sim
                     await sim.start(ends_at=runner.get("ends_at") or time.time())
                 elif runner.get("kind") == "command" and runner.get("pid"):
-                    cmd = CommandRunner(info, Path(runner["sandbox"]), self._reporter(record), {})
+                    name = container_name(record.framework_id, info.task_id)
+                    containers.add(name)
+                    cmd = CommandRunner(
+                        info,
+                        Path(runner["sandbox"]),
+                        self._reporter(record),
+                        {},
+                        self.isolator.adopt(name),
+                    )
                     record.runner = cmd
                     cmd.recover_in_background(runner["pid"], runner.get("started_at"))
                 else:  # an executor's task: its executor died with the slave
@@ -531,6 +569,7 @@ class Slave(ExecutorSide):
                         Reason.EXECUTOR_TERMINATED,
                         "the executor ended while the slave was down",
                     )
+        await self.isolator.recover(containers)
         if recovered or len(self.updates):
             self.log.info("slave.recovered", tasks=recovered, owed_updates=len(self.updates))
 
