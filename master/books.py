@@ -20,6 +20,7 @@ from protocol.messages import (
     TaskRequest,
     TaskState,
     TaskStatus,
+    TaskUsage,
     TaskView,
     Update,
 )
@@ -34,6 +35,7 @@ class Task:
     state: TaskState = TaskState.STAGING
     status: TaskStatus | None = None
     launched_at: float = 0.0
+    usage: TaskUsage | None = None  # the slave's last report (isolation accounting)
 
     @property
     def task_id(self) -> str:
@@ -58,6 +60,7 @@ class Task:
             name=self.info.name,
             reason=status.reason if status is not None and self.terminal else None,
             message=status.message if status is not None else "",
+            usage=self.usage,
         )
 
 

@@ -50,8 +50,6 @@ class Container(Protocol):
         """Why the kernel stopped it (an OOM kill), as a message for the user, if so."""
         ...
 
-    async def usage(self, pgid: int | None) -> Usage | None: ...
-
     async def destroy(self) -> None: ...
 
 
@@ -67,6 +65,10 @@ class Isolator(Protocol):
 
     async def recover(self, keep: set[str]) -> list[str]:
         """Destroy the containers a previous run left that no recovered task owns."""
+        ...
+
+    async def usage(self, running: list[tuple[Container, int]]) -> list[Usage]:
+        """What each (container, process group) uses, in one look for all of them."""
         ...
 
     async def close(self) -> None:
@@ -92,9 +94,6 @@ class PosixContainer:
     async def limitation(self) -> str | None:
         return None
 
-    async def usage(self, pgid: int | None) -> Usage | None:
-        return await asyncio.to_thread(group_usage, pgid) if pgid else None
-
     async def destroy(self) -> None:
         return None
 
@@ -112,15 +111,20 @@ class PosixIsolator:
     async def recover(self, keep: set[str]) -> list[str]:
         return []
 
+    async def usage(self, running: list[tuple[Container, int]]) -> list[Usage]:
+        by_group = await asyncio.to_thread(groups_usage, {pgid for _, pgid in running})
+        return [by_group[pgid] for _, pgid in running]
+
     async def close(self) -> None:
         return None
 
 
-def group_usage(pgid: int) -> Usage:
-    """CPU and resident memory of a process group, from /proc (posix has no cgroup)."""
+def groups_usage(pgids: set[int]) -> dict[int, Usage]:
+    """CPU and resident memory of process groups, from /proc (posix has no cgroup): one
+    pass over /proc for all of them."""
     hz = os.sysconf("SC_CLK_TCK")
     page = os.sysconf("SC_PAGE_SIZE")
-    usage = Usage()
+    wanted = {str(g): Usage() for g in pgids}
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
@@ -130,12 +134,13 @@ def group_usage(pgid: int) -> Usage:
         except OSError:
             continue
         fields = stat[stat.rfind(")") + 2 :].split()
-        if len(fields) > 21 and fields[2] == str(pgid):
+        if len(fields) > 21 and (usage := wanted.get(fields[2])) is not None:
             usage.cpu_user_seconds += int(fields[11]) / hz
             usage.cpu_system_seconds += int(fields[12]) / hz
             usage.memory_bytes += int(fields[21]) * page
-    usage.memory_peak_bytes = usage.memory_bytes  # (posix keeps no peak)
-    return usage
+    for usage in wanted.values():
+        usage.memory_peak_bytes = usage.memory_bytes  # (posix keeps no peak)
+    return {int(g): usage for g, usage in wanted.items()}
 
 
 # -- cgroups ----------------------------------------------------------------------------------
@@ -163,9 +168,6 @@ class CgroupContainer:
             f"out of memory: the kernel killed it at its limit of {limit / MB:g} MB "
             f"(peak {peak / MB:.0f} MB): raise the task's mem or use less"
         )
-
-    async def usage(self, pgid: int | None) -> Usage | None:
-        return self.cgroups.usage(self.path)  # a few small files: cheaper than a thread
 
     async def destroy(self) -> None:
         try:
@@ -213,6 +215,13 @@ class CgroupsIsolator:
         if not self.cgroups.children(self.parent):  # (tasks left running keep theirs)
             with contextlib.suppress(OSError):
                 await asyncio.to_thread(self.cgroups.destroy, self.parent)
+
+    async def usage(self, running: list[tuple[Container, int]]) -> list[Usage]:
+        # a few small cgroupfs reads a container: no disk, cheaper than a thread hop
+        return [self.cgroups.usage(self.path_of(c)) for c, _ in running]
+
+    def path_of(self, container: Container) -> str:
+        return f"{self.parent}/{container.name}"
 
 
 def make_isolator(

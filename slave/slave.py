@@ -55,6 +55,7 @@ from slave.files import read_sandbox_file
 from slave.isolator import POSIX_WARNING, container_name, make_isolator
 from slave.runners import CommandRunner, Limit, SimulatedRunner, group_rss_mb
 from slave.updates import OwedUpdates
+from slave.usage import report_loop
 
 LAUNCHES_REMEMBERED = 100_000  # launch ids a slave knows it ran, at most
 
@@ -81,6 +82,7 @@ class SlaveConfig:
     cgroups_root: Path = Path("/sys/fs/cgroup")
     cgroups_enable_cfs: bool = False  # a hard CPU cap, not only a weight
     max_task_pids: int | None = None
+    usage_interval: float = 5.0  # seconds between usage reports to the master
 
 
 @dataclass
@@ -151,6 +153,21 @@ class Slave(ExecutorSide):
                 self.updates.resend_loop(self.registered), name=f"resend-{self.slave_id}"
             ),
         ]
+        if not self.config.simulated_tasks:
+            self._loops.append(
+                asyncio.create_task(
+                    report_loop(
+                        self.bus,
+                        self.to_master,
+                        self.slave_id,
+                        self.tasks,
+                        self.isolator,
+                        self.registered,
+                        self.config.usage_interval,
+                    ),
+                    name=f"usage-{self.slave_id}",
+                )
+            )
         if not self.config.simulated_tasks and not self.isolator.enforces_memory:
             self.log.warning("isolation.posix", what_is_not_enforced=POSIX_WARNING)
             self._loops.append(asyncio.create_task(self._memory_loop(), name="memory"))

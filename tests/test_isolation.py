@@ -16,11 +16,13 @@ from pathlib import Path
 import pytest
 from test_slave import Rig, T, _reap
 
+from master.authz import Caller
+from master.metrics import exposition, registry_for
 from protocol.brokers import MosquittoBroker
-from protocol.messages import Kill, Reason, TaskState
+from protocol.messages import Kill, Reason, TaskState, TaskUsage, UsageReport
 from protocol.resources import Resources
 from slave.cgroups import CgroupsV1, CgroupsV2, Limits, detect
-from slave.isolator import PARENT, CgroupContainer, group_usage, make_isolator
+from slave.isolator import PARENT, CgroupContainer, groups_usage, make_isolator
 
 from fakes import FakeFramework
 from helpers import eventually
@@ -124,7 +126,7 @@ def test_v1_writes_shares_quota_and_memsw_in_each_hierarchy(tmp_path: Path) -> N
 
 
 def test_posix_usage_reads_the_process_group_from_proc() -> None:
-    usage = group_usage(os.getpgid(0))
+    usage = groups_usage({os.getpgid(0)})[os.getpgid(0)]
     assert usage.memory_bytes > 0
     assert usage.cpu_user_seconds + usage.cpu_system_seconds > 0
 
@@ -165,12 +167,12 @@ async def test_a_cfs_capped_task_spinning_two_processes_stays_under_its_cpus(rig
     spin = f"{sys.executable} -c 'while True: pass'"
     await rig.launch(fw, f"{spin} & {spin} & wait", "spin", Resources(cpus=0.25, mem=64))
     await fw.update_for("spin", TaskState.RUNNING)
-    runner = slave.tasks[(fw.framework_id, "spin")].runner
-    assert (await runner.container.usage(None)) is not None
-    await eventually(lambda: len(slave.isolator.cgroups.pids(runner.container.path)) >= 4)
-    before, t0 = await runner.container.usage(None), time.monotonic()
+    container = slave.tasks[(fw.framework_id, "spin")].runner.container
+    cgroups = slave.isolator.cgroups
+    await eventually(lambda: len(cgroups.pids(container.path)) >= 4)  # shells and spinners
+    before, t0 = cgroups.usage(container.path), time.monotonic()
     await asyncio.sleep(2.0)  # the window the CPU use is measured over
-    after, t1 = await runner.container.usage(None), time.monotonic()
+    after, t1 = cgroups.usage(container.path), time.monotonic()
     used = (after.cpu_user_seconds + after.cpu_system_seconds) - (
         before.cpu_user_seconds + before.cpu_system_seconds
     )
@@ -296,3 +298,43 @@ async def _cgroups_slave(broker: MosquittoBroker, work: Path) -> asyncio.subproc
         "warning",
         env={**os.environ, "PYTHONPATH": os.getcwd()},
     )
+
+
+async def test_usage_reaches_the_masters_task_view_and_metrics(rig: Rig) -> None:
+    fw = await rig.framework()
+    sid = _slave_id()
+    await rig.start_slave(sid, Resources(cpus=2, mem=512), isolation="cgroups", usage_interval=0.1)
+    alloc = f"{sys.executable} -c 'x = bytearray(20 * 2**20); import time; time.sleep(300)'"
+    await rig.launch(fw, alloc, "busy", Resources(cpus=0.5, mem=128))
+    await fw.update_for("busy", TaskState.RUNNING)
+
+    def usage() -> TaskUsage | None:
+        views, _ = rig.master.task_views(fw.framework_id, None)
+        return views[0].usage
+
+    # the 20 MB are touched once the interpreter is up
+    await eventually(lambda: (u := usage()) is not None and u.memory_bytes > 20 * 2**20)
+    u = usage()
+    assert u is not None
+    assert u.cpu_user_seconds + u.cpu_system_seconds > 0
+    assert u.memory_peak_bytes >= u.memory_bytes
+    text = exposition(registry_for(rig.master)).decode()
+    fid, where = f'framework_id="{fw.framework_id}"', f'slave_id="{sid}",task_id="busy"'
+    assert f'drfmesos_task_cpu_seconds_total{{{fid},mode="user",{where}}}' in text
+    labels = f"{fid},{where}"
+    assert f"drfmesos_task_memory_bytes{{{labels}}}" in text
+
+
+async def test_a_slave_reports_usage_of_its_own_tasks_only(rig: Rig) -> None:
+    fw = await rig.framework()
+    await rig.start_slave(_slave_id(), Resources(cpus=1, mem=256), isolation="posix")
+    await rig.launch(fw, "sleep 300", "mine", Resources(cpus=0.5, mem=64))
+    await fw.update_for("mine", TaskState.RUNNING)
+    other = await rig.start_slave(_slave_id(), Resources(cpus=1, mem=256), usage_interval=3600)
+    lie = UsageReport(
+        slave_id=other.slave_id,
+        tasks=[TaskUsage(framework_id=fw.framework_id, task_id="mine", memory_bytes=1)],
+    )
+    await rig.master._on_usage_report(lie, Caller("slave", "slave", None))
+    views, _ = rig.master.task_views(fw.framework_id, None)
+    assert views[0].usage is None or views[0].usage.memory_bytes != 1
