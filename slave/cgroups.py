@@ -80,8 +80,13 @@ def _write(path: Path, value: object) -> None:
 
 
 def _read(path: Path) -> str:
-    with open(path) as f:
-        return f.read()
+    # raw os calls: a slave reads a few files a task every few seconds, and open()'s
+    # buffered text layer costs several times the read itself
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return os.read(fd, 65536).decode()
+    finally:
+        os.close(fd)
 
 
 def _keyed(path: Path) -> dict[str, int]:
@@ -167,9 +172,13 @@ class CgroupsV1:
                 _write(cpu / "cpu.cfs_quota_us", quota_us(limits.cpus))
         if (mem := self._at("memory", name)) is not None and limits.mem_mb is not None:
             limit = int(limits.mem_mb * MB)
-            _write(mem / "memory.limit_in_bytes", limit)
+            files = ["memory.limit_in_bytes"]
             if (mem / "memory.memsw.limit_in_bytes").exists():  # swap accounting is on
-                _write(mem / "memory.memsw.limit_in_bytes", limit)
+                # memory <= memory+swap at every step: to grow, memsw goes first
+                growing = limit > _int(mem / "memory.limit_in_bytes")
+                files.insert(0 if growing else 1, "memory.memsw.limit_in_bytes")
+            for name_ in files:
+                _write(mem / name_, limit)
         if (pids := self._at("pids", name)) is not None and limits.max_pids is not None:
             _write(pids / "pids.max", limits.max_pids)
 

@@ -141,6 +141,13 @@ def raise_fd_limit(connections: int) -> None:
     default=None,
     help="At most this many processes per task (cgroups pids controller).",
 )
+@click.option(
+    "--usage-interval",
+    type=click.FloatRange(min=0.1),
+    default=5.0,
+    show_default=True,
+    help="Seconds between reports of the tasks' usage to the master.",
+)
 @log_level_option
 def slave(
     broker: str,
@@ -157,6 +164,7 @@ def slave(
     cgroups_root: Path,
     cgroups_enable_cfs: bool,
     max_task_pids: int | None,
+    usage_interval: float,
 ) -> None:
     """Run a slave: register with the master, run tasks, report their status."""
     from protocol.cli import run_party
@@ -198,6 +206,7 @@ def slave(
                     cgroups_root=cgroups_root,
                     cgroups_enable_cfs=cgroups_enable_cfs,
                     max_task_pids=max_task_pids,
+                    usage_interval=usage_interval,
                 )
             )
         await run_slaves(url, cluster, configs)

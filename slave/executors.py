@@ -74,13 +74,14 @@ class ExecutorProcess:
     async def start(self) -> None:
         ours, theirs = socket.socketpair()
         try:
-            enter = self.container.enter() if self.container is not None else []
+            join, join_env = self.container.join() if self.container is not None else ("", {})
             self._proc = await spawn_in_sandbox(
-                [*enter, "/bin/sh", "-c", "exec " + self.info.command.value],
+                ["/bin/sh", "-c", join + "exec " + self.info.command.value],
                 self.sandbox,
                 {
                     **self.env,
                     **self.info.command.environment,
+                    **join_env,
                     "DRFMESOS_EXECUTOR_FD": str(theirs.fileno()),
                 },
                 pass_fds=(theirs.fileno(),),

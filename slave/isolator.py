@@ -4,7 +4,7 @@ to the resources DRF gave it.
 `cgroups`: a cgroup per container under drfmesos/<slave-id>/, with a CPU weight (and with
 `cfs`, a hard cap), a memory limit the kernel enforces (an OOM kill ends the task
 TASK_FAILED), a pids limit, and the kernel's accounting for usage. A process joins its
-cgroup before it execs the task (`Container.enter`), so all it starts stays in it.
+cgroup before it execs the task (`Container.join`), so all it starts stays in it.
 
 `posix`: today's behaviour. Nothing is limited by the kernel; the slave polls the task's
 process group's RSS (slave.Slave._memory_loop) and reads usage from /proc.
@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import os
+import re
 from pathlib import Path
 from typing import Protocol
 
@@ -24,12 +26,12 @@ from slave.cgroups import MB, Cgroups, Limits, Usage
 
 PARENT = "drfmesos"
 
-# A tiny wrapper run before the task: the shell writes its own pid into each cgroup.procs
-# named before "--", then execs the task in place. Nothing runs outside the cgroup.
+# The start of the shell that runs the task: it writes its own pid into each cgroup.procs
+# named in DRFMESOS_CGROUP_PROCS before it runs anything, so nothing the task starts runs
+# outside the cgroup (and no exec is spent on it).
 JOIN = (
-    'while [ "$1" != -- ]; do echo $$ > "$1" || '
-    '{ echo "drfmesos: could not join cgroup $1" >&2; exit 125; }; shift; done; '
-    'shift; exec "$@"'
+    'for f in $DRFMESOS_CGROUP_PROCS; do echo $$ > "$f" || '
+    '{ echo "drfmesos: could not join cgroup $f" >&2; exit 125; }; done; '
 )
 
 POSIX_WARNING = (
@@ -42,8 +44,9 @@ POSIX_WARNING = (
 class Container(Protocol):
     name: str
 
-    def enter(self) -> list[str]:
-        """Arguments to put before a command so that it runs inside the container."""
+    def join(self) -> tuple[str, dict[str, str]]:
+        """What to put before a `sh -c` script, and into its environment, so that the
+        shell joins the container before it runs anything."""
         ...
 
     async def limitation(self) -> str | None:
@@ -76,9 +79,18 @@ class Isolator(Protocol):
         ...
 
 
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+
 def container_name(framework_id: str, name: str) -> str:
-    """`name` is a task id, or `executor-<id>` (cgroup names may not hold a slash)."""
-    return f"{framework_id}.{name}".replace("/", "_")
+    """`name` is a task id, or `executor-<id>`. A cgroup's name holds no slash, and the
+    shell that joins it splits its paths on spaces: any other character is replaced, and
+    a hash of the original keeps two such names apart."""
+    raw = f"{framework_id}.{name}"
+    safe = _UNSAFE.sub("_", raw)
+    if safe != raw or safe in (".", ".."):
+        safe += "-" + hashlib.sha256(raw.encode()).hexdigest()[:8]
+    return safe
 
 
 # -- posix ------------------------------------------------------------------------------------
@@ -88,8 +100,8 @@ class PosixContainer:
     def __init__(self, name: str) -> None:
         self.name = name
 
-    def enter(self) -> list[str]:
-        return []
+    def join(self) -> tuple[str, dict[str, str]]:
+        return "", {}
 
     async def limitation(self) -> str | None:
         return None
@@ -152,14 +164,12 @@ class CgroupContainer:
         self.path = path
         self.name = name
 
-    def enter(self) -> list[str]:
-        files = [str(f) for f in self.cgroups.procs_files(self.path)]
-        return ["/bin/sh", "-c", JOIN, "drfmesos-join", *files, "--"]
+    def join(self) -> tuple[str, dict[str, str]]:
+        files = " ".join(str(f) for f in self.cgroups.procs_files(self.path))
+        return JOIN, {"DRFMESOS_CGROUP_PROCS": files}
 
     async def limitation(self) -> str | None:
-        return await asyncio.to_thread(self._limitation)
-
-    def _limitation(self) -> str | None:
+        # (a few small cgroupfs reads: no disk behind them, cheaper than a thread hop)
         if self.cgroups.oom_kills(self.path) == 0:
             return None
         limit = self.cgroups.memory_limit(self.path) or 0

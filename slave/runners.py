@@ -89,11 +89,11 @@ class CommandRunner:
         assert self.task.command is not None
         await self.report(TaskState.STARTING, None, "")
         try:
-            enter = self.container.enter() if self.container is not None else []
+            join, join_env = self.container.join() if self.container is not None else ("", {})
             proc = await spawn_in_sandbox(
-                [*enter, "/bin/sh", "-c", WRAPPER, "drfmesos-task", self.task.command.value],
+                ["/bin/sh", "-c", join + WRAPPER, "drfmesos-task", self.task.command.value],
                 self.sandbox,
-                {**self.env, **self.task.command.environment},
+                {**self.env, **self.task.command.environment, **join_env},
             )
         except OSError as e:
             if self.container is not None:

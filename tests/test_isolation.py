@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import signal
 import sys
@@ -14,15 +15,24 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from test_slave import Rig, T, _reap
+from test_slave import EXECUTOR, Rig, T, _reap
 
 from master.authz import Caller
 from master.metrics import exposition, registry_for
 from protocol.brokers import MosquittoBroker
-from protocol.messages import Kill, Reason, TaskState, TaskUsage, UsageReport
+from protocol.messages import (
+    CommandInfo,
+    ExecutorInfo,
+    Kill,
+    Reason,
+    TaskInfo,
+    TaskState,
+    TaskUsage,
+    UsageReport,
+)
 from protocol.resources import Resources
 from slave.cgroups import CgroupsV1, CgroupsV2, Limits, detect
-from slave.isolator import PARENT, CgroupContainer, groups_usage, make_isolator
+from slave.isolator import PARENT, CgroupContainer, container_name, groups_usage, make_isolator
 
 from fakes import FakeFramework
 from helpers import eventually
@@ -338,3 +348,47 @@ async def test_a_slave_reports_usage_of_its_own_tasks_only(rig: Rig) -> None:
     await rig.master._on_usage_report(lie, Caller("slave", "slave", None))
     views, _ = rig.master.task_views(fw.framework_id, None)
     assert views[0].usage is None or views[0].usage.memory_bytes != 1
+
+
+def test_container_names_are_safe_for_cgroupfs_and_the_joining_shell() -> None:
+    assert container_name("fw-1", "task.2") == "fw-1.task.2"
+    spaced, underscored = container_name("fw", "a b"), container_name("fw", "a_b")
+    assert spaced.startswith("fw.a_b-")
+    assert spaced != underscored  # replaced characters do not make two names one
+    assert "/" not in container_name("fw", "x/y")
+
+
+def executor_task(slave_id: str, task_id: str, seconds: float) -> TaskInfo:
+    return TaskInfo(
+        task_id=task_id,
+        slave_id=slave_id,
+        resources=Resources(cpus=0.25, mem=32),
+        executor=ExecutorInfo(
+            executor_id="sleeper",
+            command=CommandInfo(value=EXECUTOR),
+            resources=Resources(cpus=0.1, mem=96),
+        ),
+        data=json.dumps({"duration": seconds}).encode(),
+    )
+
+
+async def test_a_custom_executor_and_its_tasks_share_one_cgroup_that_grows(rig: Rig) -> None:
+    fw = await rig.framework()
+    sid = _slave_id()
+    slave = await rig.start_slave(sid, Resources(cpus=2, mem=1024), isolation="cgroups")
+    offer = await fw.next_offer()
+    await fw.accept(offer, [executor_task(sid, "one", 300)], refuse=0)
+    await fw.update_for("one", TaskState.RUNNING, timeout=30)
+    executor = slave.executors[f"{fw.framework_id}.sleeper"]
+    name = f"{fw.framework_id}.executor-sleeper"
+    assert executor.pid is not None
+    assert f"memory:/{PARENT}/{sid}/{name}\n" in _cgroups_of(executor.pid)
+    limit = _cgroup(sid, name) / "memory.limit_in_bytes"
+    assert int(limit.read_text()) == 128 * 2**20  # the executor's 96 MB and its task's 32
+    offer = await fw.next_offer(after=1)
+    await fw.accept(offer, [executor_task(sid, "two", 300)], refuse=0)
+    await fw.update_for("two", TaskState.RUNNING, timeout=30)
+    assert int(limit.read_text()) == 160 * 2**20  # grown by the second task
+    await _kill(fw, "one")
+    await _kill(fw, "two")
+    await fw.update_for("two", TaskState.KILLED, timeout=30)
