@@ -11,6 +11,7 @@ import contextlib
 import os
 import signal
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -58,6 +59,10 @@ class Cgroups(Protocol):
 
     def destroy(self, name: str) -> None:
         """Kill every process in it and remove it (blocking: call it from a thread)."""
+        ...
+
+    def remove_if_empty(self, name: str) -> bool:
+        """Remove it at once if no process is left in it (the common end of a task)."""
         ...
 
 
@@ -137,11 +142,32 @@ def _kill_and_remove(dirs: list[Path], kill_file: Path | None = None) -> None:
                 time.sleep(0.01)
 
 
+def _remove_if_empty(dirs: list[Path]) -> bool:
+    for d in dirs:
+        if _procs(d):
+            return False
+        try:
+            d.rmdir()
+        except FileNotFoundError:
+            pass
+        except OSError:
+            return False
+    return True
+
+
 def _procs(d: Path) -> list[int]:
     try:
         return [int(p) for p in _read(d / "cgroup.procs").split()]
     except (OSError, ValueError):
         return []
+
+
+def _distinct(mounts: Iterable[Path]) -> list[Path]:
+    """One path a hierarchy (cpu and cpuacct mounted together are one)."""
+    seen: dict[str, Path] = {}
+    for mount in mounts:
+        seen.setdefault(os.path.realpath(mount), mount)
+    return list(seen.values())
 
 
 class CgroupsV1:
@@ -150,13 +176,15 @@ class CgroupsV1:
     version = 1
     CONTROLLERS = ("cpu", "cpuacct", "memory", "pids")
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, pids: bool = True) -> None:
         self.root = root
-        self.mounts = {c: root / c for c in self.CONTROLLERS if (root / c).is_dir()}
-        seen: dict[str, Path] = {}
-        for mount in self.mounts.values():
-            seen.setdefault(os.path.realpath(mount), mount)
-        self.hierarchies = list(seen.values())
+        # without a pids limit the pids hierarchy is left out: each hierarchy costs a
+        # mkdir, a migration and an rmdir a task
+        wanted = [c for c in self.CONTROLLERS if pids or c != "pids"]
+        self.mounts = {c: root / c for c in wanted if (root / c).is_dir()}
+        self.hierarchies = _distinct(self.mounts.values())
+        # cleaning looks in every hierarchy (a slave started before with a pids limit)
+        self.all_hierarchies = _distinct(root / c for c in self.CONTROLLERS if (root / c).is_dir())
 
     def _at(self, controller: str, name: str) -> Path | None:
         mount = self.mounts.get(controller)
@@ -216,13 +244,16 @@ class CgroupsV1:
 
     def children(self, parent: str) -> list[str]:
         names: set[str] = set()
-        for mount in self.hierarchies:
+        for mount in self.all_hierarchies:
             with contextlib.suppress(OSError):
                 names.update(e.name for e in os.scandir(mount / parent) if e.is_dir())
         return sorted(f"{parent}/{n}" for n in names)
 
     def destroy(self, name: str) -> None:
-        _kill_and_remove([m / name for m in self.hierarchies if (m / name).is_dir()])
+        _kill_and_remove([m / name for m in self.all_hierarchies if (m / name).is_dir()])
+
+    def remove_if_empty(self, name: str) -> bool:
+        return _remove_if_empty([m / name for m in self.hierarchies])
 
 
 class CgroupsV2:
@@ -299,8 +330,11 @@ class CgroupsV2:
         if path.is_dir():
             _kill_and_remove([path], path / "cgroup.kill")
 
+    def remove_if_empty(self, name: str) -> bool:
+        return _remove_if_empty([self.root / name])
 
-def detect(root: Path = Path("/sys/fs/cgroup")) -> Cgroups | str:
+
+def detect(root: Path = Path("/sys/fs/cgroup"), pids: bool = True) -> Cgroups | str:
     """The cgroups this host lets us write, or why not (a sentence for the warning)."""
     if (root / "cgroup.controllers").exists():  # cgroup v2 mounted at the root
         available = set(_read(root / "cgroup.controllers").split())
@@ -315,4 +349,4 @@ def detect(root: Path = Path("/sys/fs/cgroup")) -> Cgroups | str:
         return f"no cgroup v1 cpu and memory hierarchies under {root}"
     if not all(os.access(d, os.W_OK) for d in needed):
         return f"the cgroup hierarchies under {root} are not writable by this user"
-    return CgroupsV1(root)
+    return CgroupsV1(root, pids)

@@ -260,13 +260,14 @@ async def test_a_slave_killed_keeps_its_live_tasks_cgroup_and_cleans_stale_ones(
         await rig.launch(fw, "sleep 300", "long", Resources(cpus=0.5, mem=64))
         await fw.update_for("long", TaskState.RUNNING)
         sid = (work / "slave_id").read_text().strip()
+        stack.callback(_destroy_all, sid)  # whatever a failed run would leave
         live = _cgroup(sid, f"{fw.framework_id}.long")
         assert live.exists()
         # a cgroup no task of the journal owns (its slave died while making it), with a
         # process in it
         stale = f"{PARENT}/{sid}/{fw.framework_id}.lost"
         for controller in ("cpu", "cpuacct", "memory", "pids"):
-            (ROOT / controller / stale).mkdir()
+            (ROOT / controller / stale).mkdir(parents=True)
         orphan = await asyncio.create_subprocess_exec(
             "/bin/sh", "-c", f"echo $$ > {ROOT / 'memory' / stale / 'cgroup.procs'}; exec sleep 300"
         )
@@ -281,6 +282,7 @@ async def test_a_slave_killed_keeps_its_live_tasks_cgroup_and_cleans_stale_ones(
         await orphan.wait()  # killed by the restarted slave's recovery
         await eventually(lambda: not (ROOT / "memory" / stale).exists(), timeout=15)
         assert not (ROOT / "cpu" / stale).exists()
+        assert not (ROOT / "pids" / stale).exists()  # a hierarchy this slave does not use
         assert live.exists()  # the recovered task keeps its cgroup
         await _kill(fw, "long")
         await fw.update_for("long", TaskState.KILLED, timeout=15)
@@ -392,3 +394,29 @@ async def test_a_custom_executor_and_its_tasks_share_one_cgroup_that_grows(rig: 
     await _kill(fw, "one")
     await _kill(fw, "two")
     await fw.update_for("two", TaskState.KILLED, timeout=30)
+
+
+async def test_max_task_pids_limits_the_processes_of_a_task(rig: Rig) -> None:
+    fw = await rig.framework()
+    sid = _slave_id()
+    slave = await rig.start_slave(
+        sid, Resources(cpus=2, mem=512), isolation="cgroups", max_task_pids=8
+    )
+    # more children than it may have: the forks beyond the limit fail
+    forks = "for i in 1 2 3 4 5 6 7 8 9 10 11 12; do sleep 300 & done; sleep 300"
+    await rig.launch(fw, forks, "forky", Resources(cpus=0.1, mem=64))
+    await fw.update_for("forky", TaskState.RUNNING)
+    name = f"{PARENT}/{sid}/{fw.framework_id}.forky"
+    assert (ROOT / "pids" / name / "pids.max").read_text().strip() == "8"
+    stderr = rig.tmp / sid / "sandboxes" / fw.framework_id / "forky" / "stderr"
+    await eventually(lambda: stderr.exists() and "fork" in stderr.read_text().lower())
+    assert len(slave.isolator.cgroups.pids(name)) <= 8
+
+
+def _destroy_all(slave_id: str) -> None:
+    cgroups = detect(ROOT)
+    assert not isinstance(cgroups, str)
+    parent = f"{PARENT}/{slave_id}"
+    for child in cgroups.children(parent):
+        cgroups.destroy(child)
+    cgroups.destroy(parent)
