@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from protocol.messages import Reason, TaskInfo, TaskState
-from slave.isolator import Container
+from slave.cgroups import MB
+from slave.isolator import Container, groups_usage
 from slave.sandbox import spawn_in_sandbox
 
 Report = Callable[[TaskState, Reason | None, str], Awaitable[None]]
@@ -264,21 +265,7 @@ def _signal_group(pid: int, sig: int) -> None:
 
 def group_rss_mb(pgids: list[int]) -> dict[int, float]:
     """Resident memory of each process group, in MB (one pass over /proc for all)."""
-    page_mb = os.sysconf("SC_PAGE_SIZE") / (1024 * 1024)
-    wanted = {str(g): g for g in pgids}
-    rss: dict[int, float] = dict.fromkeys(pgids, 0.0)
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2 :].split()
-        if len(fields) > 21 and fields[2] in wanted:
-            rss[wanted[fields[2]]] += int(fields[21]) * page_mb
-    return rss
+    return {g: u.memory_bytes / MB for g, u in groups_usage(set(pgids)).items()}
 
 
 def _read_exit(sandbox: Path) -> int | None:

@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from test_slave import EXECUTOR, Rig, T, _reap
+from test_slave import EXECUTOR, Rig, T, _reap, _slave_process
 
 from master.authz import Caller
 from master.metrics import exposition, registry_for
@@ -291,25 +291,7 @@ async def test_a_slave_killed_keeps_its_live_tasks_cgroup_and_cleans_stale_ones(
 
 
 async def _cgroups_slave(broker: MosquittoBroker, work: Path) -> asyncio.subprocess.Process:
-    return await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "cluster.cli",
-        "slave",
-        "--broker",
-        broker.url.url,
-        "--cluster",
-        T.cluster,
-        "--work-dir",
-        str(work),
-        "--resources",
-        "cpus:2;mem:512",
-        "--isolation",
-        "cgroups",
-        "--log-level",
-        "warning",
-        env={**os.environ, "PYTHONPATH": os.getcwd()},
-    )
+    return await _slave_process(broker, work, "--isolation", "cgroups")
 
 
 async def test_usage_reaches_the_masters_task_view_and_metrics(rig: Rig) -> None:
