@@ -9,9 +9,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from protocol.bus import Bus
-from protocol.messages import TaskUsage, UsageReport
+from protocol.messages import Reason, TaskState, TaskUsage, UsageReport
 from slave.isolator import Container, Isolator
-from slave.runners import CommandRunner
+from slave.runners import CommandRunner, Limit
 
 
 async def collect(slave_id: str, records: Iterable[Any], isolator: Isolator) -> UsageReport:
@@ -64,3 +64,15 @@ async def report_loop(
         report = await collect(slave_id, list(records.values()), isolator)
         if report.tasks:
             bus.post(to_master, report, qos=0)
+        await stop_oom_killed(list(records.values()))
+
+
+async def stop_oom_killed(records: Iterable[Any]) -> None:
+    """A task whose process the kernel OOM-killed while the task goes on (a child of its
+    shell, say) is over its limit all the same: the whole task ends, as Mesos's does."""
+    for record in records:
+        runner = record.runner
+        if not isinstance(runner, CommandRunner) or runner.container is None:
+            continue
+        if not record.state.terminal and (why := await runner.container.limitation()):
+            await runner.kill(0.0, Limit(TaskState.FAILED, Reason.MEMORY_LIMIT, why))

@@ -208,6 +208,20 @@ async def test_an_oom_kill_fails_only_that_task_with_the_memory_reason(rig: Rig)
     await eventually(lambda: not _cgroup(sid, f"{fw.framework_id}.hog").exists())
 
 
+async def test_a_task_whose_child_is_oom_killed_is_failed_though_its_shell_lives(
+    rig: Rig,
+) -> None:
+    fw = await rig.framework()
+    sid = _slave_id()
+    await rig.start_slave(sid, Resources(cpus=2, mem=1024), isolation="cgroups", usage_interval=0.2)
+    hog = f"{sys.executable} -c 'x = bytearray(300 * 2**20)'"
+    await rig.launch(fw, f"{hog}; sleep 300", "survivor", Resources(cpus=0.1, mem=64))
+    failed = await fw.update_for("survivor", TaskState.FAILED, timeout=20)
+    assert failed.reason == Reason.MEMORY_LIMIT
+    assert "limit of 64 MB" in failed.message
+    await eventually(lambda: not _cgroup(sid, f"{fw.framework_id}.survivor").exists())
+
+
 async def test_a_double_fork_stays_in_the_cgroup_and_dies_with_its_task(rig: Rig) -> None:
     fw = await rig.framework()
     sid = _slave_id()
