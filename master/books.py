@@ -25,6 +25,7 @@ from protocol.messages import (
     TaskRequest,
     TaskState,
     TaskStatus,
+    TaskUsage,
     TaskView,
     Update,
 )
@@ -42,6 +43,7 @@ class Task:
     status: TaskStatus | None = None
     launched_at: float = 0.0  # the loop's clock (monotonic), for durations
     launched_wall: float = field(default_factory=time.time)  # the wall clock, for people
+    usage: TaskUsage | None = None  # the slave's last report (isolation accounting)
 
     @property
     def task_id(self) -> str:
@@ -68,6 +70,7 @@ class Task:
             message=status.message if status is not None else "",
             launched_at=self.launched_wall,
             ended_at=status.timestamp if status is not None and self.terminal else None,
+            usage=self.usage,
         )
 
 

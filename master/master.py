@@ -57,6 +57,7 @@ from protocol.messages import (
     Suppress,
     TaskView,
     Teardown,
+    UsageReport,
     Wire,
     new_id,
 )
@@ -102,6 +103,7 @@ class Master(LimitedCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests, R
                 FrameworkMessage: self._on_executor_message,
                 ExecutorExited: self._on_executor_exited,
                 FileData: self._on_file_data,
+                UsageReport: self._on_usage_report,
                 Error: self._on_error,
             },
             "operator": {

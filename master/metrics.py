@@ -13,6 +13,8 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from master.usage_metrics import TaskUsageCollector
+
 if TYPE_CHECKING:
     from master.master import Master
 
@@ -154,6 +156,7 @@ def limit_metrics(m: Master) -> Iterator[Metric]:
 def registry_for(master: Master) -> CollectorRegistry:
     registry = CollectorRegistry(auto_describe=False)
     registry.register(MasterCollector(master))
+    registry.register(TaskUsageCollector(master))
     registry.register(master.round_duration)
     return registry
 

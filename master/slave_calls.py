@@ -26,6 +26,7 @@ from protocol.messages import (
     TaskInfo,
     TaskState,
     Update,
+    UsageReport,
 )
 from protocol.resources import Resources
 from protocol.topics import check_segment
@@ -361,6 +362,22 @@ class SlaveCalls(Partitions):
         fw = self._framework_on_slave(msg.framework_id, msg.slave_id, caller, "FrameworkMessage")
         if fw is not None and fw.connected:
             self._send_framework(fw, msg)
+
+    async def _on_usage_report(self, msg: UsageReport, caller: Caller) -> None:
+        """A slave's look at what its tasks use: kept on each task it names that runs
+        there (a slave speaks for its own tasks only; others are left out, logged)."""
+        if self._slave_of(msg.slave_id, caller, "UsageReport") is None:
+            return
+        strangers = 0
+        for usage in msg.tasks:
+            fw = self.books.frameworks.get(usage.framework_id)
+            task = fw.tasks.get(usage.task_id) if fw is not None else None
+            if task is None or task.slave_id != msg.slave_id:
+                strangers += 1  # (ended meanwhile, or not this slave's to report)
+                continue
+            task.usage = usage
+        if strangers:
+            self.log.info("usage.unknown_tasks", slave_id=msg.slave_id, count=strangers)
 
     async def _on_executor_exited(self, msg: ExecutorExited, caller: Caller) -> None:
         fw = self._framework_on_slave(msg.framework_id, msg.slave_id, caller, "ExecutorExited")

@@ -71,4 +71,6 @@ class Channel:
     async def close(self) -> None:
         self._writer.close()
         with contextlib.suppress(ConnectionError, OSError):
-            await self._writer.wait_closed()
+            # shielded: every closer awaits the one close future, and a closer cancelled
+            # (an executor's watcher, mid-exit) must not cancel it under the others
+            await asyncio.shield(self._writer.wait_closed())

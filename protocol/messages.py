@@ -537,6 +537,27 @@ class Reregister(Wire):
     ending: list[EndingTask] = Field(default_factory=list)
 
 
+class TaskUsage(Wire):
+    """What a task used, from its cgroup's accounting (from /proc under posix isolation:
+    no throttling there, and no peak but the last look)."""
+
+    framework_id: Id
+    task_id: Id
+    cpu_user_seconds: float = Field(default=0.0, ge=0)
+    cpu_system_seconds: float = Field(default=0.0, ge=0)
+    cpu_throttled_seconds: float = Field(default=0.0, ge=0)
+    memory_bytes: int = Field(default=0, ge=0)
+    memory_peak_bytes: int = Field(default=0, ge=0)
+    timestamp: float = 0.0  # when the slave read it
+
+
+class UsageReport(Wire):
+    """Slave -> master every few seconds: its running tasks' usage, all in one message."""
+
+    slave_id: Id
+    tasks: list[TaskUsage] = Field(default_factory=list, max_length=100_000)
+
+
 class Registered(Wire):
     slave_id: Id
     heartbeat_interval_seconds: float
@@ -749,6 +770,7 @@ class TaskView(Wire):
     message: str = ""
     launched_at: float | None = None  # wall clock, when the master launched it
     ended_at: float | None = None  # wall clock, its terminal update's time
+    usage: TaskUsage | None = None  # its slave's last report of what it uses
 
 
 class RoleView(Wire):

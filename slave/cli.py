@@ -115,6 +115,39 @@ def raise_fd_limit(connections: int) -> None:
     show_default=True,
     help="Seconds between SIGTERM and SIGKILL when a task is killed.",
 )
+@click.option(
+    "--isolation",
+    type=click.Choice(["auto", "cgroups", "posix"]),
+    default="auto",
+    show_default=True,
+    help="How tasks are held to their resources: cgroups (kernel limits and accounting) "
+    "or posix (RSS polling only). auto: cgroups where the hierarchy is writable.",
+)
+@click.option(
+    "--cgroups-root",
+    type=click.Path(path_type=Path),
+    default=Path("/sys/fs/cgroup"),
+    show_default=True,
+    help="Where the cgroup hierarchies (v1) or the unified hierarchy (v2) are mounted.",
+)
+@click.option(
+    "--cgroups-enable-cfs",
+    is_flag=True,
+    help="Cap each task's CPU at its cpus (CFS quota), not only weight it.",
+)
+@click.option(
+    "--max-task-pids",
+    type=click.IntRange(1),
+    default=None,
+    help="At most this many processes per task (cgroups pids controller).",
+)
+@click.option(
+    "--usage-interval",
+    type=click.FloatRange(min=0.1),
+    default=5.0,
+    show_default=True,
+    help="Seconds between reports of the tasks' usage to the master.",
+)
 @log_level_option
 def slave(
     broker: str,
@@ -127,6 +160,11 @@ def slave(
     simulated_tasks: bool,
     time_scale: float,
     kill_grace: float,
+    isolation: str,
+    cgroups_root: Path,
+    cgroups_enable_cfs: bool,
+    max_task_pids: int | None,
+    usage_interval: float,
 ) -> None:
     """Run a slave: register with the master, run tasks, report their status."""
     from protocol.cli import run_party
@@ -141,6 +179,13 @@ def slave(
     host = hostname or socket.gethostname()
     if count > 1:
         raise_fd_limit(count)
+    if isolation == "cgroups" and not simulated_tasks:
+        from slave.cgroups import detect
+
+        if isinstance(why := detect(cgroups_root), str):
+            raise click.BadParameter(
+                f"cgroups are not usable here: {why}", param_hint="--isolation"
+            )
 
     async def party(url: BrokerURL) -> None:
         configs: list[object] = []
@@ -157,6 +202,11 @@ def slave(
                     time_scale=time_scale,
                     kill_grace=kill_grace,
                     cluster=cluster,
+                    isolation=isolation,
+                    cgroups_root=cgroups_root,
+                    cgroups_enable_cfs=cgroups_enable_cfs,
+                    max_task_pids=max_task_pids,
+                    usage_interval=usage_interval,
                 )
             )
         await run_slaves(url, cluster, configs)

@@ -27,6 +27,7 @@ from protocol.messages import (
 )
 from protocol.resources import Resources
 from slave.executors import ExecutorProcess
+from slave.isolator import Isolator, container_name
 
 if TYPE_CHECKING:
     from slave.slave import TaskRecord
@@ -42,6 +43,7 @@ class ExecutorSide:
     bus: Any
     to_master: str
     log: Any
+    isolator: Isolator
 
     def _sandbox(self, framework_id: str, name: str) -> Path:
         raise NotImplementedError
@@ -85,6 +87,10 @@ class ExecutorSide:
             )
             self.executors[ekey] = executor
             try:
+                executor.container = await self.isolator.prepare(
+                    container_name(msg.framework_id, f"executor-{info.executor_id}"),
+                    info.resources + msg.task.resources,
+                )
                 await executor.start()
             except (OSError, ValueError) as e:  # (ValueError: NUL in an argument or the env)
                 del self.executors[ekey]
@@ -104,6 +110,8 @@ class ExecutorSide:
                 executor_id=info.executor_id,
                 pid=executor.pid,
             )
+        else:
+            await self._resize(executor, msg.task)
         executor.tasks.add(msg.task.task_id)
         await self._checkpoint(record)
         executor.send(msg)
@@ -199,8 +207,26 @@ class ExecutorSide:
                 "message.no_executor", framework_id=msg.framework_id, executor_id=msg.executor_id
             )
 
+    async def _resize(self, executor: ExecutorProcess, task: TaskInfo) -> None:
+        """Grow an executor's container by a new task's resources (as Mesos does)."""
+        if executor.container is None:
+            return
+        total = executor.info.resources + task.resources
+        for task_id in executor.tasks:
+            record = self.tasks.get((executor.framework_id, task_id))
+            if record is not None and not record.state.terminal:
+                total = total + record.info.resources
+        try:
+            await self.isolator.prepare(executor.container.name, total)
+        except OSError as e:  # (a memory limit below what it uses now: v1 says EBUSY)
+            self.log.warning("isolation.resize_failed", executor=executor.key, error=str(e))
+
     async def _executor_exited(self, executor: ExecutorProcess, code: int) -> None:
         self.executors.pop(executor.key, None)
+        limited = None
+        if executor.container is not None:
+            limited = await executor.container.limitation()
+            await executor.container.destroy()
         self.log.info(
             "executor.exited",
             framework_id=executor.framework_id,
@@ -214,8 +240,9 @@ class ExecutorSide:
                     executor.framework_id,
                     record.info,
                     TaskState.FAILED,
-                    Reason.EXECUTOR_TERMINATED,
-                    f"executor {executor.executor_id} exited with status {code}"
+                    Reason.MEMORY_LIMIT if limited else Reason.EXECUTOR_TERMINATED,
+                    limited
+                    or f"executor {executor.executor_id} exited with status {code}"
                     + (f" (stopped: {executor.broken})" if executor.broken else ""),
                     Source.SLAVE,
                 )

@@ -22,6 +22,7 @@ from protocol.bus import cancel_and_wait
 from protocol.channel import Channel, ChannelClosed
 from protocol.codec import DecodeError
 from protocol.messages import ExecutorInfo, ShutdownExecutor, Wire
+from slave.isolator import Container
 from slave.sandbox import spawn_in_sandbox
 
 ExitCallback = Callable[["ExecutorProcess", int], Awaitable[None]]
@@ -56,6 +57,7 @@ class ExecutorProcess:
         self._channel: Channel | None = None
         self._watcher: asyncio.Task[None] | None = None
         self._reader: asyncio.Task[None] | None = None
+        self.container: Container | None = None  # its cgroup, holding it and its tasks
 
     @property
     def executor_id(self) -> str:
@@ -72,12 +74,14 @@ class ExecutorProcess:
     async def start(self) -> None:
         ours, theirs = socket.socketpair()
         try:
+            join, join_env = self.container.join() if self.container is not None else ("", {})
             self._proc = await spawn_in_sandbox(
-                ["/bin/sh", "-c", "exec " + self.info.command.value],
+                ["/bin/sh", "-c", join + "exec " + self.info.command.value],
                 self.sandbox,
                 {
                     **self.env,
                     **self.info.command.environment,
+                    **join_env,
                     "DRFMESOS_EXECUTOR_FD": str(theirs.fileno()),
                 },
                 pass_fds=(theirs.fileno(),),

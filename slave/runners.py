@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from protocol.messages import Reason, TaskInfo, TaskState
+from slave.cgroups import MB
+from slave.isolator import Container, groups_usage
 from slave.sandbox import spawn_in_sandbox
 
 
@@ -60,12 +62,20 @@ class Limit:
 class CommandRunner:
     """A task's shell command as a child process in its own sandbox and process group."""
 
-    def __init__(self, task: TaskInfo, sandbox: Path, report: Report, env: dict[str, str]):
+    def __init__(
+        self,
+        task: TaskInfo,
+        sandbox: Path,
+        report: Report,
+        env: dict[str, str],
+        container: Container | None = None,
+    ):
         assert task.command is not None
         self.task = task
         self.sandbox = sandbox
         self.report = report
         self.env = env
+        self.container = container  # its cgroup (isolator), destroyed when it ends
         self.pid: int | None = None
         self.started_at: str | None = None  # /proc start time, to tell a reused pid apart
         self._stop: Limit | None = None
@@ -87,12 +97,15 @@ class CommandRunner:
         assert self.task.command is not None
         await self.report(TaskState.STARTING, None, "")
         try:
+            join, join_env = self.container.join() if self.container is not None else ("", {})
             proc = await spawn_in_sandbox(
-                ["/bin/sh", "-c", WRAPPER, "drfmesos-task", self.task.command.value],
+                ["/bin/sh", "-c", join + WRAPPER, "drfmesos-task", self.task.command.value],
                 self.sandbox,
-                {**self.env, **self.task.command.environment},
+                {**self.env, **self.task.command.environment, **join_env},
             )
         except (OSError, ValueError) as e:  # (ValueError: NUL in an argument or the env)
+            if self.container is not None:
+                await self.container.destroy()
             await self.report(
                 TaskState.FAILED,
                 Reason.COMMAND_EXECUTOR_FAILED,
@@ -109,6 +122,12 @@ class CommandRunner:
         await self._ended(code)
 
     async def _ended(self, code: int | None) -> None:
+        if self.container is not None:
+            # the kernel's OOM kill is the container's limit, whoever it hit; then all it
+            # left (double forks included) dies with its cgroup
+            if self._stop is None and (why := await self.container.limitation()):
+                self._stop = Limit(TaskState.FAILED, Reason.MEMORY_LIMIT, why)
+            await self.container.destroy()
         if self._stop is not None:
             await self.report(self._stop.state, self._stop.reason, self._stop.message)
         elif code == 0:
@@ -253,21 +272,7 @@ def _signal_group(pid: int, sig: int) -> None:
 
 def group_rss_mb(pgids: list[int]) -> dict[int, float]:
     """Resident memory of each process group, in MB (one pass over /proc for all)."""
-    page_mb = os.sysconf("SC_PAGE_SIZE") / (1024 * 1024)
-    wanted = {str(g): g for g in pgids}
-    rss: dict[int, float] = dict.fromkeys(pgids, 0.0)
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2 :].split()
-        if len(fields) > 21 and fields[2] in wanted:
-            rss[wanted[fields[2]]] += int(fields[21]) * page_mb
-    return rss
+    return {g: u.memory_bytes / MB for g, u in groups_usage(set(pgids)).items()}
 
 
 def _read_exit(sandbox: Path) -> int | None:

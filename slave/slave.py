@@ -54,9 +54,11 @@ from protocol.topics import Topics, check_segment
 from slave.executor_side import ExecutorSide
 from slave.executors import ExecutorProcess
 from slave.files import read_sandbox_file
+from slave.isolator import POSIX_WARNING, container_name, make_isolator
 from slave.paths import sandbox_path
 from slave.runners import CommandRunner, Limit, SimulatedRunner, group_rss_mb
 from slave.updates import OwedUpdates
+from slave.usage import report_loop
 
 LAUNCHES_REMEMBERED = 100_000  # launch ids a slave knows it ran, at most
 
@@ -78,6 +80,12 @@ class SlaveConfig:
     # RunTasks: that comes when the broker restarts from its last save (every second:
     # protocol/brokers.py, docker/mosquitto.conf), well within this.
     launch_memory: float = 600.0
+    # How tasks are held to their resources (slave.isolator): cgroups, posix, or auto.
+    isolation: str = "posix"
+    cgroups_root: Path = Path("/sys/fs/cgroup")
+    cgroups_enable_cfs: bool = False  # a hard CPU cap, not only a weight
+    max_task_pids: int | None = None
+    usage_interval: float = 5.0  # seconds between usage reports to the master
 
 
 @dataclass
@@ -115,6 +123,13 @@ class Slave(ExecutorSide):
         self._launches: set[str] = set()  # launch ids run lately
         self._launch_order: deque[tuple[float, str]] = deque()  # (when, id), oldest first
         self._loops: list[asyncio.Task[None]] = []
+        self.isolator = make_isolator(
+            "posix" if config.simulated_tasks else config.isolation,
+            self.slave_id,
+            config.cgroups_root,
+            config.cgroups_enable_cfs,
+            config.max_task_pids,
+        )
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def start(self) -> None:
@@ -142,6 +157,22 @@ class Slave(ExecutorSide):
             ),
         ]
         if not self.config.simulated_tasks:
+            self._loops.append(
+                asyncio.create_task(
+                    report_loop(
+                        self.bus,
+                        self.to_master,
+                        self.slave_id,
+                        self.tasks,
+                        self.isolator,
+                        self.registered,
+                        self.config.usage_interval,
+                    ),
+                    name=f"usage-{self.slave_id}",
+                )
+            )
+        if not self.config.simulated_tasks and not self.isolator.enforces_memory:
+            self.log.warning("isolation.posix", what_is_not_enforced=POSIX_WARNING)
             self._loops.append(asyncio.create_task(self._memory_loop(), name="memory"))
 
     async def stop(self, *, kill_tasks: bool = False) -> None:
@@ -161,6 +192,7 @@ class Slave(ExecutorSide):
             await executor.close()
         await self.updates.close()
         await self.task_journal.close()
+        await self.isolator.close()
 
     async def run(self) -> None:
         await self.start()
@@ -367,7 +399,21 @@ class Slave(ExecutorSide):
             await record.runner.start()
         elif task.command is not None:
             sandbox = self._sandbox(msg.framework_id, task.task_id)
-            record.runner = CommandRunner(task, sandbox, self._reporter(record), self._env(msg))
+            try:
+                name = container_name(msg.framework_id, task.task_id)
+                container = await self.isolator.prepare(name, task.resources)
+            except OSError as e:
+                await self._report(
+                    msg.framework_id,
+                    task,
+                    TaskState.FAILED,
+                    Reason.COMMAND_EXECUTOR_FAILED,
+                    f"could not make its container: {e}",
+                )
+                return
+            record.runner = CommandRunner(
+                task, sandbox, self._reporter(record), self._env(msg), container
+            )
             await record.runner.start()
             await self._checkpoint(record)
         else:
@@ -546,16 +592,20 @@ class Slave(ExecutorSide):
         in silence: its framework would otherwise wait for it for ever."""
         self.updates.send_all_soon()
         recovered = 0
+        containers: set[str] = set()  # of recovered command tasks: kept, not cleaned
         for key, raw in self.task_journal.items():
             try:
-                await self._recover_task(raw)
+                await self._recover_task(raw, containers)
                 recovered += 1
             except Exception as e:
                 await self._lost_at_recovery(key, raw, e)
+        await self.isolator.recover(containers)
         if recovered or len(self.updates):
             self.log.info("slave.recovered", tasks=recovered, owed_updates=len(self.updates))
 
-    async def _recover_task(self, raw: Any) -> None:
+    async def _recover_task(self, raw: Any, containers: set[str]) -> None:
+        """Restore one task from its journal record (`containers`: the cgroups of the
+        command tasks restored, which the isolator keeps)."""
         info = TaskInfo.model_validate(raw["task"])
         record = TaskRecord(raw["framework_id"], info, TaskState(raw["state"]))
         runner = raw.get("runner") or {}
@@ -565,7 +615,15 @@ class Slave(ExecutorSide):
             record.runner = sim
             await sim.start(ends_at=runner.get("ends_at") or time.time())
         elif runner.get("kind") == "command" and runner.get("pid"):
-            cmd = CommandRunner(info, Path(runner["sandbox"]), self._reporter(record), {})
+            name = container_name(record.framework_id, info.task_id)
+            containers.add(name)
+            cmd = CommandRunner(
+                info,
+                Path(runner["sandbox"]),
+                self._reporter(record),
+                {},
+                self.isolator.adopt(name),
+            )
             record.runner = cmd
             cmd.recover_in_background(runner["pid"], runner.get("started_at"))
         else:  # an executor's task: its executor died with the slave

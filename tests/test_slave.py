@@ -453,7 +453,9 @@ async def test_a_broker_restart_while_tasks_run_loses_no_status_update(rig: Rig)
         await fw.update_for(f"t{i}", TaskState.FINISHED, timeout=30)
 
 
-async def _slave_process(broker: MosquittoBroker, work: Path) -> asyncio.subprocess.Process:
+async def _slave_process(
+    broker: MosquittoBroker, work: Path, *extra: str
+) -> asyncio.subprocess.Process:
     return await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -469,6 +471,7 @@ async def _slave_process(broker: MosquittoBroker, work: Path) -> asyncio.subproc
         "cpus:2;mem:512",
         "--log-level",
         "warning",
+        *extra,
         env={**os.environ, "PYTHONPATH": os.getcwd()},
     )
 

@@ -1,0 +1,287 @@
+"""Isolation: does a slave hold its tasks to what DRF gave them, and at what cost?
+
+    python -m benchmarks.isolation [--seconds 10] [--tasks 200]
+
+Each run is mosquitto, a master process and one real slave process (`drfmesos slave`,
+command tasks), driven by frameworks on the public SDK in this process. Needs root and a
+writable cgroup hierarchy (the slave is started with `--isolation cgroups`).
+
+- CPU: a task of 0.25 cpus spinning two processes, `--cgroups-enable-cfs`; its CPU-s/s
+  over a window (from /proc, the same reading for both modes), beside posix.
+- memory: a task of 64 MB that touches 16 MB more every 10 ms; how far it got (the last
+  size it printed) when it was stopped, beside posix.
+- the task loop: `true` tasks as fast as offers come, tasks/s with cgroups / posix
+  (each twice, in turns: cgroups, posix, posix, cgroups; the means).
+- 200 tasks (`sleep`) under cgroups: the slave process's own CPU over a window (10 s at
+  least) while it reports their usage every 5 s, the default (all the slave does then:
+  a bound on the accounting's cost).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from benchmarks.common import bounds, table
+from benchmarks.e2e import Flood
+from cluster.view import wait_state
+from frameworks import (
+    Filters,
+    Offer,
+    Resources,
+    Scheduler,
+    SchedulerDriver,
+    TaskState,
+    TaskStatus,
+    build_task,
+)
+from protocol import logs
+from protocol.brokers import BrokerURL, MosquittoBroker
+from slave.isolator import groups_usage, make_isolator
+
+SPIN = f"{sys.executable} -c 'while True: pass'"
+# prints how many MB it holds after each step, so its last line is how far it got
+HOG = (
+    f"{sys.executable} -u -c '"
+    "import time\n"
+    "a = []\n"
+    "while True:\n"
+    "    a.append(bytearray(16 * 2**20))\n"
+    "    print(16 * len(a), flush=True)\n"
+    "    time.sleep(0.01)'"
+)
+
+
+@dataclass
+class Cluster:
+    url: BrokerURL
+    name: str
+    work: Path
+    slave: asyncio.subprocess.Process
+
+    def sandbox(self, framework_id: str, task_id: str) -> Path:
+        return self.work / "sandboxes" / framework_id / task_id
+
+
+@contextlib.asynccontextmanager
+async def cluster(isolation: str, *slave_args: str, resources: str) -> AsyncIterator[Cluster]:
+    broker = MosquittoBroker()
+    await broker.start()
+    name, url = f"iso{os.getpid()}", broker.url
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    common = ["--broker", url.url, "--cluster", name, "--log-level", "warning"]
+    work = Path(tempfile.mkdtemp(prefix="drfmesos-iso-"))
+    procs = [
+        await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "cluster", "master", *common, "--allocation-interval", "0.2",
+            env=env,
+        ),
+        await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "cluster", "slave", *common, "--isolation", isolation,
+            "--work-dir", str(work), "--resources", resources, *slave_args,
+            env=env,
+        ),
+    ]  # fmt: skip
+    try:
+        await wait_state(url, name, lambda s: len(s.slaves) == 1, timeout=60)
+        yield Cluster(url, name, work, procs[1])
+    finally:
+        for p in procs:
+            p.terminate()
+            await p.wait()
+        await broker.stop()
+        broker.cleanup()
+        # a slave stopped leaves its tasks' cgroups for its next start: there is none
+        if (work / "slave_id").exists() and isolation == "cgroups":
+            leftover = make_isolator("cgroups", (work / "slave_id").read_text().strip())
+            await leftover.recover(set())
+            await leftover.close()
+
+
+class Launch(Scheduler):
+    """Launches `count` tasks of one command, then declines; remembers each one's last
+    status."""
+
+    def __init__(self, count: int, command: str, resources: Resources) -> None:
+        self.count, self.command, self.resources = count, command, resources
+        self.launched = 0
+        self.framework_id = ""
+        self.last: dict[str, TaskStatus] = {}
+        self.changed = asyncio.Event()
+
+    async def registered(self, driver: SchedulerDriver, framework_id: str, master_id: str) -> None:
+        self.framework_id = framework_id
+
+    async def resource_offers(self, driver: SchedulerDriver, offers: list[Offer]) -> None:
+        for offer in offers:
+            tasks, free = [], offer.resources
+            while self.launched < self.count and free.contains(self.resources):
+                free = free - self.resources
+                self.launched += 1
+                tasks.append(
+                    build_task(
+                        offer,
+                        "t",
+                        self.resources,
+                        command=self.command,
+                        task_id=f"t{self.launched}",
+                    )
+                )
+            await driver.launch_tasks([offer.offer_id], tasks, Filters(refuse_seconds=3600))
+
+    async def status_update(self, driver: SchedulerDriver, status: TaskStatus) -> None:
+        self.last[status.task_id] = status
+        self.changed.set()
+
+    async def until(self, condition: object, timeout: float = 120.0) -> None:
+        async def wait() -> None:
+            while not condition():  # type: ignore[operator]
+                self.changed.clear()
+                await self.changed.wait()
+
+        await asyncio.wait_for(wait(), timeout)
+
+    def in_state(self, state: TaskState) -> int:
+        return sum(1 for s in self.last.values() if s.state == state)
+
+
+@contextlib.asynccontextmanager
+async def framework(c: Cluster, scheduler: Scheduler, name: str) -> AsyncIterator[None]:
+    driver = SchedulerDriver(scheduler, name=name, broker=c.url, cluster=c.name, role=name)
+    await driver.start()
+    try:
+        yield
+    finally:
+        driver.stop()
+        await driver.join()
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of one process."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def pgid_of(pidfile: Path) -> int:
+    with open(f"/proc/{int(pidfile.read_text())}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[2])
+
+
+async def cpu_use(isolation: str, seconds: float) -> float:
+    """CPU-s/s of a 0.25-cpu task spinning two processes."""
+    async with cluster(isolation, "--cgroups-enable-cfs", resources="cpus:2;mem:1024") as c:
+        launch = Launch(1, f"echo $$ > pid; {SPIN} & {SPIN} & wait", Resources(cpus=0.25, mem=64))
+        async with framework(c, launch, "cpu"):
+            await launch.until(lambda: launch.in_state(TaskState.RUNNING) == 1)
+            pidfile = c.sandbox(launch.framework_id, "t1") / "pid"
+            for _ in range(200):  # the shell writes it just after RUNNING
+                if pidfile.exists() and pidfile.read_text().strip():
+                    break
+                await asyncio.sleep(0.05)
+            pgid = pgid_of(pidfile)
+            await asyncio.sleep(1.0)  # both spinners up
+
+            def used() -> float:
+                u = groups_usage({pgid})[pgid]
+                return u.cpu_user_seconds + u.cpu_system_seconds
+
+            before, t0 = used(), time.monotonic()
+            await asyncio.sleep(seconds)  # the window measured
+            return (used() - before) / (time.monotonic() - t0)
+
+
+async def memory_reach(isolation: str) -> tuple[float, str]:
+    """How many MB a 64 MB task touching 16 MB every 10 ms held when stopped; and why."""
+    async with cluster(isolation, resources="cpus:2;mem:2048") as c:
+        launch = Launch(1, HOG, Resources(cpus=0.5, mem=64))
+        async with framework(c, launch, "mem"):
+            await launch.until(lambda: "t1" in launch.last and launch.last["t1"].state.terminal)
+            lines = (c.sandbox(launch.framework_id, "t1") / "stdout").read_text().split()
+            return float(lines[-1]) if lines else 0.0, launch.last["t1"].message
+
+
+async def task_loop(isolation: str, seconds: float) -> float:
+    """tasks/s of `true` tasks, as fast as offers come, on one slave."""
+    async with cluster(isolation, resources="cpus:2;mem:2048") as c:
+        flood = Flood("loop")
+        async with framework(c, flood, "loop"):
+            await asyncio.sleep(2.0)  # warm up
+            done, t0 = len(flood.finished), time.perf_counter()
+            await asyncio.sleep(seconds)  # the window measured
+            return (len(flood.finished) - done) / (time.perf_counter() - t0)
+
+
+async def many_tasks(count: int, seconds: float) -> tuple[float, float]:
+    """The slave's own CPU (fraction of a core) with `count` tasks under cgroups, their
+    usage reported every 5 s (the default); and the same slave's with no task."""
+    seconds = max(seconds, 10.0)  # two reports at least
+    async with cluster("cgroups", resources=f"cpus:{count / 50};mem:{count * 16}") as c:
+        pid = c.slave.pid
+        t0, before = time.monotonic(), cpu_seconds(pid)
+        await asyncio.sleep(seconds)  # idle: heartbeats only
+        idle = (cpu_seconds(pid) - before) / (time.monotonic() - t0)
+        launch = Launch(count, "sleep 600", Resources(cpus=0.01, mem=8))
+        async with framework(c, launch, "many"):
+            await launch.until(lambda: launch.in_state(TaskState.RUNNING) == count, timeout=300)
+            await asyncio.sleep(2.0)  # the launches' own work is over
+            t0, before = time.monotonic(), cpu_seconds(pid)
+            await asyncio.sleep(seconds)  # the window measured
+            busy = (cpu_seconds(pid) - before) / (time.monotonic() - t0)
+    return busy, idle
+
+
+async def main(seconds: float, tasks: int) -> None:
+    cpu_cg, cpu_px = await cpu_use("cgroups", seconds), await cpu_use("posix", seconds)
+    (mem_cg, why_cg), (mem_px, why_px) = await memory_reach("cgroups"), await memory_reach("posix")
+    # in turns, twice each: this machine's speed drifts over a minute
+    loops: dict[str, list[float]] = {"cgroups": [], "posix": []}
+    for kind in ("cgroups", "posix", "posix", "cgroups"):
+        loops[kind].append(await task_loop(kind, seconds))
+    loop_cg, loop_px = (sum(loops[k]) / 2 for k in ("cgroups", "posix"))
+    busy, idle = await many_tasks(tasks, seconds)
+    print(f"isolation: one real slave, {seconds:g}s windows, mosquitto, {os.cpu_count()} cores")
+    print(
+        table(
+            ["figure", "cgroups", "posix"],
+            [
+                ["0.25-cpu task spinning 2 processes, CPU-s/s (cfs)", cpu_cg, cpu_px],
+                ["64 MB task touching 16 MB / 10 ms, MB when stopped", mem_cg, mem_px],
+                ["task loop, tasks/s", loop_cg, loop_px],
+            ],
+        )
+    )
+    print(f"stopped, cgroups: {why_cg}\nstopped, posix: {why_px}")
+    print(f"slave CPU with {tasks} tasks: {busy:.2%} of a core (idle, no task: {idle:.2%})")
+    print(
+        bounds(
+            [
+                ("CPU-s/s of a 0.25-cpu task, cfs", f"{cpu_cg:.3f}", "<= 0.35", cpu_cg <= 0.35),
+                ("64 MB task stopped at", f"{mem_cg:.0f} MB", "< 128 MB", mem_cg < 128),
+                (
+                    "task loop cgroups / posix",
+                    f"{loop_cg / loop_px:.2f}x",
+                    ">= 0.8x",
+                    loop_cg / loop_px >= 0.8,
+                ),
+                (f"slave CPU, {tasks} tasks, cgroups", f"{busy:.2%}", "<= 2%", busy <= 0.02),
+            ]
+        )
+    )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--tasks", type=int, default=200)
+    args = parser.parse_args()
+    logs.configure("warning")
+    asyncio.run(main(args.seconds, args.tasks))

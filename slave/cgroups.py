@@ -1,0 +1,352 @@
+"""Control groups, v1 or v2: make one per container, set its limits, read its accounting.
+
+Both versions sit behind `Cgroups`. Every path starts from a root (/sys/fs/cgroup), so
+the tests can point it at a fake tree. A cgroup is named by its path under the root
+("drfmesos/<slave-id>/<container>"), the same in every v1 hierarchy.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+PERIOD_US = 100_000  # CFS period: the quota is the cpus' share of it
+MIN_QUOTA_US = 1_000  # the kernel refuses less
+MB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Limits:
+    cpus: float
+    mem_mb: float | None = None
+    cfs: bool = False  # a hard cap of `cpus`, not only a weight
+    max_pids: int | None = None
+
+
+@dataclass
+class Usage:
+    cpu_user_seconds: float = 0.0
+    cpu_system_seconds: float = 0.0
+    cpu_throttled_seconds: float = 0.0
+    memory_bytes: int = 0
+    memory_peak_bytes: int = 0
+
+
+class Cgroups(Protocol):
+    version: int
+
+    def create(self, name: str, limits: Limits) -> None: ...
+
+    def procs_files(self, name: str) -> list[Path]:
+        """Where a process writes its pid to join the cgroup (one file per hierarchy)."""
+        ...
+
+    def pids(self, name: str) -> list[int]: ...
+
+    def usage(self, name: str) -> Usage: ...
+
+    def oom_kills(self, name: str) -> int: ...
+
+    def memory_limit(self, name: str) -> int | None: ...
+
+    def children(self, parent: str) -> list[str]: ...
+
+    def destroy(self, name: str) -> None:
+        """Kill every process in it and remove it (blocking: call it from a thread)."""
+        ...
+
+    def remove_if_empty(self, name: str) -> bool:
+        """Remove it at once if no process is left in it (the common end of a task)."""
+        ...
+
+
+def shares(cpus: float) -> int:
+    return max(2, round(1024 * cpus))
+
+
+def weight(cpus: float) -> int:
+    """v2's cpu.weight: 100 is the default, as 1024 shares in v1 (one cpu)."""
+    return min(10_000, max(1, round(100 * cpus)))
+
+
+def quota_us(cpus: float) -> int:
+    return max(MIN_QUOTA_US, round(cpus * PERIOD_US))
+
+
+def _write(path: Path, value: object) -> None:
+    with open(path, "w") as f:
+        f.write(str(value))
+
+
+def _read(path: Path) -> str:
+    # raw os calls: a slave reads a few files a task every few seconds, and open()'s
+    # buffered text layer costs several times the read itself
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return os.read(fd, 65536).decode()
+    finally:
+        os.close(fd)
+
+
+def _keyed(path: Path) -> dict[str, int]:
+    """A flat keyed file ("name value" lines) such as cpu.stat or memory.events."""
+    out: dict[str, int] = {}
+    with contextlib.suppress(OSError):
+        for line in _read(path).splitlines():
+            key, _, value = line.partition(" ")
+            with contextlib.suppress(ValueError):
+                out[key] = int(value.split()[0])
+    return out
+
+
+def _int(path: Path, default: int = 0) -> int:
+    try:
+        return int(_read(path).split()[0])
+    except (OSError, ValueError, IndexError):
+        return default
+
+
+def _kill_and_remove(dirs: list[Path], kill_file: Path | None = None) -> None:
+    """SIGKILL what is in `dirs` until they are empty (a forking task may race us), then
+    remove them. `kill_file` is v2's cgroup.kill, which does it atomically."""
+    deadline = time.monotonic() + 10.0
+    while True:
+        pids = {p for d in dirs for p in _procs(d)}
+        if not pids:
+            break
+        if kill_file is not None and kill_file.exists():
+            with contextlib.suppress(OSError):
+                _write(kill_file, 1)
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        if time.monotonic() > deadline:
+            raise OSError(f"cgroup {dirs[0]} still holds processes {sorted(pids)}")
+        time.sleep(0.01)  # dying processes leave the cgroup within a few ms
+    for d in dirs:
+        while True:
+            try:
+                d.rmdir()
+                break
+            except FileNotFoundError:
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
+
+
+def _remove_if_empty(dirs: list[Path]) -> bool:
+    for d in dirs:
+        if _procs(d):
+            return False
+        try:
+            d.rmdir()
+        except FileNotFoundError:
+            pass
+        except OSError:
+            return False
+    return True
+
+
+def _procs(d: Path) -> list[int]:
+    try:
+        return [int(p) for p in _read(d / "cgroup.procs").split()]
+    except (OSError, ValueError):
+        return []
+
+
+def _distinct(mounts: Iterable[Path]) -> list[Path]:
+    """One path a hierarchy (cpu and cpuacct mounted together are one)."""
+    seen: dict[str, Path] = {}
+    for mount in mounts:
+        seen.setdefault(os.path.realpath(mount), mount)
+    return list(seen.values())
+
+
+class CgroupsV1:
+    """One hierarchy per controller (cpu and cpuacct are often one mount: used once)."""
+
+    version = 1
+    CONTROLLERS = ("cpu", "cpuacct", "memory", "pids")
+
+    def __init__(self, root: Path, pids: bool = True) -> None:
+        self.root = root
+        # without a pids limit the pids hierarchy is left out: each hierarchy costs a
+        # mkdir, a migration and an rmdir a task
+        wanted = [c for c in self.CONTROLLERS if pids or c != "pids"]
+        self.mounts = {c: root / c for c in wanted if (root / c).is_dir()}
+        self.hierarchies = _distinct(self.mounts.values())
+        # cleaning looks in every hierarchy (a slave started before with a pids limit)
+        self.all_hierarchies = _distinct(root / c for c in self.CONTROLLERS if (root / c).is_dir())
+
+    def _at(self, controller: str, name: str) -> Path | None:
+        mount = self.mounts.get(controller)
+        return mount / name if mount is not None else None
+
+    def create(self, name: str, limits: Limits) -> None:
+        for mount in self.hierarchies:
+            (mount / name).mkdir(parents=True, exist_ok=True)
+        if (cpu := self._at("cpu", name)) is not None:
+            _write(cpu / "cpu.shares", shares(limits.cpus))
+            if limits.cfs:
+                _write(cpu / "cpu.cfs_period_us", PERIOD_US)
+                _write(cpu / "cpu.cfs_quota_us", quota_us(limits.cpus))
+        if (mem := self._at("memory", name)) is not None and limits.mem_mb is not None:
+            limit = int(limits.mem_mb * MB)
+            files = ["memory.limit_in_bytes"]
+            if (mem / "memory.memsw.limit_in_bytes").exists():  # swap accounting is on
+                # memory <= memory+swap at every step: to grow, memsw goes first
+                growing = limit > _int(mem / "memory.limit_in_bytes")
+                files.insert(0 if growing else 1, "memory.memsw.limit_in_bytes")
+            for name_ in files:
+                _write(mem / name_, limit)
+        if (pids := self._at("pids", name)) is not None and limits.max_pids is not None:
+            _write(pids / "pids.max", limits.max_pids)
+
+    def procs_files(self, name: str) -> list[Path]:
+        return [mount / name / "cgroup.procs" for mount in self.hierarchies]
+
+    def pids(self, name: str) -> list[int]:
+        return sorted({p for mount in self.hierarchies for p in _procs(mount / name)})
+
+    def usage(self, name: str) -> Usage:
+        usage = Usage()
+        if (acct := self._at("cpuacct", name)) is not None:
+            if (acct / "cpuacct.usage_user").exists():
+                usage.cpu_user_seconds = _int(acct / "cpuacct.usage_user") / 1e9
+                usage.cpu_system_seconds = _int(acct / "cpuacct.usage_sys") / 1e9
+            else:  # older kernels: ticks of USER_HZ
+                stat = _keyed(acct / "cpuacct.stat")
+                hz = os.sysconf("SC_CLK_TCK")
+                usage.cpu_user_seconds = stat.get("user", 0) / hz
+                usage.cpu_system_seconds = stat.get("system", 0) / hz
+        if (cpu := self._at("cpu", name)) is not None:
+            usage.cpu_throttled_seconds = _keyed(cpu / "cpu.stat").get("throttled_time", 0) / 1e9
+        if (mem := self._at("memory", name)) is not None:
+            usage.memory_bytes = _int(mem / "memory.usage_in_bytes")
+            usage.memory_peak_bytes = _int(mem / "memory.max_usage_in_bytes")
+        return usage
+
+    def oom_kills(self, name: str) -> int:
+        mem = self._at("memory", name)
+        return _keyed(mem / "memory.oom_control").get("oom_kill", 0) if mem else 0
+
+    def memory_limit(self, name: str) -> int | None:
+        mem = self._at("memory", name)
+        return _int(mem / "memory.limit_in_bytes") if mem else None
+
+    def children(self, parent: str) -> list[str]:
+        names: set[str] = set()
+        for mount in self.all_hierarchies:
+            with contextlib.suppress(OSError):
+                names.update(e.name for e in os.scandir(mount / parent) if e.is_dir())
+        return sorted(f"{parent}/{n}" for n in names)
+
+    def destroy(self, name: str) -> None:
+        _kill_and_remove([m / name for m in self.all_hierarchies if (m / name).is_dir()])
+
+    def remove_if_empty(self, name: str) -> bool:
+        return _remove_if_empty([m / name for m in self.hierarchies])
+
+
+class CgroupsV2:
+    """The unified hierarchy: controllers are enabled for children by each parent."""
+
+    version = 2
+    CONTROLLERS = ("cpu", "memory", "pids")
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._enabled: set[Path] = set()  # parents whose children have our controllers
+
+    def _enable_controllers(self, parent: Path) -> None:
+        if parent in self._enabled:
+            return
+        available = set(_read(parent / "cgroup.controllers").split())
+        wanted = [f"+{c}" for c in self.CONTROLLERS if c in available]
+        if wanted:
+            _write(parent / "cgroup.subtree_control", " ".join(wanted))
+        self._enabled.add(parent)
+
+    def create(self, name: str, limits: Limits) -> None:
+        path = self.root
+        for part in name.split("/"):
+            self._enable_controllers(path)
+            path = path / part
+            path.mkdir(exist_ok=True)
+        _write(path / "cpu.weight", weight(limits.cpus))
+        if limits.cfs:
+            _write(path / "cpu.max", f"{quota_us(limits.cpus)} {PERIOD_US}")
+        if limits.mem_mb is not None:
+            _write(path / "memory.max", int(limits.mem_mb * MB))
+            if (path / "memory.swap.max").exists():  # no swap: the limit is the limit
+                _write(path / "memory.swap.max", 0)
+        if limits.max_pids is not None:
+            _write(path / "pids.max", limits.max_pids)
+
+    def procs_files(self, name: str) -> list[Path]:
+        return [self.root / name / "cgroup.procs"]
+
+    def pids(self, name: str) -> list[int]:
+        return _procs(self.root / name)
+
+    def usage(self, name: str) -> Usage:
+        path = self.root / name
+        cpu = _keyed(path / "cpu.stat")
+        current = _int(path / "memory.current")
+        return Usage(
+            cpu_user_seconds=cpu.get("user_usec", 0) / 1e6,
+            cpu_system_seconds=cpu.get("system_usec", 0) / 1e6,
+            cpu_throttled_seconds=cpu.get("throttled_usec", 0) / 1e6,
+            memory_bytes=current,
+            memory_peak_bytes=_int(path / "memory.peak", current),  # (kernel 5.19+)
+        )
+
+    def oom_kills(self, name: str) -> int:
+        return _keyed(self.root / name / "memory.events").get("oom_kill", 0)
+
+    def memory_limit(self, name: str) -> int | None:
+        raw = ""
+        with contextlib.suppress(OSError):
+            raw = _read(self.root / name / "memory.max").strip()
+        return int(raw) if raw.isdigit() else None
+
+    def children(self, parent: str) -> list[str]:
+        with contextlib.suppress(OSError):
+            return sorted(
+                f"{parent}/{e.name}" for e in os.scandir(self.root / parent) if e.is_dir()
+            )
+        return []
+
+    def destroy(self, name: str) -> None:
+        path = self.root / name
+        if path.is_dir():
+            _kill_and_remove([path], path / "cgroup.kill")
+
+    def remove_if_empty(self, name: str) -> bool:
+        return _remove_if_empty([self.root / name])
+
+
+def detect(root: Path = Path("/sys/fs/cgroup"), pids: bool = True) -> Cgroups | str:
+    """The cgroups this host lets us write, or why not (a sentence for the warning)."""
+    if (root / "cgroup.controllers").exists():  # cgroup v2 mounted at the root
+        available = set(_read(root / "cgroup.controllers").split())
+        missing = {"cpu", "memory"} - available
+        if missing:
+            return f"cgroup v2 at {root} lacks the {', '.join(sorted(missing))} controller"
+        if not os.access(root, os.W_OK):
+            return f"cgroup v2 at {root} is not writable by this user"
+        return CgroupsV2(root)
+    needed = [root / c for c in ("cpu", "memory")]
+    if not all((d / "cgroup.procs").exists() for d in needed):
+        return f"no cgroup v1 cpu and memory hierarchies under {root}"
+    if not all(os.access(d, os.W_OK) for d in needed):
+        return f"the cgroup hierarchies under {root} are not writable by this user"
+    return CgroupsV1(root, pids)

@@ -1,0 +1,260 @@
+"""How a slave holds a container (a command task, or a custom executor with its tasks)
+to the resources DRF gave it.
+
+`cgroups`: a cgroup per container under drfmesos/<slave-id>/, with a CPU weight (and with
+`cfs`, a hard cap), a memory limit the kernel enforces (an OOM kill ends the task
+TASK_FAILED), a pids limit, and the kernel's accounting for usage. A process joins its
+cgroup before it execs the task (`Container.join`), so all it starts stays in it.
+
+`posix`: today's behaviour. Nothing is limited by the kernel; the slave polls the task's
+process group's RSS (slave.Slave._memory_loop) and reads usage from /proc.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import os
+import re
+from pathlib import Path
+from typing import Protocol
+
+from protocol import logs
+from protocol.resources import Resources
+from slave.cgroups import MB, Cgroups, Limits, Usage
+
+PARENT = "drfmesos"
+
+# The start of the shell that runs the task: it writes its own pid into each cgroup.procs
+# named in DRFMESOS_CGROUP_PROCS before it runs anything, so nothing the task starts runs
+# outside the cgroup (and no exec is spent on it).
+JOIN = (
+    'for f in $DRFMESOS_CGROUP_PROCS; do echo $$ > "$f" || '
+    '{ echo "drfmesos: could not join cgroup $f" >&2; exit 125; }; done; '
+)
+
+POSIX_WARNING = (
+    "isolation is posix: CPU use is not limited (a task can burn every core), memory is "
+    "checked by polling RSS (a fast allocation overshoots between polls), the number of "
+    "processes is not limited, and a process that leaves its process group escapes a kill"
+)
+
+
+class Container(Protocol):
+    name: str
+
+    def join(self) -> tuple[str, dict[str, str]]:
+        """What to put before a `sh -c` script, and into its environment, so that the
+        shell joins the container before it runs anything."""
+        ...
+
+    async def limitation(self) -> str | None:
+        """Why the kernel stopped it (an OOM kill), as a message for the user, if so."""
+        ...
+
+    async def destroy(self) -> None: ...
+
+
+class Isolator(Protocol):
+    kind: str
+    enforces_memory: bool  # else the slave polls RSS itself
+
+    async def prepare(self, name: str, resources: Resources) -> Container: ...
+
+    def adopt(self, name: str) -> Container:
+        """A container a previous run of this slave made (its task is recovered)."""
+        ...
+
+    async def recover(self, keep: set[str]) -> list[str]:
+        """Destroy the containers a previous run left that no recovered task owns."""
+        ...
+
+    async def usage(self, running: list[tuple[Container, int]]) -> list[Usage]:
+        """What each (container, process group) uses, in one look for all of them."""
+        ...
+
+    async def close(self) -> None:
+        """The slave stops: remove its parent cgroup if no container is left in it."""
+        ...
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+
+def container_name(framework_id: str, name: str) -> str:
+    """`name` is a task id, or `executor-<id>`. A cgroup's name holds no slash, and the
+    shell that joins it splits its paths on spaces: any other character is replaced, and
+    a hash of the original keeps two such names apart."""
+    raw = f"{framework_id}.{name}"
+    safe = _UNSAFE.sub("_", raw)
+    if safe != raw or safe in (".", ".."):
+        safe += "-" + hashlib.sha256(raw.encode()).hexdigest()[:8]
+    return safe
+
+
+# -- posix ------------------------------------------------------------------------------------
+
+
+class PosixContainer:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def join(self) -> tuple[str, dict[str, str]]:
+        return "", {}
+
+    async def limitation(self) -> str | None:
+        return None
+
+    async def destroy(self) -> None:
+        return None
+
+
+class PosixIsolator:
+    kind = "posix"
+    enforces_memory = False
+
+    async def prepare(self, name: str, resources: Resources) -> Container:
+        return PosixContainer(name)
+
+    def adopt(self, name: str) -> Container:
+        return PosixContainer(name)
+
+    async def recover(self, keep: set[str]) -> list[str]:
+        return []
+
+    async def usage(self, running: list[tuple[Container, int]]) -> list[Usage]:
+        by_group = await asyncio.to_thread(groups_usage, {pgid for _, pgid in running})
+        return [by_group[pgid] for _, pgid in running]
+
+    async def close(self) -> None:
+        return None
+
+
+def groups_usage(pgids: set[int]) -> dict[int, Usage]:
+    """CPU and resident memory of process groups, from /proc (posix has no cgroup): one
+    pass over /proc for all of them."""
+    hz = os.sysconf("SC_CLK_TCK")
+    page = os.sysconf("SC_PAGE_SIZE")
+    wanted = {str(g): Usage() for g in pgids}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if len(fields) > 21 and (usage := wanted.get(fields[2])) is not None:
+            usage.cpu_user_seconds += int(fields[11]) / hz
+            usage.cpu_system_seconds += int(fields[12]) / hz
+            usage.memory_bytes += int(fields[21]) * page
+    for usage in wanted.values():
+        usage.memory_peak_bytes = usage.memory_bytes  # (posix keeps no peak)
+    return {int(g): usage for g, usage in wanted.items()}
+
+
+# -- cgroups ----------------------------------------------------------------------------------
+
+
+class CgroupContainer:
+    def __init__(self, cgroups: Cgroups, path: str, name: str) -> None:
+        self.cgroups = cgroups
+        self.path = path
+        self.name = name
+
+    def join(self) -> tuple[str, dict[str, str]]:
+        files = " ".join(str(f) for f in self.cgroups.procs_files(self.path))
+        return JOIN, {"DRFMESOS_CGROUP_PROCS": files}
+
+    async def limitation(self) -> str | None:
+        # (a few small cgroupfs reads: no disk behind them, cheaper than a thread hop)
+        if self.cgroups.oom_kills(self.path) == 0:
+            return None
+        limit = self.cgroups.memory_limit(self.path) or 0
+        peak = self.cgroups.usage(self.path).memory_peak_bytes
+        return (
+            f"out of memory: the kernel killed it at its limit of {limit / MB:g} MB "
+            f"(peak {peak / MB:.0f} MB): raise the task's mem or use less"
+        )
+
+    async def destroy(self) -> None:
+        # most tasks leave nothing behind: then a few rmdirs here, no thread hop
+        if self.cgroups.remove_if_empty(self.path):
+            return
+        try:
+            await asyncio.to_thread(self.cgroups.destroy, self.path)
+        except OSError as e:  # left for the next start's recovery to clean
+            logs.get("slave").warning("isolation.destroy_failed", cgroup=self.path, error=str(e))
+
+
+class CgroupsIsolator:
+    kind = "cgroups"
+    enforces_memory = True
+
+    def __init__(
+        self, cgroups: Cgroups, slave_id: str, cfs: bool = False, max_pids: int | None = None
+    ) -> None:
+        self.cgroups = cgroups
+        self.parent = f"{PARENT}/{slave_id}"
+        self.cfs = cfs
+        self.max_pids = max_pids
+        self.log = logs.get("slave", slave_id=slave_id)
+
+    async def prepare(self, name: str, resources: Resources) -> Container:
+        limits = Limits(
+            cpus=resources.get("cpus") or 0.0,
+            mem_mb=resources.get("mem"),
+            cfs=self.cfs,
+            max_pids=self.max_pids,
+        )
+        container = self.adopt(name)
+        # in the loop, not a thread: cgroupfs has no disk behind it (a few mkdirs and
+        # writes, well under a millisecond), and a thread hop per task costs as much
+        self.cgroups.create(container.path, limits)
+        return container
+
+    def adopt(self, name: str) -> CgroupContainer:
+        return CgroupContainer(self.cgroups, f"{self.parent}/{name}", name)
+
+    async def recover(self, keep: set[str]) -> list[str]:
+        kept = {f"{self.parent}/{name}" for name in keep}
+        stale = [c for c in self.cgroups.children(self.parent) if c not in kept]
+        for path in stale:
+            self.log.warning("isolation.orphan_cgroup_destroyed", cgroup=path)
+            await asyncio.to_thread(self.cgroups.destroy, path)
+        return stale
+
+    async def close(self) -> None:
+        if not self.cgroups.children(self.parent):  # (tasks left running keep theirs)
+            with contextlib.suppress(OSError):
+                await asyncio.to_thread(self.cgroups.destroy, self.parent)
+
+    async def usage(self, running: list[tuple[Container, int]]) -> list[Usage]:
+        # a few small cgroupfs reads a container: no disk, cheaper than a thread hop
+        return [self.cgroups.usage(self.path_of(c)) for c, _ in running]
+
+    def path_of(self, container: Container) -> str:
+        return f"{self.parent}/{container.name}"
+
+
+def make_isolator(
+    kind: str,
+    slave_id: str,
+    root: Path = Path("/sys/fs/cgroup"),
+    cfs: bool = False,
+    max_pids: int | None = None,
+) -> Isolator:
+    """`kind` is cgroups, posix, or auto (cgroups where the hierarchy is writable)."""
+    from slave.cgroups import detect
+
+    if kind == "posix":
+        return PosixIsolator()
+    found = detect(root, pids=max_pids is not None)
+    if isinstance(found, str):
+        if kind == "cgroups":
+            raise ValueError(f"--isolation cgroups is not possible here: {found}")
+        logs.get("slave", slave_id=slave_id).warning("isolation.posix_fallback", why=found)
+        return PosixIsolator()
+    return CgroupsIsolator(found, slave_id, cfs, max_pids)

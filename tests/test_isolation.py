@@ -1,0 +1,418 @@
+"""Isolation: the slave holds its tasks to their resources with cgroups (v1 here, for
+real; v2 against a fake cgroupfs), and cleans up after them."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import sys
+import time
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from test_slave import EXECUTOR, Rig, T, _reap, _slave_process
+
+from master.authz import Caller
+from master.metrics import exposition, registry_for
+from protocol.brokers import MosquittoBroker
+from protocol.messages import (
+    CommandInfo,
+    ExecutorInfo,
+    Kill,
+    Reason,
+    TaskInfo,
+    TaskState,
+    TaskUsage,
+    UsageReport,
+)
+from protocol.resources import Resources
+from slave.cgroups import CgroupsV1, CgroupsV2, Limits, detect
+from slave.isolator import PARENT, CgroupContainer, container_name, groups_usage, make_isolator
+
+from fakes import FakeFramework
+from helpers import eventually
+
+ROOT = Path("/sys/fs/cgroup")
+
+
+def need_cgroups() -> None:
+    """Outside CI a host without writable cgroups skips these; in CI that is a failure."""
+    why = "not root" if os.geteuid() != 0 else detect(ROOT)
+    if isinstance(why, str):
+        if os.environ.get("CI"):
+            pytest.fail(f"cgroups are needed in CI: {why}")
+        pytest.skip(f"no writable cgroup hierarchy: {why}")
+
+
+# -- v2 and v1 file writes, against a fake cgroupfs ------------------------------------------
+
+
+def _fake_v2(root: Path) -> None:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "cgroup.controllers").write_text("cpuset cpu io memory pids\n")
+    (root / "cgroup.subtree_control").write_text("")
+
+
+def test_v2_writes_weight_cap_memory_swap_and_pids_and_enables_controllers(
+    tmp_path: Path,
+) -> None:
+    _fake_v2(tmp_path)
+    found = detect(tmp_path)
+    assert isinstance(found, CgroupsV2)
+
+    # the kernel makes these files in each new cgroup; the fake makes them as mkdir would
+    original_mkdir = Path.mkdir
+
+    def mkdir(self: Path, *a: object, **kw: object) -> None:
+        original_mkdir(self, *a, **kw)  # type: ignore[arg-type]
+        (self / "cgroup.controllers").write_text("cpu memory pids\n")
+        (self / "memory.swap.max").write_text("max\n")
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(Path, "mkdir", mkdir)
+        found.create("drfmesos/s1/fw.t", Limits(cpus=0.25, mem_mb=64, cfs=True, max_pids=50))
+    task = tmp_path / "drfmesos" / "s1" / "fw.t"
+    assert (tmp_path / "cgroup.subtree_control").read_text() == "+cpu +memory +pids"
+    assert (tmp_path / "drfmesos" / "cgroup.subtree_control").read_text() == "+cpu +memory +pids"
+    assert (task / "cpu.weight").read_text() == "25"
+    assert (task / "cpu.max").read_text() == "25000 100000"
+    assert (task / "memory.max").read_text() == str(64 * 2**20)
+    assert (task / "memory.swap.max").read_text() == "0"
+    assert (task / "pids.max").read_text() == "50"
+    assert found.procs_files("drfmesos/s1/fw.t") == [task / "cgroup.procs"]
+
+    # accounting and the OOM count, as the kernel writes them
+    (task / "cpu.stat").write_text(
+        "usage_usec 3500000\nuser_usec 3000000\nsystem_usec 500000\nthrottled_usec 1250000\n"
+    )
+    (task / "memory.current").write_text("1048576\n")
+    (task / "memory.peak").write_text("67108864\n")
+    (task / "memory.events").write_text("low 0\nhigh 0\nmax 12\noom 1\noom_kill 1\n")
+    usage = found.usage("drfmesos/s1/fw.t")
+    assert (usage.cpu_user_seconds, usage.cpu_system_seconds) == (3.0, 0.5)
+    assert usage.cpu_throttled_seconds == 1.25
+    assert (usage.memory_bytes, usage.memory_peak_bytes) == (2**20, 64 * 2**20)
+    assert found.oom_kills("drfmesos/s1/fw.t") == 1
+    assert found.memory_limit("drfmesos/s1/fw.t") == 64 * 2**20
+    container = CgroupContainer(found, "drfmesos/s1/fw.t", "fw.t")
+    message = asyncio.run(container.limitation())
+    assert message is not None
+    assert "limit of 64 MB (peak 64 MB)" in message
+    assert found.children("drfmesos/s1") == ["drfmesos/s1/fw.t"]
+
+
+def test_v2_without_the_memory_controller_is_refused_with_the_reason(tmp_path: Path) -> None:
+    tmp_path.joinpath("cgroup.controllers").write_text("cpu pids\n")
+    assert detect(tmp_path) == f"cgroup v2 at {tmp_path} lacks the memory controller"
+    isolator = make_isolator("auto", "s1", tmp_path)
+    assert isolator.kind == "posix"  # auto falls back, with a warning
+    with pytest.raises(ValueError, match="lacks the memory controller"):
+        make_isolator("cgroups", "s1", tmp_path)
+
+
+def test_v1_writes_shares_quota_and_memsw_in_each_hierarchy(tmp_path: Path) -> None:
+    for controller in ("cpu", "cpuacct", "memory", "pids"):
+        (tmp_path / controller).mkdir()
+        (tmp_path / controller / "cgroup.procs").write_text("")
+    found = detect(tmp_path)
+    assert isinstance(found, CgroupsV1)
+    name = "drfmesos/s1/fw.t"
+    (tmp_path / "memory" / name).mkdir(parents=True)
+    (tmp_path / "memory" / name / "memory.memsw.limit_in_bytes").write_text("0")
+    found.create(name, Limits(cpus=1.5, mem_mb=128, cfs=True, max_pids=7))
+    assert (tmp_path / "cpu" / name / "cpu.shares").read_text() == "1536"
+    assert (tmp_path / "cpu" / name / "cpu.cfs_quota_us").read_text() == "150000"
+    assert (tmp_path / "memory" / name / "memory.limit_in_bytes").read_text() == str(128 << 20)
+    assert (tmp_path / "memory" / name / "memory.memsw.limit_in_bytes").read_text() == str(
+        128 << 20
+    )
+    assert (tmp_path / "pids" / name / "pids.max").read_text() == "7"
+    assert len(found.procs_files(name)) == 4
+
+
+def test_posix_usage_reads_the_process_group_from_proc() -> None:
+    usage = groups_usage({os.getpgid(0)})[os.getpgid(0)]
+    assert usage.memory_bytes > 0
+    assert usage.cpu_user_seconds + usage.cpu_system_seconds > 0
+
+
+# -- real cgroups, real tasks ----------------------------------------------------------------
+
+
+@pytest.fixture
+async def rig(mosquitto: MosquittoBroker, tmp_path: Path) -> AsyncIterator[Rig]:
+    need_cgroups()
+    async with contextlib.AsyncExitStack() as stack:
+        r = Rig(mosquitto, tmp_path, stack)
+        await r.start_master()
+        yield r
+
+
+def _slave_id() -> str:
+    return f"iso-{uuid.uuid4().hex[:8]}"  # cgroups are machine-wide: a name of its own
+
+
+def _cgroup(slave_id: str, name: str = "") -> Path:
+    return ROOT / "memory" / PARENT / slave_id / name
+
+
+def _cgroups_of(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cgroup").read_text()
+    except OSError:
+        return ""
+
+
+async def test_a_cfs_capped_task_spinning_two_processes_stays_under_its_cpus(rig: Rig) -> None:
+    fw = await rig.framework()
+    sid = _slave_id()
+    slave = await rig.start_slave(
+        sid, Resources(cpus=2, mem=512), isolation="cgroups", cgroups_enable_cfs=True
+    )
+    spin = f"{sys.executable} -c 'while True: pass'"
+    await rig.launch(fw, f"{spin} & {spin} & wait", "spin", Resources(cpus=0.25, mem=64))
+    await fw.update_for("spin", TaskState.RUNNING)
+    container = slave.tasks[(fw.framework_id, "spin")].runner.container
+    cgroups = slave.isolator.cgroups
+    await eventually(lambda: len(cgroups.pids(container.path)) >= 4)  # shells and spinners
+    before, t0 = cgroups.usage(container.path), time.monotonic()
+    await asyncio.sleep(2.0)  # the window the CPU use is measured over
+    after, t1 = cgroups.usage(container.path), time.monotonic()
+    used = (after.cpu_user_seconds + after.cpu_system_seconds) - (
+        before.cpu_user_seconds + before.cpu_system_seconds
+    )
+    assert used / (t1 - t0) <= 0.35, f"{used / (t1 - t0):.2f} CPU-s/s for 0.25 cpus"
+    assert after.cpu_throttled_seconds > before.cpu_throttled_seconds
+
+
+async def test_an_oom_kill_fails_only_that_task_with_the_memory_reason(rig: Rig) -> None:
+    fw = await rig.framework()
+    sid = _slave_id()
+    slave = await rig.start_slave(sid, Resources(cpus=2, mem=1024), isolation="cgroups")
+    await rig.launch(fw, "sleep 300", "sibling", Resources(cpus=0.1, mem=64))
+    await fw.update_for("sibling", TaskState.RUNNING)
+    hog = f"{sys.executable} -c 'x = bytearray(300 * 2**20); import time; time.sleep(60)'"
+    await rig.launch(fw, hog, "hog", Resources(cpus=0.1, mem=64))
+    failed = await fw.update_for("hog", TaskState.FAILED, timeout=20)
+    assert failed.reason == Reason.MEMORY_LIMIT
+    assert "limit of 64 MB" in failed.message
+    assert "peak" in failed.message
+    sibling = slave.tasks[(fw.framework_id, "sibling")]
+    assert sibling.state == TaskState.RUNNING
+    os.kill(sibling.runner.pid, 0)  # alive (raises if not)
+    await eventually(lambda: not _cgroup(sid, f"{fw.framework_id}.hog").exists())
+
+
+async def test_a_task_whose_child_is_oom_killed_is_failed_though_its_shell_lives(
+    rig: Rig,
+) -> None:
+    fw = await rig.framework()
+    sid = _slave_id()
+    await rig.start_slave(sid, Resources(cpus=2, mem=1024), isolation="cgroups", usage_interval=0.2)
+    hog = f"{sys.executable} -c 'x = bytearray(300 * 2**20)'"
+    await rig.launch(fw, f"{hog}; sleep 300", "survivor", Resources(cpus=0.1, mem=64))
+    failed = await fw.update_for("survivor", TaskState.FAILED, timeout=20)
+    assert failed.reason == Reason.MEMORY_LIMIT
+    assert "limit of 64 MB" in failed.message
+    await eventually(lambda: not _cgroup(sid, f"{fw.framework_id}.survivor").exists())
+
+
+async def test_a_double_fork_stays_in_the_cgroup_and_dies_with_its_task(rig: Rig) -> None:
+    fw = await rig.framework()
+    sid = _slave_id()
+    slave = await rig.start_slave(sid, Resources(cpus=2, mem=512), isolation="cgroups")
+    # a daemon: forked twice, a session and process group of its own (killpg misses it)
+    daemon = "sh -c 'setsid sleep 300 & echo $! > daemon.pid'; sleep 300"
+    await rig.launch(fw, daemon, "d", Resources(cpus=0.1, mem=64))
+    await fw.update_for("d", TaskState.RUNNING)
+    pidfile = rig.tmp / sid / "sandboxes" / fw.framework_id / "d" / "daemon.pid"
+    await eventually(lambda: pidfile.exists() and pidfile.read_text().strip() != "")
+    pid = int(pidfile.read_text())
+    name = f"{PARENT}/{sid}/{fw.framework_id}.d"
+    assert f"memory:/{name}\n" in _cgroups_of(pid)
+    assert f"cpu:/{name}\n" in _cgroups_of(pid)
+    assert os.getpgid(pid) != slave.tasks[(fw.framework_id, "d")].runner.pid
+    await _kill(fw, "d")
+    await fw.update_for("d", TaskState.KILLED)
+    await eventually(lambda: not os.path.exists(f"/proc/{pid}"))
+    await eventually(lambda: not _cgroup(sid, f"{fw.framework_id}.d").exists())
+
+
+async def _kill(fw: FakeFramework, task_id: str) -> None:
+    await fw.bus.publish(
+        T.inbound("framework", "framework"), Kill(framework_id=fw.framework_id, task_id=task_id)
+    )
+
+
+async def test_a_finished_tasks_cgroup_is_removed(rig: Rig) -> None:
+    fw = await rig.framework()
+    sid = _slave_id()
+    await rig.start_slave(sid, Resources(cpus=2, mem=512), isolation="cgroups")
+    await rig.launch(fw, "sleep 0.2 & true", "short", Resources(cpus=0.1, mem=64))
+    await fw.update_for("short", TaskState.FINISHED)
+    await eventually(lambda: not _cgroup(sid, f"{fw.framework_id}.short").exists())
+    for controller in ("cpu", "cpuacct", "pids"):
+        assert not (ROOT / controller / PARENT / sid / f"{fw.framework_id}.short").exists()
+
+
+async def test_a_slave_killed_keeps_its_live_tasks_cgroup_and_cleans_stale_ones(
+    mosquitto: MosquittoBroker, tmp_path: Path
+) -> None:
+    need_cgroups()
+    work = tmp_path / "slave"
+    async with contextlib.AsyncExitStack() as stack:
+        rig = Rig(mosquitto, tmp_path, stack)
+        await rig.start_master()
+        fw = await rig.framework()
+        proc = await _cgroups_slave(mosquitto, work)
+        stack.push_async_callback(_reap, proc)
+        await rig.launch(fw, "sleep 300", "long", Resources(cpus=0.5, mem=64))
+        await fw.update_for("long", TaskState.RUNNING)
+        sid = (work / "slave_id").read_text().strip()
+        stack.callback(_destroy_all, sid)  # whatever a failed run would leave
+        live = _cgroup(sid, f"{fw.framework_id}.long")
+        assert live.exists()
+        # a cgroup no task of the journal owns (its slave died while making it), with a
+        # process in it
+        stale = f"{PARENT}/{sid}/{fw.framework_id}.lost"
+        for controller in ("cpu", "cpuacct", "memory", "pids"):
+            (ROOT / controller / stale).mkdir(parents=True)
+        orphan = await asyncio.create_subprocess_exec(
+            "/bin/sh", "-c", f"echo $$ > {ROOT / 'memory' / stale / 'cgroup.procs'}; exec sleep 300"
+        )
+        await eventually(
+            lambda: str(orphan.pid) in (ROOT / "memory" / stale / "cgroup.procs").read_text()
+        )
+        proc.send_signal(signal.SIGKILL)
+        await proc.wait()
+
+        proc2 = await _cgroups_slave(mosquitto, work)
+        stack.push_async_callback(_reap, proc2)
+        await orphan.wait()  # killed by the restarted slave's recovery
+        await eventually(lambda: not (ROOT / "memory" / stale).exists(), timeout=15)
+        assert not (ROOT / "cpu" / stale).exists()
+        assert not (ROOT / "pids" / stale).exists()  # a hierarchy this slave does not use
+        assert live.exists()  # the recovered task keeps its cgroup
+        await _kill(fw, "long")
+        await fw.update_for("long", TaskState.KILLED, timeout=15)
+        await eventually(lambda: not live.exists())
+        assert [p for p in _cgroup(sid).iterdir() if p.is_dir()] == []
+
+
+async def _cgroups_slave(broker: MosquittoBroker, work: Path) -> asyncio.subprocess.Process:
+    return await _slave_process(broker, work, "--isolation", "cgroups")
+
+
+async def test_usage_reaches_the_masters_task_view_and_metrics(rig: Rig) -> None:
+    fw = await rig.framework()
+    sid = _slave_id()
+    await rig.start_slave(sid, Resources(cpus=2, mem=512), isolation="cgroups", usage_interval=0.1)
+    alloc = f"{sys.executable} -c 'x = bytearray(20 * 2**20); import time; time.sleep(300)'"
+    await rig.launch(fw, alloc, "busy", Resources(cpus=0.5, mem=128))
+    await fw.update_for("busy", TaskState.RUNNING)
+
+    def usage() -> TaskUsage | None:
+        views, _ = rig.master.task_views(fw.framework_id, None)
+        return views[0].usage
+
+    # the 20 MB are touched once the interpreter is up
+    await eventually(lambda: (u := usage()) is not None and u.memory_bytes > 20 * 2**20)
+    u = usage()
+    assert u is not None
+    assert u.cpu_user_seconds + u.cpu_system_seconds > 0
+    assert u.memory_peak_bytes >= u.memory_bytes
+    text = exposition(registry_for(rig.master)).decode()
+    fid, where = f'framework_id="{fw.framework_id}"', f'slave_id="{sid}",task_id="busy"'
+    assert f'drfmesos_task_cpu_seconds_total{{{fid},mode="user",{where}}}' in text
+    labels = f"{fid},{where}"
+    assert f"drfmesos_task_memory_bytes{{{labels}}}" in text
+
+
+async def test_a_slave_reports_usage_of_its_own_tasks_only(rig: Rig) -> None:
+    fw = await rig.framework()
+    await rig.start_slave(_slave_id(), Resources(cpus=1, mem=256), isolation="posix")
+    await rig.launch(fw, "sleep 300", "mine", Resources(cpus=0.5, mem=64))
+    await fw.update_for("mine", TaskState.RUNNING)
+    other = await rig.start_slave(_slave_id(), Resources(cpus=1, mem=256), usage_interval=3600)
+    lie = UsageReport(
+        slave_id=other.slave_id,
+        tasks=[TaskUsage(framework_id=fw.framework_id, task_id="mine", memory_bytes=1)],
+    )
+    await rig.master._on_usage_report(lie, Caller("slave", "slave", None))
+    views, _ = rig.master.task_views(fw.framework_id, None)
+    assert views[0].usage is None or views[0].usage.memory_bytes != 1
+
+
+def test_container_names_are_safe_for_cgroupfs_and_the_joining_shell() -> None:
+    assert container_name("fw-1", "task.2") == "fw-1.task.2"
+    spaced, underscored = container_name("fw", "a b"), container_name("fw", "a_b")
+    assert spaced.startswith("fw.a_b-")
+    assert spaced != underscored  # replaced characters do not make two names one
+    assert "/" not in container_name("fw", "x/y")
+
+
+def executor_task(slave_id: str, task_id: str, seconds: float) -> TaskInfo:
+    return TaskInfo(
+        task_id=task_id,
+        slave_id=slave_id,
+        resources=Resources(cpus=0.25, mem=32),
+        executor=ExecutorInfo(
+            executor_id="sleeper",
+            command=CommandInfo(value=EXECUTOR),
+            resources=Resources(cpus=0.1, mem=96),
+        ),
+        data=json.dumps({"duration": seconds}).encode(),
+    )
+
+
+async def test_a_custom_executor_and_its_tasks_share_one_cgroup_that_grows(rig: Rig) -> None:
+    fw = await rig.framework()
+    sid = _slave_id()
+    slave = await rig.start_slave(sid, Resources(cpus=2, mem=1024), isolation="cgroups")
+    offer = await fw.next_offer()
+    await fw.accept(offer, [executor_task(sid, "one", 300)], refuse=0)
+    await fw.update_for("one", TaskState.RUNNING, timeout=30)
+    executor = slave.executors[f"{fw.framework_id}.sleeper"]
+    name = f"{fw.framework_id}.executor-sleeper"
+    assert executor.pid is not None
+    assert f"memory:/{PARENT}/{sid}/{name}\n" in _cgroups_of(executor.pid)
+    limit = _cgroup(sid, name) / "memory.limit_in_bytes"
+    assert int(limit.read_text()) == 128 * 2**20  # the executor's 96 MB and its task's 32
+    offer = await fw.next_offer(after=1)
+    await fw.accept(offer, [executor_task(sid, "two", 300)], refuse=0)
+    await fw.update_for("two", TaskState.RUNNING, timeout=30)
+    assert int(limit.read_text()) == 160 * 2**20  # grown by the second task
+    await _kill(fw, "one")
+    await _kill(fw, "two")
+    await fw.update_for("two", TaskState.KILLED, timeout=30)
+
+
+async def test_max_task_pids_limits_the_processes_of_a_task(rig: Rig) -> None:
+    fw = await rig.framework()
+    sid = _slave_id()
+    slave = await rig.start_slave(
+        sid, Resources(cpus=2, mem=512), isolation="cgroups", max_task_pids=8
+    )
+    # more children than it may have: the forks beyond the limit fail
+    forks = "for i in 1 2 3 4 5 6 7 8 9 10 11 12; do sleep 300 & done; sleep 300"
+    await rig.launch(fw, forks, "forky", Resources(cpus=0.1, mem=64))
+    await fw.update_for("forky", TaskState.RUNNING)
+    name = f"{PARENT}/{sid}/{fw.framework_id}.forky"
+    assert (ROOT / "pids" / name / "pids.max").read_text().strip() == "8"
+    stderr = rig.tmp / sid / "sandboxes" / fw.framework_id / "forky" / "stderr"
+    await eventually(lambda: stderr.exists() and "fork" in stderr.read_text().lower())
+    assert len(slave.isolator.cgroups.pids(name)) <= 8
+
+
+def _destroy_all(slave_id: str) -> None:
+    cgroups = detect(ROOT)
+    assert not isinstance(cgroups, str)
+    parent = f"{PARENT}/{slave_id}"
+    for child in cgroups.children(parent):
+        cgroups.destroy(child)
+    cgroups.destroy(parent)
