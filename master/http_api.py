@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 from pydantic import BaseModel
 
-from master.books import TASK_SORTS
+from master.books import SLAVE_SORTS, TASK_SORTS
 from master.files import FileReadError
 from master.http_config import HttpConfig
 from master.http_log import ClientErrors
@@ -308,12 +308,23 @@ class HttpApi:
     # -- the API ------------------------------------------------------------------------------
     async def _health(self, request: web.Request) -> web.StreamResponse:
         m = self.master
+        backlog = m.backlog()
+        limit = self.config.max_backlog_age
+        # behind: the oldest message waiting, or the last one handled, waited too long
+        behind = max(backlog.oldest_wait, backlog.last_wait)
+        # 200 either way: a probe that restarted a master for being behind would bring on a
+        # failover, whose re-registrations are the very storm that put it behind
         return _json(
             Health(
-                status="ok",
+                status="behind" if limit is not None and behind > limit else "ok",
                 master_id=m.master_id,
                 slaves=len(m.books.slaves),
                 frameworks=len(m.books.frameworks),
+                leader=m.web_ui,
+                backlog=backlog.messages,
+                oldest_wait_seconds=round(backlog.oldest_wait, 3),
+                last_wait_seconds=round(backlog.last_wait, 3),
+                max_backlog_age=limit,
             )
         )
 
@@ -340,8 +351,11 @@ class HttpApi:
     async def _slaves(self, request: web.Request) -> web.StreamResponse:
         offset = _int(request, "offset", 0)
         limit = _int(request, "limit", 100, 1, MAX_LIMIT)
+        sort = request.query.get("sort", "")
+        if sort and sort.lstrip("-") not in SLAVE_SORTS:
+            return _problem(f"sort by one of {', '.join(SLAVE_SORTS)} (- before: reversed)", 400)
         m = self.master
-        ids = sorted(m.books.slaves)
+        ids = m.slave_ids(sort)
         page = [m.slave_view(s) for s in ids[offset : offset + limit]]
         return _json(Slaves(slaves=page, total=len(ids), offset=offset, limit=limit))
 

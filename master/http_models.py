@@ -3,6 +3,8 @@ them, and the tests validate every answer against those schemas)."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict
 
 from protocol.messages import ClusterEvent, FrameworkView, Offer, RoleView, SlaveView, TaskView
@@ -87,11 +89,20 @@ class TaskFile(BaseModel):
 
 
 class Health(BaseModel):
+    """Always 200 while the master answers: `status` is `ok`, `behind` (its oldest
+    unhandled message has waited past --health-max-backlog-age) or `standby`."""
+
     model_config = ConfigDict(extra="forbid")
-    status: str
+    status: Literal["ok", "behind", "standby"]
     master_id: str
-    slaves: int
-    frameworks: int
+    slaves: int = 0
+    frameworks: int = 0
+    elected: bool = True  # False on a standby
+    leader: str = ""  # the leading master's HTTP address, if known
+    backlog: int = 0  # messages received, not yet handled
+    oldest_wait_seconds: float = 0.0  # how long the oldest of them has waited
+    last_wait_seconds: float = 0.0  # how long the message handled last had waited
+    max_backlog_age: float | None = None  # past this, `behind`
 
 
 class Problem(BaseModel):

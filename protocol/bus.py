@@ -34,6 +34,7 @@ from typing import Any, Self, TypeVar, cast
 import aiomqtt
 
 from protocol import logs
+from protocol.backlog import StampedQueue
 from protocol.brokers import MAX_PACKET_BYTES, BrokerURL
 from protocol.codec import (
     MAX_BATCH,
@@ -602,6 +603,7 @@ class Bus:
             max_inflight_messages=1000,
             timeout=10,
             logger=MQTT_LOG,
+            queue_type=StampedQueue,  # stamped: how long arrivals wait (see backlog())
         )
 
     async def _run(self) -> None:
@@ -709,6 +711,14 @@ class Bus:
         """Messages received and not yet dispatched."""
         queue = getattr(self._client, "_queue", None)
         return queue.qsize() if queue is not None else 0
+
+    def backlog_ages(self) -> tuple[float, float]:
+        """Seconds the oldest message not yet dispatched has waited, and seconds the last
+        dispatched one had waited (0, 0 while not connected)."""
+        queue = getattr(self._client, "_queue", None)
+        if not isinstance(queue, StampedQueue):
+            return 0.0, 0.0
+        return queue.oldest_age(), queue.last_wait
 
     async def _drain(self, client: aiomqtt.Client) -> None:
         """Dispatch what was received (and already acknowledged) before the connection broke.
