@@ -365,8 +365,18 @@ def master(
     else:
         candidate = LoneCandidate(work_dir)
 
+    from master.standby_http import StandbyHttp
+
+    async def leader_address() -> str:
+        """The leading master's HTTP address, as the election knows it (a standby's)."""
+        standbys = getattr(candidate, "standbys", None)
+        contenders = await standbys() if standbys is not None else []
+        return str(contenders[0].get("http", "")) if contenders else ""
+
     async def party(url: BrokerURL) -> None:
         warn_if_insecure(url, "master")
+        # while not leading, a small app of its own answers /health and /metrics
+        standby = StandbyHttp(config.http, master_id, leader_address) if config.http else None
 
         def make_bus() -> Bus:
             # every master of a cluster takes over the one persistent session: calls sent
@@ -374,6 +384,8 @@ def master(
             return Bus(url, name="master", client_id=f"drfmesos-master-{cluster}", persistent=True)
 
         async def serve(bus: Bus, term: Term) -> Callable[[], Awaitable[None]]:
+            if standby is not None:  # the leader's own API takes the port
+                await standby.stop()
             registry = Registry(term.store)
             await registry.load()
             m = Master(
@@ -383,11 +395,21 @@ def master(
             # What is alive now (modules, the registry read) lives on: full collections
             # skip it, so one does not stall the loop for a heap's worth of objects.
             gc.freeze()
-            return m.stop
 
+            async def stop() -> None:
+                await m.stop()
+                if standby is not None:  # a standby again, until the next term
+                    await standby.start()
+
+            return stop
+
+        if standby is not None:
+            await standby.start()
         try:
             await lead(candidate, make_bus, serve)
         finally:
+            if standby is not None:
+                await standby.stop()
             await candidate.close()
 
     try:

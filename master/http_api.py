@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
+from prometheus_client import CollectorRegistry
 from pydantic import BaseModel
 
 from master.books import SLAVE_SORTS, TASK_SORTS
@@ -148,6 +149,13 @@ def _json(model: BaseModel | dict[str, Any], status: int = 200) -> web.Response:
     return web.Response(text=body, status=status, content_type="application/json")
 
 
+def metrics_response(registry: CollectorRegistry) -> web.Response:
+    return web.Response(
+        body=exposition(registry),
+        headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"},
+    )
+
+
 def _problem(message: str, status: int) -> web.Response:
     return _json({"error": message}, status)
 
@@ -169,6 +177,25 @@ def _int(request: web.Request, name: str, default: int, lo: int = 0, hi: int = 2
             content_type="application/json",
         )
     return value
+
+
+async def serve_site(runner: web.AppRunner, config: HttpConfig) -> str:
+    """Listen where `config` says (HTTPS with its certificate); the URL served."""
+    await runner.setup()
+    ssl = None
+    if config.cert is not None and config.key is not None:
+        import ssl as ssl_module
+
+        ssl = ssl_module.create_default_context(ssl_module.Purpose.CLIENT_AUTH)
+        ssl.load_cert_chain(config.cert, config.key)
+    site = web.TCPSite(runner, config.host, config.port, ssl_context=ssl)
+    await site.start()
+    port = config.port
+    for address in runner.addresses:  # the port asked for, or the one given (0)
+        port = address[1]
+        break
+    scheme = "https" if ssl else "http"
+    return f"{scheme}://{config.host}:{port}/"
 
 
 class HttpApi:
@@ -210,21 +237,7 @@ class HttpApi:
         self.runner = web.AppRunner(
             app, access_log=None, handle_signals=False, logger=ClientErrors(self.log)
         )
-        await self.runner.setup()
-        ssl = None
-        if self.config.cert is not None and self.config.key is not None:
-            import ssl as ssl_module
-
-            ssl = ssl_module.create_default_context(ssl_module.Purpose.CLIENT_AUTH)
-            ssl.load_cert_chain(self.config.cert, self.config.key)
-        site = web.TCPSite(self.runner, self.config.host, self.config.port, ssl_context=ssl)
-        await site.start()
-        port = self.config.port
-        for address in self.runner.addresses:  # the port asked for, or the one given (0)
-            port = address[1]
-            break
-        scheme = "https" if ssl else "http"
-        self.url = f"{scheme}://{self.config.host}:{port}/"
+        self.url = await serve_site(self.runner, self.config)
         self.log.info("http.started", url=self.url, authenticated=self.auth is not None)
         return self.url
 
@@ -329,10 +342,7 @@ class HttpApi:
         )
 
     async def _metrics(self, request: web.Request) -> web.StreamResponse:
-        return web.Response(
-            body=exposition(self.registry),
-            headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"},
-        )
+        return metrics_response(self.registry)
 
     async def _openapi(self, request: web.Request) -> web.StreamResponse:
         return _json(openapi())
