@@ -22,7 +22,7 @@ from master.master import Master, MasterConfig
 from master.openapi import openapi
 from master.registry import MemoryStore, Registry
 from protocol.brokers import MosquittoBroker
-from protocol.bus import Bus
+from protocol.bus import Bus, Dispatcher
 from protocol.messages import (
     Gone,
     Heartbeat,
@@ -284,3 +284,32 @@ async def test_health_is_ok_without_a_threshold(mosquitto: MosquittoBroker) -> N
         assert health.status == "ok"
         assert health.elected
         assert health.leader == master.web_ui
+
+
+async def test_a_partys_bus_counts_its_messages_by_type_and_outcome(
+    mosquitto: MosquittoBroker,
+) -> None:
+    """What a slave or a framework driver is given is counted as the master's calls are."""
+    inbox = T.slave("slave", "counted")
+    async with (
+        Bus(mosquitto.url, name="party", inbox=inbox) as bus,
+        Bus(mosquitto.url, name="sender") as sender,
+    ):
+        dispatch = Dispatcher(bus, "slave")
+
+        async def on_heartbeat(message: Heartbeat, reply_to: str | None) -> None:
+            pass
+
+        dispatch.on(Heartbeat, on_heartbeat)
+        await bus.subscribe(inbox, dispatch)
+        for _ in range(N):
+            await sender.publish(inbox, Heartbeat(source="m"))
+            await sender.publish(inbox, Subscribe(name="x", inbox="x"))  # not a slave's
+            await sender.publish_raw(inbox, encode_raw("Heartbeat", "", {"source": 1}))
+        await eventually(lambda: sum(bus.messages.outcomes.values()) == 3 * N)
+        assert bus.messages.received == {"Heartbeat": 2 * N, "Subscribe": N}
+        assert bus.messages.outcomes == {
+            ("Heartbeat", "handled", ""): N,
+            ("Heartbeat", "refused", "invalid"): N,
+            ("Subscribe", "refused", "unexpected-type"): N,
+        }
