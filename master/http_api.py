@@ -40,6 +40,7 @@ from master.http_models import (
     Offers,
     PrincipalLimit,
     Roles,
+    SlaveChurnView,
     Slaves,
     TaskFile,
     Tasks,
@@ -198,6 +199,18 @@ async def serve_site(runner: web.AppRunner, config: HttpConfig) -> str:
     return f"{scheme}://{config.host}:{port}/"
 
 
+def churn_view(m: Master) -> SlaveChurnView:
+    connected = sum(1 for s in m.books.slaves.values() if s.connected)
+    return SlaveChurnView(
+        connected=connected,
+        disconnected=len(m.books.slaves) - connected,
+        registrations=m.churn.registrations,
+        reregistrations=m.churn.reregistrations,
+        disconnects=m.churn.disconnects,
+        removals=dict(m.churn.removals),
+    )
+
+
 class HttpApi:
     def __init__(self, master: Master, config: HttpConfig) -> None:
         self.master = master
@@ -338,6 +351,7 @@ class HttpApi:
                 oldest_wait_seconds=round(backlog.oldest_wait, 3),
                 last_wait_seconds=round(backlog.last_wait, 3),
                 max_backlog_age=limit,
+                slave_churn=churn_view(m),
             )
         )
 

@@ -88,6 +88,18 @@ class TaskFile(BaseModel):
     data: str
 
 
+class SlaveChurnView(BaseModel):
+    """The slaves' comings and goings since this master took over (see /metrics)."""
+
+    model_config = ConfigDict(extra="forbid")
+    connected: int = 0
+    disconnected: int = 0
+    registrations: int = 0
+    reregistrations: int = 0
+    disconnects: int = 0
+    removals: dict[str, int] = {}  # by cause: unreachable, operator, recovery
+
+
 class Health(BaseModel):
     """Always 200 while the master answers: `status` is `ok`, `behind` (its oldest
     unhandled message has waited past --health-max-backlog-age) or `standby`."""
@@ -103,6 +115,7 @@ class Health(BaseModel):
     oldest_wait_seconds: float = 0.0  # how long the oldest of them has waited
     last_wait_seconds: float = 0.0  # how long the message handled last had waited
     max_backlog_age: float | None = None  # past this, `behind`
+    slave_churn: SlaveChurnView | None = None  # None on a standby
 
 
 class Problem(BaseModel):

@@ -307,6 +307,23 @@ async function loadLimits() {
   return l.principals.length;
 }
 
+// how far behind the master is, and the slaves' comings and goings: behind shows before
+// slaves are removed
+async function loadHealth() {
+  const h = await api("/health");
+  const s = (x) => `${(+x).toFixed(2)} s`;
+  const health = $("master-health");
+  health.textContent = `master ${h.status}: ${h.backlog} messages waiting · oldest waited ${s(h.oldest_wait_seconds)}` +
+    ` · last probe waited ${s(h.last_wait_seconds)}` + (h.max_backlog_age != null ? ` (behind past ${s(h.max_backlog_age)})` : "");
+  health.className = h.status === "behind" ? "error" : "dim";
+  const c = h.slave_churn;
+  if (!c) return 0;
+  const removals = Object.entries(c.removals).map(([cause, n]) => `${n} ${cause}`).join(", ") || "none";
+  $("slave-churn").textContent = `slaves: ${c.connected} connected, ${c.disconnected} disconnected · ` +
+    `${c.registrations} registrations, ${c.reregistrations} re-registrations, ${c.disconnects} disconnects · removed: ${removals}`;
+  return 1;
+}
+
 // -- the sandbox viewer: a dialog over the page, wherever the click was -------------------
 const CHUNK = 65536;
 let sandbox = null; // {task, name, end: bytes shown up to, timer}
@@ -447,7 +464,7 @@ async function start() {
   $("login").hidden = true;
   $("app").hidden = false;
   stream();
-  const poll = () => (down ? Promise.resolve() : Promise.all([loadSlaves(), loadTasks(), loadOffers(), loadLimits()]).catch(() => {}));
+  const poll = () => (down ? Promise.resolve() : Promise.all([loadSlaves(), loadTasks(), loadOffers(), loadLimits(), loadHealth()]).catch(() => {}));
   await poll();
   if (!polling) polling = setInterval(poll, 2000);
   if (location.hash) openDetails(); // a link to a framework, a slave or a task
