@@ -225,33 +225,40 @@ async def test_a_master_driven_past_what_it_handles_shows_it_before_and_as_slave
         await slaves.send(*(slaves.register(s) for s in ids))
         await eventually(lambda: len(master.books.slaves) == len(ids))
         await eventually(lambda: master.lag.returned > 0)  # the probe is back: it works
+        await slaves.send(*(Heartbeat(source=s) for s in ids))  # every slave heard from
+        await eventually(lambda: master.messages.received["Heartbeat"] == len(ids))
         _, health = await get(master, "/health")
         assert Health.model_validate(health).status == "ok"
 
         heartbeat = master.routes["slave"][Heartbeat]
 
         async def slow_heartbeat(msg: Any, caller: Any) -> None:
-            time.sleep(0.01)  # noqa: ASYNC251 - the overloaded master, on purpose
+            time.sleep(0.02)  # noqa: ASYNC251 - the overloaded master, on purpose
             await heartbeat(msg, caller)
 
         master.routes["slave"][Heartbeat] = slow_heartbeat
-        worst = 0.0
+        worst, latest = 0.0, 0.0  # the oldest wait; the longest a listed slave was unheard
         said_behind: list[Health] = []
 
         async def watch() -> None:
-            nonlocal worst
+            """What an operator polling /health and the late slaves would have seen."""
+            nonlocal worst, latest
             while True:
                 worst = max(worst, master.backlog().oldest_wait)
                 _, body = await get(master, "/health")
                 seen = Health.model_validate(body)
                 if seen.status == "behind":
                     said_behind.append(seen)
+                _, body = await get(master, "/api/v1/slaves?sort=last_heartbeat&limit=1")
+                for view in Slaves.model_validate(body).slaves:
+                    latest = max(latest, time.time() - (view.last_heartbeat or time.time()))
                 await asyncio.sleep(0.1)
 
         watcher = asyncio.create_task(watch())
         try:
-            for _ in range(2):  # 300 heartbeats at 10 ms each: 3 s of work, 1.5 s timeout
-                await slaves.send(*(Heartbeat(source=s) for s in ids))
+            # 150 heartbeats at 20 ms each: 3 s of work, and a 1.5 s timeout. The later
+            # ones wait too long: their slaves are removed before they are read.
+            await slaves.send(*(Heartbeat(source=s) for s in ids))
             await eventually(
                 lambda: master.messages.received["Heartbeat"] == 2 * len(ids), timeout=30
             )
@@ -265,6 +272,9 @@ async def test_a_master_driven_past_what_it_handles_shows_it_before_and_as_slave
         m = await metrics(master)
         removed = sample(m, "drfmesos_slave_removals_total", cause="unreachable")
         assert removed > 0, "no slave was removed: the flood was too small to tell"
+        # the first of /api/v1/slaves?sort=last_heartbeat was one unheard for most of the
+        # slave timeout: "which slaves are late" answered before they were removed
+        assert latest > 1.0
         assert sample(m, "drfmesos_slaves_connected") == len(ids) - removed
         late = sample(m, "drfmesos_messages_total", type="Heartbeat", outcome="refused",
                       code="unknown-slave")  # fmt: skip
@@ -274,6 +284,13 @@ async def test_a_master_driven_past_what_it_handles_shows_it_before_and_as_slave
         heard = [v.last_heartbeat for v in page]
         assert heard == sorted(heard)  # type: ignore[type-var]
         assert len(page) == len(ids) - removed
+        print(
+            f"\nflooded: oldest wait up to {worst:.2f} s, /health behind {len(said_behind)} times "
+            f"(first: {said_behind[0].oldest_wait_seconds} s oldest, "
+            f"{said_behind[0].last_wait_seconds} s last), {removed:g} of {len(ids)} slaves "
+            f"removed unreachable, {late:g} late heartbeats refused; the latest slave listed "
+            f"was unheard for {latest:.2f} s"
+        )
 
 
 async def test_health_is_ok_without_a_threshold(mosquitto: MosquittoBroker) -> None:

@@ -213,7 +213,8 @@ def test_the_web_ui_shows_the_demo_live(
     # beside the chart: how far behind the master is, and the slaves' comings and goings
     wait.until(lambda _: "registrations" in text("#slave-churn"))
     assert text("#master-health").startswith("master ")  # ok, or behind on a slow machine
-    assert "messages waiting" in text("#master-health")
+    assert "waiting to be handled" in text("#master-health")
+    assert text("#slaves tbody tr td.heard").endswith(" s ago")  # each slave's last heartbeat
     assert "connected" in text("#slave-churn")
 
     # the chart has drawn each framework's share over time (and the fair share, dashed)

@@ -260,8 +260,10 @@ async function loadSlaves() {
       const used = total - ((s.free || {})[name] || 0);
       bars.append(el("span", {}, name), bar(total ? used / total : 0, "#5b7bb2"), el("span", { class: "dim" }, `${+used.toFixed(2)} / ${+total.toFixed(2)}`));
     }
+    const heard = s.last_heartbeat == null ? "" : `${Math.max(0, Date.now() / 1000 - s.last_heartbeat).toFixed(1)} s ago`;
     return el("tr", {}, el("td", {}, link(["slave", s.slave_id], s.slave_id)), el("td", {}, s.hostname),
-      el("td", {}, s.tasks), el("td", {}, bars));
+      el("td", {}, s.tasks), el("td", {}, bars),
+      el("td", { class: "heard" }, s.connected ? heard : `disconnected (${heard})`));
   }));
   return page.total;
 }
@@ -313,7 +315,7 @@ async function loadHealth() {
   const h = await api("/health");
   const s = (x) => `${(+x).toFixed(2)} s`;
   const health = $("master-health");
-  health.textContent = `master ${h.status}: ${h.backlog} messages waiting · oldest waited ${s(h.oldest_wait_seconds)}` +
+  health.textContent = `master ${h.status}: ${h.backlog} waiting to be handled · oldest waited ${s(h.oldest_wait_seconds)}` +
     ` · last probe waited ${s(h.last_wait_seconds)}` + (h.max_backlog_age != null ? ` (behind past ${s(h.max_backlog_age)})` : "");
   health.className = h.status === "behind" ? "error" : "dim";
   const c = h.slave_churn;
