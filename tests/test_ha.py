@@ -321,14 +321,19 @@ async def http_get(port: int, path: str) -> tuple[int, str]:
 
 
 async def answers(port: int) -> tuple[Health, str]:
-    """A master's /health and /metrics, once it answers (a process just started)."""
-    for _ in range(200):
+    """A master's /health and /metrics, once it answers and knows who leads (a process
+    just started, or a standby not yet in the election, knows no leader)."""
+    for _ in range(400):
         try:
             health, metrics = await http_get(port, "/health"), await http_get(port, "/metrics")
-            return Health.model_validate_json(health[1]), metrics[1]
         except OSError:
             await asyncio.sleep(0.05)  # still starting: its port is not open yet
-    raise AssertionError(f"nothing answers on port {port}")
+            continue
+        seen = Health.model_validate_json(health[1])
+        if seen.leader:
+            return seen, metrics[1]
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"nothing on port {port} says who leads")
 
 
 @pytest.mark.parametrize("ha", [STANDBY], indirect=True)
