@@ -30,6 +30,7 @@ from protocol.messages import (
     Register,
     Reregister,
     Subscribe,
+    Suppress,
     Wire,
 )
 from protocol.resources import Resources
@@ -115,7 +116,9 @@ async def test_n_messages_of_each_kind_read_back_n_from_metrics_by_outcome(
         await slaves.send(*(Subscribe(name="x", inbox="x") for _ in range(N)))  # not a slave's call
         for _ in range(N):  # a Register the master cannot read
             await slaves.bus.publish_raw(slaves.to_master, encode_raw("Register", "", {"x": 1}))
-        await eventually(lambda: sum(master.messages.outcomes.values()) == 5 * N)
+        for _ in range(N):  # a framework's call, naming no framework of its own
+            await slaves.bus.publish(T.inbound("framework", "fw"), Suppress(framework_id="no"))
+        await eventually(lambda: sum(master.messages.outcomes.values()) == 6 * N)
 
         m = await metrics(master)
         received = "drfmesos_messages_received_total"
@@ -128,8 +131,14 @@ async def test_n_messages_of_each_kind_read_back_n_from_metrics_by_outcome(
         assert sample(m, outcome, type="Heartbeat", outcome="handled", code="") == N
         assert sample(m, outcome, type="Heartbeat", outcome="refused", code="unknown-slave") == N
         assert sample(m, outcome, type="Subscribe", outcome="refused", code="forbidden") == N
+        assert sample(m, received, type="Suppress") == N
+        refused = {("type", "Suppress"), ("outcome", "refused")}
+        suppress = [
+            v for (name, labels), v in m.items() if name == outcome and refused <= set(labels)
+        ]
+        assert suppress == [N]  # refused, with one code
         # the bus counter sees what the master reads itself (it read 0 before)
-        assert sample(m, "drfmesos_bus_messages_total", direction="in") == 5 * N
+        assert sample(m, "drfmesos_bus_messages_total", direction="in") == 6 * N
         assert sample(m, "drfmesos_slave_registrations_total") == N
         assert sample(m, "drfmesos_slaves_connected") == N
         assert sample(m, "drfmesos_elected") == 1
