@@ -75,6 +75,7 @@ class Task:
 
 
 # how /api/v1/tasks may be sorted (`-` before one: the other way round)
+SLAVE_SORTS = ("slave_id", "last_heartbeat")  # /api/v1/slaves?sort= (see Master.slave_ids)
 TASK_SORTS: dict[str, Callable[[Task], Any]] = {
     "task_id": lambda t: t.task_id,
     "state": lambda t: t.state.value,
@@ -171,7 +172,8 @@ class Slave:
     connected: bool = True  # False from its Last Will until it is back (or removed)
     offers: set[str] = field(default_factory=set)
 
-    def view(self, free: Resources) -> SlaveView:
+    def view(self, free: Resources, last_heartbeat: float | None = None) -> SlaveView:
+        """`last_heartbeat`: `last_seen` on the wall clock (the books keep the loop's)."""
         return SlaveView(
             slave_id=self.slave_id,
             principal=self.principal,
@@ -179,6 +181,8 @@ class Slave:
             total=self.total,
             free=free,
             tasks=len(self.tasks),
+            connected=self.connected,
+            last_heartbeat=last_heartbeat,
         )
 
 

@@ -40,7 +40,12 @@ def parse_weights(text: str) -> dict[str, float]:
 
 
 def http_config(
-    address: str, store: Path | None, open_metrics: bool, cert: Path | None, key: Path | None
+    address: str,
+    store: Path | None,
+    open_metrics: bool,
+    cert: Path | None,
+    key: Path | None,
+    max_backlog_age: float | None = 5.0,
 ) -> HttpConfig | None:
     if address == "off":
         return None
@@ -49,7 +54,9 @@ def http_config(
         raise click.BadParameter(f"{address!r}: HOST:PORT or off", param_hint="--http")
     if (cert is None) != (key is None):
         raise click.BadParameter("--http-cert and --http-key go together")
-    return HttpConfig(host.strip("[]") or "127.0.0.1", int(port), store, open_metrics, cert, key)
+    return HttpConfig(
+        host.strip("[]") or "127.0.0.1", int(port), store, open_metrics, cert, key, max_backlog_age
+    )
 
 
 def rate_limits(path: Path | None, qps: float | None, capacity: int) -> RateLimits:
@@ -210,6 +217,14 @@ def rate_limits(path: Path | None, qps: float | None, capacity: int) -> RateLimi
     is_flag=True,
     help="Serve /metrics and /health without credentials (for scrapers and probes).",
 )
+@click.option(
+    "--health-max-backlog-age",
+    type=click.FloatRange(min=0.0, min_open=True),
+    default=5.0,
+    show_default=True,
+    help="/health says 'behind' once the master's oldest unhandled message has waited this "
+    "many seconds (a heartbeat that late is close to --slave-timeout).",
+)
 @click.option("--http-cert", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--http-key", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option(
@@ -275,6 +290,7 @@ def master(
     http_open_metrics: bool,
     http_cert: Path | None,
     http_key: Path | None,
+    health_max_backlog_age: float,
     zk: str | None,
     zk_session_timeout: float,
     work_dir: Path | None,
@@ -319,6 +335,7 @@ def master(
             http_open_metrics,
             http_cert,
             http_key,
+            health_max_backlog_age,
         ),
     )
     topics = Topics(cluster)
@@ -348,8 +365,18 @@ def master(
     else:
         candidate = LoneCandidate(work_dir)
 
+    from master.standby_http import StandbyHttp
+
+    async def leader_address() -> str:
+        """The leading master's HTTP address, as the election knows it (a standby's)."""
+        standbys = getattr(candidate, "standbys", None)
+        contenders = await standbys() if standbys is not None else []
+        return str(contenders[0].get("http", "")) if contenders else ""
+
     async def party(url: BrokerURL) -> None:
         warn_if_insecure(url, "master")
+        # while not leading, a small app of its own answers /health and /metrics
+        standby = StandbyHttp(config.http, master_id, leader_address) if config.http else None
 
         def make_bus() -> Bus:
             # every master of a cluster takes over the one persistent session: calls sent
@@ -357,6 +384,8 @@ def master(
             return Bus(url, name="master", client_id=f"drfmesos-master-{cluster}", persistent=True)
 
         async def serve(bus: Bus, term: Term) -> Callable[[], Awaitable[None]]:
+            if standby is not None:  # the leader's own API takes the port
+                await standby.stop()
             registry = Registry(term.store)
             await registry.load()
             m = Master(
@@ -366,11 +395,21 @@ def master(
             # What is alive now (modules, the registry read) lives on: full collections
             # skip it, so one does not stall the loop for a heap's worth of objects.
             gc.freeze()
-            return m.stop
 
+            async def stop() -> None:
+                await m.stop()
+                if standby is not None:  # a standby again, until the next term
+                    await standby.start()
+
+            return stop
+
+        if standby is not None:
+            await standby.start()
         try:
             await lead(candidate, make_bus, serve)
         finally:
+            if standby is not None:
+                await standby.stop()
             await candidate.close()
 
     try:

@@ -22,7 +22,9 @@ from prometheus_client import Histogram
 from master.allocator import Allocator, AllocatorError
 from master.authz import Caller, RateLimiter, RoleACL
 from master.books import Books, Framework, OfferRecord, PendingUpdate, Slave, Task
+from master.counters import MessageCounts, SlaveChurn
 from master.http_config import HttpConfig
+from master.lag_probe import LagProbe
 from master.leadership import next_epoch
 from master.live_feed import LiveFeed
 from master.rate_limits import RateLimits
@@ -124,6 +126,9 @@ class MasterCore:
         limits = self.config.rate_limits or RateLimits.defaults(None, None)
         self.throttle = Throttle(limits, self._now)  # framework and operator calls
         self.refused: Counter[str] = Counter()  # calls refused, by reason code
+        self.messages = MessageCounts()  # received, and what became of them, by type
+        self.churn = SlaveChurn()  # slaves registered, re-registered, removed
+        self.lag = LagProbe(self._now)  # how long calls wait to be read (master.lag_probe)
         self.log_sampler = RateLimiter(rate=5.0, burst=20.0)
         # refusals left out of the log since a principal's last line, by code
         self.unlogged: dict[str, Counter[str]] = {}
@@ -196,6 +201,7 @@ class MasterCore:
         """Refuse a call: an Error to its sender, a log line with who, a count; no change.
         Without `tell` no Error: the sender hears it otherwise (a task's update)."""
         self.refused[code] += 1
+        self.messages.refused(about, code)
         principal = caller.principal if caller else ""
         now = self._now()
         # A flood of bad calls must not become a flood of log lines or answers: each
@@ -480,10 +486,15 @@ class MasterCore:
             for key in [k for k in fw.executors if k[0] == slave.slave_id]:
                 del fw.executors[key]
         del self.books.slaves[slave.slave_id]
-        self._slave_gone(slave.slave_id, why, gone=gone, frameworks_affected=len(affected))
+        cause = "operator" if gone else "unreachable"
+        self._slave_gone(
+            slave.slave_id, why, gone=gone, cause=cause, frameworks_affected=len(affected)
+        )
         self.request_round()
 
-    def _slave_gone(self, slave_id: str, why: str, *, gone: bool = False, **fields: Any) -> None:
+    def _slave_gone(
+        self, slave_id: str, why: str, *, gone: bool = False, cause: str = "", **fields: Any
+    ) -> None:
         """A slave is removed (timed out, not back after a failover, or marked gone): out
         of the registry, every framework told it is lost, and reconciling a task there
         answers TASK_UNREACHABLE (or TASK_GONE_BY_OPERATOR; TASK_LOST to frameworks not
@@ -494,6 +505,7 @@ class MasterCore:
         else:
             self.books.removed_slaves.add(slave_id)
         self.books.ending = {k: s for k, s in self.books.ending.items() if s != slave_id}
+        self.churn.removals[cause or ("operator" if gone else "unreachable")] += 1
         self._persist(self.registry.remove_slave(slave_id), "remove slave", slave_id=slave_id)
         for fw in self.books.frameworks.values():
             if fw.connected:

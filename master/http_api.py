@@ -24,9 +24,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
+from prometheus_client import CollectorRegistry
 from pydantic import BaseModel
 
-from master.books import TASK_SORTS
+from master.books import SLAVE_SORTS, TASK_SORTS
 from master.files import FileReadError
 from master.http_config import HttpConfig
 from master.http_log import ClientErrors
@@ -39,6 +40,7 @@ from master.http_models import (
     Offers,
     PrincipalLimit,
     Roles,
+    SlaveChurnView,
     Slaves,
     TaskFile,
     Tasks,
@@ -148,6 +150,13 @@ def _json(model: BaseModel | dict[str, Any], status: int = 200) -> web.Response:
     return web.Response(text=body, status=status, content_type="application/json")
 
 
+def metrics_response(registry: CollectorRegistry) -> web.Response:
+    return web.Response(
+        body=exposition(registry),
+        headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"},
+    )
+
+
 def _problem(message: str, status: int) -> web.Response:
     return _json({"error": message}, status)
 
@@ -169,6 +178,37 @@ def _int(request: web.Request, name: str, default: int, lo: int = 0, hi: int = 2
             content_type="application/json",
         )
     return value
+
+
+async def serve_site(runner: web.AppRunner, config: HttpConfig) -> str:
+    """Listen where `config` says (HTTPS with its certificate); the URL served."""
+    await runner.setup()
+    ssl = None
+    if config.cert is not None and config.key is not None:
+        import ssl as ssl_module
+
+        ssl = ssl_module.create_default_context(ssl_module.Purpose.CLIENT_AUTH)
+        ssl.load_cert_chain(config.cert, config.key)
+    site = web.TCPSite(runner, config.host, config.port, ssl_context=ssl)
+    await site.start()
+    port = config.port
+    for address in runner.addresses:  # the port asked for, or the one given (0)
+        port = address[1]
+        break
+    scheme = "https" if ssl else "http"
+    return f"{scheme}://{config.host}:{port}/"
+
+
+def churn_view(m: Master) -> SlaveChurnView:
+    connected = sum(1 for s in m.books.slaves.values() if s.connected)
+    return SlaveChurnView(
+        connected=connected,
+        disconnected=len(m.books.slaves) - connected,
+        registrations=m.churn.registrations,
+        reregistrations=m.churn.reregistrations,
+        disconnects=m.churn.disconnects,
+        removals=dict(m.churn.removals),
+    )
 
 
 class HttpApi:
@@ -210,21 +250,7 @@ class HttpApi:
         self.runner = web.AppRunner(
             app, access_log=None, handle_signals=False, logger=ClientErrors(self.log)
         )
-        await self.runner.setup()
-        ssl = None
-        if self.config.cert is not None and self.config.key is not None:
-            import ssl as ssl_module
-
-            ssl = ssl_module.create_default_context(ssl_module.Purpose.CLIENT_AUTH)
-            ssl.load_cert_chain(self.config.cert, self.config.key)
-        site = web.TCPSite(self.runner, self.config.host, self.config.port, ssl_context=ssl)
-        await site.start()
-        port = self.config.port
-        for address in self.runner.addresses:  # the port asked for, or the one given (0)
-            port = address[1]
-            break
-        scheme = "https" if ssl else "http"
-        self.url = f"{scheme}://{self.config.host}:{port}/"
+        self.url = await serve_site(self.runner, self.config)
         self.log.info("http.started", url=self.url, authenticated=self.auth is not None)
         return self.url
 
@@ -308,20 +334,29 @@ class HttpApi:
     # -- the API ------------------------------------------------------------------------------
     async def _health(self, request: web.Request) -> web.StreamResponse:
         m = self.master
+        backlog = m.backlog()
+        limit = self.config.max_backlog_age
+        # behind: the oldest message waiting, or the last one handled, waited too long
+        behind = max(backlog.oldest_wait, backlog.last_wait)
+        # 200 either way: a probe that restarted a master for being behind would bring on a
+        # failover, whose re-registrations are the very storm that put it behind
         return _json(
             Health(
-                status="ok",
+                status="behind" if limit is not None and behind > limit else "ok",
                 master_id=m.master_id,
                 slaves=len(m.books.slaves),
                 frameworks=len(m.books.frameworks),
+                leader=m.web_ui,
+                backlog=backlog.messages,
+                oldest_wait_seconds=round(backlog.oldest_wait, 3),
+                last_wait_seconds=round(backlog.last_wait, 3),
+                max_backlog_age=limit,
+                slave_churn=churn_view(m),
             )
         )
 
     async def _metrics(self, request: web.Request) -> web.StreamResponse:
-        return web.Response(
-            body=exposition(self.registry),
-            headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"},
-        )
+        return metrics_response(self.registry)
 
     async def _openapi(self, request: web.Request) -> web.StreamResponse:
         return _json(openapi())
@@ -340,8 +375,11 @@ class HttpApi:
     async def _slaves(self, request: web.Request) -> web.StreamResponse:
         offset = _int(request, "offset", 0)
         limit = _int(request, "limit", 100, 1, MAX_LIMIT)
+        sort = request.query.get("sort", "")
+        if sort and sort.lstrip("-") not in SLAVE_SORTS:
+            return _problem(f"sort by one of {', '.join(SLAVE_SORTS)} (- before: reversed)", 400)
         m = self.master
-        ids = sorted(m.books.slaves)
+        ids = m.slave_ids(sort)
         page = [m.slave_view(s) for s in ids[offset : offset + limit]]
         return _json(Slaves(slaves=page, total=len(ids), offset=offset, limit=limit))
 

@@ -14,3 +14,5 @@ class HttpConfig:
     open_metrics: bool = False  # /metrics and /health without credentials
     cert: Path | None = None  # serve HTTPS with this certificate and key
     key: Path | None = None
+    # /health says `behind` once the oldest unhandled message has waited this long
+    max_backlog_age: float | None = 5.0

@@ -3,6 +3,8 @@ them, and the tests validate every answer against those schemas)."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict
 
 from protocol.messages import ClusterEvent, FrameworkView, Offer, RoleView, SlaveView, TaskView
@@ -86,12 +88,34 @@ class TaskFile(BaseModel):
     data: str
 
 
-class Health(BaseModel):
+class SlaveChurnView(BaseModel):
+    """The slaves' comings and goings since this master took over (see /metrics)."""
+
     model_config = ConfigDict(extra="forbid")
-    status: str
+    connected: int = 0
+    disconnected: int = 0
+    registrations: int = 0
+    reregistrations: int = 0
+    disconnects: int = 0
+    removals: dict[str, int] = {}  # by cause: unreachable, operator, recovery
+
+
+class Health(BaseModel):
+    """Always 200 while the master answers: `status` is `ok`, `behind` (its oldest
+    unhandled message has waited past --health-max-backlog-age) or `standby`."""
+
+    model_config = ConfigDict(extra="forbid")
+    status: Literal["ok", "behind", "standby"]
     master_id: str
-    slaves: int
-    frameworks: int
+    slaves: int = 0
+    frameworks: int = 0
+    elected: bool = True  # False on a standby
+    leader: str = ""  # the leading master's HTTP address, if known
+    backlog: int = 0  # messages received, not yet handled
+    oldest_wait_seconds: float = 0.0  # how long the oldest of them has waited
+    last_wait_seconds: float = 0.0  # how long the message handled last had waited
+    max_backlog_age: float | None = None  # past this, `behind`
+    slave_churn: SlaveChurnView | None = None  # None on a standby
 
 
 class Problem(BaseModel):

@@ -59,6 +59,9 @@ class LimitedCalls(FrameworkCalls):
             return False
         caller = Caller.of(sender, None)
         self.throttle.refused_unread(sender.principal, len(names))
+        self.messages.received.update(names)
+        for name in names[1:]:  # (and the first below)
+            self.messages.outcomes[(name, "refused", "rate-limited")] += 1
         self.refused["rate-limited"] += len(names) - 1  # (and one more below)
         self._refuse(caller, self._over_capacity_why(names[0], caller), "rate-limited", names[0])
         return True

@@ -21,6 +21,7 @@ from master.books import TASK_SORTS, OfferRecord, offer_of, snapshot
 from master.core import MasterConfig
 from master.files import FileRequests
 from master.http_api import HttpApi
+from master.lag_probe import Backlog, backlog_of
 from master.limited_calls import LimitedCalls
 from master.operator_calls import OperatorCalls
 from master.preemptor import Preemptor
@@ -69,6 +70,7 @@ MAX_CALL_BYTES = 1024 * 1024  # one message of a framework or operator, at most 
 MAX_CALL_ITEMS = 4096  # calls and list items in one payload of theirs, at most (README)
 DECODE_INLINE_BYTES = 64 * 1024  # payloads above this are decoded off the loop
 YIELD_EVERY = 64  # calls of one payload handled between turns of the loop
+PROBE_INTERVAL = 1.0  # seconds between lag probes (master.lag_probe)
 
 
 Route = Callable[[Any, Caller], Awaitable[None]]
@@ -133,6 +135,7 @@ class Master(LimitedCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests, R
         self._tasks = [
             asyncio.create_task(self._round_loop(), name="master-rounds"),
             asyncio.create_task(self._timer_loop(), name="master-timers"),
+            asyncio.create_task(self._probe_loop(), name="master-lag-probe"),
         ]
         self.log.info(
             "master.started",
@@ -147,6 +150,7 @@ class Master(LimitedCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests, R
         """A call: who sent it is the topic's principal; the payload is not trusted."""
         sender = self.topics.sender(topic)
         if sender is None:
+            self.messages.outcomes[("?", "dropped", "")] += 1
             return
         limited = sender.kind != "slave"  # as Mesos: rate limits are for framework principals
         if (
@@ -156,6 +160,8 @@ class Master(LimitedCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests, R
         ):
             return
         items = await self._decode(payload, limited)
+        # read here, not by the bus's decoder: counted here (drfmesos_bus_messages{in})
+        self.bus.stats["received"] += len(items)
         routes = self.routes[sender.kind]
         asked: str | None = ""  # (a list's items share one reply_to: checked once)
         caller = Caller.of(sender, None)
@@ -167,6 +173,8 @@ class Master(LimitedCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests, R
                 if not self.topics.owns_reply_topic(sender, reply_to):
                     reply_to = None  # answers go only to the sender's own outbox
                 caller = Caller.of(sender, reply_to)
+            kind = (item.type_name or "?") if isinstance(item, DecodeError) else item.message.TYPE
+            self.messages.received[kind] += 1
             if isinstance(item, DecodeError):
                 self._refuse(
                     caller, f"{item.reason}: {item.detail}", item.reason, item.type_name or ""
@@ -181,7 +189,7 @@ class Master(LimitedCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests, R
                     item.message.TYPE,
                 )
                 continue
-            await self._call(route, item.message, caller, limited)
+            await self._call(self.messages.counted(route, kind), item.message, caller, limited)
 
     async def _decode(self, payload: bytes, limited: bool) -> list[Envelope | DecodeError]:
         """A payload's calls. One of a framework or operator holds at most MAX_CALL_BYTES
@@ -198,12 +206,31 @@ class Master(LimitedCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests, R
     async def _gone(self, topic: str, payload: bytes) -> None:
         """A Last Will, published by the broker under the vanished party's own name."""
         parts = topic.split("/")
+        if topic == self._probe_topic():
+            self.lag.back(payload)
+            return
         if len(parts) != 5 or parts[3] not in ("slave", "framework"):
             return
         for item in decode_many(payload):
             if isinstance(item, DecodeError) or not isinstance(item.message, Gone):
                 continue
             await self._on_gone(item.message, Caller(parts[3], parts[4], None))
+
+    def _probe_topic(self) -> str:
+        return self.topics.gone("master", self.bus.broker.username or "master")
+
+    async def _probe_loop(self) -> None:
+        """A probe a second to the master's own topic, timed back (see backlog())."""
+        while True:
+            try:
+                await self.bus.publish_raw(self._probe_topic(), self.lag.send())
+            except Exception as e:  # a closing bus, say: the next probe tries again
+                self.log.debug("lag_probe.failed", error=str(e))
+            await asyncio.sleep(PROBE_INTERVAL)
+
+    def backlog(self) -> Backlog:
+        """How far behind the master is in reading its calls (/metrics, /health)."""
+        return backlog_of(self.bus.backlog(), self.bus.backlog_ages(), self.lag)
 
     async def stop(self) -> None:
         if getattr(self, "http", None) is not None:
@@ -358,7 +385,20 @@ class Master(LimitedCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests, R
         )
 
     def slave_view(self, slave_id: str) -> SlaveView:
-        return self.books.slaves[slave_id].view(self.allocator.free(slave_id))
+        slave = self.books.slaves[slave_id]
+        heard = time.time() - (self._now() - slave.last_seen)
+        return slave.view(self.allocator.free(slave_id), round(heard, 3))
+
+    def slave_ids(self, sort: str = "") -> list[str]:
+        """Every slave's id, in `sort`'s order (SLAVE_SORTS; by id by default): by
+        `last_heartbeat` the longest unheard first, so "which are late" is the first page.
+        A `-` before reverses it."""
+        slaves = self.books.slaves
+        if sort.lstrip("-") == "last_heartbeat":
+            ids = sorted(slaves, key=lambda s: (slaves[s].last_seen, s))
+        else:
+            ids = sorted(slaves)
+        return ids[::-1] if sort.startswith("-") else ids
 
     def offer_views(self, offset: int = 0, limit: int = 100) -> tuple[list[Offer], int]:
         """A page of outstanding offers, oldest first; and how many there are."""

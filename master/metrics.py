@@ -112,6 +112,9 @@ class MasterCollector(Collector):
             refused.add_metric([reason], n)
         yield refused
         yield from limit_metrics(m)
+        yield from backlog_metrics(m)
+        yield from message_metrics(m)
+        yield from churn_metrics(m)
         bus = CounterMetricFamily(
             "drfmesos_bus_messages", "Messages over the bus.", labels=["direction"]
         )
@@ -151,6 +154,92 @@ def limit_metrics(m: Master) -> Iterator[Metric]:
     yield queued
     yield throttled
     yield refused
+
+
+def backlog_metrics(m: Master) -> Iterator[Metric]:
+    """How far behind the master is in reading its inbound messages (Mesos:
+    master/event_queue_messages), and that it leads (master/elected)."""
+    backlog = m.backlog()
+    yield GaugeMetricFamily(
+        "drfmesos_inbound_queue_messages",
+        "Messages read from the broker, not yet handled.",
+        value=backlog.messages,
+    )
+    yield GaugeMetricFamily(
+        "drfmesos_inbound_oldest_wait_seconds",
+        "How long the oldest message not yet handled has waited, at least (lag probe).",
+        value=backlog.oldest_wait,
+    )
+    yield GaugeMetricFamily(
+        "drfmesos_inbound_last_wait_seconds",
+        "How long the last lag probe back waited to be read.",
+        value=backlog.last_wait,
+    )
+    yield elected_metric(1)
+
+
+def elected_metric(elected: int) -> Metric:
+    return GaugeMetricFamily(
+        "drfmesos_elected", "1 on the leading master, 0 on a standby.", value=elected
+    )
+
+
+def message_metrics(m: Master) -> Iterator[Metric]:
+    """Messages received, by type, and what became of them (Mesos: master/messages_*)."""
+    received = CounterMetricFamily(
+        "drfmesos_messages_received", "Messages received, by type.", labels=["type"]
+    )
+    for kind, n in sorted(m.messages.received.items()):
+        received.add_metric([kind], n)
+    yield received
+    outcomes = CounterMetricFamily(
+        "drfmesos_messages",
+        "Messages by type and outcome (handled, refused with its code, dropped, failed).",
+        labels=["type", "outcome", "code"],
+    )
+    for (kind, outcome, code), n in sorted(m.messages.outcomes.items()):
+        outcomes.add_metric([kind, outcome, code], n)
+    yield outcomes
+
+
+def churn_metrics(m: Master) -> Iterator[Metric]:
+    """Slaves' comings and goings (Mesos: master/slave_registrations, _reregistrations,
+    _removals, slaves_connected, slaves_disconnected, recovery_slave_removals)."""
+    churn = m.churn
+    yield CounterMetricFamily(
+        "drfmesos_slave_registrations", "Slaves registered.", value=churn.registrations
+    )
+    yield CounterMetricFamily(
+        "drfmesos_slave_reregistrations", "Slaves re-registered.", value=churn.reregistrations
+    )
+    yield CounterMetricFamily(
+        "drfmesos_slave_disconnects", "Slaves whose connection was lost.", value=churn.disconnects
+    )
+    removals = CounterMetricFamily(
+        "drfmesos_slave_removals",
+        "Slaves removed, by cause (unreachable, operator, recovery).",
+        labels=["cause"],
+    )
+    for cause, n in sorted(churn.removals.items()):
+        removals.add_metric([cause], n)
+    yield removals
+    connected = sum(1 for s in m.books.slaves.values() if s.connected)
+    yield GaugeMetricFamily("drfmesos_slaves_connected", "Slaves connected.", value=connected)
+    yield GaugeMetricFamily(
+        "drfmesos_slaves_disconnected",
+        "Slaves registered whose connection is lost.",
+        value=len(m.books.slaves) - connected,
+    )
+    recovery = GaugeMetricFamily(
+        "drfmesos_recovery_slaves",
+        "After a failover: slaves of the registry expected, back, removed, still awaited.",
+        labels=["state"],
+    )
+    recovery.add_metric(["expected"], churn.recovery_expected)
+    recovery.add_metric(["back"], churn.recovery_back)
+    recovery.add_metric(["removed"], churn.recovery_removed)
+    recovery.add_metric(["waiting"], len(m.books.recovering))
+    yield recovery
 
 
 def registry_for(master: Master) -> CollectorRegistry:

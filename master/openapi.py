@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
-from master.books import TASK_SORTS
+from master.books import SLAVE_SORTS, TASK_SORTS
 from master.http_models import (
     Events,
     Frameworks,
@@ -96,7 +96,18 @@ def openapi() -> dict[str, Any]:
         "paths": {
             "/api/v1/state": _get("The master's books as a snapshot", "State"),
             "/api/v1/frameworks": _get("Every framework", "Frameworks"),
-            "/api/v1/slaves": _get("Slaves, a page at a time", "Slaves", _page_params()),
+            "/api/v1/slaves": _get(
+                "Slaves, a page at a time; by last_heartbeat: the longest unheard first",
+                "Slaves",
+                [
+                    {
+                        "name": "sort",
+                        "in": "query",
+                        "schema": {"enum": [*SLAVE_SORTS, *(f"-{s}" for s in SLAVE_SORTS)]},
+                    },
+                    *_page_params(),
+                ],
+            ),
             "/api/v1/tasks": _get(
                 "Tasks (running, and the recently ended), filtered and paged",
                 "Tasks",

@@ -40,6 +40,7 @@ class Recovery(MasterCore):
         for slave_id, slave in self.registry.slaves.items():
             self.books.slave_owners[slave_id] = slave.principal
             self.books.recovering[slave_id] = now + grace
+        self.churn.recovery_expected = len(self.books.recovering)
         for framework_id, record in self.registry.frameworks.items():
             if self.allocator.role_problem(record.role) is not None:
                 self.log.error("recovery.role_gone", framework_id=framework_id, role=record.role)
@@ -88,4 +89,7 @@ class Recovery(MasterCore):
     def slave_not_back(self, slave_id: str) -> None:
         del self.books.recovering[slave_id]
         timeout = self.config.slave_reregister_timeout
-        self._slave_gone(slave_id, f"did not re-register within {timeout:g}s of the failover")
+        self.churn.recovery_removed += 1
+        self._slave_gone(
+            slave_id, f"did not re-register within {timeout:g}s of the failover", cause="recovery"
+        )

@@ -126,7 +126,12 @@ class SlaveCalls(Partitions):
         slave = self.books.slaves.get(slave_id)  # (it may have come meanwhile)
         self.books.removed_slaves.discard(slave_id)
         if self.books.recovering.pop(slave_id, None) is not None:
+            self.churn.recovery_back += 1
             self.log.info("slave.recovered", slave_id=slave_id, tasks=len(running))
+        if ending is None:  # as Mesos counts: by the message, Register or Reregister
+            self.churn.registrations += 1
+        else:
+            self.churn.reregistrations += 1
         if slave is None:
             slave = Slave(slave_id, caller.principal, hostname, total, attributes, incarnation, now)
             self.books.slaves[slave_id] = slave
@@ -249,6 +254,7 @@ class SlaveCalls(Partitions):
         if not slave.connected:
             return
         slave.connected = False
+        self.churn.disconnects += 1
         for offer_id in list(slave.offers):
             self._rescind(self.books.offers[offer_id])
         self.allocator.deactivate_slave(slave.slave_id)
@@ -259,6 +265,7 @@ class SlaveCalls(Partitions):
         slave = self.books.slaves.get(msg.source)
         if slave is None or slave.principal != caller.principal:
             # A slave we removed (or a master that restarted): it must register again.
+            self.messages.refused("Heartbeat", "unknown-slave")
             owner = self.books.slave_owners.get(msg.source, caller.principal)
             if msg.source and owner == caller.principal:
                 with contextlib.suppress(ValueError):

@@ -34,6 +34,7 @@ from typing import Any, Self, TypeVar, cast
 import aiomqtt
 
 from protocol import logs
+from protocol.backlog import StampedQueue
 from protocol.brokers import MAX_PACKET_BYTES, BrokerURL
 from protocol.codec import (
     MAX_BATCH,
@@ -44,6 +45,7 @@ from protocol.codec import (
     encode_batch,
     encode_list,
 )
+from protocol.message_counts import MessageCounts
 from protocol.messages import LISTS, Error, Gone, Wire
 
 Handler = Callable[[Wire, str | None], Awaitable[None]]
@@ -206,6 +208,7 @@ class Bus:
         self.may_reconnect: Callable[[], Awaitable[bool]] | None = None
         # traffic counters: messages posted/received, MQTT payloads published/received
         self.stats = {"posted": 0, "published": 0, "received": 0, "payloads_in": 0, "fenced": 0}
+        self.messages = MessageCounts()  # what the handlers were given, by type and outcome
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def __aenter__(self) -> Self:
@@ -602,6 +605,7 @@ class Bus:
             max_inflight_messages=1000,
             timeout=10,
             logger=MQTT_LOG,
+            queue_type=StampedQueue,  # stamped: how long arrivals wait (see backlog())
         )
 
     async def _run(self) -> None:
@@ -710,6 +714,14 @@ class Bus:
         queue = getattr(self._client, "_queue", None)
         return queue.qsize() if queue is not None else 0
 
+    def backlog_ages(self) -> tuple[float, float]:
+        """Seconds the oldest message not yet dispatched has waited, and seconds the last
+        dispatched one had waited (0, 0 while not connected)."""
+        queue = getattr(self._client, "_queue", None)
+        if not isinstance(queue, StampedQueue):
+            return 0.0, 0.0
+        return queue.oldest_age(), queue.last_wait
+
     async def _drain(self, client: aiomqtt.Client) -> None:
         """Dispatch what was received (and already acknowledged) before the connection broke.
 
@@ -762,7 +774,10 @@ class Bus:
     ) -> None:
         for item in items:
             self.stats["received"] += 1
+            kind = (item.type_name or "?") if isinstance(item, DecodeError) else item.message.TYPE
+            self.messages.received[kind] += 1
             if isinstance(item, DecodeError):
+                self.messages.outcomes[(kind, "refused", item.reason)] += 1
                 self.log.warning(
                     "bus.bad_message",
                     topic=topic.value,
@@ -780,6 +795,7 @@ class Bus:
             if item.epoch:
                 if item.epoch < self.fence:
                     self.stats["fenced"] += 1
+                    self.messages.outcomes[(kind, "dropped", "fenced")] += 1
                     self.log.warning(
                         "bus.fenced",
                         topic=topic.value,
@@ -790,7 +806,7 @@ class Bus:
                     continue
                 self.fence = item.epoch
             try:
-                await handler(item.message, item.reply_to)
+                await self.messages.counted(handler, kind)(item.message, item.reply_to)
             except asyncio.CancelledError:
                 raise
             except Exception:
@@ -831,6 +847,7 @@ class Dispatcher:
     async def __call__(self, message: Wire, reply_to: str | None) -> None:
         handler = self._routes.get(type(message))
         if handler is None:
+            self._bus.messages.refused(message.TYPE, "unexpected-type")
             self._bus.log.warning("bus.unexpected_type", type=message.TYPE, sender=reply_to)
             self._bus.reply_error(
                 reply_to,

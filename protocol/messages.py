@@ -757,6 +757,8 @@ class SlaveView(Wire):
     total: Resources
     free: Resources
     tasks: int
+    connected: bool = True  # False from its connection's loss until it is back (or removed)
+    last_heartbeat: float | None = None  # wall clock, when the master last heard from it
 
 
 class TaskView(Wire):

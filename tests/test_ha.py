@@ -5,6 +5,7 @@ framework saw."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import statistics
 import time
@@ -12,12 +13,14 @@ from collections.abc import AsyncIterator
 from datetime import datetime
 from pathlib import Path
 
+import aiohttp
 import pytest
 
 from benchmarks.common import percentile
 from cluster.ha import HACluster, HAConfig, books_balance, share_spread
 from frameworks import Scheduler, SchedulerDriver
 from frameworks.scheduler import DriverError
+from master.http_models import Health
 from protocol.bus import Bus
 from protocol.codec import encode
 from protocol.messages import KillTask, SetQuota, State
@@ -304,3 +307,60 @@ async def test_a_two_minute_chaos_soak_keeps_every_task_and_the_books(tmp_path: 
     assert report.failovers_unfinished == 0
     assert report.balanced
     assert report.fair_after is not None
+
+
+STANDBY = HAConfig(masters=2, slaves=0, frameworks=0, zk_session_timeout=3.0)
+
+
+async def http_get(port: int, path: str) -> tuple[int, str]:
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(f"http://127.0.0.1:{port}{path}") as r,
+    ):
+        return r.status, await r.text()
+
+
+async def answers(port: int) -> tuple[Health, str]:
+    """A master's /health and /metrics, once it answers and knows who leads (a process
+    just started, or a standby not yet in the election, knows no leader)."""
+    for _ in range(400):
+        try:
+            health, metrics = await http_get(port, "/health"), await http_get(port, "/metrics")
+        except OSError:
+            await asyncio.sleep(0.05)  # still starting: its port is not open yet
+            continue
+        seen = Health.model_validate_json(health[1])
+        if seen.leader:
+            return seen, metrics[1]
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"nothing on port {port} says who leads")
+
+
+@pytest.mark.parametrize("ha", [STANDBY], indirect=True)
+async def test_a_standby_answers_health_and_metrics_as_a_standby_and_leads_when_elected(
+    ha: HACluster,
+) -> None:
+    leader = ha.leader_name()
+    assert leader is not None
+    (standby,) = set(ha.http_ports) - {leader}
+    health, metrics = await answers(ha.http_ports[standby])
+    assert health.status == "standby"
+    assert not health.elected
+    assert health.leader == f"127.0.0.1:{ha.http_ports[leader]}"
+    assert "drfmesos_elected 0.0" in metrics
+    health, metrics = await answers(ha.http_ports[leader])
+    assert health.status == "ok"
+    assert health.elected
+    assert "drfmesos_elected 1.0" in metrics
+
+    old = ha.leader
+    assert old is not None
+    ha.kill(leader)
+    await ha.wait_for_leader(newer_than=old.epoch, timeout=20)
+    health, metrics = await answers(ha.http_ports[standby])  # it took the port over
+    assert health.elected
+    assert "drfmesos_elected 1.0" in metrics
+    await ha.restart(leader)  # back, as a standby
+    health, _ = await answers(ha.http_ports[leader])
+    assert health.status == "standby"
+    assert health.leader == f"127.0.0.1:{ha.http_ports[standby]}"

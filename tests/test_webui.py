@@ -210,6 +210,13 @@ def test_the_web_ui_shows_the_demo_live(
     )
     assert "calls/s" in text("#limits-default")
 
+    # beside the chart: how far behind the master is, and the slaves' comings and goings
+    wait.until(lambda _: "registrations" in text("#slave-churn"))
+    assert text("#master-health").startswith("master ")  # ok, or behind on a slow machine
+    assert "waiting to be handled" in text("#master-health")
+    assert text("#slaves tbody tr td.heard").endswith(" s ago")  # each slave's last heartbeat
+    assert "connected" in text("#slave-churn")
+
     # the chart has drawn each framework's share over time (and the fair share, dashed)
     wait.until(lambda _: int(d.find_element(By.ID, "chart").get_attribute("data-points") or 0) > 20)  # type: ignore[attr-defined]
     drawn = d.execute_script(  # type: ignore[attr-defined]

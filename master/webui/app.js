@@ -260,8 +260,10 @@ async function loadSlaves() {
       const used = total - ((s.free || {})[name] || 0);
       bars.append(el("span", {}, name), bar(total ? used / total : 0, "#5b7bb2"), el("span", { class: "dim" }, `${+used.toFixed(2)} / ${+total.toFixed(2)}`));
     }
+    const heard = s.last_heartbeat == null ? "" : `${Math.max(0, Date.now() / 1000 - s.last_heartbeat).toFixed(1)} s ago`;
     return el("tr", {}, el("td", {}, link(["slave", s.slave_id], s.slave_id)), el("td", {}, s.hostname),
-      el("td", {}, s.tasks), el("td", {}, bars));
+      el("td", {}, s.tasks), el("td", {}, bars),
+      el("td", { class: "heard" }, s.connected ? heard : `disconnected (${heard})`));
   }));
   return page.total;
 }
@@ -305,6 +307,23 @@ async function loadLimits() {
     el("td", {}, p.capacity ?? "-"), el("td", {}, p.handled), el("td", {}, p.throttled),
     el("td", {}, p.refused), el("td", {}, p.queued))));
   return l.principals.length;
+}
+
+// how far behind the master is, and the slaves' comings and goings: behind shows before
+// slaves are removed
+async function loadHealth() {
+  const h = await api("/health");
+  const s = (x) => `${(+x).toFixed(2)} s`;
+  const health = $("master-health");
+  health.textContent = `master ${h.status}: ${h.backlog} waiting to be handled · oldest waited ${s(h.oldest_wait_seconds)}` +
+    ` · last probe waited ${s(h.last_wait_seconds)}` + (h.max_backlog_age != null ? ` (behind past ${s(h.max_backlog_age)})` : "");
+  health.className = h.status === "behind" ? "error" : "dim";
+  const c = h.slave_churn;
+  if (!c) return 0;
+  const removals = Object.entries(c.removals).map(([cause, n]) => `${n} ${cause}`).join(", ") || "none";
+  $("slave-churn").textContent = `slaves: ${c.connected} connected, ${c.disconnected} disconnected · ` +
+    `${c.registrations} registrations, ${c.reregistrations} re-registrations, ${c.disconnects} disconnects · removed: ${removals}`;
+  return 1;
 }
 
 // -- the sandbox viewer: a dialog over the page, wherever the click was -------------------
@@ -447,7 +466,7 @@ async function start() {
   $("login").hidden = true;
   $("app").hidden = false;
   stream();
-  const poll = () => (down ? Promise.resolve() : Promise.all([loadSlaves(), loadTasks(), loadOffers(), loadLimits()]).catch(() => {}));
+  const poll = () => (down ? Promise.resolve() : Promise.all([loadSlaves(), loadTasks(), loadOffers(), loadLimits(), loadHealth()]).catch(() => {}));
   await poll();
   if (!polling) polling = setInterval(poll, 2000);
   if (location.hash) openDetails(); // a link to a framework, a slave or a task

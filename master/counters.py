@@ -1,0 +1,31 @@
+"""What the master counts so that an operator sees it fall behind: the messages it
+received and what became of each (per type), and the slaves' comings and goings.
+
+Mesos answers the same questions from /metrics/snapshot (master/messages_*,
+master/slave_registrations, master/slave_removals, master/recovery_slave_removals);
+`master.metrics` serves these counts, `/health` reads them too.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from protocol.message_counts import MessageCounts
+
+__all__ = ["MessageCounts", "SlaveChurn"]
+
+
+@dataclass
+class SlaveChurn:
+    """Slaves registered, re-registered, disconnected and removed (by cause:
+    `unreachable` past the heartbeat timeout, `operator` marked gone, `recovery` not back
+    within the re-register timeout after a failover), and the failover's progress."""
+
+    registrations: int = 0
+    reregistrations: int = 0
+    disconnects: int = 0
+    removals: Counter[str] = field(default_factory=Counter)
+    recovery_expected: int = 0  # slaves of the registry when this master took over
+    recovery_back: int = 0  # of those, back
+    recovery_removed: int = 0  # of those, removed for not coming back in time

@@ -1,0 +1,93 @@
+"""What a standby master serves: `/health` and `/metrics`, and nothing else.
+
+A standby holds no books, so it answers only that it is alive, that it does not lead
+(`elected` 0, as Mesos's master/elected) and who does, so that a tool can tell a standby
+from a dead master. It listens where the master's HTTP API would, and gives the port
+back when it is elected (see master.cli: the leader's own API takes over), and takes it
+again when its term ends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterator
+
+from aiohttp import web
+from prometheus_client import CollectorRegistry
+from prometheus_client.core import Metric
+from prometheus_client.registry import Collector
+
+from master.http_api import (
+    PrincipalAuth,
+    _json,
+    _problem,
+    _secure_headers,
+    metrics_response,
+    serve_site,
+)
+from master.http_config import HttpConfig
+from master.http_models import Health
+from master.metrics import elected_metric
+from protocol import logs
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+class _Standby(Collector):
+    def collect(self) -> Iterator[Metric]:
+        yield elected_metric(0)
+
+
+class StandbyHttp:
+    def __init__(
+        self, config: HttpConfig, master_id: str, leader: Callable[[], Awaitable[str]]
+    ) -> None:
+        """`leader`: the leading master's HTTP address, as the election knows it."""
+        self.config = config
+        self.master_id = master_id
+        self.leader = leader
+        self.auth = PrincipalAuth(config.credentials) if config.credentials else None
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.registry.register(_Standby())
+        self.runner: web.AppRunner | None = None
+        self.log = logs.get("master.standby_http", master_id=master_id)
+
+    async def start(self) -> None:
+        """Serve (a port in use is said in the log, and the standby goes on without)."""
+        app = web.Application(middlewares=[self._guard])
+        app.on_response_prepare.append(_secure_headers)
+        app.add_routes([web.get("/health", self._health), web.get("/metrics", self._metrics)])
+        self.runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        try:
+            url = await serve_site(self.runner, self.config)
+        except OSError as e:
+            await self.stop()
+            self.log.error("standby_http.failed", error=str(e), port=self.config.port)
+            return
+        self.log.info("standby_http.started", url=url)
+
+    async def stop(self) -> None:
+        if self.runner is not None:
+            await self.runner.cleanup()
+            self.runner = None
+
+    @web.middleware
+    async def _guard(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        """As the leader's API: an operator's credentials, unless these are left open."""
+        if self.auth is not None and not self.config.open_metrics:
+            who = await self.auth.principal(request.headers.get("Authorization"))
+            if who is None or who.kind != "operator":
+                return _problem("operator credentials needed", 401)
+        return await handler(request)
+
+    async def _health(self, request: web.Request) -> web.StreamResponse:
+        return _json(
+            Health(
+                status="standby",
+                master_id=self.master_id,
+                elected=False,
+                leader=await self.leader(),
+            )
+        )
+
+    async def _metrics(self, request: web.Request) -> web.StreamResponse:
+        return metrics_response(self.registry)

@@ -1,0 +1,37 @@
+"""The inbound queue, stamped: how far behind a party is in reading what reached it.
+
+aiomqtt hands every arriving message to an asyncio queue that the bus empties one by
+one (see `Bus._receive`). A party that cannot keep up shows it there first: the queue
+grows and its oldest message ages. `StampedQueue` notes when each message was queued,
+so the bus can say how many wait, how long the oldest has waited, and how long the last
+one it took had waited (what Mesos calls master/event_queue_messages).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from typing import Any
+
+
+class StampedQueue(asyncio.Queue[Any]):
+    """An asyncio queue that remembers when each item was put (aiomqtt's `queue_type`)."""
+
+    def __init__(self, maxsize: int = 0) -> None:
+        super().__init__(maxsize)
+        self._stamps: deque[float] = deque()
+        self.last_wait = 0.0  # seconds the item taken last had waited
+
+    def _put(self, item: Any) -> None:
+        self._stamps.append(time.monotonic())
+        super()._put(item)
+
+    def _get(self) -> Any:
+        if self._stamps:
+            self.last_wait = time.monotonic() - self._stamps.popleft()
+        return super()._get()
+
+    def oldest_age(self) -> float:
+        """Seconds the oldest waiting item has waited (0 with none waiting)."""
+        return time.monotonic() - self._stamps[0] if self._stamps else 0.0
