@@ -589,6 +589,10 @@ class RunTask(Wire):
     framework_id: Id
     framework_name: str = ""
     task: TaskInfo
+    # the directory the slave made for this task's own stdout and stderr (a custom
+    # executor writes the task's lines there, `ExecutorDriver.output`); set by the slave
+    # for its executor, ignored when it comes from a master
+    sandbox: str = ""
 
 
 class RunTasks(Wire):
@@ -637,7 +641,7 @@ class ReadFile(Wire):
     request_id: Id
     framework_id: Id
     task_id: Id
-    executor_id: str | None = None  # a custom executor's task writes to its executor's files
+    executor_id: str | None = None  # whose log to read for a task older than its own sandbox
     name: Literal["stdout", "stderr"]
     offset: int = Field(default=0, ge=0)
     length: int = Field(default=65536, ge=0, le=1_048_576)
