@@ -752,6 +752,8 @@ class FrameworkView(Wire):
     starving_seconds: float | None = None  # how long it has been starving, if it is
     demand: list[TaskRequest] | None = None  # what it declared it still wants
     registered_at: float | None = None  # wall clock, when it first registered
+    removed_at: float | None = None  # wall clock, when removed (a completed framework only)
+    removed_why: str = ""  # why it was removed (a completed framework only)
 
 
 class SlaveView(Wire):

@@ -161,6 +161,14 @@ async def test_the_api_answers_operators_only_and_as_its_openapi_says(live: Live
         assert {t["framework_id"] for t in done["tasks"]} == {fw_id}
         for t in done["tasks"]:  # when each ran, by the wall clock
             assert 0 < t["launched_at"] <= t["ended_at"] <= time.time()
+        # and the framework itself is listed as completed: when and why it went
+        status, listed = await live.get("/api/v1/frameworks")
+        assert listed["frameworks"] == []
+        [gone] = listed["completed_frameworks"]
+        assert (gone["framework_id"], gone["name"], gone["active"]) == (fw_id, "printer", False)
+        assert gone["finished_tasks"] == 4
+        assert 0 < gone["registered_at"] <= gone["removed_at"] <= time.time()
+        assert gone["removed_why"]
         # searched by id, sorted by launch
         status, one = await live.get(f"/api/v1/tasks?search={task_id}")
         assert [t["task_id"] for t in one["tasks"]] == [task_id]

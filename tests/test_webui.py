@@ -89,6 +89,27 @@ def browser() -> Iterator[object]:
         shutil.rmtree(profile, ignore_errors=True)
 
 
+def _child_running(root: int, args: list[str]) -> int:
+    """The pid of a process under `root` (only our own demo's, never another run's) whose
+    command line holds `args` in order."""
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = Path(entry.path, "cmdline").read_bytes().decode().split("\0")
+            pid = int(entry.name)
+            ancestor = pid
+            while ancestor > 1 and ancestor != root:
+                stat = Path(f"/proc/{ancestor}/stat").read_text()
+                ancestor = int(stat.rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        joined = "\0".join(argv)
+        if ancestor == root and pid != root and "\0".join(args) in joined:
+            return pid
+    raise AssertionError(f"no {args} under {root}")
+
+
 def shot(driver: object, name: str) -> None:
     folder = ARTIFACTS / "webui"
     folder.mkdir(parents=True, exist_ok=True)
@@ -324,10 +345,28 @@ def test_the_web_ui_shows_the_demo_live(
     assert wait.until(lambda _: len(d.find_elements(By.CSS_SELECTOR, "#events li")) > 5)  # type: ignore[attr-defined]
     shot(d, "08-reloaded")
 
+    # C stops (SIGTERM: its driver tears it down): it stays listed, marked completed
+    os.kill(_child_running(proc.pid, ["--name", "C"]), signal.SIGTERM)
+    wait.until(lambda _: "completed" in text('#frameworks tr.completed[data-framework="C"]'))
+    assert (
+        d.execute_script(  # type: ignore[attr-defined]
+            "return [...document.querySelectorAll('#frameworks tbody tr')]"
+            ".map(r => r.dataset.framework).pop()"
+        )
+        == "C"
+    )  # below the live ones
+    d.execute_script(  # type: ignore[attr-defined]
+        "document.querySelector('#frameworks tr[data-framework=\"C\"] a').click()"
+    )
+    wait.until(lambda _: details().get("title") == "framework C")
+    assert details()["status"].startswith("completed: removed ")
+    shot(d, "09-completed-framework")
+    d.find_element(By.ID, "details-close").click()  # type: ignore[attr-defined]
+
     # the master stops: the page says so plainly, at its top, and waits longer each time
     proc.send_signal(signal.SIGINT)
     wait.until(lambda _: d.find_element(By.ID, "outage").is_displayed())  # type: ignore[attr-defined]
     assert "The master is not answering" in text("#outage")
     assert text("#live") == "master down"
     wait.until(lambda _: "Trying again in 4 s" in text("#outage"))
-    shot(d, "09-master-down")
+    shot(d, "10-master-down")

@@ -167,8 +167,10 @@ function render() {
     (p ? ` · preempted ${p.tasks_preempted} tasks (${Math.round(p.work_lost_seconds)} task-s of work lost), ${p.in_flight} being preempted` : "");
 
   const rows = Object.values(view.frameworks).sort((a, b) => a.name.localeCompare(b.name));
-  $("frameworks").tBodies[0].replaceChildren(...rows.map((f) => el("tr", { "data-framework": f.name },
-    el("td", {}, link(["framework", f.framework_id], f.name), f.active ? "" : " (disconnected)"),
+  const gone = Object.values(completed).filter((f) => !view.frameworks[f.framework_id]).reverse(); // newest first
+  $("frameworks").tBodies[0].replaceChildren(...[...rows, ...gone].map((f) => el("tr", { "data-framework": f.name, class: f.removed_at ? "completed" : "" },
+    el("td", {}, link(["framework", f.framework_id], f.name),
+      f.removed_at ? el("span", { class: "dim", title: f.removed_why }, ` (completed ${when(f.removed_at)})`) : f.active ? "" : " (disconnected)"),
     el("td", { class: "dim" }, f.framework_id),
     el("td", {}, f.role), el("td", { class: "running" }, f.running_tasks), el("td", {}, f.finished_tasks),
     el("td", {}, res(f.allocated)),
@@ -178,7 +180,7 @@ function render() {
   const select = $("task-framework");
   const chosen = select.value;
   select.replaceChildren(el("option", { value: "" }, "all"),
-    ...rows.map((f) => el("option", { value: f.framework_id }, f.name)));
+    ...[...rows, ...gone].map((f) => el("option", { value: f.framework_id }, f.name)));
   select.value = chosen;
 
   const roles = Object.values(view.roles).sort((a, b) => a.role.localeCompare(b.role));
@@ -247,6 +249,15 @@ async function loadEvents() { // what the master kept: the list survives a reloa
   const page = await api("/api/v1/events?limit=200").catch(() => ({ events: [] }));
   $("events").replaceChildren();
   for (const e of page.events) if (!QUIET.has(e.kind)) addEvent(e);
+}
+
+// -- the frameworks removed lately (Mesos's completed frameworks), listed under the live ones ---
+let completed = {};
+async function loadCompleted() {
+  const page = await api("/api/v1/frameworks");
+  completed = Object.fromEntries(page.completed_frameworks.map((f) => [f.framework_id, f]));
+  for (const f of page.completed_frameworks) knownNames[f.framework_id] = f.name;
+  render();
 }
 
 // -- pages of slaves and tasks ----------------------------------------------------------------
@@ -389,6 +400,10 @@ async function frameworkDetails(id) {
   for (const t of page.tasks) counts[t.state] = (counts[t.state] || 0) + 1;
   const byState = Object.entries(counts).map(([s, n]) => `${s} ${n}`).join(" · ") || "none";
   const tasks = el("button", { onclick: () => { $("task-framework").value = id; taskOffset = 0; loadTasks(); $("details").close(); } }, "show its tasks");
+  const c = completed[id];
+  if (c) return [`framework ${c.name}`, [["id", id], ["principal", c.principal], ["role", c.role],
+    ["registered", when(c.registered_at)], ["status", `completed: removed ${when(c.removed_at)} (${c.removed_why})`],
+    ["finished", c.finished_tasks], ["tasks", byState], ["", tasks]]];
   if (!f) return [`framework ${nameOf(id)}`, [["id", id], ["status", "removed"], ["tasks", byState], ["", tasks]]];
   return [`framework ${f.name}`, [
     ["id", id], ["principal", f.principal], ["role", f.role], ["weight", f.weight],
@@ -447,7 +462,7 @@ async function start() {
   $("login").hidden = true;
   $("app").hidden = false;
   stream();
-  const poll = () => (down ? Promise.resolve() : Promise.all([loadSlaves(), loadTasks(), loadOffers(), loadLimits()]).catch(() => {}));
+  const poll = () => (down ? Promise.resolve() : Promise.all([loadSlaves(), loadTasks(), loadOffers(), loadLimits(), loadCompleted()]).catch(() => {}));
   await poll();
   if (!polling) polling = setInterval(poll, 2000);
   if (location.hash) openDetails(); // a link to a framework, a slave or a task
