@@ -181,6 +181,7 @@ class Slave:
             total=self.total,
             free=free,
             tasks=len(self.tasks),
+            attributes=self.attributes,
         )
 
 

@@ -763,6 +763,7 @@ class SlaveView(Wire):
     total: Resources
     free: Resources
     tasks: int
+    attributes: dict[str, str] = Field(default_factory=dict)  # its `--attributes`
 
 
 class TaskView(Wire):

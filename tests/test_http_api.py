@@ -94,7 +94,7 @@ async def live(tmp_path: Path) -> AsyncIterator[Live]:
         for i in range(2):
             await launcher.start(
                 "slave", f"slave-{i}", "--resources", "cpus:2;mem:1024",
-                "--work-dir", str(tmp_path / f"slave-{i}"),
+                "--work-dir", str(tmp_path / f"slave-{i}"), "--attributes", f"rack:r{i}",
             )  # fmt: skip
         ops = as_principal(broker.url, store, "ops")
         state = await wait_state(ops, CLUSTER, lambda s: len(s.slaves) == 2 and bool(s.web_ui))
@@ -179,6 +179,7 @@ async def test_the_api_answers_operators_only_and_as_its_openapi_says(live: Live
         status, page = await live.get("/api/v1/slaves?offset=1&limit=1")
         assert page["total"] == 2
         assert len(page["slaves"]) == 1
+        assert page["slaves"][0]["attributes"] in ({"rack": "r0"}, {"rack": "r1"})
         assert (await live.get("/api/v1/tasks?state=NOPE"))[0] == 400
         assert (await live.get("/api/v1/slaves?limit=0"))[0] == 400
         assert (await live.get("/metrics", auth=basic("ops", "no")))[0] == 401

@@ -316,7 +316,9 @@ def test_the_web_ui_shows_the_demo_live(
     d.find_element(By.ID, "details-close").click()  # type: ignore[attr-defined]
     d.execute_script("document.querySelector('#tasks tbody a[href^=\"#slave/\"]').click()")  # type: ignore[attr-defined]
     wait.until(lambda _: details().get("title", "").startswith("slave "))
-    assert details()["hostname"].startswith("demo-slave-")
+    slave = details()
+    assert slave["hostname"].startswith("demo-slave-")
+    assert slave["attributes"] == f"rack:r{slave['hostname'].removeprefix('demo-slave-')}"
     d.find_element(By.ID, "details-close").click()  # type: ignore[attr-defined]
     d.execute_script("document.querySelector('#tasks tbody a[href^=\"#task/\"]').click()")  # type: ignore[attr-defined]
     wait.until(lambda _: details().get("title", "").startswith("task "))

@@ -420,7 +420,8 @@ async function slaveDetails(id) {
   const s = page.slaves.find((x) => x.slave_id === id);
   if (!s) return [`slave ${id}`, [["status", "gone (or beyond the first 1000)"]]];
   return [`slave ${id}`, [["hostname", s.hostname], ["principal", s.principal], ["total", res(s.total)],
-    ["free", res(s.free)], ["tasks", s.tasks]]];
+    ["free", res(s.free)], ["tasks", s.tasks],
+    ["attributes", Object.entries(s.attributes || {}).map(([k, v]) => `${k}:${v}`).join(" ") || "none"]]];
 }
 
 async function taskDetails(frameworkId, id) {
