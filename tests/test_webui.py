@@ -2,8 +2,9 @@
 Selenium) against a live `drfmesos demo` cluster: signing in (and a wrong secret's 401),
 A, B and C with their shares, C's arrival changing them without a reload, the share
 chart, a task's stdout read from its slave in a dialog (tail, follow, download), the
-offers' count, events by name, one colour per framework, a framework's, a slave's and a
-task's page, a reload keeping the chart and the events, and the master stopping.
+offers' count, events by name, one colour per framework, a framework's, a slave's (with
+its attributes) and a task's page, a reload keeping the chart and the events, the role
+tree drawn as a tree, a framework that stops listed as completed, and the master stopping.
 Screenshots of each step go to artifacts/webui/ (or $DRFMESOS_ARTIFACTS)."""
 
 from __future__ import annotations
@@ -346,6 +347,25 @@ def test_the_web_ui_shows_the_demo_live(
     wait.until(lambda _: float(d.find_element(By.ID, "chart").get_attribute("data-span") or 0) > 20)  # type: ignore[attr-defined]
     assert wait.until(lambda _: len(d.find_elements(By.CSS_SELECTOR, "#events li")) > 5)  # type: ignore[attr-defined]
     shot(d, "08-reloaded")
+
+    # the role tree is drawn as a tree (the demo's roles are flat: a nested tree is put in
+    # the page's view for one render, then taken out)
+    nested = ["eng", "eng/web", "eng/web/api", "eng/batch", "eng/batch/nightly", "ops"]
+    drawn_tree = d.execute_script(  # type: ignore[attr-defined]
+        "document.getElementById('details').close();"  # (the reload reopened the task's)
+        "const nested = arguments[0];"
+        "for (const role of nested) view.roles[role] = {role, weight: 1};"
+        "render();"
+        "return [...document.querySelectorAll('#roles tbody tr')]"
+        "  .filter(r => nested.includes(r.dataset.role))"
+        "  .map(r => r.querySelector('td.role').textContent);",
+        nested,
+    )
+    assert drawn_tree == ["eng", "├─ batch", "│  └─ nightly", "└─ web", "   └─ api", "ops"]
+    d.find_element(By.ID, "roles").screenshot(str(ARTIFACTS / "webui" / "08b-role-tree.png"))  # type: ignore[attr-defined]
+    d.execute_script(  # type: ignore[attr-defined]
+        "for (const role of arguments[0]) delete view.roles[role]; render();", nested
+    )
 
     # C stops (SIGTERM: its driver tears it down): it stays listed, marked completed
     os.kill(_child_running(proc.pid, ["--name", "C"]), signal.SIGTERM)

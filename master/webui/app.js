@@ -183,14 +183,35 @@ function render() {
     ...[...rows, ...gone].map((f) => el("option", { value: f.framework_id }, f.name)));
   select.value = chosen;
 
-  const roles = Object.values(view.roles).sort((a, b) => a.role.localeCompare(b.role));
-  $("roles").tBodies[0].replaceChildren(...roles.map((r) => el("tr", { "data-role": r.role },
-    el("td", { class: "role", style: `padding-left:${0.5 + 1.5 * (r.role.split("/").length - 1)}em` },
-      (r.role.includes("/") ? "└ " : "") + r.role.split("/").pop()), el("td", {}, r.weight), el("td", {}, pct(r.promise)), el("td", {}, pct(r.share)),
+  $("roles").tBodies[0].replaceChildren(...roleTree(Object.values(view.roles)).map(([r, branch]) => el("tr", { "data-role": r.role },
+    el("td", { class: "role" }, el("span", { class: "branch" }, branch), r.role.split("/").pop()), el("td", {}, r.weight), el("td", {}, pct(r.promise)), el("td", {}, pct(r.share)),
     el("td", {}, pct(r.fair_share)), el("td", {}, res(r.guarantee)),
     el("td", {}, res(r.limit) + (r.unsatisfiable ? ` (unsatisfiable: ${r.unsatisfiable})` : "")))));
   drawChart();
   if (!window.__firstRender && rows.length) window.__firstRender = performance.now(); // for benchmarks
+}
+
+// the role tree drawn as a tree: each role under its parent, joined by ├─ └─ and │ lines
+// (a role's children follow it; the last child of a parent closes its branch with └─)
+function roleTree(roles) {
+  const parts = (role) => role.split("/");
+  const sorted = [...roles].sort((a, b) => {
+    const x = parts(a.role), y = parts(b.role);
+    for (let i = 0; i < Math.min(x.length, y.length); i++) if (x[i] !== y[i]) return x[i].localeCompare(y[i]);
+    return x.length - y.length;
+  });
+  const lastChild = new Set(), parentsSeen = new Set();
+  for (const r of [...sorted].reverse()) {
+    const parent = parts(r.role).slice(0, -1).join("/");
+    if (!parentsSeen.has(parent)) { parentsSeen.add(parent); lastChild.add(r.role); }
+  }
+  return sorted.map((r) => {
+    const p = parts(r.role);
+    let branch = "";
+    for (let depth = 1; depth < p.length - 1; depth++) branch += lastChild.has(p.slice(0, depth + 1).join("/")) ? "   " : "│  ";
+    if (p.length > 1) branch += lastChild.has(r.role) ? "└─ " : "├─ ";
+    return [r, branch];
+  });
 }
 
 function drawChart() {
