@@ -179,6 +179,8 @@ async def _start_cluster(
             str(launcher.run_dir / f"slave-{i}"),
             "--hostname",
             f"demo-slave-{i}",
+            "--attributes",
+            f"rack:r{i}",  # (shown on each slave's page)
         )
 
 

@@ -18,6 +18,11 @@ its coordinates (`DRFMESOS_SLAVE_ID`, `DRFMESOS_FRAMEWORK_ID`, `DRFMESOS_EXECUTO
 the environment; the driver registers over that line and calls the executor's callbacks.
 An executor never touches the cluster's bus and needs no credentials. Status updates go
 to the slave, which keeps them until the master has them.
+
+Each task has a sandbox of its own (`driver.sandbox(task_id)`), made by the slave: write
+a task's output there with `await driver.output(task_id, "line\n")`, and it is what
+reading that task's stdout shows, apart from the other tasks' lines and the executor's
+own log (the executor's stdout and stderr, in the executor's sandbox).
 """
 
 from __future__ import annotations
@@ -26,7 +31,8 @@ import asyncio
 import contextlib
 import os
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any
+from pathlib import Path
+from typing import Any, Literal
 
 from frameworks.calls import Made, made_at_once
 from protocol import logs
@@ -97,6 +103,7 @@ class ExecutorDriver:
         self._registered = asyncio.Event()
         self._stopped = asyncio.Event()
         self._spawned: set[asyncio.Task[Any]] = set()
+        self._sandboxes: dict[str, Path] = {}  # task id -> the sandbox the slave made for it
         self._routes: dict[type[Wire], Callable[[Any], Awaitable[None]]] = {
             ExecutorRegistered: self._on_registered,
             RunTask: self._on_run_task,
@@ -205,6 +212,24 @@ class ExecutorDriver:
         )
         return Made(channel.drain)
 
+    def sandbox(self, task_id: str) -> Path:
+        """The directory the slave made for this task's own files (the executor's own
+        sandbox, where it runs, for a task the slave did not make one for)."""
+        return self._sandboxes.get(task_id) or Path.cwd()
+
+    async def output(
+        self, task_id: str, text: str, stream: Literal["stdout", "stderr"] = "stdout"
+    ) -> None:
+        """Append `text` to the task's own stdout (or stderr): what reading that task's
+        files shows. (Written in a thread: the loop does not wait on the disk.)"""
+        path = self.sandbox(task_id) / stream
+
+        def append() -> None:
+            with path.open("a", encoding="utf-8") as f:
+                f.write(text)
+
+        await asyncio.to_thread(append)
+
     def _channel(self) -> Channel:
         if self.channel is None:
             raise RuntimeError("the executor driver is not running")
@@ -217,6 +242,8 @@ class ExecutorDriver:
             await self.executor.registered(self)
 
     async def _on_run_task(self, msg: RunTask) -> None:
+        if msg.sandbox:
+            self._sandboxes[msg.task.task_id] = Path(msg.sandbox)
         await self.executor.launch_task(self, msg.task)
 
     async def _on_kill_task(self, msg: KillTask) -> None:

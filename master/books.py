@@ -124,6 +124,8 @@ class Framework:
     # that comes back brings them back)
     unreachable: dict[str, Task] = field(default_factory=dict)
     kills_owed: set[str] = field(default_factory=set)  # unreachable tasks it asked to kill
+    removed_at: float | None = None  # wall clock, once removed (a completed framework)
+    removed_why: str = ""
 
     def launched(self, resources: Resources) -> None:
         """A task started: one fewer of that size is still wanted."""
@@ -183,6 +185,7 @@ class Slave:
             tasks=len(self.tasks),
             connected=self.connected,
             last_heartbeat=last_heartbeat,
+            attributes=self.attributes,
         )
 
 
@@ -248,6 +251,7 @@ class Books:
             )
             fw.complete(task, status)
         fw.connected = False
+        fw.removed_at, fw.removed_why = time.time(), why
         self.completed_frameworks[fw.framework_id] = fw
         if len(self.completed_frameworks) > keep_completed:
             del self.completed_frameworks[next(iter(self.completed_frameworks))]
@@ -267,6 +271,27 @@ def offer_of(books: Books, record: OfferRecord) -> Offer:
         hostname=slave.hostname if slave else "",
         resources=record.resources,
         attributes=slave.attributes if slave else {},
+    )
+
+
+def completed_view(fw: Framework) -> FrameworkView:
+    """A removed framework as the API lists it: nothing held, its tasks all ended."""
+    return FrameworkView(
+        framework_id=fw.framework_id,
+        principal=fw.principal,
+        name=fw.name,
+        role=fw.role,
+        weight=fw.weight,
+        active=False,
+        suppressed=fw.suppressed,
+        allocated=Resources(),
+        offered=Resources(),
+        dominant_share=0.0,
+        running_tasks=0,
+        finished_tasks=fw.finished_tasks,
+        registered_at=fw.registered_at,
+        removed_at=fw.removed_at,
+        removed_why=fw.removed_why,
     )
 
 

@@ -27,7 +27,7 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry
 from pydantic import BaseModel
 
-from master.books import SLAVE_SORTS, TASK_SORTS
+from master.books import SLAVE_SORTS, TASK_SORTS, completed_view
 from master.files import FileReadError
 from master.http_config import HttpConfig
 from master.http_log import ClientErrors
@@ -370,7 +370,15 @@ class HttpApi:
         return _json(self.master.state(include_tasks=True))
 
     async def _frameworks(self, request: web.Request) -> web.StreamResponse:
-        return _json(Frameworks(frameworks=self.master.state(include_tasks=False).frameworks))
+        m = self.master
+        return _json(
+            Frameworks(
+                frameworks=m.state(include_tasks=False).frameworks,
+                completed_frameworks=[
+                    completed_view(fw) for fw in m.books.completed_frameworks.values()
+                ],
+            )
+        )
 
     async def _slaves(self, request: web.Request) -> web.StreamResponse:
         offset = _int(request, "offset", 0)

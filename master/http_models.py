@@ -20,6 +20,8 @@ class Page(BaseModel):
 class Frameworks(BaseModel):
     model_config = ConfigDict(extra="forbid")
     frameworks: list[FrameworkView]
+    # the last frameworks removed, oldest first (Mesos's completed_frameworks, bounded)
+    completed_frameworks: list[FrameworkView] = []
 
 
 class Slaves(Page):

@@ -95,7 +95,9 @@ def openapi() -> dict[str, Any]:
         "security": [{"basic": []}],
         "paths": {
             "/api/v1/state": _get("The master's books as a snapshot", "State"),
-            "/api/v1/frameworks": _get("Every framework", "Frameworks"),
+            "/api/v1/frameworks": _get(
+                "Every framework, and the last ones removed (completed)", "Frameworks"
+            ),
             "/api/v1/slaves": _get(
                 "Slaves, a page at a time; by last_heartbeat: the longest unheard first",
                 "Slaves",

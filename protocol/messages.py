@@ -589,6 +589,10 @@ class RunTask(Wire):
     framework_id: Id
     framework_name: str = ""
     task: TaskInfo
+    # the directory the slave made for this task's own stdout and stderr (a custom
+    # executor writes the task's lines there, `ExecutorDriver.output`); set by the slave
+    # for its executor, ignored when it comes from a master
+    sandbox: str = ""
 
 
 class RunTasks(Wire):
@@ -637,7 +641,7 @@ class ReadFile(Wire):
     request_id: Id
     framework_id: Id
     task_id: Id
-    executor_id: str | None = None  # a custom executor's task writes to its executor's files
+    executor_id: str | None = None  # whose log to read for a task older than its own sandbox
     name: Literal["stdout", "stderr"]
     offset: int = Field(default=0, ge=0)
     length: int = Field(default=65536, ge=0, le=1_048_576)
@@ -748,6 +752,8 @@ class FrameworkView(Wire):
     starving_seconds: float | None = None  # how long it has been starving, if it is
     demand: list[TaskRequest] | None = None  # what it declared it still wants
     registered_at: float | None = None  # wall clock, when it first registered
+    removed_at: float | None = None  # wall clock, when removed (a completed framework only)
+    removed_why: str = ""  # why it was removed (a completed framework only)
 
 
 class SlaveView(Wire):
@@ -759,6 +765,7 @@ class SlaveView(Wire):
     tasks: int
     connected: bool = True  # False from its connection's loss until it is back (or removed)
     last_heartbeat: float | None = None  # wall clock, when the master last heard from it
+    attributes: dict[str, str] = Field(default_factory=dict)  # its `--attributes`
 
 
 class TaskView(Wire):

@@ -28,6 +28,7 @@ from protocol.messages import (
 from protocol.resources import Resources
 from slave.executors import ExecutorProcess
 from slave.isolator import Isolator, container_name
+from slave.sandbox import make_task_sandbox
 
 if TYPE_CHECKING:
     from slave.slave import TaskRecord
@@ -68,6 +69,9 @@ class ExecutorSide:
     async def _run_on_executor(self, msg: RunTask, record: TaskRecord) -> None:
         info = msg.task.executor
         assert info is not None
+        # the task's own files, apart from its executor's log and its other tasks' lines
+        # (made first: a task that cannot have them fails before any executor starts)
+        sandbox = await make_task_sandbox(self._sandbox(msg.framework_id, msg.task.task_id))
         ekey = f"{msg.framework_id}.{info.executor_id}"
         record.executor_key = ekey
         executor = self.executors.get(ekey)
@@ -114,7 +118,7 @@ class ExecutorSide:
             await self._resize(executor, msg.task)
         executor.tasks.add(msg.task.task_id)
         await self._checkpoint(record)
-        executor.send(msg)
+        executor.send(msg.model_copy(update={"sandbox": str(sandbox)}))
 
     def _new_executor(self, msg: RunTask) -> Resources:
         """What a task's executor takes besides the task: its own resources if this task

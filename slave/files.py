@@ -1,7 +1,9 @@
 """Reading a task's sandbox files for the master (an operator's UI asks; the slave answers).
 
-A command task's output is in `sandboxes/<framework>/<task>/`; a task of a custom executor
-writes to its executor's sandbox, `sandboxes/<framework>/executor-<id>/`. Names come from
+A task's output is in `sandboxes/<framework>/<task>/`: a command task's process writes
+there, and a custom executor writes each task's lines to that task's own sandbox, which
+the slave makes when it hands the task over. Only a task run before slaves made those has
+none; its executor's log, `sandboxes/<framework>/executor-<id>/`, is read instead. Names come from
 the wire, so a path is built only from checked segments and must stay under the sandboxes.
 """
 

@@ -7,6 +7,19 @@ import os
 from pathlib import Path
 
 
+def _make_task_sandbox(sandbox: Path) -> Path:
+    sandbox.mkdir(parents=True, exist_ok=True)
+    for name in ("stdout", "stderr"):
+        (sandbox / name).touch()
+    return sandbox
+
+
+async def make_task_sandbox(sandbox: Path) -> Path:
+    """Make a custom executor's task its sandbox with empty stdout and stderr, so that its
+    files read as its own (empty until its executor writes there), never the executor's."""
+    return await asyncio.to_thread(_make_task_sandbox, sandbox)
+
+
 async def spawn_in_sandbox(
     args: list[str], sandbox: Path, env: dict[str, str], pass_fds: tuple[int, ...] = ()
 ) -> asyncio.subprocess.Process:

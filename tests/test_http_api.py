@@ -94,7 +94,7 @@ async def live(tmp_path: Path) -> AsyncIterator[Live]:
         for i in range(2):
             await launcher.start(
                 "slave", f"slave-{i}", "--resources", "cpus:2;mem:1024",
-                "--work-dir", str(tmp_path / f"slave-{i}"),
+                "--work-dir", str(tmp_path / f"slave-{i}"), "--attributes", f"rack:r{i}",
             )  # fmt: skip
         ops = as_principal(broker.url, store, "ops")
         state = await wait_state(ops, CLUSTER, lambda s: len(s.slaves) == 2 and bool(s.web_ui))
@@ -161,6 +161,14 @@ async def test_the_api_answers_operators_only_and_as_its_openapi_says(live: Live
         assert {t["framework_id"] for t in done["tasks"]} == {fw_id}
         for t in done["tasks"]:  # when each ran, by the wall clock
             assert 0 < t["launched_at"] <= t["ended_at"] <= time.time()
+        # and the framework itself is listed as completed: when and why it went
+        status, listed = await live.get("/api/v1/frameworks")
+        assert listed["frameworks"] == []
+        [gone] = listed["completed_frameworks"]
+        assert (gone["framework_id"], gone["name"], gone["active"]) == (fw_id, "printer", False)
+        assert gone["finished_tasks"] == 4
+        assert 0 < gone["registered_at"] <= gone["removed_at"] <= time.time()
+        assert gone["removed_why"]
         # searched by id, sorted by launch
         status, one = await live.get(f"/api/v1/tasks?search={task_id}")
         assert [t["task_id"] for t in one["tasks"]] == [task_id]
@@ -171,6 +179,7 @@ async def test_the_api_answers_operators_only_and_as_its_openapi_says(live: Live
         status, page = await live.get("/api/v1/slaves?offset=1&limit=1")
         assert page["total"] == 2
         assert len(page["slaves"]) == 1
+        assert page["slaves"][0]["attributes"] in ({"rack": "r0"}, {"rack": "r1"})
         assert (await live.get("/api/v1/tasks?state=NOPE"))[0] == 400
         assert (await live.get("/api/v1/slaves?limit=0"))[0] == 400
         assert (await live.get("/metrics", auth=basic("ops", "no")))[0] == 401

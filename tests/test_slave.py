@@ -29,6 +29,7 @@ from protocol.messages import (
     Kill,
     KillTask,
     Message,
+    ReadFile,
     Reason,
     RunTask,
     RunTasks,
@@ -40,6 +41,7 @@ from protocol.messages import (
 )
 from protocol.resources import Resources
 from protocol.topics import Topics
+from slave.files import read_sandbox_file
 from slave.slave import Slave, SlaveConfig
 
 from fakes import FakeFramework
@@ -537,6 +539,30 @@ async def test_a_custom_executor_runs_its_frameworks_tasks_and_its_death_fails_t
     assert failure.status == -signal.SIGKILL
     assert slave.executors == {}
     assert _group(pid) == []
+
+
+async def test_each_task_of_a_custom_executor_has_its_own_stdout(rig: Rig) -> None:
+    """Two tasks on one executor: reading a task's stdout (as the master asks the slave)
+    shows that task's lines only, not the other's nor the executor's own log."""
+    fw = await rig.framework()
+    slave = await rig.start_slave("s1", Resources(cpus=2, mem=1024))
+    offer = await fw.next_offer()
+    await fw.accept(offer, [executor_task("s1", "a", 0.1), executor_task("s1", "b", 0.1)])
+    await fw.update_for("a", TaskState.FINISHED, timeout=30)
+    await fw.update_for("b", TaskState.FINISHED)
+
+    async def stdout(task_id: str) -> bytes:
+        ask = ReadFile(request_id="r1", framework_id=fw.framework_id, task_id=task_id,
+                       executor_id="sleeper", name="stdout")  # fmt: skip
+        answer = await read_sandbox_file(slave.config.work_dir / "sandboxes", "s1", ask)
+        assert not answer.error, answer.error
+        return answer.data
+
+    assert await stdout("a") == b"task a: sleeping 0.1s\n"
+    assert await stdout("b") == b"task b: sleeping 0.1s\n"
+    sandboxes = slave.config.work_dir / "sandboxes" / fw.framework_id
+    assert (sandboxes / "a" / "stderr").read_bytes() == b""
+    assert b"task a" not in (sandboxes / "executor-sleeper" / "stdout").read_bytes()
 
 
 async def test_teardown_shuts_down_the_frameworks_executor(rig: Rig) -> None:

@@ -2,8 +2,9 @@
 Selenium) against a live `drfmesos demo` cluster: signing in (and a wrong secret's 401),
 A, B and C with their shares, C's arrival changing them without a reload, the share
 chart, a task's stdout read from its slave in a dialog (tail, follow, download), the
-offers' count, events by name, one colour per framework, a framework's, a slave's and a
-task's page, a reload keeping the chart and the events, and the master stopping.
+offers' count, events by name, one colour per framework, a framework's, a slave's (with
+its attributes) and a task's page, a reload keeping the chart and the events, the role
+tree drawn as a tree, a framework that stops listed as completed, and the master stopping.
 Screenshots of each step go to artifacts/webui/ (or $DRFMESOS_ARTIFACTS)."""
 
 from __future__ import annotations
@@ -87,6 +88,27 @@ def browser() -> Iterator[object]:
     finally:
         driver.quit()
         shutil.rmtree(profile, ignore_errors=True)
+
+
+def _child_running(root: int, args: list[str]) -> int:
+    """The pid of a process under `root` (only our own demo's, never another run's) whose
+    command line holds `args` in order."""
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = Path(entry.path, "cmdline").read_bytes().decode().split("\0")
+            pid = int(entry.name)
+            ancestor = pid
+            while ancestor > 1 and ancestor != root:
+                stat = Path(f"/proc/{ancestor}/stat").read_text()
+                ancestor = int(stat.rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        joined = "\0".join(argv)
+        if ancestor == root and pid != root and "\0".join(args) in joined:
+            return pid
+    raise AssertionError(f"no {args} under {root}")
 
 
 def shot(driver: object, name: str) -> None:
@@ -302,7 +324,9 @@ def test_the_web_ui_shows_the_demo_live(
     d.find_element(By.ID, "details-close").click()  # type: ignore[attr-defined]
     d.execute_script("document.querySelector('#tasks tbody a[href^=\"#slave/\"]').click()")  # type: ignore[attr-defined]
     wait.until(lambda _: details().get("title", "").startswith("slave "))
-    assert details()["hostname"].startswith("demo-slave-")
+    slave = details()
+    assert slave["hostname"].startswith("demo-slave-")
+    assert slave["attributes"] == f"rack:r{slave['hostname'].removeprefix('demo-slave-')}"
     d.find_element(By.ID, "details-close").click()  # type: ignore[attr-defined]
     d.execute_script("document.querySelector('#tasks tbody a[href^=\"#task/\"]').click()")  # type: ignore[attr-defined]
     wait.until(lambda _: details().get("title", "").startswith("task "))
@@ -331,10 +355,47 @@ def test_the_web_ui_shows_the_demo_live(
     assert wait.until(lambda _: len(d.find_elements(By.CSS_SELECTOR, "#events li")) > 5)  # type: ignore[attr-defined]
     shot(d, "08-reloaded")
 
+    # the role tree is drawn as a tree (the demo's roles are flat: a nested tree is put in
+    # the page's view for one render, then taken out)
+    nested = ["eng", "eng/web", "eng/web/api", "eng/batch", "eng/batch/nightly", "ops"]
+    drawn_tree = d.execute_script(  # type: ignore[attr-defined]
+        "document.getElementById('details').close();"  # (the reload reopened the task's)
+        "const nested = arguments[0];"
+        "for (const role of nested) view.roles[role] = {role, weight: 1};"
+        "render();"
+        "return [...document.querySelectorAll('#roles tbody tr')]"
+        "  .filter(r => nested.includes(r.dataset.role))"
+        "  .map(r => r.querySelector('td.role').textContent);",
+        nested,
+    )
+    assert drawn_tree == ["eng", "├─ batch", "│  └─ nightly", "└─ web", "   └─ api", "ops"]
+    d.find_element(By.ID, "roles").screenshot(str(ARTIFACTS / "webui" / "08b-role-tree.png"))  # type: ignore[attr-defined]
+    d.execute_script(  # type: ignore[attr-defined]
+        "for (const role of arguments[0]) delete view.roles[role]; render();", nested
+    )
+
+    # C stops (SIGTERM: its driver tears it down): it stays listed, marked completed
+    os.kill(_child_running(proc.pid, ["--name", "C"]), signal.SIGTERM)
+    wait.until(lambda _: "completed" in text('#frameworks tr.completed[data-framework="C"]'))
+    assert (
+        d.execute_script(  # type: ignore[attr-defined]
+            "return [...document.querySelectorAll('#frameworks tbody tr')]"
+            ".map(r => r.dataset.framework).pop()"
+        )
+        == "C"
+    )  # below the live ones
+    d.execute_script(  # type: ignore[attr-defined]
+        "document.querySelector('#frameworks tr[data-framework=\"C\"] a').click()"
+    )
+    wait.until(lambda _: details().get("title") == "framework C")
+    assert details()["status"].startswith("completed: removed ")
+    shot(d, "09-completed-framework")
+    d.find_element(By.ID, "details-close").click()  # type: ignore[attr-defined]
+
     # the master stops: the page says so plainly, at its top, and waits longer each time
     proc.send_signal(signal.SIGINT)
     wait.until(lambda _: d.find_element(By.ID, "outage").is_displayed())  # type: ignore[attr-defined]
     assert "The master is not answering" in text("#outage")
     assert text("#live") == "master down"
     wait.until(lambda _: "Trying again in 4 s" in text("#outage"))
-    shot(d, "09-master-down")
+    shot(d, "10-master-down")

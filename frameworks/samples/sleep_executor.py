@@ -33,7 +33,7 @@ class SleepExecutor(Executor):
     async def _sleep(self, driver: ExecutorDriver, task: TaskInfo) -> None:
         await driver.send_status_update(TaskStatus(task_id=task.task_id, state=TaskState.RUNNING))
         seconds = duration_of(task)
-        print(f"task {task.task_id}: sleeping {seconds:.1f}s", flush=True)  # the sandbox's stdout
+        await driver.output(task.task_id, f"task {task.task_id}: sleeping {seconds:.1f}s\n")
         await asyncio.sleep(seconds)
         self.running.pop(task.task_id, None)
         await driver.send_status_update(

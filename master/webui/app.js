@@ -167,8 +167,10 @@ function render() {
     (p ? ` · preempted ${p.tasks_preempted} tasks (${Math.round(p.work_lost_seconds)} task-s of work lost), ${p.in_flight} being preempted` : "");
 
   const rows = Object.values(view.frameworks).sort((a, b) => a.name.localeCompare(b.name));
-  $("frameworks").tBodies[0].replaceChildren(...rows.map((f) => el("tr", { "data-framework": f.name },
-    el("td", {}, link(["framework", f.framework_id], f.name), f.active ? "" : " (disconnected)"),
+  const gone = Object.values(completed).filter((f) => !view.frameworks[f.framework_id]).reverse(); // newest first
+  $("frameworks").tBodies[0].replaceChildren(...[...rows, ...gone].map((f) => el("tr", { "data-framework": f.name, class: f.removed_at ? "completed" : "" },
+    el("td", {}, link(["framework", f.framework_id], f.name),
+      f.removed_at ? el("span", { class: "dim", title: f.removed_why }, ` (completed ${when(f.removed_at)})`) : f.active ? "" : " (disconnected)"),
     el("td", { class: "dim" }, f.framework_id),
     el("td", {}, f.role), el("td", { class: "running" }, f.running_tasks), el("td", {}, f.finished_tasks),
     el("td", {}, res(f.allocated)),
@@ -178,17 +180,38 @@ function render() {
   const select = $("task-framework");
   const chosen = select.value;
   select.replaceChildren(el("option", { value: "" }, "all"),
-    ...rows.map((f) => el("option", { value: f.framework_id }, f.name)));
+    ...[...rows, ...gone].map((f) => el("option", { value: f.framework_id }, f.name)));
   select.value = chosen;
 
-  const roles = Object.values(view.roles).sort((a, b) => a.role.localeCompare(b.role));
-  $("roles").tBodies[0].replaceChildren(...roles.map((r) => el("tr", { "data-role": r.role },
-    el("td", { class: "role", style: `padding-left:${0.5 + 1.5 * (r.role.split("/").length - 1)}em` },
-      (r.role.includes("/") ? "└ " : "") + r.role.split("/").pop()), el("td", {}, r.weight), el("td", {}, pct(r.promise)), el("td", {}, pct(r.share)),
+  $("roles").tBodies[0].replaceChildren(...roleTree(Object.values(view.roles)).map(([r, branch]) => el("tr", { "data-role": r.role },
+    el("td", { class: "role" }, el("span", { class: "branch" }, branch), r.role.split("/").pop()), el("td", {}, r.weight), el("td", {}, pct(r.promise)), el("td", {}, pct(r.share)),
     el("td", {}, pct(r.fair_share)), el("td", {}, res(r.guarantee)),
     el("td", {}, res(r.limit) + (r.unsatisfiable ? ` (unsatisfiable: ${r.unsatisfiable})` : "")))));
   drawChart();
   if (!window.__firstRender && rows.length) window.__firstRender = performance.now(); // for benchmarks
+}
+
+// the role tree drawn as a tree: each role under its parent, joined by ├─ └─ and │ lines
+// (a role's children follow it; the last child of a parent closes its branch with └─)
+function roleTree(roles) {
+  const parts = (role) => role.split("/");
+  const sorted = [...roles].sort((a, b) => {
+    const x = parts(a.role), y = parts(b.role);
+    for (let i = 0; i < Math.min(x.length, y.length); i++) if (x[i] !== y[i]) return x[i].localeCompare(y[i]);
+    return x.length - y.length;
+  });
+  const lastChild = new Set(), parentsSeen = new Set();
+  for (const r of [...sorted].reverse()) {
+    const parent = parts(r.role).slice(0, -1).join("/");
+    if (!parentsSeen.has(parent)) { parentsSeen.add(parent); lastChild.add(r.role); }
+  }
+  return sorted.map((r) => {
+    const p = parts(r.role);
+    let branch = "";
+    for (let depth = 1; depth < p.length - 1; depth++) branch += lastChild.has(p.slice(0, depth + 1).join("/")) ? "   " : "│  ";
+    if (p.length > 1) branch += lastChild.has(r.role) ? "└─ " : "├─ ";
+    return [r, branch];
+  });
 }
 
 function drawChart() {
@@ -247,6 +270,15 @@ async function loadEvents() { // what the master kept: the list survives a reloa
   const page = await api("/api/v1/events?limit=200").catch(() => ({ events: [] }));
   $("events").replaceChildren();
   for (const e of page.events) if (!QUIET.has(e.kind)) addEvent(e);
+}
+
+// -- the frameworks removed lately (Mesos's completed frameworks), listed under the live ones ---
+let completed = {};
+async function loadCompleted() {
+  const page = await api("/api/v1/frameworks");
+  completed = Object.fromEntries(page.completed_frameworks.map((f) => [f.framework_id, f]));
+  for (const f of page.completed_frameworks) knownNames[f.framework_id] = f.name;
+  render();
 }
 
 // -- pages of slaves and tasks ----------------------------------------------------------------
@@ -408,6 +440,10 @@ async function frameworkDetails(id) {
   for (const t of page.tasks) counts[t.state] = (counts[t.state] || 0) + 1;
   const byState = Object.entries(counts).map(([s, n]) => `${s} ${n}`).join(" · ") || "none";
   const tasks = el("button", { onclick: () => { $("task-framework").value = id; taskOffset = 0; loadTasks(); $("details").close(); } }, "show its tasks");
+  const c = completed[id];
+  if (c) return [`framework ${c.name}`, [["id", id], ["principal", c.principal], ["role", c.role],
+    ["registered", when(c.registered_at)], ["status", `completed: removed ${when(c.removed_at)} (${c.removed_why})`],
+    ["finished", c.finished_tasks], ["tasks", byState], ["", tasks]]];
   if (!f) return [`framework ${nameOf(id)}`, [["id", id], ["status", "removed"], ["tasks", byState], ["", tasks]]];
   return [`framework ${f.name}`, [
     ["id", id], ["principal", f.principal], ["role", f.role], ["weight", f.weight],
@@ -424,7 +460,8 @@ async function slaveDetails(id) {
   const s = page.slaves.find((x) => x.slave_id === id);
   if (!s) return [`slave ${id}`, [["status", "gone (or beyond the first 1000)"]]];
   return [`slave ${id}`, [["hostname", s.hostname], ["principal", s.principal], ["total", res(s.total)],
-    ["free", res(s.free)], ["tasks", s.tasks]]];
+    ["free", res(s.free)], ["tasks", s.tasks],
+    ["attributes", Object.entries(s.attributes || {}).map(([k, v]) => `${k}:${v}`).join(" ") || "none"]]];
 }
 
 async function taskDetails(frameworkId, id) {
@@ -466,7 +503,7 @@ async function start() {
   $("login").hidden = true;
   $("app").hidden = false;
   stream();
-  const poll = () => (down ? Promise.resolve() : Promise.all([loadSlaves(), loadTasks(), loadOffers(), loadLimits(), loadHealth()]).catch(() => {}));
+  const poll = () => (down ? Promise.resolve() : Promise.all([loadSlaves(), loadTasks(), loadOffers(), loadLimits(), loadHealth(), loadCompleted()]).catch(() => {}));
   await poll();
   if (!polling) polling = setInterval(poll, 2000);
   if (location.hash) openDetails(); // a link to a framework, a slave or a task
