@@ -103,7 +103,7 @@ for _ in $(seq 50); do [ -S "$SOCK" ] && break; sleep 0.1; done
 export DOCKER_HOST="unix://$SOCK"
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 free() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-HTTP_PORTS=("$(free)" "$(free)" "$(free)")  # master-1..3: only the leader answers
+HTTP_PORTS=("$(free)" "$(free)" "$(free)")  # master-1..3: the leader serves the UI
 export DRFMESOS_BROKER_PORT=$PORT DRFMESOS_TASK_DURATION=4-8
 export DRFMESOS_HTTP_PORT=${HTTP_PORTS[0]} DRFMESOS_HTTP_PORT_2=${HTTP_PORTS[1]} \
   DRFMESOS_HTTP_PORT_3=${HTTP_PORTS[2]}
@@ -176,12 +176,23 @@ except OSError:
     print(0)
 PY
 }
-leader_ui() {  # the one master port that answers (standbys serve no HTTP)
+elected() {  # elected URL USER:SECRET: "yes" when that master's /health says it leads
+  python3 - "$@" <<'PY'
+import base64, json, sys, urllib.request
+request = urllib.request.Request(sys.argv[1])
+request.add_header("Authorization", "Basic " + base64.b64encode(sys.argv[2].encode()).decode())
+try:
+    print("yes" if json.load(urllib.request.urlopen(request, timeout=10)).get("elected") else "no")
+except (OSError, ValueError):
+    print("no")
+PY
+}
+leader_ui() {  # the master port whose /health says it leads (standbys answer it too)
   for p in "${HTTP_PORTS[@]}"; do
-    [ "$(http_code "http://127.0.0.1:$p/health")" != 0 ] && { echo "http://127.0.0.1:$p"; return; }
+    [ "$(elected "http://127.0.0.1:$p/health" "$1")" = yes ] && { echo "http://127.0.0.1:$p"; return; }
   done
 }
-ui=$(leader_ui)
+ui=$(leader_ui "operator:$(cat "$DRFMESOS_SECRETS/secrets/operator")")
 code=$(http_code "$ui/api/v1/frameworks" "operator:$(cat "$DRFMESOS_SECRETS/secrets/operator")")
 bad=$(http_code "$ui/api/v1/frameworks" operator:wrong)
 page=$(http_code "$ui/")
