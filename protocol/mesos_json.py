@@ -1,0 +1,352 @@
+"""Our messages as Mesos's v1 JSON (include/mesos/v1/mesos.proto, in proto3's JSON form).
+
+The vocabulary that the Mesos HTTP APIs (scheduler, executor, operator) share: ids as
+`{"value": ...}`, resources as `[{name, type: SCALAR, scalar: {value}, role}]`, bytes as
+base64, task states and reasons by Mesos's names (`SLAVE` is `AGENT` in v1), TaskInfo,
+TaskStatus, Offer and MasterInfo. Parsing is as lenient as Mesos's: fields we do not use
+are ignored; what we cannot honour (a non-scalar resource) is a MesosJSONError naming it.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import shlex
+from collections.abc import Mapping
+from typing import Any
+
+from protocol.messages import (
+    CommandInfo,
+    ExecutorInfo,
+    Offer,
+    Reason,
+    Source,
+    TaskInfo,
+    TaskState,
+    TaskStatus,
+)
+from protocol.resources import ResourceError, Resources
+
+MESOS_VERSION = "1.11.0"
+"""The Mesos release whose v1 API we answer as (pymesos reads it from /version)."""
+
+JSON = dict[str, Any]
+
+
+class MesosJSONError(ValueError):
+    """Mesos JSON we cannot read: a missing or mistyped field, named in the message."""
+
+
+# --- ids and bytes -------------------------------------------------------------------------
+
+
+def mesos_id(value: str) -> JSON:
+    return {"value": value}
+
+
+def id_value(obj: object, field: str = "id") -> str:
+    """`{"value": "x"}` -> "x" (the only form Mesos's JSON gives an id)."""
+    if isinstance(obj, Mapping):
+        value = obj.get("value")
+        if isinstance(value, str) and value:
+            return value
+    raise MesosJSONError(f'{field}: expected {{"value": "..."}}, got {_short(obj)}')
+
+
+def optional_id(obj: Mapping[str, Any], *fields: str) -> str | None:
+    """The first of `fields` present in `obj`, as an id value (agent_id or slave_id)."""
+    for field in fields:
+        if obj.get(field) is not None:
+            return id_value(obj[field], field)
+    return None
+
+
+def encode_bytes(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def decode_bytes(text: object, field: str = "data") -> bytes:
+    if not isinstance(text, str):
+        raise MesosJSONError(f"{field}: expected base64 text, got {_short(text)}")
+    try:
+        return base64.b64decode(text, validate=True)
+    except binascii.Error:
+        raise MesosJSONError(f"{field}: not base64") from None
+
+
+# --- resources -----------------------------------------------------------------------------
+
+
+def resources_to_mesos(resources: Resources, role: str = "*") -> list[JSON]:
+    return [
+        {"name": name, "type": "SCALAR", "scalar": {"value": amount}, "role": role}
+        for name, amount in sorted(resources.items())
+    ]
+
+
+def resources_from_mesos(items: object, field: str = "resources") -> Resources:
+    """Scalars summed by name (Mesos sends one entry per role or reservation)."""
+    if not isinstance(items, list):
+        raise MesosJSONError(f"{field}: expected a list, got {_short(items)}")
+    amounts: dict[str, float] = {}
+    for item in items:
+        if not isinstance(item, Mapping) or not isinstance(item.get("name"), str):
+            raise MesosJSONError(f"{field}: each resource needs a name, got {_short(item)}")
+        name = item["name"]
+        kind = item.get("type", "SCALAR")
+        if kind != "SCALAR":
+            raise MesosJSONError(f"{field}: {name} is {kind}; only SCALAR resources exist here")
+        value = (item.get("scalar") or {}).get("value")
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise MesosJSONError(f"{field}: {name} needs scalar.value, a number")
+        amounts[name] = amounts.get(name, 0.0) + float(value)
+    try:
+        return Resources(amounts)
+    except ResourceError as e:
+        raise MesosJSONError(f"{field}: {e}") from None
+
+
+# --- states, reasons, sources --------------------------------------------------------------
+
+# v1 renamed every SLAVE to AGENT; our names are the v0 ones.
+_REASON_TO_MESOS = {
+    Reason.SLAVE_REMOVED: "REASON_AGENT_REMOVED",
+    Reason.SLAVE_REMOVED_BY_OPERATOR: "REASON_AGENT_REMOVED_BY_OPERATOR",
+    Reason.SLAVE_REREGISTERED: "REASON_AGENT_REREGISTERED",
+    Reason.SLAVE_UNKNOWN: "REASON_AGENT_UNKNOWN",
+}
+_REASON_FROM_MESOS = {v: k for k, v in _REASON_TO_MESOS.items()}
+_SOURCE_TO_MESOS = {Source.SLAVE: "SOURCE_AGENT"}
+_SOURCE_FROM_MESOS = {v: k for k, v in _SOURCE_TO_MESOS.items()}
+
+
+def reason_to_mesos(reason: Reason) -> str:
+    """Mesos's name (REASON_RATE_LIMITED is ours: Mesos has no such reason)."""
+    return _REASON_TO_MESOS.get(reason, reason.value)
+
+
+def reason_from_mesos(name: str) -> Reason | None:
+    """Ours for a Mesos name, or None for a reason we never give."""
+    if name in _REASON_FROM_MESOS:
+        return _REASON_FROM_MESOS[name]
+    try:
+        return Reason(name)
+    except ValueError:
+        return None
+
+
+def source_to_mesos(source: Source) -> str:
+    return _SOURCE_TO_MESOS.get(source, source.value)
+
+
+def source_from_mesos(name: str) -> Source | None:
+    if name in _SOURCE_FROM_MESOS:
+        return _SOURCE_FROM_MESOS[name]
+    try:
+        return Source(name)
+    except ValueError:
+        return None
+
+
+def state_from_mesos(name: object) -> TaskState:
+    """Our task states are Mesos's names already."""
+    try:
+        return TaskState(str(name))
+    except ValueError:
+        raise MesosJSONError(f"state: {_short(name)} is not a Mesos task state") from None
+
+
+# --- task status ---------------------------------------------------------------------------
+
+
+def ack_uuid_to_mesos(uuid: str) -> str:
+    """Our acknowledgement id as Mesos's `bytes uuid` (base64 of its text): a client
+    hands it back unchanged in ACKNOWLEDGE."""
+    return encode_bytes(uuid.encode())
+
+
+def ack_uuid_from_mesos(text: object) -> str:
+    try:
+        return decode_bytes(text, "uuid").decode()
+    except UnicodeDecodeError:
+        raise MesosJSONError("uuid: not one this master gave") from None
+
+
+def status_to_mesos(status: TaskStatus) -> JSON:
+    """A TaskStatus as Mesos's JSON: `uuid` only when an acknowledgement is due."""
+    out: JSON = {
+        "task_id": mesos_id(status.task_id),
+        "state": status.state.value,
+        "timestamp": status.timestamp,
+    }
+    if status.slave_id:
+        out["agent_id"] = mesos_id(status.slave_id)
+    if status.executor_id:
+        out["executor_id"] = mesos_id(status.executor_id)
+    if status.source is not None:
+        out["source"] = source_to_mesos(status.source)
+    if status.reason is not None:
+        out["reason"] = reason_to_mesos(status.reason)
+    if status.message:
+        out["message"] = status.message
+    if status.uuid is not None:
+        out["uuid"] = ack_uuid_to_mesos(status.uuid)
+    if status.data:
+        out["data"] = encode_bytes(status.data)
+    return out
+
+
+def status_from_mesos(obj: object) -> TaskStatus:
+    """Mesos's TaskStatus JSON (an executor's UPDATE) as ours; `uuid` is the executor's
+    own (base64 bytes), kept as the text our acknowledgement carries."""
+    if not isinstance(obj, Mapping):
+        raise MesosJSONError(f"status: expected an object, got {_short(obj)}")
+    source = source_from_mesos(str(obj["source"])) if obj.get("source") else None
+    reason = reason_from_mesos(str(obj["reason"])) if obj.get("reason") else None
+    return TaskStatus(
+        task_id=id_value(obj.get("task_id"), "task_id"),
+        state=state_from_mesos(obj.get("state")),
+        slave_id=optional_id(obj, "agent_id", "slave_id"),
+        executor_id=optional_id(obj, "executor_id"),
+        source=source,
+        reason=reason,
+        message=str(obj.get("message") or ""),
+        data=decode_bytes(obj["data"]) if obj.get("data") else b"",
+        uuid=encode_bytes(decode_bytes(obj["uuid"], "uuid")) if obj.get("uuid") else None,
+    )
+
+
+# --- tasks and executors -------------------------------------------------------------------
+
+
+def command_to_mesos(command: CommandInfo) -> JSON:
+    out: JSON = {"value": command.value, "shell": True}
+    if command.environment:
+        variables = [{"name": k, "value": v} for k, v in sorted(command.environment.items())]
+        out["environment"] = {"variables": variables}
+    return out
+
+
+def command_from_mesos(obj: object, field: str = "command") -> CommandInfo:
+    """Shell commands only (`shell: false` with arguments is joined for `sh -c`)."""
+    if not isinstance(obj, Mapping):
+        raise MesosJSONError(f"{field}: expected an object, got {_short(obj)}")
+    value = obj.get("value")
+    if not isinstance(value, str) or not value:
+        raise MesosJSONError(f"{field}.value: a command line is needed")
+    if obj.get("shell") is False and obj.get("arguments"):
+        value = " ".join(shlex.quote(str(a)) for a in obj["arguments"])
+    environment: dict[str, str] = {}
+    for variable in (obj.get("environment") or {}).get("variables") or []:
+        if not isinstance(variable, Mapping) or not isinstance(variable.get("name"), str):
+            raise MesosJSONError(f"{field}.environment: each variable needs a name")
+        environment[variable["name"]] = str(variable.get("value", ""))
+    return CommandInfo(value=value, environment=environment)
+
+
+def executor_to_mesos(executor: ExecutorInfo, framework_id: str) -> JSON:
+    return {
+        "executor_id": mesos_id(executor.executor_id),
+        "framework_id": mesos_id(framework_id),
+        "type": "CUSTOM",
+        "command": command_to_mesos(executor.command),
+        "resources": resources_to_mesos(executor.resources),
+    }
+
+
+def executor_from_mesos(obj: object) -> ExecutorInfo:
+    if not isinstance(obj, Mapping):
+        raise MesosJSONError(f"executor: expected an object, got {_short(obj)}")
+    return ExecutorInfo(
+        executor_id=id_value(obj.get("executor_id"), "executor.executor_id"),
+        command=command_from_mesos(obj.get("command"), "executor.command"),
+        resources=resources_from_mesos(obj.get("resources") or [], "executor.resources"),
+    )
+
+
+def task_to_mesos(task: TaskInfo, framework_id: str) -> JSON:
+    out: JSON = {
+        "name": task.name or task.task_id,
+        "task_id": mesos_id(task.task_id),
+        "agent_id": mesos_id(task.slave_id),
+        "resources": resources_to_mesos(task.resources),
+    }
+    if task.command is not None:
+        out["command"] = command_to_mesos(task.command)
+    if task.executor is not None:
+        out["executor"] = executor_to_mesos(task.executor, framework_id)
+    if task.data:
+        out["data"] = encode_bytes(task.data)
+    return out
+
+
+def task_from_mesos(obj: object) -> TaskInfo:
+    """A TaskInfo as a framework sends it: `agent_id` or the older `slave_id`."""
+    if not isinstance(obj, Mapping):
+        raise MesosJSONError(f"task_infos: expected objects, got {_short(obj)}")
+    slave_id = optional_id(obj, "agent_id", "slave_id")
+    if slave_id is None:
+        raise MesosJSONError("task_infos: each task needs agent_id")
+    return TaskInfo(
+        task_id=id_value(obj.get("task_id"), "task_id"),
+        name=str(obj.get("name") or ""),
+        slave_id=slave_id,
+        resources=resources_from_mesos(obj.get("resources") or []),
+        command=command_from_mesos(obj["command"]) if obj.get("command") else None,
+        executor=executor_from_mesos(obj["executor"]) if obj.get("executor") else None,
+        data=decode_bytes(obj["data"]) if obj.get("data") else b"",
+    )
+
+
+# --- offers and the master -----------------------------------------------------------------
+
+
+def offer_to_mesos(offer: Offer, role: str = "*") -> JSON:
+    return {
+        "id": mesos_id(offer.offer_id),
+        "framework_id": mesos_id(offer.framework_id),
+        "agent_id": mesos_id(offer.slave_id),
+        "hostname": offer.hostname,
+        "resources": resources_to_mesos(offer.resources, role),
+        "attributes": [
+            {"name": k, "type": "TEXT", "text": {"value": v}}
+            for k, v in sorted(offer.attributes.items())
+        ],
+        "allocation_info": {"role": role},
+    }
+
+
+def master_info(master_id: str, ip: str, port: int, hostname: str = "") -> JSON:
+    """Mesos's MasterInfo, as in ZooKeeper's `json.info_` nodes and SUBSCRIBED. `ip` is
+    also given packed (Mesos's uint32 in network order, read as little-endian)."""
+    packed = 0
+    parts = ip.split(".")
+    if len(parts) == 4 and all(p.isdigit() for p in parts):
+        packed = int.from_bytes(bytes(int(p) for p in parts), "little")
+    host = hostname or ip
+    return {
+        "id": master_id,
+        "ip": packed,
+        "port": port,
+        "pid": f"master@{ip}:{port}",
+        "hostname": host,
+        "version": MESOS_VERSION,
+        "address": {"ip": ip, "port": port, "hostname": host},
+    }
+
+
+def version_json() -> JSON:
+    """What Mesos's `GET /version` answers."""
+    return {
+        "version": MESOS_VERSION,
+        "build_date": "",
+        "build_time": 0,
+        "build_user": "drfmesos",
+        "git_sha": "",
+        "git_tag": MESOS_VERSION,
+    }
+
+
+def _short(obj: object) -> str:
+    text = repr(obj)
+    return text if len(text) <= 60 else text[:57] + "..."
