@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +28,8 @@ class Caller:
     kind: str
     principal: str
     reply_to: str | None  # inside the caller's own outbox, or None
+    # told of a refusal (its code and reason) by a caller that answers otherwise (HTTP)
+    refused: Callable[[str, str], None] | None = None
 
     @classmethod
     def of(cls, sender: Sender, reply_to: str | None) -> Caller:

@@ -22,6 +22,7 @@ from prometheus_client import Histogram
 from master.allocator import Allocator, AllocatorError
 from master.authz import Caller, RateLimiter, RoleACL
 from master.books import Books, Framework, OfferRecord, PendingUpdate, Slave, Task
+from master.changes import TASK_ADDED, TASK_UPDATED, Changes
 from master.counters import MessageCounts, SlaveChurn
 from master.http_config import HttpConfig
 from master.lag_probe import LagProbe
@@ -143,6 +144,8 @@ class MasterCore:
         self.tasks_ended: Counter[str] = Counter()  # by terminal state
         self.recent_events: deque[ClusterEvent] = deque(maxlen=200)
         self.feed = LiveFeed()  # the web UI's pages (master.http_api)
+        self.changes = Changes()  # who hears of each change (master.changes)
+        self.changes.listen(self.feed.event)
         self.update_resends = 0
         self.round_duration = Histogram(
             "drfmesos_allocation_round_seconds",
@@ -202,6 +205,8 @@ class MasterCore:
         Without `tell` no Error: the sender hears it otherwise (a task's update)."""
         self.refused[code] += 1
         self.messages.refused(about, code)
+        if caller is not None and caller.refused is not None:
+            caller.refused(code, message)
         principal = caller.principal if caller else ""
         now = self._now()
         # A flood of bad calls must not become a flood of log lines or answers: each
@@ -244,8 +249,22 @@ class MasterCore:
         if kind == "release" and event.state is not None:
             self.tasks_ended[event.state.value] += 1
         self.recent_events.append(event)
-        self.feed.event(event)
+        self.changes.emit(event)
         self._state_dirty = True
+
+    def _task_changed(self, task: Task, *, added: bool = False) -> None:
+        """A task's state changed (or it became known) where no event says so: told to
+        the change listeners that want tasks, not to the bus's event stream."""
+        if self.changes.tasks_wanted:
+            self.changes.emit(
+                ClusterEvent(
+                    kind=TASK_ADDED if added else TASK_UPDATED,
+                    framework_id=task.framework_id,
+                    slave_id=task.slave_id,
+                    task_id=task.task_id,
+                    state=task.state,
+                )
+            )
 
     def request_round(self) -> None:
         """Ask for an allocation round soon (frees within `round_batch` share one)."""
@@ -376,6 +395,8 @@ class MasterCore:
             task.state, task.status = state, status
             if state.terminal:
                 self._finish(fw, task, status)
+            else:
+                self._task_changed(task)
         self._forward(fw, Update(status=status), slave_id)
 
     def _resend(self, fw: Framework, pending: PendingUpdate, now: float) -> None:

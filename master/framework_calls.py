@@ -193,6 +193,7 @@ class FrameworkCalls(MasterCore):
             task = Task(orphan.task, fw.framework_id, orphan.slave_id, orphan.state)
             fw.tasks[task.task_id] = task
             self.allocator.adopt(fw.framework_id, orphan.slave_id, task.resources)
+            self._task_changed(task, added=True)
 
     async def _on_accept(self, msg: Accept, caller: Caller) -> None:
         fw = self._framework_for(msg.framework_id, caller, "Accept")

@@ -45,6 +45,7 @@ class Partitions(MasterCore):
             message="Unreachable slave re-registered",
         )
         task.status = status
+        self._task_changed(task)
         self.log.info(
             "task.reachable",
             framework_id=fw.framework_id,
@@ -78,6 +79,7 @@ class Partitions(MasterCore):
                     uuid=new_id(),  # (re-sent until acknowledged)
                 )
                 fw.complete(task, status)
+                self._task_changed(task)
                 self._forward(fw, Update(status=status), slave_id)
 
     def refuse_gone_slave(self, slave_id: str, running: list[RunningTask], caller: Caller) -> None:

@@ -219,6 +219,7 @@ class Preemptor(MasterCore):
                 self.preemption.doomed.pop((framework_id, task_id), None)
                 continue
             task.state = TaskState.KILLING
+            self._task_changed(task)
             self._send_slave(
                 doomed.slave_id,
                 KillTask(framework_id=framework_id, task_id=task_id, reason=Reason.TASK_PREEMPTED),

@@ -228,6 +228,7 @@ class SlaveCalls(Partitions):
                 task = Task(r.task, framework_id, slave.slave_id, r.state)
                 owner.tasks[task_id] = task
                 slave.tasks.add((framework_id, task_id))
+                self._task_changed(task, added=True)
                 self.allocator.allocate_existing(framework_id, slave.slave_id, r.task.resources)
                 executor = r.task.executor  # counted once, as at its first task's launch
                 found = executor_key(r.task, slave.slave_id)
@@ -339,6 +340,8 @@ class SlaveCalls(Partitions):
             task.state, task.status = status.state, status
             if status.state.terminal:
                 self._finish(fw, task, status)
+            else:
+                self._task_changed(task)
         elif status.state.terminal:
             # a task this master never knew ran (it ended across a failover): remembered,
             # so that reconciling it answers how it ended, not that it is unknown

@@ -1,0 +1,47 @@
+"""Who hears of the master's state changes, as they happen.
+
+The master says what changed as a `ClusterEvent` (`MasterCore._event`: a launch, a release,
+a framework or slave added or removed, ...); every listener here hears it at once, in
+the handler that made the change. The web UI's live feed is one listener, the Mesos
+operator event stream (master.mesos_api.events) another. A task's state changes that no
+event names (a non-terminal status update, a task that a re-registering slave brings
+back) are told only to the listeners that asked for them (`tasks=True`), and only built
+while one listens, so a master nobody watches pays nothing for them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from protocol.messages import ClusterEvent
+
+Listener = Callable[[ClusterEvent], None]
+
+# the kinds that only `tasks=True` listeners hear (see MasterCore._task_changed)
+TASK_ADDED = "task-added"  # a task the master learned of without launching it
+TASK_UPDATED = "task-updated"  # a live task's new state
+
+
+class Changes:
+    def __init__(self) -> None:
+        self._all: list[Listener] = []
+        self._tasks: list[Listener] = []
+
+    def listen(self, listener: Listener, *, tasks: bool = False) -> None:
+        self._all.append(listener)
+        if tasks:
+            self._tasks.append(listener)
+
+    def unlisten(self, listener: Listener) -> None:
+        for listeners in (self._all, self._tasks):
+            if listener in listeners:
+                listeners.remove(listener)
+
+    @property
+    def tasks_wanted(self) -> bool:
+        return bool(self._tasks)
+
+    def emit(self, event: ClusterEvent) -> None:
+        task_only = event.kind in (TASK_ADDED, TASK_UPDATED)
+        for listener in tuple(self._tasks if task_only else self._all):
+            listener(event)
