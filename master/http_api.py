@@ -45,6 +45,7 @@ from master.http_models import (
     TaskFile,
     Tasks,
 )
+from master.mesos_api.operator import OperatorApi
 from master.metrics import exposition, registry_for
 from master.openapi import openapi
 from protocol import logs
@@ -221,6 +222,8 @@ class HttpApi:
         self.runner: web.AppRunner | None = None
         self.url = ""
         self._static = package_files.files("master") / "webui"
+        # Mesos's operator API and classic endpoints (master.mesos_api)
+        self.operator = OperatorApi(master, authenticated=self.auth is not None)
 
     # -- lifecycle ----------------------------------------------------------------------------
     async def start(self) -> str:
@@ -247,6 +250,7 @@ class HttpApi:
                 web.get("/api/v1/tasks/{framework_id}/{task_id}/files/{name}", self._file),
             ]
         )
+        app.add_routes(self.operator.routes())
         self.runner = web.AppRunner(
             app, access_log=None, handle_signals=False, logger=ClientErrors(self.log)
         )
@@ -255,6 +259,7 @@ class HttpApi:
         return self.url
 
     async def stop(self) -> None:
+        self.operator.close()
         for page in list(self.master.feed.pages):
             self.master.feed.close(page)
             with contextlib.suppress(asyncio.QueueFull):

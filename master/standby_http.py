@@ -1,4 +1,4 @@
-"""What a standby master serves: `/health` and `/metrics`, and nothing else.
+"""What a standby master serves: `/health`, `/metrics` and `/master/redirect`, nothing else.
 
 A standby holds no books, so it answers only that it is alive, that it does not lead
 (`elected` 0, as Mesos's master/elected) and who does, so that a tool can tell a standby
@@ -26,6 +26,7 @@ from master.http_api import (
 )
 from master.http_config import HttpConfig
 from master.http_models import Health
+from master.mesos_api.classic import paths, redirect_to
 from master.metrics import elected_metric
 from protocol import logs
 
@@ -56,6 +57,7 @@ class StandbyHttp:
         app = web.Application(middlewares=[self._guard])
         app.on_response_prepare.append(_secure_headers)
         app.add_routes([web.get("/health", self._health), web.get("/metrics", self._metrics)])
+        app.add_routes([web.get(path, self._redirect) for path in paths("redirect")])
         self.runner = web.AppRunner(app, access_log=None, handle_signals=False)
         try:
             url = await serve_site(self.runner, self.config)
@@ -91,3 +93,7 @@ class StandbyHttp:
 
     async def _metrics(self, request: web.Request) -> web.StreamResponse:
         return metrics_response(self.registry)
+
+    async def _redirect(self, request: web.Request) -> web.StreamResponse:
+        """Mesos's /master/redirect: 307 to the leading master."""
+        return redirect_to(await self.leader())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import functools
 import time
@@ -13,11 +14,14 @@ from typing import TypeVar
 import aiomqtt
 
 from cluster.launcher import Launcher
+from cluster.secure import as_principal, provision
 from cluster.view import wait_state
 from frameworks import Scheduler, SchedulerDriver
+from frameworks.samples.command import CommandScheduler
 from master.master import Master
-from protocol.brokers import BrokerURL
+from protocol.brokers import BrokerURL, MosquittoBroker
 from protocol.bus import Bus
+from protocol.credentials import Store
 from protocol.messages import Offer, TaskState, TaskStatus, Wire
 from protocol.resources import Resources
 from protocol.topics import Topics
@@ -131,6 +135,48 @@ async def live_cluster(
         yield launcher
     finally:
         await launcher.stop_all()
+
+
+def basic(user: str, secret: str) -> str:
+    """An HTTP Basic Authorization header's value."""
+    return "Basic " + base64.b64encode(f"{user}:{secret}".encode()).decode()
+
+
+def printer(
+    url: BrokerURL, store: Store, cluster: str, command: str, count: int = 1
+) -> tuple[CommandScheduler, SchedulerDriver]:
+    """The `printer` principal's framework, running `command` in `count` small tasks."""
+    scheduler = CommandScheduler(
+        "printer", command, count, Resources(cpus=0.5, mem=64), echo=lambda _: None
+    )
+    driver = SchedulerDriver(
+        scheduler, name="printer", broker=as_principal(url, store, "printer"),
+        cluster=cluster, role="printer",
+    )  # fmt: skip
+    return scheduler, driver
+
+
+@contextlib.asynccontextmanager
+async def secure_master(
+    work: Path, cluster: str, principals: Sequence[tuple[str, str]], *master_args: str
+) -> AsyncIterator[tuple[MosquittoBroker, Store, Launcher]]:
+    """A secured cluster's core as real processes: a new credentials store of
+    `principals`, mosquitto with TLS checking it, and a master (principal `master`)
+    serving HTTP on a free port. The launcher starts the rest."""
+    store = await asyncio.to_thread(provision, work / "auth", principals)
+    broker = MosquittoBroker(auth=store.path, tls=True)
+    await broker.start()
+    launcher = Launcher(broker.url, cluster, work, "warning", store)
+    try:
+        await launcher.start(
+            "master", "master", "--principals", str(store.principals_file),
+            "--http", "127.0.0.1:0", "--allocation-interval", "0.1", *master_args,
+        )  # fmt: skip
+        yield broker, store, launcher
+    finally:
+        await launcher.stop_all()
+        await broker.stop()
+        broker.cleanup()
 
 
 async def until(changed: asyncio.Event, condition: Callable[[], bool], timeout: float) -> None:

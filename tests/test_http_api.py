@@ -6,7 +6,6 @@ files are read from the slave, and the live feed sends changes."""
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 import os
 import sys
@@ -22,31 +21,24 @@ import pytest
 from jsonschema import Draft202012Validator
 from prometheus_client.parser import text_string_to_metric_families
 
-from cluster.launcher import Launcher
-from cluster.secure import as_principal, provision
+from cluster.secure import as_principal
 from cluster.view import wait_state
 from frameworks.samples.command import CommandScheduler
 from frameworks.scheduler import DriverError, Scheduler, SchedulerDriver
-from protocol.brokers import BrokerURL, MosquittoBroker
+from protocol.brokers import BrokerURL
 from protocol.bus import Bus
 from protocol.credentials import Store
 from protocol.messages import ClusterEvent, Wire
-from protocol.resources import Resources
 from protocol.topics import Topics
 
 from conftest import need_mosquitto
-from helpers import until
+from helpers import basic, printer, secure_master, until
 
 CLUSTER = "http"
 PRINCIPALS = [("master", "master"), ("ops", "operator"), ("slave-0", "slave"),
               ("slave-1", "slave"), ("printer", "framework"),
               ("watcher", "operator"), ("intruder", "framework"),
               ("team-a", "framework")]  # fmt: skip
-
-
-def basic(user: str, secret: str) -> str:
-    """An HTTP Basic Authorization header's value."""
-    return "Basic " + base64.b64encode(f"{user}:{secret}".encode()).decode()
 
 
 @dataclass
@@ -57,15 +49,7 @@ class Live:
     auth: str  # the operator's Authorization header
 
     def printer(self, command: str, count: int = 1) -> tuple[CommandScheduler, SchedulerDriver]:
-        """The `printer` principal's framework, running `command` in `count` small tasks."""
-        printer = CommandScheduler(
-            "printer", command, count, Resources(cpus=0.5, mem=64), echo=lambda _: None
-        )
-        driver = SchedulerDriver(
-            printer, name="printer", broker=as_principal(self.url, self.store, "printer"),
-            cluster=CLUSTER, role="printer",
-        )  # fmt: skip
-        return printer, driver
+        return printer(self.url, self.store, CLUSTER, command, count)
 
     async def get(self, path: str, auth: str | None = None) -> tuple[int, Any]:
         async with (
@@ -82,15 +66,7 @@ class Live:
 @pytest.fixture
 async def live(tmp_path: Path) -> AsyncIterator[Live]:
     need_mosquitto()
-    store = await asyncio.to_thread(provision, tmp_path / "auth", PRINCIPALS)
-    broker = MosquittoBroker(auth=store.path, tls=True)
-    await broker.start()
-    launcher = Launcher(broker.url, CLUSTER, tmp_path, "warning", store)
-    try:
-        await launcher.start(
-            "master", "master", "--principals", str(store.principals_file),
-            "--http", "127.0.0.1:0", "--allocation-interval", "0.1",
-        )  # fmt: skip
+    async with secure_master(tmp_path, CLUSTER, PRINCIPALS) as (broker, store, launcher):
         for i in range(2):
             await launcher.start(
                 "slave", f"slave-{i}", "--resources", "cpus:2;mem:1024",
@@ -100,10 +76,6 @@ async def live(tmp_path: Path) -> AsyncIterator[Live]:
         state = await wait_state(ops, CLUSTER, lambda s: len(s.slaves) == 2 and bool(s.web_ui))
         secret = store.secret_file("ops").read_text().strip()
         yield Live(broker.url, store, state.web_ui, basic("ops", secret))
-    finally:
-        await launcher.stop_all()
-        await broker.stop()
-        broker.cleanup()
 
 
 def validator(doc: dict[str, Any], path: str) -> Draft202012Validator:

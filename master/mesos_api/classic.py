@@ -1,0 +1,307 @@
+"""Mesos's classic (v0) JSON endpoints, read-only, for tools written before the v1 API.
+
+`/master/state` (`/state`, `/state.json`), `/master/frameworks`, `/master/slaves`,
+`/master/tasks` (`limit`, `offset`, `order`), `/master/roles`, `/master/weights`,
+`/master/quota`, `/master/health`, `/master/redirect`, and `/metrics/snapshot` with
+Mesos's metric names for what we have. Each answers with and without `/master` and with
+or without a trailing slash, as Mesos does; a query string such as `?_ts=` is ignored.
+`/health` without the prefix stays drfmesos's own (200 with JSON; Mesos's is 200 with no
+body). Field names are Mesos's v0 ones; resources are `{name: amount}` there.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+
+from aiohttp import web
+
+from master.books import Framework, Slave, Task
+from master.mesos_api.operator_state import get_quota, offered, roles_held
+from protocol.mesos_json import JSON, MESOS_VERSION
+from protocol.resources import Resources
+
+if TYPE_CHECKING:
+    from master.master import Master
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+MAX_TASKS = 1000  # /master/tasks?limit= at most
+TASK_STATES_COUNTED = (
+    "TASK_STAGING", "TASK_STARTING", "TASK_RUNNING", "TASK_KILLING", "TASK_UNREACHABLE",
+)  # fmt: skip
+TASKS_ENDED = (
+    "TASK_FINISHED", "TASK_FAILED", "TASK_KILLED", "TASK_LOST", "TASK_ERROR",
+    "TASK_DROPPED", "TASK_GONE", "TASK_GONE_BY_OPERATOR",
+)  # fmt: skip
+
+
+def paths(name: str, prefixed_only: bool = False) -> list[str]:
+    """`/master/NAME` and `/NAME`, each with and without a trailing slash."""
+    bases = [f"/master/{name}"] if prefixed_only else [f"/master/{name}", f"/{name}"]
+    return [p for base in bases for p in (base, base + "/")]
+
+
+def _resources(r: Resources) -> dict[str, float]:
+    return {name: amount for name, amount in sorted(r.items())}
+
+
+def task_v0(task: Task, role: str) -> JSON:
+    statuses = []
+    if task.status is not None:
+        statuses.append({"state": task.status.state.value, "timestamp": task.status.timestamp})
+    executor = task.info.executor
+    return {
+        "id": task.task_id,
+        "name": task.info.name or task.task_id,
+        "framework_id": task.framework_id,
+        "executor_id": executor.executor_id if executor else "",
+        "slave_id": task.slave_id,
+        "state": task.state.value,
+        "resources": _resources(task.resources),
+        "role": role,
+        "statuses": statuses,
+    }
+
+
+def framework_v0(m: Master, fw: Framework) -> JSON:
+    live = fw.framework_id in m.books.frameworks
+    offers = offered(m, fw.offers)
+    held = m.allocator.allocation(fw.framework_id) if live else Resources()
+    used = held.subtract_clamped(offers)
+    return {
+        "id": fw.framework_id,
+        "name": fw.name,
+        "principal": fw.principal,
+        "role": fw.role,
+        "user": "",
+        "hostname": "",
+        "webui_url": "",
+        "active": fw.connected,
+        "connected": fw.connected,
+        "recovered": live and not fw.inbox,
+        "failover_timeout": fw.failover_timeout,
+        "checkpoint": True,
+        "capabilities": ["PARTITION_AWARE"] if fw.partition_aware else [],
+        "registered_time": fw.registered_at,
+        "unregistered_time": fw.removed_at or 0,
+        "resources": _resources(used),
+        "used_resources": _resources(used),
+        "offered_resources": _resources(offers),
+        "tasks": [task_v0(t, fw.role) for t in (*fw.tasks.values(), *fw.unreachable.values())],
+        "completed_tasks": [task_v0(t, fw.role) for t in fw.ended.values()],
+        "offers": [
+            {
+                "id": o,
+                "framework_id": fw.framework_id,
+                "slave_id": m.books.offers[o].slave_id,
+                "resources": _resources(m.books.offers[o].resources),
+            }
+            for o in fw.offers
+            if o in m.books.offers
+        ],
+        "executors": [],
+    }
+
+
+def slave_v0(m: Master, slave: Slave) -> JSON:
+    offers = offered(m, slave.offers)
+    held = slave.total.subtract_clamped(m.allocator.free(slave.slave_id))
+    return {
+        "id": slave.slave_id,
+        "hostname": slave.hostname,
+        "resources": _resources(slave.total),
+        "used_resources": _resources(held.subtract_clamped(offers)),
+        "offered_resources": _resources(offers),
+        "reserved_resources": {},
+        "unreserved_resources": _resources(slave.total),
+        "attributes": dict(slave.attributes),
+        "active": slave.connected,
+        "version": MESOS_VERSION,
+    }
+
+
+def metrics_snapshot(m: Master, started: float) -> dict[str, float]:
+    """Mesos's metric names (`/metrics/snapshot`) for what this master counts."""
+    a = m.allocator
+    total, held = a.total, a.allocated_total()
+    out: dict[str, float] = {
+        "master/elected": 1.0,
+        "master/uptime_secs": round(time.time() - started, 3),
+    }
+    for name in sorted(set(total) | {"cpus", "mem", "disk", "gpus"}):
+        t, u = total.get(name, 0.0), held.get(name, 0.0)
+        out[f"master/{name}_total"] = t
+        out[f"master/{name}_used"] = u
+        out[f"master/{name}_percent"] = u / t if t else 0.0
+        out[f"allocator/mesos/resources/{name}/total"] = t
+        out[f"allocator/mesos/resources/{name}/offered_or_allocated"] = u
+    live: dict[str, int] = dict.fromkeys(TASK_STATES_COUNTED, 0)
+    for fw in m.books.frameworks.values():
+        for task in (*fw.tasks.values(), *fw.unreachable.values()):
+            live[task.state.value] = live.get(task.state.value, 0) + 1
+    for state, n in (*live.items(), *((s, m.tasks_ended[s]) for s in TASKS_ENDED)):
+        out["master/" + state.lower().replace("task_", "tasks_")] = n  # master/tasks_running
+    slaves = m.books.slaves.values()
+    connected = sum(1 for s in slaves if s.connected)
+    frameworks = m.books.frameworks.values()
+    active = sum(1 for f in frameworks if f.connected)
+    out |= {
+        "master/slaves_active": connected,
+        "master/slaves_inactive": len(m.books.slaves) - connected,
+        "master/slaves_connected": connected,
+        "master/slaves_disconnected": len(m.books.slaves) - connected,
+        "master/slaves_unreachable": len(m.books.removed_slaves),
+        "master/slave_registrations": m.churn.registrations,
+        "master/slave_reregistrations": m.churn.reregistrations,
+        "master/slave_removals": sum(m.churn.removals.values()),
+        "master/frameworks_active": active,
+        "master/frameworks_inactive": len(m.books.frameworks) - active,
+        "master/frameworks_connected": active,
+        "master/frameworks_disconnected": len(m.books.frameworks) - active,
+        "master/outstanding_offers": len(m.books.offers),
+        "allocator/mesos/allocation_runs": m.rounds,
+        "allocator/mesos/offer_filters/roles/*/active": 0,
+    }
+    for view in a.role_views():
+        out[f"allocator/mesos/roles/{view.role}/shares/dominant"] = view.share
+    for fw in frameworks:
+        out[f"allocator/mesos/frameworks/{fw.framework_id}/shares/dominant"] = a.dominant_share(
+            fw.framework_id
+        )
+    return out
+
+
+class ClassicEndpoints:
+    def __init__(self, master: Master, started: float) -> None:
+        self.master = master
+        self.started = started
+
+    def routes(self) -> list[web.RouteDef]:
+        table: list[tuple[list[str], Handler]] = [
+            ([*paths("state"), *paths("state.json")], self.state),
+            (paths("frameworks"), self.frameworks),
+            (paths("slaves"), self.slaves),
+            (paths("tasks"), self.tasks),
+            (paths("roles"), self.roles),
+            (paths("weights"), self.weights),
+            (paths("quota"), self.quota),
+            (paths("health", prefixed_only=True), self.health),
+            (paths("redirect"), self.redirect),
+            (["/metrics/snapshot", "/metrics/snapshot/"], self.metrics),
+        ]
+        return [web.get(path, handler) for paths_, handler in table for path in paths_]
+
+    def _pid(self) -> str:
+        return "master@" + self.master.web_ui.split("//")[-1].rstrip("/")
+
+    async def state(self, request: web.Request) -> web.StreamResponse:
+        m = self.master
+        connected = sum(1 for s in m.books.slaves.values() if s.connected)
+        return web.json_response(
+            {
+                "version": MESOS_VERSION,
+                "id": m.master_id,
+                "pid": self._pid(),
+                "hostname": m.web_ui.split("//")[-1].rsplit(":", 1)[0],
+                "leader": self._pid(),
+                "start_time": self.started,
+                "elected_time": self.started,
+                "activated_slaves": connected,
+                "deactivated_slaves": len(m.books.slaves) - connected,
+                "unreachable_slaves": len(m.books.removed_slaves),
+                "slaves": [slave_v0(m, s) for s in m.books.slaves.values()],
+                "frameworks": [framework_v0(m, f) for f in m.books.frameworks.values()],
+                "completed_frameworks": [
+                    framework_v0(m, f) for f in m.books.completed_frameworks.values()
+                ],
+                "orphan_tasks": [],
+                "unregistered_frameworks": [],
+            }
+        )
+
+    async def frameworks(self, request: web.Request) -> web.StreamResponse:
+        m = self.master
+        return web.json_response(
+            {
+                "frameworks": [framework_v0(m, f) for f in m.books.frameworks.values()],
+                "completed_frameworks": [
+                    framework_v0(m, f) for f in m.books.completed_frameworks.values()
+                ],
+                "unregistered_frameworks": [],
+            }
+        )
+
+    async def slaves(self, request: web.Request) -> web.StreamResponse:
+        m = self.master
+        slaves = [slave_v0(m, s) for s in m.books.slaves.values()]
+        return web.json_response({"slaves": slaves, "recovered_slaves": []})
+
+    async def tasks(self, request: web.Request) -> web.StreamResponse:
+        """As Mesos: by the time of each task's first status, newest first (`order=des`)
+        or oldest (`asc`); `limit` (100) from `offset` (0)."""
+        limit = _query_int(request, "limit", 100, 1, MAX_TASKS)
+        offset = _query_int(request, "offset", 0, 0, 2**62)
+        order = request.query.get("order", "des")
+        if order not in ("asc", "des"):
+            raise _bad(f"order is asc or des, not {order[:20]!r}")
+        m = self.master
+        everyone = [*m.books.frameworks.values(), *m.books.completed_frameworks.values()]
+        found = [
+            (t.launched_wall, task_v0(t, fw.role))
+            for fw in everyone
+            for t in (*fw.tasks.values(), *fw.unreachable.values(), *fw.ended.values())
+        ]
+        found.sort(key=lambda pair: pair[0], reverse=order == "des")
+        return web.json_response({"tasks": [t for _, t in found[offset : offset + limit]]})
+
+    async def roles(self, request: web.Request) -> web.StreamResponse:
+        roles = [
+            {
+                "name": role.view.role,
+                "weight": role.view.weight,
+                "frameworks": [f.framework_id for f in role.frameworks],
+                "resources": _resources(role.held),
+            }
+            for role in roles_held(self.master)
+        ]
+        return web.json_response({"roles": roles})
+
+    async def weights(self, request: web.Request) -> web.StreamResponse:
+        views = self.master.allocator.role_views()
+        return web.json_response([{"role": v.role, "weight": v.weight} for v in views])
+
+    async def quota(self, request: web.Request) -> web.StreamResponse:
+        return web.json_response(get_quota(self.master)["status"])
+
+    async def health(self, request: web.Request) -> web.StreamResponse:
+        return web.Response(status=200)
+
+    async def redirect(self, request: web.Request) -> web.StreamResponse:
+        """The leader is this master: here (a standby answers with the leader's)."""
+        return redirect_to(self.master.web_ui)
+
+    async def metrics(self, request: web.Request) -> web.StreamResponse:
+        return web.json_response(metrics_snapshot(self.master, self.started))
+
+
+def redirect_to(leader_url: str) -> web.StreamResponse:
+    """Mesos's /master/redirect: 307 to `//HOST:PORT` of the leading master."""
+    address = leader_url.split("//")[-1].rstrip("/")
+    if not address:
+        return web.json_response({"error": "no master leads now"}, status=503)
+    return web.Response(status=307, headers={"Location": f"//{address}"})
+
+
+def _bad(message: str) -> web.HTTPBadRequest:
+    return web.HTTPBadRequest(text=json.dumps({"error": message}), content_type="application/json")
+
+
+def _query_int(request: web.Request, name: str, default: int, lo: int, hi: int) -> int:
+    raw = request.query.get(name)
+    if raw is None:
+        return default
+    if not raw.isdigit() or not lo <= int(raw) <= hi:
+        raise _bad(f"{name} must be an integer from {lo} to {hi}")
+    return int(raw)

@@ -1,0 +1,174 @@
+"""Mesos's v1 operator API on the master: `POST /api/v1`, JSON, operator principals only.
+
+Served: GET_HEALTH, GET_VERSION, GET_STATE, GET_FRAMEWORKS, GET_AGENTS, GET_EXECUTORS,
+GET_TASKS, GET_ROLES, GET_WEIGHTS, UPDATE_WEIGHTS, GET_QUOTA, GET_MASTER, and SUBSCRIBE
+(the event stream, master.mesos_api.events). UPDATE_WEIGHTS goes through the handler of
+our own `SetWeights` operator message: recorded in the registry, written to the roles
+file, refused whole if one role cannot have a weight. Every other Mesos call type is
+answered 501, saying it is not served here; anything else is a 400 that says what is
+wrong, and changes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+from pydantic import ValidationError
+
+from master.authz import Caller
+from master.mesos_api import operator_state as views
+from master.mesos_api.classic import ClassicEndpoints
+from master.mesos_api.events import MAX_SUBSCRIBERS, OperatorEvents
+from protocol import logs
+from protocol.codec import describe_validation
+from protocol.mesos_json import JSON, master_info, version_json
+from protocol.messages import SetWeights
+
+if TYPE_CHECKING:
+    from master.master import Master
+
+MAX_BODY = 1024 * 1024  # bytes of one call (a Mesos operator call is a few hundred)
+
+# Mesos's other master calls (master.proto's Call.Type): known, and not served here
+NOT_SERVED = frozenset(
+    {
+        "GET_FLAGS", "GET_METRICS", "GET_LOGGING_LEVEL", "SET_LOGGING_LEVEL", "LIST_FILES",
+        "READ_FILE", "GET_OPERATIONS", "RESERVE_RESOURCES", "UNRESERVE_RESOURCES",
+        "CREATE_VOLUMES", "DESTROY_VOLUMES", "GROW_VOLUME", "SHRINK_VOLUME",
+        "GET_MAINTENANCE_STATUS", "GET_MAINTENANCE_SCHEDULE", "UPDATE_MAINTENANCE_SCHEDULE",
+        "START_MAINTENANCE", "STOP_MAINTENANCE", "DRAIN_AGENT", "DEACTIVATE_AGENT",
+        "REACTIVATE_AGENT", "UPDATE_QUOTA", "SET_QUOTA", "REMOVE_QUOTA", "TEARDOWN",
+        "MARK_AGENT_GONE",
+    }
+)  # fmt: skip
+
+
+class CallError(Exception):
+    """A call answered with an error: its status and message."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def error(status: int, message: str) -> web.Response:
+    return web.json_response({"error": message}, status=status)
+
+
+async def read_call(request: web.Request) -> dict[str, Any]:
+    """The call's JSON object, read at most MAX_BODY bytes far."""
+    kind = request.content_type
+    if request.headers.get("Content-Type") and kind != "application/json":
+        raise CallError(415, f"Content-Type {kind} is not served: send application/json")
+    if request.content_length is not None and request.content_length > MAX_BODY:
+        raise CallError(413, f"a call is at most {MAX_BODY} bytes")
+    body = bytearray()
+    while chunk := await request.content.read(MAX_BODY + 1 - len(body)):
+        body += chunk
+        if len(body) > MAX_BODY:  # (read no further: the rest is never buffered)
+            raise CallError(413, f"a call is at most {MAX_BODY} bytes")
+    try:
+        call = json.loads(body)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise CallError(400, f"malformed JSON: {e}") from None
+    if not isinstance(call, dict) or not isinstance(call.get("type"), str):
+        raise CallError(400, 'a call is a JSON object with a "type", e.g. {"type": "GET_STATE"}')
+    return call
+
+
+class OperatorApi:
+    def __init__(self, master: Master, authenticated: bool) -> None:
+        self.master = master
+        self.authenticated = authenticated
+        self.events = OperatorEvents(master)
+        self.started = time.time()
+        self.log = logs.get("master.operator_api", master_id=master.master_id)
+        m = master
+        self.calls: dict[str, Callable[[], JSON]] = {
+            "GET_HEALTH": lambda: {"get_health": {"healthy": True}},
+            "GET_VERSION": lambda: {"get_version": {"version_info": version_json()}},
+            "GET_STATE": lambda: {"get_state": views.get_state(m)},
+            "GET_FRAMEWORKS": lambda: {"get_frameworks": views.get_frameworks(m)},
+            "GET_AGENTS": lambda: {"get_agents": views.get_agents(m)},
+            "GET_EXECUTORS": lambda: {"get_executors": views.get_executors(m)},
+            "GET_TASKS": lambda: {"get_tasks": views.get_tasks(m)},
+            "GET_ROLES": lambda: {"get_roles": views.get_roles(m)},
+            "GET_WEIGHTS": lambda: {"get_weights": views.get_weights(m)},
+            "GET_QUOTA": lambda: {"get_quota": views.get_quota(m)},
+            "GET_MASTER": lambda: {"get_master": {"master_info": self.master_info()}},
+        }
+        self.changes: dict[str, Callable[[dict[str, Any], Caller], Awaitable[None]]] = {
+            "UPDATE_WEIGHTS": self._update_weights,
+        }
+
+    def master_info(self) -> JSON:
+        address = self.master.web_ui.split("//")[-1].rstrip("/")
+        host, _, port = address.rpartition(":")
+        return master_info(self.master.master_id, host, int(port) if port.isdigit() else 0)
+
+    def routes(self) -> list[web.RouteDef]:
+        """`POST /api/v1`, and the classic endpoints (master.mesos_api.classic)."""
+        classic = ClassicEndpoints(self.master, self.started)
+        return [
+            web.post("/api/v1", self.handle),
+            web.post("/api/v1/", self.handle),
+            *classic.routes(),
+        ]
+
+    def close(self) -> None:
+        """End every operator stream (the master is stopping)."""
+        self.events.close_all()
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        principal = request.get("principal", "")
+        if self.authenticated and request.get("kind") != "operator":
+            return self._refused(request, 403, "the operator API is for operator principals")
+        try:
+            call = await read_call(request)
+            kind = call["type"]
+            if kind == "SUBSCRIBE":
+                if len(self.events.subscribers) >= MAX_SUBSCRIBERS:
+                    raise CallError(503, f"{MAX_SUBSCRIBERS} operator streams are open already")
+                return await self.events.serve(request, principal)
+            if kind in self.calls:
+                return web.json_response({"type": kind, **self.calls[kind]()})
+            if kind in self.changes:
+                refusals: list[tuple[str, str]] = []
+                caller = Caller("operator", principal, None, refused=lambda *r: refusals.append(r))
+                await self.changes[kind](call, caller)
+                for code, message in refusals[:1]:  # as the bus's Error would have said
+                    raise CallError(503 if code == "unavailable" else 400, message)
+                return web.Response(status=200)
+            if kind in NOT_SERVED:
+                raise CallError(501, f"{kind} is not served by drfmesos (see its README)")
+            raise CallError(400, f"unknown call type {logs.clip(kind, 60)!r}")
+        except CallError as e:
+            return self._refused(request, e.status, str(e))
+
+    def _refused(self, request: web.Request, status: int, message: str) -> web.Response:
+        self.log.info(
+            "operator_api.refused",
+            principal=request.get("principal", ""),
+            status=status,
+            reason=logs.clip(message),
+        )
+        return error(status, message)
+
+    async def _update_weights(self, call: dict[str, Any], caller: Caller) -> None:
+        infos = (call.get("update_weights") or {}).get("weight_infos")
+        if not isinstance(infos, list) or not infos:
+            raise CallError(400, "update_weights.weight_infos: a list of {role, weight}")
+        weights: dict[str, float] = {}
+        for info in infos:
+            if not isinstance(info, dict) or not isinstance(info.get("role"), str):
+                raise CallError(400, "update_weights.weight_infos: each needs a role")
+            weights[info["role"]] = info.get("weight", 1.0)
+        try:
+            msg = SetWeights(weights=weights)
+        except ValidationError as e:
+            raise CallError(400, describe_validation(e)) from None
+        await self.master._on_set_weights(msg, caller)

@@ -1,0 +1,247 @@
+"""The master's books as Mesos's v1 operator JSON (include/mesos/v1/master/master.proto).
+
+What `GET_STATE`, `GET_FRAMEWORKS`, `GET_AGENTS`, `GET_TASKS`, `GET_ROLES`,
+`GET_WEIGHTS` and `GET_QUOTA` answer, and the objects the operator event stream carries
+(a Task, an Agent, a Framework). Read-only: nothing here changes the books. Ids,
+resources and statuses are spelt by `protocol.mesos_json`, as the scheduler API spells
+them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from master.books import Framework, Slave, Task, offer_of
+from protocol.mesos_json import (
+    JSON,
+    MESOS_VERSION,
+    executor_to_mesos,
+    mesos_id,
+    offer_to_mesos,
+    resources_to_mesos,
+    status_to_mesos,
+)
+from protocol.messages import FrameworkCapability, RoleView
+from protocol.resources import Resources
+
+if TYPE_CHECKING:
+    from master.master import Master
+
+
+def time_info(seconds: float | None) -> JSON | None:
+    """Mesos's TimeInfo: nanoseconds since the epoch."""
+    return None if seconds is None else {"nanoseconds": int(seconds * 1e9)}
+
+
+def _dropped_none(obj: JSON) -> JSON:
+    return {k: v for k, v in obj.items() if v is not None}
+
+
+def task_json(task: Task, role: str) -> JSON:
+    """A Task (mesos.proto): where it runs, what it holds, its state and last status."""
+    status = task.status
+    out: JSON = {
+        "name": task.info.name or task.task_id,
+        "task_id": mesos_id(task.task_id),
+        "framework_id": mesos_id(task.framework_id),
+        "agent_id": mesos_id(task.slave_id),
+        "state": task.state.value,
+        "resources": resources_to_mesos(task.resources, role),
+        "statuses": [status_to_mesos(status)] if status is not None else [],
+        "role": role,
+    }
+    if task.info.executor is not None:
+        out["executor_id"] = mesos_id(task.info.executor.executor_id)
+    if status is not None:
+        out["status_update_state"] = status.state.value
+    return out
+
+
+def framework_info(fw: Framework) -> JSON:
+    """A FrameworkInfo as its framework would have sent it."""
+    capabilities = [{"type": FrameworkCapability.PARTITION_AWARE.value}]
+    return {
+        "id": mesos_id(fw.framework_id),
+        "name": fw.name,
+        "user": "",
+        "role": fw.role,
+        "roles": [fw.role],
+        "principal": fw.principal,
+        "failover_timeout": fw.failover_timeout,
+        "capabilities": capabilities if fw.partition_aware else [],
+    }
+
+
+def framework_json(m: Master, fw: Framework) -> JSON:
+    """GetFrameworks.Framework: allocated is what its tasks hold, offered its offers."""
+    offers = offered(m, fw.offers)
+    live = fw.framework_id in m.books.frameworks  # (a completed one holds nothing)
+    allocation = m.allocator.allocation(fw.framework_id) if live else Resources()
+    return _dropped_none(
+        {
+            "framework_info": framework_info(fw),
+            "active": fw.connected,
+            "connected": fw.connected,
+            "recovered": not fw.inbox,  # from the registry, not re-subscribed yet
+            "registered_time": time_info(fw.registered_at),
+            "unregistered_time": time_info(fw.removed_at),
+            "offers": [_offer(m, o) for o in fw.offers if o in m.books.offers],
+            "allocated_resources": resources_to_mesos(allocation.subtract_clamped(offers), fw.role),
+            "offered_resources": resources_to_mesos(offers, fw.role),
+        }
+    )
+
+
+def offered(m: Master, offer_ids: Iterable[str]) -> Resources:
+    offers = m.books.offers
+    return sum((offers[o].resources for o in offer_ids if o in offers), Resources())
+
+
+def _offer(m: Master, offer_id: str) -> JSON:
+    record = m.books.offers[offer_id]
+    fw = m.books.frameworks.get(record.framework_id)
+    return offer_to_mesos(offer_of(m.books, record), fw.role if fw else "*")
+
+
+def agent_info(slave: Slave) -> JSON:
+    return {
+        "id": mesos_id(slave.slave_id),
+        "hostname": slave.hostname,
+        "resources": resources_to_mesos(slave.total),
+        "attributes": [
+            {"name": k, "type": "TEXT", "text": {"value": v}}
+            for k, v in sorted(slave.attributes.items())
+        ],
+    }
+
+
+def agent_json(m: Master, slave: Slave) -> JSON:
+    """GetAgents.Agent: its total, what its tasks hold, and what is offered of it."""
+    offers = offered(m, slave.offers)
+    in_use = slave.total.subtract_clamped(m.allocator.free(slave.slave_id)).subtract_clamped(offers)
+    return {
+        "agent_info": agent_info(slave),
+        "active": slave.connected,
+        "version": MESOS_VERSION,
+        "total_resources": resources_to_mesos(slave.total),
+        "allocated_resources": resources_to_mesos(in_use),
+        "offered_resources": resources_to_mesos(offers),
+    }
+
+
+def get_frameworks(m: Master) -> JSON:
+    return {
+        "frameworks": [framework_json(m, fw) for fw in m.books.frameworks.values()],
+        "completed_frameworks": [
+            framework_json(m, fw) for fw in m.books.completed_frameworks.values()
+        ],
+    }
+
+
+def get_agents(m: Master) -> JSON:
+    return {"agents": [agent_json(m, s) for s in m.books.slaves.values()]}
+
+
+def get_tasks(m: Master) -> JSON:
+    """Live tasks (and those out of reach with their slave) in `tasks`; ended ones in
+    `completed_tasks`, removed frameworks' too, as Mesos lists them."""
+    live, done = [], []
+    for fw in m.books.frameworks.values():
+        live += [task_json(t, fw.role) for t in (*fw.tasks.values(), *fw.unreachable.values())]
+        done += [task_json(t, fw.role) for t in fw.ended.values()]
+    for fw in m.books.completed_frameworks.values():
+        done += [task_json(t, fw.role) for t in fw.ended.values()]
+    return {"tasks": live, "completed_tasks": done}
+
+
+def get_executors(m: Master) -> JSON:
+    executors = []
+    for fw in m.books.frameworks.values():
+        seen: set[tuple[str, str]] = set()
+        for task in fw.tasks.values():
+            executor = task.info.executor
+            if executor is None or (task.slave_id, executor.executor_id) in seen:
+                continue
+            seen.add((task.slave_id, executor.executor_id))
+            executors.append(
+                {
+                    "executor_info": executor_to_mesos(executor, fw.framework_id),
+                    "agent_id": mesos_id(task.slave_id),
+                }
+            )
+    return {"executors": executors}
+
+
+def get_state(m: Master) -> JSON:
+    return {
+        "get_tasks": get_tasks(m),
+        "get_executors": get_executors(m),
+        "get_frameworks": get_frameworks(m),
+        "get_agents": get_agents(m),
+    }
+
+
+@dataclass(frozen=True)
+class RoleHoldings:
+    view: RoleView
+    frameworks: list[Framework]
+    held: Resources  # in use and offered
+    offered: Resources
+
+
+def roles_held(m: Master) -> list[RoleHoldings]:
+    """Every role the allocator knows (pools too), with its frameworks and holdings."""
+    members: dict[str, list[Framework]] = {}
+    for fw in m.books.frameworks.values():
+        members.setdefault(fw.role, []).append(fw)
+    out = []
+    for view in m.allocator.role_views():
+        fws = members.get(view.role, [])
+        held = sum((m.allocator.allocation(f.framework_id) for f in fws), Resources())
+        out.append(
+            RoleHoldings(view, fws, held, sum((offered(m, f.offers) for f in fws), Resources()))
+        )
+    return out
+
+
+def get_roles(m: Master) -> JSON:
+    roles = []
+    for role in roles_held(m):
+        name = role.view.role
+        roles.append(
+            {
+                "name": name,
+                "weight": role.view.weight,
+                "frameworks": [mesos_id(f.framework_id) for f in role.frameworks],
+                "resources": resources_to_mesos(role.held, name),
+                "allocated": resources_to_mesos(role.held.subtract_clamped(role.offered), name),
+                "offered": resources_to_mesos(role.offered, name),
+            }
+        )
+    return {"roles": roles}
+
+
+def get_weights(m: Master) -> JSON:
+    return {
+        "weight_infos": [
+            {"role": role, "weight": weight}
+            for role, weight in sorted({v.role: v.weight for v in m.allocator.role_views()}.items())
+        ]
+    }
+
+
+def get_quota(m: Master) -> JSON:
+    """QuotaStatus: Mesos 1.9's `configs` (guarantees and limits by name), and the older
+    `infos` (a guarantee as resources) that pre-1.9 tools read."""
+    infos, configs = [], []
+    for role, quota in sorted(m.allocator.quotas.items()):
+        infos.append({"role": role, "guarantee": resources_to_mesos(quota.guarantee, role)})
+        config: JSON = {"role": role}
+        if quota.guarantee:
+            config["guarantees"] = {k: {"value": v} for k, v in quota.guarantee.items()}
+        if quota.limit is not None:
+            config["limits"] = {k: {"value": v} for k, v in quota.limit.items()}
+        configs.append(config)
+    return {"status": {"infos": infos, "configs": configs}}

@@ -1,0 +1,417 @@
+"""Mesos's operator API (`POST /api/v1`, its SUBSCRIBE event stream) and the classic JSON
+endpoints, spoken as the tools written against Mesos speak them: raw HTTP and RecordIO
+read by hand, on a secured cluster (mosquitto with TLS, master and slaves as processes).
+Bad input gets a 4xx with a JSON error and changes nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import aiohttp
+import pytest
+
+from cluster.launcher import Launcher
+from cluster.secure import as_principal
+from cluster.view import operator_call, wait_state
+from frameworks.samples.command import CommandScheduler
+from frameworks.scheduler import SchedulerDriver
+from master.books import Books, Slave
+from master.changes import Changes
+from master.http_config import HttpConfig
+from master.mesos_api.events import QUEUE, OperatorEvents
+from master.standby_http import StandbyHttp
+from protocol.brokers import BrokerURL
+from protocol.credentials import Store
+from protocol.messages import ClusterEvent, MarkSlaveGone
+from protocol.recordio import Decoder
+from protocol.resources import Resources
+
+from conftest import need_mosquitto
+from helpers import basic, printer, secure_master
+
+CLUSTER = "mesos-ops"
+PRINCIPALS = [("master", "master"), ("ops", "operator"), ("slave-0", "slave"),
+              ("slave-1", "slave"), ("printer", "framework")]  # fmt: skip
+HEARTBEAT = 1.0  # the master's --heartbeat-interval here: the stream's too
+
+
+@dataclass
+class Ops:
+    url: BrokerURL
+    store: Store
+    launcher: Launcher
+    web: str  # the master's HTTP address
+    work: Path
+
+    def auth(self, name: str = "ops") -> str:
+        return basic(name, self.store.secret_file(name).read_text().strip())
+
+    async def call(
+        self, body: bytes | dict[str, Any], auth: str | None = None, **headers: str
+    ) -> tuple[int, Any]:
+        """POST /api/v1 as a Mesos operator tool does."""
+        data = body if isinstance(body, bytes) else json.dumps(body).encode()
+        headers = {
+            "Content-Type": "application/json",
+            "Authorization": auth or self.auth(),
+            **headers,
+        }
+        async with (
+            aiohttp.ClientSession() as session,
+            session.post(self.web + "api/v1", data=data, headers=headers) as r,
+        ):
+            text = await r.text()
+            return r.status, json.loads(text) if text else None
+
+    async def get(self, path: str, auth: str | None = None) -> tuple[int, Any, Any]:
+        async with (
+            aiohttp.ClientSession() as session,
+            session.get(
+                self.web + path.lstrip("/"),
+                headers={"Authorization": auth or self.auth()},
+                allow_redirects=False,
+            ) as r,
+        ):
+            text = await r.text()
+            body = json.loads(text) if r.content_type == "application/json" and text else text
+            return r.status, body, r.headers
+
+    def printer(self, command: str, count: int) -> tuple[CommandScheduler, SchedulerDriver]:
+        return printer(self.url, self.store, CLUSTER, command, count)
+
+    async def slave(self, i: int) -> None:
+        await self.launcher.start(
+            "slave", f"slave-{i}", "--resources", "cpus:2;mem:1024",
+            "--work-dir", str(self.work / f"slave-{i}"),
+        )  # fmt: skip
+
+
+@pytest.fixture
+async def ops(tmp_path: Path) -> AsyncIterator[Ops]:
+    need_mosquitto()
+    heartbeat = ("--heartbeat-interval", str(HEARTBEAT))
+    async with secure_master(tmp_path, CLUSTER, PRINCIPALS, *heartbeat) as (broker, store, run):
+        live = Ops(broker.url, store, run, "", tmp_path)
+        await live.slave(0)
+        state = await wait_state(
+            as_principal(broker.url, store, "ops"), CLUSTER, lambda s: len(s.slaves) == 1
+        )
+        live.web = state.web_ui
+        yield live
+
+
+@dataclass
+class Stream:
+    """An operator's event stream, read as RecordIO by hand."""
+
+    response: aiohttp.ClientResponse
+    events: list[tuple[float, dict[str, Any]]] = field(default_factory=list)
+    arrived: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def read(self) -> None:
+        decoder = Decoder()
+        async for chunk in self.response.content.iter_any():
+            for record in decoder.feed(chunk):
+                assert b"\n" not in record  # one line of JSON each
+                self.events.append((time.monotonic(), json.loads(record)))
+                self.arrived.set()
+
+    def of(self, kind: str) -> list[dict[str, Any]]:
+        return [e for _, e in self.events if e["type"] == kind]
+
+    async def wait(self, condition: Any, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while not condition():
+            self.arrived.clear()
+            left = deadline - time.monotonic()
+            assert left > 0, [e["type"] for _, e in self.events]
+            await asyncio.wait_for(self.arrived.wait(), left)
+
+
+async def test_an_operator_stream_sees_every_change_within_a_second(ops: Ops) -> None:
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(
+            ops.web + "api/v1",
+            json={"type": "SUBSCRIBE"},
+            headers={"Authorization": ops.auth(), "Accept": "application/json"},
+        ) as response,
+    ):
+        assert response.status == 200
+        assert response.content_type == "application/recordio"
+        stream = Stream(response)
+        reader = asyncio.create_task(stream.read())
+        try:
+            await stream.wait(lambda: stream.events, 10)
+            first = stream.events[0][1]
+            assert first["type"] == "SUBSCRIBED"
+            assert first["subscribed"]["heartbeat_interval_seconds"] == HEARTBEAT
+            [agent] = first["subscribed"]["get_state"]["get_agents"]["agents"]
+            assert agent["agent_info"]["hostname"]
+            assert {r["name"] for r in agent["total_resources"]} >= {"cpus", "mem"}
+
+            await ops.slave(1)  # a slave joins: AGENT_ADDED
+            await stream.wait(lambda: stream.of("AGENT_ADDED"), 10)
+            added = stream.of("AGENT_ADDED")[0]["agent_added"]["agent"]
+            new_agent = added["agent_info"]["id"]["value"]
+            assert new_agent != agent["agent_info"]["id"]["value"]
+
+            # a framework runs three tasks to their end, then tears itself down
+            printer, driver = ops.printer("sleep 0.2", 3)
+            await driver.run()
+            assert printer.ok
+            done = time.monotonic()
+            fw_id = driver.framework_id
+
+            def finished() -> set[str]:
+                return {
+                    e["task_updated"]["status"]["task_id"]["value"]
+                    for e in stream.of("TASK_UPDATED")
+                    if e["task_updated"]["state"] == "TASK_FINISHED"
+                }
+
+            # what the framework heard from the master, the stream says within a second
+            await stream.wait(lambda: len(finished()) == 3 and stream.of("FRAMEWORK_REMOVED"), 1)
+            assert time.monotonic() - done < 1.0
+            [fw_added] = stream.of("FRAMEWORK_ADDED")
+            assert (
+                fw_added["framework_added"]["framework"]["framework_info"]["id"]["value"] == fw_id
+            )
+            tasks = {e["task_added"]["task"]["task_id"]["value"] for e in stream.of("TASK_ADDED")}
+            assert tasks == finished()
+            for e in stream.of("TASK_ADDED"):
+                assert e["task_added"]["task"]["framework_id"]["value"] == fw_id
+            running = {
+                e["task_updated"]["status"]["task_id"]["value"]
+                for e in stream.of("TASK_UPDATED")
+                if e["task_updated"]["state"] == "TASK_RUNNING"
+            }
+            assert running == tasks
+            removed = stream.of("FRAMEWORK_REMOVED")[0]["framework_removed"]
+            assert removed["framework_info"]["id"]["value"] == fw_id
+            kinds = [e["type"] for _, e in stream.events]
+            assert kinds.index("FRAMEWORK_ADDED") < kinds.index("TASK_ADDED")
+            assert kinds.index("FRAMEWORK_REMOVED") == len(kinds) - 1 or "HEARTBEAT" in kinds
+
+            # the stream's last word on each task is what GET_TASKS says now
+            status, body = await ops.call({"type": "GET_TASKS"})
+            assert status == 200
+            told = {t["task_id"]["value"]: t["state"] for t in body["get_tasks"]["completed_tasks"]}
+            assert told == dict.fromkeys(tasks, "TASK_FINISHED")
+
+            # an operator says a slave is gone: AGENT_REMOVED, once
+            error = await operator_call(
+                as_principal(ops.url, ops.store, "ops"), CLUSTER,
+                MarkSlaveGone(slave_id=new_agent),
+                lambda e: e.kind == "slave-gone" and e.slave_id == new_agent,
+            )  # fmt: skip
+            assert error is None
+            await stream.wait(lambda: stream.of("AGENT_REMOVED"), 1)
+            [gone] = stream.of("AGENT_REMOVED")
+            assert gone["agent_removed"]["agent_id"]["value"] == new_agent
+
+            # a quiet stream still says it is alive, at the interval it announced
+            quiet = len(stream.events)
+            await stream.wait(
+                lambda: any(e["type"] == "HEARTBEAT" for _, e in stream.events[quiet:]),
+                HEARTBEAT * 3,
+            )
+            assert len(stream.of("AGENT_REMOVED")) == 1
+        finally:
+            reader.cancel()
+            await asyncio.gather(reader, return_exceptions=True)
+
+
+async def test_operator_calls_answer_as_mesos_and_refuse_bad_input(ops: Ops) -> None:
+    for kind, key in [
+        ("GET_HEALTH", "get_health"), ("GET_VERSION", "get_version"), ("GET_STATE", "get_state"),
+        ("GET_FRAMEWORKS", "get_frameworks"), ("GET_AGENTS", "get_agents"),
+        ("GET_TASKS", "get_tasks"), ("GET_ROLES", "get_roles"), ("GET_WEIGHTS", "get_weights"),
+        ("GET_QUOTA", "get_quota"), ("GET_EXECUTORS", "get_executors"),
+    ]:  # fmt: skip
+        status, body = await ops.call({"type": kind})
+        assert status == 200, (kind, body)
+        assert body["type"] == kind
+        assert key in body, body
+    status, body = await ops.call({"type": "GET_HEALTH"})
+    assert body["get_health"] == {"healthy": True}
+    status, body = await ops.call({"type": "GET_VERSION"})
+    assert body["get_version"]["version_info"]["version"].startswith("1.")
+    status, body = await ops.call({"type": "GET_AGENTS"})
+    assert len(body["get_agents"]["agents"]) == 1
+
+    # UPDATE_WEIGHTS goes through the operators' SetWeights: GET_WEIGHTS and /weights see it
+    update = {"type": "UPDATE_WEIGHTS",
+              "update_weights": {"weight_infos": [{"role": "printer", "weight": 3.0}]}}  # fmt: skip
+    status, body = await ops.call(update)
+    assert status == 200, body
+
+    async def weights() -> dict[str, float]:
+        _, body = await ops.call({"type": "GET_WEIGHTS"})
+        return {w["role"]: w["weight"] for w in body["get_weights"]["weight_infos"]}
+
+    assert (await weights())["printer"] == 3.0
+    status, classic, _ = await ops.get("/master/weights")
+    assert {"role": "printer", "weight": 3.0} in classic
+
+    # bad input: a clear 4xx with a JSON error, and nothing changed
+    printer, wrong = ops.auth("printer"), basic("ops", "not-the-secret")
+
+    def weights_call(*infos: dict[str, Any]) -> dict[str, Any]:
+        return {"type": "UPDATE_WEIGHTS", "update_weights": {"weight_infos": list(infos)}}
+
+    huge = b'{"type": "GET_STATE", "pad": "' + b"x" * (2 << 20) + b'"}'
+    refusals: list[tuple[int, bytes | dict[str, Any], dict[str, str]]] = [
+        (400, b'{"type": "GET_STATE"', {}),  # malformed JSON
+        (400, b"[1, 2]", {}),  # not a call
+        (400, {"type": "NO_SUCH_CALL"}, {}),
+        (501, {"type": "RESERVE_RESOURCES"}, {}),  # Mesos's, not served here
+        (415, {"type": "GET_STATE"}, {"Content-Type": "application/x-protobuf"}),
+        (400, weights_call({"role": "printer", "weight": -1}), {}),
+        (400, weights_call({"role": "printer", "weight": 2}, {"role": "a//b", "weight": 2}), {}),
+        (413, huge, {}),
+        (403, weights_call({"role": "printer", "weight": 2}), {"Authorization": printer}),
+        (401, weights_call({"role": "printer", "weight": 2}), {"Authorization": wrong}),
+        (403, {"type": "SUBSCRIBE"}, {"Authorization": printer}),
+    ]
+    for expected, body_sent, headers in refusals:
+        status, answer = await ops.call(body_sent, **headers)
+        assert status == expected, (str(body_sent)[:80], answer)
+        assert answer["error"], answer
+    assert (await weights())["printer"] == 3.0
+
+
+async def test_the_classic_endpoints_answer_with_mesos_field_names(ops: Ops) -> None:
+    _, driver = ops.printer("sleep 300", 1)
+    await driver.start()
+    try:
+        await wait_state(
+            as_principal(ops.url, ops.store, "ops"),
+            CLUSTER,
+            lambda s: any(t.state.value == "TASK_RUNNING" for t in s.tasks),
+        )
+        fw_id = driver.framework_id
+        bodies = []
+        for path in ("/master/state", "/state", "/state.json", "/master/state/?_ts=1732540000"):
+            status, body, _ = await ops.get(path)
+            assert status == 200, (path, body)
+            bodies.append(body)
+        state = bodies[0]
+        assert {b["id"] for b in bodies} == {state["id"]}
+        assert state["activated_slaves"] == 1
+        [fw] = state["frameworks"]
+        assert (fw["id"], fw["name"], fw["role"], fw["active"]) == (
+            fw_id,
+            "printer",
+            "printer",
+            True,
+        )
+        [task] = fw["tasks"]
+        assert (task["state"], task["framework_id"]) == ("TASK_RUNNING", fw_id)
+        assert task["resources"] == {"cpus": 0.5, "mem": 64.0}
+        assert fw["used_resources"]["cpus"] == 0.5
+        [slave] = state["slaves"]
+        assert slave["resources"]["cpus"] == 2.0
+        assert slave["used_resources"]["cpus"] == 0.5
+        assert task["slave_id"] == slave["id"]
+
+        for path, key in [("/master/frameworks", "frameworks"), ("/frameworks/", "frameworks"),
+                          ("/master/slaves", "slaves"), ("/slaves", "slaves"),
+                          ("/master/tasks", "tasks"), ("/tasks?_ts=1", "tasks"),
+                          ("/master/roles", "roles"), ("/roles/", "roles")]:  # fmt: skip
+            status, body, _ = await ops.get(path)
+            assert status == 200, (path, body)
+            assert body[key], (path, body)
+        status, body, _ = await ops.get("/master/tasks?limit=1&offset=0&order=asc")
+        assert [t["id"] for t in body["tasks"]] == [task["id"]]
+        assert (await ops.get("/master/tasks?offset=1"))[1] == {"tasks": []}
+        for query in ("order=sideways", "limit=0", "limit=x", "offset=-1"):
+            status, body, _ = await ops.get(f"/master/tasks?{query}")
+            assert status == 400, (query, body)
+            assert body["error"]
+        status, roles, _ = await ops.get("/master/roles")
+        printer_role = next(r for r in roles["roles"] if r["name"] == "printer")
+        assert printer_role["frameworks"] == [fw_id]
+        assert (await ops.get("/master/weights"))[0] == 200
+        status, quota, _ = await ops.get("/master/quota")
+        assert status == 200
+        assert quota["infos"] == []
+        assert (await ops.get("/master/health"))[0] == 200
+        status, _, headers = await ops.get("/master/redirect")
+        assert status == 307
+        assert headers["Location"] == "//" + ops.web.split("//")[1].rstrip("/")
+
+        status, metrics, _ = await ops.get("/metrics/snapshot")
+        assert status == 200
+        assert metrics["master/elected"] == 1
+        assert metrics["master/cpus_total"] == 2.0
+        assert metrics["master/cpus_used"] >= 0.5
+        assert metrics["master/tasks_running"] == 1
+        assert metrics["master/frameworks_active"] == 1
+        assert metrics["allocator/mesos/allocation_runs"] > 0
+        assert "allocator/mesos/roles/printer/shares/dominant" in metrics
+
+        # operators only, as every other endpoint of the master
+        for path in ("/master/state", "/metrics/snapshot", "/master/redirect"):
+            assert (await ops.get(path, auth=basic("ops", "wrong")))[0] == 401
+            assert (await ops.get(path, auth=ops.auth("printer")))[0] == 403
+    finally:
+        driver.stop()
+        await driver.join()
+
+
+async def test_a_standby_redirects_to_the_leader() -> None:
+    leader = "127.0.0.1:5999"
+
+    async def where() -> str:
+        return leader
+
+    standby = StandbyHttp(HttpConfig(port=0, credentials=None), "master-standby", where)
+    await standby.start()
+    assert standby.runner is not None
+    port = next(iter(standby.runner.addresses))[1]
+    try:
+        async with aiohttp.ClientSession() as session:
+            for path in ("/master/redirect", "/redirect/", "/master/redirect?_ts=1"):
+                async with session.get(
+                    f"http://127.0.0.1:{port}{path}", allow_redirects=False
+                ) as r:
+                    assert r.status == 307
+                    assert r.headers["Location"] == "//" + leader
+            leader = ""  # between two leaders
+            async with session.get(f"http://127.0.0.1:{port}/master/redirect") as r:
+                assert r.status == 503
+                assert (await r.json())["error"]
+    finally:
+        await standby.stop()
+
+
+async def test_a_slow_subscriber_is_closed_and_its_backlog_dropped() -> None:
+    """A reader that stops reading holds at most QUEUE records, then is closed: the
+    master's memory does not grow with it."""
+    books = Books()
+    books.slaves["s1"] = Slave("s1", "node", "host", Resources(cpus=1), {}, "", 0.0)
+    master: Any = SimpleNamespace(
+        master_id="m",
+        books=books,
+        changes=Changes(),
+        config=SimpleNamespace(heartbeat_interval=5.0),
+        allocator=SimpleNamespace(free=lambda _s: Resources(cpus=1)),
+    )
+    events = OperatorEvents(master)
+    slow = events.open("ops")
+    assert master.changes.tasks_wanted
+    for _ in range(QUEUE + 10):
+        master.changes.emit(ClusterEvent(kind="slave-added", slave_id="s1"))
+    assert slow not in events.subscribers
+    assert "behind" in slow.why
+    assert slow.queue.qsize() == 1
+    assert slow.queue.get_nowait() == b""
+    assert not master.changes.tasks_wanted  # nobody listens: the master builds nothing
