@@ -320,6 +320,15 @@ async def http_get(port: int, path: str) -> tuple[int, str]:
         return r.status, await r.text()
 
 
+async def redirect_of(port: int) -> tuple[int, str]:
+    """Mesos's /master/redirect as a client asks it: the status and where it points."""
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(f"http://127.0.0.1:{port}/master/redirect", allow_redirects=False) as r,
+    ):
+        return r.status, r.headers.get("Location", "")
+
+
 async def answers(port: int) -> tuple[Health, str]:
     """A master's /health and /metrics, once it answers and knows who leads (a process
     just started, or a standby not yet in the election, knows no leader)."""
@@ -348,6 +357,9 @@ async def test_a_standby_answers_health_and_metrics_as_a_standby_and_leads_when_
     assert not health.elected
     assert health.leader == f"127.0.0.1:{ha.http_ports[leader]}"
     assert "drfmesos_elected 0.0" in metrics
+    to_leader = (307, f"//127.0.0.1:{ha.http_ports[leader]}")
+    assert await redirect_of(ha.http_ports[standby]) == to_leader  # Mesos's, on a standby too
+    assert await redirect_of(ha.http_ports[leader]) == to_leader
     health, metrics = await answers(ha.http_ports[leader])
     assert health.status == "ok"
     assert health.elected
@@ -364,3 +376,4 @@ async def test_a_standby_answers_health_and_metrics_as_a_standby_and_leads_when_
     health, _ = await answers(ha.http_ports[leader])
     assert health.status == "standby"
     assert health.leader == f"127.0.0.1:{ha.http_ports[standby]}"
+    assert await redirect_of(ha.http_ports[leader]) == (307, f"//{health.leader}")

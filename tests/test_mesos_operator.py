@@ -22,14 +22,14 @@ from cluster.secure import as_principal
 from cluster.view import operator_call, wait_state
 from frameworks.samples.command import CommandScheduler
 from frameworks.scheduler import SchedulerDriver
-from master.books import Books, Slave
+from master.books import Books, Framework, Slave, Task
 from master.changes import Changes
 from master.http_config import HttpConfig
-from master.mesos_api.events import QUEUE, OperatorEvents
+from master.mesos_api.events import QUEUE, OperatorEvents, Subscriber
 from master.standby_http import StandbyHttp
 from protocol.brokers import BrokerURL
 from protocol.credentials import Store
-from protocol.messages import ClusterEvent, MarkSlaveGone
+from protocol.messages import ClusterEvent, CommandInfo, MarkSlaveGone, TaskInfo, TaskState
 from protocol.recordio import Decoder
 from protocol.resources import Resources
 
@@ -396,15 +396,8 @@ async def test_a_standby_redirects_to_the_leader() -> None:
 async def test_a_slow_subscriber_is_closed_and_its_backlog_dropped() -> None:
     """A reader that stops reading holds at most QUEUE records, then is closed: the
     master's memory does not grow with it."""
-    books = Books()
-    books.slaves["s1"] = Slave("s1", "node", "host", Resources(cpus=1), {}, "", 0.0)
-    master: Any = SimpleNamespace(
-        master_id="m",
-        books=books,
-        changes=Changes(),
-        config=SimpleNamespace(heartbeat_interval=5.0),
-        allocator=SimpleNamespace(free=lambda _s: Resources(cpus=1)),
-    )
+    master = stub_master()
+    master.books.slaves["s1"] = Slave("s1", "node", "host", Resources(cpus=1), {}, "", 0.0)
     events = OperatorEvents(master)
     slow = events.open("ops")
     assert master.changes.tasks_wanted
@@ -415,3 +408,45 @@ async def test_a_slow_subscriber_is_closed_and_its_backlog_dropped() -> None:
     assert slow.queue.qsize() == 1
     assert slow.queue.get_nowait() == b""
     assert not master.changes.tasks_wanted  # nobody listens: the master builds nothing
+
+
+def stub_master() -> Any:
+    """What the operator stream reads of a master, and nothing else: no bus, no loop."""
+    return SimpleNamespace(
+        master_id="m",
+        books=Books(),
+        changes=Changes(),
+        config=SimpleNamespace(heartbeat_interval=5.0),
+        allocator=SimpleNamespace(
+            free=lambda _s: Resources(cpus=1), allocation=lambda _f: Resources(cpus=0.5)
+        ),
+    )
+
+
+def records(sub: Subscriber) -> list[dict[str, Any]]:
+    out = []
+    while not sub.queue.empty():
+        [record] = Decoder().feed(sub.queue.get_nowait())
+        out.append(json.loads(record))
+    return out
+
+
+async def test_a_task_adopted_with_its_framework_comes_after_the_framework() -> None:
+    """A framework that re-subscribes after a failover adopts the tasks its slaves brought
+    back before it is said subscribed: the stream still names the framework first."""
+    master = stub_master()
+    events = OperatorEvents(master)
+    sub = events.open("ops")
+    assert [e["type"] for e in records(sub)] == ["SUBSCRIBED"]
+    fw = Framework("f1", "printer", "printer", "printer", 1.0, "in", "", 0.0, 0.0)
+    command = CommandInfo(value="sleep 9")
+    info = TaskInfo(task_id="t1", slave_id="s1", resources=Resources(cpus=0.5), command=command)
+    fw.tasks["t1"] = Task(info, "f1", "s1", TaskState.RUNNING)
+    master.books.frameworks["f1"] = fw
+    master.changes.emit(ClusterEvent(kind="task-added", framework_id="f1", task_id="t1"))
+    master.changes.emit(ClusterEvent(kind="subscribed", framework_id="f1"))
+    told = records(sub)
+    assert [e["type"] for e in told] == ["FRAMEWORK_ADDED", "TASK_ADDED", "FRAMEWORK_UPDATED"]
+    task = told[1]["task_added"]["task"]
+    assert (task["task_id"], task["state"]) == ({"value": "t1"}, "TASK_RUNNING")
+    events.close_all()

@@ -158,18 +158,16 @@ class OperatorEvents:
                 return []
             task, role = found
             if kind in ("launch", TASK_ADDED):
-                return [{"type": "TASK_ADDED", "task_added": {"task": task_json(task, role)}}]
+                # an adopted task comes before its framework's own event: the framework first
+                added = self._framework_event(task.framework_id)
+                return [
+                    *added,
+                    {"type": "TASK_ADDED", "task_added": {"task": task_json(task, role)}},
+                ]
             return [task_updated(task)]
         if kind in ("subscribed", "disconnected"):
-            fw = m.books.frameworks.get(event.framework_id or "")
-            if fw is None:
-                return []
-            if fw.framework_id in self._frameworks:
-                body = {"framework": framework_json(m, fw)}
-                return [{"type": "FRAMEWORK_UPDATED", "framework_updated": body}]
-            self._frameworks.add(fw.framework_id)
-            added = {"framework": framework_json(m, fw)}
-            return [{"type": "FRAMEWORK_ADDED", "framework_added": added}]
+            fw_id = event.framework_id or ""
+            return self._framework_event(fw_id) or self._framework_event(fw_id, updated=True)
         if kind == "removed":
             return self._framework_removed(event.framework_id or "")
         if kind == "slave-added":
@@ -183,6 +181,16 @@ class OperatorEvents:
             body = {"agent_id": mesos_id(event.slave_id)}
             return [{"type": "AGENT_REMOVED", "agent_removed": body}]
         return []  # offers, quota, weights, preemption: no operator event in Mesos
+
+    def _framework_event(self, framework_id: str, *, updated: bool = False) -> list[JSON]:
+        """FRAMEWORK_ADDED for a framework not announced yet (nothing if it was), or with
+        `updated`, FRAMEWORK_UPDATED for one that was."""
+        fw = self.master.books.frameworks.get(framework_id)
+        if fw is None or (framework_id in self._frameworks) != updated:
+            return []
+        self._frameworks.add(framework_id)
+        kind = "framework_updated" if updated else "framework_added"
+        return [{"type": kind.upper(), kind: {"framework": framework_json(self.master, fw)}}]
 
     def _task(self, framework_id: str, task_id: str) -> tuple[Task, str] | None:
         books = self.master.books
