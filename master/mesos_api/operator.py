@@ -171,4 +171,5 @@ class OperatorApi:
             msg = SetWeights(weights=weights)
         except ValidationError as e:
             raise CallError(400, describe_validation(e)) from None
-        await self.master._on_set_weights(msg, caller)
+        # the operators' own route for SetWeights, as a call over the bus takes it
+        await self.master.routes["operator"][SetWeights](msg, caller)
