@@ -244,6 +244,8 @@ async def test_operator_calls_answer_as_mesos_and_refuse_bad_input(ops: Ops) -> 
     assert body["get_health"] == {"healthy": True}
     status, body = await ops.call({"type": "GET_VERSION"})
     assert body["get_version"]["version_info"]["version"].startswith("1.")
+    status, body = await ops.call({"type": "GET_MASTER"})
+    assert body["get_master"]["master_info"]["address"]["port"] == int(ops.web.split(":")[-1][:-1])
     status, body = await ops.call({"type": "GET_AGENTS"})
     assert len(body["get_agents"]["agents"]) == 1
 
@@ -306,6 +308,7 @@ async def test_the_classic_endpoints_answer_with_mesos_field_names(ops: Ops) -> 
         state = bodies[0]
         assert {b["id"] for b in bodies} == {state["id"]}
         assert state["activated_slaves"] == 1
+        assert state["leader_info"]["pid"] == state["pid"] == state["leader"]
         [fw] = state["frameworks"]
         assert (fw["id"], fw["name"], fw["role"], fw["active"]) == (
             fw_id,

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 from master.books import Framework, Slave, Task
-from master.mesos_api.operator_state import get_quota, offered, roles_held
+from master.mesos_api.operator_state import get_quota, offered, roles_held, this_master_info
 from protocol.mesos_json import JSON, MESOS_VERSION
 from protocol.resources import Resources
 
@@ -206,6 +206,7 @@ class ClassicEndpoints:
                 "pid": self._pid(),
                 "hostname": m.web_ui.split("//")[-1].rsplit(":", 1)[0],
                 "leader": self._pid(),
+                "leader_info": this_master_info(m),
                 "start_time": self.started,
                 "elected_time": self.started,
                 "activated_slaves": connected,

@@ -25,7 +25,7 @@ from master.mesos_api.classic import ClassicEndpoints
 from master.mesos_api.events import MAX_SUBSCRIBERS, OperatorEvents
 from protocol import logs
 from protocol.codec import describe_validation
-from protocol.mesos_json import JSON, master_info, version_json
+from protocol.mesos_json import JSON, version_json
 from protocol.messages import SetWeights
 
 if TYPE_CHECKING:
@@ -99,16 +99,11 @@ class OperatorApi:
             "GET_ROLES": lambda: {"get_roles": views.get_roles(m)},
             "GET_WEIGHTS": lambda: {"get_weights": views.get_weights(m)},
             "GET_QUOTA": lambda: {"get_quota": views.get_quota(m)},
-            "GET_MASTER": lambda: {"get_master": {"master_info": self.master_info()}},
+            "GET_MASTER": lambda: {"get_master": {"master_info": views.this_master_info(m)}},
         }
         self.changes: dict[str, Callable[[dict[str, Any], Caller], Awaitable[None]]] = {
             "UPDATE_WEIGHTS": self._update_weights,
         }
-
-    def master_info(self) -> JSON:
-        address = self.master.web_ui.split("//")[-1].rstrip("/")
-        host, _, port = address.rpartition(":")
-        return master_info(self.master.master_id, host, int(port) if port.isdigit() else 0)
 
     def routes(self) -> list[web.RouteDef]:
         """`POST /api/v1`, and the classic endpoints (master.mesos_api.classic)."""

@@ -18,6 +18,7 @@ from protocol.mesos_json import (
     JSON,
     MESOS_VERSION,
     executor_to_mesos,
+    master_info,
     mesos_id,
     offer_to_mesos,
     resources_to_mesos,
@@ -28,6 +29,12 @@ from protocol.resources import Resources
 
 if TYPE_CHECKING:
     from master.master import Master
+
+
+def this_master_info(m: Master) -> JSON:
+    """This master's MasterInfo, its address the one it serves HTTP on."""
+    host, _, port = m.web_ui.split("//")[-1].rstrip("/").rpartition(":")
+    return master_info(m.master_id, host, int(port) if port.isdigit() else 0)
 
 
 def time_info(seconds: float | None) -> JSON | None:
