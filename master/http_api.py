@@ -45,6 +45,7 @@ from master.http_models import (
     TaskFile,
     Tasks,
 )
+from master.mesos_api.scheduler_http import SELF_AUTHENTICATED, SchedulerApi
 from master.metrics import exposition, registry_for
 from master.openapi import openapi
 from protocol import logs
@@ -217,6 +218,7 @@ class HttpApi:
         self.config = config
         self.auth = PrincipalAuth(config.credentials) if config.credentials else None
         self.registry = registry_for(master)
+        self.scheduler = SchedulerApi(master, self.auth)  # Mesos's, for Mesos frameworks
         self.log = logs.get("master.http", master_id=master.master_id)
         self.runner: web.AppRunner | None = None
         self.url = ""
@@ -245,6 +247,7 @@ class HttpApi:
                 web.get("/api/v1/events", self._events),
                 web.get("/api/v1/stream", self._stream),
                 web.get("/api/v1/tasks/{framework_id}/{task_id}/files/{name}", self._file),
+                *self.scheduler.routes(),
             ]
         )
         self.runner = web.AppRunner(
@@ -255,6 +258,7 @@ class HttpApi:
         return self.url
 
     async def stop(self) -> None:
+        self.scheduler.close()
         for page in list(self.master.feed.pages):
             self.master.feed.close(page)
             with contextlib.suppress(asyncio.QueueFull):
@@ -268,6 +272,7 @@ class HttpApi:
     async def _guard(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         path = request.path
         public = path in ("/", "/favicon.ico") or path.startswith("/static/")
+        public = public or path in SELF_AUTHENTICATED  # (checked there, for frameworks)
         if self.config.open_metrics and path in ("/metrics", "/health"):
             public = True
         if self.auth is not None and not public:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
@@ -18,6 +19,7 @@ from frameworks import Scheduler, SchedulerDriver
 from master.master import Master
 from protocol.brokers import BrokerURL
 from protocol.bus import Bus
+from protocol.credentials import Store
 from protocol.messages import Offer, TaskState, TaskStatus, Wire
 from protocol.resources import Resources
 from protocol.topics import Topics
@@ -260,3 +262,49 @@ async def start_secure_slaves(
             started[sid] = slave
         stack.push_async_callback(functools.partial(slave.stop, kill_tasks=not simulated))
     return buses
+
+
+@dataclasses.dataclass
+class SecureCluster:
+    """A live secure cluster: mosquitto with TLS checking `store`, and its master's HTTP."""
+
+    url: BrokerURL
+    store: Store
+    web: str  # the master's HTTP address
+    launcher: Launcher
+
+
+@contextlib.asynccontextmanager
+async def secure_cluster(
+    work: Path,
+    cluster: str,
+    principals: Sequence[tuple[str, str]],
+    slaves: Sequence[Sequence[str]],
+    master_args: Sequence[str] = (),
+) -> AsyncIterator[SecureCluster]:
+    """A master (`--http` on a free port) and a slave per item of `slaves` (its principal,
+    then its arguments) as processes, on mosquitto with TLS and a new store of
+    `principals` (name, kind); "ops" must be an operator among them."""
+    from cluster.secure import as_principal, provision
+    from protocol.brokers import MosquittoBroker
+
+    store = await asyncio.to_thread(provision, work / "auth", principals)
+    broker = MosquittoBroker(auth=store.path, tls=True)
+    await broker.start()
+    launcher = Launcher(broker.url, cluster, work, "warning", store)
+    try:
+        await launcher.start(
+            "master", "master", "--principals", str(store.principals_file),
+            "--http", "127.0.0.1:0", "--allocation-interval", "0.1", *master_args,
+        )  # fmt: skip
+        for name, *args in slaves:
+            await launcher.start("slave", name, "--work-dir", str(work / name), *args)
+        ops = as_principal(broker.url, store, "ops")
+        state = await wait_state(
+            ops, cluster, lambda s: len(s.slaves) == len(slaves) and bool(s.web_ui)
+        )
+        yield SecureCluster(broker.url, store, state.web_ui, launcher)
+    finally:
+        await launcher.stop_all()
+        await broker.stop()
+        broker.cleanup()
