@@ -22,12 +22,11 @@ import pytest
 from jsonschema import Draft202012Validator
 from prometheus_client.parser import text_string_to_metric_families
 
-from cluster.launcher import Launcher
-from cluster.secure import as_principal, provision
+from cluster.secure import as_principal
 from cluster.view import wait_state
 from frameworks.samples.command import CommandScheduler
 from frameworks.scheduler import DriverError, Scheduler, SchedulerDriver
-from protocol.brokers import BrokerURL, MosquittoBroker
+from protocol.brokers import BrokerURL
 from protocol.bus import Bus
 from protocol.credentials import Store
 from protocol.messages import ClusterEvent, Wire
@@ -35,7 +34,7 @@ from protocol.resources import Resources
 from protocol.topics import Topics
 
 from conftest import need_mosquitto
-from helpers import until
+from helpers import secure_cluster, until
 
 CLUSTER = "http"
 PRINCIPALS = [("master", "master"), ("ops", "operator"), ("slave-0", "slave"),
@@ -82,28 +81,11 @@ class Live:
 @pytest.fixture
 async def live(tmp_path: Path) -> AsyncIterator[Live]:
     need_mosquitto()
-    store = await asyncio.to_thread(provision, tmp_path / "auth", PRINCIPALS)
-    broker = MosquittoBroker(auth=store.path, tls=True)
-    await broker.start()
-    launcher = Launcher(broker.url, CLUSTER, tmp_path, "warning", store)
-    try:
-        await launcher.start(
-            "master", "master", "--principals", str(store.principals_file),
-            "--http", "127.0.0.1:0", "--allocation-interval", "0.1",
-        )  # fmt: skip
-        for i in range(2):
-            await launcher.start(
-                "slave", f"slave-{i}", "--resources", "cpus:2;mem:1024",
-                "--work-dir", str(tmp_path / f"slave-{i}"), "--attributes", f"rack:r{i}",
-            )  # fmt: skip
-        ops = as_principal(broker.url, store, "ops")
-        state = await wait_state(ops, CLUSTER, lambda s: len(s.slaves) == 2 and bool(s.web_ui))
-        secret = store.secret_file("ops").read_text().strip()
-        yield Live(broker.url, store, state.web_ui, basic("ops", secret))
-    finally:
-        await launcher.stop_all()
-        await broker.stop()
-        broker.cleanup()
+    slaves = [(f"slave-{i}", "--resources", "cpus:2;mem:1024", "--attributes", f"rack:r{i}")
+              for i in range(2)]  # fmt: skip
+    async with secure_cluster(tmp_path, CLUSTER, PRINCIPALS, slaves) as c:
+        secret = c.store.secret_file("ops").read_text().strip()
+        yield Live(c.url, c.store, c.web, basic("ops", secret))
 
 
 def validator(doc: dict[str, Any], path: str) -> Draft202012Validator:
