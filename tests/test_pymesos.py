@@ -10,15 +10,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib.util
+import json
 import os
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
+import aiohttp
 import pytest
 
-from conftest import need_mosquitto
-from helpers import SecureCluster, secure_cluster
+from cluster.ha import HACluster, HAConfig
+
+from conftest import need_mosquitto, need_zookeeper
+from helpers import secure_cluster
 
 CLUSTER = "pymesos"
 PRINCIPALS = [("master", "master"), ("ops", "operator"), ("slave-0", "slave"),
@@ -55,14 +60,8 @@ class Framework:
 
 
 @contextlib.asynccontextmanager
-async def pymesos_framework(
-    master: str, c: SecureCluster, count: int, *executor: str
-) -> AsyncIterator[Framework]:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, str(PROGRAM), master, "team-a", str(c.store.secret_file("team-a")),
-        str(count), *executor,
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-    )  # fmt: skip
+async def running(process: asyncio.subprocess.Process) -> AsyncIterator[Framework]:
+    """The program, ended when the block is (its stdin closed, then killed if need be)."""
     try:
         yield Framework(process)
     finally:
@@ -82,7 +81,12 @@ async def test_pymesos_runs_50_tasks_kills_one_and_reconciles(tmp_path: Path) ->
     slaves = [(f"slave-{i}", "--resources", "cpus:4;mem:2048") for i in range(2)]
     async with secure_cluster(tmp_path, CLUSTER, PRINCIPALS, slaves) as c:
         master = c.web.split("//")[1].rstrip("/")
-        async with pymesos_framework(master, c, 50) as fw:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, str(PROGRAM), master, "team-a",
+            str(c.store.secret_file("team-a")), "50",
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        async with running(process) as fw:
             await fw.until("REGISTERED")
             await fw.until("FINISHED_ALL", timeout=120)
             finished = {line[1] for line in fw.lines if line[:1] == ["STATUS"]
@@ -93,3 +97,74 @@ async def test_pymesos_runs_50_tasks_kills_one_and_reconciles(tmp_path: Path) ->
             await fw.until("STATUS", "long", "TASK_KILLED", "uuid")
             # the reconciliation's answer: from the master, no acknowledgement due
             await fw.until("STATUS", "long", "TASK_KILLED", "-")
+
+
+def leader_infos(hosts: str, path: str = "/mesos") -> list[dict[str, Any]]:
+    """The json.info_ nodes, lowest sequence first, as a Mesos client reads them."""
+    from kazoo.client import KazooClient
+
+    zk = KazooClient(hosts=hosts)
+    zk.start(10)
+    try:
+        children = sorted(zk.get_children(path)) if zk.exists(path) else []
+        assert all(c.startswith("json.info_") for c in children), children
+        return [json.loads(zk.get(f"{path}/{c}")[0]) for c in children]
+    finally:
+        zk.stop()
+        zk.close()
+
+
+async def leader_info(hosts: str, port: int) -> dict[str, Any]:
+    """The only json.info_ node, once it is the master's at `port` (the leader writes it
+    just after it announces itself on the bus)."""
+    async with asyncio.timeout(30):
+        while True:
+            infos = await asyncio.to_thread(leader_infos, hosts)
+            if [i["address"]["port"] for i in infos] == [port]:
+                return infos[0]
+            await asyncio.sleep(0.1)
+
+
+async def test_pymesos_finds_the_leader_in_zookeeper_and_follows_a_failover(
+    tmp_path: Path,
+) -> None:
+    need_mosquitto()
+    need_zookeeper()
+    need_pymesos()
+    config = HAConfig(masters=2, slaves=1, frameworks=0, slave_resources="cpus:4;mem:2048",
+                      log_level="warning")  # fmt: skip
+    async with HACluster(tmp_path / "ha", config) as ha:
+        first = await ha.wait_for_leader(timeout=60)
+        port = ha.http_ports[str(ha.leader_name())]
+        info = await leader_info(ha.zk.hosts, port)
+        assert info["pid"] == f"master@127.0.0.1:{port}"
+        assert info["address"] == {"ip": "127.0.0.1", "port": port, "hostname": "127.0.0.1"}
+        assert info["id"]
+        assert info["version"].startswith("1.")
+        # a standby sends Mesos frameworks to the leader, as Mesos's standbys do
+        (standby,) = set(ha.http_ports.values()) - {port}
+        async with (
+            aiohttp.ClientSession() as http,
+            http.post(
+                f"http://127.0.0.1:{standby}/api/v1/scheduler",
+                json={"type": "SUBSCRIBE"},
+                allow_redirects=False,
+            ) as r,
+        ):
+            assert r.status == 307
+            assert r.headers["Location"] == f"//127.0.0.1:{port}/api/v1/scheduler"
+        secret = tmp_path / "secret"  # (this cluster has no credentials: any will do)
+        secret.write_text("unused")
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, str(PROGRAM), f"zk://{ha.zk.hosts}/mesos", "team-a", str(secret),
+            "5", stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        async with running(process) as fw:
+            await fw.until("FINISHED_ALL", timeout=120)
+            await fw.until("STATUS", "long", "TASK_KILLED", "-")
+            ha.kill(str(ha.leader_name()))
+            await ha.wait_for_leader(newer_than=first.epoch, timeout=60)
+            await fw.until("REREGISTERED", timeout=60)
+            # the new leader answers its reconciliation: the framework is known by its id
+            await fw.until("STATUS", "long")
+            await leader_info(ha.zk.hosts, ha.http_ports[str(ha.leader_name())])

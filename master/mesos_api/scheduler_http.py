@@ -18,6 +18,7 @@ import asyncio
 import json
 import urllib.parse
 import uuid
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
@@ -263,3 +264,19 @@ class SchedulerApi:
 
 def _record(event: dict[str, Any]) -> bytes:
     return recordio.encode(json.dumps(event, separators=(",", ":")).encode())
+
+
+def standby_routes(leader: Callable[[], Awaitable[str]]) -> list[web.RouteDef]:
+    """What a standby master answers Mesos frameworks: 307 to the leader, as Mesos's
+    standbys do (503 while nobody leads), and /version."""
+
+    async def redirect(request: web.Request) -> web.StreamResponse:
+        address = await leader()  # host:port
+        if not address:
+            return problem("no master leads now: try again", 503)
+        return problem(f"not the leader: {address} leads", 307, Location=f"//{address}{PATH}")
+
+    async def version(request: web.Request) -> web.StreamResponse:
+        return web.json_response(mj.version_json())
+
+    return [web.post(PATH, redirect), web.get(VERSION_PATH, version)]
