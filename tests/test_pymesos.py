@@ -29,6 +29,7 @@ CLUSTER = "pymesos"
 PRINCIPALS = [("master", "master"), ("ops", "operator"), ("slave-0", "slave"),
               ("slave-1", "slave"), ("team-a", "framework")]  # fmt: skip
 PROGRAM = Path(__file__).parent / "programs" / "pymesos_scheduler.py"
+EXECUTOR = Path(__file__).parent / "programs" / "pymesos_executor.py"
 
 
 def need_pymesos() -> None:
@@ -83,7 +84,7 @@ async def test_pymesos_runs_50_tasks_kills_one_and_reconciles(tmp_path: Path) ->
         master = c.web.split("//")[1].rstrip("/")
         process = await asyncio.create_subprocess_exec(
             sys.executable, str(PROGRAM), master, "team-a",
-            str(c.store.secret_file("team-a")), "50",
+            str(c.store.secret_file("team-a")), "50", f"{sys.executable} {EXECUTOR}",
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
         )  # fmt: skip
         async with running(process) as fw:
@@ -91,7 +92,11 @@ async def test_pymesos_runs_50_tasks_kills_one_and_reconciles(tmp_path: Path) ->
             await fw.until("FINISHED_ALL", timeout=120)
             finished = {line[1] for line in fw.lines if line[:1] == ["STATUS"]
                         and line[2] == "TASK_FINISHED"}  # fmt: skip
-            assert finished == {f"short-{i}" for i in range(50)}
+            # 50 command tasks, and 3 under pymesos's MesosExecutorDriver, which sent
+            # each task's data back as a framework message
+            assert finished == {f"short-{i}" for i in range(50)} | {f"exec-{i}" for i in range(3)}
+            echoed = [line[2] for line in fw.lines if line[:1] == ["MESSAGE"]]
+            assert echoed == ["ZWNobzpoZWxsbw=="] * 3  # base64 of "echo:hello"
             # every update the slave sent wanted an acknowledgement (pymesos sends it)
             assert all(line[3] == "uuid" for line in fw.lines if line[:1] == ["STATUS"])
             await fw.until("STATUS", "long", "TASK_KILLED", "uuid")

@@ -18,6 +18,7 @@ from protocol import mesos_json as mj
 from protocol.messages import (
     Accept,
     Acknowledge,
+    CommandInfo,
     Decline,
     Filters,
     FrameworkCapability,
@@ -29,6 +30,7 @@ from protocol.messages import (
     Revive,
     Subscribe,
     Suppress,
+    TaskInfo,
     TaskRequest,
     Teardown,
     Wire,
@@ -39,6 +41,7 @@ W = TypeVar("W", bound=Wire)
 # Our extensions, named so that no Mesos call or capability can clash with them.
 DEMAND_CALL = "DRFMESOS_DEMAND"  # {"drfmesos_demand": {"requests": [{resources, count}]}}
 PREEMPTION_CAPABILITY = "DRFMESOS_PREEMPTION_NOTICES"  # opt in to the PREEMPTING event
+MESOS_EXECUTOR_ADAPTER = '"$DRFMESOS_PYTHON" -m frameworks.mesos_executor'
 
 CALL_TYPES = (
     "SUBSCRIBE",
@@ -154,7 +157,7 @@ def message_of(call: MesosCall) -> Wire:
             if op_type != "LAUNCH":
                 raise SchedulerCallError(f"operation {op_type} is not served: LAUNCH only")
             launch = operation.get("launch") or {}
-            tasks += [mj.task_from_mesos(t) for t in launch.get("task_infos") or []]
+            tasks += [_adapted(mj.task_from_mesos(t)) for t in launch.get("task_infos") or []]
         return _wire(
             Accept,
             framework_id=fid,
@@ -213,6 +216,20 @@ def message_of(call: MesosCall) -> Wire:
         ]
         return _wire(Request, framework_id=fid, requests=requests)
     raise SchedulerCallError(f"{kind} is not a call with a framework")  # (SUBSCRIBE)
+
+
+def _adapted(task: TaskInfo) -> TaskInfo:
+    """A Mesos executor speaks Mesos's executor API: the slave starts it under our adapter
+    (frameworks.mesos_executor), in the slave's own Python, which runs its command."""
+    if task.executor is None:
+        return task
+    command = task.executor.command
+    adapter = CommandInfo(
+        value=MESOS_EXECUTOR_ADAPTER,
+        environment={**command.environment, "MESOS_EXECUTOR_COMMAND": command.value},
+    )
+    executor = task.executor.model_copy(update={"command": adapter})
+    return task.model_copy(update={"executor": executor})
 
 
 def _ids(items: object, field: str) -> list[str]:
