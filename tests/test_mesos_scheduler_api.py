@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import shutil
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -226,3 +228,29 @@ async def test_version_answers_as_mesos_without_credentials(live: Live) -> None:
             assert (await r.json())["version"].startswith("1.")
     finally:
         await s.close()
+
+
+async def test_a_framework_in_curl_alone_runs_a_task(live: Live) -> None:
+    """examples/mesos-curl.sh: the wire, shown with nothing but curl and sh."""
+    if not shutil.which("curl"):
+        pytest.skip("curl is not installed")
+    secret = live.store.secret_file("team-a").read_text().strip()
+    script = Path(__file__).parent.parent / "examples" / "mesos-curl.sh"
+    process = await asyncio.create_subprocess_exec(
+        "sh", str(script), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+        env={**os.environ, "MASTER": live.web.rstrip("/"), "AUTH": f"team-a:{secret}",
+             "ROLE": "team-a"},
+    )  # fmt: skip
+    try:
+        async with asyncio.timeout(90):
+            out, _ = await process.communicate()
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    text = out.decode()
+    assert process.returncode == 0, text
+    assert "task hello: TASK_FINISHED" in text
+    assert "torn down" in text
+    ops = as_principal(live.url, live.store, "ops")
+    await wait_state(ops, CLUSTER, lambda st: not st.frameworks)
