@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from benchmarks.mesos_client import MesosScheduler, basic
 from cluster.secure import as_principal
 from cluster.view import wait_state
 from protocol.brokers import BrokerURL
@@ -22,7 +23,6 @@ from protocol.credentials import Store
 
 from conftest import need_mosquitto
 from helpers import secure_cluster
-from mesos_http import MesosScheduler, basic
 
 CLUSTER = "mesos"
 PRINCIPALS = [("master", "master"), ("ops", "operator"), ("slave-0", "slave"),

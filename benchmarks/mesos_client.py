@@ -1,5 +1,5 @@
 """A Mesos v1 scheduler client in a few lines of aiohttp, as any language's would be:
-JSON calls, and the SUBSCRIBE stream read as RecordIO (tests and benchmarks)."""
+JSON calls, and the SUBSCRIBE stream read as RecordIO (the tests and benchmarks.mesos_http)."""
 
 from __future__ import annotations
 
