@@ -226,6 +226,12 @@ async def test_version_answers_as_mesos_without_credentials(live: Live) -> None:
         async with s.session.get(live.web + "version") as r:
             assert r.status == 200
             assert (await r.json())["version"].startswith("1.")
+        # our own API's description stays ours: Mesos's API is documented by Mesos
+        headers = {"Authorization": live.auth("ops")}
+        async with s.session.get(live.web + "api/v1/openapi.json", headers=headers) as r:
+            paths = (await r.json())["paths"]
+            assert "/api/v1/state" in paths
+            assert "/api/v1/scheduler" not in paths
     finally:
         await s.close()
 

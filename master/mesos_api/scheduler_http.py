@@ -15,6 +15,7 @@ as the bus's Last Will: its failover timeout runs.
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import json
 import urllib.parse
 import uuid
@@ -155,6 +156,9 @@ class SchedulerApi:
     async def _principal(self, request: web.Request) -> str | web.Response:
         if self.auth is None:  # no credentials store: as the insecure bus, nothing proved
             return INSECURE_PRINCIPAL
+        if not request.secure and not _loopback(request.remote):
+            # a secret in the clear across a network: refused before it is even checked
+            return problem("credentials over plain HTTP on loopback only: use HTTPS", 403)
         who = await self.auth.principal(request.headers.get("Authorization"))
         if who is None:
             self.log.info("mesos.unauthorized", remote=request.remote)
@@ -260,6 +264,15 @@ class SchedulerApi:
         url = urllib.parse.urlsplit(self.master.web_ui)
         host = url.hostname or "127.0.0.1"
         return mj.master_info(self.master.master_id, host, url.port or 5050, host)
+
+
+def _loopback(remote: str | None) -> bool:
+    if not remote:
+        return True  # a Unix socket's peer has no address: it is on this machine
+    try:
+        return ipaddress.ip_address(remote).is_loopback
+    except ValueError:
+        return False
 
 
 def _record(event: dict[str, Any]) -> bytes:
