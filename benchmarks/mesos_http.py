@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import bounds, table
+from benchmarks.common import bounds, stop_cluster, table
 from benchmarks.e2e import TASK, Flood
 from benchmarks.mesos_client import MesosScheduler, basic
 from cluster.secure import as_principal, provision
@@ -138,11 +138,7 @@ async def run(seconds: float, slaves: int) -> tuple[float, float]:
             await asyncio.gather(reader, *http.calls, return_exceptions=True)
             await client.close()
     finally:
-        for p in procs:
-            p.terminate()
-            await p.wait()
-        await broker.stop()
-        broker.cleanup()
+        await stop_cluster(procs, broker)
     return bus, over_http
 
 

@@ -121,6 +121,8 @@ async def test_a_mesos_framework_runs_kills_and_reconciles_over_http(live: Live)
         assert "uuid" not in answers["long"]
         for kind in ("REVIVE", "SUPPRESS"):
             assert (await s.call(kind))[0] == 202
+        s.url += "?_ts=1700000000"  # a query string against caches is ignored
+        assert (await s.call("REVIVE"))[0] == 202
         # a heartbeat comes at the interval SUBSCRIBED announced
         async with asyncio.timeout(s.subscribed["heartbeat_interval_seconds"] * 3):
             await next_of(s, "HEARTBEAT")
