@@ -98,6 +98,21 @@ class SchedulerStream:
         except asyncio.QueueFull:  # a reader this slow loses its stream, not our memory
             self.end(lost=True)
 
+    async def take(self) -> bytes | None:
+        """The events waiting (at least one), framed; None once the stream has ended."""
+        event = await self.queue.get()
+        records = []
+        while event is not None:
+            records.append(_record(event))
+            if self.queue.empty():
+                return b"".join(records)
+            event = self.queue.get_nowait()
+        # the end: what came before it is sent first
+        if records:
+            self.queue.put_nowait(None)
+            return b"".join(records)
+        return None
+
     def end(self, lost: bool = False) -> None:
         """Close the stream; `lost`: as a lost connection (its failover timeout runs)."""
         self.ended = not lost
@@ -241,12 +256,9 @@ class SchedulerApi:
         try:
             await response.prepare(request)
             await response.write(_record(first))
-            while True:
-                event = await stream.queue.get()
-                if event is None:
-                    lost = not stream.ended
-                    break
-                await response.write(_record(event))
+            while (events_now := await stream.take()) is not None:
+                await response.write(events_now)  # what came meanwhile: one chunk
+            lost = not stream.ended
             await response.write_eof()
         except ConnectionResetError:
             pass  # the framework went away
