@@ -190,6 +190,8 @@ async def test_bad_input_gets_a_json_4xx_and_changes_nothing(live: Live) -> None
             assert await wrong.subscribe(framework_info()) == 401
             assert await operator.subscribe(framework_info()) == 403
             assert await a.subscribe(framework_info("team-b")) == 403  # not its principal
+            # the role ACL of --principals, as on the bus: team-a may not use team-b's role
+            assert await a.subscribe({**framework_info("team-a"), "role": "team-b"}) == 403
         finally:
             for s in (nobody, wrong, operator):
                 await s.close()
