@@ -264,3 +264,21 @@ async def test_a_framework_in_curl_alone_runs_a_task(live: Live) -> None:
     assert "torn down" in text
     ops = as_principal(live.url, live.store, "ops")
     await wait_state(ops, CLUSTER, lambda st: not st.frameworks)
+
+
+async def test_the_principal_rate_limit_holds_over_http_as_on_the_bus(tmp_path: Path) -> None:
+    """One call in ten seconds and one waiting: past that a call is refused, and the
+    framework hears why on its stream, as an SDK framework hears it on the bus."""
+    need_mosquitto()
+    slave = ("slave-0", "--resources", "cpus:1;mem:256")
+    limits = ["--rate-limit", "0.1", "--rate-capacity", "1"]
+    async with secure_cluster(tmp_path, CLUSTER, PRINCIPALS, [slave], limits) as c:
+        s = Live(c.url, c.store, c.web).scheduler()
+        try:
+            assert await s.subscribe(framework_info()) == 200
+            for _ in range(3):  # handled or queued or refused: each is taken (202)
+                assert (await s.call("REVIVE"))[0] == 202
+            error = await next_of(s, "ERROR")
+            assert "rate limit" in error["message"]
+        finally:
+            await s.close()
