@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import ssl
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -21,10 +22,12 @@ def basic(user: str, secret: str) -> str:
 class MesosScheduler:
     """One framework's stream and calls. `events` yields each event as it arrives."""
 
-    def __init__(self, master: str, auth: str | None) -> None:
+    def __init__(self, master: str, auth: str | None, ssl: ssl.SSLContext | None = None) -> None:
+        """`ssl`: what to trust, for a master on HTTPS (`--http-cert`)."""
         self.url = master.rstrip("/") + "/api/v1/scheduler"
         self.headers = {"Authorization": auth} if auth else {}
-        self.session = aiohttp.ClientSession()
+        connector = aiohttp.TCPConnector(ssl=ssl) if ssl is not None else None
+        self.session = aiohttp.ClientSession(connector=connector)
         self.stream_id = ""
         self.framework_id = ""
         self._response: aiohttp.ClientResponse | None = None

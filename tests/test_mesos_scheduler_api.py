@@ -8,6 +8,7 @@ import asyncio
 import json
 import os
 import shutil
+import ssl
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -280,5 +281,23 @@ async def test_the_principal_rate_limit_holds_over_http_as_on_the_bus(tmp_path: 
                 assert (await s.call("REVIVE"))[0] == 202
             error = await next_of(s, "ERROR")
             assert "rate limit" in error["message"]
+        finally:
+            await s.close()
+
+
+async def test_a_framework_subscribes_over_https(tmp_path: Path) -> None:
+    """With --http-cert the same API is served over TLS (the store's certificate here)."""
+    need_mosquitto()
+    store = tmp_path / "auth"  # (made by secure_cluster before the master starts)
+    tls = ["--http-cert", str(store / "broker.pem"), "--http-key", str(store / "broker.key")]
+    slave = ("slave-0", "--resources", "cpus:1;mem:256")
+    async with secure_cluster(tmp_path, CLUSTER, PRINCIPALS, [slave], tls) as c:
+        assert c.web.startswith("https://")
+        trust = ssl.create_default_context(cafile=str(store / "ca.pem"))
+        live = Live(c.url, c.store, c.web)
+        s = MesosScheduler(c.web, live.auth("team-a"), ssl=trust)
+        try:
+            assert await s.subscribe(framework_info()) == 200
+            assert (await next_of(s, "OFFERS"))["offers"]
         finally:
             await s.close()
