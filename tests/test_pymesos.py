@@ -130,6 +130,24 @@ async def leader_info(hosts: str, port: int) -> dict[str, Any]:
             await asyncio.sleep(0.1)
 
 
+async def redirect_from(port: int) -> tuple[int, str]:
+    """A SUBSCRIBE to the master at `port`, once it listens (a standby may still be
+    starting when the leader is elected): its status and Location."""
+    async with aiohttp.ClientSession() as http, asyncio.timeout(30):
+        while True:
+            try:
+                async with http.post(
+                    f"http://127.0.0.1:{port}/api/v1/scheduler",
+                    json={"type": "SUBSCRIBE"},
+                    allow_redirects=False,
+                ) as r:
+                    if r.status != 503:  # (503: it does not know the leader yet)
+                        return r.status, r.headers.get("Location", "")
+            except aiohttp.ClientConnectorError:
+                pass
+            await asyncio.sleep(0.2)
+
+
 async def test_pymesos_finds_the_leader_in_zookeeper_and_follows_a_failover(
     tmp_path: Path,
 ) -> None:
@@ -148,16 +166,9 @@ async def test_pymesos_finds_the_leader_in_zookeeper_and_follows_a_failover(
         assert info["version"].startswith("1.")
         # a standby sends Mesos frameworks to the leader, as Mesos's standbys do
         (standby,) = set(ha.http_ports.values()) - {port}
-        async with (
-            aiohttp.ClientSession() as http,
-            http.post(
-                f"http://127.0.0.1:{standby}/api/v1/scheduler",
-                json={"type": "SUBSCRIBE"},
-                allow_redirects=False,
-            ) as r,
-        ):
-            assert r.status == 307
-            assert r.headers["Location"] == f"//127.0.0.1:{port}/api/v1/scheduler"
+        status, location = await redirect_from(standby)
+        assert status == 307
+        assert location == f"//127.0.0.1:{port}/api/v1/scheduler"
         secret = tmp_path / "secret"  # (this cluster has no credentials: any will do)
         secret.write_text("unused")
         process = await asyncio.create_subprocess_exec(
