@@ -3,6 +3,7 @@ master's rate limits held."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import statistics
@@ -10,6 +11,7 @@ import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 
 def percentile(values: Sequence[float], p: float) -> float:
@@ -75,3 +77,12 @@ def held_by_limits(web_ui: str, operator: str = "", secret_file: Path | None = N
         sum(r["refused"] for r in rows),
         {r["principal"]: (r["handled"], r["throttled"], r["refused"]) for r in rows},
     )
+
+
+async def stop_cluster(procs: Sequence[asyncio.subprocess.Process], broker: Any) -> None:
+    """End a benchmark's processes, then its broker (a MosquittoBroker), and clean up."""
+    for p in procs:
+        p.terminate()
+        await p.wait()
+    await broker.stop()
+    broker.cleanup()

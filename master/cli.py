@@ -242,6 +242,13 @@ def rate_limits(path: Path | None, qps: float | None, capacity: int) -> RateLimi
     help="A leader cut off from ZooKeeper this long is replaced (it steps down sooner).",
 )
 @click.option(
+    "--zk-mesos-path",
+    default="/mesos",
+    show_default=True,
+    help="With --zk: where the leader also writes its MasterInfo as Mesos does "
+    "(json.info_ nodes), so that Mesos frameworks find it from zk://HOST:PORT/mesos.",
+)
+@click.option(
     "--work-dir",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
@@ -293,6 +300,7 @@ def master(
     health_max_backlog_age: float,
     zk: str | None,
     zk_session_timeout: float,
+    zk_mesos_path: str,
     work_dir: Path | None,
     slave_reregister_timeout: float,
     max_failover_timeout: float | None,
@@ -365,6 +373,7 @@ def master(
     else:
         candidate = LoneCandidate(work_dir)
 
+    from master.mesos_api.leader_info import info_for, mesos_leader_info
     from master.standby_http import StandbyHttp
 
     async def leader_address() -> str:
@@ -392,11 +401,16 @@ def master(
                 bus, topics, config, registry=registry, epoch=term.epoch, master_id=master_id
             )
             await m.start()
+            mesos_info = mesos_leader_info(candidate, zk_mesos_path)
+            if mesos_info is not None and m.web_ui:
+                await mesos_info.publish(info_for(master_id, m.web_ui))
             # What is alive now (modules, the registry read) lives on: full collections
             # skip it, so one does not stall the loop for a heap's worth of objects.
             gc.freeze()
 
             async def stop() -> None:
+                if mesos_info is not None:
+                    await mesos_info.withdraw()
                 await m.stop()
                 if standby is not None:  # a standby again, until the next term
                     await standby.start()

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections import Counter, deque
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -147,6 +147,9 @@ class MasterCore:
         self.changes = Changes()  # who hears of each change (master.changes)
         self.changes.listen(self.feed.event)
         self.update_resends = 0
+        # topics served by another transport (a Mesos HTTP stream: master.mesos_api):
+        # what the master says there goes to that sink, not to the bus
+        self.framework_sinks: dict[str, Callable[[Wire], None]] = {}
         self.round_duration = Histogram(
             "drfmesos_allocation_round_seconds",
             "How long an allocation round takes.",
@@ -184,7 +187,14 @@ class MasterCore:
     def _send_framework(self, fw: Framework, message: Wire) -> None:
         if not fw.inbox:
             return  # recovered from the registry, not re-subscribed yet: nowhere to send
-        self.bus.post(self.topics.framework(fw.principal, fw.inbox), message)
+        self._post_framework(self.topics.framework(fw.principal, fw.inbox), message)
+
+    def _post_framework(self, topic: str, message: Wire) -> None:
+        sink = self.framework_sinks.get(topic)
+        if sink is not None:
+            sink(message)
+        else:
+            self.bus.post(topic, message)
 
     def _send_slave(self, slave_id: str, message: Wire) -> None:
         principal = self.books.slave_owners.get(slave_id)
@@ -227,7 +237,7 @@ class MasterCore:
         answer = tell and caller is not None and caller.reply_to
         if answer and caller is not None and self.reply_sampler.admit(principal, now):
             assert caller.reply_to is not None
-            self.bus.post(
+            self._post_framework(
                 caller.reply_to,
                 Error(message=logs.clip(message, MAX_ERROR_TEXT), code=code, about=about),
             )

@@ -46,6 +46,7 @@ from master.http_models import (
     Tasks,
 )
 from master.mesos_api.operator import OperatorApi
+from master.mesos_api.scheduler_http import SELF_AUTHENTICATED, SchedulerApi
 from master.metrics import exposition, registry_for
 from master.openapi import openapi
 from protocol import logs
@@ -218,6 +219,7 @@ class HttpApi:
         self.config = config
         self.auth = PrincipalAuth(config.credentials) if config.credentials else None
         self.registry = registry_for(master)
+        self.scheduler = SchedulerApi(master, self.auth)  # Mesos's, for Mesos frameworks
         self.log = logs.get("master.http", master_id=master.master_id)
         self.runner: web.AppRunner | None = None
         self.url = ""
@@ -248,6 +250,7 @@ class HttpApi:
                 web.get("/api/v1/events", self._events),
                 web.get("/api/v1/stream", self._stream),
                 web.get("/api/v1/tasks/{framework_id}/{task_id}/files/{name}", self._file),
+                *self.scheduler.routes(),
             ]
         )
         app.add_routes(self.operator.routes())
@@ -260,6 +263,7 @@ class HttpApi:
 
     async def stop(self) -> None:
         self.operator.close()
+        self.scheduler.close()
         for page in list(self.master.feed.pages):
             self.master.feed.close(page)
             with contextlib.suppress(asyncio.QueueFull):
@@ -273,6 +277,7 @@ class HttpApi:
     async def _guard(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         path = request.path
         public = path in ("/", "/favicon.ico") or path.startswith("/static/")
+        public = public or path in SELF_AUTHENTICATED  # (checked there, for frameworks)
         if self.config.open_metrics and path in ("/metrics", "/health"):
             public = True
         if self.auth is not None and not public:

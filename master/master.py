@@ -191,6 +191,21 @@ class Master(LimitedCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests, R
                 continue
             await self._call(self.messages.counted(route, kind), item.message, caller, limited)
 
+    async def handle_call(self, message: Wire, caller: Caller) -> None:
+        """A call that came another way than the bus (the Mesos HTTP API, master.mesos_api),
+        from a caller that transport authenticated: the bus's handlers, counts and limits."""
+        kind = message.TYPE
+        self.messages.received[kind] += 1
+        route = self.routes[caller.kind].get(type(message))
+        if route is None:
+            self._refuse(caller, f"a {caller.kind} may not send {kind}", "forbidden", kind)
+            return
+        await self._call(self.messages.counted(route, kind), message, caller, True)
+
+    async def connection_gone(self, caller: Caller, gone: Gone) -> None:
+        """That transport's connection for `caller` closed: as the bus's Last Will."""
+        await self._on_gone(gone, caller)
+
     async def _decode(self, payload: bytes, limited: bool) -> list[Envelope | DecodeError]:
         """A payload's calls. One of a framework or operator holds at most MAX_CALL_BYTES
         a message and MAX_CALL_ITEMS calls and list items in all. A big payload is decoded

@@ -27,6 +27,7 @@ from master.http_api import (
 from master.http_config import HttpConfig
 from master.http_models import Health
 from master.mesos_api.classic import paths, redirect_to
+from master.mesos_api.scheduler_http import SELF_AUTHENTICATED, standby_routes
 from master.metrics import elected_metric
 from protocol import logs
 
@@ -58,6 +59,7 @@ class StandbyHttp:
         app.on_response_prepare.append(_secure_headers)
         app.add_routes([web.get("/health", self._health), web.get("/metrics", self._metrics)])
         app.add_routes([web.get(path, self._redirect) for path in paths("redirect")])
+        app.add_routes(standby_routes(self.leader))  # Mesos frameworks: 307 to the leader
         self.runner = web.AppRunner(app, access_log=None, handle_signals=False)
         try:
             url = await serve_site(self.runner, self.config)
@@ -75,7 +77,8 @@ class StandbyHttp:
     @web.middleware
     async def _guard(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         """As the leader's API: an operator's credentials, unless these are left open."""
-        if self.auth is not None and not self.config.open_metrics:
+        public = self.config.open_metrics or request.path in SELF_AUTHENTICATED
+        if self.auth is not None and not public:
             who = await self.auth.principal(request.headers.get("Authorization"))
             if who is None or who.kind != "operator":
                 return _problem("operator credentials needed", 401)

@@ -13,7 +13,7 @@ import base64
 import binascii
 import shlex
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from protocol.messages import (
     CommandInfo,
@@ -31,6 +31,7 @@ MESOS_VERSION = "1.11.0"
 """The Mesos release whose v1 API we answer as (pymesos reads it from /version)."""
 
 JSON = dict[str, Any]
+E = TypeVar("E", Reason, Source)
 
 
 class MesosJSONError(ValueError):
@@ -127,12 +128,7 @@ def reason_to_mesos(reason: Reason) -> str:
 
 def reason_from_mesos(name: str) -> Reason | None:
     """Ours for a Mesos name, or None for a reason we never give."""
-    if name in _REASON_FROM_MESOS:
-        return _REASON_FROM_MESOS[name]
-    try:
-        return Reason(name)
-    except ValueError:
-        return None
+    return _ours(Reason, _REASON_FROM_MESOS, name)
 
 
 def source_to_mesos(source: Source) -> str:
@@ -140,10 +136,14 @@ def source_to_mesos(source: Source) -> str:
 
 
 def source_from_mesos(name: str) -> Source | None:
-    if name in _SOURCE_FROM_MESOS:
-        return _SOURCE_FROM_MESOS[name]
+    return _ours(Source, _SOURCE_FROM_MESOS, name)
+
+
+def _ours(kind: type[E], renamed: Mapping[str, E], name: str) -> E | None:
+    if name in renamed:
+        return renamed[name]
     try:
-        return Source(name)
+        return kind(name)
     except ValueError:
         return None
 

@@ -5,6 +5,9 @@ this way; a reader cannot rely on chunk boundaries, so the decoder is incrementa
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 MAX_RECORD = 64 * 1024 * 1024
 """A record longer than this is refused by the decoder (a corrupt or hostile length)."""
 _MAX_DIGITS = len(str(MAX_RECORD))
@@ -17,6 +20,12 @@ class RecordIOError(ValueError):
 def encode(record: bytes) -> bytes:
     """One record, framed."""
     return b"%d\n%s" % (len(record), record)
+
+
+def json_record(event: dict[str, Any]) -> bytes:
+    """One event as a record of single-line JSON, as Mesos's streams carry them (clients
+    that split on newlines read one event per line)."""
+    return encode(json.dumps(event, separators=(",", ":")).encode())
 
 
 class Decoder:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 import time
 from collections import deque
 from collections.abc import Coroutine
@@ -427,6 +428,7 @@ class Slave(ExecutorSide):
             "DRFMESOS_CLUSTER": self.config.cluster,
             "DRFMESOS_SLAVE_ID": self.slave_id,
             "DRFMESOS_FRAMEWORK_ID": msg.framework_id,
+            "DRFMESOS_PYTHON": sys.executable,  # (Mesos executors' adapter runs in it)
         }
 
     def _reporter(self, record: TaskRecord) -> Any:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import dataclasses
 import functools
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
@@ -306,3 +307,34 @@ async def start_secure_slaves(
             started[sid] = slave
         stack.push_async_callback(functools.partial(slave.stop, kill_tasks=not simulated))
     return buses
+
+
+@dataclasses.dataclass
+class SecureCluster:
+    """A live secure cluster: mosquitto with TLS checking `store`, and its master's HTTP."""
+
+    url: BrokerURL
+    store: Store
+    web: str  # the master's HTTP address
+    launcher: Launcher
+
+
+@contextlib.asynccontextmanager
+async def secure_cluster(
+    work: Path,
+    cluster: str,
+    principals: Sequence[tuple[str, str]],
+    slaves: Sequence[Sequence[str]],
+    master_args: Sequence[str] = (),
+) -> AsyncIterator[SecureCluster]:
+    """A master (`--http` on a free port) and a slave per item of `slaves` (its principal,
+    then its arguments) as processes, on mosquitto with TLS and a new store of
+    `principals` (name, kind); "ops" must be an operator among them."""
+    async with secure_master(work, cluster, principals, *master_args) as (broker, store, launcher):
+        for name, *args in slaves:
+            await launcher.start("slave", name, "--work-dir", str(work / name), *args)
+        ops = as_principal(broker.url, store, "ops")
+        state = await wait_state(
+            ops, cluster, lambda s: len(s.slaves) == len(slaves) and bool(s.web_ui)
+        )
+        yield SecureCluster(broker.url, store, state.web_ui, launcher)

@@ -32,7 +32,7 @@ from protocol.messages import ClusterEvent, Wire
 from protocol.topics import Topics
 
 from conftest import need_mosquitto
-from helpers import basic, printer, secure_master, until
+from helpers import basic, printer, secure_cluster, until
 
 CLUSTER = "http"
 PRINCIPALS = [("master", "master"), ("ops", "operator"), ("slave-0", "slave"),
@@ -66,16 +66,11 @@ class Live:
 @pytest.fixture
 async def live(tmp_path: Path) -> AsyncIterator[Live]:
     need_mosquitto()
-    async with secure_master(tmp_path, CLUSTER, PRINCIPALS) as (broker, store, launcher):
-        for i in range(2):
-            await launcher.start(
-                "slave", f"slave-{i}", "--resources", "cpus:2;mem:1024",
-                "--work-dir", str(tmp_path / f"slave-{i}"), "--attributes", f"rack:r{i}",
-            )  # fmt: skip
-        ops = as_principal(broker.url, store, "ops")
-        state = await wait_state(ops, CLUSTER, lambda s: len(s.slaves) == 2 and bool(s.web_ui))
-        secret = store.secret_file("ops").read_text().strip()
-        yield Live(broker.url, store, state.web_ui, basic("ops", secret))
+    slaves = [(f"slave-{i}", "--resources", "cpus:2;mem:1024", "--attributes", f"rack:r{i}")
+              for i in range(2)]  # fmt: skip
+    async with secure_cluster(tmp_path, CLUSTER, PRINCIPALS, slaves) as c:
+        secret = c.store.secret_file("ops").read_text().strip()
+        yield Live(c.url, c.store, c.web, basic("ops", secret))
 
 
 def validator(doc: dict[str, Any], path: str) -> Draft202012Validator:

@@ -15,7 +15,6 @@ a slow reader never grows the master's memory.
 from __future__ import annotations
 
 import asyncio
-import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -32,7 +31,7 @@ from master.mesos_api.operator_state import (
 from protocol import logs
 from protocol.mesos_json import JSON, mesos_id, status_to_mesos
 from protocol.messages import ClusterEvent, Reason
-from protocol.recordio import encode
+from protocol.recordio import json_record as record
 
 if TYPE_CHECKING:
     from master.books import Task
@@ -40,11 +39,6 @@ if TYPE_CHECKING:
 
 QUEUE = 1024  # records a subscriber may fall behind before it is closed
 MAX_SUBSCRIBERS = 64  # operator streams open at once (each holds a connection and a queue)
-
-
-def record(event: JSON) -> bytes:
-    """One event as a RecordIO record of single-line JSON."""
-    return encode(json.dumps(event, separators=(",", ":")).encode())
 
 
 @dataclass(eq=False)

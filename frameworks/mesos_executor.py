@@ -1,0 +1,199 @@
+"""Mesos's v1 Executor HTTP API for a Mesos custom executor (pymesos's
+`MesosExecutorDriver`, ...), as an executor of ours: an adapter between the two.
+
+The slave starts this module in place of a Mesos framework's executor command (the
+master's Mesos scheduler API asks for it: master.mesos_api.scheduler_calls), over the
+private line every executor of ours has; it serves `POST /api/v1/executor` on a loopback
+port of its own and starts the real command with the environment Mesos gives
+(`MESOS_AGENT_ENDPOINT`, `MESOS_FRAMEWORK_ID`, `MESOS_EXECUTOR_ID`, `MESOS_DIRECTORY`,
+`MESOS_SANDBOX`, ...). Calls SUBSCRIBE, UPDATE and MESSAGE; events SUBSCRIBED, LAUNCH,
+KILL, ACKNOWLEDGED, MESSAGE and SHUTDOWN, as RecordIO JSON on the SUBSCRIBE stream. The
+executor still speaks only for its own tasks: what it says goes over this adapter's line,
+which the slave knows as that executor's, and the slave checks every task id.
+
+    python -m frameworks.mesos_executor      (with MESOS_EXECUTOR_COMMAND: the real one)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import sys
+from typing import Any
+
+from frameworks.executor import Executor, ExecutorDriver
+from protocol import logs, recordio
+from protocol import mesos_json as mj
+from protocol.extras import needs
+from protocol.messages import TaskInfo
+
+PATH = "/api/v1/executor"
+COMMAND_VARIABLE = "MESOS_EXECUTOR_COMMAND"  # the Mesos executor's own command
+SHUTDOWN_GRACE = 5.0  # seconds from SHUTDOWN to SIGKILL (MESOS_EXECUTOR_SHUTDOWN_GRACE_PERIOD)
+
+log = logs.get("mesos_executor")
+
+
+class MesosExecutorAdapter(Executor):
+    def __init__(self, command: str) -> None:
+        self.command = command
+        self.driver: ExecutorDriver | None = None
+        self.child: asyncio.subprocess.Process | None = None
+        self.stream: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+        self.runner: Any = None
+        self.endpoint = ""
+
+    # -- our side: the slave's line -----------------------------------------------------------
+    async def registered(self, driver: ExecutorDriver) -> None:
+        self.driver = driver
+        await self._serve()
+        env = {k: v for k, v in os.environ.items() if k not in (COMMAND_VARIABLE,)}
+        sandbox = os.getcwd()
+        env.update(
+            MESOS_AGENT_ENDPOINT=self.endpoint,
+            MESOS_FRAMEWORK_ID=driver.framework_id,
+            MESOS_EXECUTOR_ID=driver.executor_id,
+            MESOS_SLAVE_ID=driver.slave_id,
+            MESOS_AGENT_ID=driver.slave_id,
+            MESOS_DIRECTORY=sandbox,
+            MESOS_SANDBOX=sandbox,
+            MESOS_CHECKPOINT="0",
+            MESOS_HTTP_COMMAND_EXECUTOR="0",
+            MESOS_EXECUTOR_SHUTDOWN_GRACE_PERIOD=f"{SHUTDOWN_GRACE:g}secs",
+        )
+        # a session of its own: pymesos kills its own process group when its stream ends
+        self.child = await asyncio.create_subprocess_exec(
+            "/bin/sh", "-c", self.command, env=env, start_new_session=True
+        )
+        driver.spawn(self._watch_child(driver, self.child))
+        log.info("mesos_executor.started", pid=self.child.pid, endpoint=self.endpoint)
+
+    async def _watch_child(self, driver: ExecutorDriver, child: asyncio.subprocess.Process) -> None:
+        code = await child.wait()
+        log.info("mesos_executor.exited", status=code)
+        await self._stop_http()
+        await driver.stop()  # the slave sees this executor exit, and its tasks' fate
+
+    async def launch_task(self, driver: ExecutorDriver, task: TaskInfo) -> None:
+        self._event("LAUNCH", {"task": mj.task_to_mesos(task, driver.framework_id)})
+
+    async def kill_task(self, driver: ExecutorDriver, task_id: str) -> None:
+        self._event("KILL", {"task_id": mj.mesos_id(task_id)})
+
+    async def framework_message(self, driver: ExecutorDriver, data: bytes) -> None:
+        self._event("MESSAGE", {"data": mj.encode_bytes(data)})
+
+    async def shutdown(self, driver: ExecutorDriver) -> None:
+        self._event("SHUTDOWN", None)
+        child = self.child
+        if child is not None and child.returncode is None:
+            try:
+                async with asyncio.timeout(SHUTDOWN_GRACE):
+                    await child.wait()
+            except TimeoutError:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(child.pid, signal.SIGKILL)
+                await child.wait()
+        await self._stop_http()
+
+    async def error(self, driver: ExecutorDriver, message: str) -> None:
+        self._event("ERROR", {"message": message})
+
+    def _event(self, kind: str, body: dict[str, Any] | None) -> None:
+        self.stream.put_nowait(
+            {"type": kind} if body is None else {"type": kind, kind.lower(): body}
+        )
+
+    # -- Mesos's side: the executor's HTTP calls ---------------------------------------------
+    async def _serve(self) -> None:
+        with needs("master"):  # (aiohttp)
+            from aiohttp import web
+
+        app = web.Application(client_max_size=1024 * 1024)
+        app.add_routes([web.post(PATH, self._call)])
+        self.runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        await self.runner.setup()
+        site = web.TCPSite(self.runner, "127.0.0.1", 0)
+        await site.start()
+        port = self.runner.addresses[0][1]
+        self.endpoint = f"127.0.0.1:{port}"
+
+    async def _stop_http(self) -> None:
+        self.stream.put_nowait(None)
+        runner, self.runner = self.runner, None
+        if runner is not None:
+            await runner.cleanup()
+
+    async def _call(self, request: Any) -> Any:
+        from aiohttp import web
+
+        driver = self.driver
+        assert driver is not None
+        try:
+            call = json.loads(await request.read())
+            kind = call["type"]
+            if mj.id_value(call.get("executor_id"), "executor_id") != driver.executor_id or (
+                mj.id_value(call.get("framework_id"), "framework_id") != driver.framework_id
+            ):
+                return _problem(web, "not this executor's framework and executor ids", 403)
+            if kind == "SUBSCRIBE":
+                return await self._subscribe(web, request, driver)
+            if kind == "UPDATE":
+                status = mj.status_from_mesos(call["update"]["status"])
+                await driver.send_status_update(status)
+                ack = {"task_id": mj.mesos_id(status.task_id), "uuid": status.uuid}
+                self._event("ACKNOWLEDGED", ack)  # the slave has it: it owns getting it on
+            elif kind == "MESSAGE":
+                await driver.send_framework_message(mj.decode_bytes(call["message"]["data"]))
+            else:
+                return _problem(web, f"unknown or unserved call type {kind!r}", 400)
+        except (ValueError, KeyError, TypeError) as e:
+            return _problem(web, f"bad call: {e}", 400)
+        return web.Response(status=202)
+
+    async def _subscribe(self, web: Any, request: Any, driver: ExecutorDriver) -> Any:
+        response = web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
+        response.enable_chunked_encoding()
+        await response.prepare(request)
+        subscribed = {
+            "executor_info": {
+                "executor_id": mj.mesos_id(driver.executor_id),
+                "framework_id": mj.mesos_id(driver.framework_id),
+                "command": {"value": self.command},
+            },
+            "framework_info": {
+                "id": mj.mesos_id(driver.framework_id),
+                "name": os.environ.get("DRFMESOS_FRAMEWORK_NAME", ""),
+                "user": "",
+            },
+            "agent_info": {"id": mj.mesos_id(driver.slave_id), "hostname": "localhost"},
+        }
+        await response.write(_record({"type": "SUBSCRIBED", "subscribed": subscribed}))
+        with contextlib.suppress(ConnectionResetError):
+            while (event := await self.stream.get()) is not None:
+                await response.write(_record(event))
+            await response.write_eof()
+        return response
+
+
+def _record(event: dict[str, Any]) -> bytes:
+    return recordio.encode(json.dumps(event, separators=(",", ":")).encode())
+
+
+def _problem(web: Any, message: str, status: int) -> Any:
+    return web.json_response({"error": message}, status=status)
+
+
+def main() -> None:
+    command = os.environ.get(COMMAND_VARIABLE)
+    if not command:
+        sys.exit(f"{COMMAND_VARIABLE} must hold the Mesos executor's command")
+    logs.configure(os.environ.get("DRFMESOS_LOG_LEVEL", "info"), json=True)
+    asyncio.run(ExecutorDriver(MesosExecutorAdapter(command)).run())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,74 @@
+"""The leading master's MasterInfo in ZooKeeper, where Mesos clients look for it.
+
+Mesos masters keep `json.info_<sequence>` nodes, ephemeral and sequential, each holding a
+master's MasterInfo as JSON; the lowest sequence number is the leader. Clients such as
+pymesos list the path's children and take the lowest one (skipping only `log_replicas`),
+so nothing else may live there: the path is not the registry's (`--zk`), but a path of
+its own (`--zk-mesos-path`, by default `/mesos`, the one those clients take for granted).
+Only the leader writes its node, and takes it away when its term ends; a dead leader's
+node goes with its ZooKeeper session, as its election node does, before anyone else is
+elected.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import urllib.parse
+from typing import TYPE_CHECKING, Any
+
+from protocol import logs
+from protocol import mesos_json as mj
+
+if TYPE_CHECKING:  # (kazoo is the `ha` extra's: imported only by masters that use --zk)
+    from kazoo.client import KazooClient
+
+log = logs.get("mesos_leader_info")
+
+DEFAULT_PATH = "/mesos"
+PREFIX = "json.info_"
+
+
+def info_for(master_id: str, web_ui: str) -> dict[str, Any]:
+    """MasterInfo for a master serving HTTP at `web_ui` (`http://host:port/`)."""
+    url = urllib.parse.urlsplit(web_ui)
+    host = url.hostname or "127.0.0.1"
+    return mj.master_info(master_id, host, url.port or 5050, host)
+
+
+class MesosLeaderInfo:
+    def __init__(self, client: KazooClient, path: str = DEFAULT_PATH) -> None:
+        self.client = client
+        self.path = path.rstrip("/") or DEFAULT_PATH
+        self.node: str | None = None
+
+    async def publish(self, info: dict[str, Any]) -> None:
+        """Write this leader's node (a failure is logged: Mesos clients then do not
+        find it, and the bus goes on)."""
+        data = json.dumps(info).encode()
+        try:
+            self.node = await asyncio.to_thread(
+                self.client.create,
+                f"{self.path}/{PREFIX}",
+                data,
+                ephemeral=True,
+                sequence=True,
+                makepath=True,
+            )
+        except Exception as e:  # (kazoo's errors, a connection lost meanwhile)
+            log.error("mesos_info.publish_failed", path=self.path, error=repr(e))
+            return
+        log.info("mesos_info.published", node=self.node, pid=info.get("pid"))
+
+    async def withdraw(self) -> None:
+        node, self.node = self.node, None
+        if node is not None:
+            with contextlib.suppress(Exception):  # (gone already: our session ended)
+                await asyncio.to_thread(self.client.delete, node)
+
+
+def mesos_leader_info(candidate: object, path: str) -> MesosLeaderInfo | None:
+    """For a master elected in ZooKeeper (a ZkCandidate's client), else None."""
+    client = getattr(candidate, "client", None)
+    return MesosLeaderInfo(client, path) if client is not None else None

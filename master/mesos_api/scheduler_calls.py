@@ -1,0 +1,258 @@
+"""Mesos v1 scheduler calls (JSON) as our protocol's messages, so that the bus's handlers
+serve them (one set of handlers, two transports). Pure: no I/O, no books.
+
+As Mesos reads them: fields we do not use are ignored; the older `framework_info.role`
+is taken beside `roles`, `slave_id` beside `agent_id`. What we cannot serve (an operation
+other than LAUNCH, a call type we do not know) is a SchedulerCallError naming it, which
+the HTTP side answers with 400.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from protocol import mesos_json as mj
+from protocol.messages import (
+    Accept,
+    Acknowledge,
+    CommandInfo,
+    Decline,
+    Filters,
+    FrameworkCapability,
+    Kill,
+    Message,
+    Reconcile,
+    ReconcileTask,
+    Request,
+    Revive,
+    Subscribe,
+    Suppress,
+    TaskInfo,
+    TaskRequest,
+    Teardown,
+    Wire,
+)
+
+W = TypeVar("W", bound=Wire)
+
+# Our extensions, named so that no Mesos call or capability can clash with them.
+DEMAND_CALL = "DRFMESOS_DEMAND"  # {"drfmesos_demand": {"requests": [{resources, count}]}}
+PREEMPTION_CAPABILITY = "DRFMESOS_PREEMPTION_NOTICES"  # opt in to the PREEMPTING event
+MESOS_EXECUTOR_ADAPTER = '"$DRFMESOS_PYTHON" -m frameworks.mesos_executor'
+
+CALL_TYPES = (
+    "SUBSCRIBE",
+    "TEARDOWN",
+    "ACCEPT",
+    "DECLINE",
+    "REVIVE",
+    "SUPPRESS",
+    "KILL",
+    "ACKNOWLEDGE",
+    "RECONCILE",
+    "MESSAGE",
+    "REQUEST",
+    DEMAND_CALL,
+)
+# Mesos calls we know and do not serve, and why (the README's table says the same)
+NOT_SERVED = {
+    "ACCEPT_INVERSE_OFFERS": "drfmesos has no maintenance windows, so no inverse offers",
+    "DECLINE_INVERSE_OFFERS": "drfmesos has no maintenance windows, so no inverse offers",
+    "SHUTDOWN": "executors end with their framework or their tasks here",
+    "ACKNOWLEDGE_OPERATION_STATUS": "drfmesos has no offer operations but LAUNCH",
+    "RECONCILE_OPERATIONS": "drfmesos has no offer operations but LAUNCH",
+    "UPDATE_FRAMEWORK": "re-subscribe to change what may change",
+}
+
+
+class SchedulerCallError(ValueError):
+    """A call we cannot serve, or one Mesos would refuse too: 400, with this message."""
+
+
+class MesosCall(BaseModel):
+    """The envelope of every call: `type`, the framework it is for, and the call's own
+    object under its type's name in lower case (kept as given: each is read below)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: str
+    framework_id: dict[str, Any] | None = None
+
+    def body(self) -> Mapping[str, Any]:
+        body = (self.model_extra or {}).get(self.type.lower()) or {}
+        if not isinstance(body, Mapping):
+            raise SchedulerCallError(f"{self.type.lower()}: expected an object")
+        return body
+
+    def framework(self) -> str:
+        if self.framework_id is None:
+            raise SchedulerCallError(f"{self.type} needs framework_id")
+        return mj.id_value(self.framework_id, "framework_id")
+
+
+def parse_call(data: object) -> MesosCall:
+    if not isinstance(data, Mapping):
+        raise SchedulerCallError("a call is a JSON object with a type")
+    try:
+        call = MesosCall.model_validate(data)
+    except ValidationError as e:
+        raise SchedulerCallError(_first_error(e)) from None
+    if call.type in NOT_SERVED:
+        raise SchedulerCallError(f"{call.type} is not served: {NOT_SERVED[call.type]}")
+    if call.type not in CALL_TYPES:
+        raise SchedulerCallError(f"unknown call type {call.type!r}")
+    return call
+
+
+def subscribe_of(call: MesosCall, principal: str, inbox: str, incarnation: str) -> Subscribe:
+    """A SUBSCRIBE as ours: `inbox` names where the master's answers go (the stream)."""
+    info = call.body().get("framework_info")
+    if not isinstance(info, Mapping):
+        raise SchedulerCallError("subscribe.framework_info is needed")
+    claimed = info.get("principal")
+    if claimed is not None and claimed != principal:
+        raise PrincipalMismatch(
+            f"framework_info.principal {claimed!r} is not the authenticated principal"
+        )
+    roles = info.get("roles") or ([info["role"]] if info.get("role") else ["*"])
+    if not isinstance(roles, list) or len(roles) != 1 or not isinstance(roles[0], str):
+        raise SchedulerCallError("framework_info: one role (drfmesos frameworks have one)")
+    framework_id = None
+    for given in (call.framework_id, info.get("id")):
+        if given is not None:
+            framework_id = mj.id_value(given, "framework_id")
+    capabilities = {c.get("type") for c in info.get("capabilities") or [] if isinstance(c, Mapping)}
+    return _wire(
+        Subscribe,
+        name=info.get("name") or "mesos-framework",
+        role=roles[0],
+        failover_timeout=float(info.get("failover_timeout") or 0.0),
+        framework_id=framework_id,
+        inbox=inbox,
+        incarnation=incarnation,
+        capabilities=[FrameworkCapability.PARTITION_AWARE]
+        if "PARTITION_AWARE" in capabilities
+        else [],
+    )
+
+
+class PrincipalMismatch(SchedulerCallError):
+    """framework_info.principal is not who authenticated: 403."""
+
+
+def message_of(call: MesosCall) -> Wire:
+    """Every call but SUBSCRIBE, as ours."""
+    fid = call.framework()
+    body = call.body()
+    kind = call.type
+    if kind == "TEARDOWN":
+        return _wire(Teardown, framework_id=fid)
+    if kind == "ACCEPT":
+        tasks = []
+        for operation in body.get("operations") or []:
+            op_type = operation.get("type") if isinstance(operation, Mapping) else None
+            if op_type != "LAUNCH":
+                raise SchedulerCallError(f"operation {op_type} is not served: LAUNCH only")
+            launch = operation.get("launch") or {}
+            tasks += [_adapted(mj.task_from_mesos(t)) for t in launch.get("task_infos") or []]
+        return _wire(
+            Accept,
+            framework_id=fid,
+            offer_ids=_ids(body.get("offer_ids"), "offer_ids"),
+            tasks=tasks,
+            filters=_filters(body),
+        )
+    if kind == "DECLINE":
+        offer_ids = _ids(body.get("offer_ids"), "offer_ids")
+        return _wire(Decline, framework_id=fid, offer_ids=offer_ids, filters=_filters(body))
+    if kind == "REVIVE":
+        return _wire(Revive, framework_id=fid)
+    if kind == "SUPPRESS":
+        return _wire(Suppress, framework_id=fid)
+    if kind == "KILL":
+        return _wire(
+            Kill,
+            framework_id=fid,
+            task_id=mj.id_value(body.get("task_id"), "kill.task_id"),
+            slave_id=mj.optional_id(body, "agent_id", "slave_id"),
+        )
+    if kind == "ACKNOWLEDGE":
+        return _wire(
+            Acknowledge,
+            framework_id=fid,
+            slave_id=mj.optional_id(body, "agent_id", "slave_id"),
+            task_id=mj.id_value(body.get("task_id"), "acknowledge.task_id"),
+            uuid=mj.ack_uuid_from_mesos(body.get("uuid")),
+        )
+    if kind == "RECONCILE":
+        asked = [
+            ReconcileTask(
+                task_id=mj.id_value(t.get("task_id"), "reconcile.task_id"),
+                slave_id=mj.optional_id(t, "agent_id", "slave_id"),
+            )
+            for t in body.get("tasks") or []
+            if isinstance(t, Mapping)
+        ]
+        return _wire(Reconcile, framework_id=fid, tasks=asked)
+    if kind == "MESSAGE":
+        return _wire(
+            Message,
+            framework_id=fid,
+            slave_id=mj.id_value(body.get("agent_id") or body.get("slave_id"), "agent_id"),
+            executor_id=mj.id_value(body.get("executor_id"), "executor_id"),
+            data=mj.decode_bytes(body.get("data", "")),
+        )
+    if kind in ("REQUEST", DEMAND_CALL):
+        requests = [
+            TaskRequest(
+                resources=mj.resources_from_mesos(r.get("resources") or []),
+                count=int(r.get("count", 1)) if kind == DEMAND_CALL else 1,
+            )
+            for r in body.get("requests") or []
+            if isinstance(r, Mapping)
+        ]
+        return _wire(Request, framework_id=fid, requests=requests)
+    raise SchedulerCallError(f"{kind} is not a call with a framework")  # (SUBSCRIBE)
+
+
+def _adapted(task: TaskInfo) -> TaskInfo:
+    """A Mesos executor speaks Mesos's executor API: the slave starts it under our adapter
+    (frameworks.mesos_executor), in the slave's own Python, which runs its command."""
+    if task.executor is None:
+        return task
+    command = task.executor.command
+    adapter = CommandInfo(
+        value=MESOS_EXECUTOR_ADAPTER,
+        environment={**command.environment, "MESOS_EXECUTOR_COMMAND": command.value},
+    )
+    executor = task.executor.model_copy(update={"command": adapter})
+    return task.model_copy(update={"executor": executor})
+
+
+def _ids(items: object, field: str) -> list[str]:
+    if not isinstance(items, list):
+        raise SchedulerCallError(f"{field}: expected a list of ids")
+    return [mj.id_value(i, field) for i in items]
+
+
+def _filters(body: Mapping[str, Any]) -> Filters:
+    filters = body.get("filters")
+    if not isinstance(filters, Mapping) or filters.get("refuse_seconds") is None:
+        return Filters()
+    return _wire(Filters, refuse_seconds=filters["refuse_seconds"])
+
+
+def _wire(cls: type[W], **fields: Any) -> W:
+    try:
+        return cls(**fields)
+    except ValidationError as e:
+        raise SchedulerCallError(_first_error(e)) from None
+
+
+def _first_error(e: ValidationError) -> str:
+    first = e.errors()[0]
+    where = ".".join(str(p) for p in first["loc"])
+    return f"{where}: {first['msg']}" if where else first["msg"]

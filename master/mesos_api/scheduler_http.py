@@ -1,0 +1,303 @@
+"""`POST /api/v1/scheduler`: Mesos's v1 Scheduler HTTP API, served by the bus's handlers.
+
+A SUBSCRIBE keeps its connection open as the framework's event stream: a chunked
+RecordIO stream of single-line JSON events, named by a `Mesos-Stream-Id`. Every other
+call is one request, answered 202 at once (what it leads to comes on the stream, as in
+Mesos) or 4xx with a JSON error if it cannot be read, and it must carry the stream id of
+its framework's stream. Calls are translated to our messages
+(master.mesos_api.scheduler_calls) and handed to the master's own handlers with the
+principal HTTP Basic proved; what the master says to that framework reaches the stream
+through the master's per-topic sinks (`framework_sinks`) instead of the bus
+(master.mesos_api.scheduler_events). A closed stream is the framework's connection lost,
+as the bus's Last Will: its failover timeout runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import json
+import urllib.parse
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+from master.authz import Caller
+from master.mesos_api import scheduler_events as events
+from master.mesos_api.scheduler_calls import (
+    PREEMPTION_CAPABILITY,
+    MesosCall,
+    PrincipalMismatch,
+    message_of,
+    parse_call,
+    subscribe_of,
+)
+from protocol import logs, recordio
+from protocol import mesos_json as mj
+from protocol.messages import Error, Gone, Subscribed, Wire
+from protocol.topics import check_segment
+
+if TYPE_CHECKING:
+    from master.http_api import PrincipalAuth
+    from master.master import Master
+
+PATH = "/api/v1/scheduler"
+VERSION_PATH = "/version"
+SELF_AUTHENTICATED = (PATH, VERSION_PATH)  # (the API's guard leaves these to this module)
+BODY_SECONDS = 10.0  # a request body slower than this is a slow-loris: 408
+SUBSCRIBE_SECONDS = 30.0  # the master's answer to a SUBSCRIBE, at most
+STREAM_EVENTS = 10_000  # events waiting for a slow reader; past them its stream is closed
+INSECURE_PRINCIPAL = "mesos"  # whose frameworks they are on a cluster without credentials
+# what a refused SUBSCRIBE's code becomes
+SUBSCRIBE_STATUS = {"rate-limited": 429, "unavailable": 503}
+
+
+def problem(message: str, status: int, **headers: str) -> web.Response:
+    return web.Response(
+        text=json.dumps({"error": message}),
+        status=status,
+        content_type="application/json",
+        headers=headers,
+    )
+
+
+class SchedulerStream:
+    """One SUBSCRIBE's connection: the sink the master writes to, and its queue."""
+
+    def __init__(self, principal: str, topic_of: Any, preemption_notices: bool) -> None:
+        self.stream_id = str(uuid.uuid4())
+        self.principal = principal
+        self.inbox = f"mesos-{self.stream_id}"
+        self.topic: str = topic_of(principal, self.inbox)
+        self.preemption_notices = preemption_notices
+        self.framework_id = ""
+        self.role = "*"
+        self.answer: asyncio.Future[Wire] = asyncio.get_running_loop().create_future()
+        self.queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue(STREAM_EVENTS)
+        self.ended = False  # closed by the master (removed, replaced): no Last Will
+
+    def sink(self, msg: Wire) -> None:
+        """What the master says to this framework (called in its handlers: no waiting)."""
+        if not self.answer.done():
+            if isinstance(msg, Subscribed | Error):
+                self.answer.set_result(msg)
+            return  # (nothing else comes before the answer)
+        if self.ended:
+            return
+        found = events.event_of(msg, self.role, self.preemption_notices)
+        if found is not None:
+            self.put(found)
+        if events.ends_stream(msg):
+            self.end()
+
+    def put(self, event: dict[str, Any]) -> None:
+        try:
+            self.queue.put_nowait(event)
+        except asyncio.QueueFull:  # a reader this slow loses its stream, not our memory
+            self.end(lost=True)
+
+    async def take(self) -> bytes | None:
+        """The events waiting (at least one), framed; None once the stream has ended."""
+        event = await self.queue.get()
+        records = []
+        while event is not None:
+            records.append(recordio.json_record(event))
+            if self.queue.empty():
+                return b"".join(records)
+            event = self.queue.get_nowait()
+        # the end: what came before it is sent first
+        if records:
+            self.queue.put_nowait(None)
+            return b"".join(records)
+        return None
+
+    def end(self, lost: bool = False) -> None:
+        """Close the stream; `lost`: as a lost connection (its failover timeout runs)."""
+        self.ended = not lost
+        while True:  # make room for the end mark
+            try:
+                self.queue.put_nowait(None)
+                return
+            except asyncio.QueueFull:
+                self.queue.get_nowait()
+
+
+class SchedulerApi:
+    def __init__(self, master: Master, auth: PrincipalAuth | None) -> None:
+        self.master = master
+        self.auth = auth
+        self.streams: dict[str, SchedulerStream] = {}  # by framework id
+        self.log = logs.get("master.mesos_scheduler", master_id=master.master_id)
+
+    def routes(self) -> list[web.RouteDef]:
+        return [web.post(PATH, self.handle), web.get(VERSION_PATH, self.version)]
+
+    def close(self) -> None:
+        """The master stops: every stream ends."""
+        for stream in list(self.streams.values()):
+            stream.end()
+
+    async def version(self, request: web.Request) -> web.StreamResponse:
+        return web.json_response(mj.version_json())
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        principal = await self._principal(request)
+        if isinstance(principal, web.Response):
+            return principal
+        if request.content_type not in ("application/json", "application/octet-stream", ""):
+            return problem("this master speaks JSON only (Content-Type: application/json)", 415)
+        try:
+            body = await asyncio.wait_for(request.read(), BODY_SECONDS)
+        except web.HTTPRequestEntityTooLarge:
+            self._bad(request, principal, "too-large")
+            return problem(f"a call is at most {request.app._client_max_size} bytes", 413)
+        except TimeoutError:
+            self._bad(request, principal, "slow-body")
+            return problem(f"the body took over {BODY_SECONDS:g} s", 408)
+        try:
+            call = parse_call(json.loads(body))
+            if call.type == "SUBSCRIBE":
+                return await self._subscribe(request, call, principal)
+            return await self._call(request, call, principal)
+        except PrincipalMismatch as e:
+            self._bad(request, principal, "principal-mismatch")
+            return problem(str(e), 403)
+        except ValueError as e:  # malformed JSON, or a call we cannot read
+            self._bad(request, principal, "bad-call")
+            return problem(str(e), 400)
+
+    async def _principal(self, request: web.Request) -> str | web.Response:
+        if self.auth is None:  # no credentials store: as the insecure bus, nothing proved
+            return INSECURE_PRINCIPAL
+        if not request.secure and not _loopback(request.remote):
+            # a secret in the clear across a network: refused before it is even checked
+            return problem("credentials over plain HTTP on loopback only: use HTTPS", 403)
+        who = await self.auth.principal(request.headers.get("Authorization"))
+        if who is None:
+            self.log.info("mesos.unauthorized", remote=request.remote)
+            return problem(
+                "framework credentials needed (HTTP Basic)",
+                401,
+                **{"WWW-Authenticate": 'Basic realm="drfmesos"'},
+            )
+        if who.kind != "framework":
+            return problem(f"a {who.kind} principal cannot run a framework", 403)
+        return who.principal
+
+    def _bad(self, request: web.Request, principal: str, code: str) -> None:
+        self.log.info("mesos.bad_call", principal=principal, code=code, remote=request.remote)
+
+    async def _call(self, request: web.Request, call: MesosCall, principal: str) -> web.Response:
+        framework_id = call.framework()
+        stream = self.streams.get(framework_id)
+        if stream is None or (self.auth is not None and stream.principal != principal):
+            return problem(f"framework {framework_id} is not subscribed on a stream of yours", 403)
+        if request.headers.get("Mesos-Stream-Id") != stream.stream_id:
+            return problem("Mesos-Stream-Id is not this framework's stream", 400)
+        message = message_of(call)
+        await self.master.handle_call(message, Caller("framework", stream.principal, stream.topic))
+        return web.Response(status=202)
+
+    async def _subscribe(
+        self, request: web.Request, call: MesosCall, principal: str
+    ) -> web.StreamResponse:
+        info = call.body().get("framework_info")
+        if self.auth is None and isinstance(info, dict):
+            principal = self._insecure_principal(info.get("principal"))
+        notices = any(
+            isinstance(c, dict) and c.get("type") == PREEMPTION_CAPABILITY
+            for c in (info or {}).get("capabilities") or []
+        )
+        stream = SchedulerStream(principal, self.master.topics.framework, notices)
+        subscribe = subscribe_of(call, principal, stream.inbox, stream.stream_id)
+        sinks = self.master.framework_sinks
+        sinks[stream.topic] = stream.sink
+        caller = Caller("framework", principal, stream.topic)
+        try:
+            await self.master.handle_call(subscribe, caller)
+            answer = await asyncio.wait_for(asyncio.shield(stream.answer), SUBSCRIBE_SECONDS)
+        except TimeoutError:
+            sinks.pop(stream.topic, None)
+            return problem("the master did not answer the SUBSCRIBE in time", 503)
+        if isinstance(answer, Error):
+            sinks.pop(stream.topic, None)
+            return problem(answer.message, SUBSCRIBE_STATUS.get(answer.code, 403))
+        assert isinstance(answer, Subscribed)
+        return await self._serve(request, stream, answer)
+
+    def _insecure_principal(self, claimed: object) -> str:
+        try:
+            return check_segment(str(claimed)) if claimed else INSECURE_PRINCIPAL
+        except ValueError:
+            return INSECURE_PRINCIPAL
+
+    async def _serve(
+        self, request: web.Request, stream: SchedulerStream, answer: Subscribed
+    ) -> web.StreamResponse:
+        m = self.master
+        stream.framework_id = answer.framework_id
+        fw = m.books.frameworks.get(answer.framework_id)
+        stream.role = fw.role if fw is not None else "*"
+        old = self.streams.get(answer.framework_id)
+        if old is not None and old is not stream:
+            old.end()  # a re-subscription takes the framework's stream over
+        self.streams[answer.framework_id] = stream
+        log = self.log.bind(framework_id=answer.framework_id, stream_id=stream.stream_id)
+        log.info("mesos.subscribed", principal=stream.principal, resubscribed=answer.resubscribed)
+        response = web.StreamResponse(
+            status=200,
+            headers={"Content-Type": "application/json", "Mesos-Stream-Id": stream.stream_id},
+        )
+        response.enable_chunked_encoding()
+        first = events.subscribed(answer, m.config.heartbeat_interval, self._master_info())
+        lost = True
+        try:
+            await response.prepare(request)
+            await response.write(recordio.json_record(first))
+            while (events_now := await stream.take()) is not None:
+                await response.write(events_now)  # what came meanwhile: one chunk
+            lost = not stream.ended
+            await response.write_eof()
+        except ConnectionResetError:
+            pass  # the framework went away
+        finally:
+            m.framework_sinks.pop(stream.topic, None)
+            if self.streams.get(answer.framework_id) is stream:
+                del self.streams[answer.framework_id]
+            if lost:
+                log.info("mesos.stream_lost")
+                gone = Gone(kind="framework", id=stream.inbox, incarnation=stream.stream_id)
+                await m.connection_gone(Caller("framework", stream.principal, None), gone)
+        return response
+
+    def _master_info(self) -> dict[str, Any]:
+        url = urllib.parse.urlsplit(self.master.web_ui)
+        host = url.hostname or "127.0.0.1"
+        return mj.master_info(self.master.master_id, host, url.port or 5050, host)
+
+
+def _loopback(remote: str | None) -> bool:
+    if not remote:
+        return True  # a Unix socket's peer has no address: it is on this machine
+    try:
+        return ipaddress.ip_address(remote).is_loopback
+    except ValueError:
+        return False
+
+
+def standby_routes(leader: Callable[[], Awaitable[str]]) -> list[web.RouteDef]:
+    """What a standby master answers Mesos frameworks: 307 to the leader, as Mesos's
+    standbys do (503 while nobody leads), and /version."""
+
+    async def redirect(request: web.Request) -> web.StreamResponse:
+        address = await leader()  # host:port
+        if not address:
+            return problem("no master leads now: try again", 503)
+        return problem(f"not the leader: {address} leads", 307, Location=f"//{address}{PATH}")
+
+    async def version(request: web.Request) -> web.StreamResponse:
+        return web.json_response(mj.version_json())
+
+    return [web.post(PATH, redirect), web.get(VERSION_PATH, version)]

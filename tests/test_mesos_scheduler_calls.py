@@ -1,0 +1,148 @@
+"""Mesos scheduler calls as our messages, and our messages as Mesos events: what a Mesos
+client sends is read as Mesos reads it, and what we cannot serve is refused by name."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from master.mesos_api import scheduler_events as events
+from master.mesos_api.scheduler_calls import (
+    MESOS_EXECUTOR_ADAPTER,
+    PrincipalMismatch,
+    SchedulerCallError,
+    message_of,
+    parse_call,
+    subscribe_of,
+)
+from protocol import mesos_json as mj
+from protocol.messages import (
+    Accept,
+    Acknowledge,
+    Decline,
+    Error,
+    FrameworkCapability,
+    Heartbeat,
+    Kill,
+    PreemptedTask,
+    Preempting,
+    Request,
+    Subscribe,
+)
+from protocol.resources import Resources
+
+FID = {"value": "fw-1"}
+CPUS = [{"name": "cpus", "type": "SCALAR", "scalar": {"value": 1}}]
+
+
+def call(kind: str, body: dict[str, Any] | None = None, **more: Any) -> dict[str, Any]:
+    c: dict[str, Any] = {"type": kind, "framework_id": FID, **more}
+    if body is not None:
+        c[kind.lower()] = body
+    return c
+
+
+def test_subscribe_takes_role_or_roles_and_ignores_what_it_does_not_use() -> None:
+    for info in ({"name": "a", "role": "r"}, {"name": "a", "roles": ["r"]}):
+        info = {**info, "user": "u", "hostname": "h", "webui_url": "", "checkpoint": True}
+        sub = subscribe_of(parse_call({"type": "SUBSCRIBE", "subscribe": {"framework_info":
+                           info}}), "team", "inbox", "inc")  # fmt: skip
+        assert isinstance(sub, Subscribe)
+        assert (sub.role, sub.inbox, sub.framework_id) == ("r", "inbox", None)
+    info = {"name": "a", "id": FID, "principal": "team", "failover_timeout": 9,
+            "capabilities": [{"type": "PARTITION_AWARE"}, {"type": "GPU_RESOURCES"}]}  # fmt: skip
+    sub = subscribe_of(parse_call({"type": "SUBSCRIBE", "subscribe": {"framework_info": info}}),
+                       "team", "inbox", "inc")  # fmt: skip
+    assert sub.framework_id == "fw-1"
+    assert sub.failover_timeout == 9
+    assert sub.capabilities == [FrameworkCapability.PARTITION_AWARE]
+
+
+def test_subscribe_as_another_principal_or_with_two_roles_is_refused() -> None:
+    def subscribe(info: dict[str, Any]) -> Subscribe:
+        c = parse_call({"type": "SUBSCRIBE", "subscribe": {"framework_info": info}})
+        return subscribe_of(c, "team", "inbox", "inc")
+
+    with pytest.raises(PrincipalMismatch):
+        subscribe({"name": "a", "principal": "other"})
+    with pytest.raises(SchedulerCallError, match="one role"):
+        subscribe({"name": "a", "roles": ["x", "y"]})
+    with pytest.raises(SchedulerCallError, match="framework_info"):
+        subscribe_of(parse_call({"type": "SUBSCRIBE"}), "team", "inbox", "inc")
+
+
+def test_accept_launches_command_and_executor_tasks() -> None:
+    command = {"name": "t", "task_id": {"value": "t1"}, "slave_id": {"value": "s1"},
+               "resources": CPUS, "command": {"value": "true"}}  # fmt: skip
+    executor = {"name": "e", "task_id": {"value": "t2"}, "agent_id": {"value": "s1"},
+                "resources": CPUS, "executor": {"executor_id": {"value": "x"},
+                "command": {"value": "./my-executor"}}}  # fmt: skip
+    launch = {"type": "LAUNCH", "launch": {"task_infos": [command, executor]}}
+    body = {"offer_ids": [{"value": "o1"}], "operations": [launch],
+            "filters": {"refuse_seconds": 2}}  # fmt: skip
+    msg = message_of(parse_call(call("ACCEPT", body)))
+    assert isinstance(msg, Accept)
+    assert (msg.offer_ids, msg.filters.refuse_seconds) == (["o1"], 2)
+    assert [t.slave_id for t in msg.tasks] == ["s1", "s1"]
+    # a Mesos executor runs under our adapter, which is given its command
+    adapted = msg.tasks[1].executor
+    assert adapted is not None
+    assert adapted.command.value == MESOS_EXECUTOR_ADAPTER
+    assert adapted.command.environment["MESOS_EXECUTOR_COMMAND"] == "./my-executor"
+
+
+@pytest.mark.parametrize(
+    ("data", "says"),
+    [
+        (call("ACCEPT", {"offer_ids": [{"value": "o"}], "operations": [{"type": "RESERVE"}]}),
+         "RESERVE is not served"),
+        ({"type": "ACCEPT_INVERSE_OFFERS"}, "inverse offers"),
+        ({"type": "NAP"}, "unknown call type"),
+        ({"framework_id": FID}, "type"),
+        (["SUBSCRIBE"], "JSON object"),
+        ({"type": "REVIVE"}, "framework_id"),
+        (call("KILL", {"task_id": "t1"}), "kill.task_id"),
+        (call("DECLINE", {"offer_ids": []}), "offer_ids"),
+        (call("ACKNOWLEDGE", {"task_id": {"value": "t"}, "uuid": "%%%"}), "base64"),
+    ],
+)  # fmt: skip
+def test_calls_we_cannot_read_or_serve_are_named(data: Any, says: str) -> None:
+    with pytest.raises(ValueError, match=says):
+        message_of(parse_call(data))
+
+
+def test_the_other_calls_become_ours() -> None:
+    decline = message_of(parse_call(call("DECLINE", {"offer_ids": [{"value": "o"}]})))
+    assert isinstance(decline, Decline)
+    assert decline.filters.refuse_seconds == 5  # Mesos's default
+    kill = message_of(parse_call(call("KILL", {"task_id": {"value": "t"},
+                                                "agent_id": {"value": "s"}})))  # fmt: skip
+    assert kill == Kill(framework_id="fw-1", task_id="t", slave_id="s")
+    uuid = mj.ack_uuid_to_mesos("abc")
+    acknowledge = {"task_id": {"value": "t"}, "agent_id": {"value": "s"}, "uuid": uuid}
+    ack = message_of(parse_call(call("ACKNOWLEDGE", acknowledge)))
+    assert ack == Acknowledge(framework_id="fw-1", slave_id="s", task_id="t", uuid="abc")
+    request = message_of(parse_call(call("REQUEST", {"requests": [{"resources": CPUS}]})))
+    assert isinstance(request, Request)
+    assert [(r.resources, r.count) for r in request.requests] == [(Resources(cpus=1), 1)]
+    wanted = {"requests": [{"resources": CPUS, "count": 7}]}
+    demand = message_of(parse_call(call("DRFMESOS_DEMAND", wanted)))
+    assert isinstance(demand, Request)
+    assert demand.requests[0].count == 7
+
+
+def test_preemption_notices_go_only_to_frameworks_that_asked() -> None:
+    notice = Preempting(framework_id="f", tasks=[PreemptedTask(task_id="t", slave_id="s")],
+                        deadline_seconds=2)  # fmt: skip
+    assert events.event_of(notice, "*", preemption_notices=False) is None
+    event = events.event_of(notice, "*", preemption_notices=True)
+    assert event is not None
+    assert event["type"] == events.PREEMPTING_EVENT
+    assert event["drfmesos_preempting"]["tasks"] == [
+        {"task_id": {"value": "t"}, "agent_id": {"value": "s"}}
+    ]
+    assert events.event_of(Heartbeat(), "*", False) == {"type": "HEARTBEAT"}
+    removed = Error(message="Framework has been removed", code="framework-removed")
+    assert events.ends_stream(removed)
+    assert not events.ends_stream(Error(message="no"))
