@@ -10,8 +10,8 @@ from pathlib import Path
 import click
 
 from master.allocator import HEADROOM
-from master.http_config import HttpConfig
-from master.leadership import LeadershipError
+from master.ha.leadership import LeadershipError
+from master.http.config import HttpConfig
 from master.preemption import VICTIM_ORDERS
 from master.rate_limits import (
     DEFAULT_CAPACITY,
@@ -298,8 +298,8 @@ def master(
     max_failover_timeout: float | None,
 ) -> None:
     """Run the master: the books, the DRF allocation module and the offer loop."""
-    from master.leadership import Candidate, LoneCandidate, Term, lead
-    from master.registry import Registry
+    from master.ha.leadership import Candidate, LoneCandidate, Term, lead
+    from master.ha.registry import Registry
 
     with needs("master"):
         from master.master import Master, MasterConfig
@@ -352,7 +352,7 @@ def master(
     master_id = f"master-{uuid.uuid4().hex[:12]}"  # this process, through all its terms
     if zk is not None:
         with needs("ha"):
-            from master.zookeeper import ZkCandidate, ZkURL
+            from master.ha.zookeeper import ZkCandidate, ZkURL
 
         try:
             zk_url = ZkURL.parse(zk)
@@ -365,7 +365,7 @@ def master(
     else:
         candidate = LoneCandidate(work_dir)
 
-    from master.standby_http import StandbyHttp
+    from master.http.standby import StandbyHttp
 
     async def leader_address() -> str:
         """The leading master's HTTP address, as the election knows it (a standby's)."""

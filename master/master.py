@@ -18,15 +18,15 @@ from typing import Any
 
 from master.authz import Caller
 from master.books import TASK_SORTS, OfferRecord, offer_of, snapshot
-from master.core import MasterConfig
-from master.files import FileRequests
-from master.http_api import HttpApi
+from master.calls.files import FileRequests
+from master.calls.limited_calls import LimitedCalls
+from master.calls.operator_calls import OperatorCalls
+from master.calls.slave_calls import SlaveCalls
+from master.ha.recovery import Recovery
+from master.http.api import HttpApi
 from master.lag_probe import Backlog, backlog_of
-from master.limited_calls import LimitedCalls
-from master.operator_calls import OperatorCalls
 from master.preemptor import Preemptor
-from master.recovery import Recovery
-from master.slave_calls import SlaveCalls
+from master.shell import MasterConfig
 from protocol.bus import cancel_and_wait
 from protocol.codec import MAX_MESSAGE_BYTES, DecodeError, Envelope, decode_many
 from protocol.messages import (

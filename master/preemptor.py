@@ -16,7 +16,6 @@ from collections import defaultdict
 from typing import Any
 
 from master.books import Framework, Task
-from master.core import MasterCore
 from master.preemption import (
     Claim,
     Cluster,
@@ -27,6 +26,7 @@ from master.preemption import (
     fair_allocation,
 )
 from master.quota import ancestors_or_self
+from master.shell import MasterCore
 from protocol.messages import (
     KillTask,
     PreemptedTask,

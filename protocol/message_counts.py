@@ -1,6 +1,6 @@
 """Messages received, by type, and what became of each: handled, refused (with the
 Error's code), dropped, or failed (a handler bug). The master counts its calls with it
-(master.metrics serves them, as Mesos's master/messages_*); every `Bus` counts what its
+(master.http.metrics serves them, as Mesos's master/messages_*); every `Bus` counts what its
 handlers are given (a slave's, a framework driver's) in `Bus.messages`.
 """
 

@@ -24,8 +24,8 @@ from test_trust import Attacker
 from cluster.secure import as_principal, provision
 from cluster.view import operator_call
 from frameworks.scheduler import DriverError, Scheduler, SchedulerDriver, build_task
+from master.ha.registry import MemoryStore, Registry
 from master.master import Master, MasterConfig
-from master.registry import MemoryStore, Registry
 from master.roles_file import load_roles
 from protocol.brokers import BrokerURL, EmbeddedBroker
 from protocol.bus import Bus

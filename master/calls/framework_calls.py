@@ -7,8 +7,8 @@ import time
 
 from master.authz import Caller
 from master.books import Framework, OfferRecord, Task
-from master.core import MasterCore
-from master.registry import FrameworkRecord
+from master.ha.registry import FrameworkRecord
+from master.shell import MasterCore
 from master.task_states import as_seen, unknown_task
 from protocol.ids import check_id, shorten, task_problem
 from protocol.messages import (

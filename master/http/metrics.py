@@ -13,7 +13,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from master.usage_metrics import TaskUsageCollector
+from master.http.usage_metrics import TaskUsageCollector
 
 if TYPE_CHECKING:
     from master.master import Master

@@ -14,8 +14,8 @@ from __future__ import annotations
 import time
 
 from master.books import Framework
-from master.core import MasterCore
 from master.quota import Quota
+from master.shell import MasterCore
 from protocol.messages import Leader
 
 

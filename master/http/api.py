@@ -28,10 +28,11 @@ from prometheus_client import CollectorRegistry
 from pydantic import BaseModel
 
 from master.books import SLAVE_SORTS, TASK_SORTS, completed_view
-from master.files import FileReadError
-from master.http_config import HttpConfig
-from master.http_log import ClientErrors
-from master.http_models import (
+from master.calls.files import FileReadError
+from master.http.config import HttpConfig
+from master.http.log import ClientErrors
+from master.http.metrics import exposition, registry_for
+from master.http.models import (
     Events,
     Frameworks,
     Health,
@@ -45,8 +46,7 @@ from master.http_models import (
     TaskFile,
     Tasks,
 )
-from master.metrics import exposition, registry_for
-from master.openapi import openapi
+from master.http.openapi import openapi
 from protocol import logs
 from protocol.credentials import CredentialsError, load_principals, read_passwd, verify_secret
 from protocol.messages import TaskState
@@ -220,7 +220,7 @@ class HttpApi:
         self.log = logs.get("master.http", master_id=master.master_id)
         self.runner: web.AppRunner | None = None
         self.url = ""
-        self._static = package_files.files("master") / "webui"
+        self._static = package_files.files("master.http") / "webui"
 
     # -- lifecycle ----------------------------------------------------------------------------
     async def start(self) -> str:

@@ -23,12 +23,12 @@ from master.allocator import Allocator, AllocatorError
 from master.authz import Caller, RateLimiter, RoleACL
 from master.books import Books, Framework, OfferRecord, PendingUpdate, Slave, Task
 from master.counters import MessageCounts, SlaveChurn
-from master.http_config import HttpConfig
+from master.ha.leadership import next_epoch
+from master.ha.registry import MemoryStore, Registry
+from master.http.config import HttpConfig
+from master.http.live_feed import LiveFeed
 from master.lag_probe import LagProbe
-from master.leadership import next_epoch
-from master.live_feed import LiveFeed
 from master.rate_limits import RateLimits
-from master.registry import MemoryStore, Registry
 from master.roles_file import RolesError, RolesFile, load_roles
 from master.task_states import as_seen
 from master.throttle import Throttle
@@ -78,7 +78,7 @@ class MasterConfig:
     preemption_victims: str = "youngest"  # or "oldest" (to compare the work thrown away)
     guarantee_timeout: float | None = None  # a role below its quota guarantee this long
     quota_headroom: str = "all"  # whose unmet guarantees are kept free (master.allocator)
-    http: HttpConfig | None = None  # the API, metrics and web UI (master.http_api)
+    http: HttpConfig | None = None  # the API, metrics and web UI (master.http.api)
     # after a failover, slaves of the registry have this long to re-register; then their
     # tasks are reported lost
     slave_reregister_timeout: float = 30.0
@@ -96,8 +96,8 @@ class MasterCore:
         epoch: int = 0,
         master_id: str | None = None,
     ) -> None:
-        """`registry`: what must survive this master (see master.registry), read before
-        `start`; `epoch`: this master's term (see master.leadership)."""
+        """`registry`: what must survive this master (see master.ha.registry), read before
+        `start`; `epoch`: this master's term (see master.ha.leadership)."""
         self.bus = bus
         self.topics = topics
         self.config = config or MasterConfig()
@@ -142,13 +142,13 @@ class MasterCore:
         self.event_counts: Counter[str] = Counter()
         self.tasks_ended: Counter[str] = Counter()  # by terminal state
         self.recent_events: deque[ClusterEvent] = deque(maxlen=200)
-        self.feed = LiveFeed()  # the web UI's pages (master.http_api)
+        self.feed = LiveFeed()  # the web UI's pages (master.http.api)
         self.update_resends = 0
         self.round_duration = Histogram(
             "drfmesos_allocation_round_seconds",
             "How long an allocation round takes.",
             buckets=(1e-5, 1e-4, 5e-4, 1e-3, 5e-3, 0.01, 0.05, 0.1, 0.5, 1.0),
-            registry=None,  # the master's own registry (master.metrics) collects it
+            registry=None,  # the master's own registry (master.http.metrics) collects it
         )
 
     def _now(self) -> float:

@@ -16,7 +16,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
 
-from master.http_api import (
+from master.http.api import (
     PrincipalAuth,
     _json,
     _problem,
@@ -24,9 +24,9 @@ from master.http_api import (
     metrics_response,
     serve_site,
 )
-from master.http_config import HttpConfig
-from master.http_models import Health
-from master.metrics import elected_metric
+from master.http.config import HttpConfig
+from master.http.metrics import elected_metric
+from master.http.models import Health
 from protocol import logs
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]

@@ -9,8 +9,8 @@ import asyncio
 from pydantic import ValidationError
 
 from master.authz import Caller
-from master.core import MasterCore
 from master.roles_file import QuotaSpec, RoleSpec, save_roles
+from master.shell import MasterCore
 from protocol.codec import describe_validation
 from protocol.messages import SetQuota, SetWeights
 

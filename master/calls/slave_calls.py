@@ -6,8 +6,8 @@ import contextlib
 
 from master.authz import Caller
 from master.books import Framework, Orphan, Slave, Task
-from master.core import STAGING_GRACE
-from master.partitions import Partitions
+from master.calls.partitions import Partitions
+from master.shell import STAGING_GRACE
 from protocol import logs
 from protocol.messages import (
     Error,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from master.authz import Caller
 from master.books import Framework, Slave, Task
-from master.core import MasterCore
+from master.shell import MasterCore
 from protocol.messages import (
     KillTask,
     MarkSlaveGone,
