@@ -13,17 +13,27 @@ import asyncio
 import contextlib
 import time
 from collections import defaultdict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import replace
 from typing import Any
 
+from master import readout
 from master.authz import Caller
-from master.books import TASK_SORTS, OfferRecord, offer_of, snapshot
+from master.books import (
+    TASK_SORTS,
+    OfferRecord,
+    completed_view,
+    framework_views,
+    offer_of,
+    snapshot,
+)
 from master.calls.files import FileRequests
 from master.calls.limited_calls import LimitedCalls
 from master.calls.operator_calls import OperatorCalls
 from master.calls.slave_calls import SlaveCalls
 from master.ha.recovery import Recovery
 from master.http.api import HttpApi
+from master.http.reader import BookCounts, Gauges, TaskUsageRow
 from master.lag_probe import Backlog, backlog_of
 from master.preemptor import Preemptor
 from master.shell import MasterConfig
@@ -37,6 +47,7 @@ from protocol.messages import (
     ExecutorExited,
     FileData,
     FrameworkMessage,
+    FrameworkView,
     Gone,
     Heartbeat,
     Kill,
@@ -50,6 +61,7 @@ from protocol.messages import (
     Request,
     Reregister,
     Revive,
+    RoleView,
     SetQuota,
     SetWeights,
     SlaveView,
@@ -383,6 +395,49 @@ class Master(LimitedCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests, R
             web_ui=self.web_ui,
             epoch=self.epoch,
         )
+
+    def framework_views(self) -> tuple[list[FrameworkView], list[FrameworkView]]:
+        a, books = self.allocator, self.books
+        allocation = {f: a.allocation(f) for f in books.frameworks}
+        registered = framework_views(
+            books,
+            a.total,
+            allocation,
+            self.preemption.fair,
+            self.starving(self._now()),
+        )
+        return registered, [completed_view(fw) for fw in books.completed_frameworks.values()]
+
+    def role_views(self) -> tuple[str, list[RoleView]]:
+        return self.config.policy, self.with_fair_shares(self.allocator.role_views())
+
+    def framework_principal(self, framework_id: str) -> str | None:
+        books = self.books
+        fw = books.frameworks.get(framework_id) or books.completed_frameworks.get(framework_id)
+        return None if fw is None else fw.principal
+
+    def counts(self) -> BookCounts:
+        return readout.counts(self.books)
+
+    def gauges(self) -> Gauges:
+        a, stats = self.allocator, self.preemption.stats
+        shares = {f: a.dominant_share(f) for f in self.books.frameworks}
+        return replace(
+            readout.gauges(
+                self.books,
+                a.total,
+                a.allocated_total(),
+                shares,
+                self.preemption.fair,
+                a.role_views(),
+                self.bus.stats,
+            ),
+            tasks_preempted=stats.tasks_preempted,
+            work_lost_seconds=stats.work_lost_seconds,
+        )
+
+    def task_usage(self) -> Iterator[TaskUsageRow]:
+        return readout.task_usage(self.books)
 
     def slave_view(self, slave_id: str) -> SlaveView:
         slave = self.books.slaves[slave_id]

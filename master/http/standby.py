@@ -16,17 +16,17 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
 
-from master.http.api import (
-    PrincipalAuth,
-    _json,
-    _problem,
-    _secure_headers,
-    metrics_response,
-    serve_site,
-)
+from master.http.auth import PrincipalAuth
 from master.http.config import HttpConfig
 from master.http.metrics import elected_metric
 from master.http.models import Health
+from master.http.responses import (
+    json_response,
+    metrics_response,
+    problem,
+    secure_headers,
+    serve_site,
+)
 from protocol import logs
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -54,7 +54,7 @@ class StandbyHttp:
     async def start(self) -> None:
         """Serve (a port in use is said in the log, and the standby goes on without)."""
         app = web.Application(middlewares=[self._guard])
-        app.on_response_prepare.append(_secure_headers)
+        app.on_response_prepare.append(secure_headers)
         app.add_routes([web.get("/health", self._health), web.get("/metrics", self._metrics)])
         self.runner = web.AppRunner(app, access_log=None, handle_signals=False)
         try:
@@ -76,11 +76,11 @@ class StandbyHttp:
         if self.auth is not None and not self.config.open_metrics:
             who = await self.auth.principal(request.headers.get("Authorization"))
             if who is None or who.kind != "operator":
-                return _problem("operator credentials needed", 401)
+                return problem("operator credentials needed", 401)
         return await handler(request)
 
     async def _health(self, request: web.Request) -> web.StreamResponse:
-        return _json(
+        return json_response(
             Health(
                 status="standby",
                 master_id=self.master_id,
