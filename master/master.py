@@ -88,8 +88,25 @@ PROBE_INTERVAL = 1.0  # seconds between lag probes (master.lag_probe)
 Route = Callable[[Any, Caller], Awaitable[None]]
 
 
-class Master(LimitedCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests, Recovery):
+class Master(LimitedCalls, SlaveCalls, OperatorCalls, FileRequests, Recovery):
     """The master: the books, the allocation rounds, and every handler on the bus."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.preemptor = Preemptor(
+            self.config,
+            self.books,
+            self.allocator,
+            self.log,
+            now=self._now,
+            send_framework=self._send_framework,
+            send_slave=self._send_slave,
+            event=self._event,
+            request_round=self.request_round,
+            changed=self.state_changed,
+        )
+        self.listeners.task_ended.append(self.preemptor.task_ended)
+        self.listeners.framework_gone.append(self.preemptor.framework_gone)
 
     def _routes(self) -> dict[str, dict[type[Wire], Route]]:
         """What each kind of principal may call (anything else is refused)."""
@@ -252,7 +269,7 @@ class Master(LimitedCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests, R
             await cancel_and_wait(task)
         self._tasks = []
         await self.throttle.close()
-        await self.stop_fair_shares()
+        await self.preemptor.stop_fair_shares()
         self.log.info("master.stopped", rounds=self.rounds, **self.bus.stats)
 
     async def run(self) -> None:
@@ -335,7 +352,7 @@ class Master(LimitedCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests, R
                 self._expire(now)
                 self.expire_recovering(now)
                 self._retry_updates(now)
-                self.preemption_tick(now)
+                self.preemptor.preemption_tick(now)
                 if now >= next_heartbeat:
                     next_heartbeat = now + self.config.heartbeat_interval
                     for fw in self.books.frameworks.values():
@@ -388,10 +405,10 @@ class Master(LimitedCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests, R
             free={s: a.free(s) for s in self.books.slaves},
             include_tasks=include_tasks,
             refused=dict(self.refused),
-            roles=self.with_fair_shares(self.allocator.role_views()),
-            preemption=self.preemption_view(),
-            fair=self.preemption.fair,
-            starving=self.starving(self._now()),
+            roles=self.preemptor.with_fair_shares(self.allocator.role_views()),
+            preemption=self.preemptor.preemption_view(),
+            fair=self.preemptor.preemption.fair,
+            starving=self.preemptor.starving(self._now()),
             web_ui=self.web_ui,
             epoch=self.epoch,
         )
@@ -403,13 +420,13 @@ class Master(LimitedCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests, R
             books,
             a.total,
             allocation,
-            self.preemption.fair,
-            self.starving(self._now()),
+            self.preemptor.preemption.fair,
+            self.preemptor.starving(self._now()),
         )
         return registered, [completed_view(fw) for fw in books.completed_frameworks.values()]
 
     def role_views(self) -> tuple[str, list[RoleView]]:
-        return self.config.policy, self.with_fair_shares(self.allocator.role_views())
+        return self.config.policy, self.preemptor.with_fair_shares(self.allocator.role_views())
 
     def framework_principal(self, framework_id: str) -> str | None:
         books = self.books
@@ -420,7 +437,7 @@ class Master(LimitedCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests, R
         return readout.counts(self.books)
 
     def gauges(self) -> Gauges:
-        a, stats = self.allocator, self.preemption.stats
+        a, stats = self.allocator, self.preemptor.preemption.stats
         shares = {f: a.dominant_share(f) for f in self.books.frameworks}
         return replace(
             readout.gauges(
@@ -428,7 +445,7 @@ class Master(LimitedCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests, R
                 a.total,
                 a.allocated_total(),
                 shares,
-                self.preemption.fair,
+                self.preemptor.preemption.fair,
                 a.role_views(),
                 self.bus.stats,
             ),

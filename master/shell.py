@@ -28,6 +28,7 @@ from master.ha.registry import MemoryStore, Registry
 from master.http.config import HttpConfig
 from master.http.live_feed import LiveFeed
 from master.lag_probe import LagProbe
+from master.listeners import Listeners
 from master.rate_limits import RateLimits
 from master.roles_file import RolesError, RolesFile, load_roles
 from master.task_states import as_seen
@@ -133,6 +134,7 @@ class MasterCore:
         # refusals left out of the log since a principal's last line, by code
         self.unlogged: dict[str, Counter[str]] = {}
         self.reply_sampler = RateLimiter(rate=500.0, burst=1000.0)
+        self.listeners = Listeners()  # who else hears of tasks ended, frameworks gone
         self._round_wanted = asyncio.Event()
         self._state_dirty = True
         self._tasks: list[asyncio.Task[None]] = []
@@ -247,6 +249,10 @@ class MasterCore:
         self.feed.event(event)
         self._state_dirty = True
 
+    def state_changed(self) -> None:
+        """The published state is stale: the next state tick publishes it again."""
+        self._state_dirty = True
+
     def request_round(self) -> None:
         """Ask for an allocation round soon (frees within `round_batch` share one)."""
         self._round_wanted.set()
@@ -314,7 +320,7 @@ class MasterCore:
     def _finish(self, fw: Framework, task: Task, status: TaskStatus) -> None:
         """A task ended: its resources go back to the pool and a round follows."""
         fw.complete(task, status)
-        self.task_ended(fw, task, status)
+        self.listeners.tell_task_ended(fw, task, status)
         slave = self.books.slaves.get(task.slave_id)
         if slave is not None:
             slave.tasks.discard((fw.framework_id, task.task_id))
@@ -328,12 +334,6 @@ class MasterCore:
             state=status.state,
         )
         self.request_round()
-
-    def task_ended(self, fw: Framework, task: Task, status: TaskStatus) -> None:
-        """A hook for what else follows a task's end (preemption's counters)."""
-
-    def framework_gone(self, framework_id: str) -> None:
-        """A hook for what else follows a framework's removal (preemption's timers)."""
 
     def _ack_slave(self, slave_id: str, framework_id: str, status: TaskStatus) -> None:
         """The slave may forget this update now: its framework has it (or never will)."""
@@ -447,7 +447,7 @@ class MasterCore:
             "remove framework",
             framework_id=fw.framework_id,
         )
-        self.framework_gone(fw.framework_id)
+        self.listeners.tell_framework_gone(fw.framework_id)
         self.log.info(
             "framework.removed", framework_id=fw.framework_id, why=why, tasks_killed=killed
         )
