@@ -17,6 +17,8 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import replace
 from typing import Any
 
+from prometheus_client import Histogram
+
 from master import readout
 from master.authz import Caller
 from master.books import (
@@ -51,6 +53,7 @@ from protocol.messages import (
     Gone,
     Heartbeat,
     Kill,
+    Leader,
     MarkSlaveGone,
     Message,
     Offer,
@@ -88,11 +91,19 @@ PROBE_INTERVAL = 1.0  # seconds between lag probes (master.lag_probe)
 Route = Callable[[Any, Caller], Awaitable[None]]
 
 
-class Master(LimitedCalls, SlaveCalls, OperatorCalls, FileRequests, Recovery):
+class Master(LimitedCalls, SlaveCalls, OperatorCalls):
     """The master: the books, the allocation rounds, and every handler on the bus."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self._tasks: list[asyncio.Task[None]] = []  # the loops below, while it serves
+        self.rounds = 0  # allocation rounds run (for tests and logs)
+        self.round_duration = Histogram(
+            "drfmesos_allocation_round_seconds",
+            "How long an allocation round takes.",
+            buckets=(1e-5, 1e-4, 5e-4, 1e-3, 5e-3, 0.01, 0.05, 0.1, 0.5, 1.0),
+            registry=None,  # the master's own registry (master.http.metrics) collects it
+        )
         self.preemptor = Preemptor(
             self.config,
             self.books,
@@ -104,6 +115,18 @@ class Master(LimitedCalls, SlaveCalls, OperatorCalls, FileRequests, Recovery):
             event=self._event,
             request_round=self.request_round,
             changed=self.state_changed,
+        )
+        self.files = FileRequests(self)  # tasks' stdout and stderr, read from their slaves
+        self.recovery = Recovery(
+            self.config,
+            self.books,
+            self.allocator,
+            self.registry,
+            self.churn,
+            self.log,
+            epoch=self.epoch,
+            now=self._now,
+            slave_gone=self._slave_gone,
         )
         self.listeners.task_ended.append(self.preemptor.task_ended)
         self.listeners.framework_gone.append(self.preemptor.framework_gone)
@@ -123,7 +146,7 @@ class Master(LimitedCalls, SlaveCalls, OperatorCalls, FileRequests, Recovery):
                 Reconcile: self._on_reconcile,
                 Message: self._on_message,
                 Teardown: self._on_teardown,
-                ReadTaskFile: self._on_read_task_file,
+                ReadTaskFile: self.files.on_read_task_file,
                 Error: self._on_error,
             },
             "slave": {
@@ -133,7 +156,7 @@ class Master(LimitedCalls, SlaveCalls, OperatorCalls, FileRequests, Recovery):
                 StatusUpdate: self._on_status_update,
                 FrameworkMessage: self._on_executor_message,
                 ExecutorExited: self._on_executor_exited,
-                FileData: self._on_file_data,
+                FileData: self.files.on_file_data,
                 UsageReport: self._on_usage_report,
                 Error: self._on_error,
             },
@@ -147,7 +170,7 @@ class Master(LimitedCalls, SlaveCalls, OperatorCalls, FileRequests, Recovery):
 
     async def start(self) -> None:
         self.routes = self._routes()
-        self.recover()
+        self.recovery.recover()
         self.http: HttpApi | None = None
         if self.config.http is not None:  # a port in use is said, and the bus goes on
             api = HttpApi(self, self.config.http)
@@ -228,6 +251,16 @@ class Master(LimitedCalls, SlaveCalls, OperatorCalls, FileRequests, Recovery):
         if len(payload) <= DECODE_INLINE_BYTES:
             return decode_many(payload, limit, items)
         return await asyncio.to_thread(decode_many, payload, limit, items)
+
+    def announce_leader(self) -> None:
+        """Retained, so a party that connects later learns who leads at once."""
+        self.bus.post(
+            self.topics.leader,
+            Leader(
+                master_id=self.master_id, epoch=self.epoch, http=self.web_ui, elected_at=time.time()
+            ),
+            retain=True,
+        )
 
     async def _reannounce(self) -> None:
         self.announce_leader()
@@ -350,7 +383,7 @@ class Master(LimitedCalls, SlaveCalls, OperatorCalls, FileRequests, Recovery):
                     next_acl = now + PRINCIPALS_RELOAD
                     await self.roles_acl.refresh()
                 self._expire(now)
-                self.expire_recovering(now)
+                self.recovery.expire_recovering(now)
                 self._retry_updates(now)
                 self.preemptor.preemption_tick(now)
                 if now >= next_heartbeat:
@@ -412,6 +445,11 @@ class Master(LimitedCalls, SlaveCalls, OperatorCalls, FileRequests, Recovery):
             web_ui=self.web_ui,
             epoch=self.epoch,
         )
+
+    async def read_task_file(
+        self, framework_id: str, task_id: str, name: str, offset: int, length: int
+    ) -> FileData:
+        return await self.files.read_task_file(framework_id, task_id, name, offset, length)
 
     def framework_views(self) -> tuple[list[FrameworkView], list[FrameworkView]]:
         a, books = self.allocator, self.books

@@ -1,10 +1,12 @@
-"""The master's state and the changes to it that several kinds of message share.
+"""The master's shell: its state and the changes to it that several kinds of message share.
 
-`MasterCore` holds the books (`master.books`), the allocator (`master.allocator`) and the
+`MasterShell` holds the books (`master.books`), the allocator (`master.allocator`) and the
 bus, and the steps every handler builds on: telling a framework or a slave something,
 refusing bad input, rescinding offers, ending tasks, and removing frameworks and slaves.
-The handlers themselves live in `framework_calls` and `slave_calls`; `master.Master`
-puts it all together with the allocation rounds and timers.
+The handlers themselves live in `master.calls`; `master.Master` puts it all together
+with the allocation rounds and timers, and its collaborators: preemption
+(`master.preemptor`, told of ends and removals through `master.listeners`) and
+recovery (`master.ha.recovery`).
 """
 
 from __future__ import annotations
@@ -17,10 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from prometheus_client import Histogram
-
 from master.allocator import Allocator, AllocatorError
-from master.authz import Caller, RateLimiter, RoleACL
+from master.authz import Caller, RoleACL
 from master.books import Books, Framework, OfferRecord, PendingUpdate, Slave, Task
 from master.counters import MessageCounts, SlaveChurn
 from master.ha.leadership import next_epoch
@@ -30,6 +30,7 @@ from master.http.live_feed import LiveFeed
 from master.lag_probe import LagProbe
 from master.listeners import Listeners
 from master.rate_limits import RateLimits
+from master.refusal_sampling import RefusalSampling
 from master.roles_file import RolesError, RolesFile, load_roles
 from master.task_states import as_seen
 from master.throttle import Throttle
@@ -86,7 +87,7 @@ class MasterConfig:
     max_failover_timeout: float | None = None  # what frameworks ask for is cut to this
 
 
-class MasterCore:
+class MasterShell:
     def __init__(
         self,
         bus: Bus,
@@ -130,15 +131,10 @@ class MasterCore:
         self.messages = MessageCounts()  # received, and what became of them, by type
         self.churn = SlaveChurn()  # slaves registered, re-registered, removed
         self.lag = LagProbe(self._now)  # how long calls wait to be read (master.lag_probe)
-        self.log_sampler = RateLimiter(rate=5.0, burst=20.0)
-        # refusals left out of the log since a principal's last line, by code
-        self.unlogged: dict[str, Counter[str]] = {}
-        self.reply_sampler = RateLimiter(rate=500.0, burst=1000.0)
+        self.sampling = RefusalSampling()  # refusals' log lines and answers, per principal
         self.listeners = Listeners()  # who else hears of tasks ended, frameworks gone
         self._round_wanted = asyncio.Event()
         self._state_dirty = True
-        self._tasks: list[asyncio.Task[None]] = []
-        self.rounds = 0  # allocation rounds run (for tests and logs)
         self.web_ui = ""  # where the HTTP API listens, once it does
         # what the event stream said, counted (the metrics read these)
         self.event_counts: Counter[str] = Counter()
@@ -146,12 +142,6 @@ class MasterCore:
         self.recent_events: deque[ClusterEvent] = deque(maxlen=200)
         self.feed = LiveFeed()  # the web UI's pages (master.http.api)
         self.update_resends = 0
-        self.round_duration = Histogram(
-            "drfmesos_allocation_round_seconds",
-            "How long an allocation round takes.",
-            buckets=(1e-5, 1e-4, 5e-4, 1e-3, 5e-3, 0.01, 0.05, 0.1, 0.5, 1.0),
-            registry=None,  # the master's own registry (master.http.metrics) collects it
-        )
 
     def _now(self) -> float:
         return asyncio.get_running_loop().time()
@@ -209,7 +199,7 @@ class MasterCore:
         # A flood of bad calls must not become a flood of log lines or answers: each
         # principal gets a few lines a second (with how many were left out) and a few
         # hundred answers.
-        sampled = self._sampled(principal, code, now)
+        sampled = self.sampling.line(principal, code, now)
         if sampled is not None:
             who = {"kind": caller.kind, "principal": principal} if caller else {}
             self.log.warning(
@@ -222,22 +212,12 @@ class MasterCore:
                 **ids,
             )
         answer = tell and caller is not None and caller.reply_to
-        if answer and caller is not None and self.reply_sampler.admit(principal, now):
+        if answer and caller is not None and self.sampling.answer(principal, now):
             assert caller.reply_to is not None
             self.bus.post(
                 caller.reply_to,
                 Error(message=logs.clip(message, MAX_ERROR_TEXT), code=code, about=about),
             )
-
-    def _sampled(self, principal: str, code: str, now: float) -> dict[str, Any] | None:
-        """May a line about `principal` be logged now? If so, the fields saying how many
-        were left out since its last one, by code; if not, None, and this one is counted."""
-        if not self.log_sampler.admit(principal, now):
-            self.unlogged.setdefault(principal, Counter())[code] += 1
-            return None
-        self.log_sampler.take_skipped(principal)  # (counted here, by code)
-        left_out = self.unlogged.pop(principal, Counter())
-        return {"unlogged": left_out.total(), "unlogged_by_code": dict(left_out)}
 
     def _event(self, kind: str, **fields: Any) -> None:
         event = ClusterEvent(kind=kind, **fields)

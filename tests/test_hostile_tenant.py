@@ -266,7 +266,7 @@ async def test_only_an_operator_sets_weights_and_they_are_kept_and_survive_a_fai
         registry = Registry(store)
         await registry.load()
         successor = Master(c.master.bus, T, MasterConfig(), registry=registry)
-        successor.recover()
+        successor.recovery.recover()
         assert successor.allocator.role_weight("alice") == 3
         assert successor.allocator.role_weight("eng/batch") == 2
 

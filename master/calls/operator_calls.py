@@ -10,12 +10,12 @@ from pydantic import ValidationError
 
 from master.authz import Caller
 from master.roles_file import QuotaSpec, RoleSpec, save_roles
-from master.shell import MasterCore
+from master.shell import MasterShell
 from protocol.codec import describe_validation
 from protocol.messages import SetQuota, SetWeights
 
 
-class OperatorCalls(MasterCore):
+class OperatorCalls(MasterShell):
     async def _on_set_quota(self, msg: SetQuota, caller: Caller) -> None:
         """Set or clear a role's quota; refused (and nothing changed) if it cannot be."""
         try:

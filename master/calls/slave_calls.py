@@ -407,7 +407,7 @@ class SlaveCalls(Partitions):
             )
 
     async def _on_error(self, msg: Error, caller: Caller) -> None:
-        sampled = self._sampled(caller.principal, "error-received", self._now())
+        sampled = self.sampling.line(caller.principal, "error-received", self._now())
         if sampled is not None:  # another party's text: cut, and sampled as refusals are
             self.log.warning(
                 "master.error_received",
