@@ -91,7 +91,7 @@ PROBE_INTERVAL = 1.0  # seconds between lag probes (master.lag_probe)
 Route = Callable[[Any, Caller], Awaitable[None]]
 
 
-class Master(LimitedCalls, SlaveCalls, OperatorCalls):
+class Master(LimitedCalls, SlaveCalls):
     """The master: the books, the allocation rounds, and every handler on the bus."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -116,6 +116,7 @@ class Master(LimitedCalls, SlaveCalls, OperatorCalls):
             request_round=self.request_round,
             changed=self.state_changed,
         )
+        self.operator = OperatorCalls(self)  # quota and weights at run time
         self.files = FileRequests(self)  # tasks' stdout and stderr, read from their slaves
         self.recovery = Recovery(
             self.config,
@@ -162,9 +163,9 @@ class Master(LimitedCalls, SlaveCalls, OperatorCalls):
             },
             "operator": {
                 Teardown: self._on_teardown,
-                SetQuota: self._on_set_quota,
+                SetQuota: self.operator.on_set_quota,
                 MarkSlaveGone: self._on_mark_slave_gone,
-                SetWeights: self._on_set_weights,
+                SetWeights: self.operator.on_set_weights,
             },
         }
 
