@@ -1,6 +1,8 @@
 """No import circle among our modules (issue 29): a module's imports, at the top, under
 TYPE_CHECKING or inside a function, never lead back to it. A circle that only typing
-closes still ties two modules into one: neither can be read, moved or tested alone."""
+closes still ties two modules into one: neither can be read, moved or tested alone.
+And the packages' arrows hold (README, STYLE): master, slave and frameworks depend on
+protocol only, protocol on nothing of ours."""
 
 from __future__ import annotations
 
@@ -115,3 +117,26 @@ def test_no_import_circle_among_our_modules(package: str) -> None:
 )
 def test_no_import_circle_in_cluster() -> None:
     assert circles_in("cluster") == []
+
+
+# Who may import whom, by package: protocol is the one all parties share and needs none
+# of them; master, slave and frameworks speak only through it; cluster runs them all.
+MAY_IMPORT = {
+    "protocol": set(),
+    "master": {"protocol"},
+    "slave": {"protocol"},
+    "frameworks": {"protocol"},
+    "cluster": {"protocol", "master", "slave", "frameworks"},
+}
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_a_package_imports_only_what_its_arrows_allow(package: str) -> None:
+    crossing = {
+        f"{module} -> {imported}"
+        for module, imports in import_graph().items()
+        if module.split(".")[0] == package
+        for imported in imports
+        if imported.split(".")[0] not in {package, *MAY_IMPORT[package]}
+    }
+    assert crossing == set()
