@@ -315,31 +315,7 @@ def snapshot(
     epoch: int = 0,
 ) -> State:
     """The books as a `State` message (what `drfmesos state` and the plots read)."""
-    frameworks = []
-    for fw in books.frameworks.values():
-        offered = sum((books.offers[o].resources for o in fw.offers), Resources())
-        # what its tasks use: the allocator also counts outstanding offers as allocated
-        in_use = allocation.get(fw.framework_id, Resources()).subtract_clamped(offered)
-        frameworks.append(
-            FrameworkView(
-                framework_id=fw.framework_id,
-                principal=fw.principal,
-                name=fw.name,
-                role=fw.role,
-                weight=fw.weight,
-                active=fw.connected,
-                suppressed=fw.suppressed,
-                allocated=in_use,
-                offered=offered,
-                dominant_share=in_use.dominant_share(total),
-                running_tasks=fw.running_tasks(),
-                finished_tasks=fw.finished_tasks,
-                fair_share=None if fair is None else fair.get(fw.framework_id, 0.0),
-                starving_seconds=(starving or {}).get(fw.framework_id),
-                demand=fw.demand,
-                registered_at=fw.registered_at,
-            )
-        )
+    frameworks = framework_views(books, total, allocation, fair, starving)
     slaves = [s.view(free.get(s.slave_id, Resources())) for s in books.slaves.values()]
     tasks = []
     if include_tasks:
@@ -367,3 +343,39 @@ def snapshot(
         epoch=epoch,
         recovering_slaves=len(books.recovering),
     )
+
+
+def framework_views(
+    books: Books,
+    total: Resources,
+    allocation: dict[str, Resources],
+    fair: dict[str, float] | None = None,
+    starving: dict[str, float] | None = None,
+) -> list[FrameworkView]:
+    """Each registered framework as its view: what its tasks use, what it is offered."""
+    frameworks = []
+    for fw in books.frameworks.values():
+        offered = sum((books.offers[o].resources for o in fw.offers), Resources())
+        # what its tasks use: the allocator also counts outstanding offers as allocated
+        in_use = allocation.get(fw.framework_id, Resources()).subtract_clamped(offered)
+        frameworks.append(
+            FrameworkView(
+                framework_id=fw.framework_id,
+                principal=fw.principal,
+                name=fw.name,
+                role=fw.role,
+                weight=fw.weight,
+                active=fw.connected,
+                suppressed=fw.suppressed,
+                allocated=in_use,
+                offered=offered,
+                dominant_share=in_use.dominant_share(total),
+                running_tasks=fw.running_tasks(),
+                finished_tasks=fw.finished_tasks,
+                fair_share=None if fair is None else fair.get(fw.framework_id, 0.0),
+                starving_seconds=(starving or {}).get(fw.framework_id),
+                demand=fw.demand,
+                registered_at=fw.registered_at,
+            )
+        )
+    return frameworks

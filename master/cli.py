@@ -10,8 +10,8 @@ from pathlib import Path
 import click
 
 from master.allocator import HEADROOM
-from master.http_config import HttpConfig
-from master.leadership import LeadershipError
+from master.ha.leadership import LeadershipError
+from master.http.config import HttpConfig
 from master.preemption import VICTIM_ORDERS
 from master.rate_limits import (
     DEFAULT_CAPACITY,
@@ -306,8 +306,8 @@ def master(
     max_failover_timeout: float | None,
 ) -> None:
     """Run the master: the books, the DRF allocation module and the offer loop."""
-    from master.leadership import Candidate, LoneCandidate, Term, lead
-    from master.registry import Registry
+    from master.ha.leadership import Candidate, LoneCandidate, Term, lead
+    from master.ha.registry import Registry
 
     with needs("master"):
         from master.master import Master, MasterConfig
@@ -360,7 +360,7 @@ def master(
     master_id = f"master-{uuid.uuid4().hex[:12]}"  # this process, through all its terms
     if zk is not None:
         with needs("ha"):
-            from master.zookeeper import ZkCandidate, ZkURL
+            from master.ha.zookeeper import ZkCandidate, ZkURL
 
         try:
             zk_url = ZkURL.parse(zk)
@@ -373,8 +373,9 @@ def master(
     else:
         candidate = LoneCandidate(work_dir)
 
+    from master.http.standby import StandbyHttp
+    from master.mesos_api.doors import STANDBY_PUBLIC_PATHS, mesos_doors, standby_mesos_routes
     from master.mesos_api.leader_info import info_for, mesos_leader_info
-    from master.standby_http import StandbyHttp
 
     async def leader_address() -> str:
         """The leading master's HTTP address, as the election knows it (a standby's)."""
@@ -385,7 +386,17 @@ def master(
     async def party(url: BrokerURL) -> None:
         warn_if_insecure(url, "master")
         # while not leading, a small app of its own answers /health and /metrics
-        standby = StandbyHttp(config.http, master_id, leader_address) if config.http else None
+        standby = (
+            StandbyHttp(
+                config.http,
+                master_id,
+                leader_address,
+                standby_mesos_routes(leader_address),
+                STANDBY_PUBLIC_PATHS,
+            )
+            if config.http
+            else None
+        )
 
         def make_bus() -> Bus:
             # every master of a cluster takes over the one persistent session: calls sent
@@ -400,6 +411,7 @@ def master(
             m = Master(
                 bus, topics, config, registry=registry, epoch=term.epoch, master_id=master_id
             )
+            m.http_doors.extend(mesos_doors(m))
             await m.start()
             mesos_info = mesos_leader_info(candidate, zk_mesos_path)
             if mesos_info is not None and m.web_ui:

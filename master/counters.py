@@ -3,7 +3,7 @@ received and what became of each (per type), and the slaves' comings and goings.
 
 Mesos answers the same questions from /metrics/snapshot (master/messages_*,
 master/slave_registrations, master/slave_removals, master/recovery_slave_removals);
-`master.metrics` serves these counts, `/health` reads them too.
+`master.http.metrics` serves these counts, `/health` reads them too.
 """
 
 from __future__ import annotations

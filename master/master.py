@@ -13,20 +13,32 @@ import asyncio
 import contextlib
 import time
 from collections import defaultdict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import replace
 from typing import Any
 
+from prometheus_client import Histogram
+
+from master import readout
 from master.authz import Caller
-from master.books import TASK_SORTS, OfferRecord, offer_of, snapshot
-from master.core import MasterConfig
-from master.files import FileRequests
-from master.http_api import HttpApi
+from master.books import (
+    TASK_SORTS,
+    OfferRecord,
+    completed_view,
+    framework_views,
+    offer_of,
+    snapshot,
+)
+from master.calls.files import FileRequests
+from master.calls.limited_calls import LimitedCalls
+from master.calls.operator_calls import OperatorCalls
+from master.calls.slave_calls import SlaveCalls
+from master.ha.recovery import Recovery
+from master.http.api import DoorFactory, HttpApi
+from master.http.reader import BookCounts, Gauges, TaskUsageRow
 from master.lag_probe import Backlog, backlog_of
-from master.limited_calls import LimitedCalls
-from master.operator_calls import OperatorCalls
 from master.preemptor import Preemptor
-from master.recovery import Recovery
-from master.slave_calls import SlaveCalls
+from master.shell import MasterConfig
 from protocol.bus import cancel_and_wait
 from protocol.codec import MAX_MESSAGE_BYTES, DecodeError, Envelope, decode_many
 from protocol.messages import (
@@ -37,9 +49,11 @@ from protocol.messages import (
     ExecutorExited,
     FileData,
     FrameworkMessage,
+    FrameworkView,
     Gone,
     Heartbeat,
     Kill,
+    Leader,
     MarkSlaveGone,
     Message,
     Offer,
@@ -50,6 +64,7 @@ from protocol.messages import (
     Request,
     Reregister,
     Revive,
+    RoleView,
     SetQuota,
     SetWeights,
     SlaveView,
@@ -76,8 +91,50 @@ PROBE_INTERVAL = 1.0  # seconds between lag probes (master.lag_probe)
 Route = Callable[[Any, Caller], Awaitable[None]]
 
 
-class Master(LimitedCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests, Recovery):
+class Master(LimitedCalls, SlaveCalls):
     """The master: the books, the allocation rounds, and every handler on the bus."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._tasks: list[asyncio.Task[None]] = []  # the loops below, while it serves
+        self.rounds = 0  # allocation rounds run (for tests and logs)
+        self.round_duration = Histogram(
+            "drfmesos_allocation_round_seconds",
+            "How long an allocation round takes.",
+            buckets=(1e-5, 1e-4, 5e-4, 1e-3, 5e-3, 0.01, 0.05, 0.1, 0.5, 1.0),
+            registry=None,  # the master's own registry (master.http.metrics) collects it
+        )
+        self.preemptor = Preemptor(
+            self.config,
+            self.books,
+            self.allocator,
+            self.log,
+            now=self._now,
+            send_framework=self._send_framework,
+            send_slave=self._send_slave,
+            event=self._event,
+            request_round=self.request_round,
+            changed=self.state_changed,
+            task_changed=self._task_changed,
+        )
+        self.operator = OperatorCalls(self)  # quota and weights at run time
+        self.files = FileRequests(self)  # tasks' stdout and stderr, read from their slaves
+        # other APIs served beside ours on --http: the composition root (master.cli) adds
+        # Mesos's (master.mesos_api.doors), which reach this master's handlers themselves
+        self.http_doors: list[DoorFactory] = []
+        self.recovery = Recovery(
+            self.config,
+            self.books,
+            self.allocator,
+            self.registry,
+            self.churn,
+            self.log,
+            epoch=self.epoch,
+            now=self._now,
+            slave_gone=self._slave_gone,
+        )
+        self.listeners.task_ended.append(self.preemptor.task_ended)
+        self.listeners.framework_gone.append(self.preemptor.framework_gone)
 
     def _routes(self) -> dict[str, dict[type[Wire], Route]]:
         """What each kind of principal may call (anything else is refused)."""
@@ -94,7 +151,7 @@ class Master(LimitedCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests, R
                 Reconcile: self._on_reconcile,
                 Message: self._on_message,
                 Teardown: self._on_teardown,
-                ReadTaskFile: self._on_read_task_file,
+                ReadTaskFile: self.files.on_read_task_file,
                 Error: self._on_error,
             },
             "slave": {
@@ -104,24 +161,24 @@ class Master(LimitedCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests, R
                 StatusUpdate: self._on_status_update,
                 FrameworkMessage: self._on_executor_message,
                 ExecutorExited: self._on_executor_exited,
-                FileData: self._on_file_data,
+                FileData: self.files.on_file_data,
                 UsageReport: self._on_usage_report,
                 Error: self._on_error,
             },
             "operator": {
                 Teardown: self._on_teardown,
-                SetQuota: self._on_set_quota,
+                SetQuota: self.operator.on_set_quota,
                 MarkSlaveGone: self._on_mark_slave_gone,
-                SetWeights: self._on_set_weights,
+                SetWeights: self.operator.on_set_weights,
             },
         }
 
     async def start(self) -> None:
         self.routes = self._routes()
-        self.recover()
+        self.recovery.recover()
         self.http: HttpApi | None = None
         if self.config.http is not None:  # a port in use is said, and the bus goes on
-            api = HttpApi(self, self.config.http)
+            api = HttpApi(self, self.config.http, self.http_doors)
             try:
                 self.web_ui = await api.start()
                 self.http = api
@@ -215,6 +272,16 @@ class Master(LimitedCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests, R
             return decode_many(payload, limit, items)
         return await asyncio.to_thread(decode_many, payload, limit, items)
 
+    def announce_leader(self) -> None:
+        """Retained, so a party that connects later learns who leads at once."""
+        self.bus.post(
+            self.topics.leader,
+            Leader(
+                master_id=self.master_id, epoch=self.epoch, http=self.web_ui, elected_at=time.time()
+            ),
+            retain=True,
+        )
+
     async def _reannounce(self) -> None:
         self.announce_leader()
 
@@ -255,7 +322,7 @@ class Master(LimitedCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests, R
             await cancel_and_wait(task)
         self._tasks = []
         await self.throttle.close()
-        await self.stop_fair_shares()
+        await self.preemptor.stop_fair_shares()
         self.log.info("master.stopped", rounds=self.rounds, **self.bus.stats)
 
     async def run(self) -> None:
@@ -336,9 +403,9 @@ class Master(LimitedCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests, R
                     next_acl = now + PRINCIPALS_RELOAD
                     await self.roles_acl.refresh()
                 self._expire(now)
-                self.expire_recovering(now)
+                self.recovery.expire_recovering(now)
                 self._retry_updates(now)
-                self.preemption_tick(now)
+                self.preemptor.preemption_tick(now)
                 if now >= next_heartbeat:
                     next_heartbeat = now + self.config.heartbeat_interval
                     for fw in self.books.frameworks.values():
@@ -391,13 +458,61 @@ class Master(LimitedCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests, R
             free={s: a.free(s) for s in self.books.slaves},
             include_tasks=include_tasks,
             refused=dict(self.refused),
-            roles=self.with_fair_shares(self.allocator.role_views()),
-            preemption=self.preemption_view(),
-            fair=self.preemption.fair,
-            starving=self.starving(self._now()),
+            roles=self.preemptor.with_fair_shares(self.allocator.role_views()),
+            preemption=self.preemptor.preemption_view(),
+            fair=self.preemptor.preemption.fair,
+            starving=self.preemptor.starving(self._now()),
             web_ui=self.web_ui,
             epoch=self.epoch,
         )
+
+    async def read_task_file(
+        self, framework_id: str, task_id: str, name: str, offset: int, length: int
+    ) -> FileData:
+        return await self.files.read_task_file(framework_id, task_id, name, offset, length)
+
+    def framework_views(self) -> tuple[list[FrameworkView], list[FrameworkView]]:
+        a, books = self.allocator, self.books
+        allocation = {f: a.allocation(f) for f in books.frameworks}
+        registered = framework_views(
+            books,
+            a.total,
+            allocation,
+            self.preemptor.preemption.fair,
+            self.preemptor.starving(self._now()),
+        )
+        return registered, [completed_view(fw) for fw in books.completed_frameworks.values()]
+
+    def role_views(self) -> tuple[str, list[RoleView]]:
+        return self.config.policy, self.preemptor.with_fair_shares(self.allocator.role_views())
+
+    def framework_principal(self, framework_id: str) -> str | None:
+        books = self.books
+        fw = books.frameworks.get(framework_id) or books.completed_frameworks.get(framework_id)
+        return None if fw is None else fw.principal
+
+    def counts(self) -> BookCounts:
+        return readout.counts(self.books)
+
+    def gauges(self) -> Gauges:
+        a, stats = self.allocator, self.preemptor.preemption.stats
+        shares = {f: a.dominant_share(f) for f in self.books.frameworks}
+        return replace(
+            readout.gauges(
+                self.books,
+                a.total,
+                a.allocated_total(),
+                shares,
+                self.preemptor.preemption.fair,
+                a.role_views(),
+                self.bus.stats,
+            ),
+            tasks_preempted=stats.tasks_preempted,
+            work_lost_seconds=stats.work_lost_seconds,
+        )
+
+    def task_usage(self) -> Iterator[TaskUsageRow]:
+        return readout.task_usage(self.books)
 
     def slave_view(self, slave_id: str) -> SlaveView:
         slave = self.books.slaves[slave_id]

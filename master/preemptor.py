@@ -13,10 +13,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
-from master.books import Framework, Task
-from master.core import MasterCore
+from master.allocator import Allocator
+from master.books import Books, Framework, Task
 from master.preemption import (
     Claim,
     Cluster,
@@ -27,6 +28,7 @@ from master.preemption import (
     fair_allocation,
 )
 from master.quota import ancestors_or_self
+from master.shell import MasterConfig
 from protocol.messages import (
     KillTask,
     PreemptedTask,
@@ -36,17 +38,39 @@ from protocol.messages import (
     RoleView,
     TaskState,
     TaskStatus,
+    Wire,
 )
 from protocol.resources import Resources
 
 HOLD_EXTRA = 10.0  # a freed node is held this long past the kill deadline
 
 
-class Preemptor(MasterCore):
-    """Mixed into the master: the preemption duty and its counters."""
+class Preemptor:
+    """The master's preemption duty and its counters. It reads the books and the
+    allocator, holds freed nodes in the allocator, and says what it does through the
+    shell's senders; the shell tells it of tasks ended and frameworks gone."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(
+        self,
+        config: MasterConfig,
+        books: Books,
+        allocator: Allocator,
+        log: Any,
+        *,
+        now: Callable[[], float],
+        send_framework: Callable[[Framework, Wire], None],
+        send_slave: Callable[[str, Wire], None],
+        event: Callable[..., None],
+        request_round: Callable[[], None],
+        changed: Callable[[], None],
+        task_changed: Callable[[Task], None],
+    ) -> None:
+        """`event`: the shell's event stream; `changed`: the published state is stale;
+        `task_changed`: a task's state changed where no event says so (KILLING)."""
+        self.config, self.books, self.allocator, self.log = config, books, allocator, log
+        self._now, self._event, self.request_round = now, event, request_round
+        self._send_framework, self._send_slave, self._changed = send_framework, send_slave, changed
+        self._task_changed = task_changed
         c = self.config
         self.preemption = Preemption(
             PreemptionConfig(
@@ -88,7 +112,7 @@ class Preemptor(MasterCore):
         )
         for claim in claims:
             self._carry_out(claim, now)
-        self._state_dirty = True
+        self._changed()
 
     def _update_fair_off_loop(self) -> None:
         """Fair shares for the UI and the metrics, computed in a worker thread on a copy of
@@ -112,7 +136,7 @@ class Preemptor(MasterCore):
             self.log.error("fair_shares.failed", error=repr(error))
             return
         self.preemption.set_fair(job.result())
-        self._state_dirty = True
+        self._changed()
 
     async def stop_fair_shares(self) -> None:
         """Let a computation under way finish (it cannot be interrupted; it is short)."""
@@ -225,7 +249,7 @@ class Preemptor(MasterCore):
                 KillTask(framework_id=framework_id, task_id=task_id, reason=Reason.TASK_PREEMPTED),
             )
 
-    # -- from the core -----------------------------------------------------------------------------
+    # -- listening to the shell ---------------------------------------------------------------
     def task_ended(self, fw: Framework, task: Task, status: TaskStatus) -> None:
         """Count a victim's end: its running time is work thrown away (unless it finished)."""
         if not self.preemption.doomed:

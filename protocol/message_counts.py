@@ -1,6 +1,6 @@
 """Messages received, by type, and what became of each: handled, refused (with the
 Error's code), dropped, or failed (a handler bug). The master counts its calls with it
-(master.metrics serves them, as Mesos's master/messages_*); every `Bus` counts what its
+(master.http.metrics serves them, as Mesos's master/messages_*); every `Bus` counts what its
 handlers are given (a slave's, a framework driver's) in `Bus.messages`.
 """
 
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 # The call being handled: set around a route, so that a refusal inside it (see
-# MasterCore._refuse) is the call's outcome. None outside a route.
+# MasterShell._refuse) is the call's outcome. None outside a route.
 _CURRENT: contextvars.ContextVar[_Outcome | None] = contextvars.ContextVar(
     "drfmesos_call_outcome", default=None
 )

@@ -30,7 +30,8 @@ async def run_slaves(url: BrokerURL, cluster: str, configs: list[object]) -> Non
     if the process vanishes, the master removes every slave it ran)."""
     from protocol.bus import Bus
     from protocol.topics import Topics
-    from slave.slave import Slave, SlaveConfig
+    from slave.config import SlaveConfig
+    from slave.slave import Slave
 
     topics = Topics(cluster)
     principal = url.username or "slave"
@@ -168,8 +169,8 @@ def slave(
 ) -> None:
     """Run a slave: register with the master, run tasks, report their status."""
     from protocol.cli import run_party
+    from slave.config import SlaveConfig
     from slave.probe import machine_resources, parse_attributes
-    from slave.slave import SlaveConfig
 
     try:
         offered = Resources.parse(resources) if resources else machine_resources()

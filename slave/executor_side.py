@@ -31,7 +31,7 @@ from slave.isolator import Isolator, container_name
 from slave.sandbox import make_task_sandbox
 
 if TYPE_CHECKING:
-    from slave.slave import TaskRecord
+    from slave.config import TaskRecord
 
 
 class ExecutorSide:

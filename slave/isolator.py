@@ -7,7 +7,7 @@ TASK_FAILED), a pids limit, and the kernel's accounting for usage. A process joi
 cgroup before it execs the task (`Container.join`), so all it starts stays in it.
 
 `posix`: today's behaviour. Nothing is limited by the kernel; the slave polls the task's
-process group's RSS (slave.Slave._memory_loop) and reads usage from /proc.
+process group's RSS (slave.memory_limits) and reads usage from /proc.
 """
 
 from __future__ import annotations

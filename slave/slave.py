@@ -13,12 +13,9 @@ Its promises:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import sys
 import time
-from collections import deque
 from collections.abc import Coroutine
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -52,52 +49,19 @@ from protocol.messages import (
 )
 from protocol.resources import Resources
 from protocol.topics import Topics, check_segment
+from slave.config import SlaveConfig, TaskRecord, journal_executor_id, killed_by_master
 from slave.executor_side import ExecutorSide
 from slave.executors import ExecutorProcess
 from slave.files import read_sandbox_file
 from slave.isolator import POSIX_WARNING, container_name, make_isolator
+from slave.launches import RecentLaunches, run_together
+from slave.memory_limits import enforce_memory_limits
 from slave.paths import sandbox_path
-from slave.runners import CommandRunner, Limit, SimulatedRunner, group_rss_mb
+from slave.runners import CommandRunner, SimulatedRunner
 from slave.updates import OwedUpdates
 from slave.usage import report_loop
 
-LAUNCHES_REMEMBERED = 100_000  # launch ids a slave knows it ran, at most
-
-
-@dataclass
-class SlaveConfig:
-    slave_id: str
-    hostname: str
-    resources: Resources
-    work_dir: Path
-    attributes: dict[str, str] = field(default_factory=dict)
-    simulated_tasks: bool = False
-    time_scale: float = 1.0  # for simulated task durations
-    kill_grace: float = 3.0
-    memory_check_interval: float = 0.5
-    resend_after: float = 1.0  # first re-send of an unacknowledged update
-    cluster: str = "default"
-    # How long a launch id is remembered, to drop the broker's second delivery of its
-    # RunTasks: that comes when the broker restarts from its last save (every second:
-    # protocol/brokers.py, docker/mosquitto.conf), well within this.
-    launch_memory: float = 600.0
-    # How tasks are held to their resources (slave.isolator): cgroups, posix, or auto.
-    isolation: str = "posix"
-    cgroups_root: Path = Path("/sys/fs/cgroup")
-    cgroups_enable_cfs: bool = False  # a hard CPU cap, not only a weight
-    max_task_pids: int | None = None
-    usage_interval: float = 5.0  # seconds between usage reports to the master
-
-
-@dataclass
-class TaskRecord:
-    framework_id: str
-    info: TaskInfo
-    state: TaskState
-    runner: Any = None  # CommandRunner | SimulatedRunner | None (custom executor)
-    executor_key: str | None = None
-    kill_reason: Reason | None = None  # the master killed it (preemption): say why
-    info_dump: dict[str, Any] | None = None  # `info` as the journal holds it (made once)
+__all__ = ["Slave", "SlaveConfig", "TaskRecord"]
 
 
 class Slave(ExecutorSide):
@@ -121,8 +85,7 @@ class Slave(ExecutorSide):
         self.master_epoch = 0  # the epoch of the master we registered with
         self._announced = asyncio.Event()
         self.heartbeat_interval = 5.0
-        self._launches: set[str] = set()  # launch ids run lately
-        self._launch_order: deque[tuple[float, str]] = deque()  # (when, id), oldest first
+        self._launches = RecentLaunches(config.launch_memory)
         self._loops: list[asyncio.Task[None]] = []
         self.isolator = make_isolator(
             "posix" if config.simulated_tasks else config.isolation,
@@ -174,7 +137,12 @@ class Slave(ExecutorSide):
             )
         if not self.config.simulated_tasks and not self.isolator.enforces_memory:
             self.log.warning("isolation.posix", what_is_not_enforced=POSIX_WARNING)
-            self._loops.append(asyncio.create_task(self._memory_loop(), name="memory"))
+            self._loops.append(
+                asyncio.create_task(
+                    enforce_memory_limits(self.tasks, self.config.memory_check_interval, self.log),
+                    name="memory",
+                )
+            )
 
     async def stop(self, *, kill_tasks: bool = False) -> None:
         """Stop the slave's own loops. Command tasks keep running (a restarted slave
@@ -294,7 +262,7 @@ class Slave(ExecutorSide):
                     "run.redelivered", framework_id=msg.framework_id, launch_id=msg.launch_id
                 )
                 return  # the broker's second delivery of a launch already run
-            self._remember_launch(msg.launch_id)
+            self._launches.add(msg.launch_id)
         # Each task is checked and booked in turn (one bad task spoils only itself), then
         # they start together: their checkpoints and updates share the journals' writes
         # (one a turn, not one a task) and their RUNNING updates leave as one list. A task
@@ -306,21 +274,10 @@ class Slave(ExecutorSide):
             if start is not None:
                 starts.append(start)
             if run.task.executor is not None:  # started before the next is looked at
-                await _together(starts)
+                await run_together(starts)
                 starts = []
                 free = self.free()  # (a new executor takes its own resources too)
-        await _together(starts)
-
-    def _remember_launch(self, launch_id: str) -> None:
-        """Remember a launch id; forget those older than `launch_memory` (or beyond the
-        count), so that a slave's memory follows its launch rate, not its age."""
-        now = time.monotonic()
-        self._launches.add(launch_id)
-        order = self._launch_order
-        order.append((now, launch_id))
-        horizon = now - self.config.launch_memory
-        while order and (order[0][0] <= horizon or len(order) > LAUNCHES_REMEMBERED):
-            self._launches.discard(order.popleft()[1])
+        await run_together(starts)
 
     async def _on_run_task(self, msg: RunTask, reply_to: str | None) -> None:
         _, start = self._admit(msg, reply_to, self.free())
@@ -558,34 +515,6 @@ class Slave(ExecutorSide):
     async def _on_status_ack(self, msg: StatusAck, reply_to: str | None) -> None:
         self.updates.acknowledged(msg.uuid)
 
-    # -- memory limits ---------------------------------------------------------------------------
-    async def _memory_loop(self) -> None:
-        while True:
-            await asyncio.sleep(self.config.memory_check_interval)
-            runners = {
-                r.runner.pid: r.runner
-                for r in self.tasks.values()
-                if isinstance(r.runner, CommandRunner) and r.runner.pid and not r.state.terminal
-            }
-            if not runners:
-                continue
-            usage = await asyncio.to_thread(group_rss_mb, list(runners))
-            for pid, rss in usage.items():
-                runner = runners[pid]
-                limit = runner.memory_limit_mb
-                if limit is not None and rss > limit:
-                    message = (
-                        f"used {rss:.0f} MB of memory, over the {limit:g} MB the task "
-                        f"asked for: raise the task's mem or use less"
-                    )
-                    self.log.warning(
-                        "task.memory_limit",
-                        task_id=runner.task.task_id,
-                        rss_mb=round(rss),
-                        limit_mb=limit,
-                    )
-                    await runner.kill(0.0, Limit(TaskState.FAILED, Reason.MEMORY_LIMIT, message))
-
     # -- recovery after a restart -----------------------------------------------------------------
     async def _recover(self) -> None:
         """Pick up the tasks and owed updates a previous run of this slave left behind.
@@ -656,43 +585,9 @@ class Slave(ExecutorSide):
                 source=Source.SLAVE,
                 message=f"the slave could not restore it after a restart: {error!r}",
                 uuid=new_id(),
-                executor_id=_executor_id(task),
+                executor_id=journal_executor_id(task),
             )
             await self.updates.send(
                 StatusUpdate(framework_id=framework_id, slave_id=self.slave_id, status=status)
             )
         await self.task_journal.drop(key)
-
-
-WHY_THE_MASTER_KILLS = {
-    Reason.TASK_PREEMPTED: "preempted, to give a framework below its fair share room",
-}
-
-
-def killed_by_master(reason: Reason, detail: str) -> str:
-    """What a task the master killed says: why, whatever its runner or executor said."""
-    why = WHY_THE_MASTER_KILLS.get(reason, reason.value)
-    extra = f" ({detail})" if detail and detail != "killed" else ""
-    return f"killed by the master: {why}{extra}"
-
-
-def _executor_id(task: Any) -> str | None:
-    """The executor id of a task as the journal held it, if it can be read at all."""
-    with contextlib.suppress(Exception):
-        executor_id = task["executor"]["executor_id"]
-        if isinstance(executor_id, str):
-            return executor_id
-    return None
-
-
-async def _together(starts: list[Coroutine[Any, Any, None]]) -> None:
-    """Run these at once (a lone one directly: a task for it would cost a loop turn of
-    latency, and one task at a time is what an idle cluster runs)."""
-    if len(starts) == 1:
-        await starts[0]
-    elif starts:
-        # all of them end before the launch's handler does (a kill that follows finds
-        # each started), and a failure is raised as it would be one at a time
-        for outcome in await asyncio.gather(*starts, return_exceptions=True):
-            if isinstance(outcome, BaseException):
-                raise outcome

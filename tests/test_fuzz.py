@@ -19,8 +19,8 @@ from fuzz import Fuzzer, Report, send_bus, send_http, statuses_of
 from test_tenant import counted_alike, files_outside, log_written, tenant
 from test_trust import Secure, T, draw, intact, secure_cluster
 
-from master.http_api import HttpApi
-from master.http_config import HttpConfig
+from master.http.api import HttpApi
+from master.http.config import HttpConfig
 from master.rate_limits import RateLimits
 from protocol.messages import Error, Wire
 

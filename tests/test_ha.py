@@ -20,7 +20,7 @@ from benchmarks.common import percentile
 from cluster.ha import HACluster, HAConfig, books_balance, share_spread
 from frameworks import Scheduler, SchedulerDriver
 from frameworks.scheduler import DriverError
-from master.http_models import Health
+from master.http.models import Health
 from protocol.bus import Bus
 from protocol.codec import encode
 from protocol.messages import KillTask, SetQuota, State

@@ -24,8 +24,8 @@ from test_trust import Attacker
 from cluster.secure import as_principal, provision
 from cluster.view import operator_call
 from frameworks.scheduler import DriverError, Scheduler, SchedulerDriver, build_task
+from master.ha.registry import MemoryStore, Registry
 from master.master import Master, MasterConfig
-from master.registry import MemoryStore, Registry
 from master.roles_file import load_roles
 from protocol.brokers import BrokerURL, EmbeddedBroker
 from protocol.bus import Bus
@@ -266,7 +266,7 @@ async def test_only_an_operator_sets_weights_and_they_are_kept_and_survive_a_fai
         registry = Registry(store)
         await registry.load()
         successor = Master(c.master.bus, T, MasterConfig(), registry=registry)
-        successor.recover()
+        successor.recovery.recover()
         assert successor.allocator.role_weight("alice") == 3
         assert successor.allocator.role_weight("eng/batch") == 2
 

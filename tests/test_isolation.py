@@ -18,7 +18,7 @@ import pytest
 from test_slave import EXECUTOR, Rig, T, _reap, _slave_process
 
 from master.authz import Caller
-from master.metrics import exposition, registry_for
+from master.http.metrics import exposition, registry_for
 from protocol.brokers import MosquittoBroker
 from protocol.messages import (
     CommandInfo,

@@ -16,11 +16,11 @@ import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 from test_master import FAST, T, encode_raw
 
-from master.http_config import HttpConfig
-from master.http_models import Health, Slaves
+from master.ha.registry import MemoryStore, Registry
+from master.http.config import HttpConfig
+from master.http.models import Health, Slaves
+from master.http.openapi import openapi
 from master.master import Master, MasterConfig
-from master.openapi import openapi
-from master.registry import MemoryStore, Registry
 from protocol.brokers import MosquittoBroker
 from protocol.bus import Bus, Dispatcher
 from protocol.messages import (

@@ -24,9 +24,10 @@ from frameworks.samples.command import CommandScheduler
 from frameworks.scheduler import SchedulerDriver
 from master.books import Books, Framework, Slave, Task
 from master.changes import Changes
-from master.http_config import HttpConfig
+from master.http.config import HttpConfig
+from master.http.standby import StandbyHttp
+from master.mesos_api.doors import STANDBY_PUBLIC_PATHS, standby_mesos_routes
 from master.mesos_api.events import QUEUE, OperatorEvents, Subscriber
-from master.standby_http import StandbyHttp
 from protocol.brokers import BrokerURL
 from protocol.credentials import Store
 from protocol.messages import ClusterEvent, CommandInfo, MarkSlaveGone, TaskInfo, TaskState
@@ -376,7 +377,9 @@ async def test_a_standby_redirects_to_the_leader() -> None:
     async def where() -> str:
         return leader
 
-    standby = StandbyHttp(HttpConfig(port=0, credentials=None), "master-standby", where)
+    config = HttpConfig(port=0, credentials=None)
+    routes = standby_mesos_routes(where)  # as master.cli builds a standby
+    standby = StandbyHttp(config, "master-standby", where, routes, STANDBY_PUBLIC_PATHS)
     await standby.start()
     assert standby.runner is not None
     port = next(iter(standby.runner.addresses))[1]

@@ -17,8 +17,8 @@ from test_hdrf_property import fill
 
 from cluster import operator_cli
 from master.allocator import Allocator
+from master.ha.registry import QuotaRecord
 from master.quota import Quota, QuotaError
-from master.registry import QuotaRecord
 from master.roles_file import parse_roles
 from protocol.codec import decode, encode
 from protocol.messages import SetQuota, Wire

@@ -372,12 +372,12 @@ async def test_a_slave_remembers_launch_ids_for_its_launch_memory_not_forever(ri
         first = time.monotonic()
         await replay.publish(to_slave, launch("a", "launch-a"))
         await fw.update_for("a", TaskState.FINISHED)
-        assert slave._launches == {"launch-a"}
+        assert slave._launches.remembered() == ["launch-a"]
         await eventually(lambda: time.monotonic() > first + 0.5)  # launch-a's memory ends
         await replay.publish(to_slave, launch("b", "launch-b"))
         await fw.update_for("b", TaskState.FINISHED)
-    assert slave._launches == {"launch-b"}
-    assert [t for _, t in slave._launch_order] == ["launch-b"]
+    assert slave._launches.remembered() == ["launch-b"]
+    assert "launch-a" not in slave._launches
 
 
 async def test_a_slave_killed_and_restarted_comes_back_as_itself_with_its_owed_updates(

@@ -28,8 +28,8 @@ from test_trust import Secure, T, flood_from_mallory, intact, secure_cluster
 from yarl import URL
 
 from frameworks.scheduler import Scheduler, SchedulerDriver, build_task
-from master.http_api import HttpApi
-from master.http_config import HttpConfig
+from master.http.api import HttpApi
+from master.http.config import HttpConfig
 from master.ideal import User, ideal
 from master.master import MAX_CALL_ITEMS, Master
 from master.rate_limits import RateLimits
@@ -254,7 +254,7 @@ async def test_a_tenant_cannot_make_a_sandbox_outside_a_work_dir_or_leave_a_task
     layer holds alone: with the master's check taken out the slave's admission refuses
     them, and with that out too, starting them fails them (TASK_FAILED), never stuck."""
     if caught_by in ("slave", "start"):
-        monkeypatch.setattr("master.framework_calls.task_problem", lambda task: None)
+        monkeypatch.setattr("master.calls.framework_calls.task_problem", lambda task: None)
     if caught_by == "start":
         monkeypatch.setattr("slave.slave.task_problem", lambda task: None)
     async with tenant(real) as (driver, mallory):
@@ -579,7 +579,8 @@ async def test_a_tenant_cannot_inflate_the_masters_log(simulated: Secure) -> Non
     assert max(map(len, lines)) < 2048
     refused = [json.loads(line) for line in lines if '"master.refused"' in line]
     left_out = sum(r["unlogged_by_code"].get("unknown-framework", 0) for r in refused)
-    pending = master.unlogged.get("mallory", {}).get("unknown-framework", 0)  # (next line's)
+    # (the next line's)
+    pending = master.sampling.unlogged.get("mallory", {}).get("unknown-framework", 0)
     assert len(refused) + left_out + pending >= 8 * 256  # every refusal logged or counted
     assert any('"http.bad_request"' in line for line in lines)
     intact(sec)

@@ -81,6 +81,8 @@ async def read_call(request: web.Request) -> dict[str, Any]:
 
 
 class OperatorApi:
+    public_paths: tuple[str, ...] = ()  # operators only, checked by the API's guard
+
     def __init__(self, master: Master, authenticated: bool) -> None:
         self.master = master
         self.authenticated = authenticated

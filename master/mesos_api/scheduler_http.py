@@ -40,7 +40,7 @@ from protocol.messages import Error, Gone, Subscribed, Wire
 from protocol.topics import check_segment
 
 if TYPE_CHECKING:
-    from master.http_api import PrincipalAuth
+    from master.http.auth import PrincipalAuth
     from master.master import Master
 
 PATH = "/api/v1/scheduler"
@@ -125,6 +125,8 @@ class SchedulerStream:
 
 
 class SchedulerApi:
+    public_paths = SELF_AUTHENTICATED  # it checks framework principals itself
+
     def __init__(self, master: Master, auth: PrincipalAuth | None) -> None:
         self.master = master
         self.auth = auth

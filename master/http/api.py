@@ -11,27 +11,22 @@ credentials store (`--insecure`) serves everything openly, as its broker does.
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 import contextlib
-import hashlib
 import json
-import time
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Sequence
 from importlib import resources as package_files
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Protocol
 
 from aiohttp import web
-from prometheus_client import CollectorRegistry
-from pydantic import BaseModel
 
-from master.books import SLAVE_SORTS, TASK_SORTS, completed_view
-from master.files import FileReadError
-from master.http_config import HttpConfig
-from master.http_log import ClientErrors
-from master.http_models import (
+from master.books import SLAVE_SORTS, TASK_SORTS
+from master.calls.files import FileReadError
+from master.http.auth import PrincipalAuth
+from master.http.config import HttpConfig
+from master.http.log import ClientErrors
+from master.http.metrics import registry_for
+from master.http.models import (
     Events,
     Frameworks,
     Health,
@@ -45,95 +40,22 @@ from master.http_models import (
     TaskFile,
     Tasks,
 )
-from master.mesos_api.operator import OperatorApi
-from master.mesos_api.scheduler_http import SELF_AUTHENTICATED, SchedulerApi
-from master.metrics import exposition, registry_for
-from master.openapi import openapi
+from master.http.openapi import openapi
+from master.http.reader import BookCounts, MasterReader
+from master.http.responses import (
+    json_response,
+    metrics_response,
+    problem,
+    secure_headers,
+    serve_site,
+)
 from protocol import logs
-from protocol.credentials import CredentialsError, load_principals, read_passwd, verify_secret
 from protocol.messages import TaskState
 
-if TYPE_CHECKING:
-    from master.master import Master
-
-CACHE_SECONDS = 60.0  # a checked password is trusted this long (hashing is slow on purpose)
 MAX_LIMIT = 1000
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
-class PrincipalAuth:
-    """HTTP Basic against the store: operator principals, and framework principals (which
-    may read only their own tasks' files). The store is re-read when it changes; a
-    successful check is remembered (by a digest of the header) for a minute, and checks
-    run one at a time in a thread, so guessing cannot starve the master."""
-
-    KINDS = ("operator", "framework")
-
-    def __init__(self, store: Path) -> None:
-        self.store = store
-        self._stamp: tuple[float, float] | None = None
-        self._hashes: dict[str, tuple[str, str]] = {}  # name: (its secret's hash, its kind)
-        self._good: dict[bytes, tuple[Who, float]] = {}
-        self._lock = asyncio.Lock()
-
-    def _load(self) -> None:
-        principals, passwd = self.store / "principals.json", self.store / "passwd"
-        stamp = (principals.stat().st_mtime, passwd.stat().st_mtime)
-        if stamp == self._stamp:
-            return
-        kinds = {n: p.kind for n, p in load_principals(principals).items()}
-        self._hashes = {
-            n: (h, kinds[n]) for n, h in read_passwd(passwd).items() if kinds.get(n) in self.KINDS
-        }
-        self._stamp = stamp
-        self._good.clear()
-
-    def _check(self, user: str, secret: str) -> str | None:
-        """The principal's kind, if `secret` is its own."""
-        self._load()
-        known = self._hashes.get(user)
-        return known[1] if known is not None and verify_secret(secret, known[0]) else None
-
-    async def principal(self, header: str | None) -> Who | None:
-        if not header or not header.startswith("Basic "):
-            return None
-        key = hashlib.sha256(header.encode()).digest()
-        now = time.monotonic()
-        known = self._good.get(key)
-        if known is not None and known[1] > now:
-            return known[0]
-        try:
-            user, _, secret = base64.b64decode(header[6:], validate=True).decode().partition(":")
-        except (binascii.Error, UnicodeDecodeError):
-            return None
-        async with self._lock:
-            try:
-                kind = await asyncio.to_thread(self._check, user, secret)
-            except (OSError, CredentialsError):
-                return None
-        if kind is None:
-            return None
-        who = Who(user, kind)
-        self._good[key] = (who, now + CACHE_SECONDS)
-        return who
-
-
-@dataclass(frozen=True)
-class Who:
-    principal: str
-    kind: str  # "operator" or "framework"
-
-
-# What every answer carries: the page runs only its own script and styles, is never framed,
-# and no type is guessed; and the server says its name, not its versions.
-SECURITY_HEADERS = {
-    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; object-src 'none'; "
-    "base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
-    "X-Frame-Options": "DENY",
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-    "Server": "drfmesos",
-}
 FAVICON = (
     b'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16">'
     b'<rect width="16" height="16" rx="3" fill="#23395d"/>'
@@ -141,26 +63,6 @@ FAVICON = (
     b'<rect x="7" y="5" width="3" height="8" fill="#fff"/>'
     b'<rect x="11" y="3" width="2" height="10" fill="#fff"/></svg>'
 )
-
-
-async def _secure_headers(request: web.Request, response: web.StreamResponse) -> None:
-    response.headers.update(SECURITY_HEADERS)
-
-
-def _json(model: BaseModel | dict[str, Any], status: int = 200) -> web.Response:
-    body = model.model_dump_json() if isinstance(model, BaseModel) else json.dumps(model)
-    return web.Response(text=body, status=status, content_type="application/json")
-
-
-def metrics_response(registry: CollectorRegistry) -> web.Response:
-    return web.Response(
-        body=exposition(registry),
-        headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"},
-    )
-
-
-def _problem(message: str, status: int) -> web.Response:
-    return _json({"error": message}, status)
 
 
 def _int(request: web.Request, name: str, default: int, lo: int = 0, hi: int = 2**62) -> int:
@@ -182,30 +84,10 @@ def _int(request: web.Request, name: str, default: int, lo: int = 0, hi: int = 2
     return value
 
 
-async def serve_site(runner: web.AppRunner, config: HttpConfig) -> str:
-    """Listen where `config` says (HTTPS with its certificate); the URL served."""
-    await runner.setup()
-    ssl = None
-    if config.cert is not None and config.key is not None:
-        import ssl as ssl_module
-
-        ssl = ssl_module.create_default_context(ssl_module.Purpose.CLIENT_AUTH)
-        ssl.load_cert_chain(config.cert, config.key)
-    site = web.TCPSite(runner, config.host, config.port, ssl_context=ssl)
-    await site.start()
-    port = config.port
-    for address in runner.addresses:  # the port asked for, or the one given (0)
-        port = address[1]
-        break
-    scheme = "https" if ssl else "http"
-    return f"{scheme}://{config.host}:{port}/"
-
-
-def churn_view(m: Master) -> SlaveChurnView:
-    connected = sum(1 for s in m.books.slaves.values() if s.connected)
+def churn_view(m: MasterReader, counts: BookCounts) -> SlaveChurnView:
     return SlaveChurnView(
-        connected=connected,
-        disconnected=len(m.books.slaves) - connected,
+        connected=counts.slaves_connected,
+        disconnected=counts.slaves - counts.slaves_connected,
         registrations=m.churn.registrations,
         reregistrations=m.churn.reregistrations,
         disconnects=m.churn.disconnects,
@@ -213,24 +95,42 @@ def churn_view(m: Master) -> SlaveChurnView:
     )
 
 
+class Door(Protocol):
+    """Another API served on the same address (Mesos's, in master.mesos_api): its routes,
+    and what it closes when the server stops."""
+
+    @property
+    def public_paths(self) -> Sequence[str]:
+        """Paths that check their own callers (a Mesos framework's)."""
+
+    def routes(self) -> list[web.RouteDef]: ...
+
+    def close(self) -> None: ...
+
+
+DoorFactory = Callable[[PrincipalAuth | None], Door]
+
+
 class HttpApi:
-    def __init__(self, master: Master, config: HttpConfig) -> None:
+    def __init__(
+        self, master: MasterReader, config: HttpConfig, doors: Sequence[DoorFactory] = ()
+    ) -> None:
         self.master = master
         self.config = config
         self.auth = PrincipalAuth(config.credentials) if config.credentials else None
         self.registry = registry_for(master)
-        self.scheduler = SchedulerApi(master, self.auth)  # Mesos's, for Mesos frameworks
+        # the doors reach the master's handlers themselves; the HTTP side only serves them
+        self.doors = [door(self.auth) for door in doors]
+        self.public_paths = {path for door in self.doors for path in door.public_paths}
         self.log = logs.get("master.http", master_id=master.master_id)
         self.runner: web.AppRunner | None = None
         self.url = ""
-        self._static = package_files.files("master") / "webui"
-        # Mesos's operator API and classic endpoints (master.mesos_api)
-        self.operator = OperatorApi(master, authenticated=self.auth is not None)
+        self._static = package_files.files("master.http") / "webui"
 
     # -- lifecycle ----------------------------------------------------------------------------
     async def start(self) -> str:
         app = web.Application(middlewares=[self._errors_as_json, self._guard])
-        app.on_response_prepare.append(_secure_headers)
+        app.on_response_prepare.append(secure_headers)
         app.add_routes(
             [
                 web.get("/", self._index),
@@ -250,10 +150,10 @@ class HttpApi:
                 web.get("/api/v1/events", self._events),
                 web.get("/api/v1/stream", self._stream),
                 web.get("/api/v1/tasks/{framework_id}/{task_id}/files/{name}", self._file),
-                *self.scheduler.routes(),
             ]
         )
-        app.add_routes(self.operator.routes())
+        for door in self.doors:
+            app.add_routes(door.routes())
         self.runner = web.AppRunner(
             app, access_log=None, handle_signals=False, logger=ClientErrors(self.log)
         )
@@ -262,8 +162,8 @@ class HttpApi:
         return self.url
 
     async def stop(self) -> None:
-        self.operator.close()
-        self.scheduler.close()
+        for door in self.doors:
+            door.close()
         for page in list(self.master.feed.pages):
             self.master.feed.close(page)
             with contextlib.suppress(asyncio.QueueFull):
@@ -277,7 +177,7 @@ class HttpApi:
     async def _guard(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         path = request.path
         public = path in ("/", "/favicon.ico") or path.startswith("/static/")
-        public = public or path in SELF_AUTHENTICATED  # (checked there, for frameworks)
+        public = public or path in self.public_paths  # (checked there, for frameworks)
         if self.config.open_metrics and path in ("/metrics", "/health"):
             public = True
         if self.auth is not None and not public:
@@ -296,7 +196,7 @@ class HttpApi:
                 )
             if who.kind != "operator" and handler != self._file:
                 self.log.info("http.forbidden", path=path, principal=who.principal)
-                return _problem(
+                return problem(
                     "operator credentials needed (a framework principal may read only "
                     "its own tasks' files)",
                     403,
@@ -314,7 +214,7 @@ class HttpApi:
             if e.status not in (404, 405) or e.content_type == "application/json":
                 raise
             message = "no such path" if e.status == 404 else f"{request.method} not allowed"
-            response = _problem(message, e.status)
+            response = problem(message, e.status)
             if "Allow" in e.headers:
                 response.headers["Allow"] = e.headers["Allow"]
             return response
@@ -344,24 +244,24 @@ class HttpApi:
     # -- the API ------------------------------------------------------------------------------
     async def _health(self, request: web.Request) -> web.StreamResponse:
         m = self.master
-        backlog = m.backlog()
+        backlog, counts = m.backlog(), m.counts()
         limit = self.config.max_backlog_age
         # behind: the oldest message waiting, or the last one handled, waited too long
         behind = max(backlog.oldest_wait, backlog.last_wait)
         # 200 either way: a probe that restarted a master for being behind would bring on a
         # failover, whose re-registrations are the very storm that put it behind
-        return _json(
+        return json_response(
             Health(
                 status="behind" if limit is not None and behind > limit else "ok",
                 master_id=m.master_id,
-                slaves=len(m.books.slaves),
-                frameworks=len(m.books.frameworks),
+                slaves=counts.slaves,
+                frameworks=counts.frameworks,
                 leader=m.web_ui,
                 backlog=backlog.messages,
                 oldest_wait_seconds=round(backlog.oldest_wait, 3),
                 last_wait_seconds=round(backlog.last_wait, 3),
                 max_backlog_age=limit,
-                slave_churn=churn_view(m),
+                slave_churn=churn_view(m, counts),
             )
         )
 
@@ -369,37 +269,30 @@ class HttpApi:
         return metrics_response(self.registry)
 
     async def _openapi(self, request: web.Request) -> web.StreamResponse:
-        return _json(openapi())
+        return json_response(openapi())
 
     async def _whoami(self, request: web.Request) -> web.StreamResponse:
-        return _json(
+        return json_response(
             {"principal": request.get("principal", ""), "master_id": self.master.master_id}
         )
 
     async def _state(self, request: web.Request) -> web.StreamResponse:
-        return _json(self.master.state(include_tasks=True))
+        return json_response(self.master.state(include_tasks=True))
 
     async def _frameworks(self, request: web.Request) -> web.StreamResponse:
-        m = self.master
-        return _json(
-            Frameworks(
-                frameworks=m.state(include_tasks=False).frameworks,
-                completed_frameworks=[
-                    completed_view(fw) for fw in m.books.completed_frameworks.values()
-                ],
-            )
-        )
+        registered, completed = self.master.framework_views()
+        return json_response(Frameworks(frameworks=registered, completed_frameworks=completed))
 
     async def _slaves(self, request: web.Request) -> web.StreamResponse:
         offset = _int(request, "offset", 0)
         limit = _int(request, "limit", 100, 1, MAX_LIMIT)
         sort = request.query.get("sort", "")
         if sort and sort.lstrip("-") not in SLAVE_SORTS:
-            return _problem(f"sort by one of {', '.join(SLAVE_SORTS)} (- before: reversed)", 400)
+            return problem(f"sort by one of {', '.join(SLAVE_SORTS)} (- before: reversed)", 400)
         m = self.master
         ids = m.slave_ids(sort)
         page = [m.slave_view(s) for s in ids[offset : offset + limit]]
-        return _json(Slaves(slaves=page, total=len(ids), offset=offset, limit=limit))
+        return json_response(Slaves(slaves=page, total=len(ids), offset=offset, limit=limit))
 
     async def _tasks(self, request: web.Request) -> web.StreamResponse:
         offset = _int(request, "offset", 0)
@@ -407,22 +300,22 @@ class HttpApi:
         framework = request.query.get("framework") or None
         state = request.query.get("state") or None
         if state is not None and state not in {s.value for s in TaskState}:
-            return _problem(f"unknown state {state!r}", 400)
+            return problem(f"unknown state {state!r}", 400)
         search, sort = request.query.get("search", ""), request.query.get("sort", "")
         if sort and sort.lstrip("-") not in TASK_SORTS:
-            return _problem(f"sort by one of {', '.join(TASK_SORTS)} (- before: descending)", 400)
+            return problem(f"sort by one of {', '.join(TASK_SORTS)} (- before: descending)", 400)
         page, total = self.master.task_views(framework, state, offset, limit, search, sort)
-        return _json(Tasks(tasks=page, total=total, offset=offset, limit=limit))
+        return json_response(Tasks(tasks=page, total=total, offset=offset, limit=limit))
 
     async def _offers(self, request: web.Request) -> web.StreamResponse:
         offset = _int(request, "offset", 0)
         limit = _int(request, "limit", 100, 1, MAX_LIMIT)
         page, total = self.master.offer_views(offset, limit)
-        return _json(Offers(offers=page, total=total, offset=offset, limit=limit))
+        return json_response(Offers(offers=page, total=total, offset=offset, limit=limit))
 
     async def _roles(self, request: web.Request) -> web.StreamResponse:
-        state = self.master.state(include_tasks=False)
-        return _json(Roles(policy=state.policy, roles=state.roles))
+        policy, roles = self.master.role_views()
+        return json_response(Roles(policy=policy, roles=roles))
 
     async def _limits(self, request: web.Request) -> web.StreamResponse:
         throttle = self.master.throttle
@@ -445,7 +338,7 @@ class HttpApi:
                 )
             )
         aggregate = limits.aggregate
-        return _json(
+        return json_response(
             Limits(
                 default=Limit(qps=limits.default.qps, capacity=limits.default.capacity),
                 aggregate_default=Limit(qps=aggregate.qps, capacity=aggregate.capacity)
@@ -459,20 +352,17 @@ class HttpApi:
         """The most recent events, oldest first: `limit` of them (all the master keeps)."""
         kept = self.master.recent_events
         limit = _int(request, "limit", len(kept) or 1, 1, MAX_LIMIT)
-        return _json(Events(events=list(kept)[-limit:]))
+        return json_response(Events(events=list(kept)[-limit:]))
 
     async def _file(self, request: web.Request) -> web.StreamResponse:
         info = request.match_info
         if info["name"] not in ("stdout", "stderr"):
-            return _problem("a task has a stdout and a stderr", 404)
-        if request.get("kind") == "framework":  # its own frameworks' tasks, nobody else's
-            books = self.master.books
-            fw = books.frameworks.get(info["framework_id"]) or books.completed_frameworks.get(
-                info["framework_id"]
-            )
-            if fw is None or fw.principal != request["principal"]:
-                self.log.info("http.forbidden", path=request.path, principal=request["principal"])
-                return _problem("not a task of one of your frameworks", 403)
+            return problem("a task has a stdout and a stderr", 404)
+        owner = self.master.framework_principal(info["framework_id"])
+        if request.get("kind") == "framework" and owner != request["principal"]:
+            # its own frameworks' tasks, nobody else's
+            self.log.info("http.forbidden", path=request.path, principal=request["principal"])
+            return problem("not a task of one of your frameworks", 403)
         offset = _int(request, "offset", 0)
         length = _int(request, "length", 65536, 0, 1_048_576)
         try:
@@ -480,7 +370,7 @@ class HttpApi:
                 info["framework_id"], info["task_id"], info["name"], offset, length
             )
         except FileReadError as e:
-            return _problem(str(e), 404)
+            return problem(str(e), 404)
         self.log.info(
             "http.file",
             principal=request.get("principal", ""),
@@ -488,7 +378,7 @@ class HttpApi:
             task_id=info["task_id"],
             name=info["name"],
         )
-        return _json(
+        return json_response(
             TaskFile(
                 framework_id=info["framework_id"],
                 task_id=info["task_id"],

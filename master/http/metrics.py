@@ -7,16 +7,13 @@ stream, so `/metrics` and the events always agree; gauges are read off the books
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from master.usage_metrics import TaskUsageCollector
-
-if TYPE_CHECKING:
-    from master.master import Master
+from master.http.reader import BookCounts, MasterReader
+from master.http.usage_metrics import TaskUsageCollector
 
 OFFER_OUTCOMES = {
     "offer": "made",
@@ -27,12 +24,12 @@ OFFER_OUTCOMES = {
 
 
 class MasterCollector(Collector):
-    def __init__(self, master: Master) -> None:
+    def __init__(self, master: MasterReader) -> None:
         self.master = master
 
     def collect(self) -> Iterator[Metric]:
         m = self.master
-        a = m.allocator
+        g = m.gauges()
         offers = CounterMetricFamily(
             "drfmesos_offers", "Offers, by what became of them.", labels=["outcome"]
         )
@@ -51,19 +48,17 @@ class MasterCollector(Collector):
         live = GaugeMetricFamily(
             "drfmesos_tasks", "Tasks not yet ended, by state.", labels=["state"]
         )
-        by_state: dict[str, int] = {}
-        for fw in m.books.frameworks.values():
-            for task in fw.tasks.values():
-                by_state[task.state.value] = by_state.get(task.state.value, 0) + 1
-        for state, n in sorted(by_state.items()):
+        for state, n in sorted(g.tasks_by_state.items()):
             live.add_metric([state], n)
         yield live
-        yield GaugeMetricFamily("drfmesos_slaves", "Registered slaves.", value=len(m.books.slaves))
+        yield GaugeMetricFamily("drfmesos_slaves", "Registered slaves.", value=g.counts.slaves)
         yield GaugeMetricFamily(
-            "drfmesos_frameworks", "Registered frameworks.", value=len(m.books.frameworks)
+            "drfmesos_frameworks", "Registered frameworks.", value=g.counts.frameworks
         )
         yield GaugeMetricFamily(
-            "drfmesos_offers_outstanding", "Offers not yet answered.", value=len(m.books.offers)
+            "drfmesos_offers_outstanding",
+            "Offers not yet answered.",
+            value=g.counts.offers_outstanding,
         )
         total = GaugeMetricFamily(
             "drfmesos_resources_total", "The cluster's resources.", labels=["resource"]
@@ -71,10 +66,9 @@ class MasterCollector(Collector):
         used = GaugeMetricFamily(
             "drfmesos_resources_allocated", "Resources offered or in use.", labels=["resource"]
         )
-        allocated = a.allocated_total()
-        for name, amount in sorted(a.total.items()):
+        for name, amount in sorted(g.total.items()):
             total.add_metric([name], amount)
-            used.add_metric([name], allocated.get(name, 0.0))
+            used.add_metric([name], g.allocated.get(name, 0.0))
         yield total
         yield used
         share = GaugeMetricFamily(
@@ -87,18 +81,18 @@ class MasterCollector(Collector):
             "A framework's fair share: its share of the policy's ideal.",
             labels=["framework_id", "name", "role"],
         )
-        for fw in m.books.frameworks.values():
+        for fw in g.framework_shares:
             labels = [fw.framework_id, fw.name, fw.role]
-            share.add_metric(labels, a.dominant_share(fw.framework_id))
-            if fw.framework_id in m.preemption.fair:
-                fair.add_metric(labels, m.preemption.fair[fw.framework_id])
+            share.add_metric(labels, fw.share)
+            if fw.fair is not None:
+                fair.add_metric(labels, fw.fair)
         yield share
         yield fair
         roles = GaugeMetricFamily(
             "drfmesos_role_dominant_share", "A role's (subtree's) dominant share.", labels=["role"]
         )
-        for view in a.role_views():
-            roles.add_metric([view.role], view.share)
+        for role, role_share in g.role_shares:
+            roles.add_metric([role], role_share)
         yield roles
         yield CounterMetricFamily(
             "drfmesos_status_update_resends",
@@ -114,25 +108,24 @@ class MasterCollector(Collector):
         yield from limit_metrics(m)
         yield from backlog_metrics(m)
         yield from message_metrics(m)
-        yield from churn_metrics(m)
+        yield from churn_metrics(m, g.counts)
         bus = CounterMetricFamily(
             "drfmesos_bus_messages", "Messages over the bus.", labels=["direction"]
         )
-        bus.add_metric(["in"], m.bus.stats.get("received", 0))
-        bus.add_metric(["out"], m.bus.stats.get("posted", 0) + m.bus.stats.get("published", 0))
+        bus.add_metric(["in"], g.bus_in)
+        bus.add_metric(["out"], g.bus_out)
         yield bus
-        stats = m.preemption.stats
         yield CounterMetricFamily(
-            "drfmesos_tasks_preempted", "Tasks killed by preemption.", value=stats.tasks_preempted
+            "drfmesos_tasks_preempted", "Tasks killed by preemption.", value=g.tasks_preempted
         )
         yield CounterMetricFamily(
             "drfmesos_preemption_work_lost_seconds",
             "Running time of the tasks preempted, summed.",
-            value=stats.work_lost_seconds,
+            value=g.work_lost_seconds,
         )
 
 
-def limit_metrics(m: Master) -> Iterator[Metric]:
+def limit_metrics(m: MasterReader) -> Iterator[Metric]:
     """Per principal: calls waiting for their rate limit, calls that waited, calls refused."""
     queued = GaugeMetricFamily(
         "drfmesos_calls_queued", "Calls waiting for their rate limit.", labels=["principal"]
@@ -156,7 +149,7 @@ def limit_metrics(m: Master) -> Iterator[Metric]:
     yield refused
 
 
-def backlog_metrics(m: Master) -> Iterator[Metric]:
+def backlog_metrics(m: MasterReader) -> Iterator[Metric]:
     """How far behind the master is in reading its inbound messages (Mesos:
     master/event_queue_messages), and that it leads (master/elected)."""
     backlog = m.backlog()
@@ -184,7 +177,7 @@ def elected_metric(elected: int) -> Metric:
     )
 
 
-def message_metrics(m: Master) -> Iterator[Metric]:
+def message_metrics(m: MasterReader) -> Iterator[Metric]:
     """Messages received, by type, and what became of them (Mesos: master/messages_*)."""
     received = CounterMetricFamily(
         "drfmesos_messages_received", "Messages received, by type.", labels=["type"]
@@ -202,7 +195,7 @@ def message_metrics(m: Master) -> Iterator[Metric]:
     yield outcomes
 
 
-def churn_metrics(m: Master) -> Iterator[Metric]:
+def churn_metrics(m: MasterReader, counts: BookCounts) -> Iterator[Metric]:
     """Slaves' comings and goings (Mesos: master/slave_registrations, _reregistrations,
     _removals, slaves_connected, slaves_disconnected, recovery_slave_removals)."""
     churn = m.churn
@@ -223,12 +216,12 @@ def churn_metrics(m: Master) -> Iterator[Metric]:
     for cause, n in sorted(churn.removals.items()):
         removals.add_metric([cause], n)
     yield removals
-    connected = sum(1 for s in m.books.slaves.values() if s.connected)
+    connected = counts.slaves_connected
     yield GaugeMetricFamily("drfmesos_slaves_connected", "Slaves connected.", value=connected)
     yield GaugeMetricFamily(
         "drfmesos_slaves_disconnected",
         "Slaves registered whose connection is lost.",
-        value=len(m.books.slaves) - connected,
+        value=counts.slaves - connected,
     )
     recovery = GaugeMetricFamily(
         "drfmesos_recovery_slaves",
@@ -238,11 +231,11 @@ def churn_metrics(m: Master) -> Iterator[Metric]:
     recovery.add_metric(["expected"], churn.recovery_expected)
     recovery.add_metric(["back"], churn.recovery_back)
     recovery.add_metric(["removed"], churn.recovery_removed)
-    recovery.add_metric(["waiting"], len(m.books.recovering))
+    recovery.add_metric(["waiting"], counts.recovering)
     yield recovery
 
 
-def registry_for(master: Master) -> CollectorRegistry:
+def registry_for(master: MasterReader) -> CollectorRegistry:
     registry = CollectorRegistry(auto_describe=False)
     registry.register(MasterCollector(master))
     registry.register(TaskUsageCollector(master))

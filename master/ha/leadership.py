@@ -4,7 +4,7 @@ when it loses it.
 A `Candidate` campaigns until it leads and then hands out a `Term`: the epoch (larger
 than every earlier term's), the registry's store, and an event set the moment the
 leadership is lost. `LoneCandidate` is one master on its own (its registry in
-`--work-dir`, or in memory); `master.zookeeper.ZkCandidate` is one of several, elected in
+`--work-dir`, or in memory); `master.ha.zookeeper.ZkCandidate` is one of several, elected in
 ZooKeeper. `lead` runs terms one after another: connect, recover, serve, and on losing
 the term send nothing more (see `Bus.close(abandon=True)`) and campaign again.
 """
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Protocol
 
-from master.registry import JournalStore, MemoryStore, Store
+from master.ha.registry import JournalStore, MemoryStore, Store
 from protocol import logs
 from protocol.bus import Bus, BusRefused, first_of
 

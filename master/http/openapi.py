@@ -8,7 +8,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from master.books import SLAVE_SORTS, TASK_SORTS
-from master.http_models import (
+from master.http.models import (
     Events,
     Frameworks,
     Health,

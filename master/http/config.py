@@ -1,4 +1,4 @@
-"""Where and how the master serves HTTP (see master.http_api)."""
+"""Where and how the master serves HTTP (see master.http.api)."""
 
 from __future__ import annotations
 

@@ -9,14 +9,29 @@ import asyncio
 from pydantic import ValidationError
 
 from master.authz import Caller
-from master.core import MasterCore
-from master.roles_file import QuotaSpec, RoleSpec, save_roles
+from master.roles_file import QuotaSpec, RolesFile, RoleSpec, save_roles
+from master.shell import MasterShell
 from protocol.codec import describe_validation
 from protocol.messages import SetQuota, SetWeights
 
 
-class OperatorCalls(MasterCore):
-    async def _on_set_quota(self, msg: SetQuota, caller: Caller) -> None:
+class OperatorCalls:
+    """Constructed with the shell whose allocator, roles and registry they change, and
+    through which they refuse, record and say what they did."""
+
+    def __init__(self, shell: MasterShell) -> None:
+        self._shell = shell
+        self.config, self.log, self.books = shell.config, shell.log, shell.books
+        self.allocator, self.registry = shell.allocator, shell.registry
+        self._refuse, self._recorded = shell._refuse, shell._recorded
+        self._event, self.request_round = shell._event, shell.request_round
+
+    @property
+    def roles(self) -> RolesFile:
+        """The shell's roles file, as it is now (an operator's tool may load another)."""
+        return self._shell.roles
+
+    async def on_set_quota(self, msg: SetQuota, caller: Caller) -> None:
         """Set or clear a role's quota; refused (and nothing changed) if it cannot be."""
         try:
             spec = QuotaSpec.model_validate({"guarantee": msg.guarantee, "limit": msg.limit})
@@ -53,7 +68,7 @@ class OperatorCalls(MasterCore):
         self._event("quota", detail=detail)
         self.request_round()
 
-    async def _on_set_weights(self, msg: SetWeights, caller: Caller) -> None:
+    async def on_set_weights(self, msg: SetWeights, caller: Caller) -> None:
         """Set roles' weights (Mesos's /weights); all or none: refused if any role cannot
         have one."""
         for role in msg.weights:

@@ -9,26 +9,24 @@ again when its term ends.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 
 from aiohttp import web
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
 
-from master.http_api import (
-    PrincipalAuth,
-    _json,
-    _problem,
-    _secure_headers,
+from master.http.auth import PrincipalAuth
+from master.http.config import HttpConfig
+from master.http.metrics import elected_metric
+from master.http.models import Health
+from master.http.responses import (
+    json_response,
     metrics_response,
+    problem,
+    secure_headers,
     serve_site,
 )
-from master.http_config import HttpConfig
-from master.http_models import Health
-from master.mesos_api.classic import paths, redirect_to
-from master.mesos_api.scheduler_http import SELF_AUTHENTICATED, standby_routes
-from master.metrics import elected_metric
 from protocol import logs
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -41,10 +39,18 @@ class _Standby(Collector):
 
 class StandbyHttp:
     def __init__(
-        self, config: HttpConfig, master_id: str, leader: Callable[[], Awaitable[str]]
+        self,
+        config: HttpConfig,
+        master_id: str,
+        leader: Callable[[], Awaitable[str]],
+        routes: Sequence[web.RouteDef] = (),
+        public_paths: Sequence[str] = (),
     ) -> None:
-        """`leader`: the leading master's HTTP address, as the election knows it."""
+        """`leader`: the leading master's HTTP address, as the election knows it;
+        `routes`: what else a standby answers (Mesos's clients: master.mesos_api.doors),
+        of which `public_paths` check their callers themselves."""
         self.config = config
+        self.routes, self.public_paths = list(routes), frozenset(public_paths)
         self.master_id = master_id
         self.leader = leader
         self.auth = PrincipalAuth(config.credentials) if config.credentials else None
@@ -56,10 +62,9 @@ class StandbyHttp:
     async def start(self) -> None:
         """Serve (a port in use is said in the log, and the standby goes on without)."""
         app = web.Application(middlewares=[self._guard])
-        app.on_response_prepare.append(_secure_headers)
+        app.on_response_prepare.append(secure_headers)
         app.add_routes([web.get("/health", self._health), web.get("/metrics", self._metrics)])
-        app.add_routes([web.get(path, self._redirect) for path in paths("redirect")])
-        app.add_routes(standby_routes(self.leader))  # Mesos frameworks: 307 to the leader
+        app.add_routes(self.routes)
         self.runner = web.AppRunner(app, access_log=None, handle_signals=False)
         try:
             url = await serve_site(self.runner, self.config)
@@ -77,15 +82,15 @@ class StandbyHttp:
     @web.middleware
     async def _guard(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         """As the leader's API: an operator's credentials, unless these are left open."""
-        public = self.config.open_metrics or request.path in SELF_AUTHENTICATED
+        public = self.config.open_metrics or request.path in self.public_paths
         if self.auth is not None and not public:
             who = await self.auth.principal(request.headers.get("Authorization"))
             if who is None or who.kind != "operator":
-                return _problem("operator credentials needed", 401)
+                return problem("operator credentials needed", 401)
         return await handler(request)
 
     async def _health(self, request: web.Request) -> web.StreamResponse:
-        return _json(
+        return json_response(
             Health(
                 status="standby",
                 master_id=self.master_id,
@@ -96,7 +101,3 @@ class StandbyHttp:
 
     async def _metrics(self, request: web.Request) -> web.StreamResponse:
         return metrics_response(self.registry)
-
-    async def _redirect(self, request: web.Request) -> web.StreamResponse:
-        """Mesos's /master/redirect: 307 to the leading master."""
-        return redirect_to(await self.leader())

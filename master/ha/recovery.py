@@ -12,14 +12,40 @@ reconciling a task on it answers TASK_LOST (reason: slave removed).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from typing import Any
 
-from master.books import Framework
-from master.core import MasterCore
+from master.allocator import Allocator
+from master.books import Books, Framework
+from master.counters import SlaveChurn
+from master.ha.registry import Registry
 from master.quota import Quota
-from protocol.messages import Leader
+from master.shell import MasterConfig
+
+SlaveGone = Callable[..., None]  # the shell's removal: (slave_id, why, *, cause=...)
 
 
-class Recovery(MasterCore):
+class Recovery:
+    """The new leader's side of a failover: the registry into the books, and the wait
+    for the slaves it names. Constructed with what it reads and changes."""
+
+    def __init__(
+        self,
+        config: MasterConfig,
+        books: Books,
+        allocator: Allocator,
+        registry: Registry,
+        churn: SlaveChurn,
+        log: Any,
+        *,
+        epoch: int,
+        now: Callable[[], float],
+        slave_gone: SlaveGone,
+    ) -> None:
+        self.config, self.books, self.allocator, self.registry = config, books, allocator, registry
+        self.churn, self.log, self.epoch = churn, log, epoch
+        self._now, self._slave_gone = now, slave_gone
+
     def recover(self) -> None:
         """Take the registry (already loaded) into the books; call before serving."""
         now = self._now()
@@ -69,16 +95,6 @@ class Recovery(MasterCore):
             frameworks=len(self.registry.frameworks),
             quotas=len(self.registry.quotas),
             reregister_timeout=grace,
-        )
-
-    def announce_leader(self) -> None:
-        """Retained, so a party that connects later learns who leads at once."""
-        self.bus.post(
-            self.topics.leader,
-            Leader(
-                master_id=self.master_id, epoch=self.epoch, http=self.web_ui, elected_at=time.time()
-            ),
-            retain=True,
         )
 
     def expire_recovering(self, now: float) -> None:

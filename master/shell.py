@@ -1,10 +1,12 @@
-"""The master's state and the changes to it that several kinds of message share.
+"""The master's shell: its state and the changes to it that several kinds of message share.
 
-`MasterCore` holds the books (`master.books`), the allocator (`master.allocator`) and the
+`MasterShell` holds the books (`master.books`), the allocator (`master.allocator`) and the
 bus, and the steps every handler builds on: telling a framework or a slave something,
 refusing bad input, rescinding offers, ending tasks, and removing frameworks and slaves.
-The handlers themselves live in `framework_calls` and `slave_calls`; `master.Master`
-puts it all together with the allocation rounds and timers.
+The handlers themselves live in `master.calls`; `master.Master` puts it all together
+with the allocation rounds and timers, and its collaborators: preemption
+(`master.preemptor`, told of ends and removals through `master.listeners`) and
+recovery (`master.ha.recovery`).
 """
 
 from __future__ import annotations
@@ -17,19 +19,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from prometheus_client import Histogram
-
 from master.allocator import Allocator, AllocatorError
-from master.authz import Caller, RateLimiter, RoleACL
+from master.authz import Caller, RoleACL
 from master.books import Books, Framework, OfferRecord, PendingUpdate, Slave, Task
 from master.changes import TASK_ADDED, TASK_UPDATED, Changes
 from master.counters import MessageCounts, SlaveChurn
-from master.http_config import HttpConfig
+from master.ha.leadership import next_epoch
+from master.ha.registry import MemoryStore, Registry
+from master.http.config import HttpConfig
+from master.http.live_feed import LiveFeed
 from master.lag_probe import LagProbe
-from master.leadership import next_epoch
-from master.live_feed import LiveFeed
+from master.listeners import Listeners
 from master.rate_limits import RateLimits
-from master.registry import MemoryStore, Registry
+from master.refusal_sampling import RefusalSampling
 from master.roles_file import RolesError, RolesFile, load_roles
 from master.task_states import as_seen
 from master.throttle import Throttle
@@ -79,14 +81,14 @@ class MasterConfig:
     preemption_victims: str = "youngest"  # or "oldest" (to compare the work thrown away)
     guarantee_timeout: float | None = None  # a role below its quota guarantee this long
     quota_headroom: str = "all"  # whose unmet guarantees are kept free (master.allocator)
-    http: HttpConfig | None = None  # the API, metrics and web UI (master.http_api)
+    http: HttpConfig | None = None  # the API, metrics and web UI (master.http.api)
     # after a failover, slaves of the registry have this long to re-register; then their
     # tasks are reported lost
     slave_reregister_timeout: float = 30.0
     max_failover_timeout: float | None = None  # what frameworks ask for is cut to this
 
 
-class MasterCore:
+class MasterShell:
     def __init__(
         self,
         bus: Bus,
@@ -97,8 +99,8 @@ class MasterCore:
         epoch: int = 0,
         master_id: str | None = None,
     ) -> None:
-        """`registry`: what must survive this master (see master.registry), read before
-        `start`; `epoch`: this master's term (see master.leadership)."""
+        """`registry`: what must survive this master (see master.ha.registry), read before
+        `start`; `epoch`: this master's term (see master.ha.leadership)."""
         self.bus = bus
         self.topics = topics
         self.config = config or MasterConfig()
@@ -130,32 +132,22 @@ class MasterCore:
         self.messages = MessageCounts()  # received, and what became of them, by type
         self.churn = SlaveChurn()  # slaves registered, re-registered, removed
         self.lag = LagProbe(self._now)  # how long calls wait to be read (master.lag_probe)
-        self.log_sampler = RateLimiter(rate=5.0, burst=20.0)
-        # refusals left out of the log since a principal's last line, by code
-        self.unlogged: dict[str, Counter[str]] = {}
-        self.reply_sampler = RateLimiter(rate=500.0, burst=1000.0)
+        self.sampling = RefusalSampling()  # refusals' log lines and answers, per principal
+        self.listeners = Listeners()  # who else hears of tasks ended, frameworks gone
         self._round_wanted = asyncio.Event()
         self._state_dirty = True
-        self._tasks: list[asyncio.Task[None]] = []
-        self.rounds = 0  # allocation rounds run (for tests and logs)
         self.web_ui = ""  # where the HTTP API listens, once it does
         # what the event stream said, counted (the metrics read these)
         self.event_counts: Counter[str] = Counter()
         self.tasks_ended: Counter[str] = Counter()  # by terminal state
         self.recent_events: deque[ClusterEvent] = deque(maxlen=200)
-        self.feed = LiveFeed()  # the web UI's pages (master.http_api)
+        self.feed = LiveFeed()  # the web UI's pages (master.http.api)
         self.changes = Changes()  # who hears of each change (master.changes)
         self.changes.listen(self.feed.event)
         self.update_resends = 0
         # topics served by another transport (a Mesos HTTP stream: master.mesos_api):
         # what the master says there goes to that sink, not to the bus
         self.framework_sinks: dict[str, Callable[[Wire], None]] = {}
-        self.round_duration = Histogram(
-            "drfmesos_allocation_round_seconds",
-            "How long an allocation round takes.",
-            buckets=(1e-5, 1e-4, 5e-4, 1e-3, 5e-3, 0.01, 0.05, 0.1, 0.5, 1.0),
-            registry=None,  # the master's own registry (master.metrics) collects it
-        )
 
     def _now(self) -> float:
         return asyncio.get_running_loop().time()
@@ -222,7 +214,7 @@ class MasterCore:
         # A flood of bad calls must not become a flood of log lines or answers: each
         # principal gets a few lines a second (with how many were left out) and a few
         # hundred answers.
-        sampled = self._sampled(principal, code, now)
+        sampled = self.sampling.line(principal, code, now)
         if sampled is not None:
             who = {"kind": caller.kind, "principal": principal} if caller else {}
             self.log.warning(
@@ -235,22 +227,12 @@ class MasterCore:
                 **ids,
             )
         answer = tell and caller is not None and caller.reply_to
-        if answer and caller is not None and self.reply_sampler.admit(principal, now):
+        if answer and caller is not None and self.sampling.answer(principal, now):
             assert caller.reply_to is not None
             self._post_framework(
                 caller.reply_to,
                 Error(message=logs.clip(message, MAX_ERROR_TEXT), code=code, about=about),
             )
-
-    def _sampled(self, principal: str, code: str, now: float) -> dict[str, Any] | None:
-        """May a line about `principal` be logged now? If so, the fields saying how many
-        were left out since its last one, by code; if not, None, and this one is counted."""
-        if not self.log_sampler.admit(principal, now):
-            self.unlogged.setdefault(principal, Counter())[code] += 1
-            return None
-        self.log_sampler.take_skipped(principal)  # (counted here, by code)
-        left_out = self.unlogged.pop(principal, Counter())
-        return {"unlogged": left_out.total(), "unlogged_by_code": dict(left_out)}
 
     def _event(self, kind: str, **fields: Any) -> None:
         event = ClusterEvent(kind=kind, **fields)
@@ -275,6 +257,10 @@ class MasterCore:
                     state=task.state,
                 )
             )
+
+    def state_changed(self) -> None:
+        """The published state is stale: the next state tick publishes it again."""
+        self._state_dirty = True
 
     def request_round(self) -> None:
         """Ask for an allocation round soon (frees within `round_batch` share one)."""
@@ -343,7 +329,7 @@ class MasterCore:
     def _finish(self, fw: Framework, task: Task, status: TaskStatus) -> None:
         """A task ended: its resources go back to the pool and a round follows."""
         fw.complete(task, status)
-        self.task_ended(fw, task, status)
+        self.listeners.tell_task_ended(fw, task, status)
         slave = self.books.slaves.get(task.slave_id)
         if slave is not None:
             slave.tasks.discard((fw.framework_id, task.task_id))
@@ -357,12 +343,6 @@ class MasterCore:
             state=status.state,
         )
         self.request_round()
-
-    def task_ended(self, fw: Framework, task: Task, status: TaskStatus) -> None:
-        """A hook for what else follows a task's end (preemption's counters)."""
-
-    def framework_gone(self, framework_id: str) -> None:
-        """A hook for what else follows a framework's removal (preemption's timers)."""
 
     def _ack_slave(self, slave_id: str, framework_id: str, status: TaskStatus) -> None:
         """The slave may forget this update now: its framework has it (or never will)."""
@@ -478,7 +458,7 @@ class MasterCore:
             "remove framework",
             framework_id=fw.framework_id,
         )
-        self.framework_gone(fw.framework_id)
+        self.listeners.tell_framework_gone(fw.framework_id)
         self.log.info(
             "framework.removed", framework_id=fw.framework_id, why=why, tasks_killed=killed
         )

@@ -1,7 +1,7 @@
 """Slaves that go out of touch and come back, and slaves an operator marks gone (Mesos
 1.x's markUnreachable, _reregisterSlave and markGone, as the master sees them).
 
-A slave past its timeout is removed as unreachable (`MasterCore.remove_slave`): partition-
+A slave past its timeout is removed as unreachable (`MasterShell.remove_slave`): partition-
 aware frameworks hear TASK_UNREACHABLE and keep the task, others hear TASK_LOST. If the
 slave comes back, a partition-aware framework's task carries on and it hears TASK_RUNNING
 (reason: slave re-registered); another framework's task is killed there (it was told the
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from master.authz import Caller
 from master.books import Framework, Slave, Task
-from master.core import MasterCore
+from master.shell import MasterShell
 from protocol.messages import (
     KillTask,
     MarkSlaveGone,
@@ -28,7 +28,7 @@ from protocol.messages import (
 )
 
 
-class Partitions(MasterCore):
+class Partitions(MasterShell):
     def task_back(self, fw: Framework, slave: Slave, running: RunningTask) -> None:
         """A partition-aware framework's unreachable task is reported by its slave again."""
         fw.unreachable.pop(running.task.task_id)

@@ -7,7 +7,7 @@ master acknowledges it (`Subscribed`, `Registered`, a quota's answer).
 
 The registry sits on a `Store`, a durable map from string keys to msgpack-able values:
 an append-only journal in the master's `--work-dir` for a lone master
-(`JournalStore`), ZooKeeper for several (`master.zookeeper.ZkStore`), memory for tests
+(`JournalStore`), ZooKeeper for several (`master.ha.zookeeper.ZkStore`), memory for tests
 and throwaway clusters (`MemoryStore`).
 """
 

@@ -9,11 +9,10 @@ it was asked. Finished tasks are found by the slave they ran on, among recent on
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 from master.authz import Caller
 from master.books import Task
-from master.core import MasterCore
+from master.shell import MasterShell
 from protocol.messages import FileData, ReadFile, ReadTaskFile, TaskFileData, new_id
 
 FILE_TIMEOUT = 5.0
@@ -23,9 +22,14 @@ class FileReadError(LookupError):
     """No such task, its slave is gone, or the slave could not read the file."""
 
 
-class FileRequests(MasterCore):
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+class FileRequests:
+    """Reading a task's stdout or stderr from its slave, for the HTTP API and for the
+    framework's ReadTaskFile call. Constructed with the shell it asks and answers through."""
+
+    def __init__(self, shell: MasterShell) -> None:
+        self.books = shell.books
+        self._send_slave, self._send_framework = shell._send_slave, shell._send_framework
+        self._refuse, self._framework_for = shell._refuse, shell._framework_for
         self._file_requests: dict[str, tuple[str, asyncio.Future[FileData]]] = {}
         self._file_readers: set[asyncio.Task[None]] = set()  # frameworks' reads under way
 
@@ -75,7 +79,7 @@ class FileRequests(MasterCore):
             raise FileReadError(answer.error)
         return answer
 
-    async def _on_file_data(self, msg: FileData, caller: Caller) -> None:
+    async def on_file_data(self, msg: FileData, caller: Caller) -> None:
         pending = self._file_requests.get(msg.request_id)
         owner = self.books.slave_owners.get(msg.slave_id)
         if pending is None or pending[0] != msg.slave_id or owner != caller.principal:
@@ -90,7 +94,7 @@ class FileRequests(MasterCore):
         if not pending[1].done():
             pending[1].set_result(msg)
 
-    async def _on_read_task_file(self, msg: ReadTaskFile, caller: Caller) -> None:
+    async def on_read_task_file(self, msg: ReadTaskFile, caller: Caller) -> None:
         """A framework reads one of its own tasks' files (another principal's framework is
         refused, as every call naming it is). The slave's answer is awaited off the bus's
         path: it arrives on that same path."""

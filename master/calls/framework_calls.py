@@ -7,8 +7,8 @@ import time
 
 from master.authz import Caller
 from master.books import Framework, OfferRecord, Task
-from master.core import MasterCore
-from master.registry import FrameworkRecord
+from master.ha.registry import FrameworkRecord
+from master.shell import MasterShell
 from master.task_states import as_seen, unknown_task
 from protocol.ids import check_id, shorten, task_problem
 from protocol.messages import (
@@ -48,7 +48,7 @@ def check_segment_ok(value: str) -> bool:
     return True
 
 
-class FrameworkCalls(MasterCore):
+class FrameworkCalls(MasterShell):
     def _subscribe_problem(self, msg: Subscribe, caller: Caller) -> tuple[str, str] | None:
         """(code, why) if this Subscribe may not go ahead."""
         try:

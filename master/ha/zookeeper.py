@@ -4,7 +4,7 @@ Under the `--zk` path (`zk://h1:2181,h2:2181/drfmesos`, one per cluster name):
 
     <path>/<cluster>/election/     kazoo's Lock recipe: the lowest sequential node leads
     <path>/<cluster>/epoch         the last term's epoch (only a leader writes it)
-    <path>/<cluster>/registry/     one node per registry entry (see master.registry)
+    <path>/<cluster>/registry/     one node per registry entry (see master.ha.registry)
 
 Fencing: the leader's election node is ephemeral, so it is gone when its session
 expires; every registry write is a transaction that first checks that node, so a
@@ -29,7 +29,7 @@ from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError, RolledBackError
 from kazoo.recipe.lock import Lock
 
-from master.leadership import LeadershipError, Term, next_epoch
+from master.ha.leadership import LeadershipError, Term, next_epoch
 from protocol import logs
 
 log = logs.get("zookeeper")

@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from master.authz import Caller
-from master.framework_calls import FrameworkCalls, check_segment_ok
+from master.calls.framework_calls import FrameworkCalls, check_segment_ok
 from master.throttle import READ_WHEN_FULL, Verdict, call_cost
 from protocol.codec import peek_types
 from protocol.messages import Accept, Decline, Reason, Reconcile, Subscribe, TaskState, Wire

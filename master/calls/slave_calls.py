@@ -6,8 +6,8 @@ import contextlib
 
 from master.authz import Caller
 from master.books import Framework, Orphan, Slave, Task
-from master.core import STAGING_GRACE
-from master.partitions import Partitions
+from master.calls.partitions import Partitions
+from master.shell import STAGING_GRACE
 from protocol import logs
 from protocol.messages import (
     Error,
@@ -410,7 +410,7 @@ class SlaveCalls(Partitions):
             )
 
     async def _on_error(self, msg: Error, caller: Caller) -> None:
-        sampled = self._sampled(caller.principal, "error-received", self._now())
+        sampled = self.sampling.line(caller.principal, "error-received", self._now())
         if sampled is not None:  # another party's text: cut, and sampled as refusals are
             self.log.warning(
                 "master.error_received",

@@ -8,19 +8,17 @@ task's CPU use; a task's series ends with the task.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-if TYPE_CHECKING:
-    from master.master import Master
+from master.http.reader import MasterReader
 
 LABELS = ["framework_id", "task_id", "slave_id"]
 
 
 class TaskUsageCollector(Collector):
-    def __init__(self, master: Master) -> None:
+    def __init__(self, master: MasterReader) -> None:
         self.master = master
 
     def collect(self) -> Iterator[Metric]:
@@ -40,17 +38,14 @@ class TaskUsageCollector(Collector):
         peak = GaugeMetricFamily(
             "drfmesos_task_memory_peak_bytes", "The most memory a running task used.", labels=LABELS
         )
-        for fw in self.master.books.frameworks.values():
-            for task in fw.tasks.values():
-                u = task.usage
-                if u is None:
-                    continue
-                labels = [fw.framework_id, task.task_id, task.slave_id]
-                cpu.add_metric([*labels, "user"], u.cpu_user_seconds)
-                cpu.add_metric([*labels, "system"], u.cpu_system_seconds)
-                throttled.add_metric(labels, u.cpu_throttled_seconds)
-                memory.add_metric(labels, u.memory_bytes)
-                peak.add_metric(labels, u.memory_peak_bytes)
+        for row in self.master.task_usage():
+            u = row.usage
+            labels = [row.framework_id, row.task_id, row.slave_id]
+            cpu.add_metric([*labels, "user"], u.cpu_user_seconds)
+            cpu.add_metric([*labels, "system"], u.cpu_system_seconds)
+            throttled.add_metric(labels, u.cpu_throttled_seconds)
+            memory.add_metric(labels, u.memory_bytes)
+            peak.add_metric(labels, u.memory_peak_bytes)
         yield cpu
         yield throttled
         yield memory

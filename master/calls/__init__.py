@@ -1,0 +1,1 @@
+"""The master's call handlers: what frameworks, slaves and operators may ask."""

@@ -1,0 +1,1 @@
+"""The master's high availability: election, the registry, and recovery."""

@@ -1,0 +1,27 @@
+"""Who else hears of what the shell does: collaborators register here (preemption's
+counters and timers, say) instead of overriding empty hooks of the shell."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from master.books import Framework, Task
+from protocol.messages import TaskStatus
+
+TaskEnded = Callable[[Framework, Task, TaskStatus], None]
+FrameworkGone = Callable[[str], None]
+
+
+@dataclass
+class Listeners:
+    task_ended: list[TaskEnded] = field(default_factory=list)
+    framework_gone: list[FrameworkGone] = field(default_factory=list)
+
+    def tell_task_ended(self, fw: Framework, task: Task, status: TaskStatus) -> None:
+        for listener in self.task_ended:
+            listener(fw, task, status)
+
+    def tell_framework_gone(self, framework_id: str) -> None:
+        for listener in self.framework_gone:
+            listener(framework_id)

@@ -1,0 +1,63 @@
+"""The books read out for the HTTP side (master.http.reader): counts, shares and usage,
+computed from the books and the allocator at one moment, without building `state()`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+
+from master.books import Books
+from master.http.reader import BookCounts, FrameworkShare, Gauges, TaskUsageRow
+from protocol.messages import RoleView
+
+
+def counts(books: Books) -> BookCounts:
+    return BookCounts(
+        slaves=len(books.slaves),
+        slaves_connected=sum(1 for s in books.slaves.values() if s.connected),
+        frameworks=len(books.frameworks),
+        offers_outstanding=len(books.offers),
+        recovering=len(books.recovering),
+    )
+
+
+def gauges(
+    books: Books,
+    total: Mapping[str, float],
+    allocated: Mapping[str, float],
+    shares: Mapping[str, float],
+    fair: Mapping[str, float],
+    roles: list[RoleView],
+    bus_stats: Mapping[str, int],
+) -> Gauges:
+    """`shares`: each framework's dominant share; `fair`: its fair share, where known."""
+    by_state: dict[str, int] = {}
+    for fw in books.frameworks.values():
+        for task in fw.tasks.values():
+            by_state[task.state.value] = by_state.get(task.state.value, 0) + 1
+    return Gauges(
+        counts=counts(books),
+        tasks_by_state=by_state,
+        total=total,
+        allocated=allocated,
+        framework_shares=[
+            FrameworkShare(
+                fw.framework_id,
+                fw.name,
+                fw.role,
+                shares.get(fw.framework_id, 0.0),
+                fair.get(fw.framework_id),
+            )
+            for fw in books.frameworks.values()
+        ],
+        role_shares=[(view.role, view.share) for view in roles],
+        bus_in=bus_stats.get("received", 0),
+        bus_out=bus_stats.get("posted", 0) + bus_stats.get("published", 0),
+    )
+
+
+def task_usage(books: Books) -> Iterator[TaskUsageRow]:
+    """What each live task uses, as its slave last reported it."""
+    for fw in books.frameworks.values():
+        for task in fw.tasks.values():
+            if task.usage is not None:
+                yield TaskUsageRow(fw.framework_id, task.task_id, task.slave_id, task.usage)

@@ -1,0 +1,68 @@
+"""What a slave is told at start, and what it keeps of each task it runs."""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from protocol.messages import Reason, TaskInfo, TaskState
+from protocol.resources import Resources
+
+
+@dataclass
+class SlaveConfig:
+    slave_id: str
+    hostname: str
+    resources: Resources
+    work_dir: Path
+    attributes: dict[str, str] = field(default_factory=dict)
+    simulated_tasks: bool = False
+    time_scale: float = 1.0  # for simulated task durations
+    kill_grace: float = 3.0
+    memory_check_interval: float = 0.5
+    resend_after: float = 1.0  # first re-send of an unacknowledged update
+    cluster: str = "default"
+    # How long a launch id is remembered, to drop the broker's second delivery of its
+    # RunTasks: that comes when the broker restarts from its last save (every second:
+    # protocol/brokers.py, docker/mosquitto.conf), well within this.
+    launch_memory: float = 600.0
+    # How tasks are held to their resources (slave.isolator): cgroups, posix, or auto.
+    isolation: str = "posix"
+    cgroups_root: Path = Path("/sys/fs/cgroup")
+    cgroups_enable_cfs: bool = False  # a hard CPU cap, not only a weight
+    max_task_pids: int | None = None
+    usage_interval: float = 5.0  # seconds between usage reports to the master
+
+
+@dataclass
+class TaskRecord:
+    framework_id: str
+    info: TaskInfo
+    state: TaskState
+    runner: Any = None  # CommandRunner | SimulatedRunner | None (custom executor)
+    executor_key: str | None = None
+    kill_reason: Reason | None = None  # the master killed it (preemption): say why
+    info_dump: dict[str, Any] | None = None  # `info` as the journal holds it (made once)
+
+
+WHY_THE_MASTER_KILLS = {
+    Reason.TASK_PREEMPTED: "preempted, to give a framework below its fair share room",
+}
+
+
+def killed_by_master(reason: Reason, detail: str) -> str:
+    """What a task the master killed says: why, whatever its runner or executor said."""
+    why = WHY_THE_MASTER_KILLS.get(reason, reason.value)
+    extra = f" ({detail})" if detail and detail != "killed" else ""
+    return f"killed by the master: {why}{extra}"
+
+
+def journal_executor_id(task: Any) -> str | None:
+    """The executor id of a task as the journal held it, if it can be read at all."""
+    with contextlib.suppress(Exception):
+        executor_id = task["executor"]["executor_id"]
+        if isinstance(executor_id, str):
+            return executor_id
+    return None
