@@ -21,8 +21,8 @@ import math
 import time
 
 from benchmarks.common import table
-from master.allocator import Allocator
-from master.preemption import Contender, _ideal_of, fair_allocation
+from master.allocation.allocator import Allocator
+from master.allocation.preemption import Contender, _ideal_of, fair_allocation
 from protocol.resources import Resources
 
 SLAVE = Resources(cpus=24, mem=4096)
@@ -103,7 +103,7 @@ def tree_round(policy: str, n_slaves: int, fanout: int = 10, repeats: int = 3) -
 
 
 def tree_fair_share(fanout: int = 10, repeats: int = 3) -> tuple[float, int]:
-    """The fair share (`master.preemption.fair_allocation`, as preemption and the UI ask
+    """The fair share (`master.allocation.preemption.fair_allocation`, as preemption and the UI ask
     for it) of 1,000 frameworks three levels deep, exact: every framework wanting more of
     one of four task sizes, pools weighted 1-3. Best of `repeats`, nothing remembered."""
     shapes = [{"cpus": 1000, "mem": 512_000}, {"cpus": 2000, "mem": 1_024_000},

@@ -1,5 +1,5 @@
 """`drfmesos ideal SPEC`: the allocation a policy would reach for a spec, tasks infinitely
-divisible (see `master.ideal`), as a table or JSON."""
+divisible (see `master.allocation.ideal`), as a table or JSON."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from rich.table import Table
 
 from cluster.ideal_timeline import limits, pool_weights, user_of
 from cluster.spec import Spec, SpecError, load_spec
-from master.ideal import POLICIES, IdealError, Share, exact, ideal
+from master.allocation.ideal import POLICIES, IdealError, Share, exact, ideal
 from protocol.resources import Resources
 
 EXACT = tuple(p for p in POLICIES if p != "ceei")  # policies whose ideal is exact

@@ -31,9 +31,9 @@ from cluster.ideal_timeline import ideal_phases
 from cluster.results import Results, Sample
 from cluster.spec import Spec
 from cluster.workload import Pending, Workload
-from master.allocator import Allocator
-from master.preemption import Cluster, Contender, Preemption, RunningTask
-from master.sorter import Millis
+from master.allocation.allocator import Allocator
+from master.allocation.preemption import Cluster, Contender, Preemption, RunningTask
+from master.allocation.sorter import Millis
 from protocol.resources import CPUS, MEM, SCALE, Resources, add_millis, holds
 
 ROUND_BATCH = 0.005  # as the master: frees within this window share one round
@@ -259,7 +259,7 @@ class Simulation:
         self.suppressed.discard(name)
         self._want_round(t)
 
-    # -- preemption: the master's policy (master.preemption) on the simulated books ------------
+    # -- preemption: the master's policy (master.allocation.preemption) on the simulated books
     def _preempt(self, t: float) -> None:
         assert self.preemption is not None
         a = self.allocator

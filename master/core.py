@@ -1,6 +1,6 @@
 """The master's state and the changes to it that several kinds of message share.
 
-`MasterCore` holds the books (`master.books`), the allocator (`master.allocator`) and the
+`MasterCore` holds the books (`master.books`), the allocator (`master.allocation.allocator`) and the
 bus, and the steps every handler builds on: telling a framework or a slave something,
 refusing bad input, rescinding offers, ending tasks, and removing frameworks and slaves.
 The handlers themselves live in `framework_calls` and `slave_calls`; `master.Master`
@@ -19,7 +19,7 @@ from typing import Any
 
 from prometheus_client import Histogram
 
-from master.allocator import Allocator, AllocatorError
+from master.allocation.allocator import Allocator, AllocatorError
 from master.authz import Caller, RateLimiter, RoleACL
 from master.books import Books, Framework, OfferRecord, PendingUpdate, Slave, Task
 from master.counters import MessageCounts, SlaveChurn
@@ -77,7 +77,7 @@ class MasterConfig:
     preemption_notice: float = 2.0  # from the warning to the kill
     preemption_victims: str = "youngest"  # or "oldest" (to compare the work thrown away)
     guarantee_timeout: float | None = None  # a role below its quota guarantee this long
-    quota_headroom: str = "all"  # whose unmet guarantees are kept free (master.allocator)
+    quota_headroom: str = "all"  # whose unmet guarantees are kept free (allocation.allocator)
     http: HttpConfig | None = None  # the API, metrics and web UI (master.http_api)
     # after a failover, slaves of the registry have this long to re-register; then their
     # tasks are reported lost

@@ -1,6 +1,6 @@
 """The master: keeps the cluster's books and runs the offer loop over the bus.
 
-This is the imperative shell around `master.allocator` (the policy) and `master.books`
+This is the imperative shell around `master.allocation.allocator` (the policy) and `master.books`
 (the records): it decodes calls from frameworks and slaves, checks them against the books,
 changes the books, and says what happened to whom. Bad input is answered with an `Error`
 and changes nothing; a refused task is answered with its update instead (TASK_ERROR,

@@ -1,4 +1,4 @@
-"""Preemption in the master: the shell around `master.preemption`.
+"""Preemption in the master: the shell around `master.allocation.preemption`.
 
 Every allocation interval it hands the policy the books (who holds what, who declared
 what, which tasks run where). For each claim it tells the victims' schedulers first
@@ -15,9 +15,7 @@ import contextlib
 from collections import defaultdict
 from typing import Any
 
-from master.books import Framework, Task
-from master.core import MasterCore
-from master.preemption import (
+from master.allocation.preemption import (
     Claim,
     Cluster,
     Contender,
@@ -26,7 +24,9 @@ from master.preemption import (
     RunningTask,
     fair_allocation,
 )
-from master.quota import ancestors_or_self
+from master.allocation.quota import ancestors_or_self
+from master.books import Framework, Task
+from master.core import MasterCore
 from protocol.messages import (
     KillTask,
     PreemptedTask,

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import time
 
+from master.allocation.quota import Quota
 from master.books import Framework
 from master.core import MasterCore
-from master.quota import Quota
 from protocol.messages import Leader
 
 

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from master.allocator import Allocator, AllocatorError
-from master.sorter import Sorter
+from master.allocation.allocator import Allocator, AllocatorError
+from master.allocation.sorter import Sorter
 from protocol.resources import Resources
 
 GB = 1024

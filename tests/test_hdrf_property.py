@@ -9,9 +9,9 @@ from hypothesis import strategies as st
 
 from cluster.simulator import Simulation
 from cluster.spec import Spec
-from master.allocator import Allocator
-from master.ideal import User, flattened_weights, ideal
-from master.quota import Quota
+from master.allocation.allocator import Allocator
+from master.allocation.ideal import User, flattened_weights, ideal
+from master.allocation.quota import Quota
 from protocol.resources import Resources
 
 SLAVE = Resources(cpus=8, mem=8192)

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from cluster.ideal_cli import as_json, spec_ideal
 from cluster.simulator import Simulation
 from cluster.spec import Spec
-from master.ideal import IdealError, User, ideal
+from master.allocation.ideal import IdealError, User, ideal
 
 H = F(1, 2)
 

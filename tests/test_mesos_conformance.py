@@ -23,10 +23,10 @@ from pathlib import Path
 
 import pytest
 
-from master.allocator import Allocator
-from master.quota import Quota
-from master.roles import TREE_POLICIES, RoleTree
-from master.sorter import Sorter, Total
+from master.allocation.allocator import Allocator
+from master.allocation.quota import Quota
+from master.allocation.role_tree import TREE_POLICIES, RoleTree
+from master.allocation.sorter import Sorter, Total
 from protocol.resources import Limit, Resources, dominant_share
 
 FLAT = ["drf", "naive-hdrf", "hdrf"]  # flat roles: every policy orders them alike

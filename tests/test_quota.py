@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from test_hdrf_property import fill
 
 from cluster import operator_cli
-from master.allocator import Allocator
-from master.quota import Quota, QuotaError
+from master.allocation.allocator import Allocator
+from master.allocation.quota import Quota, QuotaError
 from master.registry import QuotaRecord
 from master.roles_file import parse_roles
 from protocol.codec import decode, encode
@@ -263,7 +263,7 @@ def test_a_zero_limit_stays_a_limit_from_every_door_to_the_allocator(
 
 @pytest.mark.parametrize("policy", ["drf", "wdrf", "asset", "flat", "fifo", "ceei", "hdrf"])
 def test_the_ideal_stops_a_pool_with_a_zero_limit_at_nothing(policy: str) -> None:
-    from master.ideal import User, ideal
+    from master.allocation.ideal import User, ideal
 
     users = [User("a", {"c": 1}, path=("eng", "x")), User("c", {"c": 1}, path=("ops",))]
     r = ideal(policy, {"c": 12, "m": 12}, users, quota_limits={("eng",): {"c": 0}})

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from master.allocator import Allocator
-from master.sorter import Sorter
+from master.allocation.allocator import Allocator
+from master.allocation.sorter import Sorter
 from protocol.resources import Resources
 
 FAIR = ["drf", "asset", "cpu", "hdrf", "naive-hdrf", "flat"]

@@ -23,9 +23,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from master.quota import Quota, ancestors_or_self, cap_offer, gap
-from master.roles import TREE_POLICIES, RoleTree, check_role
-from master.sorter import Millis, Sorter, Total
+from master.allocation.quota import Quota, ancestors_or_self, cap_offer, gap
+from master.allocation.role_tree import TREE_POLICIES, RoleTree, check_role
+from master.allocation.sorter import Millis, Sorter, Total
 from protocol.messages import RoleView
 from protocol.resources import (
     CPUS,

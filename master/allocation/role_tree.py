@@ -34,7 +34,7 @@ import heapq
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
-from master.sorter import Millis, Total
+from master.allocation.sorter import Millis, Total
 from protocol.resources import MEM, Resources, dominant_share
 
 TREE_POLICIES = ("hdrf", "naive-hdrf", "flat")
