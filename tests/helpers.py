@@ -12,8 +12,8 @@ from typing import TypeVar
 
 import aiomqtt
 
-from cluster.launcher import Launcher
-from cluster.view import wait_state
+from cluster.local.launcher import Launcher
+from cluster.local.view import wait_state
 from frameworks import Scheduler, SchedulerDriver
 from master.master import Master
 from protocol.brokers import BrokerURL

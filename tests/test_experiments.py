@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cluster.simulator import simulate, swap_slowdown
-from cluster.spec import Spec, SpecError, load_spec
+from cluster.experiments.simulator import simulate, swap_slowdown
+from cluster.experiments.spec import Spec, SpecError, load_spec
 from protocol.resources import Resources
 
 EXAMPLES = Path(__file__).parent.parent / "examples" / "experiments"
@@ -284,7 +284,7 @@ def test_accounting_policies_fill_an_offer_with_tasks_of_different_sizes(
 ) -> None:
     """Under CPU-only and slot accounting each task books its own share of the offer: a
     queue of tasks of different CPUs fills a node up to its CPUs (or slots), never past."""
-    from cluster.simulator import Simulation
+    from cluster.experiments.simulator import Simulation
 
     trace = tmp_path / "jobs.csv"
     trace.write_text("submit,tasks,cpus,mem,duration\n" + "".join(

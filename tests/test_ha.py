@@ -17,7 +17,7 @@ import aiohttp
 import pytest
 
 from benchmarks.common import percentile
-from cluster.ha import HACluster, HAConfig, books_balance, share_spread
+from cluster.testing.ha import HACluster, HAConfig, books_balance, share_spread
 from frameworks import Scheduler, SchedulerDriver
 from frameworks.scheduler import DriverError
 from master.http_models import Health

@@ -7,8 +7,8 @@ from fractions import Fraction
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cluster.simulator import Simulation
-from cluster.spec import Spec
+from cluster.experiments.simulator import Simulation
+from cluster.experiments.spec import Spec
 from master.allocation.allocator import Allocator
 from master.allocation.ideal import User, flattened_weights, ideal
 from master.allocation.quota import Quota

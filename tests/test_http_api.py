@@ -22,9 +22,9 @@ import pytest
 from jsonschema import Draft202012Validator
 from prometheus_client.parser import text_string_to_metric_families
 
-from cluster.launcher import Launcher
-from cluster.secure import as_principal, provision
-from cluster.view import wait_state
+from cluster.local.launcher import Launcher
+from cluster.local.secure import as_principal, provision
+from cluster.local.view import wait_state
 from frameworks.samples.command import CommandScheduler
 from frameworks.scheduler import DriverError, Scheduler, SchedulerDriver
 from protocol.brokers import BrokerURL, MosquittoBroker

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_hdrf_property import fill
 
-from cluster import operator_cli
+from cluster.local import operator_cli
 from master.allocation.allocator import Allocator
 from master.allocation.quota import Quota, QuotaError
 from master.registry import QuotaRecord

@@ -11,8 +11,8 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from cluster.ideal_timeline import limits, pool_weights, user_of
-from cluster.spec import Spec, SpecError, load_spec
+from cluster.experiments.ideal_timeline import limits, pool_weights, user_of
+from cluster.experiments.spec import Spec, SpecError, load_spec
 from master.allocation.ideal import POLICIES, IdealError, Share, exact, ideal
 from protocol.resources import Resources
 

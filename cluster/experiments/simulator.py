@@ -27,10 +27,10 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from cluster.ideal_timeline import ideal_phases
-from cluster.results import Results, Sample
-from cluster.spec import Spec
-from cluster.workload import Pending, Workload
+from cluster.experiments.ideal_timeline import ideal_phases
+from cluster.experiments.results import Results, Sample
+from cluster.experiments.spec import Spec
+from cluster.experiments.workload import Pending, Workload
 from master.allocation.allocator import Allocator
 from master.allocation.preemption import Cluster, Contender, Preemption, RunningTask
 from master.allocation.sorter import Millis

@@ -21,7 +21,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from cluster.swim import SwimSpec
+from cluster.experiments.swim import SwimSpec
 from master.allocation.preemption import PreemptionConfig
 from master.allocation.role_tree import check_role
 from master.roles_file import QuotaSpec

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cluster.ideal_timeline import Phase, ideal_phases, settle_seconds
-from cluster.spec import Spec
+from cluster.experiments.ideal_timeline import Phase, ideal_phases, settle_seconds
+from cluster.experiments.spec import Spec
 from protocol.extras import needs
 from protocol.resources import Resources
 
@@ -156,7 +156,7 @@ class Results:
         (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
         if plots:
             with needs("plots"):
-                from cluster.plots import plot_all
+                from cluster.experiments.plots import plot_all
 
             plot_all(self, out)
         return summary

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cluster.spec import Framework, Spec
+from cluster.experiments.spec import Framework, Spec
 from master.allocation.ideal import POLICIES, User, exact, ideal
 from protocol.resources import Resources
 

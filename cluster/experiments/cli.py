@@ -11,7 +11,7 @@ from protocol.cli import log_level_default
 
 
 def _load(spec_path: Path):  # type: ignore[no-untyped-def]
-    from cluster.spec import SpecError, load_spec
+    from cluster.experiments.spec import SpecError, load_spec
 
     try:
         return load_spec(spec_path)
@@ -99,8 +99,8 @@ def simulate(
     profile: bool,
 ) -> None:
     """Run SPEC as a discrete-event simulation with the master's allocator."""
-    from cluster.simulator import simulate as run
-    from cluster.spec import Master
+    from cluster.experiments.simulator import simulate as run
+    from cluster.experiments.spec import Master
 
     spec = _load(spec_path)
     if seed is not None:
@@ -186,7 +186,7 @@ def run_experiment(
     """Run SPEC on a real local cluster (broker, master, slaves, frameworks as processes)."""
     import asyncio
 
-    from cluster.live import run_live
+    from cluster.experiments.live import run_live
 
     spec = _load(spec_path)
     if time_scale is not None:
@@ -209,6 +209,6 @@ def run_experiment(
 @experiment.command("schema")
 def schema() -> None:
     """Print the JSON schema of experiment specs."""
-    from cluster.spec import Spec
+    from cluster.experiments.spec import Spec
 
     click.echo(json.dumps(Spec.model_json_schema(), indent=2))
