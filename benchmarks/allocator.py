@@ -29,7 +29,7 @@ SLAVE = Resources(cpus=24, mem=4096)
 
 
 def build(n_slaves: int, n_frameworks: int) -> Allocator:
-    allocator = Allocator("drf", seed=42)
+    allocator = Allocator("drf")
     for i in range(n_frameworks):
         allocator.add_framework(f"framework-{i}", role=f"role-{i}")
     for i in range(n_slaves):
@@ -66,7 +66,7 @@ def decision_cost(framework_counts: list[int], decisions: int = 20_000) -> list[
     """Mean time to place one slave with n frameworks (slaves small, so shares move)."""
     rows: list[list[object]] = []
     for n in framework_counts:
-        allocator = Allocator("drf", seed=1)
+        allocator = Allocator("drf")
         for i in range(n):
             allocator.add_framework(f"f{i}", role=f"r{i}")
         for i in range(decisions):
@@ -85,7 +85,7 @@ def tree_round(policy: str, n_slaves: int, fanout: int = 10, repeats: int = 3) -
     the same 1,000 roles side by side."""
     best = math.inf
     for _ in range(repeats):
-        allocator = Allocator(policy, seed=42)
+        allocator = Allocator(policy)
         if policy in ("hdrf", "naive-hdrf", "flat"):
             for a in range(fanout):
                 allocator.set_role_weight(f"d{a}", 1 + a % 3)

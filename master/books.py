@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from master.allocation.quota_stage import RoleStanding
 from protocol.messages import (
     TERMINAL_STATES,
     FrameworkView,
@@ -271,6 +272,19 @@ def offer_of(books: Books, record: OfferRecord) -> Offer:
         hostname=slave.hostname if slave else "",
         resources=record.resources,
         attributes=slave.attributes if slave else {},
+    )
+
+
+def role_view(standing: RoleStanding) -> RoleView:
+    """A role node, as the allocation sees it, for the wire."""
+    return RoleView(
+        role=standing.role,
+        weight=standing.weight,
+        share=standing.share,
+        promise=standing.promise,
+        guarantee=standing.guarantee,
+        limit=standing.limit,
+        unsatisfiable=standing.unsatisfiable,
     )
 
 

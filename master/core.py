@@ -20,6 +20,7 @@ from typing import Any
 from prometheus_client import Histogram
 
 from master.allocation.allocator import Allocator, AllocatorError
+from master.allocation.glue import ROUND_BATCH
 from master.authz import Caller, RateLimiter, RoleACL
 from master.books import Books, Framework, OfferRecord, PendingUpdate, Slave, Task
 from master.counters import MessageCounts, SlaveChurn
@@ -60,14 +61,13 @@ MAX_ERROR_TEXT = 8192  # characters of a refusal's reason sent back (1000 tasks'
 class MasterConfig:
     policy: str = "hdrf"
     allocation_interval: float = 1.0
-    round_batch: float = 0.005  # frees within this window share one round
+    round_batch: float = ROUND_BATCH  # frees within this window share one round
     offer_timeout: float | None = None  # off by default, as in Mesos
     slave_timeout: float = 15.0
     heartbeat_interval: float = 5.0  # to frameworks, and asked of slaves
     state_interval: float = 0.5
     status_retry: float = 1.0  # first re-send of an unacknowledged update
     role_weights: dict[str, float] = field(default_factory=dict)
-    seed: int | None = None
     principals: Path | None = None  # the credentials store's principals.json (role ACLs)
     rate_limits: RateLimits | None = None  # per principal (master.rate_limits); None: none
     roles: Path | None = None  # the roles file: weights, orderings, quotas (kept up to date)
@@ -109,9 +109,7 @@ class MasterCore:
             bus.epoch = self.epoch
         self._writes: set[asyncio.Task[None]] = set()  # registry writes nobody waits for
         self.books = Books()
-        self.allocator = Allocator(
-            self.config.policy, seed=self.config.seed, quota_headroom=self.config.quota_headroom
-        )
+        self.allocator = Allocator(self.config.policy, quota_headroom=self.config.quota_headroom)
         for role, weight in self.config.role_weights.items():
             self.allocator.set_role_weight(role, weight)
         self.roles = RolesFile()

@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from master.authz import Caller
-from master.books import TASK_SORTS, OfferRecord, offer_of, snapshot
+from master.books import TASK_SORTS, OfferRecord, offer_of, role_view, snapshot
 from master.core import MasterConfig
 from master.files import FileRequests
 from master.http_api import HttpApi
@@ -376,7 +376,7 @@ class Master(LimitedCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests, R
             free={s: a.free(s) for s in self.books.slaves},
             include_tasks=include_tasks,
             refused=dict(self.refused),
-            roles=self.with_fair_shares(self.allocator.role_views()),
+            roles=self.with_fair_shares([role_view(r) for r in self.allocator.role_views()]),
             preemption=self.preemption_view(),
             fair=self.preemption.fair,
             starving=self.starving(self._now()),

@@ -497,7 +497,7 @@ class MesosAllocator:
     callback, gives each framework one allocation of everything it got, by agent."""
 
     def __init__(self, policy: str = "drf", quota_headroom: str = "all") -> None:
-        self.allocator = Allocator(policy, seed=1, quota_headroom=quota_headroom)
+        self.allocator = Allocator(policy, quota_headroom=quota_headroom)
         self.now = 0.0
         self._agents = 0
         self._frameworks = 0

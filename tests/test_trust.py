@@ -82,7 +82,7 @@ PRINCIPALS = [
     ("ops", "operator"),
 ]
 CONFIG = MasterConfig(
-    allocation_interval=0.1, heartbeat_interval=0.5, slave_timeout=60, state_interval=0.1, seed=3
+    allocation_interval=0.1, heartbeat_interval=0.5, slave_timeout=60, state_interval=0.1
 )
 
 
