@@ -1,5 +1,5 @@
 """Master high availability, with everything real: ZooKeeper, mosquitto, and every master,
-slave and framework a process of its own (cluster.ha). The frameworks journal what they
+slave and framework a process of its own (cluster.testing.ha). The frameworks journal what they
 hear (frameworks/samples/journaled.py), so each test reads, task by task, what the
 framework saw."""
 

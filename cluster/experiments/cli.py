@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from protocol.cli import log_level_default
+from protocol.extras import needs
+
+if TYPE_CHECKING:
+    from cluster.experiments.results import Results
 
 
 def _load(spec_path: Path):  # type: ignore[no-untyped-def]
@@ -17,6 +22,17 @@ def _load(spec_path: Path):  # type: ignore[no-untyped-def]
         return load_spec(spec_path)
     except SpecError as e:
         raise click.ClickException(str(e)) from None
+
+
+def _write(results: Results, out: Path, plots: bool) -> dict[str, Any]:
+    """The results' files into `out`, and their plots unless told not to."""
+    summary = results.write(out)
+    if plots:
+        with needs("plots"):
+            from cluster.experiments.plots import plot_all
+
+        plot_all(results, out)
+    return summary
 
 
 def _report(summary: dict[str, object], out: Path, plots: bool = True) -> None:
@@ -118,7 +134,7 @@ def simulate(
             raise click.BadParameter(str(e)) from None
     _preemption(spec, preemption)
     results, speed = _run_simulation(run, spec, profile)
-    summary = results.write(out, plots=not no_plots)
+    summary = _write(results, out, plots=not no_plots)
     _report(summary, out, plots=not no_plots)
     click.echo(
         f"simulated {spec.run.duration:g}s in {speed['wall_seconds']:.2f}s "
@@ -202,7 +218,7 @@ def run_experiment(
         results = asyncio.run(run_live(spec, spec_path.resolve(), out, broker))
     except RuntimeError as e:
         raise click.ClickException(str(e)) from None
-    summary = results.write(out, plots=not no_plots)
+    summary = _write(results, out, plots=not no_plots)
     _report(summary, out, plots=not no_plots)
 
 
