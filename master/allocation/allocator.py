@@ -273,8 +273,7 @@ class Allocator:
             self._give(framework_id, slave, resources)
         else:
             add_millis(slave.unowned, resources.millis)
-            slave.take(resources.millis)
-            add_millis(self._allocated, resources.millis)
+            self._take(slave, resources.millis)
 
     def adopt(self, framework_id: str, slave_id: str, resources: Resources) -> None:
         """Move resources from 'unowned' to a framework that has (re-)subscribed."""
@@ -499,9 +498,18 @@ class Allocator:
             heapq.heappush(self._expiring, (now + refuse_seconds, slave_id))
 
     def _give(self, framework_id: str, slave: SlaveBook, resources: Resources) -> None:
-        slave.take(resources.millis)
-        add_millis(self._allocated, resources.millis)
+        self._take(slave, resources.millis)
         self._credit(framework_id, slave, resources)
+
+    def _take(self, slave: SlaveBook, delta: Mapping[str, int]) -> None:
+        """`delta` of the slave is allocated now (offered, or in use): in the slave's and
+        the cluster's books (one loop for the three: a round does this once an offer)."""
+        on_slave, free, everywhere = slave.allocated, slave.unallocated, self._allocated
+        for k, v in delta.items():
+            on_slave[k] = on_slave.get(k, 0) + v
+            everywhere[k] = everywhere.get(k, 0) + v
+            if k in free:
+                free[k] -= v
 
     def _credit(self, framework_id: str, slave: SlaveBook, resources: Resources) -> None:
         """Resources allocated on a slave are the framework's (given to it, or adopted)."""

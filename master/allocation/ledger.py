@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from master.allocation.sorter import Millis
-from protocol.resources import CPUS, MEM, SCALE, Resources, add_millis, holds
+from protocol.resources import CPUS, MEM, SCALE, Resources, holds
 
 # Mesos offers a slave only if at least this much of cpus or mem is free: smaller crumbs
 # would be offered and declined forever.
@@ -54,14 +54,6 @@ class SlaveBook:
     def free(self) -> Millis:
         return dict(self.unallocated)
 
-    def take(self, delta: Mapping[str, int]) -> None:
-        """`delta` is allocated here now (offered, or in use)."""
-        add_millis(self.allocated, delta)
-        free = self.unallocated
-        for k, v in delta.items():
-            if k in free:
-                free[k] -= v
-
 
 @dataclass(slots=True)
 class FrameworkBook:
@@ -97,7 +89,12 @@ def fits_one(free: Millis, floors: list[Millis]) -> bool:
 
 
 def within(free: Millis, refused: Mapping[str, int]) -> bool:
-    return all(refused.get(k, 0) >= v for k, v in free.items() if v > 0)
+    """Nothing of `free` is more than `refused` (a plain loop: asked of every filter a
+    round meets)."""
+    for k, v in free.items():  # noqa: SIM110
+        if v > 0 and refused.get(k, 0) < v:
+            return False
+    return True
 
 
 def wants_offer(fw: FrameworkBook, slave_id: str, offerable: Millis, now: float) -> bool:
