@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from master.allocation.quota_stage import RoleStanding
@@ -276,16 +276,8 @@ def offer_of(books: Books, record: OfferRecord) -> Offer:
 
 
 def role_view(standing: RoleStanding) -> RoleView:
-    """A role node, as the allocation sees it, for the wire."""
-    return RoleView(
-        role=standing.role,
-        weight=standing.weight,
-        share=standing.share,
-        promise=standing.promise,
-        guarantee=standing.guarantee,
-        limit=standing.limit,
-        unsatisfiable=standing.unsatisfiable,
-    )
+    """A role node, as the allocation sees it, for the wire (the same fields)."""
+    return RoleView(**{f.name: getattr(standing, f.name) for f in fields(standing)})
 
 
 def completed_view(fw: Framework) -> FrameworkView:
