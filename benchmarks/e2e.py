@@ -32,8 +32,8 @@ from pathlib import Path
 
 from benchmarks.bus import Pinger, echo_process, round_trips
 from benchmarks.common import Held, bounds, held_by_limits, percentile, table
-from cluster.secure import as_principal, provision
-from cluster.view import wait_state
+from cluster.local.secure import as_principal, provision
+from cluster.local.view import wait_state
 from frameworks import (
     Filters,
     Offer,

@@ -29,8 +29,8 @@ from pathlib import Path
 
 from benchmarks.common import bounds, held_by_limits
 from benchmarks.e2e import Flood
-from cluster.secure import as_principal, provision
-from cluster.view import wait_state
+from cluster.local.secure import as_principal, provision
+from cluster.local.view import wait_state
 from frameworks import (
     Filters,
     Offer,

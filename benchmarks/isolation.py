@@ -32,7 +32,7 @@ from pathlib import Path
 
 from benchmarks.common import bounds, table
 from benchmarks.e2e import Flood
-from cluster.view import wait_state
+from cluster.local.view import wait_state
 from frameworks import (
     Filters,
     Offer,

@@ -26,8 +26,8 @@ from typing import Any
 from benchmarks.common import bounds, stop_cluster, table
 from benchmarks.e2e import TASK, Flood
 from benchmarks.mesos_client import MesosScheduler, basic
-from cluster.secure import as_principal, provision
-from cluster.view import wait_state
+from cluster.local.secure import as_principal, provision
+from cluster.local.view import wait_state
 from frameworks import SchedulerDriver
 from protocol import mesos_json as mj
 from protocol.brokers import BrokerURL, MosquittoBroker

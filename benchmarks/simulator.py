@@ -26,8 +26,8 @@ import argparse
 from pathlib import Path
 
 from benchmarks.common import bounds, table
-from cluster.simulator import simulate
-from cluster.spec import Duration, Master, load_spec
+from cluster.experiments.simulator import simulate
+from cluster.experiments.spec import Duration, Master, load_spec
 
 EXAMPLES = Path(__file__).parent.parent / "examples" / "experiments"
 QUICK = 10.0  # seconds: a run shorter than this is repeated, and the fastest kept

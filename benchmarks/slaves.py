@@ -17,7 +17,7 @@ import tempfile
 import time
 
 from benchmarks.common import table
-from cluster.view import fetch_state
+from cluster.local.view import fetch_state
 from protocol import logs
 from protocol.brokers import MosquittoBroker
 from protocol.bus import Bus

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchmarks.common import percentile, table
-from cluster.ha import HACluster, HAConfig, books_balance, share_spread
+from cluster.testing.ha import HACluster, HAConfig, books_balance, share_spread
 from protocol import logs
 
 ACTIONS = ("leader", "standby", "slave", "framework", "broker", "zookeeper")

@@ -26,8 +26,8 @@ from pathlib import Path
 import aiohttp
 
 from benchmarks.common import percentile, table
-from cluster.launcher import Launcher
-from cluster.view import wait_state
+from cluster.local.launcher import Launcher
+from cluster.local.view import wait_state
 from protocol import logs
 from protocol.brokers import MosquittoBroker
 from slave.cli import raise_fd_limit

@@ -10,13 +10,13 @@ from typing import Any
 
 import click
 
-from cluster.auth_cli import auth
-from cluster.demo import demo
-from cluster.experiment_cli import experiment, simulate
-from cluster.experiment_framework import experiment_framework
-from cluster.ideal_cli import ideal_command
-from cluster.operator_cli import quota, roles, teardown, weights
-from cluster.slaves_cli import slaves
+from cluster.experiments.cli import experiment, simulate
+from cluster.experiments.framework import experiment_framework
+from cluster.experiments.ideal_cli import ideal_command
+from cluster.local.auth_cli import auth
+from cluster.local.demo import demo
+from cluster.local.operator_cli import quota, roles, teardown, weights
+from cluster.local.slaves_cli import slaves
 from frameworks.cli import framework
 from master.cli import master
 from protocol import logs
@@ -130,7 +130,7 @@ async def _reload_on_change(b: object, auth_dir: Path | None, stop: asyncio.Even
 @log_level_default("warning")
 def state(broker: str, cluster: str, as_json: bool, timeout: float) -> None:
     """Print the master's latest state snapshot (frameworks, slaves, shares)."""
-    from cluster.view import fetch_state, render_state
+    from cluster.local.view import fetch_state, render_state
 
     try:
         url = broker_url(broker)

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
+from master.allocation.quota_stage import RoleStanding
 from protocol.messages import (
     TERMINAL_STATES,
     FrameworkView,
@@ -272,6 +273,11 @@ def offer_of(books: Books, record: OfferRecord) -> Offer:
         resources=record.resources,
         attributes=slave.attributes if slave else {},
     )
+
+
+def role_view(standing: RoleStanding) -> RoleView:
+    """A role node, as the allocation sees it, for the wire (the same fields)."""
+    return RoleView(**{f.name: getattr(standing, f.name) for f in fields(standing)})
 
 
 def completed_view(fw: Framework) -> FrameworkView:

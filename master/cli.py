@@ -9,10 +9,10 @@ from pathlib import Path
 
 import click
 
-from master.allocator import HEADROOM
+from master.allocation.allocator import HEADROOM
+from master.allocation.preemption import VICTIM_ORDERS
 from master.ha.leadership import LeadershipError
 from master.http.config import HttpConfig
-from master.preemption import VICTIM_ORDERS
 from master.rate_limits import (
     DEFAULT_CAPACITY,
     DEFAULT_QPS,

@@ -1,6 +1,6 @@
 """The master: keeps the cluster's books and runs the offer loop over the bus.
 
-This is the imperative shell around `master.allocator` (the policy) and `master.books`
+This is the imperative shell around `master.allocation.allocator` (the policy) and `master.books`
 (the records): it decodes calls from frameworks and slaves, checks them against the books,
 changes the books, and says what happened to whom. Bad input is answered with an `Error`
 and changes nothing; a refused task is answered with its update instead (TASK_ERROR,
@@ -27,6 +27,7 @@ from master.books import (
     completed_view,
     framework_views,
     offer_of,
+    role_view,
     snapshot,
 )
 from master.calls.files import FileRequests
@@ -458,7 +459,7 @@ class Master(LimitedCalls, SlaveCalls):
             free={s: a.free(s) for s in self.books.slaves},
             include_tasks=include_tasks,
             refused=dict(self.refused),
-            roles=self.preemptor.with_fair_shares(self.allocator.role_views()),
+            roles=self.preemptor.with_fair_shares(self._role_views()),
             preemption=self.preemptor.preemption_view(),
             fair=self.preemptor.preemption.fair,
             starving=self.preemptor.starving(self._now()),
@@ -483,8 +484,12 @@ class Master(LimitedCalls, SlaveCalls):
         )
         return registered, [completed_view(fw) for fw in books.completed_frameworks.values()]
 
+    def _role_views(self) -> list[RoleView]:
+        """The allocator's role standings as the wire shows them."""
+        return [role_view(r) for r in self.allocator.role_views()]
+
     def role_views(self) -> tuple[str, list[RoleView]]:
-        return self.config.policy, self.preemptor.with_fair_shares(self.allocator.role_views())
+        return self.config.policy, self.preemptor.with_fair_shares(self._role_views())
 
     def framework_principal(self, framework_id: str) -> str | None:
         books = self.books
@@ -504,7 +509,7 @@ class Master(LimitedCalls, SlaveCalls):
                 a.allocated_total(),
                 shares,
                 self.preemptor.preemption.fair,
-                a.role_views(),
+                self._role_views(),
                 self.bus.stats,
             ),
             tasks_preempted=stats.tasks_preempted,

@@ -1,4 +1,4 @@
-"""Preemption in the master: the shell around `master.preemption`.
+"""Preemption in the master: the shell around `master.allocation.preemption`.
 
 Every allocation interval it hands the policy the books (who holds what, who declared
 what, which tasks run where). For each claim it tells the victims' schedulers first
@@ -16,9 +16,9 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
-from master.allocator import Allocator
-from master.books import Books, Framework, Task
-from master.preemption import (
+from master.allocation.allocator import Allocator
+from master.allocation.glue import contender, hold_claim, hold_until, planning_cluster
+from master.allocation.preemption import (
     Claim,
     Cluster,
     Contender,
@@ -27,7 +27,8 @@ from master.preemption import (
     RunningTask,
     fair_allocation,
 )
-from master.quota import ancestors_or_self
+from master.allocation.quota import ancestors_or_self
+from master.books import Books, Framework, Task
 from master.shell import MasterConfig
 from protocol.messages import (
     KillTask,
@@ -41,8 +42,6 @@ from protocol.messages import (
     Wire,
 )
 from protocol.resources import Resources
-
-HOLD_EXTRA = 10.0  # a freed node is held this long past the kill deadline
 
 
 class Preemptor:
@@ -146,13 +145,11 @@ class Preemptor:
             self._fair_job = None
 
     def _contenders(self) -> list[Contender]:
-        a = self.allocator
         return [
-            Contender(
+            contender(
+                self.allocator,
                 fw.framework_id,
                 fw.role,
-                a.framework_weight(fw.framework_id),
-                dict(a.allocation(fw.framework_id).millis),
                 wants=fw.connected and not fw.suppressed,
                 demand=None
                 if fw.demand is None
@@ -167,37 +164,27 @@ class Preemptor:
         -- less its tasks already doomed, whose loss is decided: else the next check, before
         they end, would take a victim below its fair share again --, and the tasks that may
         still be chosen (none already doomed)."""
-        a = self.allocator
-        running: dict[str, list[RunningTask]] = defaultdict(list)
-        held = {fid: dict(a.allocation(fid).millis) for fid in self.books.frameworks}
-        for fw in self.books.frameworks.values():
-            for task in fw.tasks.values():
-                if task.terminal:
-                    continue
-                if (fw.framework_id, task.task_id) in self.preemption.doomed:
-                    mine = held[fw.framework_id]
-                    for name, amount in task.resources.millis.items():
-                        mine[name] = max(0, mine.get(name, 0) - amount)
-                    continue
-                running[task.slave_id].append(
-                    RunningTask(
-                        fw.framework_id,
-                        task.task_id,
-                        task.slave_id,
-                        dict(task.resources.millis),
-                        task.launched_at,
-                    )
-                )
-        return Cluster(a.total.millis, a.unheld(), held, {}, dict(running))
+        tasks = [
+            RunningTask(
+                fw.framework_id,
+                task.task_id,
+                task.slave_id,
+                dict(task.resources.millis),
+                task.launched_at,
+            )
+            for fw in self.books.frameworks.values()
+            for task in fw.tasks.values()
+            if not task.terminal
+        ]
+        return planning_cluster(
+            self.allocator, self.books.frameworks, tasks, self.preemption.doomed
+        )
 
     def _carry_out(self, claim: Claim, now: float) -> None:
         notice = self.preemption.config.notice
-        hold_until = now + notice + HOLD_EXTRA + 2 * self.config.allocation_interval
+        hold_claim(self.allocator, claim, hold_until(now, notice, self.config.allocation_interval))
         by_victim: dict[str, list[PreemptedTask]] = defaultdict(list)
         for plan in claim.plans:
-            self.allocator.reserve(
-                plan.slave_id, claim.claimant, Resources.from_millis(plan.task), hold_until
-            )
             for v in plan.victims:
                 by_victim[v.framework_id].append(
                     PreemptedTask(task_id=v.task_id, slave_id=v.slave_id)

@@ -22,8 +22,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from master.quota import Quota, QuotaError
-from master.roles import check_role
+from master.allocation.quota import Quota, QuotaError
+from master.allocation.role_tree import check_role
 from protocol.codec import describe_validation
 from protocol.resources import Limit, Resources
 

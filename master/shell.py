@@ -1,8 +1,9 @@
 """The master's shell: its state and the changes to it that several kinds of message share.
 
-`MasterShell` holds the books (`master.books`), the allocator (`master.allocator`) and the
-bus, and the steps every handler builds on: telling a framework or a slave something,
-refusing bad input, rescinding offers, ending tasks, and removing frameworks and slaves.
+`MasterShell` holds the books (`master.books`), the allocator
+(`master.allocation.allocator`) and the bus, and the steps every handler builds on:
+telling a framework or a slave something, refusing bad input, rescinding offers, ending
+tasks, and removing frameworks and slaves.
 The handlers themselves live in `master.calls`; `master.Master` puts it all together
 with the allocation rounds and timers, and its collaborators: preemption
 (`master.preemptor`, told of ends and removals through `master.listeners`) and
@@ -19,7 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from master.allocator import Allocator, AllocatorError
+from master.allocation.allocator import Allocator, AllocatorError
+from master.allocation.glue import ROUND_BATCH
 from master.authz import Caller, RoleACL
 from master.books import Books, Framework, OfferRecord, PendingUpdate, Slave, Task
 from master.changes import TASK_ADDED, TASK_UPDATED, Changes
@@ -63,14 +65,13 @@ MAX_ERROR_TEXT = 8192  # characters of a refusal's reason sent back (1000 tasks'
 class MasterConfig:
     policy: str = "hdrf"
     allocation_interval: float = 1.0
-    round_batch: float = 0.005  # frees within this window share one round
+    round_batch: float = ROUND_BATCH  # frees within this window share one round
     offer_timeout: float | None = None  # off by default, as in Mesos
     slave_timeout: float = 15.0
     heartbeat_interval: float = 5.0  # to frameworks, and asked of slaves
     state_interval: float = 0.5
     status_retry: float = 1.0  # first re-send of an unacknowledged update
     role_weights: dict[str, float] = field(default_factory=dict)
-    seed: int | None = None
     principals: Path | None = None  # the credentials store's principals.json (role ACLs)
     rate_limits: RateLimits | None = None  # per principal (master.rate_limits); None: none
     roles: Path | None = None  # the roles file: weights, orderings, quotas (kept up to date)
@@ -80,7 +81,9 @@ class MasterConfig:
     preemption_notice: float = 2.0  # from the warning to the kill
     preemption_victims: str = "youngest"  # or "oldest" (to compare the work thrown away)
     guarantee_timeout: float | None = None  # a role below its quota guarantee this long
-    quota_headroom: str = "all"  # whose unmet guarantees are kept free (master.allocator)
+    quota_headroom: str = (
+        "all"  # whose unmet guarantees are kept free (master.allocation.allocator)
+    )
     http: HttpConfig | None = None  # the API, metrics and web UI (master.http.api)
     # after a failover, slaves of the registry have this long to re-register; then their
     # tasks are reported lost
@@ -112,9 +115,7 @@ class MasterShell:
             bus.epoch = self.epoch
         self._writes: set[asyncio.Task[None]] = set()  # registry writes nobody waits for
         self.books = Books()
-        self.allocator = Allocator(
-            self.config.policy, seed=self.config.seed, quota_headroom=self.config.quota_headroom
-        )
+        self.allocator = Allocator(self.config.policy, quota_headroom=self.config.quota_headroom)
         for role, weight in self.config.role_weights.items():
             self.allocator.set_role_weight(role, weight)
         self.roles = RolesFile()

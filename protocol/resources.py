@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Mapping
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
-from pydantic import GetCoreSchemaHandler
-from pydantic_core import PydanticCustomError, core_schema
+if TYPE_CHECKING:  # pydantic is imported when a model first asks for the schema: the
+    # allocation policy uses these vectors and must load no I/O (pydantic_core loads asyncio)
+    from pydantic import GetCoreSchemaHandler
+    from pydantic_core import core_schema
 
 SCALE = 1000
 """Fixed-point scale: amounts are kept as integer thousandths."""
@@ -186,6 +188,8 @@ class Resources(Mapping[str, float]):
     def __get_pydantic_core_schema__(
         cls, source: type[Any], handler: GetCoreSchemaHandler
     ) -> core_schema.CoreSchema:
+        from pydantic_core import PydanticCustomError, core_schema
+
         def validate(value: Any) -> Resources:
             if isinstance(value, cls):
                 return value
@@ -243,6 +247,22 @@ def add_millis(into: dict[str, int], delta: Mapping[str, int]) -> None:
     """Add fixed-point amounts into a book kept in place (the allocator's, the simulator's)."""
     for name, amount in delta.items():
         into[name] = into.get(name, 0) + amount
+
+
+def sub_millis(into: dict[str, int], delta: Mapping[str, int], what: str = "the book") -> None:
+    """Take fixed-point amounts out of a book kept in place, strictly: if `into` holds less
+    of any resource than `delta`, raise ResourceError naming `what` and change nothing.
+    An amount that reaches zero is dropped (a book names only what it holds)."""
+    for name, amount in delta.items():
+        if into.get(name, 0) < amount:
+            raise ResourceError(f"{what} holds less {name} than is being taken out")
+    for name, amount in delta.items():
+        if amount:
+            left = into[name] - amount
+            if left:
+                into[name] = left
+            else:
+                del into[name]
 
 
 def holds(have: Mapping[str, int], need: Mapping[str, int]) -> bool:

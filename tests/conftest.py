@@ -24,7 +24,7 @@ HAVE_MOSQUITTO = bool(shutil.which("mosquitto") or os.access("/usr/sbin/mosquitt
 
 def need_zookeeper() -> None:
     """As need_mosquitto, for Debian's zookeeper (the HA tests)."""
-    from cluster.zookeeper import zookeeper_available
+    from cluster.testing.zookeeper import zookeeper_available
 
     why = zookeeper_available()
     if why is not None:

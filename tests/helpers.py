@@ -14,9 +14,9 @@ from typing import TypeVar
 
 import aiomqtt
 
-from cluster.launcher import Launcher
-from cluster.secure import as_principal, provision
-from cluster.view import wait_state
+from cluster.local.launcher import Launcher
+from cluster.local.secure import as_principal, provision
+from cluster.local.view import wait_state
 from frameworks import Scheduler, SchedulerDriver
 from frameworks.samples.command import CommandScheduler
 from master.master import Master
@@ -83,7 +83,7 @@ async def eventually(
 
 def books_balance(master: Master) -> None:
     """The allocator's books agree with the master's records of offers and tasks."""
-    a = master.allocator
+    a = master.allocation.allocator
     held = Resources()
     for record in master.books.offers.values():
         held = held + record.resources

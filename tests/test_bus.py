@@ -14,7 +14,7 @@ from pathlib import Path
 import msgpack
 import pytest
 
-from cluster.secure import as_principal, provision
+from cluster.local.secure import as_principal, provision
 from protocol.brokers import MAX_PACKET_BYTES, EmbeddedBroker, MosquittoBroker
 from protocol.bus import Bus, Dispatcher
 from protocol.codec import PROTOCOL_VERSION, encode

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cluster.simulator import simulate, swap_slowdown
-from cluster.spec import Spec, SpecError, load_spec
+from cluster.experiments.plots import plot_all
+from cluster.experiments.simulator import simulate, swap_slowdown
+from cluster.experiments.spec import Spec, SpecError, load_spec
 from protocol.resources import Resources
 
 EXAMPLES = Path(__file__).parent.parent / "examples" / "experiments"
@@ -203,6 +204,7 @@ def test_simulated_runs_settle_within_one_task_of_the_ideal(name: str) -> None:
 def test_the_ideal_timeline_follows_arrivals_and_is_plotted(tmp_path: Path) -> None:
     results = simulate(load_spec(EXAMPLES / "blog-same-demands.yaml"))[0]
     summary = results.write(tmp_path)
+    plot_all(results, tmp_path)
     phases = summary["ideal"]
     assert [p["from"] for p in phases] == [0.0, 300.0, 600.0]  # A, then B, then C arrive
     assert [sorted(p["tasks"]) for p in phases] == [["A"], ["A", "B"], ["A", "B", "C"]]
@@ -284,7 +286,7 @@ def test_accounting_policies_fill_an_offer_with_tasks_of_different_sizes(
 ) -> None:
     """Under CPU-only and slot accounting each task books its own share of the offer: a
     queue of tasks of different CPUs fills a node up to its CPUs (or slots), never past."""
-    from cluster.simulator import Simulation
+    from cluster.experiments.simulator import Simulation
 
     trace = tmp_path / "jobs.csv"
     trace.write_text("submit,tasks,cpus,mem,duration\n" + "".join(

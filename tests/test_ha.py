@@ -1,5 +1,5 @@
 """Master high availability, with everything real: ZooKeeper, mosquitto, and every master,
-slave and framework a process of its own (cluster.ha). The frameworks journal what they
+slave and framework a process of its own (cluster.testing.ha). The frameworks journal what they
 hear (frameworks/samples/journaled.py), so each test reads, task by task, what the
 framework saw."""
 
@@ -17,7 +17,7 @@ import aiohttp
 import pytest
 
 from benchmarks.common import percentile
-from cluster.ha import HACluster, HAConfig, books_balance, share_spread
+from cluster.testing.ha import HACluster, HAConfig, books_balance, share_spread
 from frameworks import Scheduler, SchedulerDriver
 from frameworks.scheduler import DriverError
 from master.http.models import Health

@@ -7,11 +7,11 @@ from fractions import Fraction
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cluster.simulator import Simulation
-from cluster.spec import Spec
-from master.allocator import Allocator
-from master.ideal import User, flattened_weights, ideal
-from master.quota import Quota
+from cluster.experiments.simulator import Simulation
+from cluster.experiments.spec import Spec
+from master.allocation.allocator import Allocator
+from master.allocation.ideal import User, flattened_weights, ideal
+from master.allocation.quota import Quota
 from protocol.resources import Resources
 
 SLAVE = Resources(cpus=8, mem=8192)
@@ -57,7 +57,7 @@ def fill(
 def build(leaves: list[str], weights: dict[str, int], sizes: list[tuple[float, int]],
           slaves: int) -> tuple[Allocator, dict[str, Resources], list[str]]:  # fmt: skip
     roles = sorted(set(leaves))  # a role that is also a pool competes as its child "."
-    allocator = Allocator("hdrf", seed=1)
+    allocator = Allocator("hdrf")
     for role, weight in weights.items():
         allocator.set_role_weight(role, weight)
     tasks = {}
@@ -167,7 +167,7 @@ def test_every_policy_keeps_the_books_balanced(
     """Random rounds, tasks ending, frameworks pausing and leaving, under quota: what the
     allocator says is allocated is what its frameworks hold, and never more than a slave
     has, whatever the policy."""
-    allocator = Allocator(policy, seed=3)
+    allocator = Allocator(policy)
     tree = policy in ("hdrf", "naive-hdrf", "flat")
     leaves = [r if tree else r.replace("/", ".") for r in sorted(set(roles))]
     names = []
@@ -311,7 +311,7 @@ def test_the_issues_tree_on_the_allocator_gives_x_its_third() -> None:
     """The issue's tree on the real allocator: CMD runs its two small tasks and declines
     everything after, staying active, while X's and PA's tasks end and are replaced, one
     slave at a time. CMD's low share must not pull p ahead of x: X keeps its third."""
-    allocator = Allocator("hdrf", seed=1)
+    allocator = Allocator("hdrf")
     for role, weight in {"x": 1, "p": 2, "p/a": 1, "p/b": 3}.items():
         allocator.set_role_weight(role, weight)
     tasks = {

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 from test_trust import Attacker
 
-from cluster.secure import as_principal, provision
-from cluster.view import operator_call
+from cluster.local.secure import as_principal, provision
+from cluster.local.view import operator_call
 from frameworks.scheduler import DriverError, Scheduler, SchedulerDriver, build_task
 from master.ha.registry import MemoryStore, Registry
 from master.master import Master, MasterConfig

@@ -21,8 +21,8 @@ import pytest
 from jsonschema import Draft202012Validator
 from prometheus_client.parser import text_string_to_metric_families
 
-from cluster.secure import as_principal
-from cluster.view import wait_state
+from cluster.local.secure import as_principal
+from cluster.local.view import wait_state
 from frameworks.samples.command import CommandScheduler
 from frameworks.scheduler import DriverError, Scheduler, SchedulerDriver
 from protocol.brokers import BrokerURL

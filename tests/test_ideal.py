@@ -13,10 +13,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cluster.ideal_cli import as_json, spec_ideal
-from cluster.simulator import Simulation
-from cluster.spec import Spec
-from master.ideal import IdealError, User, ideal
+from cluster.experiments.ideal_cli import as_json, spec_ideal
+from cluster.experiments.simulator import Simulation
+from cluster.experiments.spec import Spec
+from master.allocation.ideal import IdealError, User, ideal
 
 H = F(1, 2)
 

@@ -105,18 +105,9 @@ def circles_in(package: str) -> list[list[str]]:
     return [c for c in cycles(import_graph()) if any(m.split(".")[0] == package for m in c)]
 
 
-@pytest.mark.parametrize("package", [p for p in PACKAGES if p != "cluster"])
+@pytest.mark.parametrize("package", PACKAGES)
 def test_no_import_circle_among_our_modules(package: str) -> None:
     assert circles_in(package) == []
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="cluster.plots <-> cluster.results: issue 29's split of cluster/ (another hand) "
-    "ends it; then drop this mark and fold cluster into the test above",
-)
-def test_no_import_circle_in_cluster() -> None:
-    assert circles_in("cluster") == []
 
 
 # Who may import whom, by package: protocol is the one all parties share and needs none

@@ -54,7 +54,6 @@ FAST = MasterConfig(
     slave_timeout=60,
     status_retry=0.2,
     state_interval=0.05,
-    seed=7,
 )
 
 

@@ -23,10 +23,10 @@ from pathlib import Path
 
 import pytest
 
-from master.allocator import Allocator
-from master.quota import Quota
-from master.roles import TREE_POLICIES, RoleTree
-from master.sorter import Sorter, Total
+from master.allocation.allocator import Allocator
+from master.allocation.quota import Quota
+from master.allocation.role_tree import TREE_POLICIES, RoleTree
+from master.allocation.sorter import Sorter, Total
 from protocol.resources import Limit, Resources, dominant_share
 
 FLAT = ["drf", "naive-hdrf", "hdrf"]  # flat roles: every policy orders them alike
@@ -497,7 +497,7 @@ class MesosAllocator:
     callback, gives each framework one allocation of everything it got, by agent."""
 
     def __init__(self, policy: str = "drf", quota_headroom: str = "all") -> None:
-        self.allocator = Allocator(policy, seed=1, quota_headroom=quota_headroom)
+        self.allocator = Allocator(policy, quota_headroom=quota_headroom)
         self.now = 0.0
         self._agents = 0
         self._frameworks = 0

@@ -17,9 +17,9 @@ from typing import Any
 import aiohttp
 import pytest
 
-from cluster.launcher import Launcher
-from cluster.secure import as_principal
-from cluster.view import operator_call, wait_state
+from cluster.local.launcher import Launcher
+from cluster.local.secure import as_principal
+from cluster.local.view import operator_call, wait_state
 from frameworks.samples.command import CommandScheduler
 from frameworks.scheduler import SchedulerDriver
 from master.books import Books, Framework, Slave, Task

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from benchmarks.mesos_client import MesosScheduler, basic
-from cluster.secure import as_principal
-from cluster.view import wait_state
+from cluster.local.secure import as_principal
+from cluster.local.view import wait_state
 from protocol.brokers import BrokerURL
 from protocol.credentials import Store
 

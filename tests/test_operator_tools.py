@@ -8,7 +8,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-import cluster.view
+import cluster.local.view
 from cluster.cli import main
 from protocol.messages import FrameworkView, Offer, State, TaskState, TaskView
 from protocol.resources import Resources
@@ -60,7 +60,7 @@ def state(monkeypatch: pytest.MonkeyPatch) -> State:
     async def fetch(*_args: object) -> State:
         return snap
 
-    monkeypatch.setattr(cluster.view, "fetch_state", fetch)
+    monkeypatch.setattr(cluster.local.view, "fetch_state", fetch)
     return snap
 
 

@@ -1,12 +1,12 @@
-"""Preemption's policy (master.preemption): fair shares, starvation, and the victim choice
-on random clusters, checked against the rules the lecture and the issue set."""
+"""Preemption's policy (master.allocation.preemption): fair shares, starvation, and the victim
+choice on random clusters, checked against the rules the lecture and the issue set."""
 
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from master.preemption import (
+from master.allocation.preemption import (
     EPSILON,
     Cluster,
     Contender,

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from cluster.launcher import Launcher
-from cluster.view import wait_state
+from cluster.local.launcher import Launcher
+from cluster.local.view import wait_state
 from frameworks import (
     Offer,
     Preempting,

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from cluster.results import Results
-from cluster.simulator import simulate
-from cluster.spec import Spec, load_spec
+from cluster.experiments.results import Results
+from cluster.experiments.simulator import simulate
+from cluster.experiments.spec import Spec, load_spec
 
 EXAMPLES = Path(__file__).parent.parent / "examples" / "experiments"
 

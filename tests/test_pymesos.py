@@ -20,7 +20,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from cluster.ha import HACluster, HAConfig
+from cluster.testing.ha import HACluster, HAConfig
 
 from conftest import need_mosquitto, need_zookeeper
 from helpers import secure_cluster

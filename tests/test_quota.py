@@ -15,10 +15,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_hdrf_property import fill
 
-from cluster import operator_cli
-from master.allocator import Allocator
+from cluster.local import operator_cli
+from master.allocation.allocator import Allocator
+from master.allocation.quota import Quota, QuotaError
 from master.ha.registry import QuotaRecord
-from master.quota import Quota, QuotaError
 from master.roles_file import parse_roles
 from protocol.codec import decode, encode
 from protocol.messages import SetQuota, Wire
@@ -31,7 +31,7 @@ CPU_TASK = Resources(cpus=1, mem=256)
 def cluster(
     policy: str, slaves: int, roles: dict[str, str]
 ) -> tuple[Allocator, dict[str, Resources]]:
-    allocator = Allocator(policy, seed=1)
+    allocator = Allocator(policy)
     for framework, role in roles.items():
         allocator.add_framework(framework, role)
     for i in range(slaves):
@@ -75,7 +75,7 @@ def test_a_guarantee_is_held_for_a_role_with_no_framework_yet() -> None:
 def test_demand_headroom_is_work_conserving_and_holds_back_once_the_role_comes() -> None:
     # `--quota-headroom demand`: nothing is held for a role without demand (no idle
     # resources); once it comes, it is served first as tasks end, or by preemption
-    allocator = Allocator("hdrf", seed=1, quota_headroom="demand")
+    allocator = Allocator("hdrf", quota_headroom="demand")
     allocator.add_framework("early", "batch")
     allocator.add_framework("late", "prod")
     for i in range(2):
@@ -99,7 +99,7 @@ def test_demand_headroom_is_work_conserving_and_holds_back_once_the_role_comes()
 def test_a_guarantee_is_not_cut_by_other_roles_headroom(headroom: str) -> None:
     # two quota roles; `picky`'s framework declines the slave, `q` is below its
     # guarantee: q is offered up to its guarantee whatever is held back for picky
-    allocator = Allocator("drf", seed=1, quota_headroom=headroom)
+    allocator = Allocator("drf", quota_headroom=headroom)
     allocator.add_slave("s0", Resources(cpus=3, mem=3072))
     allocator.add_framework("picky", "p")
     allocator.add_framework("f", "q")
@@ -168,7 +168,7 @@ def test_limits_hold_and_satisfiable_guarantees_are_met(
     roles: list[str], limits: dict[str, int], guarantees: dict[str, int], slaves: int
 ) -> None:
     roles = sorted(set(roles))
-    allocator = Allocator("hdrf", seed=1)
+    allocator = Allocator("hdrf")
     for i, role in enumerate(roles):
         allocator.add_framework(f"f{i}", role)
     for i in range(slaves):
@@ -263,7 +263,7 @@ def test_a_zero_limit_stays_a_limit_from_every_door_to_the_allocator(
 
 @pytest.mark.parametrize("policy", ["drf", "wdrf", "asset", "flat", "fifo", "ceei", "hdrf"])
 def test_the_ideal_stops_a_pool_with_a_zero_limit_at_nothing(policy: str) -> None:
-    from master.ideal import User, ideal
+    from master.allocation.ideal import User, ideal
 
     users = [User("a", {"c": 1}, path=("eng", "x")), User("c", {"c": 1}, path=("ops",))]
     r = ideal(policy, {"c": 12, "m": 12}, users, quota_limits={("eng",): {"c": 0}})

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cluster.view import wait_state
+from cluster.local.view import wait_state
 from frameworks import (
     Filters,
     Offer,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from master.roles import RoleTree, check_role
-from master.sorter import Total
+from master.allocation.role_tree import RoleTree, check_role
+from master.allocation.sorter import Total
 from protocol.resources import Resources
 
 TASKS = {"x": Resources(cpus=0.01), "p/y": Resources(cpus=0.01), "p/z": Resources(mem=0.01)}

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from cluster.spec import Framework, load_spec
-from cluster.swim import MB, SwimSpec, job_of, read_swim
-from cluster.workload import Workload
+from cluster.experiments.spec import Framework, load_spec
+from cluster.experiments.swim import MB, SwimSpec, job_of, read_swim
+from cluster.experiments.workload import Workload
 from protocol.resources import Resources
 
 DATA = Path(__file__).parent.parent.parent / "shared" / "data" / "swim"

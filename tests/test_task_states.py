@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from cluster.launcher import Launcher, Party
-from cluster.view import wait_state
+from cluster.local.launcher import Launcher, Party
+from cluster.local.view import wait_state
 from frameworks import SchedulerDriver, build_task
 from protocol.brokers import MosquittoBroker
 from protocol.messages import (

@@ -28,9 +28,9 @@ from test_trust import Secure, T, flood_from_mallory, intact, secure_cluster
 from yarl import URL
 
 from frameworks.scheduler import Scheduler, SchedulerDriver, build_task
+from master.allocation.ideal import User, ideal
 from master.http.api import HttpApi
 from master.http.config import HttpConfig
-from master.ideal import User, ideal
 from master.master import MAX_CALL_ITEMS, Master
 from master.rate_limits import RateLimits
 from protocol import logs

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from master.allocator import Allocator
-from master.sorter import Sorter
+from master.allocation.allocator import Allocator
+from master.allocation.sorter import Sorter
 from protocol.resources import Resources
 
 FAIR = ["drf", "asset", "cpu", "hdrf", "naive-hdrf", "flat"]
@@ -26,7 +26,7 @@ TREE_PLACES = [*PLACES, ("eng/a", "eng/b"), ("eng/x/a", "ops/y/b"), ("eng", "eng
 def turns(policy: str, roles: tuple[str, str], n: int) -> dict[str, int]:
     """n allocation rounds in which each offer comes straight back without a filter (a
     task that ended, an offer rescinded): how many each framework was offered."""
-    allocator = Allocator(policy, seed=1)
+    allocator = Allocator(policy)
     allocator.add_slave("s0", SLAVE)
     for framework, role in zip(("f1", "f2"), roles, strict=True):
         allocator.add_framework(framework, role)
@@ -61,7 +61,7 @@ def test_fifo_keeps_arrival_order(place: tuple[str, str]) -> None:
 
 
 def test_a_fifo_pool_keeps_arrival_order_among_its_children() -> None:
-    allocator = Allocator("hdrf", seed=1)
+    allocator = Allocator("hdrf")
     allocator.set_ordering("eng", "fifo")
     allocator.add_slave("s0", SLAVE)
     allocator.add_framework("f1", "eng/z")  # first to arrive, last by name

@@ -26,7 +26,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cluster.secure import provision
+from cluster.local.secure import provision
 from frameworks.scheduler import DriverError, Scheduler, SchedulerDriver, build_task
 from master.master import Master, MasterConfig
 from master.rate_limits import RateLimits
@@ -82,7 +82,7 @@ PRINCIPALS = [
     ("ops", "operator"),
 ]
 CONFIG = MasterConfig(
-    allocation_interval=0.1, heartbeat_interval=0.5, slave_timeout=60, state_interval=0.1, seed=3
+    allocation_interval=0.1, heartbeat_interval=0.5, slave_timeout=60, state_interval=0.1
 )
 
 
@@ -481,7 +481,7 @@ async def test_a_slave_principal_speaks_only_for_its_own_slaves_and_tasks(secure
 
 
 async def test_an_operator_tears_a_framework_down_and_its_driver_is_told(secure: Secure) -> None:
-    from cluster.view import teardown_framework
+    from cluster.local.view import teardown_framework
 
     fid = secure.alice.framework_id or ""
     assert await teardown_framework(secure.as_("ops"), T.cluster, fid) is None
@@ -616,7 +616,7 @@ async def test_100k_random_and_mutated_calls_leave_the_master_up_and_its_books_b
 async def test_an_operator_sets_quota_at_run_time_and_it_is_kept_in_the_roles_file(
     secure: Secure, tmp_path: Path
 ) -> None:
-    from cluster.view import operator_call
+    from cluster.local.view import operator_call
     from master.roles_file import load_roles
     from protocol.messages import ClusterEvent, SetQuota
 
@@ -663,7 +663,7 @@ async def test_an_operator_sets_quota_at_run_time_and_it_is_kept_in_the_roles_fi
     assert "more cpus than the cluster has" in views["mallory"].unsatisfiable
     from rich.console import Console
 
-    from cluster.view import render_state
+    from cluster.local.view import render_state
 
     console = Console(record=True, width=160)
     console.print(render_state(state))

@@ -15,8 +15,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-from cluster.simulator import simulate
-from cluster.spec import Master, load_spec
+from cluster.experiments.simulator import simulate
+from cluster.experiments.spec import Master, load_spec
 
 HERE = Path(__file__).parent
 VARIANTS_72 = [

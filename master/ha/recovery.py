@@ -15,11 +15,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from master.allocator import Allocator
+from master.allocation.allocator import Allocator
+from master.allocation.quota import Quota
 from master.books import Books, Framework
 from master.counters import SlaveChurn
 from master.ha.registry import Registry
-from master.quota import Quota
 from master.shell import MasterConfig
 
 SlaveGone = Callable[..., None]  # the shell's removal: (slave_id, why, *, cause=...)

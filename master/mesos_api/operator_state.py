@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from master.allocation.quota_stage import RoleStanding
 from master.books import Framework, Slave, Task, offer_of
 from protocol.mesos_json import (
     JSON,
@@ -24,7 +25,7 @@ from protocol.mesos_json import (
     resources_to_mesos,
     status_to_mesos,
 )
-from protocol.messages import FrameworkCapability, RoleView
+from protocol.messages import FrameworkCapability
 from protocol.resources import Resources
 
 if TYPE_CHECKING:
@@ -192,7 +193,7 @@ def get_state(m: Master) -> JSON:
 
 @dataclass(frozen=True)
 class RoleHoldings:
-    view: RoleView
+    view: RoleStanding  # the allocator's, before the wire's RoleView
     frameworks: list[Framework]
     held: Resources  # in use and offered
     offered: Resources

@@ -21,9 +21,9 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from cluster.launcher import Launcher
-from cluster.secure import as_principal, open_cluster_broker, provision
-from cluster.view import wait_state
+from cluster.local.launcher import Launcher
+from cluster.local.secure import as_principal, open_cluster_broker, provision
+from cluster.local.view import wait_state
 from frameworks.cli import executor_option
 from protocol import logs
 from protocol.brokers import BrokerURL

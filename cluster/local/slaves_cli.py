@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from cluster.operator_cli import _call
+from cluster.local.operator_cli import _call
 from protocol.cli import broker_option, cluster_option, log_level_default
 from protocol.messages import MarkSlaveGone
 

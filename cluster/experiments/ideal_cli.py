@@ -1,5 +1,5 @@
 """`drfmesos ideal SPEC`: the allocation a policy would reach for a spec, tasks infinitely
-divisible (see `master.ideal`), as a table or JSON."""
+divisible (see `master.allocation.ideal`), as a table or JSON."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from cluster.ideal_timeline import limits, pool_weights, user_of
-from cluster.spec import Spec, SpecError, load_spec
-from master.ideal import POLICIES, IdealError, Share, exact, ideal
+from cluster.experiments.ideal_timeline import limits, pool_weights, user_of
+from cluster.experiments.spec import Spec, SpecError, load_spec
+from master.allocation.ideal import POLICIES, IdealError, Share, exact, ideal
 from protocol.resources import Resources
 
 EXACT = tuple(p for p in POLICIES if p != "ceei")  # policies whose ideal is exact

@@ -3,7 +3,7 @@
 The lecture's rules, free of I/O and of the clock (callers pass `now`), so the master and
 the simulator drive the same code:
 
-- a framework's **fair share** is its share in the policy's ideal (`master.ideal`) for
+- a framework's **fair share** is its share in the policy's ideal (`master.allocation.ideal`) for
   what everyone holds and still declares it wants, capped by that demand; a framework
   that declared nothing is taken to want more of what it runs;
 - it is **starving** when it wants more, nothing free fits one of its tasks, and its
@@ -23,9 +23,9 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
-from master.ideal import User, exact, ideal
-from master.quota import ancestors_or_self, gap
-from master.sorter import Millis
+from master.allocation.ideal import User, exact, ideal
+from master.allocation.quota import ancestors_or_self, gap
+from master.allocation.sorter import Millis
 from protocol.resources import SCALE, dominant_share
 
 VICTIM_ORDERS = ("youngest", "oldest")

@@ -42,7 +42,7 @@ def _call(
     timeout: float,
 ) -> None:
     """Make the call as the operator the options name; fail with the master's words."""
-    from cluster.view import operator_call
+    from cluster.local.view import operator_call
 
     try:
         why = asyncio.run(operator_call(broker_url(broker), cluster, message, done, timeout))
@@ -66,7 +66,7 @@ def _quota_set(role: str) -> Callable[[ClusterEvent], bool]:
 @log_level_default("warning")
 def teardown(broker: str, cluster: str, framework_id: str, timeout: float) -> None:
     """Tear a framework down (an operator principal's call): its tasks are killed."""
-    from cluster.view import removed
+    from cluster.local.view import removed
 
     _call(broker, cluster, Teardown(framework_id=framework_id), removed(framework_id), timeout)
     click.echo(f"framework {framework_id} torn down")
@@ -139,7 +139,7 @@ def weights_set(broker: str, cluster: str, assignments: str, timeout: float) -> 
 @log_level_default("warning")
 def weights_list(broker: str, cluster: str, timeout: float) -> None:
     """Every role's weight and promise, as the master's state shows them."""
-    from cluster.view import fetch_state
+    from cluster.local.view import fetch_state
 
     try:
         snap = asyncio.run(fetch_state(broker_url(broker), cluster, timeout))

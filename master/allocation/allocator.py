@@ -3,117 +3,57 @@
 Free of I/O and of wall-clock time (callers pass `now`), so the master, the simulator and
 the benchmarks all drive the very same code.
 
-The books: every slave's total and what is allocated on it (offered or in use) per
-framework; every framework's role, filters and whether it wants offers. The order: a
-sorter of roles (weights belong to roles, as in Mesos) and, inside each role, a sorter of
-its frameworks -- with one framework per role this is plain weighted DRF.
+The books (`ledger`): every slave's total and what is allocated on it (offered or in use)
+per framework; every framework's role, filters and whether it wants offers. The order: a
+`RoleOrder` of roles (weights belong to roles, as in Mesos: a flat `Sorter`, or a
+`RoleTree`) and, inside each role, a sorter of its frameworks -- with one framework per
+role this is plain weighted DRF. Quotas: `quota_stage`.
 
-An allocation round (`allocate`) walks the slaves in a shuffled order and gives each
+An allocation round (`allocate`) walks the slaves in the order of their ids and gives each
 slave's whole free resources to the first framework, lowest share first, that wants offers:
 active, not suppressed, and not filtered for that slave. The offered resources count as
 allocated at once, so the next slave goes to whoever is lowest now, and within one round
 no framework is offered the same slave twice.
+
+Unlike Mesos, a round does not shuffle the slaves: the order is the ids', so the master,
+the simulator and the tests make the very same decisions from the same books, and no
+seed is needed. Ties between frameworks are broken by the sorters (fewest allocations
+first), so fairness between frameworks does not depend on the slaves' order; what the
+order decides is which slaves are offered first when there are more free than wanted.
 """
 
 from __future__ import annotations
 
 import heapq
-import random
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
-from master.quota import Quota, ancestors_or_self, cap_offer, gap
-from master.roles import TREE_POLICIES, RoleTree, check_role
-from master.sorter import Millis, Sorter, Total
-from protocol.messages import RoleView
+from master.allocation.holds import Holds
+from master.allocation.ledger import (
+    Allocation,
+    AllocatorError,
+    Filter,
+    FrameworkBook,
+    SlaveBook,
+    allocatable,
+    fits_one,
+    floors_of,
+    wants_offer,
+    within,
+)
+from master.allocation.quota import Quota
+from master.allocation.quota_stage import QuotaStage, RoleStanding
+from master.allocation.role_order import RoleOrder
+from master.allocation.role_tree import TREE_POLICIES, RoleTree
+from master.allocation.sorter import Millis, Sorter, Total
 from protocol.resources import (
-    CPUS,
-    MEM,
-    SCALE,
+    ResourceError,
     Resources,
     add_millis,
-    dominant_share,
-    holds,
+    sub_millis,
 )
 
-# Mesos offers a slave only if at least this much of cpus or mem is free: smaller crumbs
-# would be offered and declined forever.
-MIN_CPUS, MIN_MEM = int(0.01 * SCALE), 32 * SCALE
-
-
-@dataclass(frozen=True, slots=True)
-class Allocation:
-    framework_id: str
-    slave_id: str
-    resources: Resources
-
-
-@dataclass(slots=True)
-class Filter:
-    """Declined resources of one slave, refused until `expires` (Mesos's refuse_seconds).
-
-    It holds only while what the slave has free is within what was declined: once more is
-    free than was refused, the framework is offered it again.
-    """
-
-    expires: float
-    resources: Resources
-
-
-@dataclass(slots=True)
-class Reservation:
-    """Room held on a slave for one framework until `until` (preemption frees it for the
-    framework that starved, so that nobody else snatches it first)."""
-
-    framework_id: str
-    resources: Millis
-    until: float
-
-
-@dataclass(slots=True)
-class SlaveBook:
-    slave_id: str
-    hostname: str
-    total: Resources
-    attributes: dict[str, str] = field(default_factory=dict)
-    allocated: Millis = field(default_factory=dict)  # offered or used, by anyone
-    by_framework: dict[str, Millis] = field(default_factory=dict)
-    unowned: Millis = field(default_factory=dict)  # used by frameworks we do not know (yet)
-    active: bool = True  # off while its slave is disconnected: nothing of it is offered
-    # total - allocated for every resource of the total (zeros kept), kept as `allocated`
-    # changes: a round reads it for every slave it visits
-    unallocated: Millis = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        self.unallocated = dict(self.total.millis)
-
-    def free(self) -> Millis:
-        return dict(self.unallocated)
-
-    def take(self, delta: Mapping[str, int]) -> None:
-        """`delta` is allocated here now (offered, or in use)."""
-        add_millis(self.allocated, delta)
-        free = self.unallocated
-        for k, v in delta.items():
-            if k in free:
-                free[k] -= v
-
-
-@dataclass(slots=True)
-class FrameworkBook:
-    framework_id: str
-    role: str
-    active: bool = True
-    suppressed: bool = False
-    filters: dict[str, Filter] = field(default_factory=dict)
-    slaves: set[str] = field(default_factory=set)  # where it holds resources
-    min_allocatable: list[Millis] = field(default_factory=list)  # offer only one of these
-
-
-class AllocatorError(ValueError):
-    """A call that does not fit the books (unknown framework or slave, double release)."""
-
+__all__ = ["HEADROOM", "Allocation", "Allocator", "AllocatorError", "RoleStanding"]
 
 HEADROOM = ("all", "demand")
 """Whose unmet guarantees are held back from everybody else's offers: every quota role's,
@@ -126,8 +66,6 @@ class Allocator:
         self,
         policy: str = "drf",
         *,
-        seed: int | None = None,
-        shuffle: bool = True,
         quota_headroom: str = "all",
     ):
         if quota_headroom not in HEADROOM:
@@ -136,7 +74,7 @@ class Allocator:
         self.policy = policy
         self._total = Total()
         # roles in a tree (hdrf, naive-hdrf, flat), or side by side (drf, asset, cpu, fifo)
-        self._roles: Sorter | RoleTree = (
+        self._roles: RoleOrder = (
             RoleTree(policy, self._total)
             if policy in TREE_POLICIES
             else Sorter(policy, self._total)
@@ -146,14 +84,14 @@ class Allocator:
         self._role_weights: dict[str, float] = {}
         self.frameworks: dict[str, FrameworkBook] = {}
         self.slaves: dict[str, SlaveBook] = {}
-        self._rng = random.Random(seed)
-        self._shuffle = shuffle
-        self.quotas: dict[str, Quota] = {}  # by role node (on a tree, pools too)
         self._allocated: Millis = {}  # the whole cluster's, offered or in use
+        self._quota = QuotaStage(self._roles, self._total.millis, self._allocated, quota_headroom)
+        self.quotas = self._quota.quotas  # by role node (on a tree, pools too)
         self.dirty: set[str] = set()  # slaves that may have something new to offer
         self._wake = False  # every slave may: someone new wants offers (see _wake_all)
         self._expiring: list[tuple[float, str]] = []  # (when, slave) filters, holds lapse
-        self.reservations: dict[str, list[Reservation]] = {}  # by slave
+        self._holds = Holds()
+        self.reservations = self._holds.by_slave  # by slave
         # the least each framework wanting offers can use (its offer filters, those no
         # other's undercuts): a slave holding none of them is of no use to anyone; None
         # while someone takes anything (see _floors)
@@ -208,7 +146,7 @@ class Allocator:
         self._floor_stale = True
         # slaves it was not offered may suit it now, unless every new minimum still holds
         # one of the old (then nothing it skipped fits it any better)
-        if not old or not all(any(_within(o, m) for o in old) for m in fw.min_allocatable):
+        if not old or not all(any(within(o, m) for o in old) for m in fw.min_allocatable):
             self._wake_all()
 
     def activate(self, framework_id: str) -> None:
@@ -265,27 +203,20 @@ class Allocator:
         if problem:
             raise AllocatorError(problem)
         self._role_weights[role] = weight
-        if isinstance(self._roles, RoleTree):
-            self._roles.set_weight(role, weight)
-        elif role in self._roles:
-            self._roles.update_weight(role, weight)
+        self._roles.set_weight(role, weight)
 
     def set_ordering(self, role: str, ordering: str) -> None:
         """How a pool orders its children: drf, fair (memory alone) or fifo (tree policies)."""
-        if isinstance(self._roles, RoleTree):
-            try:
-                self._roles.set_ordering(role, ordering)
-            except ValueError as e:
-                raise AllocatorError(str(e)) from None
-        elif ordering != "drf":
-            raise AllocatorError(f"a per-pool ordering ({role}: {ordering}) needs a tree policy")
+        try:
+            self._roles.set_ordering(role, ordering)
+        except ValueError as e:
+            raise AllocatorError(str(e)) from None
 
     def apply_roles(self, roles: Mapping[str, Any]) -> None:
         """Weights, orderings and quotas from a roles file (`master.roles_file`)."""
         for role, spec in roles.items():
             self.set_role_weight(role, spec.weight)
-            if spec.ordering != "drf" or isinstance(self._roles, RoleTree):
-                self.set_ordering(role, spec.ordering)
+            self.set_ordering(role, spec.ordering)
             if spec.quota is not None:
                 self.set_quota(role, spec.quota.quota())
             else:
@@ -293,12 +224,7 @@ class Allocator:
 
     def role_problem(self, role: str) -> str | None:
         """Why `role` cannot be a role under this policy (None if it can)."""
-        if isinstance(self._roles, RoleTree):
-            try:
-                check_role(role)
-            except ValueError as e:
-                return str(e)
-        return None
+        return self._roles.name_problem(role)
 
     # -- slaves ------------------------------------------------------------------------------
     def add_slave(
@@ -347,13 +273,15 @@ class Allocator:
             self._give(framework_id, slave, resources)
         else:
             add_millis(slave.unowned, resources.millis)
-            slave.take(resources.millis)
-            add_millis(self._allocated, resources.millis)
+            self._take(slave, resources.millis)
 
     def adopt(self, framework_id: str, slave_id: str, resources: Resources) -> None:
         """Move resources from 'unowned' to a framework that has (re-)subscribed."""
         slave = self._slave(slave_id)
-        _sub(slave.unowned, resources.millis, "unowned")
+        try:
+            sub_millis(slave.unowned, resources.millis, f"slave {slave_id}'s unowned")
+        except ResourceError as e:
+            raise AllocatorError(str(e)) from None
         self._credit(framework_id, slave, resources)  # (it stays allocated on the slave)
 
     # -- the round ---------------------------------------------------------------------------
@@ -388,12 +316,12 @@ class Allocator:
             if slave is None or not slave.active:
                 continue
             free = slave.unallocated  # (read here; changed only by _give, below)
-            if not _allocatable(free):
+            if not allocatable(free):
                 continue
-            held = self._live_reservations(slave_id, now) if reservations else None
+            held = self._holds.live(slave_id, now, self.frameworks) if reservations else None
             if held:
-                picked = self._pick_reserved(slave_id, held, free)
-            elif floors is not None and not _fits_one(free, floors):
+                picked = self._holds.pick(slave_id, held, free, self.frameworks, self._offerable)
+            elif floors is not None and not fits_one(free, floors):
                 continue  # too little here for anyone's offer filter: no walk
             else:
                 picked = self._pick(slave_id, free, now)
@@ -413,33 +341,17 @@ class Allocator:
         anything): a slave holding none of them is of use to nobody, and is skipped."""
         if self._floor_stale:
             self._floor_stale = False
-            wanting = [fw for fw in self.frameworks.values() if fw.active and not fw.suppressed]
-            self._floor = None
-            if all(fw.min_allocatable for fw in wanting):
-                floors: list[Millis] = []
-                for m in (m for fw in wanting for m in fw.min_allocatable):
-                    if not any(holds(m, f) for f in floors):  # (nothing smaller is there)
-                        floors = [f for f in floors if not holds(f, m)]
-                        floors.append(m)
-                self._floor = floors
+            self._floor = floors_of(self.frameworks.values())
         return self._floor
 
     def _pick(self, slave_id: str, free: Millis, now: float) -> tuple[str, Millis] | None:
         """The framework to offer this slave to, and what of it (all of it, unless quota
         limits or other roles' guarantees say less)."""
         frameworks = self.frameworks
-        quotas = bool(self.quotas)
-        if not quotas and isinstance(self._roles, Sorter):
-            # side by side, no quota: the first framework in order that wants it gets all
-            # of it (the sorters' own order read in place: this is the round's hot path)
-            for _, _, role in self._roles.ordered():
-                framework_id = self._first_wanting(role, slave_id, free, now)
-                if framework_id is not None:
-                    return framework_id, free
-            return None
-        if not quotas:
-            # a tree, no quota: the tree walks the roles, each role's order is read in place
-            found: dict[str, str] = {}  # (the tree may ask several roles: by role)
+        if not self.quotas:
+            # no quota: the first framework in order that wants the slave gets all of it
+            # (each role's order read in place: this is the round's hot path)
+            found: dict[str, str] = {}  # (a tree may ask several roles: by role)
 
             def first_in_role(role: str) -> bool:
                 framework_id = self._first_wanting(role, slave_id, free, now)
@@ -449,8 +361,9 @@ class Allocator:
 
             chosen = self._roles.first(first_in_role)
             return (found[chosen], free) if chosen is not None else None
+        quota = self._quota
         offer: dict[str, Millis] = {}  # what each role would be offered (made once a role)
-        short = self._short_of_guarantee()
+        short = quota.short_of_guarantee()
         stage = [bool(short)]  # in the quota stage (roles below their guarantee)
 
         def wants(framework_id: str) -> bool:
@@ -458,13 +371,13 @@ class Allocator:
             offerable = offer.get(fw.role)
             if offerable is None:
                 offerable = offer[fw.role] = (
-                    self._up_to_guarantee(fw.role, short, free)
+                    quota.up_to_guarantee(fw.role, short, free)
                     if stage[0]
-                    else self._offerable(fw.role, free)
+                    else quota.offerable(fw.role, free)
                 )
-            if not _allocatable(offerable):
+            if not allocatable(offerable):
                 return False
-            return self._wants(fw, slave_id, offerable, now)
+            return wants_offer(fw, slave_id, offerable, now)
 
         picked: dict[str, str] = {}  # (the tree may ask several roles: by role)
 
@@ -476,7 +389,7 @@ class Allocator:
 
         if short:  # roles below their guarantee first (Mesos's quota stage), offered up
             # to what their guarantee still lacks whatever is held back for others
-            guaranteed = self._roles.first(lambda r: self._under(r, short) and role_wants(r))
+            guaranteed = self._roles.first(lambda r: quota.under(r, short) and role_wants(r))
             if guaranteed is not None:
                 return picked[guaranteed], offer[guaranteed]
             stage[0] = False
@@ -491,22 +404,9 @@ class Allocator:
         """The first framework of `role`, in its order, to be offered all of `free`."""
         frameworks = self.frameworks
         for _, _, framework_id in self._role_frameworks[role].ordered():
-            if self._wants(frameworks[framework_id], slave_id, free, now):
+            if wants_offer(frameworks[framework_id], slave_id, free, now):
                 return framework_id
         return None
-
-    @staticmethod
-    def _wants(fw: FrameworkBook, slave_id: str, offerable: Millis, now: float) -> bool:
-        """Whether `fw` is to be offered `offerable` of this slave: something it can use
-        (its offer filters), and not what it declined here (its decline filter)."""
-        if fw.min_allocatable and not _fits_one(offerable, fw.min_allocatable):
-            return False  # nothing it can use here
-        f = fw.filters.get(slave_id)
-        if f is not None:
-            if f.expires > now and _within(offerable, f.resources.millis):
-                return False
-            del fw.filters[slave_id]  # expired, or more is free than was refused
-        return True
 
     # -- reservations --------------------------------------------------------------------------
     def reserve(self, slave_id: str, framework_id: str, resources: Resources, until: float) -> None:
@@ -515,56 +415,17 @@ class Allocator:
         is free."""
         self._slave(slave_id)
         self._framework(framework_id)
-        self.reservations.setdefault(slave_id, []).append(
-            Reservation(framework_id, dict(resources.millis), until)
-        )
+        self._holds.add(slave_id, framework_id, resources.millis, until)
         heapq.heappush(self._expiring, (until, slave_id))
 
     def unheld(self) -> dict[str, Millis]:
         """Every slave's free resources less what is held on it (what preemption may still
         plan with: a hold already belongs to someone)."""
-        out: dict[str, Millis] = {}
-        for slave_id, slave in self.slaves.items():
-            room = slave.free()
-            for hold in self.reservations.get(slave_id, []):
-                for n, v in hold.resources.items():
-                    room[n] = room.get(n, 0) - v
-            out[slave_id] = room
-        return out
+        return {sid: self._holds.room(sid, slave.unallocated) for sid, slave in self.slaves.items()}
 
-    def _live_reservations(self, slave_id: str, now: float) -> list[Reservation]:
-        holds = self.reservations.get(slave_id)
-        if not holds:
-            return []
-        holds[:] = [r for r in holds if r.until > now and r.framework_id in self.frameworks]
-        if not holds:
-            del self.reservations[slave_id]
-        return holds
-
-    def _pick_reserved(
-        self, slave_id: str, holds: list[Reservation], free: Millis
-    ) -> tuple[str, Millis] | None:
-        """The first framework whose held room is free is offered just that room (all of
-        its holds here that fit), and the holds are used up; the rest of the slave waits
-        for the other holds on it."""
-        for first in holds:
-            fw = self.frameworks[first.framework_id]
-            if not fw.active or fw.suppressed:
-                continue
-            left = self._offerable(fw.role, free) if self.quotas else dict(free)
-            offer: Millis = {}
-            for hold in [h for h in holds if h.framework_id == first.framework_id]:
-                if all(left.get(n, 0) >= v for n, v in hold.resources.items()):
-                    holds.remove(hold)
-                    add_millis(offer, hold.resources)
-                    for n, v in hold.resources.items():
-                        left[n] -= v
-            if offer:
-                if not holds:
-                    del self.reservations[slave_id]
-                fw.filters.pop(slave_id, None)  # it was freed for this framework
-                return first.framework_id, offer
-        return None
+    def _offerable(self, role: str, free: Millis) -> Millis:
+        """What of `free` a framework of `role` may be offered (all of it, without quotas)."""
+        return self._quota.offerable(role, free) if self.quotas else dict(free)
 
     # -- quota -------------------------------------------------------------------------------
     def set_quota(self, role: str, quota: Quota) -> None:
@@ -580,118 +441,15 @@ class Allocator:
 
     def held_by_role(self, role: str) -> Millis:
         """What a role node holds (on a tree: its whole subtree), offered or in use."""
-        if isinstance(self._roles, RoleTree):
-            node = self._roles.nodes.get(role)
-            return dict(node.allocation) if node is not None else {}
-        return dict(self._roles.allocation(role).millis) if role in self._roles else {}
+        return self._roles.held(role)
 
     def unsatisfiable(self) -> dict[str, str]:
         """Guarantees the cluster cannot meet, and why (reported, not refused)."""
-        total = self._total.millis
-        out = {}
-        for role, quota in self.quotas.items():
-            over = [n for n, v in quota.guarantee.millis.items() if v > total.get(n, 0)]
-            if over:
-                out[role] = f"guarantees more {', '.join(over)} than the cluster has"
-        return out
+        return self._quota.unsatisfiable()
 
     def is_tree(self) -> bool:
-        return isinstance(self._roles, RoleTree)
-
-    def _has_demand(self, role: str) -> bool:
-        if isinstance(self._roles, RoleTree):
-            node = self._roles.nodes.get(role)
-            return node is not None and node.wanting > 0
-        sorter = self._role_frameworks.get(role)
-        return sorter is not None and sorter.active_count > 0
-
-    def _short_of_guarantee(self) -> set[str]:
-        """Role nodes with demand whose guarantee is not met yet (and still can be)."""
-        return {role for role in self.quotas if self._has_demand(role) and self._lack(role)}
-
-    def _lack(self, role: str) -> Millis:
-        """What `role`'s guarantee still lacks that it could still get: the gap, cut down
-        by the room left under every limit on its path (a guarantee a limit above it
-        makes unreachable holds nothing back from anyone)."""
-        lack = gap(self.quotas[role], self.held_by_role(role))
-        for node in ancestors_or_self(role, self.is_tree()):
-            quota = self.quotas.get(node)
-            if quota is None or quota.limit is None:
-                continue
-            held = self.held_by_role(node)
-            for name, amount in quota.limit.millis.items():
-                if name in lack:
-                    lack[name] = min(lack[name], max(0, amount - held.get(name, 0)))
-        return {k: v for k, v in lack.items() if v > 0}
-
-    def _up_to_guarantee(self, role: str, short: set[str], free: Millis) -> Millis:
-        """An offer in the quota stage. Of the resources the role still lacks, up to its
-        unmet guarantee (the smallest gap among the short nodes on its path), under its
-        limits only: a guarantee is given unconditionally, as in Mesos, even when the
-        cluster is overcommitted by guarantees, so others' headroom does not cut it. The
-        other resources of the slave come along, as a task needs them too, under its
-        limits and leaving others' headroom alone."""
-        offerable = self._offerable(role, free)
-        lacks: Millis = {}
-        for node in ancestors_or_self(role, self.is_tree()):
-            if node in short:
-                for name, lack in self._lack(node).items():
-                    lacks[name] = min(lacks.get(name, lack), lack)
-        if not lacks:
-            return offerable
-        limited = self._offerable(role, free, headroom=False)
-        out = dict(offerable)
-        for name, lack in lacks.items():
-            if name in limited:
-                out[name] = min(limited[name], lack)
-        out = {k: v for k, v in out.items() if v > 0}
-        if _allocatable(out):
-            return out
-        # too little of it for an offer: what the role may have of the slave, if more
-        for name, amount in out.items():
-            offerable[name] = max(amount, offerable.get(name, 0))
-        return offerable
-
-    def _under(self, role: str, short: set[str]) -> bool:
-        return any(node in short for node in ancestors_or_self(role, self.is_tree()))
-
-    def _offerable(self, role: str, free: Millis, *, headroom: bool = True) -> Millis:
-        """What of `free` may go to a framework of `role`: under every limit on its path,
-        and (with `headroom`) leaving alone what other roles' unmet guarantees need."""
-        mine = set(ancestors_or_self(role, self.is_tree()))
-        limits = [
-            (q.limit, self.held_by_role(node))
-            for node in mine
-            if (q := self.quotas.get(node)) is not None and q.limit is not None
-        ]
-        if not headroom:
-            return cap_offer(free, limits, {}, {})
-        unreserved = {k: v - self._allocated.get(k, 0) for k, v in self._total.millis.items()}
-        return cap_offer(free, limits, self._headroom(mine), unreserved)
-
-    def _holds_headroom(self, node: str) -> bool:
-        """Whether `node`'s unmet guarantee is held back from others: always (`all`, as
-        Mesos), or while its frameworks want offers (`demand`)."""
-        quota = self.quotas.get(node)
-        if quota is None or not quota.guarantee:
-            return False
-        return self.quota_headroom == "all" or self._has_demand(node)
-
-    def _headroom(self, mine: set[str]) -> Millis:
-        """The unmet guarantees of the role nodes outside `mine` (a role's own path): what
-        offers to `mine` must leave unallocated. On a tree, a guarantee inside another
-        held one is part of it, and counts once, at the top (as Mesos counts top-level
-        roles' guarantees)."""
-        need: Millis = {}
-        tree = self.is_tree()
-        for node in self.quotas:
-            if node in mine or not self._holds_headroom(node):
-                continue
-            above = ancestors_or_self(node, tree)[:-1]
-            if any(a not in mine and self._holds_headroom(a) for a in above):
-                continue  # counted in its ancestor's
-            add_millis(need, self._lack(node))
-        return need
+        """Roles are paths whose ancestors count (quotas and weights on every node)."""
+        return self._roles.hierarchical
 
     def recover(
         self,
@@ -713,19 +471,14 @@ class Allocator:
         if held is None or fw is None:
             raise AllocatorError(f"framework {framework_id} holds nothing on slave {slave_id}")
         delta = resources.millis
-        if not holds(held, delta):
-            raise AllocatorError(
-                f"framework {framework_id} on slave {slave_id} holds less than is being released"
-            )
-        # what a framework held is in the slave's and the cluster's allocation too (those
-        # two keep their zeros: nothing asks them which resources they name)
+        try:
+            sub_millis(held, delta, f"framework {framework_id} on slave {slave_id}")
+        except ResourceError as e:
+            raise AllocatorError(str(e)) from None
+        # what a framework held is in the slave's and the cluster's allocation too, so
+        # they hold it (those two keep their zeros: nothing asks which resources they name)
         on_slave, free, everywhere = slave.allocated, slave.unallocated, self._allocated
-        for k, v in delta.items():  # (one loop for the four books: once per task ending)
-            left = held[k] - v
-            if left:
-                held[k] = left
-            else:
-                del held[k]
+        for k, v in delta.items():  # (one loop for the three books: once per task ending)
             on_slave[k] -= v
             everywhere[k] -= v
             if k in free:
@@ -738,16 +491,25 @@ class Allocator:
         # worth a visit in the next round only if someone could use what is free now: a
         # smaller minimum, or a new framework, wakes every slave (and a hold is visited)
         floors = self._floors()
-        if floors is None or _fits_one(slave.unallocated, floors) or slave_id in self.reservations:
+        if floors is None or fits_one(slave.unallocated, floors) or slave_id in self.reservations:
             self.dirty.add(slave_id)
         if refuse_seconds:
             fw.filters[slave_id] = Filter(now + refuse_seconds, resources)
             heapq.heappush(self._expiring, (now + refuse_seconds, slave_id))
 
     def _give(self, framework_id: str, slave: SlaveBook, resources: Resources) -> None:
-        slave.take(resources.millis)
-        add_millis(self._allocated, resources.millis)
+        self._take(slave, resources.millis)
         self._credit(framework_id, slave, resources)
+
+    def _take(self, slave: SlaveBook, delta: Mapping[str, int]) -> None:
+        """`delta` of the slave is allocated now (offered, or in use): in the slave's and
+        the cluster's books (one loop for the three: a round does this once an offer)."""
+        on_slave, free, everywhere = slave.allocated, slave.unallocated, self._allocated
+        for k, v in delta.items():
+            on_slave[k] = on_slave.get(k, 0) + v
+            everywhere[k] = everywhere.get(k, 0) + v
+            if k in free:
+                free[k] -= v
 
     def _credit(self, framework_id: str, slave: SlaveBook, resources: Resources) -> None:
         """Resources allocated on a slave are the framework's (given to it, or adopted)."""
@@ -772,59 +534,30 @@ class Allocator:
 
     def role_share(self, role: str) -> float:
         """The role's share as the order sees it (policy share / weight, or / promise)."""
-        if isinstance(self._roles, RoleTree):
-            return self._roles.ordering_share(role)
-        return self._roles.share(role)
+        return self._roles.ordering_share(role)
 
     def role_promise(self, role: str) -> float | None:
         """What a tree policy promises the frameworks of `role` (None for flat policies)."""
-        return self._roles.own_promise(role) if isinstance(self._roles, RoleTree) else None
+        return self._roles.own_promise(role)
 
-    def role_views(self) -> list[RoleView]:
+    def role_views(self) -> list[RoleStanding]:
         """Every role and pool (and every role with a quota or a configured weight): weight,
         share, promise, quota."""
-        names = set(self.quotas) | set(self._role_weights)
-        if isinstance(self._roles, RoleTree):
-            names |= {path for path in self._roles.nodes if path}
-        else:
-            names |= set(self._role_frameworks)
-        total = self._total.millis
-        unsatisfiable = self.unsatisfiable()
-        views = []
-        for role in sorted(names):
-            quota = self.quotas.get(role)
-            views.append(
-                RoleView(
-                    role=role,
-                    weight=self.role_weight(role),
-                    share=dominant_share(self.held_by_role(role), total),
-                    promise=self._roles.promise(role)
-                    if isinstance(self._roles, RoleTree) and role in self._roles.nodes
-                    else None,
-                    guarantee=quota.guarantee if quota and quota.guarantee else None,
-                    limit=quota.limit if quota else None,
-                    unsatisfiable=unsatisfiable.get(role, ""),
-                )
-            )
-        return views
+        return self._quota.standings(set(self._role_weights))
 
     def role_weight(self, role: str) -> float:
         """A role's weight: configured, else 1 (a role nobody is in yet has one too)."""
-        if isinstance(self._roles, Sorter) and role not in self._roles:
-            return self._role_weights.get(role, 1.0)
         return self._roles.weight(role)
 
     def pool_weights(self) -> dict[str, float]:
         """Every role node's weight (on a tree, pools too)."""
-        if isinstance(self._roles, RoleTree):
-            return {path: node.weight for path, node in self._roles.nodes.items() if path}
-        return {role: self._roles.weight(role) for role in self._role_frameworks}
+        return self._roles.weights()
 
     def framework_weight(self, framework_id: str) -> float:
         """A framework's weight as the ideal sees it: under flat policies it shares its
         role's weight with the role's other frameworks; on a tree the pools carry it."""
         fw = self._framework(framework_id)
-        if isinstance(self._roles, RoleTree):
+        if self._roles.hierarchical:
             return 1.0
         return self._roles.weight(fw.role) / max(1, len(self._role_frameworks[fw.role]))
 
@@ -862,37 +595,3 @@ class Allocator:
             return self.slaves[slave_id]
         except KeyError:
             raise AllocatorError(f"unknown slave {slave_id}") from None
-
-
-def _allocatable(free: Mapping[str, int]) -> bool:
-    # (no generators here: a round asks this of every slave it visits)
-    if free.get(CPUS, 0) >= MIN_CPUS or free.get(MEM, 0) >= MIN_MEM:
-        return True
-    # a slave with neither cpus nor mem (custom resources only) is offered whatever it has
-    return CPUS not in free and MEM not in free and any(v > 0 for v in free.values())
-
-
-def _fits_one(free: Millis, floors: list[Millis]) -> bool:
-    for floor in floors:  # (a plain loop, holds inlined: asked of every slave visited)
-        for name, amount in floor.items():
-            if free.get(name, 0) < amount:
-                break
-        else:
-            return True
-    return False
-
-
-def _within(free: Millis, refused: Mapping[str, int]) -> bool:
-    return all(refused.get(k, 0) >= v for k, v in free.items() if v > 0)
-
-
-def _sub(into: Millis, delta: Mapping[str, int], what: str) -> None:
-    for k, v in delta.items():
-        if into.get(k, 0) < v:
-            raise AllocatorError(f"{what} holds less {k} than is being released")
-    for k, v in delta.items():
-        left = into[k] - v
-        if left:
-            into[k] = left
-        else:
-            del into[k]

@@ -21,9 +21,9 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from cluster.swim import SwimSpec
-from master.preemption import PreemptionConfig
-from master.roles import check_role
+from cluster.experiments.swim import SwimSpec
+from master.allocation.preemption import PreemptionConfig
+from master.allocation.role_tree import check_role
 from master.roles_file import QuotaSpec
 from protocol.codec import describe_validation
 from protocol.resources import Resources

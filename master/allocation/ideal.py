@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from master.tree_ideal import Leaf, tree_filling
+from master.allocation.tree_ideal import Leaf, tree_filling
 
 Vector = dict[str, Fraction]
 POLICIES = ("drf", "wdrf", "asset", "cpu", "fifo", "ceei", "flat", "hdrf", "naive-hdrf")
@@ -187,7 +187,7 @@ def _tree_filling(
     limits: Mapping[str, Fraction | None],
     pool_weights: Mapping[tuple[str, ...], Fraction | float | int],
 ) -> dict[str, Fraction]:
-    """The tree policies' ideal (`master.tree_ideal`): each user a leaf under its pool,
+    """The tree policies' ideal (`master.allocation.tree_ideal`): each user a leaf under its pool,
     filled exactly, event to event."""
     leaves = []
     dominant: dict[str, Fraction] = {}

@@ -34,8 +34,8 @@ import heapq
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
-from master.sorter import Millis, Total
-from protocol.resources import MEM, Resources, dominant_share
+from master.allocation.sorter import Millis, Total
+from protocol.resources import MEM, Resources, add_millis, dominant_share, sub_millis
 
 TREE_POLICIES = ("hdrf", "naive-hdrf", "flat")
 ORDERINGS = ("drf", "fair", "fifo")
@@ -87,14 +87,10 @@ class Node:
 
 
 def _apply(into: Millis, delta: Mapping[str, int], sign: int, what: str) -> None:
-    for k, v in delta.items():
-        left = into.get(k, 0) + sign * v
-        if left < 0:
-            raise ValueError(f"role {what} would hold negative {k}")
-        if left:
-            into[k] = left
-        else:
-            into.pop(k, None)
+    if sign > 0:
+        add_millis(into, delta)
+    else:  # (ResourceError, and no change, if it holds less)
+        sub_millis(into, delta, f"role {what}")
 
 
 def _tie(child: Node, parent: Node) -> int:
@@ -108,6 +104,10 @@ def _ratio(share: float, promise: float) -> float:
 
 
 class RoleTree:
+    """The allocator's order of roles (a `RoleOrder`) when roles form a tree."""
+
+    hierarchical = True
+
     def __init__(self, policy: str = "hdrf", total: Total | None = None) -> None:
         if policy not in TREE_POLICIES:
             raise ValueError(f"unknown tree policy {policy!r}; one of {', '.join(TREE_POLICIES)}")
@@ -168,6 +168,19 @@ class RoleTree:
         node = self.nodes.get(role)
         return node.weight if node else self._weights.get(role, 1.0)
 
+    def weights(self) -> dict[str, float]:
+        return {path: node.weight for path, node in self.nodes.items() if path}
+
+    def names(self) -> list[str]:
+        return [path for path in self.nodes if path]
+
+    def name_problem(self, role: str) -> str | None:
+        try:
+            check_role(role)
+        except ValueError as e:
+            return str(e)
+        return None
+
     def _ensure(self, role: str) -> Node:
         node = self.nodes.get(role)
         if node is not None:
@@ -219,8 +232,19 @@ class RoleTree:
         """A role's dominant share of the cluster (of everything its subtree holds)."""
         return dominant_share(self.nodes[role].allocation, self._totals.millis)
 
-    def promise(self, role: str) -> float:
-        """The fraction of the cluster promised to `role`'s whole subtree."""
+    def held(self, role: str) -> Millis:
+        node = self.nodes.get(role)
+        return dict(node.allocation) if node is not None else {}
+
+    def wanting(self, role: str) -> bool:
+        node = self.nodes.get(role)
+        return node is not None and node.wanting > 0
+
+    def promise(self, role: str) -> float | None:
+        """The fraction of the cluster promised to `role`'s whole subtree (None: no such
+        node)."""
+        if role not in self.nodes:
+            return None
         self._fresh()
         return self.nodes[role].promise
 

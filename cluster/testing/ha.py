@@ -18,8 +18,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cluster.launcher import Launcher, Party
-from cluster.zookeeper import ZooKeeperServer
+from cluster.local.launcher import Launcher, Party
+from cluster.testing.zookeeper import ZooKeeperServer
 from frameworks.samples.journaled import item_of, work_items
 from protocol import logs
 from protocol.brokers import MosquittoBroker, free_port

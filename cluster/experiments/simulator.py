@@ -24,21 +24,20 @@ from __future__ import annotations
 import heapq
 import itertools
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from cluster.ideal_timeline import ideal_phases
-from cluster.results import Results, Sample
-from cluster.spec import Spec
-from cluster.workload import Pending, Workload
-from master.allocator import Allocator
-from master.preemption import Cluster, Contender, Preemption, RunningTask
-from master.sorter import Millis
-from protocol.resources import CPUS, MEM, SCALE, Resources, add_millis, holds
+from cluster.experiments.ideal_timeline import ideal_phases
+from cluster.experiments.results import Results, Sample
+from cluster.experiments.spec import Spec
+from cluster.experiments.workload import Pending, Workload
+from master.allocation.allocator import Allocator
+from master.allocation.glue import ROUND_BATCH, contender, hold_claim, hold_until, planning_cluster
+from master.allocation.preemption import Preemption, RunningTask
+from master.allocation.sorter import Millis
+from protocol.resources import CPUS, MEM, SCALE, Resources, add_millis, holds, sub_millis
 
-ROUND_BATCH = 0.005  # as the master: frees within this window share one round
 SWAP_COST = 10.0  # memory overcommitted by x% slows tasks by SWAP_COST * x% (paging)
-HOLD = 10.0  # as the master: a node freed by preemption is held this long past the kill
 
 
 @dataclass(slots=True)
@@ -86,9 +85,7 @@ class Simulation:
         self.ceei = ideal_phases(spec, "ceei") if policy == "ceei" else []
         self._ceei_phase = -1
         engine = {"slots": "drf", "ceei": "wdrf"}.get(policy, policy)
-        self.allocator = Allocator(
-            engine, seed=spec.run.seed, quota_headroom=spec.master.quota_headroom
-        )
+        self.allocator = Allocator(engine, quota_headroom=spec.master.quota_headroom)
         for role, weight in spec.role_weights().items():  # the operator's: roles', not frameworks'
             self.allocator.set_role_weight(role, weight)
         for role, quota in spec.master.quota.items():
@@ -259,45 +256,36 @@ class Simulation:
         self.suppressed.discard(name)
         self._want_round(t)
 
-    # -- preemption: the master's policy (master.preemption) on the simulated books ------------
+    # -- preemption: the master's policy (master.allocation.preemption) on the simulated books
     def _preempt(self, t: float) -> None:
         assert self.preemption is not None
         a = self.allocator
-        contenders = []
-        for name in self.added:
-            fw = self.frameworks[name]
-            demand = self.workloads[name].demand(t)
-            contenders.append(
-                Contender(
-                    name,
-                    fw.role or name,
-                    a.framework_weight(name),
-                    dict(a.allocation(name).millis),
-                    wants=name not in self.suppressed,
-                    demand=[(dict(self._booked(r).millis), n) for r, n in demand],
-                )
+        contenders = [
+            contender(
+                a,
+                name,
+                self.frameworks[name].role or name,
+                wants=name not in self.suppressed,
+                demand=[
+                    (dict(self._booked(r).millis), n) for r, n in self.workloads[name].demand(t)
+                ],
             )
-        running: dict[str, list[RunningTask]] = {}
-        held = {name: dict(a.allocation(name).millis) for name in self.added}
-        for ref, r in self.running.items():
-            if (r.framework, str(ref)) not in self.preemption.doomed:
-                running.setdefault(r.slave, []).append(
-                    RunningTask(r.framework, str(ref), r.slave, dict(r.booked.millis), r.started)
-                )
-            elif r.framework in held:  # its loss is decided: plan as the master does
-                mine = held[r.framework]
-                for name, amount in r.booked.millis.items():
-                    mine[name] = max(0, mine.get(name, 0) - amount)
-        cluster = Cluster(a.total.millis, a.unheld(), held, {}, running)
+            for name in self.added
+        ]
+        tasks = [
+            RunningTask(r.framework, str(ref), r.slave, dict(r.booked.millis), r.started)
+            for ref, r in self.running.items()
+        ]
+        cluster = planning_cluster(a, self.added, tasks, self.preemption.doomed)
         claims = self.preemption.check(
             t, self.spec.master.policy, contenders, cluster, a.pool_weights(), a.quotas,
             a.is_tree(),
         )  # fmt: skip
         notice = self.preemption.config.notice
+        until = hold_until(t, notice, self.spec.master.allocation_interval)
         for claim in claims:
+            hold_claim(a, claim, until)
             for plan in claim.plans:
-                a.reserve(plan.slave_id, claim.claimant, Resources.from_millis(plan.task),
-                          t + notice + HOLD + 2 * self.spec.master.allocation_interval)  # fmt: skip
                 for victim in plan.victims:
                     self._at(t + notice, "kill", int(victim.task_id))
 
@@ -408,9 +396,9 @@ class Simulation:
         if self.preemption is not None and completed:
             self.preemption.ended(r.framework, str(ref), finished=True, ran=t - r.started)
         if self.overbooks:
-            _sub(self.node_load[r.slave], r.real.millis)
+            sub_millis(self.node_load[r.slave], r.real.millis, f"node {r.slave}")
             self.node_tasks[r.slave] -= 1
-        _sub(self.held[r.framework], r.real.millis)
+        sub_millis(self.held[r.framework], r.real.millis, r.framework)
         self.counts[r.framework] -= 1
         self.processed += 1
         self.workloads[r.framework].finished(t, r.task, completed=completed, retry=retry)
@@ -445,11 +433,6 @@ class Simulation:
                 },
             )
         )
-
-
-def _sub(into: Millis, delta: Mapping[str, int]) -> None:
-    for k, v in delta.items():
-        into[k] -= v
 
 
 def simulate(

@@ -1,5 +1,6 @@
 """The ideal beside the real: what a spec's policy would give each framework, phase by
-phase, with tasks infinitely divisible (`master.ideal`), and how far a run strays from it.
+phase, with tasks infinitely divisible (`master.allocation.ideal`), and how far a run strays
+from it.
 
 A phase starts whenever the set of running frameworks or one of their task shapes
 changes (a framework starts or stops, or its tasks change size). Its ideal holds from
@@ -13,8 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cluster.spec import Framework, Spec
-from master.ideal import POLICIES, User, exact, ideal
+from cluster.experiments.spec import Framework, Spec
+from master.allocation.ideal import POLICIES, User, exact, ideal
 from protocol.resources import Resources
 
 

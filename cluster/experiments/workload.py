@@ -20,8 +20,8 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from cluster.spec import Framework, read_durations, read_jobs
-from cluster.swim import Stage, SwimJob, read_swim
+from cluster.experiments.spec import Framework, read_durations, read_jobs
+from cluster.experiments.swim import Stage, SwimJob, read_swim
 from protocol.resources import Resources, holds
 
 

@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from protocol.resources import CPUS, Resources, add_millis, dominant_share
+from protocol.resources import CPUS, Resources, dominant_share, sub_millis
 
 Millis = dict[str, int]
 
@@ -106,14 +106,7 @@ class Total:
         self.version += 1
 
     def remove(self, resources: Resources) -> None:
-        for k, v in resources.millis.items():
-            left = self.millis.get(k, 0) - v
-            if left < 0:
-                raise ValueError(f"total {k} would go negative")
-            if left:
-                self.millis[k] = left
-            else:
-                self.millis.pop(k, None)
+        sub_millis(self.millis, resources.millis, "the total")
         self.version += 1
 
     @property
@@ -138,12 +131,19 @@ _Entry = tuple[float, int, str]
 
 
 class Sorter:
-    """Orders clients by weighted share; the Mesos sorter's verbs, without I/O."""
+    """Orders clients by weighted share; the Mesos sorter's verbs, without I/O.
+
+    As the allocator's order of roles (a `RoleOrder`), the roles stand side by side: a
+    role is a name, with no pools above it and no promise."""
+
+    hierarchical = False
 
     def __init__(self, policy: Policy | str = "drf", total: Total | None = None) -> None:
         self.policy = make_policy(policy) if isinstance(policy, str) else policy
-        self._share = self.policy.share
+        # the share function itself for drf (one call less each time a client moves)
+        self._share = dominant_share if self.policy.name == "drf" else self.policy.share
         self._clients: dict[str, _Client] = {}
+        self._weights: dict[str, float] = {}  # configured, kept for clients that come later
         self._order: list[_Entry] = []  # the active clients, lowest weighted share first
         self._pending: dict[str, _Client] = {}  # clients to move to their place in it
         self._totals = total or Total()
@@ -206,14 +206,38 @@ class Sorter:
         self._push(client)
 
     def weight(self, name: str) -> float:
-        return self._clients[name].weight
+        client = self._clients.get(name)
+        return client.weight if client is not None else self._weights.get(name, 1.0)
+
+    def set_weight(self, name: str, weight: float) -> None:
+        """A configured weight: the client's now if it is here, and whenever it comes."""
+        if weight <= 0:
+            raise ValueError(f"weight must be positive, got {weight}")
+        self._weights[name] = weight
+        if name in self._clients:
+            self.update_weight(name, weight)
+
+    def weights(self) -> dict[str, float]:
+        return {name: client.weight for name, client in self._clients.items()}
+
+    def names(self) -> list[str]:
+        return list(self._clients)
+
+    def name_problem(self, name: str) -> str | None:
+        return None  # any name is a client
+
+    def set_ordering(self, name: str, ordering: str) -> None:
+        if ordering != "drf":
+            raise ValueError(f"a per-pool ordering ({name}: {ordering}) needs a tree policy")
 
     # -- books -----------------------------------------------------------------------------
     def allocated(self, name: str, resources: Resources) -> None:
         """Record resources given to a client (offered or in use): one more allocation."""
         client = self._clients[name]
         client.count += 1
-        add_millis(client.allocation, resources.millis)
+        alloc = client.allocation
+        for k, v in resources.millis.items():  # (add_millis inlined: twice an offer)
+            alloc[k] = alloc.get(k, 0) + v
         self._push(client)
 
     def allocation_count(self, name: str) -> int:
@@ -221,23 +245,22 @@ class Sorter:
         return self._clients[name].count
 
     def unallocated(self, name: str, resources: Resources) -> None:
-        """Record resources a client gave back."""
+        """Record resources a client gave back (ResourceError, and no change, if it holds
+        less)."""
         client = self._clients[name]
-        alloc = client.allocation
-        for k, v in resources.millis.items():
-            left = alloc.get(k, 0) - v
-            if left > 0:
-                alloc[k] = left
-            elif left == 0:
-                alloc.pop(k, None)
-            else:  # more than it holds: undo what was taken (no allocation), and refuse
-                add_millis(alloc, _before(resources, k).millis)
-                self._push(client)
-                raise ValueError(f"client {name!r} would hold negative {k}")
+        sub_millis(client.allocation, resources.millis, f"client {name!r}")
         self._push(client)
 
     def allocation(self, name: str) -> Resources:
         return Resources.from_millis(self._clients[name].allocation)
+
+    def held(self, name: str) -> Millis:
+        client = self._clients.get(name)
+        return dict(client.allocation) if client is not None else {}
+
+    def wanting(self, name: str) -> bool:
+        client = self._clients.get(name)
+        return client is not None and client.active
 
     def add_total(self, resources: Resources) -> None:
         self._totals.add(resources)
@@ -254,6 +277,13 @@ class Sorter:
         """The client's share divided by its weight (what the order is made of)."""
         client = self._clients[name]
         return self.policy.share(client.allocation, self._total) / client.weight
+
+    ordering_share = share
+
+    def promise(self, name: str) -> float | None:
+        return None  # side by side, nothing is promised
+
+    own_promise = promise
 
     def first(self, wanted: Callable[[str], bool] = lambda name: True) -> str | None:
         """The active client with the lowest weighted share for which `wanted` is true.
@@ -318,13 +348,3 @@ class Sorter:
         order.sort()
         self._order = order
         self._pending.clear()
-
-
-def _before(resources: Resources, name: str) -> Resources:
-    """The amounts of `resources` that come before `name` (in its own order)."""
-    taken: Millis = {}
-    for k, v in resources.millis.items():
-        if k == name:
-            break
-        taken[k] = v
-    return Resources.from_millis(taken)

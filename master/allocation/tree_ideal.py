@@ -4,8 +4,8 @@ Tasks are infinitely divisible; each user is a leaf of the tree under its pool, 
 the product, down its path, of each node's weight over its siblings' weights. A node's
 *satisfaction* is its dominant share (of everything its subtree holds) over its promise.
 Resources go, a sliver at a time, where the allocator would send them
-(`master.roles`): from the root down to the child with the lowest key, where a leaf's key
-is its satisfaction and a pool's is
+(`master.allocation.role_tree`): from the root down to the child with the lowest key, where a
+leaf's key is its satisfaction and a pool's is
 
 - `hdrf` (min satisfaction): the lowest satisfaction of the pool itself and of every
   node below it that still wants resources;

@@ -4,19 +4,35 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from protocol.cli import log_level_default
+from protocol.extras import needs
+
+if TYPE_CHECKING:
+    from cluster.experiments.results import Results
 
 
 def _load(spec_path: Path):  # type: ignore[no-untyped-def]
-    from cluster.spec import SpecError, load_spec
+    from cluster.experiments.spec import SpecError, load_spec
 
     try:
         return load_spec(spec_path)
     except SpecError as e:
         raise click.ClickException(str(e)) from None
+
+
+def _write(results: Results, out: Path, plots: bool) -> dict[str, Any]:
+    """The results' files into `out`, and their plots unless told not to."""
+    summary = results.write(out)
+    if plots:
+        with needs("plots"):
+            from cluster.experiments.plots import plot_all
+
+        plot_all(results, out)
+    return summary
 
 
 def _report(summary: dict[str, object], out: Path, plots: bool = True) -> None:
@@ -99,8 +115,8 @@ def simulate(
     profile: bool,
 ) -> None:
     """Run SPEC as a discrete-event simulation with the master's allocator."""
-    from cluster.simulator import simulate as run
-    from cluster.spec import Master
+    from cluster.experiments.simulator import simulate as run
+    from cluster.experiments.spec import Master
 
     spec = _load(spec_path)
     if seed is not None:
@@ -118,7 +134,7 @@ def simulate(
             raise click.BadParameter(str(e)) from None
     _preemption(spec, preemption)
     results, speed = _run_simulation(run, spec, profile)
-    summary = results.write(out, plots=not no_plots)
+    summary = _write(results, out, plots=not no_plots)
     _report(summary, out, plots=not no_plots)
     click.echo(
         f"simulated {spec.run.duration:g}s in {speed['wall_seconds']:.2f}s "
@@ -186,7 +202,7 @@ def run_experiment(
     """Run SPEC on a real local cluster (broker, master, slaves, frameworks as processes)."""
     import asyncio
 
-    from cluster.live import run_live
+    from cluster.experiments.live import run_live
 
     spec = _load(spec_path)
     if time_scale is not None:
@@ -202,13 +218,13 @@ def run_experiment(
         results = asyncio.run(run_live(spec, spec_path.resolve(), out, broker))
     except RuntimeError as e:
         raise click.ClickException(str(e)) from None
-    summary = results.write(out, plots=not no_plots)
+    summary = _write(results, out, plots=not no_plots)
     _report(summary, out, plots=not no_plots)
 
 
 @experiment.command("schema")
 def schema() -> None:
     """Print the JSON schema of experiment specs."""
-    from cluster.spec import Spec
+    from cluster.experiments.spec import Spec
 
     click.echo(json.dumps(Spec.model_json_schema(), indent=2))

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import click
 
-from cluster.spec import Framework, Spec, load_spec
-from cluster.workload import Pending, Workload
+from cluster.experiments.spec import Framework, Spec, load_spec
+from cluster.experiments.workload import Pending, Workload
 from frameworks.scheduler import ENDLESS, Scheduler, SchedulerDriver, build_task
 from protocol import logs
 from protocol.brokers import BrokerURL

@@ -17,10 +17,10 @@ from pathlib import Path
 
 from rich.progress import Progress
 
-from cluster.launcher import Launcher
-from cluster.results import Results, Sample
-from cluster.spec import Spec
-from cluster.view import wait_state
+from cluster.experiments.results import Results, Sample
+from cluster.experiments.spec import Spec
+from cluster.local.launcher import Launcher
+from cluster.local.view import wait_state
 from protocol.brokers import open_broker
 from protocol.bus import Bus
 from protocol.messages import State, Wire

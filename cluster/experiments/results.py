@@ -15,9 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cluster.ideal_timeline import Phase, ideal_phases, settle_seconds
-from cluster.spec import Spec
-from protocol.extras import needs
+from cluster.experiments.ideal_timeline import Phase, ideal_phases, settle_seconds
+from cluster.experiments.spec import Spec
 from protocol.resources import Resources
 
 
@@ -45,7 +44,7 @@ class Results:
     preemption: dict[str, Any] | None = None  # counters, when preemption was on
 
     def with_ideal(self, spec: Spec, policy: str | None = None) -> Results:
-        """Attach the spec's ideal (see cluster.ideal_timeline); returns self."""
+        """Attach the spec's ideal (see cluster.experiments.ideal_timeline); returns self."""
         self.ideal_policy = policy or spec.master.policy
         self.ideal = ideal_phases(spec, self.ideal_policy)
         self.settle = settle_seconds(spec)
@@ -138,7 +137,9 @@ class Results:
             for s in self.samples
         ]
 
-    def write(self, out: Path, plots: bool = True) -> dict[str, Any]:
+    def write(self, out: Path) -> dict[str, Any]:
+        """The timeline (CSV) and the summary (JSON) into `out`; the summary. (Plots are
+        `cluster.experiments.plots`', which reads results: they are drawn after.)"""
         out.mkdir(parents=True, exist_ok=True)
         rows = self.timeline_rows()
         with (out / "timeline.csv").open("w", newline="") as f:
@@ -154,11 +155,6 @@ class Results:
             writer.writerows(rows)
         summary = self.summary()
         (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-        if plots:
-            with needs("plots"):
-                from cluster.plots import plot_all
-
-            plot_all(self, out)
         return summary
 
 

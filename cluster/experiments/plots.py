@@ -11,8 +11,8 @@ matplotlib.use("Agg")  # files, never a window
 import matplotlib.pyplot as plt
 from matplotlib.ticker import MaxNLocator
 
-from cluster.ideal_timeline import Phase
-from cluster.results import Results, Sample
+from cluster.experiments.ideal_timeline import Phase
+from cluster.experiments.results import Results, Sample
 
 
 def plot_all(results: Results, out: Path) -> list[Path]:

@@ -1,0 +1,75 @@
+"""What drives the policy, written once: the master's shell and the simulator both call
+these, so a simulated run does what the master does around the allocator and preemption.
+
+- rounds: frees that land within `ROUND_BATCH` of each other share one round;
+- preemption: the books as planning sees them (`planning_cluster`), each framework as a
+  `Contender`, and the holds that keep freed room for the claimant (`hold_claim`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Container, Iterable
+
+from master.allocation.allocator import Allocator
+from master.allocation.preemption import Claim, Cluster, Contender, RunningTask
+from master.allocation.sorter import Millis
+from protocol.resources import Resources
+
+ROUND_BATCH = 0.005  # seconds: frees within this window share one round
+HOLD_EXTRA = 10.0  # seconds: a node freed by preemption is held this long past the kill
+
+
+def contender(
+    a: Allocator,
+    framework_id: str,
+    role: str,
+    *,
+    wants: bool,
+    demand: list[tuple[Millis, int]] | None,
+    shape: Millis | None = None,
+) -> Contender:
+    """A framework as preemption sees it: its weight and holdings from the allocator, its
+    wishes from whoever drives it."""
+    return Contender(
+        framework_id,
+        role,
+        a.framework_weight(framework_id),
+        dict(a.allocation(framework_id).millis),
+        wants=wants,
+        demand=demand,
+        shape=shape,
+    )
+
+
+def planning_cluster(
+    a: Allocator,
+    framework_ids: Iterable[str],
+    tasks: Iterable[RunningTask],
+    doomed: Container[tuple[str, str]],
+) -> Cluster:
+    """The books as planning sees them: what is free (less every hold), who holds what --
+    less its tasks already doomed, whose loss is decided: else the next check, before they
+    end, would take a victim below its fair share again --, and the tasks that may still
+    be chosen (none already doomed)."""
+    held = {fid: dict(a.allocation(fid).millis) for fid in framework_ids}
+    running: dict[str, list[RunningTask]] = {}
+    for task in tasks:
+        if (task.framework_id, task.task_id) not in doomed:
+            running.setdefault(task.slave_id, []).append(task)
+        elif task.framework_id in held:
+            mine = held[task.framework_id]
+            for name, amount in task.resources.items():  # (clamped: the books may lag)
+                mine[name] = max(0, mine.get(name, 0) - amount)
+    return Cluster(a.total.millis, a.unheld(), held, {}, running)
+
+
+def hold_until(now: float, notice: float, allocation_interval: float) -> float:
+    """How long room freed for a claimant is held for it: past the kill deadline, and two
+    rounds more for its offer to go out."""
+    return now + notice + HOLD_EXTRA + 2 * allocation_interval
+
+
+def hold_claim(a: Allocator, claim: Claim, until: float) -> None:
+    """Hold the room each of the claim's plans frees for the claimant until `until`."""
+    for plan in claim.plans:
+        a.reserve(plan.slave_id, claim.claimant, Resources.from_millis(plan.task), until)

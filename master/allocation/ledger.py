@@ -1,0 +1,125 @@
+"""The allocator's books: every slave's total and what is allocated on it, per framework;
+every framework's role, filters and offer filters; and the small tests a round asks of
+every slave it visits."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from master.allocation.sorter import Millis
+from protocol.resources import CPUS, MEM, SCALE, Resources, holds
+
+# Mesos offers a slave only if at least this much of cpus or mem is free: smaller crumbs
+# would be offered and declined forever.
+MIN_CPUS, MIN_MEM = int(0.01 * SCALE), 32 * SCALE
+
+
+@dataclass(frozen=True, slots=True)
+class Allocation:
+    framework_id: str
+    slave_id: str
+    resources: Resources
+
+
+@dataclass(slots=True)
+class Filter:
+    """Declined resources of one slave, refused until `expires` (Mesos's refuse_seconds).
+
+    It holds only while what the slave has free is within what was declined: once more is
+    free than was refused, the framework is offered it again.
+    """
+
+    expires: float
+    resources: Resources
+
+
+@dataclass(slots=True)
+class SlaveBook:
+    slave_id: str
+    hostname: str
+    total: Resources
+    attributes: dict[str, str] = field(default_factory=dict)
+    allocated: Millis = field(default_factory=dict)  # offered or used, by anyone
+    by_framework: dict[str, Millis] = field(default_factory=dict)
+    unowned: Millis = field(default_factory=dict)  # used by frameworks we do not know (yet)
+    active: bool = True  # off while its slave is disconnected: nothing of it is offered
+    # total - allocated for every resource of the total (zeros kept), kept as `allocated`
+    # changes: a round reads it for every slave it visits
+    unallocated: Millis = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.unallocated = dict(self.total.millis)
+
+    def free(self) -> Millis:
+        return dict(self.unallocated)
+
+
+@dataclass(slots=True)
+class FrameworkBook:
+    framework_id: str
+    role: str
+    active: bool = True
+    suppressed: bool = False
+    filters: dict[str, Filter] = field(default_factory=dict)
+    slaves: set[str] = field(default_factory=set)  # where it holds resources
+    min_allocatable: list[Millis] = field(default_factory=list)  # offer only one of these
+
+
+class AllocatorError(ValueError):
+    """A call that does not fit the books (unknown framework or slave, double release)."""
+
+
+def allocatable(free: Mapping[str, int]) -> bool:
+    # (no generators here: a round asks this of every slave it visits)
+    if free.get(CPUS, 0) >= MIN_CPUS or free.get(MEM, 0) >= MIN_MEM:
+        return True
+    # a slave with neither cpus nor mem (custom resources only) is offered whatever it has
+    return CPUS not in free and MEM not in free and any(v > 0 for v in free.values())
+
+
+def fits_one(free: Millis, floors: list[Millis]) -> bool:
+    for floor in floors:  # (a plain loop, holds inlined: asked of every slave visited)
+        for name, amount in floor.items():
+            if free.get(name, 0) < amount:
+                break
+        else:
+            return True
+    return False
+
+
+def within(free: Millis, refused: Mapping[str, int]) -> bool:
+    """Nothing of `free` is more than `refused` (a plain loop: asked of every filter a
+    round meets)."""
+    for k, v in free.items():  # noqa: SIM110
+        if v > 0 and refused.get(k, 0) < v:
+            return False
+    return True
+
+
+def wants_offer(fw: FrameworkBook, slave_id: str, offerable: Millis, now: float) -> bool:
+    """Whether `fw` is to be offered `offerable` of this slave: something it can use
+    (its offer filters), and not what it declined here (its decline filter)."""
+    if fw.min_allocatable and not fits_one(offerable, fw.min_allocatable):
+        return False  # nothing it can use here
+    f = fw.filters.get(slave_id)
+    if f is not None:
+        if f.expires > now and within(offerable, f.resources.millis):
+            return False
+        del fw.filters[slave_id]  # expired, or more is free than was refused
+    return True
+
+
+def floors_of(frameworks: Iterable[FrameworkBook]) -> list[Millis] | None:
+    """The offer filters of the frameworks wanting offers, less those another one's
+    undercuts, when every one of them has offer filters (None when one takes
+    anything): a slave holding none of them is of use to nobody, and is skipped."""
+    wanting = [fw for fw in frameworks if fw.active and not fw.suppressed]
+    if not all(fw.min_allocatable for fw in wanting):
+        return None
+    floors: list[Millis] = []
+    for m in (m for fw in wanting for m in fw.min_allocatable):
+        if not any(holds(m, f) for f in floors):  # (nothing smaller is there)
+            floors = [f for f in floors if not holds(f, m)]
+            floors.append(m)
+    return floors

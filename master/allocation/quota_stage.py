@@ -1,0 +1,166 @@
+"""Quota in an allocation round: what a role's offer may hold, given limits on its path and
+others' unmet guarantees, and which roles go first (Mesos's quota stage); and each role
+node's standing (weight, share, promise, quota) for the shell to show.
+
+It reads the allocator's books (the role order, the cluster's total and what is
+allocated) and keeps the quotas; it changes no books.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from master.allocation.ledger import allocatable
+from master.allocation.quota import Quota, ancestors_or_self, cap_offer, gap
+from master.allocation.role_order import RoleOrder
+from master.allocation.sorter import Millis
+from protocol.resources import Resources, add_millis, dominant_share
+
+
+@dataclass(frozen=True, slots=True)
+class RoleStanding:
+    """A role node as the allocation sees it (the shell makes the wire's `RoleView`)."""
+
+    role: str
+    weight: float
+    share: float  # dominant share of everything its subtree holds
+    promise: float | None  # under a tree policy: the fraction of the cluster promised
+    guarantee: Resources | None
+    limit: Resources | None
+    unsatisfiable: str  # why its guarantee cannot be met, if it cannot
+
+
+class QuotaStage:
+    def __init__(self, roles: RoleOrder, total: Millis, allocated: Millis, headroom: str):
+        self.quotas: dict[str, Quota] = {}  # by role node (on a tree, pools too)
+        self._roles = roles
+        self._total = total  # the cluster's (the allocator's book, read in place)
+        self._allocated = allocated  # ... and what of it is offered or in use
+        self._headroom_of = headroom  # whose unmet guarantees are held back (HEADROOM)
+
+    def held_by_role(self, role: str) -> Millis:
+        """What a role node holds (on a tree: its whole subtree), offered or in use."""
+        return self._roles.held(role)
+
+    def unsatisfiable(self) -> dict[str, str]:
+        """Guarantees the cluster cannot meet, and why (reported, not refused)."""
+        total = self._total
+        out = {}
+        for role, quota in self.quotas.items():
+            over = [n for n, v in quota.guarantee.millis.items() if v > total.get(n, 0)]
+            if over:
+                out[role] = f"guarantees more {', '.join(over)} than the cluster has"
+        return out
+
+    def standings(self, configured: set[str]) -> list[RoleStanding]:
+        """Every role node, every role with a quota and every `configured` one: weight,
+        share, promise, quota."""
+        roles, total = self._roles, self._total
+        unsatisfiable = self.unsatisfiable()
+        views = []
+        for role in sorted(set(self.quotas) | configured | set(roles.names())):
+            quota = self.quotas.get(role)
+            views.append(
+                RoleStanding(
+                    role=role,
+                    weight=roles.weight(role),
+                    share=dominant_share(roles.held(role), total),
+                    promise=roles.promise(role),
+                    guarantee=quota.guarantee if quota and quota.guarantee else None,
+                    limit=quota.limit if quota else None,
+                    unsatisfiable=unsatisfiable.get(role, ""),
+                )
+            )
+        return views
+
+    def path(self, role: str) -> list[str]:
+        """The role nodes a quota on which applies to `role`: itself, and on a tree its
+        ancestors."""
+        return ancestors_or_self(role, self._roles.hierarchical)
+
+    def short_of_guarantee(self) -> set[str]:
+        """Role nodes with demand whose guarantee is not met yet (and still can be)."""
+        return {role for role in self.quotas if self._roles.wanting(role) and self.lack(role)}
+
+    def lack(self, role: str) -> Millis:
+        """What `role`'s guarantee still lacks that it could still get: the gap, cut down
+        by the room left under every limit on its path (a guarantee a limit above it
+        makes unreachable holds nothing back from anyone)."""
+        lack = gap(self.quotas[role], self.held_by_role(role))
+        for node in self.path(role):
+            quota = self.quotas.get(node)
+            if quota is None or quota.limit is None:
+                continue
+            held = self.held_by_role(node)
+            for name, amount in quota.limit.millis.items():
+                if name in lack:
+                    lack[name] = min(lack[name], max(0, amount - held.get(name, 0)))
+        return {k: v for k, v in lack.items() if v > 0}
+
+    def up_to_guarantee(self, role: str, short: set[str], free: Millis) -> Millis:
+        """An offer in the quota stage. Of the resources the role still lacks, up to its
+        unmet guarantee (the smallest gap among the short nodes on its path), under its
+        limits only: a guarantee is given unconditionally, as in Mesos, even when the
+        cluster is overcommitted by guarantees, so others' headroom does not cut it. The
+        other resources of the slave come along, as a task needs them too, under its
+        limits and leaving others' headroom alone."""
+        offerable = self.offerable(role, free)
+        lacks: Millis = {}
+        for node in self.path(role):
+            if node in short:
+                for name, lack in self.lack(node).items():
+                    lacks[name] = min(lacks.get(name, lack), lack)
+        if not lacks:
+            return offerable
+        limited = self.offerable(role, free, headroom=False)
+        out = dict(offerable)
+        for name, lack in lacks.items():
+            if name in limited:
+                out[name] = min(limited[name], lack)
+        out = {k: v for k, v in out.items() if v > 0}
+        if allocatable(out):
+            return out
+        # too little of it for an offer: what the role may have of the slave, if more
+        for name, amount in out.items():
+            offerable[name] = max(amount, offerable.get(name, 0))
+        return offerable
+
+    def under(self, role: str, short: set[str]) -> bool:
+        return any(node in short for node in self.path(role))
+
+    def offerable(self, role: str, free: Millis, *, headroom: bool = True) -> Millis:
+        """What of `free` may go to a framework of `role`: under every limit on its path,
+        and (with `headroom`) leaving alone what other roles' unmet guarantees need."""
+        mine = set(self.path(role))
+        limits = [
+            (q.limit, self.held_by_role(node))
+            for node in mine
+            if (q := self.quotas.get(node)) is not None and q.limit is not None
+        ]
+        if not headroom:
+            return cap_offer(free, limits, {}, {})
+        unreserved = {k: v - self._allocated.get(k, 0) for k, v in self._total.items()}
+        return cap_offer(free, limits, self._headroom(mine), unreserved)
+
+    def _holds_headroom(self, node: str) -> bool:
+        """Whether `node`'s unmet guarantee is held back from others: always (`all`, as
+        Mesos), or while its frameworks want offers (`demand`)."""
+        quota = self.quotas.get(node)
+        if quota is None or not quota.guarantee:
+            return False
+        return self._headroom_of == "all" or self._roles.wanting(node)
+
+    def _headroom(self, mine: set[str]) -> Millis:
+        """The unmet guarantees of the role nodes outside `mine` (a role's own path): what
+        offers to `mine` must leave unallocated. On a tree, a guarantee inside another
+        held one is part of it, and counts once, at the top (as Mesos counts top-level
+        roles' guarantees)."""
+        need: Millis = {}
+        for node in self.quotas:
+            if node in mine or not self._holds_headroom(node):
+                continue
+            above = self.path(node)[:-1]
+            if any(a not in mine and self._holds_headroom(a) for a in above):
+                continue  # counted in its ancestor's
+            add_millis(need, self.lack(node))
+        return need

@@ -1,0 +1,103 @@
+"""The order in which roles are served: what the allocator asks of it, and nothing more.
+
+Mesos's allocator talks to one abstract sorter; so does ours. Two implement it: the flat
+`Sorter` (roles side by side: drf, asset, cpu, fifo) and the `RoleTree` (hierarchical
+roles: hdrf, naive-hdrf, flat). The allocator holds a `RoleOrder` and never asks which.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from typing import Protocol
+
+from protocol.resources import Resources
+
+Millis = dict[str, int]
+
+
+class RoleOrder(Protocol):
+    hierarchical: bool
+    """Roles are paths (`eng/batch`) whose ancestors are role nodes too: quotas and
+    weights apply to every node on a role's path."""
+
+    # -- roles that have frameworks ----------------------------------------------------------
+    def add(self, role: str, weight: float = 1.0) -> None:
+        """A role gains its first framework (`weight`: what the framework asked for)."""
+        ...
+
+    def remove(self, role: str) -> None:
+        """A role lost its last framework."""
+        ...
+
+    def __contains__(self, role: object) -> bool: ...
+
+    def activate(self, role: str) -> None:
+        """Some framework of `role` wants offers."""
+        ...
+
+    def deactivate(self, role: str) -> None:
+        """No framework of `role` wants offers."""
+        ...
+
+    def update_weight(self, role: str, weight: float) -> None:
+        """The weight a framework asked for (a configured one wins)."""
+        ...
+
+    # -- configuration (any node, with frameworks or not) ------------------------------------
+    def name_problem(self, role: str) -> str | None:
+        """Why `role` cannot be a role in this order (None if it can)."""
+        ...
+
+    def set_weight(self, role: str, weight: float) -> None:
+        """An operator's weight for `role`, now or whenever it comes."""
+        ...
+
+    def set_ordering(self, role: str, ordering: str) -> None:
+        """How `role` orders its children; ValueError where that means nothing."""
+        ...
+
+    def weight(self, role: str) -> float:
+        """`role`'s weight: its own, else the configured one, else 1."""
+        ...
+
+    def weights(self) -> dict[str, float]:
+        """Every role node's weight (on a tree, pools too)."""
+        ...
+
+    def names(self) -> Iterable[str]:
+        """Every role node (on a tree, pools too)."""
+        ...
+
+    # -- books -------------------------------------------------------------------------------
+    def allocated(self, role: str, resources: Resources) -> None: ...
+
+    def unallocated(self, role: str, resources: Resources) -> None: ...
+
+    def held(self, role: str) -> Millis:
+        """What a role node holds (on a tree: its whole subtree); {} for one not known."""
+        ...
+
+    def wanting(self, role: str) -> bool:
+        """Whether frameworks at `role` (on a tree: in its subtree) want offers."""
+        ...
+
+    # -- order -------------------------------------------------------------------------------
+    def first(self, wanted: Callable[[str], bool]) -> str | None:
+        """The role to serve next among those `wanted` accepts."""
+        ...
+
+    def sort(self) -> Iterator[str]:
+        """The roles that want offers, in the order they are served."""
+        ...
+
+    def ordering_share(self, role: str) -> float:
+        """`role`'s place as the order sees it (share over weight, or over promise)."""
+        ...
+
+    def promise(self, role: str) -> float | None:
+        """The fraction of the cluster promised to `role`'s subtree (None: no promises)."""
+        ...
+
+    def own_promise(self, role: str) -> float | None:
+        """... to the frameworks registered in `role` itself (None: no promises)."""
+        ...
