@@ -23,7 +23,7 @@ import time
 from benchmarks.common import table
 from master.allocator import Allocator
 from master.preemption import Contender, _ideal_of, fair_allocation
-from protocol.resources import Resources
+from protocol.wire.resources import Resources
 
 SLAVE = Resources(cpus=24, mem=4096)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from protocol.cli import log_level_default
+from protocol.tooling.cli import log_level_default
 
 
 def _load(spec_path: Path):  # type: ignore[no-untyped-def]

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from cluster.spec import Framework, Spec
 from master.ideal import POLICIES, User, exact, ideal
-from protocol.resources import Resources
+from protocol.wire.resources import Resources
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from typing import Any
 from cluster.ideal_timeline import Phase, ideal_phases, settle_seconds
 from cluster.spec import Spec
 from protocol.extras import needs
-from protocol.resources import Resources
+from protocol.wire.resources import Resources
 
 
 @dataclass(slots=True)

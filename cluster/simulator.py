@@ -34,7 +34,7 @@ from cluster.workload import Pending, Workload
 from master.allocator import Allocator
 from master.preemption import Cluster, Contender, Preemption, RunningTask
 from master.sorter import Millis
-from protocol.resources import CPUS, MEM, SCALE, Resources, add_millis, holds
+from protocol.wire.resources import CPUS, MEM, SCALE, Resources, add_millis, holds
 
 ROUND_BATCH = 0.005  # as the master: frees within this window share one round
 SWAP_COST = 10.0  # memory overcommitted by x% slows tasks by SWAP_COST * x% (paging)

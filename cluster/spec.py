@@ -25,8 +25,8 @@ from cluster.swim import SwimSpec
 from master.preemption import PreemptionConfig
 from master.roles import check_role
 from master.roles_file import QuotaSpec
-from protocol.codec import describe_validation
-from protocol.resources import Resources
+from protocol.wire.codec import describe_validation
+from protocol.wire.resources import Resources
 
 
 class SpecError(ValueError):

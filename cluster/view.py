@@ -8,10 +8,10 @@ from collections.abc import Callable
 from rich.console import Group
 from rich.table import Table
 
-from protocol.brokers import BrokerURL
-from protocol.bus import Bus
-from protocol.messages import ClusterEvent, Error, State, Teardown, Wire
-from protocol.topics import Topics
+from protocol.tooling.brokers import BrokerURL
+from protocol.transport.bus import Bus
+from protocol.wire.messages import ClusterEvent, Error, State, Teardown, Wire
+from protocol.wire.topics import Topics
 
 
 async def fetch_state(url: BrokerURL, cluster: str, timeout: float = 10.0) -> State:

@@ -31,10 +31,10 @@ from typing import Literal, TypeVar
 
 from frameworks.calls import made_at_once
 from protocol import logs
-from protocol.brokers import BrokerURL
-from protocol.bus import Bus, Dispatcher, cancel_and_wait, first_of
-from protocol.leader import LeaderWatch
-from protocol.messages import (
+from protocol.tooling.brokers import BrokerURL
+from protocol.transport.bus import Bus, Dispatcher, cancel_and_wait, first_of
+from protocol.transport.leader import LeaderWatch
+from protocol.wire.messages import (
     Accept,
     Acknowledge,
     CommandInfo,
@@ -70,8 +70,8 @@ from protocol.messages import (
     Update,
     Wire,
 )
-from protocol.resources import Resources
-from protocol.topics import Topics, check_segment
+from protocol.wire.resources import Resources
+from protocol.wire.topics import Topics, check_segment
 
 W = TypeVar("W", bound=Wire)
 Handler = Callable[[W, str | None], Awaitable[None]]

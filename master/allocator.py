@@ -26,8 +26,8 @@ from typing import Any
 from master.quota import Quota, ancestors_or_self, cap_offer, gap
 from master.roles import TREE_POLICIES, RoleTree, check_role
 from master.sorter import Millis, Sorter, Total
-from protocol.messages import RoleView
-from protocol.resources import (
+from protocol.wire.messages import RoleView
+from protocol.wire.resources import (
     CPUS,
     MEM,
     SCALE,

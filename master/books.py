@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from protocol.messages import (
+from protocol.wire.messages import (
     TERMINAL_STATES,
     FrameworkView,
     Offer,
@@ -29,7 +29,7 @@ from protocol.messages import (
     TaskView,
     Update,
 )
-from protocol.resources import Resources
+from protocol.wire.resources import Resources
 
 COMPLETED = 50  # removed frameworks kept for the API, as Mesos's --max_completed_frameworks
 

@@ -14,7 +14,7 @@ from typing import Any
 from master.authz import Caller
 from master.books import Task
 from master.core import MasterCore
-from protocol.messages import FileData, ReadFile, ReadTaskFile, TaskFileData, new_id
+from protocol.wire.messages import FileData, ReadFile, ReadTaskFile, TaskFileData, new_id
 
 FILE_TIMEOUT = 5.0
 

@@ -48,8 +48,13 @@ from master.http_models import (
 from master.metrics import exposition, registry_for
 from master.openapi import openapi
 from protocol import logs
-from protocol.credentials import CredentialsError, load_principals, read_passwd, verify_secret
-from protocol.messages import TaskState
+from protocol.tooling.credentials import (
+    CredentialsError,
+    load_principals,
+    read_passwd,
+    verify_secret,
+)
+from protocol.wire.messages import TaskState
 
 if TYPE_CHECKING:
     from master.master import Master

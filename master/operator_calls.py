@@ -11,8 +11,8 @@ from pydantic import ValidationError
 from master.authz import Caller
 from master.core import MasterCore
 from master.roles_file import QuotaSpec, RoleSpec, save_roles
-from protocol.codec import describe_validation
-from protocol.messages import SetQuota, SetWeights
+from protocol.wire.codec import describe_validation
+from protocol.wire.messages import SetQuota, SetWeights
 
 
 class OperatorCalls(MasterCore):

@@ -27,7 +27,7 @@ from master.preemption import (
     fair_allocation,
 )
 from master.quota import ancestors_or_self
-from protocol.messages import (
+from protocol.wire.messages import (
     KillTask,
     PreemptedTask,
     Preempting,
@@ -37,7 +37,7 @@ from protocol.messages import (
     TaskState,
     TaskStatus,
 )
-from protocol.resources import Resources
+from protocol.wire.resources import Resources
 
 HOLD_EXTRA = 10.0  # a freed node is held this long past the kill deadline
 

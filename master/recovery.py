@@ -16,7 +16,7 @@ import time
 from master.books import Framework
 from master.core import MasterCore
 from master.quota import Quota
-from protocol.messages import Leader
+from protocol.wire.messages import Leader
 
 
 class Recovery(MasterCore):

@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from master.sorter import Millis, Total
-from protocol.resources import MEM, Resources, dominant_share
+from protocol.wire.resources import MEM, Resources, dominant_share
 
 TREE_POLICIES = ("hdrf", "naive-hdrf", "flat")
 ORDERINGS = ("drf", "fair", "fifo")

@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from protocol import logs
-from protocol.bus import Bus, Dispatcher, cancel_and_wait
-from protocol.ids import shorten, task_problem
 from protocol.journal import Journal
-from protocol.leader import LeaderWatch
-from protocol.messages import (
+from protocol.transport.bus import Bus, Dispatcher, cancel_and_wait
+from protocol.transport.leader import LeaderWatch
+from protocol.wire.ids import shorten, task_problem
+from protocol.wire.messages import (
     Error,
     FrameworkMessage,
     Heartbeat,
@@ -49,8 +49,8 @@ from protocol.messages import (
     TaskStatus,
     new_id,
 )
-from protocol.resources import Resources
-from protocol.topics import Topics, check_segment
+from protocol.wire.resources import Resources
+from protocol.wire.topics import Topics, check_segment
 from slave.executor_side import ExecutorSide
 from slave.executors import ExecutorProcess
 from slave.files import read_sandbox_file
@@ -78,7 +78,7 @@ class SlaveConfig:
     cluster: str = "default"
     # How long a launch id is remembered, to drop the broker's second delivery of its
     # RunTasks: that comes when the broker restarts from its last save (every second:
-    # protocol/brokers.py, docker/mosquitto.conf), well within this.
+    # protocol/tooling/brokers.py, docker/mosquitto.conf), well within this.
     launch_memory: float = 600.0
     # How tasks are held to their resources (slave.isolator): cgroups, posix, or auto.
     isolation: str = "posix"

@@ -13,9 +13,9 @@ import asyncio
 import time
 from pathlib import Path
 
-from protocol.bus import Bus
 from protocol.journal import Journal
-from protocol.messages import EndingTask, StatusUpdate, TaskState
+from protocol.transport.bus import Bus
+from protocol.wire.messages import EndingTask, StatusUpdate, TaskState
 
 MAX_RESEND_BACKOFF = 30.0
 RESEND_CHECK = 0.2  # seconds between looks for updates due again

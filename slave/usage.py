@@ -8,8 +8,8 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from protocol.bus import Bus
-from protocol.messages import Reason, TaskState, TaskUsage, UsageReport
+from protocol.transport.bus import Bus
+from protocol.wire.messages import Reason, TaskState, TaskUsage, UsageReport
 from slave.isolator import Container, Isolator
 from slave.runners import CommandRunner, Limit
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator
 
-from protocol.brokers import BrokerURL
-from protocol.bus import Bus
-from protocol.messages import (
+from protocol.tooling.brokers import BrokerURL
+from protocol.transport.bus import Bus
+from protocol.wire.messages import (
     Accept,
     Acknowledge,
     CommandInfo,
@@ -32,8 +32,8 @@ from protocol.messages import (
     Update,
     new_id,
 )
-from protocol.resources import Resources
-from protocol.topics import Topics
+from protocol.wire.resources import Resources
+from protocol.wire.topics import Topics
 
 from helpers import Inbox
 

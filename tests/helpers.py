@@ -16,11 +16,11 @@ from cluster.launcher import Launcher
 from cluster.view import wait_state
 from frameworks import Scheduler, SchedulerDriver
 from master.master import Master
-from protocol.brokers import BrokerURL
-from protocol.bus import Bus
-from protocol.messages import Offer, TaskState, TaskStatus, Wire
-from protocol.resources import Resources
-from protocol.topics import Topics
+from protocol.tooling.brokers import BrokerURL
+from protocol.transport.bus import Bus
+from protocol.wire.messages import Offer, TaskState, TaskStatus, Wire
+from protocol.wire.resources import Resources
+from protocol.wire.topics import Topics
 from slave.slave import Slave, SlaveConfig
 
 W = TypeVar("W", bound=Wire)

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from master.allocator import Allocator, AllocatorError
 from master.sorter import Sorter
-from protocol.resources import Resources
+from protocol.wire.resources import Resources
 
 GB = 1024
 

@@ -15,7 +15,7 @@ import yaml
 
 from cluster.simulator import simulate, swap_slowdown
 from cluster.spec import Spec, SpecError, load_spec
-from protocol.resources import Resources
+from protocol.wire.resources import Resources
 
 EXAMPLES = Path(__file__).parent.parent / "examples" / "experiments"
 

@@ -12,7 +12,7 @@ from cluster.spec import Spec
 from master.allocator import Allocator
 from master.ideal import User, flattened_weights, ideal
 from master.quota import Quota
-from protocol.resources import Resources
+from protocol.wire.resources import Resources
 
 SLAVE = Resources(cpus=8, mem=8192)
 SEGMENTS = st.sampled_from(["a", "b", "c"])

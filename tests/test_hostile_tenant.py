@@ -27,12 +27,20 @@ from frameworks.scheduler import DriverError, Scheduler, SchedulerDriver, build_
 from master.master import Master, MasterConfig
 from master.registry import MemoryStore, Registry
 from master.roles_file import load_roles
-from protocol.brokers import BrokerURL, EmbeddedBroker
-from protocol.bus import Bus
-from protocol.credentials import Store
-from protocol.messages import ClusterEvent, Filters, Gone, Offer, SetWeights, TaskState, TaskStatus
-from protocol.resources import Resources
-from protocol.topics import Topics
+from protocol.tooling.brokers import BrokerURL, EmbeddedBroker
+from protocol.tooling.credentials import Store
+from protocol.transport.bus import Bus
+from protocol.wire.messages import (
+    ClusterEvent,
+    Filters,
+    Gone,
+    Offer,
+    SetWeights,
+    TaskState,
+    TaskStatus,
+)
+from protocol.wire.resources import Resources
+from protocol.wire.topics import Topics
 
 from helpers import eventually, start_secure_slaves
 

@@ -27,12 +27,12 @@ from cluster.secure import as_principal, provision
 from cluster.view import wait_state
 from frameworks.samples.command import CommandScheduler
 from frameworks.scheduler import DriverError, Scheduler, SchedulerDriver
-from protocol.brokers import BrokerURL, MosquittoBroker
-from protocol.bus import Bus
-from protocol.credentials import Store
-from protocol.messages import ClusterEvent, Wire
-from protocol.resources import Resources
-from protocol.topics import Topics
+from protocol.tooling.brokers import BrokerURL, MosquittoBroker
+from protocol.tooling.credentials import Store
+from protocol.transport.bus import Bus
+from protocol.wire.messages import ClusterEvent, Wire
+from protocol.wire.resources import Resources
+from protocol.wire.topics import Topics
 
 from conftest import need_mosquitto
 from helpers import until

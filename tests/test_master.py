@@ -13,10 +13,10 @@ import pytest
 
 from master.books import COMPLETED, Books, Framework
 from master.master import Master, MasterConfig
-from protocol.brokers import MosquittoBroker
-from protocol.bus import Bus
-from protocol.codec import PROTOCOL_VERSION, encode
-from protocol.messages import (
+from protocol.tooling.brokers import MosquittoBroker
+from protocol.transport.bus import Bus
+from protocol.wire.codec import PROTOCOL_VERSION, encode
+from protocol.wire.messages import (
     Accept,
     Acknowledge,
     Error,
@@ -40,8 +40,8 @@ from protocol.messages import (
     Teardown,
     Update,
 )
-from protocol.resources import Resources
-from protocol.topics import Topics
+from protocol.wire.resources import Resources
+from protocol.wire.topics import Topics
 
 from fakes import FakeFramework, FakeSlave
 from helpers import books_balance, eventually

@@ -21,9 +21,9 @@ from master.http_models import Health, Slaves
 from master.master import Master, MasterConfig
 from master.openapi import openapi
 from master.registry import MemoryStore, Registry
-from protocol.brokers import MosquittoBroker
-from protocol.bus import Bus, Dispatcher
-from protocol.messages import (
+from protocol.tooling.brokers import MosquittoBroker
+from protocol.transport.bus import Bus, Dispatcher
+from protocol.wire.messages import (
     Gone,
     Heartbeat,
     MarkSlaveGone,
@@ -33,7 +33,7 @@ from protocol.messages import (
     Suppress,
     Wire,
 )
-from protocol.resources import Resources
+from protocol.wire.resources import Resources
 
 from helpers import eventually
 

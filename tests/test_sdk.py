@@ -25,8 +25,8 @@ from frameworks import (
     TaskState,
     build_task,
 )
-from protocol.brokers import MosquittoBroker
-from protocol.messages import State
+from protocol.tooling.brokers import MosquittoBroker
+from protocol.wire.messages import State
 
 from helpers import Recorder, live_cluster
 

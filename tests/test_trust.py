@@ -30,11 +30,11 @@ from cluster.secure import provision
 from frameworks.scheduler import DriverError, Scheduler, SchedulerDriver, build_task
 from master.master import Master, MasterConfig
 from master.rate_limits import RateLimits
-from protocol.brokers import BrokerURL, EmbeddedBroker, MosquittoBroker
-from protocol.bus import Bus, BusRefused
-from protocol.codec import REGISTRY
-from protocol.credentials import Store
-from protocol.messages import (
+from protocol.tooling.brokers import BrokerURL, EmbeddedBroker, MosquittoBroker
+from protocol.tooling.credentials import Store
+from protocol.transport.bus import Bus, BusRefused
+from protocol.wire.codec import REGISTRY
+from protocol.wire.messages import (
     Accept,
     Acknowledge,
     Acknowledges,
@@ -64,8 +64,8 @@ from protocol.messages import (
     Teardown,
     Wire,
 )
-from protocol.resources import Limit, Resources
-from protocol.topics import Topics
+from protocol.wire.resources import Limit, Resources
+from protocol.wire.topics import Topics
 from slave.slave import Slave
 
 from conftest import need_mosquitto
@@ -618,7 +618,7 @@ async def test_an_operator_sets_quota_at_run_time_and_it_is_kept_in_the_roles_fi
 ) -> None:
     from cluster.view import operator_call
     from master.roles_file import load_roles
-    from protocol.messages import ClusterEvent, SetQuota
+    from protocol.wire.messages import ClusterEvent, SetQuota
 
     roles = tmp_path / "roles.yaml"
     roles.write_text("roles:\n  alice: {weight: 2}\n")

@@ -222,8 +222,8 @@ class EmbeddedBroker(_Secured):
         if self.auth is not None:
             store = {"store": str(self.auth)}
             plugins = {
-                "protocol.amqtt_auth.StoreAuthPlugin": store,
-                "protocol.amqtt_auth.StoreTopicPlugin": store,
+                "protocol.tooling.amqtt_auth.StoreAuthPlugin": store,
+                "protocol.tooling.amqtt_auth.StoreTopicPlugin": store,
             }
             if self.tls:
                 listener |= {

@@ -11,9 +11,9 @@ from __future__ import annotations
 import weakref
 from collections.abc import Awaitable, Callable
 
-from protocol.bus import Bus, Dispatcher
-from protocol.messages import Leader
-from protocol.topics import Topics
+from protocol.transport.bus import Bus, Dispatcher
+from protocol.wire.messages import Leader
+from protocol.wire.topics import Topics
 
 Follower = Callable[[Leader], Awaitable[None]]
 

@@ -34,9 +34,10 @@ from typing import Any, Self, TypeVar, cast
 import aiomqtt
 
 from protocol import logs
-from protocol.backlog import StampedQueue
-from protocol.brokers import MAX_PACKET_BYTES, BrokerURL
-from protocol.codec import (
+from protocol.tooling.brokers import MAX_PACKET_BYTES, BrokerURL
+from protocol.transport.backlog import StampedQueue
+from protocol.transport.message_counts import MessageCounts
+from protocol.wire.codec import (
     MAX_BATCH,
     DecodeError,
     Envelope,
@@ -45,8 +46,7 @@ from protocol.codec import (
     encode_batch,
     encode_list,
 )
-from protocol.message_counts import MessageCounts
-from protocol.messages import LISTS, Error, Gone, Wire
+from protocol.wire.messages import LISTS, Error, Gone, Wire
 
 Handler = Callable[[Wire, str | None], Awaitable[None]]
 """A subscriber: called with the decoded message and the sender's inbox (or None)."""
@@ -199,7 +199,7 @@ class Bus:
         self._in_batch = False  # handling the messages of an arriving batch (busy)
         self._write: Callable[[], None] | None = None  # writes paho's socket (connected)
         self.connections = 0  # how many times we have connected (for tests and logs)
-        # Leadership epochs (see protocol.messages.Leader): a master stamps its own on
+        # Leadership epochs (see protocol.wire.messages.Leader): a master stamps its own on
         # everything it sends; every party drops what arrives with an older epoch than
         # the newest it has seen, so a deposed master is not acted upon.
         self.epoch = 0

@@ -15,12 +15,12 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from protocol.resources import Limit, Resources
+from protocol.wire.resources import Limit, Resources
 
 Id = Annotated[str, Field(min_length=1, max_length=200)]
 
 # What one call may ask, at most (README: "Bounds on one message"). The codec refuses a
-# longer list before validating a single item of it (see protocol.codec).
+# longer list before validating a single item of it (see protocol.wire.codec).
 MAX_TASKS_PER_ACCEPT = 1000
 MAX_OFFERS_PER_CALL = 1000
 MAX_RECONCILE_TASKS = 4096
