@@ -33,7 +33,7 @@ from master.roles_file import RolesError, RolesFile, load_roles
 from master.task_states import as_seen
 from master.throttle import Throttle
 from protocol import logs
-from protocol.transport.bus import Bus
+from protocol.transport.base import Transport
 from protocol.wire.messages import (
     ClusterEvent,
     Error,
@@ -88,7 +88,7 @@ class MasterConfig:
 class MasterCore:
     def __init__(
         self,
-        bus: Bus,
+        bus: Transport,
         topics: Topics,
         config: MasterConfig | None = None,
         *,

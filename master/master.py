@@ -217,7 +217,7 @@ class Master(LimitedCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests, R
             await self._on_gone(item.message, Caller(parts[3], parts[4], None))
 
     def _probe_topic(self) -> str:
-        return self.topics.gone("master", self.bus.broker.username or "master")
+        return self.topics.gone("master", self.bus.principal or "master")
 
     async def _probe_loop(self) -> None:
         """A probe a second to the master's own topic, timed back (see backlog())."""

@@ -23,7 +23,8 @@ from typing import Any
 
 from protocol import logs
 from protocol.journal import Journal
-from protocol.transport.bus import Bus, Dispatcher, cancel_and_wait
+from protocol.transport.base import Transport
+from protocol.transport.bus import Dispatcher, cancel_and_wait
 from protocol.transport.leader import LeaderWatch
 from protocol.wire.ids import shorten, task_problem
 from protocol.wire.messages import (
@@ -100,12 +101,12 @@ class TaskRecord:
 
 
 class Slave(ExecutorSide):
-    def __init__(self, bus: Bus, topics: Topics, config: SlaveConfig) -> None:
+    def __init__(self, bus: Transport, topics: Topics, config: SlaveConfig) -> None:
         self.bus = bus
         self.topics = topics
         self.config = config
         self.slave_id = config.slave_id
-        self.principal = bus.broker.username or "slave"  # without authentication, a default
+        self.principal = bus.principal or "slave"  # without authentication, a default
         self.to_master = topics.inbound("slave", self.principal)
         self.inbox = topics.slave(self.principal, self.slave_id)
         self.log = logs.get("slave", slave_id=self.slave_id)

@@ -27,38 +27,28 @@ import logging
 import socket
 import ssl
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Self, TypeVar, cast
+from typing import Any, Self
 
 import aiomqtt
 
 from protocol import logs
 from protocol.tooling.brokers import MAX_PACKET_BYTES, BrokerURL
 from protocol.transport.backlog import StampedQueue
+from protocol.transport.base import BusClosed, BusRefused, Handler, OnConnect, RawHandler, Will
+from protocol.transport.fencing import EpochFence
+from protocol.transport.inbound import Dispatcher, EnvelopeFilter, Receiver
 from protocol.transport.message_counts import MessageCounts
-from protocol.wire.codec import (
-    MAX_BATCH,
-    DecodeError,
-    Envelope,
-    decode_many,
-    encode,
-    encode_batch,
-    encode_list,
-)
+from protocol.transport.paho_link import PahoLink
+from protocol.wire.codec import MAX_BATCH, decode_many, encode, encode_batch, encode_list
 from protocol.wire.messages import LISTS, Error, Gone, Wire
 
-Handler = Callable[[Wire, str | None], Awaitable[None]]
-"""A subscriber: called with the decoded message and the sender's inbox (or None)."""
-
-RawHandler = Callable[[str, bytes], Awaitable[None]]
-"""A raw subscriber: called with the topic and the payload, before anything is decoded."""
+__all__ = ["Bus", "BusClosed", "BusRefused", "Dispatcher", "cancel_and_wait", "first_of"]
 
 Posted = bytes | tuple[Wire, int]
 """A post waiting for its turn's flush: encoded, or a message and its epoch (see post)."""
 
-W = TypeVar("W", bound=Wire)
-OnConnect = Callable[[], Awaitable[None]]
 
 MQTT_LOG = logging.getLogger("mqtt")
 # bytes in one MQTT payload at most: what the brokers we start (and the compose cluster's)
@@ -68,7 +58,6 @@ MAX_DEFERRALS = 32  # loop turns a batch may wait for a backlog of arrivals to b
 MAX_HELD = MAX_BATCH  # posts one flush sends (a flush of thousands would stall the loop)
 MAX_MATCHED = 4096  # topics whose handler is remembered (see _handler_for)
 LAZY_DELAY = 0.02  # seconds a lazy post (the event stream) waits to share a batch
-RECEIVE_TURN = 0.005  # seconds of dispatching a backlog before the loop lets others run
 NODELAY = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
 
 
@@ -89,15 +78,6 @@ class Outgoing:
     def fail(self, error: BaseException) -> None:
         if self.done is not None and not self.done.done():
             self.done.set_exception(error)
-
-
-class BusClosed(RuntimeError):
-    """The bus was closed while an operation was waiting on it."""
-
-
-class BusRefused(BusClosed):
-    """The broker refused us for good: bad credentials, or a certificate we do not trust.
-    Retrying cannot help, so the bus stops and says why."""
 
 
 def refusal(error: aiomqtt.MqttError) -> str | None:
@@ -146,10 +126,11 @@ class Bus:
         name: str,
         client_id: str | None = None,
         inbox: str | None = None,
-        will: tuple[str, str, str] | None = None,
+        will: Will | None = None,
         persistent: bool = False,
         keepalive: int = 10,
         log: Any = None,
+        filters: Sequence[EnvelopeFilter] | None = None,
     ) -> None:
         """
         name:       who this is, for logs.
@@ -158,6 +139,8 @@ class Bus:
         will:       (topic, kind, id) for the Last Will `Gone` message.
         persistent: keep the broker session (and QoS 1 messages queued for us) across
                     disconnects; needs a stable client_id.
+        filters:    what may reach the handlers (default: epoch fencing, see
+                    protocol.transport.fencing).
         """
         self.broker = BrokerURL.parse(broker) if isinstance(broker, str) else broker
         self.name = name
@@ -195,20 +178,20 @@ class Bus:
         self._flush_scheduled = False
         self._deferrals = 0
         self._held = 0  # posts waiting in the outbox for a flush
-        self._unwritten = False  # handed to paho since the socket was last written
         self._in_batch = False  # handling the messages of an arriving batch (busy)
-        self._write: Callable[[], None] | None = None  # writes paho's socket (connected)
+        self._link: PahoLink | None = None  # the connected client, driven through paho
         self.connections = 0  # how many times we have connected (for tests and logs)
-        # Leadership epochs (see protocol.wire.messages.Leader): a master stamps its own on
-        # everything it sends; every party drops what arrives with an older epoch than
-        # the newest it has seen, so a deposed master is not acted upon.
+        # The leadership epoch (see protocol.wire.messages.Leader) a master stamps on
+        # everything it sends; what receivers make of it is protocol.transport.fencing's.
         self.epoch = 0
-        self.fence = 0
         # asked before every reconnect; False ends the bus (a master that may no longer lead)
         self.may_reconnect: Callable[[], Awaitable[bool]] | None = None
         # traffic counters: messages posted/received, MQTT payloads published/received
         self.stats = {"posted": 0, "published": 0, "received": 0, "payloads_in": 0, "fenced": 0}
         self.messages = MessageCounts()  # what the handlers were given, by type and outcome
+        if filters is None:
+            filters = [EpochFence(self.log, self.stats, self.messages)]
+        self._receiver = Receiver(self.log, self.stats, self.messages, self.reply_error, filters)
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def __aenter__(self) -> Self:
@@ -239,6 +222,10 @@ class Bus:
     @property
     def connected(self) -> bool:
         return self._connected.is_set()
+
+    @property
+    def principal(self) -> str | None:
+        return self.broker.username
 
     async def close(self, flush_timeout: float = 2.0, *, abandon: bool = False) -> None:
         """Send what `post` queued (waiting briefly for the broker to take it), disconnect
@@ -346,23 +333,23 @@ class Bus:
             limit = f"{len(out.payload)} bytes is over the broker's limit of {MAX_PAYLOAD}"
             self._unpublishable(out, ValueError(limit))
             return
-        client = self._client
-        if client is None or not self._connected.is_set() or self._waiting:
+        link = self._link
+        if link is None or not self._connected.is_set() or self._waiting:
             self._waiting.append(out)
             return
         try:
-            info = client._client.publish(out.topic, out.payload, out.qos, out.retain)
+            rc, mid, published = link.publish(out.topic, out.payload, out.qos, out.retain)
         except ValueError as e:  # a topic or payload MQTT cannot carry: this one only
             self._unpublishable(out, e)
             return
         self.stats["published"] += 1
-        if info.rc != 0:  # the connection is going: the reconnect sends it
+        if rc != 0:  # the connection is going: the reconnect sends it
             self._waiting.append(out)
-        elif out.qos == 0 or info.is_published():
+        elif out.qos == 0 or published:
             out.succeed()
             self._check_sent_all()
         else:
-            self._unacked[info.mid] = out
+            self._unacked[mid] = out
 
     def _unpublishable(self, out: Outgoing, error: ValueError) -> None:
         self.log.error(
@@ -380,54 +367,6 @@ class Bus:
     def _check_sent_all(self) -> None:
         if not self._unacked and not self._waiting:
             self._sent_all.set()
-
-    def _watch_acknowledgements(self, client: aiomqtt.Client) -> None:
-        """Learn of each PUBACK from paho, beside aiomqtt (which still hears them)."""
-        paho = client._client
-        inner = paho.on_publish
-
-        def on_publish(*args: Any) -> None:  # (client, userdata, mid, reason, properties)
-            self._on_acknowledged(args[2])
-            if inner is not None:
-                inner(*args)
-
-        paho.on_publish = on_publish
-
-    def _write_promptly(self, client: aiomqtt.Client) -> None:
-        """Write what paho queues at the end of this loop turn, or sooner (`_write_out`),
-        rather than as aiomqtt does: it registers the socket for writing through the
-        self-pipe, and the write comes two turns later, after two epoll_ctl calls per
-        packet. The socket is watched for writability only when the kernel took less
-        than all of it."""
-        paho, loop = client._client, asyncio.get_running_loop()
-        disconnected: asyncio.Future[None] = client._disconnected
-        soon: asyncio.Handle | None = None
-        fd = -1
-
-        def write() -> None:
-            nonlocal soon
-            if soon is not None:
-                soon.cancel()
-                soon = None
-            self._unwritten = False
-            try:
-                paho.loop_write()
-            except Exception as e:  # a broken pipe: the connection is gone (as aiomqtt does)
-                if not disconnected.done():
-                    disconnected.set_exception(e)
-                return
-            if paho.want_write() and paho.socket() is not None:  # the socket is full: go on
-                loop.add_writer(fd, write)  # when it can take more (not once it is closed)
-
-        def register(_client: Any, _userdata: Any, sock: Any) -> None:
-            nonlocal soon, fd
-            fd = sock.fileno()
-            self._unwritten = True
-            if soon is None:
-                soon = loop.call_soon(write)
-
-        paho.on_socket_register_write = register
-        self._write = write
 
     def _resend_waiting(self) -> None:
         """After a (re)connect: what the last connection left unacknowledged, then what
@@ -616,8 +555,7 @@ class Bus:
                 async with self._client_for(incarnation) as client:
                     self._client = client
                     self.incarnation = incarnation
-                    self._watch_acknowledgements(client)
-                    self._write_promptly(client)
+                    self._link = link = PahoLink(client, self._on_acknowledged)
                     for topic, (_, _, qos) in list(self._subs.items()):
                         await client.subscribe(topic, qos=qos)
                     self.connections += 1
@@ -634,9 +572,9 @@ class Bus:
                     for callback in self._on_connect:
                         self._spawn(callback())
                     try:
-                        await self._receive(client)
+                        await link.receive(self._dispatch)
                     finally:
-                        await self._drain(client)
+                        await self._drain()
             except aiomqtt.MqttError as e:
                 if self._closing:
                     break
@@ -653,7 +591,7 @@ class Bus:
                 )
             finally:
                 self._connected.clear()
-                self._client, self._write, self._unwritten = None, None, False
+                self._client, self._link = None, None
                 self._connection_lost()
             await asyncio.sleep(delay)
             delay = min(delay * 2, 2.0)
@@ -665,70 +603,29 @@ class Bus:
                 self._fail_all(self.refused)
                 break
 
-    async def _receive(self, client: aiomqtt.Client) -> None:
-        """Dispatch arriving messages until the connection ends.
-
-        aiomqtt's iterator makes a task for every message; when messages are already
-        queued we take them directly, which matters at thousands of messages a second.
-        """
-        queue = getattr(client, "_queue", None)
-        disconnected = getattr(client, "_disconnected", None)
-        if queue is None or disconnected is None:  # aiomqtt changed: use its iterator
-            async for mqtt_message in client.messages:
-                await self._dispatch(mqtt_message)
-            return
-        loop = asyncio.get_running_loop()
-        turn_ends = loop.time() + RECEIVE_TURN
-        while True:
-            if not queue.empty():
-                await self._dispatch(queue.get_nowait())
-                self._write_out()
-                if loop.time() > turn_ends:  # a backlog (a flood) must not starve the rest
-                    await asyncio.sleep(0)
-                    turn_ends = loop.time() + RECEIVE_TURN
-                continue
-            turn_ends = loop.time() + RECEIVE_TURN
-            getter = asyncio.ensure_future(queue.get())
-            try:
-                await asyncio.wait({getter, disconnected}, return_when=asyncio.FIRST_COMPLETED)
-            except asyncio.CancelledError:
-                getter.cancel()
-                raise
-            if getter.done():
-                await self._dispatch(getter.result())
-                self._write_out()
-                continue
-            getter.cancel()
-            cause = disconnected.exception() if not disconnected.cancelled() else None
-            raise aiomqtt.MqttError("disconnected") from cause
-
     def _write_out(self) -> None:
-        """What handling a message sent goes to the socket now, before the next message
-        is handled (else it waits for the loop to come round, after that message)."""
-        if self._unwritten and self._write is not None:
-            self._unwritten = False
-            self._write()
+        if self._link is not None:
+            self._link.write_out()
 
     def backlog(self) -> int:
         """Messages received and not yet dispatched."""
-        queue = getattr(self._client, "_queue", None)
-        return queue.qsize() if queue is not None else 0
+        return self._link.queue.qsize() if self._link is not None else 0
 
     def backlog_ages(self) -> tuple[float, float]:
         """Seconds the oldest message not yet dispatched has waited, and seconds the last
         dispatched one had waited (0, 0 while not connected)."""
-        queue = getattr(self._client, "_queue", None)
+        queue = self._link.queue if self._link is not None else None
         if not isinstance(queue, StampedQueue):
             return 0.0, 0.0
         return queue.oldest_age(), queue.last_wait
 
-    async def _drain(self, client: aiomqtt.Client) -> None:
+    async def _drain(self) -> None:
         """Dispatch what was received (and already acknowledged) before the connection broke.
 
         aiomqtt stops iterating at a disconnect even when its queue still holds messages;
         the broker considers those delivered, so dropping them would lose them.
         """
-        queue = getattr(client, "_queue", None)
+        queue = self._link.queue if self._link is not None else None
         while queue is not None and not queue.empty() and not self._closing:
             await self._dispatch(queue.get_nowait())
 
@@ -753,65 +650,16 @@ class Bus:
             payload = str(payload).encode()
         self.stats["payloads_in"] += 1
         if raw_handler is not None:
-            try:
-                await raw_handler(topic.value, bytes(payload))
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                self.log.exception("bus.handler_failed", topic=topic.value)
+            await self._receiver.raw(raw_handler, topic.value, bytes(payload))
             return
         if handler is None:
             return
         items = decode_many(bytes(payload))
         self._in_batch = len(items) > 1
         try:
-            await self._handle_all(topic, handler, items)
+            await self._receiver.handle_all(topic.value, handler, items)
         finally:
             self._in_batch = False
-
-    async def _handle_all(
-        self, topic: aiomqtt.Topic, handler: Handler, items: list[Envelope | DecodeError]
-    ) -> None:
-        for item in items:
-            self.stats["received"] += 1
-            kind = (item.type_name or "?") if isinstance(item, DecodeError) else item.message.TYPE
-            self.messages.received[kind] += 1
-            if isinstance(item, DecodeError):
-                self.messages.outcomes[(kind, "refused", item.reason)] += 1
-                self.log.warning(
-                    "bus.bad_message",
-                    topic=topic.value,
-                    reason=item.reason,
-                    detail=logs.clip(item.detail),
-                    sender=logs.clip(item.reply_to or "", 200),
-                )
-                self.reply_error(
-                    item.reply_to,
-                    f"{item.reason}: {item.detail}",
-                    code=item.reason,
-                    about=item.type_name,
-                )
-                continue
-            if item.epoch:
-                if item.epoch < self.fence:
-                    self.stats["fenced"] += 1
-                    self.messages.outcomes[(kind, "dropped", "fenced")] += 1
-                    self.log.warning(
-                        "bus.fenced",
-                        topic=topic.value,
-                        type=item.message.TYPE,
-                        epoch=item.epoch,
-                        newest=self.fence,
-                    )
-                    continue
-                self.fence = item.epoch
-            try:
-                await self.messages.counted(handler, kind)(item.message, item.reply_to)
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                # A handler bug must not take the party down: log it with what arrived.
-                self.log.exception("bus.handler_failed", topic=topic.value, type=item.message.TYPE)
 
     def _handler_for(self, topic: aiomqtt.Topic) -> tuple[Handler | None, RawHandler | None]:
         name = topic.value
@@ -831,34 +679,6 @@ class Bus:
         return found
 
 
-class Dispatcher:
-    """Routes messages to handlers by type; anything else is refused with an Error."""
-
-    def __init__(self, bus: Bus, party: str) -> None:
-        self._bus = bus
-        self._party = party
-        self._routes: dict[type[Wire], Handler] = {}
-
-    def on(
-        self, message_type: type[W], handler: Callable[[W, str | None], Awaitable[None]]
-    ) -> None:
-        self._routes[message_type] = cast(Handler, handler)
-
-    async def __call__(self, message: Wire, reply_to: str | None) -> None:
-        handler = self._routes.get(type(message))
-        if handler is None:
-            self._bus.messages.refused(message.TYPE, "unexpected-type")
-            self._bus.log.warning("bus.unexpected_type", type=message.TYPE, sender=reply_to)
-            self._bus.reply_error(
-                reply_to,
-                f"the {self._party} does not take {message.TYPE} messages",
-                code="unexpected-type",
-                about=message.TYPE,
-            )
-            return
-        await handler(message, reply_to)
-
-
 def _split(
     outbox: dict[tuple[str, int], list[Posted]], most: int
 ) -> tuple[dict[tuple[str, int], list[Posted]], dict[tuple[str, int], list[Posted]]]:
@@ -873,3 +693,18 @@ def _split(
         else:
             now[key], later[key], most = posted[:most], posted[most:], 0
     return now, later
+
+
+class MqttConnector:
+    """Makes a `Bus` to `broker` (see protocol.transport.base.Connector): the default
+    transport of a framework driver."""
+
+    def __init__(self, broker: BrokerURL) -> None:
+        self.broker = broker
+
+    @property
+    def principal(self) -> str | None:
+        return self.broker.username
+
+    def __call__(self, *, name: str, inbox: str | None, will: Will | None) -> Bus:
+        return Bus(self.broker, name=name, inbox=inbox, will=will)
