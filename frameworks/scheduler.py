@@ -32,8 +32,10 @@ from typing import Literal, TypeVar
 from frameworks.calls import made_at_once
 from protocol import logs
 from protocol.tooling.brokers import BrokerURL
+from protocol.transport.aio import cancel_and_wait, first_of
 from protocol.transport.base import Connector, Transport
-from protocol.transport.bus import Dispatcher, MqttConnector, cancel_and_wait, first_of
+from protocol.transport.bus import MqttConnector
+from protocol.transport.inbound import Dispatcher
 from protocol.transport.leader import LeaderWatch
 from protocol.wire.messages import (
     Accept,

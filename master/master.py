@@ -27,7 +27,7 @@ from master.operator_calls import OperatorCalls
 from master.preemptor import Preemptor
 from master.recovery import Recovery
 from master.slave_calls import SlaveCalls
-from protocol.transport.bus import cancel_and_wait
+from protocol.transport.aio import cancel_and_wait
 from protocol.wire.codec import MAX_MESSAGE_BYTES, DecodeError, Envelope, decode_many
 from protocol.wire.messages import (
     Accept,

@@ -21,7 +21,7 @@ from enum import Enum
 
 from master.rate_limits import Limit, RateLimits
 from protocol import logs
-from protocol.transport.bus import cancel_and_wait
+from protocol.transport.aio import cancel_and_wait
 from protocol.wire.messages import (
     Accept,
     Acknowledge,

@@ -18,7 +18,7 @@ import socket
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from protocol.transport.bus import cancel_and_wait
+from protocol.transport.aio import cancel_and_wait
 from protocol.transport.channel import Channel, ChannelClosed
 from protocol.wire.codec import DecodeError
 from protocol.wire.messages import ExecutorInfo, ShutdownExecutor, Wire

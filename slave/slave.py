@@ -23,8 +23,9 @@ from typing import Any
 
 from protocol import logs
 from protocol.journal import Journal
+from protocol.transport.aio import cancel_and_wait
 from protocol.transport.base import Transport
-from protocol.transport.bus import Dispatcher, cancel_and_wait
+from protocol.transport.inbound import Dispatcher
 from protocol.transport.leader import LeaderWatch
 from protocol.wire.ids import shorten, task_problem
 from protocol.wire.messages import (

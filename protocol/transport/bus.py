@@ -28,26 +28,24 @@ import socket
 import ssl
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 from typing import Any, Self
 
 import aiomqtt
 
 from protocol import logs
 from protocol.tooling.brokers import MAX_PACKET_BYTES, BrokerURL
+from protocol.transport.aio import cancel_and_wait, first_of, spawn_guarded
 from protocol.transport.backlog import StampedQueue
 from protocol.transport.base import BusClosed, BusRefused, Handler, OnConnect, RawHandler, Will
+from protocol.transport.batching import Outgoing, Posted, chunked, encoded, split
 from protocol.transport.fencing import EpochFence
 from protocol.transport.inbound import Dispatcher, EnvelopeFilter, Receiver
 from protocol.transport.message_counts import MessageCounts
 from protocol.transport.paho_link import PahoLink
-from protocol.wire.codec import MAX_BATCH, decode_many, encode, encode_batch, encode_list
+from protocol.wire.codec import MAX_BATCH, decode_many, encode, encode_batch
 from protocol.wire.messages import LISTS, Error, Gone, Wire
 
 __all__ = ["Bus", "BusClosed", "BusRefused", "Dispatcher", "cancel_and_wait", "first_of"]
-
-Posted = bytes | tuple[Wire, int]
-"""A post waiting for its turn's flush: encoded, or a message and its epoch (see post)."""
 
 
 MQTT_LOG = logging.getLogger("mqtt")
@@ -61,25 +59,6 @@ LAZY_DELAY = 0.02  # seconds a lazy post (the event stream) waits to share a bat
 NODELAY = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
 
 
-@dataclass(slots=True)
-class Outgoing:
-    """One payload on its way to the broker; `done`, if someone awaits it."""
-
-    topic: str
-    payload: bytes
-    qos: int
-    retain: bool = False
-    done: asyncio.Future[None] | None = None
-
-    def succeed(self) -> None:
-        if self.done is not None and not self.done.done():
-            self.done.set_result(None)
-
-    def fail(self, error: BaseException) -> None:
-        if self.done is not None and not self.done.done():
-            self.done.set_exception(error)
-
-
 def refusal(error: aiomqtt.MqttError) -> str | None:
     """Why a failed connection attempt is final, or None if it is worth retrying."""
     said = str(error).lower()
@@ -89,33 +68,6 @@ def refusal(error: aiomqtt.MqttError) -> str | None:
     if isinstance(cause, ssl.SSLCertVerificationError):
         return f"the broker's certificate is not trusted: {cause.verify_message} (--ca?)"
     return None
-
-
-async def cancel_and_wait(task: asyncio.Task[Any], timeout: float = 5.0) -> None:
-    """Cancel a task and wait until it is really done.
-
-    On Python 3.11 a task blocked in aiomqtt's `publish(qos=1)` sometimes swallows the
-    first cancel, so keep cancelling until it has finished.
-    """
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not task.done():
-        task.cancel()
-        await asyncio.wait({task}, timeout=0.1)
-        if loop.time() > deadline:
-            break
-    if task.done() and not task.cancelled():
-        task.exception()  # mark retrieved: errors were logged where they happened
-
-
-async def first_of(*events: asyncio.Event, timeout: float | None = None) -> None:
-    """Wait until any of `events` is set, or `timeout` passes (the caller then looks which)."""
-    waiters = [asyncio.ensure_future(e.wait()) for e in events]
-    try:
-        await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for waiter in waiters:
-            waiter.cancel()
 
 
 class Bus:
@@ -453,7 +405,7 @@ class Bus:
         self._flush_scheduled = False
         outbox, self._outbox = self._outbox, {}
         if not now:  # at most MAX_HELD posts a turn; the rest (in order) the next turn
-            outbox, self._outbox = _split(outbox, MAX_HELD)
+            outbox, self._outbox = split(outbox, MAX_HELD)
             self._held = sum(map(len, self._outbox.values()))
             if self._outbox:
                 self._flush_scheduled = True
@@ -467,49 +419,8 @@ class Bus:
 
     def _send_batches(self, outbox: dict[tuple[str, int], list[Posted]]) -> None:
         for (topic, qos), posted in outbox.items():
-            payloads = self._encoded(posted)
-            chunk: list[bytes] = []
-            size = 0
-            for payload in payloads:  # at most MAX_BATCH messages and MAX_PAYLOAD bytes a batch
-                if chunk and (len(chunk) == MAX_BATCH or size + len(payload) > MAX_PAYLOAD):
-                    self._send_chunk(topic, qos, chunk)
-                    chunk, size = [], 0
-                chunk.append(payload)
-                size += len(payload) + 8  # (msgpack's framing of each item, at most)
-            if chunk:  # (an empty list sends nothing)
+            for chunk in chunked(encoded(posted, self.inbox, MAX_PAYLOAD), MAX_PAYLOAD):
                 self._send_chunk(topic, qos, chunk)
-
-    def _encoded(self, posted: list[Posted]) -> list[bytes]:
-        """What was posted to one topic, encoded in order: each run of one kind that
-        travels in lists (and one epoch) as list messages of at most MAX_BATCH items."""
-        out: list[bytes] = []
-        run: list[Wire] = []
-        run_epoch = 0
-        for entry in posted:
-            if isinstance(entry, bytes):
-                out.extend(self._listed(run, run_epoch))
-                run = []
-                out.append(entry)
-                continue
-            message, epoch = entry
-            if run and (
-                type(message) is not type(run[0]) or epoch != run_epoch or len(run) == MAX_BATCH
-            ):
-                out.extend(self._listed(run, run_epoch))
-                run = []
-            run.append(message)
-            run_epoch = epoch
-        out.extend(self._listed(run, run_epoch))
-        return out
-
-    def _listed(self, run: list[Wire], epoch: int) -> list[bytes]:
-        if len(run) <= 1:
-            return [encode(message, self.inbox, epoch) for message in run]
-        data = encode_list(run, self.inbox, epoch)
-        if len(data) <= MAX_PAYLOAD:
-            return [data]
-        half = len(run) // 2  # too big for one payload: in halves (each may go alone)
-        return self._listed(run[:half], epoch) + self._listed(run[half:], epoch)
 
     def _send_chunk(self, topic: str, qos: int, chunk: list[bytes]) -> None:
         data = chunk[0] if len(chunk) == 1 else encode_batch(chunk, self.inbox)
@@ -570,7 +481,7 @@ class Bus:
                     )
                     delay = 0.05
                     for callback in self._on_connect:
-                        self._spawn(callback())
+                        spawn_guarded(callback(), self._background, self.log)
                     try:
                         await link.receive(self._dispatch)
                     finally:
@@ -629,19 +540,6 @@ class Bus:
         while queue is not None and not queue.empty() and not self._closing:
             await self._dispatch(queue.get_nowait())
 
-    def _spawn(self, coro: Awaitable[None]) -> None:
-        async def guarded() -> None:
-            try:
-                await coro
-            except (asyncio.CancelledError, BusClosed):
-                raise
-            except Exception:
-                self.log.exception("bus.callback_failed")
-
-        task = asyncio.create_task(guarded())
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
-
     async def _dispatch(self, mqtt_message: aiomqtt.Message) -> None:
         topic = mqtt_message.topic
         handler, raw_handler = self._handler_for(topic)
@@ -677,22 +575,6 @@ class Bus:
                 self._matched.clear()
             self._matched[name] = found
         return found
-
-
-def _split(
-    outbox: dict[tuple[str, int], list[Posted]], most: int
-) -> tuple[dict[tuple[str, int], list[Posted]], dict[tuple[str, int], list[Posted]]]:
-    """The first `most` posts of `outbox` (by topic, each topic's in order), and the rest."""
-    now: dict[tuple[str, int], list[Posted]] = {}
-    later: dict[tuple[str, int], list[Posted]] = {}
-    for key, posted in outbox.items():
-        if most <= 0:
-            later[key] = posted
-        elif len(posted) <= most:
-            now[key], most = posted, most - len(posted)
-        else:
-            now[key], later[key], most = posted[:most], posted[most:], 0
-    return now, later
 
 
 class MqttConnector:

@@ -18,10 +18,11 @@ import asyncio
 import contextlib
 import uuid
 from collections.abc import Iterable, Sequence
-from typing import Any, Self
+from typing import Self
 
 from protocol import logs
 from protocol.tooling.credentials import Principal, acl_rules
+from protocol.transport.aio import spawn_guarded
 from protocol.transport.base import (
     BusClosed,
     Handler,
@@ -188,7 +189,7 @@ class MemoryTransport:
         for pattern in self._subs:
             self.broker.retained(self, pattern)
         for callback in self._on_connect:
-            self._spawn(callback())
+            spawn_guarded(callback(), self._background, self.log)
 
     async def close(self, flush_timeout: float = 2.0, *, abandon: bool = False) -> None:
         """Disconnect cleanly (no Last Will). What was posted is already delivered."""
@@ -217,19 +218,6 @@ class MemoryTransport:
             with contextlib.suppress(asyncio.CancelledError, BusClosed):
                 await task
         self._runner = None
-
-    def _spawn(self, coro: Any) -> None:
-        async def guarded() -> None:
-            try:
-                await coro
-            except (asyncio.CancelledError, BusClosed):
-                raise
-            except Exception:
-                self.log.exception("bus.callback_failed")
-
-        task = asyncio.create_task(guarded())
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
 
     # -- subscribing ---------------------------------------------------------------------------
     def on_connect(self, callback: OnConnect) -> None:
