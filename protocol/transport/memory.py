@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from typing import Self
 
 from protocol import logs
-from protocol.tooling.credentials import Principal, acl_rules
+from protocol.tooling.credentials import Principal, acl_rules, filter_allows
 from protocol.transport.aio import spawn_guarded
 from protocol.transport.base import (
     BusClosed,
@@ -38,17 +38,6 @@ from protocol.wire.codec import decode_many, encode
 from protocol.wire.messages import Error, Gone, Wire
 
 log = logs.get("memory-broker")
-
-
-def topic_matches(pattern: str, topic: str) -> bool:
-    """MQTT's topic filter matching: `+` is one level, a trailing `#` any number."""
-    want, have = pattern.split("/"), topic.split("/")
-    for i, level in enumerate(want):
-        if level == "#":
-            return True
-        if i >= len(have) or (level != "+" and level != have[i]):
-            return False
-    return len(want) == len(have)
 
 
 class MemoryBroker:
@@ -71,7 +60,7 @@ class MemoryBroker:
             return True
         rules = self._rules.get(principal or "")
         return rules is not None and any(
-            a == access and topic_matches(pattern, topic) for a, pattern in rules
+            a == access and filter_allows(pattern, topic) for a, pattern in rules
         )
 
     def _attach(self, transport: MemoryTransport) -> None:
@@ -106,7 +95,7 @@ class MemoryBroker:
     def retained(self, transport: MemoryTransport, pattern: str) -> None:
         """A new subscription gets the retained messages it matches."""
         for topic, payload in list(self._retained.items()):
-            if topic_matches(pattern, topic) and self.may(transport.principal, "read", topic):
+            if filter_allows(pattern, topic) and self.may(transport.principal, "read", topic):
                 transport.arrive(topic, payload)
 
 
@@ -238,7 +227,7 @@ class MemoryTransport:
         self._subs.pop(topic, None)
 
     def wants(self, topic: str) -> bool:
-        return self._connected and any(topic_matches(p, topic) for p in self._subs)
+        return self._connected and any(filter_allows(p, topic) for p in self._subs)
 
     # -- publishing ----------------------------------------------------------------------------
     def post(
@@ -288,7 +277,7 @@ class MemoryTransport:
         while True:
             topic, payload = await self._arrivals.get()
             handler, raw_handler = next(
-                (h for p, h in self._subs.items() if topic_matches(p, topic)), (None, None)
+                (h for p, h in self._subs.items() if filter_allows(p, topic)), (None, None)
             )
             self.stats["payloads_in"] += 1
             if raw_handler is not None:
