@@ -29,7 +29,7 @@ from master.registry import MemoryStore, Registry
 from master.roles_file import load_roles
 from protocol.tooling.brokers import BrokerURL, EmbeddedBroker
 from protocol.tooling.credentials import Store
-from protocol.transport.bus import Bus
+from protocol.transport.bus import Bus, MqttConnector
 from protocol.wire.messages import (
     ClusterEvent,
     Filters,
@@ -176,7 +176,7 @@ async def tenants(tmp_path: Path, **config: object) -> AsyncIterator[Tenants]:
             c.master = Master(mbus, T, MasterConfig(**settings))  # type: ignore[arg-type]
             await c.master.start()
             stack.push_async_callback(c.master.stop)
-            await start_secure_slaves(stack, c.as_, T, tmp_path)
+            await start_secure_slaves(stack, lambda p: MqttConnector(c.as_(p)), T, tmp_path)
             yield c
     finally:
         await broker.stop()
