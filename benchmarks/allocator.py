@@ -26,7 +26,7 @@ from typing import cast
 from benchmarks.common import bounds, table
 from master.allocation.allocator import Allocator
 from master.allocation.preemption import Contender, _ideal_of, fair_allocation
-from protocol.resources import Resources
+from protocol.wire.resources import Resources
 
 SLAVE = Resources(cpus=24, mem=4096)
 

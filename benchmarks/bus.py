@@ -19,11 +19,11 @@ from collections.abc import AsyncIterator
 
 from benchmarks.common import percentile, table
 from protocol import logs
-from protocol.brokers import BrokerURL, EmbeddedBroker, MosquittoBroker
-from protocol.bus import Bus
-from protocol.codec import encode
-from protocol.messages import Heartbeat, Offer, Offers, Wire
-from protocol.resources import Resources
+from protocol.tooling.brokers import BrokerURL, EmbeddedBroker, MosquittoBroker
+from protocol.transport.bus import Bus
+from protocol.wire.codec import encode
+from protocol.wire.messages import Heartbeat, Offer, Offers, Wire
+from protocol.wire.resources import Resources
 
 
 def offers_event() -> Offers:

@@ -45,8 +45,8 @@ from frameworks import (
     build_task,
 )
 from protocol import logs
-from protocol.brokers import BrokerURL, MosquittoBroker
-from protocol.topics import Topics
+from protocol.tooling.brokers import BrokerURL, MosquittoBroker
+from protocol.wire.topics import Topics
 
 TASK = Resources(cpus=0.1, mem=16)
 

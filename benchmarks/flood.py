@@ -42,8 +42,8 @@ from frameworks import (
     build_task,
 )
 from protocol import logs
-from protocol.brokers import BrokerURL, MosquittoBroker
-from protocol.messages import Reason
+from protocol.tooling.brokers import BrokerURL, MosquittoBroker
+from protocol.wire.messages import Reason
 
 PRINCIPALS = [("master", "master"), ("slaves", "slave"), ("A", "framework"),
               ("F", "framework"), ("ops", "operator")]  # fmt: skip

@@ -44,7 +44,7 @@ from frameworks import (
     build_task,
 )
 from protocol import logs
-from protocol.brokers import BrokerURL, MosquittoBroker
+from protocol.tooling.brokers import BrokerURL, MosquittoBroker
 from slave.isolator import groups_usage, make_isolator
 
 SPIN = f"{sys.executable} -c 'while True: pass'"

@@ -30,7 +30,7 @@ from cluster.local.secure import as_principal, provision
 from cluster.local.view import wait_state
 from frameworks import SchedulerDriver
 from protocol import mesos_json as mj
-from protocol.brokers import BrokerURL, MosquittoBroker
+from protocol.tooling.brokers import BrokerURL, MosquittoBroker
 
 PRINCIPALS = [("master", "master"), ("slaves", "slave"), ("bus", "framework"),
               ("http", "framework"), ("ops", "operator")]  # fmt: skip

@@ -19,10 +19,10 @@ import time
 from benchmarks.common import table
 from cluster.local.view import fetch_state
 from protocol import logs
-from protocol.brokers import MosquittoBroker
-from protocol.bus import Bus
-from protocol.messages import Heartbeat, Wire
-from protocol.topics import Topics
+from protocol.tooling.brokers import MosquittoBroker
+from protocol.transport.bus import Bus
+from protocol.wire.messages import Heartbeat, Wire
+from protocol.wire.topics import Topics
 from slave.cli import raise_fd_limit
 
 

@@ -173,7 +173,7 @@ async def settle(ha: HACluster, report: SoakReport, calm_started: float) -> None
     """After the chaos: shares back to fair and books balanced, then drain every task."""
 
     def fair_and_balanced(state: object) -> bool:
-        from protocol.messages import State
+        from protocol.wire.messages import State
 
         assert isinstance(state, State)
         held, used = books_balance(state)

@@ -29,7 +29,7 @@ from benchmarks.common import percentile, table
 from cluster.local.launcher import Launcher
 from cluster.local.view import wait_state
 from protocol import logs
-from protocol.brokers import MosquittoBroker
+from protocol.tooling.brokers import MosquittoBroker
 from slave.cli import raise_fd_limit
 
 

@@ -20,8 +20,8 @@ from cluster.local.slaves_cli import slaves
 from frameworks.cli import framework
 from master.cli import master
 from protocol import logs
-from protocol.bus import BusRefused
-from protocol.cli import (
+from protocol.extras import MissingExtra
+from protocol.tooling.cli import (
     VERSION,
     broker_option,
     broker_url,
@@ -29,7 +29,7 @@ from protocol.cli import (
     log_level_default,
     log_level_option,
 )
-from protocol.extras import MissingExtra
+from protocol.transport.bus import BusRefused
 from slave.cli import slave
 
 PIPED_WIDTH = 1000  # `state`'s width when stdout is not a terminal: the tables' own
@@ -73,8 +73,8 @@ def main() -> None:
 @log_level_option
 def broker(kind: str, port: int, auth_dir: Path | None, tls: bool) -> None:
     """Run a broker on 127.0.0.1 (embedded amqtt or a local mosquitto)."""
-    from protocol.brokers import EmbeddedBroker, MosquittoBroker
-    from protocol.cli import until_signalled
+    from protocol.tooling.brokers import EmbeddedBroker, MosquittoBroker
+    from protocol.tooling.cli import until_signalled
 
     if tls and auth_dir is None:
         raise click.BadParameter("--tls uses the store's certificate: give --auth too")
@@ -103,7 +103,7 @@ def broker(kind: str, port: int, auth_dir: Path | None, tls: bool) -> None:
 async def _reload_on_change(b: object, auth_dir: Path | None, stop: asyncio.Event) -> None:
     """mosquitto re-reads its password and ACL files on SIGHUP; send one when they change
     (the embedded broker's plugins look for themselves)."""
-    from protocol.brokers import MosquittoBroker
+    from protocol.tooling.brokers import MosquittoBroker
 
     if auth_dir is None or not isinstance(b, MosquittoBroker):
         return

@@ -12,8 +12,8 @@ from frameworks.scheduler import (
     build_task,
     offer_resources,
 )
-from protocol.brokers import BrokerURL
-from protocol.messages import (
+from protocol.tooling.brokers import BrokerURL
+from protocol.wire.messages import (
     CommandInfo,
     ExecutorInfo,
     Filters,
@@ -27,7 +27,7 @@ from protocol.messages import (
     TaskState,
     TaskStatus,
 )
-from protocol.resources import Resources
+from protocol.wire.resources import Resources
 
 __all__ = [
     "ENDLESS",

@@ -8,9 +8,9 @@ from typing import Any, TypeVar
 
 import click
 
-from protocol.brokers import BrokerURL
-from protocol.cli import broker_option, cluster_option, log_level_option, warn_if_insecure
-from protocol.resources import Resources
+from protocol.tooling.brokers import BrokerURL
+from protocol.tooling.cli import broker_option, cluster_option, log_level_option, warn_if_insecure
+from protocol.wire.resources import Resources
 
 
 @click.group()
@@ -140,7 +140,7 @@ def drf_demo(
     """The blog's framework: fixed-size tasks that sleep, one per offer."""
     from frameworks.samples.drf_demo import DemoConfig, DRFDemoScheduler
     from frameworks.scheduler import SchedulerDriver
-    from protocol.cli import run_party
+    from protocol.tooling.cli import run_party
 
     config = DemoConfig(
         name=name,
@@ -187,7 +187,7 @@ def command_framework(
     """Run a shell command COUNT times and print each task's result."""
     from frameworks.samples.command import CommandScheduler
     from frameworks.scheduler import SchedulerDriver
-    from protocol.cli import run_party
+    from protocol.tooling.cli import run_party
 
     scheduler = CommandScheduler(name, command, count, Resources.parse(resources), echo=click.echo)
 
@@ -260,7 +260,7 @@ def journaled_framework(
     process comes back as the same framework and reconciles (see samples/journaled.py)."""
     from frameworks.samples.journaled import JournaledConfig, JournaledScheduler
     from frameworks.scheduler import SchedulerDriver
-    from protocol.cli import run_party
+    from protocol.tooling.cli import run_party
 
     witness_dir.mkdir(parents=True, exist_ok=True)
     config = JournaledConfig(

@@ -36,10 +36,10 @@ from typing import Any, Literal
 
 from frameworks.calls import Made, made_at_once
 from protocol import logs
-from protocol.bus import cancel_and_wait
-from protocol.channel import Channel, ChannelClosed
-from protocol.codec import DecodeError
-from protocol.messages import (
+from protocol.transport.aio import cancel_and_wait
+from protocol.transport.channel import Channel, ChannelClosed
+from protocol.wire.codec import DecodeError
+from protocol.wire.messages import (
     Error,
     ExecutorRegistered,
     FrameworkMessage,

@@ -28,7 +28,7 @@ from frameworks.executor import Executor, ExecutorDriver
 from protocol import logs, recordio
 from protocol import mesos_json as mj
 from protocol.extras import needs
-from protocol.messages import TaskInfo
+from protocol.wire.messages import TaskInfo
 
 PATH = "/api/v1/executor"
 COMMAND_VARIABLE = "MESOS_EXECUTOR_COMMAND"  # the Mesos executor's own command

@@ -31,10 +31,13 @@ from typing import Literal, TypeVar
 
 from frameworks.calls import made_at_once
 from protocol import logs
-from protocol.brokers import BrokerURL
-from protocol.bus import Bus, Dispatcher, cancel_and_wait, first_of
-from protocol.leader import LeaderWatch
-from protocol.messages import (
+from protocol.tooling.brokers import BrokerURL
+from protocol.transport.aio import cancel_and_wait, first_of
+from protocol.transport.base import Connector, Transport
+from protocol.transport.bus import MqttConnector
+from protocol.transport.inbound import Dispatcher
+from protocol.transport.leader import LeaderWatch
+from protocol.wire.messages import (
     Accept,
     Acknowledge,
     CommandInfo,
@@ -70,8 +73,8 @@ from protocol.messages import (
     Update,
     Wire,
 )
-from protocol.resources import Resources
-from protocol.topics import Topics, check_segment
+from protocol.wire.resources import Resources
+from protocol.wire.topics import Topics, check_segment
 
 W = TypeVar("W", bound=Wire)
 Handler = Callable[[W, str | None], Awaitable[None]]
@@ -147,7 +150,7 @@ class SchedulerDriver:
         scheduler: Scheduler,
         *,
         name: str,
-        broker: str | BrokerURL = "mqtt://127.0.0.1:1883",
+        broker: str | BrokerURL | Connector = "mqtt://127.0.0.1:1883",
         cluster: str = "default",
         role: str | None = None,
         weight: float | None = None,
@@ -157,7 +160,8 @@ class SchedulerDriver:
         min_offer: Iterable[Resources] = (),
         partition_aware: bool = False,
     ) -> None:
-        """Connect to `broker` (`mqtt[s]://PRINCIPAL@host:port`) as framework `name`.
+        """Connect to `broker` (`mqtt[s]://PRINCIPAL@host:port`, or a transport Connector:
+        tests pass protocol.transport.memory's) as framework `name`.
 
         `role`: the role to register in; by default the principal's own role (the broker
         URL's user, which `drfmesos auth add` allows it), or, without credentials, the
@@ -183,7 +187,11 @@ class SchedulerDriver:
         weight other than the configured one is refused at subscribe."""
         self.scheduler = scheduler
         self.name = name
-        self.broker = BrokerURL.parse(broker) if isinstance(broker, str) else broker
+        if isinstance(broker, str):
+            broker = BrokerURL.parse(broker)
+        # the MQTT bus, or any other transport (tests pass protocol.transport.memory's)
+        self.broker = broker if isinstance(broker, BrokerURL) else None
+        self._connect = MqttConnector(broker) if isinstance(broker, BrokerURL) else broker
         self.topics = Topics(cluster)
         self.weight = weight
         self.failover_timeout = failover_timeout
@@ -196,14 +204,14 @@ class SchedulerDriver:
         self._resubscribing: asyncio.Future[None] | None = None
         # who we are is the broker's username; without authentication, as a Mesos framework
         # names its own principal: its name (unproven, so it protects nothing)
-        self.principal = self.broker.username or unauthenticated_principal(name)
+        self.principal = self._connect.principal or unauthenticated_principal(name)
         self.role = role or self.principal  # as the CLI's frameworks: the principal's own
         self.inbox_id = f"fw-{uuid.uuid4().hex[:16]}"
         self.to_master = self.topics.inbound("framework", self.principal)
         self.removed: str | None = None  # why the master removed us, once it has
         self.log = logs.get("driver", framework=name)
         self.offers: dict[str, Offer] = {}  # outstanding: offered and not yet used
-        self.bus: Bus | None = None
+        self.bus: Transport | None = None
         self._subscribed = asyncio.Event()
         self._stopped = asyncio.Event()
         self._teardown = True
@@ -218,8 +226,7 @@ class SchedulerDriver:
     # -- lifecycle ---------------------------------------------------------------------------
     async def start(self, timeout: float = 30.0) -> None:
         """Connect and subscribe; returns once the master has answered."""
-        bus = Bus(
-            self.broker,
+        bus = self._connect(
             name=f"framework-{self.name}",
             inbox=self.inbox,
             will=(self.topics.gone("framework", self.principal), "framework", self.inbox_id),
@@ -342,7 +349,7 @@ class SchedulerDriver:
         await bus.close()
 
     # -- calls ---------------------------------------------------------------------------------
-    def _call_bus(self) -> Bus:
+    def _call_bus(self) -> Transport:
         if self.bus is None or self.framework_id is None:
             raise DriverError("the driver is not subscribed: call start() first")
         return self.bus

@@ -1,6 +1,6 @@
 """Who may do what, as the master sees it: callers, the register_frameworks ACL, samplers.
 
-The broker proves *who* sends a call (the topic it arrives on, see `protocol.topics`); the
+The broker proves *who* sends a call (the topic it arrives on, see `protocol.wire.topics`); the
 master decides *whether* that principal may do it. Ownership (a framework id belongs to
 the principal that registered it, a slave id to the principal it first registered with)
 is checked where the books are; here live the parts that need no books.
@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from protocol import logs
-from protocol.credentials import CredentialsError, Principal, load_principals
-from protocol.topics import Sender
+from protocol.tooling.credentials import CredentialsError, Principal, load_principals
+from protocol.wire.topics import Sender
 
 log = logs.get("authz")
 

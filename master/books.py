@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from master.allocation.quota_stage import RoleStanding
-from protocol.messages import (
+from protocol.wire.messages import (
     TERMINAL_STATES,
     FrameworkView,
     Offer,
@@ -30,7 +30,7 @@ from protocol.messages import (
     TaskView,
     Update,
 )
-from protocol.resources import Resources
+from protocol.wire.resources import Resources
 
 COMPLETED = 50  # removed frameworks kept for the API, as Mesos's --max_completed_frameworks
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from protocol.messages import ClusterEvent
+from protocol.wire.messages import ClusterEvent
 
 Listener = Callable[[ClusterEvent], None]
 

@@ -20,9 +20,9 @@ from master.rate_limits import (
     RateLimitsError,
     load_rate_limits,
 )
-from protocol.brokers import BrokerURL
-from protocol.cli import broker_option, cluster_option, log_level_option, warn_if_insecure
 from protocol.extras import needs
+from protocol.tooling.brokers import BrokerURL
+from protocol.tooling.cli import broker_option, cluster_option, log_level_option, warn_if_insecure
 
 
 def parse_weights(text: str) -> dict[str, float]:
@@ -311,9 +311,9 @@ def master(
 
     with needs("master"):
         from master.master import Master, MasterConfig
-    from protocol.bus import Bus
-    from protocol.cli import run_party
-    from protocol.topics import Topics
+    from protocol.tooling.cli import run_party
+    from protocol.transport.bus import Bus
+    from protocol.wire.topics import Topics
 
     if zk is not None and work_dir is not None:
         raise click.BadParameter("with --zk the registry is in ZooKeeper", param_hint="--work-dir")

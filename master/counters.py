@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from protocol.message_counts import MessageCounts
+from protocol.transport.message_counts import MessageCounts
 
 __all__ = ["MessageCounts", "SlaveChurn"]
 

@@ -8,7 +8,7 @@ probe waits behind every call queued for the master at that moment, so its round
 how far behind the master is; and a probe not back yet has waited at least its age.
 
 The topic is the master's own `gone/master/<principal>`: the one its broker ACL lets it
-both write and read (see protocol.credentials.acl_rules), and no other party reads it.
+both write and read (see protocol.tooling.credentials.acl_rules), and no other party reads it.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from master.books import Framework, Task
-from protocol.messages import TaskStatus
+from protocol.wire.messages import TaskStatus
 
 TaskEnded = Callable[[Framework, Task, TaskStatus], None]
 FrameworkGone = Callable[[str], None]

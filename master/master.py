@@ -40,9 +40,9 @@ from master.http.reader import BookCounts, Gauges, TaskUsageRow
 from master.lag_probe import Backlog, backlog_of
 from master.preemptor import Preemptor
 from master.shell import MasterConfig
-from protocol.bus import cancel_and_wait
-from protocol.codec import MAX_MESSAGE_BYTES, DecodeError, Envelope, decode_many
-from protocol.messages import (
+from protocol.transport.aio import cancel_and_wait
+from protocol.wire.codec import MAX_MESSAGE_BYTES, DecodeError, Envelope, decode_many
+from protocol.wire.messages import (
     Accept,
     Acknowledge,
     Decline,
@@ -300,7 +300,7 @@ class Master(LimitedCalls, SlaveCalls):
             await self._on_gone(item.message, Caller(parts[3], parts[4], None))
 
     def _probe_topic(self) -> str:
-        return self.topics.gone("master", self.bus.broker.username or "master")
+        return self.topics.gone("master", self.bus.principal or "master")
 
     async def _probe_loop(self) -> None:
         """A probe a second to the master's own topic, timed back (see backlog())."""

@@ -30,7 +30,7 @@ from master.allocation.preemption import (
 from master.allocation.quota import ancestors_or_self
 from master.books import Books, Framework, Task
 from master.shell import MasterConfig
-from protocol.messages import (
+from protocol.wire.messages import (
     KillTask,
     PreemptedTask,
     Preempting,
@@ -41,7 +41,7 @@ from protocol.messages import (
     TaskStatus,
     Wire,
 )
-from protocol.resources import Resources
+from protocol.wire.resources import Resources
 
 
 class Preemptor:

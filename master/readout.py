@@ -7,7 +7,7 @@ from collections.abc import Iterator, Mapping
 
 from master.books import Books
 from master.http.reader import BookCounts, FrameworkShare, Gauges, TaskUsageRow
-from protocol.messages import RoleView
+from protocol.wire.messages import RoleView
 
 
 def counts(books: Books) -> BookCounts:

@@ -24,8 +24,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from master.allocation.quota import Quota, QuotaError
 from master.allocation.role_tree import check_role
-from protocol.codec import describe_validation
-from protocol.resources import Limit, Resources
+from protocol.wire.codec import describe_validation
+from protocol.wire.resources import Limit, Resources
 
 
 class RolesError(ValueError):

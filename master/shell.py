@@ -38,8 +38,8 @@ from master.roles_file import RolesError, RolesFile, load_roles
 from master.task_states import as_seen
 from master.throttle import Throttle
 from protocol import logs
-from protocol.bus import Bus
-from protocol.messages import (
+from protocol.transport.base import Transport
+from protocol.wire.messages import (
     ClusterEvent,
     Error,
     Failure,
@@ -54,7 +54,7 @@ from protocol.messages import (
     Wire,
     new_id,
 )
-from protocol.topics import Topics
+from protocol.wire.topics import Topics
 
 MAX_RETRY_BACKOFF = 30.0
 STAGING_GRACE = 10.0  # a task this young may not have reached its slave yet
@@ -94,7 +94,7 @@ class MasterConfig:
 class MasterShell:
     def __init__(
         self,
-        bus: Bus,
+        bus: Transport,
         topics: Topics,
         config: MasterConfig | None = None,
         *,

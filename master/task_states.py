@@ -8,7 +8,7 @@ master decides the fine state once and maps it here, per framework.
 
 from __future__ import annotations
 
-from protocol.messages import Reason, TaskState
+from protocol.wire.messages import Reason, TaskState
 
 PARTITION_AWARE_ONLY = frozenset(
     {

@@ -21,8 +21,8 @@ from enum import Enum
 
 from master.rate_limits import Limit, RateLimits
 from protocol import logs
-from protocol.bus import cancel_and_wait
-from protocol.messages import (
+from protocol.transport.aio import cancel_and_wait
+from protocol.wire.messages import (
     Accept,
     Acknowledge,
     Acknowledges,

@@ -35,3 +35,28 @@ def needs(extra: str) -> Iterator[None]:
             f"{EXTRAS[extra]} needs {e.name}, which is not installed: "
             f"pip install 'drfmesos[{extra}]' (or 'drfmesos[all]')"
         ) from e
+
+
+class UntestedVersion(ImportError):
+    """A library we reach into (see the adapters that call `require`) is at a version we
+    have not tested; its private parts may have changed."""
+
+
+def _release(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split(".") if part.isdigit())
+
+
+def require(dist: str, at_least: str, below: str) -> None:
+    """Stop at import, saying so, when `dist` is not in [at_least, below): the range
+    pyproject.toml pins and the adapter's conformance test was run against."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        found = version(dist)
+    except PackageNotFoundError:
+        return  # (not installed at all: the import itself says so, with its extra)
+    if not _release(at_least) <= _release(found) < _release(below):
+        raise UntestedVersion(
+            f"drfmesos uses {dist}'s internals and was tested with {dist}>={at_least},<{below}; "
+            f"{found} is installed: pip install '{dist}>={at_least},<{below}'"
+        )

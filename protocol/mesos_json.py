@@ -15,7 +15,7 @@ import shlex
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
-from protocol.messages import (
+from protocol.wire.messages import (
     CommandInfo,
     ExecutorInfo,
     Offer,
@@ -25,7 +25,7 @@ from protocol.messages import (
     TaskState,
     TaskStatus,
 )
-from protocol.resources import ResourceError, Resources
+from protocol.wire.resources import ResourceError, Resources
 
 MESOS_VERSION = "1.11.0"
 """The Mesos release whose v1 API we answer as (pymesos reads it from /version)."""

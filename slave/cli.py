@@ -9,9 +9,9 @@ from pathlib import Path
 
 import click
 
-from protocol.brokers import BrokerURL
-from protocol.cli import broker_option, cluster_option, log_level_option, warn_if_insecure
-from protocol.resources import ResourceError, Resources
+from protocol.tooling.brokers import BrokerURL
+from protocol.tooling.cli import broker_option, cluster_option, log_level_option, warn_if_insecure
+from protocol.wire.resources import ResourceError, Resources
 
 
 def slave_id_for(work_dir: Path) -> str:
@@ -28,8 +28,8 @@ def slave_id_for(work_dir: Path) -> str:
 async def run_slaves(url: BrokerURL, cluster: str, configs: list[object]) -> None:
     """Run logical slaves side by side on one connection (one principal, one Last Will:
     if the process vanishes, the master removes every slave it ran)."""
-    from protocol.bus import Bus
-    from protocol.topics import Topics
+    from protocol.transport.bus import Bus
+    from protocol.wire.topics import Topics
     from slave.config import SlaveConfig
     from slave.slave import Slave
 
@@ -55,7 +55,7 @@ async def run_slaves(url: BrokerURL, cluster: str, configs: list[object]) -> Non
 
 async def log_refusals(message: object, _reply_to: str | None) -> None:
     from protocol import logs
-    from protocol.messages import Error
+    from protocol.wire.messages import Error
 
     if isinstance(message, Error):
         logs.get("slave").warning(
@@ -168,7 +168,7 @@ def slave(
     usage_interval: float,
 ) -> None:
     """Run a slave: register with the master, run tasks, report their status."""
-    from protocol.cli import run_party
+    from protocol.tooling.cli import run_party
     from slave.config import SlaveConfig
     from slave.probe import machine_resources, parse_attributes
 

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from protocol.messages import Reason, TaskInfo, TaskState
-from protocol.resources import Resources
+from protocol.wire.messages import Reason, TaskInfo, TaskState
+from protocol.wire.resources import Resources
 
 
 @dataclass

@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from protocol.codec import DecodeError
-from protocol.messages import (
+from protocol.wire.codec import DecodeError
+from protocol.wire.messages import (
     Error,
     ExecutorExited,
     ExecutorRegistered,
@@ -25,7 +25,7 @@ from protocol.messages import (
     TaskState,
     Wire,
 )
-from protocol.resources import Resources
+from protocol.wire.resources import Resources
 from slave.executors import ExecutorProcess
 from slave.isolator import Isolator, container_name
 from slave.sandbox import make_task_sandbox

@@ -1,7 +1,7 @@
 """Custom executors: a framework's executor program, started once per framework per slave.
 
 The slave starts the executor's command with a private line to itself in its environment
-(`protocol.channel`: one end of a socketpair, `DRFMESOS_EXECUTOR_FD`); the executor (see
+(`protocol.transport.channel`: one end of a socketpair, `DRFMESOS_EXECUTOR_FD`); the executor (see
 `frameworks.ExecutorDriver`) sends `RegisterExecutor` over it, and from then on receives
 its tasks and sends status updates on the same line. It never touches the cluster's bus,
 so it needs no credentials and can speak only for itself. Messages for an executor that
@@ -18,10 +18,10 @@ import socket
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from protocol.bus import cancel_and_wait
-from protocol.channel import Channel, ChannelClosed
-from protocol.codec import DecodeError
-from protocol.messages import ExecutorInfo, ShutdownExecutor, Wire
+from protocol.transport.aio import cancel_and_wait
+from protocol.transport.channel import Channel, ChannelClosed
+from protocol.wire.codec import DecodeError
+from protocol.wire.messages import ExecutorInfo, ShutdownExecutor, Wire
 from slave.isolator import Container
 from slave.sandbox import spawn_in_sandbox
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from protocol.messages import FileData, ReadFile
-from protocol.topics import check_segment
+from protocol.wire.messages import FileData, ReadFile
+from protocol.wire.topics import check_segment
 
 MAX_READ = 1_048_576  # bytes per answer, whatever is asked
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Protocol
 
 from protocol import logs
-from protocol.resources import Resources
+from protocol.wire.resources import Resources
 from slave.cgroups import MB, Cgroups, Limits, Usage
 
 PARENT = "drfmesos"

@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
-from protocol.messages import Reason, TaskState
+from protocol.wire.messages import Reason, TaskState
 from slave.config import TaskRecord
 from slave.runners import CommandRunner, Limit, group_rss_mb
 

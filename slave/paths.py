@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from protocol.ids import check_id
+from protocol.wire.ids import check_id
 
 
 def sandbox_path(work_dir: Path, framework_id: str, name: str) -> Path:

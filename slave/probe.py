@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from protocol.resources import Resources
+from protocol.wire.resources import Resources
 
 
 def machine_resources(reserve_mb: float | None = None) -> Resources:

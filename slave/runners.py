@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from protocol.messages import Reason, TaskInfo, TaskState
+from protocol.wire.messages import Reason, TaskInfo, TaskState
 from slave.cgroups import MB
 from slave.isolator import Container, groups_usage
 from slave.sandbox import spawn_in_sandbox

@@ -20,11 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from protocol import logs
-from protocol.bus import Bus, Dispatcher, cancel_and_wait
-from protocol.ids import shorten, task_problem
 from protocol.journal import Journal
-from protocol.leader import LeaderWatch
-from protocol.messages import (
+from protocol.transport.aio import cancel_and_wait
+from protocol.transport.base import Transport
+from protocol.transport.inbound import Dispatcher
+from protocol.transport.leader import LeaderWatch
+from protocol.wire.ids import shorten, task_problem
+from protocol.wire.messages import (
     Error,
     FrameworkMessage,
     Heartbeat,
@@ -47,8 +49,8 @@ from protocol.messages import (
     TaskStatus,
     new_id,
 )
-from protocol.resources import Resources
-from protocol.topics import Topics, check_segment
+from protocol.wire.resources import Resources
+from protocol.wire.topics import Topics, check_segment
 from slave.config import SlaveConfig, TaskRecord, journal_executor_id, killed_by_master
 from slave.executor_side import ExecutorSide
 from slave.executors import ExecutorProcess
@@ -65,12 +67,12 @@ __all__ = ["Slave", "SlaveConfig", "TaskRecord"]
 
 
 class Slave(ExecutorSide):
-    def __init__(self, bus: Bus, topics: Topics, config: SlaveConfig) -> None:
+    def __init__(self, bus: Transport, topics: Topics, config: SlaveConfig) -> None:
         self.bus = bus
         self.topics = topics
         self.config = config
         self.slave_id = config.slave_id
-        self.principal = bus.broker.username or "slave"  # without authentication, a default
+        self.principal = bus.principal or "slave"  # without authentication, a default
         self.to_master = topics.inbound("slave", self.principal)
         self.inbox = topics.slave(self.principal, self.slave_id)
         self.log = logs.get("slave", slave_id=self.slave_id)

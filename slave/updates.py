@@ -13,16 +13,16 @@ import asyncio
 import time
 from pathlib import Path
 
-from protocol.bus import Bus
 from protocol.journal import Journal
-from protocol.messages import EndingTask, StatusUpdate, TaskState
+from protocol.transport.base import Transport
+from protocol.wire.messages import EndingTask, StatusUpdate, TaskState
 
 MAX_RESEND_BACKOFF = 30.0
 RESEND_CHECK = 0.2  # seconds between looks for updates due again
 
 
 class OwedUpdates:
-    def __init__(self, bus: Bus, to_master: str, path: Path, resend_after: float) -> None:
+    def __init__(self, bus: Transport, to_master: str, path: Path, resend_after: float) -> None:
         self.bus = bus
         self.to_master = to_master
         self.resend_after = resend_after  # first re-send of an unacknowledged update

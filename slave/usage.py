@@ -8,8 +8,8 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from protocol.bus import Bus
-from protocol.messages import Reason, TaskState, TaskUsage, UsageReport
+from protocol.transport.base import Transport
+from protocol.wire.messages import Reason, TaskState, TaskUsage, UsageReport
 from slave.isolator import Container, Isolator
 from slave.runners import CommandRunner, Limit
 
@@ -47,7 +47,7 @@ async def collect(slave_id: str, records: Iterable[Any], isolator: Isolator) -> 
 
 
 async def report_loop(
-    bus: Bus,
+    bus: Transport,
     to_master: str,
     slave_id: str,
     records: dict[Any, Any],

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from protocol import logs
-from protocol.brokers import EmbeddedBroker, MosquittoBroker
+from protocol.tooling.brokers import EmbeddedBroker, MosquittoBroker
 
 sys.path.insert(0, str(Path(__file__).parent))  # tests/strategies.py and helpers
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator
 
-from protocol.brokers import BrokerURL
-from protocol.bus import Bus
-from protocol.messages import (
+from protocol.tooling.brokers import BrokerURL
+from protocol.transport.base import Transport
+from protocol.transport.bus import Bus
+from protocol.wire.messages import (
     Accept,
     Acknowledge,
     CommandInfo,
@@ -32,16 +33,16 @@ from protocol.messages import (
     Update,
     new_id,
 )
-from protocol.resources import Resources
-from protocol.topics import Topics
+from protocol.wire.resources import Resources
+from protocol.wire.topics import Topics
 
 from helpers import Inbox
 
 
 class FakeFramework:
-    def __init__(self, bus: Bus, topics: Topics, inbox_id: str) -> None:
+    def __init__(self, bus: Transport, topics: Topics, inbox_id: str) -> None:
         self.bus, self.topics, self.inbox_id = bus, topics, inbox_id
-        self.principal = bus.broker.username or "framework"
+        self.principal = bus.principal or "framework"
         self.to_master = topics.inbound("framework", self.principal)
         self.inbox = Inbox()
         self.framework_id = ""
@@ -118,9 +119,9 @@ class FakeFramework:
 class FakeSlave:
     """Registers, heartbeats on request, and records what the master tells it."""
 
-    def __init__(self, bus: Bus, topics: Topics, slave_id: str, resources: Resources) -> None:
+    def __init__(self, bus: Transport, topics: Topics, slave_id: str, resources: Resources) -> None:
         self.bus, self.topics, self.slave_id, self.resources = bus, topics, slave_id, resources
-        self.principal = bus.broker.username or "slave"
+        self.principal = bus.principal or "slave"
         self.to_master = topics.inbound("slave", self.principal)
         self.inbox = Inbox()
         self._runs_handled = 0

@@ -21,8 +21,8 @@ from typing import Any
 import aiohttp
 import msgpack
 
-from protocol.codec import PROTOCOL_VERSION, REGISTRY
-from protocol.messages import Offer, TaskState
+from protocol.wire.codec import PROTOCOL_VERSION, REGISTRY
+from protocol.wire.messages import Offer, TaskState
 
 HOSTILE_IDS = [
     "..",

@@ -19,13 +19,14 @@ from cluster.local.secure import as_principal, provision
 from cluster.local.view import wait_state
 from frameworks import Scheduler, SchedulerDriver
 from frameworks.samples.command import CommandScheduler
-from master.master import Master
-from protocol.brokers import BrokerURL, MosquittoBroker
-from protocol.bus import Bus
-from protocol.credentials import Store
-from protocol.messages import Offer, TaskState, TaskStatus, Wire
-from protocol.resources import Resources
-from protocol.topics import Topics
+from master.master import Master, MasterConfig
+from protocol.tooling.brokers import BrokerURL, MosquittoBroker
+from protocol.tooling.credentials import Store
+from protocol.transport.base import Connector, Transport, Will
+from protocol.transport.memory import MemoryBroker
+from protocol.wire.messages import Offer, TaskState, TaskStatus, Wire
+from protocol.wire.resources import Resources
+from protocol.wire.topics import Topics
 from slave.slave import Slave, SlaveConfig
 
 W = TypeVar("W", bound=Wire)
@@ -83,7 +84,7 @@ async def eventually(
 
 def books_balance(master: Master) -> None:
     """The allocator's books agree with the master's records of offers and tasks."""
-    a = master.allocation.allocator
+    a = master.allocator
     held = Resources()
     for record in master.books.offers.values():
         held = held + record.resources
@@ -268,29 +269,42 @@ class Recorder(Scheduler):
         return offer
 
 
+async def open_transport(
+    stack: contextlib.AsyncExitStack,
+    connect: Connector,
+    name: str,
+    inbox: str | None = None,
+    will: Will | None = None,
+) -> Transport:
+    """A connected transport (the MQTT bus or the memory one), closed with `stack`."""
+    transport = connect(name=name, inbox=inbox, will=will)
+    await transport.start()
+    stack.push_async_callback(transport.close)
+    return transport
+
+
 async def start_secure_slaves(
     stack: contextlib.AsyncExitStack,
-    as_: Callable[[str], BrokerURL],
+    connect: Callable[[str], Connector],
     topics: Topics,
     work: Path,
     slaves: Sequence[tuple[str, str]] = (("slave-a", "sa"), ("slave-b", "sb")),
     *,
     simulated: bool = True,
     started: dict[str, Slave] | None = None,
-) -> dict[str, Bus]:
+) -> dict[str, Transport]:
     """Slaves of 4 CPUs / 1 GB (simulated tasks, or real processes), each on its
     principal's connection (Last Will set), stopped with `stack` (and their real processes
     killed: a test leaves none behind); their buses, by principal. The slaves themselves
-    go into `started`, by slave id."""
+    go into `started`, by slave id. `connect`: a principal's transport maker."""
     buses = {}
     for principal, sid in slaves:
-        bus = await stack.enter_async_context(
-            Bus(
-                as_(principal),
-                name=sid,
-                inbox=topics.outbox("slave", principal),
-                will=(topics.gone("slave", principal), "slave", principal),
-            )
+        bus = await open_transport(
+            stack,
+            connect(principal),
+            sid,
+            inbox=topics.outbox("slave", principal),
+            will=(topics.gone("slave", principal), "slave", principal),
         )
         buses[principal] = bus
         config = SlaveConfig(
@@ -338,3 +352,51 @@ async def secure_cluster(
             ops, cluster, lambda s: len(s.slaves) == len(slaves) and bool(s.web_ui)
         )
         yield SecureCluster(broker.url, store, state.web_ui, launcher)
+
+
+@dataclasses.dataclass
+class InProcess:
+    """A master and slaves in this process on the memory transport (no credentials)."""
+
+    broker: MemoryBroker
+    topics: Topics
+    master: Master
+    slaves: list[Slave]
+
+    @property
+    def connect(self) -> Connector:
+        return self.broker.connector(None)
+
+
+@contextlib.asynccontextmanager
+async def in_process_cluster(
+    cluster: str,
+    work: Path,
+    config: MasterConfig,
+    slaves: int = 2,
+    resources: Resources = Resources(cpus=2, mem=1024),  # noqa: B008
+) -> AsyncIterator[InProcess]:
+    """What `live_cluster` starts as processes, in this process: for tests of the handlers
+    and the SDK; tasks still run as real processes in sandboxes under `work`."""
+    broker, topics = MemoryBroker(), Topics(cluster)
+    async with contextlib.AsyncExitStack() as stack:
+        bus = await open_transport(stack, broker.connector(None), "master")
+        master = Master(bus, topics, config)
+        await master.start()
+        stack.push_async_callback(master.stop)
+        started = []
+        for i in range(slaves):
+            sid = f"slave-{i}"
+            slave_bus = await open_transport(
+                stack, broker.connector(None), sid, inbox=topics.outbox("slave", "slave")
+            )
+            slave = Slave(
+                slave_bus,
+                topics,
+                SlaveConfig(sid, sid, resources, work / sid, cluster=cluster),
+            )
+            await slave.start()
+            stack.push_async_callback(functools.partial(slave.stop, kill_tasks=True))
+            started.append(slave)
+        await eventually(lambda: len(master.books.slaves) == slaves)
+        yield InProcess(broker, topics, master, started)

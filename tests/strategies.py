@@ -15,8 +15,8 @@ import annotated_types as at
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from protocol.messages import ALL_MESSAGES, CommandInfo, TaskInfo, Wire
-from protocol.resources import Limit, Resources
+from protocol.wire.messages import ALL_MESSAGES, CommandInfo, TaskInfo, Wire
+from protocol.wire.resources import Limit, Resources
 
 NAMES = st.sampled_from(["cpus", "mem", "disk", "gpus", "ports_x", "bandwidth"])
 AMOUNTS = st.integers(min_value=0, max_value=10**9).map(lambda m: m / 1000)

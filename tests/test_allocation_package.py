@@ -15,7 +15,7 @@ from master.allocation.allocator import Allocator
 from master.allocation.role_order import RoleOrder
 from master.allocation.role_tree import RoleTree
 from master.allocation.sorter import Sorter, Total
-from protocol.resources import Resources
+from protocol.wire.resources import Resources
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "master" / "allocation"
@@ -26,7 +26,12 @@ IO = {
     "amqtt", "kazoo", "prometheus_client", "structlog", "logging", "matplotlib", "msgpack",
     "pydantic", "pydantic_core", "yaml",
 }  # fmt: skip
-WIRE = {"protocol.messages", "protocol.codec", "protocol.bus", "protocol.topics"}
+WIRE = {
+    "protocol.wire.messages",
+    "protocol.wire.codec",
+    "protocol.transport.bus",
+    "protocol.wire.topics",
+}
 
 LOAD_ALL = """
 import importlib, json, pkgutil, sys

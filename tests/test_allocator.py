@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from master.allocation.allocator import Allocator, AllocatorError
 from master.allocation.sorter import Sorter
-from protocol.resources import Resources
+from protocol.wire.resources import Resources
 
 GB = 1024
 

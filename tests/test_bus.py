@@ -15,10 +15,10 @@ import msgpack
 import pytest
 
 from cluster.local.secure import as_principal, provision
-from protocol.brokers import MAX_PACKET_BYTES, EmbeddedBroker, MosquittoBroker
-from protocol.bus import Bus, Dispatcher
-from protocol.codec import PROTOCOL_VERSION, encode
-from protocol.messages import (
+from protocol.tooling.brokers import MAX_PACKET_BYTES, EmbeddedBroker, MosquittoBroker
+from protocol.transport.bus import Bus, Dispatcher
+from protocol.wire.codec import PROTOCOL_VERSION, encode
+from protocol.wire.messages import (
     ALL_MESSAGES,
     ITEM_OF,
     ClusterEvent,
@@ -34,8 +34,8 @@ from protocol.messages import (
     Update,
     Wire,
 )
-from protocol.resources import Resources
-from protocol.topics import Topics
+from protocol.wire.resources import Resources
+from protocol.wire.topics import Topics
 
 from helpers import Inbox, eventually
 from strategies import example
@@ -181,7 +181,7 @@ WILL_CLIENT = textwrap.dedent(
     """
     import asyncio, sys
     from protocol import logs
-    from protocol.bus import Bus
+    from protocol.transport.bus import Bus
     logs.configure("warning")
     async def main():
         will = (sys.argv[2], "slave", "s-will")

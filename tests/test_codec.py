@@ -7,7 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from protocol.codec import (
+from protocol.wire.codec import (
     PROTOCOL_VERSION,
     DecodeError,
     Envelope,
@@ -17,7 +17,7 @@ from protocol.codec import (
     encode_batch,
     encode_list,
 )
-from protocol.messages import (
+from protocol.wire.messages import (
     ALL_MESSAGES,
     ITEM_OF,
     Accept,

@@ -16,7 +16,7 @@ import yaml
 from cluster.experiments.plots import plot_all
 from cluster.experiments.simulator import simulate, swap_slowdown
 from cluster.experiments.spec import Spec, SpecError, load_spec
-from protocol.resources import Resources
+from protocol.wire.resources import Resources
 
 EXAMPLES = Path(__file__).parent.parent / "examples" / "experiments"
 

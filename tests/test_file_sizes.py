@@ -12,7 +12,6 @@ ROOT = Path(__file__).resolve().parent.parent
 MOST_LINES = 600
 
 NOT_YET = {
-    "protocol": "protocol/bus.py and messages.py: issue 29's transport split",
     "frameworks": "frameworks/scheduler.py: not split yet",
 }
 

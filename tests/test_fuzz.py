@@ -22,7 +22,7 @@ from test_trust import Secure, T, draw, intact, secure_cluster
 from master.http.api import HttpApi
 from master.http.config import HttpConfig
 from master.rate_limits import RateLimits
-from protocol.messages import Error, Wire
+from protocol.wire.messages import Error, Wire
 
 from helpers import books_balance, eventually, longest_step
 from strategies import ANY_MESSAGE

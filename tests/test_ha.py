@@ -21,10 +21,10 @@ from cluster.testing.ha import HACluster, HAConfig, books_balance, share_spread
 from frameworks import Scheduler, SchedulerDriver
 from frameworks.scheduler import DriverError
 from master.http.models import Health
-from protocol.bus import Bus
-from protocol.codec import encode
-from protocol.messages import KillTask, SetQuota, State
-from protocol.resources import Resources
+from protocol.transport.bus import Bus
+from protocol.wire.codec import encode
+from protocol.wire.messages import KillTask, SetQuota, State
+from protocol.wire.resources import Resources
 
 from conftest import need_mosquitto, need_zookeeper
 

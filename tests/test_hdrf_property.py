@@ -12,7 +12,7 @@ from cluster.experiments.spec import Spec
 from master.allocation.allocator import Allocator
 from master.allocation.ideal import User, flattened_weights, ideal
 from master.allocation.quota import Quota
-from protocol.resources import Resources
+from protocol.wire.resources import Resources
 
 SLAVE = Resources(cpus=8, mem=8192)
 SEGMENTS = st.sampled_from(["a", "b", "c"])

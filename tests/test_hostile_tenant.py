@@ -27,12 +27,20 @@ from frameworks.scheduler import DriverError, Scheduler, SchedulerDriver, build_
 from master.ha.registry import MemoryStore, Registry
 from master.master import Master, MasterConfig
 from master.roles_file import load_roles
-from protocol.brokers import BrokerURL, EmbeddedBroker
-from protocol.bus import Bus
-from protocol.credentials import Store
-from protocol.messages import ClusterEvent, Filters, Gone, Offer, SetWeights, TaskState, TaskStatus
-from protocol.resources import Resources
-from protocol.topics import Topics
+from protocol.tooling.brokers import BrokerURL, EmbeddedBroker
+from protocol.tooling.credentials import Store
+from protocol.transport.bus import Bus, MqttConnector
+from protocol.wire.messages import (
+    ClusterEvent,
+    Filters,
+    Gone,
+    Offer,
+    SetWeights,
+    TaskState,
+    TaskStatus,
+)
+from protocol.wire.resources import Resources
+from protocol.wire.topics import Topics
 
 from helpers import eventually, start_secure_slaves
 
@@ -168,7 +176,7 @@ async def tenants(tmp_path: Path, **config: object) -> AsyncIterator[Tenants]:
             c.master = Master(mbus, T, MasterConfig(**settings))  # type: ignore[arg-type]
             await c.master.start()
             stack.push_async_callback(c.master.stop)
-            await start_secure_slaves(stack, c.as_, T, tmp_path)
+            await start_secure_slaves(stack, lambda p: MqttConnector(c.as_(p)), T, tmp_path)
             yield c
     finally:
         await broker.stop()

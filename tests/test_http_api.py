@@ -25,11 +25,11 @@ from cluster.local.secure import as_principal
 from cluster.local.view import wait_state
 from frameworks.samples.command import CommandScheduler
 from frameworks.scheduler import DriverError, Scheduler, SchedulerDriver
-from protocol.brokers import BrokerURL
-from protocol.bus import Bus
-from protocol.credentials import Store
-from protocol.messages import ClusterEvent, Wire
-from protocol.topics import Topics
+from protocol.tooling.brokers import BrokerURL
+from protocol.tooling.credentials import Store
+from protocol.transport.bus import Bus
+from protocol.wire.messages import ClusterEvent, Wire
+from protocol.wire.topics import Topics
 
 from conftest import need_mosquitto
 from helpers import basic, printer, secure_cluster, until

@@ -98,7 +98,7 @@ def test_the_finder_sees_a_circle() -> None:
 def test_the_graph_holds_our_imports() -> None:
     graph = import_graph()
     assert "master.shell" in graph["master.master"]
-    assert "protocol.messages" in graph["slave.slave"]
+    assert "protocol.wire.messages" in graph["slave.slave"]
 
 
 def circles_in(package: str) -> list[list[str]]:

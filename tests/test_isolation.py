@@ -19,8 +19,8 @@ from test_slave import EXECUTOR, Rig, T, _reap, _slave_process
 
 from master.authz import Caller
 from master.http.metrics import exposition, registry_for
-from protocol.brokers import MosquittoBroker
-from protocol.messages import (
+from protocol.tooling.brokers import MosquittoBroker
+from protocol.wire.messages import (
     CommandInfo,
     ExecutorInfo,
     Kill,
@@ -30,7 +30,7 @@ from protocol.messages import (
     TaskUsage,
     UsageReport,
 )
-from protocol.resources import Resources
+from protocol.wire.resources import Resources
 from slave.cgroups import CgroupsV1, CgroupsV2, Limits, detect
 from slave.isolator import PARENT, CgroupContainer, container_name, groups_usage, make_isolator
 

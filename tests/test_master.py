@@ -1,4 +1,5 @@
-"""The master on a real broker, spoken to by bare protocol fakes (no SDK in between)."""
+"""The master in process on the in-memory transport, spoken to by bare protocol fakes (no SDK
+in between). tests/test_bus.py and the live tests cover the real broker."""
 
 from __future__ import annotations
 
@@ -13,10 +14,9 @@ import pytest
 
 from master.books import COMPLETED, Books, Framework
 from master.master import Master, MasterConfig
-from protocol.brokers import MosquittoBroker
-from protocol.bus import Bus
-from protocol.codec import PROTOCOL_VERSION, encode
-from protocol.messages import (
+from protocol.transport.memory import MemoryBroker
+from protocol.wire.codec import PROTOCOL_VERSION, encode
+from protocol.wire.messages import (
     Accept,
     Acknowledge,
     Error,
@@ -40,8 +40,8 @@ from protocol.messages import (
     Teardown,
     Update,
 )
-from protocol.resources import Resources
-from protocol.topics import Topics
+from protocol.wire.resources import Resources
+from protocol.wire.topics import Topics
 
 from fakes import FakeFramework, FakeSlave
 from helpers import books_balance, eventually
@@ -60,12 +60,13 @@ FAST = MasterConfig(
 class Cluster:
     """A master and a way to add fake frameworks and slaves, all on one broker."""
 
-    def __init__(self, broker: MosquittoBroker, stack: contextlib.AsyncExitStack) -> None:
-        self.broker, self.stack = broker, stack
+    def __init__(self, stack: contextlib.AsyncExitStack) -> None:
+        self.broker, self.stack = MemoryBroker(), stack
+        self.connect = self.broker.connector(None)  # no credentials: any party, any topic
         self.master: Master
 
     async def start_master(self, config: MasterConfig = FAST) -> Master:
-        bus = await self.stack.enter_async_context(Bus(self.broker.url, name="master"))
+        bus = await self.stack.enter_async_context(self.connect(name="master"))
         self.master = Master(bus, T, config)
         await self.master.start()
         self.stack.push_async_callback(self.master.stop)
@@ -73,8 +74,7 @@ class Cluster:
 
     async def framework(self, name: str, **subscribe: object) -> FakeFramework:
         bus = await self.stack.enter_async_context(
-            Bus(
-                self.broker.url,
+            self.connect(
                 name=name,
                 inbox=T.framework("framework", name),
                 will=(T.gone("framework", "framework"), "framework", name),
@@ -88,7 +88,7 @@ class Cluster:
     async def framework_new_process(self, inbox: str, framework_id: str) -> FakeFramework:
         """A framework's new process re-subscribing with its old framework id."""
         bus = await self.stack.enter_async_context(
-            Bus(self.broker.url, name=inbox, inbox=T.framework("framework", inbox))
+            self.connect(name=inbox, inbox=T.framework("framework", inbox), will=None)
         )
         fw = FakeFramework(bus, T, inbox)
         await bus.subscribe(T.framework("framework", inbox), fw.inbox)
@@ -97,7 +97,7 @@ class Cluster:
 
     async def slave(self, slave_id: str, resources: Resources) -> FakeSlave:
         bus = await self.stack.enter_async_context(
-            Bus(self.broker.url, name=slave_id, inbox=T.slave("slave", slave_id))
+            self.connect(name=slave_id, inbox=T.slave("slave", slave_id), will=None)
         )
         slave = FakeSlave(bus, T, slave_id, resources)
         await slave.register()
@@ -115,9 +115,9 @@ def encode_raw(type_name: str, reply_to: str, body: dict[str, object]) -> bytes:
 
 
 @pytest.fixture
-async def cluster(mosquitto: MosquittoBroker) -> AsyncIterator[Cluster]:
+async def cluster() -> AsyncIterator[Cluster]:
     async with contextlib.AsyncExitStack() as stack:
-        c = Cluster(mosquitto, stack)
+        c = Cluster(stack)
         await c.start_master()
         yield c
 
@@ -194,13 +194,11 @@ async def test_an_oversized_accept_gets_task_error_and_the_resources_come_back(
     assert cluster.master.refused["invalid-tasks"] == 1  # (and a log line)
 
 
-async def test_a_slave_whose_connection_dies_is_offered_to_nobody_then_its_tasks_are_lost(
-    mosquitto: MosquittoBroker,
-) -> None:
+async def test_a_slave_whose_connection_dies_is_offered_to_nobody_then_its_tasks_are_lost() -> None:
     """As Mesos: the Last Will disconnects the slave (its tasks may still run and a
     restarted slave recovers them); only a slave that stays away is removed."""
     async with contextlib.AsyncExitStack() as stack:
-        cluster = Cluster(mosquitto, stack)
+        cluster = Cluster(stack)
         await cluster.start_master(
             MasterConfig(allocation_interval=0.05, heartbeat_interval=0.2, slave_timeout=1.0)
         )
@@ -236,9 +234,9 @@ async def test_a_slave_whose_connection_dies_is_offered_to_nobody_then_its_tasks
         books_balance(cluster.master)
 
 
-async def test_a_slave_whose_heartbeats_stop_is_removed(mosquitto: MosquittoBroker) -> None:
+async def test_a_slave_whose_heartbeats_stop_is_removed() -> None:
     async with contextlib.AsyncExitStack() as stack:
-        c = Cluster(mosquitto, stack)
+        c = Cluster(stack)
         await c.start_master(MasterConfig(allocation_interval=0.05, slave_timeout=0.5))
         a = await c.framework("A")
         s1 = await c.slave("s1", Resources(cpus=1, mem=GB))
@@ -428,9 +426,9 @@ async def test_hostile_input_gets_errors_and_leaves_the_books_intact(cluster: Cl
     books_balance(cluster.master)
 
 
-async def test_offer_timeout_rescinds_unanswered_offers(mosquitto: MosquittoBroker) -> None:
+async def test_offer_timeout_rescinds_unanswered_offers() -> None:
     async with contextlib.AsyncExitStack() as stack:
-        c = Cluster(mosquitto, stack)
+        c = Cluster(stack)
         await c.start_master(MasterConfig(allocation_interval=0.05, offer_timeout=0.3))
         a = await c.framework("A")
         await c.slave("s1", Resources(cpus=1, mem=GB))
@@ -507,14 +505,14 @@ async def test_declared_demand_is_kept_counted_down_cleared_and_checked(cluster:
     [("all", Resources(cpus=2, mem=2048)), ("demand", Resources(cpus=4, mem=4096))],
 )
 async def test_a_guarantee_is_kept_free_for_a_role_with_no_framework_unless_headroom_is_demand(
-    mosquitto: MosquittoBroker, tmp_path: Path, headroom: str, offered: Resources
+    tmp_path: Path, headroom: str, offered: Resources
 ) -> None:
     """`--quota-headroom all` (Mesos's): prod's unmet guarantee stays free though no
     framework of prod is here; `demand`: batch is offered the whole slave."""
     roles = tmp_path / "roles.yaml"
     roles.write_text("roles:\n  prod: {quota: {guarantee: {cpus: 2, mem: 2048}}}\n")
     async with contextlib.AsyncExitStack() as stack:
-        c = Cluster(mosquitto, stack)
+        c = Cluster(stack)
         await c.start_master(dataclasses.replace(FAST, roles=roles, quota_headroom=headroom))
         await c.slave("s1", Resources(cpus=4, mem=4096))
         batch = await c.framework("batch", role="batch")
@@ -547,11 +545,9 @@ async def test_a_slave_that_reregisters_without_a_task_has_it_gone(
     books_balance(cluster.master)
 
 
-async def test_an_unreachable_slave_back_without_a_partition_aware_task_has_it_gone(
-    mosquitto: MosquittoBroker,
-) -> None:
+async def test_an_unreachable_slave_back_without_a_partition_aware_task_has_it_gone() -> None:
     async with contextlib.AsyncExitStack() as stack:
-        c = Cluster(mosquitto, stack)
+        c = Cluster(stack)
         await c.start_master(MasterConfig(allocation_interval=0.05, slave_timeout=0.5))
         a = await c.framework("A", capabilities=[FrameworkCapability.PARTITION_AWARE])
         s1 = await c.slave("s1", Resources(cpus=1, mem=GB))

@@ -26,8 +26,8 @@ from master.http.reader import (
 from master.lag_probe import Backlog
 from master.rate_limits import RateLimits
 from master.throttle import Throttle
-from protocol.message_counts import MessageCounts
-from protocol.messages import (
+from protocol.transport.message_counts import MessageCounts
+from protocol.wire.messages import (
     ClusterEvent,
     FileData,
     FrameworkView,
@@ -38,7 +38,7 @@ from protocol.messages import (
     TaskUsage,
     TaskView,
 )
-from protocol.resources import Resources
+from protocol.wire.resources import Resources
 
 COUNTS = BookCounts(slaves=3, slaves_connected=2, frameworks=1, offers_outstanding=0, recovering=1)
 

@@ -21,9 +21,9 @@ from master.http.config import HttpConfig
 from master.http.models import Health, Slaves
 from master.http.openapi import openapi
 from master.master import Master, MasterConfig
-from protocol.brokers import MosquittoBroker
-from protocol.bus import Bus, Dispatcher
-from protocol.messages import (
+from protocol.tooling.brokers import MosquittoBroker
+from protocol.transport.bus import Bus, Dispatcher
+from protocol.wire.messages import (
     Gone,
     Heartbeat,
     MarkSlaveGone,
@@ -33,7 +33,7 @@ from protocol.messages import (
     Suppress,
     Wire,
 )
-from protocol.resources import Resources
+from protocol.wire.resources import Resources
 
 from helpers import eventually
 

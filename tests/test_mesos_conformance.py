@@ -27,7 +27,7 @@ from master.allocation.allocator import Allocator
 from master.allocation.quota import Quota
 from master.allocation.role_tree import TREE_POLICIES, RoleTree
 from master.allocation.sorter import Sorter, Total
-from protocol.resources import Limit, Resources, dominant_share
+from protocol.wire.resources import Limit, Resources, dominant_share
 
 FLAT = ["drf", "naive-hdrf", "hdrf"]  # flat roles: every policy orders them alike
 NESTED = ["naive-hdrf"]  # Mesos's hierarchical DRF

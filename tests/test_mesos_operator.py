@@ -28,11 +28,11 @@ from master.http.config import HttpConfig
 from master.http.standby import StandbyHttp
 from master.mesos_api.doors import STANDBY_PUBLIC_PATHS, standby_mesos_routes
 from master.mesos_api.events import QUEUE, OperatorEvents, Subscriber
-from protocol.brokers import BrokerURL
-from protocol.credentials import Store
-from protocol.messages import ClusterEvent, CommandInfo, MarkSlaveGone, TaskInfo, TaskState
 from protocol.recordio import Decoder
-from protocol.resources import Resources
+from protocol.tooling.brokers import BrokerURL
+from protocol.tooling.credentials import Store
+from protocol.wire.messages import ClusterEvent, CommandInfo, MarkSlaveGone, TaskInfo, TaskState
+from protocol.wire.resources import Resources
 
 from conftest import need_mosquitto
 from helpers import basic, printer, secure_master

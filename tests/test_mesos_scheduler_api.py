@@ -19,8 +19,8 @@ import pytest
 from benchmarks.mesos_client import MesosScheduler, basic
 from cluster.local.secure import as_principal
 from cluster.local.view import wait_state
-from protocol.brokers import BrokerURL
-from protocol.credentials import Store
+from protocol.tooling.brokers import BrokerURL
+from protocol.tooling.credentials import Store
 
 from conftest import need_mosquitto
 from helpers import secure_cluster

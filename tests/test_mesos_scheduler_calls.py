@@ -17,7 +17,7 @@ from master.mesos_api.scheduler_calls import (
     subscribe_of,
 )
 from protocol import mesos_json as mj
-from protocol.messages import (
+from protocol.wire.messages import (
     Accept,
     Acknowledge,
     Decline,
@@ -30,7 +30,7 @@ from protocol.messages import (
     Request,
     Subscribe,
 )
-from protocol.resources import Resources
+from protocol.wire.resources import Resources
 
 FID = {"value": "fw-1"}
 CPUS = [{"name": "cpus", "type": "SCALAR", "scalar": {"value": 1}}]

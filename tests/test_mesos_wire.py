@@ -9,7 +9,7 @@ import pytest
 
 from protocol import mesos_json as mj
 from protocol import recordio
-from protocol.messages import (
+from protocol.wire.messages import (
     CommandInfo,
     ExecutorInfo,
     Offer,
@@ -19,7 +19,7 @@ from protocol.messages import (
     TaskState,
     TaskStatus,
 )
-from protocol.resources import Resources
+from protocol.wire.resources import Resources
 
 
 def test_recordio_frames_are_length_newline_bytes() -> None:

@@ -10,8 +10,8 @@ from click.testing import CliRunner
 
 import cluster.local.view
 from cluster.cli import main
-from protocol.messages import FrameworkView, Offer, State, TaskState, TaskView
-from protocol.resources import Resources
+from protocol.wire.messages import FrameworkView, Offer, State, TaskState, TaskView
+from protocol.wire.resources import Resources
 
 WIDE = Resources(cpus=12.5, mem=65536, disk=250000, gpus=2)
 

@@ -19,7 +19,7 @@ from master.allocation.preemption import (
     plan_on_slave,
     plan_preemption,
 )
-from protocol.resources import Resources, dominant_share
+from protocol.wire.resources import Resources, dominant_share
 
 NODE = Resources(cpus=8, mem=8192).millis
 SHAPES = [

@@ -25,7 +25,7 @@ from frameworks import (
     TaskStatus,
     build_task,
 )
-from protocol.brokers import MosquittoBroker
+from protocol.tooling.brokers import MosquittoBroker
 
 from helpers import live_cluster, until
 

@@ -20,9 +20,9 @@ from master.allocation.allocator import Allocator
 from master.allocation.quota import Quota, QuotaError
 from master.ha.registry import QuotaRecord
 from master.roles_file import parse_roles
-from protocol.codec import decode, encode
-from protocol.messages import SetQuota, Wire
-from protocol.resources import Limit, Resources
+from protocol.wire.codec import decode, encode
+from protocol.wire.messages import SetQuota, Wire
+from protocol.wire.resources import Limit, Resources
 
 SLAVE = Resources(cpus=8, mem=8192)
 CPU_TASK = Resources(cpus=1, mem=256)

@@ -34,8 +34,8 @@ from master.rate_limits import (
     load_rate_limits,
 )
 from master.throttle import Throttle, Verdict, call_cost
-from protocol.brokers import MosquittoBroker
-from protocol.messages import (
+from protocol.tooling.brokers import MosquittoBroker
+from protocol.wire.messages import (
     Accept,
     Acknowledge,
     CommandInfo,

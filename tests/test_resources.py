@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from protocol.resources import EMPTY, ResourceError, Resources
+from protocol.wire.resources import EMPTY, ResourceError, Resources
 
 from strategies import RESOURCES
 

@@ -7,7 +7,7 @@ import pytest
 
 from master.allocation.role_tree import RoleTree, check_role
 from master.allocation.sorter import Total
-from protocol.resources import Resources
+from protocol.wire.resources import Resources
 
 TASKS = {"x": Resources(cpus=0.01), "p/y": Resources(cpus=0.01), "p/z": Resources(mem=0.01)}
 

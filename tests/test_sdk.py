@@ -1,5 +1,7 @@
-"""The framework SDK on a live cluster: master and slaves are real processes, and the
-frameworks use nothing but the public API (`from frameworks import ...`)."""
+"""The framework SDK against a master and slaves in process on the memory transport (tasks
+are real processes), and, for a framework process killed and restarted, on a live cluster
+of real processes and a real broker. The frameworks use nothing but the public API
+(`from frameworks import ...`)."""
 
 from __future__ import annotations
 
@@ -25,12 +27,19 @@ from frameworks import (
     TaskState,
     build_task,
 )
-from protocol.brokers import MosquittoBroker
-from protocol.messages import State
+from master.master import MasterConfig
+from protocol.tooling.brokers import MosquittoBroker
+from protocol.wire.messages import State
 
-from helpers import Recorder, live_cluster
+from helpers import InProcess, Recorder, in_process_cluster, live_cluster
 
 CLUSTER = "sdk"
+
+
+@pytest.fixture
+async def cluster(tmp_path: Path) -> AsyncIterator[InProcess]:
+    async with in_process_cluster(CLUSTER, tmp_path, MasterConfig(allocation_interval=0.1)) as c:
+        yield c
 
 
 @pytest.fixture
@@ -43,9 +52,9 @@ async def live(mosquitto: MosquittoBroker, tmp_path: Path) -> AsyncIterator[Laun
 
 @contextlib.asynccontextmanager
 async def framework(
-    broker: MosquittoBroker, scheduler: Scheduler, name: str, **kw: object
+    cluster: InProcess, scheduler: Scheduler, name: str, **kw: object
 ) -> AsyncIterator[SchedulerDriver]:
-    driver = SchedulerDriver(scheduler, name=name, broker=broker.url, cluster=CLUSTER, **kw)  # type: ignore[arg-type]
+    driver = SchedulerDriver(scheduler, name=name, broker=cluster.connect, cluster=CLUSTER, **kw)  # type: ignore[arg-type]
     await driver.start()
     try:
         yield driver
@@ -55,10 +64,10 @@ async def framework(
 
 
 async def test_a_framework_gets_offers_and_sees_its_task_run_then_finish(
-    live: Launcher, mosquitto: MosquittoBroker
+    cluster: InProcess,
 ) -> None:
     rec = Recorder()
-    async with framework(mosquitto, rec, "runner") as driver:
+    async with framework(cluster, rec, "runner") as driver:
         await rec.wait(lambda: rec.offers)
         offer = rec.offers[0]
         assert offer.resources == Resources(cpus=2, mem=1024)
@@ -77,10 +86,10 @@ async def test_a_framework_gets_offers_and_sees_its_task_run_then_finish(
 
 
 async def test_a_call_made_without_await_still_happens_and_stop_may_be_awaited(
-    live: Launcher, mosquitto: MosquittoBroker
+    cluster: InProcess,
 ) -> None:
     rec = Recorder()
-    driver = SchedulerDriver(rec, name="forgetful", broker=mosquitto.url, cluster=CLUSTER)
+    driver = SchedulerDriver(rec, name="forgetful", broker=cluster.connect, cluster=CLUSTER)
     assert driver.role == "forgetful"  # no credentials: its own name, never '*'
     await driver.start()
     await rec.wait(lambda: rec.offers)
@@ -118,10 +127,10 @@ def test_a_driver_configures_no_logging_for_the_process() -> None:
 
 
 async def test_decline_with_refuse_seconds_is_honoured(
-    live: Launcher, mosquitto: MosquittoBroker
+    cluster: InProcess,
 ) -> None:
     rec = Recorder()
-    async with framework(mosquitto, rec, "decliner") as driver:
+    async with framework(cluster, rec, "decliner") as driver:
         await rec.wait(lambda: len(rec.offers) >= 2)  # both slaves
         loop = asyncio.get_running_loop()
         declined = rec.offers[0]
@@ -132,10 +141,10 @@ async def test_decline_with_refuse_seconds_is_honoured(
 
 
 async def test_several_offers_declined_in_one_call_share_its_filter(
-    live: Launcher, mosquitto: MosquittoBroker
+    cluster: InProcess,
 ) -> None:
     rec = Recorder()
-    async with framework(mosquitto, rec, "bulk-decliner") as driver:
+    async with framework(cluster, rec, "bulk-decliner") as driver:
         await rec.wait(lambda: len(rec.offers) >= 2)  # both slaves
         loop = asyncio.get_running_loop()
         first = rec.offers[:2]
@@ -149,10 +158,10 @@ async def test_several_offers_declined_in_one_call_share_its_filter(
 
 
 async def test_kill_ends_a_running_task_as_killed(
-    live: Launcher, mosquitto: MosquittoBroker
+    cluster: InProcess,
 ) -> None:
     rec = Recorder()
-    async with framework(mosquitto, rec, "killer") as driver:
+    async with framework(cluster, rec, "killer") as driver:
         await rec.wait(lambda: rec.offers)
         offer = rec.offers[0]
         task = build_task(
@@ -206,7 +215,7 @@ async def test_a_framework_killed_and_restarted_in_time_gets_its_tasks_back(
 
 
 async def test_two_frameworks_with_equal_demands_converge_to_equal_shares(
-    live: Launcher, mosquitto: MosquittoBroker
+    cluster: InProcess,
 ) -> None:
     from frameworks.samples.drf_demo import DemoConfig, DRFDemoScheduler
 
@@ -223,8 +232,8 @@ async def test_two_frameworks_with_equal_demands_converge_to_equal_shares(
         )
 
     async with (
-        framework(mosquitto, demo("A"), "A", role="A"),
-        framework(mosquitto, demo("B"), "B", role="B"),
+        framework(cluster, demo("A"), "A", role="A"),
+        framework(cluster, demo("B"), "B", role="B"),
     ):
         shares: list[tuple[float, float]] = []
 
@@ -234,6 +243,6 @@ async def test_two_frameworks_with_equal_demands_converge_to_equal_shares(
             recent = shares[-10:]  # ten snapshots in a row, each within one task
             return len(recent) == 10 and all(abs(a - b) <= 0.13 and a > 0.3 for a, b in recent)
 
-        await wait_state(mosquitto.url, CLUSTER, balanced, timeout=60)
+        await wait_state(cluster.connect, CLUSTER, balanced, timeout=60)
     a, b = shares[-1]
     assert abs(a - b) <= 0.13  # within one task (0.5 of 4 cpus)

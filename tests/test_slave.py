@@ -16,11 +16,11 @@ import msgpack
 import pytest
 
 from master.master import Master, MasterConfig
-from protocol.brokers import MosquittoBroker
-from protocol.bus import Bus
-from protocol.codec import PROTOCOL_VERSION, Envelope, decode_many
 from protocol.journal import Journal
-from protocol.messages import (
+from protocol.tooling.brokers import MosquittoBroker
+from protocol.transport.bus import Bus
+from protocol.wire.codec import PROTOCOL_VERSION, Envelope, decode_many
+from protocol.wire.messages import (
     CommandInfo,
     Error,
     ExecutorInfo,
@@ -39,8 +39,8 @@ from protocol.messages import (
     Teardown,
     Update,
 )
-from protocol.resources import Resources
-from protocol.topics import Topics
+from protocol.wire.resources import Resources
+from protocol.wire.topics import Topics
 from slave.files import read_sandbox_file
 from slave.slave import Slave, SlaveConfig
 

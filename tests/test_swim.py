@@ -9,7 +9,7 @@ import pytest
 from cluster.experiments.spec import Framework, load_spec
 from cluster.experiments.swim import MB, SwimSpec, job_of, read_swim
 from cluster.experiments.workload import Workload
-from protocol.resources import Resources
+from protocol.wire.resources import Resources
 
 DATA = Path(__file__).parent.parent.parent / "shared" / "data" / "swim"
 FB2010 = DATA / "FB-2010_samples_24_times_1hr_0.tsv"

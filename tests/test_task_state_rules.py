@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from frameworks.samples.journaled import JournaledConfig, JournaledScheduler, is_over
 from master.task_states import PARTITION_AWARE_ONLY, as_seen
-from protocol.messages import Reason, TaskState
+from protocol.wire.messages import Reason, TaskState
 
 
 @given(st.sampled_from(TaskState), st.none() | st.sampled_from(Reason))

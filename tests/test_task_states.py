@@ -21,8 +21,8 @@ import pytest
 from cluster.local.launcher import Launcher, Party
 from cluster.local.view import wait_state
 from frameworks import SchedulerDriver, build_task
-from protocol.brokers import MosquittoBroker
-from protocol.messages import (
+from protocol.tooling.brokers import MosquittoBroker
+from protocol.wire.messages import (
     CommandInfo,
     ExecutorInfo,
     MarkSlaveGone,
@@ -34,7 +34,7 @@ from protocol.messages import (
     TaskState,
     TaskStatus,
 )
-from protocol.resources import Resources
+from protocol.wire.resources import Resources
 
 from helpers import Recorder, live_cluster
 

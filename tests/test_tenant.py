@@ -34,7 +34,7 @@ from master.http.config import HttpConfig
 from master.master import MAX_CALL_ITEMS, Master
 from master.rate_limits import RateLimits
 from protocol import logs
-from protocol.codec import (
+from protocol.wire.codec import (
     MAX_BATCH,
     PROTOCOL_VERSION,
     DecodeError,
@@ -43,8 +43,8 @@ from protocol.codec import (
     encode,
     encode_batch,
 )
-from protocol.ids import MAX_COMMAND, id_problem, reply_problem, task_problem
-from protocol.messages import (
+from protocol.wire.ids import MAX_COMMAND, id_problem, reply_problem, task_problem
+from protocol.wire.messages import (
     MAX_RECONCILE_TASKS,
     MAX_TASKS_PER_ACCEPT,
     Acknowledge,
@@ -60,8 +60,8 @@ from protocol.messages import (
     TaskState,
     TaskStatus,
 )
-from protocol.resources import Resources
-from protocol.topics import Sender, check_segment
+from protocol.wire.resources import Resources
+from protocol.wire.topics import Sender, check_segment
 from slave.paths import sandbox_path
 
 from helpers import books_balance, eventually, longest_step

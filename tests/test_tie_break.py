@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from master.allocation.allocator import Allocator
 from master.allocation.sorter import Sorter
-from protocol.resources import Resources
+from protocol.wire.resources import Resources
 
 FAIR = ["drf", "asset", "cpu", "hdrf", "naive-hdrf", "flat"]
 TREES = ["hdrf", "naive-hdrf", "flat"]

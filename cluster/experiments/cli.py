@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from protocol.cli import log_level_default
 from protocol.extras import needs
+from protocol.tooling.cli import log_level_default
 
 if TYPE_CHECKING:
     from cluster.experiments.results import Results

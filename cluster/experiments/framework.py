@@ -21,9 +21,9 @@ from cluster.experiments.spec import Framework, Spec, load_spec
 from cluster.experiments.workload import Pending, Workload
 from frameworks.scheduler import ENDLESS, Scheduler, SchedulerDriver, build_task
 from protocol import logs
-from protocol.brokers import BrokerURL
-from protocol.cli import broker_option, cluster_option, log_level_option, run_party
-from protocol.messages import Filters, Offer, Reason, TaskStatus
+from protocol.tooling.brokers import BrokerURL
+from protocol.tooling.cli import broker_option, cluster_option, log_level_option, run_party
+from protocol.wire.messages import Filters, Offer, Reason, TaskStatus
 
 
 class ExperimentScheduler(Scheduler):

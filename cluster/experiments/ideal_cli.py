@@ -14,7 +14,7 @@ from rich.table import Table
 from cluster.experiments.ideal_timeline import limits, pool_weights, user_of
 from cluster.experiments.spec import Spec, SpecError, load_spec
 from master.allocation.ideal import POLICIES, IdealError, Share, exact, ideal
-from protocol.resources import Resources
+from protocol.wire.resources import Resources
 
 EXACT = tuple(p for p in POLICIES if p != "ceei")  # policies whose ideal is exact
 

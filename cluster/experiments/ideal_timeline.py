@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from cluster.experiments.spec import Framework, Spec
 from master.allocation.ideal import POLICIES, User, exact, ideal
-from protocol.resources import Resources
+from protocol.wire.resources import Resources
 
 
 @dataclass(frozen=True)

@@ -21,11 +21,11 @@ from cluster.experiments.results import Results, Sample
 from cluster.experiments.spec import Spec
 from cluster.local.launcher import Launcher
 from cluster.local.view import wait_state
-from protocol.brokers import open_broker
-from protocol.bus import Bus
-from protocol.messages import State, Wire
-from protocol.resources import Resources
-from protocol.topics import Topics
+from protocol.tooling.brokers import open_broker
+from protocol.transport.bus import Bus
+from protocol.wire.messages import State, Wire
+from protocol.wire.resources import Resources
+from protocol.wire.topics import Topics
 
 
 async def run_live(spec: Spec, spec_path: Path, out: Path, broker: str) -> Results:

@@ -17,7 +17,7 @@ from typing import Any
 
 from cluster.experiments.ideal_timeline import Phase, ideal_phases, settle_seconds
 from cluster.experiments.spec import Spec
-from protocol.resources import Resources
+from protocol.wire.resources import Resources
 
 
 @dataclass(slots=True)

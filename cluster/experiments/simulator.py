@@ -35,7 +35,7 @@ from master.allocation.allocator import Allocator
 from master.allocation.glue import ROUND_BATCH, contender, hold_claim, hold_until, planning_cluster
 from master.allocation.preemption import Preemption, RunningTask
 from master.allocation.sorter import Millis
-from protocol.resources import CPUS, MEM, SCALE, Resources, add_millis, holds, sub_millis
+from protocol.wire.resources import CPUS, MEM, SCALE, Resources, add_millis, holds, sub_millis
 
 SWAP_COST = 10.0  # memory overcommitted by x% slows tasks by SWAP_COST * x% (paging)
 

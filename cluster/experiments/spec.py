@@ -25,8 +25,8 @@ from cluster.experiments.swim import SwimSpec
 from master.allocation.preemption import PreemptionConfig
 from master.allocation.role_tree import check_role
 from master.roles_file import QuotaSpec
-from protocol.codec import describe_validation
-from protocol.resources import Resources
+from protocol.wire.codec import describe_validation
+from protocol.wire.resources import Resources
 
 
 class SpecError(ValueError):

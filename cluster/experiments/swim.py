@@ -22,7 +22,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from protocol.resources import Resources
+from protocol.wire.resources import Resources
 
 MB = 1024 * 1024
 

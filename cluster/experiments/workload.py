@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from cluster.experiments.spec import Framework, read_durations, read_jobs
 from cluster.experiments.swim import Stage, SwimJob, read_swim
-from protocol.resources import Resources, holds
+from protocol.wire.resources import Resources, holds
 
 
 @dataclass(slots=True, frozen=True)

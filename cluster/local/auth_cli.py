@@ -1,4 +1,4 @@
-"""`drfmesos auth ...`: a cluster's credentials store (see `protocol.credentials`)."""
+"""`drfmesos auth ...`: a cluster's credentials store (see `protocol.tooling.credentials`)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from protocol.credentials import KINDS, CredentialsError, Store
+from protocol.tooling.credentials import KINDS, CredentialsError, Store
 
 store_dir = click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
 

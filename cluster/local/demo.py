@@ -26,12 +26,12 @@ from cluster.local.secure import as_principal, open_cluster_broker, provision
 from cluster.local.view import wait_state
 from frameworks.cli import executor_option
 from protocol import logs
-from protocol.brokers import BrokerURL
-from protocol.bus import Bus
-from protocol.cli import log_level_option, until_signalled
-from protocol.credentials import Store
-from protocol.messages import State, Wire
-from protocol.topics import Topics
+from protocol.tooling.brokers import BrokerURL
+from protocol.tooling.cli import log_level_option, until_signalled
+from protocol.tooling.credentials import Store
+from protocol.transport.bus import Bus
+from protocol.wire.messages import State, Wire
+from protocol.wire.topics import Topics
 
 SLAVE = "cpus:2;mem:2200"
 SLAVES = 3

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import TypeVar
 
 from protocol import logs
-from protocol.brokers import BrokerURL
-from protocol.credentials import Store
+from protocol.tooling.brokers import BrokerURL
+from protocol.tooling.credentials import Store
 
 log = logs.get("launcher")
 T = TypeVar("T")

@@ -11,10 +11,10 @@ from typing import TypeVar
 
 import click
 
-from protocol.bus import BusRefused
-from protocol.cli import broker_option, broker_url, cluster_option, log_level_default
-from protocol.messages import ClusterEvent, SetQuota, SetWeights, Teardown, Wire
-from protocol.resources import Limit, ResourceError, Resources
+from protocol.tooling.cli import broker_option, broker_url, cluster_option, log_level_default
+from protocol.transport.bus import BusRefused
+from protocol.wire.messages import ClusterEvent, SetQuota, SetWeights, Teardown, Wire
+from protocol.wire.resources import Limit, ResourceError, Resources
 
 R = TypeVar("R", bound=Resources)
 

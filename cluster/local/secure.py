@@ -7,8 +7,14 @@ import contextlib
 from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
 
-from protocol.brokers import BrokerError, BrokerURL, EmbeddedBroker, MosquittoBroker, open_broker
-from protocol.credentials import Store
+from protocol.tooling.brokers import (
+    BrokerError,
+    BrokerURL,
+    EmbeddedBroker,
+    MosquittoBroker,
+    open_broker,
+)
+from protocol.tooling.credentials import Store
 
 
 def provision(directory: Path, principals: Iterable[tuple[str, str]]) -> Store:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import click
 
 from cluster.local.operator_cli import _call
-from protocol.cli import broker_option, cluster_option, log_level_default
-from protocol.messages import MarkSlaveGone
+from protocol.tooling.cli import broker_option, cluster_option, log_level_default
+from protocol.wire.messages import MarkSlaveGone
 
 
 @click.group()

@@ -8,10 +8,11 @@ from collections.abc import Callable
 from rich.console import Group
 from rich.table import Table
 
-from protocol.brokers import BrokerURL
-from protocol.bus import Bus
-from protocol.messages import ClusterEvent, Error, State, Teardown, Wire
-from protocol.topics import Topics
+from protocol.tooling.brokers import BrokerURL
+from protocol.transport.base import Connector
+from protocol.transport.bus import Bus, MqttConnector
+from protocol.wire.messages import ClusterEvent, Error, State, Teardown, Wire
+from protocol.wire.topics import Topics
 
 
 async def fetch_state(url: BrokerURL, cluster: str, timeout: float = 10.0) -> State:
@@ -20,18 +21,27 @@ async def fetch_state(url: BrokerURL, cluster: str, timeout: float = 10.0) -> St
 
 
 async def wait_state(
-    url: BrokerURL, cluster: str, condition: Callable[[State], bool], timeout: float = 30.0
+    url: BrokerURL | Connector,
+    cluster: str,
+    condition: Callable[[State], bool],
+    timeout: float = 30.0,
 ) -> State:
-    """The first snapshot (retained or published from now on) for which `condition` holds."""
+    """The first snapshot (retained or published from now on) for which `condition` holds
+    (read over the broker at `url`, or any transport: tests pass the memory one's)."""
     got: asyncio.Future[State] = asyncio.get_running_loop().create_future()
 
     async def on_state(message: Wire, _reply_to: str | None) -> None:
         if isinstance(message, State) and not got.done() and condition(message):
             got.set_result(message)
 
-    async with Bus(url, name="state-reader") as bus:
+    connect = MqttConnector(url) if isinstance(url, BrokerURL) else url
+    bus = connect(name="state-reader", inbox=None, will=None)
+    await bus.start()
+    try:
         await bus.subscribe(Topics(cluster).state, on_state)
         return await asyncio.wait_for(got, timeout)
+    finally:
+        await bus.close()
 
 
 async def operator_call(

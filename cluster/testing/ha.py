@@ -22,11 +22,11 @@ from cluster.local.launcher import Launcher, Party
 from cluster.testing.zookeeper import ZooKeeperServer
 from frameworks.samples.journaled import item_of, work_items
 from protocol import logs
-from protocol.brokers import MosquittoBroker, free_port
-from protocol.bus import Bus, Dispatcher
-from protocol.messages import Leader, State
-from protocol.resources import Resources
-from protocol.topics import Topics
+from protocol.tooling.brokers import MosquittoBroker, free_port
+from protocol.transport.bus import Bus, Dispatcher
+from protocol.wire.messages import Leader, State
+from protocol.wire.resources import Resources
+from protocol.wire.topics import Topics
 
 log = logs.get("ha")
 

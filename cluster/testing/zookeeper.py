@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 
 from protocol import logs
-from protocol.brokers import BrokerError, end_process, free_port, wait_for_port
+from protocol.tooling.brokers import BrokerError, end_process, free_port, wait_for_port
 
 log = logs.get("zookeeper-server")
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from frameworks.scheduler import Scheduler, SchedulerDriver, build_task
-from protocol.messages import Filters, Offer, TaskState, TaskStatus
-from protocol.resources import Resources
+from protocol.wire.messages import Filters, Offer, TaskState, TaskStatus
+from protocol.wire.resources import Resources
 
 
 class CommandScheduler(Scheduler):

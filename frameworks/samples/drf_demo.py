@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from frameworks.scheduler import ENDLESS, Scheduler, SchedulerDriver, build_task
 from protocol import logs
-from protocol.messages import (
+from protocol.wire.messages import (
     CommandInfo,
     ExecutorInfo,
     Filters,
@@ -23,7 +23,7 @@ from protocol.messages import (
     TaskInfo,
     TaskStatus,
 )
-from protocol.resources import Resources
+from protocol.wire.resources import Resources
 
 
 @dataclass

@@ -39,8 +39,8 @@ from pathlib import Path
 from typing import Any
 
 from frameworks.scheduler import Scheduler, SchedulerDriver, build_task
-from protocol.messages import Filters, Offer, TaskState, TaskStatus
-from protocol.resources import Resources
+from protocol.wire.messages import Filters, Offer, TaskState, TaskStatus
+from protocol.wire.resources import Resources
 
 OVERLAP_EXIT = 75  # a work item's task found the item's lock held: it ran twice at once
 

@@ -13,7 +13,7 @@ import json
 
 from frameworks.executor import Executor, ExecutorDriver
 from protocol import logs
-from protocol.messages import TaskInfo, TaskState, TaskStatus
+from protocol.wire.messages import TaskInfo, TaskState, TaskStatus
 
 
 def duration_of(task: TaskInfo) -> float:

@@ -46,7 +46,7 @@ from master.allocation.quota_stage import QuotaStage, RoleStanding
 from master.allocation.role_order import RoleOrder
 from master.allocation.role_tree import TREE_POLICIES, RoleTree
 from master.allocation.sorter import Millis, Sorter, Total
-from protocol.resources import (
+from protocol.wire.resources import (
     ResourceError,
     Resources,
     add_millis,

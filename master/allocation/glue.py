@@ -13,7 +13,7 @@ from collections.abc import Container, Iterable
 from master.allocation.allocator import Allocator
 from master.allocation.preemption import Claim, Cluster, Contender, RunningTask
 from master.allocation.sorter import Millis
-from protocol.resources import Resources
+from protocol.wire.resources import Resources
 
 ROUND_BATCH = 0.005  # seconds: frees within this window share one round
 HOLD_EXTRA = 10.0  # seconds: a node freed by preemption is held this long past the kill

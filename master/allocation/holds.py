@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from master.allocation.ledger import FrameworkBook
 from master.allocation.sorter import Millis
-from protocol.resources import add_millis, holds, sub_millis
+from protocol.wire.resources import add_millis, holds, sub_millis
 
 
 @dataclass(slots=True)

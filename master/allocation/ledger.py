@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from master.allocation.sorter import Millis
-from protocol.resources import CPUS, MEM, SCALE, Resources, holds
+from protocol.wire.resources import CPUS, MEM, SCALE, Resources, holds
 
 # Mesos offers a slave only if at least this much of cpus or mem is free: smaller crumbs
 # would be offered and declined forever.

@@ -26,7 +26,7 @@ from typing import Any
 from master.allocation.ideal import User, exact, ideal
 from master.allocation.quota import ancestors_or_self, gap
 from master.allocation.sorter import Millis
-from protocol.resources import SCALE, dominant_share
+from protocol.wire.resources import SCALE, dominant_share
 
 VICTIM_ORDERS = ("youngest", "oldest")
 EPSILON = 1e-9

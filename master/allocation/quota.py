@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from protocol.resources import Resources
+from protocol.wire.resources import Resources
 
 Millis = dict[str, int]
 

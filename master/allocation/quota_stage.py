@@ -14,7 +14,7 @@ from master.allocation.ledger import allocatable
 from master.allocation.quota import Quota, ancestors_or_self, cap_offer, gap
 from master.allocation.role_order import RoleOrder
 from master.allocation.sorter import Millis
-from protocol.resources import Resources, add_millis, dominant_share
+from protocol.wire.resources import Resources, add_millis, dominant_share
 
 
 @dataclass(frozen=True, slots=True)

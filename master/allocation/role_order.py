@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import Protocol
 
-from protocol.resources import Resources
+from protocol.wire.resources import Resources
 
 Millis = dict[str, int]
 

@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from master.allocation.sorter import Millis, Total
-from protocol.resources import MEM, Resources, add_millis, dominant_share, sub_millis
+from protocol.wire.resources import MEM, Resources, add_millis, dominant_share, sub_millis
 
 TREE_POLICIES = ("hdrf", "naive-hdrf", "flat")
 ORDERINGS = ("drf", "fair", "fifo")

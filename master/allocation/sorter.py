@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from protocol.resources import CPUS, Resources, dominant_share, sub_millis
+from protocol.wire.resources import CPUS, Resources, dominant_share, sub_millis
 
 Millis = dict[str, int]
 

@@ -13,7 +13,7 @@ import asyncio
 from master.authz import Caller
 from master.books import Task
 from master.shell import MasterShell
-from protocol.messages import FileData, ReadFile, ReadTaskFile, TaskFileData, new_id
+from protocol.wire.messages import FileData, ReadFile, ReadTaskFile, TaskFileData, new_id
 
 FILE_TIMEOUT = 5.0
 

@@ -10,8 +10,8 @@ from master.books import Framework, OfferRecord, Task
 from master.ha.registry import FrameworkRecord
 from master.shell import MasterShell
 from master.task_states import as_seen, unknown_task
-from protocol.ids import check_id, shorten, task_problem
-from protocol.messages import (
+from protocol.wire.ids import check_id, shorten, task_problem
+from protocol.wire.messages import (
     Accept,
     Acknowledge,
     Decline,
@@ -36,8 +36,8 @@ from protocol.messages import (
     Update,
     new_id,
 )
-from protocol.resources import Resources
-from protocol.topics import check_segment
+from protocol.wire.resources import Resources
+from protocol.wire.topics import check_segment
 
 
 def check_segment_ok(value: str) -> bool:

@@ -13,9 +13,9 @@ from typing import Any
 from master.authz import Caller
 from master.calls.framework_calls import FrameworkCalls, check_segment_ok
 from master.throttle import READ_WHEN_FULL, Verdict, call_cost
-from protocol.codec import peek_types
-from protocol.messages import Accept, Decline, Reason, Reconcile, Subscribe, TaskState, Wire
-from protocol.topics import Sender
+from protocol.wire.codec import peek_types
+from protocol.wire.messages import Accept, Decline, Reason, Reconcile, Subscribe, TaskState, Wire
+from protocol.wire.topics import Sender
 
 Route = Callable[[Any, Caller], Awaitable[None]]
 

@@ -11,8 +11,8 @@ from pydantic import ValidationError
 from master.authz import Caller
 from master.roles_file import QuotaSpec, RolesFile, RoleSpec, save_roles
 from master.shell import MasterShell
-from protocol.codec import describe_validation
-from protocol.messages import SetQuota, SetWeights
+from protocol.wire.codec import describe_validation
+from protocol.wire.messages import SetQuota, SetWeights
 
 
 class OperatorCalls:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from master.authz import Caller
 from master.books import Framework, Slave, Task
 from master.shell import MasterShell
-from protocol.messages import (
+from protocol.wire.messages import (
     KillTask,
     MarkSlaveGone,
     Reason,

@@ -9,7 +9,7 @@ from master.books import Framework, Orphan, Slave, Task
 from master.calls.partitions import Partitions
 from master.shell import STAGING_GRACE
 from protocol import logs
-from protocol.messages import (
+from protocol.wire.messages import (
     Error,
     ExecutorExited,
     Failure,
@@ -28,8 +28,8 @@ from protocol.messages import (
     Update,
     UsageReport,
 )
-from protocol.resources import Resources
-from protocol.topics import check_segment
+from protocol.wire.resources import Resources
+from protocol.wire.topics import check_segment
 
 
 class SlaveCalls(Partitions):

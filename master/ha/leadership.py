@@ -23,7 +23,7 @@ from typing import IO, Protocol
 
 from master.ha.registry import JournalStore, MemoryStore, Store
 from protocol import logs
-from protocol.bus import Bus, BusRefused, first_of
+from protocol.transport.bus import Bus, BusRefused, first_of
 
 log = logs.get("leadership")
 

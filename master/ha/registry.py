@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from protocol import logs
 from protocol.journal import Journal
-from protocol.resources import Limit, Resources
+from protocol.wire.resources import Limit, Resources
 
 log = logs.get("registry")
 

@@ -50,7 +50,7 @@ from master.http.responses import (
     serve_site,
 )
 from protocol import logs
-from protocol.messages import TaskState
+from protocol.wire.messages import TaskState
 
 MAX_LIMIT = 1000
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]

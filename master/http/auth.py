@@ -10,7 +10,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from protocol.credentials import CredentialsError, load_principals, read_passwd, verify_secret
+from protocol.tooling.credentials import (
+    CredentialsError,
+    load_principals,
+    read_passwd,
+    verify_secret,
+)
 
 CACHE_SECONDS = 60.0  # a checked password is trusted this long (hashing is slow on purpose)
 

@@ -20,7 +20,7 @@ import time
 from collections import deque
 from typing import Any
 
-from protocol.messages import ClusterEvent, State
+from protocol.wire.messages import ClusterEvent, State
 
 QUEUE = 64  # ticks a slow page may fall behind before it is dropped
 HISTORY = 600  # ticks of shares kept for a page that opens (a reload keeps its chart)

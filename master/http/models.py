@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from protocol.messages import ClusterEvent, FrameworkView, Offer, RoleView, SlaveView, TaskView
+from protocol.wire.messages import ClusterEvent, FrameworkView, Offer, RoleView, SlaveView, TaskView
 
 
 class Page(BaseModel):

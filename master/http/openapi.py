@@ -20,7 +20,7 @@ from master.http.models import (
     TaskFile,
     Tasks,
 )
-from protocol.messages import State
+from protocol.wire.messages import State
 
 REF = "#/components/schemas/{model}"
 MODELS: list[type[BaseModel]] = [

@@ -14,8 +14,8 @@ from master.counters import SlaveChurn
 from master.http.live_feed import LiveFeed
 from master.lag_probe import Backlog
 from master.throttle import Throttle
-from protocol.message_counts import MessageCounts
-from protocol.messages import (
+from protocol.transport.message_counts import MessageCounts
+from protocol.wire.messages import (
     ClusterEvent,
     FileData,
     FrameworkView,

@@ -57,7 +57,7 @@ class StandbyHttp:
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(_Standby())
         self.runner: web.AppRunner | None = None
-        self.log = logs.get("master.standby_http", master_id=master_id)
+        self.log = logs.get("master.http.standby", master_id=master_id)
 
     async def start(self) -> None:
         """Serve (a port in use is said in the log, and the standby goes on without)."""

@@ -21,7 +21,7 @@ from aiohttp import web
 from master.books import Framework, Slave, Task
 from master.mesos_api.operator_state import get_quota, offered, roles_held, this_master_info
 from protocol.mesos_json import JSON, MESOS_VERSION
-from protocol.resources import Resources
+from protocol.wire.resources import Resources
 
 if TYPE_CHECKING:
     from master.master import Master

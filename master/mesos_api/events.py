@@ -30,8 +30,8 @@ from master.mesos_api.operator_state import (
 )
 from protocol import logs
 from protocol.mesos_json import JSON, mesos_id, status_to_mesos
-from protocol.messages import ClusterEvent, Reason
 from protocol.recordio import json_record as record
+from protocol.wire.messages import ClusterEvent, Reason
 
 if TYPE_CHECKING:
     from master.books import Task

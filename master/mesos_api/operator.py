@@ -24,9 +24,9 @@ from master.mesos_api import operator_state as views
 from master.mesos_api.classic import ClassicEndpoints
 from master.mesos_api.events import MAX_SUBSCRIBERS, OperatorEvents
 from protocol import logs
-from protocol.codec import describe_validation
 from protocol.mesos_json import JSON, version_json
-from protocol.messages import SetWeights
+from protocol.wire.codec import describe_validation
+from protocol.wire.messages import SetWeights
 
 if TYPE_CHECKING:
     from master.master import Master

@@ -25,8 +25,8 @@ from protocol.mesos_json import (
     resources_to_mesos,
     status_to_mesos,
 )
-from protocol.messages import FrameworkCapability
-from protocol.resources import Resources
+from protocol.wire.messages import FrameworkCapability
+from protocol.wire.resources import Resources
 
 if TYPE_CHECKING:
     from master.master import Master

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from protocol import mesos_json as mj
-from protocol.messages import (
+from protocol.wire.messages import (
     Accept,
     Acknowledge,
     CommandInfo,

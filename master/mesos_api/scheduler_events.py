@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from protocol import mesos_json as mj
-from protocol.messages import (
+from protocol.wire.messages import (
     Error,
     Failure,
     FrameworkMessage,

@@ -36,8 +36,8 @@ from master.mesos_api.scheduler_calls import (
 )
 from protocol import logs, recordio
 from protocol import mesos_json as mj
-from protocol.messages import Error, Gone, Subscribed, Wire
-from protocol.topics import check_segment
+from protocol.wire.messages import Error, Gone, Subscribed, Wire
+from protocol.wire.topics import check_segment
 
 if TYPE_CHECKING:
     from master.http.auth import PrincipalAuth

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import aiomqtt
 
-from protocol.brokers import BrokerURL
-from protocol.codec import encode
-from protocol.messages import Revive
+from protocol.tooling.brokers import BrokerURL
+from protocol.wire.codec import encode
+from protocol.wire.messages import Revive
 
 
 async def main(url_text: str, ca: str, topic: str, count: int, calls: list[bytes]) -> None:

@@ -13,8 +13,8 @@ import os
 import struct
 import sys
 
-from protocol.channel import Channel
-from protocol.messages import (
+from protocol.transport.channel import Channel
+from protocol.wire.messages import (
     RegisterExecutor,
     RunTask,
     StatusUpdate,

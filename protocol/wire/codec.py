@@ -7,13 +7,13 @@ An envelope is the msgpack array `[version, type, reply_to, body]` or
 - `type` is the message class name (`Offers`, `Accept`, ...);
 - `reply_to` is the sender's inbox topic, or nil: where errors about this message go;
 - `body` is the model's fields as a map;
-- `epoch`, on what a master sends, is its leadership epoch (see `protocol.messages.Leader`):
+- `epoch`, on what a master sends, is its leadership epoch (see `protocol.wire.messages.Leader`):
   receivers drop what a master with an older epoch than one they have seen sends.
 
 A *batch* (`[version, "Batch", reply_to, [encoded, ...]]`) carries several encoded messages
 for one topic in one MQTT message; the bus makes them under load and takes them apart on
 arrival, so nothing above the bus sees them. A *list* (`StatusUpdates`, `Updates`, ... in
-`protocol.messages.LISTS`) is an ordinary message whose items are messages of one kind:
+`protocol.wire.messages.LISTS`) is an ordinary message whose items are messages of one kind:
 encoded and validated in one pass, not one a message. `decode_many` hands its items on
 one by one, as if each had come alone; when the list as a whole is invalid, each item is
 validated on its own, so one bad item spoils only itself.
@@ -36,7 +36,7 @@ import annotated_types
 import msgpack
 from pydantic import ValidationError
 
-from protocol.messages import ALL_MESSAGES, ITEM_OF, LISTS, MAX_LIST_ITEMS, Wire
+from protocol.wire.messages import ALL_MESSAGES, ITEM_OF, LISTS, MAX_LIST_ITEMS, Wire
 
 PROTOCOL_VERSION = 1
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024

@@ -16,8 +16,8 @@ import contextlib
 import socket
 import struct
 
-from protocol.codec import DecodeError, Envelope, decode, encode
-from protocol.messages import Wire
+from protocol.wire.codec import DecodeError, Envelope, decode, encode
+from protocol.wire.messages import Wire
 
 MAX_FRAME = 4 * 1024 * 1024
 _LENGTH = struct.Struct(">I")

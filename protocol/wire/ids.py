@@ -8,7 +8,7 @@ so that the master refuses them with a reason and the slave can check them again
 
 from __future__ import annotations
 
-from protocol.messages import CommandInfo, TaskInfo
+from protocol.wire.messages import CommandInfo, TaskInfo
 
 MAX_ID = 200  # characters, as every Id on the wire
 MAX_COMMAND = 64 * 1024  # bytes of a command's text (far below the kernel's ARG_MAX)

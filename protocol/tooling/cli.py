@@ -12,8 +12,8 @@ from typing import Any, TypeVar
 import click
 
 from protocol import logs
-from protocol.brokers import BrokerError, BrokerURL, open_broker
-from protocol.bus import BusRefused
+from protocol.tooling.brokers import BrokerError, BrokerURL, open_broker
+from protocol.transport.bus import BusRefused
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -24,7 +24,7 @@ import signal
 import socket
 import ssl
 import tempfile
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -166,42 +166,6 @@ class _Secured:
         return BrokerURL("127.0.0.1", self.port, tls=self.tls, ca=ca)
 
 
-class _IteratedOverACopy(dict[str, Any]):
-    """amqtt's table of subscriptions, iterated over a copy of its keys.
-
-    amqtt 0.12.1 awaits while it walks the table (`Broker._run_broadcast`: the topic
-    plugin for each subscriber; a returning session's retained messages), so a client
-    that subscribes meanwhile makes the walk raise "dictionary changed size during
-    iteration" and the message is delivered to none of the subscriptions after that
-    point: a QoS 1 message acknowledged to its sender and lost. It came twice in a
-    demo run, and lost 15 of 300 messages while 40 clients subscribed (test_bus).
-    """
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(list(super().__iter__()))
-
-    def items(self) -> Any:
-        return list(super().items())
-
-
-def _quiet_on_reset(serve: Callable[..., Awaitable[None]]) -> Callable[..., Awaitable[None]]:
-    """amqtt's handler for one client connection, for whom a client that resets its
-    connection is ordinary: a killed party, a client refused at CONNECT over TLS.
-
-    amqtt 0.12.1 lets the `ConnectionResetError` of closing such a connection escape its
-    handler, and asyncio logs it as an unhandled error with a traceback, once per client
-    (a burst in every demo where a party is killed). The session is over either way.
-    """
-
-    async def serve_quietly(*args: Any, **kwargs: Any) -> None:
-        try:
-            await serve(*args, **kwargs)
-        except ConnectionError as e:
-            log.debug("broker.client_reset", kind="embedded", error=str(e))
-
-    return serve_quietly
-
-
 class EmbeddedBroker(_Secured):
     """amqtt in this process, on 127.0.0.1."""
 
@@ -215,6 +179,8 @@ class EmbeddedBroker(_Secured):
         with needs("embedded"):
             from amqtt.broker import Broker  # imported late: it is slow to import
 
+            from protocol.tooling import amqtt_patches
+
         listener: dict[str, Any] = {"type": "tcp", "bind": f"127.0.0.1:{self.port}"}
         plugins: dict[str, Any] = {
             "amqtt.plugins.authentication.AnonymousAuthPlugin": {"allow_anonymous": True}
@@ -222,8 +188,8 @@ class EmbeddedBroker(_Secured):
         if self.auth is not None:
             store = {"store": str(self.auth)}
             plugins = {
-                "protocol.amqtt_auth.StoreAuthPlugin": store,
-                "protocol.amqtt_auth.StoreTopicPlugin": store,
+                "protocol.tooling.amqtt_auth.StoreAuthPlugin": store,
+                "protocol.tooling.amqtt_auth.StoreTopicPlugin": store,
             }
             if self.tls:
                 listener |= {
@@ -233,8 +199,7 @@ class EmbeddedBroker(_Secured):
                 }
         config = {"listeners": {"default": listener}, "plugins": plugins}
         self._broker = Broker(config)
-        self._broker._subscriptions = _IteratedOverACopy()  # (amqtt 0.12.1's bug: see there)
-        self._broker.stream_connected = _quiet_on_reset(self._broker.stream_connected)
+        amqtt_patches.patch(self._broker)
         await self._broker.start()
         log.info("broker.started", kind="embedded", url=str(self.url))
 

@@ -20,7 +20,7 @@ from typing import Any
 from amqtt.contexts import Action
 from amqtt.plugins.base import BaseAuthPlugin, BaseTopicPlugin
 
-from protocol.credentials import (
+from protocol.tooling.credentials import (
     CredentialsError,
     acl_rules,
     filter_allows,

@@ -27,38 +27,26 @@ import logging
 import socket
 import ssl
 import uuid
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import Any, Self, TypeVar, cast
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Self
 
 import aiomqtt
 
 from protocol import logs
-from protocol.backlog import StampedQueue
-from protocol.brokers import MAX_PACKET_BYTES, BrokerURL
-from protocol.codec import (
-    MAX_BATCH,
-    DecodeError,
-    Envelope,
-    decode_many,
-    encode,
-    encode_batch,
-    encode_list,
-)
-from protocol.message_counts import MessageCounts
-from protocol.messages import LISTS, Error, Gone, Wire
+from protocol.tooling.brokers import MAX_PACKET_BYTES, BrokerURL
+from protocol.transport.aio import cancel_and_wait, first_of, spawn_guarded
+from protocol.transport.backlog import StampedQueue
+from protocol.transport.base import BusClosed, BusRefused, Handler, OnConnect, RawHandler, Will
+from protocol.transport.batching import Outgoing, Posted, chunked, encoded, split
+from protocol.transport.fencing import EpochFence
+from protocol.transport.inbound import Dispatcher, EnvelopeFilter, Receiver
+from protocol.transport.message_counts import MessageCounts
+from protocol.transport.paho_link import PahoLink
+from protocol.wire.codec import MAX_BATCH, decode_many, encode, encode_batch
+from protocol.wire.messages import LISTS, Error, Gone, Wire
 
-Handler = Callable[[Wire, str | None], Awaitable[None]]
-"""A subscriber: called with the decoded message and the sender's inbox (or None)."""
+__all__ = ["Bus", "BusClosed", "BusRefused", "Dispatcher", "cancel_and_wait", "first_of"]
 
-RawHandler = Callable[[str, bytes], Awaitable[None]]
-"""A raw subscriber: called with the topic and the payload, before anything is decoded."""
-
-Posted = bytes | tuple[Wire, int]
-"""A post waiting for its turn's flush: encoded, or a message and its epoch (see post)."""
-
-W = TypeVar("W", bound=Wire)
-OnConnect = Callable[[], Awaitable[None]]
 
 MQTT_LOG = logging.getLogger("mqtt")
 # bytes in one MQTT payload at most: what the brokers we start (and the compose cluster's)
@@ -68,36 +56,7 @@ MAX_DEFERRALS = 32  # loop turns a batch may wait for a backlog of arrivals to b
 MAX_HELD = MAX_BATCH  # posts one flush sends (a flush of thousands would stall the loop)
 MAX_MATCHED = 4096  # topics whose handler is remembered (see _handler_for)
 LAZY_DELAY = 0.02  # seconds a lazy post (the event stream) waits to share a batch
-RECEIVE_TURN = 0.005  # seconds of dispatching a backlog before the loop lets others run
 NODELAY = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
-
-
-@dataclass(slots=True)
-class Outgoing:
-    """One payload on its way to the broker; `done`, if someone awaits it."""
-
-    topic: str
-    payload: bytes
-    qos: int
-    retain: bool = False
-    done: asyncio.Future[None] | None = None
-
-    def succeed(self) -> None:
-        if self.done is not None and not self.done.done():
-            self.done.set_result(None)
-
-    def fail(self, error: BaseException) -> None:
-        if self.done is not None and not self.done.done():
-            self.done.set_exception(error)
-
-
-class BusClosed(RuntimeError):
-    """The bus was closed while an operation was waiting on it."""
-
-
-class BusRefused(BusClosed):
-    """The broker refused us for good: bad credentials, or a certificate we do not trust.
-    Retrying cannot help, so the bus stops and says why."""
 
 
 def refusal(error: aiomqtt.MqttError) -> str | None:
@@ -111,33 +70,6 @@ def refusal(error: aiomqtt.MqttError) -> str | None:
     return None
 
 
-async def cancel_and_wait(task: asyncio.Task[Any], timeout: float = 5.0) -> None:
-    """Cancel a task and wait until it is really done.
-
-    On Python 3.11 a task blocked in aiomqtt's `publish(qos=1)` sometimes swallows the
-    first cancel, so keep cancelling until it has finished.
-    """
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not task.done():
-        task.cancel()
-        await asyncio.wait({task}, timeout=0.1)
-        if loop.time() > deadline:
-            break
-    if task.done() and not task.cancelled():
-        task.exception()  # mark retrieved: errors were logged where they happened
-
-
-async def first_of(*events: asyncio.Event, timeout: float | None = None) -> None:
-    """Wait until any of `events` is set, or `timeout` passes (the caller then looks which)."""
-    waiters = [asyncio.ensure_future(e.wait()) for e in events]
-    try:
-        await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for waiter in waiters:
-            waiter.cancel()
-
-
 class Bus:
     def __init__(
         self,
@@ -146,10 +78,11 @@ class Bus:
         name: str,
         client_id: str | None = None,
         inbox: str | None = None,
-        will: tuple[str, str, str] | None = None,
+        will: Will | None = None,
         persistent: bool = False,
         keepalive: int = 10,
         log: Any = None,
+        filters: Sequence[EnvelopeFilter] | None = None,
     ) -> None:
         """
         name:       who this is, for logs.
@@ -158,6 +91,8 @@ class Bus:
         will:       (topic, kind, id) for the Last Will `Gone` message.
         persistent: keep the broker session (and QoS 1 messages queued for us) across
                     disconnects; needs a stable client_id.
+        filters:    what may reach the handlers (default: epoch fencing, see
+                    protocol.transport.fencing).
         """
         self.broker = BrokerURL.parse(broker) if isinstance(broker, str) else broker
         self.name = name
@@ -195,20 +130,20 @@ class Bus:
         self._flush_scheduled = False
         self._deferrals = 0
         self._held = 0  # posts waiting in the outbox for a flush
-        self._unwritten = False  # handed to paho since the socket was last written
         self._in_batch = False  # handling the messages of an arriving batch (busy)
-        self._write: Callable[[], None] | None = None  # writes paho's socket (connected)
+        self._link: PahoLink | None = None  # the connected client, driven through paho
         self.connections = 0  # how many times we have connected (for tests and logs)
-        # Leadership epochs (see protocol.messages.Leader): a master stamps its own on
-        # everything it sends; every party drops what arrives with an older epoch than
-        # the newest it has seen, so a deposed master is not acted upon.
+        # The leadership epoch (see protocol.wire.messages.Leader) a master stamps on
+        # everything it sends; what receivers make of it is protocol.transport.fencing's.
         self.epoch = 0
-        self.fence = 0
         # asked before every reconnect; False ends the bus (a master that may no longer lead)
         self.may_reconnect: Callable[[], Awaitable[bool]] | None = None
         # traffic counters: messages posted/received, MQTT payloads published/received
         self.stats = {"posted": 0, "published": 0, "received": 0, "payloads_in": 0, "fenced": 0}
         self.messages = MessageCounts()  # what the handlers were given, by type and outcome
+        if filters is None:
+            filters = [EpochFence(self.log, self.stats, self.messages)]
+        self._receiver = Receiver(self.log, self.stats, self.messages, self.reply_error, filters)
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def __aenter__(self) -> Self:
@@ -239,6 +174,10 @@ class Bus:
     @property
     def connected(self) -> bool:
         return self._connected.is_set()
+
+    @property
+    def principal(self) -> str | None:
+        return self.broker.username
 
     async def close(self, flush_timeout: float = 2.0, *, abandon: bool = False) -> None:
         """Send what `post` queued (waiting briefly for the broker to take it), disconnect
@@ -346,23 +285,23 @@ class Bus:
             limit = f"{len(out.payload)} bytes is over the broker's limit of {MAX_PAYLOAD}"
             self._unpublishable(out, ValueError(limit))
             return
-        client = self._client
-        if client is None or not self._connected.is_set() or self._waiting:
+        link = self._link
+        if link is None or not self._connected.is_set() or self._waiting:
             self._waiting.append(out)
             return
         try:
-            info = client._client.publish(out.topic, out.payload, out.qos, out.retain)
+            rc, mid, published = link.publish(out.topic, out.payload, out.qos, out.retain)
         except ValueError as e:  # a topic or payload MQTT cannot carry: this one only
             self._unpublishable(out, e)
             return
         self.stats["published"] += 1
-        if info.rc != 0:  # the connection is going: the reconnect sends it
+        if rc != 0:  # the connection is going: the reconnect sends it
             self._waiting.append(out)
-        elif out.qos == 0 or info.is_published():
+        elif out.qos == 0 or published:
             out.succeed()
             self._check_sent_all()
         else:
-            self._unacked[info.mid] = out
+            self._unacked[mid] = out
 
     def _unpublishable(self, out: Outgoing, error: ValueError) -> None:
         self.log.error(
@@ -380,54 +319,6 @@ class Bus:
     def _check_sent_all(self) -> None:
         if not self._unacked and not self._waiting:
             self._sent_all.set()
-
-    def _watch_acknowledgements(self, client: aiomqtt.Client) -> None:
-        """Learn of each PUBACK from paho, beside aiomqtt (which still hears them)."""
-        paho = client._client
-        inner = paho.on_publish
-
-        def on_publish(*args: Any) -> None:  # (client, userdata, mid, reason, properties)
-            self._on_acknowledged(args[2])
-            if inner is not None:
-                inner(*args)
-
-        paho.on_publish = on_publish
-
-    def _write_promptly(self, client: aiomqtt.Client) -> None:
-        """Write what paho queues at the end of this loop turn, or sooner (`_write_out`),
-        rather than as aiomqtt does: it registers the socket for writing through the
-        self-pipe, and the write comes two turns later, after two epoll_ctl calls per
-        packet. The socket is watched for writability only when the kernel took less
-        than all of it."""
-        paho, loop = client._client, asyncio.get_running_loop()
-        disconnected: asyncio.Future[None] = client._disconnected
-        soon: asyncio.Handle | None = None
-        fd = -1
-
-        def write() -> None:
-            nonlocal soon
-            if soon is not None:
-                soon.cancel()
-                soon = None
-            self._unwritten = False
-            try:
-                paho.loop_write()
-            except Exception as e:  # a broken pipe: the connection is gone (as aiomqtt does)
-                if not disconnected.done():
-                    disconnected.set_exception(e)
-                return
-            if paho.want_write() and paho.socket() is not None:  # the socket is full: go on
-                loop.add_writer(fd, write)  # when it can take more (not once it is closed)
-
-        def register(_client: Any, _userdata: Any, sock: Any) -> None:
-            nonlocal soon, fd
-            fd = sock.fileno()
-            self._unwritten = True
-            if soon is None:
-                soon = loop.call_soon(write)
-
-        paho.on_socket_register_write = register
-        self._write = write
 
     def _resend_waiting(self) -> None:
         """After a (re)connect: what the last connection left unacknowledged, then what
@@ -514,7 +405,7 @@ class Bus:
         self._flush_scheduled = False
         outbox, self._outbox = self._outbox, {}
         if not now:  # at most MAX_HELD posts a turn; the rest (in order) the next turn
-            outbox, self._outbox = _split(outbox, MAX_HELD)
+            outbox, self._outbox = split(outbox, MAX_HELD)
             self._held = sum(map(len, self._outbox.values()))
             if self._outbox:
                 self._flush_scheduled = True
@@ -528,49 +419,8 @@ class Bus:
 
     def _send_batches(self, outbox: dict[tuple[str, int], list[Posted]]) -> None:
         for (topic, qos), posted in outbox.items():
-            payloads = self._encoded(posted)
-            chunk: list[bytes] = []
-            size = 0
-            for payload in payloads:  # at most MAX_BATCH messages and MAX_PAYLOAD bytes a batch
-                if chunk and (len(chunk) == MAX_BATCH or size + len(payload) > MAX_PAYLOAD):
-                    self._send_chunk(topic, qos, chunk)
-                    chunk, size = [], 0
-                chunk.append(payload)
-                size += len(payload) + 8  # (msgpack's framing of each item, at most)
-            if chunk:  # (an empty list sends nothing)
+            for chunk in chunked(encoded(posted, self.inbox, MAX_PAYLOAD), MAX_PAYLOAD):
                 self._send_chunk(topic, qos, chunk)
-
-    def _encoded(self, posted: list[Posted]) -> list[bytes]:
-        """What was posted to one topic, encoded in order: each run of one kind that
-        travels in lists (and one epoch) as list messages of at most MAX_BATCH items."""
-        out: list[bytes] = []
-        run: list[Wire] = []
-        run_epoch = 0
-        for entry in posted:
-            if isinstance(entry, bytes):
-                out.extend(self._listed(run, run_epoch))
-                run = []
-                out.append(entry)
-                continue
-            message, epoch = entry
-            if run and (
-                type(message) is not type(run[0]) or epoch != run_epoch or len(run) == MAX_BATCH
-            ):
-                out.extend(self._listed(run, run_epoch))
-                run = []
-            run.append(message)
-            run_epoch = epoch
-        out.extend(self._listed(run, run_epoch))
-        return out
-
-    def _listed(self, run: list[Wire], epoch: int) -> list[bytes]:
-        if len(run) <= 1:
-            return [encode(message, self.inbox, epoch) for message in run]
-        data = encode_list(run, self.inbox, epoch)
-        if len(data) <= MAX_PAYLOAD:
-            return [data]
-        half = len(run) // 2  # too big for one payload: in halves (each may go alone)
-        return self._listed(run[:half], epoch) + self._listed(run[half:], epoch)
 
     def _send_chunk(self, topic: str, qos: int, chunk: list[bytes]) -> None:
         data = chunk[0] if len(chunk) == 1 else encode_batch(chunk, self.inbox)
@@ -616,8 +466,7 @@ class Bus:
                 async with self._client_for(incarnation) as client:
                     self._client = client
                     self.incarnation = incarnation
-                    self._watch_acknowledgements(client)
-                    self._write_promptly(client)
+                    self._link = link = PahoLink(client, self._on_acknowledged)
                     for topic, (_, _, qos) in list(self._subs.items()):
                         await client.subscribe(topic, qos=qos)
                     self.connections += 1
@@ -632,11 +481,11 @@ class Bus:
                     )
                     delay = 0.05
                     for callback in self._on_connect:
-                        self._spawn(callback())
+                        spawn_guarded(callback(), self._background, self.log)
                     try:
-                        await self._receive(client)
+                        await link.receive(self._dispatch)
                     finally:
-                        await self._drain(client)
+                        await self._drain()
             except aiomqtt.MqttError as e:
                 if self._closing:
                     break
@@ -653,7 +502,7 @@ class Bus:
                 )
             finally:
                 self._connected.clear()
-                self._client, self._write, self._unwritten = None, None, False
+                self._client, self._link = None, None
                 self._connection_lost()
             await asyncio.sleep(delay)
             delay = min(delay * 2, 2.0)
@@ -665,85 +514,31 @@ class Bus:
                 self._fail_all(self.refused)
                 break
 
-    async def _receive(self, client: aiomqtt.Client) -> None:
-        """Dispatch arriving messages until the connection ends.
-
-        aiomqtt's iterator makes a task for every message; when messages are already
-        queued we take them directly, which matters at thousands of messages a second.
-        """
-        queue = getattr(client, "_queue", None)
-        disconnected = getattr(client, "_disconnected", None)
-        if queue is None or disconnected is None:  # aiomqtt changed: use its iterator
-            async for mqtt_message in client.messages:
-                await self._dispatch(mqtt_message)
-            return
-        loop = asyncio.get_running_loop()
-        turn_ends = loop.time() + RECEIVE_TURN
-        while True:
-            if not queue.empty():
-                await self._dispatch(queue.get_nowait())
-                self._write_out()
-                if loop.time() > turn_ends:  # a backlog (a flood) must not starve the rest
-                    await asyncio.sleep(0)
-                    turn_ends = loop.time() + RECEIVE_TURN
-                continue
-            turn_ends = loop.time() + RECEIVE_TURN
-            getter = asyncio.ensure_future(queue.get())
-            try:
-                await asyncio.wait({getter, disconnected}, return_when=asyncio.FIRST_COMPLETED)
-            except asyncio.CancelledError:
-                getter.cancel()
-                raise
-            if getter.done():
-                await self._dispatch(getter.result())
-                self._write_out()
-                continue
-            getter.cancel()
-            cause = disconnected.exception() if not disconnected.cancelled() else None
-            raise aiomqtt.MqttError("disconnected") from cause
-
     def _write_out(self) -> None:
-        """What handling a message sent goes to the socket now, before the next message
-        is handled (else it waits for the loop to come round, after that message)."""
-        if self._unwritten and self._write is not None:
-            self._unwritten = False
-            self._write()
+        if self._link is not None:
+            self._link.write_out()
 
     def backlog(self) -> int:
         """Messages received and not yet dispatched."""
-        queue = getattr(self._client, "_queue", None)
-        return queue.qsize() if queue is not None else 0
+        return self._link.queue.qsize() if self._link is not None else 0
 
     def backlog_ages(self) -> tuple[float, float]:
         """Seconds the oldest message not yet dispatched has waited, and seconds the last
         dispatched one had waited (0, 0 while not connected)."""
-        queue = getattr(self._client, "_queue", None)
+        queue = self._link.queue if self._link is not None else None
         if not isinstance(queue, StampedQueue):
             return 0.0, 0.0
         return queue.oldest_age(), queue.last_wait
 
-    async def _drain(self, client: aiomqtt.Client) -> None:
+    async def _drain(self) -> None:
         """Dispatch what was received (and already acknowledged) before the connection broke.
 
         aiomqtt stops iterating at a disconnect even when its queue still holds messages;
         the broker considers those delivered, so dropping them would lose them.
         """
-        queue = getattr(client, "_queue", None)
+        queue = self._link.queue if self._link is not None else None
         while queue is not None and not queue.empty() and not self._closing:
             await self._dispatch(queue.get_nowait())
-
-    def _spawn(self, coro: Awaitable[None]) -> None:
-        async def guarded() -> None:
-            try:
-                await coro
-            except (asyncio.CancelledError, BusClosed):
-                raise
-            except Exception:
-                self.log.exception("bus.callback_failed")
-
-        task = asyncio.create_task(guarded())
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
 
     async def _dispatch(self, mqtt_message: aiomqtt.Message) -> None:
         topic = mqtt_message.topic
@@ -753,65 +548,16 @@ class Bus:
             payload = str(payload).encode()
         self.stats["payloads_in"] += 1
         if raw_handler is not None:
-            try:
-                await raw_handler(topic.value, bytes(payload))
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                self.log.exception("bus.handler_failed", topic=topic.value)
+            await self._receiver.raw(raw_handler, topic.value, bytes(payload))
             return
         if handler is None:
             return
         items = decode_many(bytes(payload))
         self._in_batch = len(items) > 1
         try:
-            await self._handle_all(topic, handler, items)
+            await self._receiver.handle_all(topic.value, handler, items)
         finally:
             self._in_batch = False
-
-    async def _handle_all(
-        self, topic: aiomqtt.Topic, handler: Handler, items: list[Envelope | DecodeError]
-    ) -> None:
-        for item in items:
-            self.stats["received"] += 1
-            kind = (item.type_name or "?") if isinstance(item, DecodeError) else item.message.TYPE
-            self.messages.received[kind] += 1
-            if isinstance(item, DecodeError):
-                self.messages.outcomes[(kind, "refused", item.reason)] += 1
-                self.log.warning(
-                    "bus.bad_message",
-                    topic=topic.value,
-                    reason=item.reason,
-                    detail=logs.clip(item.detail),
-                    sender=logs.clip(item.reply_to or "", 200),
-                )
-                self.reply_error(
-                    item.reply_to,
-                    f"{item.reason}: {item.detail}",
-                    code=item.reason,
-                    about=item.type_name,
-                )
-                continue
-            if item.epoch:
-                if item.epoch < self.fence:
-                    self.stats["fenced"] += 1
-                    self.messages.outcomes[(kind, "dropped", "fenced")] += 1
-                    self.log.warning(
-                        "bus.fenced",
-                        topic=topic.value,
-                        type=item.message.TYPE,
-                        epoch=item.epoch,
-                        newest=self.fence,
-                    )
-                    continue
-                self.fence = item.epoch
-            try:
-                await self.messages.counted(handler, kind)(item.message, item.reply_to)
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                # A handler bug must not take the party down: log it with what arrived.
-                self.log.exception("bus.handler_failed", topic=topic.value, type=item.message.TYPE)
 
     def _handler_for(self, topic: aiomqtt.Topic) -> tuple[Handler | None, RawHandler | None]:
         name = topic.value
@@ -831,45 +577,16 @@ class Bus:
         return found
 
 
-class Dispatcher:
-    """Routes messages to handlers by type; anything else is refused with an Error."""
+class MqttConnector:
+    """Makes a `Bus` to `broker` (see protocol.transport.base.Connector): the default
+    transport of a framework driver."""
 
-    def __init__(self, bus: Bus, party: str) -> None:
-        self._bus = bus
-        self._party = party
-        self._routes: dict[type[Wire], Handler] = {}
+    def __init__(self, broker: BrokerURL) -> None:
+        self.broker = broker
 
-    def on(
-        self, message_type: type[W], handler: Callable[[W, str | None], Awaitable[None]]
-    ) -> None:
-        self._routes[message_type] = cast(Handler, handler)
+    @property
+    def principal(self) -> str | None:
+        return self.broker.username
 
-    async def __call__(self, message: Wire, reply_to: str | None) -> None:
-        handler = self._routes.get(type(message))
-        if handler is None:
-            self._bus.messages.refused(message.TYPE, "unexpected-type")
-            self._bus.log.warning("bus.unexpected_type", type=message.TYPE, sender=reply_to)
-            self._bus.reply_error(
-                reply_to,
-                f"the {self._party} does not take {message.TYPE} messages",
-                code="unexpected-type",
-                about=message.TYPE,
-            )
-            return
-        await handler(message, reply_to)
-
-
-def _split(
-    outbox: dict[tuple[str, int], list[Posted]], most: int
-) -> tuple[dict[tuple[str, int], list[Posted]], dict[tuple[str, int], list[Posted]]]:
-    """The first `most` posts of `outbox` (by topic, each topic's in order), and the rest."""
-    now: dict[tuple[str, int], list[Posted]] = {}
-    later: dict[tuple[str, int], list[Posted]] = {}
-    for key, posted in outbox.items():
-        if most <= 0:
-            later[key] = posted
-        elif len(posted) <= most:
-            now[key], most = posted, most - len(posted)
-        else:
-            now[key], later[key], most = posted[:most], posted[most:], 0
-    return now, later
+    def __call__(self, *, name: str, inbox: str | None, will: Will | None) -> Bus:
+        return Bus(self.broker, name=name, inbox=inbox, will=will)

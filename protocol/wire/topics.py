@@ -10,7 +10,7 @@
     <p>/events                             the master's event stream
 
 Identity comes from the topic, never from a payload: the broker lets a principal publish
-only under `in/<its kind>/<its name>` (see `protocol.credentials.acl_rules`), so the master
+only under `in/<its kind>/<its name>` (see `protocol.tooling.credentials.acl_rules`), so the master
 knows who sent a call by where it arrived. Only the master writes under `out/`.
 
 Several clusters can share one broker by using different names.

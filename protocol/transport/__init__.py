@@ -1,0 +1,1 @@
+"""How messages travel: the MQTT bus, the executor's socketpair channel, following the leader."""

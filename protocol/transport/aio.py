@@ -1,0 +1,53 @@
+"""asyncio helpers every party's shell uses: cancelling a task for good, waiting for the
+first of several events, and running a callback in the background with its error logged."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable
+from typing import Any
+
+from protocol.transport.base import BusClosed
+
+
+async def cancel_and_wait(task: asyncio.Task[Any], timeout: float = 5.0) -> None:
+    """Cancel a task and wait until it is really done.
+
+    On Python 3.11 a task blocked in aiomqtt's `publish(qos=1)` sometimes swallows the
+    first cancel, so keep cancelling until it has finished.
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not task.done():
+        task.cancel()
+        await asyncio.wait({task}, timeout=0.1)
+        if loop.time() > deadline:
+            break
+    if task.done() and not task.cancelled():
+        task.exception()  # mark retrieved: errors were logged where they happened
+
+
+async def first_of(*events: asyncio.Event, timeout: float | None = None) -> None:
+    """Wait until any of `events` is set, or `timeout` passes (the caller then looks which)."""
+    waiters = [asyncio.ensure_future(e.wait()) for e in events]
+    try:
+        await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiter in waiters:
+            waiter.cancel()
+
+
+def spawn_guarded(coro: Awaitable[None], tasks: set[asyncio.Task[Any]], log: Any) -> None:
+    """Run `coro` as a task kept in `tasks` until it ends; an error is logged, not lost."""
+
+    async def guarded() -> None:
+        try:
+            await coro
+        except (asyncio.CancelledError, BusClosed):
+            raise
+        except Exception:
+            log.exception("bus.callback_failed")
+
+    task = asyncio.create_task(guarded())
+    tasks.add(task)
+    task.add_done_callback(tasks.discard)

@@ -1,0 +1,100 @@
+"""What a party needs of a transport: the `Transport` interface the master, the slave and
+the SDK are written against.
+
+`protocol.transport.bus.Bus` (MQTT) is the real one; `protocol.transport.memory` is an
+in-process one for tests, with the same topics, identities and publish ACL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+
+from protocol.transport.message_counts import MessageCounts
+from protocol.wire.messages import Wire
+
+Handler = Callable[[Wire, str | None], Awaitable[None]]
+"""A subscriber: called with the decoded message and the sender's inbox (or None)."""
+
+RawHandler = Callable[[str, bytes], Awaitable[None]]
+"""A raw subscriber: called with the topic and the payload, before anything is decoded."""
+
+OnConnect = Callable[[], Awaitable[None]]
+
+Will = tuple[str, str, str]
+"""(topic, kind, id) of the `Gone` the broker announces when a party vanishes."""
+
+
+class BusClosed(RuntimeError):
+    """The bus was closed while an operation was waiting on it."""
+
+
+class BusRefused(BusClosed):
+    """The broker refused us for good: bad credentials, or a certificate we do not trust.
+    Retrying cannot help, so the bus stops and says why."""
+
+
+class Transport(Protocol):
+    """A party's connection to the cluster: post and publish to topics, subscribe to them,
+    and be told of every (re)connect. Identity is the connection's principal: the broker
+    lets it publish only under its own name, whatever a payload says."""
+
+    inbox: str | None  # this party's own topic: every envelope's reply_to
+    epoch: int  # the leadership epoch stamped on what it sends (masters only; else 0)
+    incarnation: str  # this connection's: a new one after every reconnect
+    stats: dict[str, int]
+    messages: MessageCounts
+    log: Any
+
+    @property
+    def principal(self) -> str | None:
+        """Who the broker knows this connection as (None without authentication)."""
+
+    @property
+    def connected(self) -> bool: ...
+
+    async def start(self, *, wait: bool = True, timeout: float | None = 30.0) -> None: ...
+
+    async def close(self, flush_timeout: float = 2.0, *, abandon: bool = False) -> None: ...
+
+    def on_connect(self, callback: OnConnect) -> None: ...
+
+    async def subscribe(self, topic: str, handler: Handler, qos: int = 1) -> None: ...
+
+    async def subscribe_raw(self, topic: str, handler: RawHandler, qos: int = 1) -> None: ...
+
+    async def unsubscribe(self, topic: str) -> None: ...
+
+    def post(
+        self, topic: str, message: Wire, *, qos: int = 1, retain: bool = False, lazy: bool = False
+    ) -> None: ...
+
+    async def publish(
+        self,
+        topic: str,
+        message: Wire,
+        *,
+        qos: int = 1,
+        retain: bool = False,
+        timeout: float | None = None,
+    ) -> None: ...
+
+    async def publish_raw(self, topic: str, payload: bytes, *, qos: int = 1) -> None: ...
+
+    def reply_error(
+        self, reply_to: str | None, message: str, *, code: str = "error", about: str | None = None
+    ) -> None: ...
+
+    def backlog(self) -> int: ...
+
+    def backlog_ages(self) -> tuple[float, float]: ...
+
+
+class Connector(Protocol):
+    """Makes a party's transport (a framework driver makes its own, knowing its inbox only
+    once it starts); `principal` is who the connection will be."""
+
+    @property
+    def principal(self) -> str | None: ...
+
+    def __call__(self, *, name: str, inbox: str | None, will: Will | None) -> Transport: ...

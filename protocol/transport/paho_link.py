@@ -1,0 +1,130 @@
+"""The bus's fast path through aiomqtt into paho: the one module that touches their
+private parts (`Client._client`, `_queue`, `_disconnected`, paho's callbacks).
+
+Why: aiomqtt's public surface costs a task per message received and two loop turns and
+two epoll_ctl calls per packet written. At thousands of messages a second that is most of
+a party's time, so the bus publishes through paho directly, hears each PUBACK from paho
+beside aiomqtt, writes paho's socket at the end of the loop turn, and takes arrivals from
+aiomqtt's queue without a task each.
+
+The versions are pinned in pyproject.toml to those tests/test_paho_link.py was run against,
+and importing this module outside them stops with the range to install.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import aiomqtt
+
+from protocol.extras import require
+
+require("aiomqtt", "2.5", "2.6")
+require("paho-mqtt", "2.2", "2.3")
+
+RECEIVE_TURN = 0.005  # seconds of dispatching a backlog before the loop lets others run
+
+
+class PahoLink:
+    """One connected aiomqtt client, driven through paho."""
+
+    def __init__(self, client: aiomqtt.Client, on_acknowledged: Callable[[int], None]) -> None:
+        self.paho: Any = client._client
+        self.queue: asyncio.Queue[aiomqtt.Message] = client._queue
+        self.disconnected: asyncio.Future[None] = client._disconnected
+        self.unwritten = False  # handed to paho since the socket was last written
+        self._watch_acknowledgements(on_acknowledged)
+        self.write = self._write_promptly()
+
+    def publish(self, topic: str, payload: bytes, qos: int, retain: bool) -> tuple[int, int, bool]:
+        """Hand a payload to paho now: (its result code, message id, already published).
+        Raises ValueError for a topic or payload MQTT cannot carry."""
+        info = self.paho.publish(topic, payload, qos, retain)
+        return info.rc, info.mid, info.rc == 0 and info.is_published()
+
+    def write_out(self) -> None:
+        """What handling a message sent goes to the socket now, before the next message
+        is handled (else it waits for the loop to come round, after that message)."""
+        if self.unwritten:
+            self.unwritten = False
+            self.write()
+
+    def _watch_acknowledgements(self, on_acknowledged: Callable[[int], None]) -> None:
+        """Learn of each PUBACK from paho, beside aiomqtt (which still hears them)."""
+        inner = self.paho.on_publish
+
+        def on_publish(*args: Any) -> None:  # (client, userdata, mid, reason, properties)
+            on_acknowledged(args[2])
+            if inner is not None:
+                inner(*args)
+
+        self.paho.on_publish = on_publish
+
+    def _write_promptly(self) -> Callable[[], None]:
+        """Write what paho queues at the end of this loop turn, or sooner (`write_out`),
+        rather than as aiomqtt does: it registers the socket for writing through the
+        self-pipe, and the write comes two turns later, after two epoll_ctl calls per
+        packet. The socket is watched for writability only when the kernel took less
+        than all of it."""
+        paho, loop, disconnected = self.paho, asyncio.get_running_loop(), self.disconnected
+        soon: asyncio.Handle | None = None
+        fd = -1
+
+        def write() -> None:
+            nonlocal soon
+            if soon is not None:
+                soon.cancel()
+                soon = None
+            self.unwritten = False
+            try:
+                paho.loop_write()
+            except Exception as e:  # a broken pipe: the connection is gone (as aiomqtt does)
+                if not disconnected.done():
+                    disconnected.set_exception(e)
+                return
+            if paho.want_write() and paho.socket() is not None:  # the socket is full: go on
+                loop.add_writer(fd, write)  # when it can take more (not once it is closed)
+
+        def register(_client: Any, _userdata: Any, sock: Any) -> None:
+            nonlocal soon, fd
+            fd = sock.fileno()
+            self.unwritten = True
+            if soon is None:
+                soon = loop.call_soon(write)
+
+        paho.on_socket_register_write = register
+        return write
+
+    async def receive(self, dispatch: Callable[[aiomqtt.Message], Awaitable[None]]) -> None:
+        """Dispatch arriving messages until the connection ends (then raise MqttError).
+
+        aiomqtt's iterator makes a task for every message; when messages are already
+        queued we take them directly, which matters at thousands of messages a second.
+        """
+        queue, disconnected = self.queue, self.disconnected
+        loop = asyncio.get_running_loop()
+        turn_ends = loop.time() + RECEIVE_TURN
+        while True:
+            if not queue.empty():
+                await dispatch(queue.get_nowait())
+                self.write_out()
+                if loop.time() > turn_ends:  # a backlog (a flood) must not starve the rest
+                    await asyncio.sleep(0)
+                    turn_ends = loop.time() + RECEIVE_TURN
+                continue
+            turn_ends = loop.time() + RECEIVE_TURN
+            getter: asyncio.Future[Any] = asyncio.ensure_future(queue.get())
+            try:
+                await asyncio.wait({getter, disconnected}, return_when=asyncio.FIRST_COMPLETED)
+            except asyncio.CancelledError:
+                getter.cancel()
+                raise
+            if getter.done():
+                await dispatch(getter.result())
+                self.write_out()
+                continue
+            getter.cancel()
+            cause = disconnected.exception() if not disconnected.cancelled() else None
+            raise aiomqtt.MqttError("disconnected") from cause

@@ -1,0 +1,206 @@
+"""Framework <-> master: a framework's calls, and the events the master sends it."""
+
+from __future__ import annotations
+
+from pydantic import Field, model_validator
+
+from protocol.wire.resources import Resources
+from protocol.wire.values import (
+    MAX_OFFERS_PER_CALL,
+    MAX_RECONCILE_TASKS,
+    MAX_TASKS_PER_ACCEPT,
+    Filters,
+    FrameworkCapability,
+    Id,
+    Offer,
+    TaskInfo,
+    TaskStatus,
+    Wire,
+)
+
+# --- framework -> master (calls) ---------------------------------------------------------
+
+
+class OfferFilters(Wire):
+    """What a framework can use (Mesos 1.10's offer_filters): it is offered a slave only if
+    the slave's free resources hold at least one of `min_allocatable` (none: anything)."""
+
+    min_allocatable: list[Resources] = Field(default_factory=list, max_length=20)
+
+
+class Subscribe(Wire):
+    """Register a framework, or re-register with its framework_id after a failover."""
+
+    name: str = Field(min_length=1, max_length=200)
+    role: str = Field(default="*", min_length=1, max_length=200)
+    # a role's weight is its operator's: None takes it; anything else must be it
+    weight: float | None = Field(default=None, gt=0, le=1e6)
+    failover_timeout: float = Field(default=0.0, ge=0)
+    framework_id: str | None = None
+    inbox: Id  # where the master sends this framework's events
+    incarnation: str = ""  # the sender's bus connection, to tell stale Last Wills apart
+    offer_filters: OfferFilters | None = None  # (replaced on every subscribe)
+    capabilities: list[FrameworkCapability] = Field(default_factory=list, max_length=20)
+
+
+class Accept(Wire):
+    framework_id: Id
+    offer_ids: list[Id] = Field(min_length=1, max_length=MAX_OFFERS_PER_CALL)
+    tasks: list[TaskInfo] = Field(default_factory=list, max_length=MAX_TASKS_PER_ACCEPT)
+    filters: Filters = Field(default_factory=Filters)
+
+
+class Decline(Wire):
+    framework_id: Id
+    offer_ids: list[Id] = Field(min_length=1, max_length=MAX_OFFERS_PER_CALL)
+    filters: Filters = Field(default_factory=Filters)
+
+
+class Revive(Wire):
+    framework_id: Id
+
+
+class TaskRequest(Wire):
+    """`count` more tasks of this size, wanted (a framework's declared demand)."""
+
+    resources: Resources
+    """One task's size (not empty)."""
+    count: int = Field(default=1, ge=1, le=1_000_000)
+    """How many such tasks are still wanted (`frameworks.ENDLESS`: as many as it can get);
+    each launch of this size counts one off."""
+
+    @model_validator(mode="after")
+    def _not_empty(self) -> TaskRequest:
+        if self.resources.is_empty():
+            raise ValueError("a task request needs some resources")
+        return self
+
+
+class Request(Wire):
+    """What the framework still wants to run (Mesos v1's REQUEST, pymesos's
+    requestResources): replaces what it declared before; an empty list (or Suppress)
+    clears it. The master's fair shares -- and so preemption -- follow it."""
+
+    framework_id: Id
+    requests: list[TaskRequest] = Field(default_factory=list, max_length=100)
+
+
+class Suppress(Wire):
+    framework_id: Id
+
+
+class Kill(Wire):
+    framework_id: Id
+    task_id: Id
+    slave_id: str | None = None
+
+
+class Acknowledge(Wire):
+    framework_id: Id
+    slave_id: str | None = None
+    task_id: Id
+    uuid: Id
+
+
+class ReconcileTask(Wire):
+    task_id: Id
+    slave_id: str | None = None
+
+
+class Reconcile(Wire):
+    """Ask for the latest state of the given tasks; an empty list means all of them."""
+
+    framework_id: Id
+    tasks: list[ReconcileTask] = Field(default_factory=list, max_length=MAX_RECONCILE_TASKS)
+
+
+class Message(Wire):
+    """Opaque data from a scheduler to one of its executors."""
+
+    framework_id: Id
+    slave_id: Id
+    executor_id: Id
+    data: bytes
+
+
+class Teardown(Wire):
+    framework_id: Id
+
+
+# --- master -> framework (events) ----------------------------------------------------------
+
+
+class Subscribed(Wire):
+    framework_id: Id
+    heartbeat_interval_seconds: float
+    master_id: str = ""
+    resubscribed: bool = False
+    epoch: int = Field(default=0, ge=0)  # the leading master's epoch (see Leader)
+
+
+class Offers(Wire):
+    offers: list[Offer]
+
+
+class Rescind(Wire):
+    offer_id: Id
+
+
+class Update(Wire):
+    status: TaskStatus
+
+
+class FrameworkMessage(Wire):
+    """Opaque data between a scheduler and an executor, delivered to the other side."""
+
+    framework_id: Id
+    slave_id: Id
+    executor_id: Id
+    data: bytes
+
+
+class Failure(Wire):
+    """A slave was lost (executor_id None) or an executor exited (status is its exit code)."""
+
+    slave_id: Id
+    executor_id: str | None = None
+    status: int | None = None
+
+
+class Error(Wire):
+    """Something the receiver sent was refused. `message` says what and why."""
+
+    message: str
+    code: str = "error"
+    about: str | None = None  # the message type or id the error refers to
+
+
+class PreemptedTask(Wire):
+    """A task named in `Preempting`: it will be killed."""
+
+    task_id: Id
+    """The task."""
+    slave_id: Id
+    """The slave it runs on."""
+
+
+class Preempting(Wire):
+    """Master -> framework: these tasks of yours will be killed after `deadline_seconds`
+    to give another framework its fair share (the warning before the kill; Mesos's
+    inverse offers ask, this tells). They end TASK_KILLED, REASON_TASK_PREEMPTED."""
+
+    framework_id: Id
+    """The framework whose tasks these are (the one told)."""
+    tasks: list[PreemptedTask]
+    """The tasks that will be killed."""
+    deadline_seconds: float = Field(ge=0)
+    """Seconds until the slave kills them (the master's --preemption-notice)."""
+    message: str = ""
+    """Why, for people: who is starving, and for how long."""
+
+
+class Heartbeat(Wire):
+    """Liveness: master -> framework, and slave -> master."""
+
+    source: str = ""
+    incarnation: str = ""

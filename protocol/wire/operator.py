@@ -1,0 +1,39 @@
+"""Operator -> master: the calls only an operator principal may make."""
+
+from __future__ import annotations
+
+from pydantic import Field, field_validator
+
+from protocol.wire.resources import Limit, Resources
+from protocol.wire.values import Id, Wire
+
+
+class SetWeights(Wire):
+    """Operator -> master: roles' weights (Mesos's /weights), any node of the role tree."""
+
+    weights: dict[str, float] = Field(default_factory=dict, max_length=1000)
+
+    @field_validator("weights")
+    @classmethod
+    def _positive(cls, weights: dict[str, float]) -> dict[str, float]:
+        for role, weight in weights.items():
+            if not 0 < weight <= 1e6 or not 0 < len(role) <= 200:
+                raise ValueError(f"{role!r}: a role (1-200 chars) and a weight in (0, 1e6]")
+        return weights
+
+
+class SetQuota(Wire):
+    """Operator -> master: a role's quota (Mesos 1.9): what it is guaranteed and what it
+    may hold at most. An empty guarantee and no limit clear it."""
+
+    role: str = Field(min_length=1, max_length=200)
+    guarantee: Resources = Field(default_factory=Resources)
+    limit: Limit | None = None  # zeros kept: `cpus: 0` allows no cpus at all
+
+
+class MarkSlaveGone(Wire):
+    """Operator -> master: this slave is gone for good (Mesos's MARK_AGENT_GONE). Its
+    tasks end TASK_GONE_BY_OPERATOR (TASK_LOST for frameworks not partition-aware), and
+    it may not come back under this id."""
+
+    slave_id: Id

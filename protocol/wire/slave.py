@@ -1,0 +1,216 @@
+"""Slave <-> master, and slave <-> custom executor: registration, tasks to run and kill,
+status updates and their acknowledgements, usage, and a sandbox's files."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from protocol.wire.resources import Resources
+from protocol.wire.values import Id, Reason, TaskInfo, TaskState, TaskStatus, Wire
+
+# --- slave <-> master ----------------------------------------------------------------------
+
+
+class RunningTask(Wire):
+    framework_id: Id
+    task: TaskInfo
+    state: TaskState
+
+
+class EndingTask(Wire):
+    """A task that ended on the slave whose last update is not acknowledged yet: the
+    master learns it exists, so that it does not call it lost before the update lands."""
+
+    framework_id: Id
+    task_id: Id
+
+
+class Register(Wire):
+    slave_id: Id
+    hostname: str
+    resources: Resources
+    attributes: dict[str, str] = Field(default_factory=dict)
+    incarnation: str = ""
+
+
+class Reregister(Wire):
+    slave_id: Id
+    hostname: str
+    resources: Resources
+    attributes: dict[str, str] = Field(default_factory=dict)
+    incarnation: str = ""
+    tasks: list[RunningTask] = Field(default_factory=list)
+    ending: list[EndingTask] = Field(default_factory=list)
+
+
+class TaskUsage(Wire):
+    """What a task used, from its cgroup's accounting (from /proc under posix isolation:
+    no throttling there, and no peak but the last look)."""
+
+    framework_id: Id
+    task_id: Id
+    cpu_user_seconds: float = Field(default=0.0, ge=0)
+    cpu_system_seconds: float = Field(default=0.0, ge=0)
+    cpu_throttled_seconds: float = Field(default=0.0, ge=0)
+    memory_bytes: int = Field(default=0, ge=0)
+    memory_peak_bytes: int = Field(default=0, ge=0)
+    timestamp: float = 0.0  # when the slave read it
+
+
+class UsageReport(Wire):
+    """Slave -> master every few seconds: its running tasks' usage, all in one message."""
+
+    slave_id: Id
+    tasks: list[TaskUsage] = Field(default_factory=list, max_length=100_000)
+
+
+class Registered(Wire):
+    slave_id: Id
+    heartbeat_interval_seconds: float
+    master_id: str = ""
+    epoch: int = Field(default=0, ge=0)  # the leading master's epoch (see Leader)
+
+
+# --- master -> slave, and slave <-> executor --------------------------------------------
+
+
+class RunTask(Wire):
+    """Slave -> executor: run this task. (A slave also takes it from a master, one task a
+    message, as masters before RunTasks sent it.)"""
+
+    framework_id: Id
+    framework_name: str = ""
+    task: TaskInfo
+    # the directory the slave made for this task's own stdout and stderr (a custom
+    # executor writes the task's lines there, `ExecutorDriver.output`); set by the slave
+    # for its executor, ignored when it comes from a master
+    sandbox: str = ""
+
+
+class RunTasks(Wire):
+    """Master -> slave: the tasks one Accept launched there, in one message (not one a
+    task); the slave takes each as it takes a RunTask."""
+
+    framework_id: Id
+    framework_name: str = ""
+    tasks: list[TaskInfo] = Field(min_length=1)
+    # the master's id for this message: MQTT delivers at least once (a broker killed before
+    # it stored the slave's PUBACK delivers it again after its restart), and a slave runs
+    # what one launch_id carries once, even after the tasks ended (their ids may be reused)
+    launch_id: str = Field(default="", max_length=200)
+
+    def each(self) -> list[RunTask]:
+        """One RunTask a task (validated already: built without validating again)."""
+        return [
+            RunTask.model_construct(
+                framework_id=self.framework_id, framework_name=self.framework_name, task=task
+            )
+            for task in self.tasks
+        ]
+
+
+class KillTask(Wire):
+    framework_id: Id
+    task_id: Id
+    reason: Reason | None = None  # set when the master, not the framework, kills it
+
+
+class ShutdownFramework(Wire):
+    framework_id: Id
+
+
+class StatusUpdate(Wire):
+    """A task's new state, from the slave; kept and re-sent until acknowledged."""
+
+    framework_id: Id
+    slave_id: Id
+    status: TaskStatus
+
+
+class ReadFile(Wire):
+    """Master -> slave: part of a task's sandbox file (stdout or stderr), for an operator."""
+
+    request_id: Id
+    framework_id: Id
+    task_id: Id
+    executor_id: str | None = None  # whose log to read for a task older than its own sandbox
+    name: Literal["stdout", "stderr"]
+    offset: int = Field(default=0, ge=0)
+    length: int = Field(default=65536, ge=0, le=1_048_576)
+
+
+class FileData(Wire):
+    """Slave -> master: the answer to ReadFile (`size`: the whole file's; `error` if none)."""
+
+    request_id: Id
+    slave_id: Id
+    data: bytes = b""
+    offset: int = 0
+    size: int = 0
+    error: str = ""
+
+
+class ReadTaskFile(Wire):
+    """Framework -> master: part of one of its own tasks' stdout or stderr (the driver's
+    `read_file`); answered with a TaskFileData on the framework's inbox."""
+
+    request_id: Id
+    framework_id: Id
+    task_id: Id
+    name: Literal["stdout", "stderr"]
+    offset: int = Field(default=0, ge=0)
+    length: int = Field(default=65536, ge=0, le=1_048_576)
+
+
+class TaskFileData(Wire):
+    """Master -> framework: the answer to ReadTaskFile (`size`: the whole file's; `error`
+    when it could not be read: no such task, its slave gone, ...)."""
+
+    request_id: Id
+    task_id: Id
+    data: bytes = b""
+    offset: int = 0
+    size: int = 0
+    error: str = ""
+
+
+class StatusAck(Wire):
+    slave_id: Id
+    framework_id: Id
+    task_id: Id
+    uuid: Id
+
+
+# --- slave <-> custom executor --------------------------------------------------------------
+
+
+class RegisterExecutor(Wire):
+    """A custom executor process announces itself to its slave."""
+
+    slave_id: Id
+    framework_id: Id
+    executor_id: Id
+    incarnation: str = ""
+
+
+class ExecutorRegistered(Wire):
+    slave_id: Id
+    framework_id: Id
+    executor_id: Id
+    framework_name: str = ""
+
+
+class ShutdownExecutor(Wire):
+    framework_id: Id
+    executor_id: Id
+
+
+class ExecutorExited(Wire):
+    """Slave -> master: a custom executor's process ended (status: its exit code)."""
+
+    framework_id: Id
+    slave_id: Id
+    executor_id: Id
+    status: int

@@ -1,0 +1,278 @@
+"""The wire's shared value types: the base of every message (`Wire`), ids, bounds,
+task states and reasons, and what calls and events carry (tasks, statuses, offers)."""
+
+from __future__ import annotations
+
+import os
+import time
+from enum import StrEnum
+from typing import Annotated, Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from protocol.wire.resources import Resources
+
+Id = Annotated[str, Field(min_length=1, max_length=200)]
+
+# What one call may ask, at most (README: "Bounds on one message"). The codec refuses a
+# longer list before validating a single item of it (see protocol.wire.codec).
+MAX_TASKS_PER_ACCEPT = 1000
+MAX_OFFERS_PER_CALL = 1000
+MAX_RECONCILE_TASKS = 4096
+MAX_LIST_ITEMS = 256  # items of a list message (StatusUpdates, Acknowledges, ...)
+
+
+def new_id() -> str:
+    """128 random bits as 32 hex digits, unguessable (a uuid4's format without building a
+    UUID: a quarter of the time, and ids are made on every task's path)."""
+    return os.urandom(16).hex()
+
+
+class Wire(BaseModel):
+    """Base of every message on the bus. `TYPE` is the tag the codec writes."""
+
+    model_config = ConfigDict(extra="forbid", frozen=False, arbitrary_types_allowed=False)
+    TYPE: ClassVar[str] = ""
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        cls.TYPE = cls.__name__
+
+
+# --- shared value types ----------------------------------------------------------------
+
+
+class TaskState(StrEnum):
+    """Where a task is in its life (Mesos 1.x's TaskState, include/mesos/v1/mesos.proto).
+    STAGING: accepted by the master, not yet started by its slave; STARTING: its process or
+    executor is starting; RUNNING; KILLING: being killed. Then exactly one terminal state:
+    FINISHED (ended by itself, successfully), FAILED (ended by itself, unsuccessfully, or
+    its executor died), KILLED (by its framework, or by the master: preemption, its
+    framework removed), ERROR (it could never run: an invalid task, not to be retried),
+    LOST (it may or may not still run). DROPPED, UNREACHABLE, GONE, GONE_BY_OPERATOR and
+    UNKNOWN go only to frameworks with the PARTITION_AWARE capability; the others hear
+    TASK_LOST in their place (examples/task-states.md). `terminal`, `may_be_running` and
+    `retryable` say what a state means to a framework."""
+
+    STAGING = "TASK_STAGING"
+    STARTING = "TASK_STARTING"
+    RUNNING = "TASK_RUNNING"
+    KILLING = "TASK_KILLING"
+    FINISHED = "TASK_FINISHED"
+    FAILED = "TASK_FAILED"
+    KILLED = "TASK_KILLED"
+    LOST = "TASK_LOST"
+    ERROR = "TASK_ERROR"  # the task description is wrong: launching it again fails again
+    DROPPED = "TASK_DROPPED"  # never started, for a passing reason: launch it again
+    UNREACHABLE = "TASK_UNREACHABLE"  # its slave is out of touch: it may still run
+    GONE = "TASK_GONE"  # it is not running (its slave says so, or knows it not)
+    GONE_BY_OPERATOR = "TASK_GONE_BY_OPERATOR"  # an operator said its slave is gone
+    UNKNOWN = "TASK_UNKNOWN"  # the master knows nothing of it: it may still run
+
+    @property
+    def terminal(self) -> bool:
+        """No update follows for this task (Mesos's isTerminalState)."""
+        return self in TERMINAL_STATES
+
+    @property
+    def may_be_running(self) -> bool:
+        """The task may still be running somewhere: relaunching it now could run its work
+        twice at once. (LOST too: a partitioned slave that returns has its non-partition-
+        aware tasks killed only then; GONE_BY_OPERATOR: if the operator was wrong.)"""
+        return self in MAY_BE_RUNNING
+
+    @property
+    def retryable(self) -> bool:
+        """It ended for a reason outside the task: launching it again may well succeed."""
+        return self in RETRYABLE_STATES
+
+
+TERMINAL_STATES = frozenset(
+    {
+        TaskState.FINISHED,
+        TaskState.FAILED,
+        TaskState.KILLED,
+        TaskState.LOST,
+        TaskState.ERROR,
+        TaskState.DROPPED,
+        TaskState.GONE,
+        TaskState.GONE_BY_OPERATOR,
+    }
+)
+MAY_BE_RUNNING = frozenset(
+    {
+        TaskState.STAGING,
+        TaskState.STARTING,
+        TaskState.RUNNING,
+        TaskState.KILLING,
+        TaskState.LOST,
+        TaskState.UNREACHABLE,
+        TaskState.GONE_BY_OPERATOR,
+        TaskState.UNKNOWN,
+    }
+)
+RETRYABLE_STATES = frozenset(
+    {
+        TaskState.LOST,
+        TaskState.DROPPED,
+        TaskState.GONE,
+        TaskState.GONE_BY_OPERATOR,
+        TaskState.FAILED,
+        TaskState.KILLED,
+    }
+)
+
+
+class Source(StrEnum):
+    """Who decided a task's state (Mesos's TaskStatus.Source)."""
+
+    MASTER = "SOURCE_MASTER"
+    SLAVE = "SOURCE_SLAVE"
+    EXECUTOR = "SOURCE_EXECUTOR"
+
+
+class FrameworkCapability(StrEnum):
+    """What a framework declares it understands (Mesos's FrameworkInfo.Capability)."""
+
+    PARTITION_AWARE = "PARTITION_AWARE"  # send me the finer states, not TASK_LOST
+
+
+class Reason(StrEnum):
+    """Why a task reached its state (a subset of Mesos's TaskStatus.Reason)."""
+
+    INVALID_OFFERS = "REASON_INVALID_OFFERS"
+    TASK_INVALID = "REASON_TASK_INVALID"
+    SLAVE_REMOVED = "REASON_SLAVE_REMOVED"
+    SLAVE_REMOVED_BY_OPERATOR = "REASON_SLAVE_REMOVED_BY_OPERATOR"
+    SLAVE_REREGISTERED = "REASON_SLAVE_REREGISTERED"
+    SLAVE_UNKNOWN = "REASON_SLAVE_UNKNOWN"
+    FRAMEWORK_REMOVED = "REASON_FRAMEWORK_REMOVED"
+    EXECUTOR_TERMINATED = "REASON_EXECUTOR_TERMINATED"
+    COMMAND_EXECUTOR_FAILED = "REASON_COMMAND_EXECUTOR_FAILED"
+    MEMORY_LIMIT = "REASON_CONTAINER_LIMITATION_MEMORY"
+    KILLED_BY_FRAMEWORK = "REASON_TASK_KILLED_BY_FRAMEWORK"
+    RECONCILIATION = "REASON_RECONCILIATION"
+    TASK_UNKNOWN = "REASON_TASK_UNKNOWN"
+    TASK_PREEMPTED = "REASON_TASK_PREEMPTED"
+    # not Mesos's: the master's queue for the framework's principal was full (launch again)
+    RATE_LIMITED = "REASON_RATE_LIMITED"
+
+
+class Filters(Wire):
+    """How long a framework does not want to see again what it declined (or left unused
+    of an offer it accepted): the master does not offer that slave's resources to it for
+    `refuse_seconds` (Mesos's Filters)."""
+
+    refuse_seconds: float = Field(default=5.0, ge=0, le=365 * 24 * 3600)
+    """Seconds the slave's resources are kept from this framework (0: offer them again at
+    the next allocation round; at most a year). A revive_offers call clears every filter."""
+
+
+class CommandInfo(Wire):
+    """A shell command: a command task's, or the command that starts a custom executor."""
+
+    value: str = Field(min_length=1)
+    """Run as `sh -c VALUE` in the task's sandbox directory (also in `$MESOS_SANDBOX`),
+    in its own process group; its stdout and stderr go to the sandbox's files."""
+    environment: dict[str, str] = Field(default_factory=dict)
+    """Variables added to the slave's environment for the command."""
+
+
+class ExecutorInfo(Wire):
+    """A framework's own executor: a process on the slave that runs this framework's tasks
+    given to it (see `frameworks.Executor`), rather than one shell command per task."""
+
+    executor_id: Id
+    """Names the executor: this framework's tasks with the same executor id on one slave
+    share one executor process, started with the first of them."""
+    command: CommandInfo
+    """What starts the executor (it talks to its slave over a line the slave gives it)."""
+    resources: Resources = Field(default_factory=Resources)
+    """What the executor itself uses, as the framework declares it. Only the tasks'
+    resources are allocated and enforced here; this is informational."""
+
+
+class TaskInfo(Wire):
+    """A task a framework launches on an offer (`frameworks.build_task` makes one): a
+    shell command (`command`) or work for the framework's executor (`executor`), exactly
+    one of the two."""
+
+    task_id: Id
+    """Chosen by the framework, unique within it. Do not reuse one for a retry: the
+    master does not refuse an id again once its first task has ended, but the sandbox,
+    reconciliation's answers and the master's record of ended tasks are found by id, so
+    the two tasks would be mixed up. A retry is a new task with a new id."""
+    name: str = ""
+    """A label for people: shown in `drfmesos state` and the web UI."""
+    slave_id: Id
+    """The slave of the offer it is launched on (a task cannot span slaves)."""
+    resources: Resources
+    """What it may use (cpus, mem in MB, ...); taken out of the offer. A command task
+    over its mem is killed and ends FAILED with REASON_CONTAINER_LIMITATION_MEMORY."""
+    command: CommandInfo | None = None
+    """A shell command, run by the slave (a command task)."""
+    executor: ExecutorInfo | None = None
+    """The framework's executor that runs it (its `launch_task` gets this TaskInfo)."""
+    data: bytes = b""
+    """Opaque bytes for the executor. (Simulated slaves read `{"duration": seconds}`.)"""
+
+    @model_validator(mode="after")
+    def _command_or_executor(self) -> TaskInfo:
+        if (self.command is None) == (self.executor is None):
+            raise ValueError("a task needs exactly one of command or executor")
+        return self
+
+
+class TaskStatus(Wire):
+    """A task's state, as a status update (`Scheduler.status_update`) or a reconciliation
+    answer tells it."""
+
+    task_id: Id
+    """The task it is about."""
+    state: TaskState
+    """The state it reached."""
+    slave_id: str | None = None
+    """The slave it runs or ran on (None when the master does not know one)."""
+    executor_id: str | None = None
+    """Its executor's id, for a task run by a custom executor."""
+    reason: Reason | None = None
+    """Why it reached this state, when there is more to say than the state."""
+    source: Source | None = None
+    """Who decided this state: the master, the slave or the task's executor."""
+    message: str = ""
+    """A sentence for people: `exited with code 3`, `killed by the master: ...`."""
+    timestamp: float = Field(default_factory=time.time)
+    """When its sender made it (seconds since the epoch, the sender's clock)."""
+    uuid: str | None = None  # set when the update needs an acknowledgement
+    """Set when the update needs an acknowledgement: the driver sends it when
+    `status_update` returns (or you do, with implicit_acknowledgements=False), and the
+    slave re-sends the update until then. None on answers that need none
+    (reconciliation's, the master's own)."""
+    data: bytes = b""
+    """Opaque bytes from the task's executor."""
+    exit_code: int | None = None  # a command task's exit status, once it exited by itself
+    """A command task's exit status, once it exited by itself (None when it was killed
+    by a signal, run by an executor, or its status was lost with its slave)."""
+
+
+class Offer(Wire):
+    """Resources of one slave, offered to one framework until it launches tasks on them,
+    declines them, or the master rescinds them (`Scheduler.offer_rescinded`). An offer
+    neither used nor declined stays the framework's (until the master's --offer-timeout,
+    if it has one): nobody else is offered them."""
+
+    offer_id: Id
+    """Names the offer in `launch_tasks` and `decline_offer`; used once."""
+    framework_id: Id
+    """The framework it is for."""
+    slave_id: Id
+    """The slave whose resources these are (a task's `slave_id`)."""
+    hostname: str
+    """That slave's host name."""
+    resources: Resources
+    """What is free there for this framework now. What its tasks leave unused goes back
+    when they are launched. It may hold no cpus (memory alone) when the slave's cpus are
+    taken: `SchedulerDriver(min_offer=...)` keeps such offers away."""
+    attributes: dict[str, str] = Field(default_factory=dict)
+    """The slave's attributes (`--attributes 'rack:a'`), for placement."""

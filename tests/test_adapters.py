@@ -1,0 +1,86 @@
+"""The two places drfmesos reaches into libraries' private parts (paho_link for aiomqtt and
+paho, amqtt_patches for amqtt): each fails here, loudly, if a release renames or changes
+what it uses, and importing either outside the tested versions stops with the range."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.metadata
+
+import aiomqtt
+import pytest
+
+from protocol.extras import UntestedVersion, require
+from protocol.tooling.amqtt_patches import IteratedOverACopy, patch
+from protocol.tooling.brokers import EmbeddedBroker
+from protocol.transport.backlog import StampedQueue
+from protocol.transport.paho_link import PahoLink
+
+from helpers import eventually
+
+
+def test_a_version_outside_the_tested_range_stops_the_import_saying_which_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(importlib.metadata, "version", lambda dist: "2.6.0")
+    with pytest.raises(UntestedVersion, match=r"aiomqtt>=2\.5,<2\.6.*2\.6\.0 is installed"):
+        require("aiomqtt", "2.5", "2.6")
+    monkeypatch.setattr(importlib.metadata, "version", lambda dist: "2.4.9")
+    with pytest.raises(UntestedVersion):
+        require("aiomqtt", "2.5", "2.6")
+    monkeypatch.setattr(importlib.metadata, "version", lambda dist: "2.5.1")
+    require("aiomqtt", "2.5", "2.6")
+
+
+def test_the_installed_versions_are_the_tested_ones() -> None:
+    require("aiomqtt", "2.5", "2.6")
+    require("paho-mqtt", "2.2", "2.3")
+    require("amqtt", "0.12.1", "0.13")
+
+
+async def test_aiomqtts_private_parts_are_there_and_the_fast_path_publishes_and_receives(
+    embedded: EmbeddedBroker,
+) -> None:
+    acknowledged: list[int] = []
+    url = embedded.url
+    # (StampedQueue: the bus's queue_type, so the link meets the queue it meets in the bus)
+    async with aiomqtt.Client(url.host, url.port, queue_type=StampedQueue) as client:
+        assert isinstance(client._queue, StampedQueue)
+        assert isinstance(client._disconnected, asyncio.Future)
+        for name in ("publish", "loop_write", "want_write", "socket"):
+            assert callable(getattr(client._client, name)), name
+        link = PahoLink(client, acknowledged.append)
+        await client.subscribe("adapter/#", qos=1)
+
+        rc, mid, _ = link.publish("adapter/x", b"one", 1, False)
+        assert rc == 0
+        link.write_out()  # (written at once, not when the loop comes round)
+        received: list[aiomqtt.Message] = []
+
+        async def take(message: aiomqtt.Message) -> None:
+            received.append(message)
+            raise asyncio.CancelledError  # one is enough: end receive()
+
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(link.receive(take), 10)
+        assert received[0].payload == b"one"
+        assert received[0].topic.value == "adapter/x"
+        await eventually(lambda: mid in acknowledged)  # the PUBACK, through paho's callback
+        with pytest.raises(ValueError, match="wildcard"):  # what MQTT cannot carry: the call
+            link.publish("adapter/+", b"", 1, False)
+
+
+async def test_amqtts_patched_parts_are_there() -> None:
+    from amqtt.broker import Broker
+
+    broker = Broker({"listeners": {"default": {"type": "tcp", "bind": "127.0.0.1:0"}}})
+    assert isinstance(broker._subscriptions, dict)
+    original = broker.stream_connected
+    assert callable(original)
+    patch(broker)
+    assert isinstance(broker._subscriptions, IteratedOverACopy)
+    assert broker.stream_connected is not original
+    table = IteratedOverACopy(a=1)
+    for key in table:  # changed while it is walked: the walk goes on, over a copy
+        table[key + "x"] = 2
+    assert set(table) == {"a", "ax"}
