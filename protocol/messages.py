@@ -866,15 +866,22 @@ class ClusterEvents(Wire):
     items: list[ClusterEvent] = Field(min_length=1, max_length=MAX_LIST_ITEMS)
 
 
+class Heartbeats(Wire):
+    """A process's logical slaves' heartbeats (slave.fleet posts them in one turn)."""
+
+    items: list[Heartbeat] = Field(min_length=1, max_length=MAX_LIST_ITEMS)
+
+
 LISTS: dict[type[Wire], type[Wire]] = {
     StatusUpdate: StatusUpdates,
     Update: Updates,
     Acknowledge: Acknowledges,
     StatusAck: StatusAcks,
     ClusterEvent: ClusterEvents,
+    Heartbeat: Heartbeats,
 }
 """The messages that travel in lists (status updates and their acknowledgements, at every
-hop; the master's event stream), and the list each travels in."""
+hop; the master's event stream; heartbeats), and the list each travels in."""
 
 ITEM_OF: dict[type[Wire], type[Wire]] = {many: one for one, many in LISTS.items()}
 

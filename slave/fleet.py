@@ -1,0 +1,70 @@
+"""A process's logical slaves (`drfmesos slave --count N`) on its one connection.
+
+As a real deployment shapes them, the slaves of one process share one principal and one
+connection, so they share its traffic too:
+
+- one subscription, the wildcard `out/slave/<principal>/+` the ACL already grants, not
+  one per slave (20,000 SUBSCRIBEs outran aiomqtt's wait for their SUBACKs); the bus
+  hands each slave's own topic to that slave (`Bus.route`);
+- one heartbeat loop: the registered slaves' heartbeats are posted 256 in a turn, so they
+  leave as `Heartbeats` lists and the master reads a few messages an interval, not one
+  a slave. The master still checks each item: a heartbeat counts only
+  for a slave registered under the principal whose topic it came on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from protocol import logs
+from protocol.bus import Bus
+from protocol.messages import MAX_LIST_ITEMS, Heartbeat, Wire
+from protocol.topics import Topics
+from slave.slave import Slave, SlaveConfig
+
+
+class Fleet:
+    def __init__(self, bus: Bus, topics: Topics, principal: str) -> None:
+        self.bus = bus
+        self.topics = topics
+        self.principal = principal
+        self.slaves: list[Slave] = []
+        self.heartbeats_sent = 0
+        self.log = logs.get("fleet", principal=principal)
+
+    async def run(self, configs: list[SlaveConfig]) -> None:
+        """Run these slaves until cancelled; stop every one of them then."""
+        self.slaves = [Slave(self.bus, self.topics, c) for c in configs]
+        await self.bus.subscribe(self.topics.slaves_of(self.principal), self._unrouted)
+        started: list[Slave] = []
+        try:
+            for slave in self.slaves:
+                await slave.start()
+                started.append(slave)
+            await self.heartbeat_loop()
+        finally:
+            for slave in started:
+                await slave.stop()
+
+    async def heartbeat_loop(self) -> None:
+        """Every interval the master asked for, one heartbeat per registered slave: a list
+        at a time, the lists spread evenly over the interval (the master reads a steady
+        trickle, not every slave's heartbeat in one instant)."""
+        while True:
+            interval = next(
+                (s.heartbeat_interval for s in self.slaves if s.registered.is_set()), 1.0
+            )
+            chunks = range(0, len(self.slaves), MAX_LIST_ITEMS)
+            pause = interval / max(1, len(chunks))
+            for start in chunks:
+                incarnation = self.bus.incarnation
+                for slave in self.slaves[start : start + MAX_LIST_ITEMS]:
+                    if slave.registered.is_set():
+                        heartbeat = Heartbeat(source=slave.slave_id, incarnation=incarnation)
+                        self.bus.post(slave.to_master, heartbeat, qos=0)
+                        self.heartbeats_sent += 1
+                await asyncio.sleep(pause)
+
+    async def _unrouted(self, message: Wire, _reply_to: str | None) -> None:
+        """Something for a slave this process does not run (any more)."""
+        self.log.warning("fleet.unrouted", type=message.TYPE)

@@ -1,0 +1,125 @@
+"""A process's logical slaves (slave.fleet): one subscription, batched heartbeats, paced
+registration; and the master takes a batch only for the sender's own slaves."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import random
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+from master.master import Master, MasterConfig
+from protocol.brokers import MosquittoBroker
+from protocol.bus import Bus
+from protocol.messages import Error, Heartbeat, KillTask
+from protocol.resources import Resources
+from protocol.topics import Topics
+from slave.backoff import RETRY_CAP, RegistrationBackoff
+from slave.fleet import Fleet
+from slave.slave import SlaveConfig
+
+from helpers import Inbox, eventually
+
+T = Topics("fleet")
+SLAVES = 1500
+CONFIG = MasterConfig(heartbeat_interval=0.5, slave_timeout=60, state_interval=0.5, seed=3)
+
+
+def configs(work: Path, count: int, factor: float) -> list[SlaveConfig]:
+    return [
+        SlaveConfig(
+            slave_id=f"s{i:05d}",
+            hostname=f"h{i}",
+            resources=Resources(cpus=4, mem=4096),
+            work_dir=work / f"s{i:05d}",
+            simulated_tasks=True,
+            cluster=T.cluster,
+            registration_backoff_factor=factor,
+            in_fleet=True,
+        )
+        for i in range(count)
+    ]
+
+
+@contextlib.asynccontextmanager
+async def fleet_cluster(
+    broker: MosquittoBroker, work: Path, count: int, factor: float = 0.5
+) -> AsyncIterator[tuple[Master, Fleet]]:
+    url = dataclasses.replace(broker.url, username="rack1")
+    async with contextlib.AsyncExitStack() as stack:
+        master_bus = await stack.enter_async_context(Bus(broker.url, name="master"))
+        master = Master(master_bus, T, CONFIG)
+        await master.start()
+        stack.push_async_callback(master.stop)
+        bus = await stack.enter_async_context(
+            Bus(url, name="fleet", inbox=T.outbox("slave", "rack1"), persistent=True)
+        )
+        fleet = Fleet(bus, T, "rack1")
+        runner = asyncio.create_task(fleet.run(configs(work, count, factor)))
+        stack.push_async_callback(cancel, runner)
+        yield master, fleet
+
+
+async def cancel(task: asyncio.Task[None]) -> None:
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+
+
+async def test_a_fleet_registers_on_one_subscription_and_heartbeats_in_lists(
+    mosquitto: MosquittoBroker, tmp_path: Path
+) -> None:
+    async with fleet_cluster(mosquitto, tmp_path, SLAVES) as (master, fleet):
+        await eventually(lambda: len(master.books.slaves) == SLAVES, timeout=60)
+        assert {s.principal for s in master.books.slaves.values()} == {"rack1"}
+        # one subscription brings every slave's inbox (and one the leader's announcement)
+        assert set(fleet.bus._subs) == {T.slaves_of("rack1"), T.leader}
+
+        # every slave's heartbeat reaches the master, a few hundred to a payload
+        beats = master.messages.received
+        before, payloads = beats["Heartbeat"], master.bus.stats["payloads_in"]
+        await eventually(lambda: beats["Heartbeat"] >= before + 2 * SLAVES, timeout=20)
+        arrived = master.bus.stats["payloads_in"] - payloads
+        assert arrived < 2 * SLAVES / 50  # (256 to a list; a few other messages besides)
+
+        # what is sent to one slave's topic reaches that slave alone
+        answers = Inbox()
+        async with Bus(mosquitto.url, name="asker", inbox=T.operator("asker")) as asker:
+            await asker.subscribe(T.operator("asker"), answers)
+            kill = KillTask(framework_id="f", task_id="t")
+            await asker.publish(T.slave("rack1", "s00007"), kill)
+            [error] = await answers.wait_count(Error, 1)
+        assert "slave s00007" in error.message
+        assert error.code == "unknown-task"
+
+
+async def test_the_master_takes_heartbeats_only_for_the_senders_own_slaves(
+    mosquitto: MosquittoBroker, tmp_path: Path
+) -> None:
+    async with fleet_cluster(mosquitto, tmp_path, 20, factor=0) as (master, _):
+        await eventually(lambda: len(master.books.slaves) == 20)
+        last = {s.slave_id: s.last_seen for s in master.books.slaves.values()}
+        intruder = dataclasses.replace(mosquitto.url, username="rack2")
+        async with Bus(intruder, name="rack2") as bus:
+            for sid in last:  # posted in one turn: they travel as one Heartbeats list
+                bus.post(T.inbound("slave", "rack2"), Heartbeat(source=sid))
+            refused = master.messages.outcomes
+            key = ("Heartbeat", "refused", "unknown-slave")
+            await eventually(lambda: refused[key] >= 20)
+        # (the fleet's own heartbeats go on: what rack2 said changed nothing)
+        assert all(master.books.slaves[sid].principal == "rack1" for sid in last)
+
+
+def test_registration_is_paced_by_the_backoff_factor() -> None:
+    rng = random.Random(1)
+    firsts = [RegistrationBackoff(10.0, rng).first() for _ in range(1000)]
+    assert 0 <= min(firsts) < 1
+    assert 9 < max(firsts) <= 10
+    backoff = RegistrationBackoff(10.0, rng)
+    retries = [backoff.retry() for _ in range(6)]
+    assert 10 <= retries[0] <= 20
+    assert retries[-1] <= RETRY_CAP
+    assert RegistrationBackoff(0.0).first() == 0  # no factor: at once
+    assert all(0.5 <= RegistrationBackoff(0.0).retry() <= 1 for _ in range(100))  # no spin
