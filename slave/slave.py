@@ -160,14 +160,14 @@ class Slave(ExecutorSide):
             self._announce_soon()
         self._loops = [
             asyncio.create_task(self._register_loop(), name=f"register-{self.slave_id}"),
-            asyncio.create_task(
-                self.updates.resend_loop(self.registered), name=f"resend-{self.slave_id}"
-            ),
         ]
-        if not self.config.in_fleet:
-            self._loops.append(
-                asyncio.create_task(self._heartbeat_loop(), name=f"heartbeat-{self.slave_id}")
-            )
+        if not self.config.in_fleet:  # (a fleet runs these for all its slaves at once)
+            self._loops += [
+                asyncio.create_task(self._heartbeat_loop(), name=f"heartbeat-{self.slave_id}"),
+                asyncio.create_task(
+                    self.updates.resend_loop(self.registered), name=f"resend-{self.slave_id}"
+                ),
+            ]
         if not self.config.simulated_tasks:
             self._loops.append(
                 asyncio.create_task(
