@@ -75,6 +75,9 @@ class Task:
 
 
 # how /api/v1/tasks may be sorted (`-` before one: the other way round)
+# A snapshot (the retained <p>/state, /api/v1/state) lists the slaves, tasks and offers
+# of a cluster of at most this many slaves; past it, it counts them (/api/v1 pages them).
+LISTED_SLAVES = 1000
 SLAVE_SORTS = ("slave_id", "last_heartbeat")  # /api/v1/slaves?sort= (see Master.slave_ids)
 TASK_SORTS: dict[str, Callable[[Task], Any]] = {
     "task_id": lambda t: t.task_id,
@@ -304,7 +307,7 @@ def snapshot(
     total: Resources,
     allocated: Resources,
     allocation: dict[str, Resources],
-    free: dict[str, Resources],
+    free: dict[str, Resources] | None,
     include_tasks: bool = True,
     refused: dict[str, int] | None = None,
     roles: list[RoleView] | None = None,
@@ -340,7 +343,9 @@ def snapshot(
                 registered_at=fw.registered_at,
             )
         )
-    slaves = [s.view(free.get(s.slave_id, Resources())) for s in books.slaves.values()]
+    slaves = []  # (free None: a big cluster's slaves are counted, not listed)
+    if free is not None:
+        slaves = [s.view(free.get(s.slave_id, Resources())) for s in books.slaves.values()]
     tasks = []
     if include_tasks:
         tasks = [
@@ -366,4 +371,5 @@ def snapshot(
         web_ui=web_ui,
         epoch=epoch,
         recovering_slaves=len(books.recovering),
+        slave_count=len(books.slaves),
     )

@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from master.authz import Caller
-from master.books import TASK_SORTS, OfferRecord, offer_of, snapshot
+from master.books import LISTED_SLAVES, TASK_SORTS, OfferRecord, offer_of, snapshot
 from master.core import MasterConfig
 from master.files import FileRequests
 from master.http_api import HttpApi
@@ -30,6 +30,7 @@ from master.slave_calls import SlaveCalls
 from protocol.bus import cancel_and_wait
 from protocol.codec import MAX_MESSAGE_BYTES, DecodeError, Envelope, decode_many
 from protocol.messages import (
+    MAX_OFFERS_PER_MESSAGE,
     Accept,
     Acknowledge,
     Decline,
@@ -306,7 +307,9 @@ class Master(LimitedCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests, R
                 resources=a.resources,
             )
         for framework_id, offers in by_framework.items():
-            self._send_framework(self.books.frameworks[framework_id], Offers(offers=offers))
+            fw, most = self.books.frameworks[framework_id], MAX_OFFERS_PER_MESSAGE
+            for start in range(0, len(offers), most):
+                self._send_framework(fw, Offers(offers=offers[start : start + most]))
         self.log.debug("round.done", offers=len(allocations), frameworks=len(by_framework))
 
     async def _timer_loop(self) -> None:
@@ -363,8 +366,12 @@ class Master(LimitedCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests, R
                     self._resend(fw, pending, now)
 
     def state(self, include_tasks: bool = True) -> Any:
+        """The books as a snapshot; past LISTED_SLAVES slaves it counts slaves, tasks and
+        offers instead of listing them (a snapshot of 50,000 would outgrow the broker's
+        message limit, and cost the loop seconds a tick): /api/v1 pages them."""
         a = self.allocator
         fids = list(self.books.frameworks)
+        small = len(self.books.slaves) <= LISTED_SLAVES
         return snapshot(
             self.books,
             master_id=self.master_id,
@@ -373,8 +380,8 @@ class Master(LimitedCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests, R
             total=a.total,
             allocated=a.allocated_total(),
             allocation={f: a.allocation(f) for f in fids},
-            free={s: a.free(s) for s in self.books.slaves},
-            include_tasks=include_tasks,
+            free={s: a.free(s) for s in self.books.slaves} if small else None,
+            include_tasks=include_tasks and small,
             refused=dict(self.refused),
             roles=self.with_fair_shares(self.allocator.role_views()),
             preemption=self.preemption_view(),

@@ -23,6 +23,9 @@ Id = Annotated[str, Field(min_length=1, max_length=200)]
 # longer list before validating a single item of it (see protocol.codec).
 MAX_TASKS_PER_ACCEPT = 1000
 MAX_OFFERS_PER_CALL = 1000
+# Offers in one `Offers` message: what one call can answer, and some 300 KB, far under the
+# broker's 8 MiB (a round on 50,000 free slaves would otherwise put them all in one).
+MAX_OFFERS_PER_MESSAGE = MAX_OFFERS_PER_CALL
 MAX_RECONCILE_TASKS = 4096
 MAX_LIST_ITEMS = 256  # items of a list message (StatusUpdates, Acknowledges, ...)
 
@@ -435,7 +438,7 @@ class Subscribed(Wire):
 
 
 class Offers(Wire):
-    offers: list[Offer]
+    offers: list[Offer] = Field(max_length=MAX_OFFERS_PER_MESSAGE)
 
 
 class Rescind(Wire):
@@ -823,6 +826,12 @@ class State(Wire):
     web_ui: str = ""  # the master's HTTP address, when it serves one
     epoch: int = 0  # the leading master's epoch (see Leader)
     recovering_slaves: int = 0  # slaves of the registry not yet re-registered after a failover
+    slave_count: int = 0  # slaves registered: `slaves` lists them only on small clusters
+
+    @property
+    def slaves_registered(self) -> int:
+        """How many slaves the master has, listed in `slaves` or only counted."""
+        return max(self.slave_count, len(self.slaves))
 
 
 class ClusterEvent(Wire):

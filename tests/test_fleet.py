@@ -1,5 +1,7 @@
-"""A process's logical slaves (slave.fleet): one subscription, batched heartbeats, paced
-registration; and the master takes a batch only for the sender's own slaves."""
+"""At scale (issue #34): a process's logical slaves (slave.fleet) hold one subscription,
+send their heartbeats in lists and register paced; the master takes a list only for the
+sender's own slaves, counts a big cluster's slaves in its snapshot instead of listing
+them, and sends a round's offers in bounded messages."""
 
 from __future__ import annotations
 
@@ -10,16 +12,21 @@ import random
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import pytest
+from rich.console import Console
+
+from cluster.view import render_state, wait_state
 from master.master import Master, MasterConfig
 from protocol.brokers import MosquittoBroker
 from protocol.bus import Bus
-from protocol.messages import Error, Heartbeat, KillTask
+from protocol.messages import Error, Heartbeat, KillTask, Offers
 from protocol.resources import Resources
 from protocol.topics import Topics
 from slave.backoff import RETRY_CAP, RegistrationBackoff
 from slave.fleet import Fleet
 from slave.slave import SlaveConfig
 
+from fakes import FakeFramework, party
 from helpers import Inbox, eventually
 
 T = Topics("fleet")
@@ -123,3 +130,31 @@ def test_registration_is_paced_by_the_backoff_factor() -> None:
     assert retries[-1] <= RETRY_CAP
     assert RegistrationBackoff(0.0).first() == 0  # no factor: at once
     assert all(0.5 <= RegistrationBackoff(0.0).retry() <= 1 for _ in range(100))  # no spin
+
+
+async def test_a_big_clusters_state_counts_its_slaves_without_listing_them(
+    mosquitto: MosquittoBroker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("master.master.LISTED_SLAVES", 10)  # 20 slaves: a big cluster here
+    async with fleet_cluster(mosquitto, tmp_path, 20, factor=0) as (master, _):
+        await eventually(lambda: len(master.books.slaves) == 20)
+        state = await wait_state(mosquitto.url, T.cluster, lambda s: s.slave_count == 20)
+        assert state.slaves == []  # (paged at /api/v1/slaves)
+        assert state.slaves_registered == 20
+        console = Console(record=True, width=160)
+        console.print(render_state(state))
+        assert "20 not listed" in console.export_text()  # drfmesos state says so
+
+
+async def test_a_round_on_many_free_slaves_sends_offers_in_bounded_messages(
+    mosquitto: MosquittoBroker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("master.master.MAX_OFFERS_PER_MESSAGE", 2)  # (1,000 in production)
+    async with fleet_cluster(mosquitto, tmp_path, 5, factor=0) as (master, _):
+        await eventually(lambda: len(master.books.slaves) == 5)
+        async with party(mosquitto.url, "fw", T) as bus:
+            fw = FakeFramework(bus, T, "fw")
+            await bus.subscribe(T.framework("framework", "fw"), fw.inbox)
+            await fw.subscribe("A")
+            await fw.inbox.wait_until(lambda: fw.offer_count() == 5)
+            assert sorted(len(m.offers) for m in fw.inbox.of(Offers)) == [1, 2, 2]
