@@ -40,6 +40,7 @@ from protocol.messages import (
     FrameworkMessage,
     Gone,
     Heartbeat,
+    Heartbeats,
     Kill,
     MarkSlaveGone,
     Message,
@@ -72,6 +73,7 @@ MAX_CALL_ITEMS = 4096  # calls and list items in one payload of theirs, at most 
 DECODE_INLINE_BYTES = 64 * 1024  # payloads above this are decoded off the loop
 YIELD_EVERY = 64  # calls of one payload handled between turns of the loop
 PROBE_INTERVAL = 1.0  # seconds between lag probes (master.lag_probe)
+SLAVE_CHECK_INTERVAL = 1.0  # seconds between looks for silent slaves (50,000: a few ms each)
 
 
 Route = Callable[[Any, Caller], Awaitable[None]]
@@ -102,6 +104,7 @@ class Master(LimitedCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests, R
                 Register: self._on_register,
                 Reregister: self._on_reregister,
                 Heartbeat: self._on_heartbeat,
+                Heartbeats: self._on_heartbeats,
                 StatusUpdate: self._on_status_update,
                 FrameworkMessage: self._on_executor_message,
                 ExecutorExited: self._on_executor_exited,
@@ -317,12 +320,16 @@ class Master(LimitedCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests, R
         next_heartbeat = self._now()
         next_state = self._now()
         next_acl = self._now() + PRINCIPALS_RELOAD
+        next_slave_check = self._now()
         while True:
             now = self._now()
             try:
                 if now >= next_acl:  # `drfmesos auth add` reaches a running master
                     next_acl = now + PRINCIPALS_RELOAD
                     await self.roles_acl.refresh()
+                if now >= next_slave_check:
+                    next_slave_check = now + SLAVE_CHECK_INTERVAL
+                    self._expire_slaves(now)
                 self._expire(now)
                 self.expire_recovering(now)
                 self._retry_updates(now)
@@ -339,10 +346,12 @@ class Master(LimitedCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests, R
                 self.log.exception("timers.failed")
             await asyncio.sleep(tick)
 
+    def _expire_slaves(self, now: float) -> None:
+        horizon = now - self.config.slave_timeout
+        for slave in [s for s in self.books.slaves.values() if s.last_seen < horizon]:
+            self.remove_slave(slave, f"no heartbeat for {self.config.slave_timeout}s")
+
     def _expire(self, now: float) -> None:
-        for slave in list(self.books.slaves.values()):
-            if now - slave.last_seen > self.config.slave_timeout:
-                self.remove_slave(slave, f"no heartbeat for {self.config.slave_timeout}s")
         for fw in list(self.books.frameworks.values()):
             if (
                 not fw.connected

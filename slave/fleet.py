@@ -6,10 +6,10 @@ connection, so they share its traffic too:
 - one subscription, the wildcard `out/slave/<principal>/+` the ACL already grants, not
   one per slave (20,000 SUBSCRIBEs outran aiomqtt's wait for their SUBACKs); the bus
   hands each slave's own topic to that slave (`Bus.route`);
-- one heartbeat loop: the registered slaves' heartbeats are posted 256 in a turn, so they
-  leave as `Heartbeats` lists and the master reads a few messages an interval, not one
-  a slave. The master still checks each item: a heartbeat counts only for a slave
-  registered under the principal whose topic it came on;
+- one heartbeat loop: the registered slaves' ids leave in `Heartbeats` messages of up to
+  4,096, so the master reads a few messages an interval, not one a slave. The master
+  still checks each id: a heartbeat counts only for a slave registered under the
+  principal whose topic it came on;
 - one loop re-sends the owed status updates that are due, for all of them.
 """
 
@@ -20,7 +20,7 @@ import time
 
 from protocol import logs
 from protocol.bus import Bus
-from protocol.messages import MAX_LIST_ITEMS, Heartbeat, Wire
+from protocol.messages import MAX_HEARTBEATS, Heartbeats, Wire
 from protocol.topics import Topics
 from slave.slave import Slave, SlaveConfig
 from slave.updates import RESEND_CHECK
@@ -31,6 +31,7 @@ class Fleet:
         self.bus = bus
         self.topics = topics
         self.principal = principal
+        self.to_master = topics.inbound("slave", principal)
         self.slaves: list[Slave] = []
         self.heartbeats_sent = 0
         self.log = logs.get("fleet", principal=principal)
@@ -50,22 +51,22 @@ class Fleet:
                 await slave.stop()
 
     async def heartbeat_loop(self) -> None:
-        """Every interval the master asked for, one heartbeat per registered slave: a list
-        at a time, the lists spread evenly over the interval (the master reads a steady
-        trickle, not every slave's heartbeat in one instant)."""
+        """Every interval the master asked for, one heartbeat per registered slave: a
+        `Heartbeats` message at a time, spread evenly over the interval (the master reads
+        a steady trickle, not every slave's heartbeat in one instant)."""
         while True:
             interval = next(
                 (s.heartbeat_interval for s in self.slaves if s.registered.is_set()), 1.0
             )
-            chunks = range(0, len(self.slaves), MAX_LIST_ITEMS)
+            chunks = range(0, len(self.slaves), MAX_HEARTBEATS)
             pause = interval / max(1, len(chunks))
             for start in chunks:
-                incarnation = self.bus.incarnation
-                for slave in self.slaves[start : start + MAX_LIST_ITEMS]:
-                    if slave.registered.is_set():
-                        heartbeat = Heartbeat(source=slave.slave_id, incarnation=incarnation)
-                        self.bus.post(slave.to_master, heartbeat, qos=0)
-                        self.heartbeats_sent += 1
+                chunk = self.slaves[start : start + MAX_HEARTBEATS]
+                ids = [s.slave_id for s in chunk if s.registered.is_set()]
+                if ids:
+                    heartbeats = Heartbeats(slave_ids=ids, incarnation=self.bus.incarnation)
+                    self.bus.post(self.to_master, heartbeats, qos=0)
+                    self.heartbeats_sent += len(ids)
                 await asyncio.sleep(pause)
 
     async def resend_loop(self) -> None:
