@@ -27,6 +27,7 @@ from master.operator_calls import OperatorCalls
 from master.preemptor import Preemptor
 from master.recovery import Recovery
 from master.slave_calls import SlaveCalls
+from master.slave_pages import slave_page
 from protocol.bus import cancel_and_wait
 from protocol.codec import MAX_MESSAGE_BYTES, DecodeError, Envelope, decode_many
 from protocol.messages import (
@@ -405,16 +406,14 @@ class Master(LimitedCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests, R
         heard = time.time() - (self._now() - slave.last_seen)
         return slave.view(self.allocator.free(slave_id), round(heard, 3))
 
-    def slave_ids(self, sort: str = "") -> list[str]:
-        """Every slave's id, in `sort`'s order (SLAVE_SORTS; by id by default): by
-        `last_heartbeat` the longest unheard first, so "which are late" is the first page.
-        A `-` before reverses it."""
-        slaves = self.books.slaves
-        if sort.lstrip("-") == "last_heartbeat":
-            ids = sorted(slaves, key=lambda s: (slaves[s].last_seen, s))
-        else:
-            ids = sorted(slaves)
-        return ids[::-1] if sort.startswith("-") else ids
+    def slave_page(
+        self, sort: str = "", offset: int = 0, limit: int = 100, search: str = ""
+    ) -> tuple[list[str], int]:
+        """A page of slave ids in `sort`'s order (SLAVE_SORTS; by id by default): by
+        `last_heartbeat` the longest unheard first, so "which are late" is the first page;
+        a `-` before reverses it. Of the slaves whose id or hostname holds `search`; and
+        how many those are."""
+        return slave_page(self.books.slaves, sort, offset, limit, search)
 
     def offer_views(self, offset: int = 0, limit: int = 100) -> tuple[list[Offer], int]:
         """A page of outstanding offers, oldest first; and how many there are."""

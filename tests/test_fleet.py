@@ -1,7 +1,8 @@
 """At scale (issue #34): a process's logical slaves (slave.fleet) hold one subscription,
 send their heartbeats in lists and register paced; the master takes a list only for the
 sender's own slaves, counts a big cluster's slaves in its snapshot instead of listing
-them, and sends a round's offers in bounded messages."""
+them, pages them without sorting them all, and sends a round's offers in bounded
+messages."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from rich.console import Console
 
 from cluster.view import render_state, wait_state
 from master.master import Master, MasterConfig
+from master.slave_pages import slave_page
 from protocol.brokers import MosquittoBroker
 from protocol.bus import Bus
 from protocol.messages import Error, Heartbeat, Heartbeats, KillTask, Offers
@@ -158,3 +160,19 @@ async def test_a_round_on_many_free_slaves_sends_offers_in_bounded_messages(
             await fw.subscribe("A")
             await fw.inbox.wait_until(lambda: fw.offer_count() == 5)
             assert sorted(len(m.offers) for m in fw.inbox.of(Offers)) == [1, 2, 2]
+
+
+def test_a_page_of_slaves_is_chosen_without_sorting_them_all() -> None:
+    @dataclasses.dataclass
+    class Listed:
+        slave_id: str
+        hostname: str
+        last_seen: float
+
+    slaves = {f"s{i:05d}": Listed(f"s{i:05d}", f"rack{i % 7}", -i) for i in range(50_000)}
+    assert slave_page(slaves, "", 100, 3) == (["s00100", "s00101", "s00102"], 50_000)
+    assert slave_page(slaves, "-slave_id", 0, 2)[0] == ["s49999", "s49998"]
+    assert slave_page(slaves, "last_heartbeat", 0, 1)[0] == ["s49999"]  # the longest unheard
+    ids, total = slave_page(slaves, "", 0, 2, search="rack3")
+    assert (ids, total) == (["s00003", "s00010"], 7143)
+    assert slave_page(slaves, "", 0, 5, search="s01234") == (["s01234"], 1)
