@@ -39,7 +39,7 @@ from cluster.zookeeper import ZooKeeperServer
 from protocol import logs
 from protocol.brokers import MosquittoBroker, free_port
 from protocol.bus import Bus
-from protocol.messages import Heartbeat, Wire
+from protocol.messages import Heartbeats, Wire
 from protocol.topics import Topics
 from slave.cli import raise_fd_limit
 
@@ -192,8 +192,8 @@ class Run:
 
         async def count(message: Wire, _reply_to: str | None) -> None:
             nonlocal sent
-            if isinstance(message, Heartbeat):
-                sent += 1
+            if isinstance(message, Heartbeats):
+                sent += len(message.slave_ids)
 
         async with Bus(self.broker.url, name="bench-listener") as bus:
             await bus.subscribe(Topics(self.cluster).inbound("slave", "+"), count, qos=0)
