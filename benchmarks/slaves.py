@@ -177,6 +177,7 @@ class Run:
 
     async def all_back(self, leader: MasterProcess, since: float) -> float:
         """Seconds from `since` until `leader` has every slave connected, none awaited."""
+        connected = 0.0
         while time.perf_counter() - since < PHASE_TIMEOUT:
             scraped = await leader.scrape()
             connected = metric(scraped, "drfmesos_slaves_connected")
@@ -184,7 +185,10 @@ class Run:
             if connected >= self.args.count and not waiting:
                 return time.perf_counter() - since
             await asyncio.sleep(0.5)
-        raise TimeoutError(f"not every slave was back within {PHASE_TIMEOUT:.0f}s")
+        raise TimeoutError(
+            f"{connected:.0f} of {self.args.count} slaves connected after {PHASE_TIMEOUT:.0f}s"
+            f" (load average {os.getloadavg()[0]:.1f})"
+        )
 
     async def steady(self, leader: MasterProcess) -> dict[str, float]:
         """Heartbeats sent and handled, CPU and RSS over the window."""
