@@ -45,6 +45,7 @@ from slave.cli import raise_fd_limit
 
 HEARTBEATS_REACHING = 0.95  # of those sent, at least this share reaches the master
 PHASE_TIMEOUT = 300.0  # seconds any phase may take before the run is called failed
+POLL = 2.0  # seconds between looks at the master's /metrics (each walks its slaves)
 
 
 @dataclass
@@ -184,7 +185,7 @@ class Run:
             waiting = metric(scraped, "drfmesos_recovery_slaves", state="waiting")
             if connected >= self.args.count and not waiting:
                 return time.perf_counter() - since
-            await asyncio.sleep(0.5)
+            await asyncio.sleep(POLL)
         raise TimeoutError(
             f"{connected:.0f} of {self.args.count} slaves connected after {PHASE_TIMEOUT:.0f}s"
             f" (load average {os.getloadavg()[0]:.1f})"
