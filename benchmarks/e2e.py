@@ -200,7 +200,9 @@ async def run(
         ),
     ]
     try:
-        up = await wait_state(as_("ops"), cluster, lambda s: len(s.slaves) == slaves, timeout=60)
+        up = await wait_state(
+            as_("ops"), cluster, lambda s: s.slaves_registered == slaves, timeout=60
+        )
         floods = [Flood("A"), Flood("B")]
         drivers = [
             SchedulerDriver(f, name=f.name, broker=as_(f.name), cluster=cluster, role=f.name)

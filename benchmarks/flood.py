@@ -155,7 +155,7 @@ async def main(seconds: float, slaves: int, nice: int) -> None:
         "--work-dir", tempfile.mkdtemp(prefix="drfmesos-flood-"), env=env)  # fmt: skip
     ops = as_principal(url, store, "ops")
     try:
-        up = await wait_state(ops, cluster, lambda s: len(s.slaves) == slaves, timeout=60)
+        up = await wait_state(ops, cluster, lambda s: s.slaves_registered == slaves, timeout=60)
         a = Flood("A")
         driver = SchedulerDriver(a, name="A", broker=as_principal(url, store, "A"),
                                  cluster=cluster, role="A")  # fmt: skip

@@ -91,7 +91,7 @@ async def cluster(isolation: str, *slave_args: str, resources: str) -> AsyncIter
         ),
     ]  # fmt: skip
     try:
-        await wait_state(url, name, lambda s: len(s.slaves) == 1, timeout=60)
+        await wait_state(url, name, lambda s: s.slaves_registered == 1, timeout=60)
         yield Cluster(url, name, work, procs[1])
     finally:
         for p in procs:

@@ -1,130 +1,322 @@
-"""How many logical slaves one process holds: memory per slave and heartbeat traffic.
+"""Many slaves on one master and one mosquitto: registration, heartbeats, a failover.
 
-    python -m benchmarks.slaves [--count 1000] [--heartbeat 5]
+    python -m benchmarks.slaves --count 50000 --json        # the issue #34 run
+    python -m benchmarks.slaves --count 5000 --no-failover  # a quick look
 
-Starts mosquitto, a master process, and one `drfmesos slave --count N --simulated-tasks`
-process; waits until the master knows all N slaves, then reads the slave process's
-resident memory and counts the heartbeats reaching the master over a window.
+Starts mosquitto, ZooKeeper and two masters (one leads; `--no-failover`: one master, no
+ZooKeeper), then `--processes` processes of `drfmesos slave --count N --simulated-tasks`,
+each its own principal and connection, as separate machines would be. It measures:
+
+- `registered_s`: from the first slave process's start until the leader has every slave;
+- over `--window` seconds of steady state: heartbeats the leader handled a second, beside
+  the heartbeats the slaves sent in the same window (counted by a listener on the
+  slaves' topics: what reached the broker), the leader's CPU share and RSS;
+- `failover_reregistered_s`: the leader is killed (SIGKILL); from then until the new
+  leader has every slave connected again;
+- `lost_slaves`: slaves the leaders removed or did not have back at the end.
+
+The last line of output is one JSON object (`--json`: that line alone on stdout). It exits
+1 when a slave is lost, or fewer than 95% of the heartbeats sent reached the master, or
+a phase did not finish in its time: a dead cluster never prints a table of zeros.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import json
 import os
+import re
 import sys
 import tempfile
 import time
+import urllib.request
+from dataclasses import dataclass
 
 from benchmarks.common import table
-from cluster.local.view import fetch_state
+from cluster.testing.zookeeper import ZooKeeperServer
 from protocol import logs
-from protocol.tooling.brokers import MosquittoBroker
+from protocol.tooling.brokers import MosquittoBroker, free_port
 from protocol.transport.bus import Bus
-from protocol.wire.messages import Heartbeat, Wire
+from protocol.wire.messages import Heartbeats, Wire
 from protocol.wire.topics import Topics
 from slave.cli import raise_fd_limit
 
-
-def rss_mb(pid: int) -> float:
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
+HEARTBEATS_REACHING = 0.95  # of those sent, at least this share reaches the master
+PHASE_TIMEOUT = 300.0  # seconds any phase may take before the run is called failed
+POLL = 2.0  # seconds between looks at the master's /metrics (each walks its slaves)
 
 
-async def measure(count: int, heartbeat: float, window: float) -> list[object]:
-    broker = MosquittoBroker()
-    await broker.start()
-    cluster = f"bench{os.getpid()}"
-    url = broker.url.url
-    env = {**os.environ, "PYTHONPATH": os.getcwd()}
-    master = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "cluster",
-        "master",
-        "--broker",
-        url,
-        "--cluster",
-        cluster,
-        "--heartbeat-interval",
-        str(heartbeat),
-        "--slave-timeout",
-        "120",
-        "--http",
-        "off",  # no web UI: and 5050 may be taken by someone's master
-        "--log-level",
-        "warning",
-        env=env,
-    )
-    work = tempfile.mkdtemp(prefix="drfmesos-bench-slaves-")
-    started = time.perf_counter()
-    slaves = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "cluster",
-        "slave",
-        "--broker",
-        url,
-        "--cluster",
-        cluster,
-        "--count",
-        str(count),
-        "--simulated-tasks",
-        "--resources",
-        "cpus:4;mem:4096",
-        "--work-dir",
-        work,
-        "--log-level",
-        "warning",
-        env=env,
-    )
-    try:
-        while True:
-            state = await fetch_state(broker.url, cluster, timeout=30)
-            if len(state.slaves) >= count:
-                break
-            await asyncio.sleep(0.5)
-        registered_s = time.perf_counter() - started
-        beats = 0
+@dataclass
+class MasterProcess:
+    name: str
+    proc: asyncio.subprocess.Process
+    http_port: int
 
-        async def count_beats(message: Wire, _r: str | None) -> None:
-            nonlocal beats
-            if isinstance(message, Heartbeat):
-                beats += 1
+    def metrics(self) -> dict[str, float]:
+        """The master's /metrics, as `name{labels}` -> value (blocking: call in a thread)."""
+        url = f"http://127.0.0.1:{self.http_port}/metrics"
+        with urllib.request.urlopen(url, timeout=10) as answer:
+            text = answer.read().decode()
+        out = {}
+        for line in text.splitlines():
+            if line and not line.startswith("#"):
+                name, _, value = line.rpartition(" ")
+                with contextlib.suppress(ValueError):
+                    out[name] = float(value)
+        return out
 
-        async with Bus(broker.url, name="bench-listener") as bus:
-            await bus.subscribe(Topics(cluster).inbound_all, count_beats, qos=0)
-            await asyncio.sleep(window)
-        memory = rss_mb(slaves.pid)
-    finally:
-        for proc in (slaves, master):
-            proc.terminate()
-            await proc.wait()
-        await broker.stop()
-        broker.cleanup()
-    return [count, registered_s, memory, memory / count * 1024, beats / window]
+    async def scrape(self) -> dict[str, float]:
+        try:
+            return await asyncio.to_thread(self.metrics)
+        except OSError:
+            return {}  # not serving yet (or any more)
+
+    def cpu_seconds(self) -> float:
+        with open(f"/proc/{self.proc.pid}/stat") as f:
+            fields = f.read().rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def rss_mb(self) -> float:
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+        return float("nan")
 
 
-async def main(counts: list[int], heartbeat: float, window: float) -> None:
-    raise_fd_limit(max(counts))  # mosquitto, started from here, inherits it
-    rows = [await measure(n, heartbeat, window) for n in counts]
-    print(f"logical slaves in one process (--simulated-tasks), heartbeat every {heartbeat}s")
-    print(
-        table(
-            ["slaves", "all registered s", "process RSS MB", "KB/slave", "heartbeats/s at master"],
-            rows,
+def metric(scraped: dict[str, float], name: str, **labels: str) -> float:
+    """The sum of `name`'s samples whose labels include `labels`."""
+    total = 0.0
+    for key, value in scraped.items():
+        base, _, rest = key.partition("{")
+        if base != name:
+            continue
+        have = dict(re.findall(r'(\w+)="([^"]*)"', rest))
+        if all(have.get(k) == v for k, v in labels.items()):
+            total += value
+    return total
+
+
+class Run:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.cluster = f"bench{os.getpid()}"
+        self.broker = MosquittoBroker()
+        self.zk = None if args.no_failover else ZooKeeperServer()
+        self.masters: list[MasterProcess] = []
+        self.slaves: list[asyncio.subprocess.Process] = []
+        self.work = tempfile.mkdtemp(prefix="drfmesos-bench-slaves-")
+        self.env = {**os.environ, "PYTHONPATH": os.getcwd()}
+
+    async def start_master(self, name: str) -> None:
+        port = free_port()
+        ha = ["--zk", self.zk.url(f"/{self.cluster}")] if self.zk is not None else []
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "cluster",
+            "master",
+            "--broker",
+            self.broker.url.url,
+            "--cluster",
+            self.cluster,
+            *ha,
+            "--heartbeat-interval",
+            str(self.args.heartbeat),
+            "--slave-timeout",
+            str(self.args.slave_timeout),
+            "--slave-reregister-timeout",
+            str(self.args.slave_timeout),
+            "--http",
+            f"127.0.0.1:{port}",
+            "--log-level",
+            "warning",
+            env=self.env,
         )
-    )
+        self.masters.append(MasterProcess(name, proc, port))
+
+    async def start_slaves(self) -> None:
+        count, processes = self.args.count, self.args.processes
+        for i in range(processes):
+            n = count // processes + (1 if i < count % processes else 0)
+            url = self.broker.url.url.replace("mqtt://", f"mqtt://rack{i}@", 1)
+            self.slaves.append(
+                await asyncio.create_subprocess_exec(
+                    sys.executable,
+                    "-m",
+                    "cluster",
+                    "slave",
+                    "--broker",
+                    url,
+                    "--cluster",
+                    self.cluster,
+                    "--count",
+                    str(n),
+                    "--simulated-tasks",
+                    "--resources",
+                    "cpus:4;mem:4096",
+                    "--work-dir",
+                    f"{self.work}/rack{i}",
+                    "--registration-backoff-factor",
+                    str(self.args.backoff_factor),
+                    "--log-level",
+                    "warning",
+                    env=self.env,
+                )
+            )
+
+    async def leader(self, timeout: float = PHASE_TIMEOUT) -> MasterProcess:
+        deadline = time.perf_counter() + timeout
+        while time.perf_counter() < deadline:
+            for m in self.masters:
+                if m.proc.returncode is None and metric(await m.scrape(), "drfmesos_elected"):
+                    return m
+            await asyncio.sleep(0.5)
+        raise TimeoutError(f"no master was elected within {timeout:.0f}s")
+
+    async def all_back(self, leader: MasterProcess, since: float) -> float:
+        """Seconds from `since` until `leader` has every slave connected, none awaited."""
+        connected = 0.0
+        while time.perf_counter() - since < PHASE_TIMEOUT:
+            scraped = await leader.scrape()
+            connected = metric(scraped, "drfmesos_slaves_connected")
+            waiting = metric(scraped, "drfmesos_recovery_slaves", state="waiting")
+            if connected >= self.args.count and not waiting:
+                return time.perf_counter() - since
+            await asyncio.sleep(POLL)
+        raise TimeoutError(
+            f"{connected:.0f} of {self.args.count} slaves connected after {PHASE_TIMEOUT:.0f}s"
+            f" (load average {os.getloadavg()[0]:.1f})"
+        )
+
+    async def steady(self, leader: MasterProcess) -> dict[str, float]:
+        """Heartbeats sent and handled, CPU and RSS over the window."""
+        sent = 0
+
+        async def count(message: Wire, _reply_to: str | None) -> None:
+            nonlocal sent
+            if isinstance(message, Heartbeats):
+                sent += len(message.slave_ids)
+
+        async with Bus(self.broker.url, name="bench-listener") as bus:
+            await bus.subscribe(Topics(self.cluster).inbound("slave", "+"), count, qos=0)
+            before, cpu = await leader.scrape(), leader.cpu_seconds()
+            t, sent_before = time.perf_counter(), sent
+            await asyncio.sleep(self.args.window)
+            after, cpu = await leader.scrape(), leader.cpu_seconds() - cpu
+            seconds, sent = time.perf_counter() - t, sent - sent_before
+
+        handled = metric(after, "drfmesos_messages_total", type="Heartbeat", outcome="handled")
+        handled -= metric(before, "drfmesos_messages_total", type="Heartbeat", outcome="handled")
+        return {
+            "heartbeats_per_s": handled / seconds,
+            "expected_heartbeats_per_s": sent / seconds,
+            "master_cpu_pct": cpu / seconds * 100,
+            "master_rss_mb": leader.rss_mb(),
+            # how far behind the master is (master.lag_probe): its oldest unhandled message
+            "master_backlog_s": metric(after, "drfmesos_inbound_oldest_wait_seconds"),
+            "load_average_1m": os.getloadavg()[0],  # the machine's, for reading the rest
+        }
+
+    async def lost(self) -> int:
+        removed = 0
+        for m in self.masters:
+            if m.proc.returncode is None:
+                removed += int(metric(await m.scrape(), "drfmesos_slave_removals_total"))
+        return removed
+
+    async def measure(self) -> dict[str, object]:
+        args = self.args
+        result: dict[str, object] = {"slaves": args.count, "processes": args.processes}
+        result["heartbeat_interval_s"] = args.heartbeat
+        await self.broker.start()
+        if self.zk is not None:
+            await self.zk.start()
+        for i in range(1 if self.zk is None else 2):
+            await self.start_master(f"master-{i}")
+        leader = await self.leader()
+        started = time.perf_counter()
+        await self.start_slaves()
+        result["registered_s"] = round(await self.all_back(leader, started), 1)
+        result.update({k: round(v, 1) for k, v in (await self.steady(leader)).items()})
+        rss = float(result["master_rss_mb"])  # type: ignore[arg-type]
+        result["master_rss_kb_per_slave"] = round(rss * 1024 / args.count, 2)
+        if self.zk is not None:
+            leader.proc.kill()
+            await leader.proc.wait()
+            killed = time.perf_counter()
+            new = await self.leader()
+            result["failover_reregistered_s"] = round(await self.all_back(new, killed), 1)
+        result["lost_slaves"] = await self.lost()
+        return result
+
+    async def stop(self) -> None:
+        """Every process told at once (10,000 slaves take a while to stop), then waited for."""
+        procs = [p for p in [*self.slaves, *(m.proc for m in self.masters)] if p.returncode is None]
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            try:
+                await asyncio.wait_for(proc.wait(), 30)
+            except TimeoutError:
+                proc.kill()
+                await proc.wait()
+        await self.broker.stop()
+        self.broker.cleanup()
+        if self.zk is not None:
+            await self.zk.close()
+
+
+def verdict(result: dict[str, object]) -> list[str]:
+    """What fails the run, in words (empty: it holds)."""
+    problems = []
+    if result.get("error"):
+        problems.append(str(result["error"]))
+    if result.get("lost_slaves"):
+        problems.append(f"{result['lost_slaves']} slaves lost")
+    sent = float(result.get("expected_heartbeats_per_s", 0))  # type: ignore[arg-type]
+    got = float(result.get("heartbeats_per_s", 0))  # type: ignore[arg-type]
+    if not sent or got < HEARTBEATS_REACHING * sent:
+        problems.append(f"heartbeats reaching the master: {got:,.0f}/s of {sent:,.0f}/s sent")
+    return problems
+
+
+async def main(args: argparse.Namespace) -> int:
+    raise_fd_limit(args.count + 1000)  # mosquitto, started from here, inherits it
+    run = Run(args)
+    try:
+        result = await run.measure()
+    except TimeoutError as e:
+        result = {"slaves": args.count, "error": str(e)}
+    finally:
+        await run.stop()
+    problems = verdict(result)
+    result["holds"] = not problems
+    if not args.json:
+        rows = [[k, v] for k, v in result.items()]
+        print(table(["figure", "value"], rows))
+        for problem in problems:
+            print(f"FAILS: {problem}")
+    print(json.dumps(result))
+    return 1 if problems else 0
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--count", type=int, action="append")
-    parser.add_argument("--heartbeat", type=float, default=5.0)
-    parser.add_argument("--window", type=float, default=10.0)
-    args = parser.parse_args()
+    parser.add_argument("--count", type=int, default=1000)
+    parser.add_argument("--processes", type=int, default=0, help="default: 1 per 10,000 slaves")
+    parser.add_argument("--heartbeat", type=float, default=15.0, help="the master's interval")
+    parser.add_argument("--slave-timeout", type=float, default=75.0)
+    parser.add_argument(
+        "--backoff-factor", type=float, default=0.0, help="default: 1 s per 2,000 slaves"
+    )
+    parser.add_argument("--window", type=float, default=60.0)
+    parser.add_argument("--no-failover", action="store_true")
+    parser.add_argument("--json", action="store_true", help="print only the JSON line")
+    parsed = parser.parse_args()
+    parsed.processes = parsed.processes or max(1, -(-parsed.count // 10_000))
+    parsed.backoff_factor = parsed.backoff_factor or max(1.0, parsed.count / 2000)
     logs.configure("warning")
-    asyncio.run(main(args.count or [100, 1000], args.heartbeat, args.window))
+    sys.exit(asyncio.run(main(parsed)))

@@ -100,7 +100,7 @@ async def measure(slaves: int, tasks: int, window: float) -> None:
             "--resources", f"cpus:{per_slave + 1};mem:{(per_slave + 1) * 1024}",
             "--work-dir", f"{work}/slaves",
         )  # fmt: skip
-        state = await wait_state(broker.url, "webui", lambda s: len(s.slaves) == slaves,
+        state = await wait_state(broker.url, "webui", lambda s: s.slaves_registered == slaves,
                                  timeout=300)  # fmt: skip
         url = state.web_ui
         await launcher.start(

@@ -76,6 +76,9 @@ class Task:
 
 
 # how /api/v1/tasks may be sorted (`-` before one: the other way round)
+# A snapshot (the retained <p>/state, /api/v1/state) lists the slaves, tasks and offers
+# of a cluster of at most this many slaves; past it, it counts them (/api/v1 pages them).
+LISTED_SLAVES = 1000
 SLAVE_SORTS = ("slave_id", "last_heartbeat")  # /api/v1/slaves?sort= (see Master.slave_ids)
 TASK_SORTS: dict[str, Callable[[Task], Any]] = {
     "task_id": lambda t: t.task_id,
@@ -310,7 +313,7 @@ def snapshot(
     total: Resources,
     allocated: Resources,
     allocation: dict[str, Resources],
-    free: dict[str, Resources],
+    free: dict[str, Resources] | None,
     include_tasks: bool = True,
     refused: dict[str, int] | None = None,
     roles: list[RoleView] | None = None,
@@ -322,7 +325,9 @@ def snapshot(
 ) -> State:
     """The books as a `State` message (what `drfmesos state` and the plots read)."""
     frameworks = framework_views(books, total, allocation, fair, starving)
-    slaves = [s.view(free.get(s.slave_id, Resources())) for s in books.slaves.values()]
+    slaves = []  # (free None: a big cluster's slaves are counted, not listed)
+    if free is not None:
+        slaves = [s.view(free.get(s.slave_id, Resources())) for s in books.slaves.values()]
     tasks = []
     if include_tasks:
         tasks = [
@@ -348,6 +353,7 @@ def snapshot(
         web_ui=web_ui,
         epoch=epoch,
         recovering_slaves=len(books.recovering),
+        slave_count=len(books.slaves),
     )
 
 

@@ -22,6 +22,7 @@ from prometheus_client import Histogram
 from master import readout
 from master.authz import Caller
 from master.books import (
+    LISTED_SLAVES,
     TASK_SORTS,
     OfferRecord,
     completed_view,
@@ -40,9 +41,11 @@ from master.http.reader import BookCounts, Gauges, TaskUsageRow
 from master.lag_probe import Backlog, backlog_of
 from master.preemptor import Preemptor
 from master.shell import MasterConfig
+from master.slave_pages import slave_page
 from protocol.transport.aio import cancel_and_wait
 from protocol.wire.codec import MAX_MESSAGE_BYTES, DecodeError, Envelope, decode_many
 from protocol.wire.messages import (
+    MAX_OFFERS_PER_MESSAGE,
     Accept,
     Acknowledge,
     Decline,
@@ -53,6 +56,7 @@ from protocol.wire.messages import (
     FrameworkView,
     Gone,
     Heartbeat,
+    Heartbeats,
     Kill,
     Leader,
     MarkSlaveGone,
@@ -78,6 +82,7 @@ from protocol.wire.messages import (
     Wire,
     new_id,
 )
+from protocol.wire.resources import Resources
 
 __all__ = ["Master", "MasterConfig"]
 
@@ -87,6 +92,7 @@ MAX_CALL_ITEMS = 4096  # calls and list items in one payload of theirs, at most 
 DECODE_INLINE_BYTES = 64 * 1024  # payloads above this are decoded off the loop
 YIELD_EVERY = 64  # calls of one payload handled between turns of the loop
 PROBE_INTERVAL = 1.0  # seconds between lag probes (master.lag_probe)
+SLAVE_CHECK_INTERVAL = 1.0  # seconds between looks for silent slaves (50,000: a few ms each)
 
 
 Route = Callable[[Any, Caller], Awaitable[None]]
@@ -159,6 +165,7 @@ class Master(LimitedCalls, SlaveCalls):
                 Register: self._on_register,
                 Reregister: self._on_reregister,
                 Heartbeat: self._on_heartbeat,
+                Heartbeats: self._on_heartbeats,
                 StatusUpdate: self._on_status_update,
                 FrameworkMessage: self._on_executor_message,
                 ExecutorExited: self._on_executor_exited,
@@ -389,7 +396,9 @@ class Master(LimitedCalls, SlaveCalls):
                 resources=a.resources,
             )
         for framework_id, offers in by_framework.items():
-            self._send_framework(self.books.frameworks[framework_id], Offers(offers=offers))
+            fw, most = self.books.frameworks[framework_id], MAX_OFFERS_PER_MESSAGE
+            for start in range(0, len(offers), most):
+                self._send_framework(fw, Offers(offers=offers[start : start + most]))
         self.log.debug("round.done", offers=len(allocations), frameworks=len(by_framework))
 
     async def _timer_loop(self) -> None:
@@ -397,12 +406,16 @@ class Master(LimitedCalls, SlaveCalls):
         next_heartbeat = self._now()
         next_state = self._now()
         next_acl = self._now() + PRINCIPALS_RELOAD
+        next_slave_check = self._now()
         while True:
             now = self._now()
             try:
                 if now >= next_acl:  # `drfmesos auth add` reaches a running master
                     next_acl = now + PRINCIPALS_RELOAD
                     await self.roles_acl.refresh()
+                if now >= next_slave_check:
+                    next_slave_check = now + SLAVE_CHECK_INTERVAL
+                    self._expire_slaves(now)
                 self._expire(now)
                 self.recovery.expire_recovering(now)
                 self._retry_updates(now)
@@ -419,10 +432,12 @@ class Master(LimitedCalls, SlaveCalls):
                 self.log.exception("timers.failed")
             await asyncio.sleep(tick)
 
+    def _expire_slaves(self, now: float) -> None:
+        horizon = now - self.config.slave_timeout
+        for slave in [s for s in self.books.slaves.values() if s.last_seen < horizon]:
+            self.remove_slave(slave, f"no heartbeat for {self.config.slave_timeout}s")
+
     def _expire(self, now: float) -> None:
-        for slave in list(self.books.slaves.values()):
-            if now - slave.last_seen > self.config.slave_timeout:
-                self.remove_slave(slave, f"no heartbeat for {self.config.slave_timeout}s")
         for fw in list(self.books.frameworks.values()):
             if (
                 not fw.connected
@@ -446,18 +461,27 @@ class Master(LimitedCalls, SlaveCalls):
                     self._resend(fw, pending, now)
 
     def state(self, include_tasks: bool = True) -> Any:
+        """The books as a snapshot; past LISTED_SLAVES slaves it counts slaves, tasks and
+        offers instead of listing them (a snapshot of 50,000 would outgrow the broker's
+        message limit, and cost the loop seconds a tick): /api/v1 pages them."""
         a = self.allocator
         fids = list(self.books.frameworks)
+        small = len(self.books.slaves) <= LISTED_SLAVES
+        allocation = {f: a.allocation(f) for f in fids}
+        # (allocated_total walks every slave: 50,000 took the loop ~0.1 s a tick. A big
+        # cluster sums the frameworks' instead, which leaves out only the tasks of
+        # frameworks not yet back after a failover)
+        allocated = a.allocated_total() if small else sum(allocation.values(), Resources())
         return snapshot(
             self.books,
             master_id=self.master_id,
             now=time.time(),
             policy=self.config.policy,
             total=a.total,
-            allocated=a.allocated_total(),
-            allocation={f: a.allocation(f) for f in fids},
-            free={s: a.free(s) for s in self.books.slaves},
-            include_tasks=include_tasks,
+            allocated=allocated,
+            allocation=allocation,
+            free={s: a.free(s) for s in self.books.slaves} if small else None,
+            include_tasks=include_tasks and small,
             refused=dict(self.refused),
             roles=self.preemptor.with_fair_shares(self._role_views()),
             preemption=self.preemptor.preemption_view(),
@@ -524,16 +548,14 @@ class Master(LimitedCalls, SlaveCalls):
         heard = time.time() - (self._now() - slave.last_seen)
         return slave.view(self.allocator.free(slave_id), round(heard, 3))
 
-    def slave_ids(self, sort: str = "") -> list[str]:
-        """Every slave's id, in `sort`'s order (SLAVE_SORTS; by id by default): by
-        `last_heartbeat` the longest unheard first, so "which are late" is the first page.
-        A `-` before reverses it."""
-        slaves = self.books.slaves
-        if sort.lstrip("-") == "last_heartbeat":
-            ids = sorted(slaves, key=lambda s: (slaves[s].last_seen, s))
-        else:
-            ids = sorted(slaves)
-        return ids[::-1] if sort.startswith("-") else ids
+    def slave_page(
+        self, sort: str = "", offset: int = 0, limit: int = 100, search: str = ""
+    ) -> tuple[list[str], int]:
+        """A page of slave ids in `sort`'s order (SLAVE_SORTS; by id by default): by
+        `last_heartbeat` the longest unheard first, so "which are late" is the first page;
+        a `-` before reverses it. Of the slaves whose id or hostname holds `search`; and
+        how many those are."""
+        return slave_page(self.books.slaves, sort, offset, limit, search)
 
     def offer_views(self, offset: int = 0, limit: int = 100) -> tuple[list[Offer], int]:
         """A page of outstanding offers, oldest first; and how many there are."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import socket
 import uuid
 from pathlib import Path
@@ -31,7 +30,7 @@ async def run_slaves(url: BrokerURL, cluster: str, configs: list[object]) -> Non
     from protocol.transport.bus import Bus
     from protocol.wire.topics import Topics
     from slave.config import SlaveConfig
-    from slave.slave import Slave
+    from slave.fleet import Fleet
 
     topics = Topics(cluster)
     principal = url.username or "slave"
@@ -47,10 +46,7 @@ async def run_slaves(url: BrokerURL, cluster: str, configs: list[object]) -> Non
     ) as bus:
         warn_if_insecure(url, "slave")
         await bus.subscribe(topics.outbox("slave", principal), log_refusals)
-        async with asyncio.TaskGroup() as group:
-            for config in configs:
-                assert isinstance(config, SlaveConfig)
-                group.create_task(Slave(bus, topics, config).run())
+        await Fleet(bus, topics, principal).run([c for c in configs if isinstance(c, SlaveConfig)])
 
 
 async def log_refusals(message: object, _reply_to: str | None) -> None:
@@ -149,6 +145,15 @@ def raise_fd_limit(connections: int) -> None:
     show_default=True,
     help="Seconds between reports of the tasks' usage to the master.",
 )
+@click.option(
+    "--registration-backoff-factor",
+    type=click.FloatRange(min=0),
+    default=1.0,
+    show_default=True,
+    help="Seconds: wait a random time up to this before (re-)registering, and back off on "
+    "retries (Mesos's --registration_backoff_factor). Raise it with the slave count: N "
+    "slaves reach a master at about N / factor a second after its start or a failover.",
+)
 @log_level_option
 def slave(
     broker: str,
@@ -166,6 +171,7 @@ def slave(
     cgroups_enable_cfs: bool,
     max_task_pids: int | None,
     usage_interval: float,
+    registration_backoff_factor: float,
 ) -> None:
     """Run a slave: register with the master, run tasks, report their status."""
     from protocol.tooling.cli import run_party
@@ -208,6 +214,8 @@ def slave(
                     cgroups_enable_cfs=cgroups_enable_cfs,
                     max_task_pids=max_task_pids,
                     usage_interval=usage_interval,
+                    registration_backoff_factor=registration_backoff_factor,
+                    in_fleet=True,
                 )
             )
         await run_slaves(url, cluster, configs)

@@ -34,6 +34,11 @@ class SlaveConfig:
     cgroups_enable_cfs: bool = False  # a hard CPU cap, not only a weight
     max_task_pids: int | None = None
     usage_interval: float = 5.0  # seconds between usage reports to the master
+    # seconds: the random delay before (re-)registering is at most this (slave.backoff)
+    registration_backoff_factor: float = 0.0
+    # one of a process's logical slaves (slave.fleet): its inbox comes through the
+    # process's one subscription, and the process sends its heartbeats with the others'
+    in_fleet: bool = False
 
 
 @dataclass

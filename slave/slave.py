@@ -13,6 +13,7 @@ Its promises:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 import time
 from collections.abc import Coroutine
@@ -51,6 +52,7 @@ from protocol.wire.messages import (
 )
 from protocol.wire.resources import Resources
 from protocol.wire.topics import Topics, check_segment
+from slave.backoff import RegistrationBackoff
 from slave.config import SlaveConfig, TaskRecord, journal_executor_id, killed_by_master
 from slave.executor_side import ExecutorSide
 from slave.executors import ExecutorProcess
@@ -85,7 +87,7 @@ class Slave(ExecutorSide):
         self.shut_down_frameworks: set[str] = set()
         self.registered = asyncio.Event()
         self.master_epoch = 0  # the epoch of the master we registered with
-        self._announced = asyncio.Event()
+        self._wanted = asyncio.Event()  # (re-)registration is due (see _register_loop)
         self.heartbeat_interval = 5.0
         self._launches = RecentLaunches(config.launch_memory)
         self._loops: list[asyncio.Task[None]] = []
@@ -110,18 +112,24 @@ class Slave(ExecutorSide):
         d.on(FrameworkMessage, self._on_framework_message)
         d.on(ReadFile, self._on_read_file)
         d.on(Error, self._on_error)
-        await self.bus.subscribe(self.inbox, d)
+        if self.config.in_fleet:
+            self.bus.route(self.inbox, d)  # the process's wildcard subscription brings it
+        else:
+            await self.bus.subscribe(self.inbox, d)
         await LeaderWatch.on(self.bus, self.topics, self._on_leader)
-        self.bus.on_connect(self._announce)
+        self.bus.on_connect(self._reconnected)
         if self.bus.connected:
-            await self._announce()
+            self._announce_soon()
         self._loops = [
             asyncio.create_task(self._register_loop(), name=f"register-{self.slave_id}"),
-            asyncio.create_task(self._heartbeat_loop(), name=f"heartbeat-{self.slave_id}"),
-            asyncio.create_task(
-                self.updates.resend_loop(self.registered), name=f"resend-{self.slave_id}"
-            ),
         ]
+        if not self.config.in_fleet:  # (a fleet runs these for all its slaves at once)
+            self._loops += [
+                asyncio.create_task(self._heartbeat_loop(), name=f"heartbeat-{self.slave_id}"),
+                asyncio.create_task(
+                    self.updates.resend_loop(self.registered), name=f"resend-{self.slave_id}"
+                ),
+            ]
         if not self.config.simulated_tasks:
             self._loops.append(
                 asyncio.create_task(
@@ -153,6 +161,8 @@ class Slave(ExecutorSide):
         for task in self._loops:
             await cancel_and_wait(task)
         self._loops = []
+        if self.config.in_fleet:
+            self.bus.route(self.inbox, None)
         for record in list(self.tasks.values()):
             if kill_tasks and record.runner is not None:
                 await record.runner.kill(self.config.kill_grace)
@@ -173,10 +183,16 @@ class Slave(ExecutorSide):
             await self.stop()
 
     # -- registration ----------------------------------------------------------------------------
-    async def _announce(self) -> None:
-        """(Re-)register: after every connect, and until the master answers."""
+    async def _reconnected(self) -> None:
+        self._announce_soon()
+
+    def _announce_soon(self) -> None:
+        """(Re-)register, paced (slave.backoff): after every connect, a new leader, or a
+        master that does not know us; then again until the master answers."""
         self.registered.clear()
-        self._announced.set()
+        self._wanted.set()
+
+    async def _announce(self) -> None:
         running = [
             RunningTask(framework_id=r.framework_id, task=r.info, state=r.state)
             for r in self.tasks.values()
@@ -199,25 +215,26 @@ class Slave(ExecutorSide):
         self.updates.send_all_soon()  # owed updates go again once registered
 
     async def _register_loop(self) -> None:
-        """After each announcement, announce again with backoff until the master answers."""
+        """When (re-)registration is due: wait a random delay, then announce, and again
+        with backoff until the master answers."""
         while True:
-            await self._announced.wait()
-            self._announced.clear()
-            delay = 1.0
+            await self._wanted.wait()
+            self._wanted.clear()
+            backoff = RegistrationBackoff(self.config.registration_backoff_factor)
+            if delay := backoff.first():
+                await asyncio.sleep(delay)
             while not self.registered.is_set():
-                try:
-                    await asyncio.wait_for(self.registered.wait(), delay)
-                except TimeoutError:
-                    if self.bus.connected:
-                        await self._announce()
-                        self._announced.clear()
-                    delay = min(delay * 2, 10.0)
+                if self.bus.connected:
+                    await self._announce()
+                    self._wanted.clear()  # (what asked again meanwhile is this attempt)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.registered.wait(), backoff.retry())
 
     async def _on_leader(self, leader: Leader) -> None:
         """A new master leads: re-register with it, with the tasks we run (as Mesos)."""
         if self.registered.is_set() and leader.epoch > self.master_epoch:
             self.log.info("slave.new_leader", master_id=leader.master_id, epoch=leader.epoch)
-            await self._announce()
+            self._announce_soon()
 
     async def _on_registered(self, msg: Registered, reply_to: str | None) -> None:
         self.master_epoch = max(self.master_epoch, msg.epoch)
@@ -240,7 +257,8 @@ class Slave(ExecutorSide):
     async def _on_error(self, msg: Error, reply_to: str | None) -> None:
         if msg.code == "unknown-slave":
             self.log.warning("slave.unknown_to_master", message=msg.message)
-            await self._announce()
+            if self.registered.is_set():  # (not again while it is re-registering anyway)
+                self._announce_soon()
         else:
             self.log.warning("slave.error_received", message=msg.message, code=msg.code)
 

@@ -133,7 +133,7 @@ async def live_cluster(
                 str(work / f"slave-{i}"),
                 *slave_args,
             )
-        await wait_state(url, cluster, lambda s: len(s.slaves) == slaves)
+        await wait_state(url, cluster, lambda s: s.slaves_registered == slaves)
         yield launcher
     finally:
         await launcher.stop_all()

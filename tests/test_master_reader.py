@@ -118,8 +118,10 @@ class FakeMaster:
     def framework_principal(self, framework_id: str) -> str | None:
         return "alice" if framework_id == "fw-1" else None
 
-    def slave_ids(self, sort: str = "") -> list[str]:
-        return []
+    def slave_page(
+        self, sort: str = "", offset: int = 0, limit: int = 100, search: str = ""
+    ) -> tuple[list[str], int]:
+        return [], 0
 
     def slave_view(self, slave_id: str) -> SlaveView:
         raise KeyError(slave_id)

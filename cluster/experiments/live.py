@@ -66,7 +66,7 @@ async def run_live(spec: Spec, spec_path: Path, out: Path, broker: str) -> Resul
                 )
             nodes = len(spec.cluster.nodes())
             await launcher.watch(
-                wait_state(url, cluster, lambda s: len(s.slaves) == nodes, timeout=120)
+                wait_state(url, cluster, lambda s: s.slaves_registered == nodes, timeout=120)
             )
             async with Bus(url, name="experiment-sampler") as bus:
 

@@ -97,7 +97,9 @@ def render_state(state: State) -> Group:
     if state.recovering_slaves:
         head.add_row("recovering slaves", str(state.recovering_slaves), "", "")
     head.add_row("total", _res(state.total), "allocated", _res(state.allocated))
-    head.add_row("slaves", str(len(state.slaves)), "outstanding offers", str(state.offer_count))
+    head.add_row(
+        "slaves", str(state.slaves_registered), "outstanding offers", str(state.offer_count)
+    )
     if state.refused:
         refused = ", ".join(f"{code} {n}" for code, n in sorted(state.refused.items()))
         head.add_row("refused calls", refused, "", "")
@@ -158,7 +160,9 @@ def render_state(state: State) -> Group:
             _res(r.limit),
             f"unsatisfiable: {r.unsatisfiable}" if r.unsatisfiable else "",
         )
-    slaves = Table(title="slaves", title_justify="left")
+    unlisted = state.slaves_registered - len(state.slaves)  # a big cluster's: counted only
+    title = f"slaves ({unlisted:,} not listed: page /api/v1/slaves)" if unlisted else "slaves"
+    slaves = Table(title=title, title_justify="left")
     for col in ("id", "hostname", "total", "free", "tasks"):
         slaves.add_column(col)
     for s in sorted(state.slaves, key=lambda s: s.slave_id)[:50]:

@@ -7,6 +7,7 @@ import contextlib
 from master.authz import Caller
 from master.books import Framework, Orphan, Slave, Task
 from master.calls.partitions import Partitions
+from master.heartbeats import take_heartbeats
 from master.shell import STAGING_GRACE
 from protocol import logs
 from protocol.wire.messages import (
@@ -16,6 +17,7 @@ from protocol.wire.messages import (
     FrameworkMessage,
     Gone,
     Heartbeat,
+    Heartbeats,
     KillTask,
     Reason,
     Register,
@@ -263,25 +265,37 @@ class SlaveCalls(Partitions):
         self._event("slave-disconnected", slave_id=slave.slave_id, detail=why)
 
     async def _on_heartbeat(self, msg: Heartbeat, caller: Caller) -> None:
-        slave = self.books.slaves.get(msg.source)
-        if slave is None or slave.principal != caller.principal:
-            # A slave we removed (or a master that restarted): it must register again.
+        if self._heard([msg.source], caller, msg.incarnation):
             self.messages.refused("Heartbeat", "unknown-slave")
-            owner = self.books.slave_owners.get(msg.source, caller.principal)
-            if msg.source and owner == caller.principal:
+
+    async def _on_heartbeats(self, msg: Heartbeats, caller: Caller) -> None:
+        unknown = self._heard(msg.slave_ids, caller, msg.incarnation)
+        # each id counted as a Heartbeat, as a list's items are (/metrics reads the same)
+        counts, n = self.messages, len(msg.slave_ids)
+        counts.received["Heartbeat"] += n
+        counts.outcomes[("Heartbeat", "handled", "")] += n - len(unknown)
+        if unknown:
+            counts.outcomes[("Heartbeat", "refused", "unknown-slave")] += len(unknown)
+
+    def _heard(self, slave_ids: list[str], caller: Caller, incarnation: str) -> list[str]:
+        """Take these heartbeats; tell the slaves the master does not know (of the
+        caller's) to register again, and return their ids."""
+        now = self._now()
+        unknown = take_heartbeats(self.books.slaves, slave_ids, caller.principal, now, incarnation)
+        for slave_id in unknown:
+            # A slave we removed (or a master that restarted): it must register again.
+            owner = self.books.slave_owners.get(slave_id, caller.principal)
+            if slave_id and owner == caller.principal:
                 with contextlib.suppress(ValueError):
                     self.bus.post(
-                        self.topics.slave(caller.principal, check_segment(msg.source)),
+                        self.topics.slave(caller.principal, check_segment(slave_id)),
                         Error(
-                            message=f"unknown slave {msg.source}: re-register",
+                            message=f"unknown slave {slave_id}: re-register",
                             code="unknown-slave",
                             about="Heartbeat",
                         ),
                     )
-            return
-        slave.last_seen = self._now()
-        if msg.incarnation:
-            slave.incarnation = msg.incarnation
+        return unknown
 
     async def _on_status_update(self, msg: StatusUpdate, caller: Caller) -> None:
         status = msg.status

@@ -290,9 +290,9 @@ class HttpApi:
         if sort and sort.lstrip("-") not in SLAVE_SORTS:
             return problem(f"sort by one of {', '.join(SLAVE_SORTS)} (- before: reversed)", 400)
         m = self.master
-        ids = m.slave_ids(sort)
-        page = [m.slave_view(s) for s in ids[offset : offset + limit]]
-        return json_response(Slaves(slaves=page, total=len(ids), offset=offset, limit=limit))
+        ids, total = m.slave_page(sort, offset, limit, request.query.get("search", ""))
+        page = [m.slave_view(s) for s in ids]
+        return json_response(Slaves(slaves=page, total=total, offset=offset, limit=limit))
 
     async def _tasks(self, request: web.Request) -> web.StreamResponse:
         offset = _int(request, "offset", 0)

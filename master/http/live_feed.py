@@ -36,7 +36,7 @@ def view_of(state: State) -> dict[str, Any]:
             "policy": state.policy,
             "total": state.total.to_dict(),
             "allocated": state.allocated.to_dict(),
-            "slaves": len(state.slaves),
+            "slaves": state.slaves_registered,
             "offers": state.offer_count,
             "tasks": sum(f.running_tasks for f in state.frameworks),
             "refused": state.refused,

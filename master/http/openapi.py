@@ -99,7 +99,8 @@ def openapi() -> dict[str, Any]:
                 "Every framework, and the last ones removed (completed)", "Frameworks"
             ),
             "/api/v1/slaves": _get(
-                "Slaves, a page at a time; by last_heartbeat: the longest unheard first",
+                "Slaves, a page at a time; by last_heartbeat: the longest unheard first; "
+                "search: those whose id or hostname holds it",
                 "Slaves",
                 [
                     {
@@ -107,6 +108,7 @@ def openapi() -> dict[str, Any]:
                         "in": "query",
                         "schema": {"enum": [*SLAVE_SORTS, *(f"-{s}" for s in SLAVE_SORTS)]},
                     },
+                    {"name": "search", "in": "query", "schema": {"type": "string"}},
                     *_page_params(),
                 ],
             ),

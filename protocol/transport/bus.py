@@ -108,6 +108,9 @@ class Bus:
         # a party hears from a bounded set of topics, and the cache is emptied when the
         # subscriptions change)
         self._matched: dict[str, tuple[Handler | None, RawHandler | None]] = {}
+        # topic -> its handler, for topics a wildcard subscription already brings (one
+        # process's logical slaves: one subscription at the broker, not one each)
+        self._routes: dict[str, Handler] = {}
         self._on_connect: list[OnConnect] = []
         self._client: aiomqtt.Client | None = None
         self._connected = asyncio.Event()
@@ -219,6 +222,14 @@ class Bus:
         self._subs[topic] = (handler, None, qos)
         self._matched.clear()
         await self._subscribe(topic, qos)
+
+    def route(self, topic: str, handler: Handler | None) -> None:
+        """Hand what arrives on `topic` to `handler` (None: stop) without subscribing to it
+        at the broker: a wildcard subscription of this bus must bring it."""
+        if handler is None:
+            self._routes.pop(topic, None)
+        else:
+            self._routes[topic] = handler
 
     async def subscribe_raw(self, topic: str, handler: RawHandler, qos: int = 1) -> None:
         """Take payloads as they arrive (the subscriber decodes them itself)."""
@@ -561,7 +572,10 @@ class Bus:
 
     def _handler_for(self, topic: aiomqtt.Topic) -> tuple[Handler | None, RawHandler | None]:
         name = topic.value
-        exact = self._subs.get(name)  # many slaves on one bus: one topic each
+        routed = self._routes.get(name)  # many slaves on one bus: one topic each
+        if routed is not None:
+            return routed, None
+        exact = self._subs.get(name)
         if exact is not None:
             return exact[0], exact[1]
         found = self._matched.get(name)

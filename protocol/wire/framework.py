@@ -7,6 +7,7 @@ from pydantic import Field, model_validator
 from protocol.wire.resources import Resources
 from protocol.wire.values import (
     MAX_OFFERS_PER_CALL,
+    MAX_OFFERS_PER_MESSAGE,
     MAX_RECONCILE_TASKS,
     MAX_TASKS_PER_ACCEPT,
     Filters,
@@ -139,7 +140,7 @@ class Subscribed(Wire):
 
 
 class Offers(Wire):
-    offers: list[Offer]
+    offers: list[Offer] = Field(max_length=MAX_OFFERS_PER_MESSAGE)
 
 
 class Rescind(Wire):

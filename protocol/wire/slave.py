@@ -12,6 +12,17 @@ from protocol.wire.values import Id, Reason, TaskInfo, TaskState, TaskStatus, Wi
 
 # --- slave <-> master ----------------------------------------------------------------------
 
+MAX_HEARTBEATS = 4096  # slaves in one Heartbeats (some 100 KB)
+
+
+class Heartbeats(Wire):
+    """Slave process -> master: the heartbeats of its logical slaves (slave.fleet), read
+    as one message (a Heartbeat each cost the master's loop some 50 us of call path). The
+    master takes each only for a slave registered under the sending principal."""
+
+    slave_ids: list[Id] = Field(min_length=1, max_length=MAX_HEARTBEATS)
+    incarnation: str = ""  # the connection's, shared by the process's slaves
+
 
 class RunningTask(Wire):
     framework_id: Id

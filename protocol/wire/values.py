@@ -18,6 +18,9 @@ Id = Annotated[str, Field(min_length=1, max_length=200)]
 # longer list before validating a single item of it (see protocol.wire.codec).
 MAX_TASKS_PER_ACCEPT = 1000
 MAX_OFFERS_PER_CALL = 1000
+# Offers in one `Offers` message: what one call can answer, and some 300 KB, far under the
+# broker's 8 MiB (a round on 50,000 free slaves would otherwise put them all in one).
+MAX_OFFERS_PER_MESSAGE = MAX_OFFERS_PER_CALL
 MAX_RECONCILE_TASKS = 4096
 MAX_LIST_ITEMS = 256  # items of a list message (StatusUpdates, Acknowledges, ...)
 

@@ -130,6 +130,12 @@ class State(Wire):
     web_ui: str = ""  # the master's HTTP address, when it serves one
     epoch: int = 0  # the leading master's epoch (see Leader)
     recovering_slaves: int = 0  # slaves of the registry not yet re-registered after a failover
+    slave_count: int = 0  # slaves registered: `slaves` lists them only on small clusters
+
+    @property
+    def slaves_registered(self) -> int:
+        """How many slaves the master has, listed in `slaves` or only counted."""
+        return max(self.slave_count, len(self.slaves))
 
 
 class ClusterEvent(Wire):

@@ -283,7 +283,8 @@ async function loadCompleted() {
 
 // -- pages of slaves and tasks ----------------------------------------------------------------
 async function loadSlaves() {
-  const page = await api(`/api/v1/slaves?offset=${slaveOffset}&limit=${PAGE}`);
+  const search = encodeURIComponent($("slave-search").value.trim());
+  const page = await api(`/api/v1/slaves?offset=${slaveOffset}&limit=${PAGE}&search=${search}`);
   $("slave-count").textContent = `(${page.total})`;
   $("slaves-page").textContent = `${page.total ? slaveOffset + 1 : 0}-${Math.min(slaveOffset + PAGE, page.total)}`;
   $("slaves").tBodies[0].replaceChildren(...page.slaves.map((s) => {
@@ -456,9 +457,9 @@ async function frameworkDetails(id) {
 }
 
 async function slaveDetails(id) {
-  const page = await api(`/api/v1/slaves?limit=1000`);
+  const page = await api(`/api/v1/slaves?limit=10&search=${encodeURIComponent(id)}`);
   const s = page.slaves.find((x) => x.slave_id === id);
-  if (!s) return [`slave ${id}`, [["status", "gone (or beyond the first 1000)"]]];
+  if (!s) return [`slave ${id}`, [["status", "gone"]]];
   return [`slave ${id}`, [["hostname", s.hostname], ["principal", s.principal], ["total", res(s.total)],
     ["free", res(s.free)], ["tasks", s.tasks],
     ["attributes", Object.entries(s.attributes || {}).map(([k, v]) => `${k}:${v}`).join(" ") || "none"]]];
@@ -497,6 +498,7 @@ $("tasks-prev").onclick = () => { taskOffset = Math.max(0, taskOffset - PAGE); l
 $("tasks-next").onclick = async () => { taskOffset += PAGE; if (taskOffset >= await loadTasks()) { taskOffset -= PAGE; loadTasks(); } };
 $("task-framework").onchange = $("task-state").onchange = $("task-sort").onchange = () => { taskOffset = 0; loadTasks(); };
 $("task-search").oninput = () => { taskOffset = 0; loadTasks(); };
+$("slave-search").oninput = () => { slaveOffset = 0; loadSlaves(); };
 
 let polling = null;
 async function start() {

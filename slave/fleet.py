@@ -1,0 +1,89 @@
+"""A process's logical slaves (`drfmesos slave --count N`) on its one connection.
+
+As a real deployment shapes them, the slaves of one process share one principal and one
+connection, so they share its traffic too:
+
+- one subscription, the wildcard `out/slave/<principal>/+` the ACL already grants, not
+  one per slave (20,000 SUBSCRIBEs outran aiomqtt's wait for their SUBACKs); the bus
+  hands each slave's own topic to that slave (`Bus.route`);
+- one heartbeat loop: the registered slaves' ids leave in `Heartbeats` messages of up to
+  1,000, so the master reads a few messages an interval, not one a slave. The master
+  still checks each id: a heartbeat counts only for a slave registered under the
+  principal whose topic it came on;
+- one loop re-sends the owed status updates that are due, for all of them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from protocol import logs
+from protocol.transport.bus import Bus
+from protocol.wire.messages import MAX_HEARTBEATS, Heartbeats, Wire
+from protocol.wire.topics import Topics
+from slave.slave import Slave, SlaveConfig
+from slave.updates import RESEND_CHECK
+
+# ids in one Heartbeats (of at most MAX_HEARTBEATS): a few messages an interval per
+# process keep the master's load even, at some 50 us of its loop each
+HEARTBEATS_PER_MESSAGE = min(1000, MAX_HEARTBEATS)
+
+
+class Fleet:
+    def __init__(self, bus: Bus, topics: Topics, principal: str) -> None:
+        self.bus = bus
+        self.topics = topics
+        self.principal = principal
+        self.to_master = topics.inbound("slave", principal)
+        self.slaves: list[Slave] = []
+        self.heartbeats_sent = 0
+        self.log = logs.get("fleet", principal=principal)
+
+    async def run(self, configs: list[SlaveConfig]) -> None:
+        """Run these slaves until cancelled; stop every one of them then."""
+        self.slaves = [Slave(self.bus, self.topics, c) for c in configs]
+        await self.bus.subscribe(self.topics.slaves_of(self.principal), self._unrouted)
+        started: list[Slave] = []
+        try:
+            for slave in self.slaves:
+                await slave.start()
+                started.append(slave)
+            await asyncio.gather(self.heartbeat_loop(), self.resend_loop())
+        finally:
+            for slave in started:
+                await slave.stop()
+
+    async def heartbeat_loop(self) -> None:
+        """Every interval the master asked for, one heartbeat per registered slave: a
+        `Heartbeats` message at a time, spread evenly over the interval (the master reads
+        a steady trickle, not every slave's heartbeat in one instant)."""
+        while True:
+            interval = next(
+                (s.heartbeat_interval for s in self.slaves if s.registered.is_set()), 1.0
+            )
+            chunks = range(0, len(self.slaves), HEARTBEATS_PER_MESSAGE)
+            pause = interval / max(1, len(chunks))
+            for start in chunks:
+                chunk = self.slaves[start : start + HEARTBEATS_PER_MESSAGE]
+                ids = [s.slave_id for s in chunk if s.registered.is_set()]
+                if ids:
+                    heartbeats = Heartbeats(slave_ids=ids, incarnation=self.bus.incarnation)
+                    self.bus.post(self.to_master, heartbeats, qos=0)
+                    self.heartbeats_sent += len(ids)
+                await asyncio.sleep(pause)
+
+    async def resend_loop(self) -> None:
+        """Owed status updates that are due again, for every slave in one loop: a loop a
+        slave, each waking five times a second, kept a process of 10,000 busy with
+        nothing but its timers."""
+        while True:
+            await asyncio.sleep(RESEND_CHECK)
+            now = time.monotonic()
+            for slave in self.slaves:
+                if len(slave.updates) and slave.registered.is_set():
+                    slave.updates.resend_due(now)
+
+    async def _unrouted(self, message: Wire, _reply_to: str | None) -> None:
+        """Something for a slave this process does not run (any more)."""
+        self.log.warning("fleet.unrouted", type=message.TYPE)

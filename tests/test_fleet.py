@@ -1,0 +1,178 @@
+"""At scale (issue #34): a process's logical slaves (slave.fleet) hold one subscription,
+send their heartbeats in lists and register paced; the master takes a list only for the
+sender's own slaves, counts a big cluster's slaves in its snapshot instead of listing
+them, pages them without sorting them all, and sends a round's offers in bounded
+messages."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import random
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from cluster.local.view import render_state, wait_state
+from master.master import Master, MasterConfig
+from master.slave_pages import slave_page
+from protocol.tooling.brokers import MosquittoBroker
+from protocol.transport.bus import Bus
+from protocol.wire.messages import Error, Heartbeat, Heartbeats, KillTask, Offers
+from protocol.wire.resources import Resources
+from protocol.wire.topics import Topics
+from slave.backoff import RETRY_CAP, RegistrationBackoff
+from slave.fleet import Fleet
+from slave.slave import SlaveConfig
+
+from fakes import FakeFramework, party
+from helpers import Inbox, eventually
+
+T = Topics("fleet")
+SLAVES = 1000
+CONFIG = MasterConfig(heartbeat_interval=0.5, slave_timeout=60, state_interval=0.5)
+
+
+def configs(work: Path, count: int, factor: float) -> list[SlaveConfig]:
+    return [
+        SlaveConfig(
+            slave_id=f"s{i:05d}",
+            hostname=f"h{i}",
+            resources=Resources(cpus=4, mem=4096),
+            work_dir=work / f"s{i:05d}",
+            simulated_tasks=True,
+            cluster=T.cluster,
+            registration_backoff_factor=factor,
+            in_fleet=True,
+        )
+        for i in range(count)
+    ]
+
+
+@contextlib.asynccontextmanager
+async def fleet_cluster(
+    broker: MosquittoBroker, work: Path, count: int, factor: float = 0.5
+) -> AsyncIterator[tuple[Master, Fleet]]:
+    url = dataclasses.replace(broker.url, username="rack1")
+    async with contextlib.AsyncExitStack() as stack:
+        master_bus = await stack.enter_async_context(Bus(broker.url, name="master"))
+        master = Master(master_bus, T, CONFIG)
+        await master.start()
+        stack.push_async_callback(master.stop)
+        bus = await stack.enter_async_context(
+            Bus(url, name="fleet", inbox=T.outbox("slave", "rack1"), persistent=True)
+        )
+        fleet = Fleet(bus, T, "rack1")
+        runner = asyncio.create_task(fleet.run(configs(work, count, factor)))
+        stack.push_async_callback(cancel, runner)
+        yield master, fleet
+
+
+async def cancel(task: asyncio.Task[None]) -> None:
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+
+
+async def test_a_fleet_registers_on_one_subscription_and_heartbeats_in_lists(
+    mosquitto: MosquittoBroker, tmp_path: Path
+) -> None:
+    async with fleet_cluster(mosquitto, tmp_path, SLAVES) as (master, fleet):
+        await eventually(lambda: len(master.books.slaves) == SLAVES, timeout=60)
+        assert {s.principal for s in master.books.slaves.values()} == {"rack1"}
+        # one subscription brings every slave's inbox (and one the leader's announcement)
+        assert set(fleet.bus._subs) == {T.slaves_of("rack1"), T.leader}
+
+        # every slave's heartbeat reaches the master, thousands to a payload
+        beats = master.messages.received
+        before, payloads = beats["Heartbeat"], master.bus.stats["payloads_in"]
+        await eventually(lambda: beats["Heartbeat"] >= before + 2 * SLAVES, timeout=60)
+        arrived = master.bus.stats["payloads_in"] - payloads
+        assert arrived < 2 * SLAVES / 20  # (and other messages besides)
+
+        # what is sent to one slave's topic reaches that slave alone
+        answers = Inbox()
+        async with Bus(mosquitto.url, name="asker", inbox=T.operator("asker")) as asker:
+            await asker.subscribe(T.operator("asker"), answers)
+            kill = KillTask(framework_id="f", task_id="t")
+            await asker.publish(T.slave("rack1", "s00007"), kill)
+            [error] = await answers.wait_count(Error, 1, timeout=30)
+        assert "slave s00007" in error.message
+        assert error.code == "unknown-task"
+
+
+async def test_the_master_takes_heartbeats_only_for_the_senders_own_slaves(
+    mosquitto: MosquittoBroker, tmp_path: Path
+) -> None:
+    async with fleet_cluster(mosquitto, tmp_path, 20, factor=0) as (master, _):
+        await eventually(lambda: len(master.books.slaves) == 20)
+        last = {s.slave_id: s.last_seen for s in master.books.slaves.values()}
+        intruder = dataclasses.replace(mosquitto.url, username="rack2")
+        async with Bus(intruder, name="rack2") as bus:
+            bus.post(T.inbound("slave", "rack2"), Heartbeats(slave_ids=list(last)))
+            bus.post(T.inbound("slave", "rack2"), Heartbeat(source="s00003"))
+            refused = master.messages.outcomes
+            key = ("Heartbeat", "refused", "unknown-slave")
+            await eventually(lambda: refused[key] >= 21)
+        # (the fleet's own heartbeats go on: what rack2 said changed nothing)
+        assert all(master.books.slaves[sid].principal == "rack1" for sid in last)
+
+
+def test_registration_is_paced_by_the_backoff_factor() -> None:
+    rng = random.Random(1)
+    firsts = [RegistrationBackoff(10.0, rng).first() for _ in range(1000)]
+    assert 0 <= min(firsts) < 1
+    assert 9 < max(firsts) <= 10
+    backoff = RegistrationBackoff(10.0, rng)
+    retries = [backoff.retry() for _ in range(6)]
+    assert 10 <= retries[0] <= 20
+    assert retries[-1] <= RETRY_CAP
+    assert RegistrationBackoff(0.0).first() == 0  # no factor: at once
+    assert all(0.5 <= RegistrationBackoff(0.0).retry() <= 1 for _ in range(100))  # no spin
+
+
+async def test_a_big_clusters_state_counts_its_slaves_without_listing_them(
+    mosquitto: MosquittoBroker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("master.master.LISTED_SLAVES", 10)  # 20 slaves: a big cluster here
+    async with fleet_cluster(mosquitto, tmp_path, 20, factor=0) as (master, _):
+        await eventually(lambda: len(master.books.slaves) == 20)
+        state = await wait_state(mosquitto.url, T.cluster, lambda s: s.slave_count == 20)
+        assert state.slaves == []  # (paged at /api/v1/slaves)
+        assert state.slaves_registered == 20
+        console = Console(record=True, width=160)
+        console.print(render_state(state))
+        assert "20 not listed" in console.export_text()  # drfmesos state says so
+
+
+async def test_a_round_on_many_free_slaves_sends_offers_in_bounded_messages(
+    mosquitto: MosquittoBroker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("master.master.MAX_OFFERS_PER_MESSAGE", 2)  # (1,000 in production)
+    async with fleet_cluster(mosquitto, tmp_path, 5, factor=0) as (master, _):
+        await eventually(lambda: len(master.books.slaves) == 5)
+        async with party(mosquitto.url, "fw", T) as bus:
+            fw = FakeFramework(bus, T, "fw")
+            await bus.subscribe(T.framework("framework", "fw"), fw.inbox)
+            await fw.subscribe("A")
+            await fw.inbox.wait_until(lambda: fw.offer_count() == 5)
+            assert sorted(len(m.offers) for m in fw.inbox.of(Offers)) == [1, 2, 2]
+
+
+def test_a_page_of_slaves_is_chosen_without_sorting_them_all() -> None:
+    @dataclasses.dataclass
+    class Listed:
+        slave_id: str
+        hostname: str
+        last_seen: float
+
+    slaves = {f"s{i:05d}": Listed(f"s{i:05d}", f"rack{i % 7}", -i) for i in range(50_000)}
+    assert slave_page(slaves, "", 100, 3) == (["s00100", "s00101", "s00102"], 50_000)
+    assert slave_page(slaves, "-slave_id", 0, 2)[0] == ["s49999", "s49998"]
+    assert slave_page(slaves, "last_heartbeat", 0, 1)[0] == ["s49999"]  # the longest unheard
+    ids, total = slave_page(slaves, "", 0, 2, search="rack3")
+    assert (ids, total) == (["s00003", "s00010"], 7143)
+    assert slave_page(slaves, "", 0, 5, search="s01234") == (["s01234"], 1)
