@@ -15,6 +15,7 @@ from frameworks.scheduler import (
 from protocol.brokers import BrokerURL
 from protocol.messages import (
     CommandInfo,
+    ContainerInfo,
     ExecutorInfo,
     Filters,
     Offer,
@@ -33,6 +34,7 @@ __all__ = [
     "ENDLESS",
     "BrokerURL",
     "CommandInfo",
+    "ContainerInfo",
     "DriverError",
     "Executor",
     "ExecutorDriver",

@@ -114,7 +114,9 @@ def _int(path: Path, default: int = 0) -> int:
 
 def _kill_and_remove(dirs: list[Path], kill_file: Path | None = None) -> None:
     """SIGKILL what is in `dirs` until they are empty (a forking task may race us), then
-    remove them. `kill_file` is v2's cgroup.kill, which does it atomically."""
+    remove them. `kill_file` is v2's cgroup.kill, which does it atomically. The cgroups
+    below them go first (podman's, for a container image under a task's cgroup)."""
+    dirs = [below for d in dirs for below in _tree(d)]
     deadline = time.monotonic() + 10.0
     while True:
         pids = {p for d in dirs for p in _procs(d)}
@@ -140,6 +142,16 @@ def _kill_and_remove(dirs: list[Path], kill_file: Path | None = None) -> None:
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.01)
+
+
+def _tree(d: Path) -> list[Path]:
+    """`d` and the cgroups under it, the deepest first (the order rmdir takes them)."""
+    below: list[Path] = []
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(d):
+            if entry.is_dir(follow_symlinks=False):
+                below += _tree(Path(entry.path))
+    return [*below, d]
 
 
 def _remove_if_empty(dirs: list[Path]) -> bool:
@@ -183,8 +195,11 @@ class CgroupsV1:
         wanted = [c for c in self.CONTROLLERS if pids or c != "pids"]
         self.mounts = {c: root / c for c in wanted if (root / c).is_dir()}
         self.hierarchies = _distinct(self.mounts.values())
-        # cleaning looks in every hierarchy (a slave started before with a pids limit)
-        self.all_hierarchies = _distinct(root / c for c in self.CONTROLLERS if (root / c).is_dir())
+        # cleaning looks in every hierarchy: a slave started before with a pids limit used
+        # that one, and podman (a task's image) makes the task's path in all of them
+        self.all_hierarchies = _distinct(
+            sorted(p for p in root.iterdir() if (p / "cgroup.procs").exists())
+        )
 
     def _at(self, controller: str, name: str) -> Path | None:
         mount = self.mounts.get(controller)

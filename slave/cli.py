@@ -148,6 +148,12 @@ def raise_fd_limit(connections: int) -> None:
     show_default=True,
     help="Seconds between reports of the tasks' usage to the master.",
 )
+@click.option(
+    "--podman",
+    default="podman",
+    show_default=True,
+    help="The podman that runs container images (without it such tasks are refused).",
+)
 @log_level_option
 def slave(
     broker: str,
@@ -165,6 +171,7 @@ def slave(
     cgroups_enable_cfs: bool,
     max_task_pids: int | None,
     usage_interval: float,
+    podman: str,
 ) -> None:
     """Run a slave: register with the master, run tasks, report their status."""
     from protocol.cli import run_party
@@ -207,6 +214,7 @@ def slave(
                     cgroups_enable_cfs=cgroups_enable_cfs,
                     max_task_pids=max_task_pids,
                     usage_interval=usage_interval,
+                    podman=podman,
                 )
             )
         await run_slaves(url, cluster, configs)
