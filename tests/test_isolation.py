@@ -15,8 +15,10 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 from test_slave import EXECUTOR, Rig, T, _reap, _slave_process
 
+from cluster.view import render_state
 from master.authz import Caller
 from master.metrics import exposition, registry_for
 from protocol.brokers import MosquittoBroker
@@ -331,6 +333,44 @@ async def test_usage_reaches_the_masters_task_view_and_metrics(rig: Rig) -> None
     assert f'drfmesos_task_cpu_seconds_total{{{fid},mode="user",{where}}}' in text
     labels = f"{fid},{where}"
     assert f"drfmesos_task_memory_bytes{{{labels}}}" in text
+
+
+async def test_state_shows_each_tasks_and_slaves_use_beside_their_allocation(rig: Rig) -> None:
+    fw = await rig.framework()
+    sid = _slave_id()
+    slave = await rig.start_slave(
+        sid,
+        Resources(cpus=2, mem=512),
+        isolation="cgroups",
+        cgroups_enable_cfs=True,
+        usage_interval=0.3,
+    )
+    spin = f"{sys.executable} -c 'while True: pass'"
+    await rig.launch(fw, spin, "spin", Resources(cpus=0.25, mem=64))
+    await fw.update_for("spin", TaskState.RUNNING)
+
+    def task_used() -> Resources | None:
+        views, _ = rig.master.task_views(fw.framework_id, None)
+        return views[0].used
+
+    # two reports make a rate; the spinner is held to its 0.25 cpus by its CFS quota
+    await eventually(lambda: (u := task_used()) is not None and (u.get("cpus") or 0) > 0.1)
+    used = task_used()
+    assert used is not None
+    assert 0.1 < (used.get("cpus") or 0) <= 0.35
+    assert 1 < (used.get("mem") or 0) < 64
+    state = rig.master.state()
+    view = next(s for s in state.slaves if s.slave_id == sid)
+    assert view.used is not None
+    assert (view.used.get("cpus") or 0) > 0.1
+    console = Console(record=True, width=200)
+    console.print(render_state(state))
+    text = console.export_text()
+    assert "used / allocated" in text
+    row = next(line for line in text.splitlines() if "spin" in line and sid in line)
+    assert "/0.25 cpus" in row
+    assert "/64 MB" in row
+    assert slave.tasks[(fw.framework_id, "spin")].state == TaskState.RUNNING
 
 
 async def test_a_slave_reports_usage_of_its_own_tasks_only(rig: Rig) -> None:
