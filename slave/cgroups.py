@@ -279,31 +279,35 @@ class CgroupsV2:
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self._enabled: set[Path] = set()  # parents whose children have our controllers
+        # parents whose children have our controllers: which of them they have (`detect`
+        # makes sure of cpu and memory at the root; a test may use a root without them)
+        self._enabled: dict[Path, set[str]] = {}
 
-    def _enable_controllers(self, parent: Path) -> None:
-        if parent in self._enabled:
-            return
+    def _enable_controllers(self, parent: Path) -> set[str]:
+        if (enabled := self._enabled.get(parent)) is not None:
+            return enabled
         available = set(_read(parent / "cgroup.controllers").split())
-        wanted = [f"+{c}" for c in self.CONTROLLERS if c in available]
+        wanted = [c for c in self.CONTROLLERS if c in available]
         if wanted:
-            _write(parent / "cgroup.subtree_control", " ".join(wanted))
-        self._enabled.add(parent)
+            _write(parent / "cgroup.subtree_control", " ".join(f"+{c}" for c in wanted))
+        self._enabled[parent] = set(wanted)
+        return self._enabled[parent]
 
     def create(self, name: str, limits: Limits) -> None:
         path = self.root
         for part in name.split("/"):
-            self._enable_controllers(path)
+            enabled = self._enable_controllers(path)
             path = path / part
             path.mkdir(exist_ok=True)
-        _write(path / "cpu.weight", weight(limits.cpus))
-        if limits.cfs:
-            _write(path / "cpu.max", f"{quota_us(limits.cpus)} {PERIOD_US}")
-        if limits.mem_mb is not None:
+        if "cpu" in enabled:
+            _write(path / "cpu.weight", weight(limits.cpus))
+            if limits.cfs:
+                _write(path / "cpu.max", f"{quota_us(limits.cpus)} {PERIOD_US}")
+        if "memory" in enabled and limits.mem_mb is not None:
             _write(path / "memory.max", int(limits.mem_mb * MB))
             if (path / "memory.swap.max").exists():  # no swap: the limit is the limit
                 _write(path / "memory.swap.max", 0)
-        if limits.max_pids is not None:
+        if "pids" in enabled and limits.max_pids is not None:
             _write(path / "pids.max", limits.max_pids)
 
     def procs_files(self, name: str) -> list[Path]:
