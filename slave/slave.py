@@ -526,7 +526,10 @@ class Slave(ExecutorSide):
             self.executors[record.executor_key].tasks.discard(key[1])
 
     async def _forget_async(self, key: tuple[str, str]) -> None:
+        record = self.tasks.get(key)
         self._forget(key)
+        if record is not None:
+            await self._task_left_executor(record.executor_key)
         await self.task_journal.drop(f"{key[0]}/{key[1]}")
 
     async def _on_kill_task(self, msg: KillTask, reply_to: str | None) -> None:

@@ -418,7 +418,9 @@ def executor_task(slave_id: str, task_id: str, seconds: float) -> TaskInfo:
     )
 
 
-async def test_a_custom_executor_and_its_tasks_share_one_cgroup_that_grows(rig: Rig) -> None:
+async def test_a_custom_executor_and_its_tasks_share_one_cgroup_that_grows_and_shrinks(
+    rig: Rig,
+) -> None:
     fw = await rig.framework()
     sid = _slave_id()
     slave = await rig.start_slave(sid, Resources(cpus=2, mem=1024), isolation="cgroups")
@@ -435,7 +437,13 @@ async def test_a_custom_executor_and_its_tasks_share_one_cgroup_that_grows(rig: 
     await fw.accept(offer, [executor_task(sid, "two", 300)], refuse=0)
     await fw.update_for("two", TaskState.RUNNING, timeout=30)
     assert int(limit.read_text()) == 160 * 2**20  # grown by the second task
+    shares = ROOT / "cpu" / PARENT / sid / name / "cpu.shares"
+    assert int(shares.read_text()) == round(1024 * 0.6)
     await _kill(fw, "one")
+    await fw.update_for("one", TaskState.KILLED, timeout=30)
+    # shrunk as it ended: the executor and the task it still runs
+    await eventually(lambda: int(limit.read_text()) == 128 * 2**20)
+    assert int(shares.read_text()) == round(1024 * 0.35)
     await _kill(fw, "two")
     await fw.update_for("two", TaskState.KILLED, timeout=30)
 
