@@ -115,6 +115,9 @@ class Launch(Scheduler):
         self.launched = 0
         self.framework_id = ""
         self.last: dict[str, TaskStatus] = {}
+        # task ids by every state they reported: a STARTING re-sent (unacknowledged past
+        # the slave's resend_after on a busy machine) may come after the RUNNING
+        self.reached: dict[TaskState, set[str]] = {}
         self.changed = asyncio.Event()
 
     async def registered(self, driver: SchedulerDriver, framework_id: str, master_id: str) -> None:
@@ -139,6 +142,7 @@ class Launch(Scheduler):
 
     async def status_update(self, driver: SchedulerDriver, status: TaskStatus) -> None:
         self.last[status.task_id] = status
+        self.reached.setdefault(status.state, set()).add(status.task_id)
         self.changed.set()
 
     async def until(self, condition: object, timeout: float = 120.0) -> None:
@@ -148,6 +152,9 @@ class Launch(Scheduler):
                 await self.changed.wait()
 
         await asyncio.wait_for(wait(), timeout)
+
+    def ever(self, state: TaskState) -> int:
+        return len(self.reached.get(state, ()))
 
     def in_state(self, state: TaskState) -> int:
         return sum(1 for s in self.last.values() if s.state == state)
@@ -181,7 +188,7 @@ async def cpu_use(isolation: str, seconds: float) -> float:
     async with cluster(isolation, "--cgroups-enable-cfs", resources="cpus:2;mem:1024") as c:
         launch = Launch(1, f"echo $$ > pid; {SPIN} & {SPIN} & wait", Resources(cpus=0.25, mem=64))
         async with framework(c, launch, "cpu"):
-            await launch.until(lambda: launch.in_state(TaskState.RUNNING) == 1)
+            await launch.until(lambda: launch.ever(TaskState.RUNNING) == 1)
             pidfile = c.sandbox(launch.framework_id, "t1") / "pid"
             for _ in range(200):  # the shell writes it just after RUNNING
                 if pidfile.exists() and pidfile.read_text().strip():
@@ -231,7 +238,7 @@ async def many_tasks(count: int, seconds: float) -> tuple[float, float]:
         idle = (cpu_seconds(pid) - before) / (time.monotonic() - t0)
         launch = Launch(count, "sleep 600", Resources(cpus=0.01, mem=8))
         async with framework(c, launch, "many"):
-            await launch.until(lambda: launch.in_state(TaskState.RUNNING) == count, timeout=300)
+            await launch.until(lambda: launch.ever(TaskState.RUNNING) == count, timeout=300)
             await asyncio.sleep(2.0)  # the launches' own work is over
             t0, before = time.monotonic(), cpu_seconds(pid)
             await asyncio.sleep(seconds)  # the window measured

@@ -15,6 +15,7 @@ from frameworks.scheduler import (
 from protocol.tooling.brokers import BrokerURL
 from protocol.wire.messages import (
     CommandInfo,
+    ContainerInfo,
     ExecutorInfo,
     Filters,
     Offer,
@@ -33,6 +34,7 @@ __all__ = [
     "ENDLESS",
     "BrokerURL",
     "CommandInfo",
+    "ContainerInfo",
     "DriverError",
     "Executor",
     "ExecutorDriver",

@@ -41,6 +41,7 @@ from protocol.wire.messages import (
     Accept,
     Acknowledge,
     CommandInfo,
+    ContainerInfo,
     Decline,
     Error,
     ExecutorInfo,
@@ -662,8 +663,10 @@ def build_task(
     executor: ExecutorInfo | None = None,
     data: bytes = b"",
     task_id: str | None = None,
+    image: str | None = None,
 ) -> TaskInfo:
-    """A TaskInfo for `offer`'s slave: a shell command, or a task for a custom executor."""
+    """A TaskInfo for `offer`'s slave: a shell command, or a task for a custom executor.
+    `image`: a command task's container image, which the slave runs with podman."""
     return TaskInfo(
         task_id=task_id or f"{name}-{uuid.uuid4().hex[:12]}",
         name=name,
@@ -671,6 +674,7 @@ def build_task(
         resources=resources,
         command=CommandInfo(value=command) if command is not None else None,
         executor=executor,
+        container=ContainerInfo(image=image) if image is not None else None,
         data=data,
     )
 

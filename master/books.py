@@ -45,6 +45,7 @@ class Task:
     launched_at: float = 0.0  # the loop's clock (monotonic), for durations
     launched_wall: float = field(default_factory=time.time)  # the wall clock, for people
     usage: TaskUsage | None = None  # the slave's last report (isolation accounting)
+    used: Resources | None = None  # cpus (CPU-s/s) and mem (MB) it used lately (task_usage)
 
     @property
     def task_id(self) -> str:
@@ -72,6 +73,7 @@ class Task:
             launched_at=self.launched_wall,
             ended_at=status.timestamp if status is not None and self.terminal else None,
             usage=self.usage,
+            used=self.used,
         )
 
 
@@ -177,6 +179,7 @@ class Slave:
     tasks: set[tuple[str, str]] = field(default_factory=set)  # (framework_id, task_id)
     connected: bool = True  # False from its Last Will until it is back (or removed)
     offers: set[str] = field(default_factory=set)
+    used: Resources | None = None  # what its tasks used at its last usage report
 
     def view(self, free: Resources, last_heartbeat: float | None = None) -> SlaveView:
         """`last_heartbeat`: `last_seen` on the wall clock (the books keep the loop's)."""
@@ -190,6 +193,7 @@ class Slave:
             connected=self.connected,
             last_heartbeat=last_heartbeat,
             attributes=self.attributes,
+            used=self.used if self.tasks else None,
         )
 
 

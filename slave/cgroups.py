@@ -114,7 +114,9 @@ def _int(path: Path, default: int = 0) -> int:
 
 def _kill_and_remove(dirs: list[Path], kill_file: Path | None = None) -> None:
     """SIGKILL what is in `dirs` until they are empty (a forking task may race us), then
-    remove them. `kill_file` is v2's cgroup.kill, which does it atomically."""
+    remove them. `kill_file` is v2's cgroup.kill, which does it atomically. The cgroups
+    below them go first (podman's, for a container image under a task's cgroup)."""
+    dirs = [below for d in dirs for below in _tree(d)]
     deadline = time.monotonic() + 10.0
     while True:
         pids = {p for d in dirs for p in _procs(d)}
@@ -140,6 +142,16 @@ def _kill_and_remove(dirs: list[Path], kill_file: Path | None = None) -> None:
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.01)
+
+
+def _tree(d: Path) -> list[Path]:
+    """`d` and the cgroups under it, the deepest first (the order rmdir takes them)."""
+    below: list[Path] = []
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(d):
+            if entry.is_dir(follow_symlinks=False):
+                below += _tree(Path(entry.path))
+    return [*below, d]
 
 
 def _remove_if_empty(dirs: list[Path]) -> bool:
@@ -183,8 +195,11 @@ class CgroupsV1:
         wanted = [c for c in self.CONTROLLERS if pids or c != "pids"]
         self.mounts = {c: root / c for c in wanted if (root / c).is_dir()}
         self.hierarchies = _distinct(self.mounts.values())
-        # cleaning looks in every hierarchy (a slave started before with a pids limit)
-        self.all_hierarchies = _distinct(root / c for c in self.CONTROLLERS if (root / c).is_dir())
+        # cleaning looks in every hierarchy: a slave started before with a pids limit used
+        # that one, and podman (a task's image) makes the task's path in all of them
+        self.all_hierarchies = _distinct(
+            sorted(p for p in root.iterdir() if (p / "cgroup.procs").exists())
+        )
 
     def _at(self, controller: str, name: str) -> Path | None:
         mount = self.mounts.get(controller)
@@ -264,31 +279,35 @@ class CgroupsV2:
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self._enabled: set[Path] = set()  # parents whose children have our controllers
+        # parents whose children have our controllers: which of them they have (`detect`
+        # makes sure of cpu and memory at the root; a test may use a root without them)
+        self._enabled: dict[Path, set[str]] = {}
 
-    def _enable_controllers(self, parent: Path) -> None:
-        if parent in self._enabled:
-            return
+    def _enable_controllers(self, parent: Path) -> set[str]:
+        if (enabled := self._enabled.get(parent)) is not None:
+            return enabled
         available = set(_read(parent / "cgroup.controllers").split())
-        wanted = [f"+{c}" for c in self.CONTROLLERS if c in available]
+        wanted = [c for c in self.CONTROLLERS if c in available]
         if wanted:
-            _write(parent / "cgroup.subtree_control", " ".join(wanted))
-        self._enabled.add(parent)
+            _write(parent / "cgroup.subtree_control", " ".join(f"+{c}" for c in wanted))
+        self._enabled[parent] = set(wanted)
+        return self._enabled[parent]
 
     def create(self, name: str, limits: Limits) -> None:
         path = self.root
         for part in name.split("/"):
-            self._enable_controllers(path)
+            enabled = self._enable_controllers(path)
             path = path / part
             path.mkdir(exist_ok=True)
-        _write(path / "cpu.weight", weight(limits.cpus))
-        if limits.cfs:
-            _write(path / "cpu.max", f"{quota_us(limits.cpus)} {PERIOD_US}")
-        if limits.mem_mb is not None:
+        if "cpu" in enabled:
+            _write(path / "cpu.weight", weight(limits.cpus))
+            if limits.cfs:
+                _write(path / "cpu.max", f"{quota_us(limits.cpus)} {PERIOD_US}")
+        if "memory" in enabled and limits.mem_mb is not None:
             _write(path / "memory.max", int(limits.mem_mb * MB))
             if (path / "memory.swap.max").exists():  # no swap: the limit is the limit
                 _write(path / "memory.swap.max", 0)
-        if limits.max_pids is not None:
+        if "pids" in enabled and limits.max_pids is not None:
             _write(path / "pids.max", limits.max_pids)
 
     def procs_files(self, name: str) -> list[Path]:

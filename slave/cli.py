@@ -154,6 +154,12 @@ def raise_fd_limit(connections: int) -> None:
     "retries (Mesos's --registration_backoff_factor). Raise it with the slave count: N "
     "slaves reach a master at about N / factor a second after its start or a failover.",
 )
+@click.option(
+    "--podman",
+    default="podman",
+    show_default=True,
+    help="The podman that runs container images (without it such tasks are refused).",
+)
 @log_level_option
 def slave(
     broker: str,
@@ -172,6 +178,7 @@ def slave(
     max_task_pids: int | None,
     usage_interval: float,
     registration_backoff_factor: float,
+    podman: str,
 ) -> None:
     """Run a slave: register with the master, run tasks, report their status."""
     from protocol.tooling.cli import run_party
@@ -216,6 +223,7 @@ def slave(
                     usage_interval=usage_interval,
                     registration_backoff_factor=registration_backoff_factor,
                     in_fleet=True,
+                    podman=podman,
                 )
             )
         await run_slaves(url, cluster, configs)

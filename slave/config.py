@@ -39,6 +39,7 @@ class SlaveConfig:
     # one of a process's logical slaves (slave.fleet): its inbox comes through the
     # process's one subscription, and the process sends its heartbeats with the others'
     in_fleet: bool = False
+    podman: str = "podman"  # runs tasks' container images (slave.images), if installed
 
 
 @dataclass

@@ -7,6 +7,7 @@ executor ids in its messages are the slave's, not the executor's, to say.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +27,7 @@ from protocol.wire.messages import (
     Wire,
 )
 from protocol.wire.resources import Resources
+from slave.cgroups import MB
 from slave.executors import ExecutorProcess
 from slave.isolator import Isolator, container_name
 from slave.sandbox import make_task_sandbox
@@ -115,7 +117,7 @@ class ExecutorSide:
                 pid=executor.pid,
             )
         else:
-            await self._resize(executor, msg.task)
+            await self._resize(executor, msg.task.resources)
         executor.tasks.add(msg.task.task_id)
         await self._checkpoint(record)
         executor.send(msg.model_copy(update={"sandbox": str(sandbox)}))
@@ -211,19 +213,31 @@ class ExecutorSide:
                 "message.no_executor", framework_id=msg.framework_id, executor_id=msg.executor_id
             )
 
-    async def _resize(self, executor: ExecutorProcess, task: TaskInfo) -> None:
-        """Grow an executor's container by a new task's resources (as Mesos does)."""
-        if executor.container is None:
+    async def _resize(self, executor: ExecutorProcess, new: Resources | None = None) -> None:
+        """Size an executor's container to it and its live tasks (and a `new` one's
+        resources): grown as tasks come, shrunk as they end (as Mesos does)."""
+        if executor.container is None or executor.shutting_down:
             return
-        total = executor.info.resources + task.resources
+        total = executor.info.resources + (new or Resources())
         for task_id in executor.tasks:
             record = self.tasks.get((executor.framework_id, task_id))
             if record is not None and not record.state.terminal:
                 total = total + record.info.resources
+        if new is None and (mem := total.get("mem")) is not None:
+            # shrinking: the memory limit goes no lower than what the executor holds now
+            # (v1 refuses that, v2 would OOM-kill it), as Mesos keeps its hard limit
+            [held] = await self.isolator.usage([(executor.container, executor.pid or 0)])
+            total = Resources({**total, "mem": max(mem, math.ceil(held.memory_bytes / MB))})
         try:
             await self.isolator.prepare(executor.container.name, total)
         except OSError as e:  # (a memory limit below what it uses now: v1 says EBUSY)
             self.log.warning("isolation.resize_failed", executor=executor.key, error=str(e))
+
+    async def _task_left_executor(self, executor_key: str | None) -> None:
+        """One of an executor's tasks ended: its container shrinks by it."""
+        executor = self.executors.get(executor_key) if executor_key is not None else None
+        if executor is not None:
+            await self._resize(executor)
 
     async def _executor_exited(self, executor: ExecutorProcess, code: int) -> None:
         self.executors.pop(executor.key, None)

@@ -97,12 +97,8 @@ class CommandRunner:
         assert self.task.command is not None
         await self.report(TaskState.STARTING, None, "")
         try:
-            join, join_env = self.container.join() if self.container is not None else ("", {})
-            proc = await spawn_in_sandbox(
-                ["/bin/sh", "-c", join + WRAPPER, "drfmesos-task", self.task.command.value],
-                self.sandbox,
-                {**self.env, **self.task.command.environment, **join_env},
-            )
+            args, env = self.process()
+            proc = await spawn_in_sandbox(args, self.sandbox, env)
         except (OSError, ValueError) as e:  # (ValueError: NUL in an argument or the env)
             if self.container is not None:
                 await self.container.destroy()
@@ -116,6 +112,15 @@ class CommandRunner:
         self.started_at = _start_time(proc.pid)
         await self.report(TaskState.RUNNING, None, f"pid {proc.pid}")
         self._watcher = asyncio.create_task(self._watch(proc))
+
+    def process(self) -> tuple[list[str], dict[str, str]]:
+        """The task's process: its arguments and what it adds to the environment."""
+        assert self.task.command is not None
+        join, join_env = self.container.join() if self.container is not None else ("", {})
+        return (
+            ["/bin/sh", "-c", join + WRAPPER, "drfmesos-task", self.task.command.value],
+            {**self.env, **self.task.command.environment, **join_env},
+        )
 
     async def _watch(self, proc: asyncio.subprocess.Process) -> None:
         code = await proc.wait()

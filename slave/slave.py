@@ -57,11 +57,12 @@ from slave.config import SlaveConfig, TaskRecord, journal_executor_id, killed_by
 from slave.executor_side import ExecutorSide
 from slave.executors import ExecutorProcess
 from slave.files import read_sandbox_file
+from slave.images import command_runner, find_podman, image_problem_here
 from slave.isolator import POSIX_WARNING, container_name, make_isolator
 from slave.launches import RecentLaunches, run_together
 from slave.memory_limits import enforce_memory_limits
 from slave.paths import sandbox_path
-from slave.runners import CommandRunner, SimulatedRunner
+from slave.runners import SimulatedRunner
 from slave.updates import OwedUpdates
 from slave.usage import report_loop
 
@@ -98,6 +99,7 @@ class Slave(ExecutorSide):
             config.cgroups_enable_cfs,
             config.max_task_pids,
         )
+        self.podman = None if config.simulated_tasks else find_podman(config.podman)
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def start(self) -> None:
@@ -329,7 +331,7 @@ class Slave(ExecutorSide):
                 f"task {task.task_id} needs {need} but slave {self.slave_id} has only {free} free"
             )
         else:
-            problem = task_problem(task)
+            problem = task_problem(task) or self._image_problem(msg.framework_id, task)
             if problem is None and task.executor is not None:
                 try:  # (it names a topic's handler too)
                     check_segment(task.executor.executor_id, "executor_id")
@@ -389,8 +391,14 @@ class Slave(ExecutorSide):
                     f"could not make its container: {e}",
                 )
                 return
-            record.runner = CommandRunner(
-                task, sandbox, self._reporter(record), self._env(msg), container
+            record.runner = command_runner(
+                task,
+                sandbox,
+                self._reporter(record),
+                self._env(msg),
+                container,
+                self.podman,
+                self.slave_id,
             )
             await record.runner.start()
             await self._checkpoint(record)
@@ -399,6 +407,12 @@ class Slave(ExecutorSide):
 
     def _sandbox(self, framework_id: str, name: str) -> Path:
         return sandbox_path(self.config.work_dir, framework_id, name)
+
+    def _image_problem(self, framework_id: str, task: TaskInfo) -> str | None:
+        if task.container is None or self.config.simulated_tasks:
+            return None  # (a simulated slave runs nothing)
+        sandbox = f"{self.config.work_dir}/sandboxes/{framework_id}/{task.task_id}"
+        return image_problem_here(task, self.podman, sandbox)
 
     def _env(self, msg: RunTask) -> dict[str, str]:
         return {
@@ -490,7 +504,10 @@ class Slave(ExecutorSide):
             self.executors[record.executor_key].tasks.discard(key[1])
 
     async def _forget_async(self, key: tuple[str, str]) -> None:
+        record = self.tasks.get(key)
         self._forget(key)
+        if record is not None:
+            await self._task_left_executor(record.executor_key)
         await self.task_journal.drop(f"{key[0]}/{key[1]}")
 
     async def _on_kill_task(self, msg: KillTask, reply_to: str | None) -> None:
@@ -568,12 +585,14 @@ class Slave(ExecutorSide):
         elif runner.get("kind") == "command" and runner.get("pid"):
             name = container_name(record.framework_id, info.task_id)
             containers.add(name)
-            cmd = CommandRunner(
+            cmd = command_runner(
                 info,
                 Path(runner["sandbox"]),
                 self._reporter(record),
-                {},
+                {"DRFMESOS_FRAMEWORK_ID": record.framework_id},
                 self.isolator.adopt(name),
+                self.podman,
+                self.slave_id,
             )
             record.runner = cmd
             cmd.recover_in_background(runner["pid"], runner.get("started_at"))

@@ -12,11 +12,14 @@ from pathlib import Path
 
 import pytest
 import yaml
+from test_isolation import need_cgroups
 
 from cluster.experiments.plots import plot_all
 from cluster.experiments.simulator import simulate, swap_slowdown
 from cluster.experiments.spec import Spec, SpecError, load_spec
 from protocol.wire.resources import Resources
+
+from conftest import need_mosquitto
 
 EXAMPLES = Path(__file__).parent.parent / "examples" / "experiments"
 
@@ -307,3 +310,33 @@ def test_accounting_policies_fill_an_offer_with_tasks_of_different_sizes(
     results = sim.run(progress=watch)
     assert results.framework_stats["A"]["tasks_completed"] == 45
     assert 0 < booked_most <= (9 if policy == "cpu" else 4)
+
+
+def _run_contention(tmp_path: Path, isolation: str) -> dict[str, object]:
+    """The CPU-contention experiment, cut to 20 s, on a real slave: its summary."""
+    raw = yaml.safe_load((EXAMPLES / f"cpu-contention-{isolation}.yaml").read_text())
+    raw["run"]["duration"] = 20
+    spec_path = tmp_path / f"{isolation}.yaml"
+    spec_path.write_text(yaml.safe_dump(raw))
+    out = tmp_path / isolation
+    done = subprocess.run(
+        [sys.executable, "-m", "cluster", "experiment", "run", str(spec_path), "--out",
+         str(out), "--broker", "mosquitto"], capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert (out / "cpu_used.png").exists()  # used beside allocated, plotted
+    with (out / "timeline.csv").open() as f:
+        assert any(r["used_cpus"] for r in csv.DictReader(f))
+    cpu_use: dict[str, object] = json.loads((out / "summary.json").read_text())["cpu_use"]
+    return cpu_use
+
+
+def test_cpu_use_follows_drf_shares_with_cgroups_and_strays_without(tmp_path: Path) -> None:
+    need_cgroups()
+    need_mosquitto()
+    cgroups = _run_contention(tmp_path, "cgroups")
+    # B spins 8 processes against A's 3; its tasks' cgroups hold each to its cpus' weight
+    assert cgroups["follows_allocation"], cgroups
+    posix = _run_contention(tmp_path, "posix")
+    assert not posix["follows_allocation"], posix  # the CPU goes by processes instead
+    assert float(str(posix["largest_gap"])) > 2 * float(str(cgroups["largest_gap"]))

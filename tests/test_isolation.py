@@ -8,15 +8,18 @@ import contextlib
 import json
 import os
 import signal
+import subprocess
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 from test_slave import EXECUTOR, Rig, T, _reap, _slave_process
 
+from cluster.local.view import render_state
 from master.authz import Caller
 from master.http.metrics import exposition, registry_for
 from protocol.tooling.brokers import MosquittoBroker
@@ -32,7 +35,14 @@ from protocol.wire.messages import (
 )
 from protocol.wire.resources import Resources
 from slave.cgroups import CgroupsV1, CgroupsV2, Limits, detect
-from slave.isolator import PARENT, CgroupContainer, container_name, groups_usage, make_isolator
+from slave.isolator import (
+    PARENT,
+    CgroupContainer,
+    CgroupsIsolator,
+    container_name,
+    groups_usage,
+    make_isolator,
+)
 
 from fakes import FakeFramework
 from helpers import eventually
@@ -333,6 +343,44 @@ async def test_usage_reaches_the_masters_task_view_and_metrics(rig: Rig) -> None
     assert f"drfmesos_task_memory_bytes{{{labels}}}" in text
 
 
+async def test_state_shows_each_tasks_and_slaves_use_beside_their_allocation(rig: Rig) -> None:
+    fw = await rig.framework()
+    sid = _slave_id()
+    slave = await rig.start_slave(
+        sid,
+        Resources(cpus=2, mem=512),
+        isolation="cgroups",
+        cgroups_enable_cfs=True,
+        usage_interval=0.3,
+    )
+    spin = f"{sys.executable} -c 'while True: pass'"
+    await rig.launch(fw, spin, "spin", Resources(cpus=0.25, mem=64))
+    await fw.update_for("spin", TaskState.RUNNING)
+
+    def task_used() -> Resources | None:
+        views, _ = rig.master.task_views(fw.framework_id, None)
+        return views[0].used
+
+    # two reports make a rate; the spinner is held to its 0.25 cpus by its CFS quota
+    await eventually(lambda: (u := task_used()) is not None and (u.get("cpus") or 0) > 0.1)
+    used = task_used()
+    assert used is not None
+    assert 0.1 < (used.get("cpus") or 0) <= 0.35
+    assert 1 < (used.get("mem") or 0) < 64
+    state = rig.master.state()
+    view = next(s for s in state.slaves if s.slave_id == sid)
+    assert view.used is not None
+    assert (view.used.get("cpus") or 0) > 0.1
+    console = Console(record=True, width=200)
+    console.print(render_state(state))
+    text = console.export_text()
+    assert "used / allocated" in text
+    row = next(line for line in text.splitlines() if "spin" in line and sid in line)
+    assert "/0.25 cpus" in row
+    assert "/64 MB" in row
+    assert slave.tasks[(fw.framework_id, "spin")].state == TaskState.RUNNING
+
+
 async def test_a_slave_reports_usage_of_its_own_tasks_only(rig: Rig) -> None:
     fw = await rig.framework()
     await rig.start_slave(_slave_id(), Resources(cpus=1, mem=256), isolation="posix")
@@ -370,7 +418,9 @@ def executor_task(slave_id: str, task_id: str, seconds: float) -> TaskInfo:
     )
 
 
-async def test_a_custom_executor_and_its_tasks_share_one_cgroup_that_grows(rig: Rig) -> None:
+async def test_a_custom_executor_and_its_tasks_share_one_cgroup_that_grows_and_shrinks(
+    rig: Rig,
+) -> None:
     fw = await rig.framework()
     sid = _slave_id()
     slave = await rig.start_slave(sid, Resources(cpus=2, mem=1024), isolation="cgroups")
@@ -387,7 +437,13 @@ async def test_a_custom_executor_and_its_tasks_share_one_cgroup_that_grows(rig: 
     await fw.accept(offer, [executor_task(sid, "two", 300)], refuse=0)
     await fw.update_for("two", TaskState.RUNNING, timeout=30)
     assert int(limit.read_text()) == 160 * 2**20  # grown by the second task
+    shares = ROOT / "cpu" / PARENT / sid / name / "cpu.shares"
+    assert int(shares.read_text()) == round(1024 * 0.6)
     await _kill(fw, "one")
+    await fw.update_for("one", TaskState.KILLED, timeout=30)
+    # shrunk as it ended: the executor and the task it still runs
+    await eventually(lambda: int(limit.read_text()) == 128 * 2**20)
+    assert int(shares.read_text()) == round(1024 * 0.35)
     await _kill(fw, "two")
     await fw.update_for("two", TaskState.KILLED, timeout=30)
 
@@ -416,3 +472,88 @@ def _destroy_all(slave_id: str) -> None:
     for child in cgroups.children(parent):
         cgroups.destroy(child)
     cgroups.destroy(parent)
+
+
+# -- a real cgroup v2 hierarchy (this host: beside the v1 ones) ------------------------------
+
+
+@pytest.fixture
+def cgroup2(tmp_path: Path) -> Iterator[Path]:
+    """A cgroup2 mount of our own (the unified hierarchy; on a v1 host, the one its empty
+    cgroup2 mount shows), unmounted at the end."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting cgroup2 needs root")
+    root = tmp_path / "cgroup2"
+    root.mkdir()
+    done = subprocess.run(["mount", "-t", "cgroup2", "none", str(root)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount cgroup2 here: {done.stderr.decode().strip()}")
+    try:
+        yield root
+    finally:
+        subprocess.run(["umount", str(root)], capture_output=True)
+
+
+async def test_a_real_v2_cgroup_holds_a_task_with_its_double_fork_and_is_cleaned(
+    cgroup2: Path,
+) -> None:
+    """What v2 does whatever controllers it has: joining before exec, a double fork
+    staying in, CPU accounting (cpu.stat is v2's own), cgroup.kill, removal."""
+    isolator = CgroupsIsolator(CgroupsV2(cgroup2), _slave_id())
+    container = await isolator.prepare("fw.t", Resources(cpus=0.5, mem=64))
+    join, env = container.join()
+    # a daemon (forked twice, a session of its own), then some CPU, then a wait
+    daemon = (
+        "sh -c 'setsid sleep 300 & echo $! > daemon.pid'; "
+        "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; sleep 300"
+    )
+    proc = await asyncio.create_subprocess_exec(
+        "/bin/sh", "-c", join + daemon, env={**os.environ, **env}, cwd=cgroup2.parent
+    )
+    try:
+        pidfile = cgroup2.parent / "daemon.pid"
+        await eventually(lambda: pidfile.exists() and pidfile.read_text().strip() != "")
+        name = f"{isolator.parent}/fw.t"
+        for pid in (proc.pid, int(pidfile.read_text())):
+            assert f"0::/{name}\n" in _cgroups_of(pid)
+        cgroups = isolator.cgroups
+        await eventually(lambda: cgroups.usage(name).cpu_user_seconds > 0)
+        assert int(pidfile.read_text()) in cgroups.pids(name)
+        await container.destroy()  # cgroup.kill: the daemon too
+        await proc.wait()
+        await eventually(lambda: not os.path.exists(f"/proc/{int(pidfile.read_text())}"))
+        assert not (cgroup2 / isolator.parent / "fw.t").exists()
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        await isolator.close()
+    assert not (cgroup2 / isolator.parent).exists()
+
+
+async def test_a_real_v2_cgroup_enforces_memory_and_cpu(cgroup2: Path) -> None:
+    available = set((cgroup2 / "cgroup.controllers").read_text().split())
+    if not {"cpu", "memory"} <= available:
+        bound = sorted({"cpu", "memory"} - available)
+        pytest.skip(
+            f"cgroup v2 here offers only {sorted(available) or 'no'} controllers: "
+            f"{', '.join(bound)} are bound to the v1 hierarchies under /sys/fs/cgroup, and "
+            "the kernel gives a controller to one hierarchy at a time"
+        )
+    isolator = make_isolator("cgroups", _slave_id(), cgroup2, cfs=True)
+    assert isinstance(isolator, CgroupsIsolator)
+    container = await isolator.prepare("fw.hog", Resources(cpus=0.25, mem=64))
+    path = cgroup2 / isolator.parent / "fw.hog"
+    assert (path / "cpu.max").read_text().split() == ["25000", "100000"]
+    assert (path / "memory.max").read_text().strip() == str(64 * 2**20)
+    join, env = container.join()
+    hog = f"{sys.executable} -c 'x = bytearray(300 * 2**20)'"
+    proc = await asyncio.create_subprocess_exec(
+        "/bin/sh", "-c", join + hog, env={**os.environ, **env}
+    )
+    await proc.wait()
+    assert proc.returncode != 0
+    message = await container.limitation()
+    assert message is not None
+    assert "limit of 64 MB" in message
+    await container.destroy()
+    await isolator.close()

@@ -22,6 +22,7 @@ from protocol.transport.bus import Bus
 from protocol.wire.codec import PROTOCOL_VERSION, Envelope, decode_many
 from protocol.wire.messages import (
     CommandInfo,
+    ContainerInfo,
     Error,
     ExecutorInfo,
     Failure,
@@ -110,7 +111,12 @@ class Rig:
         return fw
 
     async def launch(
-        self, fw: FakeFramework, command: str, task_id: str, resources: Resources | None = None
+        self,
+        fw: FakeFramework,
+        command: str,
+        task_id: str,
+        resources: Resources | None = None,
+        image: str | None = None,
     ) -> None:
         offer = await fw.next_offer(after=self.offers_used(fw))
         self._used[fw.inbox_id] = self.offers_used(fw) + 1
@@ -119,6 +125,7 @@ class Rig:
             slave_id=offer.slave_id,
             resources=resources or Resources(cpus=0.1, mem=64),
             command=CommandInfo(value=command),
+            container=ContainerInfo(image=image) if image is not None else None,
         )
         await fw.accept(offer, [task], refuse=0)
 
@@ -126,11 +133,18 @@ class Rig:
         return self._used.get(fw.inbox_id, 0)
 
 
+@contextlib.asynccontextmanager
+async def master_rig(broker: MosquittoBroker, tmp: Path) -> AsyncIterator[Rig]:
+    """A rig with its master started; all it started stops at the end."""
+    async with contextlib.AsyncExitStack() as stack:
+        r = Rig(broker, tmp, stack)
+        await r.start_master()
+        yield r
+
+
 @pytest.fixture
 async def rig(mosquitto: MosquittoBroker, tmp_path: Path) -> AsyncIterator[Rig]:
-    async with contextlib.AsyncExitStack() as stack:
-        r = Rig(mosquitto, tmp_path, stack)
-        await r.start_master()
+    async with master_rig(mosquitto, tmp_path) as r:
         yield r
 
 

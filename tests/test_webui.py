@@ -41,9 +41,20 @@ def need_chromium() -> None:
 @pytest.fixture
 def demo(tmp_path: Path) -> Iterator[tuple[str, str, subprocess.Popen[str]]]:
     """`drfmesos demo` at ten times speed: B comes 10 s after A, C 10 s after B."""
+    yield from run_demo(tmp_path)
+
+
+@pytest.fixture
+def command_demo(tmp_path: Path) -> Iterator[tuple[str, str, subprocess.Popen[str]]]:
+    """The demo with command tasks (`sleep N`), whose usage their slaves report."""
+    yield from run_demo(tmp_path, "--executor", "command")
+
+
+def run_demo(tmp_path: Path, *extra: str) -> Iterator[tuple[str, str, subprocess.Popen[str]]]:
     proc = subprocess.Popen(
         [sys.executable, "-m", "cluster", "demo", "--time-scale", "0.1", "--arrival", "100",
-         "--duration", "300", "--http", "127.0.0.1:0", "--run-dir", str(tmp_path / "demo")],
+         "--duration", "300", "--http", "127.0.0.1:0", "--run-dir", str(tmp_path / "demo"),
+         *extra],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
     )  # fmt: skip
     try:
@@ -164,6 +175,49 @@ def test_every_answer_is_hardened_and_every_error_json(demo: tuple[str, str, obj
     assert len(events("?limit=3")) == 3
     doc = json.loads(answer(url + "api/v1/openapi.json", "operator", secret)[2])
     assert {"/api/v1/stream", "/metrics"} <= set(doc["paths"])
+
+
+def test_slaves_and_tasks_show_what_they_use_beside_their_allocation(
+    command_demo: tuple[str, str, subprocess.Popen[str]], browser: object
+) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    url, secret, _ = command_demo
+    d = browser
+    wait = WebDriverWait(d, 60, poll_frequency=0.2)  # type: ignore[arg-type]
+    d.get(url)  # type: ignore[attr-defined]
+    wait.until(lambda _: d.find_element(By.ID, "login").is_displayed())  # type: ignore[attr-defined]
+    d.find_element(By.ID, "user").send_keys("operator")  # type: ignore[attr-defined]
+    d.find_element(By.ID, "password").send_keys(secret)  # type: ignore[attr-defined]
+    d.find_element(By.ID, "sign-in").click()  # type: ignore[attr-defined]
+
+    def read(css: str) -> list[dict[str, object]]:
+        """Each used/allocated bar under `css`: its two parts' widths and its figures."""
+        return list(
+            d.execute_script(  # type: ignore[attr-defined]
+                f"return [...document.querySelectorAll('{css} .used-bar')].map(b => ({{"
+                "  allocated: parseFloat(b.querySelector('.fill').style.width),"
+                "  used: b.querySelector('.fill.used')"
+                "    ? parseFloat(b.querySelector('.fill.used').style.width) : null,"
+                "  figures: b.nextElementSibling.textContent}))"
+            )
+        )
+
+    # a task's slave reports what it uses (every 5 s): then its row has the dark part,
+    # and its slave's bar too, beside the allocation
+    wait.until(lambda _: any(b["used"] is not None for b in read("#tasks tbody")))
+    task_bars = [b for b in read("#tasks tbody") if b["used"] is not None]
+    assert all(b["allocated"] == 100 for b in task_bars)  # a task has all it was allocated
+    assert all(re.fullmatch(r"[\d.]+ / [\d.]+", str(b["figures"])) for b in task_bars)
+    wait.until(lambda _: any(b["used"] is not None for b in read("#slaves tbody")))
+    slave_bars = [b for b in read("#slaves tbody") if b["used"] is not None]
+    assert all(str(b["figures"]).startswith("used ") for b in slave_bars)
+    assert all(float(str(b["allocated"])) > 0 for b in slave_bars)  # (tasks run there)
+    # `sleep` uses next to nothing of the 0.5 cpus and 512 MB it holds
+    assert all(float(str(b["used"])) < float(str(b["allocated"])) for b in slave_bars)
+    assert "used / allocated" in d.find_element(By.CSS_SELECTOR, "#tasks thead").text  # type: ignore[attr-defined]
+    shot(d, "20-used-beside-allocated")
 
 
 def test_the_web_ui_shows_the_demo_live(

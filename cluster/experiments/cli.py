@@ -58,7 +58,22 @@ def _report(summary: dict[str, object], out: Path, plots: bool = True) -> None:
             f"preemption ({p('victims', '')} first): {p('tasks_preempted', 0)} tasks "
             f"preempted, {p('work_lost_seconds', 0):,.0f} task-seconds of work thrown away"
         )
+    cpu = summary.get("cpu_use")
+    if isinstance(cpu, dict):  # real slaves: did the CPU used follow the cpus allocated?
+        for name, f in cpu["frameworks"].items():
+            click.echo(
+                f"{name}: cpus allocated {f['mean_cpus_allocated']:.2f} "
+                f"({f['allocated_share']:.1%} of the frameworks'), CPU-s/s used "
+                f"{f['mean_cpus_used']:.2f} ({f['used_share']:.1%})"
+            )
+        verdict = "within" if cpu["follows_allocation"] else "NOT within"
+        click.echo(
+            f"largest gap between shares used and allocated: {cpu['largest_gap']:.1%} "
+            f"({verdict} {cpu['within']:.0%})"
+        )
     pngs = ", running_tasks.png, dominant_share.png, utilisation.png" if plots else ""
+    if plots and cpu is not None:
+        pngs += ", cpu_used.png"
     click.echo(f"written to {out}: timeline.csv, summary.json{pngs}")
 
 

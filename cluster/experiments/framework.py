@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import shlex
+import sys
 import time
 from pathlib import Path
 
@@ -64,13 +66,14 @@ class ExperimentScheduler(Scheduler):
                 self.n += 1
                 task_id = f"{self.framework.name}-{self.n}"
                 self.tasks[task_id] = p
-                data = json.dumps({"duration": round(p.duration * self.scale, 4)}).encode()
+                seconds = round(p.duration * self.scale, 4)
+                data = json.dumps({"duration": seconds}).encode()
                 tasks.append(
                     build_task(
                         offer,
                         self.framework.name,
                         p.resources,
-                        command="true",
+                        command=work(seconds, self.framework.spin),
                         data=data,
                         task_id=task_id,
                     )
@@ -109,6 +112,20 @@ class ExperimentScheduler(Scheduler):
     def stats(self) -> dict[str, object]:
         s = self.workload.stats
         return {"tasks_completed": s.tasks_completed, "waits": s.waits, "job_times": s.job_times}
+
+
+# one CPU-bound process, for `seconds` (its task's duration). (Not `timeout`: it puts
+# its command in a process group of its own, which posix isolation does not see.)
+SPINNER = "{python} -c 'import time\nend = time.time() + {seconds}\nwhile time.time() < end: pass'"
+
+
+def work(seconds: float, spin: int) -> str:
+    """A task's command on real slaves: `spin` CPU-bound processes, or a sleep, for its
+    duration (simulated slaves read the duration from its data instead)."""
+    if spin == 0:
+        return f"sleep {seconds:g}"
+    one = SPINNER.format(seconds=f"{seconds:g}", python=shlex.quote(sys.executable))
+    return " & ".join([one] * spin) + " & wait"
 
 
 async def run_experiment_framework(

@@ -58,7 +58,7 @@ async def run_live(spec: Spec, spec_path: Path, out: Path, broker: str) -> Resul
                     f"slaves-{g}",
                     "--count",
                     str(group.count),
-                    "--simulated-tasks",
+                    *slave_args(spec, scale),
                     "--resources",
                     resources,
                     "--work-dir",
@@ -146,12 +146,41 @@ def _sample(
             preempted.append({"time": t, "victim": "", "work_lost": None})
         results.preemption = {"events": preempted}
     total = results.total
+    used = used_cpus(state)
     for fw in state.frameworks:
         share = fw.allocated.dominant_share(total)
-        results.samples.append(Sample(t, fw.name, fw.running_tasks, fw.allocated, share))
+        sample = Sample(t, fw.name, fw.running_tasks, fw.allocated, share)
+        if used is not None:
+            sample.used_cpus = used.get(fw.framework_id, 0.0)
+        results.samples.append(sample)
     results.utilisation.append(
         (t, {r: min(1.0, s) for r, s in state.allocated.shares(total).items()})
     )
+
+
+def used_cpus(state: State) -> dict[str, float] | None:
+    """CPU-s/s each framework's tasks used lately (their slaves' usage reports), or None
+    when no task has reported (simulated slaves never do)."""
+    reported = [t for t in state.tasks if t.used is not None and not t.state.terminal]
+    if not reported:
+        return None
+    out: dict[str, float] = {}
+    for t in reported:
+        assert t.used is not None
+        out[t.framework_id] = out.get(t.framework_id, 0.0) + (t.used.get("cpus") or 0.0)
+    return out
+
+
+def slave_args(spec: Spec, scale: float) -> list[str]:
+    """Simulated tasks, or real ones under the spec's isolation (their usage reported
+    every sample interval, so each sample has a fresh rate)."""
+    c = spec.cluster
+    if c.isolation == "simulated":
+        return ["--simulated-tasks"]
+    out = ["--isolation", c.isolation, "--cgroups-enable-cfs"] if c.cgroups_enable_cfs else []
+    out = out or ["--isolation", c.isolation]
+    interval = max(0.5, spec.run.sample_interval * scale)
+    return [*out, "--usage-interval", f"{interval:g}"]
 
 
 def preemption_args(spec: Spec, scale: float) -> list[str]:

@@ -16,7 +16,9 @@ from cluster.experiments.results import Results, Sample
 
 
 def plot_all(results: Results, out: Path) -> list[Path]:
+    used = [_cpu_use(results, out / "cpu_used.png")] if _measured(results) else []
     return [
+        *used,
         _per_framework(
             results,
             out / "running_tasks.png",
@@ -81,6 +83,34 @@ def _per_framework(
     ax.grid(alpha=0.3)
     if len(results.frameworks()) <= 12:
         ax.legend(loc="upper left", fontsize="small", ncol=2)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def _measured(results: Results) -> bool:
+    return any(s.used_cpus is not None for s in results.samples)
+
+
+def _cpu_use(results: Results, path: Path) -> Path:
+    """Each framework's cpus allocated (solid) and CPU-s/s used (dotted), one colour."""
+    fig, ax = plt.subplots(figsize=(9, 4.2), dpi=100)
+    for name in results.frameworks():
+        mine = [s for s in results.samples if s.framework == name]
+        xs = [s.time for s in mine]
+        (line,) = ax.step(xs, [s.allocated.get("cpus") or 0.0 for s in mine], where="post",
+                          label=f"{name} allocated", linewidth=1.4)  # fmt: skip
+        used = [(s.time, s.used_cpus) for s in mine if s.used_cpus is not None]
+        ax.plot([t for t, _ in used], [u for _, u in used], linestyle=":", marker=".",
+                color=line.get_color(), label=f"{name} used", linewidth=1.4)  # fmt: skip
+    ax.set_xlabel("time (s)")
+    ax.set_ylim(bottom=0)
+    ax.set_ylabel("cpus (used: CPU-s/s)")
+    gap = results.cpu_use().get("largest_gap")
+    ax.set_title(_title(results, f"CPU used beside allocated (largest share gap {gap:.1%})"))
+    ax.grid(alpha=0.3)
+    ax.legend(loc="upper left", fontsize="small", ncol=2)
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)

@@ -27,6 +27,7 @@ class Sample:
     running_tasks: int
     allocated: Resources
     dominant_share: float
+    used_cpus: float | None = None  # CPU-s/s its tasks used (live runs on real slaves)
 
 
 @dataclass
@@ -122,7 +123,49 @@ class Results:
             out["distance_from_ideal"] = self.distance_from_ideal()
         if self.preemption is not None:
             out["preemption"] = self.preemption
+        if any(s.used_cpus is not None for s in self.samples):
+            out["cpu_use"] = self.cpu_use()
         return out
+
+    def cpu_use(self, within: float = 0.10) -> dict[str, Any]:
+        """Does each framework's share of the CPU its tasks used follow its share of the
+        cpus allocated? Per framework, over the samples where every framework running
+        tasks had reported: mean cpus allocated and used, and the mean share of each
+        among the frameworks; the largest gap between the two shares, and whether it is
+        within `within` (of the whole)."""
+        by_time: dict[float, list[Sample]] = {}
+        for s in self.samples:
+            by_time.setdefault(s.time, []).append(s)
+        rows: dict[str, list[tuple[float, float, float, float]]] = {}
+        for samples in by_time.values():
+            busy = [s for s in samples if s.allocated.get("cpus")]
+            # (a task's first report has no rate yet: a busy framework at 0 is unmeasured)
+            if len(busy) < 2 or any(not s.used_cpus for s in busy):
+                continue
+            alloc = sum(s.allocated.get("cpus") or 0.0 for s in busy)
+            used = sum(s.used_cpus or 0.0 for s in busy)
+            if used <= 0:
+                continue
+            for s in busy:
+                a, u = s.allocated.get("cpus") or 0.0, s.used_cpus or 0.0
+                rows.setdefault(s.framework, []).append((a, u, a / alloc, u / used))
+        per = {
+            name: {
+                "mean_cpus_allocated": _mean([r[0] for r in rs]),
+                "mean_cpus_used": _mean([r[1] for r in rs]),
+                "allocated_share": _mean([r[2] for r in rs]),
+                "used_share": _mean([r[3] for r in rs]),
+                "samples": len(rs),
+            }
+            for name, rs in sorted(rows.items())
+        }
+        gap = max((abs(v["used_share"] - v["allocated_share"]) for v in per.values()), default=0)
+        return {
+            "frameworks": per,
+            "largest_gap": round(gap, 4),
+            "within": within,
+            "follows_allocation": bool(per) and gap <= within,
+        }
 
     def timeline_rows(self) -> list[dict[str, Any]]:
         names = self.resource_names()
@@ -133,6 +176,7 @@ class Results:
                 "running_tasks": s.running_tasks,
                 **{r: s.allocated.get(r, 0.0) for r in names},
                 "dominant_share": round(s.dominant_share, 6),
+                **({} if s.used_cpus is None else {"used_cpus": round(s.used_cpus, 4)}),
             }
             for s in self.samples
         ]
@@ -150,6 +194,8 @@ class Results:
                 *self.resource_names(),
                 "dominant_share",
             ]
+            if any(s.used_cpus is not None for s in self.samples):
+                fields.append("used_cpus")
             writer = csv.DictWriter(f, fieldnames=fields)
             writer.writeheader()
             writer.writerows(rows)

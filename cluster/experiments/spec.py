@@ -45,6 +45,10 @@ class SlaveGroup(Strict):
 
 class Cluster(Strict):
     slaves: list[SlaveGroup] = Field(min_length=1)
+    # how a live run's slaves run tasks: simulated (sleeps, many slaves a process), or
+    # real command tasks held by cgroups or not (posix), as `drfmesos slave --isolation`
+    isolation: Literal["simulated", "cgroups", "posix"] = "simulated"
+    cgroups_enable_cfs: bool = False  # with cgroups: a hard cap of each task's cpus
 
     def nodes(self) -> list[tuple[str, Resources]]:
         out = []
@@ -159,6 +163,9 @@ class Framework(Strict):
     # offered only slaves with room for one of its tasks (Mesos 1.10's offer_filters), so it
     # never declines; off by default, as the blog's and the paper's frameworks had no such
     min_offer: bool = False
+    # on real slaves (cluster.isolation not simulated): each task spins this many
+    # CPU-bound processes for its duration (0: it sleeps)
+    spin: int = Field(default=0, ge=0, le=64)
 
     @model_validator(mode="after")
     def _work(self) -> Framework:

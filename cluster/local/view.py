@@ -12,6 +12,7 @@ from protocol.tooling.brokers import BrokerURL
 from protocol.transport.base import Connector
 from protocol.transport.bus import Bus, MqttConnector
 from protocol.wire.messages import ClusterEvent, Error, State, Teardown, Wire
+from protocol.wire.resources import Resources
 from protocol.wire.topics import Topics
 
 
@@ -163,8 +164,40 @@ def render_state(state: State) -> Group:
     unlisted = state.slaves_registered - len(state.slaves)  # a big cluster's: counted only
     title = f"slaves ({unlisted:,} not listed: page /api/v1/slaves)" if unlisted else "slaves"
     slaves = Table(title=title, title_justify="left")
-    for col in ("id", "hostname", "total", "free", "tasks"):
+    for col in ("id", "hostname", "total", "free", "tasks", "used / allocated"):
         slaves.add_column(col)
     for s in sorted(state.slaves, key=lambda s: s.slave_id)[:50]:
-        slaves.add_row(s.slave_id, s.hostname, _res(s.total), _res(s.free), str(s.tasks))
-    return Group(head, fws, roles, slaves)
+        allocated = s.total.subtract_clamped(s.free)
+        slaves.add_row(
+            s.slave_id,
+            s.hostname,
+            _res(s.total),
+            _res(s.free),
+            str(s.tasks),
+            used_of(s.used, allocated),
+        )
+    tasks = Table(title="tasks (usage: its slave's last report)", title_justify="left")
+    for col in ("task", "framework", "slave", "state", "used / allocated"):
+        tasks.add_column(col)
+    names = {f.framework_id: f.name for f in state.frameworks}
+    for t in sorted(state.tasks, key=lambda t: (t.framework_id, t.task_id))[:50]:
+        tasks.add_row(
+            t.task_id,
+            names.get(t.framework_id, t.framework_id),
+            t.slave_id,
+            t.state.value,
+            used_of(t.used, t.resources),
+        )
+    return Group(head, fws, roles, slaves, *([tasks] if state.tasks else []))
+
+
+def used_of(used: Resources | None, allocated: Resources) -> str:
+    """CPU and memory used beside allocated: `0.24/0.25 cpus, 40/64 MB` ("-": no report)."""
+    if used is None:
+        return "-"
+    parts = []
+    for name, unit in (("cpus", " cpus"), ("mem", " MB")):
+        have = allocated.get(name)
+        if have is not None:
+            parts.append(f"{used.get(name) or 0:.3g}/{have:g}{unit}")
+    return ", ".join(parts) or "-"

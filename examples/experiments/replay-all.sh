@@ -33,3 +33,8 @@ drfmesos experiment run lecture-morning-preemption.yaml --time-scale 0.05 --out 
 drfmesos experiment run lecture-morning-preemption.yaml --time-scale 0.05 --preemption oldest --out "$R/lecture-morning-preemption-oldest-live"
 drfmesos experiment run lecture-morning-preemption.yaml --time-scale 0.05 --preemption off --out "$R/lecture-morning-off-live"
 rm -rf "$R"/*/run "$R"/*/stats-*.json
+# real command tasks contending for CPU: as root, with writable cgroups (about 3 minutes)
+for isolation in cgroups posix; do
+  drfmesos experiment run "cpu-contention-$isolation.yaml" --broker mosquitto --out "$R/cpu-contention-$isolation-live"
+done
+rm -rf "$R"/*/run "$R"/*/stats-*.json "$R"/cpu-contention-*/{running_tasks,dominant_share,utilisation}.png

@@ -9,6 +9,7 @@ from master.books import Framework, Orphan, Slave, Task
 from master.calls.partitions import Partitions
 from master.heartbeats import take_heartbeats
 from master.shell import STAGING_GRACE
+from master.task_usage import summed, used_between
 from protocol import logs
 from protocol.wire.messages import (
     Error,
@@ -390,16 +391,21 @@ class SlaveCalls(Partitions):
     async def _on_usage_report(self, msg: UsageReport, caller: Caller) -> None:
         """A slave's look at what its tasks use: kept on each task it names that runs
         there (a slave speaks for its own tasks only; others are left out, logged)."""
-        if self._slave_of(msg.slave_id, caller, "UsageReport") is None:
+        slave = self._slave_of(msg.slave_id, caller, "UsageReport")
+        if slave is None:
             return
         strangers = 0
+        used = []
         for usage in msg.tasks:
             fw = self.books.frameworks.get(usage.framework_id)
             task = fw.tasks.get(usage.task_id) if fw is not None else None
             if task is None or task.slave_id != msg.slave_id:
                 strangers += 1  # (ended meanwhile, or not this slave's to report)
                 continue
+            task.used = used_between(task.usage, usage)
             task.usage = usage
+            used.append(task.used)
+        slave.used = summed(used)
         if strangers:
             self.log.info("usage.unknown_tasks", slave_id=msg.slave_id, count=strangers)
 

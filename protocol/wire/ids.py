@@ -8,12 +8,24 @@ so that the master refuses them with a reason and the slave can check them again
 
 from __future__ import annotations
 
+import re
+
 from protocol.wire.messages import CommandInfo, TaskInfo
 
 MAX_ID = 200  # characters, as every Id on the wire
 MAX_COMMAND = 64 * 1024  # bytes of a command's text (far below the kernel's ARG_MAX)
 MAX_ENVIRONMENT = 64 * 1024  # bytes of a command's environment, names and values
 MQTT_WILDCARDS = "+#"
+MAX_IMAGE = 255  # characters of an image reference, as Docker's
+# An image reference as Docker's grammar has it, narrowed: [host[:port]/]path[:tag][@digest],
+# lowercase names. It starts with a letter or digit, so it never reads as an option of the
+# podman command line it ends up in.
+IMAGE = re.compile(
+    r"[a-z0-9][a-z0-9._-]*(?::[0-9]{1,5})?"  # the first component (a registry, or a name)
+    r"(?:/[a-z0-9][a-z0-9._-]*)*"  # the path
+    r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?"  # the tag
+    r"(?:@sha256:[a-f0-9]{64})?"  # the digest
+)
 
 
 def id_problem(value: str, what: str = "id") -> str | None:
@@ -70,11 +82,28 @@ def command_problem(command: CommandInfo, what: str = "command") -> str | None:
     return None
 
 
+def image_problem(image: str) -> str | None:
+    """Why `image` is not an image reference the slave hands to podman, or None."""
+    if len(image) > MAX_IMAGE:
+        return f"image must be at most {MAX_IMAGE} characters"
+    if IMAGE.fullmatch(image) is None:
+        return (
+            f"image {shorten(image)} is not an image reference: [host[:port]/]name[:tag], "
+            "lowercase, starting with a letter or digit"
+        )
+    return None
+
+
 def task_problem(task: TaskInfo) -> str | None:
-    """What in a task's ids, command or executor could not be used as given, or None."""
+    """What in a task's ids, command, image or executor could not be used as given, or
+    None."""
     problem = id_problem(task.task_id, "task id")
     if problem is None and task.command is not None:
         problem = command_problem(task.command)
+    if problem is None and task.container is not None:
+        problem = image_problem(task.container.image)
+        if problem is None and task.executor is not None:
+            problem = "an image runs a command task: a custom executor's task cannot name one"
     if problem is None and task.executor is not None:
         problem = id_problem(task.executor.executor_id, "executor id") or command_problem(
             task.executor.command, "executor command"

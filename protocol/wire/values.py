@@ -160,6 +160,8 @@ class Reason(StrEnum):
     TASK_PREEMPTED = "REASON_TASK_PREEMPTED"
     # not Mesos's: the master's queue for the framework's principal was full (launch again)
     RATE_LIMITED = "REASON_RATE_LIMITED"
+    # the container could not be started (its image unknown, podman failing), as Mesos's
+    CONTAINER_LAUNCH_FAILED = "REASON_CONTAINER_LAUNCH_FAILED"
 
 
 class Filters(Wire):
@@ -196,6 +198,15 @@ class ExecutorInfo(Wire):
     resources are allocated and enforced here; this is informational."""
 
 
+class ContainerInfo(Wire):
+    """What a command task runs in: an image (run with podman on the slave, under the
+    task's limits, its sandbox mounted at /mnt/mesos/sandbox)."""
+
+    image: str = Field(min_length=1)
+    """An image the slave already holds (nothing is pulled), as `name[:tag]`, e.g.
+    `localhost/busybox:1`. Checked as untrusted input (`protocol.wire.ids.image_problem`)."""
+
+
 class TaskInfo(Wire):
     """A task a framework launches on an offer (`frameworks.build_task` makes one): a
     shell command (`command`) or work for the framework's executor (`executor`), exactly
@@ -217,6 +228,8 @@ class TaskInfo(Wire):
     """A shell command, run by the slave (a command task)."""
     executor: ExecutorInfo | None = None
     """The framework's executor that runs it (its `launch_task` gets this TaskInfo)."""
+    container: ContainerInfo | None = None
+    """For a command task: the image its command runs in (else it runs on the slave)."""
     data: bytes = b""
     """Opaque bytes for the executor. (Simulated slaves read `{"duration": seconds}`.)"""
 

@@ -73,6 +73,7 @@ class SlaveView(Wire):
     connected: bool = True  # False from its connection's loss until it is back (or removed)
     last_heartbeat: float | None = None  # wall clock, when the master last heard from it
     attributes: dict[str, str] = Field(default_factory=dict)  # its `--attributes`
+    used: Resources | None = None  # what its tasks used at its last usage report
 
 
 class TaskView(Wire):
@@ -87,6 +88,7 @@ class TaskView(Wire):
     launched_at: float | None = None  # wall clock, when the master launched it
     ended_at: float | None = None  # wall clock, its terminal update's time
     usage: TaskUsage | None = None  # its slave's last report of what it uses
+    used: Resources | None = None  # from its last two reports: cpus (CPU-s/s), mem (MB)
 
 
 class RoleView(Wire):

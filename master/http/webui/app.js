@@ -152,6 +152,19 @@ function bar(fraction, colourName, mark) {
   return b;
 }
 
+// used and allocated in one bar: the allocation light, what was used (its slave's last
+// usage report; none yet: no dark part) dark over it, both of `total`
+function usedBar(used, allocated, total) {
+  const b = bar(total ? allocated / total : 0, "#aebfdc");
+  b.classList.add("used-bar");
+  const num = (x) => +(+x).toFixed(2);
+  b.title = `allocated ${num(allocated)} of ${num(total)}` + (used == null ? "" : `, used ${num(used)}`);
+  if (used != null) {
+    b.append(el("div", { class: "fill used", style: `width:${Math.min(100, total ? 100 * used / total : 0)}%;background:#23395d` }));
+  }
+  return b;
+}
+
 function render() {
   const c = view.cluster;
   $("master").textContent = `${c.master_id || ""} · policy ${c.policy || ""}`;
@@ -290,8 +303,9 @@ async function loadSlaves() {
   $("slaves").tBodies[0].replaceChildren(...page.slaves.map((s) => {
     const bars = el("div", { class: "bars" });
     for (const [name, total] of Object.entries(s.total)) {
-      const used = total - ((s.free || {})[name] || 0);
-      bars.append(el("span", {}, name), bar(total ? used / total : 0, "#5b7bb2"), el("span", { class: "dim" }, `${+used.toFixed(2)} / ${+total.toFixed(2)}`));
+      const used = total - ((s.free || {})[name] || 0), use = s.used ? s.used[name] || 0 : null;
+      bars.append(el("span", {}, name), usedBar(use, used, total),
+        el("span", { class: "dim" }, (use == null ? "" : `used ${+use.toFixed(2)} · `) + `${+used.toFixed(2)} / ${+total.toFixed(2)}`));
     }
     const heard = s.last_heartbeat == null ? "" : `${Math.max(0, Date.now() / 1000 - s.last_heartbeat).toFixed(1)} s ago`;
     return el("tr", {}, el("td", {}, link(["slave", s.slave_id], s.slave_id)), el("td", {}, s.hostname),
@@ -314,9 +328,22 @@ async function loadTasks() {
     el("td", {}, link(["framework", t.framework_id], names[t.framework_id] || nameOf(t.framework_id))),
     el("td", {}, link(["slave", t.slave_id], t.slave_id)),
     el("td", { title: t.message || "" }, t.state + (t.reason ? ` (${t.reason})` : "")), el("td", {}, res(t.resources)),
+    el("td", {}, taskUse(t)),
     el("td", {}, el("button", { class: "stdout", onclick: () => showFile(t, "stdout") }, "stdout"), " ",
       el("button", { class: "stderr", onclick: () => showFile(t, "stderr") }, "stderr")))));
   return page.total;
+}
+
+function taskUse(t) { // cpus and mem used beside allocated (a command task's, once reported)
+  const bars = el("div", { class: "bars" });
+  for (const name of ["cpus", "mem"]) {
+    const have = (t.resources || {})[name];
+    if (have == null) continue;
+    const use = t.used ? t.used[name] || 0 : null;
+    bars.append(el("span", {}, name), usedBar(use, have, have),
+      el("span", { class: "dim" }, `${use == null ? "-" : +use.toFixed(2)} / ${+have.toFixed(2)}`));
+  }
+  return bars;
 }
 
 async function loadOffers() {

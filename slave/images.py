@@ -1,0 +1,224 @@
+"""Command tasks that run in a container image (`TaskInfo.container.image`), with podman.
+
+The task's process is `podman run` in the foreground, as a command task's shell is, so
+its status, its exit status file and a restarted slave's recovery are the command
+task's. What differs:
+
+- the container (and podman's conmon) goes under the task's own cgroup
+  (`--cgroup-parent`), so the isolator's limits and accounting hold it as they hold a
+  command task; the podman client itself (some 36 MB) stays outside, so it is not
+  charged to the task. Under posix isolation podman limits the container itself
+  (`--memory`, `--cpus`);
+- the sandbox is mounted at /mnt/mesos/sandbox, the working directory and
+  `$MESOS_SANDBOX` inside; the container's stdout and stderr are the sandbox's files
+  (podman's passthrough log driver: they reach the files even if podman dies);
+- a kill is `podman stop` (SIGTERM, SIGKILL after the grace), and the container is
+  removed when its task ends;
+- nothing is pulled: the image must be on the slave already.
+
+Podman is a soft dependency: a slave without it refuses image tasks (TASK_ERROR).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import shlex
+import shutil
+from pathlib import Path
+
+from protocol import logs
+from protocol.wire.messages import Reason, TaskInfo, TaskState
+from slave.cgroups import MB
+from slave.isolator import CgroupContainer, Container, container_name
+from slave.runners import WRAPPER, CommandRunner, Limit, Report
+
+SANDBOX = "/mnt/mesos/sandbox"  # where the sandbox is inside the container, as in Mesos
+PODMAN_FAILED = 125  # podman's own exit status when it could not run the container
+KILLED = 128 + 9  # podman's exit status for a container killed by SIGKILL
+PODMAN_CALL_TIMEOUT = 30.0  # seconds a `podman stop` or `rm` may take beyond the grace
+
+
+def find_podman(name: str) -> str | None:
+    """podman's path, or None when this slave cannot run images."""
+    return shutil.which(name)
+
+
+def image_problem_here(task: TaskInfo, podman: str | None, sandbox: str) -> str | None:
+    """Why this slave cannot run `task`'s image in `sandbox`, or None (a task without
+    one: None)."""
+    if task.container is None:
+        return None
+    if podman is None:
+        return (
+            f"this slave cannot run container images (podman is not installed): "
+            f"task {task.task_id} names image {task.container.image}"
+        )
+    if ":" in sandbox or "," in sandbox:  # podman's volume syntax splits on them
+        return f"a task with an image may not have ':' or ',' in its sandbox's path: {sandbox}"
+    return None
+
+
+class ImageRunner(CommandRunner):
+    """A command task whose command runs in a container image."""
+
+    def __init__(
+        self,
+        task: TaskInfo,
+        sandbox: Path,
+        report: Report,
+        env: dict[str, str],
+        container: Container | None,
+        podman: str,
+        slave_id: str,
+    ) -> None:
+        super().__init__(task, sandbox, report, env, container)
+        assert task.container is not None
+        self.image = task.container.image
+        self.podman = podman
+        # podman's names: [a-zA-Z0-9][a-zA-Z0-9_.-]*; container_name keeps to that
+        self.name = "drfmesos-" + container_name(slave_id, task.task_id)
+        self.framework_id = env.get("DRFMESOS_FRAMEWORK_ID", "")
+
+    @property
+    def memory_limit_mb(self) -> None:
+        return None  # the kernel holds the container to it (its cgroup, or podman's)
+
+    def process(self) -> tuple[list[str], dict[str, str]]:
+        assert self.task.command is not None
+        env = {**self.env, **self.task.command.environment}
+        # the values travel in podman's environment (`-e NAME` takes the value from
+        # there), not on a command line that `ps` shows
+        names = [arg for name in sorted(env) for arg in ("-e", name)]
+        global_options, limits = self.limits()
+        run = [
+            self.podman,
+            *global_options,
+            "run",
+            *limits,
+            "--rm",
+            "--pull=never",
+            "--name",
+            self.name,
+            "--network=host",  # the slave's network, as a command task has
+            "--log-driver=passthrough",
+            "-v",
+            f"{self.sandbox}:{SANDBOX}",
+            "-w",
+            SANDBOX,
+            *names,
+            "-e",
+            f"MESOS_SANDBOX={SANDBOX}",
+            "--entrypoint",
+            '["/bin/sh", "-c"]',
+            "--",  # what follows is never an option (the image was checked besides)
+            self.image,
+            self.task.command.value,
+        ]
+        # the same wrapper as a command task's: its exit status lands in the sandbox
+        return ["/bin/sh", "-c", WRAPPER, "drfmesos-task", shlex.join(run)], env
+
+    def limits(self) -> tuple[list[str], list[str]]:
+        """podman's global and `run` options that hold the container to the task's
+        resources: the task's cgroup as its parent, or podman's own limits."""
+        if isinstance(self.container, CgroupContainer):
+            return ["--cgroup-manager=cgroupfs"], [f"--cgroup-parent=/{self.container.path}"]
+        options = []
+        if (cpus := self.task.resources.get("cpus")) is not None:
+            options.append(f"--cpus={cpus:g}")
+        if (mem := self.task.resources.get("mem")) is not None:
+            options += [f"--memory={int(mem)}m", f"--memory-swap={int(mem)}m"]
+        return [], options
+
+    async def kill(self, grace: float, limit: Limit | None = None) -> None:
+        if self._stop is None:
+            self._stop = limit or Limit(TaskState.KILLED, Reason.KILLED_BY_FRAMEWORK, "killed")
+        if self.pid is not None:
+            seconds = 0 if limit else math.ceil(grace)
+            await self._podman("stop", "--ignore", "-t", str(seconds), self.name, wait=grace)
+        await super().kill(grace, limit)  # podman itself, if it is still there
+
+    async def _ended(self, code: int | None) -> None:
+        # gone with --rm unless podman itself was killed: then it is removed here
+        await self._podman("rm", "--force", "--ignore", self.name)
+        if self._stop is None and code == KILLED and (why := self._out_of_memory()):
+            self._stop = Limit(TaskState.FAILED, Reason.MEMORY_LIMIT, why)
+        if code == PODMAN_FAILED and self._stop is None:
+            why = await asyncio.to_thread(_last_line, self.sandbox / "stderr")
+            self._stop = Limit(
+                TaskState.FAILED,
+                Reason.CONTAINER_LAUNCH_FAILED,
+                f"podman could not run image {self.image}: {why}",
+            )
+        await super()._ended(code)
+
+    def _out_of_memory(self) -> str | None:
+        """Why the kernel killed the container, if it was at its memory limit. (The
+        kernel counts an OOM kill in the victim's cgroup, the container's, which runc
+        removes as the container exits: the task's cgroup above it only shows its peak
+        at its limit. A container SIGKILLed at its limit is taken as OOM-killed.)"""
+        if not isinstance(self.container, CgroupContainer):
+            return None  # (posix: podman's own cgroup, gone with the container)
+        cgroups, path = self.container.cgroups, self.container.path
+        limit, peak = cgroups.memory_limit(path), cgroups.usage(path).memory_peak_bytes
+        if not limit or peak < limit:
+            return None
+        return (
+            f"out of memory: the kernel killed it at its limit of {limit / MB:g} MB "
+            f"(peak {peak / MB:.0f} MB): raise the task's mem or use less"
+        )
+
+    async def _podman(self, *args: str, wait: float = 0.0) -> str:
+        """Run `podman ARGS`: its stdout (its errors go to the log). It may take `wait`
+        + 30 s."""
+        proc = await asyncio.create_subprocess_exec(
+            self.podman,
+            *args,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        try:
+            out, err = await asyncio.wait_for(proc.communicate(), wait + PODMAN_CALL_TIMEOUT)
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            await proc.wait()
+            out, err = b"", b"timed out"
+        if proc.returncode != 0:
+            logs.get("slave").warning(
+                "image.podman_failed",
+                framework_id=self.framework_id,
+                task_id=self.task.task_id,
+                command=args[0],
+                error=err.decode(errors="replace")[-400:],
+            )
+        return out.decode(errors="replace")
+
+
+def command_runner(
+    task: TaskInfo,
+    sandbox: Path,
+    report: Report,
+    env: dict[str, str],
+    container: Container | None,
+    podman: str | None,
+    slave_id: str,
+) -> CommandRunner:
+    """The runner of a command task: in its image when it names one."""
+    if task.container is None:
+        return CommandRunner(task, sandbox, report, env, container)
+    assert podman is not None  # (refused at admission otherwise)
+    return ImageRunner(task, sandbox, report, env, container, podman, slave_id)
+
+
+def _last_line(path: Path) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, 2)
+            f.seek(max(0, f.tell() - 4096))
+            lines = f.read().decode(errors="replace").strip().splitlines()
+    except OSError:
+        return "(no stderr)"
+    return lines[-1][:400] if lines else "(no stderr)"

@@ -1,0 +1,247 @@
+"""Container images: a command task that names an image runs in it with podman, under its
+task's cgroup, its sandbox mounted; a slave without podman refuses it.
+
+The image is built here (nothing can be pulled): Debian's busybox-static imported as
+`localhost/drfmesos-busybox:test` into a podman store of this test's own (a temp dir).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+from test_isolation import ROOT, _cgroup, _destroy_all, _kill, _slave_id, need_cgroups
+from test_slave import Rig, master_rig
+
+from frameworks import Offer, build_task
+from protocol.tooling.brokers import MosquittoBroker
+from protocol.wire.ids import image_problem, task_problem
+from protocol.wire.messages import CommandInfo, ContainerInfo, Reason, TaskInfo, TaskState
+from protocol.wire.resources import Resources
+from slave.images import ImageRunner
+from slave.isolator import PARENT, PosixContainer
+
+from helpers import eventually
+
+IMAGE = "localhost/drfmesos-busybox:test"
+BUSYBOX = Path("/bin/busybox")  # Debian's busybox-static
+
+
+def need_podman() -> None:
+    """Outside CI a host without root, podman or busybox-static skips; in CI it fails."""
+    why = None
+    if os.geteuid() != 0:
+        why = "not root (podman runs rootful here)"
+    elif shutil.which("podman") is None:
+        why = "podman is not installed (apt-get install podman runc)"
+    elif not BUSYBOX.exists():
+        why = "busybox-static is not installed (apt-get install busybox-static)"
+    if why is not None:
+        if os.environ.get("CI"):
+            pytest.fail(f"{why}; .ci/run installs it")
+        pytest.skip(why)
+
+
+@pytest.fixture(scope="module")
+def image(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A podman store of our own (configured through the environment every podman the
+    slave starts inherits) holding a busybox image."""
+    need_podman()
+    need_cgroups()
+    t = tmp_path_factory.mktemp("podman")
+    for d in ("storage", "run", "tmp", "networks", "rootfs/bin"):
+        (t / d).mkdir(parents=True)
+    # as docker/test-compose.sh: runc (crun refuses this host's hybrid cgroups), ulimits
+    # the sandbox allows, a store of our own; vfs, so that nothing is mounted to undo
+    (t / "containers.conf").write_text(
+        '[containers]\ndefault_ulimits = ["nofile=20000:20000", "nproc=4096:4096"]\n'
+        f'[engine]\nruntime = "runc"\ncgroup_manager = "cgroupfs"\ntmp_dir = "{t}/tmp"\n'
+        f'[network]\nnetwork_config_dir = "{t}/networks"\n'
+    )
+    (t / "storage.conf").write_text(
+        f'[storage]\ndriver = "vfs"\ngraphroot = "{t}/storage"\nrunroot = "{t}/run"\n'
+    )
+    shutil.copy(BUSYBOX, t / "rootfs/bin/busybox")
+    for tool in ("sh", "cat", "echo", "sleep", "dd", "true"):
+        (t / "rootfs/bin" / tool).symlink_to("busybox")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("CONTAINERS_CONF", str(t / "containers.conf"))
+        mp.setenv("CONTAINERS_STORAGE_CONF", str(t / "storage.conf"))
+        tar = subprocess.run(
+            ["tar", "-C", t / "rootfs", "-c", "."], capture_output=True, check=True
+        )
+        subprocess.run(
+            ["podman", "import", "-q", "-", IMAGE],
+            input=tar.stdout,
+            capture_output=True,
+            check=True,
+        )
+        try:
+            yield IMAGE
+        finally:
+            subprocess.run(["podman", "rm", "-af", "-t", "0"], capture_output=True)
+            subprocess.run(["podman", "system", "reset", "-f"], capture_output=True)
+
+
+@pytest.fixture
+async def rig(mosquitto: MosquittoBroker, tmp_path: Path) -> AsyncIterator[Rig]:
+    async with master_rig(mosquitto, tmp_path) as r:
+        yield r
+
+
+def _podman_names() -> str:
+    return subprocess.run(
+        ["podman", "ps", "-a", "--format", "{{.Names}}"], capture_output=True, text=True
+    ).stdout
+
+
+def _sandbox(rig: Rig, slave_id: str, framework_id: str, task_id: str) -> Path:
+    return rig.tmp / slave_id / "sandboxes" / framework_id / task_id
+
+
+async def test_an_image_task_runs_in_its_cgroup_with_its_sandbox_and_output(
+    rig: Rig, image: str
+) -> None:
+    fw = await rig.framework()
+    sid = _slave_id()
+    await rig.start_slave(sid, Resources(cpus=2, mem=512), isolation="cgroups")
+    script = "cat /proc/self/cgroup; echo made > made.txt; echo oops >&2; echo $MESOS_SANDBOX"
+    await rig.launch(fw, script, "boxed", Resources(cpus=0.5, mem=64), image=image)
+    await fw.update_for("boxed", TaskState.FINISHED, timeout=60)
+    sandbox = _sandbox(rig, sid, fw.framework_id, "boxed")
+    out = (sandbox / "stdout").read_text()
+    # the container is under the task's cgroup, in every hierarchy the limits are in
+    name = f"/{PARENT}/{sid}/{fw.framework_id}.boxed/"
+    assert f"memory:{name}libpod-" in out
+    assert f"cpu:{name}libpod-" in out
+    assert out.rstrip().endswith("/mnt/mesos/sandbox")
+    assert (sandbox / "made.txt").read_text() == "made\n"  # the sandbox, mounted
+    assert "oops" in (sandbox / "stderr").read_text()
+    await eventually(lambda: not _cgroup(sid, f"{fw.framework_id}.boxed").exists())
+    for hierarchy in ROOT.iterdir():  # podman made the path in all of them: all are gone
+        assert not (hierarchy / PARENT / sid / f"{fw.framework_id}.boxed").exists()
+    assert "boxed" not in _podman_names()
+
+
+async def test_an_image_task_is_held_to_its_memory_and_fails_with_the_reason(
+    rig: Rig, image: str
+) -> None:
+    fw = await rig.framework()
+    sid = _slave_id()
+    await rig.start_slave(sid, Resources(cpus=2, mem=512), isolation="cgroups")
+    # dd's block is one buffer of 200 MB, filled at once
+    hog = "dd if=/dev/zero of=/dev/null bs=200M count=1"
+    await rig.launch(fw, hog, "hog", Resources(cpus=0.5, mem=32), image=image)
+    failed = await fw.update_for("hog", TaskState.FAILED, timeout=60)
+    assert failed.reason == Reason.MEMORY_LIMIT
+    assert "limit of 32 MB" in failed.message
+
+
+async def test_an_image_task_killed_ends_killed_and_leaves_no_container(
+    rig: Rig, image: str
+) -> None:
+    fw = await rig.framework()
+    sid = _slave_id()
+    slave = await rig.start_slave(sid, Resources(cpus=2, mem=512), isolation="cgroups")
+    await rig.launch(fw, "echo up; sleep 300", "long", Resources(cpus=0.5, mem=64), image=image)
+    await fw.update_for("long", TaskState.RUNNING, timeout=30)
+    runner = slave.tasks[(fw.framework_id, "long")].runner
+    assert isinstance(runner, ImageRunner)
+    stdout = _sandbox(rig, sid, fw.framework_id, "long") / "stdout"
+    await eventually(lambda: "up" in stdout.read_text(), timeout=30)  # the container runs
+    await _kill(fw, "long")
+    await fw.update_for("long", TaskState.KILLED, timeout=30)
+    assert runner.name not in _podman_names()
+    await eventually(lambda: not _cgroup(sid, f"{fw.framework_id}.long").exists())
+    _destroy_all(sid)
+
+
+async def test_an_image_the_slave_does_not_hold_fails_saying_so(rig: Rig, image: str) -> None:
+    fw = await rig.framework()
+    sid = _slave_id()
+    await rig.start_slave(sid, Resources(cpus=2, mem=512), isolation="cgroups")
+    await rig.launch(fw, "true", "nope", Resources(cpus=0.5, mem=64), image="localhost/no-such:1")
+    failed = await fw.update_for("nope", TaskState.FAILED, timeout=60)
+    assert failed.reason == Reason.CONTAINER_LAUNCH_FAILED
+    assert "podman could not run image localhost/no-such:1" in failed.message
+    assert "image not known" in failed.message
+
+
+# -- without podman or a real image: anywhere ---------------------------------------------
+
+
+async def test_a_slave_without_podman_refuses_an_image_task_with_task_error(
+    rig: Rig,
+) -> None:
+    fw = await rig.framework()
+    await rig.start_slave(
+        "nopodman", Resources(cpus=1, mem=256), isolation="posix", podman="drfmesos-no-podman"
+    )
+    await rig.launch(fw, "true", "img", image="localhost/busybox:1")
+    error = await fw.update_for("img", TaskState.ERROR)
+    assert error.reason == Reason.TASK_INVALID
+    assert "cannot run container images (podman is not installed)" in error.message
+
+
+async def test_an_image_name_that_reads_as_an_option_is_refused(rig: Rig) -> None:
+    fw = await rig.framework()
+    await rig.start_slave("s1", Resources(cpus=1, mem=256), isolation="posix")
+    await rig.launch(fw, "true", "inject", image="--privileged")
+    error = await fw.update_for("inject", TaskState.ERROR)
+    assert "is not an image reference" in error.message
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["-v", "--privileged", "--volume=/:/host", "a b", "Upper", "x;rm", "../up", "a//b", "x" * 256],
+)
+def test_image_names_are_checked_as_untrusted_input(name: str) -> None:
+    assert image_problem(name) is not None
+
+
+@pytest.mark.parametrize(
+    "name", ["busybox", "localhost/busybox:1.36", "registry.example:5000/team/app:v2-rc.1"]
+)
+def test_image_references_are_taken(name: str) -> None:
+    assert image_problem(name) is None
+
+
+def test_an_executors_task_cannot_name_an_image() -> None:
+    from protocol.wire.messages import ExecutorInfo
+
+    task = TaskInfo(
+        task_id="t",
+        slave_id="s",
+        resources=Resources(cpus=1),
+        executor=ExecutorInfo(executor_id="e", command=CommandInfo(value="x")),
+        container=ContainerInfo(image="busybox"),
+    )
+    assert "custom executor" in (task_problem(task) or "")
+
+
+def test_build_task_names_the_image() -> None:
+    offer = Offer(offer_id="o", framework_id="f", slave_id="s", hostname="h", resources=Resources())
+    task = build_task(offer, "t", Resources(cpus=1, mem=32), command="echo", image="busybox:1")
+    assert task.container == ContainerInfo(image="busybox:1")
+
+
+def test_under_posix_podman_limits_the_container_itself(tmp_path: Path) -> None:
+    task = TaskInfo(
+        task_id="t",
+        slave_id="s",
+        resources=Resources(cpus=0.5, mem=64),
+        command=CommandInfo(value="true"),
+        container=ContainerInfo(image="busybox"),
+    )
+
+    async def report(*a: object, **kw: object) -> None: ...
+
+    runner = ImageRunner(task, tmp_path, report, {}, PosixContainer("t"), "podman", "s")
+    args, _ = runner.process()
+    podman = args[-1]
+    assert "--cpus=0.5 --memory=64m --memory-swap=64m" in podman
+    assert podman.endswith("-- busybox true")
