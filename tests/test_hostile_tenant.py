@@ -166,7 +166,6 @@ async def tenants(tmp_path: Path, **config: object) -> AsyncIterator[Tenants]:
                 "allocation_interval": 0.05,
                 "heartbeat_interval": 0.5,
                 "state_interval": 0.1,
-                "seed": 3,
                 "principals": store.principals_file,
                 **config,
             }

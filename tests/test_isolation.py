@@ -246,7 +246,8 @@ async def test_a_double_fork_stays_in_the_cgroup_and_dies_with_its_task(rig: Rig
     name = f"{PARENT}/{sid}/{fw.framework_id}.d"
     assert f"memory:/{name}\n" in _cgroups_of(pid)
     assert f"cpu:/{name}\n" in _cgroups_of(pid)
-    assert os.getpgid(pid) != slave.tasks[(fw.framework_id, "d")].runner.pid
+    # (the pid file is written before the child's setsid has run: wait for it to escape)
+    await eventually(lambda: os.getpgid(pid) != slave.tasks[(fw.framework_id, "d")].runner.pid)
     await _kill(fw, "d")
     await fw.update_for("d", TaskState.KILLED)
     await eventually(lambda: not os.path.exists(f"/proc/{pid}"))
