@@ -30,6 +30,7 @@ from master.mesos_api.scheduler_calls import (
     PREEMPTION_CAPABILITY,
     MesosCall,
     PrincipalMismatch,
+    loads,
     message_of,
     parse_call,
     subscribe_of,
@@ -157,7 +158,7 @@ class SchedulerApi:
             self._bad(request, principal, "slow-body")
             return problem(f"the body took over {BODY_SECONDS:g} s", 408)
         try:
-            call = parse_call(json.loads(body))
+            call = parse_call(loads(body))
             if call.type == "SUBSCRIBE":
                 return await self._subscribe(request, call, principal)
             return await self._call(request, call, principal)
@@ -206,12 +207,12 @@ class SchedulerApi:
         info = call.body().get("framework_info")
         if self.auth is None and isinstance(info, dict):
             principal = self._insecure_principal(info.get("principal"))
-        notices = any(
-            isinstance(c, dict) and c.get("type") == PREEMPTION_CAPABILITY
-            for c in (info or {}).get("capabilities") or []
-        )
-        stream = SchedulerStream(principal, self.master.topics.framework, notices)
+        stream = SchedulerStream(principal, self.master.topics.framework, False)
         subscribe = subscribe_of(call, principal, stream.inbox, stream.stream_id)
+        capabilities = info.get("capabilities") if isinstance(info, dict) else None
+        stream.preemption_notices = isinstance(capabilities, list) and any(
+            isinstance(c, dict) and c.get("type") == PREEMPTION_CAPABILITY for c in capabilities
+        )
         sinks = self.master.framework_sinks
         sinks[stream.topic] = stream.sink
         caller = Caller("framework", principal, stream.topic)

@@ -1,0 +1,128 @@
+"""A tenant with valid credentials attacks the Mesos HTTP API: every bad or forbidden call
+gets a JSON 4xx, and the master goes on serving (no 500, no lost framework)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from test_mesos_scheduler_api import Live, framework_info, next_of
+from test_mesos_scheduler_api import live as live  # (the fixture)
+
+from benchmarks.mesos_client import MesosScheduler
+
+OFFER_ID = {"value": "o-1"}
+AGENT = {"value": "slave-0"}
+
+
+def accept(*operations: Any) -> dict[str, Any]:
+    return {"offer_ids": [OFFER_ID], "operations": list(operations)}
+
+
+def task(resources: Any, task_id: Any = None) -> dict[str, Any]:
+    return {
+        "name": "t",
+        "task_id": task_id or {"value": "t"},
+        "agent_id": AGENT,
+        "resources": resources,
+        "command": {"value": "true"},
+    }
+
+
+def launch(*tasks: Any) -> dict[str, Any]:
+    return {"type": "LAUNCH", "launch": {"task_infos": list(tasks)}}
+
+
+MALFORMED_CALLS: list[tuple[str, Any]] = [
+    ("ACCEPT", {"offer_ids": [OFFER_ID], "operations": 5}),
+    ("ACCEPT", accept({"type": "LAUNCH", "launch": {"task_infos": 7}})),
+    ("ACCEPT", accept(launch(task([{"name": "cpus", "scalar": {"value": -1}}])))),
+    ("ACCEPT", accept(launch(task([{"name": "cpus", "scalar": {"value": 1e300}}])))),
+    ("ACCEPT", accept(launch(task([{"name": "cpus", "type": "RANGES"}])))),
+    ("ACCEPT", accept(launch(task([{"name": "cpus", "scalar": 5}])))),
+    ("RECONCILE", {"tasks": 5}),
+    ("REQUEST", {"requests": 5}),
+    ("DRFMESOS_DEMAND", {"requests": [{"resources": [], "count": "many"}]}),
+    ("DRFMESOS_DEMAND", {"requests": [{"resources": [], "count": 1e300}]}),
+    ("DECLINE", {"offer_ids": [OFFER_ID], "filters": {"refuse_seconds": "soon"}}),
+    ("MESSAGE", {"agent_id": AGENT, "executor_id": {"value": "e"}, "data": 5}),
+    ("KILL", {"task_id": "t"}),
+    ("ACKNOWLEDGE", {"task_id": {"value": "t"}, "uuid": 5}),
+]
+
+MALFORMED_BODIES: list[bytes] = [
+    b"[" * 100_000 + b"]" * 100_000,  # deeply nested: a RecursionError in json
+    b'{"type":"REVIVE","framework_id":' + b'{"a":' * 50_000 + b"1" + b"}" * 50_001,
+    b'{"type":"SUBSCRIBE","subscribe":{"framework_info":[1]}}',
+    b'{"type":"SUBSCRIBE","subscribe":{"framework_info":{"name":"x","capabilities":5}}}',
+    b'{"type":"SUBSCRIBE","subscribe":{"framework_info":{"name":"x","failover_timeout":[]}}}',
+    b'{"type":"SUBSCRIBE","subscribe":{"framework_info":{"name":"x","failover_timeout":NaN}}}',
+    b'{"type":"SUBSCRIBE","subscribe":{"framework_info":{"name":"x","failover_timeout":1e400}}}',
+    b'{"type":"SUBSCRIBE","subscribe":{"framework_info":{"name":"x","roles":"team-a"}}}',
+    b'{"type":"SUBSCRIBE","subscribe":5}',
+    b'{"type":5}',
+    b'"\xff\xfe"',
+]
+
+
+async def post(s: MesosScheduler, call: Any = None, raw: bytes | None = None) -> tuple[int, Any]:
+    """(status, JSON body or its text): a 500's body is not JSON."""
+    headers = {**s.headers, "Content-Type": "application/json", "Mesos-Stream-Id": s.stream_id}
+    data = raw if raw is not None else json.dumps(call).encode()
+    async with s.session.post(s.url, data=data, headers=headers) as r:
+        text = await r.text()
+        try:
+            return r.status, json.loads(text)
+        except ValueError:
+            return r.status, text
+
+
+async def test_malformed_calls_get_a_json_4xx_and_the_stream_lives_on(live: Live) -> None:
+    s = live.scheduler()
+    try:
+        assert await s.subscribe(framework_info(failover_timeout=60)) == 200
+        answers = {}
+        for i, (kind, body) in enumerate(MALFORMED_CALLS):
+            call = {"type": kind, "framework_id": {"value": s.framework_id}, kind.lower(): body}
+            answers[f"{i} {kind} {str(body)[:80]}"] = await post(s, call)
+        for raw in MALFORMED_BODIES:
+            answers[repr(raw[:90])] = await post(s, raw=raw)
+        wrong = {
+            what: (status, body)
+            for what, (status, body) in answers.items()
+            if not (400 <= status < 500 and isinstance(body, dict) and body.get("error"))
+        }
+        assert not wrong, "\n".join(f"{k}: {v[0]} {str(v[1])[:60]}" for k, v in wrong.items())
+        # the framework is still there, on the same stream
+        assert (await s.call("REVIVE"))[0] == 202
+        assert await next_of(s, "OFFERS")
+    finally:
+        await s.close()
+
+
+async def test_another_principals_framework_is_not_theirs(live: Live) -> None:
+    a, b = live.scheduler("team-a"), live.scheduler("team-b")
+    try:
+        assert await a.subscribe(framework_info("team-a", failover_timeout=60)) == 200
+        assert await b.subscribe(framework_info("team-b")) == 200
+        theirs = {"value": a.framework_id}
+        # re-subscribing with it (as framework_id, or in framework_info.id)
+        info = framework_info("team-b", id=theirs)
+        thief = MesosScheduler(live.web, live.auth("team-b"))
+        try:
+            assert await thief.subscribe(info) == 403
+            assert await thief.subscribe(framework_info("team-b"), framework_id=theirs) == 403
+        finally:
+            await thief.close()
+        # a call with it and its stream id, stolen
+        call = {"type": "KILL", "framework_id": theirs, "kill": {"task_id": {"value": "t"}}}
+        status, body = await b.post(call, stream_id=a.stream_id)
+        assert status == 403
+        assert body["error"]
+        # a weight, a role it was not given
+        assert await b.subscribe({**framework_info("team-b"), "roles": ["team-a"]}) == 403
+        # a's stream still serves it
+        assert (await a.call("REVIVE"))[0] == 202
+    finally:
+        await a.close()
+        await b.close()
