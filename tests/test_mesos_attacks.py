@@ -3,6 +3,7 @@ gets a JSON 4xx, and the master goes on serving (no 500, no lost framework)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -10,6 +11,8 @@ from test_mesos_scheduler_api import Live, framework_info, next_of
 from test_mesos_scheduler_api import live as live  # (the fixture)
 
 from benchmarks.mesos_client import MesosScheduler
+from master.mesos_api.scheduler_http import STREAM_EVENTS, STREAMS_PER_PRINCIPAL, SchedulerStream
+from protocol.messages import Heartbeat
 
 OFFER_ID = {"value": "o-1"}
 AGENT = {"value": "slave-0"}
@@ -129,3 +132,44 @@ async def test_another_principals_framework_is_not_theirs(live: Live) -> None:
     finally:
         await a.close()
         await b.close()
+
+
+async def test_a_principal_opens_at_most_so_many_streams(live: Live) -> None:
+    """Streams opened and never read: past the cap a SUBSCRIBE is a 429, other principals
+    are served, and one closed makes room again."""
+    opened = [live.scheduler() for _ in range(STREAMS_PER_PRINCIPAL)]
+    extra, other = live.scheduler(), live.scheduler("team-b")
+    try:
+        codes = await asyncio.gather(*(s.subscribe(framework_info()) for s in opened))
+        assert set(codes) == {200}
+        assert await extra.subscribe(framework_info()) == 429
+        assert await other.subscribe(framework_info("team-b")) == 200
+        await opened.pop().close()
+        async with asyncio.timeout(10):
+            while (code := await extra.subscribe(framework_info())) != 200:
+                assert code == 429
+                await asyncio.sleep(0.2)
+    finally:
+        for s in [*opened, extra, other]:
+            await s.close()
+
+
+class StuckTransport:
+    aborted = False
+
+    def abort(self) -> None:
+        self.aborted = True
+
+
+async def test_a_reader_that_never_reads_loses_its_stream_not_our_memory() -> None:
+    """The writer is stuck on a reader that never reads: once its queue is full the
+    connection is aborted (the framework's failover runs), and the queue stays bounded."""
+    stream = SchedulerStream("team-a", lambda p, inbox: f"t/{p}/{inbox}", False)
+    stream.answer.set_result(Heartbeat())
+    stuck = StuckTransport()
+    stream.transport = stuck  # type: ignore[assignment]
+    for _ in range(STREAM_EVENTS + 100):
+        stream.sink(Heartbeat())
+    assert stuck.aborted
+    assert stream.queue.qsize() <= STREAM_EVENTS
+    assert not stream.ended  # lost, not ended by the master: its failover timeout runs

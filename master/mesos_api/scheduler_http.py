@@ -15,6 +15,7 @@ as the bus's Last Will: its failover timeout runs.
 from __future__ import annotations
 
 import asyncio
+import collections
 import ipaddress
 import json
 import urllib.parse
@@ -50,6 +51,7 @@ SELF_AUTHENTICATED = (PATH, VERSION_PATH)  # (the API's guard leaves these to th
 BODY_SECONDS = 10.0  # a request body slower than this is a slow-loris: 408
 SUBSCRIBE_SECONDS = 30.0  # the master's answer to a SUBSCRIBE, at most
 STREAM_EVENTS = 10_000  # events waiting for a slow reader; past them its stream is closed
+STREAMS_PER_PRINCIPAL = 64  # open (and opening) SUBSCRIBE streams of one principal, at most
 INSECURE_PRINCIPAL = "mesos"  # whose frameworks they are on a cluster without credentials
 # what a refused SUBSCRIBE's code becomes
 SUBSCRIBE_STATUS = {"rate-limited": 429, "unavailable": 503}
@@ -78,6 +80,7 @@ class SchedulerStream:
         self.answer: asyncio.Future[Wire] = asyncio.get_running_loop().create_future()
         self.queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue(STREAM_EVENTS)
         self.ended = False  # closed by the master (removed, replaced): no Last Will
+        self.transport: asyncio.Transport | None = None  # (once it is served)
 
     def sink(self, msg: Wire) -> None:
         """What the master says to this framework (called in its handlers: no waiting)."""
@@ -98,6 +101,8 @@ class SchedulerStream:
             self.queue.put_nowait(event)
         except asyncio.QueueFull:  # a reader this slow loses its stream, not our memory
             self.end(lost=True)
+            if self.transport is not None:  # (a writer stuck on a reader that never reads)
+                self.transport.abort()
 
     async def take(self) -> bytes | None:
         """The events waiting (at least one), framed; None once the stream has ended."""
@@ -130,6 +135,7 @@ class SchedulerApi:
         self.master = master
         self.auth = auth
         self.streams: dict[str, SchedulerStream] = {}  # by framework id
+        self.opened: collections.Counter[str] = collections.Counter()  # streams by principal
         self.log = logs.get("master.mesos_scheduler", master_id=master.master_id)
 
     def routes(self) -> list[web.RouteDef]:
@@ -207,6 +213,20 @@ class SchedulerApi:
         info = call.body().get("framework_info")
         if self.auth is None and isinstance(info, dict):
             principal = self._insecure_principal(info.get("principal"))
+        if self.opened[principal] >= STREAMS_PER_PRINCIPAL:
+            self._bad(request, principal, "too-many-streams")
+            return problem(f"at most {STREAMS_PER_PRINCIPAL} streams a principal", 429)
+        self.opened[principal] += 1
+        try:
+            return await self._open(request, call, principal, info)
+        finally:
+            self.opened[principal] -= 1
+            if not self.opened[principal]:
+                del self.opened[principal]
+
+    async def _open(
+        self, request: web.Request, call: MesosCall, principal: str, info: object
+    ) -> web.StreamResponse:
         stream = SchedulerStream(principal, self.master.topics.framework, False)
         subscribe = subscribe_of(call, principal, stream.inbox, stream.stream_id)
         capabilities = info.get("capabilities") if isinstance(info, dict) else None
@@ -256,6 +276,7 @@ class SchedulerApi:
         lost = True
         try:
             await response.prepare(request)
+            stream.transport = request.transport
             await response.write(recordio.json_record(first))
             while (events_now := await stream.take()) is not None:
                 await response.write(events_now)  # what came meanwhile: one chunk
