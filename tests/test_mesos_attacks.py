@@ -173,3 +173,24 @@ async def test_a_reader_that_never_reads_loses_its_stream_not_our_memory() -> No
     assert stuck.aborted
     assert stream.queue.qsize() <= STREAM_EVENTS
     assert not stream.ended  # lost, not ended by the master: its failover timeout runs
+
+
+async def test_operator_endpoints_refuse_a_framework_and_bad_json(live: Live) -> None:
+    s = live.scheduler()
+    try:
+        for path in ("master/state", "state.json", "master/tasks", "metrics/snapshot"):
+            async with s.session.get(live.web + path, headers=s.headers) as r:
+                assert r.status == 403, path
+                assert (await r.json())["error"]
+        headers = {**s.headers, "Content-Type": "application/json"}
+        for call in (b'{"type":"GET_STATE"}', b'{"type":"SUBSCRIBE"}'):
+            async with s.session.post(live.web + "api/v1", data=call, headers=headers) as r:
+                assert r.status == 403
+        # an operator's call nested too deeply is a 400, not the server's trouble
+        headers = {"Authorization": live.auth("ops"), "Content-Type": "application/json"}
+        deep = b"[" * 100_000 + b"]" * 100_000
+        async with s.session.post(live.web + "api/v1", data=deep, headers=headers) as r:
+            assert r.status == 400
+            assert "nested" in (await r.json())["error"]
+    finally:
+        await s.close()
