@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from types import SimpleNamespace
 from typing import Any
 
 from test_mesos_scheduler_api import Live, framework_info, next_of
@@ -12,7 +13,10 @@ from test_mesos_scheduler_api import live as live  # (the fixture)
 
 from benchmarks.mesos_client import MesosScheduler
 from master.mesos_api.scheduler_http import STREAM_EVENTS, STREAMS_PER_PRINCIPAL, SchedulerStream
+from protocol import recordio
 from protocol.messages import Heartbeat
+
+from helpers import eventually
 
 OFFER_ID = {"value": "o-1"}
 AGENT = {"value": "slave-0"}
@@ -194,3 +198,92 @@ async def test_operator_endpoints_refuse_a_framework_and_bad_json(live: Live) ->
             assert "nested" in (await r.json())["error"]
     finally:
         await s.close()
+
+
+async def test_the_executor_adapter_has_one_stream_and_refuses_bad_json() -> None:
+    """Another local process that finds the adapter's loopback port cannot take the
+    executor's events with a second SUBSCRIBE, nor crash it with deep JSON."""
+    import aiohttp
+
+    from frameworks.mesos_executor import PATH, MesosExecutorAdapter
+
+    driver = SimpleNamespace(framework_id="fw-1", executor_id="e-1", slave_id="s-1")
+    adapter = MesosExecutorAdapter("true")
+    adapter.driver = driver  # type: ignore[assignment]
+    await adapter._serve()
+    assert adapter.endpoint.startswith("127.0.0.1:")  # loopback only
+    url = f"http://{adapter.endpoint}{PATH}"
+    ids = {"framework_id": {"value": "fw-1"}, "executor_id": {"value": "e-1"}}
+    subscribe = json.dumps({"type": "SUBSCRIBE", **ids, "subscribe": {}}).encode()
+    try:
+        async with aiohttp.ClientSession() as session:
+            first = await session.post(url, data=subscribe)
+            assert first.status == 200
+            async with session.post(url, data=subscribe) as second:
+                assert second.status == 409
+            async with session.post(url, data=b"[" * 100_000 + b"]" * 100_000) as r:
+                assert r.status == 400
+            wrong = {**ids, "framework_id": {"value": "fw-2"}, "type": "UPDATE"}
+            async with session.post(url, data=json.dumps(wrong).encode()) as r:
+                assert r.status == 403
+            adapter._event("MESSAGE", {"data": ""})
+            decoder = recordio.Decoder()
+            got: list[dict[str, Any]] = []
+            async with asyncio.timeout(5):
+                while len(got) < 2:
+                    got += [json.loads(x) for x in decoder.feed(await first.content.readany())]
+            assert [e["type"] for e in got] == ["SUBSCRIBED", "MESSAGE"]
+            first.close()  # the executor's connection drops: it may subscribe again
+            live = adapter.subscriber
+            await eventually(lambda: live is None or live.is_closing(), 5)
+            adapter._event("KILL", {"task_id": {"value": "t"}})  # (for the next stream)
+            async with asyncio.timeout(5):
+                while True:
+                    again = await session.post(url, data=subscribe)
+                    if again.status == 200:
+                        break
+                    again.close()
+                    await asyncio.sleep(0.1)
+                got = []
+                while len(got) < 2:
+                    got += [json.loads(x) for x in decoder.feed(await again.content.readany())]
+            assert [e["type"] for e in got] == ["SUBSCRIBED", "KILL"]  # (nothing lost)
+            again.close()
+    finally:
+        await adapter._stop_http()
+
+
+async def test_path_task_ids_and_another_frameworks_offer(live: Live) -> None:
+    a, b = live.scheduler("team-a"), live.scheduler("team-b")
+    try:
+        assert await a.subscribe(framework_info("team-a")) == 200
+        assert await b.subscribe(framework_info("team-b", weight=1e9)) == 200
+        [offer] = (await next_of(a, "OFFERS"))["offers"]
+        agent = offer["agent_id"]
+
+        def tasks(*ids: str) -> list[dict[str, Any]]:
+            cpu = [{"name": "cpus", "type": "SCALAR", "scalar": {"value": 0.1}}]
+            return [{**task(cpu, {"value": i}), "agent_id": agent} for i in ids]
+
+        # b accepts a's offer: refused on b's stream; a's offer is untouched
+        stolen = {"offer_ids": [offer["id"]], "operations": [launch(*tasks("b1"))]}
+        assert (await b.call("ACCEPT", stolen))[0] == 202
+        assert (await next_of(b, "UPDATE"))["status"]["state"] in ("TASK_LOST", "TASK_DROPPED")
+        assert (await b.call("KILL", {"task_id": {"value": "ok"}, "agent_id": agent}))[0] == 202
+        # an id over 200 characters is a 400; path-like ones are each a TASK_ERROR
+        too_long = {"offer_ids": [offer["id"]], "operations": [launch(*tasks("a" * 300))]}
+        assert (await a.call("ACCEPT", too_long))[0] == 400
+        bad = ("../x", "/etc", "x\x00y", "..")
+        call = {"offer_ids": [offer["id"]], "operations": [launch(*tasks(*bad, "ok"))]}
+        assert (await a.call("ACCEPT", call))[0] == 202
+        states: dict[str, str] = {}
+        while states.get("ok") != "TASK_FINISHED" or len(states) < 5:
+            status = (await next_of(a, "UPDATE"))["status"]
+            states[status["task_id"]["value"]] = status["state"]
+            if "uuid" in status:
+                ack = {"agent_id": agent, "task_id": status["task_id"], "uuid": status["uuid"]}
+                await a.call("ACKNOWLEDGE", ack)
+        assert {states[i] for i in bad} == {"TASK_ERROR"}
+    finally:
+        await a.close()
+        await b.close()
