@@ -4,6 +4,7 @@ gets a JSON 4xx, and the master goes on serving (no 500, no lost framework)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from types import SimpleNamespace
 from typing import Any
@@ -287,3 +288,35 @@ async def test_path_task_ids_and_another_frameworks_offer(live: Live) -> None:
     finally:
         await a.close()
         await b.close()
+
+
+async def chunked_answer(live: Live, chunks: list[bytes], wait: float) -> tuple[bytes, bytes]:
+    """A chunked POST that sends `chunks` and never its end: the status line and body."""
+    host, port = live.web.split("//")[1].rstrip("/").split(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    try:
+        head = (
+            "POST /api/v1/scheduler HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            f"Authorization: {live.auth('team-a')}\r\nTransfer-Encoding: chunked\r\n\r\n"
+        )
+        writer.write(head.encode())
+        for chunk in chunks:
+            writer.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+            await writer.drain()
+        async with asyncio.timeout(wait):
+            answer = await reader.read(4096)
+        status_line, _, rest = answer.partition(b"\r\n")
+        return status_line, rest.split(b"\r\n\r\n", 1)[-1]
+    finally:
+        writer.close()
+        with contextlib.suppress(ConnectionError):
+            await writer.wait_closed()
+
+
+async def test_chunked_bodies_with_no_end_are_cut_off(live: Live) -> None:
+    status, body = await chunked_answer(live, [b'{"type":'], 30)
+    assert b" 408 " in status
+    assert b"error" in body
+    status, body = await chunked_answer(live, [b" " * 65536] * 20, 30)  # over 1 MiB
+    assert b" 413 " in status
+    assert b"error" in body
