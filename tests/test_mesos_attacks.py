@@ -320,3 +320,22 @@ async def test_chunked_bodies_with_no_end_are_cut_off(live: Live) -> None:
     status, body = await chunked_answer(live, [b" " * 65536] * 20, 30)  # over 1 MiB
     assert b" 413 " in status
     assert b"error" in body
+
+
+async def test_a_refused_call_is_logged() -> None:
+    """Another's framework id or a wrong stream id: a 4xx and a structured log line."""
+    from aiohttp.test_utils import make_mocked_request
+
+    from master.mesos_api.scheduler_calls import parse_call
+    from master.mesos_api.scheduler_http import SchedulerApi
+
+    logged: list[dict[str, Any]] = []
+    api = SchedulerApi(SimpleNamespace(master_id="m"), None)  # type: ignore[arg-type]
+    api.log = SimpleNamespace(info=lambda event, **kw: logged.append({"event": event, **kw}))
+    call = parse_call({"type": "REVIVE", "framework_id": {"value": "fw-theirs"}})
+    request = make_mocked_request("POST", "/api/v1/scheduler")
+    answer = await api._call(request, call, "team-b")
+    assert answer.status == 403
+    [line] = [e for e in logged if e["event"] == "mesos.bad_call"]
+    assert (line["principal"], line["code"]) == ("team-b", "not-its-framework")
+    assert line["framework_id"] == "fw-theirs"

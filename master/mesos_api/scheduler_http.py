@@ -154,6 +154,7 @@ class SchedulerApi:
         if isinstance(principal, web.Response):
             return principal
         if request.content_type not in ("application/json", "application/octet-stream", ""):
+            self._bad(request, principal, "not-json")
             return problem("this master speaks JSON only (Content-Type: application/json)", 415)
         try:
             body = await asyncio.wait_for(request.read(), BODY_SECONDS)
@@ -180,6 +181,7 @@ class SchedulerApi:
             return INSECURE_PRINCIPAL
         if not request.secure and not _loopback(request.remote):
             # a secret in the clear across a network: refused before it is even checked
+            self.log.info("mesos.plain_http_refused", remote=request.remote)
             return problem("credentials over plain HTTP on loopback only: use HTTPS", 403)
         who = await self.auth.principal(request.headers.get("Authorization"))
         if who is None:
@@ -190,18 +192,23 @@ class SchedulerApi:
                 **{"WWW-Authenticate": 'Basic realm="drfmesos"'},
             )
         if who.kind != "framework":
+            self.log.info("mesos.forbidden", principal=who.principal, kind=who.kind)
             return problem(f"a {who.kind} principal cannot run a framework", 403)
         return who.principal
 
-    def _bad(self, request: web.Request, principal: str, code: str) -> None:
-        self.log.info("mesos.bad_call", principal=principal, code=code, remote=request.remote)
+    def _bad(self, request: web.Request, principal: str, code: str, **more: str) -> None:
+        self.log.info(
+            "mesos.bad_call", principal=principal, code=code, remote=request.remote, **more
+        )
 
     async def _call(self, request: web.Request, call: MesosCall, principal: str) -> web.Response:
         framework_id = call.framework()
         stream = self.streams.get(framework_id)
         if stream is None or (self.auth is not None and stream.principal != principal):
+            self._bad(request, principal, "not-its-framework", framework_id=framework_id)
             return problem(f"framework {framework_id} is not subscribed on a stream of yours", 403)
         if request.headers.get("Mesos-Stream-Id") != stream.stream_id:
+            self._bad(request, principal, "wrong-stream-id", framework_id=framework_id)
             return problem("Mesos-Stream-Id is not this framework's stream", 400)
         message = message_of(call)
         await self.master.handle_call(message, Caller("framework", stream.principal, stream.topic))
