@@ -45,6 +45,8 @@ class MesosExecutorAdapter(Executor):
         self.stream: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
         self.runner: Any = None
         self.endpoint = ""
+        self.subscriber: asyncio.Transport | None = None  # the SUBSCRIBE stream's connection
+        self.unsent: list[dict[str, Any]] = []  # taken by a stream whose connection dropped
 
     # -- our side: the slave's line -----------------------------------------------------------
     async def registered(self, driver: ExecutorDriver) -> None:
@@ -152,9 +154,31 @@ class MesosExecutorAdapter(Executor):
                 return _problem(web, f"unknown or unserved call type {kind!r}", 400)
         except (ValueError, KeyError, TypeError) as e:
             return _problem(web, f"bad call: {e}", 400)
+        except RecursionError:
+            return _problem(web, "bad call: JSON nested too deeply", 400)
         return web.Response(status=202)
 
     async def _subscribe(self, web: Any, request: Any, driver: ExecutorDriver) -> Any:
+        live = self.subscriber
+        if live is not None and not live.is_closing():
+            # one stream: a second reader (another local process that found this port)
+            # would take the executor's events
+            log.info("mesos_executor.second_subscribe", remote=request.remote)
+            return _problem(web, "this executor's stream is open already", 409)
+        if live is not None:  # its connection dropped: the new stream takes what waits
+            old, self.stream = self.stream, asyncio.Queue()
+            for event in self.unsent:
+                self.stream.put_nowait(event)
+            self.unsent.clear()
+            while not old.empty():
+                waiting = old.get_nowait()
+                if waiting is not None:
+                    self.stream.put_nowait(waiting)
+            old.put_nowait(None)  # (the old stream's loop ends)
+        self.subscriber = request.transport
+        return await self._stream(web, request, driver)
+
+    async def _stream(self, web: Any, request: Any, driver: ExecutorDriver) -> Any:
         response = web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
         response.enable_chunked_encoding()
         await response.prepare(request)
@@ -173,7 +197,11 @@ class MesosExecutorAdapter(Executor):
         }
         await response.write(_record({"type": "SUBSCRIBED", "subscribed": subscribed}))
         with contextlib.suppress(ConnectionResetError):
-            while (event := await self.stream.get()) is not None:
+            queue = self.stream  # (its own: a later stream takes over a dropped one's)
+            while (event := await queue.get()) is not None:
+                if request.transport is None or request.transport.is_closing():
+                    self.unsent.append(event)  # the connection dropped: for the next stream
+                    return response
                 await response.write(_record(event))
             await response.write_eof()
         return response

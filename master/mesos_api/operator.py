@@ -75,6 +75,8 @@ async def read_call(request: web.Request) -> dict[str, Any]:
         call = json.loads(body)
     except (ValueError, UnicodeDecodeError) as e:
         raise CallError(400, f"malformed JSON: {e}") from None
+    except RecursionError:
+        raise CallError(400, "malformed JSON: nested too deeply") from None
     if not isinstance(call, dict) or not isinstance(call.get("type"), str):
         raise CallError(400, 'a call is a JSON object with a "type", e.g. {"type": "GET_STATE"}')
     return call

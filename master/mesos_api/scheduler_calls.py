@@ -9,8 +9,10 @@ the HTTP side answers with 400.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, TypeVar
+import functools
+import json
+from collections.abc import Callable, Mapping
+from typing import Any, ParamSpec, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -37,6 +39,8 @@ from protocol.wire.messages import (
 )
 
 W = TypeVar("W", bound=Wire)
+P = ParamSpec("P")
+R = TypeVar("R")
 
 # Our extensions, named so that no Mesos call or capability can clash with them.
 DEMAND_CALL = "DRFMESOS_DEMAND"  # {"drfmesos_demand": {"requests": [{resources, count}]}}
@@ -93,6 +97,34 @@ class MesosCall(BaseModel):
         return mj.id_value(self.framework_id, "framework_id")
 
 
+def _no_constant(name: str) -> Any:
+    raise SchedulerCallError(f"{name} is not JSON")
+
+
+def loads(body: bytes) -> object:
+    """JSON as Mesos reads it: no NaN or Infinity, and nesting too deep is a bad call
+    (Python's parser would raise RecursionError), not the server's trouble."""
+    try:
+        return json.loads(body, parse_constant=_no_constant)
+    except RecursionError:
+        raise SchedulerCallError("JSON nested too deeply") from None
+
+
+def _read(parse: Callable[P, R]) -> Callable[P, R]:
+    """A field of the wrong JSON type (a number where a list or object is read, a count
+    that no integer holds) is a bad call, not the server's trouble."""
+
+    @functools.wraps(parse)
+    def read(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return parse(*args, **kwargs)
+        except (TypeError, AttributeError, OverflowError, RecursionError) as e:
+            why = f"{parse.__name__}: a field has the wrong type ({e})"
+            raise SchedulerCallError(why) from None
+
+    return read
+
+
 def parse_call(data: object) -> MesosCall:
     if not isinstance(data, Mapping):
         raise SchedulerCallError("a call is a JSON object with a type")
@@ -107,6 +139,7 @@ def parse_call(data: object) -> MesosCall:
     return call
 
 
+@_read
 def subscribe_of(call: MesosCall, principal: str, inbox: str, incarnation: str) -> Subscribe:
     """A SUBSCRIBE as ours: `inbox` names where the master's answers go (the stream)."""
     info = call.body().get("framework_info")
@@ -143,6 +176,7 @@ class PrincipalMismatch(SchedulerCallError):
     """framework_info.principal is not who authenticated: 403."""
 
 
+@_read
 def message_of(call: MesosCall) -> Wire:
     """Every call but SUBSCRIBE, as ours."""
     fid = call.framework()

@@ -15,6 +15,7 @@ as the bus's Last Will: its failover timeout runs.
 from __future__ import annotations
 
 import asyncio
+import collections
 import ipaddress
 import json
 import urllib.parse
@@ -30,6 +31,7 @@ from master.mesos_api.scheduler_calls import (
     PREEMPTION_CAPABILITY,
     MesosCall,
     PrincipalMismatch,
+    loads,
     message_of,
     parse_call,
     subscribe_of,
@@ -49,6 +51,7 @@ SELF_AUTHENTICATED = (PATH, VERSION_PATH)  # (the API's guard leaves these to th
 BODY_SECONDS = 10.0  # a request body slower than this is a slow-loris: 408
 SUBSCRIBE_SECONDS = 30.0  # the master's answer to a SUBSCRIBE, at most
 STREAM_EVENTS = 10_000  # events waiting for a slow reader; past them its stream is closed
+STREAMS_PER_PRINCIPAL = 64  # open (and opening) SUBSCRIBE streams of one principal, at most
 INSECURE_PRINCIPAL = "mesos"  # whose frameworks they are on a cluster without credentials
 # what a refused SUBSCRIBE's code becomes
 SUBSCRIBE_STATUS = {"rate-limited": 429, "unavailable": 503}
@@ -77,6 +80,7 @@ class SchedulerStream:
         self.answer: asyncio.Future[Wire] = asyncio.get_running_loop().create_future()
         self.queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue(STREAM_EVENTS)
         self.ended = False  # closed by the master (removed, replaced): no Last Will
+        self.transport: asyncio.Transport | None = None  # (once it is served)
 
     def sink(self, msg: Wire) -> None:
         """What the master says to this framework (called in its handlers: no waiting)."""
@@ -97,6 +101,8 @@ class SchedulerStream:
             self.queue.put_nowait(event)
         except asyncio.QueueFull:  # a reader this slow loses its stream, not our memory
             self.end(lost=True)
+            if self.transport is not None:  # (a writer stuck on a reader that never reads)
+                self.transport.abort()
 
     async def take(self) -> bytes | None:
         """The events waiting (at least one), framed; None once the stream has ended."""
@@ -131,6 +137,7 @@ class SchedulerApi:
         self.master = master
         self.auth = auth
         self.streams: dict[str, SchedulerStream] = {}  # by framework id
+        self.opened: collections.Counter[str] = collections.Counter()  # streams by principal
         self.log = logs.get("master.mesos_scheduler", master_id=master.master_id)
 
     def routes(self) -> list[web.RouteDef]:
@@ -149,6 +156,7 @@ class SchedulerApi:
         if isinstance(principal, web.Response):
             return principal
         if request.content_type not in ("application/json", "application/octet-stream", ""):
+            self._bad(request, principal, "not-json")
             return problem("this master speaks JSON only (Content-Type: application/json)", 415)
         try:
             body = await asyncio.wait_for(request.read(), BODY_SECONDS)
@@ -159,7 +167,7 @@ class SchedulerApi:
             self._bad(request, principal, "slow-body")
             return problem(f"the body took over {BODY_SECONDS:g} s", 408)
         try:
-            call = parse_call(json.loads(body))
+            call = parse_call(loads(body))
             if call.type == "SUBSCRIBE":
                 return await self._subscribe(request, call, principal)
             return await self._call(request, call, principal)
@@ -175,6 +183,7 @@ class SchedulerApi:
             return INSECURE_PRINCIPAL
         if not request.secure and not _loopback(request.remote):
             # a secret in the clear across a network: refused before it is even checked
+            self.log.info("mesos.plain_http_refused", remote=request.remote)
             return problem("credentials over plain HTTP on loopback only: use HTTPS", 403)
         who = await self.auth.principal(request.headers.get("Authorization"))
         if who is None:
@@ -185,18 +194,23 @@ class SchedulerApi:
                 **{"WWW-Authenticate": 'Basic realm="drfmesos"'},
             )
         if who.kind != "framework":
+            self.log.info("mesos.forbidden", principal=who.principal, kind=who.kind)
             return problem(f"a {who.kind} principal cannot run a framework", 403)
         return who.principal
 
-    def _bad(self, request: web.Request, principal: str, code: str) -> None:
-        self.log.info("mesos.bad_call", principal=principal, code=code, remote=request.remote)
+    def _bad(self, request: web.Request, principal: str, code: str, **more: str) -> None:
+        self.log.info(
+            "mesos.bad_call", principal=principal, code=code, remote=request.remote, **more
+        )
 
     async def _call(self, request: web.Request, call: MesosCall, principal: str) -> web.Response:
         framework_id = call.framework()
         stream = self.streams.get(framework_id)
         if stream is None or (self.auth is not None and stream.principal != principal):
+            self._bad(request, principal, "not-its-framework", framework_id=framework_id)
             return problem(f"framework {framework_id} is not subscribed on a stream of yours", 403)
         if request.headers.get("Mesos-Stream-Id") != stream.stream_id:
+            self._bad(request, principal, "wrong-stream-id", framework_id=framework_id)
             return problem("Mesos-Stream-Id is not this framework's stream", 400)
         message = message_of(call)
         await self.master.handle_call(message, Caller("framework", stream.principal, stream.topic))
@@ -208,12 +222,26 @@ class SchedulerApi:
         info = call.body().get("framework_info")
         if self.auth is None and isinstance(info, dict):
             principal = self._insecure_principal(info.get("principal"))
-        notices = any(
-            isinstance(c, dict) and c.get("type") == PREEMPTION_CAPABILITY
-            for c in (info or {}).get("capabilities") or []
-        )
-        stream = SchedulerStream(principal, self.master.topics.framework, notices)
+        if self.opened[principal] >= STREAMS_PER_PRINCIPAL:
+            self._bad(request, principal, "too-many-streams")
+            return problem(f"at most {STREAMS_PER_PRINCIPAL} streams a principal", 429)
+        self.opened[principal] += 1
+        try:
+            return await self._open(request, call, principal, info)
+        finally:
+            self.opened[principal] -= 1
+            if not self.opened[principal]:
+                del self.opened[principal]
+
+    async def _open(
+        self, request: web.Request, call: MesosCall, principal: str, info: object
+    ) -> web.StreamResponse:
+        stream = SchedulerStream(principal, self.master.topics.framework, False)
         subscribe = subscribe_of(call, principal, stream.inbox, stream.stream_id)
+        capabilities = info.get("capabilities") if isinstance(info, dict) else None
+        stream.preemption_notices = isinstance(capabilities, list) and any(
+            isinstance(c, dict) and c.get("type") == PREEMPTION_CAPABILITY for c in capabilities
+        )
         sinks = self.master.framework_sinks
         sinks[stream.topic] = stream.sink
         caller = Caller("framework", principal, stream.topic)
@@ -257,6 +285,7 @@ class SchedulerApi:
         lost = True
         try:
             await response.prepare(request)
+            stream.transport = request.transport
             await response.write(recordio.json_record(first))
             while (events_now := await stream.take()) is not None:
                 await response.write(events_now)  # what came meanwhile: one chunk
