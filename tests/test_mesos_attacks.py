@@ -15,7 +15,7 @@ from test_mesos_scheduler_api import live as live  # (the fixture)
 from benchmarks.mesos_client import MesosScheduler
 from master.mesos_api.scheduler_http import STREAM_EVENTS, STREAMS_PER_PRINCIPAL, SchedulerStream
 from protocol import recordio
-from protocol.messages import Heartbeat
+from protocol.wire.messages import Heartbeat
 
 from helpers import eventually
 
