@@ -168,13 +168,21 @@ class _HeldSync:
         monkeypatch.setattr(os, "fdatasync", held)
 
 
+async def _first_put_syncing(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[_HeldSync, Journal, asyncio.Task[None]]:
+    """A journal whose first put ("first" = 0) is in its sync, held until released."""
+    disk = _HeldSync(monkeypatch)
+    journal = Journal(path)
+    first = asyncio.create_task(journal.put("first", 0))
+    await asyncio.to_thread(disk.started.wait, 10)
+    return disk, journal, first
+
+
 async def test_the_loop_runs_on_while_a_sync_is_slow_and_what_comes_meanwhile_shares_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    disk = _HeldSync(monkeypatch)
-    journal = Journal(tmp_path / "j")
-    first = asyncio.create_task(journal.put("first", 0))
-    await asyncio.to_thread(disk.started.wait, 10)  # its sync is under way, and held
+    disk, journal, first = await _first_put_syncing(tmp_path / "j", monkeypatch)
     assert not first.done()  # not answered before it is on disk
     later = [asyncio.create_task(journal.put(f"k{i}", i)) for i in range(100)]
     journal.discard("first")
@@ -189,17 +197,14 @@ async def test_the_loop_runs_on_while_a_sync_is_slow_and_what_comes_meanwhile_sh
 async def test_a_close_waits_for_the_sync_under_way(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    disk = _HeldSync(monkeypatch)
-    journal = Journal(tmp_path / "j")
-    put = asyncio.create_task(journal.put("a", 1))
-    await asyncio.to_thread(disk.started.wait, 10)
+    disk, journal, put = await _first_put_syncing(tmp_path / "j", monkeypatch)
     closing = asyncio.create_task(journal.close())
     await asyncio.sleep(0)
     assert not closing.done()
     disk.release.set()
     await closing
     assert put.done()
-    assert Journal(tmp_path / "j").get("a") == 1
+    assert Journal(tmp_path / "j").get("first") == 0
 
 
 async def test_compacting_while_records_arrive_keeps_every_one(tmp_path: Path) -> None:
