@@ -19,6 +19,7 @@ from typing import Any
 from master.authz import Caller
 from master.books import TASK_SORTS, OfferRecord, offer_of, snapshot
 from master.core import MasterConfig
+from master.fair_intake import FairIntake
 from master.files import FileRequests
 from master.http_api import HttpApi
 from master.lag_probe import Backlog, backlog_of
@@ -118,6 +119,7 @@ class Master(LimitedCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests, R
 
     async def start(self) -> None:
         self.routes = self._routes()
+        self.intake = FairIntake(self._inbound)  # each principal's calls in its turn
         self.recover()
         self.http: HttpApi | None = None
         if self.config.http is not None:  # a port in use is said, and the bus goes on
@@ -130,7 +132,7 @@ class Master(LimitedCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests, R
                 self.log.error("http.failed", error=str(e), port=self.config.http.port)
         self.announce_leader()
         self.bus.on_connect(self._reannounce)  # a broker that lost its retained messages
-        await self.bus.subscribe_raw(self.topics.inbound_all, self._inbound)
+        await self.bus.subscribe_raw(self.topics.inbound_all, self._intake)
         await self.bus.subscribe_raw(self.topics.gone_all, self._gone)
         self._tasks = [
             asyncio.create_task(self._round_loop(), name="master-rounds"),
@@ -230,7 +232,9 @@ class Master(LimitedCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests, R
 
     def backlog(self) -> Backlog:
         """How far behind the master is in reading its calls (/metrics, /health)."""
-        return backlog_of(self.bus.backlog(), self.bus.backlog_ages(), self.lag)
+        bus_oldest, last = self.bus.backlog_ages()
+        ages = (max(bus_oldest, self.intake.oldest_age()), last)
+        return backlog_of(self.bus.backlog() + self.intake.backlog(), ages, self.lag)
 
     async def stop(self) -> None:
         if getattr(self, "http", None) is not None:
@@ -239,6 +243,7 @@ class Master(LimitedCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests, R
         for task in self._tasks:
             await cancel_and_wait(task)
         self._tasks = []
+        await self.intake.close()
         await self.throttle.close()
         await self.stop_fair_shares()
         self.log.info("master.stopped", rounds=self.rounds, **self.bus.stats)
