@@ -147,14 +147,15 @@ def test_no_call_is_lost_each_is_handled_queued_or_refused(
     asyncio.run(scenario())
 
 
-def test_what_frees_resources_or_answers_the_master_is_free_and_lists_pay_per_item() -> None:
+def test_what_frees_resources_is_free_and_a_reconcile_pays_per_task_asked() -> None:
     task = TaskInfo(
         task_id="t", slave_id="s", resources=Resources(cpus=1), command=CommandInfo(value="true")
     )
     assert call_cost(Decline(framework_id="f", offer_ids=["o"])) is None
     assert call_cost(Acknowledge(framework_id="f", slave_id="s", task_id="t", uuid="u")) is None
     assert call_cost(Accept(framework_id="f", offer_ids=["o"], tasks=[])) is None  # a release
-    assert call_cost(Accept(framework_id="f", offer_ids=["o"], tasks=[task] * 7)) == 7
+    assert call_cost(Accept(framework_id="f", offer_ids=["o"], tasks=[task] * 40)) == 1
+    assert call_cost(Accept(framework_id="f", offer_ids=["o"], tasks=[task] * 1000)) == 11
     asked = [ReconcileTask(task_id=f"t{i}") for i in range(30)]
     assert call_cost(Reconcile(framework_id="f", tasks=asked)) == 30
     assert call_cost(Reconcile(framework_id="f")) == 1
