@@ -29,7 +29,13 @@ from master.preemptor import Preemptor
 from master.recovery import Recovery
 from master.slave_calls import SlaveCalls
 from protocol.bus import cancel_and_wait
-from protocol.codec import MAX_MESSAGE_BYTES, DecodeError, Envelope, decode_many
+from protocol.codec import (
+    MAX_MESSAGE_BYTES,
+    DecodeError,
+    Envelope,
+    count_messages,
+    decode_many,
+)
 from protocol.messages import (
     Accept,
     Acknowledge,
@@ -157,9 +163,9 @@ class Master(LimitedCalls, SlaveCalls, OperatorCalls, Preemptor, FileRequests, R
         limited = sender.kind != "slave"  # as Mesos: rate limits are for framework principals
         if (
             limited
-            and self.throttle.full(sender.principal)
+            and self.throttle.full(sender.principal, count_messages(payload))
             and self._refused_unread(sender, payload)
-        ):
+        ):  # (not decoded to be refused call by call)
             return
         items = await self._decode(payload, limited)
         # read here, not by the bus's decoder: counted here (drfmesos_bus_messages{in})

@@ -131,13 +131,14 @@ class Throttle:
             queue.drainer = asyncio.create_task(self._drain(queue), name=f"throttle-{key}")
         return Verdict.QUEUED
 
-    def full(self, principal: str) -> bool:
-        """Whether `principal`'s next charged call would be refused (its queue is full)."""
+    def full(self, principal: str, calls: int = 1) -> bool:
+        """Whether `principal`'s next `calls` charged calls would not all fit in its
+        queue (some would be refused)."""
         key, limit = self.limits.for_principal(principal)
         queue = self._queues.get(key)
         if limit.capacity is None or limit.qps is None or queue is None:
             return False
-        return len(queue.calls) >= limit.capacity and (
+        return len(queue.calls) + calls > limit.capacity and (
             bool(queue.calls) or queue.drainer is not None or queue.wait(self.clock()) > 0
         )
 

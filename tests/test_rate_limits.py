@@ -107,6 +107,23 @@ async def test_past_its_capacity_a_call_is_refused_and_other_principals_are_not_
     assert throttle.counts["a"].queued == 0
 
 
+async def test_a_payload_that_would_not_fit_in_the_queue_is_seen_full_before_it_is_read() -> None:
+    loop = asyncio.get_running_loop()
+    throttle = Throttle(limits(1, 10), loop.time)
+
+    async def nothing() -> None:
+        pass
+
+    assert not throttle.full("a", 200)  # nothing waits: the throttle decides call by call
+    assert throttle.submit("a", 1, nothing) is Verdict.NOW
+    for _ in range(8):
+        assert throttle.submit("a", 1, nothing) is Verdict.QUEUED
+    assert not throttle.full("a", 2)  # 8 waiting, 2 more fit
+    assert throttle.full("a", 3)  # (what a payload of 200 flooding calls would find)
+    assert throttle.full("a", 200)
+    await throttle.close()
+
+
 async def test_one_big_call_is_charged_per_item_and_the_calls_behind_it_wait() -> None:
     loop = asyncio.get_running_loop()
     throttle = Throttle(limits(10, 100), loop.time)
