@@ -136,6 +136,8 @@ def _peek_name(item: bytes) -> Any:
 def count_messages(data: bytes) -> int:
     """How many messages a payload holds (a batch's length, else 1), read from its headers
     alone: what a queue counts before anything is decoded."""
+    if data[:8] != _BATCH_HEAD:
+        return 1  # (a lone message, or not ours: refused as one when decoded)
     unpacker = msgpack.Unpacker(raw=False, max_buffer_size=len(data))
     unpacker.feed(data)
     try:
