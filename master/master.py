@@ -35,6 +35,7 @@ from master.calls.files import FileRequests
 from master.calls.limited_calls import LimitedCalls
 from master.calls.operator_calls import OperatorCalls
 from master.calls.slave_calls import SlaveCalls
+from master.fair_intake import FairIntake
 from master.ha.recovery import Recovery
 from master.http.api import DoorFactory, HttpApi
 from master.http.reader import BookCounts, Gauges, TaskUsageRow
@@ -43,7 +44,13 @@ from master.preemptor import Preemptor
 from master.shell import MasterConfig
 from master.slave_pages import slave_page
 from protocol.transport.aio import cancel_and_wait
-from protocol.wire.codec import MAX_MESSAGE_BYTES, DecodeError, Envelope, decode_many
+from protocol.wire.codec import (
+    MAX_MESSAGE_BYTES,
+    DecodeError,
+    Envelope,
+    count_messages,
+    decode_many,
+)
 from protocol.wire.messages import (
     MAX_OFFERS_PER_MESSAGE,
     Accept,
@@ -183,6 +190,7 @@ class Master(LimitedCalls, SlaveCalls):
 
     async def start(self) -> None:
         self.routes = self._routes()
+        self.intake = FairIntake(self._inbound)  # each principal's calls in its turn
         self.recovery.recover()
         self.http: HttpApi | None = None
         if self.config.http is not None:  # a port in use is said, and the bus goes on
@@ -195,7 +203,7 @@ class Master(LimitedCalls, SlaveCalls):
                 self.log.error("http.failed", error=str(e), port=self.config.http.port)
         self.announce_leader()
         self.bus.on_connect(self._reannounce)  # a broker that lost its retained messages
-        await self.bus.subscribe_raw(self.topics.inbound_all, self._inbound)
+        await self.bus.subscribe_raw(self.topics.inbound_all, self._intake)
         await self.bus.subscribe_raw(self.topics.gone_all, self._gone)
         self._tasks = [
             asyncio.create_task(self._round_loop(), name="master-rounds"),
@@ -220,9 +228,9 @@ class Master(LimitedCalls, SlaveCalls):
         limited = sender.kind != "slave"  # as Mesos: rate limits are for framework principals
         if (
             limited
-            and self.throttle.full(sender.principal)
+            and self.throttle.full(sender.principal, count_messages(payload))
             and self._refused_unread(sender, payload)
-        ):
+        ):  # (not decoded to be refused call by call)
             return
         items = await self._decode(payload, limited)
         # read here, not by the bus's decoder: counted here (drfmesos_bus_messages{in})
@@ -320,7 +328,9 @@ class Master(LimitedCalls, SlaveCalls):
 
     def backlog(self) -> Backlog:
         """How far behind the master is in reading its calls (/metrics, /health)."""
-        return backlog_of(self.bus.backlog(), self.bus.backlog_ages(), self.lag)
+        bus_oldest, last = self.bus.backlog_ages()
+        ages = (max(bus_oldest, self.intake.oldest_age()), last)
+        return backlog_of(self.bus.backlog() + self.intake.backlog(), ages, self.lag)
 
     async def stop(self) -> None:
         if getattr(self, "http", None) is not None:
@@ -329,6 +339,7 @@ class Master(LimitedCalls, SlaveCalls):
         for task in self._tasks:
             await cancel_and_wait(task)
         self._tasks = []
+        await self.intake.close()
         await self.throttle.close()
         await self.preemptor.stop_fair_shares()
         self.log.info("master.stopped", rounds=self.rounds, **self.bus.stats)

@@ -18,11 +18,11 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-# The master's default, each framework or operator principal its own (see the README): above
-# what one SDK framework at full speed asks of this master (charged per task launched), far
-# below what one flooding process can send.
-DEFAULT_QPS = 10_000.0
-DEFAULT_CAPACITY = 10_000
+# The master's default, each framework or operator principal its own (see the README): well
+# above what one SDK framework at full speed asks of this master (an Accept of tens of tasks
+# is one call), far below what one flooding process can send or this master can answer.
+DEFAULT_QPS = 1_000.0
+DEFAULT_CAPACITY = 1_000
 AGGREGATE = "*"  # the queue the principals under the aggregate default share
 
 

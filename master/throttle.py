@@ -6,9 +6,13 @@ bucket can pay for now is handled now; one it cannot waits in the queue, and the
 handled in order as the bucket fills. Only past the queue's `capacity` is a call refused,
 and the master then undoes what it would have held (see `Master._over_capacity`).
 
-A call is charged by what it asks for (the tasks of an Accept, the tasks of a Reconcile),
-at least 1: a bucket may go into debt for a big call, and the calls behind it wait the
-debt off, so one huge message cannot dodge the limit.
+A call is charged by what it costs the master to answer, at least 1: a Reconcile one per
+task it asks about (each is answered with an update), an Accept one, and one more per
+ACCEPT_TASKS_PER_CHARGE tasks (launching is the cluster's work, which DRF shares out, and
+an SDK framework at full speed launches tens of tasks an Accept; but a thousand tasks the
+master must refuse one by one are not one call). A bucket may go into debt for a big
+call, and the calls behind it wait the debt off, so one huge message cannot dodge the
+limit.
 """
 
 from __future__ import annotations
@@ -47,13 +51,16 @@ FREE = (Acknowledge, Decline, Suppress, Teardown, Error)
 READ_WHEN_FULL = frozenset({*(t.TYPE for t in FREE), Acknowledges.TYPE, Accept.TYPE})
 
 
+ACCEPT_TASKS_PER_CHARGE = 100
+
+
 def call_cost(message: Wire) -> float | None:
-    """What a call is charged: one per task it asks for, at least 1; None if free. (An
-    implicit Reconcile asks for all the framework's tasks: the master charges that.)"""
+    """What a call is charged (see the module's docstring); None if free. (An implicit
+    Reconcile asks for all the framework's tasks: the master charges that.)"""
     if isinstance(message, FREE):
         return None
-    if isinstance(message, Accept):
-        return float(len(message.tasks)) or None  # no tasks: the offers given back
+    if isinstance(message, Accept):  # no tasks: the offers given back, free
+        return 1.0 + len(message.tasks) // ACCEPT_TASKS_PER_CHARGE if message.tasks else None
     if isinstance(message, Reconcile):
         return float(max(1, len(message.tasks)))
     return 1.0
@@ -124,13 +131,14 @@ class Throttle:
             queue.drainer = asyncio.create_task(self._drain(queue), name=f"throttle-{key}")
         return Verdict.QUEUED
 
-    def full(self, principal: str) -> bool:
-        """Whether `principal`'s next charged call would be refused (its queue is full)."""
+    def full(self, principal: str, calls: int = 1) -> bool:
+        """Whether `principal`'s next `calls` charged calls would not all fit in its
+        queue (some would be refused)."""
         key, limit = self.limits.for_principal(principal)
         queue = self._queues.get(key)
         if limit.capacity is None or limit.qps is None or queue is None:
             return False
-        return len(queue.calls) >= limit.capacity and (
+        return len(queue.calls) + calls > limit.capacity and (
             bool(queue.calls) or queue.drainer is not None or queue.wait(self.clock()) > 0
         )
 

@@ -107,6 +107,23 @@ async def test_past_its_capacity_a_call_is_refused_and_other_principals_are_not_
     assert throttle.counts["a"].queued == 0
 
 
+async def test_a_payload_that_would_not_fit_in_the_queue_is_seen_full_before_it_is_read() -> None:
+    loop = asyncio.get_running_loop()
+    throttle = Throttle(limits(1, 10), loop.time)
+
+    async def nothing() -> None:
+        pass
+
+    assert not throttle.full("a", 200)  # nothing waits: the throttle decides call by call
+    assert throttle.submit("a", 1, nothing) is Verdict.NOW
+    for _ in range(8):
+        assert throttle.submit("a", 1, nothing) is Verdict.QUEUED
+    assert not throttle.full("a", 2)  # 8 waiting, 2 more fit
+    assert throttle.full("a", 3)  # (what a payload of 200 flooding calls would find)
+    assert throttle.full("a", 200)
+    await throttle.close()
+
+
 async def test_one_big_call_is_charged_per_item_and_the_calls_behind_it_wait() -> None:
     loop = asyncio.get_running_loop()
     throttle = Throttle(limits(10, 100), loop.time)
@@ -147,14 +164,15 @@ def test_no_call_is_lost_each_is_handled_queued_or_refused(
     asyncio.run(scenario())
 
 
-def test_what_frees_resources_or_answers_the_master_is_free_and_lists_pay_per_item() -> None:
+def test_what_frees_resources_is_free_and_a_reconcile_pays_per_task_asked() -> None:
     task = TaskInfo(
         task_id="t", slave_id="s", resources=Resources(cpus=1), command=CommandInfo(value="true")
     )
     assert call_cost(Decline(framework_id="f", offer_ids=["o"])) is None
     assert call_cost(Acknowledge(framework_id="f", slave_id="s", task_id="t", uuid="u")) is None
     assert call_cost(Accept(framework_id="f", offer_ids=["o"], tasks=[])) is None  # a release
-    assert call_cost(Accept(framework_id="f", offer_ids=["o"], tasks=[task] * 7)) == 7
+    assert call_cost(Accept(framework_id="f", offer_ids=["o"], tasks=[task] * 40)) == 1
+    assert call_cost(Accept(framework_id="f", offer_ids=["o"], tasks=[task] * 1000)) == 11
     asked = [ReconcileTask(task_id=f"t{i}") for i in range(30)]
     assert call_cost(Reconcile(framework_id="f", tasks=asked)) == 30
     assert call_cost(Reconcile(framework_id="f")) == 1

@@ -3,6 +3,10 @@ framework rate limiting): handled now, queued behind the principal's earlier cal
 past the queue's capacity, refused so that the books are left as if the framework had
 declined: its offers go back to the pool, the tasks it asked for are reported
 `TASK_LOST` (`REASON_RATE_LIMITED`: launch them again) and it hears which call it was.
+
+Before any of that, every arriving payload waits its principal's turn in the fair intake
+(master.fair_intake), undecoded; a limited principal's payloads there count against the
+same capacity, and past it are refused unread.
 """
 
 from __future__ import annotations
@@ -12,15 +16,49 @@ from typing import Any
 
 from master.authz import Caller
 from master.calls.framework_calls import FrameworkCalls, check_segment_ok
+from master.fair_intake import FairIntake
 from master.throttle import READ_WHEN_FULL, Verdict, call_cost
-from protocol.wire.codec import peek_types
+from protocol.wire.codec import count_messages, peek_types
 from protocol.wire.messages import Accept, Decline, Reason, Reconcile, Subscribe, TaskState, Wire
 from protocol.wire.topics import Sender
 
 Route = Callable[[Any, Caller], Awaitable[None]]
 
+# The share of the master's time each kind of principal is served at when all are
+# waiting: the slaves carry every framework's task updates (and are never rate limited),
+# so a framework or operator flooding gets a small share, never the slaves' or the others'.
+INTAKE_WEIGHTS = {"slave": 8.0, "master": 8.0}  # the others: 1
+
 
 class LimitedCalls(FrameworkCalls):
+    intake: FairIntake  # (made by Master.start, around Master._inbound)
+
+    async def _intake(self, topic: str, payload: bytes) -> None:
+        """A payload arrives: into its principal's queue in the intake, or refused
+        unread if the principal is limited and its queue there is full."""
+        sender = self.topics.sender(topic)
+        calls = count_messages(payload)
+        if sender is None:
+            self.intake.put("?", 1.0, topic, payload, calls)  # (_inbound counts it dropped)
+            return
+        key = f"{sender.kind}/{sender.principal}"
+        if (
+            sender.kind != "slave"
+            and self._intake_full(key, sender.principal, calls)
+            and self._refused_unread(sender, payload)
+        ):
+            return
+        self.intake.put(key, INTAKE_WEIGHTS.get(sender.kind, 1.0), topic, payload, calls)
+
+    def _intake_full(self, key: str, principal: str, calls: int) -> bool:
+        """Whether `calls` more would take the principal's queue in the intake past its
+        capacity (a payload alone is always taken: the throttle decides on its calls)."""
+        _, limit = self.throttle.limit_of(principal)
+        waiting = self.intake.waiting(key)
+        if limit.qps is None or limit.capacity is None or not waiting:
+            return False
+        return waiting + calls > limit.capacity
+
     async def _call(self, route: Route, message: Wire, caller: Caller, limited: bool) -> None:
         """Handle one call now, or leave it to the throttle, or refuse it past capacity."""
         cost = call_cost(message) if limited else None

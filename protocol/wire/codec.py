@@ -108,15 +108,46 @@ def peek_types(data: bytes) -> list[str] | None:
         if isinstance(raw, list) and len(raw) == 4 and raw[1] == BATCH:
             if not isinstance(raw[3], list):
                 return None
-            raws = [_unpack(item) for item in raw[3] if isinstance(item, bytes)]
+            names: list[Any] = [_peek_name(i) for i in raw[3] if isinstance(i, bytes)]
+            if len(names) != len(raw[3]):
+                return None
         else:
-            raws = [raw]
+            names = [raw[1] if isinstance(raw, list) and len(raw) >= 4 else None]
     except DecodeError:
         return None
-    names = [r[1] for r in raws if isinstance(r, list) and len(r) >= 4]
-    if len(names) != len(raws) or not all(isinstance(n, str) for n in names):
+    if not all(isinstance(n, str) for n in names):
         return None
     return names
+
+
+def _peek_name(item: bytes) -> Any:
+    """A message's type name: read in place when it is encoded as ours are (an array of 4
+    or 5, a small version, a short name), else from the message unpacked."""
+    if len(item) > 3 and item[0] in (0x94, 0x95) and item[1] < 0x80 and 0xA0 <= item[2] < 0xC0:
+        name = item[3 : 3 + item[2] - 0xA0]
+        try:
+            return name.decode()
+        except UnicodeDecodeError:
+            return None
+    raw = _unpack(item)
+    return raw[1] if isinstance(raw, list) and len(raw) >= 4 else None
+
+
+def count_messages(data: bytes) -> int:
+    """How many messages a payload holds (a batch's length, else 1), read from its headers
+    alone: what a queue counts before anything is decoded."""
+    if data[:8] != _BATCH_HEAD:
+        return 1  # (a lone message, or not ours: refused as one when decoded)
+    unpacker = msgpack.Unpacker(raw=False, max_buffer_size=len(data))
+    unpacker.feed(data)
+    try:
+        head = unpacker.read_array_header(), unpacker.unpack(), unpacker.unpack()
+        if head == (4, PROTOCOL_VERSION, BATCH):
+            unpacker.skip()  # reply_to
+            return max(1, int(unpacker.read_array_header()))
+    except Exception:  # not a batch of ours: it is refused as one message when decoded
+        pass
+    return 1
 
 
 def decode_many(

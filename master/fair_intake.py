@@ -1,0 +1,118 @@
+"""The master's calls, served fairly between the principals that send them.
+
+Every call reaches the master over its one MQTT connection, in the order the broker
+delivers them: a tenant that floods would have everyone's calls (a slave's heartbeat,
+another framework's launch) wait behind its backlog. So arriving payloads are only put in
+their principal's queue here, undecoded (a flood costs the master an append, not a
+decode), and one server takes them out by deficit round robin (Shreedhar and Varghese),
+each principal's share of the master's time in proportion to its weight. The time a
+payload costs is measured as it is handled, so a principal that sends dear calls gets
+fewer of them, not more time. Within a principal its payloads keep their order.
+
+A queue's length is bounded by its principal's rate limit capacity (see `LimitedCalls`):
+past it, what arrives is refused unread. This module keeps time and queues; it decodes
+and refuses nothing itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from protocol import logs
+from protocol.transport.bus import cancel_and_wait
+
+log = logs.get("fair_intake")
+
+Handler = Callable[[str, bytes], Awaitable[None]]
+
+QUANTUM = 0.002  # seconds of handling a weight-1 principal is given a round
+TURN = 0.005  # seconds of serving before the loop lets its other tasks run
+
+
+@dataclass
+class _Queue:
+    weight: float
+    payloads: deque[tuple[float, str, bytes, int]] = field(default_factory=deque)
+    calls: int = 0  # the calls its payloads hold
+    deficit: float = 0.0  # seconds of handling it may still take this round
+    active: bool = False  # in the round (what arrives while its last is handled joins it)
+
+
+class FairIntake:
+    def __init__(self, handle: Handler, clock: Callable[[], float] = time.perf_counter) -> None:
+        self.handle = handle
+        self.clock = clock
+        self._queues: dict[str, _Queue] = {}
+        self._active: deque[str] = deque()  # principals with something queued, in turn
+        self._wake = asyncio.Event()
+        self._server: asyncio.Task[None] | None = None
+
+    def put(self, principal: str, weight: float, topic: str, payload: bytes, calls: int) -> None:
+        """Queue a payload of `calls` calls from `principal` (served at `weight`)."""
+        queue = self._queues.get(principal)
+        if queue is None:
+            queue = self._queues[principal] = _Queue(weight)
+        queue.weight = weight
+        if not queue.active:
+            queue.active = True
+            self._active.append(principal)
+        queue.payloads.append((time.monotonic(), topic, payload, calls))
+        queue.calls += calls
+        self._wake.set()
+        if self._server is None:
+            self._server = asyncio.create_task(self._serve(), name="master-fair-intake")
+
+    def waiting(self, principal: str) -> int:
+        """The calls `principal` has waiting here."""
+        queue = self._queues.get(principal)
+        return queue.calls if queue is not None else 0
+
+    def backlog(self) -> int:
+        """Payloads waiting, all principals."""
+        return sum(len(self._queues[p].payloads) for p in self._active)
+
+    def oldest_age(self) -> float:
+        """Seconds the oldest payload waiting here has waited (0: none)."""
+        heads = [q.payloads[0][0] for q in map(self._queues.get, self._active) if q and q.payloads]
+        return time.monotonic() - min(heads) if heads else 0.0
+
+    async def _serve(self) -> None:
+        loop = asyncio.get_running_loop()
+        turn_ends = loop.time() + TURN
+        while True:
+            if not self._active:
+                self._wake.clear()
+                await self._wake.wait()
+                turn_ends = loop.time() + TURN
+                continue
+            principal = self._active[0]
+            queue = self._queues[principal]
+            if not queue.payloads:  # idle: out of the round; it neither banks time nor owes it
+                queue.active, queue.deficit = False, 0.0
+                self._active.popleft()
+                continue
+            if queue.deficit <= 0:  # its turn is over: the next one's, and more time later
+                queue.deficit += QUANTUM * queue.weight
+                self._active.rotate(-1)
+                continue
+            _, topic, payload, calls = queue.payloads.popleft()
+            queue.calls -= calls
+            started = self.clock()
+            try:
+                await self.handle(topic, payload)
+            except Exception:  # (a handler's bug is logged there; this server goes on)
+                log.exception("fair_intake.handler_failed", principal=principal)
+            queue.deficit -= self.clock() - started
+            if loop.time() > turn_ends:  # a backlog must not starve rounds, timers, HTTP
+                await asyncio.sleep(0)
+                turn_ends = loop.time() + TURN
+
+    async def close(self) -> None:
+        """Stop serving (the master is stopping: what waits goes with its books)."""
+        if self._server is not None:
+            await cancel_and_wait(self._server)
+            self._server = None

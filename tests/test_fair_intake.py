@@ -1,0 +1,86 @@
+"""The master's fair intake: each principal's calls in its turn, by weight and by the
+time they cost, so that one principal's backlog does not hold the others up."""
+
+from __future__ import annotations
+
+import asyncio
+
+from master.fair_intake import QUANTUM, FairIntake
+
+
+class Served:
+    """A handler whose payloads cost the time they name (b"3": 3 quanta) on a fake clock."""
+
+    def __init__(self, expected: int) -> None:
+        self.now = 0.0
+        self.order: list[str] = []
+        self.expected = expected
+        self.done = asyncio.Event()
+
+    def clock(self) -> float:
+        return self.now
+
+    async def __call__(self, topic: str, payload: bytes) -> None:
+        self.now += int(payload) * QUANTUM
+        self.order.append(topic)
+        if len(self.order) == self.expected:
+            self.done.set()
+
+
+async def test_a_principals_payloads_keep_their_order() -> None:
+    served = Served(expected=20)
+    intake = FairIntake(served, served.clock)
+    for i in range(10):
+        intake.put("framework/a", 1, f"a{i}", b"1", 1)
+        intake.put("framework/b", 1, f"b{i}", b"1", 1)
+    await asyncio.wait_for(served.done.wait(), 10)
+    assert [t for t in served.order if t[0] == "a"] == [f"a{i}" for i in range(10)]
+    assert [t for t in served.order if t[0] == "b"] == [f"b{i}" for i in range(10)]
+    await intake.close()
+
+
+async def test_a_backlog_does_not_hold_up_a_call_that_comes_after_it() -> None:
+    served = Served(expected=101)
+    intake = FairIntake(served, served.clock)
+    for i in range(100):
+        intake.put("framework/flood", 1, f"f{i}", b"1", 200)
+    assert intake.waiting("framework/flood") == 20_000
+    intake.put("slave/s", 8, "heartbeat", b"1", 1)
+    assert intake.backlog() == 101
+    await asyncio.wait_for(served.done.wait(), 10)
+    assert served.order.index("heartbeat") <= 2  # not behind the hundred
+    assert intake.waiting("framework/flood") == 0
+    await intake.close()
+
+
+async def test_backlogged_principals_share_the_time_by_weight_whatever_their_calls_cost() -> None:
+    served = Served(expected=400)
+    intake = FairIntake(served, served.clock)
+    for _ in range(200):
+        intake.put("framework/dear", 1, "dear", b"4", 1)  # each costs four times as much
+        intake.put("slave/s", 8, "slave", b"1", 1)
+    await asyncio.wait_for(served.done.wait(), 10)
+    first = served.order[:150]  # while both still had a backlog
+    time_dear, time_slave = 4 * first.count("dear"), first.count("slave")
+    assert 6 <= time_slave / time_dear <= 10  # 8 to 1, give or take a payload a round
+    await intake.close()
+
+
+async def test_what_arrives_while_a_principals_last_payload_is_handled_is_served_too() -> None:
+    served = Served(expected=3)
+    intake = FairIntake(served, served.clock)
+
+    async def handle(topic: str, payload: bytes) -> None:
+        if topic == "a0":  # its queue is empty now: more comes while it is handled
+            intake.put("framework/a", 1, "a1", b"1", 1)
+            await asyncio.sleep(0)
+            intake.put("framework/b", 1, "b0", b"1", 1)
+        await served(topic, payload)
+
+    intake.handle = handle
+    intake.put("framework/a", 1, "a0", b"1", 1)
+    await asyncio.wait_for(served.done.wait(), 10)
+    assert sorted(served.order) == ["a0", "a1", "b0"]
+    assert intake.backlog() == 0
+    assert intake.oldest_age() == 0
+    await intake.close()
