@@ -32,7 +32,7 @@ from master.books import (
     snapshot,
 )
 from master.calls.files import FileRequests
-from master.calls.limited_calls import LimitedCalls
+from master.calls.limited_calls import INTAKE_WEIGHTS, LimitedCalls
 from master.calls.operator_calls import OperatorCalls
 from master.calls.slave_calls import SlaveCalls
 from master.fair_intake import FairIntake
@@ -190,7 +190,8 @@ class Master(LimitedCalls, SlaveCalls):
 
     async def start(self) -> None:
         self.routes = self._routes()
-        self.intake = FairIntake(self._inbound)  # each principal's calls in its turn
+        self.intake = FairIntake(self._served)  # each principal's calls in its turn
+        self._gone_prefix = self.topics.gone_all.removesuffix("+/+")
         self.recovery.recover()
         self.http: HttpApi | None = None
         if self.config.http is not None:  # a port in use is said, and the bus goes on
@@ -204,7 +205,7 @@ class Master(LimitedCalls, SlaveCalls):
         self.announce_leader()
         self.bus.on_connect(self._reannounce)  # a broker that lost its retained messages
         await self.bus.subscribe_raw(self.topics.inbound_all, self._intake)
-        await self.bus.subscribe_raw(self.topics.gone_all, self._gone)
+        await self.bus.subscribe_raw(self.topics.gone_all, self._gone_arrives)
         self._tasks = [
             asyncio.create_task(self._round_loop(), name="master-rounds"),
             asyncio.create_task(self._timer_loop(), name="master-timers"),
@@ -301,14 +302,29 @@ class Master(LimitedCalls, SlaveCalls):
     async def _reannounce(self) -> None:
         self.announce_leader()
 
-    async def _gone(self, topic: str, payload: bytes) -> None:
-        """A Last Will, published by the broker under the vanished party's own name."""
-        parts = topic.split("/")
+    async def _gone_arrives(self, topic: str, payload: bytes) -> None:
+        """A Last Will, published by the broker under the vanished party's own name: it
+        waits in that party's queue in the intake, behind the calls it sent before it went
+        (MQTT orders nothing across topics; Mesos hears a framework's calls and then its
+        disconnection on one connection)."""
         if topic == self._probe_topic():
             self.lag.back(payload)
             return
+        parts = topic.split("/")
         if len(parts) != 5 or parts[3] not in ("slave", "framework"):
             return
+        kind = parts[3]
+        self.intake.put(f"{kind}/{parts[4]}", INTAKE_WEIGHTS.get(kind, 1.0), topic, payload, 1)
+
+    async def _served(self, topic: str, payload: bytes) -> None:
+        """The intake's turn for one payload: a call, or a Last Will."""
+        if topic.startswith(self._gone_prefix):
+            await self._gone(topic, payload)
+        else:
+            await self._inbound(topic, payload)
+
+    async def _gone(self, topic: str, payload: bytes) -> None:
+        parts = topic.split("/")
         for item in decode_many(payload):
             if isinstance(item, DecodeError) or not isinstance(item.message, Gone):
                 continue
