@@ -23,7 +23,8 @@ from test_trust import Attacker
 
 from cluster.local.secure import as_principal, provision
 from cluster.local.view import operator_call
-from frameworks.scheduler import DriverError, Scheduler, SchedulerDriver, build_task
+from frameworks.driver import DriverError, SchedulerDriver
+from frameworks.scheduler import Scheduler, build_task
 from master.ha.registry import MemoryStore, Registry
 from master.master import Master, MasterConfig
 from master.roles_file import load_roles

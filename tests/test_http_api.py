@@ -23,8 +23,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from cluster.local.secure import as_principal
 from cluster.local.view import wait_state
+from frameworks.driver import DriverError, SchedulerDriver
 from frameworks.samples.command import CommandScheduler
-from frameworks.scheduler import DriverError, Scheduler, SchedulerDriver
+from frameworks.scheduler import Scheduler
 from protocol.tooling.brokers import BrokerURL
 from protocol.tooling.credentials import Store
 from protocol.transport.bus import Bus

@@ -27,7 +27,8 @@ import pytest
 from test_trust import Secure, T, flood_from_mallory, intact, secure_cluster
 from yarl import URL
 
-from frameworks.scheduler import Scheduler, SchedulerDriver, build_task
+from frameworks.driver import SchedulerDriver
+from frameworks.scheduler import Scheduler, build_task
 from master.allocation.ideal import User, ideal
 from master.http.api import HttpApi
 from master.http.config import HttpConfig
