@@ -44,7 +44,7 @@ from slave.config import SlaveConfig
 from slave.slave import Slave
 
 from conftest import need_mosquitto
-from helpers import basic, eventually, open_transport, secure_cluster, until
+from helpers import basic, eventually, open_transport, secure_cluster, state_when, until
 
 CLUSTER = "http"
 PRINCIPALS = [("master", "master"), ("ops", "operator"), ("slave-0", "slave"),
@@ -78,11 +78,8 @@ class Live:
 
     async def state(self, condition: Callable[[State], bool]) -> State:
         """The master's state once `condition` holds of it."""
-        master = self.master
-        assert master is not None
-        await eventually(lambda: condition(master.state()))
-        state: State = master.state()
-        return state
+        assert self.master is not None
+        return await state_when(self.master, condition)
 
     async def get(self, path: str, auth: str | None = None) -> tuple[int, Any]:
         async with (

@@ -31,7 +31,7 @@ from protocol.wire.messages import State
 from protocol.wire.topics import Topics
 
 from conftest import need_mosquitto
-from helpers import eventually, open_transport, secure_cluster, start_secure_slaves
+from helpers import eventually, open_transport, secure_cluster, start_secure_slaves, state_when
 
 CLUSTER = "mesos"
 PRINCIPALS = [("master", "master"), ("ops", "operator"), ("slave-0", "slave"),
@@ -52,11 +52,8 @@ class Live:
 
     async def state(self, condition: Callable[[State], bool]) -> State:
         """The master's state once `condition` holds of it."""
-        master = self.master
-        assert master is not None
-        await eventually(lambda: condition(master.state()))
-        state: State = master.state()
-        return state
+        assert self.master is not None
+        return await state_when(self.master, condition)
 
 
 @pytest.fixture
