@@ -3,15 +3,9 @@
 from frameworks import Executor, ExecutorDriver, TaskInfo, TaskState, TaskStatus
 """
 
+from frameworks.driver import ENDLESS, DriverError, SchedulerDriver
 from frameworks.executor import Executor, ExecutorDriver
-from frameworks.scheduler import (
-    ENDLESS,
-    DriverError,
-    Scheduler,
-    SchedulerDriver,
-    build_task,
-    offer_resources,
-)
+from frameworks.scheduler import Scheduler, build_task, offer_resources
 from protocol.tooling.brokers import BrokerURL
 from protocol.wire.messages import (
     CommandInfo,

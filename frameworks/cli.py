@@ -49,7 +49,7 @@ def default_role(role: str | None, url: BrokerURL, name: str) -> str:
 
 async def run_driver(driver: Any) -> None:
     """Run a driver; the master's refusal or removal ends the command with its reason."""
-    from frameworks.scheduler import DriverError
+    from frameworks.driver import DriverError
 
     warn_if_insecure(driver.broker, "framework")
     try:
@@ -138,8 +138,8 @@ def drf_demo(
     min_offer: bool,
 ) -> None:
     """The blog's framework: fixed-size tasks that sleep, one per offer."""
+    from frameworks.driver import SchedulerDriver
     from frameworks.samples.drf_demo import DemoConfig, DRFDemoScheduler
-    from frameworks.scheduler import SchedulerDriver
     from protocol.tooling.cli import run_party
 
     config = DemoConfig(
@@ -185,8 +185,8 @@ def command_framework(
     resources: str,
 ) -> None:
     """Run a shell command COUNT times and print each task's result."""
+    from frameworks.driver import SchedulerDriver
     from frameworks.samples.command import CommandScheduler
-    from frameworks.scheduler import SchedulerDriver
     from protocol.tooling.cli import run_party
 
     scheduler = CommandScheduler(name, command, count, Resources.parse(resources), echo=click.echo)
@@ -258,8 +258,8 @@ def journaled_framework(
 ) -> None:
     """Keep SIZE short tasks running, journaling every launch and update: a restarted
     process comes back as the same framework and reconciles (see samples/journaled.py)."""
+    from frameworks.driver import SchedulerDriver
     from frameworks.samples.journaled import JournaledConfig, JournaledScheduler
-    from frameworks.scheduler import SchedulerDriver
     from protocol.tooling.cli import run_party
 
     witness_dir.mkdir(parents=True, exist_ok=True)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
-import time
 from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
@@ -53,7 +52,7 @@ from protocol.wire.messages import (
 from protocol.wire.resources import Resources
 from protocol.wire.topics import Topics, check_segment
 from slave.backoff import RegistrationBackoff
-from slave.config import SlaveConfig, TaskRecord, journal_executor_id, killed_by_master
+from slave.config import SlaveConfig, TaskRecord, killed_by_master
 from slave.executor_side import ExecutorSide
 from slave.executors import ExecutorProcess
 from slave.files import read_sandbox_file
@@ -62,6 +61,7 @@ from slave.isolator import POSIX_WARNING, container_name, make_isolator
 from slave.launches import RecentLaunches, run_together
 from slave.memory_limits import enforce_memory_limits
 from slave.paths import sandbox_path
+from slave.recovery import recover
 from slave.runners import SimulatedRunner
 from slave.updates import OwedUpdates
 from slave.usage import report_loop
@@ -103,7 +103,7 @@ class Slave(ExecutorSide):
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def start(self) -> None:
-        await self._recover()
+        await recover(self)
         d = Dispatcher(self.bus, "slave")
         d.on(Registered, self._on_registered)
         d.on(RunTasks, self._on_run_tasks)
@@ -551,82 +551,3 @@ class Slave(ExecutorSide):
 
     async def _on_status_ack(self, msg: StatusAck, reply_to: str | None) -> None:
         self.updates.acknowledged(msg.uuid)
-
-    # -- recovery after a restart -----------------------------------------------------------------
-    async def _recover(self) -> None:
-        """Pick up the tasks and owed updates a previous run of this slave left behind.
-
-        A task that cannot be restored is reported TASK_LOST (and logged), never dropped
-        in silence: its framework would otherwise wait for it for ever."""
-        self.updates.send_all_soon()
-        recovered = 0
-        containers: set[str] = set()  # of recovered command tasks: kept, not cleaned
-        for key, raw in self.task_journal.items():
-            try:
-                await self._recover_task(raw, containers)
-                recovered += 1
-            except Exception as e:
-                await self._lost_at_recovery(key, raw, e)
-        await self.isolator.recover(containers)
-        if recovered or len(self.updates):
-            self.log.info("slave.recovered", tasks=recovered, owed_updates=len(self.updates))
-
-    async def _recover_task(self, raw: Any, containers: set[str]) -> None:
-        """Restore one task from its journal record (`containers`: the cgroups of the
-        command tasks restored, which the isolator keeps)."""
-        info = TaskInfo.model_validate(raw["task"])
-        record = TaskRecord(raw["framework_id"], info, TaskState(raw["state"]))
-        runner = raw.get("runner") or {}
-        self.tasks[(record.framework_id, info.task_id)] = record
-        if runner.get("kind") == "simulated":
-            sim = SimulatedRunner(info, self._reporter(record), self.config.time_scale)
-            record.runner = sim
-            await sim.start(ends_at=runner.get("ends_at") or time.time())
-        elif runner.get("kind") == "command" and runner.get("pid"):
-            name = container_name(record.framework_id, info.task_id)
-            containers.add(name)
-            cmd = command_runner(
-                info,
-                Path(runner["sandbox"]),
-                self._reporter(record),
-                {"DRFMESOS_FRAMEWORK_ID": record.framework_id},
-                self.isolator.adopt(name),
-                self.podman,
-                self.slave_id,
-            )
-            record.runner = cmd
-            cmd.recover_in_background(runner["pid"], runner.get("started_at"))
-        else:  # an executor's task: its executor died with the slave
-            await self._report(
-                record.framework_id,
-                info,
-                TaskState.FAILED,
-                Reason.EXECUTOR_TERMINATED,
-                "the executor ended while the slave was down",
-                Source.SLAVE,
-            )
-
-    async def _lost_at_recovery(self, key: str, raw: Any, error: Exception) -> None:
-        """The journal's record of a task could not be restored: tell its framework the
-        task is lost (its ids are in the record's key, `FRAMEWORK/TASK`)."""
-        framework_id, _, task_id = key.partition("/")
-        self.log.error(
-            "slave.recover_failed", framework_id=framework_id, task_id=task_id, error=repr(error)
-        )
-        task = raw.get("task") if isinstance(raw, dict) else None
-        self.tasks.pop((framework_id, task_id), None)
-        if framework_id and task_id and framework_id not in self.shut_down_frameworks:
-            status = TaskStatus(
-                task_id=task_id,
-                state=TaskState.LOST,
-                slave_id=self.slave_id,
-                reason=Reason.TASK_UNKNOWN,
-                source=Source.SLAVE,
-                message=f"the slave could not restore it after a restart: {error!r}",
-                uuid=new_id(),
-                executor_id=journal_executor_id(task),
-            )
-            await self.updates.send(
-                StatusUpdate(framework_id=framework_id, slave_id=self.slave_id, status=status)
-            )
-        await self.task_journal.drop(key)

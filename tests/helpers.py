@@ -24,7 +24,7 @@ from protocol.tooling.brokers import BrokerURL, MosquittoBroker
 from protocol.tooling.credentials import Store
 from protocol.transport.base import Connector, Transport, Will
 from protocol.transport.memory import MemoryBroker
-from protocol.wire.messages import Offer, TaskState, TaskStatus, Wire
+from protocol.wire.messages import Offer, State, TaskState, TaskStatus, Wire
 from protocol.wire.resources import Resources
 from protocol.wire.topics import Topics
 from slave.slave import Slave, SlaveConfig
@@ -80,6 +80,16 @@ async def eventually(
         if loop.time() > deadline:
             raise AssertionError(f"condition not met within {timeout}s")
         await asyncio.sleep(interval)
+
+
+async def state_when(
+    master: Master, condition: Callable[[State], bool], timeout: float = 10.0
+) -> State:
+    """An in-process master's state once `condition` holds of it (what `wait_state` reads
+    from a live cluster's bus)."""
+    await eventually(lambda: condition(master.state()), timeout)
+    state: State = master.state()
+    return state
 
 
 def books_balance(master: Master) -> None:

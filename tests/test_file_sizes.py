@@ -1,6 +1,5 @@
 """No source file of ours over 600 lines (issue 29): a file that long holds more than one
-job. The files still past it belong to other parts of issue 29's work, named below; each
-mark fails (strict) once its split lands, so that it is dropped then."""
+job."""
 
 from __future__ import annotations
 
@@ -11,10 +10,6 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 MOST_LINES = 600
 
-NOT_YET = {
-    "frameworks": "frameworks/scheduler.py: not split yet",
-}
-
 
 def too_long(package: str) -> dict[str, int]:
     sizes = {
@@ -24,14 +19,6 @@ def too_long(package: str) -> dict[str, int]:
     return {name: n for name, n in sizes.items() if n > MOST_LINES}
 
 
-@pytest.mark.parametrize(
-    "package",
-    [
-        pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=NOT_YET[p]))
-        if p in NOT_YET
-        else p
-        for p in ("protocol", "master", "slave", "frameworks", "cluster")
-    ],
-)
+@pytest.mark.parametrize("package", ["protocol", "master", "slave", "frameworks", "cluster"])
 def test_no_source_file_over_600_lines(package: str) -> None:
     assert too_long(package) == {}

@@ -1,6 +1,8 @@
-"""A hostile tenant gains nothing: each attack on a real secured cluster (TLS broker with
-credentials, the master, two slaves, the SDK driver), measured by the attacker's share
-against its fair share and by the victim's tasks.
+"""A hostile tenant gains nothing: each attack on a secured cluster (credentials and the
+broker's ACL, the master, two slaves, the SDK driver), measured by the attacker's share
+against its fair share and by the victim's tasks. The attacks run in process on the memory
+transport, which applies the credentials store's ACL as the brokers do; the operator's
+weights (a bare MQTT client, `drfmesos weights`) go through a real TLS broker.
 
 Fairness is between roles, as in Mesos: `alice` (the victim) and `mallory` (the attacker)
 each have a role of their own, promised half of the cluster of 8 CPUs; every task is
@@ -23,13 +25,16 @@ from test_trust import Attacker
 
 from cluster.local.secure import as_principal, provision
 from cluster.local.view import operator_call
-from frameworks.scheduler import DriverError, Scheduler, SchedulerDriver, build_task
+from frameworks.driver import DriverError, SchedulerDriver
+from frameworks.scheduler import Scheduler, build_task
 from master.ha.registry import MemoryStore, Registry
 from master.master import Master, MasterConfig
 from master.roles_file import load_roles
 from protocol.tooling.brokers import BrokerURL, EmbeddedBroker
 from protocol.tooling.credentials import Store
+from protocol.transport.base import Connector
 from protocol.transport.bus import Bus, MqttConnector
+from protocol.transport.memory import MemoryBroker
 from protocol.wire.messages import (
     ClusterEvent,
     Filters,
@@ -42,7 +47,7 @@ from protocol.wire.messages import (
 from protocol.wire.resources import Resources
 from protocol.wire.topics import Topics
 
-from helpers import eventually, start_secure_slaves
+from helpers import eventually, open_transport, start_secure_slaves
 
 T = Topics("tenants")
 TASK = Resources(cpus=1, mem=64)
@@ -124,9 +129,14 @@ class Tenants:
     master: Master
     stack: contextlib.AsyncExitStack
     drivers: list[SchedulerDriver] = field(default_factory=list)
+    memory: MemoryBroker | None = None  # the in-process broker, instead of a real one
 
     def as_(self, name: str) -> BrokerURL:
         return as_principal(self.url, self.store, name)
+
+    def connect(self, name: str) -> Connector:
+        """`name`'s transport maker: on the memory broker, or on the real one as `as_`."""
+        return self.memory.connector(name) if self.memory else MqttConnector(self.as_(name))
 
     async def tenant(
         self, principal: str, scheduler: Tenant, *, name: str | None = None, **kw: object
@@ -134,7 +144,7 @@ class Tenants:
         driver = SchedulerDriver(
             scheduler,
             name=name or principal,
-            broker=self.as_(principal),
+            broker=self.connect(principal),
             cluster=T.cluster,
             role=str(kw.pop("role", principal)),
             **kw,  # type: ignore[arg-type]
@@ -152,16 +162,23 @@ class Tenants:
 
 
 @contextlib.asynccontextmanager
-async def tenants(tmp_path: Path, **config: object) -> AsyncIterator[Tenants]:
-    """The secured cluster, the victim alice running on all of it."""
+async def tenants(
+    tmp_path: Path, *, real: bool = False, **config: object
+) -> AsyncIterator[Tenants]:
+    """The secured cluster, the victim alice running on all of it: in process on the
+    memory transport, or (`real`) on an embedded broker with TLS."""
     store = provision(tmp_path / "auth", PRINCIPALS)
     for name in ("mallory-2", "mallory-3"):  # more principals of the tenant's, in its role
         store.add(name, "framework", roles=("mallory",), keep_secret=True)
-    broker = EmbeddedBroker(auth=store.path, tls=True)
-    await broker.start()
+    broker = EmbeddedBroker(auth=store.path, tls=True) if real else None
+    if broker is not None:
+        await broker.start()
     try:
         async with contextlib.AsyncExitStack() as stack:
-            c = Tenants(store, broker.url, None, stack)  # type: ignore[arg-type]
+            url = broker.url if broker else BrokerURL("memory", 0)
+            c = Tenants(store, url, None, stack)  # type: ignore[arg-type]
+            if broker is None:
+                c.memory = MemoryBroker(store.principals.values())
             settings = {
                 "allocation_interval": 0.05,
                 "heartbeat_interval": 0.5,
@@ -169,16 +186,20 @@ async def tenants(tmp_path: Path, **config: object) -> AsyncIterator[Tenants]:
                 "principals": store.principals_file,
                 **config,
             }
-            mbus = await stack.enter_async_context(
-                Bus(c.as_("master"), name="master", persistent=True)
-            )
+            if broker is None:
+                mbus = await open_transport(stack, c.connect("master"), "master")
+            else:
+                mbus = await stack.enter_async_context(
+                    Bus(c.as_("master"), name="master", persistent=True)
+                )
             c.master = Master(mbus, T, MasterConfig(**settings))  # type: ignore[arg-type]
             await c.master.start()
             stack.push_async_callback(c.master.stop)
-            await start_secure_slaves(stack, lambda p: MqttConnector(c.as_(p)), T, tmp_path)
+            await start_secure_slaves(stack, c.connect, T, tmp_path)
             yield c
     finally:
-        await broker.stop()
+        if broker is not None:
+            await broker.stop()
 
 
 # preemption acts for a framework below its whole fair share (YARN's threshold at 1)
@@ -239,7 +260,7 @@ async def test_only_an_operator_sets_weights_and_they_are_kept_and_survive_a_fai
 ) -> None:
     roles = tmp_path / "roles.yaml"
     roles.write_text("roles:\n  alice: {weight: 1}\n")
-    async with tenants(tmp_path, roles=roles) as c:
+    async with tenants(tmp_path, real=True, roles=roles) as c:
 
         def weights_set(e: ClusterEvent) -> bool:
             return e.kind == "weights"
@@ -380,7 +401,7 @@ async def test_many_frameworks_of_one_tenant_share_its_roles_fair_share(tmp_path
 
 async def test_drfmesos_weights_set_and_list_as_an_operator(tmp_path: Path) -> None:
     """The commands an operator types, over the same broker and credentials as quota."""
-    async with tenants(tmp_path) as c:
+    async with tenants(tmp_path, real=True) as c:
         broker = f"mqtts://ops@{c.url.host}:{c.url.port}"
         creds = ["--broker", broker, "--secret-file", str(c.store.secret_file("ops"))]
         creds += ["--ca", c.url.ca or "", "--cluster", T.cluster]

@@ -1,17 +1,22 @@
-"""The master's HTTP API on a live, secure cluster (mosquitto with TLS, master and slaves
-as processes, a framework through the SDK): every answer validates against the OpenAPI
-description, operators only, /metrics parses and agrees with the event stream, task
-files are read from the slave, and the live feed sends changes."""
+"""The master's HTTP API on a secure cluster (credentials, the broker's ACL, a framework
+through the SDK): every answer validates against the OpenAPI description, operators only,
+/metrics parses and agrees with the event stream, task files are read from the slave, and
+the live feed sends changes. The API is tested on a master and slaves in process (the
+memory transport with the store's ACL, HTTP on a real socket, tasks as processes); the
+hello example runs as its docstring says on a live one (mosquitto with TLS, master and
+slaves as processes)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import json
 import os
 import sys
 import time
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,18 +26,25 @@ import pytest
 from jsonschema import Draft202012Validator
 from prometheus_client.parser import text_string_to_metric_families
 
-from cluster.local.secure import as_principal
-from cluster.local.view import wait_state
+from cluster.local.secure import provision
+from frameworks.driver import DriverError, SchedulerDriver
 from frameworks.samples.command import CommandScheduler
-from frameworks.scheduler import DriverError, Scheduler, SchedulerDriver
-from protocol.tooling.brokers import BrokerURL
+from frameworks.scheduler import Scheduler
+from master.cli import rate_limits
+from master.http.config import HttpConfig
+from master.master import Master, MasterConfig
+from master.rate_limits import DEFAULT_CAPACITY, DEFAULT_QPS
 from protocol.tooling.credentials import Store
-from protocol.transport.bus import Bus
-from protocol.wire.messages import ClusterEvent, Wire
+from protocol.transport.base import Connector
+from protocol.transport.memory import MemoryBroker
+from protocol.wire.messages import ClusterEvent, State, Wire
+from protocol.wire.resources import Resources
 from protocol.wire.topics import Topics
+from slave.config import SlaveConfig
+from slave.slave import Slave
 
 from conftest import need_mosquitto
-from helpers import basic, printer, secure_cluster, until
+from helpers import basic, eventually, open_transport, secure_cluster, state_when, until
 
 CLUSTER = "http"
 PRINCIPALS = [("master", "master"), ("ops", "operator"), ("slave-0", "slave"),
@@ -43,13 +55,31 @@ PRINCIPALS = [("master", "master"), ("ops", "operator"), ("slave-0", "slave"),
 
 @dataclass
 class Live:
-    url: BrokerURL
     store: Store
     web: str  # the master's HTTP address
     auth: str  # the operator's Authorization header
+    master: Master | None = None  # in process (or None: a live cluster)
+    memory: MemoryBroker | None = None
+
+    def connect(self, name: str) -> Connector:
+        assert self.memory is not None
+        return self.memory.connector(name)
 
     def printer(self, command: str, count: int = 1) -> tuple[CommandScheduler, SchedulerDriver]:
-        return printer(self.url, self.store, CLUSTER, command, count)
+        """The `printer` principal's framework, running `command` in `count` small tasks."""
+        scheduler = CommandScheduler(
+            "printer", command, count, Resources(cpus=0.5, mem=64), echo=lambda _: None
+        )
+        driver = SchedulerDriver(
+            scheduler, name="printer", broker=self.connect("printer"), cluster=CLUSTER,
+            role="printer",
+        )  # fmt: skip
+        return scheduler, driver
+
+    async def state(self, condition: Callable[[State], bool]) -> State:
+        """The master's state once `condition` holds of it."""
+        assert self.master is not None
+        return await state_when(self.master, condition)
 
     async def get(self, path: str, auth: str | None = None) -> tuple[int, Any]:
         async with (
@@ -65,12 +95,50 @@ class Live:
 
 @pytest.fixture
 async def live(tmp_path: Path) -> AsyncIterator[Live]:
-    need_mosquitto()
-    slaves = [(f"slave-{i}", "--resources", "cpus:2;mem:1024", "--attributes", f"rack:r{i}")
-              for i in range(2)]  # fmt: skip
-    async with secure_cluster(tmp_path, CLUSTER, PRINCIPALS, slaves) as c:
-        secret = c.store.secret_file("ops").read_text().strip()
-        yield Live(c.url, c.store, c.web, basic("ops", secret))
+    """What `drfmesos master --http --principals` and two slaves (2 CPUs, 1 GB, racks r0
+    and r1) are, in process on the memory transport with the store's ACL."""
+    store = provision(tmp_path / "auth", PRINCIPALS)
+    broker, topics = MemoryBroker(store.principals.values()), Topics(CLUSTER)
+    config = MasterConfig(
+        allocation_interval=0.1,
+        principals=store.principals_file,
+        rate_limits=rate_limits(None, DEFAULT_QPS, DEFAULT_CAPACITY),
+        http=HttpConfig(port=0, credentials=store.path),
+    )
+    async with contextlib.AsyncExitStack() as stack:
+        bus = await open_transport(stack, broker.connector("master"), "master")
+        master = Master(bus, topics, config)
+        await master.start()
+        stack.push_async_callback(master.stop)
+        for i in range(2):
+            name = f"slave-{i}"
+            slave_bus = await open_transport(
+                stack,
+                broker.connector(name),
+                name,
+                inbox=topics.outbox("slave", name),
+                will=(topics.gone("slave", name), "slave", name),
+            )
+            slave_config = SlaveConfig(
+                name, name, Resources(cpus=2, mem=1024), tmp_path / name,
+                attributes={"rack": f"r{i}"}, cluster=CLUSTER,
+            )  # fmt: skip
+            slave = Slave(slave_bus, topics, slave_config)
+            await slave.start()
+            stack.push_async_callback(functools.partial(slave.stop, kill_tasks=True))
+        # as an operator would see it: a published state with both slaves (which the
+        # live feed starts from too)
+        published: list[State] = []
+
+        async def on_state(message: Wire, _r: str | None) -> None:
+            if isinstance(message, State):
+                published.append(message)
+
+        ops = await open_transport(stack, broker.connector("ops"), "ops")
+        await ops.subscribe(topics.state, on_state)
+        await eventually(lambda: any(len(s.slaves) == 2 for s in published) and bool(master.web_ui))
+        secret = store.secret_file("ops").read_text().strip()
+        yield Live(store, master.web_ui, basic("ops", secret), master, broker)
 
 
 def validator(doc: dict[str, Any], path: str) -> Draft202012Validator:
@@ -79,10 +147,8 @@ def validator(doc: dict[str, Any], path: str) -> Draft202012Validator:
 
 
 async def test_the_api_answers_operators_only_and_as_its_openapi_says(live: Live) -> None:
-    ops = as_principal(live.url, live.store, "ops")
-    # the event stream is read as a principal of its own: a principal is one MQTT client,
-    # and wait_state's connection as "ops" would take over the reader's session
-    watcher = as_principal(live.url, live.store, "watcher")
+    # the event stream is read as a principal of its own (a principal is one connection)
+    watcher = live.connect("watcher")
     events: list[ClusterEvent] = []
     event_arrived = asyncio.Event()
 
@@ -91,12 +157,12 @@ async def test_the_api_answers_operators_only_and_as_its_openapi_says(live: Live
             events.append(message)
             event_arrived.set()
 
-    async with Bus(watcher, name="event-reader") as bus:
+    async with watcher(name="event-reader", inbox=None, will=None) as bus:
         await bus.subscribe(Topics(CLUSTER).events, on_event)
         printer, driver = live.printer("echo hello from $MESOS_SANDBOX; echo oops >&2", 4)
         await driver.run()  # until its 4 tasks are done; then it tears itself down
         assert printer.ok
-        await wait_state(ops, CLUSTER, lambda s: not s.frameworks and s.offer_count == 0)
+        await live.state(lambda s: not s.frameworks and s.offer_count == 0)
 
         status, doc = await live.get("/api/v1/openapi.json")
         assert status == 200
@@ -197,9 +263,7 @@ async def test_a_tasks_stdout_and_stderr_come_from_its_slave(live: Live) -> None
     _, driver = live.printer("echo hello from the sandbox; echo oops >&2; sleep 300")
     await driver.start()
     try:
-        ops = as_principal(live.url, live.store, "ops")
-        state = await wait_state(ops, CLUSTER, lambda s: any(
-            t.state.value == "TASK_RUNNING" for t in s.tasks))  # fmt: skip
+        state = await live.state(lambda s: any(t.state.value == "TASK_RUNNING" for t in s.tasks))
         task = state.tasks[0]
         base = f"/api/v1/tasks/{task.framework_id}/{task.task_id}/files"
         status, doc = await live.get("/api/v1/openapi.json")
@@ -240,13 +304,12 @@ async def test_a_framework_reads_its_own_tasks_files_and_nobody_elses(live: Live
     await driver.start()
     refused = Refused()
     intruder = SchedulerDriver(
-        refused, name="intruder", broker=as_principal(live.url, live.store, "intruder"),
+        refused, name="intruder", broker=live.connect("intruder"),
         cluster=CLUSTER,
     )  # fmt: skip
     await intruder.start()
     try:
-        ops = as_principal(live.url, live.store, "ops")
-        state = await wait_state(ops, CLUSTER, lambda s: any(
+        state = await live.state(lambda s: any(
             t.state.value == "TASK_RUNNING" and t.framework_id == driver.framework_id
             for t in s.tasks))  # fmt: skip
         task = next(t for t in state.tasks if t.framework_id == driver.framework_id)
@@ -289,21 +352,24 @@ async def test_a_framework_reads_its_own_tasks_files_and_nobody_elses(live: Live
 
 
 async def test_the_hello_example_runs_on_a_secured_cluster_as_its_docstring_says(
-    live: Live,
+    tmp_path: Path,
 ) -> None:
     """examples/hello_framework.py, run as its docstring says on an authenticated cluster
     (its principal's secret in a file, the CA), registers in its principal's own role,
     runs its tasks and reads a task's stdout as that same framework."""
-    store = live.store
-    hello = await asyncio.create_subprocess_exec(
-        sys.executable, "examples/hello_framework.py",
-        "--broker", f"mqtts://team-a@{live.url.host}:{live.url.port}",
-        "--secret-file", str(store.secret_file("team-a")), "--ca", str(store.ca),
-        "--cluster", CLUSTER, "--tasks", "3",
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, "PYTHONPATH": os.getcwd()},
-    )  # fmt: skip
-    out, err = await asyncio.wait_for(hello.communicate(), 60)
+    need_mosquitto()
+    slaves = [(f"slave-{i}", "--resources", "cpus:2;mem:1024") for i in range(2)]
+    async with secure_cluster(tmp_path, CLUSTER, PRINCIPALS, slaves) as c:
+        store, url = c.store, c.url
+        hello = await asyncio.create_subprocess_exec(
+            sys.executable, "examples/hello_framework.py",
+            "--broker", f"mqtts://team-a@{url.host}:{url.port}",
+            "--secret-file", str(store.secret_file("team-a")), "--ca", str(store.ca),
+            "--cluster", CLUSTER, "--tasks", "3",
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            env={**os.environ, "PYTHONPATH": os.getcwd()},
+        )  # fmt: skip
+        out, err = await asyncio.wait_for(hello.communicate(), 60)
     assert hello.returncode == 0, err.decode()
     lines = out.decode().splitlines()
     assert lines[0].startswith("registered as ")

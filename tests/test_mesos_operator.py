@@ -20,8 +20,8 @@ import pytest
 from cluster.local.launcher import Launcher
 from cluster.local.secure import as_principal
 from cluster.local.view import operator_call, wait_state
+from frameworks.driver import SchedulerDriver
 from frameworks.samples.command import CommandScheduler
-from frameworks.scheduler import SchedulerDriver
 from master.books import Books, Framework, Slave, Task
 from master.changes import Changes
 from master.http.config import HttpConfig

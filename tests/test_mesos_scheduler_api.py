@@ -1,15 +1,19 @@
-"""Mesos's v1 Scheduler HTTP API on a live, secure cluster (mosquitto with TLS, master and
-slaves as processes), spoken the way a Mesos client speaks it: raw HTTP, JSON calls, the
-RecordIO event stream; bad input gets a JSON 4xx and changes nothing."""
+"""Mesos's v1 Scheduler HTTP API on a secure cluster, spoken the way a Mesos client speaks
+it: raw HTTP, JSON calls, the RecordIO event stream; bad input gets a JSON 4xx and changes
+nothing. The API's own behaviour is tested on a master and a slave in process (the memory
+transport with the store's ACL, the master's HTTP on a real socket, tasks as processes);
+the rate limit and HTTPS, set by the master's command line, on a live cluster (mosquitto
+with TLS, master and slave as processes)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shutil
 import ssl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,13 +21,17 @@ from typing import Any
 import pytest
 
 from benchmarks.mesos_client import MesosScheduler, basic
-from cluster.local.secure import as_principal
-from cluster.local.view import wait_state
-from protocol.tooling.brokers import BrokerURL
+from cluster.local.secure import provision
+from master.http.config import HttpConfig
+from master.master import Master, MasterConfig
+from master.mesos_api.doors import mesos_doors
 from protocol.tooling.credentials import Store
+from protocol.transport.memory import MemoryBroker
+from protocol.wire.messages import State
+from protocol.wire.topics import Topics
 
 from conftest import need_mosquitto
-from helpers import secure_cluster
+from helpers import eventually, open_transport, secure_cluster, start_secure_slaves, state_when
 
 CLUSTER = "mesos"
 PRINCIPALS = [("master", "master"), ("ops", "operator"), ("slave-0", "slave"),
@@ -32,9 +40,9 @@ PRINCIPALS = [("master", "master"), ("ops", "operator"), ("slave-0", "slave"),
 
 @dataclass
 class Live:
-    url: BrokerURL
     store: Store
     web: str
+    master: Master | None = None  # in process
 
     def auth(self, name: str) -> str:
         return basic(name, self.store.secret_file(name).read_text().strip())
@@ -42,13 +50,34 @@ class Live:
     def scheduler(self, name: str = "team-a") -> MesosScheduler:
         return MesosScheduler(self.web, self.auth(name))
 
+    async def state(self, condition: Callable[[State], bool]) -> State:
+        """The master's state once `condition` holds of it."""
+        assert self.master is not None
+        return await state_when(self.master, condition)
+
 
 @pytest.fixture
 async def live(tmp_path: Path) -> AsyncIterator[Live]:
-    need_mosquitto()
-    slave = ("slave-0", "--resources", "cpus:4;mem:1024")
-    async with secure_cluster(tmp_path, CLUSTER, PRINCIPALS, [slave]) as c:
-        yield Live(c.url, c.store, c.web)
+    """A master serving the Mesos APIs (as `drfmesos master --http` does, with
+    `--principals`) and slave-0 (4 CPUs, 1 GB), in process on the memory transport."""
+    store = provision(tmp_path / "auth", PRINCIPALS)
+    broker, topics = MemoryBroker(store.principals.values()), Topics(CLUSTER)
+    config = MasterConfig(
+        allocation_interval=0.1,
+        principals=store.principals_file,
+        http=HttpConfig(port=0, credentials=store.path),
+    )
+    async with contextlib.AsyncExitStack() as stack:
+        bus = await open_transport(stack, broker.connector("master"), "master")
+        master = Master(bus, topics, config)
+        master.http_doors.extend(mesos_doors(master))
+        await master.start()
+        stack.push_async_callback(master.stop)
+        await start_secure_slaves(
+            stack, broker.connector, topics, tmp_path, [("slave-0", "s0")], simulated=False
+        )
+        await eventually(lambda: len(master.books.slaves) == 1 and bool(master.web_ui))
+        yield Live(store, master.web_ui, master)
 
 
 def framework_info(name: str = "team-a", **more: Any) -> dict[str, Any]:
@@ -168,8 +197,7 @@ async def test_bad_input_gets_a_json_4xx_and_changes_nothing(live: Live) -> None
     try:
         assert await a.subscribe(framework_info("team-a")) == 200
         assert await b.subscribe(framework_info("team-b")) == 200
-        ops = as_principal(live.url, live.store, "ops")
-        before = await wait_state(ops, CLUSTER, lambda st: len(st.frameworks) == 2)
+        before = await live.state(lambda st: len(st.frameworks) == 2)
 
         async def refused(status: int, *args: Any, **kw: Any) -> str:
             got, body = await a.post(*args, **kw)
@@ -199,7 +227,7 @@ async def test_bad_input_gets_a_json_4xx_and_changes_nothing(live: Live) -> None
         finally:
             for s in (nobody, wrong, operator):
                 await s.close()
-        after = await wait_state(ops, CLUSTER, lambda st: True)
+        after = await live.state(lambda st: True)
         assert [f.framework_id for f in after.frameworks] == [
             f.framework_id for f in before.frameworks
         ]
@@ -266,8 +294,7 @@ async def test_a_framework_in_curl_alone_runs_a_task(live: Live) -> None:
     assert process.returncode == 0, text
     assert "task hello: TASK_FINISHED" in text
     assert "torn down" in text
-    ops = as_principal(live.url, live.store, "ops")
-    await wait_state(ops, CLUSTER, lambda st: not st.frameworks)
+    await live.state(lambda st: not st.frameworks)
 
 
 async def test_the_principal_rate_limit_holds_over_http_as_on_the_bus(tmp_path: Path) -> None:
@@ -277,7 +304,7 @@ async def test_the_principal_rate_limit_holds_over_http_as_on_the_bus(tmp_path: 
     slave = ("slave-0", "--resources", "cpus:1;mem:256")
     limits = ["--rate-limit", "0.1", "--rate-capacity", "1"]
     async with secure_cluster(tmp_path, CLUSTER, PRINCIPALS, [slave], limits) as c:
-        s = Live(c.url, c.store, c.web).scheduler()
+        s = Live(c.store, c.web).scheduler()
         try:
             assert await s.subscribe(framework_info()) == 200
             for _ in range(3):  # handled or queued or refused: each is taken (202)
@@ -297,7 +324,7 @@ async def test_a_framework_subscribes_over_https(tmp_path: Path) -> None:
     async with secure_cluster(tmp_path, CLUSTER, PRINCIPALS, [slave], tls) as c:
         assert c.web.startswith("https://")
         trust = ssl.create_default_context(cafile=str(store / "ca.pem"))
-        live = Live(c.url, c.store, c.web)
+        live = Live(c.store, c.web)
         s = MesosScheduler(c.web, live.auth("team-a"), ssl=trust)
         try:
             assert await s.subscribe(framework_info()) == 200

@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_hdrf_property import fill
 
+from cluster.cli import main
 from cluster.local import operator_cli
 from master.allocation.allocator import Allocator
 from master.allocation.quota import Quota, QuotaError
@@ -218,20 +219,35 @@ def test_limits_hold_and_satisfiable_guarantees_are_met(
 def test_a_bad_roles_file_stops_the_master_before_it_starts(
     tmp_path: Path, text: str, named: str
 ) -> None:
+    """The `drfmesos` command in process (as click runs it); the test below runs one of
+    these as real processes."""
     path = tmp_path / "roles.yaml"
     path.write_text(text)
+    master = CliRunner().invoke(
+        main, ["master", "--roles", str(path), "--broker", "mqtt://127.0.0.1:1"]
+    )
+    assert master.exit_code != 0
+    assert named in master.stderr
+    check = CliRunner().invoke(main, ["roles", "check", str(path)])
+    assert check.exit_code != 0
+    assert named in check.stderr
+
+
+def test_a_bad_roles_file_stops_the_master_process(tmp_path: Path) -> None:
+    path = tmp_path / "roles.yaml"
+    path.write_text("roles:\n  eng: {weight: -1}\n")
     master = subprocess.run(
         [sys.executable, "-m", "cluster", "master", "--roles", str(path), "--broker",
          "mqtt://127.0.0.1:1"], capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert master.returncode != 0
-    assert named in master.stderr
+    assert "roles.eng.weight" in master.stderr
     check = subprocess.run(
         [sys.executable, "-m", "cluster", "roles", "check", str(path)],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert check.returncode != 0
-    assert named in check.stderr
+    assert "roles.eng.weight" in check.stderr
 
 
 def test_a_zero_limit_stays_a_limit_from_every_door_to_the_allocator(

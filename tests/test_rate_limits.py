@@ -1,12 +1,16 @@
 """Rate limits that throttle instead of losing calls (Mesos's framework rate limiting):
-the throttle on its own, the operator's file, and a real cluster held to its limits."""
+the throttle on its own, the operator's file, and a cluster held to its limits (a master
+and slaves in process on the memory transport, configured as the master's CLI does, and
+read through its HTTP API)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 import urllib.request
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +18,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cluster.local.view import wait_state
 from frameworks import (
     Filters,
     Offer,
@@ -25,8 +28,14 @@ from frameworks import (
     TaskStatus,
     build_task,
 )
+from master.cli import rate_limits
+from master.http.api import HttpApi
+from master.http.config import HttpConfig
+from master.master import MasterConfig
 from master.rate_limits import (
     AGGREGATE,
+    DEFAULT_CAPACITY,
+    DEFAULT_QPS,
     Limit,
     RateLimits,
     RateLimitsError,
@@ -34,7 +43,6 @@ from master.rate_limits import (
     load_rate_limits,
 )
 from master.throttle import Throttle, Verdict, call_cost
-from protocol.tooling.brokers import MosquittoBroker
 from protocol.wire.messages import (
     Accept,
     Acknowledge,
@@ -47,7 +55,7 @@ from protocol.wire.messages import (
     TaskInfo,
 )
 
-from helpers import live_cluster, until
+from helpers import InProcess, eventually, in_process_cluster, until
 
 # --- the throttle alone ----------------------------------------------------------------
 
@@ -271,22 +279,21 @@ class OneOfferAtATime(Scheduler):
 
 
 async def test_a_framework_held_to_20_calls_a_second_finishes_all_200_tasks(
-    mosquitto: MosquittoBroker, tmp_path: Path
+    tmp_path: Path,
 ) -> None:
     """The issue's low-rate run: 200 launches at 20 calls/s wait their turn, none lost,
     and at the end no offer is outstanding."""
-    master_args = ["--allocation-interval", "0.1", "--http", "127.0.0.1:0"]
-    master_args += ["--rate-limit", "20", "--rate-capacity", "1000"]
-    async with live_cluster(mosquitto.url, CLUSTER, tmp_path, master_args):
+    config = MasterConfig(allocation_interval=0.1, rate_limits=rate_limits(None, 20, 1000))
+    async with in_process_cluster(CLUSTER, tmp_path, config) as cluster, served(cluster) as web:
         fw = OneOfferAtATime(200)
-        driver = SchedulerDriver(fw, name="slow", broker=mosquitto.url, cluster=CLUSTER)
+        driver = SchedulerDriver(fw, name="slow", broker=cluster.connect, cluster=CLUSTER)
         await driver.start()
         started = time.monotonic()
         try:
             await until(fw.changed, lambda: len(fw.finished) == 200, timeout=60)
             took = time.monotonic() - started
-            state = await wait_state(mosquitto.url, CLUSTER, lambda s: not s.offers)
-            view = await asyncio.to_thread(limits_view, state.web_ui)
+            await eventually(lambda: not cluster.master.state().offers)
+            view = await asyncio.to_thread(limits_view, web)
         finally:
             driver.stop()
             await driver.join()
@@ -297,6 +304,16 @@ async def test_a_framework_held_to_20_calls_a_second_finishes_all_200_tasks(
     assert held, view
     assert held[0]["qps"] == 20
     assert held[0]["refused"] == 0
+
+
+@contextlib.asynccontextmanager
+async def served(cluster: InProcess) -> AsyncIterator[str]:
+    """The in-process master's HTTP API on a free port: its address."""
+    api = HttpApi(cluster.master, HttpConfig(port=0))
+    try:
+        yield await api.start()
+    finally:
+        await api.stop()
 
 
 def limits_view(url: str) -> dict[str, Any]:
@@ -336,7 +353,7 @@ class Greedy(Scheduler):
 
 
 async def test_a_framework_past_its_capacity_gets_its_offers_back_in_the_pool(
-    mosquitto: MosquittoBroker, tmp_path: Path
+    tmp_path: Path,
 ) -> None:
     """greedy may make one call (its Subscribe) and queue none: each launch is refused as
     if declined (its offers back to the pool, TASK_LOST to retry, an error naming the
@@ -352,13 +369,13 @@ async def test_a_framework_past_its_capacity_gets_its_offers_back_in_the_pool(
             }
         )
     )
-    master_args = ["--allocation-interval", "0.1", "--http", "127.0.0.1:0"]
-    master_args += ["--rate-limits", str(limits_file)]
-    async with live_cluster(mosquitto.url, CLUSTER, tmp_path, master_args):
+    limits = rate_limits(limits_file, DEFAULT_QPS, DEFAULT_CAPACITY)
+    config = MasterConfig(allocation_interval=0.1, rate_limits=limits)
+    async with in_process_cluster(CLUSTER, tmp_path, config) as cluster, served(cluster) as web:
         greedy, calm = Greedy(3), OneOfferAtATime(20)
         drivers = [
-            SchedulerDriver(greedy, name="greedy", broker=mosquitto.url, cluster=CLUSTER),
-            SchedulerDriver(calm, name="calm", broker=mosquitto.url, cluster=CLUSTER),
+            SchedulerDriver(greedy, name="greedy", broker=cluster.connect, cluster=CLUSTER),
+            SchedulerDriver(calm, name="calm", broker=cluster.connect, cluster=CLUSTER),
         ]
         for d in drivers:
             await d.start()
@@ -368,16 +385,14 @@ async def test_a_framework_past_its_capacity_gets_its_offers_back_in_the_pool(
             await until(calm.changed, lambda: len(calm.finished) == 20, timeout=60)
             # greedy's refused offers went back: the whole cluster is free again, and
             # nothing it was offered is held for it
-            state = await wait_state(
-                mosquitto.url,
-                CLUSTER,
-                lambda s: (
-                    not s.allocated
+            await eventually(
+                lambda: (
+                    not (s := cluster.master.state()).allocated
                     and not s.offers
                     and not any(t.state == TaskState.RUNNING for t in s.tasks)
                 ),
             )
-            view = await asyncio.to_thread(limits_view, state.web_ui)
+            view = await asyncio.to_thread(limits_view, web)
         finally:
             for d in drivers:
                 d.stop()

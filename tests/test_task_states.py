@@ -1,9 +1,12 @@
 """Conformance: one test for each row of the task-state table (examples/task-states.md).
 
-Each runs a real cluster -- mosquitto, a master and slave processes -- and a framework
-through the SDK, once partition-aware and once not, and checks the (state, reason, source)
-it hears. Partitions are real: the slave process is stopped with SIGSTOP (its heartbeats
-stop, its tasks go on) and continued with SIGCONT.
+Each runs a framework through the SDK, once partition-aware and once not, and checks the
+(state, reason, source) it hears. The rows the master and a slave decide between them run
+in process (`in_process`: a master and slaves on the memory transport; tasks and executors
+are still real processes). The rows about slaves that die, are partitioned or are marked
+gone by the `drfmesos` command run a real cluster -- mosquitto, a master and slave
+processes (`live`): partitions are real, the slave process is stopped with SIGSTOP (its
+heartbeats stop, its tasks go on) and continued with SIGCONT.
 """
 
 from __future__ import annotations
@@ -21,7 +24,9 @@ import pytest
 from cluster.local.launcher import Launcher, Party
 from cluster.local.view import wait_state
 from frameworks import SchedulerDriver, build_task
-from protocol.tooling.brokers import MosquittoBroker
+from master.master import MasterConfig
+from protocol.tooling.brokers import BrokerURL, MosquittoBroker
+from protocol.transport.base import Connector
 from protocol.wire.messages import (
     CommandInfo,
     ExecutorInfo,
@@ -36,7 +41,7 @@ from protocol.wire.messages import (
 )
 from protocol.wire.resources import Resources
 
-from helpers import Recorder, live_cluster
+from helpers import InProcess, Recorder, in_process_cluster, live_cluster
 
 CLUSTER = "states"
 SMALL = Resources(cpus=0.5, mem=64)
@@ -48,6 +53,7 @@ MASTER_ARGS = [
     "--slave-timeout",
     "3",
 ]
+CONFIG = MasterConfig(allocation_interval=0.1, heartbeat_interval=0.5, slave_timeout=3.0)
 
 
 @pytest.fixture(params=[False, True], ids=["lost", "partition-aware"])
@@ -61,15 +67,22 @@ async def live(mosquitto: MosquittoBroker, tmp_path: Path) -> AsyncIterator[Laun
         yield launcher
 
 
+@pytest.fixture
+async def in_process(tmp_path: Path) -> AsyncIterator[InProcess]:
+    async with in_process_cluster(CLUSTER, tmp_path, CONFIG) as cluster:
+        yield cluster
+
+
 @contextlib.asynccontextmanager
 async def framework(
-    broker: MosquittoBroker, aware: bool
+    broker: MosquittoBroker | InProcess, aware: bool
 ) -> AsyncIterator[tuple[Recorder, SchedulerDriver]]:
     rec = Recorder()
     name = "aware" if aware else "plain"
-    driver = SchedulerDriver(
-        rec, name=name, broker=broker.url, cluster=CLUSTER, partition_aware=aware
+    url: BrokerURL | Connector = (
+        broker.url if isinstance(broker, MosquittoBroker) else broker.connect
     )
+    driver = SchedulerDriver(rec, name=name, broker=url, cluster=CLUSTER, partition_aware=aware)
     await driver.start()
     try:
         yield rec, driver
@@ -170,9 +183,9 @@ def check(status: TaskStatus, state: TaskState, reason: Reason | None, source: S
 
 
 async def test_a_launch_on_an_unknown_offer_is_dropped_not_an_error(
-    live: Launcher, mosquitto: MosquittoBroker, aware: bool
+    in_process: InProcess, aware: bool
 ) -> None:
-    async with framework(mosquitto, aware) as (rec, driver):
+    async with framework(in_process, aware) as (rec, driver):
         real = await rec.offer_on(driver)
         # an offer the master does not know (as after a failover, or rescinded in flight)
         stale = real.model_copy(update={"offer_id": "o-unknown-to-this-master"})
@@ -191,9 +204,9 @@ async def test_a_launch_on_an_unknown_offer_is_dropped_not_an_error(
 
 
 async def test_an_invalid_task_is_task_error_for_every_framework(
-    live: Launcher, mosquitto: MosquittoBroker, aware: bool
+    in_process: InProcess, aware: bool
 ) -> None:
-    async with framework(mosquitto, aware) as (rec, driver):
+    async with framework(in_process, aware) as (rec, driver):
         offer = await rec.offer_on(driver)
         first = build_task(offer, "t", SMALL, command="sleep 30", task_id="same")
         await driver.launch_tasks([offer.offer_id], [first])
@@ -341,22 +354,21 @@ async def test_a_slave_an_operator_marks_gone(
         check(answer, seen(aware, TaskState.GONE_BY_OPERATOR), Reason.RECONCILIATION, Source.MASTER)
 
 
-async def test_only_an_operator_may_mark_a_slave_gone(
-    live: Launcher, mosquitto: MosquittoBroker
-) -> None:
-    async with framework(mosquitto, aware=False) as (rec, driver):
+async def test_only_an_operator_may_mark_a_slave_gone(in_process: InProcess) -> None:
+    async with framework(in_process, aware=False) as (rec, driver):
         offer = await rec.offer_on(driver)
         driver._call(MarkSlaveGone(slave_id=offer.slave_id))
         await rec.wait(lambda: bool(rec.errors))
         assert "may not send MarkSlaveGone" in rec.errors[0]
-        state: State = await wait_state(mosquitto.url, CLUSTER, lambda s: len(s.slaves) == 2)
+        state: State = in_process.master.state()
+        assert len(state.slaves) == 2
         assert offer.slave_id in {s.slave_id for s in state.slaves}
 
 
 async def test_an_executor_that_terminates_fails_its_tasks(
-    live: Launcher, mosquitto: MosquittoBroker, aware: bool
+    in_process: InProcess, aware: bool
 ) -> None:
-    async with framework(mosquitto, aware) as (rec, driver):
+    async with framework(in_process, aware) as (rec, driver):
         offer = await rec.offer_on(driver)
         task = TaskInfo(
             task_id="t1",

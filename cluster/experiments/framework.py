@@ -21,7 +21,8 @@ import click
 
 from cluster.experiments.spec import Framework, Spec, load_spec
 from cluster.experiments.workload import Pending, Workload
-from frameworks.scheduler import ENDLESS, Scheduler, SchedulerDriver, build_task
+from frameworks.driver import ENDLESS, SchedulerDriver
+from frameworks.scheduler import Scheduler, build_task
 from protocol import logs
 from protocol.tooling.brokers import BrokerURL
 from protocol.tooling.cli import broker_option, cluster_option, log_level_option, run_party

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from frameworks.scheduler import Scheduler, SchedulerDriver, build_task
+from frameworks.driver import SchedulerDriver
+from frameworks.scheduler import Scheduler, build_task
 from protocol.wire.messages import Filters, Offer, TaskState, TaskStatus
 from protocol.wire.resources import Resources
 

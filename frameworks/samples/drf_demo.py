@@ -12,7 +12,8 @@ import random
 import sys
 from dataclasses import dataclass
 
-from frameworks.scheduler import ENDLESS, Scheduler, SchedulerDriver, build_task
+from frameworks.driver import ENDLESS, SchedulerDriver
+from frameworks.scheduler import Scheduler, build_task
 from protocol import logs
 from protocol.wire.messages import (
     CommandInfo,

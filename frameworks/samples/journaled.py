@@ -38,7 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from frameworks.scheduler import Scheduler, SchedulerDriver, build_task
+from frameworks.driver import SchedulerDriver
+from frameworks.scheduler import Scheduler, build_task
 from protocol.wire.messages import Filters, Offer, TaskState, TaskStatus
 from protocol.wire.resources import Resources
 

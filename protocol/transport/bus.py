@@ -23,9 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
-import socket
-import ssl
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Self
@@ -41,14 +38,14 @@ from protocol.transport.batching import Outgoing, Posted, chunked, encoded, spli
 from protocol.transport.fencing import EpochFence
 from protocol.transport.inbound import Dispatcher, EnvelopeFilter, Receiver
 from protocol.transport.message_counts import MessageCounts
+from protocol.transport.mqtt_client import mqtt_client, refusal
 from protocol.transport.paho_link import PahoLink
 from protocol.wire.codec import MAX_BATCH, decode_many, encode, encode_batch
-from protocol.wire.messages import LISTS, Error, Gone, Wire
+from protocol.wire.messages import LISTS, Error, Wire
 
 __all__ = ["Bus", "BusClosed", "BusRefused", "Dispatcher", "cancel_and_wait", "first_of"]
 
 
-MQTT_LOG = logging.getLogger("mqtt")
 # bytes in one MQTT payload at most: what the brokers we start (and the compose cluster's)
 # take, less room for the topic and the headers
 MAX_PAYLOAD = MAX_PACKET_BYTES - 64 * 1024
@@ -56,18 +53,6 @@ MAX_DEFERRALS = 32  # loop turns a batch may wait for a backlog of arrivals to b
 MAX_HELD = MAX_BATCH  # posts one flush sends (a flush of thousands would stall the loop)
 MAX_MATCHED = 4096  # topics whose handler is remembered (see _handler_for)
 LAZY_DELAY = 0.02  # seconds a lazy post (the event stream) waits to share a batch
-NODELAY = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
-
-
-def refusal(error: aiomqtt.MqttError) -> str | None:
-    """Why a failed connection attempt is final, or None if it is worth retrying."""
-    said = str(error).lower()
-    if isinstance(error, aiomqtt.MqttCodeError) and ("authoriz" in said or "password" in said):
-        return f"the broker refused the credentials ({error})"
-    cause = error.__cause__ or error.__context__
-    if isinstance(cause, ssl.SSLCertVerificationError):
-        return f"the broker's certificate is not trusted: {cause.verify_message} (--ca?)"
-    return None
 
 
 class Bus:
@@ -446,28 +431,11 @@ class Bus:
 
     # -- the connection loop --------------------------------------------------------------------
     def _client_for(self, incarnation: str) -> aiomqtt.Client:
-        will = None
-        if self._will is not None:
-            topic, kind, party_id = self._will
-            gone = Gone(kind=kind, id=party_id, incarnation=incarnation)
-            will = aiomqtt.Will(topic, encode(gone), qos=1, retain=False)
-        return aiomqtt.Client(
-            self.broker.host,
-            self.broker.port,
-            username=self.broker.username,
-            password=self.broker.password,
-            # an authenticated connection's client id is its principal (the broker insists)
-            identifier=self.broker.username or self.client_id,
-            tls_context=self.broker.ssl_context(),
-            clean_session=not self.persistent,
+        will = None if self._will is None else (*self._will, incarnation)
+        return mqtt_client(
+            self.broker, self.client_id, will=will, persistent=self.persistent,
             keepalive=self.keepalive,
-            will=will,
-            socket_options=NODELAY,
-            max_inflight_messages=1000,
-            timeout=10,
-            logger=MQTT_LOG,
-            queue_type=StampedQueue,  # stamped: how long arrivals wait (see backlog())
-        )
+        )  # fmt: skip
 
     async def _run(self) -> None:
         delay = 0.05

@@ -1,0 +1,593 @@
+"""The SDK's `SchedulerDriver`: everything a framework sends and receives goes through it.
+
+It subscribes, re-subscribes with its framework id after a disconnect (or a new leader),
+hands what arrives to the `Scheduler`'s callbacks one at a time, acknowledges status
+updates once `status_update` returns (unless told not to), and refuses misuse -- launching
+on an offer that is gone, or more than an offer holds -- with `DriverError` rather than a
+silent drop. The callbacks and the helpers that build tasks are in `frameworks.scheduler`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import uuid
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Literal, TypeVar
+
+from frameworks.calls import made_at_once
+from frameworks.scheduler import Scheduler
+from protocol import logs
+from protocol.tooling.brokers import BrokerURL
+from protocol.transport.aio import cancel_and_wait, first_of
+from protocol.transport.base import Connector, Transport
+from protocol.transport.bus import MqttConnector
+from protocol.transport.inbound import Dispatcher
+from protocol.transport.leader import LeaderWatch
+from protocol.wire.messages import (
+    Accept,
+    Acknowledge,
+    Decline,
+    Error,
+    Failure,
+    Filters,
+    FrameworkCapability,
+    FrameworkMessage,
+    Heartbeat,
+    Kill,
+    Leader,
+    Message,
+    Offer,
+    OfferFilters,
+    Offers,
+    Preempting,
+    ReadTaskFile,
+    Reconcile,
+    ReconcileTask,
+    Request,
+    Rescind,
+    Revive,
+    Subscribe,
+    Subscribed,
+    Suppress,
+    TaskFileData,
+    TaskInfo,
+    TaskRequest,
+    TaskStatus,
+    Teardown,
+    Update,
+    Wire,
+)
+from protocol.wire.resources import Resources
+from protocol.wire.topics import Topics, check_segment
+
+W = TypeVar("W", bound=Wire)
+Handler = Callable[[W, str | None], Awaitable[None]]
+
+
+def unauthenticated_principal(name: str) -> str:
+    try:
+        return check_segment(name.replace(" ", "_"), "name")
+    except ValueError:
+        return "framework"
+
+
+FATAL_ERRORS = frozenset({"framework-removed", "subscribe-refused"})
+"""Error codes after which the master will not serve this framework: the driver stops."""
+
+
+ENDLESS = 1_000_000  # the largest count `request_resources` takes: "as many as I can get"
+
+
+class DriverError(RuntimeError):
+    """A call the driver refuses: an offer that is gone, more than an offer holds, ..."""
+
+
+class SchedulerDriver:
+    def __init__(
+        self,
+        scheduler: Scheduler,
+        *,
+        name: str,
+        broker: str | BrokerURL | Connector = "mqtt://127.0.0.1:1883",
+        cluster: str = "default",
+        role: str | None = None,
+        weight: float | None = None,
+        failover_timeout: float = 0.0,
+        framework_id: str | None = None,
+        implicit_acknowledgements: bool = True,
+        min_offer: Iterable[Resources] = (),
+        partition_aware: bool = False,
+    ) -> None:
+        """Connect to `broker` (`mqtt[s]://PRINCIPAL@host:port`, or a transport Connector:
+        tests pass protocol.transport.memory's) as framework `name`.
+
+        `role`: the role to register in; by default the principal's own role (the broker
+        URL's user, which `drfmesos auth add` allows it), or, without credentials, the
+        framework's name. A secured cluster refuses a role its principal was not given.
+
+        `min_offer`: the smallest offers this framework can use (any one of them; Mesos
+        1.10's offer_filters). The master then never offers it less: no declines of crumbs.
+        Without it, an offer may hold what is left on a slave whose CPUs are all taken --
+        memory and no CPU, say, every few seconds: pass the smallest task you launch
+        (`min_offer=[Resources(cpus=0.1, mem=32)]`) to hear only of offers it fits.
+
+        `implicit_acknowledgements`: acknowledge each status update when `status_update`
+        returns (the default); with False, call `acknowledge_status_update` yourself, after
+        you have recorded it, and the slave re-sends it until you do.
+
+        `failover_timeout`: how long the master keeps this framework's tasks after its
+        driver disconnects, for a successor that subscribes with `framework_id`.
+
+        `partition_aware`: hear Mesos 1.1's finer states (TASK_DROPPED, TASK_UNREACHABLE,
+        TASK_GONE, ...) in place of TASK_LOST (examples/task-states.md).
+
+        `weight`: leave it out. A role's weight is the operator's (`drfmesos weights`); a
+        weight other than the configured one is refused at subscribe."""
+        self.scheduler = scheduler
+        self.name = name
+        if isinstance(broker, str):
+            broker = BrokerURL.parse(broker)
+        # the MQTT bus, or any other transport (tests pass protocol.transport.memory's)
+        self.broker = broker if isinstance(broker, BrokerURL) else None
+        self._connect = MqttConnector(broker) if isinstance(broker, BrokerURL) else broker
+        self.topics = Topics(cluster)
+        self.weight = weight
+        self.failover_timeout = failover_timeout
+        self.framework_id = framework_id
+        self.implicit_acknowledgements = implicit_acknowledgements
+        self.min_offer = [r for r in min_offer if r]
+        self.capabilities = [FrameworkCapability.PARTITION_AWARE] if partition_aware else []
+        self.master_id = ""
+        self.master_epoch = 0  # the epoch of the master we subscribed with
+        self._resubscribing: asyncio.Future[None] | None = None
+        # who we are is the broker's username; without authentication, as a Mesos framework
+        # names its own principal: its name (unproven, so it protects nothing)
+        self.principal = self._connect.principal or unauthenticated_principal(name)
+        self.role = role or self.principal  # as the CLI's frameworks: the principal's own
+        self.inbox_id = f"fw-{uuid.uuid4().hex[:16]}"
+        self.to_master = self.topics.inbound("framework", self.principal)
+        self.removed: str | None = None  # why the master removed us, once it has
+        self.log = logs.get("driver", framework=name)
+        self.offers: dict[str, Offer] = {}  # outstanding: offered and not yet used
+        self.bus: Transport | None = None
+        self._subscribed = asyncio.Event()
+        self._stopped = asyncio.Event()
+        self._teardown = True
+        self._file_reads: dict[str, asyncio.Future[TaskFileData]] = {}
+        self._events: asyncio.Queue[functools.partial[Awaitable[None]]] = asyncio.Queue()
+        self._callbacks: asyncio.Task[None] | None = None  # runs them, one at a time
+
+    @property
+    def inbox(self) -> str:
+        return self.topics.framework(self.principal, self.inbox_id)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    async def start(self, timeout: float = 30.0) -> None:
+        """Connect and subscribe; returns once the master has answered."""
+        bus = self._connect(
+            name=f"framework-{self.name}",
+            inbox=self.inbox,
+            will=(self.topics.gone("framework", self.principal), "framework", self.inbox_id),
+        )
+        d = Dispatcher(bus, "framework")
+        d.on(Subscribed, self._in_turn(self._on_subscribed))
+        d.on(Offers, self._in_turn(self._on_offers))
+        d.on(Rescind, self._in_turn(self._on_rescind))
+        d.on(Update, self._in_turn(self._on_update))
+        d.on(FrameworkMessage, self._in_turn(self._on_message))
+        d.on(Failure, self._in_turn(self._on_failure))
+        d.on(Error, self._in_turn(self._on_error))
+        d.on(Heartbeat, self._on_heartbeat)
+        d.on(Preempting, self._in_turn(self._on_preempting))
+        # answered at once, beside the callbacks: one of them may be awaiting it
+        d.on(TaskFileData, self._on_file_data)
+        self._callbacks = asyncio.create_task(self._run_callbacks(), name="driver-callbacks")
+        await bus.subscribe(self.inbox, d)
+        await LeaderWatch.on(bus, self.topics, self._on_leader)
+        bus.on_connect(self._subscribe)
+        self.bus = bus
+        await bus.start(timeout=timeout)
+        await first_of(self._subscribed, self._stopped, timeout=timeout)
+        if self.removed is not None:
+            await self._close()
+            raise DriverError(self.removed)
+        if not self._subscribed.is_set():
+            await self._close()
+            raise TimeoutError(f"no answer from a master within {timeout}s")
+
+    def _in_turn(self, handler: Handler[W]) -> Handler[W]:
+        """Events reach the scheduler one at a time, in order, from the driver's own task
+        rather than the bus's: a callback that awaits an answer (`read_file`) does not
+        hold up the arrival of that answer."""
+
+        async def queued(msg: W, reply_to: str | None) -> None:
+            self._events.put_nowait(functools.partial(handler, msg, reply_to))
+
+        return queued
+
+    async def _run_callbacks(self) -> None:
+        while True:
+            event = await self._events.get()
+            try:
+                await event()
+            except Exception:  # a scheduler's bug must not stop the driver: say what it was
+                self.log.exception("framework.callback_failed", event=event.func.__name__)
+
+    async def _subscribe(self) -> None:
+        """Subscribe (again, with our framework id, after any reconnect) until answered.
+
+        A master that is not up yet, or restarting, misses the first Subscribe: retry
+        with backoff, as the Mesos driver does.
+        """
+        if self._subscribed.is_set():
+            self._subscribed.clear()
+            await self.scheduler.disconnected(self)
+        delay = 0.5
+        while not self._subscribed.is_set() and not self._stopped.is_set():
+            bus = self.bus
+            if bus is None or not bus.connected:
+                return  # the next connect starts over
+            await bus.publish(
+                self.to_master,
+                Subscribe(
+                    name=self.name,
+                    role=self.role,
+                    weight=self.weight,
+                    failover_timeout=self.failover_timeout,
+                    framework_id=self.framework_id,
+                    inbox=self.inbox_id,
+                    incarnation=bus.incarnation,
+                    offer_filters=OfferFilters(min_allocatable=self.min_offer)
+                    if self.min_offer
+                    else None,
+                    capabilities=self.capabilities,
+                ),
+            )
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._subscribed.wait(), delay)
+            delay = min(delay * 2, 10.0)
+
+    @made_at_once
+    def stop(self, failover: bool = False) -> None:
+        """Stop the driver: no more callbacks, and `run()`/`join()` disconnect and return.
+        Without `failover` the framework is torn down (its tasks killed); with it, the
+        master keeps its tasks for `failover_timeout` for a successor."""
+        self._teardown = not failover
+        self._stopped.set()
+
+    async def join(self) -> None:
+        """Wait until `stop()` is called, then disconnect."""
+        await self._stopped.wait()
+        await self._close()
+
+    async def run(self) -> None:
+        """start() then join()."""
+        try:
+            await self.start()
+            await self.join()
+        finally:
+            await self._close()
+
+    async def _close(self) -> None:
+        bus, self.bus = self.bus, None
+        if bus is None:
+            return
+        if self._callbacks is not None and self._callbacks is not asyncio.current_task():
+            await cancel_and_wait(self._callbacks)
+        self._callbacks = None
+        if self._resubscribing is not None and not self._resubscribing.done():
+            self._resubscribing.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._resubscribing
+        if self._teardown and self.framework_id and bus.connected:
+            with contextlib.suppress(Exception):
+                await bus.publish(
+                    self.to_master, Teardown(framework_id=self.framework_id), timeout=5
+                )
+        await bus.close()
+
+    # -- calls ---------------------------------------------------------------------------------
+    def _call_bus(self) -> Transport:
+        if self.bus is None or self.framework_id is None:
+            raise DriverError("the driver is not subscribed: call start() first")
+        return self.bus
+
+    def _call(self, call: Wire) -> None:
+        """Send a call to the master without waiting for the broker, as the Mesos driver's
+        calls return at once: the bus sends it at least once and in order with the other
+        calls, across reconnects (`stop` waits for what is still on its way). A callback
+        that makes several calls -- launch, then suppress -- is not held up by the broker's
+        acknowledgement of each, nor are the events that follow it."""
+        self._call_bus().post(self.to_master, call)
+
+    @made_at_once
+    def launch_tasks(
+        self, offer_ids: Iterable[str], tasks: list[TaskInfo], filters: Filters | None = None
+    ) -> None:
+        """Use offers for `tasks`; what the tasks leave unused goes back with `filters`."""
+        self.accept_offers(offer_ids, tasks, filters)
+
+    @made_at_once
+    def accept_offers(
+        self, offer_ids: Iterable[str], tasks: list[TaskInfo], filters: Filters | None = None
+    ) -> None:
+        if self._stopped.is_set():
+            return  # as the Mesos driver: calls after stop() do nothing
+        self._call_bus()  # (subscribed, or DriverError)
+        ids = list(dict.fromkeys(offer_ids))
+        if not ids:
+            raise DriverError("launch_tasks needs at least one offer")
+        missing = [o for o in ids if o not in self.offers]
+        if missing:
+            raise DriverError(
+                f"offers {', '.join(missing)} are not outstanding "
+                "(rescinded, already used, or never offered)"
+            )
+        offers = [self.offers[o] for o in ids]
+        if len({o.slave_id for o in offers}) > 1:
+            raise DriverError("all offers in one launch must be on the same slave")
+        available = sum((o.resources for o in offers), Resources())
+        wanted = sum((t.resources for t in tasks), Resources())
+        if not available.contains(wanted):
+            raise DriverError(f"the tasks need {wanted} but the offers hold {available}")
+        for task in tasks:
+            if task.slave_id != offers[0].slave_id:
+                raise DriverError(
+                    f"task {task.task_id} names slave {task.slave_id}, "
+                    f"not the offer's {offers[0].slave_id}"
+                )
+        for o in ids:
+            del self.offers[o]
+        self._call(
+            Accept(
+                framework_id=self.framework_id or "",
+                offer_ids=ids,
+                tasks=tasks,
+                filters=filters or Filters(),
+            ),
+        )
+
+    @made_at_once
+    def decline_offer(self, offer_id: str, filters: Filters | None = None) -> None:
+        self.decline_offers([offer_id], filters)
+
+    @made_at_once
+    def decline_offers(self, offer_ids: Iterable[str], filters: Filters | None = None) -> None:
+        """Decline several offers in one call (Mesos's DECLINE takes a list), one filter."""
+        if self._stopped.is_set():
+            return  # as the Mesos driver: calls after stop() do nothing
+        self._call_bus()  # (subscribed, or DriverError)
+        ids = list(dict.fromkeys(offer_ids))
+        missing = [o for o in ids if o not in self.offers]
+        if missing:
+            raise DriverError(f"offers {', '.join(missing)} are not outstanding")
+        if not ids:
+            return
+        for o in ids:
+            del self.offers[o]
+        self._call(
+            Decline(
+                framework_id=self.framework_id or "", offer_ids=ids, filters=filters or Filters()
+            ),
+        )
+
+    @made_at_once
+    def revive_offers(self) -> None:
+        if self._stopped.is_set():
+            return  # as the Mesos driver: calls after stop() do nothing
+        self._call(Revive(framework_id=self.framework_id or ""))
+
+    @made_at_once
+    def suppress_offers(self) -> None:
+        """No offers until revive; also clears what `request_resources` declared."""
+        if self._stopped.is_set():
+            return  # as the Mesos driver: calls after stop() do nothing
+        self._call(Suppress(framework_id=self.framework_id or ""))
+
+    @made_at_once
+    def request_resources(self, requests: Iterable[TaskRequest | tuple[Resources, int]]) -> None:
+        """Tell the master what this framework still wants to run: task sizes with counts
+        (Mesos's REQUEST, pymesos's requestResources). Each call replaces the last; an
+        empty list clears it, and so does suppress. The master sets fair shares -- and,
+        with preemption on, takes resources back for a starving framework -- by it;
+        launching a task of a declared size counts one off."""
+        if self._stopped.is_set():
+            return  # as the Mesos driver: calls after stop() do nothing
+        wanted = [
+            r if isinstance(r, TaskRequest) else TaskRequest(resources=r[0], count=r[1])
+            for r in requests
+        ]
+        self._call(Request(framework_id=self.framework_id or "", requests=wanted))
+
+    @made_at_once
+    def kill_task(self, task_id: str, slave_id: str | None = None) -> None:
+        if self._stopped.is_set():
+            return  # as the Mesos driver: calls after stop() do nothing
+        self._call(
+            Kill(framework_id=self.framework_id or "", task_id=task_id, slave_id=slave_id),
+        )
+
+    @made_at_once
+    def acknowledge_status_update(self, status: TaskStatus) -> None:
+        """Needed only with implicit_acknowledgements=False (and only if status.uuid)."""
+        if self._stopped.is_set():
+            return  # as the Mesos driver: calls after stop() do nothing
+        if not status.uuid:
+            return
+        self._call(
+            Acknowledge(
+                framework_id=self.framework_id or "",
+                slave_id=status.slave_id,
+                task_id=status.task_id,
+                uuid=status.uuid,
+            ),
+        )
+
+    @made_at_once
+    def reconcile_tasks(self, tasks: Iterable[TaskStatus | str] = ()) -> None:
+        """Ask for the latest state of tasks (by status or id); none means all of them."""
+        if self._stopped.is_set():
+            return  # as the Mesos driver: calls after stop() do nothing
+        wanted = [
+            ReconcileTask(task_id=t)
+            if isinstance(t, str)
+            else ReconcileTask(task_id=t.task_id, slave_id=t.slave_id)
+            for t in tasks
+        ]
+        self._call(Reconcile(framework_id=self.framework_id or "", tasks=wanted))
+
+    @made_at_once
+    def send_framework_message(self, executor_id: str, slave_id: str, data: bytes) -> None:
+        if self._stopped.is_set():
+            return  # as the Mesos driver: calls after stop() do nothing
+        self._call(
+            Message(
+                framework_id=self.framework_id or "",
+                slave_id=slave_id,
+                executor_id=executor_id,
+                data=data,
+            ),
+        )
+
+    async def read_file(
+        self,
+        task_id: str,
+        name: Literal["stdout", "stderr"] = "stdout",
+        *,
+        offset: int = 0,
+        length: int = 65536,
+        timeout: float = 10.0,
+    ) -> TaskFileData:
+        """Read part of one of this framework's tasks' `stdout` or `stderr` from its
+        sandbox, through the master (Mesos's agent files API): up to `length` bytes (at
+        most 1 MB) from `offset`. The answer's `size` is the whole file's, so a follower
+        reads again from `offset + len(data)`. A task that ended is readable while its
+        slave keeps its sandbox. Raises DriverError when it cannot be read."""
+        if self._stopped.is_set():
+            raise DriverError("the driver is stopped")
+        request_id = uuid.uuid4().hex
+        answer: asyncio.Future[TaskFileData] = asyncio.get_running_loop().create_future()
+        self._file_reads[request_id] = answer
+        try:
+            self._call(
+                ReadTaskFile(
+                    request_id=request_id,
+                    framework_id=self.framework_id or "",
+                    task_id=task_id,
+                    name=name,
+                    offset=offset,
+                    length=length,
+                )
+            )
+            try:
+                got = await asyncio.wait_for(answer, timeout)
+            except TimeoutError:
+                raise DriverError(f"no answer about {task_id}'s {name} in {timeout:g}s") from None
+        finally:
+            self._file_reads.pop(request_id, None)
+        if got.error:
+            raise DriverError(got.error)
+        return got
+
+    # -- events ----------------------------------------------------------------------------------
+    async def _on_leader(self, leader: Leader) -> None:
+        """A new master leads: subscribe again with our framework id (as the Mesos driver
+        does on a new master detected), and our offers come back from it."""
+        if self._subscribed.is_set() and leader.epoch > self.master_epoch:
+            self.log.info("framework.new_leader", master_id=leader.master_id, epoch=leader.epoch)
+            self._resubscribe()
+
+    def _resubscribe(self) -> None:
+        if self._resubscribing is None or self._resubscribing.done():
+            self._resubscribing = asyncio.ensure_future(self._subscribe())
+
+    async def _on_subscribed(self, msg: Subscribed, _r: str | None) -> None:
+        if self._subscribed.is_set() and msg.framework_id == self.framework_id:
+            return  # the answer to a retry that crossed the first answer
+        first = self.framework_id is None
+        self.master_epoch = max(self.master_epoch, msg.epoch)
+        self.framework_id, self.master_id = msg.framework_id, msg.master_id
+        self.log = self.log.bind(framework_id=msg.framework_id)
+        self.offers.clear()  # offers from before a reconnect were rescinded
+        self._subscribed.set()
+        self.log.info("framework.subscribed", resubscribed=msg.resubscribed)
+        if first and not msg.resubscribed:
+            await self.scheduler.registered(self, msg.framework_id, msg.master_id)
+        else:
+            await self.scheduler.reregistered(self, msg.master_id)
+
+    async def _on_offers(self, msg: Offers, _r: str | None) -> None:
+        if self._stopped.is_set():
+            return  # stopped: no more callbacks
+        for offer in msg.offers:
+            self.offers[offer.offer_id] = offer
+        await self.scheduler.resource_offers(self, msg.offers)
+
+    async def _on_rescind(self, msg: Rescind, _r: str | None) -> None:
+        if self._stopped.is_set():
+            return  # stopped: no more callbacks
+        self.offers.pop(msg.offer_id, None)
+        await self.scheduler.offer_rescinded(self, msg.offer_id)
+
+    async def _on_update(self, msg: Update, _r: str | None) -> None:
+        if self._stopped.is_set():
+            return  # stopped: no more callbacks
+        await self.scheduler.status_update(self, msg.status)
+        if self.implicit_acknowledgements and msg.status.uuid and self.bus is not None:
+            self.bus.post(
+                self.to_master,
+                Acknowledge(
+                    framework_id=self.framework_id or "",
+                    slave_id=msg.status.slave_id,
+                    task_id=msg.status.task_id,
+                    uuid=msg.status.uuid,
+                ),
+            )
+
+    async def _on_message(self, msg: FrameworkMessage, _r: str | None) -> None:
+        if self._stopped.is_set():
+            return  # stopped: no more callbacks
+        await self.scheduler.framework_message(self, msg.slave_id, msg.executor_id, msg.data)
+
+    async def _on_failure(self, msg: Failure, _r: str | None) -> None:
+        if self._stopped.is_set():
+            return  # stopped: no more callbacks
+        if msg.executor_id is None:
+            await self.scheduler.slave_lost(self, msg.slave_id)
+        else:
+            await self.scheduler.executor_lost(
+                self, msg.executor_id, msg.slave_id, msg.status if msg.status is not None else -1
+            )
+
+    async def _on_error(self, msg: Error, _r: str | None) -> None:
+        if self._stopped.is_set():
+            return  # stopped: no more callbacks
+        self.log.warning("framework.error", message=msg.message, code=msg.code)
+        if msg.code == "unknown-framework" and self.framework_id and self._subscribed.is_set():
+            # a master that does not know us (a new leader we have not heard of yet)
+            self._resubscribe()
+        fatal = msg.code in FATAL_ERRORS
+        if fatal:  # as the Mesos driver: the framework is gone, so the driver stops
+            self.removed = msg.message
+            self._teardown = False
+        try:
+            await self.scheduler.error(self, msg.message)
+        finally:
+            if fatal:
+                self._stopped.set()
+
+    async def _on_preempting(self, msg: Preempting, _r: str | None) -> None:
+        if self._stopped.is_set():
+            return  # stopped: no more callbacks
+        self.log.info("framework.preempting", tasks=len(msg.tasks), deadline=msg.deadline_seconds)
+        await self.scheduler.preempting(self, msg)
+
+    async def _on_file_data(self, msg: TaskFileData, _r: str | None) -> None:
+        answer = self._file_reads.get(msg.request_id)
+        if answer is not None and not answer.done():
+            answer.set_result(msg)
+
+    async def _on_heartbeat(self, msg: Heartbeat, _r: str | None) -> None:
+        pass  # liveness only

@@ -1,0 +1,110 @@
+"""A restarted slave picks up what its previous run left in its work dir: the tasks its
+journal holds (a simulated task resumes, a command task's process is adopted again with
+its container, an executor's task ends TASK_FAILED, its executor having died with the
+slave) and the status updates still owed to the master. A task that cannot be restored is
+reported TASK_LOST, never dropped in silence.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from protocol.wire.messages import (
+    Reason,
+    Source,
+    StatusUpdate,
+    TaskInfo,
+    TaskState,
+    TaskStatus,
+    new_id,
+)
+from slave.config import TaskRecord, journal_executor_id
+from slave.images import command_runner
+from slave.isolator import container_name
+from slave.runners import SimulatedRunner
+
+if TYPE_CHECKING:
+    from slave.slave import Slave
+
+
+async def recover(slave: Slave) -> None:
+    """Pick up the tasks and owed updates a previous run of this slave left behind.
+
+    A task that cannot be restored is reported TASK_LOST (and logged), never dropped
+    in silence: its framework would otherwise wait for it for ever."""
+    slave.updates.send_all_soon()
+    recovered = 0
+    containers: set[str] = set()  # of recovered command tasks: kept, not cleaned
+    for key, raw in slave.task_journal.items():
+        try:
+            await recover_task(slave, raw, containers)
+            recovered += 1
+        except Exception as e:
+            await lost_at_recovery(slave, key, raw, e)
+    await slave.isolator.recover(containers)
+    if recovered or len(slave.updates):
+        slave.log.info("slave.recovered", tasks=recovered, owed_updates=len(slave.updates))
+
+
+async def recover_task(slave: Slave, raw: Any, containers: set[str]) -> None:
+    """Restore one task from its journal record (`containers`: the cgroups of the
+    command tasks restored, which the isolator keeps)."""
+    info = TaskInfo.model_validate(raw["task"])
+    record = TaskRecord(raw["framework_id"], info, TaskState(raw["state"]))
+    runner = raw.get("runner") or {}
+    slave.tasks[(record.framework_id, info.task_id)] = record
+    if runner.get("kind") == "simulated":
+        sim = SimulatedRunner(info, slave._reporter(record), slave.config.time_scale)
+        record.runner = sim
+        await sim.start(ends_at=runner.get("ends_at") or time.time())
+    elif runner.get("kind") == "command" and runner.get("pid"):
+        name = container_name(record.framework_id, info.task_id)
+        containers.add(name)
+        cmd = command_runner(
+            info,
+            Path(runner["sandbox"]),
+            slave._reporter(record),
+            {"DRFMESOS_FRAMEWORK_ID": record.framework_id},
+            slave.isolator.adopt(name),
+            slave.podman,
+            slave.slave_id,
+        )
+        record.runner = cmd
+        cmd.recover_in_background(runner["pid"], runner.get("started_at"))
+    else:  # an executor's task: its executor died with the slave
+        await slave._report(
+            record.framework_id,
+            info,
+            TaskState.FAILED,
+            Reason.EXECUTOR_TERMINATED,
+            "the executor ended while the slave was down",
+            Source.SLAVE,
+        )
+
+
+async def lost_at_recovery(slave: Slave, key: str, raw: Any, error: Exception) -> None:
+    """The journal's record of a task could not be restored: tell its framework the
+    task is lost (its ids are in the record's key, `FRAMEWORK/TASK`)."""
+    framework_id, _, task_id = key.partition("/")
+    slave.log.error(
+        "slave.recover_failed", framework_id=framework_id, task_id=task_id, error=repr(error)
+    )
+    task = raw.get("task") if isinstance(raw, dict) else None
+    slave.tasks.pop((framework_id, task_id), None)
+    if framework_id and task_id and framework_id not in slave.shut_down_frameworks:
+        status = TaskStatus(
+            task_id=task_id,
+            state=TaskState.LOST,
+            slave_id=slave.slave_id,
+            reason=Reason.TASK_UNKNOWN,
+            source=Source.SLAVE,
+            message=f"the slave could not restore it after a restart: {error!r}",
+            uuid=new_id(),
+            executor_id=journal_executor_id(task),
+        )
+        await slave.updates.send(
+            StatusUpdate(framework_id=framework_id, slave_id=slave.slave_id, status=status)
+        )
+    await slave.task_journal.drop(key)
