@@ -433,8 +433,25 @@ class Master(LimitedCalls, SlaveCalls):
             await asyncio.sleep(tick)
 
     def _expire_slaves(self, now: float) -> None:
-        horizon = now - self.config.slave_timeout
-        for slave in [s for s in self.books.slaves.values() if s.last_seen < horizon]:
+        """Remove the slaves silent past the slave timeout, counted from what the master
+        could have read: as Mesos's ping timeout, not from now. A master `behind` seconds
+        in reading its calls has not seen what slaves sent in the last `behind` seconds
+        (their heartbeats wait in its own backlog), so their silence is `behind` shorter
+        than it looks. The probe notices a wait up to a probe interval late: that margin
+        too, once it is behind at all."""
+        behind = self.backlog().oldest_wait
+        if behind > 0:
+            behind += PROBE_INTERVAL
+        horizon = now - self.config.slave_timeout - behind
+        silent, spared = [], 0
+        for slave in self.books.slaves.values():
+            if slave.last_seen < horizon:
+                silent.append(slave)
+            elif behind and slave.last_seen < horizon + behind:
+                spared += 1  # silent past the timeout only if the backlog is not counted
+        if spared:
+            self.log.info("slaves.expiry_deferred", behind=round(behind, 3), slaves=spared)
+        for slave in silent:
             self.remove_slave(slave, f"no heartbeat for {self.config.slave_timeout}s")
 
     def _expire(self, now: float) -> None:
