@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import replace
 from typing import Any
@@ -92,6 +92,11 @@ MAX_CALL_ITEMS = 4096  # calls and list items in one payload of theirs, at most 
 DECODE_INLINE_BYTES = 64 * 1024  # payloads above this are decoded off the loop
 YIELD_EVERY = 64  # calls of one payload handled between turns of the loop
 PROBE_INTERVAL = 1.0  # seconds between lag probes (master.lag_probe)
+# offers one framework holds at most (Mesos bounds none by default; a framework given
+# 50,000 at once can answer none of them in time): 5 Offers messages of MAX_OFFERS_PER_MESSAGE
+MAX_OFFERS_HELD = 5_000
+OFFERS_HELD_REFUSE = 5.0  # seconds a slave held back from a framework at the bound is not
+# offered to it again (others may have it meanwhile)
 SLAVE_CHECK_INTERVAL = 1.0  # seconds between looks for silent slaves (50,000: a few ms each)
 
 
@@ -370,8 +375,21 @@ class Master(LimitedCalls, SlaveCalls):
         if not allocations:
             return
         by_framework: dict[str, list[Offer]] = defaultdict(list)
+        held_back: Counter[str] = Counter()
         for a in allocations:
             fw = self.books.frameworks[a.framework_id]
+            if len(fw.offers) >= MAX_OFFERS_HELD:
+                # it holds all it may: back to the pool, kept from it a while (as a
+                # decline's filter) so that the next rounds offer it to others
+                self.allocator.recover(
+                    a.framework_id,
+                    a.slave_id,
+                    a.resources,
+                    refuse_seconds=OFFERS_HELD_REFUSE,
+                    now=now,
+                )
+                held_back[a.framework_id] += 1
+                continue
             slave = self.books.slaves[a.slave_id]
             offer_id = f"o-{new_id()[:20]}"
             record = OfferRecord(offer_id, a.framework_id, a.slave_id, a.resources, now)
@@ -399,6 +417,9 @@ class Master(LimitedCalls, SlaveCalls):
             fw, most = self.books.frameworks[framework_id], MAX_OFFERS_PER_MESSAGE
             for start in range(0, len(offers), most):
                 self._send_framework(fw, Offers(offers=offers[start : start + most]))
+        for framework_id, n in held_back.items():
+            self.log.info("offers.held_back", framework_id=framework_id, offers=n,
+                          held=MAX_OFFERS_HELD)  # fmt: skip
         self.log.debug("round.done", offers=len(allocations), frameworks=len(by_framework))
 
     async def _timer_loop(self) -> None:
