@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import replace
 from typing import Any
@@ -36,9 +36,11 @@ from master.calls.limited_calls import LimitedCalls
 from master.calls.operator_calls import OperatorCalls
 from master.calls.slave_calls import SlaveCalls
 from master.ha.recovery import Recovery
+from master.heartbeats import silent
 from master.http.api import DoorFactory, HttpApi
 from master.http.reader import BookCounts, Gauges, TaskUsageRow
 from master.lag_probe import Backlog, backlog_of
+from master.offer_bound import bounded
 from master.preemptor import Preemptor
 from master.shell import MasterConfig
 from master.slave_pages import slave_page
@@ -92,11 +94,6 @@ MAX_CALL_ITEMS = 4096  # calls and list items in one payload of theirs, at most 
 DECODE_INLINE_BYTES = 64 * 1024  # payloads above this are decoded off the loop
 YIELD_EVERY = 64  # calls of one payload handled between turns of the loop
 PROBE_INTERVAL = 1.0  # seconds between lag probes (master.lag_probe)
-# offers one framework holds at most (Mesos bounds none by default; a framework given
-# 50,000 at once can answer none of them in time): 5 Offers messages of MAX_OFFERS_PER_MESSAGE
-MAX_OFFERS_HELD = 5_000
-OFFERS_HELD_REFUSE = 5.0  # seconds a slave held back from a framework at the bound is not
-# offered to it again (others may have it meanwhile)
 SLAVE_CHECK_INTERVAL = 1.0  # seconds between looks for silent slaves (50,000: a few ms each)
 
 
@@ -374,22 +371,10 @@ class Master(LimitedCalls, SlaveCalls):
         self.round_duration.observe(time.perf_counter() - started)
         if not allocations:
             return
+        allocations = bounded(self.allocator, allocations, self.books.frameworks, now)
         by_framework: dict[str, list[Offer]] = defaultdict(list)
-        held_back: Counter[str] = Counter()
         for a in allocations:
             fw = self.books.frameworks[a.framework_id]
-            if len(fw.offers) >= MAX_OFFERS_HELD:
-                # it holds all it may: back to the pool, kept from it a while (as a
-                # decline's filter) so that the next rounds offer it to others
-                self.allocator.recover(
-                    a.framework_id,
-                    a.slave_id,
-                    a.resources,
-                    refuse_seconds=OFFERS_HELD_REFUSE,
-                    now=now,
-                )
-                held_back[a.framework_id] += 1
-                continue
             slave = self.books.slaves[a.slave_id]
             offer_id = f"o-{new_id()[:20]}"
             record = OfferRecord(offer_id, a.framework_id, a.slave_id, a.resources, now)
@@ -417,9 +402,6 @@ class Master(LimitedCalls, SlaveCalls):
             fw, most = self.books.frameworks[framework_id], MAX_OFFERS_PER_MESSAGE
             for start in range(0, len(offers), most):
                 self._send_framework(fw, Offers(offers=offers[start : start + most]))
-        for framework_id, n in held_back.items():
-            self.log.info("offers.held_back", framework_id=framework_id, offers=n,
-                          held=MAX_OFFERS_HELD)  # fmt: skip
         self.log.debug("round.done", offers=len(allocations), frameworks=len(by_framework))
 
     async def _timer_loop(self) -> None:
@@ -454,26 +436,10 @@ class Master(LimitedCalls, SlaveCalls):
             await asyncio.sleep(tick)
 
     def _expire_slaves(self, now: float) -> None:
-        """Remove the slaves silent past the slave timeout, counted from what the master
-        could have read: as Mesos's ping timeout, not from now. A master `behind` seconds
-        in reading its calls has not seen what slaves sent in the last `behind` seconds
-        (their heartbeats wait in its own backlog), so their silence is `behind` shorter
-        than it looks. The probe notices a wait up to a probe interval late: that margin
-        too, once it is behind at all."""
-        behind = self.backlog().oldest_wait
-        if behind > 0:
-            behind += PROBE_INTERVAL
-        horizon = now - self.config.slave_timeout - behind
-        silent, spared = [], 0
-        for slave in self.books.slaves.values():
-            if slave.last_seen < horizon:
-                silent.append(slave)
-            elif behind and slave.last_seen < horizon + behind:
-                spared += 1  # silent past the timeout only if the backlog is not counted
-        if spared:
-            self.log.info("slaves.expiry_deferred", behind=round(behind, 3), slaves=spared)
-        for slave in silent:
-            self.remove_slave(slave, f"no heartbeat for {self.config.slave_timeout}s")
+        """Slaves silent past the timeout, from what this master could have read."""
+        behind, timeout = self.backlog().oldest_wait, self.config.slave_timeout
+        for slave in silent(self.books.slaves.values(), now, timeout, behind, PROBE_INTERVAL):
+            self.remove_slave(slave, f"no heartbeat for {timeout}s")
 
     def _expire(self, now: float) -> None:
         for fw in list(self.books.frameworks.values()):

@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 import pytest
 from test_master import Cluster
 
-import master.master as master_module
+import master.offer_bound as offer_bound
 from protocol.wire.resources import Resources
 
 from helpers import eventually
@@ -27,7 +27,7 @@ async def cluster() -> AsyncIterator[Cluster]:
 async def test_a_framework_holds_at_most_the_bound_and_the_rest_goes_to_others(
     cluster: Cluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(master_module, "MAX_OFFERS_HELD", 3)
+    monkeypatch.setattr(offer_bound, "MAX_OFFERS_HELD", 3)
     for i in range(8):
         await cluster.slave(f"s{i}", Resources(cpus=1, mem=64))
     await eventually(lambda: len(cluster.master.books.slaves) == 8)
