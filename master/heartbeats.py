@@ -10,7 +10,11 @@ message is one call on the master's loop, a dict lookup an id: at 50,000 slaves 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Protocol
+from typing import Protocol, TypeVar
+
+from protocol import logs
+
+log = logs.get("master")
 
 
 class Heard(Protocol):
@@ -33,3 +37,28 @@ def take_heartbeats(
         if incarnation:
             slave.incarnation = incarnation
     return unknown
+
+
+H = TypeVar("H", bound=Heard)
+
+
+def silent(
+    slaves: Iterable[H], now: float, timeout: float, behind: float, probe_interval: float
+) -> list[H]:
+    """The slaves unheard for `timeout`, counted from what the master could have read,
+    as Mesos's ping timeout counts: a master `behind` seconds in reading its calls has not
+    seen what slaves sent in the last `behind` seconds (their heartbeats wait in its own
+    backlog), so their silence is that much shorter than it looks. The lag probe sees a
+    wait up to `probe_interval` late: that too, once the master is behind at all."""
+    behind += probe_interval if behind > 0 else 0.0
+    horizon = now - timeout - behind
+    found: list[H] = []
+    spared = 0
+    for slave in slaves:
+        if slave.last_seen < horizon:
+            found.append(slave)
+        elif behind and slave.last_seen < horizon + behind:
+            spared += 1  # silent past the timeout if the backlog were not counted
+    if spared:
+        log.info("slaves.expiry_deferred", behind=round(behind, 3), slaves=spared)
+    return found

@@ -37,9 +37,11 @@ from master.calls.operator_calls import OperatorCalls
 from master.calls.slave_calls import SlaveCalls
 from master.fair_intake import FairIntake
 from master.ha.recovery import Recovery
+from master.heartbeats import silent
 from master.http.api import DoorFactory, HttpApi
 from master.http.reader import BookCounts, Gauges, TaskUsageRow
 from master.lag_probe import Backlog, backlog_of
+from master.offer_bound import bounded
 from master.preemptor import Preemptor
 from master.shell import MasterConfig
 from master.slave_pages import slave_page
@@ -396,6 +398,7 @@ class Master(LimitedCalls, SlaveCalls):
         self.round_duration.observe(time.perf_counter() - started)
         if not allocations:
             return
+        allocations = bounded(self.allocator, allocations, self.books.frameworks, now)
         by_framework: dict[str, list[Offer]] = defaultdict(list)
         for a in allocations:
             fw = self.books.frameworks[a.framework_id]
@@ -460,9 +463,10 @@ class Master(LimitedCalls, SlaveCalls):
             await asyncio.sleep(tick)
 
     def _expire_slaves(self, now: float) -> None:
-        horizon = now - self.config.slave_timeout
-        for slave in [s for s in self.books.slaves.values() if s.last_seen < horizon]:
-            self.remove_slave(slave, f"no heartbeat for {self.config.slave_timeout}s")
+        """Slaves silent past the timeout, from what this master could have read."""
+        behind, timeout = self.backlog().oldest_wait, self.config.slave_timeout
+        for slave in silent(self.books.slaves.values(), now, timeout, behind, PROBE_INTERVAL):
+            self.remove_slave(slave, f"no heartbeat for {timeout}s")
 
     def _expire(self, now: float) -> None:
         for fw in list(self.books.frameworks.values()):

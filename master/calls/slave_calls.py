@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 
 from master.authz import Caller
@@ -121,11 +122,42 @@ class SlaveCalls(Partitions):
                 slave_id=slave_id,
             )
             return
-        now = self._now()
-        if not await self._recorded(
-            self.registry.admit_slave(slave_id, caller.principal, hostname), caller, "Register"
-        ):
+        admitted = (slave_id, hostname, total, attributes, incarnation, running, caller, ending)
+        if self.registry.has_slave(slave_id, caller.principal, hostname):
+            self._admitted(*admitted)  # (a re-registration: nothing to write)
             return
+        # A new slave is written to the registry before it is told Registered; the calls
+        # after it are read meanwhile, so the registrations of a storm share the store's
+        # writes (one ZooKeeper transaction, one journal sync) rather than queue on them.
+        write = self.registry.admit_slave(slave_id, caller.principal, hostname)
+
+        async def admit() -> None:
+            try:
+                if await self._recorded(write, caller, "Register"):
+                    self._admitted(*admitted)
+            except Exception:
+                self.log.exception("slave.admit_failed", slave_id=slave_id)
+
+        task = asyncio.create_task(admit())
+        self._writes.add(task)
+        task.add_done_callback(self._writes.discard)
+
+    def _admitted(
+        self,
+        slave_id: str,
+        hostname: str,
+        total: Resources,
+        attributes: dict[str, str],
+        incarnation: str,
+        running: list[RunningTask],
+        caller: Caller,
+        ending: set[tuple[str, str]] | None,
+    ) -> None:
+        """The slave's record is durable: into the books, and told it is registered."""
+        if slave_id in self.books.gone_slaves:  # marked gone while its record was written
+            self.refuse_gone_slave(slave_id, running, caller)
+            return
+        now = self._now()
         slave = self.books.slaves.get(slave_id)  # (it may have come meanwhile)
         self.books.removed_slaves.discard(slave_id)
         if self.books.recovering.pop(slave_id, None) is not None:

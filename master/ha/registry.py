@@ -156,6 +156,10 @@ class Registry:
     async def admit_slave(self, slave_id: str, principal: str, hostname: str) -> None:
         await self._put("slave", slave_id, SlaveRecord(principal=principal, hostname=hostname))
 
+    def has_slave(self, slave_id: str, principal: str, hostname: str) -> bool:
+        """Whether the slave is recorded so already (admitting it again writes nothing)."""
+        return self.slaves.get(slave_id) == SlaveRecord(principal=principal, hostname=hostname)
+
     async def remove_slave(self, slave_id: str) -> None:
         await self._drop("slave", slave_id)
 

@@ -31,8 +31,11 @@ from kazoo.recipe.lock import Lock
 
 from master.ha.leadership import LeadershipError, Term, next_epoch
 from protocol import logs
+from protocol.transport.aio import cancel_and_wait
 
 log = logs.get("zookeeper")
+
+MAX_BATCH = 500  # registry writes in one transaction (some 150 bytes each; ZooKeeper takes 1 MB)
 
 
 @dataclass(frozen=True)
@@ -66,6 +69,9 @@ class ZkStore:
         self.path = path
         self.fence = fence  # the election node whose existence proves we still lead
         self._known: set[str] = set()
+        self._waiting: list[tuple[str, bytes | None, asyncio.Future[None]]] = []
+        self._writer: asyncio.Task[None] | None = None
+        self.batches = 0  # transactions (or batches written one at a time) so far
 
     def _node(self, key: str) -> str:
         return f"{self.path}/{urllib.parse.quote(key, safe='')}"
@@ -93,10 +99,72 @@ class ZkStore:
         return entries
 
     async def put(self, key: str, value: Any) -> None:
-        await asyncio.to_thread(self._write, key, msgpack.packb(value, use_bin_type=True))
+        await self._queued(key, msgpack.packb(value, use_bin_type=True))
 
     async def drop(self, key: str) -> None:
-        await asyncio.to_thread(self._write, key, None)
+        await self._queued(key, None)
+
+    async def _queued(self, key: str, data: bytes | None) -> None:
+        """As Mesos's registrar: the writes asked for while one batch is on its way go
+        together in the next, one transaction (up to MAX_BATCH), in the order asked; each
+        caller returns once its own write is in ZooKeeper (or with its error)."""
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiting.append((key, data, done))
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.create_task(self._write_batches(), name="zk-registry-writes")
+        await done
+
+    async def _write_batches(self) -> None:
+        while self._waiting:
+            batch, self._waiting = self._waiting[:MAX_BATCH], self._waiting[MAX_BATCH:]
+            try:
+                errors = await asyncio.to_thread(self._write_many, [(k, d) for k, d, _ in batch])
+            except Exception as e:  # fenced, or ZooKeeper gone: every write of the batch
+                errors = [e] * len(batch)
+            self.batches += 1
+            for (_, _, done), error in zip(batch, errors, strict=True):
+                if done.done():  # its caller gave up waiting
+                    continue
+                if error is None:
+                    done.set_result(None)
+                else:
+                    done.set_exception(error)
+
+    def _write_many(self, items: list[tuple[str, bytes | None]]) -> list[Exception | None]:
+        """One transaction for all, fenced; if one of its writes fails (a node an earlier
+        leader made or removed, a key twice) it is rolled back whole, and they are written
+        one at a time instead."""
+        ops = [(k, d) for k, d in items if not (d is None and k not in self._known)]
+        if len(ops) > 1 and len({k for k, _ in ops}) == len(ops):
+            t = self.client.transaction()
+            t.check(self.fence, 0)
+            for key, data in ops:
+                if data is None:
+                    t.delete(self._node(key))
+                elif key in self._known:
+                    t.set_data(self._node(key), data)
+                else:
+                    t.create(self._node(key), data)
+            fenced, *results = t.commit()
+            if isinstance(fenced, Exception) and not isinstance(fenced, RolledBackError):
+                raise Fenced(f"no longer the leader ({type(fenced).__name__})")
+            if not any(isinstance(r, Exception) for r in results):
+                for key, data in ops:
+                    if data is None:
+                        self._known.discard(key)
+                    else:
+                        self._known.add(key)
+                return [None] * len(items)
+        errors: list[Exception | None] = []
+        for key, data in items:
+            try:
+                self._write(key, data)
+                errors.append(None)
+            except Fenced:
+                raise
+            except Exception as e:
+                errors.append(e)
+        return errors
 
     def _write(self, key: str, data: bytes | None) -> None:
         for _ in range(3):  # at most: create -> exists, set -> gone, once each
@@ -127,7 +195,11 @@ class ZkStore:
                 return
 
     async def close(self) -> None:
-        pass
+        if self._writer is not None:
+            await cancel_and_wait(self._writer)
+        for _, _, done in self._waiting:
+            done.cancel()
+        self._waiting = []
 
 
 class ZkCandidate:

@@ -1,0 +1,180 @@
+"""Registrations in a storm, as Mesos's registrar takes them: the master reads on while a
+new slave's record is written, the records that arrive together share a write (one
+ZooKeeper transaction), and a slave is told Registered only once its record is durable."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from kazoo.exceptions import NodeExistsError, NoNodeError, RolledBackError
+from test_master import FAST, T
+
+from master.ha.registry import MemoryStore, Registry
+from master.ha.zookeeper import Fenced, ZkStore
+from master.master import Master
+from protocol.transport.base import Transport
+from protocol.transport.memory import MemoryBroker
+from protocol.wire.messages import Heartbeat, Register, Registered
+from protocol.wire.resources import Resources
+
+from helpers import Inbox, eventually
+
+
+class GatedStore(MemoryStore):
+    """A store whose writes wait for `gate`: a slow registry (ZooKeeper far away)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = asyncio.Event()
+        self.gate.set()
+        self.waiting: list[str] = []
+
+    async def put(self, key: str, value: Any) -> None:
+        self.waiting.append(key)
+        await self.gate.wait()
+        self.waiting.remove(key)
+        await super().put(key, value)
+
+
+@contextlib.asynccontextmanager
+async def master_on(store: GatedStore) -> AsyncIterator[tuple[Master, Transport, Inbox]]:
+    broker = MemoryBroker()
+    connect = broker.connector(None)
+    async with (
+        connect(name="master") as master_bus,
+        connect(name="slaves", inbox=T.slave("slave", "+")) as slaves,
+    ):
+        master = Master(master_bus, T, FAST, registry=Registry(store))
+        await master.start()
+        inbox = Inbox()
+        await slaves.subscribe(T.slave("slave", "+"), inbox)
+        try:
+            yield master, slaves, inbox
+        finally:
+            await master.stop()
+
+
+def register(slave_id: str) -> Register:
+    return Register(slave_id=slave_id, hostname=f"{slave_id}.local", resources=Resources(cpus=1))
+
+
+async def test_the_master_reads_on_while_records_are_written_and_answers_after() -> None:
+    store = GatedStore()
+    async with master_on(store) as (master, slaves, inbox):
+        to_master = T.inbound("slave", "slave")
+        await slaves.publish(to_master, register("early"))
+        await inbox.wait_for(Registered, lambda m: m.slave_id == "early")
+        store.gate.clear()  # the registry is slow from here on
+        ids = [f"s{i:03}" for i in range(50)]
+        for slave_id in ids:
+            await slaves.publish(to_master, register(slave_id))
+        heard = master.books.slaves["early"].last_seen
+        await asyncio.sleep(0.01)
+        await slaves.publish(to_master, Heartbeat(source="early"))
+        # every record asked for at once: the master did not wait on one to read the next
+        await eventually(lambda: len(store.waiting) == len(ids))
+        await eventually(lambda: master.books.slaves["early"].last_seen > heard)  # read on
+        assert not any(s in master.books.slaves for s in ids)
+        assert [m.slave_id for m in inbox.of(Registered)] == ["early"]  # nobody told early
+        store.gate.set()
+        await eventually(lambda: len(inbox.of(Registered)) == len(ids) + 1)
+        assert all(s in master.books.slaves for s in ids)
+        assert all(f"slave/{s}" in store.entries for s in ids)
+        # registered again (a failover's Reregister, a retry): nothing to write, answered now
+        store.gate.clear()
+        await slaves.publish(to_master, register("s000"))
+        await eventually(lambda: len(inbox.of(Registered)) == len(ids) + 2)
+        assert not store.waiting
+
+
+class FakeZk:
+    """What ZkStore uses of kazoo: multi-op transactions, all or nothing."""
+
+    def __init__(self) -> None:
+        self.nodes: dict[str, bytes] = {}
+        self.commits: list[int] = []  # ops in each transaction, the fence's check left out
+        self.fenced = False
+
+    def transaction(self) -> FakeTransaction:
+        return FakeTransaction(self)
+
+
+class FakeTransaction:
+    def __init__(self, zk: FakeZk) -> None:
+        self.zk, self.ops = zk, list[tuple[str, str, bytes | None]]()
+
+    def check(self, path: str, version: int) -> None:
+        self.ops.append(("check", path, None))
+
+    def create(self, path: str, data: bytes) -> None:
+        self.ops.append(("create", path, data))
+
+    def set_data(self, path: str, data: bytes) -> None:
+        self.ops.append(("set", path, data))
+
+    def delete(self, path: str) -> None:
+        self.ops.append(("delete", path, None))
+
+    def commit(self) -> list[Any]:
+        self.zk.commits.append(len(self.ops) - 1)
+        nodes, results = dict(self.zk.nodes), list[Any]()
+        for op, path, data in self.ops:
+            result: Any = True
+            if op == "check" and self.zk.fenced:
+                result = NoNodeError()
+            elif op == "create" and path in nodes:
+                result = NodeExistsError()
+            elif op in ("set", "delete") and path not in nodes:
+                result = NoNodeError()
+            elif op in ("create", "set"):
+                assert data is not None
+                nodes[path] = data
+            elif op == "delete":
+                del nodes[path]
+            results.append(result)
+        if any(isinstance(r, Exception) for r in results):
+            return [r if isinstance(r, Exception) else RolledBackError() for r in results]
+        self.zk.nodes = nodes
+        return results
+
+
+def zk_store() -> tuple[ZkStore, FakeZk]:
+    zk = FakeZk()
+    return ZkStore(zk, "/r", "/election/n1"), zk  # type: ignore[arg-type]
+
+
+async def test_writes_asked_for_together_are_one_zookeeper_transaction() -> None:
+    store, zk = zk_store()
+    await asyncio.gather(*(store.put(f"slave/s{i}", {"principal": "p"}) for i in range(1200)))
+    assert zk.commits == [500, 500, 200]  # MAX_BATCH a transaction
+    assert len(zk.nodes) == 1200
+    await asyncio.gather(
+        store.put("slave/s1", {"principal": "q"}), store.drop("slave/s2"), store.drop("slave/nx")
+    )
+    assert zk.commits[3:] == [2]  # a set and a delete; a key never written is not dropped
+    assert "/r/slave%2Fs2" not in zk.nodes
+
+
+async def test_a_batch_that_fails_in_part_is_written_one_at_a_time() -> None:
+    store, zk = zk_store()
+    zk.nodes["/r/slave%2Fold"] = b"made by an earlier leader"
+    await asyncio.gather(*(store.put(f"slave/{k}", {"principal": "p"}) for k in ("a", "old", "b")))
+    # the batch rolled back on `old`; then a, old (create: exists; set), b
+    assert zk.commits == [3, 1, 1, 1, 1]
+    assert len(zk.nodes) == 3
+
+
+async def test_a_deposed_leader_writes_nothing_and_every_caller_hears_it() -> None:
+    store, zk = zk_store()
+    zk.fenced = True
+    results = await asyncio.gather(
+        *(store.put(f"slave/s{i}", {"principal": "p"}) for i in range(3)), return_exceptions=True
+    )
+    assert all(isinstance(r, Fenced) for r in results)
+    assert not zk.nodes
+    with pytest.raises(Fenced):
+        await store.put("slave/x", {})
