@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from protocol.journal import Journal
 from protocol.wire.messages import (
     Reason,
     Source,
@@ -20,13 +21,39 @@ from protocol.wire.messages import (
     TaskStatus,
     new_id,
 )
-from slave.config import TaskRecord, journal_executor_id
+from slave.config import SlaveConfig, TaskRecord, journal_executor_id
 from slave.images import command_runner
-from slave.isolator import container_name
+from slave.isolator import Isolator, container_name
 from slave.runners import SimulatedRunner
+from slave.updates import OwedUpdates
 
-if TYPE_CHECKING:
-    from slave.slave import Slave
+
+class Slave(Protocol):
+    """What recovery reads and calls of the slave (slave.slave.Slave)."""
+
+    config: SlaveConfig
+    slave_id: str
+    log: Any
+    tasks: dict[tuple[str, str], TaskRecord]
+    updates: OwedUpdates
+    task_journal: Journal
+    isolator: Isolator
+    podman: str | None
+    shut_down_frameworks: set[str]
+
+    def _reporter(self, record: TaskRecord) -> Any: ...
+
+    async def _report(
+        self,
+        framework_id: str,
+        task: TaskInfo,
+        state: TaskState,
+        reason: Reason | None,
+        message: str,
+        source: Source = Source.EXECUTOR,
+        *,
+        exit_code: int | None = None,
+    ) -> None: ...
 
 
 async def recover(slave: Slave) -> None:
