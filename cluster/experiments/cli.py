@@ -207,7 +207,12 @@ def experiment() -> None:
     default=None,
     help="Override the spec's time scale (0.05: twenty times faster).",
 )
-@click.option("--broker", default="embedded", show_default=True)
+@click.option(
+    "--broker",
+    default="embedded",
+    show_default=True,
+    help="'embedded', 'mosquitto', or mqtt://host:port of a running broker.",
+)
 @preemption_option
 @click.option("--no-plots", is_flag=True, help="Write no PNG plots (they need the plots extra).")
 @log_level_default("warning")
