@@ -46,7 +46,8 @@ class Hello(Scheduler):
             while self.to_launch and free.contains(TASK):
                 free = free - TASK
                 self.to_launch -= 1
-                tasks.append(build_task(offer, "hello", TASK, command="echo hello from $HOSTNAME"))
+                command = "echo hello from $(uname -n)"
+                tasks.append(build_task(offer, "hello", TASK, command=command))
             if tasks:
                 await driver.launch_tasks([offer.offer_id], tasks)
             else:  # nothing to do here: leave it to others for a minute

@@ -257,7 +257,8 @@ def journaled_framework(
     partition_aware: bool,
 ) -> None:
     """Keep SIZE short tasks running, journaling every launch and update: a restarted
-    process comes back as the same framework and reconciles (see samples/journaled.py)."""
+    process comes back as the same framework and reconciles (see
+    frameworks/samples/journaled.py)."""
     from frameworks.driver import SchedulerDriver
     from frameworks.samples.journaled import JournaledConfig, JournaledScheduler
     from protocol.tooling.cli import run_party

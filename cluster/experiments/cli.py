@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from protocol.extras import needs
+from protocol.extras import MissingExtra, needs
 from protocol.tooling.cli import log_level_default
 
 if TYPE_CHECKING:
@@ -28,8 +28,13 @@ def _write(results: Results, out: Path, plots: bool) -> dict[str, Any]:
     """The results' files into `out`, and their plots unless told not to."""
     summary = results.write(out)
     if plots:
-        with needs("plots"):
-            from cluster.experiments.plots import plot_all
+        try:
+            with needs("plots"):
+                from cluster.experiments.plots import plot_all
+        except MissingExtra as e:
+            raise MissingExtra(
+                f"{e}; or --no-plots (timeline.csv and summary.json are in {out})"
+            ) from e
 
         plot_all(results, out)
     return summary
@@ -116,7 +121,7 @@ preemption_option = click.option(
     help="With --policy slots: how many slots each node is cut into.",
 )
 @preemption_option
-@click.option("--no-plots", is_flag=True)
+@click.option("--no-plots", is_flag=True, help="Write no PNG plots (they need the plots extra).")
 @click.option("--profile", is_flag=True, help="Print where the simulator's time went.")
 @log_level_default("warning")
 def simulate(
@@ -202,9 +207,14 @@ def experiment() -> None:
     default=None,
     help="Override the spec's time scale (0.05: twenty times faster).",
 )
-@click.option("--broker", default="embedded", show_default=True)
+@click.option(
+    "--broker",
+    default="embedded",
+    show_default=True,
+    help="'embedded', 'mosquitto', or mqtt://host:port of a running broker.",
+)
 @preemption_option
-@click.option("--no-plots", is_flag=True)
+@click.option("--no-plots", is_flag=True, help="Write no PNG plots (they need the plots extra).")
 @log_level_default("warning")
 def run_experiment(
     spec_path: Path,

@@ -26,6 +26,7 @@ from cluster.local.secure import as_principal, open_cluster_broker, provision
 from cluster.local.view import wait_state
 from frameworks.cli import executor_option
 from protocol import logs
+from protocol.extras import needs
 from protocol.tooling.brokers import BrokerURL
 from protocol.tooling.cli import log_level_option, until_signalled
 from protocol.tooling.credentials import Store
@@ -299,6 +300,9 @@ def demo(
     """Run the blog's demo cluster: broker, master, 3 slaves, frameworks A, B, C."""
     if time_scale <= 0:
         raise click.BadParameter("--time-scale must be positive")
+    with needs("master"):  # the master it starts: say so here, not in its log after a wait
+        import aiohttp  # noqa: F401
+        import prometheus_client  # noqa: F401
     directory = run_dir or Path(tempfile.mkdtemp(prefix="drfmesos-demo-"))
     click.echo(f"logs and work dirs in {directory}", err=True)
     asyncio.run(
