@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -28,6 +28,7 @@ from master.books import (
 )
 from master.calls.files import FileRequests
 from master.calls.framework_calls import FrameworkCalls
+from master.calls.intake import MAX_CALL_ITEMS, CallIntake, Route
 from master.calls.limited_calls import LimitedCalls
 from master.calls.operator_calls import OperatorCalls
 from master.calls.partitions import Partitions
@@ -43,7 +44,7 @@ from master.shell import MasterConfig, MasterShell
 from master.slave_pages import slave_page
 from protocol.transport.aio import cancel_and_wait
 from protocol.transport.base import Transport
-from protocol.wire.codec import MAX_MESSAGE_BYTES, DecodeError, Envelope, decode_many
+from protocol.wire.codec import DecodeError, decode_many
 from protocol.wire.messages import (
     Accept,
     Acknowledge,
@@ -82,18 +83,11 @@ from protocol.wire.messages import (
 from protocol.wire.resources import Resources
 from protocol.wire.topics import Topics
 
-__all__ = ["Master", "MasterConfig"]
+__all__ = ["MAX_CALL_ITEMS", "Master", "MasterConfig"]
 
 PRINCIPALS_RELOAD = 1.0  # seconds between looks at the principals file
-MAX_CALL_BYTES = 1024 * 1024  # one message of a framework or operator, at most (README)
-MAX_CALL_ITEMS = 4096  # calls and list items in one payload of theirs, at most (README)
-DECODE_INLINE_BYTES = 64 * 1024  # payloads above this are decoded off the loop
-YIELD_EVERY = 64  # calls of one payload handled between turns of the loop
 PROBE_INTERVAL = 1.0  # seconds between lag probes (master.lag_probe)
 SLAVE_CHECK_INTERVAL = 1.0  # seconds between looks for silent slaves (50,000: a few ms each)
-
-
-Route = Callable[[Any, Caller], Awaitable[None]]
 
 
 class Master:
@@ -228,7 +222,8 @@ class Master:
                 self.log.error("http.failed", error=str(e), port=self.config.http.port)
         self.announce_leader()
         self.bus.on_connect(self._reannounce)  # a broker that lost its retained messages
-        await self.bus.subscribe_raw(self.topics.inbound_all, self._inbound)
+        intake = CallIntake(self.shell, self.limited, self.routes)  # who, how much, how
+        await self.bus.subscribe_intake(self.topics.inbound_all, intake)
         await self.bus.subscribe_raw(self.topics.gone_all, self._gone)
         self._tasks = [
             asyncio.create_task(self.offer_rounds.loop(), name="master-rounds"),
@@ -244,53 +239,6 @@ class Master:
             rate_limits=self.config.rate_limits is not None,
         )
 
-    async def _inbound(self, topic: str, payload: bytes) -> None:
-        """A call: who sent it is the topic's principal; the payload is not trusted."""
-        sender = self.topics.sender(topic)
-        if sender is None:
-            self.messages.outcomes[("?", "dropped", "")] += 1
-            return
-        limited = sender.kind != "slave"  # as Mesos: rate limits are for framework principals
-        if (
-            limited
-            and self.throttle.full(sender.principal)
-            and self.limited.refused_unread(sender, payload)
-        ):
-            return
-        items = await self._decode(payload, limited)
-        # read here, not by the bus's decoder: counted here (drfmesos_bus_messages{in})
-        self.bus.stats["received"] += len(items)
-        routes = self.routes[sender.kind]
-        asked: str | None = ""  # (a list's items share one reply_to: checked once)
-        caller = Caller.of(sender, None)
-        for i, item in enumerate(items):
-            if i and not i % YIELD_EVERY:  # a big batch lets the loop breathe (health, rounds)
-                await asyncio.sleep(0)
-            if item.reply_to != asked:
-                asked, reply_to = item.reply_to, item.reply_to
-                if not self.topics.owns_reply_topic(sender, reply_to):
-                    reply_to = None  # answers go only to the sender's own outbox
-                caller = Caller.of(sender, reply_to)
-            kind = (item.type_name or "?") if isinstance(item, DecodeError) else item.message.TYPE
-            self.messages.received[kind] += 1
-            if isinstance(item, DecodeError):
-                self.shell.refuse(
-                    caller, f"{item.reason}: {item.detail}", item.reason, item.type_name or ""
-                )
-                continue
-            route = routes.get(type(item.message))
-            if route is None:
-                self.shell.refuse(
-                    caller,
-                    f"a {sender.kind} may not send {item.message.TYPE}",
-                    "forbidden",
-                    item.message.TYPE,
-                )
-                continue
-            await self.limited.call(
-                self.messages.counted(route, kind), item.message, caller, limited
-            )
-
     async def handle_call(self, message: Wire, caller: Caller) -> None:
         """A call that came another way than the bus (the Mesos HTTP API, master.mesos_api),
         from a caller that transport authenticated: the bus's handlers, counts and limits."""
@@ -305,15 +253,6 @@ class Master:
     async def connection_gone(self, caller: Caller, gone: Gone) -> None:
         """That transport's connection for `caller` closed: as the bus's Last Will."""
         await self.slave_calls.on_gone(gone, caller)
-
-    async def _decode(self, payload: bytes, limited: bool) -> list[Envelope | DecodeError]:
-        """A payload's calls. One of a framework or operator holds at most MAX_CALL_BYTES
-        a message and MAX_CALL_ITEMS calls and list items in all. A big payload is decoded
-        in a thread, each message a short step there, so the loop goes on meanwhile."""
-        limit, items = (MAX_CALL_BYTES, MAX_CALL_ITEMS) if limited else (MAX_MESSAGE_BYTES, None)
-        if len(payload) <= DECODE_INLINE_BYTES:
-            return decode_many(payload, limit, items)
-        return await asyncio.to_thread(decode_many, payload, limit, items)
 
     def announce_leader(self) -> None:
         """Retained, so a party that connects later learns who leads at once."""
