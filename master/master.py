@@ -44,6 +44,7 @@ from master.shell import MasterConfig, MasterShell
 from master.slave_pages import slave_page
 from protocol.transport.aio import cancel_and_wait
 from protocol.transport.base import Transport
+from protocol.transport.inbound import subscribe_intake
 from protocol.wire.codec import DecodeError, decode_many
 from protocol.wire.messages import (
     Accept,
@@ -223,7 +224,7 @@ class Master:
         self.announce_leader()
         self.bus.on_connect(self._reannounce)  # a broker that lost its retained messages
         intake = CallIntake(self.shell, self.limited, self.routes)  # who, how much, how
-        await self.bus.subscribe_intake(self.topics.inbound_all, intake)
+        await subscribe_intake(self.bus, self.topics.inbound_all, intake)
         await self.bus.subscribe_raw(self.topics.gone_all, self._gone)
         self._tasks = [
             asyncio.create_task(self.offer_rounds.loop(), name="master-rounds"),

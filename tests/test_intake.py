@@ -12,6 +12,7 @@ import pytest
 from protocol.tooling.brokers import EmbeddedBroker
 from protocol.transport.base import Connector
 from protocol.transport.bus import MqttConnector
+from protocol.transport.inbound import subscribe_intake
 from protocol.transport.memory import MemoryBroker
 from protocol.wire.codec import DecodeError, Envelope, decode_many, encode, encode_batch
 from protocol.wire.messages import Revive
@@ -56,7 +57,7 @@ async def test_an_intake_admits_payloads_and_gets_their_items(connector: Connect
     bus = connector(name="intake", inbox=None, will=None)
     await bus.start()
     try:
-        await bus.subscribe_intake("in/#", intake)
+        await subscribe_intake(bus, "in/#", intake)
         ids = ["a", "boom", "b", "c"]
         await bus.publish_raw("in/x/refused", encode(Revive(framework_id="r")))
         await bus.publish_raw(

@@ -1,5 +1,5 @@
 """The master's intake: what it checks of a payload on its inbound topics before and as the
-transport's dispatch loop (`protocol.transport.inbound.Receiver.take`) hands each call on.
+transport's dispatch (`protocol.transport.inbound.subscribe_intake`) hands each call on.
 
 Who sent it is the topic's principal (the broker lets each publish only under its own
 name); a framework or operator principal whose queue is full has its payload refused

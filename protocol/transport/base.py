@@ -28,7 +28,7 @@ class Intake(Protocol):
     it, from the topic; its rate limit before decoding; per-kind size limits; big payloads
     decoded off the loop). The transport's one dispatch loop asks `admit` for a payload's
     messages, then hands them to `deliver` one by one, letting the loop breathe every
-    `yield_every` (0: never)."""
+    `yield_every` (0: never): see `protocol.transport.inbound.subscribe_intake`."""
 
     yield_every: int
 
@@ -80,10 +80,6 @@ class Transport(Protocol):
     async def subscribe(self, topic: str, handler: Handler, qos: int = 1) -> None: ...
 
     async def subscribe_raw(self, topic: str, handler: RawHandler, qos: int = 1) -> None: ...
-
-    async def subscribe_intake(self, topic: str, intake: Intake, qos: int = 1) -> None:
-        """What arrives on `topic` goes through `intake` (see Intake), in this transport's
-        dispatch loop."""
 
     async def unsubscribe(self, topic: str) -> None: ...
 

@@ -39,7 +39,7 @@ from protocol.transport.backlog import StampedQueue
 from protocol.transport.base import BusClosed, BusRefused, Handler, OnConnect, RawHandler, Will
 from protocol.transport.batching import Outgoing, Posted, chunked, encoded, split
 from protocol.transport.fencing import EpochFence
-from protocol.transport.inbound import Dispatcher, EnvelopeFilter, Intake, Receiver
+from protocol.transport.inbound import Dispatcher, EnvelopeFilter, Receiver
 from protocol.transport.message_counts import MessageCounts
 from protocol.transport.paho_link import PahoLink
 from protocol.wire.codec import MAX_BATCH, decode_many, encode, encode_batch
@@ -236,9 +236,6 @@ class Bus:
         self._subs[topic] = (None, handler, qos)
         self._matched.clear()
         await self._subscribe(topic, qos)
-
-    async def subscribe_intake(self, topic: str, intake: Intake, qos: int = 1) -> None:
-        await self.subscribe_raw(topic, self._receiver.taker(intake), qos)
 
     async def _subscribe(self, topic: str, qos: int) -> None:
         client = self._client

@@ -10,8 +10,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar, cast
 
 from protocol import logs
-from protocol.transport.base import Handler, RawHandler, Transport
-from protocol.transport.base import Intake as Intake  # (re-exported: the bus takes it here)
+from protocol.transport.base import Handler, Intake, Transport
 from protocol.transport.message_counts import MessageCounts
 from protocol.wire.codec import DecodeError, Envelope
 from protocol.wire.messages import Wire
@@ -51,40 +50,6 @@ class Receiver:
             raise
         except Exception:
             self.log.exception("bus.handler_failed", topic=topic)
-
-    def taker(self, intake: Intake) -> RawHandler:
-        """A raw subscriber that takes payloads through `intake` (see `take`)."""
-
-        async def take(topic: str, data: bytes) -> None:
-            await self.take(intake, topic, data)
-
-        return take
-
-    async def take(self, intake: Intake, topic: str, data: bytes) -> None:
-        """A payload for a subscriber with an intake of its own: admitted (or refused) by
-        it, then each message delivered to it; a failure is logged with what arrived and
-        the rest goes on."""
-        try:
-            items = await intake.admit(topic, data)
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            self.log.exception("bus.handler_failed", topic=topic)
-            return
-        if items is None:
-            return
-        self.stats["received"] += len(items)
-        every = intake.yield_every
-        for i, item in enumerate(items):
-            if every and i and not i % every:  # a big batch lets the loop breathe
-                await asyncio.sleep(0)
-            try:
-                await intake.deliver(topic, item)
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                kind = item.type_name if isinstance(item, DecodeError) else item.message.TYPE
-                self.log.exception("bus.handler_failed", topic=topic, type=kind)
 
     async def handle_all(
         self, topic: str, handler: Handler, items: list[Envelope | DecodeError]
@@ -146,3 +111,35 @@ class Dispatcher:
             )
             return
         await handler(message, reply_to)
+
+
+async def subscribe_intake(transport: Transport, topic: str, intake: Intake, qos: int = 1) -> None:
+    """What arrives on `topic` goes through `intake`, in the transport's dispatch: each
+    payload admitted (or refused whole) by it, then each message delivered to it, the loop
+    let breathe every `intake.yield_every`; a failure is logged with what arrived and the
+    rest goes on."""
+
+    async def take(topic: str, data: bytes) -> None:
+        try:
+            items = await intake.admit(topic, data)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            transport.log.exception("bus.handler_failed", topic=topic)
+            return
+        if items is None:
+            return
+        transport.stats["received"] += len(items)
+        every = intake.yield_every
+        for i, item in enumerate(items):
+            if every and i and not i % every:  # a big batch lets the loop breathe
+                await asyncio.sleep(0)
+            try:
+                await intake.deliver(topic, item)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                kind = item.type_name if isinstance(item, DecodeError) else item.message.TYPE
+                transport.log.exception("bus.handler_failed", topic=topic, type=kind)
+
+    await transport.subscribe_raw(topic, take, qos)

@@ -26,7 +26,6 @@ from protocol.transport.aio import spawn_guarded
 from protocol.transport.base import (
     BusClosed,
     Handler,
-    Intake,
     OnConnect,
     RawHandler,
     Transport,
@@ -218,9 +217,6 @@ class MemoryTransport:
 
     async def subscribe_raw(self, topic: str, handler: RawHandler, qos: int = 1) -> None:
         self._subscribe(topic, (None, handler))
-
-    async def subscribe_intake(self, topic: str, intake: Intake, qos: int = 1) -> None:
-        await self.subscribe_raw(topic, self._receiver.taker(intake), qos)
 
     def _subscribe(self, topic: str, handlers: tuple[Handler | None, RawHandler | None]) -> None:
         self._subs[topic] = handlers
