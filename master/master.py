@@ -10,21 +10,16 @@ TASK_DROPPED or TASK_LOST: see master.task_states).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
-from collections import defaultdict
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
-
-from prometheus_client import Histogram
 
 from master import readout
 from master.authz import Caller
 from master.books import (
     LISTED_SLAVES,
     TASK_SORTS,
-    OfferRecord,
     completed_view,
     framework_views,
     offer_of,
@@ -32,29 +27,29 @@ from master.books import (
     snapshot,
 )
 from master.calls.files import FileRequests
-from master.calls.limited_calls import INTAKE_WEIGHTS, LimitedCalls
+from master.calls.framework_calls import FrameworkCalls
+from master.calls.intake import MAX_CALL_ITEMS, CallIntake, Route
+from master.calls.limited_calls import LimitedCalls
 from master.calls.operator_calls import OperatorCalls
+from master.calls.partitions import Partitions
 from master.calls.slave_calls import SlaveCalls
-from master.fair_intake import FairIntake
 from master.ha.recovery import Recovery
+from master.ha.registry import Registry
 from master.heartbeats import silent
 from master.http.api import DoorFactory, HttpApi
 from master.http.reader import BookCounts, Gauges, TaskUsageRow
 from master.lag_probe import Backlog, backlog_of
-from master.offer_bound import bounded
 from master.preemptor import Preemptor
-from master.shell import MasterConfig
+from master.rounds import Rounds
+from master.shell import MasterConfig, MasterShell
 from master.slave_pages import slave_page
 from protocol.transport.aio import cancel_and_wait
+from protocol.transport.base import Transport
 from protocol.wire.codec import (
-    MAX_MESSAGE_BYTES,
     DecodeError,
-    Envelope,
-    count_messages,
     decode_many,
 )
 from protocol.wire.messages import (
-    MAX_OFFERS_PER_MESSAGE,
     Accept,
     Acknowledge,
     Decline,
@@ -71,7 +66,6 @@ from protocol.wire.messages import (
     MarkSlaveGone,
     Message,
     Offer,
-    Offers,
     ReadTaskFile,
     Reconcile,
     Register,
@@ -89,52 +83,66 @@ from protocol.wire.messages import (
     Teardown,
     UsageReport,
     Wire,
-    new_id,
 )
 from protocol.wire.resources import Resources
+from protocol.wire.topics import Topics
 
-__all__ = ["Master", "MasterConfig"]
+__all__ = ["MAX_CALL_ITEMS", "Master", "MasterConfig"]
 
 PRINCIPALS_RELOAD = 1.0  # seconds between looks at the principals file
-MAX_CALL_BYTES = 1024 * 1024  # one message of a framework or operator, at most (README)
-MAX_CALL_ITEMS = 4096  # calls and list items in one payload of theirs, at most (README)
-DECODE_INLINE_BYTES = 64 * 1024  # payloads above this are decoded off the loop
-YIELD_EVERY = 64  # calls of one payload handled between turns of the loop
 PROBE_INTERVAL = 1.0  # seconds between lag probes (master.lag_probe)
 SLAVE_CHECK_INTERVAL = 1.0  # seconds between looks for silent slaves (50,000: a few ms each)
 
 
-Route = Callable[[Any, Caller], Awaitable[None]]
+class Master:
+    """The master: the books, the allocation rounds, and every handler on the bus. It
+    composes the shell (state and shared steps) with the call handlers, each built with
+    the shell and the collaborators it needs, and routes each call to one of them."""
 
-
-class Master(LimitedCalls, SlaveCalls):
-    """The master: the books, the allocation rounds, and every handler on the bus."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._tasks: list[asyncio.Task[None]] = []  # the loops below, while it serves
-        self.rounds = 0  # allocation rounds run (for tests and logs)
-        self.round_duration = Histogram(
-            "drfmesos_allocation_round_seconds",
-            "How long an allocation round takes.",
-            buckets=(1e-5, 1e-4, 5e-4, 1e-3, 5e-3, 0.01, 0.05, 0.1, 0.5, 1.0),
-            registry=None,  # the master's own registry (master.http.metrics) collects it
+    def __init__(
+        self,
+        bus: Transport,
+        topics: Topics,
+        config: MasterConfig | None = None,
+        *,
+        registry: Registry | None = None,
+        epoch: int = 0,
+        master_id: str | None = None,
+    ) -> None:
+        shell = self.shell = MasterShell(
+            bus, topics, config, registry=registry, epoch=epoch, master_id=master_id
         )
+        # what the HTTP side, the CLI and the tests read of the master: the shell's objects
+        self.bus, self.topics, self.config, self.log = bus, topics, shell.config, shell.log
+        self.master_id, self.epoch, self.registry = shell.master_id, shell.epoch, shell.registry
+        self.books, self.allocator, self.roles_acl = shell.books, shell.allocator, shell.roles_acl
+        self.throttle, self.refused, self.messages = shell.throttle, shell.refused, shell.messages
+        self.churn, self.lag, self.sampling = shell.churn, shell.lag, shell.sampling
+        self.listeners, self.feed, self.changes = shell.listeners, shell.feed, shell.changes
+        self.event_counts, self.tasks_ended = shell.event_counts, shell.tasks_ended
+        self.recent_events, self.framework_sinks = shell.recent_events, shell.framework_sinks
+        self.framework_calls = FrameworkCalls(shell)
+        self.limited = LimitedCalls(shell, self.framework_calls)  # every call's way in
+        self.partitions = Partitions(shell)
+        self.slave_calls = SlaveCalls(shell, self.partitions)
+        self._tasks: list[asyncio.Task[None]] = []  # the loops below, while it serves
+        self.offer_rounds = Rounds(shell)  # the allocation rounds, and their offers
+        self.round_duration = self.offer_rounds.duration
         self.preemptor = Preemptor(
             self.config,
             self.books,
             self.allocator,
             self.log,
-            now=self._now,
-            send_framework=self._send_framework,
-            send_slave=self._send_slave,
-            event=self._event,
-            request_round=self.request_round,
-            changed=self.state_changed,
-            task_changed=self._task_changed,
+            now=shell.now,
+            send_framework=shell.send_framework,
+            send_slave=shell.send_slave,
+            event=shell.emit_event,
+            request_round=shell.request_round,
+            changed=shell.state_changed,
+            task_changed=shell.task_changed,
         )
-        self.operator = OperatorCalls(self)  # quota and weights at run time
-        self.files = FileRequests(self)  # tasks' stdout and stderr, read from their slaves
+        self.operator = OperatorCalls(shell)  # quota and weights at run time
+        self.files = FileRequests(shell)  # tasks' stdout and stderr, read from their slaves
         # other APIs served beside ours on --http: the composition root (master.cli) adds
         # Mesos's (master.mesos_api.doors), which reach this master's handlers themselves
         self.http_doors: list[DoorFactory] = []
@@ -146,70 +154,84 @@ class Master(LimitedCalls, SlaveCalls):
             self.churn,
             self.log,
             epoch=self.epoch,
-            now=self._now,
-            slave_gone=self._slave_gone,
+            now=shell.now,
+            slave_gone=shell.mark_slave_removed,
         )
         self.listeners.task_ended.append(self.preemptor.task_ended)
         self.listeners.framework_gone.append(self.preemptor.framework_gone)
+
+    @property
+    def web_ui(self) -> str:
+        """Where the HTTP API listens, once it does ("" before)."""
+        return self.shell.web_ui
+
+    @property
+    def rounds(self) -> int:
+        """Allocation rounds run (for tests and logs)."""
+        return self.offer_rounds.count
+
+    @property
+    def update_resends(self) -> int:
+        return self.shell.update_resends
 
     def _routes(self) -> dict[str, dict[type[Wire], Route]]:
         """What each kind of principal may call (anything else is refused)."""
         return {
             "framework": {
-                Subscribe: self._on_subscribe,
-                Accept: self._on_accept,
-                Decline: self._on_decline,
-                Revive: self._on_revive,
-                Suppress: self._on_suppress,
-                Request: self._on_request,
-                Kill: self._on_kill,
-                Acknowledge: self._on_acknowledge,
-                Reconcile: self._on_reconcile,
-                Message: self._on_message,
-                Teardown: self._on_teardown,
+                Subscribe: self.framework_calls.on_subscribe,
+                Accept: self.framework_calls.on_accept,
+                Decline: self.framework_calls.on_decline,
+                Revive: self.framework_calls.on_revive,
+                Suppress: self.framework_calls.on_suppress,
+                Request: self.framework_calls.on_request,
+                Kill: self.framework_calls.on_kill,
+                Acknowledge: self.framework_calls.on_acknowledge,
+                Reconcile: self.framework_calls.on_reconcile,
+                Message: self.framework_calls.on_message,
+                Teardown: self.framework_calls.on_teardown,
                 ReadTaskFile: self.files.on_read_task_file,
-                Error: self._on_error,
+                Error: self.slave_calls.on_error,
             },
             "slave": {
-                Register: self._on_register,
-                Reregister: self._on_reregister,
-                Heartbeat: self._on_heartbeat,
-                Heartbeats: self._on_heartbeats,
-                StatusUpdate: self._on_status_update,
-                FrameworkMessage: self._on_executor_message,
-                ExecutorExited: self._on_executor_exited,
+                Register: self.slave_calls.on_register,
+                Reregister: self.slave_calls.on_reregister,
+                Heartbeat: self.slave_calls.on_heartbeat,
+                Heartbeats: self.slave_calls.on_heartbeats,
+                StatusUpdate: self.slave_calls.on_status_update,
+                FrameworkMessage: self.slave_calls.on_executor_message,
+                ExecutorExited: self.slave_calls.on_executor_exited,
                 FileData: self.files.on_file_data,
-                UsageReport: self._on_usage_report,
-                Error: self._on_error,
+                UsageReport: self.slave_calls.on_usage_report,
+                Error: self.slave_calls.on_error,
             },
             "operator": {
-                Teardown: self._on_teardown,
+                Teardown: self.framework_calls.on_teardown,
                 SetQuota: self.operator.on_set_quota,
-                MarkSlaveGone: self._on_mark_slave_gone,
+                MarkSlaveGone: self.partitions.on_mark_slave_gone,
                 SetWeights: self.operator.on_set_weights,
             },
         }
 
     async def start(self) -> None:
         self.routes = self._routes()
-        self.intake = FairIntake(self._served)  # each principal's calls in its turn
-        self._gone_prefix = self.topics.gone_all.removesuffix("+/+")
+        # who sent each call, how much, how it is read; each principal's in its turn
+        self.intake = CallIntake(self.shell, self.limited, self.routes, self._gone)
         self.recovery.recover()
         self.http: HttpApi | None = None
         if self.config.http is not None:  # a port in use is said, and the bus goes on
             api = HttpApi(self, self.config.http, self.http_doors)
             try:
-                self.web_ui = await api.start()
+                self.shell.web_ui = await api.start()
                 self.http = api
             except OSError as e:
                 await api.stop()
                 self.log.error("http.failed", error=str(e), port=self.config.http.port)
         self.announce_leader()
         self.bus.on_connect(self._reannounce)  # a broker that lost its retained messages
-        await self.bus.subscribe_raw(self.topics.inbound_all, self._intake)
+        await self.bus.subscribe_raw(self.topics.inbound_all, self.intake.arrive)
         await self.bus.subscribe_raw(self.topics.gone_all, self._gone_arrives)
         self._tasks = [
-            asyncio.create_task(self._round_loop(), name="master-rounds"),
+            asyncio.create_task(self.offer_rounds.loop(), name="master-rounds"),
             asyncio.create_task(self._timer_loop(), name="master-timers"),
             asyncio.create_task(self._probe_loop(), name="master-lag-probe"),
         ]
@@ -222,51 +244,6 @@ class Master(LimitedCalls, SlaveCalls):
             rate_limits=self.config.rate_limits is not None,
         )
 
-    async def _inbound(self, topic: str, payload: bytes) -> None:
-        """A call: who sent it is the topic's principal; the payload is not trusted."""
-        sender = self.topics.sender(topic)
-        if sender is None:
-            self.messages.outcomes[("?", "dropped", "")] += 1
-            return
-        limited = sender.kind != "slave"  # as Mesos: rate limits are for framework principals
-        if (
-            limited
-            and self.throttle.full(sender.principal, count_messages(payload))
-            and self._refused_unread(sender, payload)
-        ):  # (not decoded to be refused call by call)
-            return
-        items = await self._decode(payload, limited)
-        # read here, not by the bus's decoder: counted here (drfmesos_bus_messages{in})
-        self.bus.stats["received"] += len(items)
-        routes = self.routes[sender.kind]
-        asked: str | None = ""  # (a list's items share one reply_to: checked once)
-        caller = Caller.of(sender, None)
-        for i, item in enumerate(items):
-            if i and not i % YIELD_EVERY:  # a big batch lets the loop breathe (health, rounds)
-                await asyncio.sleep(0)
-            if item.reply_to != asked:
-                asked, reply_to = item.reply_to, item.reply_to
-                if not self.topics.owns_reply_topic(sender, reply_to):
-                    reply_to = None  # answers go only to the sender's own outbox
-                caller = Caller.of(sender, reply_to)
-            kind = (item.type_name or "?") if isinstance(item, DecodeError) else item.message.TYPE
-            self.messages.received[kind] += 1
-            if isinstance(item, DecodeError):
-                self._refuse(
-                    caller, f"{item.reason}: {item.detail}", item.reason, item.type_name or ""
-                )
-                continue
-            route = routes.get(type(item.message))
-            if route is None:
-                self._refuse(
-                    caller,
-                    f"a {sender.kind} may not send {item.message.TYPE}",
-                    "forbidden",
-                    item.message.TYPE,
-                )
-                continue
-            await self._call(self.messages.counted(route, kind), item.message, caller, limited)
-
     async def handle_call(self, message: Wire, caller: Caller) -> None:
         """A call that came another way than the bus (the Mesos HTTP API, master.mesos_api),
         from a caller that transport authenticated: the bus's handlers, counts and limits."""
@@ -274,22 +251,13 @@ class Master(LimitedCalls, SlaveCalls):
         self.messages.received[kind] += 1
         route = self.routes[caller.kind].get(type(message))
         if route is None:
-            self._refuse(caller, f"a {caller.kind} may not send {kind}", "forbidden", kind)
+            self.shell.refuse(caller, f"a {caller.kind} may not send {kind}", "forbidden", kind)
             return
-        await self._call(self.messages.counted(route, kind), message, caller, True)
+        await self.limited.call(self.messages.counted(route, kind), message, caller, True)
 
     async def connection_gone(self, caller: Caller, gone: Gone) -> None:
         """That transport's connection for `caller` closed: as the bus's Last Will."""
-        await self._on_gone(gone, caller)
-
-    async def _decode(self, payload: bytes, limited: bool) -> list[Envelope | DecodeError]:
-        """A payload's calls. One of a framework or operator holds at most MAX_CALL_BYTES
-        a message and MAX_CALL_ITEMS calls and list items in all. A big payload is decoded
-        in a thread, each message a short step there, so the loop goes on meanwhile."""
-        limit, items = (MAX_CALL_BYTES, MAX_CALL_ITEMS) if limited else (MAX_MESSAGE_BYTES, None)
-        if len(payload) <= DECODE_INLINE_BYTES:
-            return decode_many(payload, limit, items)
-        return await asyncio.to_thread(decode_many, payload, limit, items)
+        await self.slave_calls.on_gone(gone, caller)
 
     def announce_leader(self) -> None:
         """Retained, so a party that connects later learns who leads at once."""
@@ -315,22 +283,14 @@ class Master(LimitedCalls, SlaveCalls):
         parts = topic.split("/")
         if len(parts) != 5 or parts[3] not in ("slave", "framework"):
             return
-        kind = parts[3]
-        self.intake.put(f"{kind}/{parts[4]}", INTAKE_WEIGHTS.get(kind, 1.0), topic, payload, 1)
-
-    async def _served(self, topic: str, payload: bytes) -> None:
-        """The intake's turn for one payload: a call, or a Last Will."""
-        if topic.startswith(self._gone_prefix):
-            await self._gone(topic, payload)
-        else:
-            await self._inbound(topic, payload)
+        self.intake.arrive_gone(parts[3], parts[4], topic, payload)
 
     async def _gone(self, topic: str, payload: bytes) -> None:
         parts = topic.split("/")
         for item in decode_many(payload):
             if isinstance(item, DecodeError) or not isinstance(item.message, Gone):
                 continue
-            await self._on_gone(item.message, Caller(parts[3], parts[4], None))
+            await self.slave_calls.on_gone(item.message, Caller(parts[3], parts[4], None))
 
     def _probe_topic(self) -> str:
         return self.topics.gone("master", self.bus.principal or "master")
@@ -347,8 +307,9 @@ class Master(LimitedCalls, SlaveCalls):
     def backlog(self) -> Backlog:
         """How far behind the master is in reading its calls (/metrics, /health)."""
         bus_oldest, last = self.bus.backlog_ages()
-        ages = (max(bus_oldest, self.intake.oldest_age()), last)
-        return backlog_of(self.bus.backlog() + self.intake.backlog(), ages, self.lag)
+        fair = self.intake.fair
+        ages = (max(bus_oldest, fair.oldest_age()), last)
+        return backlog_of(self.bus.backlog() + fair.backlog(), ages, self.lag)
 
     async def stop(self) -> None:
         if getattr(self, "http", None) is not None:
@@ -357,7 +318,7 @@ class Master(LimitedCalls, SlaveCalls):
         for task in self._tasks:
             await cancel_and_wait(task)
         self._tasks = []
-        await self.intake.close()
+        await self.intake.fair.close()
         await self.throttle.close()
         await self.preemptor.stop_fair_shares()
         self.log.info("master.stopped", rounds=self.rounds, **self.bus.stats)
@@ -370,75 +331,14 @@ class Master(LimitedCalls, SlaveCalls):
         finally:
             await self.stop()
 
-    async def _round_loop(self) -> None:
-        """A round every allocation interval, and soon after a free (frees within
-        `round_batch` share one). Each visits only the slaves that may have something
-        new to offer (see Allocator.allocate)."""
-        interval = self.config.allocation_interval
-        loop = asyncio.get_running_loop()
-        next_full = loop.time() + interval
-        while True:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._round_wanted.wait(), max(0.0, next_full - loop.time()))
-            if self._round_wanted.is_set() and self.config.round_batch > 0:
-                await asyncio.sleep(self.config.round_batch)  # let a burst of frees land
-            self._round_wanted.clear()
-            if loop.time() >= next_full:
-                next_full = loop.time() + interval
-            try:
-                self.allocation_round()
-            except Exception:
-                self.log.exception("round.failed")
-
-    def allocation_round(self) -> None:
-        now = self._now()
-        started = time.perf_counter()
-        allocations = self.allocator.allocate(now)
-        self.rounds += 1
-        self.round_duration.observe(time.perf_counter() - started)
-        if not allocations:
-            return
-        allocations = bounded(self.allocator, allocations, self.books.frameworks, now)
-        by_framework: dict[str, list[Offer]] = defaultdict(list)
-        for a in allocations:
-            fw = self.books.frameworks[a.framework_id]
-            slave = self.books.slaves[a.slave_id]
-            offer_id = f"o-{new_id()[:20]}"
-            record = OfferRecord(offer_id, a.framework_id, a.slave_id, a.resources, now)
-            self.books.offers[offer_id] = record
-            fw.offers.add(offer_id)
-            slave.offers.add(offer_id)
-            by_framework[a.framework_id].append(
-                Offer(
-                    offer_id=offer_id,
-                    framework_id=a.framework_id,
-                    slave_id=a.slave_id,
-                    hostname=slave.hostname,
-                    resources=a.resources,
-                    attributes=slave.attributes,
-                )
-            )
-            self._event(
-                "offer",
-                framework_id=a.framework_id,
-                slave_id=a.slave_id,
-                offer_id=offer_id,
-                resources=a.resources,
-            )
-        for framework_id, offers in by_framework.items():
-            fw, most = self.books.frameworks[framework_id], MAX_OFFERS_PER_MESSAGE
-            for start in range(0, len(offers), most):
-                self._send_framework(fw, Offers(offers=offers[start : start + most]))
-        self.log.debug("round.done", offers=len(allocations), frameworks=len(by_framework))
-
     async def _timer_loop(self) -> None:
         tick = min(0.25, self.config.state_interval)
-        next_heartbeat = self._now()
-        next_state = self._now()
-        next_acl = self._now() + PRINCIPALS_RELOAD
-        next_slave_check = self._now()
+        next_heartbeat = self.shell.now()
+        next_state = self.shell.now()
+        next_acl = self.shell.now() + PRINCIPALS_RELOAD
+        next_slave_check = self.shell.now()
         while True:
-            now = self._now()
+            now = self.shell.now()
             try:
                 if now >= next_acl:  # `drfmesos auth add` reaches a running master
                     next_acl = now + PRINCIPALS_RELOAD
@@ -454,8 +354,8 @@ class Master(LimitedCalls, SlaveCalls):
                     next_heartbeat = now + self.config.heartbeat_interval
                     for fw in self.books.frameworks.values():
                         if fw.connected:
-                            self._send_framework(fw, Heartbeat(source=self.master_id))
-                if now >= next_state and self._state_dirty:
+                            self.shell.send_framework(fw, Heartbeat(source=self.master_id))
+                if now >= next_state and self.shell.state_dirty:
                     next_state = now + self.config.state_interval
                     self.publish_state()
             except Exception:
@@ -466,7 +366,7 @@ class Master(LimitedCalls, SlaveCalls):
         """Slaves silent past the timeout, from what this master could have read."""
         behind, timeout = self.backlog().oldest_wait, self.config.slave_timeout
         for slave in silent(self.books.slaves.values(), now, timeout, behind, PROBE_INTERVAL):
-            self.remove_slave(slave, f"no heartbeat for {timeout}s")
+            self.shell.remove_slave(slave, f"no heartbeat for {timeout}s")
 
     def _expire(self, now: float) -> None:
         for fw in list(self.books.frameworks.values()):
@@ -475,13 +375,13 @@ class Master(LimitedCalls, SlaveCalls):
                 and fw.disconnected_at is not None
                 and now - fw.disconnected_at > fw.failover_timeout
             ):
-                self.remove_framework(fw, f"failover timeout {fw.failover_timeout}s passed")
+                self.shell.remove_framework(fw, f"failover timeout {fw.failover_timeout}s passed")
         timeout = self.config.offer_timeout
         if timeout:
             for record in list(self.books.offers.values()):
                 if now - record.created_at > timeout:
-                    self._rescind(record)
-                    self.request_round()
+                    self.shell.rescind_offer(record)
+                    self.shell.request_round()
 
     def _retry_updates(self, now: float) -> None:
         for fw in self.books.frameworks.values():
@@ -489,7 +389,7 @@ class Master(LimitedCalls, SlaveCalls):
                 continue
             for pending in fw.pending.values():
                 if pending.next_attempt <= now:
-                    self._resend(fw, pending, now)
+                    self.shell.resend_update(fw, pending, now)
 
     def state(self, include_tasks: bool = True) -> Any:
         """The books as a snapshot; past LISTED_SLAVES slaves it counts slaves, tasks and
@@ -517,7 +417,7 @@ class Master(LimitedCalls, SlaveCalls):
             roles=self.preemptor.with_fair_shares(self._role_views()),
             preemption=self.preemptor.preemption_view(),
             fair=self.preemptor.preemption.fair,
-            starving=self.preemptor.starving(self._now()),
+            starving=self.preemptor.starving(self.shell.now()),
             web_ui=self.web_ui,
             epoch=self.epoch,
         )
@@ -535,7 +435,7 @@ class Master(LimitedCalls, SlaveCalls):
             a.total,
             allocation,
             self.preemptor.preemption.fair,
-            self.preemptor.starving(self._now()),
+            self.preemptor.starving(self.shell.now()),
         )
         return registered, [completed_view(fw) for fw in books.completed_frameworks.values()]
 
@@ -576,7 +476,7 @@ class Master(LimitedCalls, SlaveCalls):
 
     def slave_view(self, slave_id: str) -> SlaveView:
         slave = self.books.slaves[slave_id]
-        heard = time.time() - (self._now() - slave.last_seen)
+        heard = time.time() - (self.shell.now() - slave.last_seen)
         return slave.view(self.allocator.free(slave_id), round(heard, 3))
 
     def slave_page(
@@ -621,7 +521,7 @@ class Master(LimitedCalls, SlaveCalls):
         return page, len(matching)
 
     def publish_state(self) -> None:
-        self._state_dirty = False
+        self.shell.state_dirty = False
         state = self.state(include_tasks=len(self.books.slaves) < 200)
         self.bus.post(self.topics.state, state, retain=True)
         self.feed.tick(state)

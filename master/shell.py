@@ -4,8 +4,9 @@
 (`master.allocation.allocator`) and the bus, and the steps every handler builds on:
 telling a framework or a slave something, refusing bad input, rescinding offers, ending
 tasks, and removing frameworks and slaves.
-The handlers themselves live in `master.calls`; `master.Master` puts it all together
-with the allocation rounds and timers, and its collaborators: preemption
+These steps are its public interface: the handlers in `master.calls` are collaborators
+constructed with the shell, not subclasses of it. `master.Master` composes them with the
+allocation rounds (`master.rounds`) and timers, and its other collaborators: preemption
 (`master.preemptor`, told of ends and removals through `master.listeners`) and
 recovery (`master.ha.recovery`).
 """
@@ -128,15 +129,15 @@ class MasterShell:
         self.log = logs.get("master", master_id=self.master_id)
         self.roles_acl = RoleACL(self.config.principals)
         limits = self.config.rate_limits or RateLimits.defaults(None, None)
-        self.throttle = Throttle(limits, self._now)  # framework and operator calls
+        self.throttle = Throttle(limits, self.now)  # framework and operator calls
         self.refused: Counter[str] = Counter()  # calls refused, by reason code
         self.messages = MessageCounts()  # received, and what became of them, by type
         self.churn = SlaveChurn()  # slaves registered, re-registered, removed
-        self.lag = LagProbe(self._now)  # how long calls wait to be read (master.lag_probe)
+        self.lag = LagProbe(self.now)  # how long calls wait to be read (master.lag_probe)
         self.sampling = RefusalSampling()  # refusals' log lines and answers, per principal
         self.listeners = Listeners()  # who else hears of tasks ended, frameworks gone
-        self._round_wanted = asyncio.Event()
-        self._state_dirty = True
+        self.round_wanted = asyncio.Event()
+        self.state_dirty = True
         self.web_ui = ""  # where the HTTP API listens, once it does
         # what the event stream said, counted (the metrics read these)
         self.event_counts: Counter[str] = Counter()
@@ -150,21 +151,25 @@ class MasterShell:
         # what the master says there goes to that sink, not to the bus
         self.framework_sinks: dict[str, Callable[[Wire], None]] = {}
 
-    def _now(self) -> float:
+    def now(self) -> float:
         return asyncio.get_running_loop().time()
 
-    async def _recorded(self, write: Coroutine[Any, Any, None], caller: Caller, about: str) -> bool:
+    async def record_or_refuse(
+        self, write: Coroutine[Any, Any, None], caller: Caller, about: str
+    ) -> bool:
         """Write to the registry before acknowledging `about`: it must survive a failover.
         If the registry cannot take it, the call is refused and nothing changes."""
         try:
             await write
         except Exception as e:
             self.log.error("registry.write_failed", about=about, error=repr(e))
-            self._refuse(caller, "the registry is unavailable: try again", "unavailable", about)
+            self.refuse(caller, "the registry is unavailable: try again", "unavailable", about)
             return False
         return True
 
-    def _persist(self, write: Coroutine[Any, Any, None], what: str, **ids: Any) -> None:
+    def persist_in_background(
+        self, write: Coroutine[Any, Any, None], what: str, **ids: Any
+    ) -> None:
         """A registry write whose caller cannot wait (a removal): logged if it fails."""
 
         async def guarded() -> None:
@@ -177,24 +182,24 @@ class MasterShell:
         self._writes.add(task)
         task.add_done_callback(self._writes.discard)
 
-    def _send_framework(self, fw: Framework, message: Wire) -> None:
+    def send_framework(self, fw: Framework, message: Wire) -> None:
         if not fw.inbox:
             return  # recovered from the registry, not re-subscribed yet: nowhere to send
-        self._post_framework(self.topics.framework(fw.principal, fw.inbox), message)
+        self.post_to_framework_topic(self.topics.framework(fw.principal, fw.inbox), message)
 
-    def _post_framework(self, topic: str, message: Wire) -> None:
+    def post_to_framework_topic(self, topic: str, message: Wire) -> None:
         sink = self.framework_sinks.get(topic)
         if sink is not None:
             sink(message)
         else:
             self.bus.post(topic, message)
 
-    def _send_slave(self, slave_id: str, message: Wire) -> None:
+    def send_slave(self, slave_id: str, message: Wire) -> None:
         principal = self.books.slave_owners.get(slave_id)
         if principal is not None:
             self.bus.post(self.topics.slave(principal, slave_id), message)
 
-    def _refuse(
+    def refuse(
         self,
         caller: Caller | None,
         message: str,
@@ -211,7 +216,7 @@ class MasterShell:
         if caller is not None and caller.refused is not None:
             caller.refused(code, message)
         principal = caller.principal if caller else ""
-        now = self._now()
+        now = self.now()
         # A flood of bad calls must not become a flood of log lines or answers: each
         # principal gets a few lines a second (with how many were left out) and a few
         # hundred answers.
@@ -230,12 +235,12 @@ class MasterShell:
         answer = tell and caller is not None and caller.reply_to
         if answer and caller is not None and self.sampling.answer(principal, now):
             assert caller.reply_to is not None
-            self._post_framework(
+            self.post_to_framework_topic(
                 caller.reply_to,
                 Error(message=logs.clip(message, MAX_ERROR_TEXT), code=code, about=about),
             )
 
-    def _event(self, kind: str, **fields: Any) -> None:
+    def emit_event(self, kind: str, **fields: Any) -> None:
         event = ClusterEvent(kind=kind, **fields)
         self.bus.post(self.topics.events, event, qos=0, lazy=True)
         self.event_counts[kind] += 1
@@ -243,9 +248,9 @@ class MasterShell:
             self.tasks_ended[event.state.value] += 1
         self.recent_events.append(event)
         self.changes.emit(event)
-        self._state_dirty = True
+        self.state_dirty = True
 
-    def _task_changed(self, task: Task, *, added: bool = False) -> None:
+    def task_changed(self, task: Task, *, added: bool = False) -> None:
         """A task's state changed (or it became known) where no event says so: told to
         the change listeners that want tasks, not to the bus's event stream."""
         if self.changes.tasks_wanted:
@@ -261,19 +266,21 @@ class MasterShell:
 
     def state_changed(self) -> None:
         """The published state is stale: the next state tick publishes it again."""
-        self._state_dirty = True
+        self.state_dirty = True
 
     def request_round(self) -> None:
         """Ask for an allocation round soon (frees within `round_batch` share one)."""
-        self._round_wanted.set()
+        self.round_wanted.set()
 
-    def _framework_for(self, framework_id: str, caller: Caller, about: str) -> Framework | None:
+    def framework_of_caller(
+        self, framework_id: str, caller: Caller, about: str
+    ) -> Framework | None:
         """The framework a call names, if the caller may act on it (else refused)."""
         fw = self.books.frameworks.get(framework_id)
         if fw is None:
             removed = self.books.removed.get(framework_id)
             if removed is not None and removed[0] == caller.principal:
-                self._refuse(
+                self.refuse(
                     caller,
                     f"Framework has been removed: {removed[1]}",
                     "framework-removed",
@@ -281,7 +288,7 @@ class MasterShell:
                     framework_id=framework_id,
                 )
             else:
-                self._refuse(
+                self.refuse(
                     caller,
                     f"unknown framework {framework_id}: subscribe first",
                     "unknown-framework",
@@ -292,7 +299,7 @@ class MasterShell:
         if caller.kind == "operator" and about == "Teardown":
             return fw  # operators may tear down any framework
         if caller.kind != "framework" or fw.principal != caller.principal:
-            self._refuse(
+            self.refuse(
                 caller,
                 f"{about} refused: framework {framework_id} belongs to another principal",
                 "forbidden",
@@ -303,7 +310,7 @@ class MasterShell:
             return None
         return fw
 
-    def _drop_offer(self, record: OfferRecord) -> None:
+    def drop_offer(self, record: OfferRecord) -> None:
         self.books.offers.pop(record.offer_id, None)
         fw = self.books.frameworks.get(record.framework_id)
         if fw is not None:
@@ -312,14 +319,14 @@ class MasterShell:
         if slave is not None:
             slave.offers.discard(record.offer_id)
 
-    def _rescind(self, record: OfferRecord, *, recover: bool = True) -> None:
-        self._drop_offer(record)
+    def rescind_offer(self, record: OfferRecord, *, recover: bool = True) -> None:
+        self.drop_offer(record)
         fw = self.books.frameworks.get(record.framework_id)
         if recover:
             self.allocator.recover(record.framework_id, record.slave_id, record.resources)
         if fw is not None and fw.connected:
-            self._send_framework(fw, Rescind(offer_id=record.offer_id))
-        self._event(
+            self.send_framework(fw, Rescind(offer_id=record.offer_id))
+        self.emit_event(
             "rescind",
             framework_id=record.framework_id,
             slave_id=record.slave_id,
@@ -327,7 +334,7 @@ class MasterShell:
             resources=record.resources,
         )
 
-    def _finish(self, fw: Framework, task: Task, status: TaskStatus) -> None:
+    def finish_task(self, fw: Framework, task: Task, status: TaskStatus) -> None:
         """A task ended: its resources go back to the pool and a round follows."""
         fw.complete(task, status)
         self.listeners.tell_task_ended(fw, task, status)
@@ -335,7 +342,7 @@ class MasterShell:
         if slave is not None:
             slave.tasks.discard((fw.framework_id, task.task_id))
             self.allocator.recover(fw.framework_id, task.slave_id, task.resources)
-        self._event(
+        self.emit_event(
             "release",
             framework_id=fw.framework_id,
             slave_id=task.slave_id,
@@ -345,10 +352,10 @@ class MasterShell:
         )
         self.request_round()
 
-    def _ack_slave(self, slave_id: str, framework_id: str, status: TaskStatus) -> None:
+    def ack_slave_update(self, slave_id: str, framework_id: str, status: TaskStatus) -> None:
         """The slave may forget this update now: its framework has it (or never will)."""
         if status.uuid:
-            self._send_slave(
+            self.send_slave(
                 slave_id,
                 StatusAck(
                     slave_id=slave_id,
@@ -358,7 +365,7 @@ class MasterShell:
                 ),
             )
 
-    def _master_update(
+    def send_master_update(
         self,
         fw: Framework,
         task_id: str,
@@ -385,46 +392,48 @@ class MasterShell:
         if task is not None and task.slave_id == slave_id:
             task.state, task.status = state, status
             if state.terminal:
-                self._finish(fw, task, status)
+                self.finish_task(fw, task, status)
             else:
-                self._task_changed(task)
-        self._forward(fw, Update(status=status), slave_id)
+                self.task_changed(task)
+        self.forward_update(fw, Update(status=status), slave_id)
 
-    def _resend(self, fw: Framework, pending: PendingUpdate, now: float) -> None:
+    def resend_update(self, fw: Framework, pending: PendingUpdate, now: float) -> None:
         """Send an owed update again; the next try waits twice as long (at most
         MAX_RETRY_BACKOFF)."""
-        self._send_framework(fw, pending.update)
+        self.send_framework(fw, pending.update)
         self.update_resends += 1
         pending.backoff = min(pending.backoff * 2, MAX_RETRY_BACKOFF)
         pending.next_attempt = now + pending.backoff
 
-    def _forward(self, fw: Framework, update: Update, slave_id: str, relayed: bool = False) -> None:
+    def forward_update(
+        self, fw: Framework, update: Update, slave_id: str, relayed: bool = False
+    ) -> None:
         if update.status.uuid:
             fw.pending[update.status.uuid] = PendingUpdate(
                 update,
                 slave_id,
-                self._now() + self.config.status_retry,
+                self.now() + self.config.status_retry,
                 self.config.status_retry,
                 relayed,
             )
         if fw.connected:
-            self._send_framework(fw, update)
+            self.send_framework(fw, update)
 
     def disconnect_framework(self, fw: Framework, why: str) -> None:
         if not fw.connected:
             return
         fw.connected = False
-        fw.disconnected_at = self._now()
+        fw.disconnected_at = self.now()
         self.allocator.deactivate(fw.framework_id)
         for offer_id in list(fw.offers):
-            self._rescind(self.books.offers[offer_id])
+            self.rescind_offer(self.books.offers[offer_id])
         self.log.info(
             "framework.disconnected",
             framework_id=fw.framework_id,
             why=why,
             failover_timeout=fw.failover_timeout,
         )
-        self._event("disconnected", framework_id=fw.framework_id, detail=why)
+        self.emit_event("disconnected", framework_id=fw.framework_id, detail=why)
         if fw.failover_timeout <= 0:
             self.remove_framework(fw, "disconnected with no failover timeout")
         self.request_round()
@@ -432,7 +441,7 @@ class MasterShell:
     def remove_framework(self, fw: Framework, why: str) -> None:
         """Tell it, kill its tasks, give back everything it holds, and forget it."""
         if fw.connected:  # as Mesos: ERROR "Framework has been removed"
-            self._send_framework(
+            self.send_framework(
                 fw,
                 Error(
                     message=f"Framework has been removed: {why}",
@@ -441,7 +450,7 @@ class MasterShell:
                 ),
             )
         for offer_id in list(fw.offers):
-            self._rescind(self.books.offers[offer_id], recover=False)
+            self.rescind_offer(self.books.offers[offer_id], recover=False)
         slaves: set[str] = set(fw.slaves_used)  # its executors may outlive its tasks
         for task in fw.tasks.values():
             slaves.add(task.slave_id)
@@ -450,11 +459,11 @@ class MasterShell:
                 slave.tasks.discard((fw.framework_id, task.task_id))
         for slave_id in slaves:
             if slave_id in self.books.slaves:
-                self._send_slave(slave_id, ShutdownFramework(framework_id=fw.framework_id))
+                self.send_slave(slave_id, ShutdownFramework(framework_id=fw.framework_id))
         self.allocator.remove_framework(fw.framework_id)  # releases tasks and offers alike
         killed = len(fw.tasks)
         self.books.forget_framework(fw, why)
-        self._persist(
+        self.persist_in_background(
             self.registry.remove_framework(fw.framework_id),
             "remove framework",
             framework_id=fw.framework_id,
@@ -463,7 +472,7 @@ class MasterShell:
         self.log.info(
             "framework.removed", framework_id=fw.framework_id, why=why, tasks_killed=killed
         )
-        self._event("removed", framework_id=fw.framework_id, detail=why)
+        self.emit_event("removed", framework_id=fw.framework_id, detail=why)
         self.request_round()
 
     def remove_slave(self, slave: Slave, why: str, *, gone: bool = False) -> None:
@@ -472,7 +481,7 @@ class MasterShell:
         marked `gone` ends its tasks TASK_GONE_BY_OPERATOR. Frameworks not partition-aware
         hear TASK_LOST either way (reason: slave removed)."""
         for offer_id in list(slave.offers):
-            self._rescind(self.books.offers[offer_id], recover=False)
+            self.rescind_offer(self.books.offers[offer_id], recover=False)
         state, reason = (
             (TaskState.GONE_BY_OPERATOR, Reason.SLAVE_REMOVED_BY_OPERATOR)
             if gone
@@ -484,7 +493,7 @@ class MasterShell:
             if fw is None:
                 continue
             affected.add(framework_id)
-            self._master_update(
+            self.send_master_update(
                 fw, task_id, slave.slave_id, state, reason, f"slave {slave.slave_id} removed: {why}"
             )
             task = fw.tasks.get(task_id)
@@ -499,12 +508,12 @@ class MasterShell:
                 del fw.executors[key]
         del self.books.slaves[slave.slave_id]
         cause = "operator" if gone else "unreachable"
-        self._slave_gone(
+        self.mark_slave_removed(
             slave.slave_id, why, gone=gone, cause=cause, frameworks_affected=len(affected)
         )
         self.request_round()
 
-    def _slave_gone(
+    def mark_slave_removed(
         self, slave_id: str, why: str, *, gone: bool = False, cause: str = "", **fields: Any
     ) -> None:
         """A slave is removed (timed out, not back after a failover, or marked gone): out
@@ -518,9 +527,11 @@ class MasterShell:
             self.books.removed_slaves.add(slave_id)
         self.books.ending = {k: s for k, s in self.books.ending.items() if s != slave_id}
         self.churn.removals[cause or ("operator" if gone else "unreachable")] += 1
-        self._persist(self.registry.remove_slave(slave_id), "remove slave", slave_id=slave_id)
+        self.persist_in_background(
+            self.registry.remove_slave(slave_id), "remove slave", slave_id=slave_id
+        )
         for fw in self.books.frameworks.values():
             if fw.connected:
-                self._send_framework(fw, Failure(slave_id=slave_id))
+                self.send_framework(fw, Failure(slave_id=slave_id))
         self.log.warning("slave.removed", slave_id=slave_id, why=why, **fields)
-        self._event("slave-removed", slave_id=slave_id, detail=why)
+        self.emit_event("slave-removed", slave_id=slave_id, detail=why)

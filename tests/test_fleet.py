@@ -151,7 +151,7 @@ async def test_a_big_clusters_state_counts_its_slaves_without_listing_them(
 async def test_a_round_on_many_free_slaves_sends_offers_in_bounded_messages(
     mosquitto: MosquittoBroker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("master.master.MAX_OFFERS_PER_MESSAGE", 2)  # (1,000 in production)
+    monkeypatch.setattr("master.rounds.MAX_OFFERS_PER_MESSAGE", 2)  # (1,000 in production)
     async with fleet_cluster(mosquitto, tmp_path, 5, factor=0) as (master, _):
         await eventually(lambda: len(master.books.slaves) == 5)
         async with party(mosquitto.url, "fw", T) as bus:

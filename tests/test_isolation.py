@@ -392,7 +392,7 @@ async def test_a_slave_reports_usage_of_its_own_tasks_only(rig: Rig) -> None:
         slave_id=other.slave_id,
         tasks=[TaskUsage(framework_id=fw.framework_id, task_id="mine", memory_bytes=1)],
     )
-    await rig.master._on_usage_report(lie, Caller("slave", "slave", None))
+    await rig.master.slave_calls.on_usage_report(lie, Caller("slave", "slave", None))
     views, _ = rig.master.task_views(fw.framework_id, None)
     assert views[0].usage is None or views[0].usage.memory_bytes != 1
 

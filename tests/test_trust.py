@@ -657,7 +657,7 @@ async def test_an_operator_sets_quota_at_run_time_and_it_is_kept_in_the_roles_fi
     roles = tmp_path / "roles.yaml"
     roles.write_text("roles:\n  alice: {weight: 2}\n")
     secure.master.config.roles = roles
-    secure.master.roles = load_roles(roles)
+    secure.master.shell.roles = load_roles(roles)
 
     def quota_of(role: str) -> Callable[[ClusterEvent], bool]:
         return lambda e: e.kind == "quota" and e.detail.startswith(f"{role}:")

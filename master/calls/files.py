@@ -28,8 +28,8 @@ class FileRequests:
 
     def __init__(self, shell: MasterShell) -> None:
         self.books = shell.books
-        self._send_slave, self._send_framework = shell._send_slave, shell._send_framework
-        self._refuse, self._framework_for = shell._refuse, shell._framework_for
+        self._send_slave, self._send_framework = shell.send_slave, shell.send_framework
+        self._refuse, self._framework_for = shell.refuse, shell.framework_of_caller
         self._file_requests: dict[str, tuple[str, asyncio.Future[FileData]]] = {}
         self._file_readers: set[asyncio.Task[None]] = set()  # frameworks' reads under way
 

@@ -48,7 +48,12 @@ def check_segment_ok(value: str) -> bool:
     return True
 
 
-class FrameworkCalls(MasterShell):
+class FrameworkCalls:
+    """A framework's calls, handled against the shell's books (constructed with the shell)."""
+
+    def __init__(self, shell: MasterShell) -> None:
+        self.shell = shell
+
     def _subscribe_problem(self, msg: Subscribe, caller: Caller) -> tuple[str, str] | None:
         """(code, why) if this Subscribe may not go ahead."""
         try:
@@ -61,12 +66,12 @@ class FrameworkCalls(MasterShell):
             return "subscribe-refused", "framework name must not contain control characters"
         if caller.kind != "framework":
             return "subscribe-refused", f"a {caller.kind} principal cannot register a framework"
-        fw = self.books.frameworks.get(msg.framework_id or "")
+        fw = self.shell.books.frameworks.get(msg.framework_id or "")
         if fw is not None and fw.principal != caller.principal:
             return "subscribe-refused", (
                 f"framework {msg.framework_id} belongs to another principal"
             )
-        removed = self.books.removed.get(msg.framework_id or "")
+        removed = self.shell.books.removed.get(msg.framework_id or "")
         if removed is not None:
             if removed[0] != caller.principal:
                 return "subscribe-refused", (
@@ -74,7 +79,7 @@ class FrameworkCalls(MasterShell):
                 )
             return "framework-removed", f"Framework has been removed: {removed[1]}"
         if fw is None:
-            why = self.allocator.role_problem(msg.role) or self.roles_acl.check(
+            why = self.shell.allocator.role_problem(msg.role) or self.shell.roles_acl.check(
                 caller.principal, msg.role
             )
             if why is not None:
@@ -84,12 +89,12 @@ class FrameworkCalls(MasterShell):
     def _failover_timeout(self, msg: Subscribe) -> float:
         """What it asked for, no longer than the operator allows (a framework that goes
         away does not hold its tasks, and so its share, for as long as it likes)."""
-        cap = self.config.max_failover_timeout
+        cap = self.shell.config.max_failover_timeout
         return msg.failover_timeout if cap is None else min(msg.failover_timeout, cap)
 
     def _weight_problem(self, msg: Subscribe, role: str) -> tuple[str, str] | None:
         """A framework takes its role's weight; it may not set it (weights are operators')."""
-        configured = self.allocator.role_weight(role)
+        configured = self.shell.allocator.role_weight(role)
         if msg.weight is None or msg.weight == configured:
             return None
         return "subscribe-refused", (
@@ -97,42 +102,42 @@ class FrameworkCalls(MasterShell):
             "a role's weight is set by an operator (drfmesos weights set); ask an operator"
         )
 
-    async def _on_subscribe(self, msg: Subscribe, caller: Caller) -> None:
+    async def on_subscribe(self, msg: Subscribe, caller: Caller) -> None:
         problem = self._subscribe_problem(msg, caller)
         if problem is not None:
             code, why = problem
             # answered on the inbox it named, which the broker lets only this principal read
-            inbox = self.topics.framework(caller.principal, msg.inbox)
+            inbox = self.shell.topics.framework(caller.principal, msg.inbox)
             if not caller.reply_to and check_segment_ok(msg.inbox):
                 caller = Caller(caller.kind, caller.principal, inbox)
-            self._refuse(caller, why, code, "Subscribe", framework_id=msg.framework_id)
+            self.shell.refuse(caller, why, code, "Subscribe", framework_id=msg.framework_id)
             return
-        now = self._now()
-        fw = self.books.frameworks.get(msg.framework_id or "")
+        now = self.shell.now()
+        fw = self.shell.books.frameworks.get(msg.framework_id or "")
         if fw is None and msg.framework_id is None:
             # the same inbox asking again (its first answer crossed a retry): same framework
-            known = self.books.inboxes.get((caller.principal, msg.inbox), "")
-            fw = self.books.frameworks.get(known)
+            known = self.shell.books.inboxes.get((caller.principal, msg.inbox), "")
+            fw = self.shell.books.frameworks.get(known)
         framework_id = fw.framework_id if fw else (msg.framework_id or f"fw-{new_id()[:16]}")
         record = FrameworkRecord(
             principal=caller.principal,
             name=fw.name if fw else msg.name,
             role=fw.role if fw else msg.role,
-            weight=self.allocator.role_weight(fw.role if fw else msg.role),
+            weight=self.shell.allocator.role_weight(fw.role if fw else msg.role),
             failover_timeout=self._failover_timeout(msg),
         )
-        if not await self._recorded(
-            self.registry.add_framework(framework_id, record), caller, "Subscribe"
+        if not await self.shell.record_or_refuse(
+            self.shell.registry.add_framework(framework_id, record), caller, "Subscribe"
         ):
             return
-        fw = self.books.frameworks.get(framework_id) or fw  # (it may have come meanwhile)
+        fw = self.shell.books.frameworks.get(framework_id) or fw  # (it may have come meanwhile)
         if fw is not None:
-            self.books.inboxes.pop((fw.principal, fw.inbox), None)
+            self.shell.books.inboxes.pop((fw.principal, fw.inbox), None)
             fw.inbox, fw.incarnation = msg.inbox, msg.incarnation
             fw.connected, fw.disconnected_at = True, None
             fw.failover_timeout = self._failover_timeout(msg)
-            self.books.inboxes[(fw.principal, fw.inbox)] = fw.framework_id
-            self.allocator.activate(fw.framework_id)
+            self.shell.books.inboxes[(fw.principal, fw.inbox)] = fw.framework_id
+            self.shell.allocator.activate(fw.framework_id)
             self._set_offer_filters(fw.framework_id, msg)
             resubscribed = True
         else:
@@ -141,35 +146,35 @@ class FrameworkCalls(MasterShell):
                 principal=caller.principal,
                 name=msg.name,
                 role=msg.role,
-                weight=self.allocator.role_weight(msg.role),
+                weight=self.shell.allocator.role_weight(msg.role),
                 inbox=msg.inbox,
                 incarnation=msg.incarnation,
                 failover_timeout=self._failover_timeout(msg),
                 registered_at=time.time(),
             )
-            self.books.frameworks[framework_id] = fw
-            self.books.inboxes[(fw.principal, fw.inbox)] = framework_id
-            self.allocator.add_framework(framework_id, msg.role)
+            self.shell.books.frameworks[framework_id] = fw
+            self.shell.books.inboxes[(fw.principal, fw.inbox)] = framework_id
+            self.shell.allocator.add_framework(framework_id, msg.role)
             self._set_offer_filters(framework_id, msg)
             self._adopt_orphans(fw)
             resubscribed = bool(msg.framework_id)
         fw.partition_aware = FrameworkCapability.PARTITION_AWARE in msg.capabilities
-        self._send_framework(
+        self.shell.send_framework(
             fw,
             Subscribed(
                 framework_id=fw.framework_id,
-                heartbeat_interval_seconds=self.config.heartbeat_interval,
-                master_id=self.master_id,
+                heartbeat_interval_seconds=self.shell.config.heartbeat_interval,
+                master_id=self.shell.master_id,
                 resubscribed=resubscribed,
-                epoch=self.epoch,
+                epoch=self.shell.epoch,
             ),
         )
         # What it is owed goes now, in the order it was made, right behind the answer: a
         # task's update made after this (its end) must not overtake an older one (its
         # RUNNING), as it would if these waited for the retry timer.
         for pending in fw.pending.values():
-            self._resend(fw, pending, now)
-        self.log.info(
+            self.shell.resend_update(fw, pending, now)
+        self.shell.log.info(
             "framework.subscribed",
             framework_id=fw.framework_id,
             principal=fw.principal,
@@ -178,44 +183,44 @@ class FrameworkCalls(MasterShell):
             weight=fw.weight,
             resubscribed=resubscribed,
         )
-        self._event("subscribed", framework_id=fw.framework_id, detail=fw.name)
-        self.request_round()
+        self.shell.emit_event("subscribed", framework_id=fw.framework_id, detail=fw.name)
+        self.shell.request_round()
 
     def _set_offer_filters(self, framework_id: str, msg: Subscribe) -> None:
         minimum = msg.offer_filters.min_allocatable if msg.offer_filters else []
-        self.allocator.set_min_allocatable(framework_id, [r for r in minimum if r])
+        self.shell.allocator.set_min_allocatable(framework_id, [r for r in minimum if r])
 
     def _adopt_orphans(self, fw: Framework) -> None:
-        for orphan in self.books.orphans.pop(fw.framework_id, []):
-            slave = self.books.slaves.get(orphan.slave_id)
+        for orphan in self.shell.books.orphans.pop(fw.framework_id, []):
+            slave = self.shell.books.slaves.get(orphan.slave_id)
             if slave is None:
                 continue
             task = Task(orphan.task, fw.framework_id, orphan.slave_id, orphan.state)
             fw.tasks[task.task_id] = task
-            self.allocator.adopt(fw.framework_id, orphan.slave_id, task.resources)
-            self._task_changed(task, added=True)
+            self.shell.allocator.adopt(fw.framework_id, orphan.slave_id, task.resources)
+            self.shell.task_changed(task, added=True)
 
-    async def _on_accept(self, msg: Accept, caller: Caller) -> None:
-        fw = self._framework_for(msg.framework_id, caller, "Accept")
+    async def on_accept(self, msg: Accept, caller: Caller) -> None:
+        fw = self.shell.framework_of_caller(msg.framework_id, caller, "Accept")
         if fw is None:
             return
-        now = self._now()
+        now = self.shell.now()
         records, problems = self._own_offers(fw, msg.offer_ids)
         slave_ids = {r.slave_id for r in records}
         if len(slave_ids) > 1:
             problems.append(f"offers span several slaves ({', '.join(sorted(slave_ids))})")
         if problems:
             for record in records:  # the valid ones go back to the pool, unfiltered
-                self._drop_offer(record)
-                self.allocator.recover(fw.framework_id, record.slave_id, record.resources)
+                self.shell.drop_offer(record)
+                self.shell.allocator.recover(fw.framework_id, record.slave_id, record.resources)
             reason = "; ".join(problems)
             # As Mesos: the task was fine and the offer was not, so TASK_DROPPED (TASK_LOST
             # to frameworks not partition-aware): launch it again. Not an Error: in Mesos
             # that means the framework is removed.
             for task in msg.tasks:
                 why = f"Task launched with invalid offers: {reason}"
-                self._refuse_launch(fw, task, TaskState.DROPPED, Reason.INVALID_OFFERS, why)
-            self._refuse(
+                self.refuse_launch(fw, task, TaskState.DROPPED, Reason.INVALID_OFFERS, why)
+            self.shell.refuse(
                 caller,
                 f"accept refused: {reason}",
                 "invalid-offers",
@@ -224,13 +229,13 @@ class FrameworkCalls(MasterShell):
                 framework_id=fw.framework_id,
                 tasks=len(msg.tasks),
             )
-            self.request_round()
+            self.shell.request_round()
             return
 
         slave_id = records[0].slave_id
         remaining = sum((r.resources for r in records), Resources())
         for record in records:
-            self._drop_offer(record)
+            self.shell.drop_offer(record)
         refused: list[str] = []
         seen: set[str] = set()
         launched: list[TaskInfo] = []
@@ -239,13 +244,13 @@ class FrameworkCalls(MasterShell):
             seen.add(task.task_id)
             if problem:
                 refused.append(problem)
-                self._refuse_launch(fw, task, TaskState.ERROR, Reason.TASK_INVALID, problem)
+                self.refuse_launch(fw, task, TaskState.ERROR, Reason.TASK_INVALID, problem)
                 continue
             remaining = remaining - task.resources - self._start_executor(fw, task, slave_id)
             self._launch(fw, task, slave_id, now)
             launched.append(task)
         if launched:  # one message to the slave for all of them
-            self._send_slave(
+            self.shell.send_slave(
                 slave_id,
                 RunTasks(
                     framework_id=fw.framework_id,
@@ -256,7 +261,7 @@ class FrameworkCalls(MasterShell):
             )
         # the event stream hears of it after the slave is told (the task waits for that)
         for record in records:
-            self._event(
+            self.shell.emit_event(
                 "accept",
                 framework_id=fw.framework_id,
                 slave_id=record.slave_id,
@@ -264,7 +269,7 @@ class FrameworkCalls(MasterShell):
                 resources=record.resources,
             )
         for task in launched:
-            self._event(
+            self.shell.emit_event(
                 "launch",
                 framework_id=fw.framework_id,
                 slave_id=slave_id,
@@ -272,16 +277,16 @@ class FrameworkCalls(MasterShell):
                 resources=task.resources,
             )
         if remaining:
-            self.allocator.recover(
+            self.shell.allocator.recover(
                 fw.framework_id,
                 slave_id,
                 remaining,
                 refuse_seconds=msg.filters.refuse_seconds,
                 now=now,
             )
-            self.request_round()
+            self.shell.request_round()
         if refused:  # each heard TASK_ERROR already: that is the answer
-            self._refuse(
+            self.shell.refuse(
                 caller,
                 f"{len(refused)} of {len(msg.tasks)} tasks refused: " + "; ".join(refused),
                 "invalid-tasks",
@@ -296,7 +301,7 @@ class FrameworkCalls(MasterShell):
         records: list[OfferRecord] = []
         problems: list[str] = []
         for offer_id in dict.fromkeys(offer_ids):  # a repeated id counts once
-            record = self.books.offers.get(offer_id)
+            record = self.shell.books.offers.get(offer_id)
             if record is None:
                 problems.append(f"offer {offer_id} is not outstanding (unknown, used or rescinded)")
             elif record.framework_id != fw.framework_id:
@@ -305,7 +310,7 @@ class FrameworkCalls(MasterShell):
                 records.append(record)
         return records, problems
 
-    def _refuse_launch(
+    def refuse_launch(
         self, fw: Framework, task: TaskInfo, state: TaskState, reason: Reason, why: str
     ) -> None:
         """The update for a launch that never happened: TASK_ERROR for an invalid task,
@@ -321,7 +326,7 @@ class FrameworkCalls(MasterShell):
             source=Source.MASTER,
             message=why,
         )
-        self._forward(fw, Update(status=status), task.slave_id)
+        self.shell.forward_update(fw, Update(status=status), task.slave_id)
 
     def _task_problem(
         self, fw: Framework, task: TaskInfo, slave_id: str, remaining: Resources, seen: set[str]
@@ -362,24 +367,24 @@ class FrameworkCalls(MasterShell):
         fw.tasks[task.task_id] = task
         fw.slaves_used.add(slave_id)
         fw.launched(info.resources)
-        self.books.slaves[slave_id].tasks.add((fw.framework_id, task.task_id))
+        self.shell.books.slaves[slave_id].tasks.add((fw.framework_id, task.task_id))
 
-    async def _on_decline(self, msg: Decline, caller: Caller) -> None:
-        fw = self._framework_for(msg.framework_id, caller, "Decline")
+    async def on_decline(self, msg: Decline, caller: Caller) -> None:
+        fw = self.shell.framework_of_caller(msg.framework_id, caller, "Decline")
         if fw is None:
             return
-        now = self._now()
+        now = self.shell.now()
         records, problems = self._own_offers(fw, msg.offer_ids)
         for record in records:
-            self._drop_offer(record)
-            self.allocator.recover(
+            self.shell.drop_offer(record)
+            self.shell.allocator.recover(
                 fw.framework_id,
                 record.slave_id,
                 record.resources,
                 refuse_seconds=msg.filters.refuse_seconds,
                 now=now,
             )
-            self._event(
+            self.shell.emit_event(
                 "decline",
                 framework_id=fw.framework_id,
                 slave_id=record.slave_id,
@@ -387,7 +392,7 @@ class FrameworkCalls(MasterShell):
                 resources=record.resources,
             )
         if problems:  # as Mesos: an offer that is gone needs no declining (logged only)
-            self._refuse(
+            self.shell.refuse(
                 caller,
                 "; ".join(problems),
                 "invalid-offers",
@@ -396,32 +401,34 @@ class FrameworkCalls(MasterShell):
                 framework_id=fw.framework_id,
             )
         if records:
-            self.request_round()
+            self.shell.request_round()
 
-    async def _on_revive(self, msg: Revive, caller: Caller) -> None:
-        fw = self._framework_for(msg.framework_id, caller, "Revive")
+    async def on_revive(self, msg: Revive, caller: Caller) -> None:
+        fw = self.shell.framework_of_caller(msg.framework_id, caller, "Revive")
         if fw is not None:
             fw.suppressed = False
-            self.allocator.revive(fw.framework_id)
-            self._state_dirty = True
-            self.request_round()
+            self.shell.allocator.revive(fw.framework_id)
+            self.shell.state_dirty = True
+            self.shell.request_round()
 
-    async def _on_suppress(self, msg: Suppress, caller: Caller) -> None:
-        fw = self._framework_for(msg.framework_id, caller, "Suppress")
+    async def on_suppress(self, msg: Suppress, caller: Caller) -> None:
+        fw = self.shell.framework_of_caller(msg.framework_id, caller, "Suppress")
         if fw is not None:
             fw.suppressed = True
             fw.demand = []  # wants nothing more, until it says so again
-            self.allocator.suppress(fw.framework_id)
-            self._state_dirty = True
+            self.shell.allocator.suppress(fw.framework_id)
+            self.shell.state_dirty = True
 
-    async def _on_request(self, msg: Request, caller: Caller) -> None:
+    async def on_request(self, msg: Request, caller: Caller) -> None:
         """What the framework still wants: replaces what it declared before."""
-        fw = self._framework_for(msg.framework_id, caller, "Request")
+        fw = self.shell.framework_of_caller(msg.framework_id, caller, "Request")
         if fw is None:
             return
-        unknown = sorted({n for r in msg.requests for n in r.resources} - set(self.allocator.total))
-        if unknown and self.allocator.total:
-            self._refuse(
+        unknown = sorted(
+            {n for r in msg.requests for n in r.resources} - set(self.shell.allocator.total)
+        )
+        if unknown and self.shell.allocator.total:
+            self.shell.refuse(
                 caller,
                 f"Request refused: no slave has {', '.join(unknown)}",
                 "invalid-request",
@@ -430,15 +437,15 @@ class FrameworkCalls(MasterShell):
             )
             return
         fw.demand = [r.model_copy() for r in msg.requests]
-        self._state_dirty = True
-        self.log.debug(
+        self.shell.state_dirty = True
+        self.shell.log.debug(
             "framework.request",
             framework_id=fw.framework_id,
             tasks=sum(r.count for r in msg.requests),
         )
 
-    async def _on_kill(self, msg: Kill, caller: Caller) -> None:
-        fw = self._framework_for(msg.framework_id, caller, "Kill")
+    async def on_kill(self, msg: Kill, caller: Caller) -> None:
+        fw = self.shell.framework_of_caller(msg.framework_id, caller, "Kill")
         if fw is None:
             return
         task = fw.tasks.get(msg.task_id)
@@ -449,26 +456,26 @@ class FrameworkCalls(MasterShell):
                 fw.kills_owed.add(msg.task_id)
             status = self._reconciled(fw, msg.task_id, msg.slave_id)
             if status is not None:
-                self._send_framework(fw, Update(status=status))
+                self.shell.send_framework(fw, Update(status=status))
             return
-        self._send_slave(
+        self.shell.send_slave(
             task.slave_id, KillTask(framework_id=fw.framework_id, task_id=task.task_id)
         )
 
-    async def _on_acknowledge(self, msg: Acknowledge, caller: Caller) -> None:
-        fw = self._framework_for(msg.framework_id, caller, "Acknowledge")
+    async def on_acknowledge(self, msg: Acknowledge, caller: Caller) -> None:
+        fw = self.shell.framework_of_caller(msg.framework_id, caller, "Acknowledge")
         if fw is None:
             return
         pending = fw.pending.pop(msg.uuid, None)
         if pending is None:
-            self.log.debug("ack.unknown", framework_id=fw.framework_id, uuid=msg.uuid)
+            self.shell.log.debug("ack.unknown", framework_id=fw.framework_id, uuid=msg.uuid)
         elif pending.relayed:  # as Mesos: the slave keeps (and re-sends) it until now
-            self._ack_slave(pending.slave_id, fw.framework_id, pending.update.status)
+            self.shell.ack_slave_update(pending.slave_id, fw.framework_id, pending.update.status)
 
-    async def _on_reconcile(self, msg: Reconcile, caller: Caller) -> None:
+    async def on_reconcile(self, msg: Reconcile, caller: Caller) -> None:
         """As Mesos's _reconcileTasks: a known task's latest state; for one the master does
         not know, what it knows of the slave named (see master.task_states.unknown_task)."""
-        fw = self._framework_for(msg.framework_id, caller, "Reconcile")
+        fw = self.shell.framework_of_caller(msg.framework_id, caller, "Reconcile")
         if fw is None:
             return
         if not msg.tasks:  # implicit: everything the master knows to be live
@@ -480,11 +487,11 @@ class FrameworkCalls(MasterShell):
         for i, (task_id, slave_id) in enumerate(asked):
             if i and not i % 256:  # a long list lets the loop breathe (health, rounds)
                 await asyncio.sleep(0)
-                if fw.framework_id not in self.books.frameworks:
+                if fw.framework_id not in self.shell.books.frameworks:
                     return  # removed meanwhile
             status = self._reconciled(fw, task_id, slave_id)
             if status is not None:
-                self._send_framework(fw, Update(status=status))
+                self.shell.send_framework(fw, Update(status=status))
 
     def _reconciled(self, fw: Framework, task_id: str, slave_id: str | None) -> TaskStatus | None:
         """What reconciling one task answers (None: nothing yet, ask again later)."""
@@ -502,15 +509,17 @@ class FrameworkCalls(MasterShell):
             return fw.completed[task_id].model_copy(
                 update={"uuid": None, "reason": Reason.RECONCILIATION, "source": Source.MASTER}
             )
-        if (fw.framework_id, task_id) in self.books.ending:
+        if (fw.framework_id, task_id) in self.shell.books.ending:
             return None  # it ended on its slave; the update saying how is on its way
-        if slave_id in self.books.recovering or (slave_id is None and self.books.recovering):
+        if slave_id in self.shell.books.recovering or (
+            slave_id is None and self.shell.books.recovering
+        ):
             return None  # as Mesos: no answer until its slave is back, or removed
         state, message = unknown_task(
             slave_id,
-            registered=slave_id in self.books.slaves,
-            unreachable=slave_id in self.books.removed_slaves,
-            gone=slave_id in self.books.gone_slaves,
+            registered=slave_id in self.shell.books.slaves,
+            unreachable=slave_id in self.shell.books.removed_slaves,
+            gone=slave_id in self.shell.books.gone_slaves,
         )
         state, _ = as_seen(state, None, fw.partition_aware)
         status = TaskStatus(
@@ -525,12 +534,12 @@ class FrameworkCalls(MasterShell):
             fw.declare_ended(status)
         return status
 
-    async def _on_message(self, msg: Message, caller: Caller) -> None:
-        fw = self._framework_for(msg.framework_id, caller, "Message")
+    async def on_message(self, msg: Message, caller: Caller) -> None:
+        fw = self.shell.framework_of_caller(msg.framework_id, caller, "Message")
         if fw is None:
             return
-        if msg.slave_id not in self.books.slaves:
-            self._refuse(
+        if msg.slave_id not in self.shell.books.slaves:
+            self.shell.refuse(
                 caller,
                 f"unknown slave {msg.slave_id}",
                 "unknown-slave",
@@ -538,7 +547,7 @@ class FrameworkCalls(MasterShell):
                 framework_id=fw.framework_id,
             )
             return
-        self._send_slave(
+        self.shell.send_slave(
             msg.slave_id,
             FrameworkMessage(
                 framework_id=fw.framework_id,
@@ -548,14 +557,14 @@ class FrameworkCalls(MasterShell):
             ),
         )
 
-    async def _on_teardown(self, msg: Teardown, caller: Caller) -> None:
-        fw = self._framework_for(msg.framework_id, caller, "Teardown")
+    async def on_teardown(self, msg: Teardown, caller: Caller) -> None:
+        fw = self.shell.framework_of_caller(msg.framework_id, caller, "Teardown")
         if fw is not None:
             who = "by an operator" if caller.kind == "operator" else "by its scheduler"
-            self.log.info(
+            self.shell.log.info(
                 "framework.teardown",
                 framework_id=fw.framework_id,
                 owner=fw.principal,
                 by=f"{caller.kind}:{caller.principal}",
             )
-            self.remove_framework(fw, f"torn down {who} ({caller.principal})")
+            self.shell.remove_framework(fw, f"torn down {who} ({caller.principal})")

@@ -16,9 +16,9 @@ from typing import Any
 
 from master.authz import Caller
 from master.calls.framework_calls import FrameworkCalls, check_segment_ok
-from master.fair_intake import FairIntake
+from master.shell import MasterShell
 from master.throttle import READ_WHEN_FULL, Verdict, call_cost
-from protocol.wire.codec import count_messages, peek_types
+from protocol.wire.codec import peek_types
 from protocol.wire.messages import Accept, Decline, Reason, Reconcile, Subscribe, TaskState, Wire
 from protocol.wire.topics import Sender
 
@@ -30,47 +30,26 @@ Route = Callable[[Any, Caller], Awaitable[None]]
 INTAKE_WEIGHTS = {"slave": 8.0, "master": 8.0}  # the others: 1
 
 
-class LimitedCalls(FrameworkCalls):
-    intake: FairIntake  # (made by Master.start, around Master._inbound)
+class LimitedCalls:
+    """Every call's way in: now, queued behind the principal's earlier calls, or refused
+    past capacity (constructed with the shell and the framework calls it declines through)."""
 
-    async def _intake(self, topic: str, payload: bytes) -> None:
-        """A payload arrives: into its principal's queue in the intake, or refused
-        unread if the principal is limited and its queue there is full."""
-        sender = self.topics.sender(topic)
-        calls = count_messages(payload)
-        if sender is None:
-            self.intake.put("?", 1.0, topic, payload, calls)  # (_inbound counts it dropped)
-            return
-        key = f"{sender.kind}/{sender.principal}"
-        if (
-            sender.kind != "slave"
-            and self._intake_full(key, sender.principal, calls)
-            and self._refused_unread(sender, payload)
-        ):
-            return
-        self.intake.put(key, INTAKE_WEIGHTS.get(sender.kind, 1.0), topic, payload, calls)
+    def __init__(self, shell: MasterShell, framework_calls: FrameworkCalls) -> None:
+        self.shell = shell
+        self.framework_calls = framework_calls
 
-    def _intake_full(self, key: str, principal: str, calls: int) -> bool:
-        """Whether `calls` more would take the principal's queue in the intake past its
-        capacity (a payload alone is always taken: the throttle decides on its calls)."""
-        _, limit = self.throttle.limit_of(principal)
-        waiting = self.intake.waiting(key)
-        if limit.qps is None or limit.capacity is None or not waiting:
-            return False
-        return waiting + calls > limit.capacity
-
-    async def _call(self, route: Route, message: Wire, caller: Caller, limited: bool) -> None:
+    async def call(self, route: Route, message: Wire, caller: Caller, limited: bool) -> None:
         """Handle one call now, or leave it to the throttle, or refuse it past capacity."""
         cost = call_cost(message) if limited else None
         if isinstance(message, Reconcile) and not message.tasks and cost is not None:
-            fw = self.books.frameworks.get(message.framework_id)  # implicit: all its tasks
+            fw = self.shell.books.frameworks.get(message.framework_id)  # implicit: all its tasks
             cost = float(max(1, len(fw.tasks))) if fw is not None else cost
         if cost is not None:
 
             async def handle() -> None:
                 await self._handle(route, message, caller)
 
-            verdict = self.throttle.submit(caller.principal, cost, handle)
+            verdict = self.shell.throttle.submit(caller.principal, cost, handle)
             if verdict is Verdict.QUEUED:
                 return
             if verdict is Verdict.REFUSED:
@@ -82,30 +61,32 @@ class LimitedCalls(FrameworkCalls):
         try:
             await route(message, caller)
         except Exception:  # (CancelledError is not one: it goes through)
-            self.log.exception(
+            self.shell.log.exception(
                 "master.handler_failed",
                 type=message.TYPE,
                 kind=caller.kind,
                 principal=caller.principal,
             )
 
-    def _refused_unread(self, sender: Sender, payload: bytes) -> bool:
+    def refused_unread(self, sender: Sender, payload: bytes) -> bool:
         """Refuse a payload unread, its principal's queue full, unless it holds something
         that must be read whatever happens (see READ_WHEN_FULL)."""
         names = peek_types(payload)
         if not names or not READ_WHEN_FULL.isdisjoint(names):
             return False
         caller = Caller.of(sender, None)
-        self.throttle.refused_unread(sender.principal, len(names))
-        self.messages.received.update(names)
+        self.shell.throttle.refused_unread(sender.principal, len(names))
+        self.shell.messages.received.update(names)
         for name in names[1:]:  # (and the first below)
-            self.messages.outcomes[(name, "refused", "rate-limited")] += 1
-        self.refused["rate-limited"] += len(names) - 1  # (and one more below)
-        self._refuse(caller, self._over_capacity_why(names[0], caller), "rate-limited", names[0])
+            self.shell.messages.outcomes[(name, "refused", "rate-limited")] += 1
+        self.shell.refused["rate-limited"] += len(names) - 1  # (and one more below)
+        self.shell.refuse(
+            caller, self._over_capacity_why(names[0], caller), "rate-limited", names[0]
+        )
         return True
 
     def _over_capacity_why(self, call: str, caller: Caller) -> str:
-        _, limit = self.throttle.limit_of(caller.principal)
+        _, limit = self.shell.throttle.limit_of(caller.principal)
         return (
             f"rate limit: {call} refused, {caller.principal}'s queue is full "
             f"({limit.capacity} calls, handled at {limit.qps:g} a second); send it again later"
@@ -116,7 +97,7 @@ class LimitedCalls(FrameworkCalls):
         ids: dict[str, Any] = {}
         if isinstance(message, Accept):
             ids["framework_id"] = message.framework_id
-            fw = self.books.frameworks.get(message.framework_id)
+            fw = self.shell.books.frameworks.get(message.framework_id)
             if fw is not None and fw.principal == caller.principal:
                 # as if declined: the offers back to the pool, the tasks to be launched again
                 decline = Decline(
@@ -125,14 +106,16 @@ class LimitedCalls(FrameworkCalls):
                     filters=message.filters,
                 )
                 quiet = Caller(caller.kind, caller.principal, None)  # (one answer: below)
-                await self._handle(self._on_decline, decline, quiet)
+                await self._handle(self.framework_calls.on_decline, decline, quiet)
                 for task in message.tasks:  # (a live task of the same id runs on)
-                    self._refuse_launch(fw, task, TaskState.DROPPED, Reason.RATE_LIMITED, why)
+                    self.framework_calls.refuse_launch(
+                        fw, task, TaskState.DROPPED, Reason.RATE_LIMITED, why
+                    )
         elif (
             isinstance(message, Subscribe)
             and not caller.reply_to
             and check_segment_ok(message.inbox)
         ):  # answered where it waits, as a refused Subscribe is
-            inbox = self.topics.framework(caller.principal, message.inbox)
+            inbox = self.shell.topics.framework(caller.principal, message.inbox)
             caller = Caller(caller.kind, caller.principal, inbox)
-        self._refuse(caller, why, "rate-limited", message.TYPE, **ids)
+        self.shell.refuse(caller, why, "rate-limited", message.TYPE, **ids)

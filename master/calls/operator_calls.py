@@ -23,8 +23,8 @@ class OperatorCalls:
         self._shell = shell
         self.config, self.log, self.books = shell.config, shell.log, shell.books
         self.allocator, self.registry = shell.allocator, shell.registry
-        self._refuse, self._recorded = shell._refuse, shell._recorded
-        self._event, self.request_round = shell._event, shell.request_round
+        self._refuse, self._recorded = shell.refuse, shell.record_or_refuse
+        self._event, self.request_round = shell.emit_event, shell.request_round
 
     @property
     def roles(self) -> RolesFile:

@@ -28,14 +28,19 @@ from protocol.wire.messages import (
 )
 
 
-class Partitions(MasterShell):
+class Partitions:
+    """Slaves out of touch and back, and marked gone (constructed with the shell)."""
+
+    def __init__(self, shell: MasterShell) -> None:
+        self.shell = shell
+
     def task_back(self, fw: Framework, slave: Slave, running: RunningTask) -> None:
         """A partition-aware framework's unreachable task is reported by its slave again."""
         fw.unreachable.pop(running.task.task_id)
         task = Task(running.task, fw.framework_id, slave.slave_id, running.state)
         fw.tasks[task.task_id] = task
         slave.tasks.add((fw.framework_id, task.task_id))
-        self.allocator.allocate_existing(fw.framework_id, slave.slave_id, task.resources)
+        self.shell.allocator.allocate_existing(fw.framework_id, slave.slave_id, task.resources)
         status = TaskStatus(
             task_id=task.task_id,
             state=running.state,
@@ -45,25 +50,25 @@ class Partitions(MasterShell):
             message="Unreachable slave re-registered",
         )
         task.status = status
-        self._task_changed(task)
-        self.log.info(
+        self.shell.task_changed(task)
+        self.shell.log.info(
             "task.reachable",
             framework_id=fw.framework_id,
             task_id=task.task_id,
             slave_id=slave.slave_id,
             state=running.state.value,
         )
-        self._forward(fw, Update(status=status), slave.slave_id)
+        self.shell.forward_update(fw, Update(status=status), slave.slave_id)
         if task.task_id in fw.kills_owed:  # asked while it was out of reach
             fw.kills_owed.discard(task.task_id)
-            self._send_slave(
+            self.shell.send_slave(
                 slave.slave_id, KillTask(framework_id=fw.framework_id, task_id=task.task_id)
             )
 
     def unreachable_not_back(self, slave_id: str, back: set[tuple[str, str]]) -> None:
         """A slave returned without some of its unreachable tasks (running or ending): they
         are gone (as a slave answers reconciliation of a task it does not have)."""
-        for fw in self.books.frameworks.values():
+        for fw in self.shell.books.frameworks.values():
             for task in [t for t in fw.unreachable.values() if t.slave_id == slave_id]:
                 if (fw.framework_id, task.task_id) in back:
                     continue
@@ -79,12 +84,12 @@ class Partitions(MasterShell):
                     uuid=new_id(),  # (re-sent until acknowledged)
                 )
                 fw.complete(task, status)
-                self._task_changed(task)
-                self._forward(fw, Update(status=status), slave_id)
+                self.shell.task_changed(task)
+                self.shell.forward_update(fw, Update(status=status), slave_id)
 
     def refuse_gone_slave(self, slave_id: str, running: list[RunningTask], caller: Caller) -> None:
         """A slave marked gone tries to come back: refused, and what it runs is killed."""
-        self._refuse(
+        self.shell.refuse(
             caller,
             f"slave {slave_id} was marked gone by an operator: it may not re-register",
             "slave-gone",
@@ -92,31 +97,31 @@ class Partitions(MasterShell):
             slave_id=slave_id,
         )
         for framework_id in {r.framework_id for r in running}:
-            self._send_slave(slave_id, ShutdownFramework(framework_id=framework_id))
+            self.shell.send_slave(slave_id, ShutdownFramework(framework_id=framework_id))
 
-    async def _on_mark_slave_gone(self, msg: MarkSlaveGone, caller: Caller) -> None:
+    async def on_mark_slave_gone(self, msg: MarkSlaveGone, caller: Caller) -> None:
         slave_id = msg.slave_id
-        slave = self.books.slaves.get(slave_id)
+        slave = self.shell.books.slaves.get(slave_id)
         why = f"marked gone by operator {caller.principal}"
         if slave is not None:
-            self.remove_slave(slave, why, gone=True)
-        elif slave_id in self.books.removed_slaves or slave_id in self.books.recovering:
-            self.books.recovering.pop(slave_id, None)
+            self.shell.remove_slave(slave, why, gone=True)
+        elif slave_id in self.shell.books.removed_slaves or slave_id in self.shell.books.recovering:
+            self.shell.books.recovering.pop(slave_id, None)
             self._gone_unreachable_tasks(slave_id, why)
-            self._slave_gone(slave_id, why, gone=True)
-        elif slave_id not in self.books.gone_slaves:
-            self._refuse(caller, f"unknown slave {slave_id}", "unknown-slave", "MarkSlaveGone")
+            self.shell.mark_slave_removed(slave_id, why, gone=True)
+        elif slave_id not in self.shell.books.gone_slaves:
+            self.shell.refuse(caller, f"unknown slave {slave_id}", "unknown-slave", "MarkSlaveGone")
             return
-        self.log.info("slave.marked_gone", slave_id=slave_id, by=caller.principal)
-        self._event("slave-gone", slave_id=slave_id, detail=why)
+        self.shell.log.info("slave.marked_gone", slave_id=slave_id, by=caller.principal)
+        self.shell.emit_event("slave-gone", slave_id=slave_id, detail=why)
 
     def _gone_unreachable_tasks(self, slave_id: str, why: str) -> None:
         """An unreachable slave's tasks (partition-aware frameworks kept them) end."""
-        for fw in self.books.frameworks.values():
+        for fw in self.shell.books.frameworks.values():
             for task in [t for t in fw.unreachable.values() if t.slave_id == slave_id]:
                 # back in the live set for a moment, so that it ends as every task does
                 fw.tasks[task.task_id] = fw.unreachable.pop(task.task_id)
-                self._master_update(
+                self.shell.send_master_update(
                     fw,
                     task.task_id,
                     slave_id,

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 
 from master.authz import Caller
 from master.books import Framework, Orphan, Slave, Task
 from master.calls.partitions import Partitions
 from master.heartbeats import take_heartbeats
-from master.shell import STAGING_GRACE
+from master.shell import STAGING_GRACE, MasterShell
 from master.task_usage import summed, used_between
 from protocol import logs
 from protocol.wire.messages import (
@@ -36,15 +35,22 @@ from protocol.wire.resources import Resources
 from protocol.wire.topics import check_segment
 
 
-class SlaveCalls(Partitions):
+class SlaveCalls:
+    """A slave's messages, and the broker's Last Wills (constructed with the shell and the
+    partitions it hands slaves that come back to)."""
+
+    def __init__(self, shell: MasterShell, partitions: Partitions) -> None:
+        self.shell = shell
+        self.partitions = partitions
+
     def _slave_of(self, slave_id: str, caller: Caller, about: str) -> Slave | None:
         """The registered slave a call names, if it is the caller's own (else refused)."""
-        slave = self.books.slaves.get(slave_id)
+        slave = self.shell.books.slaves.get(slave_id)
         if slave is not None and slave.principal == caller.principal:
             return slave
-        owner = self.books.slave_owners.get(slave_id)
+        owner = self.shell.books.slave_owners.get(slave_id)
         if owner is not None and owner != caller.principal:
-            self._refuse(
+            self.shell.refuse(
                 caller,
                 f"{about} refused: slave {slave_id} belongs to another principal",
                 "forbidden",
@@ -53,7 +59,7 @@ class SlaveCalls(Partitions):
                 owner=owner,
             )
         else:
-            self._refuse(
+            self.shell.refuse(
                 caller,
                 f"unknown slave {slave_id}: register first",
                 "unknown-slave",
@@ -62,12 +68,12 @@ class SlaveCalls(Partitions):
             )
         return None
 
-    async def _on_register(self, msg: Register, caller: Caller) -> None:
+    async def on_register(self, msg: Register, caller: Caller) -> None:
         await self._admit_slave(
             msg.slave_id, msg.hostname, msg.resources, msg.attributes, msg.incarnation, [], caller
         )
 
-    async def _on_reregister(self, msg: Reregister, caller: Caller) -> None:
+    async def on_reregister(self, msg: Reregister, caller: Caller) -> None:
         await self._admit_slave(
             msg.slave_id,
             msg.hostname,
@@ -94,11 +100,11 @@ class SlaveCalls(Partitions):
         try:
             check_segment(slave_id, "slave_id")
         except ValueError as e:
-            self._refuse(caller, str(e), "invalid", "Register")
+            self.shell.refuse(caller, str(e), "invalid", "Register")
             return
-        owner = self.books.slave_owners.setdefault(slave_id, caller.principal)
+        owner = self.shell.books.slave_owners.setdefault(slave_id, caller.principal)
         if owner != caller.principal:
-            self._refuse(
+            self.shell.refuse(
                 caller,
                 f"slave id {slave_id} belongs to another principal",
                 "forbidden",
@@ -107,14 +113,14 @@ class SlaveCalls(Partitions):
                 owner=owner,
             )
             return
-        if slave_id in self.books.gone_slaves:
-            self.refuse_gone_slave(slave_id, running, caller)
+        if slave_id in self.shell.books.gone_slaves:
+            self.partitions.refuse_gone_slave(slave_id, running, caller)
             return
         used = sum((r.task.resources for r in running), Resources()) + sum(
             executors_of(running).values(), Resources()
         )
         if not total.contains(used):
-            self._refuse(
+            self.shell.refuse(
                 caller,
                 f"slave {slave_id} reports tasks using {used}, more than its total {total}",
                 "invalid",
@@ -123,24 +129,19 @@ class SlaveCalls(Partitions):
             )
             return
         admitted = (slave_id, hostname, total, attributes, incarnation, running, caller, ending)
-        if self.registry.has_slave(slave_id, caller.principal, hostname):
+        if self.shell.registry.has_slave(slave_id, caller.principal, hostname):
             self._admitted(*admitted)  # (a re-registration: nothing to write)
             return
         # A new slave is written to the registry before it is told Registered; the calls
         # after it are read meanwhile, so the registrations of a storm share the store's
         # writes (one ZooKeeper transaction, one journal sync) rather than queue on them.
-        write = self.registry.admit_slave(slave_id, caller.principal, hostname)
+        write = self.shell.registry.admit_slave(slave_id, caller.principal, hostname)
 
         async def admit() -> None:
-            try:
-                if await self._recorded(write, caller, "Register"):
-                    self._admitted(*admitted)
-            except Exception:
-                self.log.exception("slave.admit_failed", slave_id=slave_id)
+            if await self.shell.record_or_refuse(write, caller, "Register"):
+                self._admitted(*admitted)
 
-        task = asyncio.create_task(admit())
-        self._writes.add(task)
-        task.add_done_callback(self._writes.discard)
+        self.shell.persist_in_background(admit(), "Register", slave_id=slave_id)
 
     def _admitted(
         self,
@@ -154,24 +155,26 @@ class SlaveCalls(Partitions):
         ending: set[tuple[str, str]] | None,
     ) -> None:
         """The slave's record is durable: into the books, and told it is registered."""
-        if slave_id in self.books.gone_slaves:  # marked gone while its record was written
-            self.refuse_gone_slave(slave_id, running, caller)
+        if slave_id in self.shell.books.gone_slaves:  # marked gone while its record was written
+            self.partitions.refuse_gone_slave(slave_id, running, caller)
             return
-        now = self._now()
-        slave = self.books.slaves.get(slave_id)  # (it may have come meanwhile)
-        self.books.removed_slaves.discard(slave_id)
-        if self.books.recovering.pop(slave_id, None) is not None:
-            self.churn.recovery_back += 1
-            self.log.info("slave.recovered", slave_id=slave_id, tasks=len(running))
+        now = self.shell.now()
+        slave = self.shell.books.slaves.get(slave_id)  # (it may have come meanwhile)
+        self.shell.books.removed_slaves.discard(slave_id)
+        if self.shell.books.recovering.pop(slave_id, None) is not None:
+            self.shell.churn.recovery_back += 1
+            self.shell.log.info("slave.recovered", slave_id=slave_id, tasks=len(running))
         if ending is None:  # as Mesos counts: by the message, Register or Reregister
-            self.churn.registrations += 1
+            self.shell.churn.registrations += 1
         else:
-            self.churn.reregistrations += 1
+            self.shell.churn.reregistrations += 1
         if slave is None:
             slave = Slave(slave_id, caller.principal, hostname, total, attributes, incarnation, now)
-            self.books.slaves[slave_id] = slave
-            self.allocator.add_slave(slave_id, total, hostname=hostname, attributes=attributes)
-            self.log.info(
+            self.shell.books.slaves[slave_id] = slave
+            self.shell.allocator.add_slave(
+                slave_id, total, hostname=hostname, attributes=attributes
+            )
+            self.shell.log.info(
                 "slave.registered",
                 slave_id=slave_id,
                 principal=caller.principal,
@@ -179,29 +182,29 @@ class SlaveCalls(Partitions):
                 resources=str(total),
                 tasks=len(running),
             )
-            self._event("slave-added", slave_id=slave_id, resources=total)
+            self.shell.emit_event("slave-added", slave_id=slave_id, resources=total)
         else:
             slave.incarnation, slave.last_seen = incarnation, now
             if not slave.connected:
                 slave.connected = True
-                self.allocator.activate_slave(slave_id)
-            self.log.info("slave.reregistered", slave_id=slave_id, tasks=len(running))
+                self.shell.allocator.activate_slave(slave_id)
+            self.shell.log.info("slave.reregistered", slave_id=slave_id, tasks=len(running))
         for key in ending or ():
-            self.books.ending[key] = slave_id
+            self.shell.books.ending[key] = slave_id
         if running or slave.tasks:
             self._reconcile_slave(slave, running, ending or set(), now)
         back = {(r.framework_id, r.task.task_id) for r in running} | (ending or set())
-        self.unreachable_not_back(slave_id, back)
-        self._send_slave(
+        self.partitions.unreachable_not_back(slave_id, back)
+        self.shell.send_slave(
             slave_id,
             Registered(
                 slave_id=slave_id,
-                master_id=self.master_id,
-                heartbeat_interval_seconds=self.config.heartbeat_interval,
-                epoch=self.epoch,
+                master_id=self.shell.master_id,
+                heartbeat_interval_seconds=self.shell.config.heartbeat_interval,
+                epoch=self.shell.epoch,
             ),
         )
-        self.request_round()
+        self.shell.request_round()
 
     def _reconcile_slave(
         self, slave: Slave, running: list[RunningTask], ending: set[tuple[str, str]], now: float
@@ -211,7 +214,7 @@ class SlaveCalls(Partitions):
         for key in list(slave.tasks):
             if key in reported or key in ending:
                 continue  # running, or ended with its update on the way
-            task = self.books.task(*key)
+            task = self.shell.books.task(*key)
             if task is None:
                 slave.tasks.discard(key)
             elif task.state != TaskState.STAGING or now - task.launched_at > STAGING_GRACE:
@@ -219,8 +222,8 @@ class SlaveCalls(Partitions):
                 # started, DROPPED; started and vanished, GONE (TASK_LOST if not
                 # partition-aware)
                 never = task.state == TaskState.STAGING
-                self._master_update(
-                    self.books.frameworks[key[0]],
+                self.shell.send_master_update(
+                    self.shell.books.frameworks[key[0]],
                     task.task_id,
                     slave.slave_id,
                     TaskState.DROPPED if never else TaskState.GONE,
@@ -230,28 +233,28 @@ class SlaveCalls(Partitions):
         for (framework_id, task_id), r in reported.items():
             if (framework_id, task_id) in slave.tasks:
                 continue
-            owner = self.books.frameworks.get(framework_id)
+            owner = self.shell.books.frameworks.get(framework_id)
             if owner is not None and task_id in owner.unreachable:
-                self.task_back(owner, slave, r)  # partition-aware: it carries on
+                self.partitions.task_back(owner, slave, r)  # partition-aware: it carries on
                 continue
             if owner is not None and task_id in owner.completed:
                 # its framework was told it ended (lost with a removed slave, say) and may
                 # have launched it again: it must not come back to life here
-                self.log.warning(
+                self.shell.log.warning(
                     "slave.task_already_ended",
                     slave_id=slave.slave_id,
                     framework_id=framework_id,
                     task_id=task_id,
                 )
-                self._send_slave(
+                self.shell.send_slave(
                     slave.slave_id, KillTask(framework_id=framework_id, task_id=task_id)
                 )
                 continue
             elsewhere = owner.tasks.get(task_id) if owner is not None else None
             if elsewhere is not None or r.task.slave_id != slave.slave_id:
                 # a task the master knows on another slave: this slave cannot claim it
-                self.refused["forbidden"] += 1
-                self.log.warning(
+                self.shell.refused["forbidden"] += 1
+                self.shell.log.warning(
                     "slave.claimed_foreign_task",
                     slave_id=slave.slave_id,
                     principal=slave.principal,
@@ -263,17 +266,19 @@ class SlaveCalls(Partitions):
                 task = Task(r.task, framework_id, slave.slave_id, r.state)
                 owner.tasks[task_id] = task
                 slave.tasks.add((framework_id, task_id))
-                self._task_changed(task, added=True)
-                self.allocator.allocate_existing(framework_id, slave.slave_id, r.task.resources)
+                self.shell.task_changed(task, added=True)
+                self.shell.allocator.allocate_existing(
+                    framework_id, slave.slave_id, r.task.resources
+                )
                 executor = r.task.executor  # counted once, as at its first task's launch
                 found = executor_key(r.task, slave.slave_id)
                 if executor is not None and found is not None and found not in owner.executors:
                     owner.executors[found] = executor.resources
-                    self.allocator.allocate_existing(
+                    self.shell.allocator.allocate_existing(
                         framework_id, slave.slave_id, executor.resources
                     )
             else:
-                orphans = self.books.orphans.setdefault(framework_id, [])
+                orphans = self.shell.books.orphans.setdefault(framework_id, [])
                 if not any(o.task.task_id == task_id for o in orphans):
                     found = executor_key(r.task, slave.slave_id)
                     first = not any(executor_key(o.task, o.slave_id) == found for o in orphans)
@@ -281,7 +286,7 @@ class SlaveCalls(Partitions):
                     held = r.task.resources
                     if r.task.executor is not None and first:  # (adopted with the task)
                         held = held + r.task.executor.resources
-                    self.allocator.allocate_existing(framework_id, slave.slave_id, held)
+                    self.shell.allocator.allocate_existing(framework_id, slave.slave_id, held)
 
     def disconnect_slave(self, slave: Slave, why: str) -> None:
         """As Mesos: a slave whose connection is gone keeps its tasks (a restarted slave
@@ -290,21 +295,21 @@ class SlaveCalls(Partitions):
         if not slave.connected:
             return
         slave.connected = False
-        self.churn.disconnects += 1
+        self.shell.churn.disconnects += 1
         for offer_id in list(slave.offers):
-            self._rescind(self.books.offers[offer_id])
-        self.allocator.deactivate_slave(slave.slave_id)
-        self.log.warning("slave.disconnected", slave_id=slave.slave_id, why=why)
-        self._event("slave-disconnected", slave_id=slave.slave_id, detail=why)
+            self.shell.rescind_offer(self.shell.books.offers[offer_id])
+        self.shell.allocator.deactivate_slave(slave.slave_id)
+        self.shell.log.warning("slave.disconnected", slave_id=slave.slave_id, why=why)
+        self.shell.emit_event("slave-disconnected", slave_id=slave.slave_id, detail=why)
 
-    async def _on_heartbeat(self, msg: Heartbeat, caller: Caller) -> None:
+    async def on_heartbeat(self, msg: Heartbeat, caller: Caller) -> None:
         if self._heard([msg.source], caller, msg.incarnation):
-            self.messages.refused("Heartbeat", "unknown-slave")
+            self.shell.messages.refused("Heartbeat", "unknown-slave")
 
-    async def _on_heartbeats(self, msg: Heartbeats, caller: Caller) -> None:
+    async def on_heartbeats(self, msg: Heartbeats, caller: Caller) -> None:
         unknown = self._heard(msg.slave_ids, caller, msg.incarnation)
         # each id counted as a Heartbeat, as a list's items are (/metrics reads the same)
-        counts, n = self.messages, len(msg.slave_ids)
+        counts, n = self.shell.messages, len(msg.slave_ids)
         counts.received["Heartbeat"] += n
         counts.outcomes[("Heartbeat", "handled", "")] += n - len(unknown)
         if unknown:
@@ -313,15 +318,17 @@ class SlaveCalls(Partitions):
     def _heard(self, slave_ids: list[str], caller: Caller, incarnation: str) -> list[str]:
         """Take these heartbeats; tell the slaves the master does not know (of the
         caller's) to register again, and return their ids."""
-        now = self._now()
-        unknown = take_heartbeats(self.books.slaves, slave_ids, caller.principal, now, incarnation)
+        now = self.shell.now()
+        unknown = take_heartbeats(
+            self.shell.books.slaves, slave_ids, caller.principal, now, incarnation
+        )
         for slave_id in unknown:
             # A slave we removed (or a master that restarted): it must register again.
-            owner = self.books.slave_owners.get(slave_id, caller.principal)
+            owner = self.shell.books.slave_owners.get(slave_id, caller.principal)
             if slave_id and owner == caller.principal:
                 with contextlib.suppress(ValueError):
-                    self.bus.post(
-                        self.topics.slave(caller.principal, check_segment(slave_id)),
+                    self.shell.bus.post(
+                        self.shell.topics.slave(caller.principal, check_segment(slave_id)),
                         Error(
                             message=f"unknown slave {slave_id}: re-register",
                             code="unknown-slave",
@@ -330,15 +337,15 @@ class SlaveCalls(Partitions):
                     )
         return unknown
 
-    async def _on_status_update(self, msg: StatusUpdate, caller: Caller) -> None:
+    async def on_status_update(self, msg: StatusUpdate, caller: Caller) -> None:
         status = msg.status
         if self._slave_of(msg.slave_id, caller, "StatusUpdate") is None:
             return
-        fw = self.books.frameworks.get(msg.framework_id)
+        fw = self.shell.books.frameworks.get(msg.framework_id)
         if fw is None:
             # Not acknowledged: the slave keeps re-sending until the framework is back
             # (or is shut down there).
-            self.log.info(
+            self.shell.log.info(
                 "status.framework_unknown",
                 framework_id=msg.framework_id,
                 task_id=status.task_id,
@@ -353,7 +360,7 @@ class SlaveCalls(Partitions):
             known.slave_id if known else getattr(fw.completed.get(status.task_id), "slave_id", None)
         )
         if where is not None and where != msg.slave_id:
-            self._refuse(
+            self.shell.refuse(
                 caller,
                 f"task {status.task_id} of framework {fw.framework_id} is on slave {where}, "
                 f"not {msg.slave_id}",
@@ -367,34 +374,34 @@ class SlaveCalls(Partitions):
         if status.uuid in fw.pending:
             return  # a re-sent duplicate: already owed to the framework
         if status.state.terminal:
-            self.books.ending.pop((fw.framework_id, status.task_id), None)
+            self.shell.books.ending.pop((fw.framework_id, status.task_id), None)
             fw.unreachable.pop(status.task_id, None)  # it ended while out of touch
         ended = fw.completed.get(status.task_id)
         if ended is not None and ended.uuid != status.uuid and status.task_id not in fw.tasks:
             # the framework already heard this task end (lost with its slave, say):
             # one ending is all it gets
-            self.log.info(
+            self.shell.log.info(
                 "status.after_end",
                 framework_id=fw.framework_id,
                 task_id=status.task_id,
                 state=status.state,
                 ended=ended.state,
             )
-            self._ack_slave(msg.slave_id, fw.framework_id, status)
+            self.shell.ack_slave_update(msg.slave_id, fw.framework_id, status)
             return
         task = fw.tasks.get(status.task_id)
         if task is not None:
             task.state, task.status = status.state, status
             if status.state.terminal:
-                self._finish(fw, task, status)
+                self.shell.finish_task(fw, task, status)
             else:
-                self._task_changed(task)
+                self.shell.task_changed(task)
         elif status.state.terminal:
             # a task this master never knew ran (it ended across a failover): remembered,
             # so that reconciling it answers how it ended, not that it is unknown
             fw.declare_ended(status)
-        self._forward(fw, Update(status=status), msg.slave_id, relayed=True)
-        self._state_dirty = True
+        self.shell.forward_update(fw, Update(status=status), msg.slave_id, relayed=True)
+        self.shell.state_dirty = True
 
     def _framework_on_slave(
         self, framework_id: str, slave_id: str, caller: Caller, about: str
@@ -402,9 +409,9 @@ class SlaveCalls(Partitions):
         """The framework an executor message names, if it ran on the caller's slave."""
         if self._slave_of(slave_id, caller, about) is None:
             return None
-        fw = self.books.frameworks.get(framework_id)
+        fw = self.shell.books.frameworks.get(framework_id)
         if fw is None or slave_id not in fw.slaves_used:
-            self._refuse(
+            self.shell.refuse(
                 caller,
                 f"framework {framework_id} has no executor on slave {slave_id}",
                 "forbidden",
@@ -415,12 +422,12 @@ class SlaveCalls(Partitions):
             return None
         return fw
 
-    async def _on_executor_message(self, msg: FrameworkMessage, caller: Caller) -> None:
+    async def on_executor_message(self, msg: FrameworkMessage, caller: Caller) -> None:
         fw = self._framework_on_slave(msg.framework_id, msg.slave_id, caller, "FrameworkMessage")
         if fw is not None and fw.connected:
-            self._send_framework(fw, msg)
+            self.shell.send_framework(fw, msg)
 
-    async def _on_usage_report(self, msg: UsageReport, caller: Caller) -> None:
+    async def on_usage_report(self, msg: UsageReport, caller: Caller) -> None:
         """A slave's look at what its tasks use: kept on each task it names that runs
         there (a slave speaks for its own tasks only; others are left out, logged)."""
         slave = self._slave_of(msg.slave_id, caller, "UsageReport")
@@ -429,7 +436,7 @@ class SlaveCalls(Partitions):
         strangers = 0
         used = []
         for usage in msg.tasks:
-            fw = self.books.frameworks.get(usage.framework_id)
+            fw = self.shell.books.frameworks.get(usage.framework_id)
             task = fw.tasks.get(usage.task_id) if fw is not None else None
             if task is None or task.slave_id != msg.slave_id:
                 strangers += 1  # (ended meanwhile, or not this slave's to report)
@@ -439,11 +446,11 @@ class SlaveCalls(Partitions):
             used.append(task.used)
         slave.used = summed(used)
         if strangers:
-            self.log.info("usage.unknown_tasks", slave_id=msg.slave_id, count=strangers)
+            self.shell.log.info("usage.unknown_tasks", slave_id=msg.slave_id, count=strangers)
 
-    async def _on_executor_exited(self, msg: ExecutorExited, caller: Caller) -> None:
+    async def on_executor_exited(self, msg: ExecutorExited, caller: Caller) -> None:
         fw = self._framework_on_slave(msg.framework_id, msg.slave_id, caller, "ExecutorExited")
-        self.log.info(
+        self.shell.log.info(
             "executor.exited",
             framework_id=msg.framework_id,
             slave_id=msg.slave_id,
@@ -454,17 +461,17 @@ class SlaveCalls(Partitions):
             return
         held = fw.executors.pop((msg.slave_id, msg.executor_id), None)
         if held is not None:  # what it held goes back to the pool
-            self.allocator.recover(fw.framework_id, msg.slave_id, held)
-            self.request_round()
+            self.shell.allocator.recover(fw.framework_id, msg.slave_id, held)
+            self.shell.request_round()
         if fw.connected:
-            self._send_framework(
+            self.shell.send_framework(
                 fw, Failure(slave_id=msg.slave_id, executor_id=msg.executor_id, status=msg.status)
             )
 
-    async def _on_error(self, msg: Error, caller: Caller) -> None:
-        sampled = self.sampling.line(caller.principal, "error-received", self._now())
+    async def on_error(self, msg: Error, caller: Caller) -> None:
+        sampled = self.shell.sampling.line(caller.principal, "error-received", self.shell.now())
         if sampled is not None:  # another party's text: cut, and sampled as refusals are
-            self.log.warning(
+            self.shell.log.warning(
                 "master.error_received",
                 message=logs.clip(msg.message),
                 code=logs.clip(msg.code, 60),
@@ -474,19 +481,19 @@ class SlaveCalls(Partitions):
                 **sampled,
             )
 
-    async def _on_gone(self, msg: Gone, caller: Caller) -> None:
+    async def on_gone(self, msg: Gone, caller: Caller) -> None:
         """A Last Will: the connection of `caller` (named by the will's topic) is gone."""
         if msg.kind != caller.kind:
             return
         if msg.kind == "slave":  # every slave that spoke on that connection
-            for slave in list(self.books.slaves.values()):
+            for slave in list(self.shell.books.slaves.values()):
                 if slave.principal == caller.principal and slave.incarnation == msg.incarnation:
                     self.disconnect_slave(slave, "its connection was lost (last will)")
         elif msg.kind == "framework":
-            framework_id = self.books.inboxes.get((caller.principal, msg.id))
-            fw = self.books.frameworks.get(framework_id or "")
+            framework_id = self.shell.books.inboxes.get((caller.principal, msg.id))
+            fw = self.shell.books.frameworks.get(framework_id or "")
             if fw is not None and fw.incarnation == msg.incarnation:
-                self.disconnect_framework(fw, "its connection was lost (last will)")
+                self.shell.disconnect_framework(fw, "its connection was lost (last will)")
 
 
 def executors_of(running: list[RunningTask]) -> dict[tuple[str, str], Resources]:

@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from protocol.transport.message_counts import MessageCounts
+from protocol.wire.codec import DecodeError, Envelope
 from protocol.wire.messages import Wire
 
 Handler = Callable[[Wire, str | None], Awaitable[None]]
@@ -20,6 +21,23 @@ RawHandler = Callable[[str, bytes], Awaitable[None]]
 """A raw subscriber: called with the topic and the payload, before anything is decoded."""
 
 OnConnect = Callable[[], Awaitable[None]]
+
+
+class Intake(Protocol):
+    """A subscriber's own admission of what arrives on its topics (the master's: who sent
+    it, from the topic; its rate limit before decoding; per-kind size limits; big payloads
+    decoded off the loop). The transport's one dispatch loop asks `admit` for a payload's
+    messages, then hands them to `deliver` one by one, letting the loop breathe every
+    `yield_every` (0: never): see `protocol.transport.inbound.subscribe_intake`."""
+
+    yield_every: int
+
+    async def admit(self, topic: str, payload: bytes) -> list[Envelope | DecodeError] | None:
+        """The payload's messages, decoded (bad ones as DecodeError); None: refused whole."""
+
+    async def deliver(self, topic: str, item: Envelope | DecodeError) -> None:
+        """One admitted message (or what was wrong with it) to its handler."""
+
 
 Will = tuple[str, str, str]
 """(topic, kind, id) of the `Gone` the broker announces when a party vanishes."""

@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar, cast
 
 from protocol import logs
-from protocol.transport.base import Handler, Transport
+from protocol.transport.base import Handler, Intake, Transport
 from protocol.transport.message_counts import MessageCounts
 from protocol.wire.codec import DecodeError, Envelope
 from protocol.wire.messages import Wire
@@ -111,3 +111,41 @@ class Dispatcher:
             )
             return
         await handler(message, reply_to)
+
+
+async def subscribe_intake(transport: Transport, topic: str, intake: Intake, qos: int = 1) -> None:
+    """What arrives on `topic` goes through `intake`, in the transport's dispatch (see
+    `payload_taker`)."""
+    await transport.subscribe_raw(topic, payload_taker(transport, intake), qos)
+
+
+def payload_taker(transport: Transport, intake: Intake) -> Callable[[str, bytes], Awaitable[None]]:
+    """The one way a payload goes through `intake`: admitted (or refused whole) by it, then
+    each message delivered to it, the loop let breathe every `intake.yield_every`; a
+    failure is logged with what arrived and the rest goes on. A subscriber that first
+    queues what arrives (the master's fair intake) calls it in the payload's turn."""
+
+    async def take(topic: str, data: bytes) -> None:
+        try:
+            items = await intake.admit(topic, data)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            transport.log.exception("bus.handler_failed", topic=topic)
+            return
+        if items is None:
+            return
+        transport.stats["received"] += len(items)
+        every = intake.yield_every
+        for i, item in enumerate(items):
+            if every and i and not i % every:  # a big batch lets the loop breathe
+                await asyncio.sleep(0)
+            try:
+                await intake.deliver(topic, item)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                kind = item.type_name if isinstance(item, DecodeError) else item.message.TYPE
+                transport.log.exception("bus.handler_failed", topic=topic, type=kind)
+
+    return take
