@@ -3,7 +3,8 @@
 from frameworks import Executor, ExecutorDriver, TaskInfo, TaskState, TaskStatus
 """
 
-from frameworks.driver import ENDLESS, DriverError, SchedulerDriver
+from frameworks.calls import ENDLESS, DriverError
+from frameworks.driver import SchedulerDriver
 from frameworks.executor import Executor, ExecutorDriver
 from frameworks.scheduler import Scheduler, build_task, offer_resources
 from protocol.tooling.brokers import BrokerURL

@@ -13,7 +13,26 @@ import functools
 from collections.abc import Awaitable, Callable, Generator
 from typing import Any, ParamSpec
 
+from protocol.wire.topics import check_segment
+
 P = ParamSpec("P")
+
+ENDLESS = 1_000_000  # the largest count `request_resources` takes: "as many as I can get"
+FATAL_ERRORS = frozenset({"framework-removed", "subscribe-refused"})
+"""Error codes after which the master will not serve a framework: its driver stops."""
+
+
+class DriverError(RuntimeError):
+    """A call the driver refuses: an offer that is gone, more than an offer holds, ..."""
+
+
+def unauthenticated_principal(name: str) -> str:
+    """A framework's principal on a cluster without credentials: its name, made a topic
+    segment."""
+    try:
+        return check_segment(name.replace(" ", "_"), "name")
+    except ValueError:
+        return "framework"
 
 
 class Made:

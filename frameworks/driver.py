@@ -4,7 +4,7 @@ It subscribes, re-subscribes with its framework id after a disconnect (or a new 
 hands what arrives to the `Scheduler`'s callbacks one at a time, acknowledges status
 updates once `status_update` returns (unless told not to), and refuses misuse -- launching
 on an offer that is gone, or more than an offer holds -- with `DriverError` rather than a
-silent drop. The callbacks and the helpers that build tasks are in `frameworks.scheduler`.
+silent drop. The `Scheduler` callbacks are here too; task helpers: `frameworks.scheduler`.
 """
 
 from __future__ import annotations
@@ -16,8 +16,13 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Literal, TypeVar
 
-from frameworks.calls import made_at_once
-from frameworks.scheduler import Scheduler
+from frameworks.calls import (
+    FATAL_ERRORS,
+    DriverError,
+    made_at_once,
+    unauthenticated_principal,
+)
+from frameworks.task_files import TaskFiles
 from protocol import logs
 from protocol.tooling.brokers import BrokerURL
 from protocol.transport.aio import cancel_and_wait, first_of
@@ -42,7 +47,6 @@ from protocol.wire.messages import (
     OfferFilters,
     Offers,
     Preempting,
-    ReadTaskFile,
     Reconcile,
     ReconcileTask,
     Request,
@@ -60,28 +64,56 @@ from protocol.wire.messages import (
     Wire,
 )
 from protocol.wire.resources import Resources
-from protocol.wire.topics import Topics, check_segment
+from protocol.wire.topics import Topics
 
 W = TypeVar("W", bound=Wire)
 Handler = Callable[[W, str | None], Awaitable[None]]
 
 
-def unauthenticated_principal(name: str) -> str:
-    try:
-        return check_segment(name.replace(" ", "_"), "name")
-    except ValueError:
-        return "framework"
+class Scheduler:
+    """Override what you need; every callback is a no-op by default."""
 
+    async def registered(self, driver: SchedulerDriver, framework_id: str, master_id: str) -> None:
+        """Subscribed for the first time."""
 
-FATAL_ERRORS = frozenset({"framework-removed", "subscribe-refused"})
-"""Error codes after which the master will not serve this framework: the driver stops."""
+    async def reregistered(self, driver: SchedulerDriver, master_id: str) -> None:
+        """Subscribed again (after a reconnect or a failover) with the same framework id."""
 
+    async def disconnected(self, driver: SchedulerDriver) -> None:
+        """The connection to the bus was lost; the driver reconnects by itself."""
 
-ENDLESS = 1_000_000  # the largest count `request_resources` takes: "as many as I can get"
+    async def resource_offers(self, driver: SchedulerDriver, offers: list[Offer]) -> None:
+        """Launch tasks on offers, or decline them (an ignored offer stays yours)."""
 
+    async def offer_rescinded(self, driver: SchedulerDriver, offer_id: str) -> None:
+        """An offer is no longer valid."""
 
-class DriverError(RuntimeError):
-    """A call the driver refuses: an offer that is gone, more than an offer holds, ..."""
+    async def status_update(self, driver: SchedulerDriver, status: TaskStatus) -> None:
+        """A task changed state."""
+
+    async def framework_message(
+        self, driver: SchedulerDriver, slave_id: str, executor_id: str, data: bytes
+    ) -> None:
+        """Opaque data from one of this framework's executors."""
+
+    async def slave_lost(self, driver: SchedulerDriver, slave_id: str) -> None:
+        """A slave was removed; its tasks arrive as updates (TASK_LOST, or TASK_UNREACHABLE
+        / TASK_GONE_BY_OPERATOR for a partition-aware framework)."""
+
+    async def executor_lost(
+        self, driver: SchedulerDriver, executor_id: str, slave_id: str, status: int
+    ) -> None:
+        """An executor's process exited."""
+
+    async def preempting(self, driver: SchedulerDriver, event: Preempting) -> None:
+        """These tasks will be killed in `event.deadline_seconds` so that a starving
+        framework gets its fair share: checkpoint, or kill them yourself sooner. They end
+        TASK_KILLED with REASON_TASK_PREEMPTED."""
+
+    async def error(self, driver: SchedulerDriver, message: str) -> None:
+        """The master refused something this framework sent; or removed the framework
+        (torn down, failover timeout passed, refused at subscribe), after which the
+        driver stops (`driver.removed` then says why)."""
 
 
 class SchedulerDriver:
@@ -155,7 +187,7 @@ class SchedulerDriver:
         self._subscribed = asyncio.Event()
         self._stopped = asyncio.Event()
         self._teardown = True
-        self._file_reads: dict[str, asyncio.Future[TaskFileData]] = {}
+        self._files = TaskFiles(self._call)  # reads of its tasks' sandbox files
         self._events: asyncio.Queue[functools.partial[Awaitable[None]]] = asyncio.Queue()
         self._callbacks: asyncio.Task[None] | None = None  # runs them, one at a time
 
@@ -182,7 +214,7 @@ class SchedulerDriver:
         d.on(Heartbeat, self._on_heartbeat)
         d.on(Preempting, self._in_turn(self._on_preempting))
         # answered at once, beside the callbacks: one of them may be awaiting it
-        d.on(TaskFileData, self._on_file_data)
+        d.on(TaskFileData, self._files.on_answer)
         self._callbacks = asyncio.create_task(self._run_callbacks(), name="driver-callbacks")
         await bus.subscribe(self.inbox, d)
         await LeaderWatch.on(bus, self.topics, self._on_leader)
@@ -467,29 +499,9 @@ class SchedulerDriver:
         slave keeps its sandbox. Raises DriverError when it cannot be read."""
         if self._stopped.is_set():
             raise DriverError("the driver is stopped")
-        request_id = uuid.uuid4().hex
-        answer: asyncio.Future[TaskFileData] = asyncio.get_running_loop().create_future()
-        self._file_reads[request_id] = answer
-        try:
-            self._call(
-                ReadTaskFile(
-                    request_id=request_id,
-                    framework_id=self.framework_id or "",
-                    task_id=task_id,
-                    name=name,
-                    offset=offset,
-                    length=length,
-                )
-            )
-            try:
-                got = await asyncio.wait_for(answer, timeout)
-            except TimeoutError:
-                raise DriverError(f"no answer about {task_id}'s {name} in {timeout:g}s") from None
-        finally:
-            self._file_reads.pop(request_id, None)
-        if got.error:
-            raise DriverError(got.error)
-        return got
+        return await self._files.read(
+            self.framework_id or "", task_id, name, offset, length, timeout
+        )
 
     # -- events ----------------------------------------------------------------------------------
     async def _on_leader(self, leader: Leader) -> None:
@@ -583,11 +595,6 @@ class SchedulerDriver:
             return  # stopped: no more callbacks
         self.log.info("framework.preempting", tasks=len(msg.tasks), deadline=msg.deadline_seconds)
         await self.scheduler.preempting(self, msg)
-
-    async def _on_file_data(self, msg: TaskFileData, _r: str | None) -> None:
-        answer = self._file_reads.get(msg.request_id)
-        if answer is not None and not answer.done():
-            answer.set_result(msg)
 
     async def _on_heartbeat(self, msg: Heartbeat, _r: str | None) -> None:
         pass  # liveness only

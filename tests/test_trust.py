@@ -27,7 +27,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cluster.local.secure import provision
-from frameworks.driver import DriverError, SchedulerDriver
+from frameworks.calls import DriverError
+from frameworks.driver import SchedulerDriver
 from frameworks.scheduler import Scheduler, build_task
 from master.master import Master, MasterConfig
 from master.rate_limits import RateLimits

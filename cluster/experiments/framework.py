@@ -21,7 +21,8 @@ import click
 
 from cluster.experiments.spec import Framework, Spec, load_spec
 from cluster.experiments.workload import Pending, Workload
-from frameworks.driver import ENDLESS, SchedulerDriver
+from frameworks.calls import ENDLESS
+from frameworks.driver import SchedulerDriver
 from frameworks.scheduler import Scheduler, build_task
 from protocol import logs
 from protocol.tooling.brokers import BrokerURL

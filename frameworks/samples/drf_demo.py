@@ -12,7 +12,8 @@ import random
 import sys
 from dataclasses import dataclass
 
-from frameworks.driver import ENDLESS, SchedulerDriver
+from frameworks.calls import ENDLESS
+from frameworks.driver import SchedulerDriver
 from frameworks.scheduler import Scheduler, build_task
 from protocol import logs
 from protocol.wire.messages import (
