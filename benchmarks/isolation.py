@@ -1,6 +1,7 @@
 """Isolation: does a slave hold its tasks to what DRF gave them, and at what cost?
 
-    python -m benchmarks.isolation [--seconds 10] [--tasks 200] [--loop-only [--rounds 2]]
+    python -m benchmarks.isolation [--seconds 10] [--tasks 200]
+    python -m benchmarks.isolation --loop-only [--rounds 2] [--first posix] [--seconds 10]
 
 Each run is mosquitto, a master process and one real slave process (`drfmesos slave`,
 command tasks), driven by frameworks on the public SDK in this process. Needs root and a
@@ -247,12 +248,16 @@ async def many_tasks(count: int, seconds: float) -> tuple[float, float]:
     return busy, idle
 
 
-async def loop_ratio(seconds: float, rounds: int, verbose: bool = False) -> tuple[float, float]:
+async def loop_ratio(
+    seconds: float, rounds: int, verbose: bool = False, first: str = "cgroups"
+) -> tuple[float, float]:
     """The task loop's mean tasks/s with cgroups and with posix, `rounds` runs each, in
-    turns (cgroups, posix, posix, cgroups, ...): this machine's speed drifts over a minute."""
+    turns (cgroups, posix, posix, cgroups, ...; or posix first): this machine's speed
+    drifts over a minute."""
     loops: dict[str, list[float]] = {"cgroups": [], "posix": []}
+    order = ("cgroups", "posix") if first == "cgroups" else ("posix", "cgroups")
     for i in range(rounds):
-        for kind in ("cgroups", "posix") if i % 2 == 0 else ("posix", "cgroups"):
+        for kind in order if i % 2 == 0 else order[::-1]:
             loops[kind].append(rate := await task_loop(kind, seconds))
             if verbose:
                 load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
@@ -302,10 +307,11 @@ if __name__ == "__main__":
     parser.add_argument("--tasks", type=int, default=200)
     parser.add_argument("--loop-only", action="store_true", help="only the task loop's ratio")
     parser.add_argument("--rounds", type=int, default=2, help="task loop runs per mode")
+    parser.add_argument("--first", choices=["cgroups", "posix"], default="cgroups")
     args = parser.parse_args()
     logs.configure("warning")
     if args.loop_only:
-        cg, px = asyncio.run(loop_ratio(args.seconds, args.rounds, verbose=True))
+        cg, px = asyncio.run(loop_ratio(args.seconds, args.rounds, True, args.first))
         print(f"task loop: cgroups {cg:.1f} / posix {px:.1f} tasks/s = {cg / px:.2f}x (>= 0.8x)")
     else:
         asyncio.run(main(args.seconds, args.tasks))
