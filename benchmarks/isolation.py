@@ -1,6 +1,7 @@
 """Isolation: does a slave hold its tasks to what DRF gave them, and at what cost?
 
     python -m benchmarks.isolation [--seconds 10] [--tasks 200]
+    python -m benchmarks.isolation --loop-only [--rounds 2] [--first posix] [--seconds 10]
 
 Each run is mosquitto, a master process and one real slave process (`drfmesos slave`,
 command tasks), driven by frameworks on the public SDK in this process. Needs root and a
@@ -11,7 +12,8 @@ writable cgroup hierarchy (the slave is started with `--isolation cgroups`).
 - memory: a task of 64 MB that touches 16 MB more every 10 ms; how far it got (the last
   size it printed) when it was stopped, beside posix.
 - the task loop: `true` tasks as fast as offers come, tasks/s with cgroups / posix
-  (each twice, in turns: cgroups, posix, posix, cgroups; the means).
+  (each twice, in turns: cgroups, posix, posix, cgroups; the means). `--loop-only`
+  measures this alone, `--rounds` times each in turns, and prints every run.
 - 200 tasks (`sleep`) under cgroups: the slave process's own CPU over a window (10 s at
   least) while it reports their usage every 5 s, the default (all the slave does then:
   a bound on the accounting's cost).
@@ -246,14 +248,28 @@ async def many_tasks(count: int, seconds: float) -> tuple[float, float]:
     return busy, idle
 
 
+async def loop_ratio(
+    seconds: float, rounds: int, verbose: bool = False, first: str = "cgroups"
+) -> tuple[float, float]:
+    """The task loop's mean tasks/s with cgroups and with posix, `rounds` runs each, in
+    turns (cgroups, posix, posix, cgroups, ...; or posix first): this machine's speed
+    drifts over a minute."""
+    loops: dict[str, list[float]] = {"cgroups": [], "posix": []}
+    order = ("cgroups", "posix") if first == "cgroups" else ("posix", "cgroups")
+    for i in range(rounds):
+        for kind in order if i % 2 == 0 else order[::-1]:
+            loops[kind].append(rate := await task_loop(kind, seconds))
+            if verbose:
+                load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+                print(f"  {kind:7} {rate:6.1f} tasks/s  (load average {load})", flush=True)
+    loop_cg, loop_px = (sum(loops[k]) / len(loops[k]) for k in ("cgroups", "posix"))
+    return loop_cg, loop_px
+
+
 async def main(seconds: float, tasks: int) -> None:
     cpu_cg, cpu_px = await cpu_use("cgroups", seconds), await cpu_use("posix", seconds)
     (mem_cg, why_cg), (mem_px, why_px) = await memory_reach("cgroups"), await memory_reach("posix")
-    # in turns, twice each: this machine's speed drifts over a minute
-    loops: dict[str, list[float]] = {"cgroups": [], "posix": []}
-    for kind in ("cgroups", "posix", "posix", "cgroups"):
-        loops[kind].append(await task_loop(kind, seconds))
-    loop_cg, loop_px = (sum(loops[k]) / 2 for k in ("cgroups", "posix"))
+    loop_cg, loop_px = await loop_ratio(seconds, 2)
     busy, idle = await many_tasks(tasks, seconds)
     print(f"isolation: one real slave, {seconds:g}s windows, mosquitto, {os.cpu_count()} cores")
     print(
@@ -289,6 +305,13 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--tasks", type=int, default=200)
+    parser.add_argument("--loop-only", action="store_true", help="only the task loop's ratio")
+    parser.add_argument("--rounds", type=int, default=2, help="task loop runs per mode")
+    parser.add_argument("--first", choices=["cgroups", "posix"], default="cgroups")
     args = parser.parse_args()
     logs.configure("warning")
-    asyncio.run(main(args.seconds, args.tasks))
+    if args.loop_only:
+        cg, px = asyncio.run(loop_ratio(args.seconds, args.rounds, True, args.first))
+        print(f"task loop: cgroups {cg:.1f} / posix {px:.1f} tasks/s = {cg / px:.2f}x (>= 0.8x)")
+    else:
+        asyncio.run(main(args.seconds, args.tasks))

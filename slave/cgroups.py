@@ -67,7 +67,7 @@ class Cgroups(Protocol):
 
 
 def shares(cpus: float) -> int:
-    return max(2, round(1024 * cpus))
+    return min(262_144, max(2, round(1024 * cpus)))  # (the kernel's bounds)
 
 
 def weight(cpus: float) -> int:

@@ -194,13 +194,32 @@ class CgroupsIsolator:
     enforces_memory = True
 
     def __init__(
-        self, cgroups: Cgroups, slave_id: str, cfs: bool = False, max_pids: int | None = None
+        self,
+        cgroups: Cgroups,
+        slave_id: str,
+        cfs: bool = False,
+        max_pids: int | None = None,
+        cpus: float | None = None,
     ) -> None:
         self.cgroups = cgroups
         self.parent = f"{PARENT}/{slave_id}"
         self.cfs = cfs
         self.max_pids = max_pids
+        self.cpus = cpus  # the cpus the slave offers: its tasks' weight together
+        self._parent_made = False
         self.log = logs.get("slave", slave_id=slave_id)
+
+    def _make_parent(self) -> None:
+        """The slave's parent cgroup weighs, against the host's other processes, as many
+        cpus as the slave offers (and drfmesos/ as the host's cores, all slaves on it
+        together): left at the default, one cpu's, the slave's tasks together would get
+        one core's weight under contention however many cpus DRF gave them."""
+        if self._parent_made:
+            return
+        self._parent_made = True
+        if self.cpus:
+            self.cgroups.create(PARENT, Limits(cpus=float(os.cpu_count() or 1)))
+            self.cgroups.create(self.parent, Limits(cpus=self.cpus))
 
     async def prepare(self, name: str, resources: Resources) -> Container:
         limits = Limits(
@@ -209,6 +228,7 @@ class CgroupsIsolator:
             cfs=self.cfs,
             max_pids=self.max_pids,
         )
+        self._make_parent()
         container = self.adopt(name)
         # in the loop, not a thread: cgroupfs has no disk behind it (a few mkdirs and
         # writes, well under a millisecond), and a thread hop per task costs as much
@@ -245,6 +265,7 @@ def make_isolator(
     root: Path = Path("/sys/fs/cgroup"),
     cfs: bool = False,
     max_pids: int | None = None,
+    cpus: float | None = None,
 ) -> Isolator:
     """`kind` is cgroups, posix, or auto (cgroups where the hierarchy is writable)."""
     from slave.cgroups import detect
@@ -257,4 +278,4 @@ def make_isolator(
             raise ValueError(f"--isolation cgroups is not possible here: {found}")
         logs.get("slave", slave_id=slave_id).warning("isolation.posix_fallback", why=found)
         return PosixIsolator()
-    return CgroupsIsolator(found, slave_id, cfs, max_pids)
+    return CgroupsIsolator(found, slave_id, cfs, max_pids, cpus)

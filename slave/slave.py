@@ -98,6 +98,7 @@ class Slave(ExecutorSide):
             config.cgroups_root,
             config.cgroups_enable_cfs,
             config.max_task_pids,
+            config.resources.get("cpus"),
         )
         self.podman = None if config.simulated_tasks else find_podman(config.podman)
 

@@ -145,6 +145,24 @@ def test_v1_writes_shares_quota_and_memsw_in_each_hierarchy(tmp_path: Path) -> N
     assert len(found.procs_files(name)) == 4
 
 
+async def test_the_slaves_parent_cgroup_weighs_as_many_cpus_as_the_slave_offers(
+    tmp_path: Path,
+) -> None:
+    # under contention the slave's tasks together weigh its cpus, not one cpu's default
+    for controller in ("cpu", "cpuacct", "memory"):
+        (tmp_path / controller).mkdir()
+        (tmp_path / controller / "cgroup.procs").write_text("")
+    found = detect(tmp_path, pids=False)
+    assert isinstance(found, CgroupsV1)
+    isolator = CgroupsIsolator(found, "s1", cpus=3)
+    await isolator.prepare("fw.t", Resources(cpus=0.5, mem=64))
+    cpu = tmp_path / "cpu" / PARENT
+    assert (cpu / "cpu.shares").read_text() == str(1024 * (os.cpu_count() or 1))
+    assert (cpu / "s1" / "cpu.shares").read_text() == "3072"
+    assert (cpu / "s1" / "fw.t" / "cpu.shares").read_text() == "512"
+    assert not (tmp_path / "memory" / PARENT / "s1" / "memory.limit_in_bytes").exists()
+
+
 def test_posix_usage_reads_the_process_group_from_proc() -> None:
     usage = groups_usage({os.getpgid(0)})[os.getpgid(0)]
     assert usage.memory_bytes > 0
