@@ -12,6 +12,7 @@ from collections import defaultdict
 from prometheus_client import Histogram
 
 from master.books import OfferRecord
+from master.offer_bound import bounded
 from master.shell import MasterShell
 from protocol.wire.messages import MAX_OFFERS_PER_MESSAGE, Offer, Offers, new_id
 
@@ -59,6 +60,8 @@ class Rounds:
         self.duration.observe(time.perf_counter() - started)
         if not allocations:
             return
+        # a framework holds at most MAX_OFFERS_HELD: the rest goes back (master.offer_bound)
+        allocations = bounded(self.shell.allocator, allocations, self.shell.books.frameworks, now)
         by_framework: dict[str, list[Offer]] = defaultdict(list)
         for a in allocations:
             fw = self.shell.books.frameworks[a.framework_id]
