@@ -365,10 +365,7 @@ class Master:
     def _expire_slaves(self, now: float) -> None:
         """Slaves silent past the timeout, from what this master could have read."""
         behind, timeout = self.backlog().oldest_wait, self.config.slave_timeout
-        heard = self.intake.slave_heard  # (a payload of its principal's, not yet read)
         for slave in silent(self.books.slaves.values(), now, timeout, behind, PROBE_INTERVAL):
-            if heard.get(slave.principal, -timeout) >= now - timeout:
-                continue  # what its connection sent waits in the intake: not silent
             self.shell.remove_slave(slave, f"no heartbeat for {timeout}s")
 
     def _expire(self, now: float) -> None:

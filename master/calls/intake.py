@@ -63,9 +63,6 @@ class CallIntake:
         self.fair = FairIntake(self._serve)  # each principal's payloads in its turn
         self._take = payload_taker(shell.bus, self)
         self._gone_prefix = shell.topics.gone_all.removesuffix("+/+")
-        # when each slave principal's last payload arrived, read or not: its connection
-        # was alive then, whatever waits in the queue (the slaves' expiry counts from it)
-        self.slave_heard: dict[str, float] = {}
         # the last payload's sender, and its items' reply_to (a list's items share one:
         # its ownership is checked once)
         self._sender: tuple[str, Sender] | None = None
@@ -80,8 +77,6 @@ class CallIntake:
             self.fair.put("?", 1.0, topic, payload, calls)  # (admit counts it dropped)
             return
         key = f"{sender.kind}/{sender.principal}"
-        if sender.kind == "slave":
-            self.slave_heard[sender.principal] = self.shell.now()
         if (
             sender.kind != "slave"
             and self._queue_full(key, sender.principal, calls)
