@@ -5,32 +5,14 @@ delivers nothing, and a failing item does not stop the rest."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from test_transport import connector as connector  # (the fixture: both transports)
 
-import pytest
-
-from protocol.tooling.brokers import EmbeddedBroker
 from protocol.transport.base import Connector
-from protocol.transport.bus import MqttConnector
 from protocol.transport.inbound import subscribe_intake
-from protocol.transport.memory import MemoryBroker
 from protocol.wire.codec import DecodeError, Envelope, decode_many, encode, encode_batch
 from protocol.wire.messages import Revive
 
 from helpers import eventually
-
-
-@pytest.fixture(params=["mqtt", "memory"])
-async def connector(request: pytest.FixtureRequest) -> AsyncIterator[Connector]:
-    if request.param == "memory":
-        yield MemoryBroker().connector(None)
-        return
-    broker = EmbeddedBroker()
-    await broker.start()
-    try:
-        yield MqttConnector(broker.url)
-    finally:
-        await broker.stop()
 
 
 class Recording:

@@ -27,7 +27,6 @@ Route = Callable[[Any, Caller], Awaitable[None]]
 # The share of the master's time each kind of principal is served at when all are
 # waiting: the slaves carry every framework's task updates (and are never rate limited),
 # so a framework or operator flooding gets a small share, never the slaves' or the others'.
-INTAKE_WEIGHTS = {"slave": 8.0, "master": 8.0}  # the others: 1
 
 
 class LimitedCalls:
