@@ -191,3 +191,89 @@ def test_timers_claims_and_victims_end_once() -> None:
     assert not p.ended("a", "t6", finished=True, ran=126.0)  # it finished first: no loss
     assert p.stats.tasks_preempted == 1
     assert p.stats.work_lost_seconds == 125.0
+
+
+def test_a_role_over_its_share_gives_back_even_when_each_framework_is_at_its_part() -> None:
+    """Fairness is between roles: three frameworks of role m hold 2 CPUs each (6 of 8),
+    alice holds 2 and wants 4. Each m framework is over its third of m's half (4/3 CPUs)
+    and would drop below that part by giving one task; m as a whole stays above its half.
+    The claim takes from m (it was refused before: alice stayed at 2 for good)."""
+    cpu = Resources(cpus=1, mem=64).millis
+    node = Resources(cpus=4, mem=1024).millis
+    tasks = [
+        RunningTask(fw, f"{fw}-{i}", f"s{i % 2}", dict(cpu), float(i))
+        for fw in ("m1", "m2", "m3", "alice")
+        for i in range(2)
+    ]
+    held = {fw: {"cpus": 2000, "mem": 128_000} for fw in ("m1", "m2", "m3", "alice")}
+    # (under the flat policies a framework's weight is its part of its role's weight)
+    contenders = [Contender(fw, "m", 1 / 3, held[fw], True, [(dict(cpu), 4)]) for fw in held]
+    contenders[-1] = Contender("alice", "alice", 1.0, held["alice"], True, [(dict(cpu), 4)])
+    p = Preemption(PreemptionConfig(timeout=1.0, notice=0.5, threshold=1.0))
+    total = {n: 2 * v for n, v in node.items()}
+
+    def cluster() -> Cluster:
+        free = {"s0": {"mem": 768_000}, "s1": {"mem": 768_000}}
+        running: dict[str, list[RunningTask]] = {}
+        for t in tasks:
+            if (t.framework_id, t.task_id) not in p.doomed:
+                running.setdefault(t.slave_id, []).append(t)
+        return Cluster(total, free, {k: dict(v) for k, v in held.items()}, {}, running)
+
+    assert p.check(0.0, "drf", contenders, cluster(), {}) == []
+    (claim,) = p.check(1.0, "drf", contenders, cluster(), {})
+    assert claim.claimant == "alice"
+    victims = [v for plan in claim.plans for v in plan.victims]
+    assert len(victims) == 2  # alice up to its half; m down to its half, not below
+    assert {v.framework_id for v in victims} <= {"m1", "m2", "m3"}
+    assert len({v.framework_id for v in victims}) == 2  # one from each of the most over
+
+
+@st.composite
+def role_clusters(draw: st.DrawFn) -> tuple[Cluster, str, dict[str, int]]:
+    """`clusters()` with the frameworks spread over two or three roles, the claimant's
+    role possibly shared: fair shares, fair resources and paths as `Preemption.check`
+    gives them."""
+    cluster, claimant, task, _ = draw(clusters())
+    names = sorted(cluster.held)
+    roles = {f: draw(st.sampled_from(["r0", "r1", "r2"])) for f in names}
+    contenders = [Contender(f, roles[f], 1.0, cluster.held[f], True, None,
+                            draw(st.sampled_from(SHAPES))) for f in names]  # fmt: skip
+    p = Preemption(PreemptionConfig())
+    p.update_fair("drf", cluster.total, contenders, {})
+    cluster.fair = dict(p.fair)
+    cluster.fair_held = {f: {n: round(v * 1000) for n, v in r.items()}
+                         for f, r in p.fair_resources.items()}  # fmt: skip
+    cluster.paths = {f: (roles[f], f) for f in names}
+    return cluster, claimant, task
+
+
+@settings(max_examples=300, deadline=None)
+@given(role_clusters())
+def test_no_victim_is_over_taken_where_it_meets_the_claimant(
+    case: tuple[Cluster, str, dict[str, int]],
+) -> None:
+    """Whatever a plan takes: each victim was over its own fair share, and where it meets
+    the claimant (its role, if the roles differ; itself, if they share one) it ends at or
+    above the fair share there."""
+    cluster, claimant, task = case
+    before = {f: dict(h) for f, h in cluster.held.items()}
+    plans = plan_preemption(cluster, claimant, [task], now=1000.0, short=lambda h: True,
+                            max_tasks=1)  # fmt: skip
+    if not plans:
+        return
+    (plan,) = plans
+    after = Cluster(cluster.total, {}, {f: dict(h) for f, h in before.items()}, cluster.fair,
+                    {}, cluster.fair_held, cluster.paths)  # fmt: skip
+    for v in plan.victims:
+        assert after.over(v.framework_id) > EPSILON
+        assert after.may_lose(v, claimant)
+        for n, x in v.resources.items():
+            after.held[v.framework_id][n] -= x
+    for v in plan.victims:
+        group = after.group(v.framework_id, claimant)
+        if group[-1] == v.framework_id:
+            held, fair = after.held[v.framework_id], after.fair[v.framework_id]
+        else:
+            held, fair = after.group_standing(group)
+        assert dominant_share(held, cluster.total) >= fair - EPSILON

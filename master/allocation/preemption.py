@@ -194,13 +194,21 @@ class Plan:
 
 @dataclass
 class Cluster:
-    """What planning changes as it goes: who holds what, what is free, what still runs."""
+    """What planning changes as it goes: who holds what, what is free, what still runs.
+
+    `paths` places each framework in the tree fairness is kept in (its role's nodes, root
+    first, then itself), and `fair_held` is what the ideal gives each: a victim is weighed
+    where it and the claimant part ways, as its role against the claimant's role when
+    they are in different roles. Without them every framework stands alone."""
 
     total: Mapping[str, int]
     free: dict[str, Millis]  # by slave: free and not reserved for anyone else
     held: dict[str, Millis]  # by framework
     fair: Mapping[str, float]
     running: dict[str, list[RunningTask]] = field(default_factory=dict)  # by slave
+    fair_held: Mapping[str, Millis] = field(default_factory=dict)  # by framework, in the ideal
+    paths: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # by framework
+    _members: dict[tuple[str, ...], list[str]] = field(default_factory=dict, repr=False)
 
     def share(self, framework_id: str) -> float:
         return dominant_share(self.held.get(framework_id, {}), self.total)
@@ -208,14 +216,55 @@ class Cluster:
     def over(self, framework_id: str) -> float:
         return self.share(framework_id) - self.fair.get(framework_id, 0.0)
 
-    def may_lose(self, task: RunningTask) -> bool:
-        """A victim may lose `task` only if it stays at or above its fair share."""
-        held = self.held.get(task.framework_id, {})
+    def group(self, framework_id: str, claimant: str | None) -> tuple[str, ...]:
+        """The node where `framework_id`'s branch leaves the claimant's: the victim's role
+        when their roles differ (the roles compete there), else the victim itself."""
+        path = self.paths.get(framework_id, (framework_id,))
+        theirs = self.paths.get(claimant, ()) if claimant is not None else ()
+        for depth, node in enumerate(path):
+            if depth >= len(theirs) or theirs[depth] != node:
+                return path[: depth + 1]
+        return path
+
+    def group_standing(self, group: tuple[str, ...]) -> tuple[Millis, float]:
+        """What a group holds, and its fair dominant share."""
+        members = self._members.get(group)
+        if members is None:
+            members = [f for f, p in self.paths.items() if p[: len(group)] == group]
+            self._members[group] = members
+        held: Millis = {}
+        fair: Millis = {}
+        for f in members:
+            for n, v in self.held.get(f, {}).items():
+                held[n] = held.get(n, 0) + v
+            for n, v in self.fair_held.get(f, {}).items():
+                fair[n] = fair.get(n, 0) + v
+        return held, dominant_share(fair, self.total)
+
+    def standing(self, task: RunningTask, claimant: str | None = None) -> tuple[float, float]:
+        """How far over its fair share the victim's group is, then the victim itself."""
+        f = task.framework_id
+        group = self.group(f, claimant)
+        if group[-1:] == (f,) or f not in self.paths:
+            return self.over(f), self.over(f)
+        held, fair = self.group_standing(group)
+        return dominant_share(held, self.total) - fair, self.over(f)
+
+    def may_lose(self, task: RunningTask, claimant: str | None = None) -> bool:
+        """A victim may lose `task` only if it is over its fair share, and where it meets
+        the claimant (itself, or its role against the claimant's role) it stays at or
+        above the fair share there. Three frameworks of one role, each over its part of
+        the role's share, may each give up a task while the role as a whole is over."""
+        f = task.framework_id
+        if self.over(f) <= EPSILON:
+            return False
+        group = self.group(f, claimant)
+        if group[-1:] == (f,) or f not in self.paths:
+            held, fair = self.held.get(f, {}), self.fair.get(f, 0.0)
+        else:
+            held, fair = self.group_standing(group)
         after = {n: v - task.resources.get(n, 0) for n, v in held.items()}
-        fair = self.fair.get(task.framework_id, 0.0)
-        return self.over(task.framework_id) > EPSILON and (
-            dominant_share(after, self.total) >= fair - EPSILON
-        )
+        return dominant_share(after, self.total) >= fair - EPSILON
 
 
 def _need(task: Mapping[str, int], free: Mapping[str, int]) -> Millis:
@@ -235,7 +284,7 @@ def plan_on_slave(
     if not need:
         return ()
     held = {f: dict(h) for f, h in cluster.held.items()}
-    trial = Cluster(cluster.total, {}, held, cluster.fair)
+    trial = Cluster(cluster.total, {}, held, cluster.fair, {}, cluster.fair_held, cluster.paths)
     candidates = [
         t
         for t in cluster.running.get(slave_id, [])
@@ -244,11 +293,15 @@ def plan_on_slave(
     youngest = order == "youngest"
     chosen: list[RunningTask] = []
     while need:
-        eligible = [t for t in candidates if trial.may_lose(t)]
+        eligible = [t for t in candidates if trial.may_lose(t, claimant)]
         if not eligible:
             return None
-        most_over = max(trial.over(t.framework_id) for t in eligible)
-        mine = [t for t in eligible if trial.over(t.framework_id) >= most_over - EPSILON]
+        # the most over first: its group where it meets the claimant, then itself
+        standing = {t.framework_id: trial.standing(t, claimant) for t in eligible}
+        group_top = max(g for g, _ in standing.values())
+        near = [t for t in eligible if standing[t.framework_id][0] >= group_top - EPSILON]
+        own_top = max(standing[t.framework_id][1] for t in near)
+        mine = [t for t in near if standing[t.framework_id][1] >= own_top - EPSILON]
         victim_fw = min(t.framework_id for t in mine)  # ties: a stable order
         theirs = [t for t in mine if t.framework_id == victim_fw]
         pick = (
@@ -386,6 +439,13 @@ class Preemption:
         claims are recorded as doomed tasks; the caller warns, holds and kills."""
         self.update_fair(policy, cluster.total, contenders, pool_weights)
         cluster.fair = dict(self.fair)
+        cluster.fair_held = {
+            f: {n: round(v * SCALE) for n, v in resources.items()}
+            for f, resources in self.fair_resources.items()
+        }
+        cluster.paths = {
+            c.framework_id: (*ancestors_or_self(c.role, tree), c.framework_id) for c in contenders
+        }
         wanted: list[tuple[float, Contender, str | None]] = []
         wanted += self._fair_share_claims(contenders, cluster, now)
         wanted += self._guarantee_claims(contenders, cluster, now, quotas or {}, tree)
