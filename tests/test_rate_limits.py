@@ -43,6 +43,7 @@ from master.rate_limits import (
     load_rate_limits,
 )
 from master.throttle import Throttle, Verdict, call_cost
+from protocol.wire.codec import encode
 from protocol.wire.messages import (
     Accept,
     Acknowledge,
@@ -350,6 +351,35 @@ class Greedy(Scheduler):
     async def error(self, driver: SchedulerDriver, message: str) -> None:
         self.errors.append(message)
         self.changed.set()
+
+
+async def test_what_a_principal_has_waiting_counts_once_against_its_capacity(
+    tmp_path: Path,
+) -> None:
+    """Calls waiting in the intake and calls waiting in the throttle's queue are one
+    backlog, bounded by the principal's capacity: once its calls wait in the throttle's
+    queue, what arrives past the capacity is refused on arrival, unread (the two queues
+    could hold twice its capacity before)."""
+    capacity = 20
+    config = MasterConfig(allocation_interval=0.1, rate_limits=limits(0.01, capacity))
+    async with in_process_cluster(CLUSTER, tmp_path, config, slaves=0) as cluster:
+        master, fair = cluster.master, cluster.master.intake.fair
+        topic = cluster.topics.inbound("framework", "flooder")
+        revive = encode(Revive(framework_id="fw-nope"))
+        counts = master.throttle.counts
+
+        def waiting() -> int:
+            queued = counts["flooder"].queued if "flooder" in counts else 0
+            return fair.waiting("framework/flooder") + queued
+
+        for _ in range(capacity):  # the intake takes them all; one is handled at once
+            await master.intake.arrive(topic, revive)
+        await eventually(lambda: fair.waiting("framework/flooder") == 0)
+        assert waiting() == capacity - 1
+        for _ in range(capacity):
+            await master.intake.arrive(topic, revive)
+        assert waiting() == capacity
+        assert counts["flooder"].refused == capacity - 1
 
 
 async def test_a_framework_past_its_capacity_gets_its_offers_back_in_the_pool(

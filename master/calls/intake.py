@@ -91,13 +91,18 @@ class CallIntake:
         self.fair.put(f"{kind}/{principal}", INTAKE_WEIGHTS.get(kind, 1.0), topic, payload, 1)
 
     def _queue_full(self, key: str, principal: str, calls: int) -> bool:
-        """Whether `calls` more would take the principal's queue in the intake past its
-        capacity (a payload alone is always taken: the throttle decides on its calls)."""
+        """Whether `calls` more would take what the principal has waiting past its
+        capacity: its calls here and in the throttle's queue together, as Mesos counts a
+        principal's messages waiting (a payload alone is always taken: the throttle decides
+        on its calls). Refused here, a flood's payload costs the master no turn in the
+        intake."""
         _, limit = self.shell.throttle.limit_of(principal)
-        waiting = self.fair.waiting(key)
-        if limit.qps is None or limit.capacity is None or not waiting:
+        if limit.qps is None or limit.capacity is None:
             return False
-        return waiting + calls > limit.capacity
+        waiting = self.fair.waiting(key)
+        if waiting and waiting + calls > limit.capacity:
+            return True
+        return self.shell.throttle.full(principal, waiting + calls)
 
     async def _serve(self, topic: str, payload: bytes) -> None:
         """A payload's turn: a Last Will, or calls through the transport's one dispatch."""
