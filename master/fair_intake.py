@@ -36,7 +36,7 @@ TURN = 0.005  # seconds of serving before the loop lets its other tasks run
 @dataclass
 class _Queue:
     weight: float
-    payloads: deque[tuple[float, str, bytes, int]] = field(default_factory=deque)
+    payloads: deque[tuple[float, int, str, bytes, int]] = field(default_factory=deque)
     calls: int = 0  # the calls its payloads hold
     deficit: float = 0.0  # seconds of handling it may still take this round
     active: bool = False  # in the round (what arrives while its last is handled joins it)
@@ -50,6 +50,10 @@ class FairIntake:
         self._active: deque[str] = deque()  # principals with something queued, in turn
         self._wake = asyncio.Event()
         self._server: asyncio.Task[None] | None = None
+        self._serving: tuple[float, int] | None = None  # the payload being handled
+        self._seq = 0  # payloads put so far: each payload's number
+        # (n, t): the payloads up to the n-th were sent by t (see sent_by)
+        self._sent_by: deque[tuple[int, float]] = deque(maxlen=64)
 
     def put(self, principal: str, weight: float, topic: str, payload: bytes, calls: int) -> None:
         """Queue a payload of `calls` calls from `principal` (served at `weight`)."""
@@ -60,7 +64,8 @@ class FairIntake:
         if not queue.active:
             queue.active = True
             self._active.append(principal)
-        queue.payloads.append((time.monotonic(), topic, payload, calls))
+        self._seq += 1
+        queue.payloads.append((time.monotonic(), self._seq, topic, payload, calls))
         queue.calls += calls
         self._wake.set()
         if self._server is None:
@@ -76,9 +81,30 @@ class FairIntake:
         return sum(len(self._queues[p].payloads) for p in self._active)
 
     def oldest_age(self) -> float:
-        """Seconds the oldest payload waiting here has waited (0: none)."""
-        heads = [q.payloads[0][0] for q in map(self._queues.get, self._active) if q and q.payloads]
-        return time.monotonic() - min(heads) if heads else 0.0
+        """Seconds the oldest payload here has waited, the one being handled included
+        (0: none): a payload's calls are handled one after another, and the last of a
+        big one waits behind the rest (a slave process's heartbeats, its slaves'
+        silence not theirs)."""
+        heads = [q.payloads[0][:2] for q in map(self._queues.get, self._active) if q and q.payloads]
+        if self._serving is not None:
+            heads.append(self._serving)
+        if not heads:
+            return 0.0
+        return time.monotonic() - min(self._sent_no_later(a, n) for a, n in heads)
+
+    def sent_by(self, sent: float) -> None:
+        """Everything put here so far was sent by `sent` (monotonic): the master's lag
+        probe, sent then, came back behind it. A payload's wait then counts from its
+        sending, not from when it was read: a master behind has its backlog in the
+        socket first, and the time it waited there is not forgotten once it is read."""
+        if self._seq:
+            self._sent_by.append((self._seq, sent))
+
+    def _sent_no_later(self, arrived: float, n: int) -> float:
+        for up_to, sent in self._sent_by:  # (in order: the first that covers it is earliest)
+            if up_to >= n:
+                return min(arrived, sent)
+        return arrived
 
     async def _serve(self) -> None:
         loop = asyncio.get_running_loop()
@@ -99,13 +125,16 @@ class FairIntake:
                 queue.deficit += QUANTUM * queue.weight
                 self._active.rotate(-1)
                 continue
-            _, topic, payload, calls = queue.payloads.popleft()
+            arrived, n, topic, payload, calls = queue.payloads.popleft()
             queue.calls -= calls
             started = self.clock()
+            self._serving = (arrived, n)
             try:
                 await self.handle(topic, payload)
             except Exception:  # (a handler's bug is logged there; this server goes on)
                 log.exception("fair_intake.handler_failed", principal=principal)
+            finally:
+                self._serving = None
             queue.deficit -= self.clock() - started
             if loop.time() > turn_ends:  # a backlog must not starve rounds, timers, HTTP
                 await asyncio.sleep(0)

@@ -35,19 +35,21 @@ class LagProbe:
             del self._sent[min(self._sent)]
         return b"probe %d" % self._next
 
-    def back(self, payload: bytes) -> None:
-        """A probe came back: its round trip; probes sent before it are not coming."""
+    def back(self, payload: bytes) -> float | None:
+        """A probe came back: its round trip (returned; None if it is not one of ours);
+        probes sent before it are not coming."""
         try:
             number = int(payload.removeprefix(b"probe "))
         except ValueError:
-            return
+            return None
         sent = self._sent.pop(number, None)
         if sent is None:
-            return
+            return None
         self.returned += 1
         self.last_lag = self._clock() - sent
         for earlier in [n for n in self._sent if n < number]:
             del self._sent[earlier]
+        return self.last_lag
 
     def oldest_waiting(self) -> float:
         """Seconds the oldest probe not back has waited: at least as long as the calls

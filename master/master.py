@@ -278,7 +278,9 @@ class Master:
         (MQTT orders nothing across topics; Mesos hears a framework's calls and then its
         disconnection on one connection)."""
         if topic == self._probe_topic():
-            self.lag.back(payload)
+            lag = self.lag.back(payload)
+            if lag is not None:  # what the intake read before it was sent before it
+                self.intake.fair.sent_by(time.monotonic() - lag)
             return
         parts = topic.split("/")
         if len(parts) != 5 or parts[3] not in ("slave", "framework"):

@@ -4,6 +4,7 @@ time they cost, so that one principal's backlog does not hold the others up."""
 from __future__ import annotations
 
 import asyncio
+import time
 
 from master.fair_intake import QUANTUM, FairIntake
 
@@ -83,4 +84,33 @@ async def test_what_arrives_while_a_principals_last_payload_is_handled_is_served
     assert sorted(served.order) == ["a0", "a1", "b0"]
     assert intake.backlog() == 0
     assert intake.oldest_age() == 0
+    await intake.close()
+
+
+async def test_a_payloads_wait_counts_from_its_sending_once_a_probe_says_so() -> None:
+    """A payload read now was in the socket behind the rest: once the master's lag probe,
+    sent `t` ago, comes back behind it, its age is at least `t` (else a master behind
+    forgets the socket's part of its backlog once it has read it), and so is the age of
+    the payload being handled; what is read after the probe counts from its reading."""
+    release = asyncio.Event()
+    handling = asyncio.Event()
+    h1_done = asyncio.Event()
+
+    async def handle(topic: str, payload: bytes) -> None:
+        handling.set()
+        await release.wait()
+        if topic == "h1":
+            h1_done.set()
+
+    intake = FairIntake(handle)
+    intake.put("slave/s", 8, "h0", b"", 1)
+    intake.put("slave/s", 8, "h1", b"", 1)
+    await handling.wait()  # h0 is being handled, h1 waits
+    assert intake.oldest_age() < 1.0
+    intake.sent_by(time.monotonic() - 5.0)  # a probe sent 5 s ago came back behind both
+    assert 5.0 <= intake.oldest_age() < 6.0
+    intake.put("framework/f", 1, "f0", b"", 1)  # read after the probe: its own age
+    release.set()
+    await asyncio.wait_for(h1_done.wait(), 10)
+    assert intake.oldest_age() < 1.0  # only f0 is left, read just now (or being handled)
     await intake.close()

@@ -223,12 +223,6 @@ async def test_the_slaves_last_heartbeats_and_connections_sorted_late_first(
         assert "-last_heartbeat" in next(p for p in params if p["name"] == "sort")["schema"]["enum"]
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="issue 34: since the fair intake reads payloads off the connection as they come, "
-    "the master's backlog sits in its intake; at 40 ms a heartbeat live slaves of one "
-    "connection are still removed while their heartbeats wait there (not yet understood)",
-)
 async def test_a_master_behind_shows_it_and_removes_no_slave_whose_heartbeat_it_holds(
     mosquitto: MosquittoBroker,
 ) -> None:
