@@ -18,13 +18,12 @@ from typing import Any
 
 from master.allocation.allocator import Allocator
 from master.allocation.glue import contender, hold_claim, hold_until, planning_cluster
+from master.allocation.planning import Cluster, RunningTask
 from master.allocation.preemption import (
     Claim,
-    Cluster,
     Contender,
     Preemption,
     PreemptionConfig,
-    RunningTask,
     fair_allocation,
 )
 from master.allocation.quota import ancestors_or_self

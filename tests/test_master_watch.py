@@ -13,7 +13,6 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
-import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from test_master import FAST, T, encode_raw
 

@@ -6,13 +6,11 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from master.allocation.planning import EPSILON, Cluster, RunningTask
 from master.allocation.preemption import (
-    EPSILON,
-    Cluster,
     Contender,
     Preemption,
     PreemptionConfig,
-    RunningTask,
     fair_shares,
     fits,
     is_starving,

@@ -33,7 +33,8 @@ from cluster.experiments.spec import Spec
 from cluster.experiments.workload import Pending, Workload
 from master.allocation.allocator import Allocator
 from master.allocation.glue import ROUND_BATCH, contender, hold_claim, hold_until, planning_cluster
-from master.allocation.preemption import Preemption, RunningTask
+from master.allocation.planning import RunningTask
+from master.allocation.preemption import Preemption
 from master.allocation.sorter import Millis
 from protocol.wire.resources import CPUS, MEM, SCALE, Resources, add_millis, holds, sub_millis
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Container, Iterable
 
 from master.allocation.allocator import Allocator
-from master.allocation.preemption import Claim, Cluster, Contender, RunningTask
+from master.allocation.planning import Cluster, RunningTask
+from master.allocation.preemption import Claim, Contender
 from master.allocation.sorter import Millis
 from protocol.wire.resources import Resources
 

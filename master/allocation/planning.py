@@ -1,0 +1,97 @@
+"""What preemption's planning sees: the tasks that may be taken, and the books it changes
+as it goes, with the rule for who may lose a task (`Cluster.may_lose`). Pure, as the rest
+of `master.allocation`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from master.allocation.sorter import Millis
+from protocol.wire.resources import dominant_share
+
+EPSILON = 1e-9
+
+
+@dataclass(frozen=True, slots=True)
+class RunningTask:
+    framework_id: str
+    task_id: str
+    slave_id: str
+    resources: Millis
+    started: float
+
+
+@dataclass
+class Cluster:
+    """What planning changes as it goes: who holds what, what is free, what still runs.
+
+    `paths` places each framework in the tree fairness is kept in (its role's nodes, root
+    first, then itself), and `fair_held` is what the ideal gives each: a victim is weighed
+    where it and the claimant part ways, as its role against the claimant's role when
+    they are in different roles. Without them every framework stands alone."""
+
+    total: Mapping[str, int]
+    free: dict[str, Millis]  # by slave: free and not reserved for anyone else
+    held: dict[str, Millis]  # by framework
+    fair: Mapping[str, float]
+    running: dict[str, list[RunningTask]] = field(default_factory=dict)  # by slave
+    fair_held: Mapping[str, Millis] = field(default_factory=dict)  # by framework, in the ideal
+    paths: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # by framework
+    _members: dict[tuple[str, ...], list[str]] = field(default_factory=dict, repr=False)
+
+    def share(self, framework_id: str) -> float:
+        return dominant_share(self.held.get(framework_id, {}), self.total)
+
+    def over(self, framework_id: str) -> float:
+        return self.share(framework_id) - self.fair.get(framework_id, 0.0)
+
+    def group(self, framework_id: str, claimant: str | None) -> tuple[str, ...]:
+        """The node where `framework_id`'s branch leaves the claimant's: the victim's role
+        when their roles differ (the roles compete there), else the victim itself."""
+        path = self.paths.get(framework_id, (framework_id,))
+        theirs = self.paths.get(claimant, ()) if claimant is not None else ()
+        for depth, node in enumerate(path):
+            if depth >= len(theirs) or theirs[depth] != node:
+                return path[: depth + 1]
+        return path
+
+    def group_standing(self, group: tuple[str, ...]) -> tuple[Millis, float]:
+        """What a group holds, and its fair dominant share."""
+        members = self._members.get(group)
+        if members is None:
+            members = [f for f, p in self.paths.items() if p[: len(group)] == group]
+            self._members[group] = members
+        held: Millis = {}
+        fair: Millis = {}
+        for f in members:
+            for n, v in self.held.get(f, {}).items():
+                held[n] = held.get(n, 0) + v
+            for n, v in self.fair_held.get(f, {}).items():
+                fair[n] = fair.get(n, 0) + v
+        return held, dominant_share(fair, self.total)
+
+    def standing(self, task: RunningTask, claimant: str | None = None) -> tuple[float, float]:
+        """How far over its fair share the victim's group is, then the victim itself."""
+        f = task.framework_id
+        group = self.group(f, claimant)
+        if group[-1:] == (f,) or f not in self.paths:
+            return self.over(f), self.over(f)
+        held, fair = self.group_standing(group)
+        return dominant_share(held, self.total) - fair, self.over(f)
+
+    def may_lose(self, task: RunningTask, claimant: str | None = None) -> bool:
+        """A victim may lose `task` only if it is over its fair share, and where it meets
+        the claimant (itself, or its role against the claimant's role) it stays at or
+        above the fair share there. Three frameworks of one role, each over its part of
+        the role's share, may each give up a task while the role as a whole is over."""
+        f = task.framework_id
+        if self.over(f) <= EPSILON:
+            return False
+        group = self.group(f, claimant)
+        if group[-1:] == (f,) or f not in self.paths:
+            held, fair = self.held.get(f, {}), self.fair.get(f, 0.0)
+        else:
+            held, fair = self.group_standing(group)
+        after = {n: v - task.resources.get(n, 0) for n, v in held.items()}
+        return dominant_share(after, self.total) >= fair - EPSILON
