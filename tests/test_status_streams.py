@@ -8,11 +8,13 @@ in-memory transport."""
 from __future__ import annotations
 
 import contextlib
+import itertools
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from test_master import GB, Cluster
 
 from frameworks import Resources, SchedulerDriver, TaskState, TaskStatus, build_task
 from master.master import MasterConfig
@@ -28,8 +30,7 @@ from protocol.wire.messages import (
 from slave.updates import OwedUpdates
 
 from fakes import FakeFramework, FakeSlave
-from helpers import Recorder, books_balance, eventually, in_process_cluster
-from test_master import GB, Cluster, T
+from helpers import Recorder, books_balance, in_process_cluster
 
 FW = "fw-1"
 
@@ -108,7 +109,7 @@ async def test_a_restarted_slave_keeps_each_stream_in_order(tmp_path: Path) -> N
     again.send_all_soon()
     again.resend_due(float("inf"))
     assert bus.took() == [(S, F)]  # the head alone, with the task's latest state
-    for before, after in zip(sent, sent[1:], strict=False):
+    for before, after in itertools.pairwise(sent):
         again.acknowledged(before.status.uuid or "")
         assert [u.status.uuid for u in bus.sent] == [after.status.uuid]
         bus.took()
@@ -174,7 +175,8 @@ async def test_the_master_frees_resources_on_a_terminal_latest_state(cluster: Cl
     await fw.update_for(task_id, TaskState.KILLING)
     held = master.books.frameworks[fw.framework_id].tasks[task_id]
     assert held.state == TaskState.KILLING  # what its framework has heard, in order
-    assert held.terminal and master.books.frameworks[fw.framework_id].running_tasks() == 0
+    assert held.terminal
+    assert master.books.frameworks[fw.framework_id].running_tasks() == 0
     books_balance(master)
 
     await fw.acknowledge(
