@@ -46,6 +46,10 @@ class Task:
     launched_wall: float = field(default_factory=time.time)  # the wall clock, for people
     usage: TaskUsage | None = None  # the slave's last report (isolation accounting)
     used: Resources | None = None  # cpus (CPU-s/s) and mem (MB) it used lately (task_usage)
+    # its resources went back to the pool: it ended, or its slave's latest state says it
+    # did while its terminal update waits behind ones its framework has not acknowledged
+    freed: bool = False
+    relayed: list[str] = field(default_factory=list)  # its slave's updates' uuids, forwarded
 
     @property
     def task_id(self) -> str:
@@ -57,7 +61,9 @@ class Task:
 
     @property
     def terminal(self) -> bool:
-        return self.state in TERMINAL_STATES
+        """Ended, or ended on its slave (its resources freed) with its framework still to
+        hear the last of its updates."""
+        return self.freed or self.state in TERMINAL_STATES
 
     def view(self) -> TaskView:
         status = self.status
@@ -68,10 +74,10 @@ class Task:
             state=self.state,
             resources=self.resources,
             name=self.info.name,
-            reason=status.reason if status is not None and self.terminal else None,
+            reason=status.reason if status is not None and status.state.terminal else None,
             message=status.message if status is not None else "",
             launched_at=self.launched_wall,
-            ended_at=status.timestamp if status is not None and self.terminal else None,
+            ended_at=status.timestamp if status is not None and status.state.terminal else None,
             usage=self.usage,
             used=self.used,
         )

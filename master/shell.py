@@ -335,12 +335,25 @@ class MasterShell:
         )
 
     def finish_task(self, fw: Framework, task: Task, status: TaskStatus) -> None:
-        """A task ended: its resources go back to the pool and a round follows."""
+        """A task ended: its resources go back to the pool (unless its slave's latest
+        state freed them already) and a round follows."""
         fw.complete(task, status)
         self.listeners.tell_task_ended(fw, task, status)
         slave = self.books.slaves.get(task.slave_id)
         if slave is not None:
             slave.tasks.discard((fw.framework_id, task.task_id))
+        if task.freed:  # (the release was told then; its end is news now)
+            self.task_changed(task)
+        else:
+            self.free_task(fw, task, status.state)
+
+    def free_task(self, fw: Framework, task: Task, state: TaskState) -> None:
+        """A task's resources go back to the pool, once: when it ends, or as soon as its
+        slave's latest state says it ended (its terminal update still to come)."""
+        if task.freed:
+            return
+        task.freed = True
+        if task.slave_id in self.books.slaves:
             self.allocator.recover(fw.framework_id, task.slave_id, task.resources)
         self.emit_event(
             "release",
@@ -348,7 +361,7 @@ class MasterShell:
             slave_id=task.slave_id,
             task_id=task.task_id,
             resources=task.resources,
-            state=status.state,
+            state=state,
         )
         self.request_round()
 

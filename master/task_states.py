@@ -45,3 +45,16 @@ def unknown_task(
     if slave_id is not None and gone:
         return TaskState.GONE_BY_OPERATOR, "Reconciliation: Task is gone"
     return TaskState.UNKNOWN, "Reconciliation: Task is unknown"
+
+
+# How far a task has come on its slave, for the states a slave reports before the end: an
+# update of a lower rank than what its framework heard already is stale (a late re-send)
+PROGRESS = {TaskState.STAGING: 0, TaskState.STARTING: 1, TaskState.RUNNING: 2, TaskState.KILLING: 3}
+
+
+def regresses(state: TaskState, heard: TaskState) -> bool:
+    """Whether an update to `state` goes back on `heard`, the state its framework has
+    heard of the task (states outside the slave's ordinary course never do)."""
+    if state not in PROGRESS or heard not in PROGRESS:
+        return False
+    return PROGRESS[state] < PROGRESS[heard]

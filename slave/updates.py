@@ -5,13 +5,23 @@ the master acknowledges it (Mesos's status update manager, agent side).
 The master forwards each update to its framework and acknowledges it here once the
 framework has acknowledged it (or when the framework will never hear it: it heard the
 task end already), so an update is owed until its framework has it.
+
+Each task's updates are a stream: only its oldest unacknowledged update is in flight (and
+re-sent); the later ones wait behind it, in order, and the next goes the moment the one
+before it is acknowledged. A re-sent STARTING can then never reach the framework after
+RUNNING. Every update sent carries the task's latest state (`latest_state`), so the
+master frees a task's resources as soon as it ended here, while its terminal update
+still waits its turn. The journal replays its records in the order they were put (and
+compacts in that order), so the streams keep their order across a restart.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections import deque
 from pathlib import Path
+from typing import Any
 
 from protocol.journal import Journal
 from protocol.transport.base import Transport
@@ -20,6 +30,12 @@ from protocol.wire.messages import EndingTask, StatusUpdate, TaskState
 MAX_RESEND_BACKOFF = 30.0
 RESEND_CHECK = 0.2  # seconds between looks for updates due again
 
+StreamKey = tuple[str, str]  # (framework id, task id)
+
+
+def _key(raw: Any) -> StreamKey:
+    return (raw["framework_id"], raw["status"]["task_id"])
+
 
 class OwedUpdates:
     def __init__(self, bus: Transport, to_master: str, path: Path, resend_after: float) -> None:
@@ -27,27 +43,54 @@ class OwedUpdates:
         self.to_master = to_master
         self.resend_after = resend_after  # first re-send of an unacknowledged update
         self.journal = Journal(path)
-        self._resend_at: dict[str, tuple[float, float]] = {}  # uuid -> (when, backoff)
+        self._streams: dict[StreamKey, deque[str]] = {}  # a task's owed uuids, oldest first
+        self._stream_of: dict[str, StreamKey] = {}  # uuid -> its task's stream
+        self._resend_at: dict[str, tuple[float, float]] = {}  # head uuid -> (when, backoff)
+        for uuid, raw in self.journal.items():  # (what a previous run still owed, in order)
+            self._join(uuid, _key(raw))
 
     def __len__(self) -> int:
         return len(self.journal)
 
+    def in_flight(self) -> list[str]:
+        """The uuids sent and not yet acknowledged: each stream's head."""
+        return [stream[0] for stream in self._streams.values()]
+
     def send_all_soon(self) -> None:
-        """Every owed update goes again at the next look once registered (after an
+        """Every stream's head goes again at the next look once registered (after an
         announcement, and what a previous run of this slave still owed)."""
-        for uuid, _ in self.journal.items():
+        for uuid in self.in_flight():
             self._resend_at[uuid] = (0.0, self.resend_after)
 
     async def send(self, update: StatusUpdate) -> None:
-        """Write the update down, then send it (it is owed until acknowledged)."""
+        """Write the update down, then send it if it heads its task's stream (it is owed
+        until acknowledged). One that waits behind an unacknowledged update makes that
+        one go again at once if it ends the task: the master frees the task's resources
+        on its `latest_state` without waiting for the acknowledgement."""
         uuid = update.status.uuid or ""
+        key = (update.framework_id, update.status.task_id)
         await self.journal.put(uuid, update.model_dump(mode="python"))
-        self._resend_at[uuid] = (time.monotonic() + self.resend_after, self.resend_after)
-        self.bus.post(self.to_master, update)
+        self._join(uuid, key)
+        head = self._streams[key][0]
+        if head == uuid:
+            self._post(uuid)
+        elif update.status.state.terminal:
+            self._post(head)  # (its re-send schedule is left as it was)
 
     def acknowledged(self, uuid: str) -> None:
+        """The master has it acknowledged: forget it, and send the next of its stream."""
         self._resend_at.pop(uuid, None)
         self.journal.discard(uuid)  # (not awaited: a batch of acks is one turn)
+        key = self._stream_of.pop(uuid, None)
+        stream = self._streams.get(key) if key is not None else None
+        if key is None or stream is None:
+            return  # a duplicate acknowledgement
+        was_head = stream[0] == uuid
+        stream.remove(uuid)
+        if not stream:
+            del self._streams[key]
+        elif was_head:
+            self._post(stream[0])
 
     def ending(self) -> list[EndingTask]:
         """The tasks whose end the master has not acknowledged yet (a re-registering
@@ -64,18 +107,20 @@ class OwedUpdates:
             if raw.get("framework_id") == framework_id:
                 await self.journal.drop(uuid)
                 self._resend_at.pop(uuid, None)
+                self._stream_of.pop(uuid, None)
+        for key in [k for k in self._streams if k[0] == framework_id]:
+            del self._streams[key]
 
     def resend_due(self, now: float) -> None:
-        """Send again what is due, each next time after twice its last wait (at most
-        MAX_RESEND_BACKOFF)."""
+        """Send again the heads that are due, each next time after twice its last wait
+        (at most MAX_RESEND_BACKOFF)."""
         for uuid, (when, backoff) in list(self._resend_at.items()):
             if when > now:
                 continue
-            raw = self.journal.get(uuid)
-            if raw is None:
+            if uuid not in self.journal:
                 self._resend_at.pop(uuid, None)
                 continue
-            self.bus.post(self.to_master, StatusUpdate.model_validate(raw))
+            self._post(uuid, first=False)
             nxt = min(backoff * 2, MAX_RESEND_BACKOFF)
             self._resend_at[uuid] = (now + nxt, nxt)
 
@@ -89,3 +134,23 @@ class OwedUpdates:
 
     async def close(self) -> None:
         await self.journal.close()
+
+    def _join(self, uuid: str, key: StreamKey) -> None:
+        if uuid not in self._stream_of:
+            self._streams.setdefault(key, deque()).append(uuid)
+            self._stream_of[uuid] = key
+
+    def _post(self, uuid: str, *, first: bool = True) -> None:
+        """Send a stream's head with its task's latest state; `first`: its first send
+        (or one with news), which starts its re-send schedule unless one runs."""
+        raw = self.journal.get(uuid)
+        key = self._stream_of.get(uuid)
+        if raw is None or key is None:
+            return
+        newest = self.journal.get(self._streams[key][-1])
+        update = StatusUpdate.model_validate(raw).model_copy(
+            update={"latest_state": TaskState(newest["status"]["state"])}
+        )
+        if first and uuid not in self._resend_at:
+            self._resend_at[uuid] = (time.monotonic() + self.resend_after, self.resend_after)
+        self.bus.post(self.to_master, update)

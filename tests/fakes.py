@@ -31,6 +31,7 @@ from protocol.wire.messages import (
     TaskState,
     TaskStatus,
     Update,
+    Wire,
     new_id,
 )
 from protocol.wire.resources import Resources
@@ -40,12 +41,23 @@ from helpers import Inbox
 
 
 class FakeFramework:
-    def __init__(self, bus: Transport, topics: Topics, inbox_id: str) -> None:
+    """`acknowledging`: it acknowledges each status update as it arrives, as a framework
+    must for its slave to send the task's next one (subscribe `receive`, not `inbox`)."""
+
+    def __init__(
+        self, bus: Transport, topics: Topics, inbox_id: str, *, acknowledging: bool = False
+    ) -> None:
         self.bus, self.topics, self.inbox_id = bus, topics, inbox_id
         self.principal = bus.principal or "framework"
         self.to_master = topics.inbound("framework", self.principal)
         self.inbox = Inbox()
         self.framework_id = ""
+        self.acknowledging = acknowledging
+
+    async def receive(self, message: Wire, reply_to: str | None) -> None:
+        await self.inbox(message, reply_to)
+        if self.acknowledging and isinstance(message, Update) and message.status.uuid:
+            await self.acknowledge(message.status)
 
     async def subscribe(self, name: str, **kw: object) -> Subscribed:
         await self.bus.publish(
@@ -109,10 +121,24 @@ class FakeFramework:
             ),
         )
 
-    async def update_for(self, task_id: str, state: TaskState, timeout: float = 10.0) -> TaskStatus:
-        u = await self.inbox.wait_for(
-            Update, lambda u: u.status.task_id == task_id and u.status.state == state, timeout
-        )
+    async def update_for(
+        self, task_id: str, state: TaskState, timeout: float = 10.0, *, after: int = 0
+    ) -> TaskStatus:
+        """The first update of `task_id` in `state` beyond the first `after` updates."""
+
+        def found() -> Update | None:
+            return next(
+                (
+                    u
+                    for u in self.inbox.of(Update)[after:]
+                    if u.status.task_id == task_id and u.status.state == state
+                ),
+                None,
+            )
+
+        await self.inbox.wait_until(lambda: found() is not None, timeout)
+        u = found()
+        assert u is not None
         return u.status
 
 

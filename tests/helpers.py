@@ -100,7 +100,8 @@ def books_balance(master: Master) -> None:
         held = held + record.resources
     for fw in master.books.frameworks.values():
         for task in fw.tasks.values():
-            held = held + task.resources
+            if not task.freed:  # (ended on its slave, its last updates still owed)
+                held = held + task.resources
         held = sum(fw.executors.values(), held)  # custom executors hold their own
     assert a.allocated_total() == held
     assert a.total == sum((s.total for s in master.books.slaves.values()), Resources())

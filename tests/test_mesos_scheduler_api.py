@@ -176,8 +176,12 @@ async def test_resubscribing_with_its_id_keeps_its_tasks(live: Live) -> None:
         task = command_task("kept", offer["agent_id"], "sleep 60")
         launch = {"type": "LAUNCH", "launch": {"task_infos": [task]}}
         await s.call("ACCEPT", {"offer_ids": [offer["id"]], "operations": [launch]})
-        while (await next_of(s, "UPDATE"))["status"]["state"] != "TASK_RUNNING":
-            pass
+        state = ""
+        while state != "TASK_RUNNING":  # (its slave sends RUNNING once STARTING is acked)
+            status = (await next_of(s, "UPDATE"))["status"]
+            state = status["state"]
+            ack = {"agent_id": status["agent_id"], "task_id": status["task_id"]}
+            assert (await s.call("ACKNOWLEDGE", {**ack, "uuid": status["uuid"]}))[0] == 202
         await s.close()  # the connection drops: failover timeout, tasks run on
         fid = {"value": s.framework_id}
         assert await again.subscribe(framework_info(id=fid), framework_id=fid) == 200

@@ -7,6 +7,7 @@ import contextlib
 from master.authz import Caller
 from master.books import Framework, Orphan, Slave, Task
 from master.calls.partitions import Partitions
+from master.calls.status_updates import StatusUpdates
 from master.heartbeats import take_heartbeats
 from master.shell import STAGING_GRACE, MasterShell
 from master.task_usage import summed, used_between
@@ -28,7 +29,6 @@ from protocol.wire.messages import (
     StatusUpdate,
     TaskInfo,
     TaskState,
-    Update,
     UsageReport,
 )
 from protocol.wire.resources import Resources
@@ -42,6 +42,7 @@ class SlaveCalls:
     def __init__(self, shell: MasterShell, partitions: Partitions) -> None:
         self.shell = shell
         self.partitions = partitions
+        self.status_updates = StatusUpdates(shell)
 
     def _slave_of(self, slave_id: str, caller: Caller, about: str) -> Slave | None:
         """The registered slave a call names, if it is the caller's own (else refused)."""
@@ -338,70 +339,8 @@ class SlaveCalls:
         return unknown
 
     async def on_status_update(self, msg: StatusUpdate, caller: Caller) -> None:
-        status = msg.status
-        if self._slave_of(msg.slave_id, caller, "StatusUpdate") is None:
-            return
-        fw = self.shell.books.frameworks.get(msg.framework_id)
-        if fw is None:
-            # Not acknowledged: the slave keeps re-sending until the framework is back
-            # (or is shut down there).
-            self.shell.log.info(
-                "status.framework_unknown",
-                framework_id=msg.framework_id,
-                task_id=status.task_id,
-                state=status.state,
-            )
-            return
-        # A slave speaks only for tasks on its own slaves: one the master knows elsewhere
-        # is refused. One it does not know at all is forwarded, as Mesos does (a master
-        # that restarted knows no tasks until the slaves and frameworks come back).
-        known = fw.tasks.get(status.task_id)
-        where = (
-            known.slave_id if known else getattr(fw.completed.get(status.task_id), "slave_id", None)
-        )
-        if where is not None and where != msg.slave_id:
-            self.shell.refuse(
-                caller,
-                f"task {status.task_id} of framework {fw.framework_id} is on slave {where}, "
-                f"not {msg.slave_id}",
-                "forbidden",
-                "StatusUpdate",
-                slave_id=msg.slave_id,
-                framework_id=fw.framework_id,
-                task_id=status.task_id,
-            )
-            return
-        if status.uuid in fw.pending:
-            return  # a re-sent duplicate: already owed to the framework
-        if status.state.terminal:
-            self.shell.books.ending.pop((fw.framework_id, status.task_id), None)
-            fw.unreachable.pop(status.task_id, None)  # it ended while out of touch
-        ended = fw.completed.get(status.task_id)
-        if ended is not None and ended.uuid != status.uuid and status.task_id not in fw.tasks:
-            # the framework already heard this task end (lost with its slave, say):
-            # one ending is all it gets
-            self.shell.log.info(
-                "status.after_end",
-                framework_id=fw.framework_id,
-                task_id=status.task_id,
-                state=status.state,
-                ended=ended.state,
-            )
-            self.shell.ack_slave_update(msg.slave_id, fw.framework_id, status)
-            return
-        task = fw.tasks.get(status.task_id)
-        if task is not None:
-            task.state, task.status = status.state, status
-            if status.state.terminal:
-                self.shell.finish_task(fw, task, status)
-            else:
-                self.shell.task_changed(task)
-        elif status.state.terminal:
-            # a task this master never knew ran (it ended across a failover): remembered,
-            # so that reconciling it answers how it ended, not that it is unknown
-            fw.declare_ended(status)
-        self.shell.forward_update(fw, Update(status=status), msg.slave_id, relayed=True)
-        self.shell.state_dirty = True
+        if self._slave_of(msg.slave_id, caller, "StatusUpdate") is not None:
+            await self.status_updates.take(msg, caller)
 
     def _framework_on_slave(
         self, framework_id: str, slave_id: str, caller: Caller, about: str

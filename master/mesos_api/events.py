@@ -151,6 +151,8 @@ class OperatorEvents:
             if found is None:
                 return []
             task, role = found
+            if kind == "release" and not task.state.terminal:
+                return []  # freed on its slave's latest state: its end is told when heard
             if kind in ("launch", TASK_ADDED):
                 # an adopted task comes before its framework's own event: the framework first
                 added = self._framework_event(task.framework_id)

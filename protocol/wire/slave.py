@@ -138,6 +138,11 @@ class StatusUpdate(Wire):
     framework_id: Id
     slave_id: Id
     status: TaskStatus
+    # the task's latest state on its slave, which may be ahead of `status`: a slave sends a
+    # task's updates one at a time, each once the one before it is acknowledged, and the
+    # master frees a task's resources when this is terminal (Mesos's `latest_state`);
+    # None from a slave that predates it
+    latest_state: TaskState | None = None
 
 
 class ReadFile(Wire):

@@ -1,0 +1,126 @@
+"""What the master does with a slave's status update (its sender already checked).
+
+A slave sends a task's updates as a stream (slave.updates): one at a time, the next once
+its framework acknowledged the one before, each carrying the task's latest state there.
+So the master:
+
+- frees a task's resources as soon as an update's `latest_state` is terminal, though the
+  terminal update itself may wait on the slave behind updates not yet acknowledged;
+- forwards every new update to the framework, in the order they come;
+- acknowledges, and does not forward, an update the framework has acknowledged already
+  (a re-send that crossed the acknowledgement) or one that would take the task back to
+  an earlier state than its framework heard (a late re-send from an older slave).
+"""
+
+from __future__ import annotations
+
+from master.authz import Caller
+from master.books import Framework, Task
+from master.shell import MasterShell
+from master.task_states import regresses
+from protocol.wire.messages import StatusUpdate, Update
+
+
+class StatusUpdates:
+    def __init__(self, shell: MasterShell) -> None:
+        self.shell = shell
+
+    async def take(self, msg: StatusUpdate, caller: Caller) -> None:
+        status = msg.status
+        fw = self.shell.books.frameworks.get(msg.framework_id)
+        if fw is None:
+            # Not acknowledged: the slave keeps re-sending until the framework is back
+            # (or is shut down there).
+            self.shell.log.info(
+                "status.framework_unknown",
+                framework_id=msg.framework_id,
+                task_id=status.task_id,
+                state=status.state,
+            )
+            return
+        # A slave speaks only for tasks on its own slaves: one the master knows elsewhere
+        # is refused. One it does not know at all is forwarded, as Mesos does (a master
+        # that restarted knows no tasks until the slaves and frameworks come back).
+        known = fw.tasks.get(status.task_id)
+        where = (
+            known.slave_id if known else getattr(fw.completed.get(status.task_id), "slave_id", None)
+        )
+        if where is not None and where != msg.slave_id:
+            self.shell.refuse(
+                caller,
+                f"task {status.task_id} of framework {fw.framework_id} is on slave {where}, "
+                f"not {msg.slave_id}",
+                "forbidden",
+                "StatusUpdate",
+                slave_id=msg.slave_id,
+                framework_id=fw.framework_id,
+                task_id=status.task_id,
+            )
+            return
+        if status.uuid in fw.pending:
+            self._latest_state(fw, known, msg)  # (a re-sent head may say the task ended)
+            return  # a re-sent duplicate: already owed to the framework
+        if self._heard_already(fw, msg):
+            self.shell.ack_slave_update(msg.slave_id, fw.framework_id, status)
+            return
+        if status.state.terminal:
+            self.shell.books.ending.pop((fw.framework_id, status.task_id), None)
+            fw.unreachable.pop(status.task_id, None)  # it ended while out of touch
+        ended = fw.completed.get(status.task_id)
+        if ended is not None and ended.uuid != status.uuid and status.task_id not in fw.tasks:
+            # the framework already heard this task end (lost with its slave, say):
+            # one ending is all it gets
+            self.shell.log.info(
+                "status.after_end",
+                framework_id=fw.framework_id,
+                task_id=status.task_id,
+                state=status.state,
+                ended=ended.state,
+            )
+            self.shell.ack_slave_update(msg.slave_id, fw.framework_id, status)
+            return
+        task = fw.tasks.get(status.task_id)
+        if task is not None:
+            task.state, task.status = status.state, status
+            if status.uuid:
+                task.relayed.append(status.uuid)
+            if status.state.terminal:
+                self.shell.finish_task(fw, task, status)
+            else:
+                self.shell.task_changed(task)
+                self._latest_state(fw, task, msg)
+        elif status.state.terminal:
+            # a task this master never knew ran (it ended across a failover): remembered,
+            # so that reconciling it answers how it ended, not that it is unknown
+            fw.declare_ended(status)
+        self.shell.forward_update(fw, Update(status=status), msg.slave_id, relayed=True)
+        self.shell.state_dirty = True
+
+    def _latest_state(self, fw: Framework, task: Task | None, msg: StatusUpdate) -> None:
+        """The task ended on its slave: its resources are free now, whatever updates of
+        it its framework has still to hear (Mesos's `latest_state`)."""
+        if task is not None and msg.latest_state is not None and msg.latest_state.terminal:
+            self.shell.free_task(fw, task, msg.latest_state)
+
+    def _heard_already(self, fw: Framework, msg: StatusUpdate) -> bool:
+        """A duplicate its framework acknowledged, or a stale update: logged, and true."""
+        status = msg.status
+        task = fw.tasks.get(status.task_id) or fw.ended.get(status.task_id)
+        if task is None:
+            return False  # (a master that restarted: forwarded, as Mesos does)
+        if status.uuid and status.uuid in task.relayed:
+            why = "duplicate"
+        elif task.task_id in fw.tasks and regresses(status.state, task.state):
+            why = "stale"
+        else:
+            return False
+        self.shell.log.info(
+            "status.dropped",
+            why=why,
+            framework_id=fw.framework_id,
+            task_id=status.task_id,
+            state=status.state,
+            heard=task.state,
+        )
+        self._latest_state(fw, fw.tasks.get(status.task_id), msg)
+        return True

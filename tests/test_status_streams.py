@@ -1,0 +1,247 @@
+"""A task's status updates as one stream (Mesos's status update manager): the slave has only
+a task's oldest unacknowledged update in flight and sends the next when it is acknowledged,
+each carrying the task's latest state; the master frees resources on a terminal latest
+state and drops what its framework heard already. The slave's side is driven directly;
+the master's with bare protocol fakes, and the whole loop with the SDK, in process on the
+in-memory transport."""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_master import GB, Cluster
+
+from frameworks import Resources, SchedulerDriver, TaskState, TaskStatus, build_task
+from master.master import MasterConfig
+from protocol.wire.messages import (
+    Reason,
+    Reconcile,
+    ReconcileTask,
+    StatusAck,
+    StatusUpdate,
+    Update,
+    new_id,
+)
+from slave.updates import OwedUpdates
+
+from fakes import FakeFramework, FakeSlave
+from helpers import Recorder, books_balance, in_process_cluster
+
+FW = "fw-1"
+
+
+class Posts:
+    """The slave's bus, reduced to what it posts to the master."""
+
+    def __init__(self) -> None:
+        self.sent: list[StatusUpdate] = []
+
+    def post(self, topic: str, message: Any, **_kw: object) -> None:
+        self.sent.append(message)
+
+    def took(self) -> list[tuple[TaskState, TaskState | None]]:
+        """(state, latest state) of what was posted since the last look."""
+        sent, self.sent = self.sent, []
+        return [(u.status.state, u.latest_state) for u in sent]
+
+
+def update(task_id: str, state: TaskState) -> StatusUpdate:
+    status = TaskStatus(task_id=task_id, state=state, slave_id="s1", uuid=new_id())
+    return StatusUpdate(framework_id=FW, slave_id="s1", status=status)
+
+
+def owed(bus: Posts, path: Path) -> OwedUpdates:
+    return OwedUpdates(bus, "to-master", path, resend_after=1.0)  # type: ignore[arg-type]
+
+
+S, R, F = TaskState.STARTING, TaskState.RUNNING, TaskState.FINISHED
+
+
+async def test_only_the_head_is_in_flight_retried_and_the_next_goes_on_its_ack(
+    tmp_path: Path,
+) -> None:
+    bus = Posts()
+    updates = owed(bus, tmp_path / "updates.journal")
+    starting, running, finished = update("t", S), update("t", R), update("t", F)
+    await updates.send(starting)
+    assert bus.took() == [(S, S)]
+    await updates.send(running)
+    assert bus.took() == []  # it waits behind STARTING
+    await updates.send(finished)
+    # the task's end goes at once, on the head: the master frees its resources now
+    assert bus.took() == [(S, F)]
+    other = update("t2", R)
+    await updates.send(other)
+    assert bus.took() == [(R, R)]  # another task's stream does not wait
+
+    updates.resend_due(float("inf"))
+    assert sorted(bus.took()) == sorted([(S, F), (R, R)])  # the heads alone are retried
+    updates.acknowledged(starting.status.uuid or "")
+    assert bus.took() == [(R, F)]  # the next goes at once, no timer
+    updates.acknowledged(starting.status.uuid or "")  # a duplicate acknowledgement
+    assert bus.took() == []
+    updates.acknowledged(running.status.uuid or "")
+    assert bus.took() == [(F, F)]
+    updates.acknowledged(finished.status.uuid or "")
+    updates.acknowledged(other.status.uuid or "")
+    assert len(updates) == 0
+    assert bus.took() == []
+    await updates.close()
+
+
+async def test_a_restarted_slave_keeps_each_stream_in_order(tmp_path: Path) -> None:
+    path = tmp_path / "updates.journal"
+    first = owed(Posts(), path)
+    sent = [update("t", state) for state in (S, R, F)]
+    for u in sent:
+        await first.send(u)
+    await first.close()  # the slave stops (or dies: every put was synced)
+
+    bus = Posts()
+    again = owed(bus, path)
+    assert len(again) == 3
+    assert again.ending()[0].task_id == "t"  # its end is still owed
+    again.send_all_soon()
+    again.resend_due(float("inf"))
+    assert bus.took() == [(S, F)]  # the head alone, with the task's latest state
+    for before, after in itertools.pairwise(sent):
+        again.acknowledged(before.status.uuid or "")
+        assert [u.status.uuid for u in bus.sent] == [after.status.uuid]
+        bus.took()
+    await again.close()
+
+
+@pytest.fixture
+async def cluster() -> AsyncIterator[Cluster]:
+    async with contextlib.AsyncExitStack() as stack:
+        c = Cluster(stack)
+        await c.start_master()
+        yield c
+
+
+async def launched(cluster: Cluster) -> tuple[FakeFramework, FakeSlave, str]:
+    """A framework with a task on all of a fake slave's resources."""
+    fw = await cluster.framework("A")
+    slave = await cluster.slave("s1", Resources(cpus=2, mem=GB))
+    offer = await fw.next_offer()
+    await fw.accept(offer, [fw.task(offer, offer.resources, task_id="t")], refuse=0)
+    run = await slave.run_task()  # (reported RUNNING, without a latest state: an old slave)
+    await fw.update_for("t", TaskState.RUNNING)
+    return fw, slave, run.task.task_id
+
+
+async def report(
+    slave: FakeSlave, state: TaskState, latest: TaskState | None = None, uuid: str = ""
+) -> str:
+    uuid = uuid or new_id()
+    status = TaskStatus(task_id="t", state=state, slave_id=slave.slave_id, uuid=uuid)
+    framework_id = next(iter(slave.runs())).framework_id
+    await slave.bus.publish(
+        slave.to_master,
+        StatusUpdate(
+            framework_id=framework_id, slave_id=slave.slave_id, status=status, latest_state=latest
+        ),
+    )
+    return uuid
+
+
+async def heard_everything(fw: FakeFramework, task_id: str) -> None:
+    """Whatever the master sent the framework before now has arrived: a reconciliation's
+    answer comes after it."""
+    before = len(fw.inbox.of(Update))
+    await fw.bus.publish(
+        fw.to_master,
+        Reconcile(framework_id=fw.framework_id, tasks=[ReconcileTask(task_id=task_id)]),
+    )
+    await fw.inbox.wait_for(
+        Update,
+        lambda u: u.status.reason == Reason.RECONCILIATION and len(fw.inbox.of(Update)) > before,
+    )
+
+
+async def test_the_master_frees_resources_on_a_terminal_latest_state(cluster: Cluster) -> None:
+    fw, slave, task_id = await launched(cluster)
+    master = cluster.master
+    offers = fw.offer_count()
+    # KILLING is the head; the task has ended on its slave meanwhile
+    killing = await report(slave, TaskState.KILLING, latest=TaskState.FINISHED)
+    offer = await fw.next_offer(after=offers, timeout=3)  # freed before any acknowledgement
+    assert offer.resources == Resources(cpus=2, mem=GB)
+    await fw.update_for(task_id, TaskState.KILLING)
+    held = master.books.frameworks[fw.framework_id].tasks[task_id]
+    assert held.state == TaskState.KILLING  # what its framework has heard, in order
+    assert held.terminal
+    assert master.books.frameworks[fw.framework_id].running_tasks() == 0
+    books_balance(master)
+
+    await fw.acknowledge(
+        TaskStatus(task_id=task_id, state=TaskState.KILLING, slave_id="s1", uuid=killing)
+    )
+    await slave.inbox.wait_for(StatusAck, lambda a: a.uuid == killing)
+    await report(slave, TaskState.FINISHED, latest=TaskState.FINISHED)
+    await fw.update_for(task_id, TaskState.FINISHED)
+    assert task_id not in master.books.frameworks[fw.framework_id].tasks
+    assert master.tasks_ended["TASK_FINISHED"] == 1  # its resources came back once
+    books_balance(master)
+
+
+async def test_a_duplicate_or_stale_update_is_acknowledged_and_dropped(cluster: Cluster) -> None:
+    fw, slave, task_id = await launched(cluster)
+    [running] = [u.status for u in fw.inbox.of(Update) if u.status.task_id == task_id]
+    await fw.acknowledge(running)
+    await slave.inbox.wait_for(StatusAck, lambda a: a.uuid == running.uuid)
+
+    # its re-send crossed the acknowledgement: acknowledged again, not heard again
+    assert running.uuid is not None
+    await report(slave, TaskState.RUNNING, uuid=running.uuid)
+    await slave.inbox.wait_count(StatusAck, 2)
+    # a STARTING that comes after RUNNING (an older slave's late re-send): the same
+    stale = await report(slave, TaskState.STARTING)
+    await slave.inbox.wait_for(StatusAck, lambda a: a.uuid == stale)
+    await heard_everything(fw, task_id)
+    heard = [u.status.state for u in fw.inbox.of(Update) if u.status.reason is None]
+    assert heard == [TaskState.RUNNING]
+    assert cluster.master.books.frameworks[fw.framework_id].tasks[task_id].state == R
+
+
+class SlowAcker(Recorder):
+    """Acknowledges an update only once the master has sent it twice (a busy framework)."""
+
+    async def status_update(self, driver: SchedulerDriver, status: TaskStatus) -> None:
+        await super().status_update(driver, status)
+        if sum(s.uuid == status.uuid for s in self.statuses) == 2:
+            driver.acknowledge_status_update(status)
+
+
+async def test_a_slow_acknowledgement_never_lets_starting_arrive_after_running(
+    tmp_path: Path,
+) -> None:
+    config = MasterConfig(allocation_interval=0.05, status_retry=0.05)
+    async with in_process_cluster("streams", tmp_path, config, slaves=1) as cluster:
+        rec = SlowAcker()
+        driver = SchedulerDriver(
+            rec,
+            name="slow",
+            broker=cluster.connect,
+            cluster="streams",
+            implicit_acknowledgements=False,
+        )
+        await driver.start()
+        try:
+            await rec.wait(lambda: rec.offers)
+            offer = rec.offers[0]
+            task = build_task(offer, "t", Resources(cpus=1, mem=64), command="sleep 0.2")
+            await driver.launch_tasks([offer.offer_id], [task])
+            await rec.wait(lambda: rec.states(task.task_id).count(TaskState.FINISHED) == 2)
+        finally:
+            driver.stop()
+            await driver.join()
+    states = rec.states(task.task_id)
+    order = [S, R, F]
+    assert sorted(states, key=order.index) == states  # never back to an earlier state
+    assert set(states) == set(order)
