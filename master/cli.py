@@ -312,6 +312,7 @@ def master(
     with needs("master"):
         from master.master import Master, MasterConfig
     from protocol.tooling.cli import run_party
+    from protocol.transport.aio import finish
     from protocol.transport.bus import Bus
     from protocol.wire.topics import Topics
 
@@ -412,21 +413,24 @@ def master(
                 bus, topics, config, registry=registry, epoch=term.epoch, master_id=master_id
             )
             m.http_doors.extend(mesos_doors(m))
-            await m.start()
-            mesos_info = mesos_leader_info(candidate, zk_mesos_path)
-            if mesos_info is not None and m.web_ui:
-                await mesos_info.publish(info_for(master_id, m.web_ui))
-            # What is alive now (modules, the registry read) lives on: full collections
-            # skip it, so one does not stall the loop for a heap's worth of objects.
-            gc.freeze()
 
-            async def stop() -> None:
-                if mesos_info is not None:
-                    await mesos_info.withdraw()
+            async def stop() -> None:  # this process's parts only (see master.ha.leadership)
                 await m.stop()
                 if standby is not None:  # a standby again, until the next term
                     await standby.start()
 
+            try:
+                await m.start()
+                mesos_info = mesos_leader_info(candidate, zk_mesos_path)
+                if mesos_info is not None and m.web_ui:
+                    term.withdrawals.append(mesos_info.withdraw)
+                    await mesos_info.publish(info_for(master_id, m.web_ui))
+            except BaseException:  # a signal while it started: stop what did
+                await finish(m.stop())
+                raise
+            # What is alive now (modules, the registry read) lives on: full collections
+            # skip it, so one does not stall the loop for a heap's worth of objects.
+            gc.freeze()
             return stop
 
         if standby is not None:

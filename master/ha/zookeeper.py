@@ -259,10 +259,10 @@ class ZkCandidate:
             try:
                 won = await asyncio.shield(acquiring)
             except asyncio.CancelledError:
+                # Stopping: wait for nothing ZooKeeper holds up (close() ends the session,
+                # our node with it, and fails the acquire's last calls).
                 lock.cancel()
-                with contextlib.suppress(BaseException):
-                    await acquiring
-                await asyncio.to_thread(_release, lock)
+                acquiring.add_done_callback(_retrieved)
                 raise
             except KazooException as e:
                 log.warning("zookeeper.election_failed", error=repr(e))
@@ -335,16 +335,26 @@ class ZkCandidate:
             await asyncio.to_thread(_release, lock)
 
     async def close(self) -> None:
-        await self.resign()
+        """End the session: its ephemeral nodes (the election's, the MasterInfo) go with
+        it, and a call still waiting for an unreachable ZooKeeper fails at once, so a
+        master stops promptly whether or not ZooKeeper answers (kazoo gives up connecting
+        within its connection timeout)."""
+        self._term = None
         if self._started:
             await asyncio.to_thread(self.client.stop)
             await asyncio.to_thread(self.client.close)
             self._started = False
+        await self.resign()  # (the lock's own state: ZooKeeper's is gone with the session)
 
 
 def _release(lock: Lock) -> None:
     with contextlib.suppress(Exception):
         lock.release()
+
+
+def _retrieved(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()  # (an acquire cut short by close(): nothing to say)
 
 
 __all__ = ["Fenced", "LeadershipError", "ZkCandidate", "ZkStore", "ZkURL"]
