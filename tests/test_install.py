@@ -71,3 +71,27 @@ def test_the_readme_sets_everything_up_and_ci_runs_its_test_command() -> None:
     assert commands[0].startswith("pip install -e '.[all]' && drfmesos demo")
     ci = (ROOT / ".ci" / "run").read_text().splitlines()
     assert ci[-1].replace(" -q", "") == commands[1]
+
+
+def test_the_demo_names_every_extra_it_lacks_in_one_message() -> None:
+    done = run("from cluster.cli import main; main()", "demo", "--duration", "1")
+    assert done.returncode != 0
+    assert "Traceback" not in done.stderr
+    for extra in ("master", "embedded", "tls"):
+        assert f"  {extra}: " in done.stderr
+    assert "pip install 'drfmesos[master,embedded,tls]'" in done.stderr
+    # what it does not start, it does not ask for
+    done = run("from cluster.cli import main; main()", "demo", "--insecure", "--broker",
+               "mosquitto")  # fmt: skip
+    assert "pip install 'drfmesos[master]'" in done.stderr
+
+
+def test_each_extras_libraries_are_the_ones_its_needs_check_imports() -> None:
+    from protocol.extras import EXTRAS, MODULES
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras = extras["optional-dependencies"]
+    assert set(MODULES) == set(EXTRAS) == set(extras) - {"all", "test"}
+    for extra, modules in MODULES.items():
+        dists = {re.split(r"[<>=!~ \[]", d)[0] for d in extras[extra]}
+        assert {m.replace("_", "-") for m in modules} == dists, extra
