@@ -309,7 +309,7 @@ def master(
     from master.ha.leadership import Candidate, LoneCandidate, Term, lead
     from master.ha.registry import Registry
 
-    with needs("master"):
+    with needs("master"):  # prometheus_client: the master keeps its round timings in it
         from master.master import Master, MasterConfig
     from protocol.tooling.cli import run_party
     from protocol.transport.aio import finish
@@ -374,8 +374,14 @@ def master(
     else:
         candidate = LoneCandidate(work_dir)
 
-    from master.http.standby import StandbyHttp
-    from master.mesos_api.doors import STANDBY_PUBLIC_PATHS, mesos_doors, standby_mesos_routes
+    if config.http is not None:
+        with needs("master"):  # aiohttp: the API, the web UI and a standby's answers
+            from master.http.standby import StandbyHttp
+            from master.mesos_api.doors import (
+                STANDBY_PUBLIC_PATHS,
+                mesos_doors,
+                standby_mesos_routes,
+            )
     from master.mesos_api.leader_info import info_for, mesos_leader_info
 
     async def leader_address() -> str:
@@ -412,7 +418,8 @@ def master(
             m = Master(
                 bus, topics, config, registry=registry, epoch=term.epoch, master_id=master_id
             )
-            m.http_doors.extend(mesos_doors(m))
+            if config.http is not None:
+                m.http_doors.extend(mesos_doors(m))
 
             async def stop() -> None:  # this process's parts only (see master.ha.leadership)
                 await m.stop()

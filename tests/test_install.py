@@ -95,3 +95,38 @@ def test_each_extras_libraries_are_the_ones_its_needs_check_imports() -> None:
     for extra, modules in MODULES.items():
         dists = {re.split(r"[<>=!~ \[]", d)[0] for d in extras[extra]}
         assert {m.replace("_", "-") for m in modules} == dists, extra
+
+
+def test_a_master_with_http_off_runs_without_aiohttp() -> None:
+    """Only prometheus_client of the `master` extra: a real master process, without aiohttp,
+    on a real broker, until it serves; then a SIGTERM stops it."""
+    from conftest import need_mosquitto
+
+    need_mosquitto()
+    program = WITHOUT_THEM.replace(repr(OPTIONAL), repr(("aiohttp",))) + (
+        "from cluster.cli import main; main()"
+    )
+    from protocol.tooling.brokers import free_port
+
+    port = free_port()
+    broker = subprocess.Popen(["mosquitto", "-p", str(port)], stderr=subprocess.DEVNULL)
+    master = subprocess.Popen(
+        [sys.executable, "-c", program, "master", "--http", "off",
+         "--broker", f"mqtt://127.0.0.1:{port}"],
+        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert master.stderr is not None
+        for line in master.stderr:  # until it says it serves (or ends, with why)
+            assert "Traceback" not in line, line
+            assert "drfmesos[" not in line, line  # (an extra said to be missing)
+            if '"master.started"' in line:
+                break
+        else:
+            raise AssertionError(f"the master ended ({master.wait()}) before it served")
+        master.terminate()
+        assert master.wait(timeout=30) == 0
+    finally:
+        for proc in (master, broker):
+            proc.kill()
+            proc.wait()
