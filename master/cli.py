@@ -100,7 +100,14 @@ def rate_limits(path: Path | None, qps: float | None, capacity: int) -> RateLimi
     show_default=True,
     help="Remove a slave whose heartbeats stop for this long.",
 )
-@click.option("--heartbeat-interval", type=float, default=5.0, show_default=True)
+@click.option(
+    "--heartbeat-interval",
+    type=float,
+    default=5.0,
+    show_default=True,
+    help="Seconds between the master's heartbeats to frameworks, and between those it asks "
+    "of slaves (see --slave-timeout).",
+)
 @click.option(
     "--state-interval",
     type=float,
@@ -203,7 +210,8 @@ def rate_limits(path: Path | None, qps: float | None, capacity: int) -> RateLimi
     default="127.0.0.1:5050",
     show_default=True,
     help="Where to serve the web UI, the HTTP API and /metrics (HOST:PORT; PORT 0 picks a "
-    "free one; 'off' serves none).",
+    "free one, but not with --zk, where standbys send clients to the leader's --http as "
+    "given; 'off' serves none, and needs no aiohttp).",
 )
 @click.option(
     "--http-credentials",
@@ -225,8 +233,16 @@ def rate_limits(path: Path | None, qps: float | None, capacity: int) -> RateLimi
     help="/health says 'behind' once the master's oldest unhandled message has waited this "
     "many seconds (a heartbeat that late is close to --slave-timeout).",
 )
-@click.option("--http-cert", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--http-key", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option(
+    "--http-cert",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Serve HTTPS with this certificate (PEM; with --http-key).",
+)
+@click.option(
+    "--http-key",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="The private key of --http-cert (PEM).",
+)
 @click.option(
     "--zk",
     default=None,

@@ -261,7 +261,8 @@ async def _tick(stop: asyncio.Event, seconds: float) -> None:
     "--broker",
     default="embedded",
     show_default=True,
-    help="'embedded', 'mosquitto', or mqtt://host:port of a running broker.",
+    help="'embedded' or 'mosquitto' (started here, with the demo's credentials and TLS), "
+    "or, with --insecure only, mqtt://host:port of a running broker.",
 )
 @click.option(
     "--time-scale",
