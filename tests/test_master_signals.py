@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -20,6 +22,8 @@ from master.ha.registry import MemoryStore
 from conftest import need_mosquitto, need_zookeeper
 
 pytestmark = pytest.mark.timeout(180)
+
+ROOT = Path(__file__).resolve().parent.parent
 
 # kazoo gives up a connection attempt within the session timeout: past that, a stop is late
 PROMPT = 8.0
@@ -71,6 +75,32 @@ async def test_sigterm_stops_masters_cut_off_from_zookeeper_as_their_term_ends(
         # its loops and its HTTP API ended before it did, however the two raced
         assert logged.count("master.stopped") == logged.count("master.started") == 1
         assert logged.index("master.stopped") > logged.index("leadership.lost")
+
+
+async def test_sigterm_stops_a_master_that_never_reached_zookeeper(tmp_path: Path) -> None:
+    """Nothing listens where --zk points: the master is still connecting when told to stop."""
+    from protocol.tooling.brokers import free_port
+
+    log = tmp_path / "master.log"
+    with log.open("w") as out:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "cluster", "master", "--http", "off",
+            "--zk", f"zk://127.0.0.1:{free_port()}/drfmesos",
+            "--broker", f"mqtt://127.0.0.1:{free_port()}",
+            stdout=out, stderr=out, env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=ROOT,
+        )  # fmt: skip
+    try:
+        await until_logged(log, "leadership.campaigning")
+        proc.send_signal(signal.SIGTERM)
+        try:
+            await asyncio.wait_for(proc.wait(), PROMPT)
+        except TimeoutError:
+            raise AssertionError(f"still runs {PROMPT} s after SIGTERM") from None
+        assert proc.returncode == 0
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
 
 
 # -- the same rule in process, at the two moments a cancel used to be lost -------------------
