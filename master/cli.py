@@ -100,7 +100,14 @@ def rate_limits(path: Path | None, qps: float | None, capacity: int) -> RateLimi
     show_default=True,
     help="Remove a slave whose heartbeats stop for this long.",
 )
-@click.option("--heartbeat-interval", type=float, default=5.0, show_default=True)
+@click.option(
+    "--heartbeat-interval",
+    type=float,
+    default=5.0,
+    show_default=True,
+    help="Seconds between the master's heartbeats to frameworks, and between those it asks "
+    "of slaves (see --slave-timeout).",
+)
 @click.option(
     "--state-interval",
     type=float,
@@ -203,7 +210,8 @@ def rate_limits(path: Path | None, qps: float | None, capacity: int) -> RateLimi
     default="127.0.0.1:5050",
     show_default=True,
     help="Where to serve the web UI, the HTTP API and /metrics (HOST:PORT; PORT 0 picks a "
-    "free one; 'off' serves none).",
+    "free one, but not with --zk, where standbys send clients to the leader's --http as "
+    "given; 'off' serves none, and needs no aiohttp).",
 )
 @click.option(
     "--http-credentials",
@@ -225,8 +233,16 @@ def rate_limits(path: Path | None, qps: float | None, capacity: int) -> RateLimi
     help="/health says 'behind' once the master's oldest unhandled message has waited this "
     "many seconds (a heartbeat that late is close to --slave-timeout).",
 )
-@click.option("--http-cert", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--http-key", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option(
+    "--http-cert",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Serve HTTPS with this certificate (PEM; with --http-key).",
+)
+@click.option(
+    "--http-key",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="The private key of --http-cert (PEM).",
+)
 @click.option(
     "--zk",
     default=None,
@@ -309,9 +325,10 @@ def master(
     from master.ha.leadership import Candidate, LoneCandidate, Term, lead
     from master.ha.registry import Registry
 
-    with needs("master"):
+    with needs("master"):  # prometheus_client: the master keeps its round timings in it
         from master.master import Master, MasterConfig
     from protocol.tooling.cli import run_party
+    from protocol.transport.aio import finish
     from protocol.transport.bus import Bus
     from protocol.wire.topics import Topics
 
@@ -373,8 +390,14 @@ def master(
     else:
         candidate = LoneCandidate(work_dir)
 
-    from master.http.standby import StandbyHttp
-    from master.mesos_api.doors import STANDBY_PUBLIC_PATHS, mesos_doors, standby_mesos_routes
+    if config.http is not None:
+        with needs("master"):  # aiohttp: the API, the web UI and a standby's answers
+            from master.http.standby import StandbyHttp
+            from master.mesos_api.doors import (
+                STANDBY_PUBLIC_PATHS,
+                mesos_doors,
+                standby_mesos_routes,
+            )
     from master.mesos_api.leader_info import info_for, mesos_leader_info
 
     async def leader_address() -> str:
@@ -411,22 +434,26 @@ def master(
             m = Master(
                 bus, topics, config, registry=registry, epoch=term.epoch, master_id=master_id
             )
-            m.http_doors.extend(mesos_doors(m))
-            await m.start()
-            mesos_info = mesos_leader_info(candidate, zk_mesos_path)
-            if mesos_info is not None and m.web_ui:
-                await mesos_info.publish(info_for(master_id, m.web_ui))
-            # What is alive now (modules, the registry read) lives on: full collections
-            # skip it, so one does not stall the loop for a heap's worth of objects.
-            gc.freeze()
+            if config.http is not None:
+                m.http_doors.extend(mesos_doors(m))
 
-            async def stop() -> None:
-                if mesos_info is not None:
-                    await mesos_info.withdraw()
+            async def stop() -> None:  # this process's parts only (see master.ha.leadership)
                 await m.stop()
                 if standby is not None:  # a standby again, until the next term
                     await standby.start()
 
+            try:
+                await m.start()
+                mesos_info = mesos_leader_info(candidate, zk_mesos_path)
+                if mesos_info is not None and m.web_ui:
+                    term.withdrawals.append(mesos_info.withdraw)
+                    await mesos_info.publish(info_for(master_id, m.web_ui))
+            except BaseException:  # a signal while it started: stop what did
+                await finish(m.stop())
+                raise
+            # What is alive now (modules, the registry read) lives on: full collections
+            # skip it, so one does not stall the loop for a heap's worth of objects.
+            gc.freeze()
             return stop
 
         if standby is not None:

@@ -13,7 +13,7 @@ import asyncio
 import time
 from collections.abc import Iterator
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from master import readout
 from master.authz import Caller
@@ -36,7 +36,6 @@ from master.calls.slave_calls import SlaveCalls
 from master.ha.recovery import Recovery
 from master.ha.registry import Registry
 from master.heartbeats import silent
-from master.http.api import DoorFactory, HttpApi
 from master.http.reader import BookCounts, Gauges, TaskUsageRow
 from master.lag_probe import Backlog, backlog_of
 from master.preemptor import Preemptor
@@ -86,6 +85,9 @@ from protocol.wire.messages import (
 )
 from protocol.wire.resources import Resources
 from protocol.wire.topics import Topics
+
+if TYPE_CHECKING:  # (aiohttp's: a master with --http off runs without it)
+    from master.http.api import DoorFactory, HttpApi
 
 __all__ = ["MAX_CALL_ITEMS", "Master", "MasterConfig"]
 
@@ -219,6 +221,8 @@ class Master:
         self.recovery.recover()
         self.http: HttpApi | None = None
         if self.config.http is not None:  # a port in use is said, and the bus goes on
+            from master.http.api import HttpApi
+
             api = HttpApi(self, self.config.http, self.http_doors)
             try:
                 self.shell.web_ui = await api.start()

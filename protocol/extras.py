@@ -9,6 +9,7 @@ with `drfmesos[all]`. Each optional library is imported only where it is used, i
 from __future__ import annotations
 
 import contextlib
+import importlib
 from collections.abc import Iterator
 
 EXTRAS = {
@@ -17,6 +18,16 @@ EXTRAS = {
     "embedded": "the embedded broker (--broker embedded)",
     "tls": "making certificates (drfmesos auth init)",
     "plots": "experiment plots",
+}
+
+
+# the libraries each extra brings that drfmesos imports (pyproject.toml's lists, by module)
+MODULES = {
+    "master": ("aiohttp", "prometheus_client"),
+    "ha": ("kazoo",),
+    "embedded": ("amqtt",),
+    "tls": ("cryptography",),
+    "plots": ("matplotlib",),
 }
 
 
@@ -35,6 +46,32 @@ def needs(extra: str) -> Iterator[None]:
             f"{EXTRAS[extra]} needs {e.name}, which is not installed: "
             f"pip install 'drfmesos[{extra}]' (or 'drfmesos[all]')"
         ) from e
+
+
+def missing(*extras: str) -> dict[str, list[str]]:
+    """Of `extras`, those with a library that does not import, with those libraries."""
+    absent: dict[str, list[str]] = {}
+    for extra in extras:
+        for module in MODULES[extra]:
+            try:
+                importlib.import_module(module)
+            except ModuleNotFoundError:
+                absent.setdefault(extra, []).append(module)
+    return absent
+
+
+def need_all(*extras: str) -> None:
+    """Before a command that uses several extras starts anything: name every one missing,
+    in one message with one pip line, rather than the first one it would have stopped at."""
+    absent = missing(*extras)
+    if not absent:
+        return
+    lines = [f"  {extra}: {EXTRAS[extra]}; missing {', '.join(absent[extra])}" for extra in absent]
+    raise MissingExtra(
+        "this needs extras that are not installed:\n"
+        + "\n".join(lines)
+        + f"\npip install 'drfmesos[{','.join(absent)}]' (or 'drfmesos[all]')"
+    )
 
 
 class UntestedVersion(ImportError):

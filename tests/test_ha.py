@@ -363,6 +363,7 @@ async def test_a_standby_answers_health_and_metrics_as_a_standby_and_leads_when_
     health, metrics = await answers(ha.http_ports[leader])
     assert health.status == "ok"
     assert health.elected
+    assert health.leader == f"127.0.0.1:{ha.http_ports[leader]}"  # one form on both sides
     assert "drfmesos_elected 1.0" in metrics
 
     old = ha.leader

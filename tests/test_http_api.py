@@ -189,6 +189,10 @@ async def test_the_api_answers_operators_only_and_as_its_openapi_says(live: Live
             wrong = basic("ops", "not-the-secret")
             assert (await live.get(path, auth=wrong))[0] == 401
             assert (await live.get(path, auth=basic("printer", "x")))[0] == 401
+        # the leader names itself as a standby names it: HOST:PORT, not a URL
+        status, health = await live.get("/health")
+        assert health["leader"] == live.web.split("//")[1].rstrip("/")
+        assert health["leader"].startswith("127.0.0.1:")
         # a framework that is gone leaves its tasks behind (Mesos's completed frameworks)
         status, done = await live.get("/api/v1/tasks?state=TASK_FINISHED")
         assert done["total"] == 4

@@ -71,3 +71,62 @@ def test_the_readme_sets_everything_up_and_ci_runs_its_test_command() -> None:
     assert commands[0].startswith("pip install -e '.[all]' && drfmesos demo")
     ci = (ROOT / ".ci" / "run").read_text().splitlines()
     assert ci[-1].replace(" -q", "") == commands[1]
+
+
+def test_the_demo_names_every_extra_it_lacks_in_one_message() -> None:
+    done = run("from cluster.cli import main; main()", "demo", "--duration", "1")
+    assert done.returncode != 0
+    assert "Traceback" not in done.stderr
+    for extra in ("master", "embedded", "tls"):
+        assert f"  {extra}: " in done.stderr
+    assert "pip install 'drfmesos[master,embedded,tls]'" in done.stderr
+    # what it does not start, it does not ask for
+    done = run("from cluster.cli import main; main()", "demo", "--insecure", "--broker",
+               "mosquitto")  # fmt: skip
+    assert "pip install 'drfmesos[master]'" in done.stderr
+
+
+def test_each_extras_libraries_are_the_ones_its_needs_check_imports() -> None:
+    from protocol.extras import EXTRAS, MODULES
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras = extras["optional-dependencies"]
+    assert set(MODULES) == set(EXTRAS) == set(extras) - {"all", "test"}
+    for extra, modules in MODULES.items():
+        dists = {re.split(r"[<>=!~ \[]", d)[0] for d in extras[extra]}
+        assert {m.replace("_", "-") for m in modules} == dists, extra
+
+
+def test_a_master_with_http_off_runs_without_aiohttp() -> None:
+    """Only prometheus_client of the `master` extra: a real master process, without aiohttp,
+    on a real broker, until it serves; then a SIGTERM stops it."""
+    from conftest import need_mosquitto
+
+    need_mosquitto()
+    program = WITHOUT_THEM.replace(repr(OPTIONAL), repr(("aiohttp",))) + (
+        "from cluster.cli import main; main()"
+    )
+    from protocol.tooling.brokers import free_port
+
+    port = free_port()
+    broker = subprocess.Popen(["mosquitto", "-p", str(port)], stderr=subprocess.DEVNULL)
+    master = subprocess.Popen(
+        [sys.executable, "-c", program, "master", "--http", "off",
+         "--broker", f"mqtt://127.0.0.1:{port}"],
+        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert master.stderr is not None
+        for line in master.stderr:  # until it says it serves (or ends, with why)
+            assert "Traceback" not in line, line
+            assert "drfmesos[" not in line, line  # (an extra said to be missing)
+            if '"master.started"' in line:
+                break
+        else:
+            raise AssertionError(f"the master ended ({master.wait()}) before it served")
+        master.terminate()
+        assert master.wait(timeout=30) == 0
+    finally:
+        for proc in (master, broker):
+            proc.kill()
+            proc.wait()

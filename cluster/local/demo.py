@@ -26,7 +26,7 @@ from cluster.local.secure import as_principal, open_cluster_broker, provision
 from cluster.local.view import wait_state
 from frameworks.cli import executor_option
 from protocol import logs
-from protocol.extras import needs
+from protocol.extras import need_all
 from protocol.tooling.brokers import BrokerURL
 from protocol.tooling.cli import log_level_option, until_signalled
 from protocol.tooling.credentials import Store
@@ -115,6 +115,16 @@ async def run_demo(
             console.print("stopping the cluster ...", style="dim")
             await launcher.stop_all()
     return latest[0] if latest else None
+
+
+def demo_extras(broker: str, insecure: bool) -> list[str]:
+    """What the demo's own parts need: the master it starts (with its web UI), the broker
+    it runs in process, and the certificates of its throwaway credentials store."""
+    return [
+        "master",
+        *(["embedded"] if broker == "embedded" else []),
+        *([] if insecure else ["tls"]),
+    ]
 
 
 def web_ui_address(console: Console) -> str:
@@ -251,7 +261,8 @@ async def _tick(stop: asyncio.Event, seconds: float) -> None:
     "--broker",
     default="embedded",
     show_default=True,
-    help="'embedded', 'mosquitto', or mqtt://host:port of a running broker.",
+    help="'embedded' or 'mosquitto' (started here, with the demo's credentials and TLS), "
+    "or, with --insecure only, mqtt://host:port of a running broker.",
 )
 @click.option(
     "--time-scale",
@@ -300,9 +311,7 @@ def demo(
     """Run the blog's demo cluster: broker, master, 3 slaves, frameworks A, B, C."""
     if time_scale <= 0:
         raise click.BadParameter("--time-scale must be positive")
-    with needs("master"):  # the master it starts: say so here, not in its log after a wait
-        import aiohttp  # noqa: F401
-        import prometheus_client  # noqa: F401
+    need_all(*demo_extras(broker, insecure))  # all at once, before anything starts
     directory = run_dir or Path(tempfile.mkdtemp(prefix="drfmesos-demo-"))
     click.echo(f"logs and work dirs in {directory}", err=True)
     asyncio.run(

@@ -23,6 +23,7 @@ from typing import IO, Protocol
 
 from master.ha.registry import JournalStore, MemoryStore, Store
 from protocol import logs
+from protocol.transport.aio import cancel_and_wait, finish
 from protocol.transport.bus import Bus, BusRefused, first_of
 
 log = logs.get("leadership")
@@ -45,6 +46,9 @@ class Term:
     store: Store
     lost: asyncio.Event = field(default_factory=asyncio.Event)
     started: float = field(default_factory=time.monotonic)
+    # what the term put in ZooKeeper besides its election node, taken back at its end
+    # after the master stopped (a shutdown may skip them: the session's end removes them)
+    withdrawals: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 
 
 class Candidate(Protocol):
@@ -117,17 +121,25 @@ async def lead(candidate: Candidate, make_bus: Callable[[], Bus], serve: Serve) 
     """Campaign, serve the term, and again, until cancelled.
 
     `serve(bus, term)` starts the master on a connected bus stamped with the term's epoch
-    and returns how to stop it. When the term is lost (or the bus may not reconnect) the
-    master is stopped and the bus abandoned: nothing queued is sent any more.
+    and returns how to stop it (only this process's own parts: it is run to its end even
+    when a cancel lands meanwhile; what the term left in ZooKeeper goes in
+    `term.withdrawals`). When the term is lost (or the bus may not reconnect) the master
+    is stopped and the bus abandoned: nothing queued is sent any more.
+
+    A cancel (SIGTERM) ends this for good, whatever it lands on: the term's own stop is
+    finished first, and then nothing waits for ZooKeeper, whose session the candidate's
+    `close` ends (taking its ephemeral nodes with it).
     """
     while True:
+        if _stopping():  # a cancel that something under the last term swallowed
+            raise asyncio.CancelledError
         log.info("leadership.campaigning")
         term = await candidate.campaign()
         log.info("leadership.elected", epoch=term.epoch)
         bus = make_bus()
         bus.epoch = term.epoch
         bus.may_reconnect = candidate.still_leads
-        stop: Callable[[], Awaitable[None]] | None = None
+        stop: list[Callable[[], Awaitable[None]]] = []
         try:
             connecting = asyncio.ensure_future(bus.start(timeout=None))
             losing = asyncio.ensure_future(term.lost.wait())
@@ -138,12 +150,10 @@ async def lead(candidate: Candidate, make_bus: Callable[[], Bus], serve: Serve) 
             if connecting.done() and isinstance(connecting.exception(), BusRefused):
                 raise connecting.exception()  # type: ignore[misc]  # bad credentials: say so
             if connecting.done() and connecting.exception() is None:
-                stop = await serve(bus, term)
+                stop.append(await serve(bus, term))
                 await first_of(term.lost, bus.gave_up)
             else:
-                connecting.cancel()
-                with contextlib.suppress(BaseException):
-                    await connecting
+                await cancel_and_wait(connecting)  # (not `suppress`: our own cancel goes on)
             log.warning(
                 "leadership.lost",
                 epoch=term.epoch,
@@ -152,8 +162,20 @@ async def lead(candidate: Candidate, make_bus: Callable[[], Bus], serve: Serve) 
             )
         finally:
             term.lost.set()
-            with contextlib.suppress(Exception):
-                await bus.close(abandon=True)  # first: not one more message leaves
-            if stop is not None:
-                await stop()
-            await candidate.resign()
+            await finish(_stop_serving(bus, stop))
+            if not _stopping():  # else the candidate's close() ends the session instead
+                for withdraw in term.withdrawals:  # these may wait for ZooKeeper
+                    await withdraw()
+                await candidate.resign()
+
+
+async def _stop_serving(bus: Bus, stop: list[Callable[[], Awaitable[None]]]) -> None:
+    with contextlib.suppress(Exception):
+        await bus.close(abandon=True)  # first: not one more message leaves
+    for step in stop:
+        await step()
+
+
+def _stopping() -> bool:
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0

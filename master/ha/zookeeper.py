@@ -35,6 +35,7 @@ from protocol.transport.aio import cancel_and_wait
 
 log = logs.get("zookeeper")
 
+CONNECT_TIMEOUT = 15.0  # seconds a first connection may take before it is tried afresh
 MAX_BATCH = 500  # registry writes in one transaction (some 150 bytes each; ZooKeeper takes 1 MB)
 
 
@@ -239,15 +240,20 @@ class ZkCandidate:
         self._loop = asyncio.get_running_loop()
         self.client.add_listener(self._on_state)
         while True:
+            # not kazoo's blocking start(): nothing could cut its wait short, and a SIGTERM
+            # would wait for it; from start_async on, close() stops the client
+            await asyncio.to_thread(self.client.start_async)
+            self._started = True
+            if self.client.connected:
+                self._connected.set()
             try:
-                await asyncio.to_thread(self.client.start, 15)
-                break
-            except Exception as e:  # ZooKeeper not up yet: keep trying, as a standby would
-                log.warning("zookeeper.unreachable", hosts=self.url.hosts, error=str(e))
-                await asyncio.sleep(1.0)
-        self._started = True
-        if self.client.connected:
-            self._connected.set()
+                await asyncio.wait_for(self._connected.wait(), CONNECT_TIMEOUT)
+                return
+            except TimeoutError:  # ZooKeeper not up yet: keep trying, as a standby would
+                log.warning("zookeeper.unreachable", hosts=self.url.hosts)
+            await asyncio.to_thread(self.client.stop)  # (and start afresh: no long backoff)
+            self._started = False
+            await asyncio.sleep(1.0)
 
     async def campaign(self) -> Term:
         await self._start()
@@ -259,10 +265,10 @@ class ZkCandidate:
             try:
                 won = await asyncio.shield(acquiring)
             except asyncio.CancelledError:
+                # Stopping: wait for nothing ZooKeeper holds up (close() ends the session,
+                # our node with it, and fails the acquire's last calls).
                 lock.cancel()
-                with contextlib.suppress(BaseException):
-                    await acquiring
-                await asyncio.to_thread(_release, lock)
+                acquiring.add_done_callback(_retrieved)
                 raise
             except KazooException as e:
                 log.warning("zookeeper.election_failed", error=repr(e))
@@ -335,16 +341,26 @@ class ZkCandidate:
             await asyncio.to_thread(_release, lock)
 
     async def close(self) -> None:
-        await self.resign()
+        """End the session: its ephemeral nodes (the election's, the MasterInfo) go with
+        it, and a call still waiting for an unreachable ZooKeeper fails at once, so a
+        master stops promptly whether or not ZooKeeper answers (kazoo gives up connecting
+        within its connection timeout)."""
+        self._term = None
         if self._started:
             await asyncio.to_thread(self.client.stop)
             await asyncio.to_thread(self.client.close)
             self._started = False
+        await self.resign()  # (the lock's own state: ZooKeeper's is gone with the session)
 
 
 def _release(lock: Lock) -> None:
     with contextlib.suppress(Exception):
         lock.release()
+
+
+def _retrieved(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()  # (an acquire cut short by close(): nothing to say)
 
 
 __all__ = ["Fenced", "LeadershipError", "ZkCandidate", "ZkStore", "ZkURL"]

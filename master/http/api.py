@@ -23,7 +23,7 @@ from aiohttp import web
 from master.books import SLAVE_SORTS, TASK_SORTS
 from master.calls.files import FileReadError
 from master.http.auth import PrincipalAuth
-from master.http.config import HttpConfig
+from master.http.config import HttpConfig, address_of
 from master.http.log import ClientErrors
 from master.http.metrics import registry_for
 from master.http.models import (
@@ -256,7 +256,7 @@ class HttpApi:
                 master_id=m.master_id,
                 slaves=counts.slaves,
                 frameworks=counts.frameworks,
-                leader=m.web_ui,
+                leader=address_of(m.web_ui),
                 backlog=backlog.messages,
                 oldest_wait_seconds=round(backlog.oldest_wait, 3),
                 last_wait_seconds=round(backlog.last_wait, 3),

@@ -16,3 +16,9 @@ class HttpConfig:
     key: Path | None = None
     # /health says `behind` once the oldest unhandled message has waited this long
     max_backlog_age: float | None = 5.0
+
+
+def address_of(url: str) -> str:
+    """`http://HOST:PORT/` -> `HOST:PORT`: a master's address as `--http` takes it and as a
+    standby knows its leader's (from the election), whichever scheme it serves."""
+    return url.split("//")[-1].rstrip("/")

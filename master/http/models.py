@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from protocol.wire.messages import ClusterEvent, FrameworkView, Offer, RoleView, SlaveView, TaskView
 
@@ -112,7 +112,13 @@ class Health(BaseModel):
     slaves: int = 0
     frameworks: int = 0
     elected: bool = True  # False on a standby
-    leader: str = ""  # the leading master's HTTP address, if known
+    leader: str = Field(
+        "",
+        description="The leading master's HTTP address, HOST:PORT as --http takes it, on "
+        "the leader and on a standby alike; empty while none is known.",
+        # documented, not enforced: a liveness answer must not fail over its form
+        json_schema_extra={"pattern": r"^([^/]+:[0-9]+)?$"},
+    )
     backlog: int = 0  # messages received, not yet handled
     oldest_wait_seconds: float = 0.0  # how long the oldest of them has waited
     last_wait_seconds: float = 0.0  # how long the message handled last had waited

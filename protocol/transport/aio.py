@@ -1,13 +1,16 @@
-"""asyncio helpers every party's shell uses: cancelling a task for good, waiting for the
-first of several events, and running a callback in the background with its error logged."""
+"""asyncio helpers every party's shell uses: cancelling a task for good, finishing a step
+that a cancel must not cut halfway, waiting for the first of several events, and running a
+callback in the background with its error logged."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable
-from typing import Any
+from typing import Any, TypeVar
 
 from protocol.transport.base import BusClosed
+
+T = TypeVar("T")
 
 
 async def cancel_and_wait(task: asyncio.Task[Any], timeout: float = 5.0) -> None:
@@ -25,6 +28,25 @@ async def cancel_and_wait(task: asyncio.Task[Any], timeout: float = 5.0) -> None
             break
     if task.done() and not task.cancelled():
         task.exception()  # mark retrieved: errors were logged where they happened
+
+
+async def finish(step: Awaitable[T]) -> T:
+    """Run `step` to its end even if the caller is cancelled meanwhile, then let the cancel
+    go on: a stop cut halfway (a master's loops left running) is worse than a late one, so
+    only steps that need nothing outside this process belong here."""
+    task = asyncio.ensure_future(step)
+    cancelled = False
+    while True:
+        try:
+            result = await asyncio.shield(task)
+            break
+        except asyncio.CancelledError:
+            if task.done():  # the step itself was cancelled, not us
+                raise
+            cancelled = True
+    if cancelled:
+        raise asyncio.CancelledError
+    return result
 
 
 async def first_of(*events: asyncio.Event, timeout: float | None = None) -> None:
