@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from master.allocation.quota import ancestors_or_self
 from master.allocation.sorter import Millis
 from protocol.wire.resources import dominant_share
 
@@ -82,9 +83,13 @@ class Cluster:
 
     def may_lose(self, task: RunningTask, claimant: str | None = None) -> bool:
         """A victim may lose `task` only if it is over its fair share, and where it meets
-        the claimant (itself, or its role against the claimant's role) it stays at or
-        above the fair share there. Three frameworks of one role, each over its part of
-        the role's share, may each give up a task while the role as a whole is over."""
+        the claimant it stays at or above the fair share there: itself, within one role;
+        its role (or pool) when the claimant's is another, which must then be below its
+        own fair share -- roles compete there, and a role at or above its share takes
+        nothing from another (else two roles over their shares, with room a third cannot
+        use, would take the same task from each other for ever). Three frameworks of one
+        role, each over its part of the role's share, may each give up a task while the
+        role as a whole is over and the claimant's is under."""
         f = task.framework_id
         if self.over(f) <= EPSILON:
             return False
@@ -93,5 +98,25 @@ class Cluster:
             held, fair = self.held.get(f, {}), self.fair.get(f, 0.0)
         else:
             held, fair = self.group_standing(group)
+            if claimant is not None and not self._short_where_they_meet(claimant, len(group)):
+                return False
         after = {n: v - task.resources.get(n, 0) for n, v in held.items()}
         return dominant_share(after, self.total) >= fair - EPSILON
+
+    def _short_where_they_meet(self, claimant: str, depth: int) -> bool:
+        """Whether the claimant's branch, at the depth where it meets a victim's, holds
+        less than its fair share there."""
+        mine = self.paths.get(claimant, (claimant,))[:depth]
+        if mine[-1:] == (claimant,):
+            return self.over(claimant) < -EPSILON
+        held, fair = self.group_standing(mine)
+        return dominant_share(held, self.total) < fair - EPSILON
+
+
+def planning_path(role: str, framework_id: str, tree: bool) -> tuple[str, ...]:
+    """Where a framework stands in the tree fairness is kept in, root first, as the ideal
+    places it: under its role's nodes; under a tree policy a framework of the default
+    role (`*`, or none) stands alone at the root, as the ideal's users do."""
+    if tree and role in ("*", ""):
+        return (framework_id,)
+    return (*ancestors_or_self(role, tree), framework_id)

@@ -24,7 +24,7 @@ from functools import lru_cache
 from typing import Any
 
 from master.allocation.ideal import User, exact, ideal
-from master.allocation.planning import EPSILON, Cluster, RunningTask
+from master.allocation.planning import EPSILON, Cluster, RunningTask, planning_path
 from master.allocation.quota import ancestors_or_self, gap
 from master.allocation.sorter import Millis
 from protocol.wire.resources import SCALE, dominant_share
@@ -360,7 +360,7 @@ class Preemption:
             for f, resources in self.fair_resources.items()
         }
         cluster.paths = {
-            c.framework_id: (*ancestors_or_self(c.role, tree), c.framework_id) for c in contenders
+            c.framework_id: planning_path(c.role, c.framework_id, tree) for c in contenders
         }
         wanted: list[tuple[float, Contender, str | None]] = []
         wanted += self._fair_share_claims(contenders, cluster, now)
