@@ -8,6 +8,7 @@ message that tools read.
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -32,6 +33,7 @@ from protocol.wire.messages import (
 )
 from protocol.wire.resources import Resources
 
+RELAYED_KEPT = 8  # a task's last forwarded updates remembered, to know a re-send
 COMPLETED = 50  # removed frameworks kept for the API, as Mesos's --max_completed_frameworks
 
 
@@ -49,7 +51,9 @@ class Task:
     # its resources went back to the pool: it ended, or its slave's latest state says it
     # did while its terminal update waits behind ones its framework has not acknowledged
     freed: bool = False
-    relayed: list[str] = field(default_factory=list)  # its slave's updates' uuids, forwarded
+    # its slave's last updates' uuids, forwarded: a slave re-sends only its stream's head
+    # (and, after a crash, the one acknowledged just before), so a few are enough
+    relayed: deque[str] = field(default_factory=lambda: deque(maxlen=RELAYED_KEPT))
 
     @property
     def task_id(self) -> str:

@@ -209,6 +209,20 @@ async def test_a_duplicate_or_stale_update_is_acknowledged_and_dropped(cluster: 
     assert cluster.master.books.frameworks[fw.framework_id].tasks[task_id].state == R
 
 
+async def test_an_update_after_the_masters_own_killing_mark_is_heard(cluster: Cluster) -> None:
+    """The master marks a task KILLING when it sends a kill (a preemption's) and tells
+    nobody: an update its slave sends meanwhile (RUNNING again, say a health change, or
+    the task's first RUNNING if it was doomed while STARTING) is still news to its
+    framework, not a stale one."""
+    fw, slave, task_id = await launched(cluster)
+    [running] = [u.status for u in fw.inbox.of(Update) if u.status.task_id == task_id]
+    await fw.acknowledge(running)
+    task = cluster.master.books.frameworks[fw.framework_id].tasks[task_id]
+    task.state = TaskState.KILLING  # (as master.preemptor does at a kill's deadline)
+    again = await report(slave, TaskState.RUNNING)
+    await fw.inbox.wait_for(Update, lambda u: u.status.uuid == again)
+
+
 class SlowAcker(Recorder):
     """Acknowledges an update only once the master has sent it twice (a busy framework)."""
 

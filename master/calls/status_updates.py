@@ -18,7 +18,7 @@ from master.authz import Caller
 from master.books import Framework, Task
 from master.shell import MasterShell
 from master.task_states import regresses
-from protocol.wire.messages import StatusUpdate, Update
+from protocol.wire.messages import StatusUpdate, TaskState, Update
 
 
 class StatusUpdates:
@@ -110,7 +110,7 @@ class StatusUpdates:
             return False  # (a master that restarted: forwarded, as Mesos does)
         if status.uuid and status.uuid in task.relayed:
             why = "duplicate"
-        elif task.task_id in fw.tasks and regresses(status.state, task.state):
+        elif task.task_id in fw.tasks and regresses(status.state, heard_state(task)):
             why = "stale"
         else:
             return False
@@ -120,7 +120,13 @@ class StatusUpdates:
             framework_id=fw.framework_id,
             task_id=status.task_id,
             state=status.state,
-            heard=task.state,
+            heard=heard_state(task),
         )
         self._latest_state(fw, fw.tasks.get(status.task_id), msg)
         return True
+
+
+def heard_state(task: Task) -> TaskState:
+    """The state a task's framework last heard: not the master's own KILLING, which it
+    marks when it sends a kill (a preemption's) and which no update told anyone."""
+    return task.status.state if task.status is not None else TaskState.STAGING
