@@ -64,9 +64,11 @@ class OwedUpdates:
 
     async def send(self, update: StatusUpdate) -> None:
         """Write the update down, then send it if it heads its task's stream (it is owed
-        until acknowledged). One that waits behind an unacknowledged update makes that
-        one go again at once if it ends the task: the master frees the task's resources
-        on its `latest_state` without waiting for the acknowledgement."""
+        until acknowledged). One that ends the task behind an unacknowledged update has
+        that one go again within `resend_after`, whatever its backoff: its `latest_state`
+        frees the task's resources at the master without waiting for the framework.
+        Usually the acknowledgement comes first, and the end goes then, with no re-send:
+        re-sending at once doubled a short task's messages (e2e: a fifth fewer tasks/s)."""
         uuid = update.status.uuid or ""
         key = (update.framework_id, update.status.task_id)
         await self.journal.put(uuid, update.model_dump(mode="python"))
@@ -74,8 +76,9 @@ class OwedUpdates:
         head = self._streams[key][0]
         if head == uuid:
             self._post(uuid)
-        elif update.status.state.terminal:
-            self._post(head)  # (its re-send schedule is left as it was)
+        elif update.status.state.terminal and head in self._resend_at:
+            when, backoff = self._resend_at[head]
+            self._resend_at[head] = (min(when, time.monotonic() + self.resend_after), backoff)
 
     def acknowledged(self, uuid: str) -> None:
         """The master has it acknowledged: forget it, and send the next of its stream."""

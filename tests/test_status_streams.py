@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -73,8 +74,9 @@ async def test_only_the_head_is_in_flight_retried_and_the_next_goes_on_its_ack(
     await updates.send(running)
     assert bus.took() == []  # it waits behind STARTING
     await updates.send(finished)
-    # the task's end goes at once, on the head: the master frees its resources now
-    assert bus.took() == [(S, F)]
+    # the task's end rides on the head's next re-send (unless STARTING's acknowledgement
+    # comes first): the master frees its resources then
+    assert bus.took() == []
     other = update("t2", R)
     await updates.send(other)
     assert bus.took() == [(R, R)]  # another task's stream does not wait
@@ -91,6 +93,26 @@ async def test_only_the_head_is_in_flight_retried_and_the_next_goes_on_its_ack(
     updates.acknowledged(other.status.uuid or "")
     assert len(updates) == 0
     assert bus.took() == []
+    await updates.close()
+
+
+async def test_a_tasks_end_behind_a_backed_off_head_goes_within_resend_after(
+    tmp_path: Path,
+) -> None:
+    """A head its framework has not acknowledged for a while is re-sent ever later (up to
+    30 s); the task's end queued behind it brings its next re-send within `resend_after`
+    (1 s here), carrying the end as its latest state."""
+    bus = Posts()
+    updates = owed(bus, tmp_path / "updates.journal")
+    running, finished = update("t", R), update("t", F)
+    await updates.send(running)
+    for _ in range(6):  # unacknowledged: its backoff grows past resend_after
+        updates.resend_due(float("inf"))
+    bus.took()
+    await updates.send(finished)
+    assert bus.took() == []
+    updates.resend_due(time.monotonic() + 1.0 + 0.01)
+    assert bus.took() == [(R, F)]
     await updates.close()
 
 
