@@ -72,6 +72,8 @@ class OwedUpdates:
         uuid = update.status.uuid or ""
         key = (update.framework_id, update.status.task_id)
         await self.journal.put(uuid, update.model_dump(mode="python"))
+        if uuid not in self.journal:
+            return  # its framework was forgotten while it was being written: nothing owed
         self._join(uuid, key)
         head = self._streams[key][0]
         if head == uuid:

@@ -7,6 +7,7 @@ in-memory transport."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import itertools
 import time
@@ -113,6 +114,34 @@ async def test_a_tasks_end_behind_a_backed_off_head_goes_within_resend_after(
     assert bus.took() == []
     updates.resend_due(time.monotonic() + 1.0 + 0.01)
     assert bus.took() == [(R, F)]
+    await updates.close()
+
+
+async def test_an_update_written_as_its_framework_is_forgotten_is_not_owed(
+    tmp_path: Path,
+) -> None:
+    """The framework is forgotten (shut down) while its update is being written: the
+    update is not left as a stream's head that nothing will ever acknowledge."""
+    bus = Posts()
+    updates = owed(bus, tmp_path / "updates.journal")
+    running = update("t", R)
+    written, go_on = asyncio.Event(), asyncio.Event()
+    append = updates.journal._append
+
+    async def slow_disk(record: Any) -> None:  # the put waits here, on its way to the disk
+        written.set()
+        await go_on.wait()
+        await append(record)
+
+    updates.journal._append = slow_disk  # type: ignore[method-assign]
+    sending = asyncio.create_task(updates.send(running))
+    await written.wait()
+    updates.journal._append = append  # type: ignore[method-assign]
+    await updates.forget_framework(FW)
+    go_on.set()
+    await sending
+    assert updates.in_flight() == []
+    assert len(updates) == 0
     await updates.close()
 
 
