@@ -8,15 +8,13 @@ in-memory transport."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from test_master import GB, Cluster
+from test_master import cluster as cluster  # (the fixture: a master in process)
 
 from frameworks import Resources, SchedulerDriver, TaskState, TaskStatus, build_task
 from master.master import MasterConfig
@@ -165,14 +163,6 @@ async def test_a_restarted_slave_keeps_each_stream_in_order(tmp_path: Path) -> N
         assert [u.status.uuid for u in bus.sent] == [after.status.uuid]
         bus.took()
     await again.close()
-
-
-@pytest.fixture
-async def cluster() -> AsyncIterator[Cluster]:
-    async with contextlib.AsyncExitStack() as stack:
-        c = Cluster(stack)
-        await c.start_master()
-        yield c
 
 
 async def launched(cluster: Cluster) -> tuple[FakeFramework, FakeSlave, str]:
