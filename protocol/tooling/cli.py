@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, TypeVar
 
@@ -107,19 +107,27 @@ def cluster_option(func: F) -> F:
     )(func)
 
 
-async def until_signalled(stop: asyncio.Event | None = None) -> None:
-    """Wait for SIGINT or SIGTERM (or `stop`)."""
-    stop = stop or asyncio.Event()
+@contextlib.contextmanager
+def signals_set(stop: asyncio.Event) -> Iterator[None]:
+    """SIGINT and SIGTERM set `stop` from now until the block ends (then they act as
+    they would without us again)."""
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
     try:
-        await stop.wait()
+        yield
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.remove_signal_handler(sig)
+
+
+async def until_signalled(stop: asyncio.Event | None = None) -> None:
+    """Wait for SIGINT or SIGTERM (or `stop`)."""
+    stop = stop or asyncio.Event()
+    with signals_set(stop):
+        await stop.wait()
 
 
 def run_party(broker: str, party: Callable[[BrokerURL], Coroutine[Any, Any, None]]) -> None:
@@ -133,9 +141,13 @@ def run_party(broker: str, party: Callable[[BrokerURL], Coroutine[Any, Any, None
 
     async def main() -> None:
         async with open_broker(broker, **extras) as url:
-            task = asyncio.create_task(party(url))
-            signalled = asyncio.create_task(until_signalled())
-            done, _ = await asyncio.wait({task, signalled}, return_when=asyncio.FIRST_COMPLETED)
+            stop = asyncio.Event()
+            # the handlers are set before the party's first step: a signal as soon as it
+            # logs anything is its stop, not the default end of the process
+            with signals_set(stop):
+                task = asyncio.create_task(party(url))
+                signalled = asyncio.create_task(stop.wait())
+                done, _ = await asyncio.wait({task, signalled}, return_when=asyncio.FIRST_COMPLETED)
             for t in (task, signalled):
                 if not t.done():
                     t.cancel()
