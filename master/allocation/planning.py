@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from master.allocation.quota import ancestors_or_self
 from master.allocation.sorter import Millis
-from protocol.wire.resources import dominant_share
+from protocol.wire.resources import add_millis, dominant_share
 
 EPSILON = 1e-9
 
@@ -66,19 +66,25 @@ class Cluster:
         held: Millis = {}
         fair: Millis = {}
         for f in members:
-            for n, v in self.held.get(f, {}).items():
-                held[n] = held.get(n, 0) + v
-            for n, v in self.fair_held.get(f, {}).items():
-                fair[n] = fair.get(n, 0) + v
+            add_millis(held, self.held.get(f, {}))
+            add_millis(fair, self.fair_held.get(f, {}))
         return held, dominant_share(fair, self.total)
+
+    def _alone(self, node: tuple[str, ...], framework_id: str) -> bool:
+        """Whether `node` is the framework itself (not a role or pool it is in)."""
+        return node[-1:] == (framework_id,) or framework_id not in self.paths
+
+    def _at(self, node: tuple[str, ...], framework_id: str) -> tuple[Millis, float]:
+        """What `node` (the framework, or a role or pool of its) holds, and its fair
+        dominant share."""
+        if self._alone(node, framework_id):
+            return self.held.get(framework_id, {}), self.fair.get(framework_id, 0.0)
+        return self.group_standing(node)
 
     def standing(self, task: RunningTask, claimant: str | None = None) -> tuple[float, float]:
         """How far over its fair share the victim's group is, then the victim itself."""
         f = task.framework_id
-        group = self.group(f, claimant)
-        if group[-1:] == (f,) or f not in self.paths:
-            return self.over(f), self.over(f)
-        held, fair = self.group_standing(group)
+        held, fair = self._at(self.group(f, claimant), f)
         return dominant_share(held, self.total) - fair, self.over(f)
 
     def may_lose(self, task: RunningTask, claimant: str | None = None) -> bool:
@@ -94,23 +100,14 @@ class Cluster:
         if self.over(f) <= EPSILON:
             return False
         group = self.group(f, claimant)
-        if group[-1:] == (f,) or f not in self.paths:
-            held, fair = self.held.get(f, {}), self.fair.get(f, 0.0)
-        else:
-            held, fair = self.group_standing(group)
-            if claimant is not None and not self._short_where_they_meet(claimant, len(group)):
-                return False
+        if claimant is not None and not self._alone(group, f):
+            mine = self.paths.get(claimant, (claimant,))[: len(group)]
+            held, fair = self._at(mine, claimant)
+            if dominant_share(held, self.total) >= fair - EPSILON:
+                return False  # the claimant's branch is not short where they meet
+        held, fair = self._at(group, f)
         after = {n: v - task.resources.get(n, 0) for n, v in held.items()}
         return dominant_share(after, self.total) >= fair - EPSILON
-
-    def _short_where_they_meet(self, claimant: str, depth: int) -> bool:
-        """Whether the claimant's branch, at the depth where it meets a victim's, holds
-        less than its fair share there."""
-        mine = self.paths.get(claimant, (claimant,))[:depth]
-        if mine[-1:] == (claimant,):
-            return self.over(claimant) < -EPSILON
-        held, fair = self.group_standing(mine)
-        return dominant_share(held, self.total) < fair - EPSILON
 
 
 def planning_path(role: str, framework_id: str, tree: bool) -> tuple[str, ...]:
