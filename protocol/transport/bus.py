@@ -338,7 +338,14 @@ class Bus:
         self._waiting[:0] = lost
 
     def post(
-        self, topic: str, message: Wire, *, qos: int = 1, retain: bool = False, lazy: bool = False
+        self,
+        topic: str,
+        message: Wire,
+        *,
+        qos: int = 1,
+        retain: bool = False,
+        lazy: bool = False,
+        alone: bool = False,
     ) -> None:
         """Publish in the background (same guarantees as `publish`, without waiting).
 
@@ -350,8 +357,17 @@ class Bus:
 
         `lazy`: for what only observers read (the event stream). It is gathered for
         `LAZY_DELAY` and sent as one batch, off the path of the calls being handled.
+
+        `alone`: in a payload of its own, after what was posted before it: for a message
+        whose items fill what its receiver takes in one payload (a master takes at most
+        4,096 calls and list items in a framework's), which a batch would take past it.
         """
         self.stats["posted"] += 1
+        if alone:
+            if self._outbox:
+                self._flush(now=True)  # what was posted before goes first
+            self._send(Outgoing(topic, encode(message, self.inbox, self.epoch), qos, retain))
+            return
         if retain:
             self._send(Outgoing(topic, encode(message, self.inbox, self.epoch), qos, True))
             return
