@@ -29,9 +29,9 @@ class DriverError(RuntimeError):
 
 def reconcile_calls(framework_id: str, tasks: Iterable[TaskStatus | str]) -> list[Reconcile]:
     """The Reconcile calls that ask about `tasks` (by status or id; none: all of them):
-    one per MAX_RECONCILE_TASKS, what one call may ask. The driver sends each in a payload
-    of its own, as the master reads at most that many items in one payload: a framework
-    reconciling its 100,000 tasks after a failover sends 25 of them."""
+    one per MAX_RECONCILE_TASKS, what one call may ask: a framework reconciling its
+    100,000 tasks after a failover sends 25 of them (the bus sends each in a payload of
+    its own, see protocol.transport.batching)."""
     wanted = [
         ReconcileTask(task_id=t)
         if isinstance(t, str)

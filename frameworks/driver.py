@@ -325,13 +325,13 @@ class SchedulerDriver:
             raise DriverError("the driver is not subscribed: call start() first")
         return self.bus
 
-    def _call(self, call: Wire, *, alone: bool = False) -> None:
+    def _call(self, call: Wire) -> None:
         """Send a call to the master without waiting for the broker, as the Mesos driver's
         calls return at once: the bus sends it at least once and in order with the other
         calls, across reconnects (`stop` waits for what is still on its way). A callback
         that makes several calls -- launch, then suppress -- is not held up by the broker's
         acknowledgement of each, nor are the events that follow it."""
-        self._call_bus().post(self.to_master, call, alone=alone)
+        self._call_bus().post(self.to_master, call)
 
     @made_at_once
     def launch_tasks(
@@ -463,7 +463,7 @@ class SchedulerDriver:
         if self._stopped.is_set():
             return  # as the Mesos driver: calls after stop() do nothing
         for call in reconcile_calls(self.framework_id or "", tasks):
-            self._call(call, alone=True)
+            self._call(call)
 
     @made_at_once
     def send_framework_message(self, executor_id: str, slave_id: str, data: bytes) -> None:

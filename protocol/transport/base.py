@@ -84,14 +84,7 @@ class Transport(Protocol):
     async def unsubscribe(self, topic: str) -> None: ...
 
     def post(
-        self,
-        topic: str,
-        message: Wire,
-        *,
-        qos: int = 1,
-        retain: bool = False,
-        lazy: bool = False,
-        alone: bool = False,
+        self, topic: str, message: Wire, *, qos: int = 1, retain: bool = False, lazy: bool = False
     ) -> None: ...
 
     async def publish(

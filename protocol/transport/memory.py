@@ -231,16 +231,9 @@ class MemoryTransport:
 
     # -- publishing ----------------------------------------------------------------------------
     def post(
-        self,
-        topic: str,
-        message: Wire,
-        *,
-        qos: int = 1,
-        retain: bool = False,
-        lazy: bool = False,
-        alone: bool = False,
+        self, topic: str, message: Wire, *, qos: int = 1, retain: bool = False, lazy: bool = False
     ) -> None:
-        self.stats["posted"] += 1  # (every post is a payload of its own here)
+        self.stats["posted"] += 1
         self._publish(topic, encode(message, self.inbox, self.epoch), retain)
 
     async def publish(
