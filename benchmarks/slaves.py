@@ -56,6 +56,7 @@ HEARTBEATS_REACHING = 0.95  # of those sent, at least this share reaches the mas
 PHASE_TIMEOUT = 300.0  # seconds any phase may take before the run is called failed
 CAUGHT_UP = 1.0  # seconds behind, at most, for the master to count as caught up
 POLL = 2.0  # seconds between looks at the master's /metrics (each walks its slaves)
+LAUNCH_RATE = 100  # tasks a second, at least, for the launch phase's time
 FAILOVER_BOUND = 60.0  # seconds from the kill: every slave back, every task answered
 SLAVE = Resources(cpus=4, mem=4096)  # each simulated slave's
 
@@ -300,7 +301,9 @@ class Run:
         )
         started = time.perf_counter()
         await self.frameworks.start()
-        await self.frameworks.all_running(PHASE_TIMEOUT)
+        # (launching through offers runs at a few hundred tasks a second here: 100,000
+        # take minutes, so this phase gets a second per LAUNCH_RATE tasks, at least)
+        await self.frameworks.all_running(max(PHASE_TIMEOUT, args.tasks / LAUNCH_RATE))
         await self.tasks_back(leader, started)
         running_s = time.perf_counter() - started
         rss = leader.rss_mb()
