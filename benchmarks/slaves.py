@@ -11,13 +11,20 @@ each its own principal and connection, as separate machines would be. It measure
 - over `--window` seconds of steady state: heartbeats the leader handled a second, beside
   the heartbeats the slaves sent in the same window (counted by a listener on the
   slaves' topics: what reached the broker), the leader's CPU share and RSS;
+- with `--tasks` (default: 2 a slave), `--frameworks` SDK frameworks launch them through
+  offers (`benchmarks.failover_tasks`): `tasks_running_s`, from the frameworks' start
+  until the leader and the frameworks have every task RUNNING; the leader's RSS per task;
 - `failover_reregistered_s`: the leader is killed (SIGKILL); from then until the new
-  leader has every slave connected again;
+  leader has every slave connected again; `failover_tasks`: the tasks the new leader
+  holds then (every framework's back); `reconciled_s`: from the kill until every task
+  of every framework was answered RUNNING by the frameworks' reconciliation with the
+  new leader; `tasks_lost`: updates of any other state (LOST, GONE, ...) they heard;
 - `lost_slaves`: slaves the leaders removed or did not have back at the end.
 
 The last line of output is one JSON object (`--json`: that line alone on stdout). It exits
-1 when a slave is lost, or fewer than 95% of the heartbeats sent reached the master, or
-a phase did not finish in its time: a dead cluster never prints a table of zeros.
+1 when a slave or a task is lost, or fewer than 95% of the heartbeats sent reached the
+master, or a phase did not finish in its time (the failover's re-registration and
+reconciliation: FAILOVER_BOUND): a dead cluster never prints a table of zeros.
 """
 
 from __future__ import annotations
@@ -35,11 +42,13 @@ import urllib.request
 from dataclasses import dataclass
 
 from benchmarks.common import table
+from benchmarks.failover_tasks import Frameworks, task_size
 from cluster.testing.zookeeper import ZooKeeperServer
 from protocol import logs
 from protocol.tooling.brokers import MosquittoBroker, free_port
 from protocol.transport.bus import Bus
 from protocol.wire.messages import Heartbeats, Wire
+from protocol.wire.resources import Resources
 from protocol.wire.topics import Topics
 from slave.cli import raise_fd_limit
 
@@ -47,6 +56,9 @@ HEARTBEATS_REACHING = 0.95  # of those sent, at least this share reaches the mas
 PHASE_TIMEOUT = 300.0  # seconds any phase may take before the run is called failed
 CAUGHT_UP = 1.0  # seconds behind, at most, for the master to count as caught up
 POLL = 2.0  # seconds between looks at the master's /metrics (each walks its slaves)
+LAUNCH_RATE = 100  # tasks a second, at least, for the launch phase's time
+FAILOVER_BOUND = 60.0  # seconds from the kill: every slave back, every task answered
+SLAVE = Resources(cpus=4, mem=4096)  # each simulated slave's
 
 
 @dataclass
@@ -87,7 +99,7 @@ class MasterProcess:
         return float("nan")
 
 
-def metric(scraped: dict[str, float], name: str, **labels: str) -> float:
+def metric(scraped: dict[str, float], name: str, /, **labels: str) -> float:
     """The sum of `name`'s samples whose labels include `labels`."""
     total = 0.0
     for key, value in scraped.items():
@@ -109,6 +121,7 @@ class Run:
         self.masters: list[MasterProcess] = []
         self.slaves: list[asyncio.subprocess.Process] = []
         self.work = tempfile.mkdtemp(prefix="drfmesos-bench-slaves-")
+        self.frameworks: Frameworks | None = None
         self.env = {**os.environ, "PYTHONPATH": os.getcwd()}
 
     async def start_master(self, name: str) -> None:
@@ -157,7 +170,7 @@ class Run:
                     str(n),
                     "--simulated-tasks",
                     "--resources",
-                    "cpus:4;mem:4096",
+                    ";".join(f"{name}:{amount:g}" for name, amount in SLAVE.items()),
                     "--work-dir",
                     f"{self.work}/rack{i}",
                     "--registration-backoff-factor",
@@ -266,17 +279,86 @@ class Run:
         result.update({k: round(v, 1) for k, v in (await self.steady(leader)).items()})
         rss = float(result["master_rss_mb"])  # type: ignore[arg-type]
         result["master_rss_kb_per_slave"] = round(rss * 1024 / args.count, 2)
+        if args.tasks:
+            result.update(await self.launch(leader, rss))
         if self.zk is not None:
-            leader.proc.kill()
-            await leader.proc.wait()
-            killed = time.perf_counter()
-            new = await self.leader()
-            result["failover_reregistered_s"] = round(await self.all_back(new, killed), 1)
+            result.update(await self.failover(leader))
         result["lost_slaves"] = await self.lost()
+        if self.frameworks is not None:
+            result.update(self.frameworks.counts())
+        return result
+
+    async def launch(self, leader: MasterProcess, rss_before: float) -> dict[str, object]:
+        """The frameworks launch the tasks; until the leader and they have all RUNNING."""
+        args = self.args
+        per_slave = -(-args.tasks // args.count)
+        self.frameworks = Frameworks(
+            self.broker.url.url,
+            self.cluster,
+            args.frameworks,
+            args.tasks,
+            task_size(SLAVE, per_slave),
+        )
+        started = time.perf_counter()
+        await self.frameworks.start()
+        # (launching through offers runs at a few hundred tasks a second here: 100,000
+        # take minutes, so this phase gets a second per LAUNCH_RATE tasks, at least)
+        await self.frameworks.all_running(max(PHASE_TIMEOUT, args.tasks / LAUNCH_RATE))
+        await self.tasks_back(leader, started)
+        running_s = time.perf_counter() - started
+        rss = leader.rss_mb()
+        return {
+            "tasks": args.tasks,
+            "tasks_running_s": round(running_s, 1),
+            "master_rss_mb_with_tasks": round(rss, 1),
+            "master_rss_kb_per_task": round((rss - rss_before) * 1024 / args.tasks, 2),
+        }
+
+    async def tasks_back(self, leader: MasterProcess, since: float) -> float:
+        """Seconds from `since` until `leader` holds every task, each framework its own."""
+        assert self.frameworks is not None
+        want = {f.name: f.target for f in self.frameworks.fillers}
+        have: dict[str, float] = {}
+        while time.perf_counter() - since < PHASE_TIMEOUT:
+            scraped = await leader.scrape()
+            have = {n: metric(scraped, "drfmesos_framework_tasks", name=n) for n in want}
+            if all(have[n] >= want[n] for n in want):
+                return time.perf_counter() - since
+            await asyncio.sleep(POLL)
+        raise TimeoutError(f"the leader holds {have} tasks of {want} after {PHASE_TIMEOUT:.0f}s")
+
+    async def failover(self, leader: MasterProcess) -> dict[str, object]:
+        """Kill the leader; the new one's slaves, tasks and the frameworks' reconciliation."""
+        if self.frameworks is not None:
+            self.frameworks.expect_failover()
+        leader.proc.kill()
+        await leader.proc.wait()
+        killed = time.perf_counter()
+        new = await self.leader()
+        result: dict[str, object] = {}
+        result["failover_reregistered_s"] = round(await self.all_back(new, killed), 1)
+        if self.frameworks is None:
+            return result
+        result["failover_tasks_s"] = round(await self.tasks_back(new, killed), 1)
+        scraped = await new.scrape()
+        result["failover_tasks"] = int(metric(scraped, "drfmesos_framework_tasks"))
+        left = max(1.0, PHASE_TIMEOUT - (time.perf_counter() - killed))
+        try:
+            await self.frameworks.all_answered(left)
+        except TimeoutError:
+            answered = self.frameworks.counts()["tasks_answered"]
+            raise TimeoutError(
+                f"{answered} of {self.args.tasks} tasks answered by reconciliation "
+                f"{PHASE_TIMEOUT:.0f}s after the kill"
+            ) from None
+        result["reconciled_s"] = round(time.perf_counter() - killed, 1)
         return result
 
     async def stop(self) -> None:
         """Every process told at once (10,000 slaves take a while to stop), then waited for."""
+        if self.frameworks is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.frameworks.stop(), 30)
         procs = [p for p in [*self.slaves, *(m.proc for m in self.masters)] if p.returncode is None]
         for proc in procs:
             proc.terminate()
@@ -299,6 +381,14 @@ def verdict(result: dict[str, object]) -> list[str]:
         problems.append(str(result["error"]))
     if result.get("lost_slaves"):
         problems.append(f"{result['lost_slaves']} slaves lost")
+    if result.get("tasks_lost"):
+        problems.append(f"{result['tasks_lost']} tasks lost: {result['tasks_lost_by_state']}")
+    for phase in ("failover_reregistered_s", "reconciled_s"):
+        took = float(result.get(phase, 0))  # type: ignore[arg-type]
+        if took > FAILOVER_BOUND:
+            problems.append(f"{phase}: {took:.1f}s, over {FAILOVER_BOUND:.0f}s")
+    if "failover_tasks" in result and result["failover_tasks"] != result.get("tasks"):
+        problems.append(f"the new leader holds {result.get('failover_tasks')} tasks")
     sent = float(result.get("expected_heartbeats_per_s", 0))  # type: ignore[arg-type]
     got = float(result.get("heartbeats_per_s", 0))  # type: ignore[arg-type]
     if not sent or got < HEARTBEATS_REACHING * sent:
@@ -336,10 +426,13 @@ if __name__ == "__main__":
         "--backoff-factor", type=float, default=0.0, help="default: 1 s per 2,000 slaves"
     )
     parser.add_argument("--window", type=float, default=60.0)
+    parser.add_argument("--tasks", type=int, default=-1, help="default: 2 a slave (0: none)")
+    parser.add_argument("--frameworks", type=int, default=2, help="that launch the tasks")
     parser.add_argument("--no-failover", action="store_true")
     parser.add_argument("--json", action="store_true", help="print only the JSON line")
     parsed = parser.parse_args()
     parsed.processes = parsed.processes or max(1, -(-parsed.count // 10_000))
+    parsed.tasks = 2 * parsed.count if parsed.tasks < 0 else parsed.tasks
     parsed.backoff_factor = parsed.backoff_factor or max(1.0, parsed.count / 2000)
     logs.configure("warning")
     sys.exit(asyncio.run(main(parsed)))

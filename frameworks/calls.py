@@ -10,9 +10,10 @@ the calls coroutines, a forgotten `await` would make one silently do nothing.
 from __future__ import annotations
 
 import functools
-from collections.abc import Awaitable, Callable, Generator
+from collections.abc import Awaitable, Callable, Generator, Iterable
 from typing import Any, ParamSpec
 
+from protocol.wire.messages import MAX_RECONCILE_TASKS, Reconcile, ReconcileTask, TaskStatus
 from protocol.wire.topics import check_segment
 
 P = ParamSpec("P")
@@ -24,6 +25,25 @@ FATAL_ERRORS = frozenset({"framework-removed", "subscribe-refused"})
 
 class DriverError(RuntimeError):
     """A call the driver refuses: an offer that is gone, more than an offer holds, ..."""
+
+
+def reconcile_calls(framework_id: str, tasks: Iterable[TaskStatus | str]) -> list[Reconcile]:
+    """The Reconcile calls that ask about `tasks` (by status or id; none: all of them):
+    one per MAX_RECONCILE_TASKS, what one call may ask: a framework reconciling its
+    100,000 tasks after a failover sends 25 of them (the bus sends each in a payload of
+    its own, see protocol.transport.batching)."""
+    wanted = [
+        ReconcileTask(task_id=t)
+        if isinstance(t, str)
+        else ReconcileTask(task_id=t.task_id, slave_id=t.slave_id)
+        for t in tasks
+    ]
+    if not wanted:
+        return [Reconcile(framework_id=framework_id)]
+    return [
+        Reconcile(framework_id=framework_id, tasks=wanted[i : i + MAX_RECONCILE_TASKS])
+        for i in range(0, len(wanted), MAX_RECONCILE_TASKS)
+    ]
 
 
 def unauthenticated_principal(name: str) -> str:

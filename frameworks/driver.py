@@ -20,6 +20,7 @@ from frameworks.calls import (
     FATAL_ERRORS,
     DriverError,
     made_at_once,
+    reconcile_calls,
     unauthenticated_principal,
 )
 from frameworks.task_files import TaskFiles
@@ -47,8 +48,6 @@ from protocol.wire.messages import (
     OfferFilters,
     Offers,
     Preempting,
-    Reconcile,
-    ReconcileTask,
     Request,
     Rescind,
     Revive,
@@ -459,16 +458,12 @@ class SchedulerDriver:
 
     @made_at_once
     def reconcile_tasks(self, tasks: Iterable[TaskStatus | str] = ()) -> None:
-        """Ask for the latest state of tasks (by status or id); none means all of them."""
+        """Ask for the latest state of tasks (by status or id); none means all of them.
+        Any number: see `frameworks.calls.reconcile_calls`."""
         if self._stopped.is_set():
             return  # as the Mesos driver: calls after stop() do nothing
-        wanted = [
-            ReconcileTask(task_id=t)
-            if isinstance(t, str)
-            else ReconcileTask(task_id=t.task_id, slave_id=t.slave_id)
-            for t in tasks
-        ]
-        self._call(Reconcile(framework_id=self.framework_id or "", tasks=wanted))
+        for call in reconcile_calls(self.framework_id or "", tasks):
+            self._call(call)
 
     @made_at_once
     def send_framework_message(self, executor_id: str, slave_id: str, data: bytes) -> None:

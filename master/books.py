@@ -8,7 +8,6 @@ message that tools read.
 from __future__ import annotations
 
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -52,8 +51,13 @@ class Task:
     # did while its terminal update waits behind ones its framework has not acknowledged
     freed: bool = False
     # its slave's last updates' uuids, forwarded: a slave re-sends only its stream's head
-    # (and, after a crash, the one acknowledged just before), so a few are enough
-    relayed: deque[str] = field(default_factory=lambda: deque(maxlen=RELAYED_KEPT))
+    # (and, after a crash, the one acknowledged just before), so a few are enough. A
+    # tuple: a deque took 760 bytes of a task's 4.4 KB (100,000 tasks: 76 MB)
+    relayed: tuple[str, ...] = ()
+
+    def relay(self, uuid: str) -> None:
+        """Remember a forwarded update's uuid (the last RELAYED_KEPT of them)."""
+        self.relayed = (*self.relayed[1 - RELAYED_KEPT :], uuid)
 
     @property
     def task_id(self) -> str:

@@ -46,6 +46,7 @@ def gauges(
                 fw.role,
                 shares.get(fw.framework_id, 0.0),
                 fair.get(fw.framework_id),
+                len(fw.tasks),
             )
             for fw in books.frameworks.values()
         ],

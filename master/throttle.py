@@ -6,13 +6,15 @@ bucket can pay for now is handled now; one it cannot waits in the queue, and the
 handled in order as the bucket fills. Only past the queue's `capacity` is a call refused,
 and the master then undoes what it would have held (see `Master._over_capacity`).
 
-A call is charged by what it costs the master to answer, at least 1: a Reconcile one per
-task it asks about (each is answered with an update), an Accept one, and one more per
-ACCEPT_TASKS_PER_CHARGE tasks (launching is the cluster's work, which DRF shares out, and
-an SDK framework at full speed launches tens of tasks an Accept; but a thousand tasks the
-master must refuse one by one are not one call). A bucket may go into debt for a big
-call, and the calls behind it wait the debt off, so one huge message cannot dodge the
-limit.
+A call is charged by what it costs the master to answer, at least 1: a Reconcile one, and
+one more per RECONCILE_TASKS_PER_CHARGE tasks it asks about (each is answered with an
+update, which the bus sends in lists: at one per task, a framework's 100,000 tasks took
+100 s of its limit to reconcile after a failover, with every other call of it waiting
+behind), an Accept one, and one more per ACCEPT_TASKS_PER_CHARGE tasks (launching is the
+cluster's work, which DRF shares out, and an SDK framework at full speed launches tens of
+tasks an Accept; but a thousand tasks the master must refuse one by one are not one
+call). A bucket may go into debt for a big call, and the calls behind it wait the debt
+off, so one huge message cannot dodge the limit.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ READ_WHEN_FULL = frozenset({*(t.TYPE for t in FREE), Acknowledges.TYPE, Accept.T
 
 
 ACCEPT_TASKS_PER_CHARGE = 100
+RECONCILE_TASKS_PER_CHARGE = 10  # 100,000 tasks: 10 s of the default limit
 
 
 def call_cost(message: Wire) -> float | None:
@@ -62,8 +65,13 @@ def call_cost(message: Wire) -> float | None:
     if isinstance(message, Accept):  # no tasks: the offers given back, free
         return 1.0 + len(message.tasks) // ACCEPT_TASKS_PER_CHARGE if message.tasks else None
     if isinstance(message, Reconcile):
-        return float(max(1, len(message.tasks)))
+        return reconcile_cost(len(message.tasks))
     return 1.0
+
+
+def reconcile_cost(tasks: int) -> float:
+    """What reconciling `tasks` tasks is charged (an implicit Reconcile: all of them)."""
+    return 1.0 + tasks // RECONCILE_TASKS_PER_CHARGE
 
 
 class Verdict(Enum):

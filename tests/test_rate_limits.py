@@ -183,7 +183,9 @@ def test_what_frees_resources_is_free_and_a_reconcile_pays_per_task_asked() -> N
     assert call_cost(Accept(framework_id="f", offer_ids=["o"], tasks=[task] * 40)) == 1
     assert call_cost(Accept(framework_id="f", offer_ids=["o"], tasks=[task] * 1000)) == 11
     asked = [ReconcileTask(task_id=f"t{i}") for i in range(30)]
-    assert call_cost(Reconcile(framework_id="f", tasks=asked)) == 30
+    assert call_cost(Reconcile(framework_id="f", tasks=asked)) == 4  # 1, and 1 per 10 tasks
+    asked = [ReconcileTask(task_id=f"t{i}") for i in range(4096)]
+    assert call_cost(Reconcile(framework_id="f", tasks=asked)) == 410
     assert call_cost(Reconcile(framework_id="f")) == 1
     assert call_cost(Revive(framework_id="f")) == 1
 

@@ -27,6 +27,7 @@ from master.shell import MasterShell
 from protocol.transport.inbound import payload_taker
 from protocol.wire.codec import (
     MAX_MESSAGE_BYTES,
+    MAX_PAYLOAD_ITEMS,
     DecodeError,
     Envelope,
     count_messages,
@@ -36,7 +37,7 @@ from protocol.wire.messages import Wire
 from protocol.wire.topics import Sender
 
 MAX_CALL_BYTES = 1024 * 1024  # one message of a framework or operator, at most (README)
-MAX_CALL_ITEMS = 4096  # calls and list items in one payload of theirs, at most (README)
+MAX_CALL_ITEMS = MAX_PAYLOAD_ITEMS  # calls and list items in one payload of theirs (README)
 DECODE_INLINE_BYTES = 64 * 1024  # payloads above this are decoded off the loop
 YIELD_EVERY = 64  # calls of one payload handled between turns of the loop
 INTAKE_WEIGHTS = {"slave": 8.0, "master": 8.0}  # a principal's share of the intake; others 1

@@ -17,7 +17,7 @@ from typing import Any
 from master.authz import Caller
 from master.calls.framework_calls import FrameworkCalls, check_segment_ok
 from master.shell import MasterShell
-from master.throttle import READ_WHEN_FULL, Verdict, call_cost
+from master.throttle import READ_WHEN_FULL, Verdict, call_cost, reconcile_cost
 from protocol.wire.codec import peek_types
 from protocol.wire.messages import Accept, Decline, Reason, Reconcile, Subscribe, TaskState, Wire
 from protocol.wire.topics import Sender
@@ -42,7 +42,7 @@ class LimitedCalls:
         cost = call_cost(message) if limited else None
         if isinstance(message, Reconcile) and not message.tasks and cost is not None:
             fw = self.shell.books.frameworks.get(message.framework_id)  # implicit: all its tasks
-            cost = float(max(1, len(fw.tasks))) if fw is not None else cost
+            cost = reconcile_cost(len(fw.tasks)) if fw is not None else cost
         if cost is not None:
 
             async def handle() -> None:

@@ -83,7 +83,7 @@ class StatusUpdates:
         if task is not None:
             task.state, task.status = status.state, status
             if status.uuid:
-                task.relayed.append(status.uuid)
+                task.relay(status.uuid)
             if status.state.terminal:
                 self.shell.finish_task(fw, task, status)
             else:

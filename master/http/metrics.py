@@ -81,13 +81,20 @@ class MasterCollector(Collector):
             "A framework's fair share: its share of the policy's ideal.",
             labels=["framework_id", "name", "role"],
         )
+        tasks = GaugeMetricFamily(
+            "drfmesos_framework_tasks",
+            "A framework's live tasks the master knows.",
+            labels=["framework_id", "name", "role"],
+        )
         for fw in g.framework_shares:
             labels = [fw.framework_id, fw.name, fw.role]
             share.add_metric(labels, fw.share)
+            tasks.add_metric(labels, fw.tasks)
             if fw.fair is not None:
                 fair.add_metric(labels, fw.fair)
         yield share
         yield fair
+        yield tasks
         roles = GaugeMetricFamily(
             "drfmesos_role_dominant_share", "A role's (subtree's) dominant share.", labels=["role"]
         )

@@ -35,6 +35,7 @@ class FrameworkShare:
     role: str
     share: float  # its dominant share, offered or in use
     fair: float | None  # its share of the policy's ideal, once preemption computed it
+    tasks: int = 0  # its live tasks the master knows (a new leader: those re-registered)
 
 
 @dataclass(frozen=True)

@@ -1,17 +1,32 @@
 """How the bus packs what was posted in one loop turn into few MQTT payloads: runs of one
 kind that travels in lists (`LISTS`) as list messages, then batches of at most MAX_BATCH
-messages and `most` bytes, in the order posted; and `Outgoing`, one payload on its way."""
+messages, `most` bytes and MAX_PAYLOAD_ITEMS calls and list items (what a master reads
+in one payload of a framework's: a callback that launches 100 tasks on each of 50 offers
+made one payload of 5,000, refused whole), in the order posted; and `Outgoing`, one
+payload on its way."""
 
 from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
 
-from protocol.wire.codec import MAX_BATCH, encode, encode_list
+from protocol.wire.codec import MAX_BATCH, MAX_PAYLOAD_ITEMS, encode, encode_list
 from protocol.wire.messages import Wire
 
-Posted = bytes | tuple[Wire, int]
-"""A post waiting for its turn's flush: encoded, or a message and its epoch (see Bus.post)."""
+
+@dataclass(slots=True, frozen=True)
+class Counted:
+    """An encoded message that counts for more than one call or list item (an Accept's
+    tasks, a Reconcile's): how many, for the payload that takes it."""
+
+    payload: bytes
+    items: int
+
+
+Posted = bytes | Counted | tuple[Wire, int]
+"""A post waiting for its turn's flush: encoded (with its items, if more than one), or a
+message and its epoch (see Bus.post)."""
+Encoded = tuple[bytes, int]  # a message encoded, and the calls and list items it holds
 
 
 @dataclass(slots=True)
@@ -33,17 +48,17 @@ class Outgoing:
             self.done.set_exception(error)
 
 
-def encoded(posted: list[Posted], inbox: str | None, most: int) -> list[bytes]:
+def encoded(posted: list[Posted], inbox: str | None, most: int) -> list[Encoded]:
     """What was posted to one topic, encoded in order: each run of one kind that
     travels in lists (and one epoch) as list messages of at most MAX_BATCH items."""
-    out: list[bytes] = []
+    out: list[Encoded] = []
     run: list[Wire] = []
     run_epoch = 0
     for entry in posted:
-        if isinstance(entry, bytes):
+        if not isinstance(entry, tuple):
             out.extend(listed(run, run_epoch, inbox, most))
             run = []
-            out.append(entry)
+            out.append((entry, 1) if isinstance(entry, bytes) else (entry.payload, entry.items))
             continue
         message, epoch = entry
         if run and (
@@ -57,27 +72,33 @@ def encoded(posted: list[Posted], inbox: str | None, most: int) -> list[bytes]:
     return out
 
 
-def listed(run: list[Wire], epoch: int, inbox: str | None, most: int) -> list[bytes]:
+def listed(run: list[Wire], epoch: int, inbox: str | None, most: int) -> list[Encoded]:
     if len(run) <= 1:
-        return [encode(message, inbox, epoch) for message in run]
+        return [(encode(message, inbox, epoch), 1) for message in run]
     data = encode_list(run, inbox, epoch)
     if len(data) <= most:
-        return [data]
+        return [(data, len(run))]
     half = len(run) // 2  # too big for one payload: in halves (each may go alone)
     return listed(run[:half], epoch, inbox, most) + listed(run[half:], epoch, inbox, most)
 
 
-def chunked(payloads: list[bytes], most: int) -> list[list[bytes]]:
-    """The payloads in batches of at most MAX_BATCH messages and `most` bytes, in order."""
+def chunked(payloads: list[Encoded], most: int) -> list[list[bytes]]:
+    """The payloads in batches of at most MAX_BATCH messages, `most` bytes and
+    MAX_PAYLOAD_ITEMS calls and list items, in order."""
     chunks: list[list[bytes]] = []
     chunk: list[bytes] = []
-    size = 0
-    for payload in payloads:
-        if chunk and (len(chunk) == MAX_BATCH or size + len(payload) > most):
+    size = items = 0
+    for payload, count in payloads:
+        if chunk and (
+            len(chunk) == MAX_BATCH
+            or size + len(payload) > most
+            or items + count > MAX_PAYLOAD_ITEMS
+        ):
             chunks.append(chunk)
-            chunk, size = [], 0
+            chunk, size, items = [], 0, 0
         chunk.append(payload)
         size += len(payload) + 8  # (msgpack's framing of each item, at most)
+        items += count
     if chunk:  # (an empty list sends nothing)
         chunks.append(chunk)
     return chunks

@@ -34,13 +34,13 @@ from protocol.tooling.brokers import MAX_PACKET_BYTES, BrokerURL
 from protocol.transport.aio import cancel_and_wait, first_of, spawn_guarded
 from protocol.transport.backlog import StampedQueue
 from protocol.transport.base import BusClosed, BusRefused, Handler, OnConnect, RawHandler, Will
-from protocol.transport.batching import Outgoing, Posted, chunked, encoded, split
+from protocol.transport.batching import Counted, Outgoing, Posted, chunked, encoded, split
 from protocol.transport.fencing import EpochFence
 from protocol.transport.inbound import Dispatcher, EnvelopeFilter, Receiver
 from protocol.transport.message_counts import MessageCounts
 from protocol.transport.mqtt_client import mqtt_client, refusal
 from protocol.transport.paho_link import PahoLink
-from protocol.wire.codec import MAX_BATCH, decode_many, encode, encode_batch
+from protocol.wire.codec import MAX_BATCH, decode_many, encode, encode_batch, items_of
 from protocol.wire.messages import LISTS, Error, Wire
 
 __all__ = ["Bus", "BusClosed", "BusRefused", "Dispatcher", "cancel_and_wait", "first_of"]
@@ -388,7 +388,8 @@ class Bus:
         be encoded with its run (one pass for the run); any other is encoded now."""
         if type(message) in LISTS:
             return (message, self.epoch)
-        return encode(message, self.inbox, self.epoch)
+        data, items = encode(message, self.inbox, self.epoch), items_of(message)
+        return data if items == 1 else Counted(data, items)
 
     def _flush(self, *, now: bool = False) -> None:
         # While more arrives to be handled, hold the batch a little longer (bounded).

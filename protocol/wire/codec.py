@@ -39,6 +39,8 @@ from pydantic import ValidationError
 from protocol.wire.messages import ALL_MESSAGES, ITEM_OF, LISTS, MAX_LIST_ITEMS, Wire
 
 PROTOCOL_VERSION = 1
+MAX_PAYLOAD_ITEMS = 4096  # calls and list items in one payload the bus sends (a master
+# reads no more in a framework's or operator's: master.calls.intake)
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 MAX_BATCH = MAX_LIST_ITEMS  # messages in one batch (the bus sends no more in one payload)
 
@@ -325,6 +327,14 @@ def _from_envelope(raw: Any) -> Envelope:
             type_name=type_name,
         ) from None
     return Envelope(message, reply_to, epoch)
+
+
+def items_of(message: Wire) -> int:
+    """How many calls and list items a message counts for, as `decode_many` weighs it."""
+    bounds = _list_bounds(type(message))
+    if not bounds:
+        return 1
+    return max(1, sum(len(v) for n in bounds if isinstance(v := getattr(message, n), list)))
 
 
 @cache

@@ -1,0 +1,179 @@
+"""The tasks of `benchmarks.slaves`: frameworks that fill the simulated slaves with
+long-running tasks through offers, as a real cluster gets its tasks, and that reconcile
+them with a new leader after a failover.
+
+Each framework is an SDK `SchedulerDriver` in the benchmark's process, its own principal
+and connection. It launches its share of the tasks on the offers it gets (as many as fit
+in each, `--tasks` split evenly), suppresses offers once it has, and counts:
+
+- `running`: its tasks reported RUNNING;
+- `bad`: updates of any other state but STAGING or STARTING (LOST, GONE, FAILED, ...),
+  by state: a failover must cause none;
+- `answered`: after `expect_failover()`, its tasks a reconciliation answered RUNNING.
+
+After a failover it reconciles as Mesos asks a framework to (explicit reconciliation, the
+unanswered again until all are answered): as soon as it has re-subscribed with the new
+leader, and then the unanswered again with a backoff, as Mesos advises (asked every two
+seconds, 50,000 unanswered tasks put the framework in more debt to its rate limit than
+the limit pays off). A new leader answers nothing for a task on a slave that has not
+re-registered yet, so the first rounds answer part of them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+
+from frameworks.driver import Scheduler, SchedulerDriver
+from frameworks.scheduler import build_task
+from protocol.wire.messages import Filters, Offer, Reason, TaskState, TaskStatus
+from protocol.wire.resources import Resources
+
+RECONCILE_EVERY = 2.0  # seconds before the unanswered tasks are asked about again,
+RECONCILE_MOST = 8.0  # doubling up to this (each ask costs rate limit: 1 per 10 tasks)
+LONG = f"sleep {7 * 24 * 3600}"  # a simulated slave runs it as a week's task
+NOT_BAD = {TaskState.STAGING, TaskState.STARTING, TaskState.RUNNING}
+
+
+def task_size(slave: Resources, per_slave: int) -> Resources:
+    """A task such that `per_slave` of them fill a slave exactly."""
+    return Resources({name: amount / per_slave for name, amount in slave.items()})
+
+
+class Filler(Scheduler):
+    """Launches `target` tasks of `size` on its offers, then keeps them."""
+
+    def __init__(self, name: str, target: int, size: Resources) -> None:
+        self.name, self.target, self.size = name, target, size
+        self.launched: dict[str, str] = {}  # task id -> slave id
+        self.running: set[str] = set()
+        self.answered: set[str] = set()
+        self.bad: dict[str, int] = {}
+        self.all_running = asyncio.Event()
+        self.all_answered = asyncio.Event()
+        self.failover = False  # a failover is expected: count reconciliation's answers
+        self.reregistered_at: float | None = None
+        self._reconciler: asyncio.Task[None] | None = None
+
+    async def resource_offers(self, driver: SchedulerDriver, offers: list[Offer]) -> None:
+        forever = Filters(refuse_seconds=365 * 24 * 3600)
+        for offer in offers:
+            fits = min(
+                self.target - len(self.launched),
+                *(math.floor(offer.resources.get(n, 0.0) / a + 1e-9) for n, a in self.size.items()),
+            )
+            if fits <= 0:
+                driver.decline_offer(offer.offer_id, forever)
+                continue
+            tasks = []
+            for _ in range(fits):
+                task_id = f"{self.name}-{len(self.launched)}"
+                tasks.append(build_task(offer, self.name, self.size, command=LONG, task_id=task_id))
+                self.launched[task_id] = offer.slave_id
+            driver.launch_tasks([offer.offer_id], tasks, forever)
+        if len(self.launched) >= self.target:
+            driver.suppress_offers()
+
+    async def status_update(self, driver: SchedulerDriver, status: TaskStatus) -> None:
+        if status.state not in NOT_BAD:
+            self.bad[status.state.value] = self.bad.get(status.state.value, 0) + 1
+            return
+        if status.state != TaskState.RUNNING:
+            return
+        if self.failover and status.reason == Reason.RECONCILIATION:
+            self.answered.add(status.task_id)
+            if len(self.answered) >= self.target:
+                self.all_answered.set()
+        else:
+            self.running.add(status.task_id)
+            if len(self.running) >= self.target:
+                self.all_running.set()
+
+    async def reregistered(self, driver: SchedulerDriver, master_id: str) -> None:
+        if self.failover and self._reconciler is None:
+            self.reregistered_at = time.perf_counter()
+            self._reconciler = asyncio.create_task(self._reconcile(driver))
+
+    async def _reconcile(self, driver: SchedulerDriver) -> None:
+        """Ask about every task not yet answered, until all are."""
+        wait = RECONCILE_EVERY
+        while not self.all_answered.is_set():
+            unanswered = [
+                TaskStatus(task_id=t, state=TaskState.RUNNING, slave_id=s)
+                for t, s in self.launched.items()
+                if t not in self.answered
+            ]
+            driver.reconcile_tasks(unanswered)
+            try:
+                await asyncio.wait_for(self.all_answered.wait(), wait)
+            except TimeoutError:
+                wait = min(RECONCILE_MOST, 2 * wait)
+
+    async def close(self) -> None:
+        if self._reconciler is not None:
+            self._reconciler.cancel()
+
+
+class Frameworks:
+    """`count` Fillers sharing `tasks` between them, each its own driver and principal."""
+
+    def __init__(self, broker: str, cluster: str, count: int, tasks: int, size: Resources) -> None:
+        self.fillers = [
+            Filler(f"bench{i}", tasks // count + (1 if i < tasks % count else 0), size)
+            for i in range(count)
+        ]
+        self.drivers = [
+            SchedulerDriver(
+                f,
+                name=f.name,
+                broker=broker.replace("mqtt://", f"mqtt://{f.name}@", 1),
+                cluster=cluster,
+                failover_timeout=3600.0,
+            )
+            for f in self.fillers
+        ]
+
+    async def start(self) -> None:
+        for driver in self.drivers:
+            await driver.start(timeout=120)
+
+    async def all_running(self, timeout: float) -> None:
+        try:
+            await asyncio.wait_for(
+                asyncio.gather(*(f.all_running.wait() for f in self.fillers)), timeout
+            )
+        except TimeoutError:
+            running = {f.name: (len(f.running), f.target) for f in self.fillers}
+            raise TimeoutError(
+                f"tasks running (of their targets) after {timeout:.0f}s: {running}"
+            ) from None
+
+    def expect_failover(self) -> None:
+        for f in self.fillers:
+            f.failover = True
+
+    async def all_answered(self, timeout: float) -> None:
+        await asyncio.wait_for(
+            asyncio.gather(*(f.all_answered.wait() for f in self.fillers)), timeout
+        )
+
+    def counts(self) -> dict[str, object]:
+        bad: dict[str, int] = {}
+        for f in self.fillers:
+            for state, n in f.bad.items():
+                bad[state] = bad.get(state, 0) + n
+        return {
+            "frameworks": len(self.fillers),
+            "tasks_running": sum(len(f.running) for f in self.fillers),
+            "tasks_answered": sum(len(f.answered) for f in self.fillers),
+            "tasks_lost": sum(bad.values()),
+            "tasks_lost_by_state": bad,
+        }
+
+    async def stop(self) -> None:
+        for f in self.fillers:
+            await f.close()
+        for driver in self.drivers:
+            driver.stop(failover=True)  # (the cluster goes with the run: no teardown)
+            await driver.join()
