@@ -57,12 +57,25 @@ class Cgroups(Protocol):
 
     def children(self, parent: str) -> list[str]: ...
 
-    def destroy(self, name: str) -> None:
-        """Kill every process in it and remove it (blocking: call it from a thread)."""
+    def lock_dir(self, name: str) -> Path:
+        """The directory a live slave holds locked (flock) for its parent cgroup `name`."""
         ...
 
-    def remove_if_empty(self, name: str) -> bool:
-        """Remove it at once if no process is left in it (the common end of a task)."""
+    def kill(self, name: str) -> None:
+        """SIGKILL every process in it and in the cgroups below it (podman's), until none
+        is left, and remove the cgroups below it (blocking: call it from a thread)."""
+        ...
+
+    def release(self, name: str, force: bool = False) -> bool:
+        """Remove it, empty of processes, leaving the kernel no zombie: a memory cgroup
+        still charged with page cache is kept while any of it is dirty (the kernel could
+        not drop it, and it would outlive the rmdir, unseen, holding one of the kernel's
+        64K memory cgroup ids) unless `force`; its clean cache is dropped, then it is
+        removed. True once it is gone."""
+        ...
+
+    def destroy(self, name: str) -> None:
+        """Kill every process in it and remove it (blocking: call it from a thread)."""
         ...
 
 
@@ -112,11 +125,11 @@ def _int(path: Path, default: int = 0) -> int:
         return default
 
 
-def _kill_and_remove(dirs: list[Path], kill_file: Path | None = None) -> None:
-    """SIGKILL what is in `dirs` until they are empty (a forking task may race us), then
-    remove them. `kill_file` is v2's cgroup.kill, which does it atomically. The cgroups
-    below them go first (podman's, for a container image under a task's cgroup)."""
-    dirs = [below for d in dirs for below in _tree(d)]
+def _kill(tops: list[Path], kill_file: Path | None = None) -> None:
+    """SIGKILL what is in `tops` and below them until they are empty (a forking task may
+    race us), then remove the cgroups below them (podman's, for a container image under a
+    task's cgroup). `kill_file` is v2's cgroup.kill, which does it atomically."""
+    dirs = [below for d in tops for below in _tree(d)]
     deadline = time.monotonic() + 10.0
     while True:
         pids = {p for d in dirs for p in _procs(d)}
@@ -131,6 +144,10 @@ def _kill_and_remove(dirs: list[Path], kill_file: Path | None = None) -> None:
         if time.monotonic() > deadline:
             raise OSError(f"cgroup {dirs[0]} still holds processes {sorted(pids)}")
         time.sleep(0.01)  # dying processes leave the cgroup within a few ms
+    _rmdirs([d for d in dirs if d not in tops], deadline)
+
+
+def _rmdirs(dirs: list[Path], deadline: float) -> None:
     for d in dirs:
         while True:
             try:
@@ -154,17 +171,54 @@ def _tree(d: Path) -> list[Path]:
     return [*below, d]
 
 
-def _remove_if_empty(dirs: list[Path]) -> bool:
-    for d in dirs:
-        if _procs(d):
-            return False
-        try:
-            d.rmdir()
-        except FileNotFoundError:
-            pass
-        except OSError:
-            return False
+def _rmdir(d: Path) -> bool:
+    """Remove one empty cgroup; True if it is gone."""
+    try:
+        d.rmdir()
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return False
     return True
+
+
+def _drop_cache(usage: Path, stat: Path, dirty: tuple[str, ...], drop: Path, force: bool) -> bool:
+    """Empty a memory cgroup of its page cache before its rmdir (its processes gone).
+    False while some of it is dirty or under writeback: the kernel writes it back within
+    its dirty_expire (30 s), sooner for what was handed to it (`forget_files`); `force`
+    goes on without it (the cgroup may then linger as a zombie)."""
+    if _int(usage) == 0:
+        return True
+    counts = _keyed(stat)
+    if sum(counts.get(key, 0) for key in dirty):
+        return force  # (forced, not dropped: it would reclaim in vain for up to 100 ms)
+    if drop.exists():
+        with contextlib.suppress(OSError):  # (v2's memory.reclaim: EAGAIN if it fell short)
+            _write(drop, 0 if drop.name == "memory.force_empty" else _int(usage))
+    return True
+
+
+def forget_files(paths: Iterable[Path], most: int = 10_000) -> None:
+    """Start writing back what a task wrote to the regular files under these directories
+    (`most` of them), and drop their clean page cache: it is charged to the task's memory
+    cgroup, and keeps that from going at the task's end."""
+    todo, seen = [str(p) for p in paths], 0
+    while todo and seen < most:
+        with contextlib.suppress(OSError), os.scandir(todo.pop()) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    todo.append(entry.path)
+                elif entry.is_file(follow_symlinks=False) and (seen := seen + 1) <= most:
+                    _forget(entry.path)
+
+
+def _forget(path: str) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
 
 
 def _procs(d: Path) -> list[int]:
@@ -264,11 +318,31 @@ class CgroupsV1:
                 names.update(e.name for e in os.scandir(mount / parent) if e.is_dir())
         return sorted(f"{parent}/{n}" for n in names)
 
-    def destroy(self, name: str) -> None:
-        _kill_and_remove([m / name for m in self.all_hierarchies if (m / name).is_dir()])
+    def lock_dir(self, name: str) -> Path:
+        return self.hierarchies[0] / name
 
-    def remove_if_empty(self, name: str) -> bool:
-        return _remove_if_empty([m / name for m in self.hierarchies])
+    def kill(self, name: str) -> None:
+        _kill([m / name for m in self.all_hierarchies if (m / name).is_dir()])
+
+    def release(self, name: str, force: bool = False) -> bool:
+        mem = self.mounts.get("memory")
+        gone = all(_rmdir(m / name) for m in self.all_hierarchies if m != mem)
+        if mem is None or not (mem / name).is_dir():
+            return gone
+        d = mem / name
+        drained = _drop_cache(
+            d / "memory.usage_in_bytes",
+            d / "memory.stat",
+            ("dirty", "writeback"),
+            d / "memory.force_empty",
+            force,
+        )
+        return drained and _rmdir(d) and gone
+
+    def destroy(self, name: str) -> None:
+        self.kill(name)
+        if not self.release(name):
+            self.release(name, force=True)
 
 
 class CgroupsV2:
@@ -344,13 +418,31 @@ class CgroupsV2:
             )
         return []
 
-    def destroy(self, name: str) -> None:
+    def lock_dir(self, name: str) -> Path:
+        return self.root / name
+
+    def kill(self, name: str) -> None:
         path = self.root / name
         if path.is_dir():
-            _kill_and_remove([path], path / "cgroup.kill")
+            _kill([path], path / "cgroup.kill")
 
-    def remove_if_empty(self, name: str) -> bool:
-        return _remove_if_empty([self.root / name])
+    def release(self, name: str, force: bool = False) -> bool:
+        d = self.root / name
+        if not d.is_dir():
+            return True
+        drained = _drop_cache(
+            d / "memory.current",
+            d / "memory.stat",
+            ("file_dirty", "file_writeback"),
+            d / "memory.reclaim",  # (kernel 5.19+; without it, nothing is dropped)
+            force,
+        )
+        return drained and _rmdir(d)
+
+    def destroy(self, name: str) -> None:
+        self.kill(name)
+        if not self.release(name):
+            self.release(name, force=True)
 
 
 def detect(root: Path = Path("/sys/fs/cgroup"), pids: bool = True) -> Cgroups | str:

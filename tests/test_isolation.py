@@ -37,7 +37,6 @@ from protocol.wire.resources import Resources
 from slave.cgroups import CgroupsV1, CgroupsV2, Limits, detect
 from slave.isolator import (
     PARENT,
-    CgroupContainer,
     CgroupsIsolator,
     container_name,
     groups_usage,
@@ -109,7 +108,7 @@ def test_v2_writes_weight_cap_memory_swap_and_pids_and_enables_controllers(
     assert (usage.memory_bytes, usage.memory_peak_bytes) == (2**20, 64 * 2**20)
     assert found.oom_kills("drfmesos/s1/fw.t") == 1
     assert found.memory_limit("drfmesos/s1/fw.t") == 64 * 2**20
-    container = CgroupContainer(found, "drfmesos/s1/fw.t", "fw.t")
+    container = CgroupsIsolator(found, "s1").adopt("fw.t")
     message = asyncio.run(container.limitation())
     assert message is not None
     assert "limit of 64 MB (peak 64 MB)" in message
@@ -541,7 +540,7 @@ async def test_a_real_v2_cgroup_holds_a_task_with_its_double_fork_and_is_cleaned
         await container.destroy()  # cgroup.kill: the daemon too
         await proc.wait()
         await eventually(lambda: not os.path.exists(f"/proc/{int(pidfile.read_text())}"))
-        assert not (cgroup2 / isolator.parent / "fw.t").exists()
+        await eventually(lambda: not (cgroup2 / isolator.parent / "fw.t").exists())
     finally:
         with contextlib.suppress(ProcessLookupError):
             proc.kill()

@@ -1,0 +1,192 @@
+"""Cgroups removed off the task's path, and the leftovers of slaves that are gone.
+
+A task's end is reported first; its cgroup goes a moment later, with those of the tasks
+that ended beside it, in one thread hop (`Removals`). A memory cgroup still charged with
+dirty page cache (the exit status the task's shell wrote, its output) waits until the
+kernel has written it back, so that nothing is left charged to it when it goes: on cgroup
+v1 a removed memory cgroup with page cache lingers unseen as a zombie, one of the
+kernel's 64K memory cgroup ids gone until memory runs short, and a task loop made
+thousands a minute.
+
+A live slave holds its parent cgroup's directory locked (flock). At its start a slave
+removes what the others under drfmesos/ that hold no lock (stopped, or killed and never
+restarted) left behind: their empty cgroups made over a minute ago. A task still running
+keeps its cgroup, for its slave to recover.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import os
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from slave.cgroups import Cgroups, forget_files
+
+BATCH = 0.05  # what ends within this goes in one thread hop
+# while its page cache is dirty, then it goes anyway: the kernel writes dirty pages
+# back within its dirty_expire (30 s) and the flusher's period (5 s)
+RETRY = (0.2, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
+CLOSING = 2.0  # a stopping slave waits this long for dirty pages, no longer
+STALE_AFTER = 60.0  # an empty cgroup this old is no launch about to join it
+
+
+class Removals:
+    """Finished containers' cgroups, removed in batches, in a thread."""
+
+    def __init__(self, cgroups: Cgroups, log: Any) -> None:
+        self.cgroups = cgroups
+        self.log = log
+        self._due: dict[str, tuple[float, int, tuple[Path, ...]]] = {}
+        self._inflight: set[str] = set()
+        self._idle = asyncio.Event()  # no batch in a thread
+        self._idle.set()
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._closing_at: float | None = None
+
+    def __len__(self) -> int:
+        return len(self._due) + len(self._inflight)
+
+    def __contains__(self, path: object) -> bool:
+        return path in self._due or path in self._inflight
+
+    def add(self, path: str, files: Iterable[Path] = ()) -> None:
+        """Remove `path` (its processes killed) soon; `files` are what its task wrote
+        (their page cache is charged to it)."""
+        self._due[path] = (time.monotonic() + BATCH, 0, tuple(files))
+        self._wake.set()
+        if self._task is None or self._task.done():
+            self._task = asyncio.create_task(self._run(), name="cgroup-removals")
+
+    async def take_back(self, path: str) -> None:
+        """A new container of the same name: the old one goes first, now."""
+        while path in self._inflight:
+            await self._idle.wait()
+        if self._due.pop(path, None) is not None:
+            await asyncio.to_thread(self.cgroups.destroy, path)
+
+    async def close(self) -> None:
+        """Remove what is left, waiting a moment for dirty pages (then anyway)."""
+        self._closing_at = now = time.monotonic()
+        self._due = {p: (now, tries, files) for p, (_, tries, files) in self._due.items()}
+        self._wake.set()
+        if self._task is not None:
+            await self._task
+
+    async def _run(self) -> None:
+        while self._due:
+            now = time.monotonic()
+            soonest = min(due for due, _, _ in self._due.values())
+            if soonest > now:
+                self._wake.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), soonest - now)
+                continue
+            closing = self._closing_at is not None
+            batch = {p: v for p, v in self._due.items() if v[0] <= now}
+            for p in batch:
+                del self._due[p]
+            self._inflight = set(batch)
+            self._idle.clear()
+            force = closing and now - (self._closing_at or now) > CLOSING
+            try:
+                # (shielded: a cancelled slave does not leave a batch half known)
+                left = await asyncio.shield(asyncio.to_thread(self._remove, batch, force))
+            finally:
+                self._inflight = set()
+                self._idle.set()
+            now = time.monotonic()
+            for path, (tries, files) in left.items():
+                if path not in self._due:  # (not made again meanwhile)
+                    wait = 0.1 if closing else RETRY[tries]
+                    self._due[path] = (now + wait, tries + 1, files)
+
+    def _remove(
+        self, batch: dict[str, tuple[float, int, tuple[Path, ...]]], force: bool
+    ) -> dict[str, tuple[int, tuple[Path, ...]]]:
+        """(In a thread.) What is not gone yet: to try again."""
+        left: dict[str, tuple[int, tuple[Path, ...]]] = {}
+        for path, (_, tries, files) in batch.items():
+            last = force or tries >= len(RETRY)
+            try:
+                self.cgroups.kill(path)  # (podman's cgroups below it, if any)
+                forget_files(files)
+                if self.cgroups.release(path, force=last):
+                    continue
+                if last:  # (its dirty pages kept; the kernel refused the rmdir)
+                    raise OSError("the kernel would not remove it")
+            except OSError as e:
+                if last:  # left for the next start's recovery to clean
+                    self.log.warning("isolation.destroy_failed", cgroup=path, error=str(e))
+                    continue
+            left[path] = (tries, files)
+        return left
+
+
+def hold(cgroups: Cgroups, parent: str, log: Any, wait: float = 2.0) -> int | None:
+    """Lock the slave's parent cgroup for as long as the slave runs (the lock goes with
+    the process, killed or not). A sweeping slave holds it a moment: wait for it. Another
+    process holding it longer (a slave of the same id) is logged, not fatal."""
+    deadline = time.monotonic() + wait
+    while True:
+        d = cgroups.lock_dir(parent)
+        d.mkdir(parents=True, exist_ok=True)
+        fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            if time.monotonic() > deadline:
+                log.warning("isolation.parent_locked_elsewhere", cgroup=parent)
+                return None
+            time.sleep(0.05)
+            continue
+        with contextlib.suppress(OSError):
+            if os.stat(d).st_ino == os.fstat(fd).st_ino:
+                return fd
+        os.close(fd)  # a sweeper removed it while we waited: make it again
+
+
+def sweep(cgroups: Cgroups, parents: str, own: str) -> list[str]:
+    """(In a thread.) Remove what slaves under `parents` that are gone (none holds its
+    lock) left: their empty cgroups older than STALE_AFTER, and their parent if nothing is
+    left in it. The cgroups removed."""
+    removed: list[str] = []
+    for other in cgroups.children(parents):
+        if other == own:
+            continue
+        d = cgroups.lock_dir(other)
+        try:
+            d.mkdir(exist_ok=True)  # (left in another hierarchy only)
+            fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:  # its slave runs
+            os.close(fd)
+            continue
+        try:
+            for child in cgroups.children(other):
+                if _stale(cgroups.lock_dir(child)) and not cgroups.pids(child):
+                    with contextlib.suppress(OSError):
+                        if cgroups.release(child) or cgroups.release(child, force=True):
+                            removed.append(child)
+            if not cgroups.children(other):
+                with contextlib.suppress(OSError):
+                    cgroups.release(other, force=True)
+        finally:
+            os.close(fd)
+    return removed
+
+
+def _stale(d: Path) -> bool:
+    try:
+        return time.time() - d.stat().st_mtime > STALE_AFTER
+    except FileNotFoundError:
+        return True  # (in the other hierarchies only)
