@@ -28,9 +28,10 @@ from typing import Any
 from slave.cgroups import Cgroups, forget_files
 
 BATCH = 0.05  # what ends within this goes in one thread hop
-# while its page cache is dirty, then it goes anyway: the kernel writes dirty pages
-# back within its dirty_expire (30 s) and the flusher's period (5 s)
-RETRY = (0.2, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
+# a task's sandbox written back (begun at the first look), then while its page cache is
+# dirty, then it goes anyway: the kernel writes dirty pages back within its dirty_expire
+# (30 s) and the flusher's period (5 s)
+RETRY = (1.0, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
 CLOSING = 2.0  # a stopping slave waits this long for dirty pages, no longer
 STALE_AFTER = 60.0  # an empty cgroup this old is no launch about to join it
 
@@ -114,12 +115,19 @@ class Removals:
         for path, (_, tries, files) in batch.items():
             last = force or tries >= len(RETRY)
             try:
-                self.cgroups.kill(path)  # (podman's cgroups below it, if any)
                 forget_files(files)
-                if self.cgroups.release(path, force=last):
+                if tries == 0 and files:
+                    # its files' writeback begun: its memory cgroup at the next look
+                    self.cgroups.release(path, memory=False)
+                elif self.cgroups.release(path, force=last):
                     continue
-                if last:  # (its dirty pages kept; the kernel refused the rmdir)
-                    raise OSError("the kernel would not remove it")
+                else:
+                    if self.cgroups.pids(path) or self.cgroups.children(path):
+                        self.cgroups.kill(path)  # what holds it: processes, podman's cgroups
+                        if self.cgroups.release(path, force=last):
+                            continue
+                    if last:  # (its dirty pages kept, or the kernel refused the rmdir)
+                        raise OSError("the kernel would not remove it")
             except OSError as e:
                 if last:  # left for the next start's recovery to clean
                     self.log.warning("isolation.destroy_failed", cgroup=path, error=str(e))

@@ -66,12 +66,13 @@ class Cgroups(Protocol):
         is left, and remove the cgroups below it (blocking: call it from a thread)."""
         ...
 
-    def release(self, name: str, force: bool = False) -> bool:
+    def release(self, name: str, force: bool = False, memory: bool = True) -> bool:
         """Remove it, empty of processes, leaving the kernel no zombie: a memory cgroup
         still charged with page cache is kept while any of it is dirty (the kernel could
         not drop it, and it would outlive the rmdir, unseen, holding one of the kernel's
         64K memory cgroup ids) unless `force`; its clean cache is dropped, then it is
-        removed. True once it is gone."""
+        removed. Not `memory`: all but the memory cgroup (v1; v2 has one). True once it is
+        gone."""
         ...
 
     def destroy(self, name: str) -> None:
@@ -93,8 +94,22 @@ def quota_us(cpus: float) -> int:
 
 
 def _write(path: Path, value: object) -> None:
-    with open(path, "w") as f:
-        f.write(str(value))
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)  # (raw: see _read)
+    try:
+        os.write(fd, str(value).encode())
+    finally:
+        os.close(fd)
+
+
+def _mkdir(path: Path) -> bool:
+    """Make a cgroup (and its parents); False if it was there."""
+    try:
+        os.mkdir(path)
+    except FileExistsError:
+        return False
+    except FileNotFoundError:
+        path.mkdir(parents=True, exist_ok=True)
+    return True
 
 
 def _read(path: Path) -> str:
@@ -182,19 +197,26 @@ def _rmdir(d: Path) -> bool:
     return True
 
 
-def _drop_cache(usage: Path, stat: Path, dirty: tuple[str, ...], drop: Path, force: bool) -> bool:
-    """Empty a memory cgroup of its page cache before its rmdir (its processes gone).
-    False while some of it is dirty or under writeback: the kernel writes it back within
-    its dirty_expire (30 s), sooner for what was handed to it (`forget_files`); `force`
-    goes on without it (the cgroup may then linger as a zombie)."""
-    if _int(usage) == 0:
+# what a memory cgroup may hold at its end without a reclaim: the kernel's per-cpu charge
+# stock (64 pages) and a page or two; the reclaim (v1's force_empty) costs milliseconds of
+# CPU whatever it finds, too much for each task of a task loop
+SMALL_CHARGE = 1 << 20
+
+
+def _drop_cache(charged: int, stat: Path, dirty: tuple[str, ...], drop: Path, force: bool) -> bool:
+    """Empty a memory cgroup of its page cache before its rmdir (its processes gone), if
+    it holds more than SMALL_CHARGE (`charged`, its kernel memory not counted: the kernel
+    hands that to the parent). False while some of it is dirty or under writeback: the
+    kernel writes it back within its dirty_expire (30 s), sooner for what was handed to it
+    (`forget_files`); `force` goes on without it (it may then linger as a zombie)."""
+    if charged <= SMALL_CHARGE:
         return True
     counts = _keyed(stat)
     if sum(counts.get(key, 0) for key in dirty):
         return force  # (forced, not dropped: it would reclaim in vain for up to 100 ms)
     if drop.exists():
         with contextlib.suppress(OSError):  # (v2's memory.reclaim: EAGAIN if it fell short)
-            _write(drop, 0 if drop.name == "memory.force_empty" else _int(usage))
+            _write(drop, 0 if drop.name == "memory.force_empty" else charged)
     return True
 
 
@@ -254,25 +276,29 @@ class CgroupsV1:
         self.all_hierarchies = _distinct(
             sorted(p for p in root.iterdir() if (p / "cgroup.procs").exists())
         )
+        # swap accounting is on (each memory cgroup has a memory+swap limit too)
+        self.memsw = (root / "memory" / "memory.memsw.limit_in_bytes").exists()
 
     def _at(self, controller: str, name: str) -> Path | None:
         mount = self.mounts.get(controller)
         return mount / name if mount is not None else None
 
     def create(self, name: str, limits: Limits) -> None:
-        for mount in self.hierarchies:
-            (mount / name).mkdir(parents=True, exist_ok=True)
+        made = {mount: _mkdir(mount / name) for mount in self.hierarchies}
+        # only what differs from a new cgroup's defaults is written (the CFS period is
+        # the kernel's default, PERIOD_US)
         if (cpu := self._at("cpu", name)) is not None:
             _write(cpu / "cpu.shares", shares(limits.cpus))
             if limits.cfs:
-                _write(cpu / "cpu.cfs_period_us", PERIOD_US)
                 _write(cpu / "cpu.cfs_quota_us", quota_us(limits.cpus))
         if (mem := self._at("memory", name)) is not None and limits.mem_mb is not None:
             limit = int(limits.mem_mb * MB)
             files = ["memory.limit_in_bytes"]
-            if (mem / "memory.memsw.limit_in_bytes").exists():  # swap accounting is on
-                # memory <= memory+swap at every step: to grow, memsw goes first
-                growing = limit > _int(mem / "memory.limit_in_bytes")
+            if self.memsw:
+                # memory <= memory+swap at every step: to grow, memsw goes first (a new
+                # cgroup's limits are unlimited: memory first)
+                new = made[self.mounts["memory"]]
+                growing = not new and limit > _int(mem / "memory.limit_in_bytes")
                 files.insert(0 if growing else 1, "memory.memsw.limit_in_bytes")
             for name_ in files:
                 _write(mem / name_, limit)
@@ -283,7 +309,8 @@ class CgroupsV1:
         return [mount / name / "cgroup.procs" for mount in self.hierarchies]
 
     def pids(self, name: str) -> list[int]:
-        return sorted({p for mount in self.hierarchies for p in _procs(mount / name)})
+        # (one hierarchy: a process joins all of ours before it runs anything)
+        return sorted(_procs(self.hierarchies[-1] / name))
 
     def usage(self, name: str) -> Usage:
         usage = Usage()
@@ -324,14 +351,16 @@ class CgroupsV1:
     def kill(self, name: str) -> None:
         _kill([m / name for m in self.all_hierarchies if (m / name).is_dir()])
 
-    def release(self, name: str, force: bool = False) -> bool:
+    def release(self, name: str, force: bool = False, memory: bool = True) -> bool:
         mem = self.mounts.get("memory")
-        gone = all(_rmdir(m / name) for m in self.all_hierarchies if m != mem)
-        if mem is None or not (mem / name).is_dir():
+        gone = all([_rmdir(m / name) for m in self.all_hierarchies if m != mem])
+        if mem is None:
             return gone
+        if not memory:
+            return False
         d = mem / name
         drained = _drop_cache(
-            d / "memory.usage_in_bytes",
+            _int(d / "memory.usage_in_bytes") - _int(d / "memory.kmem.usage_in_bytes"),
             d / "memory.stat",
             ("dirty", "writeback"),
             d / "memory.force_empty",
@@ -426,12 +455,12 @@ class CgroupsV2:
         if path.is_dir():
             _kill([path], path / "cgroup.kill")
 
-    def release(self, name: str, force: bool = False) -> bool:
+    def release(self, name: str, force: bool = False, memory: bool = True) -> bool:
         d = self.root / name
-        if not d.is_dir():
-            return True
+        if not memory:
+            return False
         drained = _drop_cache(
-            d / "memory.current",
+            _int(d / "memory.current") - _keyed(d / "memory.stat").get("kernel", 0),
             d / "memory.stat",
             ("file_dirty", "file_writeback"),
             d / "memory.reclaim",  # (kernel 5.19+; without it, nothing is dropped)

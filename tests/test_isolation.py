@@ -128,11 +128,10 @@ def test_v1_writes_shares_quota_and_memsw_in_each_hierarchy(tmp_path: Path) -> N
     for controller in ("cpu", "cpuacct", "memory", "pids"):
         (tmp_path / controller).mkdir()
         (tmp_path / controller / "cgroup.procs").write_text("")
+    (tmp_path / "memory" / "memory.memsw.limit_in_bytes").write_text("0")  # swap accounted
     found = detect(tmp_path)
     assert isinstance(found, CgroupsV1)
     name = "drfmesos/s1/fw.t"
-    (tmp_path / "memory" / name).mkdir(parents=True)
-    (tmp_path / "memory" / name / "memory.memsw.limit_in_bytes").write_text("0")
     found.create(name, Limits(cpus=1.5, mem_mb=128, cfs=True, max_pids=7))
     assert (tmp_path / "cpu" / name / "cpu.shares").read_text() == "1536"
     assert (tmp_path / "cpu" / name / "cpu.cfs_quota_us").read_text() == "150000"
