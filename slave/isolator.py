@@ -28,11 +28,11 @@ from slave.cgroups import MB, Cgroups, Limits, Usage
 
 PARENT = "drfmesos"
 
-# The start of the shell that runs the task: it writes its own pid into each cgroup.procs
-# named in DRFMESOS_CGROUP_PROCS before it runs anything, so nothing the task starts runs
-# outside the cgroup (and no exec is spent on it).
+# The start of the shell that runs the task: it writes 0 (itself) into each file named in
+# DRFMESOS_CGROUP_PROCS (Cgroups.procs_files) before it runs anything, so nothing the task
+# starts runs outside the cgroup (and no exec is spent on it).
 JOIN = (
-    'for f in $DRFMESOS_CGROUP_PROCS; do echo $$ > "$f" || '
+    'for f in $DRFMESOS_CGROUP_PROCS; do echo 0 > "$f" || '
     '{ echo "drfmesos: could not join cgroup $f" >&2; exit 125; }; done; '
 )
 

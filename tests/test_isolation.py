@@ -140,7 +140,9 @@ def test_v1_writes_shares_quota_and_memsw_in_each_hierarchy(tmp_path: Path) -> N
         128 << 20
     )
     assert (tmp_path / "pids" / name / "pids.max").read_text() == "7"
-    assert len(found.procs_files(name)) == 4
+    assert [f.relative_to(tmp_path) for f in found.procs_files(name)] == [
+        Path(c) / name / "tasks" for c in ("cpu", "cpuacct", "memory", "pids")
+    ]
 
 
 async def test_the_slaves_parent_cgroup_weighs_as_many_cpus_as_the_slave_offers(
