@@ -41,7 +41,16 @@ class Usage:
 class Cgroups(Protocol):
     version: int
 
-    def create(self, name: str, limits: Limits) -> None: ...
+    def create(self, name: str, limits: Limits, spare: str | None = None) -> bool:
+        """Make it (or set the limits of one there) with `limits`. `spare`: an empty
+        cgroup made ahead beside it (`make_spare`), renamed to `name` where the kernel can
+        (v1): no mkdir on the task's path. True if the spare was used."""
+        ...
+
+    def make_spare(self, name: str) -> bool:
+        """Make an empty cgroup ahead, with no limits (blocking: from a thread). False if
+        this version cannot rename one into a container (v2)."""
+        ...
 
     def procs_files(self, name: str) -> list[Path]:
         """Where a single-threaded process (the task's shell) writes 0 to join the cgroup
@@ -100,6 +109,21 @@ def _write(path: Path, value: object) -> None:
         os.write(fd, str(value).encode())
     finally:
         os.close(fd)
+
+
+def _rename_all(mounts: list[Path], old: str, new: str) -> bool:
+    """`old` renamed `new` in every hierarchy; False (and where it went, back) if not."""
+    done: list[Path] = []
+    for mount in mounts:
+        try:
+            os.rename(mount / old, mount / new)
+        except OSError:
+            for back in done:
+                with contextlib.suppress(OSError):
+                    os.rename(back / new, back / old)
+            return False
+        done.append(mount)
+    return True
 
 
 def _mkdir(path: Path) -> bool:
@@ -284,8 +308,17 @@ class CgroupsV1:
         mount = self.mounts.get(controller)
         return mount / name if mount is not None else None
 
-    def create(self, name: str, limits: Limits) -> None:
-        made = {mount: _mkdir(mount / name) for mount in self.hierarchies}
+    def make_spare(self, name: str) -> bool:
+        for mount in self.hierarchies:
+            _mkdir(mount / name)
+        return True
+
+    def create(self, name: str, limits: Limits, spare: str | None = None) -> bool:
+        used = spare is not None and _rename_all(self.hierarchies, spare, name)
+        if used:
+            made = dict.fromkeys(self.hierarchies, True)
+        else:
+            made = {mount: _mkdir(mount / name) for mount in self.hierarchies}
         # only what differs from a new cgroup's defaults is written (the CFS period is
         # the kernel's default, PERIOD_US)
         if (cpu := self._at("cpu", name)) is not None:
@@ -305,6 +338,7 @@ class CgroupsV1:
                 _write(mem / name_, limit)
         if (pids := self._at("pids", name)) is not None and limits.max_pids is not None:
             _write(pids / "pids.max", limits.max_pids)
+        return used
 
     def procs_files(self, name: str) -> list[Path]:
         # `tasks`, not cgroup.procs: moving the writing thread alone (the shell's only one)
@@ -357,7 +391,16 @@ class CgroupsV1:
 
     def release(self, name: str, force: bool = False, memory: bool = True) -> bool:
         mem = self.mounts.get("memory")
-        gone = all([_rmdir(m / name) for m in self.all_hierarchies if m != mem])
+        parent = os.path.dirname(name)
+        # ours, and the others where podman made the container's path (its parent's is
+        # enough to look for: a failed rmdir costs more than a stat)
+        gone = all(
+            [
+                _rmdir(m / name)
+                for m in self.all_hierarchies
+                if m != mem and (m in self.hierarchies or os.path.isdir(m / parent))
+            ]
+        )
         if mem is None:
             return gone
         if not memory:
@@ -400,7 +443,10 @@ class CgroupsV2:
         self._enabled[parent] = set(wanted)
         return self._enabled[parent]
 
-    def create(self, name: str, limits: Limits) -> None:
+    def make_spare(self, name: str) -> bool:
+        return False  # (cgroup2 renames no cgroup)
+
+    def create(self, name: str, limits: Limits, spare: str | None = None) -> bool:
         path = self.root
         for part in name.split("/"):
             enabled = self._enable_controllers(path)
@@ -416,6 +462,7 @@ class CgroupsV2:
                 _write(path / "memory.swap.max", 0)
         if "pids" in enabled and limits.max_pids is not None:
             _write(path / "pids.max", limits.max_pids)
+        return False
 
     def procs_files(self, name: str) -> list[Path]:
         return [self.root / name / "cgroup.procs"]

@@ -23,7 +23,7 @@ from typing import Protocol
 
 from protocol import logs
 from protocol.wire.resources import Resources
-from slave.cgroup_removal import Removals, hold, sweep
+from slave.cgroup_upkeep import Upkeep, hold, is_spare, sweep
 from slave.cgroups import MB, Cgroups, Limits, Usage
 
 PARENT = "drfmesos"
@@ -164,11 +164,11 @@ def groups_usage(pgids: set[int]) -> dict[int, Usage]:
 
 
 class CgroupContainer:
-    def __init__(self, cgroups: Cgroups, path: str, name: str, removals: Removals) -> None:
+    def __init__(self, cgroups: Cgroups, path: str, name: str, upkeep: Upkeep) -> None:
         self.cgroups = cgroups
         self.path = path
         self.name = name
-        self.removals = removals
+        self.upkeep = upkeep
 
     def join(self) -> tuple[str, dict[str, str]]:
         files = " ".join(str(f) for f in self.cgroups.procs_files(self.path))
@@ -193,7 +193,7 @@ class CgroupContainer:
                 await asyncio.to_thread(self.cgroups.kill, self.path)
             except OSError as e:  # (the removal tries again)
                 logs.get("slave").warning("isolation.kill_failed", cgroup=self.path, error=str(e))
-        self.removals.add(self.path, written)
+        self.upkeep.add(self.path, written)
 
 
 class CgroupsIsolator:
@@ -215,8 +215,9 @@ class CgroupsIsolator:
         self.cpus = cpus  # the cpus the slave offers: its tasks' weight together
         self._parent_made = False
         self.log = logs.get("slave", slave_id=slave_id)
-        self.removals = Removals(cgroups, self.log)
+        self.upkeep = Upkeep(cgroups, self.parent, self.log)
         self._lock: int | None = None  # the parent's directory, locked while we run
+        self._sweep: asyncio.Task[None] | None = None
 
     def _make_parent(self) -> None:
         """The slave's parent cgroup weighs, against the host's other processes, as many
@@ -239,33 +240,46 @@ class CgroupsIsolator:
         )
         self._make_parent()
         container = self.adopt(name)
-        if container.path in self.removals:  # (a task id used again, its old cgroup due)
-            await self.removals.take_back(container.path)
-        # in the loop, not a thread: cgroupfs has no disk behind it (a few mkdirs and
-        # writes, well under a millisecond), and a thread hop per task costs as much
-        self.cgroups.create(container.path, limits)
+        if container.path in self.upkeep:  # (a task id used again, its old cgroup due)
+            await self.upkeep.take_back(container.path)
+        # in the loop, not a thread: a spare renamed (v1) and a few writes, no disk behind
+        # them, well under a millisecond; a thread hop per task costs as much
+        spare = self.upkeep.spare()
+        if not self.cgroups.create(container.path, limits, spare) and spare is not None:
+            self.upkeep.unused(spare)  # (the container was there: an executor's, resized)
         return container
 
     def adopt(self, name: str) -> CgroupContainer:
-        return CgroupContainer(self.cgroups, f"{self.parent}/{name}", name, self.removals)
+        return CgroupContainer(self.cgroups, f"{self.parent}/{name}", name, self.upkeep)
 
     async def recover(self, keep: set[str]) -> list[str]:
         """Destroy the cgroups this slave's previous run left that no recovered task
-        owns; and remove what slaves that are gone left (cgroup_removal.sweep)."""
+        owns; and remove what slaves that are gone left (cgroup_upkeep.sweep)."""
         if self._lock is None:
             self._lock = await asyncio.to_thread(hold, self.cgroups, self.parent, self.log)
         kept = {f"{self.parent}/{name}" for name in keep}
         stale = [c for c in self.cgroups.children(self.parent) if c not in kept]
         for path in stale:
-            self.log.warning("isolation.orphan_cgroup_destroyed", cgroup=path)
-            await asyncio.to_thread(self.cgroups.destroy, path)
+            if not is_spare(path):  # (the spares it had made ahead: no one's)
+                self.log.warning("isolation.orphan_cgroup_destroyed", cgroup=path)
+        await asyncio.to_thread(self._destroy_all, stale)
+        # what slaves that are gone left: housekeeping, not in the way of the start
+        self._sweep = asyncio.create_task(self._sweep_gone(), name="cgroup-sweep")
+        return stale
+
+    def _destroy_all(self, paths: list[str]) -> None:
+        for path in paths:
+            self.cgroups.destroy(path)
+
+    async def _sweep_gone(self) -> None:
         swept = await asyncio.to_thread(sweep, self.cgroups, PARENT, self.parent)
         if swept:
             self.log.info("isolation.gone_slaves_cgroups_removed", cgroups=len(swept))
-        return stale
 
     async def close(self) -> None:
-        await self.removals.close()
+        if self._sweep is not None:
+            await self._sweep  # (a thread: it finishes its look)
+        await self.upkeep.close()
         if not self.cgroups.children(self.parent):  # (tasks left running keep theirs)
             with contextlib.suppress(OSError):
                 await asyncio.to_thread(self.cgroups.destroy, self.parent)

@@ -1,12 +1,15 @@
-"""Cgroups removed off the task's path, and the leftovers of slaves that are gone.
+"""Cgroups made and removed off the task's path, and the leftovers of slaves that are gone.
 
-A task's end is reported first; its cgroup goes a moment later, with those of the tasks
-that ended beside it, in one thread hop (`Removals`). A memory cgroup still charged with
-dirty page cache (the exit status the task's shell wrote, its output) waits until the
-kernel has written it back, so that nothing is left charged to it when it goes: on cgroup
-v1 a removed memory cgroup with page cache lingers unseen as a zombie, one of the
-kernel's 64K memory cgroup ids gone until memory runs short, and a task loop made
-thousands a minute.
+`Upkeep`, in one thread hop at a time: cgroups made ahead (v1), which a task's launch
+renames to its own, and finished tasks' cgroups removed. A task's end is reported first;
+its cgroup goes a moment later, with those of the tasks that ended beside it.
+
+A memory cgroup still charged with dirty page cache (the exit status the task's shell
+wrote, its output) waits until the kernel has written it back (begun at the first look at
+its sandbox), and that is dropped, so that nothing is left charged to it when it goes: on
+cgroup v1 a memory cgroup removed with page cache lingers unseen as a zombie, one of the
+kernel's 64K memory cgroup ids gone until memory runs short; a task loop made thousands a
+minute.
 
 A live slave holds its parent cgroup's directory locked (flock). At its start a slave
 removes what the others under drfmesos/ that hold no lock (stopped, or killed and never
@@ -34,14 +37,27 @@ BATCH = 0.05  # what ends within this goes in one thread hop
 RETRY = (1.0, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
 CLOSING = 2.0  # a stopping slave waits this long for dirty pages, no longer
 STALE_AFTER = 60.0  # an empty cgroup this old is no launch about to join it
+SPARES = 16  # made ahead: a burst of launches (an offer's worth) takes them, no mkdir
+SPARE = "~spare-"  # (no container's name holds a ~: container_name replaces it)
 
 
-class Removals:
-    """Finished containers' cgroups, removed in batches, in a thread."""
+def is_spare(path: str) -> bool:
+    return os.path.basename(path).startswith(SPARE)
 
-    def __init__(self, cgroups: Cgroups, log: Any) -> None:
+
+class Upkeep:
+    """Spare cgroups made and finished containers' cgroups removed, in batches, in a
+    thread: a mkdir or an rmdir of a cgroup costs a tenth of a millisecond of the kernel's
+    time or more, in each hierarchy."""
+
+    def __init__(self, cgroups: Cgroups, parent: str, log: Any) -> None:
         self.cgroups = cgroups
+        self.parent = parent
         self.log = log
+        self._spares: list[str] = []
+        self._want_spares = False  # (from the first launch; never on v2, which cannot rename)
+        self._can_spare = True
+        self._made = 0
         self._due: dict[str, tuple[float, int, tuple[Path, ...]]] = {}
         self._inflight: set[str] = set()
         self._idle = asyncio.Event()  # no batch in a thread
@@ -60,9 +76,29 @@ class Removals:
         """Remove `path` (its processes killed) soon; `files` are what its task wrote
         (their page cache is charged to it)."""
         self._due[path] = (time.monotonic() + BATCH, 0, tuple(files))
+        self._kick()
+
+    def spare(self) -> str | None:
+        """A cgroup made ahead, if one is ready (more are made when few are left)."""
+        spare = self._spares.pop() if self._spares else None
+        self._want_spares = self._can_spare
+        if self._short():
+            self._kick()
+        return spare
+
+    def unused(self, spare: str) -> None:
+        self._spares.append(spare)
+
+    def _kick(self) -> None:
         self._wake.set()
         if self._task is None or self._task.done():
-            self._task = asyncio.create_task(self._run(), name="cgroup-removals")
+            self._task = asyncio.create_task(self._run(), name="cgroup-upkeep")
+
+    def _short(self) -> int:
+        """How many spares to make now."""
+        if not self._want_spares or self._closing_at is not None:
+            return 0
+        return SPARES - len(self._spares) if len(self._spares) < SPARES // 2 else 0
 
     async def take_back(self, path: str) -> None:
         """A new container of the same name: the old one goes first, now."""
@@ -75,15 +111,17 @@ class Removals:
         """Remove what is left, waiting a moment for dirty pages (then anyway)."""
         self._closing_at = now = time.monotonic()
         self._due = {p: (now, tries, files) for p, (_, tries, files) in self._due.items()}
+        self._due.update((spare, (now, 1, ())) for spare in self._spares)
+        self._spares = []
         self._wake.set()
         if self._task is not None:
             await self._task
 
     async def _run(self) -> None:
-        while self._due:
+        while self._due or self._short():
             now = time.monotonic()
-            soonest = min(due for due, _, _ in self._due.values())
-            if soonest > now:
+            soonest = min((due for due, _, _ in self._due.values()), default=now)
+            if soonest > now and not self._short():
                 self._wake.clear()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), soonest - now)
@@ -95,22 +133,46 @@ class Removals:
             self._inflight = set(batch)
             self._idle.clear()
             force = closing and now - (self._closing_at or now) > CLOSING
+            names = [f"{self.parent}/{SPARE}{self._made + i}" for i in range(self._short())]
+            self._made += len(names)
             try:
                 # (shielded: a cancelled slave does not leave a batch half known)
-                left = await asyncio.shield(asyncio.to_thread(self._remove, batch, force))
+                left, made = await asyncio.shield(
+                    asyncio.to_thread(self._work, batch, force, names)
+                )
             finally:
                 self._inflight = set()
                 self._idle.set()
+            if names and not made:
+                self._want_spares = self._can_spare = False
+            if self._closing_at is None:
+                self._spares = made + self._spares  # (the newest taken first)
+            else:
+                self._due.update((spare, (time.monotonic(), 1, ())) for spare in made)
             now = time.monotonic()
             for path, (tries, files) in left.items():
                 if path not in self._due:  # (not made again meanwhile)
                     wait = 0.1 if closing else RETRY[tries]
                     self._due[path] = (now + wait, tries + 1, files)
 
+    def _work(
+        self, batch: dict[str, tuple[float, int, tuple[Path, ...]]], force: bool, spares: list[str]
+    ) -> tuple[dict[str, tuple[int, tuple[Path, ...]]], list[str]]:
+        """(In a thread.) What is not gone yet, to try again; the spares made."""
+        made: list[str] = []
+        for name in spares:
+            try:
+                if not self.cgroups.make_spare(name):
+                    break
+            except OSError as e:
+                self.log.warning("isolation.spare_failed", cgroup=name, error=str(e))
+                break
+            made.append(name)
+        return self._remove(batch, force), made
+
     def _remove(
         self, batch: dict[str, tuple[float, int, tuple[Path, ...]]], force: bool
     ) -> dict[str, tuple[int, tuple[Path, ...]]]:
-        """(In a thread.) What is not gone yet: to try again."""
         left: dict[str, tuple[int, tuple[Path, ...]]] = {}
         for path, (_, tries, files) in batch.items():
             last = force or tries >= len(RETRY)
