@@ -137,16 +137,16 @@ class Upkeep:
             self._made += len(names)
             try:
                 # (shielded: a cancelled slave does not leave a batch half known)
-                left, made = await asyncio.shield(
+                left, made, renames = await asyncio.shield(
                     asyncio.to_thread(self._work, batch, force, names)
                 )
             finally:
                 self._inflight = set()
                 self._idle.set()
-            if names and not made:
+            if not renames:
                 self._want_spares = self._can_spare = False
             if self._closing_at is None:
-                self._spares = made + self._spares  # (the newest taken first)
+                self._spares += made
             else:
                 self._due.update((spare, (time.monotonic(), 1, ())) for spare in made)
             now = time.monotonic()
@@ -157,18 +157,20 @@ class Upkeep:
 
     def _work(
         self, batch: dict[str, tuple[float, int, tuple[Path, ...]]], force: bool, spares: list[str]
-    ) -> tuple[dict[str, tuple[int, tuple[Path, ...]]], list[str]]:
-        """(In a thread.) What is not gone yet, to try again; the spares made."""
+    ) -> tuple[dict[str, tuple[int, tuple[Path, ...]]], list[str], bool]:
+        """(In a thread.) What is not gone yet, to try again; the spares made; whether
+        this version of cgroups renames spares into containers at all."""
         made: list[str] = []
         for name in spares:
             try:
                 if not self.cgroups.make_spare(name):
-                    break
-            except OSError as e:
+                    return self._remove(batch, force), made, False
+            except OSError as e:  # (tried again at the next launch)
                 self.log.warning("isolation.spare_failed", cgroup=name, error=str(e))
+                batch = {**batch, name: (0.0, 1, ())}  # (what of it was made goes)
                 break
             made.append(name)
-        return self._remove(batch, force), made
+        return self._remove(batch, force), made, True
 
     def _remove(
         self, batch: dict[str, tuple[float, int, tuple[Path, ...]]], force: bool
