@@ -114,3 +114,62 @@ async def test_a_gone_slaves_parent_goes_when_nothing_is_left_in_it() -> None:
     for controller in ("cpu", "cpuacct", "memory"):
         assert not (ROOT / controller / PARENT / gone).exists()
     assert not (ROOT / "memory" / isolator.parent).exists()  # its own, at its close
+
+
+class _Dirty:
+    """Cgroups whose memory cgroups stay dirty: a release goes only when forced."""
+
+    def __init__(self) -> None:
+        self.there: set[str] = set()
+        self.forced: list[str] = []
+        self.destroyed: list[str] = []
+        self.looks = 0
+
+    def release(self, name: str, force: bool = False, memory: bool = True) -> bool:
+        self.looks += 1
+        if memory and force:
+            self.there.discard(name)
+            self.forced.append(name)
+        return name not in self.there
+
+    def kill(self, name: str) -> None:
+        return None
+
+    def pids(self, name: str) -> list[int]:
+        return []
+
+    def children(self, parent: str) -> list[str]:
+        return []
+
+    def make_spare(self, name: str) -> bool:
+        return False
+
+    def destroy(self, name: str) -> None:
+        self.there.discard(name)
+        self.destroyed.append(name)
+
+
+async def test_a_stopping_slave_removes_its_cgroups_though_their_pages_stay_dirty() -> None:
+    dirty = _Dirty()
+    upkeep = cgroup_upkeep.Upkeep(dirty, "drfmesos/s", log=None)  # type: ignore[arg-type]
+    dirty.there |= {"drfmesos/s/fw.a", "drfmesos/s/fw.b"}
+    upkeep.add("drfmesos/s/fw.a")
+    upkeep.add("drfmesos/s/fw.b")
+    await eventually(lambda: dirty.looks >= 2)  # looked at, and kept: dirty
+    t0 = time.monotonic()
+    await upkeep.close()
+    assert dirty.there == set()
+    assert sorted(dirty.forced) == ["drfmesos/s/fw.a", "drfmesos/s/fw.b"]
+    assert time.monotonic() - t0 < cgroup_upkeep.CLOSING + 2  # no longer than its wait
+
+
+async def test_a_task_id_used_again_finds_its_old_cgroup_gone_first() -> None:
+    dirty = _Dirty()
+    upkeep = cgroup_upkeep.Upkeep(dirty, "drfmesos/s", log=None)  # type: ignore[arg-type]
+    dirty.there.add("drfmesos/s/fw.a")
+    upkeep.add("drfmesos/s/fw.a")
+    assert "drfmesos/s/fw.a" in upkeep
+    await upkeep.take_back("drfmesos/s/fw.a")
+    assert dirty.destroyed == ["drfmesos/s/fw.a"]
+    assert "drfmesos/s/fw.a" not in upkeep
+    await upkeep.close()
