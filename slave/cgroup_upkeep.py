@@ -207,8 +207,12 @@ def hold(cgroups: Cgroups, parent: str, log: Any, wait: float = 2.0) -> int | No
     deadline = time.monotonic() + wait
     while True:
         d = cgroups.lock_dir(parent)
-        d.mkdir(parents=True, exist_ok=True)
-        fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+            fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+        except OSError as e:  # (its tasks fail to start as they would anyway)
+            log.warning("isolation.parent_lock_failed", cgroup=parent, error=str(e))
+            return None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

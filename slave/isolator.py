@@ -272,7 +272,11 @@ class CgroupsIsolator:
             self.cgroups.destroy(path)
 
     async def _sweep_gone(self) -> None:
-        swept = await asyncio.to_thread(sweep, self.cgroups, PARENT, self.parent)
+        try:
+            swept = await asyncio.to_thread(sweep, self.cgroups, PARENT, self.parent)
+        except OSError as e:  # (the next slave to start looks again)
+            self.log.warning("isolation.sweep_failed", error=str(e))
+            return
         if swept:
             self.log.info("isolation.gone_slaves_cgroups_removed", cgroups=len(swept))
 
