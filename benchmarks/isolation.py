@@ -47,7 +47,7 @@ from frameworks import (
 )
 from protocol import logs
 from protocol.tooling.brokers import BrokerURL, MosquittoBroker
-from slave.isolator import groups_usage, make_isolator
+from slave.isolator import PARENT, groups_usage, make_isolator
 
 SPIN = f"{sys.executable} -c 'while True: pass'"
 # prints how many MB it holds after each step, so its last line is how far it got
@@ -103,9 +103,27 @@ async def cluster(isolation: str, *slave_args: str, resources: str) -> AsyncIter
         broker.cleanup()
         # a slave stopped leaves its tasks' cgroups for its next start: there is none
         if (work / "slave_id").exists() and isolation == "cgroups":
-            leftover = make_isolator("cgroups", (work / "slave_id").read_text().strip())
+            slave_id = (work / "slave_id").read_text().strip()
+            leftover = make_isolator("cgroups", slave_id)
             await leftover.recover(set())
             await leftover.close()
+            LEFT.extend(await asyncio.to_thread(cgroups_of, slave_id))
+
+
+CGROUPS = Path("/sys/fs/cgroup")
+LEFT: list[str] = []  # cgroups a benchmark's slave left behind, all cleaning done
+ZOMBIES: list[int] = []  # memory cgroups the kernel holds more after a task loop
+
+
+def cgroups_of(slave_id: str) -> list[str]:
+    return [str(p) for p in CGROUPS.glob(f"*/{PARENT}/{slave_id}")]
+
+
+def memory_cgroups() -> int:
+    """Memory cgroups the kernel holds, removed ones it keeps (zombies) included."""
+    with contextlib.suppress(OSError, StopIteration, IndexError), open("/proc/cgroups") as f:
+        return int(next(line for line in f if line.startswith("memory")).split()[2])
+    return 0
 
 
 class Launch(Scheduler):
@@ -258,7 +276,10 @@ async def loop_ratio(
     order = ("cgroups", "posix") if first == "cgroups" else ("posix", "cgroups")
     for i in range(rounds):
         for kind in order if i % 2 == 0 else order[::-1]:
+            before = memory_cgroups()
             loops[kind].append(rate := await task_loop(kind, seconds))
+            if kind == "cgroups":
+                ZOMBIES.append(memory_cgroups() - before)
             if verbose:
                 load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
                 print(f"  {kind:7} {rate:6.1f} tasks/s  (load average {load})", flush=True)
@@ -284,6 +305,7 @@ async def main(seconds: float, tasks: int) -> None:
     )
     print(f"stopped, cgroups: {why_cg}\nstopped, posix: {why_px}")
     print(f"slave CPU with {tasks} tasks: {busy:.2%} of a core (idle, no task: {idle:.2%})")
+    print(left_behind())
     print(
         bounds(
             [
@@ -296,8 +318,17 @@ async def main(seconds: float, tasks: int) -> None:
                     loop_cg / loop_px >= 0.8,
                 ),
                 (f"slave CPU, {tasks} tasks, cgroups", f"{busy:.2%}", "<= 2%", busy <= 0.02),
+                ("cgroups left behind", str(len(LEFT)), "0", not LEFT),
             ]
         )
+    )
+
+
+def left_behind() -> str:
+    return (
+        f"cgroups its slaves left behind: {len(LEFT)} {LEFT[:3]}; memory cgroups the kernel "
+        f"holds more after each cgroups task loop (zombies among them; other users of this "
+        f"host's cgroups too): {ZOMBIES}"
     )
 
 
@@ -313,5 +344,6 @@ if __name__ == "__main__":
     if args.loop_only:
         cg, px = asyncio.run(loop_ratio(args.seconds, args.rounds, True, args.first))
         print(f"task loop: cgroups {cg:.1f} / posix {px:.1f} tasks/s = {cg / px:.2f}x (>= 0.8x)")
+        print(left_behind())
     else:
         asyncio.run(main(args.seconds, args.tasks))

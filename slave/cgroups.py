@@ -41,10 +41,20 @@ class Usage:
 class Cgroups(Protocol):
     version: int
 
-    def create(self, name: str, limits: Limits) -> None: ...
+    def create(self, name: str, limits: Limits, spare: str | None = None) -> bool:
+        """Make it (or set the limits of one there) with `limits`. `spare`: an empty
+        cgroup made ahead beside it (`make_spare`), renamed to `name` where the kernel can
+        (v1): no mkdir on the task's path. True if the spare was used."""
+        ...
+
+    def make_spare(self, name: str) -> bool:
+        """Make an empty cgroup ahead, with no limits (blocking: from a thread). False if
+        this version cannot rename one into a container (v2)."""
+        ...
 
     def procs_files(self, name: str) -> list[Path]:
-        """Where a process writes its pid to join the cgroup (one file per hierarchy)."""
+        """Where a single-threaded process (the task's shell) writes 0 to join the cgroup
+        (one file per hierarchy)."""
         ...
 
     def pids(self, name: str) -> list[int]: ...
@@ -57,12 +67,26 @@ class Cgroups(Protocol):
 
     def children(self, parent: str) -> list[str]: ...
 
-    def destroy(self, name: str) -> None:
-        """Kill every process in it and remove it (blocking: call it from a thread)."""
+    def lock_dir(self, name: str) -> Path:
+        """The directory a live slave holds locked (flock) for its parent cgroup `name`."""
         ...
 
-    def remove_if_empty(self, name: str) -> bool:
-        """Remove it at once if no process is left in it (the common end of a task)."""
+    def kill(self, name: str) -> None:
+        """SIGKILL every process in it and in the cgroups below it (podman's), until none
+        is left, and remove the cgroups below it (blocking: call it from a thread)."""
+        ...
+
+    def release(self, name: str, force: bool = False, memory: bool = True) -> bool:
+        """Remove it, empty of processes, leaving the kernel no zombie: a memory cgroup
+        still charged with page cache is kept while any of it is dirty (the kernel could
+        not drop it, and it would outlive the rmdir, unseen, holding one of the kernel's
+        64K memory cgroup ids) unless `force`; its clean cache is dropped, then it is
+        removed. Not `memory`: all but the memory cgroup (v1; v2 has one). True once it is
+        gone."""
+        ...
+
+    def destroy(self, name: str) -> None:
+        """Kill every process in it and remove it (blocking: call it from a thread)."""
         ...
 
 
@@ -80,8 +104,37 @@ def quota_us(cpus: float) -> int:
 
 
 def _write(path: Path, value: object) -> None:
-    with open(path, "w") as f:
-        f.write(str(value))
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)  # (raw: see _read)
+    try:
+        os.write(fd, str(value).encode())
+    finally:
+        os.close(fd)
+
+
+def _rename_all(mounts: list[Path], old: str, new: str) -> bool:
+    """`old` renamed `new` in every hierarchy; False (and where it went, back) if not."""
+    done: list[Path] = []
+    for mount in mounts:
+        try:
+            os.rename(mount / old, mount / new)
+        except OSError:
+            for back in done:
+                with contextlib.suppress(OSError):
+                    os.rename(back / new, back / old)
+            return False
+        done.append(mount)
+    return True
+
+
+def _mkdir(path: Path) -> bool:
+    """Make a cgroup (and its parents); False if it was there."""
+    try:
+        os.mkdir(path)
+    except FileExistsError:
+        return False
+    except FileNotFoundError:
+        path.mkdir(parents=True, exist_ok=True)
+    return True
 
 
 def _read(path: Path) -> str:
@@ -112,11 +165,11 @@ def _int(path: Path, default: int = 0) -> int:
         return default
 
 
-def _kill_and_remove(dirs: list[Path], kill_file: Path | None = None) -> None:
-    """SIGKILL what is in `dirs` until they are empty (a forking task may race us), then
-    remove them. `kill_file` is v2's cgroup.kill, which does it atomically. The cgroups
-    below them go first (podman's, for a container image under a task's cgroup)."""
-    dirs = [below for d in dirs for below in _tree(d)]
+def _kill(tops: list[Path], kill_file: Path | None = None) -> None:
+    """SIGKILL what is in `tops` and below them until they are empty (a forking task may
+    race us), then remove the cgroups below them (podman's, for a container image under a
+    task's cgroup). `kill_file` is v2's cgroup.kill, which does it atomically."""
+    dirs = [below for d in tops for below in _tree(d)]
     deadline = time.monotonic() + 10.0
     while True:
         pids = {p for d in dirs for p in _procs(d)}
@@ -131,6 +184,10 @@ def _kill_and_remove(dirs: list[Path], kill_file: Path | None = None) -> None:
         if time.monotonic() > deadline:
             raise OSError(f"cgroup {dirs[0]} still holds processes {sorted(pids)}")
         time.sleep(0.01)  # dying processes leave the cgroup within a few ms
+    _rmdirs([d for d in dirs if d not in tops], deadline)
+
+
+def _rmdirs(dirs: list[Path], deadline: float) -> None:
     for d in dirs:
         while True:
             try:
@@ -154,17 +211,61 @@ def _tree(d: Path) -> list[Path]:
     return [*below, d]
 
 
-def _remove_if_empty(dirs: list[Path]) -> bool:
-    for d in dirs:
-        if _procs(d):
-            return False
-        try:
-            d.rmdir()
-        except FileNotFoundError:
-            pass
-        except OSError:
-            return False
+def _rmdir(d: Path) -> bool:
+    """Remove one empty cgroup; True if it is gone."""
+    try:
+        d.rmdir()
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return False
     return True
+
+
+# what a memory cgroup may hold at its end without a reclaim: the kernel's per-cpu charge
+# stock (64 pages) and a page or two; the reclaim (v1's force_empty) costs milliseconds of
+# CPU whatever it finds, too much for each task of a task loop
+SMALL_CHARGE = 1 << 20
+
+
+def _drop_cache(charged: int, stat: Path, dirty: tuple[str, ...], drop: Path, force: bool) -> bool:
+    """Empty a memory cgroup of its page cache before its rmdir (its processes gone), if
+    it holds more than SMALL_CHARGE (`charged`, its kernel memory not counted: the kernel
+    hands that to the parent). False while some of it is dirty or under writeback: the
+    kernel writes it back within its dirty_expire (30 s), sooner for what was handed to it
+    (`forget_files`); `force` goes on without it (it may then linger as a zombie)."""
+    if charged <= SMALL_CHARGE:
+        return True
+    counts = _keyed(stat)
+    if sum(counts.get(key, 0) for key in dirty):
+        return force  # (forced, not dropped: it would reclaim in vain for up to 100 ms)
+    if drop.exists():
+        with contextlib.suppress(OSError):  # (v2's memory.reclaim: EAGAIN if it fell short)
+            _write(drop, 0 if drop.name == "memory.force_empty" else charged)
+    return True
+
+
+def forget_files(paths: Iterable[Path], most: int = 10_000) -> None:
+    """Start writing back what a task wrote to the regular files under these directories
+    (`most` of them), and drop their clean page cache: it is charged to the task's memory
+    cgroup, and keeps that from going at the task's end."""
+    todo, seen = [str(p) for p in paths], 0
+    while todo and seen < most:
+        with contextlib.suppress(OSError), os.scandir(todo.pop()) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    todo.append(entry.path)
+                elif entry.is_file(follow_symlinks=False) and (seen := seen + 1) <= most:
+                    _forget(entry.path)
+
+
+def _forget(path: str) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
 
 
 def _procs(d: Path) -> list[int]:
@@ -200,36 +301,54 @@ class CgroupsV1:
         self.all_hierarchies = _distinct(
             sorted(p for p in root.iterdir() if (p / "cgroup.procs").exists())
         )
+        # swap accounting is on (each memory cgroup has a memory+swap limit too)
+        self.memsw = (root / "memory" / "memory.memsw.limit_in_bytes").exists()
 
     def _at(self, controller: str, name: str) -> Path | None:
         mount = self.mounts.get(controller)
         return mount / name if mount is not None else None
 
-    def create(self, name: str, limits: Limits) -> None:
+    def make_spare(self, name: str) -> bool:
         for mount in self.hierarchies:
-            (mount / name).mkdir(parents=True, exist_ok=True)
+            _mkdir(mount / name)
+        return True
+
+    def create(self, name: str, limits: Limits, spare: str | None = None) -> bool:
+        used = spare is not None and _rename_all(self.hierarchies, spare, name)
+        if used:
+            made = dict.fromkeys(self.hierarchies, True)
+        else:
+            made = {mount: _mkdir(mount / name) for mount in self.hierarchies}
+        # only what differs from a new cgroup's defaults is written (the CFS period is
+        # the kernel's default, PERIOD_US)
         if (cpu := self._at("cpu", name)) is not None:
             _write(cpu / "cpu.shares", shares(limits.cpus))
             if limits.cfs:
-                _write(cpu / "cpu.cfs_period_us", PERIOD_US)
                 _write(cpu / "cpu.cfs_quota_us", quota_us(limits.cpus))
         if (mem := self._at("memory", name)) is not None and limits.mem_mb is not None:
             limit = int(limits.mem_mb * MB)
             files = ["memory.limit_in_bytes"]
-            if (mem / "memory.memsw.limit_in_bytes").exists():  # swap accounting is on
-                # memory <= memory+swap at every step: to grow, memsw goes first
-                growing = limit > _int(mem / "memory.limit_in_bytes")
+            if self.memsw:
+                # memory <= memory+swap at every step: to grow, memsw goes first (a new
+                # cgroup's limits are unlimited: memory first)
+                new = made[self.mounts["memory"]]
+                growing = not new and limit > _int(mem / "memory.limit_in_bytes")
                 files.insert(0 if growing else 1, "memory.memsw.limit_in_bytes")
             for name_ in files:
                 _write(mem / name_, limit)
         if (pids := self._at("pids", name)) is not None and limits.max_pids is not None:
             _write(pids / "pids.max", limits.max_pids)
+        return used
 
     def procs_files(self, name: str) -> list[Path]:
-        return [mount / name / "cgroup.procs" for mount in self.hierarchies]
+        # `tasks`, not cgroup.procs: moving the writing thread alone (the shell's only one)
+        # takes no global lock, where moving a process waits for an RCU grace period (12
+        # ms at p90 on this machine, up to 50, per task)
+        return [mount / name / "tasks" for mount in self.hierarchies]
 
     def pids(self, name: str) -> list[int]:
-        return sorted({p for mount in self.hierarchies for p in _procs(mount / name)})
+        # (one hierarchy: a process joins all of ours before it runs anything)
+        return sorted(_procs(self.hierarchies[-1] / name))
 
     def usage(self, name: str) -> Usage:
         usage = Usage()
@@ -264,11 +383,42 @@ class CgroupsV1:
                 names.update(e.name for e in os.scandir(mount / parent) if e.is_dir())
         return sorted(f"{parent}/{n}" for n in names)
 
-    def destroy(self, name: str) -> None:
-        _kill_and_remove([m / name for m in self.all_hierarchies if (m / name).is_dir()])
+    def lock_dir(self, name: str) -> Path:
+        return self.hierarchies[0] / name
 
-    def remove_if_empty(self, name: str) -> bool:
-        return _remove_if_empty([m / name for m in self.hierarchies])
+    def kill(self, name: str) -> None:
+        _kill([m / name for m in self.all_hierarchies if (m / name).is_dir()])
+
+    def release(self, name: str, force: bool = False, memory: bool = True) -> bool:
+        mem = self.mounts.get("memory")
+        parent = os.path.dirname(name)
+        # ours, and the others where podman made the container's path (its parent's is
+        # enough to look for: a failed rmdir costs more than a stat)
+        gone = all(
+            [
+                _rmdir(m / name)
+                for m in self.all_hierarchies
+                if m != mem and (m in self.hierarchies or os.path.isdir(m / parent))
+            ]
+        )
+        if mem is None:
+            return gone
+        if not memory:
+            return False
+        d = mem / name
+        drained = _drop_cache(
+            _int(d / "memory.usage_in_bytes") - _int(d / "memory.kmem.usage_in_bytes"),
+            d / "memory.stat",
+            ("dirty", "writeback"),
+            d / "memory.force_empty",
+            force,
+        )
+        return drained and _rmdir(d) and gone
+
+    def destroy(self, name: str) -> None:
+        self.kill(name)
+        if not self.release(name):
+            self.release(name, force=True)
 
 
 class CgroupsV2:
@@ -293,7 +443,10 @@ class CgroupsV2:
         self._enabled[parent] = set(wanted)
         return self._enabled[parent]
 
-    def create(self, name: str, limits: Limits) -> None:
+    def make_spare(self, name: str) -> bool:
+        return False  # (cgroup2 renames no cgroup)
+
+    def create(self, name: str, limits: Limits, spare: str | None = None) -> bool:
         path = self.root
         for part in name.split("/"):
             enabled = self._enable_controllers(path)
@@ -309,6 +462,7 @@ class CgroupsV2:
                 _write(path / "memory.swap.max", 0)
         if "pids" in enabled and limits.max_pids is not None:
             _write(path / "pids.max", limits.max_pids)
+        return False
 
     def procs_files(self, name: str) -> list[Path]:
         return [self.root / name / "cgroup.procs"]
@@ -344,13 +498,31 @@ class CgroupsV2:
             )
         return []
 
-    def destroy(self, name: str) -> None:
+    def lock_dir(self, name: str) -> Path:
+        return self.root / name
+
+    def kill(self, name: str) -> None:
         path = self.root / name
         if path.is_dir():
-            _kill_and_remove([path], path / "cgroup.kill")
+            _kill([path], path / "cgroup.kill")
 
-    def remove_if_empty(self, name: str) -> bool:
-        return _remove_if_empty([self.root / name])
+    def release(self, name: str, force: bool = False, memory: bool = True) -> bool:
+        d = self.root / name
+        if not memory:
+            return False
+        drained = _drop_cache(
+            _int(d / "memory.current") - _keyed(d / "memory.stat").get("kernel", 0),
+            d / "memory.stat",
+            ("file_dirty", "file_writeback"),
+            d / "memory.reclaim",  # (kernel 5.19+; without it, nothing is dropped)
+            force,
+        )
+        return drained and _rmdir(d)
+
+    def destroy(self, name: str) -> None:
+        self.kill(name)
+        if not self.release(name):
+            self.release(name, force=True)
 
 
 def detect(root: Path = Path("/sys/fs/cgroup"), pids: bool = True) -> Cgroups | str:

@@ -17,20 +17,22 @@ import contextlib
 import hashlib
 import os
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Protocol
 
 from protocol import logs
 from protocol.wire.resources import Resources
+from slave.cgroup_upkeep import Upkeep, hold, is_spare, sweep
 from slave.cgroups import MB, Cgroups, Limits, Usage
 
 PARENT = "drfmesos"
 
-# The start of the shell that runs the task: it writes its own pid into each cgroup.procs
-# named in DRFMESOS_CGROUP_PROCS before it runs anything, so nothing the task starts runs
-# outside the cgroup (and no exec is spent on it).
+# The start of the shell that runs the task: it writes 0 (itself) into each file named in
+# DRFMESOS_CGROUP_PROCS (Cgroups.procs_files) before it runs anything, so nothing the task
+# starts runs outside the cgroup (and no exec is spent on it).
 JOIN = (
-    'for f in $DRFMESOS_CGROUP_PROCS; do echo $$ > "$f" || '
+    'for f in $DRFMESOS_CGROUP_PROCS; do echo 0 > "$f" || '
     '{ echo "drfmesos: could not join cgroup $f" >&2; exit 125; }; done; '
 )
 
@@ -53,7 +55,10 @@ class Container(Protocol):
         """Why the kernel stopped it (an OOM kill), as a message for the user, if so."""
         ...
 
-    async def destroy(self) -> None: ...
+    async def destroy(self, written: Iterable[Path] = ()) -> None:
+        """Kill what is left in it; it is removed a moment later (`written`: where its
+        task wrote, its sandbox: the page cache of the files there is charged to it)."""
+        ...
 
 
 class Isolator(Protocol):
@@ -106,7 +111,7 @@ class PosixContainer:
     async def limitation(self) -> str | None:
         return None
 
-    async def destroy(self) -> None:
+    async def destroy(self, written: Iterable[Path] = ()) -> None:
         return None
 
 
@@ -159,10 +164,11 @@ def groups_usage(pgids: set[int]) -> dict[int, Usage]:
 
 
 class CgroupContainer:
-    def __init__(self, cgroups: Cgroups, path: str, name: str) -> None:
+    def __init__(self, cgroups: Cgroups, path: str, name: str, upkeep: Upkeep) -> None:
         self.cgroups = cgroups
         self.path = path
         self.name = name
+        self.upkeep = upkeep
 
     def join(self) -> tuple[str, dict[str, str]]:
         files = " ".join(str(f) for f in self.cgroups.procs_files(self.path))
@@ -179,14 +185,15 @@ class CgroupContainer:
             f"(peak {peak / MB:.0f} MB): raise the task's mem or use less"
         )
 
-    async def destroy(self) -> None:
-        # most tasks leave nothing behind: then a few rmdirs here, no thread hop
-        if self.cgroups.remove_if_empty(self.path):
-            return
-        try:
-            await asyncio.to_thread(self.cgroups.destroy, self.path)
-        except OSError as e:  # left for the next start's recovery to clean
-            logs.get("slave").warning("isolation.destroy_failed", cgroup=self.path, error=str(e))
+    async def destroy(self, written: Iterable[Path] = ()) -> None:
+        # what the task left running (a double fork) dies before its end is told; most
+        # tasks leave nothing, and their cgroup's removal waits off the task's path
+        if self.cgroups.pids(self.path):
+            try:
+                await asyncio.to_thread(self.cgroups.kill, self.path)
+            except OSError as e:  # (the removal tries again)
+                logs.get("slave").warning("isolation.kill_failed", cgroup=self.path, error=str(e))
+        self.upkeep.add(self.path, written)
 
 
 class CgroupsIsolator:
@@ -208,6 +215,9 @@ class CgroupsIsolator:
         self.cpus = cpus  # the cpus the slave offers: its tasks' weight together
         self._parent_made = False
         self.log = logs.get("slave", slave_id=slave_id)
+        self.upkeep = Upkeep(cgroups, self.parent, self.log)
+        self._lock: int | None = None  # the parent's directory, locked while we run
+        self._sweep: asyncio.Task[None] | None = None
 
     def _make_parent(self) -> None:
         """The slave's parent cgroup weighs, against the host's other processes, as many
@@ -230,26 +240,56 @@ class CgroupsIsolator:
         )
         self._make_parent()
         container = self.adopt(name)
-        # in the loop, not a thread: cgroupfs has no disk behind it (a few mkdirs and
-        # writes, well under a millisecond), and a thread hop per task costs as much
-        self.cgroups.create(container.path, limits)
+        if container.path in self.upkeep:  # (a task id used again, its old cgroup due)
+            await self.upkeep.take_back(container.path)
+        # in the loop, not a thread: a spare renamed (v1) and a few writes, no disk behind
+        # them, well under a millisecond; a thread hop per task costs as much
+        spare = self.upkeep.spare()
+        if not self.cgroups.create(container.path, limits, spare) and spare is not None:
+            self.upkeep.unused(spare)  # (the container was there: an executor's, resized)
         return container
 
     def adopt(self, name: str) -> CgroupContainer:
-        return CgroupContainer(self.cgroups, f"{self.parent}/{name}", name)
+        return CgroupContainer(self.cgroups, f"{self.parent}/{name}", name, self.upkeep)
 
     async def recover(self, keep: set[str]) -> list[str]:
+        """Destroy the cgroups this slave's previous run left that no recovered task
+        owns; and remove what slaves that are gone left (cgroup_upkeep.sweep)."""
+        if self._lock is None:
+            self._lock = await asyncio.to_thread(hold, self.cgroups, self.parent, self.log)
         kept = {f"{self.parent}/{name}" for name in keep}
         stale = [c for c in self.cgroups.children(self.parent) if c not in kept]
         for path in stale:
-            self.log.warning("isolation.orphan_cgroup_destroyed", cgroup=path)
-            await asyncio.to_thread(self.cgroups.destroy, path)
+            if not is_spare(path):  # (the spares it had made ahead: no one's)
+                self.log.warning("isolation.orphan_cgroup_destroyed", cgroup=path)
+        await asyncio.to_thread(self._destroy_all, stale)
+        # what slaves that are gone left: housekeeping, not in the way of the start
+        self._sweep = asyncio.create_task(self._sweep_gone(), name="cgroup-sweep")
         return stale
 
+    def _destroy_all(self, paths: list[str]) -> None:
+        for path in paths:
+            self.cgroups.destroy(path)
+
+    async def _sweep_gone(self) -> None:
+        try:
+            swept = await asyncio.to_thread(sweep, self.cgroups, PARENT, self.parent)
+        except OSError as e:  # (the next slave to start looks again)
+            self.log.warning("isolation.sweep_failed", error=str(e))
+            return
+        if swept:
+            self.log.info("isolation.gone_slaves_cgroups_removed", cgroups=len(swept))
+
     async def close(self) -> None:
+        if self._sweep is not None:
+            await self._sweep  # (a thread: it finishes its look)
+        await self.upkeep.close()
         if not self.cgroups.children(self.parent):  # (tasks left running keep theirs)
             with contextlib.suppress(OSError):
                 await asyncio.to_thread(self.cgroups.destroy, self.parent)
+        if self._lock is not None:
+            os.close(self._lock)
+            self._lock = None
 
     async def usage(self, running: list[tuple[Container, int]]) -> list[Usage]:
         # a few small cgroupfs reads a container: no disk, cheaper than a thread hop

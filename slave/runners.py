@@ -132,7 +132,7 @@ class CommandRunner:
             # left (double forks included) dies with its cgroup
             if self._stop is None and (why := await self.container.limitation()):
                 self._stop = Limit(TaskState.FAILED, Reason.MEMORY_LIMIT, why)
-            await self.container.destroy()
+            await self.container.destroy([self.sandbox])
         if self._stop is not None:
             await self.report(self._stop.state, self._stop.reason, self._stop.message)
         elif code == 0:

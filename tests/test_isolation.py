@@ -37,7 +37,6 @@ from protocol.wire.resources import Resources
 from slave.cgroups import CgroupsV1, CgroupsV2, Limits, detect
 from slave.isolator import (
     PARENT,
-    CgroupContainer,
     CgroupsIsolator,
     container_name,
     groups_usage,
@@ -109,7 +108,7 @@ def test_v2_writes_weight_cap_memory_swap_and_pids_and_enables_controllers(
     assert (usage.memory_bytes, usage.memory_peak_bytes) == (2**20, 64 * 2**20)
     assert found.oom_kills("drfmesos/s1/fw.t") == 1
     assert found.memory_limit("drfmesos/s1/fw.t") == 64 * 2**20
-    container = CgroupContainer(found, "drfmesos/s1/fw.t", "fw.t")
+    container = CgroupsIsolator(found, "s1").adopt("fw.t")
     message = asyncio.run(container.limitation())
     assert message is not None
     assert "limit of 64 MB (peak 64 MB)" in message
@@ -129,11 +128,10 @@ def test_v1_writes_shares_quota_and_memsw_in_each_hierarchy(tmp_path: Path) -> N
     for controller in ("cpu", "cpuacct", "memory", "pids"):
         (tmp_path / controller).mkdir()
         (tmp_path / controller / "cgroup.procs").write_text("")
+    (tmp_path / "memory" / "memory.memsw.limit_in_bytes").write_text("0")  # swap accounted
     found = detect(tmp_path)
     assert isinstance(found, CgroupsV1)
     name = "drfmesos/s1/fw.t"
-    (tmp_path / "memory" / name).mkdir(parents=True)
-    (tmp_path / "memory" / name / "memory.memsw.limit_in_bytes").write_text("0")
     found.create(name, Limits(cpus=1.5, mem_mb=128, cfs=True, max_pids=7))
     assert (tmp_path / "cpu" / name / "cpu.shares").read_text() == "1536"
     assert (tmp_path / "cpu" / name / "cpu.cfs_quota_us").read_text() == "150000"
@@ -142,7 +140,9 @@ def test_v1_writes_shares_quota_and_memsw_in_each_hierarchy(tmp_path: Path) -> N
         128 << 20
     )
     assert (tmp_path / "pids" / name / "pids.max").read_text() == "7"
-    assert len(found.procs_files(name)) == 4
+    assert [f.relative_to(tmp_path) for f in found.procs_files(name)] == [
+        Path(c) / name / "tasks" for c in ("cpu", "cpuacct", "memory", "pids")
+    ]
 
 
 async def test_the_slaves_parent_cgroup_weighs_as_many_cpus_as_the_slave_offers(
@@ -541,7 +541,7 @@ async def test_a_real_v2_cgroup_holds_a_task_with_its_double_fork_and_is_cleaned
         await container.destroy()  # cgroup.kill: the daemon too
         await proc.wait()
         await eventually(lambda: not os.path.exists(f"/proc/{int(pidfile.read_text())}"))
-        assert not (cgroup2 / isolator.parent / "fw.t").exists()
+        await eventually(lambda: not (cgroup2 / isolator.parent / "fw.t").exists())
     finally:
         with contextlib.suppress(ProcessLookupError):
             proc.kill()

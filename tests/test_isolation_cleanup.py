@@ -1,0 +1,175 @@
+"""Isolation leaves nothing behind: a task's memory cgroup goes without its page cache
+(else cgroup v1 keeps it, unseen, as a zombie), and what slaves that are gone left is
+swept by the next slave to start (real cgroup v1 hierarchies here)."""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from test_isolation import ROOT, _cgroup, _slave_id, need_cgroups
+from test_slave import Rig, master_rig
+
+from protocol.tooling.brokers import MosquittoBroker
+from protocol.wire.messages import TaskState
+from protocol.wire.resources import Resources
+from slave import cgroup_upkeep
+from slave.cgroups import MB, Cgroups, detect
+from slave.isolator import PARENT, CgroupsIsolator
+
+from helpers import eventually
+
+
+@pytest.fixture
+async def rig(mosquitto: MosquittoBroker, tmp_path: Path) -> AsyncIterator[Rig]:
+    need_cgroups()
+    async with master_rig(mosquitto, tmp_path) as r:
+        yield r
+
+
+def _charged(memory: Path) -> int:
+    """Page cache and user memory charged to a v1 memory cgroup and those below it, live
+    or removed (a zombie's charge stays with its parent): its kernel memory not counted."""
+    return int((memory / "memory.usage_in_bytes").read_text()) - int(
+        (memory / "memory.kmem.usage_in_bytes").read_text()
+    )
+
+
+async def test_a_task_that_wrote_files_leaves_no_page_cache_when_its_cgroup_goes(
+    rig: Rig,
+) -> None:
+    fw = await rig.framework()
+    sid = _slave_id()
+    await rig.start_slave(sid, Resources(cpus=2, mem=512), isolation="cgroups")
+    parent = _cgroup(sid)
+    # 8 MB of page cache charged to the task: its sandbox's files, dirty at its end
+    write = "head -c 4000000 /dev/zero > a; mkdir -p d; head -c 4000000 /dev/zero > d/b"
+    await rig.launch(fw, write, "writer", Resources(cpus=0.1, mem=64))
+    await fw.update_for("writer", TaskState.FINISHED)
+    await eventually(lambda: not _cgroup(sid, f"{fw.framework_id}.writer").exists(), 30)
+    # the slave's parent holds what is left of it: nothing a zombie would keep
+    assert _charged(parent) <= 1 * MB, f"{_charged(parent) / MB:.1f} MB left charged"
+
+
+def _found() -> Cgroups:
+    found = detect(ROOT, pids=False)
+    assert not isinstance(found, str)
+    return found
+
+
+def _leftover(slave_id: str, name: str, age: float) -> Path:
+    """An empty cgroup a slave left, made `age` seconds ago (v1: in each hierarchy)."""
+    found = _found()
+    path = f"{PARENT}/{slave_id}/{name}"
+    found.make_spare(path)  # (an empty cgroup of ours)
+    then = time.time() - age
+    for controller in ("cpu", "cpuacct", "memory"):
+        os.utime(ROOT / controller / path, (then, then))
+    return ROOT / "memory" / path
+
+
+async def test_a_starting_slave_sweeps_what_gone_slaves_left_and_spares_live_ones() -> None:
+    need_cgroups()
+    found = _found()
+    gone, live = f"iso-gone-{uuid.uuid4().hex[:6]}", f"iso-live-{uuid.uuid4().hex[:6]}"
+    old = _leftover(gone, "fw.old", age=3600)
+    young = _leftover(gone, "fw.young", age=0)  # its slave may be about to start it
+    theirs = _leftover(live, "fw.old", age=3600)  # a live slave's: it removes its own
+    lock = cgroup_upkeep.hold(found, f"{PARENT}/{live}", log=None)
+    assert lock is not None
+    isolator = CgroupsIsolator(found, _slave_id())
+    try:
+        await isolator.recover(set())
+        assert isolator._sweep is not None
+        await isolator._sweep
+        assert not old.exists()
+        assert not (ROOT / "cpu" / PARENT / gone / "fw.old").exists()
+        assert young.exists()
+        assert theirs.exists()
+    finally:
+        await isolator.close()
+        os.close(lock)
+        for slave_id in (gone, live):
+            for child in found.children(f"{PARENT}/{slave_id}"):
+                found.destroy(child)
+            found.destroy(f"{PARENT}/{slave_id}")
+    assert not (ROOT / "memory" / PARENT / live).exists()
+
+
+async def test_a_gone_slaves_parent_goes_when_nothing_is_left_in_it() -> None:
+    need_cgroups()
+    gone = f"iso-gone-{uuid.uuid4().hex[:6]}"
+    _leftover(gone, "fw.old", age=3600)
+    isolator = CgroupsIsolator(_found(), _slave_id())
+    try:
+        await isolator.recover(set())
+        assert isolator._sweep is not None
+        await isolator._sweep
+    finally:
+        await isolator.close()
+    for controller in ("cpu", "cpuacct", "memory"):
+        assert not (ROOT / controller / PARENT / gone).exists()
+    assert not (ROOT / "memory" / isolator.parent).exists()  # its own, at its close
+
+
+class _Dirty:
+    """Cgroups whose memory cgroups stay dirty: a release goes only when forced."""
+
+    def __init__(self) -> None:
+        self.there: set[str] = set()
+        self.forced: list[str] = []
+        self.destroyed: list[str] = []
+        self.looks = 0
+
+    def release(self, name: str, force: bool = False, memory: bool = True) -> bool:
+        self.looks += 1
+        if memory and force:
+            self.there.discard(name)
+            self.forced.append(name)
+        return name not in self.there
+
+    def kill(self, name: str) -> None:
+        return None
+
+    def pids(self, name: str) -> list[int]:
+        return []
+
+    def children(self, parent: str) -> list[str]:
+        return []
+
+    def make_spare(self, name: str) -> bool:
+        return False
+
+    def destroy(self, name: str) -> None:
+        self.there.discard(name)
+        self.destroyed.append(name)
+
+
+async def test_a_stopping_slave_removes_its_cgroups_though_their_pages_stay_dirty() -> None:
+    dirty = _Dirty()
+    upkeep = cgroup_upkeep.Upkeep(dirty, "drfmesos/s", log=None)  # type: ignore[arg-type]
+    dirty.there |= {"drfmesos/s/fw.a", "drfmesos/s/fw.b"}
+    upkeep.add("drfmesos/s/fw.a")
+    upkeep.add("drfmesos/s/fw.b")
+    await eventually(lambda: dirty.looks >= 2)  # looked at, and kept: dirty
+    t0 = time.monotonic()
+    await upkeep.close()
+    assert dirty.there == set()
+    assert sorted(dirty.forced) == ["drfmesos/s/fw.a", "drfmesos/s/fw.b"]
+    assert time.monotonic() - t0 < cgroup_upkeep.CLOSING + 2  # no longer than its wait
+
+
+async def test_a_task_id_used_again_finds_its_old_cgroup_gone_first() -> None:
+    dirty = _Dirty()
+    upkeep = cgroup_upkeep.Upkeep(dirty, "drfmesos/s", log=None)  # type: ignore[arg-type]
+    dirty.there.add("drfmesos/s/fw.a")
+    upkeep.add("drfmesos/s/fw.a")
+    assert "drfmesos/s/fw.a" in upkeep
+    await upkeep.take_back("drfmesos/s/fw.a")
+    assert dirty.destroyed == ["drfmesos/s/fw.a"]
+    assert "drfmesos/s/fw.a" not in upkeep
+    await upkeep.close()
