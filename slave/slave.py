@@ -47,6 +47,7 @@ from protocol.wire.messages import (
     TaskInfo,
     TaskState,
     TaskStatus,
+    Wire,
     new_id,
 )
 from protocol.wire.resources import Resources
@@ -67,6 +68,8 @@ from slave.updates import OwedUpdates
 from slave.usage import report_loop
 
 __all__ = ["Slave", "SlaveConfig", "TaskRecord"]
+
+MAX_HELD_WHILE_RECOVERING = 10_000  # messages for a fleet's slave that wait for its recovery
 
 
 class Slave(ExecutorSide):
@@ -104,6 +107,18 @@ class Slave(ExecutorSide):
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def start(self) -> None:
+        # what reaches a fleet's slave while it recovers (a kill for a task it is about to
+        # recover) waits for its handlers, instead of being dropped as unrouted
+        early: list[tuple[Wire, str | None]] = []
+
+        async def hold(message: Wire, reply_to: str | None) -> None:
+            if len(early) < MAX_HELD_WHILE_RECOVERING:
+                early.append((message, reply_to))
+            else:
+                self.log.warning("slave.dropped_while_recovering", type=message.TYPE)
+
+        if self.config.in_fleet:
+            self.bus.route(self.inbox, hold)
         await recover(self)
         d = Dispatcher(self.bus, "slave")
         d.on(Registered, self._on_registered)
@@ -117,6 +132,8 @@ class Slave(ExecutorSide):
         d.on(Error, self._on_error)
         if self.config.in_fleet:
             self.bus.route(self.inbox, d)  # the process's wildcard subscription brings it
+            for message, reply_to in early:
+                await d(message, reply_to)
         else:
             await self.bus.subscribe(self.inbox, d)
         await LeaderWatch.on(self.bus, self.topics, self._on_leader)

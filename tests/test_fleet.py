@@ -176,3 +176,42 @@ def test_a_page_of_slaves_is_chosen_without_sorting_them_all() -> None:
     ids, total = slave_page(slaves, "", 0, 2, search="rack3")
     assert (ids, total) == (["s00003", "s00010"], 7143)
     assert slave_page(slaves, "", 0, 5, search="s01234") == (["s01234"], 1)
+
+
+async def test_what_reaches_a_fleets_slave_while_it_recovers_waits_for_its_handlers(
+    mosquitto: MosquittoBroker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A kill sent to a restarted slave while it is still recovering its tasks is handled
+    once it has: the process's wildcard subscription brought it before the slave's own
+    route was up, and it used to be dropped as unrouted (the task ran on, unkilled)."""
+    import slave.slave as slave_module
+
+    recovering, resume = asyncio.Event(), asyncio.Event()
+    real_recover = slave_module.recover
+
+    async def slow_recover(slave: slave_module.Slave) -> None:
+        recovering.set()
+        await resume.wait()
+        await real_recover(slave)
+
+    monkeypatch.setattr(slave_module, "recover", slow_recover)
+    url = dataclasses.replace(mosquitto.url, username="rack1")
+    answers = Inbox()
+    async with contextlib.AsyncExitStack() as stack:
+        bus = await stack.enter_async_context(
+            Bus(url, name="fleet", inbox=T.outbox("slave", "rack1"), persistent=True)
+        )
+        fleet = Fleet(bus, T, "rack1")
+        runner = asyncio.create_task(fleet.run(configs(tmp_path, 1, 0)))
+        stack.push_async_callback(cancel, runner)
+        asker = await stack.enter_async_context(
+            Bus(mosquitto.url, name="asker", inbox=T.operator("asker"))
+        )
+        await asker.subscribe(T.operator("asker"), answers)
+        await asyncio.wait_for(recovering.wait(), 10)
+        await asker.publish(T.slave("rack1", "s00000"), KillTask(framework_id="f", task_id="t"))
+        await eventually(lambda: fleet.bus.messages.received["KillTask"] >= 1)
+        assert answers.of(Error) == []  # held, not answered, while it recovers
+        resume.set()
+        [error] = await answers.wait_count(Error, 1, timeout=10)
+        assert error.code == "unknown-task"  # handled by the slave itself
