@@ -26,7 +26,8 @@ from protocol.wire.resources import Resources
 from protocol.wire.topics import Topics
 from slave.backoff import RETRY_CAP, RegistrationBackoff
 from slave.fleet import Fleet
-from slave.slave import SlaveConfig
+from slave.recovery import recover
+from slave.slave import Slave, SlaveConfig
 
 from fakes import FakeFramework, party
 from helpers import Inbox, eventually
@@ -184,17 +185,14 @@ async def test_what_reaches_a_fleets_slave_while_it_recovers_waits_for_its_handl
     """A kill sent to a restarted slave while it is still recovering its tasks is handled
     once it has: the process's wildcard subscription brought it before the slave's own
     route was up, and it used to be dropped as unrouted (the task ran on, unkilled)."""
-    import slave.slave as slave_module
-
     recovering, resume = asyncio.Event(), asyncio.Event()
-    real_recover = slave_module.recover
 
-    async def slow_recover(slave: slave_module.Slave) -> None:
+    async def slow_recover(slave: Slave) -> None:
         recovering.set()
         await resume.wait()
-        await real_recover(slave)
+        await recover(slave)
 
-    monkeypatch.setattr(slave_module, "recover", slow_recover)
+    monkeypatch.setattr("slave.slave.recover", slow_recover)
     url = dataclasses.replace(mosquitto.url, username="rack1")
     answers = Inbox()
     async with contextlib.AsyncExitStack() as stack:
