@@ -238,7 +238,8 @@ class Sorter:
         alloc = client.allocation
         for k, v in resources.millis.items():  # (add_millis inlined: twice an offer)
             alloc[k] = alloc.get(k, 0) + v
-        self._push(client)
+        if client.active and (client.entry is None or len(self._clients) > 1):
+            self._pending[name] = client  # (_push inlined)
 
     def allocation_count(self, name: str) -> int:
         """How many times the client was allocated to (the tie-break among equal shares)."""
@@ -291,7 +292,9 @@ class Sorter:
         Costs one call of `wanted` for every client it passes over (the usual case passes
         over none). `wanted` must not record allocations; do that after this returns.
         """
-        for _, _, name in self.ordered():
+        if self._pending or self._seen_version != self._totals.version:
+            self._fresh()  # (`ordered` inlined: once an offer)
+        for _, _, name in self._order:
             if wanted(name):
                 return name
         return None
@@ -329,7 +332,8 @@ class Sorter:
             return
         order, total, share, fifo = self._order, self._total, self._share, self._fifo
         for c in self._pending.values():
-            self._unlist(c)
+            if c.entry is not None:  # (_unlist inlined: once an offer)
+                del order[bisect_left(order, c.entry)]
             c.entry = (share(c.allocation, total) / c.weight, c.order if fifo else c.count, c.name)
             insort(order, c.entry)
         self._pending.clear()
