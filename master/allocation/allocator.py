@@ -344,6 +344,8 @@ class Allocator:
         floors = self._floors()
         slaves, reservations = self.slaves, self.reservations
         pick = self._pick if self.quotas else self._first_wanting(now)
+        # (bound once: these run for every slave)
+        give, offered, resources_of = self._give, allocations.append, Resources.from_millis
         for slave_id in order:
             slave = slaves.get(slave_id)
             if slave is None or not slave.active:
@@ -361,12 +363,12 @@ class Allocator:
             if picked is None:
                 continue
             framework_id, offer = picked
-            resources = Resources.from_millis(offer)
+            resources = resources_of(offer)
             if offer is not free and offer != free:  # quota cut the offer: the rest is for
                 # others, next round
                 self.dirty.add(slave_id)
-            self._give(framework_id, slave, resources)
-            allocations.append(Allocation(framework_id, slave_id, resources))
+            give(framework_id, slave, resources)
+            offered(Allocation(framework_id, slave_id, resources))
         return allocations
 
     def _floors(self) -> list[Millis] | None:

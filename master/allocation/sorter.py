@@ -145,6 +145,7 @@ class Sorter:
         self._clients: dict[str, _Client] = {}
         self._weights: dict[str, float] = {}  # configured, kept for clients that come later
         self._order: list[_Entry] = []  # the active clients, lowest weighted share first
+        self._found = 0  # where in it `first` last found a client
         self._pending: dict[str, _Client] = {}  # clients to move to their place in it
         self._totals = total or Total()
         self._total = self._totals.millis
@@ -294,8 +295,9 @@ class Sorter:
         """
         if self._pending or self._seen_version != self._totals.version:
             self._fresh()  # (`ordered` inlined: once an offer)
-        for _, _, name in self._order:
+        for i, (_, _, name) in enumerate(self._order):
             if wanted(name):
+                self._found = i  # (where it stands: it is likely to move next)
                 return name
         return None
 
@@ -331,9 +333,14 @@ class Sorter:
         if not self._pending:
             return
         order, total, share, fifo = self._order, self._total, self._share, self._fifo
+        found = self._found
         for c in self._pending.values():
-            if c.entry is not None:  # (_unlist inlined: once an offer)
-                del order[bisect_left(order, c.entry)]
+            entry = c.entry
+            if entry is not None:  # (_unlist inlined, where `first` found it if it is there)
+                if found < len(order) and order[found] is entry:
+                    del order[found]
+                else:
+                    del order[bisect_left(order, entry)]
             c.entry = (share(c.allocation, total) / c.weight, c.order if fifo else c.count, c.name)
             insort(order, c.entry)
         self._pending.clear()
