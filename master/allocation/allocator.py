@@ -547,15 +547,17 @@ class Allocator:
         use): `_take` and `_credit` in one pass over the amounts (a round does this once
         an offer)."""
         fw = self.frameworks[framework_id]
+        delta = resources.millis
         mine = slave.by_framework.get(framework_id)
-        if mine is None:
-            mine = slave.by_framework[framework_id] = {}
+        if mine is None:  # (the usual case in a round: a copy, not a sum)
+            slave.by_framework[framework_id] = dict(delta)
             fw.slaves.add(slave.slave_id)
+        else:
+            add_millis(mine, delta)
         on_slave, free, everywhere = slave.allocated, slave.unallocated, self._allocated
-        for k, v in resources.millis.items():
+        for k, v in delta.items():
             on_slave[k] = on_slave.get(k, 0) + v
             everywhere[k] = everywhere.get(k, 0) + v
-            mine[k] = mine.get(k, 0) + v
             if k in free:
                 free[k] -= v
         self._role_frameworks[fw.role].allocated(framework_id, resources)

@@ -341,8 +341,15 @@ class Sorter:
                     del order[found]
                 else:
                     del order[bisect_left(order, entry)]
-            c.entry = (share(c.allocation, total) / c.weight, c.order if fifo else c.count, c.name)
-            insort(order, c.entry)
+            entry = c.entry = (
+                share(c.allocation, total) / c.weight,
+                c.order if fifo else c.count,
+                c.name,
+            )
+            if not order or order[-1] < entry:
+                order.append(entry)  # to the back of the line: where one just served goes
+            else:
+                insort(order, entry)
         self._pending.clear()
 
     def _rebuild(self) -> None:
