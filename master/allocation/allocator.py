@@ -67,17 +67,17 @@ framework or not (`all`, Mesos's), or only those of roles whose frameworks want 
 
 @contextmanager
 def paused_collector() -> Iterator[None]:
-    """Python's cyclic garbage collector waits while the block runs, and goes on after it
-    as before (if it was on).
+    """Python's cyclic garbage collector waits while the block runs; after it, one young
+    collection takes what the block made, and the collector goes on as before (if on).
 
-    A round makes an offer (a `Resources` and an `Allocation`) a slave and no reference
-    cycles. Every 700 new objects set off a collection of the young ones, and every
-    quarter of the heap's size in new survivors a full one that walks the whole heap: at
-    50,000 slaves that is two full walks a round, a quarter of its time, finding nothing
-    to free. Paused, the offers are walked once, by the first young collection after the
-    round (measured beside the round in `benchmarks.allocator`); nothing is lost, a cycle
-    made meanwhile is collected then. The master's rounds and the simulator's pass here
-    alike, through `Allocator.allocate`."""
+    A round makes an offer a slave (a `Resources` and an `Allocation`) and no reference
+    cycles. Running, the collector would walk the young objects every 700 new ones, and
+    the whole heap every time the survivors grew by a quarter of it: at 50,000 slaves,
+    two or three full walks a round, a quarter of its time, freeing nothing. Paused, the
+    round's objects are walked once, by the young collection at its end -- counted in
+    the round's time, as the one that would otherwise come with the caller's next
+    allocation. The master's rounds, the simulator's and the benchmark's all pass here,
+    through `Allocator.allocate`."""
     was_on = gc.isenabled()
     gc.disable()
     try:
@@ -85,6 +85,7 @@ def paused_collector() -> Iterator[None]:
     finally:
         if was_on:
             gc.enable()
+            gc.collect(0)
 
 
 class Allocator:
