@@ -24,20 +24,21 @@ order decides is which slaves are offered first when there are more free than wa
 
 from __future__ import annotations
 
-import gc
 import heapq
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Iterator, Mapping
 from typing import Any
 
+from master.allocation.collector import paused_collector
 from master.allocation.holds import Holds
 from master.allocation.ledger import (
     Allocation,
     AllocatorError,
     Filter,
     FrameworkBook,
+    Picked,
     SlaveBook,
     allocatable,
+    first_wanting,
     fits_one,
     floors_of,
     wants_offer,
@@ -55,37 +56,12 @@ from protocol.wire.resources import (
     sub_millis,
 )
 
-Picked = tuple[str, Millis] | None  # the framework a slave is offered to, and what of it
-
 __all__ = ["HEADROOM", "Allocation", "Allocator", "AllocatorError", "RoleStanding"]
 
 HEADROOM = ("all", "demand")
 """Whose unmet guarantees are held back from everybody else's offers: every quota role's,
 framework or not (`all`, Mesos's), or only those of roles whose frameworks want offers now
 (`demand`: work-conserving, and preemption reclaims a guarantee when its role comes)."""
-
-
-@contextmanager
-def paused_collector() -> Iterator[None]:
-    """Python's cyclic garbage collector waits while the block runs; after it, one young
-    collection takes what the block made, and the collector goes on as before (if on).
-
-    A round makes an offer a slave (a `Resources` and an `Allocation`) and no reference
-    cycles. Running, the collector would walk the young objects every 700 new ones, and
-    the whole heap every time the survivors grew by a quarter of it: at 50,000 slaves,
-    two or three full walks a round, a quarter of its time, freeing nothing. Paused, the
-    round's objects are walked once, by the young collection at its end -- counted in
-    the round's time, as the one that would otherwise come with the caller's next
-    allocation. The master's rounds, the simulator's and the benchmark's all pass here,
-    through `Allocator.allocate`."""
-    was_on = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_on:
-            gc.enable()
-            gc.collect(0)
 
 
 class Allocator:
@@ -344,7 +320,11 @@ class Allocator:
         allocations: list[Allocation] = []
         floors = self._floors()
         slaves, reservations = self.slaves, self.reservations
-        pick = self._pick if self.quotas else self._first_wanting(now)
+        pick = (
+            self._pick
+            if self.quotas
+            else first_wanting(self._roles, self._role_frameworks, self.frameworks, now)
+        )
         # (bound once: these run for every slave)
         give, offered, resources_of = self._give, allocations.append, Resources.from_millis
         for slave_id in order:
@@ -383,7 +363,7 @@ class Allocator:
 
     def _pick(self, slave_id: str, free: Millis, now: float) -> Picked:
         """The framework to offer this slave to, and what of it: under quotas, what quota
-        limits and other roles' guarantees leave (without, `_first_wanting` picks)."""
+        limits and other roles' guarantees leave (without quotas, `first_wanting` picks)."""
         frameworks = self.frameworks
         quota = self._quota
         offer: dict[str, Millis] = {}  # what each role would be offered (made once a role)
@@ -423,36 +403,6 @@ class Allocator:
         if chosen is None:
             return None
         return picked[chosen], offer[chosen]
-
-    def _first_wanting(self, now: float) -> Callable[[str, Millis, float], Picked]:
-        """The round's pick without quotas: the first framework in order that wants the
-        slave gets all of it. Each role's order is read in place, and the one function
-        `first` is given serves the whole round, reading the slave of the moment (this is
-        the round's hot path: no closure made per slave)."""
-        frameworks, role_frameworks = self.frameworks, self._role_frameworks
-        first = self._roles.first
-        slave_id = ""  # the slave of the moment, and what it has free (set by `pick`)
-        free: Millis = {}
-        found: dict[str, str] = {}  # by role: a tree may ask several before it chooses
-
-        def first_in_role(role: str) -> bool:
-            for _, _, framework_id in role_frameworks[role].ordered():
-                fw = frameworks[framework_id]  # (wants_offer's usual yes, without the call:
-                # no offer filters, nothing declined here)
-                if (not fw.min_allocatable and slave_id not in fw.filters) or wants_offer(
-                    fw, slave_id, free, now
-                ):
-                    found[role] = framework_id
-                    return True
-            return False
-
-        def pick(visited: str, unallocated: Millis, _: float) -> Picked:
-            nonlocal slave_id, free
-            slave_id, free = visited, unallocated
-            chosen = first(first_in_role)
-            return (found[chosen], free) if chosen is not None else None
-
-        return pick
 
     # -- reservations --------------------------------------------------------------------------
     def reserve(self, slave_id: str, framework_id: str, resources: Resources, until: float) -> None:
@@ -544,29 +494,12 @@ class Allocator:
             heapq.heappush(self._expiring, (now + refuse_seconds, slave_id))
 
     def _give(self, framework_id: str, slave: SlaveBook, resources: Resources) -> None:
-        """`resources` of the slave are allocated to the framework now (offered, or in
-        use): `_take` and `_credit` in one pass over the amounts (a round does this once
-        an offer)."""
-        fw = self.frameworks[framework_id]
-        delta = resources.millis
-        mine = slave.by_framework.get(framework_id)
-        if mine is None:  # (the usual case in a round: a copy, not a sum)
-            slave.by_framework[framework_id] = dict(delta)
-            fw.slaves.add(slave.slave_id)
-        else:
-            add_millis(mine, delta)
-        on_slave, free, everywhere = slave.allocated, slave.unallocated, self._allocated
-        for k, v in delta.items():
-            on_slave[k] = on_slave.get(k, 0) + v
-            everywhere[k] = everywhere.get(k, 0) + v
-            if k in free:
-                free[k] -= v
-        self._role_frameworks[fw.role].allocated(framework_id, resources)
-        self._roles.allocated(fw.role, resources)
+        self._take(slave, resources.millis)
+        self._credit(framework_id, slave, resources)
 
     def _take(self, slave: SlaveBook, delta: Mapping[str, int]) -> None:
-        """`delta` of the slave is allocated now, to a framework not known yet: in the
-        slave's and the cluster's books."""
+        """`delta` of the slave is allocated now (offered, or in use): in the slave's and
+        the cluster's books (one loop for the three: a round does this once an offer)."""
         on_slave, free, everywhere = slave.allocated, slave.unallocated, self._allocated
         for k, v in delta.items():
             on_slave[k] = on_slave.get(k, 0) + v
@@ -575,9 +508,13 @@ class Allocator:
                 free[k] -= v
 
     def _credit(self, framework_id: str, slave: SlaveBook, resources: Resources) -> None:
-        """Resources allocated on a slave are the framework's (adopted from `unowned`)."""
+        """Resources allocated on a slave are the framework's (given to it, or adopted)."""
         fw = self._framework(framework_id)
-        add_millis(slave.by_framework.setdefault(framework_id, {}), resources.millis)
+        mine = slave.by_framework.get(framework_id)
+        if mine is None:  # (the usual case in a round: a copy, not a sum into an empty book)
+            slave.by_framework[framework_id] = dict(resources.millis)
+        else:
+            add_millis(mine, resources.millis)
         fw.slaves.add(slave.slave_id)
         self._role_frameworks[fw.role].allocated(framework_id, resources)
         self._roles.allocated(fw.role, resources)
