@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import pytest
@@ -302,3 +304,31 @@ def test_offer_filters_keep_offers_a_framework_cannot_use_from_it() -> None:
     assert a.allocate(1.0) == []
     a.set_min_allocatable("needs-4", [Resources(cpus=0.5)])
     assert [(o.framework_id, o.slave_id) for o in a.allocate(2.0)] == [("needs-4", "small")]
+
+
+def test_a_round_pauses_the_garbage_collector_and_leaves_it_as_it_found_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The round runs with the collector off (`paused_collector`); the master's process
+    must find it on again after every round, and a caller that turned it off keeps it off."""
+    allocator = Allocator("drf")
+    allocator.add_framework("f")
+    allocator.add_slave("s", Resources(cpus=1, mem=128))
+    during: list[bool] = []  # the collector's state while the round asks for the order
+    first = allocator._roles.first
+
+    def watched(wanted: Callable[[str], bool]) -> str | None:
+        during.append(gc.isenabled())
+        return first(wanted)
+
+    monkeypatch.setattr(allocator._roles, "first", watched)
+    assert gc.isenabled()
+    assert [a.framework_id for a in allocator.allocate(0.0, full=True)] == ["f"]
+    assert during == [False]
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        allocator.allocate(0.0, full=True)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

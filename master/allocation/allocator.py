@@ -28,14 +28,17 @@ import heapq
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from master.allocation.collector import paused_collector
 from master.allocation.holds import Holds
 from master.allocation.ledger import (
     Allocation,
     AllocatorError,
     Filter,
     FrameworkBook,
+    Picked,
     SlaveBook,
     allocatable,
+    first_wanting,
     fits_one,
     floors_of,
     wants_offer,
@@ -295,7 +298,13 @@ class Allocator:
         framework arrives, is revived or reconnects -- every slave with free resources. A
         slave left out would be offered to nobody, so this is the full round's result at
         a fraction of its cost. `full` visits every slave; `slave_ids` just those.
+
+        The garbage collector waits for the round's end (`paused_collector`).
         """
+        with paused_collector():
+            return self._round(now, slave_ids, full)
+
+    def _round(self, now: float, slave_ids: list[str] | None, full: bool) -> list[Allocation]:
         while self._expiring and self._expiring[0][0] <= now:
             self.dirty.add(heapq.heappop(self._expiring)[1])
         if slave_ids is not None:
@@ -311,6 +320,13 @@ class Allocator:
         allocations: list[Allocation] = []
         floors = self._floors()
         slaves, reservations = self.slaves, self.reservations
+        pick = (
+            self._pick
+            if self.quotas
+            else first_wanting(self._roles, self._role_frameworks, self.frameworks, now)
+        )
+        # (bound once: these run for every slave)
+        give, offered, resources_of = self._give, allocations.append, Resources.from_millis
         for slave_id in order:
             slave = slaves.get(slave_id)
             if slave is None or not slave.active:
@@ -324,15 +340,16 @@ class Allocator:
             elif floors is not None and not fits_one(free, floors):
                 continue  # too little here for anyone's offer filter: no walk
             else:
-                picked = self._pick(slave_id, free, now)
+                picked = pick(slave_id, free, now)
             if picked is None:
                 continue
             framework_id, offer = picked
-            resources = Resources.from_millis(offer)
-            if offer != free:  # quota cut the offer: the rest is for others, next round
+            resources = resources_of(offer)
+            if offer is not free and offer != free:  # quota cut the offer: the rest is for
+                # others, next round
                 self.dirty.add(slave_id)
-            self._give(framework_id, slave, resources)
-            allocations.append(Allocation(framework_id, slave_id, resources))
+            give(framework_id, slave, resources)
+            offered(Allocation(framework_id, slave_id, resources))
         return allocations
 
     def _floors(self) -> list[Millis] | None:
@@ -344,23 +361,10 @@ class Allocator:
             self._floor = floors_of(self.frameworks.values())
         return self._floor
 
-    def _pick(self, slave_id: str, free: Millis, now: float) -> tuple[str, Millis] | None:
-        """The framework to offer this slave to, and what of it (all of it, unless quota
-        limits or other roles' guarantees say less)."""
+    def _pick(self, slave_id: str, free: Millis, now: float) -> Picked:
+        """The framework to offer this slave to, and what of it: under quotas, what quota
+        limits and other roles' guarantees leave (without quotas, `first_wanting` picks)."""
         frameworks = self.frameworks
-        if not self.quotas:
-            # no quota: the first framework in order that wants the slave gets all of it
-            # (each role's order read in place: this is the round's hot path)
-            found: dict[str, str] = {}  # (a tree may ask several roles: by role)
-
-            def first_in_role(role: str) -> bool:
-                framework_id = self._first_wanting(role, slave_id, free, now)
-                if framework_id is not None:
-                    found[role] = framework_id
-                return framework_id is not None
-
-            chosen = self._roles.first(first_in_role)
-            return (found[chosen], free) if chosen is not None else None
         quota = self._quota
         offer: dict[str, Millis] = {}  # what each role would be offered (made once a role)
         short = quota.short_of_guarantee()
@@ -399,14 +403,6 @@ class Allocator:
         if chosen is None:
             return None
         return picked[chosen], offer[chosen]
-
-    def _first_wanting(self, role: str, slave_id: str, free: Millis, now: float) -> str | None:
-        """The first framework of `role`, in its order, to be offered all of `free`."""
-        frameworks = self.frameworks
-        for _, _, framework_id in self._role_frameworks[role].ordered():
-            if wants_offer(frameworks[framework_id], slave_id, free, now):
-                return framework_id
-        return None
 
     # -- reservations --------------------------------------------------------------------------
     def reserve(self, slave_id: str, framework_id: str, resources: Resources, until: float) -> None:
@@ -514,7 +510,11 @@ class Allocator:
     def _credit(self, framework_id: str, slave: SlaveBook, resources: Resources) -> None:
         """Resources allocated on a slave are the framework's (given to it, or adopted)."""
         fw = self._framework(framework_id)
-        add_millis(slave.by_framework.setdefault(framework_id, {}), resources.millis)
+        mine = slave.by_framework.get(framework_id)
+        if mine is None:  # (the usual case in a round: a copy, not a sum into an empty book)
+            slave.by_framework[framework_id] = dict(resources.millis)
+        else:
+            add_millis(mine, resources.millis)
         fw.slaves.add(slave.slave_id)
         self._role_frameworks[fw.role].allocated(framework_id, resources)
         self._roles.allocated(fw.role, resources)

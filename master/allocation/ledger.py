@@ -1,13 +1,15 @@
 """The allocator's books: every slave's total and what is allocated on it, per framework;
 every framework's role, filters and offer filters; and the small tests a round asks of
-every slave it visits."""
+every slave it visits (with, without quotas, its pick: `first_wanting`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
-from master.allocation.sorter import Millis
+from master.allocation.role_order import RoleOrder
+from master.allocation.sorter import Millis, Sorter
 from protocol.wire.resources import CPUS, MEM, SCALE, Resources, holds
 
 # Mesos offers a slave only if at least this much of cpus or mem is free: smaller crumbs
@@ -15,8 +17,10 @@ from protocol.wire.resources import CPUS, MEM, SCALE, Resources, holds
 MIN_CPUS, MIN_MEM = int(0.01 * SCALE), 32 * SCALE
 
 
-@dataclass(frozen=True, slots=True)
-class Allocation:
+class Allocation(NamedTuple):
+    """One offer a round decided: `resources` of a slave, to a framework. (A named tuple,
+    immutable, made once an offer: a frozen dataclass costs eight times as much to make.)"""
+
     framework_id: str
     slave_id: str
     resources: Resources
@@ -66,6 +70,9 @@ class FrameworkBook:
     min_allocatable: list[Millis] = field(default_factory=list)  # offer only one of these
 
 
+Picked = tuple[str, Millis] | None  # the framework a slave is offered to, and what of it
+
+
 class AllocatorError(ValueError):
     """A call that does not fit the books (unknown framework or slave, double release)."""
 
@@ -108,6 +115,40 @@ def wants_offer(fw: FrameworkBook, slave_id: str, offerable: Millis, now: float)
             return False
         del fw.filters[slave_id]  # expired, or more is free than was refused
     return True
+
+
+def first_wanting(
+    roles: RoleOrder,
+    role_frameworks: Mapping[str, Sorter],
+    frameworks: Mapping[str, FrameworkBook],
+    now: float,
+) -> Callable[[str, Millis, float], Picked]:
+    """A round's pick without quotas: the first framework in order that wants the slave
+    gets all of it. Each role's order is read in place, and the one function `first` is
+    given serves the whole round, reading the slave of the moment (the round's hot path:
+    no closure made per slave)."""
+    slave_id = ""  # the slave of the moment, and what it has free (set by `pick`)
+    free: Millis = {}
+    found: dict[str, str] = {}  # by role: a tree may ask several before it chooses
+
+    def first_in_role(role: str) -> bool:
+        for _, _, framework_id in role_frameworks[role].ordered():
+            fw = frameworks[framework_id]  # (wants_offer's usual yes, without the call:
+            # no offer filters, nothing declined here)
+            if (not fw.min_allocatable and slave_id not in fw.filters) or wants_offer(
+                fw, slave_id, free, now
+            ):
+                found[role] = framework_id
+                return True
+        return False
+
+    def pick(visited: str, unallocated: Millis, _: float) -> Picked:
+        nonlocal slave_id, free
+        slave_id, free = visited, unallocated
+        chosen = roles.first(first_in_role)
+        return (found[chosen], free) if chosen is not None else None
+
+    return pick
 
 
 def floors_of(frameworks: Iterable[FrameworkBook]) -> list[Millis] | None:

@@ -145,6 +145,7 @@ class Sorter:
         self._clients: dict[str, _Client] = {}
         self._weights: dict[str, float] = {}  # configured, kept for clients that come later
         self._order: list[_Entry] = []  # the active clients, lowest weighted share first
+        self._found = 0  # where in it `first` last found a client
         self._pending: dict[str, _Client] = {}  # clients to move to their place in it
         self._totals = total or Total()
         self._total = self._totals.millis
@@ -238,7 +239,8 @@ class Sorter:
         alloc = client.allocation
         for k, v in resources.millis.items():  # (add_millis inlined: twice an offer)
             alloc[k] = alloc.get(k, 0) + v
-        self._push(client)
+        if client.active and (client.entry is None or len(self._clients) > 1):
+            self._pending[name] = client  # (_push inlined)
 
     def allocation_count(self, name: str) -> int:
         """How many times the client was allocated to (the tie-break among equal shares)."""
@@ -291,8 +293,11 @@ class Sorter:
         Costs one call of `wanted` for every client it passes over (the usual case passes
         over none). `wanted` must not record allocations; do that after this returns.
         """
-        for _, _, name in self.ordered():
+        if self._pending or self._seen_version != self._totals.version:
+            self._fresh()  # (`ordered` inlined: once an offer)
+        for i, (_, _, name) in enumerate(self._order):
             if wanted(name):
+                self._found = i  # (where it stands: it is likely to move next)
                 return name
         return None
 
@@ -328,10 +333,23 @@ class Sorter:
         if not self._pending:
             return
         order, total, share, fifo = self._order, self._total, self._share, self._fifo
+        found = self._found
         for c in self._pending.values():
-            self._unlist(c)
-            c.entry = (share(c.allocation, total) / c.weight, c.order if fifo else c.count, c.name)
-            insort(order, c.entry)
+            entry = c.entry
+            if entry is not None:  # (_unlist inlined, where `first` found it if it is there)
+                if found < len(order) and order[found] is entry:
+                    del order[found]
+                else:
+                    del order[bisect_left(order, entry)]
+            entry = c.entry = (
+                share(c.allocation, total) / c.weight,
+                c.order if fifo else c.count,
+                c.name,
+            )
+            if not order or order[-1] < entry:
+                order.append(entry)  # to the back of the line: where one just served goes
+            else:
+                insort(order, entry)
         self._pending.clear()
 
     def _rebuild(self) -> None:

@@ -78,7 +78,10 @@ class Resources(Mapping[str, float]):
     def from_millis(cls, millis: Mapping[str, int]) -> Resources:
         """Build from fixed-point amounts (trusted: used by arithmetic and the books)."""
         r = cls.__new__(cls)
-        r.millis = {k: v for k, v in millis.items() if v}
+        # (zeros are rare: a plain copy is twice as fast as the filtering comprehension,
+        # and a round makes one Resources an offer)
+        clean = 0 not in millis.values()
+        r.millis = dict(millis) if clean else {k: v for k, v in millis.items() if v}
         r._hash = None
         return r
 
