@@ -368,9 +368,11 @@ def master(
     from master.roles_file import RolesError, load_roles
 
     if roles_file is not None:  # refused before anything starts, with the field named
+        from master.allocation.allocator import Allocator, AllocatorError
+
         try:
-            load_roles(roles_file)
-        except RolesError as e:
+            Allocator(policy).apply_roles(load_roles(roles_file).roles)  # as the master will
+        except (RolesError, AllocatorError) as e:
             raise click.BadParameter(str(e), param_hint="--roles") from None
 
     candidate: Candidate

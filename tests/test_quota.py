@@ -17,8 +17,8 @@ from test_hdrf_property import fill
 
 from cluster.cli import main
 from cluster.local import operator_cli
-from master.allocation.allocator import Allocator
-from master.allocation.quota import Quota, QuotaError
+from master.allocation.allocator import Allocator, AllocatorError
+from master.allocation.quota import Quota, QuotaError, nesting_problem
 from master.ha.registry import QuotaRecord
 from master.roles_file import parse_roles
 from protocol.wire.codec import decode, encode
@@ -147,6 +147,38 @@ def test_a_guarantee_over_the_cluster_is_reported_and_stops_nothing() -> None:
     assert running["big"] == 8  # it gets all there is; nothing breaks
 
 
+def test_sub_roles_guarantees_that_exceed_their_parents_are_refused() -> None:
+    """As in Mesos, a role's guarantee includes its sub-roles': an operator's call or a
+    roles file that guarantees more below a role than the role itself is refused, and
+    nothing changes. Roles side by side (drf) do not nest."""
+    allocator = Allocator("hdrf")
+    allocator.set_quota("eng", Quota(Resources(cpus=8, mem=1024)))
+    allocator.set_quota("eng/a", Quota(Resources(cpus=4)))
+    allocator.set_quota("eng/b/x", Quota(Resources(cpus=4)))  # nearest below eng, too
+    with pytest.raises(AllocatorError, match=r"eng/a, eng/b/x \(cpus:9 in all\) exceed"):
+        allocator.set_quota("eng/b/x", Quota(Resources(cpus=5)))
+    with pytest.raises(AllocatorError, match="mem"):
+        allocator.set_quota("eng/a", Quota(Resources(cpus=4, mem=2048)))
+    with pytest.raises(AllocatorError, match="eng's"):  # nor by lowering the parent
+        allocator.set_quota("eng", Quota(Resources(cpus=7)))
+    assert allocator.quota_problem("eng", None) is None  # (cleared: nothing to include)
+    assert allocator.quotas["eng/b/x"].guarantee == Resources(cpus=4)
+    # a roles file is taken as a whole: its order does not matter, its sum does
+    file = parse_roles(
+        "roles:\n  eng/a: {quota: {guarantee: {cpus: 6}}}\n"
+        "  eng: {quota: {guarantee: {cpus: 10}}}\n"
+    )
+    allocator.apply_roles(file.roles)
+    assert allocator.quotas["eng"].guarantee == Resources(cpus=10)
+    too_much = parse_roles("roles:\n  eng/a: {quota: {guarantee: {cpus: 7}}}\n")
+    with pytest.raises(AllocatorError, match="cpus:11 in all"):  # with eng/b/x's 4
+        allocator.apply_roles(too_much.roles)
+    assert allocator.quotas["eng/a"].guarantee == Resources(cpus=6)
+    flat = Allocator("drf")
+    flat.set_quota("eng", Quota(Resources(cpus=1)))
+    flat.set_quota("eng/a", Quota(Resources(cpus=9)))
+
+
 def test_a_guarantee_over_its_limit_is_refused() -> None:
     with pytest.raises(QuotaError, match="over the limit"):
         Quota(Resources(cpus=4), limit=Resources(cpus=2))
@@ -174,12 +206,25 @@ def test_limits_hold_and_satisfiable_guarantees_are_met(
         allocator.add_framework(f"f{i}", role)
     for i in range(slaves):
         allocator.add_slave(f"s{i}", SLAVE)
+    quotas = {}
     for role in set(limits) | set(guarantees):
         g = guarantees.get(role, 0)
         lim = limits.get(role)
         if lim is not None and g > lim:
             g = lim
-        allocator.set_quota(role, Quota(Resources(cpus=g), Resources(cpus=lim) if lim else None))
+        quotas[role] = Quota(Resources(cpus=g), Resources(cpus=lim) if lim else None)
+
+    def set_all(order: list[str]) -> None:
+        for role in order:
+            allocator.set_quota(role, quotas[role])
+
+    if nesting_problem(quotas):  # refused, parents first or children first
+        for order in (sorted(quotas), sorted(quotas, reverse=True)):
+            with pytest.raises(AllocatorError, match="exceed their parent"):
+                set_all(order)
+            allocator.quotas.clear()
+        return
+    set_all(sorted(quotas))  # (parents first: each step nests)
     fill(allocator, {f"f{i}": CPU_TASK for i in range(len(roles))})
     for role, quota in allocator.quotas.items():
         held = allocator.held_by_role(role).get("cpus", 0) / 1000
@@ -214,6 +259,11 @@ def test_limits_hold_and_satisfiable_guarantees_are_met(
         ("roles:\n  eng: {ordering: best}\n", "roles.eng.ordering"),
         ("roles:\n  'eng/*': {}\n", "eng/*"),
         ("roles:\n  eng: {wieght: 2}\n", "roles.eng.wieght"),
+        (  # (Mesos refuses it too: a role's guarantee includes its sub-roles')
+            "roles:\n  eng/a: {quota: {guarantee: {cpus: 5}}}\n"
+            "  eng/b: {quota: {guarantee: {cpus: 4}}}\n  eng: {quota: {guarantee: {cpus: 8}}}\n",
+            "exceed their parent eng's",
+        ),
     ],
 )
 def test_a_bad_roles_file_stops_the_master_before_it_starts(

@@ -167,12 +167,21 @@ def roles_schema() -> None:
 
 @roles.command("check")
 @click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-def roles_check(path: Path) -> None:
-    """Check a roles file, naming the field of anything wrong."""
+@click.option(
+    "--policy",
+    default="hdrf",
+    show_default=True,
+    help="The master's --policy: on a tree of roles, a role's guarantee includes its sub-roles'.",
+)
+def roles_check(path: Path, policy: str) -> None:
+    """Check a roles file, naming the field of anything wrong, as a master with this
+    policy would take it."""
+    from master.allocation.allocator import Allocator, AllocatorError
     from master.roles_file import RolesError, load_roles
 
     try:
         loaded = load_roles(path)
-    except RolesError as e:
+        Allocator(policy).apply_roles(loaded.roles)  # what the master does with it
+    except (RolesError, AllocatorError) as e:
         raise click.ClickException(str(e)) from None
     click.echo(f"{path}: {len(loaded.roles)} roles, fine")

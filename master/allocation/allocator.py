@@ -15,11 +15,10 @@ active, not suppressed, and not filtered for that slave. The offered resources c
 allocated at once, so the next slave goes to whoever is lowest now, and within one round
 no framework is offered the same slave twice.
 
-Unlike Mesos, a round does not shuffle the slaves: the order is the ids', so the master,
-the simulator and the tests make the very same decisions from the same books, and no
-seed is needed. Ties between frameworks are broken by the sorters (fewest allocations
-first), so fairness between frameworks does not depend on the slaves' order; what the
-order decides is which slaves are offered first when there are more free than wanted.
+Unlike Mesos, a round does not shuffle the slaves: in the ids' order, the master, the
+simulator and the tests make the same decisions from the same books, with no seed. Ties
+between frameworks are broken by the sorters (fewest allocations first), so fairness does
+not depend on the slaves' order, only which slaves go first when more are free than wanted.
 """
 
 from __future__ import annotations
@@ -44,7 +43,7 @@ from master.allocation.ledger import (
     wants_offer,
     within,
 )
-from master.allocation.quota import Quota
+from master.allocation.quota import Quota, nesting_problem
 from master.allocation.quota_stage import QuotaStage, RoleStanding
 from master.allocation.role_order import RoleOrder
 from master.allocation.role_tree import TREE_POLICIES, RoleTree
@@ -65,22 +64,16 @@ framework or not (`all`, Mesos's), or only those of roles whose frameworks want 
 
 
 class Allocator:
-    def __init__(
-        self,
-        policy: str = "drf",
-        *,
-        quota_headroom: str = "all",
-    ):
+    def __init__(self, policy: str = "drf", *, quota_headroom: str = "all") -> None:
         if quota_headroom not in HEADROOM:
             raise AllocatorError(f"quota headroom {quota_headroom!r}: one of {', '.join(HEADROOM)}")
         self.quota_headroom = quota_headroom
         self.policy = policy
         self._total = Total()
         # roles in a tree (hdrf, naive-hdrf, flat), or side by side (drf, asset, cpu, fifo)
+        tree = policy in TREE_POLICIES
         self._roles: RoleOrder = (
-            RoleTree(policy, self._total)
-            if policy in TREE_POLICIES
-            else Sorter(policy, self._total)
+            RoleTree(policy, self._total) if tree else Sorter(policy, self._total)
         )
         self._framework_policy = "drf" if policy in TREE_POLICIES else policy
         self._role_frameworks: dict[str, Sorter] = {}
@@ -95,9 +88,8 @@ class Allocator:
         self._expiring: list[tuple[float, str]] = []  # (when, slave) filters, holds lapse
         self._holds = Holds()
         self.reservations = self._holds.by_slave  # by slave
-        # the least each framework wanting offers can use (its offer filters, those no
-        # other's undercuts): a slave holding none of them is of no use to anyone; None
-        # while someone takes anything (see _floors)
+        # the least each framework wanting offers can use (see _floors); None while one
+        # takes anything
         self._floor: list[Millis] | None = None
         self._floor_stale = True
 
@@ -217,13 +209,17 @@ class Allocator:
 
     def apply_roles(self, roles: Mapping[str, Any]) -> None:
         """Weights, orderings and quotas from a roles file (`master.roles_file`)."""
+        quotas = {r: spec.quota.quota() if spec.quota else None for r, spec in roles.items()}
+        problem = next(filter(None, map(self.role_problem, roles)), None)
+        problem = problem or (nesting_problem(self.quotas, quotas) if self.is_tree() else None)
+        if problem:  # (the file as a whole: one by one, a valid one could fail halfway)
+            raise AllocatorError(problem)
         for role, spec in roles.items():
             self.set_role_weight(role, spec.weight)
             self.set_ordering(role, spec.ordering)
-            if spec.quota is not None:
-                self.set_quota(role, spec.quota.quota())
-            else:
-                self.remove_quota(role)
+            self.quotas.pop(role, None)  # (set again below where the file gives one)
+        self.quotas.update({r: q for r, q in quotas.items() if q is not None})
+        self._wake_all()
 
     def role_problem(self, role: str) -> str | None:
         """Why `role` cannot be a role under this policy (None if it can)."""
@@ -425,11 +421,17 @@ class Allocator:
 
     # -- quota -------------------------------------------------------------------------------
     def set_quota(self, role: str, quota: Quota) -> None:
-        problem = self.role_problem(role)
+        problem = self.quota_problem(role, quota)
         if problem:
             raise AllocatorError(problem)
         self.quotas[role] = quota
         self._wake_all()
+
+    def quota_problem(self, role: str, quota: Quota | None) -> str | None:
+        """Why `role` cannot have `quota` (None: cleared) beside the others' (None if it
+        can): a role this policy has not, or guarantees that do not nest on a tree."""
+        nesting = nesting_problem(self.quotas, {role: quota}) if self.is_tree() else None
+        return self.role_problem(role) or nesting
 
     def remove_quota(self, role: str) -> None:
         if self.quotas.pop(role, None) is not None:

@@ -86,3 +86,31 @@ def cap_offer(
         if name in out:
             out[name] = max(0, min(out[name], unreserved.get(name, 0) - need))
     return {k: v for k, v in out.items() if v > 0}
+
+
+def nesting_problem(
+    quotas: Mapping[str, Quota], changes: Mapping[str, Quota | None] | None = None
+) -> str | None:
+    """Why these guarantees (with `changes`: None clears) cannot nest on a tree of roles
+    (None if they can). A role's guarantee includes
+    its sub-roles' (Mesos: "the quota of a node must always be greater than or equal to
+    the sum of the quota'd resources of that role's children"), so under every
+    guaranteed role, the nearest guaranteed roles below it may together be guaranteed
+    no more than it is, resource by resource."""
+    quotas = {r: q for r, q in {**quotas, **(changes or {})}.items() if q is not None}
+    guaranteed = sorted(r for r, q in quotas.items() if q.guarantee.millis)
+    for parent in guaranteed:
+        below = [r for r in guaranteed if r.startswith(parent + "/")]
+        nearest = [r for r in below if not any(r.startswith(o + "/") for o in below)]
+        if not nearest:
+            continue
+        own = quotas[parent].guarantee
+        for name in sorted({n for r in nearest for n in quotas[r].guarantee.millis}):
+            total = sum(quotas[r].guarantee.get_millis(name) for r in nearest)
+            if total > own.get_millis(name):
+                return (
+                    f"the guarantees of {', '.join(nearest)} ({name}:{total / 1000:g} in all) "
+                    f"exceed their parent {parent}'s ({name}:{own.get_millis(name) / 1000:g}): "
+                    f"a role's guarantee includes its sub-roles'"
+                )
+    return None

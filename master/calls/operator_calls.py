@@ -38,11 +38,11 @@ class OperatorCalls:
         except ValidationError as e:
             self._refuse(caller, describe_validation(e), "invalid-quota", "SetQuota", role=msg.role)
             return
-        problem = self.allocator.role_problem(msg.role)
+        clear = not msg.guarantee and msg.limit is None
+        problem = self.allocator.quota_problem(msg.role, None if clear else spec.quota())
         if problem:
             self._refuse(caller, problem, "invalid-quota", "SetQuota", role=msg.role)
             return
-        clear = not msg.guarantee and msg.limit is None
         if not await self._recorded(
             self.registry.set_quota(msg.role, msg.guarantee, msg.limit), caller, "SetQuota"
         ):
