@@ -81,6 +81,12 @@ KEY=$(sed -n '/^# >>> recipe/,/^# <<< recipe/p' "$REPO/docker/test-compose.sh" |
 KEPT="$STAND_INS/$KEY"
 if [ "$STAND_INS" = off ]; then KEPT="$T/stand-ins"; fi
 find "$STAND_INS" -mindepth 1 -maxdepth 1 -mtime +7 -exec rm -rf {} + 2>/dev/null || true
+import_zookeeper() {
+  podman import -q \
+    --change 'ENV PATH=/usr/share/zookeeper/bin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+    --change 'CMD ["zkServer.sh", "start-foreground"]' - docker.io/library/zookeeper:3.8 \
+    <"$KEPT/zookeeper.tar" >/dev/null
+}
 # >>> recipe for the stand-ins (a change here makes them anew)
 ROOTFS="$T/rootfs"
 zookeeper_stand_in() {  # Debian's zookeeper, run as the official image is
@@ -92,6 +98,7 @@ zookeeper_stand_in() {  # Debian's zookeeper, run as the official image is
   tar -C "$T/rootfs-zk" -c . >"$KEPT/zookeeper.tar.part"
   mv "$KEPT/zookeeper.tar.part" "$KEPT/zookeeper.tar"
   rm -rf "$T/rootfs-zk"
+  import_zookeeper
 }
 make_stand_ins() {
   mkdir -p "$KEPT"
@@ -100,7 +107,7 @@ make_stand_ins() {
   # dpkg need not sync what it unpacks into stand-ins
   echo force-unsafe-io > "$ROOTFS/etc/dpkg/dpkg.cfg.d/drfmesos-unsafe-io"
   cp -a "$ROOTFS" "$T/rootfs-zk"
-  say "make a stand-in for zookeeper:3.8, beside the Python one"
+  say "make a stand-in as zookeeper:3.8, beside the Python one"
   set -m
   zookeeper_stand_in &
   ZK_PID=$!
@@ -121,7 +128,13 @@ make_stand_ins() {
 # <<< recipe
 if [ -f "$KEPT/python.tar" ] && [ -f "$KEPT/zookeeper.tar" ]; then
   say "stand-ins kept from an earlier run ($KEPT)"
+  set -m
+  import_zookeeper &  # as zookeeper:3.8, beside the rest
+  ZK_PID=$!
+  set +m
 else
+  # (those of an older recipe go)
+  find "$STAND_INS" -mindepth 1 -maxdepth 1 ! -name "$KEY" -exec rm -rf {} + 2>/dev/null || true
   make_stand_ins
 fi
 say "import stand-ins as python:3.11-slim-bookworm and eclipse-mosquitto:2"
@@ -147,14 +160,7 @@ HTTP_PORTS=("$(free)" "$(free)" "$(free)")  # master-1..3: the leader serves the
 export DRFMESOS_BROKER_PORT=$PORT DRFMESOS_TASK_DURATION=4-8
 export DRFMESOS_HTTP_PORT=${HTTP_PORTS[0]} DRFMESOS_HTTP_PORT_2=${HTTP_PORTS[1]} \
   DRFMESOS_HTTP_PORT_3=${HTTP_PORTS[2]}
-if [ -n "${ZK_PID:-}" ]; then
-  wait "$ZK_PID" || { say "FAILED: the zookeeper stand-in"; exit 1; }
-fi
-say "import a stand-in as zookeeper:3.8"
-podman import -q \
-  --change 'ENV PATH=/usr/share/zookeeper/bin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
-  --change 'CMD ["zkServer.sh", "start-foreground"]' - docker.io/library/zookeeper:3.8 \
-  <"$KEPT/zookeeper.tar" >/dev/null
+wait "$ZK_PID" || { say "FAILED: the zookeeper stand-in"; exit 1; }
 wait "$SECRETS_PID" || { cat "$T/secrets.log"; exit 1; }
 ZK_PID="" SECRETS_PID=""
 OPERATOR=(--broker "mqtts://operator@127.0.0.1:$PORT" --secret-file "$DRFMESOS_SECRETS/secrets/operator"
