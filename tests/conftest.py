@@ -108,10 +108,10 @@ async def _no_error_left_in_the_loop() -> AsyncIterator[None]:
 @pytest.hookimpl(tryfirst=True)  # before xdist's own, which reads the xdist_group marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under xdist the longest tests start first (`slow(seconds)`), so that none begins near
-    the end and holds the run past everyone else; the short `timing` tests come last, in one
-    xdist group (one worker, one after another), when little else runs beside them."""
+    the end and holds the run past everyone else; the `timing` tests come last, in one xdist
+    group (one worker, one after another), when little else is left to wait for."""
     for item in items:
-        if item.get_closest_marker("timing") and not item.get_closest_marker("slow"):
+        if item.get_closest_marker("timing"):
             item.add_marker(pytest.mark.xdist_group("timing"))
     workers = _workers(config)
     if workers < 2:
@@ -124,12 +124,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     def seconds(unit: str) -> float:
         return sum(float(m.args[0]) for i in units[unit] if (m := i.get_closest_marker("slow")))
 
+    timing = ["@timing"] if "@timing" in units else []
     slow = sorted((u for u in units if seconds(u) > 0), key=seconds, reverse=True)
-    rest = [u for u in units if seconds(u) == 0 and u != "@timing"]
+    slow = [u for u in slow if u not in timing]
+    rest = [u for u in units if seconds(u) == 0 and u not in timing]
     # xdist gives each worker two units at the start, the second to run after the first:
     # the first `workers` slow ones each get a short one behind them, not another slow one
     order = slow[:workers] + rest[:workers] + slow[workers:] + rest[workers:]
-    order += ["@timing"] if "@timing" in units else []
+    order += timing
     items[:] = [item for unit in order for item in units[unit]]
 
 
@@ -140,21 +142,18 @@ def _workers(config: pytest.Config) -> int:
     return int(workerinput["workercount"]) if workerinput else 0
 
 
-@pytest.fixture(autouse=True)
-def _timing_tests_run_alone(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[None]:
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)  # outside pytest-timeout's clock
+def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
     """A `timing` test runs alone: once it is next, no other test starts on any worker, and
-    it starts when those running have ended (the `slow` ones, minutes long and mostly
-    waiting, are let be). Two flocks in the run's temp dir, which its workers share: every
-    test passes the gate and holds the room shared; a timing test holds the gate, so that
-    nobody else comes in, while it waits to hold the room alone."""
-    timing = request.node.get_closest_marker("timing") is not None
-    slow = request.node.get_closest_marker("slow") is not None
-    if not hasattr(request.config, "workerinput") or (slow and not timing):
+    it starts when those running have ended. Two flocks in the run's temp dir, which its
+    workers share: every test passes the gate and holds the room shared; a timing test
+    holds the gate, so that nobody else comes in, while it waits to hold the room alone.
+    (They come last, so that they mostly wait for nothing.)"""
+    if not hasattr(item.config, "workerinput"):
         yield
         return
-    run = tmp_path_factory.getbasetemp().parent  # the workers' temp dirs are in it
+    timing = item.get_closest_marker("timing") is not None
+    run = item.config._tmp_path_factory.getbasetemp().parent  # type: ignore[attr-defined]
     with (run / "gate.lock").open("a") as gate, (run / "room.lock").open("a") as room:
         fcntl.flock(gate, fcntl.LOCK_EX)
         try:

@@ -333,7 +333,8 @@ def _run_contention(tmp_path: Path, isolation: str) -> dict[str, object]:
     return cpu_use
 
 
-@pytest.mark.timing  # CPU use under contention, and it spins 11 processes
+# (not `timing`: it sets its own tasks' CPU use against each other, in the same run, which
+# other load does not move; its 11 spinning processes do not run beside a timing test)
 @pytest.mark.slow(50)
 def test_cpu_use_follows_drf_shares_with_cgroups_and_strays_without(tmp_path: Path) -> None:
     need_cgroups()
