@@ -33,6 +33,9 @@ cleanup() {
     DOCKER_HOST="unix://$SOCK" docker-compose -f docker/docker-compose.yml -p drfdemo --profile c down -v -t 5 >/dev/null 2>&1
   fi
   [ -n "${HEALTH_PID:-}" ] && kill "$HEALTH_PID" 2>/dev/null
+  # the jobs made beside the main line (each a process group of its own, so that this
+  # reaches their apt-get and dpkg too)
+  for job in ${ZK_PID:-} ${SECRETS_PID:-}; do kill -TERM -- "-$job" 2>/dev/null; wait "$job" 2>/dev/null; done
   [ -n "${SERVICE_PID:-}" ] && kill "$SERVICE_PID" 2>/dev/null && wait "$SERVICE_PID" 2>/dev/null
   podman rm -af -t 1 >/dev/null 2>&1
   podman system reset -f >/dev/null 2>&1
@@ -61,32 +64,82 @@ CONF
 export CONTAINERS_CONF="$T/containers.conf" CONTAINERS_STORAGE_CONF="$T/storage.conf"
 
 # -- stand-ins for the base images (the real ones cannot be pulled here) ------------------
+# The cluster's credentials, made as a user would (docker/make-secrets.sh), in the temp dir,
+# and the ZooKeeper stand-in (a JRE: the longest apt run) are made beside the Python
+# stand-in and our image's build: each a background job in a process group of its own
+# (set -m), waited for before the cluster goes up, ended by cleanup.
+export DRFMESOS_SECRETS="$T/secrets"
+set -m
+bash docker/make-secrets.sh "$DRFMESOS_SECRETS" >"$T/secrets.log" 2>&1 &
+SECRETS_PID=$!
+set +m
+# The stand-ins' root file systems are kept between runs, as a Docker host keeps the base
+# images it pulled: in $DRFMESOS_STAND_INS (default /var/cache/drfmesos/stand-ins; `off`
+# makes them anew every run), under a key of the recipe below, for a week.
+STAND_INS=${DRFMESOS_STAND_INS:-/var/cache/drfmesos/stand-ins}
+KEY=$(sed -n '/^# >>> recipe/,/^# <<< recipe/p' "$REPO/docker/test-compose.sh" | sha256sum | cut -c1-16)
+KEPT="$STAND_INS/$KEY"
+if [ "$STAND_INS" = off ]; then KEPT="$T/stand-ins"; fi
+find "$STAND_INS" -mindepth 1 -maxdepth 1 -mtime +7 -exec rm -rf {} + 2>/dev/null || true
+import_zookeeper() {
+  podman import -q \
+    --change 'ENV PATH=/usr/share/zookeeper/bin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+    --change 'CMD ["zkServer.sh", "start-foreground"]' - docker.io/library/zookeeper:3.8 \
+    <"$KEPT/zookeeper.tar" >/dev/null
+}
+# >>> recipe for the stand-ins (a change here makes them anew)
 ROOTFS="$T/rootfs"
-say "debootstrap a bookworm base"
-debootstrap --variant=minbase bookworm "$ROOTFS" >"$T/debootstrap.log" 2>&1
-chroot "$ROOTFS" apt-get install -y -qq --no-install-recommends \
-  python3 python3-venv python3-pip mosquitto mosquitto-clients >"$T/chroot-apt.log" 2>&1
-chroot "$ROOTFS" apt-get clean
-# this workplace reaches PyPI through a TLS proxy with its own CA: give the stand-in the
-# host's trust store so pip inside `docker build` works (the real base needs nothing)
-cp /etc/ssl/certs/ca-certificates.crt "$ROOTFS/etc/ssl/certs/ca-certificates.crt"
-printf '[global]\ncert = /etc/ssl/certs/ca-certificates.crt\n' > "$ROOTFS/etc/pip.conf"
-mkdir -p "$ROOTFS/mosquitto/config" "$ROOTFS/mosquitto/data"
-chmod 0777 "$ROOTFS/mosquitto/data"
+zookeeper_stand_in() {  # Debian's zookeeper, run as the official image is
+  mount -t proc proc "$T/rootfs-zk/proc"  # the JRE's setup runs java, which needs /proc
+  chroot "$T/rootfs-zk" apt-get install -y -qq --no-install-recommends zookeeper \
+    >"$T/chroot-zk.log" 2>&1 || { umount "$T/rootfs-zk/proc"; tail -20 "$T/chroot-zk.log"; exit 1; }
+  umount "$T/rootfs-zk/proc"
+  chroot "$T/rootfs-zk" apt-get clean
+  tar -C "$T/rootfs-zk" -c . >"$KEPT/zookeeper.tar.part"
+  mv "$KEPT/zookeeper.tar.part" "$KEPT/zookeeper.tar"
+  rm -rf "$T/rootfs-zk"
+  import_zookeeper
+}
+make_stand_ins() {
+  mkdir -p "$KEPT"
+  say "debootstrap a bookworm base"
+  debootstrap --variant=minbase bookworm "$ROOTFS" >"$T/debootstrap.log" 2>&1
+  # dpkg need not sync what it unpacks into stand-ins
+  echo force-unsafe-io > "$ROOTFS/etc/dpkg/dpkg.cfg.d/drfmesos-unsafe-io"
+  cp -a "$ROOTFS" "$T/rootfs-zk"
+  say "make a stand-in as zookeeper:3.8, beside the Python one"
+  set -m
+  zookeeper_stand_in &
+  ZK_PID=$!
+  set +m
+  chroot "$ROOTFS" apt-get install -y -qq --no-install-recommends \
+    python3 python3-venv python3-pip mosquitto mosquitto-clients >"$T/chroot-apt.log" 2>&1
+  chroot "$ROOTFS" apt-get clean
+  # this workplace reaches PyPI through a TLS proxy with its own CA: give the stand-in the
+  # host's trust store so pip inside `docker build` works (the real base needs nothing)
+  cp /etc/ssl/certs/ca-certificates.crt "$ROOTFS/etc/ssl/certs/ca-certificates.crt"
+  printf '[global]\ncert = /etc/ssl/certs/ca-certificates.crt\n' > "$ROOTFS/etc/pip.conf"
+  mkdir -p "$ROOTFS/mosquitto/config" "$ROOTFS/mosquitto/data"
+  chmod 0777 "$ROOTFS/mosquitto/data"
+  tar -C "$ROOTFS" -c . >"$KEPT/python.tar.part"
+  mv "$KEPT/python.tar.part" "$KEPT/python.tar"
+  rm -rf "$ROOTFS"
+}
+# <<< recipe
+if [ -f "$KEPT/python.tar" ] && [ -f "$KEPT/zookeeper.tar" ]; then
+  say "stand-ins kept from an earlier run ($KEPT)"
+  set -m
+  import_zookeeper &  # as zookeeper:3.8, beside the rest
+  ZK_PID=$!
+  set +m
+else
+  # (those of an older recipe go)
+  find "$STAND_INS" -mindepth 1 -maxdepth 1 ! -name "$KEY" -exec rm -rf {} + 2>/dev/null || true
+  make_stand_ins
+fi
 say "import stand-ins as python:3.11-slim-bookworm and eclipse-mosquitto:2"
-tar -C "$ROOTFS" -c . | podman import -q - docker.io/library/python:3.11-slim-bookworm >/dev/null
+podman import -q - docker.io/library/python:3.11-slim-bookworm <"$KEPT/python.tar" >/dev/null
 podman tag docker.io/library/python:3.11-slim-bookworm docker.io/library/eclipse-mosquitto:2
-say "import a stand-in as zookeeper:3.8 (Debian's zookeeper, run as the official image is)"
-cp -a "$ROOTFS" "$T/rootfs-zk"
-mount -t proc proc "$T/rootfs-zk/proc"  # the JRE's setup runs java, which needs /proc
-chroot "$T/rootfs-zk" apt-get install -y -qq --no-install-recommends zookeeper >"$T/chroot-zk.log" 2>&1 \
-  || { umount "$T/rootfs-zk/proc"; tail -20 "$T/chroot-zk.log"; exit 1; }
-umount "$T/rootfs-zk/proc"
-chroot "$T/rootfs-zk" apt-get clean
-tar -C "$T/rootfs-zk" -c . | podman import -q \
-  --change 'ENV PATH=/usr/share/zookeeper/bin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
-  --change 'CMD ["zkServer.sh", "start-foreground"]' - docker.io/library/zookeeper:3.8 >/dev/null
-rm -rf "$T/rootfs-zk"
 
 # -- our image, from docker/Dockerfile as it is ----------------------------------------------
 say "build localhost/drfmesos:latest"
@@ -107,9 +160,9 @@ HTTP_PORTS=("$(free)" "$(free)" "$(free)")  # master-1..3: the leader serves the
 export DRFMESOS_BROKER_PORT=$PORT DRFMESOS_TASK_DURATION=4-8
 export DRFMESOS_HTTP_PORT=${HTTP_PORTS[0]} DRFMESOS_HTTP_PORT_2=${HTTP_PORTS[1]} \
   DRFMESOS_HTTP_PORT_3=${HTTP_PORTS[2]}
-# the cluster's credentials, made as a user would (docker/make-secrets.sh), in the temp dir
-export DRFMESOS_SECRETS="$T/secrets"
-bash docker/make-secrets.sh "$DRFMESOS_SECRETS" >/dev/null
+wait "$ZK_PID" || { say "FAILED: the zookeeper stand-in"; exit 1; }
+wait "$SECRETS_PID" || { cat "$T/secrets.log"; exit 1; }
+ZK_PID="" SECRETS_PID=""
 OPERATOR=(--broker "mqtts://operator@127.0.0.1:$PORT" --secret-file "$DRFMESOS_SECRETS/secrets/operator"
           --ca "$DRFMESOS_SECRETS/ca.pem" --cluster demo)
 COMPOSE=(docker-compose -f docker/docker-compose.yml -p drfdemo)

@@ -1,12 +1,14 @@
-"""Shared fixtures: real brokers on free loopback ports."""
+"""Shared fixtures: real brokers on free loopback ports; and the order tests start in."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import fcntl
 import os
 import shutil
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -98,3 +100,70 @@ async def _no_error_left_in_the_loop() -> AsyncIterator[None]:
     assert not errors, "errors only the event loop saw: " + "; ".join(
         f"{c.get('message')}: {c.get('exception')!r}" for c in errors
     )
+
+
+# -- running side by side (pytest-xdist, `-n 4 --dist loadgroup` in pyproject.toml) -------
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own, which reads the xdist_group marks
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under xdist the longest tests start first (`slow(seconds)`), so that none begins near
+    the end and holds the run past everyone else; the `timing` tests come last, in one xdist
+    group (one worker, one after another), when little else is left to wait for."""
+    for item in items:
+        if item.get_closest_marker("timing"):
+            item.add_marker(pytest.mark.xdist_group("timing"))
+    workers = _workers(config)
+    if workers < 2:
+        return  # one process: the file order, as written
+    units: dict[str, list[pytest.Item]] = {}  # what xdist hands a worker at once
+    for item in items:
+        group = item.get_closest_marker("xdist_group")
+        units.setdefault(f"@{group.args[0]}" if group else item.nodeid, []).append(item)
+
+    def seconds(unit: str) -> float:
+        return sum(float(m.args[0]) for i in units[unit] if (m := i.get_closest_marker("slow")))
+
+    timing = ["@timing"] if "@timing" in units else []
+    slow = sorted((u for u in units if seconds(u) > 0), key=seconds, reverse=True)
+    slow = [u for u in slow if u not in timing]
+    rest = [u for u in units if seconds(u) == 0 and u not in timing]
+    # xdist gives each worker two units at the start, the second to run after the first:
+    # the first `workers` slow ones each get a short one behind them, not another slow one
+    order = slow[:workers] + rest[:workers] + slow[workers:] + rest[workers:]
+    order += timing
+    items[:] = [item for unit in order for item in units[unit]]
+
+
+def _workers(config: pytest.Config) -> int:
+    """How many xdist workers run the tests (0 in one process: the workers collect, and
+    xdist hands out tests in the order they collected them)."""
+    workerinput: dict[str, Any] | None = getattr(config, "workerinput", None)
+    return int(workerinput["workercount"]) if workerinput else 0
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)  # outside pytest-timeout's clock
+def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
+    """A `timing` test runs alone: once it is next, no other test starts on any worker, and
+    it starts when those running have ended. Two flocks in the run's temp dir, which its
+    workers share: every test passes the gate and holds the room shared; a timing test
+    holds the gate, so that nobody else comes in, while it waits to hold the room alone.
+    (They come last, so that they mostly wait for nothing.)"""
+    if not hasattr(item.config, "workerinput"):
+        yield
+        return
+    timing = item.get_closest_marker("timing") is not None
+    run = item.config._tmp_path_factory.getbasetemp().parent  # type: ignore[attr-defined]
+    with (run / "gate.lock").open("a") as gate, (run / "room.lock").open("a") as room:
+        fcntl.flock(gate, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(room, fcntl.LOCK_EX if timing else fcntl.LOCK_SH)
+        finally:
+            if not timing:
+                fcntl.flock(gate, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            with contextlib.suppress(OSError):
+                fcntl.flock(room, fcntl.LOCK_UN)
+                fcntl.flock(gate, fcntl.LOCK_UN)

@@ -10,6 +10,8 @@ import socket
 import sys
 from pathlib import Path
 
+import pytest
+
 
 def leftovers(run_dir: Path) -> list[int]:
     """Processes still running from the demo's run dir (by command line or working dir)."""
@@ -27,6 +29,7 @@ def leftovers(run_dir: Path) -> list[int]:
     return found
 
 
+@pytest.mark.slow(35)
 async def test_the_demo_runs_a_b_and_c_and_leaves_nothing_behind(tmp_path: Path) -> None:
     # 127.0.0.1:5050 held by something else (as on a machine with a master of its own
     # running): the demo serves its web UI on a free port, and says where

@@ -133,6 +133,7 @@ def test_bad_specs_are_refused_naming_the_field(
     assert not (tmp_path / "out").exists()  # refused before anything started
 
 
+@pytest.mark.slow(18)
 def test_live_and_simulated_runs_agree_on_mean_running_tasks(tmp_path: Path) -> None:
     spec_path = tmp_path / "short.yaml"
     raw = yaml.safe_load((EXAMPLES / "blog-heterogeneous.yaml").read_text())
@@ -152,6 +153,7 @@ def test_live_and_simulated_runs_agree_on_mean_running_tasks(tmp_path: Path) -> 
         ), (live, simulated)
 
 
+@pytest.mark.slow(66)  # (its wall-clock bound, 120 s, is far from what it takes)
 def test_the_blogs_first_experiment_live_splits_the_cluster_in_three(tmp_path: Path) -> None:
     started = time.monotonic()
     done = subprocess.run(
@@ -331,6 +333,9 @@ def _run_contention(tmp_path: Path, isolation: str) -> dict[str, object]:
     return cpu_use
 
 
+# (not `timing`: it sets its own tasks' CPU use against each other, in the same run, which
+# other load does not move; its 11 spinning processes do not run beside a timing test)
+@pytest.mark.slow(50)
 def test_cpu_use_follows_drf_shares_with_cgroups_and_strays_without(tmp_path: Path) -> None:
     need_cgroups()
     need_mosquitto()

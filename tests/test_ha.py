@@ -86,6 +86,7 @@ KILLS = HAConfig(
 )
 
 
+@pytest.mark.slow(22)
 @pytest.mark.parametrize("ha", [KILLS], indirect=True)
 async def test_killing_the_leader_loses_no_task_and_a_standby_leads_within_10s(
     ha: HACluster,
@@ -288,6 +289,7 @@ async def _until(condition: object, timeout: float) -> None:
         await asyncio.sleep(0.2)
 
 
+@pytest.mark.slow(150)
 async def test_a_two_minute_chaos_soak_keeps_every_task_and_the_books(tmp_path: Path) -> None:
     from benchmarks.soak import soak
 

@@ -196,6 +196,7 @@ def _cgroups_of(pid: int) -> str:
         return ""
 
 
+@pytest.mark.timing  # CPU use over a window
 async def test_a_cfs_capped_task_spinning_two_processes_stays_under_its_cpus(rig: Rig) -> None:
     fw = await rig.framework()
     sid = _slave_id()

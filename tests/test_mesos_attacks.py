@@ -9,10 +9,12 @@ import json
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
 from test_mesos_scheduler_api import Live, framework_info, next_of
 from test_mesos_scheduler_api import live as live  # (the fixture)
 
 from benchmarks.mesos_client import MesosScheduler
+from master.mesos_api import scheduler_http
 from master.mesos_api.scheduler_http import STREAM_EVENTS, STREAMS_PER_PRINCIPAL, SchedulerStream
 from protocol import recordio
 from protocol.wire.messages import Heartbeat
@@ -313,7 +315,10 @@ async def chunked_answer(live: Live, chunks: list[bytes], wait: float) -> tuple[
             await writer.wait_closed()
 
 
-async def test_chunked_bodies_with_no_end_are_cut_off(live: Live) -> None:
+async def test_chunked_bodies_with_no_end_are_cut_off(
+    live: Live, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(scheduler_http, "BODY_SECONDS", 2.0)  # (10 s in a master)
     status, body = await chunked_answer(live, [b'{"type":'], 30)
     assert b" 408 " in status
     assert b"error" in body

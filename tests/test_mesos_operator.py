@@ -136,6 +136,7 @@ class Stream:
             await asyncio.wait_for(self.arrived.wait(), left)
 
 
+@pytest.mark.timing  # within a second
 async def test_an_operator_stream_sees_every_change_within_a_second(ops: Ops) -> None:
     async with (
         aiohttp.ClientSession() as session,

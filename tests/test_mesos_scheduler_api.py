@@ -24,6 +24,7 @@ from benchmarks.mesos_client import MesosScheduler, basic
 from cluster.local.secure import provision
 from master.http.config import HttpConfig
 from master.master import Master, MasterConfig
+from master.mesos_api import scheduler_http
 from master.mesos_api.doors import mesos_doors
 from protocol.tooling.credentials import Store
 from protocol.transport.memory import MemoryBroker
@@ -241,7 +242,8 @@ async def test_bad_input_gets_a_json_4xx_and_changes_nothing(live: Live) -> None
         await b.close()
 
 
-async def test_a_slow_loris_body_is_cut_off(live: Live) -> None:
+async def test_a_slow_loris_body_is_cut_off(live: Live, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(scheduler_http, "BODY_SECONDS", 2.0)  # (10 s in a master)
     host, port = live.web.split("//")[1].rstrip("/").split(":")
     reader, writer = await asyncio.open_connection(host, int(port))
     try:

@@ -148,6 +148,7 @@ async def redirect_from(port: int) -> tuple[int, str]:
             await asyncio.sleep(0.2)
 
 
+@pytest.mark.slow(11)
 async def test_pymesos_finds_the_leader_in_zookeeper_and_follows_a_failover(
     tmp_path: Path,
 ) -> None:

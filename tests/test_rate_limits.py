@@ -281,6 +281,7 @@ class OneOfferAtATime(Scheduler):
         self.changed.set()
 
 
+@pytest.mark.timing  # a rate
 async def test_a_framework_held_to_20_calls_a_second_finishes_all_200_tasks(
     tmp_path: Path,
 ) -> None:

@@ -396,10 +396,12 @@ async def test_a_slave_remembers_launch_ids_for_its_launch_memory_not_forever(ri
         return RunTasks(framework_id=fw.framework_id, tasks=[work], launch_id=launch_id)
 
     async with Bus(rig.broker.url, name="replay") as replay:
-        first = time.monotonic()
         await replay.publish(to_slave, launch("a", "launch-a"))
         await fw.update_for("a", TaskState.FINISHED)
         assert slave._launches.remembered() == ["launch-a"]
+        # (counted from here, after the slave took launch-a: counted from before the
+        # publish, a slow delivery of launch-a left it younger than 0.5 s when b came)
+        first = time.monotonic()
         await eventually(lambda: time.monotonic() > first + 0.5)  # launch-a's memory ends
         await replay.publish(to_slave, launch("b", "launch-b"))
         await fw.update_for("b", TaskState.FINISHED)

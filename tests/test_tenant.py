@@ -476,6 +476,7 @@ def hostile_payloads(fid: str, reply_to: str) -> dict[str, bytes]:
     }
 
 
+@pytest.mark.timing  # /health's answers' wall time
 async def test_no_single_message_stalls_the_master_past_100_ms(
     simulated: Secure, tmp_path: Path
 ) -> None:

@@ -535,6 +535,7 @@ async def test_an_operator_tears_a_framework_down_and_its_driver_is_told(secure:
     assert "unknown-framework" in why
 
 
+@pytest.mark.timing  # offers' gaps during a flood
 async def test_a_flood_from_one_principal_does_not_delay_anothers_offers(
     secure: Secure, request: pytest.FixtureRequest
 ) -> None:

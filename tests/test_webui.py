@@ -220,6 +220,7 @@ def test_slaves_and_tasks_show_what_they_use_beside_their_allocation(
     shot(d, "20-used-beside-allocated")
 
 
+@pytest.mark.slow(35)
 def test_the_web_ui_shows_the_demo_live(
     demo: tuple[str, str, subprocess.Popen[str]], browser: object
 ) -> None:

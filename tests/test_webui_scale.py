@@ -11,6 +11,7 @@ import asyncio
 import time
 from pathlib import Path
 
+import pytest
 from test_webui import browser, shot  # noqa: F401  (the browser fixture)
 
 from master.books import Slave
@@ -34,6 +35,7 @@ def add_slaves(master: Master, count: int) -> None:
         master.allocator.add_slave(sid, total, hostname=f"host-{i}", attributes={})
 
 
+@pytest.mark.timing  # a wall-clock bound
 async def test_the_page_opens_fast_with_50000_slaves_and_finds_one(
     mosquitto: MosquittoBroker,
     browser: object,  # noqa: F811
