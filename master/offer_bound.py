@@ -24,6 +24,12 @@ class Holder(Protocol):
     def offers(self) -> Sized: ...
 
 
+def room(frameworks: Mapping[str, Holder]) -> dict[str, int]:
+    """How many more offers each framework may be given in a round (the allocator passes
+    a framework by once it is at the bound: `master.allocation.offer_room`)."""
+    return {fid: MAX_OFFERS_HELD - len(fw.offers) for fid, fw in frameworks.items()}
+
+
 def within_bound(
     allocations: list[Allocation], holds: Callable[[str], int]
 ) -> tuple[list[Allocation], list[Allocation]]:

@@ -13,6 +13,7 @@ from prometheus_client import Histogram
 
 from master.books import OfferRecord
 from master.offer_bound import bounded
+from master.offer_bound import room as offer_room
 from master.shell import MasterShell
 from protocol.wire.messages import MAX_OFFERS_PER_MESSAGE, Offer, Offers, new_id
 
@@ -55,12 +56,14 @@ class Rounds:
     def run_one(self) -> None:
         now = self.shell.now()
         started = time.perf_counter()
-        allocations = self.shell.allocator.allocate(now)
+        # a framework is offered at most MAX_OFFERS_HELD (master.offer_bound): the round
+        # passes it by once it is there (and `bounded` gives back what is over, if any)
+        room = offer_room(self.shell.books.frameworks)
+        allocations = self.shell.allocator.allocate(now, room=room)
         self.count += 1
         self.duration.observe(time.perf_counter() - started)
         if not allocations:
             return
-        # a framework holds at most MAX_OFFERS_HELD: the rest goes back (master.offer_bound)
         allocations = bounded(self.shell.allocator, allocations, self.shell.books.frameworks, now)
         by_framework: dict[str, list[Offer]] = defaultdict(list)
         for a in allocations:

@@ -34,17 +34,17 @@ from master.allocation.ledger import (
     AllocatorError,
     Filter,
     FrameworkBook,
-    Picked,
     SlaveBook,
     allocatable,
     first_wanting,
     fits_one,
     floors_of,
-    wants_offer,
     within,
 )
+from master.allocation.offer_room import RETRY as ROOM_RETRY
+from master.allocation.offer_room import OfferRoom
 from master.allocation.quota import Quota, nesting_problem
-from master.allocation.quota_stage import QuotaStage, RoleStanding
+from master.allocation.quota_stage import QuotaStage, RoleStanding, quota_pick
 from master.allocation.role_order import RoleOrder
 from master.allocation.role_tree import TREE_POLICIES, RoleTree
 from master.allocation.sorter import Millis, Sorter, Total
@@ -285,7 +285,12 @@ class Allocator:
 
     # -- the round ---------------------------------------------------------------------------
     def allocate(
-        self, now: float, slave_ids: list[str] | None = None, *, full: bool = False
+        self,
+        now: float,
+        slave_ids: list[str] | None = None,
+        *,
+        full: bool = False,
+        room: Mapping[str, int] | None = None,
     ) -> list[Allocation]:
         """One allocation round.
 
@@ -294,13 +299,37 @@ class Allocator:
         framework arrives, is revived or reconnects -- every slave with free resources. A
         slave left out would be offered to nobody, so this is the full round's result at
         a fraction of its cost. `full` visits every slave; `slave_ids` just those.
+        `room`: how many more offers a framework may be given (`offer_room`).
 
         The garbage collector waits for the round's end (`paused_collector`).
         """
         with paused_collector():
-            return self._round(now, slave_ids, full)
+            if not room:
+                return self._round(now, slave_ids, full, None)
+            bound = OfferRoom(room, self._leave_round, self._rejoin_round)
+            try:
+                return self._round(now, slave_ids, full, bound)
+            finally:
+                bound.end()
 
-    def _round(self, now: float, slave_ids: list[str] | None, full: bool) -> list[Allocation]:
+    def _leave_round(self, framework_id: str) -> bool:
+        """A framework out of the order for the rest of a round (see `offer_room`)."""
+        fw = self.frameworks.get(framework_id)
+        if fw is None or not fw.active or fw.suppressed:
+            return False
+        self._role_frameworks[fw.role].deactivate(framework_id)
+        self._sync_role(fw.role)
+        return True
+
+    def _rejoin_round(self, framework_id: str) -> None:
+        fw = self.frameworks.get(framework_id)
+        if fw is not None and fw.active and not fw.suppressed:
+            self._role_frameworks[fw.role].activate(framework_id)
+            self._sync_role(fw.role)
+
+    def _round(
+        self, now: float, slave_ids: list[str] | None, full: bool, room: OfferRoom | None
+    ) -> list[Allocation]:
         while self._expiring and self._expiring[0][0] <= now:
             self.dirty.add(heapq.heappop(self._expiring)[1])
         if slave_ids is not None:
@@ -316,11 +345,8 @@ class Allocator:
         allocations: list[Allocation] = []
         floors = self._floors()
         slaves, reservations = self.slaves, self.reservations
-        pick = (
-            self._pick
-            if self.quotas
-            else first_wanting(self._roles, self._role_frameworks, self.frameworks, now)
-        )
+        books = (self._roles, self._role_frameworks, self.frameworks, now)
+        pick = quota_pick(self._quota, *books) if self.quotas else first_wanting(*books)
         # (bound once: these run for every slave)
         give, offered, resources_of = self._give, allocations.append, Resources.from_millis
         for slave_id in order:
@@ -338,6 +364,8 @@ class Allocator:
             else:
                 picked = pick(slave_id, free, now)
             if picked is None:
+                if room is not None and room.out:  # a full framework might have taken it
+                    heapq.heappush(self._expiring, (now + ROOM_RETRY, slave_id))
                 continue
             framework_id, offer = picked
             resources = resources_of(offer)
@@ -346,6 +374,8 @@ class Allocator:
                 self.dirty.add(slave_id)
             give(framework_id, slave, resources)
             offered(Allocation(framework_id, slave_id, resources))
+            if room is not None:
+                room.given(framework_id)
         return allocations
 
     def _floors(self) -> list[Millis] | None:
@@ -356,49 +386,6 @@ class Allocator:
             self._floor_stale = False
             self._floor = floors_of(self.frameworks.values())
         return self._floor
-
-    def _pick(self, slave_id: str, free: Millis, now: float) -> Picked:
-        """The framework to offer this slave to, and what of it: under quotas, what quota
-        limits and other roles' guarantees leave (without quotas, `first_wanting` picks)."""
-        frameworks = self.frameworks
-        quota = self._quota
-        offer: dict[str, Millis] = {}  # what each role would be offered (made once a role)
-        short = quota.short_of_guarantee()
-        stage = [bool(short)]  # in the quota stage (roles below their guarantee)
-
-        def wants(framework_id: str) -> bool:
-            fw = frameworks[framework_id]
-            offerable = offer.get(fw.role)
-            if offerable is None:
-                offerable = offer[fw.role] = (
-                    quota.up_to_guarantee(fw.role, short, free)
-                    if stage[0]
-                    else quota.offerable(fw.role, free)
-                )
-            if not allocatable(offerable):
-                return False
-            return wants_offer(fw, slave_id, offerable, now)
-
-        picked: dict[str, str] = {}  # (the tree may ask several roles: by role)
-
-        def role_wants(role: str) -> bool:
-            framework_id = self._role_frameworks[role].first(wants)
-            if framework_id is not None:
-                picked[role] = framework_id
-            return framework_id is not None
-
-        if short:  # roles below their guarantee first (Mesos's quota stage), offered up
-            # to what their guarantee still lacks whatever is held back for others
-            guaranteed = self._roles.first(lambda r: quota.under(r, short) and role_wants(r))
-            if guaranteed is not None:
-                return picked[guaranteed], offer[guaranteed]
-            stage[0] = False
-            offer.clear()
-            picked.clear()
-        chosen = self._roles.first(role_wants)
-        if chosen is None:
-            return None
-        return picked[chosen], offer[chosen]
 
     # -- reservations --------------------------------------------------------------------------
     def reserve(self, slave_id: str, framework_id: str, resources: Resources, until: float) -> None:

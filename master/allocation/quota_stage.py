@@ -8,12 +8,13 @@ allocated) and keeps the quotas; it changes no books.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from master.allocation.ledger import allocatable
+from master.allocation.ledger import FrameworkBook, Picked, allocatable, wants_offer
 from master.allocation.quota import Quota, ancestors_or_self, cap_offer, gap
 from master.allocation.role_order import RoleOrder
-from master.allocation.sorter import Millis
+from master.allocation.sorter import Millis, Sorter
 from protocol.wire.resources import Resources, add_millis, dominant_share
 
 
@@ -164,3 +165,56 @@ class QuotaStage:
                 continue  # counted in its ancestor's
             add_millis(need, self.lack(node))
         return need
+
+
+def quota_pick(
+    quota: QuotaStage,
+    roles: RoleOrder,
+    role_frameworks: Mapping[str, Sorter],
+    frameworks: Mapping[str, FrameworkBook],
+    now: float,
+) -> Callable[[str, Millis, float], Picked]:
+    """A round's pick under quotas: the framework to offer a slave to, and what of it --
+    what quota limits and other roles' guarantees leave (`ledger.first_wanting` picks
+    without quotas)."""
+
+    def pick(slave_id: str, free: Millis, _: float) -> Picked:
+        offer: dict[str, Millis] = {}  # what each role would be offered (made once a role)
+        short = quota.short_of_guarantee()
+        stage = [bool(short)]  # in the quota stage (roles below their guarantee)
+
+        def wants(framework_id: str) -> bool:
+            fw = frameworks[framework_id]
+            offerable = offer.get(fw.role)
+            if offerable is None:
+                offerable = offer[fw.role] = (
+                    quota.up_to_guarantee(fw.role, short, free)
+                    if stage[0]
+                    else quota.offerable(fw.role, free)
+                )
+            if not allocatable(offerable):
+                return False
+            return wants_offer(fw, slave_id, offerable, now)
+
+        picked: dict[str, str] = {}  # (the tree may ask several roles: by role)
+
+        def role_wants(role: str) -> bool:
+            framework_id = role_frameworks[role].first(wants)
+            if framework_id is not None:
+                picked[role] = framework_id
+            return framework_id is not None
+
+        if short:  # roles below their guarantee first (Mesos's quota stage), offered up
+            # to what their guarantee still lacks whatever is held back for others
+            guaranteed = roles.first(lambda r: quota.under(r, short) and role_wants(r))
+            if guaranteed is not None:
+                return picked[guaranteed], offer[guaranteed]
+            stage[0] = False
+            offer.clear()
+            picked.clear()
+        chosen = roles.first(role_wants)
+        if chosen is None:
+            return None
+        return picked[chosen], offer[chosen]
+
+    return pick
