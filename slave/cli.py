@@ -59,13 +59,37 @@ async def log_refusals(message: object, _reply_to: str | None) -> None:
         )
 
 
-def raise_fd_limit(connections: int) -> None:
-    """Many slaves hold many sandboxes and journals: lift the soft limit on open files."""
+FDS_PER_SLAVE = 4  # a logical slave's two journals, a journal's sync at a time, a sandbox
+
+
+def raise_fd_limit(slaves: int) -> None:
+    """Many slaves hold many journals (each keeps its file open): lift the limit on open
+    files to what they need. Root lifts the hard limit too (up to the kernel's
+    fs.nr_open): 10,000 slaves in a process ran out of 20,000 (journal writes failed with
+    EMFILE)."""
     import resource
 
+    from protocol import logs
+
+    need = slaves * FDS_PER_SLAVE + 1024
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft < connections + 64:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    if soft >= need:
+        return
+    if hard != resource.RLIM_INFINITY and hard < need:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (need, need))
+            return
+        except (ValueError, OSError):  # not root, or past fs.nr_open
+            logs.get("slave").warning(
+                "slave.fd_limit",
+                slaves=slaves,
+                need=need,
+                hard_limit=hard,
+                detail=f"open files for at most {(hard - 1024) // FDS_PER_SLAVE} slaves in "
+                "a process: journal writes past that fail; run more processes, or lift "
+                "the hard limit (ulimit -Hn, LimitNOFILE)",
+            )
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
 @click.command()

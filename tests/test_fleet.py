@@ -10,6 +10,8 @@ import asyncio
 import contextlib
 import dataclasses
 import random
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -25,6 +27,7 @@ from protocol.wire.messages import Error, Heartbeat, Heartbeats, KillTask, Offer
 from protocol.wire.resources import Resources
 from protocol.wire.topics import Topics
 from slave.backoff import RETRY_CAP, RegistrationBackoff
+from slave.cli import FDS_PER_SLAVE
 from slave.fleet import Fleet
 from slave.recovery import recover
 from slave.slave import Slave, SlaveConfig
@@ -213,3 +216,22 @@ async def test_what_reaches_a_fleets_slave_while_it_recovers_waits_for_its_handl
         resume.set()
         [error] = await answers.wait_count(Error, 1, timeout=10)
         assert error.code == "unknown-task"  # handled by the slave itself
+
+
+def test_a_process_of_many_slaves_may_open_the_files_they_need_or_says_so() -> None:
+    """10,000 logical slaves keep 20,000 journals open: a process of them ran out of
+    this host's 20,000 open files, and its journal writes failed with EMFILE, silently
+    for the operator. The limit is lifted to what they need where the process may (root
+    with CAP_SYS_RESOURCE); elsewhere the slave says how many slaves the limit holds."""
+    code = (
+        "import resource; from slave.cli import raise_fd_limit; raise_fd_limit(10_000); "
+        "print(*resource.getrlimit(resource.RLIMIT_NOFILE))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    soft, hard = map(int, out.stdout.split())
+    if soft >= 10_000 * FDS_PER_SLAVE:
+        assert hard >= soft
+    else:
+        assert soft == hard  # as far as it may go
+        assert "slave.fd_limit" in out.stderr
+        assert f"at most {(hard - 1024) // FDS_PER_SLAVE} slaves" in out.stderr
