@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
+import threading
 import uuid
 from pathlib import Path
 
@@ -22,6 +25,21 @@ def slave_id_for(work_dir: Path) -> str:
     slave_id = f"slave-{uuid.uuid4().hex[:12]}"
     path.write_text(slave_id + "\n")
     return slave_id
+
+
+SHUT_DOWN = threading.Event()  # SIGUSR1 came: stop, and end the tasks (a Mesos agent's)
+
+
+def shut_down_on_sigusr1() -> None:
+    """SIGUSR1, as a Mesos agent takes it: stop as on SIGTERM, and end the tasks too (on
+    SIGTERM they run on, for the slave's next start to recover). Set before the party
+    runs, so that one sent while it starts is not the signal's default (death)."""
+
+    def handle(_signum: int, _frame: object) -> None:
+        SHUT_DOWN.set()
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    signal.signal(signal.SIGUSR1, handle)
 
 
 async def run_slaves(url: BrokerURL, cluster: str, configs: list[object]) -> None:
@@ -46,7 +64,9 @@ async def run_slaves(url: BrokerURL, cluster: str, configs: list[object]) -> Non
     ) as bus:
         warn_if_insecure(url, "slave")
         await bus.subscribe(topics.outbox("slave", principal), log_refusals)
-        await Fleet(bus, topics, principal).run([c for c in configs if isinstance(c, SlaveConfig)])
+        fleet = Fleet(bus, topics, principal)
+        fleet.kill_tasks_on_stop = SHUT_DOWN.is_set
+        await fleet.run([c for c in configs if isinstance(c, SlaveConfig)])
 
 
 async def log_refusals(message: object, _reply_to: str | None) -> None:
@@ -252,4 +272,5 @@ def slave(
             )
         await run_slaves(url, cluster, configs)
 
+    shut_down_on_sigusr1()
     run_party(broker, party)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 
 from protocol import logs
 from protocol.transport.bus import Bus
@@ -38,6 +39,9 @@ class Fleet:
         self.to_master = topics.inbound("slave", principal)
         self.slaves: list[Slave] = []
         self.heartbeats_sent = 0
+        # asked when they stop: whether their command tasks end with them (a Mesos agent's
+        # SIGUSR1), or run on for the next start to recover (its SIGTERM)
+        self.kill_tasks_on_stop: Callable[[], bool] = lambda: False
         self.log = logs.get("fleet", principal=principal)
 
     async def run(self, configs: list[SlaveConfig]) -> None:
@@ -51,8 +55,9 @@ class Fleet:
                 started.append(slave)
             await asyncio.gather(self.heartbeat_loop(), self.resend_loop())
         finally:
+            kill = self.kill_tasks_on_stop()
             for slave in started:
-                await slave.stop()
+                await slave.stop(kill_tasks=kill)
 
     async def heartbeat_loop(self) -> None:
         """Every interval the master asked for, one heartbeat per registered slave: a

@@ -212,6 +212,20 @@ async def test_a_framework_killed_and_restarted_in_time_gets_its_tasks_back(
         if first.returncode is None:
             first.kill()
             await first.wait()
+    # the cluster shut down (its slave as a Mesos agent on SIGUSR1) ends the task too
+    assert _running_under(tmp_path)
+    await live.stop_all()
+    assert _running_under(tmp_path) == []
+
+
+def _running_under(directory: Path) -> list[int]:
+    """Processes whose working directory is below `directory` (a task's is its sandbox)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        with contextlib.suppress(OSError):
+            if proc.name.isdigit() and (proc / "cwd").resolve().is_relative_to(directory):
+                found.append(int(proc.name))
+    return found
 
 
 async def test_two_frameworks_with_equal_demands_converge_to_equal_shares(

@@ -139,8 +139,11 @@ class Launcher:
     async def stop(self, party: Party, grace: float = 10.0) -> None:
         proc = party.proc
         if proc.returncode is None:
+            # a slave is shut down as a Mesos agent is on SIGUSR1: its tasks end with it
+            # (on SIGTERM they run on for its next start to recover)
+            stop_signal = signal.SIGUSR1 if party.kind == "slave" else signal.SIGTERM
             with contextlib.suppress(ProcessLookupError):
-                proc.send_signal(signal.SIGTERM)
+                proc.send_signal(stop_signal)
             try:
                 await asyncio.wait_for(proc.wait(), grace)
             except TimeoutError:
