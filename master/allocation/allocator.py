@@ -75,7 +75,7 @@ class Allocator:
         self._roles: RoleOrder = (
             RoleTree(policy, self._total) if tree else Sorter(policy, self._total)
         )
-        self._framework_policy = "drf" if policy in TREE_POLICIES else policy
+        self._framework_policy = "drf" if tree else policy
         self._role_frameworks: dict[str, Sorter] = {}
         self._role_weights: dict[str, float] = {}
         self.frameworks: dict[str, FrameworkBook] = {}
@@ -169,13 +169,16 @@ class Allocator:
         """Keep the sorters' active sets to the frameworks (and roles) that want offers."""
         self._floor_stale = True
         fw = self.frameworks[framework_id]
-        sorter = self._role_frameworks[fw.role]
-        if fw.active and not fw.suppressed:
-            sorter.activate(framework_id)
+        wanting = fw.active and not fw.suppressed
+        self._place(framework_id, fw.role, wanting)
+        if wanting:
             self._wake_all()
-        else:
-            sorter.deactivate(framework_id)
-        self._sync_role(fw.role)
+
+    def _place(self, framework_id: str, role: str, in_order: bool) -> None:
+        """A framework into its role's order, or out of it (and its role with it)."""
+        sorter = self._role_frameworks[role]
+        (sorter.activate if in_order else sorter.deactivate)(framework_id)
+        self._sync_role(role)
 
     def _sync_role(self, role: str) -> None:
         """A role is in the order while any of its frameworks is."""
@@ -317,15 +320,13 @@ class Allocator:
         fw = self.frameworks.get(framework_id)
         if fw is None or not fw.active or fw.suppressed:
             return False
-        self._role_frameworks[fw.role].deactivate(framework_id)
-        self._sync_role(fw.role)
+        self._place(framework_id, fw.role, False)
         return True
 
     def _rejoin_round(self, framework_id: str) -> None:
         fw = self.frameworks.get(framework_id)
         if fw is not None and fw.active and not fw.suppressed:
-            self._role_frameworks[fw.role].activate(framework_id)
-            self._sync_role(fw.role)
+            self._place(framework_id, fw.role, True)  # (no wake: it wanted offers all along)
 
     def _round(
         self, now: float, slave_ids: list[str] | None, full: bool, room: OfferRoom | None

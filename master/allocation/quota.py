@@ -92,11 +92,10 @@ def nesting_problem(
     quotas: Mapping[str, Quota], changes: Mapping[str, Quota | None] | None = None
 ) -> str | None:
     """Why these guarantees (with `changes`: None clears) cannot nest on a tree of roles
-    (None if they can). A role's guarantee includes
-    its sub-roles' (Mesos: "the quota of a node must always be greater than or equal to
-    the sum of the quota'd resources of that role's children"), so under every
-    guaranteed role, the nearest guaranteed roles below it may together be guaranteed
-    no more than it is, resource by resource."""
+    (None if they can). A role's guarantee includes its sub-roles' (Mesos: "the quota of
+    a node must always be greater than or equal to the sum of the quota'd resources of
+    that role's children"), so under every guaranteed role, the nearest guaranteed roles
+    below it may together be guaranteed no more than it is, resource by resource."""
     quotas = {r: q for r, q in {**quotas, **(changes or {})}.items() if q is not None}
     guaranteed = sorted(r for r, q in quotas.items() if q.guarantee.millis)
     for parent in guaranteed:
