@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import re
 import socket
@@ -33,12 +32,31 @@ def leftovers(run_dir: Path) -> list[int]:
 async def test_the_demo_runs_a_b_and_c_and_leaves_nothing_behind(tmp_path: Path) -> None:
     # 127.0.0.1:5050 held by something else (as on a machine with a master of its own
     # running): the demo serves its web UI on a free port, and says where
-    with contextlib.ExitStack() as stack:
-        held = stack.enter_context(socket.socket())
-        with contextlib.suppress(OSError):  # (someone else's already: as good)
-            held.bind(("127.0.0.1", 5050))
-            held.listen()
+    with socket.socket() as held:
+        await _hold(held, ("127.0.0.1", 5050))
         await _run_demo(tmp_path)
+
+
+async def _hold(sock: socket.socket, address: tuple[str, int]) -> None:
+    """Bind `address`, waiting while another test's demo probes it (a probe binds it for
+    an instant: taken then, the port would be free again when our demo looks)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 20
+    while True:
+        try:
+            sock.bind(address)
+        except OSError:
+            if _listening(address) or loop.time() > deadline:
+                return  # someone else's for good: as good as ours
+            await asyncio.sleep(0.05)  # a probe's instant: poll until it is gone
+            continue
+        sock.listen()
+        return
+
+
+def _listening(address: tuple[str, int]) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(address) == 0
 
 
 async def _run_demo(tmp_path: Path) -> None:
