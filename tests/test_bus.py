@@ -158,6 +158,42 @@ async def test_messages_queued_for_an_absent_subscriber_survive_a_restart(
     assert len(acknowledged) == 400
 
 
+async def test_a_handler_publishing_when_the_broker_goes_does_not_hold_up_the_reconnect(
+    mosquitto: MosquittoBroker,
+) -> None:
+    """A handler awaiting `publish` (its PUBACK) when the broker goes: its bus reconnects
+    all the same, the publish then completes, and what arrives next is handled after it.
+    (It waited forever: the bus reconnected only once its handler returned.)"""
+    seen: list[str] = []
+    published = asyncio.Event()
+    inbox = Inbox()
+
+    async def answer(message: Wire, _reply_to: str | None) -> None:
+        assert isinstance(message, Heartbeat)
+        seen.append(message.source)
+        if message.source == "first":
+            await mosquitto.stop()  # the broker goes before the answer is acknowledged
+            restarted.set()
+            await rx.publish("answers", Teardown(framework_id="answer"), timeout=30)
+            published.set()
+
+    restarted = asyncio.Event()
+    async with (
+        Bus(mosquitto.url, name="rx", client_id="rx-answering", persistent=True) as rx,
+        Bus(mosquitto.url, name="tx", client_id="tx-asking", persistent=True) as tx,
+    ):
+        await rx.subscribe("questions", answer)
+        await tx.subscribe("answers", inbox)
+        await tx.publish("questions", Heartbeat(source="first"))
+        await asyncio.wait_for(restarted.wait(), 10)
+        await mosquitto.start()
+        await asyncio.wait_for(published.wait(), 30)
+        await inbox.wait_for(Teardown, timeout=30)
+        await tx.publish("questions", Heartbeat(source="second"), timeout=30)
+        await eventually(lambda: seen == ["first", "second"], timeout=30)
+        assert rx.connections == 2
+
+
 async def test_subscriptions_survive_a_broker_restart(broker: Broker) -> None:
     inbox = Inbox()
     async with Bus(broker.url, name="rx") as rx, Bus(broker.url, name="tx") as tx:

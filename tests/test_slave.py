@@ -477,9 +477,6 @@ async def test_a_task_the_restarted_slave_cannot_restore_is_reported_lost(rig: R
     await fw.update_for("fine", TaskState.FINISHED)
 
 
-# (alone: beside three other workers' tests it timed out twice in some eight runs, an
-# update not back within 30 s of the restart; the cause is not found yet -- alone, 7 of 7)
-@pytest.mark.timing
 async def test_a_broker_restart_while_tasks_run_loses_no_status_update(rig: Rig) -> None:
     fw = await rig.framework()
     await rig.start_slave("s1", Resources(cpus=4, mem=1024))

@@ -103,6 +103,7 @@ class Bus:
         self.refused: BusRefused | None = None
         self._gave_up = asyncio.Event()
         self._runner: asyncio.Task[None] | None = None
+        self._pumping: asyncio.Task[None] | None = None  # dispatching a connection's messages
         self._background: set[asyncio.Task[Any]] = set()
         # The send path (see _send): what the MQTT client holds until the broker
         # acknowledges it, by message id, and what waits for the next connection.
@@ -195,6 +196,9 @@ class Bus:
         if self._runner is not None:
             await cancel_and_wait(self._runner)
             self._runner = None
+        if self._pumping is not None:
+            await cancel_and_wait(self._pumping)
+            self._pumping = None
         self._connected.clear()
         self._fail_all(BusClosed(f"bus {self.name} closed before the broker had it"))
 
@@ -462,10 +466,7 @@ class Bus:
                     delay = 0.05
                     for callback in self._on_connect:
                         spawn_guarded(callback(), self._background, self.log)
-                    try:
-                        await link.receive(self._dispatch)
-                    finally:
-                        await self._drain()
+                    await self._pump(link)
             except aiomqtt.MqttError as e:
                 if self._closing:
                     break
@@ -510,14 +511,38 @@ class Bus:
             return 0.0, 0.0
         return queue.oldest_age(), queue.last_wait
 
-    async def _drain(self) -> None:
+    async def _pump(self, link: PahoLink) -> None:
+        """Dispatch this connection's messages until it ends (then raise MqttError), in a
+        task: a handler still waiting at a disconnect (on a `publish`, whose PUBACK comes
+        after the reconnect) finishes behind it, and the next connection's messages wait
+        for it, in order."""
+        before = self._pumping
+        pump = asyncio.create_task(self._receive(link, before), name=f"bus-pump-{self.name}")
+        self._pumping = pump
+        await asyncio.wait({pump, link.disconnected}, return_when=asyncio.FIRST_COMPLETED)
+        if pump.done():
+            pump.result()  # (a handler's bug ends the bus, as before)
+        cause = link.disconnected.exception() if not link.disconnected.cancelled() else None
+        raise aiomqtt.MqttError("disconnected") from cause
+
+    async def _receive(self, link: PahoLink, before: asyncio.Task[None] | None) -> None:
+        if before is not None:
+            await asyncio.wait({before})  # the last connection's messages first
+        try:
+            await link.receive(self._dispatch)
+        except aiomqtt.MqttError:
+            pass  # the connection ended: _pump says so
+        finally:
+            await self._drain(link)
+
+    async def _drain(self, link: PahoLink) -> None:
         """Dispatch what was received (and already acknowledged) before the connection broke.
 
         aiomqtt stops iterating at a disconnect even when its queue still holds messages;
         the broker considers those delivered, so dropping them would lose them.
         """
-        queue = self._link.queue if self._link is not None else None
-        while queue is not None and not queue.empty() and not self._closing:
+        queue = link.queue
+        while not queue.empty() and not self._closing:
             await self._dispatch(queue.get_nowait())
 
     async def _dispatch(self, mqtt_message: aiomqtt.Message) -> None:
