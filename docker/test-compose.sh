@@ -142,9 +142,50 @@ podman import -q - docker.io/library/python:3.11-slim-bookworm <"$KEPT/python.ta
 podman tag docker.io/library/python:3.11-slim-bookworm docker.io/library/eclipse-mosquitto:2
 
 # -- our image, from docker/Dockerfile as it is ----------------------------------------------
+# Its pip takes the wheels it installs from a local folder instead of PyPI, as the stand-ins
+# stand in for the registry: kept in $DRFMESOS_WHEELS (default /var/cache/drfmesos/wheels;
+# `off` makes pip in the build fetch from the index every run), under a key of the
+# dependencies (pyproject.toml) and the stand-in's Python, for a week. The first run on a
+# machine fetches them, with the stand-in's own pip, into the folder; the build then sees
+# only that folder (no index). Only what pip reads changes: docker/Dockerfile runs as it is.
+WHEEL_CACHE=${DRFMESOS_WHEELS:-/var/cache/drfmesos/wheels}
+BUILD_MOUNTS=()
+if [ "$WHEEL_CACHE" != off ]; then
+  WKEY=$({ cat "$REPO/pyproject.toml"; echo "$KEY"; } | sha256sum | cut -c1-16)
+  WHEELS="$WHEEL_CACHE/$WKEY"
+  mkdir -p "$WHEEL_CACHE"
+  find "$WHEEL_CACHE" -mindepth 1 -maxdepth 1 -mtime +7 -exec rm -rf {} + 2>/dev/null || true
+  if [ ! -f "$WHEELS/complete" ]; then
+    say "fetch the image's wheels into $WHEELS (once a week, or when pyproject.toml changes)"
+    find "$WHEEL_CACHE" -mindepth 1 -maxdepth 1 ! -name "$WKEY*" -exec rm -rf {} + 2>/dev/null || true
+    # the requirements of '.[all]' (its extras expanded) and its build backend's: what
+    # the Dockerfile's `pip install '.[all]'` asks of the index
+    python3 - "$REPO/pyproject.toml" >"$T/requirements.txt" <<'PY'
+import re, sys, tomllib
+project = tomllib.load(open(sys.argv[1], "rb"))
+extras, name = project["project"]["optional-dependencies"], project["project"]["name"]
+def expand(reqs):
+    for r in reqs:
+        own = re.fullmatch(rf"{name}\[(.+)\]", r)
+        yield from (x for e in own.group(1).split(",") for x in expand(extras[e])) if own else [r]
+print("\n".join([*project["project"]["dependencies"], *expand(extras["all"]),
+                 *project["build-system"]["requires"]]))
+PY
+    part="$WHEELS.part.$$"
+    rm -rf "$part" && mkdir -p "$part"
+    podman run --rm -q --network host -v "$T/requirements.txt:/requirements.txt:ro" \
+      -v "$part:/wheels" docker.io/library/python:3.11-slim-bookworm sh -c \
+      'python3 -m venv /tmp/venv && /tmp/venv/bin/pip download -q --only-binary=:all: -d /wheels -r /requirements.txt' \
+      >"$T/wheels.log" 2>&1 || { cat "$T/wheels.log"; rm -rf "$part"; exit 1; }
+    touch "$part/complete"
+    mv -T "$part" "$WHEELS" 2>/dev/null || rm -rf "$part"  # (another run's, as good)
+  fi
+  printf '[global]\ncert = /etc/ssl/certs/ca-certificates.crt\nno-index = true\nfind-links = /wheels\n' >"$T/pip.conf"
+  BUILD_MOUNTS=(-v "$WHEELS:/wheels:ro" -v "$T/pip.conf:/etc/pip.conf:ro")
+fi
 say "build localhost/drfmesos:latest"
-podman build -q -f docker/Dockerfile -t localhost/drfmesos:latest . >"$T/build.log" 2>&1 \
-  || { cat "$T/build.log"; exit 1; }
+podman build -q "${BUILD_MOUNTS[@]}" -f docker/Dockerfile -t localhost/drfmesos:latest . \
+  >"$T/build.log" 2>&1 || { cat "$T/build.log"; exit 1; }
 size=$(podman image inspect localhost/drfmesos:latest --format '{{.Size}}')
 base=$(podman image inspect docker.io/library/python:3.11-slim-bookworm --format '{{.Size}}')
 say "image size: $((size / 1024 / 1024)) MB (of which the base stand-in: $((base / 1024 / 1024)) MB)"
@@ -169,10 +210,24 @@ COMPOSE=(docker-compose -f docker/docker-compose.yml -p drfdemo)
 
 docker-compose -f docker/docker-compose.yml config -q
 # podman times health checks with systemd timers, and there is no systemd here: run them
-# ourselves every 2 s, so depends_on: service_healthy and the checks work as in Docker
-( while sleep 2; do
+# ourselves, each container's at its own interval (the broker's 2 s, the masters' 5 s) and
+# none for those without one, so depends_on: service_healthy and the checks work as in
+# Docker (a check of each every 2 s kept about a core busy: a master's is a `drfmesos state`)
+( declare -A every due
+  while sleep 1; do
+    now=$(date +%s)
     # (|| true: under set -e one failing check, a broker still starting, would end the loop)
-    for c in $(podman ps -q 2>/dev/null || true); do podman healthcheck run "$c" >/dev/null 2>&1 || true; done
+    for c in $(podman ps -q 2>/dev/null || true); do
+      if [ -z "${every[$c]:-}" ]; then  # its interval, once: "2s", "5s", or none
+        i=$(podman inspect -f '{{if .Config.Healthcheck}}{{.Config.Healthcheck.Interval}}{{end}}' "$c" 2>/dev/null) || continue
+        case $i in *m*|*h*|"") every[$c]=0 ;; *ms) every[$c]=1 ;; *s) every[$c]=${i%%[.s]*} ;; *) every[$c]=0 ;; esac
+        [ "${every[$c]}" = 0 ] && [ -n "$i" ] && every[$c]=30  # minutes: rare enough
+        due[$c]=$now
+      fi
+      [ "${every[$c]}" -gt 0 ] && [ "$now" -ge "${due[$c]}" ] || continue
+      podman healthcheck run "$c" >/dev/null 2>&1 || true
+      due[$c]=$(( $(date +%s) + every[$c] ))
+    done
   done ) &
 HEALTH_PID=$!
 say "compose up (broker on 127.0.0.1:$PORT)"
