@@ -6,6 +6,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -42,6 +43,7 @@ def test_the_compose_cluster_runs_loses_a_slave_and_recovers() -> None:
     # takes the containers down (a SIGKILL to bash alone would leave them running)
     proc = subprocess.Popen(
         ["bash", str(DOCKER / "test-compose.sh")],
+        env={**os.environ, "PYTHON": sys.executable},  # its waits use this one's packages
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
