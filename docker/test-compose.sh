@@ -9,6 +9,7 @@
 # containers, networks, the socket) lives in one temp dir that is removed at the end.
 #
 #   bash docker/test-compose.sh            (as root; installs what it needs with apt)
+#   bash docker/test-compose.sh --prepare  (only make the kept stand-ins and wheels, if missing)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$PWD
@@ -197,6 +198,10 @@ PY
   fi
   printf '[global]\ncert = /etc/ssl/certs/ca-certificates.crt\nno-index = true\nfind-links = /wheels\n' >"$T/pip.conf"
   BUILD_MOUNTS=(-v "$WHEELS:/wheels:ro" -v "$T/pip.conf:/etc/pip.conf:ro")
+fi
+if [ "${1:-}" = --prepare ]; then  # (.ci/run: the caches made, as a host pulls its bases)
+  say "prepared: the stand-ins in $KEPT, the wheels in ${WHEELS:-(off)}"
+  exit 0
 fi
 say "build localhost/drfmesos:latest"
 podman build -q "${BUILD_MOUNTS[@]}" -f docker/Dockerfile -t localhost/drfmesos:latest . \
