@@ -32,7 +32,7 @@ def test_the_compose_file_is_valid() -> None:
 
 
 @pytest.mark.timeout(600)
-@pytest.mark.slow(250)
+@pytest.mark.slow(170)
 def test_the_compose_cluster_runs_loses_a_slave_and_recovers() -> None:
     """docker/test-compose.sh: build, up, shares, kill a slave, tasks LOST and replaced."""
     for tool in ("podman", "debootstrap", "docker-compose"):
