@@ -351,6 +351,11 @@ say "ok: the web UI of the leader ($ui) answers the operator and refuses a wrong
 if wait "$ANONYMOUS_PID"; then say "FAILED: an anonymous client read the state"; exit 1; fi
 if wait "$FRAMEWORK_PID"; then say "FAILED: a framework principal read the state"; exit 1; fi
 say "ok: anonymous and framework principals cannot read the state"
+for c in $(podman ps --format '{{.Names}}' | grep master-); do  # the compose file's check
+  podman healthcheck run "$c" >/dev/null 2>&1 || {
+    say "FAILED: $c's health check"; podman inspect -f '{{json .State.Health}}' "$c"; exit 1; }
+done
+say "ok: every master passes its health check"
 
 # master failover: kill the leading master's container; a standby leads, nothing is lost
 leader_id=$(state | python3 -c 'import json,sys; print(json.load(sys.stdin)["master_id"])')
