@@ -9,6 +9,7 @@
 # containers, networks, the socket) lives in one temp dir that is removed at the end.
 #
 #   bash docker/test-compose.sh            (as root; installs what it needs with apt)
+#   bash docker/test-compose.sh --prepare  (only make the kept stand-ins and wheels, if missing)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$PWD
@@ -42,6 +43,7 @@ cleanup() {
   umount "$T/storage/overlay" 2>/dev/null
   umount "$T/rootfs-zk/proc" 2>/dev/null
   rm -rf "$T"
+  say "cleaned up"
 }
 trap cleanup EXIT
 
@@ -65,9 +67,9 @@ export CONTAINERS_CONF="$T/containers.conf" CONTAINERS_STORAGE_CONF="$T/storage.
 
 # -- stand-ins for the base images (the real ones cannot be pulled here) ------------------
 # The cluster's credentials, made as a user would (docker/make-secrets.sh), in the temp dir,
-# and the ZooKeeper stand-in (a JRE: the longest apt run) are made beside the Python
-# stand-in and our image's build: each a background job in a process group of its own
-# (set -m), waited for before the cluster goes up, ended by cleanup.
+# beside the rest (waited for before the cluster goes up), and, when the stand-ins are made,
+# the ZooKeeper one (a JRE: the longest apt run) beside the Python one: each a background
+# job in a process group of its own (set -m), ended by cleanup.
 export DRFMESOS_SECRETS="$T/secrets"
 set -m
 bash docker/make-secrets.sh "$DRFMESOS_SECRETS" >"$T/secrets.log" 2>&1 &
@@ -81,11 +83,21 @@ KEY=$(sed -n '/^# >>> recipe/,/^# <<< recipe/p' "$REPO/docker/test-compose.sh" |
 KEPT="$STAND_INS/$KEY"
 if [ "$STAND_INS" = off ]; then KEPT="$T/stand-ins"; fi
 find "$STAND_INS" -mindepth 1 -maxdepth 1 -mtime +7 -exec rm -rf {} + 2>/dev/null || true
-import_zookeeper() {
-  podman import -q \
+# The stand-ins as images: imported once from the two tars into a podman image store kept
+# beside them ($KEPT/store), which every run reads as an additional image store (read-only,
+# so runs side by side share it). Importing them every run took 15-20 s of disk and CPU.
+import_zookeeper() { :; }  # (the recipe's last step: the store below takes the tar in)
+make_store() {
+  local store=(podman --root "$KEPT/store" --runroot "$T/store-run" --storage-driver overlay)
+  rm -rf "$KEPT/store"
+  say "import the stand-ins into $KEPT/store"
+  "${store[@]}" import -q \
     --change 'ENV PATH=/usr/share/zookeeper/bin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
     --change 'CMD ["zkServer.sh", "start-foreground"]' - docker.io/library/zookeeper:3.8 \
     <"$KEPT/zookeeper.tar" >/dev/null
+  "${store[@]}" import -q - docker.io/library/python:3.11-slim-bookworm <"$KEPT/python.tar" >/dev/null
+  "${store[@]}" tag docker.io/library/python:3.11-slim-bookworm docker.io/library/eclipse-mosquitto:2
+  touch "$KEPT/store/complete"
 }
 # >>> recipe for the stand-ins (a change here makes them anew)
 ROOTFS="$T/rootfs"
@@ -128,23 +140,72 @@ make_stand_ins() {
 # <<< recipe
 if [ -f "$KEPT/python.tar" ] && [ -f "$KEPT/zookeeper.tar" ]; then
   say "stand-ins kept from an earlier run ($KEPT)"
-  set -m
-  import_zookeeper &  # as zookeeper:3.8, beside the rest
-  ZK_PID=$!
-  set +m
 else
   # (those of an older recipe go)
   find "$STAND_INS" -mindepth 1 -maxdepth 1 ! -name "$KEY" -exec rm -rf {} + 2>/dev/null || true
   make_stand_ins
+  wait "$ZK_PID" || { say "FAILED: the zookeeper stand-in"; exit 1; }
+  ZK_PID=""
 fi
-say "import stand-ins as python:3.11-slim-bookworm and eclipse-mosquitto:2"
-podman import -q - docker.io/library/python:3.11-slim-bookworm <"$KEPT/python.tar" >/dev/null
-podman tag docker.io/library/python:3.11-slim-bookworm docker.io/library/eclipse-mosquitto:2
+exec 9>"$KEPT/store.lock"  # one run makes the store; one beside it waits for it
+flock 9
+[ -f "$KEPT/store/complete" ] || make_store
+flock -u 9
+exec 9>&-
+cat >>"$T/storage.conf" <<CONF
+[storage.options]
+additionalimagestores = ["$KEPT/store"]
+CONF
 
 # -- our image, from docker/Dockerfile as it is ----------------------------------------------
+# Its pip takes the wheels it installs from a local folder instead of PyPI, as the stand-ins
+# stand in for the registry: kept in $DRFMESOS_WHEELS (default /var/cache/drfmesos/wheels;
+# `off` makes pip in the build fetch from the index every run), under a key of the
+# dependencies (pyproject.toml) and the stand-in's Python, for a week. The first run on a
+# machine fetches them, with the stand-in's own pip, into the folder; the build then sees
+# only that folder (no index). Only what pip reads changes: docker/Dockerfile runs as it is.
+WHEEL_CACHE=${DRFMESOS_WHEELS:-/var/cache/drfmesos/wheels}
+BUILD_MOUNTS=()
+if [ "$WHEEL_CACHE" != off ]; then
+  WKEY=$({ cat "$REPO/pyproject.toml"; echo "$KEY"; } | sha256sum | cut -c1-16)
+  WHEELS="$WHEEL_CACHE/$WKEY"
+  mkdir -p "$WHEEL_CACHE"
+  find "$WHEEL_CACHE" -mindepth 1 -maxdepth 1 -mtime +7 -exec rm -rf {} + 2>/dev/null || true
+  if [ ! -f "$WHEELS/complete" ]; then
+    say "fetch the image's wheels into $WHEELS (once a week, or when pyproject.toml changes)"
+    find "$WHEEL_CACHE" -mindepth 1 -maxdepth 1 ! -name "$WKEY*" -exec rm -rf {} + 2>/dev/null || true
+    # the requirements of '.[all]' (its extras expanded) and its build backend's: what
+    # the Dockerfile's `pip install '.[all]'` asks of the index
+    python3 - "$REPO/pyproject.toml" >"$T/requirements.txt" <<'PY'
+import re, sys, tomllib
+project = tomllib.load(open(sys.argv[1], "rb"))
+extras, name = project["project"]["optional-dependencies"], project["project"]["name"]
+def expand(reqs):
+    for r in reqs:
+        own = re.fullmatch(rf"{name}\[(.+)\]", r)
+        yield from (x for e in own.group(1).split(",") for x in expand(extras[e])) if own else [r]
+print("\n".join([*project["project"]["dependencies"], *expand(extras["all"]),
+                 *project["build-system"]["requires"]]))
+PY
+    part="$WHEELS.part.$$"
+    rm -rf "$part" && mkdir -p "$part"
+    podman run --rm -q --network host -v "$T/requirements.txt:/requirements.txt:ro" \
+      -v "$part:/wheels" docker.io/library/python:3.11-slim-bookworm sh -c \
+      'python3 -m venv /tmp/venv && /tmp/venv/bin/pip download -q --only-binary=:all: -d /wheels -r /requirements.txt' \
+      >"$T/wheels.log" 2>&1 || { cat "$T/wheels.log"; rm -rf "$part"; exit 1; }
+    touch "$part/complete"
+    mv -T "$part" "$WHEELS" 2>/dev/null || rm -rf "$part"  # (another run's, as good)
+  fi
+  printf '[global]\ncert = /etc/ssl/certs/ca-certificates.crt\nno-index = true\nfind-links = /wheels\n' >"$T/pip.conf"
+  BUILD_MOUNTS=(-v "$WHEELS:/wheels:ro" -v "$T/pip.conf:/etc/pip.conf:ro")
+fi
+if [ "${1:-}" = --prepare ]; then  # (.ci/run: the caches made, as a host pulls its bases)
+  say "prepared: the stand-ins in $KEPT, the wheels in ${WHEELS:-(off)}"
+  exit 0
+fi
 say "build localhost/drfmesos:latest"
-podman build -q -f docker/Dockerfile -t localhost/drfmesos:latest . >"$T/build.log" 2>&1 \
-  || { cat "$T/build.log"; exit 1; }
+podman build -q "${BUILD_MOUNTS[@]}" -f docker/Dockerfile -t localhost/drfmesos:latest . \
+  >"$T/build.log" 2>&1 || { cat "$T/build.log"; exit 1; }
 size=$(podman image inspect localhost/drfmesos:latest --format '{{.Size}}')
 base=$(podman image inspect docker.io/library/python:3.11-slim-bookworm --format '{{.Size}}')
 say "image size: $((size / 1024 / 1024)) MB (of which the base stand-in: $((base / 1024 / 1024)) MB)"
@@ -160,19 +221,32 @@ HTTP_PORTS=("$(free)" "$(free)" "$(free)")  # master-1..3: the leader serves the
 export DRFMESOS_BROKER_PORT=$PORT DRFMESOS_TASK_DURATION=4-8
 export DRFMESOS_HTTP_PORT=${HTTP_PORTS[0]} DRFMESOS_HTTP_PORT_2=${HTTP_PORTS[1]} \
   DRFMESOS_HTTP_PORT_3=${HTTP_PORTS[2]}
-wait "$ZK_PID" || { say "FAILED: the zookeeper stand-in"; exit 1; }
 wait "$SECRETS_PID" || { cat "$T/secrets.log"; exit 1; }
-ZK_PID="" SECRETS_PID=""
+SECRETS_PID=""
 OPERATOR=(--broker "mqtts://operator@127.0.0.1:$PORT" --secret-file "$DRFMESOS_SECRETS/secrets/operator"
           --ca "$DRFMESOS_SECRETS/ca.pem" --cluster demo)
 COMPOSE=(docker-compose -f docker/docker-compose.yml -p drfdemo)
 
 docker-compose -f docker/docker-compose.yml config -q
 # podman times health checks with systemd timers, and there is no systemd here: run them
-# ourselves every 2 s, so depends_on: service_healthy and the checks work as in Docker
-( while sleep 2; do
+# ourselves, each container's at its own interval (the broker's 2 s, the masters' 5 s) and
+# none for those without one, so depends_on: service_healthy and the checks work as in
+# Docker (a check of each every 2 s kept about a core busy: a master's is a `drfmesos state`)
+( declare -A every due
+  while sleep 1; do
+    now=$(date +%s)
     # (|| true: under set -e one failing check, a broker still starting, would end the loop)
-    for c in $(podman ps -q 2>/dev/null || true); do podman healthcheck run "$c" >/dev/null 2>&1 || true; done
+    for c in $(podman ps -q 2>/dev/null || true); do
+      if [ -z "${every[$c]:-}" ]; then  # its interval, once: "2s", "5s", or none
+        i=$(podman inspect -f '{{if .Config.Healthcheck}}{{.Config.Healthcheck.Interval}}{{end}}' "$c" 2>/dev/null) || continue
+        case $i in *m*|*h*|"") every[$c]=0 ;; *ms) every[$c]=1 ;; *s) every[$c]=${i%%[.s]*} ;; *) every[$c]=0 ;; esac
+        [ "${every[$c]}" = 0 ] && [ -n "$i" ] && every[$c]=30  # minutes: rare enough
+        due[$c]=$now
+      fi
+      [ "${every[$c]}" -gt 0 ] && [ "$now" -ge "${due[$c]}" ] || continue
+      podman healthcheck run "$c" >/dev/null 2>&1 || true
+      due[$c]=$(( $(date +%s) + every[$c] ))
+    done
   done ) &
 HEALTH_PID=$!
 say "compose up (broker on 127.0.0.1:$PORT)"
@@ -180,19 +254,42 @@ up_at=$(date +%s)
 "${COMPOSE[@]}" up -d --no-build >"$T/up.log" 2>&1 || { cat "$T/up.log"; exit 1; }
 
 state() { drfmesos state "${OPERATOR[@]}" --json --timeout 5 2>/dev/null; }
-check() {  # check PYTHON-EXPRESSION over the snapshot `s`
-  state | python3 -c "import json,sys; s=json.load(sys.stdin); sys.exit(0 if ($1) else 1)" 2>/dev/null
-}
-wait_for() {  # wait_for SECONDS DESCRIPTION EXPRESSION
-  local deadline=$(( $(date +%s) + $1 ))
-  until check "$3"; do
-    if [ "$(date +%s)" -gt "$deadline" ]; then
-      say "FAILED waiting for: $2"; state || true
-      "${COMPOSE[@]}" logs --tail 30 || true
-      exit 1
-    fi
-    sleep 1
-  done
+wait_for() {  # wait_for SECONDS DESCRIPTION EXPRESSION: EXPRESSION over the snapshot `s`
+  # one process, one connection, reading each snapshot the master publishes (a
+  # `drfmesos state` a second cost about a CPU-second each: half a core while it waited)
+  if ! "${PYTHON:-python3}" - "$1" "$3" "${OPERATOR[@]}" >"$T/wait.log" 2>&1 <<'PY'
+import asyncio, json, sys, time
+from cluster.local.view import wait_state
+from protocol.tooling.brokers import BrokerURL
+seconds, expression = float(sys.argv[1]), sys.argv[2]
+o = dict(zip(sys.argv[3::2], sys.argv[4::2]))
+url = BrokerURL.parse(o["--broker"], ca=o["--ca"], secret_file=o["--secret-file"])
+last = {}
+def holds(state):
+    global last
+    last = state.model_dump(mode="json")
+    try:
+        return bool(eval(expression, {"s": last}))  # (globals: comprehensions see s)
+    except Exception:
+        return False
+deadline = time.monotonic() + seconds
+while (left := deadline - time.monotonic()) > 0:
+    try:
+        asyncio.run(wait_state(url, o["--cluster"], holds, timeout=left))
+        sys.exit(0)
+    except TimeoutError:
+        break
+    except Exception as e:  # the broker not there yet: again, until the deadline
+        print("retrying:", repr(e))
+        time.sleep(1)
+print(json.dumps(last, indent=2))
+sys.exit(1)
+PY
+  then
+    say "FAILED waiting for: $2"; cat "$T/wait.log"
+    "${COMPOSE[@]}" logs --tail 30 || true
+    exit 1
+  fi
   say "ok: $2"
 }
 running() { echo "{f['name']: f['running_tasks'] for f in s['frameworks']}"; }
@@ -203,17 +300,15 @@ wait_for 90 "both frameworks hold tasks, 3 slaves" \
   "len(s['slaves']) == 3 and sorted(f['name'] for f in s['frameworks'] if f['running_tasks'] > 0) == ['A', 'B']"
 wait_for 90 "shares near half each" \
   "all(0.3 <= f['dominant_share'] <= 0.7 for f in s['frameworks']) and len(s['frameworks']) == 2"
+# the broker refuses what has no credentials, and a framework cannot read the state: each
+# tried beside what follows (the framework's waits out its 3 s), its answer read after it
+drfmesos state --broker "mqtts://127.0.0.1:$PORT" --ca "$DRFMESOS_SECRETS/ca.pem" \
+  --cluster demo --timeout 3 >/dev/null 2>&1 &
+ANONYMOUS_PID=$!
+drfmesos state --broker "mqtts://C@127.0.0.1:$PORT" --secret-file "$DRFMESOS_SECRETS/secrets/C" \
+  --ca "$DRFMESOS_SECRETS/ca.pem" --cluster demo --timeout 3 >/dev/null 2>&1 &
+FRAMEWORK_PID=$!
 drfmesos state "${OPERATOR[@]}" --timeout 5 | head -12
-# the broker refuses what has no credentials, and a framework cannot read the state
-if drfmesos state --broker "mqtts://127.0.0.1:$PORT" --ca "$DRFMESOS_SECRETS/ca.pem" \
-    --cluster demo --timeout 3 >/dev/null 2>&1; then
-  say "FAILED: an anonymous client read the state"; exit 1
-fi
-if drfmesos state --broker "mqtts://C@127.0.0.1:$PORT" --secret-file "$DRFMESOS_SECRETS/secrets/C" \
-    --ca "$DRFMESOS_SECRETS/ca.pem" --cluster demo --timeout 3 >/dev/null 2>&1; then
-  say "FAILED: a framework principal read the state"; exit 1
-fi
-say "ok: anonymous and framework principals cannot read the state"
 # the web UI and API on the leader's published port: the operator gets in, a wrong secret not
 http_code() {  # http_code URL [USER:SECRET]
   python3 - "$@" <<'PY'
@@ -253,6 +348,14 @@ if [ "$code" != 200 ] || [ "$bad" != 401 ] || [ "$page" != 200 ]; then
   say "FAILED: web UI answered $code (operator), $bad (wrong secret), $page (page)"; exit 1
 fi
 say "ok: the web UI of the leader ($ui) answers the operator and refuses a wrong secret"
+if wait "$ANONYMOUS_PID"; then say "FAILED: an anonymous client read the state"; exit 1; fi
+if wait "$FRAMEWORK_PID"; then say "FAILED: a framework principal read the state"; exit 1; fi
+say "ok: anonymous and framework principals cannot read the state"
+for c in $(podman ps --format '{{.Names}}' | grep master-); do  # the compose file's check
+  podman healthcheck run "$c" >/dev/null 2>&1 || {
+    say "FAILED: $c's health check"; podman inspect -f '{{json .State.Health}}' "$c"; exit 1; }
+done
+say "ok: every master passes its health check"
 
 # master failover: kill the leading master's container; a standby leads, nothing is lost
 leader_id=$(state | python3 -c 'import json,sys; print(json.load(sys.stdin)["master_id"])')

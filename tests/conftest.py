@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import json
 import os
 import shutil
 import sys
@@ -102,14 +103,40 @@ async def _no_error_left_in_the_loop() -> AsyncIterator[None]:
     )
 
 
+# -- bytecode: the suite starts hundreds of Python processes (masters, slaves, frameworks,
+# CLIs), each importing the project --------------------------------------------------------
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Each process of the run (the xdist workers, and every process they start) keeps the
+    bytecode of what it imports in one cache outside the checkout, kept between runs
+    (`$XDG_CACHE_HOME/drfmesos/pycache`, or `$DRFMESOS_PYCACHE`), even where
+    PYTHONDONTWRITEBYTECODE is set, as it is in many containers: else every process
+    compiles the project again, about 0.3 CPU-s each, and each worker rewrites and compiles
+    every test module again (about 7 CPU-s). The checkout gets no __pycache__ either way."""
+    if hasattr(config, "workerinput") or os.environ.get("PYTHONPYCACHEPREFIX"):
+        return  # a worker inherits the controller's; a prefix set by hand is kept
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    prefix = Path(os.environ.get("DRFMESOS_PYCACHE") or cache / "drfmesos" / "pycache")
+    try:
+        prefix.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return  # nowhere to keep it: compile as before
+    os.environ["PYTHONPYCACHEPREFIX"] = str(prefix)
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    sys.pycache_prefix = str(prefix)  # this process too (-n 0): the test modules, from here
+    sys.dont_write_bytecode = False
+
+
 # -- running side by side (pytest-xdist, `-n 4 --dist loadgroup` in pyproject.toml) -------
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own, which reads the xdist_group marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under xdist the longest tests start first (`slow(seconds)`), so that none begins near
-    the end and holds the run past everyone else; the `timing` tests come last, in one xdist
-    group (one worker, one after another), when little else is left to wait for."""
+    """Under xdist the longest tests start first (`slow(seconds)`, or what tests/durations.json
+    says they took), so that none begins near the end and holds the run past everyone else;
+    the `timing` tests come last, in one xdist group (one worker, one after another), when
+    little else is left to wait for."""
     for item in items:
         if item.get_closest_marker("timing"):
             item.add_marker(pytest.mark.xdist_group("timing"))
@@ -121,8 +148,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         group = item.get_closest_marker("xdist_group")
         units.setdefault(f"@{group.args[0]}" if group else item.nodeid, []).append(item)
 
+    took = _durations()
+
     def seconds(unit: str) -> float:
-        return sum(float(m.args[0]) for i in units[unit] if (m := i.get_closest_marker("slow")))
+        return sum(
+            max(float(m.args[0]) if (m := i.get_closest_marker("slow")) else 0.0,
+                took.get(i.nodeid, 0.0))
+            for i in units[unit]
+        )  # fmt: skip
 
     timing = ["@timing"] if "@timing" in units else []
     slow = sorted((u for u in units if seconds(u) > 0), key=seconds, reverse=True)
@@ -133,6 +166,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     order = slow[:workers] + rest[:workers] + slow[workers:] + rest[workers:]
     order += timing
     items[:] = [item for unit in order for item in units[unit]]
+
+
+def _durations() -> dict[str, float]:
+    """The tests of 3 s or more and how long they took, from a run of the whole suite under
+    xdist (seconds, setup to teardown): a test not in it, or no longer as long, only starts
+    in another order. Made again with `--durations=0` when the order goes stale."""
+    path = Path(__file__).parent / "durations.json"
+    try:
+        return {str(k): float(v) for k, v in json.loads(path.read_text()).items()}
+    except (OSError, ValueError):
+        return {}
 
 
 def _workers(config: pytest.Config) -> int:

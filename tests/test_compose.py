@@ -6,6 +6,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -31,7 +32,7 @@ def test_the_compose_file_is_valid() -> None:
 
 
 @pytest.mark.timeout(600)
-@pytest.mark.slow(250)
+@pytest.mark.slow(170)
 def test_the_compose_cluster_runs_loses_a_slave_and_recovers() -> None:
     """docker/test-compose.sh: build, up, shares, kill a slave, tasks LOST and replaced."""
     for tool in ("podman", "debootstrap", "docker-compose"):
@@ -42,6 +43,7 @@ def test_the_compose_cluster_runs_loses_a_slave_and_recovers() -> None:
     # takes the containers down (a SIGKILL to bash alone would leave them running)
     proc = subprocess.Popen(
         ["bash", str(DOCKER / "test-compose.sh")],
+        env={**os.environ, "PYTHON": sys.executable},  # its waits use this one's packages
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

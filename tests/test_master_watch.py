@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from test_master import FAST, T, encode_raw
 
@@ -222,6 +223,7 @@ async def test_the_slaves_last_heartbeats_and_connections_sorted_late_first(
         assert "-last_heartbeat" in next(p for p in params if p["name"] == "sort")["schema"]["enum"]
 
 
+@pytest.mark.timing  # a backlog timed against a 1.5 s slave timeout, on the wall clock
 async def test_a_master_behind_shows_it_and_removes_no_slave_whose_heartbeat_it_holds(
     mosquitto: MosquittoBroker,
 ) -> None:
