@@ -203,6 +203,28 @@ async def test_a_launch_on_an_unknown_offer_is_dropped_not_an_error(
         assert rec.errors == []  # an Error would mean the framework was removed
 
 
+async def test_an_accept_delivered_again_is_not_answered_again(
+    in_process: InProcess, aware: bool
+) -> None:
+    """MQTT delivers at least once: the same Accept arriving a second time (a broker
+    restart before its PUBACK) finds its offers used. Its running task is not reported
+    TASK_LOST (the chaos soak saw one task LOST, then FINISHED)."""
+    async with framework(in_process, aware) as (rec, driver):
+        offer = await rec.offer_on(driver)
+        task = build_task(offer, "t", SMALL, command="sleep 30", task_id="once")
+        await driver.launch_tasks([offer.offer_id], [task])
+        await rec.update("once", TaskState.RUNNING)
+        driver.offers[offer.offer_id] = offer  # the same call again, as redelivered
+        await driver.launch_tasks([offer.offer_id], [task])
+        # a later call on a used offer is answered: once it is, the redelivered one was
+        # handled before it (one framework's calls are handled in order)
+        driver.offers[offer.offer_id] = offer
+        other = build_task(offer, "t", SMALL, command="true", task_id="other")
+        await driver.launch_tasks([offer.offer_id], [other])
+        await rec.update("other", seen(aware, TaskState.DROPPED))
+        assert rec.states("once") == [TaskState.STARTING, TaskState.RUNNING]
+
+
 async def test_an_invalid_task_is_task_error_for_every_framework(
     in_process: InProcess, aware: bool
 ) -> None:

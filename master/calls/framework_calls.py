@@ -206,6 +206,12 @@ class FrameworkCalls:
             return
         now = self.shell.now()
         records, problems = self._own_offers(fw, msg.offer_ids)
+        if not records and launched_before(fw, msg.tasks):
+            # MQTT delivers at least once: an Accept carried out before arrives again (a
+            # broker restart before its PUBACK). Refused, its running tasks would be
+            # reported TASK_LOST; its first delivery answered it already.
+            self.shell.log.info("accept.again", framework_id=fw.framework_id)
+            return
         slave_ids = {r.slave_id for r in records}
         if len(slave_ids) > 1:
             problems.append(f"offers span several slaves ({', '.join(sorted(slave_ids))})")
@@ -568,3 +574,16 @@ class FrameworkCalls:
                 by=f"{caller.kind}:{caller.principal}",
             )
             self.shell.remove_framework(fw, f"torn down {who} ({caller.principal})")
+
+
+def launched_before(fw: Framework, tasks: list[TaskInfo]) -> bool:
+    """Every task already known to the framework's books (running, or recently ended) on
+    the slave the launch names: this launch happened."""
+    for task in tasks:
+        known = fw.tasks.get(task.task_id)
+        slave_id = known.slave_id if known is not None else None
+        if known is None and (ended := fw.completed.get(task.task_id)) is not None:
+            slave_id = ended.slave_id
+        if slave_id is None or slave_id != task.slave_id:
+            return False
+    return bool(tasks)
