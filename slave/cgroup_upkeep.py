@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from slave.cgroups import Cgroups, forget_files
+from slave.cgroups import Cgroups
 
 BATCH = 0.05  # what ends within this goes in one thread hop
 # a task's sandbox written back (begun at the first look), then while its page cache is
@@ -266,3 +266,40 @@ def _stale(d: Path) -> bool:
         return time.time() - d.stat().st_mtime > STALE_AFTER
     except FileNotFoundError:
         return True  # (in the other hierarchies only)
+
+
+def forget_files(paths: Iterable[Path], most: int = 10_000) -> None:
+    """Start writing back what a task wrote to the regular files under these directories
+    (`most` of them), and drop their clean page cache: it is charged to the task's memory
+    cgroup, and keeps that from going at the task's end. An empty file has no page cache:
+    it is not opened (a task's stdout and stderr often are). Each directory is held open
+    and what is in it looked at from there (no walk of its whole path a file)."""
+    todo, seen = [str(p) for p in paths], 0
+    while todo and seen < most:
+        path = todo.pop()
+        try:
+            d = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        except OSError:
+            continue
+        try:
+            with os.scandir(d) as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        todo.append(f"{path}/{entry.name}")
+                    elif entry.is_file(follow_symlinks=False) and (seen := seen + 1) <= most:
+                        with contextlib.suppress(OSError):
+                            if entry.stat(follow_symlinks=False).st_size:
+                                _forget(d, entry.name)
+        except OSError:
+            pass
+        finally:
+            os.close(d)
+
+
+def _forget(dir_fd: int, name: str) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
