@@ -1,7 +1,7 @@
 """Isolation: does a slave hold its tasks to what DRF gave them, and at what cost?
 
-    python -m benchmarks.isolation [--seconds 10] [--tasks 200] [--pairs 12] [--window 5]
-    python -m benchmarks.isolation --loop-only [--pairs 12] [--window 5]
+    python -m benchmarks.isolation [--seconds 10] [--tasks 200] [--pairs 16] [--window 3]
+    python -m benchmarks.isolation --loop-only [--pairs 16] [--window 3]
 
 Each run is mosquitto, a master process and one real slave process (`drfmesos slave`,
 command tasks), driven by frameworks on the public SDK in this process. Needs root and a
@@ -431,8 +431,8 @@ if __name__ == "__main__":
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--tasks", type=int, default=200)
     parser.add_argument("--loop-only", action="store_true", help="only the task loop's ratio")
-    parser.add_argument("--pairs", type=int, default=12, help="task loop windows per mode")
-    parser.add_argument("--window", type=float, default=5.0, help="task loop window, s")
+    parser.add_argument("--pairs", type=int, default=16, help="task loop windows per mode")
+    parser.add_argument("--window", type=float, default=3.0, help="task loop window, s")
     args = parser.parse_args()
     if args.pairs < 6:
         parser.error("--pairs: 6 at least (a 95% interval of the median needs them)")
