@@ -15,8 +15,10 @@ writable cgroup hierarchy (the slave is started with `--isolation cgroups`).
   cgroups slave and a posix slave both up, the loop on each in turn for `--window`
   seconds, `--pairs` pairs of windows (loop_pairs); the figure is the median of the
   pairs' ratios, and it holds if its 95% confidence interval lies above the bound (a
-  single run of this machine swings more than the modes differ). `--loop-only`
-  measures this alone and prints every pair.
+  single run of this machine swings more than the modes differ). Beside it, the slave
+  process's own CPU a task in each mode (its tasks' not counted): what a cgroups task
+  costs the slave more, whatever the scheduler gives the tasks. `--loop-only` measures
+  this alone and prints every pair.
 - 200 tasks (`sleep`) under cgroups: the slave process's own CPU over a window (10 s at
   least) while it reports their usage every 5 s, the default (all the slave does then:
   a bound on the accounting's cost).
@@ -281,23 +283,26 @@ class Gate(Flood):
         else:
             driver.decline_offers([o.offer_id for o in offers], Filters(refuse_seconds=0))
 
-    async def window(self, warmup: float, seconds: float) -> float:
-        """Open for `warmup` then `seconds` seconds: the tasks/s over the latter."""
+    async def window(self, warmup: float, seconds: float, slave: int) -> tuple[float, float]:
+        """Open for `warmup` then `seconds` seconds: the tasks/s over the latter, and the
+        CPU the slave process (`slave`, its pid) spent a task then, in ms (its tasks' own
+        not counted)."""
         assert self.driver is not None
         self.open = True
         self.driver.revive_offers()
         await asyncio.sleep(warmup)
-        done, t0 = len(self.finished), time.perf_counter()
+        done, t0, cpu0 = len(self.finished), time.perf_counter(), cpu_seconds(slave)
         await asyncio.sleep(seconds)  # the window measured
-        rate = (len(self.finished) - done) / (time.perf_counter() - t0)
+        tasks, cpu = len(self.finished) - done, cpu_seconds(slave) - cpu0
+        rate = tasks / (time.perf_counter() - t0)
         self.open = False
         self.driver.suppress_offers()
-        return rate
+        return rate, 1000 * cpu / max(tasks, 1)
 
 
 async def loop_pairs(
     seconds: float, pairs: int, warmup: float = 2.0, verbose: bool = False
-) -> tuple[list[float], dict[str, list[float]]]:
+) -> tuple[list[float], dict[str, list[float]], dict[str, list[float]]]:
     """The task loop's tasks/s with cgroups over that with posix, once a pair of windows.
 
     Both slaves (each with its master and broker) are up for the whole run, and a task
@@ -312,6 +317,7 @@ async def loop_pairs(
     before = memory_cgroups()
     ratios: list[float] = []
     runs: dict[str, list[float]] = {"cgroups": [], "posix": []}
+    costs: dict[str, list[float]] = {"cgroups": [], "posix": []}  # the slave's ms a task
     async with (
         cluster("cgroups", resources=resources) as cg,
         cluster("posix", resources=resources) as px,
@@ -323,18 +329,30 @@ async def loop_pairs(
             for i in range(pairs):
                 rates: dict[str, float] = {}
                 for kind in ("cgroups", "posix") if i % 2 == 0 else ("posix", "cgroups"):
-                    rates[kind] = await gates[kind].window(warmup, seconds)
+                    pid = (cg if kind == "cgroups" else px).slave.pid
+                    rates[kind], cost = await gates[kind].window(warmup, seconds, pid)
                     runs[kind].append(rates[kind])
+                    costs[kind].append(cost)
                 ratios.append(rates["cgroups"] / max(rates["posix"], 1e-9))
                 if verbose:
                     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
                     print(
                         f"  pair {i + 1:2}: cgroups {rates['cgroups']:6.1f}  posix "
-                        f"{rates['posix']:6.1f} tasks/s  = {ratios[-1]:.2f}x  (load {load})",
+                        f"{rates['posix']:6.1f} tasks/s  = {ratios[-1]:.2f}x  (slave CPU a "
+                        f"task {costs['cgroups'][-1]:.2f} / {costs['posix'][-1]:.2f} ms; "
+                        f"load {load})",
                         flush=True,
                     )
     ZOMBIES.append(memory_cgroups() - before)
-    return ratios, runs
+    return ratios, runs, costs
+
+
+def slave_costs(costs: dict[str, list[float]]) -> str:
+    cg, px = (statistics.median(costs[k]) for k in ("cgroups", "posix"))
+    return (
+        f"the slave's own CPU a task (median of windows): cgroups {cg:.2f} ms, posix "
+        f"{px:.2f} ms, {cg - px:+.2f} ms with cgroups"
+    )
 
 
 @dataclass(frozen=True)
@@ -382,7 +400,7 @@ LOOP_BOUND = 0.8
 async def main(seconds: float, tasks: int, pairs: int, window: float) -> None:
     cpu_cg, cpu_px = await cpu_use("cgroups", seconds), await cpu_use("posix", seconds)
     (mem_cg, why_cg), (mem_px, why_px) = await memory_reach("cgroups"), await memory_reach("posix")
-    ratios, runs = await loop_pairs(window, pairs)
+    ratios, runs, costs = await loop_pairs(window, pairs)
     loop = Ratio.of(ratios)
     loop_cg, loop_px = (statistics.mean(runs[k]) for k in ("cgroups", "posix"))
     busy, idle = await many_tasks(tasks, seconds)
@@ -399,6 +417,7 @@ async def main(seconds: float, tasks: int, pairs: int, window: float) -> None:
     )
     print(f"stopped, cgroups: {why_cg}\nstopped, posix: {why_px}")
     print(f"slave CPU with {tasks} tasks: {busy:.2%} of a core (idle, no task: {idle:.2%})")
+    print(slave_costs(costs))
     print(left_behind())
     print(
         bounds(
@@ -438,8 +457,9 @@ if __name__ == "__main__":
         parser.error("--pairs: 6 at least (a 95% interval of the median needs them)")
     logs.configure("warning")
     if args.loop_only:
-        ratios, _ = asyncio.run(loop_pairs(args.window, args.pairs, verbose=True))
+        ratios, _, costs = asyncio.run(loop_pairs(args.window, args.pairs, verbose=True))
         loop = Ratio.of(ratios)
+        print(slave_costs(costs))
         print(f"task loop, cgroups / posix: {loop}")
         print(f"bound >= {LOOP_BOUND}x, all its 95% CI: {loop.holds(LOOP_BOUND)}")
         print(left_behind())
