@@ -4,12 +4,13 @@
 renames to its own, and finished tasks' cgroups removed. A task's end is reported first;
 its cgroup goes a moment later, with those of the tasks that ended beside it.
 
-A memory cgroup still charged with dirty page cache (the exit status the task's shell
-wrote, its output) waits until the kernel has written it back (begun at the first look at
-its sandbox), and that is dropped, so that nothing is left charged to it when it goes: on
-cgroup v1 a memory cgroup removed with page cache lingers unseen as a zombie, one of the
-kernel's 64K memory cgroup ids gone until memory runs short; a task loop made thousands a
-minute.
+A memory cgroup still charged with dirty page cache (the task's output) waits until the
+kernel has written it back (begun at the first look at its sandbox), and that is dropped,
+so that nothing is left charged to it when it goes: on cgroup v1 a memory cgroup removed
+with page cache lingers unseen as a zombie, one of the kernel's 64K memory cgroup ids gone
+until memory runs short; a task loop made thousands a minute. One with nothing charged
+(a task that wrote no file: its exit status is written from outside it) goes at the first
+look.
 
 A live slave holds its parent cgroup's directory locked (flock). At its start a slave
 removes what the others under drfmesos/ that hold no lock (stopped, or killed and never
@@ -179,6 +180,10 @@ class Upkeep:
         for path, (_, tries, files) in batch.items():
             last = force or tries >= len(RETRY)
             try:
+                # a task that left nothing charged (wrote no file): no look at its files,
+                # no second look; it goes now
+                if tries == 0 and self.cgroups.uncharged(path) and self.cgroups.release(path):
+                    continue
                 forget_files(files)
                 if tries == 0 and files:
                     # its files' writeback begun: its memory cgroup at the next look

@@ -66,6 +66,11 @@ class Cgroups(Protocol):
 
     def memory_limit(self, name: str) -> int | None: ...
 
+    def uncharged(self, name: str) -> bool:
+        """Nothing at all is charged to its memory cgroup (its processes gone): no page
+        cache to keep it as a zombie, it can go at once."""
+        ...
+
     def children(self, parent: str) -> list[str]: ...
 
     def lock_dir(self, name: str) -> Path:
@@ -414,6 +419,10 @@ class CgroupsV1:
         mem = self._at("memory", name)
         return _int(mem / "memory.limit_in_bytes") if mem else None
 
+    def uncharged(self, name: str) -> bool:
+        mem = self._at("memory", name)
+        return mem is None or _int(mem / "memory.usage_in_bytes", -1) == 0
+
     def children(self, parent: str) -> list[str]:
         names: set[str] = set()
         for mount in self.all_hierarchies:
@@ -522,6 +531,9 @@ class CgroupsV2:
 
     def oom_kills(self, name: str) -> int:
         return _keyed(self.root / name / "memory.events").get("oom_kill", 0)
+
+    def uncharged(self, name: str) -> bool:
+        return _int(self.root / name / "memory.current", -1) == 0
 
     def memory_limit(self, name: str) -> int | None:
         raw = ""
