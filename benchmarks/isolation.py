@@ -1,7 +1,7 @@
 """Isolation: does a slave hold its tasks to what DRF gave them, and at what cost?
 
-    python -m benchmarks.isolation [--seconds 10] [--tasks 200]
-    python -m benchmarks.isolation --loop-only [--rounds 2] [--first posix] [--seconds 10]
+    python -m benchmarks.isolation [--seconds 10] [--tasks 200] [--pairs 16] [--window 3]
+    python -m benchmarks.isolation --loop-only [--pairs 16] [--window 3]
 
 Each run is mosquitto, a master process and one real slave process (`drfmesos slave`,
 command tasks), driven by frameworks on the public SDK in this process. Needs root and a
@@ -11,9 +11,14 @@ writable cgroup hierarchy (the slave is started with `--isolation cgroups`).
   over a window (from /proc, the same reading for both modes), beside posix.
 - memory: a task of 64 MB that touches 16 MB more every 10 ms; how far it got (the last
   size it printed) when it was stopped, beside posix.
-- the task loop: `true` tasks as fast as offers come, tasks/s with cgroups / posix
-  (each twice, in turns: cgroups, posix, posix, cgroups; the means). `--loop-only`
-  measures this alone, `--rounds` times each in turns, and prints every run.
+- the task loop: `true` tasks as fast as offers come, tasks/s with cgroups / posix: a
+  cgroups slave and a posix slave both up, the loop on each in turn for `--window`
+  seconds, `--pairs` pairs of windows (loop_pairs); the figure is the median of the
+  pairs' ratios, and it holds if its 95% confidence interval lies above the bound (a
+  single run of this machine swings more than the modes differ). Beside it, the slave
+  process's own CPU a task in each mode (its tasks' not counted): what a cgroups task
+  costs the slave more, whatever the scheduler gives the tasks. `--loop-only` measures
+  this alone and prints every pair.
 - 200 tasks (`sleep`) under cgroups: the slave process's own CPU over a window (10 s at
   least) while it reports their usage every 5 s, the default (all the slave does then:
   a bound on the accounting's cost).
@@ -24,7 +29,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import math
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -236,17 +243,6 @@ async def memory_reach(isolation: str) -> tuple[float, str]:
             return float(lines[-1]) if lines else 0.0, launch.last["t1"].message
 
 
-async def task_loop(isolation: str, seconds: float) -> float:
-    """tasks/s of `true` tasks, as fast as offers come, on one slave."""
-    async with cluster(isolation, resources="cpus:2;mem:2048") as c:
-        flood = Flood("loop")
-        async with framework(c, flood, "loop"):
-            await asyncio.sleep(2.0)  # warm up
-            done, t0 = len(flood.finished), time.perf_counter()
-            await asyncio.sleep(seconds)  # the window measured
-            return (len(flood.finished) - done) / (time.perf_counter() - t0)
-
-
 async def many_tasks(count: int, seconds: float) -> tuple[float, float]:
     """The slave's own CPU (fraction of a core) with `count` tasks under cgroups, their
     usage reported every 5 s (the default); and the same slave's with no task."""
@@ -266,31 +262,147 @@ async def many_tasks(count: int, seconds: float) -> tuple[float, float]:
     return busy, idle
 
 
-async def loop_ratio(
-    seconds: float, rounds: int, verbose: bool = False, first: str = "cgroups"
-) -> tuple[float, float]:
-    """The task loop's mean tasks/s with cgroups and with posix, `rounds` runs each, in
-    turns (cgroups, posix, posix, cgroups, ...; or posix first): this machine's speed
-    drifts over a minute."""
-    loops: dict[str, list[float]] = {"cgroups": [], "posix": []}
-    order = ("cgroups", "posix") if first == "cgroups" else ("posix", "cgroups")
-    for i in range(rounds):
-        for kind in order if i % 2 == 0 else order[::-1]:
-            before = memory_cgroups()
-            loops[kind].append(rate := await task_loop(kind, seconds))
-            if kind == "cgroups":
-                ZOMBIES.append(memory_cgroups() - before)
-            if verbose:
-                load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
-                print(f"  {kind:7} {rate:6.1f} tasks/s  (load average {load})", flush=True)
-    loop_cg, loop_px = (sum(loops[k]) / len(loops[k]) for k in ("cgroups", "posix"))
-    return loop_cg, loop_px
+class Gate(Flood):
+    """A task loop that runs only while open: shut, it suppresses its offers (and declines
+    one already on its way), and the tasks it has in flight finish."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.open = False
+        self.driver: SchedulerDriver | None = None
+        self.registered_ = asyncio.Event()
+
+    async def registered(self, driver: SchedulerDriver, framework_id: str, master_id: str) -> None:
+        self.driver = driver
+        driver.suppress_offers()
+        self.registered_.set()
+
+    async def resource_offers(self, driver: SchedulerDriver, offers: list[Offer]) -> None:
+        if self.open:
+            await super().resource_offers(driver, offers)
+        else:
+            driver.decline_offers([o.offer_id for o in offers], Filters(refuse_seconds=0))
+
+    async def window(self, warmup: float, seconds: float, slave: int) -> tuple[float, float]:
+        """Open for `warmup` then `seconds` seconds: the tasks/s over the latter, and the
+        CPU the slave process (`slave`, its pid) spent a task then, in ms (its tasks' own
+        not counted)."""
+        assert self.driver is not None
+        self.open = True
+        self.driver.revive_offers()
+        await asyncio.sleep(warmup)
+        done, t0, cpu0 = len(self.finished), time.perf_counter(), cpu_seconds(slave)
+        await asyncio.sleep(seconds)  # the window measured
+        tasks, cpu = len(self.finished) - done, cpu_seconds(slave) - cpu0
+        rate = tasks / (time.perf_counter() - t0)
+        self.open = False
+        self.driver.suppress_offers()
+        return rate, 1000 * cpu / max(tasks, 1)
 
 
-async def main(seconds: float, tasks: int) -> None:
+async def loop_pairs(
+    seconds: float, pairs: int, warmup: float = 2.0, verbose: bool = False
+) -> tuple[list[float], dict[str, list[float]], dict[str, list[float]]]:
+    """The task loop's tasks/s with cgroups over that with posix, once a pair of windows.
+
+    Both slaves (each with its master and broker) are up for the whole run, and a task
+    loop runs on one of them at a time, in turns: cgroups then posix, posix then cgroups,
+    `pairs` times; the other waits, suppressed (its cost the same for both). A pair's two
+    windows are seconds apart, so that the load other users put on this machine, which
+    drifts over a minute, weighs on both alike; the ratios of the pairs show how far that
+    still moves the figure. Each window is preceded by `warmup` seconds of its loop: the
+    removal of a finished task's cgroup trails its end by a second or two (upkeep), so the
+    cgroups window counts the removals of as many tasks as it leaves to the next one."""
+    resources = "cpus:2;mem:2048"
+    before = memory_cgroups()
+    ratios: list[float] = []
+    runs: dict[str, list[float]] = {"cgroups": [], "posix": []}
+    costs: dict[str, list[float]] = {"cgroups": [], "posix": []}  # the slave's ms a task
+    async with (
+        cluster("cgroups", resources=resources) as cg,
+        cluster("posix", resources=resources) as px,
+    ):
+        gates = {"cgroups": Gate("loop"), "posix": Gate("loop")}
+        async with framework(cg, gates["cgroups"], "loop"), framework(px, gates["posix"], "loop"):
+            for gate in gates.values():
+                await asyncio.wait_for(gate.registered_.wait(), 60)
+            for i in range(pairs):
+                rates: dict[str, float] = {}
+                for kind in ("cgroups", "posix") if i % 2 == 0 else ("posix", "cgroups"):
+                    pid = (cg if kind == "cgroups" else px).slave.pid
+                    rates[kind], cost = await gates[kind].window(warmup, seconds, pid)
+                    runs[kind].append(rates[kind])
+                    costs[kind].append(cost)
+                ratios.append(rates["cgroups"] / max(rates["posix"], 1e-9))
+                if verbose:
+                    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+                    print(
+                        f"  pair {i + 1:2}: cgroups {rates['cgroups']:6.1f}  posix "
+                        f"{rates['posix']:6.1f} tasks/s  = {ratios[-1]:.2f}x  (slave CPU a "
+                        f"task {costs['cgroups'][-1]:.2f} / {costs['posix'][-1]:.2f} ms; "
+                        f"load {load})",
+                        flush=True,
+                    )
+    ZOMBIES.append(memory_cgroups() - before)
+    return ratios, runs, costs
+
+
+def slave_costs(costs: dict[str, list[float]]) -> str:
+    cg, px = (statistics.median(costs[k]) for k in ("cgroups", "posix"))
+    return (
+        f"the slave's own CPU a task (median of windows): cgroups {cg:.2f} ms, posix "
+        f"{px:.2f} ms, {cg - px:+.2f} ms with cgroups"
+    )
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """The median of the pairs' ratios, with a 95% confidence interval of it from their
+    order statistics (no assumption on how they spread), and their range."""
+
+    median: float
+    low: float  # the interval
+    high: float
+    least: float
+    most: float
+    pairs: int
+
+    @classmethod
+    def of(cls, ratios: list[float]) -> Ratio:
+        xs, n = sorted(ratios), len(ratios)
+        median = statistics.median(xs)
+        # the largest k with P(k-1 or fewer of n below the median) <= 2.5%: the median
+        # lies between the k-th smallest and the k-th largest with 95% confidence or more
+        k, below = 0, 0.0
+        while below + math.comb(n, k) / 2**n <= 0.025:
+            below += math.comb(n, k) / 2**n
+            k += 1
+        if k == 0:
+            raise ValueError(f"{n} pairs: a 95% interval of their median needs 6 at least")
+        return cls(median, xs[k - 1], xs[n - k], xs[0], xs[-1], n)
+
+    def __str__(self) -> str:
+        return (
+            f"{self.median:.2f}x (95% CI {self.low:.2f}-{self.high:.2f}, "
+            f"{self.pairs} pairs from {self.least:.2f} to {self.most:.2f})"
+        )
+
+    def holds(self, bound: float) -> str:
+        """Whether the figure is surely at least `bound`: its interval above it."""
+        if self.low >= bound:
+            return "yes"
+        return "NO" if self.high < bound else "NO (undecided: its interval holds the bound)"
+
+
+LOOP_BOUND = 0.8
+
+
+async def main(seconds: float, tasks: int, pairs: int, window: float) -> None:
     cpu_cg, cpu_px = await cpu_use("cgroups", seconds), await cpu_use("posix", seconds)
     (mem_cg, why_cg), (mem_px, why_px) = await memory_reach("cgroups"), await memory_reach("posix")
-    loop_cg, loop_px = await loop_ratio(seconds, 2)
+    ratios, runs, costs = await loop_pairs(window, pairs)
+    loop = Ratio.of(ratios)
+    loop_cg, loop_px = (statistics.mean(runs[k]) for k in ("cgroups", "posix"))
     busy, idle = await many_tasks(tasks, seconds)
     print(f"isolation: one real slave, {seconds:g}s windows, mosquitto, {os.cpu_count()} cores")
     print(
@@ -305,6 +417,7 @@ async def main(seconds: float, tasks: int) -> None:
     )
     print(f"stopped, cgroups: {why_cg}\nstopped, posix: {why_px}")
     print(f"slave CPU with {tasks} tasks: {busy:.2%} of a core (idle, no task: {idle:.2%})")
+    print(slave_costs(costs))
     print(left_behind())
     print(
         bounds(
@@ -312,10 +425,10 @@ async def main(seconds: float, tasks: int) -> None:
                 ("CPU-s/s of a 0.25-cpu task, cfs", f"{cpu_cg:.3f}", "<= 0.35", cpu_cg <= 0.35),
                 ("64 MB task stopped at", f"{mem_cg:.0f} MB", "< 128 MB", mem_cg < 128),
                 (
-                    "task loop cgroups / posix",
-                    f"{loop_cg / loop_px:.2f}x",
-                    ">= 0.8x",
-                    loop_cg / loop_px >= 0.8,
+                    "task loop cgroups / posix (median of pairs)",
+                    str(loop),
+                    f">= {LOOP_BOUND}x, all its CI",
+                    loop.low >= LOOP_BOUND,
                 ),
                 (f"slave CPU, {tasks} tasks, cgroups", f"{busy:.2%}", "<= 2%", busy <= 0.02),
                 ("cgroups left behind", str(len(LEFT)), "0", not LEFT),
@@ -337,13 +450,18 @@ if __name__ == "__main__":
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--tasks", type=int, default=200)
     parser.add_argument("--loop-only", action="store_true", help="only the task loop's ratio")
-    parser.add_argument("--rounds", type=int, default=2, help="task loop runs per mode")
-    parser.add_argument("--first", choices=["cgroups", "posix"], default="cgroups")
+    parser.add_argument("--pairs", type=int, default=16, help="task loop windows per mode")
+    parser.add_argument("--window", type=float, default=3.0, help="task loop window, s")
     args = parser.parse_args()
+    if args.pairs < 6:
+        parser.error("--pairs: 6 at least (a 95% interval of the median needs them)")
     logs.configure("warning")
     if args.loop_only:
-        cg, px = asyncio.run(loop_ratio(args.seconds, args.rounds, True, args.first))
-        print(f"task loop: cgroups {cg:.1f} / posix {px:.1f} tasks/s = {cg / px:.2f}x (>= 0.8x)")
+        ratios, _, costs = asyncio.run(loop_pairs(args.window, args.pairs, verbose=True))
+        loop = Ratio.of(ratios)
+        print(slave_costs(costs))
+        print(f"task loop, cgroups / posix: {loop}")
+        print(f"bound >= {LOOP_BOUND}x, all its 95% CI: {loop.holds(LOOP_BOUND)}")
         print(left_behind())
     else:
-        asyncio.run(main(args.seconds, args.tasks))
+        asyncio.run(main(args.seconds, args.tasks, args.pairs, args.window))

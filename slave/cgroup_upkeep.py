@@ -4,12 +4,13 @@
 renames to its own, and finished tasks' cgroups removed. A task's end is reported first;
 its cgroup goes a moment later, with those of the tasks that ended beside it.
 
-A memory cgroup still charged with dirty page cache (the exit status the task's shell
-wrote, its output) waits until the kernel has written it back (begun at the first look at
-its sandbox), and that is dropped, so that nothing is left charged to it when it goes: on
-cgroup v1 a memory cgroup removed with page cache lingers unseen as a zombie, one of the
-kernel's 64K memory cgroup ids gone until memory runs short; a task loop made thousands a
-minute.
+A memory cgroup still charged with dirty page cache (the task's output) waits until the
+kernel has written it back (begun at the first look at its sandbox), and that is dropped,
+so that nothing is left charged to it when it goes: on cgroup v1 a memory cgroup removed
+with page cache lingers unseen as a zombie, one of the kernel's 64K memory cgroup ids gone
+until memory runs short; a task loop made thousands a minute. One with nothing charged
+(a task that wrote no file: its exit status is written from outside it) goes at the first
+look.
 
 A live slave holds its parent cgroup's directory locked (flock). At its start a slave
 removes what the others under drfmesos/ that hold no lock (stopped, or killed and never
@@ -28,7 +29,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from slave.cgroups import Cgroups, forget_files
+from slave.cgroups import Cgroups
 
 BATCH = 0.05  # what ends within this goes in one thread hop
 # a task's sandbox written back (begun at the first look), then while its page cache is
@@ -179,6 +180,10 @@ class Upkeep:
         for path, (_, tries, files) in batch.items():
             last = force or tries >= len(RETRY)
             try:
+                # a task that left nothing charged (wrote no file): no look at its files,
+                # no second look; it goes now
+                if tries == 0 and self.cgroups.uncharged(path) and self.cgroups.release(path):
+                    continue
                 forget_files(files)
                 if tries == 0 and files:
                     # its files' writeback begun: its memory cgroup at the next look
@@ -266,3 +271,40 @@ def _stale(d: Path) -> bool:
         return time.time() - d.stat().st_mtime > STALE_AFTER
     except FileNotFoundError:
         return True  # (in the other hierarchies only)
+
+
+def forget_files(paths: Iterable[Path], most: int = 10_000) -> None:
+    """Start writing back what a task wrote to the regular files under these directories
+    (`most` of them), and drop their clean page cache: it is charged to the task's memory
+    cgroup, and keeps that from going at the task's end. An empty file has no page cache:
+    it is not opened (a task's stdout and stderr often are). Each directory is held open
+    and what is in it looked at from there (no walk of its whole path a file)."""
+    todo, seen = [str(p) for p in paths], 0
+    while todo and seen < most:
+        path = todo.pop()
+        try:
+            d = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        except OSError:
+            continue
+        try:
+            with os.scandir(d) as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        todo.append(f"{path}/{entry.name}")
+                    elif entry.is_file(follow_symlinks=False) and (seen := seen + 1) <= most:
+                        with contextlib.suppress(OSError):
+                            if entry.stat(follow_symlinks=False).st_size:
+                                _forget(d, entry.name)
+        except OSError:
+            pass
+        finally:
+            os.close(d)
+
+
+def _forget(dir_fd: int, name: str) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)

@@ -28,7 +28,8 @@ from slave.cgroups import MB, Cgroups, Limits, Usage
 
 PARENT = "drfmesos"
 
-# The start of the shell that runs the task: it writes 0 (itself) into each file named in
+# The start of the shell that runs the task (a command task's own, inside the wrapper that
+# writes its exit status): it writes 0 (itself) into each file named in
 # DRFMESOS_CGROUP_PROCS (Cgroups.procs_files) before it runs anything, so nothing the task
 # starts runs outside the cgroup (and no exec is spent on it).
 JOIN = (

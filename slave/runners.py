@@ -116,9 +116,12 @@ class CommandRunner:
     def process(self) -> tuple[list[str], dict[str, str]]:
         """The task's process: its arguments and what it adds to the environment."""
         assert self.task.command is not None
+        # the task's own shell joins its container, not the wrapper around it: the exit
+        # status the wrapper writes is not charged to the task's memory, and a task that
+        # wrote nothing leaves its memory cgroup empty, removed at once (cgroup_upkeep)
         join, join_env = self.container.join() if self.container is not None else ("", {})
         return (
-            ["/bin/sh", "-c", join + WRAPPER, "drfmesos-task", self.task.command.value],
+            ["/bin/sh", "-c", WRAPPER, "drfmesos-task", join + self.task.command.value],
             {**self.env, **self.task.command.environment, **join_env},
         )
 

@@ -135,6 +135,9 @@ class _Dirty:
     def kill(self, name: str) -> None:
         return None
 
+    def uncharged(self, name: str) -> bool:
+        return False  # (dirty pages)
+
     def pids(self, name: str) -> list[int]:
         return []
 
