@@ -279,7 +279,7 @@ class Allocator:
 
     def adopt(self, framework_id: str, slave_id: str, resources: Resources) -> None:
         """Move resources from 'unowned' to a framework that has (re-)subscribed."""
-        slave = self._slave(slave_id)
+        slave, _ = self._slave(slave_id), self._framework(framework_id)
         try:
             sub_millis(slave.unowned, resources.millis, f"slave {slave_id}'s unowned")
         except ResourceError as e:
@@ -496,8 +496,9 @@ class Allocator:
                 free[k] -= v
 
     def _credit(self, framework_id: str, slave: SlaveBook, resources: Resources) -> None:
-        """Resources allocated on a slave are the framework's (given to it, or adopted)."""
-        fw = self._framework(framework_id)
+        """Resources allocated on a slave are the framework's (given to it, or adopted):
+        a framework the caller knows."""
+        fw = self.frameworks[framework_id]
         mine = slave.by_framework.get(framework_id)
         if mine is None:  # (the usual case in a round: a copy, not a sum into an empty book)
             slave.by_framework[framework_id] = dict(resources.millis)
