@@ -118,7 +118,8 @@ def wants_offer(fw: FrameworkBook, slave_id: str, offerable: Millis, now: float)
         return False  # nothing it can use here
     f = fw.filters.get(slave_id)
     if f is not None:
-        if f.expires > now and within(offerable, f.refused):
+        # (the usual refusal: the very resources free now, compared at C speed first)
+        if f.expires > now and (offerable == f.refused or within(offerable, f.refused)):
             return False
         del fw.filters[slave_id]  # expired, or more is free than was refused
     return True
