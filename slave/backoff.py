@@ -3,16 +3,23 @@
 A master that starts, or a new leader after a failover, is reached by every slave at
 once. As Mesos's `--registration_backoff_factor`: a slave waits a random time in
 [0, factor] before its first attempt, and each retry a random time under a bound that
-doubles (from at least a second, so a factor of 0 does not spin) up to `RETRY_CAP`.
-Spread that way, N slaves arrive at about N / factor a second, not all in one instant,
-and retries that a busy master has not answered yet do not pile on it in step.
+doubles (from at least a second, so a factor of 0 does not spin) up to `RETRY_CAP` (or
+the first bound, when that is longer: a bound never shrinks). Spread that way, N slaves
+arrive at about N / factor a second, not all in one instant, and retries that a busy
+master has not answered yet do not pile on it in step.
+
+A retry is worth sending only if the first attempt was lost; one that a master behind
+in its reading has not got to yet is a second copy for it to read. With a cap of 30 s
+under a first bound of 2 x 25 s, the bound fell from 50 s to 30 s after the first retry:
+in a 50,000-slave failover with 100,000 tasks whose new leader fell a minute behind,
+69,999 re-registrations were read for 50,000 slaves.
 """
 
 from __future__ import annotations
 
 import random
 
-RETRY_CAP = 30.0  # seconds: the longest wait between two attempts (Mesos: 1 min)
+RETRY_CAP = 60.0  # seconds: the longest wait between two attempts, as Mesos's (1 min)
 RETRY_FLOOR = 1.0  # seconds: the first retry's bound, whatever the factor
 
 
@@ -21,6 +28,7 @@ class RegistrationBackoff:
         self.factor = max(0.0, factor)
         self._rng = rng or random.Random()
         self._bound = max(RETRY_FLOOR, 2 * self.factor)
+        self._cap = max(RETRY_CAP, self._bound)
 
     def first(self) -> float:
         """Before the first attempt: uniform in [0, factor]."""
@@ -28,8 +36,8 @@ class RegistrationBackoff:
 
     def retry(self) -> float:
         """Before the next retry: uniform in [bound/2, bound], the bound doubling each time
-        up to RETRY_CAP (never less than half the bound: a retry sooner than the master
-        could answer only adds to its backlog)."""
+        up to RETRY_CAP or the first bound, whichever is longer (never less than half the
+        bound: a retry sooner than the master could answer only adds to its backlog)."""
         bound = self._bound
-        self._bound = min(RETRY_CAP, bound * 2)
+        self._bound = min(self._cap, bound * 2)
         return self._rng.uniform(bound / 2, bound)

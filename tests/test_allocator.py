@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import pytest
@@ -315,13 +314,14 @@ def test_a_round_pauses_the_garbage_collector_and_leaves_it_as_it_found_it(
     allocator.add_framework("f")
     allocator.add_slave("s", Resources(cpus=1, mem=128))
     during: list[bool] = []  # the collector's state while the round asks for the order
-    first = allocator._roles.first
+    assert isinstance(allocator._roles, Sorter)
+    ordered = allocator._roles.ordered
 
-    def watched(wanted: Callable[[str], bool]) -> str | None:
+    def watched() -> list[tuple[float, int, str]]:
         during.append(gc.isenabled())
-        return first(wanted)
+        return ordered()
 
-    monkeypatch.setattr(allocator._roles, "first", watched)
+    monkeypatch.setattr(allocator._roles, "ordered", watched)
     assert gc.isenabled()
     assert [a.framework_id for a in allocator.allocate(0.0, full=True)] == ["f"]
     assert during == [False]

@@ -134,6 +134,10 @@ def test_registration_is_paced_by_the_backoff_factor() -> None:
     retries = [backoff.retry() for _ in range(6)]
     assert 10 <= retries[0] <= 20
     assert retries[-1] <= RETRY_CAP
+    # a big factor's retries never come sooner than its first did (the cap does not
+    # shorten them): a master behind in its reading is not sent second copies sooner
+    big = RegistrationBackoff(40.0, rng)
+    assert all(40 <= big.retry() <= 80 for _ in range(6))
     assert RegistrationBackoff(0.0).first() == 0  # no factor: at once
     assert all(0.5 <= RegistrationBackoff(0.0).retry() <= 1 for _ in range(100))  # no spin
 

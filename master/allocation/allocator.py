@@ -279,7 +279,7 @@ class Allocator:
 
     def adopt(self, framework_id: str, slave_id: str, resources: Resources) -> None:
         """Move resources from 'unowned' to a framework that has (re-)subscribed."""
-        slave = self._slave(slave_id)
+        slave, _ = self._slave(slave_id), self._framework(framework_id)
         try:
             sub_millis(slave.unowned, resources.millis, f"slave {slave_id}'s unowned")
         except ResourceError as e:
@@ -461,11 +461,10 @@ class Allocator:
             sub_millis(held, delta, f"framework {framework_id} on slave {slave_id}")
         except ResourceError as e:
             raise AllocatorError(str(e)) from None
-        # what a framework held is in the slave's and the cluster's allocation too, so
-        # they hold it (those two keep their zeros: nothing asks which resources they name)
-        on_slave, free, everywhere = slave.allocated, slave.unallocated, self._allocated
-        for k, v in delta.items():  # (one loop for the three books: once per task ending)
-            on_slave[k] -= v
+        # what a framework held is in the cluster's allocation too, so it holds it (it
+        # keeps its zeros: nothing asks which resources it names)
+        free, everywhere = slave.unallocated, self._allocated
+        for k, v in delta.items():  # (one loop for the two books: once per task ending)
             everywhere[k] -= v
             if k in free:
                 free[k] += v
@@ -480,7 +479,7 @@ class Allocator:
         if floors is None or fits_one(slave.unallocated, floors) or slave_id in self.reservations:
             self.dirty.add(slave_id)
         if refuse_seconds:
-            fw.filters[slave_id] = Filter(now + refuse_seconds, resources)
+            fw.filters[slave_id] = Filter(now + refuse_seconds, resources.millis)
             heapq.heappush(self._expiring, (now + refuse_seconds, slave_id))
 
     def _give(self, framework_id: str, slave: SlaveBook, resources: Resources) -> None:
@@ -488,18 +487,18 @@ class Allocator:
         self._credit(framework_id, slave, resources)
 
     def _take(self, slave: SlaveBook, delta: Mapping[str, int]) -> None:
-        """`delta` of the slave is allocated now (offered, or in use): in the slave's and
-        the cluster's books (one loop for the three: a round does this once an offer)."""
-        on_slave, free, everywhere = slave.allocated, slave.unallocated, self._allocated
+        """`delta` of the slave is allocated now (offered, or in use): in the slave's free
+        and the cluster's books (one loop for the two: a round does this once an offer)."""
+        free, everywhere = slave.unallocated, self._allocated
         for k, v in delta.items():
-            on_slave[k] = on_slave.get(k, 0) + v
             everywhere[k] = everywhere.get(k, 0) + v
             if k in free:
                 free[k] -= v
 
     def _credit(self, framework_id: str, slave: SlaveBook, resources: Resources) -> None:
-        """Resources allocated on a slave are the framework's (given to it, or adopted)."""
-        fw = self._framework(framework_id)
+        """Resources allocated on a slave are the framework's (given to it, or adopted):
+        a framework the caller knows."""
+        fw = self.frameworks[framework_id]
         mine = slave.by_framework.get(framework_id)
         if mine is None:  # (the usual case in a round: a copy, not a sum into an empty book)
             slave.by_framework[framework_id] = dict(resources.millis)
@@ -557,7 +556,7 @@ class Allocator:
 
     def held_on(self, slave_id: str) -> Resources:
         """Everything allocated on a slave (offered or in use, by anyone)."""
-        return Resources.from_millis(self._slave(slave_id).allocated)
+        return Resources.from_millis(self._slave(slave_id).allocated())
 
     def free(self, slave_id: str) -> Resources:
         return Resources.from_millis(self._slave(slave_id).free())
@@ -565,7 +564,9 @@ class Allocator:
     def allocated_total(self) -> Resources:
         total: Millis = {}
         for slave in self.slaves.values():
-            add_millis(total, slave.allocated)
+            add_millis(total, slave.unowned)
+            for held in slave.by_framework.values():
+                add_millis(total, held)
         return Resources.from_millis(total)
 
     def order(self) -> Iterator[str]:

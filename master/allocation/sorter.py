@@ -301,6 +301,11 @@ class Sorter:
                 return name
         return None
 
+    def found_at(self, i: int) -> None:
+        """A walk of `ordered()` took the client at `i` (as `first` would have found it):
+        where its entry is looked for first when it moves."""
+        self._found = i
+
     def ordered(self) -> list[_Entry]:
         """The active clients as (weighted share, tie-break, name), lowest first:
         the sorter's own list, to read in place (change nothing in the sorter meanwhile)."""
@@ -348,6 +353,8 @@ class Sorter:
             )
             if not order or order[-1] < entry:
                 order.append(entry)  # to the back of the line: where one just served goes
+            elif len(order) == 1 or order[-2] < entry:
+                order.insert(len(order) - 1, entry)  # just before it: ties by name, often
             else:
                 insort(order, entry)
         self._pending.clear()
