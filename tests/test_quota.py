@@ -184,6 +184,17 @@ def test_a_guarantee_over_its_limit_is_refused() -> None:
         Quota(Resources(cpus=4), limit=Resources(cpus=2))
 
 
+def test_a_nested_guarantee_is_met_before_its_parents_own_frameworks_are_served() -> None:
+    """`a` and `a/a` both guaranteed 9 cpus, two slaves of 8: the child's guarantee counts
+    towards its parent's, not the other way round, so the second slave goes to `a/a`
+    (both are then met), not to a framework of `a` itself (which left `a/a` with 8)."""
+    allocator, demand = cluster("hdrf", 2, {"f0": "a", "f1": "a/a"})
+    allocator.set_quota("a", Quota(Resources(cpus=9)))
+    allocator.set_quota("a/a", Quota(Resources(cpus=9)))
+    fill(allocator, demand)
+    assert allocator.held_by_role("a/a")["cpus"] >= 9000
+
+
 SEG = st.sampled_from(["a", "b"])
 ROLES = st.lists(st.lists(SEG, min_size=1, max_size=2).map("/".join), min_size=2, max_size=4)
 

@@ -204,11 +204,19 @@ def quota_pick(
                 picked[role] = framework_id
             return framework_id is not None
 
-        if short:  # roles below their guarantee first (Mesos's quota stage), offered up
-            # to what their guarantee still lacks whatever is held back for others
-            guaranteed = roles.first(lambda r: quota.under(r, short) and role_wants(r))
+        # roles below their guarantee first (Mesos's quota stage), offered up to what
+        # their guarantee still lacks whatever is held back for others; on a tree, those
+        # under the deepest short nodes before the rest (a child's holdings count towards
+        # its parent's guarantee, not the other way round)
+        for tier in tiers(short, roles.hierarchical):
+
+            def served(role: str, tier: set[str] = tier) -> bool:
+                return quota.under(role, tier) and role_wants(role)
+
+            guaranteed = roles.first(served)
             if guaranteed is not None:
                 return picked[guaranteed], offer[guaranteed]
+        if short:
             stage[0] = False
             offer.clear()
             picked.clear()
@@ -218,3 +226,12 @@ def quota_pick(
         return picked[chosen], offer[chosen]
 
     return pick
+
+
+def tiers(short: set[str], tree: bool) -> list[set[str]]:
+    """The short role nodes in the order the quota stage serves them: on a tree the
+    deepest (no short node below them), then all of them; none when nothing is short."""
+    if not short or not tree:
+        return [short] if short else []
+    deepest = {s for s in short if not any(o.startswith(s + "/") for o in short)}
+    return [short] if deepest == short else [deepest, short]
