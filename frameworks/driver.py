@@ -545,7 +545,7 @@ class SchedulerDriver:
         if self.implicit_acknowledgements and msg.status.uuid and self.bus is not None:
             self.bus.post(
                 self.to_master,
-                Acknowledge(
+                Acknowledge.model_construct(  # (of an update validated as it arrived)
                     framework_id=self.framework_id or "",
                     slave_id=msg.status.slave_id,
                     task_id=msg.status.task_id,

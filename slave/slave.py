@@ -392,8 +392,9 @@ class Slave(ExecutorSide):
     async def _start_runner(self, msg: RunTask, record: TaskRecord) -> None:
         task = record.info
         if self.config.simulated_tasks:
+            # checkpointed as it reports RUNNING, at once (with its end: what a restart
+            # resumes), as a command task once its process runs
             record.runner = SimulatedRunner(task, self._reporter(record), self.config.time_scale)
-            await self._checkpoint(record)
             await record.runner.start()
         elif task.command is not None:
             sandbox = self._sandbox(msg.framework_id, task.task_id)
@@ -489,7 +490,8 @@ class Slave(ExecutorSide):
         if framework_id in self.shut_down_frameworks:
             self._forget(key)
             return
-        status = TaskStatus(
+        # (the slave's own values: built unvalidated, as the master validates it on arrival)
+        status = TaskStatus.model_construct(
             task_id=task.task_id,
             state=state,
             slave_id=self.slave_id,
@@ -501,7 +503,9 @@ class Slave(ExecutorSide):
             exit_code=exit_code,
         )
         await self.updates.send(
-            StatusUpdate(framework_id=framework_id, slave_id=self.slave_id, status=status)
+            StatusUpdate.model_construct(
+                framework_id=framework_id, slave_id=self.slave_id, status=status
+            )
         )
         self.log.info(
             "task.status",

@@ -46,6 +46,9 @@ class OwedUpdates:
         self._streams: dict[StreamKey, deque[str]] = {}  # a task's owed uuids, oldest first
         self._stream_of: dict[str, StreamKey] = {}  # uuid -> its task's stream
         self._resend_at: dict[str, tuple[float, float]] = {}  # head uuid -> (when, backoff)
+        # the updates made by this run, as made (what a previous run left is read back
+        # from the journal when sent): not validated again from their records at each send
+        self._made: dict[str, StatusUpdate] = {}
         for uuid, raw in self.journal.items():  # (what a previous run still owed, in order)
             self._join(uuid, _key(raw))
 
@@ -74,6 +77,7 @@ class OwedUpdates:
         await self.journal.put(uuid, update.model_dump(mode="python"))
         if uuid not in self.journal:
             return  # its framework was forgotten while it was being written: nothing owed
+        self._made[uuid] = update
         self._join(uuid, key)
         head = self._streams[key][0]
         if head == uuid:
@@ -85,6 +89,7 @@ class OwedUpdates:
     def acknowledged(self, uuid: str) -> None:
         """The master has it acknowledged: forget it, and send the next of its stream."""
         self._resend_at.pop(uuid, None)
+        self._made.pop(uuid, None)
         self.journal.discard(uuid)  # (not awaited: a batch of acks is one turn)
         key = self._stream_of.pop(uuid, None)
         stream = self._streams.get(key) if key is not None else None
@@ -112,6 +117,7 @@ class OwedUpdates:
             if raw.get("framework_id") == framework_id:
                 await self.journal.drop(uuid)
                 self._resend_at.pop(uuid, None)
+                self._made.pop(uuid, None)
                 self._stream_of.pop(uuid, None)
         for key in [k for k in self._streams if k[0] == framework_id]:
             del self._streams[key]
@@ -124,6 +130,7 @@ class OwedUpdates:
                 continue
             if uuid not in self.journal:
                 self._resend_at.pop(uuid, None)
+                self._made.pop(uuid, None)
                 continue
             self._post(uuid, first=False)
             nxt = min(backoff * 2, MAX_RESEND_BACKOFF)
@@ -153,9 +160,8 @@ class OwedUpdates:
         if raw is None or key is None:
             return
         newest = self.journal.get(self._streams[key][-1])
-        update = StatusUpdate.model_validate(raw).model_copy(
-            update={"latest_state": TaskState(newest["status"]["state"])}
-        )
+        made = self._made.get(uuid) or StatusUpdate.model_validate(raw)
+        update = made.model_copy(update={"latest_state": TaskState(newest["status"]["state"])})
         if first and uuid not in self._resend_at:
             self._resend_at[uuid] = (time.monotonic() + self.resend_after, self.resend_after)
         self.bus.post(self.to_master, update)

@@ -70,6 +70,43 @@ async def test_aiomqtts_private_parts_are_there_and_the_fast_path_publishes_and_
             link.publish("adapter/+", b"", 1, False)
 
 
+async def test_what_paho_has_waiting_goes_out_in_one_write_each_message_in_order(
+    embedded: EmbeddedBroker,
+) -> None:
+    """Paho writes each packet with a send of its own (over TLS a record and a system call
+    each); the link joins those waiting into one write, and every QoS 1 message is still
+    acknowledged and a QoS 0 one marked published."""
+    acknowledged: list[int] = []
+    url = embedded.url
+    async with aiomqtt.Client(url.host, url.port, queue_type=StampedQueue) as client:
+        link = PahoLink(client, acknowledged.append)
+        await client.subscribe("joined/#", qos=1)
+        sends: list[int] = []
+        send = client._client._sock_send
+        client._client._sock_send = lambda data: sends.append(len(data)) or send(data)
+        mids = []
+        for i in range(12):  # (within paho's 20 in flight: the rest would wait in paho)
+            rc, mid, _ = link.publish("joined/x", str(i).encode(), 0 if i == 6 else 1, False)
+            assert rc == 0
+            mids.append(mid)
+        assert len(client._client._out_packet) == 12
+        link.write_out()
+        assert len(sends) == 3  # 0-5, the QoS 0 message, 7-11
+        received: list[bytes] = []
+
+        async def take(message: aiomqtt.Message) -> None:
+            assert isinstance(message.payload, bytes)
+            received.append(message.payload)
+            if len(received) == 12:
+                raise asyncio.CancelledError
+
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(link.receive(take), 10)
+        assert received == [str(i).encode() for i in range(12)]
+        qos1 = [m for i, m in enumerate(mids) if i != 6]
+        await eventually(lambda: set(qos1) <= set(acknowledged))
+
+
 async def test_amqtts_patched_parts_are_there() -> None:
     from amqtt.broker import Broker
 

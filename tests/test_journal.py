@@ -11,6 +11,7 @@ import msgpack
 import pytest
 import structlog
 
+from protocol import journal as journal_module
 from protocol.journal import COMPACT_MIN, Journal
 
 
@@ -217,3 +218,23 @@ async def test_compacting_while_records_arrive_keeps_every_one(tmp_path: Path) -
     await asyncio.gather(*[writer(f"k{n}") for n in range(50)])  # 3,000 records: compacted
     assert (tmp_path / "j").stat().st_size < 50 * 60 * 8
     assert dict(Journal(tmp_path / "j").items()) == {f"k{n}": 59 for n in range(50)}
+
+
+async def test_the_journals_of_a_process_share_their_trips_to_the_disk_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # (ten logical slaves in one process have twenty journals: a trip to a thread each
+    # per batch cost the loop more than the writes)
+    trips: list[int] = []
+    real = journal_module._write_and_sync_all
+
+    def counted(writes: list[tuple[int, bytes]]) -> list[OSError | None]:
+        trips.append(len(writes))
+        return real(writes)
+
+    monkeypatch.setattr(journal_module, "_write_and_sync_all", counted)
+    journals = [Journal(tmp_path / f"j{i}") for i in range(20)]
+    await asyncio.gather(*[j.put("k", i) for i, j in enumerate(journals)])
+    assert trips == [20]  # one trip: each written, then each synced
+    for i in range(20):
+        assert Journal(tmp_path / f"j{i}").get("k") == i

@@ -11,6 +11,7 @@ same capacity, and past it are refused unread.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -75,9 +76,12 @@ class LimitedCalls:
             return False
         caller = Caller.of(sender, None)
         self.shell.throttle.refused_unread(sender.principal, len(names))
-        self.shell.messages.received.update(names)
-        for name in names[1:]:  # (and the first below)
-            self.shell.messages.outcomes[(name, "refused", "rate-limited")] += 1
+        counts = Counter(names)  # (a flood's payload: a few kinds, hundreds of calls)
+        self.shell.messages.received.update(counts)
+        counts[names[0]] -= 1  # (counted below)
+        for name, n in counts.items():
+            if n:
+                self.shell.messages.outcomes[(name, "refused", "rate-limited")] += n
         self.shell.refused["rate-limited"] += len(names) - 1  # (and one more below)
         self.shell.refuse(
             caller, self._over_capacity_why(names[0], caller), "rate-limited", names[0]

@@ -25,6 +25,9 @@ require("aiomqtt", "2.5", "2.6")
 require("paho-mqtt", "2.2", "2.3")
 
 RECEIVE_TURN = 0.005  # seconds of dispatching a backlog before the loop lets others run
+JOIN_MOST = 256 * 1024  # bytes of waiting packets handed to the socket in one write
+
+_PUBLISH, _PUBACK, _DISCONNECT = 0x30, 0x40, 0xE0  # (MQTT packet types, paho's encoding)
 
 
 class PahoLink:
@@ -79,6 +82,7 @@ class PahoLink:
                 soon = None
             self.unwritten = False
             try:
+                join_waiting(paho._out_packet)
                 paho.loop_write()
             except Exception as e:  # a broken pipe: the connection is gone (as aiomqtt does)
                 if not disconnected.done():
@@ -128,3 +132,45 @@ class PahoLink:
             getter.cancel()
             cause = disconnected.exception() if not disconnected.cancelled() else None
             raise aiomqtt.MqttError("disconnected") from cause
+
+
+def join_waiting(packets: Any) -> None:
+    """Join runs of the packets paho has waiting (its `_out_packet` deque) into one each,
+    so that they go to the socket in one write: paho writes each packet with a `send` of
+    its own, and over TLS each is a record of its own and a system call (the PUBACKs of a
+    burst read, a turn's publishes). Joined are only packets not begun and that paho does
+    nothing with once written (a QoS 0 PUBLISH is marked published then, a DISCONNECT
+    closes): a QoS 1 PUBLISH is done at its PUBACK, whatever bytes carried it."""
+    if len(packets) < 2:
+        return
+    out: list[Any] = []
+    run: list[Any] = []
+    size = 0
+
+    def close_run() -> None:
+        if len(run) == 1:
+            out.append(run[0])
+        elif run:
+            data = b"".join(p["packet"] for p in run)
+            out.append(
+                {"command": _PUBACK, "mid": 0, "qos": 1, "pos": 0, "to_process": len(data),
+                 "packet": data, "info": None}
+            )  # fmt: skip
+
+    for packet in packets:
+        kind = packet["command"] & 0xF0
+        plain = packet["pos"] == 0 and kind != _DISCONNECT
+        if plain and kind == _PUBLISH and packet["qos"] == 0:
+            plain = False
+        if not plain or size + packet["to_process"] > JOIN_MOST:
+            close_run()
+            run, size = [], 0
+        if plain:
+            run.append(packet)
+            size += packet["to_process"]
+        else:
+            out.append(packet)
+    close_run()
+    if len(out) < len(packets):
+        packets.clear()
+        packets.extend(out)
