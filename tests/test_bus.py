@@ -171,7 +171,8 @@ async def test_a_handler_publishing_when_the_broker_goes_does_not_hold_up_the_re
     async def answer(message: Wire, _reply_to: str | None) -> None:
         assert isinstance(message, Heartbeat)
         seen.append(message.source)
-        if message.source == "first":
+        if message.source == "first" and not restarted.is_set():  # (QoS 1 may bring it
+            # twice: the broker can go before it has the PUBACK)
             await mosquitto.stop()  # the broker goes before the answer is acknowledged
             restarted.set()
             await rx.publish("answers", Teardown(framework_id="answer"), timeout=30)
@@ -190,7 +191,9 @@ async def test_a_handler_publishing_when_the_broker_goes_does_not_hold_up_the_re
         await asyncio.wait_for(published.wait(), 30)
         await inbox.wait_for(Teardown, timeout=30)
         await tx.publish("questions", Heartbeat(source="second"), timeout=30)
-        await eventually(lambda: seen == ["first", "second"], timeout=30)
+        await eventually(lambda: "second" in seen, timeout=30)
+        assert set(seen[:-1]) == {"first"}
+        assert seen[-1] == "second"  # in order, after the handler that waited
         assert rx.connections == 2
 
 
