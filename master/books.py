@@ -158,6 +158,15 @@ class Framework:
                     self.demand.remove(request)
                 return
 
+    def slave_of(self, task_id: str) -> str | None:
+        """The slave the books place a task on: running, or recently ended (None: not
+        known to them)."""
+        known = self.tasks.get(task_id)
+        if known is not None:
+            return known.slave_id
+        ended = self.completed.get(task_id)
+        return ended.slave_id if ended is not None else None
+
     def declare_ended(self, status: TaskStatus, keep: int = 1000) -> None:
         """Remember (boundedly) how a task ended, for reconciliation and for a slave that
         brings it back later: it is then killed, not revived. Also for tasks the master

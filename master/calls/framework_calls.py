@@ -579,11 +579,4 @@ class FrameworkCalls:
 def launched_before(fw: Framework, tasks: list[TaskInfo]) -> bool:
     """Every task already known to the framework's books (running, or recently ended) on
     the slave the launch names: this launch happened."""
-    for task in tasks:
-        known = fw.tasks.get(task.task_id)
-        slave_id = known.slave_id if known is not None else None
-        if known is None and (ended := fw.completed.get(task.task_id)) is not None:
-            slave_id = ended.slave_id
-        if slave_id is None or slave_id != task.slave_id:
-            return False
-    return bool(tasks)
+    return bool(tasks) and all(fw.slave_of(t.task_id) == t.slave_id for t in tasks)

@@ -42,9 +42,7 @@ class StatusUpdates:
         # is refused. One it does not know at all is forwarded, as Mesos does (a master
         # that restarted knows no tasks until the slaves and frameworks come back).
         known = fw.tasks.get(status.task_id)
-        where = (
-            known.slave_id if known else getattr(fw.completed.get(status.task_id), "slave_id", None)
-        )
+        where = fw.slave_of(status.task_id)
         if where is not None and where != msg.slave_id:
             self.shell.refuse(
                 caller,
