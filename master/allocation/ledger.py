@@ -135,46 +135,21 @@ def first_wanting(
     gets all of it. Each role's order is read in place, and the one function `first` is
     given serves the whole round, reading the slave of the moment (the round's hot path:
     no closure made per slave)."""
-    if isinstance(roles, Sorter):
-        # roles side by side: the roles' order walked here, not through `Sorter.first`
-        # and a function a role. A round passes over a framework for every slave it
-        # declined (every other slave when all tie after declining: 25,000 passes at
-        # 50,000 slaves), so a pass costs a dictionary lookup.
-        flat = roles
-
-        def walk(slave_id: str, free: Millis, _: float) -> Picked:
-            for i, (_, _, role) in enumerate(flat.ordered()):
-                for _, _, framework_id in role_frameworks[role].ordered():
-                    fw = frameworks[framework_id]
-                    if (fw.min_allocatable or slave_id in fw.filters) and not wants_offer(
-                        fw, slave_id, free, now
-                    ):
-                        continue
-                    flat.found_at(i)
-                    return framework_id, free
-            return None
-
-        return walk
     slave_id = ""  # the slave of the moment, and what it has free (set by `pick`)
     free: Millis = {}
-    found: dict[str, str] = {}  # by role: a tree may ask several before it chooses
 
-    def first_in_role(role: str) -> bool:
-        for _, _, framework_id in role_frameworks[role].ordered():
-            fw = frameworks[framework_id]  # (wants_offer's usual yes, without the call:
-            # no offer filters, nothing declined here)
-            if (not fw.min_allocatable and slave_id not in fw.filters) or wants_offer(
-                fw, slave_id, free, now
-            ):
-                found[role] = framework_id
-                return True
-        return False
+    def wanted(framework_id: str) -> bool:
+        fw = frameworks[framework_id]  # (wants_offer's usual yes, without the call: no
+        # offer filters, nothing declined here)
+        return (not fw.min_allocatable and slave_id not in fw.filters) or wants_offer(
+            fw, slave_id, free, now
+        )
 
     def pick(visited: str, unallocated: Millis, _: float) -> Picked:
         nonlocal slave_id, free
         slave_id, free = visited, unallocated
-        chosen = roles.first(first_in_role)
-        return (found[chosen], free) if chosen is not None else None
+        chosen = roles.first_framework(role_frameworks, wanted)
+        return (chosen, free) if chosen is not None else None
 
     return pick
 

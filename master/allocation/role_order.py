@@ -7,10 +7,13 @@ roles: hdrf, naive-hdrf, flat). The allocator holds a `RoleOrder` and never asks
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
-from typing import Protocol
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Protocol
 
 from protocol.wire.resources import Resources
+
+if TYPE_CHECKING:
+    from master.allocation.sorter import Sorter
 
 Millis = dict[str, int]
 
@@ -84,6 +87,14 @@ class RoleOrder(Protocol):
     # -- order -------------------------------------------------------------------------------
     def first(self, wanted: Callable[[str], bool]) -> str | None:
         """The role to serve next among those `wanted` accepts."""
+        ...
+
+    def first_framework(
+        self, frameworks_of: Mapping[str, Sorter], wanted: Callable[[str], bool]
+    ) -> str | None:
+        """The framework to serve next: the first in its role's order (`frameworks_of`)
+        that `wanted` accepts, in the role `first` would choose among the roles having
+        one. A round asks this once a slave."""
         ...
 
     def sort(self) -> Iterator[str]:

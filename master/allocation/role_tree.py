@@ -34,7 +34,7 @@ import heapq
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
-from master.allocation.sorter import Millis, Total
+from master.allocation.sorter import Millis, Sorter, Total
 from protocol.wire.resources import MEM, Resources, add_millis, dominant_share, sub_millis
 
 TREE_POLICIES = ("hdrf", "naive-hdrf", "flat")
@@ -309,6 +309,23 @@ class RoleTree:
             return self._first(self.root, wanted)
         best = self._best(self.root, wanted)
         return best[1] if best is not None else None
+
+    def first_framework(
+        self, frameworks_of: Mapping[str, Sorter], wanted: Callable[[str], bool]
+    ) -> str | None:
+        """The framework to serve next, in the role `first` chooses among those having one
+        `wanted` accepts (a tree may ask several roles before it chooses)."""
+        found: dict[str, str] = {}
+
+        def in_role(role: str) -> bool:
+            for _, _, framework_id in frameworks_of[role].ordered():
+                if wanted(framework_id):
+                    found[role] = framework_id
+                    return True
+            return False
+
+        chosen = self.first(in_role)
+        return found[chosen] if chosen is not None else None
 
     def _best(self, node: Node, wanted: Callable[[str], bool]) -> tuple[float, str] | None:
         """The role below `node` that `wanted` accepts with the lowest key among those

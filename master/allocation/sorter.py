@@ -301,10 +301,19 @@ class Sorter:
                 return name
         return None
 
-    def found_at(self, i: int) -> None:
-        """A walk of `ordered()` took the client at `i` (as `first` would have found it):
-        where its entry is looked for first when it moves."""
-        self._found = i
+    def first_framework(
+        self, frameworks_of: Mapping[str, Sorter], wanted: Callable[[str], bool]
+    ) -> str | None:
+        """Roles side by side: the roles' order and each role's walked here in one loop,
+        not through `first` and a function a role. A round passes over a framework for
+        every slave it declined (every other slave when all tie after declining: 25,000
+        passes at 50,000 slaves), so a pass costs a lookup and a call."""
+        for i, (_, _, role) in enumerate(self.ordered()):
+            for _, _, framework_id in frameworks_of[role].ordered():
+                if wanted(framework_id):
+                    self._found = i  # (where the role stands: it is likely to move next)
+                    return framework_id
+        return None
 
     def ordered(self) -> list[_Entry]:
         """The active clients as (weighted share, tie-break, name), lowest first:
