@@ -119,6 +119,9 @@ class RoleTree:
         self._weights: dict[str, float] = {}  # configured, kept for nodes that come later
         self._next_order = 1
         self._promises_stale = False
+        # `first_framework`'s walk for the round under way: (wanted, frameworks_of, the
+        # walk a role, what it found by role)
+        self._walk: tuple[object, object, Callable[[str], bool], dict[str, str]] | None = None
 
     # -- shape -----------------------------------------------------------------------------
     def add_role(self, role: str) -> None:
@@ -209,7 +212,8 @@ class RoleTree:
 
     def _change(self, role: str, delta: Mapping[str, int], sign: int) -> None:
         """Books and keys from the role up, in one pass: a node's key depends only on its
-        own books and its children's keys, which are new by the time it is reached."""
+        own books and its children's keys, which are new by the time it is reached. (Once
+        an offer made and once an offer declined: the additions are written out here.)"""
         leaf = self.nodes[role]
         _apply(leaf.own, delta, sign, role)
         if sign > 0:  # one more allocation, on every node of the path
@@ -218,9 +222,13 @@ class RoleTree:
         node = leaf
         parent = node.parent
         while parent is not None:  # (the root's books are never read)
-            _apply(node.allocation, delta, sign, node.path)
+            books = node.allocation
             if sign > 0:
+                for name, amount in delta.items():
+                    books[name] = books.get(name, 0) + amount
                 node.count += 1
+            else:  # (ResourceError, and no change, if it holds less)
+                sub_millis(books, delta, f"role {node.path}")
             if rekey:
                 self._rekey(node, parent)
             node, parent = parent, parent.parent
@@ -314,18 +322,22 @@ class RoleTree:
         self, frameworks_of: Mapping[str, Sorter], wanted: Callable[[str], bool]
     ) -> str | None:
         """The framework to serve next, in the role `first` chooses among those having one
-        `wanted` accepts (a tree may ask several roles before it chooses)."""
-        found: dict[str, str] = {}
+        `wanted` accepts (a tree may ask several roles before it chooses). A round asks
+        this once a slave with the same two arguments: the walk a role is made once."""
+        walk = self._walk
+        if walk is None or walk[0] is not wanted or walk[1] is not frameworks_of:
+            found: dict[str, str] = {}  # by role (a role asked now overwrites its entry)
 
-        def in_role(role: str) -> bool:
-            for _, _, framework_id in frameworks_of[role].ordered():
-                if wanted(framework_id):
-                    found[role] = framework_id
-                    return True
-            return False
+            def in_role(role: str) -> bool:
+                for _, _, framework_id in frameworks_of[role].ordered():
+                    if wanted(framework_id):
+                        found[role] = framework_id
+                        return True
+                return False
 
-        chosen = self.first(in_role)
-        return found[chosen] if chosen is not None else None
+            walk = self._walk = (wanted, frameworks_of, in_role, found)
+        chosen = self.first(walk[2])
+        return walk[3][chosen] if chosen is not None else None
 
     def _best(self, node: Node, wanted: Callable[[str], bool]) -> tuple[float, str] | None:
         """The role below `node` that `wanted` accepts with the lowest key among those
