@@ -192,6 +192,15 @@ def drop_cache(charged: int, stat: Path, dirty: tuple[str, ...], drop: Path, for
     return True
 
 
+def subdirs(d: At) -> int:
+    """How many cgroups are right below it (a directory's links, less its own two); -1
+    if it is not there."""
+    try:
+        return os.stat(d.rel, dir_fd=d.dir_fd).st_nlink - 2
+    except OSError:
+        return -1
+
+
 def isdir(d: At) -> bool:
     try:
         return S_ISDIR(os.stat(d.rel, dir_fd=d.dir_fd).st_mode)

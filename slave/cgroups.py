@@ -40,15 +40,28 @@ class Usage:
 class Cgroups(Protocol):
     version: int
 
-    def create(self, name: str, limits: Limits, spare: str | None = None) -> bool:
+    def create(
+        self, name: str, limits: Limits, spare: str | None = None, held: Limits | None = None
+    ) -> bool:
         """Make it (or set the limits of one there) with `limits`. `spare`: an empty
-        cgroup made ahead beside it (`make_spare`), renamed to `name` where the kernel can
-        (v1): no mkdir on the task's path. True if the spare was used."""
+        cgroup made ahead beside it (`make_spare`, or `recycle`), renamed to `name` where
+        the kernel can (v1): no mkdir on the task's path; `held`: the limits a recycled
+        spare still has (only what differs is written), None for a new one's defaults.
+        True if the spare was used."""
         ...
 
     def make_spare(self, name: str) -> bool:
         """Make an empty cgroup ahead, with no limits (blocking: from a thread). False if
         this version cannot rename one into a container (v2)."""
+        ...
+
+    def recycle(self, name: str, spare: str) -> bool:
+        """(Blocking: from a thread.) Rename `name`, its task ended, to `spare` for
+        another task, if it is surely as good as new once its counters are reset: no
+        process or cgroup left in it, nothing charged to its memory (no page of its task's
+        to charge the next), no OOM kill and no CFS throttling counted (neither count can
+        be reset); then its peaks and CPU time are reset, and read back. False if not (it
+        is removed instead), and always on v2 (cgroup2 renames no cgroup)."""
         ...
 
     def procs_files(self, name: str) -> list[Path]:
@@ -103,6 +116,11 @@ def weight(cpus: float) -> int:
     return min(10_000, max(1, round(100 * cpus)))
 
 
+def _bytes(mem_mb: float | None) -> int:
+    """A memory limit in bytes, -1 for none (as v1 writes and reads it: unlimited)."""
+    return -1 if mem_mb is None else int(mem_mb * MB)
+
+
 def quota_us(cpus: float) -> int:
     return max(MIN_QUOTA_US, round(cpus * PERIOD_US))
 
@@ -150,34 +168,100 @@ class CgroupsV1:
             fs.mkdir(self._in(mount, name))
         return True
 
-    def create(self, name: str, limits: Limits, spare: str | None = None) -> bool:
+    def create(
+        self, name: str, limits: Limits, spare: str | None = None, held: Limits | None = None
+    ) -> bool:
         used = spare is not None and fs.rename_all(
             [self._fds[m] for m in self.hierarchies], spare, name
         )
         if used:
             made = dict.fromkeys(self.hierarchies, True)
         else:
-            made = {mount: fs.mkdir(self._in(mount, name)) for mount in self.hierarchies}
-        # only what differs from a new cgroup's defaults is written (the CFS period is
-        # the kernel's default, PERIOD_US)
+            made, held = {m: fs.mkdir(self._in(m, name)) for m in self.hierarchies}, None
+        # only what differs from a new cgroup's defaults, or from what a recycled spare
+        # holds, is written (the CFS period is the kernel's default, PERIOD_US)
         if (cpu := self._at("cpu", name)) is not None:
-            fs.write(cpu / "cpu.shares", shares(limits.cpus))
-            if limits.cfs:
-                fs.write(cpu / "cpu.cfs_quota_us", quota_us(limits.cpus))
-        if (mem := self._at("memory", name)) is not None and limits.mem_mb is not None:
-            limit = int(limits.mem_mb * MB)
-            files = ["memory.limit_in_bytes"]
-            if self.memsw:
-                # memory <= memory+swap at every step: to grow, memsw goes first (a new
-                # cgroup's limits are unlimited: memory first)
-                new = made[self.mounts["memory"]]
-                growing = not new and limit > fs.read_int(mem / "memory.limit_in_bytes")
-                files.insert(0 if growing else 1, "memory.memsw.limit_in_bytes")
-            for name_ in files:
-                fs.write(mem / name_, limit)
-        if (pids := self._at("pids", name)) is not None and limits.max_pids is not None:
-            fs.write(pids / "pids.max", limits.max_pids)
+            if held is None or shares(held.cpus) != shares(limits.cpus):
+                fs.write(cpu / "cpu.shares", shares(limits.cpus))
+            quota = quota_us(limits.cpus) if limits.cfs else -1
+            if (limits.cfs and held is None) or (
+                held is not None and quota != (quota_us(held.cpus) if held.cfs else -1)
+            ):
+                fs.write(cpu / "cpu.cfs_quota_us", quota)
+        if (mem := self._at("memory", name)) is not None:
+            if held is not None:
+                self._memory(mem, _bytes(limits.mem_mb), _bytes(held.mem_mb))
+            elif limits.mem_mb is not None:
+                new = made[self.mounts["memory"]]  # (else an executor's, resized)
+                was = -1 if new else fs.read_int(mem / "memory.limit_in_bytes")
+                self._memory(mem, _bytes(limits.mem_mb), was)
+        if (pids := self._at("pids", name)) is not None:
+            if limits.max_pids is not None and (held is None or held.max_pids != limits.max_pids):
+                fs.write(pids / "pids.max", limits.max_pids)
+            elif limits.max_pids is None and held is not None and held.max_pids is not None:
+                fs.write(pids / "pids.max", "max")
         return used
+
+    def _memory(self, mem: fs.At, limit: int, was: int) -> None:
+        """Set its memory limit (-1: none) from `was` (-1: none, a new cgroup's)."""
+        if limit == was:
+            return
+        files = ["memory.limit_in_bytes"]
+        if self.memsw:
+            # memory <= memory+swap at every step: to grow, memsw goes first (a new
+            # cgroup's limits are unlimited: memory first)
+            growing = was != -1 and (limit == -1 or limit > was)
+            files.insert(0 if growing else 1, "memory.memsw.limit_in_bytes")
+        for file in files:
+            fs.write(mem / file, limit)
+
+    def recycle(self, name: str, spare: str) -> bool:
+        parent = os.path.dirname(name)
+        # podman's: the task's path made in other hierarchies (where the slave's parent is)
+        if any(
+            fs.isdir(self._in(m, parent)) and fs.isdir(self._in(m, name))
+            for m in self.all_hierarchies
+            if m not in self.hierarchies
+        ):
+            return False
+        for mount in self.hierarchies:
+            at = self._in(mount, name)
+            if fs.subdirs(at) != 0 or fs.procs(at):
+                return False
+        mem, cpu = self._at("memory", name), self._at("cpu", name)
+        if mem is not None:
+            charged = ["memory.usage_in_bytes"] + ["memory.memsw.usage_in_bytes"] * self.memsw
+            if any(fs.read_int(mem / f, -1) != 0 for f in charged):
+                return False
+            if fs.keyed(mem / "memory.oom_control").get("oom_kill", -1) != 0:
+                return False
+        if cpu is not None and fs.keyed(cpu / "cpu.stat").get("nr_throttled", -1) != 0:
+            return False
+        # (kernel memory is charged to memory.usage_in_bytes too: none is left)
+        return self.reset(name) and fs.rename_all(
+            [self._fds[m] for m in self.hierarchies], name, spare
+        )
+
+    def reset(self, name: str) -> bool:
+        """Its peaks, failure counts and CPU time reset (a peak to what is charged now),
+        and read back; False if they are not."""
+        mem, acct = self._at("memory", name), self._at("cpuacct", name)
+        peaks = ["memory.max_usage_in_bytes", "memory.failcnt"]
+        if self.memsw:
+            peaks += ["memory.memsw.max_usage_in_bytes", "memory.memsw.failcnt"]
+        resets = [mem / f for f in peaks] if mem is not None else []
+        if acct is not None:
+            resets.append(acct / "cpuacct.usage")  # (its user and system times with it)
+        try:
+            for file in resets:
+                fs.write(file, 0)
+        except OSError:
+            return False
+        if mem is not None:
+            now = fs.read_int(mem / "memory.usage_in_bytes", -1)
+            if fs.read_int(mem / "memory.max_usage_in_bytes", -1) > now:
+                return False
+        return acct is None or fs.read_int(acct / "cpuacct.usage", -1) == 0
 
     def procs_files(self, name: str) -> list[Path]:
         # `tasks`, not cgroup.procs: moving the writing thread alone (the shell's only one)
@@ -290,7 +374,12 @@ class CgroupsV2:
     def make_spare(self, name: str) -> bool:
         return False  # (cgroup2 renames no cgroup)
 
-    def create(self, name: str, limits: Limits, spare: str | None = None) -> bool:
+    def recycle(self, name: str, spare: str) -> bool:
+        return False  # (nor can memory.peak be reset before kernel 6.12)
+
+    def create(
+        self, name: str, limits: Limits, spare: str | None = None, held: Limits | None = None
+    ) -> bool:
         path = self.root
         for part in name.split("/"):
             enabled = self._enable_controllers(path)
