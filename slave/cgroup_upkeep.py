@@ -175,10 +175,10 @@ class Upkeep:
             room = MOST_SPARES - len(self._spares) - len(names)
             if not self._want_spares or closing:
                 room = 0
-            recycle: dict[str, str] = {}
+            recycle: dict[str, tuple[str, Limits]] = {}
             for p, due in batch.items():
                 if due.limits is not None and due.tries == 0 and len(recycle) < room:
-                    recycle[p] = self._name()
+                    recycle[p] = (self._name(), due.limits)
             self._inflight = set(batch)
             self._idle.clear()
             force = closing and now - (self._closing_at or now) > CLOSING
@@ -208,16 +208,18 @@ class Upkeep:
         return f"{self.parent}/{SPARE}{self._made}"
 
     def _work(
-        self, batch: dict[str, Due], force: bool, spares: list[str], recycle: dict[str, str]
+        self,
+        batch: dict[str, Due],
+        force: bool,
+        spares: list[str],
+        recycle: dict[str, tuple[str, Limits]],
     ) -> tuple[dict[str, Due], list[Spare], bool]:
         """(In a thread.) What is not gone yet, to try again; the spares made or
-        recycled (`recycle`: the finished containers to try, and the spare name each
-        would take); whether this version of cgroups renames spares into containers."""
-        made: list[Spare] = []
-        for path, name in recycle.items():
-            with contextlib.suppress(OSError):  # (removed instead)
-                if self.cgroups.recycle(path, name):
-                    made.append((name, batch.pop(path).limits))
+        recycled (`recycle`: the finished containers to try, the spare name each would
+        take and the limits it holds); whether this version of cgroups renames spares
+        into containers at all."""
+        recycled = self.cgroups.recycle(recycle) if recycle else set()
+        made: list[Spare] = [(recycle[path][0], batch.pop(path).limits) for path in recycled]
         for name in spares:
             try:
                 if not self.cgroups.make_spare(name):

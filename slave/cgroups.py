@@ -55,13 +55,14 @@ class Cgroups(Protocol):
         this version cannot rename one into a container (v2)."""
         ...
 
-    def recycle(self, name: str, spare: str) -> bool:
-        """(Blocking: from a thread.) Rename `name`, its task ended, to `spare` for
-        another task, if it is surely as good as new once its counters are reset: no
+    def recycle(self, finished: dict[str, tuple[str, Limits]]) -> set[str]:
+        """(Blocking: from a thread.) Rename each finished cgroup (its task's processes
+        gone) to a spare's name (`finished`: that name, and the limits the cgroup holds)
+        for another task, if it is surely as good as new once its counters are reset: no
         process or cgroup left in it, nothing charged to its memory (no page of its task's
         to charge the next), no OOM kill and no CFS throttling counted (neither count can
-        be reset); then its peaks and CPU time are reset, and read back. False if not (it
-        is removed instead), and always on v2 (cgroup2 renames no cgroup)."""
+        be reset); then its peaks and CPU time are reset. The ones recycled; the others
+        are removed as before. None on v2 (cgroup2 renames no cgroup)."""
         ...
 
     def procs_files(self, name: str) -> list[Path]:
@@ -215,53 +216,57 @@ class CgroupsV1:
         for file in files:
             fs.write(mem / file, limit)
 
-    def recycle(self, name: str, spare: str) -> bool:
-        parent = os.path.dirname(name)
-        # podman's: the task's path made in other hierarchies (where the slave's parent is)
-        if any(
-            fs.isdir(self._in(m, parent)) and fs.isdir(self._in(m, name))
+    def recycle(self, finished: dict[str, tuple[str, Limits]]) -> set[str]:
+        if not finished:
+            return set()
+        # podman's: a task's path made in other hierarchies (where the slave's parent is)
+        parents = {os.path.dirname(name) for name in finished}
+        others = [
+            m
             for m in self.all_hierarchies
-            if m not in self.hierarchies
-        ):
-            return False
+            if m not in self.hierarchies and any(fs.isdir(self._in(m, p)) for p in parents)
+        ]
+        fds = [self._fds[m] for m in self.hierarchies]
+        done: set[str] = set()
+        for name, (spare, held) in finished.items():
+            try:
+                if any(fs.isdir(self._in(m, name)) for m in others):
+                    continue
+                if self._as_new(name, held):
+                    self.reset(name)
+                    if fs.rename_all(fds, name, spare):
+                        done.add(name)
+            except OSError:  # (removed instead)
+                continue
+        return done
+
+    def _as_new(self, name: str, held: Limits) -> bool:
+        """Nothing of its last task is left in it but counters that `reset` resets."""
         for mount in self.hierarchies:
             at = self._in(mount, name)
             if fs.subdirs(at) != 0 or fs.procs(at):
                 return False
-        mem, cpu = self._at("memory", name), self._at("cpu", name)
-        if mem is not None:
-            charged = ["memory.usage_in_bytes"] + ["memory.memsw.usage_in_bytes"] * self.memsw
-            if any(fs.read_int(mem / f, -1) != 0 for f in charged):
+        if (mem := self._at("memory", name)) is not None:
+            # (memory+swap holds memory: one read; kernel memory is charged to it too)
+            charged = "memory.memsw.usage_in_bytes" if self.memsw else "memory.usage_in_bytes"
+            if fs.read_int(mem / charged, -1) != 0:
                 return False
             if fs.keyed(mem / "memory.oom_control").get("oom_kill", -1) != 0:
                 return False
-        if cpu is not None and fs.keyed(cpu / "cpu.stat").get("nr_throttled", -1) != 0:
-            return False
-        # (kernel memory is charged to memory.usage_in_bytes too: none is left)
-        return self.reset(name) and fs.rename_all(
-            [self._fds[m] for m in self.hierarchies], name, spare
+        # (a cgroup with no CFS quota of its own is never throttled: its parents have none)
+        cpu = self._at("cpu", name)
+        return not (
+            held.cfs and cpu is not None and fs.keyed(cpu / "cpu.stat").get("nr_throttled", -1)
         )
 
-    def reset(self, name: str) -> bool:
-        """Its peaks, failure counts and CPU time reset (a peak to what is charged now),
-        and read back; False if they are not."""
-        mem, acct = self._at("memory", name), self._at("cpuacct", name)
-        peaks = ["memory.max_usage_in_bytes", "memory.failcnt"]
-        if self.memsw:
-            peaks += ["memory.memsw.max_usage_in_bytes", "memory.memsw.failcnt"]
-        resets = [mem / f for f in peaks] if mem is not None else []
-        if acct is not None:
-            resets.append(acct / "cpuacct.usage")  # (its user and system times with it)
-        try:
-            for file in resets:
-                fs.write(file, 0)
-        except OSError:
-            return False
-        if mem is not None:
-            now = fs.read_int(mem / "memory.usage_in_bytes", -1)
-            if fs.read_int(mem / "memory.max_usage_in_bytes", -1) > now:
-                return False
-        return acct is None or fs.read_int(acct / "cpuacct.usage", -1) == 0
+    def reset(self, name: str) -> None:
+        """Its memory peaks (to what is charged now) and CPU time reset; OSError if not."""
+        if (mem := self._at("memory", name)) is not None:
+            fs.write(mem / "memory.max_usage_in_bytes", 0)
+            if self.memsw:
+                fs.write(mem / "memory.memsw.max_usage_in_bytes", 0)
+        if (acct := self._at("cpuacct", name)) is not None:
+            fs.write(acct / "cpuacct.usage", 0)  # (its user and system times with it)
 
     def procs_files(self, name: str) -> list[Path]:
         # `tasks`, not cgroup.procs: moving the writing thread alone (the shell's only one)
@@ -374,8 +379,8 @@ class CgroupsV2:
     def make_spare(self, name: str) -> bool:
         return False  # (cgroup2 renames no cgroup)
 
-    def recycle(self, name: str, spare: str) -> bool:
-        return False  # (nor can memory.peak be reset before kernel 6.12)
+    def recycle(self, finished: dict[str, tuple[str, Limits]]) -> set[str]:
+        return set()  # (nor can memory.peak be reset before kernel 6.12)
 
     def create(
         self, name: str, limits: Limits, spare: str | None = None, held: Limits | None = None

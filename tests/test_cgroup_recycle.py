@@ -62,7 +62,7 @@ def test_a_reset_leaves_a_cgroup_no_peak_or_cpu_time_of_its_last_task(
     used = cgroups.usage(name)
     assert used.memory_peak_bytes >= 32 * MB  # what must not reach the next task
     assert used.cpu_user_seconds + used.cpu_system_seconds > 0
-    assert cgroups.reset(name)
+    cgroups.reset(name)
     fresh = cgroups.usage(name)
     # (the kernel resets a peak to what is charged now: recycle wants that to be 0)
     assert fresh.memory_peak_bytes == fresh.memory_bytes < 1 * MB
@@ -77,7 +77,7 @@ def test_a_recycled_cgroup_is_renamed_and_takes_the_next_tasks_limits(
     held = Limits(cpus=0.5, mem_mb=128)
     cgroups.create(first, held)
     _run_in(cgroups, first, "true")  # (a task loop's: it leaves nothing charged)
-    assert cgroups.recycle(first, spare)
+    assert cgroups.recycle({first: (spare, held)}) == {first}
     for mount in cgroups.hierarchies:
         assert not (mount / first).exists()
         assert (mount / spare).is_dir()
@@ -93,8 +93,9 @@ def test_a_recycled_cgroup_is_renamed_and_takes_the_next_tasks_limits(
     if cgroups.memsw:
         assert _read(cgroups, "memory", second, "memory.memsw.limit_in_bytes") == str(32 * MB)
     # and back: no cap, no memory limit
-    assert cgroups.recycle(second, spare)
-    cgroups.create(first, Limits(cpus=1.0), spare, Limits(cpus=0.25, mem_mb=32, cfs=True))
+    capped = Limits(cpus=0.25, mem_mb=32, cfs=True)
+    assert cgroups.recycle({second: (spare, capped)}) == {second}
+    cgroups.create(first, Limits(cpus=1.0), spare, capped)
     assert _read(cgroups, "cpu", first, "cpu.shares") == "1024"
     assert _read(cgroups, "cpu", first, "cpu.cfs_quota_us") == "-1"
     assert _read(cgroups, "memory", first, "memory.limit_in_bytes") == str(UNLIMITED)
@@ -115,7 +116,8 @@ async def test_a_cgroup_is_not_recycled_with_what_the_next_task_would_inherit(
 ) -> None:
     cgroups, parent = v1
     name = f"{parent}/fw.a"
-    cgroups.create(name, Limits(cpus=0.1, mem_mb=16, cfs=True))
+    limits = Limits(cpus=0.1, mem_mb=16, cfs=True)
+    cgroups.create(name, limits)
     sleeper = None
     if why.startswith("a file"):
         _run_in(cgroups, name, "dd if=/dev/zero of=out bs=1M count=4 2>/dev/null", tmp_path)
@@ -135,7 +137,7 @@ async def test_a_cgroup_is_not_recycled_with_what_the_next_task_would_inherit(
     try:
         if sleeper is not None:
             await eventually(lambda: bool(cgroups.pids(name)))
-        assert not cgroups.recycle(name, f"{parent}/~spare-1")
+        assert cgroups.recycle({name: (f"{parent}/~spare-1", limits)}) == set()
         for mount in cgroups.hierarchies:  # left as it was, for its removal
             assert (mount / name).is_dir()
             assert not (mount / parent / "~spare-1").exists()
