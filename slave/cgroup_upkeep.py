@@ -76,7 +76,9 @@ class Upkeep:
         self.cgroups = cgroups
         self.parent = parent
         self.log = log
-        self._spares: list[Spare] = []
+        # spares by the limits they hold (None: new ones), the last made or recycled last
+        self._spares: dict[Limits | None, list[str]] = {}
+        self._spare_count = 0
         # the limits each live container's cgroup holds (its last `create`): a finished
         # one is recycled only if known (not a recovered task's, nor one a write failed)
         self.limits: dict[str, Limits] = {}
@@ -109,19 +111,20 @@ class Upkeep:
         """A cgroup made ahead, if one is ready (more are made when few are left): one
         that holds `limits` already if there is one."""
         spare = None
-        for i in range(len(self._spares) - 1, -1, -1):
-            if self._spares[i][1] == limits:
-                spare = self._spares.pop(i)
-                break
-        else:
-            spare = self._spares.pop() if self._spares else None
+        held = limits if self._spares.get(limits) else next(iter(self._spares), None)
+        if (names := self._spares.get(held)) is not None:
+            spare, self._spare_count = (names.pop(), held), self._spare_count - 1
+            if not names:
+                del self._spares[held]
         self._want_spares = self._can_spare
         if self._short():
             self._kick()
         return spare
 
     def unused(self, spare: Spare) -> None:
-        self._spares.append(spare)
+        name, held = spare
+        self._spares.setdefault(held, []).append(name)
+        self._spare_count += 1
 
     def _kick(self) -> None:
         self._wake.set()
@@ -133,7 +136,7 @@ class Upkeep:
         if not self._want_spares or self._closing_at is not None:
             return 0
         # (those about to be recycled count: they come back in the same thread hop)
-        have = len(self._spares) + sum(
+        have = self._spare_count + sum(
             d.limits is not None and d.tries == 0 for d in self._due.values()
         )
         return SPARES - have if have < SPARES // 2 else 0
@@ -151,8 +154,8 @@ class Upkeep:
         self._closing_at = now = time.monotonic()
         for due in self._due.values():
             due.at, due.limits = now, None  # (none recycled now)
-        self._due.update((spare, Due(now, 1)) for spare, _ in self._spares)
-        self._spares = []
+        self._due.update((name, Due(now, 1)) for names in self._spares.values() for name in names)
+        self._spares, self._spare_count = {}, 0
         self._wake.set()
         if self._task is not None:
             await self._task
@@ -172,7 +175,7 @@ class Upkeep:
             for p in batch:
                 del self._due[p]
             # what may be recycled: while spares are wanted, up to MOST_SPARES
-            room = MOST_SPARES - len(self._spares) - len(names)
+            room = MOST_SPARES - self._spare_count - len(names)
             if not self._want_spares or closing:
                 room = 0
             recycle: dict[str, tuple[str, Limits]] = {}
@@ -193,7 +196,8 @@ class Upkeep:
             if not renames:
                 self._want_spares = self._can_spare = False
             if self._closing_at is None:
-                self._spares += made
+                for spare in made:
+                    self.unused(spare)
             else:
                 self._due.update((spare, Due(time.monotonic(), 1)) for spare, _ in made)
             now = time.monotonic()

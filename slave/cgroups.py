@@ -242,16 +242,17 @@ class CgroupsV1:
 
     def _as_new(self, name: str, held: Limits) -> bool:
         """Nothing of its last task is left in it but counters that `reset` resets."""
-        for mount in self.hierarchies:
-            at = self._in(mount, name)
-            if fs.subdirs(at) != 0 or fs.procs(at):
-                return False
+        # (what fails most often first: a task that wrote a file left its page cache)
         if (mem := self._at("memory", name)) is not None:
             # (memory+swap holds memory: one read; kernel memory is charged to it too)
             charged = "memory.memsw.usage_in_bytes" if self.memsw else "memory.usage_in_bytes"
             if fs.read_int(mem / charged, -1) != 0:
                 return False
             if fs.keyed(mem / "memory.oom_control").get("oom_kill", -1) != 0:
+                return False
+        for mount in self.hierarchies:
+            at = self._in(mount, name)
+            if fs.subdirs(at) != 0 or fs.procs(at):
                 return False
         # (a cgroup with no CFS quota of its own is never throttled: its parents have none)
         cpu = self._at("cpu", name)
