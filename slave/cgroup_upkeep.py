@@ -156,7 +156,8 @@ class Upkeep:
             due.at, due.limits = now, None  # (none recycled now)
         self._due.update((name, Due(now, 1)) for names in self._spares.values() for name in names)
         self._spares, self._spare_count = {}, 0
-        self._wake.set()
+        if self._due:
+            self._kick()  # (its task may have ended, nothing due till now)
         if self._task is not None:
             await self._task
 

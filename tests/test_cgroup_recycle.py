@@ -17,6 +17,7 @@ from test_slave import Rig
 
 from protocol.wire.messages import TaskState
 from protocol.wire.resources import Resources
+from slave import cgroup_upkeep
 from slave.cgroups import MB, CgroupsV1, Limits
 from slave.isolator import PARENT
 
@@ -173,3 +174,51 @@ async def test_a_task_loops_next_task_gets_the_last_ones_cgroup_with_nothing_of_
     for controller in ("cpu", "cpuacct", "memory"):  # its spares gone too
         below = ROOT / controller / PARENT / sid
         assert not below.exists() or not [p for p in below.iterdir() if p.is_dir()]
+
+
+class _Recycling:
+    """A cgroupfs stand-in whose every finished cgroup is as good as new."""
+
+    version = 1
+
+    def __init__(self) -> None:
+        self.there: set[str] = set()
+        self.removed: list[str] = []
+
+    def recycle(self, finished: dict[str, tuple[str, Limits]]) -> set[str]:
+        for name, (spare, _) in finished.items():
+            self.there.remove(name)
+            self.there.add(spare)
+        return set(finished)
+
+    def make_spare(self, name: str) -> bool:
+        self.there.add(name)
+        return True
+
+    def uncharged(self, name: str) -> bool:
+        return True
+
+    def release(self, name: str, force: bool = False, memory: bool = True) -> bool:
+        self.there.discard(name)
+        self.removed.append(name)
+        return True
+
+
+async def test_a_recycled_cgroup_goes_to_the_next_launch_with_its_limits_and_at_close() -> None:
+    fake = _Recycling()
+    upkeep = cgroup_upkeep.Upkeep(fake, "drfmesos/s", log=None)  # type: ignore[arg-type]
+    mine, other = Limits(cpus=0.5, mem_mb=128), Limits(cpus=1.0, mem_mb=256)
+    assert upkeep.spare(mine) is None  # (the first launch: spares are made from now)
+    fake.there.add("drfmesos/s/fw.a")
+    upkeep.limits["drfmesos/s/fw.a"] = mine
+    upkeep.add("drfmesos/s/fw.a")
+    await eventually(lambda: "drfmesos/s/fw.a" not in fake.there and len(fake.there) > 1)
+    recycled = upkeep.spare(mine)
+    assert recycled is not None
+    assert recycled[1] == mine  # the launch writes no limit
+    fresh = upkeep.spare(other)
+    assert fresh is not None
+    assert fresh[1] is None  # a new one: all its limits are written
+    await upkeep.close()
+    assert fake.there == {recycled[0], fresh[0]}  # (taken: theirs to remove as tasks end)
+    assert not fake.removed or all(cgroup_upkeep.is_spare(p) for p in fake.removed)
