@@ -23,7 +23,7 @@ from slave.isolator import PARENT
 
 from helpers import eventually
 
-# a task that uses memory (a 32 MB buffer) and CPU, and leaves no page of its own behind
+# a task that uses memory (a 32 MB buffer) and CPU, and writes no file
 WORK = (
     "dd if=/dev/zero of=/dev/null bs=32M count=2 2>/dev/null; "
     "i=0; while [ $i -lt 30000 ]; do i=$((i+1)); done"
