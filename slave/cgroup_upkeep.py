@@ -4,6 +4,13 @@
 renames to its own, and finished tasks' cgroups removed. A task's end is reported first;
 its cgroup goes a moment later, with those of the tasks that ended beside it.
 
+A finished task's cgroup that is as good as new once its counters are reset (nothing
+charged to its memory, no process left, no OOM kill or throttling counted:
+`Cgroups.recycle`) is kept as a spare instead, with the limits it holds, while fewer than
+MOST_SPARES are: a task loop's tasks, which write no file, then cost no mkdir and no rmdir
+(a third of a millisecond of the kernel's time each, in three hierarchies), and the next
+launch with the same limits writes none.
+
 A memory cgroup still charged with dirty page cache (the task's output) waits until the
 kernel has written it back (begun at the first look at its sandbox), and that is dropped,
 so that nothing is left charged to it when it goes: on cgroup v1 a memory cgroup removed
@@ -26,10 +33,13 @@ import fcntl
 import os
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from slave.cgroups import Cgroups
+from slave.cgroups import Cgroups, Limits
+
+Spare = tuple[str, Limits | None]  # a spare cgroup, and the limits it holds (None: new)
 
 BATCH = 0.05  # what ends within this goes in one thread hop
 # a task's sandbox written back (begun at the first look), then while its page cache is
@@ -39,7 +49,18 @@ RETRY = (1.0, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
 CLOSING = 2.0  # a stopping slave waits this long for dirty pages, no longer
 STALE_AFTER = 60.0  # an empty cgroup this old is no launch about to join it
 SPARES = 16  # made ahead: a burst of launches (an offer's worth) takes them, no mkdir
+MOST_SPARES = 2 * SPARES  # kept, recycled ones included; past that, finished ones go
 SPARE = "~spare-"  # (no container's name holds a ~: container_name replaces it)
+
+
+@dataclass
+class Due:
+    """A finished container's cgroup, to go (or be recycled) at `at`."""
+
+    at: float
+    tries: int = 0
+    files: tuple[Path, ...] = ()  # what its task wrote: their page cache is charged to it
+    limits: Limits | None = None  # what it holds, if known: it may be recycled
 
 
 def is_spare(path: str) -> bool:
@@ -55,11 +76,16 @@ class Upkeep:
         self.cgroups = cgroups
         self.parent = parent
         self.log = log
-        self._spares: list[str] = []
+        # spares by the limits they hold (None: new ones), the last made or recycled last
+        self._spares: dict[Limits | None, list[str]] = {}
+        self._spare_count = 0
+        # the limits each live container's cgroup holds (its last `create`): a finished
+        # one is recycled only if known (not a recovered task's, nor one a write failed)
+        self.limits: dict[str, Limits] = {}
         self._want_spares = False  # (from the first launch; never on v2, which cannot rename)
         self._can_spare = True
         self._made = 0
-        self._due: dict[str, tuple[float, int, tuple[Path, ...]]] = {}
+        self._due: dict[str, Due] = {}
         self._inflight: set[str] = set()
         self._idle = asyncio.Event()  # no batch in a thread
         self._idle.set()
@@ -74,21 +100,31 @@ class Upkeep:
         return path in self._due or path in self._inflight
 
     def add(self, path: str, files: Iterable[Path] = ()) -> None:
-        """Remove `path` (its processes killed) soon; `files` are what its task wrote
-        (their page cache is charged to it)."""
-        self._due[path] = (time.monotonic() + BATCH, 0, tuple(files))
+        """Remove `path` (its processes killed) soon, or recycle it; `files` are what
+        its task wrote (their page cache is charged to it)."""
+        self._due[path] = Due(
+            time.monotonic() + BATCH, 0, tuple(files), self.limits.pop(path, None)
+        )
         self._kick()
 
-    def spare(self) -> str | None:
-        """A cgroup made ahead, if one is ready (more are made when few are left)."""
-        spare = self._spares.pop() if self._spares else None
+    def spare(self, limits: Limits | None = None) -> Spare | None:
+        """A cgroup made ahead, if one is ready (more are made when few are left): one
+        that holds `limits` already if there is one."""
+        spare = None
+        held = limits if self._spares.get(limits) else next(iter(self._spares), None)
+        if (names := self._spares.get(held)) is not None:
+            spare, self._spare_count = (names.pop(), held), self._spare_count - 1
+            if not names:
+                del self._spares[held]
         self._want_spares = self._can_spare
         if self._short():
             self._kick()
         return spare
 
-    def unused(self, spare: str) -> None:
-        self._spares.append(spare)
+    def unused(self, spare: Spare) -> None:
+        name, held = spare
+        self._spares.setdefault(held, []).append(name)
+        self._spare_count += 1
 
     def _kick(self) -> None:
         self._wake.set()
@@ -99,7 +135,11 @@ class Upkeep:
         """How many spares to make now."""
         if not self._want_spares or self._closing_at is not None:
             return 0
-        return SPARES - len(self._spares) if len(self._spares) < SPARES // 2 else 0
+        # (those about to be recycled count: they come back in the same thread hop)
+        have = self._spare_count + sum(
+            d.limits is not None and d.tries == 0 for d in self._due.values()
+        )
+        return SPARES - have if have < SPARES // 2 else 0
 
     async def take_back(self, path: str) -> None:
         """A new container of the same name: the old one goes first, now."""
@@ -107,39 +147,49 @@ class Upkeep:
             await self._idle.wait()
         if self._due.pop(path, None) is not None:
             await asyncio.to_thread(self.cgroups.destroy, path)
+        self.limits.pop(path, None)
 
     async def close(self) -> None:
         """Remove what is left, waiting a moment for dirty pages (then anyway)."""
         self._closing_at = now = time.monotonic()
-        self._due = {p: (now, tries, files) for p, (_, tries, files) in self._due.items()}
-        self._due.update((spare, (now, 1, ())) for spare in self._spares)
-        self._spares = []
-        self._wake.set()
+        for due in self._due.values():
+            due.at, due.limits = now, None  # (none recycled now)
+        self._due.update((name, Due(now, 1)) for names in self._spares.values() for name in names)
+        self._spares, self._spare_count = {}, 0
+        if self._due:
+            self._kick()  # (its task may have ended, nothing due till now)
         if self._task is not None:
             await self._task
 
     async def _run(self) -> None:
         while self._due or self._short():
             now = time.monotonic()
-            soonest = min((due for due, _, _ in self._due.values()), default=now)
+            soonest = min((due.at for due in self._due.values()), default=now)
             if soonest > now and not self._short():
                 self._wake.clear()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), soonest - now)
                 continue
             closing = self._closing_at is not None
-            batch = {p: v for p, v in self._due.items() if v[0] <= now}
+            names = [self._name() for _ in range(self._short())]
+            batch = {p: due for p, due in self._due.items() if due.at <= now}
             for p in batch:
                 del self._due[p]
+            # what may be recycled: while spares are wanted, up to MOST_SPARES
+            room = MOST_SPARES - self._spare_count - len(names)
+            if not self._want_spares or closing:
+                room = 0
+            recycle: dict[str, tuple[str, Limits]] = {}
+            for p, due in batch.items():
+                if due.limits is not None and due.tries == 0 and len(recycle) < room:
+                    recycle[p] = (self._name(), due.limits)
             self._inflight = set(batch)
             self._idle.clear()
             force = closing and now - (self._closing_at or now) > CLOSING
-            names = [f"{self.parent}/{SPARE}{self._made + i}" for i in range(self._short())]
-            self._made += len(names)
             try:
                 # (shielded: a cancelled slave does not leave a batch half known)
                 left, made, renames = await asyncio.shield(
-                    asyncio.to_thread(self._work, batch, force, names)
+                    asyncio.to_thread(self._work, batch, force, names, recycle)
                 )
             finally:
                 self._inflight = set()
@@ -147,37 +197,49 @@ class Upkeep:
             if not renames:
                 self._want_spares = self._can_spare = False
             if self._closing_at is None:
-                self._spares += made
+                for spare in made:
+                    self.unused(spare)
             else:
-                self._due.update((spare, (time.monotonic(), 1, ())) for spare in made)
+                self._due.update((spare, Due(time.monotonic(), 1)) for spare, _ in made)
             now = time.monotonic()
-            for path, (tries, files) in left.items():
+            for path, due in left.items():
                 if path not in self._due:  # (not made again meanwhile)
-                    wait = 0.1 if closing else RETRY[tries]
-                    self._due[path] = (now + wait, tries + 1, files)
+                    due.at = now + (0.1 if closing else RETRY[due.tries])
+                    due.tries += 1
+                    self._due[path] = due
+
+    def _name(self) -> str:
+        self._made += 1
+        return f"{self.parent}/{SPARE}{self._made}"
 
     def _work(
-        self, batch: dict[str, tuple[float, int, tuple[Path, ...]]], force: bool, spares: list[str]
-    ) -> tuple[dict[str, tuple[int, tuple[Path, ...]]], list[str], bool]:
-        """(In a thread.) What is not gone yet, to try again; the spares made; whether
-        this version of cgroups renames spares into containers at all."""
-        made: list[str] = []
+        self,
+        batch: dict[str, Due],
+        force: bool,
+        spares: list[str],
+        recycle: dict[str, tuple[str, Limits]],
+    ) -> tuple[dict[str, Due], list[Spare], bool]:
+        """(In a thread.) What is not gone yet, to try again; the spares made or
+        recycled (`recycle`: the finished containers to try, the spare name each would
+        take and the limits it holds); whether this version of cgroups renames spares
+        into containers at all."""
+        recycled = self.cgroups.recycle(recycle) if recycle else set()
+        made: list[Spare] = [(recycle[path][0], batch.pop(path).limits) for path in recycled]
         for name in spares:
             try:
                 if not self.cgroups.make_spare(name):
                     return self._remove(batch, force), made, False
             except OSError as e:  # (tried again at the next launch)
                 self.log.warning("isolation.spare_failed", cgroup=name, error=str(e))
-                batch = {**batch, name: (0.0, 1, ())}  # (what of it was made goes)
+                batch = {**batch, name: Due(0.0, 1)}  # (what of it was made goes)
                 break
-            made.append(name)
+            made.append((name, None))
         return self._remove(batch, force), made, True
 
-    def _remove(
-        self, batch: dict[str, tuple[float, int, tuple[Path, ...]]], force: bool
-    ) -> dict[str, tuple[int, tuple[Path, ...]]]:
-        left: dict[str, tuple[int, tuple[Path, ...]]] = {}
-        for path, (_, tries, files) in batch.items():
+    def _remove(self, batch: dict[str, Due], force: bool) -> dict[str, Due]:
+        left: dict[str, Due] = {}
+        for path, due in batch.items():
+            tries, files = due.tries, due.files
             last = force or tries >= len(RETRY)
             try:
                 # a task that left nothing charged (wrote no file): no look at its files,
@@ -201,7 +263,7 @@ class Upkeep:
                 if last:  # left for the next start's recovery to clean
                     self.log.warning("isolation.destroy_failed", cgroup=path, error=str(e))
                     continue
-            left[path] = (tries, files)
+            left[path] = due
         return left
 
 

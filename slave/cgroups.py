@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
-import time
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from stat import S_ISDIR
 from typing import Protocol
+
+from slave import cgroupfs as fs
 
 PERIOD_US = 100_000  # CFS period: the quota is the cpus' share of it
 MIN_QUOTA_US = 1_000  # the kernel refuses less
@@ -42,15 +40,29 @@ class Usage:
 class Cgroups(Protocol):
     version: int
 
-    def create(self, name: str, limits: Limits, spare: str | None = None) -> bool:
+    def create(
+        self, name: str, limits: Limits, spare: str | None = None, held: Limits | None = None
+    ) -> bool:
         """Make it (or set the limits of one there) with `limits`. `spare`: an empty
-        cgroup made ahead beside it (`make_spare`), renamed to `name` where the kernel can
-        (v1): no mkdir on the task's path. True if the spare was used."""
+        cgroup made ahead beside it (`make_spare`, or `recycle`), renamed to `name` where
+        the kernel can (v1): no mkdir on the task's path; `held`: the limits a recycled
+        spare still has (only what differs is written), None for a new one's defaults.
+        True if the spare was used."""
         ...
 
     def make_spare(self, name: str) -> bool:
         """Make an empty cgroup ahead, with no limits (blocking: from a thread). False if
         this version cannot rename one into a container (v2)."""
+        ...
+
+    def recycle(self, finished: dict[str, tuple[str, Limits]]) -> set[str]:
+        """(Blocking: from a thread.) Rename each finished cgroup (its task's processes
+        gone) to a spare's name (`finished`: that name, and the limits the cgroup holds)
+        for another task, if it is surely as good as new once its counters are reset: no
+        process or cgroup left in it, nothing charged to its memory (no page of its task's
+        to charge the next), no OOM kill and no CFS throttling counted (neither count can
+        be reset); then its peaks and CPU time are reset. The ones recycled; the others
+        are removed as before. None on v2 (cgroup2 renames no cgroup)."""
         ...
 
     def procs_files(self, name: str) -> list[Path]:
@@ -105,210 +117,13 @@ def weight(cpus: float) -> int:
     return min(10_000, max(1, round(100 * cpus)))
 
 
+def _bytes(mem_mb: float | None) -> int:
+    """A memory limit in bytes, -1 for none (as v1 writes and reads it: unlimited)."""
+    return -1 if mem_mb is None else int(mem_mb * MB)
+
+
 def quota_us(cpus: float) -> int:
     return max(MIN_QUOTA_US, round(cpus * PERIOD_US))
-
-
-class At:
-    """A path below a directory held open (a v1 hierarchy's mount): the kernel walks it
-    from there, not from / through /sys, /sys/fs/cgroup and the hierarchy's mount. A task
-    costs some forty cgroupfs paths (renamed, written, read, removed), and each whole
-    walk took about 5 us here, a fifth of what a task's cgroups cost the slave."""
-
-    __slots__ = ("dir_fd", "rel")
-
-    def __init__(self, dir_fd: int, rel: str) -> None:
-        self.dir_fd = dir_fd
-        self.rel = rel
-
-    def __truediv__(self, part: str) -> At:
-        return At(self.dir_fd, f"{self.rel}/{part}")
-
-
-Loc = Path | At
-
-
-def _open(loc: Loc, flags: int, mode: int = 0o777) -> int:
-    if isinstance(loc, At):
-        return os.open(loc.rel, flags, mode, dir_fd=loc.dir_fd)
-    return os.open(loc, flags, mode)
-
-
-def _write(path: Loc, value: object) -> None:
-    fd = _open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)  # (raw: see _read)
-    try:
-        os.write(fd, str(value).encode())
-    finally:
-        os.close(fd)
-
-
-def _rename_all(mounts: list[int], old: str, new: str) -> bool:
-    """`old` renamed `new` in every hierarchy (its mount's fd); False (and where it went,
-    back) if not."""
-    done: list[int] = []
-    for fd in mounts:
-        try:
-            os.rename(old, new, src_dir_fd=fd, dst_dir_fd=fd)
-        except OSError:
-            for back in done:
-                with contextlib.suppress(OSError):
-                    os.rename(new, old, src_dir_fd=back, dst_dir_fd=back)
-            return False
-        done.append(fd)
-    return True
-
-
-def _mkdir(path: Loc) -> bool:
-    """Make a cgroup (and its parents); False if it was there."""
-    try:
-        if isinstance(path, At):
-            os.mkdir(path.rel, dir_fd=path.dir_fd)
-        else:
-            os.mkdir(path)
-    except FileExistsError:
-        return False
-    except FileNotFoundError:
-        if isinstance(path, At):
-            parts = path.rel.split("/")
-            for i in range(1, len(parts)):
-                with contextlib.suppress(FileExistsError):
-                    os.mkdir("/".join(parts[:i]), dir_fd=path.dir_fd)
-            return _mkdir(path)
-        path.mkdir(parents=True, exist_ok=True)
-    return True
-
-
-def _read(path: Loc) -> str:
-    # raw os calls: a slave reads a few files a task every few seconds, and open()'s
-    # buffered text layer costs several times the read itself
-    fd = _open(path, os.O_RDONLY)
-    try:
-        return os.read(fd, 65536).decode()
-    finally:
-        os.close(fd)
-
-
-def _keyed(path: Loc) -> dict[str, int]:
-    """A flat keyed file ("name value" lines) such as cpu.stat or memory.events."""
-    out: dict[str, int] = {}
-    with contextlib.suppress(OSError):
-        for line in _read(path).splitlines():
-            key, _, value = line.partition(" ")
-            with contextlib.suppress(ValueError):
-                out[key] = int(value.split()[0])
-    return out
-
-
-def _int(path: Loc, default: int = 0) -> int:
-    try:
-        return int(_read(path).split()[0])
-    except (OSError, ValueError, IndexError):
-        return default
-
-
-def _kill(tops: list[Path], kill_file: Path | None = None) -> None:
-    """SIGKILL what is in `tops` and below them until they are empty (a forking task may
-    race us), then remove the cgroups below them (podman's, for a container image under a
-    task's cgroup). `kill_file` is v2's cgroup.kill, which does it atomically."""
-    dirs = [below for d in tops for below in _tree(d)]
-    deadline = time.monotonic() + 10.0
-    while True:
-        pids = {p for d in dirs for p in _procs(d)}
-        if not pids:
-            break
-        if kill_file is not None and kill_file.exists():
-            with contextlib.suppress(OSError):
-                _write(kill_file, 1)
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
-        if time.monotonic() > deadline:
-            raise OSError(f"cgroup {dirs[0]} still holds processes {sorted(pids)}")
-        time.sleep(0.01)  # dying processes leave the cgroup within a few ms
-    _rmdirs([d for d in dirs if d not in tops], deadline)
-
-
-def _rmdirs(dirs: list[Path], deadline: float) -> None:
-    for d in dirs:
-        while True:
-            try:
-                d.rmdir()
-                break
-            except FileNotFoundError:
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.01)
-
-
-def _tree(d: Path) -> list[Path]:
-    """`d` and the cgroups under it, the deepest first (the order rmdir takes them)."""
-    below: list[Path] = []
-    with contextlib.suppress(OSError):
-        for entry in os.scandir(d):
-            if entry.is_dir(follow_symlinks=False):
-                below += _tree(Path(entry.path))
-    return [*below, d]
-
-
-def _rmdir(d: Loc) -> bool:
-    """Remove one empty cgroup; True if it is gone."""
-    try:
-        if isinstance(d, At):
-            os.rmdir(d.rel, dir_fd=d.dir_fd)
-        else:
-            d.rmdir()
-    except FileNotFoundError:
-        pass
-    except OSError:
-        return False
-    return True
-
-
-# what a memory cgroup may hold at its end without a reclaim: the kernel's per-cpu charge
-# stock (64 pages) and a page or two; the reclaim (v1's force_empty) costs milliseconds of
-# CPU whatever it finds, too much for each task of a task loop
-SMALL_CHARGE = 1 << 20
-
-
-def _drop_cache(charged: int, stat: Path, dirty: tuple[str, ...], drop: Path, force: bool) -> bool:
-    """Empty a memory cgroup of its page cache before its rmdir (its processes gone), if
-    it holds more than SMALL_CHARGE (`charged`, its kernel memory not counted: the kernel
-    hands that to the parent). False while some of it is dirty or under writeback: the
-    kernel writes it back within its dirty_expire (30 s), sooner for what was handed to it
-    (`forget_files`); `force` goes on without it (it may then linger as a zombie)."""
-    if charged <= SMALL_CHARGE:
-        return True
-    counts = _keyed(stat)
-    if sum(counts.get(key, 0) for key in dirty):
-        return force  # (forced, not dropped: it would reclaim in vain for up to 100 ms)
-    if drop.exists():
-        with contextlib.suppress(OSError):  # (v2's memory.reclaim: EAGAIN if it fell short)
-            _write(drop, 0 if drop.name == "memory.force_empty" else charged)
-    return True
-
-
-def _isdir(d: At) -> bool:
-    try:
-        return S_ISDIR(os.stat(d.rel, dir_fd=d.dir_fd).st_mode)
-    except OSError:
-        return False
-
-
-def _procs(d: Loc) -> list[int]:
-    try:
-        return [int(p) for p in _read(d / "cgroup.procs").split()]
-    except (OSError, ValueError):
-        return []
-
-
-def _distinct(mounts: Iterable[Path]) -> list[Path]:
-    """One path a hierarchy (cpu and cpuacct mounted together are one)."""
-    seen: dict[str, Path] = {}
-    for mount in mounts:
-        seen.setdefault(os.path.realpath(mount), mount)
-    return list(seen.values())
 
 
 class CgroupsV1:
@@ -323,15 +138,15 @@ class CgroupsV1:
         # mkdir, a migration and an rmdir a task
         wanted = [c for c in self.CONTROLLERS if pids or c != "pids"]
         self.mounts = {c: root / c for c in wanted if (root / c).is_dir()}
-        self.hierarchies = _distinct(self.mounts.values())
+        self.hierarchies = fs.distinct(self.mounts.values())
         # cleaning looks in every hierarchy: a slave started before with a pids limit used
         # that one, and podman (a task's image) makes the task's path in all of them
-        self.all_hierarchies = _distinct(
+        self.all_hierarchies = fs.distinct(
             sorted(p for p in root.iterdir() if (p / "cgroup.procs").exists())
         )
         # swap accounting is on (each memory cgroup has a memory+swap limit too)
         self.memsw = (root / "memory" / "memory.memsw.limit_in_bytes").exists()
-        # each mount held open: the paths of a task's cgroups are walked from there (At)
+        # each mount held open: the paths of a task's cgroups are walked from there (fs.At)
         self._fds = {
             m: os.open(m, os.O_PATH | os.O_DIRECTORY)
             for m in {*self.hierarchies, *self.all_hierarchies}
@@ -342,46 +157,117 @@ class CgroupsV1:
             with contextlib.suppress(OSError):
                 os.close(fd)
 
-    def _in(self, mount: Path, name: str) -> At:
-        return At(self._fds[mount], name)
+    def _in(self, mount: Path, name: str) -> fs.At:
+        return fs.At(self._fds[mount], name)
 
-    def _at(self, controller: str, name: str) -> At | None:
+    def _at(self, controller: str, name: str) -> fs.At | None:
         mount = self.mounts.get(controller)
         return self._in(mount, name) if mount is not None else None
 
     def make_spare(self, name: str) -> bool:
         for mount in self.hierarchies:
-            _mkdir(self._in(mount, name))
+            fs.mkdir(self._in(mount, name))
         return True
 
-    def create(self, name: str, limits: Limits, spare: str | None = None) -> bool:
-        used = spare is not None and _rename_all(
+    def create(
+        self, name: str, limits: Limits, spare: str | None = None, held: Limits | None = None
+    ) -> bool:
+        used = spare is not None and fs.rename_all(
             [self._fds[m] for m in self.hierarchies], spare, name
         )
         if used:
             made = dict.fromkeys(self.hierarchies, True)
         else:
-            made = {mount: _mkdir(self._in(mount, name)) for mount in self.hierarchies}
-        # only what differs from a new cgroup's defaults is written (the CFS period is
-        # the kernel's default, PERIOD_US)
+            made, held = {m: fs.mkdir(self._in(m, name)) for m in self.hierarchies}, None
+        # only what differs from a new cgroup's defaults, or from what a recycled spare
+        # holds, is written (the CFS period is the kernel's default, PERIOD_US)
         if (cpu := self._at("cpu", name)) is not None:
-            _write(cpu / "cpu.shares", shares(limits.cpus))
-            if limits.cfs:
-                _write(cpu / "cpu.cfs_quota_us", quota_us(limits.cpus))
-        if (mem := self._at("memory", name)) is not None and limits.mem_mb is not None:
-            limit = int(limits.mem_mb * MB)
-            files = ["memory.limit_in_bytes"]
-            if self.memsw:
-                # memory <= memory+swap at every step: to grow, memsw goes first (a new
-                # cgroup's limits are unlimited: memory first)
-                new = made[self.mounts["memory"]]
-                growing = not new and limit > _int(mem / "memory.limit_in_bytes")
-                files.insert(0 if growing else 1, "memory.memsw.limit_in_bytes")
-            for name_ in files:
-                _write(mem / name_, limit)
-        if (pids := self._at("pids", name)) is not None and limits.max_pids is not None:
-            _write(pids / "pids.max", limits.max_pids)
+            if held is None or shares(held.cpus) != shares(limits.cpus):
+                fs.write(cpu / "cpu.shares", shares(limits.cpus))
+            quota = quota_us(limits.cpus) if limits.cfs else -1
+            if (limits.cfs and held is None) or (
+                held is not None and quota != (quota_us(held.cpus) if held.cfs else -1)
+            ):
+                fs.write(cpu / "cpu.cfs_quota_us", quota)
+        if (mem := self._at("memory", name)) is not None:
+            if held is not None:
+                self._memory(mem, _bytes(limits.mem_mb), _bytes(held.mem_mb))
+            elif limits.mem_mb is not None:
+                new = made[self.mounts["memory"]]  # (else an executor's, resized)
+                was = -1 if new else fs.read_int(mem / "memory.limit_in_bytes")
+                self._memory(mem, _bytes(limits.mem_mb), was)
+        if (pids := self._at("pids", name)) is not None:
+            if limits.max_pids is not None and (held is None or held.max_pids != limits.max_pids):
+                fs.write(pids / "pids.max", limits.max_pids)
+            elif limits.max_pids is None and held is not None and held.max_pids is not None:
+                fs.write(pids / "pids.max", "max")
         return used
+
+    def _memory(self, mem: fs.At, limit: int, was: int) -> None:
+        """Set its memory limit (-1: none) from `was` (-1: none, a new cgroup's)."""
+        if limit == was:
+            return
+        files = ["memory.limit_in_bytes"]
+        if self.memsw:
+            # memory <= memory+swap at every step: to grow, memsw goes first (a new
+            # cgroup's limits are unlimited: memory first)
+            growing = was != -1 and (limit == -1 or limit > was)
+            files.insert(0 if growing else 1, "memory.memsw.limit_in_bytes")
+        for file in files:
+            fs.write(mem / file, limit)
+
+    def recycle(self, finished: dict[str, tuple[str, Limits]]) -> set[str]:
+        if not finished:
+            return set()
+        # podman's: a task's path made in other hierarchies (where the slave's parent is)
+        parents = {os.path.dirname(name) for name in finished}
+        others = [
+            m
+            for m in self.all_hierarchies
+            if m not in self.hierarchies and any(fs.isdir(self._in(m, p)) for p in parents)
+        ]
+        fds = [self._fds[m] for m in self.hierarchies]
+        done: set[str] = set()
+        for name, (spare, held) in finished.items():
+            try:
+                if any(fs.isdir(self._in(m, name)) for m in others):
+                    continue
+                if self._as_new(name, held):
+                    self.reset(name)
+                    if fs.rename_all(fds, name, spare):
+                        done.add(name)
+            except OSError:  # (removed instead)
+                continue
+        return done
+
+    def _as_new(self, name: str, held: Limits) -> bool:
+        """Nothing of its last task is left in it but counters that `reset` resets."""
+        # (what fails most often first: a task that wrote a file left its page cache)
+        if (mem := self._at("memory", name)) is not None:
+            # (memory+swap holds memory: one read; kernel memory is charged to it too)
+            charged = "memory.memsw.usage_in_bytes" if self.memsw else "memory.usage_in_bytes"
+            if fs.read_int(mem / charged, -1) != 0:
+                return False
+            if fs.keyed(mem / "memory.oom_control").get("oom_kill", -1) != 0:
+                return False
+        for mount in self.hierarchies:
+            at = self._in(mount, name)
+            if fs.subdirs(at) != 0 or fs.procs(at):
+                return False
+        # (a cgroup with no CFS quota of its own is never throttled: its parents have none)
+        cpu = self._at("cpu", name)
+        return not (
+            held.cfs and cpu is not None and fs.keyed(cpu / "cpu.stat").get("nr_throttled", -1)
+        )
+
+    def reset(self, name: str) -> None:
+        """Its memory peaks (to what is charged now) and CPU time reset; OSError if not."""
+        if (mem := self._at("memory", name)) is not None:
+            fs.write(mem / "memory.max_usage_in_bytes", 0)
+            if self.memsw:
+                fs.write(mem / "memory.memsw.max_usage_in_bytes", 0)
+        if (acct := self._at("cpuacct", name)) is not None:
+            fs.write(acct / "cpuacct.usage", 0)  # (its user and system times with it)
 
     def procs_files(self, name: str) -> list[Path]:
         # `tasks`, not cgroup.procs: moving the writing thread alone (the shell's only one)
@@ -391,37 +277,37 @@ class CgroupsV1:
 
     def pids(self, name: str) -> list[int]:
         # (one hierarchy: a process joins all of ours before it runs anything)
-        return sorted(_procs(self._in(self.hierarchies[-1], name)))
+        return sorted(fs.procs(self._in(self.hierarchies[-1], name)))
 
     def usage(self, name: str) -> Usage:
         usage = Usage()
         if (acct := self._at("cpuacct", name)) is not None:
-            if (user := _int(acct / "cpuacct.usage_user", -1)) >= 0:
+            if (user := fs.read_int(acct / "cpuacct.usage_user", -1)) >= 0:
                 usage.cpu_user_seconds = user / 1e9
-                usage.cpu_system_seconds = _int(acct / "cpuacct.usage_sys") / 1e9
+                usage.cpu_system_seconds = fs.read_int(acct / "cpuacct.usage_sys") / 1e9
             else:  # older kernels: ticks of USER_HZ
-                stat = _keyed(acct / "cpuacct.stat")
+                stat = fs.keyed(acct / "cpuacct.stat")
                 hz = os.sysconf("SC_CLK_TCK")
                 usage.cpu_user_seconds = stat.get("user", 0) / hz
                 usage.cpu_system_seconds = stat.get("system", 0) / hz
         if (cpu := self._at("cpu", name)) is not None:
-            usage.cpu_throttled_seconds = _keyed(cpu / "cpu.stat").get("throttled_time", 0) / 1e9
+            usage.cpu_throttled_seconds = fs.keyed(cpu / "cpu.stat").get("throttled_time", 0) / 1e9
         if (mem := self._at("memory", name)) is not None:
-            usage.memory_bytes = _int(mem / "memory.usage_in_bytes")
-            usage.memory_peak_bytes = _int(mem / "memory.max_usage_in_bytes")
+            usage.memory_bytes = fs.read_int(mem / "memory.usage_in_bytes")
+            usage.memory_peak_bytes = fs.read_int(mem / "memory.max_usage_in_bytes")
         return usage
 
     def oom_kills(self, name: str) -> int:
         mem = self._at("memory", name)
-        return _keyed(mem / "memory.oom_control").get("oom_kill", 0) if mem else 0
+        return fs.keyed(mem / "memory.oom_control").get("oom_kill", 0) if mem else 0
 
     def memory_limit(self, name: str) -> int | None:
         mem = self._at("memory", name)
-        return _int(mem / "memory.limit_in_bytes") if mem else None
+        return fs.read_int(mem / "memory.limit_in_bytes") if mem else None
 
     def uncharged(self, name: str) -> bool:
         mem = self._at("memory", name)
-        return mem is None or _int(mem / "memory.usage_in_bytes", -1) == 0
+        return mem is None or fs.read_int(mem / "memory.usage_in_bytes", -1) == 0
 
     def children(self, parent: str) -> list[str]:
         names: set[str] = set()
@@ -434,7 +320,7 @@ class CgroupsV1:
         return self.hierarchies[0] / name
 
     def kill(self, name: str) -> None:
-        _kill([m / name for m in self.all_hierarchies if (m / name).is_dir()])
+        fs.kill([m / name for m in self.all_hierarchies if (m / name).is_dir()])
 
     def release(self, name: str, force: bool = False, memory: bool = True) -> bool:
         mem = self.mounts.get("memory")
@@ -443,9 +329,9 @@ class CgroupsV1:
         # enough to look for: a failed rmdir costs more than a stat)
         gone = all(
             [
-                _rmdir(self._in(m, name))
+                fs.rmdir(self._in(m, name))
                 for m in self.all_hierarchies
-                if m != mem and (m in self.hierarchies or _isdir(self._in(m, parent)))
+                if m != mem and (m in self.hierarchies or fs.isdir(self._in(m, parent)))
             ]
         )
         if mem is None:
@@ -453,14 +339,15 @@ class CgroupsV1:
         if not memory:
             return False
         at, d = self._in(mem, name), mem / name
-        drained = _drop_cache(
-            _int(at / "memory.usage_in_bytes") - _int(at / "memory.kmem.usage_in_bytes"),
+        drained = fs.drop_cache(
+            fs.read_int(at / "memory.usage_in_bytes")
+            - fs.read_int(at / "memory.kmem.usage_in_bytes"),
             d / "memory.stat",
             ("dirty", "writeback"),
             d / "memory.force_empty",
             force,
         )
-        return drained and _rmdir(at) and gone
+        return drained and fs.rmdir(at) and gone
 
     def destroy(self, name: str) -> None:
         self.kill(name)
@@ -483,62 +370,67 @@ class CgroupsV2:
     def _enable_controllers(self, parent: Path) -> set[str]:
         if (enabled := self._enabled.get(parent)) is not None:
             return enabled
-        available = set(_read(parent / "cgroup.controllers").split())
+        available = set(fs.read(parent / "cgroup.controllers").split())
         wanted = [c for c in self.CONTROLLERS if c in available]
         if wanted:
-            _write(parent / "cgroup.subtree_control", " ".join(f"+{c}" for c in wanted))
+            fs.write(parent / "cgroup.subtree_control", " ".join(f"+{c}" for c in wanted))
         self._enabled[parent] = set(wanted)
         return self._enabled[parent]
 
     def make_spare(self, name: str) -> bool:
         return False  # (cgroup2 renames no cgroup)
 
-    def create(self, name: str, limits: Limits, spare: str | None = None) -> bool:
+    def recycle(self, finished: dict[str, tuple[str, Limits]]) -> set[str]:
+        return set()  # (nor can memory.peak be reset before kernel 6.12)
+
+    def create(
+        self, name: str, limits: Limits, spare: str | None = None, held: Limits | None = None
+    ) -> bool:
         path = self.root
         for part in name.split("/"):
             enabled = self._enable_controllers(path)
             path = path / part
             path.mkdir(exist_ok=True)
         if "cpu" in enabled:
-            _write(path / "cpu.weight", weight(limits.cpus))
+            fs.write(path / "cpu.weight", weight(limits.cpus))
             if limits.cfs:
-                _write(path / "cpu.max", f"{quota_us(limits.cpus)} {PERIOD_US}")
+                fs.write(path / "cpu.max", f"{quota_us(limits.cpus)} {PERIOD_US}")
         if "memory" in enabled and limits.mem_mb is not None:
-            _write(path / "memory.max", int(limits.mem_mb * MB))
+            fs.write(path / "memory.max", int(limits.mem_mb * MB))
             if (path / "memory.swap.max").exists():  # no swap: the limit is the limit
-                _write(path / "memory.swap.max", 0)
+                fs.write(path / "memory.swap.max", 0)
         if "pids" in enabled and limits.max_pids is not None:
-            _write(path / "pids.max", limits.max_pids)
+            fs.write(path / "pids.max", limits.max_pids)
         return False
 
     def procs_files(self, name: str) -> list[Path]:
         return [self.root / name / "cgroup.procs"]
 
     def pids(self, name: str) -> list[int]:
-        return _procs(self.root / name)
+        return fs.procs(self.root / name)
 
     def usage(self, name: str) -> Usage:
         path = self.root / name
-        cpu = _keyed(path / "cpu.stat")
-        current = _int(path / "memory.current")
+        cpu = fs.keyed(path / "cpu.stat")
+        current = fs.read_int(path / "memory.current")
         return Usage(
             cpu_user_seconds=cpu.get("user_usec", 0) / 1e6,
             cpu_system_seconds=cpu.get("system_usec", 0) / 1e6,
             cpu_throttled_seconds=cpu.get("throttled_usec", 0) / 1e6,
             memory_bytes=current,
-            memory_peak_bytes=_int(path / "memory.peak", current),  # (kernel 5.19+)
+            memory_peak_bytes=fs.read_int(path / "memory.peak", current),  # (kernel 5.19+)
         )
 
     def oom_kills(self, name: str) -> int:
-        return _keyed(self.root / name / "memory.events").get("oom_kill", 0)
+        return fs.keyed(self.root / name / "memory.events").get("oom_kill", 0)
 
     def uncharged(self, name: str) -> bool:
-        return _int(self.root / name / "memory.current", -1) == 0
+        return fs.read_int(self.root / name / "memory.current", -1) == 0
 
     def memory_limit(self, name: str) -> int | None:
         raw = ""
         with contextlib.suppress(OSError):
-            raw = _read(self.root / name / "memory.max").strip()
+            raw = fs.read(self.root / name / "memory.max").strip()
         return int(raw) if raw.isdigit() else None
 
     def children(self, parent: str) -> list[str]:
@@ -554,20 +446,20 @@ class CgroupsV2:
     def kill(self, name: str) -> None:
         path = self.root / name
         if path.is_dir():
-            _kill([path], path / "cgroup.kill")
+            fs.kill([path], path / "cgroup.kill")
 
     def release(self, name: str, force: bool = False, memory: bool = True) -> bool:
         d = self.root / name
         if not memory:
             return False
-        drained = _drop_cache(
-            _int(d / "memory.current") - _keyed(d / "memory.stat").get("kernel", 0),
+        drained = fs.drop_cache(
+            fs.read_int(d / "memory.current") - fs.keyed(d / "memory.stat").get("kernel", 0),
             d / "memory.stat",
             ("file_dirty", "file_writeback"),
             d / "memory.reclaim",  # (kernel 5.19+; without it, nothing is dropped)
             force,
         )
-        return drained and _rmdir(d)
+        return drained and fs.rmdir(d)
 
     def destroy(self, name: str) -> None:
         self.kill(name)
@@ -578,7 +470,7 @@ class CgroupsV2:
 def detect(root: Path = Path("/sys/fs/cgroup"), pids: bool = True) -> Cgroups | str:
     """The cgroups this host lets us write, or why not (a sentence for the warning)."""
     if (root / "cgroup.controllers").exists():  # cgroup v2 mounted at the root
-        available = set(_read(root / "cgroup.controllers").split())
+        available = set(fs.read(root / "cgroup.controllers").split())
         missing = {"cpu", "memory"} - available
         if missing:
             return f"cgroup v2 at {root} lacks the {', '.join(sorted(missing))} controller"

@@ -243,11 +243,15 @@ class CgroupsIsolator:
         container = self.adopt(name)
         if container.path in self.upkeep:  # (a task id used again, its old cgroup due)
             await self.upkeep.take_back(container.path)
-        # in the loop, not a thread: a spare renamed (v1) and a few writes, no disk behind
-        # them, well under a millisecond; a thread hop per task costs as much
-        spare = self.upkeep.spare()
-        if not self.cgroups.create(container.path, limits, spare) and spare is not None:
+        # in the loop, not a thread: a spare renamed (v1) and what of its limits differs
+        # (none, for a recycled one of a task loop's), no disk behind them, well under a
+        # millisecond; a thread hop per task costs as much
+        spare = self.upkeep.spare(limits)
+        made_ahead, held = spare or (None, None)
+        self.upkeep.limits.pop(container.path, None)  # (known again once all is written)
+        if not self.cgroups.create(container.path, limits, made_ahead, held) and spare:
             self.upkeep.unused(spare)  # (the container was there: an executor's, resized)
+        self.upkeep.limits[container.path] = limits
         return container
 
     def adopt(self, name: str) -> CgroupContainer:
