@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.common import bounds, held_by_limits
+from benchmarks.common import bounds, held_by_limits, table
 from benchmarks.e2e import Flood
 from cluster.local.secure import as_principal, provision
 from cluster.local.view import wait_state
@@ -126,11 +126,40 @@ async def flooder(url: BrokerURL, cluster: str, seconds: float) -> None:
     print(json.dumps(report), flush=True)
 
 
-async def rate(floods: list[Flood], seconds: float) -> float:
+def cpu_seconds(pid: int | None) -> float:
+    """A process's CPU time so far, user and system, its threads included (0: gone)."""
+    if pid is None:
+        return 0.0
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def machine_busy() -> float:
+    """CPU-seconds the whole machine has been busy (every core, every process)."""
+    ticks = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = ticks[3] + ticks[4]  # idle, iowait
+    return (sum(ticks[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+Pids = dict[str, int | None]
+
+
+async def rate(floods: list[Flood], seconds: float, pids: Pids) -> tuple[float, dict[str, float]]:
+    """A's tasks a second over a window of `seconds`, and each process's share of a core
+    meanwhile (`others`: the rest of the machine's)."""
     before = sum(len(f.finished) for f in floods)
+    cpu = {name: cpu_seconds(pid) for name, pid in pids.items()}
+    busy = machine_busy()
     started = time.perf_counter()
     await asyncio.sleep(seconds)  # the measurement's own window, not a wait for a condition
-    return (sum(len(f.finished) for f in floods) - before) / (time.perf_counter() - started)
+    took = time.perf_counter() - started
+    done = sum(len(f.finished) for f in floods) - before
+    used = {name: (cpu_seconds(pid) - cpu[name]) / took for name, pid in pids.items()}
+    used["others"] = max(0.0, (machine_busy() - busy) / took - sum(used.values()))
+    return done / took, used
 
 
 async def main(seconds: float, slaves: int, nice: int) -> None:
@@ -161,7 +190,9 @@ async def main(seconds: float, slaves: int, nice: int) -> None:
                                  cluster=cluster, role="A")  # fmt: skip
         await driver.start()
         await asyncio.sleep(2)  # warm up
-        alone = await rate([a], seconds)
+        pids: Pids = {"master": master.pid, "slaves": slave.pid, "A": os.getpid(),
+                      "F": None, "mosquitto": broker.pid}  # fmt: skip
+        alone, cpu_alone = await rate([a], seconds, pids)
         f_url = f"{url.scheme}://F@{url.host}:{url.port}"  # (the secret in a file, not argv)
         niced = ["nice", "-n", str(nice)] if nice else []
         flood = await asyncio.create_subprocess_exec(
@@ -172,10 +203,10 @@ async def main(seconds: float, slaves: int, nice: int) -> None:
         assert flood.stdout is not None
         await flood.stdout.readline()  # ready
         await asyncio.sleep(0.5)  # the flood under way
-        flooded = await rate([a], seconds)
+        flooded, cpu_flood = await rate([a], seconds, {**pids, "F": flood.pid})
         out, _ = await flood.communicate()
         owed = json.loads(out.decode().strip().splitlines()[-1])
-        again = await rate([a], seconds)
+        again, cpu_again = await rate([a], seconds, pids)
         driver.stop()
         await driver.join()
         held = await asyncio.to_thread(held_by_limits, up.web_ui, "ops", store.secret_file("ops"))
@@ -191,6 +222,12 @@ async def main(seconds: float, slaves: int, nice: int) -> None:
     print(f"A tasks/s: alone {alone:,.0f}, with the flood {flooded:,.0f}, alone again {again:,.0f}")
     print(f"F (nice {nice}) sent {owed['sent'] / (seconds + 1):,.0f} calls/s; {json.dumps(owed)}")
     print(f"the master's rate limits (its defaults): {held}")
+    phases = {"alone": cpu_alone, "flood": cpu_flood, "again": cpu_again}
+    names = [*pids, "others"]
+    rows = [[phase, *(f"{used[n]:.0%}" for n in names), f"{sum(used.values()):.0%}"]
+            for phase, used in phases.items()]  # fmt: skip
+    print("each process's CPU, % of one core (2 cores: 200%):")
+    print(table(["phase", *names, "all"], rows))
     ok_owed = owed["ended"] == owed["launched"] and not end.offers
     f_held, a_held = held.by_principal.get("F", (0, 0, 0)), held.by_principal.get("A", (0, 0, 0))
     print(
