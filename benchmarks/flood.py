@@ -162,7 +162,19 @@ async def rate(floods: list[Flood], seconds: float, pids: Pids) -> tuple[float, 
     return done / took, used
 
 
-async def main(seconds: float, slaves: int, nice: int) -> None:
+def burn(share: float, seconds: float) -> None:
+    """The control's process: busy for `share` of a core (at most: as much as it gets) for
+    `seconds`, sending nothing; what the flooder's own process costs the others on a
+    shared machine, without the flood."""
+    started, cpu = time.monotonic(), time.process_time()
+    while (now := time.monotonic()) < started + seconds:
+        if time.process_time() - cpu < share * (now - started):
+            sum(range(10_000))  # (a fraction of a millisecond of work)
+        else:
+            time.sleep(0.001)  # (a process of its own: no event loop to block)
+
+
+async def main(seconds: float, slaves: int, nice: int, master_args: list[str]) -> None:
     store = provision(Path(tempfile.mkdtemp(prefix="drfmesos-flood-auth-")), PRINCIPALS)
     broker = MosquittoBroker(auth=store.path, tls=True)
     await broker.start()
@@ -177,7 +189,7 @@ async def main(seconds: float, slaves: int, nice: int) -> None:
     master = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "cluster", "master", *args("master"),
         "--allocation-interval", "0.5", "--http", "127.0.0.1:0",
-        "--principals", str(store.principals_file), env=env)  # fmt: skip
+        "--principals", str(store.principals_file), *master_args, env=env)  # fmt: skip
     slave = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "cluster", "slave", *args("slaves"), "--count", str(slaves),
         "--simulated-tasks", "--resources", "cpus:4;mem:4096",
@@ -207,6 +219,13 @@ async def main(seconds: float, slaves: int, nice: int) -> None:
         out, _ = await flood.communicate()
         owed = json.loads(out.decode().strip().splitlines()[-1])
         again, cpu_again = await rate([a], seconds, pids)
+        # the control: a process as busy as F was, sending nothing (nothing to the master)
+        burner = await asyncio.create_subprocess_exec(
+            *niced, sys.executable, "-m", "benchmarks.flood", "--burn", str(cpu_flood["F"]),
+            "--seconds", str(seconds + 1), env=env)  # fmt: skip
+        await asyncio.sleep(0.5)  # (busy from its start: nothing to wait for)
+        busy, cpu_busy = await rate([a], seconds, {**pids, "F": burner.pid})
+        await burner.wait()
         driver.stop()
         await driver.join()
         held = await asyncio.to_thread(held_by_limits, up.web_ui, "ops", store.secret_file("ops"))
@@ -221,12 +240,18 @@ async def main(seconds: float, slaves: int, nice: int) -> None:
     print(f"flood: {slaves} simulated slaves, A's e2e workload, F flooding, {seconds:g}s phases")
     print(f"A tasks/s: alone {alone:,.0f}, with the flood {flooded:,.0f}, alone again {again:,.0f}")
     print(f"F (nice {nice}) sent {owed['sent'] / (seconds + 1):,.0f} calls/s; {json.dumps(owed)}")
-    print(f"the master's rate limits (its defaults): {held}")
-    phases = {"alone": cpu_alone, "flood": cpu_flood, "again": cpu_again}
+    beyond = f", and {' '.join(master_args)}" if master_args else ""
+    print(f"the master's rate limits (its defaults{beyond}): {held}")
+    print(
+        f"A tasks/s beside a process as busy as F ({cpu_busy['F']:.0%} of a core), sending"
+        f" nothing: {busy:,.0f}, {busy / base:.2f} of its rate alone: what F's own process"
+        " costs A on this machine, flood or not (not a bound)"
+    )
+    phases = {"alone": cpu_alone, "flood": cpu_flood, "again": cpu_again, "busy": cpu_busy}
     names = [*pids, "others"]
     rows = [[phase, *(f"{used[n]:.0%}" for n in names), f"{sum(used.values()):.0%}"]
             for phase, used in phases.items()]  # fmt: skip
-    print("each process's CPU, % of one core (2 cores: 200%):")
+    print("each process's CPU, % of one core (2 cores: 200%; F in `busy`: the control's):")
     print(table(["phase", *names, "all"], rows))
     ok_owed = owed["ended"] == owed["launched"] and not end.offers
     f_held, a_held = held.by_principal.get("F", (0, 0, 0)), held.by_principal.get("A", (0, 0, 0))
@@ -257,14 +282,23 @@ if __name__ == "__main__":
         help="run the flooder at this niceness: on a shared host, a tenant on a machine "
         "of its own (it still sends as fast as its CPU lets it)",
     )
+    parser.add_argument(
+        "--master-arg",
+        action="append",
+        default=[],
+        help="an option for the master beyond its defaults (--master-arg=--rate-limit=100)",
+    )
     parser.add_argument("--flooder", help=argparse.SUPPRESS)  # the flooder's own process
+    parser.add_argument("--burn", type=float, help=argparse.SUPPRESS)  # the control's process
     parser.add_argument("--ca", help=argparse.SUPPRESS)
     parser.add_argument("--secret-file", help=argparse.SUPPRESS)
     parser.add_argument("--cluster", help=argparse.SUPPRESS)
     args = parser.parse_args()
     logs.configure("warning")
-    if args.flooder:
+    if args.burn is not None:
+        burn(args.burn, args.seconds)
+    elif args.flooder:
         url = BrokerURL.parse(args.flooder, ca=args.ca, secret_file=args.secret_file)
         asyncio.run(flooder(url, args.cluster, args.seconds))
     else:
-        asyncio.run(main(args.seconds, args.slaves, args.nice))
+        asyncio.run(main(args.seconds, args.slaves, args.nice, args.master_arg))
