@@ -247,6 +247,10 @@ async def main(seconds: float, slaves: int, nice: int, master_args: list[str]) -
         f" nothing: {busy:,.0f}, {busy / base:.2f} of its rate alone: what F's own process"
         " costs A on this machine, flood or not (not a bound)"
     )
+    print(
+        f"A tasks/s with the flood / beside the process as busy: {flooded / busy:.2f}: what"
+        " the flood costs A through the broker and the master (not a bound)"
+    )
     phases = {"alone": cpu_alone, "flood": cpu_flood, "again": cpu_again, "busy": cpu_busy}
     names = [*pids, "others"]
     rows = [[phase, *(f"{used[n]:.0%}" for n in names), f"{sum(used.values()):.0%}"]
