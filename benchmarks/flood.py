@@ -8,9 +8,11 @@ A secure cluster as `benchmarks.e2e` runs it (mosquitto with TLS, a master with 
 defaults, 10 simulated slaves). Tenant A fills every offer with small tasks (e2e's
 workload) for three phases of `--seconds`: alone, with the flood, alone again (its rate
 without the flood is the mean of the two, measured in the same run on a machine whose
-speed drifts). The flooder, principal F in a process of its own, is a framework too: it
-launches 20 tasks on its first offers, declines the rest, and, as fast as its process
-can send them, reconciles its tasks and declares its demand. Owed to it: an update
+speed drifts), then a fourth, the control: beside a process as busy as F was that sends
+nothing (what F's own process costs A on a shared machine, flood or not); each process's
+CPU in each phase is printed. The flooder, principal F in a process of its own, is a
+framework too: it launches 20 tasks on its first offers, declines the rest, and, as fast
+as its process can send them, reconciles its tasks and declares its demand. Owed to it: an update
 ending every task it launched (FINISHED, or LOST with REASON_RATE_LIMITED for a launch
 its limit refused), and, after it stops, no offer of its left outstanding.
 """
