@@ -6,17 +6,15 @@ bucket can pay for now is handled now; one it cannot waits in the queue, and the
 handled in order as the bucket fills. Only past the queue's `capacity` is a call refused,
 and the master then undoes what it would have held (see `Master._over_capacity`).
 
-A call is charged by what it costs the master to answer, at least 1: a Reconcile one, one
-more per RECONCILE_TASKS_PER_CHARGE tasks it asks about (walking them), and one per update
-it answers with, charged once answered (`charge`: making and sending an update costs the
-master about what handling a call does, 30-45 us; a task it cannot answer yet, its slave
-not back after a failover, costs only the walk); an Accept one, and one more per
-ACCEPT_TASKS_PER_CHARGE tasks (launching is the cluster's work, which DRF shares out, and
-an SDK framework at full speed launches tens of tasks an Accept; but a thousand tasks the
-master must refuse one by one are not one call). A bucket may go into debt for a big
-call, and the calls behind it wait the debt off, so one huge message cannot dodge the
-limit. (Reconciling 50,000 tasks takes 50 s of the default limit: an operator raises a big
-framework's in the rate limits file.)
+A call is charged by what it costs the master to answer, at least 1: a Reconcile one, and
+one more per RECONCILE_TASKS_PER_CHARGE tasks it asks about (each is answered with an
+update, which the bus sends in lists: at one per task, a framework's 100,000 tasks took
+100 s of its limit to reconcile after a failover, with every other call of it waiting
+behind), an Accept one, and one more per ACCEPT_TASKS_PER_CHARGE tasks (launching is the
+cluster's work, which DRF shares out, and an SDK framework at full speed launches tens of
+tasks an Accept; but a thousand tasks the master must refuse one by one are not one
+call). A bucket may go into debt for a big call, and the calls behind it wait the debt
+off, so one huge message cannot dodge the limit.
 """
 
 from __future__ import annotations
@@ -56,14 +54,12 @@ READ_WHEN_FULL = frozenset({*(t.TYPE for t in FREE), Acknowledges.TYPE, Accept.T
 
 
 ACCEPT_TASKS_PER_CHARGE = 100
-RECONCILE_TASKS_PER_CHARGE = 10  # walking the tasks asked about
-RECONCILE_ANSWER_CHARGE = 1.0  # each update answered, charged once answered (`charge`)
+RECONCILE_TASKS_PER_CHARGE = 10  # 100,000 tasks: 10 s of the default limit
 
 
 def call_cost(message: Wire) -> float | None:
-    """What a call is charged before it is handled (see the module's docstring); None if
-    free. (An implicit Reconcile asks for all the framework's tasks: the master charges
-    that; and a Reconcile's answers once made.)"""
+    """What a call is charged (see the module's docstring); None if free. (An implicit
+    Reconcile asks for all the framework's tasks: the master charges that.)"""
     if isinstance(message, FREE):
         return None
     if isinstance(message, Accept):  # no tasks: the offers given back, free
@@ -153,27 +149,6 @@ class Throttle:
         return len(queue.calls) + calls > limit.capacity and (
             bool(queue.calls) or queue.drainer is not None or queue.wait(self.clock()) > 0
         )
-
-    def charge(self, principal: str, cost: float) -> None:
-        """Charge `principal`'s limit `cost` more for a call it has had handled (what the
-        call turned out to cost: the updates a Reconcile answered with); its calls behind
-        wait the debt off."""
-        key, limit = self.limits.for_principal(principal)
-        queue = self._queues.get(key)
-        if limit.qps is None or queue is None or cost <= 0:
-            return  # (not limited; or never charged before: nothing was handled)
-        queue.refill(self.clock())
-        queue.tokens -= cost
-
-    def balance(self, principal: str) -> float | None:
-        """What `principal`'s bucket holds now, in calls (below 0: in debt); None if it is
-        not limited or has made no charged call."""
-        key, limit = self.limits.for_principal(principal)
-        queue = self._queues.get(key)
-        if limit.qps is None or queue is None:
-            return None
-        queue.refill(self.clock())
-        return queue.tokens
 
     def refused_unread(self, principal: str, calls: int) -> None:
         self.counts.setdefault(principal, PrincipalCounts()).refused += calls

@@ -59,15 +59,7 @@ from protocol.wire.messages import (
     TaskInfo,
 )
 
-from helpers import (
-    Inbox,
-    InProcess,
-    Recorder,
-    eventually,
-    in_process_cluster,
-    open_transport,
-    until,
-)
+from helpers import Inbox, InProcess, eventually, in_process_cluster, open_transport, until
 
 # --- the throttle alone ----------------------------------------------------------------
 
@@ -440,31 +432,6 @@ async def test_a_flood_refused_unread_is_told_in_a_few_errors_counting_its_calls
     said = [e.message for e in limited()]
     assert all(m.startswith("rate limit: ") and "flooder's queue is full" in m for m in said)
     assert "100 calls refused since the last error (Revive 100)" in said[0]
-
-
-async def test_a_reconcile_is_charged_a_call_for_each_update_it_answers_with(
-    tmp_path: Path,
-) -> None:
-    """Making and sending an update costs the master about what handling a call does, so
-    each update a Reconcile answers with is charged as a call: reconciling 300 tasks puts
-    a framework held to 100 calls a second in debt, and its next call waits it off."""
-    config = MasterConfig(allocation_interval=0.1, rate_limits=limits(100, 1000))
-    async with in_process_cluster(CLUSTER, tmp_path, config, slaves=0) as cluster:
-        fw, throttle = Recorder(), cluster.master.throttle
-        driver = SchedulerDriver(fw, name="asker", broker=cluster.connect, cluster=CLUSTER)
-        await driver.start()
-        try:
-            await driver.reconcile_tasks([f"t-{i}" for i in range(300)])
-            await fw.wait(lambda: len(fw.statuses) == 300)
-            (principal,) = throttle.counts
-            balance = throttle.balance(principal)
-            await driver.revive_offers()
-            await eventually(lambda: throttle.counts[principal].throttled == 1)
-        finally:
-            driver.stop()
-            await driver.join()
-    assert balance is not None
-    assert balance < 100 - 300 + 100  # a second's burst, 331 charged, < 1 s paid back
 
 
 async def test_a_framework_past_its_capacity_gets_its_offers_back_in_the_pool(

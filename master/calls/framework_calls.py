@@ -10,7 +10,6 @@ from master.books import Framework, OfferRecord, Task
 from master.ha.registry import FrameworkRecord
 from master.shell import MasterShell
 from master.task_states import as_seen, unknown_task
-from master.throttle import RECONCILE_ANSWER_CHARGE
 from protocol.wire.ids import check_id, shorten, task_problem
 from protocol.wire.messages import (
     Accept,
@@ -491,19 +490,14 @@ class FrameworkCalls:
             ]
         else:
             asked = [(t.task_id, t.slave_id) for t in msg.tasks]
-        answered = 0
-        try:
-            for i, (task_id, slave_id) in enumerate(asked):
-                if i and not i % 256:  # a long list lets the loop breathe (health, rounds)
-                    await asyncio.sleep(0)
-                    if fw.framework_id not in self.shell.books.frameworks:
-                        return  # removed meanwhile
-                status = self._reconciled(fw, task_id, slave_id)
-                if status is not None:  # (the master's own values: see MasterShell.emit_event)
-                    self.shell.send_framework(fw, Update.model_construct(status=status))
-                    answered += 1
-        finally:  # each update it answered with is charged to its limit, as a call
-            self.shell.throttle.charge(caller.principal, answered * RECONCILE_ANSWER_CHARGE)
+        for i, (task_id, slave_id) in enumerate(asked):
+            if i and not i % 256:  # a long list lets the loop breathe (health, rounds)
+                await asyncio.sleep(0)
+                if fw.framework_id not in self.shell.books.frameworks:
+                    return  # removed meanwhile
+            status = self._reconciled(fw, task_id, slave_id)
+            if status is not None:  # (the master's own values: see MasterShell.emit_event)
+                self.shell.send_framework(fw, Update.model_construct(status=status))
 
     def _reconciled(self, fw: Framework, task_id: str, slave_id: str | None) -> TaskStatus | None:
         """What reconciling one task answers (None: nothing yet, ask again later)."""
