@@ -8,9 +8,11 @@ A secure cluster as `benchmarks.e2e` runs it (mosquitto with TLS, a master with 
 defaults, 10 simulated slaves). Tenant A fills every offer with small tasks (e2e's
 workload) for three phases of `--seconds`: alone, with the flood, alone again (its rate
 without the flood is the mean of the two, measured in the same run on a machine whose
-speed drifts). The flooder, principal F in a process of its own, is a framework too: it
-launches 20 tasks on its first offers, declines the rest, and, as fast as its process
-can send them, reconciles its tasks and declares its demand. Owed to it: an update
+speed drifts), then a fourth, the control: beside a process as busy as F was that sends
+nothing (what F's own process costs A on a shared machine, flood or not); each process's
+CPU in each phase is printed. The flooder, principal F in a process of its own, is a
+framework too: it launches 20 tasks on its first offers, declines the rest, and, as fast
+as its process can send them, reconciles its tasks and declares its demand. Owed to it: an update
 ending every task it launched (FINISHED, or LOST with REASON_RATE_LIMITED for a launch
 its limit refused), and, after it stops, no offer of its left outstanding.
 """
@@ -27,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.common import bounds, held_by_limits
+from benchmarks.common import bounds, held_by_limits, table
 from benchmarks.e2e import Flood
 from cluster.local.secure import as_principal, provision
 from cluster.local.view import wait_state
@@ -126,14 +128,55 @@ async def flooder(url: BrokerURL, cluster: str, seconds: float) -> None:
     print(json.dumps(report), flush=True)
 
 
-async def rate(floods: list[Flood], seconds: float) -> float:
+def cpu_seconds(pid: int | None) -> float:
+    """A process's CPU time so far, user and system, its threads included (0: gone)."""
+    if pid is None:
+        return 0.0
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def machine_busy() -> float:
+    """CPU-seconds the whole machine has been busy (every core, every process)."""
+    ticks = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = ticks[3] + ticks[4]  # idle, iowait
+    return (sum(ticks[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+Pids = dict[str, int | None]
+
+
+async def rate(floods: list[Flood], seconds: float, pids: Pids) -> tuple[float, dict[str, float]]:
+    """A's tasks a second over a window of `seconds`, and each process's share of a core
+    meanwhile (`others`: the rest of the machine's)."""
     before = sum(len(f.finished) for f in floods)
+    cpu = {name: cpu_seconds(pid) for name, pid in pids.items()}
+    busy = machine_busy()
     started = time.perf_counter()
     await asyncio.sleep(seconds)  # the measurement's own window, not a wait for a condition
-    return (sum(len(f.finished) for f in floods) - before) / (time.perf_counter() - started)
+    took = time.perf_counter() - started
+    done = sum(len(f.finished) for f in floods) - before
+    used = {name: (cpu_seconds(pid) - cpu[name]) / took for name, pid in pids.items()}
+    used["others"] = max(0.0, (machine_busy() - busy) / took - sum(used.values()))
+    return done / took, used
 
 
-async def main(seconds: float, slaves: int, nice: int) -> None:
+def burn(share: float, seconds: float) -> None:
+    """The control's process: busy for `share` of a core (at most: as much as it gets) for
+    `seconds`, sending nothing; what the flooder's own process costs the others on a
+    shared machine, without the flood."""
+    started, cpu = time.monotonic(), time.process_time()
+    while (now := time.monotonic()) < started + seconds:
+        if time.process_time() - cpu < share * (now - started):
+            sum(range(10_000))  # (a fraction of a millisecond of work)
+        else:
+            time.sleep(0.001)  # (a process of its own: no event loop to block)
+
+
+async def main(seconds: float, slaves: int, nice: int, master_args: list[str]) -> None:
     store = provision(Path(tempfile.mkdtemp(prefix="drfmesos-flood-auth-")), PRINCIPALS)
     broker = MosquittoBroker(auth=store.path, tls=True)
     await broker.start()
@@ -148,7 +191,7 @@ async def main(seconds: float, slaves: int, nice: int) -> None:
     master = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "cluster", "master", *args("master"),
         "--allocation-interval", "0.5", "--http", "127.0.0.1:0",
-        "--principals", str(store.principals_file), env=env)  # fmt: skip
+        "--principals", str(store.principals_file), *master_args, env=env)  # fmt: skip
     slave = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "cluster", "slave", *args("slaves"), "--count", str(slaves),
         "--simulated-tasks", "--resources", "cpus:4;mem:4096",
@@ -161,7 +204,9 @@ async def main(seconds: float, slaves: int, nice: int) -> None:
                                  cluster=cluster, role="A")  # fmt: skip
         await driver.start()
         await asyncio.sleep(2)  # warm up
-        alone = await rate([a], seconds)
+        pids: Pids = {"master": master.pid, "slaves": slave.pid, "A": os.getpid(),
+                      "F": None, "mosquitto": broker.pid}  # fmt: skip
+        alone, cpu_alone = await rate([a], seconds, pids)
         f_url = f"{url.scheme}://F@{url.host}:{url.port}"  # (the secret in a file, not argv)
         niced = ["nice", "-n", str(nice)] if nice else []
         flood = await asyncio.create_subprocess_exec(
@@ -172,10 +217,17 @@ async def main(seconds: float, slaves: int, nice: int) -> None:
         assert flood.stdout is not None
         await flood.stdout.readline()  # ready
         await asyncio.sleep(0.5)  # the flood under way
-        flooded = await rate([a], seconds)
+        flooded, cpu_flood = await rate([a], seconds, {**pids, "F": flood.pid})
         out, _ = await flood.communicate()
         owed = json.loads(out.decode().strip().splitlines()[-1])
-        again = await rate([a], seconds)
+        again, cpu_again = await rate([a], seconds, pids)
+        # the control: a process as busy as F was, sending nothing (nothing to the master)
+        burner = await asyncio.create_subprocess_exec(
+            *niced, sys.executable, "-m", "benchmarks.flood", "--burn", str(cpu_flood["F"]),
+            "--seconds", str(seconds + 1), env=env)  # fmt: skip
+        await asyncio.sleep(0.5)  # (busy from its start: nothing to wait for)
+        busy, cpu_busy = await rate([a], seconds, {**pids, "F": burner.pid})
+        await burner.wait()
         driver.stop()
         await driver.join()
         held = await asyncio.to_thread(held_by_limits, up.web_ui, "ops", store.secret_file("ops"))
@@ -190,7 +242,23 @@ async def main(seconds: float, slaves: int, nice: int) -> None:
     print(f"flood: {slaves} simulated slaves, A's e2e workload, F flooding, {seconds:g}s phases")
     print(f"A tasks/s: alone {alone:,.0f}, with the flood {flooded:,.0f}, alone again {again:,.0f}")
     print(f"F (nice {nice}) sent {owed['sent'] / (seconds + 1):,.0f} calls/s; {json.dumps(owed)}")
-    print(f"the master's rate limits (its defaults): {held}")
+    beyond = f", and {' '.join(master_args)}" if master_args else ""
+    print(f"the master's rate limits (its defaults{beyond}): {held}")
+    print(
+        f"A tasks/s beside a process as busy as F ({cpu_busy['F']:.0%} of a core), sending"
+        f" nothing: {busy:,.0f}, {busy / base:.2f} of its rate alone: what F's own process"
+        " costs A on this machine, flood or not (not a bound)"
+    )
+    print(
+        f"A tasks/s with the flood / beside the process as busy: {flooded / busy:.2f}: what"
+        " the flood costs A through the broker and the master (not a bound)"
+    )
+    phases = {"alone": cpu_alone, "flood": cpu_flood, "again": cpu_again, "busy": cpu_busy}
+    names = [*pids, "others"]
+    rows = [[phase, *(f"{used[n]:.0%}" for n in names), f"{sum(used.values()):.0%}"]
+            for phase, used in phases.items()]  # fmt: skip
+    print("each process's CPU, % of one core (2 cores: 200%; F in `busy`: the control's):")
+    print(table(["phase", *names, "all"], rows))
     ok_owed = owed["ended"] == owed["launched"] and not end.offers
     f_held, a_held = held.by_principal.get("F", (0, 0, 0)), held.by_principal.get("A", (0, 0, 0))
     print(
@@ -220,14 +288,23 @@ if __name__ == "__main__":
         help="run the flooder at this niceness: on a shared host, a tenant on a machine "
         "of its own (it still sends as fast as its CPU lets it)",
     )
+    parser.add_argument(
+        "--master-arg",
+        action="append",
+        default=[],
+        help="an option for the master beyond its defaults (--master-arg=--rate-limit=100)",
+    )
     parser.add_argument("--flooder", help=argparse.SUPPRESS)  # the flooder's own process
+    parser.add_argument("--burn", type=float, help=argparse.SUPPRESS)  # the control's process
     parser.add_argument("--ca", help=argparse.SUPPRESS)
     parser.add_argument("--secret-file", help=argparse.SUPPRESS)
     parser.add_argument("--cluster", help=argparse.SUPPRESS)
     args = parser.parse_args()
     logs.configure("warning")
-    if args.flooder:
+    if args.burn is not None:
+        burn(args.burn, args.seconds)
+    elif args.flooder:
         url = BrokerURL.parse(args.flooder, ca=args.ca, secret_file=args.secret_file)
         asyncio.run(flooder(url, args.cluster, args.seconds))
     else:
-        asyncio.run(main(args.seconds, args.slaves, args.nice))
+        asyncio.run(main(args.seconds, args.slaves, args.nice, args.master_arg))

@@ -9,6 +9,9 @@ from typing import Any
 
 from master.authz import RateLimiter
 
+TOLD_RATE = 2.0  # errors a second telling a principal of its calls refused for its limit
+TOLD_BURST = 10.0  # (and at once, after a quiet while)
+
 
 class RefusalSampling:
     def __init__(self) -> None:
@@ -30,3 +33,25 @@ class RefusalSampling:
     def answer(self, principal: str, now: float) -> bool:
         """May `principal` be answered now?"""
         return self.answers.admit(principal, now)
+
+
+class RateLimitedTold:
+    """What a sender hears of its calls refused for its rate limit: a flood's refusals,
+    hundreds of thousands a minute, would be a flood of errors back (one to each was 300
+    a second to a flooder here). So an error a call while few are refused (a burst of
+    TOLD_BURST), then TOLD_RATE a second, each telling every call refused since the last
+    one, by call."""
+
+    def __init__(self) -> None:
+        self.limiter = RateLimiter(rate=TOLD_RATE, burst=TOLD_BURST)
+        self.untold: dict[str, Counter[str]] = {}  # refused since the last error, by call
+
+    def tell(self, principal: str, calls: Counter[str], now: float) -> Counter[str] | None:
+        """`calls` of `principal` were refused: if it may hear now, every refused call it
+        has not heard of (these too), by call; else None, and they wait for the next."""
+        untold = self.untold.setdefault(principal, Counter())
+        untold.update(calls)
+        if not self.limiter.admit(principal, now):
+            return None
+        self.limiter.take_skipped(principal)
+        return self.untold.pop(principal)

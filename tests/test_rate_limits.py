@@ -10,6 +10,7 @@ import contextlib
 import json
 import time
 import urllib.request
+from collections import Counter
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -42,13 +43,15 @@ from master.rate_limits import (
     RateLimitsFile,
     load_rate_limits,
 )
+from master.refusal_sampling import TOLD_BURST, TOLD_RATE, RateLimitedTold
 from master.throttle import Throttle, Verdict, call_cost
-from protocol.wire.codec import encode
+from protocol.wire.codec import encode, encode_batch
 from protocol.wire.messages import (
     Accept,
     Acknowledge,
     CommandInfo,
     Decline,
+    Error,
     Reason,
     Reconcile,
     ReconcileTask,
@@ -56,7 +59,7 @@ from protocol.wire.messages import (
     TaskInfo,
 )
 
-from helpers import InProcess, eventually, in_process_cluster, until
+from helpers import Inbox, InProcess, eventually, in_process_cluster, open_transport, until
 
 # --- the throttle alone ----------------------------------------------------------------
 
@@ -383,6 +386,52 @@ async def test_what_a_principal_has_waiting_counts_once_against_its_capacity(
             await master.intake.arrive(topic, revive)
         assert waiting() == capacity
         assert counts["flooder"].refused == capacity - 1
+
+
+@given(st.lists(st.tuples(st.floats(0, 2), st.integers(1, 300)), min_size=1, max_size=60))
+def test_a_flooder_hears_every_refused_call_counted_in_a_few_errors(
+    refusals: list[tuple[float, int]],
+) -> None:
+    """Refusals for a rate limit are told an error each while few, then a few errors a
+    second, each counting the calls refused since the last: no call refused goes
+    uncounted (it is told, or waits for the next error), and the errors stay few."""
+    told, now, errors, refused = RateLimitedTold(), 0.0, 0, 0
+    heard: Counter[str] = Counter()
+    for wait, n in refusals:
+        now += wait
+        refused += n
+        answer = told.tell("f", Counter({"Reconcile": n}), now)
+        if answer is not None:
+            errors += 1
+            heard.update(answer)
+    assert heard.total() + told.untold.get("f", Counter()).total() == refused
+    assert errors <= TOLD_BURST + TOLD_RATE * now + 1
+
+
+async def test_a_flood_refused_unread_is_told_in_a_few_errors_counting_its_calls(
+    tmp_path: Path,
+) -> None:
+    """A flood past its capacity hears of it where its payloads ask for answers: not an
+    error a refused call (a flood's answers would be a flood), a few, naming the calls."""
+    config = MasterConfig(allocation_interval=0.1, rate_limits=limits(0.01, 20))
+    async with (
+        in_process_cluster(CLUSTER, tmp_path, config, slaves=0) as cluster,
+        contextlib.AsyncExitStack() as stack,
+    ):
+        master, topics, errors = cluster.master, cluster.topics, Inbox()
+        inbox = topics.framework("flooder", "inbox")
+        await (await open_transport(stack, cluster.connect, "spy")).subscribe(inbox, errors)
+        payload = encode_batch([encode(Revive(framework_id="fw-nope"))] * 100, inbox)
+        for _ in range(50):  # 5,000 calls against a queue of 20
+            await master.intake.arrive(topics.inbound("framework", "flooder"), payload)
+        refused = master.throttle.counts["flooder"].refused
+        limited = lambda: [e for e in errors.of(Error) if e.code == "rate-limited"]  # noqa: E731
+        await errors.wait_until(lambda: len(limited()) >= TOLD_BURST)
+    assert refused >= 4_900
+    assert len(limited()) <= TOLD_BURST + 1
+    said = [e.message for e in limited()]
+    assert all(m.startswith("rate limit: ") and "flooder's queue is full" in m for m in said)
+    assert "100 calls refused since the last error (Revive 100)" in said[0]
 
 
 async def test_a_framework_past_its_capacity_gets_its_offers_back_in_the_pool(

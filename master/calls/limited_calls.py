@@ -2,7 +2,9 @@
 framework rate limiting): handled now, queued behind the principal's earlier calls, or,
 past the queue's capacity, refused so that the books are left as if the framework had
 declined: its offers go back to the pool, the tasks it asked for are reported
-`TASK_LOST` (`REASON_RATE_LIMITED`: launch them again) and it hears which call it was.
+`TASK_LOST` (`REASON_RATE_LIMITED`: launch them again) and it hears which call it was
+(of a flood's refusals, a few errors a second, each counting every call refused since the
+last: `RateLimitedTold`).
 
 Before any of that, every arriving payload waits its principal's turn in the fair intake
 (master.fair_intake), undecoded; a limited principal's payloads there count against the
@@ -17,10 +19,21 @@ from typing import Any
 
 from master.authz import Caller
 from master.calls.framework_calls import FrameworkCalls, check_segment_ok
-from master.shell import MasterShell
+from master.refusal_sampling import RateLimitedTold
+from master.shell import MAX_ERROR_TEXT, MasterShell
 from master.throttle import READ_WHEN_FULL, Verdict, call_cost, reconcile_cost
-from protocol.wire.codec import peek_types
-from protocol.wire.messages import Accept, Decline, Reason, Reconcile, Subscribe, TaskState, Wire
+from protocol import logs
+from protocol.wire.codec import batch_reply_to, peek_types
+from protocol.wire.messages import (
+    Accept,
+    Decline,
+    Error,
+    Reason,
+    Reconcile,
+    Subscribe,
+    TaskState,
+    Wire,
+)
 from protocol.wire.topics import Sender
 
 Route = Callable[[Any, Caller], Awaitable[None]]
@@ -37,6 +50,7 @@ class LimitedCalls:
     def __init__(self, shell: MasterShell, framework_calls: FrameworkCalls) -> None:
         self.shell = shell
         self.framework_calls = framework_calls
+        self.told = RateLimitedTold()  # what a principal hears of its refused calls
 
     async def call(self, route: Route, message: Wire, caller: Caller, limited: bool) -> None:
         """Handle one call now, or leave it to the throttle, or refuse it past capacity."""
@@ -76,27 +90,47 @@ class LimitedCalls:
             return False
         caller = Caller.of(sender, None)
         self.shell.throttle.refused_unread(sender.principal, len(names))
-        counts = Counter(names)  # (a flood's payload: a few kinds, hundreds of calls)
-        self.shell.messages.received.update(counts)
-        counts[names[0]] -= 1  # (counted below)
-        for name, n in counts.items():
+        calls = Counter(names)  # (a flood's payload: a few kinds, hundreds of calls)
+        self.shell.messages.received.update(calls)
+        for name, n in calls.items():
+            n -= name == names[0]  # (counted below)
             if n:
                 self.shell.messages.outcomes[(name, "refused", "rate-limited")] += n
         self.shell.refused["rate-limited"] += len(names) - 1  # (and one more below)
-        self.shell.refuse(
-            caller, self._over_capacity_why(names[0], caller), "rate-limited", names[0]
-        )
+        why = self._over_capacity_why(f"{names[0]} refused", caller)
+        self.shell.refuse(caller, why, "rate-limited", names[0], tell=False)
+        told = self.told.tell(sender.principal, calls, self.shell.now())
+        if told is not None:  # (where to, read only when told)
+            reply_to = batch_reply_to(payload)
+            if self.shell.topics.owns_reply_topic(sender, reply_to):
+                self._tell(Caller.of(sender, reply_to), told)
         return True
 
-    def _over_capacity_why(self, call: str, caller: Caller) -> str:
+    def _over_capacity_why(self, what: str, caller: Caller, them: bool = False) -> str:
         _, limit = self.shell.throttle.limit_of(caller.principal)
         return (
-            f"rate limit: {call} refused, {caller.principal}'s queue is full "
-            f"({limit.capacity} calls, handled at {limit.qps:g} a second); send it again later"
+            f"rate limit: {what}, {caller.principal}'s queue is full ({limit.capacity} calls, "
+            f"handled at {limit.qps:g} a second); send {'them' if them else 'it'} again later"
+        )
+
+    def _tell(self, caller: Caller, told: Counter[str]) -> None:
+        """An error to `caller` naming the calls refused for its limit that it has not
+        heard of (see RateLimitedTold)."""
+        assert caller.reply_to is not None
+        ((first, _),) = told.most_common(1)
+        if told.total() == 1:
+            why = self._over_capacity_why(f"{first} refused", caller)
+        else:
+            which = ", ".join(f"{name} {n:,}" for name, n in told.most_common())
+            what = f"{told.total():,} calls refused since the last error ({which})"
+            why = self._over_capacity_why(what, caller, them=True)
+        self.shell.post_to_framework_topic(
+            caller.reply_to,
+            Error(message=logs.clip(why, MAX_ERROR_TEXT), code="rate-limited", about=first),
         )
 
     async def _over_capacity(self, message: Wire, caller: Caller) -> None:
-        why = self._over_capacity_why(message.TYPE, caller)
+        why = self._over_capacity_why(f"{message.TYPE} refused", caller)
         ids: dict[str, Any] = {}
         if isinstance(message, Accept):
             ids["framework_id"] = message.framework_id
@@ -121,4 +155,7 @@ class LimitedCalls:
         ):  # answered where it waits, as a refused Subscribe is
             inbox = self.shell.topics.framework(caller.principal, message.inbox)
             caller = Caller(caller.kind, caller.principal, inbox)
-        self.shell.refuse(caller, why, "rate-limited", message.TYPE, **ids)
+        self.shell.refuse(caller, why, "rate-limited", message.TYPE, tell=False, **ids)
+        told = self.told.tell(caller.principal, Counter((message.TYPE,)), self.shell.now())
+        if told is not None and caller.reply_to:
+            self._tell(caller, told)

@@ -307,6 +307,11 @@ class MosquittoBroker(_Secured):
         await self.stop()
         await self.start()
 
+    @property
+    def pid(self) -> int | None:
+        """The broker's process id while it runs (a benchmark reads its CPU time)."""
+        return self._proc.pid if self._proc is not None else None
+
     def reload(self) -> None:
         """Re-read the password and ACL files (after `drfmesos auth add` or `remove`)."""
         if self._proc is not None and self._proc.returncode is None:

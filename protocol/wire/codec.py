@@ -138,18 +138,39 @@ def _peek_name(item: bytes) -> Any:
 def count_messages(data: bytes) -> int:
     """How many messages a payload holds (a batch's length, else 1), read from its headers
     alone: what a queue counts before anything is decoded."""
+    unpacker = _past_batch_head(data)
+    if unpacker is not None:
+        try:
+            unpacker.skip()  # reply_to
+            return max(1, int(unpacker.read_array_header()))
+        except Exception:  # not a batch of ours: it is refused as one message when decoded
+            pass
+    return 1
+
+
+def batch_reply_to(data: bytes) -> str | None:
+    """Where a batch's sender asks for answers, read from its headers alone (None: it
+    names none, or it is no batch of ours)."""
+    unpacker = _past_batch_head(data)
+    try:
+        reply_to = unpacker.unpack() if unpacker is not None else None
+    except Exception:
+        return None
+    return reply_to if isinstance(reply_to, str) else None
+
+
+def _past_batch_head(data: bytes) -> msgpack.Unpacker | None:
+    """An unpacker at a batch's reply_to, its version and type read; None if the payload is
+    no batch of ours."""
     if data[:8] != _BATCH_HEAD:
-        return 1  # (a lone message, or not ours: refused as one when decoded)
+        return None  # (a lone message, or not ours: refused as one when decoded)
     unpacker = msgpack.Unpacker(raw=False, max_buffer_size=len(data))
     unpacker.feed(data)
     try:
         head = unpacker.read_array_header(), unpacker.unpack(), unpacker.unpack()
-        if head == (4, PROTOCOL_VERSION, BATCH):
-            unpacker.skip()  # reply_to
-            return max(1, int(unpacker.read_array_header()))
-    except Exception:  # not a batch of ours: it is refused as one message when decoded
-        pass
-    return 1
+    except Exception:
+        return None
+    return unpacker if head == (4, PROTOCOL_VERSION, BATCH) else None
 
 
 def decode_many(
