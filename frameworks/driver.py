@@ -542,11 +542,16 @@ class SchedulerDriver:
         if self._stopped.is_set():
             return  # stopped: no more callbacks
         await self.scheduler.status_update(self, msg.status)
-        if self.implicit_acknowledgements and msg.status.uuid and self.bus is not None:
+        if (
+            self.implicit_acknowledgements
+            and msg.status.uuid
+            and self.framework_id  # (none yet: the master would refuse it)
+            and self.bus is not None
+        ):
             self.bus.post(
                 self.to_master,
-                Acknowledge.model_construct(  # (of an update validated as it arrived)
-                    framework_id=self.framework_id or "",
+                Acknowledge(
+                    framework_id=self.framework_id,
                     slave_id=msg.status.slave_id,
                     task_id=msg.status.task_id,
                     uuid=msg.status.uuid,

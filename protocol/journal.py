@@ -6,9 +6,12 @@ tasks it runs) is written here before it acts on it. The journal is an append-on
 of msgpack records (`put key value` / `drop key`); loading replays it, and it is rewritten
 from the live set when it has grown well past it.
 
-`await journal.put(...)` returns once the record is on disk: every write is followed by
-an `fdatasync`, so what a party acknowledged (a registered slave or framework, an owed
-status update) survives the machine losing power, as Mesos's replicated log does.
+`await journal.put(...)` returns once the record is on disk: every write someone waits for
+is followed by an `fdatasync`, so what a party acknowledged (a registered slave or
+framework, an owed status update) survives the machine losing power, as Mesos's
+replicated log does. A write of discards alone (`discard`: nobody waits) is not synced:
+the file's next awaited write syncs it with the rest (an `fdatasync` covers the whole
+file), as do `synced()` and `close()`.
 `Journal(path, sync=False)` leaves records in the kernel's page cache (which survives the
 process being killed, not the machine) for what is cheap to lose.
 
@@ -32,6 +35,7 @@ A record torn by a kill in the middle of a write is cut off when the journal is 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import weakref
 from collections.abc import Iterator
@@ -60,6 +64,7 @@ class Journal:
         self._waiters: list[asyncio.Future[None]] = []
         self._writer: asyncio.Task[None] | None = None  # runs while anything is pending
         self._fd: int | None = None  # kept open between writes; closed by close()
+        self._unsynced = False  # records written that no sync has covered yet (discards)
         self._load()
 
     def _load(self) -> None:
@@ -125,16 +130,17 @@ class Journal:
 
     def discard(self, key: str) -> None:
         """Drop `key` without waiting for the record to reach the file: it goes with the
-        next write. For what is harmless to forget late (an acknowledged update: after
-        a crash before the write it is re-sent, and acknowledged again), so that a batch
-        of them is handled in one turn, not a turn each."""
+        next write, and is synced with the next write someone waits for. For what is
+        harmless to forget late (an acknowledged update: after a crash before the sync
+        it is re-sent, and acknowledged again), so that a batch of them is handled in one
+        turn, not a turn each, and costs no sync of its own."""
         if key in self._live:
             del self._live[key]
             self._add(msgpack.packb(["drop", key], use_bin_type=True))
 
     async def synced(self) -> None:
         """Returns once every record made so far is on disk (the discards too)."""
-        if self._pending or self._writer is not None:
+        if self._pending or self._writer is not None or self._unsynced:
             await self._wait()
 
     async def _append(self, record: list[Any]) -> None:
@@ -164,7 +170,10 @@ class Journal:
             while self._pending or self._waiters:
                 chunks, self._pending = self._pending, []
                 waiters, self._waiters = self._waiters, []
-                error = await self._commit(chunks) if chunks else None
+                # what nobody waits for (discards alone) is written unsynced: the next
+                # awaited write's sync covers it, as it covers the whole file
+                sync = bool(waiters) and (bool(chunks) or self._unsynced)
+                error = await self._commit(chunks, sync) if chunks or sync else None
                 for waiter in waiters:
                     if waiter.done():  # its caller was cancelled: the record is written anyway
                         continue
@@ -178,20 +187,24 @@ class Journal:
             for waiter in (*waiters, *self._waiters):
                 waiter.cancel()
 
-    async def _commit(self, chunks: list[bytes]) -> OSError | None:
-        """Write `chunks` (or the live set they are already part of, compacted)."""
+    async def _commit(self, chunks: list[bytes], sync: bool) -> OSError | None:
+        """Write `chunks` (or the live set they are already part of, compacted), and sync
+        the file if `sync` (someone waits for them)."""
         try:
             self._records += len(chunks)
             if self._records > max(COMPACT_MIN, COMPACT_FACTOR * len(self._live)):
                 await self._compact()
-            elif self.sync:
+                self._unsynced = False
+            elif self.sync and sync:
                 self._open()
                 assert self._fd is not None
                 await _shared_sync().write(os.dup(self._fd), b"".join(chunks))
+                self._unsynced = False
             else:
                 self._open()
                 assert self._fd is not None
                 _write_all(self._fd, b"".join(chunks))  # (the page cache's: microseconds)
+                self._unsynced = self.sync
         except OSError as e:
             LOG.error("journal.write_failed", path=str(self.path), error=str(e))
             return e
@@ -220,8 +233,10 @@ class Journal:
 
     async def close(self) -> None:
         """Write what is pending and close the file (a later write opens it again)."""
-        if self._pending:  # the records nobody waits for (discards) go too
-            self._start_writer()
+        if self._pending or self._unsynced:  # the records nobody waits for (discards) go
+            waited = asyncio.ensure_future(self._wait())  # too, synced
+            with contextlib.suppress(OSError):  # (logged by the writer)
+                await asyncio.shield(waited)
         if self._writer is not None:
             await asyncio.shield(self._writer)
         self._close_fd()

@@ -490,8 +490,8 @@ class Slave(ExecutorSide):
         if framework_id in self.shut_down_frameworks:
             self._forget(key)
             return
-        # (the slave's own values: built unvalidated, as the master validates it on arrival)
-        status = TaskStatus.model_construct(
+        # (validated as built: quicker than `model_construct`, see MasterShell.emit_event)
+        status = TaskStatus(
             task_id=task.task_id,
             state=state,
             slave_id=self.slave_id,
@@ -503,9 +503,7 @@ class Slave(ExecutorSide):
             exit_code=exit_code,
         )
         await self.updates.send(
-            StatusUpdate.model_construct(
-                framework_id=framework_id, slave_id=self.slave_id, status=status
-            )
+            StatusUpdate(framework_id=framework_id, slave_id=self.slave_id, status=status)
         )
         self.log.info(
             "task.status",

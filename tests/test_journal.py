@@ -14,6 +14,8 @@ import structlog
 from protocol import journal as journal_module
 from protocol.journal import COMPACT_MIN, Journal
 
+from helpers import eventually
+
 
 async def test_an_awaited_put_is_in_the_file_without_a_close(tmp_path: Path) -> None:
     journal = Journal(tmp_path / "j")
@@ -193,6 +195,32 @@ async def test_the_loop_runs_on_while_a_sync_is_slow_and_what_comes_meanwhile_sh
     await asyncio.gather(first, *later)
     assert disk.calls == 2  # the first record's sync, then one for the hundred and the discard
     assert dict(Journal(tmp_path / "j").items()) == {f"k{i}": i for i in range(100)}
+
+
+async def test_discards_alone_cost_no_sync_and_the_next_awaited_write_covers_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # (a slave's acknowledged updates: dropped late is harmless, a sync a batch of them is
+    # not: ten logical slaves' journals synced one after another in every disk trip)
+    disk = _HeldSync(monkeypatch)
+    disk.release.set()
+    journal = Journal(tmp_path / "j")
+    await journal.put("a", 1)
+    await journal.put("b", 2)
+    assert disk.calls == 2
+    journal.discard("a")
+    # written with the turn's other records (none), nobody waiting for it: not synced
+    await eventually(lambda: dict(Journal(tmp_path / "j").items()) == {"b": 2})
+    assert disk.calls == 2
+    await journal.synced()  # what is written is on disk: one sync for it
+    assert disk.calls == 3
+    journal.discard("b")
+    await journal.put("c", 3)  # one sync for the discard and the put
+    assert disk.calls == 4
+    journal.discard("c")
+    await journal.close()  # a discard nobody waited for is synced at close
+    assert disk.calls == 5
+    assert dict(Journal(tmp_path / "j").items()) == {}
 
 
 async def test_a_close_waits_for_the_sync_under_way(

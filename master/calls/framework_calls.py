@@ -496,14 +496,14 @@ class FrameworkCalls:
                 if fw.framework_id not in self.shell.books.frameworks:
                     return  # removed meanwhile
             status = self._reconciled(fw, task_id, slave_id)
-            if status is not None:  # (the master's own values: see MasterShell.emit_event)
-                self.shell.send_framework(fw, Update.model_construct(status=status))
+            if status is not None:
+                self.shell.send_framework(fw, Update(status=status))
 
     def _reconciled(self, fw: Framework, task_id: str, slave_id: str | None) -> TaskStatus | None:
         """What reconciling one task answers (None: nothing yet, ask again later)."""
         task = fw.tasks.get(task_id) or fw.unreachable.get(task_id)
-        if task is not None:  # (the master's own values: built unvalidated, as emit_event's)
-            return TaskStatus.model_construct(
+        if task is not None:
+            return TaskStatus(
                 task_id=task_id,
                 state=task.state,
                 slave_id=task.slave_id,

@@ -91,7 +91,7 @@ class StatusUpdates:
             # a task this master never knew ran (it ended across a failover): remembered,
             # so that reconciling it answers how it ended, not that it is unknown
             fw.declare_ended(status)
-        forwarded = Update.model_construct(status=status)  # (validated as it arrived)
+        forwarded = Update(status=status)
         self.shell.forward_update(fw, forwarded, msg.slave_id, relayed=True)
         self.shell.state_dirty = True
 
