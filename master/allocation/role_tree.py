@@ -212,8 +212,7 @@ class RoleTree:
 
     def _change(self, role: str, delta: Mapping[str, int], sign: int) -> None:
         """Books and keys from the role up, in one pass: a node's key depends only on its
-        own books and its children's keys, which are new by the time it is reached. (Once
-        an offer made and once an offer declined: the additions are written out here.)"""
+        own books and its children's keys, which are new by the time it is reached."""
         leaf = self.nodes[role]
         _apply(leaf.own, delta, sign, role)
         if sign > 0:  # one more allocation, on every node of the path
@@ -222,13 +221,9 @@ class RoleTree:
         node = leaf
         parent = node.parent
         while parent is not None:  # (the root's books are never read)
-            books = node.allocation
+            _apply(node.allocation, delta, sign, node.path)
             if sign > 0:
-                for name, amount in delta.items():
-                    books[name] = books.get(name, 0) + amount
                 node.count += 1
-            else:  # (ResourceError, and no change, if it holds less)
-                sub_millis(books, delta, f"role {node.path}")
             if rekey:
                 self._rekey(node, parent)
             node, parent = parent, parent.parent
