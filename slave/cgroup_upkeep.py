@@ -78,7 +78,6 @@ class Upkeep:
         self.log = log
         # spares by the limits they hold (None: new ones), the last made or recycled last
         self._spares: dict[Limits | None, list[str]] = {}
-        self._spare_count = 0
         # the limits each live container's cgroup holds (its last `create`): a finished
         # one is recycled only if known (not a recovered task's, nor one a write failed)
         self.limits: dict[str, Limits] = {}
@@ -113,7 +112,7 @@ class Upkeep:
         spare = None
         held = limits if self._spares.get(limits) else next(iter(self._spares), None)
         if (names := self._spares.get(held)) is not None:
-            spare, self._spare_count = (names.pop(), held), self._spare_count - 1
+            spare = names.pop(), held
             if not names:
                 del self._spares[held]
         self._want_spares = self._can_spare
@@ -124,7 +123,9 @@ class Upkeep:
     def unused(self, spare: Spare) -> None:
         name, held = spare
         self._spares.setdefault(held, []).append(name)
-        self._spare_count += 1
+
+    def _spare_count(self) -> int:
+        return sum(map(len, self._spares.values()))  # (a few limits, 32 spares at most)
 
     def _kick(self) -> None:
         self._wake.set()
@@ -136,7 +137,7 @@ class Upkeep:
         if not self._want_spares or self._closing_at is not None:
             return 0
         # (those about to be recycled count: they come back in the same thread hop)
-        have = self._spare_count + sum(
+        have = self._spare_count() + sum(
             d.limits is not None and d.tries == 0 for d in self._due.values()
         )
         return SPARES - have if have < SPARES // 2 else 0
@@ -155,7 +156,7 @@ class Upkeep:
         for due in self._due.values():
             due.at, due.limits = now, None  # (none recycled now)
         self._due.update((name, Due(now, 1)) for names in self._spares.values() for name in names)
-        self._spares, self._spare_count = {}, 0
+        self._spares = {}
         if self._due:
             self._kick()  # (its task may have ended, nothing due till now)
         if self._task is not None:
@@ -176,7 +177,7 @@ class Upkeep:
             for p in batch:
                 del self._due[p]
             # what may be recycled: while spares are wanted, up to MOST_SPARES
-            room = MOST_SPARES - self._spare_count - len(names)
+            room = MOST_SPARES - self._spare_count() - len(names)
             if not self._want_spares or closing:
                 room = 0
             recycle: dict[str, tuple[str, Limits]] = {}
