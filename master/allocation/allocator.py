@@ -279,7 +279,8 @@ class Allocator:
 
     def adopt(self, framework_id: str, slave_id: str, resources: Resources) -> None:
         """Move resources from 'unowned' to a framework that has (re-)subscribed."""
-        slave, _ = self._slave(slave_id), self._framework(framework_id)
+        slave = self._slave(slave_id)
+        self._framework(framework_id)  # (one it knows, else AllocatorError: _credit reads it)
         try:
             sub_millis(slave.unowned, resources.millis, f"slave {slave_id}'s unowned")
         except ResourceError as e:

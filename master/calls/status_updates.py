@@ -91,8 +91,7 @@ class StatusUpdates:
             # a task this master never knew ran (it ended across a failover): remembered,
             # so that reconciling it answers how it ended, not that it is unknown
             fw.declare_ended(status)
-        forwarded = Update(status=status)
-        self.shell.forward_update(fw, forwarded, msg.slave_id, relayed=True)
+        self.shell.forward_update(fw, Update(status=status), msg.slave_id, relayed=True)
         self.shell.state_dirty = True
 
     def _latest_state(self, fw: Framework, task: Task | None, msg: StatusUpdate) -> None:
