@@ -1,11 +1,12 @@
-"""Helpers shared by the benchmarks: percentiles, a fixed-width table, and what the
-master's rate limits held."""
+"""Helpers shared by the benchmarks: percentiles, a fixed-width table, what the master's
+rate limits held, and the CPU time a process (or the whole machine) used."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
 import json
+import os
 import statistics
 import urllib.request
 from collections.abc import Sequence
@@ -86,3 +87,21 @@ async def stop_cluster(procs: Sequence[asyncio.subprocess.Process], broker: Any)
         await p.wait()
     await broker.stop()
     broker.cleanup()
+
+
+def cpu_seconds(pid: int | None) -> float:
+    """A process's CPU time so far, user and system, its threads included (0: gone)."""
+    if pid is None:
+        return 0.0
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def machine_busy() -> float:
+    """CPU-seconds the whole machine has been busy (every core, every process)."""
+    ticks = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = ticks[3] + ticks[4]  # idle, iowait
+    return (sum(ticks[:8]) - idle) / os.sysconf("SC_CLK_TCK")

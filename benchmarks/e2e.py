@@ -7,7 +7,8 @@ mosquitto, a master process (with its defaults, rate limits included), one proce
 10 logical slaves (`--simulated-tasks`: tasks finish at once), and 2 frameworks (in this
 process, on the public SDK) that fill every offer with small tasks. Prints tasks completed
 per second, beside the calls the master's rate limits throttled or refused (so that a
-limited run cannot pass unnoticed), and the offer-to-RUNNING
+limited run cannot pass unnoticed), each process's CPU time a completed task (where a slow
+run's time went: tasks/s is the machine's cores over their sum), and the offer-to-RUNNING
 latency (offer received by the framework -> TASK_RUNNING received by it), p50 and p99,
 beside the bus's own QoS 1 round trip measured in the same run: between two processes
 (the bound: every hop of a task wakes another process, as this does), one ping just
@@ -31,7 +32,16 @@ import time
 from pathlib import Path
 
 from benchmarks.bus import Pinger, echo_process, round_trips
-from benchmarks.common import Held, bounds, held_by_limits, percentile, table
+from benchmarks.common import (
+    Held,
+    bounds,
+    cpu_seconds,
+    held_by_limits,
+    machine_busy,
+    percentile,
+    stop_cluster,
+    table,
+)
 from cluster.local.secure import as_principal, provision
 from cluster.local.view import wait_state
 from frameworks import (
@@ -139,12 +149,15 @@ PRINCIPALS = [
 
 async def run(
     seconds: float, slaves: int, secure: bool, master_args: list[str]
-) -> tuple[list[float], Held, str]:
-    store = (
-        provision(Path(tempfile.mkdtemp(prefix="drfmesos-e2e-auth-")), PRINCIPALS)
-        if secure
-        else None
-    )
+) -> tuple[list[float], Held, str, dict[str, float]]:
+    with tempfile.TemporaryDirectory(prefix="drfmesos-e2e-") as scratch:  # (removed after)
+        return await _run(Path(scratch), seconds, slaves, secure, master_args)
+
+
+async def _run(
+    scratch: Path, seconds: float, slaves: int, secure: bool, master_args: list[str]
+) -> tuple[list[float], Held, str, dict[str, float]]:
+    store = provision(scratch / "auth", PRINCIPALS) if secure else None
     broker = MosquittoBroker(auth=store.path if store else None, tls=secure)
     await broker.start()
     url, cluster = broker.url, f"e2e{os.getpid()}"
@@ -195,7 +208,7 @@ async def run(
             "--resources",
             "cpus:4;mem:4096",
             "--work-dir",
-            tempfile.mkdtemp(prefix="drfmesos-e2e-"),
+            str(scratch / "work"),
             env=env,
         ),
     ]
@@ -211,12 +224,25 @@ async def run(
         for d in drivers:
             await d.start()
         await asyncio.sleep(2)  # warm up
+        pids = {
+            "master": procs[0].pid,
+            "slaves": procs[1].pid,
+            "frameworks": os.getpid(),
+            "broker": broker.pid,
+        }
+        cpu = {name: cpu_seconds(pid) for name, pid in pids.items()}
+        busy = machine_busy()
         start = time.perf_counter()
         done_before = sum(len(f.finished) for f in floods)
         lat_before = [len(f.latencies) for f in floods]
-        await asyncio.sleep(seconds)
+        await asyncio.sleep(seconds)  # the measurement's own window, not a wait for a condition
         elapsed = time.perf_counter() - start
         completed = sum(len(f.finished) for f in floods) - done_before
+        # where a task's CPU went: each process's, and the rest of the machine's (other
+        # processes, the kernel's threads, a virtual machine's stolen time)
+        used = {name: cpu_seconds(pid) - cpu[name] for name, pid in pids.items()}
+        used["rest of the machine"] = max(0.0, machine_busy() - busy - sum(used.values()))
+        per_task = {name: t / max(completed, 1) * 1e6 for name, t in used.items()}
         latencies = [x for f, k in zip(floods, lat_before, strict=True) for x in f.latencies[k:]]
         # what the SDK sent the master: calls (acknowledgements included) and MQTT
         # messages (what one turn of a framework's loop sends leaves as one)
@@ -252,19 +278,25 @@ async def run(
         rtt = one.rtts
         rtt_one = await round_trips(as_("rtt-ping"), 500, as_("rtt-pong"), ping, pong)
     finally:
-        for p in procs:
-            p.terminate()
-            await p.wait()
-        await broker.stop()
-        broker.cleanup()
+        await stop_cluster(procs, broker)
     figures = (latencies, one.latencies, rtt, hot, rtt_one)
     ms = [percentile(x, p) * 1e3 for x in figures for p in (50, 99)]
-    return [completed / elapsed, *ms], held, sent
+    return [completed / elapsed, *ms], held, sent, per_task
+
+
+def cpu_line(per_task: dict[str, float]) -> str:
+    """Each process's CPU time a completed task, in microseconds: a run's tasks/s is the
+    machine's cores divided by their sum, so this says where a slow run's time went."""
+    total = sum(per_task.values())
+    parts = ", ".join(f"{name} {us:,.0f}" for name, us in per_task.items())
+    return f"{total:,.0f} us ({parts})"
 
 
 async def main(seconds: float, slaves: int, master_args: list[str]) -> None:
-    insecure, insecure_held, insecure_sent = await run(seconds, slaves, False, master_args)
-    secure, secure_held, secure_sent = await run(seconds, slaves, True, master_args)
+    insecure, insecure_held, insecure_sent, insecure_cpu = await run(
+        seconds, slaves, False, master_args
+    )
+    secure, secure_held, secure_sent, secure_cpu = await run(seconds, slaves, True, master_args)
     print(f"end to end: {slaves} simulated slaves, 2 frameworks, {seconds:g}s measured, mosquitto")
     print(f"the master: its defaults{', and ' + ' '.join(master_args) if master_args else ''}")
     headers = [
@@ -286,6 +318,8 @@ async def main(seconds: float, slaves: int, master_args: list[str]) -> None:
     print(f"the master's rate limits, auth + TLS: {secure_held}")
     print(f"the SDK sent, insecure: {insecure_sent}")
     print(f"the SDK sent, auth + TLS: {secure_sent}")
+    print(f"CPU a task, insecure: {cpu_line(insecure_cpu)}")
+    print(f"CPU a task, auth + TLS: {cpu_line(secure_cpu)}")
     print(
         f"security's cost (secure / insecure): tasks/s x{secure[0] / insecure[0]:.2f}, "
         f"one-at-a-time p50 x{secure[3] / insecure[3]:.2f}, bus RTT x{secure[5] / insecure[5]:.2f}"

@@ -24,12 +24,20 @@ import asyncio
 import contextlib
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.common import bounds, held_by_limits, table
+from benchmarks.common import (
+    bounds,
+    cpu_seconds,
+    held_by_limits,
+    machine_busy,
+    stop_cluster,
+    table,
+)
 from benchmarks.e2e import Flood
 from cluster.local.secure import as_principal, provision
 from cluster.local.view import wait_state
@@ -128,24 +136,6 @@ async def flooder(url: BrokerURL, cluster: str, seconds: float) -> None:
     print(json.dumps(report), flush=True)
 
 
-def cpu_seconds(pid: int | None) -> float:
-    """A process's CPU time so far, user and system, its threads included (0: gone)."""
-    if pid is None:
-        return 0.0
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def machine_busy() -> float:
-    """CPU-seconds the whole machine has been busy (every core, every process)."""
-    ticks = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    idle = ticks[3] + ticks[4]  # idle, iowait
-    return (sum(ticks[:8]) - idle) / os.sysconf("SC_CLK_TCK")
-
-
 Pids = dict[str, int | None]
 
 
@@ -177,7 +167,8 @@ def burn(share: float, seconds: float) -> None:
 
 
 async def main(seconds: float, slaves: int, nice: int, master_args: list[str]) -> None:
-    store = provision(Path(tempfile.mkdtemp(prefix="drfmesos-flood-auth-")), PRINCIPALS)
+    scratch = Path(tempfile.mkdtemp(prefix="drfmesos-flood-"))  # (removed at the end)
+    store = provision(scratch / "auth", PRINCIPALS)
     broker = MosquittoBroker(auth=store.path, tls=True)
     await broker.start()
     url, cluster = broker.url, f"flood{os.getpid()}"
@@ -195,7 +186,7 @@ async def main(seconds: float, slaves: int, nice: int, master_args: list[str]) -
     slave = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "cluster", "slave", *args("slaves"), "--count", str(slaves),
         "--simulated-tasks", "--resources", "cpus:4;mem:4096",
-        "--work-dir", tempfile.mkdtemp(prefix="drfmesos-flood-"), env=env)  # fmt: skip
+        "--work-dir", str(scratch / "work"), env=env)  # fmt: skip
     ops = as_principal(url, store, "ops")
     try:
         up = await wait_state(ops, cluster, lambda s: s.slaves_registered == slaves, timeout=60)
@@ -233,11 +224,8 @@ async def main(seconds: float, slaves: int, nice: int, master_args: list[str]) -
         held = await asyncio.to_thread(held_by_limits, up.web_ui, "ops", store.secret_file("ops"))
         end = await wait_state(ops, cluster, lambda s: not s.offers, timeout=30)
     finally:
-        for p in (master, slave):
-            p.terminate()
-            await p.wait()
-        await broker.stop()
-        broker.cleanup()
+        await stop_cluster([master, slave], broker)
+        shutil.rmtree(scratch, ignore_errors=True)
     base = (alone + again) / 2
     print(f"flood: {slaves} simulated slaves, A's e2e workload, F flooding, {seconds:g}s phases")
     print(f"A tasks/s: alone {alone:,.0f}, with the flood {flooded:,.0f}, alone again {again:,.0f}")
