@@ -5,10 +5,13 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.wire.messages import Reason, TaskInfo, TaskState
 from protocol.wire.resources import Resources
+
+if TYPE_CHECKING:  # (runners import what the slave's config shares)
+    from slave.runners import Runner
 
 
 @dataclass
@@ -47,7 +50,7 @@ class TaskRecord:
     framework_id: str
     info: TaskInfo
     state: TaskState
-    runner: Any = None  # CommandRunner | SimulatedRunner | None (custom executor)
+    runner: Runner | None = None  # (None: a custom executor's task)
     executor_key: str | None = None
     kill_reason: Reason | None = None  # the master killed it (preemption): say why
     info_dump: dict[str, Any] | None = None  # `info` as the journal holds it (made once)

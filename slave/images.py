@@ -30,8 +30,7 @@ from pathlib import Path
 
 from protocol import logs
 from protocol.wire.messages import Reason, TaskInfo, TaskState
-from slave.cgroups import MB
-from slave.isolator import CgroupContainer, Container, container_name
+from slave.isolator import Container, container_name
 from slave.runners import WRAPPER, CommandRunner, Limit, Report
 
 SANDBOX = "/mnt/mesos/sandbox"  # where the sandbox is inside the container, as in Mesos
@@ -122,8 +121,8 @@ class ImageRunner(CommandRunner):
     def limits(self) -> tuple[list[str], list[str]]:
         """podman's global and `run` options that hold the container to the task's
         resources: the task's cgroup as its parent, or podman's own limits."""
-        if isinstance(self.container, CgroupContainer):
-            return ["--cgroup-manager=cgroupfs"], [f"--cgroup-parent=/{self.container.path}"]
+        if self.container is not None and self.container.cgroup is not None:
+            return ["--cgroup-manager=cgroupfs"], [f"--cgroup-parent=/{self.container.cgroup}"]
         options = []
         if (cpus := self.task.resources.get("cpus")) is not None:
             options.append(f"--cpus={cpus:g}")
@@ -158,16 +157,7 @@ class ImageRunner(CommandRunner):
         kernel counts an OOM kill in the victim's cgroup, the container's, which runc
         removes as the container exits: the task's cgroup above it only shows its peak
         at its limit. A container SIGKILLed at its limit is taken as OOM-killed.)"""
-        if not isinstance(self.container, CgroupContainer):
-            return None  # (posix: podman's own cgroup, gone with the container)
-        cgroups, path = self.container.cgroups, self.container.path
-        limit, peak = cgroups.memory_limit(path), cgroups.usage(path).memory_peak_bytes
-        if not limit or peak < limit:
-            return None
-        return (
-            f"out of memory: the kernel killed it at its limit of {limit / MB:g} MB "
-            f"(peak {peak / MB:.0f} MB): raise the task's mem or use less"
-        )
+        return self.container.peaked_at_limit() if self.container is not None else None
 
     async def _podman(self, *args: str, wait: float = 0.0) -> str:
         """Run `podman ARGS`: its stdout (its errors go to the log). It may take `wait`

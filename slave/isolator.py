@@ -46,6 +46,7 @@ POSIX_WARNING = (
 
 class Container(Protocol):
     name: str
+    cgroup: str | None  # the cgroup it is (a container runtime's parent), if it is one
 
     def join(self) -> tuple[str, dict[str, str]]:
         """What to put before a `sh -c` script, and into its environment, so that the
@@ -54,6 +55,11 @@ class Container(Protocol):
 
     async def limitation(self) -> str | None:
         """Why the kernel stopped it (an OOM kill), as a message for the user, if so."""
+        ...
+
+    def peaked_at_limit(self) -> str | None:
+        """Why its memory reached its limit, as a message for the user, if it did (what
+        shows an OOM kill in a container of its own inside it, removed since)."""
         ...
 
     async def destroy(self, written: Iterable[Path] = ()) -> None:
@@ -105,12 +111,16 @@ def container_name(framework_id: str, name: str) -> str:
 class PosixContainer:
     def __init__(self, name: str) -> None:
         self.name = name
+        self.cgroup: str | None = None
 
     def join(self) -> tuple[str, dict[str, str]]:
         return "", {}
 
     async def limitation(self) -> str | None:
         return None
+
+    def peaked_at_limit(self) -> str | None:
+        return None  # (no limit of its own: polled RSS is checked instead)
 
     async def destroy(self, written: Iterable[Path] = ()) -> None:
         return None
@@ -168,6 +178,7 @@ class CgroupContainer:
     def __init__(self, cgroups: Cgroups, path: str, name: str, upkeep: Upkeep) -> None:
         self.cgroups = cgroups
         self.path = path
+        self.cgroup: str | None = path
         self.name = name
         self.upkeep = upkeep
 
@@ -180,11 +191,14 @@ class CgroupContainer:
         if self.cgroups.oom_kills(self.path) == 0:
             return None
         limit = self.cgroups.memory_limit(self.path) or 0
+        return out_of_memory(limit, self.cgroups.usage(self.path).memory_peak_bytes)
+
+    def peaked_at_limit(self) -> str | None:
+        limit = self.cgroups.memory_limit(self.path)
         peak = self.cgroups.usage(self.path).memory_peak_bytes
-        return (
-            f"out of memory: the kernel killed it at its limit of {limit / MB:g} MB "
-            f"(peak {peak / MB:.0f} MB): raise the task's mem or use less"
-        )
+        if not limit or peak < limit:
+            return None
+        return out_of_memory(limit, peak)
 
     async def destroy(self, written: Iterable[Path] = ()) -> None:
         # what the task left running (a double fork) dies before its end is told; most
@@ -195,6 +209,14 @@ class CgroupContainer:
             except OSError as e:  # (the removal tries again)
                 logs.get("slave").warning("isolation.kill_failed", cgroup=self.path, error=str(e))
         self.upkeep.add(self.path, written)
+
+
+def out_of_memory(limit: int, peak: int) -> str:
+    """What a task the kernel killed at its memory limit says."""
+    return (
+        f"out of memory: the kernel killed it at its limit of {limit / MB:g} MB "
+        f"(peak {peak / MB:.0f} MB): raise the task's mem or use less"
+    )
 
 
 class CgroupsIsolator:

@@ -9,7 +9,7 @@ from typing import Any
 
 from protocol.wire.messages import Reason, TaskState
 from slave.config import TaskRecord
-from slave.runners import CommandRunner, Limit, group_rss_mb
+from slave.runners import Limit, group_rss_mb
 
 
 async def enforce_memory_limits(
@@ -21,7 +21,7 @@ async def enforce_memory_limits(
         runners = {
             r.runner.pid: r.runner
             for r in tasks.values()
-            if isinstance(r.runner, CommandRunner) and r.runner.pid and not r.state.terminal
+            if r.runner is not None and r.runner.pid and not r.state.terminal
         }
         if not runners:
             continue

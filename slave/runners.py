@@ -41,11 +41,23 @@ WRAPPER = 'sh -c "$1"; code=$?; echo $code > ' + EXIT_FILE + "; exit $code"
 
 
 class Runner(Protocol):
+    """What the slave holds of a task it runs, whatever runs it: the slave's loops (usage,
+    memory limits, OOM kills) ask it for its process and container, never for its type."""
+
     task: TaskInfo
+    pid: int | None  # the task's process while it runs (None: none the slave watches)
+    container: Container | None  # its container (a cgroup), if it has one
+
+    @property
+    def memory_limit_mb(self) -> float | None: ...
 
     async def start(self) -> None: ...
 
-    async def kill(self, grace: float) -> None: ...
+    async def kill(self, grace: float, limit: Limit | None = None) -> None:
+        """Stop the task: KILLED, or, given a `limit`, the state and reason it says."""
+
+    async def close(self) -> None:
+        """Let go of the task without reporting (the slave is stopping)."""
 
     def checkpoint(self) -> dict[str, Any]: ...
 
@@ -192,8 +204,14 @@ class SimulatedRunner:
         self.report = report
         self.duration = task_duration(task) * time_scale
         self.ends_at: float | None = None
+        self.pid: int | None = None  # (no process: nothing for the slave to watch)
+        self.container: Container | None = None
         self._timer: asyncio.Task[None] | None = None
         self._killed = False
+
+    @property
+    def memory_limit_mb(self) -> float | None:
+        return None  # (nothing runs that could use memory)
 
     def checkpoint(self) -> dict[str, Any]:
         return {"kind": "simulated", "ends_at": self.ends_at}
@@ -210,13 +228,14 @@ class SimulatedRunner:
         if not self._killed:
             await self.report(TaskState.FINISHED, None, "simulated task done")
 
-    async def kill(self, grace: float) -> None:
+    async def kill(self, grace: float, limit: Limit | None = None) -> None:
         if self._killed:
             return
         self._killed = True
         if self._timer is not None:
             self._timer.cancel()
-        await self.report(TaskState.KILLED, Reason.KILLED_BY_FRAMEWORK, "killed")
+        limit = limit or Limit(TaskState.KILLED, Reason.KILLED_BY_FRAMEWORK, "killed")
+        await self.report(limit.state, limit.reason, limit.message)
 
     async def close(self) -> None:
         if self._timer is not None:

@@ -11,16 +11,16 @@ from typing import Any
 from protocol.transport.base import Transport
 from protocol.wire.messages import Reason, TaskState, TaskUsage, UsageReport
 from slave.isolator import Container, Isolator
-from slave.runners import CommandRunner, Limit
+from slave.runners import Limit, Runner
 
 
 async def collect(slave_id: str, records: Iterable[Any], isolator: Isolator) -> UsageReport:
     """One look at every running command task (`records`: the slave's TaskRecords)."""
-    running: list[tuple[str, CommandRunner, Container]] = []
+    running: list[tuple[str, Runner, Container]] = []
     for record in records:
         runner = record.runner
         if (
-            isinstance(runner, CommandRunner)
+            runner is not None
             and runner.container is not None
             and runner.pid
             and not record.state.terminal
@@ -72,7 +72,7 @@ async def stop_oom_killed(records: Iterable[Any]) -> None:
     shell, say) is over its limit all the same: the whole task ends, as Mesos's does."""
     for record in records:
         runner = record.runner
-        if not isinstance(runner, CommandRunner) or runner.container is None:
+        if runner is None or runner.container is None:
             continue
         if not record.state.terminal and (why := await runner.container.limitation()):
             await runner.kill(0.0, Limit(TaskState.FAILED, Reason.MEMORY_LIMIT, why))
