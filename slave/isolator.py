@@ -46,7 +46,11 @@ POSIX_WARNING = (
 
 class Container(Protocol):
     name: str
-    cgroup: str | None  # the cgroup it is (a container runtime's parent), if it is one
+
+    @property
+    def cgroup(self) -> str | None:
+        """The cgroup it is (a container runtime's parent), if it is one."""
+        ...
 
     def join(self) -> tuple[str, dict[str, str]]:
         """What to put before a `sh -c` script, and into its environment, so that the
@@ -111,7 +115,10 @@ def container_name(framework_id: str, name: str) -> str:
 class PosixContainer:
     def __init__(self, name: str) -> None:
         self.name = name
-        self.cgroup: str | None = None
+
+    @property
+    def cgroup(self) -> str | None:
+        return None
 
     def join(self) -> tuple[str, dict[str, str]]:
         return "", {}
@@ -178,9 +185,12 @@ class CgroupContainer:
     def __init__(self, cgroups: Cgroups, path: str, name: str, upkeep: Upkeep) -> None:
         self.cgroups = cgroups
         self.path = path
-        self.cgroup: str | None = path
         self.name = name
         self.upkeep = upkeep
+
+    @property
+    def cgroup(self) -> str | None:
+        return self.path
 
     def join(self) -> tuple[str, dict[str, str]]:
         files = " ".join(str(f) for f in self.cgroups.procs_files(self.path))
