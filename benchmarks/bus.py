@@ -20,6 +20,7 @@ from collections.abc import AsyncIterator
 from benchmarks.common import percentile, table
 from protocol import logs
 from protocol.tooling.brokers import BrokerURL, EmbeddedBroker, MosquittoBroker
+from protocol.transport.aio import within
 from protocol.transport.bus import Bus
 from protocol.wire.codec import encode
 from protocol.wire.messages import Heartbeat, Offer, Offers, Wire
@@ -59,7 +60,7 @@ async def one_way(url: BrokerURL, n: int, qos: int, message: Wire) -> float:
             tx.post("bench/oneway", message, qos=qos)
             if i % 500 == 499:
                 await asyncio.sleep(0)  # let the network loop breathe, as a real party does
-        await asyncio.wait_for(done.wait(), 120)
+        await within(done.wait(), 120)
         return n / (time.perf_counter() - start)
 
 
@@ -150,7 +151,7 @@ async def echo_process(
     )
     try:
         assert proc.stdout is not None
-        line = await asyncio.wait_for(proc.stdout.readline(), 30)
+        line = await within(proc.stdout.readline(), 30)
         if line.strip() != b"ready":
             raise RuntimeError("the echo process did not start")
         yield

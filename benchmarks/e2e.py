@@ -56,6 +56,7 @@ from frameworks import (
 )
 from protocol import logs
 from protocol.tooling.brokers import BrokerURL, MosquittoBroker
+from protocol.transport.aio import within
 from protocol.wire.topics import Topics
 
 TASK = Resources(cpus=0.1, mem=16)
@@ -269,7 +270,7 @@ async def _run(
                 one, name="one", broker=as_("one"), cluster=cluster, role="one"
             )
             await single.start()
-            await asyncio.wait_for(one.done.wait(), 120)
+            await within(one.done.wait(), 120)
             single.stop()
             await single.join()
             # and back to back, each ping as soon as the last pong is back: a hot loop

@@ -32,6 +32,7 @@ import time
 
 from frameworks.driver import Scheduler, SchedulerDriver
 from frameworks.scheduler import build_task
+from protocol.transport.aio import within
 from protocol.wire.messages import Filters, Offer, Reason, TaskState, TaskStatus
 from protocol.wire.resources import Resources
 
@@ -112,7 +113,7 @@ class Filler(Scheduler):
             driver.reconcile_tasks(unanswered)
             wait = min(RECONCILE_MOST, max(RECONCILE_LEAST, len(unanswered) / RECONCILE_PACE))
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.all_answered.wait(), wait)
+                await within(self.all_answered.wait(), wait)
 
     async def close(self) -> None:
         if self._reconciler is not None:
@@ -144,9 +145,7 @@ class Frameworks:
 
     async def all_running(self, timeout: float) -> None:
         try:
-            await asyncio.wait_for(
-                asyncio.gather(*(f.all_running.wait() for f in self.fillers)), timeout
-            )
+            await within(asyncio.gather(*(f.all_running.wait() for f in self.fillers)), timeout)
         except TimeoutError:
             running = {f.name: (len(f.running), f.target) for f in self.fillers}
             raise TimeoutError(
@@ -158,9 +157,7 @@ class Frameworks:
             f.failover = True
 
     async def all_answered(self, timeout: float) -> None:
-        await asyncio.wait_for(
-            asyncio.gather(*(f.all_answered.wait() for f in self.fillers)), timeout
-        )
+        await within(asyncio.gather(*(f.all_answered.wait() for f in self.fillers)), timeout)
 
     def counts(self) -> dict[str, object]:
         bad: dict[str, int] = {}

@@ -53,6 +53,7 @@ from frameworks import (
 )
 from protocol import logs
 from protocol.tooling.brokers import BrokerURL, MosquittoBroker
+from protocol.transport.aio import within
 from protocol.wire.messages import Reason
 
 PRINCIPALS = [("master", "master"), ("slaves", "slave"), ("A", "framework"),
@@ -118,7 +119,7 @@ async def flooder(url: BrokerURL, cluster: str, seconds: float) -> None:
     if len(f.ended) < len(f.launched):
         f.settled.clear()
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(f.settled.wait(), 60)
+            await within(f.settled.wait(), 60)
     waited = time.monotonic() - waited
     lost = [s for s in f.ended.values() if s.state == TaskState.LOST]
     report = {

@@ -54,6 +54,7 @@ from frameworks import (
 )
 from protocol import logs
 from protocol.tooling.brokers import BrokerURL, MosquittoBroker
+from protocol.transport.aio import within
 from slave.isolator import PARENT, groups_usage, make_isolator
 
 SPIN = f"{sys.executable} -c 'while True: pass'"
@@ -178,7 +179,7 @@ class Launch(Scheduler):
                 self.changed.clear()
                 await self.changed.wait()
 
-        await asyncio.wait_for(wait(), timeout)
+        await within(wait(), timeout)
 
     def ever(self, state: TaskState) -> int:
         return len(self.reached.get(state, ()))
@@ -325,7 +326,7 @@ async def loop_pairs(
         gates = {"cgroups": Gate("loop"), "posix": Gate("loop")}
         async with framework(cg, gates["cgroups"], "loop"), framework(px, gates["posix"], "loop"):
             for gate in gates.values():
-                await asyncio.wait_for(gate.registered_.wait(), 60)
+                await within(gate.registered_.wait(), 60)
             for i in range(pairs):
                 rates: dict[str, float] = {}
                 for kind in ("cgroups", "posix") if i % 2 == 0 else ("posix", "cgroups"):

@@ -48,6 +48,7 @@ from benchmarks.failover_tasks import Frameworks, task_size
 from cluster.testing.zookeeper import ZooKeeperServer
 from protocol import logs
 from protocol.tooling.brokers import MosquittoBroker, free_port
+from protocol.transport.aio import within
 from protocol.transport.bus import Bus
 from protocol.wire.messages import Heartbeats, Wire
 from protocol.wire.resources import Resources
@@ -360,13 +361,13 @@ class Run:
         """Every process told at once (10,000 slaves take a while to stop), then waited for."""
         if self.frameworks is not None:
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(self.frameworks.stop(), 30)
+                await within(self.frameworks.stop(), 30)
         procs = [p for p in [*self.slaves, *(m.proc for m in self.masters)] if p.returncode is None]
         for proc in procs:
             proc.terminate()
         for proc in procs:
             try:
-                await asyncio.wait_for(proc.wait(), 30)
+                await within(proc.wait(), 30)
             except TimeoutError:
                 proc.kill()
                 await proc.wait()

@@ -30,6 +30,7 @@ from cluster.local.launcher import Launcher
 from cluster.local.view import wait_state
 from protocol import logs
 from protocol.tooling.brokers import MosquittoBroker
+from protocol.transport.aio import within
 from slave.cli import raise_fd_limit
 
 
@@ -51,7 +52,7 @@ async def feed_bytes(url: str, window: float) -> tuple[float, int]:
         start = time.perf_counter()
         while (elapsed := time.perf_counter() - start) < window:
             try:
-                chunk = await asyncio.wait_for(r.content.readuntil(b"\n\n"), window - elapsed)
+                chunk = await within(r.content.readuntil(b"\n\n"), window - elapsed)
             except TimeoutError:
                 break
             received += len(chunk)

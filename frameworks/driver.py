@@ -26,7 +26,7 @@ from frameworks.calls import (
 from frameworks.task_files import TaskFiles
 from protocol import logs
 from protocol.tooling.brokers import BrokerURL
-from protocol.transport.aio import cancel_and_wait, first_of
+from protocol.transport.aio import cancel_and_wait, first_of, within
 from protocol.transport.base import Connector, Transport
 from protocol.transport.bus import MqttConnector
 from protocol.transport.inbound import Dispatcher
@@ -277,7 +277,7 @@ class SchedulerDriver:
                 ),
             )
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._subscribed.wait(), delay)
+                await within(self._subscribed.wait(), delay)
             delay = min(delay * 2, 10.0)
 
     @made_at_once

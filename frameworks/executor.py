@@ -36,7 +36,7 @@ from typing import Any, Literal
 
 from frameworks.calls import Made, made_at_once
 from protocol import logs
-from protocol.transport.aio import cancel_and_wait
+from protocol.transport.aio import cancel_and_wait, within
 from protocol.transport.channel import Channel, ChannelClosed
 from protocol.wire.codec import DecodeError
 from protocol.wire.messages import (
@@ -163,7 +163,7 @@ class ExecutorDriver:
                 )
             )
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._registered.wait(), delay)
+                await within(self._registered.wait(), delay)
             delay = min(delay * 2, 5.0)
 
     @made_at_once

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Literal
 
 from frameworks.calls import DriverError
+from protocol.transport.aio import within
 from protocol.wire.messages import ReadTaskFile, TaskFileData, Wire
 
 
@@ -42,7 +43,7 @@ class TaskFiles:
                 )
             )
             try:
-                got = await asyncio.wait_for(answer, timeout)
+                got = await within(answer, timeout)
             except TimeoutError:
                 raise DriverError(f"no answer about {task_id}'s {name} in {timeout:g}s") from None
         finally:

@@ -29,6 +29,7 @@ from master.allocation.preemption import (
 from master.allocation.quota import ancestors_or_self
 from master.books import Books, Framework, Task
 from master.shell import MasterConfig
+from protocol.transport.aio import within
 from protocol.wire.messages import (
     KillTask,
     PreemptedTask,
@@ -140,7 +141,7 @@ class Preemptor:
         """Let a computation under way finish (it cannot be interrupted; it is short)."""
         if self._fair_job is not None:
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(asyncio.shield(self._fair_job), 5.0)
+                await within(asyncio.shield(self._fair_job), 5.0)
             self._fair_job = None
 
     def _contenders(self) -> list[Contender]:

@@ -15,6 +15,7 @@ from master.books import OfferRecord
 from master.offer_bound import bounded
 from master.offer_bound import room as offer_room
 from master.shell import MasterShell
+from protocol.transport.aio import within
 from protocol.wire.messages import MAX_OFFERS_PER_MESSAGE, Offer, Offers, new_id
 
 
@@ -40,9 +41,7 @@ class Rounds:
         next_full = loop.time() + interval
         while True:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(
-                    self.shell.round_wanted.wait(), max(0.0, next_full - loop.time())
-                )
+                await within(self.shell.round_wanted.wait(), max(0.0, next_full - loop.time()))
             if self.shell.round_wanted.is_set() and self.shell.config.round_batch > 0:
                 await asyncio.sleep(self.shell.config.round_batch)  # let a burst of frees land
             self.shell.round_wanted.clear()

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from protocol.transport.aio import within
 from slave.cgroups import Cgroups, Limits
 
 Spare = tuple[str, Limits | None]  # a spare cgroup, and the limits it holds (None: new)
@@ -169,7 +170,7 @@ class Upkeep:
             if soonest > now and not self._short():
                 self._wake.clear()
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), soonest - now)
+                    await within(self._wake.wait(), soonest - now)
                 continue
             closing = self._closing_at is not None
             names = [self._name() for _ in range(self._short())]

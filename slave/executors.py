@@ -18,7 +18,7 @@ import socket
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from protocol.transport.aio import cancel_and_wait
+from protocol.transport.aio import cancel_and_wait, within
 from protocol.transport.channel import Channel, ChannelClosed
 from protocol.wire.codec import DecodeError
 from protocol.wire.messages import ExecutorInfo, ShutdownExecutor, Wire
@@ -159,7 +159,7 @@ class ExecutorProcess:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(proc.pid, sig)
             try:
-                await asyncio.wait_for(asyncio.shield(proc.wait()), grace)
+                await within(asyncio.shield(proc.wait()), grace)
                 return
             except TimeoutError:
                 continue

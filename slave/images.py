@@ -29,6 +29,7 @@ import shutil
 from pathlib import Path
 
 from protocol import logs
+from protocol.transport.aio import within
 from protocol.wire.messages import Reason, TaskInfo, TaskState
 from slave.isolator import Container, container_name
 from slave.runners import WRAPPER, CommandRunner, Limit, Report
@@ -170,7 +171,7 @@ class ImageRunner(CommandRunner):
             stderr=asyncio.subprocess.PIPE,
         )
         try:
-            out, err = await asyncio.wait_for(proc.communicate(), wait + PODMAN_CALL_TIMEOUT)
+            out, err = await within(proc.communicate(), wait + PODMAN_CALL_TIMEOUT)
         except TimeoutError:
             with contextlib.suppress(ProcessLookupError):
                 proc.kill()

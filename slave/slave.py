@@ -21,7 +21,7 @@ from typing import Any
 
 from protocol import logs
 from protocol.journal import Journal
-from protocol.transport.aio import cancel_and_wait
+from protocol.transport.aio import cancel_and_wait, within
 from protocol.transport.base import Transport
 from protocol.transport.inbound import Dispatcher
 from protocol.transport.leader import LeaderWatch
@@ -248,7 +248,7 @@ class Slave(ExecutorSide):
                     await self._announce()
                     self._wanted.clear()  # (what asked again meanwhile is this attempt)
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self.registered.wait(), backoff.retry())
+                    await within(self.registered.wait(), backoff.retry())
 
     async def _on_leader(self, leader: Leader) -> None:
         """A new master leads: re-register with it, with the tasks we run (as Mesos)."""

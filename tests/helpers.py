@@ -22,6 +22,7 @@ from frameworks.samples.command import CommandScheduler
 from master.master import Master, MasterConfig
 from protocol.tooling.brokers import BrokerURL, MosquittoBroker
 from protocol.tooling.credentials import Store
+from protocol.transport.aio import within
 from protocol.transport.base import Connector, Transport, Will
 from protocol.transport.memory import MemoryBroker
 from protocol.wire.messages import Offer, State, TaskState, TaskStatus, Wire
@@ -63,7 +64,7 @@ class Inbox:
     async def wait_until(self, condition: Callable[[], bool], timeout: float = 10.0) -> None:
         """Wait until `condition()` holds of what has arrived."""
         async with self._changed:
-            await asyncio.wait_for(self._changed.wait_for(condition), timeout)
+            await within(self._changed.wait_for(condition), timeout)
 
     async def wait_count(self, kind: type[W], n: int, timeout: float = 10.0) -> list[W]:
         await self.wait_until(lambda: len(self.of(kind)) >= n, timeout)

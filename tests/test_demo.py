@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from protocol.transport.aio import within
+
 
 def leftovers(run_dir: Path) -> list[int]:
     """Processes still running from the demo's run dir (by command line or working dir)."""
@@ -77,7 +79,7 @@ async def _run_demo(tmp_path: Path) -> None:
         stderr=asyncio.subprocess.STDOUT,
         env={**os.environ, "PYTHONPATH": os.getcwd(), "COLUMNS": "100"},
     )
-    out, _ = await asyncio.wait_for(proc.communicate(), 110)
+    out, _ = await within(proc.communicate(), 110)
     text = out.decode()
     assert proc.returncode == 0, text
     assert "127.0.0.1:5050 is taken: a free port instead" in text

@@ -7,6 +7,7 @@ import asyncio
 import time
 
 from master.fair_intake import QUANTUM, FairIntake
+from protocol.transport.aio import within
 
 
 class Served:
@@ -34,7 +35,7 @@ async def test_a_principals_payloads_keep_their_order() -> None:
     for i in range(10):
         intake.put("framework/a", 1, f"a{i}", b"1", 1)
         intake.put("framework/b", 1, f"b{i}", b"1", 1)
-    await asyncio.wait_for(served.done.wait(), 10)
+    await within(served.done.wait(), 10)
     assert [t for t in served.order if t[0] == "a"] == [f"a{i}" for i in range(10)]
     assert [t for t in served.order if t[0] == "b"] == [f"b{i}" for i in range(10)]
     await intake.close()
@@ -48,7 +49,7 @@ async def test_a_backlog_does_not_hold_up_a_call_that_comes_after_it() -> None:
     assert intake.waiting("framework/flood") == 20_000
     intake.put("slave/s", 8, "heartbeat", b"1", 1)
     assert intake.backlog() == 101
-    await asyncio.wait_for(served.done.wait(), 10)
+    await within(served.done.wait(), 10)
     assert served.order.index("heartbeat") <= 2  # not behind the hundred
     assert intake.waiting("framework/flood") == 0
     await intake.close()
@@ -60,7 +61,7 @@ async def test_backlogged_principals_share_the_time_by_weight_whatever_their_cal
     for _ in range(200):
         intake.put("framework/dear", 1, "dear", b"4", 1)  # each costs four times as much
         intake.put("slave/s", 8, "slave", b"1", 1)
-    await asyncio.wait_for(served.done.wait(), 10)
+    await within(served.done.wait(), 10)
     first = served.order[:150]  # while both still had a backlog
     time_dear, time_slave = 4 * first.count("dear"), first.count("slave")
     assert 6 <= time_slave / time_dear <= 10  # 8 to 1, give or take a payload a round
@@ -80,7 +81,7 @@ async def test_what_arrives_while_a_principals_last_payload_is_handled_is_served
 
     intake.handle = handle
     intake.put("framework/a", 1, "a0", b"1", 1)
-    await asyncio.wait_for(served.done.wait(), 10)
+    await within(served.done.wait(), 10)
     assert sorted(served.order) == ["a0", "a1", "b0"]
     assert intake.backlog() == 0
     assert intake.oldest_age() == 0
@@ -111,6 +112,6 @@ async def test_a_payloads_wait_counts_from_its_sending_once_a_probe_says_so() ->
     assert 5.0 <= intake.oldest_age() < 6.0
     intake.put("framework/f", 1, "f0", b"", 1)  # read after the probe: its own age
     release.set()
-    await asyncio.wait_for(h1_done.wait(), 10)
+    await within(h1_done.wait(), 10)
     assert intake.oldest_age() < 1.0  # only f0 is left, read just now (or being handled)
     await intake.close()

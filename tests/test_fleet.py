@@ -22,6 +22,7 @@ from cluster.local.view import render_state, wait_state
 from master.master import Master, MasterConfig
 from master.slave_pages import slave_page
 from protocol.tooling.brokers import MosquittoBroker
+from protocol.transport.aio import within
 from protocol.transport.bus import Bus
 from protocol.wire.messages import Error, Heartbeat, Heartbeats, KillTask, Offers
 from protocol.wire.resources import Resources
@@ -76,9 +77,12 @@ async def fleet_cluster(
 
 
 async def cancel(task: asyncio.Task[None]) -> None:
+    """Stop a fleet as a SIGTERM does: one cancel, and it ends (a test fails, not hangs)."""
     task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
+    await asyncio.wait({task}, timeout=30)
+    assert task.done(), "the fleet did not stop when cancelled"
+    if not task.cancelled():
+        task.result()
 
 
 async def test_a_fleet_registers_on_one_subscription_and_heartbeats_in_lists(
@@ -213,7 +217,7 @@ async def test_what_reaches_a_fleets_slave_while_it_recovers_waits_for_its_handl
             Bus(mosquitto.url, name="asker", inbox=T.operator("asker"))
         )
         await asker.subscribe(T.operator("asker"), answers)
-        await asyncio.wait_for(recovering.wait(), 10)
+        await within(recovering.wait(), 10)
         await asker.publish(T.slave("rack1", "s00000"), KillTask(framework_id="f", task_id="t"))
         await eventually(lambda: fleet.bus.messages.received["KillTask"] >= 1)
         assert answers.of(Error) == []  # held, not answered, while it recovers

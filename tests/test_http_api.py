@@ -36,6 +36,7 @@ from master.http.config import HttpConfig
 from master.master import Master, MasterConfig
 from master.rate_limits import DEFAULT_CAPACITY, DEFAULT_QPS
 from protocol.tooling.credentials import Store
+from protocol.transport.aio import within
 from protocol.transport.base import Connector
 from protocol.transport.memory import MemoryBroker
 from protocol.wire.messages import ClusterEvent, State, Wire
@@ -374,7 +375,7 @@ async def test_the_hello_example_runs_on_a_secured_cluster_as_its_docstring_says
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
             env={**os.environ, "PYTHONPATH": os.getcwd()},
         )  # fmt: skip
-        out, err = await asyncio.wait_for(hello.communicate(), 60)
+        out, err = await within(hello.communicate(), 60)
     assert hello.returncode == 0, err.decode()
     lines = out.decode().splitlines()
     assert lines[0].startswith("registered as ")
@@ -402,7 +403,7 @@ async def test_the_live_feed_sends_the_view_then_only_what_changes(live: Live) -
                     return kind, json.loads(data)
             raise AssertionError("the stream ended")
 
-        kind, first = await asyncio.wait_for(next_event(), 10)
+        kind, first = await within(next_event(), 10)
         assert kind == "snapshot"
         assert first["cluster"]["slaves"] == 2
         _, driver = live.printer("sleep 300")
@@ -411,7 +412,7 @@ async def test_the_live_feed_sends_the_view_then_only_what_changes(live: Live) -
             known: dict[str, Any] = dict(first["frameworks"])
             changes = 0
             while (known.get(driver.framework_id) or {}).get("running_tasks", 0) < 1:
-                kind, change = await asyncio.wait_for(next_event(), 10)
+                kind, change = await within(next_event(), 10)
                 assert kind == "changes"
                 assert set(change) <= {"cluster", "frameworks", "roles", "t", "events"}
                 for fid, entry in (change.get("frameworks") or {}).items():

@@ -18,6 +18,7 @@ import pytest
 from cluster.testing.ha import HACluster, HAConfig
 from master.ha.leadership import Term, lead
 from master.ha.registry import MemoryStore
+from protocol.transport.aio import within
 
 from conftest import need_mosquitto, need_zookeeper
 
@@ -65,7 +66,7 @@ async def test_sigterm_stops_masters_cut_off_from_zookeeper_as_their_term_ends(
         for name in (leader, standby):
             proc = ha.parties[name].proc
             try:
-                await asyncio.wait_for(proc.wait(), PROMPT)
+                await within(proc.wait(), PROMPT)
             except TimeoutError:
                 raise AssertionError(f"{name} still runs {PROMPT} s after SIGTERM") from None
             assert proc.returncode == 0, name
@@ -93,7 +94,7 @@ async def test_sigterm_stops_a_master_that_never_reached_zookeeper(tmp_path: Pat
         await until_logged(log, "leadership.campaigning")
         proc.send_signal(signal.SIGTERM)
         try:
-            await asyncio.wait_for(proc.wait(), PROMPT)
+            await within(proc.wait(), PROMPT)
         except TimeoutError:
             raise AssertionError(f"still runs {PROMPT} s after SIGTERM") from None
         assert proc.returncode == 0
@@ -186,5 +187,5 @@ async def test_a_cancel_while_a_lost_terms_bus_gives_up_connecting_is_not_swallo
     leading.cancel()  # SIGTERM, while the bus winds down
     bus.let_go.set()
     with pytest.raises(asyncio.CancelledError):
-        await asyncio.wait_for(leading, 10)
+        await within(leading, 10)
     assert len(candidate.terms) == 1  # it did not campaign again as a standby

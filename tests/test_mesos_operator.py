@@ -31,6 +31,7 @@ from master.mesos_api.events import QUEUE, OperatorEvents, Subscriber
 from protocol.recordio import Decoder
 from protocol.tooling.brokers import BrokerURL
 from protocol.tooling.credentials import Store
+from protocol.transport.aio import within
 from protocol.wire.messages import ClusterEvent, CommandInfo, MarkSlaveGone, TaskInfo, TaskState
 from protocol.wire.resources import Resources
 
@@ -133,7 +134,7 @@ class Stream:
             self.arrived.clear()
             left = deadline - time.monotonic()
             assert left > 0, [e["type"] for _, e in self.events]
-            await asyncio.wait_for(self.arrived.wait(), left)
+            await within(self.arrived.wait(), left)
 
 
 @pytest.mark.timing  # within a second

@@ -45,6 +45,7 @@ from master.rate_limits import (
 )
 from master.refusal_sampling import TOLD_BURST, TOLD_RATE, RateLimitedTold
 from master.throttle import Throttle, Verdict, call_cost
+from protocol.transport.aio import within
 from protocol.wire.codec import encode, encode_batch
 from protocol.wire.messages import (
     Accept,
@@ -91,7 +92,7 @@ async def test_calls_over_the_rate_wait_and_are_handled_in_order_at_the_rate() -
         if verdict is Verdict.NOW:
             await work(i)()
     submitting[0] = False
-    await asyncio.wait_for(done.wait(), 10)
+    await within(done.wait(), 10)
     assert verdicts.count(Verdict.NOW) == 200  # one second's worth at once
     assert Verdict.REFUSED not in verdicts
     assert [i for i, _ in handled] == list(range(400))  # in order, none lost

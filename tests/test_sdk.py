@@ -29,6 +29,7 @@ from frameworks import (
 )
 from master.master import MasterConfig
 from protocol.tooling.brokers import MosquittoBroker
+from protocol.transport.aio import within
 from protocol.wire.messages import State
 
 from helpers import InProcess, Recorder, in_process_cluster, live_cluster
@@ -99,7 +100,7 @@ async def test_a_call_made_without_await_still_happens_and_stop_may_be_awaited(
     await rec.wait(lambda: TaskState.FAILED in rec.states("t1"))
     assert rec.statuses[-1].exit_code == 4
     await driver.stop()
-    await asyncio.wait_for(driver.join(), 10)
+    await within(driver.join(), 10)
 
 
 def test_a_driver_configures_no_logging_for_the_process() -> None:

@@ -18,6 +18,7 @@ import pytest
 from master.master import Master, MasterConfig
 from protocol.journal import Journal
 from protocol.tooling.brokers import MosquittoBroker
+from protocol.transport.aio import within
 from protocol.transport.bus import Bus
 from protocol.wire.codec import PROTOCOL_VERSION, Envelope, decode_many
 from protocol.wire.messages import (
@@ -515,7 +516,7 @@ async def _reap(proc: asyncio.subprocess.Process) -> None:
     if proc.returncode is None:
         proc.terminate()
         try:
-            await asyncio.wait_for(proc.wait(), 10)
+            await within(proc.wait(), 10)
         except TimeoutError:
             proc.kill()
             await proc.wait()

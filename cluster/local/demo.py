@@ -30,6 +30,7 @@ from protocol.extras import need_all
 from protocol.tooling.brokers import BrokerURL
 from protocol.tooling.cli import log_level_option, until_signalled
 from protocol.tooling.credentials import Store
+from protocol.transport.aio import within
 from protocol.transport.bus import Bus
 from protocol.wire.messages import State, Wire
 from protocol.wire.topics import Topics
@@ -253,7 +254,7 @@ async def _show(
 
 async def _tick(stop: asyncio.Event, seconds: float) -> None:
     with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(stop.wait(), seconds)
+        await within(stop.wait(), seconds)
 
 
 @click.command()

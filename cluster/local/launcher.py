@@ -23,6 +23,7 @@ from typing import TypeVar
 from protocol import logs
 from protocol.tooling.brokers import BrokerURL
 from protocol.tooling.credentials import Store
+from protocol.transport.aio import within
 
 log = logs.get("launcher")
 T = TypeVar("T")
@@ -145,7 +146,7 @@ class Launcher:
             with contextlib.suppress(ProcessLookupError):
                 proc.send_signal(stop_signal)
             try:
-                await asyncio.wait_for(proc.wait(), grace)
+                await within(proc.wait(), grace)
             except TimeoutError:
                 log.warning("party.kill", party=party.name)
                 with contextlib.suppress(ProcessLookupError):

@@ -9,6 +9,7 @@ from rich.console import Group
 from rich.table import Table
 
 from protocol.tooling.brokers import BrokerURL
+from protocol.transport.aio import within
 from protocol.transport.base import Connector
 from protocol.transport.bus import Bus, MqttConnector
 from protocol.wire.messages import ClusterEvent, Error, State, Teardown, Wire
@@ -40,7 +41,7 @@ async def wait_state(
     await bus.start()
     try:
         await bus.subscribe(Topics(cluster).state, on_state)
-        return await asyncio.wait_for(got, timeout)
+        return await within(got, timeout)
     finally:
         await bus.close()
 
@@ -70,7 +71,7 @@ async def operator_call(
         await bus.subscribe(topics.operator(principal), on_answer)
         await bus.subscribe(topics.events, on_event)
         await bus.publish(topics.inbound("operator", principal), message)
-        return await asyncio.wait_for(outcome, timeout)
+        return await within(outcome, timeout)
 
 
 async def teardown_framework(

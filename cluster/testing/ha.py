@@ -23,6 +23,7 @@ from cluster.testing.zookeeper import ZooKeeperServer
 from frameworks.samples.journaled import item_of, work_items
 from protocol import logs
 from protocol.tooling.brokers import MosquittoBroker, free_port
+from protocol.transport.aio import within
 from protocol.transport.bus import Bus, Dispatcher
 from protocol.wire.messages import Leader, State
 from protocol.wire.resources import Resources
@@ -285,7 +286,7 @@ class HACluster:
                 self.leader_changed.clear()
                 await self.leader_changed.wait()
 
-        return await asyncio.wait_for(led(), timeout)
+        return await within(led(), timeout)
 
     async def wait_for_state(self, condition: object, timeout: float = 60.0) -> State:
         """The first state snapshot for which `condition(state)` holds."""
@@ -301,7 +302,7 @@ class HACluster:
                 self.state_changed.clear()
                 await self.state_changed.wait()
 
-        return await asyncio.wait_for(holds(), timeout)
+        return await within(holds(), timeout)
 
     # -- breaking things -------------------------------------------------------------------
     def kill(self, name: str) -> None:

@@ -13,6 +13,7 @@ import asyncio
 from master.authz import Caller
 from master.books import Task
 from master.shell import MasterShell
+from protocol.transport.aio import within
 from protocol.wire.messages import FileData, ReadFile, ReadTaskFile, TaskFileData, new_id
 
 FILE_TIMEOUT = 5.0
@@ -68,7 +69,7 @@ class FileRequests:
                 ),
             )
             try:
-                answer = await asyncio.wait_for(waiter, FILE_TIMEOUT)
+                answer = await within(waiter, FILE_TIMEOUT)
             except TimeoutError:
                 raise FileReadError(
                     f"slave {slave_id} did not answer in {FILE_TIMEOUT:g}s"

@@ -31,7 +31,7 @@ from kazoo.recipe.lock import Lock
 
 from master.ha.leadership import LeadershipError, Term, next_epoch
 from protocol import logs
-from protocol.transport.aio import cancel_and_wait
+from protocol.transport.aio import cancel_and_wait, within
 
 log = logs.get("zookeeper")
 
@@ -247,7 +247,7 @@ class ZkCandidate:
             if self.client.connected:
                 self._connected.set()
             try:
-                await asyncio.wait_for(self._connected.wait(), CONNECT_TIMEOUT)
+                await within(self._connected.wait(), CONNECT_TIMEOUT)
                 return
             except TimeoutError:  # ZooKeeper not up yet: keep trying, as a standby would
                 log.warning("zookeeper.unreachable", hosts=self.url.hosts)
@@ -315,7 +315,7 @@ class ZkCandidate:
             return False
         fence = f"{self.root}/election/{lock.node}"
         try:
-            return bool(await asyncio.wait_for(asyncio.to_thread(self.client.exists, fence), 5))
+            return bool(await within(asyncio.to_thread(self.client.exists, fence), 5))
         except Exception:
             return False
 

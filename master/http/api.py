@@ -50,6 +50,7 @@ from master.http.responses import (
     serve_site,
 )
 from protocol import logs
+from protocol.transport.aio import within
 from protocol.wire.messages import TaskState
 
 MAX_LIMIT = 1000
@@ -400,7 +401,7 @@ class HttpApi:
         try:
             while True:
                 try:
-                    message = await asyncio.wait_for(page.get(), 15.0)
+                    message = await within(page.get(), 15.0)
                 except TimeoutError:
                     message = ": keep-alive\n\n"
                 if not message or page not in feed.pages:

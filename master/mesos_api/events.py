@@ -31,6 +31,7 @@ from master.mesos_api.operator_state import (
 from protocol import logs
 from protocol.mesos_json import JSON, mesos_id, status_to_mesos
 from protocol.recordio import json_record as record
+from protocol.transport.aio import within
 from protocol.wire.messages import ClusterEvent, Reason
 
 if TYPE_CHECKING:
@@ -114,7 +115,7 @@ class OperatorEvents:
             await response.prepare(request)
             while True:
                 try:
-                    chunk = await asyncio.wait_for(sub.queue.get(), self.heartbeat_interval)
+                    chunk = await within(sub.queue.get(), self.heartbeat_interval)
                 except TimeoutError:
                     chunk = heartbeat
                 if not chunk:

@@ -38,6 +38,7 @@ from master.mesos_api.scheduler_calls import (
 )
 from protocol import logs, recordio
 from protocol import mesos_json as mj
+from protocol.transport.aio import within
 from protocol.wire.messages import Error, Gone, Subscribed, Wire
 from protocol.wire.topics import check_segment
 
@@ -159,7 +160,7 @@ class SchedulerApi:
             self._bad(request, principal, "not-json")
             return problem("this master speaks JSON only (Content-Type: application/json)", 415)
         try:
-            body = await asyncio.wait_for(request.read(), BODY_SECONDS)
+            body = await within(request.read(), BODY_SECONDS)
         except web.HTTPRequestEntityTooLarge:
             self._bad(request, principal, "too-large")
             return problem(f"a call is at most {request.app._client_max_size} bytes", 413)
@@ -247,7 +248,7 @@ class SchedulerApi:
         caller = Caller("framework", principal, stream.topic)
         try:
             await self.master.handle_call(subscribe, caller)
-            answer = await asyncio.wait_for(asyncio.shield(stream.answer), SUBSCRIBE_SECONDS)
+            answer = await within(asyncio.shield(stream.answer), SUBSCRIBE_SECONDS)
         except TimeoutError:
             sinks.pop(stream.topic, None)
             return problem("the master did not answer the SUBSCRIBE in time", 503)

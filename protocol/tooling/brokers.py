@@ -32,6 +32,7 @@ from urllib.parse import unquote, urlsplit
 
 from protocol import logs
 from protocol.extras import needs
+from protocol.transport.aio import within
 
 log = logs.get("broker")
 
@@ -125,7 +126,7 @@ async def end_process(
     else:
         proc.terminate()
     try:
-        await asyncio.wait_for(proc.wait(), grace)
+        await within(proc.wait(), grace)
     except TimeoutError:
         proc.kill()
         await proc.wait()
@@ -138,7 +139,7 @@ async def wait_for_port(host: str, port: int, timeout: float = 10.0) -> None:
     deadline = loop.time() + timeout
     while True:
         try:
-            _, writer = await asyncio.wait_for(asyncio.open_connection(host, port), 1.0)
+            _, writer = await within(asyncio.open_connection(host, port), 1.0)
         except (OSError, TimeoutError):
             if loop.time() > deadline:
                 raise BrokerError(f"nothing listens on {host}:{port} after {timeout}s") from None
@@ -208,7 +209,7 @@ class EmbeddedBroker(_Secured):
             broker, self._broker = self._broker, None
             # amqtt's shutdown can hang waiting on a client's reader; bound it.
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(broker.shutdown(), 2.0)
+                await within(broker.shutdown(), 2.0)
             log.info("broker.stopped", kind="embedded", url=str(self.url))
 
     async def restart(self) -> None:

@@ -1,6 +1,6 @@
-"""asyncio helpers every party's shell uses: cancelling a task for good, finishing a step
-that a cancel must not cut halfway, waiting for the first of several events, and running a
-callback in the background with its error logged."""
+"""asyncio helpers every party's shell uses: waiting with a deadline, cancelling a task for
+good, finishing a step that a cancel must not cut halfway, waiting for the first of several
+events, and running a callback in the background with its error logged."""
 
 from __future__ import annotations
 
@@ -13,11 +13,25 @@ from protocol.transport.base import BusClosed
 T = TypeVar("T")
 
 
+async def within(step: Awaitable[T], timeout: float | None) -> T:
+    """`step`'s result, or TimeoutError after `timeout` seconds (None: no deadline).
+
+    `asyncio.wait_for` on Python 3.11 loses a cancel that arrives in the loop turn its
+    step finishes: it returns the result and the cancelled task runs on, so a party
+    cancelled at shutdown never stopped (a slave fleet whose start awaited a SUBACK).
+    This waits under `asyncio.timeout` in the caller's own task, as 3.12's `wait_for`
+    does, and a cancel always ends it. (ruff bans `asyncio.wait_for` for this.)"""
+    if timeout is None:
+        return await step
+    async with asyncio.timeout(timeout):
+        return await step
+
+
 async def cancel_and_wait(task: asyncio.Task[Any], timeout: float = 5.0) -> None:
     """Cancel a task and wait until it is really done.
 
-    On Python 3.11 a task blocked in aiomqtt's `publish(qos=1)` sometimes swallows the
-    first cancel, so keep cancelling until it has finished.
+    On Python 3.11 a task in a library's `asyncio.wait_for` (aiomqtt's calls) may swallow
+    the first cancel (see `within`), so keep cancelling until it has finished.
     """
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout

@@ -31,14 +31,14 @@ import aiomqtt
 
 from protocol import logs
 from protocol.tooling.brokers import MAX_PACKET_BYTES, BrokerURL
-from protocol.transport.aio import cancel_and_wait, first_of, spawn_guarded
+from protocol.transport.aio import cancel_and_wait, first_of, spawn_guarded, within
 from protocol.transport.backlog import StampedQueue
 from protocol.transport.base import BusClosed, BusRefused, Handler, OnConnect, RawHandler, Will
 from protocol.transport.batching import Counted, Outgoing, Posted, chunked, encoded, split
 from protocol.transport.fencing import EpochFence
 from protocol.transport.inbound import Dispatcher, EnvelopeFilter, Receiver
 from protocol.transport.message_counts import MessageCounts
-from protocol.transport.mqtt_client import mqtt_client, refusal
+from protocol.transport.mqtt_client import mqtt_client, mqtt_subscribe, mqtt_unsubscribe, refusal
 from protocol.transport.paho_link import PahoLink
 from protocol.wire.codec import MAX_BATCH, decode_many, encode, encode_batch, items_of
 from protocol.wire.messages import LISTS, Error, Wire
@@ -187,7 +187,7 @@ class Bus:
             self._flush_lazy()
         if not abandon:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._sent_all.wait(), flush_timeout)
+                await within(self._sent_all.wait(), flush_timeout)
             if self._background:  # on_connect callbacks still announcing us
                 await asyncio.wait(set(self._background), timeout=flush_timeout)
         self._closing = True
@@ -230,7 +230,7 @@ class Bus:
         client = self._client
         if client is not None and self.connected:
             with contextlib.suppress(aiomqtt.MqttError):  # re-done on reconnect anyway
-                await client.subscribe(topic, qos=qos)
+                await mqtt_subscribe(client, topic, qos)
 
     async def unsubscribe(self, topic: str) -> None:
         self._subs.pop(topic, None)
@@ -238,7 +238,7 @@ class Bus:
         client = self._client
         if client is not None and self.connected:
             with contextlib.suppress(aiomqtt.MqttError):
-                await client.unsubscribe(topic)
+                await mqtt_unsubscribe(client, topic)
 
     # -- publishing ----------------------------------------------------------------------------
     async def publish(
@@ -256,7 +256,7 @@ class Bus:
         is not lost to a broker restart; `timeout` bounds the wait.
         """
         payload = encode(message, self.inbox, self.epoch)
-        await asyncio.wait_for(self._publish_bytes(topic, payload, qos, retain), timeout)
+        await within(self._publish_bytes(topic, payload, qos, retain), timeout)
 
     async def publish_raw(self, topic: str, payload: bytes, *, qos: int = 1) -> None:
         """Publish bytes as they are (tests use it to send malformed input)."""
@@ -452,7 +452,7 @@ class Bus:
                     self.incarnation = incarnation
                     self._link = link = PahoLink(client, self._on_acknowledged)
                     for topic, (_, _, qos) in list(self._subs.items()):
-                        await client.subscribe(topic, qos=qos)
+                        await mqtt_subscribe(client, topic, qos)
                     self.connections += 1
                     self._connected.set()
                     self._resend_waiting()

@@ -4,23 +4,30 @@ Every connection of a `Bus` is a fresh aiomqtt client: its client id is the prin
 name when it has one (the broker insists), its Last Will announces this incarnation as
 `Gone`, Nagle is off on its socket (TCP_NODELAY: without it a QoS 1 round trip is ~88 ms),
 and its arrivals are stamped with when they came (see `StampedQueue`).
+
+Its (un)subscribe calls wait for the broker's answer under our deadline, not aiomqtt's:
+aiomqtt's is a Python 3.11 `asyncio.wait_for`, which loses a cancel that comes as the
+answer does (see `within`).
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import socket
 import ssl
 
 import aiomqtt
 
 from protocol.tooling.brokers import BrokerURL
+from protocol.transport.aio import within
 from protocol.transport.backlog import StampedQueue
 from protocol.wire.codec import encode
 from protocol.wire.messages import Gone
 
 MQTT_LOG = logging.getLogger("mqtt")
 NODELAY = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
+ANSWER_TIMEOUT = 10.0  # seconds the broker may take to answer a call (aiomqtt's default)
 
 
 def mqtt_client(
@@ -51,10 +58,26 @@ def mqtt_client(
         will=last_will,
         socket_options=NODELAY,
         max_inflight_messages=1000,
-        timeout=10,
+        timeout=ANSWER_TIMEOUT,
         logger=MQTT_LOG,
         queue_type=StampedQueue,  # stamped: how long arrivals wait (see Bus.backlog())
     )
+
+
+async def mqtt_subscribe(client: aiomqtt.Client, topic: str, qos: int) -> None:
+    """Subscribe, once the broker has answered (MqttError if it does not in time)."""
+    try:
+        await within(client.subscribe(topic, qos=qos, timeout=math.inf), ANSWER_TIMEOUT)
+    except TimeoutError:
+        raise aiomqtt.MqttError(f"no SUBACK for {topic} in {ANSWER_TIMEOUT:g} s") from None
+
+
+async def mqtt_unsubscribe(client: aiomqtt.Client, topic: str) -> None:
+    """Unsubscribe, once the broker has answered (MqttError if it does not in time)."""
+    try:
+        await within(client.unsubscribe(topic, timeout=math.inf), ANSWER_TIMEOUT)
+    except TimeoutError:
+        raise aiomqtt.MqttError(f"no UNSUBACK for {topic} in {ANSWER_TIMEOUT:g} s") from None
 
 
 def refusal(error: aiomqtt.MqttError) -> str | None:
