@@ -13,6 +13,7 @@ import pytest
 from protocol.extras import UntestedVersion, require
 from protocol.tooling.amqtt_patches import IteratedOverACopy, patch
 from protocol.tooling.brokers import EmbeddedBroker
+from protocol.transport.aio import within
 from protocol.transport.backlog import StampedQueue
 from protocol.transport.paho_link import PahoLink
 
@@ -62,7 +63,7 @@ async def test_aiomqtts_private_parts_are_there_and_the_fast_path_publishes_and_
             raise asyncio.CancelledError  # one is enough: end receive()
 
         with pytest.raises(asyncio.CancelledError):
-            await asyncio.wait_for(link.receive(take), 10)
+            await within(link.receive(take), 10)
         assert received[0].payload == b"one"
         assert received[0].topic.value == "adapter/x"
         await eventually(lambda: mid in acknowledged)  # the PUBACK, through paho's callback
@@ -101,7 +102,7 @@ async def test_what_paho_has_waiting_goes_out_in_one_write_each_message_in_order
                 raise asyncio.CancelledError
 
         with pytest.raises(asyncio.CancelledError):
-            await asyncio.wait_for(link.receive(take), 10)
+            await within(link.receive(take), 10)
         assert received == [str(i).encode() for i in range(12)]
         qos1 = [m for i, m in enumerate(mids) if i != 6]
         await eventually(lambda: set(qos1) <= set(acknowledged))
@@ -109,6 +110,7 @@ async def test_what_paho_has_waiting_goes_out_in_one_write_each_message_in_order
 
 async def test_amqtts_patched_parts_are_there() -> None:
     from amqtt.broker import Broker
+    from amqtt.mqtt.protocol.broker_handler import BrokerProtocolHandler
 
     broker = Broker({"listeners": {"default": {"type": "tcp", "bind": "127.0.0.1:0"}}})
     assert isinstance(broker._subscriptions, dict)
@@ -117,6 +119,11 @@ async def test_amqtts_patched_parts_are_there() -> None:
     patch(broker)
     assert isinstance(broker._subscriptions, IteratedOverACopy)
     assert broker.stream_connected is not original
+    # what the handler's patched stop reads: its reader's task and its "stopped" event
+    handler = BrokerProtocolHandler(broker.plugins_manager)
+    assert handler._reader_task is None
+    assert isinstance(handler._reader_stopped, asyncio.Event)
+    assert getattr(BrokerProtocolHandler.stop, "stops_its_reader", False)
     table = IteratedOverACopy(a=1)
     for key in table:  # changed while it is walked: the walk goes on, over a copy
         table[key + "x"] = 2
