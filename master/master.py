@@ -81,6 +81,7 @@ from protocol.wire.messages import (
     TaskView,
     Teardown,
     UsageReport,
+    WatchEvents,
     Wire,
 )
 from protocol.wire.resources import Resources
@@ -211,6 +212,7 @@ class Master:
                 SetQuota: self.operator.on_set_quota,
                 MarkSlaveGone: self.partitions.on_mark_slave_gone,
                 SetWeights: self.operator.on_set_weights,
+                WatchEvents: self.operator.on_watch_events,
             },
         }
 

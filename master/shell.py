@@ -143,6 +143,8 @@ class MasterShell:
         self.event_counts: Counter[str] = Counter()
         self.tasks_ended: Counter[str] = Counter()  # by terminal state
         self.recent_events: deque[ClusterEvent] = deque(maxlen=200)
+        # the bus's event stream goes out until then (loop time): an operator's lease
+        self.events_watched_until = 0.0
         self.feed = LiveFeed()  # the web UI's pages (master.http.api)
         self.changes = Changes()  # who hears of each change (master.changes)
         self.changes.listen(self.feed.event)
@@ -245,13 +247,18 @@ class MasterShell:
         # `model_construct`, whose default factories (the timestamp's, resources') cost
         # an `inspect.signature` each; two a task)
         event = ClusterEvent(kind=kind, **fields)
-        self.bus.post(self.topics.events, event, qos=0, lazy=True)
+        if self.events_watched_until and self.now() < self.events_watched_until:
+            self.bus.post(self.topics.events, event, qos=0, lazy=True)
         self.event_counts[kind] += 1
         if kind == "release" and event.state is not None:
             self.tasks_ended[event.state.value] += 1
         self.recent_events.append(event)
         self.changes.emit(event)
         self.state_dirty = True
+
+    def watch_events(self, seconds: float) -> None:
+        """Publish the event stream for (at least) the next `seconds` (WatchEvents)."""
+        self.events_watched_until = max(self.events_watched_until, self.now() + seconds)
 
     def task_changed(self, task: Task, *, added: bool = False) -> None:
         """A task's state changed (or it became known) where no event says so: told to

@@ -39,7 +39,7 @@ from protocol.tooling.credentials import Store
 from protocol.transport.aio import within
 from protocol.transport.base import Connector
 from protocol.transport.memory import MemoryBroker
-from protocol.wire.messages import ClusterEvent, State, Wire
+from protocol.wire.messages import ClusterEvent, State, WatchEvents, Wire
 from protocol.wire.resources import Resources
 from protocol.wire.topics import Topics
 from slave.config import SlaveConfig
@@ -161,6 +161,8 @@ async def test_the_api_answers_operators_only_and_as_its_openapi_says(live: Live
 
     async with watcher(name="event-reader", inbox=None, will=None) as bus:
         await bus.subscribe(Topics(CLUSTER).events, on_event)
+        # the stream goes out while an operator watches (a lease, longer than the test)
+        await bus.publish(Topics(CLUSTER).inbound("operator", "watcher"), WatchEvents(seconds=600))
         printer, driver = live.printer("echo hello from $MESOS_SANDBOX; echo oops >&2", 4)
         await driver.run()  # until its 4 tasks are done; then it tears itself down
         assert printer.ok

@@ -42,6 +42,7 @@ from protocol.wire.messages import (
     Accept,
     Acknowledge,
     Acknowledges,
+    ClusterEvent,
     CommandInfo,
     Decline,
     Error,
@@ -66,6 +67,7 @@ from protocol.wire.messages import (
     TaskState,
     TaskStatus,
     Teardown,
+    WatchEvents,
     Wire,
 )
 from protocol.wire.resources import Limit, Resources
@@ -331,11 +333,15 @@ async def test_a_principal_reads_nothing_but_its_own_outbox(secure: Secure) -> N
     ops = Inbox()
     async with Bus(secure.as_("ops"), name="ops") as operator:
         await operator.subscribe(T.state, ops)
+        await operator.subscribe(T.events, ops)
         await ops.wait_for(State)  # operators read the state
-    # traffic for others: alice gets offers, the master publishes state and events
-    await secure.alice.revive_offers()
-    seen = len(secure.victim.offers)
-    await eventually(lambda: len(secure.victim.offers) > seen)
+        # and the events, while one watches: the stream goes out for mallory to try
+        await operator.publish(T.inbound("operator", "ops"), WatchEvents(seconds=600))
+        # traffic for others: alice gets offers, the master publishes state and events
+        await secure.alice.revive_offers()
+        seen = len(secure.victim.offers)
+        await eventually(lambda: len(secure.victim.offers) > seen)
+        await ops.wait_for(ClusterEvent)
     # a barrier: mallory's own answer arrives after everything published before it
     await mallory.call(Revive(framework_id="none"))
     # only its own answers, and who leads (public: every party follows it)
@@ -664,7 +670,7 @@ async def test_an_operator_sets_quota_at_run_time_and_it_is_kept_in_the_roles_fi
 ) -> None:
     from cluster.local.view import operator_call
     from master.roles_file import load_roles
-    from protocol.wire.messages import ClusterEvent, SetQuota
+    from protocol.wire.messages import SetQuota
 
     roles = tmp_path / "roles.yaml"
     roles.write_text("roles:\n  alice: {weight: 2}\n")

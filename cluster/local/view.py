@@ -12,7 +12,8 @@ from protocol.tooling.brokers import BrokerURL
 from protocol.transport.aio import within
 from protocol.transport.base import Connector
 from protocol.transport.bus import Bus, MqttConnector
-from protocol.wire.messages import ClusterEvent, Error, State, Teardown, Wire
+from protocol.wire.messages import ClusterEvent, Error, State, Teardown, WatchEvents, Wire
+from protocol.wire.operator import MAX_WATCH_SECONDS
 from protocol.wire.resources import Resources
 from protocol.wire.topics import Topics
 
@@ -70,7 +71,11 @@ async def operator_call(
     async with Bus(url, name="operator", inbox=topics.operator(principal)) as bus:
         await bus.subscribe(topics.operator(principal), on_answer)
         await bus.subscribe(topics.events, on_event)
-        await bus.publish(topics.inbound("operator", principal), message)
+        calls = topics.inbound("operator", principal)
+        # the stream goes out while someone watches: the lease first, then (in order) the
+        # call whose event it waits for
+        await bus.publish(calls, WatchEvents(seconds=min(timeout + 5, MAX_WATCH_SECONDS)))
+        await bus.publish(calls, message)
         return await within(outcome, timeout)
 
 

@@ -1,6 +1,6 @@
 """What the master does with operators' calls beyond teardown: quota and weights at run
-time. Each is recorded in the registry (so a new leader has it) and written back to the
-roles file before it takes effect."""
+time, each recorded in the registry (so a new leader has it) and written back to the
+roles file before it takes effect; and a lease on the event stream."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from master.authz import Caller
 from master.roles_file import QuotaSpec, RolesFile, RoleSpec, save_roles
 from master.shell import MasterShell
 from protocol.wire.codec import describe_validation
-from protocol.wire.messages import SetQuota, SetWeights
+from protocol.wire.messages import SetQuota, SetWeights, WatchEvents
 
 
 class OperatorCalls:
@@ -90,3 +90,9 @@ class OperatorCalls:
         self.log.info("weights.set", by=caller.principal, weights=detail)
         self._event("weights", detail=detail)
         self.request_round()
+
+    async def on_watch_events(self, msg: WatchEvents, caller: Caller) -> None:
+        """Publish the event stream for the lease's seconds (this master's term only: a
+        watcher renews it with a new leader)."""
+        self._shell.watch_events(msg.seconds)
+        self.log.debug("events.watched", by=caller.principal, seconds=msg.seconds)

@@ -44,6 +44,7 @@ from protocol.wire.operator import (
     MarkSlaveGone,
     SetQuota,
     SetWeights,
+    WatchEvents,
 )
 from protocol.wire.slave import (
     MAX_HEARTBEATS,
@@ -246,6 +247,7 @@ __all__ = [
     "Update",
     "Updates",
     "UsageReport",
+    "WatchEvents",
     "Wire",
     "new_id",
 ]

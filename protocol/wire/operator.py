@@ -37,3 +37,15 @@ class MarkSlaveGone(Wire):
     it may not come back under this id."""
 
     slave_id: Id
+
+
+MAX_WATCH_SECONDS = 600.0
+
+
+class WatchEvents(Wire):
+    """Operator -> master: publish the cluster's event stream (`<cluster>/events`) for the
+    next `seconds`. A lease, renewed while one watches (and sent again to a new leader):
+    as Mesos streams events to its subscribers only, the stream goes to nobody unwatched,
+    and a busy master does not encode and publish a third of its bytes for no reader."""
+
+    seconds: float = Field(default=60.0, gt=0, le=MAX_WATCH_SECONDS)
