@@ -60,21 +60,21 @@ def image_problem_here(task: TaskInfo, podman: str | None, sandbox: str) -> str 
     return None
 
 
-class ImageRunner(CommandRunner):
-    """A command task whose command runs in a container image."""
+class ImageLaunch:
+    """A command task's launch in its container image: `podman run` in the foreground."""
 
     def __init__(
         self,
         task: TaskInfo,
         sandbox: Path,
-        report: Report,
         env: dict[str, str],
         container: Container | None,
         podman: str,
         slave_id: str,
     ) -> None:
-        super().__init__(task, sandbox, report, env, container)
+        assert task.command is not None
         assert task.container is not None
+        self.task, self.sandbox, self.env, self.container = task, sandbox, env, container
         self.image = task.container.image
         self.podman = podman
         # podman's names: [a-zA-Z0-9][a-zA-Z0-9_.-]*; container_name keeps to that
@@ -131,27 +131,25 @@ class ImageRunner(CommandRunner):
             options += [f"--memory={int(mem)}m", f"--memory-swap={int(mem)}m"]
         return [], options
 
-    async def kill(self, grace: float, limit: Limit | None = None) -> None:
-        if self._stop is None:
-            self._stop = limit or Limit(TaskState.KILLED, Reason.KILLED_BY_FRAMEWORK, "killed")
-        if self.pid is not None:
-            seconds = 0 if limit else math.ceil(grace)
-            await self._podman("stop", "--ignore", "-t", str(seconds), self.name, wait=grace)
-        await super().kill(grace, limit)  # podman itself, if it is still there
+    async def stop(self, grace: float, hard: bool) -> None:
+        """`podman stop`: SIGTERM, SIGKILL after the grace (at once for a limit's kill);
+        the runner then signals podman itself, if it is still there."""
+        seconds = 0 if hard else math.ceil(grace)
+        await self._podman("stop", "--ignore", "-t", str(seconds), self.name, wait=grace)
 
-    async def _ended(self, code: int | None) -> None:
+    async def ended(self, code: int | None) -> Limit | None:
         # gone with --rm unless podman itself was killed: then it is removed here
         await self._podman("rm", "--force", "--ignore", self.name)
-        if self._stop is None and code == KILLED and (why := self._out_of_memory()):
-            self._stop = Limit(TaskState.FAILED, Reason.MEMORY_LIMIT, why)
-        if code == PODMAN_FAILED and self._stop is None:
+        if code == KILLED and (why := self._out_of_memory()):
+            return Limit(TaskState.FAILED, Reason.MEMORY_LIMIT, why)
+        if code == PODMAN_FAILED:
             why = await asyncio.to_thread(_last_line, self.sandbox / "stderr")
-            self._stop = Limit(
+            return Limit(
                 TaskState.FAILED,
                 Reason.CONTAINER_LAUNCH_FAILED,
                 f"podman could not run image {self.image}: {why}",
             )
-        await super()._ended(code)
+        return None
 
     def _out_of_memory(self) -> str | None:
         """Why the kernel killed the container, if it was at its memory limit. (The
@@ -201,7 +199,8 @@ def command_runner(
     if task.container is None:
         return CommandRunner(task, sandbox, report, env, container)
     assert podman is not None  # (refused at admission otherwise)
-    return ImageRunner(task, sandbox, report, env, container, podman, slave_id)
+    launch = ImageLaunch(task, sandbox, env, container, podman, slave_id)
+    return CommandRunner(task, sandbox, report, env, container, launch)
 
 
 def _last_line(path: Path) -> str:

@@ -71,6 +71,55 @@ class Limit:
     message: str
 
 
+class Launch(Protocol):
+    """How a command task's process is made and ended: a shell in the sandbox
+    (`ShellLaunch`), or a container image run by podman (slave.images.ImageLaunch). The
+    runner keeps the process, its kill and its exit status; this says what differs."""
+
+    @property
+    def memory_limit_mb(self) -> float | None:
+        """What the slave's memory loop holds the process to (None: the kernel does)."""
+
+    def process(self) -> tuple[list[str], dict[str, str]]:
+        """The task's process: its arguments and what it adds to the environment."""
+
+    async def stop(self, grace: float, hard: bool) -> None:
+        """Before the process group is signalled (`hard`: a limit's kill, no grace)."""
+
+    async def ended(self, code: int | None) -> Limit | None:
+        """After the process ended (its exit status, None if lost): what ended it, if
+        this launch knows better than the status (an image podman could not run)."""
+
+
+class ShellLaunch:
+    """The task's command in a shell, in its container (the isolator's cgroup) if any."""
+
+    def __init__(self, task: TaskInfo, env: dict[str, str], container: Container | None):
+        assert task.command is not None
+        self.command, self.env, self.container = task.command, env, container
+        self.mem: float | None = task.resources.get("mem")
+
+    @property
+    def memory_limit_mb(self) -> float | None:
+        return self.mem
+
+    def process(self) -> tuple[list[str], dict[str, str]]:
+        # the task's own shell joins its container, not the wrapper around it: the exit
+        # status the wrapper writes is not charged to the task's memory, and a task that
+        # wrote nothing leaves its memory cgroup empty, removed at once (cgroup_upkeep)
+        join, join_env = self.container.join() if self.container is not None else ("", {})
+        return (
+            ["/bin/sh", "-c", WRAPPER, "drfmesos-task", join + self.command.value],
+            {**self.env, **self.command.environment, **join_env},
+        )
+
+    async def stop(self, grace: float, hard: bool) -> None:
+        pass  # (the process group's signals are all it takes)
+
+    async def ended(self, code: int | None) -> Limit | None:
+        return None
+
+
 class CommandRunner:
     """A task's shell command as a child process in its own sandbox and process group."""
 
@@ -81,13 +130,14 @@ class CommandRunner:
         report: Report,
         env: dict[str, str],
         container: Container | None = None,
+        launch: Launch | None = None,
     ):
         assert task.command is not None
         self.task = task
         self.sandbox = sandbox
         self.report = report
-        self.env = env
         self.container = container  # its cgroup (isolator), destroyed when it ends
+        self.launch = launch or ShellLaunch(task, env, container)
         self.pid: int | None = None
         self.started_at: str | None = None  # /proc start time, to tell a reused pid apart
         self._stop: Limit | None = None
@@ -95,7 +145,7 @@ class CommandRunner:
 
     @property
     def memory_limit_mb(self) -> float | None:
-        return self.task.resources.get("mem")
+        return self.launch.memory_limit_mb
 
     def checkpoint(self) -> dict[str, Any]:
         return {
@@ -109,7 +159,7 @@ class CommandRunner:
         assert self.task.command is not None
         await self.report(TaskState.STARTING, None, "")
         try:
-            args, env = self.process()
+            args, env = self.launch.process()
             proc = await spawn_in_sandbox(args, self.sandbox, env)
         except (OSError, ValueError) as e:  # (ValueError: NUL in an argument or the env)
             if self.container is not None:
@@ -125,23 +175,14 @@ class CommandRunner:
         await self.report(TaskState.RUNNING, None, f"pid {proc.pid}")
         self._watcher = asyncio.create_task(self._watch(proc))
 
-    def process(self) -> tuple[list[str], dict[str, str]]:
-        """The task's process: its arguments and what it adds to the environment."""
-        assert self.task.command is not None
-        # the task's own shell joins its container, not the wrapper around it: the exit
-        # status the wrapper writes is not charged to the task's memory, and a task that
-        # wrote nothing leaves its memory cgroup empty, removed at once (cgroup_upkeep)
-        join, join_env = self.container.join() if self.container is not None else ("", {})
-        return (
-            ["/bin/sh", "-c", WRAPPER, "drfmesos-task", join + self.task.command.value],
-            {**self.env, **self.task.command.environment, **join_env},
-        )
-
     async def _watch(self, proc: asyncio.subprocess.Process) -> None:
         code = await proc.wait()
         await self._ended(code)
 
     async def _ended(self, code: int | None) -> None:
+        said = await self.launch.ended(code)
+        if self._stop is None and said is not None:
+            self._stop = said
         if self.container is not None:
             # the kernel's OOM kill is the container's limit, whoever it hit; then all it
             # left (double forks included) dies with its cgroup
@@ -170,6 +211,7 @@ class CommandRunner:
         pid = self.pid
         if pid is None:
             return
+        await self.launch.stop(grace, hard=limit is not None)
         _signal_group(pid, signal.SIGKILL if limit else signal.SIGTERM)
         if self._watcher is not None:
             await asyncio.wait({self._watcher}, timeout=grace)

@@ -22,8 +22,9 @@ from protocol.tooling.brokers import MosquittoBroker
 from protocol.wire.ids import image_problem, task_problem
 from protocol.wire.messages import CommandInfo, ContainerInfo, Reason, TaskInfo, TaskState
 from protocol.wire.resources import Resources
-from slave.images import ImageRunner
+from slave.images import ImageLaunch
 from slave.isolator import PARENT, PosixContainer
+from slave.runners import CommandRunner
 
 from helpers import eventually
 
@@ -150,12 +151,13 @@ async def test_an_image_task_killed_ends_killed_and_leaves_no_container(
     await rig.launch(fw, "echo up; sleep 300", "long", Resources(cpus=0.5, mem=64), image=image)
     await fw.update_for("long", TaskState.RUNNING, timeout=30)
     runner = slave.tasks[(fw.framework_id, "long")].runner
-    assert isinstance(runner, ImageRunner)
+    assert isinstance(runner, CommandRunner)
+    assert isinstance(runner.launch, ImageLaunch)
     stdout = _sandbox(rig, sid, fw.framework_id, "long") / "stdout"
     await eventually(lambda: "up" in stdout.read_text(), timeout=30)  # the container runs
     await _kill(fw, "long")
     await fw.update_for("long", TaskState.KILLED, timeout=30)
-    assert runner.name not in _podman_names()
+    assert runner.launch.name not in _podman_names()
     await eventually(lambda: not _cgroup(sid, f"{fw.framework_id}.long").exists())
     _destroy_all(sid)
 
@@ -238,10 +240,8 @@ def test_under_posix_podman_limits_the_container_itself(tmp_path: Path) -> None:
         container=ContainerInfo(image="busybox"),
     )
 
-    async def report(*a: object, **kw: object) -> None: ...
-
-    runner = ImageRunner(task, tmp_path, report, {}, PosixContainer("t"), "podman", "s")
-    args, _ = runner.process()
+    launch = ImageLaunch(task, tmp_path, {}, PosixContainer("t"), "podman", "s")
+    args, _ = launch.process()
     podman = args[-1]
     assert "--cpus=0.5 --memory=64m --memory-swap=64m" in podman
     assert podman.endswith("-- busybox true")
