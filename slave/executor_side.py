@@ -8,9 +8,12 @@ executor ids in its messages are the slave's, not the executor's, to say.
 from __future__ import annotations
 
 import math
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
+from protocol import logs
+from protocol.transport.base import Transport
 from protocol.wire.codec import DecodeError
 from protocol.wire.messages import (
     Error,
@@ -36,28 +39,10 @@ if TYPE_CHECKING:
     from slave.config import TaskRecord
 
 
-class ExecutorSide:
-    """Mixed into `Slave`; the attributes below are the slave's."""
+class Report(Protocol):
+    """How the slave records a task's new state and tells the master (`Slave._report`)."""
 
-    slave_id: str
-    executors: dict[str, ExecutorProcess]
-    tasks: dict[tuple[str, str], TaskRecord]
-    shut_down_frameworks: set[str]
-    bus: Any
-    to_master: str
-    log: Any
-    isolator: Isolator
-
-    def _sandbox(self, framework_id: str, name: str) -> Path:
-        raise NotImplementedError
-
-    def _env(self, msg: RunTask) -> dict[str, str]:
-        raise NotImplementedError
-
-    async def _checkpoint(self, record: TaskRecord) -> None:
-        raise NotImplementedError
-
-    async def _report(
+    def __call__(
         self,
         framework_id: str,
         task: TaskInfo,
@@ -65,10 +50,37 @@ class ExecutorSide:
         reason: Reason | None,
         message: str,
         source: Source = Source.EXECUTOR,
-    ) -> None:
-        raise NotImplementedError
+    ) -> Awaitable[None]: ...
 
-    async def _run_on_executor(self, msg: RunTask, record: TaskRecord) -> None:
+
+class ExecutorSide:
+    """Built by the slave with what it shares with its executors (its tasks and executors
+    by key, the frameworks it shut down, its bus and isolator) and what it does for
+    their tasks (sandboxes, environment, checkpoints, status reports): a collaborator,
+    not a mixin, so what each side may touch is in this signature."""
+
+    def __init__(
+        self,
+        slave_id: str,
+        bus: Transport,
+        to_master: str,
+        isolator: Isolator,
+        tasks: dict[tuple[str, str], TaskRecord],
+        shut_down_frameworks: set[str],
+        *,
+        sandbox: Callable[[str, str], Path],
+        env: Callable[[RunTask], dict[str, str]],
+        checkpoint: Callable[[TaskRecord], Awaitable[None]],
+        report: Report,
+    ) -> None:
+        self.slave_id, self.bus, self.to_master = slave_id, bus, to_master
+        self.isolator, self.tasks, self.shut_down_frameworks = isolator, tasks, shut_down_frameworks
+        self.executors: dict[str, ExecutorProcess] = {}  # by "framework_id.executor_id"
+        self._sandbox, self._env, self._checkpoint, self._report = sandbox, env, checkpoint, report
+        self.log = logs.get("slave", slave_id=slave_id)
+
+    async def run_task(self, msg: RunTask, record: TaskRecord) -> None:
+        """Run a task on its executor, started for it if it is not running yet."""
         info = msg.task.executor
         assert info is not None
         # the task's own files, apart from its executor's log and its other tasks' lines
@@ -108,7 +120,7 @@ class ExecutorSide:
                     f"executor did not start: {e}",
                     Source.SLAVE,
                 )
-                self._executor_not_started(msg)
+                self.executor_not_started(msg)
                 return
             self.log.info(
                 "executor.started",
@@ -122,7 +134,7 @@ class ExecutorSide:
         await self._checkpoint(record)
         executor.send(msg.model_copy(update={"sandbox": str(sandbox)}))
 
-    def _new_executor(self, msg: RunTask) -> Resources:
+    def new_executor(self, msg: RunTask) -> Resources:
         """What a task's executor takes besides the task: its own resources if this task
         starts it (as the master counts it), else nothing."""
         info = msg.task.executor
@@ -130,7 +142,7 @@ class ExecutorSide:
             return Resources()
         return info.resources
 
-    def _executor_not_started(self, msg: RunTask) -> None:
+    def executor_not_started(self, msg: RunTask) -> None:
         """The master took a new executor's resources from the offer with this task: the
         executor never ran, so say it ended, and the master gives them back."""
         info = msg.task.executor
@@ -203,7 +215,7 @@ class ExecutorSide:
         )
         executor.send(Error(message=message, code=code, about=about))
 
-    async def _on_framework_message(self, msg: FrameworkMessage, reply_to: str | None) -> None:
+    async def on_framework_message(self, msg: FrameworkMessage, reply_to: str | None) -> None:
         """Scheduler -> executor (it came from the master, on this slave's own topic)."""
         executor = self.executors.get(f"{msg.framework_id}.{msg.executor_id}")
         if executor is not None:
@@ -233,7 +245,7 @@ class ExecutorSide:
         except OSError as e:  # (a memory limit below what it uses now: v1 says EBUSY)
             self.log.warning("isolation.resize_failed", executor=executor.key, error=str(e))
 
-    async def _task_left_executor(self, executor_key: str | None) -> None:
+    async def task_left(self, executor_key: str | None) -> None:
         """One of an executor's tasks ended: its container shrinks by it."""
         executor = self.executors.get(executor_key) if executor_key is not None else None
         if executor is not None:

@@ -55,7 +55,6 @@ from protocol.wire.topics import Topics, check_segment
 from slave.backoff import RegistrationBackoff
 from slave.config import SlaveConfig, TaskRecord, killed_by_master
 from slave.executor_side import ExecutorSide
-from slave.executors import ExecutorProcess
 from slave.files import read_sandbox_file
 from slave.images import command_runner, find_podman, image_problem_here
 from slave.isolator import POSIX_WARNING, container_name, make_isolator
@@ -72,7 +71,7 @@ __all__ = ["Slave", "SlaveConfig", "TaskRecord"]
 MAX_HELD_WHILE_RECOVERING = 10_000  # messages for a fleet's slave that wait for its recovery
 
 
-class Slave(ExecutorSide):
+class Slave:
     def __init__(self, bus: Transport, topics: Topics, config: SlaveConfig) -> None:
         self.bus = bus
         self.topics = topics
@@ -87,7 +86,6 @@ class Slave(ExecutorSide):
         )
         self.task_journal = Journal(config.work_dir / "tasks.journal")
         self.tasks: dict[tuple[str, str], TaskRecord] = {}
-        self.executors: dict[str, ExecutorProcess] = {}
         self.shut_down_frameworks: set[str] = set()
         self.registered = asyncio.Event()
         self.master_epoch = 0  # the epoch of the master we registered with
@@ -104,6 +102,12 @@ class Slave(ExecutorSide):
             config.resources.get("cpus"),
         )
         self.podman = None if config.simulated_tasks else find_podman(config.podman)
+        self.custom = ExecutorSide(  # custom executors: their processes, and their tasks
+            self.slave_id, bus, self.to_master, self.isolator, self.tasks,
+            self.shut_down_frameworks, sandbox=self._sandbox, env=self._env,
+            checkpoint=self._checkpoint, report=self._report,
+        )  # fmt: skip
+        self.executors = self.custom.executors
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def start(self) -> None:
@@ -127,7 +131,7 @@ class Slave(ExecutorSide):
         d.on(KillTask, self._on_kill_task)
         d.on(ShutdownFramework, self._on_shutdown_framework)
         d.on(StatusAck, self._on_status_ack)
-        d.on(FrameworkMessage, self._on_framework_message)
+        d.on(FrameworkMessage, self.custom.on_framework_message)
         d.on(ReadFile, self._on_read_file)
         d.on(Error, self._on_error)
         if self.config.in_fleet:
@@ -344,7 +348,7 @@ class Slave(ExecutorSide):
                 about="RunTask",
             )
             return free, None  # the running task is left alone
-        elif not free.contains(need := task.resources + self._new_executor(msg)):
+        elif not free.contains(need := task.resources + self.custom.new_executor(msg)):
             problem = (
                 f"task {task.task_id} needs {need} but slave {self.slave_id} has only {free} free"
             )
@@ -361,7 +365,7 @@ class Slave(ExecutorSide):
             refused = self._report(
                 msg.framework_id, task, TaskState.ERROR, Reason.TASK_INVALID, problem, Source.SLAVE
             )
-            self._executor_not_started(msg)
+            self.custom.executor_not_started(msg)
             return free, refused
         self.shut_down_frameworks.discard(msg.framework_id)
         record = TaskRecord(msg.framework_id, task, TaskState.STAGING)
@@ -387,7 +391,7 @@ class Slave(ExecutorSide):
                 Reason.COMMAND_EXECUTOR_FAILED,
                 f"could not start the task: {e}",
             )
-            self._executor_not_started(msg)
+            self.custom.executor_not_started(msg)
 
     async def _start_runner(self, msg: RunTask, record: TaskRecord) -> None:
         task = record.info
@@ -422,7 +426,7 @@ class Slave(ExecutorSide):
             await record.runner.start()
             await self._checkpoint(record)
         else:
-            await self._run_on_executor(msg, record)
+            await self.custom.run_task(msg, record)
 
     def _sandbox(self, framework_id: str, name: str) -> Path:
         return sandbox_path(self.config.work_dir, framework_id, name)
@@ -527,7 +531,7 @@ class Slave(ExecutorSide):
         record = self.tasks.get(key)
         self._forget(key)
         if record is not None:
-            await self._task_left_executor(record.executor_key)
+            await self.custom.task_left(record.executor_key)
         await self.task_journal.drop(f"{key[0]}/{key[1]}")
 
     async def _on_kill_task(self, msg: KillTask, reply_to: str | None) -> None:

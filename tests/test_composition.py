@@ -1,7 +1,9 @@
-"""The master is composed, not inherited (#29): its call handlers are collaborators built
-with the shell and what else they need, so no class in `master/` takes behaviour from
-another class of ours. Records and models may share a base (data, no behaviour), errors
-an exception family, and interfaces are `Protocol`s."""
+"""The master and the slave are composed, not inherited (#29): the master's call handlers
+are collaborators built with the shell and what else they need; the slave's custom
+executors (`ExecutorSide`) and an image task's launch (`ImageLaunch`) are collaborators it
+builds. So no class in `master/` or `slave/` takes behaviour from another class of ours.
+Records and models may share a base (data, no behaviour), errors an exception family, and
+interfaces are `Protocol`s."""
 
 from __future__ import annotations
 
@@ -10,15 +12,18 @@ import inspect
 import pkgutil
 
 import pydantic
+import pytest
 
 import master
+import slave
 
 OURS = ("master", "protocol", "slave", "frameworks", "cluster")
 
 
-def _classes() -> list[type]:
+def _classes(package: object) -> list[type]:
     found = []
-    for info in pkgutil.walk_packages(master.__path__, "master."):
+    name = package.__name__  # type: ignore[attr-defined]
+    for info in pkgutil.walk_packages(package.__path__, name + "."):  # type: ignore[attr-defined]
         module = importlib.import_module(info.name)
         for _, cls in inspect.getmembers(module, inspect.isclass):
             if cls.__module__ == module.__name__:
@@ -34,9 +39,10 @@ def _behaviour_base(base: type) -> bool:
     return not getattr(base, "_is_protocol", False)
 
 
-def test_no_master_class_inherits_behaviour_from_ours() -> None:
-    classes = _classes()
-    assert any(cls.__name__ == "Master" for cls in classes)
+@pytest.mark.parametrize(("package", "root"), [(master, "Master"), (slave, "Slave")])
+def test_no_class_inherits_behaviour_from_ours(package: object, root: str) -> None:
+    classes = _classes(package)
+    assert any(cls.__name__ == root for cls in classes)
     inherited = [
         f"{cls.__module__}.{cls.__name__}({base.__name__})"
         for cls in classes

@@ -83,6 +83,10 @@ class Transport(Protocol):
 
     async def unsubscribe(self, topic: str) -> None: ...
 
+    def route(self, topic: str, handler: Handler | None) -> None:
+        """Hand what arrives on `topic` to `handler` (None: stop) without subscribing to
+        it: a wildcard subscription of this transport must bring it (a fleet's slaves)."""
+
     def post(
         self, topic: str, message: Wire, *, qos: int = 1, retain: bool = False, lazy: bool = False
     ) -> None: ...

@@ -145,6 +145,7 @@ class MemoryTransport:
             filters = [EpochFence(self.log, self.stats, self.messages)]
         self._receiver = Receiver(self.log, self.stats, self.messages, self.reply_error, filters)
         self._subs: dict[str, tuple[Handler | None, RawHandler | None]] = {}
+        self._routes: dict[str, Handler] = {}  # topics a wildcard subscription brings
         self._on_connect: list[OnConnect] = []
         self._arrivals: asyncio.Queue[tuple[str, bytes]] = asyncio.Queue()
         self._runner: asyncio.Task[None] | None = None
@@ -226,6 +227,12 @@ class MemoryTransport:
     async def unsubscribe(self, topic: str) -> None:
         self._subs.pop(topic, None)
 
+    def route(self, topic: str, handler: Handler | None) -> None:
+        if handler is None:
+            self._routes.pop(topic, None)
+        else:
+            self._routes[topic] = handler
+
     def wants(self, topic: str) -> bool:
         return self._connected and any(filter_allows(p, topic) for p in self._subs)
 
@@ -276,8 +283,13 @@ class MemoryTransport:
     async def _receive(self) -> None:
         while True:
             topic, payload = await self._arrivals.get()
-            handler, raw_handler = next(
-                (h for p, h in self._subs.items() if filter_allows(p, topic)), (None, None)
+            routed = self._routes.get(topic)  # (brought by a wildcard subscription)
+            handler, raw_handler = (
+                (routed, None)
+                if routed is not None
+                else next(
+                    (h for p, h in self._subs.items() if filter_allows(p, topic)), (None, None)
+                )
             )
             self.stats["payloads_in"] += 1
             if raw_handler is not None:
