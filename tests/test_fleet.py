@@ -24,6 +24,7 @@ from master.slave_pages import slave_page
 from protocol.tooling.brokers import MosquittoBroker
 from protocol.transport.aio import within
 from protocol.transport.bus import Bus
+from protocol.transport.memory import MemoryBroker
 from protocol.wire.messages import Error, Heartbeat, Heartbeats, KillTask, Offers
 from protocol.wire.resources import Resources
 from protocol.wire.topics import Topics
@@ -34,7 +35,7 @@ from slave.recovery import recover
 from slave.slave import Slave, SlaveConfig
 
 from fakes import FakeFramework, party
-from helpers import Inbox, eventually
+from helpers import Inbox, eventually, open_transport
 
 T = Topics("fleet")
 SLAVES = 1000
@@ -224,6 +225,33 @@ async def test_what_reaches_a_fleets_slave_while_it_recovers_waits_for_its_handl
         resume.set()
         [error] = await answers.wait_count(Error, 1, timeout=10)
         assert error.code == "unknown-task"  # handled by the slave itself
+
+
+async def test_a_fleet_runs_on_the_memory_transport_each_slave_on_its_own_route(
+    tmp_path: Path,
+) -> None:
+    """The fleet's slaves are routed their own topics off one wildcard subscription on
+    any transport (the in-process one too): a kill for one is that slave's alone."""
+    broker = MemoryBroker()
+    async with contextlib.AsyncExitStack() as stack:
+        master_bus = await open_transport(stack, broker.connector(None), "master")
+        master = Master(master_bus, T, CONFIG)
+        await master.start()
+        stack.push_async_callback(master.stop)
+        inbox = T.outbox("slave", "rack1")
+        bus = await open_transport(stack, broker.connector("rack1"), "fleet", inbox=inbox)
+        fleet = Fleet(bus, T, "rack1")
+        runner = asyncio.create_task(fleet.run(configs(tmp_path, 3, 0)))
+        stack.push_async_callback(cancel, runner)
+        await eventually(lambda: len(master.books.slaves) == 3)
+        asker = await open_transport(stack, broker.connector(None), "asker", T.operator("a"))
+        answers = Inbox()
+        await asker.subscribe(T.operator("a"), answers)
+        await asker.publish(T.slave("rack1", "s00001"), KillTask(framework_id="f", task_id="t"))
+        error = await answers.wait_for(Error)
+        assert error.code == "unknown-task"
+        assert "slave s00001" in error.message  # the one it was sent to answered
+        assert bus.messages.received["KillTask"] == 1
 
 
 def test_a_process_of_many_slaves_may_open_the_files_they_need_or_says_so() -> None:
