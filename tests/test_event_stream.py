@@ -9,9 +9,13 @@ from pathlib import Path
 
 import msgpack
 
+from cluster.local.view import operator_call
 from master.master import MasterConfig
+from protocol.tooling.brokers import MosquittoBroker
+from protocol.transport.bus import Bus
 from protocol.wire.codec import PROTOCOL_VERSION
-from protocol.wire.messages import ClusterEvent, Error, SetWeights, WatchEvents
+from protocol.wire.messages import ClusterEvent, Error, SetWeights, WatchEvents, Wire
+from protocol.wire.topics import Topics
 
 from helpers import Inbox, eventually, in_process_cluster, open_transport
 
@@ -73,3 +77,28 @@ async def test_only_an_operator_may_watch_and_a_lease_is_bounded(tmp_path: Path)
         invalid = await told.wait_for(Error)
         assert (invalid.code, invalid.about) == ("invalid", "WatchEvents")
         assert c.master.shell.events_watched_until == 0
+
+
+async def test_an_operators_call_is_not_answered_by_its_leases_refusal(
+    mosquitto: MosquittoBroker,
+) -> None:
+    """`operator_call` sends a lease, then the call: a refused lease (rate limited, or a
+    master that does not know it) is not the call's answer; if the call's event then never
+    shows, it says the outcome is unknown, and why."""
+    topics = Topics("lease")
+    refuse_call = False
+
+    async def master(message: Wire, reply_to: str | None) -> None:  # answers, does nothing
+        if isinstance(message, WatchEvents) or refuse_call:
+            fake.reply_error(reply_to, "not now", code="rate-limited", about=message.TYPE)
+
+    async with Bus(mosquitto.url, name="fake-master") as fake:
+        await fake.subscribe(topics.inbound("operator", "+"), master)
+        call = SetWeights(weights={"a": 2})
+        why = await operator_call(mosquitto.url, "lease", call, lambda _e: True, timeout=0.5)
+        assert why is not None
+        assert why.startswith("its outcome is unknown: the master would not stream events")
+        assert "rate-limited: not now" in why
+        refuse_call = True  # now the call itself is refused: that is its answer
+        why = await operator_call(mosquitto.url, "lease", call, lambda _e: True, timeout=10)
+        assert why == "rate-limited: not now"

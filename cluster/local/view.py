@@ -59,10 +59,16 @@ async def operator_call(
     topics = Topics(cluster)
     principal = url.username or "operator"
     outcome: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
+    unwatched: list[str] = []  # why the master would not stream events, if it said
 
     async def on_answer(answer: Wire, _reply_to: str | None) -> None:
-        if isinstance(answer, Error) and not outcome.done():
-            outcome.set_result(f"{answer.code}: {answer.message}")
+        if not isinstance(answer, Error):
+            return
+        said = f"{answer.code}: {answer.message}"
+        if answer.about == WatchEvents.TYPE:  # not the call's: its event may never show
+            unwatched.append(said)
+        elif not outcome.done():
+            outcome.set_result(said)
 
     async def on_event(event: Wire, _reply_to: str | None) -> None:
         if isinstance(event, ClusterEvent) and done(event) and not outcome.done():
@@ -76,7 +82,12 @@ async def operator_call(
         # call whose event it waits for
         await bus.publish(calls, WatchEvents(seconds=min(timeout + 5, MAX_WATCH_SECONDS)))
         await bus.publish(calls, message)
-        return await within(outcome, timeout)
+        try:
+            return await within(outcome, timeout)
+        except TimeoutError:
+            if not unwatched:
+                raise
+            return f"its outcome is unknown: the master would not stream events ({unwatched[0]})"
 
 
 async def teardown_framework(
