@@ -137,9 +137,11 @@ class ImageLaunch:
         seconds = 0 if hard else math.ceil(grace)
         await self._podman("stop", "--ignore", "-t", str(seconds), self.name, wait=grace)
 
-    async def ended(self, code: int | None) -> Limit | None:
+    async def ended(self, code: int | None, stopped: bool) -> Limit | None:
         # gone with --rm unless podman itself was killed: then it is removed here
         await self._podman("rm", "--force", "--ignore", self.name)
+        if stopped:
+            return None
         if code == KILLED and (why := self._out_of_memory()):
             return Limit(TaskState.FAILED, Reason.MEMORY_LIMIT, why)
         if code == PODMAN_FAILED:

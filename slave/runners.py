@@ -86,9 +86,10 @@ class Launch(Protocol):
     async def stop(self, grace: float, hard: bool) -> None:
         """Before the process group is signalled (`hard`: a limit's kill, no grace)."""
 
-    async def ended(self, code: int | None) -> Limit | None:
+    async def ended(self, code: int | None, stopped: bool) -> Limit | None:
         """After the process ended (its exit status, None if lost): what ended it, if
-        this launch knows better than the status (an image podman could not run)."""
+        this launch knows better than the status (an image podman could not run); not
+        asked (`stopped`) when the runner stopped it for a reason of its own."""
 
 
 class ShellLaunch:
@@ -116,7 +117,7 @@ class ShellLaunch:
     async def stop(self, grace: float, hard: bool) -> None:
         pass  # (the process group's signals are all it takes)
 
-    async def ended(self, code: int | None) -> Limit | None:
+    async def ended(self, code: int | None, stopped: bool) -> Limit | None:
         return None
 
 
@@ -180,7 +181,7 @@ class CommandRunner:
         await self._ended(code)
 
     async def _ended(self, code: int | None) -> None:
-        said = await self.launch.ended(code)
+        said = await self.launch.ended(code, stopped=self._stop is not None)
         if self._stop is None and said is not None:
             self._stop = said
         if self.container is not None:

@@ -7,7 +7,9 @@ and its arrivals are stamped with when they came (see `StampedQueue`).
 
 Its (un)subscribe calls wait for the broker's answer under our deadline, not aiomqtt's:
 aiomqtt's is a Python 3.11 `asyncio.wait_for`, which loses a cancel that comes as the
-answer does (see `within`).
+answer does (see `within`). Its connect and disconnect still wait in aiomqtt's: the bus's
+connection loop makes them, and `Bus.close` stops that loop with `cancel_and_wait`, which
+cancels again until it has stopped.
 """
 
 from __future__ import annotations
