@@ -151,15 +151,18 @@ async def wait_for_port(host: str, port: int, timeout: float = 10.0) -> None:
         return
 
 
-class _Secured:
-    """What both brokers share: a port, and optionally a credentials store and TLS."""
+@dataclass(frozen=True)
+class Listener:
+    """Where a broker we start listens (127.0.0.1:`port`), and how: with a credentials
+    store (`auth`) and TLS with the store's certificate, or neither."""
 
-    def __init__(self, port: int | None, auth: Path | None, tls: bool) -> None:
-        if tls and auth is None:
+    port: int
+    auth: Path | None = None
+    tls: bool = False
+
+    def __post_init__(self) -> None:
+        if self.tls and self.auth is None:
             raise BrokerError("TLS uses the credentials store's certificate: give auth too")
-        self.port = port or free_port()
-        self.auth = auth
-        self.tls = tls
 
     @property
     def url(self) -> BrokerURL:
@@ -167,14 +170,18 @@ class _Secured:
         return BrokerURL("127.0.0.1", self.port, tls=self.tls, ca=ca)
 
 
-class EmbeddedBroker(_Secured):
+class EmbeddedBroker:
     """amqtt in this process, on 127.0.0.1."""
 
     def __init__(
         self, port: int | None = None, *, auth: Path | None = None, tls: bool = False
     ) -> None:
-        super().__init__(port, auth, tls)
+        self.listener = Listener(port or free_port(), auth, tls)
         self._broker: Any = None
+
+    @property
+    def url(self) -> BrokerURL:
+        return self.listener.url
 
     async def start(self) -> None:
         with needs("embedded"):
@@ -182,21 +189,22 @@ class EmbeddedBroker(_Secured):
 
             from protocol.tooling import amqtt_patches
 
-        listener: dict[str, Any] = {"type": "tcp", "bind": f"127.0.0.1:{self.port}"}
+        at = self.listener
+        listener: dict[str, Any] = {"type": "tcp", "bind": f"127.0.0.1:{at.port}"}
         plugins: dict[str, Any] = {
             "amqtt.plugins.authentication.AnonymousAuthPlugin": {"allow_anonymous": True}
         }
-        if self.auth is not None:
-            store = {"store": str(self.auth)}
+        if at.auth is not None:
+            store = {"store": str(at.auth)}
             plugins = {
                 "protocol.tooling.amqtt_auth.StoreAuthPlugin": store,
                 "protocol.tooling.amqtt_auth.StoreTopicPlugin": store,
             }
-            if self.tls:
+            if at.tls:
                 listener |= {
                     "ssl": True,
-                    "certfile": str(self.auth / "broker.pem"),
-                    "keyfile": str(self.auth / "broker.key"),
+                    "certfile": str(at.auth / "broker.pem"),
+                    "keyfile": str(at.auth / "broker.key"),
                 }
         config = {"listeners": {"default": listener}, "plugins": plugins}
         self._broker = Broker(config)
@@ -248,7 +256,7 @@ tls_version tlsv1.2
 MAX_PACKET_BYTES = 8 * 1024 * 1024  # the largest message a broker we start takes
 
 
-class MosquittoBroker(_Secured):
+class MosquittoBroker:
     """A mosquitto process on 127.0.0.1 with Nagle off and persistence in a temp dir."""
 
     def __init__(
@@ -259,7 +267,7 @@ class MosquittoBroker(_Secured):
         auth: Path | None = None,
         tls: bool = False,
     ) -> None:
-        super().__init__(port, auth, tls)
+        self.listener = Listener(port or free_port(), auth, tls)
         found = executable or shutil.which("mosquitto") or _sbin("mosquitto")
         if not found:
             raise BrokerError("mosquitto is not installed (apt-get install mosquitto)")
@@ -267,22 +275,26 @@ class MosquittoBroker(_Secured):
         self._dir = Path(tempfile.mkdtemp(prefix="drfmesos-mosquitto-"))
         self._proc: asyncio.subprocess.Process | None = None
 
+    @property
+    def url(self) -> BrokerURL:
+        return self.listener.url
+
     async def start(self) -> None:
-        conf = self._dir / "mosquitto.conf"
+        listener, conf = self.listener, self._dir / "mosquitto.conf"
         # mosquitto started as root drops to user "mosquitto", which then cannot write
         # its persistence file into our private temp dir: stay the user we are.
         user = pwd.getpwuid(os.getuid()).pw_name
         text = MOSQUITTO_CONF.format(
-            port=self.port,
+            port=listener.port,
             dir=self._dir,
             user=user,
             max_packet=MAX_PACKET_BYTES,
-            anonymous="allow_anonymous true\n" if self.auth is None else "",
+            anonymous="allow_anonymous true\n" if listener.auth is None else "",
         )
-        if self.auth is not None:
-            text += MOSQUITTO_AUTH.format(store=self.auth)
-        if self.tls:
-            text += MOSQUITTO_TLS.format(store=self.auth)
+        if listener.auth is not None:
+            text += MOSQUITTO_AUTH.format(store=listener.auth)
+        if listener.tls:
+            text += MOSQUITTO_TLS.format(store=listener.auth)
         conf.write_text(text)
         self._proc = await asyncio.create_subprocess_exec(
             self.executable,
@@ -292,7 +304,7 @@ class MosquittoBroker(_Secured):
             stderr=asyncio.subprocess.DEVNULL,
         )
         try:
-            await wait_for_port("127.0.0.1", self.port)
+            await wait_for_port("127.0.0.1", listener.port)
         except BrokerError:
             await self.stop()
             raise
