@@ -15,7 +15,7 @@ from cluster.experiments.framework import experiment_framework
 from cluster.experiments.ideal_cli import ideal_command
 from cluster.local.auth_cli import auth
 from cluster.local.demo import demo
-from cluster.local.operator_cli import quota, roles, teardown, weights
+from cluster.local.operator_cli import events, quota, roles, teardown, weights
 from cluster.local.slaves_cli import slaves
 from frameworks.cli import framework
 from master.cli import master
@@ -166,6 +166,7 @@ main.add_command(ideal_command)
 main.add_command(quota)
 main.add_command(weights)
 main.add_command(teardown)
+main.add_command(events)
 main.add_command(roles)
 main.add_command(slaves)
 main.add_command(experiment)

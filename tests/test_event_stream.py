@@ -4,20 +4,28 @@ third of its bytes a task to nobody."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import json
+import signal
+import sys
+import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import msgpack
 
+from cluster.local.events import follow_events
 from cluster.local.view import operator_call
-from master.master import MasterConfig
-from protocol.tooling.brokers import MosquittoBroker
+from master.master import Master, MasterConfig
+from protocol.tooling.brokers import BrokerURL, MosquittoBroker
+from protocol.transport.aio import within
 from protocol.transport.bus import Bus
 from protocol.wire.codec import PROTOCOL_VERSION
 from protocol.wire.messages import ClusterEvent, Error, SetWeights, WatchEvents, Wire
 from protocol.wire.topics import Topics
 
-from helpers import Inbox, eventually, in_process_cluster, open_transport
+from helpers import Inbox, eventually, in_process_cluster, open_transport, until
 
 CONFIG = MasterConfig(allocation_interval=0.1)
 
@@ -102,3 +110,91 @@ async def test_an_operators_call_is_not_answered_by_its_leases_refusal(
         refuse_call = True  # now the call itself is refused: that is its answer
         why = await operator_call(mosquitto.url, "lease", call, lambda _e: True, timeout=10)
         assert why == "rate-limited: not now"
+
+
+@contextlib.asynccontextmanager
+async def following(
+    url: BrokerURL, cluster: str, lease: float
+) -> AsyncIterator[tuple[list[ClusterEvent], asyncio.Event]]:
+    """`drfmesos events`' follower, in a task: what it saw, and an event set as it sees."""
+    seen: list[ClusterEvent] = []
+    arrived, stop = asyncio.Event(), asyncio.Event()
+
+    def on_event(event: ClusterEvent) -> None:
+        seen.append(event)
+        arrived.set()
+
+    follower = asyncio.create_task(follow_events(url, cluster, on_event, stop, lease=lease))
+    try:
+        yield seen, arrived
+    finally:
+        stop.set()
+        await within(follower, 10)
+
+
+async def start_master(
+    stack: contextlib.AsyncExitStack, url: BrokerURL, topics: Topics, epoch: int
+) -> Master:
+    bus = await stack.enter_async_context(Bus(url, name=f"master-{epoch}"))
+    master = Master(bus, topics, CONFIG, epoch=epoch)
+    await master.start()
+    stack.push_async_callback(master.stop)
+    return master
+
+
+def details(seen: list[ClusterEvent]) -> list[str]:
+    return [e.detail for e in seen if e.kind == "weights"]
+
+
+async def test_a_follower_renews_its_lease_while_it_follows(mosquitto: MosquittoBroker) -> None:
+    topics = Topics("follow")
+    async with contextlib.AsyncExitStack() as stack:
+        master = await start_master(stack, mosquitto.url, topics, int(time.time()))
+        async with following(mosquitto.url, "follow", lease=0.4) as (seen, arrived):
+            # a lease every 0.2 s: by the fourth, the first one (0.4 s) has long ended
+            await eventually(lambda: master.messages.received["WatchEvents"] >= 4)
+            master.shell.emit_event("weights", detail="still watched")
+            await until(arrived, lambda: details(seen) == ["still watched"], timeout=10)
+
+
+async def test_a_follower_takes_a_lease_from_each_new_leader(mosquitto: MosquittoBroker) -> None:
+    """A lease is the master's: after a failover the follower asks the new leader for one
+    at once (its own renewal, at half of a minute's lease, would come 30 s late)."""
+    topics, epoch = Topics("follow"), int(time.time())
+    async with contextlib.AsyncExitStack() as stack:
+        first = await start_master(stack, mosquitto.url, topics, epoch)
+        async with following(mosquitto.url, "follow", lease=60) as (seen, arrived):
+            await eventually(lambda: first.messages.received["WatchEvents"] >= 1)
+            first.shell.emit_event("weights", detail="first")
+            await until(arrived, lambda: details(seen) == ["first"], timeout=10)
+            await first.stop()
+            second = await start_master(stack, mosquitto.url, topics, epoch + 1)
+            await eventually(lambda: second.messages.received["WatchEvents"] >= 1)
+            second.shell.emit_event("weights", detail="second")
+            await until(arrived, lambda: details(seen) == ["first", "second"], timeout=10)
+
+
+async def test_drfmesos_events_prints_the_stream_a_line_an_event(
+    mosquitto: MosquittoBroker,
+) -> None:
+    """The command, as an operator runs it: a process that follows the stream."""
+    topics = Topics("follow")
+    async with contextlib.AsyncExitStack() as stack:
+        master = await start_master(stack, mosquitto.url, topics, int(time.time()))
+        command = [sys.executable, "-m", "cluster", "events", "--broker", str(mosquitto.url)]
+        proc = await asyncio.create_subprocess_exec(
+            *command, "--cluster", "follow", "--json", "--seconds", "30",
+            stdout=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        stack.push_async_callback(end_process, proc)
+        await eventually(lambda: master.messages.received["WatchEvents"] >= 1, timeout=30)
+        master.shell.emit_event("weights", detail="a=3")
+        assert proc.stdout is not None
+        line = await within(proc.stdout.readline(), 10)
+        event = ClusterEvent.model_validate(json.loads(line))
+        assert (event.kind, event.detail) == ("weights", "a=3")
+
+
+async def end_process(proc: asyncio.subprocess.Process) -> None:
+    proc.send_signal(signal.SIGINT)  # Ctrl-C: it stops following, and ends
+    assert await within(proc.wait(), 10) == 0

@@ -1,5 +1,6 @@
 """An operator's calls on a running master (`drfmesos teardown`, `drfmesos quota ...`,
-`drfmesos weights ...`), and `drfmesos roles ...` for the roles file."""
+`drfmesos weights ...`), its event stream (`drfmesos events`), and `drfmesos roles ...`
+for the roles file."""
 
 from __future__ import annotations
 
@@ -56,6 +57,40 @@ def _call(
 
 def _quota_set(role: str) -> Callable[[ClusterEvent], bool]:
     return lambda e: e.kind == "quota" and e.detail.split(":", 1)[0] == role
+
+
+@click.command()
+@broker_option()
+@cluster_option
+@click.option("--json", "as_json", is_flag=True, help="Each event as a JSON object, a line each.")
+@click.option("--seconds", type=float, default=None, help="Stop after this long (else Ctrl-C).")
+@log_level_default("warning")
+def events(broker: str, cluster: str, as_json: bool, seconds: float | None) -> None:
+    """Follow the master's event stream, a line an event (an operator principal's lease
+    on it, renewed while this runs and taken again from a new leader)."""
+    from cluster.local.events import event_line, follow_events
+    from protocol.tooling.cli import signals_set
+    from protocol.wire.messages import Error
+
+    def show(event: ClusterEvent) -> None:
+        line = json.dumps(event.model_dump(mode="json")) if as_json else event_line(event)
+        click.echo(line)
+
+    def refused(error: Error) -> None:
+        click.echo(f"the master refused the lease: {error.code}: {error.message}", err=True)
+
+    async def follow() -> None:
+        stop = asyncio.Event()
+        with signals_set(stop):
+            if seconds is not None:
+                asyncio.get_running_loop().call_later(seconds, stop.set)
+            await follow_events(url, cluster, show, stop, on_refused=refused)
+
+    url = broker_url(broker)
+    try:
+        asyncio.run(follow())
+    except BusRefused as e:
+        raise click.ClickException(str(e)) from None
 
 
 @click.command()
