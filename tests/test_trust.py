@@ -34,6 +34,7 @@ from master.master import Master, MasterConfig
 from master.rate_limits import RateLimits
 from protocol.tooling.brokers import BrokerURL, EmbeddedBroker, MosquittoBroker
 from protocol.tooling.credentials import Store
+from protocol.transport.aio import within
 from protocol.transport.base import Connector, Transport
 from protocol.transport.bus import Bus, BusRefused, MqttConnector
 from protocol.transport.memory import MemoryBroker
@@ -766,4 +767,32 @@ async def test_a_principal_added_to_a_running_cluster_can_register_at_once(
         assert (fw.principal, fw.role) == ("newbie", "newbie")
     finally:
         await driver._close()
+    intact(secure)
+
+
+async def test_a_tenant_following_the_event_stream_is_told_why_and_gains_nothing(
+    secure: Secure, request: pytest.FixtureRequest
+) -> None:
+    """`drfmesos events` as a framework principal: its lease may not reach the master (the
+    broker drops what a principal may not publish), the follower says so, and the master
+    never publishes the stream for it."""
+    from cluster.local.events import follow_events
+
+    if "embedded" in request.node.name:  # (and so the follower has nothing to tell)
+        pytest.skip("amqtt drops a forbidden publish silently, where mosquitto disconnects")
+
+    seen: list[ClusterEvent] = []
+    dropped, stop = asyncio.Event(), asyncio.Event()
+    follower = asyncio.create_task(
+        follow_events(
+            secure.as_("mallory"), T.cluster, seen.append, stop, lease=1, on_dropped=dropped.set
+        )
+    )
+    try:
+        await within(dropped.wait(), 30)
+    finally:
+        stop.set()
+        await within(follower, 15)
+    assert seen == []
+    assert secure.master.shell.events_watched_until == 0
     intact(secure)

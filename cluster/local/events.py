@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable
+from datetime import UTC, datetime
 
 from protocol.tooling.brokers import BrokerURL
 from protocol.transport.aio import within
@@ -19,6 +20,7 @@ from protocol.wire.messages import ClusterEvent, Error, Leader, WatchEvents, Wir
 from protocol.wire.topics import Topics
 
 LEASE = 60.0  # seconds a lease lasts; renewed every half of it
+DROPS_TO_SAY = 3  # connections, none of them with an event, before `on_dropped` is told
 
 
 async def follow_events(
@@ -29,15 +31,22 @@ async def follow_events(
     *,
     lease: float = LEASE,
     on_refused: Callable[[Error], None] = lambda _error: None,
+    on_dropped: Callable[[], None] = lambda: None,
 ) -> None:
     """Hand each event of `cluster`'s stream to `on_event` until `stop` is set; a master's
-    refusal of the lease (not an operator, rate limited) goes to `on_refused`."""
+    refusal of the lease (rate limited) goes to `on_refused`; `on_dropped` is called once
+    if the connection is lost again and again before any event came (the broker drops a
+    principal that may not take a lease, or one whose name another connection took)."""
     topics = Topics(cluster)
     principal = url.username or "operator"
     calls = topics.inbound("operator", principal)
 
+    heard = False
+
     async def on_stream(message: Wire, _reply_to: str | None) -> None:
+        nonlocal heard
         if isinstance(message, ClusterEvent):
+            heard = True
             on_event(message)
 
     async def on_answer(message: Wire, _reply_to: str | None) -> None:
@@ -52,6 +61,11 @@ async def follow_events(
         async def new_leader(_leader: Leader) -> None:
             renew()
 
+        async def reconnected() -> None:
+            if bus.connections == DROPS_TO_SAY and not heard:
+                on_dropped()
+
+        bus.on_connect(reconnected)
         await bus.subscribe(topics.operator(principal), on_answer)
         await bus.subscribe(topics.events, on_stream)
         await LeaderWatch.on(bus, topics, new_leader)
@@ -78,4 +92,5 @@ def event_line(event: ClusterEvent) -> str:
         named.append(f"resources={event.resources}")
     if event.detail:
         named.append(event.detail)
-    return " ".join([f"{event.timestamp:.3f}", event.kind, *named])
+    when = datetime.fromtimestamp(event.timestamp, UTC).isoformat(timespec="milliseconds")
+    return " ".join([when.replace("+00:00", "Z"), event.kind, *named])

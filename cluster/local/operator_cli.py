@@ -50,7 +50,10 @@ def _call(
     except BusRefused as e:
         raise click.ClickException(str(e)) from None
     except TimeoutError:
-        raise click.ClickException(f"no answer from a master within {timeout}s") from None
+        raise click.ClickException(
+            f"no answer from a master within {timeout}s: is one running on this cluster, and "
+            "is this principal an operator? (the broker drops anyone else's operator call)"
+        ) from None
     if why:
         raise click.ClickException(why)
 
@@ -79,12 +82,20 @@ def events(broker: str, cluster: str, as_json: bool, seconds: float | None) -> N
     def refused(error: Error) -> None:
         click.echo(f"the master refused the lease: {error.code}: {error.message}", err=True)
 
+    def dropped() -> None:
+        click.echo(
+            "the broker keeps dropping the connection: it drops a principal that asks for "
+            "what it may not (this takes an operator principal), and a second connection "
+            "as the same principal takes the first one's over (give this one its own)",
+            err=True,
+        )
+
     async def follow() -> None:
         stop = asyncio.Event()
         with signals_set(stop):
             if seconds is not None:
                 asyncio.get_running_loop().call_later(seconds, stop.set)
-            await follow_events(url, cluster, show, stop, on_refused=refused)
+            await follow_events(url, cluster, show, stop, on_refused=refused, on_dropped=dropped)
 
     url = broker_url(broker)
     try:
