@@ -15,7 +15,13 @@ import msgpack
 import pytest
 
 from cluster.local.secure import as_principal, provision
-from protocol.tooling.brokers import MAX_PACKET_BYTES, EmbeddedBroker, MosquittoBroker
+from protocol.tooling.brokers import (
+    MAX_PACKET_BYTES,
+    BrokerURL,
+    EmbeddedBroker,
+    MosquittoBroker,
+    free_port,
+)
 from protocol.transport.aio import within
 from protocol.transport.bus import Bus, Dispatcher
 from protocol.wire.codec import PROTOCOL_VERSION, encode
@@ -573,3 +579,20 @@ async def test_a_list_too_big_for_one_payload_leaves_as_several_in_order(broker:
         await inbox.wait_count(Update, 60, timeout=60)
         assert [u.status.task_id for u in inbox.of(Update)] == [f"t{i}" for i in range(60)]
         assert tx.connections == 1
+
+
+async def test_a_bus_that_never_started_leaves_nothing_running() -> None:
+    """Cancelled while it connects (a Ctrl-C before the broker answered), `async with Bus`
+    closes what it started: its connection loop was left retrying for good."""
+    nobody = BrokerURL("127.0.0.1", free_port())
+
+    async def opens() -> None:
+        async with Bus(nobody, name="never"):
+            raise AssertionError("there is no broker to connect to")
+
+    opening = asyncio.create_task(opens())
+    await eventually(lambda: any(t.get_name() == "bus-never" for t in asyncio.all_tasks()))
+    opening.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await within(opening, 10)
+    assert not [t for t in asyncio.all_tasks() if t.get_name() == "bus-never" and not t.done()]

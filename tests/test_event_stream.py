@@ -18,7 +18,7 @@ import msgpack
 from cluster.local.events import follow_events
 from cluster.local.view import operator_call
 from master.master import Master, MasterConfig
-from protocol.tooling.brokers import BrokerURL, MosquittoBroker
+from protocol.tooling.brokers import BrokerURL, MosquittoBroker, free_port
 from protocol.transport.aio import within
 from protocol.transport.bus import Bus
 from protocol.wire.codec import PROTOCOL_VERSION
@@ -197,4 +197,30 @@ async def test_drfmesos_events_prints_the_stream_a_line_an_event(
 
 async def end_process(proc: asyncio.subprocess.Process) -> None:
     proc.send_signal(signal.SIGINT)  # Ctrl-C: it stops following, and ends
-    assert await within(proc.wait(), 10) == 0
+    try:
+        assert await within(proc.wait(), 10) == 0
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+
+
+async def test_drfmesos_events_stops_when_told_even_before_it_connects() -> None:
+    """No broker there: `--seconds` and Ctrl-C still end it at once, with no traceback
+    (it used to wait out the 30 s first connection and fail)."""
+    nobody = f"mqtt://127.0.0.1:{free_port()}"
+    command = [sys.executable, "-m", "cluster", "events", "--broker", nobody]
+    timed = await asyncio.create_subprocess_exec(
+        *command, "--seconds", "1", stderr=asyncio.subprocess.PIPE
+    )
+    interrupted = await asyncio.create_subprocess_exec(*command, stderr=asyncio.subprocess.PIPE)
+    try:
+        _, err = await within(timed.communicate(), 15)
+        assert timed.returncode == 0, err.decode()
+        assert b"Traceback" not in err
+        await end_process(interrupted)
+    finally:
+        for proc in (timed, interrupted):
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()

@@ -8,19 +8,19 @@ master's, not the registry's: a failover starts unwatched)."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Callable
 from datetime import UTC, datetime
 
 from protocol.tooling.brokers import BrokerURL
-from protocol.transport.aio import within
+from protocol.transport.aio import first_of
 from protocol.transport.bus import Bus
 from protocol.transport.leader import LeaderWatch
 from protocol.wire.messages import ClusterEvent, Error, Leader, WatchEvents, Wire
 from protocol.wire.topics import Topics
 
 LEASE = 60.0  # seconds a lease lasts; renewed every half of it
-DROPS_TO_SAY = 3  # connections, none of them with an event, before `on_dropped` is told
+SHORT_CONNECTION = 5.0  # seconds: a connection that ended sooner was dropped, likely
+SHORT_RUN = 2  # such connections in a row, with no event, before `on_dropped` is told
 
 
 async def follow_events(
@@ -33,15 +33,39 @@ async def follow_events(
     on_refused: Callable[[Error], None] = lambda _error: None,
     on_dropped: Callable[[], None] = lambda: None,
 ) -> None:
-    """Hand each event of `cluster`'s stream to `on_event` until `stop` is set; a master's
-    refusal of the lease (rate limited) goes to `on_refused`; `on_dropped` is called once
-    if the connection is lost again and again before any event came (the broker drops a
-    principal that may not take a lease, or one whose name another connection took)."""
+    """Hand each event of `cluster`'s stream to `on_event` until `stop` is set (while it
+    connects too); a master's refusal of the lease (rate limited) goes to `on_refused`;
+    `on_dropped` is called once if connections keep ending within seconds before any
+    event came (the broker drops a principal that may not take a lease, or one whose
+    name another connection took). Raises BusRefused if the broker stops letting it in."""
+    following = asyncio.create_task(
+        _follow(url, cluster, on_event, stop, lease, on_refused, on_dropped)
+    )
+    stopping = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait({following, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopping.cancel()
+        while not following.done():  # stopped, or cancelled itself: its bus closes
+            following.cancel()  # (again only if aiomqtt's connect lost it: see `within`)
+            await asyncio.wait({following}, timeout=5)
+    if not following.cancelled():
+        following.result()
+
+
+async def _follow(
+    url: BrokerURL,
+    cluster: str,
+    on_event: Callable[[ClusterEvent], None],
+    stop: asyncio.Event,
+    lease: float,
+    on_refused: Callable[[Error], None],
+    on_dropped: Callable[[], None],
+) -> None:
     topics = Topics(cluster)
     principal = url.username or "operator"
     calls = topics.inbound("operator", principal)
-
-    heard = False
+    heard, short, last_connect = False, 0, None
 
     async def on_stream(message: Wire, _reply_to: str | None) -> None:
         nonlocal heard
@@ -54,6 +78,7 @@ async def follow_events(
             on_refused(message)
 
     async with Bus(url, name="events", inbox=topics.operator(principal)) as bus:
+        loop = asyncio.get_running_loop()
 
         def renew() -> None:
             bus.post(calls, WatchEvents(seconds=lease))
@@ -61,18 +86,23 @@ async def follow_events(
         async def new_leader(_leader: Leader) -> None:
             renew()
 
-        async def reconnected() -> None:
-            if bus.connections == DROPS_TO_SAY and not heard:
+        async def reconnected() -> None:  # a connection that lasted seconds ends a run
+            nonlocal short, last_connect
+            now = loop.time()
+            ended_soon = last_connect is not None and now - last_connect < SHORT_CONNECTION
+            short, last_connect = (short + 1 if ended_soon else 0), now
+            if short == SHORT_RUN and not heard:
                 on_dropped()
 
         bus.on_connect(reconnected)
         await bus.subscribe(topics.operator(principal), on_answer)
         await bus.subscribe(topics.events, on_stream)
         await LeaderWatch.on(bus, topics, new_leader)
-        while not stop.is_set():
+        while not stop.is_set() and not bus.gave_up.is_set():
             renew()
-            with contextlib.suppress(TimeoutError):
-                await within(stop.wait(), lease / 2)
+            await first_of(stop, bus.gave_up, timeout=lease / 2)
+        if bus.refused is not None:
+            raise bus.refused
 
 
 def event_line(event: ClusterEvent) -> str:

@@ -100,7 +100,7 @@ def events(broker: str, cluster: str, as_json: bool, seconds: float | None) -> N
     url = broker_url(broker)
     try:
         asyncio.run(follow())
-    except BusRefused as e:
+    except (BusRefused, TimeoutError) as e:  # (no broker there, within 30 s)
         raise click.ClickException(str(e)) from None
 
 

@@ -15,8 +15,8 @@ What it does for every party:
   input is logged and, where the sender named its inbox, answered with an `Error`;
 - sets a Last Will (`Gone`, carrying this connection's incarnation) so the broker
   announces a party that vanishes without saying goodbye;
-- turns Nagle off on its socket (TCP_NODELAY): without it a QoS 1 round trip is ~88 ms;
-- shuts down cleanly: cancels its tasks until they are really done.
+- shuts down cleanly (cancels its tasks until they are really done), and leaves nothing
+  running when it could not start (refused, timed out, cancelled).
 """
 
 from __future__ import annotations
@@ -136,7 +136,11 @@ class Bus:
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def __aenter__(self) -> Self:
-        await self.start()
+        try:
+            await self.start()
+        except BaseException:
+            await self.close(abandon=True)
+            raise
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -170,9 +174,7 @@ class Bus:
 
     async def close(self, flush_timeout: float = 2.0, *, abandon: bool = False) -> None:
         """Send what `post` queued (waiting briefly for the broker to take it), disconnect
-        cleanly, stop every task.
-
-        `abandon`: send nothing more, not even what is queued (a deposed master)."""
+        cleanly, stop every task; `abandon`: send nothing more (a deposed master)."""
         if self._lazy_flush is not None:
             self._lazy_flush.cancel()
             self._lazy_flush = None
@@ -250,11 +252,9 @@ class Bus:
         retain: bool = False,
         timeout: float | None = None,
     ) -> None:
-        """Publish and return once the broker has it (for QoS 1: its PUBACK arrived).
-
-        While the broker is away this waits and retries after the reconnect, so a message
-        is not lost to a broker restart; `timeout` bounds the wait.
-        """
+        """Publish and return once the broker has it (for QoS 1: its PUBACK arrived). While
+        the broker is away this waits and retries after the reconnect, so a message is not
+        lost to a broker restart; `timeout` bounds the wait."""
         payload = encode(message, self.inbox, self.epoch)
         await within(self._publish_bytes(topic, payload, qos, retain), timeout)
 
