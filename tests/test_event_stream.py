@@ -18,7 +18,7 @@ import msgpack
 from cluster.local.events import follow_events
 from cluster.local.view import operator_call
 from master.master import Master, MasterConfig
-from protocol.tooling.brokers import BrokerURL, MosquittoBroker, free_port
+from protocol.tooling.brokers import BrokerURL, MosquittoBroker, end_process, free_port
 from protocol.transport.aio import within
 from protocol.transport.bus import Bus
 from protocol.wire.codec import PROTOCOL_VERSION
@@ -186,7 +186,7 @@ async def test_drfmesos_events_prints_the_stream_a_line_an_event(
             *command, "--cluster", "follow", "--json", "--seconds", "30",
             stdout=asyncio.subprocess.PIPE,
         )  # fmt: skip
-        stack.push_async_callback(end_process, proc)
+        stack.push_async_callback(interrupt, proc)
         await eventually(lambda: master.messages.received["WatchEvents"] >= 1, timeout=30)
         master.shell.emit_event("weights", detail="a=3")
         assert proc.stdout is not None
@@ -195,14 +195,13 @@ async def test_drfmesos_events_prints_the_stream_a_line_an_event(
         assert (event.kind, event.detail) == ("weights", "a=3")
 
 
-async def end_process(proc: asyncio.subprocess.Process) -> None:
-    proc.send_signal(signal.SIGINT)  # Ctrl-C: it stops following, and ends
+async def interrupt(proc: asyncio.subprocess.Process) -> None:
+    """Ctrl-C: it stops following, and ends cleanly (killed if it does not)."""
+    proc.send_signal(signal.SIGINT)
     try:
         assert await within(proc.wait(), 10) == 0
     finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
+        await end_process(proc, kill=True)
 
 
 async def test_drfmesos_events_stops_when_told_even_before_it_connects() -> None:
@@ -218,9 +217,7 @@ async def test_drfmesos_events_stops_when_told_even_before_it_connects() -> None
         _, err = await within(timed.communicate(), 15)
         assert timed.returncode == 0, err.decode()
         assert b"Traceback" not in err
-        await end_process(interrupted)
+        await interrupt(interrupted)
     finally:
         for proc in (timed, interrupted):
-            if proc.returncode is None:
-                proc.kill()
-                await proc.wait()
+            await end_process(proc, kill=True)

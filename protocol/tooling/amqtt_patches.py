@@ -69,9 +69,7 @@ def quiet_on_reset(serve: Callable[..., Awaitable[None]]) -> Callable[..., Await
     return serve_quietly
 
 
-def reader_stopped_first(
-    stop: Callable[[Any], Awaitable[None]],
-) -> Callable[[Any], Awaitable[None]]:
+def reader_stopped_first(stop: Stop) -> Stop:
     """A connection handler's `stop`, which first stops the connection's reader for good.
 
     amqtt 0.12.1 cancels the reader once and waits for it to say it stopped. The reader

@@ -18,6 +18,7 @@ import logging
 import math
 import socket
 import ssl
+from collections.abc import Awaitable
 
 import aiomqtt
 
@@ -68,18 +69,20 @@ def mqtt_client(
 
 async def mqtt_subscribe(client: aiomqtt.Client, topic: str, qos: int) -> None:
     """Subscribe, once the broker has answered (MqttError if it does not in time)."""
-    try:
-        await within(client.subscribe(topic, qos=qos, timeout=math.inf), ANSWER_TIMEOUT)
-    except TimeoutError:
-        raise aiomqtt.MqttError(f"no SUBACK for {topic} in {ANSWER_TIMEOUT:g} s") from None
+    await _answered(client.subscribe(topic, qos=qos, timeout=math.inf), f"SUBACK for {topic}")
 
 
 async def mqtt_unsubscribe(client: aiomqtt.Client, topic: str) -> None:
     """Unsubscribe, once the broker has answered (MqttError if it does not in time)."""
+    await _answered(client.unsubscribe(topic, timeout=math.inf), f"UNSUBACK for {topic}")
+
+
+async def _answered(call: Awaitable[object], answer: str) -> None:
+    """`call` (made with no deadline of aiomqtt's), under ours; MqttError as aiomqtt's."""
     try:
-        await within(client.unsubscribe(topic, timeout=math.inf), ANSWER_TIMEOUT)
+        await within(call, ANSWER_TIMEOUT)
     except TimeoutError:
-        raise aiomqtt.MqttError(f"no UNSUBACK for {topic} in {ANSWER_TIMEOUT:g} s") from None
+        raise aiomqtt.MqttError(f"no {answer} in {ANSWER_TIMEOUT:g} s") from None
 
 
 def refusal(error: aiomqtt.MqttError) -> str | None:
