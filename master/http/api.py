@@ -54,6 +54,9 @@ from protocol.transport.aio import within
 from protocol.wire.messages import TaskState
 
 MAX_LIMIT = 1000
+# who asked, as its credentials said (set by the auth middleware)
+PRINCIPAL = web.RequestKey("principal", str)
+KIND = web.RequestKey("kind", str)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
@@ -202,7 +205,7 @@ class HttpApi:
                     "its own tasks' files)",
                     403,
                 )
-            request["principal"], request["kind"] = who.principal, who.kind
+            request[PRINCIPAL], request[KIND] = who.principal, who.kind
         return await handler(request)
 
     @web.middleware
@@ -360,9 +363,9 @@ class HttpApi:
         if info["name"] not in ("stdout", "stderr"):
             return problem("a task has a stdout and a stderr", 404)
         owner = self.master.framework_principal(info["framework_id"])
-        if request.get("kind") == "framework" and owner != request["principal"]:
+        if request.get(KIND) == "framework" and owner != request[PRINCIPAL]:
             # its own frameworks' tasks, nobody else's
-            self.log.info("http.forbidden", path=request.path, principal=request["principal"])
+            self.log.info("http.forbidden", path=request.path, principal=request[PRINCIPAL])
             return problem("not a task of one of your frameworks", 403)
         offset = _int(request, "offset", 0)
         length = _int(request, "length", 65536, 0, 1_048_576)
