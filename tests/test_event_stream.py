@@ -151,8 +151,11 @@ async def test_a_follower_renews_its_lease_while_it_follows(mosquitto: Mosquitto
     async with contextlib.AsyncExitStack() as stack:
         master = await start_master(stack, mosquitto.url, topics, int(time.time()))
         async with following(mosquitto.url, "follow", lease=0.4) as (seen, arrived):
-            # a lease every 0.2 s: by the fourth, the first one (0.4 s) has long ended
-            await eventually(lambda: master.messages.received["WatchEvents"] >= 4)
+            # (two at once: its first, and the one it takes from the leader it finds)
+            await eventually(lambda: master.messages.received["WatchEvents"] >= 2)
+            first = master.shell.events_watched_until
+            # a lease every 0.2 s: still watched when the first ones (0.4 s) have ended
+            await eventually(lambda: master.shell.now() > first + 0.2, timeout=5)
             master.shell.emit_event("weights", detail="still watched")
             await until(arrived, lambda: details(seen) == ["still watched"], timeout=10)
 
@@ -193,6 +196,30 @@ async def test_drfmesos_events_prints_the_stream_a_line_an_event(
         line = await within(proc.stdout.readline(), 10)
         event = ClusterEvent.model_validate(json.loads(line))
         assert (event.kind, event.detail) == ("weights", "a=3")
+
+
+async def test_drfmesos_events_ends_when_its_reader_does(mosquitto: MosquittoBroker) -> None:
+    """`drfmesos events | head -1`: once head has gone, the follower ends (its lease with
+    it), with no traceback; it used to log one an event and renew its lease for good."""
+    topics = Topics("follow")
+    async with contextlib.AsyncExitStack() as stack:
+        master = await start_master(stack, mosquitto.url, topics, int(time.time()))
+        command = f"{sys.executable} -m cluster events --broker {mosquitto.url} --cluster follow"
+        proc = await asyncio.create_subprocess_exec(
+            "bash", "-o", "pipefail", "-c", f"{command} | head -1",
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        stack.push_async_callback(end_process, proc, kill=True)
+        await eventually(lambda: master.messages.received["WatchEvents"] >= 1, timeout=30)
+        ended = asyncio.ensure_future(proc.communicate())
+        for n in range(200):  # an event each 0.05 s until the pipeline has ended
+            master.shell.emit_event("weights", detail=f"a={n}")
+            if (await asyncio.wait({ended}, timeout=0.05))[0]:
+                break
+        out, err = await within(ended, 5)
+        assert out.decode().count("\n") == 1
+        assert b"Traceback" not in err, err.decode()
+        assert proc.returncode == 0  # (the follower's own status: pipefail)
 
 
 async def interrupt(proc: asyncio.subprocess.Process) -> None:

@@ -283,34 +283,34 @@ async def test_a_master_behind_shows_it_and_removes_no_slave_whose_heartbeat_it_
                         latest = max(latest, time.time() - (view.last_heartbeat or time.time()))
                 await asyncio.sleep(0.1)
 
-        watcher = asyncio.create_task(watch())
-        try:
-            # 150 heartbeats at 40 ms each: 6 s of work, and a 1.5 s timeout. The later
-            # ones wait past the timeout in the master's backlog; the dead slaves send none.
-            await slaves.send(*(Heartbeat(source=s) for s in ids))
-            # the live slaves heartbeat on meanwhile, as real ones do: their rounds queue
-            # behind the burst, and are handled at full speed once it is
-            beating.append(asyncio.create_task(beat_on()))
-            await eventually(lambda: handled >= 2 * len(ids), timeout=30)  # a round after
-            assert said_behind, "health never said behind"
-        finally:
-            watcher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await watcher
-        assert worst > 1.5, "the backlog never outgrew the slave timeout: the test shows nothing"
-        first = said_behind[0]  # its waits, past the limit (rounded to the millisecond)
-        assert first.max_backlog_age == 0.5
-        assert max(first.oldest_wait_seconds, first.last_wait_seconds) >= first.max_backlog_age
-        # a live slave whose heartbeat waited in the backlog was unheard past the timeout,
-        # and is still there
-        assert latest > 1.5
-        assert live_when_drained == set(ids)
-        m = await metrics(master)
-        late = sample(m, "drfmesos_messages_total", type="Heartbeat", outcome="refused",
-                      code="unknown-slave")  # fmt: skip
-        assert late == 0
-        # caught up: the dead ones are removed, the live ones (heartbeating on) stay
-        try:
+        try:  # (the live slaves beat on until the dead ones are gone, whatever fails)
+            watcher = asyncio.create_task(watch())
+            try:
+                # 150 heartbeats at 40 ms each: 6 s of work, and a 1.5 s timeout. The later
+                # ones wait past the timeout in the master's backlog; the dead slaves send none.
+                await slaves.send(*(Heartbeat(source=s) for s in ids))
+                # the live slaves heartbeat on meanwhile, as real ones do: their rounds queue
+                # behind the burst, and are handled at full speed once it is
+                beating.append(asyncio.create_task(beat_on()))
+                await eventually(lambda: handled >= 2 * len(ids), timeout=30)  # a round after
+                assert said_behind, "health never said behind"
+            finally:
+                watcher.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await watcher
+            assert worst > 1.5, "the backlog never outgrew the slave timeout: it shows nothing"
+            first = said_behind[0]  # its waits, past the limit (rounded to the millisecond)
+            assert first.max_backlog_age == 0.5
+            assert max(first.oldest_wait_seconds, first.last_wait_seconds) >= first.max_backlog_age
+            # a live slave whose heartbeat waited in the backlog was unheard past the timeout,
+            # and is still there
+            assert latest > 1.5
+            assert live_when_drained == set(ids)
+            m = await metrics(master)
+            late = sample(m, "drfmesos_messages_total", type="Heartbeat", outcome="refused",
+                          code="unknown-slave")  # fmt: skip
+            assert late == 0
+            # caught up: the dead ones are removed, the live ones (heartbeating on) stay
             await eventually(lambda: not any(s in master.books.slaves for s in dead), timeout=15)
         finally:
             for task in beating:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
@@ -75,9 +77,15 @@ def events(broker: str, cluster: str, as_json: bool, seconds: float | None) -> N
     from protocol.tooling.cli import signals_set
     from protocol.wire.messages import Error
 
+    stop = asyncio.Event()
+
     def show(event: ClusterEvent) -> None:
         line = json.dumps(event.model_dump(mode="json")) if as_json else event_line(event)
-        click.echo(line)
+        try:
+            click.echo(line)
+        except BrokenPipeError:  # (`drfmesos events | head`): its reader is gone, stop
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # (no flush error)
+            stop.set()
 
     def refused(error: Error) -> None:
         click.echo(f"the master refused the lease: {error.code}: {error.message}", err=True)
@@ -91,7 +99,6 @@ def events(broker: str, cluster: str, as_json: bool, seconds: float | None) -> N
         )
 
     async def follow() -> None:
-        stop = asyncio.Event()
         with signals_set(stop):
             if seconds is not None:
                 asyncio.get_running_loop().call_later(seconds, stop.set)
