@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 import cluster.local.view
 from cluster.cli import main
+from cluster.local.demo import framework_table
 from protocol.wire.messages import FrameworkView, Offer, State, TaskState, TaskView
 from protocol.wire.resources import Resources
 
@@ -79,3 +80,27 @@ def test_state_json_lists_offers_as_it_lists_tasks(state: State) -> None:
     assert [o["offer_id"] for o in doc["offers"]] == ["o1"]
     assert [t["task_id"] for t in doc["tasks"]] == ["t1"]
     assert doc["offer_count"] == 1
+
+
+HOSTILE_NAMES = ("[/bold][link=http://x]EV[/link][blink]IL", "[red]x", ":smile: [", "a\\[b]")
+
+
+@pytest.mark.parametrize("name", HOSTILE_NAMES)
+def test_a_tenants_name_is_shown_as_written_never_read_as_markup(state: State, name: str) -> None:
+    """A framework's name is its tenant's: rich markup in it once failed `drfmesos state`
+    for every operator (MarkupError) until the framework was torn down."""
+    state.frameworks[0].name = name
+    state.tasks[0].task_id = name
+    out = CliRunner().invoke(main, ["state", "--broker", "mqtt://127.0.0.1:1"])
+    assert out.exit_code == 0, out.output
+    assert out.output.count(name) == 3  # its framework's row; its task's id and framework
+
+
+@pytest.mark.parametrize("name", HOSTILE_NAMES)
+def test_the_demos_table_shows_a_name_as_written(state: State, name: str) -> None:
+    from rich.console import Console
+
+    state.frameworks[0].name = name
+    console = Console(record=True, width=200)
+    console.print(framework_table(state, 1.0))
+    assert name in console.export_text()

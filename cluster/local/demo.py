@@ -23,7 +23,7 @@ from rich.table import Table
 
 from cluster.local.launcher import Launcher
 from cluster.local.secure import as_principal, open_cluster_broker, provision
-from cluster.local.view import wait_state
+from cluster.local.view import add_plain, wait_state
 from frameworks.cli import executor_option
 from protocol import logs
 from protocol.extras import need_all
@@ -51,7 +51,8 @@ def framework_table(state: State | None, elapsed: float) -> Table:
     total_cpus = state.total.get("cpus", 0.0)
     for fw in sorted(state.frameworks, key=lambda f: f.name):
         share = fw.dominant_share
-        table.add_row(
+        add_plain(
+            table,
             fw.name,
             str(fw.running_tasks),
             str(fw.finished_tasks),

@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from rich.console import Group
 from rich.table import Table
+from rich.text import Text
 
 from protocol.tooling.brokers import BrokerURL
 from protocol.transport.aio import within
@@ -110,20 +111,21 @@ def _res(r: object) -> str:
 
 def render_state(state: State) -> Group:
     head = Table.grid(padding=(0, 2))
-    head.add_row("master", state.master_id, "policy", state.policy)
-    head.add_row("epoch", str(state.epoch), "web UI", state.web_ui or "-")
+    add_plain(head, "master", state.master_id, "policy", state.policy)
+    add_plain(head, "epoch", str(state.epoch), "web UI", state.web_ui or "-")
     if state.recovering_slaves:
-        head.add_row("recovering slaves", str(state.recovering_slaves), "", "")
-    head.add_row("total", _res(state.total), "allocated", _res(state.allocated))
-    head.add_row(
-        "slaves", str(state.slaves_registered), "outstanding offers", str(state.offer_count)
+        add_plain(head, "recovering slaves", str(state.recovering_slaves), "", "")
+    add_plain(head, "total", _res(state.total), "allocated", _res(state.allocated))
+    add_plain(
+        head, "slaves", str(state.slaves_registered), "outstanding offers", str(state.offer_count)
     )
     if state.refused:
         refused = ", ".join(f"{code} {n}" for code, n in sorted(state.refused.items()))
-        head.add_row("refused calls", refused, "", "")
+        add_plain(head, "refused calls", refused, "", "")
     if state.preemption is not None:
         p = state.preemption
-        head.add_row(
+        add_plain(
+            head,
             "preempted",
             f"{p.tasks_preempted} tasks, {p.work_lost_seconds:,.0f} task-s of work lost",
             "being preempted",
@@ -150,7 +152,8 @@ def render_state(state: State) -> Group:
             else "left",
         )
     for f in sorted(state.frameworks, key=lambda f: f.name):
-        fws.add_row(
+        add_plain(
+            fws,
             f.name + ("" if f.active else " (disconnected)"),
             f.framework_id,
             f.principal,
@@ -169,7 +172,8 @@ def render_state(state: State) -> Group:
     for col in ("role", "weight", "promise", "share", "guarantee", "limit", ""):
         roles.add_column(col, justify="right" if col in ("weight", "promise", "share") else "left")
     for r in state.roles:
-        roles.add_row(
+        add_plain(
+            roles,
             r.role,
             f"{r.weight:g}",
             f"{r.promise:.1%}" if r.promise is not None else "-",
@@ -185,7 +189,8 @@ def render_state(state: State) -> Group:
         slaves.add_column(col)
     for s in sorted(state.slaves, key=lambda s: s.slave_id)[:50]:
         allocated = s.total.subtract_clamped(s.free)
-        slaves.add_row(
+        add_plain(
+            slaves,
             s.slave_id,
             s.hostname,
             _res(s.total),
@@ -198,7 +203,8 @@ def render_state(state: State) -> Group:
         tasks.add_column(col)
     names = {f.framework_id: f.name for f in state.frameworks}
     for t in sorted(state.tasks, key=lambda t: (t.framework_id, t.task_id))[:50]:
-        tasks.add_row(
+        add_plain(
+            tasks,
             t.task_id,
             names.get(t.framework_id, t.framework_id),
             t.slave_id,
@@ -206,6 +212,12 @@ def render_state(state: State) -> Group:
             used_of(t.used, t.resources),
         )
     return Group(head, fws, roles, slaves, *([tasks] if state.tasks else []))
+
+
+def add_plain(table: Table, *cells: str) -> None:
+    """A row of plain text: names and ids come from tenants, and rich would read
+    `[/bold]` in a framework's name as markup (and fail on it)."""
+    table.add_row(*(Text(cell) for cell in cells))
 
 
 def used_of(used: Resources | None, allocated: Resources) -> str:
