@@ -411,6 +411,23 @@ async def test_a_wildcard_subscription_made_again_reaches_its_new_handler(broker
         assert [m.source for m in first.of(Heartbeat)] == ["one"]
 
 
+async def test_a_retained_call_is_never_read_only_the_masters_announcements_are(
+    broker: Broker,
+) -> None:
+    """A tenant may publish retained on its own call topic: the broker would replay that
+    call to every master that starts (a framework registered by nobody). Only the
+    master's announcements (leader, state) are read retained."""
+    async with Bus(broker.url, name="tenant") as tenant:
+        await tenant.publish(TO_MASTER, Heartbeat(source="kept"), retain=True)
+        await tenant.publish(T.leader, Heartbeat(source="announced"), retain=True)
+        inbox = Inbox()
+        async with Bus(broker.url, name="master") as master:
+            await master.subscribe(f"{T.prefix}/#", inbox)
+            await tenant.publish(TO_MASTER, Heartbeat(source="live"))  # after, on its topic
+            await inbox.wait_for(Heartbeat, lambda m: m.source == "live")
+            assert {m.source for m in inbox.of(Heartbeat)} == {"announced", "live"}
+
+
 async def test_a_payload_bigger_than_the_socket_takes_at_once_arrives_whole_and_in_order(
     broker: Broker,
 ) -> None:

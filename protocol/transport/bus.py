@@ -12,7 +12,8 @@ What it does for every party:
 - publishes with QoS 1 by default; `publish` returns when the broker acknowledged the
   message and retries across reconnects until then, `post` does the same in the background;
 - decodes every arriving message (the codec validates it) and dispatches it by type; bad
-  input is logged and, where the sender named its inbox, answered with an `Error`;
+  input is logged and, where the sender named its inbox, answered with an `Error`; a
+  retained message is read only where the master announces (leader, state);
 - sets a Last Will (`Gone`, carrying this connection's incarnation) so the broker
   announces a party that vanishes without saying goodbye;
 - shuts down cleanly (cancels its tasks until they are really done), and leaves nothing
@@ -42,6 +43,7 @@ from protocol.transport.mqtt_client import mqtt_client, mqtt_subscribe, mqtt_uns
 from protocol.transport.paho_link import PahoLink
 from protocol.wire.codec import MAX_BATCH, decode_many, encode, encode_batch, items_of
 from protocol.wire.messages import LISTS, Error, Wire
+from protocol.wire.topics import announced
 
 __all__ = ["Bus", "BusClosed", "BusRefused", "Dispatcher", "cancel_and_wait", "first_of"]
 
@@ -89,12 +91,10 @@ class Bus:
         self.log = log or logs.get("bus", party=name)
         self._will = will
         self._subs: dict[str, tuple[Handler | None, RawHandler | None, int]] = {}
-        # topic -> its handlers, as the patterns matched it (aiomqtt's matching is slow;
-        # a party hears from a bounded set of topics, and the cache is emptied when the
-        # subscriptions change)
+        # topic -> its handlers, as the patterns matched it (aiomqtt's matching is slow; a
+        # party hears from a bounded set of topics; emptied when the subscriptions change)
         self._matched: dict[str, tuple[Handler | None, RawHandler | None]] = {}
-        # topic -> its handler, for topics a wildcard subscription already brings (one
-        # process's logical slaves: one subscription at the broker, not one each)
+        # topic -> its handler, for topics a wildcard subscription brings (a fleet's slaves)
         self._routes: dict[str, Handler] = {}
         self._on_connect: list[OnConnect] = []
         self._client: aiomqtt.Client | None = None
@@ -122,8 +122,7 @@ class Bus:
         self._in_batch = False  # handling the messages of an arriving batch (busy)
         self._link: PahoLink | None = None  # the connected client, driven through paho
         self.connections = 0  # how many times we have connected (for tests and logs)
-        # The leadership epoch (see protocol.wire.messages.Leader) a master stamps on
-        # everything it sends; what receivers make of it is protocol.transport.fencing's.
+        # the leadership epoch a master stamps on all it sends (protocol.transport.fencing)
         self.epoch = 0
         # asked before every reconnect; False ends the bus (a master that may no longer lead)
         self.may_reconnect: Callable[[], Awaitable[bool]] | None = None
@@ -252,9 +251,8 @@ class Bus:
         retain: bool = False,
         timeout: float | None = None,
     ) -> None:
-        """Publish and return once the broker has it (for QoS 1: its PUBACK arrived). While
-        the broker is away this waits and retries after the reconnect, so a message is not
-        lost to a broker restart; `timeout` bounds the wait."""
+        """Publish and return once the broker has it (QoS 1: its PUBACK came); while it is
+        away, retry after the reconnect (not lost to a restart). `timeout` bounds the wait."""
         payload = encode(message, self.inbox, self.epoch)
         await within(self._publish_bytes(topic, payload, qos, retain), timeout)
 
@@ -275,10 +273,10 @@ class Bus:
 
     # -- the send path -------------------------------------------------------------------------
     def _send(self, out: Outgoing) -> None:
-        """Hand a payload to the MQTT client now, in this call (it writes it to the socket
-        when the loop next comes round). A QoS 1 payload is kept until the broker
-        acknowledges it; if the connection is lost first, it is sent again, in order, after
-        the reconnect (at least once, as QoS 1 promises). Without a connection it waits."""
+        """Hand a payload to the MQTT client now (written when the loop next comes round).
+        A QoS 1 payload is kept until the broker acknowledges it; if the connection is lost
+        first, it is sent again, in order, after the reconnect (at least once). Without a
+        connection it waits."""
         self._sent_all.clear()
         if len(out.payload) > MAX_PAYLOAD:  # the broker would drop the connection for it,
             # and every reconnect would send it again: it fails, alone, here
@@ -321,8 +319,7 @@ class Bus:
             self._sent_all.set()
 
     def _resend_waiting(self) -> None:
-        """After a (re)connect: what the last connection left unacknowledged, then what
-        was posted while there was none, in the order it was sent."""
+        """After a (re)connect: the last connection's unacknowledged, then what waited."""
         waiting, self._waiting = self._waiting, []
         for out in waiting:
             self._send(out)
@@ -547,6 +544,9 @@ class Bus:
 
     async def _dispatch(self, mqtt_message: aiomqtt.Message) -> None:
         topic = mqtt_message.topic
+        if mqtt_message.retain and not announced(topic.value):  # (a call the broker kept)
+            self.log.warning("bus.retained_dropped", topic=topic.value)
+            return
         handler, raw_handler = self._handler_for(topic)
         payload = mqtt_message.payload
         if not isinstance(payload, bytes | bytearray):

@@ -36,6 +36,7 @@ from protocol.transport.inbound import EnvelopeFilter, Receiver
 from protocol.transport.message_counts import MessageCounts
 from protocol.wire.codec import decode_many, encode
 from protocol.wire.messages import Error, Gone, Wire
+from protocol.wire.topics import announced
 
 log = logs.get("memory-broker")
 
@@ -95,6 +96,8 @@ class MemoryBroker:
     def retained(self, transport: MemoryTransport, pattern: str) -> None:
         """A new subscription gets the retained messages it matches."""
         for topic, payload in list(self._retained.items()):
+            if not announced(topic):  # (as a Bus: read retained only where the master says)
+                continue
             if filter_allows(pattern, topic) and self.may(transport.principal, "read", topic):
                 transport.arrive(topic, payload)
 

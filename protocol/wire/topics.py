@@ -32,6 +32,18 @@ def check_segment(value: str, what: str = "id") -> str:
     return value
 
 
+ANNOUNCED = ("leader", "state")  # the master's: the only topics read retained
+
+
+def announced(topic: str) -> bool:
+    """Whether a retained message on `topic` is read: only on the master's announcements
+    (`<p>/leader`, `<p>/state`). Anywhere else it is somebody's call the broker kept (a
+    tenant may publish retained on its own call topic), to be replayed to every master
+    that starts; nobody reads it."""
+    prefix, _, rest = topic.partition("/")
+    return prefix == "drfmesos" and rest.partition("/")[2] in ANNOUNCED
+
+
 @dataclass(frozen=True, slots=True)
 class Sender:
     """Who sent a call, as the topic it arrived on proves."""
