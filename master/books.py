@@ -8,6 +8,7 @@ message that tools read.
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -246,6 +247,8 @@ class Books:
     offers: dict[str, OfferRecord] = field(default_factory=dict)
     orphans: dict[str, list[Orphan]] = field(default_factory=dict)  # by framework id
     inboxes: dict[tuple[str, str], str] = field(default_factory=dict)  # (principal, inbox) -> id
+    # how many of `frameworks` each principal registered (kept by add/forget_framework)
+    principal_frameworks: Counter[str] = field(default_factory=Counter)
     # who a slave id belongs to, kept after the slave is removed: no principal takes it over
     slave_owners: dict[str, str] = field(default_factory=dict)
     removed: dict[str, tuple[str, str]] = field(default_factory=dict)  # id -> (principal, why)
@@ -262,12 +265,19 @@ class Books:
     # completed frameworks): what happened to a framework stays visible after it is gone
     completed_frameworks: dict[str, Framework] = field(default_factory=dict)
 
+    def add_framework(self, fw: Framework) -> None:
+        self.frameworks[fw.framework_id] = fw
+        self.principal_frameworks[fw.principal] += 1
+
     def forget_framework(
         self, fw: Framework, why: str, keep: int = 10_000, keep_completed: int = COMPLETED
     ) -> None:
         """Drop a removed framework, remembering (boundedly) that it was removed and why,
         and (more boundedly) the framework itself, its tasks ended as killed."""
         del self.frameworks[fw.framework_id]
+        self.principal_frameworks[fw.principal] -= 1
+        if not self.principal_frameworks[fw.principal]:
+            del self.principal_frameworks[fw.principal]
         self.inboxes.pop((fw.principal, fw.inbox), None)
         self.removed[fw.framework_id] = (fw.principal, why)
         if len(self.removed) > keep:

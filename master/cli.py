@@ -286,6 +286,14 @@ def rate_limits(path: Path | None, qps: float | None, capacity: int) -> RateLimi
     help="The longest failover timeout a framework may ask for (longer ones are cut to "
     "it): a framework that disconnects holds its tasks no longer than this.",
 )
+@click.option(
+    "--max-frameworks-per-principal",
+    type=click.IntRange(min=0),
+    default=200,
+    show_default=True,
+    help="The most frameworks one principal may have registered at once (0: no most): a "
+    "tenant registering thousands would slow the master for every other.",
+)
 @log_level_option
 def master(
     broker: str,
@@ -320,6 +328,7 @@ def master(
     work_dir: Path | None,
     slave_reregister_timeout: float,
     max_failover_timeout: float | None,
+    max_frameworks_per_principal: int,
 ) -> None:
     """Run the master: the books, the DRF allocation module and the offer loop."""
     from master.ha.leadership import Candidate, LoneCandidate, Term, lead
@@ -354,6 +363,7 @@ def master(
         quota_headroom=quota_headroom,
         slave_reregister_timeout=slave_reregister_timeout,
         max_failover_timeout=max_failover_timeout,
+        max_frameworks_per_principal=max_frameworks_per_principal,
         http=http_config(
             http_address,
             http_credentials or (principals.parent if principals else None),

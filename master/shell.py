@@ -90,6 +90,7 @@ class MasterConfig:
     # tasks are reported lost
     slave_reregister_timeout: float = 30.0
     max_failover_timeout: float | None = None  # what frameworks ask for is cut to this
+    max_frameworks_per_principal: int = 200  # registered at once (0: no most)
 
 
 class MasterShell:

@@ -38,17 +38,21 @@ from protocol.transport.bus import Bus, MqttConnector
 from protocol.transport.memory import MemoryBroker
 from protocol.wire.messages import (
     ClusterEvent,
+    Error,
     Filters,
     Gone,
     Offer,
     SetWeights,
+    Subscribe,
+    Subscribed,
     TaskState,
     TaskStatus,
+    Teardown,
 )
 from protocol.wire.resources import Resources
 from protocol.wire.topics import Topics
 
-from helpers import eventually, open_transport, start_secure_slaves
+from helpers import Inbox, eventually, open_transport, start_secure_slaves
 
 T = Topics("tenants")
 TASK = Resources(cpus=1, mem=64)
@@ -398,6 +402,41 @@ async def test_many_frameworks_of_one_tenant_share_its_roles_fair_share(tmp_path
         await rounds_later(c)
         assert c.running("mallory") <= FAIR + 1
         victim_kept_its_fair_share(c, victim)
+
+
+async def test_a_tenant_registers_no_more_frameworks_than_the_operator_allows(
+    tmp_path: Path,
+) -> None:
+    """Registering thousands of frameworks (each kept, and offered to, until it goes) once
+    slowed the master for every tenant: a principal has at most the operator's number
+    registered at once; a retry of one of them, or one that replaces a torn-down one,
+    is no new one."""
+    async with tenants(tmp_path, max_frameworks_per_principal=3) as c:
+        raw = await open_transport(c.stack, c.connect("mallory"), "mallory")
+        answers = Inbox()
+        await raw.subscribe(T.outbox("framework", "mallory") + "/#", answers)
+        calls = T.inbound("framework", "mallory")
+
+        def subscribe(n: int) -> Subscribe:
+            return Subscribe(name=f"ghost-{n}", role="mallory", inbox=f"g{n}")
+
+        for n in range(5):
+            await raw.publish(calls, subscribe(n))
+        refused = await answers.wait_count(Error, 2)
+        assert {e.code for e in refused} == {"too-many-frameworks"}
+        assert "--max-frameworks-per-principal" in refused[0].message
+        first = await answers.wait_count(Subscribed, 3)
+        assert c.master.books.principal_frameworks["mallory"] == 3
+        await raw.publish(calls, subscribe(0))  # a retry: answered again, the same one
+        assert (await answers.wait_count(Subscribed, 4))[-1].framework_id == first[0].framework_id
+        await raw.publish(calls, Teardown(framework_id=first[1].framework_id))
+        await eventually(lambda: c.master.books.principal_frameworks["mallory"] == 2)
+        await raw.publish(calls, subscribe(9))  # in the place of the one torn down
+        await answers.wait_count(Subscribed, 5)
+        assert c.master.books.principal_frameworks["mallory"] == 3
+        assert [e.code for e in answers.of(Error)].count("too-many-frameworks") == 2
+        await c.tenant("alice", Tenant())  # another principal's are its own to count
+        assert c.master.books.principal_frameworks["alice"] == 1
 
 
 async def test_drfmesos_weights_set_and_list_as_an_operator(tmp_path: Path) -> None:

@@ -84,7 +84,23 @@ class FrameworkCalls:
             )
             if why is not None:
                 return "subscribe-refused", why
+            if why := self._one_too_many(msg, caller):
+                return "too-many-frameworks", why
         return self._weight_problem(msg, fw.role if fw else msg.role)
+
+    def _one_too_many(self, msg: Subscribe, caller: Caller) -> str | None:
+        """A new framework past its principal's most (a tenant registering thousands slowed
+        the master for every other: each stays, and is offered to, until it goes)."""
+        most = self.shell.config.max_frameworks_per_principal
+        books = self.shell.books
+        if not most or (caller.principal, msg.inbox) in books.inboxes:  # (its retry)
+            return None
+        if books.principal_frameworks[caller.principal] < most:
+            return None
+        return (
+            f"principal {caller.principal} has {most} frameworks registered, the most it "
+            "may (the master's --max-frameworks-per-principal): tear one down first"
+        )
 
     def _failover_timeout(self, msg: Subscribe) -> float:
         """What it asked for, no longer than the operator allows (a framework that goes
@@ -152,7 +168,7 @@ class FrameworkCalls:
                 failover_timeout=self._failover_timeout(msg),
                 registered_at=time.time(),
             )
-            self.shell.books.frameworks[framework_id] = fw
+            self.shell.books.add_framework(fw)
             self.shell.books.inboxes[(fw.principal, fw.inbox)] = framework_id
             self.shell.allocator.add_framework(framework_id, msg.role)
             self._set_offer_filters(framework_id, msg)

@@ -85,7 +85,7 @@ class Recovery:
                 # its failover timeout runs from now, and is at least the slaves' grace
                 disconnected_at=now + max(0.0, grace - record.failover_timeout),
             )
-            self.books.frameworks[framework_id] = fw
+            self.books.add_framework(fw)
             self.allocator.add_framework(framework_id, record.role)
             self.allocator.deactivate(framework_id)
         self.log.info(
