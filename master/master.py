@@ -92,6 +92,7 @@ if TYPE_CHECKING:  # (aiohttp's: a master with --http off runs without it)
 
 __all__ = ["MAX_CALL_ITEMS", "Master", "MasterConfig"]
 
+LISTED_TEXT = 2 * 2**20  # characters of task names and messages a snapshot lists at most
 PRINCIPALS_RELOAD = 1.0  # seconds between looks at the principals file
 PROBE_INTERVAL = 1.0  # seconds between lag probes (master.lag_probe)
 SLAVE_CHECK_INTERVAL = 1.0  # seconds between looks for silent slaves (50,000: a few ms each)
@@ -531,5 +532,9 @@ class Master:
     def publish_state(self) -> None:
         self.shell.state_dirty = False
         state = self.state(include_tasks=len(self.books.slaves) < 200)
+        if sum(len(t.name) + len(t.message) for t in state.tasks) > LISTED_TEXT:
+            # tenants' names and their executors' messages would outgrow the broker's
+            # limit (the snapshot unpublishable, tools left with a stale one): counted
+            state = state.model_copy(update={"tasks": [], "offers": []})
         self.bus.post(self.topics.state, state, retain=True)
         self.feed.tick(state)

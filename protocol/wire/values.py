@@ -217,7 +217,7 @@ class TaskInfo(Wire):
     master does not refuse an id again once its first task has ended, but the sandbox,
     reconciliation's answers and the master's record of ended tasks are found by id, so
     the two tasks would be mixed up. A retry is a new task with a new id."""
-    name: str = ""
+    name: str = Field(default="", max_length=1024)
     """A label for people: shown in `drfmesos state` and the web UI."""
     slave_id: Id
     """The slave of the offer it is launched on (a task cannot span slaves)."""
