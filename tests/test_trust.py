@@ -33,7 +33,7 @@ from frameworks.scheduler import Scheduler, build_task
 from master.master import Master, MasterConfig
 from master.rate_limits import RateLimits
 from protocol.tooling.brokers import BrokerURL, EmbeddedBroker, MosquittoBroker
-from protocol.tooling.credentials import Store
+from protocol.tooling.credentials import CredentialsError, Store
 from protocol.transport.aio import within
 from protocol.transport.base import Connector, Transport
 from protocol.transport.bus import Bus, BusRefused, MqttConnector
@@ -796,3 +796,20 @@ async def test_a_tenant_following_the_event_stream_is_told_why_and_gains_nothing
     assert seen == []
     assert secure.master.shell.events_watched_until == 0
     intact(secure)
+
+
+@pytest.mark.parametrize(
+    ("name", "roles"),
+    [(".", ()), ("..", ()), ("ok", ("a/../b",)), ("ok", ("..",)), ("ok", ("a/.",))],
+)
+def test_a_principal_or_role_named_dot_or_dot_dot_is_refused_and_the_store_kept(
+    tmp_path: Path, name: str, roles: tuple[str, ...]
+) -> None:
+    """A principal's name becomes its secret's file name, and the master refuses '..' in
+    a role: `auth add` once took '.', lost its secret and broke every later add."""
+    store = Store.init(tmp_path / "auth")
+    with pytest.raises(CredentialsError, match=r"not '\.' or '\.\.'"):
+        store.add(name, "framework", roles, keep_secret=True)
+    store.add("after", "framework", keep_secret=True)  # the store still works
+    assert set(store.principals) == {"after"}
+    assert (store.path / "secrets" / "after").is_file()

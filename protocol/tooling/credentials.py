@@ -47,11 +47,22 @@ class CredentialsError(ValueError):
 
 
 def check_name(name: str) -> str:
-    if not NAME.match(name):
+    # (a name becomes a file's, its secret's: '.' and '..' are directories)
+    if not NAME.match(name) or name in (".", ".."):
         raise CredentialsError(
-            f"principal name {name!r} must be 1-64 letters, digits, '_', '.' or '-'"
+            f"principal name {name!r} must be 1-64 letters, digits, '_', '.' or '-' "
+            "(not '.' or '..')"
         )
     return name
+
+
+def check_role(role: str) -> str:
+    """As the master's role names: '/'-separated names, none of them '.' or '..'."""
+    if not ROLE.match(role) or any(part in (".", "..") for part in role.split("/")):
+        raise CredentialsError(
+            f"role {role!r}: '/'-separated names of letters, digits, _ . - (not '.' or '..')"
+        )
+    return role
 
 
 @dataclass(frozen=True)
@@ -221,8 +232,7 @@ class Store:
         if roles and kind != "framework":
             raise CredentialsError("--roles is for framework principals")
         for role in roles:
-            if not ROLE.match(role):
-                raise CredentialsError(f"role {role!r}: names of letters, digits, _ . - and /")
+            check_role(role)
         if kind == "framework" and not roles:
             roles = (name,)  # as Mesos: by default a principal registers in its own role
         secret = new_secret()
