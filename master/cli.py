@@ -24,6 +24,8 @@ from protocol.extras import needs
 from protocol.tooling.brokers import BrokerURL
 from protocol.tooling.cli import broker_option, cluster_option, log_level_option, warn_if_insecure
 
+MAX_WEIGHT = 1e6  # (as SetWeights takes)
+
 
 def parse_weights(text: str) -> dict[str, float]:
     """`role=w,role2=w2` -> {role: w}."""
@@ -34,8 +36,8 @@ def parse_weights(text: str) -> dict[str, float]:
             weights[role] = float(value) if sep else float("nan")
         except ValueError:
             weights[role] = float("nan")
-        if not sep or not weights[role] > 0:
-            raise click.BadParameter(f"expected role=positive-weight, got {part!r}")
+        if not sep or not role or not 0 < weights[role] <= MAX_WEIGHT:
+            raise click.BadParameter(f"expected role=weight, a weight in (0, 1e6], got {part!r}")
     return weights
 
 

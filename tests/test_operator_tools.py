@@ -104,3 +104,12 @@ def test_the_demos_table_shows_a_name_as_written(state: State, name: str) -> Non
     console = Console(record=True, width=200)
     console.print(framework_table(state, 1.0))
     assert name in console.export_text()
+
+
+@pytest.mark.parametrize(
+    "bad", ["team-a=inf", "=2", "x=1e308", "x=-1", "x=nan", "x", f"{'r' * 201}=1"]
+)
+def test_a_bad_weight_is_a_usage_error_not_a_traceback(bad: str) -> None:
+    out = CliRunner().invoke(main, ["weights", "set", bad, "--broker", "mqtt://127.0.0.1:1"])
+    assert out.exit_code == 2, out.output  # click's usage error: nothing was sent
+    assert out.exception is None or isinstance(out.exception, SystemExit), out.exception

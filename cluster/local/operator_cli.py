@@ -180,7 +180,10 @@ def weights_set(broker: str, cluster: str, assignments: str, timeout: float) -> 
     from master.cli import parse_weights
 
     chosen = parse_weights(assignments)
-    message = SetWeights(weights=chosen)
+    try:
+        message = SetWeights(weights=chosen)
+    except ValueError as e:  # (pydantic's ValidationError: a role name too long)
+        raise click.BadParameter(str(e).splitlines()[-1], param_hint="ASSIGNMENTS") from None
     _call(broker, cluster, message, lambda e: e.kind == "weights", timeout)
     click.echo("weights set: " + ", ".join(f"{r}={w:g}" for r, w in chosen.items()))
 
