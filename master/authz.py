@@ -66,18 +66,24 @@ class RoleACL:
             return f"principal {principal} may not register in role {role!r} (allowed: {allowed})"
         return None
 
-    async def refresh(self) -> None:
-        """Re-read the file if it changed (off the event loop)."""
+    def knows(self, principal: str) -> bool:
+        """Whether `principal` is in the cluster's principals (all are, without a file)."""
+        return self._principals is None or principal in self._principals
+
+    async def refresh(self) -> bool:
+        """Re-read the file if it changed (off the event loop); whether it was."""
         if self.path is None:
-            return
+            return False
         try:
             mtime = (await asyncio.to_thread(os.stat, self.path)).st_mtime_ns
             if mtime != self._mtime:
                 self._principals = await asyncio.to_thread(load_principals, self.path)
                 self._mtime = mtime
                 log.info("principals.reloaded", principals=len(self._principals))
+                return True
         except (OSError, CredentialsError) as e:
             log.warning("principals.reload_failed", error=str(e))  # keep the last good one
+        return False
 
 
 class RateLimiter:

@@ -340,6 +340,14 @@ class Master:
         finally:
             await self.stop()
 
+    def _disconnect_removed_principals(self) -> None:
+        """`drfmesos auth remove`: the broker lets the principal in no more, and its
+        frameworks are disconnected (their failover timeouts run) whether or not their
+        connection left a Last Will to say it ended."""
+        for fw in list(self.books.frameworks.values()):
+            if fw.connected and not self.roles_acl.knows(fw.principal):
+                self.shell.disconnect_framework(fw, "its principal was removed")
+
     async def _timer_loop(self) -> None:
         tick = min(0.25, self.config.state_interval)
         next_heartbeat = self.shell.now()
@@ -351,7 +359,8 @@ class Master:
             try:
                 if now >= next_acl:  # `drfmesos auth add` reaches a running master
                     next_acl = now + PRINCIPALS_RELOAD
-                    await self.roles_acl.refresh()
+                    if await self.roles_acl.refresh():
+                        self._disconnect_removed_principals()
                 if now >= next_slave_check:
                     next_slave_check = now + SLAVE_CHECK_INTERVAL
                     self._expire_slaves(now)

@@ -439,6 +439,26 @@ async def test_a_tenant_registers_no_more_frameworks_than_the_operator_allows(
         assert c.master.books.principal_frameworks["alice"] == 1
 
 
+async def test_a_removed_principals_frameworks_are_disconnected_will_or_none(
+    tmp_path: Path,
+) -> None:
+    """`drfmesos auth remove`: a framework whose connection left no Last Will (a client
+    of its own) was kept active, and offered the whole cluster, until torn down."""
+    async with tenants(tmp_path, max_failover_timeout=0.5) as c:
+        raw = await open_transport(c.stack, c.connect("mallory"), "mallory")  # no Will
+        answers = Inbox()
+        await raw.subscribe(T.outbox("framework", "mallory") + "/#", answers)
+        subscribe = Subscribe(name="no-will", role="mallory", inbox="g", failover_timeout=60)
+        await raw.publish(T.inbound("framework", "mallory"), subscribe)
+        framework_id = (await answers.wait_for(Subscribed)).framework_id
+        victim = await c.tenant("alice", Tenant())
+        c.store.remove("mallory")
+        fw = c.master.books.frameworks[framework_id]
+        await eventually(lambda: not fw.connected, timeout=10)  # (re-read each second)
+        await eventually(lambda: framework_id not in c.master.books.frameworks, timeout=10)
+        assert c.master.books.frameworks[victim.framework_id or ""].connected
+
+
 async def test_drfmesos_weights_set_and_list_as_an_operator(tmp_path: Path) -> None:
     """The commands an operator types, over the same broker and credentials as quota."""
     async with tenants(tmp_path, real=True) as c:
