@@ -398,8 +398,7 @@ class Master:
         if timeout:
             for record in list(self.books.offers.values()):
                 if now - record.created_at > timeout:
-                    self.shell.rescind_offer(record)
-                    self.shell.request_round()
+                    self.shell.offer_timed_out(record, now)
 
     def _retry_updates(self, now: float) -> None:
         for fw in self.books.frameworks.values():

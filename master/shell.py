@@ -59,6 +59,8 @@ from protocol.wire.topics import Topics
 
 MAX_RETRY_BACKOFF = 30.0
 STAGING_GRACE = 10.0  # a task this young may not have reached its slave yet
+TIMED_OUT_REFUSE = 5.0  # an offer let time out counts as declined this long (Mesos's 5 s)
+MAX_TIMED_OUT_REFUSE = 300.0  # doubled for each in a row, up to this
 MAX_ERROR_TEXT = 8192  # characters of a refusal's reason sent back (1000 tasks' reasons)
 
 
@@ -344,6 +346,24 @@ class MasterShell:
             offer_id=record.offer_id,
             resources=record.resources,
         )
+
+    def offer_timed_out(self, record: OfferRecord, now: float) -> None:
+        """Rescinded and, unlike Mesos (which offers it straight back), taken as declined
+        for TIMED_OUT_REFUSE seconds, doubled for each offer let time out in a row (up to
+        MAX_TIMED_OUT_REFUSE): back at once, it went to the one that let it time out,
+        first again in the DRF order with its share at 0, and a framework that never
+        answers (hung, or hostile) kept every free resource from the others."""
+        fw = self.books.frameworks.get(record.framework_id)
+        self.rescind_offer(record, recover=False)
+        in_a_row = 1
+        if fw is not None:
+            fw.timed_out += 1
+            in_a_row = fw.timed_out
+        refuse = min(TIMED_OUT_REFUSE * 2 ** min(in_a_row - 1, 16), MAX_TIMED_OUT_REFUSE)
+        self.allocator.recover(
+            record.framework_id, record.slave_id, record.resources, refuse_seconds=refuse, now=now
+        )
+        self.request_round()
 
     def finish_task(self, fw: Framework, task: Task, status: TaskStatus) -> None:
         """A task ended: its resources go back to the pool (unless its slave's latest

@@ -222,6 +222,7 @@ class FrameworkCalls:
             return
         now = self.shell.now()
         records, problems = self._own_offers(fw, msg.offer_ids)
+        fw.timed_out = 0  # (it answers)
         if not records and launched_before(fw, msg.tasks):
             # MQTT delivers at least once: an Accept carried out before arrives again (a
             # broker restart before its PUBACK). Refused, its running tasks would be
@@ -397,6 +398,7 @@ class FrameworkCalls:
             return
         now = self.shell.now()
         records, problems = self._own_offers(fw, msg.offer_ids)
+        fw.timed_out = 0  # (it answers)
         for record in records:
             self.shell.drop_offer(record)
             self.shell.allocator.recover(
