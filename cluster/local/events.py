@@ -19,7 +19,7 @@ from protocol.wire.messages import ClusterEvent, Error, Leader, WatchEvents, Wir
 from protocol.wire.topics import Topics
 
 LEASE = 60.0  # seconds a lease lasts; renewed every half of it
-SHORT_CONNECTION = 5.0  # seconds: a connection that ended sooner was dropped, likely
+SHORT_CONNECTION = 5.0  # seconds: a connection that ended this soon after a renewal
 SHORT_RUN = 2  # such connections in a row, with no event, before `on_dropped` is told
 
 
@@ -65,7 +65,7 @@ async def _follow(
     topics = Topics(cluster)
     principal = url.username or "operator"
     calls = topics.inbound("operator", principal)
-    heard, short, last_connect = False, 0, None
+    heard, short, last_renewal = False, 0, None
 
     async def on_stream(message: Wire, _reply_to: str | None) -> None:
         nonlocal heard
@@ -81,25 +81,32 @@ async def _follow(
         loop = asyncio.get_running_loop()
 
         def renew() -> None:
+            nonlocal last_renewal
+            last_renewal = loop.time()
             bus.post(calls, WatchEvents(seconds=lease))
 
         async def new_leader(_leader: Leader) -> None:
             renew()
 
-        async def reconnected() -> None:  # a connection that lasted seconds ends a run
-            nonlocal short, last_connect
+        async def reconnected() -> None:
+            """Renew at once (the lease may have lapsed meanwhile). The broker drops a
+            principal that publishes what it may not: connections that end within
+            seconds of a renewal, in a row, with no event heard, were dropped for it."""
+            nonlocal short
             now = loop.time()
-            ended_soon = last_connect is not None and now - last_connect < SHORT_CONNECTION
-            short, last_connect = (short + 1 if ended_soon else 0), now
+            dropped = last_renewal is not None and now - last_renewal < SHORT_CONNECTION
+            short = short + 1 if dropped else 0
             if short == SHORT_RUN and not heard:
                 on_dropped()
+            if short < SHORT_RUN:  # (else it would be dropped again at once, for good)
+                renew()
 
         bus.on_connect(reconnected)
         await bus.subscribe(topics.operator(principal), on_answer)
         await bus.subscribe(topics.events, on_stream)
         await LeaderWatch.on(bus, topics, new_leader)
         while not stop.is_set() and not bus.gave_up.is_set():
-            renew()
+            renew()  # (again once subscribed: a renewal sent before may have been lost)
             await first_of(stop, bus.gave_up, timeout=lease / 2)
         if bus.refused is not None:
             raise bus.refused

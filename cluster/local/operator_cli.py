@@ -90,13 +90,15 @@ def events(broker: str, cluster: str, as_json: bool, seconds: float | None) -> N
     def refused(error: Error) -> None:
         click.echo(f"the master refused the lease: {error.code}: {error.message}", err=True)
 
-    def dropped() -> None:
-        click.echo(
+    gave_up: list[str] = []
+
+    def dropped() -> None:  # (nothing would come of following on)
+        gave_up.append(
             "the broker keeps dropping the connection: it drops a principal that asks for "
             "what it may not (this takes an operator principal), and a second connection "
-            "as the same principal takes the first one's over (give this one its own)",
-            err=True,
+            "as the same principal takes the first one's over (give this one its own)"
         )
+        stop.set()
 
     async def follow() -> None:
         with signals_set(stop):
@@ -109,6 +111,8 @@ def events(broker: str, cluster: str, as_json: bool, seconds: float | None) -> N
         asyncio.run(follow())
     except (BusRefused, TimeoutError) as e:  # (no broker there, within 30 s)
         raise click.ClickException(str(e)) from None
+    if gave_up:
+        raise click.ClickException(gave_up[0])
 
 
 @click.command()

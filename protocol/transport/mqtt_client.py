@@ -9,7 +9,8 @@ Its (un)subscribe calls wait for the broker's answer under our deadline, not aio
 aiomqtt's is a Python 3.11 `asyncio.wait_for`, which loses a cancel that comes as the
 answer does (see `within`). Its connect and disconnect still wait in aiomqtt's: the bus's
 connection loop makes them, and `Bus.close` stops that loop with `cancel_and_wait`, which
-cancels again until it has stopped.
+cancels again until it has stopped (and a disconnect after a cancelled connect is quiet:
+`_disconnects_told_once`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import math
 import socket
 import ssl
 from collections.abc import Awaitable
+from typing import Any
 
 import aiomqtt
 
@@ -48,7 +50,7 @@ def mqtt_client(
         topic, kind, party_id, incarnation = will
         gone = Gone(kind=kind, id=party_id, incarnation=incarnation)
         last_will = aiomqtt.Will(topic, encode(gone), qos=1, retain=False)
-    return aiomqtt.Client(
+    client = aiomqtt.Client(
         broker.host,
         broker.port,
         username=broker.username,
@@ -65,6 +67,26 @@ def mqtt_client(
         logger=MQTT_LOG,
         queue_type=StampedQueue,  # stamped: how long arrivals wait (see Bus.backlog())
     )
+    _disconnects_told_once(client)
+    return client
+
+
+def _disconnects_told_once(client: aiomqtt.Client) -> None:
+    """aiomqtt's disconnect callback reads its connect's outcome, which raises when that
+    connect was cancelled (a bus closed while connecting): the loop logged the error.
+    And a disconnect's error nobody awaits any more (its bus closed) was logged when
+    collected. Neither is news: the bus has its own account of what ended."""
+    inner: Any = client._client.on_disconnect
+
+    def on_disconnect(*args: Any) -> None:
+        if client._connected.cancelled():
+            return
+        inner(*args)
+        ended = client._disconnected
+        if ended.done() and not ended.cancelled():
+            ended.exception()  # (marked seen; whoever awaits it still gets it)
+
+    client._client.on_disconnect = on_disconnect
 
 
 async def mqtt_subscribe(client: aiomqtt.Client, topic: str, qos: int) -> None:
