@@ -96,6 +96,8 @@ def broker(kind: str, port: int, auth_dir: Path | None, tls: bool) -> None:
         finally:
             watch.cancel()
             await b.stop()
+            if isinstance(b, MosquittoBroker):
+                b.cleanup()  # (its temp dir: config, and what it persisted)
 
     asyncio.run(run())
 

@@ -20,6 +20,7 @@ from protocol.tooling.brokers import (
     BrokerURL,
     EmbeddedBroker,
     MosquittoBroker,
+    end_process,
     free_port,
 )
 from protocol.transport.aio import within
@@ -44,6 +45,7 @@ from protocol.wire.messages import (
 from protocol.wire.resources import Resources
 from protocol.wire.topics import Topics
 
+from conftest import need_mosquitto
 from helpers import Inbox, eventually
 from strategies import example
 
@@ -613,3 +615,34 @@ async def test_a_bus_that_never_started_leaves_nothing_running() -> None:
     with pytest.raises(asyncio.CancelledError):
         await within(opening, 10)
     assert not [t for t in asyncio.all_tasks() if t.get_name() == "bus-never" and not t.done()]
+
+
+async def test_drfmesos_broker_leaves_no_temp_dir_behind() -> None:
+    """`drfmesos broker --kind mosquitto`, stopped with Ctrl-C: its config and what it
+    persisted go with it (87 such dirs were found in a tester's /tmp)."""
+    need_mosquitto()
+    command = [sys.executable, "-m", "cluster", "broker", "--kind", "mosquitto"]
+    proc = await asyncio.create_subprocess_exec(
+        *command, "--port", str(free_port()), stderr=asyncio.subprocess.PIPE
+    )
+    try:
+        assert proc.stderr is not None
+        line = b"(its log lines come first)"
+        while line and b"listening" not in line:
+            line = await within(proc.stderr.readline(), 15)
+        assert b"listening" in line
+        conf = config_of_child(proc.pid)
+        assert conf.parent.name.startswith("drfmesos-mosquitto-")
+        assert conf.exists()
+        proc.send_signal(signal.SIGINT)
+        assert await within(proc.wait(), 15) == 0
+        assert not conf.parent.exists()
+    finally:
+        await end_process(proc, kill=True)
+
+
+def config_of_child(pid: int) -> Path:
+    """The config file (`-c`) of the process `pid` started."""
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    cmdlines = [Path(f"/proc/{c}/cmdline").read_bytes().split(b"\0") for c in children]
+    return next(Path(c[c.index(b"-c") + 1].decode()) for c in cmdlines if b"-c" in c)

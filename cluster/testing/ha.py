@@ -250,6 +250,7 @@ class HACluster:
             await self._watch.close()
             self._watch = None
         await self.broker.stop()
+        self.broker.cleanup()  # (its config and persistence: a soak's temp dir)
         for link in self.links.values():
             await link.stop()
         await self.zk.close()
