@@ -300,10 +300,11 @@ class MasterShell:
                     about,
                     framework_id=framework_id,
                 )
-            else:
+            else:  # (an operator names one it has not registered)
+                hint = "" if caller.kind == "operator" else ": subscribe first"
                 self.refuse(
                     caller,
-                    f"unknown framework {framework_id}: subscribe first",
+                    f"unknown framework {framework_id}{hint}",
                     "unknown-framework",
                     about,
                     framework_id=framework_id,
