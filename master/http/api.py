@@ -42,6 +42,7 @@ from master.http.models import (
 )
 from master.http.openapi import openapi
 from master.http.reader import BookCounts, MasterReader
+from master.http.request_keys import KIND, PRINCIPAL
 from master.http.responses import (
     json_response,
     metrics_response,
@@ -54,9 +55,6 @@ from protocol.transport.aio import within
 from protocol.wire.messages import TaskState
 
 MAX_LIMIT = 1000
-# who asked, as its credentials said (set by the auth middleware)
-PRINCIPAL = web.RequestKey("principal", str)
-KIND = web.RequestKey("kind", str)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
@@ -277,7 +275,7 @@ class HttpApi:
 
     async def _whoami(self, request: web.Request) -> web.StreamResponse:
         return json_response(
-            {"principal": request.get("principal", ""), "master_id": self.master.master_id}
+            {"principal": request.get(PRINCIPAL, ""), "master_id": self.master.master_id}
         )
 
     async def _state(self, request: web.Request) -> web.StreamResponse:
@@ -377,7 +375,7 @@ class HttpApi:
             return problem(str(e), 404)
         self.log.info(
             "http.file",
-            principal=request.get("principal", ""),
+            principal=request.get(PRINCIPAL, ""),
             framework_id=info["framework_id"],
             task_id=info["task_id"],
             name=info["name"],

@@ -20,6 +20,7 @@ from aiohttp import web
 from pydantic import ValidationError
 
 from master.authz import Caller
+from master.http.request_keys import KIND, PRINCIPAL
 from master.mesos_api import operator_state as views
 from master.mesos_api.classic import ClassicEndpoints
 from master.mesos_api.events import MAX_SUBSCRIBERS, OperatorEvents
@@ -123,8 +124,8 @@ class OperatorApi:
         self.events.close_all()
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
-        principal = request.get("principal", "")
-        if self.authenticated and request.get("kind") != "operator":
+        principal = request.get(PRINCIPAL, "")
+        if self.authenticated and request.get(KIND) != "operator":
             return self._refused(request, 403, "the operator API is for operator principals")
         try:
             call = await read_call(request)
@@ -151,7 +152,7 @@ class OperatorApi:
     def _refused(self, request: web.Request, status: int, message: str) -> web.Response:
         self.log.info(
             "operator_api.refused",
-            principal=request.get("principal", ""),
+            principal=request.get(PRINCIPAL, ""),
             status=status,
             reason=logs.clip(message),
         )

@@ -20,7 +20,9 @@ async def within(step: Awaitable[T], timeout: float | None) -> T:
     step finishes: it returns the result and the cancelled task runs on, so a party
     cancelled at shutdown never stopped (a slave fleet whose start awaited a SUBACK).
     This waits under `asyncio.timeout` in the caller's own task, as 3.12's `wait_for`
-    does, and a cancel always ends it. (ruff bans `asyncio.wait_for` for this.)"""
+    does, and a cancel always ends it. (ruff bans `asyncio.wait_for` for this.) Before
+    3.11.3 (Debian bookworm's 3.11.2) a deadline passing in a task already cancelled
+    raises CancelledError, not TimeoutError (gh-102780): the cancel goes on, as it should."""
     if timeout is None:
         return await step
     async with asyncio.timeout(timeout):
