@@ -74,7 +74,7 @@ def main() -> None:
 def broker(kind: str, port: int, auth_dir: Path | None, tls: bool) -> None:
     """Run a broker on 127.0.0.1 (embedded amqtt or a local mosquitto)."""
     from protocol.tooling.brokers import EmbeddedBroker, MosquittoBroker
-    from protocol.tooling.cli import until_signalled
+    from protocol.tooling.cli import signals_set
 
     if tls and auth_dir is None:
         raise click.BadParameter("--tls uses the store's certificate: give --auth too")
@@ -85,19 +85,21 @@ def broker(kind: str, port: int, auth_dir: Path | None, tls: bool) -> None:
             if kind == "embedded"
             else MosquittoBroker(port, auth=auth_dir, tls=tls)
         )
-        await b.start()
-        click.echo(f"broker listening on {b.url}", err=True)
-        if auth_dir is None:
-            log.warning("insecure", detail="no --auth: anyone who reaches the broker is anyone")
         stop = asyncio.Event()
-        watch = asyncio.create_task(_reload_on_change(b, auth_dir, stop))
-        try:
-            await until_signalled(stop)
-        finally:
-            watch.cancel()
-            await b.stop()
-            if isinstance(b, MosquittoBroker):
-                b.cleanup()  # (its temp dir: config, and what it persisted)
+        # (set before it says it listens: a Ctrl-C at once is its stop, not a traceback)
+        with signals_set(stop):
+            await b.start()
+            watch = asyncio.create_task(_reload_on_change(b, auth_dir, stop))
+            try:
+                click.echo(f"broker listening on {b.url}", err=True)
+                if auth_dir is None:
+                    log.warning("insecure", detail="no --auth: anyone who reaches it is anyone")
+                await stop.wait()
+            finally:
+                watch.cancel()
+                await b.stop()
+                if isinstance(b, MosquittoBroker):
+                    b.cleanup()  # (its temp dir: config, and what it persisted)
 
     asyncio.run(run())
 

@@ -638,7 +638,7 @@ async def test_drfmesos_broker_leaves_no_temp_dir_behind() -> None:
         assert await within(proc.wait(), 15) == 0
         assert not conf.parent.exists()
     finally:
-        await end_process(proc, kill=True)
+        await end_process(proc)  # (SIGTERM: it stops its mosquitto too; SIGKILL would not)
 
 
 def config_of_child(pid: int) -> Path:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import signal
 import sys
 import time
@@ -209,8 +210,9 @@ async def test_drfmesos_events_ends_when_its_reader_does(mosquitto: MosquittoBro
         proc = await asyncio.create_subprocess_exec(
             "bash", "-o", "pipefail", "-c", f"{command} | head -1",
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
         )  # fmt: skip
-        stack.push_async_callback(end_process, proc, kill=True)
+        stack.callback(kill_group, proc.pid)  # (the pipeline's processes, not bash alone)
         await eventually(lambda: master.messages.received["WatchEvents"] >= 1, timeout=30)
         ended = asyncio.ensure_future(proc.communicate())
         for n in range(200):  # an event each 0.05 s until the pipeline has ended
@@ -221,6 +223,11 @@ async def test_drfmesos_events_ends_when_its_reader_does(mosquitto: MosquittoBro
         assert out.decode().count("\n") == 1
         assert b"Traceback" not in err, err.decode()
         assert proc.returncode == 0  # (the follower's own status: pipefail)
+
+
+def kill_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGKILL)
 
 
 async def interrupt(proc: asyncio.subprocess.Process) -> None:
