@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import uuid
 from collections.abc import Awaitable, Callable
@@ -421,6 +422,7 @@ def master(
         return str(contenders[0].get("http", "")) if contenders else ""
 
     async def party(url: BrokerURL) -> None:
+        ending = asyncio.current_task()  # (cancelled by a signal: the process stops)
         warn_if_insecure(url, "master")
         # while not leading, a small app of its own answers /health and /metrics
         standby = (
@@ -453,7 +455,8 @@ def master(
 
             async def stop() -> None:  # this process's parts only (see master.ha.leadership)
                 await m.stop()
-                if standby is not None:  # a standby again, until the next term
+                # a standby again, until the next term (not when the process is stopping)
+                if standby is not None and not (ending is not None and ending.cancelling()):
                     await standby.start()
 
             try:
