@@ -48,9 +48,10 @@ def configure(level: str = "info", *, json: bool | None = None, stream: Any = No
     # amqtt logs every client that drops as an ERROR; that is routine for us.
     logging.getLogger("amqtt").setLevel(logging.CRITICAL)
     logging.getLogger("transitions").setLevel(logging.ERROR)
-    # aiomqtt warns on every publish once more than ten await their PUBACK: we pipeline
-    # thousands on purpose.
-    logging.getLogger("mqtt").setLevel(logging.ERROR)
+    # aiomqtt warns on every publish once more than ten await their PUBACK (we pipeline
+    # thousands on purpose), and paho logs a connection the broker ended as an ERROR, in a
+    # line of its own: the bus says so itself (bus.disconnected, structured).
+    logging.getLogger("mqtt").setLevel(logging.CRITICAL)
     _generation += 1
 
 
