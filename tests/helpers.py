@@ -131,8 +131,11 @@ async def live_cluster(
     slaves: int = 2,
     resources: str = "cpus:2;mem:1024",
 ) -> AsyncIterator[Launcher]:
-    """A master and `slaves` slaves as real processes, up and registered."""
+    """A master and `slaves` slaves as real processes, up and registered. (Its HTTP API
+    on a free port unless `master_args` say: 5050 is the demo's, which a test holds.)"""
     launcher = Launcher(url, cluster, work, log_level="warning")
+    if "--http" not in master_args:
+        master_args = ["--http", "127.0.0.1:0", *master_args]
     try:
         await launcher.start("master", "master", *master_args)
         for i in range(slaves):

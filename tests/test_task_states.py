@@ -46,6 +46,8 @@ from helpers import InProcess, Recorder, in_process_cluster, live_cluster
 CLUSTER = "states"
 SMALL = Resources(cpus=0.5, mem=64)
 MASTER_ARGS = [
+    "--http",
+    "127.0.0.1:0",  # (5050 is the demo's, which a test holds)
     "--allocation-interval",
     "0.1",
     "--heartbeat-interval",
