@@ -24,8 +24,7 @@ from master.rate_limits import (
 from protocol.extras import needs
 from protocol.tooling.brokers import BrokerURL
 from protocol.tooling.cli import broker_option, cluster_option, log_level_option, warn_if_insecure
-
-MAX_WEIGHT = 1e6  # (as SetWeights takes)
+from protocol.wire.values import MAX_WEIGHT
 
 
 def parse_weights(text: str) -> dict[str, float]:

@@ -26,6 +26,7 @@ from master.allocation.quota import Quota, QuotaError
 from master.allocation.role_tree import check_role
 from protocol.wire.codec import describe_validation
 from protocol.wire.resources import Limit, Resources
+from protocol.wire.values import MAX_WEIGHT
 
 
 class RolesError(ValueError):
@@ -53,7 +54,7 @@ class QuotaSpec(_Strict):
 
 
 class RoleSpec(_Strict):
-    weight: float = Field(default=1.0, gt=0, le=1e6)
+    weight: float = Field(default=1.0, gt=0, le=MAX_WEIGHT)
     ordering: Literal["drf", "fair", "fifo"] = "drf"
     quota: QuotaSpec | None = None
 

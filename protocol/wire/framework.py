@@ -10,6 +10,7 @@ from protocol.wire.values import (
     MAX_OFFERS_PER_MESSAGE,
     MAX_RECONCILE_TASKS,
     MAX_TASKS_PER_ACCEPT,
+    MAX_WEIGHT,
     Filters,
     FrameworkCapability,
     Id,
@@ -35,7 +36,7 @@ class Subscribe(Wire):
     name: str = Field(min_length=1, max_length=200)
     role: str = Field(default="*", min_length=1, max_length=200)
     # a role's weight is its operator's: None takes it; anything else must be it
-    weight: float | None = Field(default=None, gt=0, le=1e6)
+    weight: float | None = Field(default=None, gt=0, le=MAX_WEIGHT)
     failover_timeout: float = Field(default=0.0, ge=0)
     framework_id: str | None = None
     inbox: Id  # where the master sends this framework's events

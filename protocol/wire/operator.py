@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import Field, field_validator
 
 from protocol.wire.resources import Limit, Resources
-from protocol.wire.values import Id, Wire
+from protocol.wire.values import MAX_WEIGHT, Id, Wire
 
 
 class SetWeights(Wire):
@@ -17,7 +17,7 @@ class SetWeights(Wire):
     @classmethod
     def _positive(cls, weights: dict[str, float]) -> dict[str, float]:
         for role, weight in weights.items():
-            if not 0 < weight <= 1e6 or not 0 < len(role) <= 200:
+            if not 0 < weight <= MAX_WEIGHT or not 0 < len(role) <= 200:
                 raise ValueError(f"{role!r}: a role (1-200 chars) and a weight in (0, 1e6]")
         return weights
 

@@ -23,6 +23,7 @@ MAX_OFFERS_PER_CALL = 1000
 MAX_OFFERS_PER_MESSAGE = MAX_OFFERS_PER_CALL
 MAX_RECONCILE_TASKS = 4096
 MAX_LIST_ITEMS = 256  # items of a list message (StatusUpdates, Acknowledges, ...)
+MAX_WEIGHT = 1e6  # a role's weight at most: an operator's, from the roles file or a call
 
 
 def new_id() -> str:
