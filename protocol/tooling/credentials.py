@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Literal
 
 from protocol.extras import needs
+from protocol.wire.topics import ROOT
 
 KINDS = ("master", "slave", "framework", "operator")
 Kind = Literal["master", "slave", "framework", "operator"]
@@ -112,7 +113,7 @@ def new_secret() -> str:
 
 def acl_rules(principal: Principal) -> list[tuple[str, str]]:
     """(access, topic filter) pairs, access being `read` or `write`; for every cluster."""
-    p, n = "drfmesos/+", principal.name
+    p, n = f"{ROOT}/+", principal.name
     rules = {
         "master": [
             ("read", f"{p}/in/#"),

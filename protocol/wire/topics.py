@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+ROOT = "drfmesos"  # every cluster's topics are under it
 _SAFE = re.compile(r"^[A-Za-z0-9_.:@-]{1,200}$")
 SENDER_KINDS = ("slave", "framework", "operator")
 
@@ -41,7 +42,7 @@ def announced(topic: str) -> bool:
     tenant may publish retained on its own call topic), to be replayed to every master
     that starts; nobody reads it."""
     prefix, _, rest = topic.partition("/")
-    return prefix == "drfmesos" and rest.partition("/")[2] in ANNOUNCED
+    return prefix == ROOT and rest.partition("/")[2] in ANNOUNCED
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +65,7 @@ class Topics:
 
     @property
     def prefix(self) -> str:
-        return f"drfmesos/{self.cluster}"
+        return f"{ROOT}/{self.cluster}"
 
     # -- to the master ------------------------------------------------------------------------
     def inbound(self, kind: str, principal: str) -> str:
