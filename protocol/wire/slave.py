@@ -54,6 +54,11 @@ class Reregister(Wire):
     incarnation: str = ""
     tasks: list[RunningTask] = Field(default_factory=list)
     ending: list[EndingTask] = Field(default_factory=list)
+    # each framework's principal, as the master named it in the launch (checkpointed with
+    # its tasks): a master that did not know the framework (restarted without its registry)
+    # lets only that principal claim its id and its orphaned tasks, as Mesos learns an
+    # orphan's FrameworkInfo from the agent; empty from a slave that predates it
+    owners: dict[Id, Id] = Field(default_factory=dict)
 
 
 class TaskUsage(Wire):
@@ -94,6 +99,7 @@ class RunTask(Wire):
     framework_id: Id
     framework_name: str = ""
     task: TaskInfo
+    principal: str = Field(default="", max_length=200)  # the framework's (set by the master)
     # the directory the slave made for this task's own stdout and stderr (a custom
     # executor writes the task's lines there, `ExecutorDriver.output`); set by the slave
     # for its executor, ignored when it comes from a master
@@ -111,12 +117,20 @@ class RunTasks(Wire):
     # it stored the slave's PUBACK delivers it again after its restart), and a slave runs
     # what one launch_id carries once, even after the tasks ended (their ids may be reused)
     launch_id: str = Field(default="", max_length=200)
+    # the framework's principal: the slave runs its tasks as that principal's user and
+    # reports it when it re-registers (Reregister.owners); "" on an insecure cluster
+    principal: str = Field(default="", max_length=200)
 
     def each(self) -> list[RunTask]:
         """One RunTask a task. (Built by validating: its task passes through as it is, and
         pydantic-core's validation is quicker than `model_construct`'s Python loop.)"""
         return [
-            RunTask(framework_id=self.framework_id, framework_name=self.framework_name, task=task)
+            RunTask(
+                framework_id=self.framework_id,
+                framework_name=self.framework_name,
+                task=task,
+                principal=self.principal,
+            )
             for task in self.tasks
         ]
 
