@@ -43,6 +43,7 @@ class Results:
     ideal_policy: str = ""
     settle: float = 0.0  # seconds after a phase starts before the run is compared with it
     preemption: dict[str, Any] | None = None  # counters, when preemption was on
+    partial: dict[str, float] | None = None  # a run stopped early: how far it got
 
     def with_ideal(self, spec: Spec, policy: str | None = None) -> Results:
         """Attach the spec's ideal (see cluster.experiments.ideal_timeline); returns self."""
@@ -123,6 +124,8 @@ class Results:
             out["distance_from_ideal"] = self.distance_from_ideal()
         if self.preemption is not None:
             out["preemption"] = self.preemption
+        if self.partial is not None:
+            out["partial"] = self.partial
         if any(s.used_cpus is not None for s in self.samples):
             out["cpu_use"] = self.cpu_use()
         return out

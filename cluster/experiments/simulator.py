@@ -43,6 +43,7 @@ from master.cycle import ROUND_BATCH, CycleConfig, OfferCycle, PreemptionPlan, W
 from protocol.wire.resources import CPUS, MEM, SCALE, Resources, add_millis, holds, sub_millis
 
 SWAP_COST = 10.0  # memory overcommitted by x% slows tasks by SWAP_COST * x% (paging)
+REPORTS = 1000  # progress is reported (and a stop looked for) this often in a run
 
 
 @dataclass(slots=True)
@@ -184,8 +185,13 @@ class Simulation:
             self.round_pending = True
             self._at(t + ROUND_BATCH, "round")
 
-    def run(self, progress: Callable[[float], None] | None = None) -> Results:
-        """Simulate to the end; `progress(simulated seconds)` is called now and then."""
+    def run(
+        self,
+        progress: Callable[[float], None] | None = None,
+        stop: Callable[[], bool] | None = None,
+    ) -> Results:
+        """Simulate to the end; `progress(simulated seconds)` is called now and then, and
+        so is `stop()`: once it says so, the run ends there, its results partial."""
         spec = self.spec
         end = spec.run.duration
         self._at(0.0, "tick")
@@ -203,9 +209,13 @@ class Simulation:
             if t > end:
                 break
             self.now = t
-            if progress is not None and t >= next_report:
-                progress(t)
-                next_report = t + end / 200
+            if t >= next_report:
+                if progress is not None:
+                    progress(t)
+                if stop is not None and stop():
+                    results.partial = {"simulated_seconds": round(t, 3), "duration": end}
+                    break
+                next_report = t + end / REPORTS
             if kind == "finish":
                 self._finish(ref, t)
             elif kind == "round":
@@ -435,12 +445,15 @@ class Simulation:
 
 
 def simulate(
-    spec: Spec, progress: Callable[[float], None] | None = None
+    spec: Spec,
+    progress: Callable[[float], None] | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> tuple[Results, dict[str, float]]:
-    """Run a spec; returns the results and the simulator's own speed."""
+    """Run a spec; returns the results and the simulator's own speed. `progress` and
+    `stop`: see `Simulation.run`."""
     sim = Simulation(spec)
     start = time.perf_counter()
-    results = sim.run(progress)
+    results = sim.run(progress, stop)
     elapsed = time.perf_counter() - start
     return results, {
         "wall_seconds": elapsed,
