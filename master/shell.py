@@ -1,9 +1,9 @@
 """The master's shell: its state and the changes to it that several kinds of message share.
 
 `MasterShell` holds the books (`master.books`), the allocator
-(`master.allocation.allocator`) and the bus, and the steps every handler builds on:
-telling a framework or a slave something, refusing bad input, rescinding offers, ending
-tasks, and removing frameworks and slaves.
+(`master.allocation.allocator`) with the offer cycle around it (`master.cycle`), and the
+bus, and the steps every handler builds on: telling a framework or a slave something,
+refusing bad input, rescinding offers, ending tasks, and removing frameworks and slaves.
 These steps are its public interface: the handlers in `master.calls` are collaborators
 constructed with the shell, not subclasses of it. `master.Master` composes them with the
 allocation rounds (`master.rounds`) and timers, and its other collaborators: preemption

@@ -39,7 +39,7 @@ from master.allocation.allocator import Allocator
 from master.allocation.planning import RunningTask
 from master.allocation.preemption import PreemptionConfig
 from master.allocation.sorter import Millis
-from master.cycle import ROUND_BATCH, CycleConfig, OfferCycle, PreemptionPlan, Wish
+from master.cycle import ROUND_BATCH, CycleConfig, OfferCycle, Wish
 from protocol.wire.resources import CPUS, MEM, SCALE, Resources, add_millis, holds, sub_millis
 
 SWAP_COST = 10.0  # memory overcommitted by x% slows tasks by SWAP_COST * x% (paging)
@@ -302,7 +302,7 @@ class Simulation:
 
     # -- preemption: the offer cycle's check, its kills on the heap ----------------------------
     def _preempt(self, t: float) -> None:
-        plan: PreemptionPlan = self.cycle.check(t)  # (the room each claim frees is held)
+        plan = self.cycle.check(t)  # (the room each claim frees is held for its claimant)
         if plan.claims:
             self._at(plan.kill_at, "kill")
 

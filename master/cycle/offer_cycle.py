@@ -51,7 +51,9 @@ class OfferCycle:
         rounds offer it to others."""
         a = self.allocator
         held = self.state.offers_held()
-        room = offer_bound.room(held, a.frameworks, len(a.slaves))
+        slaves = len(a.slaves)
+        bounded = held or slaves > offer_bound.MAX_OFFERS_HELD  # (else nobody can reach it)
+        room = offer_bound.room(held, a.frameworks, slaves) if bounded else None
         allocations = a.allocate(now, room=room)
         if not room or not allocations:
             return RoundPlan(allocations)

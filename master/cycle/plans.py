@@ -5,20 +5,23 @@ Mesos's allocator books an offer when it makes it."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from master.allocation.ledger import Allocation
 from master.allocation.preemption import Claim
 from protocol.wire.resources import Resources
 
 
-@dataclass(frozen=True, slots=True)
-class RoundPlan:
+class RoundPlan(NamedTuple):
     """A round's offers to send, in the order decided; and those held back past a
-    framework's bound (`offer_bound`), back in the pool and kept from it a while."""
+    framework's bound (`offer_bound`), back in the pool and kept from it a while. (A
+    named tuple: a simulated run makes one a round, and a frozen dataclass costs several
+    times as much to make.)"""
 
     offers: list[Allocation]
-    held_back: list[Allocation] = field(default_factory=list)
+    held_back: Sequence[Allocation] = ()
 
 
 @dataclass(frozen=True, slots=True)
