@@ -19,12 +19,6 @@ from protocol.wire.topics import check_segment
 P = ParamSpec("P")
 
 ENDLESS = 1_000_000  # the largest count `request_resources` takes: "as many as I can get"
-FATAL_ERRORS = frozenset({"framework-removed", "subscribe-refused", "too-many-frameworks"})
-"""Error codes after which the master will not serve a framework: its driver stops."""
-
-
-class DriverError(RuntimeError):
-    """A call the driver refuses: an offer that is gone, more than an offer holds, ..."""
 
 
 def reconcile_calls(framework_id: str, tasks: Iterable[TaskStatus | str]) -> list[Reconcile]:

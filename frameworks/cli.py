@@ -49,7 +49,7 @@ def default_role(role: str | None, url: BrokerURL, name: str) -> str:
 
 async def run_driver(driver: Any) -> None:
     """Run a driver; the master's refusal or removal ends the command with its reason."""
-    from frameworks.calls import DriverError
+    from frameworks.errors import DriverError
 
     warn_if_insecure(driver.broker, "framework")
     try:

@@ -16,18 +16,20 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Literal, TypeVar
 
-from frameworks.calls import (
-    FATAL_ERRORS,
+from frameworks.calls import made_at_once, reconcile_calls, unauthenticated_principal
+from frameworks.errors import (
+    FATAL,
+    BrokerRefused,
+    BrokerUnreachable,
     DriverError,
-    made_at_once,
-    reconcile_calls,
-    unauthenticated_principal,
+    MasterUnreachable,
+    SubscribeRefused,
 )
 from frameworks.task_files import TaskFiles
 from protocol import logs
 from protocol.tooling.brokers import BrokerURL
 from protocol.transport.aio import cancel_and_wait, first_of, within
-from protocol.transport.base import Connector, Transport
+from protocol.transport.base import BusClosed, Connector, Transport
 from protocol.transport.bus import MqttConnector
 from protocol.transport.inbound import Dispatcher
 from protocol.transport.leader import LeaderWatch
@@ -180,6 +182,7 @@ class SchedulerDriver:
         self.inbox_id = f"fw-{uuid.uuid4().hex[:16]}"
         self.to_master = self.topics.inbound("framework", self.principal)
         self.removed: str | None = None  # why the master removed us, once it has
+        self._refusal: type[SubscribeRefused] = SubscribeRefused  # what start() raises then
         self.log = logs.get("driver", framework=name)
         self.offers: dict[str, Offer] = {}  # outstanding: offered and not yet used
         self.bus: Transport | None = None
@@ -219,14 +222,23 @@ class SchedulerDriver:
         await LeaderWatch.on(bus, self.topics, self._on_leader)
         bus.on_connect(self._subscribe)
         self.bus = bus
-        await bus.start(timeout=timeout)
+        try:
+            await bus.start(timeout=timeout)
+        except (BusClosed, TimeoutError) as e:  # one error family: see frameworks.errors
+            await self._close()
+            if isinstance(e, BusClosed):  # (BusRefused: the MQTT bus's; the memory one's)
+                raise BrokerRefused(f"{self.broker or 'the broker'}: {e}") from e
+            raise BrokerUnreachable(str(e)) from e
         await first_of(self._subscribed, self._stopped, timeout=timeout)
         if self.removed is not None:
             await self._close()
-            raise DriverError(self.removed)
+            raise self._refusal(self.removed)
         if not self._subscribed.is_set():
             await self._close()
-            raise TimeoutError(f"no answer from a master within {timeout}s")
+            raise MasterUnreachable(
+                f"no answer from a master within {timeout}s (is one running on cluster "
+                f"{self.topics.cluster!r}?)"
+            )
 
     def _in_turn(self, handler: Handler[W]) -> Handler[W]:
         """Events reach the scheduler one at a time, in order, from the driver's own task
@@ -580,9 +592,10 @@ class SchedulerDriver:
         if msg.code == "unknown-framework" and self.framework_id and self._subscribed.is_set():
             # a master that does not know us (a new leader we have not heard of yet)
             self._resubscribe()
-        fatal = msg.code in FATAL_ERRORS
+        fatal = msg.code in FATAL
         if fatal:  # as the Mesos driver: the framework is gone, so the driver stops
             self.removed = msg.message
+            self._refusal = FATAL[msg.code]
             self._teardown = False
         try:
             await self.scheduler.error(self, msg.message)
