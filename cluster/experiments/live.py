@@ -24,7 +24,7 @@ from cluster.local.view import wait_state
 from protocol.tooling.brokers import open_broker
 from protocol.transport.bus import Bus
 from protocol.wire.messages import State, Wire
-from protocol.wire.resources import Resources
+from protocol.wire.resources import KNOWN_NAMES, Resources
 from protocol.wire.topics import Topics
 
 
@@ -53,6 +53,7 @@ async def run_live(spec: Spec, spec_path: Path, out: Path, broker: str) -> Resul
             )
             for g, group in enumerate(spec.cluster.slaves):
                 resources = ";".join(f"{k}:{v:g}" for k, v in group.resources.items())
+                custom = ",".join(n for n in group.resources if n not in KNOWN_NAMES)
                 await launcher.start(
                     "slave",
                     f"slaves-{g}",
@@ -61,6 +62,7 @@ async def run_live(spec: Spec, spec_path: Path, out: Path, broker: str) -> Resul
                     *slave_args(spec, scale),
                     "--resources",
                     resources,
+                    *(["--custom-resources", custom] if custom else []),
                     "--work-dir",
                     str(run_dir / f"slaves-{g}"),
                 )
