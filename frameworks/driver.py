@@ -72,10 +72,13 @@ Handler = Callable[[W, str | None], Awaitable[None]]
 
 
 class Scheduler:
-    """Override what you need; every callback is a no-op by default."""
+    """A framework's policy: subclass it and override the callbacks you need (each is an
+    `async` no-op by default). The driver calls them one at a time, in the order events
+    arrive, each with the driver first so that it can answer (`launch_tasks`, ...)."""
 
     async def registered(self, driver: SchedulerDriver, framework_id: str, master_id: str) -> None:
-        """Subscribed for the first time."""
+        """Subscribed for the first time: `framework_id` is this framework's id (keep it
+        to come back after a crash, with `failover_timeout`); `master_id` the master's."""
 
     async def reregistered(self, driver: SchedulerDriver, master_id: str) -> None:
         """Subscribed again (after a reconnect or a failover) with the same framework id."""
@@ -84,13 +87,18 @@ class Scheduler:
         """The connection to the bus was lost; the driver reconnects by itself."""
 
     async def resource_offers(self, driver: SchedulerDriver, offers: list[Offer]) -> None:
-        """Launch tasks on offers, or decline them (an ignored offer stays yours)."""
+        """Resources offered to this framework, one `Offer` per slave: launch tasks on
+        them (`driver.launch_tasks`) or decline them (`driver.decline_offer`). An offer
+        neither used nor declined stays yours, and idle, until it is rescinded."""
 
     async def offer_rescinded(self, driver: SchedulerDriver, offer_id: str) -> None:
         """An offer is no longer valid."""
 
     async def status_update(self, driver: SchedulerDriver, status: TaskStatus) -> None:
-        """A task changed state."""
+        """A task changed state: `status.state` (`status.state.terminal` once it has
+        ended), `status.reason`, `status.message`, `status.exit_code` for a command. The
+        driver acknowledges it when this returns (unless `implicit_acknowledgements`
+        is off); see the task states reference for every (state, reason, source)."""
 
     async def framework_message(
         self, driver: SchedulerDriver, slave_id: str, executor_id: str, data: bytes
@@ -118,6 +126,15 @@ class Scheduler:
 
 
 class SchedulerDriver:
+    """Runs a `Scheduler` against a cluster: connects to the broker, subscribes to the
+    master, calls the scheduler's callbacks and sends its calls.
+
+    `await driver.run()` serves until `driver.stop()`. Every call (`launch_tasks`,
+    `decline_offer`, `kill_task`, ...) is sent when it is called and returns at once, as
+    the Mesos driver's do; it may be awaited, and one written without `await` still
+    happens. A call the driver refuses raises `DriverError`; so does a refused start
+    (see `frameworks.errors`)."""
+
     def __init__(
         self,
         scheduler: Scheduler,
@@ -133,8 +150,11 @@ class SchedulerDriver:
         min_offer: Iterable[Resources] = (),
         partition_aware: bool = False,
     ) -> None:
-        """Connect to `broker` (`mqtt[s]://PRINCIPAL@host:port`, or a transport Connector:
-        tests pass protocol.transport.memory's) as framework `name`.
+        """Connect to `broker` (`mqtt[s]://PRINCIPAL@host:port`, a `BrokerURL` with its
+        CA and secret file, or a transport Connector: tests pass
+        protocol.transport.memory's) as framework `name`.
+
+        `cluster`: the cluster's name (`--cluster`), when a broker carries several.
 
         `role`: the role to register in; by default the principal's own role (the broker
         URL's user, which `drfmesos auth add` allows it), or, without credentials, the
@@ -199,7 +219,9 @@ class SchedulerDriver:
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def start(self, timeout: float = 30.0) -> None:
-        """Connect and subscribe; returns once the master has answered."""
+        """Connect and subscribe; returns once the master has answered. Raises a
+        `DriverError`: `BrokerRefused`, `BrokerUnreachable`, `MasterUnreachable`, or a
+        `SubscribeRefused` (`RoleRefused`, `TooManyFrameworks`, ...) saying why."""
         bus = self._connect(
             name=f"framework-{self.name}",
             inbox=self.inbox,
@@ -306,7 +328,8 @@ class SchedulerDriver:
         await self._close()
 
     async def run(self) -> None:
-        """start() then join()."""
+        """`start()` then `join()`: serve until `stop()` (or the master removes the
+        framework: `driver.removed` then says why)."""
         try:
             await self.start()
             await self.join()
@@ -356,6 +379,8 @@ class SchedulerDriver:
     def accept_offers(
         self, offer_ids: Iterable[str], tasks: list[TaskInfo], filters: Filters | None = None
     ) -> None:
+        """`launch_tasks` by Mesos's newer name. The offers must be outstanding and on one
+        slave, and hold what the tasks need: else `DriverError`, and nothing is sent."""
         if self._stopped.is_set():
             return  # as the Mesos driver: calls after stop() do nothing
         self._call_bus()  # (subscribed, or DriverError)
@@ -394,6 +419,8 @@ class SchedulerDriver:
 
     @made_at_once
     def decline_offer(self, offer_id: str, filters: Filters | None = None) -> None:
+        """Give an offer back; with `Filters(refuse_seconds=60)` its slave is not offered
+        to this framework again for a minute (5 s by default), unless more is free there."""
         self.decline_offers([offer_id], filters)
 
     @made_at_once
@@ -418,6 +445,7 @@ class SchedulerDriver:
 
     @made_at_once
     def revive_offers(self) -> None:
+        """Offers again after `suppress_offers`, and the declines' filters cleared."""
         if self._stopped.is_set():
             return  # as the Mesos driver: calls after stop() do nothing
         self._call(Revive(framework_id=self.framework_id or ""))
@@ -446,6 +474,8 @@ class SchedulerDriver:
 
     @made_at_once
     def kill_task(self, task_id: str, slave_id: str | None = None) -> None:
+        """Ask for a task to be killed: it ends TASK_KILLED (SIGTERM, then SIGKILL after the
+        slave's kill grace), told by `status_update`."""
         if self._stopped.is_set():
             return  # as the Mesos driver: calls after stop() do nothing
         self._call(
@@ -479,6 +509,7 @@ class SchedulerDriver:
 
     @made_at_once
     def send_framework_message(self, executor_id: str, slave_id: str, data: bytes) -> None:
+        """Opaque `data` to one of this framework's custom executors."""
         if self._stopped.is_set():
             return  # as the Mesos driver: calls after stop() do nothing
         self._call(
