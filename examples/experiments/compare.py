@@ -74,7 +74,7 @@ def main(out: Path) -> None:
     lines = [
         "## §7.2: 48 nodes of 8 CPU / 6 GB, 4 small-job and 4 large-job users, 10 min",
         "",
-        start("paper-7.2"),
+        start("paper-72"),
         "| scheme | small jobs done | large jobs done | small job time s | large job time s "
         "| cpu util | mem util |",
         "|---|---|---|---|---|---|---|",
@@ -92,7 +92,7 @@ def main(out: Path) -> None:
         bars["large"].append(lj)
         bars["small_t"].append(st)
         bars["large_t"].append(lt)
-    lines.append(end("paper-7.2"))
+    lines.append(end("paper-72"))
     labels = [v[0] for v in VARIANTS_72]
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     x = range(len(labels))
@@ -118,7 +118,7 @@ def main(out: Path) -> None:
         "",
         "## §7.3-style trace: 400 nodes of 16 cores / 32 GB, 10 users",
         "",
-        start("paper-7.3"),
+        start("paper-73"),
         "| scheme | jobs done | mean job time s | cpu util | mem util |",
         "|---|---|---|---|---|",
     ]
@@ -132,7 +132,7 @@ def main(out: Path) -> None:
             f"| {label} | {jobs} | {statistics.fmean(times):.0f} | {u['cpus']:.0%} "
             f"| {u['mem']:.0%} |"
         )
-    lines.append(end("paper-7.3"))
+    lines.append(end("paper-73"))
     lines += fb2010(out)
     (out / "compare.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
