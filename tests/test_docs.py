@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -45,7 +46,11 @@ EXPECTED = {
     "demo.md": ["web UI: http://127.0.0.1:"],
     "first-framework.md": ["printed: hello from task", "all 20 tasks finished"],
     "sharing.md": ["may not register in role 'eng/web'", "refused, as it should be"],
-    "experiments.md": ["written to out/paper-7.1", "66.7% (2/3)", "written to out/blog-same-demands"],
+    "experiments.md": [
+        "written to out/paper-7.1",
+        "66.7% (2/3)",
+        "written to out/blog-same-demands",
+    ],
 }
 
 
@@ -181,3 +186,28 @@ def end_group(proc: subprocess.Popen[str]) -> None:
             time.sleep(0.1)
     if proc.poll() is None:
         proc.kill()
+
+
+def test_what_the_tutorials_make_in_the_checkout_is_git_ignored() -> None:
+    """`drfmesos auth init auth` in the checkout, as the docs show, once left auth/ (a CA's
+    private key and every secret) untracked and not ignored, one `git add .` from a
+    commit; so did the run dirs and outputs the tutorials make."""
+    if not (ROOT / ".git").exists() or shutil.which("git") is None:
+        pytest.skip("not a git checkout")
+    made: set[str] = set()  # files, and a file in each folder made
+    for page in TUTORIALS:
+        for language, title, text in blocks(page):
+            if language == "sh" and not (title or "").startswith(NOT_RUN):
+                folders = re.findall(r"auth init (\S+)", text)
+                folders += re.findall(r"--(?:work-dir|out) (\S+)", text)
+                folders += re.findall(r"> (\S+)/", text)
+                made |= {f"{folder}/a-file" for folder in folders}
+            elif title and not title.startswith(NOT_RUN):
+                made.add(title)
+    made |= {"auth/ca.key", "auth/secrets/ops", "site/index.html", "out/compare/compare.md"}
+    assert {"auth/a-file", "run/node1/a-file", "my_framework.py"} <= made
+    for path in sorted(made):
+        ignored = subprocess.run(
+            ["git", "check-ignore", "-q", "--no-index", path], cwd=ROOT, check=False
+        )
+        assert ignored.returncode == 0, f"{path} (which the docs make) is not git-ignored"
