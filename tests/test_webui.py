@@ -128,6 +128,17 @@ def shot(driver: object, name: str) -> None:
     driver.save_screenshot(str(folder / f"{name}.png"))  # type: ignore[attr-defined]
 
 
+def sign_in(driver: object, user: str, secret: str) -> None:
+    """Type a principal and its secret into the sign-in form, and send it."""
+    from selenium.webdriver.common.by import By
+
+    for field, value in (("user", user), ("password", secret)):
+        box = driver.find_element(By.ID, field)  # type: ignore[attr-defined]
+        box.clear()
+        box.send_keys(value)
+    driver.find_element(By.ID, "sign-in").click()  # type: ignore[attr-defined]
+
+
 def status_of(url: str, user: str, secret: str) -> int:
     return answer(url, user, secret)[0]
 
@@ -268,22 +279,11 @@ def test_the_web_ui_shows_the_demo_live(
 
     # a framework principal, with its right secret, is told why it may not look
     a_secret = (tmp_path / "demo" / "auth" / "secrets" / "A").read_text().strip()
-    user = d.find_element(By.ID, "user")  # type: ignore[attr-defined]
-    user.clear()
-    user.send_keys("A")
-    password = d.find_element(By.ID, "password")  # type: ignore[attr-defined]
-    password.clear()
-    password.send_keys(a_secret)
-    d.find_element(By.ID, "sign-in").click()  # type: ignore[attr-defined]
+    sign_in(d, "A", a_secret)
     wait.until(lambda _: "operator credentials needed" in text("#login-error"))
     shot(d, "01b-framework-principal-refused")
-    user.clear()
-    user.send_keys("operator")
 
-    password = d.find_element(By.ID, "password")  # type: ignore[attr-defined]
-    password.clear()
-    password.send_keys(secret)
-    d.find_element(By.ID, "sign-in").click()  # type: ignore[attr-defined]
+    sign_in(d, "operator", secret)
     wait.until(lambda _: "A" in shares() and "B" in shares())
     d.execute_script("window.__sameDocument = true")  # type: ignore[attr-defined]
     wait.until(lambda _: text("#live") == "live")

@@ -244,7 +244,7 @@ def run_experiment(
     except RuntimeError as e:
         raise click.ClickException(str(e)) from None
     except KeyboardInterrupt:  # (once it runs, Ctrl-C ends it with the results so far)
-        raise click.ClickException("stopped before the experiment began: nothing to keep")
+        raise click.ClickException("stopped before the experiment began: nothing to keep") from None
     summary = _write(results, out, plots=not no_plots)
     _report(summary, out, plots=not no_plots)
 

@@ -129,7 +129,35 @@ async def _play(
     t0 = time.time()
     with spec_progress(spec.name, spec.run.duration) as show:
         try:
-            await _loop(spec, spec_path, launcher, results, latest, out, scale, t0, show)
+            starts = sorted(spec.frameworks, key=lambda f: f.start)
+            started: set[str] = set()
+            next_sample = 0.0
+            preempted: list[dict[str, object]] = []  # when the state's preempted count went up
+            while (t := (time.time() - t0) / scale) < spec.run.duration:
+                for fw in starts:
+                    if fw.name not in started and fw.start <= t:
+                        started.add(fw.name)
+                        await launcher.start(
+                            "framework",
+                            f"framework-{fw.name}",
+                            "experiment",
+                            "--spec",
+                            str(spec_path),
+                            "--name",
+                            fw.name,
+                            "--t0",
+                            repr(t0),
+                            "--time-scale",
+                            repr(scale),
+                            "--stats",
+                            str(out / f"stats-{fw.name}.json"),
+                        )
+                if t >= next_sample:
+                    _sample(results, latest[0] if latest else None, next_sample, preempted)
+                    next_sample += spec.run.sample_interval
+                show(t)
+                await asyncio.sleep(min(0.05, spec.run.sample_interval * scale / 4))
+            show(spec.run.duration)
         except asyncio.CancelledError:  # Ctrl-C: stop here, keeping what was sampled
             task = asyncio.current_task()
             if task is None or task.uncancel() > 0:
@@ -139,48 +167,6 @@ async def _play(
                 f"stopped at {results.stopped_at:.0f} s of {spec.run.duration:g}: "
                 "the results cover the part that ran"
             )
-
-
-async def _loop(
-    spec: Spec,
-    spec_path: Path,
-    launcher: Launcher,
-    results: Results,
-    latest: list[State],
-    out: Path,
-    scale: float,
-    t0: float,
-    show: Callable[[float], None],
-) -> None:
-    starts = sorted(spec.frameworks, key=lambda f: f.start)
-    started: set[str] = set()
-    next_sample = 0.0
-    preempted: list[dict[str, object]] = []  # when the state's preempted count went up
-    while (t := (time.time() - t0) / scale) < spec.run.duration:
-        for fw in starts:
-            if fw.name not in started and fw.start <= t:
-                started.add(fw.name)
-                await launcher.start(
-                    "framework",
-                    f"framework-{fw.name}",
-                    "experiment",
-                    "--spec",
-                    str(spec_path),
-                    "--name",
-                    fw.name,
-                    "--t0",
-                    repr(t0),
-                    "--time-scale",
-                    repr(scale),
-                    "--stats",
-                    str(out / f"stats-{fw.name}.json"),
-                )
-        if t >= next_sample:
-            _sample(results, latest[0] if latest else None, next_sample, preempted)
-            next_sample += spec.run.sample_interval
-        show(t)
-        await asyncio.sleep(min(0.05, spec.run.sample_interval * scale / 4))
-    show(spec.run.duration)
 
 
 @contextlib.contextmanager
