@@ -920,7 +920,7 @@ def test_allocator_QuotaHeadroomWithNestedRoleAllocation(policy: str) -> None:
     assert m.pending()
 
 
-# -- the table of what applies, and the README ---------------------------------------------
+# -- the table of what applies, and the docs ------------------------------------------------
 
 HERE = Path(__file__).parent
 ROW = re.compile(r"^\| (sorter|allocator): (\S+) \| (ported|differs|n/a) \|(.*)\|$")
