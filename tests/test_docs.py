@@ -19,6 +19,7 @@ web UI); here they become free ports, so that tests side by side do not collide.
 from __future__ import annotations
 
 import asyncio
+import html
 import os
 import re
 import shutil
@@ -80,8 +81,10 @@ def test_the_docs_build_strictly(tmp_path: Path) -> None:
     cli = (site / "reference" / "cli" / "index.html").read_text()
     assert "--custom-resources" in cli  # generated from the click definitions
     sdk = (site / "reference" / "sdk" / "index.html").read_text()
-    assert "resource_offers" in sdk
     assert "BrokerRefused" in sdk
+    words = html.unescape(re.sub(r"<[^>]+>", "", sdk))  # every callback with its signature
+    assert "error(driver: SchedulerDriver, message: str) -> None" in words
+    assert "resource_offers(\n    driver: SchedulerDriver, offers: list[Offer]\n) -> None" in words
     api = (site / "reference" / "http-api" / "index.html").read_text()
     assert "/api/v1/tasks" in api  # from the OpenAPI document
 
@@ -149,6 +152,7 @@ def checkout_in(workdir: Path) -> None:
 
 
 @pytest.mark.slow(60)
+@pytest.mark.timeout(400)  # (the experiments' page runs a live experiment and simulations)
 @pytest.mark.parametrize("page", TUTORIALS, ids=lambda p: p.stem)
 def test_a_tutorial_runs_as_written(page: Path, tmp_path: Path) -> None:
     checkout_in(tmp_path)
@@ -162,7 +166,7 @@ def test_a_tutorial_runs_as_written(page: Path, tmp_path: Path) -> None:
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
     try:
-        out, _ = proc.communicate(timeout=240)
+        out, _ = proc.communicate(timeout=360)
     finally:
         end_group(proc)
     assert proc.returncode == 0, f"{page.name} failed:\n{out[-6000:]}"

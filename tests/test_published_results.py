@@ -23,6 +23,7 @@ REMAKE = "bash examples/experiments/replay-all.sh --simulated"
 
 
 @pytest.mark.slow(80)
+@pytest.mark.timeout(900)  # (75 CPU-seconds alone; a loaded CI machine gives it half a core)
 def test_the_published_simulated_results_are_what_the_code_makes_today(tmp_path: Path) -> None:
     scripts = str(Path(sys.executable).parent)  # drfmesos and python of this install
     done = subprocess.run(
