@@ -16,15 +16,14 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Literal, TypeVar
 
-from frameworks.calls import made_at_once, reconcile_calls, unauthenticated_principal
-from frameworks.errors import (
-    FATAL,
-    BrokerRefused,
-    BrokerUnreachable,
-    DriverError,
-    MasterUnreachable,
-    SubscribeRefused,
+from frameworks import errors
+from frameworks.calls import (
+    launch_checked,
+    made_at_once,
+    reconcile_calls,
+    unauthenticated_principal,
 )
+from frameworks.errors import DriverError
 from frameworks.task_files import TaskFiles
 from protocol import logs
 from protocol.tooling.brokers import BrokerURL
@@ -72,13 +71,12 @@ Handler = Callable[[W, str | None], Awaitable[None]]
 
 
 class Scheduler:
-    """A framework's policy: subclass it and override the callbacks you need (each is an
-    `async` no-op by default). The driver calls them one at a time, in the order events
-    arrive, each with the driver first so that it can answer (`launch_tasks`, ...)."""
+    """A framework's policy: override the callbacks you need (each an `async` no-op by
+    default). The driver calls them one at a time, in order, with itself first."""
 
     async def registered(self, driver: SchedulerDriver, framework_id: str, master_id: str) -> None:
-        """Subscribed for the first time: `framework_id` is this framework's id (keep it
-        to come back after a crash, with `failover_timeout`); `master_id` the master's."""
+        """Subscribed for the first time, as `framework_id` (keep it to come back after a
+        crash, with `failover_timeout`)."""
 
     async def reregistered(self, driver: SchedulerDriver, master_id: str) -> None:
         """Subscribed again (after a reconnect or a failover) with the same framework id."""
@@ -87,18 +85,15 @@ class Scheduler:
         """The connection to the bus was lost; the driver reconnects by itself."""
 
     async def resource_offers(self, driver: SchedulerDriver, offers: list[Offer]) -> None:
-        """Resources offered to this framework, one `Offer` per slave: launch tasks on
-        them (`driver.launch_tasks`) or decline them (`driver.decline_offer`). An offer
-        neither used nor declined stays yours, and idle, until it is rescinded."""
+        """One `Offer` per slave: launch tasks on it (`driver.launch_tasks`) or decline it
+        (`driver.decline_offer`); one neither used nor declined stays yours, idle."""
 
     async def offer_rescinded(self, driver: SchedulerDriver, offer_id: str) -> None:
         """An offer is no longer valid."""
 
     async def status_update(self, driver: SchedulerDriver, status: TaskStatus) -> None:
-        """A task changed state: `status.state` (`status.state.terminal` once it has
-        ended), `status.reason`, `status.message`, `status.exit_code` for a command. The
-        driver acknowledges it when this returns (unless `implicit_acknowledgements`
-        is off); see the task states reference for every (state, reason, source)."""
+        """A task changed state (`status.state`, `.reason`, `.message`, `.exit_code`); the
+        driver acknowledges it when this returns, unless `implicit_acknowledgements=False`."""
 
     async def framework_message(
         self, driver: SchedulerDriver, slave_id: str, executor_id: str, data: bytes
@@ -126,14 +121,9 @@ class Scheduler:
 
 
 class SchedulerDriver:
-    """Runs a `Scheduler` against a cluster: connects to the broker, subscribes to the
-    master, calls the scheduler's callbacks and sends its calls.
-
-    `await driver.run()` serves until `driver.stop()`. Every call (`launch_tasks`,
-    `decline_offer`, `kill_task`, ...) is sent when it is called and returns at once, as
-    the Mesos driver's do; it may be awaited, and one written without `await` still
-    happens. A call the driver refuses raises `DriverError`; so does a refused start
-    (see `frameworks.errors`)."""
+    """Runs a `Scheduler` against a cluster; `await driver.run()` serves until `stop()`.
+    Every call is sent when called and returns at once (it may be awaited; one written
+    without `await` still happens); one the driver refuses raises `DriverError`."""
 
     def __init__(
         self,
@@ -150,21 +140,16 @@ class SchedulerDriver:
         min_offer: Iterable[Resources] = (),
         partition_aware: bool = False,
     ) -> None:
-        """Connect to `broker` (`mqtt[s]://PRINCIPAL@host:port`, a `BrokerURL` with its
-        CA and secret file, or a transport Connector: tests pass
-        protocol.transport.memory's) as framework `name`.
-
-        `cluster`: the cluster's name (`--cluster`), when a broker carries several.
+        """Connect to `broker` (`mqtt[s]://PRINCIPAL@host:port`, a `BrokerURL` with its CA
+        and secret file, or a transport Connector) as framework `name` of `cluster`.
 
         `role`: the role to register in; by default the principal's own role (the broker
         URL's user, which `drfmesos auth add` allows it), or, without credentials, the
         framework's name. A secured cluster refuses a role its principal was not given.
 
-        `min_offer`: the smallest offers this framework can use (any one of them; Mesos
-        1.10's offer_filters). The master then never offers it less: no declines of crumbs.
-        Without it, an offer may hold what is left on a slave whose CPUs are all taken --
-        memory and no CPU, say, every few seconds: pass the smallest task you launch
-        (`min_offer=[Resources(cpus=0.1, mem=32)]`) to hear only of offers it fits.
+        `min_offer`: the smallest offers this framework can use (Mesos 1.10's offer_filters;
+        `[Resources(cpus=0.1, mem=32)]`, your smallest task): the master offers no less, so
+        no crumbs (memory and no CPU, say) to decline every few seconds.
 
         `implicit_acknowledgements`: acknowledge each status update when `status_update`
         returns (the default); with False, call `acknowledge_status_update` yourself, after
@@ -202,7 +187,7 @@ class SchedulerDriver:
         self.inbox_id = f"fw-{uuid.uuid4().hex[:16]}"
         self.to_master = self.topics.inbound("framework", self.principal)
         self.removed: str | None = None  # why the master removed us, once it has
-        self._refusal: type[SubscribeRefused] = SubscribeRefused  # what start() raises then
+        self._refusal: type[DriverError] = errors.SubscribeRefused  # what start() raises then
         self.log = logs.get("driver", framework=name)
         self.offers: dict[str, Offer] = {}  # outstanding: offered and not yet used
         self.bus: Transport | None = None
@@ -219,9 +204,8 @@ class SchedulerDriver:
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def start(self, timeout: float = 30.0) -> None:
-        """Connect and subscribe; returns once the master has answered. Raises a
-        `DriverError`: `BrokerRefused`, `BrokerUnreachable`, `MasterUnreachable`, or a
-        `SubscribeRefused` (`RoleRefused`, `TooManyFrameworks`, ...) saying why."""
+        """Connect and subscribe; returns once the master has answered. Else raises a
+        `DriverError` saying why (`BrokerRefused`, `MasterUnreachable`, `RoleRefused`...)."""
         bus = self._connect(
             name=f"framework-{self.name}",
             inbox=self.inbox,
@@ -248,18 +232,15 @@ class SchedulerDriver:
             await bus.start(timeout=timeout)
         except (BusClosed, TimeoutError) as e:  # one error family: see frameworks.errors
             await self._close()
-            if isinstance(e, BusClosed):  # (BusRefused: the MQTT bus's; the memory one's)
-                raise BrokerRefused(f"{self.broker or 'the broker'}: {e}") from e
-            raise BrokerUnreachable(str(e)) from e
+            raise errors.connecting(e, str(self.broker or "the broker")) from e
         await first_of(self._subscribed, self._stopped, timeout=timeout)
         if self.removed is not None:
             await self._close()
             raise self._refusal(self.removed)
         if not self._subscribed.is_set():
             await self._close()
-            raise MasterUnreachable(
-                f"no answer from a master within {timeout}s (is one running on cluster "
-                f"{self.topics.cluster!r}?)"
+            raise errors.MasterUnreachable(
+                f"no answer from a master of cluster {self.topics.cluster!r} in {timeout}s"
             )
 
     def _in_turn(self, handler: Handler[W]) -> Handler[W]:
@@ -328,8 +309,7 @@ class SchedulerDriver:
         await self._close()
 
     async def run(self) -> None:
-        """`start()` then `join()`: serve until `stop()` (or the master removes the
-        framework: `driver.removed` then says why)."""
+        """`start()` then `join()` (until `stop()`, or a removal: see `driver.removed`)."""
         try:
             await self.start()
             await self.join()
@@ -379,33 +359,11 @@ class SchedulerDriver:
     def accept_offers(
         self, offer_ids: Iterable[str], tasks: list[TaskInfo], filters: Filters | None = None
     ) -> None:
-        """`launch_tasks` by Mesos's newer name. The offers must be outstanding and on one
-        slave, and hold what the tasks need: else `DriverError`, and nothing is sent."""
+        """`launch_tasks` by Mesos's newer name (see `calls.launch_checked`)."""
         if self._stopped.is_set():
             return  # as the Mesos driver: calls after stop() do nothing
         self._call_bus()  # (subscribed, or DriverError)
-        ids = list(dict.fromkeys(offer_ids))
-        if not ids:
-            raise DriverError("launch_tasks needs at least one offer")
-        missing = [o for o in ids if o not in self.offers]
-        if missing:
-            raise DriverError(
-                f"offers {', '.join(missing)} are not outstanding "
-                "(rescinded, already used, or never offered)"
-            )
-        offers = [self.offers[o] for o in ids]
-        if len({o.slave_id for o in offers}) > 1:
-            raise DriverError("all offers in one launch must be on the same slave")
-        available = sum((o.resources for o in offers), Resources())
-        wanted = sum((t.resources for t in tasks), Resources())
-        if not available.contains(wanted):
-            raise DriverError(f"the tasks need {wanted} but the offers hold {available}")
-        for task in tasks:
-            if task.slave_id != offers[0].slave_id:
-                raise DriverError(
-                    f"task {task.task_id} names slave {task.slave_id}, "
-                    f"not the offer's {offers[0].slave_id}"
-                )
+        ids = launch_checked(self.offers, offer_ids, tasks)
         for o in ids:
             del self.offers[o]
         self._call(
@@ -419,8 +377,7 @@ class SchedulerDriver:
 
     @made_at_once
     def decline_offer(self, offer_id: str, filters: Filters | None = None) -> None:
-        """Give an offer back; with `Filters(refuse_seconds=60)` its slave is not offered
-        to this framework again for a minute (5 s by default), unless more is free there."""
+        """Give an offer back; `Filters(refuse_seconds=60)`: not that slave again for 60 s."""
         self.decline_offers([offer_id], filters)
 
     @made_at_once
@@ -474,8 +431,7 @@ class SchedulerDriver:
 
     @made_at_once
     def kill_task(self, task_id: str, slave_id: str | None = None) -> None:
-        """Ask for a task to be killed: it ends TASK_KILLED (SIGTERM, then SIGKILL after the
-        slave's kill grace), told by `status_update`."""
+        """Kill a task: it ends TASK_KILLED (SIGTERM, then SIGKILL after a grace)."""
         if self._stopped.is_set():
             return  # as the Mesos driver: calls after stop() do nothing
         self._call(
@@ -623,10 +579,10 @@ class SchedulerDriver:
         if msg.code == "unknown-framework" and self.framework_id and self._subscribed.is_set():
             # a master that does not know us (a new leader we have not heard of yet)
             self._resubscribe()
-        fatal = msg.code in FATAL
+        fatal = msg.code in errors.FATAL
         if fatal:  # as the Mesos driver: the framework is gone, so the driver stops
             self.removed = msg.message
-            self._refusal = FATAL[msg.code]
+            self._refusal = errors.FATAL[msg.code]
             self._teardown = False
         try:
             await self.scheduler.error(self, msg.message)

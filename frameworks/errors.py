@@ -19,7 +19,7 @@ told through `Scheduler.error`; the driver then stops and `driver.removed` says 
 
 from __future__ import annotations
 
-from protocol.transport.base import BusRefused
+from protocol.transport.base import BusClosed, BusRefused
 
 
 class DriverError(RuntimeError):
@@ -57,6 +57,14 @@ class TooManyFrameworks(SubscribeRefused):
 
 class FrameworkRemoved(SubscribeRefused):
     """The framework id asked for belongs to a framework the master has removed."""
+
+
+def connecting(error: BusClosed | TimeoutError, broker: str) -> DriverError:
+    """What a failed connection to the broker is to a framework: refused (BusRefused is
+    the MQTT bus's; a closed memory transport is its refusal), or no broker in time."""
+    if isinstance(error, BusClosed):
+        return BrokerRefused(f"{broker}: {error}")
+    return BrokerUnreachable(str(error))
 
 
 FATAL: dict[str, type[SubscribeRefused]] = {
