@@ -259,7 +259,7 @@ class SchedulerDriver:
             try:
                 await event()
             except Exception:  # a scheduler's bug must not stop the driver: say what it was
-                self.log.exception("framework.callback_failed", event=event.func.__name__)
+                self.log.exception("framework.callback_failed", callback=event.func.__name__)
 
     async def _subscribe(self) -> None:
         """Subscribe (again, with our framework id, after any reconnect) until answered.
