@@ -121,6 +121,12 @@ def raise_fd_limit(slaves: int) -> None:
     help="What this slave offers, e.g. 'cpus:2;mem:2200;disk:1000'. "
     "Default: the machine's cores and memory less a reserve.",
 )
+@click.option(
+    "--custom-resources",
+    default="",
+    help="Resource names besides cpus, mem, disk and gpus that --resources may offer, "
+    "e.g. 'fpgas,licences' (as Mesos allows custom resources); any other is refused.",
+)
 @click.option("--attributes", default="", help="e.g. 'rack:a;zone:1'.")
 @click.option(
     "--work-dir",
@@ -209,6 +215,7 @@ def slave(
     broker: str,
     cluster: str,
     resources: str | None,
+    custom_resources: str,
     attributes: str,
     work_dir: Path,
     hostname: str | None,
@@ -234,6 +241,10 @@ def slave(
         attrs = parse_attributes(attributes)
     except (ResourceError, ValueError) as e:
         raise click.BadParameter(str(e)) from None
+    try:
+        offered.check_names(n.strip() for n in custom_resources.split(",") if n.strip())
+    except ResourceError as e:
+        raise click.BadParameter(f"{e} (a custom resource: --custom-resources)") from None
     host = hostname or socket.gethostname()
     if count > 1:
         raise_fd_limit(count)

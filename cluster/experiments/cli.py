@@ -160,15 +160,15 @@ def simulate(
     results, speed = _run_simulation(run, spec, profile)
     summary = _write(results, out, plots=not no_plots)
     _report(summary, out, plots=not no_plots)
-    reached = spec.run.duration if results.partial is None else results.partial["simulated_seconds"]
+    reached = spec.run.duration if results.stopped_at is None else results.stopped_at
     click.echo(
         f"simulated {reached:g}s in {speed['wall_seconds']:.2f}s "
         f"({speed['task_events']} task events, {speed['events_per_second']:,.0f}/s)"
     )
-    if results.partial is not None:
+    if results.stopped_at is not None:  # (as a live run stopped early says it)
         click.echo(
-            f"stopped (Ctrl-C) at {reached:g}s of {spec.run.duration:g}s: these results are "
-            "partial (summary.json says so under 'partial')",
+            f"stopped at {reached:.0f} s of {spec.run.duration:g}: the results cover the part "
+            "that ran (summary.json's stopped_at)",
             err=True,
         )
 
@@ -293,6 +293,8 @@ def run_experiment(
         results = asyncio.run(run_live(spec, spec_path.resolve(), out, broker))
     except RuntimeError as e:
         raise click.ClickException(str(e)) from None
+    except KeyboardInterrupt:  # (once it runs, Ctrl-C ends it with the results so far)
+        raise click.ClickException("stopped before the experiment began: nothing to keep") from None
     summary = _write(results, out, plots=not no_plots)
     _report(summary, out, plots=not no_plots)
 

@@ -213,7 +213,7 @@ class Simulation:
                 if progress is not None:
                     progress(t)
                 if stop is not None and stop():
-                    results.partial = {"simulated_seconds": round(t, 3), "duration": end}
+                    results.stopped_at = t
                     break
                 next_report = t + end / REPORTS
             if kind == "finish":

@@ -14,7 +14,7 @@ from protocol.wire.resources import Resources
 
 Id = Annotated[str, Field(min_length=1, max_length=200)]
 
-# What one call may ask, at most (README: "Bounds on one message"). The codec refuses a
+# What one call may ask, at most (docs/reference/bounds.md). The codec refuses a
 # longer list before validating a single item of it (see protocol.wire.codec).
 MAX_TASKS_PER_ACCEPT = 1000
 MAX_OFFERS_PER_CALL = 1000
