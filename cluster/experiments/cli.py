@@ -138,7 +138,10 @@ def simulate(
     no_plots: bool,
     profile: bool,
 ) -> None:
-    """Run SPEC as a discrete-event simulation with the master's allocator."""
+    """Run SPEC as a discrete-event simulation with the master's own offer cycle.
+
+    On a terminal it shows how far it is; Ctrl-C stops it there, keeping what it has
+    (summary.json's stopped_at says how far it got)."""
     from cluster.experiments.simulator import simulate as run
     from cluster.experiments.spec import Master
 
