@@ -38,7 +38,7 @@ from protocol.transport.aio import within
 from protocol.transport.base import Connector, Transport
 from protocol.transport.bus import Bus, BusRefused, MqttConnector
 from protocol.transport.memory import MemoryBroker
-from protocol.wire.codec import REGISTRY
+from protocol.wire.codec import PROTOCOL_VERSION, REGISTRY
 from protocol.wire.messages import (
     Accept,
     Acknowledge,
@@ -826,3 +826,32 @@ def test_a_principal_or_role_named_dot_or_dot_dot_is_refused_and_the_store_kept(
     store.add("after", "framework", keep_secret=True)  # the store still works
     assert set(store.principals) == {"after"}
     assert (store.path / "secrets" / "after").is_file()
+
+
+async def test_a_reply_topic_past_256_characters_is_refused_with_an_error_it_can_read(
+    secure: Secure,
+) -> None:
+    """A reply_to of 70,039 characters inside the sender's own outbox was taken, and its
+    answers could never be published there. Now the call is refused and the sender told
+    why at its outbox itself, which it may always read; 256 characters still do."""
+    mallory = await secure.attacker()
+    box = T.outbox("framework", "mallory")
+    at_box = Inbox()
+    await mallory.bus.subscribe(box, at_box)
+
+    async def revive(reply_to: str) -> None:
+        body = {"framework_id": "none"}
+        packed = msgpack.packb([PROTOCOL_VERSION, "Revive", reply_to, body])
+        await mallory.bus.publish_raw(mallory.to_master, packed)
+
+    longest = f"{box}/{'x' * (256 - len(box) - 1)}"
+    assert len(longest) == 256
+    await revive(longest)
+    answer = await mallory.inbox.wait_for(Error)
+    assert answer.code == "unknown-framework"  # answered where it asked
+    await revive(f"{box}/{'x' * (70_039 - len(box) - 1)}")
+    told = await at_box.wait_for(Error)
+    assert told.code == "invalid-reply-to"
+    assert "reply topic is 70,039 characters: at most 256" in told.message
+    assert secure.master.refused["unknown-framework"] == 1  # the long one was not handled
+    intact(secure)

@@ -37,7 +37,7 @@ from protocol.wire.messages import (
     new_id,
 )
 from protocol.wire.resources import Resources
-from protocol.wire.topics import check_segment
+from protocol.wire.topics import MAX_REPLY_TOPIC, check_segment
 
 
 def check_segment_ok(value: str) -> bool:
@@ -62,6 +62,12 @@ class FrameworkCalls:
                 check_id(check_segment(msg.framework_id, "framework_id"), "framework_id")
         except ValueError as e:
             return "subscribe-refused", str(e)
+        inbox = self.shell.topics.framework(caller.principal, msg.inbox)
+        if len(inbox) > MAX_REPLY_TOPIC:  # (its calls name it as where answers go)
+            return "subscribe-refused", (
+                f"inbox topic {shorten(inbox)} is {len(inbox)} characters: at most "
+                f"{MAX_REPLY_TOPIC}"
+            )
         if not msg.name.isprintable():  # it reaches executors' environments
             return "subscribe-refused", "framework name must not contain control characters"
         if caller.kind != "framework":
