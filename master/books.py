@@ -233,12 +233,15 @@ class OfferRecord:
 
 @dataclass(slots=True)
 class Orphan:
-    """A task a re-registering slave runs for a framework we do not know (yet)."""
+    """A task a re-registering slave runs for a framework we do not know (yet), or for one
+    the slave says is another principal's than the books do."""
 
     task: TaskInfo
     framework_id: str
     slave_id: str
     state: TaskState
+    held: Resources  # what the allocator holds for it, owned by nobody (its executor's too)
+    principal: str | None = None  # its framework's, as its slave reports it (None: unsaid)
 
 
 @dataclass
@@ -297,6 +300,10 @@ class Books:
         self.completed_frameworks[fw.framework_id] = fw
         if len(self.completed_frameworks) > keep_completed:
             del self.completed_frameworks[next(iter(self.completed_frameworks))]
+
+    def orphan_owners(self, framework_id: str) -> set[str]:
+        """Whose the slaves say a framework's orphaned tasks are."""
+        return {o.principal for o in self.orphans.get(framework_id, ()) if o.principal}
 
     def task(self, framework_id: str, task_id: str) -> Task | None:
         fw = self.frameworks.get(framework_id)

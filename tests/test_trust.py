@@ -377,18 +377,28 @@ async def test_a_framework_principal_cannot_touch_another_principals_framework(
         Request(framework_id=fid, requests=[TaskRequest(resources=Resources(cpus=1))]),
         Teardown(framework_id=fid),
     ]
+    nobodys = "fw-0123456789abcdef-0123456789abcdef0123456789abcdef"  # (no framework's)
     for attempt in attempts:
         error = await mallory.call(attempt)
-        assert error.code == "forbidden", attempt
-        assert fid in error.message
-        assert "another principal" in error.message
+        # answered as an id nobody has is: no existence oracle
+        unknown = await mallory.call(attempt.model_copy(update={"framework_id": nobodys}))
+        assert (error.code, error.message.replace(fid, "X")) == (
+            unknown.code,
+            unknown.message.replace(nobodys, "X"),
+        ), attempt
+        assert error.code == "unknown-framework", attempt
         intact(secure)
-    assert secure.master.refused["forbidden"] >= len(attempts)
+    assert secure.master.refused["unknown-framework"] >= 2 * len(attempts)
     assert alice_offer.offer_id in secure.master.books.offers  # alice's offer untouched
 
-    # hijack: subscribe with alice's framework id, or in alice's role
+    # hijack: subscribe with alice's framework id (answered as one nobody has), or in
+    # alice's role
     hijack = await mallory.call(Subscribe(name="x", framework_id=fid, inbox="m1", role="mallory"))
     assert hijack.code == "subscribe-refused"
+    made_up = await mallory.call(
+        Subscribe(name="x", framework_id=nobodys, inbox="m1", role="mallory")
+    )
+    assert hijack.message.replace(fid, "X") == made_up.message.replace(nobodys, "X")
     role = await mallory.call(Subscribe(name="x", inbox="m2", role="alice"))
     assert role.code == "subscribe-refused"
     assert "may not register in role 'alice'" in role.message
@@ -486,7 +496,7 @@ async def test_a_list_is_checked_item_by_item_as_its_sender_may(secure: Secure) 
     )
     await mallory.bus.publish(mallory.to_master, acks)
     refused = (await mallory.inbox.wait_count(Error, seen + 2))[seen:]
-    assert [e.code for e in refused] == ["forbidden", "forbidden"]
+    assert [e.code for e in refused] == ["unknown-framework", "unknown-framework"]
     # and a kind its sender may not send at all, whatever the list holds
     error = await mallory.call(forged)
     assert error.code == "forbidden"

@@ -270,12 +270,17 @@ class Allocator:
         A framework we do not know yet (the master restarted and it has not re-subscribed)
         still holds the slave's resources; `adopt` hands them over when it comes back.
         """
-        slave = self._slave(slave_id)
         if framework_id in self.frameworks:
-            self._give(framework_id, slave, resources)
+            self._give(framework_id, self._slave(slave_id), resources)
         else:
-            add_millis(slave.unowned, resources.millis)
-            self._take(slave, resources.millis)
+            self.hold_unowned(slave_id, resources)
+
+    def hold_unowned(self, slave_id: str, resources: Resources) -> None:
+        """Record resources in use by tasks no framework here owns (yet): `adopt` hands
+        them to the one that comes for them."""
+        slave = self._slave(slave_id)
+        add_millis(slave.unowned, resources.millis)
+        self._take(slave, resources.millis)
 
     def adopt(self, framework_id: str, slave_id: str, resources: Resources) -> None:
         """Move resources from 'unowned' to a framework that has (re-)subscribed."""

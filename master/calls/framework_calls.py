@@ -72,18 +72,9 @@ class FrameworkCalls:
             return "subscribe-refused", "framework name must not contain control characters"
         if caller.kind != "framework":
             return "subscribe-refused", f"a {caller.kind} principal cannot register a framework"
+        if msg.framework_id and (claim := self._claim_problem(msg.framework_id, caller)):
+            return claim
         fw = self.shell.books.frameworks.get(msg.framework_id or "")
-        if fw is not None and fw.principal != caller.principal:
-            return "subscribe-refused", (
-                f"framework {msg.framework_id} belongs to another principal"
-            )
-        removed = self.shell.books.removed.get(msg.framework_id or "")
-        if removed is not None:
-            if removed[0] != caller.principal:
-                return "subscribe-refused", (
-                    f"framework {msg.framework_id} belongs to another principal"
-                )
-            return "framework-removed", f"Framework has been removed: {removed[1]}"
         if fw is None:
             why = self.shell.allocator.role_problem(msg.role) or self.shell.roles_acl.check(
                 caller.principal, msg.role
@@ -93,6 +84,30 @@ class FrameworkCalls:
             if why := self._one_too_many(msg, caller):
                 return "too-many-frameworks", why
         return self._weight_problem(msg, fw.role if fw else msg.role)
+
+    def _claim_problem(self, framework_id: str, caller: Caller) -> tuple[str, str] | None:
+        """(code, why) if `caller` may not subscribe as `framework_id`. Another principal's
+        framework, one the master never gave this principal, and one a slave says is
+        another's are refused in one answer: no principal learns which ids exist."""
+        books, principal = self.shell.books, caller.principal
+        fw = books.frameworks.get(framework_id)
+        removed = books.removed.get(framework_id)
+        if fw is not None:
+            mine = fw.principal == principal
+        elif removed is not None:
+            if removed[0] == principal:
+                return "framework-removed", f"Framework has been removed: {removed[1]}"
+            mine = False
+        else:  # unknown here (a master without its books): the id's proof, the slaves' word
+            mine = self.shell.framework_ids.given_to(framework_id, principal) and (
+                books.orphan_owners(framework_id) <= {principal}
+            )
+        if mine:
+            return None
+        return "subscribe-refused", (
+            f"unknown framework {framework_id}: none of principal {principal}'s (subscribe "
+            "without a framework id to register a new one)"
+        )
 
     def _one_too_many(self, msg: Subscribe, caller: Caller) -> str | None:
         """A new framework past its principal's most (a tenant registering thousands slowed
@@ -140,7 +155,8 @@ class FrameworkCalls:
             # the same inbox asking again (its first answer crossed a retry): same framework
             known = self.shell.books.inboxes.get((caller.principal, msg.inbox), "")
             fw = self.shell.books.frameworks.get(known)
-        framework_id = fw.framework_id if fw else (msg.framework_id or f"fw-{new_id()[:16]}")
+        framework_id = fw.framework_id if fw else msg.framework_id
+        framework_id = framework_id or self.shell.framework_ids.new(caller.principal)
         record = FrameworkRecord(
             principal=caller.principal,
             name=fw.name if fw else msg.name,
@@ -213,14 +229,26 @@ class FrameworkCalls:
         self.shell.allocator.set_min_allocatable(framework_id, [r for r in minimum if r])
 
     def _adopt_orphans(self, fw: Framework) -> None:
+        """Its tasks that slaves brought back before it did; those a slave says are another
+        principal's stay orphans (see SlaveCalls._reconcile_slave)."""
+        kept = []
         for orphan in self.shell.books.orphans.pop(fw.framework_id, []):
             slave = self.shell.books.slaves.get(orphan.slave_id)
-            if slave is None:
-                continue
-            task = Task(orphan.task, fw.framework_id, orphan.slave_id, orphan.state)
-            fw.tasks[task.task_id] = task
-            self.shell.allocator.adopt(fw.framework_id, orphan.slave_id, task.resources)
-            self.shell.task_changed(task, added=True)
+            if orphan.principal not in (None, fw.principal):
+                kept.append(orphan)
+            elif slave is not None:
+                task = Task(orphan.task, fw.framework_id, orphan.slave_id, orphan.state)
+                fw.tasks[task.task_id] = task
+                fw.slaves_used.add(orphan.slave_id)
+                slave.tasks.add((fw.framework_id, task.task_id))
+                self.shell.allocator.adopt(fw.framework_id, orphan.slave_id, orphan.held)
+                executor = orphan.task.executor  # (held with its first task, and now its)
+                if executor is not None:
+                    key = (orphan.slave_id, executor.executor_id)
+                    fw.executors.setdefault(key, executor.resources)
+                self.shell.task_changed(task, added=True)
+        if kept:
+            self.shell.books.orphans[fw.framework_id] = kept
 
     async def on_accept(self, msg: Accept, caller: Caller) -> None:
         fw = self.shell.framework_of_caller(msg.framework_id, caller, "Accept")
@@ -286,6 +314,9 @@ class FrameworkCalls:
                     framework_name=fw.name,
                     tasks=launched,
                     launch_id=new_id(),
+                    # whose tasks they are (the slave runs them as that principal's and
+                    # reports it back): nobody's is proven on an insecure cluster
+                    principal=fw.principal if self.shell.framework_ids.signed else "",
                 ),
             )
         # the event stream hears of it after the slave is told (the task waits for that)
