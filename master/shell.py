@@ -63,6 +63,7 @@ STAGING_GRACE = 10.0  # a task this young may not have reached its slave yet
 TIMED_OUT_REFUSE = 5.0  # an offer let time out counts as declined this long (Mesos's 5 s)
 MAX_TIMED_OUT_REFUSE = 300.0  # doubled for each in a row, up to this
 MAX_ERROR_TEXT = 8192  # characters of a refusal's reason sent back (1000 tasks' reasons)
+PRINCIPAL_REMOVED = "principal-removed"  # the Error a framework hears as it is cut off
 
 
 @dataclass

@@ -72,6 +72,8 @@ class FrameworkCalls:
             return "subscribe-refused", "framework name must not contain control characters"
         if caller.kind != "framework":
             return "subscribe-refused", f"a {caller.kind} principal cannot register a framework"
+        if why := self.shell.roles_acl.unknown(caller.principal):  # (removed: back for it)
+            return "subscribe-refused", why
         if msg.framework_id and (claim := self._claim_problem(msg.framework_id, caller)):
             return claim
         fw = self.shell.books.frameworks.get(msg.framework_id or "")
