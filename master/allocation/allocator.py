@@ -86,6 +86,8 @@ class Allocator:
         self.dirty: set[str] = set()  # slaves that may have something new to offer
         self._wake = False  # every slave may: someone new wants offers (see _wake_all)
         self._expiring: list[tuple[float, str]] = []  # (when, slave) filters, holds lapse
+        self._expiring_kept = 0  # entries left by the last prune (see _lapses_at)
+        self._retry_until = 0.0  # the latest room retry asked for
         self._holds = Holds()
         self.reservations = self._holds.by_slave  # by slave
         # the least each framework wanting offers can use (see _floors); None while one
@@ -372,7 +374,8 @@ class Allocator:
                 picked = pick(slave_id, free, now)
             if picked is None:
                 if room is not None and room.out:  # a full framework might have taken it
-                    heapq.heappush(self._expiring, (now + ROOM_RETRY, slave_id))
+                    self._retry_until = max(self._retry_until, now + ROOM_RETRY)
+                    self._lapses_at(now + ROOM_RETRY, slave_id)
                 continue
             framework_id, offer = picked
             resources = resources_of(offer)
@@ -402,7 +405,7 @@ class Allocator:
         self._slave(slave_id)
         self._framework(framework_id)
         self._holds.add(slave_id, framework_id, resources.millis, until)
-        heapq.heappush(self._expiring, (until, slave_id))
+        self._lapses_at(until, slave_id)
 
     def unheld(self) -> dict[str, Millis]:
         """Every slave's free resources less what is held on it (what preemption may still
@@ -486,7 +489,26 @@ class Allocator:
             self.dirty.add(slave_id)
         if refuse_seconds:
             fw.filters[slave_id] = Filter(now + refuse_seconds, resources.millis)
-            heapq.heappush(self._expiring, (now + refuse_seconds, slave_id))
+            self._lapses_at(now + refuse_seconds, slave_id)
+
+    def _lapses_at(self, when: float, slave_id: str) -> None:
+        """Visit the slave again at `when` (a filter or a hold lapses, a retry is due). A
+        filter replaced or cleared leaves its entry behind, there until its time: a
+        framework declining for a year and reviving, again and again, left one a decline.
+        Past twice what the last prune left, the entries of nothing still standing go."""
+        heapq.heappush(self._expiring, (when, slave_id))
+        if len(self._expiring) > 2 * self._expiring_kept + 1024:
+            standing = {
+                (f.expires, sid) for fw in self.frameworks.values() for sid, f in fw.filters.items()
+            }
+            standing.update(
+                (r.until, sid) for sid, held in self._holds.by_slave.items() for r in held
+            )
+            self._expiring = [
+                e for e in set(self._expiring) if e in standing or e[0] <= self._retry_until
+            ]
+            heapq.heapify(self._expiring)
+            self._expiring_kept = len(self._expiring)
 
     def _give(self, framework_id: str, slave: SlaveBook, resources: Resources) -> None:
         self._take(slave, resources.millis)
