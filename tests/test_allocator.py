@@ -365,7 +365,7 @@ def test_declining_for_a_year_and_reviving_leaves_no_trail_and_filters_still_lap
         now += 0.001
         a.revive("hostile")
         assert set(decline_all(now)) <= {"hostile"}
-    assert len(a._expiring) <= 2 * 1024 + 8  # (the prune's bound; 20,000 without it)
+    assert len(a._lapses) <= 2 * 1024 + 8  # (the prune's bound; 40,000 without it)
     a.suppress("hostile")  # (now only the patient one wants offers)
     assert decline_all(59.0) == []
     assert decline_all(60.5) == ["patient", "patient"]  # both its filters lapsed

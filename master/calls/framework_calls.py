@@ -7,6 +7,7 @@ import time
 
 from master.authz import Caller
 from master.books import Framework, OfferRecord, Task
+from master.calls.claims import FrameworkClaims
 from master.ha.registry import FrameworkRecord
 from master.shell import MasterShell
 from master.task_states import as_seen, unknown_task
@@ -53,6 +54,7 @@ class FrameworkCalls:
 
     def __init__(self, shell: MasterShell) -> None:
         self.shell = shell
+        self.claims = FrameworkClaims(shell)  # whose a framework id is
 
     def _subscribe_problem(self, msg: Subscribe, caller: Caller) -> tuple[str, str] | None:
         """(code, why) if this Subscribe may not go ahead."""
@@ -74,7 +76,7 @@ class FrameworkCalls:
             return "subscribe-refused", f"a {caller.kind} principal cannot register a framework"
         if why := self.shell.roles_acl.unknown(caller.principal):  # (removed: back for it)
             return "subscribe-refused", why
-        if msg.framework_id and (claim := self._claim_problem(msg.framework_id, caller)):
+        if msg.framework_id and (claim := self.claims.problem(msg.framework_id, caller)):
             return claim
         fw = self.shell.books.frameworks.get(msg.framework_id or "")
         if fw is None:
@@ -86,30 +88,6 @@ class FrameworkCalls:
             if why := self._one_too_many(msg, caller):
                 return "too-many-frameworks", why
         return self._weight_problem(msg, fw.role if fw else msg.role)
-
-    def _claim_problem(self, framework_id: str, caller: Caller) -> tuple[str, str] | None:
-        """(code, why) if `caller` may not subscribe as `framework_id`. Another principal's
-        framework, one the master never gave this principal, and one a slave says is
-        another's are refused in one answer: no principal learns which ids exist."""
-        books, principal = self.shell.books, caller.principal
-        fw = books.frameworks.get(framework_id)
-        removed = books.removed.get(framework_id)
-        if fw is not None:
-            mine = fw.principal == principal
-        elif removed is not None:
-            if removed[0] == principal:
-                return "framework-removed", f"Framework has been removed: {removed[1]}"
-            mine = False
-        else:  # unknown here (a master without its books): the id's proof, the slaves' word
-            mine = self.shell.framework_ids.given_to(framework_id, principal) and (
-                books.orphan_owners(framework_id) <= {principal}
-            )
-        if mine:
-            return None
-        return "subscribe-refused", (
-            f"unknown framework {framework_id}: none of principal {principal}'s (subscribe "
-            "without a framework id to register a new one)"
-        )
 
     def _one_too_many(self, msg: Subscribe, caller: Caller) -> str | None:
         """A new framework past its principal's most (a tenant registering thousands slowed
@@ -196,7 +174,7 @@ class FrameworkCalls:
             self.shell.books.inboxes[(fw.principal, fw.inbox)] = framework_id
             self.shell.allocator.add_framework(framework_id, msg.role)
             self._set_offer_filters(framework_id, msg)
-            self._adopt_orphans(fw)
+            self.claims.adopt_orphans(fw)
             resubscribed = bool(msg.framework_id)
         fw.partition_aware = FrameworkCapability.PARTITION_AWARE in msg.capabilities
         self.shell.send_framework(
@@ -229,28 +207,6 @@ class FrameworkCalls:
     def _set_offer_filters(self, framework_id: str, msg: Subscribe) -> None:
         minimum = msg.offer_filters.min_allocatable if msg.offer_filters else []
         self.shell.allocator.set_min_allocatable(framework_id, [r for r in minimum if r])
-
-    def _adopt_orphans(self, fw: Framework) -> None:
-        """Its tasks that slaves brought back before it did; those a slave says are another
-        principal's stay orphans (see SlaveCalls._reconcile_slave)."""
-        kept = []
-        for orphan in self.shell.books.orphans.pop(fw.framework_id, []):
-            slave = self.shell.books.slaves.get(orphan.slave_id)
-            if orphan.principal not in (None, fw.principal):
-                kept.append(orphan)
-            elif slave is not None:
-                task = Task(orphan.task, fw.framework_id, orphan.slave_id, orphan.state)
-                fw.tasks[task.task_id] = task
-                fw.slaves_used.add(orphan.slave_id)
-                slave.tasks.add((fw.framework_id, task.task_id))
-                self.shell.allocator.adopt(fw.framework_id, orphan.slave_id, orphan.held)
-                executor = orphan.task.executor  # (held with its first task, and now its)
-                if executor is not None:
-                    key = (orphan.slave_id, executor.executor_id)
-                    fw.executors.setdefault(key, executor.resources)
-                self.shell.task_changed(task, added=True)
-        if kept:
-            self.shell.books.orphans[fw.framework_id] = kept
 
     async def on_accept(self, msg: Accept, caller: Caller) -> None:
         fw = self.shell.framework_of_caller(msg.framework_id, caller, "Accept")
