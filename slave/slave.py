@@ -7,7 +7,13 @@ Its promises:
 - every status update gets a uuid, is written to the work dir before it is sent, and is
   re-sent with backoff (across reconnects and restarts) until the master acknowledges it;
 - bad input (a malformed RunTask, a task for resources it does not have, a kill for a task
-  it does not run) gets an `Error` back and changes nothing it runs.
+  it does not run) gets an `Error` back and changes nothing it runs;
+- a tenant's task reaches nothing of another's, nor the slave's, where the host allows
+  (slave.tenancy): it runs as its principal's user, in a PID namespace, in a clean
+  environment; executors, containers, sandboxes and journals are keyed by structure, so
+  no framework id names another's; and each framework's principal is checkpointed with
+  its tasks and reported when the slave re-registers (`Reregister.owners`), so that a
+  master that lost its registry lets only that principal claim them.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from protocol.transport.inbound import Dispatcher
 from protocol.transport.leader import LeaderWatch
 from protocol.wire.ids import shorten, task_problem
 from protocol.wire.messages import (
+    EndingTask,
     Error,
     FrameworkMessage,
     Heartbeat,
@@ -54,15 +61,18 @@ from protocol.wire.resources import Resources
 from protocol.wire.topics import Topics, check_segment
 from slave.backoff import RegistrationBackoff
 from slave.config import SlaveConfig, TaskRecord, killed_by_master
+from slave.confine import UNCONFINED
 from slave.executor_side import ExecutorSide
 from slave.files import read_sandbox_file
 from slave.images import command_runner, find_podman, image_problem_here
 from slave.isolator import POSIX_WARNING, container_name, make_isolator
 from slave.launches import RecentLaunches, run_together
 from slave.memory_limits import enforce_memory_limits
-from slave.paths import sandbox_path
+from slave.paths import run_dir_path, sandbox_path
 from slave.recovery import recover
-from slave.runners import SimulatedRunner
+from slave.runners import Run, SimulatedRunner
+from slave.task_env import task_environment
+from slave.tenancy import Tenancy, start_tenancy
 from slave.updates import OwedUpdates
 from slave.usage import report_loop
 
@@ -85,6 +95,10 @@ class Slave:
             bus, self.to_master, config.work_dir / "updates.journal", config.resend_after
         )
         self.task_journal = Journal(config.work_dir / "tasks.journal")
+        # each framework's principal, as its launches named it: kept while the slave runs
+        # its tasks or owes their updates, and reported when it re-registers
+        self.owner_journal = Journal(config.work_dir / "owners.journal")
+        self.owners: dict[str, str] = dict(self.owner_journal.items())
         self.tasks: dict[tuple[str, str], TaskRecord] = {}
         self.shut_down_frameworks: set[str] = set()
         self.registered = asyncio.Event()
@@ -102,10 +116,12 @@ class Slave:
             config.resources.get("cpus"),
         )
         self.podman = None if config.simulated_tasks else find_podman(config.podman)
+        # how tasks are kept apart, decided at start (until then: not at all)
+        self.tenancy = Tenancy(UNCONFINED, None)
         self.custom = ExecutorSide(  # custom executors: their processes, and their tasks
             self.slave_id, bus, self.to_master, self.isolator, self.tasks,
-            self.shut_down_frameworks, sandbox=self._sandbox, env=self._env,
-            checkpoint=self._checkpoint, report=self._report,
+            self.shut_down_frameworks, sandbox=self._sandbox, env=self._task_env,
+            checkpoint=self._checkpoint, report=self._report, tenancy=lambda: self.tenancy,
         )  # fmt: skip
         self.executors = self.custom.executors
 
@@ -123,6 +139,8 @@ class Slave:
 
         if self.config.in_fleet:
             self.bus.route(self.inbox, hold)
+        if not self.config.simulated_tasks:
+            self.tenancy = await start_tenancy(self.config, self.log)
         await recover(self)
         d = Dispatcher(self.bus, "slave")
         d.on(Registered, self._on_registered)
@@ -197,6 +215,7 @@ class Slave:
             await executor.close()
         await self.updates.close()
         await self.task_journal.close()
+        await self.owner_journal.close()
         await self.isolator.close()
 
     async def run(self) -> None:
@@ -231,12 +250,24 @@ class Slave:
         )
         ending = self.updates.ending()
         message = (
-            Reregister(**common, tasks=running, ending=ending)
+            Reregister(
+                **common, tasks=running, ending=ending, owners=self._owners_of(running, ending)
+            )
             if running or ending
             else Register(**common)
         )
         self.bus.post(self.to_master, message)
         self.updates.send_all_soon()  # owed updates go again once registered
+
+    def _owners_of(self, running: list[RunningTask], ending: list[EndingTask]) -> dict[str, str]:
+        """The principals of the frameworks whose tasks the slave runs or owes updates
+        for; the others' are forgotten (a framework's comes back with its next launch)."""
+        here = {t.framework_id for t in running} | {t.framework_id for t in ending}
+        here |= {e.framework_id for e in self.executors.values()}
+        for framework_id in [f for f in self.owners if f not in here]:
+            del self.owners[framework_id]
+            self.owner_journal.discard(framework_id)
+        return {f: p for f in here if (p := self.owners.get(f))}
 
     async def _register_loop(self) -> None:
         """When (re-)registration is due: wait a random delay, then announce, and again
@@ -353,7 +384,11 @@ class Slave:
                 f"task {task.task_id} needs {need} but slave {self.slave_id} has only {free} free"
             )
         else:
-            problem = task_problem(task) or self._image_problem(msg.framework_id, task)
+            problem = (
+                task_problem(task)
+                or self._owner_problem(msg)
+                or self._image_problem(msg.framework_id, task)
+            )
             if problem is None and task.executor is not None:
                 try:  # (it names a topic's handler too)
                     check_segment(task.executor.executor_id, "executor_id")
@@ -368,14 +403,33 @@ class Slave:
             self.custom.executor_not_started(msg)
             return free, refused
         self.shut_down_frameworks.discard(msg.framework_id)
-        record = TaskRecord(msg.framework_id, task, TaskState.STAGING)
+        record = TaskRecord(msg.framework_id, task, TaskState.STAGING, principal=msg.principal)
         self.tasks[key] = record
         self.log.info("run.start", resources=task.resources, **ids)
         return free - task.resources, self._start(msg, record)
 
+    def _owner_problem(self, msg: RunTask) -> str | None:
+        """A framework runs here for one principal: a launch for its id in another's name
+        (which a master should never send) reaches none of its tasks or executors."""
+        owner = self.owners.get(msg.framework_id)
+        if owner is None or owner == msg.principal:
+            return None
+        fid = msg.framework_id
+        live = any(k[0] == fid and not r.state.terminal for k, r in self.tasks.items())
+        if live or any(e.framework_id == fid for e in self.executors.values()):
+            return f"framework {fid} runs here for another principal"
+        return None
+
+    async def _own(self, framework_id: str, principal: str) -> None:
+        """Checkpoint the framework's principal before its task runs (once a framework)."""
+        if self.owners.get(framework_id) != principal:
+            self.owners[framework_id] = principal
+            await self.owner_journal.put(framework_id, principal)
+
     async def _start(self, msg: RunTask, record: TaskRecord) -> None:
         """Start a task; whatever keeps it from starting ends it TASK_FAILED, saying why."""
         try:
+            await self._own(msg.framework_id, msg.principal)
             await self._start_runner(msg, record)
         except (OSError, ValueError) as e:
             self.log.warning(
@@ -402,6 +456,13 @@ class Slave:
             await record.runner.start()
         elif task.command is not None:
             sandbox = self._sandbox(msg.framework_id, task.task_id)
+            user = await self.tenancy.user_for(msg.principal)
+            run = Run(
+                sandbox,
+                run_dir_path(self.config.work_dir, msg.framework_id, task.task_id),
+                user,
+                self.tenancy.confinement,
+            )
             try:
                 name = container_name(msg.framework_id, task.task_id)
                 container = await self.isolator.prepare(name, task.resources)
@@ -416,12 +477,13 @@ class Slave:
                 return
             record.runner = command_runner(
                 task,
-                sandbox,
+                run,
                 self._reporter(record),
-                self._env(msg),
+                self._task_env(msg, task.command.environment, sandbox),
                 container,
                 self.podman,
                 self.slave_id,
+                msg.framework_id,
             )
             await record.runner.start()
             await self._checkpoint(record)
@@ -437,13 +499,23 @@ class Slave:
         sandbox = f"{self.config.work_dir}/sandboxes/{framework_id}/{task.task_id}"
         return image_problem_here(task, self.podman, sandbox)
 
-    def _env(self, msg: RunTask) -> dict[str, str]:
-        return {
+    def _task_env(
+        self,
+        msg: RunTask,
+        framework: dict[str, str],
+        sandbox: Path,
+        extra: dict[str, str] | None = None,
+    ) -> dict[str, str]:
+        """A task's (or executor's) whole environment (slave.task_env): `framework`'s
+        variables, the operator's, and the slave's for it (`extra`: an executor's)."""
+        own = {
             "DRFMESOS_CLUSTER": self.config.cluster,
             "DRFMESOS_SLAVE_ID": self.slave_id,
             "DRFMESOS_FRAMEWORK_ID": msg.framework_id,
             "DRFMESOS_PYTHON": sys.executable,  # (Mesos executors' adapter runs in it)
+            **(extra or {}),
         }
+        return task_environment(self.config.task_env, framework, own, sandbox)
 
     def _reporter(self, record: TaskRecord) -> Any:
         async def report(
@@ -466,6 +538,7 @@ class Slave:
                 "task": record.info_dump,
                 "state": record.state.value,
                 "executor_key": record.executor_key,
+                "principal": record.principal,
                 "runner": record.runner.checkpoint() if record.runner is not None else None,
             },
         )
@@ -567,6 +640,8 @@ class Slave:
             if executor.framework_id == msg.framework_id:
                 await executor.shutdown(self.config.kill_grace)
         await self.updates.forget_framework(msg.framework_id)
+        if self.owners.pop(msg.framework_id, None) is not None:
+            self.owner_journal.discard(msg.framework_id)
 
     async def _on_read_file(self, msg: ReadFile, reply_to: str | None) -> None:
         """An operator reads a task's stdout or stderr through the master."""
