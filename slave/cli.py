@@ -248,6 +248,14 @@ def raise_fd_limit(slaves: int) -> None:
     "Nothing else of the slave's environment reaches them (Mesos's "
     "--executor_environment_variables).",
 )
+@click.option(
+    "--executor-secret-key",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="A file with the key (32 bytes at least) that signs executors' tokens "
+    "(MESOS_EXECUTOR_AUTHENTICATION_TOKEN; Mesos's --executor_secret_key). Default: a key "
+    "the slave makes once in its work dir, readable by it alone.",
+)
 @log_level_option
 def slave(
     broker: str,
@@ -273,6 +281,7 @@ def slave(
     task_uid_map: Path,
     task_users: Path | None,
     task_env: tuple[str, ...],
+    executor_secret_key: Path | None,
 ) -> None:
     """Run a slave: register with the master, run tasks, report their status."""
     from protocol.tooling.cli import run_party
@@ -329,6 +338,7 @@ def slave(
                     task_uid_map=task_uid_map,
                     task_users=users,
                     task_env=env,
+                    executor_secret_key=executor_secret_key,
                 )
             )
         await run_slaves(url, cluster, configs)

@@ -16,9 +16,11 @@ from protocol import logs
 from protocol.transport.base import Transport
 from protocol.wire.codec import DecodeError
 from protocol.wire.messages import (
+    CheckExecutorToken,
     Error,
     ExecutorExited,
     ExecutorRegistered,
+    ExecutorTokenChecked,
     FrameworkMessage,
     Reason,
     RegisterExecutor,
@@ -31,6 +33,7 @@ from protocol.wire.messages import (
 )
 from protocol.wire.resources import Resources
 from slave.cgroups import MB
+from slave.executor_tokens import ExecutorTokens, TokenError
 from slave.executors import ExecutorProcess
 from slave.isolator import Isolator, executor_container_name
 from slave.sandbox import make_task_sandbox
@@ -92,6 +95,7 @@ class ExecutorSide:
         self.executors: dict[tuple[str, str], ExecutorProcess] = {}  # by (framework, executor)
         self._sandbox, self._env, self._checkpoint, self._report = sandbox, env, checkpoint, report
         self._tenancy = tenancy  # (decided as the slave starts)
+        self.tokens: ExecutorTokens | None = None  # (its key is read as the slave starts)
         self.log = logs.get("slave", slave_id=slave_id)
 
     async def run_task(self, msg: RunTask, record: TaskRecord) -> None:
@@ -113,6 +117,9 @@ class ExecutorSide:
                 "DRFMESOS_EXECUTOR_ID": info.executor_id,
                 "DRFMESOS_FRAMEWORK_NAME": msg.framework_name,
             }
+            if self.tokens is not None:  # (what it proves it is with: slave.executor_tokens)
+                token = self.tokens.issue(msg.framework_id, info.executor_id)
+                ids["MESOS_EXECUTOR_AUTHENTICATION_TOKEN"] = token
             executor = ExecutorProcess(
                 msg.framework_id,
                 info,
@@ -187,10 +194,26 @@ class ExecutorSide:
         """What an executor says; its identity is the line it came on."""
         fid, eid = executor.framework_id, executor.executor_id
         if isinstance(message, RegisterExecutor):
+            if self._holder(message.token) != executor.key:
+                self._tell_executor(
+                    executor,
+                    "registration refused: not this executor's token "
+                    "(MESOS_EXECUTOR_AUTHENTICATION_TOKEN)",
+                    "unauthenticated",
+                    "RegisterExecutor",
+                )
+                return
             executor.mark_registered(
                 ExecutorRegistered(slave_id=self.slave_id, framework_id=fid, executor_id=eid)
             )
             self.log.info("executor.registered", framework_id=fid, executor_id=eid)
+        elif isinstance(message, CheckExecutorToken):
+            holder = self._holder(message.token) or ("", "")
+            executor.send_now(
+                ExecutorTokenChecked(
+                    request_id=message.request_id, framework_id=holder[0], executor_id=holder[1]
+                )
+            )
         elif isinstance(message, StatusUpdate):
             task_id = message.status.task_id
             record = self.tasks.get((fid, task_id))
@@ -218,6 +241,13 @@ class ExecutorSide:
                 "unexpected-type",
                 message.TYPE,
             )
+
+    def _holder(self, token: str) -> tuple[str, str] | None:
+        """The executor a token was issued to, if it is one of this slave's."""
+        try:
+            return self.tokens.holder(token) if self.tokens is not None else None
+        except TokenError:
+            return None
 
     async def _bad_from_executor(self, executor: ExecutorProcess, error: DecodeError) -> None:
         self._tell_executor(

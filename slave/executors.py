@@ -141,6 +141,10 @@ class ExecutorProcess:
         else:
             self._queue.append(message)
 
+    def send_now(self, message: Wire) -> None:
+        """Send even before it registered (what it asks on its way to registering)."""
+        self._send_now(message)
+
     def _send_now(self, message: Wire) -> None:
         if self._channel is not None:
             with contextlib.suppress(ChannelClosed):

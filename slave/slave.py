@@ -63,6 +63,7 @@ from slave.backoff import RegistrationBackoff
 from slave.config import SlaveConfig, TaskRecord, killed_by_master
 from slave.confine import UNCONFINED
 from slave.executor_side import ExecutorSide
+from slave.executor_tokens import ExecutorTokens, load_or_make_key
 from slave.files import read_sandbox_file
 from slave.images import command_runner, find_podman, image_problem_here
 from slave.isolator import POSIX_WARNING, container_name, make_isolator
@@ -141,6 +142,10 @@ class Slave:
             self.bus.route(self.inbox, hold)
         if not self.config.simulated_tasks:
             self.tenancy = await start_tenancy(self.config, self.log)
+            key = await asyncio.to_thread(
+                load_or_make_key, self.config.work_dir, self.config.executor_secret_key
+            )
+            self.custom.tokens = ExecutorTokens(key, self.slave_id)
         await recover(self)
         d = Dispatcher(self.bus, "slave")
         d.on(Registered, self._on_registered)
@@ -512,10 +517,12 @@ class Slave:
             "DRFMESOS_CLUSTER": self.config.cluster,
             "DRFMESOS_SLAVE_ID": self.slave_id,
             "DRFMESOS_FRAMEWORK_ID": msg.framework_id,
-            "DRFMESOS_PYTHON": sys.executable,  # (Mesos executors' adapter runs in it)
             **(extra or {}),
         }
-        return task_environment(self.config.task_env, framework, own, sandbox)
+        # Mesos executors' adapter runs in this Python: the slave's own, unless the
+        # operator names one that tasks' users may run (--task-env DRFMESOS_PYTHON=...)
+        operator = {"DRFMESOS_PYTHON": sys.executable, **self.config.task_env}
+        return task_environment(operator, framework, own, sandbox)
 
     def _reporter(self, record: TaskRecord) -> Any:
         async def report(

@@ -9,8 +9,11 @@ one line at the default level, as it says what posix isolation does not enforce.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import os
+import stat
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +22,18 @@ from slave.sandbox import PASSABLE, PRIVATE
 from slave.task_users import TaskUser, TaskUsers, UidMap
 
 WORK_DIR_FILES = 0o600  # its journals, its id, its executor key: the slave's alone
+UNREACHABLE = {  # what fails when tasks' users cannot reach these, and what to do
+    "python": {
+        "fails": "Mesos executors (the adapter runs in $DRFMESOS_PYTHON) and Python "
+        "executors started with it, as task users",
+        "fix": "--task-env DRFMESOS_PYTHON=<a python all users may run, with drfmesos>",
+    },
+    "work_dir": {
+        "fails": "a task reaching its sandbox by its path ($MESOS_SANDBOX; its working "
+        "directory still works)",
+        "fix": "a --work-dir whose parents all may pass (chmod o+x), as /var/lib",
+    },
+}
 
 
 class Tenancy:
@@ -43,21 +58,47 @@ def _probed(switch_user: bool, pid_namespace: bool) -> tuple[Confinement, tuple[
 async def start_tenancy(config: Any, log: Any) -> Tenancy:
     """Decide how tasks are confined and say at the default level what is not enforced;
     close the work dir to tasks (`config`: the slave's SlaveConfig)."""
-    confinement, why = await asyncio.to_thread(_probed, config.switch_user, config.pid_namespace)
+    confinement, off = await asyncio.to_thread(_probed, config.switch_user, config.pid_namespace)
     users = None
     if confinement.users:
         users = TaskUsers(UidMap.at(config.task_uid_map, config.task_uids), config.task_users)
         await asyncio.to_thread(close_work_dir, config.work_dir)
+        python = config.task_env.get("DRFMESOS_PYTHON", sys.executable)
+        problems = await asyncio.to_thread(_reach_problems, python, config.work_dir)
+        for what, (path, blocked) in problems.items():
+            log.warning(
+                f"isolation.{what}_unreachable", path=path, why=blocked, **UNREACHABLE[what]
+            )
     gaps = confinement.not_enforced()
     if gaps is not None and not config.simulated_tasks:
         log.warning(
             "isolation.tenants",
             what_is_not_enforced=gaps,
-            why="; ".join(why) or "turned off (--no-switch-user, --no-pid-namespace)",
+            why="; ".join(off) or "turned off (--no-switch-user, --no-pid-namespace)",
         )
     elif gaps is None:
         log.info("isolation.tenants", enforced="a user and a PID namespace a task")
     return Tenancy(confinement, users)
+
+
+def unreachable_by_others(path: Path) -> str | None:
+    """Why a user other than its owner cannot reach `path` (a directory above it they may
+    not pass), or None. (Blocking: it stats each directory.)"""
+    for parent in [*reversed(path.parents)]:
+        with contextlib.suppress(OSError):
+            mode = parent.stat().st_mode
+            if not mode & stat.S_IXOTH:
+                return f"{parent} is mode {mode & 0o777:o}"
+    return None
+
+
+def python_problem(python: str) -> str | None:
+    """Why tasks running as other users cannot run the Python the slave names for them
+    (`DRFMESOS_PYTHON`: the Mesos executor adapter's), or None."""
+    for path in {Path(python), Path(os.path.realpath(python)), Path(sys.prefix)}:
+        if (why := unreachable_by_others(path / "x")) is not None:
+            return why
+    return None
 
 
 def close_work_dir(work_dir: Path) -> None:
@@ -83,3 +124,10 @@ def close_work_dir(work_dir: Path) -> None:
                 if sandbox.is_dir(follow_symlinks=False):
                     os.chmod(sandbox.path, PRIVATE)
     os.chmod(sandboxes, PASSABLE)
+
+
+def _reach_problems(python: str, work_dir: Path) -> dict[str, tuple[str, str]]:
+    """What of the slave's tasks' users cannot reach: {what: (its path, why)}."""
+    found = {"python": (python, python_problem(python))}
+    found["work_dir"] = (str(work_dir), unreachable_by_others(work_dir / "x"))
+    return {what: (path, why) for what, (path, why) in found.items() if why is not None}
