@@ -22,8 +22,6 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
-from slave.tenancy import unreachable_by_others
-
 ROOTS = ["drfmesos", "aiohttp", "prometheus-client", "pymesos", "http-parser"]
 HOME = Path("/tmp/drfmesos-task-python")
 
@@ -49,11 +47,19 @@ def _closure() -> list[md.Distribution]:
 
 def _interpreter() -> str | None:
     """A python of this minor version that any user may run."""
+    from slave.tenancy import unreachable_by_others
+
     version = f"python{sys.version_info.major}.{sys.version_info.minor}"
     for candidate in (os.path.realpath(sys.executable), f"/usr/bin/{version}"):
         if os.path.exists(candidate) and unreachable_by_others(Path(candidate)) is None:
             return candidate
     return None
+
+
+def _blocked(path: Path) -> str | None:
+    from slave.tenancy import unreachable_by_others
+
+    return unreachable_by_others(path)
 
 
 def task_python_env() -> dict[str, str]:
@@ -64,7 +70,7 @@ def task_python_env() -> dict[str, str]:
     why = None
     if interpreter is None:
         why = "no python of this version any user may run"
-    elif (blocked := unreachable_by_others(repo)) is not None:
+    elif (blocked := _blocked(repo)) is not None:
         why = f"the checkout is out of other users' reach ({blocked})"
     if why is not None:
         if os.environ.get("CI"):
