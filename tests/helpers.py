@@ -7,7 +7,6 @@ import base64
 import contextlib
 import dataclasses
 import functools
-import os
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
@@ -416,13 +415,3 @@ async def in_process_cluster(
             started.append(slave)
         await eventually(lambda: len(master.books.slaves) == slaves)
         yield InProcess(broker, topics, master, started)
-
-
-def reachable(path: Path) -> None:
-    """Let other users pass through `path` and the directories above it in /tmp (pytest
-    makes them 0700): a slave that runs tasks as other users keeps its work dir there,
-    and its tasks reach their sandboxes by path, as under /var/lib."""
-    for directory in [path, *path.parents]:
-        if directory == Path("/tmp") or Path("/tmp") not in directory.parents:
-            break
-        os.chmod(directory, directory.stat().st_mode | 0o001)

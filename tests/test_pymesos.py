@@ -20,10 +20,11 @@ from typing import Any
 import aiohttp
 import pytest
 
+from cluster.testing import reachable
 from cluster.testing.ha import HACluster, HAConfig
 
 from conftest import need_mosquitto, need_zookeeper
-from helpers import reachable, secure_cluster
+from helpers import secure_cluster
 from task_python import task_env_args
 
 CLUSTER = "pymesos"
