@@ -1,28 +1,30 @@
 """How a task's (or a custom executor's) process is started apart from the slave and from
 other tenants: as its principal's user, in a PID namespace of its own, in its cgroup.
 
-The chain, each step only where the slave can take it (root; util-linux's `unshare` and
-`setpriv`):
+The chain, each step only where the slave can take it (root; util-linux's `unshare`):
 
-    unshare --pid --fork --mount-proc --kill-child --      a PID namespace, its own /proc
-      sh -c 'f=$1; shift; (exec "$@"); echo $? > "$f"'     pid 1 there, as root: waits
-        setpriv --reuid U --regid G --clear-groups --        the principal's user
-          sh -c 'JOIN COMMAND'                               the task, in its cgroup
+    unshare --pid --fork --mount-proc --kill-child       a PID namespace, its own /proc,
+            --setgid G --setuid U --                     as the principal's user
+      sh -c '(exec "$@"); echo $? > "$f"' ...            pid 1 there: waits, records
+        sh -c 'JOIN COMMAND'                             the task, in its cgroup
 
-- The wrapper (pid 1) joins no cgroup, so the exit status it writes is not charged to
-  the task's memory. The task's own shell joins it (JOIN, before the command), as its
-  user: the cgroup's `tasks` files are delegated to that user (cgroup v1); an exec once
-  in the cgroup would leave kernel memory charged there and keep it from being recycled.
-  Where the kernel does not allow that (v2), the wrapper's subshell joins as root and
-  execs `setpriv`. The wrapper writes the exit status where only the slave reads
-  (`exit_file`), never into the sandbox, whose symlinks are the task's.
-- The task is one process group with the wrapper (and `unshare`, which blocks SIGTERM):
-  a kill's SIGTERM reaches the task, not pid 1 (a namespace's init takes only signals it
-  handles), which records how the task ended and exits; the kernel then kills whatever
-  is left in the namespace, double forks and new sessions included. SIGKILL after the
-  grace ends `unshare`, and `--kill-child` the namespace with it.
-- The slave's child, whose pid it checkpoints and a restarted slave watches, is `unshare`
-  (or the wrapper, without a namespace).
+- One exec more than a task ran with before (`unshare`): the wrapper and the task's own
+  shell (`sh -c`, its `$$` its own) are as they were.
+- The task's shell joins its cgroup itself (JOIN, as its user: the cgroup's `tasks`
+  files are delegated to that user, cgroup v1) before it runs anything, and execs
+  nothing once in it for a shell builtin (an exec in a v1 memory cgroup leaves kernel
+  memory charged to it, which keeps it from being recycled). The wrapper stays out, so
+  the exit status it writes is not charged to the task. Where the kernel does not let
+  the user join (v2), root joins first and the whole chain runs in the cgroup.
+- A task's kill: SIGTERM to the process group reaches the task, not pid 1 (a
+  namespace's init takes only the signals it handles) nor `unshare` (it blocks it); pid
+  1 records how the task ended and exits, and the kernel kills whatever is left in the
+  namespace, new sessions included. SIGKILL after the grace ends `unshare`, and
+  `--kill-child` the namespace with it.
+- The slave's child, whose pid it checkpoints and a restarted slave watches, is
+  `unshare` (or the wrapper, without a namespace or a user to switch to).
+- An account the operator named (`--task-users`) runs with its supplementary groups:
+  `setpriv --init-groups` drops to it, in place of unshare's `--setuid`.
 """
 
 from __future__ import annotations
@@ -35,9 +37,8 @@ from dataclasses import dataclass
 
 from slave.task_users import TaskUser
 
-# the wrapper: runs the rest (its subshell joins the cgroup first), then writes the exit
-# status to its first argument ("$f" is the slave's, outside the sandbox)
-WRAPPER = 'f=$1; shift; ({join}exec "$@"); code=$?; echo $code > "$f"; exit $code'
+# the wrapper: runs the rest in a subshell (a fork), then writes its exit status to "$1"
+WRAPPER = '(shift; exec "$@"); code=$?; echo $code > "$1"; exit $code'
 
 
 @dataclass(frozen=True)
@@ -49,49 +50,56 @@ class Confinement:
     unshare: str = "unshare"
     setpriv: str = "setpriv"
 
+    def switches(self, user: TaskUser | None) -> bool:
+        """Whether a process for `user` runs as that user (the wrapper too)."""
+        return user is not None and self.users
+
     def task(
         self, command: str, user: TaskUser | None, join: str, exit_file: str, *, root_joins: bool
     ) -> list[str]:
-        """A command task's argv: the wrapper that records its exit status, confined. The
-        task's own shell joins its cgroup (`join`) unless it may not (`root_joins`: the
-        cgroup is not delegated to its user); then the wrapper's subshell does, as root."""
-        first, then = (join, "") if root_joins and self._switches(user) else ("", join)
-        shell = self._as(user, ["/bin/sh", "-c", then + command])
-        return self._namespaced(self.wrap(shell, exit_file, first))
-
-    @staticmethod
-    def wrap(args: list[str], exit_file: str, join: str = "") -> list[str]:
-        """`args` under the wrapper that writes their exit status to `exit_file`."""
-        script = WRAPPER.format(join=join)
-        return ["/bin/sh", "-c", script, "drfmesos-task", exit_file, *args]
+        """A command task's argv: the wrapper that records its exit status (`exit_file`,
+        the task's user's to write where it switches), confined. The task's subshell
+        joins its cgroup (`join`) unless it may not (`root_joins`)."""
+        first, then = (join, "") if root_joins and self.switches(user) else ("", join)
+        shell = ["/bin/sh", "-c", then + command]
+        return self._root_first(first, self._confined(user, self.wrap(shell, exit_file)))
 
     def executor(
         self, command: str, user: TaskUser | None, join: str, *, root_joins: bool
     ) -> list[str]:
-        """A custom executor's argv (its exit status is its process's own), its shell
-        joining its cgroup as `task` says."""
-        first, then = (join, "") if root_joins and self._switches(user) else ("", join)
-        run = self._as(user, ["/bin/sh", "-c", then + "exec " + command])
-        if self.pid_namespace:  # pid 1 waits for it (init would not take its SIGTERM)
-            return self._namespaced(["/bin/sh", "-c", f'({first}exec "$@")', "drfmesos-exec", *run])
-        if first:
-            return ["/bin/sh", "-c", first + 'exec "$@"', "drfmesos-exec", *run]
-        return run
+        """A custom executor's argv (its exit status is its process's own), joining its
+        cgroup as `task` does. In a namespace a shell waits for it as pid 1 (init would
+        not take the SIGTERM that shuts it down)."""
+        first, then = (join, "") if root_joins and self.switches(user) else ("", join)
+        script = then + "exec " + command
+        if self.pid_namespace:
+            script = f"({script})"
+        return self._root_first(first, self._confined(user, ["/bin/sh", "-c", script]))
 
-    def _switches(self, user: TaskUser | None) -> bool:
-        return user is not None and self.users
+    @staticmethod
+    def wrap(args: list[str], exit_file: str) -> list[str]:
+        """`args` under the wrapper that writes their exit status to `exit_file` (not
+        confined: an image task's podman, root's, wraps so, confining the container)."""
+        return ["/bin/sh", "-c", WRAPPER, "drfmesos-task", exit_file, *args]
 
-    def _as(self, user: TaskUser | None, args: list[str]) -> list[str]:
-        if user is None or not self.users:
-            return args
-        groups = "--init-groups" if user.account else "--clear-groups"
-        ids = ["--reuid", str(user.uid), "--regid", str(user.gid), groups]
-        return [self.setpriv, *ids, "--", *args]
+    def _confined(self, user: TaskUser | None, args: list[str]) -> list[str]:
+        prefix: list[str] = []
+        if self.pid_namespace:
+            prefix = [self.unshare, "--pid", "--fork", "--mount-proc", "--kill-child"]
+        if self.switches(user):
+            assert user is not None
+            if user.account is not None:  # (its groups: setpriv drops to it)
+                ids = ["--reuid", str(user.uid), "--regid", str(user.gid), "--init-groups"]
+                args = [self.setpriv, *ids, "--", *args]
+            else:
+                prefix = prefix or [self.unshare]
+                prefix += ["--setgid", str(user.gid), "--setuid", str(user.uid)]
+        return [*prefix, "--", *args] if prefix else args
 
-    def _namespaced(self, args: list[str]) -> list[str]:
-        if not self.pid_namespace:
-            return args
-        return [self.unshare, "--pid", "--fork", "--mount-proc", "--kill-child", "--", *args]
+    @staticmethod
+    def _root_first(join: str, args: list[str]) -> list[str]:
+        """Root joins the cgroup, then the rest runs in it (cgroup v2's way)."""
+        return ["/bin/sh", "-c", join + 'exec "$@"', "drfmesos-join", *args] if join else args
 
     def not_enforced(self) -> str | None:
         """What a tenant's task can still reach here, for the slave's start line (None:
@@ -117,9 +125,11 @@ def probe(switch_user: bool, pid_namespace: bool) -> tuple[Confinement, list[str
     why: list[str] = []
     root = os.geteuid() == 0
     unshare, setpriv = shutil.which("unshare"), shutil.which("setpriv")
-    users = switch_user and root and setpriv is not None
+    users = switch_user and root and unshare is not None and setpriv is not None
     if switch_user and not users:
-        why.append("not root: tasks cannot run as other users" if not root else "no setpriv")
+        why.append(
+            "not root: tasks cannot run as other users" if not root else "no unshare or setpriv"
+        )
     pidns = pid_namespace and root and unshare is not None and _unshares(unshare)
     if pid_namespace and not pidns:
         why.append(

@@ -36,7 +36,7 @@ from protocol import logs
 from protocol.transport.aio import within
 from protocol.wire.messages import Reason, TaskInfo, TaskState
 from slave.isolator import Container, podman_name
-from slave.runners import CommandRunner, Limit, Report, Run, new_run_dir
+from slave.runners import EXIT_FILE, CommandRunner, Limit, Report, Run, new_run_dir
 
 SANDBOX = "/mnt/mesos/sandbox"  # where the sandbox is inside the container, as in Mesos
 PODMAN_FAILED = 125  # podman's own exit status when it could not run the container
@@ -91,6 +91,7 @@ class ImageLaunch:
         self.name = podman_name(slave_id, framework_id, task.task_id)
         self.framework_id = framework_id
         self.env_file = run.run_dir / "env"
+        self.exit_file = run.run_dir / EXIT_FILE  # (podman's wrapper is root's)
 
     @property
     def memory_limit_mb(self) -> None:
@@ -138,7 +139,7 @@ class ImageLaunch:
         ]
         # the same wrapper as a command task's (its exit status lands in its run dir);
         # podman runs as the slave, in the slave's environment
-        wrapped = self.run.confinement.wrap(run, str(self.run.exit_file))
+        wrapped = self.run.confinement.wrap(run, str(self.exit_file))
         return wrapped, dict(os.environ)
 
     def limits(self) -> tuple[list[str], list[str]]:

@@ -6,9 +6,9 @@ reported TASK_LOST, never dropped in silence.
 
 A command task keeps what it was started with: the user, the PID namespace (its
 checkpointed pid is `unshare`'s, the namespace's parent, or the wrapper's), the
-container and the exit status file its checkpoint names. One started by a slave before
-#45 has neither: its container has the name that slave gave it (`legacy_container_name`)
-and its exit status is in its sandbox (read without following a link). Its sandbox is
+container and the exit status file its checkpoint names (read without following a
+link). One started by a slave before #45 names no container: it has the name that slave
+gave it (`legacy_container_name`), and its exit status is in its sandbox. Its sandbox is
 closed to other users at the slave's start (slave.tenancy), and it runs on as the user
 it started as (the slave's).
 """
@@ -32,7 +32,7 @@ from protocol.wire.messages import (
 from slave.config import SlaveConfig, TaskRecord, journal_executor_id
 from slave.images import command_runner
 from slave.isolator import Isolator, legacy_container_name
-from slave.runners import LEGACY_EXIT_FILE, Run, SimulatedRunner
+from slave.runners import SANDBOX_EXIT_FILE, Run, SimulatedRunner
 from slave.updates import OwedUpdates
 
 
@@ -99,7 +99,7 @@ async def recover_task(slave: Slave, raw: Any, containers: set[str]) -> None:
         name = runner.get("container") or legacy_container_name(record.framework_id, info.task_id)
         containers.add(name)
         sandbox = Path(runner["sandbox"])
-        exit_file = Path(runner.get("exit_file") or sandbox / LEGACY_EXIT_FILE)
+        exit_file = Path(runner.get("exit_file") or sandbox / SANDBOX_EXIT_FILE)
         cmd = command_runner(
             info,
             Run(sandbox, exit_file.parent),

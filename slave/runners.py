@@ -38,10 +38,11 @@ class Report(Protocol):
     ) -> Awaitable[None]: ...
 
 
-# Where a slave before #45 had a task's wrapper write its exit status: in the sandbox (a
-# task it recovers may still write there). Now it is the run dir's (slave.confine).
-LEGACY_EXIT_FILE = ".exit_status"
-EXIT_FILE = "exit_status"  # in the task's run dir, `runs/<framework>/<task>/`, the slave's
+# Where a task's wrapper writes its exit status: a shell task's, running as the task's
+# user, in the sandbox (the slave reads it without following a link); an image task's,
+# podman's (root), in the task's run dir, `runs/<framework>/<task>/`, the slave's alone.
+SANDBOX_EXIT_FILE = ".exit_status"
+EXIT_FILE = "exit_status"
 
 
 class Runner(Protocol):
@@ -84,6 +85,10 @@ class Launch(Protocol):
     def memory_limit_mb(self) -> float | None:
         """What the slave's memory loop holds the process to (None: the kernel does)."""
 
+    @property
+    def exit_file(self) -> Path:
+        """Where the wrapper writes the task's exit status."""
+
     def process(self) -> tuple[list[str], dict[str, str]]:
         """The task's process: its arguments and its whole environment."""
 
@@ -102,16 +107,13 @@ class Launch(Protocol):
 @dataclass(frozen=True)
 class Run:
     """Where and as whom a command task runs: its sandbox (its user's), its run dir (the
-    slave's: its exit status), its user (None: the slave's own) and how it is confined."""
+    slave's: an image task's exit status), its user (None: the slave's own) and how it
+    is confined."""
 
     sandbox: Path
     run_dir: Path
     user: TaskUser | None = None
     confinement: Confinement = UNCONFINED
-
-    @property
-    def exit_file(self) -> Path:
-        return self.run_dir / EXIT_FILE
 
 
 class ShellLaunch:
@@ -129,6 +131,10 @@ class ShellLaunch:
     def memory_limit_mb(self) -> float | None:
         return self.mem
 
+    @property
+    def exit_file(self) -> Path:
+        return self.run.sandbox / SANDBOX_EXIT_FILE
+
     def process(self) -> tuple[list[str], dict[str, str]]:
         # the task's own shell joins its container, not the wrapper around it: the exit
         # status the wrapper writes is not charged to the task's memory, and a task that
@@ -140,7 +146,13 @@ class ShellLaunch:
             if run.user is not None:
                 root_joins = not self.container.delegate(run.user.uid, run.user.gid)
         args = run.confinement.task(
-            self.command.value, run.user, join, str(run.exit_file), root_joins=root_joins
+            # (by the wrapper's working directory, its sandbox: where the sandbox's path
+            # is out of the user's reach, the exit status still lands)
+            self.command.value,
+            run.user,
+            join,
+            SANDBOX_EXIT_FILE,
+            root_joins=root_joins,
         )
         return args, {**self.env, **join_env}
 
@@ -173,7 +185,7 @@ class CommandRunner:
         self.report = report
         self.container = container  # its cgroup (isolator), destroyed when it ends
         self.launch = launch or ShellLaunch(task, env, container, run)
-        self.exit_file = run.exit_file  # (a recovered task of an older slave's: its own)
+        self.exit_file = self.launch.exit_file
         self.pid: int | None = None
         self.started_at: str | None = None  # /proc start time, to tell a reused pid apart
         self._stop: Limit | None = None
@@ -204,7 +216,7 @@ class CommandRunner:
                 self.sandbox,
                 env,
                 owner=self.run.user,
-                first=functools.partial(new_run_dir, self.run.run_dir),
+                first=functools.partial(_forget_exit, self.exit_file),
             )
         except (OSError, ValueError) as e:  # (ValueError: NUL in an argument or the env)
             if self.container is not None:
@@ -387,6 +399,12 @@ def _signal_group(pid: int, sig: int) -> None:
 def group_rss_mb(pgids: list[int]) -> dict[int, float]:
     """Resident memory of each process group, in MB (one pass over /proc for all)."""
     return {g: u.memory_bytes / MB for g, u in groups_usage(set(pgids)).items()}
+
+
+def _forget_exit(path: Path) -> None:
+    """A previous run's exit status (of a task id used again) goes before this one."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
 
 
 def new_run_dir(run_dir: Path) -> None:

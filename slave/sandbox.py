@@ -11,7 +11,6 @@ root, it would write where the task may not), nor is a file of another user's.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import stat
 from collections.abc import Callable
@@ -30,11 +29,15 @@ def make_dir(path: Path, owner: TaskUser | None, mode: int = PRIVATE) -> None:
     if owner is None:
         path.mkdir(parents=True, exist_ok=True)
         return
-    for parent in reversed(path.parents):
-        if not parent.exists():
-            parent.mkdir(mode=PASSABLE)
-            os.chmod(parent, PASSABLE)  # (mkdir's mode passes the umask)
-    with contextlib.suppress(FileExistsError):
+    try:
+        path.mkdir(mode=mode)
+    except FileExistsError:
+        pass
+    except FileNotFoundError:  # (a framework's first sandbox here: its parents first)
+        for parent in reversed(path.parents):
+            if not parent.exists():
+                parent.mkdir(mode=PASSABLE)
+                os.chmod(parent, PASSABLE)  # (mkdir's mode passes the umask)
         path.mkdir(mode=mode)
     # (the parents are the slave's: nothing but it puts a symlink there)
     os.chown(path, owner.uid, owner.gid, follow_symlinks=False)

@@ -625,3 +625,26 @@ async def test_the_slave_reads_and_writes_no_file_a_task_links_into_its_sandbox(
         await eventually(lambda: len(s.master.states(MALLORY, "m2")) >= 6)
         await s.master.ends(MALLORY, "m2")
         assert victim.read_text() == "intact\n"
+
+
+async def test_a_confined_task_outlives_a_slave_restart_its_end_known_its_kill_whole() -> None:
+    """Recovery with `unshare` and the wrapper between the slave and the task: the
+    restarted slave learns how one task ended (its exit status, written by the wrapper
+    as the task's user) and kills the other whole."""
+    async with shared_slave() as s:
+        wait = "while [ ! -e go ]; do sleep 0.05; done; exit 3"
+        await s.master.run("alice", ALICE, "ends", wait)
+        await s.master.run("alice", ALICE, "killed", "sleep 300 & sleep 300 & wait")
+        await s.master.reaches(ALICE, "ends", TaskState.RUNNING)
+        await s.master.reaches(ALICE, "killed", TaskState.RUNNING)
+        runner = s.slave.tasks[(ALICE, "killed")].runner
+        assert runner is not None
+        assert runner.pid is not None
+        group = pids_of_group(runner.pid)
+        await s.restart()
+        (s.sandbox(ALICE, "ends") / "go").touch()
+        ended = await s.master.ends(ALICE, "ends")
+        assert (ended.state, ended.message) == (TaskState.FAILED, "exited with code 3")
+        await s.slave._on_kill_task(KillTask(framework_id=ALICE, task_id="killed"), None)
+        assert (await s.master.ends(ALICE, "killed")).state == TaskState.KILLED
+        await eventually(lambda: not any(map(alive, group)))
