@@ -20,9 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import sys
 from collections.abc import Coroutine
-from pathlib import Path
 from typing import Any
 
 from protocol import logs
@@ -33,7 +31,6 @@ from protocol.transport.inbound import Dispatcher
 from protocol.transport.leader import LeaderWatch
 from protocol.wire.ids import shorten, task_problem
 from protocol.wire.messages import (
-    EndingTask,
     Error,
     FrameworkMessage,
     Heartbeat,
@@ -60,19 +57,19 @@ from protocol.wire.messages import (
 from protocol.wire.resources import Resources
 from protocol.wire.topics import Topics, check_segment
 from slave.backoff import RegistrationBackoff
+from slave.command_tasks import CommandTasks
 from slave.config import SlaveConfig, TaskRecord, killed_by_master
 from slave.confine import UNCONFINED
 from slave.executor_side import ExecutorSide
 from slave.executor_tokens import ExecutorTokens, load_or_make_key
 from slave.files import read_sandbox_file
-from slave.images import command_runner, find_podman, image_problem_here
-from slave.isolator import POSIX_WARNING, container_name, make_isolator
+from slave.images import find_podman
+from slave.isolator import POSIX_WARNING, make_isolator
 from slave.launches import RecentLaunches, run_together
 from slave.memory_limits import enforce_memory_limits
-from slave.paths import run_dir_path, sandbox_path
+from slave.owners import Owners
 from slave.recovery import recover
-from slave.runners import Run, SimulatedRunner
-from slave.task_env import task_environment
+from slave.runners import SimulatedRunner
 from slave.tenancy import Tenancy, start_tenancy
 from slave.updates import OwedUpdates
 from slave.usage import report_loop
@@ -96,10 +93,7 @@ class Slave:
             bus, self.to_master, config.work_dir / "updates.journal", config.resend_after
         )
         self.task_journal = Journal(config.work_dir / "tasks.journal")
-        # each framework's principal, as its launches named it: kept while the slave runs
-        # its tasks or owes their updates, and reported when it re-registers
-        self.owner_journal = Journal(config.work_dir / "owners.journal")
-        self.owners: dict[str, str] = dict(self.owner_journal.items())
+        self.owners = Owners(config.work_dir / "owners.journal")  # each framework's principal
         self.tasks: dict[tuple[str, str], TaskRecord] = {}
         self.shut_down_frameworks: set[str] = set()
         self.registered = asyncio.Event()
@@ -119,9 +113,13 @@ class Slave:
         self.podman = None if config.simulated_tasks else find_podman(config.podman)
         # how tasks are kept apart, decided at start (until then: not at all)
         self.tenancy = Tenancy(UNCONFINED, None)
+        self.commands = CommandTasks(  # command tasks: each its own process
+            config, self.isolator, self.podman, tenancy=lambda: self.tenancy,
+            reporter=self._reporter, report=self._report, checkpoint=self._checkpoint,
+        )  # fmt: skip
         self.custom = ExecutorSide(  # custom executors: their processes, and their tasks
             self.slave_id, bus, self.to_master, self.isolator, self.tasks,
-            self.shut_down_frameworks, sandbox=self._sandbox, env=self._task_env,
+            self.shut_down_frameworks, sandbox=self.commands.sandbox, env=self.commands.env,
             checkpoint=self._checkpoint, report=self._report, tenancy=lambda: self.tenancy,
         )  # fmt: skip
         self.executors = self.custom.executors
@@ -220,7 +218,7 @@ class Slave:
             await executor.close()
         await self.updates.close()
         await self.task_journal.close()
-        await self.owner_journal.close()
+        await self.owners.close()
         await self.isolator.close()
 
     async def run(self) -> None:
@@ -256,23 +254,20 @@ class Slave:
         ending = self.updates.ending()
         message = (
             Reregister(
-                **common, tasks=running, ending=ending, owners=self._owners_of(running, ending)
+                **common,
+                tasks=running,
+                ending=ending,
+                owners=self.owners.report(
+                    [t.framework_id for t in running]
+                    + [t.framework_id for t in ending]
+                    + [e.framework_id for e in self.executors.values()]
+                ),
             )
             if running or ending
             else Register(**common)
         )
         self.bus.post(self.to_master, message)
         self.updates.send_all_soon()  # owed updates go again once registered
-
-    def _owners_of(self, running: list[RunningTask], ending: list[EndingTask]) -> dict[str, str]:
-        """The principals of the frameworks whose tasks the slave runs or owes updates
-        for; the others' are forgotten (a framework's comes back with its next launch)."""
-        here = {t.framework_id for t in running} | {t.framework_id for t in ending}
-        here |= {e.framework_id for e in self.executors.values()}
-        for framework_id in [f for f in self.owners if f not in here]:
-            del self.owners[framework_id]
-            self.owner_journal.discard(framework_id)
-        return {f: p for f in here if (p := self.owners.get(f))}
 
     async def _register_loop(self) -> None:
         """When (re-)registration is due: wait a random delay, then announce, and again
@@ -392,7 +387,7 @@ class Slave:
             problem = (
                 task_problem(task)
                 or self._owner_problem(msg)
-                or self._image_problem(msg.framework_id, task)
+                or self.commands.image_problem(msg.framework_id, task)
             )
             if problem is None and task.executor is not None:
                 try:  # (it names a topic's handler too)
@@ -416,7 +411,7 @@ class Slave:
     def _owner_problem(self, msg: RunTask) -> str | None:
         """A framework runs here for one principal: a launch for its id in another's name
         (which a master should never send) reaches none of its tasks or executors."""
-        owner = self.owners.get(msg.framework_id)
+        owner = self.owners.of(msg.framework_id)
         if owner is None or owner == msg.principal:
             return None
         fid = msg.framework_id
@@ -425,16 +420,10 @@ class Slave:
             return f"framework {fid} runs here for another principal"
         return None
 
-    async def _own(self, framework_id: str, principal: str) -> None:
-        """Checkpoint the framework's principal before its task runs (once a framework)."""
-        if self.owners.get(framework_id) != principal:
-            self.owners[framework_id] = principal
-            await self.owner_journal.put(framework_id, principal)
-
     async def _start(self, msg: RunTask, record: TaskRecord) -> None:
         """Start a task; whatever keeps it from starting ends it TASK_FAILED, saying why."""
         try:
-            await self._own(msg.framework_id, msg.principal)
+            await self.owners.own(msg.framework_id, msg.principal)
             await self._start_runner(msg, record)
         except (OSError, ValueError) as e:
             self.log.warning(
@@ -460,69 +449,9 @@ class Slave:
             record.runner = SimulatedRunner(task, self._reporter(record), self.config.time_scale)
             await record.runner.start()
         elif task.command is not None:
-            sandbox = self._sandbox(msg.framework_id, task.task_id)
-            user = await self.tenancy.user_for(msg.principal)
-            run = Run(
-                sandbox,
-                run_dir_path(self.config.work_dir, msg.framework_id, task.task_id),
-                user,
-                self.tenancy.confinement,
-            )
-            try:
-                name = container_name(msg.framework_id, task.task_id)
-                container = await self.isolator.prepare(name, task.resources)
-            except OSError as e:
-                await self._report(
-                    msg.framework_id,
-                    task,
-                    TaskState.FAILED,
-                    Reason.COMMAND_EXECUTOR_FAILED,
-                    f"could not make its container: {e}",
-                )
-                return
-            record.runner = command_runner(
-                task,
-                run,
-                self._reporter(record),
-                self._task_env(msg, task.command.environment, sandbox),
-                container,
-                self.podman,
-                self.slave_id,
-                msg.framework_id,
-            )
-            await record.runner.start()
-            await self._checkpoint(record)
+            await self.commands.start(msg, record)
         else:
             await self.custom.run_task(msg, record)
-
-    def _sandbox(self, framework_id: str, name: str) -> Path:
-        return sandbox_path(self.config.work_dir, framework_id, name)
-
-    def _image_problem(self, framework_id: str, task: TaskInfo) -> str | None:
-        if task.container is None or self.config.simulated_tasks:
-            return None  # (a simulated slave runs nothing)
-        sandbox = f"{self.config.work_dir}/sandboxes/{framework_id}/{task.task_id}"
-        return image_problem_here(task, self.podman, sandbox)
-
-    def _task_env(
-        self,
-        msg: RunTask,
-        framework: dict[str, str],
-        sandbox: Path,
-        extra: dict[str, str] | None = None,
-    ) -> dict[str, str]:
-        """A task's (or executor's) whole environment (slave.task_env): `framework`'s
-        variables, the operator's, and the slave's for it (`extra`: an executor's)."""
-        own = {
-            "DRFMESOS_CLUSTER": self.config.cluster,
-            "DRFMESOS_SLAVE_ID": self.slave_id,
-            "DRFMESOS_FRAMEWORK_ID": msg.framework_id,
-            **(extra or {}),
-        }
-        # Mesos executors' adapter runs in this Python: the slave's own, unless the
-        # operator names one that tasks' users may run (--task-env DRFMESOS_PYTHON=...)
-        operator = {"DRFMESOS_PYTHON": sys.executable, **self.config.task_env}
-        return task_environment(operator, framework, own, sandbox)
 
     def _reporter(self, record: TaskRecord) -> Any:
         async def report(
@@ -647,8 +576,7 @@ class Slave:
             if executor.framework_id == msg.framework_id:
                 await executor.shutdown(self.config.kill_grace)
         await self.updates.forget_framework(msg.framework_id)
-        if self.owners.pop(msg.framework_id, None) is not None:
-            self.owner_journal.discard(msg.framework_id)
+        self.owners.forget(msg.framework_id)
 
     async def _on_read_file(self, msg: ReadFile, reply_to: str | None) -> None:
         """An operator reads a task's stdout or stderr through the master."""
