@@ -8,7 +8,7 @@ both as the paper's frameworks behave (declining what they cannot use) and with 
 filters (`min_offer`: offered only slaves with room for a task), which ends the declines.
 Then issue 25's tree under hdrf with preemption on (`tree_run`), and one hour of
 Facebook's 2010 workload (examples/experiments/fb2010-hour.yaml, SWIM's
-FB-2010 sample from ../shared/data/swim) under DRF and under 12 slots a node; `--day`
+FB-2010 sample in examples/experiments/traces/swim) under DRF and under 12 slots a node; `--day`
 adds the whole day (fb2010-day.yaml) under both, about 6 minutes.
 
 A run that takes under QUICK seconds is repeated (three times in all, `--repeat`) and

@@ -1,10 +1,23 @@
 """The framework SDK: what custom frameworks are written against.
 
-from frameworks import Executor, ExecutorDriver, TaskInfo, TaskState, TaskStatus
+    from frameworks import Scheduler, SchedulerDriver, build_task, DriverError
+
+A `Scheduler` is a class of callbacks; a `SchedulerDriver` runs it against a cluster.
+Every error the SDK raises is a `DriverError` (`frameworks.errors`).
 """
 
-from frameworks.calls import ENDLESS, DriverError
+from frameworks.calls import ENDLESS
 from frameworks.driver import SchedulerDriver
+from frameworks.errors import (
+    BrokerRefused,
+    BrokerUnreachable,
+    DriverError,
+    FrameworkRemoved,
+    MasterUnreachable,
+    RoleRefused,
+    SubscribeRefused,
+    TooManyFrameworks,
+)
 from frameworks.executor import Executor, ExecutorDriver
 from frameworks.scheduler import Scheduler, build_task, offer_resources
 from protocol.tooling.brokers import BrokerURL
@@ -27,7 +40,9 @@ from protocol.wire.resources import Resources
 
 __all__ = [
     "ENDLESS",
+    "BrokerRefused",
     "BrokerURL",
+    "BrokerUnreachable",
     "CommandInfo",
     "ContainerInfo",
     "DriverError",
@@ -35,18 +50,23 @@ __all__ = [
     "ExecutorDriver",
     "ExecutorInfo",
     "Filters",
+    "FrameworkRemoved",
+    "MasterUnreachable",
     "Offer",
     "PreemptedTask",
     "Preempting",
     "Reason",
     "Resources",
+    "RoleRefused",
     "Scheduler",
     "SchedulerDriver",
     "Source",
+    "SubscribeRefused",
     "TaskInfo",
     "TaskRequest",
     "TaskState",
     "TaskStatus",
+    "TooManyFrameworks",
     "build_task",
     "offer_resources",
 ]

@@ -13,18 +13,53 @@ import functools
 from collections.abc import Awaitable, Callable, Generator, Iterable
 from typing import Any, ParamSpec
 
-from protocol.wire.messages import MAX_RECONCILE_TASKS, Reconcile, ReconcileTask, TaskStatus
+from frameworks.errors import DriverError
+from protocol.wire.messages import (
+    MAX_RECONCILE_TASKS,
+    Offer,
+    Reconcile,
+    ReconcileTask,
+    TaskInfo,
+    TaskStatus,
+)
+from protocol.wire.resources import Resources
 from protocol.wire.topics import check_segment
 
 P = ParamSpec("P")
 
 ENDLESS = 1_000_000  # the largest count `request_resources` takes: "as many as I can get"
-FATAL_ERRORS = frozenset({"framework-removed", "subscribe-refused", "too-many-frameworks"})
-"""Error codes after which the master will not serve a framework: its driver stops."""
 
 
-class DriverError(RuntimeError):
-    """A call the driver refuses: an offer that is gone, more than an offer holds, ..."""
+def launch_checked(
+    outstanding: dict[str, Offer], offer_ids: Iterable[str], tasks: list[TaskInfo]
+) -> list[str]:
+    """The offers a launch uses, once it is sure they can hold its tasks: each offer still
+    outstanding, all on one slave, holding what the tasks need, the tasks on that slave.
+    Else `DriverError`, and nothing is sent (a silent drop would leave a framework waiting
+    for tasks the master refused)."""
+    ids = list(dict.fromkeys(offer_ids))
+    if not ids:
+        raise DriverError("launch_tasks needs at least one offer")
+    missing = [o for o in ids if o not in outstanding]
+    if missing:
+        raise DriverError(
+            f"offers {', '.join(missing)} are not outstanding "
+            "(rescinded, already used, or never offered)"
+        )
+    offers = [outstanding[o] for o in ids]
+    if len({o.slave_id for o in offers}) > 1:
+        raise DriverError("all offers in one launch must be on the same slave")
+    available = sum((o.resources for o in offers), Resources())
+    wanted = sum((t.resources for t in tasks), Resources())
+    if not available.contains(wanted):
+        raise DriverError(f"the tasks need {wanted} but the offers hold {available}")
+    for task in tasks:
+        if task.slave_id != offers[0].slave_id:
+            raise DriverError(
+                f"task {task.task_id} names slave {task.slave_id}, "
+                f"not the offer's {offers[0].slave_id}"
+            )
+    return ids
 
 
 def reconcile_calls(framework_id: str, tasks: Iterable[TaskStatus | str]) -> list[Reconcile]:

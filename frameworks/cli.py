@@ -49,13 +49,15 @@ def default_role(role: str | None, url: BrokerURL, name: str) -> str:
 
 async def run_driver(driver: Any) -> None:
     """Run a driver; the master's refusal or removal ends the command with its reason."""
-    from frameworks.calls import DriverError
+    from frameworks.errors import DriverError, SubscribeRefused
 
     warn_if_insecure(driver.broker, "framework")
     try:
         await driver.run()
-    except DriverError as e:
+    except SubscribeRefused as e:
         raise click.ClickException(f"the master refused the framework: {e}") from None
+    except DriverError as e:  # the broker's refusal, no broker or no master
+        raise click.ClickException(str(e)) from None
     if driver.removed:
         raise click.ClickException(driver.removed)
 

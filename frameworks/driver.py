@@ -16,18 +16,19 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Literal, TypeVar
 
+from frameworks import errors
 from frameworks.calls import (
-    FATAL_ERRORS,
-    DriverError,
+    launch_checked,
     made_at_once,
     reconcile_calls,
     unauthenticated_principal,
 )
+from frameworks.errors import DriverError
 from frameworks.task_files import TaskFiles
 from protocol import logs
 from protocol.tooling.brokers import BrokerURL
 from protocol.transport.aio import cancel_and_wait, first_of, within
-from protocol.transport.base import Connector, Transport
+from protocol.transport.base import BusClosed, Connector, Transport
 from protocol.transport.bus import MqttConnector
 from protocol.transport.inbound import Dispatcher
 from protocol.transport.leader import LeaderWatch
@@ -70,10 +71,12 @@ Handler = Callable[[W, str | None], Awaitable[None]]
 
 
 class Scheduler:
-    """Override what you need; every callback is a no-op by default."""
+    """A framework's policy: override the callbacks you need (each an `async` no-op by
+    default). The driver calls them one at a time, in order, with itself first."""
 
     async def registered(self, driver: SchedulerDriver, framework_id: str, master_id: str) -> None:
-        """Subscribed for the first time."""
+        """Subscribed for the first time, as `framework_id` (keep it to come back after a
+        crash, with `failover_timeout`)."""
 
     async def reregistered(self, driver: SchedulerDriver, master_id: str) -> None:
         """Subscribed again (after a reconnect or a failover) with the same framework id."""
@@ -82,13 +85,15 @@ class Scheduler:
         """The connection to the bus was lost; the driver reconnects by itself."""
 
     async def resource_offers(self, driver: SchedulerDriver, offers: list[Offer]) -> None:
-        """Launch tasks on offers, or decline them (an ignored offer stays yours)."""
+        """One `Offer` per slave: launch tasks on it (`driver.launch_tasks`) or decline it
+        (`driver.decline_offer`); one neither used nor declined stays yours, idle."""
 
     async def offer_rescinded(self, driver: SchedulerDriver, offer_id: str) -> None:
         """An offer is no longer valid."""
 
     async def status_update(self, driver: SchedulerDriver, status: TaskStatus) -> None:
-        """A task changed state."""
+        """A task changed state (`status.state`, `.reason`, `.message`, `.exit_code`); the
+        driver acknowledges it when this returns, unless `implicit_acknowledgements=False`."""
 
     async def framework_message(
         self, driver: SchedulerDriver, slave_id: str, executor_id: str, data: bytes
@@ -116,6 +121,10 @@ class Scheduler:
 
 
 class SchedulerDriver:
+    """Runs a `Scheduler` against a cluster; `await driver.run()` serves until `stop()`.
+    Every call is sent when called and returns at once (it may be awaited; one written
+    without `await` still happens); one the driver refuses raises `DriverError`."""
+
     def __init__(
         self,
         scheduler: Scheduler,
@@ -131,18 +140,16 @@ class SchedulerDriver:
         min_offer: Iterable[Resources] = (),
         partition_aware: bool = False,
     ) -> None:
-        """Connect to `broker` (`mqtt[s]://PRINCIPAL@host:port`, or a transport Connector:
-        tests pass protocol.transport.memory's) as framework `name`.
+        """Connect to `broker` (`mqtt[s]://PRINCIPAL@host:port`, a `BrokerURL` with its CA
+        and secret file, or a transport Connector) as framework `name` of `cluster`.
 
         `role`: the role to register in; by default the principal's own role (the broker
         URL's user, which `drfmesos auth add` allows it), or, without credentials, the
         framework's name. A secured cluster refuses a role its principal was not given.
 
-        `min_offer`: the smallest offers this framework can use (any one of them; Mesos
-        1.10's offer_filters). The master then never offers it less: no declines of crumbs.
-        Without it, an offer may hold what is left on a slave whose CPUs are all taken --
-        memory and no CPU, say, every few seconds: pass the smallest task you launch
-        (`min_offer=[Resources(cpus=0.1, mem=32)]`) to hear only of offers it fits.
+        `min_offer`: the smallest offers this framework can use (Mesos 1.10's offer_filters;
+        `[Resources(cpus=0.1, mem=32)]`, your smallest task): the master offers no less, so
+        no crumbs (memory and no CPU, say) to decline every few seconds.
 
         `implicit_acknowledgements`: acknowledge each status update when `status_update`
         returns (the default); with False, call `acknowledge_status_update` yourself, after
@@ -180,6 +187,7 @@ class SchedulerDriver:
         self.inbox_id = f"fw-{uuid.uuid4().hex[:16]}"
         self.to_master = self.topics.inbound("framework", self.principal)
         self.removed: str | None = None  # why the master removed us, once it has
+        self._refusal: type[DriverError] = errors.SubscribeRefused  # what start() raises then
         self.log = logs.get("driver", framework=name)
         self.offers: dict[str, Offer] = {}  # outstanding: offered and not yet used
         self.bus: Transport | None = None
@@ -196,7 +204,8 @@ class SchedulerDriver:
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def start(self, timeout: float = 30.0) -> None:
-        """Connect and subscribe; returns once the master has answered."""
+        """Connect and subscribe; returns once the master has answered. Else raises a
+        `DriverError` saying why (`BrokerRefused`, `MasterUnreachable`, `RoleRefused`...)."""
         bus = self._connect(
             name=f"framework-{self.name}",
             inbox=self.inbox,
@@ -219,14 +228,20 @@ class SchedulerDriver:
         await LeaderWatch.on(bus, self.topics, self._on_leader)
         bus.on_connect(self._subscribe)
         self.bus = bus
-        await bus.start(timeout=timeout)
+        try:
+            await bus.start(timeout=timeout)
+        except (BusClosed, TimeoutError) as e:  # one error family: see frameworks.errors
+            await self._close()
+            raise errors.connecting(e, str(self.broker or "the broker")) from e
         await first_of(self._subscribed, self._stopped, timeout=timeout)
         if self.removed is not None:
             await self._close()
-            raise DriverError(self.removed)
+            raise self._refusal(self.removed)
         if not self._subscribed.is_set():
             await self._close()
-            raise TimeoutError(f"no answer from a master within {timeout}s")
+            raise errors.MasterUnreachable(
+                f"no answer from a master of cluster {self.topics.cluster!r} in {timeout}s"
+            )
 
     def _in_turn(self, handler: Handler[W]) -> Handler[W]:
         """Events reach the scheduler one at a time, in order, from the driver's own task
@@ -244,7 +259,7 @@ class SchedulerDriver:
             try:
                 await event()
             except Exception:  # a scheduler's bug must not stop the driver: say what it was
-                self.log.exception("framework.callback_failed", event=event.func.__name__)
+                self.log.exception("framework.callback_failed", callback=event.func.__name__)
 
     async def _subscribe(self) -> None:
         """Subscribe (again, with our framework id, after any reconnect) until answered.
@@ -294,7 +309,7 @@ class SchedulerDriver:
         await self._close()
 
     async def run(self) -> None:
-        """start() then join()."""
+        """`start()` then `join()` (until `stop()`, or a removal: see `driver.removed`)."""
         try:
             await self.start()
             await self.join()
@@ -344,31 +359,11 @@ class SchedulerDriver:
     def accept_offers(
         self, offer_ids: Iterable[str], tasks: list[TaskInfo], filters: Filters | None = None
     ) -> None:
+        """`launch_tasks` by Mesos's newer name (see `calls.launch_checked`)."""
         if self._stopped.is_set():
             return  # as the Mesos driver: calls after stop() do nothing
         self._call_bus()  # (subscribed, or DriverError)
-        ids = list(dict.fromkeys(offer_ids))
-        if not ids:
-            raise DriverError("launch_tasks needs at least one offer")
-        missing = [o for o in ids if o not in self.offers]
-        if missing:
-            raise DriverError(
-                f"offers {', '.join(missing)} are not outstanding "
-                "(rescinded, already used, or never offered)"
-            )
-        offers = [self.offers[o] for o in ids]
-        if len({o.slave_id for o in offers}) > 1:
-            raise DriverError("all offers in one launch must be on the same slave")
-        available = sum((o.resources for o in offers), Resources())
-        wanted = sum((t.resources for t in tasks), Resources())
-        if not available.contains(wanted):
-            raise DriverError(f"the tasks need {wanted} but the offers hold {available}")
-        for task in tasks:
-            if task.slave_id != offers[0].slave_id:
-                raise DriverError(
-                    f"task {task.task_id} names slave {task.slave_id}, "
-                    f"not the offer's {offers[0].slave_id}"
-                )
+        ids = launch_checked(self.offers, offer_ids, tasks)
         for o in ids:
             del self.offers[o]
         self._call(
@@ -382,6 +377,7 @@ class SchedulerDriver:
 
     @made_at_once
     def decline_offer(self, offer_id: str, filters: Filters | None = None) -> None:
+        """Give an offer back; `Filters(refuse_seconds=60)`: not that slave again for 60 s."""
         self.decline_offers([offer_id], filters)
 
     @made_at_once
@@ -406,6 +402,7 @@ class SchedulerDriver:
 
     @made_at_once
     def revive_offers(self) -> None:
+        """Offers again after `suppress_offers`, and the declines' filters cleared."""
         if self._stopped.is_set():
             return  # as the Mesos driver: calls after stop() do nothing
         self._call(Revive(framework_id=self.framework_id or ""))
@@ -434,6 +431,7 @@ class SchedulerDriver:
 
     @made_at_once
     def kill_task(self, task_id: str, slave_id: str | None = None) -> None:
+        """Kill a task: it ends TASK_KILLED (SIGTERM, then SIGKILL after a grace)."""
         if self._stopped.is_set():
             return  # as the Mesos driver: calls after stop() do nothing
         self._call(
@@ -467,6 +465,7 @@ class SchedulerDriver:
 
     @made_at_once
     def send_framework_message(self, executor_id: str, slave_id: str, data: bytes) -> None:
+        """Opaque `data` to one of this framework's custom executors."""
         if self._stopped.is_set():
             return  # as the Mesos driver: calls after stop() do nothing
         self._call(
@@ -580,9 +579,10 @@ class SchedulerDriver:
         if msg.code == "unknown-framework" and self.framework_id and self._subscribed.is_set():
             # a master that does not know us (a new leader we have not heard of yet)
             self._resubscribe()
-        fatal = msg.code in FATAL_ERRORS
+        fatal = msg.code in errors.FATAL
         if fatal:  # as the Mesos driver: the framework is gone, so the driver stops
             self.removed = msg.message
+            self._refusal = errors.FATAL[msg.code]
             self._teardown = False
         try:
             await self.scheduler.error(self, msg.message)

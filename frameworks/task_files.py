@@ -8,7 +8,7 @@ import uuid
 from collections.abc import Callable
 from typing import Literal
 
-from frameworks.calls import DriverError
+from frameworks.errors import DriverError
 from protocol.transport.aio import within
 from protocol.wire.messages import ReadTaskFile, TaskFileData, Wire
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-# The master's default, each framework or operator principal its own (see the README): well
+# The master's default, each framework or operator principal its own (docs: rate limits): well
 # above what one SDK framework at full speed asks of this master (an Accept of tens of tasks
 # is one call), far below what one flooding process can send or this master can answer.
 DEFAULT_QPS = 1_000.0

@@ -19,7 +19,7 @@ import pytest
 from benchmarks.common import percentile
 from cluster.testing.ha import HACluster, HAConfig, books_balance, share_spread
 from frameworks import Scheduler, SchedulerDriver
-from frameworks.calls import DriverError
+from frameworks.errors import DriverError
 from master.http.models import Health
 from protocol.transport.bus import Bus
 from protocol.wire.codec import encode

@@ -25,8 +25,8 @@ from test_trust import Attacker
 
 from cluster.local.secure import as_principal, provision
 from cluster.local.view import operator_call
-from frameworks.calls import DriverError
 from frameworks.driver import SchedulerDriver
+from frameworks.errors import DriverError
 from frameworks.scheduler import Scheduler, build_task
 from master.ha.registry import MemoryStore, Registry
 from master.master import Master, MasterConfig

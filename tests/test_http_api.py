@@ -27,8 +27,8 @@ from jsonschema import Draft202012Validator
 from prometheus_client.parser import text_string_to_metric_families
 
 from cluster.local.secure import provision
-from frameworks.calls import DriverError
 from frameworks.driver import SchedulerDriver
+from frameworks.errors import DriverError
 from frameworks.samples.command import CommandScheduler
 from frameworks.scheduler import Scheduler
 from master.cli import rate_limits

@@ -91,7 +91,7 @@ def test_each_extras_libraries_are_the_ones_its_needs_check_imports() -> None:
 
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     extras = extras["optional-dependencies"]
-    assert set(MODULES) == set(EXTRAS) == set(extras) - {"all", "test"}
+    assert set(MODULES) == set(EXTRAS) == set(extras) - {"all", "test", "docs"}
     for extra, modules in MODULES.items():
         dists = {re.split(r"[<>=!~ \[]", d)[0] for d in extras[extra]}
         assert {m.replace("_", "-") for m in modules} == dists, extra

@@ -6,7 +6,7 @@ for `HierarchicalAllocatorTest.X` (src/tests/hierarchical_allocator_tests.cpp), 
 driving our sorter, role tree or allocator as the Mesos test drives its own: the same
 agents, frameworks, weights, quotas and allocation cycles, and the same expected order or
 offers. Tests that need what drfmesos does not have are listed, with why, in
-tests/MESOS_CONFORMANCE.md (checked against this module below, and against the README's
+tests/MESOS_CONFORMANCE.md (checked against this module below, and against the docs'
 "Where drfmesos differs from Mesos"). Where we differ on purpose, the test keeps our
 expected result and says why.
 
@@ -920,7 +920,7 @@ def test_allocator_QuotaHeadroomWithNestedRoleAllocation(policy: str) -> None:
     assert m.pending()
 
 
-# -- the table of what applies, and the README ---------------------------------------------
+# -- the table of what applies, and the docs ------------------------------------------------
 
 HERE = Path(__file__).parent
 ROW = re.compile(r"^\| (sorter|allocator): (\S+) \| (ported|differs|n/a) \|(.*)\|$")
@@ -946,9 +946,9 @@ def test_every_mesos_test_is_ported_or_said_why_not() -> None:
     assert sorted(ours) == sorted(applies)  # one test for each row that applies
 
 
-def test_the_readme_lists_every_difference_from_the_table() -> None:
-    readme = (HERE.parent / "README.md").read_text()
-    section = readme.split("## Where drfmesos differs from Mesos", 1)[1].split("\n## ", 1)[0]
+def test_the_docs_list_every_difference_from_the_table() -> None:
+    page = HERE.parent / "docs" / "explanation" / "mesos-differences.md"
+    section = page.read_text()
     rows = table((HERE / "MESOS_CONFORMANCE.md").read_text())
     assert [line for _, _, line in table(section)] == [
         line for _, status, line in rows if status != "ported"

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import re
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -96,3 +98,39 @@ def test_add_then_subtract_is_identity(a: Resources, b: Resources) -> None:
 def test_amounts_keep_three_decimals(r: Resources, x: float) -> None:
     v = Resources(cpus=x)
     assert abs(v.get("cpus", 0.0) - x) <= 0.0005 + 1e-9 * x
+
+
+@pytest.mark.parametrize(
+    ("offered", "hint"),
+    [
+        ("cpu:2;mem:2200", "did you mean cpus?"),
+        ("cpus:2;mems:2200", "did you mean mem?"),
+        ("cpus:2;disks:10", "did you mean disk?"),
+        ("cpus:2;gpsu:1", "did you mean gpus?"),  # two letters swapped
+        ("cpus:2;memory:2200", "known: cpus, mem, disk, gpus"),
+    ],
+)
+def test_a_slave_is_refused_a_resource_name_it_did_not_mean(offered: str, hint: str) -> None:
+    """`cpu:2` once registered a slave with 0 cpus and a resource named `cpu`, silently."""
+    with pytest.raises(ResourceError, match=re.escape(hint)):
+        Resources.parse(offered).check_names()
+
+
+def test_custom_resources_are_offered_when_declared() -> None:
+    Resources.parse("cpus:2;mem:2200;disk:5;gpus:1").check_names()  # the known ones
+    Resources.parse("cpus:2;fpgas:1;cpu:3").check_names(["fpgas", "cpu"])  # as Mesos allows
+
+
+def test_the_slave_command_refuses_a_misspelt_resource_and_offers_a_declared_one(
+    tmp_path: Path,
+) -> None:
+    from click.testing import CliRunner
+
+    from cluster.cli import main
+
+    run = CliRunner().invoke(
+        main, ["slave", "--resources", "cpu:2;mem:2200", "--work-dir", str(tmp_path)]
+    )
+    assert run.exit_code == 2
+    assert "unknown resource 'cpu': did you mean cpus?" in run.output
+    assert "--custom-resources" in CliRunner().invoke(main, ["slave", "--help"]).output

@@ -21,6 +21,7 @@ from cluster.local.view import wait_state
 from frameworks import (
     DriverError,
     Filters,
+    Offer,
     Resources,
     Scheduler,
     SchedulerDriver,
@@ -261,3 +262,26 @@ async def test_two_frameworks_with_equal_demands_converge_to_equal_shares(
         await wait_state(cluster.connect, CLUSTER, balanced, timeout=60)
     a, b = shares[-1]
     assert abs(a - b) <= 0.13  # within one task (0.5 of 4 cpus)
+
+
+async def test_a_callback_that_raises_is_logged_and_the_driver_goes_on(
+    cluster: InProcess,
+) -> None:
+    """A scheduler's bug (here a newcomer's `TaskState.TASK_FINISHED`) must not stop the
+    driver: its callbacks loop once died at the first, silently, logging it with a field
+    named like the log line's own event, and the framework heard nothing more."""
+
+    class Clumsy(Recorder):
+        launched = False
+
+        async def resource_offers(self, driver: SchedulerDriver, offers: list[Offer]) -> None:
+            if not self.launched:
+                self.launched = True
+                task = build_task(offers[0], "t", Resources(cpus=1, mem=64), command="true")
+                driver.launch_tasks([offers[0].offer_id], [task])
+                raise AttributeError("TASK_FINISHED")  # the bug, after the launch
+            await super().resource_offers(driver, offers)
+
+    rec = Clumsy()
+    async with framework(cluster, rec, "clumsy"):
+        await rec.wait(lambda: any(s.state == TaskState.FINISHED for s in rec.statuses))

@@ -11,7 +11,7 @@ from cluster.experiments.swim import MB, SwimSpec, job_of, read_swim
 from cluster.experiments.workload import Workload
 from protocol.wire.resources import Resources
 
-DATA = Path(__file__).parent.parent.parent / "shared" / "data" / "swim"
+DATA = Path(__file__).parent.parent / "examples" / "experiments" / "traces" / "swim"
 FB2010 = DATA / "FB-2010_samples_24_times_1hr_0.tsv"
 EXAMPLES = Path(__file__).parent.parent / "examples" / "experiments"
 
@@ -62,3 +62,18 @@ def test_facebook_2010_splits_among_users_and_windows() -> None:
     assert all(0 <= j.submit < 3600 for j in later)  # relative to the window's start
     spec = load_spec(EXAMPLES / "fb2010-hour.yaml")
     assert [f.swim.user for f in spec.frameworks if f.swim] == list(range(10))
+
+
+def test_every_spec_reads_its_traces_from_inside_the_checkout() -> None:
+    """A clone has everything the examples replay: no spec names a file outside it (the
+    FB-2010 specs read ../../../shared/data/swim once, which a user's clone lacks)."""
+    root = EXAMPLES.parent.parent.resolve()
+    for path in sorted(EXAMPLES.glob("*.yaml")):
+        spec = load_spec(path)  # (a missing SWIM file is refused here)
+        for fw in spec.frameworks:
+            files = [fw.trace, fw.swim.file if fw.swim else None]
+            files += [fw.duration.trace if fw.duration else None]
+            for file in filter(None, files):
+                assert file.resolve().is_relative_to(root), (path.name, file)
+                assert file.exists(), (path.name, file)
+    assert (DATA / "LICENSE").exists()  # SWIM's BSD licence travels with its data

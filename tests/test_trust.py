@@ -27,8 +27,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cluster.local.secure import provision
-from frameworks.calls import DriverError
 from frameworks.driver import SchedulerDriver
+from frameworks.errors import (
+    BrokerRefused,
+    DriverError,
+    MasterUnreachable,
+    RoleRefused,
+)
 from frameworks.scheduler import Scheduler, build_task
 from master.master import Master, MasterConfig
 from master.rate_limits import RateLimits
@@ -400,7 +405,7 @@ async def test_a_framework_principal_cannot_touch_another_principals_framework(
     )
     assert hijack.message.replace(fid, "X") == made_up.message.replace(nobodys, "X")
     role = await mallory.call(Subscribe(name="x", inbox="m2", role="alice"))
-    assert role.code == "subscribe-refused"
+    assert role.code == "role-refused"
     assert "may not register in role 'alice'" in role.message
     # a framework may not speak as a slave
     forged = await mallory.call(Register(slave_id="sx", hostname="h", resources=Resources(cpus=1)))
@@ -469,6 +474,27 @@ async def the_other_slave(secure: Secure) -> tuple[str, str, str, Attacker]:
     attacker = Attacker(bus, T.inbound("slave", other_principal))
     await bus.subscribe(T.outbox("slave", other_principal), attacker.inbox)
     return fid, victim_slave, other, attacker
+
+
+async def test_every_error_a_framework_meets_starting_is_a_driver_error(secure: Secure) -> None:
+    """One error family (frameworks.errors): a framework that catches DriverError catches a
+    wrong secret, a refused role and no master alike, each also its own subclass."""
+    wrong = secure.url.with_credentials("mallory", "not-the-secret")  # (never alice: a
+    # second connection as a principal takes its session over)
+    cases: list[tuple[BrokerURL, str, str, type[DriverError]]] = [
+        (wrong, T.cluster, "mallory", BrokerRefused),  # the broker's refusal
+        (secure.as_("mallory"), T.cluster, "alice", RoleRefused),  # the master's
+        (secure.as_("mallory"), "nobody-here", "mallory", MasterUnreachable),  # no master
+    ]
+    for url, cluster, role, error in cases:
+        driver = SchedulerDriver(Scheduler(), name="x", broker=url, cluster=cluster, role=role)
+        with pytest.raises(DriverError) as raised:
+            await driver.start(timeout=3)
+        assert type(raised.value) is error, raised.value
+        assert driver.bus is None  # nothing left running
+    assert issubclass(BrokerRefused, BusRefused)  # as the transport called it before
+    assert issubclass(MasterUnreachable, TimeoutError)
+    intact(secure)
 
 
 async def test_a_list_is_checked_item_by_item_as_its_sender_may(secure: Secure) -> None:

@@ -128,6 +128,17 @@ def shot(driver: object, name: str) -> None:
     driver.save_screenshot(str(folder / f"{name}.png"))  # type: ignore[attr-defined]
 
 
+def sign_in(driver: object, user: str, secret: str) -> None:
+    """Type a principal and its secret into the sign-in form, and send it."""
+    from selenium.webdriver.common.by import By
+
+    for field, value in (("user", user), ("password", secret)):
+        box = driver.find_element(By.ID, field)  # type: ignore[attr-defined]
+        box.clear()
+        box.send_keys(value)
+    driver.find_element(By.ID, "sign-in").click()  # type: ignore[attr-defined]
+
+
 def status_of(url: str, user: str, secret: str) -> int:
     return answer(url, user, secret)[0]
 
@@ -209,10 +220,14 @@ def test_slaves_and_tasks_show_what_they_use_beside_their_allocation(
     wait.until(lambda _: any(b["used"] is not None for b in read("#tasks tbody")))
     task_bars = [b for b in read("#tasks tbody") if b["used"] is not None]
     assert all(b["allocated"] == 100 for b in task_bars)  # a task has all it was allocated
-    assert all(re.fullmatch(r"[\d.]+ / [\d.]+", str(b["figures"])) for b in task_bars)
+    unit = r"[\d.]+ (cpus|MB|GB)"  # every figure with its unit
+    assert all(re.fullmatch(rf"{unit} / {unit}", str(b["figures"])) for b in task_bars), task_bars
     wait.until(lambda _: any(b["used"] is not None for b in read("#slaves tbody")))
     slave_bars = [b for b in read("#slaves tbody") if b["used"] is not None]
     assert all(str(b["figures"]).startswith("used ") for b in slave_bars)
+    assert all(
+        re.fullmatch(rf"used {unit} · {unit} / {unit}", str(b["figures"])) for b in slave_bars
+    )
     assert all(float(str(b["allocated"])) > 0 for b in slave_bars)  # (tasks run there)
     # `sleep` uses next to nothing of the 0.5 cpus and 512 MB it holds
     assert all(float(str(b["used"])) < float(str(b["allocated"])) for b in slave_bars)
@@ -222,7 +237,7 @@ def test_slaves_and_tasks_show_what_they_use_beside_their_allocation(
 
 @pytest.mark.slow(35)
 def test_the_web_ui_shows_the_demo_live(
-    demo: tuple[str, str, subprocess.Popen[str]], browser: object
+    demo: tuple[str, str, subprocess.Popen[str]], browser: object, tmp_path: Path
 ) -> None:
     from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
@@ -260,11 +275,15 @@ def test_the_web_ui_shows_the_demo_live(
     d.find_element(By.ID, "sign-in").click()  # type: ignore[attr-defined]
     wait.until(lambda _: "401" in text("#login-error"))
     shot(d, "01-wrong-secret-401")
+    assert "operator" in text("#login p")  # the sign-in says which principal kind may look
 
-    password = d.find_element(By.ID, "password")  # type: ignore[attr-defined]
-    password.clear()
-    password.send_keys(secret)
-    d.find_element(By.ID, "sign-in").click()  # type: ignore[attr-defined]
+    # a framework principal, with its right secret, is told why it may not look
+    a_secret = (tmp_path / "demo" / "auth" / "secrets" / "A").read_text().strip()
+    sign_in(d, "A", a_secret)
+    wait.until(lambda _: "operator credentials needed" in text("#login-error"))
+    shot(d, "01b-framework-principal-refused")
+
+    sign_in(d, "operator", secret)
     wait.until(lambda _: "A" in shares() and "B" in shares())
     d.execute_script("window.__sameDocument = true")  # type: ignore[attr-defined]
     wait.until(lambda _: text("#live") == "live")
@@ -309,7 +328,50 @@ def test_the_web_ui_shows_the_demo_live(
         "return [...document.querySelectorAll('#legend span')].map(s => s.textContent)"
     )
     assert {"A", "B", "C"} <= set(legend)
+    a_id = str(
+        d.execute_script(  # type: ignore[attr-defined]
+            "return Object.values(view.frameworks).find(f => f.name === 'A').framework_id"
+        )
+    )
     d.find_element(By.ID, "chart").screenshot(str(ARTIFACTS / "webui" / "04-chart.png"))  # type: ignore[attr-defined]
+    # the time axis is labelled: several ticks back from now, and its title
+    ticks = str(d.find_element(By.ID, "chart").get_attribute("data-ticks")).split("|")  # type: ignore[attr-defined]
+    assert ticks[0] == "now", ticks
+    assert len(ticks) >= 3, ticks
+    assert all(re.fullmatch(r"-\d+ (s|min)", t) for t in ticks[1:]), ticks
+    # every figure has its unit: the cluster's totals
+    totals = text("#totals")
+    assert re.search(r"[\d.]+ cpus / 6 cpus", totals), totals
+    assert re.search(r"[\d.]+ (MB|GB) / 6\.4 GB", totals), totals
+
+    # two frameworks of one name are told apart by a short id (a second "A" put in the
+    # page's view for one render, then taken out)
+    labels = d.execute_script(  # type: ignore[attr-defined]
+        "const a = Object.values(view.frameworks).find(f => f.name === 'A');"
+        "view.frameworks['fw-0badc0ffee00'] = {...a, framework_id: 'fw-0badc0ffee00'};"
+        "render();"
+        "const shown = [...document.querySelectorAll('#frameworks tbody tr td:first-child a')]"
+        "  .map(x => x.textContent);"
+        "delete view.frameworks['fw-0badc0ffee00']; render(); return shown;"
+    )
+    assert "A (0badc0)" in labels, labels
+    assert f"A ({a_id[3:9]})" in labels, labels
+
+    # a finished task is drawn as ended, holding nothing: no allocation bar
+    d.execute_script("document.getElementById('task-state').value = 'TASK_FINISHED'")  # type: ignore[attr-defined]
+    d.execute_script("document.getElementById('task-state').onchange()")  # type: ignore[attr-defined]
+    wait.until(  # (the page shows the filtered tasks once their answer is back)
+        lambda _: d.execute_script(  # type: ignore[attr-defined]
+            "const rows = [...document.querySelectorAll('#tasks tbody tr')];"
+            "return rows.length > 0 && rows.every(r => r.querySelector('.ended')"
+            "  && r.textContent.includes('TASK_FINISHED'));"
+        )
+    )
+    assert not d.find_elements(By.CSS_SELECTOR, "#tasks tbody tr .used-bar")  # type: ignore[attr-defined]
+    assert text("#tasks tbody tr .ended").startswith("ended ")
+    shot(d, "04b-finished-tasks")
+    d.execute_script("document.getElementById('task-state').value = ''")  # type: ignore[attr-defined]
+    d.execute_script("document.getElementById('task-state').onchange()")  # type: ignore[attr-defined]
 
     # a task's stdout, read from its slave through the master
     task_id = wait.until(
@@ -431,6 +493,13 @@ def test_the_web_ui_shows_the_demo_live(
 
     # C stops (SIGTERM: its driver tears it down): it stays listed, marked completed
     os.kill(_child_running(proc.pid, ["--name", "C"]), signal.SIGTERM)
+    wait.until(lambda _: text("#completed-count") == "(1)")
+    # active frameworks by default: C has left the table and the chart's legend
+    assert not d.find_elements(By.CSS_SELECTOR, '#frameworks tr[data-framework="C"]')  # type: ignore[attr-defined]
+    assert "C" not in d.execute_script(  # type: ignore[attr-defined]
+        "return [...document.querySelectorAll('#legend span')].map(s => s.textContent)"
+    )
+    d.find_element(By.ID, "show-completed").click()  # type: ignore[attr-defined]
     wait.until(lambda _: "completed" in text('#frameworks tr.completed[data-framework="C"]'))
     assert (
         d.execute_script(  # type: ignore[attr-defined]

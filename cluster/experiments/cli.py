@@ -243,6 +243,8 @@ def run_experiment(
         results = asyncio.run(run_live(spec, spec_path.resolve(), out, broker))
     except RuntimeError as e:
         raise click.ClickException(str(e)) from None
+    except KeyboardInterrupt:  # (once it runs, Ctrl-C ends it with the results so far)
+        raise click.ClickException("stopped before the experiment began: nothing to keep") from None
     summary = _write(results, out, plots=not no_plots)
     _report(summary, out, plots=not no_plots)
 

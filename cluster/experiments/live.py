@@ -4,6 +4,11 @@ Broker, master, slaves (simulated tasks, so durations are exact and many slaves 
 process) and one process per framework (`drfmesos framework experiment`), started at
 their spec times; the master's state snapshots are sampled every `sample_interval` of
 spec time. Everything runs `time_scale` times as fast as the spec says.
+
+It says what it is doing as it goes (on stderr): the cluster starting, then a progress
+bar of spec time with the time left (a line every tenth of the run when stderr is not a
+terminal). Ctrl-C stops it and keeps what was sampled: the results cover the part that
+ran (`Results.stopped_at`).
 """
 
 from __future__ import annotations
@@ -13,9 +18,17 @@ import contextlib
 import json
 import os
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from rich.progress import Progress
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 from cluster.experiments.results import Results, Sample
 from cluster.experiments.spec import Spec
@@ -24,7 +37,7 @@ from cluster.local.view import wait_state
 from protocol.tooling.brokers import open_broker
 from protocol.transport.bus import Bus
 from protocol.wire.messages import State, Wire
-from protocol.wire.resources import Resources
+from protocol.wire.resources import KNOWN_NAMES, Resources
 from protocol.wire.topics import Topics
 
 
@@ -35,6 +48,10 @@ async def run_live(spec: Spec, spec_path: Path, out: Path, broker: str) -> Resul
     results = Results(spec.name, "live", spec.master.policy, total).with_ideal(spec)
     cluster = f"exp{os.getpid()}"
     latest: list[State] = []
+    say = Console(stderr=True, highlight=False).print
+    nodes = len(spec.cluster.nodes())
+    say(f"{spec.name}: starting a broker, a master and {nodes} slaves ...")
+    began = time.monotonic()
     async with open_broker(broker) as url:
         launcher = Launcher(url, cluster, run_dir, "warning")
         try:
@@ -53,6 +70,7 @@ async def run_live(spec: Spec, spec_path: Path, out: Path, broker: str) -> Resul
             )
             for g, group in enumerate(spec.cluster.slaves):
                 resources = ";".join(f"{k}:{v:g}" for k, v in group.resources.items())
+                custom = ",".join(n for n in group.resources if n not in KNOWN_NAMES)
                 await launcher.start(
                     "slave",
                     f"slaves-{g}",
@@ -61,12 +79,17 @@ async def run_live(spec: Spec, spec_path: Path, out: Path, broker: str) -> Resul
                     *slave_args(spec, scale),
                     "--resources",
                     resources,
+                    *(["--custom-resources", custom] if custom else []),
                     "--work-dir",
                     str(run_dir / f"slaves-{g}"),
                 )
-            nodes = len(spec.cluster.nodes())
             await launcher.watch(
                 wait_state(url, cluster, lambda s: s.slaves_registered == nodes, timeout=120)
+            )
+            say(
+                f"cluster up in {time.monotonic() - began:.1f} s; running {spec.run.duration:g} s "
+                f"of the spec at x{1 / scale:g} speed (about {spec.run.duration * scale:.0f} s); "
+                "Ctrl-C stops it and keeps what it has"
             )
             async with Bus(url, name="experiment-sampler") as bus:
 
@@ -104,36 +127,73 @@ async def _play(
     scale: float,
 ) -> None:
     t0 = time.time()
-    starts = sorted(spec.frameworks, key=lambda f: f.start)
-    started: set[str] = set()
-    next_sample = 0.0
-    preempted: list[dict[str, object]] = []  # when the state's preempted count went up
-    with Progress(transient=True) as progress:
-        bar = progress.add_task(f"{spec.name} (x{1 / scale:g} speed)", total=spec.run.duration)
-        while (t := (time.time() - t0) / scale) < spec.run.duration:
-            for fw in starts:
-                if fw.name not in started and fw.start <= t:
-                    started.add(fw.name)
-                    await launcher.start(
-                        "framework",
-                        f"framework-{fw.name}",
-                        "experiment",
-                        "--spec",
-                        str(spec_path),
-                        "--name",
-                        fw.name,
-                        "--t0",
-                        repr(t0),
-                        "--time-scale",
-                        repr(scale),
-                        "--stats",
-                        str(out / f"stats-{fw.name}.json"),
-                    )
-            if t >= next_sample:
-                _sample(results, latest[0] if latest else None, next_sample, preempted)
-                next_sample += spec.run.sample_interval
-            progress.update(bar, completed=t)
-            await asyncio.sleep(min(0.05, spec.run.sample_interval * scale / 4))
+    with spec_progress(spec.name, spec.run.duration) as show:
+        try:
+            starts = sorted(spec.frameworks, key=lambda f: f.start)
+            started: set[str] = set()
+            next_sample = 0.0
+            preempted: list[dict[str, object]] = []  # when the state's preempted count went up
+            while (t := (time.time() - t0) / scale) < spec.run.duration:
+                for fw in starts:
+                    if fw.name not in started and fw.start <= t:
+                        started.add(fw.name)
+                        await launcher.start(
+                            "framework",
+                            f"framework-{fw.name}",
+                            "experiment",
+                            "--spec",
+                            str(spec_path),
+                            "--name",
+                            fw.name,
+                            "--t0",
+                            repr(t0),
+                            "--time-scale",
+                            repr(scale),
+                            "--stats",
+                            str(out / f"stats-{fw.name}.json"),
+                        )
+                if t >= next_sample:
+                    _sample(results, latest[0] if latest else None, next_sample, preempted)
+                    next_sample += spec.run.sample_interval
+                show(t)
+                await asyncio.sleep(min(0.05, spec.run.sample_interval * scale / 4))
+            show(spec.run.duration)
+        except asyncio.CancelledError:  # Ctrl-C: stop here, keeping what was sampled
+            task = asyncio.current_task()
+            if task is None or task.uncancel() > 0:
+                raise  # (cancelled for another reason too)
+            results.stopped_at = (time.time() - t0) / scale
+            Console(stderr=True).print(
+                f"stopped at {results.stopped_at:.0f} s of {spec.run.duration:g}: "
+                "the results cover the part that ran"
+            )
+
+
+@contextlib.contextmanager
+def spec_progress(name: str, duration: float) -> Iterator[Callable[[float], None]]:
+    """A progress bar of spec time on a terminal (elapsed, and the time left); elsewhere
+    a line at each tenth of the run, so a log shows it moving too."""
+    console = Console(stderr=True)
+    if not console.is_terminal:
+        tenths = [0]
+
+        def line(t: float) -> None:
+            if t >= duration * (tenths[0] + 1) / 10:
+                tenths[0] = int(10 * t / duration)
+                console.print(f"{name}: {t:.0f} of {duration:g} s ({tenths[0] * 10}%)")
+
+        yield line
+        return
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed:.0f}/{task.total:.0f} s of the spec"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, console=console) as progress:
+        bar = progress.add_task(name, total=duration)
+        yield lambda t: progress.update(bar, completed=min(t, duration))
 
 
 def _sample(

@@ -43,6 +43,7 @@ class Results:
     ideal_policy: str = ""
     settle: float = 0.0  # seconds after a phase starts before the run is compared with it
     preemption: dict[str, Any] | None = None  # counters, when preemption was on
+    stopped_at: float | None = None  # a live run stopped early (Ctrl-C): spec seconds run
 
     def with_ideal(self, spec: Spec, policy: str | None = None) -> Results:
         """Attach the spec's ideal (see cluster.experiments.ideal_timeline); returns self."""
@@ -116,6 +117,8 @@ class Results:
             "frameworks": per,
             "utilisation": utilisation,
         }
+        if self.stopped_at is not None:
+            out["stopped_at"] = round(self.stopped_at, 3)
         if self.ideal:
             out["ideal"] = [
                 {"from": p.start, "tasks": p.tasks, "dominant_share": p.shares} for p in self.ideal

@@ -1,4 +1,4 @@
-"""Facebook's MapReduce workloads from SWIM (`../shared/data/swim/`) as jobs to replay.
+"""Facebook's MapReduce workloads from SWIM (`examples/experiments/traces/swim/`) to replay.
 
 A SWIM line is a job: its submit time and its map input, shuffle and reduce output in
 bytes -- no tasks, no durations, no CPU or memory. The task model (every figure a field

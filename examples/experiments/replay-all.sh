@@ -1,34 +1,56 @@
 #!/usr/bin/env bash
-# Regenerate every result in examples/experiments/results (about 5 minutes).
+# Make the published results in examples/experiments/results again:
+#   ./replay-all.sh                    everything: simulations, compare.py's tables, and the
+#                                      live runs (about 10 minutes; the CPU-contention runs
+#                                      need root and writable cgroups)
+#   ./replay-all.sh --simulated        the simulations and compare.py's tables only (about
+#                                      two minutes): the figures a test holds to the code
+#   ./replay-all.sh ... --out DIR      write into DIR instead of results/
+# tests/test_published_results.py runs `--simulated --out` and compares what it made with
+# the published files, so a change that moves a simulated figure fails CI until this is run.
 set -euo pipefail
 cd "$(dirname "$0")"
-R=results
-for spec in blog-same-demands blog-heterogeneous blog-heterogeneous-2500; do
-  drfmesos experiment run "$spec.yaml" --time-scale 0.05 --out "$R/$spec-live"
-  drfmesos simulate "$spec.yaml" --out "$R/$spec-sim"
+R=results LIVE=1
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --simulated) LIVE=0 ;;
+    --out) R="$2"; shift ;;
+    *) echo "usage: $0 [--simulated] [--out DIR]" >&2; exit 2 ;;
+  esac
+  shift
 done
-drfmesos simulate paper-7.1.yaml --out "$R/paper-7.1-sim"
+mkdir -p "$R"
+sim() { drfmesos simulate "$@" >/dev/null; }
+
+for spec in blog-same-demands blog-heterogeneous blog-heterogeneous-2500; do
+  sim "$spec.yaml" --out "$R/$spec-sim"
+done
+sim paper-7.1.yaml --out "$R/paper-7.1-sim"
 for policy in naive-hdrf hdrf; do
-  drfmesos simulate lecture-naive-hdrf.yaml --policy "$policy" --out "$R/lecture-naive-hdrf-$policy-sim"
+  sim lecture-naive-hdrf.yaml --policy "$policy" --out "$R/lecture-naive-hdrf-$policy-sim"
 done
 for policy in flat hdrf; do
-  drfmesos simulate lecture-flattening.yaml --policy "$policy" --out "$R/lecture-flattening-$policy-sim"
+  sim lecture-flattening.yaml --policy "$policy" --out "$R/lecture-flattening-$policy-sim"
 done
-python compare.py --out "$R"
-rm -rf "$R"/*/run "$R"/*/stats-*.json
 for spec in paper-9-18 lecture-mirrored lecture-collusion-honest lecture-collusion-lying; do
-  drfmesos simulate "$spec.yaml" --out "$R/$spec-sim"
+  sim "$spec.yaml" --out "$R/$spec-sim"
 done
-for policy in asset drf; do drfmesos simulate paper-asset.yaml --policy "$policy" --out "$R/paper-asset-$policy-sim"; done
+for policy in asset drf; do sim paper-asset.yaml --policy "$policy" --out "$R/paper-asset-$policy-sim"; done
 for policy in fifo drf; do
-  drfmesos simulate lecture-fifo-morning.yaml --policy "$policy" --out "$R/lecture-fifo-morning-$policy-sim"
+  sim lecture-fifo-morning.yaml --policy "$policy" --out "$R/lecture-fifo-morning-$policy-sim"
 done
 for spec in paper-ceei paper-ceei-lying; do
-  drfmesos simulate "$spec.yaml" --policy ceei --out "$R/$spec-ceei-sim"
+  sim "$spec.yaml" --policy ceei --out "$R/$spec-ceei-sim"
 done
-drfmesos simulate lecture-morning-preemption.yaml --out "$R/lecture-morning-preemption-sim"
-drfmesos simulate lecture-morning-preemption.yaml --preemption oldest --out "$R/lecture-morning-preemption-oldest-sim"
-drfmesos simulate lecture-morning-preemption.yaml --preemption off --out "$R/lecture-morning-off-sim"
+sim lecture-morning-preemption.yaml --out "$R/lecture-morning-preemption-sim"
+sim lecture-morning-preemption.yaml --preemption oldest --out "$R/lecture-morning-preemption-oldest-sim"
+sim lecture-morning-preemption.yaml --preemption off --out "$R/lecture-morning-off-sim"
+python compare.py --out "$R" >/dev/null
+[ "$LIVE" = 1 ] || exit 0
+
+for spec in blog-same-demands blog-heterogeneous blog-heterogeneous-2500; do
+  drfmesos experiment run "$spec.yaml" --time-scale 0.05 --out "$R/$spec-live"
+done
 drfmesos experiment run lecture-morning-preemption.yaml --time-scale 0.05 --out "$R/lecture-morning-preemption-live"
 drfmesos experiment run lecture-morning-preemption.yaml --time-scale 0.05 --preemption oldest --out "$R/lecture-morning-preemption-oldest-live"
 drfmesos experiment run lecture-morning-preemption.yaml --time-scale 0.05 --preemption off --out "$R/lecture-morning-off-live"

@@ -84,7 +84,7 @@ class FrameworkCalls:
                 caller.principal, msg.role
             )
             if why is not None:
-                return "subscribe-refused", why
+                return "role-refused", why
             if why := self._one_too_many(msg, caller):
                 return "too-many-frameworks", why
         return self._weight_problem(msg, fw.role if fw else msg.role)

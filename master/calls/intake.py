@@ -36,8 +36,8 @@ from protocol.wire.codec import (
 from protocol.wire.messages import Wire
 from protocol.wire.topics import Sender, too_long
 
-MAX_CALL_BYTES = 1024 * 1024  # one message of a framework or operator, at most (README)
-MAX_CALL_ITEMS = MAX_PAYLOAD_ITEMS  # calls and list items in one payload of theirs (README)
+MAX_CALL_BYTES = 1024 * 1024  # one message of a framework or operator, at most (docs: bounds)
+MAX_CALL_ITEMS = MAX_PAYLOAD_ITEMS  # calls and list items in one payload of theirs (docs: bounds)
 DECODE_INLINE_BYTES = 64 * 1024  # payloads above this are decoded off the loop
 YIELD_EVERY = 64  # calls of one payload handled between turns of the loop
 INTAKE_WEIGHTS = {"slave": 8.0, "master": 8.0}  # a principal's share of the intake; others 1

@@ -144,7 +144,7 @@ class OperatorApi:
                     raise CallError(503 if code == "unavailable" else 400, message)
                 return web.Response(status=200)
             if kind in NOT_SERVED:
-                raise CallError(501, f"{kind} is not served by drfmesos (see its README)")
+                raise CallError(501, f"{kind} is not served by drfmesos (docs: mesos-api)")
             raise CallError(400, f"unknown call type {logs.clip(kind, 60)!r}")
         except CallError as e:
             return self._refused(request, e.status, str(e))

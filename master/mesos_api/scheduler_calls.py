@@ -61,7 +61,7 @@ CALL_TYPES = (
     "REQUEST",
     DEMAND_CALL,
 )
-# Mesos calls we know and do not serve, and why (the README's table says the same)
+# Mesos calls we know and do not serve, and why (docs/reference/mesos-api.md says the same)
 NOT_SERVED = {
     "ACCEPT_INVERSE_OFFERS": "drfmesos has no maintenance windows, so no inverse offers",
     "DECLINE_INVERSE_OFFERS": "drfmesos has no maintenance windows, so no inverse offers",

@@ -12,7 +12,7 @@ the usual `cpus`, `mem`, `disk`, `gpus` are allowed and behave the same way.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Self
 
 if TYPE_CHECKING:  # pydantic is imported when a model first asks for the schema: the
@@ -27,6 +27,10 @@ CPUS = "cpus"
 MEM = "mem"
 DISK = "disk"
 GPUS = "gpus"
+
+
+KNOWN_NAMES = (CPUS, MEM, DISK, GPUS)
+"""The resources drfmesos knows by name; any other is a custom resource."""
 
 
 class ResourceError(ValueError):
@@ -49,6 +53,19 @@ def to_millis(name: str, amount: object) -> int:
     if millis > 2**62:
         raise ResourceError(f"resource {name!r}: amount {amount!r} is too large")
     return int(millis)
+
+
+def _one_edit_apart(a: str, b: str) -> bool:
+    """Whether one insertion, deletion, substitution or swap of neighbours makes a into b."""
+    if a == b or abs(len(a) - len(b)) > 1:
+        return False
+    i = 0
+    while i < min(len(a), len(b)) and a[i] == b[i]:
+        i += 1
+    if len(a) == len(b):
+        swapped = i + 1 < len(a) and a[i] == b[i + 1] and a[i + 1] == b[i]
+        return a[i + 1 :] == b[i + 1 :] or (swapped and a[i + 2 :] == b[i + 2 :])
+    return a[i + 1 :] == b[i:] if len(a) > len(b) else a[i:] == b[i + 1 :]
 
 
 class Resources(Mapping[str, float]):
@@ -101,6 +118,18 @@ class Resources(Mapping[str, float]):
             except ValueError:
                 raise ResourceError(f"resource {name.strip()!r}: not a number: {value!r}") from None
         return cls(amounts)
+
+    def check_names(self, custom: Iterable[str] = ()) -> None:
+        """Refuse a name that is neither known (`KNOWN_NAMES`) nor declared in `custom`:
+        `cpu:2` offered 0 cpus and a resource named `cpu` that no task asks for. A name
+        one edit from a known one is named in the refusal ("did you mean cpus?")."""
+        allowed = set(KNOWN_NAMES) | set(custom)
+        for name in self:
+            if name in allowed:
+                continue
+            near = [known for known in KNOWN_NAMES if _one_edit_apart(name, known)]
+            hint = f"did you mean {near[0]}?" if near else f"known: {', '.join(KNOWN_NAMES)}"
+            raise ResourceError(f"unknown resource {name!r}: {hint}")
 
     # -- Mapping ---------------------------------------------------------------------------
     def __getitem__(self, name: str) -> float:

@@ -28,12 +28,36 @@ const el = (tag, attrs = {}, ...children) => {
 const link = (route, text) => el("a", { href: "#" + route.map(encodeURIComponent).join("/") }, text);
 const when = (t) => (t ? new Date(t * 1000).toLocaleString() : "-");
 const pct = (x) => (x == null ? "-" : (100 * x).toFixed(1) + "%");
-const res = (r) => Object.entries(r || {}).map(([k, v]) => `${k}:${+v.toFixed(3)}`).join(" ") || "-";
+// an amount with its unit: mem and disk are MB (GB from 1024 MB), cpus and gpus counted
+const amount = (name, v) => {
+  const n = (x, d) => `${+(+x).toFixed(d)}`;
+  if (name === "mem" || name === "disk") return v >= 1024 ? `${n(v / 1024, 1)} GB` : `${n(v, 1)} MB`;
+  if (name === "cpus" || name === "gpus") return `${n(v, 2)} ${name}`;
+  return `${n(v, 3)} ${name}`;
+};
+const ORDER = ["cpus", "mem", "disk", "gpus"]; // the known resources first, in this order
+const rank = (name) => (ORDER.includes(name) ? ORDER.indexOf(name) : ORDER.length);
+const res = (r) => Object.entries(r || {}).sort(([a], [b]) => rank(a) - rank(b) || a.localeCompare(b))
+  .map(([k, v]) => amount(k, v)).join(", ") || "-";
+const TERMINAL = new Set(["TASK_FINISHED", "TASK_FAILED", "TASK_KILLED", "TASK_LOST", "TASK_ERROR",
+                          "TASK_DROPPED", "TASK_GONE", "TASK_GONE_BY_OPERATOR"]);
 // a framework keeps one colour, in the table, the chart and the legend: given in the order
 // the master first saw the frameworks (its history's order), so a reload gives the same
 const colour = (id) => colours[id] || (colours[id] = COLOURS[Object.keys(colours).length % COLOURS.length]);
 const names = () => Object.fromEntries(Object.values(view.frameworks).map((f) => [f.framework_id, f.name]));
 const nameOf = (id) => names()[id] || knownNames[id] || id;
+// a framework's name, with a short id beside it when another framework shown has the same
+const shortId = (id) => id.replace(/^fw-/, "").slice(0, 6);
+const shownNames = () => {
+  const count = {};
+  for (const f of shownFrameworks()) count[f.name] = (count[f.name] || 0) + 1;
+  return count;
+};
+const label = (id, name) => ((shownNames()[name] || 0) > 1 ? `${name} (${shortId(id)})` : name);
+// the frameworks the page shows: the registered ones, and the completed ones when asked
+const showCompleted = () => $("show-completed").checked;
+const shownFrameworks = () => [...Object.values(view.frameworks),
+  ...(showCompleted() ? Object.values(completed).filter((f) => !view.frameworks[f.framework_id]) : [])];
 const knownNames = {}; // frameworks seen, kept after they are gone (for the events)
 
 const refused = () => (auth ? "401: those credentials were refused" : ""); // nothing typed: nothing refused
@@ -57,7 +81,10 @@ $("login-form").onsubmit = async (ev) => {
   auth = "Basic " + btoa($("user").value + ":" + $("password").value);
   try {
     await api("/api/v1/whoami");
-  } catch (e) { return; }
+  } catch (e) { // 401 is said by api(); anything else (403: a framework principal) said here
+    if (e.message !== "401") $("login-error").textContent = `refused: ${e.message}`;
+    return;
+  }
   sessionStorage.setItem("drfmesos-auth", auth);
   start();
 };
@@ -172,7 +199,7 @@ function render() {
   for (const [name, total] of Object.entries(c.total || {})) {
     const used = (c.allocated || {})[name] || 0;
     totals.append(el("span", {}, name), bar(total ? used / total : 0, "#23395d"),
-                  el("span", { class: "dim" }, `${+used.toFixed(2)} / ${+total.toFixed(2)}`));
+                  el("span", { class: "dim" }, `${amount(name, used)} / ${amount(name, total)}`));
   }
   $("totals").replaceChildren(totals);
   const p = c.preemption;
@@ -180,9 +207,11 @@ function render() {
     (p ? ` · preempted ${p.tasks_preempted} tasks (${Math.round(p.work_lost_seconds)} task-s of work lost), ${p.in_flight} being preempted` : "");
 
   const rows = Object.values(view.frameworks).sort((a, b) => a.name.localeCompare(b.name));
-  const gone = Object.values(completed).filter((f) => !view.frameworks[f.framework_id]).reverse(); // newest first
+  const ended = Object.values(completed).filter((f) => !view.frameworks[f.framework_id]).reverse(); // newest first
+  const gone = showCompleted() ? ended : [];
+  $("completed-count").textContent = `(${ended.length})`;
   $("frameworks").tBodies[0].replaceChildren(...[...rows, ...gone].map((f) => el("tr", { "data-framework": f.name, class: f.removed_at ? "completed" : "" },
-    el("td", {}, link(["framework", f.framework_id], f.name),
+    el("td", {}, link(["framework", f.framework_id], label(f.framework_id, f.name)),
       f.removed_at ? el("span", { class: "dim", title: f.removed_why }, ` (completed ${when(f.removed_at)})`) : f.active ? "" : " (disconnected)"),
     el("td", { class: "dim" }, f.framework_id),
     el("td", {}, f.role), el("td", { class: "running" }, f.running_tasks), el("td", {}, f.finished_tasks),
@@ -193,7 +222,7 @@ function render() {
   const select = $("task-framework");
   const chosen = select.value;
   select.replaceChildren(el("option", { value: "" }, "all"),
-    ...[...rows, ...gone].map((f) => el("option", { value: f.framework_id }, f.name)));
+    ...[...rows, ...ended].map((f) => el("option", { value: f.framework_id }, label(f.framework_id, f.name))));
   select.value = chosen;
 
   $("roles").tBodies[0].replaceChildren(...roleTree(Object.values(view.roles)).map(([r, branch]) => el("tr", { "data-role": r.role },
@@ -229,25 +258,40 @@ function roleTree(roles) {
 
 function drawChart() {
   const canvas = $("chart"), g = canvas.getContext("2d");
-  const w = canvas.width, h = canvas.height, left = 40, bottom = 20;
+  const w = canvas.width, h = canvas.height, left = 44, bottom = 34;
   g.clearRect(0, 0, w, h);
   g.strokeStyle = "#ddd"; g.fillStyle = "#888"; g.font = "11px sans-serif"; g.lineWidth = 1;
   for (let i = 0; i <= 4; i++) {
     const y = (h - bottom) * (1 - i / 4);
     g.beginPath(); g.moveTo(left, y); g.lineTo(w, y); g.stroke();
-    g.fillText(`${i * 25}%`, 4, y + 4);
+    g.fillText(`${i * 25}%`, 4, Math.max(10, y + 4));
   }
-  const all = Object.values(history).flat();
+  const shown = new Set(shownFrameworks().map((f) => f.framework_id));
+  const drawn = Object.entries(history).filter(([id]) => shown.has(id));
+  const all = drawn.flatMap(([, h2]) => h2);
   if (!all.length) return;
   const t0 = Math.min(...all.map((p) => p[0])), t1 = Math.max(...all.map((p) => p[0]), t0 + 1);
   const x = (t) => left + (w - left - 5) * (t - t0) / (t1 - t0);
   const y = (s) => (h - bottom) * (1 - Math.min(1, s));
-  g.fillText(`${Math.round(t1 - t0)} s`, w - 40, h - 5);
+  // the time axis: ticks at round steps back from now, and its title
+  const span = t1 - t0, step = [5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600].find((s) => span / s <= 6) || 7200;
+  const ago = (s) => (s === 0 ? "now" : s % 60 === 0 ? `-${s / 60} min` : `-${s} s`);
+  const ticks = [];
+  g.textAlign = "center";
+  for (let s = 0; s <= span; s += step) {
+    const tx = x(t1 - s);
+    g.strokeStyle = "#eee"; g.beginPath(); g.moveTo(tx, 0); g.lineTo(tx, h - bottom); g.stroke();
+    g.fillText(ago(s), Math.max(left + 12, Math.min(w - 16, tx)), h - bottom + 13);
+    ticks.push(ago(s));
+  }
+  g.fillText("time", left + (w - left) / 2, h - 4);
+  g.textAlign = "start";
+  canvas.dataset.ticks = ticks.join("|"); // the time axis' labels (for tests)
   canvas.dataset.span = t1 - t0; // seconds of history drawn (for tests)
   const legend = [];
   let points = 0;
-  for (const [id, h2] of Object.entries(history)) {
-    const f = view.frameworks[id];
+  for (const [id, h2] of drawn) {
+    const f = view.frameworks[id] || completed[id];
     g.strokeStyle = colour(id);
     for (const [index, dashed] of [[1, false], [2, true]]) {
       g.setLineDash(dashed ? [6, 4] : []);
@@ -261,7 +305,7 @@ function drawChart() {
       }
       g.stroke();
     }
-    if (h2.length) legend.push(el("span", {}, el("i", { style: `background:${colour(id)}` }), f ? f.name : nameOf(id)));
+    if (h2.length) legend.push(el("span", { "data-framework": id }, el("i", { style: `background:${colour(id)}` }), label(id, f ? f.name : nameOf(id))));
   }
   g.setLineDash([]);
   canvas.dataset.points = points;
@@ -305,7 +349,7 @@ async function loadSlaves() {
     for (const [name, total] of Object.entries(s.total)) {
       const used = total - ((s.free || {})[name] || 0), use = s.used ? s.used[name] || 0 : null;
       bars.append(el("span", {}, name), usedBar(use, used, total),
-        el("span", { class: "dim" }, (use == null ? "" : `used ${+use.toFixed(2)} · `) + `${+used.toFixed(2)} / ${+total.toFixed(2)}`));
+        el("span", { class: "dim" }, (use == null ? "" : `used ${amount(name, use)} · `) + `${amount(name, used)} / ${amount(name, total)}`));
     }
     const heard = s.last_heartbeat == null ? "" : `${Math.max(0, Date.now() / 1000 - s.last_heartbeat).toFixed(1)} s ago`;
     return el("tr", {}, el("td", {}, link(["slave", s.slave_id], s.slave_id)), el("td", {}, s.hostname),
@@ -325,7 +369,7 @@ async function loadTasks() {
   const names = Object.fromEntries(Object.values(view.frameworks).map((f) => [f.framework_id, f.name]));
   $("tasks").tBodies[0].replaceChildren(...page.tasks.map((t) => el("tr", { "data-task": t.task_id },
     el("td", {}, link(["task", t.framework_id, t.task_id], t.task_id)),
-    el("td", {}, link(["framework", t.framework_id], names[t.framework_id] || nameOf(t.framework_id))),
+    el("td", {}, link(["framework", t.framework_id], label(t.framework_id, names[t.framework_id] || nameOf(t.framework_id)))),
     el("td", {}, link(["slave", t.slave_id], t.slave_id)),
     el("td", { title: t.message || "" }, t.state + (t.reason ? ` (${t.reason})` : "")), el("td", {}, res(t.resources)),
     el("td", {}, taskUse(t)),
@@ -335,13 +379,14 @@ async function loadTasks() {
 }
 
 function taskUse(t) { // cpus and mem used beside allocated (a command task's, once reported)
+  if (TERMINAL.has(t.state)) return el("span", { class: "ended" }, `ended ${when(t.ended_at)}: holds nothing`);
   const bars = el("div", { class: "bars" });
   for (const name of ["cpus", "mem"]) {
     const have = (t.resources || {})[name];
     if (have == null) continue;
     const use = t.used ? t.used[name] || 0 : null;
     bars.append(el("span", {}, name), usedBar(use, have, have),
-      el("span", { class: "dim" }, `${use == null ? "-" : +use.toFixed(2)} / ${+have.toFixed(2)}`));
+      el("span", { class: "dim" }, `${use == null ? "-" : amount(name, use)} / ${amount(name, have)}`));
   }
   return bars;
 }
@@ -526,6 +571,7 @@ $("tasks-next").onclick = async () => { taskOffset += PAGE; if (taskOffset >= aw
 $("task-framework").onchange = $("task-state").onchange = $("task-sort").onchange = () => { taskOffset = 0; loadTasks(); };
 $("task-search").oninput = () => { taskOffset = 0; loadTasks(); };
 $("slave-search").oninput = () => { slaveOffset = 0; loadSlaves(); };
+$("show-completed").onchange = () => render();
 
 let polling = null;
 async function start() {

@@ -1,0 +1,147 @@
+"""mkdocs hooks: what the docs take from the code and the repository as they are built.
+
+- The experiments' published plots (examples/experiments/results/**/*.png) are served at
+  experiments/results/..., so pages show the committed figures, never copies of them.
+- `<!-- openapi -->` in a page becomes the master's OpenAPI document
+  (master.http.openapi), rendered as Markdown: the reference is the document the master
+  serves at /api/v1/openapi.json, so it cannot drift from it.
+- `<!-- roles-schema -->` becomes the roles file's fields, from its pydantic model.
+- `<!-- metrics -->` becomes the table of the master's Prometheus metrics, read from where
+  the master defines them (`master/`: each metric family with its name and help).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from mkdocs.config.defaults import MkDocsConfig
+from mkdocs.structure.files import File, Files
+from mkdocs.structure.pages import Page
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+OPENAPI = "<!-- openapi -->"
+ROLES = "<!-- roles-schema -->"
+METRICS = "<!-- metrics -->"
+METRIC = re.compile(
+    r'(Counter|Gauge|Histogram)(?:MetricFamily)?\(\s*"(drfmesos_\w+)",\s*((?:"[^"]*"\s*)+)'
+)
+
+
+def on_files(files: Files, config: MkDocsConfig) -> Files:
+    for png in sorted((EXAMPLES / "experiments" / "results").rglob("*.png")):
+        files.append(
+            File(
+                png.relative_to(EXAMPLES).as_posix(),
+                src_dir=str(EXAMPLES),
+                dest_dir=config.site_dir,
+                use_directory_urls=config.use_directory_urls,
+            )
+        )
+    return files
+
+
+def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Files) -> str:
+    if METRICS in markdown:
+        markdown = markdown.replace(METRICS, render_metrics(metrics()))
+    if ROLES in markdown:
+        from master.roles_file import RolesFile
+
+        schema = RolesFile.model_json_schema()
+        markdown = markdown.replace(ROLES, render_schemas({"RolesFile": schema, **schema["$defs"]}))
+    if OPENAPI not in markdown:
+        return markdown
+    from master.http.openapi import openapi
+
+    return markdown.replace(OPENAPI, render_openapi(openapi()))
+
+
+def metrics() -> dict[str, tuple[str, str]]:
+    """Every metric the master defines: name -> (kind, help), read from its source."""
+    found = {}
+    for path in sorted((ROOT / "master").rglob("*.py")):
+        for kind, name, help_ in METRIC.findall(path.read_text()):
+            found[name] = (kind.lower(), " ".join(re.findall(r'"([^"]*)"', help_)))
+    return dict(sorted(found.items()))
+
+
+def render_metrics(found: dict[str, tuple[str, str]]) -> str:
+    rows = ["| metric | kind | what |", "|---|---|---|"]
+    for name, (kind, help_) in found.items():
+        shown = f"{name}_total" if kind == "counter" else name  # (as Prometheus names it)
+        rows.append(f"| `{shown}` | {kind} | {cell(help_)} |")
+    return "\n".join(rows)
+
+
+def render_openapi(doc: dict[str, Any]) -> str:
+    """Each path with its parameters and answer, then each schema with its fields."""
+    out = ["## Paths", ""]
+    for path, methods in doc["paths"].items():
+        for method, op in methods.items():
+            out += [f"### {method.upper()} `{path}`", "", op.get("summary", ""), ""]
+            params = op.get("parameters", [])
+            if params:
+                out += ["| parameter | in | type | |", "|---|---|---|---|"]
+                for p in params:
+                    required = "required" if p.get("required") else ""
+                    out.append(
+                        f"| `{p['name']}` | {p['in']} | {type_of(p.get('schema', {}))} "
+                        f"| {required} {cell(p.get('description', ''))} |"
+                    )
+                out.append("")
+            for status, answer in op.get("responses", {}).items():
+                kinds = answer.get("content", {})
+                shown = ", ".join(
+                    f"`{media}` {type_of(c.get('schema', {}))}" for media, c in kinds.items()
+                )
+                out.append(f"- **{status}** {answer.get('description', '')}: {shown}".rstrip(": "))
+            out.append("")
+    out += ["## Schemas", "", render_schemas(doc["components"]["schemas"])]
+    return "\n".join(out)
+
+
+def render_schemas(schemas: dict[str, Any]) -> str:
+    """Each named schema as a heading and a table of its fields."""
+    out = []
+    for name, schema in schemas.items():
+        out += [f"### {name}", "", cell(schema.get("description", "")), ""]
+        if "enum" in schema:
+            out += ["One of: " + ", ".join(f"`{v}`" for v in schema["enum"]), ""]
+            continue
+        props = schema.get("properties", {})
+        if props:
+            out += ["| field | type | default | |", "|---|---|---|---|"]
+            required = set(schema.get("required", []))
+            for field, spec in props.items():
+                need = "required. " if field in required else ""
+                default = f"`{spec['default']}`" if "default" in spec else ""
+                out.append(
+                    f"| `{field}` | {type_of(spec)} | {default} "
+                    f"| {need}{cell(spec.get('description', ''))} |"
+                )
+            out.append("")
+    return "\n".join(out)
+
+
+def type_of(schema: dict[str, Any]) -> str:
+    """A schema's type in a few words, with a link to a named schema."""
+    if "$ref" in schema:
+        name = schema["$ref"].rsplit("/", 1)[-1]
+        return f"[{name}](#{name.lower()})"
+    if "anyOf" in schema:
+        return " or ".join(type_of(s) for s in schema["anyOf"])
+    if "enum" in schema:
+        return " \\| ".join(f"`{v}`" for v in schema["enum"])
+    kind = schema.get("type", "any")
+    if kind == "array":
+        return f"list of {type_of(schema.get('items', {}))}"
+    if kind == "object" and isinstance(schema.get("additionalProperties"), dict):
+        return f"map of {type_of(schema['additionalProperties'])}"
+    return str(kind)
+
+
+def cell(text: str) -> str:
+    """Text that stays inside one table cell."""
+    return " ".join(text.split()).replace("|", "\\|")

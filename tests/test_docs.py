@@ -1,0 +1,217 @@
+"""The docs cannot rot: the site builds strictly (every page in the nav, every link and
+anchor found, every included file there), the README stays short, and every shell and
+Python block of the tutorials runs against a real cluster, as a reader runs it.
+
+How a tutorial's blocks are run (docs/index.md says the same to writers):
+
+- a ```sh block runs as written, in page order, all of a page's in one bash script
+  (`set -eo pipefail`), from a fresh directory that holds the checkout's files, as a
+  reader runs them in the clone;
+- a block with `title="FILE"` (```python title="my_framework.py"```, ```yaml title=...```)
+  is written to FILE first, for the commands to use;
+- a block titled "Not run by the tests: WHY" is not run; the title shows the reader why;
+- other blocks (`text`, untitled `yaml`) are shown only.
+
+The tutorials name the ports a reader would use (1883 and 8883 for brokers, 5050 for the
+web UI); here they become free ports, so that tests side by side do not collide.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from markdown_it import MarkdownIt
+
+from protocol.tooling.brokers import MosquittoBroker, free_port
+from protocol.transport.aio import within
+
+from helpers import live_cluster
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+TUTORIALS = sorted((DOCS / "tutorials").glob("*.md"))
+NOT_RUN = "Not run by the tests"  # ... then a colon and why
+PORTS = re.compile(r"\b(1883|8883|5050)\b")
+# what each tutorial says its reader will see, checked in what its blocks printed
+EXPECTED = {
+    "demo.md": ["web UI: http://127.0.0.1:"],
+    "first-framework.md": ["printed: hello from task", "all 20 tasks finished"],
+    "sharing.md": ["may not register in role 'eng/web'", "refused, as it should be"],
+    "experiments.md": [
+        "written to out/paper-7.1",
+        "66.7% (2/3)",
+        "written to out/blog-same-demands",
+    ],
+}
+
+
+def blocks(page: Path) -> list[tuple[str, str | None, str]]:
+    """A page's fenced blocks: (language, title, text)."""
+    found = []
+    for token in MarkdownIt().parse(page.read_text()):
+        if token.type != "fence":
+            continue
+        language = (token.info.split() or [""])[0]
+        title = re.search(r'title="([^"]*)"', token.info)
+        found.append((language, title.group(1) if title else None, token.content))
+    return found
+
+
+def test_the_docs_build_strictly(tmp_path: Path) -> None:
+    """`mkdocs build --strict`: a missing page, link, anchor or included file fails it."""
+    done = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-q",
+         "-f", str(ROOT / "mkdocs.yml"), "-d", str(tmp_path / "site")],
+        capture_output=True, text=True, timeout=300, cwd=ROOT,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    site = tmp_path / "site"
+    assert (site / "reference" / "cli" / "index.html").exists()
+    cli = (site / "reference" / "cli" / "index.html").read_text()
+    assert "--custom-resources" in cli  # generated from the click definitions
+    sdk = (site / "reference" / "sdk" / "index.html").read_text()
+    assert "BrokerRefused" in sdk
+    words = html.unescape(re.sub(r"<[^>]+>", "", sdk))  # every callback with its signature
+    assert "error(driver: SchedulerDriver, message: str) -> None" in words
+    assert "resource_offers(\n    driver: SchedulerDriver, offers: list[Offer]\n) -> None" in words
+    api = (site / "reference" / "http-api" / "index.html").read_text()
+    assert "/api/v1/tasks" in api  # from the OpenAPI document
+
+
+def test_the_readme_is_short_and_points_into_the_docs() -> None:
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.splitlines()) <= 150
+    linked = re.findall(r"\]\((docs/[^)#]+)", readme)
+    assert len(linked) > 20
+    assert all((ROOT / path).exists() for path in linked), linked
+    assert (ROOT / "docs" / "images" / "webui.png").read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.slow(15)
+async def test_the_readmes_framework_runs_on_a_real_cluster(
+    mosquitto: MosquittoBroker, tmp_path: Path
+) -> None:
+    [(_, _, program)] = [b for b in blocks(ROOT / "README.md") if b[0] == "python"]
+    program = program.replace("mqtt://127.0.0.1:1883", str(mosquitto.url))
+    assert str(mosquitto.url) in program
+    async with live_cluster(mosquitto.url, "default", tmp_path, slaves=1):
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", program, cwd=tmp_path,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+        )  # fmt: skip
+        out, _ = await within(proc.communicate(), 60)
+    assert proc.returncode == 0, out.decode()
+    assert re.search(r"hello-\w+ FINISHED", out.decode()), out.decode()
+
+
+def test_every_tutorial_block_is_run_or_says_why_not() -> None:
+    for page in TUTORIALS:
+        for language, title, _ in blocks(page):
+            if title and title.startswith(NOT_RUN):
+                why = title.partition(":")[2].strip()
+                assert len(why) > 10, f"{page.name}: say why it is not run: {title!r}"
+            elif language in ("python", "py") and not title:
+                raise AssertionError(f"{page.name}: a Python block needs title=FILE")
+    assert set(EXPECTED) == {p.name for p in TUTORIALS}
+
+
+def script_of(page: Path, workdir: Path, ports: dict[str, str]) -> str:
+    """The page's files written into `workdir`, and its shell blocks as one script."""
+    swap = lambda text: PORTS.sub(lambda m: ports[m.group(1)], text)  # noqa: E731
+    lines = ["set -eo pipefail"]
+    for language, title, text in blocks(page):
+        if title and title.startswith(NOT_RUN):
+            continue
+        if title:
+            (workdir / title).write_text(swap(text))
+        elif language in ("sh", "bash"):
+            # (the closing `kill $(jobs -p)` may find a job already ended)
+            lines += [f"{line} || true" if line.startswith("kill ") else line
+                      for line in swap(text).splitlines()]  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def checkout_in(workdir: Path) -> None:
+    """The clone as a reader has it: its files, linked (what the tutorials make is new)."""
+    for entry in ROOT.iterdir():
+        if entry.name.startswith(".") or entry.name in ("out", "run", "auth", "site"):
+            continue
+        (workdir / entry.name).symlink_to(entry)
+
+
+@pytest.mark.slow(60)
+@pytest.mark.timeout(400)  # (the experiments' page runs a live experiment and simulations)
+@pytest.mark.parametrize("page", TUTORIALS, ids=lambda p: p.stem)
+def test_a_tutorial_runs_as_written(page: Path, tmp_path: Path) -> None:
+    checkout_in(tmp_path)
+    ports = {port: str(free_port()) for port in ("1883", "8883", "5050")}
+    script = script_of(page, tmp_path, ports)
+    bin_dir = str(Path(sys.executable).parent)  # this install's drfmesos and python
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "PYTHONPATH": str(ROOT),
+           "MPLBACKEND": "Agg", "COLUMNS": "120", "NO_MKDOCS_2_WARNING": "1"}  # fmt: skip
+    proc = subprocess.Popen(
+        ["bash", "-c", script], cwd=tmp_path, env=env, start_new_session=True,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        out, _ = proc.communicate(timeout=360)
+    finally:
+        end_group(proc)
+    assert proc.returncode == 0, f"{page.name} failed:\n{out[-6000:]}"
+    for phrase in EXPECTED[page.name]:
+        assert phrase in out, f"{page.name}: {phrase!r} not in:\n{out[-6000:]}"
+
+
+def end_group(proc: subprocess.Popen[str]) -> None:
+    """Whatever the script left running (it failed before its own `kill`), ended."""
+    for sig, grace in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(proc.pid, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.1)
+    if proc.poll() is None:
+        proc.kill()
+
+
+def test_what_the_tutorials_make_in_the_checkout_is_git_ignored() -> None:
+    """`drfmesos auth init auth` in the checkout, as the docs show, once left auth/ (a CA's
+    private key and every secret) untracked and not ignored, one `git add .` from a
+    commit; so did the run dirs and outputs the tutorials make."""
+    if not (ROOT / ".git").exists() or shutil.which("git") is None:
+        pytest.skip("not a git checkout")
+    made: set[str] = set()  # files, and a file in each folder made
+    for page in TUTORIALS:
+        for language, title, text in blocks(page):
+            if language == "sh" and not (title or "").startswith(NOT_RUN):
+                folders = re.findall(r"auth init (\S+)", text)
+                folders += re.findall(r"--(?:work-dir|out) (\S+)", text)
+                folders += re.findall(r"> (\S+)/", text)
+                made |= {f"{folder}/a-file" for folder in folders}
+            elif title and not title.startswith(NOT_RUN):
+                made.add(title)
+    made |= {"auth/ca.key", "auth/secrets/ops", "site/index.html", "out/compare/compare.md"}
+    assert {"auth/a-file", "run/node1/a-file", "my_framework.py"} <= made
+    for path in sorted(made):
+        ignored = subprocess.run(
+            ["git", "check-ignore", "-q", "--no-index", path], cwd=ROOT, check=False
+        )
+        assert ignored.returncode == 0, f"{path} (which the docs make) is not git-ignored"
