@@ -24,7 +24,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cluster.local.secure import provision
+from cluster.local.secure import as_principal, provision
+from cluster.local.view import wait_state
+from frameworks.driver import SchedulerDriver
+from frameworks.errors import SubscribeRefused
+from frameworks.scheduler import build_task
 from master.framework_ids import KEY_FILE, FrameworkIds, cluster_key
 from master.master import Master, MasterConfig
 from protocol.tooling.credentials import Store
@@ -35,14 +39,16 @@ from protocol.wire.messages import (
     Reregister,
     RunningTask,
     RunTask,
+    State,
     Subscribe,
     TaskState,
 )
 from protocol.wire.resources import Resources
 from protocol.wire.topics import Topics
 
+from conftest import need_mosquitto
 from fakes import FakeFramework, FakeSlave
-from helpers import eventually, open_transport
+from helpers import Recorder, eventually, open_transport, secure_cluster
 
 T = Topics("ids")
 PRINCIPALS = [
@@ -309,3 +315,68 @@ async def test_a_framework_back_after_a_restart_without_books_is_its_principals_
         assert c.master.books.frameworks[fid].principal == "alice"
         assert c.master.registry.frameworks[fid].principal == "alice"
         assert not alice.inbox.of(Error)
+
+
+# -- on real processes --------------------------------------------------------------------
+
+
+async def test_after_a_real_masters_restart_without_its_books_alice_keeps_her_tasks(
+    tmp_path: Path,
+) -> None:
+    """The issue's attack end to end: mosquitto with TLS, a master without --work-dir and a
+    slave as processes, the real SDK drivers. alice runs two tasks; the master is
+    restarted (no books at all); mallory, subscribing with alice's framework id before
+    the slave is back and after it, is refused; alice's driver comes back to her id and
+    her tasks, which ran on."""
+    need_mosquitto()
+    cluster_name, slave = "ids-live", ("slave-0", "--resources", "cpus:2;mem:512")
+    principals = [*PRINCIPALS, ("ops", "operator"), ("slave-0", "slave")]
+    async with secure_cluster(tmp_path, cluster_name, principals, [slave]) as c:
+        ops = as_principal(c.url, c.store, "ops")
+        recorder = Recorder()
+        alice = SchedulerDriver(
+            recorder,
+            name="alice",
+            broker=as_principal(c.url, c.store, "alice"),
+            cluster=cluster_name,
+            failover_timeout=120,
+        )
+        await alice.start(timeout=20)
+        try:
+            offer = await recorder.offer_on(alice)
+            tasks = [build_task(offer, f"a{i}", TASK, command="sleep 300") for i in range(2)]
+            await alice.launch_tasks([offer.offer_id], tasks)
+            for task in tasks:
+                await recorder.update(task.task_id, TaskState.RUNNING)
+            fid = alice.framework_id or ""
+
+            async def mallory_claims() -> str:
+                mallory = SchedulerDriver(
+                    Recorder(),
+                    name="mallory",
+                    broker=as_principal(c.url, c.store, "mallory"),
+                    cluster=cluster_name,
+                    framework_id=fid,
+                )
+                with pytest.raises(SubscribeRefused) as refused:
+                    await mallory.start(timeout=20)
+                return str(refused.value)
+
+            [master] = [p for p in c.launcher.parties if p.kind == "master"]
+            args = ("--principals", str(c.store.principals_file), "--http", "127.0.0.1:0")
+            await c.launcher.stop(master)
+            await c.launcher.start("master", "master", *args, "--allocation-interval", "0.1")
+            assert f"unknown framework {fid}" in await mallory_claims()  # (before or after
+            # the slave: the id's proof refuses it either way)
+            state = await wait_state(ops, cluster_name, lambda s: len(s.slaves) == 1)
+            assert f"unknown framework {fid}" in await mallory_claims()  # the slave is back
+
+            def alices(s: State) -> bool:
+                return any(f.framework_id == fid and f.running_tasks == 2 for f in s.frameworks)
+
+            state = await wait_state(ops, cluster_name, alices, timeout=60)
+            assert {f.principal for f in state.frameworks} == {"alice"}
+            assert not any(s.state.terminal for s in recorder.statuses)  # they ran on
+        finally:
+            alice.stop()
+            await alice.join()
