@@ -3,7 +3,8 @@
 On a secured cluster a new framework does not choose its id: the master makes one,
 `fw-<random>-<tag>`, whose tag is an HMAC-SHA256 (stdlib `hmac`) of the principal and the
 random part under a key the cluster keeps beside its credentials store
-(`framework-ids.key`, made by the first master that needs it). Any master with that store
+(`framework-ids.key`, made by `drfmesos auth init`, or by the first master that needs it in
+an older store). Any master with that store
 can then tell, without books, whether an id was given to the principal presenting it: a
 master restarted without `--work-dir` lets a framework re-subscribe with its own id and
 refuses every other principal that names it. A tenant cannot make an id that passes, and
@@ -24,8 +25,9 @@ import secrets
 from pathlib import Path
 
 from protocol import logs
+from protocol.tooling.credentials import FRAMEWORK_IDS_KEY
 
-KEY_FILE = "framework-ids.key"  # in the credentials store's directory
+KEY_FILE = FRAMEWORK_IDS_KEY  # in the credentials store's directory (made by `auth init`)
 KEY_BYTES = 32
 RANDOM_HEX = 16  # hex digits of an id's random part (64 bits: unique, not secret)
 TAG_HEX = 32  # hex digits of its tag (128 bits of HMAC-SHA256)

@@ -108,6 +108,10 @@ async def test_a_removed_principals_frameworks_are_cut_off_within_2s_and_it_may_
                 return not views[http_id]["active"] and not views[bus_id]["active"]
 
             took = await until(c, mallorys_inactive, WITHIN)
+            # the SDK's driver is told why and stops, as after any refusal it cannot outlive
+            await within(over_bus.join(), WITHIN)
+            assert over_bus.removed is not None
+            assert "not in the cluster's principals" in over_bus.removed
             last = await within(stream, max(0.0, WITHIN - (time.monotonic() - removed)))
             closed = time.monotonic() - removed
             assert last["type"] == "ERROR"  # told why, then the stream closed
