@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from cluster.local.secure import as_principal
 from cluster.local.view import wait_state
 from frameworks.job import (
     ERROR_EXIT,
@@ -26,16 +27,13 @@ from protocol.tooling.brokers import BrokerURL, MosquittoBroker, end_process
 from protocol.transport.aio import within
 from protocol.wire.messages import TaskState, TaskStatus
 
-from helpers import live_cluster
+from helpers import live_cluster, secure_cluster
 
 CLUSTER = "run"
 
 
 async def drfmesos_run(url: BrokerURL, *args: str) -> asyncio.subprocess.Process:
-    return await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "cluster", "run", "--broker", str(url), "--cluster", CLUSTER,
-        *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
+    return await run_as(["--broker", str(url), "--cluster", CLUSTER], *args)
 
 
 async def line_with(stream: asyncio.StreamReader | None, text: str, timeout: float) -> str:
@@ -137,6 +135,43 @@ async def test_a_command_no_slave_can_hold_says_it_waits(
             await end_process(proc, kill=True)
     assert "1 of 1 instance of cpus:64;mem:128 in role 'run'" in said
     assert proc.returncode == 143
+
+
+@pytest.mark.slow(20)
+async def test_it_runs_as_its_callers_principal_in_a_role_it_was_given(tmp_path: Path) -> None:
+    """On a secured cluster: the framework is the caller's principal's, in its own role;
+    a role it was not given is refused, and the command says so."""
+    principals = [("master", "master"), ("ops", "operator"), ("slave-0", "slave"),
+                  ("alice", "framework")]  # fmt: skip
+    async with secure_cluster(tmp_path, CLUSTER, principals, [["slave-0"]]) as c:
+        alice = [
+            "--broker", f"mqtts://alice@{c.url.host}:{c.url.port}", "--cluster", CLUSTER,
+            "--secret-file", str(c.store.secret_file("alice")), "--ca", str(c.store.ca),
+        ]  # fmt: skip
+        refused = await run_as(alice, "--role", "ops", "--", "true")
+        _, err = await within(refused.communicate(), 60)
+        assert refused.returncode == 1
+        assert "the master refused the framework" in err.decode()
+        proc = await run_as(alice, "--cpus", "0.5", "--", "sh", "-c", "echo started; sleep 600")
+        try:
+            await line_with(proc.stdout, "started", 60)
+            ops = as_principal(c.url, c.store, "ops")
+            state = await wait_state(ops, CLUSTER, lambda s: len(s.tasks) == 1, 30)
+            [fw] = state.frameworks
+            assert (fw.principal, fw.role, fw.name) == ("alice", "alice", "run")
+            proc.send_signal(signal.SIGINT)
+            await within(proc.wait(), 15)
+        finally:
+            await end_process(proc, kill=True)
+        assert proc.returncode == 130
+        await wait_state(ops, CLUSTER, lambda s: not s.tasks and not s.frameworks, 10)
+
+
+async def run_as(options: list[str], *args: str) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "cluster", "run", *options, *args,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
 
 
 def status(state: TaskState, code: int | None = None) -> TaskStatus:
