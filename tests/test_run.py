@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_images import IMAGE, image  # noqa: F401  (the fixture: podman holds IMAGE)
 
 from cluster.local.secure import as_principal
 from cluster.local.view import wait_state
@@ -135,6 +136,24 @@ async def test_a_command_no_slave_can_hold_says_it_waits(
             await end_process(proc, kill=True)
     assert "1 of 1 instance of cpus:64;mem:128 in role 'run'" in said
     assert proc.returncode == 143
+
+
+@pytest.mark.slow(20)
+@pytest.mark.usefixtures("image")
+async def test_with_an_image_the_command_runs_in_it(
+    mosquitto: MosquittoBroker, tmp_path: Path
+) -> None:
+    async with live_cluster(mosquitto.url, CLUSTER, tmp_path, slaves=1):
+        proc = await drfmesos_run(
+            mosquitto.url, "--image", IMAGE, "--cpus", "0.5", "--mem", "64",
+            "--", "sh", "-c", "echo in $MESOS_SANDBOX; exit 7",
+        )  # fmt: skip
+        try:
+            out, err = await within(proc.communicate(), 90)
+        finally:
+            await end_process(proc, kill=True)
+    assert proc.returncode == 7, err.decode()
+    assert out == b"in /mnt/mesos/sandbox\n"  # (the container's view of the sandbox)
 
 
 @pytest.mark.slow(20)
