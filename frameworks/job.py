@@ -40,7 +40,9 @@ INTERRUPTED_EXIT = 130  # the user's Ctrl-C (SIGINT): 128 + 2, as a shell; SIGTE
 
 WAIT_NOTICE = 3.0  # seconds without all instances placed before it says it waits
 WAIT_REPEAT = 10.0  # and then again this often
-POLL = 0.5  # seconds between reads of a running task's output
+POLL = 0.5  # seconds between reads of a running task's output, at the least
+READS = 8.0  # reads a second, about, all instances' together: each is a call to the
+# master, counted against the principal's rate limit, and a kill must not queue behind them
 CHUNK = 65536  # bytes a read asks for (the files API gives at most 1 MB)
 KILL_WAIT = 15.0  # seconds a stop waits for the killed tasks' ends (a slave's grace is 3)
 
@@ -200,11 +202,12 @@ ReadFile = Callable[[str, Stream, int, int], Awaitable[TaskFileData]]
 
 
 async def follow(
-    read: ReadFile, task_id: str, stream: Stream, out: Lines, ended: asyncio.Event, echo: Echo
-) -> None:
+    read: ReadFile, task_id: str, stream: Stream, out: Lines, ended: asyncio.Event,
+    echo: Echo, every: float = POLL,
+) -> None:  # fmt: skip
     """Copy a task's `stream` to `out` as it grows, until the task has `ended` and all it
-    wrote is read. Reads are polled (the files API has no push), and one follows the
-    task's end at once, so its last lines come as soon as it has ended."""
+    wrote is read. Reads are polled, `every` seconds (the files API has no push), and
+    one follows the task's end at once, so its last lines come as soon as it has ended."""
     offset, failures = 0, 0
     try:
         while True:
@@ -225,7 +228,7 @@ async def follow(
                     continue  # more is there now
                 if final:
                     return
-            await first_of(ended, timeout=POLL)
+            await first_of(ended, timeout=every)
     finally:
         out.close()
 
@@ -260,7 +263,8 @@ async def run_job(
         prefix = f"[{instance}] ".encode() if spec.instances > 1 else b""
         out = Lines(prefix, lambda data: write(stream, data))
         ended = scheduler.ended[task_id]
-        coro = follow(read, task_id, stream, out, ended, echo)
+        every = max(POLL, 2 * spec.instances / READS)  # (two streams an instance)
+        coro = follow(read, task_id, stream, out, ended, echo, every)
         followers.add(asyncio.create_task(coro, name=f"follow-{task_id}-{stream}"))
 
     async def say_what_it_waits_for() -> None:

@@ -37,6 +37,16 @@ async def drfmesos_run(url: BrokerURL, *args: str) -> asyncio.subprocess.Process
     return await run_as(["--broker", str(url), "--cluster", CLUSTER], *args)
 
 
+async def run_to_its_end(url: BrokerURL, *args: str) -> tuple[int | None, bytes, bytes]:
+    """`drfmesos run ARGS` until it exits by itself: its status, stdout and stderr."""
+    proc = await drfmesos_run(url, *args)
+    try:
+        out, err = await within(proc.communicate(), 90)
+    finally:
+        await end_process(proc, kill=True)
+    return proc.returncode, out, err
+
+
 async def line_with(stream: asyncio.StreamReader | None, text: str, timeout: float) -> str:
     """The first line of `stream` that holds `text` (what came before it is dropped)."""
     assert stream is not None
@@ -63,15 +73,11 @@ async def test_it_prints_the_commands_output_and_exits_with_its_code(
     mosquitto: MosquittoBroker, tmp_path: Path
 ) -> None:
     async with live_cluster(mosquitto.url, CLUSTER, tmp_path, slaves=1):
-        proc = await drfmesos_run(
+        code, out, err = await run_to_its_end(
             mosquitto.url, "--cpus", "0.5", "--env", "WHO=world",
             "--", "sh", "-c", 'echo hi; echo "to $WHO" >&2; exit 3',
         )  # fmt: skip
-        try:
-            out, err = await within(proc.communicate(), 60)
-        finally:
-            await end_process(proc, kill=True)
-    assert proc.returncode == 3, err.decode()
+    assert code == 3, err.decode()
     assert out == b"hi\n"  # its stdout alone: the command's own words go to stderr
     assert "to world" in err.decode()
     assert "run-0 TASK_FAILED: exited with code 3" in err.decode()
@@ -82,16 +88,12 @@ async def test_instances_run_at_once_and_the_worst_code_wins(
     mosquitto: MosquittoBroker, tmp_path: Path
 ) -> None:
     async with live_cluster(mosquitto.url, CLUSTER, tmp_path, slaves=1):
-        proc = await drfmesos_run(
+        code, out, err = await run_to_its_end(
             mosquitto.url, "--instances", "3", "--cpus", "0.5", "--mem", "32",
             "--", "sh", "-c",
             'echo "$DRFMESOS_INSTANCE of $DRFMESOS_INSTANCES"; exit $((DRFMESOS_INSTANCE * 2))',
         )  # fmt: skip
-        try:
-            out, err = await within(proc.communicate(), 60)
-        finally:
-            await end_process(proc, kill=True)
-    assert proc.returncode == 4, err.decode()  # instance 2's: 0, 2, 4
+    assert code == 4, err.decode()  # instance 2's: 0, 2, 4
     assert sorted(out.decode().splitlines()) == ["[0] 0 of 3", "[1] 1 of 3", "[2] 2 of 3"]
 
 
@@ -144,15 +146,11 @@ async def test_with_an_image_the_command_runs_in_it(
     mosquitto: MosquittoBroker, tmp_path: Path
 ) -> None:
     async with live_cluster(mosquitto.url, CLUSTER, tmp_path, slaves=1):
-        proc = await drfmesos_run(
+        code, out, err = await run_to_its_end(
             mosquitto.url, "--image", IMAGE, "--cpus", "0.5", "--mem", "64",
             "--", "sh", "-c", "echo in $MESOS_SANDBOX; exit 7",
         )  # fmt: skip
-        try:
-            out, err = await within(proc.communicate(), 90)
-        finally:
-            await end_process(proc, kill=True)
-    assert proc.returncode == 7, err.decode()
+    assert code == 7, err.decode()
     assert out == b"in /mnt/mesos/sandbox\n"  # (the container's view of the sandbox)
 
 
