@@ -52,6 +52,17 @@ class BusRefused(BusClosed):
     Retrying cannot help, so the bus stops and says why."""
 
 
+class ConnectedElsewhere(BusRefused):
+    """Another connection with this one's principal (or client id) kept taking it over:
+    another process uses the same credentials. The bus gave up (see
+    `protocol.transport.reconnects`)."""
+
+
+class BrokerUnreachable(TimeoutError):
+    """No connection to the broker in the time given; the message says what the last
+    attempt met (refused, an unknown host, no answer, TLS failing)."""
+
+
 class Transport(Protocol):
     """A party's connection to the cluster: post and publish to topics, subscribe to them,
     and be told of every (re)connect. Identity is the connection's principal: the broker
@@ -71,7 +82,11 @@ class Transport(Protocol):
     @property
     def connected(self) -> bool: ...
 
-    async def start(self, *, wait: bool = True, timeout: float | None = 30.0) -> None: ...
+    async def start(
+        self, *, wait: bool = True, timeout: float | None = 30.0, tries: int | None = None
+    ) -> None:
+        """Connect (and, with `wait`, wait until connected: BrokerUnreachable after
+        `timeout` seconds or `tries` failed attempts; BusRefused if never)."""
 
     async def close(self, flush_timeout: float = 2.0, *, abandon: bool = False) -> None: ...
 

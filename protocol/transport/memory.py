@@ -172,7 +172,9 @@ class MemoryTransport:
     def connected(self) -> bool:
         return self._connected
 
-    async def start(self, *, wait: bool = True, timeout: float | None = 30.0) -> None:
+    async def start(
+        self, *, wait: bool = True, timeout: float | None = 30.0, tries: int | None = None
+    ) -> None:
         """Connect, then run the `on_connect` callbacks (as the bus does after each connect)."""
         self.broker._attach(self)
         self.incarnation = uuid.uuid4().hex[:16]
