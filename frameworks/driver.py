@@ -32,6 +32,7 @@ from protocol.transport.base import BusClosed, Connector, Transport
 from protocol.transport.bus import MqttConnector
 from protocol.transport.inbound import Dispatcher
 from protocol.transport.leader import LeaderWatch
+from protocol.transport.patience import Patience
 from protocol.wire.messages import (
     Accept,
     Acknowledge,
@@ -271,10 +272,21 @@ class SchedulerDriver:
             self._subscribed.clear()
             await self.scheduler.disconnected(self)
         delay = 0.5
+        patience = Patience()  # (the bus says when it is the broker that is missing)
         while not self._subscribed.is_set() and not self._stopped.is_set():
             bus = self.bus
             if bus is None or not bus.connected:
                 return  # the next connect starts over
+            if (waited := patience.due()) is not None:
+                cluster = self.topics.cluster
+                broker = f"the broker at {self.broker.bare}" if self.broker else "the broker"
+                self.log.warning(
+                    "framework.waiting_for_master",
+                    waited=round(waited, 1),
+                    detail=f"connected to {broker}, but no master of cluster {cluster!r} "
+                    f"has answered the subscription: is one running "
+                    f"there (drfmesos master --cluster {cluster})?",
+                )
             await bus.publish(
                 self.to_master,
                 Subscribe(

@@ -9,11 +9,14 @@ tell a person while it has none, and when to stop trying.
   client id), so a second connection with the same one makes the broker close the first,
   which reconnects and closes the second, and so on. MQTT 3.1.1, which both our brokers
   speak (amqtt knows no other), gives the closed one no reason: the sign is a connection
-  that the broker ends soon after it was made, again and again, while the next attempt
-  gets in at once. Each such end waits longer before the next attempt; the second is told
-  plainly, the third ends the bus (`ConnectedElsewhere`). The newcomer's first connection
-  is already such a short one and the incumbent's was not, so the newcomer gives up one
-  takeover before the incumbent would, and the incumbent keeps its connection.
+  that the broker ends, and the next one it ends soon after it was made, while each next
+  attempt gets in at once. Each such end waits longer before the next attempt; the
+  second is told plainly, the third ends the bus (`ConnectedElsewhere`). The incumbent
+  counts the end of its long connection as the first (the broker ended it while it was
+  reachable: a takeover's first sign); the newcomer's first end is already a short one
+  and it started later, so the incumbent gives up one takeover before the newcomer
+  would: the last to connect keeps the principal, as MQTT means it to, and says it took
+  it over.
 - Dropped for what it sent: mosquitto closes a 3.1.1 connection that publishes where its
   ACL forbids, and the bus sends the unacknowledged message again after the reconnect.
   The same message in flight at two such ends in a row is that, not a takeover: said so,
@@ -35,8 +38,8 @@ from protocol.transport.mqtt_client import broker_ended, refusal, unreachable
 
 FIRST_DELAY = 0.05  # seconds before reconnecting after an ordinary end, doubling per failure
 MOST_DELAY = 2.0  # seconds between attempts at most
-TELL_AFTER = 2.0  # seconds without a connection before the wait is told
-TELL_AGAIN = 30.0  # seconds between two tellings of the same wait
+TELL_AFTER = 1.0  # seconds without a connection before the wait is told
+TELL_AGAIN = 10.0  # seconds between two tellings of the same wait
 SHORT = 5.0  # seconds: a connection the broker ends sooner may have been taken over (the
 # delays before the third such end are 1.5 s in all: room for a loaded machine)
 SHORT_DELAY = 0.5  # seconds before reconnecting after the first short end, doubling
@@ -61,6 +64,7 @@ class Reconnects:
         self._told: tuple[float, str] | None = None  # when the wait was last told, and why
         self._opened_at = 0.0
         self._short = 0  # short ends in a row, the broker's doing (a takeover's sign)
+        self._newcomer = False  # the first of them ended a short connection: we came last
         self._dropped = 0  # of those, ends in a row with the same message in flight
         self._in_flight: Outgoing | None = None  # the oldest unacknowledged at the last end
 
@@ -97,6 +101,17 @@ class Reconnects:
 
     def connected(self, **fields: Any) -> None:
         """Subscribed and ready: said at warning if the wait before it was (else info)."""
+        if self._newcomer and self._short >= TOLD_AT:
+            self.log.warning(
+                "bus.took_over",
+                broker=str(self.broker),
+                detail=f"this connection took {self.who} over from another connection with "
+                f"the same {self._credentials()}, another process's: the broker closed that "
+                "one, which gives up (its log says bus.taken_over)",
+                **fields,
+            )
+            self._told, self.reason, self.failures, self._delay = None, None, 0, FIRST_DELAY
+            return
         told = self._told is not None or self._short >= TOLD_AT
         if told:  # (the line that closes a warning is said where the warning was)
             waited = round(self.clock() - self._waiting_since, 1)
@@ -112,11 +127,19 @@ class Reconnects:
         self._waiting_since = now
         ended_by_broker = broker_ended(error)
         cause = "the broker closed it" if ended_by_broker else str(error.__cause__ or error)
-        if not ended_by_broker or now - self._opened_at >= SHORT:
+        if not ended_by_broker:
             self._short = self._dropped = 0
             self.log.warning("bus.disconnected", broker=str(self.broker), error=cause)
             self._delay = FIRST_DELAY * 2
             return FIRST_DELAY
+        if now - self._opened_at >= SHORT:  # maybe taken over: the first sign (see above)
+            self._short, self._newcomer = 1, False
+            self._dropped, self._in_flight = int(in_flight is not None), in_flight
+            self.log.warning("bus.disconnected", broker=str(self.broker), error=cause)
+            self._delay = FIRST_DELAY * 2
+            return FIRST_DELAY
+        if self._short == 0 and self._dropped == 0:
+            self._newcomer = True
         same = in_flight is not None and in_flight is self._in_flight
         self._in_flight = in_flight
         self._dropped = self._dropped + 1 if same else int(in_flight is not None)
@@ -132,23 +155,30 @@ class Reconnects:
                 return BusRefused(said)
             self.log.warning("bus.dropped", broker=str(self.broker), detail=said)
         elif self._short >= TOLD_AT:
-            said = (
-                f"{self.who} is connected elsewhere: another process uses the same "
-                + ("credentials" if self.broker.username else "client id")
-                + f" (the broker closed this connection {ends} times within moments of "
-                "opening it"
-            )
-            if ends >= FINAL_AT:
-                said = f"{said}): {self._remedy()}"
-                self.log.error("bus.taken_over", broker=str(self.broker), detail=said)
-                return ConnectedElsewhere(said)
-            said = f"{said}; this one gives up at {FINAL_AT})"
-            self.log.warning("bus.taken_over", broker=str(self.broker), detail=said)
+            final = ends >= FINAL_AT
+            closed = f"the broker closed this connection {ends} times within moments of opening it"
+            if self._newcomer and not final:
+                said = f"{self.who} is connected elsewhere too: {closed}, as the other came back"
+                self.log.warning("bus.taking_over", broker=str(self.broker), detail=said)
+            else:
+                said = (
+                    f"{self.who} was taken over by another connection with the same "
+                    f"{self._credentials()}: another process uses them ({closed})"
+                )
+                if final:
+                    said = f"{said}: this one gives up; {self._remedy()}"
+                    self.log.error("bus.taken_over", broker=str(self.broker), detail=said)
+                    return ConnectedElsewhere(said)
+                said = f"{said}; this one gives up at {FINAL_AT}"
+                self.log.warning("bus.taken_over", broker=str(self.broker), detail=said)
         else:
             self.log.warning("bus.disconnected", broker=str(self.broker), error=cause)
         delay = SHORT_DELAY * 2.0 ** (ends - 1)
         self._delay = min(delay * 2, MOST_DELAY)
         return delay
+
+    def _credentials(self) -> str:
+        return "credentials" if self.broker.username else "client id"
 
     def _remedy(self) -> str:
         if self.broker.username:
