@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import aiomqtt
 import pytest
 import structlog
 from click.testing import CliRunner
@@ -28,6 +29,7 @@ from protocol.tooling.brokers import BrokerURL, EmbeddedBroker, MosquittoBroker,
 from protocol.transport.aio import within
 from protocol.transport.base import ConnectedElsewhere
 from protocol.transport.bus import Bus
+from protocol.transport.reconnects import SHORT, Reconnects
 
 from conftest import need_mosquitto
 
@@ -210,6 +212,10 @@ async def test_a_second_slave_under_one_principal_takes_it_over_and_both_say_so(
         secret = ("--secret-file", str(store.secret_file("agent")))
         async with drfmesos(*slave_args(url, tmp_path / "one", *secret)) as first:
             await first.wait_for("bus.connected", STARTUP)
+            # its connection long established (seconds of saying it waits for a master:
+            # a connection the broker ends young may be the newcomer's, see reconnects)
+            while (await first.wait_for("slave.waiting_for_master", 30))["waited"] < SHORT:
+                pass
             async with drfmesos(*slave_args(url, tmp_path / "two", *secret)) as second:
                 gave_up = await first.wait_for("bus.taken_over", STARTUP + 30)
                 while gave_up["level"] != "error":
@@ -241,22 +247,55 @@ async def test_one_client_id_twice_the_last_keeps_it_on_either_broker(kind: str)
     await broker.start()
     url: BrokerURL = broker.url
     try:
-        with structlog.testing.capture_logs() as said:
-            first = Bus(url, name="first", client_id="one-id")
-            second = Bus(url, name="second", client_id="one-id")
-            await first.start()
-            try:
-                await second.start()
-                await within(first.gave_up.wait(), 30)
-                assert isinstance(first.refused, ConnectedElsewhere)
-                assert "client id one-id was taken over" in str(first.refused)
-                await second.wait_connected(30)
-                assert any(e["event"] == "bus.took_over" for e in said)
-                assert not second.gave_up.is_set()
-            finally:
-                await second.close()
-                await first.close()
+        first = Bus(url, name="first", client_id="one-id")
+        second = Bus(url, name="second", client_id="one-id")
+        await first.start()
+        try:
+            await second.start()
+            await within(first.gave_up.wait(), 30)
+            assert isinstance(first.refused, ConnectedElsewhere)
+            assert "client id one-id was taken over" in str(first.refused)
+            await second.wait_connected(30)
+            assert not second.gave_up.is_set()
+        finally:
+            await second.close()
+            await first.close()
     finally:
         await broker.stop()
         if isinstance(broker, MosquittoBroker):
             broker.cleanup()
+
+
+@pytest.mark.parametrize("age", [0.5, 3600.0])
+def test_of_two_connections_taking_a_principal_from_each_other_the_first_gives_up(
+    age: float,
+) -> None:
+    """Each reconnect closes the other's connection, so their ends alternate: the first
+    connection's end (young or long established) comes first, and it gives up first,
+    whatever the delays; the other's last connection lasts, and says it took over."""
+    now = [0.0]
+    url = BrokerURL.parse("mqtt://agent:secret@127.0.0.1:1883")
+    with structlog.testing.capture_logs() as said:
+        log = structlog.get_logger()
+        first, second = (Reconnects(log, url, "agent", lambda: now[0]) for _ in range(2))
+        opened = {first: first.opened(), second: 0.0}
+        first.connected()
+        now[0] += age
+        closed, other = first, second  # the second's connect closes the first's connection
+        opened[second] = second.opened()
+        second.connected()
+        for _ in range(10):
+            outcome = closed.ended(aiomqtt.MqttError("closed"), None)
+            if not isinstance(outcome, float):
+                break
+            now[0] += outcome
+            opened[closed] = closed.opened()  # ... and its reconnect the other's
+            closed.connected()
+            closed, other = other, closed
+        now[0] += SHORT
+        other.held(opened[other])
+        closed.held(opened[closed])  # (closed: says nothing)
+    assert closed is first
+    assert isinstance(outcome, ConnectedElsewhere)
+    assert "principal agent was taken over by another connection" in str(outcome)
+    assert [e["event"] for e in said].count("bus.took_over") == 1

@@ -52,7 +52,7 @@ from protocol.transport.inbound import Dispatcher, EnvelopeFilter, Receiver
 from protocol.transport.message_counts import MessageCounts
 from protocol.transport.mqtt_client import mqtt_client, mqtt_subscribe, mqtt_unsubscribe
 from protocol.transport.paho_link import PahoLink
-from protocol.transport.reconnects import Reconnects
+from protocol.transport.reconnects import SHORT, Reconnects
 from protocol.transport.sending import MAX_PAYLOAD, SendPath
 from protocol.wire.codec import MAX_BATCH, decode_many, encode, encode_batch, items_of
 from protocol.wire.messages import LISTS, Error, Wire
@@ -401,10 +401,13 @@ class Bus:
         while not self._closing:
             incarnation = uuid.uuid4().hex[:16]
             opened, delay = False, 0.0
+            held: asyncio.TimerHandle | None = None
             try:
                 async with self._client_for(incarnation) as client:
                     opened = True
-                    reconnects.opened()
+                    held = asyncio.get_running_loop().call_later(
+                        SHORT, reconnects.held, reconnects.opened()
+                    )  # (a connection that lasts is no takeover's: see reconnects)
                     self._client = client
                     self.incarnation = incarnation
                     self._link = link = PahoLink(client, self._sending.acknowledged)
@@ -433,6 +436,8 @@ class Bus:
                     break
                 delay = outcome
             finally:
+                if held is not None:
+                    held.cancel()
                 self._connected.clear()
                 self._client, self._link = None, None
                 self._sending.lost()

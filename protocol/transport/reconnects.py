@@ -15,8 +15,9 @@ tell a person while it has none, and when to stop trying.
   counts the end of its long connection as the first (the broker ended it while it was
   reachable: a takeover's first sign); the newcomer's first end is already a short one
   and it started later, so the incumbent gives up one takeover before the newcomer
-  would: the last to connect keeps the principal, as MQTT means it to, and says it took
-  it over.
+  would (an incumbent whose connection was young counts it as short: it still ends first).
+  The last to connect keeps the principal, as MQTT means it to, and says it took it over
+  once its connection has lasted SHORT seconds (`held`): before that it cannot know.
 - Dropped for what it sent: mosquitto closes a 3.1.1 connection that publishes where its
   ACL forbids, and the bus sends the unacknowledged message again after the reconnect.
   The same message in flight at two such ends in a row is that, not a takeover: said so,
@@ -63,6 +64,7 @@ class Reconnects:
         self._waiting_since = clock()
         self._told: tuple[float, str] | None = None  # when the wait was last told, and why
         self._opened_at = 0.0
+        self._open = False  # a connection is up
         self._short = 0  # short ends in a row, the broker's doing (a takeover's sign)
         self._newcomer = False  # the first of them ended a short connection: we came last
         self._dropped = 0  # of those, ends in a row with the same message in flight
@@ -95,23 +97,29 @@ class Reconnects:
         delay, self._delay = self._delay, min(self._delay * 2, MOST_DELAY)
         return delay
 
-    def opened(self) -> None:
-        """The broker accepted a connection (CONNACK)."""
-        self._opened_at = self.clock()
+    def opened(self) -> float:
+        """The broker accepted a connection (CONNACK): when, to name it to `held`."""
+        self._opened_at, self._open = self.clock(), True
+        return self._opened_at
 
-    def connected(self, **fields: Any) -> None:
-        """Subscribed and ready: said at warning if the wait before it was (else info)."""
+    def held(self, opened_at: float) -> None:
+        """The connection opened at `opened_at`, if it is still open, has lasted SHORT
+        seconds: if it fought another for its principal, it won (say so, once)."""
+        if not self._open or opened_at != self._opened_at:
+            return
         if self._newcomer and self._short >= TOLD_AT:
             self.log.warning(
                 "bus.took_over",
                 broker=str(self.broker),
                 detail=f"this connection took {self.who} over from another connection with "
                 f"the same {self._credentials()}, another process's: the broker closed that "
-                "one, which gives up (its log says bus.taken_over)",
-                **fields,
+                "one, which gave up (its log says bus.taken_over)",
             )
-            self._told, self.reason, self.failures, self._delay = None, None, 0, FIRST_DELAY
-            return
+        self._short = self._dropped = 0
+        self._newcomer = False
+
+    def connected(self, **fields: Any) -> None:
+        """Subscribed and ready: said at warning if the wait before it was (else info)."""
         told = self._told is not None or self._short >= TOLD_AT
         if told:  # (the line that closes a warning is said where the warning was)
             waited = round(self.clock() - self._waiting_since, 1)
@@ -124,7 +132,7 @@ class Reconnects:
         """A connection ended (`in_flight`: its oldest message not yet acknowledged): seconds
         to wait before reconnecting, or why never."""
         now = self.clock()
-        self._waiting_since = now
+        self._waiting_since, self._open = now, False
         ended_by_broker = broker_ended(error)
         cause = "the broker closed it" if ended_by_broker else str(error.__cause__ or error)
         if not ended_by_broker:
