@@ -169,7 +169,7 @@ async def test_a_framework_started_before_its_master_says_so(
 @pytest.mark.parametrize(
     "command",
     [["state"], ["weights", "list"], ["teardown", "fw-1"], ["quota", "set", "r", "--limit",
-     "cpus:1"], ["slaves", "gone", "s-1"]],
+     "cpus:1"], ["slaves", "gone", "s-1"], ["events"]],
 )  # fmt: skip
 def test_an_operators_command_without_a_broker_says_so_at_once(command: list[str]) -> None:
     url = f"mqtt://127.0.0.1:{free_port()}"
@@ -230,6 +230,35 @@ async def test_a_second_slave_under_one_principal_takes_it_over_and_both_say_so(
                 assert not second.said("bus.taken_over") or all(
                     line["level"] == "warning" for line in second.said("bus.taken_over")
                 )
+    finally:
+        await broker.stop()
+        broker.cleanup()
+
+
+async def test_a_second_framework_under_one_principal_stops_the_first_which_says_so(
+    tmp_path: Path,
+) -> None:
+    """The SDK driver whose connection was taken over stops (it used to stay up, deaf):
+    the command ends naming the principal."""
+    need_mosquitto()
+    store = await asyncio.to_thread(provision, tmp_path / "auth", [("team", "framework")])
+    broker = MosquittoBroker(auth=store.path)
+    await broker.start()
+    try:
+        url = f"mqtt://team@127.0.0.1:{broker.url.port}"
+        framework = (
+            "framework", "command", "--broker", url, "--cluster", CLUSTER, "--cmd", "true",
+            "--secret-file", str(store.secret_file("team")),
+        )  # fmt: skip
+        async with drfmesos(*framework, "--name", "one") as first:
+            await first.wait_for("framework.waiting_for_master", STARTUP)
+            async with drfmesos(*framework, "--name", "two") as second:
+                assert first.proc.stdout is not None
+                said = (await within(first.proc.stdout.read(), STARTUP + 30)).decode()
+                assert await first.proc.wait() == 1
+                assert "principal team was taken over by another connection" in said
+                await second.wait_for("framework.waiting_for_master", 30)
+                assert second.proc.returncode is None
     finally:
         await broker.stop()
         broker.cleanup()

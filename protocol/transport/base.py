@@ -7,6 +7,7 @@ in-process one for tests, with the same topics, identities and publish ACL.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
@@ -74,6 +75,11 @@ class Transport(Protocol):
     stats: dict[str, int]
     messages: MessageCounts
     log: Any
+    refused: BusRefused | None  # why it will not connect again, once it will not
+
+    @property
+    def gave_up(self) -> asyncio.Event:
+        """Set once it will not connect again (`refused` says why)."""
 
     @property
     def principal(self) -> str | None:
