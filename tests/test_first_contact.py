@@ -256,7 +256,8 @@ async def test_a_second_framework_under_one_principal_stops_the_first_which_says
                 assert first.proc.stdout is not None
                 said = (await within(first.proc.stdout.read(), STARTUP + 30)).decode()
                 assert await first.proc.wait() == 1
-                assert "principal team was taken over by another connection" in said
+                error = [line for line in said.splitlines() if line.startswith("Error: ")]
+                assert "principal team was taken over by another connection" in error[-1]
                 await second.wait_for("framework.waiting_for_master", 30)
                 assert second.proc.returncode is None
     finally:
