@@ -113,8 +113,8 @@ class Fleet:
                 unregistered=waiting,
                 waited=round(waited, 1),
                 detail=f"connected to the broker at {self.bus.broker.bare}, but no master of "
-                f"cluster {cluster!r} has answered the registration: is one running there "
-                f"(drfmesos master --cluster {cluster})?",
+                f"cluster {cluster!r} has registered it: is one running there (drfmesos "
+                f"master --cluster {cluster})? (one that refuses it says why: slave.refused)",
             )
 
     async def _unrouted(self, message: Wire, _reply_to: str | None) -> None:
