@@ -2,6 +2,7 @@
 
     python -m benchmarks.isolation [--seconds 10] [--tasks 200] [--pairs 16] [--window 3]
     python -m benchmarks.isolation --loop-only [--pairs 16] [--window 3]
+    python -m benchmarks.isolation --tenants [--count 2000] [--rounds 3]
 
 Each run is mosquitto, a master process and one real slave process (`drfmesos slave`,
 command tasks), driven by frameworks on the public SDK in this process. Needs root and a
@@ -22,6 +23,12 @@ writable cgroup hierarchy (the slave is started with `--isolation cgroups`).
 - 200 tasks (`sleep`) under cgroups: the slave process's own CPU over a window (10 s at
   least) while it reports their usage every 5 s, the default (all the slave does then:
   a bound on the accounting's cost).
+- `--tenants`, what keeping tenants apart costs (#45): `true` tasks through `drfmesos
+  framework command --count 2000`, its whole run timed, on a slave with everything on
+  (cgroups, each task as its principal's user, in a PID namespace of its own) and on a
+  posix one (no cgroups, no user switch, no namespace: the slave before #45 as a
+  non-root operator ran it), both up for the whole run, in turns: full then posix,
+  posix then full, `--rounds` times. The figure is full / posix of the medians.
 """
 
 from __future__ import annotations
@@ -396,6 +403,69 @@ class Ratio:
 
 
 LOOP_BOUND = 0.8
+TENANTS_BOUND = 0.8  # full isolation's tasks/s over posix's, `drfmesos framework command`
+FULL = ("--switch-user", "--pid-namespace")
+BARE = ("--no-switch-user", "--no-pid-namespace")
+
+
+async def command_rate(c: Cluster, count: int, name: str) -> float:
+    """Tasks/s of `drfmesos framework command --cmd true --count COUNT`, timed whole
+    (its start and registration included: the same for both modes)."""
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    t0 = time.perf_counter()
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "cluster", "framework", "command", "--broker", c.url.url,
+        "--cluster", c.name, "--name", name, "--cmd", "true", "--count", str(count),
+        "--resources", "cpus:0.1;mem:32", "--log-level", "warning",
+        stdout=asyncio.subprocess.DEVNULL, env=env,
+    )  # fmt: skip
+    code = await proc.wait()
+    elapsed = time.perf_counter() - t0
+    if code != 0:
+        raise RuntimeError(f"framework command {name} exited with {code}")
+    return count / elapsed
+
+
+async def tenants_cost(count: int, rounds: int) -> dict[str, list[float]]:
+    """Tasks/s in each mode, a run each a turn (see the module's docstring)."""
+    resources = "cpus:2;mem:2048"
+    uid_map = Path(tempfile.mkdtemp(prefix="drfmesos-iso-uids-")) / "task-uids.json"
+    rates: dict[str, list[float]] = {"full": [], "posix": []}
+    async with (
+        cluster("cgroups", *FULL, "--task-uid-map", str(uid_map), resources=resources) as full,
+        cluster("posix", *BARE, resources=resources) as bare,
+    ):
+        for i in range(rounds):
+            for kind in ("full", "posix") if i % 2 == 0 else ("posix", "full"):
+                c = full if kind == "full" else bare
+                rates[kind].append(await command_rate(c, count, f"{kind}{i}"))
+                print(f"  round {i + 1}: {kind:5} {rates[kind][-1]:7.1f} tasks/s", flush=True)
+    return rates
+
+
+def tenants_report(count: int, rates: dict[str, list[float]]) -> None:
+    full, bare = (statistics.median(rates[k]) for k in ("full", "posix"))
+    ratio = full / bare
+    print(
+        f"isolation of tenants: {count} `true` tasks through `drfmesos framework command`, "
+        f"one real slave a mode, mosquitto, {os.cpu_count()} cores"
+    )
+    print(
+        table(
+            ["mode", "tasks/s (median)", "each run"],
+            [
+                ["cgroups + task users + PID namespaces", full, _runs(rates["full"])],
+                ["posix: no user switch, no namespace", bare, _runs(rates["posix"])],
+            ],
+        )
+    )
+    print(
+        bounds([("full / posix", f"{ratio:.2f}x", f">= {TENANTS_BOUND}x", ratio >= TENANTS_BOUND)])
+    )
+
+
+def _runs(rates: list[float]) -> str:
+    return ", ".join(f"{r:.1f}" for r in rates)
 
 
 async def main(seconds: float, tasks: int, pairs: int, window: float) -> None:
@@ -453,11 +523,16 @@ if __name__ == "__main__":
     parser.add_argument("--loop-only", action="store_true", help="only the task loop's ratio")
     parser.add_argument("--pairs", type=int, default=16, help="task loop windows per mode")
     parser.add_argument("--window", type=float, default=3.0, help="task loop window, s")
+    parser.add_argument("--tenants", action="store_true", help="only tenant isolation's cost")
+    parser.add_argument("--count", type=int, default=2000, help="--tenants: tasks a run")
+    parser.add_argument("--rounds", type=int, default=3, help="--tenants: runs a mode")
     args = parser.parse_args()
     if args.pairs < 6:
         parser.error("--pairs: 6 at least (a 95% interval of the median needs them)")
     logs.configure("warning")
-    if args.loop_only:
+    if args.tenants:
+        tenants_report(args.count, asyncio.run(tenants_cost(args.count, args.rounds)))
+    elif args.loop_only:
         ratios, _, costs = asyncio.run(loop_pairs(args.window, args.pairs, verbose=True))
         loop = Ratio.of(ratios)
         print(slave_costs(costs))

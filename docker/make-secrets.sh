@@ -22,5 +22,5 @@ add operator operator              # you, on the host: drfmesos state / teardown
 add health-broker operator         # the health checks
 add health-master operator
 # the containers run as their own users: let them read what is mounted into them
-chmod 0644 "$DIR"/passwd "$DIR"/acl "$DIR"/broker.key "$DIR"/secrets/*
+chmod 0644 "$DIR"/passwd "$DIR"/acl "$DIR"/broker.key "$DIR"/framework-ids.key "$DIR"/secrets/*
 echo "credentials in $(cd "$DIR" && pwd) (CA: ca.pem; your operator secret: secrets/operator)"

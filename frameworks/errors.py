@@ -67,11 +67,17 @@ def connecting(error: BusClosed | TimeoutError, broker: str) -> DriverError:
     return BrokerUnreachable(str(error))
 
 
+class PrincipalRemoved(SubscribeRefused):
+    """The framework's principal was removed from the cluster's credentials store (`drfmesos
+    auth remove`): the master disconnected it and takes no call of its."""
+
+
 FATAL: dict[str, type[SubscribeRefused]] = {
     "subscribe-refused": SubscribeRefused,
     "role-refused": RoleRefused,
     "too-many-frameworks": TooManyFrameworks,
     "framework-removed": FrameworkRemoved,
+    "principal-removed": PrincipalRemoved,
 }
 """The master's error codes after which it will not serve a framework (its driver stops),
 and what a start refused with each raises."""

@@ -13,9 +13,10 @@
 
     asyncio.run(ExecutorDriver(Sleeper()).run())
 
-The slave starts the program with a private line to itself (`DRFMESOS_EXECUTOR_FD`) and
-its coordinates (`DRFMESOS_SLAVE_ID`, `DRFMESOS_FRAMEWORK_ID`, `DRFMESOS_EXECUTOR_ID`) in
-the environment; the driver registers over that line and calls the executor's callbacks.
+The slave starts the program with a private line to itself (`DRFMESOS_EXECUTOR_FD`), its
+coordinates (`DRFMESOS_SLAVE_ID`, `DRFMESOS_FRAMEWORK_ID`, `DRFMESOS_EXECUTOR_ID`) and its
+token (`MESOS_EXECUTOR_AUTHENTICATION_TOKEN`, signed by the slave) in the environment; the
+driver registers over that line with the token and calls the executor's callbacks.
 An executor never touches the cluster's bus and needs no credentials. Status updates go
 to the slave, which keeps them until the master has them.
 
@@ -40,8 +41,10 @@ from protocol.transport.aio import cancel_and_wait, within
 from protocol.transport.channel import Channel, ChannelClosed
 from protocol.wire.codec import DecodeError
 from protocol.wire.messages import (
+    CheckExecutorToken,
     Error,
     ExecutorRegistered,
+    ExecutorTokenChecked,
     FrameworkMessage,
     KillTask,
     RegisterExecutor,
@@ -52,7 +55,10 @@ from protocol.wire.messages import (
     TaskInfo,
     TaskStatus,
     Wire,
+    new_id,
 )
+
+TOKEN_VARIABLE = "MESOS_EXECUTOR_AUTHENTICATION_TOKEN"  # as Mesos names it
 
 
 class Executor:
@@ -86,6 +92,7 @@ class ExecutorDriver:
         slave_id: str | None = None,
         framework_id: str | None = None,
         executor_id: str | None = None,
+        token: str | None = None,
     ) -> None:
         env = os.environ
         self.executor = executor
@@ -93,6 +100,7 @@ class ExecutorDriver:
         self.slave_id = slave_id or env["DRFMESOS_SLAVE_ID"]
         self.framework_id = framework_id or env["DRFMESOS_FRAMEWORK_ID"]
         self.executor_id = executor_id or env["DRFMESOS_EXECUTOR_ID"]
+        self.token = token if token is not None else env.get(TOKEN_VARIABLE, "")
         self.log = logs.get(
             "executor",
             executor_id=self.executor_id,
@@ -104,6 +112,7 @@ class ExecutorDriver:
         self._stopped = asyncio.Event()
         self._spawned: set[asyncio.Task[Any]] = set()
         self._sandboxes: dict[str, Path] = {}  # task id -> the sandbox the slave made for it
+        self._checks: dict[str, asyncio.Future[ExecutorTokenChecked]] = {}  # by request id
         self._routes: dict[type[Wire], Callable[[Any], Awaitable[None]]] = {
             ExecutorRegistered: self._on_registered,
             RunTask: self._on_run_task,
@@ -112,6 +121,7 @@ class ExecutorDriver:
             ShutdownExecutor: self._on_shutdown,
             ShutdownFramework: self._on_shutdown,
             Error: self._on_error,
+            ExecutorTokenChecked: self._on_token_checked,
         }
 
     async def run(self) -> None:
@@ -160,6 +170,7 @@ class ExecutorDriver:
                     slave_id=self.slave_id,
                     framework_id=self.framework_id,
                     executor_id=self.executor_id,
+                    token=self.token,
                 )
             )
             with contextlib.suppress(TimeoutError):
@@ -212,6 +223,21 @@ class ExecutorDriver:
         )
         return Made(channel.drain)
 
+    async def token_holder(self, token: str, timeout: float = 5.0) -> tuple[str, str] | None:
+        """(framework id, executor id) of the executor the slave issued `token` to; None
+        if it issued it to none (only the slave holds the key that signs them)."""
+        channel = self._channel()
+        request_id = new_id()
+        answer = self._checks[request_id] = asyncio.get_running_loop().create_future()
+        try:
+            channel.send(CheckExecutorToken(request_id=request_id, token=token))
+            checked = await within(answer, timeout)
+        finally:
+            self._checks.pop(request_id, None)
+        if not checked.framework_id or not checked.executor_id:
+            return None
+        return checked.framework_id, checked.executor_id
+
     def sandbox(self, task_id: str) -> Path:
         """The directory the slave made for this task's own files (the executor's own
         sandbox, where it runs, for a task the slave did not make one for)."""
@@ -257,6 +283,11 @@ class ExecutorDriver:
             await self.executor.shutdown(self)
         finally:
             self.stop()
+
+    async def _on_token_checked(self, msg: ExecutorTokenChecked) -> None:
+        answer = self._checks.get(msg.request_id)
+        if answer is not None and not answer.done():
+            answer.set_result(msg)
 
     async def _on_error(self, msg: Error) -> None:
         await self.executor.error(self, msg.message)

@@ -11,6 +11,15 @@ KILL, ACKNOWLEDGED, MESSAGE and SHUTDOWN, as RecordIO JSON on the SUBSCRIBE stre
 executor still speaks only for its own tasks: what it says goes over this adapter's line,
 which the slave knows as that executor's, and the slave checks every task id.
 
+Its port is on the host's loopback, where any local process may connect: a call is
+served only from this executor (Mesos's `--authenticate_http_executors`). It carries the
+token the slave gave it (`Authorization: Bearer <MESOS_EXECUTOR_AUTHENTICATION_TOKEN>`,
+as Mesos's executor libraries send it), or, with no token at all, comes from a socket of
+this process's own user (the kernel's record in /proc/net/tcp): pymesos 0.3.15 sends no
+token, and on a slave that runs each principal's tasks as a user of its own no other
+tenant's process has that uid. No token and another user: 401; a token of another
+executor's: 403 (only the slave, which holds the key, can tell).
+
     python -m frameworks.mesos_executor      (with MESOS_EXECUTOR_COMMAND: the real one)
 """
 
@@ -18,6 +27,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
+import ipaddress
 import json
 import os
 import signal
@@ -134,6 +145,9 @@ class MesosExecutorAdapter(Executor):
 
         driver = self.driver
         assert driver is not None
+        refused = await self._authenticate(web, request, driver)
+        if refused is not None:
+            return refused
         try:
             call = json.loads(await request.read())
             kind = call["type"]
@@ -157,6 +171,32 @@ class MesosExecutorAdapter(Executor):
         except RecursionError:
             return _problem(web, "bad call: JSON nested too deeply", 400)
         return web.Response(status=202)
+
+    async def _authenticate(self, web: Any, request: Any, driver: ExecutorDriver) -> Any:
+        """None if the call is this executor's; else the answer that refuses it."""
+        header = request.headers.get("Authorization")
+        if header is None:
+            if await asyncio.to_thread(peer_is_own_user, request.transport):
+                return None  # (pymesos: no token, from this executor's user)
+            log.warning("mesos_executor.unauthenticated", remote=request.remote)
+            return _unauthorized(web, "this executor's API needs its token")
+        scheme, _, token = header.partition(" ")
+        token = token.strip()
+        if scheme.lower() != "bearer" or not token:
+            return _unauthorized(web, "Authorization: Bearer <token> expected")
+        if hmac.compare_digest(token.encode(), driver.token.encode()):
+            return None
+        try:
+            holder = await driver.token_holder(token)
+        except (TimeoutError, RuntimeError):
+            return _problem(web, "the slave did not answer: try again", 503)
+        if holder is None:
+            log.warning("mesos_executor.bad_token", remote=request.remote)
+            return _unauthorized(web, "not a token of this slave's")
+        if holder != (driver.framework_id, driver.executor_id):
+            log.warning("mesos_executor.other_executors_token", remote=request.remote)
+            return _problem(web, "a token of another executor's", 403)
+        return None
 
     async def _subscribe(self, web: Any, request: Any, driver: ExecutorDriver) -> Any:
         live = self.subscriber
@@ -213,6 +253,41 @@ def _record(event: dict[str, Any]) -> bytes:
 
 def _problem(web: Any, message: str, status: int) -> Any:
     return web.json_response({"error": message}, status=status)
+
+
+def _unauthorized(web: Any, message: str) -> Any:
+    response = _problem(web, message, 401)
+    response.headers["WWW-Authenticate"] = 'Bearer realm="mesos-agent-executor"'
+    return response
+
+
+def peer_is_own_user(transport: Any) -> bool:
+    """Whether the TCP peer of `transport` (on this host's loopback) is a socket of this
+    process's user, as the kernel records it (the uid column of /proc/net/tcp and tcp6).
+    (Reads /proc: in a thread.)"""
+    if transport is None:
+        return False
+    peer, own = transport.get_extra_info("peername"), transport.get_extra_info("sockname")
+    if not peer or not own:
+        return False
+    wanted = (_proc_address(peer[0], peer[1]), _proc_address(own[0], own[1]))
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError), open(table) as f:
+            next(f, None)  # (the header)
+            for line in f:
+                fields = line.split()
+                if len(fields) > 7 and (fields[1], fields[2]) == wanted:
+                    return int(fields[7]) == os.geteuid()
+    return False
+
+
+def _proc_address(host: str, port: int) -> str:
+    """An address as /proc/net/tcp writes it: the IP's bytes as the host orders a word,
+    then the port, in hex."""
+    packed = ipaddress.ip_address(host).packed
+    order = -1 if sys.byteorder == "little" else 1
+    words = [packed[i : i + 4][::order] for i in range(0, len(packed), 4)]
+    return f"{b''.join(words).hex().upper()}:{port:04X}"
 
 
 def main() -> None:

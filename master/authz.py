@@ -58,7 +58,7 @@ class RoleACL:
             return None
         known = self._principals.get(principal)
         if known is None:
-            return f"principal {principal} is not in the cluster's principals"
+            return self.unknown(principal)
         if known.kind != "framework":
             return f"principal {principal} is a {known.kind}, not a framework principal"
         if not known.may_use_role(role):
@@ -69,6 +69,13 @@ class RoleACL:
     def knows(self, principal: str) -> bool:
         """Whether `principal` is in the cluster's principals (all are, without a file)."""
         return self._principals is None or principal in self._principals
+
+    def unknown(self, principal: str) -> str | None:
+        """Why `principal` may call nothing (removed from the cluster's principals), or
+        None if it may call."""
+        if self.knows(principal):
+            return None
+        return f"principal {principal} is not in the cluster's principals"
 
     async def refresh(self) -> bool:
         """Re-read the file if it changed (off the event loop); whether it was."""

@@ -16,6 +16,7 @@ from typing import Any
 from master.allocation.quota_stage import RoleStanding
 from protocol.wire.messages import (
     TERMINAL_STATES,
+    CommandInfo,
     FrameworkView,
     Offer,
     PreemptionView,
@@ -173,7 +174,7 @@ class Framework:
         """Remember (boundedly) how a task ended, for reconciliation and for a slave that
         brings it back later: it is then killed, not revived. Also for tasks the master
         says are gone without having known them (on a removed slave, or never heard of)."""
-        self.completed[status.task_id] = status
+        self.completed[status.task_id] = kept_status(status)
         if len(self.completed) > keep:
             del self.completed[next(iter(self.completed))]
 
@@ -181,7 +182,8 @@ class Framework:
         """Move a task that reached a terminal state out of the live set."""
         self.tasks.pop(task.task_id, None)
         self.declare_ended(status, keep)
-        task.state, task.status = status.state, status
+        task.state, task.status = status.state, self.completed[status.task_id]
+        task.info = ended_info(task.info)
         self.ended[task.task_id] = task
         if len(self.ended) > keep:
             del self.ended[next(iter(self.ended))]
@@ -190,6 +192,28 @@ class Framework:
 
     def running_tasks(self) -> int:
         return sum(1 for t in self.tasks.values() if not t.terminal)
+
+
+ENDED_COMMAND = CommandInfo(value="(not kept once its task ended)")
+
+
+def ended_info(info: TaskInfo) -> TaskInfo:
+    """What the books keep of an ended task's TaskInfo: its ids, name, resources and
+    executor's id; not its command, environment, image or data (a tenant's, up to a
+    megabyte a task, and 1,000 ended tasks are kept a framework)."""
+    executor = info.executor
+    if executor is not None:
+        executor = executor.model_copy(update={"command": ENDED_COMMAND})
+    command = None if info.command is None else ENDED_COMMAND
+    return info.model_copy(
+        update={"command": command, "executor": executor, "container": None, "data": b""}
+    )
+
+
+def kept_status(status: TaskStatus) -> TaskStatus:
+    """A status as the books keep it once its task ended: without its executor's data
+    (as Mesos's master keeps it), which its framework had with the update."""
+    return status.model_copy(update={"data": b""}) if status.data else status
 
 
 @dataclass(slots=True)
@@ -233,12 +257,15 @@ class OfferRecord:
 
 @dataclass(slots=True)
 class Orphan:
-    """A task a re-registering slave runs for a framework we do not know (yet)."""
+    """A task a re-registering slave runs for a framework we do not know (yet), or for one
+    the slave says is another principal's than the books do."""
 
     task: TaskInfo
     framework_id: str
     slave_id: str
     state: TaskState
+    held: Resources  # what the allocator holds for it, owned by nobody (its executor's too)
+    principal: str | None = None  # its framework's, as its slave reports it (None: unsaid)
 
 
 @dataclass
@@ -297,6 +324,10 @@ class Books:
         self.completed_frameworks[fw.framework_id] = fw
         if len(self.completed_frameworks) > keep_completed:
             del self.completed_frameworks[next(iter(self.completed_frameworks))]
+
+    def orphan_owners(self, framework_id: str) -> set[str]:
+        """Whose the slaves say a framework's orphaned tasks are."""
+        return {o.principal for o in self.orphans.get(framework_id, ()) if o.principal}
 
     def task(self, framework_id: str, task_id: str) -> Task | None:
         fw = self.frameworks.get(framework_id)

@@ -40,7 +40,7 @@ from master.http.reader import BookCounts, Gauges, TaskUsageRow
 from master.lag_probe import Backlog, backlog_of
 from master.preemptor import Preemptor
 from master.rounds import Rounds
-from master.shell import MasterConfig, MasterShell
+from master.shell import PRINCIPAL_REMOVED, MasterConfig, MasterShell
 from master.slave_pages import slave_page
 from protocol.transport.aio import cancel_and_wait
 from protocol.transport.base import Transport
@@ -93,7 +93,9 @@ if TYPE_CHECKING:  # (aiohttp's: a master with --http off runs without it)
 __all__ = ["MAX_CALL_ITEMS", "Master", "MasterConfig"]
 
 LISTED_TEXT = 2 * 2**20  # characters of task names and messages a snapshot lists at most
-PRINCIPALS_RELOAD = 1.0  # seconds between looks at the principals file
+# seconds between looks at the principals file: a principal removed is cut off within
+# this and a tick (the README promises 2 s)
+PRINCIPALS_RELOAD = 0.5
 PROBE_INTERVAL = 1.0  # seconds between lag probes (master.lag_probe)
 SLAVE_CHECK_INTERVAL = 1.0  # seconds between looks for silent slaves (50,000: a few ms each)
 
@@ -343,9 +345,15 @@ class Master:
     def _disconnect_removed_principals(self) -> None:
         """`drfmesos auth remove`: the broker lets the principal in no more, and its
         frameworks are disconnected (their failover timeouts run) whether or not their
-        connection left a Last Will to say it ended."""
+        connection left a Last Will to say it ended, over the bus or HTTP (told why
+        first: a Mesos framework's stream closes on it). Its calls are refused from now
+        (LimitedCalls); added back, it may re-subscribe."""
         for fw in list(self.books.frameworks.values()):
-            if fw.connected and not self.roles_acl.knows(fw.principal):
+            why = self.roles_acl.unknown(fw.principal)
+            if fw.connected and why is not None:
+                self.shell.send_framework(
+                    fw, Error(message=why, code=PRINCIPAL_REMOVED, about=fw.framework_id)
+                )
                 self.shell.disconnect_framework(fw, "its principal was removed")
 
     async def _timer_loop(self) -> None:

@@ -27,6 +27,7 @@ from master.authz import Caller, RoleACL
 from master.books import Books, Framework, OfferRecord, PendingUpdate, Slave, Task
 from master.changes import TASK_ADDED, TASK_UPDATED, Changes
 from master.counters import MessageCounts, SlaveChurn
+from master.framework_ids import FrameworkIds
 from master.ha.leadership import next_epoch
 from master.ha.registry import MemoryStore, Registry
 from master.http.config import HttpConfig
@@ -62,6 +63,7 @@ STAGING_GRACE = 10.0  # a task this young may not have reached its slave yet
 TIMED_OUT_REFUSE = 5.0  # an offer let time out counts as declined this long (Mesos's 5 s)
 MAX_TIMED_OUT_REFUSE = 300.0  # doubled for each in a row, up to this
 MAX_ERROR_TEXT = 8192  # characters of a refusal's reason sent back (1000 tasks' reasons)
+PRINCIPAL_REMOVED = "principal-removed"  # the Error a framework hears as it is cut off
 
 
 @dataclass
@@ -131,6 +133,7 @@ class MasterShell:
                 raise RolesError(f"{self.config.roles}: {e}") from None
         self.log = logs.get("master", master_id=self.master_id)
         self.roles_acl = RoleACL(self.config.principals)
+        self.framework_ids = FrameworkIds.of_store(self.config.principals)
         limits = self.config.rate_limits or RateLimits.defaults(None, None)
         self.throttle = Throttle(limits, self.now)  # framework and operator calls
         self.refused: Counter[str] = Counter()  # calls refused, by reason code
@@ -288,41 +291,34 @@ class MasterShell:
     def framework_of_caller(
         self, framework_id: str, caller: Caller, about: str
     ) -> Framework | None:
-        """The framework a call names, if the caller may act on it (else refused)."""
+        """The framework a call names, if the caller may act on it (else refused). Another
+        principal's framework is refused as an unknown one is: in one answer, so that no
+        principal learns which ids exist."""
         fw = self.books.frameworks.get(framework_id)
-        if fw is None:
-            removed = self.books.removed.get(framework_id)
-            if removed is not None and removed[0] == caller.principal:
-                self.refuse(
-                    caller,
-                    f"Framework has been removed: {removed[1]}",
-                    "framework-removed",
-                    about,
-                    framework_id=framework_id,
-                )
-            else:  # (an operator names one it has not registered)
-                hint = "" if caller.kind == "operator" else ": subscribe first"
-                self.refuse(
-                    caller,
-                    f"unknown framework {framework_id}{hint}",
-                    "unknown-framework",
-                    about,
-                    framework_id=framework_id,
-                )
-            return None
-        if caller.kind == "operator" and about == "Teardown":
+        if fw is not None and caller.kind == "operator" and about == "Teardown":
             return fw  # operators may tear down any framework
-        if caller.kind != "framework" or fw.principal != caller.principal:
+        if fw is not None and caller.kind == "framework" and fw.principal == caller.principal:
+            return fw
+        removed = self.books.removed.get(framework_id)
+        if fw is None and removed is not None and removed[0] == caller.principal:
             self.refuse(
                 caller,
-                f"{about} refused: framework {framework_id} belongs to another principal",
-                "forbidden",
+                f"Framework has been removed: {removed[1]}",
+                "framework-removed",
                 about,
                 framework_id=framework_id,
-                owner=fw.principal,
             )
             return None
-        return fw
+        hint = "" if caller.kind == "operator" else ": subscribe first"
+        self.refuse(
+            caller,
+            f"unknown framework {framework_id}{hint}",
+            "unknown-framework",
+            about,
+            framework_id=framework_id,
+            owner=fw.principal if fw is not None else None,  # (the log's, not theirs)
+        )
+        return None
 
     def drop_offer(self, record: OfferRecord) -> None:
         self.books.offers.pop(record.offer_id, None)

@@ -326,7 +326,9 @@ def _write_all(fd: int, data: bytes) -> None:
 def _replace(path: Path, data: bytes, sync: bool) -> None:
     """In a worker thread: `path` becomes `data`, whole or not at all."""
     tmp = path.with_suffix(".compact")
-    with open(tmp, "wb") as f:
+    # its owner's alone, as the journal it replaces (a slave's tasks may pass its dir)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    with open(fd, "wb") as f:
         f.write(data)
         if sync:
             f.flush()

@@ -70,6 +70,19 @@ class Cgroups(Protocol):
         (one file per hierarchy)."""
         ...
 
+    def delegate(self, name: str, uid: int, gid: int) -> bool:
+        """Let user `uid` move its own processes into the cgroup (`procs_files` become
+        its), so that a task's shell running as that user joins it itself, execing
+        nothing once in it (an exec in a v1 memory cgroup leaves kernel memory charged
+        to it, which keeps it from being recycled). False where the kernel would not let
+        the user (cgroup v2 asks it to own the common ancestor's too): root joins then."""
+        ...
+
+    def undelegate(self, name: str) -> None:
+        """The cgroup's `procs_files` are root's again (before its processes are killed:
+        no process of the user's can join it on its way to being a spare)."""
+        ...
+
     def pids(self, name: str) -> list[int]: ...
 
     def usage(self, name: str) -> Usage: ...
@@ -275,6 +288,16 @@ class CgroupsV1:
         # ms at p90 on this machine, up to 50, per task)
         return [mount / name / "tasks" for mount in self.hierarchies]
 
+    def delegate(self, name: str, uid: int, gid: int) -> bool:
+        for path in self.procs_files(name):
+            os.chown(path, uid, gid)
+        return True
+
+    def undelegate(self, name: str) -> None:
+        for path in self.procs_files(name):
+            with contextlib.suppress(FileNotFoundError):
+                os.chown(path, 0, 0)
+
     def pids(self, name: str) -> list[int]:
         # (one hierarchy: a process joins all of ours before it runs anything)
         return sorted(fs.procs(self._in(self.hierarchies[-1], name)))
@@ -405,6 +428,12 @@ class CgroupsV2:
 
     def procs_files(self, name: str) -> list[Path]:
         return [self.root / name / "cgroup.procs"]
+
+    def delegate(self, name: str, uid: int, gid: int) -> bool:
+        return False
+
+    def undelegate(self, name: str) -> None:
+        return None
 
     def pids(self, name: str) -> list[int]:
         return fs.procs(self.root / name)

@@ -14,6 +14,7 @@ import click
 from protocol.tooling.brokers import BrokerURL
 from protocol.tooling.cli import broker_option, cluster_option, log_level_option, warn_if_insecure
 from protocol.wire.resources import ResourceError, Resources
+from slave.task_users import DEFAULT_MAP, DEFAULT_UIDS
 
 
 def slave_id_for(work_dir: Path) -> str:
@@ -210,6 +211,57 @@ def raise_fd_limit(slaves: int) -> None:
     show_default=True,
     help="The podman that runs container images (without it such tasks are refused).",
 )
+@click.option(
+    "--switch-user/--no-switch-user",
+    default=True,
+    show_default=True,
+    help="Run each task and executor as its principal's user (needs root; Mesos's "
+    "--switch_user): a uid of its own from --task-uids, or the one --task-users names.",
+)
+@click.option(
+    "--pid-namespace/--no-pid-namespace",
+    default=True,
+    show_default=True,
+    help="Run each task and executor in a PID namespace of its own, with its own /proc "
+    "(needs root): it sees and signals only its own processes.",
+)
+@click.option(
+    "--task-uids",
+    default=f"{DEFAULT_UIDS.start}-{DEFAULT_UIDS.stop - 1}",
+    show_default=True,
+    help="The uids principals' tasks get, one each (no account may use them).",
+)
+@click.option(
+    "--task-uid-map",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=DEFAULT_MAP,
+    show_default=True,
+    help="The machine's map of principals to uids, shared (under a lock) by every slave "
+    "on this host: keep it one file for them all.",
+)
+@click.option(
+    "--task-users",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="YAML: 'users: {PRINCIPAL: ACCOUNT | UID | UID:GID}', the user a principal's "
+    "tasks run as instead of a uid of --task-uids.",
+)
+@click.option(
+    "--task-env",
+    multiple=True,
+    metavar="NAME[=VALUE]",
+    help="Pass this variable to every task and executor (NAME: the slave's own value). "
+    "Nothing else of the slave's environment reaches them (Mesos's "
+    "--executor_environment_variables).",
+)
+@click.option(
+    "--executor-secret-key",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="A file with the key (32 bytes at least) that signs executors' tokens "
+    "(MESOS_EXECUTOR_AUTHENTICATION_TOKEN; Mesos's --executor_secret_key). Default: a key "
+    "the slave makes once in its work dir, readable by it alone.",
+)
 @log_level_option
 def slave(
     broker: str,
@@ -230,15 +282,27 @@ def slave(
     usage_interval: float,
     registration_backoff_factor: float,
     podman: str,
+    switch_user: bool,
+    pid_namespace: bool,
+    task_uids: str,
+    task_uid_map: Path,
+    task_users: Path | None,
+    task_env: tuple[str, ...],
+    executor_secret_key: Path | None,
 ) -> None:
     """Run a slave: register with the master, run tasks, report their status."""
     from protocol.tooling.cli import run_party
     from slave.config import SlaveConfig
     from slave.probe import machine_resources, parse_attributes
+    from slave.task_env import parse_task_env
+    from slave.task_users import load_operator_users, parse_uid_range
 
     try:
         offered = Resources.parse(resources) if resources else machine_resources()
         attrs = parse_attributes(attributes)
+        uids = parse_uid_range(task_uids)
+        users = load_operator_users(task_users, uids) if task_users else {}
+        env = parse_task_env(task_env)
     except (ResourceError, ValueError) as e:
         raise click.BadParameter(str(e)) from None
     try:
@@ -279,6 +343,13 @@ def slave(
                     registration_backoff_factor=registration_backoff_factor,
                     in_fleet=True,
                     podman=podman,
+                    switch_user=switch_user,
+                    pid_namespace=pid_namespace,
+                    task_uids=uids,
+                    task_uid_map=task_uid_map,
+                    task_users=users,
+                    task_env=env,
+                    executor_secret_key=executor_secret_key,
                 )
             )
         await run_slaves(url, cluster, configs)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from protocol.wire.messages import Reason, TaskInfo, TaskState
 from protocol.wire.resources import Resources
+from slave.task_users import DEFAULT_MAP, DEFAULT_UIDS, TaskUser
 
 if TYPE_CHECKING:  # (runners import what the slave's config shares)
     from slave.runners import Runner
@@ -43,6 +44,17 @@ class SlaveConfig:
     # process's one subscription, and the process sends its heartbeats with the others'
     in_fleet: bool = False
     podman: str = "podman"  # runs tasks' container images (slave.images), if installed
+    # How tenants' tasks are kept apart (slave.tenancy), where the host allows it (root):
+    # each runs as its principal's user (slave.task_users), in a PID namespace of its
+    # own. Off here; `drfmesos slave` turns both on by default.
+    switch_user: bool = False
+    pid_namespace: bool = False
+    task_uids: range = DEFAULT_UIDS  # the uids principals get
+    task_uid_map: Path = DEFAULT_MAP  # the machine's principal -> uid map
+    task_users: dict[str, TaskUser] = field(default_factory=dict)  # the operator's
+    task_env: dict[str, str] = field(default_factory=dict)  # passed on to every task
+    # signs executors' tokens (slave.executor_tokens); None: a key of its own, made once
+    executor_secret_key: Path | None = None
 
 
 @dataclass
@@ -51,9 +63,10 @@ class TaskRecord:
     info: TaskInfo
     state: TaskState
     runner: Runner | None = None  # (None: a custom executor's task)
-    executor_key: str | None = None
+    executor_key: tuple[str, str] | None = None  # (framework id, executor id)
     kill_reason: Reason | None = None  # the master killed it (preemption): say why
     info_dump: dict[str, Any] | None = None  # `info` as the journal holds it (made once)
+    principal: str = ""  # its framework's, as the master named it in the launch
 
 
 WHY_THE_MASTER_KILLS = {

@@ -16,9 +16,11 @@ from protocol import logs
 from protocol.transport.base import Transport
 from protocol.wire.codec import DecodeError
 from protocol.wire.messages import (
+    CheckExecutorToken,
     Error,
     ExecutorExited,
     ExecutorRegistered,
+    ExecutorTokenChecked,
     FrameworkMessage,
     Reason,
     RegisterExecutor,
@@ -31,12 +33,26 @@ from protocol.wire.messages import (
 )
 from protocol.wire.resources import Resources
 from slave.cgroups import MB
+from slave.executor_tokens import ExecutorTokens, TokenError
 from slave.executors import ExecutorProcess
-from slave.isolator import Isolator, container_name
+from slave.isolator import Isolator, executor_container_name
 from slave.sandbox import make_task_sandbox
+from slave.tenancy import Tenancy
 
 if TYPE_CHECKING:
     from slave.config import TaskRecord
+
+
+class TaskEnv(Protocol):
+    """A task's or executor's whole environment (`Slave._task_env`)."""
+
+    def __call__(
+        self,
+        msg: RunTask,
+        framework: dict[str, str],
+        sandbox: Path,
+        extra: dict[str, str] | None = None,
+    ) -> dict[str, str]: ...
 
 
 class Report(Protocol):
@@ -69,14 +85,17 @@ class ExecutorSide:
         shut_down_frameworks: set[str],
         *,
         sandbox: Callable[[str, str], Path],
-        env: Callable[[RunTask], dict[str, str]],
+        env: TaskEnv,
         checkpoint: Callable[[TaskRecord], Awaitable[None]],
         report: Report,
+        tenancy: Callable[[], Tenancy],
     ) -> None:
         self.slave_id, self.bus, self.to_master = slave_id, bus, to_master
         self.isolator, self.tasks, self.shut_down_frameworks = isolator, tasks, shut_down_frameworks
-        self.executors: dict[str, ExecutorProcess] = {}  # by "framework_id.executor_id"
+        self.executors: dict[tuple[str, str], ExecutorProcess] = {}  # by (framework, executor)
         self._sandbox, self._env, self._checkpoint, self._report = sandbox, env, checkpoint, report
+        self._tenancy = tenancy  # (decided as the slave starts)
+        self.tokens: ExecutorTokens | None = None  # (its key is read as the slave starts)
         self.log = logs.get("slave", slave_id=slave_id)
 
     async def run_task(self, msg: RunTask, record: TaskRecord) -> None:
@@ -85,28 +104,37 @@ class ExecutorSide:
         assert info is not None
         # the task's own files, apart from its executor's log and its other tasks' lines
         # (made first: a task that cannot have them fails before any executor starts)
-        sandbox = await make_task_sandbox(self._sandbox(msg.framework_id, msg.task.task_id))
-        ekey = f"{msg.framework_id}.{info.executor_id}"
+        tenancy = self._tenancy()
+        user = await tenancy.user_for(msg.principal)  # (the executor's and its tasks')
+        sandbox = self._sandbox(msg.framework_id, msg.task.task_id)
+        sandbox = await make_task_sandbox(sandbox, user)
+        ekey = (msg.framework_id, info.executor_id)
         record.executor_key = ekey
         executor = self.executors.get(ekey)
         if executor is None:
+            own = self._sandbox(msg.framework_id, f"executor-{info.executor_id}")
+            ids = {
+                "DRFMESOS_EXECUTOR_ID": info.executor_id,
+                "DRFMESOS_FRAMEWORK_NAME": msg.framework_name,
+            }
+            if self.tokens is not None:  # (what it proves it is with: slave.executor_tokens)
+                token = self.tokens.issue(msg.framework_id, info.executor_id)
+                ids["MESOS_EXECUTOR_AUTHENTICATION_TOKEN"] = token
             executor = ExecutorProcess(
                 msg.framework_id,
                 info,
-                self._sandbox(msg.framework_id, f"executor-{info.executor_id}"),
-                {
-                    **self._env(msg),
-                    "DRFMESOS_EXECUTOR_ID": info.executor_id,
-                    "DRFMESOS_FRAMEWORK_NAME": msg.framework_name,
-                },
+                own,
+                self._env(msg, info.command.environment, own, ids),
                 self._from_executor,
                 self._bad_from_executor,
                 self._executor_exited,
+                user,
+                tenancy.confinement,
             )
             self.executors[ekey] = executor
             try:
                 executor.container = await self.isolator.prepare(
-                    container_name(msg.framework_id, f"executor-{info.executor_id}"),
+                    executor_container_name(msg.framework_id, info.executor_id),
                     info.resources + msg.task.resources,
                 )
                 await executor.start()
@@ -138,7 +166,7 @@ class ExecutorSide:
         """What a task's executor takes besides the task: its own resources if this task
         starts it (as the master counts it), else nothing."""
         info = msg.task.executor
-        if info is None or f"{msg.framework_id}.{info.executor_id}" in self.executors:
+        if info is None or (msg.framework_id, info.executor_id) in self.executors:
             return Resources()
         return info.resources
 
@@ -146,7 +174,7 @@ class ExecutorSide:
         """The master took a new executor's resources from the offer with this task: the
         executor never ran, so say it ended, and the master gives them back."""
         info = msg.task.executor
-        if info is not None and f"{msg.framework_id}.{info.executor_id}" not in self.executors:
+        if info is not None and (msg.framework_id, info.executor_id) not in self.executors:
             self._tell_exited(msg.framework_id, info.executor_id, -1)
 
     def _tell_exited(self, framework_id: str, executor_id: str, status: int) -> None:
@@ -166,10 +194,26 @@ class ExecutorSide:
         """What an executor says; its identity is the line it came on."""
         fid, eid = executor.framework_id, executor.executor_id
         if isinstance(message, RegisterExecutor):
+            if self._holder(message.token) != executor.key:
+                self._tell_executor(
+                    executor,
+                    "registration refused: not this executor's token "
+                    "(MESOS_EXECUTOR_AUTHENTICATION_TOKEN)",
+                    "unauthenticated",
+                    "RegisterExecutor",
+                )
+                return
             executor.mark_registered(
                 ExecutorRegistered(slave_id=self.slave_id, framework_id=fid, executor_id=eid)
             )
             self.log.info("executor.registered", framework_id=fid, executor_id=eid)
+        elif isinstance(message, CheckExecutorToken):
+            holder = self._holder(message.token) or ("", "")
+            executor.send_now(
+                ExecutorTokenChecked(
+                    request_id=message.request_id, framework_id=holder[0], executor_id=holder[1]
+                )
+            )
         elif isinstance(message, StatusUpdate):
             task_id = message.status.task_id
             record = self.tasks.get((fid, task_id))
@@ -198,6 +242,13 @@ class ExecutorSide:
                 message.TYPE,
             )
 
+    def _holder(self, token: str) -> tuple[str, str] | None:
+        """The executor a token was issued to, if it is one of this slave's."""
+        try:
+            return self.tokens.holder(token) if self.tokens is not None else None
+        except TokenError:
+            return None
+
     async def _bad_from_executor(self, executor: ExecutorProcess, error: DecodeError) -> None:
         self._tell_executor(
             executor, f"{error.reason}: {error.detail}", error.reason, error.type_name
@@ -217,7 +268,7 @@ class ExecutorSide:
 
     async def on_framework_message(self, msg: FrameworkMessage, reply_to: str | None) -> None:
         """Scheduler -> executor (it came from the master, on this slave's own topic)."""
-        executor = self.executors.get(f"{msg.framework_id}.{msg.executor_id}")
+        executor = self.executors.get((msg.framework_id, msg.executor_id))
         if executor is not None:
             executor.send(msg)
         else:
@@ -243,9 +294,14 @@ class ExecutorSide:
         try:
             await self.isolator.prepare(executor.container.name, total)
         except OSError as e:  # (a memory limit below what it uses now: v1 says EBUSY)
-            self.log.warning("isolation.resize_failed", executor=executor.key, error=str(e))
+            self.log.warning(
+                "isolation.resize_failed",
+                framework_id=executor.framework_id,
+                executor_id=executor.executor_id,
+                error=str(e),
+            )
 
-    async def task_left(self, executor_key: str | None) -> None:
+    async def task_left(self, executor_key: tuple[str, str] | None) -> None:
         """One of an executor's tasks ended: its container shrinks by it."""
         executor = self.executors.get(executor_key) if executor_key is not None else None
         if executor is not None:

@@ -22,8 +22,10 @@ from protocol.transport.aio import cancel_and_wait, within
 from protocol.transport.channel import Channel, ChannelClosed
 from protocol.wire.codec import DecodeError
 from protocol.wire.messages import ExecutorInfo, ShutdownExecutor, Wire
+from slave.confine import UNCONFINED, Confinement
 from slave.isolator import Container
 from slave.sandbox import spawn_in_sandbox
+from slave.task_users import TaskUser
 
 ExitCallback = Callable[["ExecutorProcess", int], Awaitable[None]]
 MessageCallback = Callable[["ExecutorProcess", Wire], Awaitable[None]]
@@ -40,8 +42,13 @@ class ExecutorProcess:
         on_message: MessageCallback,
         on_bad_message: ErrorCallback,
         on_exit: ExitCallback,
+        user: TaskUser | None = None,
+        confinement: Confinement = UNCONFINED,
     ) -> None:
+        """`env`: its whole environment (slave.task_env); `user`: the user it runs as
+        (None: the slave's own), confined as `confinement` says."""
         self.framework_id = framework_id
+        self.user, self.confinement = user, confinement
         self.info = info
         self.sandbox = sandbox
         self.env = env
@@ -64,8 +71,10 @@ class ExecutorProcess:
         return self.info.executor_id
 
     @property
-    def key(self) -> str:
-        return f"{self.framework_id}.{self.executor_id}"
+    def key(self) -> tuple[str, str]:
+        """(framework id, executor id): its key at the slave, by structure (two ids
+        joined by a character they may hold would let one framework name another's)."""
+        return (self.framework_id, self.executor_id)
 
     @property
     def pid(self) -> int | None:
@@ -74,17 +83,18 @@ class ExecutorProcess:
     async def start(self) -> None:
         ours, theirs = socket.socketpair()
         try:
-            join, join_env = self.container.join() if self.container is not None else ("", {})
+            join, join_env, root_joins = "", dict[str, str](), False
+            if self.container is not None:
+                join, join_env = self.container.join()
+                if self.user is not None:
+                    root_joins = not self.container.delegate(self.user.uid, self.user.gid)
+            command = self.info.command.value
             self._proc = await spawn_in_sandbox(
-                ["/bin/sh", "-c", join + "exec " + self.info.command.value],
+                self.confinement.executor(command, self.user, join, root_joins=root_joins),
                 self.sandbox,
-                {
-                    **self.env,
-                    **self.info.command.environment,
-                    **join_env,
-                    "DRFMESOS_EXECUTOR_FD": str(theirs.fileno()),
-                },
+                {**self.env, **join_env, "DRFMESOS_EXECUTOR_FD": str(theirs.fileno())},
                 pass_fds=(theirs.fileno(),),
+                owner=self.user,
             )
         except BaseException:
             ours.close()
@@ -130,6 +140,10 @@ class ExecutorProcess:
             self._send_now(message)
         else:
             self._queue.append(message)
+
+    def send_now(self, message: Wire) -> None:
+        """Send even before it registered (what it asks on its way to registering)."""
+        self._send_now(message)
 
     def _send_now(self, message: Wire) -> None:
         if self._channel is not None:

@@ -4,12 +4,20 @@ A task's output is in `sandboxes/<framework>/<task>/`: a command task's process 
 there, and a custom executor writes each task's lines to that task's own sandbox, which
 the slave makes when it hands the task over. Only a task run before slaves made those has
 none; its executor's log, `sandboxes/<framework>/executor-<id>/`, is read instead. Names come from
-the wire, so a path is built only from checked segments and must stay under the sandboxes.
+the wire, so a path is built only from checked segments.
+
+What lies in a sandbox is its task's to make, and the slave reads as root: a file is read
+only if it lies in that task's own sandbox once its links are followed (a symlink to
+another tenant's stdout reads nothing), is a regular file (a FIFO would hang the read),
+and belongs to the sandbox's owner (a hard link to a file of the slave's or of another
+user's, which the task itself could not read, reads nothing).
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
+import stat
 from pathlib import Path
 
 from protocol.wire.messages import FileData, ReadFile
@@ -23,23 +31,36 @@ def _read(
 ) -> FileData:
     """(In a thread: resolving and reading touch the disk.)"""
     answer = FileData(request_id=msg.request_id, slave_id=slave_id, offset=msg.offset)
-    top = root.resolve()
     for name in candidates:
-        path = (root / framework / name / msg.name).resolve()
+        sandbox = root / framework / name
+        try:
+            owner = sandbox.lstat().st_uid
+            top = sandbox.resolve()
+            path = (sandbox / msg.name).resolve()
+        except FileNotFoundError:
+            continue
+        except (OSError, RuntimeError):  # (RuntimeError: a symlink loop)
+            answer.error = "no such file"
+            return answer
         if not path.is_relative_to(top):
             answer.error = "no such file"
             return answer
         try:
-            with path.open("rb") as f:
-                answer.size = f.seek(0, 2)
-                f.seek(min(msg.offset, answer.size))
-                answer.data = f.read(min(msg.length, MAX_READ))
-            return answer
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
         except FileNotFoundError:
             continue
         except OSError as e:
             answer.error = f"cannot read {msg.name}: {e.strerror}"
             return answer
+        with os.fdopen(fd, "rb") as f:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_uid != owner:
+                answer.error = f"cannot read {msg.name}: not a file of the task's"
+                return answer
+            answer.size = f.seek(0, 2)
+            f.seek(min(msg.offset, answer.size))
+            answer.data = f.read(min(msg.length, MAX_READ))
+        return answer
     answer.error = f"no {msg.name} for task {msg.task_id} of framework {msg.framework_id} here"
     return answer
 

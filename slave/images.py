@@ -14,6 +14,10 @@ task's. What differs:
   (podman's passthrough log driver: they reach the files even if podman dies);
 - a kill is `podman stop` (SIGTERM, SIGKILL after the grace), and the container is
   removed when its task ends;
+- the container runs as the task's user (`--user`) on a slave that switches users, in
+  podman's own PID namespace; podman itself (root) runs with the slave's environment, and
+  the task's variables reach the container through a file only the slave reads
+  (`--env-file`): none of them (`LD_PRELOAD`, `CONTAINERS_CONF`) reaches podman;
 - nothing is pulled: the image must be on the slave already.
 
 Podman is a soft dependency: a slave without it refuses image tasks (TASK_ERROR).
@@ -24,15 +28,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-import shlex
+import os
 import shutil
 from pathlib import Path
 
 from protocol import logs
 from protocol.transport.aio import within
 from protocol.wire.messages import Reason, TaskInfo, TaskState
-from slave.isolator import Container, container_name
-from slave.runners import WRAPPER, CommandRunner, Limit, Report
+from slave.isolator import Container, podman_name
+from slave.runners import EXIT_FILE, CommandRunner, Limit, Report, Run, new_run_dir
 
 SANDBOX = "/mnt/mesos/sandbox"  # where the sandbox is inside the container, as in Mesos
 PODMAN_FAILED = 125  # podman's own exit status when it could not run the container
@@ -57,6 +61,10 @@ def image_problem_here(task: TaskInfo, podman: str | None, sandbox: str) -> str 
         )
     if ":" in sandbox or "," in sandbox:  # podman's volume syntax splits on them
         return f"a task with an image may not have ':' or ',' in its sandbox's path: {sandbox}"
+    assert task.command is not None
+    for name, value in task.command.environment.items():
+        if "\n" in name or "\n" in value:  # (one variable a line in podman's --env-file)
+            return f"an image task's environment may not hold a newline ({name})"
     return None
 
 
@@ -66,32 +74,45 @@ class ImageLaunch:
     def __init__(
         self,
         task: TaskInfo,
-        sandbox: Path,
+        run: Run,
         env: dict[str, str],
         container: Container | None,
         podman: str,
         slave_id: str,
+        framework_id: str,
     ) -> None:
         assert task.command is not None
         assert task.container is not None
-        self.task, self.sandbox, self.env, self.container = task, sandbox, env, container
+        self.task, self.run, self.env, self.container = task, run, env, container
+        self.sandbox = run.sandbox
         self.image = task.container.image
         self.podman = podman
-        # podman's names: [a-zA-Z0-9][a-zA-Z0-9_.-]*; container_name keeps to that
-        self.name = "drfmesos-" + container_name(slave_id, task.task_id)
-        self.framework_id = env.get("DRFMESOS_FRAMEWORK_ID", "")
+        # podman's names: [a-zA-Z0-9][a-zA-Z0-9_.-]*; podman_name keeps to that
+        self.name = podman_name(slave_id, framework_id, task.task_id)
+        self.framework_id = framework_id
+        self.env_file = run.run_dir / "env"
+        self.exit_file = run.run_dir / EXIT_FILE  # (podman's wrapper is root's)
 
     @property
     def memory_limit_mb(self) -> None:
         return None  # the kernel holds the container to it (its cgroup, or podman's)
 
+    async def prepare(self) -> None:
+        """The container's environment, in a file of the slave's: the values never
+        travel on a command line that `ps` shows, nor in podman's own environment."""
+        own = self.task.command.environment if self.task.command is not None else {}
+        env = {**self.env, "MESOS_SANDBOX": SANDBOX}
+        if "HOME" not in own:
+            env["HOME"] = SANDBOX
+        if "PATH" not in own:
+            env.pop("PATH", None)  # (the image's own)
+        lines = "".join(f"{name}={value}\n" for name, value in sorted(env.items()))
+        await asyncio.to_thread(_write_private, self.run.run_dir, self.env_file, lines)
+
     def process(self) -> tuple[list[str], dict[str, str]]:
         assert self.task.command is not None
-        env = {**self.env, **self.task.command.environment}
-        # the values travel in podman's environment (`-e NAME` takes the value from
-        # there), not on a command line that `ps` shows
-        names = [arg for name in sorted(env) for arg in ("-e", name)]
         global_options, limits = self.limits()
+        user = self.run.user if self.run.confinement.users else None
         run = [
             self.podman,
             *global_options,
@@ -107,17 +128,19 @@ class ImageLaunch:
             f"{self.sandbox}:{SANDBOX}",
             "-w",
             SANDBOX,
-            *names,
-            "-e",
-            f"MESOS_SANDBOX={SANDBOX}",
+            "--env-file",
+            str(self.env_file),
+            *(["--user", f"{user.uid}:{user.gid}"] if user is not None else []),
             "--entrypoint",
             '["/bin/sh", "-c"]',
             "--",  # what follows is never an option (the image was checked besides)
             self.image,
             self.task.command.value,
         ]
-        # the same wrapper as a command task's: its exit status lands in the sandbox
-        return ["/bin/sh", "-c", WRAPPER, "drfmesos-task", shlex.join(run)], env
+        # the same wrapper as a command task's (its exit status lands in its run dir);
+        # podman runs as the slave, in the slave's environment
+        wrapped = self.run.confinement.wrap(run, str(self.exit_file))
+        return wrapped, dict(os.environ)
 
     def limits(self) -> tuple[list[str], list[str]]:
         """podman's global and `run` options that hold the container to the task's
@@ -190,19 +213,27 @@ class ImageLaunch:
 
 def command_runner(
     task: TaskInfo,
-    sandbox: Path,
+    run: Run,
     report: Report,
     env: dict[str, str],
     container: Container | None,
     podman: str | None,
     slave_id: str,
+    framework_id: str,
 ) -> CommandRunner:
     """The runner of a command task: in its image when it names one."""
     if task.container is None:
-        return CommandRunner(task, sandbox, report, env, container)
+        return CommandRunner(task, run, report, env, container)
     assert podman is not None  # (refused at admission otherwise)
-    launch = ImageLaunch(task, sandbox, env, container, podman, slave_id)
-    return CommandRunner(task, sandbox, report, env, container, launch)
+    launch = ImageLaunch(task, run, env, container, podman, slave_id, framework_id)
+    return CommandRunner(task, run, report, env, container, launch)
+
+
+def _write_private(run_dir: Path, path: Path, text: str) -> None:
+    new_run_dir(run_dir)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
 
 
 def _last_line(path: Path) -> str:

@@ -57,6 +57,10 @@ class Container(Protocol):
         shell joins the container before it runs anything."""
         ...
 
+    def delegate(self, uid: int, gid: int) -> bool:
+        """Let a shell running as `uid` join it (`join`); False: only root can."""
+        ...
+
     async def limitation(self) -> str | None:
         """Why the kernel stopped it (an OOM kill), as a message for the user, if so."""
         ...
@@ -95,15 +99,51 @@ class Isolator(Protocol):
         ...
 
 
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+_KEPT = re.compile(r"[A-Za-z0-9-]")
+MAX_NAME = 200  # characters of a container's name (a cgroup's is at most 255, NAME_MAX)
 
 
-def container_name(framework_id: str, name: str) -> str:
-    """`name` is a task id, or `executor-<id>`. A cgroup's name holds no slash, and the
-    shell that joins it splits its paths on spaces: any other character is replaced, and
-    a hash of the original keeps two such names apart."""
+def _escape(part: str) -> str:
+    """`part` with every character but letters, digits and '-' written as `_XX` (its
+    UTF-8 bytes in hex): no '.', '/', '~' or space is left, and two parts stay two."""
+    return "".join(
+        c if _KEPT.fullmatch(c) else "".join(f"_{b:02x}" for b in c.encode()) for c in part
+    )
+
+
+def container_name(framework_id: str, task_id: str) -> str:
+    """A task's container (its cgroup, its image's podman container): named by structure,
+    never by joining ids that may hold the separator. Each part is escaped (`_escape`),
+    so `t.<framework>.<task>` names one task, whatever its ids: a framework called
+    `<alice's id>.alice` is not alice's. (A name past MAX_NAME is its hash.)"""
+    return _name("t", framework_id, task_id)
+
+
+def executor_container_name(framework_id: str, executor_id: str) -> str:
+    """A custom executor's container, which holds its tasks too: never a task's."""
+    return _name("e", framework_id, executor_id)
+
+
+def _name(kind: str, *parts: str) -> str:
+    name = ".".join([kind, *map(_escape, parts)])
+    if len(name) > MAX_NAME:  # (an '_h' is no escape: it cannot be an escaped name)
+        name = f"{kind}._h" + hashlib.sha256(name.encode()).hexdigest()
+    return name
+
+
+def podman_name(slave_id: str, framework_id: str, task_id: str) -> str:
+    """An image task's podman container: named by its slave too (podman's names are
+    the host's, shared by every slave on it), and by structure as the rest."""
+    return "drfmesos-" + _name("i", slave_id, framework_id, task_id)
+
+
+def legacy_container_name(framework_id: str, name: str) -> str:
+    """The name a slave before #45 gave a task's container (`name`: a task id, or
+    `executor-<id>`), which a recovered task of its may still run in. Two frameworks'
+    ids could name one container: only a checkpoint that predates the structural names
+    is read with it."""
     raw = f"{framework_id}.{name}"
-    safe = _UNSAFE.sub("_", raw)
+    safe = re.sub(r"[^A-Za-z0-9._-]", "_", raw)
     if safe != raw or safe in (".", ".."):
         safe += "-" + hashlib.sha256(raw.encode()).hexdigest()[:8]
     return safe
@@ -122,6 +162,9 @@ class PosixContainer:
 
     def join(self) -> tuple[str, dict[str, str]]:
         return "", {}
+
+    def delegate(self, uid: int, gid: int) -> bool:
+        return True  # (nothing to join)
 
     async def limitation(self) -> str | None:
         return None
@@ -187,6 +230,7 @@ class CgroupContainer:
         self.path = path
         self.name = name
         self.upkeep = upkeep
+        self.delegated = False
 
     @property
     def cgroup(self) -> str | None:
@@ -195,6 +239,11 @@ class CgroupContainer:
     def join(self) -> tuple[str, dict[str, str]]:
         files = " ".join(str(f) for f in self.cgroups.procs_files(self.path))
         return JOIN, {"DRFMESOS_CGROUP_PROCS": files}
+
+    def delegate(self, uid: int, gid: int) -> bool:
+        # (a few cgroupfs chowns: no disk behind them)
+        self.delegated = self.cgroups.delegate(self.path, uid, gid)
+        return self.delegated
 
     async def limitation(self) -> str | None:
         # (a few small cgroupfs reads: no disk behind them, cheaper than a thread hop)
@@ -213,6 +262,9 @@ class CgroupContainer:
     async def destroy(self, written: Iterable[Path] = ()) -> None:
         # what the task left running (a double fork) dies before its end is told; most
         # tasks leave nothing, and their cgroup's removal waits off the task's path
+        if self.delegated:
+            self.cgroups.undelegate(self.path)
+            self.delegated = False
         if self.cgroups.pids(self.path):
             try:
                 await asyncio.to_thread(self.cgroups.kill, self.path)

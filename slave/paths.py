@@ -22,3 +22,11 @@ def sandbox_path(work_dir: Path, framework_id: str, name: str) -> Path:
     if path.parent.parent != root:  # (a symlink planted on the way would end elsewhere)
         raise ValueError(f"sandbox {name!r} of {framework_id!r} would lie outside {root}")
     return path
+
+
+def run_dir_path(work_dir: Path, framework_id: str, task_id: str) -> Path:
+    """`work_dir/runs/<framework_id>/<task_id>`: what the slave keeps of a task's run
+    (its exit status), apart from its sandbox, which is the task's (its symlinks too)."""
+    check_id(framework_id, "framework id")
+    check_id(task_id, "task id")
+    return work_dir / "runs" / framework_id / task_id

@@ -3,6 +3,14 @@ journal holds (a simulated task resumes, a command task's process is adopted aga
 its container, an executor's task ends TASK_FAILED, its executor having died with the
 slave) and the status updates still owed to the master. A task that cannot be restored is
 reported TASK_LOST, never dropped in silence.
+
+A command task keeps what it was started with: the user, the PID namespace (its
+checkpointed pid is `unshare`'s, the namespace's parent, or the wrapper's), the
+container and the exit status file its checkpoint names (read without following a
+link). One started by a slave before #45 names no container: it has the name that slave
+gave it (`legacy_container_name`), and its exit status is in its sandbox. Its sandbox is
+closed to other users at the slave's start (slave.tenancy), and it runs on as the user
+it started as (the slave's).
 """
 
 from __future__ import annotations
@@ -23,8 +31,8 @@ from protocol.wire.messages import (
 )
 from slave.config import SlaveConfig, TaskRecord, journal_executor_id
 from slave.images import command_runner
-from slave.isolator import Isolator, container_name
-from slave.runners import SimulatedRunner
+from slave.isolator import Isolator, legacy_container_name
+from slave.runners import SANDBOX_EXIT_FILE, Run, SimulatedRunner
 from slave.updates import OwedUpdates
 
 
@@ -79,7 +87,8 @@ async def recover_task(slave: Slave, raw: Any, containers: set[str]) -> None:
     """Restore one task from its journal record (`containers`: the cgroups of the
     command tasks restored, which the isolator keeps)."""
     info = TaskInfo.model_validate(raw["task"])
-    record = TaskRecord(raw["framework_id"], info, TaskState(raw["state"]))
+    principal = raw.get("principal") or ""
+    record = TaskRecord(raw["framework_id"], info, TaskState(raw["state"]), principal=principal)
     runner = raw.get("runner") or {}
     slave.tasks[(record.framework_id, info.task_id)] = record
     if runner.get("kind") == "simulated":
@@ -87,17 +96,21 @@ async def recover_task(slave: Slave, raw: Any, containers: set[str]) -> None:
         record.runner = sim
         await sim.start(ends_at=runner.get("ends_at") or time.time())
     elif runner.get("kind") == "command" and runner.get("pid"):
-        name = container_name(record.framework_id, info.task_id)
+        name = runner.get("container") or legacy_container_name(record.framework_id, info.task_id)
         containers.add(name)
+        sandbox = Path(runner["sandbox"])
+        exit_file = Path(runner.get("exit_file") or sandbox / SANDBOX_EXIT_FILE)
         cmd = command_runner(
             info,
-            Path(runner["sandbox"]),
+            Run(sandbox, exit_file.parent),
             slave._reporter(record),
-            {"DRFMESOS_FRAMEWORK_ID": record.framework_id},
+            {},
             slave.isolator.adopt(name),
             slave.podman,
             slave.slave_id,
+            record.framework_id,
         )
+        cmd.exit_file = exit_file
         record.runner = cmd
         cmd.recover_in_background(runner["pid"], runner.get("started_at"))
     else:  # an executor's task: its executor died with the slave

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import os
 import re
 import signal
+import stat
 import time
 from collections.abc import Awaitable
 from dataclasses import dataclass
@@ -22,8 +24,10 @@ from typing import Any, Protocol
 
 from protocol.wire.messages import Reason, TaskInfo, TaskState
 from slave.cgroups import MB
+from slave.confine import UNCONFINED, Confinement
 from slave.isolator import Container, groups_usage
 from slave.sandbox import spawn_in_sandbox
+from slave.task_users import TaskUser
 
 
 class Report(Protocol):
@@ -34,10 +38,11 @@ class Report(Protocol):
     ) -> Awaitable[None]: ...
 
 
-EXIT_FILE = ".exit_status"
-# The user's command runs in a child shell; the outer shell writes its exit status into
-# the sandbox, so a slave restarted while the task ran can still learn how it ended.
-WRAPPER = 'sh -c "$1"; code=$?; echo $code > ' + EXIT_FILE + "; exit $code"
+# Where a task's wrapper writes its exit status: a shell task's, running as the task's
+# user, in the sandbox (the slave reads it without following a link); an image task's,
+# podman's (root), in the task's run dir, `runs/<framework>/<task>/`, the slave's alone.
+SANDBOX_EXIT_FILE = ".exit_status"
+EXIT_FILE = "exit_status"
 
 
 class Runner(Protocol):
@@ -80,8 +85,15 @@ class Launch(Protocol):
     def memory_limit_mb(self) -> float | None:
         """What the slave's memory loop holds the process to (None: the kernel does)."""
 
+    @property
+    def exit_file(self) -> Path:
+        """Where the wrapper writes the task's exit status."""
+
     def process(self) -> tuple[list[str], dict[str, str]]:
-        """The task's process: its arguments and what it adds to the environment."""
+        """The task's process: its arguments and its whole environment."""
+
+    async def prepare(self) -> None:
+        """Before the process starts, with its run dir made (a file podman reads)."""
 
     async def stop(self, grace: float, hard: bool) -> None:
         """Before the process group is signalled (`hard`: a limit's kill, no grace)."""
@@ -92,27 +104,60 @@ class Launch(Protocol):
         asked (`stopped`) when the runner stopped it for a reason of its own."""
 
 
-class ShellLaunch:
-    """The task's command in a shell, in its container (the isolator's cgroup) if any."""
+@dataclass(frozen=True)
+class Run:
+    """Where and as whom a command task runs: its sandbox (its user's), its run dir (the
+    slave's: an image task's exit status), its user (None: the slave's own) and how it
+    is confined."""
 
-    def __init__(self, task: TaskInfo, env: dict[str, str], container: Container | None):
+    sandbox: Path
+    run_dir: Path
+    user: TaskUser | None = None
+    confinement: Confinement = UNCONFINED
+
+
+class ShellLaunch:
+    """The task's command in a shell, in its container (the isolator's cgroup) if any,
+    as its user, in a PID namespace of its own where the slave can (slave.confine)."""
+
+    def __init__(
+        self, task: TaskInfo, env: dict[str, str], container: Container | None, run: Run
+    ) -> None:
         assert task.command is not None
-        self.command, self.env, self.container = task.command, env, container
+        self.command, self.env, self.container, self.run = task.command, env, container, run
         self.mem: float | None = task.resources.get("mem")
 
     @property
     def memory_limit_mb(self) -> float | None:
         return self.mem
 
+    @property
+    def exit_file(self) -> Path:
+        return self.run.sandbox / SANDBOX_EXIT_FILE
+
     def process(self) -> tuple[list[str], dict[str, str]]:
         # the task's own shell joins its container, not the wrapper around it: the exit
         # status the wrapper writes is not charged to the task's memory, and a task that
         # wrote nothing leaves its memory cgroup empty, removed at once (cgroup_upkeep)
-        join, join_env = self.container.join() if self.container is not None else ("", {})
-        return (
-            ["/bin/sh", "-c", WRAPPER, "drfmesos-task", join + self.command.value],
-            {**self.env, **self.command.environment, **join_env},
+        join, join_env, root_joins = "", dict[str, str](), False
+        run = self.run
+        if self.container is not None:
+            join, join_env = self.container.join()
+            if run.user is not None:
+                root_joins = not self.container.delegate(run.user.uid, run.user.gid)
+        args = run.confinement.task(
+            # (by the wrapper's working directory, its sandbox: where the sandbox's path
+            # is out of the user's reach, the exit status still lands)
+            self.command.value,
+            run.user,
+            join,
+            SANDBOX_EXIT_FILE,
+            root_joins=root_joins,
         )
+        return args, {**self.env, **join_env}
+
+    async def prepare(self) -> None:
+        pass
 
     async def stop(self, grace: float, hard: bool) -> None:
         pass  # (the process group's signals are all it takes)
@@ -127,7 +172,7 @@ class CommandRunner:
     def __init__(
         self,
         task: TaskInfo,
-        sandbox: Path,
+        run: Run,
         report: Report,
         env: dict[str, str],
         container: Container | None = None,
@@ -135,10 +180,12 @@ class CommandRunner:
     ):
         assert task.command is not None
         self.task = task
-        self.sandbox = sandbox
+        self.run = run
+        self.sandbox = run.sandbox
         self.report = report
         self.container = container  # its cgroup (isolator), destroyed when it ends
-        self.launch = launch or ShellLaunch(task, env, container)
+        self.launch = launch or ShellLaunch(task, env, container, run)
+        self.exit_file = self.launch.exit_file
         self.pid: int | None = None
         self.started_at: str | None = None  # /proc start time, to tell a reused pid apart
         self._stop: Limit | None = None
@@ -154,14 +201,23 @@ class CommandRunner:
             "pid": self.pid,
             "started_at": self.started_at,
             "sandbox": str(self.sandbox),
+            "exit_file": str(self.exit_file),
+            "container": self.container.name if self.container is not None else None,
         }
 
     async def start(self) -> None:
         assert self.task.command is not None
         await self.report(TaskState.STARTING, None, "")
         try:
+            await self.launch.prepare()
             args, env = self.launch.process()
-            proc = await spawn_in_sandbox(args, self.sandbox, env)
+            proc = await spawn_in_sandbox(
+                args,
+                self.sandbox,
+                env,
+                owner=self.run.user,
+                first=functools.partial(_forget_exit, self.exit_file),
+            )
         except (OSError, ValueError) as e:  # (ValueError: NUL in an argument or the env)
             if self.container is not None:
                 await self.container.destroy()
@@ -223,7 +279,7 @@ class CommandRunner:
         self.pid, self.started_at = pid, started_at
         if started_at is not None and _start_time(pid) == started_at:
             await wait_pid_exit(pid)
-        await self._ended(await asyncio.to_thread(_read_exit, self.sandbox))
+        await self._ended(await asyncio.to_thread(read_exit, self.exit_file))
 
     def recover_in_background(self, pid: int, started_at: str | None) -> None:
         self._watcher = asyncio.create_task(self.recover(pid, started_at))
@@ -345,8 +401,35 @@ def group_rss_mb(pgids: list[int]) -> dict[int, float]:
     return {g: u.memory_bytes / MB for g, u in groups_usage(set(pgids)).items()}
 
 
-def _read_exit(sandbox: Path) -> int | None:
+def _forget_exit(path: Path) -> None:
+    """A previous run's exit status (of a task id used again) goes before this one."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+
+
+def new_run_dir(run_dir: Path) -> None:
+    """The task's run dir, `runs/<framework>/<task>` in the work dir: the slave's alone
+    (its parents too), without a previous run's exit status."""
+    for path in (run_dir.parent.parent, run_dir.parent, run_dir):
+        with contextlib.suppress(FileExistsError):
+            path.mkdir(mode=0o700)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(run_dir / EXIT_FILE)
+
+
+def read_exit(path: Path) -> int | None:
+    """The exit status a task's wrapper wrote. (An older slave's wrapper wrote it in the
+    sandbox, where the task may have put a symlink or a FIFO in its place: such a thing
+    is not read.)"""
     try:
-        return int((sandbox / EXIT_FILE).read_text().strip())
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return int(os.read(fd, 32).decode().strip())
     except (OSError, ValueError):
         return None
+    finally:
+        os.close(fd)

@@ -1,36 +1,121 @@
-"""Starting a process in a sandbox directory of its own."""
+"""Sandboxes: a directory a task's process runs in, its stdout and stderr there.
+
+On a slave that switches users a sandbox is its task's user's and closed to everyone
+else (0700); the directories above it (the work dir, `sandboxes/`, the framework's) let
+others pass (0711) but not list, and what the slave keeps there (journals, keys) is its
+own (0600). What lies inside a sandbox is the task's to make: a symlink or a FIFO
+planted where its stdout goes is never followed or opened by the slave (running as
+root, it would write where the task may not), nor is a file of another user's.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import os
+import stat
+from collections.abc import Callable
 from pathlib import Path
 
+from slave.task_users import TaskUser
 
-def _make_task_sandbox(sandbox: Path) -> Path:
-    sandbox.mkdir(parents=True, exist_ok=True)
-    for name in ("stdout", "stderr"):
-        (sandbox / name).touch()
+PASSABLE = 0o711  # the directories above sandboxes: others pass, do not list
+PRIVATE = 0o700  # a task's sandbox, its user's alone
+OUTPUT_FILES = ("stdout", "stderr")
+
+
+def make_dir(path: Path, owner: TaskUser | None, mode: int = PRIVATE) -> None:
+    """`path` made (its parents PASSABLE where the slave makes them) and, with an
+    `owner`, given to it with `mode`. (Blocking: in a thread.)"""
+    if owner is None:
+        path.mkdir(parents=True, exist_ok=True)
+        return
+    try:
+        path.mkdir(mode=mode)
+    except FileExistsError:
+        pass
+    except FileNotFoundError:  # (a framework's first sandbox here: its parents first)
+        for parent in reversed(path.parents):
+            if not parent.exists():
+                parent.mkdir(mode=PASSABLE)
+                os.chmod(parent, PASSABLE)  # (mkdir's mode passes the umask)
+        path.mkdir(mode=mode)
+    # (the parents are the slave's: nothing but it puts a symlink there)
+    os.chown(path, owner.uid, owner.gid, follow_symlinks=False)
+    os.chmod(path, mode)
+
+
+def open_output(path: Path, owner: TaskUser | None) -> int:
+    """A task's output file, opened for appending by the slave: created if need be (its
+    owner's), never through a symlink, never a FIFO or device, never another user's
+    file (a hard link to the slave's journal, say). Such a thing is removed and a new
+    file made in its place. (Blocking: in a thread.)"""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        fd = None
+    except OSError:  # a symlink (ELOOP), a FIFO without a reader (ENXIO), ...
+        fd = None
+        os.unlink(path)
+    if fd is not None:
+        st = os.fstat(fd)
+        uid = owner.uid if owner is not None else os.geteuid()
+        if stat.S_ISREG(st.st_mode) and st.st_uid == uid and st.st_nlink == 1:
+            os.set_blocking(fd, True)
+            return fd
+        os.close(fd)
+        os.unlink(path)
+    fd = os.open(path, flags | os.O_CREAT | os.O_EXCL, 0o600 if owner else 0o644)
+    if owner is not None:
+        os.fchown(fd, owner.uid, owner.gid)
+    os.set_blocking(fd, True)
+    return fd
+
+
+def _make_task_sandbox(sandbox: Path, owner: TaskUser | None) -> Path:
+    make_dir(sandbox, owner)
+    for name in OUTPUT_FILES:
+        os.close(open_output(sandbox / name, owner))
     return sandbox
 
 
-async def make_task_sandbox(sandbox: Path) -> Path:
+async def make_task_sandbox(sandbox: Path, owner: TaskUser | None = None) -> Path:
     """Make a custom executor's task its sandbox with empty stdout and stderr, so that its
-    files read as its own (empty until its executor writes there), never the executor's."""
-    return await asyncio.to_thread(_make_task_sandbox, sandbox)
+    files read as its own (empty until its executor writes there), never the executor's;
+    its executor's user's."""
+    return await asyncio.to_thread(_make_task_sandbox, sandbox, owner)
+
+
+def _open_sandbox(
+    sandbox: Path, owner: TaskUser | None, first: Callable[[], None] | None
+) -> tuple[int, int]:
+    if first is not None:
+        first()
+    make_dir(sandbox, owner)
+    out = open_output(sandbox / "stdout", owner)
+    try:
+        return out, open_output(sandbox / "stderr", owner)
+    except BaseException:
+        os.close(out)
+        raise
 
 
 async def spawn_in_sandbox(
-    args: list[str], sandbox: Path, env: dict[str, str], pass_fds: tuple[int, ...] = ()
+    args: list[str],
+    sandbox: Path,
+    env: dict[str, str],
+    pass_fds: tuple[int, ...] = (),
+    owner: TaskUser | None = None,
+    first: Callable[[], None] | None = None,
 ) -> asyncio.subprocess.Process:
-    """Start `args` in `sandbox` (created if need be), stdout and stderr to files there.
+    """Start `args` in `sandbox` (created if need be), stdout and stderr to files there,
+    with `env` and nothing of the slave's own environment.
 
     The process leads a new session, so killing its process group kills everything it
-    started. File system work runs in a thread: the event loop never waits on the disk.
+    started. File system work runs in a thread (`first` too: what else must be on disk
+    before it starts): the event loop never waits on the disk.
     """
-    await asyncio.to_thread(sandbox.mkdir, parents=True, exist_ok=True)
-    out = await asyncio.to_thread(open, sandbox / "stdout", "ab")
-    err = await asyncio.to_thread(open, sandbox / "stderr", "ab")
+    out, err = await asyncio.to_thread(_open_sandbox, sandbox, owner, first)
     try:
         return await asyncio.create_subprocess_exec(
             *args,
@@ -38,10 +123,10 @@ async def spawn_in_sandbox(
             stdout=out,
             stderr=err,
             stdin=asyncio.subprocess.DEVNULL,
-            env={**os.environ, **env, "MESOS_SANDBOX": str(sandbox)},
+            env=env,
             start_new_session=True,
             pass_fds=pass_fds,
         )
     finally:
-        out.close()
-        err.close()
+        os.close(out)
+        os.close(err)

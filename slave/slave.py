@@ -7,16 +7,20 @@ Its promises:
 - every status update gets a uuid, is written to the work dir before it is sent, and is
   re-sent with backoff (across reconnects and restarts) until the master acknowledges it;
 - bad input (a malformed RunTask, a task for resources it does not have, a kill for a task
-  it does not run) gets an `Error` back and changes nothing it runs.
+  it does not run) gets an `Error` back and changes nothing it runs;
+- a tenant's task reaches nothing of another's, nor the slave's, where the host allows
+  (slave.tenancy): it runs as its principal's user, in a PID namespace, in a clean
+  environment; executors, containers, sandboxes and journals are keyed by structure, so
+  no framework id names another's; and each framework's principal is checkpointed with
+  its tasks and reported when the slave re-registers (`Reregister.owners`), so that a
+  master that lost its registry lets only that principal claim them.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import sys
 from collections.abc import Coroutine
-from pathlib import Path
 from typing import Any
 
 from protocol import logs
@@ -53,16 +57,20 @@ from protocol.wire.messages import (
 from protocol.wire.resources import Resources
 from protocol.wire.topics import Topics, check_segment
 from slave.backoff import RegistrationBackoff
+from slave.command_tasks import CommandTasks
 from slave.config import SlaveConfig, TaskRecord, killed_by_master
+from slave.confine import UNCONFINED
 from slave.executor_side import ExecutorSide
+from slave.executor_tokens import ExecutorTokens, load_or_make_key
 from slave.files import read_sandbox_file
-from slave.images import command_runner, find_podman, image_problem_here
-from slave.isolator import POSIX_WARNING, container_name, make_isolator
+from slave.images import find_podman
+from slave.isolator import POSIX_WARNING, make_isolator
 from slave.launches import RecentLaunches, run_together
 from slave.memory_limits import enforce_memory_limits
-from slave.paths import sandbox_path
+from slave.owners import Owners
 from slave.recovery import recover
 from slave.runners import SimulatedRunner
+from slave.tenancy import Tenancy, start_tenancy
 from slave.updates import OwedUpdates
 from slave.usage import report_loop
 
@@ -85,6 +93,7 @@ class Slave:
             bus, self.to_master, config.work_dir / "updates.journal", config.resend_after
         )
         self.task_journal = Journal(config.work_dir / "tasks.journal")
+        self.owners = Owners(config.work_dir / "owners.journal")  # each framework's principal
         self.tasks: dict[tuple[str, str], TaskRecord] = {}
         self.shut_down_frameworks: set[str] = set()
         self.registered = asyncio.Event()
@@ -102,10 +111,16 @@ class Slave:
             config.resources.get("cpus"),
         )
         self.podman = None if config.simulated_tasks else find_podman(config.podman)
+        # how tasks are kept apart, decided at start (until then: not at all)
+        self.tenancy = Tenancy(UNCONFINED, None)
+        self.commands = CommandTasks(  # command tasks: each its own process
+            config, self.isolator, self.podman, tenancy=lambda: self.tenancy,
+            reporter=self._reporter, report=self._report, checkpoint=self._checkpoint,
+        )  # fmt: skip
         self.custom = ExecutorSide(  # custom executors: their processes, and their tasks
             self.slave_id, bus, self.to_master, self.isolator, self.tasks,
-            self.shut_down_frameworks, sandbox=self._sandbox, env=self._env,
-            checkpoint=self._checkpoint, report=self._report,
+            self.shut_down_frameworks, sandbox=self.commands.sandbox, env=self.commands.env,
+            checkpoint=self._checkpoint, report=self._report, tenancy=lambda: self.tenancy,
         )  # fmt: skip
         self.executors = self.custom.executors
 
@@ -123,6 +138,12 @@ class Slave:
 
         if self.config.in_fleet:
             self.bus.route(self.inbox, hold)
+        if not self.config.simulated_tasks:
+            self.tenancy = await start_tenancy(self.config, self.log)
+            key = await asyncio.to_thread(
+                load_or_make_key, self.config.work_dir, self.config.executor_secret_key
+            )
+            self.custom.tokens = ExecutorTokens(key, self.slave_id)
         await recover(self)
         d = Dispatcher(self.bus, "slave")
         d.on(Registered, self._on_registered)
@@ -197,6 +218,7 @@ class Slave:
             await executor.close()
         await self.updates.close()
         await self.task_journal.close()
+        await self.owners.close()
         await self.isolator.close()
 
     async def run(self) -> None:
@@ -231,7 +253,16 @@ class Slave:
         )
         ending = self.updates.ending()
         message = (
-            Reregister(**common, tasks=running, ending=ending)
+            Reregister(
+                **common,
+                tasks=running,
+                ending=ending,
+                owners=self.owners.report(
+                    [t.framework_id for t in running]
+                    + [t.framework_id for t in ending]
+                    + [e.framework_id for e in self.executors.values()]
+                ),
+            )
             if running or ending
             else Register(**common)
         )
@@ -353,7 +384,11 @@ class Slave:
                 f"task {task.task_id} needs {need} but slave {self.slave_id} has only {free} free"
             )
         else:
-            problem = task_problem(task) or self._image_problem(msg.framework_id, task)
+            problem = (
+                task_problem(task)
+                or self._owner_problem(msg)
+                or self.commands.image_problem(msg.framework_id, task)
+            )
             if problem is None and task.executor is not None:
                 try:  # (it names a topic's handler too)
                     check_segment(task.executor.executor_id, "executor_id")
@@ -368,14 +403,27 @@ class Slave:
             self.custom.executor_not_started(msg)
             return free, refused
         self.shut_down_frameworks.discard(msg.framework_id)
-        record = TaskRecord(msg.framework_id, task, TaskState.STAGING)
+        record = TaskRecord(msg.framework_id, task, TaskState.STAGING, principal=msg.principal)
         self.tasks[key] = record
         self.log.info("run.start", resources=task.resources, **ids)
         return free - task.resources, self._start(msg, record)
 
+    def _owner_problem(self, msg: RunTask) -> str | None:
+        """A framework runs here for one principal: a launch for its id in another's name
+        (which a master should never send) reaches none of its tasks or executors."""
+        owner = self.owners.of(msg.framework_id)
+        if owner is None or owner == msg.principal:
+            return None
+        fid = msg.framework_id
+        live = any(k[0] == fid and not r.state.terminal for k, r in self.tasks.items())
+        if live or any(e.framework_id == fid for e in self.executors.values()):
+            return f"framework {fid} runs here for another principal"
+        return None
+
     async def _start(self, msg: RunTask, record: TaskRecord) -> None:
         """Start a task; whatever keeps it from starting ends it TASK_FAILED, saying why."""
         try:
+            await self.owners.own(msg.framework_id, msg.principal)
             await self._start_runner(msg, record)
         except (OSError, ValueError) as e:
             self.log.warning(
@@ -401,49 +449,9 @@ class Slave:
             record.runner = SimulatedRunner(task, self._reporter(record), self.config.time_scale)
             await record.runner.start()
         elif task.command is not None:
-            sandbox = self._sandbox(msg.framework_id, task.task_id)
-            try:
-                name = container_name(msg.framework_id, task.task_id)
-                container = await self.isolator.prepare(name, task.resources)
-            except OSError as e:
-                await self._report(
-                    msg.framework_id,
-                    task,
-                    TaskState.FAILED,
-                    Reason.COMMAND_EXECUTOR_FAILED,
-                    f"could not make its container: {e}",
-                )
-                return
-            record.runner = command_runner(
-                task,
-                sandbox,
-                self._reporter(record),
-                self._env(msg),
-                container,
-                self.podman,
-                self.slave_id,
-            )
-            await record.runner.start()
-            await self._checkpoint(record)
+            await self.commands.start(msg, record)
         else:
             await self.custom.run_task(msg, record)
-
-    def _sandbox(self, framework_id: str, name: str) -> Path:
-        return sandbox_path(self.config.work_dir, framework_id, name)
-
-    def _image_problem(self, framework_id: str, task: TaskInfo) -> str | None:
-        if task.container is None or self.config.simulated_tasks:
-            return None  # (a simulated slave runs nothing)
-        sandbox = f"{self.config.work_dir}/sandboxes/{framework_id}/{task.task_id}"
-        return image_problem_here(task, self.podman, sandbox)
-
-    def _env(self, msg: RunTask) -> dict[str, str]:
-        return {
-            "DRFMESOS_CLUSTER": self.config.cluster,
-            "DRFMESOS_SLAVE_ID": self.slave_id,
-            "DRFMESOS_FRAMEWORK_ID": msg.framework_id,
-            "DRFMESOS_PYTHON": sys.executable,  # (Mesos executors' adapter runs in it)
-        }
 
     def _reporter(self, record: TaskRecord) -> Any:
         async def report(
@@ -466,6 +474,7 @@ class Slave:
                 "task": record.info_dump,
                 "state": record.state.value,
                 "executor_key": record.executor_key,
+                "principal": record.principal,
                 "runner": record.runner.checkpoint() if record.runner is not None else None,
             },
         )
@@ -567,6 +576,7 @@ class Slave:
             if executor.framework_id == msg.framework_id:
                 await executor.shutdown(self.config.kill_grace)
         await self.updates.forget_framework(msg.framework_id)
+        self.owners.forget(msg.framework_id)
 
     async def _on_read_file(self, msg: ReadFile, reply_to: str | None) -> None:
         """An operator reads a task's stdout or stderr through the master."""

@@ -21,8 +21,21 @@ from typing import Any
 import aiohttp
 import msgpack
 
+from protocol.transport.base import Connector
 from protocol.wire.codec import PROTOCOL_VERSION, REGISTRY
-from protocol.wire.messages import Offer, TaskState
+from protocol.wire.messages import (
+    Decline,
+    Filters,
+    Offer,
+    Offers,
+    Revive,
+    Subscribe,
+    Subscribed,
+    TaskState,
+    Teardown,
+    Wire,
+)
+from protocol.wire.topics import Topics
 
 HOSTILE_IDS = [
     "..",
@@ -269,3 +282,43 @@ def statuses_of(driver_statuses: list[Any]) -> Counter[str]:
     return Counter(
         s.state.value if isinstance(s.state, TaskState) else str(s.state) for s in driver_statuses
     )
+
+
+async def churn_frameworks(
+    connect: Connector, topics: Topics, principal: str, count: int, seconds: float
+) -> list[str]:
+    """`count` frameworks of one principal at once (its --max-frameworks-per-principal),
+    each declining whatever it is offered for a year and reviving at once, for `seconds`;
+    their ids. (What a tenant's frameworks leave behind, once torn down, is what
+    `python -m benchmarks.fuzz` measures.)"""
+    answers = topics.outbox("framework", principal)
+    bus = connect(name=f"{principal}-churn", inbox=f"{answers}/churn", will=None)
+    await bus.start()
+    to_master = topics.inbound("framework", principal)
+    ids: list[str] = []
+    year = Filters(refuse_seconds=365 * 86400)
+    churning = True
+
+    async def on(message: Wire, _reply_to: str | None) -> None:
+        if isinstance(message, Subscribed):
+            ids.append(message.framework_id)
+        elif isinstance(message, Offers) and churning:
+            for offer in message.offers:
+                fid = offer.framework_id
+                bus.post(
+                    to_master, Decline(framework_id=fid, offer_ids=[offer.offer_id], filters=year)
+                )
+                bus.post(to_master, Revive(framework_id=fid))
+
+    try:
+        await bus.subscribe(f"{answers}/#", on)
+        for n in range(count):
+            subscribe = Subscribe(name=f"churn-{n}", role=principal, inbox=f"churn-{n}")
+            await bus.publish(to_master, subscribe)
+        await asyncio.sleep(seconds)
+        churning = False  # (its teardowns wait behind no more of it)
+        for fid in ids:
+            await bus.publish(to_master, Teardown(framework_id=fid))
+    finally:
+        await bus.close()
+    return ids

@@ -332,3 +332,40 @@ def test_a_round_pauses_the_garbage_collector_and_leaves_it_as_it_found_it(
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_declining_for_a_year_and_reviving_leaves_no_trail_and_filters_still_lapse() -> None:
+    """A tenant declining each offer for a year and reviving at once, round after round:
+    each decline left an entry for its lapse, kept a year (the master's memory grew a
+    decline at a time). What still stands keeps its entry: another framework's filters
+    lapse on time, and their slaves are offered to it again."""
+    a = Allocator("drf")
+    for slave_id in ("s1", "s2"):
+        a.add_slave(slave_id, Resources(cpus=4, mem=GB))
+    a.add_framework("patient")
+    a.add_framework("hostile")
+    now, year = 0.0, 365 * 86400.0
+    refuse = {"patient": 60.0, "hostile": year}
+
+    def decline_all(now: float) -> list[str]:
+        offers = a.allocate(now)
+        for o in offers:
+            a.recover(
+                o.framework_id,
+                o.slave_id,
+                o.resources,
+                refuse_seconds=refuse[o.framework_id],
+                now=now,
+            )
+        return [o.framework_id for o in offers]
+
+    while "patient" in decline_all(now):  # until it has declined both slaves for 60 s
+        pass
+    for _ in range(20_000):
+        now += 0.001
+        a.revive("hostile")
+        assert set(decline_all(now)) <= {"hostile"}
+    assert len(a._lapses) <= 2 * 1024 + 8  # (the prune's bound; 40,000 without it)
+    a.suppress("hostile")  # (now only the patient one wants offers)
+    assert decline_all(59.0) == []
+    assert decline_all(60.5) == ["patient", "patient"]  # both its filters lapsed

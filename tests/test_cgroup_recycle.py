@@ -19,7 +19,7 @@ from protocol.wire.messages import TaskState
 from protocol.wire.resources import Resources
 from slave import cgroup_upkeep
 from slave.cgroups import MB, CgroupsV1, Limits
-from slave.isolator import PARENT
+from slave.isolator import PARENT, container_name
 
 from helpers import eventually
 
@@ -157,16 +157,18 @@ async def test_a_task_loops_next_task_gets_the_last_ones_cgroup_with_nothing_of_
     resources = Resources(cpus=0.5, mem=128)
     await rig.launch(fw, "true", "first", resources)
     await fw.update_for("first", TaskState.RUNNING)
-    first = _cgroup(sid, f"{fw.framework_id}.first")
+    first = _cgroup(sid, container_name(fw.framework_id, "first"))
     inode = first.stat().st_ino
     await fw.update_for("first", TaskState.FINISHED, timeout=20)
     await eventually(lambda: not first.exists())
 
     await rig.launch(fw, "sleep 300", "next", resources)
     await fw.update_for("next", TaskState.RUNNING)
-    following = _cgroup(sid, f"{fw.framework_id}.next")
+    following = _cgroup(sid, container_name(fw.framework_id, "next"))
     assert following.stat().st_ino == inode  # the first's cgroup, recycled
-    usage = slave.isolator.cgroups.usage(f"{PARENT}/{sid}/{fw.framework_id}.next")  # type: ignore[attr-defined]
+    usage = slave.isolator.cgroups.usage(
+        f"{PARENT}/{sid}/{container_name(fw.framework_id, 'next')}"
+    )  # type: ignore[attr-defined]
     assert usage.memory_peak_bytes < 16 * MB
     assert (following / "memory.limit_in_bytes").read_text().strip() == str(128 * MB)
 

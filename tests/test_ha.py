@@ -269,7 +269,7 @@ async def test_a_lone_master_restarted_on_its_work_dir_recovers_and_reports_miss
         cluster=ha.cluster,
         framework_id=next(iter(ids)),
     )
-    with pytest.raises(DriverError, match="another principal"):
+    with pytest.raises(DriverError, match="unknown framework"):
         await intruder.start(timeout=10)
 
     # the slave comes back after all: what its framework was told is lost stays dead

@@ -42,6 +42,7 @@ from protocol.wire.messages import (
     Filters,
     Gone,
     Offer,
+    Revive,
     SetWeights,
     Subscribe,
     Subscribed,
@@ -492,3 +493,44 @@ async def test_drfmesos_weights_set_and_list_as_an_operator(tmp_path: Path) -> N
         code, out = await drfmesos("weights", "set", "alice=-1")
         assert code != 0
         assert "a weight in (0, 1e6]" in out
+
+
+async def test_a_removed_principal_is_taken_no_call_until_it_is_added_back(
+    tmp_path: Path,
+) -> None:
+    """Its connection may outlive `drfmesos auth remove` (the broker's reload comes later,
+    or a client keeps its session): its framework was disconnected, and re-subscribing
+    with its id brought it straight back. Now no call of its is taken; added back, it
+    comes back to its framework."""
+    async with tenants(tmp_path) as c:
+        inbox = T.framework("mallory", "g")  # (its calls' reply_to)
+        raw = await open_transport(c.stack, c.connect("mallory"), "mallory", inbox=inbox)
+        answers = Inbox()
+        await raw.subscribe(T.outbox("framework", "mallory") + "/#", answers)
+        calls = T.inbound("framework", "mallory")
+        subscribe = Subscribe(name="m", role="mallory", inbox="g", failover_timeout=60)
+        await raw.publish(calls, subscribe)
+        framework_id = (await answers.wait_for(Subscribed)).framework_id
+        fw = c.master.books.frameworks[framework_id]
+        c.store.remove("mallory")
+        await eventually(lambda: not fw.connected, timeout=2)
+        told = await answers.wait_for(Error, lambda e: e.code == "principal-removed")
+        assert "not in the cluster's principals" in told.message
+
+        again = subscribe.model_copy(update={"framework_id": framework_id})
+        for call in (again, Revive(framework_id=framework_id)):
+            seen = len(answers.of(Error))
+            await raw.publish(calls, call)
+            error = (await answers.wait_count(Error, seen + 1))[seen]
+            assert "not in the cluster's principals" in error.message, call
+        assert not fw.connected
+
+        c.store.add("mallory", "framework", keep_secret=True)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 2  # (the master looks at the store twice a second)
+        while not fw.connected and loop.time() < deadline:  # as its driver retries
+            await raw.publish(calls, again)
+            with contextlib.suppress(AssertionError):
+                await eventually(lambda: fw.connected, timeout=0.2)
+        assert fw.connected
+        assert answers.of(Subscribed)[-1].resubscribed

@@ -23,8 +23,8 @@ from protocol.wire.ids import image_problem, task_problem
 from protocol.wire.messages import CommandInfo, ContainerInfo, Reason, TaskInfo, TaskState
 from protocol.wire.resources import Resources
 from slave.images import ImageLaunch
-from slave.isolator import PARENT, PosixContainer
-from slave.runners import CommandRunner
+from slave.isolator import PARENT, PosixContainer, container_name
+from slave.runners import CommandRunner, Run
 
 from helpers import eventually
 
@@ -116,15 +116,15 @@ async def test_an_image_task_runs_in_its_cgroup_with_its_sandbox_and_output(
     sandbox = _sandbox(rig, sid, fw.framework_id, "boxed")
     out = (sandbox / "stdout").read_text()
     # the container is under the task's cgroup, in every hierarchy the limits are in
-    name = f"/{PARENT}/{sid}/{fw.framework_id}.boxed/"
+    name = f"/{PARENT}/{sid}/{container_name(fw.framework_id, 'boxed')}/"
     assert f"memory:{name}libpod-" in out
     assert f"cpu:{name}libpod-" in out
     assert out.rstrip().endswith("/mnt/mesos/sandbox")
     assert (sandbox / "made.txt").read_text() == "made\n"  # the sandbox, mounted
     assert "oops" in (sandbox / "stderr").read_text()
-    await eventually(lambda: not _cgroup(sid, f"{fw.framework_id}.boxed").exists())
+    await eventually(lambda: not _cgroup(sid, container_name(fw.framework_id, "boxed")).exists())
     for hierarchy in ROOT.iterdir():  # podman made the path in all of them: all are gone
-        assert not (hierarchy / PARENT / sid / f"{fw.framework_id}.boxed").exists()
+        assert not (hierarchy / PARENT / sid / container_name(fw.framework_id, "boxed")).exists()
     assert "boxed" not in _podman_names()
 
 
@@ -158,7 +158,7 @@ async def test_an_image_task_killed_ends_killed_and_leaves_no_container(
     await _kill(fw, "long")
     await fw.update_for("long", TaskState.KILLED, timeout=30)
     assert runner.launch.name not in _podman_names()
-    await eventually(lambda: not _cgroup(sid, f"{fw.framework_id}.long").exists())
+    await eventually(lambda: not _cgroup(sid, container_name(fw.framework_id, "long")).exists())
     _destroy_all(sid)
 
 
@@ -240,8 +240,9 @@ def test_under_posix_podman_limits_the_container_itself(tmp_path: Path) -> None:
         container=ContainerInfo(image="busybox"),
     )
 
-    launch = ImageLaunch(task, tmp_path, {}, PosixContainer("t"), "podman", "s")
+    run = Run(tmp_path / "sandbox", tmp_path / "run")
+    launch = ImageLaunch(task, run, {}, PosixContainer("t"), "podman", "s", "f")
     args, _ = launch.process()
-    podman = args[-1]
+    podman = " ".join(args)
     assert "--cpus=0.5 --memory=64m --memory-swap=64m" in podman
     assert podman.endswith("-- busybox true")

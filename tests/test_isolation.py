@@ -39,6 +39,7 @@ from slave.isolator import (
     PARENT,
     CgroupsIsolator,
     container_name,
+    executor_container_name,
     groups_usage,
     make_isolator,
 )
@@ -234,7 +235,7 @@ async def test_an_oom_kill_fails_only_that_task_with_the_memory_reason(rig: Rig)
     sibling = slave.tasks[(fw.framework_id, "sibling")]
     assert sibling.state == TaskState.RUNNING
     os.kill(sibling.runner.pid, 0)  # alive (raises if not)
-    await eventually(lambda: not _cgroup(sid, f"{fw.framework_id}.hog").exists())
+    await eventually(lambda: not _cgroup(sid, container_name(fw.framework_id, "hog")).exists())
 
 
 async def test_a_task_whose_child_is_oom_killed_is_failed_though_its_shell_lives(
@@ -248,7 +249,7 @@ async def test_a_task_whose_child_is_oom_killed_is_failed_though_its_shell_lives
     failed = await fw.update_for("survivor", TaskState.FAILED, timeout=20)
     assert failed.reason == Reason.MEMORY_LIMIT
     assert "limit of 64 MB" in failed.message
-    await eventually(lambda: not _cgroup(sid, f"{fw.framework_id}.survivor").exists())
+    await eventually(lambda: not _cgroup(sid, container_name(fw.framework_id, "survivor")).exists())
 
 
 async def test_a_double_fork_stays_in_the_cgroup_and_dies_with_its_task(rig: Rig) -> None:
@@ -262,7 +263,7 @@ async def test_a_double_fork_stays_in_the_cgroup_and_dies_with_its_task(rig: Rig
     pidfile = rig.tmp / sid / "sandboxes" / fw.framework_id / "d" / "daemon.pid"
     await eventually(lambda: pidfile.exists() and pidfile.read_text().strip() != "")
     pid = int(pidfile.read_text())
-    name = f"{PARENT}/{sid}/{fw.framework_id}.d"
+    name = f"{PARENT}/{sid}/{container_name(fw.framework_id, 'd')}"
     assert f"memory:/{name}\n" in _cgroups_of(pid)
     assert f"cpu:/{name}\n" in _cgroups_of(pid)
     # (the pid file is written before the child's setsid has run: wait for it to escape)
@@ -270,7 +271,7 @@ async def test_a_double_fork_stays_in_the_cgroup_and_dies_with_its_task(rig: Rig
     await _kill(fw, "d")
     await fw.update_for("d", TaskState.KILLED)
     await eventually(lambda: not os.path.exists(f"/proc/{pid}"))
-    await eventually(lambda: not _cgroup(sid, f"{fw.framework_id}.d").exists())
+    await eventually(lambda: not _cgroup(sid, container_name(fw.framework_id, "d")).exists())
 
 
 async def _kill(fw: FakeFramework, task_id: str) -> None:
@@ -285,9 +286,11 @@ async def test_a_finished_tasks_cgroup_is_removed(rig: Rig) -> None:
     await rig.start_slave(sid, Resources(cpus=2, mem=512), isolation="cgroups")
     await rig.launch(fw, "sleep 0.2 & true", "short", Resources(cpus=0.1, mem=64))
     await fw.update_for("short", TaskState.FINISHED)
-    await eventually(lambda: not _cgroup(sid, f"{fw.framework_id}.short").exists())
+    await eventually(lambda: not _cgroup(sid, container_name(fw.framework_id, "short")).exists())
     for controller in ("cpu", "cpuacct", "pids"):
-        assert not (ROOT / controller / PARENT / sid / f"{fw.framework_id}.short").exists()
+        assert not (
+            ROOT / controller / PARENT / sid / container_name(fw.framework_id, "short")
+        ).exists()
 
 
 async def test_a_slave_killed_keeps_its_live_tasks_cgroup_and_cleans_stale_ones(
@@ -305,11 +308,11 @@ async def test_a_slave_killed_keeps_its_live_tasks_cgroup_and_cleans_stale_ones(
         await fw.update_for("long", TaskState.RUNNING)
         sid = (work / "slave_id").read_text().strip()
         stack.callback(_destroy_all, sid)  # whatever a failed run would leave
-        live = _cgroup(sid, f"{fw.framework_id}.long")
+        live = _cgroup(sid, container_name(fw.framework_id, "long"))
         assert live.exists()
         # a cgroup no task of the journal owns (its slave died while making it), with a
         # process in it
-        stale = f"{PARENT}/{sid}/{fw.framework_id}.lost"
+        stale = f"{PARENT}/{sid}/{container_name(fw.framework_id, 'lost')}"
         for controller in ("cpu", "cpuacct", "memory", "pids"):
             (ROOT / controller / stale).mkdir(parents=True)
         orphan = await asyncio.create_subprocess_exec(
@@ -417,11 +420,32 @@ async def test_a_slave_reports_usage_of_its_own_tasks_only(rig: Rig) -> None:
 
 
 def test_container_names_are_safe_for_cgroupfs_and_the_joining_shell() -> None:
-    assert container_name("fw-1", "task.2") == "fw-1.task.2"
+    assert container_name("fw-1", "task.2") == "t.fw-1.task_2e2"
     spaced, underscored = container_name("fw", "a b"), container_name("fw", "a_b")
-    assert spaced.startswith("fw.a_b-")
-    assert spaced != underscored  # replaced characters do not make two names one
+    assert spaced == "t.fw.a_20b"
+    assert spaced != underscored  # escaped characters do not make two names one
     assert "/" not in container_name("fw", "x/y")
+    assert " " not in container_name("fw", "x y")
+    assert "~" not in container_name("fw", "~spare-1")  # (upkeep's spares hold one)
+    long = container_name("f" * 200, "t" * 200)
+    assert len(long) <= 200
+    assert long != container_name("f" * 200, "t" * 199)
+
+
+def test_container_names_of_two_frameworks_never_meet() -> None:
+    """A framework called `<alice's id>.alice` (the master let it through) names no
+    container of alice's: not her task `alice`'s, nor her executor `alice`'s."""
+    alice = "fw-0123"
+    names = {
+        container_name(alice, "alice"),
+        executor_container_name(alice, "alice"),
+        container_name(f"{alice}.alice", "t1"),
+        container_name(f"{alice}.executor-alice", "t1"),
+        executor_container_name(f"{alice}.alice", "e"),
+        container_name(alice, "executor-alice"),  # (a task named as an executor's was)
+        container_name(alice, "alice.t1"),
+    }
+    assert len(names) == 7
 
 
 def executor_task(slave_id: str, task_id: str, seconds: float) -> TaskInfo:
@@ -447,8 +471,8 @@ async def test_a_custom_executor_and_its_tasks_share_one_cgroup_that_grows_and_s
     offer = await fw.next_offer()
     await fw.accept(offer, [executor_task(sid, "one", 300)], refuse=0)
     await fw.update_for("one", TaskState.RUNNING, timeout=30)
-    executor = slave.executors[f"{fw.framework_id}.sleeper"]
-    name = f"{fw.framework_id}.executor-sleeper"
+    executor = slave.executors[(fw.framework_id, "sleeper")]
+    name = executor_container_name(fw.framework_id, "sleeper")
     assert executor.pid is not None
     assert f"memory:/{PARENT}/{sid}/{name}\n" in _cgroups_of(executor.pid)
     limit = _cgroup(sid, name) / "memory.limit_in_bytes"
@@ -478,7 +502,7 @@ async def test_max_task_pids_limits_the_processes_of_a_task(rig: Rig) -> None:
     forks = "for i in 1 2 3 4 5 6 7 8 9 10 11 12; do sleep 300 & done; sleep 300"
     await rig.launch(fw, forks, "forky", Resources(cpus=0.1, mem=64))
     await fw.update_for("forky", TaskState.RUNNING)
-    name = f"{PARENT}/{sid}/{fw.framework_id}.forky"
+    name = f"{PARENT}/{sid}/{container_name(fw.framework_id, 'forky')}"
     assert (ROOT / "pids" / name / "pids.max").read_text().strip() == "8"
     stderr = rig.tmp / sid / "sandboxes" / fw.framework_id / "forky" / "stderr"
     await eventually(lambda: stderr.exists() and "fork" in stderr.read_text().lower())

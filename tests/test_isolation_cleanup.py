@@ -19,7 +19,7 @@ from protocol.wire.messages import TaskState
 from protocol.wire.resources import Resources
 from slave import cgroup_upkeep
 from slave.cgroups import MB, Cgroups, detect
-from slave.isolator import PARENT, CgroupsIsolator
+from slave.isolator import PARENT, CgroupsIsolator, container_name
 
 from helpers import eventually
 
@@ -50,7 +50,9 @@ async def test_a_task_that_wrote_files_leaves_no_page_cache_when_its_cgroup_goes
     write = "head -c 4000000 /dev/zero > a; mkdir -p d; head -c 4000000 /dev/zero > d/b"
     await rig.launch(fw, write, "writer", Resources(cpus=0.1, mem=64))
     await fw.update_for("writer", TaskState.FINISHED)
-    await eventually(lambda: not _cgroup(sid, f"{fw.framework_id}.writer").exists(), 30)
+    await eventually(
+        lambda: not _cgroup(sid, container_name(fw.framework_id, "writer")).exists(), 30
+    )
     # the slave's parent holds what is left of it: nothing a zombie would keep
     assert _charged(parent) <= 1 * MB, f"{_charged(parent) / MB:.1f} MB left charged"
 

@@ -344,3 +344,45 @@ async def test_a_refused_call_is_logged() -> None:
     [line] = [e for e in logged if e["event"] == "mesos.bad_call"]
     assert (line["principal"], line["code"]) == ("team-b", "not-its-framework")
     assert line["framework_id"] == "fw-theirs"
+
+
+async def test_another_principals_framework_id_is_answered_as_one_nobody_has(
+    live: Live,
+) -> None:
+    """A SUBSCRIBE naming another principal's framework answered "belongs to another
+    principal" where an unknown id was taken (as a new framework of that id): an
+    existence oracle, and an id of the tenant's choosing. Now the two are one answer, as
+    are the calls naming them and a read of their tasks' files."""
+    a, b = live.scheduler("team-a"), live.scheduler("team-b")
+    try:
+        assert await a.subscribe(framework_info("team-a", failover_timeout=60)) == 200
+        assert await b.subscribe(framework_info("team-b")) == 200
+        nobodys = "fw-0123456789abcdef-0123456789abcdef0123456789abcdef"
+
+        async def subscribing_as(framework_id: str) -> tuple[int, str]:
+            ids = {"value": framework_id}
+            call = {"type": "SUBSCRIBE", "framework_id": ids,
+                    "subscribe": {"framework_info": framework_info("team-b", id=ids)}}  # fmt: skip
+            status, body = await b.post(call)
+            return status, body["error"].replace(framework_id, "X")
+
+        async def calling_as(framework_id: str) -> tuple[int, str]:
+            call = {"type": "REVIVE", "framework_id": {"value": framework_id}}
+            status, body = await b.post(call)
+            return status, body["error"].replace(framework_id, "X")
+
+        assert await subscribing_as(a.framework_id) == await subscribing_as(nobodys)
+        assert (await subscribing_as(nobodys))[0] == 403
+        assert await calling_as(a.framework_id) == await calling_as(nobodys)
+        assert live.master is not None
+        assert nobodys not in live.master.books.frameworks  # (not taken as a new one)
+        for framework_id in (a.framework_id, nobodys):  # its tasks' files
+            url = f"{live.web.rstrip('/')}/api/v1/tasks/{framework_id}/t/files/stdout"
+            async with b.session.get(url, headers=b.headers) as r:
+                assert (r.status, await r.json()) == (
+                    403,
+                    {"error": "not a task of one of your frameworks"},
+                )
+    finally:
+        await a.close()
+        await b.close()

@@ -458,3 +458,26 @@ async def test_a_task_adopted_with_its_framework_comes_after_the_framework() -> 
     task = told[1]["task_added"]["task"]
     assert (task["task_id"], task["state"]) == ({"value": "t1"}, "TASK_RUNNING")
     events.close_all()
+
+
+def test_get_state_and_get_executors_hide_what_master_state_hides() -> None:
+    """A task's environment and command (where a tenant keeps its secrets) are in neither
+    the classic /master/state nor, now, v1 GET_STATE and GET_EXECUTORS (the executor's
+    command, with its environment, was in both)."""
+    from master.mesos_api.classic import framework_v0
+    from master.mesos_api.operator_state import get_executors, get_state
+    from protocol.wire.messages import ExecutorInfo
+
+    master = stub_master()
+    fw = Framework("f1", "printer", "printer", "printer", 1.0, "in", "", 0.0, 0.0)
+    secret = "hunter2-of-the-printer"
+    command = CommandInfo(value=f"run --token {secret}", environment={"TOKEN": secret})
+    executor = ExecutorInfo(executor_id="e1", command=command, resources=Resources(cpus=0.1))
+    info = TaskInfo(task_id="t1", slave_id="s1", resources=Resources(cpus=0.5), executor=executor)
+    fw.tasks["t1"] = Task(info, "f1", "s1", TaskState.RUNNING)
+    master.books.frameworks["f1"] = fw
+    [shown] = get_executors(master)["executors"]
+    assert shown["executor_info"]["executor_id"] == {"value": "e1"}
+    assert shown["executor_info"]["framework_id"] == {"value": "f1"}
+    for view in (get_state(master), get_executors(master), framework_v0(master, fw)):
+        assert secret not in json.dumps(view)

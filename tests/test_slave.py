@@ -552,7 +552,7 @@ async def test_a_custom_executor_runs_its_frameworks_tasks_and_its_death_fails_t
     await fw.accept(offer, tasks, refuse=0)
     await fw.update_for("quick", TaskState.FINISHED, timeout=30)
     await fw.update_for("long", TaskState.RUNNING)
-    assert list(slave.executors) == [f"{fw.framework_id}.sleeper"]  # one process for both
+    assert list(slave.executors) == [(fw.framework_id, "sleeper")]  # one process for both
 
     # scheduler -> executor -> scheduler
     await fw.bus.publish(
@@ -563,7 +563,7 @@ async def test_a_custom_executor_runs_its_frameworks_tasks_and_its_death_fails_t
     assert echo.data == b"echo:ping"
 
     # the executor dies under its running task
-    pid = slave.executors[f"{fw.framework_id}.sleeper"].pid
+    pid = slave.executors[(fw.framework_id, "sleeper")].pid
     assert pid is not None
     os.kill(pid, signal.SIGKILL)
     failed = await fw.update_for("long", TaskState.FAILED)
@@ -605,7 +605,7 @@ async def test_teardown_shuts_down_the_frameworks_executor(rig: Rig) -> None:
     offer = await fw.next_offer()
     await fw.accept(offer, [executor_task("s1", "long", 300)], refuse=0)
     await fw.update_for("long", TaskState.RUNNING, timeout=30)
-    executor = slave.executors[f"{fw.framework_id}.sleeper"]
+    executor = slave.executors[(fw.framework_id, "sleeper")]
     await fw.bus.publish(
         T.inbound("framework", "framework"), Teardown(framework_id=fw.framework_id)
     )

@@ -65,7 +65,9 @@ def aware(request: pytest.FixtureRequest) -> bool:
 
 @pytest.fixture
 async def live(mosquitto: MosquittoBroker, tmp_path: Path) -> AsyncIterator[Launcher]:
-    async with live_cluster(mosquitto.url, CLUSTER, tmp_path, MASTER_ARGS) as launcher:
+    async with live_cluster(
+        mosquitto.url, CLUSTER, tmp_path, MASTER_ARGS, slave_args=HOST_PIDS
+    ) as launcher:
         yield launcher
 
 
@@ -105,6 +107,11 @@ def slave_party(live: Launcher, slave_id: str) -> Party:
         if party.kind == "slave" and id_file.exists() and id_file.read_text().strip() == slave_id:
             return party
     raise AssertionError(f"no slave process has id {slave_id}")
+
+
+# the tasks write their pid where this test reads it: the host's (no PID namespace), into
+# this test's directory (as the slave's own user)
+HOST_PIDS = ("--no-switch-user", "--no-pid-namespace")
 
 
 def pid_task(offer: Offer, task_id: str, pid_file: Path, seconds: int = 60) -> TaskInfo:
@@ -275,7 +282,7 @@ async def test_reconciliation_waits_for_a_slave_not_back_after_a_failover(
         "4",
     ]
     async with (
-        live_cluster(mosquitto.url, CLUSTER, tmp_path, args) as live,
+        live_cluster(mosquitto.url, CLUSTER, tmp_path, args, slave_args=HOST_PIDS) as live,
         framework(mosquitto, aware) as (rec, driver),
     ):
         offer = await rec.offer_on(driver)

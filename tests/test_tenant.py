@@ -399,7 +399,7 @@ async def test_a_greedy_executor_cannot_push_a_slave_past_its_total(real: Secure
 
         # the executor ends: what it held is given back
         slave = real.slaves[offer.slave_id]
-        pid = slave.executors[f"{fid}.taker"].pid
+        pid = slave.executors[(fid, "taker")].pid
         assert pid is not None
         os.kill(pid, signal.SIGKILL)
         await eventually(lambda: mallory.ended("fits"))

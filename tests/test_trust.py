@@ -43,7 +43,7 @@ from protocol.transport.aio import within
 from protocol.transport.base import Connector, Transport
 from protocol.transport.bus import Bus, BusRefused, MqttConnector
 from protocol.transport.memory import MemoryBroker
-from protocol.wire.codec import REGISTRY
+from protocol.wire.codec import PROTOCOL_VERSION, REGISTRY
 from protocol.wire.messages import (
     Accept,
     Acknowledge,
@@ -382,18 +382,28 @@ async def test_a_framework_principal_cannot_touch_another_principals_framework(
         Request(framework_id=fid, requests=[TaskRequest(resources=Resources(cpus=1))]),
         Teardown(framework_id=fid),
     ]
+    nobodys = "fw-0123456789abcdef-0123456789abcdef0123456789abcdef"  # (no framework's)
     for attempt in attempts:
         error = await mallory.call(attempt)
-        assert error.code == "forbidden", attempt
-        assert fid in error.message
-        assert "another principal" in error.message
+        # answered as an id nobody has is: no existence oracle
+        unknown = await mallory.call(attempt.model_copy(update={"framework_id": nobodys}))
+        assert (error.code, error.message.replace(fid, "X")) == (
+            unknown.code,
+            unknown.message.replace(nobodys, "X"),
+        ), attempt
+        assert error.code == "unknown-framework", attempt
         intact(secure)
-    assert secure.master.refused["forbidden"] >= len(attempts)
+    assert secure.master.refused["unknown-framework"] >= 2 * len(attempts)
     assert alice_offer.offer_id in secure.master.books.offers  # alice's offer untouched
 
-    # hijack: subscribe with alice's framework id, or in alice's role
+    # hijack: subscribe with alice's framework id (answered as one nobody has), or in
+    # alice's role
     hijack = await mallory.call(Subscribe(name="x", framework_id=fid, inbox="m1", role="mallory"))
     assert hijack.code == "subscribe-refused"
+    made_up = await mallory.call(
+        Subscribe(name="x", framework_id=nobodys, inbox="m1", role="mallory")
+    )
+    assert hijack.message.replace(fid, "X") == made_up.message.replace(nobodys, "X")
     role = await mallory.call(Subscribe(name="x", inbox="m2", role="alice"))
     assert role.code == "role-refused"
     assert "may not register in role 'alice'" in role.message
@@ -512,7 +522,7 @@ async def test_a_list_is_checked_item_by_item_as_its_sender_may(secure: Secure) 
     )
     await mallory.bus.publish(mallory.to_master, acks)
     refused = (await mallory.inbox.wait_count(Error, seen + 2))[seen:]
-    assert [e.code for e in refused] == ["forbidden", "forbidden"]
+    assert [e.code for e in refused] == ["unknown-framework", "unknown-framework"]
     # and a kind its sender may not send at all, whatever the list holds
     error = await mallory.call(forged)
     assert error.code == "forbidden"
@@ -852,3 +862,32 @@ def test_a_principal_or_role_named_dot_or_dot_dot_is_refused_and_the_store_kept(
     store.add("after", "framework", keep_secret=True)  # the store still works
     assert set(store.principals) == {"after"}
     assert (store.path / "secrets" / "after").is_file()
+
+
+async def test_a_reply_topic_past_256_characters_is_refused_with_an_error_it_can_read(
+    secure: Secure,
+) -> None:
+    """A reply_to of 70,039 characters inside the sender's own outbox was taken, and its
+    answers could never be published there. Now the call is refused and the sender told
+    why at its outbox itself, which it may always read; 256 characters still do."""
+    mallory = await secure.attacker()
+    box = T.outbox("framework", "mallory")
+    at_box = Inbox()
+    await mallory.bus.subscribe(box, at_box)
+
+    async def revive(reply_to: str) -> None:
+        body = {"framework_id": "none"}
+        packed = msgpack.packb([PROTOCOL_VERSION, "Revive", reply_to, body])
+        await mallory.bus.publish_raw(mallory.to_master, packed)
+
+    longest = f"{box}/{'x' * (256 - len(box) - 1)}"
+    assert len(longest) == 256
+    await revive(longest)
+    answer = await mallory.inbox.wait_for(Error)
+    assert answer.code == "unknown-framework"  # answered where it asked
+    await revive(f"{box}/{'x' * (70_039 - len(box) - 1)}")
+    told = await at_box.wait_for(Error)
+    assert told.code == "invalid-reply-to"
+    assert "reply topic is 70,039 characters: at most 256" in told.message
+    assert secure.master.refused["unknown-framework"] == 1  # the long one was not handled
+    intact(secure)

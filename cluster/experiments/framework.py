@@ -12,8 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import shlex
-import sys
 import time
 from pathlib import Path
 
@@ -117,7 +115,9 @@ class ExperimentScheduler(Scheduler):
 
 
 # one CPU-bound process, for `seconds` (its task's duration). (Not `timeout`: it puts
-# its command in a process group of its own, which posix isolation does not see.)
+# its command in a process group of its own, which posix isolation does not see.) The
+# host's python3: a task runs as its principal's user, who may not reach this process's
+# Python (a venv in a home); the spinner needs the standard library alone.
 SPINNER = "{python} -c 'import time\nend = time.time() + {seconds}\nwhile time.time() < end: pass'"
 
 
@@ -126,7 +126,7 @@ def work(seconds: float, spin: int) -> str:
     duration (simulated slaves read the duration from its data instead)."""
     if spin == 0:
         return f"sleep {seconds:g}"
-    one = SPINNER.format(seconds=f"{seconds:g}", python=shlex.quote(sys.executable))
+    one = SPINNER.format(seconds=f"{seconds:g}", python="python3")
     return " & ".join([one] * spin) + " & wait"
 
 

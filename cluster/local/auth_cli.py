@@ -73,7 +73,8 @@ def add(directory: Path, name: str, kind: str, roles: str, secret_file: bool) ->
 @store_dir
 @click.argument("name")
 def remove(directory: Path, name: str) -> None:
-    """Remove a principal: the broker refuses it from its next connection on."""
+    """Remove a principal: the broker refuses it from its next connection on, and a master
+    reading this store disconnects its frameworks and refuses its calls within 2 s."""
     try:
         Store.open(directory).remove(name)
     except CredentialsError as e:

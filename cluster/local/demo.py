@@ -194,6 +194,10 @@ async def _start_cluster(
             f"demo-slave-{i}",
             "--attributes",
             f"rack:r{i}",  # (shown on each slave's page)
+            # every party is the one user's who runs the demo, its frameworks all theirs,
+            # its Python and run dir often where no other user may reach (a venv in a
+            # home): tasks run as that user, each in a PID namespace of its own
+            "--no-switch-user",
         )
 
 

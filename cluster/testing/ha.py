@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import signal
 import time
 from collections import defaultdict
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cluster.local.launcher import Launcher, Party
+from cluster.testing import reachable
 from cluster.testing.zookeeper import ZooKeeperServer
 from frameworks.samples.journaled import item_of, work_items
 from protocol import logs
@@ -111,7 +113,7 @@ class HACluster:
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def start(self) -> None:
-        await asyncio.to_thread(self.run_dir.mkdir, parents=True, exist_ok=True)
+        await asyncio.to_thread(self._make_run_dir)
         c = self.config
         if not c.lone:
             await self.zk.start()
@@ -206,6 +208,15 @@ class HACluster:
     @property
     def witness_dir(self) -> Path:
         return self.run_dir / "witness"
+
+    def _make_run_dir(self) -> None:
+        """The run dir, where the slaves' tasks (their principal's users, on a slave as
+        root) reach their sandboxes and the witness dir they all write to (sticky, as
+        /tmp: each task's marks are its own)."""
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        reachable(self.run_dir)
+        self.witness_dir.mkdir(exist_ok=True)
+        os.chmod(self.witness_dir, 0o1777)
 
     def journal(self, framework: str) -> Path:
         return self.run_dir / f"{framework}.journal"

@@ -23,12 +23,12 @@ not depend on the slaves' order, only which slaves go first when more are free t
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 from master.allocation.collector import paused_collector
 from master.allocation.holds import Holds
+from master.allocation.lapses import Lapse, Lapses
 from master.allocation.ledger import (
     Allocation,
     AllocatorError,
@@ -85,7 +85,7 @@ class Allocator:
         self.quotas = self._quota.quotas  # by role node (on a tree, pools too)
         self.dirty: set[str] = set()  # slaves that may have something new to offer
         self._wake = False  # every slave may: someone new wants offers (see _wake_all)
-        self._expiring: list[tuple[float, str]] = []  # (when, slave) filters, holds lapse
+        self._lapses = Lapses(self._standing)  # when filters and holds lapse
         self._holds = Holds()
         self.reservations = self._holds.by_slave  # by slave
         # the least each framework wanting offers can use (see _floors); None while one
@@ -270,12 +270,16 @@ class Allocator:
         A framework we do not know yet (the master restarted and it has not re-subscribed)
         still holds the slave's resources; `adopt` hands them over when it comes back.
         """
-        slave = self._slave(slave_id)
         if framework_id in self.frameworks:
-            self._give(framework_id, slave, resources)
+            self._give(framework_id, self._slave(slave_id), resources)
         else:
-            add_millis(slave.unowned, resources.millis)
-            self._take(slave, resources.millis)
+            self.hold_unowned(slave_id, resources)
+
+    def hold_unowned(self, slave_id: str, resources: Resources) -> None:
+        """Record resources in use by tasks no framework here owns (yet): see `adopt`."""
+        slave = self._slave(slave_id)
+        add_millis(slave.unowned, resources.millis)
+        self._take(slave, resources.millis)
 
     def adopt(self, framework_id: str, slave_id: str, resources: Resources) -> None:
         """Move resources from 'unowned' to a framework that has (re-)subscribed."""
@@ -332,8 +336,7 @@ class Allocator:
     def _round(
         self, now: float, slave_ids: list[str] | None, full: bool, room: OfferRoom | None
     ) -> list[Allocation]:
-        while self._expiring and self._expiring[0][0] <= now:
-            self.dirty.add(heapq.heappop(self._expiring)[1])
+        self.dirty.update(self._lapses.due(now))
         if slave_ids is not None:
             order = list(slave_ids)
             self.dirty.difference_update(order)
@@ -367,7 +370,7 @@ class Allocator:
                 picked = pick(slave_id, free, now)
             if picked is None:
                 if room is not None and room.out:  # a full framework might have taken it
-                    heapq.heappush(self._expiring, (now + ROOM_RETRY, slave_id))
+                    self._lapses.retry(now + ROOM_RETRY, slave_id)
                 continue
             framework_id, offer = picked
             resources = resources_of(offer)
@@ -397,7 +400,7 @@ class Allocator:
         self._slave(slave_id)
         self._framework(framework_id)
         self._holds.add(slave_id, framework_id, resources.millis, until)
-        heapq.heappush(self._expiring, (until, slave_id))
+        self._lapses.at(until, slave_id)
 
     def unheld(self) -> dict[str, Millis]:
         """Every slave's free resources less what is held on it (what preemption may still
@@ -481,7 +484,15 @@ class Allocator:
             self.dirty.add(slave_id)
         if refuse_seconds:
             fw.filters[slave_id] = Filter(now + refuse_seconds, resources.millis)
-            heapq.heappush(self._expiring, (now + refuse_seconds, slave_id))
+            self._lapses.at(now + refuse_seconds, slave_id)
+
+    def _standing(self) -> set[Lapse]:
+        """When each filter and hold standing now lapses (what Lapses keeps)."""
+        standing = {
+            (f.expires, sid) for fw in self.frameworks.values() for sid, f in fw.filters.items()
+        }
+        standing.update((r.until, sid) for sid, held in self._holds.by_slave.items() for r in held)
+        return standing
 
     def _give(self, framework_id: str, slave: SlaveBook, resources: Resources) -> None:
         self._take(slave, resources.millis)

@@ -7,6 +7,7 @@ import time
 
 from master.authz import Caller
 from master.books import Framework, OfferRecord, Task
+from master.calls.claims import FrameworkClaims
 from master.ha.registry import FrameworkRecord
 from master.shell import MasterShell
 from master.task_states import as_seen, unknown_task
@@ -37,7 +38,7 @@ from protocol.wire.messages import (
     new_id,
 )
 from protocol.wire.resources import Resources
-from protocol.wire.topics import check_segment
+from protocol.wire.topics import MAX_REPLY_TOPIC, check_segment
 
 
 def check_segment_ok(value: str) -> bool:
@@ -53,6 +54,7 @@ class FrameworkCalls:
 
     def __init__(self, shell: MasterShell) -> None:
         self.shell = shell
+        self.claims = FrameworkClaims(shell)  # whose a framework id is
 
     def _subscribe_problem(self, msg: Subscribe, caller: Caller) -> tuple[str, str] | None:
         """(code, why) if this Subscribe may not go ahead."""
@@ -62,22 +64,21 @@ class FrameworkCalls:
                 check_id(check_segment(msg.framework_id, "framework_id"), "framework_id")
         except ValueError as e:
             return "subscribe-refused", str(e)
+        inbox = self.shell.topics.framework(caller.principal, msg.inbox)
+        if len(inbox) > MAX_REPLY_TOPIC:  # (its calls name it as where answers go)
+            return "subscribe-refused", (
+                f"inbox topic {shorten(inbox)} is {len(inbox)} characters: at most "
+                f"{MAX_REPLY_TOPIC}"
+            )
         if not msg.name.isprintable():  # it reaches executors' environments
             return "subscribe-refused", "framework name must not contain control characters"
         if caller.kind != "framework":
             return "subscribe-refused", f"a {caller.kind} principal cannot register a framework"
+        if why := self.shell.roles_acl.unknown(caller.principal):  # (removed: back for it)
+            return "subscribe-refused", why
+        if msg.framework_id and (claim := self.claims.problem(msg.framework_id, caller)):
+            return claim
         fw = self.shell.books.frameworks.get(msg.framework_id or "")
-        if fw is not None and fw.principal != caller.principal:
-            return "subscribe-refused", (
-                f"framework {msg.framework_id} belongs to another principal"
-            )
-        removed = self.shell.books.removed.get(msg.framework_id or "")
-        if removed is not None:
-            if removed[0] != caller.principal:
-                return "subscribe-refused", (
-                    f"framework {msg.framework_id} belongs to another principal"
-                )
-            return "framework-removed", f"Framework has been removed: {removed[1]}"
         if fw is None:
             why = self.shell.allocator.role_problem(msg.role) or self.shell.roles_acl.check(
                 caller.principal, msg.role
@@ -134,7 +135,8 @@ class FrameworkCalls:
             # the same inbox asking again (its first answer crossed a retry): same framework
             known = self.shell.books.inboxes.get((caller.principal, msg.inbox), "")
             fw = self.shell.books.frameworks.get(known)
-        framework_id = fw.framework_id if fw else (msg.framework_id or f"fw-{new_id()[:16]}")
+        framework_id = fw.framework_id if fw else msg.framework_id
+        framework_id = framework_id or self.shell.framework_ids.new(caller.principal)
         record = FrameworkRecord(
             principal=caller.principal,
             name=fw.name if fw else msg.name,
@@ -172,7 +174,7 @@ class FrameworkCalls:
             self.shell.books.inboxes[(fw.principal, fw.inbox)] = framework_id
             self.shell.allocator.add_framework(framework_id, msg.role)
             self._set_offer_filters(framework_id, msg)
-            self._adopt_orphans(fw)
+            self.claims.adopt_orphans(fw)
             resubscribed = bool(msg.framework_id)
         fw.partition_aware = FrameworkCapability.PARTITION_AWARE in msg.capabilities
         self.shell.send_framework(
@@ -205,16 +207,6 @@ class FrameworkCalls:
     def _set_offer_filters(self, framework_id: str, msg: Subscribe) -> None:
         minimum = msg.offer_filters.min_allocatable if msg.offer_filters else []
         self.shell.allocator.set_min_allocatable(framework_id, [r for r in minimum if r])
-
-    def _adopt_orphans(self, fw: Framework) -> None:
-        for orphan in self.shell.books.orphans.pop(fw.framework_id, []):
-            slave = self.shell.books.slaves.get(orphan.slave_id)
-            if slave is None:
-                continue
-            task = Task(orphan.task, fw.framework_id, orphan.slave_id, orphan.state)
-            fw.tasks[task.task_id] = task
-            self.shell.allocator.adopt(fw.framework_id, orphan.slave_id, task.resources)
-            self.shell.task_changed(task, added=True)
 
     async def on_accept(self, msg: Accept, caller: Caller) -> None:
         fw = self.shell.framework_of_caller(msg.framework_id, caller, "Accept")
@@ -280,6 +272,9 @@ class FrameworkCalls:
                     framework_name=fw.name,
                     tasks=launched,
                     launch_id=new_id(),
+                    # whose tasks they are (the slave runs them as that principal's and
+                    # reports it back): nobody's is proven on an insecure cluster
+                    principal=fw.principal if self.shell.framework_ids.signed else "",
                 ),
             )
         # the event stream hears of it after the slave is told (the task waits for that)

@@ -34,7 +34,7 @@ from protocol.wire.codec import (
     decode_many,
 )
 from protocol.wire.messages import Wire
-from protocol.wire.topics import Sender
+from protocol.wire.topics import Sender, too_long
 
 MAX_CALL_BYTES = 1024 * 1024  # one message of a framework or operator, at most (docs: bounds)
 MAX_CALL_ITEMS = MAX_PAYLOAD_ITEMS  # calls and list items in one payload of theirs (docs: bounds)
@@ -67,7 +67,7 @@ class CallIntake:
         # the last payload's sender, and its items' reply_to (a list's items share one:
         # its ownership is checked once)
         self._sender: tuple[str, Sender] | None = None
-        self._asked: tuple[str, str | None, Caller] | None = None
+        self._asked: tuple[str, str | None, Caller, str | None] | None = None
 
     async def arrive(self, topic: str, payload: bytes) -> None:
         """A payload arrives: into its principal's queue in the fair intake, or refused
@@ -135,9 +135,12 @@ class CallIntake:
         sender = known[1] if known is not None and known[0] == topic else None
         sender = sender or shell.topics.sender(topic)
         assert sender is not None  # (admitted)
-        caller = self._caller(topic, sender, item.reply_to)
+        caller, problem = self._caller(topic, sender, item.reply_to)
         kind = (item.type_name or "?") if isinstance(item, DecodeError) else item.message.TYPE
         shell.messages.received[kind] += 1
+        if problem is not None:  # told where it may always read: its outbox itself
+            shell.refuse(caller, problem, "invalid-reply-to", kind)
+            return
         if isinstance(item, DecodeError):
             shell.refuse(caller, f"{item.reason}: {item.detail}", item.reason, item.type_name or "")
             return
@@ -149,15 +152,24 @@ class CallIntake:
         limited = sender.kind != "slave"
         await self.limited.call(shell.messages.counted(route, kind), item.message, caller, limited)
 
-    def _caller(self, topic: str, sender: Sender, reply_to: str | None) -> Caller:
+    def _caller(
+        self, topic: str, sender: Sender, reply_to: str | None
+    ) -> tuple[Caller, str | None]:
+        """Who sent a call, and where its answers go: only to the sender's own outbox, at
+        a topic of at most MAX_REPLY_TOPIC characters (with why not, if its topic is one
+        of its own and longer: the call is refused, answered at its outbox)."""
         if self._asked is not None and self._asked[:2] == (topic, reply_to):
-            return self._asked[2]
-        if not self.shell.topics.owns_reply_topic(sender, reply_to):
+            return self._asked[2:]
+        topics = self.shell.topics
+        problem = None
+        if reply_to is None or not topics.in_outbox(sender, reply_to):
             caller = Caller.of(sender, None)  # answers go only to the sender's own outbox
+        elif problem := too_long(reply_to):
+            caller = Caller.of(sender, topics.outbox(sender.kind, sender.principal))
         else:
             caller = Caller.of(sender, reply_to)
-        self._asked = (topic, reply_to, caller)
-        return caller
+        self._asked = (topic, reply_to, caller, problem)
+        return caller, problem
 
     async def _decode(self, payload: bytes, limited: bool) -> list[Envelope | DecodeError]:
         """A payload's calls. One of a framework or operator holds at most MAX_CALL_BYTES

@@ -72,6 +72,8 @@ class LimitedCalls:
         await self._handle(route, message, caller)
 
     async def _handle(self, route: Route, message: Wire, caller: Caller) -> None:
+        if self._removed(message, caller):
+            return
         try:
             await route(message, caller)
         except Exception:  # (CancelledError is not one: it goes through)
@@ -81,6 +83,17 @@ class LimitedCalls:
                 kind=caller.kind,
                 principal=caller.principal,
             )
+
+    def _removed(self, message: Wire, caller: Caller) -> bool:
+        """A call of a principal no longer in the cluster's principals (`drfmesos auth
+        remove`; its connection may outlive the removal, its calls queue behind it) is
+        refused: taken from nobody the store does not name. (A Subscribe is refused
+        where it is answered: FrameworkCalls.)"""
+        why = self.shell.roles_acl.unknown(caller.principal)
+        if why is None or caller.kind == "slave" or isinstance(message, Subscribe):
+            return False
+        self.shell.refuse(caller, why, "unknown-principal", message.TYPE)
+        return True
 
     def refused_unread(self, sender: Sender, payload: bytes) -> bool:
         """Refuse a payload unread, its principal's queue full, unless it holds something

@@ -84,6 +84,7 @@ class SlaveCalls:
             msg.tasks,
             caller,
             {(t.framework_id, t.task_id) for t in msg.ending[:10_000]},
+            msg.owners,
         )
 
     async def _admit_slave(
@@ -96,8 +97,10 @@ class SlaveCalls:
         running: list[RunningTask],
         caller: Caller,
         ending: set[tuple[str, str]] | None = None,
+        owners: dict[str, str] | None = None,
     ) -> None:
-        """`ending`: (framework, task) that ended there, their last update on its way."""
+        """`ending`: (framework, task) that ended there, their last update on its way;
+        `owners`: each framework's principal, as the slave checkpointed it."""
         try:
             check_segment(slave_id, "slave_id")
         except ValueError as e:
@@ -129,9 +132,10 @@ class SlaveCalls:
                 slave_id=slave_id,
             )
             return
-        admitted = (slave_id, hostname, total, attributes, incarnation, running, caller, ending)
+        admitted = (slave_id, hostname, total, attributes, incarnation, running, caller)
+        later = (ending, owners or {})
         if self.shell.registry.has_slave(slave_id, caller.principal, hostname):
-            self._admitted(*admitted)  # (a re-registration: nothing to write)
+            self._admitted(*admitted, *later)  # (a re-registration: nothing to write)
             return
         # A new slave is written to the registry before it is told Registered; the calls
         # after it are read meanwhile, so the registrations of a storm share the store's
@@ -140,7 +144,7 @@ class SlaveCalls:
 
         async def admit() -> None:
             if await self.shell.record_or_refuse(write, caller, "Register"):
-                self._admitted(*admitted)
+                self._admitted(*admitted, *later)
 
         self.shell.persist_in_background(admit(), "Register", slave_id=slave_id)
 
@@ -154,6 +158,7 @@ class SlaveCalls:
         running: list[RunningTask],
         caller: Caller,
         ending: set[tuple[str, str]] | None,
+        owners: dict[str, str],
     ) -> None:
         """The slave's record is durable: into the books, and told it is registered."""
         if slave_id in self.shell.books.gone_slaves:  # marked gone while its record was written
@@ -193,7 +198,7 @@ class SlaveCalls:
         for key in ending or ():
             self.shell.books.ending[key] = slave_id
         if running or slave.tasks:
-            self._reconcile_slave(slave, running, ending or set(), now)
+            self._reconcile_slave(slave, running, ending or set(), now, owners)
         back = {(r.framework_id, r.task.task_id) for r in running} | (ending or set())
         self.partitions.unreachable_not_back(slave_id, back)
         self.shell.send_slave(
@@ -208,9 +213,16 @@ class SlaveCalls:
         self.shell.request_round()
 
     def _reconcile_slave(
-        self, slave: Slave, running: list[RunningTask], ending: set[tuple[str, str]], now: float
+        self,
+        slave: Slave,
+        running: list[RunningTask],
+        ending: set[tuple[str, str]],
+        now: float,
+        owners: dict[str, str],
     ) -> None:
-        """Match what a (re-)registering slave runs against what the master believes."""
+        """Match what a (re-)registering slave runs against what the master believes. A
+        task the slave says is another principal's than its framework's is not given to
+        that framework (nor is a framework id it names to anyone but that principal)."""
         reported = {(r.framework_id, r.task.task_id): r for r in running}
         for key in list(slave.tasks):
             if key in reported or key in ending:
@@ -263,7 +275,18 @@ class SlaveCalls:
                     task_id=task_id,
                 )
                 continue
-            if owner is not None:
+            said = owners.get(framework_id)  # whose the slave says it is
+            if owner is not None and said not in (None, owner.principal):
+                self.shell.refused["forbidden"] += 1
+                self.shell.log.warning(
+                    "slave.other_owner",
+                    slave_id=slave.slave_id,
+                    framework_id=framework_id,
+                    task_id=task_id,
+                    owner=owner.principal,
+                    reported=said,
+                )
+            if owner is not None and said in (None, owner.principal):
                 task = Task(r.task, framework_id, slave.slave_id, r.state)
                 owner.tasks[task_id] = task
                 slave.tasks.add((framework_id, task_id))
@@ -278,16 +301,22 @@ class SlaveCalls:
                     self.shell.allocator.allocate_existing(
                         framework_id, slave.slave_id, executor.resources
                     )
-            else:
-                orphans = self.shell.books.orphans.setdefault(framework_id, [])
-                if not any(o.task.task_id == task_id for o in orphans):
-                    found = executor_key(r.task, slave.slave_id)
-                    first = not any(executor_key(o.task, o.slave_id) == found for o in orphans)
-                    orphans.append(Orphan(r.task, framework_id, slave.slave_id, r.state))
-                    held = r.task.resources
-                    if r.task.executor is not None and first:  # (adopted with the task)
-                        held = held + r.task.executor.resources
-                    self.shell.allocator.allocate_existing(framework_id, slave.slave_id, held)
+            else:  # nobody's here until its framework's principal comes for it
+                self._orphan(slave.slave_id, r, said)
+
+    def _orphan(self, slave_id: str, r: RunningTask, principal: str | None) -> None:
+        """A task kept for a framework not here (or not the one the slave names): its
+        resources held, by nobody, until that framework's principal subscribes."""
+        orphans = self.shell.books.orphans.setdefault(r.framework_id, [])
+        if any(o.task.task_id == r.task.task_id for o in orphans):
+            return
+        found = executor_key(r.task, slave_id)
+        first = not any(executor_key(o.task, o.slave_id) == found for o in orphans)
+        held = r.task.resources
+        if r.task.executor is not None and first:  # (adopted with the task)
+            held = held + r.task.executor.resources
+        orphans.append(Orphan(r.task, r.framework_id, slave_id, r.state, held, principal))
+        self.shell.allocator.hold_unowned(slave_id, held)
 
     def disconnect_slave(self, slave: Slave, why: str) -> None:
         """As Mesos: a slave whose connection is gone keeps its tasks (a restarted slave

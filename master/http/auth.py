@@ -18,26 +18,35 @@ from protocol.tooling.credentials import (
 )
 
 CACHE_SECONDS = 60.0  # a checked password is trusted this long (hashing is slow on purpose)
+# ... unless the store changed: looked at this often (a principal removed is refused
+# within it, its cached checks dropped)
+LOOK_EVERY = 0.5
 
 
 class PrincipalAuth:
     """HTTP Basic against the store: operator principals, and framework principals (which
-    may read only their own tasks' files). The store is re-read when it changes; a
-    successful check is remembered (by a digest of the header) for a minute, and checks
-    run one at a time in a thread, so guessing cannot starve the master."""
+    may read only their own tasks' files). A successful check is remembered (by a digest
+    of the header) for a minute, or until the store changes (looked at twice a second:
+    a removed principal is refused at once); checks run one at a time in a thread, so
+    guessing cannot starve the master."""
 
     KINDS = ("operator", "framework")
 
     def __init__(self, store: Path) -> None:
         self.store = store
-        self._stamp: tuple[float, float] | None = None
+        self._stamp: tuple[int, int] | None = None
         self._hashes: dict[str, tuple[str, str]] = {}  # name: (its secret's hash, its kind)
         self._good: dict[bytes, tuple[Who, float]] = {}
         self._lock = asyncio.Lock()
+        self._next_look = 0.0  # (monotonic) when to look at the store again
+
+    def _stamp_now(self) -> tuple[int, int]:
+        principals, passwd = self.store / "principals.json", self.store / "passwd"
+        return principals.stat().st_mtime_ns, passwd.stat().st_mtime_ns
 
     def _load(self) -> None:
         principals, passwd = self.store / "principals.json", self.store / "passwd"
-        stamp = (principals.stat().st_mtime, passwd.stat().st_mtime)
+        stamp = self._stamp_now()
         if stamp == self._stamp:
             return
         kinds = {n: p.kind for n, p in load_principals(principals).items()}
@@ -58,6 +67,9 @@ class PrincipalAuth:
             return None
         key = hashlib.sha256(header.encode()).digest()
         now = time.monotonic()
+        if now >= self._next_look:
+            self._next_look = now + LOOK_EVERY
+            await self._reload()
         known = self._good.get(key)
         if known is not None and known[1] > now:
             return known[0]
@@ -75,6 +87,17 @@ class PrincipalAuth:
         who = Who(user, kind)
         self._good[key] = (who, now + CACHE_SECONDS)
         return who
+
+    async def _reload(self) -> None:
+        """Re-read the store if it changed (off the loop), dropping every cached check:
+        a principal removed (`drfmesos auth remove`) is asked for its secret again, and
+        refused."""
+        async with self._lock:
+            try:
+                if await asyncio.to_thread(self._stamp_now) != self._stamp:
+                    await asyncio.to_thread(self._load)
+            except (OSError, CredentialsError):
+                self._good.clear()  # (no store to check against: nothing cached stands)
 
 
 @dataclass(frozen=True)

@@ -173,12 +173,11 @@ def get_executors(m: Master) -> JSON:
             if executor is None or (task.slave_id, executor.executor_id) in seen:
                 continue
             seen.add((task.slave_id, executor.executor_id))
-            executors.append(
-                {
-                    "executor_info": executor_to_mesos(executor, fw.framework_id),
-                    "agent_id": mesos_id(task.slave_id),
-                }
-            )
+            info = executor_to_mesos(executor, fw.framework_id)
+            # as /master/state shows executors and tasks: without their command, whose
+            # environment (and command line) is where a tenant keeps its secrets
+            del info["command"]
+            executors.append({"executor_info": info, "agent_id": mesos_id(task.slave_id)})
     return {"executors": executors}
 
 

@@ -26,6 +26,7 @@ from protocol.wire.messages import (
 
 PREEMPTING_EVENT = "DRFMESOS_PREEMPTING"
 REMOVED_CODE = "framework-removed"  # the master's Error when it forgets a framework
+PRINCIPAL_REMOVED_CODE = "principal-removed"  # and when it cuts off a removed principal's
 
 JSON = dict[str, Any]
 
@@ -88,5 +89,6 @@ def event_of(msg: Wire, role: str, preemption_notices: bool) -> JSON | None:
 
 
 def ends_stream(msg: Wire) -> bool:
-    """The master forgot the framework: its stream closes after this (as Mesos's)."""
-    return isinstance(msg, Error) and msg.code == REMOVED_CODE
+    """The master forgot the framework, or its principal was removed from the cluster:
+    its stream closes after this (as Mesos's)."""
+    return isinstance(msg, Error) and msg.code in (REMOVED_CODE, PRINCIPAL_REMOVED_CODE)

@@ -5,6 +5,7 @@
     DIR/acl               mosquitto's ACL file, made from principals.json
     DIR/ca.pem, ca.key    the store's own certificate authority
     DIR/broker.pem, .key  the broker's TLS certificate, signed by that CA
+    DIR/framework-ids.key the key under which masters prove whose a framework id is
     DIR/secrets/NAME      a principal's secret, only where asked for (the demo, compose)
 
 A principal is one MQTT connection: the broker takes its username as the client id, so no
@@ -37,6 +38,7 @@ from protocol.extras import needs
 from protocol.wire.topics import ROOT
 
 KINDS = ("master", "slave", "framework", "operator")
+FRAMEWORK_IDS_KEY = "framework-ids.key"  # (master.framework_ids reads it)
 Kind = Literal["master", "slave", "framework", "operator"]
 PBKDF2_ITERATIONS = 10_000  # the secrets are 256 random bits: stretching adds little
 NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
@@ -214,6 +216,9 @@ class Store:
         os.chmod(path, 0o700)
         store = cls(path)
         make_certificates(path, ("localhost", "127.0.0.1", *hostnames))
+        # made here, not by the first master, so that every copy of the store (another
+        # master host, the compose cluster's mounts) carries the same one
+        write_private(path / FRAMEWORK_IDS_KEY, secrets.token_hex(32) + "\n")
         store.save({})
         return store
 

@@ -48,9 +48,11 @@ from protocol.wire.operator import (
 )
 from protocol.wire.slave import (
     MAX_HEARTBEATS,
+    CheckExecutorToken,
     EndingTask,
     ExecutorExited,
     ExecutorRegistered,
+    ExecutorTokenChecked,
     FileData,
     Heartbeats,
     KillTask,
@@ -175,6 +177,7 @@ __all__ = [
     "Accept",
     "Acknowledge",
     "Acknowledges",
+    "CheckExecutorToken",
     "ClusterEvent",
     "ClusterEvents",
     "CommandInfo",
@@ -185,6 +188,7 @@ __all__ = [
     "ExecutorExited",
     "ExecutorInfo",
     "ExecutorRegistered",
+    "ExecutorTokenChecked",
     "Failure",
     "FileData",
     "Filters",

@@ -215,13 +215,18 @@ class StatusAck(Wire):
 # --- slave <-> custom executor --------------------------------------------------------------
 
 
+MAX_TOKEN = 4096  # characters of an executor token (a JWT of some 200)
+
+
 class RegisterExecutor(Wire):
-    """A custom executor process announces itself to its slave."""
+    """A custom executor process announces itself to its slave, with the token the slave
+    gave it (`MESOS_EXECUTOR_AUTHENTICATION_TOKEN`)."""
 
     slave_id: Id
     framework_id: Id
     executor_id: Id
     incarnation: str = ""
+    token: str = Field(default="", max_length=MAX_TOKEN)
 
 
 class ExecutorRegistered(Wire):
@@ -229,6 +234,24 @@ class ExecutorRegistered(Wire):
     framework_id: Id
     executor_id: Id
     framework_name: str = ""
+
+
+class CheckExecutorToken(Wire):
+    """An executor asks its slave whose token this is: the Mesos executor adapter, for a
+    caller of its HTTP API that presents a token other than its own (only the slave holds
+    the key that signs them)."""
+
+    request_id: Id
+    token: str = Field(max_length=MAX_TOKEN)
+
+
+class ExecutorTokenChecked(Wire):
+    """The answer: the executor the token was issued to; empty if it is none of the
+    slave's."""
+
+    request_id: Id
+    framework_id: str = Field(default="", max_length=200)
+    executor_id: str = Field(default="", max_length=200)
 
 
 class ShutdownExecutor(Wire):

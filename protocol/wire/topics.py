@@ -22,6 +22,9 @@ import re
 from dataclasses import dataclass
 
 ROOT = "drfmesos"  # every cluster's topics are under it
+# characters of a topic a call names for its answers, at most (a framework's inbox under
+# its outbox is far shorter; one of 70,000 was once taken, and could not be published to)
+MAX_REPLY_TOPIC = 256
 _SAFE = re.compile(r"^[A-Za-z0-9_.:@-]{1,200}$")
 SENDER_KINDS = ("slave", "framework", "operator")
 
@@ -31,6 +34,13 @@ def check_segment(value: str, what: str = "id") -> str:
     if not _SAFE.fullmatch(value):  # (match's `$` would let a trailing newline through)
         raise ValueError(f"{what} {value!r} must be 1-200 chars of letters, digits, _ . : @ -")
     return value
+
+
+def too_long(reply_topic: str) -> str | None:
+    """Why a topic cannot take answers for its length, or None."""
+    if len(reply_topic) <= MAX_REPLY_TOPIC:
+        return None
+    return f"reply topic is {len(reply_topic):,} characters: at most {MAX_REPLY_TOPIC}"
 
 
 ANNOUNCED = ("leader", "state")  # the master's: the only topics read retained
@@ -101,9 +111,14 @@ class Topics:
         return self.outbox("operator", principal)
 
     def owns_reply_topic(self, sender: Sender, topic: str | None) -> bool:
-        """May answers for `sender` go to `topic`? Only inside its own outbox."""
+        """May answers for `sender` go to `topic`? Only inside its own outbox, and only
+        one of at most MAX_REPLY_TOPIC characters."""
+        return topic is not None and self.in_outbox(sender, topic) and not too_long(topic)
+
+    def in_outbox(self, sender: Sender, topic: str) -> bool:
+        """Whether `topic` names a place in `sender`'s own outbox (of any length)."""
         box = self.outbox(sender.kind, sender.principal)
-        if topic is None or any(c in topic for c in "+#") or not topic.isprintable():
+        if any(c in topic for c in "+#") or not topic.isprintable():
             return False  # a wildcard is no address; a control character breaks the session
         return topic == box or topic.startswith(box + "/")
 

@@ -182,7 +182,9 @@ class CommandInfo(Wire):
     """Run as `sh -c VALUE` in the task's sandbox directory (also in `$MESOS_SANDBOX`),
     in its own process group; its stdout and stderr go to the sandbox's files."""
     environment: dict[str, str] = Field(default_factory=dict)
-    """Variables added to the slave's environment for the command."""
+    """The command's variables, beside the few the slave sets (a default PATH, HOME,
+    `MESOS_*`, `DRFMESOS_*`) and those its operator passes on (`--task-env`): nothing else
+    of the slave's own environment reaches a task."""
 
 
 class ExecutorInfo(Wire):

@@ -1,6 +1,7 @@
 """A custom executor that tries to speak for others, then behaves.
 
-Over its line to the slave it registers claiming another framework's and executor's ids,
+Over its line to the slave it registers (with its own token) claiming another framework's
+and executor's ids,
 reports FINISHED for a task of another framework on the same slave (its id in argv[1])
 and for a task that does not exist, sends garbage, then reports its own task RUNNING.
 Whatever the slave answers is printed to stdout (its sandbox), one line each.
@@ -26,7 +27,10 @@ from protocol.wire.messages import (
 async def main(victim_task: str) -> None:
     channel = await Channel.from_fd(int(os.environ["DRFMESOS_EXECUTOR_FD"]))
     slave = os.environ["DRFMESOS_SLAVE_ID"]
-    channel.send(RegisterExecutor(slave_id=slave, framework_id="someone-else", executor_id="x"))
+    token = os.environ.get("MESOS_EXECUTOR_AUTHENTICATION_TOKEN", "")  # (its own)
+    channel.send(
+        RegisterExecutor(slave_id=slave, framework_id="someone-else", executor_id="x", token=token)
+    )
     while True:
         item = await channel.receive()
         message = getattr(item, "message", None)

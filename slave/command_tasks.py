@@ -1,0 +1,109 @@
+"""The slave's side of command tasks (a shell command, or one in a container image): each
+in its sandbox and its container, as its principal's user where the slave switches users
+(slave.tenancy), with nothing of the slave's environment (slave.task_env).
+
+Built by the slave with what it shares (its config, isolator, podman, how it confines
+tasks) and what it does for them (status reports, checkpoints): a collaborator beside
+`ExecutorSide`, as a Mesos agent's command executor is beside custom ones.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from protocol.wire.messages import Reason, RunTask, TaskInfo, TaskState
+from slave.images import command_runner, image_problem_here
+from slave.isolator import Isolator, container_name
+from slave.paths import run_dir_path, sandbox_path
+from slave.runners import Run
+from slave.task_env import task_environment
+from slave.tenancy import Tenancy
+
+if TYPE_CHECKING:
+    from slave.config import SlaveConfig, TaskRecord
+
+Report = Callable[..., Awaitable[None]]
+
+
+class CommandTasks:
+    def __init__(
+        self,
+        config: SlaveConfig,
+        isolator: Isolator,
+        podman: str | None,
+        *,
+        tenancy: Callable[[], Tenancy],
+        reporter: Callable[[TaskRecord], Any],
+        report: Report,
+        checkpoint: Callable[[TaskRecord], Awaitable[None]],
+    ) -> None:
+        self.config, self.isolator, self.podman = config, isolator, podman
+        self.slave_id = config.slave_id
+        self._tenancy, self._reporter, self._report = tenancy, reporter, report
+        self._checkpoint = checkpoint
+
+    def sandbox(self, framework_id: str, name: str) -> Path:
+        return sandbox_path(self.config.work_dir, framework_id, name)
+
+    def image_problem(self, framework_id: str, task: TaskInfo) -> str | None:
+        if task.container is None or self.config.simulated_tasks:
+            return None  # (a simulated slave runs nothing)
+        sandbox = f"{self.config.work_dir}/sandboxes/{framework_id}/{task.task_id}"
+        return image_problem_here(task, self.podman, sandbox)
+
+    def env(
+        self,
+        msg: RunTask,
+        framework: dict[str, str],
+        sandbox: Path,
+        extra: dict[str, str] | None = None,
+    ) -> dict[str, str]:
+        """A task's (or executor's) whole environment (slave.task_env): `framework`'s
+        variables, the operator's, and the slave's for it (`extra`: an executor's)."""
+        own = {
+            "DRFMESOS_CLUSTER": self.config.cluster,
+            "DRFMESOS_SLAVE_ID": self.slave_id,
+            "DRFMESOS_FRAMEWORK_ID": msg.framework_id,
+            **(extra or {}),
+        }
+        # Mesos executors' adapter runs in this Python: the slave's own, unless the
+        # operator names one that tasks' users may run (--task-env DRFMESOS_PYTHON=...)
+        operator = {"DRFMESOS_PYTHON": sys.executable, **self.config.task_env}
+        return task_environment(operator, framework, own, sandbox)
+
+    async def start(self, msg: RunTask, record: TaskRecord) -> None:
+        """Start a command task's process; checkpointed once it runs."""
+        task = record.info
+        assert task.command is not None
+        sandbox = self.sandbox(msg.framework_id, task.task_id)
+        tenancy = self._tenancy()
+        user = await tenancy.user_for(msg.principal)
+        run_dir = run_dir_path(self.config.work_dir, msg.framework_id, task.task_id)
+        run = Run(sandbox, run_dir, user, tenancy.confinement)
+        try:
+            name = container_name(msg.framework_id, task.task_id)
+            container = await self.isolator.prepare(name, task.resources)
+        except OSError as e:
+            await self._report(
+                msg.framework_id,
+                task,
+                TaskState.FAILED,
+                Reason.COMMAND_EXECUTOR_FAILED,
+                f"could not make its container: {e}",
+            )
+            return
+        record.runner = command_runner(
+            task,
+            run,
+            self._reporter(record),
+            self.env(msg, task.command.environment, sandbox),
+            container,
+            self.podman,
+            self.slave_id,
+            msg.framework_id,
+        )
+        await record.runner.start()
+        await self._checkpoint(record)
