@@ -326,7 +326,8 @@ class RoleTree:
     # -- order -----------------------------------------------------------------------------
     def first(self, wanted: Callable[[str], bool]) -> str | None:
         """The role to serve next whose frameworks `wanted` accepts (it is given a role)."""
-        self._fresh()
+        if not self._keys_current():
+            self._fresh()
         if self._naive:  # a node's place is its own: down the best child
             return self._first(self.root, wanted)
         # The usual case, once an offer: straight down the top children to a plain role
