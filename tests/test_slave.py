@@ -575,6 +575,22 @@ async def test_a_custom_executor_runs_its_frameworks_tasks_and_its_death_fails_t
     assert _group(pid) == []
 
 
+async def test_an_executors_command_runs_as_a_shell_runs_it(rig: Rig) -> None:
+    """An executor's command is `sh -c COMMAND`, as Mesos runs it: one that says a word
+    first and then execs its program runs the program (a slave that ran `exec COMMAND`
+    ran the `echo` alone, and the executor was gone)."""
+    fw = await rig.framework()
+    slave = await rig.start_slave("s1", Resources(cpus=2, mem=1024))
+    offer = await fw.next_offer()
+    task = executor_task("s1", "t", 0.1)
+    assert task.executor is not None
+    task.executor.command.value = f"echo starting; exec {EXECUTOR}"
+    await fw.accept(offer, [task])
+    await fw.update_for("t", TaskState.FINISHED, timeout=30)
+    sandbox = slave.executors[(fw.framework_id, "sleeper")].sandbox
+    assert (sandbox / "stdout").read_bytes().startswith(b"starting\n")
+
+
 async def test_each_task_of_a_custom_executor_has_its_own_stdout(rig: Rig) -> None:
     """Two tasks on one executor: reading a task's stdout (as the master asks the slave)
     shows that task's lines only, not the other's nor the executor's own log."""

@@ -1,0 +1,209 @@
+"""A hostile tenant on a shared slave, second pass (after #45): what a security tester
+did as `mallory` beside `alice` on root slaves with the default flags, each attack on
+real processes under real users, real cgroups.
+
+- root on the slave through the loader: a task's (or an executor's) `LD_PRELOAD` or
+  `LD_AUDIT` ran its library in the root processes that start it (`unshare`, `setpriv`,
+  root's `sh`), before the user switch;
+- a descriptor to one of its own cgroups' `tasks` files, opened while the slave had
+  handed them to its user, kept writing once the slave gave that cgroup to alice's task;
+- `/tmp` and System V IPC shared, and files made with umask 022.
+
+The slave of these tests is test_isolation_tenants's (`shared_slave`).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from test_isolation_tenants import ALICE, MALLORY, Shared, shared_slave
+
+from protocol.wire.messages import CommandInfo, ExecutorInfo, TaskState
+from protocol.wire.resources import Resources
+
+from helpers import eventually
+
+# what every process the library is loaded into records: a file named after how it was
+# loaded, its effective uid, its command and its pid (an empty file: no user's file
+# permissions stand in the way of another's)
+RECORDER = r"""
+#include <fcntl.h>
+#include <stdio.h>
+#include <unistd.h>
+
+static void record(const char *how) {
+    char comm[64] = "?";
+    int f = open("/proc/self/comm", O_RDONLY);
+    if (f >= 0) {
+        ssize_t n = read(f, comm, sizeof comm - 1);
+        comm[n > 0 ? n - 1 : 0] = 0;
+        close(f);
+    }
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s.%d.%s.%d", SEEN, how, (int)geteuid(), comm,
+             (int)getpid());
+    int fd = open(path, O_WRONLY | O_CREAT, 0666);
+    if (fd >= 0) close(fd);
+}
+
+__attribute__((constructor)) static void loaded(void) { record("preload"); }
+
+unsigned int la_version(unsigned int version) {
+    record("audit");
+    return version;
+}
+"""
+
+
+def recorder(base: Path) -> tuple[Path, Path]:
+    """The library (compiled with the host's gcc), where any user may load it, and the
+    directory where every process it is loaded into leaves its mark (sticky, writable
+    by all)."""
+    if shutil.which("gcc") is None:
+        pytest.skip("no gcc to build the preloaded library")
+    lib, seen = base / "lib", base / "seen"
+    lib.mkdir(mode=0o755)
+    seen.mkdir()
+    os.chmod(lib, 0o755)
+    os.chmod(seen, 0o1777)
+    source = lib / "recorder.c"
+    source.write_text(RECORDER)
+    so = lib / "recorder.so"
+    subprocess.run(
+        ["gcc", "-shared", "-fPIC", f'-DSEEN="{seen}"', "-o", str(so), str(source)], check=True
+    )
+    os.chmod(so, 0o755)
+    return so, seen
+
+
+def marks(seen: Path) -> list[tuple[str, int, str]]:
+    """(how, euid, command) of every process the library was loaded into."""
+    found = []
+    for name in os.listdir(seen):
+        how, euid, rest = name.split(".", 2)
+        found.append((how, int(euid), rest.rsplit(".", 1)[0]))
+    return found
+
+
+def task_uid(s: Shared, principal: str) -> int:
+    users = s.slave.tenancy.users
+    assert users is not None
+    user = users.known(principal)
+    assert user is not None
+    return user.uid
+
+
+async def test_a_tasks_preloaded_library_never_runs_as_root_and_runs_in_the_task() -> None:
+    """mallory's command task names its own library in LD_PRELOAD and LD_AUDIT: the
+    loader runs it in the task's processes (the framework's right), as mallory's user,
+    and in none of the root processes that start the task."""
+    async with shared_slave() as s:
+        so, seen = recorder(s.work.parent)
+        env = {"LD_PRELOAD": str(so), "LD_AUDIT": str(so)}
+        await s.master.run("mallory", MALLORY, "m1", "/bin/true && /bin/true", env=env)
+        ended = await s.master.ends(MALLORY, "m1")
+        assert ended.state == TaskState.FINISHED, ended.message
+        found = marks(seen)
+        assert [m for m in found if m[1] == 0] == []
+        uid = task_uid(s, "mallory")
+        assert ("preload", uid, "true") in found
+        assert ("audit", uid, "true") in found
+
+
+async def test_an_executors_preloaded_library_never_runs_as_root() -> None:
+    """The same through a custom executor's environment (ExecutorInfo.command)."""
+    async with shared_slave() as s:
+        so, seen = recorder(s.work.parent)
+        executor = ExecutorInfo(
+            executor_id="preloading",
+            command=CommandInfo(
+                value="/bin/true; exec /bin/sleep 300",
+                environment={"LD_PRELOAD": str(so), "LD_AUDIT": str(so)},
+            ),
+            resources=Resources(cpus=0.1, mem=32),
+        )
+        await s.master.run("mallory", MALLORY, "m1", "", executor=executor)
+        await eventually(lambda: any(m[2] == "sleep" for m in marks(seen)), timeout=20)
+        found, uid = marks(seen), task_uid(s, "mallory")
+        assert [m for m in found if m[1] == 0] == []
+        assert {("preload", uid, "sleep"), ("audit", uid, "sleep")} <= set(found)
+        assert ("preload", uid, "true") in found  # (its command runs as `sh -c` does)
+
+
+# -- /tmp, /dev/shm, System V IPC -------------------------------------------------------------
+
+SECRET = "alice-tmp-secret-51c2"
+
+
+async def test_a_tenants_task_reads_nothing_the_victim_left_in_tmp_or_shared_memory() -> None:
+    """alice's task writes her secret to /tmp and /dev/shm by name and to its TMPDIR, and
+    makes System V shared memory and a message queue; mallory's task reads /tmp and
+    /dev/shm and lists IPC. A task's files are its user's alone (umask 077), its TMPDIR
+    is in its sandbox, and its IPC namespace its own."""
+    tag = f"drfmesos-test-{os.getpid()}"
+    shared_files = [Path(f"/tmp/{tag}"), Path(f"/dev/shm/{tag}")]
+    try:
+        async with shared_slave() as s:
+            await s.master.run(
+                "alice",
+                ALICE,
+                "a1",
+                f'for f in /tmp/{tag} /dev/shm/{tag} "$TMPDIR/{tag}"; do echo {SECRET} > $f; '
+                "done; ipcmk -M 4096 -p 0644; ipcmk -Q -p 0644; umask; echo ready; "
+                "exec sleep 300",
+            )
+            await s.master.reaches(ALICE, "a1", TaskState.RUNNING)
+            await eventually(lambda: "ready" in s.output(ALICE, "a1"))
+            alices = s.output(ALICE, "a1")
+            assert "0077" in alices.split()
+            assert "Shared memory id:" in alices  # (ipcmk made them, in her namespace)
+            await s.master.run(
+                "mallory",
+                MALLORY,
+                "m1",
+                f"cat /tmp/{tag} /dev/shm/{tag} /tmp/*/{tag}; echo IPC; ipcs -m -q; true",
+            )
+            await s.master.ends(MALLORY, "m1")
+            sandbox = s.sandbox(MALLORY, "m1")
+            seen = (sandbox / "stdout").read_text() + (sandbox / "stderr").read_text()
+            assert SECRET not in seen
+            ipc = seen.split("IPC\n", 1)[1].splitlines()
+            assert [line for line in ipc if line.startswith("0x")] == []  # none of alice's
+            tmpdir = s.sandbox(ALICE, "a1") / "tmp"
+            assert (tmpdir / tag).read_text() == f"{SECRET}\n"
+            assert os.stat(tmpdir).st_mode & 0o777 == 0o700
+    finally:
+        for path in shared_files:
+            path.unlink(missing_ok=True)
+
+
+def test_a_root_slave_names_the_link_protections_that_are_off(tmp_path: Path) -> None:
+    """With fs.protected_symlinks or protected_hardlinks off, a link one tenant plants in
+    the shared /tmp is followed by another's task: the slave says so at start
+    (`isolation.links_unprotected`, with the sysctl that fixes it)."""
+    from slave.tenancy import unprotected_links
+
+    fs = tmp_path / "fs"
+    fs.mkdir()
+    (fs / "protected_symlinks").write_text("0\n")
+    (fs / "protected_hardlinks").write_text("1\n")
+    assert unprotected_links(tmp_path) == ["fs.protected_symlinks"]
+    (fs / "protected_symlinks").write_text("1\n")
+    assert unprotected_links(tmp_path) == []
+
+
+async def test_a_root_slave_warns_at_start_when_the_hosts_link_protections_are_off(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import structlog
+
+    monkeypatch.setattr("slave.tenancy.unprotected_links", lambda: ["fs.protected_symlinks"])
+    with structlog.testing.capture_logs() as lines:
+        async with shared_slave():
+            pass
+    [warning] = [line for line in lines if line["event"] == "isolation.links_unprotected"]
+    assert warning["fix"] == "sysctl fs.protected_symlinks=1"
