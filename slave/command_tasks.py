@@ -85,7 +85,8 @@ class CommandTasks:
         run = Run(sandbox, run_dir, user, tenancy.confinement)
         try:
             name = container_name(msg.framework_id, task.task_id)
-            container = await self.isolator.prepare(name, task.resources)
+            owner = user.uid if user is not None else None
+            container = await self.isolator.prepare(name, task.resources, owner)
         except OSError as e:
             await self._report(
                 msg.framework_id,

@@ -136,6 +136,7 @@ class ExecutorSide:
                 executor.container = await self.isolator.prepare(
                     executor_container_name(msg.framework_id, info.executor_id),
                     info.resources + msg.task.resources,
+                    user.uid if user is not None else None,
                 )
                 await executor.start()
             except (OSError, ValueError) as e:  # (ValueError: NUL in an argument or the env)

@@ -24,6 +24,7 @@ from test_isolation_tenants import ALICE, MALLORY, Shared, shared_slave
 
 from protocol.wire.messages import CommandInfo, ExecutorInfo, TaskState
 from protocol.wire.resources import Resources
+from slave.isolator import container_name
 
 from helpers import eventually
 
@@ -157,7 +158,7 @@ async def test_a_tenants_task_reads_nothing_the_victim_left_in_tmp_or_shared_mem
                 "exec sleep 300",
             )
             await s.master.reaches(ALICE, "a1", TaskState.RUNNING)
-            await eventually(lambda: "ready" in s.output(ALICE, "a1"))
+            await eventually(lambda: "ready" in said(s, ALICE, "a1"))
             alices = s.output(ALICE, "a1")
             assert "0077" in alices.split()
             assert "Shared memory id:" in alices  # (ipcmk made them, in her namespace)
@@ -207,3 +208,130 @@ async def test_a_root_slave_warns_at_start_when_the_hosts_link_protections_are_o
             pass
     [warning] = [line for line in lines if line["event"] == "isolation.links_unprotected"]
     assert warning["fix"] == "sysctl fs.protected_symlinks=1"
+
+
+# -- a descriptor to a cgroup's tasks file ----------------------------------------------------
+
+
+def cgroup_of(pid: int) -> str:
+    for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
+        if ":memory:" in line:
+            return line.split(":", 2)[2]
+    raise AssertionError(f"no memory cgroup for {pid}")
+
+
+# mallory's task B: opens the `tasks` files of her task A's cgroup the moment they are
+# her user's (A, a `true`, leaves nothing charged to its cgroup, so it could be kept for
+# another task), then, told to, writes to what it holds
+HOLDER = """
+import os, sys, time
+paths, fds = sys.argv[1:], {}
+print("polling", flush=True)
+deadline = time.monotonic() + 20
+while len(fds) < len(paths) and time.monotonic() < deadline:
+    for path in paths:
+        if path not in fds:
+            try:
+                fds[path] = os.open(path, os.O_WRONLY)
+            except OSError:
+                pass
+print("opened", len(fds), flush=True)
+while not os.path.exists("join"):
+    time.sleep(0.02)
+for fd in fds.values():
+    try:
+        os.write(fd, b"0")
+        print("joined", flush=True)
+    except OSError as e:
+        print("refused", e.errno, flush=True)
+print("done", flush=True)
+time.sleep(300)
+"""
+
+
+async def test_a_descriptor_to_a_tenants_own_cgroup_never_joins_the_victims() -> None:
+    """mallory's task B opens her task A's cgroup `tasks` files while the slave has them
+    handed to her user (a task's shell joins its cgroup itself). A ends; alice's task C
+    starts with the same resources; then B writes to what it holds: it must not land in
+    C's cgroup (once, A's cgroup was kept as a spare and given to C, and the descriptor
+    still wrote)."""
+    async with shared_slave(isolation="cgroups") as s:
+        isolator = s.slave.isolator
+        a = isolator.path_of(isolator.adopt(container_name(MALLORY, "a")))  # type: ignore[attr-defined]
+        files = isolator.cgroups.procs_files(a)  # type: ignore[attr-defined]
+        program = s.work.parent / "holder.py"
+        program.write_text(HOLDER)
+        os.chmod(program, 0o644)
+        paths = " ".join(map(str, files))
+        await s.master.run("mallory", MALLORY, "b", f"/usr/bin/python3 {program} {paths}")
+        await eventually(lambda: "polling" in said(s, MALLORY, "b"))
+        await s.master.run("mallory", MALLORY, "a", "true")
+        await s.master.ends(MALLORY, "a")
+        await eventually(lambda: "opened" in said(s, MALLORY, "b"), timeout=30)
+        assert f"opened {len(files)}" in said(s, MALLORY, "b")  # (the race is won)
+        upkeep = isolator.upkeep  # type: ignore[attr-defined]
+        await eventually(lambda: not upkeep._due and not upkeep._inflight)
+        await s.master.run("alice", ALICE, "c", "exec sleep 300")
+        await s.master.reaches(ALICE, "c", TaskState.RUNNING)
+        victim = s.slave.tasks[(ALICE, "c")].runner
+        assert victim is not None
+        assert victim.pid is not None
+        (s.sandbox(MALLORY, "b") / "join").touch()
+        await eventually(lambda: "done" in said(s, MALLORY, "b"))
+        bs = s.slave.tasks[(MALLORY, "b")].runner
+        assert bs is not None
+        assert bs.pid is not None
+        slaves = {cgroup_of(os.getpid())}
+        alices = {cgroup_of(p) for p in pids_below(victim.pid)} - slaves
+        mallorys = {cgroup_of(p) for p in pids_below(bs.pid)}
+        assert alices
+        assert not alices & mallorys, said(s, MALLORY, "b")
+
+
+def said(s: Shared, framework_id: str, task_id: str) -> str:
+    """What a task has printed so far (nothing before its sandbox is made)."""
+    try:
+        return s.output(framework_id, task_id)
+    except FileNotFoundError:
+        return ""
+
+
+def pids_below(pid: int) -> list[int]:
+    """`pid` and its descendants, as the host sees them."""
+    found, todo = [pid], [pid]
+    while todo:
+        parent = todo.pop()
+        for tid in os.listdir(f"/proc/{parent}/task"):
+            with open(f"/proc/{parent}/task/{tid}/children") as f:
+                children = [int(c) for c in f.read().split()]
+            found += children
+            todo += children
+    return found
+
+
+async def test_a_task_reaches_its_own_cgroup_and_lists_nobody_elses() -> None:
+    """The slave's parent cgroups let tasks pass, not list: mallory's task reads its own
+    cgroup's usage, and learns neither the name nor the usage of alice's."""
+    async with shared_slave(isolation="cgroups") as s:
+        await s.master.run("alice", ALICE, "a1", "exec sleep 300")
+        await s.master.reaches(ALICE, "a1", TaskState.RUNNING)
+        parent = f"/sys/fs/cgroup/memory/drfmesos/{s.slave.slave_id}"
+        seen = await mallory_runs(
+            s,
+            "m1",
+            f"ls /sys/fs/cgroup/memory/drfmesos {parent}; ls -R {parent} | head; "
+            "own=$(grep :memory: /proc/self/cgroup | cut -d: -f3); "
+            'echo "usage $(cat /sys/fs/cgroup/memory$own/memory.usage_in_bytes)"',
+        )
+        assert "alice" not in seen
+        assert s.slave.slave_id not in seen.replace(parent, "")
+        usage = [line for line in seen.splitlines() if line.startswith("usage ")]
+        assert usage, seen
+        assert usage[0].split()[1].isdigit(), seen
+
+
+async def mallory_runs(s: Shared, task_id: str, script: str) -> str:
+    await s.master.run("mallory", MALLORY, task_id, script)
+    await s.master.ends(MALLORY, task_id)
+    sandbox = s.sandbox(MALLORY, task_id)
+    return "".join((sandbox / name).read_text() for name in ("stdout", "stderr"))
