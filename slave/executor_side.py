@@ -262,7 +262,7 @@ class ExecutorSide:
             "executor.refused",
             framework_id=executor.framework_id,
             executor_id=executor.executor_id,
-            reason=message,
+            reason=logs.clip(message),
             code=code,
         )
         executor.send(Error(message=message, code=code, about=about))
