@@ -132,7 +132,6 @@ class Framework:
     disconnected_at: float | None = None
     tasks: dict[str, Task] = field(default_factory=dict)
     offers: set[str] = field(default_factory=set)
-    timed_out: int = 0  # offers it let time out since it last answered one
     slaves_used: set[str] = field(default_factory=set)  # where it ever ran tasks (executors)
     # its custom executors' own resources, by (slave, executor id): held until they exit
     executors: dict[tuple[str, str], Resources] = field(default_factory=dict)

@@ -137,7 +137,7 @@ class Master:
         self.preemptor = Preemptor(
             self.config,
             self.books,
-            self.allocator,
+            shell.cycle,
             self.log,
             now=shell.now,
             send_framework=shell.send_framework,
@@ -164,7 +164,7 @@ class Master:
             slave_gone=shell.mark_slave_removed,
         )
         self.listeners.task_ended.append(self.preemptor.task_ended)
-        self.listeners.framework_gone.append(self.preemptor.framework_gone)
+        self.listeners.framework_gone.append(shell.cycle.forget)
 
     @property
     def web_ui(self) -> str:
@@ -402,11 +402,9 @@ class Master:
                 and now - fw.disconnected_at > fw.failover_timeout
             ):
                 self.shell.remove_framework(fw, f"failover timeout {fw.failover_timeout}s passed")
-        timeout = self.config.offer_timeout
-        if timeout:
-            for record in list(self.books.offers.values()):
-                if now - record.created_at > timeout:
-                    self.shell.offer_timed_out(record, now)
+        for timed_out in self.shell.cycle.expired(now):  # (back in the pool, filtered)
+            self.shell.rescind_offer(self.books.offers[timed_out.offer_id], recover=False)
+            self.shell.request_round()
 
     def _retry_updates(self, now: float) -> None:
         for fw in self.books.frameworks.values():

@@ -1,10 +1,10 @@
-"""Preemption in the master: the shell around `master.allocation.preemption`.
+"""Preemption in the master: the shell around the offer cycle's check (`master.cycle`).
 
-Every allocation interval it hands the policy the books (who holds what, who declared
-what, which tasks run where). For each claim it tells the victims' schedulers first
-(`Preempting`, naming the tasks and a deadline), holds the freed node for the starving
-framework (so nobody else snatches it), and at the deadline asks the slaves to kill the
-tasks (SIGTERM, the slave's grace period, SIGKILL); they end TASK_KILLED with
+Every allocation interval the cycle checks the books (who holds what, who declared what,
+which tasks run where) and holds the node each claim frees for the starving framework
+(so nobody else snatches it). For each claim this tells the victims' schedulers
+(`Preempting`, naming the tasks and a deadline), and at the deadline asks the slaves to
+kill the tasks (SIGTERM, the slave's grace period, SIGKILL); they end TASK_KILLED with
 REASON_TASK_PREEMPTED.
 """
 
@@ -16,18 +16,10 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
-from master.allocation.allocator import Allocator
-from master.allocation.glue import contender, hold_claim, hold_until, planning_cluster
-from master.allocation.planning import Cluster, RunningTask
-from master.allocation.preemption import (
-    Claim,
-    Contender,
-    Preemption,
-    PreemptionConfig,
-    fair_allocation,
-)
+from master.allocation.preemption import Claim, Preemption, fair_allocation
 from master.allocation.quota import ancestors_or_self
 from master.books import Books, Framework, Task
+from master.cycle import Kill, OfferCycle
 from master.shell import MasterConfig
 from protocol.transport.aio import within
 from protocol.wire.messages import (
@@ -45,15 +37,15 @@ from protocol.wire.resources import Resources
 
 
 class Preemptor:
-    """The master's preemption duty and its counters. It reads the books and the
-    allocator, holds freed nodes in the allocator, and says what it does through the
-    shell's senders; the shell tells it of tasks ended and frameworks gone."""
+    """The master's preemption duty and its counters. It runs the offer cycle's check and
+    says what it decides through the shell's senders; the shell tells it of tasks ended
+    and frameworks gone."""
 
     def __init__(
         self,
         config: MasterConfig,
         books: Books,
-        allocator: Allocator,
+        cycle: OfferCycle,
         log: Any,
         *,
         now: Callable[[], float],
@@ -66,33 +58,29 @@ class Preemptor:
     ) -> None:
         """`event`: the shell's event stream; `changed`: the published state is stale;
         `task_changed`: a task's state changed where no event says so (KILLING)."""
-        self.config, self.books, self.allocator, self.log = config, books, allocator, log
+        self.config, self.books, self.cycle, self.log = config, books, cycle, log
+        self.allocator = cycle.allocator
         self._now, self._event, self.request_round = now, event, request_round
         self._send_framework, self._send_slave, self._changed = send_framework, send_slave, changed
         self._task_changed = task_changed
-        c = self.config
-        self.preemption = Preemption(
-            PreemptionConfig(
-                timeout=c.preemption_timeout,
-                threshold=c.preemption_threshold,
-                notice=c.preemption_notice,
-                victims=c.preemption_victims,
-                guarantee_timeout=c.guarantee_timeout,
-            )
-        )
         self._next_preemption_check = 0.0
         self._fair_job: asyncio.Future[dict[str, tuple[float, dict[str, float]]]] | None = None
 
     @property
+    def preemption(self) -> Preemption:
+        """The policy's memory (fair shares, timers, victims, counts): the cycle's."""
+        return self.cycle.preemption
+
+    @property
     def preemption_on(self) -> bool:
-        return self.preemption.config.on
+        return self.cycle.preempting
 
     def preemption_tick(self, now: float) -> None:
         """Fair shares every allocation interval (every second at most often when
         preemption is off: the UI and the metrics show them); claims when it is on."""
         on = self.preemption_on
         if on:
-            self._kill_due(now)
+            self._kill(self.cycle.kills_due(now))
         if now < self._next_preemption_check:
             return
         interval = self.config.allocation_interval
@@ -100,17 +88,9 @@ class Preemptor:
         if not on:
             self._update_fair_off_loop()
             return
-        claims = self.preemption.check(
-            now,
-            self.config.policy,
-            self._contenders(),
-            self._cluster(),
-            self.allocator.pool_weights(),
-            self.allocator.quotas,
-            self.allocator.is_tree(),
-        )
-        for claim in claims:
-            self._carry_out(claim, now)
+        plan = self.cycle.check(now)  # (each claim's room held already)
+        for claim in plan.claims:
+            self._warn(claim, now)
         self._changed()
 
     def _update_fair_off_loop(self) -> None:
@@ -121,7 +101,7 @@ class Preemptor:
         if self._fair_job is not None and not self._fair_job.done():
             return  # the last one is still at it: skip this tick
         policy, total = self.config.policy, dict(self.allocator.total.millis)
-        contenders, weights = self._contenders(), self.allocator.pool_weights()
+        contenders, weights = self.cycle.contenders(self._now()), self.allocator.pool_weights()
         job = asyncio.get_running_loop().run_in_executor(
             None, fair_allocation, policy, total, contenders, weights
         )
@@ -144,45 +124,10 @@ class Preemptor:
                 await within(asyncio.shield(self._fair_job), 5.0)
             self._fair_job = None
 
-    def _contenders(self) -> list[Contender]:
-        return [
-            contender(
-                self.allocator,
-                fw.framework_id,
-                fw.role,
-                wants=fw.connected and not fw.suppressed,
-                demand=None
-                if fw.demand is None
-                else [(dict(r.resources.millis), r.count) for r in fw.demand],
-                shape=dict(fw.last_shape.millis) if fw.last_shape else None,
-            )
-            for fw in self.books.frameworks.values()
-        ]
-
-    def _cluster(self) -> Cluster:
-        """The books as planning sees them: what is free (less every hold), who holds what
-        -- less its tasks already doomed, whose loss is decided: else the next check, before
-        they end, would take a victim below its fair share again --, and the tasks that may
-        still be chosen (none already doomed)."""
-        tasks = [
-            RunningTask(
-                fw.framework_id,
-                task.task_id,
-                task.slave_id,
-                dict(task.resources.millis),
-                task.launched_at,
-            )
-            for fw in self.books.frameworks.values()
-            for task in fw.tasks.values()
-            if not task.terminal
-        ]
-        return planning_cluster(
-            self.allocator, self.books.frameworks, tasks, self.preemption.doomed
-        )
-
-    def _carry_out(self, claim: Claim, now: float) -> None:
+    def _warn(self, claim: Claim, now: float) -> None:
+        """Tell each victim's scheduler which of its tasks go, and when (then the kills
+        come at once if there is no notice)."""
         notice = self.preemption.config.notice
-        hold_claim(self.allocator, claim, hold_until(now, notice, self.config.allocation_interval))
         by_victim: dict[str, list[PreemptedTask]] = defaultdict(list)
         for plan in claim.plans:
             for v in plan.victims:
@@ -219,31 +164,29 @@ class Preemptor:
             fair_share=round(self.preemption.fair.get(claim.claimant, 0.0), 4),
         )
         if notice <= 0:
-            self._kill_due(now)
+            self._kill(self.cycle.kills_due(now))
         self.request_round()
 
-    def _kill_due(self, now: float) -> None:
-        for framework_id, task_id, doomed in self.preemption.due(now):
-            fw = self.books.frameworks.get(framework_id)
-            task = fw.tasks.get(task_id) if fw else None
-            if fw is None or task is None:
-                self.preemption.doomed.pop((framework_id, task_id), None)
-                continue
+    def _kill(self, kills: list[Kill]) -> None:
+        for kill in kills:
+            task = self.books.frameworks[kill.framework_id].tasks[kill.task_id]
             task.state = TaskState.KILLING
             self._task_changed(task)
             self._send_slave(
-                doomed.slave_id,
-                KillTask(framework_id=framework_id, task_id=task_id, reason=Reason.TASK_PREEMPTED),
+                kill.slave_id,
+                KillTask(
+                    framework_id=kill.framework_id,
+                    task_id=kill.task_id,
+                    reason=Reason.TASK_PREEMPTED,
+                ),
             )
 
     # -- listening to the shell ---------------------------------------------------------------
     def task_ended(self, fw: Framework, task: Task, status: TaskStatus) -> None:
         """Count a victim's end: its running time is work thrown away (unless it finished)."""
-        if not self.preemption.doomed:
-            return
         ran = self._now() - task.launched_at
         finished = status.state == TaskState.FINISHED
-        if self.preemption.ended(fw.framework_id, task.task_id, finished=finished, ran=ran):
+        if self.cycle.task_ended(fw.framework_id, task.task_id, finished=finished, ran=ran):
             self._event(
                 "preempted",
                 framework_id=fw.framework_id,
@@ -252,9 +195,6 @@ class Preemptor:
                 resources=task.resources,
                 detail=f"ran {ran:.1f}s",
             )
-
-    def framework_gone(self, framework_id: str) -> None:
-        self.preemption.forget(framework_id)
 
     def preemption_view(self) -> PreemptionView | None:
         if not self.preemption_on:

@@ -1,6 +1,6 @@
 """The master's allocation rounds: one every allocation interval, and soon after a free;
-each asks the allocator (master.allocation.allocator) what to offer, books the offers and
-sends them, a framework's offers in messages of at most MAX_OFFERS_PER_MESSAGE."""
+each asks the offer cycle (master.cycle) what to offer, books the offers and sends them,
+a framework's offers in messages of at most MAX_OFFERS_PER_MESSAGE."""
 
 from __future__ import annotations
 
@@ -12,8 +12,7 @@ from collections import defaultdict
 from prometheus_client import Histogram
 
 from master.books import OfferRecord
-from master.offer_bound import bounded
-from master.offer_bound import room as offer_room
+from master.cycle import offer_bound
 from master.shell import MasterShell
 from protocol.transport.aio import within
 from protocol.wire.messages import MAX_OFFERS_PER_MESSAGE, Offer, Offers, new_id
@@ -55,15 +54,16 @@ class Rounds:
     def run_one(self) -> None:
         now = self.shell.now()
         started = time.perf_counter()
-        # a framework is offered at most MAX_OFFERS_HELD (master.offer_bound): the round
-        # passes it by once it is there (and `bounded` gives back what is over, if any)
-        room = offer_room(self.shell.books.frameworks)
-        allocations = self.shell.allocator.allocate(now, room=room)
+        plan = self.shell.cycle.round(now)
         self.count += 1
         self.duration.observe(time.perf_counter() - started)
+        if plan.held_back:  # (a framework at MAX_OFFERS_HELD: those went back, filtered)
+            self.shell.log.info(
+                "offers.held_back", offers=len(plan.held_back), bound=offer_bound.MAX_OFFERS_HELD
+            )
+        allocations = plan.offers
         if not allocations:
             return
-        allocations = bounded(self.shell.allocator, allocations, self.shell.books.frameworks, now)
         by_framework: dict[str, list[Offer]] = defaultdict(list)
         for a in allocations:
             fw = self.shell.books.frameworks[a.framework_id]

@@ -1,9 +1,9 @@
 """The master's shell: its state and the changes to it that several kinds of message share.
 
 `MasterShell` holds the books (`master.books`), the allocator
-(`master.allocation.allocator`) and the bus, and the steps every handler builds on:
-telling a framework or a slave something, refusing bad input, rescinding offers, ending
-tasks, and removing frameworks and slaves.
+(`master.allocation.allocator`) with the offer cycle around it (`master.cycle`), and the
+bus, and the steps every handler builds on: telling a framework or a slave something,
+refusing bad input, rescinding offers, ending tasks, and removing frameworks and slaves.
 These steps are its public interface: the handlers in `master.calls` are collaborators
 constructed with the shell, not subclasses of it. `master.Master` composes them with the
 allocation rounds (`master.rounds`) and timers, and its other collaborators: preemption
@@ -22,11 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from master.allocation.allocator import Allocator, AllocatorError
-from master.allocation.glue import ROUND_BATCH
+from master.allocation.preemption import PreemptionConfig
 from master.authz import Caller, RoleACL
 from master.books import Books, Framework, OfferRecord, PendingUpdate, Slave, Task
 from master.changes import TASK_ADDED, TASK_UPDATED, Changes
 from master.counters import MessageCounts, SlaveChurn
+from master.cycle import ROUND_BATCH, CycleConfig, OfferCycle
+from master.cycle_books import CycleBooks
 from master.framework_ids import FrameworkIds
 from master.ha.leadership import next_epoch
 from master.ha.registry import MemoryStore, Registry
@@ -60,8 +62,6 @@ from protocol.wire.topics import Topics
 
 MAX_RETRY_BACKOFF = 30.0
 STAGING_GRACE = 10.0  # a task this young may not have reached its slave yet
-TIMED_OUT_REFUSE = 5.0  # an offer let time out counts as declined this long (Mesos's 5 s)
-MAX_TIMED_OUT_REFUSE = 300.0  # doubled for each in a row, up to this
 MAX_ERROR_TEXT = 8192  # characters of a refusal's reason sent back (1000 tasks' reasons)
 PRINCIPAL_REMOVED = "principal-removed"  # the Error a framework hears as it is cut off
 
@@ -95,6 +95,21 @@ class MasterConfig:
     slave_reregister_timeout: float = 30.0
     max_failover_timeout: float | None = None  # what frameworks ask for is cut to this
     max_frameworks_per_principal: int = 200  # registered at once (0: no most)
+
+    def cycle(self) -> CycleConfig:
+        """What the offer cycle (master.cycle) is told of this configuration."""
+        return CycleConfig(
+            policy=self.policy,
+            allocation_interval=self.allocation_interval,
+            offer_timeout=self.offer_timeout,
+            preemption=PreemptionConfig(
+                timeout=self.preemption_timeout,
+                threshold=self.preemption_threshold,
+                notice=self.preemption_notice,
+                victims=self.preemption_victims,
+                guarantee_timeout=self.guarantee_timeout,
+            ),
+        )
 
 
 class MasterShell:
@@ -131,6 +146,8 @@ class MasterShell:
                 self.allocator.apply_roles(self.roles.roles)
             except AllocatorError as e:
                 raise RolesError(f"{self.config.roles}: {e}") from None
+        # the round, declines, suppress and revive, offer timeouts and preemption's check
+        self.cycle = OfferCycle(self.allocator, CycleBooks(self.books), self.config.cycle())
         self.log = logs.get("master", master_id=self.master_id)
         self.roles_acl = RoleACL(self.config.principals)
         self.framework_ids = FrameworkIds.of_store(self.config.principals)
@@ -343,24 +360,6 @@ class MasterShell:
             offer_id=record.offer_id,
             resources=record.resources,
         )
-
-    def offer_timed_out(self, record: OfferRecord, now: float) -> None:
-        """Rescinded and, unlike Mesos (which offers it straight back), taken as declined
-        for TIMED_OUT_REFUSE seconds, doubled for each offer let time out in a row (up to
-        MAX_TIMED_OUT_REFUSE): back at once, it went to the one that let it time out,
-        first again in the DRF order with its share at 0, and a framework that never
-        answers (hung, or hostile) kept every free resource from the others."""
-        fw = self.books.frameworks.get(record.framework_id)
-        self.rescind_offer(record, recover=False)
-        in_a_row = 1
-        if fw is not None:
-            fw.timed_out += 1
-            in_a_row = fw.timed_out
-        refuse = min(TIMED_OUT_REFUSE * 2 ** min(in_a_row - 1, 16), MAX_TIMED_OUT_REFUSE)
-        self.allocator.recover(
-            record.framework_id, record.slave_id, record.resources, refuse_seconds=refuse, now=now
-        )
-        self.request_round()
 
     def finish_task(self, fw: Framework, task: Task, status: TaskStatus) -> None:
         """A task ended: its resources go back to the pool (unless its slave's latest

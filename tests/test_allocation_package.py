@@ -1,5 +1,7 @@
 """The allocation package is the pure core: it loads no I/O and no wire type, and the
-allocator reaches the role order only through the `RoleOrder` interface."""
+allocator reaches the role order only through the `RoleOrder` interface. The offer cycle
+(`master.cycle`), which the master and the simulator drive it through, is as pure, and
+of the master it knows only the allocation package."""
 
 from __future__ import annotations
 
@@ -36,22 +38,39 @@ WIRE = {
 LOAD_ALL = """
 import importlib, json, pkgutil, sys
 before = set(sys.modules)
-import master.allocation as package
-for info in pkgutil.walk_packages(package.__path__, "master.allocation."):
+package = importlib.import_module("{package}")
+for info in pkgutil.walk_packages(package.__path__, "{package}."):
     importlib.import_module(info.name)
 print(json.dumps(sorted(set(sys.modules) - before)))
 """
 
 
-def test_importing_the_allocation_package_loads_no_io_library_and_no_wire_type() -> None:
+@pytest.mark.parametrize(
+    ("package", "core"),
+    [
+        ("master.allocation", "master.allocation.allocator"),
+        ("master.cycle", "master.cycle.offer_cycle"),
+    ],
+)
+def test_importing_the_pure_packages_loads_no_io_library_and_no_wire_type(
+    package: str, core: str
+) -> None:
     done = subprocess.run(
-        [sys.executable, "-c", LOAD_ALL], cwd=ROOT, capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", LOAD_ALL.format(package=package)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == 0, done.stderr
     loaded = set(json.loads(done.stdout))
-    assert "master.allocation.allocator" in loaded  # (it did load the package)
+    assert core in loaded  # (it did load the package)
     assert not {m for m in loaded if m.split(".")[0] in IO}
     assert not loaded & WIRE
+    # of the master, only the pure packages: no books, no shell, no bus
+    assert {m for m in loaded if m.startswith("master.")} <= {
+        m for m in loaded if m.startswith(("master.allocation", "master.cycle"))
+    }
 
 
 def test_the_allocator_never_asks_which_role_order_it_has() -> None:

@@ -419,7 +419,7 @@ def test_the_simulators_settled_hdrf_allocation_keeps_promises_and_wastes_nothin
         grain = 1 / slaves + task.dominant_share(total)  # an offer is a whole slave
         gap[name] = (a.allocation(name).dominant_share(total) - (a.role_promise(role) or 0)) / grain
         room = [s for s in a.slaves if a.free(s).contains(task)]
-        if name in sim.suppressed:  # all it wants runs
+        if sim.cycle.suppressed(name):  # all it wants runs
             continue
         assert not room, f"{name} wants more and {room} could take its task"
     # (with fewer slaves than leaves, a leaf can be more than one whole-slave offer short

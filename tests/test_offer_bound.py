@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_master import Cluster
 
-import master.offer_bound as offer_bound
+import master.cycle.offer_bound as offer_bound
 from master.allocation.allocator import Allocator
 from master.allocation.offer_room import RETRY as ROOM_RETRY
 from protocol.wire.resources import Resources

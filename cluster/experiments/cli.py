@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import signal
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -134,7 +138,10 @@ def simulate(
     no_plots: bool,
     profile: bool,
 ) -> None:
-    """Run SPEC as a discrete-event simulation with the master's allocator."""
+    """Run SPEC as a discrete-event simulation with the master's own offer cycle.
+
+    On a terminal it shows how far it is; Ctrl-C stops it there, keeping what it has
+    (summary.json's stopped_at says how far it got)."""
     from cluster.experiments.simulator import simulate as run
     from cluster.experiments.spec import Master
 
@@ -156,35 +163,81 @@ def simulate(
     results, speed = _run_simulation(run, spec, profile)
     summary = _write(results, out, plots=not no_plots)
     _report(summary, out, plots=not no_plots)
+    reached = spec.run.duration if results.stopped_at is None else results.stopped_at
     click.echo(
-        f"simulated {spec.run.duration:g}s in {speed['wall_seconds']:.2f}s "
+        f"simulated {reached:g}s in {speed['wall_seconds']:.2f}s "
         f"({speed['task_events']} task events, {speed['events_per_second']:,.0f}/s)"
     )
+    if results.stopped_at is not None:  # (as a live run stopped early says it)
+        click.echo(
+            f"stopped at {reached:.0f} s of {spec.run.duration:g}: the results cover the part "
+            "that ran (summary.json's stopped_at)",
+            err=True,
+        )
 
 
 def _run_simulation(run, spec, profile: bool):  # type: ignore[no-untyped-def]
-    """With a progress bar and an ETA (rich) on the terminal; with cProfile if asked."""
+    """With a progress bar on a terminal (rich: the simulated seconds done and to go, the
+    time taken and about how much is left); with cProfile if asked. Ctrl-C ends the run
+    where it is and keeps what it has (a second Ctrl-C stops at once)."""
     import cProfile
     import pstats
 
     from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
-    columns = (TextColumn("{task.description}"), BarColumn(), TimeRemainingColumn())
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed:,.0f} s simulated, {task.remaining:,.0f} s to go"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+    )
     profiler = cProfile.Profile() if profile else None
     console = Console(stderr=True)
-    with Progress(*columns, console=console, transient=True, disable=not _terminal()) as bar:
+    with (
+        _stopped_by_ctrl_c() as stopping,
+        Progress(*columns, console=console, transient=True, disable=not _terminal()) as bar,
+    ):
         task = bar.add_task(f"simulating {spec.name}", total=spec.run.duration)
         if profiler is not None:
             profiler.enable()
         try:
-            out = run(spec, lambda t: bar.update(task, completed=t))
+            out = run(spec, lambda t: bar.update(task, completed=t), stopping)
         finally:
             if profiler is not None:
                 profiler.disable()
     if profiler is not None:
         pstats.Stats(profiler).sort_stats("cumulative").print_stats(25)
     return out
+
+
+@contextlib.contextmanager
+def _stopped_by_ctrl_c() -> Iterator[Callable[[], bool]]:
+    """Yields whether Ctrl-C was pressed since: the first SIGINT is only noted (the run
+    stops at its next look and keeps its results); the next one interrupts as usual."""
+    pressed = False
+
+    def note(signum: int, frame: object) -> None:
+        nonlocal pressed
+        pressed = True
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    main = threading.current_thread() is threading.main_thread()
+    if not main or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        yield lambda: False  # (signals reach the main thread only; or Ctrl-C is not ours)
+        return
+    before = signal.signal(signal.SIGINT, note)
+    try:
+        yield lambda: pressed
+    finally:
+        signal.signal(signal.SIGINT, before)
 
 
 def _terminal() -> bool:

@@ -43,7 +43,7 @@ class Results:
     ideal_policy: str = ""
     settle: float = 0.0  # seconds after a phase starts before the run is compared with it
     preemption: dict[str, Any] | None = None  # counters, when preemption was on
-    stopped_at: float | None = None  # a live run stopped early (Ctrl-C): spec seconds run
+    stopped_at: float | None = None  # a run stopped early (Ctrl-C): spec seconds run
 
     def with_ideal(self, spec: Spec, policy: str | None = None) -> Results:
         """Attach the spec's ideal (see cluster.experiments.ideal_timeline); returns self."""

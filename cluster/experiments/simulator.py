@@ -1,10 +1,14 @@
-"""A discrete-event simulation of a spec, driving the master's own allocation module.
+"""A discrete-event simulation of a spec, driving the master's own offer cycle.
 
 Time is simulated, so a 10-minute, 48-node run or a 400-node trace takes seconds; the
-same seed gives the same timeline. The offer loop is the master's: allocation rounds
-every `allocation_interval` and right after resources are freed; each slave's free
-resources offered to one framework in (weighted) DRF order; declined or unused resources
-filtered for `refuse_seconds`. Frameworks answer at once (the live cluster adds latency).
+same seed gives the same timeline. The offer cycle is the master's (`master.cycle`), on
+the simulation's event heap: allocation rounds every `allocation_interval` and right
+after resources are freed; each slave's free resources offered to one framework in
+(weighted) DRF order, at most MAX_OFFERS_HELD to each; declined or unused resources
+filtered for `refuse_seconds`; preemption's checks, holds and kills. Frameworks answer
+at once (the live cluster adds latency), so none holds an offer between rounds and no
+offer times out; one that has nothing to run suppresses its offers, and revives them
+when work comes.
 
 For the paper's comparisons two policies change what the allocator *accounts*:
 
@@ -24,7 +28,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from cluster.experiments.ideal_timeline import ideal_phases
@@ -32,13 +36,14 @@ from cluster.experiments.results import Results, Sample
 from cluster.experiments.spec import Spec
 from cluster.experiments.workload import Pending, Workload
 from master.allocation.allocator import Allocator
-from master.allocation.glue import ROUND_BATCH, contender, hold_claim, hold_until, planning_cluster
 from master.allocation.planning import RunningTask
-from master.allocation.preemption import Preemption
+from master.allocation.preemption import PreemptionConfig
 from master.allocation.sorter import Millis
+from master.cycle import ROUND_BATCH, CycleConfig, OfferCycle, Wish
 from protocol.wire.resources import CPUS, MEM, SCALE, Resources, add_millis, holds, sub_millis
 
 SWAP_COST = 10.0  # memory overcommitted by x% slows tasks by SWAP_COST * x% (paging)
+REPORTS = 1000  # progress is reported (and a stop looked for) this often in a run
 
 
 @dataclass(slots=True)
@@ -77,6 +82,36 @@ def swap_slowdown(load: Resources, capacity: Resources, task: Resources, tasks: 
     return factor
 
 
+class SimulatedBooks:
+    """The simulation's books as the offer cycle reads them (`master.cycle.State`)."""
+
+    def __init__(self, sim: Simulation) -> None:
+        self.sim = sim
+
+    def offers_held(self) -> dict[str, int]:
+        return {}  # (answered at once: nobody holds an offer between rounds)
+
+    def outstanding(self) -> tuple[()]:
+        return ()
+
+    def wishes(self, now: float) -> Iterator[Wish]:
+        """Each framework started, with what its workload still wants, as the allocator
+        accounts it."""
+        sim = self.sim
+        for name, fw in sim.frameworks.items():
+            if name in sim.added:
+                demand = sim.workloads[name].demand(now)
+                booked = [(dict(sim.booked(r).millis), n) for r, n in demand]
+                yield Wish(name, fw.role or name, demand=booked)
+
+    def running(self) -> Iterator[RunningTask]:
+        for ref, r in self.sim.tasks.items():
+            yield RunningTask(r.framework, str(ref), r.slave, dict(r.booked.millis), r.started)
+
+    def task_live(self, framework_id: str, task_id: str) -> bool:
+        return int(task_id) in self.sim.tasks
+
+
 class Simulation:
     def __init__(self, spec: Spec) -> None:
         self.spec = spec
@@ -94,11 +129,11 @@ class Simulation:
         self.nodes = dict(spec.cluster.nodes())
         self.real_total = sum(self.nodes.values(), Resources())
         for slave_id, resources in self.nodes.items():
-            self.allocator.add_slave(slave_id, self._booked(resources, node=True))
+            self.allocator.add_slave(slave_id, self.booked(resources, node=True))
         self.workloads = {f.name: Workload(f, spec.run.seed) for f in spec.frameworks}
         self.frameworks = {f.name: f for f in spec.frameworks}
         self.added: set[str] = set()
-        self.running: dict[int, Running] = {}
+        self.tasks: dict[int, Running] = {}  # running, by ref
         # what each framework holds and, where a node may be oversubscribed (slots, cpu),
         # what runs on each node, really (fixed point, kept in place: the hot path builds
         # no vectors)
@@ -111,21 +146,28 @@ class Simulation:
         self.ids = itertools.count()
         self.finishing: dict[int, int] = {}  # a finish event's first task: how many tasks
         self.round_pending = False
-        self.suppressed: set[str] = set()
         self.arrival_scheduled: dict[str, float] = {}  # each trace's next job, awaited
         self.processed = 0  # task events handled (starts and finishes)
-        self.min_offer: dict[str, Resources] = {}  # each framework's offer filter, if any
         self.offers = 0  # offers made, and those that launched nothing (declines)
         self.declines = 0
         self.now = 0.0
         p = spec.master.preemption
-        self.preemption = Preemption(p.config()) if p is not None and p.config().on else None
+        self.cycle = OfferCycle(
+            self.allocator,
+            SimulatedBooks(self),
+            CycleConfig(
+                policy=spec.master.policy,
+                allocation_interval=spec.master.allocation_interval,
+                preemption=p.config() if p is not None else PreemptionConfig(),
+            ),
+        )
+        self.preempting = self.cycle.preempting
         self.preempted_at: list[tuple[float, str, float]] = []  # (time, victim, work lost)
         # only what the allocator does not account in full can oversubscribe a node
         self.overbooks = spec.master.policy in ("slots", "cpu")
 
     # -- what the allocator accounts -----------------------------------------------------------
-    def _booked(self, real: Resources, *, node: bool = False) -> Resources:
+    def booked(self, real: Resources, *, node: bool = False) -> Resources:
         policy = self.spec.master.policy
         if policy == "slots":
             k = self.spec.master.slots_per_node or 1
@@ -143,8 +185,13 @@ class Simulation:
             self.round_pending = True
             self._at(t + ROUND_BATCH, "round")
 
-    def run(self, progress: Callable[[float], None] | None = None) -> Results:
-        """Simulate to the end; `progress(simulated seconds)` is called now and then."""
+    def run(
+        self,
+        progress: Callable[[float], None] | None = None,
+        stop: Callable[[], bool] | None = None,
+    ) -> Results:
+        """Simulate to the end; `progress(simulated seconds)` is called now and then, and
+        so is `stop()`: once it says so, the run ends there, its results partial."""
         spec = self.spec
         end = spec.run.duration
         self._at(0.0, "tick")
@@ -162,21 +209,25 @@ class Simulation:
             if t > end:
                 break
             self.now = t
-            if progress is not None and t >= next_report:
-                progress(t)
-                next_report = t + end / 200
+            if t >= next_report:
+                if progress is not None:
+                    progress(t)
+                if stop is not None and stop():
+                    results.stopped_at = t
+                    break
+                next_report = t + end / REPORTS
             if kind == "finish":
                 self._finish(ref, t)
             elif kind == "round":
                 self.round_pending = False
                 self._round(t)
             elif kind == "tick":
-                if self.preemption is not None:
-                    self._preempt(t)
+                self._preempt(t)
                 self._round(t)
                 self._at(t + spec.master.allocation_interval, "tick")
             elif kind == "kill":
-                self._kill(ref, t)
+                for kill in self.cycle.kills_due(t):
+                    self._kill(int(kill.task_id), t)
             elif kind == "sample":
                 self._sample(t, results)
                 self._at(t + spec.run.sample_interval, "sample")
@@ -185,7 +236,7 @@ class Simulation:
             elif kind == "stop":
                 self._stop_framework(names[ref], t)
             elif kind == "arrival":
-                self._track_demand(names[ref], t)
+                self._follow(names[ref], t)
                 self._schedule_arrival(names[ref])
                 self._want_round(t)
         for name, w in self.workloads.items():
@@ -195,8 +246,8 @@ class Simulation:
                 "job_times": w.stats.job_times,
                 "job_sizes": w.stats.job_sizes,
             }
-        if self.preemption is not None:
-            stats = self.preemption.stats
+        if self.preempting:
+            stats = self.cycle.preemption.stats
             results.preemption = {
                 "tasks_preempted": stats.tasks_preempted,
                 "work_lost_seconds": round(stats.work_lost_seconds, 3),
@@ -215,31 +266,23 @@ class Simulation:
         self.added.add(name)
         self.workloads[name].advance(t)
         self._schedule_arrival(name)
-        self._track_demand(name, t)
+        self._follow(name, t)
         self._want_round(t)
 
-    def _track_demand(self, name: str, t: float) -> None:
-        """Suppress offers to a framework with nothing to run; revive it when work comes;
-        with min_offer, keep its offer filter to the size of its next task."""
+    def _follow(self, name: str, t: float) -> None:
+        """The framework tells the offer cycle what it wants, as it would: no offers while
+        it has nothing to run; with min_offer, only slaves with room for its next task."""
         if name not in self.added:
             return
         workload = self.workloads[name]
         wants = workload.wants(t)
+        smallest = None
         if wants and self.frameworks[name].min_offer:
-            head = workload._peek(t).resources
+            smallest = workload.next_task(t).resources
             if self.overbooks:
-                head = self._booked(head)
-            now = self.min_offer.get(name)
-            if now is not head and now != head:  # (tasks of one stage share their size)
-                self.min_offer[name] = head
-                self.allocator.set_min_allocatable(name, [head])
-        if wants and name in self.suppressed:
-            self.suppressed.discard(name)
-            self.allocator.revive(name)
+                smallest = self.booked(smallest)
+        if self.cycle.wants_offers(name, wants, smallest):
             self._want_round(t)
-        elif not wants and name not in self.suppressed:
-            self.suppressed.add(name)
-            self.allocator.suppress(name)
 
     def _schedule_arrival(self, name: str) -> None:
         nxt = self.workloads[name].next_arrival()  # (arrivals only move forward)
@@ -249,54 +292,23 @@ class Simulation:
 
     def _stop_framework(self, name: str, t: float) -> None:
         """A framework that leaves is torn down: its tasks are killed."""
-        for ref, r in list(self.running.items()):
+        for ref, r in list(self.tasks.items()):
             if r.framework == name:
                 self._release(ref, t, completed=False)
         self.allocator.remove_framework(name)
+        self.cycle.forget(name)
         self.added.discard(name)
-        self.suppressed.discard(name)
         self._want_round(t)
 
-    # -- preemption: the master's policy (master.allocation.preemption) on the simulated books
+    # -- preemption: the offer cycle's check, its kills on the heap ----------------------------
     def _preempt(self, t: float) -> None:
-        assert self.preemption is not None
-        a = self.allocator
-        contenders = [
-            contender(
-                a,
-                name,
-                self.frameworks[name].role or name,
-                wants=name not in self.suppressed,
-                demand=[
-                    (dict(self._booked(r).millis), n) for r, n in self.workloads[name].demand(t)
-                ],
-            )
-            for name in self.added
-        ]
-        tasks = [
-            RunningTask(r.framework, str(ref), r.slave, dict(r.booked.millis), r.started)
-            for ref, r in self.running.items()
-        ]
-        cluster = planning_cluster(a, self.added, tasks, self.preemption.doomed)
-        claims = self.preemption.check(
-            t, self.spec.master.policy, contenders, cluster, a.pool_weights(), a.quotas,
-            a.is_tree(),
-        )  # fmt: skip
-        notice = self.preemption.config.notice
-        until = hold_until(t, notice, self.spec.master.allocation_interval)
-        for claim in claims:
-            hold_claim(a, claim, until)
-            for plan in claim.plans:
-                for victim in plan.victims:
-                    self._at(t + notice, "kill", int(victim.task_id))
+        plan = self.cycle.check(t)  # (the room each claim frees is held for its claimant)
+        if plan.claims:
+            self._at(plan.kill_at, "kill")
 
     def _kill(self, ref: int, t: float) -> None:
-        assert self.preemption is not None
-        r = self.running.get(ref)
-        if r is None:
-            return
-        self.preemption.due(t)
-        if self.preemption.ended(r.framework, str(ref), finished=False, ran=t - r.started):
+        r = self.tasks[ref]
+        if self.cycle.task_ended(r.framework, str(ref), finished=False, ran=t - r.started):
             self.preempted_at.append((t, r.framework, t - r.started))
         self._release(ref, t, completed=False, retry=True)
         self._want_round(t)
@@ -311,11 +323,13 @@ class Simulation:
             self.allocator.set_role_weight(role, max(share, 1e-6))
 
     def _round(self, t: float) -> None:
+        """The offer cycle's round; each offer answered at once by its framework: the
+        tasks it launches, and the rest declined."""
         if self.ceei:
             self._ceei_weights(t)
         refuse = self.spec.master.refuse_seconds
-        book = self._booked if self.overbooks else None
-        for a in self.allocator.allocate(t):
+        book = self.booked if self.overbooks else None
+        for a in self.cycle.round(t).offers:
             w = self.workloads[a.framework_id]
             left = dict(a.resources.millis)
             tasks = w.take_from(t, left, book)  # (left: what they did not use)
@@ -332,16 +346,10 @@ class Simulation:
                     self._at(task_ends, "finish", ref)
                     self.finishing[ref] = 1
                     group, ends = 1, task_ends
-            if any(left.values()):  # what it did not use, declined (as the master does)
-                self.allocator.recover(
-                    a.framework_id,
-                    a.slave_id,
-                    Resources.from_millis(left),
-                    refuse_seconds=refuse,
-                    now=t,
-                )
+            rest = Resources.from_millis(left)
+            self.cycle.decline(a.framework_id, a.slave_id, rest, refuse, t)
             self._schedule_arrival(a.framework_id)
-            self._track_demand(a.framework_id, t)
+            self._follow(a.framework_id, t)
 
     def _launch(
         self, name: str, slave: str, task: Pending, booked: Resources, t: float
@@ -359,7 +367,7 @@ class Simulation:
                 )
         ref = next(self.ids)
         ends = t + task.duration * slowdown
-        self.running[ref] = Running(name, slave, task, real, booked, ends, t)
+        self.tasks[ref] = Running(name, slave, task, real, booked, ends, t)
         add_millis(self.held[name], real.millis)
         self.counts[name] += 1
         self.processed += 1
@@ -372,7 +380,7 @@ class Simulation:
         freed: Millis = {}
         r: Running | None = None
         for ref in range(first, first + self.finishing.pop(first)):
-            task = self.running.pop(ref, None)
+            task = self.tasks.pop(ref, None)
             if task is not None:
                 r = task
                 self._end(ref, r, t, completed=True)
@@ -381,21 +389,21 @@ class Simulation:
             return
         if r.framework in self.added:
             self.allocator.recover(r.framework, r.slave, Resources.from_millis(freed))
-        self._track_demand(r.framework, t)
+        self._follow(r.framework, t)
         self._want_round(t)
 
     def _release(self, ref: int, t: float, *, completed: bool, retry: bool = False) -> None:
-        r = self.running.pop(ref)
+        r = self.tasks.pop(ref)
         self._end(ref, r, t, completed=completed, retry=retry)
         if r.framework in self.added:
             self.allocator.recover(r.framework, r.slave, r.booked)
-        self._track_demand(r.framework, t)
+        self._follow(r.framework, t)
 
     def _end(self, ref: int, r: Running, t: float, *, completed: bool, retry: bool = False) -> None:
         """A task is over: the simulator's books and the framework's workload (the
         allocator's books are the caller's)."""
-        if self.preemption is not None and completed:
-            self.preemption.ended(r.framework, str(ref), finished=True, ran=t - r.started)
+        if self.preempting and completed:
+            self.cycle.task_ended(r.framework, str(ref), finished=True, ran=t - r.started)
         if self.overbooks:
             sub_millis(self.node_load[r.slave], r.real.millis, f"node {r.slave}")
             self.node_tasks[r.slave] -= 1
@@ -437,12 +445,15 @@ class Simulation:
 
 
 def simulate(
-    spec: Spec, progress: Callable[[float], None] | None = None
+    spec: Spec,
+    progress: Callable[[float], None] | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> tuple[Results, dict[str, float]]:
-    """Run a spec; returns the results and the simulator's own speed."""
+    """Run a spec; returns the results and the simulator's own speed. `progress` and
+    `stop`: see `Simulation.run`."""
     sim = Simulation(spec)
     start = time.perf_counter()
-    results = sim.run(progress)
+    results = sim.run(progress, stop)
     elapsed = time.perf_counter() - start
     return results, {
         "wall_seconds": elapsed,

@@ -178,7 +178,7 @@ class Workload:
         most = self.spec.max_running
         one = self.spec.tasks_per_offer == "1"
         while True:
-            task = self._peek(t)
+            task = self.next_task(t)
             need = (booked(task.resources) if booked is not None else task.resources).millis
             if not holds(left, need):
                 break
@@ -195,9 +195,10 @@ class Workload:
                 break
         return taken
 
-    def _peek(self, t: float) -> Pending:
-        """The next task; under endless demand, made once and kept until it is taken
-        (so the task looked at is the one launched, its duration drawn once)."""
+    def next_task(self, t: float) -> Pending:
+        """The next task an offer would launch (ask only while it `wants(t)`); under
+        endless demand, made once and kept until it is taken (so the task looked at is
+        the one launched, its duration drawn once)."""
         if self.queue:
             return self.queue[0].task
         assert self._endless_since is not None
@@ -214,7 +215,7 @@ class Workload:
                 self.queue.popleft()
             self.queued -= 1
             return head.task
-        task = self._peek(t)
+        task = self.next_task(t)
         self._head = None
         self._endless_since = t
         return task

@@ -1,6 +1,6 @@
-"""How many more offers each framework may be given in one round (the master's bound on
-the offers a framework holds: `master.offer_bound`). A framework that reaches its room
-leaves the order until the round ends, so the round's walks pass it by and its slaves go
+"""How many more offers each framework may be given in one round (the offer cycle's bound
+on the offers a framework holds: `master.cycle.offer_bound`). A framework that reaches its
+room leaves the order until the round ends, so the round's walks pass it by and its slaves go
 to the others in the same round -- not allocated to it and given back afterwards (at
 50,000 free slaves and a bound of 5,000, a round gave each framework every slave and took
 45,000 back). The slaves that nobody took meanwhile are looked at again `RETRY` seconds

@@ -214,7 +214,7 @@ class FrameworkCalls:
             return
         now = self.shell.now()
         records, problems = self._own_offers(fw, msg.offer_ids)
-        fw.timed_out = 0  # (it answers)
+        self.shell.cycle.answered(fw.framework_id)
         if not records and launched_before(fw, msg.tasks):
             # MQTT delivers at least once: an Accept carried out before arrives again (a
             # broker restart before its PUBACK). Refused, its running tasks would be
@@ -227,7 +227,9 @@ class FrameworkCalls:
         if problems:
             for record in records:  # the valid ones go back to the pool, unfiltered
                 self.shell.drop_offer(record)
-                self.shell.allocator.recover(fw.framework_id, record.slave_id, record.resources)
+                self.shell.cycle.decline(
+                    fw.framework_id, record.slave_id, record.resources, None, now
+                )
             reason = "; ".join(problems)
             # As Mesos: the task was fine and the offer was not, so TASK_DROPPED (TASK_LOST
             # to frameworks not partition-aware): launch it again. Not an Error: in Mesos
@@ -294,14 +296,8 @@ class FrameworkCalls:
                 task_id=task.task_id,
                 resources=task.resources,
             )
-        if remaining:
-            self.shell.allocator.recover(
-                fw.framework_id,
-                slave_id,
-                remaining,
-                refuse_seconds=msg.filters.refuse_seconds,
-                now=now,
-            )
+        refuse = msg.filters.refuse_seconds  # (what it did not use: declined)
+        if self.shell.cycle.decline(fw.framework_id, slave_id, remaining, refuse, now):
             self.shell.request_round()
         if refused:  # each heard TASK_ERROR already: that is the answer
             self.shell.refuse(
@@ -393,16 +389,11 @@ class FrameworkCalls:
             return
         now = self.shell.now()
         records, problems = self._own_offers(fw, msg.offer_ids)
-        fw.timed_out = 0  # (it answers)
+        self.shell.cycle.answered(fw.framework_id)
+        refuse, fid = msg.filters.refuse_seconds, fw.framework_id
         for record in records:
             self.shell.drop_offer(record)
-            self.shell.allocator.recover(
-                fw.framework_id,
-                record.slave_id,
-                record.resources,
-                refuse_seconds=msg.filters.refuse_seconds,
-                now=now,
-            )
+            self.shell.cycle.decline(fid, record.slave_id, record.resources, refuse, now)
             self.shell.emit_event(
                 "decline",
                 framework_id=fw.framework_id,
@@ -426,7 +417,7 @@ class FrameworkCalls:
         fw = self.shell.framework_of_caller(msg.framework_id, caller, "Revive")
         if fw is not None:
             fw.suppressed = False
-            self.shell.allocator.revive(fw.framework_id)
+            self.shell.cycle.revive(fw.framework_id)
             self.shell.state_dirty = True
             self.shell.request_round()
 
@@ -435,7 +426,7 @@ class FrameworkCalls:
         if fw is not None:
             fw.suppressed = True
             fw.demand = []  # wants nothing more, until it says so again
-            self.shell.allocator.suppress(fw.framework_id)
+            self.shell.cycle.suppress(fw.framework_id)
             self.shell.state_dirty = True
 
     async def on_request(self, msg: Request, caller: Caller) -> None:

@@ -1,10 +1,6 @@
-"""What drives the policy, written once: the master's shell and the simulator both call
-these, so a simulated run does what the master does around the allocator and preemption.
-
-- rounds: frees that land within `ROUND_BATCH` of each other share one round;
-- preemption: the books as planning sees them (`planning_cluster`), each framework as a
-  `Contender`, and the holds that keep freed room for the claimant (`hold_claim`).
-"""
+"""Preemption in the offer cycle: the books as planning sees them (`planning_cluster`),
+each framework as a `Contender`, and the holds that keep the room a claim frees for its
+claimant (`hold_claim`) until its offer can go out (`hold_until`)."""
 
 from __future__ import annotations
 
@@ -13,32 +9,25 @@ from collections.abc import Container, Iterable
 from master.allocation.allocator import Allocator
 from master.allocation.planning import Cluster, RunningTask
 from master.allocation.preemption import Claim, Contender
-from master.allocation.sorter import Millis
+from master.cycle.state import Wish
 from protocol.wire.resources import Resources
 
-ROUND_BATCH = 0.005  # seconds: frees within this window share one round
 HOLD_EXTRA = 10.0  # seconds: a node freed by preemption is held this long past the kill
 
 
-def contender(
-    a: Allocator,
-    framework_id: str,
-    role: str,
-    *,
-    wants: bool,
-    demand: list[tuple[Millis, int]] | None,
-    shape: Millis | None = None,
-) -> Contender:
+def contender(a: Allocator, wish: Wish) -> Contender:
     """A framework as preemption sees it: its weight and holdings from the allocator, its
-    wishes from whoever drives it."""
+    wishes from whoever keeps its books; it wants offers while connected and not
+    suppressed."""
+    fid = wish.framework_id
     return Contender(
-        framework_id,
-        role,
-        a.framework_weight(framework_id),
-        dict(a.allocation(framework_id).millis),
-        wants=wants,
-        demand=demand,
-        shape=shape,
+        fid,
+        wish.role,
+        a.framework_weight(fid),
+        dict(a.allocation(fid).millis),
+        wants=wish.connected and not a.frameworks[fid].suppressed,
+        demand=wish.demand,
+        shape=wish.shape,
     )
 
 

@@ -1,0 +1,206 @@
+"""The offer cycle's steps, each whole: a round, an answer's remainder declined, suppress
+and revive, offers timed out, the preemption check and its kills. Each changes the
+allocator's books itself and returns what only a shell can do (`master.cycle.plans`).
+
+When to run them is the shell's: the master's loops keep time (a round every allocation
+interval and `ROUND_BATCH` after a free, the timers four times a second); the simulator
+puts them on its event heap. The same books give the same decisions in both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from master.allocation.allocator import Allocator
+from master.allocation.preemption import Contender, Preemption, PreemptionConfig
+from master.cycle import offer_bound
+from master.cycle.claims import contender, hold_claim, hold_until, planning_cluster
+from master.cycle.plans import Kill, PreemptionPlan, RoundPlan, TimedOut
+from master.cycle.state import State
+from protocol.wire.resources import Resources
+
+ROUND_BATCH = 0.005  # seconds: frees within this window share one round
+TIMED_OUT_REFUSE = 5.0  # an offer let time out counts as declined this long (Mesos's 5 s)
+MAX_TIMED_OUT_REFUSE = 300.0  # doubled for each in a row, up to this
+
+
+@dataclass(frozen=True)
+class CycleConfig:
+    policy: str = "drf"  # as the master's --policy (the ideal preemption measures with)
+    allocation_interval: float = 1.0
+    offer_timeout: float | None = None  # off by default, as in Mesos
+    preemption: PreemptionConfig = field(default_factory=PreemptionConfig)  # off by default
+
+
+class OfferCycle:
+    """One allocator's offer cycle, reading the rest of the books through `state`."""
+
+    def __init__(self, allocator: Allocator, state: State, config: CycleConfig) -> None:
+        self.allocator = allocator
+        self.state = state
+        self.config = config
+        self.preemption = Preemption(config.preemption)  # its memory: timers, victims, counts
+        self._timed_out: dict[str, int] = {}  # offers each let time out since it last answered
+        self._smallest: dict[str, Resources] = {}  # offer filters set by `wants_offers`
+
+    # -- the round ---------------------------------------------------------------------------
+    def round(self, now: float) -> RoundPlan:
+        """Who is offered which slave's free resources: at most MAX_OFFERS_HELD offers
+        held by each framework (`offer_bound`); what a round would give one past that
+        goes back to the pool, kept from it for OFFERS_HELD_REFUSE so that the next
+        rounds offer it to others."""
+        a = self.allocator
+        held = self.state.offers_held()
+        slaves = len(a.slaves)
+        bounded = held or slaves > offer_bound.MAX_OFFERS_HELD  # (else nobody can reach it)
+        room = offer_bound.room(held, a.frameworks, slaves) if bounded else None
+        allocations = a.allocate(now, room=room)
+        if not room or not allocations:
+            return RoundPlan(allocations)
+        offered, held_back = offer_bound.within_bound(allocations, held)
+        for b in held_back:
+            a.recover(
+                b.framework_id,
+                b.slave_id,
+                b.resources,
+                refuse_seconds=offer_bound.OFFERS_HELD_REFUSE,
+                now=now,
+            )
+        return RoundPlan(offered, held_back)
+
+    # -- answers -----------------------------------------------------------------------------
+    def decline(
+        self,
+        framework_id: str,
+        slave_id: str,
+        resources: Resources,
+        refuse_seconds: float | None,
+        now: float,
+    ) -> bool:
+        """Offered resources a framework did not use (declined, or left over by what it
+        launched) go back to the pool, kept from it on that slave for `refuse_seconds`
+        (its filter; none if None or 0). True if anything went back: a round is worth
+        running."""
+        if not resources:
+            return False
+        self.allocator.recover(
+            framework_id, slave_id, resources, refuse_seconds=refuse_seconds, now=now
+        )
+        return True
+
+    def answered(self, framework_id: str) -> None:
+        """It answered an offer: the next one it lets time out is filtered from
+        TIMED_OUT_REFUSE again."""
+        self._timed_out.pop(framework_id, None)
+
+    # -- suppress and revive -------------------------------------------------------------------
+    def suppress(self, framework_id: str) -> None:
+        """No offers until revive: it leaves the order (and costs the rounds nothing)."""
+        self.allocator.suppress(framework_id)
+
+    def revive(self, framework_id: str) -> None:
+        """Offers again, everywhere: its suppression and every filter cleared (a round is
+        worth running)."""
+        self.allocator.revive(framework_id)
+
+    def suppressed(self, framework_id: str) -> bool:
+        return self.allocator.frameworks[framework_id].suppressed
+
+    def wants_offers(
+        self, framework_id: str, wants: bool, smallest: Resources | None = None
+    ) -> bool:
+        """A framework that suppresses its offers while it has nothing to launch and
+        revives them when it has (as the simulator's do): suppressed or revived as that
+        changes; with `smallest`, offered only slaves with room for it (its offer filter,
+        kept to the size of its next task). True if it was revived: a round is worth
+        running."""
+        if smallest is not None:
+            now = self._smallest.get(framework_id)
+            if now is not smallest and now != smallest:  # (a stage's tasks share their size)
+                self._smallest[framework_id] = smallest
+                self.allocator.set_min_allocatable(framework_id, [smallest])
+        suppressed = self.allocator.frameworks[framework_id].suppressed
+        if wants and suppressed:
+            self.revive(framework_id)
+            return True
+        if not wants and not suppressed:
+            self.suppress(framework_id)
+        return False
+
+    # -- offer timeouts ------------------------------------------------------------------------
+    def expired(self, now: float) -> list[TimedOut]:
+        """Offers unanswered past the offer timeout, to rescind. Unlike Mesos (which offers
+        them straight back), each counts as declined for TIMED_OUT_REFUSE seconds, doubled
+        for each offer its framework let time out in a row (up to MAX_TIMED_OUT_REFUSE):
+        back at once, it went to the one that let it time out, first again in the DRF
+        order with its share at 0, and a framework that never answers (hung, or hostile)
+        kept every free resource from the others."""
+        timeout = self.config.offer_timeout
+        if not timeout:
+            return []
+        out: list[TimedOut] = []
+        for offer in list(self.state.outstanding()):
+            if now - offer.created_at <= timeout:
+                continue
+            fid = offer.framework_id
+            in_a_row = self._timed_out[fid] = self._timed_out.get(fid, 0) + 1
+            refuse = min(TIMED_OUT_REFUSE * 2 ** min(in_a_row - 1, 16), MAX_TIMED_OUT_REFUSE)
+            self.allocator.recover(
+                fid, offer.slave_id, offer.resources, refuse_seconds=refuse, now=now
+            )
+            out.append(TimedOut(offer.offer_id, fid, offer.slave_id, offer.resources, refuse))
+        return out
+
+    # -- preemption ----------------------------------------------------------------------------
+    @property
+    def preempting(self) -> bool:
+        return self.preemption.config.on
+
+    def contenders(self, now: float) -> list[Contender]:
+        """Every framework as preemption sees it (the fair shares are computed on these)."""
+        return [contender(self.allocator, wish) for wish in self.state.wishes(now)]
+
+    def check(self, now: float) -> PreemptionPlan:
+        """Preemption's check (when it is on): fair shares and starvation timers updated,
+        and a claim for whoever has starved long enough. Each claim's victims are doomed,
+        to be killed at the plan's `kill_at`, and the room they free is held for the
+        claimant until its offer can go out."""
+        if not self.preempting:
+            return PreemptionPlan()
+        a, notice = self.allocator, self.preemption.config.notice
+        contenders = self.contenders(now)
+        framework_ids = [c.framework_id for c in contenders]
+        cluster = planning_cluster(a, framework_ids, self.state.running(), self.preemption.doomed)
+        claims = self.preemption.check(
+            now, self.config.policy, contenders, cluster, a.pool_weights(), a.quotas, a.is_tree()
+        )
+        until = hold_until(now, notice, self.config.allocation_interval)
+        for claim in claims:
+            hold_claim(a, claim, until)
+        return PreemptionPlan(claims, now + notice)
+
+    def kills_due(self, now: float) -> list[Kill]:
+        """Victims whose notice is over and that run still, to kill (each once); those
+        that ended meanwhile are forgotten."""
+        kills = []
+        for framework_id, task_id, doomed in self.preemption.due(now):
+            if self.state.task_live(framework_id, task_id):
+                kills.append(Kill(framework_id, task_id, doomed.slave_id))
+            else:
+                self.preemption.doomed.pop((framework_id, task_id), None)
+        return kills
+
+    def task_ended(self, framework_id: str, task_id: str, *, finished: bool, ran: float) -> bool:
+        """A task ended: True if it was a victim that did not finish on its own (its
+        work, `ran` seconds of it, is thrown away)."""
+        if not self.preemption.doomed:
+            return False
+        return self.preemption.ended(framework_id, task_id, finished=finished, ran=ran)
+
+    # -- frameworks ------------------------------------------------------------------------------
+    def forget(self, framework_id: str) -> None:
+        """A framework left: its timers, victims it no longer owns, its count of offers
+        let time out and its offer filter go."""
+        self.preemption.forget(framework_id)
+        self._timed_out.pop(framework_id, None)
+        self._smallest.pop(framework_id, None)
