@@ -24,6 +24,10 @@ MAX_OFFERS_PER_MESSAGE = MAX_OFFERS_PER_CALL
 MAX_RECONCILE_TASKS = 4096
 MAX_LIST_ITEMS = 256  # items of a list message (StatusUpdates, Acknowledges, ...)
 MAX_WEIGHT = 1e6  # a role's weight at most: an operator's, from the roles file or a call
+# A framework's failover timeout at most, in seconds (292 years): the longest Mesos takes
+# (a Duration's int64 nanoseconds); infinity and NaN are refused (no JSON holds them, and
+# NaN compares false with every deadline)
+MAX_FAILOVER_TIMEOUT = 9.2e9
 # A task status's free text and opaque bytes, at most: a slave keeps every update until
 # it is acknowledged (in memory and in its journal), whatever an executor sends
 MAX_STATUS_MESSAGE = 4096  # characters; a longer message is cut, its start kept
