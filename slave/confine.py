@@ -4,11 +4,15 @@ cgroup, with its environment set only once it runs as its user.
 
 The chain, each step only where the slave can take it (root; util-linux's `unshare`):
 
-    unshare --pid --fork --mount-proc --ipc --kill-child    PID and IPC namespaces,
-            --setgid G --setuid U --                         its own /proc, its user
+    unshare --pid --fork --mount-proc --ipc --kill-child    PID, IPC and mount
+      sh -c 'mount tmpfs /dev/shm && exec "$@"'              namespaces, its own /proc
+                                                             and /dev/shm (root's sh)
+      setpriv --reuid U --regid G --clear-groups --          its user
       sh -s EXIT sh -c 'JOIN COMMAND'   < script             pid 1 there: its umask and
                                                              environment, then waits
         sh -c 'JOIN COMMAND'                                 the task, in its cgroup
+
+  (without a PID namespace: `unshare --setgid G --setuid U -- sh -s ...`)
 
 - Nothing of the task's environment reaches a process that runs as root: `unshare` (and
   `setpriv`, and root's `sh` where root joins the cgroup) start with a fixed minimal
@@ -16,8 +20,9 @@ The chain, each step only where the slave can take it (root; util-linux's `unsha
   `LD_AUDIT` library as root. The first shell, already the task's user, reads its script
   on its stdin (`task_env.start_script`: `umask 077`, the task's variables exported, then
   the wrapper), from a memory file: no value shows on a command line, no exec is added.
-- One exec more than a task ran with before #45 (`unshare`): the wrapper and the task's
-  own shell (`sh -c`, its `$$` its own) are as they were.
+- Three execs more than a task ran with before #45 (`unshare`, root's `sh`, `setpriv`)
+  and a `mount`: the wrapper and the task's own shell (`sh -c`, its `$$` its own) are as
+  they were.
 - The task's shell joins its cgroup itself (JOIN, as its user: the cgroup's `tasks`
   files are delegated to that user, cgroup v1) before it runs anything, and execs
   nothing once in it for a shell builtin (an exec in a v1 memory cgroup leaves kernel
@@ -31,8 +36,8 @@ The chain, each step only where the slave can take it (root; util-linux's `unsha
   `--kill-child` the namespace with it.
 - The slave's child, whose pid it checkpoints and a restarted slave watches, is
   `unshare` (or the wrapper, without a namespace or a user to switch to).
-- An account the operator named (`--task-users`) runs with its supplementary groups:
-  `setpriv --init-groups` drops to it, in place of unshare's `--setuid`.
+- An account the operator named (`--task-users`) runs with its supplementary groups
+  (`setpriv --init-groups`); a user the slave made, with none (`--clear-groups`).
 - A custom executor's command runs as Mesos runs it, `sh -c COMMAND` (so `echo ...;
   exec python ...` is one command), after the same first shell.
 """
@@ -54,6 +59,14 @@ WRAPPER = '(shift; exec "$@" </dev/null); code=$?; echo "$code" > "$1"; exit "$c
 # would not take the SIGTERM that shuts it down); else it becomes the executor
 EXECUTOR_IN_NAMESPACE = '(exec "$@" </dev/null); exit "$?"\n'
 EXECUTOR = 'exec "$@" </dev/null\n'
+# root's first step in the task's namespaces, before it drops to the task's user: a
+# /dev/shm of its own (POSIX shared memory and semaphores are files there; the host's is
+# every tenant's), 64 MiB as Docker gives a container, in memory charged to its cgroup.
+# The mount stays in the task's mount namespace (unshare makes mounts private).
+PRIVATE_SHM = (
+    'mount -n -t tmpfs -o nosuid,nodev,noexec,mode=1777,size=64m drfmesos-shm /dev/shm && exec "$@"'
+)
+NAMESPACES = ["--pid", "--fork", "--mount-proc", "--ipc", "--kill-child"]
 Join = tuple[str, dict[str, str]]  # a cgroup's join: a script, and its environment
 
 
@@ -139,18 +152,19 @@ class Confinement:
         return ["/bin/sh", "-c", WRAPPER, "drfmesos-task", exit_file, *args]
 
     def _confined(self, user: TaskUser | None, args: list[str]) -> list[str]:
-        prefix: list[str] = []
-        if self.pid_namespace:  # (System V IPC and POSIX queues of its own too)
-            prefix = [self.unshare, "--pid", "--fork", "--mount-proc", "--ipc", "--kill-child"]
-        if self.switches(user):
-            assert user is not None
-            if user.account is not None:  # (its groups: setpriv drops to it)
-                ids = ["--reuid", str(user.uid), "--regid", str(user.gid), "--init-groups"]
-                args = [self.setpriv, *ids, "--", *args]
-            else:
-                prefix = prefix or [self.unshare]
-                prefix += ["--setgid", str(user.gid), "--setuid", str(user.uid)]
-        return [*prefix, "--", *args] if prefix else args
+        if self.pid_namespace:  # (System V IPC, POSIX queues and /dev/shm of its own too)
+            if self.switches(user):
+                assert user is not None
+                args = [self.setpriv, *_drop_to(user), "--", *args]
+            shm = ["/bin/sh", "-c", PRIVATE_SHM, "drfmesos-shm"]
+            return [self.unshare, *NAMESPACES, "--", *shm, *args]
+        if not self.switches(user):
+            return args
+        assert user is not None
+        if user.account is not None:  # (its groups: setpriv drops to it)
+            return [self.setpriv, *_drop_to(user), "--", *args]
+        ids = ["--setgid", str(user.gid), "--setuid", str(user.uid)]
+        return [self.unshare, *ids, "--", *args]
 
     def not_enforced(self) -> str | None:
         """What a tenant's task can still reach here, for the slave's start line (None:
@@ -173,6 +187,13 @@ class Confinement:
         return "; ".join(gaps) or None
 
 
+def _drop_to(user: TaskUser) -> list[str]:
+    """setpriv's arguments to become `user`: an operator's account with its groups, a
+    slave-made user with none."""
+    groups = "--init-groups" if user.account is not None else "--clear-groups"
+    return ["--reuid", str(user.uid), "--regid", str(user.gid), groups]
+
+
 UNCONFINED = Confinement(users=False, pid_namespace=False)  # (a slave before its start)
 
 
@@ -190,7 +211,9 @@ def probe(switch_user: bool, pid_namespace: bool) -> tuple[Confinement, list[str
     pidns = pid_namespace and root and unshare is not None and _unshares(unshare)
     if pid_namespace and not pidns:
         why.append(
-            "not root: no PID namespace" if not root else "unshare --pid --mount-proc --ipc failed"
+            "not root: no PID namespace"
+            if not root
+            else "unshare --pid --mount-proc --ipc (and a tmpfs on /dev/shm there) failed"
         )
     confinement = Confinement(users, pidns, unshare or "unshare", setpriv or "setpriv")
     return confinement, why
@@ -199,7 +222,7 @@ def probe(switch_user: bool, pid_namespace: bool) -> tuple[Confinement, list[str
 def _unshares(unshare: str) -> bool:
     with contextlib.suppress(OSError, subprocess.SubprocessError):
         done = subprocess.run(
-            [unshare, "--pid", "--fork", "--mount-proc", "--ipc", "--kill-child", "--", "true"],
+            [unshare, *NAMESPACES, "--", "/bin/sh", "-c", PRIVATE_SHM, "probe", "true"],
             stdin=subprocess.DEVNULL,
             env=ROOT_ENV,
             capture_output=True,

@@ -7,7 +7,7 @@ real processes under real users, real cgroups.
   root's `sh`), before the user switch;
 - a descriptor to one of its own cgroups' `tasks` files, opened while the slave had
   handed them to its user, kept writing once the slave gave that cgroup to alice's task;
-- `/tmp` and System V IPC shared, and files made with umask 022.
+- `/tmp`, `/dev/shm` and System V IPC shared, and files made with umask 022.
 
 The slave of these tests is test_isolation_tenants's (`shared_slave`).
 """
@@ -177,6 +177,13 @@ async def test_a_tenants_task_reads_nothing_the_victim_left_in_tmp_or_shared_mem
             tmpdir = s.sandbox(ALICE, "a1") / "tmp"
             assert (tmpdir / tag).read_text() == f"{SECRET}\n"
             assert os.stat(tmpdir).st_mode & 0o777 == 0o700
+            # /dev/shm is each task's own: alice's file by name is not on the host's
+            assert tag not in os.listdir("/dev/shm")
+            await s.master.run("mallory", MALLORY, "m2", "ls -A /dev/shm; mount | grep shm")
+            await s.master.ends(MALLORY, "m2")
+            listed = (s.sandbox(MALLORY, "m2") / "stdout").read_text().splitlines()
+            # (empty; the host's beneath it, then its own, which the task sees)
+            assert listed[-1].startswith("drfmesos-shm on /dev/shm type tmpfs"), listed
     finally:
         for path in shared_files:
             path.unlink(missing_ok=True)
