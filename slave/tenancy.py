@@ -61,7 +61,8 @@ async def start_tenancy(config: Any, log: Any) -> Tenancy:
     confinement, off = await asyncio.to_thread(_probed, config.switch_user, config.pid_namespace)
     users = None
     if confinement.users:
-        users = TaskUsers(UidMap.at(config.task_uid_map, config.task_uids), config.task_users)
+        uid_map = UidMap.at(config.task_uid_map, config.task_uids)
+        users = TaskUsers(uid_map, config.task_users, config.cluster)
         await asyncio.to_thread(close_work_dir, config.work_dir)
         python = config.task_env.get("DRFMESOS_PYTHON", sys.executable)
         problems = await asyncio.to_thread(_reach_problems, python, config.work_dir)

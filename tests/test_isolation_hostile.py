@@ -342,3 +342,16 @@ async def mallory_runs(s: Shared, task_id: str, script: str) -> str:
     await s.master.ends(MALLORY, task_id)
     sandbox = s.sandbox(MALLORY, task_id)
     return "".join((sandbox / name).read_text() for name in ("stdout", "stderr"))
+
+
+async def test_a_root_slave_told_not_to_switch_users_says_its_tasks_run_as_root() -> None:
+    """--no-switch-user on a root slave runs every tenant's task as root: its start line
+    says so, at warning level, in those words."""
+    import structlog
+
+    with structlog.testing.capture_logs() as lines:
+        async with shared_slave(switch_user=False):
+            pass
+    [warning] = [line for line in lines if line["event"] == "isolation.tenants"]
+    assert warning["log_level"] == "warning"
+    assert warning["what_is_not_enforced"].startswith("tasks run as ROOT")
