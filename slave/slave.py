@@ -119,7 +119,8 @@ class Slave:
         )  # fmt: skip
         self.custom = ExecutorSide(  # custom executors: their processes, and their tasks
             self.slave_id, bus, self.to_master, self.isolator, self.tasks,
-            self.shut_down_frameworks, sandbox=self.commands.sandbox, env=self.commands.env,
+            self.shut_down_frameworks, sandbox=self.commands.sandbox,
+            executor_sandbox=self.commands.executor_sandbox, env=self.commands.env,
             checkpoint=self._checkpoint, report=self._report, tenancy=lambda: self.tenancy,
         )  # fmt: skip
         self.executors = self.custom.executors
