@@ -6,20 +6,17 @@ import asyncio
 import contextlib
 import os
 import signal
-import socket
 import sys
 import textwrap
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-import aiomqtt
 import msgpack
 import pytest
 
 from cluster.local.secure import as_principal, provision
 from protocol.tooling.brokers import (
     MAX_PACKET_BYTES,
-    MOSQUITTO_BOUNDS,
     BrokerURL,
     EmbeddedBroker,
     MosquittoBroker,
@@ -649,58 +646,3 @@ def config_of_child(pid: int) -> Path:
     children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
     cmdlines = [Path(f"/proc/{c}/cmdline").read_bytes().split(b"\0") for c in children]
     return next(Path(c[c.index(b"-c") + 1].decode()) for c in cmdlines if b"-c" in c)
-
-
-def _rss_mib(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    raise AssertionError("no VmRSS")
-
-
-def _mqtt_string(text: str) -> bytes:
-    return len(text).to_bytes(2, "big") + text.encode()
-
-
-async def _subscriber_that_never_reads(port: int, topic: str) -> socket.socket:
-    """A raw MQTT 3.1.1 client with a tiny receive buffer: it connects, subscribes at
-    QoS 1 and then reads nothing, ever (as a hostile tenant's client may)."""
-    sock = socket.socket()
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    sock.setblocking(False)
-    loop = asyncio.get_running_loop()
-    await loop.sock_connect(sock, ("127.0.0.1", port))
-    body = _mqtt_string("MQTT") + bytes([4, 0x02]) + (60).to_bytes(2, "big")
-    body += _mqtt_string("never-reads")
-    await loop.sock_sendall(sock, bytes([0x10, len(body)]) + body)
-    assert await loop.sock_recv(sock, 4) == b"\x20\x02\x00\x00"  # CONNACK, accepted
-    body = (1).to_bytes(2, "big") + _mqtt_string(topic) + bytes([1])
-    await loop.sock_sendall(sock, bytes([0x82, len(body)]) + body)
-    assert (await loop.sock_recv(sock, 5))[:1] == b"\x90"  # SUBACK
-    return sock
-
-
-async def test_a_client_that_never_reads_does_not_grow_the_broker_unboundedly(
-    mosquitto: MosquittoBroker,
-) -> None:
-    """A subscriber that stops reading is owed 320 MiB of QoS 1 messages: the broker
-    holds what its bounds allow for it (48 MiB in flight and queued, about 95 MiB of its
-    memory here) and drops the rest; without the bounds it grew by all 320 MiB."""
-    assert mosquitto.pid is not None
-    sock = await _subscriber_that_never_reads(mosquitto.url.port, "flood/#")
-    try:
-        before = _rss_mib(mosquitto.pid)
-        payload = os.urandom(256 * 1024)
-        async with aiomqtt.Client("127.0.0.1", mosquitto.url.port, identifier="flooder") as tx:
-            for _ in range(1280):  # 320 MiB, each acknowledged by the broker
-                await tx.publish("flood/x", payload, qos=1)
-        grown = _rss_mib(mosquitto.pid) - before
-        assert grown < 160, f"the broker grew by {grown:.0f} MiB for one client"
-    finally:
-        sock.close()
-
-
-def test_the_docker_brokers_config_has_the_same_bounds() -> None:
-    compose = (Path(__file__).parent.parent / "docker" / "mosquitto.conf").read_text()
-    lines = {line for line in compose.splitlines() if not line.startswith("#")}
-    assert set(MOSQUITTO_BOUNDS.splitlines()) <= lines

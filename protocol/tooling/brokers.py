@@ -231,25 +231,12 @@ listener {port} 127.0.0.1
 {anonymous}set_tcp_nodelay true
 persistence true
 persistence_location {dir}/
-{bounds}max_keepalive 3600
+autosave_interval 1
+max_queued_messages 0
+max_inflight_messages 0
+max_keepalive 3600
 log_dest none
 max_packet_size {max_packet}
-"""
-
-# What the broker holds for one client at most, and how often it saves it all. A client
-# that subscribes and never reads (a hostile tenant's) costs the broker 48 MiB of messages
-# (about 100 MiB of its memory), not every message its topics carry: past that, messages
-# for it are dropped (our parties re-send what they must; the master reads its backlog
-# long before 100,000 messages). Saved every 10 s, not every second: mosquitto writes its
-# whole store in its one thread. A broker killed -9 comes back with what it held up to
-# 10 s before and delivers some messages again: every party takes a message twice.
-# docker/mosquitto.conf carries the same bounds (a test compares them).
-MOSQUITTO_BOUNDS = """\
-autosave_interval 10
-max_inflight_messages 1000
-max_inflight_bytes 16777216
-max_queued_messages 100000
-max_queued_bytes 33554432
 """
 
 MOSQUITTO_AUTH = """\
@@ -302,7 +289,6 @@ class MosquittoBroker:
             dir=self._dir,
             user=user,
             max_packet=MAX_PACKET_BYTES,
-            bounds=MOSQUITTO_BOUNDS,
             anonymous="allow_anonymous true\n" if listener.auth is None else "",
         )
         if listener.auth is not None:
