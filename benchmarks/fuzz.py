@@ -121,9 +121,9 @@ class Memory:
 async def attackers_gone(sec: Secure, principal: str = "mallory") -> int:
     """Tear down every framework of `principal` still there (as an operator would), wait
     until none is left and none of their offers; how many it had in all."""
-    books, shell = sec.master.books, sec.master.shell
+    books, removals = sec.master.books, sec.master.removals
     for fw in [fw for fw in books.frameworks.values() if fw.principal == principal]:
-        shell.remove_framework(fw, "the attack is over")
+        removals.remove_framework(fw, "the attack is over")
 
     def gone() -> bool:
         theirs = {f for f, fw in books.frameworks.items() if fw.principal == principal}

@@ -19,8 +19,8 @@ import pytest
 from rich.console import Console
 
 from cluster.local.view import render_state, wait_state
+from master.http.slave_pages import slave_page
 from master.master import Master, MasterConfig
-from master.slave_pages import slave_page
 from protocol.tooling.brokers import MosquittoBroker
 from protocol.transport.aio import within
 from protocol.transport.bus import Bus
@@ -164,7 +164,9 @@ async def test_a_big_clusters_state_counts_its_slaves_without_listing_them(
 async def test_a_round_on_many_free_slaves_sends_offers_in_bounded_messages(
     mosquitto: MosquittoBroker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("master.rounds.MAX_OFFERS_PER_MESSAGE", 2)  # (1,000 in production)
+    monkeypatch.setattr(
+        "master.offer_rounds.count.MAX_OFFERS_PER_MESSAGE", 2
+    )  # (1,000 in production)
     async with fleet_cluster(mosquitto, tmp_path, 5, factor=0) as (master, _):
         await eventually(lambda: len(master.books.slaves) == 5)
         async with party(mosquitto.url, "fw", T) as bus:

@@ -52,7 +52,7 @@ async def fuzz(
     `step_bound` while it traces that memory)."""
     master = sec.master
     master.throttle.limits = RateLimits.defaults(None, None)  # all reach the handlers
-    api = HttpApi(master, HttpConfig(port=0, credentials=sec.store.path))
+    api = HttpApi(master.views, HttpConfig(port=0, credentials=sec.store.path))
     url = await api.start()
     secrets = {n: sec.store.secret_file(n).read_text().strip() for n in ("mallory", "ops")}
     fid_victim = sec.alice.framework_id or ""

@@ -350,7 +350,7 @@ async def test_usage_reaches_the_masters_task_view_and_metrics(rig: Rig) -> None
     await fw.update_for("busy", TaskState.RUNNING)
 
     def usage() -> TaskUsage | None:
-        views, _ = rig.master.task_views(fw.framework_id, None)
+        views, _ = rig.master.views.task_views(fw.framework_id, None)
         return views[0].usage
 
     # the 20 MB are touched once the interpreter is up
@@ -381,7 +381,7 @@ async def test_state_shows_each_tasks_and_slaves_use_beside_their_allocation(rig
     await fw.update_for("spin", TaskState.RUNNING)
 
     def task_used() -> Resources | None:
-        views, _ = rig.master.task_views(fw.framework_id, None)
+        views, _ = rig.master.views.task_views(fw.framework_id, None)
         return views[0].used
 
     # two reports make a rate; the spinner is held to its 0.25 cpus by its CFS quota
@@ -390,7 +390,7 @@ async def test_state_shows_each_tasks_and_slaves_use_beside_their_allocation(rig
     assert used is not None
     assert 0.1 < (used.get("cpus") or 0) <= 0.35
     assert 1 < (used.get("mem") or 0) < 64
-    state = rig.master.state()
+    state = rig.master.views.state()
     view = next(s for s in state.slaves if s.slave_id == sid)
     assert view.used is not None
     assert (view.used.get("cpus") or 0) > 0.1
@@ -415,7 +415,7 @@ async def test_a_slave_reports_usage_of_its_own_tasks_only(rig: Rig) -> None:
         tasks=[TaskUsage(framework_id=fw.framework_id, task_id="mine", memory_bytes=1)],
     )
     await rig.master.slave_calls.on_usage_report(lie, Caller("slave", "slave", None))
-    views, _ = rig.master.task_views(fw.framework_id, None)
+    views, _ = rig.master.views.task_views(fw.framework_id, None)
     assert views[0].usage is None or views[0].usage.memory_bytes != 1
 
 

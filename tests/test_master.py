@@ -106,8 +106,8 @@ class Cluster:
 
     async def rounds_pass(self, n: int = 3) -> None:
         """Let `n` allocation rounds run (to show that something did *not* happen)."""
-        target = self.master.rounds + n
-        await eventually(lambda: self.master.rounds >= target)
+        target = self.master.offer_rounds.count + n
+        await eventually(lambda: self.master.offer_rounds.count >= target)
 
 
 def encode_raw(type_name: str, reply_to: str, body: dict[str, object]) -> bytes:
@@ -192,7 +192,7 @@ async def test_an_oversized_accept_gets_task_error_and_the_resources_come_back(
     assert again.resources == Resources(cpus=1, mem=GB)
     books_balance(cluster.master)
     assert not a.inbox.of(Error)  # the update is the answer: an Error means removed
-    assert cluster.master.refused["invalid-tasks"] == 1  # (and a log line)
+    assert cluster.master.outbox.refused["invalid-tasks"] == 1  # (and a log line)
 
 
 async def test_a_slave_whose_connection_dies_is_offered_to_nobody_then_its_tasks_are_lost() -> None:
@@ -357,14 +357,14 @@ async def test_a_framework_without_failover_timeout_loses_its_tasks(cluster: Clu
     assert shutdown.framework_id == a.framework_id
     assert cluster.master.allocator.allocated_total() == Resources()
     # and yet it is not forgotten: its task is listed, ended with it (completed frameworks)
-    [task], total = cluster.master.task_views(a.framework_id, "TASK_KILLED")
+    [task], total = cluster.master.views.task_views(a.framework_id, "TASK_KILLED")
     assert (task.task_id, task.reason, total) == ("gone", Reason.FRAMEWORK_REMOVED, 1)
 
 
 def test_removed_frameworks_are_kept_for_the_api_boundedly() -> None:
     books = Books()
     for i in range(COMPLETED + 5):
-        fw = Framework(f"fw{i}", "p", f"n{i}", "r", 1.0, "inbox", "inc", 0.0, 0.0)
+        fw = Framework(f"fw{i}", "p", f"n{i}", "r", "inbox", "inc", 0.0, 0.0)
         books.frameworks[fw.framework_id] = fw
         books.forget_framework(fw, "torn down")
     assert list(books.completed_frameworks) == [f"fw{i}" for i in range(5, COMPLETED + 5)]
@@ -415,7 +415,7 @@ async def test_hostile_input_gets_errors_and_leaves_the_books_intact(cluster: Cl
     assert codes.count("invalid") == 1
     assert "forbidden" in codes  # a framework may not send an Update
     assert "unknown-framework" in codes
-    await eventually(lambda: cluster.master.refused["invalid-offers"] == 2)
+    await eventually(lambda: cluster.master.outbox.refused["invalid-offers"] == 2)
     assert "invalid-offers" not in codes
 
     # a duplicate task id on a fresh offer (a new slave goes to A, the lowest share):

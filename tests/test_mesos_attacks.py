@@ -335,7 +335,7 @@ async def test_a_refused_call_is_logged() -> None:
     from master.mesos_api.scheduler_http import SchedulerApi
 
     logged: list[dict[str, Any]] = []
-    api = SchedulerApi(SimpleNamespace(master_id="m"), None)  # type: ignore[arg-type]
+    api = SchedulerApi(SimpleNamespace(info=SimpleNamespace(master_id="m")), None)  # type: ignore[arg-type]
     api.log = SimpleNamespace(info=lambda event, **kw: logged.append({"event": event, **kw}))
     call = parse_call({"type": "REVIVE", "framework_id": {"value": "fw-theirs"}})
     request = make_mocked_request("POST", "/api/v1/scheduler")

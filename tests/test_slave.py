@@ -197,7 +197,7 @@ async def test_a_task_the_master_preempts_says_why_in_full(rig: Rig) -> None:
     await rig.launch(fw, "sleep 300", "victim")
     await fw.update_for("victim", TaskState.RUNNING)
     kill = KillTask(framework_id=fw.framework_id, task_id="victim", reason=Reason.TASK_PREEMPTED)
-    rig.master.shell.send_slave("s1", kill)
+    rig.master.outbox.send_slave("s1", kill)
     killed = await fw.update_for("victim", TaskState.KILLED)
     assert killed.reason == Reason.TASK_PREEMPTED
     assert killed.message == (

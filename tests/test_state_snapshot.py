@@ -50,6 +50,6 @@ async def test_a_snapshot_too_wordy_to_list_its_tasks_counts_them(
         ops = await open_transport(stack, c.broker.connector(None), "ops")
         snapshots = Inbox()
         await ops.subscribe(c.topics.state, snapshots)
-        c.master.shell.state_dirty = True
+        c.master.outbox.state_changed()
         state = await snapshots.wait_for(State, lambda s: s.master_id == "wordy")
         assert len(state.tasks) == (4 if listed else 0)

@@ -227,7 +227,7 @@ async def test_the_master_frees_resources_on_a_terminal_latest_state(cluster: Cl
     await report(slave, TaskState.FINISHED, latest=TaskState.FINISHED)
     await fw.update_for(task_id, TaskState.FINISHED)
     assert task_id not in master.books.frameworks[fw.framework_id].tasks
-    assert master.tasks_ended["TASK_FINISHED"] == 1  # its resources came back once
+    assert master.outbox.tasks_ended["TASK_FINISHED"] == 1  # its resources came back once
     books_balance(master)
 
 

@@ -484,7 +484,7 @@ async def test_no_single_message_stalls_the_master_past_100_ms(
     while /health is asked every 10 ms: no step of the master's loop takes 100 ms."""
     sec, master = simulated, simulated.master
     master.throttle.limits = RateLimits.defaults(None, None)  # all reach the handlers
-    api = HttpApi(master, HttpConfig(port=0, credentials=sec.store.path, open_metrics=True))
+    api = HttpApi(master.views, HttpConfig(port=0, credentials=sec.store.path, open_metrics=True))
     url = await api.start()
     try:
         async with tenant(sec, failover=600) as (driver, _):
@@ -514,7 +514,7 @@ async def test_no_single_message_stalls_the_master_past_100_ms(
                 sender = await flood_from_mallory(sec, 1, *files)
                 assert await sender.wait() == 0
                 # the Accept, last, is refused last: everything before it was handled
-                await eventually(lambda: master.refused["invalid-offers"] > 0, timeout=60)
+                await eventually(lambda: master.outbox.refused["invalid-offers"] > 0, timeout=60)
             gc.unfreeze()
             poller.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -524,8 +524,8 @@ async def test_no_single_message_stalls_the_master_past_100_ms(
             f"/health: {len(during)} answers, slowest {max(during) * 1000:.1f} ms; "
             f"longest loop step {step[0] * 1000:.1f} ms of CPU"
         )
-        assert master.refused["too-large"] == 1
-        assert master.refused["too-many"] == 1 + MAX_BATCH - MAX_CALL_ITEMS // 256
+        assert master.outbox.refused["too-large"] == 1
+        assert master.outbox.refused["too-many"] == 1 + MAX_BATCH - MAX_CALL_ITEMS // 256
         # No step of the loop (this process: master, /health and the test) took 100 ms of
         # CPU; /health's wall-clock answer also waits for whatever else the shared machine
         # runs, so it is held to a bound a stall would break but a busy machine does not.
@@ -558,7 +558,7 @@ async def test_a_tenant_cannot_inflate_the_masters_log(simulated: Secure) -> Non
     few kilobytes of log: free text cut, refusals sampled with counts, no traceback."""
     sec, master = simulated, simulated.master
     master.throttle.limits = RateLimits.defaults(None, None)  # all reach the handlers
-    api = HttpApi(master, HttpConfig(port=0, credentials=sec.store.path))
+    api = HttpApi(master.views, HttpConfig(port=0, credentials=sec.store.path))
     url = URL(await api.start())
     with log_written() as written:
         try:
@@ -576,7 +576,7 @@ async def test_a_tenant_cannot_inflate_the_masters_log(simulated: Secure) -> Non
                 assert b" 400 " in await reader.read(100)
                 writer.close()
             await mallory.call(Revive(framework_id="last"))  # answered in order: all handled
-            assert master.refused["unknown-framework"] >= 8 * 256
+            assert master.outbox.refused["unknown-framework"] >= 8 * 256
         finally:
             await api.stop()
     said = written.getvalue()
@@ -588,7 +588,7 @@ async def test_a_tenant_cannot_inflate_the_masters_log(simulated: Secure) -> Non
     refused = [json.loads(line) for line in lines if '"master.refused"' in line]
     left_out = sum(r["unlogged_by_code"].get("unknown-framework", 0) for r in refused)
     # (the next line's)
-    pending = master.sampling.unlogged.get("mallory", {}).get("unknown-framework", 0)
+    pending = master.outbox.sampling.unlogged.get("mallory", {}).get("unknown-framework", 0)
     assert len(refused) + left_out + pending >= 8 * 256  # every refusal logged or counted
     assert any('"http.bad_request"' in line for line in lines)
     intact(sec)

@@ -353,11 +353,13 @@ async def test_a_principal_reads_nothing_but_its_own_outbox(secure: Secure) -> N
     # only its own answers, and who leads (public: every party follows it)
     assert spy.messages == [m for m in spy.messages if isinstance(m[0], Error | Leader)]
     # and what mallory publishes outside its own inbox never reaches the master
-    before = dict(secure.master.refused)
+    before = dict(secure.master.outbox.refused)
     await mallory.bus.publish(T.inbound("framework", "alice"), Teardown(framework_id="x"))
     await mallory.bus.publish(T.inbound("operator", "ops"), Teardown(framework_id="x"))
     await mallory.call(Revive(framework_id="none"))
-    assert secure.master.refused["unknown-framework"] == before.get("unknown-framework", 0) + 1
+    assert (
+        secure.master.outbox.refused["unknown-framework"] == before.get("unknown-framework", 0) + 1
+    )
     intact(secure)
 
 
@@ -393,7 +395,7 @@ async def test_a_framework_principal_cannot_touch_another_principals_framework(
         ), attempt
         assert error.code == "unknown-framework", attempt
         intact(secure)
-    assert secure.master.refused["unknown-framework"] >= 2 * len(attempts)
+    assert secure.master.outbox.refused["unknown-framework"] >= 2 * len(attempts)
     assert alice_offer.offer_id in secure.master.books.offers  # alice's offer untouched
 
     # hijack: subscribe with alice's framework id (answered as one nobody has), or in
@@ -633,14 +635,16 @@ async def test_a_flood_from_one_principal_does_not_delay_anothers_offers(
     print(
         f"flood: {len(during)} offers to alice, largest gap {max(gaps):.3f}s, "
         f"throttled {mallorys['mallory'].throttled}, refused {mallorys['mallory'].refused}, "
-        f"handled {master.refused['unknown-framework']}"
+        f"handled {master.outbox.refused['unknown-framework']}"
     )
     assert gaps
     assert sorted(gaps)[int(0.95 * (len(gaps) - 1))] <= interval, (sorted(gaps)[-5:], interval)
     assert max(gaps) <= 2 * interval, (max(gaps), interval)
     assert mallorys["mallory"].throttled > 0
-    assert master.refused["rate-limited"] == mallorys["mallory"].refused > 0
-    assert master.refused["rate-limited"] + master.refused["unknown-framework"] >= 20_000
+    assert master.outbox.refused["rate-limited"] == mallorys["mallory"].refused > 0
+    assert (
+        master.outbox.refused["rate-limited"] + master.outbox.refused["unknown-framework"] >= 20_000
+    )
     assert fid in master.books.frameworks
     intact(secure)
 
@@ -694,7 +698,7 @@ async def test_100k_random_and_mutated_calls_leave_the_master_up_and_its_books_b
     await eventually(lambda: secure.master.backlog().messages == 0, timeout=60)
     mallory = await secure.attacker()
     await mallory.call(Revive(framework_id="none"))
-    state = secure.master.state()
+    state = secure.master.views.state()
     assert state.frameworks
     assert fid in {f.framework_id for f in state.frameworks}
     async with secure.connect("ops")(name="ops", inbox=None, will=None) as operator:
@@ -713,8 +717,8 @@ async def test_an_operator_sets_quota_at_run_time_and_it_is_kept_in_the_roles_fi
 
     roles = tmp_path / "roles.yaml"
     roles.write_text("roles:\n  alice: {weight: 2}\n")
-    secure.master.config.roles = roles
-    secure.master.shell.roles = load_roles(roles)
+    secure.master.operator.roles_path = roles
+    secure.master.operator.roles = load_roles(roles)
 
     def quota_of(role: str) -> Callable[[ClusterEvent], bool]:
         return lambda e: e.kind == "quota" and e.detail.startswith(f"{role}:")
@@ -746,7 +750,7 @@ async def test_an_operator_sets_quota_at_run_time_and_it_is_kept_in_the_roles_fi
     assert await operator_call(ops, T.cluster, huge, quota_of("mallory")) is None
     assert "mallory" in secure.master.allocator.unsatisfiable()
     # operators see it in the state: the role tree with promises, shares and quota
-    state = secure.master.state()
+    state = secure.master.views.state()
     views = {r.role: r for r in state.roles}
     assert views["alice"].limit == Resources(cpus=2)
     assert views["alice"].promise is not None
@@ -843,7 +847,7 @@ async def test_a_tenant_following_the_event_stream_is_told_why_and_gains_nothing
     assert proc.returncode == 1
     assert "takes an operator principal" in err.decode()
     assert seen == []
-    assert secure.master.shell.events_watched_until == 0
+    assert secure.master.outbox.events_watched_until == 0
     intact(secure)
 
 
@@ -889,5 +893,5 @@ async def test_a_reply_topic_past_256_characters_is_refused_with_an_error_it_can
     told = await at_box.wait_for(Error)
     assert told.code == "invalid-reply-to"
     assert "reply topic is 70,039 characters: at most 256" in told.message
-    assert secure.master.refused["unknown-framework"] == 1  # the long one was not handled
+    assert secure.master.outbox.refused["unknown-framework"] == 1  # the long one was not handled
     intact(secure)

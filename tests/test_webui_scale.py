@@ -28,7 +28,7 @@ OPENS_WITHIN = 2.0  # seconds (issue #34)
 
 
 def add_slaves(master: Master, count: int) -> None:
-    total, now = Resources(cpus=4, mem=4096), master.shell.now()
+    total, now = Resources(cpus=4, mem=4096), master.outbox.clock()
     for i in range(count):
         sid = f"slave-{i:05d}"
         master.books.slaves[sid] = Slave(sid, "rack", f"host-{i}", total, {}, "", now)

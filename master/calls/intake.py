@@ -22,8 +22,11 @@ from typing import Any
 
 from master.authz import Caller
 from master.calls.limited_calls import LimitedCalls
+from master.counters import MessageCounts
 from master.fair_intake import FairIntake
-from master.shell import MasterShell
+from master.outbox import Outbox
+from master.throttle import Throttle
+from protocol.transport.base import Transport
 from protocol.transport.inbound import payload_taker
 from protocol.wire.codec import (
     MAX_MESSAGE_BYTES,
@@ -33,8 +36,8 @@ from protocol.wire.codec import (
     count_messages,
     decode_many,
 )
-from protocol.wire.messages import Wire
-from protocol.wire.topics import Sender, too_long
+from protocol.wire.messages import Subscribe, Wire
+from protocol.wire.topics import Sender, Topics, check_segment, too_long
 
 MAX_CALL_BYTES = 1024 * 1024  # one message of a framework or operator, at most (docs: bounds)
 MAX_CALL_ITEMS = MAX_PAYLOAD_ITEMS  # calls and list items in one payload of theirs (docs: bounds)
@@ -48,22 +51,27 @@ Routes = dict[str, dict[type[Wire], Route]]
 
 class CallIntake:
     """The master's `protocol.transport.base.Intake` for its inbound topics, constructed
-    with the shell, the rate-limited way in, and the routes of each kind of principal."""
+    with the rate-limited way in, and the routes of each kind of principal."""
 
     yield_every = YIELD_EVERY
 
     def __init__(
         self,
-        shell: MasterShell,
+        bus: Transport,
+        topics: Topics,
+        throttle: Throttle,
+        outbox: Outbox,
+        messages: MessageCounts,
         limited: LimitedCalls,
         routes: Routes,
         gone: Callable[[str, bytes], Awaitable[None]],
     ) -> None:
         """`gone`: what takes a Last Will in its turn."""
-        self.shell, self.limited, self.routes, self._gone = shell, limited, routes, gone
+        self.topics, self.throttle, self.outbox, self.messages = topics, throttle, outbox, messages
+        self.limited, self.routes, self._gone = limited, routes, gone
         self.fair = FairIntake(self._serve)  # each principal's payloads in its turn
-        self._take = payload_taker(shell.bus, self)
-        self._gone_prefix = shell.topics.gone_all.removesuffix("+/+")
+        self._take = payload_taker(bus, self)
+        self._gone_prefix = topics.gone_all.removesuffix("+/+")
         # the last payload's sender, and its items' reply_to (a list's items share one:
         # its ownership is checked once)
         self._sender: tuple[str, Sender] | None = None
@@ -72,7 +80,7 @@ class CallIntake:
     async def arrive(self, topic: str, payload: bytes) -> None:
         """A payload arrives: into its principal's queue in the fair intake, or refused
         unread if the principal is limited and its queue there is full."""
-        sender = self.shell.topics.sender(topic)
+        sender = self.topics.sender(topic)
         calls = count_messages(payload)
         if sender is None:
             self.fair.put("?", 1.0, topic, payload, calls)  # (admit counts it dropped)
@@ -97,13 +105,13 @@ class CallIntake:
         principal's messages waiting (a payload alone is always taken: the throttle decides
         on its calls). Refused here, a flood's payload costs the master no turn in the
         intake."""
-        _, limit = self.shell.throttle.limit_of(principal)
+        _, limit = self.throttle.limit_of(principal)
         if limit.qps is None or limit.capacity is None:
             return False
         waiting = self.fair.waiting(key)
         if waiting and waiting + calls > limit.capacity:
             return True
-        return self.shell.throttle.full(principal, waiting + calls)
+        return self.throttle.full(principal, waiting + calls)
 
     async def _serve(self, topic: str, payload: bytes) -> None:
         """A payload's turn: a Last Will, or calls through the transport's one dispatch."""
@@ -114,15 +122,14 @@ class CallIntake:
 
     async def admit(self, topic: str, payload: bytes) -> list[Envelope | DecodeError] | None:
         """A call: who sent it is the topic's principal; the payload is not trusted."""
-        shell = self.shell
-        sender = shell.topics.sender(topic)
+        sender = self.topics.sender(topic)
         if sender is None:
-            shell.messages.outcomes[("?", "dropped", "")] += 1
+            self.messages.outcomes[("?", "dropped", "")] += 1
             return None
         limited = sender.kind != "slave"  # as Mesos: rate limits are for framework principals
         if (
             limited
-            and shell.throttle.full(sender.principal, count_messages(payload))
+            and self.throttle.full(sender.principal, count_messages(payload))
             and self.limited.refused_unread(sender, payload)
         ):
             return None
@@ -130,27 +137,29 @@ class CallIntake:
         return await self._decode(payload, limited)
 
     async def deliver(self, topic: str, item: Envelope | DecodeError) -> None:
-        shell = self.shell
         known = self._sender
         sender = known[1] if known is not None and known[0] == topic else None
-        sender = sender or shell.topics.sender(topic)
+        sender = sender or self.topics.sender(topic)
         assert sender is not None  # (admitted)
         caller, problem = self._caller(topic, sender, item.reply_to)
         kind = (item.type_name or "?") if isinstance(item, DecodeError) else item.message.TYPE
-        shell.messages.received[kind] += 1
+        self.messages.received[kind] += 1
         if problem is not None:  # told where it may always read: its outbox itself
-            shell.refuse(caller, problem, "invalid-reply-to", kind)
+            self.outbox.refuse(caller, problem, "invalid-reply-to", kind)
             return
         if isinstance(item, DecodeError):
-            shell.refuse(caller, f"{item.reason}: {item.detail}", item.reason, item.type_name or "")
+            why = f"{item.reason}: {item.detail}"
+            self.outbox.refuse(caller, why, item.reason, item.type_name or "")
             return
         route = self.routes[sender.kind].get(type(item.message))
         if route is None:
             why = f"a {sender.kind} may not send {item.message.TYPE}"
-            shell.refuse(caller, why, "forbidden", item.message.TYPE)
+            self.outbox.refuse(caller, why, "forbidden", item.message.TYPE)
             return
+        if isinstance(item.message, Subscribe):
+            caller = answered_at_inbox(caller, item.message, self.topics)
         limited = sender.kind != "slave"
-        await self.limited.call(shell.messages.counted(route, kind), item.message, caller, limited)
+        await self.limited.call(self.messages.counted(route, kind), item.message, caller, limited)
 
     def _caller(
         self, topic: str, sender: Sender, reply_to: str | None
@@ -160,7 +169,7 @@ class CallIntake:
         of its own and longer: the call is refused, answered at its outbox)."""
         if self._asked is not None and self._asked[:2] == (topic, reply_to):
             return self._asked[2:]
-        topics = self.shell.topics
+        topics = self.topics
         problem = None
         if reply_to is None or not topics.in_outbox(sender, reply_to):
             caller = Caller.of(sender, None)  # answers go only to the sender's own outbox
@@ -179,3 +188,15 @@ class CallIntake:
         if len(payload) <= DECODE_INLINE_BYTES:
             return decode_many(payload, limit, items)
         return await asyncio.to_thread(decode_many, payload, limit, items)
+
+
+def answered_at_inbox(caller: Caller, msg: Subscribe, topics: Topics) -> Caller:
+    """Where a Subscribe is answered if its call named nowhere: the inbox it names, which
+    the broker lets only its principal read."""
+    if caller.reply_to:
+        return caller
+    try:
+        inbox = topics.framework(caller.principal, check_segment(msg.inbox))
+    except ValueError:
+        return caller
+    return Caller(caller.kind, caller.principal, inbox)
