@@ -40,8 +40,9 @@ cleanup() {
   [ -n "${SERVICE_PID:-}" ] && kill "$SERVICE_PID" 2>/dev/null && wait "$SERVICE_PID" 2>/dev/null
   podman rm -af -t 1 >/dev/null 2>&1
   podman system reset -f >/dev/null 2>&1
-  umount "$T/storage/overlay" 2>/dev/null
-  umount "$T/rootfs-zk/proc" 2>/dev/null
+  # whatever is still mounted under $T, deepest first: a build's overlay mounts can outlive
+  # the reset when a container was still going down, and rm -rf would then stop at them
+  findmnt -rn -o TARGET | grep -F "$T/" | sort -r | while read -r m; do umount -l "$m"; done
   rm -rf "$T"
   say "cleaned up"
 }
