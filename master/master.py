@@ -33,13 +33,14 @@ from master.authz import Caller, RoleACL
 from master.books import Books
 from master.calls.files import FileRequests
 from master.calls.framework_calls import FrameworkCalls
-from master.calls.intake import MAX_CALL_ITEMS, CallIntake, Route
+from master.calls.intake import MAX_CALL_ITEMS, CallIntake, Routes
 from master.calls.limited_calls import LimitedCalls
 from master.calls.operator_calls import OperatorCalls
 from master.calls.partitions import Partitions
 from master.calls.slave_calls import SlaveCalls
 from master.calls.status_updates import StatusUpdates
 from master.calls.subscribe import Subscriptions
+from master.calls.throttle import Throttle
 from master.config import MasterConfig, MasterInfo
 from master.counters import MessageCounts, SlaveChurn
 from master.cycle import OfferCycle
@@ -61,7 +62,6 @@ from master.rate_limits import RateLimits
 from master.removals import Removals
 from master.roles_file import RolesError, RolesFile, load_roles
 from master.rounds import Rounds
-from master.throttle import Throttle
 from master.updates import TaskUpdates
 from protocol import logs
 from protocol.transport.aio import cancel_and_wait, loop_time
@@ -96,7 +96,6 @@ from protocol.wire.messages import (
     Teardown,
     UsageReport,
     WatchEvents,
-    Wire,
 )
 from protocol.wire.topics import Topics
 
@@ -310,7 +309,7 @@ class Master:
         """Where the HTTP API listens, once it does ("" before)."""
         return self.views.web_ui
 
-    def _routes(self) -> dict[str, dict[type[Wire], Route]]:
+    def _routes(self) -> Routes:
         """What each kind of principal may call (anything else is refused)."""
         f, s, o = self.framework_calls, self.slave_calls, self.operator
         return {
@@ -379,17 +378,6 @@ class Master:
             principals=str(self.config.principals) if self.config.principals else None,
             rate_limits=self.config.rate_limits is not None,
         )
-
-    async def handle_call(self, message: Wire, caller: Caller) -> None:
-        """A call that came another way than the bus (the Mesos HTTP API, master.mesos_api),
-        from a caller that transport authenticated: the bus's handlers, counts and limits."""
-        kind = message.TYPE
-        self.messages.received[kind] += 1
-        route = self.routes[caller.kind].get(type(message))
-        if route is None:
-            self.outbox.refuse(caller, f"a {caller.kind} may not send {kind}", "forbidden", kind)
-            return
-        await self.limited.call(self.messages.counted(route, kind), message, caller, True)
 
     async def connection_gone(self, caller: Caller, gone: Gone) -> None:
         """That transport's connection for `caller` closed: as the bus's Last Will."""

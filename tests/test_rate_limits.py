@@ -29,6 +29,7 @@ from frameworks import (
     TaskStatus,
     build_task,
 )
+from master.calls.throttle import Throttle, Verdict, call_cost
 from master.cli import rate_limits
 from master.http.api import HttpApi
 from master.http.config import HttpConfig
@@ -44,7 +45,6 @@ from master.rate_limits import (
     load_rate_limits,
 )
 from master.refusal_sampling import TOLD_BURST, TOLD_RATE, RateLimitedTold
-from master.throttle import Throttle, Verdict, call_cost
 from protocol.transport.aio import within
 from protocol.wire.codec import encode, encode_batch
 from protocol.wire.messages import (

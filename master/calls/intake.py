@@ -1,31 +1,31 @@
-"""The master's intake: what it checks of a payload on its inbound topics before and as the
-transport's dispatch (`protocol.transport.inbound.payload_taker`) hands each call on.
+"""The master's one intake: every call's way in, by the bus or by another door (the Mesos
+HTTP API, `master.mesos_api`), up to its handler.
 
-What arrives first waits undecoded in its principal's queue in the fair intake
-(`master.fair_intake`), so that a flooding tenant's backlog is not in front of everyone
-else's calls; a Last Will waits in the same queue, behind the calls its party sent before
-it went. In the payload's turn:
-
-Who sent it is the topic's principal (the broker lets each publish only under its own
-name); a framework or operator principal whose queue is full has its payload refused
-unread; its payloads are bounded (MAX_CALL_BYTES a message, MAX_CALL_ITEMS calls and list
-items); a big payload is decoded off the loop; answers go only to the sender's own
-outbox; and each call goes to the route its sender's kind may call, through the rate
-limits (`master.calls.limited_calls`).
+A payload that arrives on the master's inbound topics is read for who sent it once (the
+topic's principal: the broker lets each publish only under its own name). A framework
+or operator principal whose calls waiting would pass its rate limit's capacity has the
+payload refused unread; anything else waits, undecoded, in its principal's queue in the
+fair queue (`master.calls.fair_intake`), so that a flooding tenant's backlog is not in
+front of everyone else's calls; a Last Will waits in the same queue, behind the calls its
+party sent before it went. In the payload's turn it goes through the transport's one
+dispatch (`protocol.transport.inbound.payload_taker`): its size is bounded (MAX_CALL_BYTES
+a message, MAX_CALL_ITEMS calls and list items), a big one decoded off the loop, answers
+go only to the sender's own outbox, and each call is looked up once in the routes of its
+sender's kind and handed on under the rate limits (`master.calls.limited_calls`). A call
+from another door takes the same route lookup and limits (`call`).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from master.authz import Caller
-from master.calls.limited_calls import LimitedCalls
+from master.calls.fair_intake import FairIntake
+from master.calls.limited_calls import LimitedCalls, Route
+from master.calls.throttle import Throttle
 from master.counters import MessageCounts
-from master.fair_intake import FairIntake
 from master.outbox import Outbox
-from master.throttle import Throttle
 from protocol.transport.base import Transport
 from protocol.transport.inbound import payload_taker
 from protocol.wire.codec import (
@@ -45,8 +45,13 @@ DECODE_INLINE_BYTES = 64 * 1024  # payloads above this are decoded off the loop
 YIELD_EVERY = 64  # calls of one payload handled between turns of the loop
 INTAKE_WEIGHTS = {"slave": 8.0, "master": 8.0}  # a principal's share of the intake; others 1
 
-Route = Callable[[Any, Caller], Awaitable[None]]
 Routes = dict[str, dict[type[Wire], Route]]
+
+
+def rate_limited(kind: str) -> bool:
+    """Whether a kind of principal's calls are rate limited: as Mesos, framework (and
+    operator) principals' are; slaves' are never."""
+    return kind != "slave"
 
 
 class CallIntake:
@@ -72,9 +77,9 @@ class CallIntake:
         self.fair = FairIntake(self._serve)  # each principal's payloads in its turn
         self._take = payload_taker(bus, self)
         self._gone_prefix = topics.gone_all.removesuffix("+/+")
-        # the last payload's sender, and its items' reply_to (a list's items share one:
-        # its ownership is checked once)
-        self._sender: tuple[str, Sender] | None = None
+        # the payload in its turn's sender (read from its topic as it arrived), and its
+        # items' reply_to (a list's items share one: its ownership is checked once)
+        self._sender: Sender | None = None
         self._asked: tuple[str, str | None, Caller, str | None] | None = None
 
     async def arrive(self, topic: str, payload: bytes) -> None:
@@ -87,12 +92,12 @@ class CallIntake:
             return
         key = f"{sender.kind}/{sender.principal}"
         if (
-            sender.kind != "slave"
+            rate_limited(sender.kind)
             and self._queue_full(key, sender.principal, calls)
             and self.limited.refused_unread(sender, payload)
         ):
             return
-        self.fair.put(key, INTAKE_WEIGHTS.get(sender.kind, 1.0), topic, payload, calls)
+        self.fair.put(key, INTAKE_WEIGHTS.get(sender.kind, 1.0), topic, payload, calls, sender)
 
     def arrive_gone(self, kind: str, principal: str, topic: str, payload: bytes) -> None:
         """A party's Last Will (published by the broker under its name): in its queue,
@@ -113,33 +118,31 @@ class CallIntake:
             return True
         return self.throttle.full(principal, waiting + calls)
 
-    async def _serve(self, topic: str, payload: bytes) -> None:
+    async def _serve(self, topic: str, payload: bytes, sender: Sender | None) -> None:
         """A payload's turn: a Last Will, or calls through the transport's one dispatch."""
         if topic.startswith(self._gone_prefix):
             await self._gone(topic, payload)
         else:
+            self._sender, self._asked = sender, None
             await self._take(topic, payload)
 
     async def admit(self, topic: str, payload: bytes) -> list[Envelope | DecodeError] | None:
         """A call: who sent it is the topic's principal; the payload is not trusted."""
-        sender = self.topics.sender(topic)
+        sender = self._sender
         if sender is None:
             self.messages.outcomes[("?", "dropped", "")] += 1
             return None
-        limited = sender.kind != "slave"  # as Mesos: rate limits are for framework principals
+        limited = rate_limited(sender.kind)
         if (
             limited
             and self.throttle.full(sender.principal, count_messages(payload))
             and self.limited.refused_unread(sender, payload)
         ):
             return None
-        self._sender, self._asked = (topic, sender), None
         return await self._decode(payload, limited)
 
     async def deliver(self, topic: str, item: Envelope | DecodeError) -> None:
-        known = self._sender
-        sender = known[1] if known is not None and known[0] == topic else None
-        sender = sender or self.topics.sender(topic)
+        sender = self._sender
         assert sender is not None  # (admitted)
         caller, problem = self._caller(topic, sender, item.reply_to)
         kind = (item.type_name or "?") if isinstance(item, DecodeError) else item.message.TYPE
@@ -151,15 +154,29 @@ class CallIntake:
             why = f"{item.reason}: {item.detail}"
             self.outbox.refuse(caller, why, item.reason, item.type_name or "")
             return
-        route = self.routes[sender.kind].get(type(item.message))
+        route = self._route(item.message, caller)
         if route is None:
-            why = f"a {sender.kind} may not send {item.message.TYPE}"
-            self.outbox.refuse(caller, why, "forbidden", item.message.TYPE)
             return
         if isinstance(item.message, Subscribe):
             caller = answered_at_inbox(caller, item.message, self.topics)
-        limited = sender.kind != "slave"
-        await self.limited.call(self.messages.counted(route, kind), item.message, caller, limited)
+        await self.limited.call(route, item.message, caller, rate_limited(sender.kind))
+
+    async def call(self, message: Wire, caller: Caller) -> None:
+        """A call that came another way than the bus (the Mesos HTTP API, master.mesos_api),
+        from a caller that transport authenticated: the bus's routes, counts and limits."""
+        self.messages.received[message.TYPE] += 1
+        route = self._route(message, caller)
+        if route is not None:
+            await self.limited.call(route, message, caller, rate_limited(caller.kind))
+
+    def _route(self, message: Wire, caller: Caller) -> Route | None:
+        """The handler its caller's kind may call, counted; None (refused) if none."""
+        kind = message.TYPE
+        route = self.routes[caller.kind].get(type(message))
+        if route is None:
+            self.outbox.refuse(caller, f"a {caller.kind} may not send {kind}", "forbidden", kind)
+            return None
+        return self.messages.counted(route, kind)
 
     def _caller(
         self, topic: str, sender: Sender, reply_to: str | None

@@ -7,7 +7,7 @@ declined: its offers go back to the pool, the tasks it asked for are reported
 last: `RateLimitedTold`).
 
 Before any of that, every arriving payload waits its principal's turn in the fair intake
-(master.fair_intake), undecoded; a limited principal's payloads there count against the
+(master.calls.fair_intake), undecoded; a limited principal's payloads there count against the
 same capacity, and past it are refused unread.
 """
 
@@ -20,10 +20,10 @@ from typing import Any
 from master.authz import Caller, RoleACL
 from master.books import Books
 from master.calls.framework_calls import FrameworkCalls
+from master.calls.throttle import READ_WHEN_FULL, Throttle, Verdict, call_cost, reconcile_cost
 from master.counters import MessageCounts
 from master.outbox import MAX_ERROR_TEXT, Outbox
 from master.refusal_sampling import RateLimitedTold
-from master.throttle import READ_WHEN_FULL, Throttle, Verdict, call_cost, reconcile_cost
 from protocol import logs
 from protocol.transport.aio import loop_time
 from protocol.wire.codec import batch_reply_to, peek_types
@@ -37,6 +37,7 @@ from protocol.wire.messages import (
 from protocol.wire.topics import Sender
 
 Route = Callable[[Any, Caller], Awaitable[None]]
+"""A call's handler (the intake's routes: `master.calls.intake`)."""
 
 # The share of the master's time each kind of principal is served at when all are
 # waiting: the slaves carry every framework's task updates (and are never rate limited),

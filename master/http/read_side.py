@@ -17,6 +17,7 @@ from prometheus_client import Histogram
 from master.allocation.allocator import Allocator
 from master.books import Books
 from master.calls.files import FileRequests
+from master.calls.throttle import Throttle
 from master.config import MasterInfo
 from master.counters import MessageCounts, SlaveChurn
 from master.http import readout
@@ -35,7 +36,6 @@ from master.http.snapshot import (
 from master.lag_probe import Backlog
 from master.outbox import Outbox
 from master.preemptor import Preemptor
-from master.throttle import Throttle
 from master.updates import TaskUpdates
 from protocol.transport.aio import loop_time
 from protocol.transport.base import Transport

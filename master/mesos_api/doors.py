@@ -42,7 +42,7 @@ def master_side(master: Master) -> MasterSide:
         changes=outbox.changes,
         rounds_run=lambda: master.offer_rounds.count,
         web_ui=lambda: views.web_ui,
-        call=master.handle_call,
+        call=master.intake.call,
         connection_gone=master.connection_gone,
         sinks=outbox.sinks,
         topics=master.topics,
