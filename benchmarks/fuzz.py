@@ -37,11 +37,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from fuzz import churn_frameworks
-from test_fuzz import fuzz
-from test_trust import Secure, T, secure_cluster
-
-from helpers import eventually
+from harness.fuzz import churn_frameworks
+from harness.fuzz_attack import fuzz
+from harness.helpers import eventually
+from harness.trust import Secure, T, secure_cluster
 
 RSS_BOUND = 1.2  # the RSS after the attack, at most, as a multiple of the start's
 

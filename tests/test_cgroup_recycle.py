@@ -12,8 +12,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_isolation import ROOT, _cgroup, _slave_id, need_cgroups, rig  # noqa: F401
-from test_slave import Rig
 
 from protocol.wire.messages import TaskState
 from protocol.wire.resources import Resources
@@ -21,7 +19,9 @@ from slave import cgroup_upkeep
 from slave.cgroups import MB, CgroupsV1, Limits
 from slave.isolator import PARENT, container_name
 
-from helpers import eventually
+from harness.cgroups import ROOT, _cgroup, _slave_id, need_cgroups, rig  # noqa: F401
+from harness.helpers import eventually
+from harness.slave import Rig
 
 # a task that uses memory (a 32 MB buffer) and CPU, and writes no file
 WORK = (

@@ -26,7 +26,7 @@ from protocol.wire.codec import PROTOCOL_VERSION
 from protocol.wire.messages import ClusterEvent, Error, SetWeights, WatchEvents, Wire
 from protocol.wire.topics import Topics
 
-from helpers import Inbox, eventually, in_process_cluster, open_transport, until
+from harness.helpers import Inbox, eventually, in_process_cluster, open_transport, until
 
 CONFIG = MasterConfig(allocation_interval=0.1)
 

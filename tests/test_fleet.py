@@ -34,8 +34,8 @@ from slave.fleet import Fleet
 from slave.recovery import recover
 from slave.slave import Slave, SlaveConfig
 
-from fakes import FakeFramework, party
-from helpers import Inbox, eventually, open_transport
+from harness.fakes import FakeFramework, party
+from harness.helpers import Inbox, eventually, open_transport
 
 T = Topics("fleet")
 SLAVES = 1000

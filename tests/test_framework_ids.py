@@ -47,8 +47,8 @@ from protocol.wire.resources import Resources
 from protocol.wire.topics import Topics
 
 from conftest import need_mosquitto
-from fakes import FakeFramework, FakeSlave
-from helpers import Recorder, eventually, open_transport, secure_cluster
+from harness.fakes import FakeFramework, FakeSlave
+from harness.helpers import Recorder, eventually, open_transport, secure_cluster
 
 T = Topics("ids")
 PRINCIPALS = [

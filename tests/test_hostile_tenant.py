@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from test_trust import Attacker
 
 from cluster.local.secure import as_principal, provision
 from cluster.local.view import operator_call
@@ -53,7 +52,8 @@ from protocol.wire.messages import (
 from protocol.wire.resources import Resources
 from protocol.wire.topics import Topics
 
-from helpers import Inbox, eventually, open_transport, start_secure_slaves
+from harness.helpers import Inbox, eventually, open_transport, start_secure_slaves
+from harness.trust import Attacker
 
 T = Topics("tenants")
 TASK = Resources(cpus=1, mem=64)

@@ -14,8 +14,6 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
-from test_isolation import ROOT, _cgroup, _destroy_all, _kill, _slave_id, need_cgroups
-from test_slave import Rig, master_rig
 
 from frameworks import Offer, build_task
 from protocol.tooling.brokers import MosquittoBroker
@@ -26,7 +24,9 @@ from slave.images import ImageLaunch
 from slave.isolator import PARENT, PosixContainer, container_name
 from slave.runners import CommandRunner, Run
 
-from helpers import eventually
+from harness.cgroups import ROOT, _cgroup, _destroy_all, _kill, _slave_id, need_cgroups
+from harness.helpers import eventually
+from harness.slave import Rig, master_rig
 
 IMAGE = "localhost/drfmesos-busybox:test"
 BUSYBOX = Path("/bin/busybox")  # Debian's busybox-static

@@ -11,13 +11,11 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from rich.console import Console
-from test_slave import EXECUTOR, Rig, T, _reap, _slave_process
 
 from cluster.local.view import render_state
 from master.authz import Caller
@@ -26,7 +24,6 @@ from protocol.tooling.brokers import MosquittoBroker
 from protocol.wire.messages import (
     CommandInfo,
     ExecutorInfo,
-    Kill,
     Reason,
     TaskInfo,
     TaskState,
@@ -44,20 +41,10 @@ from slave.isolator import (
     make_isolator,
 )
 
-from fakes import FakeFramework
-from helpers import eventually
-
-ROOT = Path("/sys/fs/cgroup")
-
-
-def need_cgroups() -> None:
-    """Outside CI a host without writable cgroups skips these; in CI that is a failure."""
-    why = "not root" if os.geteuid() != 0 else detect(ROOT)
-    if isinstance(why, str):
-        if os.environ.get("CI"):
-            pytest.fail(f"cgroups are needed in CI: {why}")
-        pytest.skip(f"no writable cgroup hierarchy: {why}")
-
+from harness.cgroups import ROOT, _cgroup, _destroy_all, _kill, _slave_id, need_cgroups
+from harness.cgroups import rig as rig
+from harness.helpers import eventually
+from harness.slave import EXECUTOR, Rig, _reap, _slave_process
 
 # -- v2 and v1 file writes, against a fake cgroupfs ------------------------------------------
 
@@ -173,23 +160,6 @@ def test_posix_usage_reads_the_process_group_from_proc() -> None:
 # -- real cgroups, real tasks ----------------------------------------------------------------
 
 
-@pytest.fixture
-async def rig(mosquitto: MosquittoBroker, tmp_path: Path) -> AsyncIterator[Rig]:
-    need_cgroups()
-    async with contextlib.AsyncExitStack() as stack:
-        r = Rig(mosquitto, tmp_path, stack)
-        await r.start_master()
-        yield r
-
-
-def _slave_id() -> str:
-    return f"iso-{uuid.uuid4().hex[:8]}"  # cgroups are machine-wide: a name of its own
-
-
-def _cgroup(slave_id: str, name: str = "") -> Path:
-    return ROOT / "memory" / PARENT / slave_id / name
-
-
 def _cgroups_of(pid: int) -> str:
     try:
         return Path(f"/proc/{pid}/cgroup").read_text()
@@ -272,12 +242,6 @@ async def test_a_double_fork_stays_in_the_cgroup_and_dies_with_its_task(rig: Rig
     await fw.update_for("d", TaskState.KILLED)
     await eventually(lambda: not os.path.exists(f"/proc/{pid}"))
     await eventually(lambda: not _cgroup(sid, container_name(fw.framework_id, "d")).exists())
-
-
-async def _kill(fw: FakeFramework, task_id: str) -> None:
-    await fw.bus.publish(
-        T.inbound("framework", "framework"), Kill(framework_id=fw.framework_id, task_id=task_id)
-    )
 
 
 async def test_a_finished_tasks_cgroup_is_removed(rig: Rig) -> None:
@@ -507,15 +471,6 @@ async def test_max_task_pids_limits_the_processes_of_a_task(rig: Rig) -> None:
     stderr = rig.tmp / sid / "sandboxes" / fw.framework_id / "forky" / "stderr"
     await eventually(lambda: stderr.exists() and "fork" in stderr.read_text().lower())
     assert len(slave.isolator.cgroups.pids(name)) <= 8
-
-
-def _destroy_all(slave_id: str) -> None:
-    cgroups = detect(ROOT)
-    assert not isinstance(cgroups, str)
-    parent = f"{PARENT}/{slave_id}"
-    for child in cgroups.children(parent):
-        cgroups.destroy(child)
-    cgroups.destroy(parent)
 
 
 # -- a real cgroup v2 hierarchy (this host: beside the v1 ones) ------------------------------

@@ -11,8 +11,6 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from test_isolation import ROOT, _cgroup, _slave_id, need_cgroups
-from test_slave import Rig, master_rig
 
 from protocol.tooling.brokers import MosquittoBroker
 from protocol.wire.messages import TaskState
@@ -21,7 +19,9 @@ from slave import cgroup_upkeep
 from slave.cgroups import MB, Cgroups, detect
 from slave.isolator import PARENT, CgroupsIsolator, container_name
 
-from helpers import eventually
+from harness.cgroups import ROOT, _cgroup, _slave_id, need_cgroups
+from harness.helpers import eventually
+from harness.slave import Rig, master_rig
 
 
 @pytest.fixture

@@ -10,8 +10,6 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from test_mesos_scheduler_api import Live, framework_info, next_of
-from test_mesos_scheduler_api import live as live  # (the fixture)
 
 from benchmarks.mesos_client import MesosScheduler
 from master.mesos_api import scheduler_http
@@ -19,7 +17,9 @@ from master.mesos_api.scheduler_http import STREAM_EVENTS, STREAMS_PER_PRINCIPAL
 from protocol import recordio
 from protocol.wire.messages import Heartbeat
 
-from helpers import eventually
+from harness.helpers import eventually
+from harness.mesos import Live, framework_info, next_of
+from harness.mesos import live as live  # (the fixture)
 
 OFFER_ID = {"value": "o-1"}
 AGENT = {"value": "slave-0"}

@@ -37,7 +37,7 @@ from protocol.wire.messages import ClusterEvent, CommandInfo, MarkSlaveGone, Tas
 from protocol.wire.resources import Resources
 
 from conftest import need_mosquitto
-from helpers import basic, printer, secure_master
+from harness.helpers import basic, printer, secure_master
 
 CLUSTER = "mesos-ops"
 PRINCIPALS = [("master", "master"), ("ops", "operator"), ("slave-0", "slave"),

@@ -60,7 +60,7 @@ from protocol.wire.messages import (
     TaskInfo,
 )
 
-from helpers import Inbox, InProcess, eventually, in_process_cluster, open_transport, until
+from harness.helpers import Inbox, InProcess, eventually, in_process_cluster, open_transport, until
 
 # --- the throttle alone ----------------------------------------------------------------
 

@@ -15,7 +15,7 @@ from master.master import LISTED_TEXT, MasterConfig
 from protocol.wire.messages import CommandInfo, State, TaskInfo, TaskState, TaskView
 from protocol.wire.resources import Resources
 
-from helpers import Inbox, in_process_cluster, open_transport
+from harness.helpers import Inbox, in_process_cluster, open_transport
 
 
 def test_a_tasks_name_is_a_label_not_a_document() -> None:

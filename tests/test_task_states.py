@@ -41,7 +41,7 @@ from protocol.wire.messages import (
 )
 from protocol.wire.resources import Resources
 
-from helpers import InProcess, Recorder, in_process_cluster, live_cluster
+from harness.helpers import InProcess, Recorder, in_process_cluster, live_cluster
 
 CLUSTER = "states"
 SMALL = Resources(cpus=0.5, mem=64)

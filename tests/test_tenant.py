@@ -14,30 +14,25 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-import io
 import json
-import logging
 import os
 import signal
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import aiohttp
 import msgpack
 import pytest
-from test_trust import Secure, T, flood_from_mallory, intact, secure_cluster
 from yarl import URL
 
-from frameworks.driver import SchedulerDriver
-from frameworks.scheduler import Scheduler, build_task
+from frameworks.scheduler import build_task
 from master.allocation.ideal import User, ideal
 from master.http.api import HttpApi
 from master.http.config import HttpConfig
 from master.master import MAX_CALL_ITEMS, Master
 from master.rate_limits import RateLimits
-from protocol import logs
 from protocol.wire.codec import (
     MAX_BATCH,
     PROTOCOL_VERSION,
@@ -62,47 +57,17 @@ from protocol.wire.messages import (
     Revive,
     TaskInfo,
     TaskState,
-    TaskStatus,
 )
 from protocol.wire.resources import Resources
 from protocol.wire.topics import Sender, check_segment
 from slave.paths import sandbox_path
 
-from helpers import books_balance, eventually, longest_step
+from harness.helpers import books_balance, eventually, longest_step
+from harness.tenant import Tenant, counted_alike, files_outside, log_written, tenant
+from harness.trust import Secure, T, flood_from_mallory, intact, secure_cluster
 
 SMALL = Resources(cpus=0.1, mem=8)
 AGAIN = Filters(refuse_seconds=0)  # what a launch leaves is offered again at once
-
-
-class Tenant(Scheduler):
-    """Keeps its offers for the test to use, and every status it hears."""
-
-    def __init__(self) -> None:
-        self.offers: list[Offer] = []
-        self.statuses: list[TaskStatus] = []
-        self.changed = asyncio.Event()
-
-    async def resource_offers(self, driver: SchedulerDriver, offers: list[Offer]) -> None:
-        self.offers += offers
-        self.changed.set()
-
-    async def offer_rescinded(self, driver: SchedulerDriver, offer_id: str) -> None:
-        self.offers[:] = [o for o in self.offers if o.offer_id != offer_id]
-
-    async def status_update(self, driver: SchedulerDriver, status: TaskStatus) -> None:
-        self.statuses.append(status)
-        self.changed.set()
-
-    def last(self, task_id: str) -> TaskStatus | None:
-        return next((s for s in reversed(self.statuses) if s.task_id == task_id), None)
-
-    def ended(self, task_id: str) -> bool:
-        last = self.last(task_id)
-        return last is not None and last.state.terminal
-
-    async def offer(self) -> Offer:
-        await eventually(lambda: bool(self.offers), timeout=10)
-        return self.offers.pop(0)
 
 
 @pytest.fixture(params=["memory"])
@@ -112,41 +77,6 @@ async def real(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[
     slaves' handling; a test marked so runs on mosquitto as well."""
     async with secure_cluster(request.param, tmp_path, simulated=False) as sec:
         yield sec
-
-
-@contextlib.asynccontextmanager
-async def tenant(
-    sec: Secure, failover: float = 0.0
-) -> AsyncIterator[tuple[SchedulerDriver, Tenant]]:
-    """mallory, subscribed through the real SDK driver with its own credentials; with a
-    `failover` timeout its framework outlives the driver."""
-    scheduler = Tenant()
-    driver = SchedulerDriver(
-        scheduler,
-        name="mallory",
-        broker=sec.connect("mallory"),
-        cluster=T.cluster,
-        role="mallory",
-        failover_timeout=failover,
-    )
-    await driver.start()
-    try:
-        yield driver, scheduler
-    finally:
-        driver.stop(failover=bool(failover))
-        await driver._close()
-
-
-def files_outside(root: Path, work_dirs: list[Path]) -> list[Path]:
-    """What is under `root` but not under `work_dirs` (nor the credentials store), and
-    whatever exists where the hostile ids pointed."""
-    outside = [
-        p
-        for p in root.rglob("*")
-        if not any(p == w or p.is_relative_to(w) for w in [*work_dirs, root / "auth"])
-    ]
-    aimed_at = [*root.parent.glob("escaped*"), Path("/tmp/absolute")]
-    return outside + [p for p in aimed_at if p.exists()]
 
 
 # -- the checks themselves --------------------------------------------------------------------
@@ -344,20 +274,6 @@ def on_executor(offer: Offer, task_id: str, executor: Resources, executor_id: st
     )
 
 
-def counted_alike(sec: Secure) -> bool:
-    """Every slave runs within its total, and runs what the master's books count there:
-    its tasks and its executors, no more and no less."""
-    for sid, slave in sec.slaves.items():
-        booked = Resources()
-        for fw in sec.master.books.frameworks.values():
-            booked = sum((t.resources for t in fw.tasks.values() if t.slave_id == sid), booked)
-            booked = sum((r for (s, _), r in fw.executors.items() if s == sid), booked)
-        used = slave.used()
-        if not slave.config.resources.contains(used) or used != booked:
-            return False
-    return True
-
-
 def held_is_offered(master: Master, tenant: Tenant, fid: str, slave_id: str) -> bool:
     offered = sum((o.resources for o in tenant.offers if o.slave_id == slave_id), Resources())
     return master.allocator.held(fid, slave_id) == offered
@@ -537,20 +453,6 @@ async def test_no_single_message_stalls_the_master_past_100_ms(
 
 
 # -- the master's log --------------------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def log_written() -> Iterator[io.StringIO]:
-    """Every log line written meanwhile, structlog's and the standard library's alike."""
-    written = io.StringIO()
-    logs.configure("warning", json=True, stream=written)
-    handler = logging.StreamHandler(written)
-    logging.getLogger().addHandler(handler)
-    try:
-        yield written
-    finally:
-        logging.getLogger().removeHandler(handler)
-        logs.configure("warning", json=True)  # as conftest has it
 
 
 async def test_a_tenant_cannot_inflate_the_masters_log(simulated: Secure) -> None:

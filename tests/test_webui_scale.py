@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 
 import pytest
-from test_webui import browser, shot  # noqa: F401  (the browser fixture)
 
 from master.books import Slave
 from master.http.config import HttpConfig
@@ -21,6 +20,8 @@ from protocol.tooling.brokers import MosquittoBroker, free_port
 from protocol.transport.bus import Bus
 from protocol.wire.resources import Resources
 from protocol.wire.topics import Topics
+
+from harness.browser import browser, shot  # noqa: F401  (the browser fixture)
 
 T = Topics("uiscale")
 SLAVES = 50_000
