@@ -42,7 +42,7 @@ from protocol.wire.resources import Resources
 from slave.files import read_sandbox_file
 
 from harness.helpers import Inbox, books_balance, eventually
-from harness.slave import EXECUTOR, Rig, T, _reap, _slave_process, master_rig
+from harness.slave import EXECUTOR, Rig, T, master_rig, reap, slave_process
 
 
 @pytest.fixture
@@ -321,8 +321,8 @@ async def test_a_slave_killed_and_restarted_comes_back_as_itself_with_its_owed_u
         rig = Rig(mosquitto, tmp_path, stack)
         master = await rig.start_master()
         fw = await rig.framework(acknowledging=False)
-        proc = await _slave_process(mosquitto, work)
-        stack.push_async_callback(_reap, proc)
+        proc = await slave_process(mosquitto, work)
+        stack.push_async_callback(reap, proc)
         await rig.launch(fw, "sleep 1", "survivor", Resources(cpus=0.5, mem=64))
         # (RUNNING waits on the slave for STARTING's acknowledgement, which never comes)
         await fw.update_for("survivor", TaskState.STARTING)
@@ -337,8 +337,8 @@ async def test_a_slave_killed_and_restarted_comes_back_as_itself_with_its_owed_u
         master2 = await rig.start_master()
         before = len(fw.inbox.of(Update))
         await fw.subscribe("fw", framework_id=fw.framework_id, failover_timeout=60)
-        proc2 = await _slave_process(mosquitto, work)
-        stack.push_async_callback(_reap, proc2)
+        proc2 = await slave_process(mosquitto, work)
+        stack.push_async_callback(reap, proc2)
 
         # the fake framework never acknowledged: every update comes again from the new
         # master (STARTING a second time), each once the one before it is acknowledged

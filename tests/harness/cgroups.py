@@ -44,21 +44,21 @@ async def rig(mosquitto: MosquittoBroker, tmp_path: Path) -> AsyncIterator[Rig]:
         yield r
 
 
-def _slave_id() -> str:
+def new_slave_id() -> str:
     return f"iso-{uuid.uuid4().hex[:8]}"  # cgroups are machine-wide: a name of its own
 
 
-def _cgroup(slave_id: str, name: str = "") -> Path:
+def cgroup_path(slave_id: str, name: str = "") -> Path:
     return ROOT / "memory" / PARENT / slave_id / name
 
 
-async def _kill(fw: FakeFramework, task_id: str) -> None:
+async def kill_task(fw: FakeFramework, task_id: str) -> None:
     await fw.bus.publish(
         T.inbound("framework", "framework"), Kill(framework_id=fw.framework_id, task_id=task_id)
     )
 
 
-def _destroy_all(slave_id: str) -> None:
+def destroy_cgroups(slave_id: str) -> None:
     cgroups = detect(ROOT)
     assert not isinstance(cgroups, str)
     parent = f"{PARENT}/{slave_id}"

@@ -118,7 +118,7 @@ async def master_rig(broker: MosquittoBroker, tmp: Path) -> AsyncIterator[Rig]:
         yield r
 
 
-async def _slave_process(
+async def slave_process(
     broker: MosquittoBroker, work: Path, *extra: str
 ) -> asyncio.subprocess.Process:
     return await asyncio.create_subprocess_exec(
@@ -141,7 +141,7 @@ async def _slave_process(
     )
 
 
-async def _reap(proc: asyncio.subprocess.Process) -> None:
+async def reap(proc: asyncio.subprocess.Process) -> None:
     if proc.returncode is None:
         proc.terminate()
         try:
