@@ -150,7 +150,7 @@ def test_registration_is_paced_by_the_backoff_factor() -> None:
 async def test_a_big_clusters_state_counts_its_slaves_without_listing_them(
     mosquitto: MosquittoBroker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("master.master.LISTED_SLAVES", 10)  # 20 slaves: a big cluster here
+    monkeypatch.setattr("master.http.read_side.LISTED_SLAVES", 10)  # 20 slaves: a big cluster here
     async with fleet_cluster(mosquitto, tmp_path, 20, factor=0) as (master, _):
         await eventually(lambda: len(master.books.slaves) == 20)
         state = await wait_state(mosquitto.url, T.cluster, lambda s: s.slave_count == 20)
@@ -164,9 +164,7 @@ async def test_a_big_clusters_state_counts_its_slaves_without_listing_them(
 async def test_a_round_on_many_free_slaves_sends_offers_in_bounded_messages(
     mosquitto: MosquittoBroker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(
-        "master.offer_rounds.count.MAX_OFFERS_PER_MESSAGE", 2
-    )  # (1,000 in production)
+    monkeypatch.setattr("master.offers.MAX_OFFERS_PER_MESSAGE", 2)  # (1,000 in production)
     async with fleet_cluster(mosquitto, tmp_path, 5, factor=0) as (master, _):
         await eventually(lambda: len(master.books.slaves) == 5)
         async with party(mosquitto.url, "fw", T) as bus:

@@ -334,7 +334,7 @@ async def test_usage_reaches_the_masters_task_view_and_metrics(rig: Rig) -> None
     assert u is not None
     assert u.cpu_user_seconds + u.cpu_system_seconds > 0
     assert u.memory_peak_bytes >= u.memory_bytes
-    text = exposition(registry_for(rig.master)).decode()
+    text = exposition(registry_for(rig.master.views)).decode()
     fid, where = f'framework_id="{fw.framework_id}"', f'slave_id="{sid}",task_id="busy"'
     assert f'drfmesos_task_cpu_seconds_total{{{fid},mode="user",{where}}}' in text
     labels = f"{fid},{where}"

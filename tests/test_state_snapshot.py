@@ -36,7 +36,7 @@ async def test_a_snapshot_too_wordy_to_list_its_tasks_counts_them(
     ):
         words = LISTED_TEXT // 4 if listed else 2 * LISTED_TEXT
         said = "x" * (words // 4)  # four tasks' messages: an executor's to say
-        real_state = c.master.state
+        real_state = c.master.views.state
 
         def wordy(include_tasks: bool = True) -> State:
             view = TaskView(
@@ -46,7 +46,7 @@ async def test_a_snapshot_too_wordy_to_list_its_tasks_counts_them(
             state = real_state(include_tasks)
             return state.model_copy(update={"master_id": "wordy", "tasks": [view] * 4})
 
-        c.master.state = wordy  # type: ignore[method-assign]
+        c.master.views.state = wordy  # type: ignore[method-assign]
         ops = await open_transport(stack, c.broker.connector(None), "ops")
         snapshots = Inbox()
         await ops.subscribe(c.topics.state, snapshots)
