@@ -236,14 +236,12 @@ class Allocator:
         slave_id: str,
         total: Resources,
         *,
-        hostname: str = "",
-        attributes: Mapping[str, str] | None = None,
         used: Mapping[str, Resources] | None = None,
     ) -> None:
         """Add a slave; `used` is what frameworks already run there (a re-registration)."""
         if slave_id in self.slaves:
             raise AllocatorError(f"slave {slave_id} is already known")
-        self.slaves[slave_id] = SlaveBook(slave_id, hostname, total, dict(attributes or {}))
+        self.slaves[slave_id] = SlaveBook(slave_id, total)
         self._total.add(total)
         self.dirty.add(slave_id)
         for framework_id, resources in (used or {}).items():
