@@ -518,4 +518,4 @@ async def test_a_failover_timeout_of_no_finite_length_is_refused(cluster: Cluste
         "failover_timeout: Input should be less than or equal to 9200000000",
     ]
     assert list(cluster.master.books.frameworks) == [a.framework_id]
-    json.loads(cluster.master.state(include_tasks=True).model_dump_json())  # (valid JSON)
+    json.loads(cluster.master.views.state(include_tasks=True).model_dump_json())  # (valid JSON)
