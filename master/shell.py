@@ -58,6 +58,7 @@ from protocol.wire.messages import (
     Wire,
     new_id,
 )
+from protocol.wire.resources import Resources
 from protocol.wire.topics import Topics
 
 MAX_RETRY_BACKOFF = 30.0
@@ -89,6 +90,9 @@ class MasterConfig:
     quota_headroom: str = (
         "all"  # whose unmet guarantees are kept free (master.allocation.allocator)
     )
+    # the least an offer holds, one of these (Mesos's --min_allocatable_resources); None
+    # is Mesos's default (cpus 0.01 or mem 32), [] anything; a framework's own replace it
+    min_allocatable: list[Resources] | None = None
     http: HttpConfig | None = None  # the API, metrics and web UI (master.http.api)
     # after a failover, slaves of the registry have this long to re-register; then their
     # tasks are reported lost
@@ -136,7 +140,11 @@ class MasterShell:
             bus.epoch = self.epoch
         self._writes: set[asyncio.Task[None]] = set()  # registry writes nobody waits for
         self.books = Books()
-        self.allocator = Allocator(self.config.policy, quota_headroom=self.config.quota_headroom)
+        self.allocator = Allocator(
+            self.config.policy,
+            quota_headroom=self.config.quota_headroom,
+            min_allocatable=self.config.min_allocatable,
+        )
         for role, weight in self.config.role_weights.items():
             self.allocator.set_role_weight(role, weight)
         self.roles = RolesFile()

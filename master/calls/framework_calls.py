@@ -205,8 +205,9 @@ class FrameworkCalls:
         self.shell.request_round()
 
     def _set_offer_filters(self, framework_id: str, msg: Subscribe) -> None:
-        minimum = msg.offer_filters.min_allocatable if msg.offer_filters else []
-        self.shell.allocator.set_min_allocatable(framework_id, [r for r in minimum if r])
+        # its own replace the master's minimum ([]: anything); none: the master's
+        minimum = msg.offer_filters.min_allocatable if msg.offer_filters else None
+        self.shell.allocator.set_min_allocatable(framework_id, minimum)
 
     async def on_accept(self, msg: Accept, caller: Caller) -> None:
         fw = self.shell.framework_of_caller(msg.framework_id, caller, "Accept")
