@@ -509,7 +509,6 @@ class MesosAllocator:
         self.allocator.add_slave(
             agent,
             Resources.parse(resources),
-            hostname=agent,
             used={fw: Resources.parse(r) for fw, r in (used or {}).items()},
         )
         self._cycle()
