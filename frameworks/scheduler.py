@@ -31,6 +31,7 @@ from protocol.wire.messages import (
     CommandInfo,
     ContainerInfo,
     ExecutorInfo,
+    KillPolicy,
     Offer,
     TaskInfo,
 )
@@ -47,9 +48,12 @@ def build_task(
     data: bytes = b"",
     task_id: str | None = None,
     image: str | None = None,
+    kill_grace_period: float | None = None,
 ) -> TaskInfo:
     """A TaskInfo for `offer`'s slave: a shell command, or a task for a custom executor.
-    `image`: a command task's container image, which the slave runs with podman."""
+    `image`: a command task's container image, which the slave runs with podman.
+    `kill_grace_period`: seconds between SIGTERM and SIGKILL whenever it is killed (its
+    `kill_policy`; by default the slave's `--kill-grace`)."""
     return TaskInfo(
         task_id=task_id or f"{name}-{uuid.uuid4().hex[:12]}",
         name=name,
@@ -59,6 +63,9 @@ def build_task(
         executor=executor,
         container=ContainerInfo(image=image) if image is not None else None,
         data=data,
+        kill_policy=(
+            KillPolicy(grace_period=kill_grace_period) if kill_grace_period is not None else None
+        ),
     )
 
 

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 from protocol.wire.messages import (
     CommandInfo,
     ExecutorInfo,
+    KillPolicy,
     Offer,
     Reason,
     Source,
@@ -229,6 +230,44 @@ def status_from_mesos(obj: object) -> TaskStatus:
     )
 
 
+# --- durations and kill policies -----------------------------------------------------------
+
+
+def duration_to_mesos(seconds: float) -> JSON:
+    """Mesos's DurationInfo: whole nanoseconds."""
+    return {"nanoseconds": round(seconds * 1e9)}
+
+
+def duration_from_mesos(obj: object, field: str) -> float:
+    """A DurationInfo's seconds (its int64 as a number, or as proto3's JSON text)."""
+    nanos = obj.get("nanoseconds") if isinstance(obj, Mapping) else None
+    if isinstance(nanos, str) and nanos.lstrip("-").isdigit():
+        nanos = int(nanos)
+    if isinstance(nanos, bool) or not isinstance(nanos, int):
+        raise MesosJSONError(f'{field}: expected {{"nanoseconds": N}}, got {_short(obj)}')
+    return nanos / 1e9
+
+
+def kill_policy_to_mesos(policy: KillPolicy) -> JSON:
+    return {"grace_period": duration_to_mesos(policy.grace_period)}
+
+
+def kill_policy_from_mesos(obj: object, field: str = "kill_policy") -> KillPolicy | None:
+    """A KillPolicy (a task's, or a KILL call's); None without a grace period. One out
+    of bounds (negative, over an hour) is refused, as any field out of bounds."""
+    if obj is None:
+        return None
+    if not isinstance(obj, Mapping):
+        raise MesosJSONError(f"{field}: expected an object, got {_short(obj)}")
+    if obj.get("grace_period") is None:
+        return None
+    grace = duration_from_mesos(obj["grace_period"], f"{field}.grace_period")
+    try:
+        return KillPolicy(grace_period=grace)
+    except ValueError as e:
+        raise MesosJSONError(f"{field}.grace_period: {_first(e)}") from None
+
+
 # --- tasks and executors -------------------------------------------------------------------
 
 
@@ -290,6 +329,8 @@ def task_to_mesos(task: TaskInfo, framework_id: str) -> JSON:
         out["executor"] = executor_to_mesos(task.executor, framework_id)
     if task.data:
         out["data"] = encode_bytes(task.data)
+    if task.kill_policy is not None:
+        out["kill_policy"] = kill_policy_to_mesos(task.kill_policy)
     return out
 
 
@@ -308,6 +349,7 @@ def task_from_mesos(obj: object) -> TaskInfo:
         command=command_from_mesos(obj["command"]) if obj.get("command") else None,
         executor=executor_from_mesos(obj["executor"]) if obj.get("executor") else None,
         data=decode_bytes(obj["data"]) if obj.get("data") else b"",
+        kill_policy=kill_policy_from_mesos(obj.get("kill_policy")),
     )
 
 
@@ -358,6 +400,12 @@ def version_json() -> JSON:
         "git_sha": "",
         "git_tag": MESOS_VERSION,
     }
+
+
+def _first(e: ValueError) -> str:
+    """A pydantic error's first complaint, without its URL."""
+    errors = getattr(e, "errors", None)
+    return str(errors()[0]["msg"]) if callable(errors) else str(e)
 
 
 def _short(obj: object) -> str:

@@ -37,8 +37,10 @@ from dataclasses import dataclass
 
 from slave.task_users import TaskUser
 
-# the wrapper: runs the rest in a subshell (a fork), then writes its exit status to "$1"
-WRAPPER = '(shift; exec "$@"); code=$?; echo $code > "$1"; exit $code'
+# the wrapper: runs the rest in a subshell (a fork), then writes its exit status to "$1".
+# It outlives the SIGTERM of a kill (a trap: the subshell, and so the task, still takes
+# SIGTERM's default), so that the slave waits the task's grace on it, not on nothing.
+WRAPPER = 'trap : TERM; (shift; exec "$@"); code=$?; echo $code > "$1"; exit $code'
 
 
 @dataclass(frozen=True)

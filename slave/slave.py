@@ -65,6 +65,7 @@ from slave.executor_tokens import ExecutorTokens, load_or_make_key
 from slave.files import read_sandbox_file
 from slave.images import find_podman
 from slave.isolator import POSIX_WARNING, make_isolator
+from slave.kills import Kills
 from slave.launches import RecentLaunches, run_together
 from slave.memory_limits import enforce_memory_limits
 from slave.owners import Owners
@@ -101,6 +102,7 @@ class Slave:
         self._wanted = asyncio.Event()  # (re-)registration is due (see _register_loop)
         self.heartbeat_interval = 5.0
         self._launches = RecentLaunches(config.launch_memory)
+        self.kills = Kills(self.log)  # kills waiting out their grace
         self._loops: list[asyncio.Task[None]] = []
         self.isolator = make_isolator(
             "posix" if config.simulated_tasks else config.isolation,
@@ -208,9 +210,14 @@ class Slave:
         self._loops = []
         if self.config.in_fleet:
             self.bus.route(self.inbox, None)
+        if kill_tasks:
+            for key, record in self.tasks.items():
+                if record.runner is not None:
+                    kill = record.runner.kill(record.grace(self.config))
+                    self.kills.start(kill, framework_id=key[0], task_id=key[1])
+            await self.kills.finish()
+        await self.kills.cancel()
         for record in list(self.tasks.values()):
-            if kill_tasks and record.runner is not None:
-                await record.runner.kill(self.config.kill_grace)
             if record.runner is not None:
                 await record.runner.close()
         for executor in list(self.executors.values()):
@@ -555,11 +562,16 @@ class Slave:
                 about="KillTask",
             )
             return
-        self.log.info("kill", framework_id=msg.framework_id, task_id=msg.task_id, reason=msg.reason)
+        grace = record.grace(self.config, msg.kill_policy)
+        ids = {"framework_id": msg.framework_id, "task_id": msg.task_id}
+        self.log.info("kill", reason=msg.reason, grace=grace, **ids)
         if msg.reason is not None:
             record.kill_reason = msg.reason
         if record.runner is not None:
-            await record.runner.kill(self.config.kill_grace)
+            if msg.killing and not record.state.terminal and record.state != TaskState.KILLING:
+                message = f"killing: SIGTERM, then SIGKILL after {grace:g} s"
+                await self._report(msg.framework_id, record.info, TaskState.KILLING, None, message)
+            self.kills.start(record.runner.kill(grace), **ids)
         elif record.executor_key in self.executors:
             self.executors[record.executor_key].send(msg)
 
@@ -568,8 +580,9 @@ class Slave:
         self.shut_down_frameworks.add(msg.framework_id)
         self.log.info("framework.shutdown", framework_id=msg.framework_id)
         for key, record in list(self.tasks.items()):
-            if key[0] == msg.framework_id and record.runner is not None:
-                await record.runner.kill(self.config.kill_grace)
+            if key[0] == msg.framework_id and record.runner is not None:  # each its grace
+                kill = record.runner.kill(record.grace(self.config))
+                self.kills.start(kill, framework_id=key[0], task_id=key[1])
             if key[0] == msg.framework_id:
                 await self._forget_async(key)
         for executor in list(self.executors.values()):

@@ -37,10 +37,18 @@ class Runner(Scheduler):
     """Runs `sleep 300` tasks of TASK on offers, up to `limit`; remembers what it hears,
     with when (the driver's own clock)."""
 
-    def __init__(self, name: str, limit: int, declare: int | None) -> None:
+    def __init__(
+        self,
+        name: str,
+        limit: int,
+        declare: int | None,
+        command: str = "sleep 300",
+        kill_grace_period: float | None = None,
+    ) -> None:
         self.name = name
         self.limit = limit
         self.declare = declare  # tasks to request_resources (None: declare nothing)
+        self.command, self.kill_grace_period = command, kill_grace_period
         self.launched = 0
         self.statuses: list[tuple[float, TaskStatus]] = []
         self.warnings: list[tuple[float, Preempting]] = []
@@ -57,7 +65,16 @@ class Runner(Scheduler):
             while self.launched < self.limit and room.contains(TASK):
                 self.launched += 1
                 task_id = f"{self.name}-{self.launched}"
-                tasks.append(build_task(offer, task_id, TASK, command="sleep 300", task_id=task_id))
+                tasks.append(
+                    build_task(
+                        offer,
+                        task_id,
+                        TASK,
+                        command=self.command,
+                        task_id=task_id,
+                        kill_grace_period=self.kill_grace_period,
+                    )
+                )
                 room = room - TASK
             if tasks:
                 await driver.launch_tasks([offer.offer_id], tasks)
@@ -92,8 +109,10 @@ async def live(mosquitto: MosquittoBroker, tmp_path: Path) -> AsyncIterator[Laun
         yield launcher
 
 
-async def start(broker: MosquittoBroker, scheduler: Runner) -> SchedulerDriver:
-    driver = SchedulerDriver(scheduler, name=scheduler.name, broker=broker.url, cluster=CLUSTER)
+async def start(broker: MosquittoBroker, scheduler: Runner, **kw: bool) -> SchedulerDriver:
+    driver = SchedulerDriver(
+        scheduler, name=scheduler.name, broker=broker.url, cluster=CLUSTER, **kw
+    )
     await driver.start()
     return driver
 

@@ -177,6 +177,7 @@ class FrameworkCalls:
             self.claims.adopt_orphans(fw)
             resubscribed = bool(msg.framework_id)
         fw.partition_aware = FrameworkCapability.PARTITION_AWARE in msg.capabilities
+        fw.task_killing = FrameworkCapability.TASK_KILLING_STATE in msg.capabilities
         self.shell.send_framework(
             fw,
             Subscribed(
@@ -468,9 +469,13 @@ class FrameworkCalls:
             if status is not None:
                 self.shell.send_framework(fw, Update(status=status))
             return
-        self.shell.send_slave(
-            task.slave_id, KillTask(framework_id=fw.framework_id, task_id=task.task_id)
+        kill = KillTask(
+            framework_id=fw.framework_id,
+            task_id=task.task_id,
+            kill_policy=msg.kill_policy,
+            killing=fw.task_killing,
         )
+        self.shell.send_slave(task.slave_id, kill)
 
     async def on_acknowledge(self, msg: Acknowledge, caller: Caller) -> None:
         fw = self.shell.framework_of_caller(msg.framework_id, caller, "Acknowledge")

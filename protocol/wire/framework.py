@@ -14,6 +14,7 @@ from protocol.wire.values import (
     Filters,
     FrameworkCapability,
     Id,
+    KillPolicy,
     Offer,
     TaskInfo,
     TaskStatus,
@@ -95,6 +96,7 @@ class Kill(Wire):
     framework_id: Id
     task_id: Id
     slave_id: str | None = None
+    kill_policy: KillPolicy | None = None  # this kill's, over the task's (as Mesos's KILL)
 
 
 class Acknowledge(Wire):

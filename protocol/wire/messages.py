@@ -74,6 +74,7 @@ from protocol.wire.slave import (
     UsageReport,
 )
 from protocol.wire.values import (
+    MAX_KILL_GRACE,
     MAX_LIST_ITEMS,
     MAX_OFFERS_PER_CALL,
     MAX_OFFERS_PER_MESSAGE,
@@ -88,6 +89,7 @@ from protocol.wire.values import (
     Filters,
     FrameworkCapability,
     Id,
+    KillPolicy,
     Offer,
     Reason,
     Source,
@@ -166,6 +168,7 @@ __all__ = [
     "ITEM_OF",
     "LISTS",
     "MAX_HEARTBEATS",
+    "MAX_KILL_GRACE",
     "MAX_LIST_ITEMS",
     "MAX_OFFERS_PER_CALL",
     "MAX_OFFERS_PER_MESSAGE",
@@ -200,6 +203,7 @@ __all__ = [
     "Heartbeats",
     "Id",
     "Kill",
+    "KillPolicy",
     "KillTask",
     "Leader",
     "MarkSlaveGone",

@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import Field
 
 from protocol.wire.resources import Resources
-from protocol.wire.values import Id, Reason, TaskInfo, TaskState, TaskStatus, Wire
+from protocol.wire.values import Id, KillPolicy, Reason, TaskInfo, TaskState, TaskStatus, Wire
 
 # --- slave <-> master ----------------------------------------------------------------------
 
@@ -139,6 +139,9 @@ class KillTask(Wire):
     framework_id: Id
     task_id: Id
     reason: Reason | None = None  # set when the master, not the framework, kills it
+    kill_policy: KillPolicy | None = None  # the kill's own (else the task's, else the slave's)
+    # the framework hears TASK_KILLING as the kill begins (its TASK_KILLING_STATE capability)
+    killing: bool = False
 
 
 class ShutdownFramework(Wire):

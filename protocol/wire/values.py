@@ -24,6 +24,9 @@ MAX_OFFERS_PER_MESSAGE = MAX_OFFERS_PER_CALL
 MAX_RECONCILE_TASKS = 4096
 MAX_LIST_ITEMS = 256  # items of a list message (StatusUpdates, Acknowledges, ...)
 MAX_WEIGHT = 1e6  # a role's weight at most: an operator's, from the roles file or a call
+# A kill's grace period at most, as a message may say it (a slave holds it to its own
+# --max-kill-grace, shorter, so that a tenant's task cannot hold its resources for long)
+MAX_KILL_GRACE = 3600.0
 
 
 def new_id() -> str:
@@ -140,6 +143,7 @@ class FrameworkCapability(StrEnum):
     """What a framework declares it understands (Mesos's FrameworkInfo.Capability)."""
 
     PARTITION_AWARE = "PARTITION_AWARE"  # send me the finer states, not TASK_LOST
+    TASK_KILLING_STATE = "TASK_KILLING_STATE"  # send me TASK_KILLING when a kill begins
 
 
 class Reason(StrEnum):
@@ -210,6 +214,16 @@ class ContainerInfo(Wire):
     `localhost/busybox:1`. Checked as untrusted input (`protocol.wire.ids.image_problem`)."""
 
 
+class KillPolicy(Wire):
+    """How a task is killed (Mesos's KillPolicy): SIGTERM to its whole process group,
+    then SIGKILL to what is left after `grace_period` seconds."""
+
+    grace_period: float = Field(ge=0, le=MAX_KILL_GRACE)
+    """Seconds between SIGTERM and SIGKILL (0: SIGKILL at once). A slave gives at most
+    its `--max-kill-grace` (60 s unless its operator says); without a policy, its
+    `--kill-grace` (3 s)."""
+
+
 class TaskInfo(Wire):
     """A task a framework launches on an offer (`frameworks.build_task` makes one): a
     shell command (`command`) or work for the framework's executor (`executor`), exactly
@@ -235,6 +249,10 @@ class TaskInfo(Wire):
     """For a command task: the image its command runs in (else it runs on the slave)."""
     data: bytes = b""
     """Opaque bytes for the executor. (Simulated slaves read `{"duration": seconds}`.)"""
+    kill_policy: KillPolicy | None = None
+    """How the task is killed, whoever kills it (its framework, a preemption, a
+    teardown), unless the kill itself says (`kill_task(..., grace_period=)`): for a
+    command task, the slave's grace between SIGTERM and SIGKILL."""
 
     @model_validator(mode="after")
     def _command_or_executor(self) -> TaskInfo:
