@@ -23,10 +23,14 @@ from frameworks.executor import Executor, ExecutorDriver
 from frameworks.scheduler import Scheduler, build_task, offer_resources
 from protocol.tooling.brokers import BrokerURL
 from protocol.wire.messages import (
+    CommandCheck,
     CommandInfo,
     ContainerInfo,
     ExecutorInfo,
     Filters,
+    HealthCheck,
+    HealthCheckType,
+    HTTPCheck,
     KillPolicy,
     Offer,
     PreemptedTask,
@@ -37,6 +41,7 @@ from protocol.wire.messages import (
     TaskRequest,
     TaskState,
     TaskStatus,
+    TCPCheck,
 )
 from protocol.wire.resources import Resources
 
@@ -45,6 +50,7 @@ __all__ = [
     "BrokerRefused",
     "BrokerURL",
     "BrokerUnreachable",
+    "CommandCheck",
     "CommandInfo",
     "ContainerInfo",
     "DriverError",
@@ -53,6 +59,9 @@ __all__ = [
     "ExecutorInfo",
     "Filters",
     "FrameworkRemoved",
+    "HTTPCheck",
+    "HealthCheck",
+    "HealthCheckType",
     "KillPolicy",
     "MasterUnreachable",
     "Offer",
@@ -66,6 +75,7 @@ __all__ = [
     "SchedulerDriver",
     "Source",
     "SubscribeRefused",
+    "TCPCheck",
     "TaskInfo",
     "TaskRequest",
     "TaskState",

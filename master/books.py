@@ -87,6 +87,7 @@ class Task:
             name=self.info.name,
             reason=status.reason if status is not None and status.state.terminal else None,
             message=status.message if status is not None else "",
+            healthy=status.healthy if status is not None else None,
             launched_at=self.launched_wall,
             ended_at=status.timestamp if status is not None and status.state.terminal else None,
             usage=self.usage,

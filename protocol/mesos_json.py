@@ -16,8 +16,10 @@ from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from protocol.wire.messages import (
+    CommandCheck,
     CommandInfo,
     ExecutorInfo,
+    HealthCheck,
     KillPolicy,
     Offer,
     Reason,
@@ -207,6 +209,8 @@ def status_to_mesos(status: TaskStatus) -> JSON:
         out["uuid"] = ack_uuid_to_mesos(status.uuid)
     if status.data:
         out["data"] = encode_bytes(status.data)
+    if status.healthy is not None:
+        out["healthy"] = status.healthy
     return out
 
 
@@ -227,6 +231,7 @@ def status_from_mesos(obj: object) -> TaskStatus:
         message=str(obj.get("message") or ""),
         data=decode_bytes(obj["data"]) if obj.get("data") else b"",
         uuid=encode_bytes(decode_bytes(obj["uuid"], "uuid")) if obj.get("uuid") else None,
+        healthy=obj["healthy"] if isinstance(obj.get("healthy"), bool) else None,
     )
 
 
@@ -265,7 +270,54 @@ def kill_policy_from_mesos(obj: object, field: str = "kill_policy") -> KillPolic
     try:
         return KillPolicy(grace_period=grace)
     except ValueError as e:
-        raise MesosJSONError(f"{field}.grace_period: {_first(e)}") from None
+        raise MesosJSONError(f"{field}: {_first(e)}") from None
+
+
+# --- health checks -------------------------------------------------------------------------
+
+_CHECK_TIMES = (
+    "delay_seconds",
+    "interval_seconds",
+    "timeout_seconds",
+    "grace_period_seconds",
+    "consecutive_failures",
+)
+
+
+def health_check_to_mesos(check: HealthCheck) -> JSON:
+    out: JSON = {"type": check.type.value, **{k: getattr(check, k) for k in _CHECK_TIMES}}
+    if check.command is not None:
+        out["command"] = command_to_mesos(CommandInfo(**check.command.model_dump()))
+    if check.http is not None:
+        out["http"] = {"scheme": "http", **check.http.model_dump()}
+    if check.tcp is not None:
+        out["tcp"] = check.tcp.model_dump()
+    return out
+
+
+def health_check_from_mesos(obj: object, field: str = "health_check") -> HealthCheck | None:
+    """Mesos's HealthCheck (its `type`, or, as before Mesos 1.2, the one of command,
+    http or tcp given); HTTPS and `statuses` are not served (200-399 is healthy)."""
+    if obj is None:
+        return None
+    if not isinstance(obj, Mapping):
+        raise MesosJSONError(f"{field}: expected an object, got {_short(obj)}")
+    given = [k for k in ("command", "http", "tcp") if obj.get(k) is not None]
+    kind = obj.get("type") or (given[0].upper() if len(given) == 1 else None)
+    fields: JSON = {k: obj[k] for k in _CHECK_TIMES if obj.get(k) is not None}
+    if obj.get("command") is not None:
+        command = command_from_mesos(obj["command"], f"{field}.command")
+        fields["command"] = CommandCheck(**command.model_dump())
+    if isinstance(http := obj.get("http"), Mapping):
+        if http.get("scheme", "http") != "http":
+            raise MesosJSONError(f"{field}.http.scheme: only http is served")
+        fields["http"] = {"port": http.get("port"), "path": http.get("path") or "/"}
+    if isinstance(tcp := obj.get("tcp"), Mapping):
+        fields["tcp"] = {"port": tcp.get("port")}
+    try:
+        return HealthCheck(type=kind, **fields)
+    except ValueError as e:
+        raise MesosJSONError(f"{field}: {_first(e)}") from None
 
 
 # --- tasks and executors -------------------------------------------------------------------
@@ -331,6 +383,8 @@ def task_to_mesos(task: TaskInfo, framework_id: str) -> JSON:
         out["data"] = encode_bytes(task.data)
     if task.kill_policy is not None:
         out["kill_policy"] = kill_policy_to_mesos(task.kill_policy)
+    if task.health_check is not None:
+        out["health_check"] = health_check_to_mesos(task.health_check)
     return out
 
 
@@ -350,6 +404,7 @@ def task_from_mesos(obj: object) -> TaskInfo:
         executor=executor_from_mesos(obj["executor"]) if obj.get("executor") else None,
         data=decode_bytes(obj["data"]) if obj.get("data") else b"",
         kill_policy=kill_policy_from_mesos(obj.get("kill_policy")),
+        health_check=health_check_from_mesos(obj.get("health_check")),
     )
 
 
@@ -403,9 +458,13 @@ def version_json() -> JSON:
 
 
 def _first(e: ValueError) -> str:
-    """A pydantic error's first complaint, without its URL."""
+    """A pydantic error's first complaint, where it is, without its URL."""
     errors = getattr(e, "errors", None)
-    return str(errors()[0]["msg"]) if callable(errors) else str(e)
+    if not callable(errors):
+        return str(e)
+    first = errors()[0]
+    where = ".".join(str(p) for p in first["loc"])
+    return f"{where}: {first['msg']}" if where else str(first["msg"])
 
 
 def _short(obj: object) -> str:

@@ -5,10 +5,13 @@ minute), and a teardown's kills run side by side rather than one grace after ano
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.transport.aio import cancel_and_wait
+
+if TYPE_CHECKING:
+    from slave.config import TaskRecord
+    from slave.runners import Limit
 
 
 class Kills:
@@ -16,9 +19,13 @@ class Kills:
         self.log = log
         self._running: set[asyncio.Task[None]] = set()
 
-    def start(self, kill: Coroutine[Any, Any, None], **ids: str) -> None:
-        """Run `kill` (a runner's SIGTERM, grace, SIGKILL) beside the slave's other work."""
-        task = asyncio.create_task(kill, name=f"kill-{ids.get('task_id', '')}")
+    def start(self, record: TaskRecord, grace: float, limit: Limit | None = None) -> None:
+        """Kill a task its runner runs (SIGTERM, `grace`, SIGKILL; `limit`: why, if not
+        its framework's kill) beside the slave's other work."""
+        if record.runner is None:
+            return  # (a custom executor's task: its executor kills it)
+        ids = {"framework_id": record.framework_id, "task_id": record.info.task_id}
+        task = asyncio.create_task(record.runner.kill(grace, limit), name=f"kill-{ids}")
         self._running.add(task)
         task.add_done_callback(lambda done: self._ended(done, ids))
 

@@ -74,6 +74,7 @@ class Limit:
     state: TaskState
     reason: Reason | None
     message: str
+    hard: bool = True  # SIGKILL at once (a limit's); False: SIGTERM and the task's grace
 
 
 class Launch(Protocol):
@@ -268,8 +269,9 @@ class CommandRunner:
         pid = self.pid
         if pid is None:
             return
-        await self.launch.stop(grace, hard=limit is not None)
-        _signal_group(pid, signal.SIGKILL if limit else signal.SIGTERM)
+        hard = limit is not None and limit.hard
+        await self.launch.stop(grace, hard=hard)
+        _signal_group(pid, signal.SIGKILL if hard else signal.SIGTERM)
         if self._watcher is not None:
             await asyncio.wait({self._watcher}, timeout=grace)
         _signal_group(pid, signal.SIGKILL)  # whatever of the group is left: no orphans

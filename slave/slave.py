@@ -31,6 +31,7 @@ from protocol.transport.inbound import Dispatcher
 from protocol.transport.leader import LeaderWatch
 from protocol.wire.ids import shorten, task_problem
 from protocol.wire.messages import (
+    TERMINAL_STATES,
     Error,
     FrameworkMessage,
     Heartbeat,
@@ -118,7 +119,9 @@ class Slave:
         self.commands = CommandTasks(  # command tasks: each its own process
             config, self.isolator, self.podman, tenancy=lambda: self.tenancy,
             reporter=self._reporter, report=self._report, checkpoint=self._checkpoint,
+            kills=self.kills,
         )  # fmt: skip
+        self.health = self.commands.health  # (stopped when a task ends or a kill begins)
         self.custom = ExecutorSide(  # custom executors: their processes, and their tasks
             self.slave_id, bus, self.to_master, self.isolator, self.tasks,
             self.shut_down_frameworks, sandbox=self.commands.sandbox, env=self.commands.env,
@@ -178,20 +181,11 @@ class Slave:
                 ),
             ]
         if not self.config.simulated_tasks:
-            self._loops.append(
-                asyncio.create_task(
-                    report_loop(
-                        self.bus,
-                        self.to_master,
-                        self.slave_id,
-                        self.tasks,
-                        self.isolator,
-                        self.registered,
-                        self.config.usage_interval,
-                    ),
-                    name=f"usage-{self.slave_id}",
-                )
-            )
+            usage = report_loop(
+                self.bus, self.to_master, self.slave_id, self.tasks, self.isolator,
+                self.registered, self.config.usage_interval,
+            )  # fmt: skip
+            self._loops.append(asyncio.create_task(usage, name=f"usage-{self.slave_id}"))
         if not self.config.simulated_tasks and not self.isolator.enforces_memory:
             self.log.warning("isolation.posix", what_is_not_enforced=POSIX_WARNING)
             self._loops.append(
@@ -211,12 +205,11 @@ class Slave:
         if self.config.in_fleet:
             self.bus.route(self.inbox, None)
         if kill_tasks:
-            for key, record in self.tasks.items():
-                if record.runner is not None:
-                    kill = record.runner.kill(record.grace(self.config))
-                    self.kills.start(kill, framework_id=key[0], task_id=key[1])
+            for record in self.tasks.values():
+                self.kills.start(record, record.grace(self.config))
             await self.kills.finish()
         await self.kills.cancel()
+        await self.health.close()
         for record in list(self.tasks.values()):
             if record.runner is not None:
                 await record.runner.close()
@@ -521,6 +514,7 @@ class Slave:
             uuid=new_id(),
             executor_id=task.executor.executor_id if task.executor else None,
             exit_code=exit_code,
+            healthy=record.healthy if record is not None else None,
         )
         await self.updates.send(
             StatusUpdate(framework_id=framework_id, slave_id=self.slave_id, status=status)
@@ -539,6 +533,7 @@ class Slave:
             await self._checkpoint(record)
 
     def _forget(self, key: tuple[str, str]) -> None:
+        self.health.stop(key)
         record = self.tasks.pop(key, None)
         if record is not None and record.executor_key in self.executors:
             self.executors[record.executor_key].tasks.discard(key[1])
@@ -551,9 +546,11 @@ class Slave:
         await self.task_journal.drop(f"{key[0]}/{key[1]}")
 
     async def _on_kill_task(self, msg: KillTask, reply_to: str | None) -> None:
-        record = self.tasks.get((msg.framework_id, msg.task_id))
+        key = (msg.framework_id, msg.task_id)
+        ids = {"framework_id": msg.framework_id, "task_id": msg.task_id}
+        record = self.tasks.get(key)
         if record is None:
-            self.log.warning("kill.unknown", framework_id=msg.framework_id, task_id=msg.task_id)
+            self.log.warning("kill.unknown", **ids)
             self.bus.reply_error(
                 reply_to,
                 f"no task {msg.task_id} of framework "
@@ -563,15 +560,14 @@ class Slave:
             )
             return
         grace = record.grace(self.config, msg.kill_policy)
-        ids = {"framework_id": msg.framework_id, "task_id": msg.task_id}
         self.log.info("kill", reason=msg.reason, grace=grace, **ids)
-        if msg.reason is not None:
-            record.kill_reason = msg.reason
+        self.health.stop(key)  # (no health updates once a kill begins)
+        record.kill_reason = msg.reason or record.kill_reason
         if record.runner is not None:
-            if msg.killing and not record.state.terminal and record.state != TaskState.KILLING:
-                message = f"killing: SIGTERM, then SIGKILL after {grace:g} s"
-                await self._report(msg.framework_id, record.info, TaskState.KILLING, None, message)
-            self.kills.start(record.runner.kill(grace), **ids)
+            if msg.killing and record.state not in (TaskState.KILLING, *TERMINAL_STATES):
+                why = f"killing: SIGTERM, then SIGKILL after {grace:g} s"
+                await self._report(msg.framework_id, record.info, TaskState.KILLING, None, why)
+            self.kills.start(record, grace)
         elif record.executor_key in self.executors:
             self.executors[record.executor_key].send(msg)
 
@@ -580,10 +576,8 @@ class Slave:
         self.shut_down_frameworks.add(msg.framework_id)
         self.log.info("framework.shutdown", framework_id=msg.framework_id)
         for key, record in list(self.tasks.items()):
-            if key[0] == msg.framework_id and record.runner is not None:  # each its grace
-                kill = record.runner.kill(record.grace(self.config))
-                self.kills.start(kill, framework_id=key[0], task_id=key[1])
             if key[0] == msg.framework_id:
+                self.kills.start(record, record.grace(self.config))  # each with its grace
                 await self._forget_async(key)
         for executor in list(self.executors.values()):
             if executor.framework_id == msg.framework_id:

@@ -40,6 +40,13 @@ from protocol.wire.framework import (
     Teardown,
     Update,
 )
+from protocol.wire.health import (
+    CommandCheck,
+    HealthCheck,
+    HealthCheckType,
+    HTTPCheck,
+    TCPCheck,
+)
 from protocol.wire.operator import (
     MarkSlaveGone,
     SetQuota,
@@ -183,6 +190,7 @@ __all__ = [
     "CheckExecutorToken",
     "ClusterEvent",
     "ClusterEvents",
+    "CommandCheck",
     "CommandInfo",
     "ContainerInfo",
     "Decline",
@@ -199,6 +207,9 @@ __all__ = [
     "FrameworkMessage",
     "FrameworkView",
     "Gone",
+    "HTTPCheck",
+    "HealthCheck",
+    "HealthCheckType",
     "Heartbeat",
     "Heartbeats",
     "Id",
@@ -244,6 +255,7 @@ __all__ = [
     "Subscribe",
     "Subscribed",
     "Suppress",
+    "TCPCheck",
     "TaskFileData",
     "TaskInfo",
     "TaskRequest",

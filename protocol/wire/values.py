@@ -10,6 +10,7 @@ from typing import Annotated, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from protocol.wire.health import HealthCheck, HealthCheckType
 from protocol.wire.resources import Resources
 
 Id = Annotated[str, Field(min_length=1, max_length=200)]
@@ -167,6 +168,8 @@ class Reason(StrEnum):
     RATE_LIMITED = "REASON_RATE_LIMITED"
     # the container could not be started (its image unknown, podman failing), as Mesos's
     CONTAINER_LAUNCH_FAILED = "REASON_CONTAINER_LAUNCH_FAILED"
+    # a TASK_RUNNING that says its health check's verdict changed (`TaskStatus.healthy`)
+    TASK_HEALTH_CHECK_STATUS_UPDATED = "REASON_TASK_HEALTH_CHECK_STATUS_UPDATED"
 
 
 class Filters(Wire):
@@ -253,11 +256,18 @@ class TaskInfo(Wire):
     """How the task is killed, whoever kills it (its framework, a preemption, a
     teardown), unless the kill itself says (`kill_task(..., grace_period=)`): for a
     command task, the slave's grace between SIGTERM and SIGKILL."""
+    health_check: HealthCheck | None = None
+    """For a command task: how its slave checks that it is healthy (`HealthCheck`)."""
 
     @model_validator(mode="after")
     def _command_or_executor(self) -> TaskInfo:
         if (self.command is None) == (self.executor is None):
             raise ValueError("a task needs exactly one of command or executor")
+        if self.health_check is not None:
+            if self.command is None:
+                raise ValueError("a health check is the slave's, for command tasks only")
+            if self.container is not None and self.health_check.type == HealthCheckType.COMMAND:
+                raise ValueError("a COMMAND health check is not run in a container image")
         return self
 
 
@@ -288,6 +298,10 @@ class TaskStatus(Wire):
     (reconciliation's, the master's own)."""
     data: bytes = b""
     """Opaque bytes from the task's executor."""
+    healthy: bool | None = None
+    """What its health check last said (None: it has none, or it has not said yet); set
+    on every update once it has, and false on the TASK_KILLED of a task its failures
+    killed."""
     exit_code: int | None = None  # a command task's exit status, once it exited by itself
     """A command task's exit status, once it exited by itself (None when it was killed
     by a signal, run by an executor, or its status was lost with its slave)."""
