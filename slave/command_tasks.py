@@ -101,7 +101,7 @@ class CommandTasks:
             )
             return
         env = self.env(msg, task.command.environment, sandbox)
-        record.runner = command_runner(
+        record.runner = runner = command_runner(
             task,
             run,
             self._reporter(record),
@@ -111,10 +111,10 @@ class CommandTasks:
             self.slave_id,
             msg.framework_id,
         )
-        await record.runner.start()
+        await runner.start()
         await self._checkpoint(record)
-        if task.health_check is not None and record.runner.pid is not None:
-            self._check_health(record, TaskProcess(record.runner, sandbox, env, run, container))
+        if task.health_check is not None and runner.pid is not None:
+            self._check_health(record, TaskProcess(runner, sandbox, env, run, container))
 
     def _check_health(self, record: TaskRecord, process: TaskProcess) -> None:
         """Check a task's health (slave.health_checks) until it ends or is killed: its

@@ -6,7 +6,8 @@ task's start until it ends or a kill begins.
   namespace of its own still shares the slave's network).
 - A COMMAND check runs as the task runs, never as root: as its user, in its PID and mount
   namespaces (`nsenter` to the namespace's init), in its cgroup (what it uses is the
-  task's), in its sandbox, with the task's environment.
+  task's), in its sandbox, with the task's environment, which only the user's shell
+  sees (root's steps run with a clean one).
 - Its verdict goes to the framework when it changes (`said`); after
   `consecutive_failures` failures in a row the task is killed (`failed`). Failures in the
   grace period, before a first success, do not count.
@@ -17,6 +18,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
+import shlex
 import shutil
 import signal
 from collections.abc import Awaitable, Callable
@@ -29,7 +32,8 @@ import aiohttp
 from protocol.transport.aio import cancel_and_wait
 from protocol.wire.health import CommandCheck, HealthCheck, HealthCheckType
 from slave.isolator import Container
-from slave.runners import Run, Runner
+from slave.runners import CommandRunner, Run, still_running
+from slave.task_env import DEFAULT_PATH
 
 Probe = Callable[[], Awaitable[str | None]]
 """One check: None if healthy, else why not (a sentence for people)."""
@@ -71,7 +75,7 @@ async def tcp_probe(port: int, timeout: float) -> str | None:
 class TaskProcess:
     """What a COMMAND check needs of its task: who and where it runs."""
 
-    runner: Runner  # its `pid`: the slave's child (unshare, or the wrapper)
+    runner: CommandRunner  # its `pid`: the slave's child (unshare, or the wrapper)
     sandbox: Path
     env: dict[str, str]  # the task's whole environment
     run: Run  # its user and how it is confined
@@ -93,13 +97,16 @@ class CommandProbe:
             switches = user is not None and confinement.switches(user)
             if switches and user is not None and not task.container.delegate(user.uid, user.gid):
                 join, root_join = "", join  # (cgroup v2: root joins, as for the task)
-        args = ["/bin/sh", "-c", join + self.check.value]
+        # (its variables come on stdin, after the switch: see `_exports`)
+        args = ["/bin/sh", "-c", 'eval "$(cat)" || exit 125\n' + join + self.check.value]
         if user is not None and confinement.switches(user):
             groups = "--init-groups" if user.account is not None else "--clear-groups"
             ids = ["--reuid", str(user.uid), "--regid", str(user.gid), groups]
             args = [confinement.setpriv, *ids, "--", *args]
         if confinement.pid_namespace:
-            init = namespace_init(task.runner.pid)
+            pid, started_at = task.runner.pid, task.runner.started_at
+            # (its pid, once reaped, may be another's: then nothing is entered)
+            init = namespace_init(pid) if pid and still_running(pid, started_at) else None
             if init is None:
                 return "the task is not running"
             nsenter = shutil.which("nsenter") or "nsenter"
@@ -115,20 +122,27 @@ class CommandProbe:
         args = self.argv()
         if isinstance(args, str):
             return args
-        env = {**self.task.env, **self.check.environment}
+        # root's steps (nsenter, setpriv, a join) run with the slave's few variables
+        # alone: a tenant's LD_PRELOAD must never reach a process of root's
+        env = {"PATH": DEFAULT_PATH}
         if self.task.container is not None:
             env.update(self.task.container.join()[1])
         proc = await asyncio.create_subprocess_exec(
             *args,
             cwd=self.task.sandbox,
             env=env,
-            stdin=asyncio.subprocess.DEVNULL,
+            stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.DEVNULL,
             start_new_session=True,  # (its group: all it started goes with it)
         )
         try:
             async with asyncio.timeout(self.timeout):
+                assert proc.stdin is not None
+                with contextlib.suppress(ConnectionError):  # (it ended first: its code says)
+                    proc.stdin.write(self._exports().encode())
+                    await proc.stdin.drain()
+                proc.stdin.close()
                 code = await proc.wait()
         except TimeoutError:
             return f"the command took over {self.timeout:g} s"
@@ -138,6 +152,21 @@ class CommandProbe:
                     os.killpg(proc.pid, signal.SIGKILL)
                 await asyncio.shield(proc.wait())
         return None if code == 0 else f"the command exited with code {code}"
+
+    def _exports(self) -> str:
+        """The task's variables and the check's, as the check's shell sets them once it
+        runs as the task's user (read from its stdin: not in any argv, which others
+        may read, nor in the environment of root's steps). A name no shell can set is
+        left out."""
+        env = {**self.task.env, **self.check.environment}
+        return "".join(
+            f"export {name}={shlex.quote(value)}\n"
+            for name, value in env.items()
+            if SHELL_NAME.fullmatch(name)
+        )
+
+
+SHELL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def namespace_init(pid: int | None) -> int | None:

@@ -279,7 +279,7 @@ class CommandRunner:
     async def recover(self, pid: int, started_at: str | None) -> None:
         """Watch a task whose process outlived a slave restart (we are not its parent)."""
         self.pid, self.started_at = pid, started_at
-        if started_at is not None and _start_time(pid) == started_at:
+        if still_running(pid, started_at):
             await wait_pid_exit(pid)
         await self._ended(await asyncio.to_thread(read_exit, self.exit_file))
 
@@ -370,6 +370,12 @@ def _start_time(pid: int) -> str | None:
         return None
     fields = stat[stat.rfind(")") + 2 :].split()
     return fields[19] if len(fields) > 19 and fields[0] != "Z" else None
+
+
+def still_running(pid: int, started_at: str | None) -> bool:
+    """Whether `pid` is still the process that started at `started_at` (not one that
+    reuses its pid)."""
+    return started_at is not None and _start_time(pid) == started_at
 
 
 async def wait_pid_exit(pid: int) -> None:

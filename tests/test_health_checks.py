@@ -6,7 +6,11 @@ master's state and /metrics; the bounds a tenant's checks are held to."""
 
 from __future__ import annotations
 
+import asyncio
+import shutil
 import socket
+import subprocess
+import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -165,32 +169,71 @@ async def test_a_tcp_check_that_finds_nothing_listening_kills_the_task(rig: Rig)
     assert f"no connection to port {port}" in killed.message
 
 
+def preloadable(where: Path) -> Path | None:
+    """A library that, loaded into any process, leaves a mark in `where` named by its
+    uid (None: no C compiler here)."""
+    where.chmod(0o777)  # (any user leaves its mark)
+    compiler = shutil.which("cc")
+    if compiler is None:
+        return None
+    source, library = where / "mark.c", where / "mark.so"
+    source.write_text(
+        "#include <fcntl.h>\n#include <stdio.h>\n#include <unistd.h>\n"
+        "__attribute__((constructor)) static void mark(void) {\n"
+        f'  char p[512]; snprintf(p, sizeof p, "{where}/uid-%d", (int)getuid());\n'
+        "  close(open(p, O_CREAT | O_WRONLY, 0666)); }\n"
+    )
+    subprocess.run([compiler, "-shared", "-fPIC", "-o", library, source], check=True)
+    return library
+
+
+def marked(where: Path) -> list[str]:
+    return sorted(p.name for p in where.glob("uid-*"))
+
+
 async def test_a_command_check_runs_as_the_task_in_its_namespaces_and_cgroup() -> None:
     """On a slave that switches users, with PID namespaces and cgroups: the check runs
-    as the task's user, never root, in its PID namespace, its cgroup and its sandbox."""
+    as the task's user, never root, in its PID namespace, its cgroup and its sandbox,
+    with its variables; none of them (LD_PRELOAD) reaches a process of root's."""
     whoami = (
-        'echo "$(id -u) $(readlink /proc/self/ns/pid) $(sort /proc/self/cgroup | cksum) $(pwd)"'
+        'echo "$(id -u) $(readlink /proc/self/ns/pid) $(sort /proc/self/cgroup | cksum) '
+        '$(pwd) $GREETING"'
     )
-    check = quick(HealthCheckType.COMMAND, command=CommandCheck(value=f"{whoami} > check.out"))
-    async with shared_slave() as s:
-        task = TaskInfo(
-            task_id="cmd", slave_id=s.master.slave_id, resources=Resources(cpus=0.1, mem=64),
-            command=CommandInfo(value=f"{whoami} > task.out; sleep 300"), health_check=check,
-        )  # fmt: skip
-        launch = RunTasks(framework_id=ALICE, tasks=[task], principal="alice")
-        await s.master.bus.publish(T.slave("slave", s.master.slave_id), launch)
-        await s.master.reaches(ALICE, "cmd", TaskState.RUNNING)
-        await eventually(lambda: any(st.healthy for _, st in s.master.statuses), timeout=20)
-        sandbox = s.sandbox(ALICE, "cmd")
-        ran = (sandbox / "task.out").read_text().split()
-        checked = (sandbox / "check.out").read_text().split()
-        assert ran[0] != "0"
-        assert checked[:4] == ran[:4]  # its user, its PID namespace, its cgroups
-        assert checked[-1] == str(sandbox) == ran[-1]
-        await s.master.bus.publish(
-            T.slave("slave", s.master.slave_id), KillTask(framework_id=ALICE, task_id="cmd")
-        )
-        await s.master.ends(ALICE, "cmd")
+    marks = Path(tempfile.mkdtemp(prefix="drfmesos-preload-"))
+    library = await asyncio.to_thread(preloadable, marks)
+    env = {"GREETING": "hello"} | ({"LD_PRELOAD": str(library)} if library else {})
+    check = quick(
+        HealthCheckType.COMMAND,
+        command=CommandCheck(value=f"{whoami} > check.out", environment=env),
+    )
+    try:
+        async with shared_slave() as s:
+            task = TaskInfo(
+                task_id="cmd", slave_id=s.master.slave_id,
+                resources=Resources(cpus=0.1, mem=64), health_check=check,
+                command=CommandInfo(
+                    value=f"{whoami} > t; mv t task.out; sleep 300", environment={"GREETING": "hi"}
+                ),
+            )  # fmt: skip
+            launch = RunTasks(framework_id=ALICE, tasks=[task], principal="alice")
+            await s.master.bus.publish(T.slave("slave", s.master.slave_id), launch)
+            await s.master.reaches(ALICE, "cmd", TaskState.RUNNING)
+            await eventually(lambda: any(st.healthy for _, st in s.master.statuses), timeout=20)
+            sandbox = s.sandbox(ALICE, "cmd")
+            await eventually(lambda: (sandbox / "task.out").exists())
+            ran = (sandbox / "task.out").read_text().split()
+            checked = (sandbox / "check.out").read_text().split()
+            assert ran[0] != "0"
+            assert checked[:4] == ran[:4]  # its user, its PID namespace, its cgroups
+            assert checked[4:] == [str(sandbox), "hello"]
+            assert ran[4:] == [str(sandbox), "hi"]
+            if library is not None:  # loaded as the task's user, never as root
+                assert marked(marks) == [f"uid-{ran[0]}"]
+            kill = KillTask(framework_id=ALICE, task_id="cmd")
+            await s.master.bus.publish(T.slave("slave", s.master.slave_id), kill)
+            await s.master.ends(ALICE, "cmd")
+    finally:
+        await asyncio.to_thread(shutil.rmtree, marks, True)
 
 
 async def test_a_failing_command_check_says_its_exit_code(rig: Rig) -> None:

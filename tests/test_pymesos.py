@@ -19,6 +19,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+from test_health_checks import free_port, server
 
 from cluster.testing import reachable
 from cluster.testing.ha import HACluster, HAConfig
@@ -166,6 +167,40 @@ async def test_pymesos_sets_kill_policies_and_hears_task_killing(tmp_path: Path)
                 else:
                     assert 0.3 <= took < 1.2, took
                     assert not (sandboxes / task_id / "done").exists()
+
+
+async def test_pymesos_sets_an_http_health_check_and_sees_its_task_killed(tmp_path: Path) -> None:
+    """Mesos's HealthCheck in a TaskInfo: pymesos hears the task healthy, then unhealthy
+    once its HTTP check fails, then TASK_KILLED (healthy false) after 2 failures."""
+    need_mosquitto()
+    need_pymesos()
+    reachable(tmp_path)
+    port = free_port()
+    web = {
+        "task_id": {"value": "web"},
+        "name": "web",
+        "command": {"value": server(port)},
+        "health_check": {
+            "type": "HTTP", "http": {"port": port, "path": "/"}, "delay_seconds": 0,
+            "interval_seconds": 1, "timeout_seconds": 1, "consecutive_failures": 2,
+        },
+    }  # fmt: skip
+    slaves = [("slave-0", "--resources", "cpus:2;mem:1024", "--kill-grace", "1")]
+    async with secure_cluster(tmp_path, CLUSTER, PRINCIPALS[:3] + PRINCIPALS[4:], slaves) as c:
+        master = c.web.split("//")[1].rstrip("/")
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, str(LIFECYCLE), master, "team-a",
+            str(c.store.secret_file("team-a")), json.dumps([web]),
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        async with running(process) as fw:
+            framework_id = (await fw.until("REGISTERED"))[1]
+            health = "REASON_TASK_HEALTH_CHECK_STATUS_UPDATED"
+            await fw.first("STATUS", "web", "TASK_RUNNING", "true", health)
+            sandbox = tmp_path / "slave-0" / "sandboxes" / framework_id / "web"
+            await asyncio.to_thread((sandbox / "sick").touch)
+            await fw.first("STATUS", "web", "TASK_RUNNING", "false", health)
+            await fw.first("STATUS", "web", "TASK_KILLED", "false")
 
 
 def leader_infos(hosts: str, path: str = "/mesos") -> list[dict[str, Any]]:
