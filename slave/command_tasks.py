@@ -135,6 +135,8 @@ class CommandTasks:
 
         async def failed(why: str) -> None:
             self.health.stop(key)
+            if record.killing:  # (its framework asked to hear it)
+                await self._report(key[0], record.info, TaskState.KILLING, None, f"killing: {why}")
             limit = Limit(TaskState.KILLED, None, f"killed: {why}", hard=False)
             self._kills.start(record, record.grace(self.config), limit)
 

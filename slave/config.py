@@ -69,6 +69,7 @@ class TaskRecord:
     info_dump: dict[str, Any] | None = None  # `info` as the journal holds it (made once)
     principal: str = ""  # its framework's, as the master named it in the launch
     healthy: bool | None = None  # its health check's last verdict (None: none yet)
+    killing: bool = False  # its framework hears TASK_KILLING (RunTask.killing)
 
     def grace(self, config: SlaveConfig, policy: KillPolicy | None = None) -> float:
         """Its grace between SIGTERM and SIGKILL: the kill's policy, else its own, else

@@ -204,12 +204,12 @@ class Slave:
         self._loops = []
         if self.config.in_fleet:
             self.bus.route(self.inbox, None)
+        await self.health.close()  # (before the kills: no check starts one of its own)
         if kill_tasks:
             for record in self.tasks.values():
                 self.kills.start(record, record.grace(self.config))
             await self.kills.finish()
         await self.kills.cancel()
-        await self.health.close()
         for record in list(self.tasks.values()):
             if record.runner is not None:
                 await record.runner.close()
@@ -404,6 +404,7 @@ class Slave:
             return free, refused
         self.shut_down_frameworks.discard(msg.framework_id)
         record = TaskRecord(msg.framework_id, task, TaskState.STAGING, principal=msg.principal)
+        record.killing = msg.killing
         self.tasks[key] = record
         self.log.info("run.start", resources=task.resources, **ids)
         return free - task.resources, self._start(msg, record)
@@ -564,7 +565,8 @@ class Slave:
         self.health.stop(key)  # (no health updates once a kill begins)
         record.kill_reason = msg.reason or record.kill_reason
         if record.runner is not None:
-            if msg.killing and record.state not in (TaskState.KILLING, *TERMINAL_STATES):
+            killing = msg.killing or record.killing
+            if killing and record.state not in (TaskState.KILLING, *TERMINAL_STATES):
                 why = f"killing: SIGTERM, then SIGKILL after {grace:g} s"
                 await self._report(msg.framework_id, record.info, TaskState.KILLING, None, why)
             self.kills.start(record, grace)

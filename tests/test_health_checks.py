@@ -27,6 +27,7 @@ from protocol.wire.messages import (
     CommandCheck,
     CommandInfo,
     ContainerInfo,
+    FrameworkCapability,
     HealthCheck,
     HealthCheckType,
     HTTPCheck,
@@ -83,17 +84,7 @@ def quick(kind: HealthCheckType, failures: int = 2, **check: object) -> HealthCh
 async def launch(
     rig: Rig, fw: FakeFramework, task_id: str, command: str, check: HealthCheck
 ) -> Path:
-    offer = await fw.next_offer(after=rig.offers_used(fw))
-    rig._used[fw.inbox_id] = rig.offers_used(fw) + 1
-    task = TaskInfo(
-        task_id=task_id,
-        slave_id=offer.slave_id,
-        resources=Resources(cpus=0.1, mem=64),
-        command=CommandInfo(value=command),
-        health_check=check,
-    )
-    await fw.accept(offer, [task], refuse=0)
-    return rig.tmp / offer.slave_id / "sandboxes" / fw.framework_id / task_id
+    return await rig.launch(fw, command, task_id, health_check=check)
 
 
 def statuses(fw: FakeFramework, task_id: str) -> list[TaskStatus]:
@@ -157,7 +148,7 @@ async def test_failures_in_the_grace_period_before_a_first_success_do_not_count(
 
 
 async def test_a_tcp_check_that_finds_nothing_listening_kills_the_task(rig: Rig) -> None:
-    fw = await framework(rig)
+    fw = await framework(rig, FrameworkCapability.TASK_KILLING_STATE)
     await rig.start_slave("s1", Resources(cpus=2, mem=1024))
     port = free_port()
     check = quick(HealthCheckType.TCP, tcp=TCPCheck(port=port)).model_copy(
@@ -167,6 +158,8 @@ async def test_a_tcp_check_that_finds_nothing_listening_kills_the_task(rig: Rig)
     killed = await fw.update_for("deaf", TaskState.KILLED, timeout=20)
     assert killed.healthy is False
     assert f"no connection to port {port}" in killed.message
+    # a framework that asked hears TASK_KILLING first, as from any kill
+    assert [s.state for s in statuses(fw, "deaf")][-2:] == [TaskState.KILLING, TaskState.KILLED]
 
 
 def preloadable(where: Path) -> Path | None:

@@ -19,12 +19,10 @@ from protocol import mesos_json as mj
 from protocol.tooling.brokers import MosquittoBroker
 from protocol.transport.bus import Bus
 from protocol.wire.messages import (
-    CommandInfo,
     FrameworkCapability,
     Kill,
     KillPolicy,
     Reason,
-    TaskInfo,
     TaskState,
     TaskStatus,
     Update,
@@ -66,18 +64,9 @@ async def launch(
 ) -> Path:
     """Launch a command task with a kill policy of `grace` (None: none); its sandbox once
     the task is up, its trap set."""
-    offer = await fw.next_offer(after=rig.offers_used(fw))
-    rig._used[fw.inbox_id] = rig.offers_used(fw) + 1
-    task = TaskInfo(
-        task_id=task_id,
-        slave_id=offer.slave_id,
-        resources=Resources(cpus=0.1, mem=64),
-        command=CommandInfo(value=command),
-        kill_policy=KillPolicy(grace_period=grace) if grace is not None else None,
-    )
-    await fw.accept(offer, [task], refuse=0)
+    policy = KillPolicy(grace_period=grace) if grace is not None else None
+    sandbox = await rig.launch(fw, command, task_id, kill_policy=policy)
     await fw.update_for(task_id, TaskState.RUNNING)
-    sandbox = rig.tmp / offer.slave_id / "sandboxes" / fw.framework_id / task_id
     await eventually(lambda: (sandbox / "ready").exists())
     return sandbox
 
@@ -159,6 +148,7 @@ async def test_a_kill_in_its_grace_holds_up_nothing_else_on_the_slave(rig: Rig) 
     await fw.update_for("slow", TaskState.KILLED, timeout=5)
 
 
+@pytest.mark.timing
 async def test_task_killing_goes_to_the_frameworks_that_ask_for_it(rig: Rig) -> None:
     fw = await framework(rig, FrameworkCapability.TASK_KILLING_STATE)
     await rig.start_slave("s1", Resources(cpus=2, mem=1024))

@@ -135,6 +135,7 @@ def graceful_task(task_id: str, grace: float) -> dict[str, Any]:
     }
 
 
+@pytest.mark.timing  # graces measured on the slave's clock
 async def test_pymesos_sets_kill_policies_and_hears_task_killing(tmp_path: Path) -> None:
     """The task's kill policy (4 s, over the slave's 1 s) gives it time to finish; a KILL
     call's own (0.3 s) cuts another short; TASK_KILLING comes first (its capability)."""
@@ -200,6 +201,7 @@ async def test_pymesos_sets_an_http_health_check_and_sees_its_task_killed(tmp_pa
             sandbox = tmp_path / "slave-0" / "sandboxes" / framework_id / "web"
             await asyncio.to_thread((sandbox / "sick").touch)
             await fw.first("STATUS", "web", "TASK_RUNNING", "false", health)
+            await fw.first("STATUS", "web", "TASK_KILLING", "false")  # (it asked to hear it)
             await fw.first("STATUS", "web", "TASK_KILLED", "false")
 
 

@@ -11,6 +11,7 @@ import sys
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import msgpack
 import pytest
@@ -119,7 +120,10 @@ class Rig:
         task_id: str,
         resources: Resources | None = None,
         image: str | None = None,
-    ) -> None:
+        **fields: Any,
+    ) -> Path:
+        """Launch a command task on `fw`'s next offer (`fields`: more of its TaskInfo);
+        its sandbox."""
         offer = await fw.next_offer(after=self.offers_used(fw))
         self._used[fw.inbox_id] = self.offers_used(fw) + 1
         task = TaskInfo(
@@ -128,8 +132,10 @@ class Rig:
             resources=resources or Resources(cpus=0.1, mem=64),
             command=CommandInfo(value=command),
             container=ContainerInfo(image=image) if image is not None else None,
+            **fields,
         )
         await fw.accept(offer, [task], refuse=0)
+        return self.tmp / offer.slave_id / "sandboxes" / fw.framework_id / task_id
 
     def offers_used(self, fw: FakeFramework) -> int:
         return self._used.get(fw.inbox_id, 0)

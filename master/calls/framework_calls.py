@@ -278,6 +278,7 @@ class FrameworkCalls:
                     # whose tasks they are (the slave runs them as that principal's and
                     # reports it back): nobody's is proven on an insecure cluster
                     principal=fw.principal if self.shell.framework_ids.signed else "",
+                    killing=fw.task_killing,
                 ),
             )
         # the event stream hears of it after the slave is told (the task waits for that)
