@@ -27,8 +27,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import aiohttp
-
 from protocol.transport.aio import cancel_and_wait
 from protocol.wire.health import CommandCheck, HealthCheck, HealthCheckType
 from slave.isolator import Container
@@ -40,20 +38,35 @@ Probe = Callable[[], Awaitable[str | None]]
 
 
 async def http_probe(port: int, path: str, timeout: float) -> str | None:
-    """Healthy: an answer of 200-399 (Mesos's rule) to a GET, redirects not followed."""
+    """Healthy: an answer of 200-399 (Mesos's rule) to a GET, redirects not followed.
+
+    Only the answer's status line is read, on asyncio's streams, all of it within the
+    check's timeout: a slave installed lean has no HTTP client library, and the stdlib's
+    blocks (in a thread, a server that answers a byte at a time would hold it past the
+    timeout, and then the next check's). `path` is printable ASCII without spaces
+    (protocol.wire.health): it cannot break the request line."""
     url = f"http://127.0.0.1:{port}{path}"
+    request = f"GET {path} HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\nUser-Agent: drfmesos\r\n\r\n"
     try:
-        async with (
-            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout)) as http,
-            http.get(url, allow_redirects=False) as answer,
-        ):
-            if 200 <= answer.status < 400:
-                return None
-            return f"GET {url} answered {answer.status}"
+        async with asyncio.timeout(timeout):
+            reader, writer = await asyncio.open_connection("127.0.0.1", port, limit=1024)
+            try:
+                writer.write(request.encode("ascii"))
+                await writer.drain()
+                line = await reader.readline()
+            finally:
+                writer.close()
     except TimeoutError:
         return f"GET {url}: no answer in {timeout:g} s"
-    except aiohttp.ClientError as e:
-        return f"GET {url} failed: {e}"
+    except (OSError, ValueError) as e:  # (ValueError: a status line over the limit)
+        return f"GET {url} failed: {getattr(e, 'strerror', None) or e}"
+    version, _, rest = line.decode("latin-1").partition(" ")
+    code = rest[:3]
+    if not version.startswith("HTTP/") or not code.isdigit():
+        return f"GET {url}: not an HTTP answer"
+    if 200 <= int(code) < 400:
+        return None
+    return f"GET {url} answered {code}"
 
 
 async def tcp_probe(port: int, timeout: float) -> str | None:

@@ -7,6 +7,7 @@ master's state and /metrics; the bounds a tenant's checks are held to."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import shutil
 import socket
 import subprocess
@@ -41,6 +42,7 @@ from protocol.wire.messages import (
     Update,
 )
 from protocol.wire.resources import Resources
+from slave.health_checks import http_probe
 
 from fakes import FakeFramework
 from helpers import eventually
@@ -302,3 +304,34 @@ def test_health_checks_in_mesos_json() -> None:
     status = TaskStatus(task_id="t", state=TaskState.RUNNING, healthy=False)
     assert mj.status_to_mesos(status)["healthy"] is False
     assert "healthy" not in mj.status_to_mesos(TaskStatus(task_id="t", state=TaskState.RUNNING))
+
+
+async def test_an_http_check_reads_only_a_status_line_and_within_its_timeout() -> None:
+    """A task's server that answers a byte at a time, or not in HTTP, holds its check
+    no longer than its timeout, and fails it."""
+
+    async def drip(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        with contextlib.suppress(ConnectionError):
+            for byte in b"HTTP/1.0 200 OK\r\n":
+                writer.write(bytes([byte]))
+                await writer.drain()
+                await asyncio.sleep(0.2)
+
+    async def babble(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"SSH-2.0-OpenSSH\r\n")
+        await writer.drain()
+        writer.close()
+
+    for serve, why in ((drip, "no answer in 0.5 s"), (babble, "not an HTTP answer")):
+        server_ = await asyncio.start_server(serve, "127.0.0.1", 0)
+        port = server_.sockets[0].getsockname()[1]
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        answer = await http_probe(port, "/", timeout=0.5)
+        assert answer == f"GET http://127.0.0.1:{port}/: {why}"
+        assert loop.time() - started < 1.0
+        server_.close()
+        await server_.wait_closed()
+    assert await http_probe(free_port(), "/", timeout=0.5) is not None  # nothing listens
