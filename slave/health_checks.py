@@ -18,9 +18,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import re
-import shlex
-import shutil
 import signal
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -29,9 +26,9 @@ from typing import Any
 
 from protocol.transport.aio import cancel_and_wait
 from protocol.wire.health import CommandCheck, HealthCheck, HealthCheckType
+from slave.confine import Join, Start
 from slave.isolator import Container
 from slave.runners import CommandRunner, Run, still_running
-from slave.task_env import DEFAULT_PATH
 
 Probe = Callable[[], Awaitable[str | None]]
 """One check: None if healthy, else why not (a sentence for people)."""
@@ -101,49 +98,36 @@ class CommandProbe:
     def __init__(self, check: CommandCheck, task: TaskProcess, timeout: float) -> None:
         self.check, self.task, self.timeout = check, task, timeout
 
-    def argv(self) -> list[str] | str:
-        """The check's argv, or why it cannot run (its task is gone)."""
-        task, user, confinement = self.task, self.task.run.user, self.task.run.confinement
-        join, root_join = "", ""
+    def start(self) -> Start | str:
+        """How the check starts (slave.confine), or why it cannot (its task is gone)."""
+        task, run = self.task, self.task.run
+        join: Join = ("", {})
+        root_joins = False
         if task.container is not None:
-            join, _ = task.container.join()
-            switches = user is not None and confinement.switches(user)
-            if switches and user is not None and not task.container.delegate(user.uid, user.gid):
-                join, root_join = "", join  # (cgroup v2: root joins, as for the task)
-        # (its variables come on stdin, after the switch: see `_exports`)
-        args = ["/bin/sh", "-c", 'eval "$(cat)" || exit 125\n' + join + self.check.value]
-        if user is not None and confinement.switches(user):
-            groups = "--init-groups" if user.account is not None else "--clear-groups"
-            ids = ["--reuid", str(user.uid), "--regid", str(user.gid), groups]
-            args = [confinement.setpriv, *ids, "--", *args]
-        if confinement.pid_namespace:
+            join = task.container.join()
+            if run.user is not None:
+                root_joins = not task.container.delegate(run.user.uid, run.user.gid)
+        init = None
+        if run.confinement.pid_namespace:
             pid, started_at = task.runner.pid, task.runner.started_at
             # (its pid, once reaped, may be another's: then nothing is entered)
             init = namespace_init(pid) if pid and still_running(pid, started_at) else None
             if init is None:
                 return "the task is not running"
-            nsenter = shutil.which("nsenter") or "nsenter"
-            # (entering a mount namespace moves a process to its root: root goes back to
-            # the sandbox, by its path there, before it drops to the task's user)
-            cd = ["/bin/sh", "-c", 'cd -- "$0" && exec "$@"', str(task.sandbox)]
-            args = [nsenter, "--target", str(init), "--pid", "--mount", "--", *cd, *args]
-        if root_join:
-            args = ["/bin/sh", "-c", root_join + 'exec "$@"', "drfmesos-join", *args]
-        return args
+        env = {**task.env, **self.check.environment}
+        return run.confinement.check(
+            self.check.value, run.user, env, join,
+            root_joins=root_joins, namespace=init, sandbox=str(task.sandbox),
+        )  # fmt: skip
 
     async def __call__(self) -> str | None:
-        args = self.argv()
-        if isinstance(args, str):
-            return args
-        # root's steps (nsenter, setpriv, a join) run with the slave's few variables
-        # alone: a tenant's LD_PRELOAD must never reach a process of root's
-        env = {"PATH": DEFAULT_PATH}
-        if self.task.container is not None:
-            env.update(self.task.container.join()[1])
+        start = self.start()
+        if isinstance(start, str):
+            return start
         proc = await asyncio.create_subprocess_exec(
-            *args,
+            *start.args,
             cwd=self.task.sandbox,
-            env=env,
+            env=start.env,  # (root's: the task's variables are in the script, on stdin)
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.DEVNULL,
@@ -153,7 +137,7 @@ class CommandProbe:
             async with asyncio.timeout(self.timeout):
                 assert proc.stdin is not None
                 with contextlib.suppress(ConnectionError):  # (it ended first: its code says)
-                    proc.stdin.write(self._exports().encode())
+                    proc.stdin.write(start.script or b"")
                     await proc.stdin.drain()
                 proc.stdin.close()
                 code = await proc.wait()
@@ -165,21 +149,6 @@ class CommandProbe:
                     os.killpg(proc.pid, signal.SIGKILL)
                 await asyncio.shield(proc.wait())
         return None if code == 0 else f"the command exited with code {code}"
-
-    def _exports(self) -> str:
-        """The task's variables and the check's, as the check's shell sets them once it
-        runs as the task's user (read from its stdin: not in any argv, which others
-        may read, nor in the environment of root's steps). A name no shell can set is
-        left out."""
-        env = {**self.task.env, **self.check.environment}
-        return "".join(
-            f"export {name}={shlex.quote(value)}\n"
-            for name, value in env.items()
-            if SHELL_NAME.fullmatch(name)
-        )
-
-
-SHELL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def namespace_init(pid: int | None) -> int | None:

@@ -3,6 +3,7 @@ client sends is read as Mesos reads it, and what we cannot serve is refused by n
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
@@ -70,6 +71,9 @@ def test_subscribe_as_another_principal_or_with_two_roles_is_refused() -> None:
         subscribe({"name": "a", "roles": ["x", "y"]})
     with pytest.raises(SchedulerCallError, match="framework_info"):
         subscribe_of(parse_call({"type": "SUBSCRIBE"}), "team", "inbox", "inc")
+    for timeout in (math.inf, math.nan, 1e308, "inf", "soon"):  # (a 400 each, with why)
+        with pytest.raises(SchedulerCallError, match="failover_timeout"):
+            subscribe({"name": "a", "failover_timeout": timeout})
 
 
 def test_accept_launches_command_and_executor_tasks() -> None:

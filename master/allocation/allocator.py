@@ -483,7 +483,12 @@ class Allocator:
         if floors is None or fits_one(slave.unallocated, floors) or slave_id in self.reservations:
             self.dirty.add(slave_id)
         if refuse_seconds:
-            fw.filters[slave_id] = Filter(now + refuse_seconds, resources.millis)
+            # what it refused, naming the slave's other resources at 0 as its free does:
+            # the same filter (within reads a name missing as 0), but the usual refusal --
+            # the very resources free now, cpus all taken -- then compares equal at C speed
+            refused = dict.fromkeys(free, 0)
+            refused.update(delta)
+            fw.filters[slave_id] = Filter(now + refuse_seconds, refused)
             self._lapses.at(now + refuse_seconds, slave_id)
 
     def _standing(self) -> set[Lapse]:

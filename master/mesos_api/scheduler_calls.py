@@ -162,7 +162,7 @@ def subscribe_of(call: MesosCall, principal: str, inbox: str, incarnation: str) 
         Subscribe,
         name=info.get("name") or "mesos-framework",
         role=roles[0],
-        failover_timeout=float(info.get("failover_timeout") or 0.0),
+        failover_timeout=info.get("failover_timeout") or 0.0,  # (validated as ours)
         framework_id=framework_id,
         inbox=inbox,
         incarnation=incarnation,
