@@ -42,6 +42,7 @@ class Report(Protocol):
 # user, in the sandbox (the slave reads it without following a link); an image task's,
 # podman's (root), in the task's run dir, `runs/<framework>/<task>/`, the slave's alone.
 SANDBOX_EXIT_FILE = ".exit_status"
+ENDED_WITHIN = 10.0  # seconds a kill waits, after its SIGKILL, for the task's end to land
 EXIT_FILE = "exit_status"
 
 
@@ -276,6 +277,8 @@ class CommandRunner:
         if self._watcher is not None:
             await asyncio.wait({self._watcher}, timeout=grace)
         _signal_group(pid, signal.SIGKILL)  # whatever of the group is left: no orphans
+        if self._watcher is not None:  # (its end reported, its container gone, then back)
+            await asyncio.wait({self._watcher}, timeout=ENDED_WITHIN)
 
     async def recover(self, pid: int, started_at: str | None) -> None:
         """Watch a task whose process outlived a slave restart (we are not its parent)."""
