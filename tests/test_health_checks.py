@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import shutil
-import socket
 import subprocess
 import tempfile
 from collections.abc import AsyncIterator
@@ -18,12 +17,10 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 from test_isolation_tenants import ALICE, T, shared_slave
-from test_kill_policies import framework
-from test_slave import Rig, master_rig
 
 from master.http.metrics import exposition, registry_for
 from protocol import mesos_json as mj
-from protocol.tooling.brokers import MosquittoBroker
+from protocol.tooling.brokers import MosquittoBroker, free_port
 from protocol.wire.messages import (
     CommandCheck,
     CommandInfo,
@@ -44,35 +41,15 @@ from protocol.wire.messages import (
 from protocol.wire.resources import Resources
 from slave.health_checks import http_probe
 
-from fakes import FakeFramework
-from helpers import eventually
+from harness.fakes import FakeFramework
+from harness.helpers import eventually
+from harness.slave import Rig, http_server, master_rig
 
 
 @pytest.fixture
 async def rig(mosquitto: MosquittoBroker, tmp_path: Path) -> AsyncIterator[Rig]:
     async with master_rig(mosquitto, tmp_path) as r:
         yield r
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-def server(port: int) -> str:
-    """A task that serves HTTP on `port`: 200, or 500 once `sick` is in its sandbox."""
-    program = (
-        "import http.server, os\n"
-        "class H(http.server.BaseHTTPRequestHandler):\n"
-        "    def do_GET(self):\n"
-        "        self.send_response(500 if os.path.exists('sick') else 200)\n"
-        "        self.end_headers()\n"
-        "    def log_message(self, *a): pass\n"
-        f"http.server.HTTPServer(('127.0.0.1', {port}), H).serve_forever()\n"
-    )
-    return f'/usr/bin/python3 -c "{program}"'
 
 
 def quick(kind: HealthCheckType, failures: int = 2, **check: object) -> HealthCheck:
@@ -109,17 +86,17 @@ async def verdict(fw: FakeFramework, task_id: str, healthy: bool) -> TaskStatus:
 
 
 async def test_a_task_whose_http_check_starts_failing_is_reported_and_killed(rig: Rig) -> None:
-    fw = await framework(rig)
+    fw = await rig.framework()
     slave = await rig.start_slave("s1", Resources(cpus=2, mem=1024), pid_namespace=True)
     port = free_port()
     check = quick(HealthCheckType.HTTP, http=HTTPCheck(port=port, path="/health"))
-    sandbox = await launch(rig, fw, "web", server(port), check)
+    sandbox = await launch(rig, fw, "web", http_server(port), check)
     answer = f"GET http://127.0.0.1:{port}/health answered 500"
     healthy = await verdict(fw, "web", True)
     assert healthy.message == "its health check passed"
-    view = next(t for t in rig.master.state().tasks if t.task_id == "web")
+    view = next(t for t in rig.master.views.state().tasks if t.task_id == "web")
     assert view.healthy is True
-    metrics = exposition(registry_for(rig.master)).decode()
+    metrics = exposition(registry_for(rig.master.views)).decode()
     assert 'drfmesos_tasks_health{health="healthy"} 1.0' in metrics
 
     (sandbox / "sick").touch()
@@ -133,24 +110,24 @@ async def test_a_task_whose_http_check_starts_failing_is_reported_and_killed(rig
     assert [s.healthy for s in statuses(fw, "web") if s.reason == health] == [True, False]
     assert statuses(fw, "web")[-1].state == TaskState.KILLED
     assert (fw.framework_id, "web") not in slave.health
-    metrics = exposition(registry_for(rig.master)).decode()
+    metrics = exposition(registry_for(rig.master.views)).decode()
     assert 'drfmesos_tasks_health{health="healthy"} 0.0' in metrics
 
 
 async def test_failures_in_the_grace_period_before_a_first_success_do_not_count(rig: Rig) -> None:
-    fw = await framework(rig)
+    fw = await rig.framework()
     await rig.start_slave("s1", Resources(cpus=2, mem=1024))
     port = free_port()
     # nothing listens for its first 2 s: inside its 5 s of grace, one failure is enough
     # to kill it, and it is not killed; once it listens it is healthy
     check = quick(HealthCheckType.TCP, failures=1, tcp=TCPCheck(port=port))
-    await launch(rig, fw, "late", f"sleep 2; exec {server(port)}", check)
+    await launch(rig, fw, "late", f"sleep 2; exec {http_server(port)}", check)
     await verdict(fw, "late", True)
     assert not [s for s in statuses(fw, "late") if s.healthy is False]
 
 
 async def test_a_tcp_check_that_finds_nothing_listening_kills_the_task(rig: Rig) -> None:
-    fw = await framework(rig, FrameworkCapability.TASK_KILLING_STATE)
+    fw = await rig.framework(capabilities=[FrameworkCapability.TASK_KILLING_STATE])
     await rig.start_slave("s1", Resources(cpus=2, mem=1024))
     port = free_port()
     check = quick(HealthCheckType.TCP, tcp=TCPCheck(port=port)).model_copy(
@@ -232,7 +209,7 @@ async def test_a_command_check_runs_as_the_task_in_its_namespaces_and_cgroup() -
 
 
 async def test_a_failing_command_check_says_its_exit_code(rig: Rig) -> None:
-    fw = await framework(rig)
+    fw = await rig.framework()
     await rig.start_slave("s1", Resources(cpus=2, mem=1024))
     check = quick(HealthCheckType.COMMAND, failures=1, command=CommandCheck(value="exit 7"))
     check = check.model_copy(update={"grace_period_seconds": 0})

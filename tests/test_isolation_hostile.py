@@ -26,7 +26,7 @@ from protocol.wire.messages import CommandInfo, ExecutorInfo, TaskState
 from protocol.wire.resources import Resources
 from slave.isolator import container_name
 
-from helpers import eventually
+from harness.helpers import eventually
 
 # what every process the library is loaded into records: a file named after how it was
 # loaded, its effective uid, its command and its pid (an empty file: no user's file

@@ -12,12 +12,9 @@ from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
-from test_preemption_live import CLUSTER, Runner, start
-from test_slave import Rig, T, _group, master_rig
 
 from protocol import mesos_json as mj
 from protocol.tooling.brokers import MosquittoBroker
-from protocol.transport.bus import Bus
 from protocol.wire.messages import (
     FrameworkCapability,
     Kill,
@@ -29,8 +26,9 @@ from protocol.wire.messages import (
 )
 from protocol.wire.resources import Resources
 
-from fakes import FakeFramework
-from helpers import eventually, live_cluster
+from harness.fakes import FakeFramework
+from harness.helpers import eventually
+from harness.slave import Rig, T, group_members, master_rig
 
 # a task that finishes its work on SIGTERM: 1.5 s of it (over the rig slave's default
 # grace of 1 s), then a mark in its sandbox; `ready` once its trap is set
@@ -46,17 +44,6 @@ STUBBORN = "trap 'echo ignored' TERM; echo up > ready; while :; do sleep 0.05; d
 async def rig(mosquitto: MosquittoBroker, tmp_path: Path) -> AsyncIterator[Rig]:
     async with master_rig(mosquitto, tmp_path) as r:
         yield r
-
-
-async def framework(rig: Rig, *capabilities: FrameworkCapability) -> FakeFramework:
-    name = "fw"
-    bus = await rig.stack.enter_async_context(
-        Bus(rig.broker.url, name=name, inbox=T.framework("framework", name))
-    )
-    fw = FakeFramework(bus, T, name, acknowledging=True)
-    await bus.subscribe(T.framework("framework", name), fw.receive)
-    await fw.subscribe(name, failover_timeout=60, capabilities=list(capabilities))
-    return fw
 
 
 async def launch(
@@ -97,7 +84,7 @@ async def killed_after(fw: FakeFramework, task_id: str, sent: float) -> tuple[Ta
 async def test_a_task_that_traps_sigterm_gets_its_grace_and_no_more(
     rig: Rig, pid_namespace: bool
 ) -> None:
-    fw = await framework(rig)
+    fw = await rig.framework()
     slave = await rig.start_slave("s1", Resources(cpus=2, mem=1024), pid_namespace=pid_namespace)
     # its kill policy (4 s) over the slave's 1 s: it finishes its 1.5 s of work, and ends
     graceful = await launch(rig, fw, "graceful", GRACEFUL, grace=4)
@@ -111,7 +98,7 @@ async def test_a_task_that_traps_sigterm_gets_its_grace_and_no_more(
     pgid = slave.tasks[(fw.framework_id, "stubborn")].runner.pid  # type: ignore[union-attr]
     _, took = await killed_after(fw, "stubborn", await kill(fw, "stubborn"))
     assert 2.0 <= took < 3.0, took
-    await eventually(lambda: _group(pgid) == [])
+    await eventually(lambda: group_members(pgid) == [])
 
     # the kill's own grace over the task's: cut short, its work undone
     short = await launch(rig, fw, "short", GRACEFUL, grace=4)
@@ -128,7 +115,7 @@ async def test_a_task_that_traps_sigterm_gets_its_grace_and_no_more(
 
 @pytest.mark.timing
 async def test_a_tenants_grace_is_held_to_the_slaves_most(rig: Rig) -> None:
-    fw = await framework(rig)
+    fw = await rig.framework()
     await rig.start_slave("s1", Resources(cpus=2, mem=1024), max_kill_grace=0.5)
     await launch(rig, fw, "greedy", STUBBORN, grace=3600)
     _, took = await killed_after(fw, "greedy", await kill(fw, "greedy"))
@@ -136,7 +123,7 @@ async def test_a_tenants_grace_is_held_to_the_slaves_most(rig: Rig) -> None:
 
 
 async def test_a_kill_in_its_grace_holds_up_nothing_else_on_the_slave(rig: Rig) -> None:
-    fw = await framework(rig)
+    fw = await rig.framework()
     await rig.start_slave("s1", Resources(cpus=2, mem=1024))
     await launch(rig, fw, "slow", STUBBORN, grace=20)
     await kill(fw, "slow")
@@ -150,7 +137,7 @@ async def test_a_kill_in_its_grace_holds_up_nothing_else_on_the_slave(rig: Rig) 
 
 @pytest.mark.timing
 async def test_task_killing_goes_to_the_frameworks_that_ask_for_it(rig: Rig) -> None:
-    fw = await framework(rig, FrameworkCapability.TASK_KILLING_STATE)
+    fw = await rig.framework(capabilities=[FrameworkCapability.TASK_KILLING_STATE])
     await rig.start_slave("s1", Resources(cpus=2, mem=1024))
     await launch(rig, fw, "t", GRACEFUL, grace=4)
     await kill(fw, "t")
@@ -163,7 +150,7 @@ async def test_task_killing_goes_to_the_frameworks_that_ask_for_it(rig: Rig) -> 
 
 
 async def test_no_task_killing_for_a_framework_that_did_not_ask(rig: Rig) -> None:
-    fw = await framework(rig)
+    fw = await rig.framework()
     await rig.start_slave("s1", Resources(cpus=2, mem=1024))
     await launch(rig, fw, "t", STUBBORN, grace=0.2)
     await kill(fw, "t")
@@ -184,43 +171,3 @@ def test_a_kill_policy_is_bounded_on_the_wire_and_in_mesos_json() -> None:
     for bad_json in ({"grace_period": {"nanoseconds": -1}}, {"grace_period": 5}, [1]):
         with pytest.raises(mj.MesosJSONError):
             mj.kill_policy_from_mesos(bad_json)
-
-
-def in_sandboxes(work: Path, framework_id: str | None, pattern: str) -> list[Path]:
-    """The files of `pattern` in a live cluster's slaves' sandboxes of a framework."""
-    return list(work.glob(f"slave-*/sandboxes/{framework_id}/{pattern}"))
-
-
-@pytest.mark.timing
-async def test_a_preempted_task_gets_its_grace(mosquitto: MosquittoBroker, tmp_path: Path) -> None:
-    """test_preemption_live's scene (hog's youngest task goes, for late), hog's tasks
-    trapping SIGTERM with a kill policy of 4 s, on slaves whose own grace is 1 s."""
-    master = ["--policy", "drf", "--allocation-interval", "0.2"]
-    master += ["--preemption-timeout", "1", "--preemption-notice", "1"]
-    slave = ["--kill-grace", "1"]
-    modest = Runner("modest", limit=1, declare=0)
-    hog = Runner("hog", limit=10, declare=None, command=GRACEFUL, kill_grace_period=4)
-    late = Runner("late", limit=2, declare=2)
-    drivers = []
-    async with live_cluster(mosquitto.url, CLUSTER, tmp_path, master, slave):
-        try:
-            drivers.append(await start(mosquitto, modest))
-            await modest.wait(lambda: len(modest.running()) == 1)
-            drivers.append(hog_driver := await start(mosquitto, hog, task_killing=True))
-            await hog.wait(lambda: len(hog.running()) == 3)
-            fid = hog_driver.framework_id
-            await eventually(lambda: len(in_sandboxes(tmp_path, fid, "hog-*/ready")) == 3)
-            drivers.append(await start(mosquitto, late))
-            await late.wait(lambda: len(late.running()) == 1)
-
-            ends = {s.state: s for _, s in hog.statuses if s.task_id == "hog-3"}
-            killing, killed = ends[TaskState.KILLING], ends[TaskState.KILLED]
-            assert killed.reason == Reason.TASK_PREEMPTED
-            # it finished its 1.5 s of work in its grace, over the slave's 1 s
-            assert 1.5 <= killed.timestamp - killing.timestamp < 3.0
-            (done,) = in_sandboxes(tmp_path, fid, "hog-3/done")
-            assert done.read_text() == "graceful\n"
-        finally:
-            for driver in drivers:
-                driver.stop()
-                await driver.join()

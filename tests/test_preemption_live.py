@@ -27,7 +27,7 @@ from frameworks import (
 )
 from protocol.tooling.brokers import MosquittoBroker
 
-from helpers import live_cluster, until
+from harness.helpers import eventually, live_cluster, until
 
 CLUSTER = "preempt"
 TASK = Resources(cpus=1, mem=128)
@@ -178,3 +178,50 @@ async def test_a_starving_framework_gets_room_from_the_one_over_its_share(
         for driver in drivers:
             driver.stop()
             await driver.join()
+
+
+# a task that finishes 1.5 s of work on SIGTERM, then leaves a mark; `ready` once trapping
+GRACEFUL = (
+    "trap 'sleep 1.5; echo graceful > done; exit 0' TERM; echo up > ready; "
+    "while :; do sleep 0.05; done"
+)
+
+
+def in_sandboxes(work: Path, framework_id: str | None, pattern: str) -> list[Path]:
+    """The files of `pattern` in a live cluster's slaves' sandboxes of a framework."""
+    return list(work.glob(f"slave-*/sandboxes/{framework_id}/{pattern}"))
+
+
+@pytest.mark.timing
+async def test_a_preempted_task_gets_its_grace(mosquitto: MosquittoBroker, tmp_path: Path) -> None:
+    """test_preemption_live's scene (hog's youngest task goes, for late), hog's tasks
+    trapping SIGTERM with a kill policy of 4 s, on slaves whose own grace is 1 s."""
+    master = ["--policy", "drf", "--allocation-interval", "0.2"]
+    master += ["--preemption-timeout", "1", "--preemption-notice", "1"]
+    slave = ["--kill-grace", "1"]
+    modest = Runner("modest", limit=1, declare=0)
+    hog = Runner("hog", limit=10, declare=None, command=GRACEFUL, kill_grace_period=4)
+    late = Runner("late", limit=2, declare=2)
+    drivers = []
+    async with live_cluster(mosquitto.url, CLUSTER, tmp_path, master, slave):
+        try:
+            drivers.append(await start(mosquitto, modest))
+            await modest.wait(lambda: len(modest.running()) == 1)
+            drivers.append(hog_driver := await start(mosquitto, hog, task_killing=True))
+            await hog.wait(lambda: len(hog.running()) == 3)
+            fid = hog_driver.framework_id
+            await eventually(lambda: len(in_sandboxes(tmp_path, fid, "hog-*/ready")) == 3)
+            drivers.append(await start(mosquitto, late))
+            await late.wait(lambda: len(late.running()) == 1)
+
+            ends = {s.state: s for _, s in hog.statuses if s.task_id == "hog-3"}
+            killing, killed = ends[TaskState.KILLING], ends[TaskState.KILLED]
+            assert killed.reason == Reason.TASK_PREEMPTED
+            # it finished its 1.5 s of work in its grace, over the slave's 1 s
+            assert 1.5 <= killed.timestamp - killing.timestamp < 3.0
+            (done,) = in_sandboxes(tmp_path, fid, "hog-3/done")
+            assert done.read_text() == "graceful\n"
+        finally:
+            for driver in drivers:
+                driver.stop()
+                await driver.join()

@@ -19,13 +19,14 @@ from typing import Any
 
 import aiohttp
 import pytest
-from test_health_checks import free_port, server
 
 from cluster.testing import reachable
 from cluster.testing.ha import HACluster, HAConfig
+from protocol.tooling.brokers import free_port
 
 from conftest import need_mosquitto, need_zookeeper
-from helpers import eventually, secure_cluster
+from harness.helpers import eventually, secure_cluster
+from harness.slave import http_server
 from task_python import task_env_args
 
 CLUSTER = "pymesos"
@@ -180,7 +181,7 @@ async def test_pymesos_sets_an_http_health_check_and_sees_its_task_killed(tmp_pa
     web = {
         "task_id": {"value": "web"},
         "name": "web",
-        "command": {"value": server(port)},
+        "command": {"value": http_server(port)},
         "health_check": {
             "type": "HTTP", "http": {"port": port, "path": "/"}, "delay_seconds": 0,
             "interval_seconds": 1, "timeout_seconds": 1, "consecutive_failures": 2,

@@ -28,7 +28,7 @@ from protocol.tooling.brokers import BrokerURL, MosquittoBroker, end_process
 from protocol.transport.aio import within
 from protocol.wire.messages import TaskState, TaskStatus
 
-from helpers import live_cluster, secure_cluster
+from harness.helpers import live_cluster, secure_cluster
 
 CLUSTER = "run"
 

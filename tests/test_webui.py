@@ -13,11 +13,9 @@ import base64
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -26,16 +24,8 @@ from pathlib import Path
 
 import pytest
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
-ARTIFACTS = Path(os.environ.get("DRFMESOS_ARTIFACTS", Path(__file__).parent.parent / "artifacts"))
-
-
-def need_chromium() -> None:
-    if not (os.access(CHROMIUM, os.X_OK) and os.access(CHROMEDRIVER, os.X_OK)):
-        if os.environ.get("CI"):
-            pytest.fail("chromium and chromium-driver are not installed; .ci/run installs them")
-        pytest.skip("chromium and chromium-driver are not installed (apt-get install ...)")
+from harness.browser import ARTIFACTS, shot
+from harness.browser import browser as browser
 
 
 @pytest.fixture
@@ -79,28 +69,6 @@ def run_demo(tmp_path: Path, *extra: str) -> Iterator[tuple[str, str, subprocess
             proc.wait()
 
 
-@pytest.fixture
-def browser() -> Iterator[object]:
-    need_chromium()
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    profile = tempfile.mkdtemp(prefix="drfmesos-chromium-")
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run", "--window-size=1280,1800",
-                 f"--user-data-dir={profile}"):  # fmt: skip
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    try:
-        yield driver
-    finally:
-        driver.quit()
-        shutil.rmtree(profile, ignore_errors=True)
-
-
 def _child_running(root: int, args: list[str]) -> int:
     """The pid of a process under `root` (only our own demo's, never another run's) whose
     command line holds `args` in order."""
@@ -120,12 +88,6 @@ def _child_running(root: int, args: list[str]) -> int:
         if ancestor == root and pid != root and "\0".join(args) in joined:
             return pid
     raise AssertionError(f"no {args} under {root}")
-
-
-def shot(driver: object, name: str) -> None:
-    folder = ARTIFACTS / "webui"
-    folder.mkdir(parents=True, exist_ok=True)
-    driver.save_screenshot(str(folder / f"{name}.png"))  # type: ignore[attr-defined]
 
 
 def sign_in(driver: object, user: str, secret: str) -> None:
@@ -253,7 +215,14 @@ def test_the_web_ui_shows_the_demo_live(
     )
 
     def text(css: str) -> str:
-        return str(d.find_element(By.CSS_SELECTOR, css).text)  # type: ignore[attr-defined]
+        # the live tables are redrawn as the books change: an element found may be gone
+        # by the time it is read, and is found again in the redrawn table
+        for _ in range(100):
+            try:
+                return str(d.find_element(By.CSS_SELECTOR, css).text)  # type: ignore[attr-defined]
+            except StaleElementReferenceException:
+                continue
+        raise AssertionError(f"{css} was redrawn under every read")
 
     def shares() -> dict[str, str]:  # read in one go: the table is redrawn as shares change
         return dict(
