@@ -23,10 +23,15 @@ from frameworks.executor import Executor, ExecutorDriver
 from frameworks.scheduler import Scheduler, build_task, offer_resources
 from protocol.tooling.brokers import BrokerURL
 from protocol.wire.messages import (
+    CommandCheck,
     CommandInfo,
     ContainerInfo,
     ExecutorInfo,
     Filters,
+    HealthCheck,
+    HealthCheckType,
+    HTTPCheck,
+    KillPolicy,
     Offer,
     PreemptedTask,
     Preempting,
@@ -36,6 +41,7 @@ from protocol.wire.messages import (
     TaskRequest,
     TaskState,
     TaskStatus,
+    TCPCheck,
 )
 from protocol.wire.resources import Resources
 
@@ -44,6 +50,7 @@ __all__ = [
     "BrokerRefused",
     "BrokerURL",
     "BrokerUnreachable",
+    "CommandCheck",
     "CommandInfo",
     "ContainerInfo",
     "DriverError",
@@ -52,6 +59,10 @@ __all__ = [
     "ExecutorInfo",
     "Filters",
     "FrameworkRemoved",
+    "HTTPCheck",
+    "HealthCheck",
+    "HealthCheckType",
+    "KillPolicy",
     "MasterUnreachable",
     "Offer",
     "PreemptedTask",
@@ -64,6 +75,7 @@ __all__ = [
     "SchedulerDriver",
     "Source",
     "SubscribeRefused",
+    "TCPCheck",
     "TaskInfo",
     "TaskRequest",
     "TaskState",

@@ -16,6 +16,7 @@ from typing import Any, ParamSpec
 from frameworks.errors import DriverError
 from protocol.wire.messages import (
     MAX_RECONCILE_TASKS,
+    Acknowledge,
     Offer,
     Reconcile,
     ReconcileTask,
@@ -28,6 +29,16 @@ from protocol.wire.topics import check_segment
 P = ParamSpec("P")
 
 ENDLESS = 1_000_000  # the largest count `request_resources` takes: "as many as I can get"
+
+
+def acknowledgement(framework_id: str, status: TaskStatus) -> Acknowledge:
+    """What acknowledges a status update (one that carries a uuid), to the master."""
+    return Acknowledge(
+        framework_id=framework_id,
+        slave_id=status.slave_id,
+        task_id=status.task_id,
+        uuid=status.uuid or "",
+    )
 
 
 def launch_checked(

@@ -18,6 +18,7 @@ from typing import Literal, TypeVar
 
 from frameworks import errors
 from frameworks.calls import (
+    acknowledgement,
     launch_checked,
     made_at_once,
     reconcile_calls,
@@ -35,7 +36,6 @@ from protocol.transport.leader import LeaderWatch
 from protocol.transport.patience import Patience
 from protocol.wire.messages import (
     Accept,
-    Acknowledge,
     Decline,
     Error,
     Failure,
@@ -44,6 +44,7 @@ from protocol.wire.messages import (
     FrameworkMessage,
     Heartbeat,
     Kill,
+    KillPolicy,
     Leader,
     Message,
     Offer,
@@ -140,6 +141,7 @@ class SchedulerDriver:
         implicit_acknowledgements: bool = True,
         min_offer: Iterable[Resources] = (),
         partition_aware: bool = False,
+        task_killing: bool = False,
     ) -> None:
         """Connect to `broker` (`mqtt[s]://PRINCIPAL@host:port`, a `BrokerURL` with its CA
         and secret file, or a transport Connector) as framework `name` of `cluster`.
@@ -160,7 +162,8 @@ class SchedulerDriver:
         driver disconnects, for a successor that subscribes with `framework_id`.
 
         `partition_aware`: hear Mesos 1.1's finer states (TASK_DROPPED, TASK_UNREACHABLE,
-        TASK_GONE, ...) in place of TASK_LOST (examples/task-states.md).
+        TASK_GONE, ...) in place of TASK_LOST (examples/task-states.md). `task_killing`:
+        hear TASK_KILLING as a kill begins, before its grace (TASK_KILLING_STATE).
 
         `weight`: leave it out. A role's weight is the operator's (`drfmesos weights`); a
         weight other than the configured one is refused at subscribe."""
@@ -177,7 +180,8 @@ class SchedulerDriver:
         self.framework_id = framework_id
         self.implicit_acknowledgements = implicit_acknowledgements
         self.min_offer = [r for r in min_offer if r]
-        self.capabilities = [FrameworkCapability.PARTITION_AWARE] if partition_aware else []
+        wants = {"PARTITION_AWARE": partition_aware, "TASK_KILLING_STATE": task_killing}
+        self.capabilities = [FrameworkCapability(c) for c, on in wants.items() if on]
         self.master_id = ""
         self.master_epoch = 0  # the epoch of the master we subscribed with
         self._resubscribing: asyncio.Future[None] | None = None
@@ -456,13 +460,16 @@ class SchedulerDriver:
         self._call(Request(framework_id=self.framework_id or "", requests=wanted))
 
     @made_at_once
-    def kill_task(self, task_id: str, slave_id: str | None = None) -> None:
-        """Kill a task: it ends TASK_KILLED (SIGTERM, then SIGKILL after a grace)."""
+    def kill_task(
+        self, task_id: str, slave_id: str | None = None, grace_period: float | None = None
+    ) -> None:
+        """Kill a task: it ends TASK_KILLED (SIGTERM, then SIGKILL after `grace_period`
+        seconds, else its `kill_policy`'s, else its slave's `--kill-grace`)."""
         if self._stopped.is_set():
             return  # as the Mesos driver: calls after stop() do nothing
-        self._call(
-            Kill(framework_id=self.framework_id or "", task_id=task_id, slave_id=slave_id),
-        )
+        policy = None if grace_period is None else KillPolicy(grace_period=grace_period)
+        fid = self.framework_id or ""
+        self._call(Kill(framework_id=fid, task_id=task_id, slave_id=slave_id, kill_policy=policy))
 
     @made_at_once
     def acknowledge_status_update(self, status: TaskStatus) -> None:
@@ -471,14 +478,7 @@ class SchedulerDriver:
             return  # as the Mesos driver: calls after stop() do nothing
         if not status.uuid:
             return
-        self._call(
-            Acknowledge(
-                framework_id=self.framework_id or "",
-                slave_id=status.slave_id,
-                task_id=status.task_id,
-                uuid=status.uuid,
-            ),
-        )
+        self._call(acknowledgement(self.framework_id or "", status))
 
     @made_at_once
     def reconcile_tasks(self, tasks: Iterable[TaskStatus | str] = ()) -> None:
@@ -573,15 +573,7 @@ class SchedulerDriver:
             and self.framework_id  # (none yet: the master would refuse it)
             and self.bus is not None
         ):
-            self.bus.post(
-                self.to_master,
-                Acknowledge(
-                    framework_id=self.framework_id,
-                    slave_id=msg.status.slave_id,
-                    task_id=msg.status.task_id,
-                    uuid=msg.status.uuid,
-                ),
-            )
+            self.bus.post(self.to_master, acknowledgement(self.framework_id, msg.status))
 
     async def _on_message(self, msg: FrameworkMessage, _r: str | None) -> None:
         if self._stopped.is_set():

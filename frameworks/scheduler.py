@@ -31,6 +31,8 @@ from protocol.wire.messages import (
     CommandInfo,
     ContainerInfo,
     ExecutorInfo,
+    HealthCheck,
+    KillPolicy,
     Offer,
     TaskInfo,
 )
@@ -47,9 +49,15 @@ def build_task(
     data: bytes = b"",
     task_id: str | None = None,
     image: str | None = None,
+    kill_grace_period: float | None = None,
+    health_check: HealthCheck | None = None,
 ) -> TaskInfo:
     """A TaskInfo for `offer`'s slave: a shell command, or a task for a custom executor.
-    `image`: a command task's container image, which the slave runs with podman."""
+    `image`: a command task's container image, which the slave runs with podman.
+    `kill_grace_period`: seconds between SIGTERM and SIGKILL whenever it is killed (its
+    `kill_policy`; by default the slave's `--kill-grace`). `health_check`: how the slave
+    checks a command task's health (`HealthCheck`: an HTTP GET, a TCP connect, a
+    command), killing it after its failures."""
     return TaskInfo(
         task_id=task_id or f"{name}-{uuid.uuid4().hex[:12]}",
         name=name,
@@ -59,6 +67,10 @@ def build_task(
         executor=executor,
         container=ContainerInfo(image=image) if image is not None else None,
         data=data,
+        kill_policy=(
+            KillPolicy(grace_period=kill_grace_period) if kill_grace_period is not None else None
+        ),
+        health_check=health_check,
     )
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from protocol.wire.messages import (
     TERMINAL_STATES,
     CommandInfo,
+    FrameworkCapability,
     Reason,
     SlaveView,
     TaskInfo,
@@ -78,6 +79,7 @@ class Task:
             name=self.info.name,
             reason=status.reason if status is not None and status.state.terminal else None,
             message=status.message if status is not None else "",
+            healthy=status.healthy if status is not None else None,
             launched_at=self.launched_wall,
             ended_at=status.timestamp if status is not None and status.state.terminal else None,
             usage=self.usage,
@@ -120,12 +122,21 @@ class Framework:
     demand: list[TaskRequest] | None = None  # what it declared it still wants (Request)
     last_shape: Resources | None = None  # its latest task's resources
     partition_aware: bool = False  # hears Mesos 1.1's finer states, not TASK_LOST
+    task_killing: bool = False  # hears TASK_KILLING as a kill begins (TASK_KILLING_STATE)
     # partition-aware only: its tasks on unreachable slaves (they may still run; a slave
     # that comes back brings them back)
     unreachable: dict[str, Task] = field(default_factory=dict)
     kills_owed: set[str] = field(default_factory=set)  # unreachable tasks it asked to kill
     removed_at: float | None = None  # wall clock, once removed (a completed framework)
     removed_why: str = ""
+
+    def capabilities(self) -> list[FrameworkCapability]:
+        """What it declared it understands (as the Mesos APIs show it)."""
+        declared = {
+            FrameworkCapability.PARTITION_AWARE: self.partition_aware,
+            FrameworkCapability.TASK_KILLING_STATE: self.task_killing,
+        }
+        return [c for c, on in declared.items() if on]
 
     def launched(self, resources: Resources) -> None:
         """A task started: one fewer of that size is still wanted."""

@@ -163,15 +163,17 @@ class Preemptor:
 
     def _kill(self, kills: list[Kill]) -> None:
         for kill in kills:
-            task = self.books.frameworks[kill.framework_id].tasks[kill.task_id]
+            fw = self.books.frameworks[kill.framework_id]
+            task = fw.tasks[kill.task_id]
             task.state = TaskState.KILLING
             self.outbox.task_changed(task)
-            self.outbox.send_slave(
+            self.outbox.send_slave(  # (with the task's own kill policy: its grace, as any kill)
                 kill.slave_id,
                 KillTask(
                     framework_id=kill.framework_id,
                     task_id=kill.task_id,
                     reason=Reason.TASK_PREEMPTED,
+                    killing=fw.task_killing,
                 ),
             )
 

@@ -16,8 +16,11 @@ from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from protocol.wire.messages import (
+    CommandCheck,
     CommandInfo,
     ExecutorInfo,
+    HealthCheck,
+    KillPolicy,
     Offer,
     Reason,
     Source,
@@ -244,6 +247,8 @@ def status_to_mesos(status: TaskStatus) -> JSON:
         out["uuid"] = ack_uuid_to_mesos(status.uuid)
     if status.data:
         out["data"] = encode_bytes(status.data)
+    if status.healthy is not None:
+        out["healthy"] = status.healthy
     return out
 
 
@@ -264,7 +269,93 @@ def status_from_mesos(obj: object) -> TaskStatus:
         message=str(obj.get("message") or ""),
         data=decode_bytes(obj["data"]) if obj.get("data") else b"",
         uuid=encode_bytes(decode_bytes(obj["uuid"], "uuid")) if obj.get("uuid") else None,
+        healthy=obj["healthy"] if isinstance(obj.get("healthy"), bool) else None,
     )
+
+
+# --- durations and kill policies -----------------------------------------------------------
+
+
+def duration_to_mesos(seconds: float) -> JSON:
+    """Mesos's DurationInfo: whole nanoseconds."""
+    return {"nanoseconds": round(seconds * 1e9)}
+
+
+def duration_from_mesos(obj: object, field: str) -> float:
+    """A DurationInfo's seconds (its int64 as a number, or as proto3's JSON text)."""
+    nanos = obj.get("nanoseconds") if isinstance(obj, Mapping) else None
+    if isinstance(nanos, str) and nanos.lstrip("-").isdigit():
+        nanos = int(nanos)
+    if isinstance(nanos, bool) or not isinstance(nanos, int):
+        raise MesosJSONError(f'{field}: expected {{"nanoseconds": N}}, got {_short(obj)}')
+    return nanos / 1e9
+
+
+def kill_policy_to_mesos(policy: KillPolicy) -> JSON:
+    return {"grace_period": duration_to_mesos(policy.grace_period)}
+
+
+def kill_policy_from_mesos(obj: object, field: str = "kill_policy") -> KillPolicy | None:
+    """A KillPolicy (a task's, or a KILL call's); None without a grace period. One out
+    of bounds (negative, over an hour) is refused, as any field out of bounds."""
+    if obj is None:
+        return None
+    if not isinstance(obj, Mapping):
+        raise MesosJSONError(f"{field}: expected an object, got {_short(obj)}")
+    if obj.get("grace_period") is None:
+        return None
+    grace = duration_from_mesos(obj["grace_period"], f"{field}.grace_period")
+    try:
+        return KillPolicy(grace_period=grace)
+    except ValueError as e:
+        raise MesosJSONError(f"{field}: {_first(e)}") from None
+
+
+# --- health checks -------------------------------------------------------------------------
+
+_CHECK_TIMES = (
+    "delay_seconds",
+    "interval_seconds",
+    "timeout_seconds",
+    "grace_period_seconds",
+    "consecutive_failures",
+)
+
+
+def health_check_to_mesos(check: HealthCheck) -> JSON:
+    out: JSON = {"type": check.type.value, **{k: getattr(check, k) for k in _CHECK_TIMES}}
+    if check.command is not None:
+        out["command"] = command_to_mesos(CommandInfo(**check.command.model_dump()))
+    if check.http is not None:
+        out["http"] = {"scheme": "http", **check.http.model_dump()}
+    if check.tcp is not None:
+        out["tcp"] = check.tcp.model_dump()
+    return out
+
+
+def health_check_from_mesos(obj: object, field: str = "health_check") -> HealthCheck | None:
+    """Mesos's HealthCheck (its `type`, or, as before Mesos 1.2, the one of command,
+    http or tcp given); HTTPS and `statuses` are not served (200-399 is healthy)."""
+    if obj is None:
+        return None
+    if not isinstance(obj, Mapping):
+        raise MesosJSONError(f"{field}: expected an object, got {_short(obj)}")
+    given = [k for k in ("command", "http", "tcp") if obj.get(k) is not None]
+    kind = obj.get("type") or (given[0].upper() if len(given) == 1 else None)
+    fields: JSON = {k: obj[k] for k in _CHECK_TIMES if obj.get(k) is not None}
+    if obj.get("command") is not None:
+        command = command_from_mesos(obj["command"], f"{field}.command")
+        fields["command"] = CommandCheck(**command.model_dump())
+    if isinstance(http := obj.get("http"), Mapping):
+        if http.get("scheme", "http") != "http":
+            raise MesosJSONError(f"{field}.http.scheme: only http is served")
+        fields["http"] = {"port": http.get("port"), "path": http.get("path") or "/"}
+    if isinstance(tcp := obj.get("tcp"), Mapping):
+        fields["tcp"] = {"port": tcp.get("port")}
+    try:
+        return HealthCheck(type=kind, **fields)
+    except ValueError as e:
+        raise MesosJSONError(f"{field}: {_first(e)}") from None
 
 
 # --- tasks and executors -------------------------------------------------------------------
@@ -328,6 +419,10 @@ def task_to_mesos(task: TaskInfo, framework_id: str) -> JSON:
         out["executor"] = executor_to_mesos(task.executor, framework_id)
     if task.data:
         out["data"] = encode_bytes(task.data)
+    if task.kill_policy is not None:
+        out["kill_policy"] = kill_policy_to_mesos(task.kill_policy)
+    if task.health_check is not None:
+        out["health_check"] = health_check_to_mesos(task.health_check)
     return out
 
 
@@ -346,6 +441,8 @@ def task_from_mesos(obj: object) -> TaskInfo:
         command=command_from_mesos(obj["command"]) if obj.get("command") else None,
         executor=executor_from_mesos(obj["executor"]) if obj.get("executor") else None,
         data=decode_bytes(obj["data"]) if obj.get("data") else b"",
+        kill_policy=kill_policy_from_mesos(obj.get("kill_policy")),
+        health_check=health_check_from_mesos(obj.get("health_check")),
     )
 
 
@@ -396,6 +493,16 @@ def version_json() -> JSON:
         "git_sha": "",
         "git_tag": MESOS_VERSION,
     }
+
+
+def _first(e: ValueError) -> str:
+    """A pydantic error's first complaint, where it is, without its URL."""
+    errors = getattr(e, "errors", None)
+    if not callable(errors):
+        return str(e)
+    first = errors()[0]
+    where = ".".join(str(p) for p in first["loc"])
+    return f"{where}: {first['msg']}" if where else str(first["msg"])
 
 
 def _short(obj: object) -> str:

@@ -179,7 +179,16 @@ def raise_fd_limit(slaves: int) -> None:
     type=float,
     default=3.0,
     show_default=True,
-    help="Seconds between SIGTERM and SIGKILL when a task is killed.",
+    help="Seconds between SIGTERM and SIGKILL when a task is killed (a task's kill "
+    "policy, or the kill's, says otherwise).",
+)
+@click.option(
+    "--max-kill-grace",
+    type=click.FloatRange(min=0),
+    default=60.0,
+    show_default=True,
+    help="The longest grace a task's or a kill's kill policy gets here: a tenant's task "
+    "holds its resources no longer after a kill (a preemption's included).",
 )
 @click.option(
     "--isolation",
@@ -293,6 +302,7 @@ def slave(
     simulated_tasks: bool,
     time_scale: float,
     kill_grace: float,
+    max_kill_grace: float,
     isolation: str,
     cgroups_root: Path,
     cgroups_enable_cfs: bool,
@@ -352,6 +362,7 @@ def slave(
                     simulated_tasks=simulated_tasks,
                     time_scale=time_scale,
                     kill_grace=kill_grace,
+                    max_kill_grace=max_kill_grace,
                     cluster=cluster,
                     isolation=isolation,
                     cgroups_root=cgroups_root,

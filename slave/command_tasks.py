@@ -9,16 +9,19 @@ tasks) and what it does for them (status reports, checkpoints): a collaborator b
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from protocol.wire.messages import Reason, RunTask, TaskInfo, TaskState
+from slave.health_checks import HealthChecks, TaskProcess, probe_for
 from slave.images import command_runner, image_problem_here
 from slave.isolator import Isolator, container_name
+from slave.kills import Kills
 from slave.paths import executor_sandbox, run_dir_path, task_sandbox, task_sandbox_name
-from slave.runners import Run
+from slave.runners import Limit, Run
 from slave.task_env import task_environment
 from slave.tenancy import Tenancy
 
@@ -39,11 +42,13 @@ class CommandTasks:
         reporter: Callable[[TaskRecord], Any],
         report: Report,
         checkpoint: Callable[[TaskRecord], Awaitable[None]],
+        kills: Kills,
     ) -> None:
         self.config, self.isolator, self.podman = config, isolator, podman
         self.slave_id = config.slave_id
         self._tenancy, self._reporter, self._report = tenancy, reporter, report
-        self._checkpoint = checkpoint
+        self._checkpoint, self._kills = checkpoint, kills
+        self.health = HealthChecks(kills.log)  # tasks' health checks, from their start
 
     def sandbox(self, framework_id: str, task_id: str) -> Path:
         return task_sandbox(self.config.work_dir, framework_id, task_id)
@@ -101,15 +106,44 @@ class CommandTasks:
                 f"could not make its container: {e}",
             )
             return
-        record.runner = command_runner(
+        env = self.env(msg, task.command.environment, sandbox)
+        record.runner = runner = command_runner(
             task,
             run,
             self._reporter(record),
-            self.env(msg, task.command.environment, sandbox),
+            env,
             container,
             self.podman,
             self.slave_id,
             msg.framework_id,
         )
-        await record.runner.start()
+        await runner.start()
         await self._checkpoint(record)
+        if task.health_check is not None and runner.pid is not None:
+            self._check_health(record, TaskProcess(runner, sandbox, env, run, container))
+
+    def _check_health(self, record: TaskRecord, process: TaskProcess) -> None:
+        """Check a task's health (slave.health_checks) until it ends or is killed: its
+        verdict to its framework as it changes, a kill with its grace when it fails."""
+        check, runner = record.info.health_check, record.runner
+        assert check is not None
+        assert runner is not None
+        key = (record.framework_id, record.info.task_id)
+
+        async def said(healthy: bool, why: str) -> None:
+            if record.state == TaskState.RUNNING:
+                record.healthy = healthy
+                update = self._report(
+                    key[0], record.info, TaskState.RUNNING,
+                    Reason.TASK_HEALTH_CHECK_STATUS_UPDATED, why,
+                )  # fmt: skip
+                await asyncio.shield(update)  # (a kill's cancel does not cut it in two)
+
+        async def failed(why: str) -> None:
+            self.health.stop(key)
+            if record.killing:  # (its framework asked to hear it)
+                await self._report(key[0], record.info, TaskState.KILLING, None, f"killing: {why}")
+            limit = Limit(TaskState.KILLED, None, f"killed: {why}", hard=False)
+            self._kills.start(record, record.grace(self.config), limit)
+
+        self.health.start(key, check, probe_for(check, process), said, failed)

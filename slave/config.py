@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from protocol.wire.messages import Reason, TaskInfo, TaskState
+from protocol.wire.messages import KillPolicy, Reason, TaskInfo, TaskState
 from protocol.wire.resources import Resources
 from slave.task_users import DEFAULT_MAP, DEFAULT_UIDS, TaskUser
 
@@ -24,7 +24,8 @@ class SlaveConfig:
     attributes: dict[str, str] = field(default_factory=dict)
     simulated_tasks: bool = False
     time_scale: float = 1.0  # for simulated task durations
-    kill_grace: float = 3.0
+    kill_grace: float = 3.0  # between SIGTERM and SIGKILL, unless a kill policy says
+    max_kill_grace: float = 60.0  # the most a kill policy (the task's or the kill's) gets
     memory_check_interval: float = 0.5
     resend_after: float = 1.0  # first re-send of an unacknowledged update
     cluster: str = "default"
@@ -67,6 +68,16 @@ class TaskRecord:
     kill_reason: Reason | None = None  # the master killed it (preemption): say why
     info_dump: dict[str, Any] | None = None  # `info` as the journal holds it (made once)
     principal: str = ""  # its framework's, as the master named it in the launch
+    healthy: bool | None = None  # its health check's last verdict (None: none yet)
+    killing: bool = False  # its framework hears TASK_KILLING (RunTask.killing)
+
+    def grace(self, config: SlaveConfig, policy: KillPolicy | None = None) -> float:
+        """Its grace between SIGTERM and SIGKILL: the kill's policy, else its own, else
+        the slave's default; never over the slave's most."""
+        policy = policy or self.info.kill_policy
+        if policy is None:
+            return config.kill_grace
+        return min(policy.grace_period, config.max_kill_grace)
 
 
 WHY_THE_MASTER_KILLS = {

@@ -53,8 +53,10 @@ from dataclasses import dataclass
 from slave.task_env import ROOT_ENV, start_script
 from slave.task_users import TaskUser
 
-# the wrapper: runs the rest in a subshell (a fork), then writes its exit status to "$1"
-WRAPPER = '(shift; exec "$@" </dev/null); code=$?; echo "$code" > "$1"; exit "$code"\n'
+# the wrapper: runs the rest in a subshell (a fork), then writes its exit status to "$1".
+# It outlives the SIGTERM of a kill (a trap: the subshell, and so the task, still takes
+# SIGTERM's default), so that the slave waits the task's grace on it, not on nothing.
+WRAPPER = 'trap : TERM; (shift; exec "$@" </dev/null); code=$?; echo "$code" > "$1"; exit "$code"\n'
 # an executor's first shell: in a PID namespace, pid 1, it waits for the executor (init
 # would not take the SIGTERM that shuts it down); else it becomes the executor
 EXECUTOR_IN_NAMESPACE = '(exec "$@" </dev/null); exit "$?"\n'
@@ -90,6 +92,7 @@ class Confinement:
     pid_namespace: bool
     unshare: str = "unshare"
     setpriv: str = "setpriv"
+    nsenter: str = "nsenter"
 
     def switches(self, user: TaskUser | None) -> bool:
         """Whether a process for `user` runs as that user (the wrapper too)."""
@@ -128,6 +131,34 @@ class Confinement:
         args = self._confined(user, ["/bin/sh", "-s", "/bin/sh", "-c", then + command])
         body = EXECUTOR_IN_NAMESPACE if self.pid_namespace else EXECUTOR
         return self._start(first, join[1], args, env, body)
+
+    def check(
+        self,
+        command: str,
+        user: TaskUser | None,
+        env: dict[str, str],
+        join: Join,
+        *,
+        root_joins: bool,
+        namespace: int | None,
+        sandbox: str,
+    ) -> Start:
+        """A task's COMMAND health check's start: as the task runs, in `env` (its), its
+        cgroup joined as `task` joins it, as its user, and with a PID namespace in the
+        task's namespaces (`nsenter` to `namespace`, their init's pid), in `sandbox`."""
+        first, then = self._joins(user, join[0], root_joins)
+        args = ["/bin/sh", "-s", "/bin/sh", "-c", then + command]
+        if self.switches(user):
+            assert user is not None
+            args = [self.setpriv, *_drop_to(user), "--", *args]
+        if self.pid_namespace:
+            assert namespace is not None
+            # (entering a mount namespace moves a process to its root: root goes back
+            # to the sandbox, by its path there, before it drops to the task's user)
+            cd = ["/bin/sh", "-c", 'cd -- "$0" && exec "$@"', sandbox]
+            enter = ["--target", str(namespace), "--pid", "--mount", "--ipc"]
+            args = [self.nsenter, *enter, "--", *cd, *args]
+        return self._start(first, join[1], args, env, EXECUTOR)
 
     def _joins(self, user: TaskUser | None, join: str, root_joins: bool) -> tuple[str, str]:
         """(What root runs first to join the cgroup, what the task's shell runs)."""
@@ -215,7 +246,8 @@ def probe(switch_user: bool, pid_namespace: bool) -> tuple[Confinement, list[str
             if not root
             else "unshare --pid --mount-proc --ipc (and a tmpfs on /dev/shm there) failed"
         )
-    confinement = Confinement(users, pidns, unshare or "unshare", setpriv or "setpriv")
+    nsenter = shutil.which("nsenter") or "nsenter"  # (util-linux's, as unshare)
+    confinement = Confinement(users, pidns, unshare or "unshare", setpriv or "setpriv", nsenter)
     return confinement, why
 
 

@@ -42,6 +42,7 @@ class Report(Protocol):
 # user, in the sandbox (the slave reads it without following a link); an image task's,
 # podman's (root), in the task's run dir, `runs/<framework>/<task>/`, the slave's alone.
 SANDBOX_EXIT_FILE = ".exit_status"
+ENDED_WITHIN = 10.0  # seconds a kill waits, after its SIGKILL, for the task's end to land
 EXIT_FILE = "exit_status"
 
 
@@ -74,6 +75,7 @@ class Limit:
     state: TaskState
     reason: Reason | None
     message: str
+    hard: bool = True  # SIGKILL at once (a limit's); False: SIGTERM and the task's grace
 
 
 class Launch(Protocol):
@@ -269,16 +271,19 @@ class CommandRunner:
         pid = self.pid
         if pid is None:
             return
-        await self.launch.stop(grace, hard=limit is not None)
-        _signal_group(pid, signal.SIGKILL if limit else signal.SIGTERM)
+        hard = limit is not None and limit.hard
+        await self.launch.stop(grace, hard=hard)
+        _signal_group(pid, signal.SIGKILL if hard else signal.SIGTERM)
         if self._watcher is not None:
             await asyncio.wait({self._watcher}, timeout=grace)
         _signal_group(pid, signal.SIGKILL)  # whatever of the group is left: no orphans
+        if self._watcher is not None:  # (its end reported, its container gone, then back)
+            await asyncio.wait({self._watcher}, timeout=ENDED_WITHIN)
 
     async def recover(self, pid: int, started_at: str | None) -> None:
         """Watch a task whose process outlived a slave restart (we are not its parent)."""
         self.pid, self.started_at = pid, started_at
-        if started_at is not None and _start_time(pid) == started_at:
+        if still_running(pid, started_at):
             await wait_pid_exit(pid)
         await self._ended(await asyncio.to_thread(read_exit, self.exit_file))
 
@@ -369,6 +374,12 @@ def _start_time(pid: int) -> str | None:
         return None
     fields = stat[stat.rfind(")") + 2 :].split()
     return fields[19] if len(fields) > 19 and fields[0] != "Z" else None
+
+
+def still_running(pid: int, started_at: str | None) -> bool:
+    """Whether `pid` is still the process that started at `started_at` (not one that
+    reuses its pid)."""
+    return started_at is not None and _start_time(pid) == started_at
 
 
 async def wait_pid_exit(pid: int) -> None:

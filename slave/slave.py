@@ -31,6 +31,7 @@ from protocol.transport.inbound import Dispatcher
 from protocol.transport.leader import LeaderWatch
 from protocol.wire.ids import shorten, task_problem
 from protocol.wire.messages import (
+    TERMINAL_STATES,
     Error,
     FrameworkMessage,
     Heartbeat,
@@ -65,6 +66,7 @@ from slave.executor_tokens import ExecutorTokens, load_or_make_key
 from slave.files import read_sandbox_file
 from slave.images import find_podman
 from slave.isolator import POSIX_WARNING, make_isolator
+from slave.kills import Kills
 from slave.launches import RecentLaunches, run_together
 from slave.memory_limits import enforce_memory_limits
 from slave.owners import Owners
@@ -101,6 +103,7 @@ class Slave:
         self._wanted = asyncio.Event()  # (re-)registration is due (see _register_loop)
         self.heartbeat_interval = 5.0
         self._launches = RecentLaunches(config.launch_memory)
+        self.kills = Kills(self.log)  # kills waiting out their grace
         self._loops: list[asyncio.Task[None]] = []
         self.isolator = make_isolator(
             "posix" if config.simulated_tasks else config.isolation,
@@ -116,7 +119,9 @@ class Slave:
         self.commands = CommandTasks(  # command tasks: each its own process
             config, self.isolator, self.podman, tenancy=lambda: self.tenancy,
             reporter=self._reporter, report=self._report, checkpoint=self._checkpoint,
+            kills=self.kills,
         )  # fmt: skip
+        self.health = self.commands.health  # (stopped when a task ends or a kill begins)
         self.custom = ExecutorSide(  # custom executors: their processes, and their tasks
             self.slave_id, bus, self.to_master, self.isolator, self.tasks,
             self.shut_down_frameworks, sandbox=self.commands.sandbox,
@@ -177,20 +182,11 @@ class Slave:
                 ),
             ]
         if not self.config.simulated_tasks:
-            self._loops.append(
-                asyncio.create_task(
-                    report_loop(
-                        self.bus,
-                        self.to_master,
-                        self.slave_id,
-                        self.tasks,
-                        self.isolator,
-                        self.registered,
-                        self.config.usage_interval,
-                    ),
-                    name=f"usage-{self.slave_id}",
-                )
-            )
+            usage = report_loop(
+                self.bus, self.to_master, self.slave_id, self.tasks, self.isolator,
+                self.registered, self.config.usage_interval,
+            )  # fmt: skip
+            self._loops.append(asyncio.create_task(usage, name=f"usage-{self.slave_id}"))
         if not self.config.simulated_tasks and not self.isolator.enforces_memory:
             self.log.warning("isolation.posix", what_is_not_enforced=POSIX_WARNING)
             self._loops.append(
@@ -209,9 +205,13 @@ class Slave:
         self._loops = []
         if self.config.in_fleet:
             self.bus.route(self.inbox, None)
+        await self.health.close()  # (before the kills: no check starts one of its own)
+        if kill_tasks:
+            for record in self.tasks.values():
+                self.kills.start(record, record.grace(self.config))
+            await self.kills.finish()
+        await self.kills.cancel()
         for record in list(self.tasks.values()):
-            if kill_tasks and record.runner is not None:
-                await record.runner.kill(self.config.kill_grace)
             if record.runner is not None:
                 await record.runner.close()
         for executor in list(self.executors.values()):
@@ -407,6 +407,7 @@ class Slave:
             return free, refused
         self.shut_down_frameworks.discard(msg.framework_id)
         record = TaskRecord(msg.framework_id, task, TaskState.STAGING, principal=msg.principal)
+        record.killing = msg.killing
         self.tasks[key] = record
         self.log.info("run.start", resources=task.resources, **ids)
         return free - task.resources, self._start(msg, record)
@@ -517,6 +518,7 @@ class Slave:
             uuid=new_id(),
             executor_id=task.executor.executor_id if task.executor else None,
             exit_code=exit_code,
+            healthy=record.healthy if record is not None else None,
         )
         await self.updates.send(
             StatusUpdate(framework_id=framework_id, slave_id=self.slave_id, status=status)
@@ -535,6 +537,7 @@ class Slave:
             await self._checkpoint(record)
 
     def _forget(self, key: tuple[str, str]) -> None:
+        self.health.stop(key)
         record = self.tasks.pop(key, None)
         if record is not None and record.executor_key in self.executors:
             self.executors[record.executor_key].tasks.discard(key[1])
@@ -547,9 +550,11 @@ class Slave:
         await self.task_journal.drop(f"{key[0]}/{key[1]}")
 
     async def _on_kill_task(self, msg: KillTask, reply_to: str | None) -> None:
-        record = self.tasks.get((msg.framework_id, msg.task_id))
+        key = (msg.framework_id, msg.task_id)
+        ids = {"framework_id": msg.framework_id, "task_id": msg.task_id}
+        record = self.tasks.get(key)
         if record is None:
-            self.log.warning("kill.unknown", framework_id=msg.framework_id, task_id=msg.task_id)
+            self.log.warning("kill.unknown", **ids)
             self.bus.reply_error(
                 reply_to,
                 f"no task {msg.task_id} of framework "
@@ -558,11 +563,16 @@ class Slave:
                 about="KillTask",
             )
             return
-        self.log.info("kill", framework_id=msg.framework_id, task_id=msg.task_id, reason=msg.reason)
-        if msg.reason is not None:
-            record.kill_reason = msg.reason
+        grace = record.grace(self.config, msg.kill_policy)
+        self.log.info("kill", reason=msg.reason, grace=grace, **ids)
+        self.health.stop(key)  # (no health updates once a kill begins)
+        record.kill_reason = msg.reason or record.kill_reason
         if record.runner is not None:
-            await record.runner.kill(self.config.kill_grace)
+            killing = msg.killing or record.killing
+            if killing and record.state not in (TaskState.KILLING, *TERMINAL_STATES):
+                why = f"killing: SIGTERM, then SIGKILL after {grace:g} s"
+                await self._report(msg.framework_id, record.info, TaskState.KILLING, None, why)
+            self.kills.start(record, grace)
         elif record.executor_key in self.executors:
             self.executors[record.executor_key].send(msg)
 
@@ -571,9 +581,8 @@ class Slave:
         self.shut_down_frameworks.add(msg.framework_id)
         self.log.info("framework.shutdown", framework_id=msg.framework_id)
         for key, record in list(self.tasks.items()):
-            if key[0] == msg.framework_id and record.runner is not None:
-                await record.runner.kill(self.config.kill_grace)
             if key[0] == msg.framework_id:
+                self.kills.start(record, record.grace(self.config))  # each with its grace
                 await self._forget_async(key)
         for executor in list(self.executors.values()):
             if executor.framework_id == msg.framework_id:

@@ -27,7 +27,7 @@ from frameworks import (
 )
 from protocol.tooling.brokers import MosquittoBroker
 
-from harness.helpers import live_cluster, until
+from harness.helpers import eventually, live_cluster, until
 
 CLUSTER = "preempt"
 TASK = Resources(cpus=1, mem=128)
@@ -37,10 +37,18 @@ class Runner(Scheduler):
     """Runs `sleep 300` tasks of TASK on offers, up to `limit`; remembers what it hears,
     with when (the driver's own clock)."""
 
-    def __init__(self, name: str, limit: int, declare: int | None) -> None:
+    def __init__(
+        self,
+        name: str,
+        limit: int,
+        declare: int | None,
+        command: str = "sleep 300",
+        kill_grace_period: float | None = None,
+    ) -> None:
         self.name = name
         self.limit = limit
         self.declare = declare  # tasks to request_resources (None: declare nothing)
+        self.command, self.kill_grace_period = command, kill_grace_period
         self.launched = 0
         self.statuses: list[tuple[float, TaskStatus]] = []
         self.warnings: list[tuple[float, Preempting]] = []
@@ -57,7 +65,16 @@ class Runner(Scheduler):
             while self.launched < self.limit and room.contains(TASK):
                 self.launched += 1
                 task_id = f"{self.name}-{self.launched}"
-                tasks.append(build_task(offer, task_id, TASK, command="sleep 300", task_id=task_id))
+                tasks.append(
+                    build_task(
+                        offer,
+                        task_id,
+                        TASK,
+                        command=self.command,
+                        task_id=task_id,
+                        kill_grace_period=self.kill_grace_period,
+                    )
+                )
                 room = room - TASK
             if tasks:
                 await driver.launch_tasks([offer.offer_id], tasks)
@@ -92,8 +109,10 @@ async def live(mosquitto: MosquittoBroker, tmp_path: Path) -> AsyncIterator[Laun
         yield launcher
 
 
-async def start(broker: MosquittoBroker, scheduler: Runner) -> SchedulerDriver:
-    driver = SchedulerDriver(scheduler, name=scheduler.name, broker=broker.url, cluster=CLUSTER)
+async def start(broker: MosquittoBroker, scheduler: Runner, **kw: bool) -> SchedulerDriver:
+    driver = SchedulerDriver(
+        scheduler, name=scheduler.name, broker=broker.url, cluster=CLUSTER, **kw
+    )
     await driver.start()
     return driver
 
@@ -159,3 +178,50 @@ async def test_a_starving_framework_gets_room_from_the_one_over_its_share(
         for driver in drivers:
             driver.stop()
             await driver.join()
+
+
+# a task that finishes 1.5 s of work on SIGTERM, then leaves a mark; `ready` once trapping
+GRACEFUL = (
+    "trap 'sleep 1.5; echo graceful > done; exit 0' TERM; echo up > ready; "
+    "while :; do sleep 0.05; done"
+)
+
+
+def in_sandboxes(work: Path, framework_id: str | None, pattern: str) -> list[Path]:
+    """The files of `pattern` in a live cluster's slaves' sandboxes of a framework."""
+    return list(work.glob(f"slave-*/sandboxes/{framework_id}/{pattern}"))
+
+
+@pytest.mark.timing
+async def test_a_preempted_task_gets_its_grace(mosquitto: MosquittoBroker, tmp_path: Path) -> None:
+    """test_preemption_live's scene (hog's youngest task goes, for late), hog's tasks
+    trapping SIGTERM with a kill policy of 4 s, on slaves whose own grace is 1 s."""
+    master = ["--policy", "drf", "--allocation-interval", "0.2"]
+    master += ["--preemption-timeout", "1", "--preemption-notice", "1"]
+    slave = ["--kill-grace", "1"]
+    modest = Runner("modest", limit=1, declare=0)
+    hog = Runner("hog", limit=10, declare=None, command=GRACEFUL, kill_grace_period=4)
+    late = Runner("late", limit=2, declare=2)
+    drivers = []
+    async with live_cluster(mosquitto.url, CLUSTER, tmp_path, master, slave):
+        try:
+            drivers.append(await start(mosquitto, modest))
+            await modest.wait(lambda: len(modest.running()) == 1)
+            drivers.append(hog_driver := await start(mosquitto, hog, task_killing=True))
+            await hog.wait(lambda: len(hog.running()) == 3)
+            fid = hog_driver.framework_id
+            await eventually(lambda: len(in_sandboxes(tmp_path, fid, "hog-*/ready")) == 3)
+            drivers.append(await start(mosquitto, late))
+            await late.wait(lambda: len(late.running()) == 1)
+
+            ends = {s.state: s for _, s in hog.statuses if s.task_id == "hog-3"}
+            killing, killed = ends[TaskState.KILLING], ends[TaskState.KILLED]
+            assert killed.reason == Reason.TASK_PREEMPTED
+            # it finished its 1.5 s of work in its grace, over the slave's 1 s
+            assert 1.5 <= killed.timestamp - killing.timestamp < 3.0
+            (done,) = in_sandboxes(tmp_path, fid, "hog-3/done")
+            assert done.read_text() == "graceful\n"
+        finally:
+            for driver in drivers:
+                driver.stop()
+                await driver.join()

@@ -22,9 +22,11 @@ import pytest
 
 from cluster.testing import reachable
 from cluster.testing.ha import HACluster, HAConfig
+from protocol.tooling.brokers import free_port
 
 from conftest import need_mosquitto, need_zookeeper
-from harness.helpers import secure_cluster
+from harness.helpers import eventually, secure_cluster
+from harness.slave import http_server
 from task_python import task_env_args
 
 CLUSTER = "pymesos"
@@ -32,6 +34,7 @@ PRINCIPALS = [("master", "master"), ("ops", "operator"), ("slave-0", "slave"),
               ("slave-1", "slave"), ("team-a", "framework")]  # fmt: skip
 PROGRAM = Path(__file__).parent / "programs" / "pymesos_scheduler.py"
 EXECUTOR = Path(__file__).parent / "programs" / "pymesos_executor.py"
+LIFECYCLE = Path(__file__).parent / "programs" / "pymesos_lifecycle.py"
 
 
 def need_pymesos() -> None:
@@ -48,6 +51,13 @@ class Framework:
     def __init__(self, process: asyncio.subprocess.Process) -> None:
         self.process = process
         self.lines: list[list[str]] = []
+
+    async def first(self, *words: str, timeout: float = 60.0) -> list[str]:
+        """The first line read that starts with `words`, reading on until one does."""
+        for line in self.lines:
+            if tuple(line[: len(words)]) == words:
+                return line
+        return await self.until(*words, timeout=timeout)
 
     async def until(self, *words: str, timeout: float = 60.0) -> list[str]:
         """Read lines until one starts with `words`; that line."""
@@ -107,6 +117,93 @@ async def test_pymesos_runs_50_tasks_kills_one_and_reconciles(tmp_path: Path) ->
             await fw.until("STATUS", "long", "TASK_KILLED", "uuid")
             # the reconciliation's answer: from the master, no acknowledgement due
             await fw.until("STATUS", "long", "TASK_KILLED", "-")
+
+
+# a task that finishes 1.5 s of work on SIGTERM, then leaves a mark; `ready` once trapping
+GRACEFUL = (
+    "trap 'sleep 1.5; echo graceful > done; exit 0' TERM; echo up > ready; "
+    "while :; do sleep 0.05; done"
+)
+
+
+def graceful_task(task_id: str, grace: float) -> dict[str, Any]:
+    """Mesos's TaskInfo JSON of a GRACEFUL task with a kill policy of `grace` seconds."""
+    return {
+        "task_id": {"value": task_id},
+        "name": task_id,
+        "command": {"value": GRACEFUL},
+        "kill_policy": {"grace_period": {"nanoseconds": int(grace * 1e9)}},
+    }
+
+
+@pytest.mark.timing  # graces measured on the slave's clock
+async def test_pymesos_sets_kill_policies_and_hears_task_killing(tmp_path: Path) -> None:
+    """The task's kill policy (4 s, over the slave's 1 s) gives it time to finish; a KILL
+    call's own (0.3 s) cuts another short; TASK_KILLING comes first (its capability)."""
+    need_mosquitto()
+    need_pymesos()
+    reachable(tmp_path)
+    slaves = [("slave-0", "--resources", "cpus:2;mem:1024", "--kill-grace", "1")]
+    tasks = [graceful_task("graceful", 4), graceful_task("cut", 4)]
+    async with secure_cluster(tmp_path, CLUSTER, PRINCIPALS[:3] + PRINCIPALS[4:], slaves) as c:
+        master = c.web.split("//")[1].rstrip("/")
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, str(LIFECYCLE), master, "team-a",
+            str(c.store.secret_file("team-a")), json.dumps(tasks),
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        async with running(process) as fw:
+            framework_id = (await fw.until("REGISTERED"))[1]
+            sandboxes = tmp_path / "slave-0" / "sandboxes" / framework_id
+            for task_id, kill in (("graceful", "KILL graceful\n"), ("cut", "KILL cut 0.3\n")):
+                await fw.first("STATUS", task_id, "TASK_RUNNING")
+                await eventually(lambda t=task_id: (sandboxes / t / "ready").exists())
+                assert process.stdin is not None
+                process.stdin.write(kill.encode())
+                killing = await fw.first("STATUS", task_id, "TASK_KILLING")
+                killed = await fw.first("STATUS", task_id, "TASK_KILLED")
+                took = float(killed[5]) - float(killing[5])
+                if task_id == "graceful":
+                    assert 1.5 <= took < 3.0, took
+                    assert (sandboxes / task_id / "done").exists()
+                else:
+                    assert 0.3 <= took < 1.2, took
+                    assert not (sandboxes / task_id / "done").exists()
+
+
+async def test_pymesos_sets_an_http_health_check_and_sees_its_task_killed(tmp_path: Path) -> None:
+    """Mesos's HealthCheck in a TaskInfo: pymesos hears the task healthy, then unhealthy
+    once its HTTP check fails, then TASK_KILLED (healthy false) after 2 failures."""
+    need_mosquitto()
+    need_pymesos()
+    reachable(tmp_path)
+    port = free_port()
+    web = {
+        "task_id": {"value": "web"},
+        "name": "web",
+        "command": {"value": http_server(port)},
+        "health_check": {
+            "type": "HTTP", "http": {"port": port, "path": "/"}, "delay_seconds": 0,
+            "interval_seconds": 1, "timeout_seconds": 1, "consecutive_failures": 2,
+        },
+    }  # fmt: skip
+    slaves = [("slave-0", "--resources", "cpus:2;mem:1024", "--kill-grace", "1")]
+    async with secure_cluster(tmp_path, CLUSTER, PRINCIPALS[:3] + PRINCIPALS[4:], slaves) as c:
+        master = c.web.split("//")[1].rstrip("/")
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, str(LIFECYCLE), master, "team-a",
+            str(c.store.secret_file("team-a")), json.dumps([web]),
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        async with running(process) as fw:
+            framework_id = (await fw.until("REGISTERED"))[1]
+            health = "REASON_TASK_HEALTH_CHECK_STATUS_UPDATED"
+            await fw.first("STATUS", "web", "TASK_RUNNING", "true", health)
+            sandbox = tmp_path / "slave-0" / "sandboxes" / framework_id / "web"
+            await asyncio.to_thread((sandbox / "sick").touch)
+            await fw.first("STATUS", "web", "TASK_RUNNING", "false", health)
+            await fw.first("STATUS", "web", "TASK_KILLING", "false")  # (it asked to hear it)
+            await fw.first("STATUS", "web", "TASK_KILLED", "false")
 
 
 def leader_infos(hosts: str, path: str = "/mesos") -> list[dict[str, Any]]:

@@ -42,7 +42,7 @@ from protocol.wire.resources import Resources
 from slave.files import read_sandbox_file
 
 from harness.helpers import Inbox, books_balance, eventually
-from harness.slave import EXECUTOR, Rig, T, master_rig, reap, slave_process
+from harness.slave import EXECUTOR, Rig, T, group_members, master_rig, reap, slave_process
 
 
 @pytest.fixture
@@ -83,13 +83,13 @@ async def test_kill_stops_the_whole_process_group_and_reports_killed(rig: Rig) -
     await fw.update_for("victim", TaskState.RUNNING)
     runner = slave.tasks[(fw.framework_id, "victim")].runner
     pgid = runner.pid
-    await eventually(lambda: len(_group(pgid)) >= 3)  # shells and both sleeps are up
+    await eventually(lambda: len(group_members(pgid)) >= 3)  # shells and both sleeps are up
     await fw.bus.publish(
         T.inbound("framework", "framework"), Kill(framework_id=fw.framework_id, task_id="victim")
     )
     killed = await fw.update_for("victim", TaskState.KILLED)
     assert killed.reason == Reason.KILLED_BY_FRAMEWORK
-    await eventually(lambda: _group(pgid) == [])  # nothing of it is left, not even orphans
+    await eventually(lambda: group_members(pgid) == [])  # nothing of it is left, not even orphans
 
 
 async def test_a_task_the_master_preempts_says_why_in_full(rig: Rig) -> None:
@@ -437,7 +437,7 @@ async def test_a_custom_executor_runs_its_frameworks_tasks_and_its_death_fails_t
     assert failure.executor_id == "sleeper"
     assert failure.status == -signal.SIGKILL
     assert slave.executors == {}
-    assert _group(pid) == []
+    assert group_members(pid) == []
 
 
 async def test_an_executors_command_runs_as_a_shell_runs_it(rig: Rig) -> None:
@@ -492,23 +492,7 @@ async def test_teardown_shuts_down_the_frameworks_executor(rig: Rig) -> None:
     )
     await eventually(lambda: slave.executors == {} and slave.tasks == {}, timeout=15)
     assert executor.pid is not None
-    assert _group(executor.pid) == []
-
-
-def _group(pgid: int) -> list[int]:
-    """Live (non-zombie) members of a process group."""
-    members = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry.name}/stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2 :].split()
-        if fields[2] == str(pgid) and fields[0] != "Z":
-            members.append(int(entry.name))
-    return members
+    assert group_members(executor.pid) == []
 
 
 async def test_an_executor_speaks_only_for_its_own_tasks(rig: Rig) -> None:

@@ -171,6 +171,7 @@ class FrameworkCalls:
                     # whose tasks they are (the slave runs them as that principal's and
                     # reports it back): nobody's is proven on an insecure cluster
                     principal=fw.principal if self.ids.signed else "",
+                    killing=fw.task_killing,
                 ),
             )
         # the event stream hears of it after the slave is told (the task waits for that)
@@ -358,9 +359,13 @@ class FrameworkCalls:
             if status is not None:
                 self.outbox.send_framework(fw, Update(status=status))
             return
-        self.outbox.send_slave(
-            task.slave_id, KillTask(framework_id=fw.framework_id, task_id=task.task_id)
+        kill = KillTask(
+            framework_id=fw.framework_id,
+            task_id=task.task_id,
+            kill_policy=msg.kill_policy,
+            killing=fw.task_killing,
         )
+        self.outbox.send_slave(task.slave_id, kill)
 
     async def on_acknowledge(self, msg: Acknowledge, caller: Caller) -> None:
         fw = self._framework(msg.framework_id, caller, "Acknowledge")

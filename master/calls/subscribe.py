@@ -110,6 +110,7 @@ class Subscriptions:
             self._adopt_orphans(fw)
             resubscribed = bool(msg.framework_id)
         fw.partition_aware = FrameworkCapability.PARTITION_AWARE in msg.capabilities
+        fw.task_killing = FrameworkCapability.TASK_KILLING_STATE in msg.capabilities
         self.outbox.send_framework(
             fw,
             Subscribed(

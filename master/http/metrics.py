@@ -51,6 +51,14 @@ class MasterCollector(Collector):
         for state, n in sorted(g.tasks_by_state.items()):
             live.add_metric([state], n)
         yield live
+        health = GaugeMetricFamily(
+            "drfmesos_tasks_health",
+            "Tasks not yet ended whose health check has said, by what it last said.",
+            labels=["health"],
+        )
+        for verdict, n in sorted(g.tasks_by_health.items()):
+            health.add_metric([verdict], n)
+        yield health
         yield GaugeMetricFamily("drfmesos_slaves", "Registered slaves.", value=g.counts.slaves)
         yield GaugeMetricFamily(
             "drfmesos_frameworks", "Registered frameworks.", value=g.counts.frameworks

@@ -71,6 +71,7 @@ class Gauges:
     bus_out: int = 0
     tasks_preempted: int = 0
     work_lost_seconds: float = 0.0
+    tasks_by_health: dict[str, int] = field(default_factory=dict)  # live, health-checked
 
 
 class MasterReader(Protocol):

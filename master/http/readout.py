@@ -31,10 +31,14 @@ def gauges(
 ) -> Gauges:
     """`shares`: each framework's dominant share; `fair`: its fair share, where known."""
     by_state: dict[str, int] = {}
+    by_health = {"healthy": 0, "unhealthy": 0}  # (tasks whose health check has said)
     for fw in books.frameworks.values():
         for task in fw.tasks.values():
             by_state[task.state.value] = by_state.get(task.state.value, 0) + 1
+            if task.status is not None and task.status.healthy is not None:
+                by_health["healthy" if task.status.healthy else "unhealthy"] += 1
     return Gauges(
+        tasks_by_health=by_health,
         counts=counts(books),
         tasks_by_state=by_state,
         total=total,

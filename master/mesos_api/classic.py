@@ -103,7 +103,7 @@ def framework_v0(m: MasterSide, fw: Framework) -> JSON:
         "recovered": live and not fw.inbox,
         "failover_timeout": fw.failover_timeout,
         "checkpoint": True,
-        "capabilities": ["PARTITION_AWARE"] if fw.partition_aware else [],
+        "capabilities": [c.value for c in fw.capabilities()],
         "registered_time": fw.registered_at,
         "unregistered_time": fw.removed_at or 0,
         "resources": _resources(used),

@@ -26,7 +26,6 @@ from protocol.mesos_json import (
     resources_to_mesos,
     status_to_mesos,
 )
-from protocol.wire.messages import FrameworkCapability
 from protocol.wire.resources import Resources
 
 if TYPE_CHECKING:
@@ -70,7 +69,6 @@ def task_json(task: Task, role: str) -> JSON:
 
 def framework_info(fw: Framework) -> JSON:
     """A FrameworkInfo as its framework would have sent it."""
-    capabilities = [{"type": FrameworkCapability.PARTITION_AWARE.value}]
     return {
         "id": mesos_id(fw.framework_id),
         "name": fw.name,
@@ -79,7 +77,7 @@ def framework_info(fw: Framework) -> JSON:
         "roles": [fw.role],
         "principal": fw.principal,
         "failover_timeout": fw.failover_timeout,
-        "capabilities": capabilities if fw.partition_aware else [],
+        "capabilities": [{"type": c.value} for c in fw.capabilities()],
     }
 
 

@@ -169,9 +169,7 @@ def subscribe_of(call: MesosCall, principal: str, inbox: str, incarnation: str) 
         framework_id=framework_id,
         inbox=inbox,
         incarnation=incarnation,
-        capabilities=[FrameworkCapability.PARTITION_AWARE]
-        if "PARTITION_AWARE" in capabilities
-        else [],
+        capabilities=[c for c in FrameworkCapability if c.value in capabilities],
     )
 
 
@@ -215,6 +213,7 @@ def message_of(call: MesosCall) -> Wire:
             framework_id=fid,
             task_id=mj.id_value(body.get("task_id"), "kill.task_id"),
             slave_id=mj.optional_id(body, "agent_id", "slave_id"),
+            kill_policy=mj.kill_policy_from_mesos(body.get("kill_policy"), "kill.kill_policy"),
         )
     if kind == "ACKNOWLEDGE":
         return _wire(

@@ -15,6 +15,7 @@ from protocol.wire.values import (
     Filters,
     FrameworkCapability,
     Id,
+    KillPolicy,
     Offer,
     TaskInfo,
     TaskStatus,
@@ -98,6 +99,7 @@ class Kill(Wire):
     framework_id: Id
     task_id: Id
     slave_id: str | None = None
+    kill_policy: KillPolicy | None = None  # this kill's, over the task's (as Mesos's KILL)
 
 
 class Acknowledge(Wire):

@@ -40,6 +40,13 @@ from protocol.wire.framework import (
     Teardown,
     Update,
 )
+from protocol.wire.health import (
+    CommandCheck,
+    HealthCheck,
+    HealthCheckType,
+    HTTPCheck,
+    TCPCheck,
+)
 from protocol.wire.operator import (
     MarkSlaveGone,
     SetQuota,
@@ -74,6 +81,7 @@ from protocol.wire.slave import (
     UsageReport,
 )
 from protocol.wire.values import (
+    MAX_KILL_GRACE,
     MAX_LIST_ITEMS,
     MAX_OFFERS_PER_CALL,
     MAX_OFFERS_PER_MESSAGE,
@@ -88,6 +96,7 @@ from protocol.wire.values import (
     Filters,
     FrameworkCapability,
     Id,
+    KillPolicy,
     Offer,
     Reason,
     Source,
@@ -166,6 +175,7 @@ __all__ = [
     "ITEM_OF",
     "LISTS",
     "MAX_HEARTBEATS",
+    "MAX_KILL_GRACE",
     "MAX_LIST_ITEMS",
     "MAX_OFFERS_PER_CALL",
     "MAX_OFFERS_PER_MESSAGE",
@@ -180,6 +190,7 @@ __all__ = [
     "CheckExecutorToken",
     "ClusterEvent",
     "ClusterEvents",
+    "CommandCheck",
     "CommandInfo",
     "ContainerInfo",
     "Decline",
@@ -196,10 +207,14 @@ __all__ = [
     "FrameworkMessage",
     "FrameworkView",
     "Gone",
+    "HTTPCheck",
+    "HealthCheck",
+    "HealthCheckType",
     "Heartbeat",
     "Heartbeats",
     "Id",
     "Kill",
+    "KillPolicy",
     "KillTask",
     "Leader",
     "MarkSlaveGone",
@@ -240,6 +255,7 @@ __all__ = [
     "Subscribe",
     "Subscribed",
     "Suppress",
+    "TCPCheck",
     "TaskFileData",
     "TaskInfo",
     "TaskRequest",

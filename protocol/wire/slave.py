@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import Field
 
 from protocol.wire.resources import Resources
-from protocol.wire.values import Id, Reason, TaskInfo, TaskState, TaskStatus, Wire
+from protocol.wire.values import Id, KillPolicy, Reason, TaskInfo, TaskState, TaskStatus, Wire
 
 # --- slave <-> master ----------------------------------------------------------------------
 
@@ -104,6 +104,7 @@ class RunTask(Wire):
     # executor writes the task's lines there, `ExecutorDriver.output`); set by the slave
     # for its executor, ignored when it comes from a master
     sandbox: str = ""
+    killing: bool = False  # its framework hears TASK_KILLING (as RunTasks.killing)
 
 
 class RunTasks(Wire):
@@ -120,6 +121,9 @@ class RunTasks(Wire):
     # the framework's principal: the slave runs its tasks as that principal's user and
     # reports it when it re-registers (Reregister.owners); "" on an insecure cluster
     principal: str = Field(default="", max_length=200)
+    # the framework hears TASK_KILLING as a kill of these tasks begins, whoever kills
+    # them (its TASK_KILLING_STATE capability): a health check's kill too
+    killing: bool = False
 
     def each(self) -> list[RunTask]:
         """One RunTask a task. (Built by validating: its task passes through as it is, and
@@ -130,6 +134,7 @@ class RunTasks(Wire):
                 framework_name=self.framework_name,
                 task=task,
                 principal=self.principal,
+                killing=self.killing,
             )
             for task in self.tasks
         ]
@@ -139,6 +144,9 @@ class KillTask(Wire):
     framework_id: Id
     task_id: Id
     reason: Reason | None = None  # set when the master, not the framework, kills it
+    kill_policy: KillPolicy | None = None  # the kill's own (else the task's, else the slave's)
+    # the framework hears TASK_KILLING as the kill begins (its TASK_KILLING_STATE capability)
+    killing: bool = False
 
 
 class ShutdownFramework(Wire):

@@ -10,6 +10,7 @@ from typing import Annotated, Any, ClassVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
+from protocol.wire.health import HealthCheck, HealthCheckType
 from protocol.wire.resources import Resources
 
 Id = Annotated[str, Field(min_length=1, max_length=200)]
@@ -24,6 +25,9 @@ MAX_OFFERS_PER_MESSAGE = MAX_OFFERS_PER_CALL
 MAX_RECONCILE_TASKS = 4096
 MAX_LIST_ITEMS = 256  # items of a list message (StatusUpdates, Acknowledges, ...)
 MAX_WEIGHT = 1e6  # a role's weight at most: an operator's, from the roles file or a call
+# A kill's grace period at most, as a message may say it (a slave holds it to its own
+# --max-kill-grace, shorter, so that a tenant's task cannot hold its resources for long)
+MAX_KILL_GRACE = 3600.0
 # A framework's failover timeout at most, in seconds (292 years): the longest Mesos takes
 # (a Duration's int64 nanoseconds); infinity and NaN are refused (no JSON holds them, and
 # NaN compares false with every deadline)
@@ -160,6 +164,7 @@ class FrameworkCapability(StrEnum):
     """What a framework declares it understands (Mesos's FrameworkInfo.Capability)."""
 
     PARTITION_AWARE = "PARTITION_AWARE"  # send me the finer states, not TASK_LOST
+    TASK_KILLING_STATE = "TASK_KILLING_STATE"  # send me TASK_KILLING when a kill begins
 
 
 class Reason(StrEnum):
@@ -183,6 +188,8 @@ class Reason(StrEnum):
     RATE_LIMITED = "REASON_RATE_LIMITED"
     # the container could not be started (its image unknown, podman failing), as Mesos's
     CONTAINER_LAUNCH_FAILED = "REASON_CONTAINER_LAUNCH_FAILED"
+    # a TASK_RUNNING that says its health check's verdict changed (`TaskStatus.healthy`)
+    TASK_HEALTH_CHECK_STATUS_UPDATED = "REASON_TASK_HEALTH_CHECK_STATUS_UPDATED"
 
 
 class Filters(Wire):
@@ -230,6 +237,16 @@ class ContainerInfo(Wire):
     `localhost/busybox:1`. Checked as untrusted input (`protocol.wire.ids.image_problem`)."""
 
 
+class KillPolicy(Wire):
+    """How a task is killed (Mesos's KillPolicy): SIGTERM to its whole process group,
+    then SIGKILL to what is left after `grace_period` seconds."""
+
+    grace_period: float = Field(ge=0, le=MAX_KILL_GRACE)
+    """Seconds between SIGTERM and SIGKILL (0: SIGKILL at once). A slave gives at most
+    its `--max-kill-grace` (60 s unless its operator says); without a policy, its
+    `--kill-grace` (3 s)."""
+
+
 class TaskInfo(Wire):
     """A task a framework launches on an offer (`frameworks.build_task` makes one): a
     shell command (`command`) or work for the framework's executor (`executor`), exactly
@@ -255,11 +272,22 @@ class TaskInfo(Wire):
     """For a command task: the image its command runs in (else it runs on the slave)."""
     data: bytes = b""
     """Opaque bytes for the executor. (Simulated slaves read `{"duration": seconds}`.)"""
+    kill_policy: KillPolicy | None = None
+    """How the task is killed, whoever kills it (its framework, a preemption, a
+    teardown), unless the kill itself says (`kill_task(..., grace_period=)`): for a
+    command task, the slave's grace between SIGTERM and SIGKILL."""
+    health_check: HealthCheck | None = None
+    """For a command task: how its slave checks that it is healthy (`HealthCheck`)."""
 
     @model_validator(mode="after")
     def _command_or_executor(self) -> TaskInfo:
         if (self.command is None) == (self.executor is None):
             raise ValueError("a task needs exactly one of command or executor")
+        if self.health_check is not None:
+            if self.command is None:
+                raise ValueError("a health check is the slave's, for command tasks only")
+            if self.container is not None and self.health_check.type == HealthCheckType.COMMAND:
+                raise ValueError("a COMMAND health check is not run in a container image")
         return self
 
 
@@ -291,6 +319,10 @@ class TaskStatus(Wire):
     (reconciliation's, the master's own)."""
     data: bytes = Field(default=b"", max_length=MAX_STATUS_DATA)
     """Opaque bytes from the task's executor, at most 64 KiB."""
+    healthy: bool | None = None
+    """What its health check last said (None: it has none, or it has not said yet); set
+    on every update once it has, and false on the TASK_KILLED of a task its failures
+    killed."""
     exit_code: int | None = None  # a command task's exit status, once it exited by itself
     """A command task's exit status, once it exited by itself (None when it was killed
     by a signal, run by an executor, or its status was lost with its slave)."""

@@ -85,6 +85,7 @@ class TaskView(Wire):
     name: str = ""
     reason: Reason | None = None  # for ended tasks: why
     message: str = ""
+    healthy: bool | None = None  # what its health check last said (None: nothing yet)
     launched_at: float | None = None  # wall clock, when the master launched it
     ended_at: float | None = None  # wall clock, its terminal update's time
     usage: TaskUsage | None = None  # its slave's last report of what it uses

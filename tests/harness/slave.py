@@ -7,8 +7,9 @@ import asyncio
 import contextlib
 import os
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from master.master import Master, MasterConfig
 from protocol.tooling.brokers import MosquittoBroker
@@ -17,6 +18,7 @@ from protocol.transport.bus import Bus
 from protocol.wire.messages import (
     CommandInfo,
     ContainerInfo,
+    FrameworkCapability,
     TaskInfo,
 )
 from protocol.wire.resources import Resources
@@ -77,13 +79,19 @@ class Rig:
         await slave.registered.wait()
         return slave
 
-    async def framework(self, name: str = "fw", *, acknowledging: bool = True) -> FakeFramework:
+    async def framework(
+        self,
+        name: str = "fw",
+        *,
+        acknowledging: bool = True,
+        capabilities: Sequence[FrameworkCapability] = (),
+    ) -> FakeFramework:
         bus = await self.stack.enter_async_context(
             Bus(self.broker.url, name=name, inbox=T.framework("framework", name))
         )
         fw = FakeFramework(bus, T, name, acknowledging=acknowledging)
         await bus.subscribe(T.framework("framework", name), fw.receive)
-        await fw.subscribe(name, failover_timeout=60)
+        await fw.subscribe(name, failover_timeout=60, capabilities=list(capabilities))
         return fw
 
     async def launch(
@@ -93,7 +101,10 @@ class Rig:
         task_id: str,
         resources: Resources | None = None,
         image: str | None = None,
-    ) -> None:
+        **fields: Any,
+    ) -> Path:
+        """Launch a command task on `fw`'s next offer (`fields`: more of its TaskInfo);
+        its sandbox."""
         offer = await fw.next_offer(after=self.offers_used(fw))
         self._used[fw.inbox_id] = self.offers_used(fw) + 1
         task = TaskInfo(
@@ -102,8 +113,10 @@ class Rig:
             resources=resources or Resources(cpus=0.1, mem=64),
             command=CommandInfo(value=command),
             container=ContainerInfo(image=image) if image is not None else None,
+            **fields,
         )
         await fw.accept(offer, [task], refuse=0)
+        return self.tmp / offer.slave_id / "sandboxes" / fw.framework_id / task_id
 
     def offers_used(self, fw: FakeFramework) -> int:
         return self._used.get(fw.inbox_id, 0)
@@ -155,3 +168,34 @@ EXECUTOR = f"{sys.executable} -m frameworks.samples.sleep_executor"
 
 
 FAST = MasterConfig(allocation_interval=0.05, heartbeat_interval=0.5, status_retry=0.3)
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live (non-zombie) members of a process group."""
+    members = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry.name}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if fields[2] == str(pgid) and fields[0] != "Z":
+            members.append(int(entry.name))
+    return members
+
+
+def http_server(port: int) -> str:
+    """A task's command that serves HTTP on `port` (the host's python3, which a task's
+    user may run): 200, or 500 once `sick` is in its sandbox."""
+    program = (
+        "import http.server, os\n"
+        "class H(http.server.BaseHTTPRequestHandler):\n"
+        "    def do_GET(self):\n"
+        "        self.send_response(500 if os.path.exists('sick') else 200)\n"
+        "        self.end_headers()\n"
+        "    def log_message(self, *a): pass\n"
+        f"http.server.HTTPServer(('127.0.0.1', {port}), H).serve_forever()\n"
+    )
+    return f'/usr/bin/python3 -c "{program}"'

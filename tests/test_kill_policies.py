@@ -1,0 +1,173 @@
+"""Kill policies on a real broker, master and slave, with real task processes: a task that
+traps SIGTERM gets its grace (the task's kill policy, the kill's, the slave's default) and
+no more, with and without a PID namespace; TASK_KILLING for the frameworks that ask; a
+kill's grace holds up nothing else the slave does; a tenant's grace is held to the
+slave's --max-kill-grace."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from protocol import mesos_json as mj
+from protocol.tooling.brokers import MosquittoBroker
+from protocol.wire.messages import (
+    FrameworkCapability,
+    Kill,
+    KillPolicy,
+    Reason,
+    TaskState,
+    TaskStatus,
+    Update,
+)
+from protocol.wire.resources import Resources
+
+from harness.fakes import FakeFramework
+from harness.helpers import eventually
+from harness.slave import Rig, T, group_members, master_rig
+
+# a task that finishes its work on SIGTERM: 1.5 s of it (over the rig slave's default
+# grace of 1 s), then a mark in its sandbox; `ready` once its trap is set
+GRACEFUL = (
+    "trap 'sleep 1.5; echo graceful > done; exit 0' TERM; echo up > ready; "
+    "while :; do sleep 0.05; done"
+)
+# a task that takes SIGTERM and carries on: only SIGKILL ends it
+STUBBORN = "trap 'echo ignored' TERM; echo up > ready; while :; do sleep 0.05; done"
+
+
+@pytest.fixture
+async def rig(mosquitto: MosquittoBroker, tmp_path: Path) -> AsyncIterator[Rig]:
+    async with master_rig(mosquitto, tmp_path) as r:
+        yield r
+
+
+async def launch(
+    rig: Rig, fw: FakeFramework, task_id: str, command: str, grace: float | None = None
+) -> Path:
+    """Launch a command task with a kill policy of `grace` (None: none); its sandbox once
+    the task is up, its trap set."""
+    policy = KillPolicy(grace_period=grace) if grace is not None else None
+    sandbox = await rig.launch(fw, command, task_id, kill_policy=policy)
+    await fw.update_for(task_id, TaskState.RUNNING)
+    await eventually(lambda: (sandbox / "ready").exists())
+    return sandbox
+
+
+async def kill(fw: FakeFramework, task_id: str, grace: float | None = None) -> float:
+    """Kill a task (with this kill's own grace, if given); when it was sent."""
+    policy = KillPolicy(grace_period=grace) if grace is not None else None
+    sent = time.time()
+    await fw.bus.publish(
+        T.inbound("framework", "framework"),
+        Kill(framework_id=fw.framework_id, task_id=task_id, kill_policy=policy),
+    )
+    return sent
+
+
+def statuses(fw: FakeFramework) -> list[TaskStatus]:
+    return [u.status for u in fw.inbox.of(Update)]
+
+
+async def killed_after(fw: FakeFramework, task_id: str, sent: float) -> tuple[TaskStatus, float]:
+    """Its TASK_KILLED, and how long after `sent` the slave said so (its own clock)."""
+    status = await fw.update_for(task_id, TaskState.KILLED, timeout=15)
+    return status, status.timestamp - sent
+
+
+@pytest.mark.timing  # a grace measured on the wall clock
+@pytest.mark.parametrize("pid_namespace", [False, True], ids=["shared-pids", "pid-namespace"])
+async def test_a_task_that_traps_sigterm_gets_its_grace_and_no_more(
+    rig: Rig, pid_namespace: bool
+) -> None:
+    fw = await rig.framework()
+    slave = await rig.start_slave("s1", Resources(cpus=2, mem=1024), pid_namespace=pid_namespace)
+    # its kill policy (4 s) over the slave's 1 s: it finishes its 1.5 s of work, and ends
+    graceful = await launch(rig, fw, "graceful", GRACEFUL, grace=4)
+    status, took = await killed_after(fw, "graceful", await kill(fw, "graceful"))
+    assert (graceful / "done").read_text() == "graceful\n"
+    assert 1.5 <= took < 3.0, took
+    assert status.reason == Reason.KILLED_BY_FRAMEWORK
+
+    # one that ignores SIGTERM is SIGKILLed at the end of its grace, its group with it
+    await launch(rig, fw, "stubborn", STUBBORN, grace=2)
+    pgid = slave.tasks[(fw.framework_id, "stubborn")].runner.pid  # type: ignore[union-attr]
+    _, took = await killed_after(fw, "stubborn", await kill(fw, "stubborn"))
+    assert 2.0 <= took < 3.0, took
+    await eventually(lambda: group_members(pgid) == [])
+
+    # the kill's own grace over the task's: cut short, its work undone
+    short = await launch(rig, fw, "short", GRACEFUL, grace=4)
+    _, took = await killed_after(fw, "short", await kill(fw, "short", grace=0.5))
+    assert 0.5 <= took < 1.4, took
+    assert not (short / "done").exists()
+
+    # no policy at all: the slave's --kill-grace (1 s here)
+    default = await launch(rig, fw, "default", GRACEFUL)
+    _, took = await killed_after(fw, "default", await kill(fw, "default"))
+    assert 1.0 <= took < 1.4, took
+    assert not (default / "done").exists()
+
+
+@pytest.mark.timing
+async def test_a_tenants_grace_is_held_to_the_slaves_most(rig: Rig) -> None:
+    fw = await rig.framework()
+    await rig.start_slave("s1", Resources(cpus=2, mem=1024), max_kill_grace=0.5)
+    await launch(rig, fw, "greedy", STUBBORN, grace=3600)
+    _, took = await killed_after(fw, "greedy", await kill(fw, "greedy"))
+    assert 0.5 <= took < 1.4, took
+
+
+async def test_a_kill_in_its_grace_holds_up_nothing_else_on_the_slave(rig: Rig) -> None:
+    fw = await rig.framework()
+    await rig.start_slave("s1", Resources(cpus=2, mem=1024))
+    await launch(rig, fw, "slow", STUBBORN, grace=20)
+    await kill(fw, "slow")
+    await launch(rig, fw, "quick", STUBBORN, grace=0)  # launched while slow is in its grace
+    await kill(fw, "quick")
+    await fw.update_for("quick", TaskState.KILLED, timeout=5)
+    assert not [u for u in statuses(fw) if u.task_id == "slow" and u.state.terminal]
+    await kill(fw, "slow", grace=0)  # a second kill with a shorter grace cuts it short
+    await fw.update_for("slow", TaskState.KILLED, timeout=5)
+
+
+@pytest.mark.timing
+async def test_task_killing_goes_to_the_frameworks_that_ask_for_it(rig: Rig) -> None:
+    fw = await rig.framework(capabilities=[FrameworkCapability.TASK_KILLING_STATE])
+    await rig.start_slave("s1", Resources(cpus=2, mem=1024))
+    await launch(rig, fw, "t", GRACEFUL, grace=4)
+    await kill(fw, "t")
+    killing = await fw.update_for("t", TaskState.KILLING)
+    killed = await fw.update_for("t", TaskState.KILLED, timeout=15)
+    assert killing.message == "killing: SIGTERM, then SIGKILL after 4 s"
+    assert 1.5 <= killed.timestamp - killing.timestamp < 3.0
+    states = [u.state for u in statuses(fw) if u.task_id == "t"]
+    assert states[-2:] == [TaskState.KILLING, TaskState.KILLED]
+
+
+async def test_no_task_killing_for_a_framework_that_did_not_ask(rig: Rig) -> None:
+    fw = await rig.framework()
+    await rig.start_slave("s1", Resources(cpus=2, mem=1024))
+    await launch(rig, fw, "t", STUBBORN, grace=0.2)
+    await kill(fw, "t")
+    await fw.update_for("t", TaskState.KILLED)
+    assert TaskState.KILLING not in [u.state for u in statuses(fw)]
+
+
+def test_a_kill_policy_is_bounded_on_the_wire_and_in_mesos_json() -> None:
+    for bad in (-1, 3601, float("nan"), float("inf")):
+        with pytest.raises(ValidationError):
+            KillPolicy(grace_period=bad)
+    policy = mj.kill_policy_from_mesos({"grace_period": {"nanoseconds": "2500000000"}})
+    assert policy == KillPolicy(grace_period=2.5)
+    assert mj.kill_policy_to_mesos(KillPolicy(grace_period=2.5)) == {
+        "grace_period": {"nanoseconds": 2_500_000_000}
+    }
+    assert mj.kill_policy_from_mesos({}) is None
+    for bad_json in ({"grace_period": {"nanoseconds": -1}}, {"grace_period": 5}, [1]):
+        with pytest.raises(mj.MesosJSONError):
+            mj.kill_policy_from_mesos(bad_json)
