@@ -1,0 +1,562 @@
+"""Why a framework is offered nothing: its reasons, each a code and the numbers behind it,
+computed from the books the next round reads, in the order that explains.
+
+The round asks of each slave, in turn: is anything free here (`allocatable`)? held for a
+claimant (`holds`)? what may this framework's role have of it (quota limits, then others'
+guarantees)? does that hold one of its offer filters? did it decline this here lately?
+`why` asks the same questions of every slave for one framework, and counts the slaves
+each question turned away: the reason that turns away the most slaves comes first. Before
+those come what turns away every slave at once (no slave, its role refused, disconnected,
+its calls held by its rate limit, suppressed) and a declared minimum or task no slave
+could ever hold; after them, what is true but explains less.
+
+Pure, like the rest of the cycle: the shell passes what only it knows (`Standing`), and
+the answer is the wire's (`protocol.wire.why`), made only when someone asks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from master.allocation.allocator import Allocator
+from master.allocation.ledger import FrameworkBook, allocatable, fits_one, within
+from master.allocation.preemption import fair_shares
+from master.allocation.sorter import Millis
+from master.cycle.claims import contender
+from master.cycle.offer_log import OfferLog
+from master.cycle.state import State
+from protocol.wire.resources import SCALE, Resources
+from protocol.wire.why import WhyCode, WhyOffered, WhyReason
+
+AHEAD_SHOWN = 5  # frameworks ahead in the order, named (the rest counted)
+SLAVES_SHOWN = 10  # slaves a reason names (the rest counted)
+
+
+@dataclass(frozen=True, slots=True)
+class Standing:
+    """What the shell knows of a framework that the offer cycle does not."""
+
+    connected: bool = True
+    role_refused: str = ""  # why its principal may not use its role now ("": it may)
+    calls_queued: int = 0  # its principal's calls waiting for the rate limit now
+    calls_refused: int = 0  # ... refused lately, the queue full
+    qps: float | None = None  # its principal's limit (None: none)
+    capacity: int | None = None
+
+
+# what turns one slave away from the framework, in the order a round asks
+FULL = "full"  # nothing allocatable is free there (others hold it)
+MINE = "mine"  # ... and what it holds there, it holds in offers it has not answered
+HELD = "held"  # held for a claimant of preemption
+LIMIT = "limit"  # its role's quota limit leaves nothing of it
+GUARANTEE = "guarantee"  # others' unmet guarantees leave nothing of it
+MINIMUM = "minimum"  # it holds none of the framework's offer filters
+FILTERED = "filtered"  # it declined this here, and the filter stands
+OPEN = "open"  # it may be offered this slave
+STAGES = (MINE, FULL, HELD, LIMIT, GUARANTEE, MINIMUM, FILTERED, OPEN)
+
+
+def explain(
+    a: Allocator,
+    state: State,
+    log: OfferLog,
+    policy: str,
+    framework_id: str,
+    now: float,
+    standing: Standing | None = None,
+) -> list[WhyReason]:
+    """The reasons `framework_id` (one the allocator knows) is offered nothing now, the
+    one that explains first; none only if nothing keeps offers from it."""
+    standing = standing or Standing()
+    fw = a.frameworks[framework_id]
+    reasons = _everywhere(a, fw, standing)
+    mine = _outstanding(state, framework_id, now)
+    turned: dict[str, list[str]] = {stage: [] for stage in STAGES}  # slaves each turns away
+    free: dict[str, Millis] = {}  # each active slave's free resources, less others' holds
+    for slave_id, slave in a.slaves.items():
+        if not slave.active:
+            continue
+        room = _less_holds(a, slave_id, slave.unallocated, framework_id, now)
+        free[slave_id] = room
+        turned[_stage(a, fw, slave_id, slave.unallocated, room, mine, now)].append(slave_id)
+    never = _never_fits(a, fw, state, framework_id, now)
+    reasons += never
+    ranked = [
+        (-len(turned[stage]), STAGES.index(stage), stage)
+        for stage in STAGES
+        if turned[stage] and stage != OPEN
+    ]
+    for _, _, stage in sorted(ranked):
+        reasons.append(_stage_reason(stage, turned[stage], a, fw, state, policy, now, free, mine))
+    if not never:
+        reasons += _fits_no_free(a, fw, state, framework_id, now, free)
+    if turned[OPEN]:
+        reasons.append(_next_round(turned[OPEN], free))
+    return _unique(reasons)
+
+
+def recently(log: OfferLog, framework_id: str, now: float) -> list[WhyOffered]:
+    """The offers the recent rounds made it, newest first."""
+    return [
+        WhyOffered(slave_id=o.offer.slave_id, resources=o.offer.resources, seconds_ago=now - o.at)
+        for o in log.offered(framework_id)
+    ]
+
+
+# -- what turns away every slave ------------------------------------------------------------------
+def _everywhere(a: Allocator, fw: FrameworkBook, standing: Standing) -> list[WhyReason]:
+    out = []
+    active = sum(1 for s in a.slaves.values() if s.active)
+    if not active:
+        out.append(
+            WhyReason(
+                code=WhyCode.NO_SLAVE,
+                message=f"no slave is connected ({len(a.slaves)} registered, none connected)"
+                if a.slaves
+                else "no slave is registered",
+                numbers={"slaves": float(len(a.slaves)), "connected": 0.0},
+            )
+        )
+    if standing.role_refused:
+        out.append(
+            WhyReason(
+                code=WhyCode.ROLE_NOT_ALLOWED,
+                message=standing.role_refused,
+                numbers={"role": fw.role},
+            )
+        )
+    frozen = _frozen(a, fw.role)
+    if frozen is not None:
+        node, names = frozen
+        out.append(
+            WhyReason(
+                code=WhyCode.ROLE_NOT_ALLOWED,
+                message=f"role {node} has a limit of 0 {', '.join(names)}: it is offered nothing",
+                numbers={"role": node, "limit": dict.fromkeys(names, 0.0)},
+            )
+        )
+    if not fw.active or not standing.connected:
+        out.append(
+            WhyReason(
+                code=WhyCode.DISCONNECTED,
+                message="its scheduler is disconnected: offered nothing until it is back",
+            )
+        )
+    if standing.calls_queued or standing.calls_refused:
+        numbers: dict[str, float | str | list[str] | dict[str, float]] = {
+            "queued": float(standing.calls_queued),
+            "refused": float(standing.calls_refused),
+        }
+        if standing.qps is not None:
+            numbers["qps"] = standing.qps
+        if standing.capacity is not None:
+            numbers["capacity"] = float(standing.capacity)
+        out.append(
+            WhyReason(
+                code=WhyCode.RATE_LIMITED,
+                message=f"its principal's calls are held by its rate limit "
+                f"({_limit(standing)}): {standing.calls_queued} waiting, "
+                f"{standing.calls_refused} refused lately; an answer or a revive waits its turn",
+                numbers=numbers,
+            )
+        )
+    if fw.suppressed:
+        out.append(
+            WhyReason(
+                code=WhyCode.SUPPRESSED,
+                message="it suppressed its offers: none until it revives (a Revive, or "
+                "SUBSCRIBE again)",
+            )
+        )
+    return out
+
+
+def _limit(standing: Standing) -> str:
+    qps = f"{standing.qps:g} calls/s" if standing.qps is not None else "no rate"
+    queue = f"a queue of {standing.capacity}" if standing.capacity is not None else "any queue"
+    return f"{qps}, {queue}"
+
+
+def _frozen(a: Allocator, role: str) -> tuple[str, list[str]] | None:
+    """A quota node on the role's path whose limit of zero freezes it, and its zeros."""
+    for node in a.quota_stage.path(role):
+        quota = a.quotas.get(node)
+        if quota is not None and quota.limit is not None:
+            zeros = sorted(n for n, v in quota.limit.millis.items() if v == 0)
+            if zeros:
+                return node, zeros
+    # (a `Limit` keeps its zeros in `millis`; a plain Resources has none to find)
+    return None
+
+
+# -- one slave ----------------------------------------------------------------------------------
+def _less_holds(a: Allocator, slave_id: str, free: Millis, framework_id: str, now: float) -> Millis:
+    """What of `free` is not held for another framework's claim."""
+    held = a.reservations.get(slave_id)
+    if not held:
+        return dict(free)
+    room = dict(free)
+    for r in held:
+        if r.until > now and r.framework_id != framework_id and r.framework_id in a.frameworks:
+            for name, amount in r.resources.items():
+                if name in room:
+                    room[name] = max(0, room[name] - amount)
+    return room
+
+
+def _stage(
+    a: Allocator,
+    fw: FrameworkBook,
+    slave_id: str,
+    unallocated: Millis,
+    room: Millis,
+    mine: Mapping[str, Millis],
+    now: float,
+) -> str:
+    """The first of the round's questions that turns this slave away from `fw`."""
+    if not allocatable(unallocated):
+        return MINE if slave_id in mine else FULL
+    if not allocatable(room):
+        return HELD
+    offerable = room
+    if a.quotas:
+        stage = a.quota_stage
+        if not allocatable(stage.offerable(fw.role, room, headroom=False)):
+            return LIMIT
+        offerable = stage.offerable(fw.role, room)
+        if not allocatable(offerable):
+            return GUARANTEE
+    if fw.min_allocatable and not fits_one(offerable, fw.min_allocatable):
+        return MINIMUM
+    f = fw.filters.get(slave_id)
+    if f is not None and f.expires > now and within(offerable, f.refused):
+        return FILTERED
+    return OPEN
+
+
+def _outstanding(state: State, framework_id: str, now: float) -> dict[str, Millis]:
+    """What it holds in unanswered offers, by slave."""
+    out: dict[str, Millis] = {}
+    for offer in state.outstanding():
+        if offer.framework_id == framework_id:
+            held = out.setdefault(offer.slave_id, {})
+            for name, amount in offer.resources.millis.items():
+                held[name] = held.get(name, 0) + amount
+    return out
+
+
+def _stage_reason(
+    stage: str,
+    slaves: list[str],
+    a: Allocator,
+    fw: FrameworkBook,
+    state: State,
+    policy: str,
+    now: float,
+    free: Mapping[str, Millis],
+    mine: Mapping[str, Millis],
+) -> WhyReason:
+    n = len(slaves)
+    of = f"{n} of {len(free)} slaves"
+    if stage == MINE:
+        return _offers_outstanding(state, fw.framework_id, now, slaves, of)
+    if stage == FULL:
+        return _order(a, fw, state, policy, now, slaves, of)
+    if stage == HELD:
+        claimants = sorted(
+            {
+                r.framework_id
+                for s in slaves
+                for r in a.reservations.get(s, [])
+                if r.framework_id != fw.framework_id
+            }
+        )
+        return WhyReason(
+            code=WhyCode.HELD_FOR_PREEMPTION,
+            message=f"{of}: what is free is held for {', '.join(claimants)}, for whom "
+            "preemption freed it",
+            numbers={"slaves": _names(slaves), "for": claimants},
+        )
+    if stage == LIMIT:
+        return _quota_limit(a, fw.role, of, slaves)
+    if stage == GUARANTEE:
+        return _held_for_guarantee(a, fw.role, of, slaves)
+    if stage == MINIMUM:
+        return _short(WhyCode.MIN_OFFER_FITS_NO_SLAVE, "its min_offer", fw.min_allocatable,
+                      free, of=of)  # fmt: skip
+    # FILTERED
+    left = {s: round(fw.filters[s].expires - now, 3) for s in slaves[:SLAVES_SHOWN]}
+    return WhyReason(
+        code=WhyCode.DECLINED_FILTER,
+        message=f"{of}: it declined what they have free, and filtered them for "
+        f"{max(left.values()):g} s more at most (its refuse_seconds); a Revive clears "
+        "every filter",
+        numbers={"slaves": float(n), "until": left},
+    )
+
+
+def _names(slaves: list[str]) -> list[str]:
+    """Some slaves by name, the rest counted."""
+    more = len(slaves) - SLAVES_SHOWN
+    return slaves[:SLAVES_SHOWN] + ([f"... {more} more"] if more > 0 else [])
+
+
+def _offers_outstanding(
+    state: State, framework_id: str, now: float, slaves: list[str], of: str
+) -> WhyReason:
+    offers = [o for o in state.outstanding() if o.framework_id == framework_id]
+    total: Millis = {}
+    for o in offers:
+        for name, amount in o.resources.millis.items():
+            total[name] = total.get(name, 0) + amount
+    oldest = max((now - o.created_at for o in offers), default=0.0)
+    return WhyReason(
+        code=WhyCode.OFFERS_OUTSTANDING,
+        message=f"{of}: it holds their resources in {len(offers)} offers it has not "
+        f"answered (the oldest {oldest:.0f} s old): {_res(total)}; accept or decline them",
+        numbers={
+            "offers": float(len(offers)),
+            "resources": _user(total),
+            "oldest_seconds": round(oldest, 3),
+            "slaves": _names(slaves),
+        },
+    )
+
+
+def _order(
+    a: Allocator,
+    fw: FrameworkBook,
+    state: State,
+    policy: str,
+    now: float,
+    slaves: list[str],
+    of: str,
+) -> WhyReason:
+    """Every slave it could use is allocated: where it stands in the order, and its fair
+    share in the policy's ideal."""
+    fid = fw.framework_id
+    order = list(a.order())
+    ahead = order[: order.index(fid)] if fid in order else order
+    share = a.dominant_share(fid)
+    weight = a.framework_weight(fid)
+    fair = _fair_share(a, state, policy, fid, now)
+    numbers: dict[str, float | str | list[str] | dict[str, float]] = {
+        "slaves": float(len(slaves)),
+        "position": float(len(ahead) + 1),
+        "dominant_share": round(share, 4),
+        "weight": weight,
+    }
+    if fair is not None:
+        numbers["fair_share"] = round(fair, 4)
+    fair_text = f", fair share {fair:.1%}" if fair is not None else ""
+    if not ahead:
+        return WhyReason(
+            code=WhyCode.CLUSTER_FULL,
+            message=f"{of} are fully allocated; it is first in the order (dominant share "
+            f"{share:.1%}, weight {weight:g}{fair_text}): it is offered what frees first",
+            numbers=numbers,
+        )
+    shown = ahead[:AHEAD_SHOWN]
+    numbers["ahead"] = {f: round(a.dominant_share(f), 4) for f in shown}
+    numbers["ahead_weights"] = {f: a.framework_weight(f) for f in shown}
+    numbers["ahead_count"] = float(len(ahead))
+    others = ", ".join(
+        f"{f} ({a.dominant_share(f):.1%}, weight {a.framework_weight(f):g})" for f in shown
+    )
+    more = f" and {len(ahead) - len(shown)} more" if len(ahead) > len(shown) else ""
+    return WhyReason(
+        code=WhyCode.LOWER_IN_ORDER,
+        message=f"{of} are fully allocated, and {len(ahead)} framework(s) come before it in "
+        f"the {policy} order: {others}{more}; it holds a dominant share of {share:.1%} at "
+        f"weight {weight:g}{fair_text}",
+        numbers=numbers,
+    )
+
+
+def _fair_share(a: Allocator, state: State, policy: str, fid: str, now: float) -> float | None:
+    """Its share in the policy's ideal for what everyone holds and wants (as preemption
+    computes it); None if the ideal cannot say."""
+    contenders = [contender(a, w) for w in state.wishes(now) if w.framework_id in a.frameworks]
+    if not any(c.framework_id == fid for c in contenders):
+        return None
+    try:
+        shares = fair_shares(policy, dict(a.total.millis), contenders, a.pool_weights())
+    except (ValueError, ZeroDivisionError):
+        return None
+    return shares.get(fid)
+
+
+def _quota_limit(a: Allocator, role: str, of: str, slaves: list[str]) -> WhyReason:
+    stage = a.quota_stage
+    for node in stage.path(role):
+        quota = a.quotas.get(node)
+        if quota is None or quota.limit is None:
+            continue
+        held = stage.held_by_role(node)
+        at = [n for n, v in quota.limit.millis.items() if held.get(n, 0) >= v]
+        if at:
+            limit = {n: quota.limit.millis[n] for n in at}
+            return WhyReason(
+                code=WhyCode.QUOTA_LIMIT,
+                message=f"{of}: role {node} holds {_res({n: held.get(n, 0) for n in at})}, "
+                f"at its limit of {_res(limit)}; it is offered more once its tasks give some "
+                "back, or an operator raises the limit",
+                numbers={
+                    "role": node,
+                    "limit": _user(dict(quota.limit.millis)),
+                    "held": _user(held),
+                    "at_limit": at,
+                },
+            )
+    return WhyReason(  # (limits leave too little of each slave, if none is reached)
+        code=WhyCode.QUOTA_LIMIT,
+        message=f"{of}: what its role's limits leave of them is too little to offer",
+        numbers={"role": role, "slaves": _names(slaves)},
+    )
+
+
+def _held_for_guarantee(a: Allocator, role: str, of: str, slaves: list[str]) -> WhyReason:
+    back = a.quota_stage.held_back(role)
+    total: Millis = {}
+    for lack in back.values():
+        for name, amount in lack.items():
+            total[name] = total.get(name, 0) + amount
+    each = "; ".join(f"{r}: {_res(lack)}" for r, lack in sorted(back.items()))
+    return WhyReason(
+        code=WhyCode.HELD_FOR_GUARANTEE,
+        message=f"{of}: what they have free is kept for other roles' guarantees ({each})",
+        numbers={
+            "held_back": _user(total),
+            "roles": sorted(back),
+            **{f"for {r}": _user(lack) for r, lack in sorted(back.items())},
+        },
+    )
+
+
+# -- what it asked for, against what slaves have ------------------------------------------------
+def _never_fits(
+    a: Allocator, fw: FrameworkBook, state: State, framework_id: str, now: float
+) -> list[WhyReason]:
+    """Its declared minimum, or the task it asked for, is more than any slave has at all."""
+    totals = {s: dict(slave.total.millis) for s, slave in a.slaves.items() if slave.active}
+    if not totals:
+        return []
+    out = []
+    if fw.min_allocatable and not any(fits_one(t, fw.min_allocatable) for t in totals.values()):
+        out.append(_short(WhyCode.MIN_OFFER_FITS_NO_SLAVE, "its min_offer", fw.min_allocatable,
+                          totals, ever=True))  # fmt: skip
+    tasks = _tasks(state, framework_id, now)
+    if tasks and not any(fits_one(t, tasks) for t in totals.values()):
+        out.append(_short(WhyCode.TASK_FITS_NO_SLAVE, "the task it asked for", tasks, totals,
+                          ever=True))  # fmt: skip
+    return out
+
+
+def _fits_no_free(
+    a: Allocator,
+    fw: FrameworkBook,
+    state: State,
+    framework_id: str,
+    now: float,
+    free: Mapping[str, Millis],
+) -> list[WhyReason]:
+    """The task it asked for fits no slave's free resources now (it would fit some slave
+    empty): true beside the reasons above, which say why the room is taken."""
+    tasks = _tasks(state, framework_id, now)
+    if not tasks or not free or any(fits_one(f, tasks) for f in free.values()):
+        return []
+    return [_short(WhyCode.TASK_FITS_NO_SLAVE, "the task it asked for", tasks, free)]
+
+
+def _tasks(state: State, framework_id: str, now: float) -> list[Millis]:
+    """The tasks it declared it still wants (its last Request), each once."""
+    for wish in state.wishes(now):
+        if wish.framework_id == framework_id:
+            return [t for t, n in wish.demand or [] if n > 0 and t]
+    return []
+
+
+def _short(
+    code: WhyCode,
+    what: str,
+    wanted: list[Millis],
+    have: Mapping[str, Millis],
+    *,
+    ever: bool = False,
+    of: str = "",
+) -> WhyReason:
+    """`wanted` (any one of) against what each slave `have`s: the resource short, by how
+    much, against the largest amount of each on any slave."""
+    need = min(wanted, key=lambda w: _shortfall(w, have)[1])
+    best_slave, _ = _shortfall(need, have)
+    largest = {n: max((h.get(n, 0) for h in have.values()), default=0) for n in need}
+    short = {n: v - largest[n] for n, v in need.items() if v > largest[n]}
+    if not short:  # each resource is somewhere, but no one slave has all of them
+        short = {n: v - have[best_slave].get(n, 0) for n, v in need.items()
+                 if v > have[best_slave].get(n, 0)}  # fmt: skip
+    fits = "even empty" if ever else "with what it has free now"
+    most = "the most any slave has" + ("" if ever else " free")
+    gaps = ", ".join(_res({n: v}) for n, v in sorted(short.items()))
+    where = f"{of}: " if of else ""
+    return WhyReason(
+        code=code,
+        message=f"{where}{what} ({_res(need)}) fits no slave {fits}: short of {gaps} "
+        f"({most}: {_res(largest)}; the closest slave is {best_slave})",
+        numbers={
+            "need": _user(need),
+            "largest": _user(largest),
+            "short": _user(short),
+            "closest_slave": best_slave,
+            "of": "total" if ever else "free",
+        },
+    )
+
+
+def _shortfall(need: Millis, have: Mapping[str, Millis]) -> tuple[str, float]:
+    """The slave nearest to holding `need` (the least missing, as fractions of it)."""
+    best, gap = "", float("inf")
+    for slave_id, h in have.items():
+        missing = sum(max(0, v - h.get(n, 0)) / v for n, v in need.items() if v)
+        if missing < gap:
+            best, gap = slave_id, missing
+    return best, gap
+
+
+def _next_round(slaves: list[str], free: Mapping[str, Millis]) -> WhyReason:
+    room: Millis = {}
+    for s in slaves:
+        for name, amount in free[s].items():
+            room[name] = room.get(name, 0) + amount
+    return WhyReason(
+        code=WhyCode.NEXT_ROUND,
+        message=f"{len(slaves)} slave(s) have room it may take ({_res(room)} in all): the "
+        "next allocation round offers it (one runs every allocation interval, and soon "
+        "after resources free)",
+        numbers={"slaves": _names(slaves), "free": _user(room)},
+    )
+
+
+# -- helpers ---------------------------------------------------------------------------------------
+def _res(millis: Mapping[str, int]) -> str:
+    return (
+        str(Resources.from_millis({k: v for k, v in millis.items() if v > 0}))
+        if any(v > 0 for v in millis.values())
+        else "nothing"
+    )
+
+
+def _user(millis: Mapping[str, int]) -> dict[str, float]:
+    return {k: v / SCALE for k, v in sorted(millis.items())}
+
+
+def _unique(reasons: Iterable[WhyReason]) -> list[WhyReason]:
+    """Each code once, where it first explains (a minimum that fits no slave at all is
+    not said again as one that fits no free room)."""
+    seen: set[WhyCode] = set()
+    out = []
+    for r in reasons:
+        if r.code not in seen:
+            seen.add(r.code)
+            out.append(r)
+    return out
