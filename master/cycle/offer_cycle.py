@@ -15,11 +15,10 @@ from master.allocation.allocator import Allocator
 from master.allocation.preemption import Contender, Preemption, PreemptionConfig
 from master.cycle import offer_bound, why
 from master.cycle.claims import contender, hold_claim, hold_until, planning_cluster
-from master.cycle.offer_log import OfferLog
+from master.cycle.offer_log import Offered, OfferLog
 from master.cycle.plans import Kill, PreemptionPlan, RoundPlan, TimedOut
 from master.cycle.state import State
 from protocol.wire.resources import Resources
-from protocol.wire.why import WhyOffered, WhyReason
 
 ROUND_BATCH = 0.005  # seconds: frees within this window share one round
 TIMED_OUT_REFUSE = 5.0  # an offer let time out counts as declined this long (Mesos's 5 s)
@@ -208,12 +207,12 @@ class OfferCycle:
     # -- why not -----------------------------------------------------------------------------------
     def why(
         self, framework_id: str, now: float, standing: why.Standing | None = None
-    ) -> tuple[list[WhyReason], list[WhyOffered]]:
+    ) -> tuple[list[why.Reason], list[Offered]]:
         """Why a framework (one the allocator knows) is offered nothing, the reason that
         explains first (`master.cycle.why`); and what the recent rounds offered it."""
         a, policy = self.allocator, self.config.policy
-        reasons = why.explain(a, self.state, self.offers_log, policy, framework_id, now, standing)
-        return reasons, why.recently(self.offers_log, framework_id, now)
+        reasons = why.explain(a, self.state, policy, framework_id, now, standing)
+        return reasons, self.offers_log.offered(framework_id)
 
     # -- frameworks ------------------------------------------------------------------------------
     def forget(self, framework_id: str) -> None:

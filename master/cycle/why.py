@@ -11,26 +11,35 @@ its calls held by its rate limit, suppressed) and a declared minimum or task no 
 could ever hold; after them, what is true but explains less.
 
 Pure, like the rest of the cycle: the shell passes what only it knows (`Standing`), and
-the answer is the wire's (`protocol.wire.why`), made only when someone asks.
+the answer plain data the shell puts on the wire (`protocol.wire.why`), made only when
+someone asks.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from master.allocation.allocator import Allocator
 from master.allocation.ledger import FrameworkBook, allocatable, fits_one, within
 from master.allocation.preemption import fair_shares
 from master.allocation.sorter import Millis
 from master.cycle.claims import contender
-from master.cycle.offer_log import OfferLog
 from master.cycle.state import State
 from protocol.wire.resources import SCALE, Resources
-from protocol.wire.why import WhyCode, WhyOffered, WhyReason
+from protocol.wire.why_codes import Figure, WhyCode
 
 AHEAD_SHOWN = 5  # frameworks ahead in the order, named (the rest counted)
 SLAVES_SHOWN = 10  # slaves a reason names (the rest counted)
+
+
+@dataclass(frozen=True, slots=True)
+class Reason:
+    """One reason: its code, a sentence for people, and the numbers behind it."""
+
+    code: WhyCode
+    message: str
+    numbers: dict[str, Figure] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,18 +63,23 @@ GUARANTEE = "guarantee"  # others' unmet guarantees leave nothing of it
 MINIMUM = "minimum"  # it holds none of the framework's offer filters
 FILTERED = "filtered"  # it declined this here, and the filter stands
 OPEN = "open"  # it may be offered this slave
-STAGES = (MINE, FULL, HELD, LIMIT, GUARANTEE, MINIMUM, FILTERED, OPEN)
+# (the order that breaks a tie between two that turn away as many slaves: the one that
+# says more first; a full slave may free up for it, the others would not be offered it then)
+STAGES = (MINE, HELD, LIMIT, GUARANTEE, MINIMUM, FILTERED, FULL, OPEN)
+
+
+# what keeps every offer from it whatever is free: no next round offers it anything
+BLOCKING = (WhyCode.NO_SLAVE, WhyCode.ROLE_NOT_ALLOWED, WhyCode.DISCONNECTED, WhyCode.SUPPRESSED)
 
 
 def explain(
     a: Allocator,
     state: State,
-    log: OfferLog,
     policy: str,
     framework_id: str,
     now: float,
     standing: Standing | None = None,
-) -> list[WhyReason]:
+) -> list[Reason]:
     """The reasons `framework_id` (one the allocator knows) is offered nothing now, the
     one that explains first; none only if nothing keeps offers from it."""
     standing = standing or Standing()
@@ -91,26 +105,18 @@ def explain(
         reasons.append(_stage_reason(stage, turned[stage], a, fw, state, policy, now, free, mine))
     if not never:
         reasons += _fits_no_free(a, fw, state, framework_id, now, free)
-    if turned[OPEN]:
+    if turned[OPEN] and not any(r.code in BLOCKING for r in reasons):
         reasons.append(_next_round(turned[OPEN], free))
     return _unique(reasons)
 
 
-def recently(log: OfferLog, framework_id: str, now: float) -> list[WhyOffered]:
-    """The offers the recent rounds made it, newest first."""
-    return [
-        WhyOffered(slave_id=o.offer.slave_id, resources=o.offer.resources, seconds_ago=now - o.at)
-        for o in log.offered(framework_id)
-    ]
-
-
 # -- what turns away every slave ------------------------------------------------------------------
-def _everywhere(a: Allocator, fw: FrameworkBook, standing: Standing) -> list[WhyReason]:
+def _everywhere(a: Allocator, fw: FrameworkBook, standing: Standing) -> list[Reason]:
     out = []
     active = sum(1 for s in a.slaves.values() if s.active)
     if not active:
         out.append(
-            WhyReason(
+            Reason(
                 code=WhyCode.NO_SLAVE,
                 message=f"no slave is connected ({len(a.slaves)} registered, none connected)"
                 if a.slaves
@@ -120,7 +126,7 @@ def _everywhere(a: Allocator, fw: FrameworkBook, standing: Standing) -> list[Why
         )
     if standing.role_refused:
         out.append(
-            WhyReason(
+            Reason(
                 code=WhyCode.ROLE_NOT_ALLOWED,
                 message=standing.role_refused,
                 numbers={"role": fw.role},
@@ -130,7 +136,7 @@ def _everywhere(a: Allocator, fw: FrameworkBook, standing: Standing) -> list[Why
     if frozen is not None:
         node, names = frozen
         out.append(
-            WhyReason(
+            Reason(
                 code=WhyCode.ROLE_NOT_ALLOWED,
                 message=f"role {node} has a limit of 0 {', '.join(names)}: it is offered nothing",
                 numbers={"role": node, "limit": dict.fromkeys(names, 0.0)},
@@ -138,13 +144,13 @@ def _everywhere(a: Allocator, fw: FrameworkBook, standing: Standing) -> list[Why
         )
     if not fw.active or not standing.connected:
         out.append(
-            WhyReason(
+            Reason(
                 code=WhyCode.DISCONNECTED,
                 message="its scheduler is disconnected: offered nothing until it is back",
             )
         )
     if standing.calls_queued or standing.calls_refused:
-        numbers: dict[str, float | str | list[str] | dict[str, float]] = {
+        numbers: dict[str, Figure] = {
             "queued": float(standing.calls_queued),
             "refused": float(standing.calls_refused),
         }
@@ -153,7 +159,7 @@ def _everywhere(a: Allocator, fw: FrameworkBook, standing: Standing) -> list[Why
         if standing.capacity is not None:
             numbers["capacity"] = float(standing.capacity)
         out.append(
-            WhyReason(
+            Reason(
                 code=WhyCode.RATE_LIMITED,
                 message=f"its principal's calls are held by its rate limit "
                 f"({_limit(standing)}): {standing.calls_queued} waiting, "
@@ -163,7 +169,7 @@ def _everywhere(a: Allocator, fw: FrameworkBook, standing: Standing) -> list[Why
         )
     if fw.suppressed:
         out.append(
-            WhyReason(
+            Reason(
                 code=WhyCode.SUPPRESSED,
                 message="it suppressed its offers: none until it revives (a Revive, or "
                 "SUBSCRIBE again)",
@@ -219,16 +225,18 @@ def _stage(
         return MINE if slave_id in mine else FULL
     if not allocatable(room):
         return HELD
+    least = fw.min_allocatable
+    if least and not fits_one(room, least):
+        return MINIMUM
     offerable = room
-    if a.quotas:
+    if a.quotas:  # (what its role may have of it: a cut below its minimum is the cut's)
         stage = a.quota_stage
-        if not allocatable(stage.offerable(fw.role, room, headroom=False)):
+        limited = stage.offerable(fw.role, room, headroom=False)
+        if not allocatable(limited) or (least and not fits_one(limited, least)):
             return LIMIT
         offerable = stage.offerable(fw.role, room)
-        if not allocatable(offerable):
+        if not allocatable(offerable) or (least and not fits_one(offerable, least)):
             return GUARANTEE
-    if fw.min_allocatable and not fits_one(offerable, fw.min_allocatable):
-        return MINIMUM
     f = fw.filters.get(slave_id)
     if f is not None and f.expires > now and within(offerable, f.refused):
         return FILTERED
@@ -256,7 +264,7 @@ def _stage_reason(
     now: float,
     free: Mapping[str, Millis],
     mine: Mapping[str, Millis],
-) -> WhyReason:
+) -> Reason:
     n = len(slaves)
     of = f"{n} of {len(free)} slaves"
     if stage == MINE:
@@ -272,7 +280,7 @@ def _stage_reason(
                 if r.framework_id != fw.framework_id
             }
         )
-        return WhyReason(
+        return Reason(
             code=WhyCode.HELD_FOR_PREEMPTION,
             message=f"{of}: what is free is held for {', '.join(claimants)}, for whom "
             "preemption freed it",
@@ -283,11 +291,12 @@ def _stage_reason(
     if stage == GUARANTEE:
         return _held_for_guarantee(a, fw.role, of, slaves)
     if stage == MINIMUM:
+        them = {s: free[s] for s in slaves}
         return _short(WhyCode.MIN_OFFER_FITS_NO_SLAVE, "its min_offer", fw.min_allocatable,
-                      free, of=of)  # fmt: skip
+                      them, of=of)  # fmt: skip
     # FILTERED
     left = {s: round(fw.filters[s].expires - now, 3) for s in slaves[:SLAVES_SHOWN]}
-    return WhyReason(
+    return Reason(
         code=WhyCode.DECLINED_FILTER,
         message=f"{of}: it declined what they have free, and filtered them for "
         f"{max(left.values()):g} s more at most (its refuse_seconds); a Revive clears "
@@ -304,14 +313,14 @@ def _names(slaves: list[str]) -> list[str]:
 
 def _offers_outstanding(
     state: State, framework_id: str, now: float, slaves: list[str], of: str
-) -> WhyReason:
+) -> Reason:
     offers = [o for o in state.outstanding() if o.framework_id == framework_id]
     total: Millis = {}
     for o in offers:
         for name, amount in o.resources.millis.items():
             total[name] = total.get(name, 0) + amount
     oldest = max((now - o.created_at for o in offers), default=0.0)
-    return WhyReason(
+    return Reason(
         code=WhyCode.OFFERS_OUTSTANDING,
         message=f"{of}: it holds their resources in {len(offers)} offers it has not "
         f"answered (the oldest {oldest:.0f} s old): {_res(total)}; accept or decline them",
@@ -332,7 +341,7 @@ def _order(
     now: float,
     slaves: list[str],
     of: str,
-) -> WhyReason:
+) -> Reason:
     """Every slave it could use is allocated: where it stands in the order, and its fair
     share in the policy's ideal."""
     fid = fw.framework_id
@@ -341,7 +350,7 @@ def _order(
     share = a.dominant_share(fid)
     weight = a.framework_weight(fid)
     fair = _fair_share(a, state, policy, fid, now)
-    numbers: dict[str, float | str | list[str] | dict[str, float]] = {
+    numbers: dict[str, Figure] = {
         "slaves": float(len(slaves)),
         "position": float(len(ahead) + 1),
         "dominant_share": round(share, 4),
@@ -351,7 +360,7 @@ def _order(
         numbers["fair_share"] = round(fair, 4)
     fair_text = f", fair share {fair:.1%}" if fair is not None else ""
     if not ahead:
-        return WhyReason(
+        return Reason(
             code=WhyCode.CLUSTER_FULL,
             message=f"{of} are fully allocated; it is first in the order (dominant share "
             f"{share:.1%}, weight {weight:g}{fair_text}): it is offered what frees first",
@@ -365,7 +374,7 @@ def _order(
         f"{f} ({a.dominant_share(f):.1%}, weight {a.framework_weight(f):g})" for f in shown
     )
     more = f" and {len(ahead) - len(shown)} more" if len(ahead) > len(shown) else ""
-    return WhyReason(
+    return Reason(
         code=WhyCode.LOWER_IN_ORDER,
         message=f"{of} are fully allocated, and {len(ahead)} framework(s) come before it in "
         f"the {policy} order: {others}{more}; it holds a dominant share of {share:.1%} at "
@@ -387,7 +396,7 @@ def _fair_share(a: Allocator, state: State, policy: str, fid: str, now: float) -
     return shares.get(fid)
 
 
-def _quota_limit(a: Allocator, role: str, of: str, slaves: list[str]) -> WhyReason:
+def _quota_limit(a: Allocator, role: str, of: str, slaves: list[str]) -> Reason:
     stage = a.quota_stage
     for node in stage.path(role):
         quota = a.quotas.get(node)
@@ -397,7 +406,7 @@ def _quota_limit(a: Allocator, role: str, of: str, slaves: list[str]) -> WhyReas
         at = [n for n, v in quota.limit.millis.items() if held.get(n, 0) >= v]
         if at:
             limit = {n: quota.limit.millis[n] for n in at}
-            return WhyReason(
+            return Reason(
                 code=WhyCode.QUOTA_LIMIT,
                 message=f"{of}: role {node} holds {_res({n: held.get(n, 0) for n in at})}, "
                 f"at its limit of {_res(limit)}; it is offered more once its tasks give some "
@@ -409,21 +418,21 @@ def _quota_limit(a: Allocator, role: str, of: str, slaves: list[str]) -> WhyReas
                     "at_limit": at,
                 },
             )
-    return WhyReason(  # (limits leave too little of each slave, if none is reached)
+    return Reason(  # (limits leave too little of each slave, if none is reached)
         code=WhyCode.QUOTA_LIMIT,
         message=f"{of}: what its role's limits leave of them is too little to offer",
         numbers={"role": role, "slaves": _names(slaves)},
     )
 
 
-def _held_for_guarantee(a: Allocator, role: str, of: str, slaves: list[str]) -> WhyReason:
+def _held_for_guarantee(a: Allocator, role: str, of: str, slaves: list[str]) -> Reason:
     back = a.quota_stage.held_back(role)
     total: Millis = {}
     for lack in back.values():
         for name, amount in lack.items():
             total[name] = total.get(name, 0) + amount
     each = "; ".join(f"{r}: {_res(lack)}" for r, lack in sorted(back.items()))
-    return WhyReason(
+    return Reason(
         code=WhyCode.HELD_FOR_GUARANTEE,
         message=f"{of}: what they have free is kept for other roles' guarantees ({each})",
         numbers={
@@ -437,7 +446,7 @@ def _held_for_guarantee(a: Allocator, role: str, of: str, slaves: list[str]) -> 
 # -- what it asked for, against what slaves have ------------------------------------------------
 def _never_fits(
     a: Allocator, fw: FrameworkBook, state: State, framework_id: str, now: float
-) -> list[WhyReason]:
+) -> list[Reason]:
     """Its declared minimum, or the task it asked for, is more than any slave has at all."""
     totals = {s: dict(slave.total.millis) for s, slave in a.slaves.items() if slave.active}
     if not totals:
@@ -460,7 +469,7 @@ def _fits_no_free(
     framework_id: str,
     now: float,
     free: Mapping[str, Millis],
-) -> list[WhyReason]:
+) -> list[Reason]:
     """The task it asked for fits no slave's free resources now (it would fit some slave
     empty): true beside the reasons above, which say why the room is taken."""
     tasks = _tasks(state, framework_id, now)
@@ -485,7 +494,7 @@ def _short(
     *,
     ever: bool = False,
     of: str = "",
-) -> WhyReason:
+) -> Reason:
     """`wanted` (any one of) against what each slave `have`s: the resource short, by how
     much, against the largest amount of each on any slave."""
     need = min(wanted, key=lambda w: _shortfall(w, have)[1])
@@ -498,10 +507,10 @@ def _short(
     fits = "even empty" if ever else "with what it has free now"
     most = "the most any slave has" + ("" if ever else " free")
     gaps = ", ".join(_res({n: v}) for n, v in sorted(short.items()))
-    where = f"{of}: " if of else ""
-    return WhyReason(
+    where, none = (f"{of}: ", "none of them") if of else ("", "no slave")
+    return Reason(
         code=code,
-        message=f"{where}{what} ({_res(need)}) fits no slave {fits}: short of {gaps} "
+        message=f"{where}{what} ({_res(need)}) fits {none} {fits}: short of {gaps} "
         f"({most}: {_res(largest)}; the closest slave is {best_slave})",
         numbers={
             "need": _user(need),
@@ -509,6 +518,7 @@ def _short(
             "short": _user(short),
             "closest_slave": best_slave,
             "of": "total" if ever else "free",
+            "slaves": _names(sorted(have)),
         },
     )
 
@@ -523,12 +533,12 @@ def _shortfall(need: Millis, have: Mapping[str, Millis]) -> tuple[str, float]:
     return best, gap
 
 
-def _next_round(slaves: list[str], free: Mapping[str, Millis]) -> WhyReason:
+def _next_round(slaves: list[str], free: Mapping[str, Millis]) -> Reason:
     room: Millis = {}
     for s in slaves:
         for name, amount in free[s].items():
             room[name] = room.get(name, 0) + amount
-    return WhyReason(
+    return Reason(
         code=WhyCode.NEXT_ROUND,
         message=f"{len(slaves)} slave(s) have room it may take ({_res(room)} in all): the "
         "next allocation round offers it (one runs every allocation interval, and soon "
@@ -550,7 +560,7 @@ def _user(millis: Mapping[str, int]) -> dict[str, float]:
     return {k: v / SCALE for k, v in sorted(millis.items())}
 
 
-def _unique(reasons: Iterable[WhyReason]) -> list[WhyReason]:
+def _unique(reasons: Iterable[Reason]) -> list[Reason]:
     """Each code once, where it first explains (a minimum that fits no slave at all is
     not said again as one that fits no free room)."""
     seen: set[WhyCode] = set()
