@@ -15,7 +15,8 @@ number of frameworks grows: it must grow like log n, not like n.
 Reference: Mesos 1.8 (C++) takes about 1.1 s for one round of 10,000 agents by 1,000
 frameworks. Targets here: at most 0.25 s for that, and at most 0.5 s for 50,000 slaves by
 1,000 frameworks (issue 34), each printed beside its bound and beside the 10,000 row of the
-same run (a shared machine slows both alike: read the ratio too).
+same run (a shared machine slows both alike: read the ratio too). Last, what recording
+why a framework is offered nothing costs a round (`benchmarks.why_cost`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import math
 import time
 from typing import cast
 
+from benchmarks import why_cost
 from benchmarks.common import bounds, table
 from master.allocation.allocator import Allocator
 from master.allocation.preemption import Contender, _ideal_of, fair_allocation
@@ -188,6 +190,8 @@ def main(quick: bool) -> None:
     fair, count = tree_fair_share(repeats=1 if quick else 3)
     print(f"the hdrf fair share of {count} frameworks, 3 levels, exact: {fair * 1e3:.0f} ms "
           "(target: at most 50 ms)")  # fmt: skip
+    print()
+    why_cost.main(quick)  # what keeping why's reasons costs a round (issue 47)
 
 
 if __name__ == "__main__":
