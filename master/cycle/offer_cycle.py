@@ -206,12 +206,19 @@ class OfferCycle:
 
     # -- why not -----------------------------------------------------------------------------------
     def why(
-        self, framework_id: str, now: float, standing: why.Standing | None = None
+        self,
+        framework_id: str,
+        now: float,
+        standing: why.Standing | None = None,
+        *,
+        fair_share: bool = True,
     ) -> tuple[list[why.Reason], list[Offered]]:
         """Why a framework (one the allocator knows) is offered nothing, the reason that
         explains first (`master.cycle.why`); and what the recent rounds offered it."""
         a, policy = self.allocator, self.config.policy
-        reasons = why.explain(a, self.state, policy, framework_id, now, standing)
+        reasons = why.explain(
+            a, self.state, policy, framework_id, now, standing, fair_share=fair_share
+        )
         return reasons, self.offers_log.offered(framework_id)
 
     # -- frameworks ------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ from master.allocation.preemption import fair_shares
 from master.allocation.sorter import Millis
 from master.cycle.claims import contender
 from master.cycle.state import State
-from protocol.wire.resources import SCALE, Resources
+from protocol.wire.resources import SCALE
 from protocol.wire.why_codes import Figure, WhyCode
 
 AHEAD_SHOWN = 5  # frameworks ahead in the order, named (the rest counted)
@@ -79,9 +79,13 @@ def explain(
     framework_id: str,
     now: float,
     standing: Standing | None = None,
+    *,
+    fair_share: bool = True,
 ) -> list[Reason]:
     """The reasons `framework_id` (one the allocator knows) is offered nothing now, the
-    one that explains first; none only if nothing keeps offers from it."""
+    one that explains first; none only if nothing keeps offers from it. `fair_share`:
+    whether `lower-in-order` gives its share of the policy's ideal (the simulator, which
+    asks at every sample, goes without)."""
     standing = standing or Standing()
     fw = a.frameworks[framework_id]
     reasons = _everywhere(a, fw, standing)
@@ -102,7 +106,8 @@ def explain(
         if turned[stage] and stage != OPEN
     ]
     for _, _, stage in sorted(ranked):
-        reasons.append(_stage_reason(stage, turned[stage], a, fw, state, policy, now, free, mine))
+        ideal = policy if fair_share else ""
+        reasons.append(_stage_reason(stage, turned[stage], a, fw, state, ideal, now, free))
     if not never:
         reasons += _fits_no_free(a, fw, state, framework_id, now, free)
     if turned[OPEN] and not any(r.code in BLOCKING for r in reasons):
@@ -263,7 +268,6 @@ def _stage_reason(
     policy: str,
     now: float,
     free: Mapping[str, Millis],
-    mine: Mapping[str, Millis],
 ) -> Reason:
     n = len(slaves)
     of = f"{n} of {len(free)} slaves"
@@ -349,7 +353,7 @@ def _order(
     ahead = order[: order.index(fid)] if fid in order else order
     share = a.dominant_share(fid)
     weight = a.framework_weight(fid)
-    fair = _fair_share(a, state, policy, fid, now)
+    fair = _fair_share(a, state, policy, fid, now) if policy else None
     numbers: dict[str, Figure] = {
         "slaves": float(len(slaves)),
         "position": float(len(ahead) + 1),
@@ -377,8 +381,8 @@ def _order(
     return Reason(
         code=WhyCode.LOWER_IN_ORDER,
         message=f"{of} are fully allocated, and {len(ahead)} framework(s) come before it in "
-        f"the {policy} order: {others}{more}; it holds a dominant share of {share:.1%} at "
-        f"weight {weight:g}{fair_text}",
+        f"the {a.policy} order: {others}{more}; it holds a dominant share of {share:.1%} "
+        f"at weight {weight:g}{fair_text}",
         numbers=numbers,
     )
 
@@ -549,11 +553,15 @@ def _next_round(slaves: list[str], free: Mapping[str, Millis]) -> Reason:
 
 # -- helpers ---------------------------------------------------------------------------------------
 def _res(millis: Mapping[str, int]) -> str:
-    return (
-        str(Resources.from_millis({k: v for k, v in millis.items() if v > 0}))
-        if any(v > 0 for v in millis.values())
-        else "nothing"
-    )
+    """Amounts as the CLI writes them (`cpus:4;mem:1024`), zeros too: `cpus:0` is news."""
+    if not millis:
+        return "nothing"
+    return ";".join(f"{k}:{_amount(max(0, v))}" for k, v in sorted(millis.items()))
+
+
+def _amount(millis: int) -> str:
+    whole, frac = divmod(millis, SCALE)
+    return str(whole) if not frac else f"{whole}.{frac:03d}".rstrip("0")
 
 
 def _user(millis: Mapping[str, int]) -> dict[str, float]:

@@ -33,9 +33,10 @@ class WhyOffered(Wire):
 class AskWhy(Wire):
     """Operator or framework -> master: why is this framework (its id, or its name) offered
     nothing? A framework principal may ask of its own frameworks only. Answered with `Why`
-    (or an Error), on the asker's answers topic or `reply_to`."""
+    (or an Error about `AskWhy`) on the asker's `reply_to`, inside its own outbox."""
 
     framework: Id
+    request_id: str = Field(default="", max_length=64)  # echoed in the answer
 
 
 class Why(Wire):
@@ -45,6 +46,7 @@ class Why(Wire):
     framework_id: str
     name: str
     role: str
+    request_id: str = ""  # the question's
     reasons: list[WhyReason] = Field(default_factory=list, max_length=50)
     offered: list[WhyOffered] = Field(default_factory=list, max_length=50)
     rounds: int = 0  # rounds that made offers, remembered: `offered` looks back this far
