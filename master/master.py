@@ -33,6 +33,7 @@ from master.calls.limited_calls import LimitedCalls
 from master.calls.operator_calls import OperatorCalls
 from master.calls.partitions import Partitions
 from master.calls.slave_calls import SlaveCalls
+from master.calls.why_calls import WhyCalls
 from master.ha.recovery import Recovery
 from master.ha.registry import Registry
 from master.heartbeats import silent
@@ -42,6 +43,7 @@ from master.preemptor import Preemptor
 from master.rounds import Rounds
 from master.shell import PRINCIPAL_REMOVED, MasterConfig, MasterShell
 from master.slave_pages import slave_page
+from master.why_answers import WhyAnswers
 from protocol.transport.aio import cancel_and_wait
 from protocol.transport.base import Transport
 from protocol.wire.codec import (
@@ -86,6 +88,7 @@ from protocol.wire.messages import (
 )
 from protocol.wire.resources import Resources
 from protocol.wire.topics import Topics
+from protocol.wire.why import AskWhy
 
 if TYPE_CHECKING:  # (aiohttp's: a master with --http off runs without it)
     from master.http.api import DoorFactory, HttpApi
@@ -149,6 +152,9 @@ class Master:
         )
         self.operator = OperatorCalls(shell)  # quota and weights at run time
         self.files = FileRequests(shell)  # tasks' stdout and stderr, read from their slaves
+        # why a framework is offered nothing: one answer for the bus, HTTP and Mesos's API
+        self.why = WhyAnswers(self.books, shell.cycle, self.throttle, self.roles_acl, shell.now)
+        self.why_calls = WhyCalls(self.why, shell.refuse, shell.post_to_framework_topic)
         # other APIs served beside ours on --http: the composition root (master.cli) adds
         # Mesos's (master.mesos_api.doors), which reach this master's handlers themselves
         self.http_doors: list[DoorFactory] = []
@@ -196,6 +202,7 @@ class Master:
                 Message: self.framework_calls.on_message,
                 Teardown: self.framework_calls.on_teardown,
                 ReadTaskFile: self.files.on_read_task_file,
+                AskWhy: self.why_calls.on_ask_why,
                 Error: self.slave_calls.on_error,
             },
             "slave": {
@@ -216,6 +223,7 @@ class Master:
                 MarkSlaveGone: self.partitions.on_mark_slave_gone,
                 SetWeights: self.operator.on_set_weights,
                 WatchEvents: self.operator.on_watch_events,
+                AskWhy: self.why_calls.on_ask_why,
             },
         }
 

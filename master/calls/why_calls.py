@@ -4,23 +4,27 @@ its own (another tenant's is unknown to it, in the words an unknown one gets). T
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from master.authz import Caller
-from master.shell import MasterShell
 from master.why_answers import NotFound, WhyAnswers
+from protocol.wire.messages import Wire
 from protocol.wire.why import AskWhy
+
+Refuse = Callable[[Caller, str, str, str], None]  # (caller, message, code, about)
+Post = Callable[[str, Wire], None]  # (topic, message)
 
 
 class WhyCalls:
-    def __init__(self, shell: MasterShell, answers: WhyAnswers) -> None:
-        self.shell = shell
+    def __init__(self, answers: WhyAnswers, refuse: Refuse, post: Post) -> None:
         self.answers = answers
+        self._refuse = refuse  # the master's refusal: an Error, a log line, a count
+        self._post = post  # to a topic inside the asker's outbox (or its HTTP stream)
 
     async def on_ask_why(self, msg: AskWhy, caller: Caller) -> None:
         found = self.answers.find(msg.framework, caller.kind, caller.principal)
         if isinstance(found, NotFound):
-            self.shell.refuse(caller, found.message, found.code, AskWhy.TYPE)
+            self._refuse(caller, found.message, found.code, AskWhy.TYPE)
             return
         if caller.reply_to:
-            self.shell.post_to_framework_topic(
-                caller.reply_to, self.answers.answer(found, msg.request_id)
-            )
+            self._post(caller.reply_to, self.answers.answer(found, msg.request_id))
