@@ -43,7 +43,7 @@ from master.preemptor import Preemptor
 from master.rounds import Rounds
 from master.shell import PRINCIPAL_REMOVED, MasterConfig, MasterShell
 from master.slave_pages import slave_page
-from master.why_answers import WhyAnswers
+from master.why_answers import NotFound, WhyAnswers
 from protocol.transport.aio import cancel_and_wait
 from protocol.transport.base import Transport
 from protocol.wire.codec import (
@@ -88,7 +88,7 @@ from protocol.wire.messages import (
 )
 from protocol.wire.resources import Resources
 from protocol.wire.topics import Topics
-from protocol.wire.why import AskWhy
+from protocol.wire.why import AskWhy, Why
 
 if TYPE_CHECKING:  # (aiohttp's: a master with --http off runs without it)
     from master.http.api import DoorFactory, HttpApi
@@ -476,6 +476,10 @@ class Master:
 
     def role_views(self) -> tuple[str, list[RoleView]]:
         return self.config.policy, self.preemptor.with_fair_shares(self._role_views())
+
+    def why_of(self, framework: str, kind: str, principal: str) -> Why | NotFound:
+        found = self.why.find(framework, kind, principal)
+        return found if isinstance(found, NotFound) else self.why.answer(found)
 
     def framework_principal(self, framework_id: str) -> str | None:
         books = self.books
