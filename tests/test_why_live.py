@@ -113,6 +113,15 @@ def _get(url: str) -> dict[str, Any]:
     return body
 
 
+def _post(url: str, call: dict[str, Any]) -> dict[str, Any]:
+    request = urllib.request.Request(
+        url, json.dumps(call).encode(), {"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        body: dict[str, Any] = json.loads(answer.read())
+    return body
+
+
 def top(answer: dict[str, Any]) -> dict[str, Any]:
     assert answer["reasons"], answer
     first: dict[str, Any] = answer["reasons"][0]
@@ -141,9 +150,15 @@ async def test_no_slave(mosquitto: MosquittoBroker, tmp_path: Path) -> None:
 async def test_min_offer_fits_no_slave(mosquitto: MosquittoBroker, tmp_path: Path) -> None:
     async with (
         cluster(mosquitto, tmp_path) as web,
-        framework(mosquitto, Ignores(), "wide", min_offer=[Resources(cpus=3, mem=64)]),
+        framework(mosquitto, Ignores(), "wide", min_offer=[Resources(cpus=3, mem=64)]) as driver,
     ):
         answer = await asked(mosquitto, web, "wide")  # (by its name)
+        # a Mesos v1 client reads the same beside GET_FRAMEWORKS (drfmesos's own call)
+        call = {"type": "GET_FRAMEWORK_WHY",
+                "get_framework_why": {"framework_id": {"value": driver.framework_id}}}  # fmt: skip
+        mesos = await asyncio.to_thread(_post, f"{web}api/v1", call)
+    assert mesos["type"] == "GET_FRAMEWORK_WHY"
+    assert mesos["get_framework_why"]["reasons"] == answer["reasons"]
     reason = top(answer)
     assert reason["code"] == "min-offer-fits-no-slave"
     assert reason["numbers"]["short"] == {"cpus": 1.0}
