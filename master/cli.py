@@ -397,6 +397,11 @@ def master(
             zk_url = ZkURL.parse(zk)
         except ValueError as e:
             raise click.BadParameter(str(e), param_hint="--zk") from None
+        from master.mesos_api.leader_info import path_clash
+
+        clash = path_clash(zk_url.path, zk_mesos_path)
+        if clash is not None:
+            raise click.BadParameter(clash, param_hint="--zk")
         address = f"{config.http.host}:{config.http.port}" if config.http else ""
         candidate = ZkCandidate(
             zk_url, cluster, {"master_id": master_id, "http": address}, zk_session_timeout

@@ -79,8 +79,12 @@ def decode_bytes(text: object, field: str = "data") -> bytes:
 
 
 def resources_to_mesos(resources: Resources, role: str = "*") -> list[JSON]:
+    """Unreserved scalars. `role` is whom they are allocated to, Mesos's
+    `allocation_info.role`: in Mesos's pre-1.9 format a resource's own `role` other than
+    `*` claims a static reservation, so a client would read every offer as reserved."""
+    allocated = {"allocation_info": {"role": role}} if role != "*" else {}
     return [
-        {"name": name, "type": "SCALAR", "scalar": {"value": amount}, "role": role}
+        {"name": name, "type": "SCALAR", "scalar": {"value": amount}, "role": "*", **allocated}
         for name, amount in sorted(resources.items())
     ]
 
@@ -160,14 +164,23 @@ def state_from_mesos(name: object) -> TaskState:
 
 
 def ack_uuid_to_mesos(uuid: str) -> str:
-    """Our acknowledgement id as Mesos's `bytes uuid` (base64 of its text): a client
-    hands it back unchanged in ACKNOWLEDGE."""
+    """Our acknowledgement id as Mesos's `bytes uuid`: an id of ours is 32 hex digits,
+    sent as its 16 bytes (base64), as Mesos's UUIDs are; any other text as its bytes. A
+    client hands it back unchanged in ACKNOWLEDGE."""
+    if len(uuid) == 32:
+        try:
+            return encode_bytes(bytes.fromhex(uuid))
+        except ValueError:
+            pass
     return encode_bytes(uuid.encode())
 
 
 def ack_uuid_from_mesos(text: object) -> str:
+    raw = decode_bytes(text, "uuid")
+    if len(raw) == 16:
+        return raw.hex()
     try:
-        return decode_bytes(text, "uuid").decode()
+        return raw.decode()
     except UnicodeDecodeError:
         raise MesosJSONError("uuid: not one this master gave") from None
 

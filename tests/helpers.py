@@ -217,7 +217,7 @@ def longest_step() -> Iterator[list[float]]:
         run(handle)
         longest[0] = max(longest[0], time.thread_time() - began)
 
-    asyncio.events.Handle._run = timed  # type: ignore[method-assign]
+    asyncio.events.Handle._run = timed  # type: ignore[assignment]
     try:
         yield longest
     finally:

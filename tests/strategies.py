@@ -9,7 +9,7 @@ from __future__ import annotations
 import types
 import typing
 from enum import Enum
-from typing import Any
+from typing import Any, cast
 
 import annotated_types as at
 from hypothesis import strategies as st
@@ -36,11 +36,11 @@ def _number(metadata: list[Any], integer: bool) -> st.SearchStrategy[Any]:
     exclude_lo = False
     for m in metadata:
         if isinstance(m, at.Ge):
-            lo = float(m.ge)
+            lo = float(cast("float", m.ge))
         elif isinstance(m, at.Gt):
-            lo, exclude_lo = float(m.gt), True
+            lo, exclude_lo = float(cast("float", m.gt)), True
         elif isinstance(m, at.Le):
-            hi = float(m.le)
+            hi = float(cast("float", m.le))
     if integer:
         return st.integers(min_value=int(lo) if lo is not None else -(2**31), max_value=2**31)
     return st.floats(

@@ -325,6 +325,7 @@ async def test_the_classic_endpoints_answer_with_mesos_field_names(ops: Ops) -> 
         assert fw["used_resources"]["cpus"] == 0.5
         [slave] = state["slaves"]
         assert slave["resources"]["cpus"] == 2.0
+        assert slave["pid"] == f"slave(1)@{slave['hostname']}:5051"  # the CLI's exec reads it
         assert slave["used_resources"]["cpus"] == 0.5
         assert task["slave_id"] == slave["id"]
 
@@ -338,10 +339,16 @@ async def test_the_classic_endpoints_answer_with_mesos_field_names(ops: Ops) -> 
         status, body, _ = await ops.get("/master/tasks?limit=1&offset=0&order=asc")
         assert [t["id"] for t in body["tasks"]] == [task["id"]]
         assert (await ops.get("/master/tasks?offset=1"))[1] == {"tasks": []}
-        for query in ("order=sideways", "limit=0", "limit=x", "offset=-1"):
+        # as Mesos reads the query, and the `mesos` CLI (avmesos-cli) sends it
+        everything = [task["id"]]
+        for query, ids in [("order=asc&limit=-1", everything), ("order=sideways", everything),
+                           ("limit=x", everything), ("offset=-1&limit=5", everything),
+                           ("limit=0", []), (f"framework_id={fw_id}", everything),
+                           ("framework_id=fw-other", []), (f"task_id={task['id']}", everything),
+                           ("task_id=nope", [])]:  # fmt: skip
             status, body, _ = await ops.get(f"/master/tasks?{query}")
-            assert status == 400, (query, body)
-            assert body["error"]
+            assert status == 200, (query, body)
+            assert [t["id"] for t in body["tasks"]] == ids, query
         status, roles, _ = await ops.get("/master/roles")
         printer_role = next(r for r in roles["roles"] if r["name"] == "printer")
         assert printer_role["frameworks"] == [fw_id]

@@ -215,7 +215,7 @@ async def test_bad_input_gets_a_json_4xx_and_changes_nothing(live: Live) -> None
         call = {"type": "REVIVE", "framework_id": {"value": a.framework_id}}
         assert "Stream-Id" in await refused(400, call, stream_id="0000")
         other = {"type": "TEARDOWN", "framework_id": {"value": b.framework_id}}
-        assert "not subscribed" in await refused(403, other)
+        assert "cannot be found" in await refused(400, other)  # another's: as unknown
         huge = b'{"type":"REVIVE","pad":"' + b"x" * (100 * 1024 * 1024) + b'"}'
         assert "at most" in await refused(413, None, raw=huge)
         # no credentials, wrong ones, an operator's, another's principal in framework_info

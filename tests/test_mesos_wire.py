@@ -20,6 +20,7 @@ from protocol.wire.messages import (
     TaskStatus,
 )
 from protocol.wire.resources import Resources
+from protocol.wire.values import new_id
 
 
 def test_recordio_frames_are_length_newline_bytes() -> None:
@@ -53,9 +54,11 @@ def test_recordio_decoder_refuses_a_record_over_its_bound() -> None:
 def test_resources_round_trip_as_mesos_scalars() -> None:
     r = Resources(cpus=0.5, mem=512)
     wire = mj.resources_to_mesos(r, role="team-a")
+    # unreserved (`role: *`, as Mesos's pre-1.9 format says it), allocated to team-a
+    to_team_a = {"role": "*", "allocation_info": {"role": "team-a"}}
     assert wire == [
-        {"name": "cpus", "type": "SCALAR", "scalar": {"value": 0.5}, "role": "team-a"},
-        {"name": "mem", "type": "SCALAR", "scalar": {"value": 512.0}, "role": "team-a"},
+        {"name": "cpus", "type": "SCALAR", "scalar": {"value": 0.5}, **to_team_a},
+        {"name": "mem", "type": "SCALAR", "scalar": {"value": 512.0}, **to_team_a},
     ]
     assert mj.resources_from_mesos(wire) == r
     # Mesos may list one resource once per role: they add up
@@ -112,6 +115,15 @@ def test_status_update_as_mesos_json_carries_uuid_agent_and_v1_names() -> None:
     assert mj.decode_bytes(wire["data"]) == b"\x00\x01"
     # the client hands the uuid back unchanged in ACKNOWLEDGE
     assert mj.ack_uuid_from_mesos(wire["uuid"]) == "abc123"
+
+
+def test_an_acknowledgement_uuid_is_16_bytes_as_mesos_sends_it() -> None:
+    """Mesos clients (pymesos, the Java and Go bindings) hold a status uuid as a UUID's 16
+    bytes; some parse it. Ours, 32 hex digits, travel as those bytes and come back."""
+    ours = new_id()
+    wire = mj.status_to_mesos(TaskStatus(task_id="t", state=TaskState.RUNNING, uuid=ours))
+    assert len(mj.decode_bytes(wire["uuid"])) == 16
+    assert mj.ack_uuid_from_mesos(wire["uuid"]) == ours
 
 
 def test_status_without_an_ack_due_has_no_uuid() -> None:
@@ -195,7 +207,8 @@ def test_offer_as_mesos_json() -> None:
     wire = mj.offer_to_mesos(offer, role="r")
     assert wire["id"] == {"value": "o1"}
     assert wire["agent_id"] == {"value": "s1"}
-    assert wire["resources"][0]["role"] == "r"
+    assert wire["resources"][0]["role"] == "*"  # not reserved: allocated to r
+    assert wire["resources"][0]["allocation_info"] == {"role": "r"}
     assert wire["attributes"] == [{"name": "rack", "type": "TEXT", "text": {"value": "a"}}]
 
 

@@ -186,6 +186,17 @@ def test_a_framework_asking_for_a_smallest_offer_is_offered_only_slaves_with_roo
     assert [a.slave_id for a in cycle.round(0.0).offers] == ["s1"]
 
 
+def test_a_decline_filter_lasts_at_least_one_allocation_interval() -> None:
+    """Mesos's SmallOfferFilterTimeout (MESOS-4302): refuse_seconds shorter than the
+    allocation interval would lapse before the next round, and the declined resources
+    would come straight back; the filter holds for the interval instead."""
+    cycle, _ = cycle_of(["A"], 1, CycleConfig(policy="drf", allocation_interval=5.0))
+    (a,) = cycle.round(0.0).offers
+    cycle.decline("A", "s0", a.resources, 0.1, 0.0)
+    assert cycle.round(4.9).offers == []
+    assert len(cycle.round(5.0).offers) == 1
+
+
 def test_revive_clears_a_frameworks_filters() -> None:
     cycle, _ = cycle_of(["A"], 1)
     (a,) = cycle.round(0.0).offers

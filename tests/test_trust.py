@@ -683,7 +683,8 @@ async def test_100k_random_and_mutated_calls_leave_the_master_up_and_its_books_b
 
     # mallory from a connection of its own; slave-b on its slave's own connection (a
     # second one would take the slave's session over)
-    async with secure.connect("mallory")(name="mallory", inbox=None, will=None) as client:
+    async with contextlib.AsyncExitStack() as connections:
+        client = await open_transport(connections, secure.connect("mallory"), "mallory")
         for _ in range(50_000):
             await client.publish_raw(T.inbound("framework", "mallory"), mutated(), qos=0)
     slave_b = secure.slave_buses["slave-b"]
@@ -697,7 +698,8 @@ async def test_100k_random_and_mutated_calls_leave_the_master_up_and_its_books_b
     state = secure.master.state()
     assert state.frameworks
     assert fid in {f.framework_id for f in state.frameworks}
-    async with secure.connect("ops")(name="ops", inbox=None, will=None) as operator:
+    async with contextlib.AsyncExitStack() as connections:
+        operator = await open_transport(connections, secure.connect("ops"), "ops")
         ops = Inbox()
         await operator.subscribe(T.state, ops)
         await ops.wait_for(State)  # `drfmesos state` still gets an answer

@@ -86,10 +86,13 @@ class OfferCycle:
     ) -> bool:
         """Offered resources a framework did not use (declined, or left over by what it
         launched) go back to the pool, kept from it on that slave for `refuse_seconds`
-        (its filter; none if None or 0). True if anything went back: a round is worth
-        running."""
+        (its filter; none if None or 0), and at least one allocation interval, as Mesos
+        keeps it (MESOS-4302: a shorter filter lapses before the next round could honour
+        it). True if anything went back: a round is worth running."""
         if not resources:
             return False
+        if refuse_seconds:
+            refuse_seconds = max(refuse_seconds, self.config.allocation_interval)
         self.allocator.recover(
             framework_id, slave_id, resources, refuse_seconds=refuse_seconds, now=now
         )

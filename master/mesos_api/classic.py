@@ -1,17 +1,16 @@
 """Mesos's classic (v0) JSON endpoints, read-only, for tools written before the v1 API.
 
 `/master/state` (`/state`, `/state.json`), `/master/frameworks`, `/master/slaves`,
-`/master/tasks` (`limit`, `offset`, `order`), `/master/roles`, `/master/weights`,
-`/master/quota`, `/master/health`, `/master/redirect`, and `/metrics/snapshot` with
-Mesos's metric names for what we have. Each answers with and without `/master` and with
-or without a trailing slash, as Mesos does; a query string such as `?_ts=` is ignored.
-`/health` without the prefix stays drfmesos's own (200 with JSON; Mesos's is 200 with no
-body). Field names are Mesos's v0 ones; resources are `{name: amount}` there.
+`/master/tasks` (`limit`, `offset`, `order`, `framework_id`, `task_id`), `/master/roles`,
+`/master/weights`, `/master/quota`, `/master/health`, `/master/redirect`, and
+`/metrics/snapshot` with Mesos's metric names for what we have. Each answers with and
+without `/master` and with or without a trailing slash, as Mesos does; a query string such
+as `?_ts=` is ignored. `/health` without the prefix stays drfmesos's own (200 with JSON;
+Mesos's is 200 with no body). Field names are Mesos's v0 ones; resources are `{name: amount}` there.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
@@ -19,7 +18,13 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 from master.books import Framework, Slave, Task
-from master.mesos_api.operator_state import get_quota, offered, roles_held, this_master_info
+from master.mesos_api.operator_state import (
+    agent_pid,
+    get_quota,
+    offered,
+    roles_held,
+    this_master_info,
+)
 from protocol.mesos_json import JSON, MESOS_VERSION
 from protocol.wire.resources import Resources
 
@@ -27,7 +32,6 @@ if TYPE_CHECKING:
     from master.master import Master
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-MAX_TASKS = 1000  # /master/tasks?limit= at most
 TASK_STATES_COUNTED = (
     "TASK_STAGING", "TASK_STARTING", "TASK_RUNNING", "TASK_KILLING", "TASK_UNREACHABLE",
 )  # fmt: skip
@@ -110,6 +114,7 @@ def slave_v0(m: Master, slave: Slave) -> JSON:
     held = slave.total.subtract_clamped(m.allocator.free(slave.slave_id))
     return {
         "id": slave.slave_id,
+        "pid": agent_pid(slave),
         "hostname": slave.hostname,
         "resources": _resources(slave.total),
         "used_resources": _resources(held.subtract_clamped(offers)),
@@ -240,22 +245,27 @@ class ClassicEndpoints:
         return web.json_response({"slaves": slaves, "recovered_slaves": []})
 
     async def tasks(self, request: web.Request) -> web.StreamResponse:
-        """As Mesos: by the time of each task's first status, newest first (`order=des`)
-        or oldest (`asc`); `limit` (100) from `offset` (0)."""
-        limit = _query_int(request, "limit", 100, 1, MAX_TASKS)
-        offset = _query_int(request, "offset", 0, 0, 2**62)
-        order = request.query.get("order", "des")
-        if order not in ("asc", "des"):
-            raise _bad(f"order is asc or des, not {order[:20]!r}")
+        """As Mesos: by the time of each task's first status, newest first, or oldest
+        first with `order=asc` (any other order is `des`); `limit` (100; -1 is all) from
+        `offset` (0); a value that is not an integer is its default, as Mesos reads it;
+        `framework_id` and `task_id` filter."""
+        limit = _mesos_int(request, "limit", 100)
+        offset = max(0, _mesos_int(request, "offset", 0))
+        ascending = request.query.get("order") == "asc"
+        framework_id = request.query.get("framework_id")
+        task_id = request.query.get("task_id")
         m = self.master
         everyone = [*m.books.frameworks.values(), *m.books.completed_frameworks.values()]
         found = [
             (t.launched_wall, task_v0(t, fw.role))
             for fw in everyone
+            if framework_id is None or fw.framework_id == framework_id
             for t in (*fw.tasks.values(), *fw.unreachable.values(), *fw.ended.values())
+            if task_id is None or t.task_id == task_id
         ]
-        found.sort(key=lambda pair: pair[0], reverse=order == "des")
-        return web.json_response({"tasks": [t for _, t in found[offset : offset + limit]]})
+        found.sort(key=lambda pair: pair[0], reverse=not ascending)
+        end = None if limit < 0 else offset + limit  # Mesos's -1, cast to size_t: all
+        return web.json_response({"tasks": [t for _, t in found[offset:end]]})
 
     async def roles(self, request: web.Request) -> web.StreamResponse:
         roles = [
@@ -295,14 +305,10 @@ def redirect_to(leader_url: str) -> web.StreamResponse:
     return web.Response(status=307, headers={"Location": f"//{address}"})
 
 
-def _bad(message: str) -> web.HTTPBadRequest:
-    return web.HTTPBadRequest(text=json.dumps({"error": message}), content_type="application/json")
-
-
-def _query_int(request: web.Request, name: str, default: int, lo: int, hi: int) -> int:
-    raw = request.query.get(name)
-    if raw is None:
+def _mesos_int(request: web.Request, name: str, default: int) -> int:
+    """A query integer as Mesos's `numify<int>` reads it: anything else is the default."""
+    raw = request.query.get(name, "")
+    try:
+        return int(raw) if raw.strip() == raw and len(raw) <= 20 else default
+    except ValueError:
         return default
-    if not raw.isdigit() or not lo <= int(raw) <= hi:
-        raise _bad(f"{name} must be an integer from {lo} to {hi}")
-    return int(raw)

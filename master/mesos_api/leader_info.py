@@ -37,6 +37,26 @@ def info_for(master_id: str, web_ui: str) -> dict[str, Any]:
     return mj.master_info(master_id, host, url.port or 5050, host)
 
 
+def path_clash(registry_path: str, mesos_path: str) -> str | None:
+    """Why the registry's path (`--zk`) and the Mesos clients' (`--zk-mesos-path`) cannot
+    be used together, or None. Mesos clients take the lowest child of theirs as the
+    leader's MasterInfo, so no node of ours may sit in it, nor theirs in ours."""
+    ours, theirs = registry_path.rstrip("/") or "/", mesos_path.rstrip("/") or "/"
+    if ours == theirs or f"{ours}/".startswith(f"{theirs.rstrip('/')}/"):
+        return (
+            f"--zk's path {ours} is (or is under) {theirs}, where Mesos clients read the "
+            f"leader's MasterInfo (--zk-mesos-path): the registry's nodes there would hide "
+            f"it from them. Give the registry a path of its own, such as "
+            f"zk://HOST:PORT/drfmesos (Mesos frameworks keep zk://HOST:PORT{theirs})"
+        )
+    if theirs.startswith(f"{ours.rstrip('/')}/"):
+        return (
+            f"--zk-mesos-path {theirs} is under the registry's path {ours}: the two must "
+            f"be apart, such as --zk zk://HOST:PORT/drfmesos and --zk-mesos-path /mesos"
+        )
+    return None
+
+
 class MesosLeaderInfo:
     def __init__(self, client: KazooClient, path: str = DEFAULT_PATH) -> None:
         self.client = client

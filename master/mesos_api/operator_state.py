@@ -113,10 +113,21 @@ def _offer(m: Master, offer_id: str) -> JSON:
     return offer_to_mesos(offer_of(m.books, record), fw.role if fw else "*")
 
 
+# Mesos's default agent port. Our slaves serve no HTTP of their own; tools such as the
+# `mesos` CLI read an agent's pid and port all the same (and fail on a missing key).
+AGENT_PORT = 5051
+
+
+def agent_pid(slave: Slave) -> str:
+    """A Mesos agent's libprocess pid, `slave(1)@HOST:PORT`."""
+    return f"slave(1)@{slave.hostname}:{AGENT_PORT}"
+
+
 def agent_info(slave: Slave) -> JSON:
     return {
         "id": mesos_id(slave.slave_id),
         "hostname": slave.hostname,
+        "port": AGENT_PORT,
         "resources": resources_to_mesos(slave.total),
         "attributes": [
             {"name": k, "type": "TEXT", "text": {"value": v}}
@@ -131,6 +142,7 @@ def agent_json(m: Master, slave: Slave) -> JSON:
     in_use = slave.total.subtract_clamped(m.allocator.free(slave.slave_id)).subtract_clamped(offers)
     return {
         "agent_info": agent_info(slave),
+        "pid": agent_pid(slave),
         "active": slave.connected,
         "version": MESOS_VERSION,
         "total_resources": resources_to_mesos(slave.total),
@@ -244,7 +256,7 @@ def get_quota(m: Master) -> JSON:
     `infos` (a guarantee as resources) that pre-1.9 tools read."""
     infos, configs = [], []
     for role, quota in sorted(m.allocator.quotas.items()):
-        infos.append({"role": role, "guarantee": resources_to_mesos(quota.guarantee, role)})
+        infos.append({"role": role, "guarantee": resources_to_mesos(quota.guarantee)})
         config: JSON = {"role": role}
         if quota.guarantee:
             config["guarantees"] = {k: {"value": v} for k, v in quota.guarantee.items()}

@@ -209,7 +209,12 @@ class SchedulerApi:
         stream = self.streams.get(framework_id)
         if stream is None or (self.auth is not None and stream.principal != principal):
             self._bad(request, principal, "not-its-framework", framework_id=framework_id)
-            return problem(f"framework {framework_id} is not subscribed on a stream of yours", 403)
+            known = self.master.books.frameworks.get(framework_id)
+            if known is None or (self.auth is not None and known.principal != principal):
+                # Mesos's answer for an unknown framework; another principal's gets the
+                # same, so that a call cannot tell whether a framework id exists
+                return problem("Framework cannot be found", 400)
+            return problem(f"framework {framework_id} is not subscribed on this API", 403)
         if request.headers.get("Mesos-Stream-Id") != stream.stream_id:
             self._bad(request, principal, "wrong-stream-id", framework_id=framework_id)
             return problem("Mesos-Stream-Id is not this framework's stream", 400)
