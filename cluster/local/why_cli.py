@@ -23,7 +23,7 @@ from protocol.wire.messages import Error, Wire
 from protocol.wire.topics import Topics
 from protocol.wire.why import AskWhy, Why
 
-PIPED_WIDTH = 200  # a pipe's width: a reason is a sentence, kept whole on its line
+PIPED_WIDTH = 140  # a pipe's width: a reason's sentence wraps in its column, nothing is cut
 
 
 async def fetch_why(
