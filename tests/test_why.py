@@ -5,57 +5,19 @@ is told the next round will offer it what that round just kept from it."""
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Iterator
-from dataclasses import dataclass, field
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_offer_cycle import Books, Offer  # the books the cycle does not keep, in memory
 
 from master.allocation.allocator import Allocator
 from master.allocation.ledger import allocatable, fits_one
-from master.allocation.planning import RunningTask
 from master.allocation.quota import Quota
-from master.cycle import CycleConfig, OfferCycle, Wish
+from master.cycle import CycleConfig, OfferCycle
 from master.cycle.why import Reason, Standing
 from protocol.wire.resources import Limit, Resources
 from protocol.wire.why_codes import WhyCode
 
 SLAVE = Resources(cpus=4, mem=4096)
-
-
-@dataclass
-class Offer:
-    offer_id: str
-    framework_id: str
-    slave_id: str
-    resources: Resources
-    created_at: float
-
-
-@dataclass
-class Books:
-    """The books the cycle does not keep (`master.cycle.State`), in memory."""
-
-    roles: dict[str, str] = field(default_factory=dict)
-    offers: dict[str, Offer] = field(default_factory=dict)
-    demand: dict[str, list[tuple[dict[str, int], int]]] = field(default_factory=dict)
-
-    def offers_held(self) -> dict[str, int]:
-        return dict(Counter(o.framework_id for o in self.offers.values()))
-
-    def outstanding(self) -> Iterator[Offer]:
-        return iter(self.offers.values())
-
-    def wishes(self, now: float) -> Iterator[Wish]:
-        for fid, role in self.roles.items():
-            yield Wish(fid, role, demand=self.demand.get(fid))
-
-    def running(self) -> Iterator[RunningTask]:
-        return iter(())
-
-    def task_live(self, framework_id: str, task_id: str) -> bool:
-        return False
 
 
 def cycle_of(frameworks: dict[str, str], slaves: int) -> tuple[OfferCycle, Books]:
