@@ -479,7 +479,9 @@ class Master:
 
     def why_of(self, framework: str, kind: str, principal: str) -> Why | NotFound:
         found = self.why.find(framework, kind, principal)
-        return found if isinstance(found, NotFound) else self.why.answer(found)
+        if isinstance(found, NotFound):
+            return found
+        return self.why.answer(found, operator=kind == "operator")
 
     def framework_principal(self, framework_id: str) -> str | None:
         books = self.books

@@ -46,7 +46,8 @@ class WhyAnswers:
         self.roles_acl = roles_acl
         self.clock = clock  # the master's (loop time), as the cycle's `now`
         self._refused: dict[str, tuple[int, float]] = {}  # principal -> (count, when it grew)
-        self._kept: dict[str, tuple[int, float, Why]] = {}  # id -> (rounds, when, answer)
+        # (id, to an operator) -> (rounds run, when, the answer)
+        self._kept: dict[tuple[str, bool], tuple[int, float, Why]] = {}
 
     def find(self, framework: str, kind: str, principal: str) -> Framework | NotFound:
         """The framework `framework` names (its id, else its name) among those the asker
@@ -66,23 +67,28 @@ class WhyAnswers:
             return NotFound("ambiguous", f"{len(named)} frameworks are named {framework}: {ids}")
         return NotFound("unknown-framework", f"no framework {framework} (an id or a name)")
 
-    def answer(self, fw: Framework, request_id: str = "") -> Why:
-        """Its reasons now; the same answer again to a question asked within ANSWER_KEPT
-        seconds and no round between (a flood of questions costs one answer a round)."""
+    def answer(self, fw: Framework, request_id: str = "", *, operator: bool = True) -> Why:
+        """Its reasons now -- to an operator naming other frameworks and roles, to its
+        tenant counting them (a tenant may not learn which frameworks exist); the same
+        answer again to a question asked within ANSWER_KEPT seconds and no round between
+        (a flood of questions costs one answer a round)."""
         now = self.clock()
         rounds = self.cycle.offers_log.rounds
-        kept = self._kept.get(fw.framework_id)
+        key = (fw.framework_id, operator)
+        kept = self._kept.get(key)
         if kept is not None and kept[0] == rounds and now - kept[1] < ANSWER_KEPT:
             return kept[2].model_copy(update={"request_id": request_id})
-        why = self._answer(fw, now, request_id)
+        why = self._answer(fw, now, request_id, operator)
         if len(self._kept) >= KEPT_MOST:
             self._kept.clear()
-        self._kept[fw.framework_id] = (rounds, now, why)
+        self._kept[key] = (rounds, now, why)
         return why
 
-    def _answer(self, fw: Framework, now: float, request_id: str) -> Why:
+    def _answer(self, fw: Framework, now: float, request_id: str, operator: bool) -> Why:
         wall = time.time()
-        reasons, offered = self.cycle.why(fw.framework_id, now, self.standing(fw, now))
+        reasons, offered = self.cycle.why(
+            fw.framework_id, now, self.standing(fw, now), others_named=operator
+        )
         return Why(
             framework_id=fw.framework_id,
             name=fw.name,

@@ -156,6 +156,20 @@ def test_held_for_guarantee_names_the_roles() -> None:
     assert r.numbers["held_back"] == {"cpus": 4.0, "mem": 4096.0}
 
 
+def test_a_tenant_hears_other_roles_counted_not_named() -> None:
+    cycle, books = cycle_of({"a": "a", "b": "b"}, 2)
+    cycle.allocator.set_quota("b", Quota(Resources(cpus=4, mem=4096)))
+    cycle.suppress("b")
+    keep(cycle, books, 0.0)
+    launch_all(cycle, books)
+    reasons, _ = cycle.why("a", 1.0, others_named=False)
+    assert reasons[0].code == WhyCode.HELD_FOR_GUARANTEE
+    assert reasons[0].numbers == {"held_back": {"cpus": 4.0, "mem": 4096.0}, "roles": 1.0}
+    assert reasons[0].message.endswith(
+        "kept for 1 other role(s)' guarantees (cpus:4;mem:4096 in all)"
+    )
+
+
 def test_lower_in_order_and_cluster_full() -> None:
     cycle, books = cycle_of({"a": "a", "b": "b"}, 3)
     keep(cycle, books, 0.0)  # a: 2 slaves, b: 1 (or the other way round)

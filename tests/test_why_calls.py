@@ -17,7 +17,15 @@ from rich.console import Console
 
 import cluster.local.why_cli as why_cli
 from cluster.local.why_cli import fetch_why, render_why
-from frameworks import DriverError, Resources, SchedulerDriver
+from frameworks import (
+    DriverError,
+    Filters,
+    Offer,
+    Resources,
+    Scheduler,
+    SchedulerDriver,
+    build_task,
+)
 from master.master import MasterConfig
 from protocol.wire.why import Why, WhyReason
 from protocol.wire.why_codes import WhyCode
@@ -33,12 +41,34 @@ async def cluster(tmp_path: Path) -> AsyncIterator[InProcess]:
         yield c
 
 
+class Fills(Scheduler):
+    """Runs one long task filling each slave it is offered, up to `most`; declines the rest
+    (a short filter: others may have them)."""
+
+    def __init__(self, most: int) -> None:
+        self.most = most
+        self.launched = 0
+
+    async def resource_offers(self, driver: SchedulerDriver, offers: list[Offer]) -> None:
+        for o in offers:
+            if self.launched < self.most:
+                self.launched += 1
+                task = build_task(o, f"t{self.launched}", o.resources, command="sleep 600")
+                driver.launch_tasks([o.offer_id], [task])
+            else:
+                driver.decline_offer(o.offer_id, Filters(refuse_seconds=0.2))
+
+
 @contextlib.asynccontextmanager
 async def framework(
-    cluster: InProcess, name: str, principal: str | None = None, **kw: object
+    cluster: InProcess,
+    name: str,
+    principal: str | None = None,
+    scheduler: Scheduler | None = None,
+    **kw: object,
 ) -> AsyncIterator[SchedulerDriver]:
     driver = SchedulerDriver(
-        Recorder(),
+        scheduler or Recorder(),
         name=name,
         broker=cluster.broker.connector(principal),
         cluster=CLUSTER,
@@ -163,3 +193,26 @@ async def test_an_operator_asks_by_a_name_two_frameworks_share(cluster: InProces
     async with framework(cluster, "twin", principal="a"), framework(cluster, "twin", principal="b"):
         with pytest.raises(click.ClickException, match="ambiguous: 2 frameworks are named twin"):
             await fetch_why(cluster.connect, CLUSTER, "twin", timeout=5)
+
+
+async def test_a_tenant_hears_who_comes_first_counted_not_named(cluster: InProcess) -> None:
+    """The tenancy rule (one answer for not yours and unknown: no principal learns which
+    framework ids exist) holds in why's answers too: an operator hears who comes first
+    in the order, a tenant how many and their shares."""
+    fills = Fills(2)
+    async with framework(cluster, "bobs", principal="bob", scheduler=fills) as bob:
+        await eventually(lambda: fills.launched == 2)  # its tasks fill the cluster
+        async with framework(cluster, "alices", principal="alice") as alice:
+            await eventually(lambda: alice.framework_id in list(cluster.master.allocator.order()))
+            mine = await bob.why()
+            ops = await fetch_why(cluster.broker.connector("ops"), CLUSTER, "bobs", timeout=5)
+    assert alice.framework_id
+    for answer in (mine, ops):
+        assert answer.top is not None
+        assert answer.top.code == WhyCode.LOWER_IN_ORDER, answer.reasons
+        assert answer.top.numbers["position"] == 2
+    assert mine.top is not None
+    assert mine.top.numbers["ahead"] == {"#1": 0.0}
+    assert alice.framework_id not in mine.model_dump_json()
+    assert ops.top is not None
+    assert ops.top.numbers["ahead"] == {alice.framework_id: 0.0}

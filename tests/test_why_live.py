@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_why_calls import Fills  # (one long task filling each slave it is offered)
 
 from cluster.local.view import operator_call, wait_state
-from frameworks import Filters, Offer, Resources, Scheduler, SchedulerDriver, build_task
+from frameworks import Filters, Offer, Resources, Scheduler, SchedulerDriver
 from protocol.tooling.brokers import MosquittoBroker
 from protocol.wire.messages import ClusterEvent, SetQuota
 from protocol.wire.resources import Limit
@@ -39,24 +40,6 @@ class Declines(Scheduler):
 
     async def resource_offers(self, driver: SchedulerDriver, offers: list[Offer]) -> None:
         driver.decline_offers([o.offer_id for o in offers], Filters(refuse_seconds=self.refuse))
-
-
-class Fills(Scheduler):
-    """Runs one long task filling each slave it is offered, up to `most`; declines the rest
-    (no filter: others may have them)."""
-
-    def __init__(self, most: int) -> None:
-        self.most = most
-        self.launched = 0
-
-    async def resource_offers(self, driver: SchedulerDriver, offers: list[Offer]) -> None:
-        for o in offers:
-            if self.launched < self.most:
-                self.launched += 1
-                task = build_task(o, f"t{self.launched}", o.resources, command="sleep 600")
-                driver.launch_tasks([o.offer_id], [task])
-            else:
-                driver.decline_offer(o.offer_id, Filters(refuse_seconds=0.2))
 
 
 @contextlib.asynccontextmanager

@@ -27,4 +27,6 @@ class WhyCalls:
             self._refuse(caller, found.message, found.code, AskWhy.TYPE)
             return
         if caller.reply_to:
-            self._post(caller.reply_to, self.answers.answer(found, msg.request_id))
+            operator = caller.kind == "operator"
+            answer = self.answers.answer(found, msg.request_id, operator=operator)
+            self._post(caller.reply_to, answer)

@@ -215,12 +215,20 @@ class OfferCycle:
         standing: why.Standing | None = None,
         *,
         fair_share: bool = True,
+        others_named: bool = True,
     ) -> tuple[list[why.Reason], list[Offered]]:
         """Why a framework (one the allocator knows) is offered nothing, the reason that
         explains first (`master.cycle.why`); and what the recent rounds offered it."""
         a, policy = self.allocator, self.config.policy
         reasons = why.explain(
-            a, self.state, policy, framework_id, now, standing, fair_share=fair_share
+            a,
+            self.state,
+            policy,
+            framework_id,
+            now,
+            standing,
+            fair_share=fair_share,
+            others_named=others_named,
         )
         return reasons, self.offers_log.offered(framework_id)
 

@@ -81,11 +81,14 @@ def explain(
     standing: Standing | None = None,
     *,
     fair_share: bool = True,
+    others_named: bool = True,
 ) -> list[Reason]:
     """The reasons `framework_id` (one the allocator knows) is offered nothing now, the
     one that explains first; none only if nothing keeps offers from it. `fair_share`:
     whether `lower-in-order` gives its share of the policy's ideal (the simulator, which
-    asks at every sample, goes without)."""
+    asks at every sample, goes without). `others_named`: whether other frameworks and
+    roles are named (to an operator) or only counted (to a tenant, who may not learn
+    which frameworks exist)."""
     standing = standing or Standing()
     fw = a.frameworks[framework_id]
     reasons = _everywhere(a, fw, standing)
@@ -105,9 +108,9 @@ def explain(
         for stage in STAGES
         if turned[stage] and stage != OPEN
     ]
+    q = _Question(a, state, fw, now, policy if fair_share else "", others_named, free)
     for _, _, stage in sorted(ranked):
-        ideal = policy if fair_share else ""
-        reasons.append(_stage_reason(stage, turned[stage], a, fw, state, ideal, now, free))
+        reasons.append(_stage_reason(q, stage, turned[stage]))
     if not never:
         reasons += _fits_no_free(a, fw, state, framework_id, now, free)
     if turned[OPEN] and not any(r.code in BLOCKING for r in reasons):
@@ -259,22 +262,27 @@ def _outstanding(state: State, framework_id: str, now: float) -> dict[str, Milli
     return out
 
 
-def _stage_reason(
-    stage: str,
-    slaves: list[str],
-    a: Allocator,
-    fw: FrameworkBook,
-    state: State,
-    policy: str,
-    now: float,
-    free: Mapping[str, Millis],
-) -> Reason:
+@dataclass(frozen=True, slots=True)
+class _Question:
+    """One `explain`: the books, the framework asked about, and how to answer."""
+
+    a: Allocator
+    state: State
+    fw: FrameworkBook
+    now: float
+    policy: str  # the ideal's, for its fair share ("": none)
+    named: bool  # other frameworks and roles named (else counted)
+    free: Mapping[str, Millis]  # each active slave's free resources, less others' holds
+
+
+def _stage_reason(q: _Question, stage: str, slaves: list[str]) -> Reason:
+    a, fw, free, now = q.a, q.fw, q.free, q.now
     n = len(slaves)
     of = f"{n} of {len(free)} slaves"
     if stage == MINE:
-        return _offers_outstanding(state, fw.framework_id, now, slaves, of)
+        return _offers_outstanding(q.state, fw.framework_id, now, slaves, of)
     if stage == FULL:
-        return _order(a, fw, state, policy, now, slaves, of)
+        return _order(q, slaves, of)
     if stage == HELD:
         claimants = sorted(
             {
@@ -284,16 +292,19 @@ def _stage_reason(
                 if r.framework_id != fw.framework_id
             }
         )
+        whom = ", ".join(claimants) if q.named else f"{len(claimants)} other framework(s)"
         return Reason(
             code=WhyCode.HELD_FOR_PREEMPTION,
-            message=f"{of}: what is free is held for {', '.join(claimants)}, for whom "
-            "preemption freed it",
-            numbers={"slaves": _names(slaves), "for": claimants},
+            message=f"{of}: what is free is held for {whom}, for whom preemption freed it",
+            numbers={
+                "slaves": _names(slaves),
+                "for": claimants if q.named else float(len(claimants)),
+            },
         )
     if stage == LIMIT:
         return _quota_limit(a, fw.role, of, slaves)
     if stage == GUARANTEE:
-        return _held_for_guarantee(a, fw.role, of, slaves)
+        return _held_for_guarantee(a, fw.role, of, q.named)
     if stage == MINIMUM:
         them = {s: free[s] for s in slaves}
         return _short(WhyCode.MIN_OFFER_FITS_NO_SLAVE, "its min_offer", fw.min_allocatable,
@@ -337,23 +348,16 @@ def _offers_outstanding(
     )
 
 
-def _order(
-    a: Allocator,
-    fw: FrameworkBook,
-    state: State,
-    policy: str,
-    now: float,
-    slaves: list[str],
-    of: str,
-) -> Reason:
+def _order(q: _Question, slaves: list[str], of: str) -> Reason:
     """Every slave it could use is allocated: where it stands in the order, and its fair
-    share in the policy's ideal."""
-    fid = fw.framework_id
+    share in the policy's ideal. (To a tenant, who comes before it is counted, with
+    their shares, not named.)"""
+    a, fid = q.a, q.fw.framework_id
     order = list(a.order())
     ahead = order[: order.index(fid)] if fid in order else order
     share = a.dominant_share(fid)
     weight = a.framework_weight(fid)
-    fair = _fair_share(a, state, policy, fid, now) if policy else None
+    fair = _fair_share(a, q.state, q.policy, fid, q.now) if q.policy else None
     numbers: dict[str, Figure] = {
         "slaves": float(len(slaves)),
         "position": float(len(ahead) + 1),
@@ -371,11 +375,13 @@ def _order(
             numbers=numbers,
         )
     shown = ahead[:AHEAD_SHOWN]
-    numbers["ahead"] = {f: round(a.dominant_share(f), 4) for f in shown}
-    numbers["ahead_weights"] = {f: a.framework_weight(f) for f in shown}
+    names = shown if q.named else [f"#{i}" for i in range(1, len(shown) + 1)]
+    numbers["ahead"] = {n: round(a.dominant_share(f), 4) for n, f in zip(names, shown, strict=True)}
+    numbers["ahead_weights"] = {n: a.framework_weight(f) for n, f in zip(names, shown, strict=True)}
     numbers["ahead_count"] = float(len(ahead))
     others = ", ".join(
-        f"{f} ({a.dominant_share(f):.1%}, weight {a.framework_weight(f):g})" for f in shown
+        f"{n} ({a.dominant_share(f):.1%}, weight {a.framework_weight(f):g})"
+        for n, f in zip(names, shown, strict=True)
     )
     more = f" and {len(ahead) - len(shown)} more" if len(ahead) > len(shown) else ""
     return Reason(
@@ -429,12 +435,19 @@ def _quota_limit(a: Allocator, role: str, of: str, slaves: list[str]) -> Reason:
     )
 
 
-def _held_for_guarantee(a: Allocator, role: str, of: str, slaves: list[str]) -> Reason:
+def _held_for_guarantee(a: Allocator, role: str, of: str, named: bool) -> Reason:
     back = a.quota_stage.held_back(role)
     total: Millis = {}
     for lack in back.values():
         for name, amount in lack.items():
             total[name] = total.get(name, 0) + amount
+    if not named:  # (a tenant hears how much, not for whom)
+        return Reason(
+            code=WhyCode.HELD_FOR_GUARANTEE,
+            message=f"{of}: what they have free is kept for {len(back)} other role(s)' "
+            f"guarantees ({_res(total)} in all)",
+            numbers={"held_back": _user(total), "roles": float(len(back))},
+        )
     each = "; ".join(f"{r}: {_res(lack)}" for r, lack in sorted(back.items()))
     return Reason(
         code=WhyCode.HELD_FOR_GUARANTEE,
