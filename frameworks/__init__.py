@@ -38,6 +38,8 @@ from protocol.wire.messages import (
     TaskStatus,
 )
 from protocol.wire.resources import Resources
+from protocol.wire.why import Why, WhyReason
+from protocol.wire.why_codes import WhyCode
 
 __all__ = [
     "ENDLESS",
@@ -69,6 +71,9 @@ __all__ = [
     "TaskState",
     "TaskStatus",
     "TooManyFrameworks",
+    "Why",
+    "WhyCode",
+    "WhyReason",
     "build_task",
     "offer_resources",
 ]
