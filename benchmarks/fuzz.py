@@ -37,11 +37,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from fuzz import churn_frameworks
-from test_fuzz import fuzz
-from test_trust import Secure, T, secure_cluster
-
-from helpers import eventually
+from harness.fuzz import churn_frameworks
+from harness.fuzz_attack import fuzz
+from harness.helpers import eventually
+from harness.trust import Secure, T, secure_cluster
 
 RSS_BOUND = 1.2  # the RSS after the attack, at most, as a multiple of the start's
 
@@ -121,9 +120,9 @@ class Memory:
 async def attackers_gone(sec: Secure, principal: str = "mallory") -> int:
     """Tear down every framework of `principal` still there (as an operator would), wait
     until none is left and none of their offers; how many it had in all."""
-    books, shell = sec.master.books, sec.master.shell
+    books, removals = sec.master.books, sec.master.removals
     for fw in [fw for fw in books.frameworks.values() if fw.principal == principal]:
-        shell.remove_framework(fw, "the attack is over")
+        removals.remove_framework(fw, "the attack is over")
 
     def gone() -> bool:
         theirs = {f for f, fw in books.frameworks.items() if fw.principal == principal}

@@ -1,29 +1,21 @@
 """The master's records: frameworks, slaves, offers, tasks, and updates owed to frameworks.
 
-Plain typed structures and nothing else: the master shell reads and changes them, the
-allocator keeps the resource arithmetic, and `snapshot` turns them into the `State`
-message that tools read.
+Plain typed structures and nothing else: the master's handlers read and change them, the
+allocator keeps the resource arithmetic, and the read side (`master.http.snapshot`)
+turns them into the views and the `State` message that tools read.
 """
 
 from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable
-from dataclasses import dataclass, field, fields
-from typing import Any
+from dataclasses import dataclass, field
 
-from master.allocation.quota_stage import RoleStanding
 from protocol.wire.messages import (
     TERMINAL_STATES,
     CommandInfo,
-    FrameworkView,
-    Offer,
-    PreemptionView,
     Reason,
-    RoleView,
     SlaveView,
-    State,
     TaskInfo,
     TaskRequest,
     TaskState,
@@ -93,18 +85,6 @@ class Task:
         )
 
 
-# how /api/v1/tasks may be sorted (`-` before one: the other way round)
-# A snapshot (the retained <p>/state, /api/v1/state) lists the slaves, tasks and offers
-# of a cluster of at most this many slaves; past it, it counts them (/api/v1 pages them).
-LISTED_SLAVES = 1000
-SLAVE_SORTS = ("slave_id", "last_heartbeat")  # /api/v1/slaves?sort= (see Master.slave_ids)
-TASK_SORTS: dict[str, Callable[[Task], Any]] = {
-    "task_id": lambda t: t.task_id,
-    "state": lambda t: t.state.value,
-    "launched": lambda t: t.launched_wall,
-}
-
-
 @dataclass(slots=True)
 class PendingUpdate:
     """A status update sent to a framework and not yet acknowledged."""
@@ -121,14 +101,12 @@ class Framework:
     framework_id: str
     principal: str  # who registered it: only this principal may act on it
     name: str
-    role: str
-    weight: float
+    role: str  # its weight is its role's (the allocator's)
     inbox: str
     incarnation: str
     failover_timeout: float
     registered_at: float
-    connected: bool = True
-    suppressed: bool = False
+    connected: bool = True  # (whether it suppressed its offers: the allocator's)
     disconnected_at: float | None = None
     tasks: dict[str, Task] = field(default_factory=dict)
     offers: set[str] = field(default_factory=set)
@@ -331,131 +309,3 @@ class Books:
     def task(self, framework_id: str, task_id: str) -> Task | None:
         fw = self.frameworks.get(framework_id)
         return fw.tasks.get(task_id) if fw else None
-
-
-def offer_of(books: Books, record: OfferRecord) -> Offer:
-    """An outstanding offer as its framework was told of it."""
-    slave = books.slaves.get(record.slave_id)
-    return Offer(
-        offer_id=record.offer_id,
-        framework_id=record.framework_id,
-        slave_id=record.slave_id,
-        hostname=slave.hostname if slave else "",
-        resources=record.resources,
-        attributes=slave.attributes if slave else {},
-    )
-
-
-def role_view(standing: RoleStanding) -> RoleView:
-    """A role node, as the allocation sees it, for the wire (the same fields)."""
-    return RoleView(**{f.name: getattr(standing, f.name) for f in fields(standing)})
-
-
-def completed_view(fw: Framework) -> FrameworkView:
-    """A removed framework as the API lists it: nothing held, its tasks all ended."""
-    return FrameworkView(
-        framework_id=fw.framework_id,
-        principal=fw.principal,
-        name=fw.name,
-        role=fw.role,
-        weight=fw.weight,
-        active=False,
-        suppressed=fw.suppressed,
-        allocated=Resources(),
-        offered=Resources(),
-        dominant_share=0.0,
-        running_tasks=0,
-        finished_tasks=fw.finished_tasks,
-        registered_at=fw.registered_at,
-        removed_at=fw.removed_at,
-        removed_why=fw.removed_why,
-    )
-
-
-def snapshot(
-    books: Books,
-    *,
-    master_id: str,
-    now: float,
-    policy: str,
-    total: Resources,
-    allocated: Resources,
-    allocation: dict[str, Resources],
-    free: dict[str, Resources] | None,
-    include_tasks: bool = True,
-    refused: dict[str, int] | None = None,
-    roles: list[RoleView] | None = None,
-    preemption: PreemptionView | None = None,
-    fair: dict[str, float] | None = None,
-    starving: dict[str, float] | None = None,
-    web_ui: str = "",
-    epoch: int = 0,
-) -> State:
-    """The books as a `State` message (what `drfmesos state` and the plots read)."""
-    frameworks = framework_views(books, total, allocation, fair, starving)
-    slaves = []  # (free None: a big cluster's slaves are counted, not listed)
-    if free is not None:
-        slaves = [s.view(free.get(s.slave_id, Resources())) for s in books.slaves.values()]
-    tasks = []
-    if include_tasks:
-        tasks = [
-            t.view()
-            for fw in books.frameworks.values()
-            for t in fw.tasks.values()
-            if not t.terminal
-        ]
-    return State(
-        master_id=master_id,
-        timestamp=now,
-        policy=policy,
-        total=total,
-        allocated=allocated,
-        frameworks=frameworks,
-        slaves=slaves,
-        offer_count=len(books.offers),
-        offers=[offer_of(books, r) for r in books.offers.values()] if include_tasks else [],
-        tasks=tasks,
-        refused=refused or {},
-        roles=roles or [],
-        preemption=preemption,
-        web_ui=web_ui,
-        epoch=epoch,
-        recovering_slaves=len(books.recovering),
-        slave_count=len(books.slaves),
-    )
-
-
-def framework_views(
-    books: Books,
-    total: Resources,
-    allocation: dict[str, Resources],
-    fair: dict[str, float] | None = None,
-    starving: dict[str, float] | None = None,
-) -> list[FrameworkView]:
-    """Each registered framework as its view: what its tasks use, what it is offered."""
-    frameworks = []
-    for fw in books.frameworks.values():
-        offered = sum((books.offers[o].resources for o in fw.offers), Resources())
-        # what its tasks use: the allocator also counts outstanding offers as allocated
-        in_use = allocation.get(fw.framework_id, Resources()).subtract_clamped(offered)
-        frameworks.append(
-            FrameworkView(
-                framework_id=fw.framework_id,
-                principal=fw.principal,
-                name=fw.name,
-                role=fw.role,
-                weight=fw.weight,
-                active=fw.connected,
-                suppressed=fw.suppressed,
-                allocated=in_use,
-                offered=offered,
-                dominant_share=in_use.dominant_share(total),
-                running_tasks=fw.running_tasks(),
-                finished_tasks=fw.finished_tasks,
-                fair_share=None if fair is None else fair.get(fw.framework_id, 0.0),
-                starving_seconds=(starving or {}).get(fw.framework_id),
-                demand=fw.demand,
-                registered_at=fw.registered_at,
-            )
-        )
-    return frameworks

@@ -1,6 +1,6 @@
 """Who hears of the master's state changes, as they happen.
 
-The master says what changed as a `ClusterEvent` (`MasterShell._event`: a launch, a release,
+The master says what changed as a `ClusterEvent` (`Outbox.emit`, master.outbox: a launch, a release,
 a framework or slave added or removed, ...); every listener here hears it at once, in
 the handler that made the change. The web UI's live feed is one listener, the Mesos
 operator event stream (master.mesos_api.events) another. A task's state changes that no
@@ -17,7 +17,7 @@ from protocol.wire.messages import ClusterEvent
 
 Listener = Callable[[ClusterEvent], None]
 
-# the kinds that only `tasks=True` listeners hear (see MasterShell._task_changed)
+# the kinds that only `tasks=True` listeners hear (see Outbox.task_changed)
 TASK_ADDED = "task-added"  # a task the master learned of without launching it
 TASK_UPDATED = "task-updated"  # a live task's new state
 

@@ -12,6 +12,7 @@ import click
 
 from master.allocation.allocator import HEADROOM
 from master.allocation.preemption import VICTIM_ORDERS
+from master.config import DEFAULTS, MasterConfig
 from master.ha.leadership import LeadershipError
 from master.http.config import HttpConfig
 from master.rate_limits import (
@@ -25,6 +26,8 @@ from protocol.extras import needs
 from protocol.tooling.brokers import BrokerURL
 from protocol.tooling.cli import broker_option, cluster_option, log_level_option, warn_if_insecure
 from protocol.wire.values import MAX_WEIGHT
+
+HTTP_DEFAULTS = HttpConfig()
 
 
 def parse_weights(text: str) -> dict[str, float]:
@@ -47,7 +50,7 @@ def http_config(
     open_metrics: bool,
     cert: Path | None,
     key: Path | None,
-    max_backlog_age: float | None = 5.0,
+    max_backlog_age: float | None = HTTP_DEFAULTS.max_backlog_age,
 ) -> HttpConfig | None:
     if address == "off":
         return None
@@ -76,7 +79,7 @@ def rate_limits(path: Path | None, qps: float | None, capacity: int) -> RateLimi
 @click.option(
     "--policy",
     type=click.Choice(["hdrf", "naive-hdrf", "flat", "drf", "wdrf", "asset", "cpu", "fifo"]),
-    default="hdrf",
+    default=DEFAULTS.policy,
     show_default=True,
     help="How roles are ordered: on the role tree (hdrf: min-satisfaction hierarchical "
     "DRF; naive-hdrf: the smallest child at each level; flat: the tree flattened into "
@@ -85,27 +88,27 @@ def rate_limits(path: Path | None, qps: float | None, capacity: int) -> RateLimi
 @click.option(
     "--allocation-interval",
     type=float,
-    default=1.0,
+    default=DEFAULTS.allocation_interval,
     show_default=True,
     help="Seconds between allocation rounds (a free also starts one).",
 )
 @click.option(
     "--offer-timeout",
     type=float,
-    default=None,
+    default=DEFAULTS.offer_timeout,
     help="Rescind offers not answered within this many seconds (off by default).",
 )
 @click.option(
     "--slave-timeout",
     type=float,
-    default=15.0,
+    default=DEFAULTS.slave_timeout,
     show_default=True,
     help="Remove a slave whose heartbeats stop for this long.",
 )
 @click.option(
     "--heartbeat-interval",
     type=float,
-    default=5.0,
+    default=DEFAULTS.heartbeat_interval,
     show_default=True,
     help="Seconds between the master's heartbeats to frameworks, and between those it asks "
     "of slaves (see --slave-timeout).",
@@ -113,7 +116,7 @@ def rate_limits(path: Path | None, qps: float | None, capacity: int) -> RateLimi
 @click.option(
     "--state-interval",
     type=float,
-    default=0.5,
+    default=DEFAULTS.state_interval,
     show_default=True,
     help="Seconds between state snapshots (when something changed).",
 )
@@ -164,14 +167,14 @@ def rate_limits(path: Path | None, qps: float | None, capacity: int) -> RateLimi
 @click.option(
     "--preemption-timeout",
     type=click.FloatRange(min=0),
-    default=None,
+    default=DEFAULTS.preemption_timeout,
     help="Preempt for a framework starving (below --preemption-threshold of its fair "
     "share, wanting more, nothing free fits it) this many seconds (off by default).",
 )
 @click.option(
     "--preemption-threshold",
     type=click.FloatRange(min=0, max=1),
-    default=0.5,
+    default=DEFAULTS.preemption_threshold,
     show_default=True,
     help="Starving means below this fraction of the fair share (YARN's "
     "fairSharePreemptionThreshold).",
@@ -179,27 +182,27 @@ def rate_limits(path: Path | None, qps: float | None, capacity: int) -> RateLimi
 @click.option(
     "--preemption-notice",
     type=click.FloatRange(min=0),
-    default=2.0,
+    default=DEFAULTS.preemption_notice,
     show_default=True,
     help="Seconds between warning a victim's scheduler and killing its tasks.",
 )
 @click.option(
     "--preemption-victims",
     type=click.Choice(VICTIM_ORDERS),
-    default="youngest",
+    default=DEFAULTS.preemption_victims,
     show_default=True,
     help="Which of a victim's tasks go first (youngest throws away the least work).",
 )
 @click.option(
     "--guarantee-timeout",
     type=click.FloatRange(min=0),
-    default=None,
+    default=DEFAULTS.guarantee_timeout,
     help="Preempt for a role below its quota guarantee this many seconds (off by default).",
 )
 @click.option(
     "--quota-headroom",
     type=click.Choice(HEADROOM),
-    default="all",
+    default=DEFAULTS.quota_headroom,
     show_default=True,
     help="Whose unmet quota guarantees are kept free: every quota role's, as Mesos (all: "
     "idle resources, no wait when its framework comes), or only those of roles whose "
@@ -209,7 +212,7 @@ def rate_limits(path: Path | None, qps: float | None, capacity: int) -> RateLimi
 @click.option(
     "--http",
     "http_address",
-    default="127.0.0.1:5050",
+    default=f"{HTTP_DEFAULTS.host}:{HTTP_DEFAULTS.port}",
     show_default=True,
     help="Where to serve the web UI, the HTTP API and /metrics (HOST:PORT; PORT 0 picks a "
     "free one, but not with --zk, where standbys send clients to the leader's --http as "
@@ -230,7 +233,7 @@ def rate_limits(path: Path | None, qps: float | None, capacity: int) -> RateLimi
 @click.option(
     "--health-max-backlog-age",
     type=click.FloatRange(min=0.0, min_open=True),
-    default=5.0,
+    default=HTTP_DEFAULTS.max_backlog_age,
     show_default=True,
     help="/health says 'behind' once the master's oldest unhandled message has waited this "
     "many seconds (a heartbeat that late is close to --slave-timeout).",
@@ -276,7 +279,7 @@ def rate_limits(path: Path | None, qps: float | None, capacity: int) -> RateLimi
 @click.option(
     "--slave-reregister-timeout",
     type=click.FloatRange(min=0),
-    default=30.0,
+    default=DEFAULTS.slave_reregister_timeout,
     show_default=True,
     help="After a failover, slaves of the registry that do not re-register this soon are "
     "removed and their tasks reported lost.",
@@ -284,14 +287,14 @@ def rate_limits(path: Path | None, qps: float | None, capacity: int) -> RateLimi
 @click.option(
     "--max-failover-timeout",
     type=click.FloatRange(min=0),
-    default=None,
+    default=DEFAULTS.max_failover_timeout,
     help="The longest failover timeout a framework may ask for (longer ones are cut to "
     "it): a framework that disconnects holds its tasks no longer than this.",
 )
 @click.option(
     "--max-frameworks-per-principal",
     type=click.IntRange(min=0),
-    default=200,
+    default=DEFAULTS.max_frameworks_per_principal,
     show_default=True,
     help="The most frameworks one principal may have registered at once (0: no most): a "
     "tenant registering thousands would slow the master for every other.",
@@ -337,7 +340,7 @@ def master(
     from master.ha.registry import Registry
 
     with needs("master"):  # prometheus_client: the master keeps its round timings in it
-        from master.master import Master, MasterConfig
+        from master.master import Master
     from protocol.tooling.cli import run_party
     from protocol.transport.aio import finish
     from protocol.transport.bus import Bus

@@ -1,5 +1,6 @@
-"""Who else hears of what the shell does: collaborators register here (preemption's
-counters and timers, say) instead of overriding empty hooks of the shell."""
+"""Who else hears of tasks ended and frameworks gone: collaborators register here
+(preemption's counters and timers, the offer cycle's per-framework state) instead of
+overriding empty hooks of whoever ends them."""
 
 from __future__ import annotations
 

@@ -20,8 +20,8 @@ from master.allocation.preemption import Claim, Preemption, fair_allocation
 from master.allocation.quota import ancestors_or_self
 from master.books import Books, Framework, Task
 from master.cycle import Kill, OfferCycle
-from master.shell import MasterConfig
-from protocol.transport.aio import within
+from master.outbox import Outbox
+from protocol.transport.aio import loop_time, within
 from protocol.wire.messages import (
     KillTask,
     PreemptedTask,
@@ -31,38 +31,32 @@ from protocol.wire.messages import (
     RoleView,
     TaskState,
     TaskStatus,
-    Wire,
 )
 from protocol.wire.resources import Resources
 
 
 class Preemptor:
     """The master's preemption duty and its counters. It runs the offer cycle's check and
-    says what it decides through the shell's senders; the shell tells it of tasks ended
-    and frameworks gone."""
+    says what it decides through the outbox; the master's listeners tell it of tasks
+    ended (`task_ended`)."""
 
     def __init__(
         self,
-        config: MasterConfig,
         books: Books,
         cycle: OfferCycle,
+        outbox: Outbox,
+        request_round: Callable[[], None],
         log: Any,
         *,
-        now: Callable[[], float],
-        send_framework: Callable[[Framework, Wire], None],
-        send_slave: Callable[[str, Wire], None],
-        event: Callable[..., None],
-        request_round: Callable[[], None],
-        changed: Callable[[], None],
-        task_changed: Callable[[Task], None],
+        policy: str,
+        interval: float,
     ) -> None:
-        """`event`: the shell's event stream; `changed`: the published state is stale;
-        `task_changed`: a task's state changed where no event says so (KILLING)."""
-        self.config, self.books, self.cycle, self.log = config, books, cycle, log
+        """`policy`: the one fair shares are measured by; `interval`: seconds between
+        preemption's checks (the allocation interval)."""
+        self.books, self.cycle, self.outbox, self.log = books, cycle, outbox, log
         self.allocator = cycle.allocator
-        self._now, self._event, self.request_round = now, event, request_round
-        self._send_framework, self._send_slave, self._changed = send_framework, send_slave, changed
-        self._task_changed = task_changed
+        self.request_round = request_round
+        self.policy, self.interval = policy, interval
         self._next_preemption_check = 0.0
         self._fair_job: asyncio.Future[dict[str, tuple[float, dict[str, float]]]] | None = None
 
@@ -83,7 +77,7 @@ class Preemptor:
             self._kill(self.cycle.kills_due(now))
         if now < self._next_preemption_check:
             return
-        interval = self.config.allocation_interval
+        interval = self.interval
         self._next_preemption_check = now + (interval if on else max(1.0, interval))
         if not on:
             self._update_fair_off_loop()
@@ -91,7 +85,7 @@ class Preemptor:
         plan = self.cycle.check(now)  # (each claim's room held already)
         for claim in plan.claims:
             self._warn(claim, now)
-        self._changed()
+        self.outbox.state_changed()
 
     def _update_fair_off_loop(self) -> None:
         """Fair shares for the UI and the metrics, computed in a worker thread on a copy of
@@ -100,8 +94,8 @@ class Preemptor:
         need them at once, and they stay on the loop.)"""
         if self._fair_job is not None and not self._fair_job.done():
             return  # the last one is still at it: skip this tick
-        policy, total = self.config.policy, dict(self.allocator.total.millis)
-        contenders, weights = self.cycle.contenders(self._now()), self.allocator.pool_weights()
+        policy, total = self.policy, dict(self.allocator.total.millis)
+        contenders, weights = self.cycle.contenders(loop_time()), self.allocator.pool_weights()
         job = asyncio.get_running_loop().run_in_executor(
             None, fair_allocation, policy, total, contenders, weights
         )
@@ -115,7 +109,7 @@ class Preemptor:
             self.log.error("fair_shares.failed", error=repr(error))
             return
         self.preemption.set_fair(job.result())
-        self._changed()
+        self.outbox.state_changed()
 
     async def stop_fair_shares(self) -> None:
         """Let a computation under way finish (it cannot be interrupted; it is short)."""
@@ -141,14 +135,14 @@ class Preemptor:
                 f"{claim.claimant} is below its {claim.why}"
             )
             if fw.connected:
-                self._send_framework(
+                self.outbox.send_framework(
                     fw,
                     Preempting(
                         framework_id=victim, tasks=tasks, deadline_seconds=notice, message=message
                     ),
                 )
             for t in tasks:
-                self._event(
+                self.outbox.emit(
                     "preempting",
                     framework_id=victim,
                     slave_id=t.slave_id,
@@ -171,8 +165,8 @@ class Preemptor:
         for kill in kills:
             task = self.books.frameworks[kill.framework_id].tasks[kill.task_id]
             task.state = TaskState.KILLING
-            self._task_changed(task)
-            self._send_slave(
+            self.outbox.task_changed(task)
+            self.outbox.send_slave(
                 kill.slave_id,
                 KillTask(
                     framework_id=kill.framework_id,
@@ -181,13 +175,13 @@ class Preemptor:
                 ),
             )
 
-    # -- listening to the shell ---------------------------------------------------------------
+    # -- listening to the master ---------------------------------------------------------------
     def task_ended(self, fw: Framework, task: Task, status: TaskStatus) -> None:
         """Count a victim's end: its running time is work thrown away (unless it finished)."""
-        ran = self._now() - task.launched_at
+        ran = loop_time() - task.launched_at
         finished = status.state == TaskState.FINISHED
         if self.cycle.task_ended(fw.framework_id, task.task_id, finished=finished, ran=ran):
-            self._event(
+            self.outbox.emit(
                 "preempted",
                 framework_id=fw.framework_id,
                 slave_id=task.slave_id,

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 from master.authz import RoleACL
 from master.books import Books, Framework
+from master.calls.throttle import Throttle
 from master.cycle import OfferCycle
 from master.cycle.why import Standing
-from master.throttle import Throttle
 from protocol.wire.why import Why, WhyOffered, WhyReason
 
 REFUSED_LATELY = 60.0  # seconds: refused calls this recent make `rate-limited` a reason

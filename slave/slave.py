@@ -503,7 +503,7 @@ class Slave:
         if framework_id in self.shut_down_frameworks:
             self._forget(key)
             return
-        # (validated as built: quicker than `model_construct`, see MasterShell.emit_event)
+        # (validated as built: quicker than `model_construct`, see master.outbox.Outbox.emit)
         status = TaskStatus(
             task_id=task.task_id,
             state=state,

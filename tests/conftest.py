@@ -18,7 +18,7 @@ import pytest
 from protocol import logs
 from protocol.tooling.brokers import EmbeddedBroker, MosquittoBroker
 
-sys.path.insert(0, str(Path(__file__).parent))  # tests/strategies.py and helpers
+sys.path.insert(0, str(Path(__file__).parent))  # the harness (tests/harness/), task_python
 
 logs.configure("warning", json=True)
 

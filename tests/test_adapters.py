@@ -18,7 +18,7 @@ from protocol.transport.backlog import StampedQueue
 from protocol.transport.mqtt_client import mqtt_client
 from protocol.transport.paho_link import PahoLink
 
-from helpers import eventually
+from harness.helpers import eventually
 
 
 def test_a_version_outside_the_tested_range_stops_the_import_saying_which_to_install(

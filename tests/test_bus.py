@@ -46,8 +46,8 @@ from protocol.wire.resources import Resources
 from protocol.wire.topics import Topics
 
 from conftest import need_mosquitto
-from helpers import Inbox, eventually
-from strategies import example
+from harness.helpers import Inbox, eventually
+from harness.strategies import example
 
 Broker = EmbeddedBroker | MosquittoBroker
 T = Topics("test")

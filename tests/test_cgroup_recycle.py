@@ -12,8 +12,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_isolation import ROOT, _cgroup, _slave_id, need_cgroups, rig  # noqa: F401
-from test_slave import Rig
 
 from protocol.wire.messages import TaskState
 from protocol.wire.resources import Resources
@@ -21,7 +19,9 @@ from slave import cgroup_upkeep
 from slave.cgroups import MB, CgroupsV1, Limits
 from slave.isolator import PARENT, container_name
 
-from helpers import eventually
+from harness.cgroups import ROOT, cgroup_path, need_cgroups, new_slave_id, rig  # noqa: F401
+from harness.helpers import eventually
+from harness.slave import Rig
 
 # a task that uses memory (a 32 MB buffer) and CPU, and writes no file
 WORK = (
@@ -152,19 +152,19 @@ async def test_a_task_loops_next_task_gets_the_last_ones_cgroup_with_nothing_of_
     rig: Rig,  # noqa: F811
 ) -> None:
     fw = await rig.framework()
-    sid = _slave_id()
+    sid = new_slave_id()
     slave = await rig.start_slave(sid, Resources(cpus=2, mem=512), isolation="cgroups")
     resources = Resources(cpus=0.5, mem=128)
     await rig.launch(fw, "true", "first", resources)
     await fw.update_for("first", TaskState.RUNNING)
-    first = _cgroup(sid, container_name(fw.framework_id, "first"))
+    first = cgroup_path(sid, container_name(fw.framework_id, "first"))
     inode = first.stat().st_ino
     await fw.update_for("first", TaskState.FINISHED, timeout=20)
     await eventually(lambda: not first.exists())
 
     await rig.launch(fw, "sleep 300", "next", resources)
     await fw.update_for("next", TaskState.RUNNING)
-    following = _cgroup(sid, container_name(fw.framework_id, "next"))
+    following = cgroup_path(sid, container_name(fw.framework_id, "next"))
     assert following.stat().st_ino == inode  # the first's cgroup, recycled
     usage = slave.isolator.cgroups.usage(
         f"{PARENT}/{sid}/{container_name(fw.framework_id, 'next')}"

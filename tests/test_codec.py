@@ -31,7 +31,7 @@ from protocol.wire.messages import (
     Wire,
 )
 
-from strategies import ANY_MESSAGE, example
+from harness.strategies import ANY_MESSAGE, example
 
 FAST = settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 

@@ -35,7 +35,7 @@ from markdown_it import MarkdownIt
 from protocol.tooling.brokers import MosquittoBroker, free_port
 from protocol.transport.aio import within
 
-from helpers import live_cluster
+from harness.helpers import live_cluster
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"

@@ -26,7 +26,7 @@ from protocol.wire.codec import PROTOCOL_VERSION
 from protocol.wire.messages import ClusterEvent, Error, SetWeights, WatchEvents, Wire
 from protocol.wire.topics import Topics
 
-from helpers import Inbox, eventually, in_process_cluster, open_transport, until
+from harness.helpers import Inbox, eventually, in_process_cluster, open_transport, until
 
 CONFIG = MasterConfig(allocation_interval=0.1)
 
@@ -36,7 +36,7 @@ async def test_events_go_out_while_watched_and_stop_when_the_lease_ends(tmp_path
         in_process_cluster("events", tmp_path, CONFIG, slaves=0) as c,
         contextlib.AsyncExitStack() as stack,
     ):
-        shell = c.master.shell
+        shell = c.master.outbox
         ops = c.topics.inbound("operator", "ops")
         operator = await open_transport(stack, c.connect, "ops", inbox=c.topics.operator("ops"))
         stream = Inbox()
@@ -47,8 +47,8 @@ async def test_events_go_out_while_watched_and_stop_when_the_lease_ends(tmp_path
             await operator.publish(ops, SetWeights(weights={"a": weight}))
             await eventually(lambda: shell.event_counts["weights"] == count + 1)
 
-        clock, skew = shell.now, 0.0  # the master's own clock, moved on by the test
-        shell.now = lambda: clock() + skew  # type: ignore[method-assign]
+        clock, skew = shell.clock, 0.0  # the master's own clock, moved on by the test
+        shell.clock = lambda: clock() + skew
         await weigh(1)  # unwatched: not published
         await operator.publish(ops, WatchEvents(seconds=30))
         await weigh(2)  # watched
@@ -75,7 +75,7 @@ async def test_only_an_operator_may_watch_and_a_lease_is_bounded(tmp_path: Path)
         await tenant.publish(c.topics.inbound("framework", "tenant"), WatchEvents())
         error = await answers.wait_for(Error)
         assert (error.code, error.about) == ("forbidden", "WatchEvents")
-        assert c.master.shell.events_watched_until == 0
+        assert c.master.outbox.events_watched_until == 0
 
         ops = c.topics.operator("ops")
         operator = await open_transport(stack, c.connect, "ops", inbox=ops)
@@ -86,7 +86,7 @@ async def test_only_an_operator_may_watch_and_a_lease_is_bounded(tmp_path: Path)
         await operator.publish_raw(c.topics.inbound("operator", "ops"), msgpack.packb(endless))
         invalid = await told.wait_for(Error)
         assert (invalid.code, invalid.about) == ("invalid", "WatchEvents")
-        assert c.master.shell.events_watched_until == 0
+        assert c.master.outbox.events_watched_until == 0
 
 
 async def test_an_operators_call_is_not_answered_by_its_leases_refusal(
@@ -155,10 +155,10 @@ async def test_a_follower_renews_its_lease_while_it_follows(mosquitto: Mosquitto
         async with following(mosquitto.url, "follow", lease=0.4) as (seen, arrived):
             # (two at once: its first, and the one it takes from the leader it finds)
             await eventually(lambda: master.messages.received["WatchEvents"] >= 2)
-            first = master.shell.events_watched_until
+            first = master.outbox.events_watched_until
             # a lease every 0.2 s: still watched when the first ones (0.4 s) have ended
-            await eventually(lambda: master.shell.now() > first + 0.2, timeout=5)
-            master.shell.emit_event("weights", detail="still watched")
+            await eventually(lambda: master.outbox.clock() > first + 0.2, timeout=5)
+            master.outbox.emit("weights", detail="still watched")
             await until(arrived, lambda: details(seen) == ["still watched"], timeout=10)
 
 
@@ -170,12 +170,12 @@ async def test_a_follower_takes_a_lease_from_each_new_leader(mosquitto: Mosquitt
         first = await start_master(stack, mosquitto.url, topics, epoch)
         async with following(mosquitto.url, "follow", lease=60) as (seen, arrived):
             await eventually(lambda: first.messages.received["WatchEvents"] >= 1)
-            first.shell.emit_event("weights", detail="first")
+            first.outbox.emit("weights", detail="first")
             await until(arrived, lambda: details(seen) == ["first"], timeout=10)
             await first.stop()
             second = await start_master(stack, mosquitto.url, topics, epoch + 1)
             await eventually(lambda: second.messages.received["WatchEvents"] >= 1)
-            second.shell.emit_event("weights", detail="second")
+            second.outbox.emit("weights", detail="second")
             await until(arrived, lambda: details(seen) == ["first", "second"], timeout=10)
 
 
@@ -193,7 +193,7 @@ async def test_drfmesos_events_prints_the_stream_a_line_an_event(
         )  # fmt: skip
         stack.push_async_callback(interrupt, proc)
         await eventually(lambda: master.messages.received["WatchEvents"] >= 1, timeout=30)
-        master.shell.emit_event("weights", detail="a=3")
+        master.outbox.emit("weights", detail="a=3")
         assert proc.stdout is not None
         line = await within(proc.stdout.readline(), 10)
         event = ClusterEvent.model_validate(json.loads(line))
@@ -216,7 +216,7 @@ async def test_drfmesos_events_ends_when_its_reader_does(mosquitto: MosquittoBro
         await eventually(lambda: master.messages.received["WatchEvents"] >= 1, timeout=30)
         ended = asyncio.ensure_future(proc.communicate())
         for n in range(200):  # an event each 0.05 s until the pipeline has ended
-            master.shell.emit_event("weights", detail=f"a={n}")
+            master.outbox.emit("weights", detail=f"a={n}")
             if (await asyncio.wait({ended}, timeout=0.05))[0]:
                 break
         out, err = await within(ended, 5)

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-from test_isolation import need_cgroups
 
 from cluster.experiments.plots import plot_all
 from cluster.experiments.simulator import simulate, swap_slowdown
@@ -20,6 +19,7 @@ from cluster.experiments.spec import Spec, SpecError, load_spec
 from protocol.wire.resources import Resources
 
 from conftest import need_mosquitto
+from harness.cgroups import need_cgroups
 
 EXAMPLES = Path(__file__).parent.parent / "examples" / "experiments"
 

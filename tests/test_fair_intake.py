@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from master.fair_intake import QUANTUM, FairIntake
+from master.calls.fair_intake import QUANTUM, FairIntake
 from protocol.transport.aio import within
 
 
@@ -22,7 +22,7 @@ class Served:
     def clock(self) -> float:
         return self.now
 
-    async def __call__(self, topic: str, payload: bytes) -> None:
+    async def __call__(self, topic: str, payload: bytes, _about: object = None) -> None:
         self.now += int(payload) * QUANTUM
         self.order.append(topic)
         if len(self.order) == self.expected:
@@ -72,7 +72,7 @@ async def test_what_arrives_while_a_principals_last_payload_is_handled_is_served
     served = Served(expected=3)
     intake = FairIntake(served, served.clock)
 
-    async def handle(topic: str, payload: bytes) -> None:
+    async def handle(topic: str, payload: bytes, _about: object) -> None:
         if topic == "a0":  # its queue is empty now: more comes while it is handled
             intake.put("framework/a", 1, "a1", b"1", 1)
             await asyncio.sleep(0)
@@ -97,7 +97,7 @@ async def test_a_payloads_wait_counts_from_its_sending_once_a_probe_says_so() ->
     handling = asyncio.Event()
     h1_done = asyncio.Event()
 
-    async def handle(topic: str, payload: bytes) -> None:
+    async def handle(topic: str, payload: bytes, _about: object) -> None:
         handling.set()
         await release.wait()
         if topic == "h1":

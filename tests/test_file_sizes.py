@@ -1,5 +1,6 @@
-"""No source file of ours over 600 lines (issue 29): a file that long holds more than one
-job."""
+"""No source file of ours over 800 lines (issue 46): a file is as long as its one job, and
+one past 800 lines most likely holds two. The bound is a tripwire, not a target: files are
+cut at seams (a concept, a stage, a door), never to meet it (STYLE.md, "Size")."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-MOST_LINES = 600
+MOST_LINES = 800
+# files allowed past the bound, each with why its length is one job (none so far)
+EXCEPTIONS: dict[str, str] = {}
 
 
 def too_long(package: str) -> dict[str, int]:
@@ -16,9 +19,11 @@ def too_long(package: str) -> dict[str, int]:
         str(path.relative_to(ROOT)): len(path.read_text().splitlines())
         for path in sorted((ROOT / package).rglob("*.py"))
     }
-    return {name: n for name, n in sizes.items() if n > MOST_LINES}
+    return {name: n for name, n in sizes.items() if n > MOST_LINES and name not in EXCEPTIONS}
 
 
-@pytest.mark.parametrize("package", ["protocol", "master", "slave", "frameworks", "cluster"])
-def test_no_source_file_over_600_lines(package: str) -> None:
+@pytest.mark.parametrize(
+    "package", ["protocol", "master", "slave", "frameworks", "cluster", "benchmarks"]
+)
+def test_no_source_file_over_800_lines(package: str) -> None:
     assert too_long(package) == {}

@@ -19,8 +19,8 @@ import pytest
 from rich.console import Console
 
 from cluster.local.view import render_state, wait_state
+from master.http.slave_pages import slave_page
 from master.master import Master, MasterConfig
-from master.slave_pages import slave_page
 from protocol.tooling.brokers import MosquittoBroker
 from protocol.transport.aio import within
 from protocol.transport.bus import Bus
@@ -34,8 +34,8 @@ from slave.fleet import Fleet
 from slave.recovery import recover
 from slave.slave import Slave, SlaveConfig
 
-from fakes import FakeFramework, party
-from helpers import Inbox, eventually, open_transport
+from harness.fakes import FakeFramework, party
+from harness.helpers import Inbox, eventually, open_transport
 
 T = Topics("fleet")
 SLAVES = 1000
@@ -150,7 +150,7 @@ def test_registration_is_paced_by_the_backoff_factor() -> None:
 async def test_a_big_clusters_state_counts_its_slaves_without_listing_them(
     mosquitto: MosquittoBroker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("master.master.LISTED_SLAVES", 10)  # 20 slaves: a big cluster here
+    monkeypatch.setattr("master.http.read_side.LISTED_SLAVES", 10)  # 20 slaves: a big cluster here
     async with fleet_cluster(mosquitto, tmp_path, 20, factor=0) as (master, _):
         await eventually(lambda: len(master.books.slaves) == 20)
         state = await wait_state(mosquitto.url, T.cluster, lambda s: s.slave_count == 20)
@@ -164,7 +164,7 @@ async def test_a_big_clusters_state_counts_its_slaves_without_listing_them(
 async def test_a_round_on_many_free_slaves_sends_offers_in_bounded_messages(
     mosquitto: MosquittoBroker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("master.rounds.MAX_OFFERS_PER_MESSAGE", 2)  # (1,000 in production)
+    monkeypatch.setattr("master.offers.MAX_OFFERS_PER_MESSAGE", 2)  # (1,000 in production)
     async with fleet_cluster(mosquitto, tmp_path, 5, factor=0) as (master, _):
         await eventually(lambda: len(master.books.slaves) == 5)
         async with party(mosquitto.url, "fw", T) as bus:

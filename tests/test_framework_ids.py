@@ -47,8 +47,8 @@ from protocol.wire.resources import Resources
 from protocol.wire.topics import Topics
 
 from conftest import need_mosquitto
-from fakes import FakeFramework, FakeSlave
-from helpers import Recorder, eventually, open_transport, secure_cluster
+from harness.fakes import FakeFramework, FakeSlave
+from harness.helpers import Recorder, eventually, open_transport, secure_cluster
 
 T = Topics("ids")
 PRINCIPALS = [
@@ -218,7 +218,7 @@ async def test_the_master_gives_ids_and_a_framework_cannot_choose_one(tmp_path: 
         assert "fw-mine" not in c.master.books.frameworks
         given = await mallory.subscribe("m", role="mallory")
         assert not given.resubscribed
-        ids = c.master.shell.framework_ids
+        ids = c.master.framework_ids
         assert ids.given_to(given.framework_id, "mallory")
         assert not ids.given_to(given.framework_id, "alice")
 

@@ -14,6 +14,8 @@ from master.allocation.ideal import User, flattened_weights, ideal
 from master.allocation.quota import Quota
 from protocol.wire.resources import Resources
 
+from harness.allocation import fill
+
 SLAVE = Resources(cpus=8, mem=8192)
 SEGMENTS = st.sampled_from(["a", "b", "c"])
 LEAVES = st.lists(st.lists(SEGMENTS, min_size=1, max_size=3).map("/".join), min_size=1, max_size=5)
@@ -21,37 +23,6 @@ LEAVES = st.lists(st.lists(SEGMENTS, min_size=1, max_size=3).map("/".join), min_
 TASK = st.tuples(st.sampled_from([0, 0.5, 1, 2]), st.sampled_from([0, 512, 1024, 2048])).filter(
     lambda t: t != (0, 0)
 )
-
-
-def fill(
-    allocator: Allocator,
-    tasks: dict[str, Resources],
-    rounds: int = 5000,
-    caps: dict[str, int] | None = None,
-) -> dict[str, int]:
-    """Every framework fills each offer with its tasks and gives the rest back (declining
-    what holds none of its tasks, or anything once it runs all it wants: it stays active,
-    as a real framework does), round after round, until nobody launches anything."""
-    running = dict.fromkeys(tasks, 0)
-    caps = caps or {}
-    for now in range(rounds):
-        offers = allocator.allocate(float(now))
-        if not offers:
-            return running
-        for offer in offers:
-            task = tasks[offer.framework_id]
-            cap = caps.get(offer.framework_id)
-            if not offer.resources.contains(task) or running[offer.framework_id] == cap:
-                allocator.recover(offer.framework_id, offer.slave_id, offer.resources,
-                                  refuse_seconds=1e9, now=float(now))  # fmt: skip
-                continue
-            rest = offer.resources
-            while rest.contains(task) and running[offer.framework_id] != cap:
-                running[offer.framework_id] += 1
-                rest = rest - task
-            if rest:
-                allocator.recover(offer.framework_id, offer.slave_id, rest, refuse_seconds=0)
-    raise AssertionError("the cluster never settled")
 
 
 def build(leaves: list[str], weights: dict[str, int], sizes: list[tuple[float, int]],

@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from test_trust import Attacker
 
 from cluster.local.secure import as_principal, provision
 from cluster.local.view import operator_call
@@ -53,7 +52,8 @@ from protocol.wire.messages import (
 from protocol.wire.resources import Resources
 from protocol.wire.topics import Topics
 
-from helpers import Inbox, eventually, open_transport, start_secure_slaves
+from harness.helpers import Inbox, eventually, open_transport, start_secure_slaves
+from harness.trust import Attacker
 
 T = Topics("tenants")
 TASK = Resources(cpus=1, mem=64)
@@ -229,15 +229,15 @@ async def settle(c: Tenants, condition: Callable[[], bool], timeout: float = 20)
         held = {f: str(a.allocation(f)) for f in a.frameworks}
         raise AssertionError(
             f"not settled: running {counts}; free {free}; held {held}; reserved "
-            f"{a.reservations}; fair {c.master.state().frameworks}"
+            f"{a.reservations}; fair {c.master.views.state().frameworks}"
         ) from None
 
 
 async def rounds_later(c: Tenants, n: int = 30) -> None:
     """After `n` more allocation rounds: longer than preemption takes to time out and act
     (0.3 s + 0.1 s notice), so whatever it would still do has been done."""
-    start = c.master.rounds
-    await settle(c, lambda: c.master.rounds >= start + n)
+    start = c.master.offer_rounds.count
+    await settle(c, lambda: c.master.offer_rounds.count >= start + n)
 
 
 def victim_kept_its_fair_share(c: Tenants, victim: Tenant) -> None:
@@ -258,7 +258,7 @@ async def test_a_tenant_cannot_give_itself_weight_and_shares_end_equal(tmp_path:
         await c.tenant("mallory", Tenant(declare=8), weight=1.0)  # the configured weight
         await settle(c, lambda: c.running("mallory") == FAIR and c.running("alice") == FAIR)
         victim_kept_its_fair_share(c, victim)
-        assert c.master.refused["subscribe-refused"] == 1
+        assert c.master.outbox.refused["subscribe-refused"] == 1
 
 
 async def test_only_an_operator_sets_weights_and_they_are_kept_and_survive_a_failover(
@@ -286,7 +286,7 @@ async def test_only_an_operator_sets_weights_and_they_are_kept_and_survive_a_fai
         assert c.master.registry.weights["alice"].weight == 3
         assert load_roles(roles).roles["alice"].weight == 3
         assert load_roles(roles).roles["eng/batch"].weight == 2
-        views = {r.role: r for r in c.master.state().roles}
+        views = {r.role: r for r in c.master.views.state().roles}
         assert views["alice"].weight == 3
         # a wildcard is no role: refused, all or nothing
         bad = SetWeights(weights={"alice": 5, "a/+": 1})
@@ -486,7 +486,7 @@ async def test_drfmesos_weights_set_and_list_as_an_operator(tmp_path: Path) -> N
         assert code == 0, out
         assert c.master.allocator.role_weight("alice") == 2
         assert c.master.allocator.role_weight("eng/batch") == 3
-        await eventually(lambda: c.master.state().roles != [])
+        await eventually(lambda: c.master.views.state().roles != [])
         code, out = await drfmesos("weights", "list")
         assert code == 0, out
         assert "alice=2" in out

@@ -46,7 +46,7 @@ from slave.config import SlaveConfig
 from slave.slave import Slave
 
 from conftest import need_mosquitto
-from helpers import basic, eventually, open_transport, secure_cluster, state_when, until
+from harness.helpers import basic, eventually, open_transport, secure_cluster, state_when, until
 
 CLUSTER = "http"
 PRINCIPALS = [("master", "master"), ("ops", "operator"), ("slave-0", "slave"),

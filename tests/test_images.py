@@ -14,8 +14,6 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
-from test_isolation import ROOT, _cgroup, _destroy_all, _kill, _slave_id, need_cgroups
-from test_slave import Rig, master_rig
 
 from frameworks import Offer, build_task
 from protocol.tooling.brokers import MosquittoBroker
@@ -26,7 +24,16 @@ from slave.images import ImageLaunch
 from slave.isolator import PARENT, PosixContainer, container_name
 from slave.runners import CommandRunner, Run
 
-from helpers import eventually
+from harness.cgroups import (
+    ROOT,
+    cgroup_path,
+    destroy_cgroups,
+    kill_task,
+    need_cgroups,
+    new_slave_id,
+)
+from harness.helpers import eventually
+from harness.slave import Rig, master_rig
 
 IMAGE = "localhost/drfmesos-busybox:test"
 BUSYBOX = Path("/bin/busybox")  # Debian's busybox-static
@@ -108,7 +115,7 @@ async def test_an_image_task_runs_in_its_cgroup_with_its_sandbox_and_output(
     rig: Rig, image: str
 ) -> None:
     fw = await rig.framework()
-    sid = _slave_id()
+    sid = new_slave_id()
     await rig.start_slave(sid, Resources(cpus=2, mem=512), isolation="cgroups")
     script = "cat /proc/self/cgroup; echo made > made.txt; echo oops >&2; echo $MESOS_SANDBOX"
     await rig.launch(fw, script, "boxed", Resources(cpus=0.5, mem=64), image=image)
@@ -122,7 +129,9 @@ async def test_an_image_task_runs_in_its_cgroup_with_its_sandbox_and_output(
     assert out.rstrip().endswith("/mnt/mesos/sandbox")
     assert (sandbox / "made.txt").read_text() == "made\n"  # the sandbox, mounted
     assert "oops" in (sandbox / "stderr").read_text()
-    await eventually(lambda: not _cgroup(sid, container_name(fw.framework_id, "boxed")).exists())
+    await eventually(
+        lambda: not cgroup_path(sid, container_name(fw.framework_id, "boxed")).exists()
+    )
     for hierarchy in ROOT.iterdir():  # podman made the path in all of them: all are gone
         assert not (hierarchy / PARENT / sid / container_name(fw.framework_id, "boxed")).exists()
     assert "boxed" not in _podman_names()
@@ -132,7 +141,7 @@ async def test_an_image_task_is_held_to_its_memory_and_fails_with_the_reason(
     rig: Rig, image: str
 ) -> None:
     fw = await rig.framework()
-    sid = _slave_id()
+    sid = new_slave_id()
     await rig.start_slave(sid, Resources(cpus=2, mem=512), isolation="cgroups")
     # dd's block is one buffer of 200 MB, filled at once
     hog = "dd if=/dev/zero of=/dev/null bs=200M count=1"
@@ -146,7 +155,7 @@ async def test_an_image_task_killed_ends_killed_and_leaves_no_container(
     rig: Rig, image: str
 ) -> None:
     fw = await rig.framework()
-    sid = _slave_id()
+    sid = new_slave_id()
     slave = await rig.start_slave(sid, Resources(cpus=2, mem=512), isolation="cgroups")
     await rig.launch(fw, "echo up; sleep 300", "long", Resources(cpus=0.5, mem=64), image=image)
     await fw.update_for("long", TaskState.RUNNING, timeout=30)
@@ -155,16 +164,16 @@ async def test_an_image_task_killed_ends_killed_and_leaves_no_container(
     assert isinstance(runner.launch, ImageLaunch)
     stdout = _sandbox(rig, sid, fw.framework_id, "long") / "stdout"
     await eventually(lambda: "up" in stdout.read_text(), timeout=30)  # the container runs
-    await _kill(fw, "long")
+    await kill_task(fw, "long")
     await fw.update_for("long", TaskState.KILLED, timeout=30)
     assert runner.launch.name not in _podman_names()
-    await eventually(lambda: not _cgroup(sid, container_name(fw.framework_id, "long")).exists())
-    _destroy_all(sid)
+    await eventually(lambda: not cgroup_path(sid, container_name(fw.framework_id, "long")).exists())
+    destroy_cgroups(sid)
 
 
 async def test_an_image_the_slave_does_not_hold_fails_saying_so(rig: Rig, image: str) -> None:
     fw = await rig.framework()
-    sid = _slave_id()
+    sid = new_slave_id()
     await rig.start_slave(sid, Resources(cpus=2, mem=512), isolation="cgroups")
     await rig.launch(fw, "true", "nope", Resources(cpus=0.5, mem=64), image="localhost/no-such:1")
     failed = await fw.update_for("nope", TaskState.FAILED, timeout=60)

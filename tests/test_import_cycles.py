@@ -97,7 +97,7 @@ def test_the_finder_sees_a_circle() -> None:
 
 def test_the_graph_holds_our_imports() -> None:
     graph = import_graph()
-    assert "master.shell" in graph["master.master"]
+    assert "master.outbox" in graph["master.master"]
     assert "protocol.wire.messages" in graph["slave.slave"]
 
 

@@ -5,14 +5,13 @@ delivers nothing, and a failing item does not stop the rest."""
 
 from __future__ import annotations
 
-from test_transport import connector as connector  # (the fixture: both transports)
-
 from protocol.transport.base import Connector
 from protocol.transport.inbound import subscribe_intake
 from protocol.wire.codec import DecodeError, Envelope, decode_many, encode, encode_batch
 from protocol.wire.messages import Revive
 
-from helpers import eventually
+from harness.helpers import eventually
+from harness.transports import connector as connector  # (the fixture: both transports)
 
 
 class Recording:

@@ -11,13 +11,11 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from rich.console import Console
-from test_slave import EXECUTOR, Rig, T, _reap, _slave_process
 
 from cluster.local.view import render_state
 from master.authz import Caller
@@ -26,7 +24,6 @@ from protocol.tooling.brokers import MosquittoBroker
 from protocol.wire.messages import (
     CommandInfo,
     ExecutorInfo,
-    Kill,
     Reason,
     TaskInfo,
     TaskState,
@@ -44,20 +41,17 @@ from slave.isolator import (
     make_isolator,
 )
 
-from fakes import FakeFramework
-from helpers import eventually
-
-ROOT = Path("/sys/fs/cgroup")
-
-
-def need_cgroups() -> None:
-    """Outside CI a host without writable cgroups skips these; in CI that is a failure."""
-    why = "not root" if os.geteuid() != 0 else detect(ROOT)
-    if isinstance(why, str):
-        if os.environ.get("CI"):
-            pytest.fail(f"cgroups are needed in CI: {why}")
-        pytest.skip(f"no writable cgroup hierarchy: {why}")
-
+from harness.cgroups import (
+    ROOT,
+    cgroup_path,
+    destroy_cgroups,
+    kill_task,
+    need_cgroups,
+    new_slave_id,
+)
+from harness.cgroups import rig as rig
+from harness.helpers import eventually
+from harness.slave import EXECUTOR, Rig, reap, slave_process
 
 # -- v2 and v1 file writes, against a fake cgroupfs ------------------------------------------
 
@@ -173,23 +167,6 @@ def test_posix_usage_reads_the_process_group_from_proc() -> None:
 # -- real cgroups, real tasks ----------------------------------------------------------------
 
 
-@pytest.fixture
-async def rig(mosquitto: MosquittoBroker, tmp_path: Path) -> AsyncIterator[Rig]:
-    need_cgroups()
-    async with contextlib.AsyncExitStack() as stack:
-        r = Rig(mosquitto, tmp_path, stack)
-        await r.start_master()
-        yield r
-
-
-def _slave_id() -> str:
-    return f"iso-{uuid.uuid4().hex[:8]}"  # cgroups are machine-wide: a name of its own
-
-
-def _cgroup(slave_id: str, name: str = "") -> Path:
-    return ROOT / "memory" / PARENT / slave_id / name
-
-
 def _cgroups_of(pid: int) -> str:
     try:
         return Path(f"/proc/{pid}/cgroup").read_text()
@@ -200,7 +177,7 @@ def _cgroups_of(pid: int) -> str:
 @pytest.mark.timing  # CPU use over a window
 async def test_a_cfs_capped_task_spinning_two_processes_stays_under_its_cpus(rig: Rig) -> None:
     fw = await rig.framework()
-    sid = _slave_id()
+    sid = new_slave_id()
     slave = await rig.start_slave(
         sid, Resources(cpus=2, mem=512), isolation="cgroups", cgroups_enable_cfs=True
     )
@@ -222,7 +199,7 @@ async def test_a_cfs_capped_task_spinning_two_processes_stays_under_its_cpus(rig
 
 async def test_an_oom_kill_fails_only_that_task_with_the_memory_reason(rig: Rig) -> None:
     fw = await rig.framework()
-    sid = _slave_id()
+    sid = new_slave_id()
     slave = await rig.start_slave(sid, Resources(cpus=2, mem=1024), isolation="cgroups")
     await rig.launch(fw, "sleep 300", "sibling", Resources(cpus=0.1, mem=64))
     await fw.update_for("sibling", TaskState.RUNNING)
@@ -235,26 +212,28 @@ async def test_an_oom_kill_fails_only_that_task_with_the_memory_reason(rig: Rig)
     sibling = slave.tasks[(fw.framework_id, "sibling")]
     assert sibling.state == TaskState.RUNNING
     os.kill(sibling.runner.pid, 0)  # alive (raises if not)
-    await eventually(lambda: not _cgroup(sid, container_name(fw.framework_id, "hog")).exists())
+    await eventually(lambda: not cgroup_path(sid, container_name(fw.framework_id, "hog")).exists())
 
 
 async def test_a_task_whose_child_is_oom_killed_is_failed_though_its_shell_lives(
     rig: Rig,
 ) -> None:
     fw = await rig.framework()
-    sid = _slave_id()
+    sid = new_slave_id()
     await rig.start_slave(sid, Resources(cpus=2, mem=1024), isolation="cgroups", usage_interval=0.2)
     hog = f"{sys.executable} -c 'x = bytearray(300 * 2**20)'"
     await rig.launch(fw, f"{hog}; sleep 300", "survivor", Resources(cpus=0.1, mem=64))
     failed = await fw.update_for("survivor", TaskState.FAILED, timeout=20)
     assert failed.reason == Reason.MEMORY_LIMIT
     assert "limit of 64 MB" in failed.message
-    await eventually(lambda: not _cgroup(sid, container_name(fw.framework_id, "survivor")).exists())
+    await eventually(
+        lambda: not cgroup_path(sid, container_name(fw.framework_id, "survivor")).exists()
+    )
 
 
 async def test_a_double_fork_stays_in_the_cgroup_and_dies_with_its_task(rig: Rig) -> None:
     fw = await rig.framework()
-    sid = _slave_id()
+    sid = new_slave_id()
     slave = await rig.start_slave(sid, Resources(cpus=2, mem=512), isolation="cgroups")
     # a daemon: forked twice, a session and process group of its own (killpg misses it)
     daemon = "sh -c 'setsid sleep 300 & echo $! > daemon.pid'; sleep 300"
@@ -268,25 +247,21 @@ async def test_a_double_fork_stays_in_the_cgroup_and_dies_with_its_task(rig: Rig
     assert f"cpu:/{name}\n" in _cgroups_of(pid)
     # (the pid file is written before the child's setsid has run: wait for it to escape)
     await eventually(lambda: os.getpgid(pid) != slave.tasks[(fw.framework_id, "d")].runner.pid)
-    await _kill(fw, "d")
+    await kill_task(fw, "d")
     await fw.update_for("d", TaskState.KILLED)
     await eventually(lambda: not os.path.exists(f"/proc/{pid}"))
-    await eventually(lambda: not _cgroup(sid, container_name(fw.framework_id, "d")).exists())
-
-
-async def _kill(fw: FakeFramework, task_id: str) -> None:
-    await fw.bus.publish(
-        T.inbound("framework", "framework"), Kill(framework_id=fw.framework_id, task_id=task_id)
-    )
+    await eventually(lambda: not cgroup_path(sid, container_name(fw.framework_id, "d")).exists())
 
 
 async def test_a_finished_tasks_cgroup_is_removed(rig: Rig) -> None:
     fw = await rig.framework()
-    sid = _slave_id()
+    sid = new_slave_id()
     await rig.start_slave(sid, Resources(cpus=2, mem=512), isolation="cgroups")
     await rig.launch(fw, "sleep 0.2 & true", "short", Resources(cpus=0.1, mem=64))
     await fw.update_for("short", TaskState.FINISHED)
-    await eventually(lambda: not _cgroup(sid, container_name(fw.framework_id, "short")).exists())
+    await eventually(
+        lambda: not cgroup_path(sid, container_name(fw.framework_id, "short")).exists()
+    )
     for controller in ("cpu", "cpuacct", "pids"):
         assert not (
             ROOT / controller / PARENT / sid / container_name(fw.framework_id, "short")
@@ -303,12 +278,12 @@ async def test_a_slave_killed_keeps_its_live_tasks_cgroup_and_cleans_stale_ones(
         await rig.start_master()
         fw = await rig.framework()
         proc = await _cgroups_slave(mosquitto, work)
-        stack.push_async_callback(_reap, proc)
+        stack.push_async_callback(reap, proc)
         await rig.launch(fw, "sleep 300", "long", Resources(cpus=0.5, mem=64))
         await fw.update_for("long", TaskState.RUNNING)
         sid = (work / "slave_id").read_text().strip()
-        stack.callback(_destroy_all, sid)  # whatever a failed run would leave
-        live = _cgroup(sid, container_name(fw.framework_id, "long"))
+        stack.callback(destroy_cgroups, sid)  # whatever a failed run would leave
+        live = cgroup_path(sid, container_name(fw.framework_id, "long"))
         assert live.exists()
         # a cgroup no task of the journal owns (its slave died while making it), with a
         # process in it
@@ -325,32 +300,32 @@ async def test_a_slave_killed_keeps_its_live_tasks_cgroup_and_cleans_stale_ones(
         await proc.wait()
 
         proc2 = await _cgroups_slave(mosquitto, work)
-        stack.push_async_callback(_reap, proc2)
+        stack.push_async_callback(reap, proc2)
         await orphan.wait()  # killed by the restarted slave's recovery
         await eventually(lambda: not (ROOT / "memory" / stale).exists(), timeout=15)
         assert not (ROOT / "cpu" / stale).exists()
         assert not (ROOT / "pids" / stale).exists()  # a hierarchy this slave does not use
         assert live.exists()  # the recovered task keeps its cgroup
-        await _kill(fw, "long")
+        await kill_task(fw, "long")
         await fw.update_for("long", TaskState.KILLED, timeout=15)
         await eventually(lambda: not live.exists())
-        assert [p for p in _cgroup(sid).iterdir() if p.is_dir()] == []
+        assert [p for p in cgroup_path(sid).iterdir() if p.is_dir()] == []
 
 
 async def _cgroups_slave(broker: MosquittoBroker, work: Path) -> asyncio.subprocess.Process:
-    return await _slave_process(broker, work, "--isolation", "cgroups")
+    return await slave_process(broker, work, "--isolation", "cgroups")
 
 
 async def test_usage_reaches_the_masters_task_view_and_metrics(rig: Rig) -> None:
     fw = await rig.framework()
-    sid = _slave_id()
+    sid = new_slave_id()
     await rig.start_slave(sid, Resources(cpus=2, mem=512), isolation="cgroups", usage_interval=0.1)
     alloc = f"{sys.executable} -c 'x = bytearray(20 * 2**20); import time; time.sleep(300)'"
     await rig.launch(fw, alloc, "busy", Resources(cpus=0.5, mem=128))
     await fw.update_for("busy", TaskState.RUNNING)
 
     def usage() -> TaskUsage | None:
-        views, _ = rig.master.task_views(fw.framework_id, None)
+        views, _ = rig.master.views.task_views(fw.framework_id, None)
         return views[0].usage
 
     # the 20 MB are touched once the interpreter is up
@@ -359,7 +334,7 @@ async def test_usage_reaches_the_masters_task_view_and_metrics(rig: Rig) -> None
     assert u is not None
     assert u.cpu_user_seconds + u.cpu_system_seconds > 0
     assert u.memory_peak_bytes >= u.memory_bytes
-    text = exposition(registry_for(rig.master)).decode()
+    text = exposition(registry_for(rig.master.views)).decode()
     fid, where = f'framework_id="{fw.framework_id}"', f'slave_id="{sid}",task_id="busy"'
     assert f'drfmesos_task_cpu_seconds_total{{{fid},mode="user",{where}}}' in text
     labels = f"{fid},{where}"
@@ -368,7 +343,7 @@ async def test_usage_reaches_the_masters_task_view_and_metrics(rig: Rig) -> None
 
 async def test_state_shows_each_tasks_and_slaves_use_beside_their_allocation(rig: Rig) -> None:
     fw = await rig.framework()
-    sid = _slave_id()
+    sid = new_slave_id()
     slave = await rig.start_slave(
         sid,
         Resources(cpus=2, mem=512),
@@ -381,7 +356,7 @@ async def test_state_shows_each_tasks_and_slaves_use_beside_their_allocation(rig
     await fw.update_for("spin", TaskState.RUNNING)
 
     def task_used() -> Resources | None:
-        views, _ = rig.master.task_views(fw.framework_id, None)
+        views, _ = rig.master.views.task_views(fw.framework_id, None)
         return views[0].used
 
     # two reports make a rate; the spinner is held to its 0.25 cpus by its CFS quota
@@ -390,7 +365,7 @@ async def test_state_shows_each_tasks_and_slaves_use_beside_their_allocation(rig
     assert used is not None
     assert 0.1 < (used.get("cpus") or 0) <= 0.35
     assert 1 < (used.get("mem") or 0) < 64
-    state = rig.master.state()
+    state = rig.master.views.state()
     view = next(s for s in state.slaves if s.slave_id == sid)
     assert view.used is not None
     assert (view.used.get("cpus") or 0) > 0.1
@@ -406,16 +381,16 @@ async def test_state_shows_each_tasks_and_slaves_use_beside_their_allocation(rig
 
 async def test_a_slave_reports_usage_of_its_own_tasks_only(rig: Rig) -> None:
     fw = await rig.framework()
-    await rig.start_slave(_slave_id(), Resources(cpus=1, mem=256), isolation="posix")
+    await rig.start_slave(new_slave_id(), Resources(cpus=1, mem=256), isolation="posix")
     await rig.launch(fw, "sleep 300", "mine", Resources(cpus=0.5, mem=64))
     await fw.update_for("mine", TaskState.RUNNING)
-    other = await rig.start_slave(_slave_id(), Resources(cpus=1, mem=256), usage_interval=3600)
+    other = await rig.start_slave(new_slave_id(), Resources(cpus=1, mem=256), usage_interval=3600)
     lie = UsageReport(
         slave_id=other.slave_id,
         tasks=[TaskUsage(framework_id=fw.framework_id, task_id="mine", memory_bytes=1)],
     )
     await rig.master.slave_calls.on_usage_report(lie, Caller("slave", "slave", None))
-    views, _ = rig.master.task_views(fw.framework_id, None)
+    views, _ = rig.master.views.task_views(fw.framework_id, None)
     assert views[0].usage is None or views[0].usage.memory_bytes != 1
 
 
@@ -466,7 +441,7 @@ async def test_a_custom_executor_and_its_tasks_share_one_cgroup_that_grows_and_s
     rig: Rig,
 ) -> None:
     fw = await rig.framework()
-    sid = _slave_id()
+    sid = new_slave_id()
     slave = await rig.start_slave(sid, Resources(cpus=2, mem=1024), isolation="cgroups")
     offer = await fw.next_offer()
     await fw.accept(offer, [executor_task(sid, "one", 300)], refuse=0)
@@ -475,7 +450,7 @@ async def test_a_custom_executor_and_its_tasks_share_one_cgroup_that_grows_and_s
     name = executor_container_name(fw.framework_id, "sleeper")
     assert executor.pid is not None
     assert f"memory:/{PARENT}/{sid}/{name}\n" in _cgroups_of(executor.pid)
-    limit = _cgroup(sid, name) / "memory.limit_in_bytes"
+    limit = cgroup_path(sid, name) / "memory.limit_in_bytes"
     assert int(limit.read_text()) == 128 * 2**20  # the executor's 96 MB and its task's 32
     offer = await fw.next_offer(after=1)
     await fw.accept(offer, [executor_task(sid, "two", 300)], refuse=0)
@@ -483,18 +458,18 @@ async def test_a_custom_executor_and_its_tasks_share_one_cgroup_that_grows_and_s
     assert int(limit.read_text()) == 160 * 2**20  # grown by the second task
     shares = ROOT / "cpu" / PARENT / sid / name / "cpu.shares"
     assert int(shares.read_text()) == round(1024 * 0.6)
-    await _kill(fw, "one")
+    await kill_task(fw, "one")
     await fw.update_for("one", TaskState.KILLED, timeout=30)
     # shrunk as it ended: the executor and the task it still runs
     await eventually(lambda: int(limit.read_text()) == 128 * 2**20)
     assert int(shares.read_text()) == round(1024 * 0.35)
-    await _kill(fw, "two")
+    await kill_task(fw, "two")
     await fw.update_for("two", TaskState.KILLED, timeout=30)
 
 
 async def test_max_task_pids_limits_the_processes_of_a_task(rig: Rig) -> None:
     fw = await rig.framework()
-    sid = _slave_id()
+    sid = new_slave_id()
     slave = await rig.start_slave(
         sid, Resources(cpus=2, mem=512), isolation="cgroups", max_task_pids=8
     )
@@ -507,15 +482,6 @@ async def test_max_task_pids_limits_the_processes_of_a_task(rig: Rig) -> None:
     stderr = rig.tmp / sid / "sandboxes" / fw.framework_id / "forky" / "stderr"
     await eventually(lambda: stderr.exists() and "fork" in stderr.read_text().lower())
     assert len(slave.isolator.cgroups.pids(name)) <= 8
-
-
-def _destroy_all(slave_id: str) -> None:
-    cgroups = detect(ROOT)
-    assert not isinstance(cgroups, str)
-    parent = f"{PARENT}/{slave_id}"
-    for child in cgroups.children(parent):
-        cgroups.destroy(child)
-    cgroups.destroy(parent)
 
 
 # -- a real cgroup v2 hierarchy (this host: beside the v1 ones) ------------------------------
@@ -543,7 +509,7 @@ async def test_a_real_v2_cgroup_holds_a_task_with_its_double_fork_and_is_cleaned
 ) -> None:
     """What v2 does whatever controllers it has: joining before exec, a double fork
     staying in, CPU accounting (cpu.stat is v2's own), cgroup.kill, removal."""
-    isolator = CgroupsIsolator(CgroupsV2(cgroup2), _slave_id())
+    isolator = CgroupsIsolator(CgroupsV2(cgroup2), new_slave_id())
     container = await isolator.prepare("fw.t", Resources(cpus=0.5, mem=64))
     join, env = container.join()
     # a daemon (forked twice, a session of its own), then some CPU, then a wait
@@ -583,7 +549,7 @@ async def test_a_real_v2_cgroup_enforces_memory_and_cpu(cgroup2: Path) -> None:
             f"{', '.join(bound)} are bound to the v1 hierarchies under /sys/fs/cgroup, and "
             "the kernel gives a controller to one hierarchy at a time"
         )
-    isolator = make_isolator("cgroups", _slave_id(), cgroup2, cfs=True)
+    isolator = make_isolator("cgroups", new_slave_id(), cgroup2, cfs=True)
     assert isinstance(isolator, CgroupsIsolator)
     container = await isolator.prepare("fw.hog", Resources(cpus=0.25, mem=64))
     path = cgroup2 / isolator.parent / "fw.hog"

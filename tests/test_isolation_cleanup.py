@@ -11,8 +11,6 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from test_isolation import ROOT, _cgroup, _slave_id, need_cgroups
-from test_slave import Rig, master_rig
 
 from protocol.tooling.brokers import MosquittoBroker
 from protocol.wire.messages import TaskState
@@ -21,7 +19,9 @@ from slave import cgroup_upkeep
 from slave.cgroups import MB, Cgroups, detect
 from slave.isolator import PARENT, CgroupsIsolator, container_name
 
-from helpers import eventually
+from harness.cgroups import ROOT, cgroup_path, need_cgroups, new_slave_id
+from harness.helpers import eventually
+from harness.slave import Rig, master_rig
 
 
 @pytest.fixture
@@ -43,15 +43,15 @@ async def test_a_task_that_wrote_files_leaves_no_page_cache_when_its_cgroup_goes
     rig: Rig,
 ) -> None:
     fw = await rig.framework()
-    sid = _slave_id()
+    sid = new_slave_id()
     await rig.start_slave(sid, Resources(cpus=2, mem=512), isolation="cgroups")
-    parent = _cgroup(sid)
+    parent = cgroup_path(sid)
     # 8 MB of page cache charged to the task: its sandbox's files, dirty at its end
     write = "head -c 4000000 /dev/zero > a; mkdir -p d; head -c 4000000 /dev/zero > d/b"
     await rig.launch(fw, write, "writer", Resources(cpus=0.1, mem=64))
     await fw.update_for("writer", TaskState.FINISHED)
     await eventually(
-        lambda: not _cgroup(sid, container_name(fw.framework_id, "writer")).exists(), 30
+        lambda: not cgroup_path(sid, container_name(fw.framework_id, "writer")).exists(), 30
     )
     # the slave's parent holds what is left of it: nothing a zombie would keep
     assert _charged(parent) <= 1 * MB, f"{_charged(parent) / MB:.1f} MB left charged"
@@ -83,7 +83,7 @@ async def test_a_starting_slave_sweeps_what_gone_slaves_left_and_spares_live_one
     theirs = _leftover(live, "fw.old", age=3600)  # a live slave's: it removes its own
     lock = cgroup_upkeep.hold(found, f"{PARENT}/{live}", log=None)
     assert lock is not None
-    isolator = CgroupsIsolator(found, _slave_id())
+    isolator = CgroupsIsolator(found, new_slave_id())
     try:
         await isolator.recover(set())
         assert isolator._sweep is not None
@@ -106,7 +106,7 @@ async def test_a_gone_slaves_parent_goes_when_nothing_is_left_in_it() -> None:
     need_cgroups()
     gone = f"iso-gone-{uuid.uuid4().hex[:6]}"
     _leftover(gone, "fw.old", age=3600)
-    isolator = CgroupsIsolator(_found(), _slave_id())
+    isolator = CgroupsIsolator(_found(), new_slave_id())
     try:
         await isolator.recover(set())
         assert isolator._sweep is not None

@@ -52,7 +52,7 @@ from slave.executors import ExecutorProcess
 from slave.files import read_sandbox_file
 from slave.slave import Slave, SlaveConfig
 
-from helpers import eventually, open_transport
+from harness.helpers import eventually, open_transport
 from task_python import task_python_env
 
 T = Topics("tenants-slave")

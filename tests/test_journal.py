@@ -14,7 +14,7 @@ import structlog
 from protocol import journal as journal_module
 from protocol.journal import COMPACT_MIN, Journal
 
-from helpers import eventually
+from harness.helpers import eventually
 
 
 async def test_an_awaited_put_is_in_the_file_without_a_close(tmp_path: Path) -> None:

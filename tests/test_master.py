@@ -6,16 +6,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-import msgpack
 import pytest
 
 from master.books import COMPLETED, Books, Framework
-from master.master import Master, MasterConfig
-from protocol.transport.memory import MemoryBroker
-from protocol.wire.codec import PROTOCOL_VERSION, encode
+from master.master import MasterConfig
+from protocol.wire.codec import encode
 from protocol.wire.messages import (
     Accept,
     Acknowledge,
@@ -42,85 +40,11 @@ from protocol.wire.messages import (
     Update,
 )
 from protocol.wire.resources import Resources
-from protocol.wire.topics import Topics
 
-from fakes import FakeFramework, FakeSlave
-from helpers import books_balance, eventually
-
-T = Topics("mtest")
-GB = 1024
-FAST = MasterConfig(
-    allocation_interval=0.05,
-    heartbeat_interval=0.2,
-    slave_timeout=60,
-    status_retry=0.2,
-    state_interval=0.05,
-)
-
-
-class Cluster:
-    """A master and a way to add fake frameworks and slaves, all on one broker."""
-
-    def __init__(self, stack: contextlib.AsyncExitStack) -> None:
-        self.broker, self.stack = MemoryBroker(), stack
-        self.connect = self.broker.connector(None)  # no credentials: any party, any topic
-        self.master: Master
-
-    async def start_master(self, config: MasterConfig = FAST) -> Master:
-        bus = await self.stack.enter_async_context(self.connect(name="master"))
-        self.master = Master(bus, T, config)
-        await self.master.start()
-        self.stack.push_async_callback(self.master.stop)
-        return self.master
-
-    async def framework(self, name: str, **subscribe: object) -> FakeFramework:
-        bus = await self.stack.enter_async_context(
-            self.connect(
-                name=name,
-                inbox=T.framework("framework", name),
-                will=(T.gone("framework", "framework"), "framework", name),
-            )
-        )
-        fw = FakeFramework(bus, T, name)
-        await bus.subscribe(T.framework("framework", name), fw.inbox)
-        await fw.subscribe(name, **subscribe)
-        return fw
-
-    async def framework_new_process(self, inbox: str, framework_id: str) -> FakeFramework:
-        """A framework's new process re-subscribing with its old framework id."""
-        bus = await self.stack.enter_async_context(
-            self.connect(name=inbox, inbox=T.framework("framework", inbox), will=None)
-        )
-        fw = FakeFramework(bus, T, inbox)
-        await bus.subscribe(T.framework("framework", inbox), fw.inbox)
-        await fw.subscribe("A", framework_id=framework_id, failover_timeout=30)
-        return fw
-
-    async def slave(self, slave_id: str, resources: Resources) -> FakeSlave:
-        bus = await self.stack.enter_async_context(
-            self.connect(name=slave_id, inbox=T.slave("slave", slave_id), will=None)
-        )
-        slave = FakeSlave(bus, T, slave_id, resources)
-        await slave.register()
-        return slave
-
-    async def rounds_pass(self, n: int = 3) -> None:
-        """Let `n` allocation rounds run (to show that something did *not* happen)."""
-        target = self.master.rounds + n
-        await eventually(lambda: self.master.rounds >= target)
-
-
-def encode_raw(type_name: str, reply_to: str, body: dict[str, object]) -> bytes:
-    """A message as the wire carries it, unchecked (what a buggy or hostile client sends)."""
-    return msgpack.packb([PROTOCOL_VERSION, type_name, reply_to, body])  # type: ignore[no-any-return]
-
-
-@pytest.fixture
-async def cluster() -> AsyncIterator[Cluster]:
-    async with contextlib.AsyncExitStack() as stack:
-        c = Cluster(stack)
-        await c.start_master()
-        yield c
+from harness.fakes import FakeFramework
+from harness.helpers import books_balance, eventually
+from harness.master import FAST, GB, Cluster, T, encode_raw
+from harness.master import cluster as cluster
 
 
 async def test_offers_go_to_the_lowest_dominant_share_first(cluster: Cluster) -> None:
@@ -192,7 +116,7 @@ async def test_an_oversized_accept_gets_task_error_and_the_resources_come_back(
     assert again.resources == Resources(cpus=1, mem=GB)
     books_balance(cluster.master)
     assert not a.inbox.of(Error)  # the update is the answer: an Error means removed
-    assert cluster.master.refused["invalid-tasks"] == 1  # (and a log line)
+    assert cluster.master.outbox.refused["invalid-tasks"] == 1  # (and a log line)
 
 
 async def test_a_slave_whose_connection_dies_is_offered_to_nobody_then_its_tasks_are_lost() -> None:
@@ -357,14 +281,14 @@ async def test_a_framework_without_failover_timeout_loses_its_tasks(cluster: Clu
     assert shutdown.framework_id == a.framework_id
     assert cluster.master.allocator.allocated_total() == Resources()
     # and yet it is not forgotten: its task is listed, ended with it (completed frameworks)
-    [task], total = cluster.master.task_views(a.framework_id, "TASK_KILLED")
+    [task], total = cluster.master.views.task_views(a.framework_id, "TASK_KILLED")
     assert (task.task_id, task.reason, total) == ("gone", Reason.FRAMEWORK_REMOVED, 1)
 
 
 def test_removed_frameworks_are_kept_for_the_api_boundedly() -> None:
     books = Books()
     for i in range(COMPLETED + 5):
-        fw = Framework(f"fw{i}", "p", f"n{i}", "r", 1.0, "inbox", "inc", 0.0, 0.0)
+        fw = Framework(f"fw{i}", "p", f"n{i}", "r", "inbox", "inc", 0.0, 0.0)
         books.frameworks[fw.framework_id] = fw
         books.forget_framework(fw, "torn down")
     assert list(books.completed_frameworks) == [f"fw{i}" for i in range(5, COMPLETED + 5)]
@@ -415,7 +339,7 @@ async def test_hostile_input_gets_errors_and_leaves_the_books_intact(cluster: Cl
     assert codes.count("invalid") == 1
     assert "forbidden" in codes  # a framework may not send an Update
     assert "unknown-framework" in codes
-    await eventually(lambda: cluster.master.refused["invalid-offers"] == 2)
+    await eventually(lambda: cluster.master.outbox.refused["invalid-offers"] == 2)
     assert "invalid-offers" not in codes
 
     # a duplicate task id on a fresh offer (a new slave goes to A, the lowest share):

@@ -23,7 +23,7 @@ def test_an_ended_task_keeps_no_command_environment_or_data() -> None:
     megabyte a task), and its last status's data. 1,000 ended tasks of 100 KB each held
     some 100 MB after they ended; now what the views read (ids, name, resources, the
     executor's id) is kept."""
-    fw = Framework("f1", "mallory", "m", "mallory", 1.0, "in", "", 0.0, 0.0)
+    fw = Framework("f1", "mallory", "m", "mallory", "in", "", 0.0, 0.0)
     big = "x" * 30_000
     command = CommandInfo(value=f"true {big}", environment={"PAD": big})
     executor = ExecutorInfo(executor_id="e1", command=command)

@@ -12,6 +12,7 @@ import aiohttp
 import pytest
 from prometheus_client import Histogram
 
+from master.calls.throttle import Throttle
 from master.counters import SlaveChurn
 from master.http.api import HttpApi
 from master.http.config import HttpConfig
@@ -25,7 +26,6 @@ from master.http.reader import (
 )
 from master.lag_probe import Backlog
 from master.rate_limits import RateLimits
-from master.throttle import Throttle
 from protocol.transport.message_counts import MessageCounts
 from protocol.wire.messages import (
     ClusterEvent,

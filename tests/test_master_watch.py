@@ -15,7 +15,6 @@ from typing import Any
 import aiohttp
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from test_master import FAST, T, encode_raw
 
 from master.ha.registry import MemoryStore, Registry
 from master.http.config import HttpConfig, address_of
@@ -36,7 +35,8 @@ from protocol.wire.messages import (
 )
 from protocol.wire.resources import Resources
 
-from helpers import eventually
+from harness.helpers import eventually
+from harness.master import FAST, T, encode_raw
 
 N = 5
 WATCHED = dataclasses.replace(FAST, http=HttpConfig(port=0, max_backlog_age=0.5))

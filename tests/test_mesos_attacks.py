@@ -10,8 +10,6 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from test_mesos_scheduler_api import Live, framework_info, next_of
-from test_mesos_scheduler_api import live as live  # (the fixture)
 
 from benchmarks.mesos_client import MesosScheduler
 from master.mesos_api import scheduler_http
@@ -19,7 +17,9 @@ from master.mesos_api.scheduler_http import STREAM_EVENTS, STREAMS_PER_PRINCIPAL
 from protocol import recordio
 from protocol.wire.messages import Heartbeat
 
-from helpers import eventually
+from harness.helpers import eventually
+from harness.mesos import Live, framework_info, next_of
+from harness.mesos import live as live  # (the fixture)
 
 OFFER_ID = {"value": "o-1"}
 AGENT = {"value": "slave-0"}
@@ -334,7 +334,7 @@ async def test_a_refused_call_is_logged() -> None:
     from master.mesos_api.scheduler_http import SchedulerApi
 
     logged: list[dict[str, Any]] = []
-    api = SchedulerApi(SimpleNamespace(master_id="m"), None)  # type: ignore[arg-type]
+    api = SchedulerApi(SimpleNamespace(info=SimpleNamespace(master_id="m")), None)  # type: ignore[arg-type]
     api.log = SimpleNamespace(info=lambda event, **kw: logged.append({"event": event, **kw}))
     call = parse_call({"type": "REVIVE", "framework_id": {"value": "fw-theirs"}})
     request = make_mocked_request("POST", "/api/v1/scheduler")

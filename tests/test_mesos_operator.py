@@ -24,6 +24,7 @@ from frameworks.driver import SchedulerDriver
 from frameworks.samples.command import CommandScheduler
 from master.books import Books, Framework, Slave, Task
 from master.changes import Changes
+from master.config import MasterInfo
 from master.http.config import HttpConfig
 from master.http.standby import StandbyHttp
 from master.mesos_api.doors import STANDBY_PUBLIC_PATHS, standby_mesos_routes
@@ -36,7 +37,7 @@ from protocol.wire.messages import ClusterEvent, CommandInfo, MarkSlaveGone, Tas
 from protocol.wire.resources import Resources
 
 from conftest import need_mosquitto
-from helpers import basic, printer, secure_master
+from harness.helpers import basic, printer, secure_master
 
 CLUSTER = "mesos-ops"
 PRINCIPALS = [("master", "master"), ("ops", "operator"), ("slave-0", "slave"),
@@ -428,10 +429,9 @@ async def test_a_slow_subscriber_is_closed_and_its_backlog_dropped() -> None:
 def stub_master() -> Any:
     """What the operator stream reads of a master, and nothing else: no bus, no loop."""
     return SimpleNamespace(
-        master_id="m",
+        info=MasterInfo("m", 1, heartbeat_interval=5.0),
         books=Books(),
         changes=Changes(),
-        config=SimpleNamespace(heartbeat_interval=5.0),
         allocator=SimpleNamespace(
             free=lambda _s: Resources(cpus=1), allocation=lambda _f: Resources(cpus=0.5)
         ),
@@ -453,7 +453,7 @@ async def test_a_task_adopted_with_its_framework_comes_after_the_framework() -> 
     events = OperatorEvents(master)
     sub = events.open("ops")
     assert [e["type"] for e in records(sub)] == ["SUBSCRIBED"]
-    fw = Framework("f1", "printer", "printer", "printer", 1.0, "in", "", 0.0, 0.0)
+    fw = Framework("f1", "printer", "printer", "printer", "in", "", 0.0, 0.0)
     command = CommandInfo(value="sleep 9")
     info = TaskInfo(task_id="t1", slave_id="s1", resources=Resources(cpus=0.5), command=command)
     fw.tasks["t1"] = Task(info, "f1", "s1", TaskState.RUNNING)
@@ -476,7 +476,7 @@ def test_get_state_and_get_executors_hide_what_master_state_hides() -> None:
     from protocol.wire.messages import ExecutorInfo
 
     master = stub_master()
-    fw = Framework("f1", "printer", "printer", "printer", 1.0, "in", "", 0.0, 0.0)
+    fw = Framework("f1", "printer", "printer", "printer", "in", "", 0.0, 0.0)
     secret = "hunter2-of-the-printer"
     command = CommandInfo(value=f"run --token {secret}", environment={"TOKEN": secret})
     executor = ExecutorInfo(executor_id="e1", command=command, resources=Resources(cpus=0.1))

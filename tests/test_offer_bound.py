@@ -11,14 +11,14 @@ from collections.abc import AsyncIterator
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_master import Cluster
 
 import master.cycle.offer_bound as offer_bound
 from master.allocation.allocator import Allocator
 from master.allocation.offer_room import RETRY as ROOM_RETRY
 from protocol.wire.resources import Resources
 
-from helpers import eventually
+from harness.helpers import eventually
+from harness.master import Cluster
 
 
 @pytest.fixture

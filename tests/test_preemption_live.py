@@ -27,7 +27,7 @@ from frameworks import (
 )
 from protocol.tooling.brokers import MosquittoBroker
 
-from helpers import live_cluster, until
+from harness.helpers import live_cluster, until
 
 CLUSTER = "preempt"
 TASK = Resources(cpus=1, mem=128)

@@ -15,7 +15,6 @@ from typing import Any
 
 import aiohttp
 import pytest
-from test_mesos_scheduler_api import framework_info
 
 from benchmarks.mesos_client import MesosScheduler
 from cluster.local.secure import as_principal
@@ -23,7 +22,8 @@ from frameworks.driver import SchedulerDriver
 from protocol.transport.aio import within
 
 from conftest import need_mosquitto
-from helpers import Recorder, SecureCluster, basic, secure_cluster
+from harness.helpers import Recorder, SecureCluster, basic, secure_cluster
+from harness.mesos import framework_info
 
 CLUSTER = "removal"
 PRINCIPALS = [("master", "master"), ("ops", "operator"), ("slave-0", "slave"),

@@ -24,7 +24,7 @@ from cluster.testing import reachable
 from cluster.testing.ha import HACluster, HAConfig
 
 from conftest import need_mosquitto, need_zookeeper
-from helpers import secure_cluster
+from harness.helpers import secure_cluster
 from task_python import task_env_args
 
 CLUSTER = "pymesos"

@@ -13,7 +13,6 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_hdrf_property import fill
 
 from cluster.cli import main
 from cluster.local import operator_cli
@@ -24,6 +23,8 @@ from master.roles_file import parse_roles
 from protocol.wire.codec import decode, encode
 from protocol.wire.messages import SetQuota, Wire
 from protocol.wire.resources import Limit, Resources
+
+from harness.allocation import fill
 
 SLAVE = Resources(cpus=8, mem=8192)
 CPU_TASK = Resources(cpus=1, mem=256)

@@ -29,6 +29,7 @@ from frameworks import (
     TaskStatus,
     build_task,
 )
+from master.calls.throttle import Throttle, Verdict, call_cost
 from master.cli import rate_limits
 from master.http.api import HttpApi
 from master.http.config import HttpConfig
@@ -44,7 +45,6 @@ from master.rate_limits import (
     load_rate_limits,
 )
 from master.refusal_sampling import TOLD_BURST, TOLD_RATE, RateLimitedTold
-from master.throttle import Throttle, Verdict, call_cost
 from protocol.transport.aio import within
 from protocol.wire.codec import encode, encode_batch
 from protocol.wire.messages import (
@@ -60,7 +60,7 @@ from protocol.wire.messages import (
     TaskInfo,
 )
 
-from helpers import Inbox, InProcess, eventually, in_process_cluster, open_transport, until
+from harness.helpers import Inbox, InProcess, eventually, in_process_cluster, open_transport, until
 
 # --- the throttle alone ----------------------------------------------------------------
 
@@ -300,7 +300,7 @@ async def test_a_framework_held_to_20_calls_a_second_finishes_all_200_tasks(
         try:
             await until(fw.changed, lambda: len(fw.finished) == 200, timeout=60)
             took = time.monotonic() - started
-            await eventually(lambda: not cluster.master.state().offers)
+            await eventually(lambda: not cluster.master.views.state().offers)
             view = await asyncio.to_thread(limits_view, web)
         finally:
             driver.stop()
@@ -317,7 +317,7 @@ async def test_a_framework_held_to_20_calls_a_second_finishes_all_200_tasks(
 @contextlib.asynccontextmanager
 async def served(cluster: InProcess) -> AsyncIterator[str]:
     """The in-process master's HTTP API on a free port: its address."""
-    api = HttpApi(cluster.master, HttpConfig(port=0))
+    api = HttpApi(cluster.master.views, HttpConfig(port=0))
     try:
         yield await api.start()
     finally:
@@ -470,7 +470,7 @@ async def test_a_framework_past_its_capacity_gets_its_offers_back_in_the_pool(
             # nothing it was offered is held for it
             await eventually(
                 lambda: (
-                    not (s := cluster.master.state()).allocated
+                    not (s := cluster.master.views.state()).allocated
                     and not s.offers
                     and not any(t.state == TaskState.RUNNING for t in s.tasks)
                 ),

@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 from kazoo.exceptions import NodeExistsError, NoNodeError, RolledBackError
-from test_master import FAST, T
 
 from master.ha.registry import MemoryStore, Registry
 from master.ha.zookeeper import Fenced, ZkStore
@@ -21,7 +20,8 @@ from protocol.transport.memory import MemoryBroker
 from protocol.wire.messages import Heartbeat, Register, Registered
 from protocol.wire.resources import Resources
 
-from helpers import Inbox, eventually
+from harness.helpers import Inbox, eventually
+from harness.master import FAST, T
 
 
 class GatedStore(MemoryStore):

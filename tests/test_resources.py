@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from protocol.wire.resources import EMPTY, ResourceError, Resources
 
-from strategies import RESOURCES
+from harness.strategies import RESOURCES
 
 
 def test_a_million_tasks_added_and_removed_return_to_exactly_zero() -> None:

@@ -33,7 +33,7 @@ from protocol.tooling.brokers import MosquittoBroker
 from protocol.transport.aio import within
 from protocol.wire.messages import State
 
-from helpers import InProcess, Recorder, in_process_cluster, live_cluster
+from harness.helpers import InProcess, Recorder, in_process_cluster, live_cluster
 
 CLUSTER = "sdk"
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import os
@@ -15,15 +14,12 @@ from pathlib import Path
 import msgpack
 import pytest
 
-from master.master import Master, MasterConfig
 from protocol.journal import Journal
 from protocol.tooling.brokers import MosquittoBroker
-from protocol.transport.aio import within
 from protocol.transport.bus import Bus
 from protocol.wire.codec import PROTOCOL_VERSION, Envelope, decode_many
 from protocol.wire.messages import (
     CommandInfo,
-    ContainerInfo,
     Error,
     ExecutorInfo,
     Failure,
@@ -43,105 +39,10 @@ from protocol.wire.messages import (
     Update,
 )
 from protocol.wire.resources import Resources
-from protocol.wire.topics import Topics
 from slave.files import read_sandbox_file
-from slave.slave import Slave, SlaveConfig
 
-from fakes import FakeFramework
-from helpers import Inbox, books_balance, eventually
-
-T = Topics("stest")
-FAST = MasterConfig(allocation_interval=0.05, heartbeat_interval=0.5, status_retry=0.3)
-
-
-class Rig:
-    """A master, slaves and a framework on one broker, all in this process."""
-
-    def __init__(self, broker: MosquittoBroker, tmp: Path, stack: contextlib.AsyncExitStack):
-        self.broker, self.tmp, self.stack = broker, tmp, stack
-        self.master: Master
-        self._used: dict[str, int] = {}  # offers each framework has used up
-
-    async def start_master(self) -> Master:
-        bus = await self.stack.enter_async_context(
-            Bus(
-                self.broker.url,
-                name="master",
-                client_id="stest-master",
-                persistent=True,
-            )
-        )
-        self.master = Master(bus, T, FAST)
-        await self.master.start()
-        self.stack.push_async_callback(self.master.stop)
-        return self.master
-
-    async def start_slave(self, slave_id: str, resources: Resources, **kw: object) -> Slave:
-        bus = await self.stack.enter_async_context(
-            Bus(
-                self.broker.url,
-                name=slave_id,
-                client_id=f"stest-{slave_id}",
-                inbox=T.slave("slave", slave_id),
-                persistent=True,
-                will=(T.gone("slave", "slave"), "slave", "slave"),
-            )
-        )
-        config = SlaveConfig(
-            slave_id=slave_id,
-            hostname=f"{slave_id}.local",
-            resources=resources,
-            work_dir=self.tmp / slave_id,
-            cluster=T.cluster,
-            kill_grace=1.0,
-            memory_check_interval=0.1,
-            **kw,
-        )  # type: ignore[arg-type]
-        slave = Slave(bus, T, config)
-        await slave.start()
-        self.stack.push_async_callback(slave.stop, kill_tasks=True)
-        await slave.registered.wait()
-        return slave
-
-    async def framework(self, name: str = "fw", *, acknowledging: bool = True) -> FakeFramework:
-        bus = await self.stack.enter_async_context(
-            Bus(self.broker.url, name=name, inbox=T.framework("framework", name))
-        )
-        fw = FakeFramework(bus, T, name, acknowledging=acknowledging)
-        await bus.subscribe(T.framework("framework", name), fw.receive)
-        await fw.subscribe(name, failover_timeout=60)
-        return fw
-
-    async def launch(
-        self,
-        fw: FakeFramework,
-        command: str,
-        task_id: str,
-        resources: Resources | None = None,
-        image: str | None = None,
-    ) -> None:
-        offer = await fw.next_offer(after=self.offers_used(fw))
-        self._used[fw.inbox_id] = self.offers_used(fw) + 1
-        task = TaskInfo(
-            task_id=task_id,
-            slave_id=offer.slave_id,
-            resources=resources or Resources(cpus=0.1, mem=64),
-            command=CommandInfo(value=command),
-            container=ContainerInfo(image=image) if image is not None else None,
-        )
-        await fw.accept(offer, [task], refuse=0)
-
-    def offers_used(self, fw: FakeFramework) -> int:
-        return self._used.get(fw.inbox_id, 0)
-
-
-@contextlib.asynccontextmanager
-async def master_rig(broker: MosquittoBroker, tmp: Path) -> AsyncIterator[Rig]:
-    """A rig with its master started; all it started stops at the end."""
-    async with contextlib.AsyncExitStack() as stack:
-        r = Rig(broker, tmp, stack)
-        await r.start_master()
-        yield r
+from harness.helpers import Inbox, books_balance, eventually
+from harness.slave import EXECUTOR, Rig, T, master_rig, reap, slave_process
 
 
 @pytest.fixture
@@ -197,7 +98,7 @@ async def test_a_task_the_master_preempts_says_why_in_full(rig: Rig) -> None:
     await rig.launch(fw, "sleep 300", "victim")
     await fw.update_for("victim", TaskState.RUNNING)
     kill = KillTask(framework_id=fw.framework_id, task_id="victim", reason=Reason.TASK_PREEMPTED)
-    rig.master.shell.send_slave("s1", kill)
+    rig.master.outbox.send_slave("s1", kill)
     killed = await fw.update_for("victim", TaskState.KILLED)
     assert killed.reason == Reason.TASK_PREEMPTED
     assert killed.message == (
@@ -420,8 +321,8 @@ async def test_a_slave_killed_and_restarted_comes_back_as_itself_with_its_owed_u
         rig = Rig(mosquitto, tmp_path, stack)
         master = await rig.start_master()
         fw = await rig.framework(acknowledging=False)
-        proc = await _slave_process(mosquitto, work)
-        stack.push_async_callback(_reap, proc)
+        proc = await slave_process(mosquitto, work)
+        stack.push_async_callback(reap, proc)
         await rig.launch(fw, "sleep 1", "survivor", Resources(cpus=0.5, mem=64))
         # (RUNNING waits on the slave for STARTING's acknowledgement, which never comes)
         await fw.update_for("survivor", TaskState.STARTING)
@@ -436,8 +337,8 @@ async def test_a_slave_killed_and_restarted_comes_back_as_itself_with_its_owed_u
         master2 = await rig.start_master()
         before = len(fw.inbox.of(Update))
         await fw.subscribe("fw", framework_id=fw.framework_id, failover_timeout=60)
-        proc2 = await _slave_process(mosquitto, work)
-        stack.push_async_callback(_reap, proc2)
+        proc2 = await slave_process(mosquitto, work)
+        stack.push_async_callback(reap, proc2)
 
         # the fake framework never acknowledged: every update comes again from the new
         # master (STARTING a second time), each once the one before it is acknowledged
@@ -489,47 +390,11 @@ async def test_a_broker_restart_while_tasks_run_loses_no_status_update(rig: Rig)
         await fw.update_for(f"t{i}", TaskState.FINISHED, timeout=30)
 
 
-async def _slave_process(
-    broker: MosquittoBroker, work: Path, *extra: str
-) -> asyncio.subprocess.Process:
-    return await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "cluster.cli",
-        "slave",
-        "--broker",
-        broker.url.url,
-        "--cluster",
-        T.cluster,
-        "--work-dir",
-        str(work),
-        "--resources",
-        "cpus:2;mem:512",
-        "--log-level",
-        "warning",
-        *extra,
-        env={**os.environ, "PYTHONPATH": os.getcwd()},
-    )
-
-
-async def _reap(proc: asyncio.subprocess.Process) -> None:
-    if proc.returncode is None:
-        proc.terminate()
-        try:
-            await within(proc.wait(), 10)
-        except TimeoutError:
-            proc.kill()
-            await proc.wait()
-
-
 def _owed(work: Path) -> int:
     """Status updates the slave keeps on disk because nobody acknowledged them yet."""
     from protocol.journal import Journal
 
     return len(Journal(work / "updates.journal"))
-
-
-EXECUTOR = f"{sys.executable} -m frameworks.samples.sleep_executor"
 
 
 def executor_task(offer_slave: str, task_id: str, seconds: float) -> TaskInfo:

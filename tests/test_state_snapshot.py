@@ -15,7 +15,7 @@ from master.master import LISTED_TEXT, MasterConfig
 from protocol.wire.messages import CommandInfo, State, TaskInfo, TaskState, TaskView
 from protocol.wire.resources import Resources
 
-from helpers import Inbox, in_process_cluster, open_transport
+from harness.helpers import Inbox, in_process_cluster, open_transport
 
 
 def test_a_tasks_name_is_a_label_not_a_document() -> None:
@@ -36,7 +36,7 @@ async def test_a_snapshot_too_wordy_to_list_its_tasks_counts_them(
     ):
         words = LISTED_TEXT // 4 if listed else 2 * LISTED_TEXT
         said = "x" * (words // 4)  # four tasks' messages: an executor's to say
-        real_state = c.master.state
+        real_state = c.master.views.state
 
         def wordy(include_tasks: bool = True) -> State:
             view = TaskView(
@@ -46,10 +46,10 @@ async def test_a_snapshot_too_wordy_to_list_its_tasks_counts_them(
             state = real_state(include_tasks)
             return state.model_copy(update={"master_id": "wordy", "tasks": [view] * 4})
 
-        c.master.state = wordy  # type: ignore[method-assign]
+        c.master.views.state = wordy  # type: ignore[method-assign]
         ops = await open_transport(stack, c.broker.connector(None), "ops")
         snapshots = Inbox()
         await ops.subscribe(c.topics.state, snapshots)
-        c.master.shell.state_dirty = True
+        c.master.outbox.state_changed()
         state = await snapshots.wait_for(State, lambda s: s.master_id == "wordy")
         assert len(state.tasks) == (4 if listed else 0)

@@ -13,9 +13,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from test_master import GB, Cluster
-from test_master import cluster as cluster  # (the fixture: a master in process)
-
 from frameworks import Resources, SchedulerDriver, TaskState, TaskStatus, build_task
 from master.master import MasterConfig
 from protocol.wire.messages import (
@@ -29,8 +26,10 @@ from protocol.wire.messages import (
 )
 from slave.updates import OwedUpdates
 
-from fakes import FakeFramework, FakeSlave
-from helpers import Recorder, books_balance, in_process_cluster
+from harness.fakes import FakeFramework, FakeSlave
+from harness.helpers import Recorder, books_balance, in_process_cluster
+from harness.master import GB, Cluster
+from harness.master import cluster as cluster  # (the fixture: a master in process)
 
 FW = "fw-1"
 
@@ -227,7 +226,7 @@ async def test_the_master_frees_resources_on_a_terminal_latest_state(cluster: Cl
     await report(slave, TaskState.FINISHED, latest=TaskState.FINISHED)
     await fw.update_for(task_id, TaskState.FINISHED)
     assert task_id not in master.books.frameworks[fw.framework_id].tasks
-    assert master.tasks_ended["TASK_FINISHED"] == 1  # its resources came back once
+    assert master.outbox.tasks_ended["TASK_FINISHED"] == 1  # its resources came back once
     books_balance(master)
 
 

@@ -41,7 +41,7 @@ from protocol.wire.messages import (
 )
 from protocol.wire.resources import Resources
 
-from helpers import InProcess, Recorder, in_process_cluster, live_cluster
+from harness.helpers import InProcess, Recorder, in_process_cluster, live_cluster
 
 CLUSTER = "states"
 SMALL = Resources(cpus=0.5, mem=64)
@@ -391,7 +391,7 @@ async def test_only_an_operator_may_mark_a_slave_gone(in_process: InProcess) -> 
         driver._call(MarkSlaveGone(slave_id=offer.slave_id))
         await rec.wait(lambda: bool(rec.errors))
         assert "may not send MarkSlaveGone" in rec.errors[0]
-        state: State = in_process.master.state()
+        state: State = in_process.master.views.state()
         assert len(state.slaves) == 2
         assert offer.slave_id in {s.slave_id for s in state.slaves}
 

@@ -14,30 +14,25 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-import io
 import json
-import logging
 import os
 import signal
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import aiohttp
 import msgpack
 import pytest
-from test_trust import Secure, T, flood_from_mallory, intact, secure_cluster
 from yarl import URL
 
-from frameworks.driver import SchedulerDriver
-from frameworks.scheduler import Scheduler, build_task
+from frameworks.scheduler import build_task
 from master.allocation.ideal import User, ideal
 from master.http.api import HttpApi
 from master.http.config import HttpConfig
 from master.master import MAX_CALL_ITEMS, Master
 from master.rate_limits import RateLimits
-from protocol import logs
 from protocol.wire.codec import (
     MAX_BATCH,
     PROTOCOL_VERSION,
@@ -62,47 +57,17 @@ from protocol.wire.messages import (
     Revive,
     TaskInfo,
     TaskState,
-    TaskStatus,
 )
 from protocol.wire.resources import Resources
 from protocol.wire.topics import Sender, check_segment
 from slave.paths import sandbox_path
 
-from helpers import books_balance, eventually, longest_step
+from harness.helpers import books_balance, eventually, longest_step
+from harness.tenant import Tenant, counted_alike, files_outside, log_written, tenant
+from harness.trust import Secure, T, flood_from_mallory, intact, secure_cluster
 
 SMALL = Resources(cpus=0.1, mem=8)
 AGAIN = Filters(refuse_seconds=0)  # what a launch leaves is offered again at once
-
-
-class Tenant(Scheduler):
-    """Keeps its offers for the test to use, and every status it hears."""
-
-    def __init__(self) -> None:
-        self.offers: list[Offer] = []
-        self.statuses: list[TaskStatus] = []
-        self.changed = asyncio.Event()
-
-    async def resource_offers(self, driver: SchedulerDriver, offers: list[Offer]) -> None:
-        self.offers += offers
-        self.changed.set()
-
-    async def offer_rescinded(self, driver: SchedulerDriver, offer_id: str) -> None:
-        self.offers[:] = [o for o in self.offers if o.offer_id != offer_id]
-
-    async def status_update(self, driver: SchedulerDriver, status: TaskStatus) -> None:
-        self.statuses.append(status)
-        self.changed.set()
-
-    def last(self, task_id: str) -> TaskStatus | None:
-        return next((s for s in reversed(self.statuses) if s.task_id == task_id), None)
-
-    def ended(self, task_id: str) -> bool:
-        last = self.last(task_id)
-        return last is not None and last.state.terminal
-
-    async def offer(self) -> Offer:
-        await eventually(lambda: bool(self.offers), timeout=10)
-        return self.offers.pop(0)
 
 
 @pytest.fixture(params=["memory"])
@@ -112,41 +77,6 @@ async def real(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[
     slaves' handling; a test marked so runs on mosquitto as well."""
     async with secure_cluster(request.param, tmp_path, simulated=False) as sec:
         yield sec
-
-
-@contextlib.asynccontextmanager
-async def tenant(
-    sec: Secure, failover: float = 0.0
-) -> AsyncIterator[tuple[SchedulerDriver, Tenant]]:
-    """mallory, subscribed through the real SDK driver with its own credentials; with a
-    `failover` timeout its framework outlives the driver."""
-    scheduler = Tenant()
-    driver = SchedulerDriver(
-        scheduler,
-        name="mallory",
-        broker=sec.connect("mallory"),
-        cluster=T.cluster,
-        role="mallory",
-        failover_timeout=failover,
-    )
-    await driver.start()
-    try:
-        yield driver, scheduler
-    finally:
-        driver.stop(failover=bool(failover))
-        await driver._close()
-
-
-def files_outside(root: Path, work_dirs: list[Path]) -> list[Path]:
-    """What is under `root` but not under `work_dirs` (nor the credentials store), and
-    whatever exists where the hostile ids pointed."""
-    outside = [
-        p
-        for p in root.rglob("*")
-        if not any(p == w or p.is_relative_to(w) for w in [*work_dirs, root / "auth"])
-    ]
-    aimed_at = [*root.parent.glob("escaped*"), Path("/tmp/absolute")]
-    return outside + [p for p in aimed_at if p.exists()]
 
 
 # -- the checks themselves --------------------------------------------------------------------
@@ -344,20 +274,6 @@ def on_executor(offer: Offer, task_id: str, executor: Resources, executor_id: st
     )
 
 
-def counted_alike(sec: Secure) -> bool:
-    """Every slave runs within its total, and runs what the master's books count there:
-    its tasks and its executors, no more and no less."""
-    for sid, slave in sec.slaves.items():
-        booked = Resources()
-        for fw in sec.master.books.frameworks.values():
-            booked = sum((t.resources for t in fw.tasks.values() if t.slave_id == sid), booked)
-            booked = sum((r for (s, _), r in fw.executors.items() if s == sid), booked)
-        used = slave.used()
-        if not slave.config.resources.contains(used) or used != booked:
-            return False
-    return True
-
-
 def held_is_offered(master: Master, tenant: Tenant, fid: str, slave_id: str) -> bool:
     offered = sum((o.resources for o in tenant.offers if o.slave_id == slave_id), Resources())
     return master.allocator.held(fid, slave_id) == offered
@@ -484,7 +400,7 @@ async def test_no_single_message_stalls_the_master_past_100_ms(
     while /health is asked every 10 ms: no step of the master's loop takes 100 ms."""
     sec, master = simulated, simulated.master
     master.throttle.limits = RateLimits.defaults(None, None)  # all reach the handlers
-    api = HttpApi(master, HttpConfig(port=0, credentials=sec.store.path, open_metrics=True))
+    api = HttpApi(master.views, HttpConfig(port=0, credentials=sec.store.path, open_metrics=True))
     url = await api.start()
     try:
         async with tenant(sec, failover=600) as (driver, _):
@@ -514,7 +430,7 @@ async def test_no_single_message_stalls_the_master_past_100_ms(
                 sender = await flood_from_mallory(sec, 1, *files)
                 assert await sender.wait() == 0
                 # the Accept, last, is refused last: everything before it was handled
-                await eventually(lambda: master.refused["invalid-offers"] > 0, timeout=60)
+                await eventually(lambda: master.outbox.refused["invalid-offers"] > 0, timeout=60)
             gc.unfreeze()
             poller.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -524,8 +440,8 @@ async def test_no_single_message_stalls_the_master_past_100_ms(
             f"/health: {len(during)} answers, slowest {max(during) * 1000:.1f} ms; "
             f"longest loop step {step[0] * 1000:.1f} ms of CPU"
         )
-        assert master.refused["too-large"] == 1
-        assert master.refused["too-many"] == 1 + MAX_BATCH - MAX_CALL_ITEMS // 256
+        assert master.outbox.refused["too-large"] == 1
+        assert master.outbox.refused["too-many"] == 1 + MAX_BATCH - MAX_CALL_ITEMS // 256
         # No step of the loop (this process: master, /health and the test) took 100 ms of
         # CPU; /health's wall-clock answer also waits for whatever else the shared machine
         # runs, so it is held to a bound a stall would break but a busy machine does not.
@@ -539,26 +455,12 @@ async def test_no_single_message_stalls_the_master_past_100_ms(
 # -- the master's log --------------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def log_written() -> Iterator[io.StringIO]:
-    """Every log line written meanwhile, structlog's and the standard library's alike."""
-    written = io.StringIO()
-    logs.configure("warning", json=True, stream=written)
-    handler = logging.StreamHandler(written)
-    logging.getLogger().addHandler(handler)
-    try:
-        yield written
-    finally:
-        logging.getLogger().removeHandler(handler)
-        logs.configure("warning", json=True)  # as conftest has it
-
-
 async def test_a_tenant_cannot_inflate_the_masters_log(simulated: Secure) -> None:
     """20 Errors of 1 MB, 2,000 refused calls and 60 over-long HTTP request lines make a
     few kilobytes of log: free text cut, refusals sampled with counts, no traceback."""
     sec, master = simulated, simulated.master
     master.throttle.limits = RateLimits.defaults(None, None)  # all reach the handlers
-    api = HttpApi(master, HttpConfig(port=0, credentials=sec.store.path))
+    api = HttpApi(master.views, HttpConfig(port=0, credentials=sec.store.path))
     url = URL(await api.start())
     with log_written() as written:
         try:
@@ -576,7 +478,7 @@ async def test_a_tenant_cannot_inflate_the_masters_log(simulated: Secure) -> Non
                 assert b" 400 " in await reader.read(100)
                 writer.close()
             await mallory.call(Revive(framework_id="last"))  # answered in order: all handled
-            assert master.refused["unknown-framework"] >= 8 * 256
+            assert master.outbox.refused["unknown-framework"] >= 8 * 256
         finally:
             await api.stop()
     said = written.getvalue()
@@ -588,7 +490,7 @@ async def test_a_tenant_cannot_inflate_the_masters_log(simulated: Secure) -> Non
     refused = [json.loads(line) for line in lines if '"master.refused"' in line]
     left_out = sum(r["unlogged_by_code"].get("unknown-framework", 0) for r in refused)
     # (the next line's)
-    unlogged = master.sampling.unlogged.get("mallory")
+    unlogged = master.outbox.sampling.unlogged.get("mallory")
     pending = unlogged["unknown-framework"] if unlogged else 0
     assert len(refused) + left_out + pending >= 8 * 256  # every refusal logged or counted
     assert any('"http.bad_request"' in line for line in lines)

@@ -11,10 +11,9 @@ from collections.abc import AsyncIterator
 import msgpack
 import pytest
 
-from protocol.tooling.brokers import EmbeddedBroker
 from protocol.tooling.credentials import Principal, filter_allows
 from protocol.transport.base import Connector, Transport
-from protocol.transport.bus import Dispatcher, MqttConnector
+from protocol.transport.bus import Dispatcher
 from protocol.transport.memory import MemoryBroker
 from protocol.wire.codec import PROTOCOL_VERSION, encode
 from protocol.wire.messages import (
@@ -28,24 +27,11 @@ from protocol.wire.messages import (
 )
 from protocol.wire.topics import Topics
 
-from helpers import Inbox, eventually
-from strategies import example
+from harness.helpers import Inbox, eventually
+from harness.strategies import example
+from harness.transports import connector as connector
 
 T = Topics("transport")
-
-
-@pytest.fixture(params=["mqtt", "memory"])
-async def connector(request: pytest.FixtureRequest) -> AsyncIterator[Connector]:
-    """No credentials: anyone may publish anything (each test names its own topics)."""
-    if request.param == "memory":
-        yield MemoryBroker().connector(None)
-        return
-    broker = EmbeddedBroker()
-    await broker.start()
-    try:
-        yield MqttConnector(broker.url)
-    finally:
-        await broker.stop()
 
 
 @contextlib.asynccontextmanager

@@ -13,11 +13,9 @@ import base64
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -28,16 +26,8 @@ import pytest
 
 from protocol.wire.why_codes import WhyCode
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
-ARTIFACTS = Path(os.environ.get("DRFMESOS_ARTIFACTS", Path(__file__).parent.parent / "artifacts"))
-
-
-def need_chromium() -> None:
-    if not (os.access(CHROMIUM, os.X_OK) and os.access(CHROMEDRIVER, os.X_OK)):
-        if os.environ.get("CI"):
-            pytest.fail("chromium and chromium-driver are not installed; .ci/run installs them")
-        pytest.skip("chromium and chromium-driver are not installed (apt-get install ...)")
+from harness.browser import ARTIFACTS, shot
+from harness.browser import browser as browser
 
 
 @pytest.fixture
@@ -81,28 +71,6 @@ def run_demo(tmp_path: Path, *extra: str) -> Iterator[tuple[str, str, subprocess
             proc.wait()
 
 
-@pytest.fixture
-def browser() -> Iterator[object]:
-    need_chromium()
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    profile = tempfile.mkdtemp(prefix="drfmesos-chromium-")
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run", "--window-size=1280,1800",
-                 f"--user-data-dir={profile}"):  # fmt: skip
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    try:
-        yield driver
-    finally:
-        driver.quit()
-        shutil.rmtree(profile, ignore_errors=True)
-
-
 def _child_running(root: int, args: list[str]) -> int:
     """The pid of a process under `root` (only our own demo's, never another run's) whose
     command line holds `args` in order."""
@@ -122,12 +90,6 @@ def _child_running(root: int, args: list[str]) -> int:
         if ancestor == root and pid != root and "\0".join(args) in joined:
             return pid
     raise AssertionError(f"no {args} under {root}")
-
-
-def shot(driver: object, name: str) -> None:
-    folder = ARTIFACTS / "webui"
-    folder.mkdir(parents=True, exist_ok=True)
-    driver.save_screenshot(str(folder / f"{name}.png"))  # type: ignore[attr-defined]
 
 
 def sign_in(driver: object, user: str, secret: str) -> None:

@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 
 import pytest
-from test_webui import browser, shot  # noqa: F401  (the browser fixture)
 
 from master.books import Slave
 from master.http.config import HttpConfig
@@ -22,13 +21,15 @@ from protocol.transport.bus import Bus
 from protocol.wire.resources import Resources
 from protocol.wire.topics import Topics
 
+from harness.browser import browser, shot  # noqa: F401  (the browser fixture)
+
 T = Topics("uiscale")
 SLAVES = 50_000
 OPENS_WITHIN = 2.0  # seconds (issue #34)
 
 
 def add_slaves(master: Master, count: int) -> None:
-    total, now = Resources(cpus=4, mem=4096), master.shell.now()
+    total, now = Resources(cpus=4, mem=4096), master.outbox.clock()
     for i in range(count):
         sid = f"slave-{i:05d}"
         master.books.slaves[sid] = Slave(sid, "rack", f"host-{i}", total, {}, "", now)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_offer_cycle import Books, Offer  # the books the cycle does not keep, in memory
 
 from master.allocation.allocator import Allocator
 from master.allocation.ledger import allocatable, fits_one
@@ -16,6 +15,8 @@ from master.cycle import CycleConfig, OfferCycle
 from master.cycle.why import Reason, Standing
 from protocol.wire.resources import Limit, Resources
 from protocol.wire.why_codes import WhyCode
+
+from harness.cycle import Books, Offer
 
 SLAVE = Resources(cpus=4, mem=4096)
 

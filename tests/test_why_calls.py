@@ -19,18 +19,16 @@ import cluster.local.why_cli as why_cli
 from cluster.local.why_cli import fetch_why, render_why
 from frameworks import (
     DriverError,
-    Filters,
-    Offer,
     Resources,
     Scheduler,
     SchedulerDriver,
-    build_task,
 )
-from master.master import MasterConfig
+from master.config import MasterConfig
 from protocol.wire.why import Why, WhyReason
 from protocol.wire.why_codes import WhyCode
 
-from helpers import InProcess, Recorder, eventually, in_process_cluster
+from harness.helpers import InProcess, Recorder, eventually, in_process_cluster
+from harness.schedulers import Fills
 
 CLUSTER = "why"
 
@@ -39,24 +37,6 @@ CLUSTER = "why"
 async def cluster(tmp_path: Path) -> AsyncIterator[InProcess]:
     async with in_process_cluster(CLUSTER, tmp_path, MasterConfig(allocation_interval=0.1)) as c:
         yield c
-
-
-class Fills(Scheduler):
-    """Runs one long task filling each slave it is offered, up to `most`; declines the rest
-    (a short filter: others may have them)."""
-
-    def __init__(self, most: int) -> None:
-        self.most = most
-        self.launched = 0
-
-    async def resource_offers(self, driver: SchedulerDriver, offers: list[Offer]) -> None:
-        for o in offers:
-            if self.launched < self.most:
-                self.launched += 1
-                task = build_task(o, f"t{self.launched}", o.resources, command="sleep 600")
-                driver.launch_tasks([o.offer_id], [task])
-            else:
-                driver.decline_offer(o.offer_id, Filters(refuse_seconds=0.2))
 
 
 @contextlib.asynccontextmanager
@@ -114,7 +94,7 @@ async def test_the_driver_warns_once_with_the_top_reason_when_no_offer_comes(
             await eventually(lambda: any(e["event"] == "framework.no_offers" for e in logs))
             warned = [e for e in logs if e["event"] == "framework.no_offers"]
             # once a drought: a second look finds the same single line
-            await eventually(lambda: cluster.master.rounds > 10)
+            await eventually(lambda: cluster.master.offer_rounds.count > 10)
     warned = [e for e in logs if e["event"] == "framework.no_offers"]
     assert len(warned) == 1
     assert warned[0]["log_level"] == "warning"
@@ -126,7 +106,7 @@ async def test_a_suppressed_framework_is_not_warned(cluster: InProcess) -> None:
     with structlog.testing.capture_logs() as logs:
         async with framework(cluster, "quiet", no_offer_warning=0.2) as driver:
             driver.suppress_offers()
-            await eventually(lambda: cluster.master.rounds > 10)
+            await eventually(lambda: cluster.master.offer_rounds.count > 10)
             why = await driver.why()
     assert why.top is not None
     assert why.top.code == WhyCode.SUPPRESSED

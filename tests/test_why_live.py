@@ -14,32 +14,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_why_calls import Fills  # (one long task filling each slave it is offered)
 
 from cluster.local.view import operator_call, wait_state
-from frameworks import Filters, Offer, Resources, Scheduler, SchedulerDriver
+from frameworks import Resources, Scheduler, SchedulerDriver
 from protocol.tooling.brokers import MosquittoBroker
 from protocol.wire.messages import ClusterEvent, SetQuota
 from protocol.wire.resources import Limit
 
-from helpers import eventually, live_cluster
+from harness.helpers import eventually, live_cluster
+from harness.schedulers import Declines, Fills, Ignores
 
 CLUSTER = "whylive"
 pytestmark = pytest.mark.slow(60)
-
-
-class Ignores(Scheduler):
-    """Holds every offer and answers none."""
-
-
-class Declines(Scheduler):
-    """Declines every offer, filtering it for `refuse` seconds."""
-
-    def __init__(self, refuse: float) -> None:
-        self.refuse = refuse
-
-    async def resource_offers(self, driver: SchedulerDriver, offers: list[Offer]) -> None:
-        driver.decline_offers([o.offer_id for o in offers], Filters(refuse_seconds=self.refuse))
 
 
 @contextlib.asynccontextmanager

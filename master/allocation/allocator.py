@@ -165,6 +165,10 @@ class Allocator:
         fw.filters.clear()
         self._sync(framework_id)
 
+    def suppressed(self, framework_id: str) -> bool:
+        """Whether it suppressed its offers (and has not revived them)."""
+        return self._framework(framework_id).suppressed
+
     def _sync(self, framework_id: str) -> None:
         """Keep the sorters' active sets to the frameworks (and roles) that want offers."""
         self._floor_stale = True

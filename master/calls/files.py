@@ -11,8 +11,9 @@ from __future__ import annotations
 import asyncio
 
 from master.authz import Caller
-from master.books import Task
-from master.shell import MasterShell
+from master.books import Books, Task
+from master.calls.framework_calls import framework_of_caller
+from master.outbox import Outbox
 from protocol.transport.aio import within
 from protocol.wire.messages import FileData, ReadFile, ReadTaskFile, TaskFileData, new_id
 
@@ -25,12 +26,10 @@ class FileReadError(LookupError):
 
 class FileRequests:
     """Reading a task's stdout or stderr from its slave, for the HTTP API and for the
-    framework's ReadTaskFile call. Constructed with the shell it asks and answers through."""
+    framework's ReadTaskFile call: it asks and answers through the outbox."""
 
-    def __init__(self, shell: MasterShell) -> None:
-        self.books = shell.books
-        self._send_slave, self._send_framework = shell.send_slave, shell.send_framework
-        self._refuse, self._framework_for = shell.refuse, shell.framework_of_caller
+    def __init__(self, books: Books, outbox: Outbox) -> None:
+        self.books, self.outbox = books, outbox
         self._file_requests: dict[str, tuple[str, asyncio.Future[FileData]]] = {}
         self._file_readers: set[asyncio.Task[None]] = set()  # frameworks' reads under way
 
@@ -56,7 +55,7 @@ class FileRequests:
         waiter: asyncio.Future[FileData] = asyncio.get_running_loop().create_future()
         self._file_requests[request_id] = (slave_id, waiter)
         try:
-            self._send_slave(
+            self.outbox.send_slave(
                 slave_id,
                 ReadFile(
                     request_id=request_id,
@@ -84,7 +83,7 @@ class FileRequests:
         pending = self._file_requests.get(msg.request_id)
         owner = self.books.slave_owners.get(msg.slave_id)
         if pending is None or pending[0] != msg.slave_id or owner != caller.principal:
-            self._refuse(
+            self.outbox.refuse(
                 caller,
                 "FileData answers no request of yours",
                 "forbidden",
@@ -99,7 +98,7 @@ class FileRequests:
         """A framework reads one of its own tasks' files (another principal's framework is
         refused, as every call naming it is). The slave's answer is awaited off the bus's
         path: it arrives on that same path."""
-        fw = self._framework_for(msg.framework_id, caller, "ReadTaskFile")
+        fw = framework_of_caller(self.books, self.outbox, msg.framework_id, caller, "ReadTaskFile")
         if fw is None:
             return
 
@@ -114,7 +113,7 @@ class FileRequests:
                 )
             except FileReadError as e:
                 answer = answer.model_copy(update={"error": str(e)})
-            self._send_framework(fw, answer)
+            self.outbox.send_framework(fw, answer)
 
         task = asyncio.create_task(read())
         self._file_readers.add(task)

@@ -7,7 +7,7 @@ declined: its offers go back to the pool, the tasks it asked for are reported
 last: `RateLimitedTold`).
 
 Before any of that, every arriving payload waits its principal's turn in the fair intake
-(master.fair_intake), undecoded; a limited principal's payloads there count against the
+(master.calls.fair_intake), undecoded; a limited principal's payloads there count against the
 same capacity, and past it are refused unread.
 """
 
@@ -17,26 +17,27 @@ from collections import Counter
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from master.authz import Caller
-from master.calls.framework_calls import FrameworkCalls, check_segment_ok
+from master.authz import Caller, RoleACL
+from master.books import Books
+from master.calls.framework_calls import FrameworkCalls
+from master.calls.throttle import READ_WHEN_FULL, Throttle, Verdict, call_cost, reconcile_cost
+from master.counters import MessageCounts
+from master.outbox import MAX_ERROR_TEXT, Outbox
 from master.refusal_sampling import RateLimitedTold
-from master.shell import MAX_ERROR_TEXT, MasterShell
-from master.throttle import READ_WHEN_FULL, Verdict, call_cost, reconcile_cost
 from protocol import logs
+from protocol.transport.aio import loop_time
 from protocol.wire.codec import batch_reply_to, peek_types
 from protocol.wire.messages import (
     Accept,
-    Decline,
     Error,
-    Reason,
     Reconcile,
     Subscribe,
-    TaskState,
     Wire,
 )
 from protocol.wire.topics import Sender
 
 Route = Callable[[Any, Caller], Awaitable[None]]
+"""A call's handler (the intake's routes: `master.calls.intake`)."""
 
 # The share of the master's time each kind of principal is served at when all are
 # waiting: the slaves carry every framework's task updates (and are never rate limited),
@@ -45,10 +46,19 @@ Route = Callable[[Any, Caller], Awaitable[None]]
 
 class LimitedCalls:
     """Every call's way in: now, queued behind the principal's earlier calls, or refused
-    past capacity (constructed with the shell and the framework calls it declines through)."""
+    past capacity (constructed with the framework calls a refused Accept declines through)."""
 
-    def __init__(self, shell: MasterShell, framework_calls: FrameworkCalls) -> None:
-        self.shell = shell
+    def __init__(
+        self,
+        books: Books,
+        throttle: Throttle,
+        outbox: Outbox,
+        messages: MessageCounts,
+        acl: RoleACL,
+        framework_calls: FrameworkCalls,
+    ) -> None:
+        self.books, self.throttle, self.outbox = books, throttle, outbox
+        self.messages, self.acl = messages, acl
         self.framework_calls = framework_calls
         self.told = RateLimitedTold()  # what a principal hears of its refused calls
 
@@ -56,14 +66,14 @@ class LimitedCalls:
         """Handle one call now, or leave it to the throttle, or refuse it past capacity."""
         cost = call_cost(message) if limited else None
         if isinstance(message, Reconcile) and not message.tasks and cost is not None:
-            fw = self.shell.books.frameworks.get(message.framework_id)  # implicit: all its tasks
+            fw = self.books.frameworks.get(message.framework_id)  # implicit: all its tasks
             cost = reconcile_cost(len(fw.tasks)) if fw is not None else cost
         if cost is not None:
 
             async def handle() -> None:
                 await self._handle(route, message, caller)
 
-            verdict = self.shell.throttle.submit(caller.principal, cost, handle)
+            verdict = self.throttle.submit(caller.principal, cost, handle)
             if verdict is Verdict.QUEUED:
                 return
             if verdict is Verdict.REFUSED:
@@ -77,7 +87,7 @@ class LimitedCalls:
         try:
             await route(message, caller)
         except Exception:  # (CancelledError is not one: it goes through)
-            self.shell.log.exception(
+            self.outbox.log.exception(
                 "master.handler_failed",
                 type=message.TYPE,
                 kind=caller.kind,
@@ -89,10 +99,10 @@ class LimitedCalls:
         remove`; its connection may outlive the removal, its calls queue behind it) is
         refused: taken from nobody the store does not name. (A Subscribe is refused
         where it is answered: FrameworkCalls.)"""
-        why = self.shell.roles_acl.unknown(caller.principal)
+        why = self.acl.unknown(caller.principal)
         if why is None or caller.kind == "slave" or isinstance(message, Subscribe):
             return False
-        self.shell.refuse(caller, why, "unknown-principal", message.TYPE)
+        self.outbox.refuse(caller, why, "unknown-principal", message.TYPE)
         return True
 
     def refused_unread(self, sender: Sender, payload: bytes) -> bool:
@@ -102,25 +112,25 @@ class LimitedCalls:
         if not names or not READ_WHEN_FULL.isdisjoint(names):
             return False
         caller = Caller.of(sender, None)
-        self.shell.throttle.refused_unread(sender.principal, len(names))
+        self.throttle.refused_unread(sender.principal, len(names))
         calls = Counter(names)  # (a flood's payload: a few kinds, hundreds of calls)
-        self.shell.messages.received.update(calls)
+        self.messages.received.update(calls)
         for name, n in calls.items():
             n -= name == names[0]  # (counted below)
             if n:
-                self.shell.messages.outcomes[(name, "refused", "rate-limited")] += n
-        self.shell.refused["rate-limited"] += len(names) - 1  # (and one more below)
+                self.messages.outcomes[(name, "refused", "rate-limited")] += n
+        self.outbox.count_refused("rate-limited", len(names) - 1)  # (and one more below)
         why = self._over_capacity_why(f"{names[0]} refused", caller)
-        self.shell.refuse(caller, why, "rate-limited", names[0], tell=False)
-        told = self.told.tell(sender.principal, calls, self.shell.now())
+        self.outbox.refuse(caller, why, "rate-limited", names[0], tell=False)
+        told = self.told.tell(sender.principal, calls, loop_time())
         if told is not None:  # (where to, read only when told)
             reply_to = batch_reply_to(payload)
-            if self.shell.topics.owns_reply_topic(sender, reply_to):
+            if self.outbox.topics.owns_reply_topic(sender, reply_to):
                 self._tell(Caller.of(sender, reply_to), told)
         return True
 
     def _over_capacity_why(self, what: str, caller: Caller, them: bool = False) -> str:
-        _, limit = self.shell.throttle.limit_of(caller.principal)
+        _, limit = self.throttle.limit_of(caller.principal)
         return (
             f"rate limit: {what}, {caller.principal}'s queue is full ({limit.capacity} calls, "
             f"handled at {limit.qps:g} a second); send {'them' if them else 'it'} again later"
@@ -137,7 +147,7 @@ class LimitedCalls:
             which = ", ".join(f"{name} {n:,}" for name, n in told.most_common())
             what = f"{told.total():,} calls refused since the last error ({which})"
             why = self._over_capacity_why(what, caller, them=True)
-        self.shell.post_to_framework_topic(
+        self.outbox.send_topic(
             caller.reply_to,
             Error(message=logs.clip(why, MAX_ERROR_TEXT), code="rate-limited", about=first),
         )
@@ -147,28 +157,8 @@ class LimitedCalls:
         ids: dict[str, Any] = {}
         if isinstance(message, Accept):
             ids["framework_id"] = message.framework_id
-            fw = self.shell.books.frameworks.get(message.framework_id)
-            if fw is not None and fw.principal == caller.principal:
-                # as if declined: the offers back to the pool, the tasks to be launched again
-                decline = Decline(
-                    framework_id=fw.framework_id,
-                    offer_ids=message.offer_ids,
-                    filters=message.filters,
-                )
-                quiet = Caller(caller.kind, caller.principal, None)  # (one answer: below)
-                await self._handle(self.framework_calls.on_decline, decline, quiet)
-                for task in message.tasks:  # (a live task of the same id runs on)
-                    self.framework_calls.refuse_launch(
-                        fw, task, TaskState.DROPPED, Reason.RATE_LIMITED, why
-                    )
-        elif (
-            isinstance(message, Subscribe)
-            and not caller.reply_to
-            and check_segment_ok(message.inbox)
-        ):  # answered where it waits, as a refused Subscribe is
-            inbox = self.shell.topics.framework(caller.principal, message.inbox)
-            caller = Caller(caller.kind, caller.principal, inbox)
-        self.shell.refuse(caller, why, "rate-limited", message.TYPE, tell=False, **ids)
-        told = self.told.tell(caller.principal, Counter((message.TYPE,)), self.shell.now())
+            await self.framework_calls.refused_accept(message, caller, why)
+        self.outbox.refuse(caller, why, "rate-limited", message.TYPE, tell=False, **ids)
+        told = self.told.tell(caller.principal, Counter((message.TYPE,)), loop_time())
         if told is not None and caller.reply_to:
             self._tell(caller, told)

@@ -5,47 +5,56 @@ roles file before it takes effect; and a lease on the event stream."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
+from master.allocation.allocator import Allocator
 from master.authz import Caller
+from master.ha.recorder import Recorder
+from master.outbox import Outbox
 from master.roles_file import QuotaSpec, RolesFile, RoleSpec, save_roles
-from master.shell import MasterShell
 from protocol.wire.codec import describe_validation
 from protocol.wire.messages import SetQuota, SetWeights, WatchEvents
 
 
 class OperatorCalls:
-    """Constructed with the shell whose allocator, roles and registry they change, and
-    through which they refuse, record and say what they did."""
+    """Constructed with the allocator they change, the registry they record in, the roles
+    file they keep up to date (`roles`, written back to `roles_path` if there is one),
+    and the outbox through which they refuse and say what they did."""
 
-    def __init__(self, shell: MasterShell) -> None:
-        self._shell = shell
-        self.config, self.log, self.books = shell.config, shell.log, shell.books
-        self.allocator, self.registry = shell.allocator, shell.registry
-        self._refuse, self._recorded = shell.refuse, shell.record_or_refuse
-        self._event, self.request_round = shell.emit_event, shell.request_round
-
-    @property
-    def roles(self) -> RolesFile:
-        """The shell's roles file, as it is now (an operator's tool may load another)."""
-        return self._shell.roles
+    def __init__(
+        self,
+        allocator: Allocator,
+        recorder: Recorder,
+        outbox: Outbox,
+        roles: RolesFile,
+        roles_path: Path | None,
+        *,
+        request_round: Callable[[], None],
+        log: Any,
+    ) -> None:
+        self.allocator, self.recorder, self.outbox = allocator, recorder, outbox
+        self.roles, self.roles_path = roles, roles_path
+        self.request_round, self.log = request_round, log
 
     async def on_set_quota(self, msg: SetQuota, caller: Caller) -> None:
         """Set or clear a role's quota; refused (and nothing changed) if it cannot be."""
         try:
             spec = QuotaSpec.model_validate({"guarantee": msg.guarantee, "limit": msg.limit})
         except ValidationError as e:
-            self._refuse(caller, describe_validation(e), "invalid-quota", "SetQuota", role=msg.role)
+            self.outbox.refuse(
+                caller, describe_validation(e), "invalid-quota", "SetQuota", role=msg.role
+            )
             return
         clear = not msg.guarantee and msg.limit is None
         problem = self.allocator.quota_problem(msg.role, None if clear else spec.quota())
         if problem:
-            self._refuse(caller, problem, "invalid-quota", "SetQuota", role=msg.role)
+            self.outbox.refuse(caller, problem, "invalid-quota", "SetQuota", role=msg.role)
             return
-        if not await self._recorded(
-            self.registry.set_quota(msg.role, msg.guarantee, msg.limit), caller, "SetQuota"
-        ):
+        if not await self.recorder.quota(msg.role, msg.guarantee, msg.limit, caller):
             return
         if clear:
             self.allocator.remove_quota(msg.role)
@@ -55,8 +64,8 @@ class OperatorCalls:
             weight=self.allocator.role_weight(msg.role)
         )
         self.roles.roles[msg.role] = current.model_copy(update={"quota": None if clear else spec})
-        if self.config.roles is not None:  # kept in the roles file, as the issue of record
-            await asyncio.to_thread(save_roles, self.config.roles, self.roles)
+        if self.roles_path is not None:  # kept in the roles file, as the issue of record
+            await asyncio.to_thread(save_roles, self.roles_path, self.roles)
         unsatisfiable = self.allocator.unsatisfiable().get(msg.role)
         detail = f"{msg.role}: " + (
             "cleared" if clear else f"guarantee {msg.guarantee or '-'}, limit {msg.limit or '-'}"
@@ -65,7 +74,7 @@ class OperatorCalls:
             detail += f" (unsatisfiable: {unsatisfiable})"
             self.log.warning("quota.unsatisfiable", role=msg.role, why=unsatisfiable)
         self.log.info("quota.set", role=msg.role, by=caller.principal, detail=detail)
-        self._event("quota", detail=detail)
+        self.outbox.emit("quota", detail=detail)
         self.request_round()
 
     async def on_set_weights(self, msg: SetWeights, caller: Caller) -> None:
@@ -74,25 +83,23 @@ class OperatorCalls:
         for role in msg.weights:
             problem = self.allocator.role_problem(role)
             if problem:
-                self._refuse(caller, problem, "invalid-weight", "SetWeights", role=role)
+                self.outbox.refuse(caller, problem, "invalid-weight", "SetWeights", role=role)
                 return
-        if not await self._recorded(self.registry.set_weights(msg.weights), caller, "SetWeights"):
+        if not await self.recorder.weights(msg.weights, caller):
             return
         for role, weight in msg.weights.items():
             self.allocator.set_role_weight(role, weight)
             current = self.roles.roles.get(role) or RoleSpec()
             self.roles.roles[role] = current.model_copy(update={"weight": weight})
-        for fw in self.books.frameworks.values():  # (what the state shows of each)
-            fw.weight = self.allocator.role_weight(fw.role)
-        if self.config.roles is not None:  # kept in the roles file, as the issue of record
-            await asyncio.to_thread(save_roles, self.config.roles, self.roles)
+        if self.roles_path is not None:  # kept in the roles file, as the issue of record
+            await asyncio.to_thread(save_roles, self.roles_path, self.roles)
         detail = ",".join(f"{role}={weight:g}" for role, weight in sorted(msg.weights.items()))
         self.log.info("weights.set", by=caller.principal, weights=detail)
-        self._event("weights", detail=detail)
+        self.outbox.emit("weights", detail=detail)
         self.request_round()
 
     async def on_watch_events(self, msg: WatchEvents, caller: Caller) -> None:
         """Publish the event stream for the lease's seconds (this master's term only: a
         watcher renews it with a new leader)."""
-        self._shell.watch_events(msg.seconds)
+        self.outbox.watch_events(msg.seconds)
         self.log.debug("events.watched", by=caller.principal, seconds=msg.seconds)

@@ -1,7 +1,7 @@
 """Slaves that go out of touch and come back, and slaves an operator marks gone (Mesos
 1.x's markUnreachable, _reregisterSlave and markGone, as the master sees them).
 
-A slave past its timeout is removed as unreachable (`MasterShell.remove_slave`): partition-
+A slave past its timeout is removed as unreachable (`master.removals`): partition-
 aware frameworks hear TASK_UNREACHABLE and keep the task, others hear TASK_LOST. If the
 slave comes back, a partition-aware framework's task carries on and it hears TASK_RUNNING
 (reason: slave re-registered); another framework's task is killed there (it was told the
@@ -11,9 +11,14 @@ good marks it gone: its tasks end TASK_GONE_BY_OPERATOR, and it may not come bac
 
 from __future__ import annotations
 
+from typing import Any
+
+from master.allocation.allocator import Allocator
 from master.authz import Caller
-from master.books import Framework, Slave, Task
-from master.shell import MasterShell
+from master.books import Books, Framework, Slave, Task
+from master.outbox import Outbox
+from master.removals import Removals
+from master.updates import TaskUpdates
 from protocol.wire.messages import (
     KillTask,
     MarkSlaveGone,
@@ -29,10 +34,19 @@ from protocol.wire.messages import (
 
 
 class Partitions:
-    """Slaves out of touch and back, and marked gone (constructed with the shell)."""
+    """Slaves out of touch and back, and marked gone."""
 
-    def __init__(self, shell: MasterShell) -> None:
-        self.shell = shell
+    def __init__(
+        self,
+        books: Books,
+        allocator: Allocator,
+        outbox: Outbox,
+        updates: TaskUpdates,
+        removals: Removals,
+        log: Any,
+    ) -> None:
+        self.books, self.allocator, self.outbox = books, allocator, outbox
+        self.updates, self.removals, self.log = updates, removals, log
 
     def task_back(self, fw: Framework, slave: Slave, running: RunningTask) -> None:
         """A partition-aware framework's unreachable task is reported by its slave again."""
@@ -40,7 +54,7 @@ class Partitions:
         task = Task(running.task, fw.framework_id, slave.slave_id, running.state)
         fw.tasks[task.task_id] = task
         slave.tasks.add((fw.framework_id, task.task_id))
-        self.shell.allocator.allocate_existing(fw.framework_id, slave.slave_id, task.resources)
+        self.allocator.allocate_existing(fw.framework_id, slave.slave_id, task.resources)
         status = TaskStatus(
             task_id=task.task_id,
             state=running.state,
@@ -50,25 +64,25 @@ class Partitions:
             message="Unreachable slave re-registered",
         )
         task.status = status
-        self.shell.task_changed(task)
-        self.shell.log.info(
+        self.outbox.task_changed(task)
+        self.log.info(
             "task.reachable",
             framework_id=fw.framework_id,
             task_id=task.task_id,
             slave_id=slave.slave_id,
             state=running.state.value,
         )
-        self.shell.forward_update(fw, Update(status=status), slave.slave_id)
+        self.updates.forward(fw, Update(status=status), slave.slave_id)
         if task.task_id in fw.kills_owed:  # asked while it was out of reach
             fw.kills_owed.discard(task.task_id)
-            self.shell.send_slave(
+            self.outbox.send_slave(
                 slave.slave_id, KillTask(framework_id=fw.framework_id, task_id=task.task_id)
             )
 
     def unreachable_not_back(self, slave_id: str, back: set[tuple[str, str]]) -> None:
         """A slave returned without some of its unreachable tasks (running or ending): they
         are gone (as a slave answers reconciliation of a task it does not have)."""
-        for fw in self.shell.books.frameworks.values():
+        for fw in self.books.frameworks.values():
             for task in [t for t in fw.unreachable.values() if t.slave_id == slave_id]:
                 if (fw.framework_id, task.task_id) in back:
                     continue
@@ -84,12 +98,12 @@ class Partitions:
                     uuid=new_id(),  # (re-sent until acknowledged)
                 )
                 fw.complete(task, status)
-                self.shell.task_changed(task)
-                self.shell.forward_update(fw, Update(status=status), slave_id)
+                self.outbox.task_changed(task)
+                self.updates.forward(fw, Update(status=status), slave_id)
 
     def refuse_gone_slave(self, slave_id: str, running: list[RunningTask], caller: Caller) -> None:
         """A slave marked gone tries to come back: refused, and what it runs is killed."""
-        self.shell.refuse(
+        self.outbox.refuse(
             caller,
             f"slave {slave_id} was marked gone by an operator: it may not re-register",
             "slave-gone",
@@ -97,31 +111,33 @@ class Partitions:
             slave_id=slave_id,
         )
         for framework_id in {r.framework_id for r in running}:
-            self.shell.send_slave(slave_id, ShutdownFramework(framework_id=framework_id))
+            self.outbox.send_slave(slave_id, ShutdownFramework(framework_id=framework_id))
 
     async def on_mark_slave_gone(self, msg: MarkSlaveGone, caller: Caller) -> None:
         slave_id = msg.slave_id
-        slave = self.shell.books.slaves.get(slave_id)
+        slave = self.books.slaves.get(slave_id)
         why = f"marked gone by operator {caller.principal}"
         if slave is not None:
-            self.shell.remove_slave(slave, why, gone=True)
-        elif slave_id in self.shell.books.removed_slaves or slave_id in self.shell.books.recovering:
-            self.shell.books.recovering.pop(slave_id, None)
+            self.removals.remove_slave(slave, why, gone=True)
+        elif slave_id in self.books.removed_slaves or slave_id in self.books.recovering:
+            self.books.recovering.pop(slave_id, None)
             self._gone_unreachable_tasks(slave_id, why)
-            self.shell.mark_slave_removed(slave_id, why, gone=True)
-        elif slave_id not in self.shell.books.gone_slaves:
-            self.shell.refuse(caller, f"unknown slave {slave_id}", "unknown-slave", "MarkSlaveGone")
+            self.removals.slave_removed(slave_id, why, gone=True)
+        elif slave_id not in self.books.gone_slaves:
+            self.outbox.refuse(
+                caller, f"unknown slave {slave_id}", "unknown-slave", "MarkSlaveGone"
+            )
             return
-        self.shell.log.info("slave.marked_gone", slave_id=slave_id, by=caller.principal)
-        self.shell.emit_event("slave-gone", slave_id=slave_id, detail=why)
+        self.log.info("slave.marked_gone", slave_id=slave_id, by=caller.principal)
+        self.outbox.emit("slave-gone", slave_id=slave_id, detail=why)
 
     def _gone_unreachable_tasks(self, slave_id: str, why: str) -> None:
         """An unreachable slave's tasks (partition-aware frameworks kept them) end."""
-        for fw in self.shell.books.frameworks.values():
+        for fw in self.books.frameworks.values():
             for task in [t for t in fw.unreachable.values() if t.slave_id == slave_id]:
                 # back in the live set for a moment, so that it ends as every task does
                 fw.tasks[task.task_id] = fw.unreachable.pop(task.task_id)
-                self.shell.send_master_update(
+                self.updates.from_master(
                     fw,
                     task.task_id,
                     slave_id,

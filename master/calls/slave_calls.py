@@ -3,15 +3,24 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
+from typing import Any
 
+from master.allocation.allocator import Allocator
 from master.authz import Caller
-from master.books import Framework, Orphan, Slave, Task
+from master.books import Books, Framework, Orphan, Slave, Task
 from master.calls.partitions import Partitions
 from master.calls.status_updates import StatusUpdates
+from master.config import MasterInfo
+from master.counters import MessageCounts, SlaveChurn
+from master.ha.recorder import Recorder
 from master.heartbeats import take_heartbeats
-from master.shell import STAGING_GRACE, MasterShell
+from master.outbox import Outbox
+from master.removals import Removals
 from master.task_usage import summed, used_between
+from master.updates import TaskUpdates
 from protocol import logs
+from protocol.transport.aio import loop_time
 from protocol.wire.messages import (
     Error,
     ExecutorExited,
@@ -34,24 +43,46 @@ from protocol.wire.messages import (
 from protocol.wire.resources import Resources
 from protocol.wire.topics import check_segment
 
+STAGING_GRACE = 10.0  # a task this young may not have reached its slave yet
+
 
 class SlaveCalls:
-    """A slave's messages, and the broker's Last Wills (constructed with the shell and the
-    partitions it hands slaves that come back to)."""
+    """A slave's messages, and the broker's Last Wills."""
 
-    def __init__(self, shell: MasterShell, partitions: Partitions) -> None:
-        self.shell = shell
-        self.partitions = partitions
-        self.status_updates = StatusUpdates(shell)
+    def __init__(
+        self,
+        books: Books,
+        allocator: Allocator,
+        outbox: Outbox,
+        updates: TaskUpdates,
+        removals: Removals,
+        recorder: Recorder,
+        *,
+        partitions: Partitions,
+        status_updates: StatusUpdates,
+        churn: SlaveChurn,
+        messages: MessageCounts,
+        info: MasterInfo,
+        request_round: Callable[[], None],
+        log: Any,
+    ) -> None:
+        """`partitions`: what a slave that comes back (or may not) is handed to;
+        `status_updates`: a slave's updates; `churn`, `messages`: what is counted of slaves
+        and their heartbeats; `info`: what a slave is told of this master as it registers."""
+        self.books, self.allocator, self.outbox = books, allocator, outbox
+        self.updates, self.removals, self.recorder = updates, removals, recorder
+        self.partitions, self.status_updates = partitions, status_updates
+        self.churn, self.messages, self.info = churn, messages, info
+        self.request_round, self.log = request_round, log
 
     def _slave_of(self, slave_id: str, caller: Caller, about: str) -> Slave | None:
         """The registered slave a call names, if it is the caller's own (else refused)."""
-        slave = self.shell.books.slaves.get(slave_id)
+        slave = self.books.slaves.get(slave_id)
         if slave is not None and slave.principal == caller.principal:
             return slave
-        owner = self.shell.books.slave_owners.get(slave_id)
+        owner = self.books.slave_owners.get(slave_id)
         if owner is not None and owner != caller.principal:
-            self.shell.refuse(
+            self.outbox.refuse(
                 caller,
                 f"{about} refused: slave {slave_id} belongs to another principal",
                 "forbidden",
@@ -60,7 +91,7 @@ class SlaveCalls:
                 owner=owner,
             )
         else:
-            self.shell.refuse(
+            self.outbox.refuse(
                 caller,
                 f"unknown slave {slave_id}: register first",
                 "unknown-slave",
@@ -104,11 +135,11 @@ class SlaveCalls:
         try:
             check_segment(slave_id, "slave_id")
         except ValueError as e:
-            self.shell.refuse(caller, str(e), "invalid", "Register")
+            self.outbox.refuse(caller, str(e), "invalid", "Register")
             return
-        owner = self.shell.books.slave_owners.setdefault(slave_id, caller.principal)
+        owner = self.books.slave_owners.setdefault(slave_id, caller.principal)
         if owner != caller.principal:
-            self.shell.refuse(
+            self.outbox.refuse(
                 caller,
                 f"slave id {slave_id} belongs to another principal",
                 "forbidden",
@@ -117,14 +148,14 @@ class SlaveCalls:
                 owner=owner,
             )
             return
-        if slave_id in self.shell.books.gone_slaves:
+        if slave_id in self.books.gone_slaves:
             self.partitions.refuse_gone_slave(slave_id, running, caller)
             return
         used = sum((r.task.resources for r in running), Resources()) + sum(
             executors_of(running).values(), Resources()
         )
         if not total.contains(used):
-            self.shell.refuse(
+            self.outbox.refuse(
                 caller,
                 f"slave {slave_id} reports tasks using {used}, more than its total {total}",
                 "invalid",
@@ -134,19 +165,19 @@ class SlaveCalls:
             return
         admitted = (slave_id, hostname, total, attributes, incarnation, running, caller)
         later = (ending, owners or {})
-        if self.shell.registry.has_slave(slave_id, caller.principal, hostname):
+        if self.recorder.slave_known(slave_id, caller.principal, hostname):
             self._admitted(*admitted, *later)  # (a re-registration: nothing to write)
             return
         # A new slave is written to the registry before it is told Registered; the calls
         # after it are read meanwhile, so the registrations of a storm share the store's
         # writes (one ZooKeeper transaction, one journal sync) rather than queue on them.
-        write = self.shell.registry.admit_slave(slave_id, caller.principal, hostname)
+        write = self.recorder.slave(slave_id, caller.principal, hostname, caller)
 
         async def admit() -> None:
-            if await self.shell.record_or_refuse(write, caller, "Register"):
+            if await write:
                 self._admitted(*admitted, *later)
 
-        self.shell.persist_in_background(admit(), "Register", slave_id=slave_id)
+        self.recorder.in_background(admit(), "Register", slave_id=slave_id)
 
     def _admitted(
         self,
@@ -161,26 +192,24 @@ class SlaveCalls:
         owners: dict[str, str],
     ) -> None:
         """The slave's record is durable: into the books, and told it is registered."""
-        if slave_id in self.shell.books.gone_slaves:  # marked gone while its record was written
+        if slave_id in self.books.gone_slaves:  # marked gone while its record was written
             self.partitions.refuse_gone_slave(slave_id, running, caller)
             return
-        now = self.shell.now()
-        slave = self.shell.books.slaves.get(slave_id)  # (it may have come meanwhile)
-        self.shell.books.removed_slaves.discard(slave_id)
-        if self.shell.books.recovering.pop(slave_id, None) is not None:
-            self.shell.churn.recovery_back += 1
-            self.shell.log.info("slave.recovered", slave_id=slave_id, tasks=len(running))
+        now = loop_time()
+        slave = self.books.slaves.get(slave_id)  # (it may have come meanwhile)
+        self.books.removed_slaves.discard(slave_id)
+        if self.books.recovering.pop(slave_id, None) is not None:
+            self.churn.recovery_back += 1
+            self.log.info("slave.recovered", slave_id=slave_id, tasks=len(running))
         if ending is None:  # as Mesos counts: by the message, Register or Reregister
-            self.shell.churn.registrations += 1
+            self.churn.registrations += 1
         else:
-            self.shell.churn.reregistrations += 1
+            self.churn.reregistrations += 1
         if slave is None:
             slave = Slave(slave_id, caller.principal, hostname, total, attributes, incarnation, now)
-            self.shell.books.slaves[slave_id] = slave
-            self.shell.allocator.add_slave(
-                slave_id, total, hostname=hostname, attributes=attributes
-            )
-            self.shell.log.info(
+            self.books.slaves[slave_id] = slave
+            self.allocator.add_slave(slave_id, total, hostname=hostname, attributes=attributes)
+            self.log.info(
                 "slave.registered",
                 slave_id=slave_id,
                 principal=caller.principal,
@@ -188,29 +217,29 @@ class SlaveCalls:
                 resources=str(total),
                 tasks=len(running),
             )
-            self.shell.emit_event("slave-added", slave_id=slave_id, resources=total)
+            self.outbox.emit("slave-added", slave_id=slave_id, resources=total)
         else:
             slave.incarnation, slave.last_seen = incarnation, now
             if not slave.connected:
                 slave.connected = True
-                self.shell.allocator.activate_slave(slave_id)
-            self.shell.log.info("slave.reregistered", slave_id=slave_id, tasks=len(running))
+                self.allocator.activate_slave(slave_id)
+            self.log.info("slave.reregistered", slave_id=slave_id, tasks=len(running))
         for key in ending or ():
-            self.shell.books.ending[key] = slave_id
+            self.books.ending[key] = slave_id
         if running or slave.tasks:
             self._reconcile_slave(slave, running, ending or set(), now, owners)
         back = {(r.framework_id, r.task.task_id) for r in running} | (ending or set())
         self.partitions.unreachable_not_back(slave_id, back)
-        self.shell.send_slave(
+        self.outbox.send_slave(
             slave_id,
             Registered(
                 slave_id=slave_id,
-                master_id=self.shell.master_id,
-                heartbeat_interval_seconds=self.shell.config.heartbeat_interval,
-                epoch=self.shell.epoch,
+                master_id=self.info.master_id,
+                heartbeat_interval_seconds=self.info.heartbeat_interval,
+                epoch=self.info.epoch,
             ),
         )
-        self.shell.request_round()
+        self.request_round()
 
     def _reconcile_slave(
         self,
@@ -227,7 +256,7 @@ class SlaveCalls:
         for key in list(slave.tasks):
             if key in reported or key in ending:
                 continue  # running, or ended with its update on the way
-            task = self.shell.books.task(*key)
+            task = self.books.task(*key)
             if task is None:
                 slave.tasks.discard(key)
             elif task.state != TaskState.STAGING or now - task.launched_at > STAGING_GRACE:
@@ -235,8 +264,8 @@ class SlaveCalls:
                 # started, DROPPED; started and vanished, GONE (TASK_LOST if not
                 # partition-aware)
                 never = task.state == TaskState.STAGING
-                self.shell.send_master_update(
-                    self.shell.books.frameworks[key[0]],
+                self.updates.from_master(
+                    self.books.frameworks[key[0]],
                     task.task_id,
                     slave.slave_id,
                     TaskState.DROPPED if never else TaskState.GONE,
@@ -246,28 +275,28 @@ class SlaveCalls:
         for (framework_id, task_id), r in reported.items():
             if (framework_id, task_id) in slave.tasks:
                 continue
-            owner = self.shell.books.frameworks.get(framework_id)
+            owner = self.books.frameworks.get(framework_id)
             if owner is not None and task_id in owner.unreachable:
                 self.partitions.task_back(owner, slave, r)  # partition-aware: it carries on
                 continue
             if owner is not None and task_id in owner.completed:
                 # its framework was told it ended (lost with a removed slave, say) and may
                 # have launched it again: it must not come back to life here
-                self.shell.log.warning(
+                self.log.warning(
                     "slave.task_already_ended",
                     slave_id=slave.slave_id,
                     framework_id=framework_id,
                     task_id=task_id,
                 )
-                self.shell.send_slave(
+                self.outbox.send_slave(
                     slave.slave_id, KillTask(framework_id=framework_id, task_id=task_id)
                 )
                 continue
             elsewhere = owner.tasks.get(task_id) if owner is not None else None
             if elsewhere is not None or r.task.slave_id != slave.slave_id:
                 # a task the master knows on another slave: this slave cannot claim it
-                self.shell.refused["forbidden"] += 1
-                self.shell.log.warning(
+                self.outbox.count_refused("forbidden")
+                self.log.warning(
                     "slave.claimed_foreign_task",
                     slave_id=slave.slave_id,
                     principal=slave.principal,
@@ -277,8 +306,8 @@ class SlaveCalls:
                 continue
             said = owners.get(framework_id)  # whose the slave says it is
             if owner is not None and said not in (None, owner.principal):
-                self.shell.refused["forbidden"] += 1
-                self.shell.log.warning(
+                self.outbox.count_refused("forbidden")
+                self.log.warning(
                     "slave.other_owner",
                     slave_id=slave.slave_id,
                     framework_id=framework_id,
@@ -290,15 +319,13 @@ class SlaveCalls:
                 task = Task(r.task, framework_id, slave.slave_id, r.state)
                 owner.tasks[task_id] = task
                 slave.tasks.add((framework_id, task_id))
-                self.shell.task_changed(task, added=True)
-                self.shell.allocator.allocate_existing(
-                    framework_id, slave.slave_id, r.task.resources
-                )
+                self.outbox.task_changed(task, added=True)
+                self.allocator.allocate_existing(framework_id, slave.slave_id, r.task.resources)
                 executor = r.task.executor  # counted once, as at its first task's launch
                 found = executor_key(r.task, slave.slave_id)
                 if executor is not None and found is not None and found not in owner.executors:
                     owner.executors[found] = executor.resources
-                    self.shell.allocator.allocate_existing(
+                    self.allocator.allocate_existing(
                         framework_id, slave.slave_id, executor.resources
                     )
             else:  # nobody's here until its framework's principal comes for it
@@ -307,7 +334,7 @@ class SlaveCalls:
     def _orphan(self, slave_id: str, r: RunningTask, principal: str | None) -> None:
         """A task kept for a framework not here (or not the one the slave names): its
         resources held, by nobody, until that framework's principal subscribes."""
-        orphans = self.shell.books.orphans.setdefault(r.framework_id, [])
+        orphans = self.books.orphans.setdefault(r.framework_id, [])
         if any(o.task.task_id == r.task.task_id for o in orphans):
             return
         found = executor_key(r.task, slave_id)
@@ -316,30 +343,16 @@ class SlaveCalls:
         if r.task.executor is not None and first:  # (adopted with the task)
             held = held + r.task.executor.resources
         orphans.append(Orphan(r.task, r.framework_id, slave_id, r.state, held, principal))
-        self.shell.allocator.hold_unowned(slave_id, held)
-
-    def disconnect_slave(self, slave: Slave, why: str) -> None:
-        """As Mesos: a slave whose connection is gone keeps its tasks (a restarted slave
-        recovers them) but is offered to nobody; it is removed only if it stays away for
-        the slave timeout."""
-        if not slave.connected:
-            return
-        slave.connected = False
-        self.shell.churn.disconnects += 1
-        for offer_id in list(slave.offers):
-            self.shell.rescind_offer(self.shell.books.offers[offer_id])
-        self.shell.allocator.deactivate_slave(slave.slave_id)
-        self.shell.log.warning("slave.disconnected", slave_id=slave.slave_id, why=why)
-        self.shell.emit_event("slave-disconnected", slave_id=slave.slave_id, detail=why)
+        self.allocator.hold_unowned(slave_id, held)
 
     async def on_heartbeat(self, msg: Heartbeat, caller: Caller) -> None:
         if self._heard([msg.source], caller, msg.incarnation):
-            self.shell.messages.refused("Heartbeat", "unknown-slave")
+            self.messages.refused("Heartbeat", "unknown-slave")
 
     async def on_heartbeats(self, msg: Heartbeats, caller: Caller) -> None:
         unknown = self._heard(msg.slave_ids, caller, msg.incarnation)
         # each id counted as a Heartbeat, as a list's items are (/metrics reads the same)
-        counts, n = self.shell.messages, len(msg.slave_ids)
+        counts, n = self.messages, len(msg.slave_ids)
         counts.received["Heartbeat"] += n
         counts.outcomes[("Heartbeat", "handled", "")] += n - len(unknown)
         if unknown:
@@ -348,17 +361,16 @@ class SlaveCalls:
     def _heard(self, slave_ids: list[str], caller: Caller, incarnation: str) -> list[str]:
         """Take these heartbeats; tell the slaves the master does not know (of the
         caller's) to register again, and return their ids."""
-        now = self.shell.now()
-        unknown = take_heartbeats(
-            self.shell.books.slaves, slave_ids, caller.principal, now, incarnation
-        )
+        now = loop_time()
+        unknown = take_heartbeats(self.books.slaves, slave_ids, caller.principal, now, incarnation)
         for slave_id in unknown:
             # A slave we removed (or a master that restarted): it must register again.
-            owner = self.shell.books.slave_owners.get(slave_id, caller.principal)
+            owner = self.books.slave_owners.get(slave_id, caller.principal)
             if slave_id and owner == caller.principal:
                 with contextlib.suppress(ValueError):
-                    self.shell.bus.post(
-                        self.shell.topics.slave(caller.principal, check_segment(slave_id)),
+                    self.outbox.send_slave_as(
+                        caller.principal,
+                        check_segment(slave_id),
                         Error(
                             message=f"unknown slave {slave_id}: re-register",
                             code="unknown-slave",
@@ -377,9 +389,9 @@ class SlaveCalls:
         """The framework an executor message names, if it ran on the caller's slave."""
         if self._slave_of(slave_id, caller, about) is None:
             return None
-        fw = self.shell.books.frameworks.get(framework_id)
+        fw = self.books.frameworks.get(framework_id)
         if fw is None or slave_id not in fw.slaves_used:
-            self.shell.refuse(
+            self.outbox.refuse(
                 caller,
                 f"framework {framework_id} has no executor on slave {slave_id}",
                 "forbidden",
@@ -393,7 +405,7 @@ class SlaveCalls:
     async def on_executor_message(self, msg: FrameworkMessage, caller: Caller) -> None:
         fw = self._framework_on_slave(msg.framework_id, msg.slave_id, caller, "FrameworkMessage")
         if fw is not None and fw.connected:
-            self.shell.send_framework(fw, msg)
+            self.outbox.send_framework(fw, msg)
 
     async def on_usage_report(self, msg: UsageReport, caller: Caller) -> None:
         """A slave's look at what its tasks use: kept on each task it names that runs
@@ -404,7 +416,7 @@ class SlaveCalls:
         strangers = 0
         used = []
         for usage in msg.tasks:
-            fw = self.shell.books.frameworks.get(usage.framework_id)
+            fw = self.books.frameworks.get(usage.framework_id)
             task = fw.tasks.get(usage.task_id) if fw is not None else None
             if task is None or task.slave_id != msg.slave_id:
                 strangers += 1  # (ended meanwhile, or not this slave's to report)
@@ -414,11 +426,11 @@ class SlaveCalls:
             used.append(task.used)
         slave.used = summed(used)
         if strangers:
-            self.shell.log.info("usage.unknown_tasks", slave_id=msg.slave_id, count=strangers)
+            self.log.info("usage.unknown_tasks", slave_id=msg.slave_id, count=strangers)
 
     async def on_executor_exited(self, msg: ExecutorExited, caller: Caller) -> None:
         fw = self._framework_on_slave(msg.framework_id, msg.slave_id, caller, "ExecutorExited")
-        self.shell.log.info(
+        self.log.info(
             "executor.exited",
             framework_id=msg.framework_id,
             slave_id=msg.slave_id,
@@ -429,17 +441,17 @@ class SlaveCalls:
             return
         held = fw.executors.pop((msg.slave_id, msg.executor_id), None)
         if held is not None:  # what it held goes back to the pool
-            self.shell.allocator.recover(fw.framework_id, msg.slave_id, held)
-            self.shell.request_round()
+            self.allocator.recover(fw.framework_id, msg.slave_id, held)
+            self.request_round()
         if fw.connected:
-            self.shell.send_framework(
+            self.outbox.send_framework(
                 fw, Failure(slave_id=msg.slave_id, executor_id=msg.executor_id, status=msg.status)
             )
 
     async def on_error(self, msg: Error, caller: Caller) -> None:
-        sampled = self.shell.sampling.line(caller.principal, "error-received", self.shell.now())
+        sampled = self.outbox.sampled(caller.principal, "error-received")
         if sampled is not None:  # another party's text: cut, and sampled as refusals are
-            self.shell.log.warning(
+            self.log.warning(
                 "master.error_received",
                 message=logs.clip(msg.message),
                 code=logs.clip(msg.code, 60),
@@ -454,14 +466,14 @@ class SlaveCalls:
         if msg.kind != caller.kind:
             return
         if msg.kind == "slave":  # every slave that spoke on that connection
-            for slave in list(self.shell.books.slaves.values()):
+            for slave in list(self.books.slaves.values()):
                 if slave.principal == caller.principal and slave.incarnation == msg.incarnation:
-                    self.disconnect_slave(slave, "its connection was lost (last will)")
+                    self.removals.disconnect_slave(slave, "its connection was lost (last will)")
         elif msg.kind == "framework":
-            framework_id = self.shell.books.inboxes.get((caller.principal, msg.id))
-            fw = self.shell.books.frameworks.get(framework_id or "")
+            framework_id = self.books.inboxes.get((caller.principal, msg.id))
+            fw = self.books.frameworks.get(framework_id or "")
             if fw is not None and fw.incarnation == msg.incarnation:
-                self.shell.disconnect_framework(fw, "its connection was lost (last will)")
+                self.removals.disconnect_framework(fw, "its connection was lost (last will)")
 
 
 def executors_of(running: list[RunningTask]) -> dict[tuple[str, str], Resources]:

@@ -14,24 +14,27 @@ So the master:
 
 from __future__ import annotations
 
+from typing import Any
+
 from master.authz import Caller
-from master.books import Framework, Task
-from master.shell import MasterShell
+from master.books import Books, Framework, Task
+from master.outbox import Outbox
 from master.task_states import regresses
+from master.updates import TaskUpdates
 from protocol.wire.messages import StatusUpdate, TaskState, Update
 
 
 class StatusUpdates:
-    def __init__(self, shell: MasterShell) -> None:
-        self.shell = shell
+    def __init__(self, books: Books, outbox: Outbox, updates: TaskUpdates, log: Any) -> None:
+        self.books, self.outbox, self.updates, self.log = books, outbox, updates, log
 
     async def take(self, msg: StatusUpdate, caller: Caller) -> None:
         status = msg.status
-        fw = self.shell.books.frameworks.get(msg.framework_id)
+        fw = self.books.frameworks.get(msg.framework_id)
         if fw is None:
             # Not acknowledged: the slave keeps re-sending until the framework is back
             # (or is shut down there).
-            self.shell.log.info(
+            self.log.info(
                 "status.framework_unknown",
                 framework_id=msg.framework_id,
                 task_id=status.task_id,
@@ -44,7 +47,7 @@ class StatusUpdates:
         known = fw.tasks.get(status.task_id)
         where = fw.slave_of(status.task_id)
         if where is not None and where != msg.slave_id:
-            self.shell.refuse(
+            self.outbox.refuse(
                 caller,
                 f"task {status.task_id} of framework {fw.framework_id} is on slave {where}, "
                 f"not {msg.slave_id}",
@@ -59,23 +62,23 @@ class StatusUpdates:
             self._latest_state(fw, known, msg)  # (a re-sent head may say the task ended)
             return  # a re-sent duplicate: already owed to the framework
         if self._heard_already(fw, msg):
-            self.shell.ack_slave_update(msg.slave_id, fw.framework_id, status)
+            self.updates.ack_slave(msg.slave_id, fw.framework_id, status)
             return
         if status.state.terminal:
-            self.shell.books.ending.pop((fw.framework_id, status.task_id), None)
+            self.books.ending.pop((fw.framework_id, status.task_id), None)
             fw.unreachable.pop(status.task_id, None)  # it ended while out of touch
         ended = fw.completed.get(status.task_id)
         if ended is not None and ended.uuid != status.uuid and status.task_id not in fw.tasks:
             # the framework already heard this task end (lost with its slave, say):
             # one ending is all it gets
-            self.shell.log.info(
+            self.log.info(
                 "status.after_end",
                 framework_id=fw.framework_id,
                 task_id=status.task_id,
                 state=status.state,
                 ended=ended.state,
             )
-            self.shell.ack_slave_update(msg.slave_id, fw.framework_id, status)
+            self.updates.ack_slave(msg.slave_id, fw.framework_id, status)
             return
         task = fw.tasks.get(status.task_id)
         if task is not None:
@@ -83,22 +86,22 @@ class StatusUpdates:
             if status.uuid:
                 task.relay(status.uuid)
             if status.state.terminal:
-                self.shell.finish_task(fw, task, status)
+                self.updates.finish(fw, task, status)
             else:
-                self.shell.task_changed(task)
+                self.outbox.task_changed(task)
                 self._latest_state(fw, task, msg)
         elif status.state.terminal:
             # a task this master never knew ran (it ended across a failover): remembered,
             # so that reconciling it answers how it ended, not that it is unknown
             fw.declare_ended(status)
-        self.shell.forward_update(fw, Update(status=status), msg.slave_id, relayed=True)
-        self.shell.state_dirty = True
+        self.updates.forward(fw, Update(status=status), msg.slave_id, relayed=True)
+        self.outbox.state_changed()
 
     def _latest_state(self, fw: Framework, task: Task | None, msg: StatusUpdate) -> None:
         """The task ended on its slave: its resources are free now, whatever updates of
         it its framework has still to hear (Mesos's `latest_state`)."""
         if task is not None and msg.latest_state is not None and msg.latest_state.terminal:
-            self.shell.free_task(fw, task, msg.latest_state)
+            self.updates.free(fw, task, msg.latest_state)
 
     def _heard_already(self, fw: Framework, msg: StatusUpdate) -> bool:
         """A duplicate its framework acknowledged, or a stale update: logged, and true."""
@@ -112,7 +115,7 @@ class StatusUpdates:
             why = "stale"
         else:
             return False
-        self.shell.log.info(
+        self.log.info(
             "status.dropped",
             why=why,
             framework_id=fw.framework_id,

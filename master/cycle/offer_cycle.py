@@ -103,6 +103,12 @@ class OfferCycle:
         TIMED_OUT_REFUSE again."""
         self._timed_out.pop(framework_id, None)
 
+    def set_offer_filters(self, framework_id: str, minimum: list[Resources]) -> None:
+        """What a framework's offers must hold at least one of (Mesos's
+        `min_allocatable_resources`; none: anything)."""
+        self._smallest.pop(framework_id, None)
+        self.allocator.set_min_allocatable(framework_id, minimum)
+
     # -- suppress and revive -------------------------------------------------------------------
     def suppress(self, framework_id: str) -> None:
         """No offers until revive: it leaves the order (and costs the rounds nothing)."""
@@ -114,7 +120,7 @@ class OfferCycle:
         self.allocator.revive(framework_id)
 
     def suppressed(self, framework_id: str) -> bool:
-        return self.allocator.frameworks[framework_id].suppressed
+        return self.allocator.suppressed(framework_id)
 
     def wants_offers(
         self, framework_id: str, wants: bool, smallest: Resources | None = None
@@ -129,7 +135,7 @@ class OfferCycle:
             if now is not smallest and now != smallest:  # (a stage's tasks share their size)
                 self._smallest[framework_id] = smallest
                 self.allocator.set_min_allocatable(framework_id, [smallest])
-        suppressed = self.allocator.frameworks[framework_id].suppressed
+        suppressed = self.allocator.suppressed(framework_id)
         if wants and suppressed:
             self.revive(framework_id)
             return True

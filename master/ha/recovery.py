@@ -20,9 +20,9 @@ from master.allocation.quota import Quota
 from master.books import Books, Framework
 from master.counters import SlaveChurn
 from master.ha.registry import Registry
-from master.shell import MasterConfig
+from protocol.transport.aio import loop_time
 
-SlaveGone = Callable[..., None]  # the shell's removal: (slave_id, why, *, cause=...)
+SlaveGone = Callable[..., None]  # the master's removal: (slave_id, why, *, cause=...)
 
 
 class Recovery:
@@ -31,7 +31,6 @@ class Recovery:
 
     def __init__(
         self,
-        config: MasterConfig,
         books: Books,
         allocator: Allocator,
         registry: Registry,
@@ -39,16 +38,17 @@ class Recovery:
         log: Any,
         *,
         epoch: int,
-        now: Callable[[], float],
+        reregister_timeout: float,
         slave_gone: SlaveGone,
     ) -> None:
-        self.config, self.books, self.allocator, self.registry = config, books, allocator, registry
+        """`reregister_timeout`: how long the registry's slaves have to come back."""
+        self.books, self.allocator, self.registry = books, allocator, registry
         self.churn, self.log, self.epoch = churn, log, epoch
-        self._now, self._slave_gone = now, slave_gone
+        self.reregister_timeout, self._slave_gone = reregister_timeout, slave_gone
 
     def recover(self) -> None:
         """Take the registry (already loaded) into the books; call before serving."""
-        now = self._now()
+        now = loop_time()
         for role, weight in self.registry.weights.items():  # operators' run-time weights
             try:
                 self.allocator.set_role_weight(role, weight.weight)
@@ -62,7 +62,7 @@ class Recovery:
                     self.allocator.remove_quota(role)
             except Exception as e:  # a role the roles file no longer has, say
                 self.log.error("recovery.quota_refused", role=role, error=str(e))
-        grace = self.config.slave_reregister_timeout
+        grace = self.reregister_timeout
         for slave_id, slave in self.registry.slaves.items():
             self.books.slave_owners[slave_id] = slave.principal
             self.books.recovering[slave_id] = now + grace
@@ -76,7 +76,6 @@ class Recovery:
                 principal=record.principal,
                 name=record.name,
                 role=record.role,
-                weight=record.weight,
                 inbox="",
                 incarnation="",
                 failover_timeout=record.failover_timeout,
@@ -104,7 +103,7 @@ class Recovery:
 
     def slave_not_back(self, slave_id: str) -> None:
         del self.books.recovering[slave_id]
-        timeout = self.config.slave_reregister_timeout
+        timeout = self.reregister_timeout
         self.churn.recovery_removed += 1
         self._slave_gone(
             slave_id, f"did not re-register within {timeout:g}s of the failover", cause="recovery"

@@ -85,8 +85,7 @@ class SlaveRecord(_Record):
 class FrameworkRecord(_Record):
     principal: str = Field(min_length=1)
     name: str = ""
-    role: str = "*"
-    weight: float = Field(default=1.0, gt=0)
+    role: str = "*"  # (its weight is the role's: an entry written with one has it ignored)
     failover_timeout: float = Field(default=0.0, ge=0)
 
 

@@ -20,7 +20,6 @@ from typing import Protocol
 
 from aiohttp import web
 
-from master.books import SLAVE_SORTS, TASK_SORTS
 from master.calls.files import FileReadError
 from master.http.auth import PrincipalAuth
 from master.http.config import HttpConfig, address_of
@@ -50,6 +49,7 @@ from master.http.responses import (
     secure_headers,
     serve_site,
 )
+from master.http.snapshot import SLAVE_SORTS, TASK_SORTS
 from master.why_answers import NotFound
 from protocol import logs
 from protocol.transport.aio import within

@@ -7,7 +7,6 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
-from master.books import SLAVE_SORTS, TASK_SORTS
 from master.http.models import (
     Events,
     Frameworks,
@@ -20,6 +19,7 @@ from master.http.models import (
     TaskFile,
     Tasks,
 )
+from master.http.snapshot import SLAVE_SORTS, TASK_SORTS
 from protocol.wire.messages import State
 from protocol.wire.why import Why
 

@@ -10,10 +10,10 @@ from typing import Protocol
 
 from prometheus_client import Histogram
 
+from master.calls.throttle import Throttle
 from master.counters import SlaveChurn
 from master.http.live_feed import LiveFeed
 from master.lag_probe import Backlog
-from master.throttle import Throttle
 from master.why_answers import NotFound
 from protocol.transport.message_counts import MessageCounts
 from protocol.wire.messages import (

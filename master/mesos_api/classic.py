@@ -29,7 +29,7 @@ from protocol.mesos_json import JSON, MESOS_VERSION
 from protocol.wire.resources import Resources
 
 if TYPE_CHECKING:
-    from master.master import Master
+    from master.mesos_api.master_side import MasterSide
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 TASK_STATES_COUNTED = (
@@ -69,7 +69,7 @@ def task_v0(task: Task, role: str) -> JSON:
     }
 
 
-def framework_v0(m: Master, fw: Framework) -> JSON:
+def framework_v0(m: MasterSide, fw: Framework) -> JSON:
     live = fw.framework_id in m.books.frameworks
     offers = offered(m, fw.offers)
     held = m.allocator.allocation(fw.framework_id) if live else Resources()
@@ -109,7 +109,7 @@ def framework_v0(m: Master, fw: Framework) -> JSON:
     }
 
 
-def slave_v0(m: Master, slave: Slave) -> JSON:
+def slave_v0(m: MasterSide, slave: Slave) -> JSON:
     offers = offered(m, slave.offers)
     held = slave.total.subtract_clamped(m.allocator.free(slave.slave_id))
     return {
@@ -127,7 +127,7 @@ def slave_v0(m: Master, slave: Slave) -> JSON:
     }
 
 
-def metrics_snapshot(m: Master, started: float) -> dict[str, float]:
+def metrics_snapshot(m: MasterSide, started: float) -> dict[str, float]:
     """Mesos's metric names (`/metrics/snapshot`) for what this master counts."""
     a = m.allocator
     total, held = a.total, a.allocated_total()
@@ -166,7 +166,7 @@ def metrics_snapshot(m: Master, started: float) -> dict[str, float]:
         "master/frameworks_connected": active,
         "master/frameworks_disconnected": len(m.books.frameworks) - active,
         "master/outstanding_offers": len(m.books.offers),
-        "allocator/mesos/allocation_runs": m.rounds,
+        "allocator/mesos/allocation_runs": m.rounds_run(),
         "allocator/mesos/offer_filters/roles/*/active": 0,
     }
     for view in a.role_views():
@@ -179,7 +179,7 @@ def metrics_snapshot(m: Master, started: float) -> dict[str, float]:
 
 
 class ClassicEndpoints:
-    def __init__(self, master: Master, started: float) -> None:
+    def __init__(self, master: MasterSide, started: float) -> None:
         self.master = master
         self.started = started
 
@@ -199,7 +199,7 @@ class ClassicEndpoints:
         return [web.get(path, handler) for paths_, handler in table for path in paths_]
 
     def _pid(self) -> str:
-        return "master@" + self.master.web_ui.split("//")[-1].rstrip("/")
+        return "master@" + self.master.web_ui().split("//")[-1].rstrip("/")
 
     async def state(self, request: web.Request) -> web.StreamResponse:
         m = self.master
@@ -207,9 +207,9 @@ class ClassicEndpoints:
         return web.json_response(
             {
                 "version": MESOS_VERSION,
-                "id": m.master_id,
+                "id": m.info.master_id,
                 "pid": self._pid(),
-                "hostname": m.web_ui.split("//")[-1].rsplit(":", 1)[0],
+                "hostname": m.web_ui().split("//")[-1].rsplit(":", 1)[0],
                 "leader": self._pid(),
                 "leader_info": this_master_info(m),
                 "start_time": self.started,
@@ -291,7 +291,7 @@ class ClassicEndpoints:
 
     async def redirect(self, request: web.Request) -> web.StreamResponse:
         """The leader is this master: here (a standby answers with the leader's)."""
-        return redirect_to(self.master.web_ui)
+        return redirect_to(self.master.web_ui())
 
     async def metrics(self, request: web.Request) -> web.StreamResponse:
         return web.json_response(metrics_snapshot(self.master, self.started))

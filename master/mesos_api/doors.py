@@ -12,6 +12,7 @@ from aiohttp import web
 
 from master.http.api import DoorFactory
 from master.mesos_api.classic import paths, redirect_to
+from master.mesos_api.master_side import MasterSide
 from master.mesos_api.operator import OperatorApi
 from master.mesos_api.scheduler_http import SELF_AUTHENTICATED, SchedulerApi, standby_routes
 
@@ -22,10 +23,31 @@ if TYPE_CHECKING:
 def mesos_doors(master: Master) -> list[DoorFactory]:
     """The scheduler API (for Mesos frameworks) and the operator API with the classic
     endpoints (for Mesos's tools), into `master`'s handlers."""
+    side = master_side(master)
     return [
-        lambda auth: SchedulerApi(master, auth),
-        lambda auth: OperatorApi(master, authenticated=auth is not None),
+        lambda auth: SchedulerApi(side, auth),
+        lambda auth: OperatorApi(side, authenticated=auth is not None),
     ]
+
+
+def master_side(master: Master) -> MasterSide:
+    """The parts of `master` Mesos's APIs use."""
+    views, outbox = master.views, master.outbox
+    return MasterSide(
+        info=master.info,
+        books=master.books,
+        allocator=master.allocator,
+        churn=master.churn,
+        tasks_ended=outbox.tasks_ended,
+        changes=outbox.changes,
+        rounds_run=lambda: master.offer_rounds.count,
+        web_ui=lambda: views.web_ui,
+        call=master.intake.call,
+        connection_gone=master.connection_gone,
+        sinks=outbox.sinks,
+        topics=master.topics,
+        why_of=views.why_of,
+    )
 
 
 def standby_mesos_routes(leader: Callable[[], Awaitable[str]]) -> list[web.RouteDef]:

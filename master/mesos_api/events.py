@@ -36,7 +36,7 @@ from protocol.wire.messages import ClusterEvent, Reason
 
 if TYPE_CHECKING:
     from master.books import Task
-    from master.master import Master
+    from master.mesos_api.master_side import MasterSide
 
 QUEUE = 1024  # records a subscriber may fall behind before it is closed
 MAX_SUBSCRIBERS = 64  # operator streams open at once (each holds a connection and a queue)
@@ -57,18 +57,18 @@ class Subscriber:
 
 
 class OperatorEvents:
-    def __init__(self, master: Master) -> None:
+    def __init__(self, master: MasterSide) -> None:
         self.master = master
         self.subscribers: set[Subscriber] = set()
         # what the stream has announced, so that an update is told once as added, once
         # as removed (a slave marked gone is removed, then said gone)
         self._frameworks: set[str] = set()
         self._agents: set[str] = set()
-        self.log = logs.get("master.operator_events", master_id=master.master_id)
+        self.log = logs.get("master.operator_events", master_id=master.info.master_id)
 
     @property
     def heartbeat_interval(self) -> float:
-        return self.master.config.heartbeat_interval
+        return self.master.info.heartbeat_interval
 
     def open(self, principal: str) -> Subscriber:
         """A new subscriber, its SUBSCRIBED record already queued. Nothing awaits between

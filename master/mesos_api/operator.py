@@ -34,7 +34,7 @@ from protocol.wire.codec import describe_validation
 from protocol.wire.messages import SetWeights
 
 if TYPE_CHECKING:
-    from master.master import Master
+    from master.mesos_api.master_side import MasterSide
 
 MAX_BODY = 1024 * 1024  # bytes of one call (a Mesos operator call is a few hundred)
 
@@ -90,12 +90,12 @@ async def read_call(request: web.Request) -> dict[str, Any]:
 class OperatorApi:
     public_paths: tuple[str, ...] = ()  # operators only, checked by the API's guard
 
-    def __init__(self, master: Master, authenticated: bool) -> None:
+    def __init__(self, master: MasterSide, authenticated: bool) -> None:
         self.master = master
         self.authenticated = authenticated
         self.events = OperatorEvents(master)
         self.started = time.time()
-        self.log = logs.get("master.operator_api", master_id=master.master_id)
+        self.log = logs.get("master.operator_api", master_id=master.info.master_id)
         m = master
         self.calls: dict[str, Callable[[], JSON]] = {
             "GET_HEALTH": lambda: {"get_health": {"healthy": True}},
@@ -189,4 +189,4 @@ class OperatorApi:
         except ValidationError as e:
             raise CallError(400, describe_validation(e)) from None
         # the operators' own route for SetWeights, as a call over the bus takes it
-        await self.master.routes["operator"][SetWeights](msg, caller)
+        await self.master.call(msg, caller)

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from master.allocation.quota_stage import RoleStanding
-from master.books import Framework, Slave, Task, offer_of
+from master.books import Framework, Slave, Task
+from master.http.snapshot import offer_of
 from protocol.mesos_json import (
     JSON,
     MESOS_VERSION,
@@ -29,13 +30,13 @@ from protocol.wire.messages import FrameworkCapability
 from protocol.wire.resources import Resources
 
 if TYPE_CHECKING:
-    from master.master import Master
+    from master.mesos_api.master_side import MasterSide
 
 
-def this_master_info(m: Master) -> JSON:
+def this_master_info(m: MasterSide) -> JSON:
     """This master's MasterInfo, its address the one it serves HTTP on."""
-    host, _, port = m.web_ui.split("//")[-1].rstrip("/").rpartition(":")
-    return master_info(m.master_id, host, int(port) if port.isdigit() else 0)
+    host, _, port = m.web_ui().split("//")[-1].rstrip("/").rpartition(":")
+    return master_info(m.info.master_id, host, int(port) if port.isdigit() else 0)
 
 
 def time_info(seconds: float | None) -> JSON | None:
@@ -82,7 +83,7 @@ def framework_info(fw: Framework) -> JSON:
     }
 
 
-def framework_json(m: Master, fw: Framework) -> JSON:
+def framework_json(m: MasterSide, fw: Framework) -> JSON:
     """GetFrameworks.Framework: allocated is what its tasks hold, offered its offers."""
     offers = offered(m, fw.offers)
     live = fw.framework_id in m.books.frameworks  # (a completed one holds nothing)
@@ -102,12 +103,12 @@ def framework_json(m: Master, fw: Framework) -> JSON:
     )
 
 
-def offered(m: Master, offer_ids: Iterable[str]) -> Resources:
+def offered(m: MasterSide, offer_ids: Iterable[str]) -> Resources:
     offers = m.books.offers
     return sum((offers[o].resources for o in offer_ids if o in offers), Resources())
 
 
-def _offer(m: Master, offer_id: str) -> JSON:
+def _offer(m: MasterSide, offer_id: str) -> JSON:
     record = m.books.offers[offer_id]
     fw = m.books.frameworks.get(record.framework_id)
     return offer_to_mesos(offer_of(m.books, record), fw.role if fw else "*")
@@ -136,7 +137,7 @@ def agent_info(slave: Slave) -> JSON:
     }
 
 
-def agent_json(m: Master, slave: Slave) -> JSON:
+def agent_json(m: MasterSide, slave: Slave) -> JSON:
     """GetAgents.Agent: its total, what its tasks hold, and what is offered of it."""
     offers = offered(m, slave.offers)
     in_use = slave.total.subtract_clamped(m.allocator.free(slave.slave_id)).subtract_clamped(offers)
@@ -151,7 +152,7 @@ def agent_json(m: Master, slave: Slave) -> JSON:
     }
 
 
-def get_frameworks(m: Master) -> JSON:
+def get_frameworks(m: MasterSide) -> JSON:
     return {
         "frameworks": [framework_json(m, fw) for fw in m.books.frameworks.values()],
         "completed_frameworks": [
@@ -160,11 +161,11 @@ def get_frameworks(m: Master) -> JSON:
     }
 
 
-def get_agents(m: Master) -> JSON:
+def get_agents(m: MasterSide) -> JSON:
     return {"agents": [agent_json(m, s) for s in m.books.slaves.values()]}
 
 
-def get_tasks(m: Master) -> JSON:
+def get_tasks(m: MasterSide) -> JSON:
     """Live tasks (and those out of reach with their slave) in `tasks`; ended ones in
     `completed_tasks`, removed frameworks' too, as Mesos lists them."""
     live, done = [], []
@@ -176,7 +177,7 @@ def get_tasks(m: Master) -> JSON:
     return {"tasks": live, "completed_tasks": done}
 
 
-def get_executors(m: Master) -> JSON:
+def get_executors(m: MasterSide) -> JSON:
     executors = []
     for fw in m.books.frameworks.values():
         seen: set[tuple[str, str]] = set()
@@ -193,7 +194,7 @@ def get_executors(m: Master) -> JSON:
     return {"executors": executors}
 
 
-def get_state(m: Master) -> JSON:
+def get_state(m: MasterSide) -> JSON:
     return {
         "get_tasks": get_tasks(m),
         "get_executors": get_executors(m),
@@ -210,7 +211,7 @@ class RoleHoldings:
     offered: Resources
 
 
-def roles_held(m: Master) -> list[RoleHoldings]:
+def roles_held(m: MasterSide) -> list[RoleHoldings]:
     """Every role the allocator knows (pools too), with its frameworks and holdings."""
     members: dict[str, list[Framework]] = {}
     for fw in m.books.frameworks.values():
@@ -225,7 +226,7 @@ def roles_held(m: Master) -> list[RoleHoldings]:
     return out
 
 
-def get_roles(m: Master) -> JSON:
+def get_roles(m: MasterSide) -> JSON:
     roles = []
     for role in roles_held(m):
         name = role.view.role
@@ -242,7 +243,7 @@ def get_roles(m: Master) -> JSON:
     return {"roles": roles}
 
 
-def get_weights(m: Master) -> JSON:
+def get_weights(m: MasterSide) -> JSON:
     return {
         "weight_infos": [
             {"role": role, "weight": weight}
@@ -251,7 +252,7 @@ def get_weights(m: Master) -> JSON:
     }
 
 
-def get_quota(m: Master) -> JSON:
+def get_quota(m: MasterSide) -> JSON:
     """QuotaStatus: Mesos 1.9's `configs` (guarantees and limits by name), and the older
     `infos` (a guarantee as resources) that pre-1.9 tools read."""
     infos, configs = [], []

@@ -7,7 +7,7 @@ Mesos) or 4xx with a JSON error if it cannot be read, and it must carry the stre
 its framework's stream. Calls are translated to our messages
 (master.mesos_api.scheduler_calls) and handed to the master's own handlers with the
 principal HTTP Basic proved; what the master says to that framework reaches the stream
-through the master's per-topic sinks (`framework_sinks`) instead of the bus
+through the master's per-topic sinks (`MasterSide.sinks`) instead of the bus
 (master.mesos_api.scheduler_events). A closed stream is the framework's connection lost,
 as the bus's Last Will: its failover timeout runs.
 """
@@ -44,7 +44,7 @@ from protocol.wire.topics import check_segment
 
 if TYPE_CHECKING:
     from master.http.auth import PrincipalAuth
-    from master.master import Master
+    from master.mesos_api.master_side import MasterSide
 
 PATH = "/api/v1/scheduler"
 VERSION_PATH = "/version"
@@ -134,12 +134,12 @@ class SchedulerStream:
 class SchedulerApi:
     public_paths = SELF_AUTHENTICATED  # it checks framework principals itself
 
-    def __init__(self, master: Master, auth: PrincipalAuth | None) -> None:
+    def __init__(self, master: MasterSide, auth: PrincipalAuth | None) -> None:
         self.master = master
         self.auth = auth
         self.streams: dict[str, SchedulerStream] = {}  # by framework id
         self.opened: collections.Counter[str] = collections.Counter()  # streams by principal
-        self.log = logs.get("master.mesos_scheduler", master_id=master.master_id)
+        self.log = logs.get("master.mesos_scheduler", master_id=master.info.master_id)
 
     def routes(self) -> list[web.RouteDef]:
         return [web.post(PATH, self.handle), web.get(VERSION_PATH, self.version)]
@@ -219,7 +219,7 @@ class SchedulerApi:
             self._bad(request, principal, "wrong-stream-id", framework_id=framework_id)
             return problem("Mesos-Stream-Id is not this framework's stream", 400)
         message = message_of(call)
-        await self.master.handle_call(message, Caller("framework", stream.principal, stream.topic))
+        await self.master.call(message, Caller("framework", stream.principal, stream.topic))
         return web.Response(status=202)
 
     async def _subscribe(
@@ -248,11 +248,11 @@ class SchedulerApi:
         stream.preemption_notices = isinstance(capabilities, list) and any(
             isinstance(c, dict) and c.get("type") == PREEMPTION_CAPABILITY for c in capabilities
         )
-        sinks = self.master.framework_sinks
+        sinks = self.master.sinks
         sinks[stream.topic] = stream.sink
         caller = Caller("framework", principal, stream.topic)
         try:
-            await self.master.handle_call(subscribe, caller)
+            await self.master.call(subscribe, caller)
             answer = await within(asyncio.shield(stream.answer), SUBSCRIBE_SECONDS)
         except TimeoutError:
             sinks.pop(stream.topic, None)
@@ -287,7 +287,7 @@ class SchedulerApi:
             headers={"Content-Type": "application/json", "Mesos-Stream-Id": stream.stream_id},
         )
         response.enable_chunked_encoding()
-        first = events.subscribed(answer, m.config.heartbeat_interval, self._master_info())
+        first = events.subscribed(answer, m.info.heartbeat_interval, self._master_info())
         lost = True
         try:
             await response.prepare(request)
@@ -300,7 +300,7 @@ class SchedulerApi:
         except ConnectionResetError:
             pass  # the framework went away
         finally:
-            m.framework_sinks.pop(stream.topic, None)
+            m.sinks.pop(stream.topic, None)
             if self.streams.get(answer.framework_id) is stream:
                 del self.streams[answer.framework_id]
             if lost:
@@ -310,9 +310,9 @@ class SchedulerApi:
         return response
 
     def _master_info(self) -> dict[str, Any]:
-        url = urllib.parse.urlsplit(self.master.web_ui)
+        url = urllib.parse.urlsplit(self.master.web_ui())
         host = url.hostname or "127.0.0.1"
-        return mj.master_info(self.master.master_id, host, url.port or 5050, host)
+        return mj.master_info(self.master.info.master_id, host, url.port or 5050, host)
 
 
 def _loopback(remote: str | None) -> bool:

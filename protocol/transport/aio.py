@@ -89,3 +89,8 @@ def spawn_guarded(coro: Awaitable[None], tasks: set[asyncio.Task[Any]], log: Any
     task = asyncio.create_task(guarded())
     tasks.add(task)
     task.add_done_callback(tasks.discard)
+
+
+def loop_time() -> float:
+    """The running loop's clock (monotonic seconds): the one every party's timers read."""
+    return asyncio.get_running_loop().time()

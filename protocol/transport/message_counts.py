@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 # The call being handled: set around a route, so that a refusal inside it (see
-# MasterShell._refuse) is the call's outcome. None outside a route.
+# master.outbox.Outbox.refuse) is the call's outcome. None outside a route.
 _CURRENT: contextvars.ContextVar[_Outcome | None] = contextvars.ContextVar(
     "drfmesos_call_outcome", default=None
 )

@@ -21,13 +21,16 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from protocol import logs
 from protocol.transport.bus import cancel_and_wait
 
 log = logs.get("fair_intake")
 
-Handler = Callable[[str, bytes], Awaitable[None]]
+Handler = Callable[[str, bytes, Any], Awaitable[None]]
+"""What serves a payload in its turn: its topic, the payload, and what it was put with
+(the master's intake: its sender, read from the topic as it arrived)."""
 
 QUANTUM = 0.002  # seconds of handling a weight-1 principal is given a round
 TURN = 0.005  # seconds of serving before the loop lets its other tasks run
@@ -36,7 +39,7 @@ TURN = 0.005  # seconds of serving before the loop lets its other tasks run
 @dataclass
 class _Queue:
     weight: float
-    payloads: deque[tuple[float, int, str, bytes, int]] = field(default_factory=deque)
+    payloads: deque[tuple[float, int, str, bytes, int, Any]] = field(default_factory=deque)
     calls: int = 0  # the calls its payloads hold
     deficit: float = 0.0  # seconds of handling it may still take this round
     active: bool = False  # in the round (what arrives while its last is handled joins it)
@@ -55,8 +58,17 @@ class FairIntake:
         # (n, t): the payloads up to the n-th were sent by t (see sent_by)
         self._sent_by: deque[tuple[int, float]] = deque(maxlen=64)
 
-    def put(self, principal: str, weight: float, topic: str, payload: bytes, calls: int) -> None:
-        """Queue a payload of `calls` calls from `principal` (served at `weight`)."""
+    def put(
+        self,
+        principal: str,
+        weight: float,
+        topic: str,
+        payload: bytes,
+        calls: int,
+        about: Any = None,
+    ) -> None:
+        """Queue a payload of `calls` calls from `principal` (served at `weight`); `about`
+        is handed to the handler with it."""
         queue = self._queues.get(principal)
         if queue is None:
             queue = self._queues[principal] = _Queue(weight)
@@ -65,7 +77,7 @@ class FairIntake:
             queue.active = True
             self._active.append(principal)
         self._seq += 1
-        queue.payloads.append((time.monotonic(), self._seq, topic, payload, calls))
+        queue.payloads.append((time.monotonic(), self._seq, topic, payload, calls, about))
         queue.calls += calls
         self._wake.set()
         if self._server is None:
@@ -125,12 +137,12 @@ class FairIntake:
                 queue.deficit += QUANTUM * queue.weight
                 self._active.rotate(-1)
                 continue
-            arrived, n, topic, payload, calls = queue.payloads.popleft()
+            arrived, n, topic, payload, calls, about = queue.payloads.popleft()
             queue.calls -= calls
             started = self.clock()
             self._serving = (arrived, n)
             try:
-                await self.handle(topic, payload)
+                await self.handle(topic, payload, about)
             except Exception:  # (a handler's bug is logged there; this server goes on)
                 log.exception("fair_intake.handler_failed", principal=principal)
             finally:

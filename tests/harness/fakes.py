@@ -37,7 +37,7 @@ from protocol.wire.messages import (
 from protocol.wire.resources import Resources
 from protocol.wire.topics import Topics
 
-from helpers import Inbox
+from harness.helpers import Inbox
 
 
 class FakeFramework:

@@ -88,8 +88,8 @@ async def state_when(
 ) -> State:
     """An in-process master's state once `condition` holds of it (what `wait_state` reads
     from a live cluster's bus)."""
-    await eventually(lambda: condition(master.state()), timeout)
-    state: State = master.state()
+    await eventually(lambda: condition(master.views.state()), timeout)
+    state: State = master.views.state()
     return state
 
 

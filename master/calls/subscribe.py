@@ -1,0 +1,251 @@
+"""A framework's Subscribe: who may register which framework, in which role, and whose a
+framework id is when a framework subscribes naming one.
+
+The master's books say whose each framework it knows is. One it does not know (a master
+restarted without its registry) is the subscribing principal's if the id carries proof
+that the cluster gave it to that principal (master.framework_ids) and no slave says the
+framework's tasks are another principal's (`Reregister.owners`); the tasks slaves
+brought back before their framework did (orphans) then go to it, but for those a slave
+says are another's. Every other claim, to another principal's framework or to an id
+nobody has, is answered alike: no principal learns which ids exist.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from master.allocation.allocator import Allocator
+from master.authz import Caller, RoleACL
+from master.books import Books, Framework, Task
+from master.config import MasterConfig, MasterInfo
+from master.cycle import OfferCycle
+from master.framework_ids import FrameworkIds
+from master.ha.recorder import Recorder
+from master.ha.registry import FrameworkRecord
+from master.outbox import Outbox
+from master.updates import TaskUpdates
+from protocol.transport.aio import loop_time
+from protocol.wire.ids import check_id, shorten
+from protocol.wire.messages import FrameworkCapability, Subscribe, Subscribed
+from protocol.wire.topics import MAX_REPLY_TOPIC, Topics, check_segment
+
+
+class Subscriptions:
+    def __init__(
+        self,
+        books: Books,
+        allocator: Allocator,
+        cycle: OfferCycle,
+        outbox: Outbox,
+        updates: TaskUpdates,
+        recorder: Recorder,
+        *,
+        topics: Topics,
+        acl: RoleACL,
+        ids: FrameworkIds,
+        config: MasterConfig,
+        info: MasterInfo,
+        request_round: Callable[[], None],
+        log: Any,
+    ) -> None:
+        """`topics`: where a framework's inbox is; `acl`: who may use which role; `ids`:
+        the framework ids the cluster gives; `config`: the most frameworks a principal
+        may have, failover timeouts' most; `info`: what a framework is told of this master
+        as it subscribes."""
+        self.books, self.allocator, self.cycle = books, allocator, cycle
+        self.outbox, self.updates, self.recorder = outbox, updates, recorder
+        self.topics, self.acl, self.ids, self.config = topics, acl, ids, config
+        self.info = info
+        self.request_round, self.log = request_round, log
+
+    async def on_subscribe(self, msg: Subscribe, caller: Caller) -> None:
+        problem = self._problem(msg, caller)
+        if problem is not None:
+            code, why = problem
+            self.outbox.refuse(caller, why, code, "Subscribe", framework_id=msg.framework_id)
+            return
+        now = loop_time()
+        books = self.books
+        fw = books.frameworks.get(msg.framework_id or "")
+        if fw is None and msg.framework_id is None:
+            # the same inbox asking again (its first answer crossed a retry): same framework
+            fw = books.frameworks.get(books.inboxes.get((caller.principal, msg.inbox), ""))
+        framework_id = fw.framework_id if fw else msg.framework_id
+        framework_id = framework_id or self.ids.new(caller.principal)
+        record = FrameworkRecord(
+            principal=caller.principal,
+            name=fw.name if fw else msg.name,
+            role=fw.role if fw else msg.role,
+            failover_timeout=self._failover_timeout(msg),
+        )
+        if not await self.recorder.framework(framework_id, record, caller):
+            return
+        fw = books.frameworks.get(framework_id) or fw  # (it may have come meanwhile)
+        if fw is not None:
+            books.inboxes.pop((fw.principal, fw.inbox), None)
+            fw.inbox, fw.incarnation = msg.inbox, msg.incarnation
+            fw.connected, fw.disconnected_at = True, None
+            fw.failover_timeout = self._failover_timeout(msg)
+            books.inboxes[(fw.principal, fw.inbox)] = fw.framework_id
+            self.allocator.activate(fw.framework_id)
+            self._set_offer_filters(fw.framework_id, msg)
+            resubscribed = True
+        else:
+            fw = Framework(
+                framework_id=framework_id,
+                principal=caller.principal,
+                name=msg.name,
+                role=msg.role,
+                inbox=msg.inbox,
+                incarnation=msg.incarnation,
+                failover_timeout=self._failover_timeout(msg),
+                registered_at=time.time(),
+            )
+            books.add_framework(fw)
+            books.inboxes[(fw.principal, fw.inbox)] = framework_id
+            self.allocator.add_framework(framework_id, msg.role)
+            self._set_offer_filters(framework_id, msg)
+            self._adopt_orphans(fw)
+            resubscribed = bool(msg.framework_id)
+        fw.partition_aware = FrameworkCapability.PARTITION_AWARE in msg.capabilities
+        self.outbox.send_framework(
+            fw,
+            Subscribed(
+                framework_id=fw.framework_id,
+                heartbeat_interval_seconds=self.info.heartbeat_interval,
+                master_id=self.info.master_id,
+                resubscribed=resubscribed,
+                epoch=self.info.epoch,
+            ),
+        )
+        # What it is owed goes now, in the order it was made, right behind the answer: a
+        # task's update made after this (its end) must not overtake an older one (its
+        # RUNNING), as it would if these waited for the retry timer.
+        for pending in fw.pending.values():
+            self.updates.resend(fw, pending, now)
+        self.log.info(
+            "framework.subscribed",
+            framework_id=fw.framework_id,
+            principal=fw.principal,
+            name=fw.name,
+            role=fw.role,
+            weight=self.allocator.role_weight(fw.role),
+            resubscribed=resubscribed,
+        )
+        self.outbox.emit("subscribed", framework_id=fw.framework_id, detail=fw.name)
+        self.request_round()
+
+    def _set_offer_filters(self, framework_id: str, msg: Subscribe) -> None:
+        minimum = msg.offer_filters.min_allocatable if msg.offer_filters else []
+        self.cycle.set_offer_filters(framework_id, [r for r in minimum if r])
+
+    # -- may it? ----------------------------------------------------------------------------
+    def _problem(self, msg: Subscribe, caller: Caller) -> tuple[str, str] | None:
+        """(code, why) if this Subscribe may not go ahead."""
+        try:
+            check_segment(msg.inbox, "inbox")
+            if msg.framework_id:
+                check_id(check_segment(msg.framework_id, "framework_id"), "framework_id")
+        except ValueError as e:
+            return "subscribe-refused", str(e)
+        inbox = self.topics.framework(caller.principal, msg.inbox)
+        if len(inbox) > MAX_REPLY_TOPIC:  # (its calls name it as where answers go)
+            return "subscribe-refused", (
+                f"inbox topic {shorten(inbox)} is {len(inbox)} characters: at most "
+                f"{MAX_REPLY_TOPIC}"
+            )
+        if not msg.name.isprintable():  # it reaches executors' environments
+            return "subscribe-refused", "framework name must not contain control characters"
+        if caller.kind != "framework":
+            return "subscribe-refused", f"a {caller.kind} principal cannot register a framework"
+        if why := self.acl.unknown(caller.principal):  # (removed: back for it)
+            return "subscribe-refused", why
+        if msg.framework_id and (claim := self._claim_problem(msg.framework_id, caller)):
+            return claim
+        fw = self.books.frameworks.get(msg.framework_id or "")
+        if fw is None:
+            why = self.allocator.role_problem(msg.role) or self.acl.check(
+                caller.principal, msg.role
+            )
+            if why is not None:
+                return "role-refused", why
+            if why := self._one_too_many(msg, caller):
+                return "too-many-frameworks", why
+        return self._weight_problem(msg, fw.role if fw else msg.role)
+
+    def _one_too_many(self, msg: Subscribe, caller: Caller) -> str | None:
+        """A new framework past its principal's most (a tenant registering thousands slowed
+        the master for every other: each stays, and is offered to, until it goes)."""
+        most = self.config.max_frameworks_per_principal
+        books = self.books
+        if not most or (caller.principal, msg.inbox) in books.inboxes:  # (its retry)
+            return None
+        if books.principal_frameworks[caller.principal] < most:
+            return None
+        return (
+            f"principal {caller.principal} has {most} frameworks registered, the most it "
+            "may (the master's --max-frameworks-per-principal): tear one down first"
+        )
+
+    def _failover_timeout(self, msg: Subscribe) -> float:
+        """What it asked for, no longer than the operator allows (a framework that goes
+        away does not hold its tasks, and so its share, for as long as it likes)."""
+        cap = self.config.max_failover_timeout
+        return msg.failover_timeout if cap is None else min(msg.failover_timeout, cap)
+
+    def _weight_problem(self, msg: Subscribe, role: str) -> tuple[str, str] | None:
+        """A framework takes its role's weight; it may not set it (weights are operators')."""
+        configured = self.allocator.role_weight(role)
+        if msg.weight is None or msg.weight == configured:
+            return None
+        return "subscribe-refused", (
+            f"weight {msg.weight:g} asked for role {role}, whose weight is {configured:g}: "
+            "a role's weight is set by an operator (drfmesos weights set); ask an operator"
+        )
+
+    # -- whose a framework id is ------------------------------------------------------------
+    def _claim_problem(self, framework_id: str, caller: Caller) -> tuple[str, str] | None:
+        """(code, why) if `caller` may not subscribe as `framework_id` (None: it may)."""
+        books, principal = self.books, caller.principal
+        fw = books.frameworks.get(framework_id)
+        removed = books.removed.get(framework_id)
+        if fw is not None:
+            mine = fw.principal == principal
+        elif removed is not None:
+            if removed[0] == principal:
+                return "framework-removed", f"Framework has been removed: {removed[1]}"
+            mine = False
+        else:  # unknown here (a master without its books): the id's proof, the slaves' word
+            mine = self.ids.given_to(framework_id, principal) and (
+                books.orphan_owners(framework_id) <= {principal}
+            )
+        if mine:
+            return None
+        return "subscribe-refused", (
+            f"unknown framework {framework_id}: none of principal {principal}'s (subscribe "
+            "without a framework id to register a new one)"
+        )
+
+    def _adopt_orphans(self, fw: Framework) -> None:
+        """Its tasks that slaves brought back before it did; those a slave says are another
+        principal's stay orphans (SlaveCalls._reconcile_slave keeps them)."""
+        kept = []
+        for orphan in self.books.orphans.pop(fw.framework_id, []):
+            slave = self.books.slaves.get(orphan.slave_id)
+            if orphan.principal not in (None, fw.principal):
+                kept.append(orphan)
+            elif slave is not None:
+                task = Task(orphan.task, fw.framework_id, orphan.slave_id, orphan.state)
+                fw.tasks[task.task_id] = task
+                fw.slaves_used.add(orphan.slave_id)
+                slave.tasks.add((fw.framework_id, task.task_id))
+                self.allocator.adopt(fw.framework_id, orphan.slave_id, orphan.held)
+                executor = orphan.task.executor  # (held with its first task, and now its)
+                if executor is not None:
+                    key = (orphan.slave_id, executor.executor_id)
+                    fw.executors.setdefault(key, executor.resources)
+                self.outbox.task_changed(task)
+        if kept:
+            self.books.orphans[fw.framework_id] = kept

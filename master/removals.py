@@ -1,0 +1,180 @@
+"""Frameworks and slaves leaving: a framework disconnected (its failover timeout runs) or
+removed (its tasks killed, everything it holds back to the pool), a slave removed as
+unreachable or marked gone by an operator (its tasks' frameworks told), as Mesos 1.x."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from master.allocation.allocator import Allocator
+from master.books import Books, Framework, Slave
+from master.counters import SlaveChurn
+from master.ha.recorder import Recorder
+from master.listeners import Listeners
+from master.offers import OfferBook
+from master.outbox import Outbox
+from master.updates import TaskUpdates
+from protocol.transport.aio import loop_time
+from protocol.wire.messages import Error, Failure, Reason, ShutdownFramework, TaskState
+
+
+class Removals:
+    def __init__(
+        self,
+        books: Books,
+        allocator: Allocator,
+        offers: OfferBook,
+        updates: TaskUpdates,
+        outbox: Outbox,
+        recorder: Recorder,
+        *,
+        listeners: Listeners,
+        churn: SlaveChurn,
+        request_round: Callable[[], None],
+        log: Any,
+    ) -> None:
+        """`listeners`: told of each framework gone; `churn`: slaves disconnected and
+        removed are counted."""
+        self.books, self.allocator, self.offers, self.updates = books, allocator, offers, updates
+        self.outbox, self.recorder, self.listeners, self.churn = outbox, recorder, listeners, churn
+        self.request_round, self.log = request_round, log
+
+    # -- frameworks --------------------------------------------------------------------------
+    def disconnect_framework(self, fw: Framework, why: str) -> None:
+        """Its connection is gone: offered nothing, its offers rescinded, and removed if it
+        is not back within its failover timeout (at once if it has none)."""
+        if not fw.connected:
+            return
+        fw.connected = False
+        fw.disconnected_at = loop_time()
+        self.allocator.deactivate(fw.framework_id)
+        for offer_id in list(fw.offers):
+            self.offers.rescind(self.books.offers[offer_id])
+        self.log.info(
+            "framework.disconnected",
+            framework_id=fw.framework_id,
+            why=why,
+            failover_timeout=fw.failover_timeout,
+        )
+        self.outbox.emit("disconnected", framework_id=fw.framework_id, detail=why)
+        if fw.failover_timeout <= 0:
+            self.remove_framework(fw, "disconnected with no failover timeout")
+        self.request_round()
+
+    def remove_framework(self, fw: Framework, why: str) -> None:
+        """Tell it, kill its tasks, give back everything it holds, and forget it."""
+        if fw.connected:  # as Mesos: ERROR "Framework has been removed"
+            self.outbox.send_framework(
+                fw,
+                Error(
+                    message=f"Framework has been removed: {why}",
+                    code="framework-removed",
+                    about=fw.framework_id,
+                ),
+            )
+        for offer_id in list(fw.offers):
+            self.offers.rescind(self.books.offers[offer_id], recover=False)
+        slaves: set[str] = set(fw.slaves_used)  # its executors may outlive its tasks
+        for task in fw.tasks.values():
+            slaves.add(task.slave_id)
+            slave = self.books.slaves.get(task.slave_id)
+            if slave is not None:
+                slave.tasks.discard((fw.framework_id, task.task_id))
+        for slave_id in slaves:
+            if slave_id in self.books.slaves:
+                self.outbox.send_slave(slave_id, ShutdownFramework(framework_id=fw.framework_id))
+        self.allocator.remove_framework(fw.framework_id)  # releases tasks and offers alike
+        killed = len(fw.tasks)
+        self.books.forget_framework(fw, why)
+        self.recorder.forget_framework(fw.framework_id)
+        self.listeners.tell_framework_gone(fw.framework_id)
+        self.log.info(
+            "framework.removed", framework_id=fw.framework_id, why=why, tasks_killed=killed
+        )
+        self.outbox.emit("removed", framework_id=fw.framework_id, detail=why)
+        self.request_round()
+
+    def expire_frameworks(self, now: float) -> None:
+        """Those disconnected past their failover timeout are removed."""
+        for fw in list(self.books.frameworks.values()):
+            if (
+                not fw.connected
+                and fw.disconnected_at is not None
+                and now - fw.disconnected_at > fw.failover_timeout
+            ):
+                self.remove_framework(fw, f"failover timeout {fw.failover_timeout}s passed")
+
+    # -- slaves ------------------------------------------------------------------------------
+    def disconnect_slave(self, slave: Slave, why: str) -> None:
+        """As Mesos: a slave whose connection is gone keeps its tasks (a restarted slave
+        recovers them) but is offered to nobody; it is removed only if it stays away for
+        the slave timeout."""
+        if not slave.connected:
+            return
+        slave.connected = False
+        self.churn.disconnects += 1
+        for offer_id in list(slave.offers):
+            self.offers.rescind(self.books.offers[offer_id])
+        self.allocator.deactivate_slave(slave.slave_id)
+        self.log.warning("slave.disconnected", slave_id=slave.slave_id, why=why)
+        self.outbox.emit("slave-disconnected", slave_id=slave.slave_id, detail=why)
+
+    def remove_slave(self, slave: Slave, why: str, *, gone: bool = False) -> None:
+        """As Mesos 1.x: a slave out of touch past its timeout is unreachable, its tasks
+        TASK_UNREACHABLE (they may still run, and come back with it); one an operator
+        marked `gone` ends its tasks TASK_GONE_BY_OPERATOR. Frameworks not partition-aware
+        hear TASK_LOST either way (reason: slave removed)."""
+        for offer_id in list(slave.offers):
+            self.offers.rescind(self.books.offers[offer_id], recover=False)
+        state, reason = (
+            (TaskState.GONE_BY_OPERATOR, Reason.SLAVE_REMOVED_BY_OPERATOR)
+            if gone
+            else (TaskState.UNREACHABLE, Reason.SLAVE_REMOVED)
+        )
+        affected: set[str] = set()
+        for framework_id, task_id in list(slave.tasks):
+            fw = self.books.frameworks.get(framework_id)
+            if fw is None:
+                continue
+            affected.add(framework_id)
+            self.updates.from_master(
+                fw, task_id, slave.slave_id, state, reason, f"slave {slave.slave_id} removed: {why}"
+            )
+            task = fw.tasks.get(task_id)
+            if task is not None and task.state == TaskState.UNREACHABLE:
+                del fw.tasks[task_id]  # out of the books until its slave is back
+                fw.unreachable[task_id] = task
+        for orphans in self.books.orphans.values():
+            orphans[:] = [o for o in orphans if o.slave_id != slave.slave_id]
+        self.allocator.remove_slave(slave.slave_id)
+        for fw in self.books.frameworks.values():  # its executors went with it
+            for key in [k for k in fw.executors if k[0] == slave.slave_id]:
+                del fw.executors[key]
+        del self.books.slaves[slave.slave_id]
+        cause = "operator" if gone else "unreachable"
+        self.slave_removed(
+            slave.slave_id, why, gone=gone, cause=cause, frameworks_affected=len(affected)
+        )
+        self.request_round()
+
+    def slave_removed(
+        self, slave_id: str, why: str, *, gone: bool = False, cause: str = "", **fields: Any
+    ) -> None:
+        """A slave is removed (timed out, not back after a failover, or marked gone): out
+        of the registry, every framework told it is lost, and reconciling a task there
+        answers TASK_UNREACHABLE (or TASK_GONE_BY_OPERATOR; TASK_LOST to frameworks not
+        partition-aware) from now on (no update of its can still be on the way)."""
+        if gone:
+            self.books.removed_slaves.discard(slave_id)
+            self.books.gone_slaves.add(slave_id)
+        else:
+            self.books.removed_slaves.add(slave_id)
+        self.books.ending = {k: s for k, s in self.books.ending.items() if s != slave_id}
+        self.churn.removals[cause or ("operator" if gone else "unreachable")] += 1
+        self.recorder.forget_slave(slave_id)
+        for fw in self.books.frameworks.values():
+            if fw.connected:
+                self.outbox.send_framework(fw, Failure(slave_id=slave_id))
+        self.log.warning("slave.removed", slave_id=slave_id, why=why, **fields)
+        self.outbox.emit("slave-removed", slave_id=slave_id, detail=why)

@@ -1,0 +1,67 @@
+"""Real cgroups for the isolation tests: where they are, which a slave made, and cleaning
+them away."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from protocol.tooling.brokers import MosquittoBroker
+from protocol.wire.messages import (
+    Kill,
+)
+from slave.cgroups import detect
+from slave.isolator import (
+    PARENT,
+)
+
+from harness.fakes import FakeFramework
+from harness.slave import Rig, T
+
+ROOT = Path("/sys/fs/cgroup")
+
+
+def need_cgroups() -> None:
+    """Outside CI a host without writable cgroups skips these; in CI that is a failure."""
+    why = "not root" if os.geteuid() != 0 else detect(ROOT)
+    if isinstance(why, str):
+        if os.environ.get("CI"):
+            pytest.fail(f"cgroups are needed in CI: {why}")
+        pytest.skip(f"no writable cgroup hierarchy: {why}")
+
+
+@pytest.fixture
+async def rig(mosquitto: MosquittoBroker, tmp_path: Path) -> AsyncIterator[Rig]:
+    need_cgroups()
+    async with contextlib.AsyncExitStack() as stack:
+        r = Rig(mosquitto, tmp_path, stack)
+        await r.start_master()
+        yield r
+
+
+def new_slave_id() -> str:
+    return f"iso-{uuid.uuid4().hex[:8]}"  # cgroups are machine-wide: a name of its own
+
+
+def cgroup_path(slave_id: str, name: str = "") -> Path:
+    return ROOT / "memory" / PARENT / slave_id / name
+
+
+async def kill_task(fw: FakeFramework, task_id: str) -> None:
+    await fw.bus.publish(
+        T.inbound("framework", "framework"), Kill(framework_id=fw.framework_id, task_id=task_id)
+    )
+
+
+def destroy_cgroups(slave_id: str) -> None:
+    cgroups = detect(ROOT)
+    assert not isinstance(cgroups, str)
+    parent = f"{PARENT}/{slave_id}"
+    for child in cgroups.children(parent):
+        cgroups.destroy(child)
+    cgroups.destroy(parent)

@@ -1,0 +1,94 @@
+"""A master serving Mesos's scheduler HTTP API, and a client of it."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmarks.mesos_client import MesosScheduler, basic
+from cluster.local.secure import provision
+from master.http.config import HttpConfig
+from master.master import Master, MasterConfig
+from master.mesos_api.doors import mesos_doors
+from protocol.tooling.credentials import Store
+from protocol.transport.memory import MemoryBroker
+from protocol.wire.messages import State
+from protocol.wire.topics import Topics
+
+from harness.helpers import (
+    eventually,
+    open_transport,
+    start_secure_slaves,
+    state_when,
+)
+
+
+@dataclass
+class Live:
+    store: Store
+    web: str
+    master: Master | None = None  # in process
+
+    def auth(self, name: str) -> str:
+        return basic(name, self.store.secret_file(name).read_text().strip())
+
+    def scheduler(self, name: str = "team-a") -> MesosScheduler:
+        return MesosScheduler(self.web, self.auth(name))
+
+    async def state(self, condition: Callable[[State], bool]) -> State:
+        """The master's state once `condition` holds of it."""
+        assert self.master is not None
+        return await state_when(self.master, condition)
+
+
+@pytest.fixture
+async def live(tmp_path: Path) -> AsyncIterator[Live]:
+    """A master serving the Mesos APIs (as `drfmesos master --http` does, with
+    `--principals`) and slave-0 (4 CPUs, 1 GB), in process on the memory transport."""
+    store = provision(tmp_path / "auth", PRINCIPALS)
+    broker, topics = MemoryBroker(store.principals.values()), Topics(CLUSTER)
+    config = MasterConfig(
+        allocation_interval=0.1,
+        principals=store.principals_file,
+        http=HttpConfig(port=0, credentials=store.path),
+    )
+    async with contextlib.AsyncExitStack() as stack:
+        bus = await open_transport(stack, broker.connector("master"), "master")
+        master = Master(bus, topics, config)
+        master.http_doors.extend(mesos_doors(master))
+        await master.start()
+        stack.push_async_callback(master.stop)
+        await start_secure_slaves(
+            stack, broker.connector, topics, tmp_path, [("slave-0", "s0")], simulated=False
+        )
+        await eventually(lambda: len(master.books.slaves) == 1 and bool(master.web_ui))
+        yield Live(store, master.web_ui, master)
+
+
+def framework_info(name: str = "team-a", **more: Any) -> dict[str, Any]:
+    # `role`, as older clients send it, beside a field we do not use
+    return {"user": "", "name": name, "role": name, "principal": name,
+            "labels": {"labels": []}, **more}  # fmt: skip
+
+
+async def next_of(s: MesosScheduler, kind: str, timeout: float = 30.0) -> dict[str, Any]:
+    """The next event of `kind` (HEARTBEATs and others on the way are passed over)."""
+    async with asyncio.timeout(timeout):
+        while True:
+            event = await s.next_event()
+            assert event, f"the stream ended before a {kind}"
+            if event["type"] == kind:
+                return dict(event.get(kind.lower(), event))
+
+
+CLUSTER = "mesos"
+
+
+PRINCIPALS = [("master", "master"), ("ops", "operator"), ("slave-0", "slave"),
+              ("team-a", "framework"), ("team-b", "framework")]  # fmt: skip

@@ -1,0 +1,157 @@
+"""A slave process against a master in process: the rig the slave, isolation and image tests
+run tasks on."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+from master.master import Master, MasterConfig
+from protocol.tooling.brokers import MosquittoBroker
+from protocol.transport.aio import within
+from protocol.transport.bus import Bus
+from protocol.wire.messages import (
+    CommandInfo,
+    ContainerInfo,
+    TaskInfo,
+)
+from protocol.wire.resources import Resources
+from protocol.wire.topics import Topics
+from slave.slave import Slave, SlaveConfig
+
+from harness.fakes import FakeFramework
+
+T = Topics("stest")
+
+
+class Rig:
+    """A master, slaves and a framework on one broker, all in this process."""
+
+    def __init__(self, broker: MosquittoBroker, tmp: Path, stack: contextlib.AsyncExitStack):
+        self.broker, self.tmp, self.stack = broker, tmp, stack
+        self.master: Master
+        self._used: dict[str, int] = {}  # offers each framework has used up
+
+    async def start_master(self) -> Master:
+        bus = await self.stack.enter_async_context(
+            Bus(
+                self.broker.url,
+                name="master",
+                client_id="stest-master",
+                persistent=True,
+            )
+        )
+        self.master = Master(bus, T, FAST)
+        await self.master.start()
+        self.stack.push_async_callback(self.master.stop)
+        return self.master
+
+    async def start_slave(self, slave_id: str, resources: Resources, **kw: object) -> Slave:
+        bus = await self.stack.enter_async_context(
+            Bus(
+                self.broker.url,
+                name=slave_id,
+                client_id=f"stest-{slave_id}",
+                inbox=T.slave("slave", slave_id),
+                persistent=True,
+                will=(T.gone("slave", "slave"), "slave", "slave"),
+            )
+        )
+        config = SlaveConfig(
+            slave_id=slave_id,
+            hostname=f"{slave_id}.local",
+            resources=resources,
+            work_dir=self.tmp / slave_id,
+            cluster=T.cluster,
+            kill_grace=1.0,
+            memory_check_interval=0.1,
+            **kw,
+        )  # type: ignore[arg-type]
+        slave = Slave(bus, T, config)
+        await slave.start()
+        self.stack.push_async_callback(slave.stop, kill_tasks=True)
+        await slave.registered.wait()
+        return slave
+
+    async def framework(self, name: str = "fw", *, acknowledging: bool = True) -> FakeFramework:
+        bus = await self.stack.enter_async_context(
+            Bus(self.broker.url, name=name, inbox=T.framework("framework", name))
+        )
+        fw = FakeFramework(bus, T, name, acknowledging=acknowledging)
+        await bus.subscribe(T.framework("framework", name), fw.receive)
+        await fw.subscribe(name, failover_timeout=60)
+        return fw
+
+    async def launch(
+        self,
+        fw: FakeFramework,
+        command: str,
+        task_id: str,
+        resources: Resources | None = None,
+        image: str | None = None,
+    ) -> None:
+        offer = await fw.next_offer(after=self.offers_used(fw))
+        self._used[fw.inbox_id] = self.offers_used(fw) + 1
+        task = TaskInfo(
+            task_id=task_id,
+            slave_id=offer.slave_id,
+            resources=resources or Resources(cpus=0.1, mem=64),
+            command=CommandInfo(value=command),
+            container=ContainerInfo(image=image) if image is not None else None,
+        )
+        await fw.accept(offer, [task], refuse=0)
+
+    def offers_used(self, fw: FakeFramework) -> int:
+        return self._used.get(fw.inbox_id, 0)
+
+
+@contextlib.asynccontextmanager
+async def master_rig(broker: MosquittoBroker, tmp: Path) -> AsyncIterator[Rig]:
+    """A rig with its master started; all it started stops at the end."""
+    async with contextlib.AsyncExitStack() as stack:
+        r = Rig(broker, tmp, stack)
+        await r.start_master()
+        yield r
+
+
+async def slave_process(
+    broker: MosquittoBroker, work: Path, *extra: str
+) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "cluster.cli",
+        "slave",
+        "--broker",
+        broker.url.url,
+        "--cluster",
+        T.cluster,
+        "--work-dir",
+        str(work),
+        "--resources",
+        "cpus:2;mem:512",
+        "--log-level",
+        "warning",
+        *extra,
+        env={**os.environ, "PYTHONPATH": os.getcwd()},
+    )
+
+
+async def reap(proc: asyncio.subprocess.Process) -> None:
+    if proc.returncode is None:
+        proc.terminate()
+        try:
+            await within(proc.wait(), 10)
+        except TimeoutError:
+            proc.kill()
+            await proc.wait()
+
+
+EXECUTOR = f"{sys.executable} -m frameworks.samples.sleep_executor"
+
+
+FAST = MasterConfig(allocation_interval=0.05, heartbeat_interval=0.5, status_retry=0.3)
