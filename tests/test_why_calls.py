@@ -17,13 +17,10 @@ from rich.console import Console
 
 import cluster.local.why_cli as why_cli
 from cluster.local.why_cli import fetch_why, render_why
-from frameworks import (
-    DriverError,
-    Resources,
-    Scheduler,
-    SchedulerDriver,
-)
+from frameworks import DriverError, Resources, Scheduler, SchedulerDriver, build_task
 from master.config import MasterConfig
+from protocol.mesos_json import status_to_mesos
+from protocol.wire.messages import Accept, TaskState
 from protocol.wire.why import Why, WhyReason
 from protocol.wire.why_codes import WhyCode
 
@@ -196,3 +193,29 @@ async def test_a_tenant_hears_who_comes_first_counted_not_named(cluster: InProce
     assert alice.framework_id not in mine.model_dump_json()
     assert ops.top is not None
     assert ops.top.numbers["ahead"] == {alice.framework_id: 0.0}
+
+
+async def test_a_refused_launch_names_the_resource_and_slave_short(cluster: InProcess) -> None:
+    """The master's own check of a launch (the SDK checks first; a Mesos framework, or a
+    hostile one, does not): the task's update says which resource of which slave was
+    short and by how much, a Mesos framework reads the same in its UPDATE, and the event
+    stream and the web UI's events say it too."""
+    rec = Recorder()
+    async with framework(cluster, "greedy", scheduler=rec) as driver:
+        await rec.wait(lambda: bool(rec.offers))
+        offer = rec.offers[0]
+        task = build_task(offer, "big", Resources(cpus=3, mem=64), command="true", task_id="big")
+        assert driver.bus is not None
+        driver.bus.post(
+            driver.to_master,
+            Accept(
+                framework_id=driver.framework_id or "", offer_ids=[offer.offer_id], tasks=[task]
+            ),
+        )
+        status = await rec.update("big", TaskState.ERROR)
+    said = f"on slave {offer.slave_id}: short of cpus:1"
+    assert said in status.message
+    assert said in status_to_mesos(status)["message"]  # (a Mesos framework's UPDATE)
+    refused = [e for e in cluster.master.outbox.recent_events if e.kind == "launch_refused"]
+    assert [(e.task_id, e.slave_id) for e in refused] == [("big", offer.slave_id)]
+    assert said in refused[0].detail
