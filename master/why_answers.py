@@ -20,12 +20,21 @@ from protocol.wire.why import Why, WhyOffered, WhyReason
 REFUSED_LATELY = 60.0  # seconds: refused calls this recent make `rate-limited` a reason
 ANSWER_KEPT = 1.0  # seconds an answer is given again, if no round ran meanwhile
 KEPT_MOST = 10_000  # answers kept at most (then forgotten together)
+# An answer reads every slave (some 0.1 s of the loop on 10,000): new ones may take at
+# most BUDGET seconds of every BUDGET_WINDOW, so a flood of questions -- about many
+# frameworks, from many principals -- costs the master that much at most. Past it, a
+# question gets the last answer about its framework, or is refused as busy.
+BUDGET, BUDGET_WINDOW = 0.1, 1.0
+
+
+# the HTTP status of each refusal (the web API's, and Mesos's operator API's)
+REFUSED_STATUS = {"unknown-framework": 404, "ambiguous": 409, "busy": 503}
 
 
 @dataclass(frozen=True, slots=True)
-class NotFound:
-    """Why no framework could be answered for: an unknown (or another tenant's) one, or
-    a name several frameworks share."""
+class Refusal:
+    """Why no answer: an unknown (or another tenant's) framework, a name several share,
+    or answers over their budget for now (`busy`)."""
 
     code: str
     message: str
@@ -48,8 +57,9 @@ class WhyAnswers:
         self._refused: dict[str, tuple[int, float]] = {}  # principal -> (count, when it grew)
         # (id, to an operator) -> (rounds run, when, the answer)
         self._kept: dict[tuple[str, bool], tuple[int, float, Why]] = {}
+        self._window, self._spent = 0.0, 0.0  # this window's start, and what it spent
 
-    def find(self, framework: str, kind: str, principal: str) -> Framework | NotFound:
+    def find(self, framework: str, kind: str, principal: str) -> Framework | Refusal:
         """The framework `framework` names (its id, else its name) among those the asker
         may see: an operator every one, a framework principal its own. Another tenant's
         is unknown, in the same words as one that does not exist."""
@@ -64,21 +74,30 @@ class WhyAnswers:
             return named[0]
         if named:
             ids = ", ".join(sorted(fw.framework_id for fw in named))
-            return NotFound("ambiguous", f"{len(named)} frameworks are named {framework}: {ids}")
-        return NotFound("unknown-framework", f"no framework {framework} (an id or a name)")
+            return Refusal("ambiguous", f"{len(named)} frameworks are named {framework}: {ids}")
+        return Refusal("unknown-framework", f"no framework {framework} (an id or a name)")
 
-    def answer(self, fw: Framework, request_id: str = "", *, operator: bool = True) -> Why:
+    def answer(
+        self, fw: Framework, request_id: str = "", *, operator: bool = True
+    ) -> Why | Refusal:
         """Its reasons now -- to an operator naming other frameworks and roles, to its
         tenant counting them (a tenant may not learn which frameworks exist); the same
-        answer again to a question asked within ANSWER_KEPT seconds and no round between
-        (a flood of questions costs one answer a round)."""
+        answer again to a question asked within ANSWER_KEPT seconds and no round between,
+        or past the budget (its `timestamp` says when it was made)."""
         now = self.clock()
         rounds = self.cycle.offers_log.rounds
         key = (fw.framework_id, operator)
         kept = self._kept.get(key)
-        if kept is not None and kept[0] == rounds and now - kept[1] < ANSWER_KEPT:
+        fresh = kept is not None and kept[0] == rounds and now - kept[1] < ANSWER_KEPT
+        if now - self._window >= BUDGET_WINDOW:
+            self._window, self._spent = now, 0.0
+        if kept is not None and (fresh or self._spent >= BUDGET):
             return kept[2].model_copy(update={"request_id": request_id})
+        if self._spent >= BUDGET:
+            return Refusal("busy", "too many questions of why at once: ask again in a second")
+        started = time.perf_counter()
         why = self._answer(fw, now, request_id, operator)
+        self._spent += time.perf_counter() - started
         if len(self._kept) >= KEPT_MOST:
             self._kept.clear()
         self._kept[key] = (rounds, now, why)

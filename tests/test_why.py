@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from master.allocation.allocator import Allocator
 from master.allocation.ledger import allocatable, fits_one
+from master.allocation.preemption import fair_allocation
 from master.allocation.quota import Quota
 from master.cycle import CycleConfig, OfferCycle
 from master.cycle.why import Reason, Standing
@@ -176,6 +177,8 @@ def test_lower_in_order_and_cluster_full() -> None:
     keep(cycle, books, 0.0)  # a: 2 slaves, b: 1 (or the other way round)
     launch_all(cycle, books)
     a = cycle.allocator
+    # fair shares as the master keeps them (computed off its loop): why reads, not computes
+    cycle.preemption.set_fair(fair_allocation("drf", dict(a.total.millis), cycle.contenders(1.0)))
     more, less = sorted("ab", key=a.dominant_share, reverse=True)
     r = top(cycle, more, 1.0)
     assert r.code == WhyCode.LOWER_IN_ORDER

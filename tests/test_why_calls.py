@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from rich.console import Console
 
 import cluster.local.why_cli as why_cli
+import master.why_answers as why_answers
 from cluster.local.why_cli import fetch_why, render_why
 from frameworks import DriverError, Resources, Scheduler, SchedulerDriver, build_task
 from master.config import MasterConfig
@@ -219,3 +220,23 @@ async def test_a_refused_launch_names_the_resource_and_slave_short(cluster: InPr
     refused = [e for e in cluster.master.outbox.recent_events if e.kind == "launch_refused"]
     assert [(e.task_id, e.slave_id) for e in refused] == [("big", offer.slave_id)]
     assert said in refused[0].detail
+
+
+async def test_questions_past_the_budget_get_the_last_answer_or_are_refused_busy(
+    cluster: InProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An answer reads every slave: a flood of questions about many frameworks may cost
+    the master's loop only its budget, then gets the last answer, or `busy`."""
+    monkeypatch.setattr(why_answers, "BUDGET", 1e-9)  # (one answer spends it)
+    async with framework(cluster, "one") as one, framework(cluster, "two") as two:
+        books, answers = cluster.master.books, cluster.master.why
+        first = answers.answer(books.frameworks[one.framework_id or ""])
+        assert isinstance(first, Why)
+        again = answers.answer(books.frameworks[one.framework_id or ""], "asked-again")
+        assert isinstance(again, Why)
+        assert again.timestamp == first.timestamp  # the last one, as it was
+        assert again.request_id == "asked-again"
+        busy = answers.answer(books.frameworks[two.framework_id or ""])
+        assert busy == why_answers.Refusal("busy", busy.message)  # type: ignore[union-attr]
+        with pytest.raises(DriverError, match="busy"):
+            await two.why(timeout=5)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from master.authz import Caller
-from master.why_answers import NotFound, WhyAnswers
+from master.why_answers import Refusal, WhyAnswers
 from protocol.wire.messages import Wire
 from protocol.wire.why import AskWhy
 
@@ -23,10 +23,12 @@ class WhyCalls:
 
     async def on_ask_why(self, msg: AskWhy, caller: Caller) -> None:
         found = self.answers.find(msg.framework, caller.kind, caller.principal)
-        if isinstance(found, NotFound):
+        if isinstance(found, Refusal):
             self._refuse(caller, found.message, found.code, AskWhy.TYPE)
             return
         if caller.reply_to:
-            operator = caller.kind == "operator"
-            answer = self.answers.answer(found, msg.request_id, operator=operator)
-            self._post(caller.reply_to, answer)
+            answer = self.answers.answer(found, msg.request_id, operator=caller.kind == "operator")
+            if isinstance(answer, Refusal):
+                self._refuse(caller, answer.message, answer.code, AskWhy.TYPE)
+            else:
+                self._post(caller.reply_to, answer)

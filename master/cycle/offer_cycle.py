@@ -224,16 +224,15 @@ class OfferCycle:
         others_named: bool = True,
     ) -> tuple[list[why.Reason], list[Offered]]:
         """Why a framework (one the allocator knows) is offered nothing, the reason that
-        explains first (`master.cycle.why`); and what the recent rounds offered it."""
-        a, policy = self.allocator, self.config.policy
+        explains first (`master.cycle.why`); and what the recent rounds offered it. Its
+        fair share is preemption's as last computed (`fair_share`: said at all)."""
         reasons = why.explain(
-            a,
+            self.allocator,
             self.state,
-            policy,
             framework_id,
             now,
             standing,
-            fair_share=fair_share,
+            fair=self.preemption.fair if fair_share else None,
             others_named=others_named,
         )
         return reasons, self.offers_log.offered(framework_id)

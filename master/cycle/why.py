@@ -22,9 +22,7 @@ from dataclasses import dataclass, field
 
 from master.allocation.allocator import Allocator
 from master.allocation.ledger import FrameworkBook, allocatable, fits_one, within
-from master.allocation.preemption import fair_shares
 from master.allocation.sorter import Millis
-from master.cycle.claims import contender
 from master.cycle.state import State
 from protocol.wire.resources import SCALE
 from protocol.wire.why_codes import Figure, WhyCode
@@ -75,20 +73,20 @@ BLOCKING = (WhyCode.NO_SLAVE, WhyCode.ROLE_NOT_ALLOWED, WhyCode.DISCONNECTED, Wh
 def explain(
     a: Allocator,
     state: State,
-    policy: str,
     framework_id: str,
     now: float,
     standing: Standing | None = None,
     *,
-    fair_share: bool = True,
+    fair: Mapping[str, float] | None = None,
     others_named: bool = True,
 ) -> list[Reason]:
     """The reasons `framework_id` (one the allocator knows) is offered nothing now, the
-    one that explains first; none only if nothing keeps offers from it. `fair_share`:
-    whether `lower-in-order` gives its share of the policy's ideal (the simulator, which
-    asks at every sample, goes without). `others_named`: whether other frameworks and
-    roles are named (to an operator) or only counted (to a tenant, who may not learn
-    which frameworks exist)."""
+    one that explains first; none only if nothing keeps offers from it. `fair`: each
+    framework's fair share as last computed (preemption's, which the master keeps up to
+    date off its loop), for `lower-in-order` to give its own (None: not said; the ideal
+    is never computed here, on the master's loop). `others_named`: whether other
+    frameworks and roles are named (to an operator) or only counted (to a tenant, who may
+    not learn which frameworks exist)."""
     standing = standing or Standing()
     fw = a.frameworks[framework_id]
     reasons = _everywhere(a, fw, standing)
@@ -101,18 +99,19 @@ def explain(
         room = _less_holds(a, slave_id, slave.unallocated, framework_id, now)
         free[slave_id] = room
         turned[_stage(a, fw, slave_id, slave.unallocated, room, mine, now)].append(slave_id)
-    never = _never_fits(a, fw, state, framework_id, now)
+    tasks = _tasks(state, framework_id, now)
+    never = _never_fits(a, fw, tasks)
     reasons += never
     ranked = [
         (-len(turned[stage]), STAGES.index(stage), stage)
         for stage in STAGES
         if turned[stage] and stage != OPEN
     ]
-    q = _Question(a, state, fw, now, policy if fair_share else "", others_named, free)
+    q = _Question(a, state, fw, now, fair, others_named, free)
     for _, _, stage in sorted(ranked):
         reasons.append(_stage_reason(q, stage, turned[stage]))
     if not never:
-        reasons += _fits_no_free(a, fw, state, framework_id, now, free)
+        reasons += _fits_no_free(tasks, free)
     if turned[OPEN] and not any(r.code in BLOCKING for r in reasons):
         reasons.append(_next_round(turned[OPEN], free))
     return _unique(reasons)
@@ -270,7 +269,7 @@ class _Question:
     state: State
     fw: FrameworkBook
     now: float
-    policy: str  # the ideal's, for its fair share ("": none)
+    fair: Mapping[str, float] | None  # fair shares as last computed (None: not said)
     named: bool  # other frameworks and roles named (else counted)
     free: Mapping[str, Millis]  # each active slave's free resources, less others' holds
 
@@ -357,7 +356,7 @@ def _order(q: _Question, slaves: list[str], of: str) -> Reason:
     ahead = order[: order.index(fid)] if fid in order else order
     share = a.dominant_share(fid)
     weight = a.framework_weight(fid)
-    fair = _fair_share(a, q.state, q.policy, fid, q.now) if q.policy else None
+    fair = q.fair.get(fid) if q.fair is not None else None
     numbers: dict[str, Figure] = {
         "slaves": float(len(slaves)),
         "position": float(len(ahead) + 1),
@@ -391,19 +390,6 @@ def _order(q: _Question, slaves: list[str], of: str) -> Reason:
         f"at weight {weight:g}{fair_text}",
         numbers=numbers,
     )
-
-
-def _fair_share(a: Allocator, state: State, policy: str, fid: str, now: float) -> float | None:
-    """Its share in the policy's ideal for what everyone holds and wants (as preemption
-    computes it); None if the ideal cannot say."""
-    contenders = [contender(a, w) for w in state.wishes(now) if w.framework_id in a.frameworks]
-    if not any(c.framework_id == fid for c in contenders):
-        return None
-    try:
-        shares = fair_shares(policy, dict(a.total.millis), contenders, a.pool_weights())
-    except (ValueError, ZeroDivisionError):
-        return None
-    return shares.get(fid)
 
 
 def _quota_limit(a: Allocator, role: str, of: str, slaves: list[str]) -> Reason:
@@ -461,10 +447,9 @@ def _held_for_guarantee(a: Allocator, role: str, of: str, named: bool) -> Reason
 
 
 # -- what it asked for, against what slaves have ------------------------------------------------
-def _never_fits(
-    a: Allocator, fw: FrameworkBook, state: State, framework_id: str, now: float
-) -> list[Reason]:
-    """Its declared minimum, or the task it asked for, is more than any slave has at all."""
+def _never_fits(a: Allocator, fw: FrameworkBook, tasks: list[Millis]) -> list[Reason]:
+    """Its declared minimum, or the task it asked for (`tasks`), is more than any slave
+    has at all."""
     totals = {s: dict(slave.total.millis) for s, slave in a.slaves.items() if slave.active}
     if not totals:
         return []
@@ -472,24 +457,15 @@ def _never_fits(
     if fw.min_allocatable and not any(fits_one(t, fw.min_allocatable) for t in totals.values()):
         out.append(_short(WhyCode.MIN_OFFER_FITS_NO_SLAVE, "its min_offer", fw.min_allocatable,
                           totals, ever=True))  # fmt: skip
-    tasks = _tasks(state, framework_id, now)
     if tasks and not any(fits_one(t, tasks) for t in totals.values()):
         out.append(_short(WhyCode.TASK_FITS_NO_SLAVE, "the task it asked for", tasks, totals,
                           ever=True))  # fmt: skip
     return out
 
 
-def _fits_no_free(
-    a: Allocator,
-    fw: FrameworkBook,
-    state: State,
-    framework_id: str,
-    now: float,
-    free: Mapping[str, Millis],
-) -> list[Reason]:
+def _fits_no_free(tasks: list[Millis], free: Mapping[str, Millis]) -> list[Reason]:
     """The task it asked for fits no slave's free resources now (it would fit some slave
     empty): true beside the reasons above, which say why the room is taken."""
-    tasks = _tasks(state, framework_id, now)
     if not tasks or not free or any(fits_one(f, tasks) for f in free.values()):
         return []
     return [_short(WhyCode.TASK_FITS_NO_SLAVE, "the task it asked for", tasks, free)]

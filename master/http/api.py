@@ -50,7 +50,7 @@ from master.http.responses import (
     serve_site,
 )
 from master.http.snapshot import SLAVE_SORTS, TASK_SORTS
-from master.why_answers import NotFound
+from master.why_answers import REFUSED_STATUS, Refusal
 from protocol import logs
 from protocol.transport.aio import within
 from protocol.wire.messages import TaskState
@@ -398,8 +398,8 @@ class HttpApi:
         reads its own frameworks' reasons only: another's is not found, as an unknown one."""
         asked = request.match_info["framework"]
         found = self.master.why_of(asked, request.get(KIND, "operator"), request.get(PRINCIPAL, ""))
-        if isinstance(found, NotFound):
-            return problem(found.message, 404 if found.code == "unknown-framework" else 409)
+        if isinstance(found, Refusal):
+            return problem(found.message, REFUSED_STATUS.get(found.code, 409))
         return json_response(found)
 
     async def _stream(self, request: web.Request) -> web.StreamResponse:

@@ -37,7 +37,7 @@ from master.lag_probe import Backlog
 from master.outbox import Outbox
 from master.preemptor import Preemptor
 from master.updates import TaskUpdates
-from master.why_answers import NotFound, WhyAnswers
+from master.why_answers import Refusal, WhyAnswers
 from protocol.transport.aio import loop_time
 from protocol.transport.base import Transport
 from protocol.wire.messages import (
@@ -164,9 +164,9 @@ class ReadSide:
     def role_views(self) -> tuple[str, list[RoleView]]:
         return self.policy, self.preemptor.with_fair_shares(self._role_views())
 
-    def why_of(self, framework: str, kind: str, principal: str) -> Why | NotFound:
+    def why_of(self, framework: str, kind: str, principal: str) -> Why | Refusal:
         found = self.why.find(framework, kind, principal)
-        if isinstance(found, NotFound):
+        if isinstance(found, Refusal):
             return found
         return self.why.answer(found, operator=kind == "operator")
 

@@ -14,7 +14,7 @@ from master.books import Books
 from master.changes import Changes
 from master.config import MasterInfo
 from master.counters import SlaveChurn
-from master.why_answers import NotFound
+from master.why_answers import Refusal
 from protocol.wire.messages import Gone, Wire
 from protocol.wire.topics import Topics
 from protocol.wire.why import Why
@@ -36,4 +36,4 @@ class MasterSide:
     sinks: dict[str, Callable[[Wire], None]]
     topics: Topics
     # why a framework is offered nothing (framework, asker's kind, principal)
-    why_of: Callable[[str, str, str], Why | NotFound]
+    why_of: Callable[[str, str, str], Why | Refusal]

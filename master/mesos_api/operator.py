@@ -27,7 +27,7 @@ from master.http.request_keys import KIND, PRINCIPAL
 from master.mesos_api import operator_state as views
 from master.mesos_api.classic import ClassicEndpoints
 from master.mesos_api.events import MAX_SUBSCRIBERS, OperatorEvents
-from master.why_answers import NotFound
+from master.why_answers import REFUSED_STATUS, Refusal
 from protocol import logs
 from protocol.mesos_json import JSON, version_json
 from protocol.wire.codec import describe_validation
@@ -170,8 +170,8 @@ class OperatorApi:
         if not isinstance(framework, str) or not framework:
             raise CallError(400, 'get_framework_why.framework_id: {"value": a framework id}')
         found = self.master.why_of(framework, "operator", "")
-        if isinstance(found, NotFound):
-            raise CallError(404 if found.code == "unknown-framework" else 409, found.message)
+        if isinstance(found, Refusal):
+            raise CallError(REFUSED_STATUS.get(found.code, 409), found.message)
         answer: JSON = found.model_dump(mode="json")
         return answer
 
