@@ -16,6 +16,7 @@ from cluster.experiments.ideal_cli import ideal_command
 from cluster.local.auth_cli import auth
 from cluster.local.demo import demo
 from cluster.local.operator_cli import events, quota, roles, teardown, weights
+from cluster.local.run_cli import run
 from cluster.local.slaves_cli import slaves
 from cluster.local.why_cli import why
 from frameworks.cli import framework
@@ -165,6 +166,7 @@ main.add_command(master)
 main.add_command(slave)
 framework.add_command(experiment_framework)  # the experiment runner's own framework
 main.add_command(framework)
+main.add_command(run)
 main.add_command(demo)
 main.add_command(simulate)
 main.add_command(ideal_command)

@@ -1,0 +1,311 @@
+"""One command run on the cluster and watched to its end: what `drfmesos run` does, as
+Mesos's `mesos-execute`, Nomad's `job run` and Slurm's `srun` do.
+
+A `JobScheduler` launches a job's N instances where offers allow and keeps their latest
+states; `follow` copies a task's stdout or stderr from its sandbox (through the master's
+files API) as it grows; `exit_code` turns the instances' ends into one status for the
+shell; `run_job` ties them to a driver, says what it waits for, and on a stop kills the
+tasks before tearing the framework down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Literal
+
+from frameworks.driver import Scheduler, SchedulerDriver
+from frameworks.errors import DriverError
+from protocol.transport.aio import first_of
+from protocol.wire.messages import (
+    CommandInfo,
+    ContainerInfo,
+    Offer,
+    TaskFileData,
+    TaskInfo,
+    TaskState,
+    TaskStatus,
+)
+from protocol.wire.resources import Resources
+
+# What the command exits with when an instance did not exit by itself (a task that did
+# passes its own code on): chosen apart from the codes commands commonly use.
+FAILED_EXIT = 1  # FAILED with no exit code (killed by a signal of its own, a memory limit)
+KILLED_EXIT = 137  # KILLED (by the master, a preemption, a kill): 128 + SIGKILL, as a shell
+LOST_EXIT = 75  # LOST, or a finer partition state: sysexits' EX_TEMPFAIL (try again)
+ERROR_EXIT = 125  # ERROR, it could never run (an image the slave lacks): as `docker run`
+INTERRUPTED_EXIT = 130  # the user's Ctrl-C (SIGINT): 128 + 2, as a shell; SIGTERM: 143
+
+WAIT_NOTICE = 3.0  # seconds without all instances placed before it says it waits
+WAIT_REPEAT = 10.0  # and then again this often
+POLL = 0.5  # seconds between reads of a running task's output, at the least
+READS = 8.0  # reads a second, about, all instances' together: each is a call to the
+# master, counted against the principal's rate limit, and a kill must not queue behind them
+CHUNK = 65536  # bytes a read asks for (the files API gives at most 1 MB)
+KILL_WAIT = 15.0  # seconds a stop waits for the killed tasks' ends (a slave's grace is 3)
+
+Stream = Literal["stdout", "stderr"]
+Echo = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """What to run: `command` in a shell (in `image`, if given), `instances` times."""
+
+    name: str
+    command: str
+    resources: Resources
+    instances: int = 1
+    env: dict[str, str] = field(default_factory=dict)
+    image: str | None = None
+
+    def task_id(self, instance: int) -> str:
+        return f"{self.name}-{instance}"
+
+    def task(self, offer: Offer, instance: int) -> TaskInfo:
+        """Instance `instance`'s task; it finds its index and the count in its environment
+        (as Slurm's SLURM_PROCID and Nomad's NOMAD_ALLOC_INDEX)."""
+        env = {
+            **self.env,
+            "DRFMESOS_INSTANCE": str(instance),
+            "DRFMESOS_INSTANCES": str(self.instances),
+        }
+        return TaskInfo(
+            task_id=self.task_id(instance),
+            name=self.name,
+            slave_id=offer.slave_id,
+            resources=self.resources,
+            command=CommandInfo(value=self.command, environment=env),
+            container=ContainerInfo(image=self.image) if self.image is not None else None,
+        )
+
+
+def exit_code(statuses: Iterable[TaskStatus]) -> int:
+    """The job's exit status: the highest of its instances' (as Slurm's `srun`). An
+    instance that exited passes its code on; one that did not, the code of its state."""
+    return max((instance_code(s) for s in statuses), default=0)
+
+
+def instance_code(status: TaskStatus) -> int:
+    if status.exit_code is not None:
+        return status.exit_code
+    if status.state == TaskState.FINISHED:
+        return 0
+    if status.state == TaskState.KILLED:
+        return KILLED_EXIT
+    if status.state == TaskState.ERROR:
+        return ERROR_EXIT
+    if status.state == TaskState.FAILED:
+        return FAILED_EXIT
+    return LOST_EXIT  # LOST, DROPPED, UNREACHABLE, GONE...: it did not end by itself
+
+
+class JobScheduler(Scheduler):
+    """Launches the job's instances on offers that hold one or more, then asks for no more
+    offers; keeps each launched task's latest status, and an event set when it ends."""
+
+    def __init__(self, spec: JobSpec, echo: Echo) -> None:
+        self.spec = spec
+        self.echo = echo
+        self.waiting = list(range(spec.instances))  # instances not yet launched
+        self.statuses: dict[str, TaskStatus] = {}  # launched tasks' latest
+        self.ended: dict[str, asyncio.Event] = {}
+        self.ran: set[str] = set()  # tasks that have had a process (output to read)
+        self.changed = asyncio.Event()  # set on every launch, update and removal
+        self.stopping = False  # no more launches
+
+    @property
+    def done(self) -> bool:
+        """Every instance launched has ended, and none is left to launch."""
+        return (self.stopping or not self.waiting) and all(e.is_set() for e in self.ended.values())
+
+    def running(self) -> list[TaskStatus]:
+        return [s for s in self.statuses.values() if not s.state.terminal]
+
+    async def registered(self, driver: SchedulerDriver, framework_id: str, master_id: str) -> None:
+        driver.request_resources([(self.spec.resources, len(self.waiting))])
+
+    async def resource_offers(self, driver: SchedulerDriver, offers: list[Offer]) -> None:
+        for offer in offers:
+            tasks, free = [], offer.resources
+            while self.waiting and not self.stopping and free.contains(self.spec.resources):
+                tasks.append(self.spec.task(offer, self.waiting.pop(0)))
+                free = free - self.spec.resources
+            if not tasks:
+                driver.decline_offer(offer.offer_id)
+                continue
+            driver.launch_tasks([offer.offer_id], tasks)
+            for task in tasks:
+                self.statuses[task.task_id] = TaskStatus(
+                    task_id=task.task_id, state=TaskState.STAGING, slave_id=offer.slave_id
+                )
+                self.ended[task.task_id] = asyncio.Event()
+                self.echo(f"launched {task.task_id} on slave {offer.slave_id}")
+            self.changed.set()
+        if not self.waiting or self.stopping:
+            driver.suppress_offers()
+
+    async def status_update(self, driver: SchedulerDriver, status: TaskStatus) -> None:
+        before = self.statuses.get(status.task_id)
+        if before is None or before.state.terminal:
+            return  # not ours, or its end was heard already
+        self.statuses[status.task_id] = status
+        if status.state in HAD_A_PROCESS:
+            self.ran.add(status.task_id)
+        if status.state.terminal:
+            said = f": {status.message}" if status.message else ""
+            self.echo(f"{status.task_id} {status.state.value}{said}")
+            self.ended[status.task_id].set()
+        self.changed.set()
+
+    async def error(self, driver: SchedulerDriver, message: str) -> None:
+        self.echo(f"the master: {message}")
+        self.changed.set()  # (a removal: `driver.removed` says so)
+
+    def kill_all(self, driver: SchedulerDriver) -> None:
+        """Launch nothing more, and kill what runs."""
+        self.stopping = True
+        for status in self.running():
+            driver.kill_task(status.task_id, status.slave_id)
+        self.changed.set()
+
+
+# states after which a task's sandbox has output to read (ERROR, LOST...: maybe none)
+HAD_A_PROCESS = {TaskState.RUNNING, TaskState.FINISHED, TaskState.FAILED, TaskState.KILLED}
+
+
+class Lines:
+    """Writes a stream's bytes a whole line at a time, each after `prefix` (without one,
+    as they come)."""
+
+    def __init__(self, prefix: bytes, write: Callable[[bytes], None]) -> None:
+        self.prefix, self.write = prefix, write
+        self.partial = b""
+
+    def feed(self, data: bytes) -> None:
+        if not self.prefix:
+            self.write(data)
+            return
+        *whole, self.partial = (self.partial + data).split(b"\n")
+        if whole:
+            self.write(b"".join(self.prefix + line + b"\n" for line in whole))
+
+    def close(self) -> None:
+        if self.partial:
+            self.write(self.prefix + self.partial + b"\n")
+            self.partial = b""
+
+
+ReadFile = Callable[[str, Stream, int, int], Awaitable[TaskFileData]]
+
+
+async def follow(
+    read: ReadFile, task_id: str, stream: Stream, out: Lines, ended: asyncio.Event,
+    echo: Echo, every: float = POLL,
+) -> None:  # fmt: skip
+    """Copy a task's `stream` to `out` as it grows, until the task has `ended` and all it
+    wrote is read. Reads are polled, `every` seconds (the files API has no push), and
+    one follows the task's end at once, so its last lines come as soon as it has ended."""
+    offset, failures = 0, 0
+    try:
+        while True:
+            final = ended.is_set()  # (asked before the read: what it reads then is all)
+            try:
+                got = await read(task_id, stream, offset, CHUNK)
+            except DriverError as e:
+                failures += 1
+                if final and failures >= 3:
+                    echo(f"cannot read {task_id}'s {stream}: {e}")
+                    return
+            else:
+                failures = 0
+                if got.data:
+                    out.feed(got.data)
+                    offset += len(got.data)
+                if offset < got.size:
+                    continue  # more is there now
+                if final:
+                    return
+            await first_of(ended, timeout=every)
+    finally:
+        out.close()
+
+
+@dataclass
+class JobResult:
+    statuses: list[TaskStatus]
+    stopped: bool  # the stop came before the job ended
+
+
+async def run_job(
+    driver: SchedulerDriver,
+    scheduler: JobScheduler,
+    stop: asyncio.Event,
+    write: Callable[[Stream, bytes], None],
+) -> JobResult:
+    """Run the job on a started `driver` until its instances have ended or `stop` is set
+    (then its tasks are killed, and their ends waited for at most KILL_WAIT seconds),
+    copying their output to `write` meanwhile, and saying what it waits for while offers
+    do not come. The driver is stopped after (not a failover: the framework is torn down,
+    and the master kills whatever of it still runs)."""
+    spec, echo = scheduler.spec, scheduler.echo
+    followers: set[asyncio.Task[None]] = set()
+    followed: set[str] = set()
+    stopped_at: float | None = None
+
+    async def read(task_id: str, stream: Stream, offset: int, length: int) -> TaskFileData:
+        return await driver.read_file(task_id, stream, offset=offset, length=length)
+
+    def start_following(task_id: str, stream: Stream) -> None:
+        instance = task_id.removeprefix(f"{spec.name}-")
+        prefix = f"[{instance}] ".encode() if spec.instances > 1 else b""
+        out = Lines(prefix, lambda data: write(stream, data))
+        ended = scheduler.ended[task_id]
+        every = max(POLL, 2 * spec.instances / READS)  # (two streams an instance)
+        coro = follow(read, task_id, stream, out, ended, echo, every)
+        followers.add(asyncio.create_task(coro, name=f"follow-{task_id}-{stream}"))
+
+    async def say_what_it_waits_for() -> None:
+        began = time.monotonic()
+        await asyncio.sleep(WAIT_NOTICE)
+        while scheduler.waiting and not scheduler.stopping:
+            n, of = len(scheduler.waiting), spec.instances
+            echo(
+                f"waiting for offers ({time.monotonic() - began:.0f}s): {n} of {of} "
+                f"instance{'s' * (of > 1)} of {spec.resources} in role {driver.role!r}"
+            )
+            await asyncio.sleep(WAIT_REPEAT)
+
+    notice = asyncio.create_task(say_what_it_waits_for(), name="job-waiting")
+    try:
+        while not scheduler.done and driver.removed is None:
+            for task_id in scheduler.ran - followed:
+                followed.add(task_id)
+                start_following(task_id, "stdout")
+                start_following(task_id, "stderr")
+            if stop.is_set() and stopped_at is None:
+                stopped_at = time.monotonic()
+                running = len(scheduler.running())
+                echo(f"stopping: killing {running} task(s)" if running else "stopping")
+                scheduler.kill_all(driver)
+            if stopped_at is not None and time.monotonic() - stopped_at > KILL_WAIT:
+                echo("the killed tasks' ends did not come in time: tearing the framework down")
+                break
+            scheduler.changed.clear()
+            # (once stopping, the stop is heard: only the tasks' ends are waited for)
+            await first_of(scheduler.changed, *([stop] if stopped_at is None else []), timeout=POLL)
+        for task_id in scheduler.ran - followed:
+            start_following(task_id, "stdout")
+            start_following(task_id, "stderr")
+        if followers:  # (each ends once its task has, and all it wrote is read)
+            await asyncio.wait(followers, timeout=None if scheduler.done else POLL * 4)
+    finally:
+        notice.cancel()
+        for f in followers:
+            f.cancel()
+        await asyncio.gather(notice, *followers, return_exceptions=True)
+        driver.stop()
+        await driver.join()
+    return JobResult(list(scheduler.statuses.values()), stopped_at is not None)

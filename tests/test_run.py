@@ -1,0 +1,215 @@
+"""`drfmesos run`: one command on a real cluster (mosquitto, a master and a slave as
+processes), as a newcomer runs it: its output here, its exit status, Ctrl-C that leaves
+nothing running, and a word while no offer comes."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+from test_images import IMAGE, image  # noqa: F401  (the fixture: podman holds IMAGE)
+
+from cluster.local.secure import as_principal
+from cluster.local.view import wait_state
+from frameworks.job import (
+    ERROR_EXIT,
+    FAILED_EXIT,
+    KILLED_EXIT,
+    LOST_EXIT,
+    Lines,
+    exit_code,
+)
+from protocol.tooling.brokers import BrokerURL, MosquittoBroker, end_process
+from protocol.transport.aio import within
+from protocol.wire.messages import TaskState, TaskStatus
+
+from helpers import live_cluster, secure_cluster
+
+CLUSTER = "run"
+
+
+async def drfmesos_run(url: BrokerURL, *args: str) -> asyncio.subprocess.Process:
+    return await run_as(["--broker", str(url), "--cluster", CLUSTER], *args)
+
+
+async def run_to_its_end(url: BrokerURL, *args: str) -> tuple[int | None, bytes, bytes]:
+    """`drfmesos run ARGS` until it exits by itself: its status, stdout and stderr."""
+    proc = await drfmesos_run(url, *args)
+    try:
+        out, err = await within(proc.communicate(), 90)
+    finally:
+        await end_process(proc, kill=True)
+    return proc.returncode, out, err
+
+
+async def line_with(stream: asyncio.StreamReader | None, text: str, timeout: float) -> str:
+    """The first line of `stream` that holds `text` (what came before it is dropped)."""
+    assert stream is not None
+    async with asyncio.timeout(timeout):
+        while line := (await stream.readline()).decode():
+            if text in line:
+                return line
+    raise AssertionError(f"the stream ended without {text!r}")
+
+
+def processes_under(directory: Path) -> list[int]:
+    """Processes running in a sandbox under `directory` (the slave's work dir)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                if Path(os.readlink(entry / "cwd")).is_relative_to(directory):
+                    found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.slow(10)
+async def test_it_prints_the_commands_output_and_exits_with_its_code(
+    mosquitto: MosquittoBroker, tmp_path: Path
+) -> None:
+    async with live_cluster(mosquitto.url, CLUSTER, tmp_path, slaves=1):
+        code, out, err = await run_to_its_end(
+            mosquitto.url, "--cpus", "0.5", "--env", "WHO=world",
+            "--", "sh", "-c", 'echo hi; echo "to $WHO" >&2; exit 3',
+        )  # fmt: skip
+    assert code == 3, err.decode()
+    assert out == b"hi\n"  # its stdout alone: the command's own words go to stderr
+    assert "to world" in err.decode()
+    assert "run-0 TASK_FAILED: exited with code 3" in err.decode()
+
+
+@pytest.mark.slow(10)
+async def test_instances_run_at_once_and_the_worst_code_wins(
+    mosquitto: MosquittoBroker, tmp_path: Path
+) -> None:
+    async with live_cluster(mosquitto.url, CLUSTER, tmp_path, slaves=1):
+        code, out, err = await run_to_its_end(
+            mosquitto.url, "--instances", "3", "--cpus", "0.5", "--mem", "32",
+            "--", "sh", "-c",
+            'echo "$DRFMESOS_INSTANCE of $DRFMESOS_INSTANCES"; exit $((DRFMESOS_INSTANCE * 2))',
+        )  # fmt: skip
+    assert code == 4, err.decode()  # instance 2's: 0, 2, 4
+    assert sorted(out.decode().splitlines()) == ["[0] 0 of 3", "[1] 1 of 3", "[2] 2 of 3"]
+
+
+@pytest.mark.slow(15)
+async def test_ctrl_c_kills_its_tasks_and_leaves_nothing_running(
+    mosquitto: MosquittoBroker, tmp_path: Path
+) -> None:
+    async with live_cluster(mosquitto.url, CLUSTER, tmp_path, slaves=1):
+        proc = await drfmesos_run(
+            mosquitto.url, "--instances", "2", "--cpus", "0.5",
+            "--", "sh", "-c", "echo started; sleep 600",
+        )  # fmt: skip
+        try:
+            await line_with(proc.stdout, "started", 60)
+            await line_with(proc.stdout, "started", 30)  # (both instances run)
+            await wait_state(mosquitto.url, CLUSTER, lambda s: len(s.tasks) == 2, 30)
+            assert len(processes_under(tmp_path / "slave-0")) >= 2  # (their shells, sleeps)
+            proc.send_signal(signal.SIGINT)
+            _, err = await within(proc.communicate(), 15)  # at once, not after 600 s
+        finally:
+            await end_process(proc, kill=True)
+        assert proc.returncode == 130, err.decode()
+        assert "stopping: killing 2 task(s)" in err.decode()
+        state = await wait_state(
+            mosquitto.url, CLUSTER, lambda s: not s.tasks and not s.frameworks, 10
+        )
+        assert state.allocated.get("cpus", 0) == 0
+        assert processes_under(tmp_path / "slave-0") == []
+
+
+@pytest.mark.slow(10)
+async def test_a_command_no_slave_can_hold_says_it_waits(
+    mosquitto: MosquittoBroker, tmp_path: Path
+) -> None:
+    async with live_cluster(mosquitto.url, CLUSTER, tmp_path, slaves=1):
+        proc = await drfmesos_run(mosquitto.url, "--cpus", "64", "--", "true")
+        try:
+            said = await line_with(proc.stderr, "waiting for offers", 30)
+            proc.send_signal(signal.SIGTERM)
+            await within(proc.wait(), 15)
+        finally:
+            await end_process(proc, kill=True)
+    assert "1 of 1 instance of cpus:64;mem:128 in role 'run'" in said
+    assert proc.returncode == 143
+
+
+@pytest.mark.slow(20)
+@pytest.mark.usefixtures("image")
+async def test_with_an_image_the_command_runs_in_it(
+    mosquitto: MosquittoBroker, tmp_path: Path
+) -> None:
+    async with live_cluster(mosquitto.url, CLUSTER, tmp_path, slaves=1):
+        code, out, err = await run_to_its_end(
+            mosquitto.url, "--image", IMAGE, "--cpus", "0.5", "--mem", "64",
+            "--", "sh", "-c", "echo in $MESOS_SANDBOX; exit 7",
+        )  # fmt: skip
+    assert code == 7, err.decode()
+    assert out == b"in /mnt/mesos/sandbox\n"  # (the container's view of the sandbox)
+
+
+@pytest.mark.slow(20)
+async def test_it_runs_as_its_callers_principal_in_a_role_it_was_given(tmp_path: Path) -> None:
+    """On a secured cluster: the framework is the caller's principal's, in its own role;
+    a role it was not given is refused, and the command says so."""
+    principals = [("master", "master"), ("ops", "operator"), ("slave-0", "slave"),
+                  ("alice", "framework")]  # fmt: skip
+    async with secure_cluster(tmp_path, CLUSTER, principals, [["slave-0"]]) as c:
+        alice = [
+            "--broker", f"mqtts://alice@{c.url.host}:{c.url.port}", "--cluster", CLUSTER,
+            "--secret-file", str(c.store.secret_file("alice")), "--ca", str(c.store.ca),
+        ]  # fmt: skip
+        refused = await run_as(alice, "--role", "ops", "--", "true")
+        _, err = await within(refused.communicate(), 60)
+        assert refused.returncode == 1
+        assert "the master refused the framework" in err.decode()
+        proc = await run_as(alice, "--cpus", "0.5", "--", "sh", "-c", "echo started; sleep 600")
+        try:
+            await line_with(proc.stdout, "started", 60)
+            ops = as_principal(c.url, c.store, "ops")
+            state = await wait_state(ops, CLUSTER, lambda s: len(s.tasks) == 1, 30)
+            [fw] = state.frameworks
+            assert (fw.principal, fw.role, fw.name) == ("alice", "alice", "run")
+            proc.send_signal(signal.SIGINT)
+            await within(proc.wait(), 15)
+        finally:
+            await end_process(proc, kill=True)
+        assert proc.returncode == 130
+        await wait_state(ops, CLUSTER, lambda s: not s.tasks and not s.frameworks, 10)
+
+
+async def run_as(options: list[str], *args: str) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "cluster", "run", *options, *args,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+
+
+def status(state: TaskState, code: int | None = None) -> TaskStatus:
+    return TaskStatus(task_id="t", state=state, exit_code=code)
+
+
+def test_the_exit_status_is_the_highest_instances() -> None:
+    assert exit_code([status(TaskState.FINISHED, 0)]) == 0
+    assert exit_code([status(TaskState.FAILED, 3), status(TaskState.FINISHED, 0)]) == 3
+    assert exit_code([status(TaskState.FAILED)]) == FAILED_EXIT
+    assert exit_code([status(TaskState.KILLED), status(TaskState.FAILED, 3)]) == KILLED_EXIT
+    assert exit_code([status(TaskState.LOST)]) == LOST_EXIT
+    assert exit_code([status(TaskState.ERROR)]) == ERROR_EXIT
+    assert len({FAILED_EXIT, KILLED_EXIT, LOST_EXIT, ERROR_EXIT, 0}) == 5
+
+
+def test_an_instances_lines_come_whole_after_its_prefix() -> None:
+    written: list[bytes] = []
+    lines = Lines(b"[1] ", written.append)
+    lines.feed(b"a\nb")
+    lines.feed(b"c\n")
+    lines.feed(b"no newline")
+    lines.close()
+    assert b"".join(written) == b"[1] a\n[1] bc\n[1] no newline\n"
