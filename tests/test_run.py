@@ -28,7 +28,7 @@ from protocol.tooling.brokers import BrokerURL, MosquittoBroker, end_process
 from protocol.transport.aio import within
 from protocol.wire.messages import TaskState, TaskStatus
 
-from helpers import live_cluster, secure_cluster
+from harness.helpers import live_cluster, secure_cluster
 
 CLUSTER = "run"
 
@@ -137,6 +137,8 @@ async def test_a_command_no_slave_can_hold_says_it_waits(
         finally:
             await end_process(proc, kill=True)
     assert "1 of 1 instance of cpus:64;mem:128 in role 'run'" in said
+    # and why, as the master says it (`drfmesos why`): no slave could ever hold it
+    assert "fits no slave even empty: short of cpus:" in said
     assert proc.returncode == 143
 
 
