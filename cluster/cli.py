@@ -31,7 +31,6 @@ from protocol.tooling.cli import (
     log_level_default,
     log_level_option,
 )
-from protocol.transport.bus import BusRefused
 from slave.cli import slave
 
 PIPED_WIDTH = 1000  # `state`'s width when stdout is not a terminal: the tables' own
@@ -136,18 +135,12 @@ async def _reload_on_change(b: object, auth_dir: Path | None, stop: asyncio.Even
 @log_level_default("warning")
 def state(broker: str, cluster: str, as_json: bool, timeout: float) -> None:
     """Print the master's latest state snapshot (frameworks, slaves, shares)."""
+    from cluster.local.reaching import CONNECT_TRIES, run_command
     from cluster.local.view import fetch_state, render_state
 
-    try:
-        url = broker_url(broker)
-        snap = asyncio.run(fetch_state(url, cluster, timeout))
-    except BusRefused as e:
-        raise click.ClickException(str(e)) from None
-    except TimeoutError:
-        raise click.ClickException(
-            f"no state from a master on {url} (cluster {cluster!r}) within {timeout}s; "
-            "reading it takes an operator principal"
-        ) from None
+    url = broker_url(broker)
+    read = fetch_state(url, cluster, timeout, tries=CONNECT_TRIES)
+    snap = run_command(url, cluster, read, awaited="published its state", timeout=timeout)
     if as_json:
         click.echo(json.dumps(snap.model_dump(mode="json"), indent=2))
     else:

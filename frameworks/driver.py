@@ -33,6 +33,7 @@ from protocol.transport.base import BusClosed, Connector, Transport
 from protocol.transport.bus import MqttConnector
 from protocol.transport.inbound import Dispatcher
 from protocol.transport.leader import LeaderWatch
+from protocol.transport.patience import Patience
 from protocol.wire.messages import (
     Accept,
     Acknowledge,
@@ -187,6 +188,7 @@ class SchedulerDriver:
         self.master_id = ""
         self.master_epoch = 0  # the epoch of the master we subscribed with
         self._resubscribing: asyncio.Future[None] | None = None
+        self._watching: asyncio.Task[None] | None = None  # for the bus giving up
         # who we are is the broker's username; without authentication, as a Mesos framework
         # names its own principal: its name (unproven, so it protects nothing)
         self.principal = self._connect.principal or unauthenticated_principal(name)
@@ -204,7 +206,7 @@ class SchedulerDriver:
         self._files = TaskFiles(self._call)  # reads of its tasks' sandbox files
         self._why = WhyAsker(self._call)  # questions about why offers do not come
         self._drought = NoOfferWatch(self.why, lambda: self.log, no_offer_warning or 0.0)
-        self._watching: asyncio.Task[None] | None = None  # runs it (if no_offer_warning)
+        self._drought_watch: asyncio.Task[None] | None = None  # runs it (if no_offer_warning)
         self._events: asyncio.Queue[functools.partial[Awaitable[None]]] = asyncio.Queue()
         self._callbacks: asyncio.Task[None] | None = None  # runs them, one at a time
 
@@ -236,7 +238,7 @@ class SchedulerDriver:
         d.on(Why, self._why.on_answer)
         self._callbacks = asyncio.create_task(self._run_callbacks(), name="driver-callbacks")
         if self._drought.after:
-            self._watching = asyncio.create_task(self._drought.run(), name="driver-no-offers")
+            self._drought_watch = asyncio.create_task(self._drought.run(), name="driver-no-offers")
         await bus.subscribe(self.inbox, d)
         await LeaderWatch.on(bus, self.topics, self._on_leader)
         bus.on_connect(self._subscribe)
@@ -246,6 +248,7 @@ class SchedulerDriver:
         except (BusClosed, TimeoutError) as e:  # one error family: see frameworks.errors
             await self._close()
             raise errors.connecting(e, str(self.broker or "the broker")) from e
+        self._watching = asyncio.create_task(self._stop_if_given_up(bus), name="driver-bus")
         await first_of(self._subscribed, self._stopped, timeout=timeout)
         if self.removed is not None:
             await self._close()
@@ -255,6 +258,15 @@ class SchedulerDriver:
             raise errors.MasterUnreachable(
                 f"no answer from a master of cluster {self.topics.cluster!r} in {timeout}s"
             )
+
+    async def _stop_if_given_up(self, bus: Transport) -> None:
+        """The bus will not connect again (another process took this principal over, or
+        the broker refuses it now): the driver stops, and `removed` says why."""
+        await bus.gave_up.wait()
+        self.removed = str(bus.refused or "the broker connection ended for good")
+        self._refusal = errors.BrokerRefused
+        self._teardown = False  # (nothing to send it on)
+        self._stopped.set()
 
     def _in_turn(self, handler: Handler[W]) -> Handler[W]:
         """Events reach the scheduler one at a time, in order, from the driver's own task
@@ -285,10 +297,21 @@ class SchedulerDriver:
             self._drought.subscribed(False)
             await self.scheduler.disconnected(self)
         delay = 0.5
+        patience = Patience()  # (the bus says when it is the broker that is missing)
         while not self._subscribed.is_set() and not self._stopped.is_set():
             bus = self.bus
             if bus is None or not bus.connected:
                 return  # the next connect starts over
+            if (waited := patience.due()) is not None:
+                cluster = self.topics.cluster
+                broker = f"the broker at {self.broker.bare}" if self.broker else "the broker"
+                self.log.warning(
+                    "framework.waiting_for_master",
+                    waited=round(waited, 1),
+                    detail=f"connected to {broker}, but no master of cluster {cluster!r} "
+                    f"has answered the subscription: is one running "
+                    f"there (drfmesos master --cluster {cluster})?",
+                )
             await bus.publish(
                 self.to_master,
                 Subscribe(
@@ -337,9 +360,12 @@ class SchedulerDriver:
         if self._callbacks is not None and self._callbacks is not asyncio.current_task():
             await cancel_and_wait(self._callbacks)
         self._callbacks = None
-        if self._watching is not None:
+        if self._drought_watch is not None:
+            await cancel_and_wait(self._drought_watch)
+            self._drought_watch = None
+        if self._watching is not None and self._watching is not asyncio.current_task():
             await cancel_and_wait(self._watching)
-            self._watching = None
+        self._watching = None
         if self._resubscribing is not None and not self._resubscribing.done():
             self._resubscribing.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import signal
 import socket
@@ -55,19 +57,35 @@ async def run_slaves(url: BrokerURL, cluster: str, configs: list[object]) -> Non
     principal = url.username or "slave"
     first = configs[0]
     assert isinstance(first, SlaveConfig)
-    async with Bus(
+    bus = Bus(
         url,
         name=first.slave_id if len(configs) == 1 else f"{len(configs)}-slaves",
         client_id=f"drfmesos-{cluster}-{first.slave_id}",
         inbox=topics.outbox("slave", principal),  # where the master's refusals come
         persistent=True,
         will=(topics.gone("slave", principal), "slave", principal),
-    ) as bus:
+    )
+    try:
+        await bus.start(timeout=None)  # a slave started before its broker waits for it (and
+        # says so: see protocol.transport.reconnects)
         warn_if_insecure(url, "slave")
         await bus.subscribe(topics.outbox("slave", principal), log_refusals)
         fleet = Fleet(bus, topics, principal)
         fleet.kill_tasks_on_stop = SHUT_DOWN.is_set
-        await fleet.run([c for c in configs if isinstance(c, SlaveConfig)])
+        slaves = [c for c in configs if isinstance(c, SlaveConfig)]
+        running = asyncio.ensure_future(fleet.run(slaves))
+        given_up = asyncio.ensure_future(bus.gave_up.wait())
+        try:  # until stopped, or until the bus gives up (another process took its principal)
+            await asyncio.wait({running, given_up}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            given_up.cancel()
+            running.cancel()  # (the fleet stops its slaves)
+            with contextlib.suppress(asyncio.CancelledError):
+                await running
+        if bus.refused is not None:
+            raise bus.refused
+    finally:
+        await bus.close()
 
 
 async def log_refusals(message: object, _reply_to: str | None) -> None:

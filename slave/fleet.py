@@ -10,7 +10,9 @@ connection, so they share its traffic too:
   1,000, so the master reads a few messages an interval, not one a slave. The master
   still checks each id: a heartbeat counts only for a slave registered under the
   principal whose topic it came on;
-- one loop re-sends the owed status updates that are due, for all of them.
+- one loop re-sends the owed status updates that are due, for all of them;
+- one says, while slaves wait on a live connection for a master to answer their
+  registration, how many and for how long (the bus says when the broker is missing).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from collections.abc import Callable
 
 from protocol import logs
 from protocol.transport.bus import Bus
+from protocol.transport.patience import Patience
 from protocol.wire.messages import MAX_HEARTBEATS, Heartbeats, Wire
 from protocol.wire.topics import Topics
 from slave.slave import Slave, SlaveConfig
@@ -29,6 +32,7 @@ from slave.updates import RESEND_CHECK
 # ids in one Heartbeats (of at most MAX_HEARTBEATS): a few messages an interval per
 # process keep the master's load even, at some 50 us of its loop each
 HEARTBEATS_PER_MESSAGE = min(1000, MAX_HEARTBEATS)
+WAIT_CHECK = 0.5  # seconds between two looks at whether slaves still wait for a master
 
 
 class Fleet:
@@ -53,7 +57,7 @@ class Fleet:
             for slave in self.slaves:
                 await slave.start()
                 started.append(slave)
-            await asyncio.gather(self.heartbeat_loop(), self.resend_loop())
+            await asyncio.gather(self.heartbeat_loop(), self.resend_loop(), self.tell_waiting())
         finally:
             kill = self.kill_tasks_on_stop()
             for slave in started:
@@ -88,6 +92,30 @@ class Fleet:
             for slave in self.slaves:
                 if len(slave.updates) and slave.registered.is_set():
                     slave.updates.resend_due(now)
+
+    async def tell_waiting(self) -> None:
+        """Say at warning that slaves are not registered while the broker is there: no
+        master runs, or it runs on another cluster name, or it refuses them (its reason
+        then comes as `slave.refused` or `slave.error_received`)."""
+        patience = Patience()
+        while True:
+            await asyncio.sleep(WAIT_CHECK)
+            waiting = sum(not s.registered.is_set() for s in self.slaves)
+            if not waiting or not self.bus.connected:
+                patience.over()
+                continue
+            waited = patience.due()
+            if waited is None:
+                continue
+            cluster = self.topics.cluster
+            self.log.warning(
+                "slave.waiting_for_master",
+                unregistered=waiting,
+                waited=round(waited, 1),
+                detail=f"connected to the broker at {self.bus.broker.bare}, but no master of "
+                f"cluster {cluster!r} has registered it: is one running there (drfmesos "
+                f"master --cluster {cluster})? (one that refuses it says why: slave.refused)",
+            )
 
     async def _unrouted(self, message: Wire, _reply_to: str | None) -> None:
         """Something for a slave this process does not run (any more)."""

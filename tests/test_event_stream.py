@@ -19,7 +19,7 @@ import msgpack
 from cluster.local.events import follow_events
 from cluster.local.view import operator_call
 from master.master import Master, MasterConfig
-from protocol.tooling.brokers import BrokerURL, MosquittoBroker, end_process, free_port
+from protocol.tooling.brokers import BrokerURL, MosquittoBroker, end_process
 from protocol.transport.aio import within
 from protocol.transport.bus import Bus
 from protocol.wire.codec import PROTOCOL_VERSION
@@ -240,10 +240,18 @@ async def interrupt(proc: asyncio.subprocess.Process) -> None:
 
 
 async def test_drfmesos_events_stops_when_told_even_before_it_connects() -> None:
-    """No broker there: `--seconds` and Ctrl-C still end it at once, with no traceback
-    (it used to wait out the 30 s first connection and fail)."""
-    nobody = f"mqtt://127.0.0.1:{free_port()}"
-    command = [sys.executable, "-m", "cluster", "events", "--broker", nobody]
+    """A broker that never answers (it takes the connection, and says nothing, as a
+    firewall's or a TLS listener's would): `--seconds` and Ctrl-C still end it at once,
+    with no traceback (it used to wait out the 30 s first connection and fail). (With
+    nothing listening it says so at once: see test_first_contact.)"""
+    held: list[asyncio.StreamWriter] = []
+
+    async def silent(_reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        held.append(writer)
+
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    command = [sys.executable, "-m", "cluster", "events", "--broker", f"mqtt://127.0.0.1:{port}"]
     timed = await asyncio.create_subprocess_exec(
         *command, "--seconds", "1", stderr=asyncio.subprocess.PIPE
     )
@@ -256,3 +264,7 @@ async def test_drfmesos_events_stops_when_told_even_before_it_connects() -> None
     finally:
         for proc in (timed, interrupted):
             await end_process(proc, kill=True)
+        for writer in held:
+            writer.close()
+        server.close()
+        await server.wait_closed()

@@ -58,7 +58,7 @@ def snapshot() -> State:
 def state(monkeypatch: pytest.MonkeyPatch) -> State:
     snap = snapshot()
 
-    async def fetch(*_args: object) -> State:
+    async def fetch(*_args: object, **_options: object) -> State:
         return snap
 
     monkeypatch.setattr(cluster.local.view, "fetch_state", fetch)

@@ -32,14 +32,16 @@ async def follow_events(
     lease: float = LEASE,
     on_refused: Callable[[Error], None] = lambda _error: None,
     on_dropped: Callable[[], None] = lambda: None,
+    tries: int | None = None,
 ) -> None:
     """Hand each event of `cluster`'s stream to `on_event` until `stop` is set (while it
     connects too); a master's refusal of the lease (rate limited) goes to `on_refused`;
     `on_dropped` is called once if connections keep ending within seconds before any
     event came (the broker drops a principal that may not take a lease, or one whose
-    name another connection took). Raises BusRefused if the broker stops letting it in."""
+    name another connection took). Raises BusRefused if the broker stops letting it in, and
+    BrokerUnreachable after `tries` failed attempts to connect (else 30 s of them)."""
     following = asyncio.create_task(
-        _follow(url, cluster, on_event, stop, lease, on_refused, on_dropped)
+        _follow(url, cluster, on_event, stop, lease, on_refused, on_dropped, tries)
     )
     stopping = asyncio.ensure_future(stop.wait())
     try:
@@ -61,6 +63,7 @@ async def _follow(
     lease: float,
     on_refused: Callable[[Error], None],
     on_dropped: Callable[[], None],
+    tries: int | None,
 ) -> None:
     topics = Topics(cluster)
     principal = url.username or "operator"
@@ -77,7 +80,9 @@ async def _follow(
         if isinstance(message, Error) and message.about == WatchEvents.TYPE:
             on_refused(message)
 
-    async with Bus(url, name="events", inbox=topics.operator(principal)) as bus:
+    bus = Bus(url, name="events", inbox=topics.operator(principal))
+    try:
+        await bus.start(tries=tries)
         loop = asyncio.get_running_loop()
 
         def renew() -> None:
@@ -110,6 +115,8 @@ async def _follow(
             await first_of(stop, bus.gave_up, timeout=lease / 2)
         if bus.refused is not None:
             raise bus.refused
+    finally:
+        await bus.close()
 
 
 def event_line(event: ClusterEvent) -> str:

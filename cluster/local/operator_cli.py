@@ -15,7 +15,7 @@ from typing import TypeVar
 import click
 
 from protocol.tooling.cli import broker_option, broker_url, cluster_option, log_level_default
-from protocol.transport.bus import BusRefused
+from protocol.transport.base import BrokerUnreachable, BusClosed
 from protocol.wire.messages import ClusterEvent, SetQuota, SetWeights, Teardown, Wire
 from protocol.wire.resources import Limit, ResourceError, Resources
 
@@ -45,17 +45,12 @@ def _call(
     timeout: float,
 ) -> None:
     """Make the call as the operator the options name; fail with the master's words."""
+    from cluster.local.reaching import CONNECT_TRIES, run_command
     from cluster.local.view import operator_call
 
-    try:
-        why = asyncio.run(operator_call(broker_url(broker), cluster, message, done, timeout))
-    except BusRefused as e:
-        raise click.ClickException(str(e)) from None
-    except TimeoutError:
-        raise click.ClickException(
-            f"no answer from a master within {timeout}s: is one running on this cluster, and "
-            "is this principal an operator? (the broker drops anyone else's operator call)"
-        ) from None
+    url = broker_url(broker)
+    call = operator_call(url, cluster, message, done, timeout, tries=CONNECT_TRIES)
+    why = run_command(url, cluster, call, awaited="answered the call", timeout=timeout)
     if why:
         raise click.ClickException(why)
 
@@ -74,6 +69,7 @@ def events(broker: str, cluster: str, as_json: bool, seconds: float | None) -> N
     """Follow the master's event stream, a line an event (an operator principal's lease
     on it, renewed while this runs and taken again from a new leader)."""
     from cluster.local.events import event_line, follow_events
+    from cluster.local.reaching import CONNECT_TRIES, bus_failure
     from protocol.tooling.cli import signals_set
     from protocol.wire.messages import Error
 
@@ -104,13 +100,16 @@ def events(broker: str, cluster: str, as_json: bool, seconds: float | None) -> N
         with signals_set(stop):
             if seconds is not None:
                 asyncio.get_running_loop().call_later(seconds, stop.set)
-            await follow_events(url, cluster, show, stop, on_refused=refused, on_dropped=dropped)
+            await follow_events(
+                url, cluster, show, stop, on_refused=refused, on_dropped=dropped,
+                tries=CONNECT_TRIES,
+            )  # fmt: skip
 
     url = broker_url(broker)
     try:
         asyncio.run(follow())
-    except (BusRefused, TimeoutError) as e:  # (no broker there, within 30 s)
-        raise click.ClickException(str(e)) from None
+    except (BrokerUnreachable, BusClosed) as e:
+        raise click.ClickException(bus_failure(e, url)) from None
     if gave_up:
         raise click.ClickException(gave_up[0])
 
@@ -199,14 +198,12 @@ def weights_set(broker: str, cluster: str, assignments: str, timeout: float) -> 
 @log_level_default("warning")
 def weights_list(broker: str, cluster: str, timeout: float) -> None:
     """Every role's weight and promise, as the master's state shows them."""
+    from cluster.local.reaching import CONNECT_TRIES, run_command
     from cluster.local.view import fetch_state
 
-    try:
-        snap = asyncio.run(fetch_state(broker_url(broker), cluster, timeout))
-    except BusRefused as e:
-        raise click.ClickException(str(e)) from None
-    except TimeoutError:
-        raise click.ClickException(f"no state from a master within {timeout}s") from None
+    url = broker_url(broker)
+    read = fetch_state(url, cluster, timeout, tries=CONNECT_TRIES)
+    snap = run_command(url, cluster, read, awaited="published its state", timeout=timeout)
     for r in snap.roles:
         promise = "" if r.promise is None else f"  (promised {r.promise:.1%})"
         click.echo(f"{r.role}={r.weight:g}{promise}")

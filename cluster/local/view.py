@@ -19,9 +19,11 @@ from protocol.wire.resources import Resources
 from protocol.wire.topics import Topics
 
 
-async def fetch_state(url: BrokerURL, cluster: str, timeout: float = 10.0) -> State:
+async def fetch_state(
+    url: BrokerURL, cluster: str, timeout: float = 10.0, *, tries: int | None = None
+) -> State:
     """The retained snapshot, or the next one the master publishes."""
-    return await wait_state(url, cluster, lambda _state: True, timeout)
+    return await wait_state(url, cluster, lambda _state: True, timeout, tries=tries)
 
 
 async def wait_state(
@@ -29,9 +31,12 @@ async def wait_state(
     cluster: str,
     condition: Callable[[State], bool],
     timeout: float = 30.0,
+    *,
+    tries: int | None = None,
 ) -> State:
     """The first snapshot (retained or published from now on) for which `condition` holds
-    (read over the broker at `url`, or any transport: tests pass the memory one's)."""
+    (read over the broker at `url`, or any transport: tests pass the memory one's).
+    BrokerUnreachable after `tries` failed attempts to connect (else 30 s of them)."""
     got: asyncio.Future[State] = asyncio.get_running_loop().create_future()
 
     async def on_state(message: Wire, _reply_to: str | None) -> None:
@@ -40,8 +45,8 @@ async def wait_state(
 
     connect = MqttConnector(url) if isinstance(url, BrokerURL) else url
     bus = connect(name="state-reader", inbox=None, will=None)
-    await bus.start()
     try:
+        await bus.start(tries=tries)
         await bus.subscribe(Topics(cluster).state, on_state)
         return await within(got, timeout)
     finally:
@@ -54,9 +59,11 @@ async def operator_call(
     message: Wire,
     done: Callable[[ClusterEvent], bool],
     timeout: float = 10.0,
+    *,
+    tries: int | None = None,
 ) -> str | None:
     """Make an operator's call; None once the event stream shows it done, else what the
-    master said was wrong."""
+    master said was wrong. BrokerUnreachable after `tries` failed attempts to connect."""
     topics = Topics(cluster)
     principal = url.username or "operator"
     outcome: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
@@ -75,7 +82,9 @@ async def operator_call(
         if isinstance(event, ClusterEvent) and done(event) and not outcome.done():
             outcome.set_result(None)
 
-    async with Bus(url, name="operator", inbox=topics.operator(principal)) as bus:
+    bus = Bus(url, name="operator", inbox=topics.operator(principal))
+    try:
+        await bus.start(tries=tries)
         await bus.subscribe(topics.operator(principal), on_answer)
         await bus.subscribe(topics.events, on_event)
         calls = topics.inbound("operator", principal)
@@ -89,6 +98,8 @@ async def operator_call(
             if not unwatched:
                 raise
             return f"its outcome is unknown: the master would not stream events ({unwatched[0]})"
+    finally:
+        await bus.close()
 
 
 async def teardown_framework(

@@ -1,6 +1,7 @@
-"""What the embedded broker changes in amqtt, in one place: three fixes of amqtt 0.12.1's
-bugs, made by replacing a private attribute (`Broker._subscriptions`), a method of the
-broker object (`stream_connected`) and one of its connection handlers' class
+"""What the embedded broker changes in amqtt, in one place: four fixes of amqtt 0.12.1's
+bugs, made by replacing a private attribute (`Broker._subscriptions`), methods of the
+broker object (`stream_connected`; `_authenticate`, `_delete_session` and
+`_client_message_loop`) and one of its connection handlers' class
 (`BrokerProtocolHandler.stop`).
 
 The version is pinned in pyproject.toml to the one tests/test_adapters.py was run against;
@@ -21,6 +22,7 @@ require("amqtt", "0.12.1", "0.13")
 
 log = logs.get("broker")
 Stop = Callable[[Any], Awaitable[None]]  # a connection handler's stop
+TAKEOVER_WAIT = 5.0  # seconds a connection taken over has to end before it is stopped
 
 
 def patch(broker: Any) -> None:
@@ -29,6 +31,7 @@ def patch(broker: Any) -> None:
 
     broker._subscriptions = IteratedOverACopy()
     broker.stream_connected = quiet_on_reset(broker.stream_connected)
+    OneConnectionPerClientId(broker)
     if not hasattr(BrokerProtocolHandler.stop, "stops_its_reader"):
         BrokerProtocolHandler.stop = reader_stopped_first(BrokerProtocolHandler.stop)
 
@@ -91,3 +94,57 @@ def reader_stopped_first(stop: Stop) -> Stop:
 
     stop_reader_then.stops_its_reader = True  # type: ignore[attr-defined]
     return stop_reader_then
+
+
+class OneConnectionPerClientId:
+    """A client whose client id is connected already takes that connection over, as MQTT
+    3.1.1 requires ([MQTT-3.1.4-2]) and mosquitto does: once it has authenticated, the
+    broker closes the other connection (its Last Will goes, as for any connection that
+    ends without a DISCONNECT) and waits for it to end before it goes on.
+
+    amqtt 0.12.1 instead deleted the session of a clean-session CONNECT's client id before
+    authenticating it and left the connection open: the connection was deaf from then on
+    and never told (two processes with one principal: the first heard nothing more), and
+    anybody who reached the port could deafen any principal with a CONNECT in its name
+    and a wrong secret. Here a live connection's session is deleted only for a client
+    that authenticated as it; and the other closed, its client sees the takeover (see
+    protocol.transport.reconnects). A persistent session taken over is handed on whole.
+    """
+
+    def __init__(self, broker: Any) -> None:
+        self._live: dict[str, tuple[Any, asyncio.Event]] = {}  # client id: handler, ended
+        self._delete_session = broker._delete_session
+        self._authenticate = broker._authenticate
+        self._message_loop = broker._client_message_loop
+        broker._delete_session = self.delete_session
+        broker._authenticate = self.authenticate
+        broker._client_message_loop = self.message_loop
+
+    async def delete_session(self, client_id: str) -> None:
+        if client_id not in self._live:  # (a live one's: after its taker authenticated)
+            await self._delete_session(client_id)
+
+    async def authenticate(self, session: Any, listener: Any) -> bool:
+        allowed: bool = await self._authenticate(session, listener)
+        live = self._live.get(session.client_id) if allowed else None
+        if live is not None:
+            handler, ended = live
+            log.debug("broker.taken_over", kind="embedded", client_id=session.client_id)
+            await handler.handle_connection_closed()  # (the loop's disconnect: it ends)
+            await first_of(ended, timeout=TAKEOVER_WAIT)
+            if not ended.is_set():
+                await handler.stop()
+            if session.clean_session:
+                await self._delete_session(session.client_id)
+        return allowed
+
+    async def message_loop(self, session: Any, handler: Any) -> None:
+        ended = asyncio.Event()
+        client_id = session.client_id
+        self._live[client_id] = (handler, ended)
+        try:
+            await self._message_loop(session, handler)
+        finally:
+            ended.set()
+            if self._live.get(client_id, (None,))[0] is handler:
+                del self._live[client_id]

@@ -7,6 +7,7 @@ in-process one for tests, with the same topics, identities and publish ACL.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
@@ -52,6 +53,17 @@ class BusRefused(BusClosed):
     Retrying cannot help, so the bus stops and says why."""
 
 
+class ConnectedElsewhere(BusRefused):
+    """Another connection with this one's principal (or client id) kept taking it over:
+    another process uses the same credentials. The bus gave up (see
+    `protocol.transport.reconnects`)."""
+
+
+class BrokerUnreachable(TimeoutError):
+    """No connection to the broker in the time given; the message says what the last
+    attempt met (refused, an unknown host, no answer, TLS failing)."""
+
+
 class Transport(Protocol):
     """A party's connection to the cluster: post and publish to topics, subscribe to them,
     and be told of every (re)connect. Identity is the connection's principal: the broker
@@ -63,6 +75,11 @@ class Transport(Protocol):
     stats: dict[str, int]
     messages: MessageCounts
     log: Any
+    refused: BusRefused | None  # why it will not connect again, once it will not
+
+    @property
+    def gave_up(self) -> asyncio.Event:
+        """Set once it will not connect again (`refused` says why)."""
 
     @property
     def principal(self) -> str | None:
@@ -71,7 +88,11 @@ class Transport(Protocol):
     @property
     def connected(self) -> bool: ...
 
-    async def start(self, *, wait: bool = True, timeout: float | None = 30.0) -> None: ...
+    async def start(
+        self, *, wait: bool = True, timeout: float | None = 30.0, tries: int | None = None
+    ) -> None:
+        """Connect (and, with `wait`, wait until connected: BrokerUnreachable after
+        `timeout` seconds or `tries` failed attempts; BusRefused if never)."""
 
     async def close(self, flush_timeout: float = 2.0, *, abandon: bool = False) -> None: ...
 

@@ -8,9 +8,12 @@
 What it does for every party:
 
 - connects with retry and exponential backoff, and after a broker restart reconnects and
-  re-subscribes by itself (`on_connect` callbacks then re-announce the party);
+  re-subscribes by itself (`on_connect` callbacks then re-announce the party); says what
+  it waits for while it has no broker, and stops when another connection keeps taking its
+  principal over (`protocol.transport.reconnects`);
 - publishes with QoS 1 by default; `publish` returns when the broker acknowledged the
-  message and retries across reconnects until then, `post` does the same in the background;
+  message and retries across reconnects until then (`protocol.transport.sending`), `post`
+  does the same in the background;
 - decodes every arriving message (the codec validates it) and dispatches it by type; bad
   input is logged and, where the sender named its inbox, answered with an `Error`; a
   retained message is read only where the master announces (leader, state);
@@ -31,16 +34,26 @@ from typing import Any, Self
 import aiomqtt
 
 from protocol import logs
-from protocol.tooling.brokers import MAX_PACKET_BYTES, BrokerURL
+from protocol.tooling.brokers import BrokerURL
 from protocol.transport.aio import cancel_and_wait, first_of, spawn_guarded, within
 from protocol.transport.backlog import StampedQueue
-from protocol.transport.base import BusClosed, BusRefused, Handler, OnConnect, RawHandler, Will
+from protocol.transport.base import (
+    BrokerUnreachable,
+    BusClosed,
+    BusRefused,
+    Handler,
+    OnConnect,
+    RawHandler,
+    Will,
+)
 from protocol.transport.batching import Counted, Outgoing, Posted, chunked, encoded, split
 from protocol.transport.fencing import EpochFence
 from protocol.transport.inbound import Dispatcher, EnvelopeFilter, Receiver
 from protocol.transport.message_counts import MessageCounts
-from protocol.transport.mqtt_client import mqtt_client, mqtt_subscribe, mqtt_unsubscribe, refusal
+from protocol.transport.mqtt_client import mqtt_client, mqtt_subscribe, mqtt_unsubscribe
 from protocol.transport.paho_link import PahoLink
+from protocol.transport.reconnects import SHORT, Reconnects
+from protocol.transport.sending import MAX_PAYLOAD, SendPath
 from protocol.wire.codec import MAX_BATCH, decode_many, encode, encode_batch, items_of
 from protocol.wire.messages import LISTS, Error, Wire
 from protocol.wire.topics import announced
@@ -48,9 +61,6 @@ from protocol.wire.topics import announced
 __all__ = ["Bus", "BusClosed", "BusRefused", "Dispatcher", "cancel_and_wait", "first_of"]
 
 
-# bytes in one MQTT payload at most: what the brokers we start (and the compose cluster's)
-# take, less room for the topic and the headers
-MAX_PAYLOAD = MAX_PACKET_BYTES - 64 * 1024
 MAX_DEFERRALS = 32  # loop turns a batch may wait for a backlog of arrivals to be handled
 MAX_HELD = MAX_BATCH  # posts one flush sends (a flush of thousands would stall the loop)
 MAX_MATCHED = 4096  # topics whose handler is remembered (see _handler_for)
@@ -102,15 +112,12 @@ class Bus:
         self._closing = False
         self.refused: BusRefused | None = None
         self._gave_up = asyncio.Event()
+        # pacing the attempts, telling a person what it waits for, and when to stop
+        self._reconnects = Reconnects(self.log, self.broker, self.client_id)
+        self._attempted = asyncio.Event()  # an attempt to connect failed
         self._runner: asyncio.Task[None] | None = None
         self._pumping: asyncio.Task[None] | None = None  # dispatching a connection's messages
         self._background: set[asyncio.Task[Any]] = set()
-        # The send path (see _send): what the MQTT client holds until the broker
-        # acknowledges it, by message id, and what waits for the next connection.
-        self._unacked: dict[int, Outgoing] = {}
-        self._waiting: list[Outgoing] = []
-        self._sent_all = asyncio.Event()  # nothing unacknowledged and nothing waiting
-        self._sent_all.set()
         # posted this turn, by topic: encoded, or (a kind that travels in lists) the message
         # and its epoch, encoded with the others of its run at the flush
         self._outbox: dict[tuple[str, int], list[Posted]] = {}
@@ -129,6 +136,7 @@ class Bus:
         # traffic counters: messages posted/received, MQTT payloads published/received
         self.stats = {"posted": 0, "published": 0, "received": 0, "payloads_in": 0, "fenced": 0}
         self.messages = MessageCounts()  # what the handlers were given, by type and outcome
+        self._sending = SendPath(self.log, self.stats)
         if filters is None:
             filters = [EpochFence(self.log, self.stats, self.messages)]
         self._receiver = Receiver(self.log, self.stats, self.messages, self.reply_error, filters)
@@ -145,18 +153,34 @@ class Bus:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    async def start(self, *, wait: bool = True, timeout: float | None = 30.0) -> None:
+    async def start(
+        self, *, wait: bool = True, timeout: float | None = 30.0, tries: int | None = None
+    ) -> None:
         self._runner = asyncio.create_task(self._run(), name=f"bus-{self.name}")
         if wait:
-            await self.wait_connected(timeout)
+            await self.wait_connected(timeout, tries=tries)
 
-    async def wait_connected(self, timeout: float | None = None) -> None:
-        """Wait until connected; raises BusRefused if the broker will never let us in."""
-        await first_of(self._connected, self._gave_up, timeout=timeout)
+    async def wait_connected(
+        self, timeout: float | None = None, *, tries: int | None = None
+    ) -> None:
+        """Wait until connected; raises BusRefused if the broker will never let us in, and
+        BrokerUnreachable after `timeout` seconds or `tries` failed attempts (a command
+        run once says at once that nothing listens; a party started before its broker
+        waits for it), saying what the last attempt met."""
+        deadline = None if timeout is None else asyncio.get_running_loop().time() + timeout
+        while not self._connected.is_set() and not self._gave_up.is_set():
+            if tries is not None and self._reconnects.failures >= tries:
+                break
+            self._attempted.clear()
+            left = None if deadline is None else deadline - asyncio.get_running_loop().time()
+            if left is not None and left <= 0:
+                break
+            await first_of(self._connected, self._gave_up, self._attempted, timeout=left)
         if self.refused is not None:
             raise self.refused
         if not self._connected.is_set():
-            raise TimeoutError(f"no connection to {self.broker} within {timeout}s")
+            reason = self._reconnects.reason or "no answer yet"
+            raise BrokerUnreachable(f"cannot reach the broker at {self.broker.bare}: {reason}")
 
     @property
     def gave_up(self) -> asyncio.Event:
@@ -180,7 +204,7 @@ class Bus:
         if abandon:
             self._outbox.clear()
             self._lazy.clear()
-            self._waiting.clear()
+            self._sending.waiting.clear()
             self._closing = True
         if self._outbox:
             self._flush(now=True)  # not deferred behind a backlog: nothing will handle it
@@ -188,7 +212,7 @@ class Bus:
             self._flush_lazy()
         if not abandon:
             with contextlib.suppress(TimeoutError):
-                await within(self._sent_all.wait(), flush_timeout)
+                await within(self._sending.sent_all.wait(), flush_timeout)
             if self._background:  # on_connect callbacks still announcing us
                 await asyncio.wait(set(self._background), timeout=flush_timeout)
         self._closing = True
@@ -201,7 +225,7 @@ class Bus:
             await cancel_and_wait(self._pumping)
             self._pumping = None
         self._connected.clear()
-        self._fail_all(BusClosed(f"bus {self.name} closed before the broker had it"))
+        self._sending.fail_all(BusClosed(f"bus {self.name} closed before the broker had it"))
 
     # -- subscribing ---------------------------------------------------------------------------
     def on_connect(self, callback: OnConnect) -> None:
@@ -268,75 +292,8 @@ class Bus:
         if self._outbox:
             self._flush(now=True)  # what was posted before goes first (in the order made)
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._send(Outgoing(topic, payload, qos, retain, done))
+        self._sending.send(Outgoing(topic, payload, qos, retain, done))
         await done
-
-    # -- the send path -------------------------------------------------------------------------
-    def _send(self, out: Outgoing) -> None:
-        """Hand a payload to the MQTT client now (written when the loop next comes round).
-        A QoS 1 payload is kept until the broker acknowledges it; if the connection is lost
-        first, it is sent again, in order, after the reconnect (at least once). Without a
-        connection it waits."""
-        self._sent_all.clear()
-        if len(out.payload) > MAX_PAYLOAD:  # the broker would drop the connection for it,
-            # and every reconnect would send it again: it fails, alone, here
-            limit = f"{len(out.payload)} bytes is over the broker's limit of {MAX_PAYLOAD}"
-            self._unpublishable(out, ValueError(limit))
-            return
-        link = self._link
-        if link is None or not self._connected.is_set() or self._waiting:
-            self._waiting.append(out)
-            return
-        try:
-            rc, mid, published = link.publish(out.topic, out.payload, out.qos, out.retain)
-        except ValueError as e:  # a topic or payload MQTT cannot carry: this one only
-            self._unpublishable(out, e)
-            return
-        self.stats["published"] += 1
-        if rc != 0:  # the connection is going: the reconnect sends it
-            self._waiting.append(out)
-        elif out.qos == 0 or published:
-            out.succeed()
-            self._check_sent_all()
-        else:
-            self._unacked[mid] = out
-
-    def _unpublishable(self, out: Outgoing, error: ValueError) -> None:
-        self.log.error(
-            "bus.unpublishable", topic=out.topic, bytes=len(out.payload), error=str(error)
-        )
-        out.fail(error)
-        self._check_sent_all()
-
-    def _on_acknowledged(self, mid: int) -> None:
-        out = self._unacked.pop(mid, None)
-        if out is not None:
-            out.succeed()
-            self._check_sent_all()
-
-    def _check_sent_all(self) -> None:
-        if not self._unacked and not self._waiting:
-            self._sent_all.set()
-
-    def _resend_waiting(self) -> None:
-        """After a (re)connect: the last connection's unacknowledged, then what waited."""
-        waiting, self._waiting = self._waiting, []
-        for out in waiting:
-            self._send(out)
-        self._check_sent_all()
-
-    def _fail_all(self, error: BaseException) -> None:
-        """Nothing queued will be sent: tell whoever awaits it."""
-        for out in [*self._unacked.values(), *self._waiting]:
-            out.fail(error)
-        self._unacked.clear()
-        self._waiting.clear()
-        self._sent_all.set()
-
-    def _connection_lost(self) -> None:
-        lost = list(self._unacked.values())  # in the order they were sent
-        self._unacked.clear()
-        self._waiting[:0] = lost
 
     def post(
         self, topic: str, message: Wire, *, qos: int = 1, retain: bool = False, lazy: bool = False
@@ -354,7 +311,7 @@ class Bus:
         """
         self.stats["posted"] += 1
         if retain:
-            self._send(Outgoing(topic, encode(message, self.inbox, self.epoch), qos, True))
+            self._sending.send(Outgoing(topic, encode(message, self.inbox, self.epoch), qos, True))
             return
         key = (topic, qos)
         if lazy:  # (encoded at the flush, off the path of the call being handled)
@@ -370,7 +327,7 @@ class Bus:
             # waits for it), even with more arrived behind; whatever follows it is batched
             # (the same topic behind it). What answers a batch is batched: busy parties
             # send batches, and then this would be one more packet and write per batch.
-            self._send(Outgoing(topic, encode(message, self.inbox, self.epoch), qos))
+            self._sending.send(Outgoing(topic, encode(message, self.inbox, self.epoch), qos))
             self._write_out()
             self._outbox[key] = []
         else:
@@ -422,7 +379,7 @@ class Bus:
 
     def _send_chunk(self, topic: str, qos: int, chunk: list[bytes]) -> None:
         data = chunk[0] if len(chunk) == 1 else encode_batch(chunk, self.inbox)
-        self._send(Outgoing(topic, data, qos))
+        self._sending.send(Outgoing(topic, data, qos))
 
     def reply_error(
         self, reply_to: str | None, message: str, *, code: str = "error", about: str | None = None
@@ -440,57 +397,61 @@ class Bus:
         )  # fmt: skip
 
     async def _run(self) -> None:
-        delay = 0.05
+        reconnects = self._reconnects
         while not self._closing:
             incarnation = uuid.uuid4().hex[:16]
+            opened, delay = False, 0.0
+            held: asyncio.TimerHandle | None = None
             try:
                 async with self._client_for(incarnation) as client:
+                    opened = True
+                    held = asyncio.get_running_loop().call_later(
+                        SHORT, reconnects.held, reconnects.opened()
+                    )  # (a connection that lasts is no takeover's: see reconnects)
                     self._client = client
                     self.incarnation = incarnation
-                    self._link = link = PahoLink(client, self._on_acknowledged)
+                    self._link = link = PahoLink(client, self._sending.acknowledged)
                     for topic, (_, _, qos) in list(self._subs.items()):
                         await mqtt_subscribe(client, topic, qos)
                     self.connections += 1
                     self._connected.set()
-                    self._resend_waiting()
-                    self.log.info(
-                        "bus.connected",
-                        broker=str(self.broker),
+                    self._sending.ready(link)
+                    reconnects.connected(
                         client_id=self.client_id,
                         incarnation=incarnation,
                         reconnect=self.connections > 1,
                     )
-                    delay = 0.05
                     for callback in self._on_connect:
                         spawn_guarded(callback(), self._background, self.log)
                     await self._pump(link)
             except aiomqtt.MqttError as e:
                 if self._closing:
                     break
-                why = refusal(e)
-                if why is not None:
-                    self.refused = BusRefused(why)
-                    self.log.error("bus.refused", broker=str(self.broker), reason=why)
-                    self._gave_up.set()
-                    self._fail_all(self.refused)
+                in_flight = self._sending.oldest_in_flight()
+                outcome = reconnects.ended(e, in_flight) if opened else reconnects.failed(e)
+                if not opened:
+                    self._attempted.set()
+                if isinstance(outcome, BusRefused):
+                    self._give_up(outcome)
                     break
-                level = "warning" if self.connected else "debug"
-                getattr(self.log, level)(
-                    "bus.disconnected", broker=str(self.broker), error=str(e), retry_in=delay
-                )
+                delay = outcome
             finally:
+                if held is not None:
+                    held.cancel()
                 self._connected.clear()
                 self._client, self._link = None, None
-                self._connection_lost()
+                self._sending.lost()
             await asyncio.sleep(delay)
-            delay = min(delay * 2, 2.0)
             allowed = self.may_reconnect
             if allowed is not None and not self._closing and not await allowed():
                 self.log.warning("bus.reconnect_forbidden", broker=str(self.broker))
-                self.refused = BusRefused("this party may no longer connect")
-                self._gave_up.set()
-                self._fail_all(self.refused)
+                self._give_up(BusRefused("this party may no longer connect"))
                 break
+
+    def _give_up(self, refused: BusRefused) -> None:
+        self.refused = refused
+        self._gave_up.set()
+        self._sending.fail_all(refused)
 
     def _write_out(self) -> None:
         if self._link is not None:

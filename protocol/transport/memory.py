@@ -25,6 +25,7 @@ from protocol.tooling.credentials import Principal, acl_rules, filter_allows
 from protocol.transport.aio import spawn_guarded
 from protocol.transport.base import (
     BusClosed,
+    BusRefused,
     Handler,
     OnConnect,
     RawHandler,
@@ -155,6 +156,8 @@ class MemoryTransport:
         self._background: set[asyncio.Task[None]] = set()
         self._connected = False
         self._closed = False
+        self.refused: BusRefused | None = None  # (the memory broker never refuses later)
+        self._gave_up = asyncio.Event()
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def __aenter__(self) -> Self:
@@ -169,10 +172,16 @@ class MemoryTransport:
         return self._principal
 
     @property
+    def gave_up(self) -> asyncio.Event:
+        return self._gave_up
+
+    @property
     def connected(self) -> bool:
         return self._connected
 
-    async def start(self, *, wait: bool = True, timeout: float | None = 30.0) -> None:
+    async def start(
+        self, *, wait: bool = True, timeout: float | None = 30.0, tries: int | None = None
+    ) -> None:
         """Connect, then run the `on_connect` callbacks (as the bus does after each connect)."""
         self.broker._attach(self)
         self.incarnation = uuid.uuid4().hex[:16]

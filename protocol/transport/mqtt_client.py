@@ -15,6 +15,7 @@ cancels again until it has stopped (and a disconnect after a cancelled connect i
 
 from __future__ import annotations
 
+import errno
 import logging
 import math
 import socket
@@ -107,12 +108,44 @@ async def _answered(call: Awaitable[object], answer: str) -> None:
         raise aiomqtt.MqttError(f"no {answer} in {ANSWER_TIMEOUT:g} s") from None
 
 
-def refusal(error: aiomqtt.MqttError) -> str | None:
+def refusal(error: aiomqtt.MqttError, broker: BrokerURL) -> str | None:
     """Why a failed connection attempt is final, or None if it is worth retrying."""
     said = str(error).lower()
     if isinstance(error, aiomqtt.MqttCodeError) and ("authoriz" in said or "password" in said):
-        return f"the broker refused the credentials ({error})"
+        who = f"principal {broker.username!r}" if broker.username else "a connection without any"
+        return (
+            f"the broker at {broker.bare} refused the credentials of {who} ({error}): "
+            "a wrong secret, or a principal it does not know"
+        )
     cause = error.__cause__ or error.__context__
     if isinstance(cause, ssl.SSLCertVerificationError):
         return f"the broker's certificate is not trusted: {cause.verify_message} (--ca?)"
     return None
+
+
+def unreachable(error: aiomqtt.MqttError, broker: BrokerURL) -> str:
+    """Why an attempt to connect to `broker` failed, in words a person can act on: refused
+    (nothing listens there), an unknown host, unreachable, no answer, or TLS failing."""
+    cause = error.__cause__ or error.__context__
+    where = f"{broker.host}:{broker.port}"
+    if isinstance(cause, ConnectionRefusedError):
+        return f"connection refused: nothing listens at {where} (is the broker running there?)"
+    if isinstance(cause, socket.gaierror):
+        return f"unknown host {broker.host!r} ({cause.strerror})"
+    if isinstance(cause, OSError) and cause.errno in (errno.EHOSTUNREACH, errno.ENETUNREACH):
+        return f"{where} is unreachable ({cause.strerror})"
+    if broker.tls and isinstance(cause, ssl.SSLError | ConnectionResetError | TimeoutError):
+        return f"TLS with {where} fails: {cause or 'no handshake'} (a broker without TLS? mqtt://)"
+    if isinstance(cause, TimeoutError):
+        return f"no MQTT answer from {where} (a broker with TLS? mqtts://; or a firewall)"
+    return str(error)
+
+
+KEEPALIVE_TIMEOUT = 0x8D  # paho's reason for a connection whose pings went unanswered
+
+
+def broker_ended(error: aiomqtt.MqttError) -> bool:
+    """Did the broker end this connection (closed it), rather than our pings going
+    unanswered?"""
+    code = getattr(error.__cause__, "rc", None)
+    return getattr(code, "value", None) != KEEPALIVE_TIMEOUT
