@@ -13,7 +13,7 @@ import gc
 import math
 import time
 from collections.abc import Iterator
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from benchmarks.common import bounds, table
 from master.allocation.allocator import Allocator
@@ -90,26 +90,45 @@ def measure(n_slaves: int, n_frameworks: int, repeats: int) -> tuple[float, floa
     return without, with_, time.perf_counter() - start
 
 
-def report(quick: bool) -> tuple[list[list[object]], list[tuple[str, str, str, bool]]]:
-    """The table's rows and the bound's row, for `benchmarks.allocator`."""
+@dataclass(frozen=True)
+class WhyCost:
+    """What `measure` found, for `benchmarks.allocator`'s table, bounds and JSON."""
+
+    slaves: int
+    frameworks: int
+    without_ms: float
+    with_ms: float
+    one_why_ms: float
+
+    @property
+    def ratio(self) -> float:
+        """A round with the recording, over one without (at most 1 + BOUND)."""
+        return self.with_ms / self.without_ms
+
+    @property
+    def figure(self) -> str:
+        return f"recording why, {self.slaves:,} x {self.frameworks:,}, a round"
+
+    def table(self) -> str:
+        return table(
+            ["slaves x frameworks", "without ms", "with ms", "one why ms"],
+            [[f"{self.slaves:,} x {self.frameworks:,}", self.without_ms, self.with_ms,
+              self.one_why_ms]],
+        )  # fmt: skip
+
+
+def report(quick: bool) -> WhyCost:
     n, m = (1000, 100) if quick else (10_000, 1000)
     without, with_, asked = measure(n, m, repeats=5 if quick else 9)
-    cost = with_ / without - 1
-    rows: list[list[object]] = [[f"{n:,} x {m:,}", without * 1e3, with_ * 1e3, asked * 1e3]]
-    bound = (
-        f"recording why, {n:,} x {m:,}, a round",
-        f"{cost:+.1%} ({without * 1e3:.0f} ms -> {with_ * 1e3:.0f} ms)",
-        f"<= +{BOUND:.0%}",
-        cost <= BOUND,
-    )
-    return rows, [bound]
+    return WhyCost(n, m, without * 1e3, with_ * 1e3, asked * 1e3)
 
 
 def main(quick: bool) -> None:
-    rows, bound = report(quick)
+    cost = report(quick)
     print("an offer cycle's rounds with the recent offers recorded (for why) and without")
-    print(table(["slaves x frameworks", "without ms", "with ms", "one why ms"], rows))
-    print(bounds(bound))
+    print(cost.table())
+    holds = cost.ratio <= 1 + BOUND
+    print(bounds([(cost.figure, f"{cost.ratio:.2f}x", f"<= {1 + BOUND:g}x", holds)]))
 
 
-__all__ = ["BOUND", "main", "measure", "report"]
+__all__ = ["BOUND", "WhyCost", "main", "measure", "report"]
