@@ -110,6 +110,21 @@ def test_a_task_larger_than_any_slave() -> None:
     assert r.numbers["need"] == {"cpus": 2.0, "mem": 8192.0}
 
 
+def test_what_is_free_too_small_for_its_task_explains_before_its_filter() -> None:
+    """Crumbs it was offered and declined: that they hold none of its tasks is what
+    explains (a filter lapsing would bring back only the same crumbs)."""
+    cycle, books = cycle_of({"a": "a", "b": "b"}, 1)
+    a = cycle.allocator
+    a.allocate_existing("b", "s0", Resources(cpus=3, mem=1024))  # b's tasks run there
+    books.demand["a"] = [({"cpus": 2000, "mem": 512_000}, 1)]
+    for o in cycle.round(0.0).offers:
+        cycle.decline(o.framework_id, o.slave_id, o.resources, 30.0, 0.0)
+    r = top(cycle, "a", 1.0)
+    assert r.code == WhyCode.TASK_FITS_NO_SLAVE
+    assert r.numbers["short"] == {"cpus": 1.0}
+    assert r.numbers["of"] == "free"
+
+
 def test_offers_outstanding() -> None:
     cycle, books = cycle_of({"a": "a"}, 3)
     keep(cycle, books, 0.0)

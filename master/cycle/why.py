@@ -59,11 +59,12 @@ HELD = "held"  # held for a claimant of preemption
 LIMIT = "limit"  # its role's quota limit leaves nothing of it
 GUARANTEE = "guarantee"  # others' unmet guarantees leave nothing of it
 MINIMUM = "minimum"  # it holds none of the framework's offer filters
+SMALL = "small"  # what it may have there holds none of the tasks it asked for
 FILTERED = "filtered"  # it declined this here, and the filter stands
 OPEN = "open"  # it may be offered this slave
 # (the order that breaks a tie between two that turn away as many slaves: the one that
 # says more first; a full slave may free up for it, the others would not be offered it then)
-STAGES = (MINE, HELD, LIMIT, GUARANTEE, MINIMUM, FILTERED, FULL, OPEN)
+STAGES = (MINE, HELD, LIMIT, GUARANTEE, MINIMUM, SMALL, FILTERED, FULL, OPEN)
 
 
 # what keeps every offer from it whatever is free: no next round offers it anything
@@ -93,13 +94,14 @@ def explain(
     mine = _outstanding(state, framework_id, now)
     turned: dict[str, list[str]] = {stage: [] for stage in STAGES}  # slaves each turns away
     free: dict[str, Millis] = {}  # each active slave's free resources, less others' holds
+    tasks = _tasks(state, framework_id, now)
     for slave_id, slave in a.slaves.items():
         if not slave.active:
             continue
         room = _less_holds(a, slave_id, slave.unallocated, framework_id, now)
         free[slave_id] = room
-        turned[_stage(a, fw, slave_id, slave.unallocated, room, mine, now)].append(slave_id)
-    tasks = _tasks(state, framework_id, now)
+        stage = _stage(a, fw, slave_id, slave.unallocated, room, mine, tasks, now)
+        turned[stage].append(slave_id)
     never = _never_fits(a, fw, tasks)
     reasons += never
     ranked = [
@@ -107,7 +109,7 @@ def explain(
         for stage in STAGES
         if turned[stage] and stage != OPEN
     ]
-    q = _Question(a, state, fw, now, fair, others_named, free)
+    q = _Question(a, state, fw, now, fair, others_named, free, tasks)
     for _, _, stage in sorted(ranked):
         reasons.append(_stage_reason(q, stage, turned[stage]))
     if not never:
@@ -225,9 +227,11 @@ def _stage(
     unallocated: Millis,
     room: Millis,
     mine: Mapping[str, Millis],
+    tasks: list[Millis],
     now: float,
 ) -> str:
-    """The first of the round's questions that turns this slave away from `fw`."""
+    """The first of the round's questions that turns this slave away from `fw` -- or, one
+    it would be offered, that what it would be offered holds none of its `tasks`."""
     if not allocatable(unallocated):
         return MINE if slave_id in mine else FULL
     if not allocatable(room):
@@ -244,6 +248,8 @@ def _stage(
         offerable = stage.offerable(fw.role, room)
         if not allocatable(offerable) or (least and not fits_one(offerable, least)):
             return GUARANTEE
+    if tasks and not fits_one(offerable, tasks):
+        return SMALL  # (offered or filtered, of no use to it: that is what explains)
     f = fw.filters.get(slave_id)
     if f is not None and f.expires > now and within(offerable, f.refused):
         return FILTERED
@@ -272,6 +278,7 @@ class _Question:
     fair: Mapping[str, float] | None  # fair shares as last computed (None: not said)
     named: bool  # other frameworks and roles named (else counted)
     free: Mapping[str, Millis]  # each active slave's free resources, less others' holds
+    tasks: list[Millis]  # the tasks it asked for (its last Request), each once
 
 
 def _stage_reason(q: _Question, stage: str, slaves: list[str]) -> Reason:
@@ -308,6 +315,9 @@ def _stage_reason(q: _Question, stage: str, slaves: list[str]) -> Reason:
         them = {s: free[s] for s in slaves}
         return _short(WhyCode.MIN_OFFER_FITS_NO_SLAVE, "its min_offer", fw.min_allocatable,
                       them, of=of)  # fmt: skip
+    if stage == SMALL:
+        them = {s: free[s] for s in slaves}
+        return _short(WhyCode.TASK_FITS_NO_SLAVE, "the task it asked for", q.tasks, them, of=of)
     # FILTERED
     left = {s: round(fw.filters[s].expires - now, 3) for s in slaves[:SLAVES_SHOWN]}
     return Reason(
