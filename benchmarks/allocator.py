@@ -41,7 +41,7 @@ def build(n_slaves: int, n_frameworks: int) -> Allocator:
     for i in range(n_frameworks):
         allocator.add_framework(f"framework-{i}", role=f"role-{i}")
     for i in range(n_slaves):
-        allocator.add_slave(f"slave-{i}", SLAVE, hostname=f"host-{i}")
+        allocator.add_slave(f"slave-{i}", SLAVE)
     return allocator
 
 

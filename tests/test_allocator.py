@@ -65,8 +65,9 @@ def test_weights_two_to_one_give_dominant_shares_two_to_one() -> None:
         allocator.add_slave(f"s{i}", Resources(cpus=10, mem=10 * GB))
     a = Demand("A", Resources(cpus=1, mem=0.5 * GB))
     b = Demand("B", Resources(cpus=0.5, mem=1 * GB))
-    allocator.add_framework("A", role="a", weight=2)
-    allocator.add_framework("B", role="b", weight=1)
+    allocator.set_role_weight("a", 2)
+    allocator.add_framework("A", role="a")
+    allocator.add_framework("B", role="b")
     run_rounds(allocator, [a, b], rounds=400)
     share_a, share_b = allocator.dominant_share("A"), allocator.dominant_share("B")
     # (within 5%: the last tasks go where they still fit -- B's half cpu fits where A's

@@ -217,7 +217,14 @@ def test_the_web_ui_shows_the_demo_live(
     )
 
     def text(css: str) -> str:
-        return str(d.find_element(By.CSS_SELECTOR, css).text)  # type: ignore[attr-defined]
+        # the live tables are redrawn as the books change: an element found may be gone
+        # by the time it is read, and is found again in the redrawn table
+        for _ in range(100):
+            try:
+                return str(d.find_element(By.CSS_SELECTOR, css).text)  # type: ignore[attr-defined]
+            except StaleElementReferenceException:
+                continue
+        raise AssertionError(f"{css} was redrawn under every read")
 
     def shares() -> dict[str, str]:  # read in one go: the table is redrawn as shares change
         return dict(

@@ -33,7 +33,7 @@ def add_slaves(master: Master, count: int) -> None:
     for i in range(count):
         sid = f"slave-{i:05d}"
         master.books.slaves[sid] = Slave(sid, "rack", f"host-{i}", total, {}, "", now)
-        master.allocator.add_slave(sid, total, hostname=f"host-{i}", attributes={})
+        master.allocator.add_slave(sid, total)
 
 
 @pytest.mark.timing  # a wall-clock bound

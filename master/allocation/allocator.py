@@ -98,10 +98,10 @@ class Allocator:
         self,
         framework_id: str,
         role: str = "*",
-        weight: float | None = None,
         *,
         active: bool = True,
     ) -> None:
+        """A framework in `role` (its weight is the role's: set_role_weight)."""
         if framework_id in self.frameworks:
             raise AllocatorError(f"framework {framework_id} is already known")
         problem = self.role_problem(role)
@@ -109,9 +109,7 @@ class Allocator:
             raise AllocatorError(problem)
         if role not in self._role_frameworks:
             self._role_frameworks[role] = Sorter(self._framework_policy, self._total)
-            self._roles.add(role, self._role_weights.get(role, 1.0))
-        if weight is not None and role not in self._role_weights:
-            self._roles.update_weight(role, weight)
+            self._roles.add(role)
         self._role_frameworks[role].add(framework_id, active=active)
         self.frameworks[framework_id] = FrameworkBook(framework_id, role, active=active)
         self._sync(framework_id)
@@ -197,8 +195,8 @@ class Allocator:
         self._wake = True
 
     def set_role_weight(self, role: str, weight: float) -> None:
-        """Configure a role's weight (takes precedence over weights frameworks ask for); in
-        a tree, any node's: `eng` as well as `eng/backend`."""
+        """Configure a role's weight; in a tree, any node's: `eng` as well as
+        `eng/backend`."""
         if not weight > 0:
             raise AllocatorError(f"weight must be positive, got {weight}")
         problem = self.role_problem(role)
@@ -238,14 +236,12 @@ class Allocator:
         slave_id: str,
         total: Resources,
         *,
-        hostname: str = "",
-        attributes: Mapping[str, str] | None = None,
         used: Mapping[str, Resources] | None = None,
     ) -> None:
         """Add a slave; `used` is what frameworks already run there (a re-registration)."""
         if slave_id in self.slaves:
             raise AllocatorError(f"slave {slave_id} is already known")
-        self.slaves[slave_id] = SlaveBook(slave_id, hostname, total, dict(attributes or {}))
+        self.slaves[slave_id] = SlaveBook(slave_id, total)
         self._total.add(total)
         self.dirty.add(slave_id)
         for framework_id, resources in (used or {}).items():

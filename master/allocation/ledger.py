@@ -41,9 +41,7 @@ class Filter:
 @dataclass(slots=True)
 class SlaveBook:
     slave_id: str
-    hostname: str
-    total: Resources
-    attributes: dict[str, str] = field(default_factory=dict)
+    total: Resources  # (its hostname and attributes: the master's books, master.books)
     by_framework: dict[str, Millis] = field(default_factory=dict)
     unowned: Millis = field(default_factory=dict)  # used by frameworks we do not know (yet)
     active: bool = True  # off while its slave is disconnected: nothing of it is offered

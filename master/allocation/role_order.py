@@ -24,8 +24,8 @@ class RoleOrder(Protocol):
     weights apply to every node on a role's path."""
 
     # -- roles that have frameworks ----------------------------------------------------------
-    def add(self, role: str, weight: float = 1.0) -> None:
-        """A role gains its first framework (`weight`: what the framework asked for)."""
+    def add(self, role: str) -> None:
+        """A role gains its first framework (at its configured weight, else 1)."""
         ...
 
     def remove(self, role: str) -> None:
@@ -40,10 +40,6 @@ class RoleOrder(Protocol):
 
     def deactivate(self, role: str) -> None:
         """No framework of `role` wants offers."""
-        ...
-
-    def update_weight(self, role: str, weight: float) -> None:
-        """The weight a framework asked for (a configured one wins)."""
         ...
 
     # -- configuration (any node, with frameworks or not) ------------------------------------

@@ -272,11 +272,8 @@ class RoleTree:
         self._rekey_path(node)
 
     # -- the sorter's verbs, so the allocator drives a tree as it drives a flat sorter -------
-    def add(self, role: str, weight: float = 1.0) -> None:
+    def add(self, role: str) -> None:
         self.add_role(role)
-        if weight != 1.0 and role not in self._weights:
-            self.nodes[role].weight = weight
-            self._promises_stale = True
 
     def remove(self, role: str) -> None:
         self.set_wanting(role, False)
@@ -287,13 +284,6 @@ class RoleTree:
 
     def deactivate(self, role: str) -> None:
         self.set_wanting(role, False)
-
-    def update_weight(self, role: str, weight: float) -> None:
-        if role in self._weights:
-            return  # a configured weight wins over what frameworks ask for
-        node = self.nodes[role]
-        node.weight = weight
-        self._promises_stale = True
 
     def sort(self) -> Iterator[str]:
         return iter(self.order())

@@ -155,9 +155,12 @@ class Sorter:
         self._fifo = self.policy.name == "fifo"  # ties by registration order, not count
 
     # -- clients ---------------------------------------------------------------------------
-    def add(self, name: str, weight: float = 1.0, *, active: bool = True) -> None:
+    def add(self, name: str, weight: float | None = None, *, active: bool = True) -> None:
+        """A client, at `weight` (by default its configured one, else 1)."""
         if name in self._clients:
             raise KeyError(f"client {name!r} is already in the sorter")
+        if weight is None:
+            weight = self._weights.get(name, 1.0)
         if weight <= 0:
             raise ValueError(f"weight must be positive, got {weight}")
         client = _Client(name, self._next_order, weight, active)

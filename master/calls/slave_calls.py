@@ -208,7 +208,7 @@ class SlaveCalls:
         if slave is None:
             slave = Slave(slave_id, caller.principal, hostname, total, attributes, incarnation, now)
             self.books.slaves[slave_id] = slave
-            self.allocator.add_slave(slave_id, total, hostname=hostname, attributes=attributes)
+            self.allocator.add_slave(slave_id, total)
             self.log.info(
                 "slave.registered",
                 slave_id=slave_id,
