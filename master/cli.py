@@ -25,6 +25,7 @@ from master.rate_limits import (
 from protocol.extras import needs
 from protocol.tooling.brokers import BrokerURL
 from protocol.tooling.cli import broker_option, cluster_option, log_level_option, warn_if_insecure
+from protocol.wire.resources import ResourceError, Resources
 from protocol.wire.values import MAX_WEIGHT
 
 HTTP_DEFAULTS = HttpConfig()
@@ -210,6 +211,16 @@ def rate_limits(path: Path | None, qps: float | None, capacity: int) -> RateLimi
     "tasks to end, or for --guarantee-timeout's preemption).",
 )
 @click.option(
+    "--min-allocatable-resources",
+    "min_allocatable",
+    default=None,
+    metavar="NAME:N[;NAME:N]|...",
+    help="The least an offer holds: free resources are offered only if they hold one of "
+    "these |-separated sets, as Mesos's --min_allocatable_resources (by default cpus:0.01|"
+    "mem:32; '' offers anything). A framework's own offer filters replace it for that "
+    "framework.",
+)
+@click.option(
     "--http",
     "http_address",
     default=f"{HTTP_DEFAULTS.host}:{HTTP_DEFAULTS.port}",
@@ -321,6 +332,7 @@ def master(
     preemption_victims: str,
     guarantee_timeout: float | None,
     quota_headroom: str,
+    min_allocatable: str | None,
     http_address: str,
     http_credentials: Path | None,
     http_open_metrics: bool,
@@ -366,6 +378,7 @@ def master(
         preemption_victims=preemption_victims,
         guarantee_timeout=guarantee_timeout,
         quota_headroom=quota_headroom,
+        min_allocatable=parse_min_allocatable(min_allocatable),
         slave_reregister_timeout=slave_reregister_timeout,
         max_failover_timeout=max_failover_timeout,
         max_frameworks_per_principal=max_frameworks_per_principal,
@@ -493,3 +506,22 @@ def master(
         run_party(broker, party)
     except LeadershipError as e:
         raise click.ClickException(str(e)) from None
+
+
+def parse_min_allocatable(text: str | None) -> list[Resources] | None:
+    """Mesos's --min_allocatable_resources form, `cpus:1;mem:32|disk:1000`: sets of
+    quantities, one of which an offer must hold ('' or '*': any)."""
+    if text is None:
+        return None
+    sets: list[Resources] = []
+    for part in text.split("|"):
+        if not part.strip() or part.strip() == "*":
+            continue
+        try:
+            quantities = Resources.parse(part)
+            quantities.check_names()
+        except ResourceError as e:
+            raise click.BadParameter(str(e), param_hint="--min-allocatable-resources") from None
+        if quantities:
+            sets.append(quantities)
+    return sets

@@ -10,6 +10,7 @@ from master.allocation.preemption import PreemptionConfig
 from master.cycle import ROUND_BATCH, CycleConfig
 from master.http.config import HttpConfig
 from master.rate_limits import RateLimits
+from protocol.wire.resources import Resources
 
 
 @dataclass
@@ -33,6 +34,9 @@ class MasterConfig:
     preemption_victims: str = "youngest"  # or "oldest" (to compare the work thrown away)
     guarantee_timeout: float | None = None  # a role below its quota guarantee this long
     quota_headroom: str = "all"  # whose unmet guarantees are kept free (the allocator's)
+    # the least an offer holds, one of these (Mesos's --min_allocatable_resources); None
+    # is Mesos's default (cpus 0.01 or mem 32), [] anything; a framework's own replace it
+    min_allocatable: list[Resources] | None = None
     http: HttpConfig | None = None  # the API, metrics and web UI (master.http.api)
     # after a failover, slaves of the registry have this long to re-register; then their
     # tasks are reported lost

@@ -120,7 +120,11 @@ def policy_of(config: MasterConfig) -> tuple[Allocator, RolesFile]:
     """The allocator as configured (weights, and the roles file's weights, orderings and
     quotas), and the roles file (kept up to date by the operators' calls). A bad roles
     file stops the master here, saying why."""
-    allocator = Allocator(config.policy, quota_headroom=config.quota_headroom)
+    allocator = Allocator(
+        config.policy,
+        quota_headroom=config.quota_headroom,
+        min_allocatable=config.min_allocatable,
+    )
     for role, weight in config.role_weights.items():
         allocator.set_role_weight(role, weight)
     roles = RolesFile()

@@ -4,7 +4,9 @@ master's registry).
 What a party must not forget across a crash (status updates not yet acknowledged, the
 tasks it runs) is written here before it acts on it. The journal is an append-only file
 of msgpack records (`put key value` / `drop key`); loading replays it, and it is rewritten
-from the live set when it has grown well past it.
+from the live set when it has grown well past it: past four times its records and past
+four times its bytes (so a few large records put and dropped leave no large file
+behind), and not before 1,000 records or 4 MiB.
 
 `await journal.put(...)` returns once the record is on disk: every write someone waits for
 is followed by an `fdatasync`, so what a party acknowledged (a registered slave or
@@ -29,7 +31,9 @@ each journal's own duplicate of its file descriptor, so nothing that closes the 
 own can pull it away mid-sync.
 
 A record torn by a kill in the middle of a write is cut off when the journal is loaded
-(and logged), so that what is appended after it can be read back.
+(and logged), so that what is appended after it can be read back, and so is whatever
+follows the last record that reads whole (bytes that are no msgpack at all): a journal
+always loads. It is read a chunk at a time, however large the file.
 """
 
 from __future__ import annotations
@@ -49,7 +53,9 @@ from protocol import logs
 LOG = logs.get("journal")
 
 COMPACT_FACTOR = 4
-COMPACT_MIN = 1000
+COMPACT_MIN = 1000  # records
+COMPACT_MIN_BYTES = 4 * 1024 * 1024
+READ_CHUNK = 1024 * 1024  # bytes read at a time when loading
 
 
 class Journal:
@@ -57,7 +63,10 @@ class Journal:
         self.path = path
         self.sync = sync  # fdatasync after every write (see the module's docstring)
         self._live: dict[str, Any] = {}
+        self._sizes: dict[str, int] = {}  # bytes of each live key's record
+        self._live_bytes = 0  # their sum: what a compacted file holds
         self._records = 0
+        self._bytes = 0  # what the file holds
         self._pending: list[bytes] = []  # records made since the writer last took them
         # one future per caller waiting for the pending records: a caller cancelled while
         # it waits then cancels only its own, not the others' (as asyncio's own locks do)
@@ -68,21 +77,29 @@ class Journal:
         self._load()
 
     def _load(self) -> None:
-        if not self.path.exists():
-            return
-        data = self.path.read_bytes()
-        unpacker = msgpack.Unpacker(raw=False, strict_map_key=False)
-        unpacker.feed(data)
-        whole = 0  # bytes up to the end of the last whole record
         try:
-            for record in unpacker:
-                self._apply(record)
-                self._records += 1
-                whole = unpacker.tell()
-        except Exception:  # not msgpack at all past this point: keep what came before
-            pass
-        if whole < len(data):
-            self._truncate(whole, len(data))
+            f = open(self.path, "rb")  # noqa: SIM115 (read a chunk at a time, below)
+        except (FileNotFoundError, NotADirectoryError):  # (nothing written yet)
+            return
+        with f:
+            size = os.fstat(f.fileno()).st_size
+            # (a record is at most what a message may be, 8 MiB: the buffer holds a whole
+            # one; a torn length that claims more fills it, and is cut as below)
+            unpacker = msgpack.Unpacker(raw=False, strict_map_key=False)
+            whole = 0  # bytes up to the end of the last whole record
+            try:
+                while chunk := f.read(READ_CHUNK):
+                    unpacker.feed(chunk)
+                    for record in unpacker:
+                        end = unpacker.tell()
+                        self._apply(record, end - whole)
+                        self._records += 1
+                        whole = end
+            except Exception:  # not msgpack at all past this point: keep what came before
+                pass
+        self._bytes = whole
+        if whole < size:
+            self._truncate(whole, size)
 
     def _truncate(self, whole: int, size: int) -> None:
         """Cut a torn tail (killed mid-write) so that later appends follow the last whole
@@ -95,13 +112,22 @@ class Journal:
             if self.sync:
                 os.fsync(f.fileno())
 
-    def _apply(self, record: Any) -> None:
+    def _apply(self, record: Any, size: int) -> None:
         if not isinstance(record, list) or not record:
             return
         if record[0] == "put" and len(record) == 3:
-            self._live[record[1]] = record[2]
+            self._set(record[1], record[2], size)
         elif record[0] == "drop" and len(record) == 2:
-            self._live.pop(record[1], None)
+            self._unset(record[1])
+
+    def _set(self, key: str, value: Any, size: int) -> None:
+        self._live[key] = value
+        self._live_bytes += size - self._sizes.get(key, 0)
+        self._sizes[key] = size
+
+    def _unset(self, key: str) -> None:
+        self._live.pop(key, None)
+        self._live_bytes -= self._sizes.pop(key, 0)
 
     # -- reading -----------------------------------------------------------------------------
     def get(self, key: str) -> Any:
@@ -120,12 +146,14 @@ class Journal:
     async def put(self, key: str, value: Any) -> None:
         """Record `key = value`; returns once it is on disk (records land in the order
         they are made)."""
-        self._live[key] = value
-        await self._append(["put", key, value])
+        chunk = msgpack.packb(["put", key, value], use_bin_type=True)
+        self._set(key, value, len(chunk))
+        self._add(chunk)
+        await self._wait()
 
     async def drop(self, key: str) -> None:
         if key in self._live:
-            del self._live[key]
+            self._unset(key)
             await self._append(["drop", key])
 
     def discard(self, key: str) -> None:
@@ -135,7 +163,7 @@ class Journal:
         it is re-sent, and acknowledged again), so that a batch of them is handled in one
         turn, not a turn each, and costs no sync of its own."""
         if key in self._live:
-            del self._live[key]
+            self._unset(key)
             self._add(msgpack.packb(["drop", key], use_bin_type=True))
 
     async def synced(self) -> None:
@@ -192,7 +220,10 @@ class Journal:
         the file if `sync` (someone waits for them)."""
         try:
             self._records += len(chunks)
-            if self._records > max(COMPACT_MIN, COMPACT_FACTOR * len(self._live)):
+            self._bytes += sum(map(len, chunks))
+            if self._records > max(COMPACT_MIN, COMPACT_FACTOR * len(self._live)) or (
+                self._bytes > max(COMPACT_MIN_BYTES, COMPACT_FACTOR * self._live_bytes)
+            ):
                 await self._compact()
                 self._unsynced = False
             elif self.sync and sync:
@@ -223,7 +254,7 @@ class Journal:
         )
         self.path.parent.mkdir(parents=True, exist_ok=True)
         await asyncio.to_thread(_replace, self.path, data, self.sync)
-        self._records = len(self._live)
+        self._records, self._bytes = len(self._live), len(data)
         self._close_fd()  # the next append opens the new file
 
     def _close_fd(self) -> None:

@@ -111,6 +111,44 @@ def resources_from_mesos(items: object, field: str = "resources") -> Resources:
         raise MesosJSONError(f"{field}: {e}") from None
 
 
+def min_allocatable_from_mesos(filters: object, role: str) -> list[Resources] | None:
+    """FrameworkInfo.offer_filters[role].min_allocatable_resources (Mesos 1.10) as our
+    offer filters: None where it is not set (the master's minimum applies), [] for no
+    quantities (anything may be offered), else the quantities, one of which an offer
+    holds."""
+    if filters is None:
+        return None
+    if not isinstance(filters, Mapping):
+        raise MesosJSONError(f"offer_filters: expected an object by role, got {_short(filters)}")
+    mine = filters.get(role)
+    if mine is None:
+        return None
+    minimum = mine.get("min_allocatable_resources") if isinstance(mine, Mapping) else None
+    if minimum is None:
+        return None
+    quantities = minimum.get("quantities", []) if isinstance(minimum, Mapping) else None
+    if not isinstance(quantities, list):
+        raise MesosJSONError("offer_filters: min_allocatable_resources.quantities is a list")
+    out: list[Resources] = []
+    for entry in quantities:
+        named = entry.get("quantities") if isinstance(entry, Mapping) else None
+        if not isinstance(named, Mapping):
+            raise MesosJSONError(
+                f"offer_filters: a quantity is {{quantities: {{...}}}}, got {_short(entry)}"
+            )
+        amounts: dict[str, float] = {}
+        for name, scalar in named.items():
+            value = scalar.get("value") if isinstance(scalar, Mapping) else None
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise MesosJSONError(f"offer_filters: {_short(name)} needs a scalar value")
+            amounts[str(name)] = float(value)
+        try:
+            out.append(Resources(amounts))
+        except ResourceError as e:
+            raise MesosJSONError(f"offer_filters: {e}") from None
+    return out
+
+
 # --- states, reasons, sources --------------------------------------------------------------
 
 # v1 renamed every SLAVE to AGENT; our names are the v0 ones.

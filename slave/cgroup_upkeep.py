@@ -11,6 +11,12 @@ MOST_SPARES are: a task loop's tasks, which write no file, then cost no mkdir an
 (a third of a millisecond of the kernel's time each, in three hierarchies), and the next
 launch with the same limits writes none.
 
+A recycled cgroup whose `tasks` files the slave handed to a user (the task's shell joins
+its cgroup itself, as that user) goes to that user's tasks alone: a descriptor one of its
+tasks opened to those files meanwhile still writes after they are root's again, so with
+it a tenant could put its processes into another tenant's task's cgroup. Spares made
+fresh (root's from the start) go to anyone.
+
 A memory cgroup still charged with dirty page cache (the task's output) waits until the
 kernel has written it back (begun at the first look at its sandbox), and that is dropped,
 so that nothing is left charged to it when it goes: on cgroup v1 a memory cgroup removed
@@ -40,7 +46,10 @@ from typing import Any
 from protocol.transport.aio import within
 from slave.cgroups import Cgroups, Limits
 
-Spare = tuple[str, Limits | None]  # a spare cgroup, and the limits it holds (None: new)
+# who may have a spare: the user its `tasks` files were handed to (None: no user), and the
+# limits it holds (None: a new cgroup's)
+Held = tuple[int | None, Limits | None]
+Spare = tuple[str, Held]  # a spare cgroup, and what it holds
 
 BATCH = 0.05  # what ends within this goes in one thread hop
 # a task's sandbox written back (begun at the first look), then while its page cache is
@@ -62,6 +71,7 @@ class Due:
     tries: int = 0
     files: tuple[Path, ...] = ()  # what its task wrote: their page cache is charged to it
     limits: Limits | None = None  # what it holds, if known: it may be recycled
+    owner: int | None = None  # the user its `tasks` files were handed to, if any
 
 
 def is_spare(path: str) -> bool:
@@ -77,8 +87,9 @@ class Upkeep:
         self.cgroups = cgroups
         self.parent = parent
         self.log = log
-        # spares by the limits they hold (None: new ones), the last made or recycled last
-        self._spares: dict[Limits | None, list[str]] = {}
+        # spares by what they hold (Held), the last made or recycled last
+        self._spares: dict[Held, list[str]] = {}
+        self._owner: int | None = None  # the last launch's user: its spares count as ready
         # the limits each live container's cgroup holds (its last `create`): a finished
         # one is recycled only if known (not a recovered task's, nor one a write failed)
         self.limits: dict[str, Limits] = {}
@@ -99,23 +110,28 @@ class Upkeep:
     def __contains__(self, path: object) -> bool:
         return path in self._due or path in self._inflight
 
-    def add(self, path: str, files: Iterable[Path] = ()) -> None:
+    def add(self, path: str, files: Iterable[Path] = (), owner: int | None = None) -> None:
         """Remove `path` (its processes killed) soon, or recycle it; `files` are what
-        its task wrote (their page cache is charged to it)."""
-        self._due[path] = Due(
-            time.monotonic() + BATCH, 0, tuple(files), self.limits.pop(path, None)
-        )
+        its task wrote (their page cache is charged to it); `owner`: the user its
+        `tasks` files were handed to, the only one it may be recycled for."""
+        limits = self.limits.pop(path, None)
+        self._due[path] = Due(time.monotonic() + BATCH, 0, tuple(files), limits, owner)
         self._kick()
 
-    def spare(self, limits: Limits | None = None) -> Spare | None:
-        """A cgroup made ahead, if one is ready (more are made when few are left): one
-        that holds `limits` already if there is one."""
+    def spare(self, limits: Limits | None = None, owner: int | None = None) -> Spare | None:
+        """A cgroup made ahead for a task of user `owner`, if one is ready (more are
+        made when few are left): never one handed to another user before; one that
+        holds `limits` already if there is one."""
+        held = next((k for k in ((owner, limits), (None, limits)) if k in self._spares), None)
+        if held is None:
+            held = next((k for k in self._spares if k[0] in (owner, None)), None)
         spare = None
-        held = limits if self._spares.get(limits) else next(iter(self._spares), None)
-        if (names := self._spares.get(held)) is not None:
+        if held is not None:
+            names = self._spares[held]
             spare = names.pop(), held
             if not names:
                 del self._spares[held]
+        self._owner = owner
         self._want_spares = self._can_spare
         if self._short():
             self._kick()
@@ -126,7 +142,11 @@ class Upkeep:
         self._spares.setdefault(held, []).append(name)
 
     def _spare_count(self) -> int:
-        return sum(map(len, self._spares.values()))  # (a few limits, 32 spares at most)
+        return sum(map(len, self._spares.values()))  # (a few kinds, 32 spares at most)
+
+    def _ready_count(self) -> int:
+        """The spares the next launch (of the last one's user) may take."""
+        return sum(len(v) for k, v in self._spares.items() if k[0] in (None, self._owner))
 
     def _kick(self) -> None:
         self._wake.set()
@@ -138,8 +158,9 @@ class Upkeep:
         if not self._want_spares or self._closing_at is not None:
             return 0
         # (those about to be recycled count: they come back in the same thread hop)
-        have = self._spare_count() + sum(
-            d.limits is not None and d.tries == 0 for d in self._due.values()
+        have = self._ready_count() + sum(
+            d.limits is not None and d.tries == 0 and d.owner in (None, self._owner)
+            for d in self._due.values()
         )
         return SPARES - have if have < SPARES // 2 else 0
 
@@ -226,7 +247,10 @@ class Upkeep:
         take and the limits it holds); whether this version of cgroups renames spares
         into containers at all."""
         recycled = self.cgroups.recycle(recycle) if recycle else set()
-        made: list[Spare] = [(recycle[path][0], batch.pop(path).limits) for path in recycled]
+        made: list[Spare] = []
+        for path in recycled:
+            due = batch.pop(path)
+            made.append((recycle[path][0], (due.owner, due.limits)))
         for name in spares:
             try:
                 if not self.cgroups.make_spare(name):
@@ -235,7 +259,7 @@ class Upkeep:
                 self.log.warning("isolation.spare_failed", cgroup=name, error=str(e))
                 batch = {**batch, name: Due(0.0, 1)}  # (what of it was made goes)
                 break
-            made.append((name, None))
+            made.append((name, (None, None)))
         return self._remove(batch, force), made, True
 
     def _remove(self, batch: dict[str, Due], force: bool) -> dict[str, Due]:

@@ -18,6 +18,8 @@ from slave import cgroupfs as fs
 PERIOD_US = 100_000  # CFS period: the quota is the cpus' share of it
 MIN_QUOTA_US = 1_000  # the kernel refuses less
 MB = 1024 * 1024
+TASKS_MODE = 0o644  # a cgroup's `tasks` file, as the kernel makes it
+SEALED = 0o711  # the slave's parent cgroups: others pass, do not list
 
 
 @dataclass(frozen=True)
@@ -79,8 +81,14 @@ class Cgroups(Protocol):
         ...
 
     def undelegate(self, name: str) -> None:
-        """The cgroup's `procs_files` are root's again (before its processes are killed:
-        no process of the user's can join it on its way to being a spare)."""
+        """The cgroup's `procs_files` are root's again, with the kernel's mode (before
+        its processes are killed: no process of the user's can open them again; what
+        one opened meanwhile still writes, so it goes to that user's tasks alone)."""
+        ...
+
+    def seal(self, name: str) -> None:
+        """Others may pass its directory (to their own cgroup below), not list it: a
+        task never learns the other tasks' cgroups' names, nor reads their usage."""
         ...
 
     def pids(self, name: str) -> list[int]: ...
@@ -297,6 +305,12 @@ class CgroupsV1:
         for path in self.procs_files(name):
             with contextlib.suppress(FileNotFoundError):
                 os.chown(path, 0, 0)
+                os.chmod(path, TASKS_MODE)  # (its user may have opened it to all)
+
+    def seal(self, name: str) -> None:
+        for mount in self.all_hierarchies:
+            with contextlib.suppress(FileNotFoundError):
+                os.chmod(mount / name, SEALED)
 
     def pids(self, name: str) -> list[int]:
         # (one hierarchy: a process joins all of ours before it runs anything)
@@ -434,6 +448,10 @@ class CgroupsV2:
 
     def undelegate(self, name: str) -> None:
         return None
+
+    def seal(self, name: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            os.chmod(self.root / name, SEALED)
 
     def pids(self, name: str) -> list[int]:
         return fs.procs(self.root / name)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from protocol.wire.messages import Reason, RunTask, TaskInfo, TaskState
 from slave.images import command_runner, image_problem_here
 from slave.isolator import Isolator, container_name
-from slave.paths import run_dir_path, sandbox_path
+from slave.paths import executor_sandbox, run_dir_path, task_sandbox, task_sandbox_name
 from slave.runners import Run
 from slave.task_env import task_environment
 from slave.tenancy import Tenancy
@@ -45,13 +45,18 @@ class CommandTasks:
         self._tenancy, self._reporter, self._report = tenancy, reporter, report
         self._checkpoint = checkpoint
 
-    def sandbox(self, framework_id: str, name: str) -> Path:
-        return sandbox_path(self.config.work_dir, framework_id, name)
+    def sandbox(self, framework_id: str, task_id: str) -> Path:
+        return task_sandbox(self.config.work_dir, framework_id, task_id)
+
+    def executor_sandbox(self, framework_id: str, executor_id: str) -> Path:
+        return executor_sandbox(self.config.work_dir, framework_id, executor_id)
 
     def image_problem(self, framework_id: str, task: TaskInfo) -> str | None:
         if task.container is None or self.config.simulated_tasks:
             return None  # (a simulated slave runs nothing)
-        sandbox = f"{self.config.work_dir}/sandboxes/{framework_id}/{task.task_id}"
+        sandbox = (
+            f"{self.config.work_dir}/sandboxes/{framework_id}/{task_sandbox_name(task.task_id)}"
+        )
         return image_problem_here(task, self.podman, sandbox)
 
     def env(
@@ -85,7 +90,8 @@ class CommandTasks:
         run = Run(sandbox, run_dir, user, tenancy.confinement)
         try:
             name = container_name(msg.framework_id, task.task_id)
-            container = await self.isolator.prepare(name, task.resources)
+            owner = user.uid if user is not None else None
+            container = await self.isolator.prepare(name, task.resources, owner)
         except OSError as e:
             await self._report(
                 msg.framework_id,

@@ -1,15 +1,28 @@
 """How a task's (or a custom executor's) process is started apart from the slave and from
-other tenants: as its principal's user, in a PID namespace of its own, in its cgroup.
+other tenants: as its principal's user, in PID and IPC namespaces of its own, in its
+cgroup, with its environment set only once it runs as its user.
 
 The chain, each step only where the slave can take it (root; util-linux's `unshare`):
 
-    unshare --pid --fork --mount-proc --kill-child       a PID namespace, its own /proc,
-            --setgid G --setuid U --                     as the principal's user
-      sh -c '(exec "$@"); echo $? > "$f"' ...            pid 1 there: waits, records
-        sh -c 'JOIN COMMAND'                             the task, in its cgroup
+    unshare --pid --fork --mount-proc --ipc --kill-child    PID, IPC and mount
+      sh -c 'mount tmpfs /dev/shm && exec "$@"'              namespaces, its own /proc
+                                                             and /dev/shm (root's sh)
+      setpriv --reuid U --regid G --clear-groups --          its user
+      sh -s EXIT sh -c 'JOIN COMMAND'   < script             pid 1 there: its umask and
+                                                             environment, then waits
+        sh -c 'JOIN COMMAND'                                 the task, in its cgroup
 
-- One exec more than a task ran with before (`unshare`): the wrapper and the task's own
-  shell (`sh -c`, its `$$` its own) are as they were.
+  (without a PID namespace: `unshare --setgid G --setuid U -- sh -s ...`)
+
+- Nothing of the task's environment reaches a process that runs as root: `unshare` (and
+  `setpriv`, and root's `sh` where root joins the cgroup) start with a fixed minimal
+  environment (task_env.ROOT_ENV), so the loader never runs a tenant's `LD_PRELOAD` or
+  `LD_AUDIT` library as root. The first shell, already the task's user, reads its script
+  on its stdin (`task_env.start_script`: `umask 077`, the task's variables exported, then
+  the wrapper), from a memory file: no value shows on a command line, no exec is added.
+- Three execs more than a task ran with before #45 (`unshare`, root's `sh`, `setpriv`)
+  and a `mount`: the wrapper and the task's own shell (`sh -c`, its `$$` its own) are as
+  they were.
 - The task's shell joins its cgroup itself (JOIN, as its user: the cgroup's `tasks`
   files are delegated to that user, cgroup v1) before it runs anything, and execs
   nothing once in it for a shell builtin (an exec in a v1 memory cgroup leaves kernel
@@ -23,8 +36,10 @@ The chain, each step only where the slave can take it (root; util-linux's `unsha
   `--kill-child` the namespace with it.
 - The slave's child, whose pid it checkpoints and a restarted slave watches, is
   `unshare` (or the wrapper, without a namespace or a user to switch to).
-- An account the operator named (`--task-users`) runs with its supplementary groups:
-  `setpriv --init-groups` drops to it, in place of unshare's `--setuid`.
+- An account the operator named (`--task-users`) runs with its supplementary groups
+  (`setpriv --init-groups`); a user the slave made, with none (`--clear-groups`).
+- A custom executor's command runs as Mesos runs it, `sh -c COMMAND` (so `echo ...;
+  exec python ...` is one command), after the same first shell.
 """
 
 from __future__ import annotations
@@ -35,10 +50,36 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 
+from slave.task_env import ROOT_ENV, start_script
 from slave.task_users import TaskUser
 
 # the wrapper: runs the rest in a subshell (a fork), then writes its exit status to "$1"
-WRAPPER = '(shift; exec "$@"); code=$?; echo $code > "$1"; exit $code'
+WRAPPER = '(shift; exec "$@" </dev/null); code=$?; echo "$code" > "$1"; exit "$code"\n'
+# an executor's first shell: in a PID namespace, pid 1, it waits for the executor (init
+# would not take the SIGTERM that shuts it down); else it becomes the executor
+EXECUTOR_IN_NAMESPACE = '(exec "$@" </dev/null); exit "$?"\n'
+EXECUTOR = 'exec "$@" </dev/null\n'
+# root's first step in the task's namespaces, before it drops to the task's user: a
+# /dev/shm of its own (POSIX shared memory and semaphores are files there; the host's is
+# every tenant's), 64 MiB as Docker gives a container, in memory charged to its cgroup.
+# The mount stays in the task's mount namespace (unshare makes mounts private).
+PRIVATE_SHM = (
+    'mount -n -t tmpfs -o nosuid,nodev,noexec,mode=1777,size=64m drfmesos-shm /dev/shm && exec "$@"'
+)
+NAMESPACES = ["--pid", "--fork", "--mount-proc", "--ipc", "--kill-child"]
+Join = tuple[str, dict[str, str]]  # a cgroup's join: a script, and its environment
+
+
+@dataclass(frozen=True)
+class Start:
+    """A process the slave starts: its arguments, the environment its first process gets
+    (fixed where that process may be root's), and what its first shell of the task's
+    user reads on its stdin (its umask, its environment, then what it runs; None: it
+    reads nothing)."""
+
+    args: list[str]
+    env: dict[str, str]
+    script: bytes | None = None
 
 
 @dataclass(frozen=True)
@@ -55,26 +96,54 @@ class Confinement:
         return user is not None and self.users
 
     def task(
-        self, command: str, user: TaskUser | None, join: str, exit_file: str, *, root_joins: bool
-    ) -> list[str]:
-        """A command task's argv: the wrapper that records its exit status (`exit_file`,
-        the task's user's to write where it switches), confined. The task's subshell
-        joins its cgroup (`join`) unless it may not (`root_joins`)."""
-        first, then = (join, "") if root_joins and self.switches(user) else ("", join)
+        self,
+        command: str,
+        user: TaskUser | None,
+        env: dict[str, str],
+        join: Join,
+        exit_file: str,
+        *,
+        root_joins: bool,
+    ) -> Start:
+        """A command task's start, in `env`: the wrapper that records its exit status
+        (`exit_file`, the task's user's to write where it switches), confined. The
+        task's shell joins its cgroup (`join`) unless it may not (`root_joins`)."""
+        first, then = self._joins(user, join[0], root_joins)
         shell = ["/bin/sh", "-c", then + command]
-        return self._root_first(first, self._confined(user, self.wrap(shell, exit_file)))
+        args = self._confined(user, ["/bin/sh", "-s", exit_file, *shell])
+        return self._start(first, join[1], args, env, WRAPPER)
 
     def executor(
-        self, command: str, user: TaskUser | None, join: str, *, root_joins: bool
-    ) -> list[str]:
-        """A custom executor's argv (its exit status is its process's own), joining its
-        cgroup as `task` does. In a namespace a shell waits for it as pid 1 (init would
-        not take the SIGTERM that shuts it down)."""
-        first, then = (join, "") if root_joins and self.switches(user) else ("", join)
-        script = then + "exec " + command
-        if self.pid_namespace:
-            script = f"({script})"
-        return self._root_first(first, self._confined(user, ["/bin/sh", "-c", script]))
+        self,
+        command: str,
+        user: TaskUser | None,
+        env: dict[str, str],
+        join: Join,
+        *,
+        root_joins: bool,
+    ) -> Start:
+        """A custom executor's start (its exit status is its process's own): `sh -c
+        COMMAND` as Mesos runs it, joining its cgroup as `task` does."""
+        first, then = self._joins(user, join[0], root_joins)
+        args = self._confined(user, ["/bin/sh", "-s", "/bin/sh", "-c", then + command])
+        body = EXECUTOR_IN_NAMESPACE if self.pid_namespace else EXECUTOR
+        return self._start(first, join[1], args, env, body)
+
+    def _joins(self, user: TaskUser | None, join: str, root_joins: bool) -> tuple[str, str]:
+        """(What root runs first to join the cgroup, what the task's shell runs)."""
+        return (join, "") if root_joins and self.switches(user) else ("", join)
+
+    @staticmethod
+    def _start(
+        first: str, join_env: dict[str, str], args: list[str], env: dict[str, str], body: str
+    ) -> Start:
+        """`args` after root's join (`first`, cgroup v2's way: the rest runs in it); the
+        first process's environment fixed (root's), the task's in the script. The join's
+        variables (the slave's paths) are in both, last: a framework's cannot move them."""
+        if first:
+            args = ["/bin/sh", "-c", first + 'exec "$@"', "drfmesos-join", *args]
+        root_env = {**ROOT_ENV, **join_env} if first else dict(ROOT_ENV)
+        return Start(args, root_env, start_script({**env, **join_env}, body))
 
     @staticmethod
     def wrap(args: list[str], exit_file: str) -> list[str]:
@@ -83,29 +152,31 @@ class Confinement:
         return ["/bin/sh", "-c", WRAPPER, "drfmesos-task", exit_file, *args]
 
     def _confined(self, user: TaskUser | None, args: list[str]) -> list[str]:
-        prefix: list[str] = []
-        if self.pid_namespace:
-            prefix = [self.unshare, "--pid", "--fork", "--mount-proc", "--kill-child"]
-        if self.switches(user):
-            assert user is not None
-            if user.account is not None:  # (its groups: setpriv drops to it)
-                ids = ["--reuid", str(user.uid), "--regid", str(user.gid), "--init-groups"]
-                args = [self.setpriv, *ids, "--", *args]
-            else:
-                prefix = prefix or [self.unshare]
-                prefix += ["--setgid", str(user.gid), "--setuid", str(user.uid)]
-        return [*prefix, "--", *args] if prefix else args
-
-    @staticmethod
-    def _root_first(join: str, args: list[str]) -> list[str]:
-        """Root joins the cgroup, then the rest runs in it (cgroup v2's way)."""
-        return ["/bin/sh", "-c", join + 'exec "$@"', "drfmesos-join", *args] if join else args
+        if self.pid_namespace:  # (System V IPC, POSIX queues and /dev/shm of its own too)
+            if self.switches(user):
+                assert user is not None
+                args = [self.setpriv, *_drop_to(user), "--", *args]
+            shm = ["/bin/sh", "-c", PRIVATE_SHM, "drfmesos-shm"]
+            return [self.unshare, *NAMESPACES, "--", *shm, *args]
+        if not self.switches(user):
+            return args
+        assert user is not None
+        if user.account is not None:  # (its groups: setpriv drops to it)
+            return [self.setpriv, *_drop_to(user), "--", *args]
+        ids = ["--setgid", str(user.gid), "--setuid", str(user.uid)]
+        return [self.unshare, *ids, "--", *args]
 
     def not_enforced(self) -> str | None:
         """What a tenant's task can still reach here, for the slave's start line (None:
         it runs as a user of its own, in a PID namespace of its own)."""
         gaps = []
-        if not self.users:
+        if not self.users and os.geteuid() == 0:
+            gaps.append(
+                "tasks run as ROOT, the slave's own user: a task can do anything on this "
+                "host, read every other task's sandbox and environment, the slave's "
+                "secrets, work dir and journals, and signal every process"
+            )
+        elif not self.users:
             gaps.append(
                 "tasks run as the slave's own user: a task can read every other task's "
                 "sandbox and environment (/proc/PID/environ), the slave's work dir and "
@@ -114,6 +185,13 @@ class Confinement:
         if not self.pid_namespace:
             gaps.append("tasks share the host's PID namespace: a task sees every process")
         return "; ".join(gaps) or None
+
+
+def _drop_to(user: TaskUser) -> list[str]:
+    """setpriv's arguments to become `user`: an operator's account with its groups, a
+    slave-made user with none."""
+    groups = "--init-groups" if user.account is not None else "--clear-groups"
+    return ["--reuid", str(user.uid), "--regid", str(user.gid), groups]
 
 
 UNCONFINED = Confinement(users=False, pid_namespace=False)  # (a slave before its start)
@@ -133,7 +211,9 @@ def probe(switch_user: bool, pid_namespace: bool) -> tuple[Confinement, list[str
     pidns = pid_namespace and root and unshare is not None and _unshares(unshare)
     if pid_namespace and not pidns:
         why.append(
-            "not root: no PID namespace" if not root else "unshare --pid --mount-proc failed"
+            "not root: no PID namespace"
+            if not root
+            else "unshare --pid --mount-proc --ipc (and a tmpfs on /dev/shm there) failed"
         )
     confinement = Confinement(users, pidns, unshare or "unshare", setpriv or "setpriv")
     return confinement, why
@@ -142,8 +222,9 @@ def probe(switch_user: bool, pid_namespace: bool) -> tuple[Confinement, list[str
 def _unshares(unshare: str) -> bool:
     with contextlib.suppress(OSError, subprocess.SubprocessError):
         done = subprocess.run(
-            [unshare, "--pid", "--fork", "--mount-proc", "--kill-child", "--", "true"],
+            [unshare, *NAMESPACES, "--", "/bin/sh", "-c", PRIVATE_SHM, "probe", "true"],
             stdin=subprocess.DEVNULL,
+            env=ROOT_ENV,
             capture_output=True,
             timeout=10,
         )

@@ -85,6 +85,7 @@ class ExecutorSide:
         shut_down_frameworks: set[str],
         *,
         sandbox: Callable[[str, str], Path],
+        executor_sandbox: Callable[[str, str], Path],
         env: TaskEnv,
         checkpoint: Callable[[TaskRecord], Awaitable[None]],
         report: Report,
@@ -94,6 +95,7 @@ class ExecutorSide:
         self.isolator, self.tasks, self.shut_down_frameworks = isolator, tasks, shut_down_frameworks
         self.executors: dict[tuple[str, str], ExecutorProcess] = {}  # by (framework, executor)
         self._sandbox, self._env, self._checkpoint, self._report = sandbox, env, checkpoint, report
+        self._executor_sandbox = executor_sandbox  # (apart from every task's: slave.paths)
         self._tenancy = tenancy  # (decided as the slave starts)
         self.tokens: ExecutorTokens | None = None  # (its key is read as the slave starts)
         self.log = logs.get("slave", slave_id=slave_id)
@@ -112,7 +114,7 @@ class ExecutorSide:
         record.executor_key = ekey
         executor = self.executors.get(ekey)
         if executor is None:
-            own = self._sandbox(msg.framework_id, f"executor-{info.executor_id}")
+            own = self._executor_sandbox(msg.framework_id, info.executor_id)
             ids = {
                 "DRFMESOS_EXECUTOR_ID": info.executor_id,
                 "DRFMESOS_FRAMEWORK_NAME": msg.framework_name,
@@ -136,6 +138,7 @@ class ExecutorSide:
                 executor.container = await self.isolator.prepare(
                     executor_container_name(msg.framework_id, info.executor_id),
                     info.resources + msg.task.resources,
+                    user.uid if user is not None else None,
                 )
                 await executor.start()
             except (OSError, ValueError) as e:  # (ValueError: NUL in an argument or the env)
@@ -261,7 +264,7 @@ class ExecutorSide:
             "executor.refused",
             framework_id=executor.framework_id,
             executor_id=executor.executor_id,
-            reason=message,
+            reason=logs.clip(message),
             code=code,
         )
         executor.send(Error(message=message, code=code, about=about))

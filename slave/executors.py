@@ -88,13 +88,20 @@ class ExecutorProcess:
                 join, join_env = self.container.join()
                 if self.user is not None:
                     root_joins = not self.container.delegate(self.user.uid, self.user.gid)
-            command = self.info.command.value
+            start = self.confinement.executor(
+                self.info.command.value,
+                self.user,
+                {**self.env, "DRFMESOS_EXECUTOR_FD": str(theirs.fileno())},
+                (join, join_env),
+                root_joins=root_joins,
+            )
             self._proc = await spawn_in_sandbox(
-                self.confinement.executor(command, self.user, join, root_joins=root_joins),
+                start.args,
                 self.sandbox,
-                {**self.env, **join_env, "DRFMESOS_EXECUTOR_FD": str(theirs.fileno())},
+                start.env,
                 pass_fds=(theirs.fileno(),),
                 owner=self.user,
+                script=start.script,
             )
         except BaseException:
             ours.close()

@@ -1,6 +1,7 @@
 """Reading a task's sandbox files for the master (an operator's UI asks; the slave answers).
 
-A task's output is in `sandboxes/<framework>/<task>/`: a command task's process writes
+A task's output is in `sandboxes/<framework>/<task>/` (`%<task>` where the id reads as
+an executor's: slave.paths): a command task's process writes
 there, and a custom executor writes each task's lines to that task's own sandbox, which
 the slave makes when it hands the task over. Only a task run before slaves made those has
 none; its executor's log, `sandboxes/<framework>/executor-<id>/`, is read instead. Names come from
@@ -22,6 +23,7 @@ from pathlib import Path
 
 from protocol.wire.messages import FileData, ReadFile
 from protocol.wire.topics import check_segment
+from slave.paths import executor_sandbox_name, task_sandbox_name
 
 MAX_READ = 1_048_576  # bytes per answer, whatever is asked
 
@@ -69,9 +71,9 @@ async def read_sandbox_file(root: Path, slave_id: str, msg: ReadFile) -> FileDat
     """The part of the file asked for, or an `error` saying why there is none."""
     try:
         framework = check_segment(msg.framework_id)
-        candidates = [check_segment(msg.task_id)]
+        candidates = [task_sandbox_name(check_segment(msg.task_id))]
         if msg.executor_id is not None:
-            candidates.append(f"executor-{check_segment(msg.executor_id)}")
+            candidates.append(executor_sandbox_name(check_segment(msg.executor_id)))
     except ValueError as e:
         return FileData(request_id=msg.request_id, slave_id=slave_id, error=str(e))
     return await asyncio.to_thread(_read, root, slave_id, framework, candidates, msg)

@@ -35,6 +35,7 @@ from pathlib import Path
 from protocol import logs
 from protocol.transport.aio import within
 from protocol.wire.messages import Reason, TaskInfo, TaskState
+from slave.confine import Start
 from slave.isolator import Container, podman_name
 from slave.runners import EXIT_FILE, CommandRunner, Limit, Report, Run, new_run_dir
 
@@ -106,10 +107,12 @@ class ImageLaunch:
             env["HOME"] = SANDBOX
         if "PATH" not in own:
             env.pop("PATH", None)  # (the image's own)
+        if "TMPDIR" not in own:
+            env.pop("TMPDIR", None)  # (the container's /tmp is its own)
         lines = "".join(f"{name}={value}\n" for name, value in sorted(env.items()))
         await asyncio.to_thread(_write_private, self.run.run_dir, self.env_file, lines)
 
-    def process(self) -> tuple[list[str], dict[str, str]]:
+    def process(self) -> Start:
         assert self.task.command is not None
         global_options, limits = self.limits()
         user = self.run.user if self.run.confinement.users else None
@@ -128,6 +131,7 @@ class ImageLaunch:
             f"{self.sandbox}:{SANDBOX}",
             "-w",
             SANDBOX,
+            "--umask=0077",  # (as a command task's)
             "--env-file",
             str(self.env_file),
             *(["--user", f"{user.uid}:{user.gid}"] if user is not None else []),
@@ -138,9 +142,10 @@ class ImageLaunch:
             self.task.command.value,
         ]
         # the same wrapper as a command task's (its exit status lands in its run dir);
-        # podman runs as the slave, in the slave's environment
+        # podman runs as the slave, in the slave's environment (the operator's: its
+        # storage and its configuration), the task's in the container alone
         wrapped = self.run.confinement.wrap(run, str(self.exit_file))
-        return wrapped, dict(os.environ)
+        return Start(wrapped, dict(os.environ))
 
     def limits(self) -> tuple[list[str], list[str]]:
         """podman's global and `run` options that hold the container to the task's

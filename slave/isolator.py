@@ -80,7 +80,10 @@ class Isolator(Protocol):
     kind: str
     enforces_memory: bool  # else the slave polls RSS itself
 
-    async def prepare(self, name: str, resources: Resources) -> Container: ...
+    async def prepare(self, name: str, resources: Resources, owner: int | None = None) -> Container:
+        """Its container, held to `resources`, for a task of user `owner` (None: the
+        slave's own): a cgroup never handed to another user before."""
+        ...
 
     def adopt(self, name: str) -> Container:
         """A container a previous run of this slave made (its task is recovered)."""
@@ -180,7 +183,7 @@ class PosixIsolator:
     kind = "posix"
     enforces_memory = False
 
-    async def prepare(self, name: str, resources: Resources) -> Container:
+    async def prepare(self, name: str, resources: Resources, owner: int | None = None) -> Container:
         return PosixContainer(name)
 
     def adopt(self, name: str) -> Container:
@@ -231,6 +234,7 @@ class CgroupContainer:
         self.name = name
         self.upkeep = upkeep
         self.delegated = False
+        self.owner: int | None = None  # the user its `tasks` files were handed to, if any
 
     @property
     def cgroup(self) -> str | None:
@@ -243,6 +247,8 @@ class CgroupContainer:
     def delegate(self, uid: int, gid: int) -> bool:
         # (a few cgroupfs chowns: no disk behind them)
         self.delegated = self.cgroups.delegate(self.path, uid, gid)
+        if self.delegated:
+            self.owner = uid  # (for good: a descriptor it opened outlives the handing)
         return self.delegated
 
     async def limitation(self) -> str | None:
@@ -270,7 +276,7 @@ class CgroupContainer:
                 await asyncio.to_thread(self.cgroups.kill, self.path)
             except OSError as e:  # (the removal tries again)
                 logs.get("slave").warning("isolation.kill_failed", cgroup=self.path, error=str(e))
-        self.upkeep.add(self.path, written)
+        self.upkeep.add(self.path, written, self.owner)
 
 
 def out_of_memory(limit: int, peak: int) -> str:
@@ -299,6 +305,7 @@ class CgroupsIsolator:
         self.max_pids = max_pids
         self.cpus = cpus  # the cpus the slave offers: its tasks' weight together
         self._parent_made = False
+        self._sealed = False
         self.log = logs.get("slave", slave_id=slave_id)
         self.upkeep = Upkeep(cgroups, self.parent, self.log)
         self._lock: int | None = None  # the parent's directory, locked while we run
@@ -316,7 +323,7 @@ class CgroupsIsolator:
             self.cgroups.create(PARENT, Limits(cpus=float(os.cpu_count() or 1)))
             self.cgroups.create(self.parent, Limits(cpus=self.cpus))
 
-    async def prepare(self, name: str, resources: Resources) -> Container:
+    async def prepare(self, name: str, resources: Resources, owner: int | None = None) -> Container:
         limits = Limits(
             cpus=resources.get("cpus") or 0.0,
             mem_mb=resources.get("mem"),
@@ -330,22 +337,36 @@ class CgroupsIsolator:
         # in the loop, not a thread: a spare renamed (v1) and what of its limits differs
         # (none, for a recycled one of a task loop's), no disk behind them, well under a
         # millisecond; a thread hop per task costs as much
-        spare = self.upkeep.spare(limits)
-        made_ahead, held = spare or (None, None)
+        spare = self.upkeep.spare(limits, owner)
+        made_ahead, (_, held) = spare or (None, (None, None))
         self.upkeep.limits.pop(container.path, None)  # (known again once all is written)
         if not self.cgroups.create(container.path, limits, made_ahead, held) and spare:
             self.upkeep.unused(spare)  # (the container was there: an executor's, resized)
         self.upkeep.limits[container.path] = limits
+        if not self._sealed:  # (the parents are there in every hierarchy now)
+            self._sealed = True
+            self._seal_parents()
         return container
 
     def adopt(self, name: str) -> CgroupContainer:
         return CgroupContainer(self.cgroups, f"{self.parent}/{name}", name, self.upkeep)
+
+    def _seal_parents(self) -> None:
+        """drfmesos/ and this slave's parent: a task passes them to its own cgroup (its
+        path is in /proc/self/cgroup), never lists them (a few chmods: at the start,
+        where they are, and at the first launch, which makes them where they are not)."""
+        for name in (PARENT, self.parent):
+            try:
+                self.cgroups.seal(name)
+            except OSError as e:  # (tasks then see each other's cgroups: said, not fatal)
+                self.log.warning("isolation.seal_failed", cgroup=name, error=str(e))
 
     async def recover(self, keep: set[str]) -> list[str]:
         """Destroy the cgroups this slave's previous run left that no recovered task
         owns; and remove what slaves that are gone left (cgroup_upkeep.sweep)."""
         if self._lock is None:
             self._lock = await asyncio.to_thread(hold, self.cgroups, self.parent, self.log)
+            self._seal_parents()
         kept = {f"{self.parent}/{name}" for name in keep}
         stale = [c for c in self.cgroups.children(self.parent) if c not in kept]
         for path in stale:

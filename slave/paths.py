@@ -11,12 +11,36 @@ from pathlib import Path
 
 from protocol.wire.ids import check_id
 
+EXECUTOR = "executor-"  # an executor's sandbox: `executor-<executor id>`
+ESCAPED = "%"  # before a task id that could read as an executor's sandbox's name
 
-def sandbox_path(work_dir: Path, framework_id: str, name: str) -> Path:
-    """`work_dir/sandboxes/<framework_id>/<name>`, or ValueError if either id is not a
-    valid id or the path, resolved, would not lie under the sandboxes directory."""
+
+def task_sandbox_name(task_id: str) -> str:
+    """A task's sandbox's name: its id, unless the id reads as an executor's sandbox's
+    (`executor-X`, which was executor X's own) or as an escaped name: then `%` before
+    it. No task's name is ever an executor's, and no two tasks share one."""
+    return ESCAPED + task_id if task_id.startswith((EXECUTOR, ESCAPED)) else task_id
+
+
+def executor_sandbox_name(executor_id: str) -> str:
+    return EXECUTOR + executor_id
+
+
+def task_sandbox(work_dir: Path, framework_id: str, task_id: str) -> Path:
+    check_id(task_id, "task id")
+    return _sandbox_path(work_dir, framework_id, task_sandbox_name(task_id))
+
+
+def executor_sandbox(work_dir: Path, framework_id: str, executor_id: str) -> Path:
+    check_id(executor_id, "executor id")
+    return _sandbox_path(work_dir, framework_id, executor_sandbox_name(executor_id))
+
+
+def _sandbox_path(work_dir: Path, framework_id: str, name: str) -> Path:
+    """`work_dir/sandboxes/<framework_id>/<name>` (a name made above from a checked id),
+    or ValueError if the framework id is not a valid id or the path, resolved, would not
+    lie under the sandboxes directory."""
     check_id(framework_id, "framework id")
-    check_id(name, "sandbox name")
     root = (work_dir / "sandboxes").resolve()
     path = (root / framework_id / name).resolve()
     if path.parent.parent != root:  # (a symlink planted on the way would end elsewhere)

@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 from protocol.wire.messages import Reason, TaskInfo, TaskState
 from slave.cgroups import MB
-from slave.confine import UNCONFINED, Confinement
+from slave.confine import UNCONFINED, Confinement, Start
 from slave.isolator import Container, groups_usage
 from slave.sandbox import spawn_in_sandbox
 from slave.task_users import TaskUser
@@ -89,8 +89,8 @@ class Launch(Protocol):
     def exit_file(self) -> Path:
         """Where the wrapper writes the task's exit status."""
 
-    def process(self) -> tuple[list[str], dict[str, str]]:
-        """The task's process: its arguments and its whole environment."""
+    def process(self) -> Start:
+        """The task's process: its arguments, its environment and its start script."""
 
     async def prepare(self) -> None:
         """Before the process starts, with its run dir made (a file podman reads)."""
@@ -135,7 +135,7 @@ class ShellLaunch:
     def exit_file(self) -> Path:
         return self.run.sandbox / SANDBOX_EXIT_FILE
 
-    def process(self) -> tuple[list[str], dict[str, str]]:
+    def process(self) -> Start:
         # the task's own shell joins its container, not the wrapper around it: the exit
         # status the wrapper writes is not charged to the task's memory, and a task that
         # wrote nothing leaves its memory cgroup empty, removed at once (cgroup_upkeep)
@@ -145,16 +145,16 @@ class ShellLaunch:
             join, join_env = self.container.join()
             if run.user is not None:
                 root_joins = not self.container.delegate(run.user.uid, run.user.gid)
-        args = run.confinement.task(
+        return run.confinement.task(
             # (by the wrapper's working directory, its sandbox: where the sandbox's path
             # is out of the user's reach, the exit status still lands)
             self.command.value,
             run.user,
-            join,
+            self.env,
+            (join, join_env),
             SANDBOX_EXIT_FILE,
             root_joins=root_joins,
         )
-        return args, {**self.env, **join_env}
 
     async def prepare(self) -> None:
         pass
@@ -210,13 +210,14 @@ class CommandRunner:
         await self.report(TaskState.STARTING, None, "")
         try:
             await self.launch.prepare()
-            args, env = self.launch.process()
+            start = self.launch.process()
             proc = await spawn_in_sandbox(
-                args,
+                start.args,
                 self.sandbox,
-                env,
+                start.env,
                 owner=self.run.user,
                 first=functools.partial(_forget_exit, self.exit_file),
+                script=start.script,
             )
         except (OSError, ValueError) as e:  # (ValueError: NUL in an argument or the env)
             if self.container is not None:

@@ -86,12 +86,25 @@ async def make_task_sandbox(sandbox: Path, owner: TaskUser | None = None) -> Pat
     return await asyncio.to_thread(_make_task_sandbox, sandbox, owner)
 
 
+def make_tmp(sandbox: Path, owner: TaskUser | None) -> None:
+    """The sandbox's `tmp` (the task's TMPDIR), its owner's, if the task has left none
+    there: what it put in its place (a task id used again) is the task's own business,
+    never followed."""
+    try:
+        os.mkdir(sandbox / "tmp", PRIVATE)
+    except FileExistsError:
+        return
+    if owner is not None:
+        os.chown(sandbox / "tmp", owner.uid, owner.gid, follow_symlinks=False)
+
+
 def _open_sandbox(
     sandbox: Path, owner: TaskUser | None, first: Callable[[], None] | None
 ) -> tuple[int, int]:
     if first is not None:
         first()
     make_dir(sandbox, owner)
+    make_tmp(sandbox, owner)
     out = open_output(sandbox / "stdout", owner)
     try:
         return out, open_output(sandbox / "stderr", owner)
@@ -107,26 +120,44 @@ async def spawn_in_sandbox(
     pass_fds: tuple[int, ...] = (),
     owner: TaskUser | None = None,
     first: Callable[[], None] | None = None,
+    script: bytes | None = None,
 ) -> asyncio.subprocess.Process:
-    """Start `args` in `sandbox` (created if need be), stdout and stderr to files there,
-    with `env` and nothing of the slave's own environment.
+    """Start `args` in `sandbox` (created if need be, with its `tmp`), stdout and stderr
+    to files there, with `env` and nothing of the slave's own environment; `script` on
+    its stdin (a task's first shell reads it: slave.confine), else nothing.
 
     The process leads a new session, so killing its process group kills everything it
     started. File system work runs in a thread (`first` too: what else must be on disk
     before it starts): the event loop never waits on the disk.
     """
     out, err = await asyncio.to_thread(_open_sandbox, sandbox, owner, first)
+    stdin = asyncio.subprocess.DEVNULL if script is None else _memory_file(script)
     try:
         return await asyncio.create_subprocess_exec(
             *args,
             cwd=sandbox,
             stdout=out,
             stderr=err,
-            stdin=asyncio.subprocess.DEVNULL,
+            stdin=stdin,
             env=env,
             start_new_session=True,
             pass_fds=pass_fds,
         )
     finally:
-        os.close(out)
-        os.close(err)
+        for fd in (out, err) if script is None else (out, err, stdin):
+            os.close(fd)
+
+
+def _memory_file(data: bytes) -> int:
+    """A file in memory holding `data`, read from its start: no disk, no path, readable
+    through the descriptor alone (a pipe could hold only 64 KiB before its reader runs)."""
+    fd = os.memfd_create("drfmesos-start", os.MFD_CLOEXEC)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.lseek(fd, 0, os.SEEK_SET)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd

@@ -119,7 +119,8 @@ class Slave:
         )  # fmt: skip
         self.custom = ExecutorSide(  # custom executors: their processes, and their tasks
             self.slave_id, bus, self.to_master, self.isolator, self.tasks,
-            self.shut_down_frameworks, sandbox=self.commands.sandbox, env=self.commands.env,
+            self.shut_down_frameworks, sandbox=self.commands.sandbox,
+            executor_sandbox=self.commands.executor_sandbox, env=self.commands.env,
             checkpoint=self._checkpoint, report=self._report, tenancy=lambda: self.tenancy,
         )  # fmt: skip
         self.executors = self.custom.executors
@@ -311,11 +312,13 @@ class Slave:
 
     async def _on_error(self, msg: Error, reply_to: str | None) -> None:
         if msg.code == "unknown-slave":
-            self.log.warning("slave.unknown_to_master", message=msg.message)
+            self.log.warning("slave.unknown_to_master", message=logs.clip(msg.message))
             if self.registered.is_set():  # (not again while it is re-registering anyway)
                 self._announce_soon()
         else:
-            self.log.warning("slave.error_received", message=msg.message, code=msg.code)
+            self.log.warning(
+                "slave.error_received", message=logs.clip(msg.message), code=logs.clip(msg.code, 60)
+            )
 
     # -- tasks ---------------------------------------------------------------------------------
     def used(self) -> Resources:
@@ -395,7 +398,7 @@ class Slave:
                 except ValueError as e:
                     problem = str(e)
         if problem:
-            self.log.warning("run.refused", reason=problem, **ids)
+            self.log.warning("run.refused", reason=logs.clip(problem), **ids)
             self.bus.reply_error(reply_to, problem, code="invalid-task", about="RunTask")
             refused = self._report(
                 msg.framework_id, task, TaskState.ERROR, Reason.TASK_INVALID, problem, Source.SLAVE
@@ -524,7 +527,7 @@ class Slave:
             task_id=task.task_id,
             state=state.value,
             reason=reason,
-            detail=message,
+            detail=logs.clip(message),  # (an executor's text: cut for our log)
         )
         if state.terminal:
             await self._forget_async(key)

@@ -4,7 +4,8 @@ By default each principal gets a uid of its own from a range no account uses
 (`--task-uids`), its group the same number: no /etc/passwd entry is needed to run as it.
 The map is the machine's, not the slave's (`--task-uid-map`, a JSON file under a lock):
 every slave process on one host, and every logical slave of a fleet, gives a principal
-the same uid and never gives one principal's to another, across restarts. An operator may
+the same uid and never gives one principal's to another, across restarts. It is keyed
+by cluster and principal: two clusters' `alice`s on one machine are two users. An operator may
 name the user instead (`--task-users`, a YAML file):
 
     users:
@@ -13,7 +14,8 @@ name the user instead (`--task-users`, a YAML file):
       etl: "2002:3000"    # uid 2002, group 3000
 
 No task runs as root or as the slave's own user; a uid the operator names may not lie in
-the range the slave hands out (it would be another principal's).
+the range the slave hands out (it would be another principal's), nor be named for two
+principals (each would reach the other's tasks).
 """
 
 from __future__ import annotations
@@ -81,16 +83,19 @@ class UidMap:
                 found = cls._open[path] = cls(path, uids)
             return found
 
-    def uid_of(self, principal: str) -> int:
-        if (uid := self._known.get(principal)) is not None:
+    def uid_of(self, cluster: str, principal: str) -> int:
+        """`principal`'s uid in `cluster`: a principal of one name in two clusters on one
+        machine is two tenants, with a uid each (a cluster's principals are its own)."""
+        key = f"{cluster}/{principal}"  # (neither holds a "/": both are topic segments)
+        if (uid := self._known.get(key)) is not None:
             return uid
         with self._lock, self._locked():
             uids = self._read()
-            if principal not in uids:
-                uids[principal] = self._free(set(uids.values()))
+            if key not in uids:
+                uids[key] = self._free(set(uids.values()))
                 self._write(uids)
             self._known = uids
-        return uids[principal]
+        return uids[key]
 
     def _free(self, taken: set[int]) -> int:
         for uid in self.uids:
@@ -127,11 +132,16 @@ class UidMap:
             isinstance(p, str) and isinstance(u, int) for p, u in uids.items()
         ):
             raise TaskUsersError(f"{self.path} is not a task uid map")
-        return dict(uids)
+        # a map written before it was keyed by cluster named principals alone: theirs
+        # are the default cluster's (their uids stay taken whatever it was)
+        return {p if "/" in p else f"default/{p}": u for p, u in uids.items()}
 
     def _write(self, uids: dict[str, int]) -> None:
         text = json.dumps(
-            {"about": "drfmesos slaves: the uid each principal's tasks run as", "principals": uids},
+            {
+                "about": "drfmesos slaves: the uid each cluster/principal's tasks run as",
+                "principals": uids,
+            },
             indent=1,
             sort_keys=True,
         )
@@ -153,13 +163,19 @@ def load_operator_users(path: Path, uids: range) -> dict[str, TaskUser]:
     entries = raw.get("users", {}) if isinstance(raw, dict) else None
     if not isinstance(entries, dict) or set(raw) - {"users"}:
         raise TaskUsersError(f"--task-users {path}: one key, 'users', mapping principals to users")
-    users = {}
+    users: dict[str, TaskUser] = {}
+    holders: dict[int, str] = {}  # uid -> the principal it was given to
     for principal, spec in entries.items():
         user = _user(str(spec), f"--task-users {path}: {principal}")
         if user.uid in uids:
             raise TaskUsersError(
                 f"--task-users {path}: {principal}'s uid {user.uid} lies in --task-uids "
                 f"{uids.start}-{uids.stop - 1}, where the slave gives principals theirs"
+            )
+        if (other := holders.setdefault(user.uid, str(principal))) != str(principal):
+            raise TaskUsersError(
+                f"--task-users {path}: {principal} and {other} would run as one user "
+                f"(uid {user.uid}): each could read and signal the other's tasks"
             )
         users[str(principal)] = user
     return users
@@ -184,8 +200,10 @@ def _user(spec: str, what: str) -> TaskUser:
 class TaskUsers:
     """The user a principal's tasks run as: the operator's, else the machine's map's."""
 
-    def __init__(self, uid_map: UidMap, operator: dict[str, TaskUser]) -> None:
-        self.uid_map, self.operator = uid_map, operator
+    def __init__(
+        self, uid_map: UidMap, operator: dict[str, TaskUser], cluster: str = "default"
+    ) -> None:
+        self.uid_map, self.operator, self.cluster = uid_map, operator, cluster
         self._known: dict[str, TaskUser] = dict(operator)
 
     def known(self, principal: str) -> TaskUser | None:
@@ -196,6 +214,6 @@ class TaskUsers:
         """(Touches the disk the first time a principal is seen: call it in a thread.)"""
         user = self._known.get(principal)
         if user is None:
-            uid = self.uid_map.uid_of(principal)
+            uid = self.uid_map.uid_of(self.cluster, principal)
             user = self._known[principal] = TaskUser(uid, uid)
         return user

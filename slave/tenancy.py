@@ -61,13 +61,22 @@ async def start_tenancy(config: Any, log: Any) -> Tenancy:
     confinement, off = await asyncio.to_thread(_probed, config.switch_user, config.pid_namespace)
     users = None
     if confinement.users:
-        users = TaskUsers(UidMap.at(config.task_uid_map, config.task_uids), config.task_users)
+        uid_map = UidMap.at(config.task_uid_map, config.task_uids)
+        users = TaskUsers(uid_map, config.task_users, config.cluster)
         await asyncio.to_thread(close_work_dir, config.work_dir)
         python = config.task_env.get("DRFMESOS_PYTHON", sys.executable)
         problems = await asyncio.to_thread(_reach_problems, python, config.work_dir)
         for what, (path, blocked) in problems.items():
             log.warning(
                 f"isolation.{what}_unreachable", path=path, why=blocked, **UNREACHABLE[what]
+            )
+        if off_links := await asyncio.to_thread(unprotected_links):
+            log.warning(
+                "isolation.links_unprotected",
+                sysctls=off_links,
+                why="a tenant's task may plant a link in /tmp or /dev/shm (shared by every "
+                "task) that another tenant's task, or a root process, then follows",
+                fix="sysctl " + " ".join(f"{name}=1" for name in off_links),
             )
     gaps = confinement.not_enforced()
     if gaps is not None and not config.simulated_tasks:
@@ -79,6 +88,20 @@ async def start_tenancy(config: Any, log: Any) -> Tenancy:
     elif gaps is None:
         log.info("isolation.tenants", enforced="a user and a PID namespace a task")
     return Tenancy(confinement, users)
+
+
+PROTECTED_LINKS = ("fs.protected_symlinks", "fs.protected_hardlinks")
+
+
+def unprotected_links(proc: Path = Path("/proc/sys")) -> list[str]:
+    """The kernel's link protections that are off on this host (blocking: it reads
+    /proc/sys)."""
+    off = []
+    for name in PROTECTED_LINKS:
+        with contextlib.suppress(OSError, ValueError):
+            if int((proc / name.replace(".", "/")).read_text()) == 0:
+                off.append(name)
+    return off
 
 
 def unreachable_by_others(path: Path) -> str | None:

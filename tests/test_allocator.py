@@ -306,6 +306,60 @@ def test_offer_filters_keep_offers_a_framework_cannot_use_from_it() -> None:
     assert [(o.framework_id, o.slave_id) for o in a.allocate(2.0)] == [("needs-4", "small")]
 
 
+CRUMB = Resources(cpus=0.005, mem=16)  # under Mesos's default minimum (cpus 0.01, mem 32)
+
+
+def offered_to(a: Allocator, now: float) -> dict[str, str]:
+    return {o.slave_id: o.framework_id for o in a.allocate(now, full=True)}
+
+
+@pytest.mark.parametrize("quotas", [False, True])
+def test_a_frameworks_offer_filters_replace_the_masters_minimum(quotas: bool) -> None:
+    """Mesos's FrameworkMinAllocatable and FrameworkEmptyMinAllocatable: offer filters of
+    a framework's own replace the master's --min_allocatable_resources for it, smaller
+    or larger; an empty list takes anything; none, the master's."""
+    a = Allocator("drf", quota_headroom="demand")  # (q wants nothing: nothing held for it)
+    if quotas:  # (the round's other pick, under quotas)
+        from master.allocation.quota import Quota
+
+        a.add_framework("q", "quota-role")
+        a.set_quota("quota-role", Quota(guarantee=Resources(cpus=1)))
+        a.suppress("q")
+    a.add_slave("crumb", CRUMB)
+    a.add_framework("default", "r1")
+    assert offered_to(a, 0.0) == {}  # the master's minimum: no crumbs
+    a.add_framework("tiny", "r2")
+    a.set_min_allocatable("tiny", [Resources(cpus=0.001)])
+    assert offered_to(a, 1.0) == {"crumb": "tiny"}
+    a.recover("tiny", "crumb", CRUMB)
+    a.set_min_allocatable("tiny", [])  # anything
+    assert offered_to(a, 2.0) == {"crumb": "tiny"}
+    a.recover("tiny", "crumb", CRUMB)
+    a.set_min_allocatable("tiny", None)  # the master's again
+    assert offered_to(a, 3.0) == {}
+
+
+def test_the_masters_minimum_is_configurable_and_empty_offers_anything() -> None:
+    """The master's --min-allocatable-resources: sets of quantities, one of which an
+    offer holds ([]: anything); a framework's own still replace it."""
+    a = Allocator("drf", min_allocatable=[Resources(cpus=1), Resources(gpus=1)])
+    a.add_slave("half", Resources(cpus=0.5, mem=4096))
+    a.add_slave("gpu", Resources(cpus=0.1, gpus=1))
+    a.add_framework("f", "r")
+    assert offered_to(a, 0.0) == {"gpu": "f"}
+    a.set_min_allocatable("f", [Resources(cpus=0.5)])
+    assert offered_to(a, 1.0) == {"half": "f"}
+    anything = Allocator("drf", min_allocatable=[])
+    anything.add_slave("crumb", CRUMB)
+    anything.add_framework("f", "r")
+    assert offered_to(anything, 0.0) == {"crumb": "f"}
+    # a removed framework's own filters no longer count
+    anything.add_framework("g", "r2")
+    anything.set_min_allocatable("g", [Resources(cpus=4)])
+    anything.remove_framework("g")
+    assert anything._own_floors == 0
+
+
 def test_a_round_pauses_the_garbage_collector_and_leaves_it_as_it_found_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

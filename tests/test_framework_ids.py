@@ -15,6 +15,7 @@ master named in its launches.
 from __future__ import annotations
 
 import contextlib
+import json
 import string
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -31,6 +32,7 @@ from frameworks.errors import SubscribeRefused
 from frameworks.scheduler import build_task
 from master.framework_ids import KEY_FILE, FrameworkIds, cluster_key
 from master.master import Master, MasterConfig
+from master.mesos_api.classic import ClassicEndpoints
 from protocol.tooling.credentials import Store
 from protocol.transport.base import Transport
 from protocol.transport.memory import MemoryBroker
@@ -255,6 +257,11 @@ async def test_after_a_restart_without_books_orphans_go_back_to_their_owner_only
         assert await claim(fid) == await claim(nobodys)  # before the slave is back
         await c.reregister()
         assert c.master.books.orphan_owners(fid) == {"alice"}
+        # an operator sees them in the classic state, as Mesos lists orphans
+        answer = await ClassicEndpoints(c.master, 0.0).state(None)  # type: ignore[arg-type]
+        state = json.loads(answer.text)  # type: ignore[attr-defined]
+        assert sorted(t["framework_id"] for t in state["orphan_tasks"]) == [fid] * 3
+        assert state["unregistered_frameworks"] == [fid]
         assert await claim(fid) == await claim(nobodys)  # and after
         assert fid not in c.master.books.frameworks
 

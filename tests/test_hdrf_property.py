@@ -12,6 +12,7 @@ from cluster.experiments.spec import Spec
 from master.allocation.allocator import Allocator
 from master.allocation.ideal import User, flattened_weights, ideal
 from master.allocation.quota import Quota
+from master.allocation.tree_ideal import Leaf, tree_filling
 from protocol.wire.resources import Resources
 
 from harness.allocation import fill
@@ -270,6 +271,44 @@ def test_hdrf_gives_every_user_its_promise_or_all_it_wants(
         one = max(Fraction(u.task[r]) / TOTAL[r] for r in TOTAL)  # one task's dominant share
         wanted = promise[u.name] if u.limit is None else min(promise[u.name], u.limit * one)
         assert shares[u.name].dominant_share >= wanted, (u.name, shares, promise)
+
+
+# groups of users alike: their pool, task size (the ideal gives the users of one size one
+# `use`), weight, cap in twentieths of a dominant share per unit of weight (alike where
+# equal) or none, and how many
+FOLDABLE = st.lists(
+    st.tuples(
+        st.lists(SEGMENTS, min_size=0, max_size=3).map(tuple),
+        st.sampled_from([(1, 1), (1, 2), (2, 1), (0, 1)]),
+        st.integers(1, 2),
+        st.one_of(st.none(), st.integers(0, 3)),
+        st.integers(1, 4),
+    ),
+    min_size=1,
+    max_size=8,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(groups=FOLDABLE, pools=POOL_WEIGHTS, policy=st.sampled_from(["hdrf", "naive-hdrf"]))
+def test_a_folded_tree_fills_exactly_as_the_whole_tree(
+    groups: list[tuple[tuple[str, ...], tuple[int, int], int, int | None, int]],
+    pools: dict[tuple[str, ...], int],
+    policy: str,
+) -> None:
+    """Pools of one leaf folded into it, and sibling leaves alike into one: every user's
+    share is what the whole tree gives it, to the last digit of its fraction."""
+    uses: dict[tuple[int, int], dict[str, Fraction]] = {}
+    leaves = []
+    for path, (cpus, mem), weight, cap, count in groups:
+        top = max(cpus, mem)
+        use = uses.setdefault((cpus, mem), {"cpus": Fraction(cpus, top), "mem": Fraction(mem, top)})
+        limit = None if cap is None else Fraction(cap, 20) * weight
+        for _ in range(count):
+            leaves.append(Leaf(f"u{len(leaves)}", path, Fraction(weight), use, limit))
+    weights = {path: Fraction(w) for path, w in pools.items()}
+    folded = tree_filling(policy, ["cpus", "mem"], leaves, weights)
+    assert folded == tree_filling(policy, ["cpus", "mem"], leaves, weights, fold=False)
 
 
 def test_a_satisfied_leaf_no_longer_holds_its_pool_back() -> None:

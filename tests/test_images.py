@@ -251,7 +251,6 @@ def test_under_posix_podman_limits_the_container_itself(tmp_path: Path) -> None:
 
     run = Run(tmp_path / "sandbox", tmp_path / "run")
     launch = ImageLaunch(task, run, {}, PosixContainer("t"), "podman", "s", "f")
-    args, _ = launch.process()
-    podman = " ".join(args)
+    podman = " ".join(launch.process().args)
     assert "--cpus=0.5 --memory=64m --memory-swap=64m" in podman
     assert podman.endswith("-- busybox true")

@@ -266,3 +266,42 @@ async def test_the_journals_of_a_process_share_their_trips_to_the_disk_thread(
     assert trips == [20]  # one trip: each written, then each synced
     for i in range(20):
         assert Journal(tmp_path / f"j{i}").get("k") == i
+
+
+async def test_a_journal_past_msgpacks_default_buffer_loads(tmp_path: Path) -> None:
+    """A slave's journal over 100 MiB (an executor's flood of updates, before they were
+    bounded) once made its slave unable to start: the loader fed the whole file to one
+    msgpack buffer of 100 MiB. It is read a chunk at a time."""
+    path = tmp_path / "j"
+    record = msgpack.packb(["put", "k", b"x" * (4 << 20)], use_bin_type=True)
+    records = [record.replace(b"\xa1k", f"\xa1{i % 10}".encode("latin-1"), 1) for i in range(27)]
+    path.write_bytes(b"".join(records))  # 108 MiB of puts of ten keys
+    assert path.stat().st_size > 100 << 20
+    journal = Journal(path)
+    assert sorted(k for k, _ in journal.items()) == [str(i) for i in range(10)]
+    assert path.stat().st_size > 100 << 20  # (nothing cut: every record was whole)
+
+
+async def test_bytes_that_are_no_msgpack_past_the_last_record_are_cut(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "j")
+    await journal.put("kept", "yes")
+    await journal.close()
+    whole = (tmp_path / "j").read_bytes()
+    (tmp_path / "j").write_bytes(whole + b"\xc1" * 64 + b"more")  # (0xc1: never msgpack)
+    assert dict(Journal(tmp_path / "j").items()) == {"kept": "yes"}
+    assert (tmp_path / "j").read_bytes() == whole
+
+
+async def test_it_compacts_by_bytes_as_well_as_by_records(tmp_path: Path) -> None:
+    """A few large records put and dropped (updates a framework acknowledged) leave no
+    large file behind: the file is rewritten once it holds four times its live bytes
+    (and 4 MiB)."""
+    path = tmp_path / "j"
+    journal = Journal(path)
+    await journal.put("small", "kept")
+    for i in range(40):  # 40 MiB through it, 80 records: far below the record count
+        await journal.put(f"big{i}", b"x" * (1 << 20))
+        await journal.drop(f"big{i}")
+    await journal.close()
+    assert path.stat().st_size < 6 << 20
+    assert dict(Journal(path).items()) == {"small": "kept"}

@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import json
+import math
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -498,3 +500,22 @@ async def test_an_unreachable_slave_back_without_a_partition_aware_task_has_it_g
         assert gone.uuid  # re-sent until acknowledged
         assert not c.master.books.frameworks[a.framework_id].unreachable
         books_balance(c.master)
+
+
+async def test_a_failover_timeout_of_no_finite_length_is_refused(cluster: Cluster) -> None:
+    """Infinity, NaN and 1e308 seconds are each refused with an Error naming the field: a
+    framework registered with one held its tasks forever (NaN compares false with every
+    deadline) and made the master's state no valid JSON."""
+    a = await cluster.framework("A")
+    for i, timeout in enumerate((math.inf, math.nan, 1e308)):
+        body = {"name": f"eternal{i}", "inbox": a.inbox_id, "failover_timeout": timeout}
+        await a.bus.publish_raw(a.to_master, encode_raw("Subscribe", a.bus.inbox, body))
+    errors = await a.inbox.wait_count(Error, 3)
+    assert {e.code for e in errors} == {"invalid"}
+    assert sorted(e.message.removeprefix("invalid: Subscribe: ") for e in errors) == [
+        "failover_timeout: Input should be a finite number",
+        "failover_timeout: Input should be a finite number",
+        "failover_timeout: Input should be less than or equal to 9200000000",
+    ]
+    assert list(cluster.master.books.frameworks) == [a.framework_id]
+    json.loads(cluster.master.views.state(include_tasks=True).model_dump_json())  # (valid JSON)

@@ -3,6 +3,7 @@ client sends is read as Mesos reads it, and what we cannot serve is refused by n
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
@@ -59,6 +60,32 @@ def test_subscribe_takes_role_or_roles_and_ignores_what_it_does_not_use() -> Non
     assert sub.capabilities == [FrameworkCapability.PARTITION_AWARE]
 
 
+def test_subscribe_reads_the_roles_offer_filters_as_mesos_defines_them() -> None:
+    """FrameworkInfo.offer_filters[role].min_allocatable_resources: its quantities; none
+    for the role or no min_allocatable_resources is the master's minimum (None); an
+    empty list of quantities, anything ([])."""
+
+    def minimum(filters: Any) -> list[Resources] | None:
+        info = {"name": "a", "roles": ["r"], "offer_filters": filters}
+        sub = subscribe_of(parse_call({"type": "SUBSCRIBE", "subscribe": {"framework_info":
+                           info}}), "team", "inbox", "inc")  # fmt: skip
+        return sub.offer_filters.min_allocatable if sub.offer_filters else None
+
+    quantities = [{"quantities": {"cpus": {"value": 1}, "mem": {"value": 64}}},
+                  {"quantities": {"gpus": {"value": 1}}}]  # fmt: skip
+    assert minimum({"r": {"min_allocatable_resources": {"quantities": quantities}}}) == [
+        Resources(cpus=1, mem=64),
+        Resources(gpus=1),
+    ]
+    assert minimum({"r": {"min_allocatable_resources": {}}}) == []
+    assert minimum({"r": {}}) is None
+    assert minimum({"other": {"min_allocatable_resources": {}}}) is None
+    assert minimum(None) is None
+    bad = {"r": {"min_allocatable_resources": {"quantities": [{"quantities": {"cpus": 1}}]}}}
+    with pytest.raises(ValueError, match="offer_filters"):
+        minimum(bad)
+
+
 def test_subscribe_as_another_principal_or_with_two_roles_is_refused() -> None:
     def subscribe(info: dict[str, Any]) -> Subscribe:
         c = parse_call({"type": "SUBSCRIBE", "subscribe": {"framework_info": info}})
@@ -70,6 +97,9 @@ def test_subscribe_as_another_principal_or_with_two_roles_is_refused() -> None:
         subscribe({"name": "a", "roles": ["x", "y"]})
     with pytest.raises(SchedulerCallError, match="framework_info"):
         subscribe_of(parse_call({"type": "SUBSCRIBE"}), "team", "inbox", "inc")
+    for timeout in (math.inf, math.nan, 1e308, "inf", "soon"):  # (a 400 each, with why)
+        with pytest.raises(SchedulerCallError, match="failover_timeout"):
+            subscribe({"name": "a", "failover_timeout": timeout})
 
 
 def test_accept_launches_command_and_executor_tasks() -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -26,13 +27,21 @@ REMAKE = "bash examples/experiments/replay-all.sh --simulated"
 @pytest.mark.timeout(900)  # (75 CPU-seconds alone; a loaded CI machine gives it half a core)
 def test_the_published_simulated_results_are_what_the_code_makes_today(tmp_path: Path) -> None:
     scripts = str(Path(sys.executable).parent)  # drfmesos and python of this install
-    done = subprocess.run(
+    # its own session: on a timeout the whole group goes (compare.py and the simulations
+    # under bash), not bash alone
+    proc = subprocess.Popen(
         ["bash", str(EXPERIMENTS / "replay-all.sh"), "--simulated", "--out", str(tmp_path)],
-        capture_output=True, text=True, timeout=600,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
         env={**os.environ, "PYTHONPATH": str(ROOT), "MPLBACKEND": "Agg",
              "PATH": f"{scripts}:{os.environ['PATH']}"},
     )  # fmt: skip
-    assert done.returncode == 0, done.stderr
+    try:
+        _, stderr = proc.communicate(timeout=840)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise
+    assert proc.returncode == 0, stderr
     made = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if p.is_file())
     assert made, "replay-all.sh --simulated made nothing"
     stale = [

@@ -440,6 +440,22 @@ async def test_a_custom_executor_runs_its_frameworks_tasks_and_its_death_fails_t
     assert _group(pid) == []
 
 
+async def test_an_executors_command_runs_as_a_shell_runs_it(rig: Rig) -> None:
+    """An executor's command is `sh -c COMMAND`, as Mesos runs it: one that says a word
+    first and then execs its program runs the program (a slave that ran `exec COMMAND`
+    ran the `echo` alone, and the executor was gone)."""
+    fw = await rig.framework()
+    slave = await rig.start_slave("s1", Resources(cpus=2, mem=1024))
+    offer = await fw.next_offer()
+    task = executor_task("s1", "t", 0.1)
+    assert task.executor is not None
+    task.executor.command.value = f"echo starting; exec {EXECUTOR}"
+    await fw.accept(offer, [task])
+    await fw.update_for("t", TaskState.FINISHED, timeout=30)
+    sandbox = slave.executors[(fw.framework_id, "sleeper")].sandbox
+    assert (sandbox / "stdout").read_bytes().startswith(b"starting\n")
+
+
 async def test_each_task_of_a_custom_executor_has_its_own_stdout(rig: Rig) -> None:
     """Two tasks on one executor: reading a task's stdout (as the master asks the slave)
     shows that task's lines only, not the other's nor the executor's own log."""
@@ -540,3 +556,41 @@ async def test_an_executor_speaks_only_for_its_own_tasks(rig: Rig) -> None:
     assert not [u for u in victim.inbox.of(Update) if u.status.state == TaskState.FINISHED]
     assert not [u for u in hostile.inbox.of(Update) if u.status.task_id != "mine"]
     books_balance(rig.master)
+
+
+async def test_an_executors_flood_of_updates_is_bounded_on_the_slave(rig: Rig) -> None:
+    """An executor sends 300 RUNNING updates of 100,000 characters each while its
+    framework acknowledges nothing, one with a megabyte of opaque data, then its task's
+    end: the slave owes three updates (the one in flight, the latest, the end), each
+    message cut to its bound, the oversized one refused on the executor's line, and its
+    log lines cut too."""
+    import structlog
+
+    fw = await rig.framework("flooder", acknowledging=False)
+    program = Path(__file__).parent / "programs" / "flooding_executor.py"
+    task = TaskInfo(
+        task_id="loud",
+        slave_id="s1",
+        resources=Resources(cpus=0.25, mem=32),
+        executor=ExecutorInfo(
+            executor_id="flood",
+            command=CommandInfo(
+                value=f"{sys.executable} {program}",
+                environment={"PYTHONPATH": str(Path(__file__).parent.parent)},
+            ),
+        ),
+    )
+    with structlog.testing.capture_logs() as lines:
+        slave = await rig.start_slave("s1", Resources(cpus=2, mem=1024))
+        await fw.accept(await fw.next_offer(), [task], refuse=0)
+        await eventually(lambda: slave.updates.ending() != [], timeout=60)
+    assert len(slave.updates) == 3
+    assert slave.updates.journal.path.stat().st_size < 5 << 20  # (30 MB came in)
+    head = await fw.update_for("loud", TaskState.RUNNING)
+    assert head.message.startswith("0:")
+    assert len(head.message) <= 4096
+    said = [line for line in lines if line.get("executor_id") == "flood"]
+    assert said
+    assert all(len(str(v)) <= 400 for line in said for v in line.values())
+    sandbox = slave.config.work_dir / "sandboxes" / fw.framework_id / "executor-flood"
+    await eventually(lambda: "Error invalid" in (sandbox / "stdout").read_text().split("\n"))

@@ -123,17 +123,17 @@ async def test_an_update_written_as_its_framework_is_forgotten_is_not_owed(
     updates = owed(bus, tmp_path / "updates.journal")
     running = update("t", R)
     written, go_on = asyncio.Event(), asyncio.Event()
-    append = updates.journal._append
+    wait = updates.journal._wait
 
-    async def slow_disk(record: Any) -> None:  # the put waits here, on its way to the disk
+    async def slow_disk() -> None:  # the put waits here, for its record to reach the disk
         written.set()
         await go_on.wait()
-        await append(record)
+        await wait()
 
-    updates.journal._append = slow_disk  # type: ignore[method-assign]
+    updates.journal._wait = slow_disk  # type: ignore[method-assign]
     sending = asyncio.create_task(updates.send(running))
     await written.wait()
-    updates.journal._append = append  # type: ignore[method-assign]
+    updates.journal._wait = wait  # type: ignore[method-assign]
     await updates.forget_framework(FW)
     go_on.set()
     await sending
@@ -162,6 +162,39 @@ async def test_a_restarted_slave_keeps_each_stream_in_order(tmp_path: Path) -> N
         assert [u.status.uuid for u in bus.sent] == [after.status.uuid]
         bus.took()
     await again.close()
+
+
+async def test_a_stream_owes_its_head_its_latest_state_and_its_end_never_more(
+    tmp_path: Path,
+) -> None:
+    """An executor that reports RUNNING a thousand times while its framework does not
+    acknowledge costs the slave three updates, not a thousand: the one in flight, the
+    latest behind it (each newer one takes its place), and the task's end, never
+    dropped. The framework hears the one in flight, the latest, and the end."""
+    path = tmp_path / "updates.journal"
+    bus = Posts()
+    updates = owed(bus, path)
+    head = update("t", S)
+    await updates.send(head)
+    runs = [update("t", R) for _ in range(1000)]
+    for u in runs:
+        await updates.send(u)
+    end = update("t", F)
+    await updates.send(end)
+    assert len(updates) == 3
+    await updates.close()
+    again = owed(bus, path)  # (and so a restart finds it)
+    assert len(again) == 3
+    bus.took()
+    again.send_all_soon()
+    again.resend_due(float("inf"))
+    heard = [bus.sent[-1].status.uuid]
+    for _ in range(2):
+        again.acknowledged(heard[-1] or "")
+        heard.append(bus.sent[-1].status.uuid)
+    assert heard == [head.status.uuid, runs[-1].status.uuid, end.status.uuid]
+    await again.close()
+    assert path.stat().st_size < 64 * 1024  # (what was replaced is gone from the file too)
 
 
 async def launched(cluster: Cluster) -> tuple[FakeFramework, FakeSlave, str]:

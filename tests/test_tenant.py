@@ -25,6 +25,8 @@ from pathlib import Path
 import aiohttp
 import msgpack
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from yarl import URL
 
 from frameworks.scheduler import build_task
@@ -60,7 +62,7 @@ from protocol.wire.messages import (
 )
 from protocol.wire.resources import Resources
 from protocol.wire.topics import Sender, check_segment
-from slave.paths import sandbox_path
+from slave.paths import executor_sandbox, task_sandbox
 
 from harness.helpers import books_balance, eventually, longest_step
 from harness.tenant import Tenant, counted_alike, files_outside, log_written, tenant
@@ -125,15 +127,31 @@ def test_a_topic_segment_ends_where_it_ends() -> None:
 
 
 def test_a_sandbox_path_stays_under_the_work_dir(tmp_path: Path) -> None:
-    assert sandbox_path(tmp_path, "fw", "t1") == (tmp_path / "sandboxes" / "fw" / "t1").resolve()
+    assert task_sandbox(tmp_path, "fw", "t1") == (tmp_path / "sandboxes" / "fw" / "t1").resolve()
     for framework_id, name in [("fw", ".."), ("..", "x"), ("fw", "../../x"), ("fw", "/x")]:
-        with pytest.raises(ValueError, match="must"):
-            sandbox_path(tmp_path, framework_id, name)
+        for sandbox in (task_sandbox, executor_sandbox):
+            with pytest.raises(ValueError, match="must"):
+                sandbox(tmp_path, framework_id, name)
     # a link planted where a sandbox would be does not lead it elsewhere
     (tmp_path / "sandboxes" / "fw").mkdir(parents=True)
     (tmp_path / "sandboxes" / "fw" / "planted").symlink_to(tmp_path.parent)
     with pytest.raises(ValueError, match="outside"):
-        sandbox_path(tmp_path, "fw", "planted")
+        task_sandbox(tmp_path, "fw", "planted")
+
+
+PREFIXES = st.sampled_from(["", "executor-", "%", "%executor-", "executor-%", "%%"])
+IDS = st.builds(str.__add__, PREFIXES, st.text(alphabet="ab%-", min_size=1, max_size=4))
+
+
+@given(st.lists(IDS, unique=True))
+def test_no_task_shares_a_sandbox_with_an_executor_or_another_task(ids: list[str]) -> None:
+    """A task whose id is `executor-X` once had executor X's sandbox: each task's and each
+    executor's sandbox is its own, whatever ids a framework picks."""
+    root = Path("/w")
+    tasks = {task_sandbox(root, "fw", i) for i in ids if i not in (".", "..")}
+    executors = {executor_sandbox(root, "fw", i) for i in ids if i not in (".", "..")}
+    assert len(tasks) == len(executors) == len([i for i in ids if i not in (".", "..")])
+    assert not tasks & executors
 
 
 def test_a_command_that_execve_would_refuse_is_refused_first() -> None:

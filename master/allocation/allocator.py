@@ -35,10 +35,11 @@ from master.allocation.ledger import (
     Filter,
     FrameworkBook,
     SlaveBook,
-    allocatable,
+    anything,
     first_wanting,
     fits_one,
     floors_of,
+    master_floor,
     within,
 )
 from master.allocation.offer_room import RETRY as ROOM_RETRY
@@ -64,7 +65,17 @@ framework or not (`all`, Mesos's), or only those of roles whose frameworks want 
 
 
 class Allocator:
-    def __init__(self, policy: str = "drf", *, quota_headroom: str = "all") -> None:
+    def __init__(
+        self,
+        policy: str = "drf",
+        *,
+        quota_headroom: str = "all",
+        min_allocatable: list[Resources] | None = None,
+    ) -> None:
+        """`min_allocatable`: the master's minimum offer (Mesos's
+        --min_allocatable_resources): free resources are offered only if they hold one of
+        these; None is Mesos's default (cpus 0.01 or mem 32), [] anything. A framework's
+        own offer filters replace it for that framework."""
         if quota_headroom not in HEADROOM:
             raise AllocatorError(f"quota headroom {quota_headroom!r}: one of {', '.join(HEADROOM)}")
         self.quota_headroom = quota_headroom
@@ -92,6 +103,11 @@ class Allocator:
         # takes anything
         self._floor: list[Millis] | None = None
         self._floor_stale = True
+        self.min_allocatable = min_allocatable
+        self._master_floor = master_floor(
+            None if min_allocatable is None else [dict(r.millis) for r in min_allocatable if r]
+        )
+        self._own_floors = 0  # frameworks with offer filters of their own
 
     # -- frameworks --------------------------------------------------------------------------
     def add_framework(
@@ -130,16 +146,22 @@ class Allocator:
         else:
             self._sync_role(fw.role)
         del self.frameworks[framework_id]
+        self._own_floors -= fw.min_allocatable is not None
+        self._floor_stale = True
 
-    def set_min_allocatable(self, framework_id: str, minimum: list[Resources]) -> None:
+    def set_min_allocatable(self, framework_id: str, minimum: list[Resources] | None) -> None:
         """Offer this framework a slave only if its free resources hold one of `minimum`
-        (Mesos 1.10's offer_filters): no offers it can only decline."""
+        (Mesos 1.10's offer_filters): no offers it can only decline. They replace the
+        master's minimum for it: [] is anything, None the master's minimum again."""
         fw = self._framework(framework_id)
-        old, fw.min_allocatable = fw.min_allocatable, [dict(r.millis) for r in minimum]
+        old = fw.min_allocatable
+        new = None if minimum is None else [dict(r.millis) for r in minimum if r]
+        fw.min_allocatable = new
+        self._own_floors += (new is not None) - (old is not None)
         self._floor_stale = True
         # slaves it was not offered may suit it now, unless every new minimum still holds
         # one of the old (then nothing it skipped fits it any better)
-        if not old or not all(any(within(o, m) for o in old) for m in fw.min_allocatable):
+        if not old or not new or not all(any(within(o, m) for o in old) for m in new):
             self._wake_all()
 
     def activate(self, framework_id: str) -> None:
@@ -350,8 +372,15 @@ class Allocator:
         allocations: list[Allocation] = []
         floors = self._floors()
         slaves, reservations = self.slaves, self.reservations
-        books = (self._roles, self._role_frameworks, self.frameworks, now)
-        pick = quota_pick(self._quota, *books) if self.quotas else first_wanting(*books)
+        floor = self._master_floor
+        # offer filters of their own replace the master's minimum: then a slave may be of
+        # use with less, and each framework's own are asked (`ledger.can_use`)
+        worth = anything if self._own_floors else floor
+        books = (self._roles, self._role_frameworks, self.frameworks, now, floor)
+        if self.quotas:
+            pick = quota_pick(self._quota, *books)
+        else:
+            pick = first_wanting(*books, floored=worth is floor)
         # (bound once: these run for every slave)
         give, offered, resources_of = self._give, allocations.append, Resources.from_millis
         for slave_id in order:
@@ -359,7 +388,7 @@ class Allocator:
             if slave is None or not slave.active:
                 continue
             free = slave.unallocated  # (read here; changed only by _give, below)
-            if not allocatable(free):
+            if not worth(free):
                 continue
             held = self._holds.live(slave_id, now, self.frameworks) if reservations else None
             if held:
@@ -483,7 +512,12 @@ class Allocator:
         if floors is None or fits_one(slave.unallocated, floors) or slave_id in self.reservations:
             self.dirty.add(slave_id)
         if refuse_seconds:
-            fw.filters[slave_id] = Filter(now + refuse_seconds, resources.millis)
+            # what it refused, naming the slave's other resources at 0 as its free does:
+            # the same filter (within reads a name missing as 0), but the usual refusal --
+            # the very resources free now, cpus all taken -- then compares equal at C speed
+            refused = dict.fromkeys(free, 0)
+            refused.update(delta)
+            fw.filters[slave_id] = Filter(now + refuse_seconds, refused)
             self._lapses.at(now + refuse_seconds, slave_id)
 
     def _standing(self) -> set[Lapse]:

@@ -78,7 +78,17 @@ def ideal(
     if policy not in POLICIES:
         raise IdealError(f"unknown policy {policy!r}: one of {', '.join(POLICIES)}")
     capacity = {r: exact(v) for r, v in total.items() if exact(v) > 0}
-    tasks = {u.name: {r: exact(v) for r, v in u.task.items() if exact(v) != 0} for u in users}
+    # each user's task in exact fractions: users given one task mapping share one (made,
+    # and checked, once: many users are often a few task sizes)
+    converted: dict[int, Vector] = {}
+    tasks = {}
+    for u in users:
+        task = converted.get(id(u.task))
+        if task is None:
+            task = converted[id(u.task)] = {r: x for r, v in u.task.items() if (x := exact(v)) != 0}
+            if not task or any(v < 0 for v in task.values()):
+                raise IdealError(f"{u.name}: a task needs some of at least one resource, none < 0")
+        tasks[u.name] = task
     real = dict(capacity)  # shares are of the cluster; limits are only constraints
     for path, limit in (quota_limits or {}).items():
         for r, amount in limit.items():
@@ -86,16 +96,15 @@ def ideal(
             if exact(amount) > 0:  # a zero limit: a resource nobody has (stops them at 0)
                 capacity[virtual] = exact(amount)
             for u in users:
-                if u.path[: len(path)] == tuple(path) and r in tasks[u.name]:
-                    tasks[u.name][virtual] = tasks[u.name][r]
+                task = tasks[u.name]
+                if u.path[: len(path)] == tuple(path) and r in task:
+                    tasks[u.name] = {**task, virtual: task[r]}  # (its own: tasks are shared)
     if len({u.name for u in users}) != len(users):
         raise IdealError("user names must be unique")
-    for u in users:
-        if not tasks[u.name] or any(v < 0 for v in tasks[u.name].values()):
-            raise IdealError(f"{u.name}: a task needs some of at least one resource, none < 0")
-        if exact(u.weight) <= 0:
-            raise IdealError(f"{u.name}: weight must be positive")
     weights = {u.name: exact(u.weight) for u in users}
+    for u in users:
+        if weights[u.name] <= 0:
+            raise IdealError(f"{u.name}: weight must be positive")
     if policy == "drf":
         weights = dict.fromkeys(weights, Fraction(1))
     elif policy == "flat":
@@ -116,12 +125,18 @@ def ideal(
         measure = {name: _measure(policy, task, real) for name, task in tasks.items()}
         counts = progressive_filling(capacity, tasks, weights, limits, measure)
     out = {}
+    # users alike (one task, one count: a tree's folded leaves) are worked out once
+    made: dict[tuple[int, int], tuple[Vector, Fraction]] = {}
     for name, count in counts.items():
-        used = {r: count * v for r, v in tasks[name].items() if r in real}
-        dominant = (
-            max((v / real[r] for r, v in used.items()), default=Fraction(0)) if count else count
-        )
-        out[name] = Share(count, used, dominant, weights[name])
+        task = tasks[name]
+        known = made.get((id(count), id(task)))
+        if known is None:
+            used = {r: count * v for r, v in task.items() if r in real}
+            dominant = (
+                max((v / real[r] for r, v in used.items()), default=Fraction(0)) if count else count
+            )
+            known = made[id(count), id(task)] = (used, dominant)
+        out[name] = Share(count, dict(known[0]), known[1], weights[name])
     return out
 
 
@@ -191,14 +206,21 @@ def _tree_filling(
     filled exactly, event to event."""
     leaves = []
     dominant: dict[str, Fraction] = {}
+    # (users often share a task size: each is worked out once, and its users given one
+    # `use`, which the filling folds into one leaf where they are siblings)
     shapes: dict[tuple[tuple[str, Fraction], ...], tuple[Fraction, Vector]] = {}
+    by_task: dict[int, tuple[Fraction, Vector]] = {}  # ... and by the task given, at once
     for u in users:
-        shape = tuple(tasks[u.name].items())
-        known = shapes.get(shape)  # (users often share a task size: each is worked out once)
+        known = by_task.get(id(tasks[u.name]))
         if known is None:
-            task = {r: v / capacity[r] for r, v in shape if r in capacity}
-            top = max((v for r, v in task.items() if r in real), default=Fraction(0))
-            known = shapes[shape] = (top, {r: v / top for r, v in task.items()} if top else {})
+            shape = tuple(tasks[u.name].items())
+            known = shapes.get(shape)
+            if known is None:
+                task = {r: v / capacity[r] for r, v in shape if r in capacity}
+                top = max((v for r, v in task.items() if r in real), default=Fraction(0))
+                use = {r: v / top for r, v in task.items()} if top else {}
+                known = shapes[shape] = (top, use)
+            by_task[id(tasks[u.name])] = known
         dom, use = known
         limit = limits[u.name]
         if dom == 0 or limit == 0:
@@ -211,7 +233,18 @@ def _tree_filling(
         shares = tree_filling(policy, sorted(real), leaves, pools)
     except ValueError as e:
         raise IdealError(str(e)) from None
-    return {n: shares[n] / dominant[n] if n in shares else Fraction(0) for n in tasks}
+    counts: dict[str, Fraction] = {}
+    made: dict[tuple[int, int], Fraction] = {}  # (users folded alike share one share)
+    for n in tasks:
+        share = shares.get(n)
+        if share is None:
+            counts[n] = Fraction(0)
+            continue
+        count = made.get((id(share), id(dominant[n])))
+        if count is None:
+            count = made[id(share), id(dominant[n])] = share / dominant[n]
+        counts[n] = count
+    return counts
 
 
 def _fifo(

@@ -13,8 +13,10 @@ from master.allocation.sorter import Millis, Sorter
 from protocol.wire.resources import CPUS, MEM, SCALE, Resources, add_millis, holds
 
 # Mesos offers a slave only if at least this much of cpus or mem is free: smaller crumbs
-# would be offered and declined forever.
+# would be offered and declined forever (its --min_allocatable_resources' default).
 MIN_CPUS, MIN_MEM = int(0.01 * SCALE), 32 * SCALE
+
+Floor = Callable[[Mapping[str, int]], bool]  # whether free resources are worth an offer
 
 
 class Allocation(NamedTuple):
@@ -72,7 +74,9 @@ class FrameworkBook:
     suppressed: bool = False
     filters: dict[str, Filter] = field(default_factory=dict)
     slaves: set[str] = field(default_factory=set)  # where it holds resources
-    min_allocatable: list[Millis] = field(default_factory=list)  # offer only one of these
+    # offer only what holds one of these (its offer filters); [] anything; None: the
+    # master's minimum (`master_floor`)
+    min_allocatable: list[Millis] | None = None
 
 
 Picked = tuple[str, Millis] | None  # the framework a slave is offered to, and what of it
@@ -90,7 +94,23 @@ def allocatable(free: Mapping[str, int]) -> bool:
     return CPUS not in free and MEM not in free and any(v > 0 for v in free.values())
 
 
-def fits_one(free: Millis, floors: list[Millis]) -> bool:
+def anything(free: Mapping[str, int]) -> bool:
+    return any(v > 0 for v in free.values())
+
+
+def master_floor(minimum: list[Millis] | None) -> Floor:
+    """The master's minimum offer (Mesos's --min_allocatable_resources), which a
+    framework's own offer filters replace: None is Mesos's default (`allocatable`),
+    [] anything, else free resources must hold one of `minimum`."""
+    if minimum is None:
+        return allocatable
+    if not minimum:
+        return anything
+    floors = [dict(m) for m in minimum]
+    return lambda free: fits_one(free, floors)
+
+
+def fits_one(free: Mapping[str, int], floors: list[Millis]) -> bool:
     for floor in floors:  # (a plain loop, holds inlined: asked of every slave visited)
         for name, amount in floor.items():
             if free.get(name, 0) < amount:
@@ -109,10 +129,22 @@ def within(free: Millis, refused: Mapping[str, int]) -> bool:
     return True
 
 
-def wants_offer(fw: FrameworkBook, slave_id: str, offerable: Millis, now: float) -> bool:
+def can_use(fw: FrameworkBook, offerable: Millis, floor: Floor) -> bool:
+    """Whether `offerable` holds one of `fw`'s offer filters, or without its own, the
+    master's minimum (`floor`)."""
+    minimum = fw.min_allocatable
+    if minimum is None:
+        return floor(offerable)
+    return fits_one(offerable, minimum) if minimum else anything(offerable)
+
+
+def wants_offer(
+    fw: FrameworkBook, slave_id: str, offerable: Millis, now: float, floor: Floor
+) -> bool:
     """Whether `fw` is to be offered `offerable` of this slave: something it can use
-    (its offer filters), and not what it declined here (its decline filter)."""
-    if fw.min_allocatable and not fits_one(offerable, fw.min_allocatable):
+    (its offer filters, or the master's minimum `floor`), and not what it declined here
+    (its decline filter)."""
+    if not can_use(fw, offerable, floor):
         return False  # nothing it can use here
     f = fw.filters.get(slave_id)
     if f is not None:
@@ -128,24 +160,29 @@ def first_wanting(
     role_frameworks: Mapping[str, Sorter],
     frameworks: Mapping[str, FrameworkBook],
     now: float,
+    floor: Floor,
+    floored: bool = False,
 ) -> Callable[[str, Millis, float], Picked]:
     """A round's pick without quotas: the first framework in order that wants the slave
     gets all of it. Each role's order is read in place, and the one function `first` is
     given serves the whole round, reading the slave of the moment (the round's hot path:
-    no closure made per slave)."""
+    no closure made per slave). `floor` is the master's minimum offer; `floored`: every
+    slave the round asks about holds it already."""
     slave_id = ""  # the slave of the moment, and what it has free (set by `pick`)
     free: Millis = {}
+    enough = False  # whether it is the master's minimum
 
     def wanted(framework_id: str) -> bool:
-        fw = frameworks[framework_id]  # (wants_offer's usual yes, without the call: no
-        # offer filters, nothing declined here)
-        return (not fw.min_allocatable and slave_id not in fw.filters) or wants_offer(
-            fw, slave_id, free, now
-        )
+        fw = frameworks[framework_id]  # (wants_offer's usual yes, without the call: the
+        # master's minimum, and nothing declined here)
+        return (
+            enough and fw.min_allocatable is None and slave_id not in fw.filters
+        ) or wants_offer(fw, slave_id, free, now, floor)
 
     def pick(visited: str, unallocated: Millis, _: float) -> Picked:
-        nonlocal slave_id, free
+        nonlocal slave_id, free, enough
         slave_id, free = visited, unallocated
+        enough = floored or floor(free)
         chosen = roles.first_framework(role_frameworks, wanted)
         return (chosen, free) if chosen is not None else None
 
@@ -154,14 +191,17 @@ def first_wanting(
 
 def floors_of(frameworks: Iterable[FrameworkBook]) -> list[Millis] | None:
     """The offer filters of the frameworks wanting offers, less those another one's
-    undercuts, when every one of them has offer filters (None when one takes
-    anything): a slave holding none of them is of use to nobody, and is skipped."""
-    wanting = [fw for fw in frameworks if fw.active and not fw.suppressed]
-    if not all(fw.min_allocatable for fw in wanting):
-        return None
+    undercuts, when every one of them has offer filters of its own (None when one takes
+    anything or the master's minimum): a slave holding none of them is of use to
+    nobody, and is skipped."""
     floors: list[Millis] = []
-    for m in (m for fw in wanting for m in fw.min_allocatable):
-        if not any(holds(m, f) for f in floors):  # (nothing smaller is there)
-            floors = [f for f in floors if not holds(f, m)]
-            floors.append(m)
+    for fw in frameworks:
+        if not fw.active or fw.suppressed:
+            continue
+        if not fw.min_allocatable:
+            return None
+        for m in fw.min_allocatable:
+            if not any(holds(m, f) for f in floors):  # (nothing smaller is there)
+                floors = [f for f in floors if not holds(f, m)]
+                floors.append(m)
     return floors

@@ -93,7 +93,7 @@ def fair_allocation(
     out: dict[str, tuple[float, dict[str, float]]] = {c.framework_id: (0.0, {}) for c in contenders}
     if not total:
         return out
-    users = []
+    users = []  # the ideal's question: (name, what it wants, weight, path, limit)
     for c in contenders:
         want: dict[str, int] = dict(c.held)
         limit: int | None = UNITS
@@ -108,18 +108,12 @@ def fair_allocation(
         want = {n: v for n, v in want.items() if v > 0 and n in total}
         if not want:
             continue
-        users.append(
-            User(
-                c.framework_id,
-                {n: Fraction(v, SCALE * UNITS) for n, v in want.items()},
-                weight=exact(c.weight),
-                path=tuple(c.role.split("/")) if c.role and c.role != "*" else (),
-                limit=limit,
-            )
-        )
+        path = tuple(c.role.split("/")) if c.role and c.role != "*" else ()
+        users.append((c.framework_id, tuple(sorted(want.items())), c.weight, path, limit))
     pools = tuple(sorted((tuple(r.split("/")), w) for r, w in (pool_weights or {}).items()))
-    key = tuple((u.name, tuple(sorted(u.task.items())), u.weight, u.path, u.limit) for u in users)
-    found = _ideal_of(IDEAL_POLICY.get(policy, "drf"), tuple(sorted(total.items())), key, pools)
+    found = _ideal_of(
+        IDEAL_POLICY.get(policy, "drf"), tuple(sorted(total.items())), tuple(users), pools
+    )
     out.update({name: (share, dict(resources)) for name, (share, resources) in found.items()})
     return out
 
@@ -133,17 +127,23 @@ def _ideal_of(
 ) -> dict[str, tuple[float, dict[str, float]]]:
     """The ideal for these contenders, remembered: it is asked again at every check, and
     between two checks what the contenders want seldom changes (a task that starts
-    counts off its framework's declared demand as it adds to what it holds)."""
+    counts off its framework's declared demand as it adds to what it holds). Asked in
+    millis and floats (cheap to compare and hash); contenders that want alike are given
+    one task, and equal weights one fraction (made once: 1,000 frameworks are often a
+    few task sizes of one weight)."""
     capacity = {n: Fraction(v, SCALE) for n, v in total}
-    shares = ideal(
-        policy,
-        capacity,
-        [
-            User(n, dict(task), weight=w, path=path, limit=limit)
-            for n, task, w, path, limit in users
-        ],
-        dict(pools),
-    )
+    tasks: dict[tuple[tuple[str, int], ...], dict[str, Fraction]] = {}
+    weights: dict[float, Fraction] = {}
+    question = []
+    for name, want, weight, path, limit in users:
+        task = tasks.get(want)
+        if task is None:
+            task = tasks[want] = {n: Fraction(v, SCALE * UNITS) for n, v in want}
+        exact_weight = weights.get(weight)
+        if exact_weight is None:
+            exact_weight = weights[weight] = exact(weight)
+        question.append(User(name, task, weight=exact_weight, path=path, limit=limit))
+    shares = ideal(policy, capacity, question, dict(pools))
     return {
         name: (
             float(share.dominant_share),

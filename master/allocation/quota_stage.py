@@ -11,7 +11,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from master.allocation.ledger import FrameworkBook, Picked, allocatable, wants_offer
+from master.allocation.ledger import (
+    Floor,
+    FrameworkBook,
+    Picked,
+    allocatable,
+    anything,
+    wants_offer,
+)
 from master.allocation.quota import Quota, ancestors_or_self, cap_offer, gap
 from master.allocation.role_order import RoleOrder
 from master.allocation.sorter import Millis, Sorter
@@ -188,10 +195,11 @@ def quota_pick(
     role_frameworks: Mapping[str, Sorter],
     frameworks: Mapping[str, FrameworkBook],
     now: float,
+    floor: Floor,
 ) -> Callable[[str, Millis, float], Picked]:
     """A round's pick under quotas: the framework to offer a slave to, and what of it --
     what quota limits and other roles' guarantees leave (`ledger.first_wanting` picks
-    without quotas)."""
+    without quotas). `floor` is the master's minimum offer."""
 
     def pick(slave_id: str, free: Millis, _: float) -> Picked:
         offer: dict[str, Millis] = {}  # what each role would be offered (made once a role)
@@ -207,9 +215,9 @@ def quota_pick(
                     if stage[0]
                     else quota.offerable(fw.role, free)
                 )
-            if not allocatable(offerable):
+            if not anything(offerable):
                 return False
-            return wants_offer(fw, slave_id, offerable, now)
+            return wants_offer(fw, slave_id, offerable, now, floor)
 
         picked: dict[str, str] = {}  # (the tree may ask several roles: by role)
 

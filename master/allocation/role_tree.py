@@ -25,6 +25,13 @@ Ties between siblings are broken as in Mesos's DRF sorter: fewest allocations to
 node's subtree first, then by name (a role's own frameworks compete as the child "."); a
 `fifo` pool keeps arrival order.
 
+A round asks `first` once an offer and then changes the books of one path, so both are
+kept cheap: each node keeps its dominant share (a running maximum while it only grows),
+its own pool key beside its key, and its heap's top fresh; the usual walk goes straight
+down the top children to a role that accepts, which is the full walk's choice because a
+pool's key is the lower of its top child's and its own. (`tests/test_role_tree_kept.py`
+holds each shortcut to the plain computation.)
+
 No I/O; the allocator drives it and asks `first(wanted)` for the role to serve.
 """
 
@@ -35,13 +42,14 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from master.allocation.sorter import Millis, Sorter, Total
-from protocol.wire.resources import MEM, Resources, add_millis, dominant_share, sub_millis
+from protocol.wire.resources import MEM, Resources, dominant_share, sub_millis
 
 TREE_POLICIES = ("hdrf", "naive-hdrf", "flat")
 ORDERINGS = ("drf", "fair", "fifo")
 # (key, tie-break, child name, version): the tie-break is the allocation count (a `fifo`
 # pool's children: their arrival order)
 _Entry = tuple[float, int, str, int]
+INF = float("inf")
 
 
 def check_role(role: str) -> str:
@@ -75,6 +83,9 @@ class Node:
     self_wanting: bool = False  # its own frameworks want offers
     wanting: int = 0  # roles at or below it (itself included) whose frameworks want offers
     key: float = 0.0  # its place among its siblings (policy-dependent)
+    share: float = 0.0  # the dominant share of `allocation`, kept as it changes
+    pool_key: float = 0.0  # its whole subtree's share over its promise (`_pool_key`), kept
+    # beside its key: a walk reads it at every pool it passes
     promise: float = 1.0  # the fraction of the cluster its weights promise its subtree
     own_promise: float = 1.0  # ... and its own frameworks (the child "." of weight 1)
     ordering: str = "drf"  # how its children's shares are measured: drf, fair, fifo
@@ -86,13 +97,6 @@ class Node:
         self.name = self.path.rsplit("/", 1)[-1]
 
 
-def _apply(into: Millis, delta: Mapping[str, int], sign: int, what: str) -> None:
-    if sign > 0:
-        add_millis(into, delta)
-    else:  # (ResourceError, and no change, if it holds less)
-        sub_millis(into, delta, f"role {what}")
-
-
 def _tie(child: Node, parent: Node) -> int:
     """A child's tie-break among its siblings: arrival in a `fifo` pool, else how often
     its subtree was allocated to."""
@@ -100,7 +104,7 @@ def _tie(child: Node, parent: Node) -> int:
 
 
 def _ratio(share: float, promise: float) -> float:
-    return share / promise if promise > 0 else float("inf")
+    return share / promise if promise > 0 else INF
 
 
 class RoleTree:
@@ -112,6 +116,7 @@ class RoleTree:
         if policy not in TREE_POLICIES:
             raise ValueError(f"unknown tree policy {policy!r}; one of {', '.join(TREE_POLICIES)}")
         self.policy = policy
+        self._hdrf, self._naive = policy == "hdrf", policy == "naive-hdrf"
         self._totals = total or Total()
         self._seen_total = self._totals.version
         self.root = Node("", None, 0)
@@ -205,28 +210,42 @@ class RoleTree:
 
     # -- books -----------------------------------------------------------------------------
     def allocated(self, role: str, resources: Resources) -> None:
-        self._change(role, resources.millis, +1)
+        """One more allocation to `role`: books, counts and dominant shares from the role
+        up, then keys (`_rekey_path`). Once an offer: `add_millis` inlined, and a share
+        only grows here, so it is the larger of what it was and what the resources
+        given make of it (the very floats `dominant_share` compares)."""
+        delta = resources.millis
+        leaf = self.nodes[role]
+        own = leaf.own
+        for k, v in delta.items():
+            own[k] = own.get(k, 0) + v
+        leaf.own_count += 1
+        total = self._totals.millis
+        node = leaf
+        while node.parent is not None:  # (the root's books are never read)
+            books, share = node.allocation, node.share
+            for k, v in delta.items():
+                held = books[k] = books.get(k, 0) + v
+                t = total.get(k)
+                if t and held / t > share:
+                    share = held / t
+            node.share = share
+            node.count += 1
+            node = node.parent
+        self._rekey_path(leaf)
 
     def unallocated(self, role: str, resources: Resources) -> None:
-        self._change(role, resources.millis, -1)
-
-    def _change(self, role: str, delta: Mapping[str, int], sign: int) -> None:
-        """Books and keys from the role up, in one pass: a node's key depends only on its
-        own books and its children's keys, which are new by the time it is reached."""
+        """Resources back from `role` (ResourceError if a node holds less): books from the
+        role up, then keys."""
+        delta = resources.millis
         leaf = self.nodes[role]
-        _apply(leaf.own, delta, sign, role)
-        if sign > 0:  # one more allocation, on every node of the path
-            leaf.own_count += 1
-        rekey = self._keys_current()  # (else everything is rekeyed before the next walk)
+        sub_millis(leaf.own, delta, f"role {role}")
         node = leaf
-        parent = node.parent
-        while parent is not None:  # (the root's books are never read)
-            _apply(node.allocation, delta, sign, node.path)
-            if sign > 0:
-                node.count += 1
-            if rekey:
-                self._rekey(node, parent)
-            node, parent = parent, parent.parent
+        while node.parent is not None:
+            sub_millis(node.allocation, delta, f"role {node.path}")
+            node.share = dominant_share(node.allocation, self._totals.millis)
+            node = node.parent
+        self._rekey_path(leaf)
 
     def allocation(self, role: str) -> Resources:
         return Resources.from_millis(self.nodes[role].allocation)
@@ -297,9 +316,20 @@ class RoleTree:
     # -- order -----------------------------------------------------------------------------
     def first(self, wanted: Callable[[str], bool]) -> str | None:
         """The role to serve next whose frameworks `wanted` accepts (it is given a role)."""
-        self._fresh()
-        if self.policy == "naive-hdrf":  # a node's place is its own: down the best child
+        if not self._keys_current():
+            self._fresh()
+        if self._naive:  # a node's place is its own: down the best child
             return self._first(self.root, wanted)
+        # The usual case, once an offer: straight down the top children to a plain role
+        # that accepts. A pool's key is the lower of its top child's and (hdrf) its own,
+        # so that role's key is every pool's on the way, and `_best` would take it too.
+        node = self.root
+        while not node.self_wanting and node.heap:
+            node = node.children[node.heap[0][2]]  # (the top is kept fresh)
+            if not node.children:
+                if wanted(node.path):
+                    return node.path
+                break
         best = self._best(self.root, wanted)
         return best[1] if best is not None else None
 
@@ -333,10 +363,13 @@ class RoleTree:
         best found (usually the second child it looks at)."""
         top: tuple[Node, tuple[float, str] | None] | None = None
         if not node.self_wanting:  # the usual case: the top child's best meets its bound
-            child = self._top_child(node)
-            if child is None:
+            if not node.heap:
                 return None
-            found = self._best_in(child, wanted)
+            child = node.children[node.heap[0][2]]  # (the top is kept fresh)
+            if child.children:
+                found = self._best_in(child, wanted)
+            else:  # (`_best_in` inlined: a plain role)
+                found = (child.key, child.path) if wanted(child.path) else None
             if found is not None and found[0] <= child.key:
                 return found  # (no sibling's key is lower than the top child's)
             top = (child, found)
@@ -362,7 +395,7 @@ class RoleTree:
             return (child.key, child.path) if wanted(child.path) else None
         found = self._best(child, wanted)
         if found is not None and self.policy == "hdrf":  # the pool's own counts too
-            found = (min(found[0], self._pool_key(child)), found[1])
+            found = (min(found[0], child.pool_key), found[1])
         return found
 
     def _first(self, node: Node, wanted: Callable[[str], bool]) -> str | None:
@@ -441,11 +474,7 @@ class RoleTree:
         """A node's whole subtree: its share (as its parent measures it) over its weight
         (naive) or its promise."""
         ordering = node.parent.ordering if node.parent is not None else "drf"
-        share = (
-            dominant_share(node.allocation, self._totals.millis)  # (the usual case, direct)
-            if ordering == "drf"
-            else self._share(node.allocation, ordering)
-        )
+        share = node.share if ordering == "drf" else self._share(node.allocation, ordering)
         if self.policy == "naive-hdrf":
             return share / node.weight
         return _ratio(share, node.promise)
@@ -459,43 +488,71 @@ class RoleTree:
         return _ratio(share, node.own_promise)
 
     def _key(self, node: Node) -> float:
-        """A node's place among its siblings."""
+        """A node's place among its siblings (its `pool_key` made first)."""
         if self.policy == "naive-hdrf":
-            return self._pool_key(node)
+            return node.pool_key
         if not node.children:  # a plain role: its own frameworks are its whole subtree
             wanted = node.self_wanting or self.policy == "hdrf"
-            return self._pool_key(node) if wanted else float("inf")
+            return node.pool_key if wanted else INF
         best = self._min_child_key(node)
         if node.self_wanting:
             best = min(best, self._leaf_key(node))
         if self.policy == "hdrf":
-            best = min(best, self._pool_key(node))  # the pool's own promise counts too
+            best = min(best, node.pool_key)  # the pool's own promise counts too
         return best
 
     def _min_child_key(self, node: Node) -> float:
-        """The lowest key among the wanting children: the top of the node's heap, once
-        stale entries are dropped (amortised O(1), not a walk over the children)."""
-        return node.heap[0][0] if self._top_child(node) is not None else float("inf")
+        """The lowest key among the wanting children: the top of the node's heap (kept
+        fresh: not a walk over the children)."""
+        return node.heap[0][0] if node.heap else INF
 
     def _keys_current(self) -> bool:
         """Whether keys are kept as things change (else all are made anew before the next
         walk: the total, the shape or the weights changed)."""
         return self._seen_total == self._totals.version and not self._promises_stale
 
-    def _rekey(self, node: Node, parent: Node) -> None:
-        """The node's key is new: its place in its parent's heap too (the old entry is
-        dropped when it comes to the top, by its version)."""
-        node.key = self._key(node)
-        node.version += 1
-        if node.wanting:
-            heapq.heappush(parent.heap, (node.key, _tie(node, parent), node.name, node.version))
-
     def _rekey_path(self, node: Node) -> None:
+        """New keys from `node` up (its books changed, or who wants offers below it), in
+        one pass: a node's key depends only on its own books and its children's keys,
+        which are new by the time it is reached. Each node's place in its parent's heap
+        too: its old entry is stale now (by its version), replaced where it is on top --
+        the usual case, the child a walk just served -- else dropped when it comes to the
+        top, which is kept fresh (so a walk, and the parent's own key, read the top as it
+        is). Once an offer on every node of a path: `_pool_key`, `_key`, `_tie` and
+        `_top_child` inlined for the usual cases."""
         if not self._keys_current():
             return  # everything is rekeyed before the next walk
+        hdrf, naive = self._hdrf, self._naive
         parent = node.parent
         while parent is not None:
-            self._rekey(node, parent)
+            if parent.ordering == "drf" and not naive:  # the usual pool key
+                promise = node.promise
+                pool = node.pool_key = node.share / promise if promise > 0 else INF
+            else:
+                pool = node.pool_key = self._pool_key(node)
+            if not hdrf or node.self_wanting:
+                key = node.key = self._key(node)
+            elif node.children:  # a pool, its own frameworks not competing
+                lowest = node.heap[0][0] if node.heap else INF
+                key = node.key = lowest if lowest < pool else pool
+            else:  # a plain role
+                key = node.key = pool
+            node.version += 1
+            heap, entry = parent.heap, None
+            if node.wanting:
+                tie = node.order if parent.ordering == "fifo" else node.count
+                entry = (key, tie, node.name, node.version)
+                if heap and heap[0][2] == node.name:
+                    heapq.heapreplace(heap, entry)
+                else:
+                    heapq.heappush(heap, entry)
+            children = parent.children
+            while heap and heap[0] is not entry:  # a stale entry that surfaced is dropped
+                _, _, name, version = heap[0]
+                child = children.get(name)
+                if child is not None and child.version == version and child.wanting:
+                    break
+                heapq.heappop(heap)
             node, parent = parent, parent.parent
 
     def _fresh(self) -> None:
@@ -515,6 +572,7 @@ class RoleTree:
         node.own_promise = promise / total_weight if node.children else promise
         for child in node.children.values():
             self._rebuild(child, promise * child.weight / total_weight)
+        node.share = dominant_share(node.allocation, self._totals.millis)
         node.heap = []
         for child in node.children.values():
             child.version += 1
@@ -522,4 +580,5 @@ class RoleTree:
                 node.heap.append((child.key, _tie(child, node), child.name, child.version))
         heapq.heapify(node.heap)
         if node.parent is not None:
+            node.pool_key = self._pool_key(node)
             node.key = self._key(node)

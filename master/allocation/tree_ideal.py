@@ -22,6 +22,10 @@ child's key reaches the lowest among its siblings (it joins them), a pool's own
 satisfaction meets its children's, and another resource becomes a pool's dominant one.
 The filling is parametrised by the sum of the leaves' dominant shares, so a pool that must
 catch up (its key does not rise as it is served) takes a finite stretch, not a jump.
+
+Before it fills, the tree is folded (`_fold`): a pool of one leaf is that leaf, and sibling
+leaves alike are one, whose share is split between them after; the fractions come out
+the same (`tests/test_hdrf_property.py` holds the folded filling to the whole tree's).
 """
 
 from __future__ import annotations
@@ -40,7 +44,8 @@ class _Node:
     children: list[_Node] = field(default_factory=list)
     promise: Fraction = ONE
     root: bool = False  # the root has no share of its own to be measured by
-    leaf: str | None = None  # the user's name, for a leaf
+    leaf: str | None = None  # the user's name, for a leaf (a folded one: its first's)
+    parts: list[_Node] = field(default_factory=list)  # the leaves folded into it (`_fold`)
     # a leaf's dominant share, its use of each resource per unit of it, its cap (None:
     # endless), and whether it still grows
     share: Fraction = ZERO
@@ -79,12 +84,18 @@ def tree_filling(
     real: Sequence[str],
     leaves: Sequence[Leaf],
     pool_weights: Mapping[tuple[str, ...], Fraction],
+    *,
+    fold: bool = True,
 ) -> dict[str, Fraction]:
     """Each leaf's dominant share in the policy's ideal (`hdrf` or `naive-hdrf`). Every
     resource's capacity is 1 (the leaves' `use` are fractions of it); shares are of the
-    `real` resources (others, such as quota limits, only stop who uses them)."""
+    `real` resources (others, such as quota limits, only stop who uses them). `fold`:
+    fill the tree with its leaves folded (`_fold`: the same shares, fewer nodes)."""
     min_satisfaction = policy == "hdrf"
     root = _build(leaves, pool_weights)
+    if fold:
+        _fold(root, real, {})
+    _promise(root, ONE)
     nodes = _walk(root)
     leaf_nodes = [n for n in nodes if n.leaf is not None]
     pools = [n for n in nodes if n.leaf is None]
@@ -113,12 +124,16 @@ def tree_filling(
             ):
                 n.active = False
         growing = [n for n in growing if n.active]
-    return {n.leaf: n.share for n in leaf_nodes if n.leaf is not None}
+    shares: dict[str, Fraction] = {}
+    for n in leaf_nodes:
+        _split(n, n.share, shares)
+    return shares
 
 
 def _build(leaves: Sequence[Leaf], pool_weights: Mapping[tuple[str, ...], Fraction]) -> _Node:
     root = _Node(ONE, root=True)
     pools: dict[tuple[str, ...], _Node] = {(): root}
+    uses: dict[int, dict[str, Fraction]] = {}  # by the `use` given (alive throughout)
     for leaf in leaves:
         parent = root
         for depth in range(1, len(leaf.path) + 1):
@@ -128,10 +143,82 @@ def _build(leaves: Sequence[Leaf], pool_weights: Mapping[tuple[str, ...], Fracti
                 node = pools[path] = _Node(pool_weights.get(path, ONE))
                 parent.children.append(node)
             parent = node
-        use = {r: v for r, v in leaf.use.items() if v}
+        use = uses.get(id(leaf.use))
+        if use is None:  # (leaves given one `use` share one: `_fold` finds them alike)
+            use = uses[id(leaf.use)] = {r: v for r, v in leaf.use.items() if v}
         parent.children.append(_Node(leaf.weight, leaf=leaf.name, use=use, cap=leaf.cap))
-    _promise(root, ONE)
     return root
+
+
+def _fold(node: _Node, real: Sequence[str], whole: dict[int, bool]) -> None:
+    """Fewer nodes, the same filling, bottom-up (before promises are made):
+
+    - a pool whose one child is a leaf is that leaf, of the pool's weight: the leaf's
+      promise is the pool's, and so are its share, usage and key at every moment (its
+      use of its dominant resource being 1, as `Leaf` has it);
+    - sibling leaves given the same `use`, whose caps are alike per unit of weight (or
+      none), are one leaf of their summed weight and cap: they start level, grow in
+      proportion to their promises and stop together, so each has its weight's part of
+      the one's share (`_split`). A role of many frameworks of a few task sizes, or many
+      roles of one framework each (the allocator benchmark's tree), is a few leaves.
+
+    `whole`: by `use`, whether it uses 1 of its dominant resource (asked once a use)."""
+    for child in node.children:
+        if child.leaf is None:
+            _fold(child, real, whole)
+    alike: dict[tuple[int, Fraction | None], int] = {}  # where the first of a kind stands
+    made: set[int] = set()  # ... where that is a leaf folded here (not one from below)
+    children: list[_Node] = []
+    for child in node.children:
+        only = child.children[0] if len(child.children) == 1 else None
+        if only is not None and only.leaf is not None:
+            one = whole.get(id(only.use))
+            if one is None:
+                one = whole[id(only.use)] = (
+                    max((only.use.get(r, ZERO) for r in real), default=ZERO) == ONE
+                )
+            if one:
+                only.weight = child.weight
+                child = only
+        if child.leaf is None:
+            children.append(child)
+            continue
+        kind = (id(child.use), None if child.cap is None else child.cap / child.weight)
+        at = alike.get(kind)
+        if at is None:
+            alike[kind] = len(children)
+            children.append(child)
+            continue
+        folded = children[at]
+        if at not in made:  # the first of its kind meets a second: one leaf for both
+            made.add(at)
+            folded = children[at] = _Node(
+                folded.weight, leaf=folded.leaf, parts=[folded], use=folded.use, cap=folded.cap
+            )
+        folded.parts.append(child)
+        folded.weight += child.weight
+        if folded.cap is not None and child.cap is not None:
+            folded.cap += child.cap
+    node.children = children
+
+
+def _split(node: _Node, share: Fraction, shares: dict[str, Fraction]) -> None:
+    """A leaf's share, to the users it stands for: a folded leaf's to its parts, each by
+    its weight (equal weights, the usual case: equal parts)."""
+    parts = node.parts
+    if not parts:
+        assert node.leaf is not None
+        shares[node.leaf] = share
+        return
+    weight = parts[0].weight
+    if all(p.weight is weight or p.weight == weight for p in parts):
+        each = share / len(parts)
+        for p in parts:
+            _split(p, each, shares)
+        return
+    total = sum((p.weight for p in parts), ZERO)
+    for p in parts:
+        _split(p, share * p.weight / total, shares)
 
 
 def _promise(node: _Node, promise: Fraction) -> None:

@@ -138,8 +138,9 @@ class Subscriptions:
         self.request_round()
 
     def _set_offer_filters(self, framework_id: str, msg: Subscribe) -> None:
-        minimum = msg.offer_filters.min_allocatable if msg.offer_filters else []
-        self.cycle.set_offer_filters(framework_id, [r for r in minimum if r])
+        # its own replace the master's minimum ([]: anything); none, the master's
+        minimum = msg.offer_filters.min_allocatable if msg.offer_filters else None
+        self.cycle.set_offer_filters(framework_id, minimum)
 
     # -- may it? ----------------------------------------------------------------------------
     def _problem(self, msg: Subscribe, caller: Caller) -> tuple[str, str] | None:

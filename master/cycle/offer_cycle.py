@@ -103,9 +103,10 @@ class OfferCycle:
         TIMED_OUT_REFUSE again."""
         self._timed_out.pop(framework_id, None)
 
-    def set_offer_filters(self, framework_id: str, minimum: list[Resources]) -> None:
+    def set_offer_filters(self, framework_id: str, minimum: list[Resources] | None) -> None:
         """What a framework's offers must hold at least one of (Mesos's
-        `min_allocatable_resources`; none: anything)."""
+        `min_allocatable_resources`), in place of the master's minimum: [] anything,
+        None the master's minimum again."""
         self._smallest.pop(framework_id, None)
         self.allocator.set_min_allocatable(framework_id, minimum)
 

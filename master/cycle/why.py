@@ -17,11 +17,17 @@ someone asks.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from master.allocation.allocator import Allocator
-from master.allocation.ledger import FrameworkBook, allocatable, fits_one, within
+from master.allocation.ledger import (
+    FrameworkBook,
+    anything,
+    fits_one,
+    master_floor,
+    within,
+)
 from master.allocation.sorter import Millis
 from master.cycle.state import State
 from protocol.wire.resources import SCALE
@@ -232,9 +238,11 @@ def _stage(
 ) -> str:
     """The first of the round's questions that turns this slave away from `fw` -- or, one
     it would be offered, that what it would be offered holds none of its `tasks`."""
-    if not allocatable(unallocated):
+    # something at all (with offer filters of its own), else the master's minimum
+    enough = anything if fw.min_allocatable is not None else _master_floor(a)
+    if not enough(unallocated):
         return MINE if slave_id in mine else FULL
-    if not allocatable(room):
+    if not enough(room):
         return HELD
     least = fw.min_allocatable
     if least and not fits_one(room, least):
@@ -243,10 +251,10 @@ def _stage(
     if a.quotas:  # (what its role may have of it: a cut below its minimum is the cut's)
         stage = a.quota_stage
         limited = stage.offerable(fw.role, room, headroom=False)
-        if not allocatable(limited) or (least and not fits_one(limited, least)):
+        if not enough(limited) or (least and not fits_one(limited, least)):
             return LIMIT
         offerable = stage.offerable(fw.role, room)
-        if not allocatable(offerable) or (least and not fits_one(offerable, least)):
+        if not enough(offerable) or (least and not fits_one(offerable, least)):
             return GUARANTEE
     if tasks and not fits_one(offerable, tasks):
         return SMALL  # (offered or filtered, of no use to it: that is what explains)
@@ -254,6 +262,12 @@ def _stage(
     if f is not None and f.expires > now and within(offerable, f.refused):
         return FILTERED
     return OPEN
+
+
+def _master_floor(a: Allocator) -> Callable[[Mapping[str, int]], bool]:
+    """The master's minimum offer (its --min-allocatable-resources; Mesos's default)."""
+    minimum = a.min_allocatable
+    return master_floor(None if minimum is None else [dict(r.millis) for r in minimum if r])
 
 
 def _outstanding(state: State, framework_id: str, now: float) -> dict[str, Millis]:
@@ -313,8 +327,8 @@ def _stage_reason(q: _Question, stage: str, slaves: list[str]) -> Reason:
         return _held_for_guarantee(a, fw.role, of, q.named)
     if stage == MINIMUM:
         them = {s: free[s] for s in slaves}
-        return _short(WhyCode.MIN_OFFER_FITS_NO_SLAVE, "its min_offer", fw.min_allocatable,
-                      them, of=of)  # fmt: skip
+        return _short(WhyCode.MIN_OFFER_FITS_NO_SLAVE, "its min_offer",
+                      fw.min_allocatable or [], them, of=of)  # fmt: skip
     if stage == SMALL:
         them = {s: free[s] for s in slaves}
         return _short(WhyCode.TASK_FITS_NO_SLAVE, "the task it asked for", q.tasks, them, of=of)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
-from master.books import Framework, Slave, Task
+from master.books import Framework, Orphan, Slave, Task
 from master.mesos_api.operator_state import (
     agent_pid,
     get_quota,
@@ -66,6 +66,22 @@ def task_v0(task: Task, role: str) -> JSON:
         "resources": _resources(task.resources),
         "role": role,
         "statuses": statuses,
+    }
+
+
+def orphan_v0(orphan: Orphan) -> JSON:
+    """A task a slave runs for a framework that is not registered (yet), as Mesos's state
+    lists it: an operator sees what runs and whose it is before its framework is back."""
+    executor = orphan.task.executor
+    return {
+        "id": orphan.task.task_id,
+        "name": orphan.task.name or orphan.task.task_id,
+        "framework_id": orphan.framework_id,
+        "executor_id": executor.executor_id if executor else "",
+        "slave_id": orphan.slave_id,
+        "state": orphan.state.value,
+        "resources": _resources(orphan.task.resources),
+        "statuses": [],
     }
 
 
@@ -222,8 +238,8 @@ class ClassicEndpoints:
                 "completed_frameworks": [
                     framework_v0(m, f) for f in m.books.completed_frameworks.values()
                 ],
-                "orphan_tasks": [],
-                "unregistered_frameworks": [],
+                "orphan_tasks": [orphan_v0(o) for os_ in m.books.orphans.values() for o in os_],
+                "unregistered_frameworks": sorted(f for f, os_ in m.books.orphans.items() if os_),
             }
         )
 
@@ -235,7 +251,7 @@ class ClassicEndpoints:
                 "completed_frameworks": [
                     framework_v0(m, f) for f in m.books.completed_frameworks.values()
                 ],
-                "unregistered_frameworks": [],
+                "unregistered_frameworks": sorted(f for f, os_ in m.books.orphans.items() if os_),
             }
         )
 

@@ -26,6 +26,7 @@ from protocol.wire.messages import (
     FrameworkCapability,
     Kill,
     Message,
+    OfferFilters,
     Reconcile,
     ReconcileTask,
     Request,
@@ -158,11 +159,13 @@ def subscribe_of(call: MesosCall, principal: str, inbox: str, incarnation: str) 
         if given is not None:
             framework_id = mj.id_value(given, "framework_id")
     capabilities = {c.get("type") for c in info.get("capabilities") or [] if isinstance(c, Mapping)}
+    minimum = mj.min_allocatable_from_mesos(info.get("offer_filters"), roles[0])
     return _wire(
         Subscribe,
+        offer_filters=None if minimum is None else OfferFilters(min_allocatable=minimum),
         name=info.get("name") or "mesos-framework",
         role=roles[0],
-        failover_timeout=float(info.get("failover_timeout") or 0.0),
+        failover_timeout=info.get("failover_timeout") or 0.0,  # (validated as ours)
         framework_id=framework_id,
         inbox=inbox,
         incarnation=incarnation,

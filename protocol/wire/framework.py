@@ -6,6 +6,7 @@ from pydantic import Field, model_validator
 
 from protocol.wire.resources import Resources
 from protocol.wire.values import (
+    MAX_FAILOVER_TIMEOUT,
     MAX_OFFERS_PER_CALL,
     MAX_OFFERS_PER_MESSAGE,
     MAX_RECONCILE_TASKS,
@@ -37,7 +38,9 @@ class Subscribe(Wire):
     role: str = Field(default="*", min_length=1, max_length=200)
     # a role's weight is its operator's: None takes it; anything else must be it
     weight: float | None = Field(default=None, gt=0, le=MAX_WEIGHT)
-    failover_timeout: float = Field(default=0.0, ge=0)
+    failover_timeout: float = Field(
+        default=0.0, ge=0, le=MAX_FAILOVER_TIMEOUT, allow_inf_nan=False
+    )  # seconds: a finite number (the master's --max-failover-timeout may cut it)
     framework_id: str | None = None
     inbox: Id  # where the master sends this framework's events
     incarnation: str = ""  # the sender's bus connection, to tell stale Last Wills apart

@@ -8,7 +8,7 @@ import time
 from enum import StrEnum
 from typing import Annotated, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from protocol.wire.resources import Resources
 
@@ -24,6 +24,26 @@ MAX_OFFERS_PER_MESSAGE = MAX_OFFERS_PER_CALL
 MAX_RECONCILE_TASKS = 4096
 MAX_LIST_ITEMS = 256  # items of a list message (StatusUpdates, Acknowledges, ...)
 MAX_WEIGHT = 1e6  # a role's weight at most: an operator's, from the roles file or a call
+# A framework's failover timeout at most, in seconds (292 years): the longest Mesos takes
+# (a Duration's int64 nanoseconds); infinity and NaN are refused (no JSON holds them, and
+# NaN compares false with every deadline)
+MAX_FAILOVER_TIMEOUT = 9.2e9
+# A task status's free text and opaque bytes, at most: a slave keeps every update until
+# it is acknowledged (in memory and in its journal), whatever an executor sends
+MAX_STATUS_MESSAGE = 4096  # characters; a longer message is cut, its start kept
+MAX_STATUS_DATA = 64 * 1024  # bytes; more is refused (opaque bytes cannot be cut)
+
+
+def cut_status_message(text: str) -> str:
+    """A status's message within MAX_STATUS_MESSAGE characters: its start, and how much
+    was left out."""
+    if len(text) <= MAX_STATUS_MESSAGE:
+        return text
+    head = text[: MAX_STATUS_MESSAGE - 40]
+    return f"{head}... ({len(text) - len(head)} more characters cut)"
+
+
+StatusMessage = Annotated[str, AfterValidator(cut_status_message)]
 
 
 def new_id() -> str:
@@ -259,8 +279,9 @@ class TaskStatus(Wire):
     """Why it reached this state, when there is more to say than the state."""
     source: Source | None = None
     """Who decided this state: the master, the slave or the task's executor."""
-    message: str = ""
-    """A sentence for people: `exited with code 3`, `killed by the master: ...`."""
+    message: StatusMessage = ""
+    """A sentence for people: `exited with code 3`, `killed by the master: ...`; at most
+    4,096 characters (a longer one is cut)."""
     timestamp: float = Field(default_factory=time.time)
     """When its sender made it (seconds since the epoch, the sender's clock)."""
     uuid: str | None = None  # set when the update needs an acknowledgement
@@ -268,8 +289,8 @@ class TaskStatus(Wire):
     `status_update` returns (or you do, with implicit_acknowledgements=False), and the
     slave re-sends the update until then. None on answers that need none
     (reconciliation's, the master's own)."""
-    data: bytes = b""
-    """Opaque bytes from the task's executor."""
+    data: bytes = Field(default=b"", max_length=MAX_STATUS_DATA)
+    """Opaque bytes from the task's executor, at most 64 KiB."""
     exit_code: int | None = None  # a command task's exit status, once it exited by itself
     """A command task's exit status, once it exited by itself (None when it was killed
     by a signal, run by an executor, or its status was lost with its slave)."""
