@@ -22,7 +22,9 @@ Reference: Mesos 1.8 (C++) takes about 1.1 s for one round of 10,000 agents by 1
 frameworks. Targets here: at most 0.25 s for that, and at most 0.5 s for 50,000 slaves by
 1,000 frameworks (issue 34), each printed beside its bound and beside the 10,000 row of the
 same run (a shared machine slows both alike: read the ratio too); an hdrf round within 2x
-of the drf round, and the exact fair share within 50 ms (issue 51).
+of the drf round, and the exact fair share within 50 ms (issue 51). Last, what recording
+why a framework is offered nothing costs a round (`benchmarks.why_cost`, issue 47: a
+round with the recording within 1.1x of one without).
 
 The last line of output is one JSON object (`--json`: that line alone on stdout): every
 figure with a bound, beside it, and whether it holds (`targets`), whether all do
@@ -44,6 +46,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import cast
 
+from benchmarks import why_cost
 from benchmarks.common import bounds, table
 from master.allocation.allocator import Allocator
 from master.allocation.preemption import Contender, _ideal_of, fair_allocation
@@ -253,6 +256,13 @@ def main(quick: bool, as_json: bool) -> int:
             f"best of {len(fair)}",
         ),
     ]
+    say()
+    say("an offer cycle's round with the recent offers recorded (for why) and without")
+    why = why_cost.report(quick)
+    say(why.table())
+    targets.append(
+        Target(why.figure, why.ratio, "x", 1 + why_cost.BOUND, "with over without, best of each")
+    )
     say(bounds([t.row() for t in targets]))
     keys = ("slaves", "frameworks", "offers", "first_ms", "offers_after", "second_ms")
     result = {
@@ -265,6 +275,7 @@ def main(quick: bool, as_json: bool) -> int:
         "decisions": [
             dict(zip(("frameworks", "us", "us_per_log2_n"), r, strict=True)) for r in decisions
         ],
+        "why": asdict(why),
         "load_at_start": load_at_start,
         "load_at_end": os.getloadavg()[0],
     }

@@ -18,6 +18,7 @@ from cluster.local.demo import demo
 from cluster.local.operator_cli import events, quota, roles, teardown, weights
 from cluster.local.run_cli import run
 from cluster.local.slaves_cli import slaves
+from cluster.local.why_cli import why
 from frameworks.cli import framework
 from master.cli import master
 from protocol import logs
@@ -169,6 +170,7 @@ main.add_command(events)
 main.add_command(roles)
 main.add_command(slaves)
 main.add_command(experiment)
+main.add_command(why)
 
 
 if __name__ == "__main__":

@@ -44,6 +44,8 @@ from protocol.wire.messages import (
     TCPCheck,
 )
 from protocol.wire.resources import Resources
+from protocol.wire.why import Why, WhyReason
+from protocol.wire.why_codes import WhyCode
 
 __all__ = [
     "ENDLESS",
@@ -81,6 +83,9 @@ __all__ = [
     "TaskState",
     "TaskStatus",
     "TooManyFrameworks",
+    "Why",
+    "WhyCode",
+    "WhyReason",
     "build_task",
     "offer_resources",
 ]

@@ -26,6 +26,7 @@ from frameworks.calls import (
 )
 from frameworks.errors import DriverError
 from frameworks.task_files import TaskFiles
+from frameworks.why import NO_OFFER_WARNING, NoOfferWatch, WhyAsker
 from protocol import logs
 from protocol.tooling.brokers import BrokerURL
 from protocol.transport.aio import cancel_and_wait, first_of, within
@@ -67,6 +68,7 @@ from protocol.wire.messages import (
 )
 from protocol.wire.resources import Resources
 from protocol.wire.topics import Topics
+from protocol.wire.why import Why
 
 W = TypeVar("W", bound=Wire)
 Handler = Callable[[W, str | None], Awaitable[None]]
@@ -142,6 +144,7 @@ class SchedulerDriver:
         min_offer: Iterable[Resources] = (),
         partition_aware: bool = False,
         task_killing: bool = False,
+        no_offer_warning: float | None = NO_OFFER_WARNING,
     ) -> None:
         """Connect to `broker` (`mqtt[s]://PRINCIPAL@host:port`, a `BrokerURL` with its CA
         and secret file, or a transport Connector) as framework `name` of `cluster`.
@@ -164,6 +167,10 @@ class SchedulerDriver:
         `partition_aware`: hear Mesos 1.1's finer states (TASK_DROPPED, TASK_UNREACHABLE,
         TASK_GONE, ...) in place of TASK_LOST (examples/task-states.md). `task_killing`:
         hear TASK_KILLING as a kill begins, before its grace (TASK_KILLING_STATE).
+
+        `no_offer_warning`: after this many seconds wanting offers (subscribed, not
+        suppressed, and not having declared it wants nothing) with none coming, the driver
+        asks the master why and logs its first reason, once (None: never).
 
         `weight`: leave it out. A role's weight is the operator's (`drfmesos weights`); a
         weight other than the configured one is refused at subscribe."""
@@ -201,6 +208,9 @@ class SchedulerDriver:
         self._stopped = asyncio.Event()
         self._teardown = True
         self._files = TaskFiles(self._call)  # reads of its tasks' sandbox files
+        self._why = WhyAsker(self._call)  # questions about why offers do not come
+        self._drought = NoOfferWatch(self.why, lambda: self.log, no_offer_warning or 0.0)
+        self._drought_watch: asyncio.Task[None] | None = None  # runs it (if no_offer_warning)
         self._events: asyncio.Queue[functools.partial[Awaitable[None]]] = asyncio.Queue()
         self._callbacks: asyncio.Task[None] | None = None  # runs them, one at a time
 
@@ -224,12 +234,15 @@ class SchedulerDriver:
         d.on(Update, self._in_turn(self._on_update))
         d.on(FrameworkMessage, self._in_turn(self._on_message))
         d.on(Failure, self._in_turn(self._on_failure))
-        d.on(Error, self._in_turn(self._on_error))
+        d.on(Error, self._on_error_at_once)
         d.on(Heartbeat, self._on_heartbeat)
         d.on(Preempting, self._in_turn(self._on_preempting))
         # answered at once, beside the callbacks: one of them may be awaiting it
         d.on(TaskFileData, self._files.on_answer)
+        d.on(Why, self._why.on_answer)
         self._callbacks = asyncio.create_task(self._run_callbacks(), name="driver-callbacks")
+        if self._drought.after:
+            self._drought_watch = asyncio.create_task(self._drought.run(), name="driver-no-offers")
         await bus.subscribe(self.inbox, d)
         await LeaderWatch.on(bus, self.topics, self._on_leader)
         bus.on_connect(self._subscribe)
@@ -285,6 +298,7 @@ class SchedulerDriver:
         """
         if self._subscribed.is_set():
             self._subscribed.clear()
+            self._drought.subscribed(False)
             await self.scheduler.disconnected(self)
         delay = 0.5
         patience = Patience()  # (the bus says when it is the broker that is missing)
@@ -350,6 +364,9 @@ class SchedulerDriver:
         if self._callbacks is not None and self._callbacks is not asyncio.current_task():
             await cancel_and_wait(self._callbacks)
         self._callbacks = None
+        if self._drought_watch is not None:
+            await cancel_and_wait(self._drought_watch)
+            self._drought_watch = None
         if self._watching is not None and self._watching is not asyncio.current_task():
             await cancel_and_wait(self._watching)
         self._watching = None
@@ -436,6 +453,7 @@ class SchedulerDriver:
         if self._stopped.is_set():
             return  # as the Mesos driver: calls after stop() do nothing
         self._call(Revive(framework_id=self.framework_id or ""))
+        self._drought.suppressed(False)
 
     @made_at_once
     def suppress_offers(self) -> None:
@@ -443,6 +461,7 @@ class SchedulerDriver:
         if self._stopped.is_set():
             return  # as the Mesos driver: calls after stop() do nothing
         self._call(Suppress(framework_id=self.framework_id or ""))
+        self._drought.suppressed(True)
 
     @made_at_once
     def request_resources(self, requests: Iterable[TaskRequest | tuple[Resources, int]]) -> None:
@@ -458,6 +477,7 @@ class SchedulerDriver:
             for r in requests
         ]
         self._call(Request(framework_id=self.framework_id or "", requests=wanted))
+        self._drought.demand(any(r.count > 0 for r in wanted))
 
     @made_at_once
     def kill_task(
@@ -523,6 +543,15 @@ class SchedulerDriver:
             self.framework_id or "", task_id, name, offset, length, timeout
         )
 
+    async def why(self, timeout: float = 10.0) -> Why:
+        """Ask the master why this framework is offered nothing: its reasons, the one that
+        explains first (`why.top`), each a code and the numbers behind it, and the offers
+        it was made lately. Raises DriverError when the master does not answer."""
+        if self._stopped.is_set():
+            raise DriverError("the driver is stopped")
+        self._call_bus()  # (not subscribed: DriverError)
+        return await self._why.ask(self.framework_id or "", timeout)
+
     # -- events ----------------------------------------------------------------------------------
     async def _on_leader(self, leader: Leader) -> None:
         """A new master leads: subscribe again with our framework id (as the Mesos driver
@@ -544,6 +573,7 @@ class SchedulerDriver:
         self.log = self.log.bind(framework_id=msg.framework_id)
         self.offers.clear()  # offers from before a reconnect were rescinded
         self._subscribed.set()
+        self._drought.subscribed()
         self.log.info("framework.subscribed", resubscribed=msg.resubscribed)
         if first and not msg.resubscribed:
             await self.scheduler.registered(self, msg.framework_id, msg.master_id)
@@ -555,6 +585,7 @@ class SchedulerDriver:
             return  # stopped: no more callbacks
         for offer in msg.offers:
             self.offers[offer.offer_id] = offer
+        self._drought.offered()
         await self.scheduler.resource_offers(self, msg.offers)
 
     async def _on_rescind(self, msg: Rescind, _r: str | None) -> None:
@@ -589,6 +620,12 @@ class SchedulerDriver:
             await self.scheduler.executor_lost(
                 self, msg.executor_id, msg.slave_id, msg.status if msg.status is not None else -1
             )
+
+    async def _on_error_at_once(self, msg: Error, reply_to: str | None) -> None:
+        """An error about a question of ours goes to its asker at once (a callback may be
+        awaiting it); any other reaches the scheduler in turn."""
+        if not self._why.on_error(msg):
+            await self._in_turn(self._on_error)(msg, reply_to)
 
     async def _on_error(self, msg: Error, _r: str | None) -> None:
         if self._stopped.is_set():

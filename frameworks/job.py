@@ -239,6 +239,16 @@ class JobResult:
     stopped: bool  # the stop came before the job ended
 
 
+async def why_it_waits(driver: SchedulerDriver) -> str:
+    """The master's first reason it offers nothing ("; the master says: ..."), or "" if it
+    cannot say."""
+    try:
+        top = (await driver.why(timeout=5.0)).top
+    except DriverError:
+        return ""
+    return f"; the master says: {top.code}: {top.message}" if top is not None else ""
+
+
 async def run_job(
     driver: SchedulerDriver,
     scheduler: JobScheduler,
@@ -275,6 +285,7 @@ async def run_job(
             echo(
                 f"waiting for offers ({time.monotonic() - began:.0f}s): {n} of {of} "
                 f"instance{'s' * (of > 1)} of {spec.resources} in role {driver.role!r}"
+                f"{await why_it_waits(driver)}"
             )
             await asyncio.sleep(WAIT_REPEAT)
 

@@ -41,6 +41,7 @@ from master.calls.slave_calls import SlaveCalls
 from master.calls.status_updates import StatusUpdates
 from master.calls.subscribe import Subscriptions
 from master.calls.throttle import Throttle
+from master.calls.why_calls import WhyCalls
 from master.config import MasterConfig, MasterInfo
 from master.counters import MessageCounts, SlaveChurn
 from master.cycle import OfferCycle
@@ -63,6 +64,7 @@ from master.removals import Removals
 from master.roles_file import RolesError, RolesFile, load_roles
 from master.rounds import Rounds
 from master.updates import TaskUpdates
+from master.why_answers import WhyAnswers
 from protocol import logs
 from protocol.transport.aio import cancel_and_wait, loop_time
 from protocol.transport.base import Transport
@@ -98,6 +100,7 @@ from protocol.wire.messages import (
     WatchEvents,
 )
 from protocol.wire.topics import Topics
+from protocol.wire.why import AskWhy
 
 if TYPE_CHECKING:  # (aiohttp's: a master with --http off runs without it)
     from master.http.api import DoorFactory, HttpApi
@@ -277,6 +280,9 @@ class Master:
         # who may send what, and how much: every call's way in
         limits = config.rate_limits or RateLimits.defaults(None, None)
         self.throttle = Throttle(limits, loop_time)  # framework and operator calls
+        # why a framework is offered nothing: one answer for the bus, HTTP and Mesos's API
+        self.why = WhyAnswers(books, cycle, self.throttle, self.acl, loop_time)
+        self.why_calls = WhyCalls(self.why, outbox.refuse, outbox.send_topic)
         self.limited = LimitedCalls(
             books, self.throttle, outbox, self.messages, self.acl, self.framework_calls
         )
@@ -298,6 +304,7 @@ class Master:
             messages=self.messages,
             updates=updates,
             throttle=self.throttle,
+            why=self.why,
             round_duration=self.offer_rounds.duration,
             feed=self.feed,
             backlog=self.backlog,
@@ -330,6 +337,7 @@ class Master:
                 Message: f.on_message,
                 Teardown: f.on_teardown,
                 ReadTaskFile: self.files.on_read_task_file,
+                AskWhy: self.why_calls.on_ask_why,
                 Error: s.on_error,
             },
             "slave": {
@@ -350,6 +358,7 @@ class Master:
                 MarkSlaveGone: self.partitions.on_mark_slave_gone,
                 SetWeights: o.on_set_weights,
                 WatchEvents: o.on_watch_events,
+                AskWhy: self.why_calls.on_ask_why,
             },
         }
 

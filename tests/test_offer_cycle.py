@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import ast
 from collections import Counter
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -21,47 +19,14 @@ from cluster.experiments.spec import Spec
 from master.allocation.allocator import Allocator
 from master.allocation.planning import RunningTask
 from master.allocation.preemption import PreemptionConfig
-from master.cycle import CycleConfig, OfferCycle, Wish
+from master.cycle import CycleConfig, OfferCycle
 from master.cycle.offer_cycle import MAX_TIMED_OUT_REFUSE, TIMED_OUT_REFUSE
 from protocol.wire.resources import Resources
 
+from harness.cycle import Books, Offer
+
 ROOT = Path(__file__).resolve().parent.parent
 SLAVE = Resources(cpus=4, mem=4096)
-
-
-@dataclass
-class Offer:
-    offer_id: str
-    framework_id: str
-    slave_id: str
-    resources: Resources
-    created_at: float
-
-
-@dataclass
-class Books:
-    """The books the cycle does not keep, in memory (`master.cycle.State`)."""
-
-    roles: dict[str, str] = field(default_factory=dict)  # framework -> role
-    offers: dict[str, Offer] = field(default_factory=dict)
-    demand: dict[str, list[tuple[dict[str, int], int]]] = field(default_factory=dict)
-    tasks: dict[tuple[str, str], RunningTask] = field(default_factory=dict)
-
-    def offers_held(self) -> dict[str, int]:
-        return dict(Counter(o.framework_id for o in self.offers.values()))
-
-    def outstanding(self) -> Iterator[Offer]:
-        return iter(self.offers.values())
-
-    def wishes(self, now: float) -> Iterator[Wish]:
-        for fid, role in self.roles.items():
-            yield Wish(fid, role, demand=self.demand.get(fid))
-
-    def running(self) -> Iterator[RunningTask]:
-        return iter(self.tasks.values())
-
-    def task_live(self, framework_id: str, task_id: str) -> bool:
-        return (framework_id, task_id) in self.tasks
 
 
 def cycle_of(

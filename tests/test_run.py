@@ -137,6 +137,8 @@ async def test_a_command_no_slave_can_hold_says_it_waits(
         finally:
             await end_process(proc, kill=True)
     assert "1 of 1 instance of cpus:64;mem:128 in role 'run'" in said
+    # and why, as the master says it (`drfmesos why`): no slave could ever hold it
+    assert "fits no slave even empty: short of cpus:" in said
     assert proc.returncode == 143
 
 

@@ -24,6 +24,8 @@ from pathlib import Path
 
 import pytest
 
+from protocol.wire.why_codes import WhyCode
+
 from harness.browser import ARTIFACTS, shot
 from harness.browser import browser as browser
 
@@ -406,6 +408,11 @@ def test_the_web_ui_shows_the_demo_live(
     a = details()
     assert (a["principal"], a["role"]) == ("A", "A")
     assert "TASK_RUNNING" in a["tasks"]
+    # why it gets no (more) offers, the master's first reason first, or that nothing keeps
+    # them from it; and what it was offered lately
+    codes = {c.value for c in WhyCode}
+    assert a["why no offers"].split(" ")[0] in codes or a["why no offers"].startswith("nothing")
+    assert a["offered lately"]
     shot(d, "06-framework-a")
     d.find_element(By.ID, "details-close").click()  # type: ignore[attr-defined]
     d.execute_script("document.querySelector('#tasks tbody a[href^=\"#slave/\"]').click()")  # type: ignore[attr-defined]

@@ -4,6 +4,8 @@ timeline.csv   time, framework, running_tasks, <resource>..., dominant_share
 summary.json   per framework: mean share, mean running tasks, tasks completed,
                mean task wait, jobs completed and their mean response time;
                cluster utilisation per resource
+why.json       per framework, why it waited (simulated runs): for each reason the master's
+               `why` gives first, the seconds it waited for it and how it was first said
 """
 
 from __future__ import annotations
@@ -30,6 +32,15 @@ class Sample:
     used_cpus: float | None = None  # CPU-s/s its tasks used (live runs on real slaves)
 
 
+@dataclass(slots=True)
+class Waited:
+    """How long a framework waited for one reason, and when and how it was first said."""
+
+    seconds: float
+    first_at: float
+    message: str
+
+
 @dataclass
 class Results:
     name: str
@@ -44,6 +55,31 @@ class Results:
     settle: float = 0.0  # seconds after a phase starts before the run is compared with it
     preemption: dict[str, Any] | None = None  # counters, when preemption was on
     stopped_at: float | None = None  # a run stopped early (Ctrl-C): spec seconds run
+    # per framework, per reason (`master.cycle.why`'s first): how long it waited for it,
+    # when first, and what the master said then (simulated runs)
+    waited: dict[str, dict[str, Waited]] = field(default_factory=dict)
+
+    def waited_for(self, framework: str, code: str, message: str, t: float, seconds: float) -> None:
+        """A framework that wanted offers went `seconds` up to `t` without one, for `code`."""
+        mine = self.waited.setdefault(framework, {})
+        if code in mine:
+            mine[code].seconds += seconds
+        else:
+            mine[code] = Waited(seconds, t, message)
+
+    def why_waited(self) -> dict[str, Any]:
+        """why.json: per framework, each reason it waited for, the longest first."""
+        return {
+            name: {
+                code: {
+                    "seconds": round(w.seconds, 3),
+                    "first_at": round(w.first_at, 3),
+                    "first": w.message,
+                }
+                for code, w in sorted(codes.items(), key=lambda cw: (-cw[1].seconds, cw[0]))
+            }
+            for name, codes in sorted(self.waited.items())
+        }
 
     def with_ideal(self, spec: Spec, policy: str | None = None) -> Results:
         """Attach the spec's ideal (see cluster.experiments.ideal_timeline); returns self."""
@@ -204,6 +240,8 @@ class Results:
             writer.writerows(rows)
         summary = self.summary()
         (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+        if self.waited:
+            (out / "why.json").write_text(json.dumps(self.why_waited(), indent=2) + "\n")
         return summary
 
 

@@ -163,6 +163,7 @@ class Simulation:
         )
         self.preempting = self.cycle.preempting
         self.preempted_at: list[tuple[float, str, float]] = []  # (time, victim, work lost)
+        self.offered_at: dict[str, float] = {}  # when each framework was last offered
         # only what the allocator does not account in full can oversubscribe a node
         self.overbooks = spec.master.policy in ("slots", "cpu")
 
@@ -330,6 +331,7 @@ class Simulation:
         refuse = self.spec.master.refuse_seconds
         book = self.booked if self.overbooks else None
         for a in self.cycle.round(t).offers:
+            self.offered_at[a.framework_id] = t
             w = self.workloads[a.framework_id]
             left = dict(a.resources.millis)
             tasks = w.take_from(t, left, book)  # (left: what they did not use)
@@ -413,6 +415,7 @@ class Simulation:
         self.workloads[r.framework].finished(t, r.task, completed=completed, retry=retry)
 
     def _sample(self, t: float, results: Results) -> None:
+        self._why_waiting(t, results)
         total = self.real_total
         for name in self.workloads:
             held = Resources.from_millis(self.held[name])
@@ -442,6 +445,19 @@ class Simulation:
                 },
             )
         )
+
+    def _why_waiting(self, t: float, results: Results) -> None:
+        """Each framework that wants tasks run and was offered nothing since the last
+        sample waited a sample's time, for the reason that explains first (as the master's
+        `why` says it)."""
+        interval = self.spec.run.sample_interval
+        for name in self.added:
+            offered = self.offered_at.get(name, -interval) >= t - interval
+            if offered or not self.workloads[name].wants(t):
+                continue
+            reasons, _ = self.cycle.why(name, t, fair_share=False)
+            if reasons:
+                results.waited_for(name, reasons[0].code, reasons[0].message, t, interval)
 
 
 def simulate(

@@ -620,6 +620,11 @@ class Allocator:
         for role in self._roles.sort():
             yield from self._role_frameworks[role].sort()
 
+    @property
+    def quota_stage(self) -> QuotaStage:
+        """Limits and guarantees as a round applies them (read by `master.cycle.why`)."""
+        return self._quota
+
     # -- helpers -----------------------------------------------------------------------------
     def _framework(self, framework_id: str) -> FrameworkBook:
         try:

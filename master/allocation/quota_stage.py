@@ -173,6 +173,21 @@ class QuotaStage:
             add_millis(need, self.lack(node))
         return need
 
+    def held_back(self, role: str) -> dict[str, Millis]:
+        """Whose unmet guarantees are held back from offers to `role`, and how much of
+        each (`_headroom`'s sum, by role node: what `why` shows)."""
+        mine = set(self.path(role))
+        out: dict[str, Millis] = {}
+        for node in self.quotas:
+            if node in mine or not self._holds_headroom(node):
+                continue
+            if any(a not in mine and self._holds_headroom(a) for a in self.path(node)[:-1]):
+                continue  # counted in its ancestor's
+            lack = self.lack(node)
+            if lack:
+                out[node] = lack
+        return out
+
 
 def quota_pick(
     quota: QuotaStage,

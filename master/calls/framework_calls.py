@@ -236,6 +236,15 @@ class FrameworkCalls:
             message=why,
         )
         self.updates.forward(fw, Update(status=status), task.slave_id)
+        # the event stream and the web UI's events say it too (an operator sees why a task
+        # never ran, not only its framework)
+        self.outbox.emit(
+            "launch_refused",
+            framework_id=fw.framework_id,
+            slave_id=task.slave_id,
+            task_id=task.task_id,
+            detail=why,
+        )
 
     def _task_problem(
         self, fw: Framework, task: TaskInfo, slave_id: str, remaining: Resources, seen: set[str]
@@ -258,8 +267,12 @@ class FrameworkCalls:
                 need = need + task.executor.resources
             elif held != task.executor.resources:
                 return f"task {tid}: executor {eid} runs with {held}, not {task.executor.resources}"
-        if not remaining.contains(need):
-            return f"task {tid}: needs {need} but only {remaining} is left of the offer"
+        if not remaining.contains(need):  # (which resource of which slave, and by how much)
+            short = need.subtract_clamped(remaining)
+            return (
+                f"task {tid}: needs {need} but only {remaining} is left of the offer on slave "
+                f"{slave_id}: short of {short}"
+            )
         return None
 
     def _start_executor(self, fw: Framework, task: TaskInfo, slave_id: str) -> Resources:

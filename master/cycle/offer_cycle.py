@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 
 from master.allocation.allocator import Allocator
 from master.allocation.preemption import Contender, Preemption, PreemptionConfig
-from master.cycle import offer_bound
+from master.cycle import offer_bound, why
 from master.cycle.claims import contender, hold_claim, hold_until, planning_cluster
+from master.cycle.offer_log import Offered, OfferLog
 from master.cycle.plans import Kill, PreemptionPlan, RoundPlan, TimedOut
 from master.cycle.state import State
 from protocol.wire.resources import Resources
@@ -30,6 +31,7 @@ class CycleConfig:
     allocation_interval: float = 1.0
     offer_timeout: float | None = None  # off by default, as in Mesos
     preemption: PreemptionConfig = field(default_factory=PreemptionConfig)  # off by default
+    record_offers: bool = True  # keep the recent rounds' offers for `why` (off: to measure)
 
 
 class OfferCycle:
@@ -42,6 +44,7 @@ class OfferCycle:
         self.preemption = Preemption(config.preemption)  # its memory: timers, victims, counts
         self._timed_out: dict[str, int] = {}  # offers each let time out since it last answered
         self._smallest: dict[str, Resources] = {}  # offer filters set by `wants_offers`
+        self.offers_log = OfferLog()  # the recent rounds' offers (for `why`)
 
     # -- the round ---------------------------------------------------------------------------
     def round(self, now: float) -> RoundPlan:
@@ -56,8 +59,12 @@ class OfferCycle:
         room = offer_bound.room(held, a.frameworks, slaves) if bounded else None
         allocations = a.allocate(now, room=room)
         if not room or not allocations:
+            if self.config.record_offers:
+                self.offers_log.record(now, allocations)
             return RoundPlan(allocations)
         offered, held_back = offer_bound.within_bound(allocations, held)
+        if self.config.record_offers:
+            self.offers_log.record(now, offered)
         for b in held_back:
             a.recover(
                 b.framework_id,
@@ -206,6 +213,30 @@ class OfferCycle:
         if not self.preemption.doomed:
             return False
         return self.preemption.ended(framework_id, task_id, finished=finished, ran=ran)
+
+    # -- why not -----------------------------------------------------------------------------------
+    def why(
+        self,
+        framework_id: str,
+        now: float,
+        standing: why.Standing | None = None,
+        *,
+        fair_share: bool = True,
+        others_named: bool = True,
+    ) -> tuple[list[why.Reason], list[Offered]]:
+        """Why a framework (one the allocator knows) is offered nothing, the reason that
+        explains first (`master.cycle.why`); and what the recent rounds offered it. Its
+        fair share is preemption's as last computed (`fair_share`: said at all)."""
+        reasons = why.explain(
+            self.allocator,
+            self.state,
+            framework_id,
+            now,
+            standing,
+            fair=self.preemption.fair if fair_share else None,
+            others_named=others_named,
+        )
+        return reasons, self.offers_log.offered(framework_id)
 
     # -- frameworks ------------------------------------------------------------------------------
     def forget(self, framework_id: str) -> None:

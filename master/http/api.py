@@ -50,6 +50,7 @@ from master.http.responses import (
     serve_site,
 )
 from master.http.snapshot import SLAVE_SORTS, TASK_SORTS
+from master.why_answers import REFUSED_STATUS, Refusal
 from protocol import logs
 from protocol.transport.aio import within
 from protocol.wire.messages import TaskState
@@ -152,6 +153,7 @@ class HttpApi:
                 web.get("/api/v1/events", self._events),
                 web.get("/api/v1/stream", self._stream),
                 web.get("/api/v1/tasks/{framework_id}/{task_id}/files/{name}", self._file),
+                web.get("/api/v1/frameworks/{framework}/why", self._why),
             ]
         )
         for door in self.doors:
@@ -196,11 +198,11 @@ class HttpApi:
                     content_type="application/json",
                     headers=headers,
                 )
-            if who.kind != "operator" and handler != self._file:
+            if who.kind != "operator" and handler not in (self._file, self._why):
                 self.log.info("http.forbidden", path=path, principal=who.principal)
                 return problem(
                     "operator credentials needed (a framework principal may read only "
-                    "its own tasks' files)",
+                    "its own tasks' files and why its own frameworks get no offers)",
                     403,
                 )
             request[PRINCIPAL], request[KIND] = who.principal, who.kind
@@ -390,6 +392,15 @@ class HttpApi:
                 data=got.data.decode("utf-8", errors="replace"),
             )
         )
+
+    async def _why(self, request: web.Request) -> web.StreamResponse:
+        """Why a framework (its id, or its name) is offered nothing. A framework principal
+        reads its own frameworks' reasons only: another's is not found, as an unknown one."""
+        asked = request.match_info["framework"]
+        found = self.master.why_of(asked, request.get(KIND, "operator"), request.get(PRINCIPAL, ""))
+        if isinstance(found, Refusal):
+            return problem(found.message, REFUSED_STATUS.get(found.code, 409))
+        return json_response(found)
 
     async def _stream(self, request: web.Request) -> web.StreamResponse:
         """Server-sent events: the whole view, then what changes, tick by tick."""

@@ -21,6 +21,7 @@ from master.http.models import (
 )
 from master.http.snapshot import SLAVE_SORTS, TASK_SORTS
 from protocol.wire.messages import State
+from protocol.wire.why import Why
 
 REF = "#/components/schemas/{model}"
 MODELS: list[type[BaseModel]] = [
@@ -33,6 +34,7 @@ MODELS: list[type[BaseModel]] = [
     Limits,
     Events,
     TaskFile,
+    Why,
     Health,
     Problem,
 ]
@@ -134,6 +136,20 @@ def openapi() -> dict[str, Any]:
             "/api/v1/limits": _get(
                 "Rate limits per principal, and the calls they queued, throttled, refused",
                 "Limits",
+            ),
+            "/api/v1/frameworks/{framework}/why": _get(
+                "Why a framework (its id, or its name) is offered nothing: its reasons, the "
+                "one that explains first, each a code and the numbers behind it; and the "
+                "offers it was made lately (a framework principal: its own frameworks only)",
+                "Why",
+                [
+                    {
+                        "name": "framework",
+                        "in": "path",
+                        "required": True,
+                        "schema": {"type": "string"},
+                    }
+                ],
             ),
             "/api/v1/tasks/{framework_id}/{task_id}/files/{name}": _get(
                 "A part of a task's stdout or stderr, read from its slave",

@@ -37,6 +37,7 @@ from master.lag_probe import Backlog
 from master.outbox import Outbox
 from master.preemptor import Preemptor
 from master.updates import TaskUpdates
+from master.why_answers import Refusal, WhyAnswers
 from protocol.transport.aio import loop_time
 from protocol.transport.base import Transport
 from protocol.wire.messages import (
@@ -50,6 +51,7 @@ from protocol.wire.messages import (
     TaskView,
 )
 from protocol.wire.resources import Resources
+from protocol.wire.why import Why
 
 
 class ReadSide:
@@ -71,6 +73,7 @@ class ReadSide:
         messages: MessageCounts,
         updates: TaskUpdates,
         throttle: Throttle,
+        why: WhyAnswers,
         round_duration: Histogram,
         feed: LiveFeed,
         backlog: Callable[[], Backlog],
@@ -81,7 +84,7 @@ class ReadSide:
         self.outbox, self.files, self.info, self.policy = outbox, files, info, policy
         self.bus, self.churn, self.messages, self.updates = bus, churn, messages, updates
         self.throttle, self.round_duration, self.feed = throttle, round_duration, feed
-        self.backlog = backlog
+        self.backlog, self.why = backlog, why
         self.web_ui = ""
 
     # -- counters, where they are kept ---------------------------------------------------------
@@ -160,6 +163,12 @@ class ReadSide:
 
     def role_views(self) -> tuple[str, list[RoleView]]:
         return self.policy, self.preemptor.with_fair_shares(self._role_views())
+
+    def why_of(self, framework: str, kind: str, principal: str) -> Why | Refusal:
+        found = self.why.find(framework, kind, principal)
+        if isinstance(found, Refusal):
+            return found
+        return self.why.answer(found, operator=kind == "operator")
 
     def framework_principal(self, framework_id: str) -> str | None:
         books = self.books

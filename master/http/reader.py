@@ -14,6 +14,7 @@ from master.calls.throttle import Throttle
 from master.counters import SlaveChurn
 from master.http.live_feed import LiveFeed
 from master.lag_probe import Backlog
+from master.why_answers import Refusal
 from protocol.transport.message_counts import MessageCounts
 from protocol.wire.messages import (
     ClusterEvent,
@@ -26,6 +27,7 @@ from protocol.wire.messages import (
     TaskUsage,
     TaskView,
 )
+from protocol.wire.why import Why
 
 
 @dataclass(frozen=True)
@@ -136,3 +138,7 @@ class MasterReader(Protocol):
     async def read_task_file(
         self, framework_id: str, task_id: str, name: str, offset: int, length: int
     ) -> FileData: ...
+    def why_of(self, framework: str, kind: str, principal: str) -> Why | Refusal:
+        """Why a framework (an id or a name) is offered nothing, if the asker (`kind`,
+        `principal`) may see it (master.why_answers)."""
+        ...

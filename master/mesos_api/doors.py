@@ -46,6 +46,7 @@ def master_side(master: Master) -> MasterSide:
         connection_gone=master.connection_gone,
         sinks=outbox.sinks,
         topics=master.topics,
+        why_of=views.why_of,
     )
 
 

@@ -14,8 +14,10 @@ from master.books import Books
 from master.changes import Changes
 from master.config import MasterInfo
 from master.counters import SlaveChurn
+from master.why_answers import Refusal
 from protocol.wire.messages import Gone, Wire
 from protocol.wire.topics import Topics
+from protocol.wire.why import Why
 
 
 @dataclass(frozen=True)
@@ -33,3 +35,5 @@ class MasterSide:
     # a framework's topic served by a stream: what the master says there goes to its sink
     sinks: dict[str, Callable[[Wire], None]]
     topics: Topics
+    # why a framework is offered nothing (framework, asker's kind, principal)
+    why_of: Callable[[str, str, str], Why | Refusal]

@@ -2,7 +2,10 @@
 
 Served: GET_HEALTH, GET_VERSION, GET_STATE, GET_FRAMEWORKS, GET_AGENTS, GET_EXECUTORS,
 GET_TASKS, GET_ROLES, GET_WEIGHTS, UPDATE_WEIGHTS, GET_QUOTA, GET_MASTER, and SUBSCRIBE
-(the event stream, master.mesos_api.events). UPDATE_WEIGHTS goes through the handler of
+(the event stream, master.mesos_api.events); and one call of drfmesos's own beside them,
+GET_FRAMEWORK_WHY (`{"type": "GET_FRAMEWORK_WHY", "get_framework_why": {"framework_id":
+{"value": ID}}}`): why a framework is offered nothing, as `drfmesos why` says it
+(GET_FRAMEWORKS is Mesos's, unchanged). UPDATE_WEIGHTS goes through the handler of
 our own `SetWeights` operator message: recorded in the registry, written to the roles
 file, refused whole if one role cannot have a weight. Every other Mesos call type is
 answered 501, saying it is not served here; anything else is a 400 that says what is
@@ -24,6 +27,7 @@ from master.http.request_keys import KIND, PRINCIPAL
 from master.mesos_api import operator_state as views
 from master.mesos_api.classic import ClassicEndpoints
 from master.mesos_api.events import MAX_SUBSCRIBERS, OperatorEvents
+from master.why_answers import REFUSED_STATUS, Refusal
 from protocol import logs
 from protocol.mesos_json import JSON, version_json
 from protocol.wire.codec import describe_validation
@@ -136,6 +140,8 @@ class OperatorApi:
                 return await self.events.serve(request, principal)
             if kind in self.calls:
                 return web.json_response({"type": kind, **self.calls[kind]()})
+            if kind == "GET_FRAMEWORK_WHY":
+                return web.json_response({"type": kind, "get_framework_why": self._why(call)})
             if kind in self.changes:
                 refusals: list[tuple[str, str]] = []
                 caller = Caller("operator", principal, None, refused=lambda *r: refusals.append(r))
@@ -157,6 +163,17 @@ class OperatorApi:
             reason=logs.clip(message),
         )
         return error(status, message)
+
+    def _why(self, call: dict[str, Any]) -> JSON:
+        asked = (call.get("get_framework_why") or {}).get("framework_id")
+        framework = asked.get("value") if isinstance(asked, dict) else asked
+        if not isinstance(framework, str) or not framework:
+            raise CallError(400, 'get_framework_why.framework_id: {"value": a framework id}')
+        found = self.master.why_of(framework, "operator", "")
+        if isinstance(found, Refusal):
+            raise CallError(REFUSED_STATUS.get(found.code, 409), found.message)
+        answer: JSON = found.model_dump(mode="json")
+        return answer
 
     async def _update_weights(self, call: dict[str, Any], caller: Caller) -> None:
         infos = (call.get("update_weights") or {}).get("weight_infos")

@@ -13,7 +13,7 @@ import sys
 
 from pydantic import Field
 
-from protocol.wire import framework, operator, slave, values, views
+from protocol.wire import framework, operator, slave, values, views, why
 from protocol.wire.framework import (
     Accept,
     Acknowledge,
@@ -117,6 +117,7 @@ from protocol.wire.views import (
     State,
     TaskView,
 )
+from protocol.wire.why import AskWhy, Why
 
 # --- lists: several messages of one kind to one receiver, as one ------------------------------
 # The bus makes these from posts of one kind to one topic in one turn (see Bus.post), and
@@ -160,7 +161,7 @@ ITEM_OF: dict[type[Wire], type[Wire]] = {many: one for one, many in LISTS.items(
 
 ALL_MESSAGES: tuple[type[Wire], ...] = tuple(
     cls
-    for module in (values, framework, operator, slave, views, sys.modules[__name__])
+    for module in (values, framework, operator, slave, views, why, sys.modules[__name__])
     for cls in list(vars(module).values())
     if isinstance(cls, type)
     and issubclass(cls, Wire)
@@ -187,6 +188,7 @@ __all__ = [
     "Accept",
     "Acknowledge",
     "Acknowledges",
+    "AskWhy",
     "CheckExecutorToken",
     "ClusterEvent",
     "ClusterEvents",
@@ -268,6 +270,7 @@ __all__ = [
     "Updates",
     "UsageReport",
     "WatchEvents",
+    "Why",
     "Wire",
     "new_id",
 ]

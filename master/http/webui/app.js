@@ -525,7 +525,25 @@ async function frameworkDetails(id) {
     ["allocated", res(f.allocated)], ["offered", res(f.offered)],
     ["dominant share", pct(f.dominant_share)], ["fair share", pct(f.fair_share)],
     ["starving", f.starving_seconds != null ? `for ${Math.round(f.starving_seconds)} s` : "no"],
-    ["running", f.running_tasks], ["finished", f.finished_tasks], ["tasks", byState], ["", tasks]]];
+    ["running", f.running_tasks], ["finished", f.finished_tasks], ["tasks", byState],
+    ...await whyRows(id), ["", tasks]]];
+}
+
+// why it is offered nothing (the master's reasons, the one that explains first), and what
+// it was offered lately
+async function whyRows(id) {
+  let why;
+  try { why = await api(`/api/v1/frameworks/${encodeURIComponent(id)}/why`); } catch (e) { return [["why no offers", e.message]]; }
+  const figure = (v) => (Array.isArray(v) ? v.join(", ") : v && typeof v === "object"
+    ? Object.entries(v).map(([k, x]) => `${k}=${x}`).join(", ") : String(v));
+  const reasons = why.reasons.length ? el("ol", { class: "why" }, ...why.reasons.map((r) => el("li", { "data-why": r.code },
+    el("b", {}, r.code), " ", r.message,
+    el("div", { class: "dim" }, Object.entries(r.numbers).map(([k, v]) => `${k}: ${figure(v)}`).join(" · ")))))
+    : "nothing keeps offers from it now";
+  const offered = why.offered.length
+    ? why.offered.map((o) => `${o.seconds_ago.toFixed(1)} s ago: ${res(o.resources)} of ${o.slave_id}`).join("; ")
+    : `nothing in ${why.since ? `the last ${Math.round(why.since)} s` : "any round yet"}`;
+  return [["why no offers", reasons], ["offered lately", offered]];
 }
 
 async function slaveDetails(id) {

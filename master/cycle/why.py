@@ -1,0 +1,593 @@
+"""Why a framework is offered nothing: its reasons, each a code and the numbers behind it,
+computed from the books the next round reads, in the order that explains.
+
+The round asks of each slave, in turn: is anything free here (`allocatable`)? held for a
+claimant (`holds`)? what may this framework's role have of it (quota limits, then others'
+guarantees)? does that hold one of its offer filters? did it decline this here lately?
+`why` asks the same questions of every slave for one framework, and counts the slaves
+each question turned away: the reason that turns away the most slaves comes first. Before
+those come what turns away every slave at once (no slave, its role refused, disconnected,
+its calls held by its rate limit, suppressed) and a declared minimum or task no slave
+could ever hold; after them, what is true but explains less.
+
+Pure, like the rest of the cycle: the shell passes what only it knows (`Standing`), and
+the answer plain data the shell puts on the wire (`protocol.wire.why`), made only when
+someone asks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+
+from master.allocation.allocator import Allocator
+from master.allocation.ledger import (
+    FrameworkBook,
+    anything,
+    fits_one,
+    master_floor,
+    within,
+)
+from master.allocation.sorter import Millis
+from master.cycle.state import State
+from protocol.wire.resources import SCALE
+from protocol.wire.why_codes import Figure, WhyCode
+
+AHEAD_SHOWN = 5  # frameworks ahead in the order, named (the rest counted)
+SLAVES_SHOWN = 10  # slaves a reason names (the rest counted)
+
+
+@dataclass(frozen=True, slots=True)
+class Reason:
+    """One reason: its code, a sentence for people, and the numbers behind it."""
+
+    code: WhyCode
+    message: str
+    numbers: dict[str, Figure] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Standing:
+    """What the shell knows of a framework that the offer cycle does not."""
+
+    connected: bool = True
+    role_refused: str = ""  # why its principal may not use its role now ("": it may)
+    calls_queued: int = 0  # its principal's calls waiting for the rate limit now
+    calls_refused: int = 0  # ... refused lately, the queue full
+    qps: float | None = None  # its principal's limit (None: none)
+    capacity: int | None = None
+
+
+# what turns one slave away from the framework, in the order a round asks
+FULL = "full"  # nothing allocatable is free there (others hold it)
+MINE = "mine"  # ... and what it holds there, it holds in offers it has not answered
+HELD = "held"  # held for a claimant of preemption
+LIMIT = "limit"  # its role's quota limit leaves nothing of it
+GUARANTEE = "guarantee"  # others' unmet guarantees leave nothing of it
+MINIMUM = "minimum"  # it holds none of the framework's offer filters
+SMALL = "small"  # what it may have there holds none of the tasks it asked for
+FILTERED = "filtered"  # it declined this here, and the filter stands
+OPEN = "open"  # it may be offered this slave
+# (the order that breaks a tie between two that turn away as many slaves: the one that
+# says more first; a full slave may free up for it, the others would not be offered it then)
+STAGES = (MINE, HELD, LIMIT, GUARANTEE, MINIMUM, SMALL, FILTERED, FULL, OPEN)
+
+
+# what keeps every offer from it whatever is free: no next round offers it anything
+BLOCKING = (WhyCode.NO_SLAVE, WhyCode.ROLE_NOT_ALLOWED, WhyCode.DISCONNECTED, WhyCode.SUPPRESSED)
+
+
+def explain(
+    a: Allocator,
+    state: State,
+    framework_id: str,
+    now: float,
+    standing: Standing | None = None,
+    *,
+    fair: Mapping[str, float] | None = None,
+    others_named: bool = True,
+) -> list[Reason]:
+    """The reasons `framework_id` (one the allocator knows) is offered nothing now, the
+    one that explains first; none only if nothing keeps offers from it. `fair`: each
+    framework's fair share as last computed (preemption's, which the master keeps up to
+    date off its loop), for `lower-in-order` to give its own (None: not said; the ideal
+    is never computed here, on the master's loop). `others_named`: whether other
+    frameworks and roles are named (to an operator) or only counted (to a tenant, who may
+    not learn which frameworks exist)."""
+    standing = standing or Standing()
+    fw = a.frameworks[framework_id]
+    reasons = _everywhere(a, fw, standing)
+    mine = _outstanding(state, framework_id, now)
+    turned: dict[str, list[str]] = {stage: [] for stage in STAGES}  # slaves each turns away
+    free: dict[str, Millis] = {}  # each active slave's free resources, less others' holds
+    tasks = _tasks(state, framework_id, now)
+    for slave_id, slave in a.slaves.items():
+        if not slave.active:
+            continue
+        room = _less_holds(a, slave_id, slave.unallocated, framework_id, now)
+        free[slave_id] = room
+        stage = _stage(a, fw, slave_id, slave.unallocated, room, mine, tasks, now)
+        turned[stage].append(slave_id)
+    never = _never_fits(a, fw, tasks)
+    reasons += never
+    ranked = [
+        (-len(turned[stage]), STAGES.index(stage), stage)
+        for stage in STAGES
+        if turned[stage] and stage != OPEN
+    ]
+    q = _Question(a, state, fw, now, fair, others_named, free, tasks)
+    for _, _, stage in sorted(ranked):
+        reasons.append(_stage_reason(q, stage, turned[stage]))
+    if not never:
+        reasons += _fits_no_free(tasks, free)
+    if turned[OPEN] and not any(r.code in BLOCKING for r in reasons):
+        reasons.append(_next_round(turned[OPEN], free))
+    return _unique(reasons)
+
+
+# -- what turns away every slave ------------------------------------------------------------------
+def _everywhere(a: Allocator, fw: FrameworkBook, standing: Standing) -> list[Reason]:
+    out = []
+    active = sum(1 for s in a.slaves.values() if s.active)
+    if not active:
+        out.append(
+            Reason(
+                code=WhyCode.NO_SLAVE,
+                message=f"no slave is connected ({len(a.slaves)} registered, none connected)"
+                if a.slaves
+                else "no slave is registered",
+                numbers={"slaves": float(len(a.slaves)), "connected": 0.0},
+            )
+        )
+    if standing.role_refused:
+        out.append(
+            Reason(
+                code=WhyCode.ROLE_NOT_ALLOWED,
+                message=standing.role_refused,
+                numbers={"role": fw.role},
+            )
+        )
+    frozen = _frozen(a, fw.role)
+    if frozen is not None:
+        node, names = frozen
+        out.append(
+            Reason(
+                code=WhyCode.ROLE_NOT_ALLOWED,
+                message=f"role {node} has a limit of 0 {', '.join(names)}: it is offered nothing",
+                numbers={"role": node, "limit": dict.fromkeys(names, 0.0)},
+            )
+        )
+    if not fw.active or not standing.connected:
+        out.append(
+            Reason(
+                code=WhyCode.DISCONNECTED,
+                message="its scheduler is disconnected: offered nothing until it is back",
+            )
+        )
+    if standing.calls_queued or standing.calls_refused:
+        numbers: dict[str, Figure] = {
+            "queued": float(standing.calls_queued),
+            "refused": float(standing.calls_refused),
+        }
+        if standing.qps is not None:
+            numbers["qps"] = standing.qps
+        if standing.capacity is not None:
+            numbers["capacity"] = float(standing.capacity)
+        out.append(
+            Reason(
+                code=WhyCode.RATE_LIMITED,
+                message=f"its principal's calls are held by its rate limit "
+                f"({_limit(standing)}): {standing.calls_queued} waiting, "
+                f"{standing.calls_refused} refused lately; an answer or a revive waits its turn",
+                numbers=numbers,
+            )
+        )
+    if fw.suppressed:
+        out.append(
+            Reason(
+                code=WhyCode.SUPPRESSED,
+                message="it suppressed its offers: none until it revives (a Revive, or "
+                "SUBSCRIBE again)",
+            )
+        )
+    return out
+
+
+def _limit(standing: Standing) -> str:
+    qps = f"{standing.qps:g} calls/s" if standing.qps is not None else "no rate"
+    queue = f"a queue of {standing.capacity}" if standing.capacity is not None else "any queue"
+    return f"{qps}, {queue}"
+
+
+def _frozen(a: Allocator, role: str) -> tuple[str, list[str]] | None:
+    """A quota node on the role's path whose limit of zero freezes it, and its zeros."""
+    for node in a.quota_stage.path(role):
+        quota = a.quotas.get(node)
+        if quota is not None and quota.limit is not None:
+            zeros = sorted(n for n, v in quota.limit.millis.items() if v == 0)
+            if zeros:
+                return node, zeros
+    # (a `Limit` keeps its zeros in `millis`; a plain Resources has none to find)
+    return None
+
+
+# -- one slave ----------------------------------------------------------------------------------
+def _less_holds(a: Allocator, slave_id: str, free: Millis, framework_id: str, now: float) -> Millis:
+    """What of `free` is not held for another framework's claim."""
+    held = a.reservations.get(slave_id)
+    if not held:
+        return dict(free)
+    room = dict(free)
+    for r in held:
+        if r.until > now and r.framework_id != framework_id and r.framework_id in a.frameworks:
+            for name, amount in r.resources.items():
+                if name in room:
+                    room[name] = max(0, room[name] - amount)
+    return room
+
+
+def _stage(
+    a: Allocator,
+    fw: FrameworkBook,
+    slave_id: str,
+    unallocated: Millis,
+    room: Millis,
+    mine: Mapping[str, Millis],
+    tasks: list[Millis],
+    now: float,
+) -> str:
+    """The first of the round's questions that turns this slave away from `fw` -- or, one
+    it would be offered, that what it would be offered holds none of its `tasks`."""
+    # something at all (with offer filters of its own), else the master's minimum
+    enough = anything if fw.min_allocatable is not None else _master_floor(a)
+    if not enough(unallocated):
+        return MINE if slave_id in mine else FULL
+    if not enough(room):
+        return HELD
+    least = fw.min_allocatable
+    if least and not fits_one(room, least):
+        return MINIMUM
+    offerable = room
+    if a.quotas:  # (what its role may have of it: a cut below its minimum is the cut's)
+        stage = a.quota_stage
+        limited = stage.offerable(fw.role, room, headroom=False)
+        if not enough(limited) or (least and not fits_one(limited, least)):
+            return LIMIT
+        offerable = stage.offerable(fw.role, room)
+        if not enough(offerable) or (least and not fits_one(offerable, least)):
+            return GUARANTEE
+    if tasks and not fits_one(offerable, tasks):
+        return SMALL  # (offered or filtered, of no use to it: that is what explains)
+    f = fw.filters.get(slave_id)
+    if f is not None and f.expires > now and within(offerable, f.refused):
+        return FILTERED
+    return OPEN
+
+
+def _master_floor(a: Allocator) -> Callable[[Mapping[str, int]], bool]:
+    """The master's minimum offer (its --min-allocatable-resources; Mesos's default)."""
+    minimum = a.min_allocatable
+    return master_floor(None if minimum is None else [dict(r.millis) for r in minimum if r])
+
+
+def _outstanding(state: State, framework_id: str, now: float) -> dict[str, Millis]:
+    """What it holds in unanswered offers, by slave."""
+    out: dict[str, Millis] = {}
+    for offer in state.outstanding():
+        if offer.framework_id == framework_id:
+            held = out.setdefault(offer.slave_id, {})
+            for name, amount in offer.resources.millis.items():
+                held[name] = held.get(name, 0) + amount
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class _Question:
+    """One `explain`: the books, the framework asked about, and how to answer."""
+
+    a: Allocator
+    state: State
+    fw: FrameworkBook
+    now: float
+    fair: Mapping[str, float] | None  # fair shares as last computed (None: not said)
+    named: bool  # other frameworks and roles named (else counted)
+    free: Mapping[str, Millis]  # each active slave's free resources, less others' holds
+    tasks: list[Millis]  # the tasks it asked for (its last Request), each once
+
+
+def _stage_reason(q: _Question, stage: str, slaves: list[str]) -> Reason:
+    a, fw, free, now = q.a, q.fw, q.free, q.now
+    n = len(slaves)
+    of = f"{n} of {len(free)} slaves"
+    if stage == MINE:
+        return _offers_outstanding(q.state, fw.framework_id, now, slaves, of)
+    if stage == FULL:
+        return _order(q, slaves, of)
+    if stage == HELD:
+        claimants = sorted(
+            {
+                r.framework_id
+                for s in slaves
+                for r in a.reservations.get(s, [])
+                if r.framework_id != fw.framework_id
+            }
+        )
+        whom = ", ".join(claimants) if q.named else f"{len(claimants)} other framework(s)"
+        return Reason(
+            code=WhyCode.HELD_FOR_PREEMPTION,
+            message=f"{of}: what is free is held for {whom}, for whom preemption freed it",
+            numbers={
+                "slaves": _names(slaves),
+                "for": claimants if q.named else float(len(claimants)),
+            },
+        )
+    if stage == LIMIT:
+        return _quota_limit(a, fw.role, of, slaves)
+    if stage == GUARANTEE:
+        return _held_for_guarantee(a, fw.role, of, q.named)
+    if stage == MINIMUM:
+        them = {s: free[s] for s in slaves}
+        return _short(WhyCode.MIN_OFFER_FITS_NO_SLAVE, "its min_offer",
+                      fw.min_allocatable or [], them, of=of)  # fmt: skip
+    if stage == SMALL:
+        them = {s: free[s] for s in slaves}
+        return _short(WhyCode.TASK_FITS_NO_SLAVE, "the task it asked for", q.tasks, them, of=of)
+    # FILTERED
+    left = {s: round(fw.filters[s].expires - now, 3) for s in slaves[:SLAVES_SHOWN]}
+    return Reason(
+        code=WhyCode.DECLINED_FILTER,
+        message=f"{of}: it declined what they have free, and filtered them for "
+        f"{max(left.values()):g} s more at most (its refuse_seconds); a Revive clears "
+        "every filter",
+        numbers={"slaves": float(n), "until": left},
+    )
+
+
+def _names(slaves: list[str]) -> list[str]:
+    """Some slaves by name, the rest counted."""
+    more = len(slaves) - SLAVES_SHOWN
+    return slaves[:SLAVES_SHOWN] + ([f"... {more} more"] if more > 0 else [])
+
+
+def _offers_outstanding(
+    state: State, framework_id: str, now: float, slaves: list[str], of: str
+) -> Reason:
+    offers = [o for o in state.outstanding() if o.framework_id == framework_id]
+    total: Millis = {}
+    for o in offers:
+        for name, amount in o.resources.millis.items():
+            total[name] = total.get(name, 0) + amount
+    oldest = max((now - o.created_at for o in offers), default=0.0)
+    return Reason(
+        code=WhyCode.OFFERS_OUTSTANDING,
+        message=f"{of}: it holds their resources in {len(offers)} offers it has not "
+        f"answered (the oldest {oldest:.0f} s old): {_res(total)}; accept or decline them",
+        numbers={
+            "offers": float(len(offers)),
+            "resources": _user(total),
+            "oldest_seconds": round(oldest, 3),
+            "slaves": _names(slaves),
+        },
+    )
+
+
+def _order(q: _Question, slaves: list[str], of: str) -> Reason:
+    """Every slave it could use is allocated: where it stands in the order, and its fair
+    share in the policy's ideal. (To a tenant, who comes before it is counted, with
+    their shares, not named.)"""
+    a, fid = q.a, q.fw.framework_id
+    order = list(a.order())
+    ahead = order[: order.index(fid)] if fid in order else order
+    share = a.dominant_share(fid)
+    weight = a.framework_weight(fid)
+    fair = q.fair.get(fid) if q.fair is not None else None
+    numbers: dict[str, Figure] = {
+        "slaves": float(len(slaves)),
+        "position": float(len(ahead) + 1),
+        "dominant_share": round(share, 4),
+        "weight": weight,
+    }
+    if fair is not None:
+        numbers["fair_share"] = round(fair, 4)
+    fair_text = f", fair share {fair:.1%}" if fair is not None else ""
+    if not ahead:
+        return Reason(
+            code=WhyCode.CLUSTER_FULL,
+            message=f"{of} are fully allocated; it is first in the order (dominant share "
+            f"{share:.1%}, weight {weight:g}{fair_text}): it is offered what frees first",
+            numbers=numbers,
+        )
+    shown = ahead[:AHEAD_SHOWN]
+    names = shown if q.named else [f"#{i}" for i in range(1, len(shown) + 1)]
+    numbers["ahead"] = {n: round(a.dominant_share(f), 4) for n, f in zip(names, shown, strict=True)}
+    numbers["ahead_weights"] = {n: a.framework_weight(f) for n, f in zip(names, shown, strict=True)}
+    numbers["ahead_count"] = float(len(ahead))
+    others = ", ".join(
+        f"{n} ({a.dominant_share(f):.1%}, weight {a.framework_weight(f):g})"
+        for n, f in zip(names, shown, strict=True)
+    )
+    more = f" and {len(ahead) - len(shown)} more" if len(ahead) > len(shown) else ""
+    return Reason(
+        code=WhyCode.LOWER_IN_ORDER,
+        message=f"{of} are fully allocated, and {len(ahead)} framework(s) come before it in "
+        f"the {a.policy} order: {others}{more}; it holds a dominant share of {share:.1%} "
+        f"at weight {weight:g}{fair_text}",
+        numbers=numbers,
+    )
+
+
+def _quota_limit(a: Allocator, role: str, of: str, slaves: list[str]) -> Reason:
+    stage = a.quota_stage
+    for node in stage.path(role):
+        quota = a.quotas.get(node)
+        if quota is None or quota.limit is None:
+            continue
+        held = stage.held_by_role(node)
+        at = [n for n, v in quota.limit.millis.items() if held.get(n, 0) >= v]
+        if at:
+            limit = {n: quota.limit.millis[n] for n in at}
+            return Reason(
+                code=WhyCode.QUOTA_LIMIT,
+                message=f"{of}: role {node} holds {_res({n: held.get(n, 0) for n in at})}, "
+                f"at its limit of {_res(limit)}; it is offered more once its tasks give some "
+                "back, or an operator raises the limit",
+                numbers={
+                    "role": node,
+                    "limit": _user(dict(quota.limit.millis)),
+                    "held": _user(held),
+                    "at_limit": at,
+                },
+            )
+    return Reason(  # (limits leave too little of each slave, if none is reached)
+        code=WhyCode.QUOTA_LIMIT,
+        message=f"{of}: what its role's limits leave of them is too little to offer",
+        numbers={"role": role, "slaves": _names(slaves)},
+    )
+
+
+def _held_for_guarantee(a: Allocator, role: str, of: str, named: bool) -> Reason:
+    back = a.quota_stage.held_back(role)
+    total: Millis = {}
+    for lack in back.values():
+        for name, amount in lack.items():
+            total[name] = total.get(name, 0) + amount
+    if not named:  # (a tenant hears how much, not for whom)
+        return Reason(
+            code=WhyCode.HELD_FOR_GUARANTEE,
+            message=f"{of}: what they have free is kept for {len(back)} other role(s)' "
+            f"guarantees ({_res(total)} in all)",
+            numbers={"held_back": _user(total), "roles": float(len(back))},
+        )
+    each = "; ".join(f"{r}: {_res(lack)}" for r, lack in sorted(back.items()))
+    return Reason(
+        code=WhyCode.HELD_FOR_GUARANTEE,
+        message=f"{of}: what they have free is kept for other roles' guarantees ({each})",
+        numbers={
+            "held_back": _user(total),
+            "roles": sorted(back),
+            **{f"for {r}": _user(lack) for r, lack in sorted(back.items())},
+        },
+    )
+
+
+# -- what it asked for, against what slaves have ------------------------------------------------
+def _never_fits(a: Allocator, fw: FrameworkBook, tasks: list[Millis]) -> list[Reason]:
+    """Its declared minimum, or the task it asked for (`tasks`), is more than any slave
+    has at all."""
+    totals = {s: dict(slave.total.millis) for s, slave in a.slaves.items() if slave.active}
+    if not totals:
+        return []
+    out = []
+    if fw.min_allocatable and not any(fits_one(t, fw.min_allocatable) for t in totals.values()):
+        out.append(_short(WhyCode.MIN_OFFER_FITS_NO_SLAVE, "its min_offer", fw.min_allocatable,
+                          totals, ever=True))  # fmt: skip
+    if tasks and not any(fits_one(t, tasks) for t in totals.values()):
+        out.append(_short(WhyCode.TASK_FITS_NO_SLAVE, "the task it asked for", tasks, totals,
+                          ever=True))  # fmt: skip
+    return out
+
+
+def _fits_no_free(tasks: list[Millis], free: Mapping[str, Millis]) -> list[Reason]:
+    """The task it asked for fits no slave's free resources now (it would fit some slave
+    empty): true beside the reasons above, which say why the room is taken."""
+    if not tasks or not free or any(fits_one(f, tasks) for f in free.values()):
+        return []
+    return [_short(WhyCode.TASK_FITS_NO_SLAVE, "the task it asked for", tasks, free)]
+
+
+def _tasks(state: State, framework_id: str, now: float) -> list[Millis]:
+    """The tasks it declared it still wants (its last Request), each once."""
+    for wish in state.wishes(now):
+        if wish.framework_id == framework_id:
+            return [t for t, n in wish.demand or [] if n > 0 and t]
+    return []
+
+
+def _short(
+    code: WhyCode,
+    what: str,
+    wanted: list[Millis],
+    have: Mapping[str, Millis],
+    *,
+    ever: bool = False,
+    of: str = "",
+) -> Reason:
+    """`wanted` (any one of) against what each slave `have`s: the resource short, by how
+    much, against the largest amount of each on any slave."""
+    need = min(wanted, key=lambda w: _shortfall(w, have)[1])
+    best_slave, _ = _shortfall(need, have)
+    largest = {n: max((h.get(n, 0) for h in have.values()), default=0) for n in need}
+    short = {n: v - largest[n] for n, v in need.items() if v > largest[n]}
+    if not short:  # each resource is somewhere, but no one slave has all of them
+        short = {n: v - have[best_slave].get(n, 0) for n, v in need.items()
+                 if v > have[best_slave].get(n, 0)}  # fmt: skip
+    fits = "even empty" if ever else "with what it has free now"
+    most = "the most any slave has" + ("" if ever else " free")
+    gaps = ", ".join(_res({n: v}) for n, v in sorted(short.items()))
+    where, none = (f"{of}: ", "none of them") if of else ("", "no slave")
+    return Reason(
+        code=code,
+        message=f"{where}{what} ({_res(need)}) fits {none} {fits}: short of {gaps} "
+        f"({most}: {_res(largest)}; the closest slave is {best_slave})",
+        numbers={
+            "need": _user(need),
+            "largest": _user(largest),
+            "short": _user(short),
+            "closest_slave": best_slave,
+            "of": "total" if ever else "free",
+            "slaves": _names(sorted(have)),
+        },
+    )
+
+
+def _shortfall(need: Millis, have: Mapping[str, Millis]) -> tuple[str, float]:
+    """The slave nearest to holding `need` (the least missing, as fractions of it)."""
+    best, gap = "", float("inf")
+    for slave_id, h in have.items():
+        missing = sum(max(0, v - h.get(n, 0)) / v for n, v in need.items() if v)
+        if missing < gap:
+            best, gap = slave_id, missing
+    return best, gap
+
+
+def _next_round(slaves: list[str], free: Mapping[str, Millis]) -> Reason:
+    room: Millis = {}
+    for s in slaves:
+        for name, amount in free[s].items():
+            room[name] = room.get(name, 0) + amount
+    return Reason(
+        code=WhyCode.NEXT_ROUND,
+        message=f"{len(slaves)} slave(s) have room it may take ({_res(room)} in all): the "
+        "next allocation round offers it (one runs every allocation interval, and soon "
+        "after resources free)",
+        numbers={"slaves": _names(slaves), "free": _user(room)},
+    )
+
+
+# -- helpers ---------------------------------------------------------------------------------------
+def _res(millis: Mapping[str, int]) -> str:
+    """Amounts as the CLI writes them (`cpus:4;mem:1024`), zeros too: `cpus:0` is news."""
+    if not millis:
+        return "nothing"
+    return ";".join(f"{k}:{_amount(max(0, v))}" for k, v in sorted(millis.items()))
+
+
+def _amount(millis: int) -> str:
+    whole, frac = divmod(millis, SCALE)
+    return str(whole) if not frac else f"{whole}.{frac:03d}".rstrip("0")
+
+
+def _user(millis: Mapping[str, int]) -> dict[str, float]:
+    return {k: v / SCALE for k, v in sorted(millis.items())}
+
+
+def _unique(reasons: Iterable[Reason]) -> list[Reason]:
+    """Each code once, where it first explains (a minimum that fits no slave at all is
+    not said again as one that fits no free room)."""
+    seen: set[WhyCode] = set()
+    out = []
+    for r in reasons:
+        if r.code not in seen:
+            seen.add(r.code)
+            out.append(r)
+    return out
