@@ -153,3 +153,7 @@ class ClusterEvent(Wire):
     resources: Resources = Field(default_factory=Resources)
     state: TaskState | None = None
     detail: str = ""
+    # the master's count of the events it emitted, from 1 (0: a change told to its own
+    # listeners only): a follower that sees numbers skipped knows it missed events (the
+    # broker dropped what it held for it past its bounds, or its lease lapsed)
+    seq: int = Field(default=0, ge=0)
