@@ -138,6 +138,7 @@ async def test_an_executors_preloaded_library_never_runs_as_root() -> None:
 # -- /tmp, /dev/shm, System V IPC -------------------------------------------------------------
 
 SECRET = "alice-tmp-secret-51c2"
+OUTSIDE_TMP = "/var/lib"  # a work dir there, as an operator's: its tasks get a /tmp each
 
 
 async def test_a_tenants_task_reads_nothing_the_victim_left_in_tmp_or_shared_memory() -> None:
@@ -355,3 +356,70 @@ async def test_a_root_slave_told_not_to_switch_users_says_its_tasks_run_as_root(
     [warning] = [line for line in lines if line["event"] == "isolation.tenants"]
     assert warning["log_level"] == "warning"
     assert warning["what_is_not_enforced"].startswith("tasks run as ROOT")
+
+
+async def test_each_task_has_a_tmp_of_its_own_and_the_slaves_is_untouched() -> None:
+    """alice's task leaves her secret in /tmp and /var/tmp, readable by all (chmod 644:
+    umask alone does not stop a careless tenant); mallory's task lists and reads both and
+    plants a file in each for alice's next task. Each task's /tmp and /var/tmp are its
+    sandbox's `tmp` and `var-tmp` bound there in its own mount namespace: mallory finds
+    nothing, alice's next task finds nothing planted, and the slave's own /tmp and
+    /var/tmp hold none of it."""
+    tag = f"drfmesos-test-{os.getpid()}"
+    host = [Path(f"/tmp/{tag}"), Path(f"/var/tmp/{tag}"), Path(f"/tmp/{tag}-planted")]
+    try:
+        async with shared_slave(base_in=OUTSIDE_TMP) as s:
+            await s.master.run(
+                "alice", ALICE, "a1",
+                f"for d in /tmp /var/tmp; do echo {SECRET} > $d/{tag}; chmod 644 $d/{tag}; "
+                "done; echo ready; exec sleep 300",
+            )  # fmt: skip
+            await s.master.reaches(ALICE, "a1", TaskState.RUNNING)
+            await eventually(lambda: "ready" in said(s, ALICE, "a1"))
+            await s.master.run(
+                "mallory", MALLORY, "m1",
+                f"ls -A /tmp /var/tmp; cat /tmp/{tag} /var/tmp/{tag} /tmp/*/{tag}; "
+                f"for d in /tmp /var/tmp; do echo evil > $d/{tag}-planted; "
+                f"chmod 666 $d/{tag}-planted; done; true",
+            )  # fmt: skip
+            await s.master.ends(MALLORY, "m1")
+            sandbox = s.sandbox(MALLORY, "m1")
+            seen = (sandbox / "stdout").read_text() + (sandbox / "stderr").read_text()
+            assert SECRET not in seen
+            assert tag not in (sandbox / "stdout").read_text()  # (its listing: empty)
+            assert (sandbox / "tmp" / f"{tag}-planted").read_text() == "evil\n"
+            await s.master.run(
+                "alice", ALICE, "a2", f"cat /tmp/{tag}-planted /var/tmp/{tag}-planted; true"
+            )
+            await s.master.ends(ALICE, "a2")
+            assert "evil" not in s.output(ALICE, "a2")
+            alices = s.sandbox(ALICE, "a1")
+            assert (alices / "tmp" / tag).read_text() == f"{SECRET}\n"
+            assert (alices / "var-tmp" / tag).read_text() == f"{SECRET}\n"
+            assert os.stat(alices / "tmp").st_uid == os.stat(alices).st_uid == task_uid(s, "alice")
+            assert not any(path.exists() for path in host)  # the slave's are untouched
+    finally:
+        for path in host:
+            path.unlink(missing_ok=True)
+
+
+async def test_a_symlink_left_for_tmp_in_a_sandbox_is_never_bound() -> None:
+    """mallory's task swaps its sandbox's `tmp` for a symlink to a directory it may not
+    reach by path; a later task of the same id (its sandbox again) would have root bind
+    that directory over its /tmp, reaching it past its parents' modes. The slave refuses
+    the launch instead: TASK_FAILED, saying why."""
+    async with shared_slave(base_in=OUTSIDE_TMP) as s:
+        hidden = s.work.parent / "hidden"
+        (hidden / "inner").mkdir(parents=True)
+        os.chmod(hidden, 0o700)  # root's: nobody passes
+        os.chmod(hidden / "inner", 0o777)  # open, but only to who reaches it
+        command = f"rmdir tmp && ln -s {hidden / 'inner'} tmp; true"
+        await s.master.run("mallory", MALLORY, "m1", command)
+        await s.master.ends(MALLORY, "m1")
+        assert (s.sandbox(MALLORY, "m1") / "tmp").is_symlink()
+        s.master.statuses.clear()  # (the first run's end)
+        await s.master.run("mallory", MALLORY, "m1", "echo in > /tmp/x; true")
+        ended = await s.master.ends(MALLORY, "m1")
+        assert ended.state == TaskState.FAILED
+        assert "tmp is not a directory of the task's user" in ended.message
+        assert os.listdir(hidden / "inner") == []
