@@ -68,17 +68,25 @@ EXECUTOR = 'exec "$@" </dev/null\n'
 # every tenant's), 64 MiB as Docker gives a container, in memory charged to its cgroup;
 # and a /tmp and /var/tmp of its own, its sandbox's `tmp` and `var-tmp` bound there (as
 # Mesos's filesystem/linux isolator and systemd's PrivateTmp do), so that no tenant reads
-# or plants a file in another's /tmp or the slave's. The mounts stay in the task's mount
-# namespace (unshare makes mounts private): the slave's /tmp is untouched. (Not where the
-# slave's work dir is under /tmp or /var/tmp: the task's sandbox would be hidden from it
-# by its own /tmp; `probe` says so.) It runs in the
-# sandbox, which the slave keeps root's until then (sandbox.hold_for_private_tmp): no
-# process of the task's user can swap `tmp` for a symlink between the slave's check and
-# the bind (root would bind what the user may not reach by path); it hands the sandbox
-# to its user ($DRFMESOS_SANDBOX_OWNER, uid:gid) once bound.
+# or plants a file in another's /tmp or the slave's (nor in /run/lock, below). The mounts
+# stay in the task's mount namespace (unshare makes mounts private): the slave's /tmp is
+# untouched. They are locked to the task: a user namespace it makes cannot unmount them
+# to see the host's beneath (the kernel locks the mounts a less privileged namespace
+# inherits). Not where the slave's work dir is under /tmp or /var/tmp: the task's own
+# /tmp would hide its sandbox from it (`probe` says so). It runs in the sandbox, which
+# the slave keeps root's until then (sandbox.hold_for_private_tmp): no process of the
+# task's user can swap `tmp` for a symlink between the slave's check and the bind (root
+# would bind what the user may not reach by path); it hands the sandbox to its user
+# ($DRFMESOS_SANDBOX_OWNER, uid:gid) once bound.
 PRIVATE_SHM = "mount -n -t tmpfs -o nosuid,nodev,noexec,mode=1777,size=64m drfmesos-shm /dev/shm"
+# /run/lock too, the host's other directory every user may write (1777): a tmpfs of its
+# own (lock files are small), where the host has one
+PRIVATE_LOCK = (
+    "{ [ ! -d /run/lock ] || "
+    "mount -n -t tmpfs -o nosuid,nodev,noexec,mode=1777,size=1m drfmesos-lock /run/lock; }"
+)
 PRIVATE_MOUNTS = (
-    PRIVATE_SHM + " && mount -n --bind -o nosuid,nodev tmp /tmp"
+    PRIVATE_SHM + " && " + PRIVATE_LOCK + " && mount -n --bind -o nosuid,nodev tmp /tmp"
     " && mount -n --bind -o nosuid,nodev var-tmp /var/tmp"
     ' && { [ -z "$DRFMESOS_SANDBOX_OWNER" ] || chown -- "$DRFMESOS_SANDBOX_OWNER" .; }'
     ' && unset DRFMESOS_SANDBOX_OWNER && exec "$@"'
