@@ -38,6 +38,7 @@ import asyncio
 import contextlib
 import math
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -95,7 +96,10 @@ async def cluster(isolation: str, *slave_args: str, resources: str) -> AsyncIter
     name, url = f"iso{os.getpid()}", broker.url
     env = {**os.environ, "PYTHONPATH": os.getcwd()}
     common = ["--broker", url.url, "--cluster", name, "--log-level", "warning"]
-    work = Path(tempfile.mkdtemp(prefix="drfmesos-iso-"))
+    # (not under /tmp, as an operator's: there a task's own /tmp would hide its sandbox, and
+    # the slave gives tasks none, so the run would not pay for theirs)
+    outside_tmp = "/var/lib" if os.geteuid() == 0 else None
+    work = Path(tempfile.mkdtemp(prefix="drfmesos-iso-", dir=outside_tmp))
     procs = [
         await asyncio.create_subprocess_exec(
             sys.executable, "-m", "cluster", "master", *common, "--allocation-interval", "0.2",
@@ -123,6 +127,7 @@ async def cluster(isolation: str, *slave_args: str, resources: str) -> AsyncIter
             await leftover.recover(set())
             await leftover.close()
             LEFT.extend(await asyncio.to_thread(cgroups_of, slave_id))
+        await asyncio.to_thread(shutil.rmtree, work, True)  # (its sandboxes, outside /tmp)
 
 
 CGROUPS = Path("/sys/fs/cgroup")
