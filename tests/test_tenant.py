@@ -417,7 +417,7 @@ async def test_no_single_message_stalls_the_master_past_100_ms(
     """mallory's own process sends the biggest messages the caps let through, and more,
     while /health is asked every 10 ms: no step of the master's loop takes 100 ms."""
     sec, master = simulated, simulated.master
-    master.throttle.limits = RateLimits.defaults(None, None)  # all reach the handlers
+    master.queues.limits = RateLimits.defaults(None, None)  # all reach the handlers
     api = HttpApi(master.views, HttpConfig(port=0, credentials=sec.store.path, open_metrics=True))
     url = await api.start()
     try:
@@ -477,7 +477,7 @@ async def test_a_tenant_cannot_inflate_the_masters_log(simulated: Secure) -> Non
     """20 Errors of 1 MB, 2,000 refused calls and 60 over-long HTTP request lines make a
     few kilobytes of log: free text cut, refusals sampled with counts, no traceback."""
     sec, master = simulated, simulated.master
-    master.throttle.limits = RateLimits.defaults(None, None)  # all reach the handlers
+    master.queues.limits = RateLimits.defaults(None, None)  # all reach the handlers
     api = HttpApi(master.views, HttpConfig(port=0, credentials=sec.store.path))
     url = URL(await api.start())
     with log_written() as written:
