@@ -27,7 +27,7 @@ from master.authz import Caller, RoleACL
 from master.books import Books
 from master.counters import MessageCounts
 from master.intake.costs import READ_WHEN_FULL, call_cost, reconcile_cost
-from master.intake.queues import PrincipalQueues
+from master.intake.queues import PrincipalQueues, Work
 from master.intake.refusals import RateLimitRefusals
 from master.outbox import Outbox
 from protocol.transport.base import Transport
@@ -55,6 +55,12 @@ INTAKE_WEIGHTS = {"slave": 8.0, "master": 8.0}  # others 1
 Route = Callable[[Any, Caller], Awaitable[None]]
 """A call's handler."""
 Routes = dict[str, dict[type[Wire], Route]]
+
+
+def queue_key(kind: str, principal: str) -> str:
+    """A principal's queue: one per kind and name (a framework and an operator of one
+    name queue apart, and are held to one limit)."""
+    return f"{kind}/{principal}"
 
 
 def rate_limited(kind: str) -> bool:
@@ -113,14 +119,7 @@ class CallIntake:
             self._sender, self._over, self._asked = sender, over, None
             await self._take(topic, payload)
 
-        principal = sender.principal if limited else None
-        self.queues.put(
-            self._queue_key(sender.kind, sender.principal),
-            INTAKE_WEIGHTS.get(sender.kind, 1.0),
-            principal,
-            calls,
-            serve,
-        )
+        self._put(sender.kind, sender.principal, calls, serve)
 
     def arrive_gone(self, kind: str, principal: str, topic: str, payload: bytes) -> None:
         """A party's Last Will (published by the broker under its name): in its queue,
@@ -129,9 +128,7 @@ class CallIntake:
         async def serve() -> None:
             await self._gone(topic, payload)
 
-        self.queues.put(
-            self._queue_key(kind, principal), INTAKE_WEIGHTS.get(kind, 1.0), None, 1, serve
-        )
+        self._put(kind, principal, 1, serve, limited=False)  # (not a call: not counted)
 
     async def call(self, message: Wire, caller: Caller) -> None:
         """A call that came another way than the bus (the Mesos HTTP API, master.mesos_api),
@@ -155,19 +152,18 @@ class CallIntake:
                 if not served.done():
                     served.set_result(None)
 
-        principal = caller.principal if limited else None
-        self.queues.put(
-            self._queue_key(caller.kind, caller.principal),
-            INTAKE_WEIGHTS.get(caller.kind, 1.0),
-            principal,
-            1,
-            serve,
-        )
+        self._put(caller.kind, caller.principal, 1, serve)
         await served
 
-    @staticmethod
-    def _queue_key(kind: str, principal: str) -> str:
-        return f"{kind}/{principal}"
+    def _put(
+        self, kind: str, principal: str, calls: int, serve: Work, limited: bool = True
+    ) -> None:
+        """Into the principal's queue, served at its kind's weight; its calls counted
+        against its rate limit if its kind's are limited."""
+        held = principal if limited and rate_limited(kind) else None
+        self.queues.put(
+            queue_key(kind, principal), INTAKE_WEIGHTS.get(kind, 1.0), held, calls, serve
+        )
 
     # -- a payload's turn: the transport's dispatch -------------------------------------
 
@@ -217,7 +213,7 @@ class CallIntake:
             await self._handle(route, message, caller)
 
         await self.queues.charge(
-            self._queue_key(caller.kind, caller.principal), caller.principal, cost, handle
+            queue_key(caller.kind, caller.principal), caller.principal, cost, handle
         )
 
     async def _handle(self, route: Route, message: Wire, caller: Caller) -> None:
