@@ -29,6 +29,7 @@ from frameworks import (
     TaskStatus,
     build_task,
 )
+from master.authz import Caller
 from master.cli import rate_limits
 from master.http.api import HttpApi
 from master.http.config import HttpConfig
@@ -396,6 +397,28 @@ async def test_what_a_principal_has_waiting_counts_once_against_its_capacity(
             await master.intake.arrive(topic, revive)
         assert waiting() == capacity
         assert counts["flooder"].refused == capacity - 1
+
+
+async def test_a_call_by_the_http_door_is_admitted_against_the_same_backlog_as_the_bus(
+    tmp_path: Path,
+) -> None:
+    """A principal's calls by Mesos's HTTP API and by the bus wait in one queue and count
+    against one capacity: a call by the HTTP door finds the bus's backlog, and past the
+    capacity it is refused (another principal's is not)."""
+    capacity = 5
+    config = MasterConfig(allocation_interval=0.1, rate_limits=limits(0.01, capacity))
+    async with in_process_cluster(CLUSTER, tmp_path, config, slaves=0) as cluster:
+        master, queues = cluster.master, cluster.master.queues
+        topic = cluster.topics.inbound("framework", "flooder")
+        for _ in range(capacity):  # waiting, unread
+            await master.intake.arrive(topic, encode(Revive(framework_id="fw-nope")))
+        assert queues.waiting("flooder") == capacity
+        await master.intake.call(
+            Revive(framework_id="fw-nope"), Caller("framework", "flooder", None)
+        )
+        assert queues.counts["flooder"].refused == 1
+        await master.intake.call(Revive(framework_id="fw-nope"), Caller("framework", "other", None))
+        assert "other" not in queues.counts or not queues.counts["other"].refused
 
 
 @given(st.lists(st.tuples(st.floats(0, 2), st.integers(1, 300)), min_size=1, max_size=60))
