@@ -234,6 +234,27 @@ class Slave:
         )
 
 
+DRAINING, DRAINED = "DRAINING", "DRAINED"  # Mesos's DrainState
+
+
+@dataclass(slots=True)
+class Maintenance:
+    """An operator took a slave out of the offers (Mesos's deactivated agent), and may be
+    draining it: `drain` is DRAINING until its tasks have ended and their frameworks
+    acknowledged that, then DRAINED (None: only deactivated, its tasks left running)."""
+
+    drain: str | None = None
+    max_grace_period: float | None = None  # seconds: a draining task's grace at most
+    mark_gone: bool = False  # once DRAINED, marked gone
+    # tasks a kill was sent for since the drain began or its slave came back (not kept)
+    killed: set[tuple[str, str]] = field(default_factory=set)
+
+    @property
+    def status(self) -> str:
+        """What the state, the web UI and the metrics say: draining, drained, deactivated."""
+        return (self.drain or "DEACTIVATED").lower()
+
+
 @dataclass(slots=True)
 class OfferRecord:
     offer_id: str
@@ -275,6 +296,8 @@ class Books:
     removed_slaves: set[str] = field(default_factory=set)
     # slaves an operator marked gone: they may not come back
     gone_slaves: set[str] = field(default_factory=set)
+    # slaves an operator deactivated or is draining (registered or not): offered to no one
+    maintenance: dict[str, Maintenance] = field(default_factory=dict)
     # tasks a re-registering slave says ended, their last update still on its way
     ending: dict[tuple[str, str], str] = field(default_factory=dict)  # -> slave id
     # the last frameworks removed, with their tasks, for the API and the web UI (Mesos's

@@ -48,7 +48,10 @@ from protocol.wire.health import (
     TCPCheck,
 )
 from protocol.wire.operator import (
+    DeactivateSlave,
+    DrainSlave,
     MarkSlaveGone,
+    ReactivateSlave,
     SetQuota,
     SetWeights,
     WatchEvents,
@@ -195,7 +198,9 @@ __all__ = [
     "CommandCheck",
     "CommandInfo",
     "ContainerInfo",
+    "DeactivateSlave",
     "Decline",
+    "DrainSlave",
     "EndingTask",
     "Error",
     "ExecutorExited",
@@ -227,6 +232,7 @@ __all__ = [
     "PreemptedTask",
     "Preempting",
     "PreemptionView",
+    "ReactivateSlave",
     "ReadFile",
     "ReadTaskFile",
     "Reason",
