@@ -218,8 +218,14 @@ class Slave:
     offers: set[str] = field(default_factory=set)
     used: Resources | None = None  # what its tasks used at its last usage report
 
-    def view(self, free: Resources, last_heartbeat: float | None = None) -> SlaveView:
-        """`last_heartbeat`: `last_seen` on the wall clock (the books keep the loop's)."""
+    def view(
+        self,
+        free: Resources,
+        last_heartbeat: float | None = None,
+        maintenance: Maintenance | None = None,
+    ) -> SlaveView:
+        """`last_heartbeat`: `last_seen` on the wall clock (the books keep the loop's);
+        `maintenance`: if an operator took it out of the offers."""
         return SlaveView(
             slave_id=self.slave_id,
             principal=self.principal,
@@ -231,6 +237,7 @@ class Slave:
             last_heartbeat=last_heartbeat,
             attributes=self.attributes,
             used=self.used if self.tasks else None,
+            maintenance=maintenance.status if maintenance is not None else None,
         )
 
 
