@@ -194,13 +194,15 @@ async def test_a_framework_principal_may_not_drain_deactivate_or_reactivate(
     fw = await cluster.framework("A")
     await cluster.slave("s1", Resources(cpus=4, mem=4 * GB))
     await fw.next_offer()
-    for call in (
+    calls: list[Wire] = [
         DrainSlave(slave_id="s1"),
         DeactivateSlave(slave_id="s1"),
         ReactivateSlave(slave_id="s1"),
-    ):
+    ]
+    for call in calls:
         await fw.bus.publish(fw.to_master, call)
-        error = await fw.inbox.wait_for(Error, lambda e, t=call.TYPE: e.about == t)
+        about = call.TYPE
+        error = await fw.inbox.wait_for(Error, lambda e: e.about == about)  # noqa: B023
         assert error.code == "forbidden"
     assert not master.books.maintenance
     assert master.allocator.slaves["s1"].active
