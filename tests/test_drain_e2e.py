@@ -153,6 +153,10 @@ async def test_a_slave_drained_across_a_master_failover(live: Live) -> None:
         assert killed.reason == Reason.SLAVE_DRAINING
         assert 4.0 <= killed.timestamp - sent < 15.0  # its grace, the failover's none more
         await live.state(lambda s: slave_state(s, drained) == "drained", timeout=30)
+        code, said = await live.drfmesos("state")
+        assert code == 0, said
+        # (its row in the slaves' table says so)
+        assert any(drained in row and "drained" in row for row in said.splitlines()), said
         # no offer of the drained slave since the drain, from either master
         assert not [o for o in rec.offers[offers_then:] if o.slave_id == drained]
         web = (await live.state(lambda s: bool(s.web_ui))).web_ui
