@@ -178,8 +178,9 @@ class Drains:
                 continue
             out.killed.add(key)
             fw = self.books.frameworks.get(key[0])
-            if fw is None:
-                continue
+            task = fw.tasks.get(key[1]) if fw is not None else None
+            if fw is None or task is None or task.terminal:
+                continue  # (ended on its slave: its last update is on its way)
             self.outbox.send_slave(
                 slave.slave_id,
                 KillTask(
