@@ -95,7 +95,10 @@ async def cluster(isolation: str, *slave_args: str, resources: str) -> AsyncIter
     name, url = f"iso{os.getpid()}", broker.url
     env = {**os.environ, "PYTHONPATH": os.getcwd()}
     common = ["--broker", url.url, "--cluster", name, "--log-level", "warning"]
-    work = Path(tempfile.mkdtemp(prefix="drfmesos-iso-"))
+    # (not under /tmp, as an operator's: there a task's own /tmp would hide its sandbox, and
+    # the slave gives tasks none, so the run would not pay for theirs)
+    outside_tmp = "/var/lib" if os.geteuid() == 0 else None
+    work = Path(tempfile.mkdtemp(prefix="drfmesos-iso-", dir=outside_tmp))
     procs = [
         await asyncio.create_subprocess_exec(
             sys.executable, "-m", "cluster", "master", *common, "--allocation-interval", "0.2",
