@@ -380,7 +380,7 @@ async def test_a_flood_from_one_principal_does_not_delay_anothers_offers(
     master = secure.master
     # (under its sending rate on any machine: a loaded one sent the 20,000 at under 500 a
     # second, and nothing was throttled)
-    master.throttle.limits = RateLimits.defaults(100.0, 100)
+    master.queues.limits = RateLimits.defaults(100.0, 100)
     interval = master.config.allocation_interval
     got: list[float] = []
     fid = secure.alice.framework_id or ""
@@ -402,7 +402,7 @@ async def test_a_flood_from_one_principal_does_not_delay_anothers_offers(
     gc.freeze()
     try:
         out, _ = await flood.communicate()
-        mallorys = master.throttle.counts
+        mallorys = master.queues.counts
         await eventually(
             lambda: mallorys["mallory"].handled + mallorys["mallory"].refused >= 20_000
         )
@@ -440,7 +440,7 @@ async def test_100k_random_and_mutated_calls_leave_the_master_up_and_its_books_b
     random fields, the same with bytes flipped, cut short, or fields swapped. What is
     tested is the master's handling of them, so in process, on the memory transport (with
     the store's ACL); the real brokers' part is test_a_flood_from_one_principal_..."""
-    secure.master.throttle.limits = RateLimits.defaults(None, None)  # all reach the handlers
+    secure.master.queues.limits = RateLimits.defaults(None, None)  # all reach the handlers
     rng = random.Random(11)
     samples = draw(ANY_MESSAGE, 300)
     fid = secure.alice.framework_id or ""
