@@ -217,6 +217,7 @@ class Slave:
     connected: bool = True  # False from its Last Will until it is back (or removed)
     offers: set[str] = field(default_factory=set)
     used: Resources | None = None  # what its tasks used at its last usage report
+    isolation_warning: str = ""  # what it says it does not enforce between tenants
 
     def view(
         self,
@@ -238,6 +239,7 @@ class Slave:
             attributes=self.attributes,
             used=self.used if self.tasks else None,
             maintenance=maintenance.status if maintenance is not None else None,
+            isolation_warning=self.isolation_warning,
         )
 
 

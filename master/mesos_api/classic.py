@@ -21,6 +21,7 @@ from master.books import Framework, Orphan, Slave, Task
 from master.mesos_api.operator_state import (
     agent_pid,
     get_quota,
+    isolation_warning,
     maintenance_json,
     offered,
     roles_held,
@@ -141,6 +142,7 @@ def slave_v0(m: MasterSide, slave: Slave) -> JSON:
         "attributes": dict(slave.attributes),
         **maintenance_json(m, slave),
         "version": MESOS_VERSION,
+        **isolation_warning(slave),
     }
 
 

@@ -55,6 +55,7 @@ from protocol.wire.operator import (
     SetQuota,
     SetWeights,
     WatchEvents,
+    Watching,
 )
 from protocol.wire.slave import (
     MAX_HEARTBEATS,
@@ -276,6 +277,7 @@ __all__ = [
     "Updates",
     "UsageReport",
     "WatchEvents",
+    "Watching",
     "Why",
     "Wire",
     "new_id",

@@ -76,6 +76,8 @@ class SlaveView(Wire):
     used: Resources | None = None  # what its tasks used at its last usage report
     # an operator took it out of the offers: "deactivated", "draining" or "drained"
     maintenance: str | None = None
+    # what it does not enforce between tenants (protocol.wire.slave.IsolationWarning)
+    isolation_warning: str = ""
 
 
 class TaskView(Wire):
@@ -155,3 +157,7 @@ class ClusterEvent(Wire):
     resources: Resources = Field(default_factory=Resources)
     state: TaskState | None = None
     detail: str = ""
+    # the master's count of the events it emitted, from 1 (0: a change told to its own
+    # listeners only): a follower that sees numbers skipped knows it missed events (the
+    # broker dropped what it held for it past its bounds, or its lease lapsed)
+    seq: int = Field(default=0, ge=0)
