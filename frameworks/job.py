@@ -23,6 +23,7 @@ from protocol.transport.aio import first_of
 from protocol.wire.messages import (
     CommandInfo,
     ContainerInfo,
+    HealthCheck,
     Offer,
     TaskFileData,
     TaskInfo,
@@ -61,6 +62,7 @@ class JobSpec:
     instances: int = 1
     env: dict[str, str] = field(default_factory=dict)
     image: str | None = None
+    health_check: HealthCheck | None = None  # each instance's (its slave runs it)
 
     def task_id(self, instance: int) -> str:
         return f"{self.name}-{instance}"
@@ -80,6 +82,7 @@ class JobSpec:
             resources=self.resources,
             command=CommandInfo(value=self.command, environment=env),
             container=ContainerInfo(image=self.image) if self.image is not None else None,
+            health_check=self.health_check,
         )
 
 
@@ -153,6 +156,11 @@ class JobScheduler(Scheduler):
         if before is None or before.state.terminal:
             return  # not ours, or its end was heard already
         self.statuses[status.task_id] = status
+        if status.healthy is not None and status.healthy != before.healthy:
+            said = "healthy" if status.healthy else "unhealthy"
+            self.echo(
+                f"{status.task_id} {said}" + (f": {status.message}" if status.message else "")
+            )
         if status.state in HAD_A_PROCESS:
             self.ran.add(status.task_id)
         if status.state.terminal:

@@ -219,8 +219,14 @@ class Slave:
     used: Resources | None = None  # what its tasks used at its last usage report
     isolation_warning: str = ""  # what it says it does not enforce between tenants
 
-    def view(self, free: Resources, last_heartbeat: float | None = None) -> SlaveView:
-        """`last_heartbeat`: `last_seen` on the wall clock (the books keep the loop's)."""
+    def view(
+        self,
+        free: Resources,
+        last_heartbeat: float | None = None,
+        maintenance: Maintenance | None = None,
+    ) -> SlaveView:
+        """`last_heartbeat`: `last_seen` on the wall clock (the books keep the loop's);
+        `maintenance`: if an operator took it out of the offers."""
         return SlaveView(
             slave_id=self.slave_id,
             principal=self.principal,
@@ -232,8 +238,30 @@ class Slave:
             last_heartbeat=last_heartbeat,
             attributes=self.attributes,
             used=self.used if self.tasks else None,
+            maintenance=maintenance.status if maintenance is not None else None,
             isolation_warning=self.isolation_warning,
         )
+
+
+DRAINING, DRAINED = "DRAINING", "DRAINED"  # Mesos's DrainState
+
+
+@dataclass(slots=True)
+class Maintenance:
+    """An operator took a slave out of the offers (Mesos's deactivated agent), and may be
+    draining it: `drain` is DRAINING until its tasks have ended and their frameworks
+    acknowledged that, then DRAINED (None: only deactivated, its tasks left running)."""
+
+    drain: str | None = None
+    max_grace_period: float | None = None  # seconds: a draining task's grace at most
+    mark_gone: bool = False  # once DRAINED, marked gone
+    # tasks a kill was sent for since the drain began or its slave came back (not kept)
+    killed: set[tuple[str, str]] = field(default_factory=set)
+
+    @property
+    def status(self) -> str:
+        """What the state, the web UI and the metrics say: draining, drained, deactivated."""
+        return (self.drain or "DEACTIVATED").lower()
 
 
 @dataclass(slots=True)
@@ -277,6 +305,8 @@ class Books:
     removed_slaves: set[str] = field(default_factory=set)
     # slaves an operator marked gone: they may not come back
     gone_slaves: set[str] = field(default_factory=set)
+    # slaves an operator deactivated or is draining (registered or not): offered to no one
+    maintenance: dict[str, Maintenance] = field(default_factory=dict)
     # tasks a re-registering slave says ended, their last update still on its way
     ending: dict[tuple[str, str], str] = field(default_factory=dict)  # -> slave id
     # the last frameworks removed, with their tasks, for the API and the web UI (Mesos's

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 from master.allocation.allocator import Allocator, AllocatorError
 from master.authz import Caller, RoleACL
 from master.books import Books
+from master.calls.drains import Drains
 from master.calls.files import FileRequests
 from master.calls.framework_calls import FrameworkCalls
 from master.calls.operator_calls import OperatorCalls
@@ -70,7 +71,9 @@ from protocol.wire.codec import DecodeError, decode_many
 from protocol.wire.messages import (
     Accept,
     Acknowledge,
+    DeactivateSlave,
     Decline,
+    DrainSlave,
     Error,
     ExecutorExited,
     FileData,
@@ -82,6 +85,7 @@ from protocol.wire.messages import (
     Leader,
     MarkSlaveGone,
     Message,
+    ReactivateSlave,
     ReadTaskFile,
     Reconcile,
     Register,
@@ -268,9 +272,22 @@ class Master:
             churn=self.churn,
             messages=self.messages,
             info=self.info,
+            listeners=self.listeners,
             request_round=request_round,
             log=log,
         )
+        # slaves taken out of the offers and drained for maintenance
+        self.drains = Drains(
+            books,
+            allocator,
+            self.offers,
+            outbox,
+            recorder,
+            self.removals,
+            request_round=request_round,
+            log=log,
+        )
+        self.listeners.slave_admitted.append(self.drains.slave_admitted)
         self.operator = OperatorCalls(  # quota and weights at run time
             allocator, recorder, outbox, roles, config.roles, request_round=request_round, log=log
         )
@@ -363,6 +380,9 @@ class Master:
                 Teardown: f.on_teardown,
                 SetQuota: o.on_set_quota,
                 MarkSlaveGone: self.partitions.on_mark_slave_gone,
+                DrainSlave: self.drains.on_drain_slave,
+                DeactivateSlave: self.drains.on_deactivate_slave,
+                ReactivateSlave: self.drains.on_reactivate_slave,
                 SetWeights: o.on_set_weights,
                 WatchEvents: o.on_watch_events,
                 AskWhy: self.why_calls.on_ask_why,
@@ -508,6 +528,7 @@ class Master:
                 self.recovery.expire_recovering(now)
                 self.updates.resend_due(now)
                 self.preemptor.preemption_tick(now)
+                self.drains.check()
                 if now >= next_heartbeat:
                     next_heartbeat = now + self.config.heartbeat_interval
                     for fw in self.books.frameworks.values():

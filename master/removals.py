@@ -168,6 +168,8 @@ class Removals:
         if gone:
             self.books.removed_slaves.discard(slave_id)
             self.books.gone_slaves.add(slave_id)
+            if self.books.maintenance.pop(slave_id, None) is not None:  # (as Mesos forgets
+                self.recorder.forget_maintenance(slave_id)  # a gone agent's drain)
         else:
             self.books.removed_slaves.add(slave_id)
         self.books.ending = {k: s for k, s in self.books.ending.items() if s != slave_id}

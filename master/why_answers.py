@@ -148,4 +148,9 @@ class WhyAnswers:
             calls_refused=lately,
             qps=limit.qps,
             capacity=limit.capacity,
+            maintenance={
+                slave_id: out.status
+                for slave_id, out in self.books.maintenance.items()
+                if slave_id in self.books.slaves
+            },
         )

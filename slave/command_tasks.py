@@ -21,7 +21,7 @@ from slave.images import command_runner, image_problem_here
 from slave.isolator import Isolator, container_name
 from slave.kills import Kills
 from slave.paths import executor_sandbox, run_dir_path, task_sandbox, task_sandbox_name
-from slave.runners import Limit, Run
+from slave.runners import CommandRunner, Limit, Run
 from slave.task_env import task_environment
 from slave.tenancy import Tenancy
 
@@ -73,10 +73,19 @@ class CommandTasks:
     ) -> dict[str, str]:
         """A task's (or executor's) whole environment (slave.task_env): `framework`'s
         variables, the operator's, and the slave's for it (`extra`: an executor's)."""
+        return self.env_of(msg.framework_id, framework, sandbox, extra)
+
+    def env_of(
+        self,
+        framework_id: str,
+        framework: dict[str, str],
+        sandbox: Path,
+        extra: dict[str, str] | None = None,
+    ) -> dict[str, str]:
         own = {
             "DRFMESOS_CLUSTER": self.config.cluster,
             "DRFMESOS_SLAVE_ID": self.slave_id,
-            "DRFMESOS_FRAMEWORK_ID": msg.framework_id,
+            "DRFMESOS_FRAMEWORK_ID": framework_id,
             **(extra or {}),
         }
         # Mesos executors' adapter runs in this Python: the slave's own, unless the
@@ -121,6 +130,25 @@ class CommandTasks:
         await self._checkpoint(record)
         if task.health_check is not None and runner.pid is not None:
             self._check_health(record, TaskProcess(runner, sandbox, env, run, container))
+
+    async def resume_health(self, record: TaskRecord, sandbox: Path, run_dir: Path) -> None:
+        """A task this slave recovered after a restart is checked again, as it was before
+        (as its user, confined as it is, with its environment); its delay and grace
+        start anew, and its framework hears its first verdict again."""
+        runner, task = record.runner, record.info
+        if task.health_check is None or task.command is None or runner is None:
+            return
+        assert isinstance(runner, CommandRunner)
+        tenancy = self._tenancy()
+        try:
+            user = await tenancy.user_for(record.principal)
+        except Exception as e:  # (its user gone: the task runs on, unchecked, and says so)
+            ids = {"framework_id": record.framework_id, "task_id": task.task_id}
+            self._kills.log.warning("health.not_resumed", error=repr(e), **ids)
+            return
+        run = Run(sandbox, run_dir, user, tenancy.confinement)
+        env = self.env_of(record.framework_id, task.command.environment, sandbox)
+        self._check_health(record, TaskProcess(runner, sandbox, env, run, runner.container))
 
     def _check_health(self, record: TaskRecord, process: TaskProcess) -> None:
         """Check a task's health (slave.health_checks) until it ends or is killed: its

@@ -70,6 +70,7 @@ class TaskRecord:
     principal: str = ""  # its framework's, as the master named it in the launch
     healthy: bool | None = None  # its health check's last verdict (None: none yet)
     killing: bool = False  # its framework hears TASK_KILLING (RunTask.killing)
+    kill_gone: bool = False  # a drain marking its slave gone: it ends TASK_GONE_BY_OPERATOR
 
     def grace(self, config: SlaveConfig, policy: KillPolicy | None = None) -> float:
         """Its grace between SIGTERM and SIGKILL: the kill's policy, else its own, else
@@ -82,6 +83,7 @@ class TaskRecord:
 
 WHY_THE_MASTER_KILLS = {
     Reason.TASK_PREEMPTED: "preempted, to give a framework below its fair share room",
+    Reason.SLAVE_DRAINING: "its slave is draining for maintenance",
 }
 
 

@@ -325,10 +325,13 @@ class ExecutorSide:
         for task_id in list(executor.tasks):
             record = self.tasks.get((executor.framework_id, task_id))
             if record is not None and not record.state.terminal:
+                # a task the master killed ends KILLED (with the kill's reason), however
+                # its executor went; another FAILED
+                killed = record.kill_reason is not None and not limited
                 await self._report(
                     executor.framework_id,
                     record.info,
-                    TaskState.FAILED,
+                    TaskState.KILLED if killed else TaskState.FAILED,
                     Reason.MEMORY_LIMIT if limited else Reason.EXECUTOR_TERMINATED,
                     limited
                     or f"executor {executor.executor_id} exited with status {code}"

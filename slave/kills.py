@@ -5,6 +5,7 @@ minute), and a teardown's kills run side by side rather than one grace after ano
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from protocol.transport.aio import cancel_and_wait
@@ -26,6 +27,25 @@ class Kills:
             return  # (a custom executor's task: its executor kills it)
         ids = {"framework_id": record.framework_id, "task_id": record.info.task_id}
         task = asyncio.create_task(record.runner.kill(grace, limit), name=f"kill-{ids}")
+        self._running.add(task)
+        task.add_done_callback(lambda done: self._ended(done, ids))
+
+    def overdue(
+        self, record: TaskRecord, after: float, shutdown: Callable[[], Awaitable[None]]
+    ) -> None:
+        """The master killed a custom executor's task: if it has not ended `after` seconds
+        from now (its executor ignored the kill), the executor is shut down, its tasks
+        with it. A tenant keeps nothing on a draining slave, nor a preempted task's room,
+        by not answering."""
+        ids = {"framework_id": record.framework_id, "task_id": record.info.task_id}
+
+        async def watch() -> None:
+            await asyncio.sleep(after)
+            if not record.state.terminal:
+                self.log.warning("kill.ignored", executor_key=record.executor_key, **ids)
+                await shutdown()
+
+        task = asyncio.create_task(watch(), name=f"kill-overdue-{ids}")
         self._running.add(task)
         task.add_done_callback(lambda done: self._ended(done, ids))
 

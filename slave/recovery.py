@@ -29,6 +29,7 @@ from protocol.wire.messages import (
     TaskStatus,
     new_id,
 )
+from slave.command_tasks import CommandTasks
 from slave.config import SlaveConfig, TaskRecord, journal_executor_id
 from slave.images import command_runner
 from slave.isolator import Isolator, legacy_container_name
@@ -48,6 +49,7 @@ class Slave(Protocol):
     isolator: Isolator
     podman: str | None
     shut_down_frameworks: set[str]
+    commands: CommandTasks  # (a recovered task's health check starts again there)
 
     def _reporter(self, record: TaskRecord) -> Any: ...
 
@@ -113,6 +115,8 @@ async def recover_task(slave: Slave, raw: Any, containers: set[str]) -> None:
         cmd.exit_file = exit_file
         record.runner = cmd
         cmd.recover_in_background(runner["pid"], runner.get("started_at"))
+        if record.state == TaskState.RUNNING:  # its health check, again
+            await slave.commands.resume_health(record, sandbox, exit_file.parent)
     else:  # an executor's task: its executor died with the slave
         await slave._report(
             record.framework_id,

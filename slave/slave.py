@@ -35,6 +35,7 @@ from protocol.wire.messages import (
     Error,
     FrameworkMessage,
     Heartbeat,
+    KillPolicy,
     KillTask,
     Leader,
     ReadFile,
@@ -513,6 +514,8 @@ class Slave:
             record.state = state
             if state == TaskState.KILLED and record.kill_reason is not None:
                 reason, message = record.kill_reason, killed_by_master(record.kill_reason, message)
+                if record.kill_gone:  # (as a Mesos agent that drains to be marked gone)
+                    state = TaskState.GONE_BY_OPERATOR
         if framework_id in self.shut_down_frameworks:
             self._forget(key)
             return
@@ -573,17 +576,28 @@ class Slave:
             )
             return
         grace = record.grace(self.config, msg.kill_policy)
+        if msg.grace_cap is not None:  # a drain's bound over the task's own policy
+            grace = min(grace, msg.grace_cap)
         self.log.info("kill", reason=msg.reason, grace=grace, **ids)
         self.health.stop(key)  # (no health updates once a kill begins)
         record.kill_reason = msg.reason or record.kill_reason
+        record.kill_gone = msg.gone or record.kill_gone
         if record.runner is not None:
             killing = msg.killing or record.killing
             if killing and record.state not in (TaskState.KILLING, *TERMINAL_STATES):
                 why = f"killing: SIGTERM, then SIGKILL after {grace:g} s"
-                await self._report(msg.framework_id, record.info, TaskState.KILLING, None, why)
+                await self._report(
+                    msg.framework_id, record.info, TaskState.KILLING, msg.reason, why
+                )
             self.kills.start(record, grace)
         elif record.executor_key in self.executors:
-            self.executors[record.executor_key].send(msg)
+            executor = self.executors[record.executor_key]
+            executor.send(msg.model_copy(update={"kill_policy": KillPolicy(grace_period=grace)}))
+            if msg.reason is not None:  # the master's kill: an executor may not ignore it
+                grace_then = grace + self.config.kill_grace
+                self.kills.overdue(
+                    record, grace_then, lambda: executor.shutdown(self.config.kill_grace)
+                )
 
     async def _on_shutdown_framework(self, msg: ShutdownFramework, reply_to: str | None) -> None:
         """The framework is gone: kill its tasks and executors, and owe it nothing more."""

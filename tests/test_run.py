@@ -83,6 +83,42 @@ async def test_it_prints_the_commands_output_and_exits_with_its_code(
     assert "run-0 TASK_FAILED: exited with code 3" in err.decode()
 
 
+HEALTH = ["--health-delay", "0", "--health-interval", "1", "--health-grace", "0"]
+
+
+@pytest.mark.slow(15)
+async def test_it_says_when_its_health_check_changes_its_verdict(
+    mosquitto: MosquittoBroker, tmp_path: Path
+) -> None:
+    """A COMMAND check that passes while the command's `ready` file is there: unhealthy,
+    healthy, unhealthy again, each said as it changes; the command's own code at the end."""
+    async with live_cluster(mosquitto.url, CLUSTER, tmp_path, slaves=1):
+        code, _, err = await run_to_its_end(
+            mosquitto.url, "--cpus", "0.5", "--health-check", "cmd:test -f ready", *HEALTH,
+            "--health-failures", "100",
+            "--", "sh", "-c", "sleep 1.5; touch ready; sleep 4; rm ready; sleep 3.5",
+        )  # fmt: skip
+    words = [line.split() for line in err.decode().splitlines()]
+    said = [w[3].rstrip(":") for w in words if w[:3] == ["drfmesos", "run:", "run-0"]]
+    said = [verdict for verdict in said if verdict.endswith("healthy")]
+    assert code == 0, err.decode()
+    assert said[-2:] == ["healthy", "unhealthy"], err.decode()
+
+
+@pytest.mark.slow(15)
+async def test_a_run_whose_health_check_keeps_failing_is_killed(
+    mosquitto: MosquittoBroker, tmp_path: Path
+) -> None:
+    async with live_cluster(mosquitto.url, CLUSTER, tmp_path, slaves=1):
+        code, _, err = await run_to_its_end(
+            mosquitto.url, "--cpus", "0.5", "--health-check", "tcp:1", *HEALTH,
+            "--health-failures", "2", "--", "sleep", "60",
+        )  # fmt: skip
+    assert code == KILLED_EXIT, err.decode()
+    assert "run-0 unhealthy" in err.decode()
+    assert "run-0 TASK_KILLED" in err.decode()
+
+
 @pytest.mark.slow(10)
 async def test_instances_run_at_once_and_the_worst_code_wins(
     mosquitto: MosquittoBroker, tmp_path: Path

@@ -12,6 +12,7 @@ import click
 from frameworks.cli import default_role
 from frameworks.driver import SchedulerDriver
 from frameworks.errors import DriverError, SubscribeRefused
+from frameworks.health_spec import FORMS, HealthSpecError, parse_health_check
 from frameworks.job import (
     ERROR_EXIT,
     FAILED_EXIT,
@@ -33,6 +34,7 @@ from protocol.tooling.cli import (
     warn_if_insecure,
 )
 from protocol.wire.ids import id_problem, image_problem
+from protocol.wire.messages import HealthCheckType
 from protocol.wire.resources import Resources
 
 
@@ -101,6 +103,35 @@ def check_name(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
     callback=check_name,
     help="The framework's name; its tasks are NAME-0, NAME-1, ...",
 )
+@click.option(
+    "--health-check",
+    "health",
+    default=None,
+    metavar="CHECK",
+    help=f"Check each instance's health as its slave runs it: {FORMS} (e.g. "
+    "'http:8080/healthz', 'cmd:test -f ready'). Changes are said here; an instance "
+    "unhealthy --health-failures times in a row is killed.",
+)
+@click.option(
+    "--health-delay", type=click.FloatRange(0), default=15.0, show_default=True,
+    help="Seconds before the first check.",
+)  # fmt: skip
+@click.option(
+    "--health-interval", type=click.FloatRange(1), default=10.0, show_default=True,
+    help="Seconds between checks.",
+)  # fmt: skip
+@click.option(
+    "--health-timeout", type=click.FloatRange(0, min_open=True), default=20.0,
+    show_default=True, help="Seconds a check may take.",
+)  # fmt: skip
+@click.option(
+    "--health-grace", type=click.FloatRange(0), default=10.0, show_default=True,
+    help="Seconds from the start in which failures do not count.",
+)  # fmt: skip
+@click.option(
+    "--health-failures", type=click.IntRange(1, 1000), default=3, show_default=True,
+    help="Failures in a row that kill the instance.",
+)  # fmt: skip
 @log_level_default("warning")
 @click.argument("command", nargs=-1, required=True)
 def run(
@@ -113,6 +144,12 @@ def run(
     env: dict[str, str],
     image: str | None,
     name: str,
+    health: str | None,
+    health_delay: float,
+    health_interval: float,
+    health_timeout: float,
+    health_grace: float,
+    health_failures: int,
     command: tuple[str, ...],
 ) -> None:
     """Run COMMAND on the cluster, stream its output here, and exit with its exit status.
@@ -121,10 +158,29 @@ def run(
     and its arguments (write `sh -c '...'` for a shell line). It registers as a framework
     of your principal, waits for an offer that holds --cpus and --mem (and says so while
     none comes), launches --instances tasks, and copies their stdout and stderr to yours.
-    Ctrl-C kills its tasks and tears the framework down.
+    Ctrl-C kills its tasks and tears the framework down. With --health-check, each
+    instance's slave checks it (after --health-delay, every --health-interval) and a
+    change of its health is said here.
     """
     if image is not None and (problem := image_problem(image)):
         raise click.BadParameter(problem, param_hint="--image")
+    check = None
+    if health is not None:
+        try:
+            check = parse_health_check(
+                health,
+                delay_seconds=health_delay,
+                interval_seconds=health_interval,
+                timeout_seconds=health_timeout,
+                grace_period_seconds=health_grace,
+                consecutive_failures=health_failures,
+            )
+        except HealthSpecError as e:
+            raise click.BadParameter(str(e), param_hint="--health-check") from None
+        if check.type == HealthCheckType.COMMAND and image is not None:
+            raise click.BadParameter(
+                "a cmd: check is not run in a container image", param_hint="--health-check"
+            )
     spec = JobSpec(
         name=name,
         command=shlex.join(command),
@@ -132,6 +188,7 @@ def run(
         instances=instances,
         env=env,
         image=image,
+        health_check=check,
     )
     url = broker_url(broker)
     signalled: list[int] = []

@@ -196,7 +196,7 @@ def render_state(state: State) -> Group:
     unlisted = state.slaves_registered - len(state.slaves)  # a big cluster's: counted only
     title = f"slaves ({unlisted:,} not listed: page /api/v1/slaves)" if unlisted else "slaves"
     slaves = Table(title=title, title_justify="left")
-    for col in ("id", "hostname", "total", "free", "tasks", "used / allocated"):
+    for col in ("id", "hostname", "total", "free", "tasks", "used / allocated", "maintenance"):
         slaves.add_column(col)
     for s in sorted(state.slaves, key=lambda s: s.slave_id)[:50]:
         allocated = s.total.subtract_clamped(s.free)
@@ -208,6 +208,7 @@ def render_state(state: State) -> Group:
             _res(s.free),
             str(s.tasks),
             used_of(s.used, allocated),
+            s.maintenance or "",
         )
     tasks = Table(title="tasks (usage: its slave's last report)", title_justify="left")
     for col in ("task", "framework", "slave", "state", "used / allocated"):

@@ -15,6 +15,7 @@ from master.config import MasterInfo
 from master.counters import MessageCounts, SlaveChurn
 from master.ha.recorder import Recorder
 from master.heartbeats import take_heartbeats
+from master.listeners import Listeners
 from master.outbox import Outbox
 from master.removals import Removals
 from master.task_usage import summed, used_between
@@ -63,17 +64,19 @@ class SlaveCalls:
         churn: SlaveChurn,
         messages: MessageCounts,
         info: MasterInfo,
+        listeners: Listeners,
         request_round: Callable[[], None],
         log: Any,
     ) -> None:
         """`partitions`: what a slave that comes back (or may not) is handed to;
+        `listeners`: told of each slave admitted;
         `status_updates`: a slave's updates; `churn`, `messages`: what is counted of slaves
         and their heartbeats; `info`: what a slave is told of this master as it registers."""
         self.books, self.allocator, self.outbox = books, allocator, outbox
         self.updates, self.removals, self.recorder = updates, removals, recorder
         self.partitions, self.status_updates = partitions, status_updates
         self.churn, self.messages, self.info = churn, messages, info
-        self.request_round, self.log = request_round, log
+        self.listeners, self.request_round, self.log = listeners, request_round, log
 
     def _slave_of(self, slave_id: str, caller: Caller, about: str) -> Slave | None:
         """The registered slave a call names, if it is the caller's own (else refused)."""
@@ -248,6 +251,7 @@ class SlaveCalls:
                 epoch=self.info.epoch,
             ),
         )
+        self.listeners.tell_slave_admitted(slave)  # (a drain's kills follow Registered)
         self.request_round()
 
     def _reconcile_slave(

@@ -56,6 +56,8 @@ class Standing:
     calls_refused: int = 0  # ... refused lately, the queue full
     qps: float | None = None  # its principal's limit (None: none)
     capacity: int | None = None
+    # registered slaves an operator took out of the offers: draining, drained, deactivated
+    maintenance: Mapping[str, str] = field(default_factory=dict)
 
 
 # what turns one slave away from the framework, in the order a round asks
@@ -96,7 +98,7 @@ def explain(
     not learn which frameworks exist)."""
     standing = standing or Standing()
     fw = a.frameworks[framework_id]
-    reasons = _everywhere(a, fw, standing)
+    reasons = _everywhere(a, fw, standing) + _maintenance(standing.maintenance)
     mine = _outstanding(state, framework_id, now)
     turned: dict[str, list[str]] = {stage: [] for stage in STAGES}  # slaves each turns away
     free: dict[str, Millis] = {}  # each active slave's free resources, less others' holds
@@ -191,6 +193,28 @@ def _everywhere(a: Allocator, fw: FrameworkBook, standing: Standing) -> list[Rea
             )
         )
     return out
+
+
+def _maintenance(out: Mapping[str, str]) -> list[Reason]:
+    """Slaves an operator drains or deactivated: offered to no one, this framework too."""
+    if not out:
+        return []
+    by_state: dict[str, list[str]] = {}
+    for slave_id, state in sorted(out.items()):
+        by_state.setdefault(state, []).append(slave_id)
+    said = "; ".join(
+        f"{state}: {', '.join(_names(ids))}" for state, ids in sorted(by_state.items())
+    )
+    numbers: dict[str, Figure] = {"slaves": _names(sorted(out))}
+    numbers |= {state: float(len(ids)) for state, ids in by_state.items()}
+    return [
+        Reason(
+            code=WhyCode.MAINTENANCE,
+            message=f"{len(out)} slave(s) taken out of the offers by an operator ({said}): "
+            "offered to no one until reactivated",
+            numbers=numbers,
+        )
+    ]
 
 
 def _limit(standing: Standing) -> str:

@@ -10,7 +10,7 @@ from collections.abc import Coroutine
 from typing import Any
 
 from master.authz import Caller
-from master.ha.registry import FrameworkRecord, Registry
+from master.ha.registry import FrameworkRecord, MaintenanceRecord, Registry
 from master.outbox import Outbox
 from protocol.wire.resources import Limit, Resources
 
@@ -36,6 +36,17 @@ class Recorder:
 
     async def weights(self, weights: dict[str, float], caller: Caller) -> bool:
         return await self._recorded(self._registry.set_weights(weights), caller, "SetWeights")
+
+    async def maintenance(
+        self, slave_id: str, record: MaintenanceRecord | None, caller: Caller, about: str
+    ) -> bool:
+        """A slave deactivated or draining (`record`), or back in the offers (None)."""
+        write = (
+            self._registry.end_maintenance(slave_id)
+            if record is None
+            else self._registry.set_maintenance(slave_id, record)
+        )
+        return await self._recorded(write, caller, about)
 
     def slave_known(self, slave_id: str, principal: str, hostname: str) -> bool:
         """Whether the slave is recorded so already (admitting it again writes nothing)."""
@@ -63,6 +74,14 @@ class Recorder:
 
     def forget_slave(self, slave_id: str) -> None:
         self.in_background(self._registry.remove_slave(slave_id), "remove slave", slave_id=slave_id)
+
+    def drained(self, slave_id: str, record: MaintenanceRecord) -> None:
+        write = self._registry.set_maintenance(slave_id, record)
+        self.in_background(write, "slave drained", slave_id=slave_id)
+
+    def forget_maintenance(self, slave_id: str) -> None:
+        write = self._registry.end_maintenance(slave_id)
+        self.in_background(write, "end maintenance", slave_id=slave_id)
 
     def in_background(self, step: Coroutine[Any, Any, None], what: str, **ids: Any) -> None:
         """A step nobody waits for (a write, or what follows one): its failure logged."""

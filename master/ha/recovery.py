@@ -17,7 +17,7 @@ from typing import Any
 
 from master.allocation.allocator import Allocator
 from master.allocation.quota import Quota
-from master.books import Books, Framework
+from master.books import Books, Framework, Maintenance
 from master.counters import SlaveChurn
 from master.ha.registry import Registry
 from protocol.transport.aio import loop_time
@@ -67,6 +67,10 @@ class Recovery:
             self.books.slave_owners[slave_id] = slave.principal
             self.books.recovering[slave_id] = now + grace
         self.churn.recovery_expected = len(self.books.recovering)
+        for slave_id, kept in self.registry.maintenance.items():  # deactivated, draining
+            self.books.maintenance[slave_id] = Maintenance(
+                kept.drain, kept.max_grace_period, kept.mark_gone
+            )
         for framework_id, record in self.registry.frameworks.items():
             if self.allocator.role_problem(record.role) is not None:
                 self.log.error("recovery.role_gone", framework_id=framework_id, role=record.role)
@@ -93,6 +97,7 @@ class Recovery:
             slaves=len(self.books.recovering),
             frameworks=len(self.registry.frameworks),
             quotas=len(self.registry.quotas),
+            maintenance=len(self.books.maintenance),
             reregister_timeout=grace,
         )
 

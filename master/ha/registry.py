@@ -98,8 +98,17 @@ class WeightRecord(_Record):
     weight: float = Field(gt=0)
 
 
+class MaintenanceRecord(_Record):
+    """A slave an operator deactivated, or is draining (master.books.Maintenance)."""
+
+    drain: str | None = None  # DRAINING, DRAINED, or None (deactivated only)
+    max_grace_period: float | None = Field(default=None, ge=0)
+    mark_gone: bool = False
+
+
 KINDS: dict[str, type[_Record]] = {
     "slave": SlaveRecord,
+    "maintenance": MaintenanceRecord,
     "framework": FrameworkRecord,
     "quota": QuotaRecord,
     "weight": WeightRecord,
@@ -115,8 +124,10 @@ class Registry:
         self.frameworks: dict[str, FrameworkRecord] = {}
         self.quotas: dict[str, QuotaRecord] = {}
         self.weights: dict[str, WeightRecord] = {}  # set by operators at run time
+        self.maintenance: dict[str, MaintenanceRecord] = {}  # deactivated or draining
         self._tables: dict[str, dict[str, Any]] = {
             "slave": self.slaves,
+            "maintenance": self.maintenance,
             "framework": self.frameworks,
             "quota": self.quotas,
             "weight": self.weights,
@@ -139,6 +150,7 @@ class Registry:
             frameworks=len(self.frameworks),
             quotas=len(self.quotas),
             weights=len(self.weights),
+            maintenance=len(self.maintenance),
         )
 
     async def _put(self, kind: str, name: str, record: _Record) -> None:
@@ -161,6 +173,12 @@ class Registry:
 
     async def remove_slave(self, slave_id: str) -> None:
         await self._drop("slave", slave_id)
+
+    async def set_maintenance(self, slave_id: str, record: MaintenanceRecord) -> None:
+        await self._put("maintenance", slave_id, record)
+
+    async def end_maintenance(self, slave_id: str) -> None:
+        await self._drop("maintenance", slave_id)
 
     async def add_framework(self, framework_id: str, record: FrameworkRecord) -> None:
         await self._put("framework", framework_id, record)

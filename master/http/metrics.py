@@ -238,6 +238,14 @@ def churn_metrics(m: MasterReader, counts: BookCounts) -> Iterator[Metric]:
         "Slaves registered whose connection is lost.",
         value=counts.slaves - connected,
     )
+    out = GaugeMetricFamily(
+        "drfmesos_slaves_maintenance",
+        "Slaves an operator took out of the offers, by state (deactivated, draining, drained).",
+        labels=["state"],
+    )
+    for state in ("deactivated", "draining", "drained"):
+        out.add_metric([state], counts.maintenance.get(state, 0))
+    yield out
     recovery = GaugeMetricFamily(
         "drfmesos_recovery_slaves",
         "After a failover: slaves of the registry expected, back, removed, still awaited.",

@@ -201,7 +201,8 @@ class ReadSide:
     def slave_view(self, slave_id: str) -> SlaveView:
         slave = self.books.slaves[slave_id]
         heard = time.time() - (loop_time() - slave.last_seen)
-        return slave.view(self.allocator.free(slave_id), round(heard, 3))
+        out = self.books.maintenance.get(slave_id)
+        return slave.view(self.allocator.free(slave_id), round(heard, 3), out)
 
     def slave_page(
         self, sort: str = "", offset: int = 0, limit: int = 100, search: str = ""

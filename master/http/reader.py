@@ -57,6 +57,9 @@ class BookCounts:
     frameworks: int
     offers_outstanding: int
     recovering: int  # slaves of the registry still awaited after a failover
+    # slaves an operator took out of the offers, by what they are: deactivated, draining,
+    # drained (registered or not)
+    maintenance: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

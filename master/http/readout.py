@@ -3,6 +3,7 @@ computed from the books and the allocator at one moment, without building `state
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator, Mapping
 
 from master.books import Books
@@ -17,6 +18,7 @@ def counts(books: Books) -> BookCounts:
         frameworks=len(books.frameworks),
         offers_outstanding=len(books.offers),
         recovering=len(books.recovering),
+        maintenance=Counter(out.status for out in books.maintenance.values()),
     )
 
 

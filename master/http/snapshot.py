@@ -94,7 +94,10 @@ def snapshot(
     frameworks = framework_views(books, allocator, allocation, fair, starving)
     slaves = []  # (free None: a big cluster's slaves are counted, not listed)
     if free is not None:
-        slaves = [s.view(free.get(s.slave_id, Resources())) for s in books.slaves.values()]
+        slaves = [
+            s.view(free.get(s.slave_id, Resources()), None, books.maintenance.get(s.slave_id))
+            for s in books.slaves.values()
+        ]
     tasks = []
     if include_tasks:
         tasks = [

@@ -22,6 +22,7 @@ from master.mesos_api.operator_state import (
     agent_pid,
     get_quota,
     isolation_warning,
+    maintenance_json,
     offered,
     roles_held,
     this_master_info,
@@ -139,7 +140,7 @@ def slave_v0(m: MasterSide, slave: Slave) -> JSON:
         "reserved_resources": {},
         "unreserved_resources": _resources(slave.total),
         "attributes": dict(slave.attributes),
-        "active": slave.connected,
+        **maintenance_json(m, slave),
         "version": MESOS_VERSION,
         **isolation_warning(slave),
     }
@@ -168,11 +169,12 @@ def metrics_snapshot(m: MasterSide, started: float) -> dict[str, float]:
         out["master/" + state.lower().replace("task_", "tasks_")] = n  # master/tasks_running
     slaves = m.books.slaves.values()
     connected = sum(1 for s in slaves if s.connected)
+    in_use = sum(1 for s in slaves if s.connected and s.slave_id not in m.books.maintenance)
     frameworks = m.books.frameworks.values()
     active = sum(1 for f in frameworks if f.connected)
     out |= {
-        "master/slaves_active": connected,
-        "master/slaves_inactive": len(m.books.slaves) - connected,
+        "master/slaves_active": in_use,
+        "master/slaves_inactive": len(m.books.slaves) - in_use,
         "master/slaves_connected": connected,
         "master/slaves_disconnected": len(m.books.slaves) - connected,
         "master/slaves_unreachable": len(m.books.removed_slaves),

@@ -1,13 +1,16 @@
 """Mesos's v1 operator API on the master: `POST /api/v1`, JSON, operator principals only.
 
 Served: GET_HEALTH, GET_VERSION, GET_STATE, GET_FRAMEWORKS, GET_AGENTS, GET_EXECUTORS,
-GET_TASKS, GET_ROLES, GET_WEIGHTS, UPDATE_WEIGHTS, GET_QUOTA, GET_MASTER, and SUBSCRIBE
+GET_TASKS, GET_ROLES, GET_WEIGHTS, UPDATE_WEIGHTS, GET_QUOTA, GET_MASTER, DRAIN_AGENT,
+DEACTIVATE_AGENT, REACTIVATE_AGENT, and SUBSCRIBE
 (the event stream, master.mesos_api.events); and one call of drfmesos's own beside them,
 GET_FRAMEWORK_WHY (`{"type": "GET_FRAMEWORK_WHY", "get_framework_why": {"framework_id":
 {"value": ID}}}`): why a framework is offered nothing, as `drfmesos why` says it
 (GET_FRAMEWORKS is Mesos's, unchanged). UPDATE_WEIGHTS goes through the handler of
 our own `SetWeights` operator message: recorded in the registry, written to the roles
-file, refused whole if one role cannot have a weight. Every other Mesos call type is
+file, refused whole if one role cannot have a weight; DRAIN_AGENT, DEACTIVATE_AGENT and
+REACTIVATE_AGENT through those of `DrainSlave`, `DeactivateSlave`, `ReactivateSlave`
+(master.calls.drains), answered once the registry has them. Every other Mesos call type is
 answered 501, saying it is not served here; anything else is a 400 that says what is
 wrong, and changes nothing.
 """
@@ -31,7 +34,13 @@ from master.why_answers import REFUSED_STATUS, Refusal
 from protocol import logs
 from protocol.mesos_json import JSON, version_json
 from protocol.wire.codec import describe_validation
-from protocol.wire.messages import SetWeights
+from protocol.wire.messages import (
+    DeactivateSlave,
+    DrainSlave,
+    ReactivateSlave,
+    SetWeights,
+    Wire,
+)
 
 if TYPE_CHECKING:
     from master.mesos_api.master_side import MasterSide
@@ -45,9 +54,8 @@ NOT_SERVED = frozenset(
         "READ_FILE", "GET_OPERATIONS", "RESERVE_RESOURCES", "UNRESERVE_RESOURCES",
         "CREATE_VOLUMES", "DESTROY_VOLUMES", "GROW_VOLUME", "SHRINK_VOLUME",
         "GET_MAINTENANCE_STATUS", "GET_MAINTENANCE_SCHEDULE", "UPDATE_MAINTENANCE_SCHEDULE",
-        "START_MAINTENANCE", "STOP_MAINTENANCE", "DRAIN_AGENT", "DEACTIVATE_AGENT",
-        "REACTIVATE_AGENT", "UPDATE_QUOTA", "SET_QUOTA", "REMOVE_QUOTA", "TEARDOWN",
-        "MARK_AGENT_GONE",
+        "START_MAINTENANCE", "STOP_MAINTENANCE", "UPDATE_QUOTA", "SET_QUOTA", "REMOVE_QUOTA",
+        "TEARDOWN", "MARK_AGENT_GONE",
     }
 )  # fmt: skip
 
@@ -112,6 +120,9 @@ class OperatorApi:
         }
         self.changes: dict[str, Callable[[dict[str, Any], Caller], Awaitable[None]]] = {
             "UPDATE_WEIGHTS": self._update_weights,
+            "DRAIN_AGENT": self._drain_agent,
+            "DEACTIVATE_AGENT": self._deactivate_agent,
+            "REACTIVATE_AGENT": self._reactivate_agent,
         }
 
     def routes(self) -> list[web.RouteDef]:
@@ -190,3 +201,53 @@ class OperatorApi:
             raise CallError(400, describe_validation(e)) from None
         # the operators' own route for SetWeights, as a call over the bus takes it
         await self.master.call(msg, caller)
+
+    async def _drain_agent(self, call: dict[str, Any], caller: Caller) -> None:
+        """`{"agent_id": {"value": ID}, "max_grace_period": {"nanoseconds": N},
+        "mark_gone": false}`, as Mesos 1.9's DrainAgent."""
+        body = _body(call, "drain_agent")
+        grace = body.get("max_grace_period")
+        seconds = None
+        if grace is not None:
+            nanos = grace.get("nanoseconds") if isinstance(grace, dict) else None
+            if isinstance(nanos, bool) or not isinstance(nanos, int):
+                raise CallError(400, 'drain_agent.max_grace_period: {"nanoseconds": N}')
+            seconds = nanos / 1e9
+        gone = body.get("mark_gone", False)
+        if not isinstance(gone, bool):
+            raise CallError(400, "drain_agent.mark_gone: true or false")
+        fields = {"max_grace_period": seconds, "mark_gone": gone}
+        await self._operator_call(DrainSlave, _agent(body, "drain_agent"), fields, caller)
+
+    async def _deactivate_agent(self, call: dict[str, Any], caller: Caller) -> None:
+        agent = _agent(_body(call, "deactivate_agent"), "deactivate_agent")
+        await self._operator_call(DeactivateSlave, agent, {}, caller)
+
+    async def _reactivate_agent(self, call: dict[str, Any], caller: Caller) -> None:
+        agent = _agent(_body(call, "reactivate_agent"), "reactivate_agent")
+        await self._operator_call(ReactivateSlave, agent, {}, caller)
+
+    async def _operator_call(
+        self, kind: type[Wire], slave_id: str, fields: dict[str, Any], caller: Caller
+    ) -> None:
+        """The operators' own route for the message, as a call over the bus takes it."""
+        try:
+            msg = kind.model_validate({"slave_id": slave_id, **fields})
+        except ValidationError as e:
+            raise CallError(400, describe_validation(e)) from None
+        await self.master.call(msg, caller)
+
+
+def _body(call: dict[str, Any], name: str) -> dict[str, Any]:
+    body = call.get(name)
+    if not isinstance(body, dict):
+        raise CallError(400, f'{name}: an object with an "agent_id"')
+    return body
+
+
+def _agent(body: dict[str, Any], name: str) -> str:
+    agent = body.get("agent_id")
+    value = agent.get("value") if isinstance(agent, dict) else None
+    if not isinstance(value, str) or not value:
+        raise CallError(400, f'{name}.agent_id: {{"value": an agent id}}')
+    return value

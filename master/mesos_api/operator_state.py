@@ -135,6 +135,19 @@ def agent_info(slave: Slave) -> JSON:
     }
 
 
+def maintenance_json(m: MasterSide, slave: Slave) -> JSON:
+    """`active`, `deactivated` and (draining or drained) `drain_info`, as Mesos 1.9 says
+    them of an agent an operator took out of the offers."""
+    out = m.books.maintenance.get(slave.slave_id)
+    fields: JSON = {"active": slave.connected and out is None, "deactivated": out is not None}
+    if out is not None and out.drain is not None:
+        config: JSON = {"mark_gone": out.mark_gone}
+        if out.max_grace_period is not None:
+            config["max_grace_period"] = {"nanoseconds": int(out.max_grace_period * 1e9)}
+        fields["drain_info"] = {"state": out.drain, "config": config}
+    return fields
+
+
 def agent_json(m: MasterSide, slave: Slave) -> JSON:
     """GetAgents.Agent: its total, what its tasks hold, and what is offered of it."""
     offers = offered(m, slave.offers)
@@ -142,7 +155,7 @@ def agent_json(m: MasterSide, slave: Slave) -> JSON:
     return {
         "agent_info": agent_info(slave),
         "pid": agent_pid(slave),
-        "active": slave.connected,
+        **maintenance_json(m, slave),
         "version": MESOS_VERSION,
         "total_resources": resources_to_mesos(slave.total),
         "allocated_resources": resources_to_mesos(in_use),

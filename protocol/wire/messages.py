@@ -48,7 +48,10 @@ from protocol.wire.health import (
     TCPCheck,
 )
 from protocol.wire.operator import (
+    DeactivateSlave,
+    DrainSlave,
     MarkSlaveGone,
+    ReactivateSlave,
     SetQuota,
     SetWeights,
     WatchEvents,
@@ -196,7 +199,9 @@ __all__ = [
     "CommandCheck",
     "CommandInfo",
     "ContainerInfo",
+    "DeactivateSlave",
     "Decline",
+    "DrainSlave",
     "EndingTask",
     "Error",
     "ExecutorExited",
@@ -228,6 +233,7 @@ __all__ = [
     "PreemptedTask",
     "Preempting",
     "PreemptionView",
+    "ReactivateSlave",
     "ReadFile",
     "ReadTaskFile",
     "Reason",

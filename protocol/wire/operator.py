@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import Field, field_validator
 
 from protocol.wire.resources import Limit, Resources
-from protocol.wire.values import MAX_WEIGHT, Id, Wire
+from protocol.wire.values import MAX_KILL_GRACE, MAX_WEIGHT, Id, Wire
 
 
 class SetWeights(Wire):
@@ -35,6 +35,36 @@ class MarkSlaveGone(Wire):
     """Operator -> master: this slave is gone for good (Mesos's MARK_AGENT_GONE). Its
     tasks end TASK_GONE_BY_OPERATOR (TASK_LOST for frameworks not partition-aware), and
     it may not come back under this id."""
+
+    slave_id: Id
+
+
+class DrainSlave(Wire):
+    """Operator -> master: drain this slave for maintenance (Mesos 1.9's DRAIN_AGENT).
+    It is offered to no one from now on (its outstanding offers rescinded) and each of
+    its tasks is killed, with its own grace but at most `max_grace_period`; it is DRAINED
+    once the last of them has ended and its framework acknowledged that, and then marked
+    gone if `mark_gone`. Cannot be undone until DRAINED (then REACTIVATE_AGENT)."""
+
+    slave_id: Id
+    max_grace_period: float | None = Field(default=None, ge=0, le=MAX_KILL_GRACE)
+    """Seconds between SIGTERM and SIGKILL at most, over the tasks' own kill policies
+    (None: each task's own grace, or its slave's default)."""
+    mark_gone: bool = False
+    """Mark the slave gone once drained: its tasks end TASK_GONE_BY_OPERATOR (for
+    partition-aware frameworks; TASK_KILLED for the others) and it may not come back."""
+
+
+class DeactivateSlave(Wire):
+    """Operator -> master: offer this slave to no one (Mesos's DEACTIVATE_AGENT); its
+    tasks run on, and its outstanding offers are rescinded."""
+
+    slave_id: Id
+
+
+class ReactivateSlave(Wire):
+    """Operator -> master: offer a deactivated (or DRAINED) slave again (Mesos's
+    REACTIVATE_AGENT). Refused while it is still DRAINING."""
 
     slave_id: Id
 

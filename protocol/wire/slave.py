@@ -8,7 +8,16 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from protocol.wire.resources import Resources
-from protocol.wire.values import Id, KillPolicy, Reason, TaskInfo, TaskState, TaskStatus, Wire
+from protocol.wire.values import (
+    MAX_KILL_GRACE,
+    Id,
+    KillPolicy,
+    Reason,
+    TaskInfo,
+    TaskState,
+    TaskStatus,
+    Wire,
+)
 
 # --- slave <-> master ----------------------------------------------------------------------
 
@@ -155,6 +164,10 @@ class KillTask(Wire):
     kill_policy: KillPolicy | None = None  # the kill's own (else the task's, else the slave's)
     # the framework hears TASK_KILLING as the kill begins (its TASK_KILLING_STATE capability)
     killing: bool = False
+    # a drain's: the grace at most, whatever the kill policy says (None: no cap)
+    grace_cap: float | None = Field(default=None, ge=0, le=MAX_KILL_GRACE)
+    # a drain that marks its slave gone: the task ends TASK_GONE_BY_OPERATOR, not KILLED
+    gone: bool = False
 
 
 class ShutdownFramework(Wire):

@@ -74,6 +74,8 @@ class SlaveView(Wire):
     last_heartbeat: float | None = None  # wall clock, when the master last heard from it
     attributes: dict[str, str] = Field(default_factory=dict)  # its `--attributes`
     used: Resources | None = None  # what its tasks used at its last usage report
+    # an operator took it out of the offers: "deactivated", "draining" or "drained"
+    maintenance: str | None = None
     # what it does not enforce between tenants (protocol.wire.slave.IsolationWarning)
     isolation_warning: str = ""
 

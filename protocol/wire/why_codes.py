@@ -19,6 +19,7 @@ class WhyCode(StrEnum):
     DISCONNECTED = "disconnected"  # its scheduler is away: offered nothing until it is back
     RATE_LIMITED = "rate-limited"  # its calls wait in its principal's queue, or were refused
     SUPPRESSED = "suppressed"  # it asked for no offers (until it revives)
+    MAINTENANCE = "maintenance"  # slaves an operator drains or deactivated: offered to no one
     MIN_OFFER_FITS_NO_SLAVE = "min-offer-fits-no-slave"  # its declared smallest offer
     TASK_FITS_NO_SLAVE = "task-fits-no-slave"  # the task it asked for (Request)
     OFFERS_OUTSTANDING = "offers-outstanding"  # it holds offers it has not answered

@@ -357,7 +357,8 @@ async function loadSlaves() {
       ? el("span", { class: "unisolated", title: s.isolation_warning }, " tenants not isolated") : "";
     return el("tr", {}, el("td", {}, link(["slave", s.slave_id], s.slave_id), unisolated), el("td", {}, s.hostname),
       el("td", {}, s.tasks), el("td", {}, bars),
-      el("td", { class: "heard" }, s.connected ? heard : `disconnected (${heard})`));
+      el("td", { class: "heard" }, s.connected ? heard : `disconnected (${heard})`),
+      el("td", { class: "maintenance" }, s.maintenance || ""));
   }));
   return page.total;
 }
@@ -374,11 +375,17 @@ async function loadTasks() {
     el("td", {}, link(["task", t.framework_id, t.task_id], t.task_id)),
     el("td", {}, link(["framework", t.framework_id], label(t.framework_id, names[t.framework_id] || nameOf(t.framework_id)))),
     el("td", {}, link(["slave", t.slave_id], t.slave_id)),
-    el("td", { title: t.message || "" }, t.state + (t.reason ? ` (${t.reason})` : "")), el("td", {}, res(t.resources)),
+    el("td", { title: t.message || "" }, t.state + (t.reason ? ` (${t.reason})` : "")),
+    el("td", { class: "health" }, health(t)), el("td", {}, res(t.resources)),
     el("td", {}, taskUse(t)),
     el("td", {}, el("button", { class: "stdout", onclick: () => showFile(t, "stdout") }, "stdout"), " ",
       el("button", { class: "stderr", onclick: () => showFile(t, "stderr") }, "stderr")))));
   return page.total;
+}
+
+function health(t) { // what its health check last said, while it runs ("" : none, or ended)
+  if (t.healthy == null || TERMINAL.has(t.state)) return "";
+  return el("span", { class: t.healthy ? "healthy" : "unhealthy" }, t.healthy ? "healthy" : "unhealthy");
 }
 
 function taskUse(t) { // cpus and mem used beside allocated (a command task's, once reported)
@@ -555,6 +562,7 @@ async function slaveDetails(id) {
   if (!s) return [`slave ${id}`, [["status", "gone"]]];
   return [`slave ${id}`, [["hostname", s.hostname], ["principal", s.principal], ["total", res(s.total)],
     ["free", res(s.free)], ["tasks", s.tasks],
+    ["status", [s.connected ? "connected" : "disconnected", s.maintenance].filter(Boolean).join(", ")],
     ["tenants", s.isolation_warning ? `not isolated: ${s.isolation_warning}` : "isolated"],
     ["attributes", Object.entries(s.attributes || {}).map(([k, v]) => `${k}:${v}`).join(" ") || "none"]]];
 }
@@ -564,7 +572,8 @@ async function taskDetails(frameworkId, id) {
   const t = page.tasks.find((x) => x.task_id === id);
   if (!t) return [`task ${id}`, [["status", "no longer known to the master"]]];
   return [`task ${id}`, [["name", t.name || "-"], ["framework", link(["framework", frameworkId], nameOf(frameworkId))],
-    ["slave", link(["slave", t.slave_id], t.slave_id)], ["state", t.state], ["reason", t.reason || "-"],
+    ["slave", link(["slave", t.slave_id], t.slave_id)], ["state", t.state], ["health", health(t) || "-"],
+    ["reason", t.reason || "-"],
     ["message", t.message || "-"], ["resources", res(t.resources)],
     ["launched", when(t.launched_at)], ["ended", when(t.ended_at)],
     ["sandbox", el("span", {}, el("button", { onclick: () => showFile(t, "stdout") }, "stdout"), " ",

@@ -1,0 +1,86 @@
+"""A command task's health check outlives its slave: the slave process is SIGKILLed and
+restarted on its work dir, recovers the task, and checks it again (as it did: a COMMAND
+check in the task's sandbox), its verdicts reaching the framework as before."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import signal
+from pathlib import Path
+
+from protocol.tooling.brokers import MosquittoBroker
+from protocol.wire.messages import (
+    CommandCheck,
+    CommandInfo,
+    HealthCheck,
+    HealthCheckType,
+    Reason,
+    TaskInfo,
+    TaskState,
+    Update,
+)
+from protocol.wire.resources import Resources
+
+from harness.fakes import FakeFramework
+from harness.slave import Rig, reap, slave_process
+
+CHECK = HealthCheck(
+    type=HealthCheckType.COMMAND,
+    command=CommandCheck(value="test -f ready"),
+    delay_seconds=0,
+    interval_seconds=1,
+    grace_period_seconds=0,
+    consecutive_failures=1000,  # (said, never killed for it)
+)
+
+
+async def verdict(fw: FakeFramework, healthy: bool, after: int) -> None:
+    """A health update saying `healthy`, beyond the first `after` updates."""
+
+    def found() -> bool:
+        return any(
+            u.status.reason == Reason.TASK_HEALTH_CHECK_STATUS_UPDATED
+            and u.status.healthy is healthy
+            for u in fw.inbox.of(Update)[after:]
+        )
+
+    await fw.inbox.wait_until(found, timeout=90)
+
+
+async def test_a_recovered_tasks_health_check_runs_again(
+    mosquitto: MosquittoBroker, tmp_path: Path
+) -> None:
+    work = tmp_path / "slave"
+    async with contextlib.AsyncExitStack() as stack:
+        rig = Rig(mosquitto, tmp_path, stack)
+        master = await rig.start_master()
+        # (a slave restarted on a loaded machine may take longer than the rig's 15 s)
+        master.config = dataclasses.replace(master.config, slave_timeout=300)
+        fw = await rig.framework()
+        proc = await slave_process(mosquitto, work)
+        stack.push_async_callback(reap, proc)
+        offer = await fw.next_offer(timeout=90)
+        task = TaskInfo(
+            task_id="checked",
+            slave_id=offer.slave_id,
+            resources=Resources(cpus=0.25, mem=64),
+            command=CommandInfo(value="sleep 300"),
+            health_check=CHECK,
+        )
+        await fw.accept(offer, [task], refuse=0)
+        await fw.update_for("checked", TaskState.RUNNING, timeout=90)
+        await verdict(fw, False, 0)  # no `ready` yet
+        sandbox = work / "sandboxes" / fw.framework_id / "checked"
+        (sandbox / "ready").touch()
+        await verdict(fw, True, 0)
+
+        proc.send_signal(signal.SIGKILL)  # the task runs on without its slave
+        await proc.wait()
+        proc2 = await slave_process(mosquitto, work)
+        stack.push_async_callback(reap, proc2)
+        before = len(fw.inbox.of(Update))
+        await verdict(fw, True, before)  # checked again: its first verdict, said again
+        (sandbox / "ready").unlink()
+        await verdict(fw, False, before)  # and a change, from the restarted slave
+        assert not [u for u in fw.inbox.of(Update)[before:] if u.status.state.terminal]
