@@ -27,9 +27,10 @@ CPUS = "cpus"
 MEM = "mem"
 DISK = "disk"
 GPUS = "gpus"
+PORTS = "ports"  # a range (protocol.wire.discrete), counted here by its size
 
 
-KNOWN_NAMES = (CPUS, MEM, DISK, GPUS)
+KNOWN_NAMES = (CPUS, MEM, DISK, GPUS, PORTS)
 """The resources drfmesos knows by name; any other is a custom resource."""
 
 
@@ -104,19 +105,20 @@ class Resources(Mapping[str, float]):
 
     @classmethod
     def parse(cls, text: str) -> Self:
-        """Parse the command-line form `cpus:2;mem:2200` (also accepts `,` as separator)."""
+        """Parse the command-line form `cpus:2;mem:2200` (also accepts `,` as separator),
+        a range or a set counted by its size (`ports:[31000-32000]` is `ports: 1001`; its
+        values: `protocol.wire.discrete.parse_resources`)."""
+        from protocol.wire.discrete import parse_value, split_text  # (it imports this one)
+
         amounts: dict[str, float] = {}
-        for part in text.replace(",", ";").split(";"):
-            part = part.strip()
-            if not part:
+        for name, value in split_text(text):
+            if value.startswith(("[", "{")):
+                amounts[name] = parse_value(name, value).size
                 continue
-            name, sep, value = part.partition(":")
-            if not sep:
-                raise ResourceError(f"expected name:amount, got {part!r}")
             try:
-                amounts[name.strip()] = float(value)
+                amounts[name] = float(value)
             except ValueError:
-                raise ResourceError(f"resource {name.strip()!r}: not a number: {value!r}") from None
+                raise ResourceError(f"resource {name!r}: not a number: {value!r}") from None
         return cls(amounts)
 
     def check_names(self, custom: Iterable[str] = ()) -> None:

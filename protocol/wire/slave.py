@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
+from protocol.wire.discrete import Discrete, with_counts
+from protocol.wire.resources import ResourceError
 from protocol.wire.resources import Resources
 from protocol.wire.values import Id, KillPolicy, Reason, TaskInfo, TaskState, TaskStatus, Wire
 
@@ -38,20 +40,41 @@ class EndingTask(Wire):
     task_id: Id
 
 
+def counted(resources: Resources, discrete: Discrete) -> Resources:
+    """A slave's resources with its ranges and sets counted by size (as the allocator
+    counts them): a count that disagrees with its values is refused."""
+    try:
+        return with_counts(resources, discrete, "slave resources")
+    except ResourceError as e:
+        raise ValueError(str(e)) from None
+
+
 class Register(Wire):
     slave_id: Id
     hostname: str
-    resources: Resources
+    resources: Resources  # (its ranges and sets counted by size)
+    discrete: Discrete = Field(default_factory=Discrete)  # their values: ports, ...
     attributes: dict[str, str] = Field(default_factory=dict)
     incarnation: str = ""
+
+    @model_validator(mode="after")
+    def _counted(self) -> Register:
+        self.resources = counted(self.resources, self.discrete)
+        return self
 
 
 class Reregister(Wire):
     slave_id: Id
     hostname: str
-    resources: Resources
+    resources: Resources  # (its ranges and sets counted by size)
+    discrete: Discrete = Field(default_factory=Discrete)  # their values: ports, ...
     attributes: dict[str, str] = Field(default_factory=dict)
     incarnation: str = ""
+
+    @model_validator(mode="after")
+    def _counted(self) -> Reregister:
+        self.resources = counted(self.resources, self.discrete)
+        return self
     tasks: list[RunningTask] = Field(default_factory=list)
     ending: list[EndingTask] = Field(default_factory=list)
     # each framework's principal, as the master named it in the launch (checkpointed with
