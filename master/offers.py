@@ -15,6 +15,7 @@ from master.allocation.allocator import Allocator
 from master.allocation.ledger import Allocation
 from master.books import Books, Framework, OfferRecord
 from master.outbox import Outbox
+from master.slave_values import for_offer
 from protocol.wire.messages import MAX_OFFERS_PER_MESSAGE, Offer, Offers, Rescind, new_id
 
 
@@ -29,7 +30,8 @@ class OfferBook:
             fw = self.books.frameworks[a.framework_id]
             slave = self.books.slaves[a.slave_id]
             offer_id = f"o-{new_id()[:20]}"
-            record = OfferRecord(offer_id, a.framework_id, a.slave_id, a.resources, now)
+            values = for_offer(self.books, slave, a.resources.millis)
+            record = OfferRecord(offer_id, a.framework_id, a.slave_id, a.resources, now, values)
             self.books.offers[offer_id] = record
             fw.offers.add(offer_id)
             slave.offers.add(offer_id)
@@ -40,6 +42,7 @@ class OfferBook:
                     slave_id=a.slave_id,
                     hostname=slave.hostname,
                     resources=a.resources,
+                    discrete=values,
                     attributes=slave.attributes,
                 )
             )

@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from protocol.wire.discrete import environment as ports_environment
 from protocol.wire.messages import Reason, RunTask, TaskInfo, TaskState
 from slave.health_checks import HealthChecks, TaskProcess, probe_for
 from slave.images import command_runner, image_problem_here
@@ -77,6 +78,7 @@ class CommandTasks:
             "DRFMESOS_CLUSTER": self.config.cluster,
             "DRFMESOS_SLAVE_ID": self.slave_id,
             "DRFMESOS_FRAMEWORK_ID": msg.framework_id,
+            **ports_environment(msg.task.discrete),  # PORT0, ..., PORTS (Marathon's)
             **(extra or {}),
         }
         # Mesos executors' adapter runs in this Python: the slave's own, unless the

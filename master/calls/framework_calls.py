@@ -15,9 +15,11 @@ from master.framework_ids import FrameworkIds
 from master.offers import OfferBook
 from master.outbox import Outbox
 from master.removals import Removals
+from master.slave_values import in_use, launch_problem
 from master.task_states import as_seen, unknown_task
 from master.updates import TaskUpdates
 from protocol.transport.aio import loop_time
+from protocol.wire.discrete import Discrete
 from protocol.wire.ids import shorten, task_problem
 from protocol.wire.messages import (
     Accept,
@@ -145,19 +147,24 @@ class FrameworkCalls:
 
         slave_id = records[0].slave_id
         remaining = sum((r.resources for r in records), Resources())
+        values = Discrete.union(r.discrete for r in records)  # (its ports, ...)
         for record in records:
             self.offers.drop(record)
+        holding = in_use(self.books, self.books.slaves[slave_id]) if values else values
         refused: list[str] = []
         seen: set[str] = set()
         launched: list[TaskInfo] = []
         for task in msg.tasks:
-            problem = self._task_problem(fw, task, slave_id, remaining, seen)
+            problem = self._task_problem(fw, task, slave_id, remaining, seen) or launch_problem(
+                task, values, holding, slave_id
+            )
             seen.add(task.task_id)
             if problem:
                 refused.append(problem)
                 self.refuse_launch(fw, task, TaskState.ERROR, Reason.TASK_INVALID, problem)
                 continue
             remaining = remaining - task.resources - self._start_executor(fw, task, slave_id)
+            values = values.subtract(task.discrete)
             self._launch(fw, task, slave_id, now)
             launched.append(task)
         if launched:  # one message to the slave for all of them

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import fields
 from typing import Any
 
+from master import slave_values
 from master.allocation.allocator import Allocator
 from master.allocation.quota_stage import RoleStanding
 from master.books import Books, Framework, OfferRecord, Task
@@ -94,7 +95,10 @@ def snapshot(
     frameworks = framework_views(books, allocator, allocation, fair, starving)
     slaves = []  # (free None: a big cluster's slaves are counted, not listed)
     if free is not None:
-        slaves = [s.view(free.get(s.slave_id, Resources())) for s in books.slaves.values()]
+        slaves = [
+            s.view(free.get(s.slave_id, Resources()), free_discrete=slave_values.free(books, s))
+            for s in books.slaves.values()
+        ]
     tasks = []
     if include_tasks:
         tasks = [

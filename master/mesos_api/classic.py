@@ -26,6 +26,7 @@ from master.mesos_api.operator_state import (
     this_master_info,
 )
 from protocol.mesos_json import JSON, MESOS_VERSION
+from protocol.wire.discrete import EMPTY, Discrete
 from protocol.wire.resources import Resources
 
 if TYPE_CHECKING:
@@ -47,8 +48,9 @@ def paths(name: str, prefixed_only: bool = False) -> list[str]:
     return [p for base in bases for p in (base, base + "/")]
 
 
-def _resources(r: Resources) -> dict[str, float]:
-    return {name: amount for name, amount in sorted(r.items())}
+def _resources(r: Resources, values: Discrete = EMPTY) -> dict[str, float | str]:
+    """Mesos's v0 form: a scalar's amount, a range's or set's text (`"[31000-31001]"`)."""
+    return {name: str(values[name]) if name in values else a for name, a in sorted(r.items())}
 
 
 def task_v0(task: Task, role: str) -> JSON:
@@ -63,7 +65,7 @@ def task_v0(task: Task, role: str) -> JSON:
         "executor_id": executor.executor_id if executor else "",
         "slave_id": task.slave_id,
         "state": task.state.value,
-        "resources": _resources(task.resources),
+        "resources": _resources(task.resources, task.info.discrete),
         "role": role,
         "statuses": statuses,
     }
@@ -116,7 +118,7 @@ def framework_v0(m: MasterSide, fw: Framework) -> JSON:
                 "id": o,
                 "framework_id": fw.framework_id,
                 "slave_id": m.books.offers[o].slave_id,
-                "resources": _resources(m.books.offers[o].resources),
+                "resources": _resources(m.books.offers[o].resources, m.books.offers[o].discrete),
             }
             for o in fw.offers
             if o in m.books.offers
@@ -132,11 +134,11 @@ def slave_v0(m: MasterSide, slave: Slave) -> JSON:
         "id": slave.slave_id,
         "pid": agent_pid(slave),
         "hostname": slave.hostname,
-        "resources": _resources(slave.total),
+        "resources": _resources(slave.total, slave.discrete),
         "used_resources": _resources(held.subtract_clamped(offers)),
         "offered_resources": _resources(offers),
         "reserved_resources": {},
-        "unreserved_resources": _resources(slave.total),
+        "unreserved_resources": _resources(slave.total, slave.discrete),
         "attributes": dict(slave.attributes),
         "active": slave.connected,
         "version": MESOS_VERSION,

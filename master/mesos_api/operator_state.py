@@ -56,7 +56,7 @@ def task_json(task: Task, role: str) -> JSON:
         "framework_id": mesos_id(task.framework_id),
         "agent_id": mesos_id(task.slave_id),
         "state": task.state.value,
-        "resources": resources_to_mesos(task.resources, role),
+        "resources": resources_to_mesos(task.resources, role, task.info.discrete),
         "statuses": [status_to_mesos(status)] if status is not None else [],
         "role": role,
     }
@@ -127,7 +127,7 @@ def agent_info(slave: Slave) -> JSON:
         "id": mesos_id(slave.slave_id),
         "hostname": slave.hostname,
         "port": AGENT_PORT,
-        "resources": resources_to_mesos(slave.total),
+        "resources": resources_to_mesos(slave.total, discrete=slave.discrete),
         "attributes": [
             {"name": k, "type": "TEXT", "text": {"value": v}}
             for k, v in sorted(slave.attributes.items())
@@ -144,7 +144,7 @@ def agent_json(m: MasterSide, slave: Slave) -> JSON:
         "pid": agent_pid(slave),
         "active": slave.connected,
         "version": MESOS_VERSION,
-        "total_resources": resources_to_mesos(slave.total),
+        "total_resources": resources_to_mesos(slave.total, discrete=slave.discrete),
         "allocated_resources": resources_to_mesos(in_use),
         "offered_resources": resources_to_mesos(offers),
     }

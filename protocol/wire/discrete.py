@@ -48,6 +48,8 @@ _V = TypeVar("_V", "Ranges", "ItemSet")
 class Value(Protocol):
     """What a range or a set can do: the one interface the books and the wire use."""
 
+    kind: str  # Mesos's Value.Type: RANGES or SET
+
     @property
     def size(self) -> int:
         """How many values: what DRF and quota count."""
@@ -57,6 +59,7 @@ class Value(Protocol):
     def add(self, other: Any) -> Value: ...
     def subtract(self, other: Any) -> Value: ...
     def take(self, n: int) -> Value: ...
+    def joined(self, others: Iterable[Any]) -> Value: ...
     def to_mesos(self) -> dict[str, Any]: ...
     def members(self, most: int) -> list[str]: ...
 
@@ -97,10 +100,9 @@ class Ranges:
                     raise ResourceError(
                         f"resource {name!r}: range bound {bound} is outside [0, {MAX_VALUE}]"
                     )
-            assert isinstance(begin, int) and isinstance(end, int)
-            if begin > end:
+            if begin > end:  # type: ignore[operator]
                 raise ResourceError(f"resource {name!r}: range [{begin}-{end}] is inverted")
-            checked.append((begin, end))
+            checked.append((begin, end))  # type: ignore[arg-type]
         out = cls(checked)
         if out.size > MAX_SIZE:
             raise ResourceError(f"resource {name!r}: {out.size} values are too many")
@@ -164,6 +166,13 @@ class Ranges:
 
     def add(self, other: Any) -> Ranges:
         return Ranges((*self.spans, *_same_kind(self, other).spans))
+
+    def joined(self, others: Iterable[Any]) -> Ranges:
+        """This and all of `others` (one sort, not one a value)."""
+        spans = list(self.spans)
+        for other in others:
+            spans.extend(_same_kind(self, other).spans)
+        return Ranges(spans)
 
     def subtract(self, other: Any) -> Ranges:
         """What is here and not in `other`."""
@@ -266,6 +275,9 @@ class ItemSet:
     def add(self, other: Any) -> ItemSet:
         return ItemSet(self.items | _same_kind(self, other).items)
 
+    def joined(self, others: Iterable[Any]) -> ItemSet:
+        return ItemSet(self.items.union(*(_same_kind(self, o).items for o in others)))
+
     def subtract(self, other: Any) -> ItemSet:
         return ItemSet(self.items - _same_kind(self, other).items)
 
@@ -282,7 +294,7 @@ class ItemSet:
 def _same_kind(mine: _V, other: object) -> _V:
     if type(other) is not type(mine):
         raise ResourceError(f"cannot combine {mine!r} with {other!r}: not the same kind")
-    return other  # type: ignore[return-value]
+    return other  # type: ignore[return-value,unused-ignore]
 
 
 def _bracketed(text: str, opening: str, closing: str, name: str) -> str:
@@ -311,10 +323,10 @@ class Discrete(Mapping[str, Value]):
     """The concrete ranges and sets of a resource vector, by name (empty values not kept).
     Immutable; arithmetic returns new ones."""
 
-    __slots__ = ("values",)
+    __slots__ = ("by_name",)
 
     def __init__(self, values: Mapping[str, Value] | None = None) -> None:
-        self.values: dict[str, Value] = {k: v for k, v in (values or {}).items() if v}
+        self.by_name: dict[str, Value] = {k: v for k, v in (values or {}).items() if v}
 
     @classmethod
     def from_text(cls, texts: Mapping[str, str]) -> Discrete:
@@ -330,55 +342,66 @@ class Discrete(Mapping[str, Value]):
         return cls(values)
 
     def __getitem__(self, name: str) -> Value:
-        return self.values[name]
+        return self.by_name[name]
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self.values)
+        return iter(self.by_name)
 
     def __len__(self) -> int:
-        return len(self.values)
+        return len(self.by_name)
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Discrete):
-            return self.values == other.values
+            return self.by_name == other.by_name
         return NotImplemented
 
     def __hash__(self) -> int:
-        return hash(frozenset(self.values.items()))
+        return hash(frozenset(self.by_name.items()))
 
     def __str__(self) -> str:
-        return ";".join(f"{k}:{v}" for k, v in sorted(self.values.items())) or "{}"
+        return ";".join(f"{k}:{v}" for k, v in sorted(self.by_name.items())) or "{}"
 
     def __repr__(self) -> str:
         return f"Discrete({self})"
 
     def to_text(self) -> dict[str, str]:
-        return {k: str(v) for k, v in self.values.items()}
+        return {k: str(v) for k, v in self.by_name.items()}
 
     def counts(self) -> Resources:
         """Each value's size: what the allocator counts."""
-        return Resources.from_millis({k: v.size * SCALE for k, v in self.values.items()})
+        return Resources.from_millis({k: v.size * SCALE for k, v in self.by_name.items()})
 
     def contains(self, other: Discrete) -> bool:
-        for name, value in other.values.items():
-            mine = self.values.get(name)
+        for name, value in other.by_name.items():
+            mine = self.by_name.get(name)
             if mine is None or not mine.contains(value):
                 return False
         return True
 
     def overlap(self, other: Discrete) -> list[str]:
         """The names whose values both hold some of."""
-        return [n for n, v in other.values.items() if n in self.values and self.values[n].overlaps(v)]
+        return [
+            n for n, v in other.by_name.items() if n in self.by_name and self.by_name[n].overlaps(v)
+        ]
 
     def add(self, other: Discrete) -> Discrete:
-        out = dict(self.values)
-        for name, value in other.values.items():
+        out = dict(self.by_name)
+        for name, value in other.by_name.items():
             out[name] = out[name].add(value) if name in out else value
         return Discrete(out)
 
+    @classmethod
+    def union(cls, many: Iterable[Discrete]) -> Discrete:
+        """All of `many` together (the values every task on a slave holds)."""
+        by_name: dict[str, list[Value]] = {}
+        for d in many:
+            for name, value in d.by_name.items():
+                by_name.setdefault(name, []).append(value)
+        return cls({n: vs[0].joined(vs[1:]) for n, vs in by_name.items()})
+
     def subtract(self, other: Discrete) -> Discrete:
-        out = dict(self.values)
-        for name, value in other.values.items():
+        out = dict(self.by_name)
+        for name, value in other.by_name.items():
             if name in out:
                 out[name] = out[name].subtract(value)
         return Discrete(out)
@@ -386,7 +409,7 @@ class Discrete(Mapping[str, Value]):
     def take(self, counts: Mapping[str, int]) -> Discrete:
         """For each name, the lowest `counts[name]` values (its millis / SCALE)."""
         return Discrete(
-            {n: v.take(counts.get(n, 0) // SCALE) for n, v in self.values.items() if n in counts}
+            {n: v.take(counts.get(n, 0) // SCALE) for n, v in self.by_name.items() if n in counts}
         )
 
     # -- pydantic integration --------------------------------------------------------------
@@ -426,7 +449,9 @@ EMPTY = Discrete()
 
 def _check_name(name: object) -> None:
     if not isinstance(name, str) or not name or len(name) > 64:
-        raise ResourceError(f"resource name must be a non-empty string of at most 64 chars: {name!r}")
+        raise ResourceError(
+            f"resource name must be a non-empty string of at most 64 chars: {name!r}"
+        )
 
 
 def with_counts(resources: Resources, discrete: Discrete, what: str) -> Resources:

@@ -8,8 +8,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from protocol.wire.discrete import Discrete, with_counts
-from protocol.wire.resources import ResourceError
-from protocol.wire.resources import Resources
+from protocol.wire.resources import ResourceError, Resources
 from protocol.wire.values import Id, KillPolicy, Reason, TaskInfo, TaskState, TaskStatus, Wire
 
 # --- slave <-> master ----------------------------------------------------------------------
@@ -75,6 +74,7 @@ class Reregister(Wire):
     def _counted(self) -> Reregister:
         self.resources = counted(self.resources, self.discrete)
         return self
+
     tasks: list[RunningTask] = Field(default_factory=list)
     ending: list[EndingTask] = Field(default_factory=list)
     # each framework's principal, as the master named it in the launch (checkpointed with

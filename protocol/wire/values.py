@@ -10,8 +10,8 @@ from typing import Annotated, Any, ClassVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
-from protocol.wire.health import HealthCheck, HealthCheckType
 from protocol.wire.discrete import Discrete, with_counts
+from protocol.wire.health import HealthCheck, HealthCheckType
 from protocol.wire.resources import ResourceError, Resources
 
 Id = Annotated[str, Field(min_length=1, max_length=200)]

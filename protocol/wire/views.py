@@ -7,8 +7,8 @@ import time
 
 from pydantic import Field
 
-from protocol.wire.framework import TaskRequest
 from protocol.wire.discrete import Discrete
+from protocol.wire.framework import TaskRequest
 from protocol.wire.resources import Limit, Resources
 from protocol.wire.slave import TaskUsage
 from protocol.wire.values import Id, Offer, Reason, TaskState, Wire

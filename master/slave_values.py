@@ -1,0 +1,83 @@
+"""Which of a slave's ports (and other ranges and sets) are free, read from the books.
+
+The allocator counts a slave's ports as a number (`ports: 1001`), as it counts cpus; which
+ports those are is never kept as a book of its own that could drift from the rest. It is
+read from what holds them: the slave's live tasks, its outstanding offers, and the
+orphaned tasks it runs. An offer takes its count's worth of the lowest free values; a
+launch may use only values of its offer that no live task holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from master.books import Books, Slave
+from protocol.wire.discrete import EMPTY, Discrete
+from protocol.wire.messages import TaskInfo
+
+
+def in_use(books: Books, slave: Slave) -> Discrete:
+    """Values of `slave` that its live tasks hold (the master's and orphans')."""
+    held: list[Discrete] = []
+    for framework_id, task_id in slave.tasks:
+        task = books.task(framework_id, task_id)
+        if task is not None and not task.terminal and task.info.discrete:
+            held.append(task.info.discrete)
+    for orphans in books.orphans.values():
+        held.extend(o.task.discrete for o in orphans if o.slave_id == slave.slave_id)
+    return Discrete.union(held)
+
+
+def offered(books: Books, slave: Slave) -> Discrete:
+    """Values of `slave` in its outstanding offers."""
+    out = [books.offers[o].discrete for o in slave.offers if o in books.offers]
+    return Discrete.union(d for d in out if d)
+
+
+def free(books: Books, slave: Slave) -> Discrete:
+    """Values of `slave` neither held by a task nor offered."""
+    if not slave.discrete:
+        return EMPTY
+    return slave.discrete.subtract(in_use(books, slave)).subtract(offered(books, slave))
+
+
+def for_offer(books: Books, slave: Slave, counts: Mapping[str, int]) -> Discrete:
+    """The values an offer of `counts` (fixed point, as the allocator gives them) takes:
+    the lowest free ones of each range or set it counts."""
+    if not slave.discrete or not any(n in counts for n in slave.discrete):
+        return EMPTY
+    return free(books, slave).take(counts)
+
+
+def launch_problem(task: TaskInfo, offer: Discrete, holding: Discrete, slave_id: str) -> str | None:
+    """Why a task may not take the values it names (None: it may): each must be in what
+    is left of its offer, and none held by another live task (`holding`). A task that
+    counts a range or set of its offer without naming its values is refused too."""
+    tid = task.task_id
+    executor = task.executor.resources if task.executor is not None else {}
+    if any(n in executor for n in offer):
+        return f"task {tid}: an executor's resources may not hold ranges or sets (ports)"
+    for name, value in task.discrete.items():
+        have = offer.get(name)
+        if have is None or not have.contains(value):
+            left = have if have is not None else "none"
+            return (
+                f"task {tid}: {name} {value} are not in its offer on slave {slave_id} "
+                f"(offered {left})"
+            )
+    clash = holding.overlap(task.discrete)
+    if clash:
+        name = clash[0]
+        return (
+            f"task {tid}: {name} {task.discrete[name]} overlap those another task holds on "
+            f"slave {slave_id}"
+        )
+    unnamed = [n for n in offer if n in task.resources.millis and n not in task.discrete]
+    if unnamed:
+        name = unnamed[0]
+        return (
+            f"task {tid}: asks for {task.resources[name]:g} {name} without naming them: give "
+            f"them in its discrete values, out of its offer's {offer[name]} "
+            f"(frameworks.take_ports picks them)"
+        )
+    return None
