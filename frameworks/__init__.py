@@ -20,8 +20,10 @@ from frameworks.errors import (
     TooManyFrameworks,
 )
 from frameworks.executor import Executor, ExecutorDriver
+from frameworks.ports import NotEnoughPorts, OfferPorts, ports_of, take_ports
 from frameworks.scheduler import Scheduler, build_task, offer_resources
 from protocol.tooling.brokers import BrokerURL
+from protocol.wire.discrete import Discrete, ItemSet, Ranges
 from protocol.wire.messages import (
     CommandCheck,
     CommandInfo,
@@ -55,6 +57,7 @@ __all__ = [
     "CommandCheck",
     "CommandInfo",
     "ContainerInfo",
+    "Discrete",
     "DriverError",
     "Executor",
     "ExecutorDriver",
@@ -64,12 +67,16 @@ __all__ = [
     "HTTPCheck",
     "HealthCheck",
     "HealthCheckType",
+    "ItemSet",
     "KillPolicy",
     "MasterUnreachable",
+    "NotEnoughPorts",
     "Offer",
+    "OfferPorts",
     "PreemptedTask",
     "Preempting",
     "PrincipalRemoved",
+    "Ranges",
     "Reason",
     "Resources",
     "RoleRefused",
@@ -88,4 +95,6 @@ __all__ = [
     "WhyReason",
     "build_task",
     "offer_resources",
+    "ports_of",
+    "take_ports",
 ]

@@ -27,6 +27,7 @@ import uuid
 from collections.abc import Iterable
 
 from frameworks.driver import Scheduler as Scheduler  # (named beside its helpers)
+from protocol.wire.discrete import Discrete
 from protocol.wire.messages import (
     CommandInfo,
     ContainerInfo,
@@ -51,13 +52,16 @@ def build_task(
     image: str | None = None,
     kill_grace_period: float | None = None,
     health_check: HealthCheck | None = None,
+    discrete: Discrete | None = None,
 ) -> TaskInfo:
     """A TaskInfo for `offer`'s slave: a shell command, or a task for a custom executor.
     `image`: a command task's container image, which the slave runs with podman.
     `kill_grace_period`: seconds between SIGTERM and SIGKILL whenever it is killed (its
     `kill_policy`; by default the slave's `--kill-grace`). `health_check`: how the slave
     checks a command task's health (`HealthCheck`: an HTTP GET, a TCP connect, a
-    command), killing it after its failures."""
+    command), killing it after its failures. `discrete`: the ports (and other range or
+    set values) it takes out of the offer (`OfferPorts(offer).take(n)`), in its
+    environment as PORT0, ..., PORTS."""
     return TaskInfo(
         task_id=task_id or f"{name}-{uuid.uuid4().hex[:12]}",
         name=name,
@@ -71,6 +75,7 @@ def build_task(
             KillPolicy(grace_period=kill_grace_period) if kill_grace_period is not None else None
         ),
         health_check=health_check,
+        discrete=discrete or Discrete(),
     )
 
 

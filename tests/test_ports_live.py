@@ -1,0 +1,223 @@
+"""Done when (issue 49): a framework written against the SDK, and one against Mesos's v1
+HTTP API (pymesos, unmodified), each run a small web service on a live secure cluster
+(mosquitto with TLS, the master and two slaves as processes): several instances a slave,
+each listening on the port its offer gave it (`$PORT0`), each answered over HTTP here;
+the master's states show each task's port."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from cluster.local.secure import as_principal
+from cluster.testing import reachable
+from frameworks import (
+    Filters,
+    OfferPorts,
+    Resources,
+    Scheduler,
+    SchedulerDriver,
+    build_task,
+    ports_of,
+)
+from protocol.wire.messages import Offer, TaskInfo, TaskState
+
+from conftest import need_mosquitto
+from harness.helpers import Recorder, SecureCluster, basic, secure_cluster
+from harness.slave import free_span, port_server
+
+CLUSTER = "ports"
+PRINCIPALS = [("master", "master"), ("ops", "operator"), ("slave-0", "slave"),
+              ("slave-1", "slave"), ("team-a", "framework")]  # fmt: skip
+PER_SLAVE = 3
+PROGRAM = Path(__file__).parent / "programs" / "pymesos_ports.py"
+pytestmark = pytest.mark.timeout(180)
+
+
+def slaves(base: int) -> list[tuple[str, ...]]:
+    """Two slaves on this one host: ports of their own, 10 each."""
+    return [
+        (
+            f"slave-{i}",
+            "--resources",
+            f"cpus:2;mem:1024;ports:[{base + 10 * i}-{base + 10 * i + 9}]",
+        )
+        for i in range(2)
+    ]
+
+
+async def answer(port: int) -> str:
+    """What the server on `port` answers (retried while it starts)."""
+    async with aiohttp.ClientSession() as http:
+        for _ in range(100):
+            try:
+                async with http.get(f"http://127.0.0.1:{port}/") as r:
+                    return await r.text()
+            except aiohttp.ClientConnectionError:
+                await asyncio.sleep(0.1)
+    raise AssertionError(f"nothing answers on port {port}")
+
+
+async def classic_ports(c: SecureCluster) -> dict[str, str]:
+    """Each live task's ports, as /master/state (Mesos's v0 shape) shows them."""
+    auth = basic("ops", c.store.secret_file("ops").read_text().strip())
+    async with (
+        aiohttp.ClientSession() as http,
+        http.get(c.web.rstrip("/") + "/master/state", headers={"Authorization": auth}) as r,
+    ):
+        state = await r.json()
+    return {
+        t["id"]: t["resources"].get("ports", "") for fw in state["frameworks"] for t in fw["tasks"]
+    }
+
+
+class Web(Scheduler):
+    """PER_SLAVE web servers a slave, each on a port of its offer."""
+
+    def __init__(self, recorder: Recorder) -> None:
+        self.recorder = recorder
+        self.tasks: dict[str, TaskInfo] = {}
+
+    async def resource_offers(self, driver: SchedulerDriver, offers: list[Offer]) -> None:
+        for offer in offers:
+            picker = OfferPorts(offer)
+            here = sum(
+                1
+                for t in self.tasks.values()
+                if t.slave_id == offer.slave_id
+                and not any(s.terminal for s in self.recorder.states(t.task_id))
+            )
+            tasks = [
+                build_task(
+                    offer,
+                    f"web-{offer.slave_id[:8]}-{len(self.tasks) + i}",
+                    Resources(cpus=0.1, mem=32),
+                    command=port_server(),
+                    discrete=picker.take(1),
+                )
+                for i in range(min(PER_SLAVE - here, picker.free))
+            ]
+            self.tasks.update((t.task_id, t) for t in tasks)
+            self.recorder.changed.set()
+            if tasks:
+                driver.launch_tasks([offer.offer_id], tasks)
+            else:
+                driver.decline_offer(offer.offer_id, Filters(refuse_seconds=0.5))
+
+    async def status_update(self, driver: SchedulerDriver, status: object) -> None:
+        await self.recorder.status_update(driver, status)  # type: ignore[arg-type]
+
+
+async def test_an_sdk_framework_runs_web_servers_on_the_ports_its_offers_gave(
+    tmp_path: Path,
+) -> None:
+    need_mosquitto()
+    reachable(tmp_path)
+    base = free_span(20)
+    async with secure_cluster(tmp_path, CLUSTER, PRINCIPALS, slaves(base)) as c:
+        recorder = Recorder()
+        web = Web(recorder)
+        driver = SchedulerDriver(
+            web,
+            name="web",
+            broker=as_principal(c.url, c.store, "team-a"),
+            cluster=CLUSTER,
+            role="team-a",
+        )
+        await driver.start(timeout=20)
+        try:
+            await recorder.wait(
+                lambda: (
+                    sum(TaskState.RUNNING in recorder.states(t) for t in web.tasks) == 2 * PER_SLAVE
+                ),
+                timeout=60,
+            )
+            ports = {tid: ports_of(t.discrete) for tid, t in web.tasks.items()}
+            assert all(len(p) == 1 for p in ports.values())
+            every = sorted(p[0] for p in ports.values())
+            assert len(set(every)) == 2 * PER_SLAVE  # never one port twice
+            assert all(base <= p < base + 20 for p in every)
+            for tid, (port,) in ports.items():
+                assert await answer(port) == str(port), tid
+            shown = await classic_ports(c)
+            assert {tid: shown[tid] for tid in ports} == {
+                tid: f"[{p}-{p}]" for tid, (p,) in ports.items()
+            }
+            # a task that ends gives its port back: its replacement is offered it (the
+            # lowest free port of its slave) and serves on it
+            gone = min(web.tasks, key=lambda t: ports[t][0])
+            driver.kill_task(gone)
+            await recorder.update(gone, TaskState.KILLED, timeout=30)
+            await recorder.wait(lambda: len(web.tasks) == 2 * PER_SLAVE + 1, timeout=30)
+            (new,) = set(web.tasks) - set(ports)
+            assert ports_of(web.tasks[new].discrete) == ports[gone]
+            await recorder.update(new, TaskState.RUNNING, timeout=30)
+            assert await answer(ports[gone][0]) == str(ports[gone][0])
+        finally:
+            await driver.stop()
+
+
+def running(line: list[str]) -> bool:
+    return line[:1] == ["STATUS"] and line[2] == "TASK_RUNNING"
+
+
+LIVE = ("TASK_STAGING", "TASK_STARTING", "TASK_RUNNING")
+
+
+def need_pymesos() -> None:
+    import importlib.util
+    import os
+
+    if importlib.util.find_spec("pymesos") and importlib.util.find_spec("http_parser"):
+        return
+    if os.environ.get("CI"):
+        pytest.fail("pymesos is not installed; .ci/run installs it (.ci/pymesos.sh)")
+    pytest.skip("pymesos is not installed (bash .ci/pymesos.sh)")
+
+
+async def test_a_pymesos_framework_runs_web_servers_on_the_ports_its_offers_gave(
+    tmp_path: Path,
+) -> None:
+    need_mosquitto()
+    need_pymesos()
+    reachable(tmp_path)
+    base = free_span(20)
+    async with secure_cluster(tmp_path, CLUSTER, PRINCIPALS, slaves(base)) as c:
+        master = c.web.split("//")[1].rstrip("/")
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, str(PROGRAM), master, "team-a",
+            str(c.store.secret_file("team-a")), str(PER_SLAVE), port_server(),
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        lines: list[list[str]] = []
+        try:
+            assert process.stdout is not None
+            async with asyncio.timeout(90):
+                while sum(running(line) for line in lines) < 2 * PER_SLAVE:
+                    raw = await process.stdout.readline()
+                    assert raw, f"the framework ended: {lines[-5:]}"
+                    lines.append(raw.decode().split())
+            ended = [line for line in lines if line[:1] == ["STATUS"] and line[2] not in LIVE]
+            assert not ended
+            launched = {line[1]: int(line[3]) for line in lines if line[:1] == ["LAUNCHED"]}
+            assert len(launched) == 2 * PER_SLAVE
+            assert len(set(launched.values())) == 2 * PER_SLAVE
+            for tid, port in launched.items():
+                assert await answer(port) == str(port), tid
+            shown = await classic_ports(c)
+            assert {tid: shown[tid] for tid in launched} == {
+                tid: f"[{p}-{p}]" for tid, p in launched.items()
+            }
+        finally:
+            assert process.stdin is not None
+            process.stdin.close()
+            try:
+                async with asyncio.timeout(10):
+                    await process.wait()
+            except TimeoutError:
+                process.kill()
+                await process.wait()
