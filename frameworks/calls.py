@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Generator, Iterable
 from typing import Any, ParamSpec
 
 from frameworks.errors import DriverError
+from protocol.wire.discrete import Discrete
 from protocol.wire.messages import (
     MAX_RECONCILE_TASKS,
     Acknowledge,
@@ -64,12 +65,19 @@ def launch_checked(
     wanted = sum((t.resources for t in tasks), Resources())
     if not available.contains(wanted):
         raise DriverError(f"the tasks need {wanted} but the offers hold {available}")
+    values = Discrete.union(o.discrete for o in offers)  # ports, each for one task
     for task in tasks:
         if task.slave_id != offers[0].slave_id:
             raise DriverError(
                 f"task {task.task_id} names slave {task.slave_id}, "
                 f"not the offer's {offers[0].slave_id}"
             )
+        if not values.contains(task.discrete):
+            raise DriverError(
+                f"task {task.task_id} takes {task.discrete}, not all left in the offers "
+                f"({values}): OfferPorts(offer).take(n) hands each out once"
+            )
+        values = values.subtract(task.discrete)
     return ids
 
 

@@ -155,9 +155,7 @@ class FrameworkCalls:
         seen: set[str] = set()
         launched: list[TaskInfo] = []
         for task in msg.tasks:
-            problem = self._task_problem(fw, task, slave_id, remaining, seen) or launch_problem(
-                task, values, holding, slave_id
-            )
+            problem = self._task_problem(fw, task, slave_id, remaining, seen, (values, holding))
             seen.add(task.task_id)
             if problem:
                 refused.append(problem)
@@ -254,8 +252,16 @@ class FrameworkCalls:
         )
 
     def _task_problem(
-        self, fw: Framework, task: TaskInfo, slave_id: str, remaining: Resources, seen: set[str]
+        self,
+        fw: Framework,
+        task: TaskInfo,
+        slave_id: str,
+        remaining: Resources,
+        seen: set[str],
+        values: tuple[Discrete, Discrete],
     ) -> str | None:
+        """Why `task` may not launch (None: it may); `values`: what is left of its offer's
+        ranges and sets, and what the slave's live tasks hold of them."""
         tid = task.task_id
         problem = task_problem(task)
         if problem is not None:
@@ -274,6 +280,9 @@ class FrameworkCalls:
                 need = need + task.executor.resources
             elif held != task.executor.resources:
                 return f"task {tid}: executor {eid} runs with {held}, not {task.executor.resources}"
+        problem = launch_problem(task, *values, slave_id)  # (its ports, named)
+        if problem is not None:
+            return problem
         if not remaining.contains(need):  # (which resource of which slave, and by how much)
             short = need.subtract_clamped(remaining)
             return (

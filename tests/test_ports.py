@@ -1,0 +1,212 @@
+"""Ports through the master, in process on the in-memory transport with bare protocol
+fakes (a hostile framework speaks the protocol, not the SDK): offers carry a slave's free
+ports, a launch takes its own out of its offer, a hostile one gets a clear refusal and
+nothing else, ports come back when a task ends, and a slave that re-registers brings its
+tasks' ports back into the books."""
+
+from __future__ import annotations
+
+import pytest
+
+from protocol.wire.discrete import Discrete, ItemSet, Ranges
+from protocol.wire.messages import (
+    Error,
+    Offer,
+    Reason,
+    Reregister,
+    RunningTask,
+    TaskInfo,
+    TaskState,
+)
+from protocol.wire.resources import Resources
+
+from harness.fakes import FakeFramework
+from harness.helpers import books_balance, eventually
+from harness.master import GB, Cluster, encode_raw
+from harness.master import cluster as cluster
+
+PORTS = Discrete({"ports": Ranges([(31000, 31009)])})
+SLAVE = Resources(cpus=4, mem=4 * GB)
+
+
+def ports(*spans: tuple[int, int]) -> Discrete:
+    return Discrete({"ports": Ranges(spans)})
+
+
+def web(fw: FakeFramework, offer: Offer, task_id: str, values: Discrete) -> TaskInfo:
+    return fw.task(offer, Resources(cpus=1, mem=GB), task_id).model_copy(
+        update={
+            "discrete": values,
+            "resources": Resources(cpus=1, mem=GB, ports=sum(v.size for v in values.values())),
+        }
+    )
+
+
+async def test_offers_carry_free_ports_and_a_task_takes_its_own(cluster: Cluster) -> None:
+    a = await cluster.framework("A")
+    s1 = await cluster.slave("s1", SLAVE, PORTS)
+    offer = await a.next_offer()
+    assert offer.discrete == PORTS  # the slave's free ports, counted beside cpus
+    assert offer.resources == SLAVE + Resources(ports=10)
+    t1 = web(a, offer, "t1", ports((31000, 31000)))
+    t2 = web(a, offer, "t2", ports((31003, 31004)))
+    await a.accept(offer, [t1, t2], refuse=0)
+    runs = [await s1.run_task(), await s1.run_task()]
+    assert [r.task.discrete for r in runs] == [t1.discrete, t2.discrete]
+    again = await a.next_offer(after=1)  # what they left, at once
+    assert again.discrete == ports((31001, 31002), (31005, 31009))
+    assert again.resources["ports"] == 7
+    books_balance(cluster.master)
+    # a task that ends gives its ports back
+    await a.decline(again, refuse=0)
+    await s1.report(a.framework_id, "t2", TaskState.FINISHED)
+    back = await a.next_offer(after=2)
+    assert back.discrete == ports((31001, 31009))
+    books_balance(cluster.master)
+
+
+async def test_two_frameworks_are_offered_different_ports(cluster: Cluster) -> None:
+    """The allocator counts ports; an offer of part of a slave takes the lowest free ones
+    (never those of another outstanding offer)."""
+    a = await cluster.framework("A")
+    await cluster.slave("s1", SLAVE, PORTS)
+    offer = await a.next_offer()
+    await a.accept(offer, [web(a, offer, "t1", ports((31000, 31001)))], refuse=60)
+    b = await cluster.framework("B")
+    other = await b.next_offer()
+    assert other.discrete == ports((31002, 31009))
+    books_balance(cluster.master)
+
+
+@pytest.mark.parametrize(
+    ("values", "counted", "says"),
+    [
+        (ports((80, 80)), None, "ports [80-80] are not in its offer on slave s1"),
+        (ports((31000, 31010)), None, "ports [31000-31010] are not in its offer"),
+        (ports((31005, 31005)), None, "ports [31005-31005] are not in its offer"),
+        (Discrete(), 2, "asks for 2 ports without naming them"),
+        (Discrete({"zones": ItemSet(["a"])}), None, "zones {a} are not in its offer"),
+    ],
+    ids=["outside", "past-the-end", "held", "unnamed", "no-such-set"],
+)
+async def test_a_launch_for_ports_it_was_not_offered_is_refused_and_gains_nothing(
+    cluster: Cluster, values: Discrete, counted: int | None, says: str
+) -> None:
+    a = await cluster.framework("A")
+    s1 = await cluster.slave("s1", SLAVE, PORTS)
+    offer = await a.next_offer()
+    await a.accept(offer, [web(a, offer, "holder", ports((31005, 31005)))], refuse=0)
+    await s1.run_task()
+    offer = await a.next_offer(after=1)
+    assert offer.discrete == ports((31000, 31004), (31006, 31009))
+    bad = web(a, offer, "bad", values)
+    if counted is not None:  # a count of ports, none named
+        bad = bad.model_copy(update={"resources": Resources(cpus=1, mem=GB, ports=counted)})
+    await a.accept(offer, [bad], refuse=0)
+    status = await a.update_for("bad", TaskState.ERROR)
+    assert status.reason == Reason.TASK_INVALID
+    assert says in status.message
+    assert not a.inbox.of(Error)  # the update is the answer
+    assert cluster.master.outbox.refused["invalid-tasks"] == 1  # (and a log line)
+    assert [r.task.task_id for r in s1.runs()] == ["holder"]  # nothing ran
+    again = await a.next_offer(after=2)  # the offer came back whole
+    assert again.discrete == ports((31000, 31004), (31006, 31009))
+    books_balance(cluster.master)
+
+
+async def test_hostile_sizes_are_refused_at_the_door(cluster: Cluster) -> None:
+    """100,000 single-port ranges or a set of 10^6 items in an Accept are refused unread
+    (past the master's message bound); 2,000 ranges, 2,000 items or an inverted range are
+    refused with an Error saying so. Nothing is launched; the offer stays outstanding."""
+    a = await cluster.framework("A")
+    s1 = await cluster.slave("s1", SLAVE, PORTS)
+    offer = await a.next_offer()
+    task = {
+        "task_id": "huge",
+        "slave_id": "s1",
+        "resources": {"cpus": 1},
+        "command": {"value": "true"},
+    }
+
+    def spans(n: int) -> str:
+        return "[" + ",".join(f"{p}-{p}" for p in range(0, 2 * n, 2)) + "]"
+
+    def items(n: int) -> str:
+        return "{" + ",".join(str(i) for i in range(n)) + "}"
+
+    hostile = [
+        {"ports": spans(100_000)},
+        {"zones": items(10**6)},
+        {"ports": spans(2_000)},
+        {"zones": items(2_000)},
+        {"ports": "[9-1]"},
+    ]
+    for discrete in hostile:
+        body = {
+            "framework_id": a.framework_id,
+            "offer_ids": [offer.offer_id],
+            "tasks": [{**task, "discrete": discrete}],
+        }
+        await a.bus.publish_raw(a.to_master, encode_raw("Accept", a.bus.inbox, body))
+    errors = await a.inbox.wait_count(Error, 3)
+    assert sorted(e.message.split(": ", 3)[-1] for e in errors) == [
+        "resource 'ports': more than 1024 ranges",
+        "resource 'ports': range [9-1] is inverted",
+        "resource 'zones': more than 1024 items",
+    ]
+    await eventually(lambda: cluster.master.outbox.refused["too-large"] == 2)
+    assert not s1.runs()
+    assert offer.offer_id in cluster.master.books.offers
+    books_balance(cluster.master)
+
+
+async def test_a_reregistering_slave_brings_its_tasks_ports_back_into_the_books(
+    cluster: Cluster,
+) -> None:
+    """As after a master failover: the slave's running tasks come back with their ports,
+    and the next offer holds only the others."""
+    a = await cluster.framework("A")
+    s1 = await cluster.slave("s1", SLAVE, PORTS)
+    offer = await a.next_offer()
+    t1 = web(a, offer, "t1", ports((31002, 31003)))
+    await a.accept(offer, [t1], refuse=0)
+    run = await s1.run_task()
+    again = await a.next_offer(after=1)
+    await a.decline(again, refuse=0)
+    await s1.bus.publish(
+        s1.to_master,
+        Reregister(
+            slave_id="s1",
+            hostname="s1.local",
+            resources=s1.resources,
+            discrete=PORTS,
+            tasks=[
+                RunningTask(framework_id=a.framework_id, task=run.task, state=TaskState.RUNNING)
+            ],
+        ),
+    )
+    offer = await a.next_offer(after=2)
+    assert offer.discrete == ports((31000, 31001), (31004, 31009))
+    books_balance(cluster.master)
+
+
+async def test_a_slave_that_reports_tasks_on_ports_it_does_not_have_is_refused(
+    cluster: Cluster,
+) -> None:
+    a = await cluster.framework("A")
+    s1 = await cluster.slave("s1", SLAVE, PORTS)
+    offer = await a.next_offer()
+    stray = web(a, offer, "stray", ports((9000, 9000)))
+    await s1.bus.publish(
+        s1.to_master,
+        Reregister(
+            slave_id="s1",
+            hostname="s1.local",
+            resources=s1.resources,
+            discrete=PORTS,
+            tasks=[RunningTask(framework_id=a.framework_id, task=stray, state=TaskState.RUNNING)],
+        ),
+    )
+    error = await s1.inbox.wait_for(Error)
+    assert "not all in its ports:[31000-31009]" in error.message
+    await eventually(lambda: "stray" not in cluster.master.books.frameworks[a.framework_id].tasks)
