@@ -44,9 +44,26 @@ def free(books: Books, slave: Slave) -> Discrete:
 def for_offer(books: Books, slave: Slave, counts: Mapping[str, int]) -> Discrete:
     """The values an offer of `counts` (fixed point, as the allocator gives them) takes:
     the lowest free ones of each range or set it counts."""
-    if not slave.discrete or not any(n in counts for n in slave.discrete):
+    values = slave.discrete
+    if not values:
         return EMPTY
-    return free(books, slave).take(counts)
+    if slave.offers or slave.tasks or books.orphans:  # (else all of them are free)
+        held = _holders(books, slave)
+        if held:
+            values = values.subtract(Discrete.union(held))
+    return values.take(counts)
+
+
+def _holders(books: Books, slave: Slave) -> list[Discrete]:
+    """What holds some of `slave`'s values: its live tasks, its offers, its orphans."""
+    held = [books.offers[o].discrete for o in slave.offers if o in books.offers]
+    for framework_id, task_id in slave.tasks:
+        task = books.task(framework_id, task_id)
+        if task is not None and not task.terminal:
+            held.append(task.info.discrete)
+    for orphans in books.orphans.values():
+        held.extend(o.task.discrete for o in orphans if o.slave_id == slave.slave_id)
+    return [d for d in held if d]
 
 
 def launch_problem(task: TaskInfo, offer: Discrete, holding: Discrete, slave_id: str) -> str | None:

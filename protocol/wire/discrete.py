@@ -84,6 +84,13 @@ class Ranges:
         self.size = sum(e - b + 1 for b, e in merged)
 
     @classmethod
+    def _sorted(cls, spans: tuple[tuple[int, int], ...], size: int) -> Ranges:
+        """Spans already sorted, disjoint and apart, and their size (the books' own)."""
+        out = cls.__new__(cls)
+        out.spans, out.size = spans, size
+        return out
+
+    @classmethod
     def of(cls, spans: Iterable[tuple[object, object]], name: str = PORTS) -> Ranges:
         """Ranges from outside (a user, a framework): each bound an integer in
         [0, MAX_VALUE], begin <= end, at most MAX_RANGES of them."""
@@ -194,14 +201,17 @@ class Ranges:
 
     def take(self, n: int) -> Ranges:
         """The lowest `n` values (fewer if there are fewer)."""
+        if n >= self.size:
+            return self
         out: list[tuple[int, int]] = []
+        left = n
         for begin, end in self.spans:
-            if n <= 0:
+            if left <= 0:
                 break
-            last = min(end, begin + n - 1)
+            last = min(end, begin + left - 1)
             out.append((begin, last))
-            n -= last - begin + 1
-        return Ranges(out)
+            left -= last - begin + 1
+        return Ranges._sorted(tuple(out), n if n > 0 else 0)
 
     def members(self, most: int) -> list[str]:
         """The first `most` values, lowest first, as text."""
@@ -407,10 +417,15 @@ class Discrete(Mapping[str, Value]):
         return Discrete(out)
 
     def take(self, counts: Mapping[str, int]) -> Discrete:
-        """For each name, the lowest `counts[name]` values (its millis / SCALE)."""
-        return Discrete(
-            {n: v.take(counts.get(n, 0) // SCALE) for n, v in self.by_name.items() if n in counts}
-        )
+        """For each name, the lowest `counts[name]` values (its millis / SCALE). (An
+        offer's ports, once a round for every slave offered: kept lean.)"""
+        out = Discrete.__new__(Discrete)
+        out.by_name = {}
+        for name, value in self.by_name.items():
+            millis = counts.get(name)
+            if millis:
+                out.by_name[name] = value.take(millis // SCALE)
+        return out
 
     # -- pydantic integration --------------------------------------------------------------
     @classmethod
