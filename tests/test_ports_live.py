@@ -75,6 +75,38 @@ async def classic_ports(c: SecureCluster) -> dict[str, str]:
     }
 
 
+async def v1_ports(c: SecureCluster) -> dict[str, list[dict[str, int]]]:
+    """Each live task's ports as Mesos's operator API (GET_TASKS) gives them: RANGES."""
+    auth = basic("ops", c.store.secret_file("ops").read_text().strip())
+    async with (
+        aiohttp.ClientSession() as http,
+        http.post(
+            c.web.rstrip("/") + "/api/v1",
+            json={"type": "GET_TASKS"},
+            headers={"Authorization": auth},
+        ) as r,
+    ):
+        body = await r.json()
+    out = {}
+    for t in body["get_tasks"]["tasks"]:
+        for r in t["resources"]:
+            if r["name"] == "ports":
+                assert r["type"] == "RANGES"
+                out[t["task_id"]["value"]] = r["ranges"]["range"]
+    return out
+
+
+async def own_api_ports(c: SecureCluster) -> dict[str, dict[str, str]]:
+    """Each live task's values as drfmesos's /api/v1/tasks gives them (the web UI's)."""
+    auth = basic("ops", c.store.secret_file("ops").read_text().strip())
+    async with (
+        aiohttp.ClientSession() as http,
+        http.get(c.web.rstrip("/") + "/api/v1/tasks", headers={"Authorization": auth}) as r,
+    ):
+        body = await r.json()
+    return {t["task_id"]: t["discrete"] for t in body["tasks"]}
+
+
 class Web(Scheduler):
     """PER_SLAVE web servers a slave, each on a port of its offer."""
 
@@ -146,6 +178,14 @@ async def test_an_sdk_framework_runs_web_servers_on_the_ports_its_offers_gave(
             shown = await classic_ports(c)
             assert {tid: shown[tid] for tid in ports} == {
                 tid: f"[{p}-{p}]" for tid, (p,) in ports.items()
+            }
+            v1 = await v1_ports(c)
+            assert {tid: v1[tid] for tid in ports} == {
+                tid: [{"begin": p, "end": p}] for tid, (p,) in ports.items()
+            }
+            own = await own_api_ports(c)
+            assert {tid: own[tid] for tid in ports} == {
+                tid: {"ports": f"[{p}-{p}]"} for tid, (p,) in ports.items()
             }
             # a task that ends gives its port back: its replacement is offered it (the
             # lowest free port of its slave) and serves on it

@@ -37,8 +37,9 @@ const amount = (name, v) => {
 };
 const ORDER = ["cpus", "mem", "disk", "gpus"]; // the known resources first, in this order
 const rank = (name) => (ORDER.includes(name) ? ORDER.indexOf(name) : ORDER.length);
-const res = (r) => Object.entries(r || {}).sort(([a], [b]) => rank(a) - rank(b) || a.localeCompare(b))
-  .map(([k, v]) => amount(k, v)).join(", ") || "-";
+// `values`: the ranges and sets among them (ports), shown as their values, not their count
+const res = (r, values = {}) => Object.entries(r || {}).sort(([a], [b]) => rank(a) - rank(b) || a.localeCompare(b))
+  .map(([k, v]) => (values[k] ? `${k} ${values[k]}` : amount(k, v))).join(", ") || "-";
 const TERMINAL = new Set(["TASK_FINISHED", "TASK_FAILED", "TASK_KILLED", "TASK_LOST", "TASK_ERROR",
                           "TASK_DROPPED", "TASK_GONE", "TASK_GONE_BY_OPERATOR"]);
 // a framework keeps one colour, in the table, the chart and the legend: given in the order
@@ -371,7 +372,7 @@ async function loadTasks() {
     el("td", {}, link(["task", t.framework_id, t.task_id], t.task_id)),
     el("td", {}, link(["framework", t.framework_id], label(t.framework_id, names[t.framework_id] || nameOf(t.framework_id)))),
     el("td", {}, link(["slave", t.slave_id], t.slave_id)),
-    el("td", { title: t.message || "" }, t.state + (t.reason ? ` (${t.reason})` : "")), el("td", {}, res(t.resources)),
+    el("td", { title: t.message || "" }, t.state + (t.reason ? ` (${t.reason})` : "")), el("td", { class: "resources" }, res(t.resources, t.discrete)),
     el("td", {}, taskUse(t)),
     el("td", {}, el("button", { class: "stdout", onclick: () => showFile(t, "stdout") }, "stdout"), " ",
       el("button", { class: "stderr", onclick: () => showFile(t, "stderr") }, "stderr")))));
@@ -550,8 +551,8 @@ async function slaveDetails(id) {
   const page = await api(`/api/v1/slaves?limit=10&search=${encodeURIComponent(id)}`);
   const s = page.slaves.find((x) => x.slave_id === id);
   if (!s) return [`slave ${id}`, [["status", "gone"]]];
-  return [`slave ${id}`, [["hostname", s.hostname], ["principal", s.principal], ["total", res(s.total)],
-    ["free", res(s.free)], ["tasks", s.tasks],
+  return [`slave ${id}`, [["hostname", s.hostname], ["principal", s.principal], ["total", res(s.total, s.discrete)],
+    ["free", res(s.free, s.free_discrete)], ["tasks", s.tasks],
     ["attributes", Object.entries(s.attributes || {}).map(([k, v]) => `${k}:${v}`).join(" ") || "none"]]];
 }
 
@@ -561,7 +562,7 @@ async function taskDetails(frameworkId, id) {
   if (!t) return [`task ${id}`, [["status", "no longer known to the master"]]];
   return [`task ${id}`, [["name", t.name || "-"], ["framework", link(["framework", frameworkId], nameOf(frameworkId))],
     ["slave", link(["slave", t.slave_id], t.slave_id)], ["state", t.state], ["reason", t.reason || "-"],
-    ["message", t.message || "-"], ["resources", res(t.resources)],
+    ["message", t.message || "-"], ["resources", res(t.resources, t.discrete)],
     ["launched", when(t.launched_at)], ["ended", when(t.ended_at)],
     ["sandbox", el("span", {}, el("button", { onclick: () => showFile(t, "stdout") }, "stdout"), " ",
                    el("button", { onclick: () => showFile(t, "stderr") }, "stderr"))]]];
