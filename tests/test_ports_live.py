@@ -7,8 +7,11 @@ the master's states show each task's port."""
 from __future__ import annotations
 
 import asyncio
+import importlib.util
+import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import pytest
@@ -16,18 +19,13 @@ import pytest
 from cluster.local.secure import as_principal
 from cluster.testing import reachable
 from frameworks import (
-    Filters,
-    OfferPorts,
-    Resources,
-    Scheduler,
     SchedulerDriver,
-    build_task,
     ports_of,
 )
-from protocol.wire.messages import Offer, TaskInfo, TaskState
+from protocol.wire.messages import TaskState
 
 from conftest import need_mosquitto
-from harness.helpers import Recorder, SecureCluster, basic, secure_cluster
+from harness.helpers import SecureCluster, basic, secure_cluster
 from harness.slave import free_span, port_server
 
 CLUSTER = "ports"
@@ -35,6 +33,7 @@ PRINCIPALS = [("master", "master"), ("ops", "operator"), ("slave-0", "slave"),
               ("slave-1", "slave"), ("team-a", "framework")]  # fmt: skip
 PER_SLAVE = 3
 PROGRAM = Path(__file__).parent / "programs" / "pymesos_ports.py"
+EXAMPLE = Path(__file__).parent.parent / "examples" / "web_service.py"
 pytestmark = pytest.mark.timeout(180)
 
 
@@ -107,41 +106,21 @@ async def own_api_ports(c: SecureCluster) -> dict[str, dict[str, str]]:
     return {t["task_id"]: t["discrete"] for t in body["tasks"]}
 
 
-class Web(Scheduler):
-    """PER_SLAVE web servers a slave, each on a port of its offer."""
+def web_service() -> Any:
+    """examples/web_service.py, the how-to's framework, as a module."""
+    spec = importlib.util.spec_from_file_location("web_service", EXAMPLE)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
-    def __init__(self, recorder: Recorder) -> None:
-        self.recorder = recorder
-        self.tasks: dict[str, TaskInfo] = {}
 
-    async def resource_offers(self, driver: SchedulerDriver, offers: list[Offer]) -> None:
-        for offer in offers:
-            picker = OfferPorts(offer)
-            here = sum(
-                1
-                for t in self.tasks.values()
-                if t.slave_id == offer.slave_id
-                and not any(s.terminal for s in self.recorder.states(t.task_id))
-            )
-            tasks = [
-                build_task(
-                    offer,
-                    f"web-{offer.slave_id[:8]}-{len(self.tasks) + i}",
-                    Resources(cpus=0.1, mem=32),
-                    command=port_server(),
-                    discrete=picker.take(1),
-                )
-                for i in range(min(PER_SLAVE - here, picker.free))
-            ]
-            self.tasks.update((t.task_id, t) for t in tasks)
-            self.recorder.changed.set()
-            if tasks:
-                driver.launch_tasks([offer.offer_id], tasks)
-            else:
-                driver.decline_offer(offer.offer_id, Filters(refuse_seconds=0.5))
-
-    async def status_update(self, driver: SchedulerDriver, status: object) -> None:
-        await self.recorder.status_update(driver, status)  # type: ignore[arg-type]
+async def until(web: Any, condition: Any, timeout: float) -> None:
+    async with asyncio.timeout(timeout):
+        while not condition():
+            web.changed.clear()
+            await web.changed.wait()
 
 
 async def test_an_sdk_framework_runs_web_servers_on_the_ports_its_offers_gave(
@@ -151,8 +130,7 @@ async def test_an_sdk_framework_runs_web_servers_on_the_ports_its_offers_gave(
     reachable(tmp_path)
     base = free_span(20)
     async with secure_cluster(tmp_path, CLUSTER, PRINCIPALS, slaves(base)) as c:
-        recorder = Recorder()
-        web = Web(recorder)
+        web = web_service().WebService(PER_SLAVE, bind="127.0.0.1")
         driver = SchedulerDriver(
             web,
             name="web",
@@ -162,12 +140,8 @@ async def test_an_sdk_framework_runs_web_servers_on_the_ports_its_offers_gave(
         )
         await driver.start(timeout=20)
         try:
-            await recorder.wait(
-                lambda: (
-                    sum(TaskState.RUNNING in recorder.states(t) for t in web.tasks) == 2 * PER_SLAVE
-                ),
-                timeout=60,
-            )
+            running = TaskState.RUNNING
+            await until(web, lambda: list(web.states.values()).count(running) == 6, 60)
             ports = {tid: ports_of(t.discrete) for tid, t in web.tasks.items()}
             assert all(len(p) == 1 for p in ports.values())
             every = sorted(p[0] for p in ports.values())
@@ -191,11 +165,11 @@ async def test_an_sdk_framework_runs_web_servers_on_the_ports_its_offers_gave(
             # lowest free port of its slave) and serves on it
             gone = min(web.tasks, key=lambda t: ports[t][0])
             driver.kill_task(gone)
-            await recorder.update(gone, TaskState.KILLED, timeout=30)
-            await recorder.wait(lambda: len(web.tasks) == 2 * PER_SLAVE + 1, timeout=30)
+            await until(web, lambda: web.states[gone] == TaskState.KILLED, 30)
+            await until(web, lambda: len(web.tasks) == 2 * PER_SLAVE + 1, 30)
             (new,) = set(web.tasks) - set(ports)
             assert ports_of(web.tasks[new].discrete) == ports[gone]
-            await recorder.update(new, TaskState.RUNNING, timeout=30)
+            await until(web, lambda: web.states.get(new) == running, 30)
             assert await answer(ports[gone][0]) == str(ports[gone][0])
         finally:
             await driver.stop()
@@ -209,9 +183,6 @@ LIVE = ("TASK_STAGING", "TASK_STARTING", "TASK_RUNNING")
 
 
 def need_pymesos() -> None:
-    import importlib.util
-    import os
-
     if importlib.util.find_spec("pymesos") and importlib.util.find_spec("http_parser"):
         return
     if os.environ.get("CI"):
