@@ -67,6 +67,7 @@ class WebService(Scheduler):
             if t.slave_id == slave_id and not self.states.get(t.task_id, TaskState.STAGING).terminal
         )
 
+    # --8<-- [start:resource_offers]
     async def resource_offers(self, driver: SchedulerDriver, offers: list[Offer]) -> None:
         for offer in offers:
             self.hosts[offer.slave_id] = offer.hostname
@@ -83,6 +84,8 @@ class WebService(Scheduler):
                 await driver.launch_tasks([offer.offer_id], tasks)
             else:  # nothing more to run here: ask again in a while
                 await driver.decline_offer(offer.offer_id, Filters(refuse_seconds=5))
+
+    # --8<-- [end:resource_offers]
 
     async def status_update(self, driver: SchedulerDriver, status: TaskStatus) -> None:
         self.states[status.task_id] = status.state

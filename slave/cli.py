@@ -21,6 +21,7 @@ from protocol.wire.discrete import (
     Discrete,
     Ranges,
     parse_resources,
+    split_text,
     with_counts,
 )
 from protocol.wire.resources import PORTS, ResourceError
@@ -147,7 +148,7 @@ def raise_fd_limit(slaves: int) -> None:
     default=None,
     help="What this slave offers, in Mesos's form: scalars, [ranges] and {sets}, e.g. "
     "'cpus:2;mem:2200;disk:1000;ports:[8000-8999]'. Default: the machine's cores and "
-    "memory less a reserve; ports:[31000-32000] unless this names ports.",
+    "memory less a reserve; ports:[31000-32000] unless this names ports (ports:[] for none).",
 )
 @click.option(
     "--custom-resources",
@@ -336,7 +337,8 @@ def slave(
 
     try:
         offered, values = parse_resources(resources) if resources else (machine_resources(), EMPTY)
-        if PORTS not in offered:  # as a Mesos agent: its ports unless --resources names them
+        named = {name for name, _ in split_text(resources or "")}
+        if PORTS not in named:  # as a Mesos agent: its ports unless --resources names them
             values = values.add(Discrete({PORTS: Ranges.parse(DEFAULT_PORTS)}))
             offered = with_counts(offered, values, "--resources")
         attrs = parse_attributes(attributes)

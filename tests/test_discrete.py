@@ -52,7 +52,6 @@ def test_mesos_text_form_gives_quantities_and_values() -> None:
         ("ports:[a-b]", "expected ranges like [31000-32000], got 'a-b'"),
         ("ports:[1-2-3]", "expected ranges like"),
         ("ports:[-5-3]", "expected ranges like"),
-        ("ports:[]", "'ports': no values"),
         ("ports:[1-2];ports:[5-6]", "'ports' is given twice"),
         ("zones:{a,b", "mismatched brackets"),
         ("zones:{a b!}", "an item is 1 to 64 letters"),

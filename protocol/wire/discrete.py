@@ -537,10 +537,7 @@ def parse_resources(text: str) -> tuple[Resources, Discrete]:
             raise ResourceError(
                 f"resource {name!r}: not a number, [ranges] or {{set}}: {value!r}"
             ) from None
-    discrete = Discrete(values)
-    empty = [n for n, v in values.items() if not v]
-    if empty:
-        raise ResourceError(f"resource {empty[0]!r}: no values")
+    discrete = Discrete(values)  # (`ports:[]`: none, and named)
     return with_counts(Resources(amounts), discrete, "resources"), discrete
 
 
