@@ -423,14 +423,16 @@ def test_sorter_AllocationForInactiveClient(policy: str) -> None:
 
 @pytest.mark.parametrize("policy", FLAT)
 def test_sorter_MultipleSlaves(policy: str) -> None:
-    # (without the agents' port ranges: ports are not a resource of ours)
+    # Deliberate difference: the agents' port ranges count in the allocation by their
+    # size (1,001 ports each), where Mesos's scalar quantities leave them out
     sorter = MesosSorter(policy)
     sorter.client("framework")
-    sorter.add_slave("agentA", "cpus:2;mem:512")
-    sorter.add_slave("agentB", "cpus:2;mem:512")
-    sorter.allocated("framework", "cpus:2;mem:512")
-    sorter.allocated("framework", "cpus:2;mem:512")
-    assert sorter.allocation("framework") == Resources.parse("cpus:4;mem:1024")
+    slave = "cpus:2;mem:512;ports:[31000-32000]"
+    sorter.add_slave("agentA", slave)
+    sorter.add_slave("agentB", slave)
+    sorter.allocated("framework", slave)
+    sorter.allocated("framework", slave)
+    assert sorter.allocation("framework") == Resources.parse("cpus:4;mem:1024;ports:2002")
 
 
 @pytest.mark.parametrize("policy", FLAT)
@@ -718,20 +720,21 @@ def test_allocator_QuotaAllocationGranularity(policy: str) -> None:
 
 @pytest.mark.parametrize("policy", FLAT)
 def test_allocator_QuotaRoleAllocateNonQuotaResource(policy: str) -> None:
-    # (without the agents' port ranges: ports are not a resource of ours)
+    # the agents' port ranges counted by their size (ports:1001)
     m = MesosAllocator(policy)
     m.update_quota("quota-role-1", "cpus:2")
-    agent1 = m.add_slave("cpus:1;mem:1024")
+    agent1 = m.add_slave("cpus:1;mem:1024;ports:[31000-32000]")
     framework = m.add_framework("quota-role-1")
-    # memory too: quota-role-1 has no memory limit, and nobody needs memory set aside
-    assert m.next() == (framework, {agent1: R("cpus:1;mem:1024")})
+    # memory and ports too: quota-role-1 has no limit on them, and nobody needs them set
+    # aside
+    assert m.next() == (framework, {agent1: R("cpus:1;mem:1024;ports:[31000-32000]")})
     m.update_quota("quota-role-2", "mem:1024")  # no framework
-    agent2 = m.add_slave("cpus:1;mem:1024")
-    # the cpu it still lacks, but not the memory: that is quota-role-2's headroom
-    assert m.next() == (framework, {agent2: R("cpus:1")})
-    agent3 = m.add_slave("cpus:1;mem:1024")
+    agent2 = m.add_slave("cpus:1;mem:1024;ports:[31000-32000]")
+    # the cpu it still lacks and the ports, but not the memory: quota-role-2's headroom
+    assert m.next() == (framework, {agent2: R("cpus:1;ports:[31000-32000]")})
+    agent3 = m.add_slave("cpus:1;mem:1024;ports:[31000-32000]")
     # its cpus limit is reached: only what it has no quota for
-    assert m.next() == (framework, {agent3: R("mem:1024")})
+    assert m.next() == (framework, {agent3: R("mem:1024;ports:[31000-32000]")})
 
 
 @pytest.mark.parametrize("policy", FLAT)
