@@ -6,6 +6,10 @@ tasks' ports back into the books."""
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+from pathlib import Path
+
 import pytest
 
 from protocol.wire.discrete import Discrete, ItemSet, Ranges
@@ -22,7 +26,7 @@ from protocol.wire.resources import Resources
 
 from harness.fakes import FakeFramework
 from harness.helpers import books_balance, eventually
-from harness.master import GB, Cluster, encode_raw
+from harness.master import FAST, GB, Cluster, encode_raw
 from harness.master import cluster as cluster
 
 PORTS = Discrete({"ports": Ranges([(31000, 31009)])})
@@ -210,3 +214,19 @@ async def test_a_slave_that_reports_tasks_on_ports_it_does_not_have_is_refused(
     error = await s1.inbox.wait_for(Error)
     assert "not all in its ports:[31000-31009]" in error.message
     await eventually(lambda: "stray" not in cluster.master.books.frameworks[a.framework_id].tasks)
+
+
+async def test_a_role_limited_to_two_ports_is_offered_two(tmp_path: Path) -> None:
+    """Quota counts ports by size: a role whose limit is `ports: 2` is offered two ports
+    of a slave's ten (the lowest), beside the slave's cpus and memory."""
+    roles = tmp_path / "roles.yaml"
+    roles.write_text("roles:\n  web: {quota: {limit: {ports: 2}}}\n")
+    async with contextlib.AsyncExitStack() as stack:
+        c = Cluster(stack)
+        await c.start_master(dataclasses.replace(FAST, roles=roles))
+        await c.slave("s1", SLAVE, PORTS)
+        web = await c.framework("web", role="web")
+        offer = await web.next_offer()
+        assert offer.discrete == ports((31000, 31001))
+        assert offer.resources == SLAVE + Resources(ports=2)
+        books_balance(c.master)
