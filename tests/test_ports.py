@@ -230,3 +230,35 @@ async def test_a_role_limited_to_two_ports_is_offered_two(tmp_path: Path) -> Non
         assert offer.discrete == ports((31000, 31001))
         assert offer.resources == SLAVE + Resources(ports=2)
         books_balance(c.master)
+
+
+async def test_after_a_master_failover_a_running_tasks_ports_stay_its_own() -> None:
+    """A new master (its books empty) hears the slave re-register with a task of a
+    framework it does not know yet (an orphan): another framework is offered the other
+    ports only."""
+    async with contextlib.AsyncExitStack() as stack:
+        c = Cluster(stack)
+        first = await c.start_master()
+        a = await c.framework("A", failover_timeout=60)
+        s1 = await c.slave("s1", SLAVE, PORTS)
+        offer = await a.next_offer()
+        await a.accept(offer, [web(a, offer, "t1", ports((31000, 31001)))], refuse=0)
+        run = await s1.run_task()
+        await first.stop()
+        await c.start_master()  # the new leader: nothing in its books
+        b = await c.framework("B")
+        await s1.bus.publish(
+            s1.to_master,
+            Reregister(
+                slave_id="s1",
+                hostname="s1.local",
+                resources=s1.resources,
+                discrete=PORTS,
+                tasks=[
+                    RunningTask(framework_id=a.framework_id, task=run.task, state=TaskState.RUNNING)
+                ],  # noqa: E501
+            ),
+        )
+        offer = await b.next_offer()
+        assert offer.discrete == ports((31002, 31009))
+        assert offer.resources["ports"] == 8
