@@ -18,27 +18,14 @@ from protocol.wire.messages import TaskInfo
 
 def in_use(books: Books, slave: Slave) -> Discrete:
     """Values of `slave` that its live tasks hold (the master's and orphans')."""
-    held: list[Discrete] = []
-    for framework_id, task_id in slave.tasks:
-        task = books.task(framework_id, task_id)
-        if task is not None and not task.terminal and task.info.discrete:
-            held.append(task.info.discrete)
-    for orphans in books.orphans.values():
-        held.extend(o.task.discrete for o in orphans if o.slave_id == slave.slave_id)
-    return Discrete.union(held)
-
-
-def offered(books: Books, slave: Slave) -> Discrete:
-    """Values of `slave` in its outstanding offers."""
-    out = [books.offers[o].discrete for o in slave.offers if o in books.offers]
-    return Discrete.union(d for d in out if d)
+    return Discrete.union(_held_by_tasks(books, slave))
 
 
 def free(books: Books, slave: Slave) -> Discrete:
     """Values of `slave` neither held by a task nor offered."""
     if not slave.discrete:
         return EMPTY
-    return slave.discrete.subtract(in_use(books, slave)).subtract(offered(books, slave))
+    return slave.discrete.subtract(Discrete.union(_holders(books, slave)))
 
 
 def for_offer(books: Books, slave: Slave, counts: Mapping[str, int]) -> Discrete:
@@ -55,15 +42,23 @@ def for_offer(books: Books, slave: Slave, counts: Mapping[str, int]) -> Discrete
 
 
 def _holders(books: Books, slave: Slave) -> list[Discrete]:
-    """What holds some of `slave`'s values: its live tasks, its offers, its orphans."""
-    held = [books.offers[o].discrete for o in slave.offers if o in books.offers]
+    """What holds some of `slave`'s values: its outstanding offers and its live tasks."""
+    offered = [books.offers[o].discrete for o in slave.offers if o in books.offers]
+    return [d for d in offered if d] + _held_by_tasks(books, slave)
+
+
+def _held_by_tasks(books: Books, slave: Slave) -> list[Discrete]:
+    """The values of `slave`'s live tasks: its frameworks' and its orphans'."""
+    held = []
     for framework_id, task_id in slave.tasks:
         task = books.task(framework_id, task_id)
-        if task is not None and not task.terminal:
+        if task is not None and not task.terminal and task.info.discrete:
             held.append(task.info.discrete)
     for orphans in books.orphans.values():
-        held.extend(o.task.discrete for o in orphans if o.slave_id == slave.slave_id)
-    return [d for d in held if d]
+        held.extend(
+            o.task.discrete for o in orphans if o.slave_id == slave.slave_id and o.task.discrete
+        )
+    return held
 
 
 def launch_problem(task: TaskInfo, offer: Discrete, holding: Discrete, slave_id: str) -> str | None:
