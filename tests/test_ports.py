@@ -24,7 +24,7 @@ from protocol.wire.messages import (
 )
 from protocol.wire.resources import Resources
 
-from harness.fakes import FakeFramework
+from harness.fakes import FakeFramework, FakeSlave
 from harness.helpers import books_balance, eventually
 from harness.master import FAST, GB, Cluster, encode_raw
 from harness.master import cluster as cluster
@@ -35,6 +35,19 @@ SLAVE = Resources(cpus=4, mem=4 * GB)
 
 def ports(*spans: tuple[int, int]) -> Discrete:
     return Discrete({"ports": Ranges(spans)})
+
+
+async def reregister(slave: FakeSlave, framework_id: str, task: TaskInfo) -> None:
+    """`slave` re-registers (as after a failover) running `task` of `framework_id`."""
+    running = RunningTask(framework_id=framework_id, task=task, state=TaskState.RUNNING)
+    message = Reregister(
+        slave_id=slave.slave_id,
+        hostname=f"{slave.slave_id}.local",
+        resources=slave.resources,
+        discrete=slave.discrete,
+        tasks=[running],
+    )
+    await slave.bus.publish(slave.to_master, message)
 
 
 def web(fw: FakeFramework, offer: Offer, task_id: str, values: Discrete) -> TaskInfo:
@@ -177,18 +190,7 @@ async def test_a_reregistering_slave_brings_its_tasks_ports_back_into_the_books(
     run = await s1.run_task()
     again = await a.next_offer(after=1)
     await a.decline(again, refuse=0)
-    await s1.bus.publish(
-        s1.to_master,
-        Reregister(
-            slave_id="s1",
-            hostname="s1.local",
-            resources=s1.resources,
-            discrete=PORTS,
-            tasks=[
-                RunningTask(framework_id=a.framework_id, task=run.task, state=TaskState.RUNNING)
-            ],
-        ),
-    )
+    await reregister(s1, a.framework_id, run.task)
     offer = await a.next_offer(after=2)
     assert offer.discrete == ports((31000, 31001), (31004, 31009))
     books_balance(cluster.master)
@@ -201,16 +203,7 @@ async def test_a_slave_that_reports_tasks_on_ports_it_does_not_have_is_refused(
     s1 = await cluster.slave("s1", SLAVE, PORTS)
     offer = await a.next_offer()
     stray = web(a, offer, "stray", ports((9000, 9000)))
-    await s1.bus.publish(
-        s1.to_master,
-        Reregister(
-            slave_id="s1",
-            hostname="s1.local",
-            resources=s1.resources,
-            discrete=PORTS,
-            tasks=[RunningTask(framework_id=a.framework_id, task=stray, state=TaskState.RUNNING)],
-        ),
-    )
+    await reregister(s1, a.framework_id, stray)
     error = await s1.inbox.wait_for(Error)
     assert "not all in its ports:[31000-31009]" in error.message
     await eventually(lambda: "stray" not in cluster.master.books.frameworks[a.framework_id].tasks)
@@ -247,18 +240,7 @@ async def test_after_a_master_failover_a_running_tasks_ports_stay_its_own() -> N
         await first.stop()
         await c.start_master()  # the new leader: nothing in its books
         b = await c.framework("B")
-        await s1.bus.publish(
-            s1.to_master,
-            Reregister(
-                slave_id="s1",
-                hostname="s1.local",
-                resources=s1.resources,
-                discrete=PORTS,
-                tasks=[
-                    RunningTask(framework_id=a.framework_id, task=run.task, state=TaskState.RUNNING)
-                ],  # noqa: E501
-            ),
-        )
+        await reregister(s1, a.framework_id, run.task)
         offer = await b.next_offer()
         assert offer.discrete == ports((31002, 31009))
         assert offer.resources["ports"] == 8

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from protocol.wire.messages import TaskState
 
 from conftest import need_mosquitto
 from harness.helpers import SecureCluster, basic, secure_cluster
+from harness.pymesos import need_pymesos, running
 from harness.slave import free_span, port_server
 
 CLUSTER = "ports"
@@ -175,19 +175,11 @@ async def test_an_sdk_framework_runs_web_servers_on_the_ports_its_offers_gave(
             await driver.stop()
 
 
-def running(line: list[str]) -> bool:
-    return line[:1] == ["STATUS"] and line[2] == "TASK_RUNNING"
-
-
 LIVE = ("TASK_STAGING", "TASK_STARTING", "TASK_RUNNING")
 
 
-def need_pymesos() -> None:
-    if importlib.util.find_spec("pymesos") and importlib.util.find_spec("http_parser"):
-        return
-    if os.environ.get("CI"):
-        pytest.fail("pymesos is not installed; .ci/run installs it (.ci/pymesos.sh)")
-    pytest.skip("pymesos is not installed (bash .ci/pymesos.sh)")
+def is_running(line: list[str]) -> bool:
+    return line[:1] == ["STATUS"] and line[2] == "TASK_RUNNING"
 
 
 async def test_a_pymesos_framework_runs_web_servers_on_the_ports_its_offers_gave(
@@ -204,14 +196,10 @@ async def test_a_pymesos_framework_runs_web_servers_on_the_ports_its_offers_gave
             str(c.store.secret_file("team-a")), str(PER_SLAVE), port_server(),
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
         )  # fmt: skip
-        lines: list[list[str]] = []
-        try:
-            assert process.stdout is not None
-            async with asyncio.timeout(90):
-                while sum(running(line) for line in lines) < 2 * PER_SLAVE:
-                    raw = await process.stdout.readline()
-                    assert raw, f"the framework ended: {lines[-5:]}"
-                    lines.append(raw.decode().split())
+        async with running(process) as fw:
+            while sum(is_running(line) for line in fw.lines) < 2 * PER_SLAVE:
+                await fw.until("STATUS", timeout=90)
+            lines = fw.lines
             ended = [line for line in lines if line[:1] == ["STATUS"] and line[2] not in LIVE]
             assert not ended
             launched = {line[1]: int(line[3]) for line in lines if line[:1] == ["LAUNCHED"]}
@@ -223,12 +211,3 @@ async def test_a_pymesos_framework_runs_web_servers_on_the_ports_its_offers_gave
             assert {tid: shown[tid] for tid in launched} == {
                 tid: f"[{p}-{p}]" for tid, p in launched.items()
             }
-        finally:
-            assert process.stdin is not None
-            process.stdin.close()
-            try:
-                async with asyncio.timeout(10):
-                    await process.wait()
-            except TimeoutError:
-                process.kill()
-                await process.wait()
