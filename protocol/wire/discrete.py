@@ -341,6 +341,8 @@ class Discrete(Mapping[str, Value]):
     @classmethod
     def from_text(cls, texts: Mapping[str, str]) -> Discrete:
         """From `{"ports": "[31000-32000]"}`, as the wire and the web carry it."""
+        if not texts:
+            return EMPTY  # (most tasks and slaves have none: one shared, not one each)
         if len(texts) > 64:
             raise ResourceError("at most 64 range or set resources")
         values: dict[str, Value] = {}

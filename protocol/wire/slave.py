@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
+from protocol.wire.discrete import EMPTY as NO_VALUES
 from protocol.wire.discrete import Discrete, with_counts
 from protocol.wire.resources import ResourceError, Resources
 from protocol.wire.values import Id, KillPolicy, Reason, TaskInfo, TaskState, TaskStatus, Wire
@@ -52,7 +53,7 @@ class Register(Wire):
     slave_id: Id
     hostname: str
     resources: Resources  # (its ranges and sets counted by size)
-    discrete: Discrete = Field(default_factory=Discrete)  # their values: ports, ...
+    discrete: Discrete = Field(default=NO_VALUES)  # their values: ports, ...
     attributes: dict[str, str] = Field(default_factory=dict)
     incarnation: str = ""
 
@@ -66,7 +67,7 @@ class Reregister(Wire):
     slave_id: Id
     hostname: str
     resources: Resources  # (its ranges and sets counted by size)
-    discrete: Discrete = Field(default_factory=Discrete)  # their values: ports, ...
+    discrete: Discrete = Field(default=NO_VALUES)  # their values: ports, ...
     attributes: dict[str, str] = Field(default_factory=dict)
     incarnation: str = ""
 

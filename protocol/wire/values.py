@@ -10,6 +10,7 @@ from typing import Annotated, Any, ClassVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
+from protocol.wire.discrete import EMPTY as NO_VALUES
 from protocol.wire.discrete import Discrete, with_counts
 from protocol.wire.health import HealthCheck, HealthCheckType
 from protocol.wire.resources import ResourceError, Resources
@@ -266,7 +267,7 @@ class TaskInfo(Wire):
     """What it may use (cpus, mem in MB, ...); taken out of the offer. A command task
     over its mem is killed and ends FAILED with REASON_CONTAINER_LIMITATION_MEMORY.
     A range or set it asks for counts here by its size (filled in from `discrete`)."""
-    discrete: Discrete = Field(default_factory=Discrete)
+    discrete: Discrete = Field(default=NO_VALUES)
     """The concrete values it takes out of its offer's ranges and sets, e.g.
     `{"ports": "[31000-31001]"}` (`frameworks.take_ports` picks them): each must be in
     the offer and held by no other task. A command task finds its ports in `PORT0`,
@@ -358,7 +359,7 @@ class Offer(Wire):
     when they are launched. It may hold no cpus (memory alone) when the slave's cpus are
     taken: `SchedulerDriver(min_offer=...)` keeps such offers away. A range or set counts
     here by its size; its values are in `discrete`."""
-    discrete: Discrete = Field(default_factory=Discrete)
+    discrete: Discrete = Field(default=NO_VALUES)
     """The concrete free values of the slave's ranges and sets offered, e.g.
     `{"ports": "[31000-32000]"}`: a task takes its own out of these."""
     attributes: dict[str, str] = Field(default_factory=dict)
