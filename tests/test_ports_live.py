@@ -74,25 +74,29 @@ async def classic_ports(c: SecureCluster) -> dict[str, str]:
     }
 
 
-async def v1_ports(c: SecureCluster) -> dict[str, list[dict[str, int]]]:
-    """Each live task's ports as Mesos's operator API (GET_TASKS) gives them: RANGES."""
+async def v1_call(c: SecureCluster, call: str) -> Any:
+    """Mesos's operator API, as the operator."""
     auth = basic("ops", c.store.secret_file("ops").read_text().strip())
     async with (
         aiohttp.ClientSession() as http,
         http.post(
-            c.web.rstrip("/") + "/api/v1",
-            json={"type": "GET_TASKS"},
-            headers={"Authorization": auth},
+            c.web.rstrip("/") + "/api/v1", json={"type": call}, headers={"Authorization": auth}
         ) as r,
     ):
-        body = await r.json()
-    out = {}
-    for t in body["get_tasks"]["tasks"]:
-        for r in t["resources"]:
-            if r["name"] == "ports":
-                assert r["type"] == "RANGES"
-                out[t["task_id"]["value"]] = r["ranges"]["range"]
-    return out
+        return (await r.json())[call.lower()]
+
+
+def ranges_in(resources: list[dict[str, Any]]) -> list[dict[str, int]]:
+    """The ports of Mesos's resources JSON: a RANGES resource, never a SCALAR one."""
+    ports = [r for r in resources if r["name"] == "ports"]
+    assert all(r["type"] == "RANGES" for r in ports), ports
+    return [span for r in ports for span in r["ranges"]["range"]]
+
+
+async def v1_ports(c: SecureCluster) -> dict[str, list[dict[str, int]]]:
+    """Each live task's ports as Mesos's operator API (GET_TASKS) gives them: RANGES."""
+    tasks = (await v1_call(c, "GET_TASKS"))["tasks"]
+    return {t["task_id"]["value"]: ranges_in(t["resources"]) for t in tasks}
 
 
 async def own_api_ports(c: SecureCluster) -> dict[str, dict[str, str]]:
@@ -157,6 +161,15 @@ async def test_an_sdk_framework_runs_web_servers_on_the_ports_its_offers_gave(
             assert {tid: v1[tid] for tid in ports} == {
                 tid: [{"begin": p, "end": p}] for tid, (p,) in ports.items()
             }
+            agents = (await v1_call(c, "GET_AGENTS"))["agents"]
+            held = sorted(
+                p
+                for a in agents
+                for s in ranges_in(a["allocated_resources"])
+                for p in range(s["begin"], s["end"] + 1)
+            )
+            assert held == [p for (p,) in sorted(ports.values())]
+            assert all(ranges_in(a["total_resources"]) for a in agents)
             own = await own_api_ports(c)
             assert {tid: own[tid] for tid in ports} == {
                 tid: {"ports": f"[{p}-{p}]"} for tid, (p,) in ports.items()

@@ -42,6 +42,7 @@ def offer_of(books: Books, record: OfferRecord) -> Offer:
         slave_id=record.slave_id,
         hostname=slave.hostname if slave else "",
         resources=record.resources,
+        discrete=record.discrete,
         attributes=slave.attributes if slave else {},
     )
 

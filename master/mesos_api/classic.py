@@ -17,11 +17,13 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
+from master import slave_values
 from master.books import Framework, Orphan, Slave, Task
 from master.mesos_api.operator_state import (
     agent_pid,
     get_quota,
     offered,
+    offered_values,
     roles_held,
     this_master_info,
 )
@@ -92,6 +94,7 @@ def framework_v0(m: MasterSide, fw: Framework) -> JSON:
     offers = offered(m, fw.offers)
     held = m.allocator.allocation(fw.framework_id) if live else Resources()
     used = held.subtract_clamped(offers)
+    fw_values = Discrete.union(t.info.discrete for t in fw.tasks.values() if not t.terminal)
     return {
         "id": fw.framework_id,
         "name": fw.name,
@@ -108,9 +111,9 @@ def framework_v0(m: MasterSide, fw: Framework) -> JSON:
         "capabilities": [c.value for c in fw.capabilities()],
         "registered_time": fw.registered_at,
         "unregistered_time": fw.removed_at or 0,
-        "resources": _resources(used),
-        "used_resources": _resources(used),
-        "offered_resources": _resources(offers),
+        "resources": _resources(used, fw_values),
+        "used_resources": _resources(used, fw_values),
+        "offered_resources": _resources(offers, offered_values(m, fw.offers)),
         "tasks": [task_v0(t, fw.role) for t in (*fw.tasks.values(), *fw.unreachable.values())],
         "completed_tasks": [task_v0(t, fw.role) for t in fw.ended.values()],
         "offers": [
@@ -135,8 +138,10 @@ def slave_v0(m: MasterSide, slave: Slave) -> JSON:
         "pid": agent_pid(slave),
         "hostname": slave.hostname,
         "resources": _resources(slave.total, slave.discrete),
-        "used_resources": _resources(held.subtract_clamped(offers)),
-        "offered_resources": _resources(offers),
+        "used_resources": _resources(
+            held.subtract_clamped(offers), slave_values.in_use(m.books, slave)
+        ),
+        "offered_resources": _resources(offers, offered_values(m, slave.offers)),
         "reserved_resources": {},
         "unreserved_resources": _resources(slave.total, slave.discrete),
         "attributes": dict(slave.attributes),
