@@ -61,7 +61,14 @@ def build_task(
     checks a command task's health (`HealthCheck`: an HTTP GET, a TCP connect, a
     command), killing it after its failures. `discrete`: the ports (and other range or
     set values) it takes out of the offer (`OfferPorts(offer).take(n)`), in its
-    environment as PORT0, ..., PORTS."""
+    environment as PORT0, ..., PORTS; without it, a task whose `resources` count ports
+    (the whole offer's, say) takes the lowest of the offer's."""
+    if discrete is None and any(n in offer.discrete for n in resources):
+        # it counts ports (say, the whole offer's resources) without naming them: the
+        # lowest of the offer's (several tasks on one offer: OfferPorts hands them out)
+        discrete = offer.discrete.take(
+            {n: resources.get_millis(n) for n in resources if n in offer.discrete}
+        )
     return TaskInfo(
         task_id=task_id or f"{name}-{uuid.uuid4().hex[:12]}",
         name=name,

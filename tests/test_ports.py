@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from frameworks import NotEnoughPorts, OfferPorts, build_task
 from protocol.wire.discrete import Discrete, ItemSet, Ranges
 from protocol.wire.messages import (
     Error,
@@ -244,3 +245,43 @@ async def test_after_a_master_failover_a_running_tasks_ports_stay_its_own() -> N
         offer = await b.next_offer()
         assert offer.discrete == ports((31002, 31009))
         assert offer.resources["ports"] == 8
+
+
+async def test_a_role_at_its_limit_is_not_offered_ports_alone(tmp_path: Path) -> None:
+    """A limit on cpus and mem but not on ports: once the role holds its limit, what a
+    cut would leave of another slave is its ports alone, worth no offer (as Mesos's
+    minimum offer, cpus:0.01|mem:32, keeps such offers away)."""
+    roles = tmp_path / "roles.yaml"
+    roles.write_text("roles:\n  capped: {quota: {limit: {cpus: 1, mem: 512}}}\n")
+    async with contextlib.AsyncExitStack() as stack:
+        c = Cluster(stack)
+        await c.start_master(dataclasses.replace(FAST, roles=roles))
+        await c.slave("s1", SLAVE, PORTS)
+        await c.slave("s2", SLAVE, PORTS)
+        capped = await c.framework("capped", role="capped")
+        offer = await capped.next_offer()
+        assert offer.resources == Resources(cpus=1, mem=512, ports=10)
+        await c.rounds_pass()
+        assert capped.offer_count() == 1
+
+
+def test_build_task_takes_the_offers_lowest_ports_for_a_count_it_does_not_name() -> None:
+    """A framework that launches a task of its whole offer (`offer.resources`, ports
+    counted) gets the offer's ports in it; `OfferPorts` hands out several tasks' own."""
+    offer = Offer(
+        offer_id="o",
+        framework_id="f",
+        slave_id="s",
+        hostname="h",
+        resources=SLAVE + Resources(ports=10),
+        discrete=PORTS,
+    )
+    whole = build_task(offer, "all", offer.resources, command="true")
+    assert whole.discrete == PORTS
+    two = build_task(offer, "two", Resources(cpus=1, ports=2), command="true")
+    assert two.discrete == ports((31000, 31001))
+    picker = OfferPorts(offer)
+    first, second = picker.take(3), picker.take(3)
+    assert (first, second) == (ports((31000, 31002)), ports((31003, 31005)))
+    with pytest.raises(NotEnoughPorts, match="4 ports left, not 5"):
+        picker.take(5)
