@@ -21,7 +21,6 @@ from protocol.wire.discrete import (
     Discrete,
     Ranges,
     parse_resources,
-    split_text,
     with_counts,
 )
 from protocol.wire.resources import PORTS, ResourceError

@@ -27,7 +27,14 @@ from master.allocation.allocator import Allocator
 from master.allocation.quota import Quota
 from master.allocation.role_tree import TREE_POLICIES, RoleTree
 from master.allocation.sorter import Sorter, Total
+from protocol.wire.discrete import parse_resources
 from protocol.wire.resources import Limit, Resources, dominant_share
+
+
+def quantities(text: str) -> Resources:
+    """Mesos's text form as the allocator counts it (`ports:[31000-32000]` is 1,001)."""
+    return parse_resources(text)[0]
+
 
 FLAT = ["drf", "naive-hdrf", "hdrf"]  # flat roles: every policy orders them alike
 NESTED = ["naive-hdrf"]  # Mesos's hierarchical DRF
@@ -46,8 +53,8 @@ class MesosSorter:
         self.agents: dict[str, Resources] = {}
         self.held: dict[str, Resources] = {}
 
-    def add_slave(self, agent: str, quantities: str) -> None:
-        self.agents[agent] = Resources.parse(quantities)
+    def add_slave(self, agent: str, text: str) -> None:
+        self.agents[agent] = quantities(text)
         self.total.add(self.agents[agent])
 
     def remove_slave(self, agent: str) -> None:
@@ -86,12 +93,12 @@ class MesosSorter:
             self.sorter.update_weight(client, weight)
 
     def allocated(self, client: str, resources: str) -> None:
-        r = Resources.parse(resources)
+        r = quantities(resources)
         self.sorter.allocated(client, r)
         self.held[client] = self.held[client] + r
 
     def unallocated(self, client: str, resources: str) -> None:
-        r = Resources.parse(resources)
+        r = quantities(resources)
         self.sorter.unallocated(client, r)
         self.held[client] = self.held[client] - r
 
@@ -266,9 +273,9 @@ def test_sorter_HierarchicalAllocation(policy: str) -> None:
     sorter.allocated("b/c", "cpus:4;mem:4")
     sorter.allocated("b/d", "cpus:3;mem:3")
     assert sorter.sort() == ["a", "b/d", "b/c"]  # a = .06, b = .07 (b/d = .03, b/c = .04)
-    assert sorter.allocation("a") == Resources.parse("cpus:6;mem:6")
-    assert sorter.allocation("b/c") == Resources.parse("cpus:4;mem:4")
-    assert sorter.allocation("b/d") == Resources.parse("cpus:3;mem:3")
+    assert sorter.allocation("a") == quantities("cpus:6;mem:6")
+    assert sorter.allocation("b/c") == quantities("cpus:4;mem:4")
+    assert sorter.allocation("b/d") == quantities("cpus:3;mem:3")
     sorter.allocated("a", "cpus:2;mem:2")
     assert sorter.sort() == ["b/d", "b/c", "a"]
     sorter.client("b/e/f")
@@ -416,8 +423,8 @@ def test_sorter_AllocationForInactiveClient(policy: str) -> None:
     sorter.client("b")
     sorter.allocated("a", "cpus:2;mem:2")  # a is inactive
     sorter.allocated("b", "cpus:3;mem:3")
-    assert sorter.allocation("a") == Resources.parse("cpus:2;mem:2")
-    assert sorter.allocation("b") == Resources.parse("cpus:3;mem:3")
+    assert sorter.allocation("a") == quantities("cpus:2;mem:2")
+    assert sorter.allocation("b") == quantities("cpus:3;mem:3")
     assert sorter.sort() == ["b"]
 
 
@@ -432,7 +439,7 @@ def test_sorter_MultipleSlaves(policy: str) -> None:
     sorter.add_slave("agentB", slave)
     sorter.allocated("framework", slave)
     sorter.allocated("framework", slave)
-    assert sorter.allocation("framework") == Resources.parse("cpus:4;mem:1024;ports:2002")
+    assert sorter.allocation("framework") == quantities("cpus:4;mem:1024;ports:2002")
 
 
 @pytest.mark.parametrize("policy", FLAT)
@@ -510,8 +517,8 @@ class MesosAllocator:
         agent = f"agent{self._agents}"
         self.allocator.add_slave(
             agent,
-            Resources.parse(resources),
-            used={fw: Resources.parse(r) for fw, r in (used or {}).items()},
+            quantities(resources),
+            used={fw: quantities(r) for fw, r in (used or {}).items()},
         )
         self._cycle()
         return agent
@@ -528,9 +535,7 @@ class MesosAllocator:
 
     def update_quota(self, role: str, resources: str) -> None:
         """Mesos's test helper `createQuota(resources)`: guarantee and limit alike."""
-        self.allocator.set_quota(
-            role, Quota(Resources.parse(resources), limit=Limit.parse(resources))
-        )
+        self.allocator.set_quota(role, Quota(quantities(resources), limit=Limit.parse(resources)))
 
     def update_weight(self, role: str, weight: float) -> None:
         self.allocator.set_role_weight(role, weight)
@@ -562,7 +567,7 @@ class MesosAllocator:
 
 
 def R(text: str) -> Resources:
-    return Resources.parse(text)
+    return quantities(text)
 
 
 @pytest.mark.parametrize("policy", FLAT)

@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from protocol.wire.resources import PORTS, SCALE, ResourceError, Resources
+from protocol.wire.resources import PORTS, SCALE, ResourceError, Resources, split_text
 
 if TYPE_CHECKING:
     from pydantic import GetCoreSchemaHandler
@@ -486,38 +486,6 @@ def with_counts(resources: Resources, discrete: Discrete, what: str) -> Resource
             )
     missing = {n: m for n, m in counts.millis.items() if n not in resources.millis}
     return resources + Resources.from_millis(missing) if missing else resources
-
-
-def split_text(text: str) -> list[tuple[str, str]]:
-    """`cpus:2;ports:[1-2,5-6];zones:{a,b}` as (name, value text) pairs: parts split on
-    `;` (or `,` outside brackets), each `name:value`."""
-    parts: list[str] = []
-    depth, start = 0, 0
-    for i, c in enumerate(text):
-        if c in "[{":
-            depth += 1
-        elif c in "]}":
-            depth -= 1
-            if depth < 0:
-                raise ResourceError(f"mismatched brackets in {text[:200]!r}")
-        elif c == ";" or (c == "," and depth == 0):
-            parts.append(text[start:i])
-            start = i + 1
-    if depth:
-        raise ResourceError(f"mismatched brackets in {text[:200]!r}")
-    parts.append(text[start:])
-    out: list[tuple[str, str]] = []
-    for part in parts:
-        part = part.strip()
-        if not part:
-            continue
-        name, sep, value = part.partition(":")
-        if not sep or not name.strip():
-            raise ResourceError(
-                f"expected name:amount, name:[ranges] or name:{{set}}, got {part!r}"
-            )
-        out.append((name.strip(), value.strip()))
-    return out
 
 
 def parse_resources(text: str) -> tuple[Resources, Discrete]:

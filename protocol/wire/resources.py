@@ -105,16 +105,16 @@ class Resources(Mapping[str, float]):
 
     @classmethod
     def parse(cls, text: str) -> Self:
-        """Parse the command-line form `cpus:2;mem:2200` (also accepts `,` as separator),
-        a range or a set counted by its size (`ports:[31000-32000]` is `ports: 1001`; its
-        values: `protocol.wire.discrete.parse_resources`)."""
-        from protocol.wire.discrete import parse_value, split_text  # (it imports this one)
-
+        """Parse the command-line form `cpus:2;mem:2200` (also accepts `,` as separator).
+        Scalars only: Mesos's whole form, with ranges and sets (`ports:[31000-32000]`), is
+        `protocol.wire.discrete.parse_resources`'s."""
         amounts: dict[str, float] = {}
         for name, value in split_text(text):
             if value.startswith(("[", "{")):
-                amounts[name] = parse_value(name, value).size
-                continue
+                raise ResourceError(
+                    f"resource {name!r}: {value[:40]!r} is a range or a set: a quantity is "
+                    "a number here (ports: 100)"
+                )
             try:
                 amounts[name] = float(value)
             except ValueError:
@@ -275,6 +275,38 @@ class Limit(Resources):
 
     def __repr__(self) -> str:
         return f"Limit({self})"
+
+
+def split_text(text: str) -> list[tuple[str, str]]:
+    """`cpus:2;ports:[1-2,5-6];zones:{a,b}` as (name, value text) pairs: parts split on
+    `;` (or `,` outside brackets), each `name:value`."""
+    parts: list[str] = []
+    depth, start = 0, 0
+    for i, c in enumerate(text):
+        if c in "[{":
+            depth += 1
+        elif c in "]}":
+            depth -= 1
+            if depth < 0:
+                raise ResourceError(f"mismatched brackets in {text[:200]!r}")
+        elif c == ";" or (c == "," and depth == 0):
+            parts.append(text[start:i])
+            start = i + 1
+    if depth:
+        raise ResourceError(f"mismatched brackets in {text[:200]!r}")
+    parts.append(text[start:])
+    out: list[tuple[str, str]] = []
+    for part in parts:
+        part = part.strip()
+        if not part:
+            continue
+        name, sep, value = part.partition(":")
+        if not sep or not name.strip():
+            raise ResourceError(
+                f"expected name:amount, name:[ranges] or name:{{set}}, got {part!r}"
+            )
+        out.append((name.strip(), value.strip()))
+    return out
 
 
 def add_millis(into: dict[str, int], delta: Mapping[str, int]) -> None:
