@@ -23,7 +23,7 @@ from protocol.wire.discrete import (
     parse_resources,
     with_counts,
 )
-from protocol.wire.resources import PORTS, ResourceError
+from protocol.wire.resources import PORTS, ResourceError, split_text
 from slave.task_users import DEFAULT_MAP, DEFAULT_UIDS
 
 
