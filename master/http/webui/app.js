@@ -347,7 +347,12 @@ async function loadSlaves() {
   $("slaves-page").textContent = `${page.total ? slaveOffset + 1 : 0}-${Math.min(slaveOffset + PAGE, page.total)}`;
   $("slaves").tBodies[0].replaceChildren(...page.slaves.map((s) => {
     const bars = el("div", { class: "bars" });
+    const values = s.discrete || {}, free = s.free_discrete || {};
     for (const [name, total] of Object.entries(s.total)) {
+      if (values[name]) { // ports and other ranges and sets: which are free, not a bar
+        bars.append(el("span", {}, name), el("span", { class: "dim values" }, `${free[name] || "none"} free of ${values[name]}`));
+        continue;
+      }
       const used = total - ((s.free || {})[name] || 0), use = s.used ? s.used[name] || 0 : null;
       bars.append(el("span", {}, name), usedBar(use, used, total),
         el("span", { class: "dim" }, (use == null ? "" : `used ${amount(name, use)} · `) + `${amount(name, used)} / ${amount(name, total)}`));
