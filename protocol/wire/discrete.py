@@ -421,6 +421,11 @@ class Discrete(Mapping[str, Value]):
     def take(self, counts: Mapping[str, int]) -> Discrete:
         """For each name, the lowest `counts[name]` values (its millis / SCALE). (An
         offer's ports, once a round for every slave offered: kept lean.)"""
+        for name, value in self.by_name.items():
+            if counts.get(name, 0) < value.size * SCALE:
+                break
+        else:
+            return self  # all of them (a whole slave offered): no copy
         out = Discrete.__new__(Discrete)
         out.by_name = {}
         for name, value in self.by_name.items():
