@@ -220,6 +220,7 @@ class Slave:
     offers: set[str] = field(default_factory=set)
     used: Resources | None = None  # what its tasks used at its last usage report
     discrete: Discrete = EMPTY  # its ranges and sets (ports): `master.slave_values`
+    isolation_warning: str = ""  # what it says it does not enforce between tenants
 
     def view(
         self, free: Resources, last_heartbeat: float | None = None, free_discrete: Discrete = EMPTY
@@ -238,6 +239,7 @@ class Slave:
             used=self.used if self.tasks else None,
             discrete=self.discrete,
             free_discrete=free_discrete,
+            isolation_warning=self.isolation_warning,
         )
 
 

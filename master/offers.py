@@ -26,9 +26,12 @@ class OfferBook:
     def make(self, allocations: Iterable[Allocation], now: float) -> int:
         """Book and send what a round decided; how many frameworks were offered."""
         by_framework: dict[str, list[Offer]] = defaultdict(list)
+        running: dict[str, dict[str, list[str]]] = {}  # its executors by slave, if it has any
         for a in allocations:
             fw = self.books.frameworks[a.framework_id]
             slave = self.books.slaves[a.slave_id]
+            if fw.executors and a.framework_id not in running:
+                running[a.framework_id] = executors_by_slave(fw)
             offer_id = f"o-{new_id()[:20]}"
             values = for_offer(self.books, slave, a.resources.millis)
             record = OfferRecord(offer_id, a.framework_id, a.slave_id, a.resources, now, values)
@@ -44,6 +47,7 @@ class OfferBook:
                     resources=a.resources,
                     discrete=values,
                     attributes=slave.attributes,
+                    executor_ids=running.get(a.framework_id, {}).get(a.slave_id, []),
                 )
             )
             self.outbox.emit(
@@ -100,3 +104,11 @@ class OfferBook:
             offer_id=record.offer_id,
             resources=record.resources,
         )
+
+
+def executors_by_slave(fw: Framework) -> dict[str, list[str]]:
+    """The ids of `fw`'s custom executors running on each slave."""
+    out: dict[str, list[str]] = defaultdict(list)
+    for slave_id, executor_id in fw.executors:
+        out[slave_id].append(executor_id)
+    return out

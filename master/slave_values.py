@@ -13,7 +13,6 @@ from collections.abc import Mapping
 
 from master.books import Books, Slave
 from protocol.wire.discrete import EMPTY, Discrete
-from protocol.wire.messages import TaskInfo
 
 
 def in_use(books: Books, slave: Slave) -> Discrete:
@@ -59,37 +58,3 @@ def _held_by_tasks(books: Books, slave: Slave) -> list[Discrete]:
             o.task.discrete for o in orphans if o.slave_id == slave.slave_id and o.task.discrete
         )
     return held
-
-
-def launch_problem(task: TaskInfo, offer: Discrete, holding: Discrete, slave_id: str) -> str | None:
-    """Why a task may not take the values it names (None: it may): each must be in what
-    is left of its offer, and none held by another live task (`holding`). A task that
-    counts a range or set of its offer without naming its values is refused too."""
-    tid = task.task_id
-    executor = task.executor.resources if task.executor is not None else {}
-    if any(n in executor for n in offer):
-        return f"task {tid}: an executor's resources may not hold ranges or sets (ports)"
-    for name, value in task.discrete.items():
-        have = offer.get(name)
-        if have is None or not have.contains(value):
-            left = have if have is not None else "none"
-            return (
-                f"task {tid}: {name} {value} are not in its offer on slave {slave_id} "
-                f"(offered {left})"
-            )
-    clash = holding.overlap(task.discrete)
-    if clash:
-        name = clash[0]
-        return (
-            f"task {tid}: {name} {task.discrete[name]} overlap those another task holds on "
-            f"slave {slave_id}"
-        )
-    unnamed = [n for n in offer if n in task.resources.millis and n not in task.discrete]
-    if unnamed:
-        name = unnamed[0]
-        return (
-            f"task {tid}: asks for {task.resources[name]:g} {name} without naming them: give "
-            f"them in its discrete values, out of its offer's {offer[name]} "
-            f"(frameworks.take_ports picks them)"
-        )
-    return None

@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 
 from master.allocation.allocator import Allocator
 from master.books import Books, Framework, OfferRecord, Slave, Task
-from master.slave_values import for_offer, free, in_use, launch_problem
+from master.slave_values import for_offer, free, in_use
 from protocol.wire.discrete import Discrete, Ranges
+from protocol.wire.launches import values_problem
 from protocol.wire.messages import CommandInfo, TaskInfo
 from protocol.wire.resources import SCALE, Resources
 
@@ -85,7 +86,7 @@ class Model:
         )
         del self.books.offers[record.offer_id]  # (answered: it leaves the books first)
         self.slave.offers.discard(record.offer_id)
-        problem = launch_problem(info, record.discrete, in_use(self.books, self.slave), "s")
+        problem = values_problem(info, record.discrete, in_use(self.books, self.slave), "s")
         used = Resources() if problem else info.resources
         if not problem:
             self.fw.tasks[info.task_id] = Task(info, "f", "s")

@@ -103,15 +103,9 @@ class SlaveCalls:
 
     async def on_register(self, msg: Register, caller: Caller) -> None:
         await self._admit_slave(
-            msg.slave_id,
-            msg.hostname,
-            msg.resources,
-            msg.attributes,
-            msg.incarnation,
-            [],
-            caller,
-            discrete=msg.discrete,
-        )
+            msg.slave_id, msg.hostname, msg.resources, msg.attributes, msg.incarnation, [], caller,
+            warning=msg.isolation_warning, discrete=msg.discrete,
+        )  # fmt: skip
 
     async def on_reregister(self, msg: Reregister, caller: Caller) -> None:
         await self._admit_slave(
@@ -124,6 +118,7 @@ class SlaveCalls:
             caller,
             {(t.framework_id, t.task_id) for t in msg.ending[:10_000]},
             msg.owners,
+            warning=msg.isolation_warning,
             discrete=msg.discrete,
         )
 
@@ -139,11 +134,13 @@ class SlaveCalls:
         ending: set[tuple[str, str]] | None = None,
         owners: dict[str, str] | None = None,
         *,
+        warning: str = "",
         discrete: Discrete = EMPTY,
     ) -> None:
         """`ending`: (framework, task) that ended there, their last update on its way;
-        `owners`: each framework's principal, as the slave checkpointed it; `discrete`:
-        its ranges' and sets' values (ports)."""
+        `owners`: each framework's principal, as the slave checkpointed it; `warning`:
+        what it says it does not enforce between tenants; `discrete`: its ranges' and
+        sets' values (ports)."""
         try:
             check_segment(slave_id, "slave_id")
         except ValueError as e:
@@ -186,7 +183,7 @@ class SlaveCalls:
             )
             return
         admitted = (slave_id, hostname, total, attributes, incarnation, running, caller)
-        later = (ending, owners or {}, discrete)
+        later = (ending, owners or {}, warning, discrete)
         if self.recorder.slave_known(slave_id, caller.principal, hostname):
             self._admitted(*admitted, *later)  # (a re-registration: nothing to write)
             return
@@ -212,6 +209,7 @@ class SlaveCalls:
         caller: Caller,
         ending: set[tuple[str, str]] | None,
         owners: dict[str, str],
+        warning: str,
         discrete: Discrete,
     ) -> None:
         """The slave's record is durable: into the books, and told it is registered."""
@@ -248,6 +246,9 @@ class SlaveCalls:
                 slave.connected = True
                 self.allocator.activate_slave(slave_id)
             self.log.info("slave.reregistered", slave_id=slave_id, tasks=len(running))
+        if warning and warning != slave.isolation_warning:
+            self.log.warning("slave.isolation", slave_id=slave_id, what_is_not_enforced=warning)
+        slave.isolation_warning = warning
         for key in ending or ():
             self.books.ending[key] = slave_id
         if running or slave.tasks:

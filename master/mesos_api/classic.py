@@ -22,6 +22,7 @@ from master.books import Framework, Orphan, Slave, Task
 from master.mesos_api.operator_state import (
     agent_pid,
     get_quota,
+    isolation_warning,
     offered,
     offered_values,
     roles_held,
@@ -147,6 +148,7 @@ def slave_v0(m: MasterSide, slave: Slave) -> JSON:
         "attributes": dict(slave.attributes),
         "active": slave.connected,
         "version": MESOS_VERSION,
+        **isolation_warning(slave),
     }
 
 

@@ -161,7 +161,15 @@ def agent_json(m: MasterSide, slave: Slave) -> JSON:
             in_use, discrete=slave_values.in_use(m.books, slave)
         ),
         "offered_resources": resources_to_mesos(offers, discrete=offered_values(m, slave.offers)),
+        **isolation_warning(slave),
     }
+
+
+def isolation_warning(slave: Slave) -> JSON:
+    """Ours, beside Mesos's fields: what the agent does not enforce between tenants (a
+    slave that does not switch users runs every tenant's tasks as one uid), where it
+    says so; nothing where it enforces all."""
+    return {"isolation_warning": slave.isolation_warning} if slave.isolation_warning else {}
 
 
 def get_frameworks(m: MasterSide) -> JSON:

@@ -3,7 +3,7 @@ status updates and their acknowledgements, usage, and a sandbox's files."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
@@ -49,6 +49,12 @@ def counted(resources: Resources, discrete: Discrete) -> Resources:
         raise ValueError(str(e)) from None
 
 
+# what a slave does not enforce between tenants' tasks, in its own words ("" all of it:
+# each task runs as its principal's user, in namespaces of its own); the master shows it
+# in its state so an operator sees it, not only in the slave's log
+IsolationWarning = Annotated[str, Field(max_length=2048)]
+
+
 class Register(Wire):
     slave_id: Id
     hostname: str
@@ -56,6 +62,7 @@ class Register(Wire):
     discrete: Discrete = Field(default=NO_VALUES)  # their values: ports, ...
     attributes: dict[str, str] = Field(default_factory=dict)
     incarnation: str = ""
+    isolation_warning: IsolationWarning = ""
 
     @model_validator(mode="after")
     def _counted(self) -> Register:
@@ -70,12 +77,7 @@ class Reregister(Wire):
     discrete: Discrete = Field(default=NO_VALUES)  # their values: ports, ...
     attributes: dict[str, str] = Field(default_factory=dict)
     incarnation: str = ""
-
-    @model_validator(mode="after")
-    def _counted(self) -> Reregister:
-        self.resources = counted(self.resources, self.discrete)
-        return self
-
+    isolation_warning: IsolationWarning = ""
     tasks: list[RunningTask] = Field(default_factory=list)
     ending: list[EndingTask] = Field(default_factory=list)
     # each framework's principal, as the master named it in the launch (checkpointed with
@@ -83,6 +85,11 @@ class Reregister(Wire):
     # lets only that principal claim its id and its orphaned tasks, as Mesos learns an
     # orphan's FrameworkInfo from the agent; empty from a slave that predates it
     owners: dict[Id, Id] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _counted(self) -> Reregister:
+        self.resources = counted(self.resources, self.discrete)
+        return self
 
 
 class TaskUsage(Wire):
