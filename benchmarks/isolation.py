@@ -38,6 +38,7 @@ import asyncio
 import contextlib
 import math
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -127,6 +128,7 @@ async def cluster(isolation: str, *slave_args: str, resources: str) -> AsyncIter
             await leftover.recover(set())
             await leftover.close()
             LEFT.extend(await asyncio.to_thread(cgroups_of, slave_id))
+        await asyncio.to_thread(shutil.rmtree, work, True)  # (its sandboxes, outside /tmp)
 
 
 CGROUPS = Path("/sys/fs/cgroup")
