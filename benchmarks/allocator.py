@@ -24,7 +24,9 @@ frameworks. Targets here: at most 0.25 s for that, and at most 0.5 s for 50,000 
 same run (a shared machine slows both alike: read the ratio too); an hdrf round within 2x
 of the drf round, and the exact fair share within 50 ms (issue 51). Last, what recording
 why a framework is offered nothing costs a round (`benchmarks.why_cost`, issue 47: a
-round with the recording within 1.1x of one without).
+round with the recording within 1.1x of one without). And what ports on every slave cost
+a round (`benchmarks.ranges_cost`, issue 49: within 1.3x of scalars only, measured in the
+same run).
 
 The last line of output is one JSON object (`--json`: that line alone on stdout): every
 figure with a bound, beside it, and whether it holds (`targets`), whether all do
@@ -46,7 +48,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import cast
 
-from benchmarks import why_cost
+from benchmarks import ranges_cost, why_cost
 from benchmarks.common import bounds, table
 from master.allocation.allocator import Allocator
 from master.allocation.preemption import Contender, _ideal_of, fair_allocation
@@ -263,6 +265,20 @@ def main(quick: bool, as_json: bool) -> int:
     targets.append(
         Target(why.figure, why.ratio, "x", 1 + why_cost.BOUND, "with over without, best of each")
     )
+    say()
+    say("a round with ports:[31000-32000] on every slave (counted by DRF, each offer's ports")
+    say("picked), beside a round of scalars only, interleaved")
+    ranges = ranges_cost.report(quick)
+    say(ranges.table())
+    targets.append(
+        Target(
+            ranges.figure,
+            ranges.ratio,
+            "x",
+            ranges_cost.BOUND,
+            f"over scalars only, median of {len(ranges.ranges_ms)}",
+        )
+    )
     say(bounds([t.row() for t in targets]))
     keys = ("slaves", "frameworks", "offers", "first_ms", "offers_after", "second_ms")
     result = {
@@ -276,6 +292,7 @@ def main(quick: bool, as_json: bool) -> int:
             dict(zip(("frameworks", "us", "us_per_log2_n"), r, strict=True)) for r in decisions
         ],
         "why": asdict(why),
+        "ranges": asdict(ranges),
         "load_at_start": load_at_start,
         "load_at_end": os.getloadavg()[0],
     }

@@ -64,7 +64,7 @@ class HttpFlood:
                     self._call("ACKNOWLEDGE", ack)
 
     def _accept(self, offer: dict[str, Any]) -> None:
-        free = mj.resources_from_mesos(offer["resources"])
+        free, _ = mj.resources_and_values_from_mesos(offer["resources"])
         tasks = []
         while free.contains(TASK):
             free = free - TASK

@@ -21,8 +21,10 @@ from frameworks.errors import (
     TooManyFrameworks,
 )
 from frameworks.executor import Executor, ExecutorDriver
+from frameworks.ports import NotEnoughPorts, OfferPorts, ports_of, take_ports
 from frameworks.scheduler import Driver, Scheduler, build_task, offer_resources
 from protocol.tooling.brokers import BrokerURL
+from protocol.wire.discrete import Discrete, ItemSet, Ranges
 from protocol.wire.messages import (
     CommandCheck,
     CommandInfo,
@@ -56,6 +58,7 @@ __all__ = [
     "CommandCheck",
     "CommandInfo",
     "ContainerInfo",
+    "Discrete",
     "Driver",
     "DriverError",
     "Executor",
@@ -66,12 +69,16 @@ __all__ = [
     "HTTPCheck",
     "HealthCheck",
     "HealthCheckType",
+    "ItemSet",
     "KillPolicy",
     "MasterUnreachable",
+    "NotEnoughPorts",
     "Offer",
+    "OfferPorts",
     "PreemptedTask",
     "Preempting",
     "PrincipalRemoved",
+    "Ranges",
     "Reason",
     "Resources",
     "RoleRefused",
@@ -90,4 +97,6 @@ __all__ = [
     "WhyReason",
     "build_task",
     "offer_resources",
+    "ports_of",
+    "take_ports",
 ]

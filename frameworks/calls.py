@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Generator, Iterable
 from typing import Any, ParamSpec
 
 from frameworks.errors import DriverError
+from protocol.wire.discrete import Discrete
 from protocol.wire.launches import OfferRoom
 from protocol.wire.messages import (
     MAX_RECONCILE_TASKS,
@@ -63,7 +64,9 @@ def launch_checked(
     if len({o.slave_id for o in offers}) > 1:
         raise DriverError("all offers in one launch must be on the same slave")
     running = {eid: None for o in offers for eid in o.executor_ids}
-    room = OfferRoom(offers[0].slave_id, sum((o.resources for o in offers), Resources()), running)
+    left = sum((o.resources for o in offers), Resources())
+    values = Discrete.union(o.discrete for o in offers)  # ports, each for one task
+    room = OfferRoom(offers[0].slave_id, left, running, values)
     for task in tasks:
         problem = room.problem(task)
         if problem is not None:

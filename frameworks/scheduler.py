@@ -29,6 +29,7 @@ from collections.abc import Iterable
 from typing import Literal, Protocol
 
 from frameworks.calls import Made
+from protocol.wire.discrete import Discrete
 from protocol.wire.messages import (
     CommandInfo,
     ContainerInfo,
@@ -153,13 +154,23 @@ def build_task(
     image: str | None = None,
     kill_grace_period: float | None = None,
     health_check: HealthCheck | None = None,
+    discrete: Discrete | None = None,
 ) -> TaskInfo:
     """A TaskInfo for `offer`'s slave: a shell command, or a task for a custom executor.
     `image`: a command task's container image, which the slave runs with podman.
     `kill_grace_period`: seconds between SIGTERM and SIGKILL whenever it is killed (its
     `kill_policy`; by default the slave's `--kill-grace`). `health_check`: how the slave
     checks a command task's health (`HealthCheck`: an HTTP GET, a TCP connect, a
-    command), killing it after its failures."""
+    command), killing it after its failures. `discrete`: the ports (and other range or
+    set values) it takes out of the offer (`OfferPorts(offer).take(n)`), in its
+    environment as PORT0, ..., PORTS; without it, a task whose `resources` count ports
+    (the whole offer's, say) takes the lowest of the offer's."""
+    if discrete is None and any(n in offer.discrete for n in resources):
+        # it counts ports (say, the whole offer's resources) without naming them: the
+        # lowest of the offer's (several tasks on one offer: OfferPorts hands them out)
+        discrete = offer.discrete.take(
+            {n: resources.get_millis(n) for n in resources if n in offer.discrete}
+        )
     return TaskInfo(
         task_id=task_id or f"{name}-{uuid.uuid4().hex[:12]}",
         name=name,
@@ -173,6 +184,7 @@ def build_task(
             KillPolicy(grace_period=kill_grace_period) if kill_grace_period is not None else None
         ),
         health_check=health_check,
+        discrete=discrete or Discrete(),
     )
 
 

@@ -11,6 +11,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 
+from protocol.wire.discrete import EMPTY, Discrete
 from protocol.wire.messages import (
     TERMINAL_STATES,
     CommandInfo,
@@ -76,6 +77,7 @@ class Task:
             slave_id=self.slave_id,
             state=self.state,
             resources=self.resources,
+            discrete=self.info.discrete,
             name=self.info.name,
             reason=status.reason if status is not None and status.state.terminal else None,
             message=status.message if status is not None else "",
@@ -217,6 +219,7 @@ class Slave:
     connected: bool = True  # False from its Last Will until it is back (or removed)
     offers: set[str] = field(default_factory=set)
     used: Resources | None = None  # what its tasks used at its last usage report
+    discrete: Discrete = EMPTY  # its ranges and sets (ports): `master.slave_values`
     isolation_warning: str = ""  # what it says it does not enforce between tenants
 
     def view(
@@ -224,6 +227,7 @@ class Slave:
         free: Resources,
         last_heartbeat: float | None = None,
         maintenance: Maintenance | None = None,
+        free_discrete: Discrete = EMPTY,
     ) -> SlaveView:
         """`last_heartbeat`: `last_seen` on the wall clock (the books keep the loop's);
         `maintenance`: if an operator took it out of the offers."""
@@ -239,6 +243,8 @@ class Slave:
             attributes=self.attributes,
             used=self.used if self.tasks else None,
             maintenance=maintenance.status if maintenance is not None else None,
+            discrete=self.discrete,
+            free_discrete=free_discrete,
             isolation_warning=self.isolation_warning,
         )
 
@@ -271,6 +277,7 @@ class OfferRecord:
     slave_id: str
     resources: Resources
     created_at: float
+    discrete: Discrete = EMPTY  # the slave's values it offers (taken from no task's)
 
 
 @dataclass(slots=True)

@@ -15,6 +15,7 @@ from master.allocation.allocator import Allocator
 from master.allocation.ledger import Allocation
 from master.books import Books, Framework, OfferRecord
 from master.outbox import Outbox
+from master.slave_values import for_offer
 from protocol.wire.messages import MAX_OFFERS_PER_MESSAGE, Offer, Offers, Rescind, new_id
 
 
@@ -32,7 +33,8 @@ class OfferBook:
             if fw.executors and a.framework_id not in running:
                 running[a.framework_id] = executors_by_slave(fw)
             offer_id = f"o-{new_id()[:20]}"
-            record = OfferRecord(offer_id, a.framework_id, a.slave_id, a.resources, now)
+            values = for_offer(self.books, slave, a.resources.millis)
+            record = OfferRecord(offer_id, a.framework_id, a.slave_id, a.resources, now, values)
             self.books.offers[offer_id] = record
             fw.offers.add(offer_id)
             slave.offers.add(offer_id)
@@ -43,6 +45,7 @@ class OfferBook:
                     slave_id=a.slave_id,
                     hostname=slave.hostname,
                     resources=a.resources,
+                    discrete=values,
                     attributes=slave.attributes,
                     executor_ids=running.get(a.framework_id, {}).get(a.slave_id, []),
                 )

@@ -15,6 +15,16 @@ import shlex
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
+from protocol.wire.discrete import EMPTY as NO_VALUES
+from protocol.wire.discrete import (
+    MAX_ITEMS,
+    MAX_RANGES,
+    Discrete,
+    ItemSet,
+    Ranges,
+    Value,
+    with_counts,
+)
 from protocol.wire.messages import (
     CommandCheck,
     CommandInfo,
@@ -81,37 +91,93 @@ def decode_bytes(text: object, field: str = "data") -> bytes:
 # --- resources -----------------------------------------------------------------------------
 
 
-def resources_to_mesos(resources: Resources, role: str = "*") -> list[JSON]:
-    """Unreserved scalars. `role` is whom they are allocated to, Mesos's
-    `allocation_info.role`: in Mesos's pre-1.9 format a resource's own `role` other than
-    `*` claims a static reservation, so a client would read every offer as reserved."""
+def resources_to_mesos(
+    resources: Resources, role: str = "*", discrete: Discrete = NO_VALUES
+) -> list[JSON]:
+    """Unreserved resources: scalars, and the ranges and sets whose values `discrete`
+    holds (`"type": "RANGES"`, `"ranges": {"range": [{"begin", "end"}]}`; `"type": "SET"`,
+    `"set": {"item": [...]}`) in place of their counts. `role` is whom they are allocated
+    to, Mesos's `allocation_info.role`: in Mesos's pre-1.9 format a resource's own `role`
+    other than `*` claims a static reservation, so a client would read every offer as
+    reserved."""
     allocated = {"allocation_info": {"role": role}} if role != "*" else {}
-    return [
-        {"name": name, "type": "SCALAR", "scalar": {"value": amount}, "role": "*", **allocated}
-        for name, amount in sorted(resources.items())
-    ]
+    out: list[JSON] = []
+    for name, amount in sorted(resources.items()):
+        value = discrete.get(name)
+        if value is None:
+            out.append({"name": name, "type": "SCALAR", "scalar": {"value": amount}})
+        else:
+            out.append({"name": name, "type": value.kind, **value.to_mesos()})
+        out[-1].update({"role": "*", **allocated})
+    return out
 
 
 def resources_from_mesos(items: object, field: str = "resources") -> Resources:
-    """Scalars summed by name (Mesos sends one entry per role or reservation)."""
+    """Scalars summed by name (Mesos sends one entry per role or reservation); ranges
+    and sets refused (where only quantities make sense)."""
+    resources, discrete = resources_and_values_from_mesos(items, field)
+    if discrete:
+        name = next(iter(discrete))
+        raise MesosJSONError(f"{field}: {name} is {discrete[name].kind}; only SCALAR here")
+    return resources
+
+
+def resources_and_values_from_mesos(
+    items: object, field: str = "resources"
+) -> tuple[Resources, Discrete]:
+    """Scalars summed by name, and ranges and sets joined by name (counted by size in
+    the Resources): a task's resources, with the ports it asks for."""
     if not isinstance(items, list):
         raise MesosJSONError(f"{field}: expected a list, got {_short(items)}")
+    if len(items) > 256:
+        raise MesosJSONError(f"{field}: at most 256 resources, got {len(items)}")
     amounts: dict[str, float] = {}
-    for item in items:
-        if not isinstance(item, Mapping) or not isinstance(item.get("name"), str):
-            raise MesosJSONError(f"{field}: each resource needs a name, got {_short(item)}")
-        name = item["name"]
-        kind = item.get("type", "SCALAR")
-        if kind != "SCALAR":
-            raise MesosJSONError(f"{field}: {name} is {kind}; only SCALAR resources exist here")
-        value = (item.get("scalar") or {}).get("value")
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise MesosJSONError(f"{field}: {name} needs scalar.value, a number")
-        amounts[name] = amounts.get(name, 0.0) + float(value)
+    values: dict[str, list[Value]] = {}
     try:
-        return Resources(amounts)
+        for item in items:
+            if not isinstance(item, Mapping) or not isinstance(item.get("name"), str):
+                raise MesosJSONError(f"{field}: each resource needs a name, got {_short(item)}")
+            name = item["name"]
+            kind = item.get("type", "SCALAR")
+            if kind == "SCALAR":
+                value = (item.get("scalar") or {}).get("value")
+                if isinstance(value, bool) or not isinstance(value, int | float):
+                    raise MesosJSONError(f"{field}: {name} needs scalar.value, a number")
+                amounts[name] = amounts.get(name, 0.0) + float(value)
+            elif kind in ("RANGES", "SET"):
+                values.setdefault(name, []).append(_value_from_mesos(item, name, kind, field))
+            else:
+                raise MesosJSONError(
+                    f"{field}: {name} is {_short(kind)}; SCALAR, RANGES and SET exist here"
+                )
+        discrete = Discrete({n: vs[0].joined(vs[1:]) for n, vs in values.items()})
+        clash = set(amounts) & set(discrete)
+        if clash:
+            raise MesosJSONError(f"{field}: {sorted(clash)[0]} is both SCALAR and not")
+        return with_counts(Resources(amounts), discrete, field), discrete
     except ResourceError as e:
         raise MesosJSONError(f"{field}: {e}") from None
+
+
+def _value_from_mesos(item: Mapping[str, Any], name: str, kind: str, field: str) -> Value:
+    if kind == "RANGES":
+        spans = (item.get("ranges") or {}).get("range")
+        if not isinstance(spans, list):
+            raise MesosJSONError(f"{field}: {name} needs ranges.range, a list")
+        if len(spans) > MAX_RANGES:
+            raise MesosJSONError(f"{field}: {name}: more than {MAX_RANGES} ranges")
+        pairs: list[tuple[object, object]] = []
+        for span in spans:
+            if not isinstance(span, Mapping):
+                raise MesosJSONError(f"{field}: {name}: a range is {{begin, end}}")
+            pairs.append((span.get("begin"), span.get("end")))
+        return Ranges.of(pairs, name)
+    members = (item.get("set") or {}).get("item")
+    if not isinstance(members, list):
+        raise MesosJSONError(f"{field}: {name} needs set.item, a list")
+    if len(members) > MAX_ITEMS:
+        raise MesosJSONError(f"{field}: {name}: more than {MAX_ITEMS} items")
+    return ItemSet.of(members, name)
 
 
 def min_allocatable_from_mesos(filters: object, role: str) -> list[Resources] | None:
@@ -412,7 +478,7 @@ def task_to_mesos(task: TaskInfo, framework_id: str) -> JSON:
         "name": task.name or task.task_id,
         "task_id": mesos_id(task.task_id),
         "agent_id": mesos_id(task.slave_id),
-        "resources": resources_to_mesos(task.resources),
+        "resources": resources_to_mesos(task.resources, discrete=task.discrete),
     }
     if task.command is not None:
         out["command"] = command_to_mesos(task.command)
@@ -434,11 +500,13 @@ def task_from_mesos(obj: object) -> TaskInfo:
     slave_id = optional_id(obj, "agent_id", "slave_id")
     if slave_id is None:
         raise MesosJSONError("task_infos: each task needs agent_id")
+    resources, discrete = resources_and_values_from_mesos(obj.get("resources") or [])
     return TaskInfo(
         task_id=id_value(obj.get("task_id"), "task_id"),
         name=str(obj.get("name") or ""),
         slave_id=slave_id,
-        resources=resources_from_mesos(obj.get("resources") or []),
+        resources=resources,
+        discrete=discrete,
         command=command_from_mesos(obj["command"]) if obj.get("command") else None,
         executor=executor_from_mesos(obj["executor"]) if obj.get("executor") else None,
         data=decode_bytes(obj["data"]) if obj.get("data") else b"",
@@ -456,7 +524,7 @@ def offer_to_mesos(offer: Offer, role: str = "*") -> JSON:
         "framework_id": mesos_id(offer.framework_id),
         "agent_id": mesos_id(offer.slave_id),
         "hostname": offer.hostname,
-        "resources": resources_to_mesos(offer.resources, role),
+        "resources": resources_to_mesos(offer.resources, role, offer.discrete),
         "attributes": [
             {"name": k, "type": "TEXT", "text": {"value": v}}
             for k, v in sorted(offer.attributes.items())

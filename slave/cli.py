@@ -15,7 +15,15 @@ import click
 
 from protocol.tooling.brokers import BrokerURL
 from protocol.tooling.cli import broker_option, cluster_option, log_level_option, warn_if_insecure
-from protocol.wire.resources import ResourceError, Resources
+from protocol.wire.discrete import (
+    DEFAULT_PORTS,
+    EMPTY,
+    Discrete,
+    Ranges,
+    parse_resources,
+    with_counts,
+)
+from protocol.wire.resources import PORTS, ResourceError, split_text
 from slave.task_users import DEFAULT_MAP, DEFAULT_UIDS
 
 
@@ -137,8 +145,9 @@ def raise_fd_limit(slaves: int) -> None:
 @click.option(
     "--resources",
     default=None,
-    help="What this slave offers, e.g. 'cpus:2;mem:2200;disk:1000'. "
-    "Default: the machine's cores and memory less a reserve.",
+    help="What this slave offers, in Mesos's form: scalars, [ranges] and {sets}, e.g. "
+    "'cpus:2;mem:2200;disk:1000;ports:[8000-8999]'. Default: the machine's cores and "
+    "memory less a reserve; ports:[31000-32000] unless this names ports (ports:[] for none).",
 )
 @click.option(
     "--custom-resources",
@@ -326,7 +335,11 @@ def slave(
     from slave.task_users import load_operator_users, parse_uid_range
 
     try:
-        offered = Resources.parse(resources) if resources else machine_resources()
+        offered, values = parse_resources(resources) if resources else (machine_resources(), EMPTY)
+        named = {name for name, _ in split_text(resources or "")}
+        if PORTS not in named:  # as a Mesos agent: its ports unless --resources names them
+            values = values.add(Discrete({PORTS: Ranges.parse(DEFAULT_PORTS)}))
+            offered = with_counts(offered, values, "--resources")
         attrs = parse_attributes(attributes)
         uids = parse_uid_range(task_uids)
         users = load_operator_users(task_users, uids) if task_users else {}
@@ -357,6 +370,7 @@ def slave(
                     slave_id=slave_id_for(wd),
                     hostname=host if count == 1 else f"{host}-{i}",
                     resources=offered,
+                    discrete=values,
                     work_dir=wd,
                     attributes=attrs,
                     simulated_tasks=simulated_tasks,

@@ -15,6 +15,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from protocol.wire.discrete import EMPTY, Discrete
+from protocol.wire.discrete import environment as ports_environment
 from protocol.wire.messages import Reason, RunTask, TaskInfo, TaskState
 from slave.health_checks import HealthChecks, TaskProcess, probe_for
 from slave.images import command_runner, image_problem_here
@@ -73,7 +75,7 @@ class CommandTasks:
     ) -> dict[str, str]:
         """A task's (or executor's) whole environment (slave.task_env): `framework`'s
         variables, the operator's, and the slave's for it (`extra`: an executor's)."""
-        return self.env_of(msg.framework_id, framework, sandbox, extra)
+        return self.env_of(msg.framework_id, framework, sandbox, extra, msg.task.discrete)
 
     def env_of(
         self,
@@ -81,11 +83,13 @@ class CommandTasks:
         framework: dict[str, str],
         sandbox: Path,
         extra: dict[str, str] | None = None,
+        discrete: Discrete = EMPTY,
     ) -> dict[str, str]:
         own = {
             "DRFMESOS_CLUSTER": self.config.cluster,
             "DRFMESOS_SLAVE_ID": self.slave_id,
             "DRFMESOS_FRAMEWORK_ID": framework_id,
+            **ports_environment(discrete),  # PORT0, ..., PORTS (Marathon's)
             **(extra or {}),
         }
         # Mesos executors' adapter runs in this Python: the slave's own, unless the
@@ -147,7 +151,9 @@ class CommandTasks:
             self._kills.log.warning("health.not_resumed", error=repr(e), **ids)
             return
         run = Run(sandbox, run_dir, user, tenancy.confinement)
-        env = self.env_of(record.framework_id, task.command.environment, sandbox)
+        env = self.env_of(
+            record.framework_id, task.command.environment, sandbox, discrete=task.discrete
+        )
         self._check_health(record, TaskProcess(runner, sandbox, env, run, runner.container))
 
     def _check_health(self, record: TaskRecord, process: TaskProcess) -> None:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from protocol.wire.discrete import EMPTY, Discrete, with_counts
 from protocol.wire.messages import KillPolicy, Reason, TaskInfo, TaskState
 from protocol.wire.resources import Resources
 from slave.task_users import DEFAULT_MAP, DEFAULT_UIDS, TaskUser
@@ -19,8 +20,9 @@ if TYPE_CHECKING:  # (runners import what the slave's config shares)
 class SlaveConfig:
     slave_id: str
     hostname: str
-    resources: Resources
+    resources: Resources  # (its ranges and sets counted by size: filled in from `discrete`)
     work_dir: Path
+    discrete: Discrete = EMPTY  # the values of its ranges and sets (ports: 31000-32000)
     attributes: dict[str, str] = field(default_factory=dict)
     simulated_tasks: bool = False
     time_scale: float = 1.0  # for simulated task durations
@@ -56,6 +58,9 @@ class SlaveConfig:
     task_env: dict[str, str] = field(default_factory=dict)  # passed on to every task
     # signs executors' tokens (slave.executor_tokens); None: a key of its own, made once
     executor_secret_key: Path | None = None
+
+    def __post_init__(self) -> None:
+        self.resources = with_counts(self.resources, self.discrete, "--resources")
 
 
 @dataclass

@@ -29,6 +29,7 @@ from protocol.transport.aio import cancel_and_wait, within
 from protocol.transport.base import Transport
 from protocol.transport.inbound import Dispatcher
 from protocol.transport.leader import LeaderWatch
+from protocol.wire.discrete import Discrete
 from protocol.wire.ids import shorten, task_problem
 from protocol.wire.messages import (
     TERMINAL_STATES,
@@ -258,6 +259,7 @@ class Slave:
             slave_id=self.slave_id,
             hostname=self.config.hostname,
             resources=self.config.resources,
+            discrete=self.config.discrete,
             attributes=self.config.attributes,
             incarnation=self.bus.incarnation,
             isolation_warning=self.isolation_warning,
@@ -399,6 +401,7 @@ class Slave:
         else:
             problem = (
                 task_problem(task)
+                or self._values_problem(task)
                 or self._owner_problem(msg)
                 or self.commands.image_problem(msg.framework_id, task)
             )
@@ -421,6 +424,18 @@ class Slave:
         self.tasks[key] = record
         self.log.info("run.start", resources=task.resources, **ids)
         return free - task.resources, self._start(msg, record)
+
+    def _values_problem(self, task: TaskInfo) -> str | None:
+        """Ports (and other ranges and sets) this slave does not have, or that a live task
+        holds: the master never sends such a launch, and the slave runs none."""
+        if not task.discrete:
+            return None
+        if not self.config.discrete.contains(task.discrete):
+            return f"task {task.task_id}: {task.discrete} are not all among this slave's"
+        held = Discrete.union(r.info.discrete for r in self.tasks.values() if not r.state.terminal)
+        if held.overlap(task.discrete):
+            return f"task {task.task_id}: {task.discrete} overlap a running task's"
+        return None
 
     def _owner_problem(self, msg: RunTask) -> str | None:
         """A framework runs here for one principal: a launch for its id in another's name

@@ -26,3 +26,8 @@ def test_the_last_line_gives_each_bounded_figure_beside_its_bound(
     assert result["holds"] == all(t["holds"] for t in targets.values())
     assert code == (0 if result["holds"] else 1)
     assert set(result["tree_round_ms"]) == {"drf", "hdrf", "naive-hdrf", "flat"}
+    # issue 49: a round with ports on every slave, beside scalars only, in the same run
+    ranges = targets["round with ports on every slave, 2,000 x 200"]
+    assert (ranges["unit"], ranges["bound"]) == ("x", 1.3)
+    assert len(result["ranges"]["ranges_ms"]) == len(result["ranges"]["scalars_ms"]) == 3
+    assert result["ranges"]["offers"] == 2000  # every slave offered, its ports with it

@@ -27,7 +27,14 @@ from master.allocation.allocator import Allocator
 from master.allocation.quota import Quota
 from master.allocation.role_tree import TREE_POLICIES, RoleTree
 from master.allocation.sorter import Sorter, Total
+from protocol.wire.discrete import parse_resources
 from protocol.wire.resources import Limit, Resources, dominant_share
+
+
+def quantities(text: str) -> Resources:
+    """Mesos's text form as the allocator counts it (`ports:[31000-32000]` is 1,001)."""
+    return parse_resources(text)[0]
+
 
 FLAT = ["drf", "naive-hdrf", "hdrf"]  # flat roles: every policy orders them alike
 NESTED = ["naive-hdrf"]  # Mesos's hierarchical DRF
@@ -46,8 +53,8 @@ class MesosSorter:
         self.agents: dict[str, Resources] = {}
         self.held: dict[str, Resources] = {}
 
-    def add_slave(self, agent: str, quantities: str) -> None:
-        self.agents[agent] = Resources.parse(quantities)
+    def add_slave(self, agent: str, text: str) -> None:
+        self.agents[agent] = quantities(text)
         self.total.add(self.agents[agent])
 
     def remove_slave(self, agent: str) -> None:
@@ -83,12 +90,12 @@ class MesosSorter:
         self.sorter.set_weight(client, weight)  # any node's, before it exists too
 
     def allocated(self, client: str, resources: str) -> None:
-        r = Resources.parse(resources)
+        r = quantities(resources)
         self.sorter.allocated(client, r)
         self.held[client] = self.held[client] + r
 
     def unallocated(self, client: str, resources: str) -> None:
-        r = Resources.parse(resources)
+        r = quantities(resources)
         self.sorter.unallocated(client, r)
         self.held[client] = self.held[client] - r
 
@@ -263,9 +270,9 @@ def test_sorter_HierarchicalAllocation(policy: str) -> None:
     sorter.allocated("b/c", "cpus:4;mem:4")
     sorter.allocated("b/d", "cpus:3;mem:3")
     assert sorter.sort() == ["a", "b/d", "b/c"]  # a = .06, b = .07 (b/d = .03, b/c = .04)
-    assert sorter.allocation("a") == Resources.parse("cpus:6;mem:6")
-    assert sorter.allocation("b/c") == Resources.parse("cpus:4;mem:4")
-    assert sorter.allocation("b/d") == Resources.parse("cpus:3;mem:3")
+    assert sorter.allocation("a") == quantities("cpus:6;mem:6")
+    assert sorter.allocation("b/c") == quantities("cpus:4;mem:4")
+    assert sorter.allocation("b/d") == quantities("cpus:3;mem:3")
     sorter.allocated("a", "cpus:2;mem:2")
     assert sorter.sort() == ["b/d", "b/c", "a"]
     sorter.client("b/e/f")
@@ -413,21 +420,23 @@ def test_sorter_AllocationForInactiveClient(policy: str) -> None:
     sorter.client("b")
     sorter.allocated("a", "cpus:2;mem:2")  # a is inactive
     sorter.allocated("b", "cpus:3;mem:3")
-    assert sorter.allocation("a") == Resources.parse("cpus:2;mem:2")
-    assert sorter.allocation("b") == Resources.parse("cpus:3;mem:3")
+    assert sorter.allocation("a") == quantities("cpus:2;mem:2")
+    assert sorter.allocation("b") == quantities("cpus:3;mem:3")
     assert sorter.sort() == ["b"]
 
 
 @pytest.mark.parametrize("policy", FLAT)
 def test_sorter_MultipleSlaves(policy: str) -> None:
-    # (without the agents' port ranges: ports are not a resource of ours)
+    # Deliberate difference: the agents' port ranges count in the allocation by their
+    # size (1,001 ports each), where Mesos's scalar quantities leave them out
     sorter = MesosSorter(policy)
     sorter.client("framework")
-    sorter.add_slave("agentA", "cpus:2;mem:512")
-    sorter.add_slave("agentB", "cpus:2;mem:512")
-    sorter.allocated("framework", "cpus:2;mem:512")
-    sorter.allocated("framework", "cpus:2;mem:512")
-    assert sorter.allocation("framework") == Resources.parse("cpus:4;mem:1024")
+    slave = "cpus:2;mem:512;ports:[31000-32000]"
+    sorter.add_slave("agentA", slave)
+    sorter.add_slave("agentB", slave)
+    sorter.allocated("framework", slave)
+    sorter.allocated("framework", slave)
+    assert sorter.allocation("framework") == quantities("cpus:4;mem:1024;ports:2002")
 
 
 @pytest.mark.parametrize("policy", FLAT)
@@ -505,8 +514,8 @@ class MesosAllocator:
         agent = f"agent{self._agents}"
         self.allocator.add_slave(
             agent,
-            Resources.parse(resources),
-            used={fw: Resources.parse(r) for fw, r in (used or {}).items()},
+            quantities(resources),
+            used={fw: quantities(r) for fw, r in (used or {}).items()},
         )
         self._cycle()
         return agent
@@ -523,9 +532,7 @@ class MesosAllocator:
 
     def update_quota(self, role: str, resources: str) -> None:
         """Mesos's test helper `createQuota(resources)`: guarantee and limit alike."""
-        self.allocator.set_quota(
-            role, Quota(Resources.parse(resources), limit=Limit.parse(resources))
-        )
+        self.allocator.set_quota(role, Quota(quantities(resources), limit=Limit.parse(resources)))
 
     def update_weight(self, role: str, weight: float) -> None:
         self.allocator.set_role_weight(role, weight)
@@ -557,7 +564,7 @@ class MesosAllocator:
 
 
 def R(text: str) -> Resources:
-    return Resources.parse(text)
+    return quantities(text)
 
 
 @pytest.mark.parametrize("policy", FLAT)
@@ -715,20 +722,21 @@ def test_allocator_QuotaAllocationGranularity(policy: str) -> None:
 
 @pytest.mark.parametrize("policy", FLAT)
 def test_allocator_QuotaRoleAllocateNonQuotaResource(policy: str) -> None:
-    # (without the agents' port ranges: ports are not a resource of ours)
+    # the agents' port ranges counted by their size (ports:1001)
     m = MesosAllocator(policy)
     m.update_quota("quota-role-1", "cpus:2")
-    agent1 = m.add_slave("cpus:1;mem:1024")
+    agent1 = m.add_slave("cpus:1;mem:1024;ports:[31000-32000]")
     framework = m.add_framework("quota-role-1")
-    # memory too: quota-role-1 has no memory limit, and nobody needs memory set aside
-    assert m.next() == (framework, {agent1: R("cpus:1;mem:1024")})
+    # memory and ports too: quota-role-1 has no limit on them, and nobody needs them set
+    # aside
+    assert m.next() == (framework, {agent1: R("cpus:1;mem:1024;ports:[31000-32000]")})
     m.update_quota("quota-role-2", "mem:1024")  # no framework
-    agent2 = m.add_slave("cpus:1;mem:1024")
-    # the cpu it still lacks, but not the memory: that is quota-role-2's headroom
-    assert m.next() == (framework, {agent2: R("cpus:1")})
-    agent3 = m.add_slave("cpus:1;mem:1024")
+    agent2 = m.add_slave("cpus:1;mem:1024;ports:[31000-32000]")
+    # the cpu it still lacks and the ports, but not the memory: quota-role-2's headroom
+    assert m.next() == (framework, {agent2: R("cpus:1;ports:[31000-32000]")})
+    agent3 = m.add_slave("cpus:1;mem:1024;ports:[31000-32000]")
     # its cpus limit is reached: only what it has no quota for
-    assert m.next() == (framework, {agent3: R("mem:1024")})
+    assert m.next() == (framework, {agent3: R("mem:1024;ports:[31000-32000]")})
 
 
 @pytest.mark.parametrize("policy", FLAT)

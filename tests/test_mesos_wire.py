@@ -69,7 +69,12 @@ def test_resources_round_trip_as_mesos_scalars() -> None:
 @pytest.mark.parametrize(
     ("items", "says"),
     [
-        ([{"name": "ports", "type": "RANGES", "ranges": {}}], "only SCALAR"),
+        ([{"name": "ports", "type": "RANGES", "ranges": {}}], "needs ranges.range"),
+        (
+            [{"name": "ports", "type": "RANGES", "ranges": {"range": [{"begin": 1, "end": 2}]}}],
+            "RANGES; only SCALAR",
+        ),
+        ([{"name": "ports", "type": "TEXT"}], "SCALAR, RANGES and SET exist here"),
         ([{"name": "cpus", "type": "SCALAR", "scalar": {"value": -1}}], "negative"),
         ([{"name": "cpus", "type": "SCALAR"}], "scalar.value"),
         ([{"type": "SCALAR"}], "name"),

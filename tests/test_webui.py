@@ -196,6 +196,9 @@ def test_slaves_and_tasks_show_what_they_use_beside_their_allocation(
     # `sleep` uses next to nothing of the 0.5 cpus and 512 MB it holds
     assert all(float(str(b["used"])) < float(str(b["allocated"])) for b in slave_bars)
     assert "used / allocated" in d.find_element(By.CSS_SELECTOR, "#tasks thead").text  # type: ignore[attr-defined]
+    # a slave's ports (the demo's slaves offer Mesos's default range): which are free
+    ports = d.find_element(By.CSS_SELECTOR, "#slaves tbody .values").text  # type: ignore[attr-defined]
+    assert ports.endswith(" free of [31000-32000]"), ports
     shot(d, "20-used-beside-allocated")
 
 

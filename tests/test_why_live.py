@@ -195,7 +195,8 @@ async def test_offers_outstanding(mosquitto: MosquittoBroker, tmp_path: Path) ->
     reason = top(answer)
     assert reason["code"] == "offers-outstanding"
     assert reason["numbers"]["offers"] == 2
-    assert reason["numbers"]["resources"] == {"cpus": 4.0, "mem": 2048.0}
+    # (the slaves offer ports:[31000-32000] each, as Mesos agents do)
+    assert reason["numbers"]["resources"] == {"cpus": 4.0, "mem": 2048.0, "ports": 2002.0}
     assert len(answer["offered"]) == 2  # what and when
     assert all(o["seconds_ago"] >= 0 and o["at"] > 0 for o in answer["offered"])
 
@@ -210,7 +211,8 @@ async def test_quota_limit(mosquitto: MosquittoBroker, tmp_path: Path) -> None:
     assert reason["code"] == "quota-limit"
     assert reason["numbers"]["role"] == "capped"
     assert reason["numbers"]["limit"] == {"cpus": 1.0, "mem": 512.0}
-    assert reason["numbers"]["held"] == {"cpus": 1.0, "mem": 512.0}
+    # (and all of a slave's ports, which the limit does not name)
+    assert reason["numbers"]["held"] == {"cpus": 1.0, "mem": 512.0, "ports": 1001.0}
 
 
 async def test_role_frozen_by_a_zero_limit(mosquitto: MosquittoBroker, tmp_path: Path) -> None:

@@ -211,7 +211,7 @@ def render_state(state: State) -> Group:
             s.maintenance or "",
         )
     tasks = Table(title="tasks (usage: its slave's last report)", title_justify="left")
-    for col in ("task", "framework", "slave", "state", "used / allocated"):
+    for col in ("task", "framework", "slave", "state", "ports", "used / allocated"):
         tasks.add_column(col)
     names = {f.framework_id: f.name for f in state.frameworks}
     for t in sorted(state.tasks, key=lambda t: (t.framework_id, t.task_id))[:50]:
@@ -221,6 +221,7 @@ def render_state(state: State) -> Group:
             names.get(t.framework_id, t.framework_id),
             t.slave_id,
             t.state.value,
+            str(t.discrete.get("ports", "-")),
             used_of(t.used, t.resources),
         )
     return Group(head, fws, roles, slaves, *([tasks] if state.tasks else []))

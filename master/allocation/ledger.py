@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 from master.allocation.role_order import RoleOrder
 from master.allocation.sorter import Millis, Sorter
-from protocol.wire.resources import CPUS, MEM, SCALE, Resources, add_millis, holds
+from protocol.wire.resources import CPUS, MEM, PORTS, SCALE, Resources, add_millis, holds
 
 # Mesos offers a slave only if at least this much of cpus or mem is free: smaller crumbs
 # would be offered and declined forever (its --min_allocatable_resources' default).
@@ -90,8 +90,14 @@ def allocatable(free: Mapping[str, int]) -> bool:
     # (no generators here: a round asks this of every slave it visits)
     if free.get(CPUS, 0) >= MIN_CPUS or free.get(MEM, 0) >= MIN_MEM:
         return True
-    # a slave with neither cpus nor mem (custom resources only) is offered whatever it has
-    return CPUS not in free and MEM not in free and any(v > 0 for v in free.values())
+    # a slave with neither cpus nor mem (custom resources only) is offered whatever it has;
+    # ports alone are worth no offer (what a quota cut leaves: nothing runs on a port)
+    if CPUS in free or MEM in free:
+        return False
+    for name, amount in free.items():  # noqa: SIM110
+        if amount > 0 and name != PORTS:
+            return True
+    return False
 
 
 def anything(free: Mapping[str, int]) -> bool:

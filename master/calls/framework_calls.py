@@ -15,9 +15,11 @@ from master.framework_ids import FrameworkIds
 from master.offers import OfferBook
 from master.outbox import Outbox
 from master.removals import Removals
+from master.slave_values import in_use
 from master.task_states import as_seen, unknown_task
 from master.updates import TaskUpdates
 from protocol.transport.aio import loop_time
+from protocol.wire.discrete import Discrete
 from protocol.wire.ids import shorten, task_problem
 from protocol.wire.launches import OfferRoom
 from protocol.wire.messages import (
@@ -145,10 +147,13 @@ class FrameworkCalls:
             return
 
         slave_id = records[0].slave_id
+        values = Discrete.union(r.discrete for r in records)  # (its ports, ...)
         room = OfferRoom(
             slave_id,
             sum((r.resources for r in records), Resources()),
             {eid: held for (sid, eid), held in fw.executors.items() if sid == slave_id},
+            values,
+            in_use(self.books, self.books.slaves[slave_id]) if values else values,
         )
         for record in records:
             self.offers.drop(record)
@@ -256,6 +261,7 @@ class FrameworkCalls:
     def _task_problem(
         self, fw: Framework, task: TaskInfo, room: OfferRoom, seen: set[str]
     ) -> str | None:
+        """Why `task` may not launch (None: it may)."""
         tid = task.task_id
         problem = task_problem(task)
         if problem is not None:

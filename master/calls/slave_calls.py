@@ -22,6 +22,7 @@ from master.task_usage import summed, used_between
 from master.updates import TaskUpdates
 from protocol import logs
 from protocol.transport.aio import loop_time
+from protocol.wire.discrete import EMPTY, Discrete
 from protocol.wire.messages import (
     Error,
     ExecutorExited,
@@ -106,7 +107,7 @@ class SlaveCalls:
     async def on_register(self, msg: Register, caller: Caller) -> None:
         await self._admit_slave(
             msg.slave_id, msg.hostname, msg.resources, msg.attributes, msg.incarnation, [], caller,
-            warning=msg.isolation_warning,
+            warning=msg.isolation_warning, discrete=msg.discrete,
         )  # fmt: skip
 
     async def on_reregister(self, msg: Reregister, caller: Caller) -> None:
@@ -121,6 +122,7 @@ class SlaveCalls:
             {(t.framework_id, t.task_id) for t in msg.ending[:10_000]},
             msg.owners,
             warning=msg.isolation_warning,
+            discrete=msg.discrete,
         )
 
     async def _admit_slave(
@@ -136,10 +138,12 @@ class SlaveCalls:
         owners: dict[str, str] | None = None,
         *,
         warning: str = "",
+        discrete: Discrete = EMPTY,
     ) -> None:
         """`ending`: (framework, task) that ended there, their last update on its way;
         `owners`: each framework's principal, as the slave checkpointed it; `warning`:
-        what it says it does not enforce between tenants."""
+        what it says it does not enforce between tenants; `discrete`: its ranges' and
+        sets' values (ports)."""
         try:
             check_segment(slave_id, "slave_id")
         except ValueError as e:
@@ -171,8 +175,18 @@ class SlaveCalls:
                 slave_id=slave_id,
             )
             return
+        held = Discrete.union(r.task.discrete for r in running)
+        if not discrete.contains(held):
+            self.outbox.refuse(
+                caller,
+                f"slave {slave_id} reports tasks holding {held}, not all in its {discrete}",
+                "invalid",
+                "Reregister",
+                slave_id=slave_id,
+            )
+            return
         admitted = (slave_id, hostname, total, attributes, incarnation, running, caller)
-        later = (ending, owners or {}, warning)
+        later = (ending, owners or {}, warning, discrete)
         if self.recorder.slave_known(slave_id, caller.principal, hostname):
             self._admitted(*admitted, *later)  # (a re-registration: nothing to write)
             return
@@ -199,6 +213,7 @@ class SlaveCalls:
         ending: set[tuple[str, str]] | None,
         owners: dict[str, str],
         warning: str,
+        discrete: Discrete,
     ) -> None:
         """The slave's record is durable: into the books, and told it is registered."""
         if slave_id in self.books.gone_slaves:  # marked gone while its record was written
@@ -216,6 +231,7 @@ class SlaveCalls:
             self.churn.reregistrations += 1
         if slave is None:
             slave = Slave(slave_id, caller.principal, hostname, total, attributes, incarnation, now)
+            slave.discrete = discrete
             self.books.slaves[slave_id] = slave
             self.allocator.add_slave(slave_id, total)
             self.log.info(

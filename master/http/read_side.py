@@ -14,6 +14,7 @@ from dataclasses import replace
 
 from prometheus_client import Histogram
 
+from master import slave_values
 from master.allocation.allocator import Allocator
 from master.books import Books
 from master.calls.files import FileRequests
@@ -202,7 +203,8 @@ class ReadSide:
         slave = self.books.slaves[slave_id]
         heard = time.time() - (loop_time() - slave.last_seen)
         out = self.books.maintenance.get(slave_id)
-        return slave.view(self.allocator.free(slave_id), round(heard, 3), out)
+        values = slave_values.free(self.books, slave)
+        return slave.view(self.allocator.free(slave_id), round(heard, 3), out, values)
 
     def slave_page(
         self, sort: str = "", offset: int = 0, limit: int = 100, search: str = ""

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import fields
 from typing import Any
 
+from master import slave_values
 from master.allocation.allocator import Allocator
 from master.allocation.quota_stage import RoleStanding
 from master.books import Books, Framework, OfferRecord, Task
@@ -41,6 +42,7 @@ def offer_of(books: Books, record: OfferRecord) -> Offer:
         slave_id=record.slave_id,
         hostname=slave.hostname if slave else "",
         resources=record.resources,
+        discrete=record.discrete,
         attributes=slave.attributes if slave else {},
     )
 
@@ -95,7 +97,12 @@ def snapshot(
     slaves = []  # (free None: a big cluster's slaves are counted, not listed)
     if free is not None:
         slaves = [
-            s.view(free.get(s.slave_id, Resources()), None, books.maintenance.get(s.slave_id))
+            s.view(
+                free.get(s.slave_id, Resources()),
+                None,
+                books.maintenance.get(s.slave_id),
+                slave_values.free(books, s),
+            )
             for s in books.slaves.values()
         ]
     tasks = []

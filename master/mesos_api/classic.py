@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
+from master import slave_values
 from master.books import Framework, Orphan, Slave, Task
 from master.mesos_api.operator_state import (
     agent_pid,
@@ -24,10 +25,12 @@ from master.mesos_api.operator_state import (
     isolation_warning,
     maintenance_json,
     offered,
+    offered_values,
     roles_held,
     this_master_info,
 )
 from protocol.mesos_json import JSON, MESOS_VERSION
+from protocol.wire.discrete import EMPTY, Discrete
 from protocol.wire.resources import Resources
 
 if TYPE_CHECKING:
@@ -49,8 +52,9 @@ def paths(name: str, prefixed_only: bool = False) -> list[str]:
     return [p for base in bases for p in (base, base + "/")]
 
 
-def _resources(r: Resources) -> dict[str, float]:
-    return {name: amount for name, amount in sorted(r.items())}
+def _resources(r: Resources, values: Discrete = EMPTY) -> dict[str, float | str]:
+    """Mesos's v0 form: a scalar's amount, a range's or set's text (`"[31000-31001]"`)."""
+    return {name: str(values[name]) if name in values else a for name, a in sorted(r.items())}
 
 
 def task_v0(task: Task, role: str) -> JSON:
@@ -65,7 +69,7 @@ def task_v0(task: Task, role: str) -> JSON:
         "executor_id": executor.executor_id if executor else "",
         "slave_id": task.slave_id,
         "state": task.state.value,
-        "resources": _resources(task.resources),
+        "resources": _resources(task.resources, task.info.discrete),
         "role": role,
         "statuses": statuses,
     }
@@ -92,6 +96,7 @@ def framework_v0(m: MasterSide, fw: Framework) -> JSON:
     offers = offered(m, fw.offers)
     held = m.allocator.allocation(fw.framework_id) if live else Resources()
     used = held.subtract_clamped(offers)
+    fw_values = Discrete.union(t.info.discrete for t in fw.tasks.values() if not t.terminal)
     return {
         "id": fw.framework_id,
         "name": fw.name,
@@ -108,9 +113,9 @@ def framework_v0(m: MasterSide, fw: Framework) -> JSON:
         "capabilities": [c.value for c in fw.capabilities()],
         "registered_time": fw.registered_at,
         "unregistered_time": fw.removed_at or 0,
-        "resources": _resources(used),
-        "used_resources": _resources(used),
-        "offered_resources": _resources(offers),
+        "resources": _resources(used, fw_values),
+        "used_resources": _resources(used, fw_values),
+        "offered_resources": _resources(offers, offered_values(m, fw.offers)),
         "tasks": [task_v0(t, fw.role) for t in (*fw.tasks.values(), *fw.unreachable.values())],
         "completed_tasks": [task_v0(t, fw.role) for t in fw.ended.values()],
         "offers": [
@@ -118,7 +123,7 @@ def framework_v0(m: MasterSide, fw: Framework) -> JSON:
                 "id": o,
                 "framework_id": fw.framework_id,
                 "slave_id": m.books.offers[o].slave_id,
-                "resources": _resources(m.books.offers[o].resources),
+                "resources": _resources(m.books.offers[o].resources, m.books.offers[o].discrete),
             }
             for o in fw.offers
             if o in m.books.offers
@@ -134,11 +139,13 @@ def slave_v0(m: MasterSide, slave: Slave) -> JSON:
         "id": slave.slave_id,
         "pid": agent_pid(slave),
         "hostname": slave.hostname,
-        "resources": _resources(slave.total),
-        "used_resources": _resources(held.subtract_clamped(offers)),
-        "offered_resources": _resources(offers),
+        "resources": _resources(slave.total, slave.discrete),
+        "used_resources": _resources(
+            held.subtract_clamped(offers), slave_values.in_use(m.books, slave)
+        ),
+        "offered_resources": _resources(offers, offered_values(m, slave.offers)),
         "reserved_resources": {},
-        "unreserved_resources": _resources(slave.total),
+        "unreserved_resources": _resources(slave.total, slave.discrete),
         "attributes": dict(slave.attributes),
         **maintenance_json(m, slave),
         "version": MESOS_VERSION,

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from master import slave_values
 from master.allocation.quota_stage import RoleStanding
 from master.books import Framework, Slave, Task
 from master.http.snapshot import offer_of
@@ -26,6 +27,7 @@ from protocol.mesos_json import (
     resources_to_mesos,
     status_to_mesos,
 )
+from protocol.wire.discrete import Discrete
 from protocol.wire.resources import Resources
 
 if TYPE_CHECKING:
@@ -56,7 +58,7 @@ def task_json(task: Task, role: str) -> JSON:
         "framework_id": mesos_id(task.framework_id),
         "agent_id": mesos_id(task.slave_id),
         "state": task.state.value,
-        "resources": resources_to_mesos(task.resources, role),
+        "resources": resources_to_mesos(task.resources, role, task.info.discrete),
         "statuses": [status_to_mesos(status)] if status is not None else [],
         "role": role,
     }
@@ -95,8 +97,12 @@ def framework_json(m: MasterSide, fw: Framework) -> JSON:
             "registered_time": time_info(fw.registered_at),
             "unregistered_time": time_info(fw.removed_at),
             "offers": [_offer(m, o) for o in fw.offers if o in m.books.offers],
-            "allocated_resources": resources_to_mesos(allocation.subtract_clamped(offers), fw.role),
-            "offered_resources": resources_to_mesos(offers, fw.role),
+            "allocated_resources": resources_to_mesos(
+                allocation.subtract_clamped(offers),
+                fw.role,
+                Discrete.union(t.info.discrete for t in fw.tasks.values() if not t.terminal),
+            ),
+            "offered_resources": resources_to_mesos(offers, fw.role, offered_values(m, fw.offers)),
         }
     )
 
@@ -104,6 +110,12 @@ def framework_json(m: MasterSide, fw: Framework) -> JSON:
 def offered(m: MasterSide, offer_ids: Iterable[str]) -> Resources:
     offers = m.books.offers
     return sum((offers[o].resources for o in offer_ids if o in offers), Resources())
+
+
+def offered_values(m: MasterSide, offer_ids: Iterable[str]) -> Discrete:
+    """The ports (and other values) of these offers, together (as Mesos sums them)."""
+    offers = m.books.offers
+    return Discrete.union(offers[o].discrete for o in offer_ids if o in offers)
 
 
 def _offer(m: MasterSide, offer_id: str) -> JSON:
@@ -127,7 +139,7 @@ def agent_info(slave: Slave) -> JSON:
         "id": mesos_id(slave.slave_id),
         "hostname": slave.hostname,
         "port": AGENT_PORT,
-        "resources": resources_to_mesos(slave.total),
+        "resources": resources_to_mesos(slave.total, discrete=slave.discrete),
         "attributes": [
             {"name": k, "type": "TEXT", "text": {"value": v}}
             for k, v in sorted(slave.attributes.items())
@@ -157,9 +169,11 @@ def agent_json(m: MasterSide, slave: Slave) -> JSON:
         "pid": agent_pid(slave),
         **maintenance_json(m, slave),
         "version": MESOS_VERSION,
-        "total_resources": resources_to_mesos(slave.total),
-        "allocated_resources": resources_to_mesos(in_use),
-        "offered_resources": resources_to_mesos(offers),
+        "total_resources": resources_to_mesos(slave.total, discrete=slave.discrete),
+        "allocated_resources": resources_to_mesos(
+            in_use, discrete=slave_values.in_use(m.books, slave)
+        ),
+        "offered_resources": resources_to_mesos(offers, discrete=offered_values(m, slave.offers)),
         **isolation_warning(slave),
     }
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from protocol.wire.discrete import EMPTY, Discrete
 from protocol.wire.resources import Resources
 from protocol.wire.values import ExecutorInfo, TaskInfo
 
@@ -18,13 +19,21 @@ from protocol.wire.values import ExecutorInfo, TaskInfo
 class OfferRoom:
     """What is left of the offers of one launch on `slave_id`, task by task. `running`:
     the framework's executors on that slave, with their resources where known (None: the
-    SDK knows only that it runs, from its offer's `executor_ids`)."""
+    SDK knows only that it runs, from its offer's `executor_ids`). `values`: the offers'
+    ports (and other range and set values), each for one task; `holding`: those the
+    slave's live tasks hold (the master knows them; a task may take none of them)."""
 
     def __init__(
-        self, slave_id: str, left: Resources, running: Mapping[str, Resources | None]
+        self,
+        slave_id: str,
+        left: Resources,
+        running: Mapping[str, Resources | None],
+        values: Discrete = EMPTY,
+        holding: Discrete = EMPTY,
     ) -> None:
         self.slave_id, self.left = slave_id, left
         self.running = dict(running)
+        self.values, self.holding = values, holding
 
     def problem(self, task: TaskInfo) -> str | None:
         """Why `task` cannot take its room from what is left, or None."""
@@ -40,6 +49,9 @@ class OfferRoom:
                 need = need + task.executor.resources
             elif (held := self.running[eid]) is not None and held != task.executor.resources:
                 return f"task {tid}: executor {eid} runs with {held}, not {task.executor.resources}"
+        problem = values_problem(task, self.values, self.holding, self.slave_id)
+        if problem is not None:  # (its ports, named, before their count)
+            return problem
         if not self.left.contains(need):  # (which resource of which slave, and by how much)
             short = need.subtract_clamped(self.left)
             return (
@@ -51,9 +63,45 @@ class OfferRoom:
     def take(self, task: TaskInfo) -> ExecutorInfo | None:
         """Take `task`'s room (its `problem` None); the executor it starts, if any."""
         self.left = self.left - task.resources
+        if task.discrete:
+            self.values = self.values.subtract(task.discrete)
         executor = task.executor
         if executor is None or executor.executor_id in self.running:
             return None
         self.left = self.left - executor.resources
         self.running[executor.executor_id] = executor.resources
         return executor
+
+
+def values_problem(task: TaskInfo, offer: Discrete, holding: Discrete, slave_id: str) -> str | None:
+    """Why a task may not take the values it names (None: it may): each must be in what
+    is left of its offer, and none held by another live task (`holding`). A task that
+    counts a range or set of its offer without naming its values is refused too."""
+    tid = task.task_id
+    executor = task.executor.resources if task.executor is not None else {}
+    if any(n in executor for n in offer):
+        return f"task {tid}: an executor's resources may not hold ranges or sets (ports)"
+    for name, value in task.discrete.items():
+        have = offer.get(name)
+        if have is None or not have.contains(value):
+            left = have if have is not None else "none"
+            return (
+                f"task {tid}: {name} {value} are not in its offer on slave {slave_id} "
+                f"(offered {left})"
+            )
+    clash = holding.overlap(task.discrete)
+    if clash:
+        name = clash[0]
+        return (
+            f"task {tid}: {name} {task.discrete[name]} overlap those another task holds on "
+            f"slave {slave_id}"
+        )
+    unnamed = [n for n in offer if n in task.resources.millis and n not in task.discrete]
+    if unnamed:
+        name = unnamed[0]
+        return (
+            f"task {tid}: asks for {task.resources[name]:g} {name} without naming them: give "
+            f"them in its discrete values, out of its offer's {offer[name]} "
+            f"(frameworks.take_ports picks them)"
+        )
+    return None

@@ -27,9 +27,10 @@ CPUS = "cpus"
 MEM = "mem"
 DISK = "disk"
 GPUS = "gpus"
+PORTS = "ports"  # a range (protocol.wire.discrete), counted here by its size
 
 
-KNOWN_NAMES = (CPUS, MEM, DISK, GPUS)
+KNOWN_NAMES = (CPUS, MEM, DISK, GPUS, PORTS)
 """The resources drfmesos knows by name; any other is a custom resource."""
 
 
@@ -104,19 +105,20 @@ class Resources(Mapping[str, float]):
 
     @classmethod
     def parse(cls, text: str) -> Self:
-        """Parse the command-line form `cpus:2;mem:2200` (also accepts `,` as separator)."""
+        """Parse the command-line form `cpus:2;mem:2200` (also accepts `,` as separator).
+        Scalars only: Mesos's whole form, with ranges and sets (`ports:[31000-32000]`), is
+        `protocol.wire.discrete.parse_resources`'s."""
         amounts: dict[str, float] = {}
-        for part in text.replace(",", ";").split(";"):
-            part = part.strip()
-            if not part:
-                continue
-            name, sep, value = part.partition(":")
-            if not sep:
-                raise ResourceError(f"expected name:amount, got {part!r}")
+        for name, value in split_text(text):
+            if value.startswith(("[", "{")):
+                raise ResourceError(
+                    f"resource {name!r}: {value[:40]!r} is a range or a set: a quantity is "
+                    "a number here (ports: 100)"
+                )
             try:
-                amounts[name.strip()] = float(value)
+                amounts[name] = float(value)
             except ValueError:
-                raise ResourceError(f"resource {name.strip()!r}: not a number: {value!r}") from None
+                raise ResourceError(f"resource {name!r}: not a number: {value!r}") from None
         return cls(amounts)
 
     def check_names(self, custom: Iterable[str] = ()) -> None:
@@ -273,6 +275,38 @@ class Limit(Resources):
 
     def __repr__(self) -> str:
         return f"Limit({self})"
+
+
+def split_text(text: str) -> list[tuple[str, str]]:
+    """`cpus:2;ports:[1-2,5-6];zones:{a,b}` as (name, value text) pairs: parts split on
+    `;` (or `,` outside brackets), each `name:value`."""
+    parts: list[str] = []
+    depth, start = 0, 0
+    for i, c in enumerate(text):
+        if c in "[{":
+            depth += 1
+        elif c in "]}":
+            depth -= 1
+            if depth < 0:
+                raise ResourceError(f"mismatched brackets in {text[:200]!r}")
+        elif c == ";" or (c == "," and depth == 0):
+            parts.append(text[start:i])
+            start = i + 1
+    if depth:
+        raise ResourceError(f"mismatched brackets in {text[:200]!r}")
+    parts.append(text[start:])
+    out: list[tuple[str, str]] = []
+    for part in parts:
+        part = part.strip()
+        if not part:
+            continue
+        name, sep, value = part.partition(":")
+        if not sep or not name.strip():
+            raise ResourceError(
+                f"expected name:amount, name:[ranges] or name:{{set}}, got {part!r}"
+            )
+        out.append((name.strip(), value.strip()))
+    return out
 
 
 def add_millis(into: dict[str, int], delta: Mapping[str, int]) -> None:

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
-from protocol.wire.resources import Resources
+from protocol.wire.discrete import EMPTY as NO_VALUES
+from protocol.wire.discrete import Discrete, with_counts
+from protocol.wire.resources import ResourceError, Resources
 from protocol.wire.values import (
     MAX_KILL_GRACE,
     Id,
@@ -47,6 +49,15 @@ class EndingTask(Wire):
     task_id: Id
 
 
+def counted(resources: Resources, discrete: Discrete) -> Resources:
+    """A slave's resources with its ranges and sets counted by size (as the allocator
+    counts them): a count that disagrees with its values is refused."""
+    try:
+        return with_counts(resources, discrete, "slave resources")
+    except ResourceError as e:
+        raise ValueError(str(e)) from None
+
+
 # what a slave does not enforce between tenants' tasks, in its own words ("" all of it:
 # each task runs as its principal's user, in namespaces of its own); the master shows it
 # in its state so an operator sees it, not only in the slave's log
@@ -56,16 +67,23 @@ IsolationWarning = Annotated[str, Field(max_length=2048)]
 class Register(Wire):
     slave_id: Id
     hostname: str
-    resources: Resources
+    resources: Resources  # (its ranges and sets counted by size)
+    discrete: Discrete = Field(default=NO_VALUES)  # their values: ports, ...
     attributes: dict[str, str] = Field(default_factory=dict)
     incarnation: str = ""
     isolation_warning: IsolationWarning = ""
+
+    @model_validator(mode="after")
+    def _counted(self) -> Register:
+        self.resources = counted(self.resources, self.discrete)
+        return self
 
 
 class Reregister(Wire):
     slave_id: Id
     hostname: str
-    resources: Resources
+    resources: Resources  # (its ranges and sets counted by size)
+    discrete: Discrete = Field(default=NO_VALUES)  # their values: ports, ...
     attributes: dict[str, str] = Field(default_factory=dict)
     incarnation: str = ""
     isolation_warning: IsolationWarning = ""
@@ -76,6 +94,11 @@ class Reregister(Wire):
     # lets only that principal claim its id and its orphaned tasks, as Mesos learns an
     # orphan's FrameworkInfo from the agent; empty from a slave that predates it
     owners: dict[Id, Id] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _counted(self) -> Reregister:
+        self.resources = counted(self.resources, self.discrete)
+        return self
 
 
 class TaskUsage(Wire):

@@ -10,8 +10,10 @@ from typing import Annotated, Any, ClassVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
+from protocol.wire.discrete import EMPTY as NO_VALUES
+from protocol.wire.discrete import Discrete, with_counts
 from protocol.wire.health import HealthCheck, HealthCheckType
-from protocol.wire.resources import Resources
+from protocol.wire.resources import ResourceError, Resources
 
 Id = Annotated[str, Field(min_length=1, max_length=200)]
 
@@ -264,7 +266,13 @@ class TaskInfo(Wire):
     """The slave of the offer it is launched on (a task cannot span slaves)."""
     resources: Resources
     """What it may use (cpus, mem in MB, ...); taken out of the offer. A command task
-    over its mem is killed and ends FAILED with REASON_CONTAINER_LIMITATION_MEMORY."""
+    over its mem is killed and ends FAILED with REASON_CONTAINER_LIMITATION_MEMORY.
+    A range or set it asks for counts here by its size (filled in from `discrete`)."""
+    discrete: Discrete = Field(default=NO_VALUES)
+    """The concrete values it takes out of its offer's ranges and sets, e.g.
+    `{"ports": "[31000-31001]"}` (`frameworks.take_ports` picks them): each must be in
+    the offer and held by no other task. A command task finds its ports in `PORT0`,
+    `PORT1`, ... and `PORTS` (comma-separated)."""
     command: CommandInfo | None = None
     """A shell command, run by the slave (a command task)."""
     executor: ExecutorInfo | None = None
@@ -282,6 +290,10 @@ class TaskInfo(Wire):
 
     @model_validator(mode="after")
     def _command_or_executor(self) -> TaskInfo:
+        try:
+            self.resources = with_counts(self.resources, self.discrete, f"task {self.task_id}")
+        except ResourceError as e:
+            raise ValueError(str(e)) from None
         if (self.command is None) == (self.executor is None):
             raise ValueError("a task needs exactly one of command or executor")
         if self.health_check is not None:
@@ -346,7 +358,11 @@ class Offer(Wire):
     resources: Resources
     """What is free there for this framework now. What its tasks leave unused goes back
     when they are launched. It may hold no cpus (memory alone) when the slave's cpus are
-    taken: `SchedulerDriver(min_offer=...)` keeps such offers away."""
+    taken: `SchedulerDriver(min_offer=...)` keeps such offers away. A range or set counts
+    here by its size; its values are in `discrete`."""
+    discrete: Discrete = Field(default=NO_VALUES)
+    """The concrete free values of the slave's ranges and sets offered, e.g.
+    `{"ports": "[31000-32000]"}`: a task takes its own out of these."""
     attributes: dict[str, str] = Field(default_factory=dict)
     """The slave's attributes (`--attributes 'rack:a'`), for placement."""
     executor_ids: list[Id] = Field(default_factory=list)

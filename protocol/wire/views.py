@@ -7,6 +7,8 @@ import time
 
 from pydantic import Field
 
+from protocol.wire.discrete import EMPTY as NO_VALUES
+from protocol.wire.discrete import Discrete
 from protocol.wire.framework import TaskRequest
 from protocol.wire.resources import Limit, Resources
 from protocol.wire.slave import TaskUsage
@@ -70,6 +72,8 @@ class SlaveView(Wire):
     total: Resources
     free: Resources
     tasks: int
+    discrete: Discrete = Field(default=NO_VALUES)  # its ranges and sets (ports, ...)
+    free_discrete: Discrete = Field(default=NO_VALUES)  # of those, held by no task
     connected: bool = True  # False from its connection's loss until it is back (or removed)
     last_heartbeat: float | None = None  # wall clock, when the master last heard from it
     attributes: dict[str, str] = Field(default_factory=dict)  # its `--attributes`
@@ -86,6 +90,7 @@ class TaskView(Wire):
     slave_id: str
     state: TaskState
     resources: Resources
+    discrete: Discrete = Field(default=NO_VALUES)  # its ports (and other values)
     name: str = ""
     reason: Reason | None = None  # for ended tasks: why
     message: str = ""

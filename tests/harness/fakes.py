@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 from protocol.tooling.brokers import BrokerURL
 from protocol.transport.base import Transport
 from protocol.transport.bus import Bus
+from protocol.wire.discrete import EMPTY, Discrete
 from protocol.wire.messages import (
     Accept,
     Acknowledge,
@@ -145,8 +146,16 @@ class FakeFramework:
 class FakeSlave:
     """Registers, heartbeats on request, and records what the master tells it."""
 
-    def __init__(self, bus: Transport, topics: Topics, slave_id: str, resources: Resources) -> None:
+    def __init__(
+        self,
+        bus: Transport,
+        topics: Topics,
+        slave_id: str,
+        resources: Resources,
+        discrete: Discrete = EMPTY,
+    ) -> None:
         self.bus, self.topics, self.slave_id, self.resources = bus, topics, slave_id, resources
+        self.discrete = discrete
         self.principal = bus.principal or "slave"
         self.to_master = topics.inbound("slave", self.principal)
         self.inbox = Inbox()
@@ -160,6 +169,7 @@ class FakeSlave:
                 slave_id=self.slave_id,
                 hostname=f"{self.slave_id}.local",
                 resources=self.resources,
+                discrete=self.discrete,
                 incarnation=self.bus.incarnation,
             ),
         )

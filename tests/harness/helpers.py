@@ -107,6 +107,17 @@ def books_balance(master: Master) -> None:
         held = sum(fw.executors.values(), held)  # custom executors hold their own
     assert a.allocated_total() == held
     assert a.total == sum((s.total for s in master.books.slaves.values()), Resources())
+    for slave in master.books.slaves.values():  # no port held twice, none not the slave's
+        holders = [
+            master.books.offers[o].discrete for o in slave.offers if o in master.books.offers
+        ]
+        for framework_id, task_id in slave.tasks:
+            live = master.books.task(framework_id, task_id)
+            if live is not None and not live.terminal:
+                holders.append(live.info.discrete)
+        for i, d in enumerate(holders):
+            assert slave.discrete.contains(d), (slave.slave_id, d)
+            assert not any(d.overlap(other) for other in holders[i + 1 :]), holders
 
 
 def raw_client(url: BrokerURL, **kw: object) -> aiomqtt.Client:

@@ -11,6 +11,7 @@ import pytest
 from master.master import Master, MasterConfig
 from protocol.transport.memory import MemoryBroker
 from protocol.wire.codec import PROTOCOL_VERSION
+from protocol.wire.discrete import EMPTY, Discrete
 from protocol.wire.resources import Resources
 from protocol.wire.topics import Topics
 
@@ -70,11 +71,13 @@ class Cluster:
         await fw.subscribe("A", framework_id=framework_id, failover_timeout=30)
         return fw
 
-    async def slave(self, slave_id: str, resources: Resources) -> FakeSlave:
+    async def slave(
+        self, slave_id: str, resources: Resources, discrete: Discrete = EMPTY
+    ) -> FakeSlave:
         bus = await self.stack.enter_async_context(
             self.connect(name=slave_id, inbox=T.slave("slave", slave_id), will=None)
         )
-        slave = FakeSlave(bus, T, slave_id, resources)
+        slave = FakeSlave(bus, T, slave_id, resources, discrete)
         await slave.register()
         return slave
 

@@ -186,6 +186,46 @@ def group_members(pgid: int) -> list[int]:
     return members
 
 
+def port_server() -> str:
+    """A task's command that serves HTTP on its first port (`$PORT0`, as the slave gives
+    it), answering each GET with the port it listens on."""
+    program = (
+        "import http.server, os\n"
+        "port = int(os.environ['PORT0'])\n"
+        "class H(http.server.BaseHTTPRequestHandler):\n"
+        "    def do_GET(self):\n"
+        "        self.send_response(200)\n"
+        "        self.end_headers()\n"
+        "        self.wfile.write(os.environ['PORTS'].encode())\n"
+        "    def log_message(self, *a): pass\n"
+        "http.server.HTTPServer(('127.0.0.1', port), H).serve_forever()\n"
+    )
+    return f'/usr/bin/python3 -c "{program}"'
+
+
+def free_span(n: int) -> int:
+    """The first of `n` consecutive loopback ports that are free now (below the ephemeral
+    range, where nothing else picks ports at random)."""
+    import random
+    import socket
+
+    for _ in range(200):
+        base = random.randrange(20_000, 32_000 - n)
+        held = []
+        try:
+            for port in range(base, base + n):
+                s = socket.socket()
+                held.append(s)
+                s.bind(("127.0.0.1", port))
+            return base
+        except OSError:
+            continue
+        finally:
+            for s in held:
+                s.close()
+    raise RuntimeError(f"no {n} free consecutive ports")
+
+
 def http_server(port: int) -> str:
     """A task's command that serves HTTP on `port` (the host's python3, which a task's
     user may run): 200, or 500 once `sick` is in its sandbox."""

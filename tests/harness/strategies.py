@@ -15,6 +15,7 @@ import annotated_types as at
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from protocol.wire.discrete import Discrete, ItemSet, Ranges, Value
 from protocol.wire.messages import ALL_MESSAGES, CommandInfo, TaskInfo, Wire
 from protocol.wire.resources import Limit, Resources
 
@@ -22,6 +23,18 @@ NAMES = st.sampled_from(["cpus", "mem", "disk", "gpus", "ports_x", "bandwidth"])
 AMOUNTS = st.integers(min_value=0, max_value=10**9).map(lambda m: m / 1000)
 RESOURCES = st.dictionaries(NAMES, AMOUNTS, max_size=4).map(Resources)
 LIMITS = st.dictionaries(NAMES, AMOUNTS, max_size=4).map(Limit)  # zeros kept
+
+
+def as_value(value: Ranges | ItemSet) -> Value:
+    return value
+
+
+SPANS = st.tuples(st.integers(0, 70_000), st.integers(0, 50)).map(lambda s: (s[0], s[0] + s[1]))
+RANGES = st.lists(SPANS, max_size=4).map(Ranges)
+ITEM_SETS = st.lists(st.sampled_from(["a", "b", "zone-1", "eu/west"]), max_size=3).map(ItemSet)
+DISCRETE = st.fixed_dictionaries(
+    {}, optional={"ports": RANGES.map(as_value), "zones": ITEM_SETS.map(as_value)}
+).map(Discrete)
 
 
 def _text(metadata: list[Any]) -> st.SearchStrategy[str]:
@@ -83,6 +96,8 @@ def for_annotation(annotation: Any, metadata: list[Any]) -> st.SearchStrategy[An
         return RESOURCES
     if annotation is Limit:
         return LIMITS
+    if annotation is Discrete:
+        return DISCRETE
     if isinstance(annotation, type) and issubclass(annotation, Enum):
         return st.sampled_from(list(annotation))
     if isinstance(annotation, type) and issubclass(annotation, Wire):

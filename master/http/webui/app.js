@@ -37,8 +37,9 @@ const amount = (name, v) => {
 };
 const ORDER = ["cpus", "mem", "disk", "gpus"]; // the known resources first, in this order
 const rank = (name) => (ORDER.includes(name) ? ORDER.indexOf(name) : ORDER.length);
-const res = (r) => Object.entries(r || {}).sort(([a], [b]) => rank(a) - rank(b) || a.localeCompare(b))
-  .map(([k, v]) => amount(k, v)).join(", ") || "-";
+// `values`: the ranges and sets among them (ports), shown as their values, not their count
+const res = (r, values = {}) => Object.entries(r || {}).sort(([a], [b]) => rank(a) - rank(b) || a.localeCompare(b))
+  .map(([k, v]) => (values[k] ? `${k} ${values[k]}` : amount(k, v))).join(", ") || "-";
 const TERMINAL = new Set(["TASK_FINISHED", "TASK_FAILED", "TASK_KILLED", "TASK_LOST", "TASK_ERROR",
                           "TASK_DROPPED", "TASK_GONE", "TASK_GONE_BY_OPERATOR"]);
 // a framework keeps one colour, in the table, the chart and the legend: given in the order
@@ -346,7 +347,12 @@ async function loadSlaves() {
   $("slaves-page").textContent = `${page.total ? slaveOffset + 1 : 0}-${Math.min(slaveOffset + PAGE, page.total)}`;
   $("slaves").tBodies[0].replaceChildren(...page.slaves.map((s) => {
     const bars = el("div", { class: "bars" });
+    const values = s.discrete || {}, free = s.free_discrete || {};
     for (const [name, total] of Object.entries(s.total)) {
+      if (values[name]) { // ports and other ranges and sets: which are free, not a bar
+        bars.append(el("span", {}, name), el("span", { class: "dim values" }, `${free[name] || "none"} free of ${values[name]}`));
+        continue;
+      }
       const used = total - ((s.free || {})[name] || 0), use = s.used ? s.used[name] || 0 : null;
       bars.append(el("span", {}, name), usedBar(use, used, total),
         el("span", { class: "dim" }, (use == null ? "" : `used ${amount(name, use)} · `) + `${amount(name, used)} / ${amount(name, total)}`));
@@ -376,7 +382,7 @@ async function loadTasks() {
     el("td", {}, link(["framework", t.framework_id], label(t.framework_id, names[t.framework_id] || nameOf(t.framework_id)))),
     el("td", {}, link(["slave", t.slave_id], t.slave_id)),
     el("td", { title: t.message || "" }, t.state + (t.reason ? ` (${t.reason})` : "")),
-    el("td", { class: "health" }, health(t)), el("td", {}, res(t.resources)),
+    el("td", { class: "health" }, health(t)), el("td", { class: "resources" }, res(t.resources, t.discrete)),
     el("td", {}, taskUse(t)),
     el("td", {}, el("button", { class: "stdout", onclick: () => showFile(t, "stdout") }, "stdout"), " ",
       el("button", { class: "stderr", onclick: () => showFile(t, "stderr") }, "stderr")))));
@@ -560,8 +566,8 @@ async function slaveDetails(id) {
   const page = await api(`/api/v1/slaves?limit=10&search=${encodeURIComponent(id)}`);
   const s = page.slaves.find((x) => x.slave_id === id);
   if (!s) return [`slave ${id}`, [["status", "gone"]]];
-  return [`slave ${id}`, [["hostname", s.hostname], ["principal", s.principal], ["total", res(s.total)],
-    ["free", res(s.free)], ["tasks", s.tasks],
+  return [`slave ${id}`, [["hostname", s.hostname], ["principal", s.principal], ["total", res(s.total, s.discrete)],
+    ["free", res(s.free, s.free_discrete)], ["tasks", s.tasks],
     ["status", [s.connected ? "connected" : "disconnected", s.maintenance].filter(Boolean).join(", ")],
     ["tenants", s.isolation_warning ? `not isolated: ${s.isolation_warning}` : "isolated"],
     ["attributes", Object.entries(s.attributes || {}).map(([k, v]) => `${k}:${v}`).join(" ") || "none"]]];
@@ -574,7 +580,7 @@ async function taskDetails(frameworkId, id) {
   return [`task ${id}`, [["name", t.name || "-"], ["framework", link(["framework", frameworkId], nameOf(frameworkId))],
     ["slave", link(["slave", t.slave_id], t.slave_id)], ["state", t.state], ["health", health(t) || "-"],
     ["reason", t.reason || "-"],
-    ["message", t.message || "-"], ["resources", res(t.resources)],
+    ["message", t.message || "-"], ["resources", res(t.resources, t.discrete)],
     ["launched", when(t.launched_at)], ["ended", when(t.ended_at)],
     ["sandbox", el("span", {}, el("button", { onclick: () => showFile(t, "stdout") }, "stdout"), " ",
                    el("button", { onclick: () => showFile(t, "stderr") }, "stderr"))]]];
