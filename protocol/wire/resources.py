@@ -15,6 +15,8 @@ import math
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Self
 
+from protocol.wire.reservations import MAX_KEY, ReservationError, base_of, is_plain, parse_key
+
 if TYPE_CHECKING:  # pydantic is imported when a model first asks for the schema: the
     # allocation policy uses these vectors and must load no I/O (pydantic_core loads asyncio)
     from pydantic import GetCoreSchemaHandler
@@ -39,10 +41,15 @@ class ResourceError(ValueError):
 
 def to_millis(name: str, amount: object) -> int:
     """Convert a user-facing amount to fixed point, rejecting what cannot be a resource."""
-    if not isinstance(name, str) or not name or len(name) > 64:
+    if not isinstance(name, str) or not name or (len(name) > 64 and not _long_key(name)):
         raise ResourceError(
             f"resource name must be a non-empty string of at most 64 chars: {name!r}"
         )
+    if not is_plain(name):
+        try:
+            parse_key(name)  # (cached: a reserved identity is parsed once)
+        except ReservationError as e:
+            raise ResourceError(str(e)) from None
     if isinstance(amount, bool) or not isinstance(amount, int | float):
         raise ResourceError(f"resource {name!r}: amount must be a number, got {amount!r}")
     if isinstance(amount, float) and not math.isfinite(amount):
@@ -53,6 +60,11 @@ def to_millis(name: str, amount: object) -> int:
     if millis > 2**62:
         raise ResourceError(f"resource {name!r}: amount {amount!r} is too large")
     return int(millis)
+
+
+def _long_key(name: str) -> bool:
+    """A reserved identity (`cpus(team-a,alice)`) may be longer than a name: its name may not."""
+    return not is_plain(name) and len(name) <= MAX_KEY and len(base_of(name)) <= 64
 
 
 def _one_edit_apart(a: str, b: str) -> bool:
@@ -87,7 +99,8 @@ class Resources(Mapping[str, float]):
             for name, amount in source.items():
                 v = to_millis(name, amount)
                 if v:
-                    m[name] = m.get(name, 0) + v
+                    key = name if is_plain(name) else parse_key(name).key()  # (one spelling)
+                    m[key] = m.get(key, 0) + v
         self.millis = m
         self._hash: int | None = None
 
@@ -104,13 +117,14 @@ class Resources(Mapping[str, float]):
 
     @classmethod
     def parse(cls, text: str) -> Self:
-        """Parse the command-line form `cpus:2;mem:2200` (also accepts `,` as separator)."""
+        """Parse the command-line form `cpus:2;mem:2200` (also accepts `,` as separator),
+        with Mesos's reservations: `cpus(team-a):2;mem(team-a,alice):1024`."""
         amounts: dict[str, float] = {}
-        for part in text.replace(",", ";").split(";"):
+        for part in _split_outside_brackets(text):
             part = part.strip()
             if not part:
                 continue
-            name, sep, value = part.partition(":")
+            name, sep, value = part.rpartition(":")
             if not sep:
                 raise ResourceError(f"expected name:amount, got {part!r}")
             try:
@@ -124,7 +138,7 @@ class Resources(Mapping[str, float]):
         `cpu:2` offered 0 cpus and a resource named `cpu` that no task asks for. A name
         one edit from a known one is named in the refusal ("did you mean cpus?")."""
         allowed = set(KNOWN_NAMES) | set(custom)
-        for name in self:
+        for name in map(base_of, self):
             if name in allowed:
                 continue
             near = [known for known in KNOWN_NAMES if _one_edit_apart(name, known)]
@@ -273,6 +287,22 @@ class Limit(Resources):
 
     def __repr__(self) -> str:
         return f"Limit({self})"
+
+
+def _split_outside_brackets(text: str) -> list[str]:
+    """`;` and `,` separate resources, but not inside a reservation's `(...)`, its labels'
+    `{...}` or a volume's `[...]`."""
+    parts, depth, start = [], 0, 0
+    for i, c in enumerate(text):
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        elif c in ";," and depth <= 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return parts
 
 
 def add_millis(into: dict[str, int], delta: Mapping[str, int]) -> None:
