@@ -37,6 +37,7 @@ from master.calls.intake import MAX_CALL_ITEMS, CallIntake, Routes
 from master.calls.limited_calls import LimitedCalls
 from master.calls.operator_calls import OperatorCalls
 from master.calls.partitions import Partitions
+from master.calls.resource_operations import ResourceOperations
 from master.calls.slave_calls import SlaveCalls
 from master.calls.status_updates import StatusUpdates
 from master.calls.subscribe import Subscriptions
@@ -245,6 +246,9 @@ class Master:
             request_round=request_round,
             log=log,
         )
+        self.resource_operations = ResourceOperations(
+            books, allocator, outbox, in_use=books.resource_in_use, log=log
+        )
         self.framework_calls = FrameworkCalls(
             books,
             allocator,
@@ -254,6 +258,7 @@ class Master:
             updates,
             self.removals,
             ids=self.framework_ids,
+            operations=self.resource_operations,
             request_round=request_round,
             log=log,
         )

@@ -127,7 +127,7 @@ class ShellLaunch:
     ) -> None:
         assert task.command is not None
         self.command, self.env, self.container, self.run = task.command, env, container, run
-        self.mem: float | None = task.resources.get("mem")
+        self.mem: float | None = task.resources.quantities().get("mem")
 
     @property
     def memory_limit_mb(self) -> float | None:

@@ -206,3 +206,86 @@ def offered_to(key_role: str, framework_role: str) -> bool:
     """Whether resources reserved for `key_role` may be offered to a framework of
     `framework_role`: that role, or one below it (Mesos's hierarchical reservations)."""
     return framework_role == key_role or framework_role.startswith(key_role + "/")
+
+
+# -- offer operations -----------------------------------------------------------------------
+
+RESERVE = "RESERVE"
+UNRESERVE = "UNRESERVE"
+CREATE = "CREATE"
+DESTROY = "DESTROY"
+OPERATIONS = (RESERVE, UNRESERVE, CREATE, DESTROY)
+
+
+def conversion(kind: str, keys: Mapping[str, int]) -> tuple[dict[str, int], dict[str, int]]:
+    """What an operation consumes and what it makes of it, as Mesos's
+    `getResourceConversions`: RESERVE names the resources as they will be (each one
+    reservation more), UNRESERVE as they are (each loses its last), CREATE the volumes to
+    make on disk, DESTROY the volumes to end. ReservationError if one cannot be."""
+    consumed: dict[str, int] = {}
+    converted: dict[str, int] = {}
+    for key, amount in keys.items():
+        rid = parse_key(key)
+        if kind == RESERVE:
+            if not rid.reservations or rid.reservations[-1].type != DYNAMIC or rid.volume:
+                raise ReservationError(f"RESERVE {key}: a dynamic reservation, no volume")
+            source = rid.popped()
+            if source.reservations and not offered_to(source.role or "", rid.role or ""):
+                raise ReservationError(f"RESERVE {key}: a refinement goes to a sub-role")
+        elif kind == UNRESERVE:
+            if not rid.reservations or rid.reservations[-1].type != DYNAMIC or rid.volume:
+                raise ReservationError(f"UNRESERVE {key}: dynamically reserved, no volume")
+            source = rid.popped()
+        elif kind == CREATE:
+            if rid.base != "disk" or rid.volume is None or not rid.reservations:
+                raise ReservationError(f"CREATE {key}: a volume on reserved disk")
+            source = rid.with_volume(None)
+        elif kind == DESTROY:
+            if rid.volume is None:
+                raise ReservationError(f"DESTROY {key}: not a volume")
+            source = rid.with_volume(None)
+        else:
+            raise ReservationError(f"operation {kind}: one of {', '.join(OPERATIONS)}")
+        before, after = (key, source.key()) if kind in (UNRESERVE, DESTROY) else (source.key(), key)
+        consumed[before] = consumed.get(before, 0) + amount
+        converted[after] = converted.get(after, 0) + amount
+    return consumed, converted
+
+
+def checkpointed(millis: Mapping[str, int]) -> dict[str, int]:
+    """What a slave keeps across restarts of its total: the dynamically reserved resources
+    and the volumes (the static ones are its --resources')."""
+    out = {}
+    for key, amount in millis.items():
+        if not is_plain(key):
+            rid = parse_key(key)
+            if rid.volume or any(r.type == DYNAMIC for r in rid.reservations):
+                out[key] = amount
+    return out
+
+
+def configured_source(key: str) -> str:
+    """What of a slave's --resources a checkpointed resource was made of: itself without
+    its dynamic reservations and volume."""
+    rid = parse_key(key)
+    static = tuple(r for r in rid.reservations if r.type == STATIC)
+    return ResourceId(rid.base, static).key()
+
+
+def with_checkpointed(
+    configured: Mapping[str, int], kept: Mapping[str, int]
+) -> tuple[dict[str, int], dict[str, int]]:
+    """A slave's total: its --resources with what it checkpointed made of them (the
+    operations applied again after a restart), and what no longer fits them (dropped)."""
+    total = dict(configured)
+    dropped = {}
+    for key, amount in kept.items():
+        source = configured_source(key)
+        if total.get(source, 0) >= amount:
+            total[source] -= amount
+            if not total[source]:
+                del total[source]
+            total[key] = total.get(key, 0) + amount
+        else:
+            dropped[key] = amount
+    return total, dropped

@@ -15,7 +15,14 @@ import math
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Self
 
-from protocol.wire.reservations import MAX_KEY, ReservationError, base_of, is_plain, parse_key
+from protocol.wire.reservations import (
+    MAX_KEY,
+    ReservationError,
+    base_of,
+    is_plain,
+    parse_key,
+    stripped,
+)
 
 if TYPE_CHECKING:  # pydantic is imported when a model first asks for the schema: the
     # allocation policy uses these vectors and must load no I/O (pydantic_core loads asyncio)
@@ -176,6 +183,13 @@ class Resources(Mapping[str, float]):
 
     def __str__(self) -> str:
         return ";".join(f"{k}:{_fmt(v)}" for k, v in sorted(self.millis.items())) or "{}"
+
+    def quantities(self) -> Resources:
+        """The amounts by what they are, whoever's: `cpus(team-a):1;cpus:1` is `cpus:2`
+        (what a cgroup limits, a share counts)."""
+        if all(map(is_plain, self.millis)):
+            return self
+        return Resources.from_millis(stripped(self.millis))
 
     def to_dict(self) -> dict[str, float]:
         return {k: v / SCALE for k, v in self.millis.items()}
