@@ -18,11 +18,13 @@ from protocol.wire.messages import (
     MAX_RECONCILE_TASKS,
     Acknowledge,
     Offer,
+    OfferOperation,
     Reconcile,
     ReconcileTask,
     TaskInfo,
     TaskStatus,
 )
+from protocol.wire.reservations import conversion
 from protocol.wire.resources import Resources
 from protocol.wire.topics import check_segment
 
@@ -42,12 +44,16 @@ def acknowledgement(framework_id: str, status: TaskStatus) -> Acknowledge:
 
 
 def launch_checked(
-    outstanding: dict[str, Offer], offer_ids: Iterable[str], tasks: list[TaskInfo]
+    outstanding: dict[str, Offer],
+    offer_ids: Iterable[str],
+    tasks: list[TaskInfo],
+    operations: Iterable[OfferOperation] = (),
 ) -> list[str]:
     """The offers a launch uses, once it is sure they can hold its tasks: each offer still
-    outstanding, all on one slave, holding what the tasks need, the tasks on that slave.
-    Else `DriverError`, and nothing is sent (a silent drop would leave a framework waiting
-    for tasks the master refused)."""
+    outstanding, all on one slave, holding what the tasks need (after `operations`, a
+    RESERVE or CREATE, made of them), the tasks on that slave. Else `DriverError`, and
+    nothing is sent (a silent drop would leave a framework waiting for tasks the master
+    refused)."""
     ids = list(dict.fromkeys(offer_ids))
     if not ids:
         raise DriverError("launch_tasks needs at least one offer")
@@ -61,6 +67,12 @@ def launch_checked(
     if len({o.slave_id for o in offers}) > 1:
         raise DriverError("all offers in one launch must be on the same slave")
     available = sum((o.resources for o in offers), Resources())
+    for op in operations:  # (validated as built: its conversion is known to be one)
+        consumed, converted = conversion(op.type, op.resources.millis)
+        used = Resources.from_millis(consumed)
+        if not available.contains(used):
+            raise DriverError(f"{op.type} needs {used} but the offers hold {available}")
+        available = available - used + Resources.from_millis(converted)
     wanted = sum((t.resources for t in tasks), Resources())
     if not available.contains(wanted):
         raise DriverError(f"the tasks need {wanted} but the offers hold {available}")

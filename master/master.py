@@ -85,6 +85,7 @@ from protocol.wire.messages import (
     Leader,
     MarkSlaveGone,
     Message,
+    OperateResources,
     ReadTaskFile,
     Reconcile,
     Register,
@@ -247,7 +248,12 @@ class Master:
             log=log,
         )
         self.resource_operations = ResourceOperations(
-            books, allocator, outbox, in_use=books.resource_in_use, log=log
+            books,
+            allocator,
+            outbox,
+            in_use=books.resource_in_use,
+            request_round=request_round,
+            log=log,
         )
         self.framework_calls = FrameworkCalls(
             books,
@@ -362,6 +368,7 @@ class Master:
                 SetQuota: o.on_set_quota,
                 MarkSlaveGone: self.partitions.on_mark_slave_gone,
                 SetWeights: o.on_set_weights,
+                OperateResources: self.resource_operations.on_operate,
                 WatchEvents: o.on_watch_events,
                 AskWhy: self.why_calls.on_ask_why,
             },

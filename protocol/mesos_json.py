@@ -15,6 +15,7 @@ import shlex
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
+from protocol.mesos_reservations import identity_fields, identity_of
 from protocol.wire.messages import (
     CommandCheck,
     CommandInfo,
@@ -28,6 +29,7 @@ from protocol.wire.messages import (
     TaskState,
     TaskStatus,
 )
+from protocol.wire.reservations import ReservationError, is_plain
 from protocol.wire.resources import ResourceError, Resources
 
 MESOS_VERSION = "1.11.0"
@@ -82,18 +84,24 @@ def decode_bytes(text: object, field: str = "data") -> bytes:
 
 
 def resources_to_mesos(resources: Resources, role: str = "*") -> list[JSON]:
-    """Unreserved scalars. `role` is whom they are allocated to, Mesos's
+    """Scalars, with their reservations and volumes (`mesos_reservations`). `role` is whom
+    they are allocated to, Mesos's
     `allocation_info.role`: in Mesos's pre-1.9 format a resource's own `role` other than
     `*` claims a static reservation, so a client would read every offer as reserved."""
     allocated = {"allocation_info": {"role": role}} if role != "*" else {}
     return [
-        {"name": name, "type": "SCALAR", "scalar": {"value": amount}, "role": "*", **allocated}
+        {
+            **({"name": name, "role": "*"} if is_plain(name) else identity_fields(name)),
+            "type": "SCALAR",
+            "scalar": {"value": amount},
+            **allocated,
+        }
         for name, amount in sorted(resources.items())
     ]
 
 
 def resources_from_mesos(items: object, field: str = "resources") -> Resources:
-    """Scalars summed by name (Mesos sends one entry per role or reservation)."""
+    """Scalars summed by identity: by name, and whose (a reservation, a volume)."""
     if not isinstance(items, list):
         raise MesosJSONError(f"{field}: expected a list, got {_short(items)}")
     amounts: dict[str, float] = {}
@@ -101,6 +109,11 @@ def resources_from_mesos(items: object, field: str = "resources") -> Resources:
         if not isinstance(item, Mapping) or not isinstance(item.get("name"), str):
             raise MesosJSONError(f"{field}: each resource needs a name, got {_short(item)}")
         name = item["name"]
+        if item.get("reservations") or item.get("role") not in (None, "*") or item.get("disk"):
+            try:  # (whose it is: the identity our key names)
+                name = identity_of(item, name)
+            except ReservationError as e:
+                raise MesosJSONError(f"{field}: {e}") from None
         kind = item.get("type", "SCALAR")
         if kind != "SCALAR":
             raise MesosJSONError(f"{field}: {name} is {kind}; only SCALAR resources exist here")

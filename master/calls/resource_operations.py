@@ -19,9 +19,10 @@ from collections.abc import Callable
 from typing import Any
 
 from master.allocation.allocator import Allocator, AllocatorError
+from master.authz import Caller
 from master.books import Books, Framework
 from master.outbox import Outbox
-from protocol.wire.messages import OfferOperation
+from protocol.wire.messages import OfferOperation, OperateResources
 from protocol.wire.reservations import (
     CREATE,
     DESTROY,
@@ -92,11 +93,12 @@ class ResourceOperations:
         outbox: Outbox,
         *,
         in_use: Callable[[str, str], bool],
+        request_round: Callable[[], None],
         log: Any,
     ) -> None:
         """`in_use(slave_id, key)`: whether a live task uses that resource (a volume)."""
         self.books, self.allocator, self.outbox = books, allocator, outbox
-        self.in_use, self.log = in_use, log
+        self.in_use, self.request_round, self.log = in_use, request_round, log
 
     def on_offer(
         self, fw: Framework, slave_id: str, op: OfferOperation, offered: Resources
@@ -131,6 +133,19 @@ class ResourceOperations:
         except AllocatorError as e:
             raise OperationError(f"{op.type}: {e}") from None
         self._changed(slave_id, op.type, used, made, principal=principal)
+
+    async def on_operate(self, msg: OperateResources, caller: Caller) -> None:
+        """An operator's call (over the bus, or the v1 operator API's): applied, or
+        refused with why and nothing changed."""
+        try:
+            self.by_operator(msg.slave_id, msg.operation, caller.principal)
+        except OperationError as e:
+            self.outbox.refuse(
+                caller, f"{msg.operation.type}: {e}", "invalid-operation", "OperateResources",
+                slave_id=msg.slave_id,
+            )  # fmt: skip
+            return
+        self.request_round()
 
     def _conversion(self, op: OfferOperation, principal: str) -> tuple[Millis, Millis]:
         try:

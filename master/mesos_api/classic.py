@@ -25,7 +25,8 @@ from master.mesos_api.operator_state import (
     roles_held,
     this_master_info,
 )
-from protocol.mesos_json import JSON, MESOS_VERSION
+from protocol.mesos_json import JSON, MESOS_VERSION, resources_to_mesos
+from protocol.wire.reservations import by_role
 from protocol.wire.resources import Resources
 
 if TYPE_CHECKING:
@@ -48,7 +49,13 @@ def paths(name: str, prefixed_only: bool = False) -> list[str]:
 
 
 def _resources(r: Resources) -> dict[str, float]:
-    return {name: amount for name, amount in sorted(r.items())}
+    """Mesos's v0 form: amounts by name, whoever's (reservations: `_by_role`)."""
+    return {name: amount for name, amount in sorted(r.quantities().items())}
+
+
+def _by_role(r: Resources) -> dict[str, Resources]:
+    """What of `r` is reserved for each role ("*": unreserved)."""
+    return {role: Resources.from_millis(m) for role, m in by_role(r.millis).items()}
 
 
 def task_v0(task: Task, role: str) -> JSON:
@@ -128,6 +135,7 @@ def framework_v0(m: MasterSide, fw: Framework) -> JSON:
 def slave_v0(m: MasterSide, slave: Slave) -> JSON:
     offers = offered(m, slave.offers)
     held = slave.total.subtract_clamped(m.allocator.free(slave.slave_id))
+    owned = _by_role(slave.total)
     return {
         "id": slave.slave_id,
         "pid": agent_pid(slave),
@@ -135,8 +143,13 @@ def slave_v0(m: MasterSide, slave: Slave) -> JSON:
         "resources": _resources(slave.total),
         "used_resources": _resources(held.subtract_clamped(offers)),
         "offered_resources": _resources(offers),
-        "reserved_resources": {},
-        "unreserved_resources": _resources(slave.total),
+        "reserved_resources": {
+            role: _resources(r) for role, r in sorted(owned.items()) if role != "*"
+        },
+        "reserved_resources_full": {
+            role: resources_to_mesos(r) for role, r in sorted(owned.items()) if role != "*"
+        },
+        "unreserved_resources": _resources(owned.get("*", Resources())),
         "attributes": dict(slave.attributes),
         "active": slave.connected,
         "version": MESOS_VERSION,

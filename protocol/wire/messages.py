@@ -50,6 +50,7 @@ from protocol.wire.health import (
 )
 from protocol.wire.operator import (
     MarkSlaveGone,
+    OperateResources,
     SetQuota,
     SetWeights,
     WatchEvents,
@@ -228,6 +229,7 @@ __all__ = [
     "OfferFilters",
     "OfferOperation",
     "Offers",
+    "OperateResources",
     "PreemptedTask",
     "Preempting",
     "PreemptionView",

@@ -289,3 +289,25 @@ def with_checkpointed(
         else:
             dropped[key] = amount
     return total, dropped
+
+
+def as_dynamic(millis: Mapping[str, int]) -> dict[str, int]:
+    """Each resource's last reservation made dynamic, with no principal (the caller's is
+    filled in): what a person means by `cpus(team-a):2` in `drfmesos reserve`."""
+    out: dict[str, int] = {}
+    for key, amount in millis.items():
+        rid = parse_key(key)
+        if rid.reservations and rid.reservations[-1].type == STATIC:
+            last = rid.reservations[-1]
+            rid = ResourceId(rid.base, (*rid.reservations[:-1], Reservation(DYNAMIC, last.role)))
+        out[rid.key()] = out.get(rid.key(), 0) + amount
+    return out
+
+
+def by_role(millis: Mapping[str, int]) -> dict[str, dict[str, int]]:
+    """The resources by the role each is reserved for ("*": unreserved), keys kept."""
+    out: dict[str, dict[str, int]] = {}
+    for key, amount in millis.items():
+        role = "*" if is_plain(key) else parse_key(key).role or "*"
+        out.setdefault(role, {})[key] = amount
+    return out
