@@ -68,6 +68,13 @@ EXECUTOR = 'exec "$@" </dev/null\n'
 PRIVATE_SHM = (
     'mount -n -t tmpfs -o nosuid,nodev,noexec,mode=1777,size=64m drfmesos-shm /dev/shm && exec "$@"'
 )
+# ... and, where a task has persistent volumes, each bound at its place in the sandbox
+# (slave.volumes), its paths as arguments (SOURCE TARGET ... --), never in the script
+PRIVATE_SHM_AND_MOUNTS = PRIVATE_SHM.replace(
+    ' && exec "$@"',
+    ' && while [ "$1" != -- ]; do mount -n --bind -- "$1" "$2" || exit 125; shift 2; done'
+    ' && shift && exec "$@"',
+)
 NAMESPACES = ["--pid", "--fork", "--mount-proc", "--ipc", "--kill-child"]
 Join = tuple[str, dict[str, str]]  # a cgroup's join: a script, and its environment
 
@@ -107,13 +114,15 @@ class Confinement:
         exit_file: str,
         *,
         root_joins: bool,
+        mounts: tuple[tuple[str, str], ...] = (),
     ) -> Start:
         """A command task's start, in `env`: the wrapper that records its exit status
         (`exit_file`, the task's user's to write where it switches), confined. The
-        task's shell joins its cgroup (`join`) unless it may not (`root_joins`)."""
+        task's shell joins its cgroup (`join`) unless it may not (`root_joins`).
+        `mounts`: (source, target) bound in its mount namespace (a PID namespace's)."""
         first, then = self._joins(user, join[0], root_joins)
         shell = ["/bin/sh", "-c", then + command]
-        args = self._confined(user, ["/bin/sh", "-s", exit_file, *shell])
+        args = self._confined(user, ["/bin/sh", "-s", exit_file, *shell], mounts)
         return self._start(first, join[1], args, env, WRAPPER)
 
     def executor(
@@ -182,12 +191,17 @@ class Confinement:
         confined: an image task's podman, root's, wraps so, confining the container)."""
         return ["/bin/sh", "-c", WRAPPER, "drfmesos-task", exit_file, *args]
 
-    def _confined(self, user: TaskUser | None, args: list[str]) -> list[str]:
+    def _confined(
+        self, user: TaskUser | None, args: list[str], mounts: tuple[tuple[str, str], ...] = ()
+    ) -> list[str]:
         if self.pid_namespace:  # (System V IPC, POSIX queues and /dev/shm of its own too)
             if self.switches(user):
                 assert user is not None
                 args = [self.setpriv, *_drop_to(user), "--", *args]
             shm = ["/bin/sh", "-c", PRIVATE_SHM, "drfmesos-shm"]
+            if mounts:
+                bound = [path for mount in mounts for path in mount]
+                shm = ["/bin/sh", "-c", PRIVATE_SHM_AND_MOUNTS, "drfmesos-shm", *bound, "--"]
             return [self.unshare, *NAMESPACES, "--", *shm, *args]
         if not self.switches(user):
             return args

@@ -17,12 +17,14 @@ from typing import Any
 
 from protocol.wire.reservations import checkpointed, with_checkpointed
 from protocol.wire.resources import ResourceError, Resources
+from slave import volumes
 
 FILE = "resources.json"
 
 
 class KeptResources:
     def __init__(self, work_dir: Path, configured: Resources, log: Any) -> None:
+        self.work_dir = work_dir
         self.path = work_dir / FILE
         self.configured = configured
         self.log = log
@@ -46,7 +48,11 @@ class KeptResources:
         """The master's word on what to keep (whole): written, then the total follows."""
         kept = Resources.from_millis(checkpointed(resources.millis))  # (nothing static)
         await asyncio.to_thread(_write, self.path, json.dumps(kept.to_dict(), sort_keys=True))
+        gone = [k for k in volumes.volumes_of(self.kept) if k not in kept]  # (DESTROYed)
         self._apply(kept)
+        if gone:
+            await asyncio.to_thread(volumes.remove, self.work_dir, gone)
+            self.log.info("volumes.destroyed", volumes=gone)
 
     def _apply(self, kept: Resources) -> None:
         total, dropped = with_checkpointed(self.configured.millis, kept.millis)

@@ -29,6 +29,7 @@ MAX_KEY = 1024
 """The longest identity a resource may have (a name of 64, reservations, a volume)."""
 
 _WORD = re.compile(r"[A-Za-z0-9_.\-/@+=~*]+")  # role, principal, label key or value
+_NAME = re.compile(r"[A-Za-z0-9_.\-]+")  # a volume's id, a part of its container path
 _FORBIDDEN_ROLES = {".", ".."}
 
 
@@ -122,14 +123,22 @@ def parse_key(key: str) -> ResourceId:
         end = rest.find("]")
         if end < 0 or rest[end + 1 :].strip():
             raise ReservationError(f"resource {key!r}: a volume is '[id:path]', last")
-        vid, sep, path = rest[1:end].partition(":")
-        if not sep or not _WORD.fullmatch(vid.strip()) or not path.strip():
-            raise ReservationError(f"resource {key!r}: a volume is '[id:path]'")
-        volume = Volume(vid.strip(), path.strip())
+        vid, sep, path = (p.strip() for p in rest[1:end].partition(":"))
+        if not sep or not _volume_name(vid) or not all(map(_volume_name, path.split("/"))):
+            raise ReservationError(
+                f"resource {key!r}: a volume is '[id:path]', the path relative to the "
+                "sandbox, of names of letters, digits, '_', '.' and '-' (not '.' or '..')"
+            )
+        volume = Volume(vid, path)
         rest = ""
     if rest:
         raise ReservationError(f"resource {key!r}: unexpected {rest!r}")
     return ResourceId(base, tuple(stack), volume)
+
+
+def _volume_name(name: str) -> bool:
+    """A volume's id, or a part of its path in the sandbox: a plain file name."""
+    return bool(_NAME.fullmatch(name)) and name not in _FORBIDDEN_ROLES and len(name) <= 100
 
 
 def _reservation(inner: str, key: str) -> Reservation:
