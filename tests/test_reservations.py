@@ -10,8 +10,12 @@ from hypothesis import strategies as st
 
 from master.allocation.allocator import Allocator, AllocatorError
 from master.allocation.quota import Quota
+from master.cycle import CycleConfig, OfferCycle
 from protocol.wire.reservations import offered_to, parse_key, role_of, stripped
 from protocol.wire.resources import ResourceError, Resources
+from protocol.wire.why_codes import WhyCode
+
+from harness.cycle import Books, Offer
 
 ROLES = ["a", "a/b", "a/b/c", "b", "c"]
 
@@ -179,3 +183,26 @@ def test_reserved_resources_go_to_their_role_subtree_and_nothing_twice(
         assert a.total == Resources.from_millis(
             stripped(sum((b.total for b in a.slaves.values()), Resources()).millis)
         )
+
+
+def test_why_says_what_is_free_is_reserved_for_other_roles() -> None:
+    """`drfmesos why`: a framework offered nothing because what is free is another role's
+    reservation hears so, with the amounts; the roles named to an operator only."""
+    allocator, books = Allocator("drf"), Books()
+    for name, role in {"mine": "team-a", "other": "team-b"}.items():
+        allocator.add_framework(name, role)
+        books.roles[name] = role
+    allocator.add_slave("s0", R("cpus(team-a):2;mem(team-a):1024;cpus:1;mem:512"))
+    cycle = OfferCycle(allocator, books, CycleConfig())
+    allocator.suppress("mine")
+    for i, a in enumerate(cycle.round(0.0).offers):  # other takes the unreserved part
+        books.offers[f"o{i}"] = Offer(f"o{i}", a.framework_id, a.slave_id, a.resources, 0.0)
+        assert a.resources == R("cpus:1;mem:512")
+    books.offers.clear()  # (launched: its tasks hold it)
+    reasons, _ = cycle.why("other", 1.0)
+    assert reasons[0].code == WhyCode.RESERVED_FOR_OTHERS
+    assert reasons[0].numbers["for"] == ["team-a"]
+    assert reasons[0].numbers["reserved"] == {"cpus": 2.0, "mem": 1024.0}
+    told, _ = cycle.why("other", 1.0, others_named=False)
+    assert told[0].numbers["for"] == 1.0
+    assert "team-a" not in told[0].message
