@@ -928,6 +928,80 @@ def test_allocator_QuotaHeadroomWithNestedRoleAllocation(policy: str) -> None:
     assert m.pending()
 
 
+# -- the sorter's tests of volumes, on the allocator's books ---------------------------------
+# Mesos's sorter keeps each client's allocation per agent, volumes and all, and strips
+# them for shares; ours is given quantities by the allocator (master.allocation.reserved),
+# which keeps the per-slave books. These drive the allocator and read both.
+
+
+def volume_allocator(
+    policy: str, agents: dict[str, str], used: dict[str, dict[str, str]]
+) -> Allocator:
+    a = Allocator(policy)
+    for agent, total in agents.items():
+        a.add_slave(agent, R(total))
+    for client in sorted({c for by in used.values() for c in by}):
+        a.add_framework(client, client)
+    for agent, by in used.items():
+        for client, held in by.items():
+            a.allocate_existing(client, agent, R(held))
+    return a
+
+
+@pytest.mark.parametrize("policy", FLAT)
+def test_sorter_SplitResourceShares(policy: str) -> None:
+    # b's two 5-disk volumes of one id are 10 disk in its share, as Mesos counts them
+    a = volume_allocator(
+        policy,
+        {"agent": "cpus:100;mem:100;disk:90;disk[ID2:data]:10"},
+        {"agent": {"a": "cpus:9;mem:9;disk:9", "b": "cpus:9;mem:9;disk[ID2:data]:10"}},
+    )
+    assert list(a.order()) == ["a", "b"]
+
+
+@pytest.mark.parametrize("policy", FLAT)
+def test_sorter_UpdateAllocation(policy: str) -> None:
+    whole = "cpus:10;mem:10;disk:10"
+    a = volume_allocator(policy, {"agent": whole, "agent2": whole}, {"agent": {"a": whole}})
+    new = R("cpus:10;mem:10;disk:5;disk[ID:data]:5")
+    a.update_allocation("a", "agent", R(whole), new)
+    assert a.held("a", "agent") == new
+    assert a.allocation("a") == R(whole)  # its quantities: the share is unchanged
+    assert a.allocated_total().quantities() == R(whole)
+    a.add_framework("c", "c")
+    a.allocate_existing("c", "agent2", R(whole))
+    a.update_allocation("c", "agent2", R(whole), Resources())
+    assert a.held("c", "agent2") == Resources()
+
+
+@pytest.mark.parametrize("policy", NESTED)
+def test_sorter_UpdateAllocationNestedClient(policy: str) -> None:
+    whole = "cpus:10;mem:10;disk:10"
+    a = volume_allocator(policy, {"agent": whole}, {"agent": {"a/x": whole}})
+    a.add_framework("b/y", "b/y")
+    new = R("cpus:10;mem:10;disk:5;disk[ID:data]:5")
+    a.update_allocation("a/x", "agent", R(whole), new)
+    assert a.held("a/x", "agent") == new
+    assert a.allocation("a/x") == R(whole)
+    assert a.held_by_role("a") == R(whole).millis
+
+
+@pytest.mark.parametrize("policy", FLAT)
+def test_sorter_MultipleSlavesUpdateAllocation(policy: str) -> None:
+    # (without the agents' port ranges: ports are not a resource of ours)
+    each = "cpus:2;mem:512;disk:10"
+    a = volume_allocator(
+        policy, {"agentA": each, "agentB": each},
+        {"agentA": {"framework": each}, "agentB": {"framework": each}},
+    )  # fmt: skip
+    new = R("cpus:2;mem:512;disk:5;disk[ID:data]:5")
+    for agent in ("agentA", "agentB"):
+        a.update_allocation("framework", agent, R(each), new)
+        assert a.held("framework", agent) == new
+    assert a.allocation("framework") == R(each) + R(each)
+    assert a.allocated_total().quantities() == R(each) + R(each)
+
+
 # -- reservations (hierarchical_allocator_tests.cpp) ------------------------------------------
 # Mesos runs the quota-and-reservation tests once with a STATIC and once with a DYNAMIC
 # reservation (HierarchicalAllocatorTestWithReservations): `RESERVED` gives both spellings.

@@ -4,6 +4,10 @@ declines, reservations and unreservations offers anything twice."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+from typing import Any
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -11,7 +15,8 @@ from hypothesis import strategies as st
 from master.allocation.allocator import Allocator, AllocatorError
 from master.allocation.quota import Quota
 from master.cycle import CycleConfig, OfferCycle
-from protocol.wire.reservations import offered_to, parse_key, role_of, stripped
+from protocol.wire.messages import Offer as WireOffer
+from protocol.wire.reservations import conversion, offered_to, parse_key, role_of, stripped
 from protocol.wire.resources import ResourceError, Resources
 from protocol.wire.why_codes import WhyCode
 
@@ -206,3 +211,56 @@ def test_why_says_what_is_free_is_reserved_for_other_roles() -> None:
     told, _ = cycle.why("other", 1.0, others_named=False)
     assert told[0].numbers["for"] == 1.0
     assert "team-a" not in told[0].message
+
+
+# -- the how-to's examples, run against a driver that records ------------------------------
+HOWTO = Path(__file__).parent.parent / "docs" / "how-to" / "reservations.md"
+BLOCK = re.compile(r'```python title="([^"]+)"\n(.*?)```', re.S)
+
+
+class Recording:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, tuple[object, ...], dict[str, object]]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return lambda *args, **kw: self.calls.append((name, args, kw))
+
+
+def howto(name: str) -> dict[str, Any]:
+    code = dict(BLOCK.findall(HOWTO.read_text()))[name]
+    scope: dict[str, Any] = {}
+    exec(compile(code, name, "exec"), scope)
+    return scope
+
+
+def offer(resources: str) -> WireOffer:
+    return WireOffer(offer_id="o1", framework_id="f", slave_id="db-1", hostname="h",
+                     resources=R(resources))  # fmt: skip
+
+
+def test_the_howtos_framework_reserves_then_launches_on_its_reservation() -> None:
+    keeper = howto("keeper.py")["Keeper"]()
+    driver = Recording()
+    keeper.resource_offers(driver, [offer("cpus:2;mem:1024")])
+    [(name, args, kw)] = driver.calls
+    assert name == "accept_offers"
+    [op] = kw["operations"]  # type: ignore[misc]
+    assert (
+        conversion(op.type, op.resources.millis)[1] == R("cpus(team-a,):1;mem(team-a,):256").millis
+    )
+    driver.calls.clear()
+    keeper.resource_offers(driver, [offer("cpus(team-a,team-a):1;mem(team-a,team-a):256")])
+    [(name, args, _)] = driver.calls
+    [task] = args[1]  # type: ignore[misc]
+    assert name == "launch_tasks"
+    assert task.resources == R("cpus(team-a,team-a):1;mem(team-a,team-a):256")
+
+
+def test_the_howtos_stateful_task_names_its_volume() -> None:
+    driver = Recording()
+    howto("stateful.py")["launch_on"](
+        driver, offer("cpus:1;mem:512;disk(team-a)[pg-data:data]:1024")
+    )
+    [(_, args, _)] = driver.calls
+    [task] = args[1]  # type: ignore[misc]
+    assert "disk(team-a)[pg-data:data]" in task.resources
