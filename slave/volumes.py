@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 from urllib.parse import quote
@@ -60,6 +61,8 @@ def prepare(
         else:
             source.mkdir(exist_ok=True)
         target = sandbox / rid.volume.container_path
+        for part in [*reversed(target.relative_to(sandbox).parents[:-1]), target]:
+            _plain_dir_or_nothing(sandbox / part)  # (a sandbox used again: the task's)
         for parent in reversed(target.relative_to(sandbox).parents[:-1]):
             make_dir(sandbox / parent, owner)  # (within the task's own sandbox)
         if link:
@@ -69,6 +72,18 @@ def prepare(
             make_dir(target, owner)
             mounts.append((str(source), str(target)))
     return mounts
+
+
+def _plain_dir_or_nothing(path: Path) -> None:
+    """A volume's place in a sandbox, refused (OSError) if a task left something there
+    that is not a directory: a symlink the slave, root, would follow out of the sandbox
+    (to chmod, or to mount over, what its target names)."""
+    try:
+        st = path.lstat()
+    except FileNotFoundError:
+        return
+    if not stat.S_ISDIR(st.st_mode):
+        raise OSError(f"{path.name} in the sandbox is not a directory: a volume goes there")
 
 
 def remove(work_dir: Path, keys: Iterable[str]) -> None:

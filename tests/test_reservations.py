@@ -5,6 +5,7 @@ declines, reservations and unreservations offers anything twice."""
 from __future__ import annotations
 
 import re
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from protocol.wire.messages import Offer as WireOffer
 from protocol.wire.reservations import conversion, offered_to, parse_key, role_of, stripped
 from protocol.wire.resources import ResourceError, Resources
 from protocol.wire.why_codes import WhyCode
+from slave import volumes
 
 from harness.cycle import Books, Offer
 
@@ -264,3 +266,23 @@ def test_the_howtos_stateful_task_names_its_volume() -> None:
     [(_, args, _)] = driver.calls
     [task] = args[1]  # type: ignore[misc]
     assert "disk(team-a)[pg-data:data]" in task.resources
+
+
+def test_a_volume_is_never_put_where_a_link_leads_out_of_the_sandbox(tmp_path: Path) -> None:
+    """A task id used again finds its old sandbox: a link its first task left where the
+    volume goes is refused, never followed (the slave would chmod or mount its target)."""
+    sandbox = tmp_path / "sandbox"
+    sandbox.mkdir()
+    outside = tmp_path / "outside"
+    outside.mkdir(mode=0o755)
+    (sandbox / "data").symlink_to(outside)
+    with pytest.raises(OSError, match="not a directory"):
+        volumes.prepare(tmp_path / "work", sandbox, ["disk(a)[v:data]"], None, link=False)
+    (sandbox / "data").unlink()
+    (sandbox / "deep").symlink_to(outside)
+    with pytest.raises(OSError, match="not a directory"):
+        volumes.prepare(tmp_path / "work", sandbox, ["disk(a)[v:deep/data]"], None, link=False)
+    assert stat.S_IMODE(outside.stat().st_mode) == 0o755
+    assert list(outside.iterdir()) == []
+    mounts = volumes.prepare(tmp_path / "work", sandbox, ["disk(a)[w:x/y]"], None, link=False)
+    assert mounts == [(str(tmp_path / "work/volumes/roles/a/w"), str(sandbox / "x/y"))]
