@@ -696,7 +696,8 @@ class Allocator:
         else:
             add_millis(mine, resources.millis)
         fw.slaves.add(slave.slave_id)
-        resources = self._what(slave, resources)
+        if slave.reserved:  # (shares count what the resources are, whoever's)
+            resources = self._what(slave, resources)
         self._role_frameworks[fw.role].allocated(framework_id, resources)
         self._roles.allocated(fw.role, resources)
 
