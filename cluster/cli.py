@@ -16,6 +16,7 @@ from cluster.experiments.ideal_cli import ideal_command
 from cluster.local.auth_cli import auth
 from cluster.local.demo import demo
 from cluster.local.operator_cli import events, quota, roles, teardown, weights
+from cluster.local.reserve_cli import reserve, unreserve, volumes
 from cluster.local.run_cli import run
 from cluster.local.slaves_cli import slaves
 from cluster.local.why_cli import why
@@ -166,6 +167,9 @@ main.add_command(ideal_command)
 main.add_command(quota)
 main.add_command(weights)
 main.add_command(teardown)
+main.add_command(reserve)
+main.add_command(unreserve)
+main.add_command(volumes)
 main.add_command(events)
 main.add_command(roles)
 main.add_command(slaves)

@@ -20,11 +20,13 @@ from protocol.wire.messages import (
     MAX_RECONCILE_TASKS,
     Acknowledge,
     Offer,
+    OfferOperation,
     Reconcile,
     ReconcileTask,
     TaskInfo,
     TaskStatus,
 )
+from protocol.wire.reservations import conversion
 from protocol.wire.resources import Resources
 from protocol.wire.topics import check_segment
 
@@ -44,13 +46,17 @@ def acknowledgement(framework_id: str, status: TaskStatus) -> Acknowledge:
 
 
 def launch_checked(
-    outstanding: dict[str, Offer], offer_ids: Iterable[str], tasks: list[TaskInfo]
+    outstanding: dict[str, Offer],
+    offer_ids: Iterable[str],
+    tasks: list[TaskInfo],
+    operations: Iterable[OfferOperation] = (),
 ) -> list[str]:
     """The offers a launch uses, once it is sure they can hold its tasks: each offer still
     outstanding, all on one slave, holding what the tasks need as the master counts it (a
-    new custom executor's resources too: `protocol.wire.launches`), the tasks on that
-    slave. Else `DriverError`, and nothing is sent (a silent drop would leave a framework
-    waiting for tasks the master refused)."""
+    new custom executor's resources too: `protocol.wire.launches`) after `operations` (a
+    RESERVE or CREATE) made of them, the tasks on that slave. Else `DriverError`, and
+    nothing is sent (a silent drop would leave a framework waiting for tasks the master
+    refused)."""
     ids = list(dict.fromkeys(offer_ids))
     if not ids:
         raise DriverError("launch_tasks needs at least one offer")
@@ -65,6 +71,12 @@ def launch_checked(
         raise DriverError("all offers in one launch must be on the same slave")
     running = {eid: None for o in offers for eid in o.executor_ids}
     left = sum((o.resources for o in offers), Resources())
+    for op in operations:  # (validated as built: its conversion is known to be one)
+        consumed, converted = conversion(op.type, op.resources.millis)
+        used = Resources.from_millis(consumed)
+        if not left.contains(used):
+            raise DriverError(f"{op.type} needs {used} but the offers hold {left}")
+        left = left - used + Resources.from_millis(converted)
     values = Discrete.union(o.discrete for o in offers)  # ports, each for one task
     room = OfferRoom(offers[0].slave_id, left, running, values)
     for task in tasks:

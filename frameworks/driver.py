@@ -52,6 +52,7 @@ from protocol.wire.messages import (
     Message,
     Offer,
     OfferFilters,
+    OfferOperation,
     Offers,
     Preempting,
     Request,
@@ -356,13 +357,19 @@ class SchedulerDriver:
 
     @made_at_once
     def accept_offers(
-        self, offer_ids: Iterable[str], tasks: list[TaskInfo], filters: Filters | None = None
+        self,
+        offer_ids: Iterable[str],
+        tasks: list[TaskInfo],
+        filters: Filters | None = None,
+        operations: list[OfferOperation] | None = None,
     ) -> None:
-        """`launch_tasks` by Mesos's newer name (see `calls.launch_checked`)."""
+        """`launch_tasks` by Mesos's newer name (see `calls.launch_checked`); with
+        `operations` (RESERVE, UNRESERVE, CREATE, DESTROY: docs, reservations) applied to
+        the offers first, in order, so the tasks may use what they make."""
         if self._stopped.is_set():
             return  # as the Mesos driver: calls after stop() do nothing
         self._call_bus()  # (subscribed, or DriverError)
-        ids = launch_checked(self.offers, offer_ids, tasks)
+        ids = launch_checked(self.offers, offer_ids, tasks, operations or ())
         for o in ids:
             del self.offers[o]
         self._call(
@@ -371,6 +378,7 @@ class SchedulerDriver:
                 offer_ids=ids,
                 tasks=tasks,
                 filters=filters or Filters(),
+                operations=operations or [],
             ),
         )
 

@@ -359,3 +359,12 @@ class Books:
     def task(self, framework_id: str, task_id: str) -> Task | None:
         fw = self.frameworks.get(framework_id)
         return fw.tasks.get(task_id) if fw else None
+
+    def resource_in_use(self, slave_id: str, key: str) -> bool:
+        """Whether a live task on the slave holds that resource (a volume, say)."""
+        slave = self.slaves.get(slave_id)
+        for framework_id, task_id in slave.tasks if slave is not None else ():
+            task = self.task(framework_id, task_id)
+            if task is not None and not task.terminal and key in task.info.resources:
+                return True
+        return False

@@ -36,6 +36,7 @@ from master.calls.files import FileRequests
 from master.calls.framework_calls import FrameworkCalls
 from master.calls.operator_calls import OperatorCalls
 from master.calls.partitions import Partitions
+from master.calls.resource_operations import ResourceOperations
 from master.calls.slave_calls import SlaveCalls
 from master.calls.status_updates import StatusUpdates
 from master.calls.subscribe import Subscriptions
@@ -85,6 +86,7 @@ from protocol.wire.messages import (
     Leader,
     MarkSlaveGone,
     Message,
+    OperateResources,
     ReactivateSlave,
     ReadTaskFile,
     Reconcile,
@@ -247,6 +249,14 @@ class Master:
             request_round=request_round,
             log=log,
         )
+        self.resource_operations = ResourceOperations(
+            books,
+            allocator,
+            outbox,
+            in_use=books.resource_in_use,
+            request_round=request_round,
+            log=log,
+        )
         self.framework_calls = FrameworkCalls(
             books,
             allocator,
@@ -256,6 +266,7 @@ class Master:
             updates,
             self.removals,
             ids=self.framework_ids,
+            operations=self.resource_operations,
             request_round=request_round,
             log=log,
         )
@@ -384,6 +395,7 @@ class Master:
                 DeactivateSlave: self.drains.on_deactivate_slave,
                 ReactivateSlave: self.drains.on_reactivate_slave,
                 SetWeights: o.on_set_weights,
+                OperateResources: self.resource_operations.on_operate,
                 WatchEvents: o.on_watch_events,
                 AskWhy: self.why_calls.on_ask_why,
             },

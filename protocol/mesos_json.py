@@ -15,6 +15,7 @@ import shlex
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
+from protocol.mesos_reservations import identity_fields, identity_of
 from protocol.wire.discrete import EMPTY as NO_VALUES
 from protocol.wire.discrete import (
     MAX_ITEMS,
@@ -38,6 +39,7 @@ from protocol.wire.messages import (
     TaskState,
     TaskStatus,
 )
+from protocol.wire.reservations import ReservationError, is_plain
 from protocol.wire.resources import ResourceError, Resources
 
 MESOS_VERSION = "1.11.0"
@@ -94,26 +96,26 @@ def decode_bytes(text: object, field: str = "data") -> bytes:
 def resources_to_mesos(
     resources: Resources, role: str = "*", discrete: Discrete = NO_VALUES
 ) -> list[JSON]:
-    """Unreserved resources: scalars, and the ranges and sets whose values `discrete`
-    holds (`"type": "RANGES"`, `"ranges": {"range": [{"begin", "end"}]}`; `"type": "SET"`,
-    `"set": {"item": [...]}`) in place of their counts. `role` is whom they are allocated
-    to, Mesos's `allocation_info.role`: in Mesos's pre-1.9 format a resource's own `role`
-    other than `*` claims a static reservation, so a client would read every offer as
-    reserved."""
+    """Scalars, with their reservations and volumes (`mesos_reservations`), and the
+    ranges and sets whose values `discrete` holds (`"type": "RANGES"`, `"ranges":
+    {"range": [{"begin", "end"}]}`; `"type": "SET"`, `"set": {"item": [...]}`) in place of
+    their counts. `role` is whom they are allocated to, Mesos's `allocation_info.role`: in
+    Mesos's pre-1.9 format a resource's own `role` other than `*` claims a static
+    reservation, so a client would read every offer as reserved."""
     allocated = {"allocation_info": {"role": role}} if role != "*" else {}
     out: list[JSON] = []
     for name, amount in sorted(resources.items()):
+        whose = {"name": name, "role": "*"} if is_plain(name) else identity_fields(name)
         value = discrete.get(name)
         if value is None:
-            out.append({"name": name, "type": "SCALAR", "scalar": {"value": amount}})
+            out.append({**whose, "type": "SCALAR", "scalar": {"value": amount}, **allocated})
         else:
-            out.append({"name": name, "type": value.kind, **value.to_mesos()})
-        out[-1].update({"role": "*", **allocated})
+            out.append({**whose, "type": value.kind, **value.to_mesos(), **allocated})
     return out
 
 
 def resources_from_mesos(items: object, field: str = "resources") -> Resources:
-    """Scalars summed by name (Mesos sends one entry per role or reservation); ranges
+    """Scalars summed by identity: by name, and whose (a reservation, a volume); ranges
     and sets refused (where only quantities make sense)."""
     resources, discrete = resources_and_values_from_mesos(items, field)
     if discrete:
@@ -125,8 +127,9 @@ def resources_from_mesos(items: object, field: str = "resources") -> Resources:
 def resources_and_values_from_mesos(
     items: object, field: str = "resources"
 ) -> tuple[Resources, Discrete]:
-    """Scalars summed by name, and ranges and sets joined by name (counted by size in
-    the Resources): a task's resources, with the ports it asks for."""
+    """Scalars summed by identity (by name, and whose: a reservation, a volume), and
+    ranges and sets joined by name (counted by size in the Resources): a task's
+    resources, with the ports it asks for."""
     if not isinstance(items, list):
         raise MesosJSONError(f"{field}: expected a list, got {_short(items)}")
     if len(items) > 256:
@@ -138,6 +141,11 @@ def resources_and_values_from_mesos(
             if not isinstance(item, Mapping) or not isinstance(item.get("name"), str):
                 raise MesosJSONError(f"{field}: each resource needs a name, got {_short(item)}")
             name = item["name"]
+            if item.get("reservations") or item.get("role") not in (None, "*") or item.get("disk"):
+                try:  # (whose it is: the identity our key names)
+                    name = identity_of(item, name)
+                except ReservationError as e:
+                    raise MesosJSONError(f"{field}: {e}") from None
             kind = item.get("type", "SCALAR")
             if kind == "SCALAR":
                 value = (item.get("scalar") or {}).get("value")

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from protocol.wire.discrete import EMPTY, Discrete
 from protocol.wire.discrete import environment as ports_environment
 from protocol.wire.messages import Reason, RunTask, TaskInfo, TaskState
+from slave import volumes
 from slave.health_checks import HealthChecks, TaskProcess, probe_for
 from slave.images import command_runner, image_problem_here
 from slave.isolator import Isolator, container_name
@@ -105,7 +106,19 @@ class CommandTasks:
         tenancy = self._tenancy()
         user = await tenancy.user_for(msg.principal)
         run_dir = run_dir_path(self.config.work_dir, msg.framework_id, task.task_id)
-        run = Run(sandbox, run_dir, user, tenancy.confinement)
+        try:  # (its persistent volumes: made, its user's, their places in the sandbox)
+            # (bound by root only in a sandbox held root's until then: confine.mounts_script)
+            link = not (tenancy.confinement.pid_namespace and tenancy.confinement.private_tmp)
+            mounts = await asyncio.to_thread(
+                volumes.prepare, self.config.work_dir, sandbox, task.resources, user, link
+            )
+        except OSError as e:
+            await self._report(
+                msg.framework_id, task, TaskState.FAILED, Reason.COMMAND_EXECUTOR_FAILED,
+                f"could not make its volumes ready: {e}",
+            )  # fmt: skip
+            return
+        run = Run(sandbox, run_dir, user, tenancy.confinement, tuple(mounts))
         try:
             name = container_name(msg.framework_id, task.task_id)
             owner = user.uid if user is not None else None

@@ -85,14 +85,39 @@ PRIVATE_LOCK = (
     "{ [ ! -d /run/lock ] || "
     "mount -n -t tmpfs -o nosuid,nodev,noexec,mode=1777,size=1m drfmesos-lock /run/lock; }"
 )
-PRIVATE_MOUNTS = (
-    PRIVATE_SHM + " && " + PRIVATE_LOCK + " && mount -n --bind -o nosuid,nodev tmp /tmp"
-    " && mount -n --bind -o nosuid,nodev var-tmp /var/tmp"
-    ' && { [ -z "$DRFMESOS_SANDBOX_OWNER" ] || chown -- "$DRFMESOS_SANDBOX_OWNER" .; }'
-    ' && unset DRFMESOS_SANDBOX_OWNER && exec "$@"'
-)
 PRIVATE_TMP = ("tmp", "var-tmp")  # in its sandbox: its /tmp and /var/tmp
 HOST_TMP = (Path("/tmp"), Path("/var/tmp"))
+_TMP_BINDS = (
+    "mount -n --bind -o nosuid,nodev tmp /tmp && mount -n --bind -o nosuid,nodev var-tmp /var/tmp"
+)
+# ... and, where a task has persistent volumes, each bound at its place in the sandbox
+# (slave.volumes), its paths as arguments (SOURCE TARGET ... --), never in the script.
+# Only in a held sandbox (above: root's, 0700, so no process of the user can swap a place,
+# or a directory on its way, for a symlink between this check and the bind, which would
+# have root mount the volume over /etc in the task's namespace), and before it is handed
+# back; a place whose real path is not itself (a symlink on its way) is refused.
+_VOLUME_BINDS = (
+    'while [ "$1" != -- ]; do { [ -d "$2" ] && [ "$(realpath -e -- "$2")" = "$2" ]; } || exit 125;'
+    ' mount -n --bind -o nosuid,nodev -- "$1" "$2" || exit 125; shift 2; done && shift'
+)
+_HAND_BACK = (
+    '{ [ -z "$DRFMESOS_SANDBOX_OWNER" ] || chown -- "$DRFMESOS_SANDBOX_OWNER" .; }'
+    " && unset DRFMESOS_SANDBOX_OWNER"
+)
+
+
+def mounts_script(private_tmp: bool, volumes: bool) -> str:
+    """Root's script in the task's namespaces: its /dev/shm (and, if `private_tmp`, its
+    /run/lock, /tmp and /var/tmp, and its volumes if `volumes`: their paths its arguments,
+    up to `--`; the sandbox then handed to its user), then the task's command (the rest
+    of its arguments)."""
+    steps = [PRIVATE_SHM]
+    if private_tmp:
+        steps += [PRIVATE_LOCK, _TMP_BINDS, *([_VOLUME_BINDS] if volumes else []), _HAND_BACK]
+    return " && ".join(steps) + ' && exec "$@"'
+
+
+PRIVATE_MOUNTS = mounts_script(private_tmp=True, volumes=False)
 NAMESPACES = ["--pid", "--fork", "--mount-proc", "--ipc", "--kill-child"]
 Join = tuple[str, dict[str, str]]  # a cgroup's join: a script, and its environment
 
@@ -134,13 +159,15 @@ class Confinement:
         exit_file: str,
         *,
         root_joins: bool,
+        mounts: tuple[tuple[str, str], ...] = (),
     ) -> Start:
         """A command task's start, in `env`: the wrapper that records its exit status
         (`exit_file`, the task's user's to write where it switches), confined. The
-        task's shell joins its cgroup (`join`) unless it may not (`root_joins`)."""
+        task's shell joins its cgroup (`join`) unless it may not (`root_joins`).
+        `mounts`: (source, target) bound in its mount namespace (a PID namespace's)."""
         first, then = self._joins(user, join[0], root_joins)
         shell = ["/bin/sh", "-c", then + command]
-        args = self._confined(user, ["/bin/sh", "-s", exit_file, *shell])
+        args = self._confined(user, ["/bin/sh", "-s", exit_file, *shell], mounts)
         return self._start(first, join[1], args, env, WRAPPER, self.private_tmp)
 
     def executor(
@@ -214,14 +241,19 @@ class Confinement:
         confined: an image task's podman, root's, wraps so, confining the container)."""
         return ["/bin/sh", "-c", WRAPPER, "drfmesos-task", exit_file, *args]
 
-    def _confined(self, user: TaskUser | None, args: list[str]) -> list[str]:
+    def _confined(
+        self, user: TaskUser | None, args: list[str], mounts: tuple[tuple[str, str], ...] = ()
+    ) -> list[str]:
         if self.pid_namespace:  # (System V IPC, POSIX queues, /dev/shm and /tmp its own too)
             if self.switches(user):
                 assert user is not None
                 args = [self.setpriv, *_drop_to(user), "--", *args]
-            script = PRIVATE_MOUNTS if self.private_tmp else PRIVATE_SHM + ' && exec "$@"'
-            mounts = ["/bin/sh", "-c", script, "drfmesos-mounts"]
-            return [self.unshare, *NAMESPACES, "--", *mounts, *args]
+            if mounts and not self.private_tmp:  # (slave.command_tasks links them instead)
+                raise ValueError("volumes are bound only in a held sandbox (a private /tmp)")
+            script = mounts_script(self.private_tmp, bool(mounts))
+            bound = [*(path for mount in mounts for path in mount), "--"] if mounts else []
+            return [self.unshare, *NAMESPACES, "--", "/bin/sh", "-c", script, "drfmesos-mounts",
+                    *bound, *args]  # fmt: skip
         if not self.switches(user):
             return args
         assert user is not None

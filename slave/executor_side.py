@@ -289,6 +289,7 @@ class ExecutorSide:
             record = self.tasks.get((executor.framework_id, task_id))
             if record is not None and not record.state.terminal:
                 total = total + record.info.resources
+        total = total.quantities()  # (a cgroup limits cpus, whoever's)
         if new is None and (mem := total.get("mem")) is not None:
             # shrinking: the memory limit goes no lower than what the executor holds now
             # (v1 refuses that, v2 would OOM-kill it), as Mesos keeps its hard limit

@@ -153,9 +153,10 @@ class ImageLaunch:
         if self.container is not None and self.container.cgroup is not None:
             return ["--cgroup-manager=cgroupfs"], [f"--cgroup-parent=/{self.container.cgroup}"]
         options = []
-        if (cpus := self.task.resources.get("cpus")) is not None:
+        amounts = self.task.resources.quantities()
+        if (cpus := amounts.get("cpus")) is not None:
             options.append(f"--cpus={cpus:g}")
-        if (mem := self.task.resources.get("mem")) is not None:
+        if (mem := amounts.get("mem")) is not None:
             options += [f"--memory={int(mem)}m", f"--memory-swap={int(mem)}m"]
         return [], options
 

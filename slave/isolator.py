@@ -324,9 +324,10 @@ class CgroupsIsolator:
             self.cgroups.create(self.parent, Limits(cpus=self.cpus))
 
     async def prepare(self, name: str, resources: Resources, owner: int | None = None) -> Container:
+        amounts = resources.quantities()  # (reserved cpus are cpus)
         limits = Limits(
-            cpus=resources.get("cpus") or 0.0,
-            mem_mb=resources.get("mem"),
+            cpus=amounts.get("cpus") or 0.0,
+            mem_mb=amounts.get("mem"),
             cfs=self.cfs,
             max_pids=self.max_pids,
         )

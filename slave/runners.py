@@ -116,6 +116,8 @@ class Run:
     run_dir: Path
     user: TaskUser | None = None
     confinement: Confinement = UNCONFINED
+    # persistent volumes bound into the sandbox in its mount namespace (slave.volumes)
+    mounts: tuple[tuple[str, str], ...] = ()
 
 
 class ShellLaunch:
@@ -127,7 +129,7 @@ class ShellLaunch:
     ) -> None:
         assert task.command is not None
         self.command, self.env, self.container, self.run = task.command, env, container, run
-        self.mem: float | None = task.resources.get("mem")
+        self.mem: float | None = task.resources.quantities().get("mem")
 
     @property
     def memory_limit_mb(self) -> float | None:
@@ -156,6 +158,7 @@ class ShellLaunch:
             (join, join_env),
             SANDBOX_EXIT_FILE,
             root_joins=root_joins,
+            mounts=run.mounts,
         )
 
     async def prepare(self) -> None:

@@ -33,6 +33,7 @@ from protocol.wire.discrete import Discrete
 from protocol.wire.ids import shorten, task_problem
 from protocol.wire.messages import (
     TERMINAL_STATES,
+    CheckpointResources,
     Error,
     FrameworkMessage,
     Heartbeat,
@@ -68,6 +69,7 @@ from slave.executor_tokens import ExecutorTokens, load_or_make_key
 from slave.files import read_sandbox_file
 from slave.images import find_podman
 from slave.isolator import POSIX_WARNING, make_isolator
+from slave.kept_resources import KeptResources
 from slave.kills import Kills
 from slave.launches import RecentLaunches, run_together
 from slave.memory_limits import enforce_memory_limits
@@ -98,6 +100,8 @@ class Slave:
         )
         self.task_journal = Journal(config.work_dir / "tasks.journal")
         self.owners = Owners(config.work_dir / "owners.journal")  # each framework's principal
+        # its total: --resources, with the reservations and volumes it was told to keep
+        self.resources = KeptResources(config.work_dir, config.resources, self.log)
         self.tasks: dict[tuple[str, str], TaskRecord] = {}
         self.shut_down_frameworks: set[str] = set()
         self.registered = asyncio.Event()
@@ -113,7 +117,7 @@ class Slave:
             config.cgroups_root,
             config.cgroups_enable_cfs,
             config.max_task_pids,
-            config.resources.get("cpus"),
+            config.resources.quantities().get("cpus"),
         )
         self.podman = None if config.simulated_tasks else find_podman(config.podman)
         # how tasks are kept apart, decided at start (until then: not at all)
@@ -152,6 +156,7 @@ class Slave:
                 load_or_make_key, self.config.work_dir, self.config.executor_secret_key
             )
             self.custom.tokens = ExecutorTokens(key, self.slave_id)
+        await self.resources.load()
         await recover(self)
         d = Dispatcher(self.bus, "slave")
         d.on(Registered, self._on_registered)
@@ -162,6 +167,7 @@ class Slave:
         d.on(StatusAck, self._on_status_ack)
         d.on(FrameworkMessage, self.custom.on_framework_message)
         d.on(ReadFile, self._on_read_file)
+        d.on(CheckpointResources, self._on_checkpoint_resources)
         d.on(Error, self._on_error)
         if self.config.in_fleet:
             self.bus.route(self.inbox, d)  # the process's wildcard subscription brings it
@@ -258,7 +264,7 @@ class Slave:
         common = dict(
             slave_id=self.slave_id,
             hostname=self.config.hostname,
-            resources=self.config.resources,
+            resources=self.resources.total,
             discrete=self.config.discrete,
             attributes=self.config.attributes,
             incarnation=self.bus.incarnation,
@@ -343,7 +349,15 @@ class Slave:
         return total
 
     def free(self) -> Resources:
-        return self.config.resources.subtract_clamped(self.used())
+        return self.resources.total.subtract_clamped(self.used())
+
+    async def _on_checkpoint_resources(self, msg: CheckpointResources, _: str | None) -> None:
+        """The master changed whose some of its resources are: kept before anything else
+        is done with them (a restart announces them as they are now)."""
+        if msg.slave_id != self.slave_id:
+            self.log.warning("resources.not_mine", to=msg.slave_id)
+            return
+        await self.resources.keep(msg.resources)
 
     async def _on_run_tasks(self, msg: RunTasks, reply_to: str | None) -> None:
         if msg.launch_id:

@@ -52,25 +52,11 @@ from slave.executors import ExecutorProcess
 from slave.files import read_sandbox_file
 from slave.slave import Slave, SlaveConfig
 
-from harness.helpers import eventually, open_transport
+from harness.helpers import eventually, need_root, open_transport
 from task_python import task_python_env
 
 T = Topics("tenants-slave")
 SECRET = "alice-secret-7f3a"  # in alice's task environment and her sandbox's stdout
-
-
-def need_root() -> None:
-    """These run tasks as other users: root, with util-linux's unshare and setpriv. In CI
-    their absence is a failure, elsewhere a skip."""
-    why = None
-    if os.geteuid() != 0:
-        why = "not root"
-    elif not (shutil.which("unshare") and shutil.which("setpriv")):
-        why = "no unshare or setpriv"
-    if why is not None:
-        if os.environ.get("CI"):
-            pytest.fail(f"tenant isolation tests need root and util-linux in CI: {why}")
-        pytest.skip(why)
 
 
 @dataclass

@@ -542,6 +542,15 @@ class MesosAllocator:
     ) -> None:
         self.allocator.recover(framework, agent, resources, refuse_seconds=refuse, now=self.now)
 
+    def update_allocation(self, framework: str, agent: str, consumed: str, converted: str) -> None:
+        """Mesos's `updateAllocation` with one conversion (RESERVE, UNRESERVE, CREATE)."""
+        self.allocator.update_allocation(framework, agent, R(consumed), R(converted))
+
+    def update_available(self, agent: str, consumed: str, converted: str) -> None:
+        """Mesos's `updateAvailable` (an operator's RESERVE on unallocated resources)."""
+        self.allocator.update_available(agent, R(consumed), R(converted))
+        self._cycle()
+
     def advance(self, seconds: float = 1.0) -> None:
         """Mesos's `Clock::advance(allocation_interval)`: a batch allocation."""
         self.now += seconds
@@ -922,6 +931,317 @@ def test_allocator_QuotaHeadroomWithNestedRoleAllocation(policy: str) -> None:
     m.add_slave("cpus:1;mem:100")
     m.next()  # one of the two goes to "a" or "a/b"; the other stays held back
     assert m.pending()
+
+
+# -- the sorter's tests of volumes, on the allocator's books ---------------------------------
+# Mesos's sorter keeps each client's allocation per agent, volumes and all, and strips
+# them for shares; ours is given quantities by the allocator (master.allocation.reserved),
+# which keeps the per-slave books. These drive the allocator and read both.
+
+
+def volume_allocator(
+    policy: str, agents: dict[str, str], used: dict[str, dict[str, str]]
+) -> Allocator:
+    a = Allocator(policy)
+    for agent, total in agents.items():
+        a.add_slave(agent, R(total))
+    for client in sorted({c for by in used.values() for c in by}):
+        a.add_framework(client, client)
+    for agent, by in used.items():
+        for client, held in by.items():
+            a.allocate_existing(client, agent, R(held))
+    return a
+
+
+@pytest.mark.parametrize("policy", FLAT)
+def test_sorter_SplitResourceShares(policy: str) -> None:
+    # b's two 5-disk volumes of one id are 10 disk in its share, as Mesos counts them
+    a = volume_allocator(
+        policy,
+        {"agent": "cpus:100;mem:100;disk:90;disk[ID2:data]:10"},
+        {"agent": {"a": "cpus:9;mem:9;disk:9", "b": "cpus:9;mem:9;disk[ID2:data]:10"}},
+    )
+    assert list(a.order()) == ["a", "b"]
+
+
+@pytest.mark.parametrize("policy", FLAT)
+def test_sorter_UpdateAllocation(policy: str) -> None:
+    whole = "cpus:10;mem:10;disk:10"
+    a = volume_allocator(policy, {"agent": whole, "agent2": whole}, {"agent": {"a": whole}})
+    new = R("cpus:10;mem:10;disk:5;disk[ID:data]:5")
+    a.update_allocation("a", "agent", R(whole), new)
+    assert a.held("a", "agent") == new
+    assert a.allocation("a") == R(whole)  # its quantities: the share is unchanged
+    assert a.allocated_total().quantities() == R(whole)
+    a.add_framework("c", "c")
+    a.allocate_existing("c", "agent2", R(whole))
+    a.update_allocation("c", "agent2", R(whole), Resources())
+    assert a.held("c", "agent2") == Resources()
+
+
+@pytest.mark.parametrize("policy", NESTED)
+def test_sorter_UpdateAllocationNestedClient(policy: str) -> None:
+    whole = "cpus:10;mem:10;disk:10"
+    a = volume_allocator(policy, {"agent": whole}, {"agent": {"a/x": whole}})
+    a.add_framework("b/y", "b/y")
+    new = R("cpus:10;mem:10;disk:5;disk[ID:data]:5")
+    a.update_allocation("a/x", "agent", R(whole), new)
+    assert a.held("a/x", "agent") == new
+    assert a.allocation("a/x") == R(whole)
+    assert a.held_by_role("a") == R(whole).millis
+
+
+@pytest.mark.parametrize("policy", FLAT)
+def test_sorter_MultipleSlavesUpdateAllocation(policy: str) -> None:
+    # (without the agents' port ranges: ports are not a resource of ours)
+    each = "cpus:2;mem:512;disk:10"
+    a = volume_allocator(
+        policy, {"agentA": each, "agentB": each},
+        {"agentA": {"framework": each}, "agentB": {"framework": each}},
+    )  # fmt: skip
+    new = R("cpus:2;mem:512;disk:5;disk[ID:data]:5")
+    for agent in ("agentA", "agentB"):
+        a.update_allocation("framework", agent, R(each), new)
+        assert a.held("framework", agent) == new
+    assert a.allocation("framework") == R(each) + R(each)
+    assert a.allocated_total().quantities() == R(each) + R(each)
+
+
+# -- reservations (hierarchical_allocator_tests.cpp) ------------------------------------------
+# Mesos runs the quota-and-reservation tests once with a STATIC and once with a DYNAMIC
+# reservation (HierarchicalAllocatorTestWithReservations): `RESERVED` gives both spellings.
+RESERVED = {"STATIC": "({role})", "DYNAMIC": "({role},principal)"}
+
+
+def reserved(text: str, role: str, kind: str = "STATIC") -> str:
+    """`cpus:1;mem:1024` reserved for `role` (Mesos's `pushReservation`)."""
+    mark = RESERVED[kind].format(role=role)
+    return ";".join(f"{n}{mark}:{a}" for n, _, a in (p.partition(":") for p in text.split(";")))
+
+
+@pytest.mark.parametrize("policy", FLAT)
+def test_allocator_ReservedDRF(policy: str) -> None:
+    m = MesosAllocator(policy)
+    slave1 = m.add_slave("cpus:1;mem:512;disk:0;cpus(role1):100;mem(role1):1024;disk(role1):0")
+    framework1 = m.add_framework("role1")
+    assert m.next() == (framework1, {slave1: R("cpus:1;mem:512;cpus(role1):100;mem(role1):1024")})
+    framework2 = m.add_framework("role2")
+    slave2 = m.add_slave("cpus:2;mem:512;disk:0")
+    assert m.next() == (framework2, {slave2: R("cpus:2;mem:512")})
+    # framework1 holds more than framework2 (its reservation counts in its share)
+    slave3 = m.add_slave("cpus:2;mem:512;disk:0")
+    assert m.next() == (framework2, {slave3: R("cpus:2;mem:512")})
+    # a new framework in role1: the role's reserved resources are shared fairly within it
+    framework3 = m.add_framework("role1")
+    slave4 = m.add_slave("cpus(role1):2;mem(role1):1024;disk(role1):0")
+    assert m.next() == (framework3, {slave4: R("cpus(role1):2;mem(role1):1024")})
+    assert m.pending()
+
+
+@pytest.mark.parametrize("policy", FLAT)
+def test_allocator_Reservations(policy: str) -> None:
+    m = MesosAllocator(policy)
+    slave1 = m.add_slave("cpus(role1):2;mem(role1):1024;disk(role1):0")
+    slave2 = m.add_slave("cpus(role2):2;mem(role2):1024;cpus:1;mem:1024;disk:0")
+    m.add_slave("cpus(role3):1;mem(role3):1024;disk(role3):0")  # nobody in role3: never
+    framework1 = m.add_framework("role1")
+    assert m.next() == (
+        framework1,
+        {slave1: R("cpus(role1):2;mem(role1):1024"), slave2: R("cpus:1;mem:1024")},
+    )
+    framework2 = m.add_framework("role2")
+    assert m.next() == (framework2, {slave2: R("cpus(role2):2;mem(role2):1024")})
+    assert m.pending()
+
+
+@pytest.mark.parametrize("kind", ["STATIC", "DYNAMIC"])
+@pytest.mark.parametrize("policy", FLAT)
+def test_allocator_ReservationUnallocated(policy: str, kind: str) -> None:
+    m = MesosAllocator(policy)
+    mine = reserved("cpus:1;mem:1024", "quota-role", kind)
+    agent1 = m.add_slave(mine)
+    m.update_quota("quota-role", "cpus:1;mem:1024")
+    framework1 = m.add_framework("quota-role")
+    assert m.next() == (framework1, {agent1: R(mine)})
+    m.recover(framework1, agent1, R(mine), refuse=86400)  # declined for a day
+    m.add_slave("cpus:1;mem:1024")
+    # its idle reservation counts towards its quota: another agent would pass the limit
+    assert m.pending()
+
+
+@pytest.mark.parametrize("kind", ["STATIC", "DYNAMIC"])
+@pytest.mark.parametrize("policy", FLAT)
+def test_allocator_ReservationAllocated(policy: str, kind: str) -> None:
+    m = MesosAllocator(policy)
+    mine = reserved("cpus:1;mem:1024", "quota-role", kind)
+    agent1 = m.add_slave(mine)
+    m.update_quota("quota-role", "cpus:2;mem:2048")
+    framework1 = m.add_framework("quota-role")
+    assert m.next() == (framework1, {agent1: R(mine)})
+    agent2 = m.add_slave("cpus:1;mem:1024")
+    assert m.next() == (framework1, {agent2: R("cpus:1;mem:1024")})
+    m.add_slave("cpus:1;mem:1024")
+    assert m.pending()  # its quota is met, half of it by its allocated reservation
+
+
+@pytest.mark.parametrize("kind", ["STATIC", "DYNAMIC"])
+@pytest.mark.parametrize("policy", FLAT)
+def test_allocator_NonQuotaRoleReservationWithQuotaRole(policy: str, kind: str) -> None:
+    m = MesosAllocator(policy)
+    theirs = reserved("cpus:2;mem:2048", "non-quota-role", kind)
+    agent1 = m.add_slave(f"cpus:2;mem:2048;{theirs}")
+    m.update_quota("quota-role", "cpus:2;mem:2048")
+    framework1 = m.add_framework("quota-role")
+    assert m.next() == (framework1, {agent1: R("cpus:2;mem:2048")})
+    m.recover(framework1, agent1, R("cpus:2;mem:2048"), refuse=86400)
+    framework2 = m.add_framework("non-quota-role")
+    # its reservation is its own, whatever the quota role's headroom holds back
+    assert m.next() == (framework2, {agent1: R(theirs)})
+    assert m.pending()
+
+
+@pytest.mark.parametrize("kind", ["STATIC", "DYNAMIC"])
+@pytest.mark.parametrize("policy", FLAT)
+def test_allocator_QuotaHeadroomWhenReservationsExceedQuota(policy: str, kind: str) -> None:
+    m = MesosAllocator(policy)
+    m.update_quota("quota-role-w-reservation", "cpus:1;mem:1024")
+    m.update_quota("quota-role-no-reservation", "cpus:1;mem:1024")
+    m.add_slave(reserved("cpus:2;mem:2048", "quota-role-w-reservation", kind))
+    m.add_slave("cpus:1;mem:1024")
+    framework = m.add_framework("non-quota-role")
+    # the role with reservations past its quota needs no headroom; the other does
+    assert m.pending()
+    agent3 = m.add_slave("cpus:1;mem:1024")
+    assert m.next() == (framework, {agent3: R("cpus:1;mem:1024")})
+
+
+@pytest.mark.parametrize("policy", FLAT)
+def test_allocator_QuotaAccountingReserveAllocatedResources(policy: str) -> None:
+    m = MesosAllocator(policy)
+    m.update_quota("quota-role", "cpus:10;mem:1024")
+    framework = m.add_framework("quota-role")
+    agent1 = m.add_slave("cpus:5;mem:512")
+    assert m.next() == (framework, {agent1: R("cpus:5;mem:512")})
+    m.update_allocation(
+        framework, agent1, "cpus:5;mem:512", reserved("cpus:5;mem:512", "quota-role", "DYNAMIC")
+    )
+    # reserving what it holds changes nothing of its quota: half of agent2 is its due
+    agent2 = m.add_slave("cpus:10;mem:1024")
+    assert m.next() == (framework, {agent2: R("cpus:5;mem:512")})
+
+
+@pytest.mark.parametrize("policy", FLAT)
+def test_allocator_QuotaAccountingUnreserveAllocatedResources(policy: str) -> None:
+    m = MesosAllocator(policy)
+    m.update_quota("quota-role", "cpus:1;mem:1024")
+    framework = m.add_framework("quota-role")
+    mine = "cpus(quota-role):1;mem(quota-role):1024"
+    agent1 = m.add_slave(mine)
+    assert m.next() == (framework, {agent1: R(mine)})
+    m.add_slave("cpus:1;mem:1024")
+    assert m.pending()  # its quota is met by agent1
+    m.update_allocation(framework, agent1, mine, "cpus:1;mem:1024")
+    m.advance()
+    assert m.pending()  # unreserving what it holds changes nothing of its quota
+
+
+@pytest.mark.parametrize("policy", FLAT)
+def test_allocator_ReservationWithinQuota(policy: str) -> None:
+    m = MesosAllocator(policy)
+    m.update_quota("quota-role", "cpus:2;mem:256")
+    framework1 = m.add_framework("quota-role")
+    framework2 = m.add_framework("non-quota-role")
+    agent1 = m.add_slave(
+        "cpus:8;mem(quota-role):256", used={framework1: "cpus:2;mem(quota-role):256"}
+    )
+    assert m.next() == (framework2, {agent1: R("cpus:6")})
+    agent2 = m.add_slave("cpus:4")
+    assert m.next() == (framework2, {agent2: R("cpus:4")})
+
+
+@pytest.mark.parametrize("policy", FLAT)
+def test_allocator_QuotaSetAsideReservedResources(policy: str) -> None:
+    m = MesosAllocator(policy)
+    agent1 = m.add_slave("cpus:4;mem:512;disk:0")
+    agent2 = m.add_slave("cpus:4;mem:512;disk:0")
+    theirs = reserved("cpus:4;mem:512", "no-quota-role", "DYNAMIC")
+    m.update_available(agent2, "cpus:4;mem:512", theirs)
+    framework1 = m.add_framework("quota-role")
+    m.update_quota("quota-role", "cpus:4;mem:512")
+    assert m.next() == (framework1, {agent1: R("cpus:4;mem:512")})
+    m.recover(framework1, agent1, R("cpus:4;mem:512"), refuse=10)
+    m.advance()
+    assert m.pending()  # agent2's reserved resources are not the quota role's
+    framework2 = m.add_framework("no-quota-role")
+    assert m.next() == (framework2, {agent2: R(theirs)})
+    m.recover(framework2, agent2, R(theirs), refuse=10)
+    m.advance()
+    assert m.pending()
+
+
+@pytest.mark.parametrize("policy", NESTED)
+def test_allocator_OfferAncestorReservationsToDescendantChild(policy: str) -> None:
+    m = MesosAllocator(policy)
+    framework = m.add_framework("a/b/c")
+    agent1 = m.add_slave("cpus(a):1;mem(a):512;disk(a):0")
+    assert m.next() == (framework, {agent1: R("cpus(a):1;mem(a):512")})
+    agent2 = m.add_slave("cpus:2;mem:1024;disk:0;cpus(a/b):4;mem(a/b):2048;disk(a/b):0")
+    assert m.next() == (framework, {agent2: R("cpus:2;mem:1024;cpus(a/b):4;mem(a/b):2048")})
+
+
+@pytest.mark.parametrize("policy", NESTED)
+def test_allocator_QuotaWithAncestorReservations(policy: str) -> None:
+    m = MesosAllocator(policy)
+    m.update_quota("quota-role", "cpus:1;mem:1024")
+    agent1 = m.add_slave("cpus(a):1;mem(a):1024")
+    framework1 = m.add_framework("a/b")
+    assert m.next() == (framework1, {agent1: R("cpus(a):1;mem(a):1024")})
+    framework2 = m.add_framework("no-quota-role")
+    assert m.pending()
+    m.add_slave("cpus:1;mem:1024")
+    m.add_slave("cpus:1;mem:1024")
+    # one agent is held back for the quota role; the other is framework2's
+    framework, offers = m.next()
+    assert framework == framework2
+    assert sum(offers.values(), Resources()) == R("cpus:1;mem:1024")
+    assert m.pending()
+
+
+@pytest.mark.parametrize("policy", NESTED)
+def test_allocator_QuotaWithNestedRoleReservation(policy: str) -> None:
+    m = MesosAllocator(policy)
+    m.update_quota("a", "cpus:2;mem:200")
+    m.add_slave("cpus(a/b):1;mem(a/b):100")
+    agent2 = m.add_slave("cpus:10;mem:1000")
+    framework1 = m.add_framework("a")
+    # a/b's reservation counts towards a's quota: a is offered the rest of it
+    assert m.next() == (framework1, {agent2: R("cpus:1;mem:100")})
+
+
+@pytest.mark.parametrize("policy", FLAT)
+def test_allocator_UpdateAllocation(policy: str) -> None:
+    m = MesosAllocator(policy)
+    slave = m.add_slave("cpus:100;mem:100;disk:100")
+    framework = m.add_framework("role1")
+    assert m.next() == (framework, {slave: R("cpus:100;mem:100;disk:100")})
+    updated = "cpus:100;mem:100;disk:95;disk[ID:data]:5"
+    m.update_allocation(framework, slave, "cpus:100;mem:100;disk:100", updated)
+    m.recover(framework, slave, R(updated))
+    m.advance()
+    assert m.next() == (framework, {slave: R(updated)})
+
+
+@pytest.mark.parametrize("policy", FLAT)
+def test_allocator_UpdateAllocationRemoveResources(policy: str) -> None:
+    m = MesosAllocator(policy)
+    slave = m.add_slave("cpus:100;mem:100;disk:100")
+    framework = m.add_framework("role1")
+    assert m.next() == (framework, {slave: R("cpus:100;mem:100;disk:100")})
+    m.update_allocation(framework, slave, "cpus:100;mem:100;disk:100", "cpus:100;mem:100")
+    m.recover(framework, slave, R("cpus:100;mem:100"))
+    m.advance()
+    assert m.next() == (framework, {slave: R("cpus:100;mem:100")})
+    assert m.allocator.total == R("cpus:100;mem:100")
 
 
 # -- the table of what applies, and the docs ------------------------------------------------

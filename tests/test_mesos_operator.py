@@ -278,7 +278,8 @@ async def test_operator_calls_answer_as_mesos_and_refuse_bad_input(ops: Ops) -> 
         (400, b'{"type": "GET_STATE"', {}),  # malformed JSON
         (400, b"[1, 2]", {}),  # not a call
         (400, {"type": "NO_SUCH_CALL"}, {}),
-        (501, {"type": "RESERVE_RESOURCES"}, {}),  # Mesos's, not served here
+        (501, {"type": "GROW_VOLUME"}, {}),  # Mesos's, not served here
+        (400, {"type": "RESERVE_RESOURCES"}, {}),  # served, and says what it lacks
         (415, {"type": "GET_STATE"}, {"Content-Type": "application/x-protobuf"}),
         (400, weights_call({"role": "printer", "weight": -1}), {}),
         (400, weights_call({"role": "printer", "weight": 2}, {"role": "a//b", "weight": 2}), {}),

@@ -126,7 +126,9 @@ def test_accept_launches_command_and_executor_tasks() -> None:
     ("data", "says"),
     [
         (call("ACCEPT", {"offer_ids": [{"value": "o"}], "operations": [{"type": "RESERVE"}]}),
-         "RESERVE is not served"),
+         "RESERVE names no resources"),
+        (call("ACCEPT", {"offer_ids": [{"value": "o"}], "operations": [{"type": "LAUNCH_GROUP"}]}),
+         "LAUNCH_GROUP is not served"),
         ({"type": "ACCEPT_INVERSE_OFFERS"}, "inverse offers"),
         ({"type": "NAP"}, "unknown call type"),
         ({"framework_id": FID}, "type"),

@@ -46,13 +46,22 @@ from master.allocation.offer_room import RETRY as ROOM_RETRY
 from master.allocation.offer_room import OfferRoom
 from master.allocation.quota import Quota, nesting_problem
 from master.allocation.quota_stage import QuotaStage, RoleStanding, quota_pick
+from master.allocation.reserved import (
+    IdleReservations,
+    ReservedPick,
+    reserved_pick,
+    reserved_roles,
+    visible,
+)
 from master.allocation.role_order import RoleOrder
 from master.allocation.role_tree import TREE_POLICIES, RoleTree
 from master.allocation.sorter import Millis, Sorter, Total
+from protocol.wire.reservations import stripped
 from protocol.wire.resources import (
     ResourceError,
     Resources,
     add_millis,
+    holds,
     sub_millis,
 )
 
@@ -92,7 +101,11 @@ class Allocator:
         self.frameworks: dict[str, FrameworkBook] = {}
         self.slaves: dict[str, SlaveBook] = {}
         self._allocated: Millis = {}  # the whole cluster's, offered or in use
-        self._quota = QuotaStage(self._roles, self._total.millis, self._allocated, quota_headroom)
+        # what is reserved for each role and not allocated (counted as the role's quota)
+        self._idle = IdleReservations()
+        self._quota = QuotaStage(
+            self._roles, self._total.millis, self._allocated, quota_headroom, self._idle
+        )
         self.quotas = self._quota.quotas  # by role node (on a tree, pools too)
         self.dirty: set[str] = set()  # slaves that may have something new to offer
         self._wake = False  # every slave may: someone new wants offers (see _wake_all)
@@ -263,8 +276,10 @@ class Allocator:
         """Add a slave; `used` is what frameworks already run there (a re-registration)."""
         if slave_id in self.slaves:
             raise AllocatorError(f"slave {slave_id} is already known")
-        self.slaves[slave_id] = SlaveBook(slave_id, total)
-        self._total.add(total)
+        slave = self.slaves[slave_id] = SlaveBook(slave_id, total)
+        slave.reserved = reserved_roles(total.millis)
+        self._total.add(self._what(slave, total))
+        self._idle.add(slave, total.millis, 1)
         self.dirty.add(slave_id)
         for framework_id, resources in (used or {}).items():
             self.allocate_existing(framework_id, slave_id, resources)
@@ -273,7 +288,8 @@ class Allocator:
         slave = self._slave(slave_id)
         for framework_id, held in list(slave.by_framework.items()):
             self.recover(framework_id, slave_id, Resources.from_millis(held))
-        self._total.remove(slave.total)
+        self._idle.add(slave, slave.unallocated, -1)
+        self._total.remove(self._what(slave, slave.total))
         del self.slaves[slave_id]
         self.dirty.discard(slave_id)
 
@@ -383,9 +399,14 @@ class Allocator:
             pick = first_wanting(*books, floored=worth is floor)
         # (bound once: these run for every slave)
         give, offered, resources_of = self._give, allocations.append, Resources.from_millis
+        mixed = None  # the pick for slaves holding reservations (made when one is met)
         for slave_id in order:
             slave = slaves.get(slave_id)
             if slave is None or not slave.active:
+                continue
+            if slave.reserved:
+                mixed = mixed or reserved_pick(*books[:4], floor, self._offerable)
+                self._offer_reserved(slave, now, mixed, allocations, room)
                 continue
             free = slave.unallocated  # (read here; changed only by _give, below)
             if not worth(free):
@@ -412,6 +433,56 @@ class Allocator:
                 room.given(framework_id)
         return allocations
 
+    def _offer_reserved(
+        self,
+        slave: SlaveBook,
+        now: float,
+        pick: ReservedPick,
+        allocations: list[Allocation],
+        room: OfferRoom | None,
+    ) -> None:
+        """Offer a slave holding reservations: each framework in order what it may see of
+        it (its role's reservations, and unreserved resources), until nobody wants what
+        is left; a framework at most once. A preemption's hold on it is
+        served first, with what its framework may see."""
+        held = self._holds.live(slave.slave_id, now, self.frameworks) if self.reservations else None
+        if held:
+            picked = self._holds.pick(
+                slave.slave_id,
+                held,
+                slave.unallocated,
+                self.frameworks,
+                lambda role, free: self._offerable_on(slave, role, free),
+            )
+            if picked is not None:
+                self._offer(slave, picked[0], picked[1], allocations, room)
+            return
+        given: set[str] = set()
+        while (picked := pick(slave, given)) is not None:
+            given.add(picked[0])
+            self._offer(slave, picked[0], picked[1], allocations, room)
+
+    def _offer(
+        self,
+        slave: SlaveBook,
+        framework_id: str,
+        offer: Millis,
+        allocations: list[Allocation],
+        room: OfferRoom | None,
+    ) -> None:
+        resources = Resources.from_millis(offer)
+        self._give(framework_id, slave, resources)
+        allocations.append(Allocation(framework_id, slave.slave_id, resources))
+        if room is not None:
+            room.given(framework_id)
+
+    def _offerable_on(self, slave: SlaveBook, role: str, free: Millis) -> Millis:
+        """What of a reserved slave's `free` a framework of `role` may be offered."""
+        unreserved, mine = visible(slave, role, free)
+        offer = self._offerable(role, unreserved) if unreserved else {}
+        offer.update(mine)
+        return offer
+
     def _floors(self) -> list[Millis] | None:
         """The offer filters of the frameworks wanting offers, less those another one's
         undercuts, when every one of them has offer filters (None when one takes
@@ -430,6 +501,62 @@ class Allocator:
         self._framework(framework_id)
         self._holds.add(slave_id, framework_id, resources.millis, until)
         self._lapses.at(until, slave_id)
+
+    # -- operations on resources (Mesos's updateAllocation, updateAvailable) ----------------
+    def update_allocation(
+        self, framework_id: str, slave_id: str, consumed: Resources, converted: Resources
+    ) -> None:
+        """A framework turned `consumed` of what it holds on a slave into `converted`
+        (RESERVE, UNRESERVE, CREATE, DESTROY: the same amounts, another owner or volume):
+        they stay its, and the slave's total changes with them."""
+        slave = self._slave(slave_id)
+        held = slave.by_framework.get(framework_id)
+        if held is None or not holds(held, consumed.millis):
+            raise AllocatorError(f"framework {framework_id} does not hold {consumed} there")
+        if stripped(consumed.millis) != stripped(converted.millis):
+            # resources gone or come (Mesos's conversions may remove some): given back,
+            # the total changed, and the new ones given
+            self.recover(framework_id, slave_id, consumed)
+            self._total.remove(self._what(slave, consumed))
+            self._total.add(self._what(slave, converted))
+            self._replace_free(slave, consumed, converted)
+            self._give(framework_id, slave, converted)
+            return
+        self._convert(slave, consumed, converted)
+        sub_millis(held, consumed.millis)
+        add_millis(held, converted.millis)
+
+    def update_available(self, slave_id: str, consumed: Resources, converted: Resources) -> None:
+        """The operator turned `consumed` of a slave's free resources into `converted`
+        (RESERVE_RESOURCES and the like): nobody holds them, and they are offered anew."""
+        slave = self._slave(slave_id)
+        if not holds(slave.unallocated, consumed.millis):
+            raise AllocatorError(f"slave {slave_id} has not {consumed} free")
+        if stripped(consumed.millis) != stripped(converted.millis):
+            raise AllocatorError(f"{consumed} cannot become {converted}: not the same amounts")
+        self._replace_free(slave, consumed, converted)
+        self.dirty.add(slave_id)
+
+    def _replace_free(self, slave: SlaveBook, consumed: Resources, converted: Resources) -> None:
+        """`consumed` of the slave's free resources become `converted`, in its books."""
+        self._idle.add(slave, consumed.millis, -1)
+        free = slave.unallocated
+        for k, v in consumed.millis.items():
+            free[k] -= v
+        add_millis(free, converted.millis)
+        self._convert(slave, consumed, converted)
+        self._idle.add(slave, converted.millis, 1)
+
+    def _convert(self, slave: SlaveBook, consumed: Resources, converted: Resources) -> None:
+        """The slave's total with `consumed` (which it holds) replaced by `converted`."""
+        total = dict(slave.total.millis)
+        sub_millis(total, consumed.millis, f"slave {slave.slave_id}'s total")
+        add_millis(total, converted.millis)
+        slave.total = Resources.from_millis(total)
+        slave.reserved = reserved_roles(total)
+        # (free names every resource of the total, and no other)
+        free = slave.unallocated
+        slave.unallocated = {k: free.get(k, 0) for k in total}
 
     def unheld(self) -> dict[str, Millis]:
         """Every slave's free resources less what is held on it (what preemption may still
@@ -497,10 +624,20 @@ class Allocator:
         # what a framework held is in the cluster's allocation too, so it holds it (it
         # keeps its zeros: nothing asks which resources it names)
         free, everywhere = slave.unallocated, self._allocated
-        for k, v in delta.items():  # (one loop for the two books: once per task ending)
-            everywhere[k] -= v
-            if k in free:
-                free[k] += v
+        if slave.reserved:
+            self._idle.add(slave, delta, 1)
+            for k, v in delta.items():
+                if k in free:
+                    free[k] += v
+            what = stripped(delta)
+            resources = Resources.from_millis(what)
+            for k, v in what.items():
+                everywhere[k] -= v
+        else:
+            for k, v in delta.items():  # (one loop for the two books: once per task ending)
+                everywhere[k] -= v
+                if k in free:
+                    free[k] += v
         if not held:
             del slave.by_framework[framework_id]
             fw.slaves.discard(slave_id)
@@ -536,6 +673,14 @@ class Allocator:
         """`delta` of the slave is allocated now (offered, or in use): in the slave's free
         and the cluster's books (one loop for the two: a round does this once an offer)."""
         free, everywhere = slave.unallocated, self._allocated
+        if slave.reserved:
+            self._idle.add(slave, delta, -1)
+            for k, v in delta.items():
+                if k in free:
+                    free[k] -= v
+            for k, v in stripped(delta).items():
+                everywhere[k] = everywhere.get(k, 0) + v
+            return
         for k, v in delta.items():
             everywhere[k] = everywhere.get(k, 0) + v
             if k in free:
@@ -551,8 +696,15 @@ class Allocator:
         else:
             add_millis(mine, resources.millis)
         fw.slaves.add(slave.slave_id)
+        if slave.reserved:  # (shares count what the resources are, whoever's)
+            resources = self._what(slave, resources)
         self._role_frameworks[fw.role].allocated(framework_id, resources)
         self._roles.allocated(fw.role, resources)
+
+    def _what(self, slave: SlaveBook, resources: Resources) -> Resources:
+        """What `resources` of `slave` are, whoever's (cpus reserved for a role count as
+        cpus in shares and totals); as they are on a slave without reservations."""
+        return Resources.from_millis(stripped(resources.millis)) if slave.reserved else resources
 
     # -- views -------------------------------------------------------------------------------
     @property

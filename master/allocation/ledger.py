@@ -50,6 +50,9 @@ class SlaveBook:
     # total - allocated for every resource of the total (zeros kept), kept as what is
     # allocated changes: a round reads it for every slave it visits
     unallocated: Millis = field(default_factory=dict)
+    # its reserved identities, with the role each is for (`reserved`); empty for most
+    # slaves, which the round then offers as it always has
+    reserved: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.unallocated = dict(self.total.millis)
@@ -152,13 +155,19 @@ def wants_offer(
     (its decline filter)."""
     if not can_use(fw, offerable, floor):
         return False  # nothing it can use here
+    return not declined(fw, slave_id, offerable, now)
+
+
+def declined(fw: FrameworkBook, slave_id: str, offerable: Millis, now: float) -> bool:
+    """Whether `fw` declined `offerable` of this slave and its filter stands (one that
+    lapsed, or that more is free than it refused, is dropped)."""
     f = fw.filters.get(slave_id)
     if f is not None:
         # (the usual refusal: the very resources free now, compared at C speed first)
         if f.expires > now and (offerable == f.refused or within(offerable, f.refused)):
-            return False
+            return True
         del fw.filters[slave_id]  # expired, or more is free than was refused
-    return True
+    return False
 
 
 def first_wanting(

@@ -20,6 +20,7 @@ from master.allocation.ledger import (
     wants_offer,
 )
 from master.allocation.quota import Quota, ancestors_or_self, cap_offer, gap
+from master.allocation.reserved import IdleReservations
 from master.allocation.role_order import RoleOrder
 from master.allocation.sorter import Millis, Sorter
 from protocol.wire.resources import Resources, add_millis, dominant_share
@@ -39,16 +40,30 @@ class RoleStanding:
 
 
 class QuotaStage:
-    def __init__(self, roles: RoleOrder, total: Millis, allocated: Millis, headroom: str):
+    def __init__(
+        self,
+        roles: RoleOrder,
+        total: Millis,
+        allocated: Millis,
+        headroom: str,
+        idle: IdleReservations | None = None,
+    ):
         self.quotas: dict[str, Quota] = {}  # by role node (on a tree, pools too)
+        # reserved and not allocated, by role: a role's quota counts its reservations
+        self._idle = idle or IdleReservations()
         self._roles = roles
         self._total = total  # the cluster's (the allocator's book, read in place)
         self._allocated = allocated  # ... and what of it is offered or in use
         self._headroom_of = headroom  # whose unmet guarantees are held back (HEADROOM)
 
     def held_by_role(self, role: str) -> Millis:
-        """What a role node holds (on a tree: its whole subtree), offered or in use."""
-        return self._roles.held(role)
+        """What a role node holds (on a tree: its whole subtree), offered or in use, and
+        what is reserved for it and idle: Mesos counts a role's reservations as consumed
+        quota."""
+        held = self._roles.held(role)
+        if self._idle.by_role:
+            add_millis(held, self._idle.of_subtree(role, self._roles.hierarchical))
+        return held
 
     def unsatisfiable(self) -> dict[str, str]:
         """Guarantees the cluster cannot meet, and why (reported, not refused)."""
@@ -147,7 +162,10 @@ class QuotaStage:
         ]
         if not headroom:
             return cap_offer(free, limits, {}, {})
-        unreserved = {k: v - self._allocated.get(k, 0) for k, v in self._total.items()}
+        reserved = self._idle.all
+        unreserved = {
+            k: v - self._allocated.get(k, 0) - reserved.get(k, 0) for k, v in self._total.items()
+        }
         return cap_offer(free, limits, self._headroom(mine), unreserved)
 
     def _holds_headroom(self, node: str) -> bool:

@@ -10,6 +10,7 @@ from typing import Any
 from master.allocation.allocator import Allocator
 from master.authz import Caller
 from master.books import Books, Framework, Task
+from master.calls.resource_operations import OperationError, ResourceOperations
 from master.cycle import OfferCycle
 from master.framework_ids import FrameworkIds
 from master.offers import OfferBook
@@ -95,14 +96,16 @@ class FrameworkCalls:
         removals: Removals,
         *,
         ids: FrameworkIds,
+        operations: ResourceOperations,
         request_round: Callable[[], None],
         log: Any,
     ) -> None:
         """`ids`: whether the cluster proves whose a framework is (then a launch says
-        whose its tasks are)."""
+        whose its tasks are). `operations`: an Accept's RESERVE, CREATE and the like."""
         self.books, self.allocator, self.cycle, self.offers = books, allocator, cycle, offers
         self.outbox, self.updates, self.removals = outbox, updates, removals
         self.ids, self.request_round, self.log = ids, request_round, log
+        self.operations = operations
 
     def _framework(self, framework_id: str, caller: Caller, about: str) -> Framework | None:
         return framework_of_caller(self.books, self.outbox, framework_id, caller, about)
@@ -157,6 +160,16 @@ class FrameworkCalls:
         )
         for record in records:
             self.offers.drop(record)
+        for operation in msg.operations:  # (before the tasks: they may use what it made)
+            try:
+                used, made = self.operations.on_offer(fw, slave_id, operation, room.left)
+            except OperationError as e:  # dropped, as Mesos drops an invalid operation
+                self.outbox.refuse(
+                    caller, f"{operation.type} refused: {e}", "invalid-operation", "Accept",
+                    tell=False, framework_id=fw.framework_id,
+                )  # fmt: skip
+                continue
+            room.left = room.left - used + made
         refused: list[str] = []
         seen: set[str] = set()
         launched: list[TaskInfo] = []

@@ -28,8 +28,10 @@ from master.allocation.ledger import (
     master_floor,
     within,
 )
+from master.allocation.reserved import visible
 from master.allocation.sorter import Millis
 from master.cycle.state import State
+from protocol.wire.reservations import base_of, offered_to, stripped
 from protocol.wire.resources import SCALE
 from protocol.wire.why_codes import Figure, WhyCode
 
@@ -64,6 +66,7 @@ class Standing:
 FULL = "full"  # nothing allocatable is free there (others hold it)
 MINE = "mine"  # ... and what it holds there, it holds in offers it has not answered
 HELD = "held"  # held for a claimant of preemption
+RESERVED = "reserved"  # what is free there is reserved for other roles
 LIMIT = "limit"  # its role's quota limit leaves nothing of it
 GUARANTEE = "guarantee"  # others' unmet guarantees leave nothing of it
 MINIMUM = "minimum"  # it holds none of the framework's offer filters
@@ -72,7 +75,7 @@ FILTERED = "filtered"  # it declined this here, and the filter stands
 OPEN = "open"  # it may be offered this slave
 # (the order that breaks a tie between two that turn away as many slaves: the one that
 # says more first; a full slave may free up for it, the others would not be offered it then)
-STAGES = (MINE, HELD, LIMIT, GUARANTEE, MINIMUM, SMALL, FILTERED, FULL, OPEN)
+STAGES = (MINE, HELD, RESERVED, LIMIT, GUARANTEE, MINIMUM, SMALL, FILTERED, FULL, OPEN)
 
 
 # what keeps every offer from it whatever is free: no next round offers it anything
@@ -264,8 +267,16 @@ def _stage(
     it would be offered, that what it would be offered holds none of its `tasks`."""
     # something at all (with offer filters of its own), else the master's minimum
     enough = anything if fw.min_allocatable is not None else _master_floor(a)
+    book = a.slaves[slave_id]
+    if book.reserved:  # (what the resources are, whoever's: then whose)
+        unallocated = stripped(unallocated)
     if not enough(unallocated):
         return MINE if slave_id in mine else FULL
+    if book.reserved:
+        unreserved, its = visible(book, fw.role, room)
+        if not enough(stripped({**unreserved, **its})):
+            return RESERVED if enough(stripped(room)) else HELD
+        room = stripped({**unreserved, **its})  # (what it would see, as amounts)
     if not enough(room):
         return HELD
     least = fw.min_allocatable
@@ -345,6 +356,8 @@ def _stage_reason(q: _Question, stage: str, slaves: list[str]) -> Reason:
                 "for": claimants if q.named else float(len(claimants)),
             },
         )
+    if stage == RESERVED:
+        return _reserved_for_others(q, slaves, of)
     if stage == LIMIT:
         return _quota_limit(a, fw.role, of, slaves)
     if stage == GUARANTEE:
@@ -364,6 +377,31 @@ def _stage_reason(q: _Question, stage: str, slaves: list[str]) -> Reason:
         f"{max(left.values()):g} s more at most (its refuse_seconds); a Revive clears "
         "every filter",
         numbers={"slaves": float(n), "until": left},
+    )
+
+
+def _reserved_for_others(q: _Question, slaves: list[str], of: str) -> Reason:
+    """Whose reservations hold what is free on `slaves` (roles named to an operator)."""
+    roles: set[str] = set()
+    amounts: Millis = {}
+    for s in slaves:
+        book = q.a.slaves[s]
+        for key, role in book.reserved.items():
+            free = book.unallocated.get(key, 0)
+            if role and free > 0 and not offered_to(role, q.fw.role):
+                roles.add(role)
+                base = base_of(key)
+                amounts[base] = amounts.get(base, 0) + free
+    whom = ", ".join(sorted(roles)) if q.named else f"{len(roles)} other role(s)"
+    return Reason(
+        code=WhyCode.RESERVED_FOR_OTHERS,
+        message=f"{of}: what is free there ({_res(amounts)}) is reserved for {whom}, and "
+        "offered to their frameworks alone",
+        numbers={
+            "slaves": _names(slaves),
+            "for": sorted(roles) if q.named else float(len(roles)),
+            "reserved": _user(amounts),
+        },
     )
 
 

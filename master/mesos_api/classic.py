@@ -29,8 +29,9 @@ from master.mesos_api.operator_state import (
     roles_held,
     this_master_info,
 )
-from protocol.mesos_json import JSON, MESOS_VERSION
+from protocol.mesos_json import JSON, MESOS_VERSION, resources_to_mesos
 from protocol.wire.discrete import EMPTY, Discrete
+from protocol.wire.reservations import by_role
 from protocol.wire.resources import Resources
 
 if TYPE_CHECKING:
@@ -53,8 +54,17 @@ def paths(name: str, prefixed_only: bool = False) -> list[str]:
 
 
 def _resources(r: Resources, values: Discrete = EMPTY) -> dict[str, float | str]:
-    """Mesos's v0 form: a scalar's amount, a range's or set's text (`"[31000-31001]"`)."""
-    return {name: str(values[name]) if name in values else a for name, a in sorted(r.items())}
+    """Mesos's v0 form: amounts by name, whoever's (reservations: `_by_role`); a range's
+    or set's text (`"[31000-31001]"`)."""
+    return {
+        name: str(values[name]) if name in values else a
+        for name, a in sorted(r.quantities().items())
+    }
+
+
+def _by_role(r: Resources) -> dict[str, Resources]:
+    """What of `r` is reserved for each role ("*": unreserved)."""
+    return {role: Resources.from_millis(m) for role, m in by_role(r.millis).items()}
 
 
 def task_v0(task: Task, role: str) -> JSON:
@@ -135,6 +145,7 @@ def framework_v0(m: MasterSide, fw: Framework) -> JSON:
 def slave_v0(m: MasterSide, slave: Slave) -> JSON:
     offers = offered(m, slave.offers)
     held = slave.total.subtract_clamped(m.allocator.free(slave.slave_id))
+    owned = _by_role(slave.total)
     return {
         "id": slave.slave_id,
         "pid": agent_pid(slave),
@@ -144,8 +155,13 @@ def slave_v0(m: MasterSide, slave: Slave) -> JSON:
             held.subtract_clamped(offers), slave_values.in_use(m.books, slave)
         ),
         "offered_resources": _resources(offers, offered_values(m, slave.offers)),
-        "reserved_resources": {},
-        "unreserved_resources": _resources(slave.total, slave.discrete),
+        "reserved_resources": {
+            role: _resources(r) for role, r in sorted(owned.items()) if role != "*"
+        },
+        "reserved_resources_full": {
+            role: resources_to_mesos(r) for role, r in sorted(owned.items()) if role != "*"
+        },
+        "unreserved_resources": _resources(owned.get("*", Resources()), slave.discrete),
         "attributes": dict(slave.attributes),
         **maintenance_json(m, slave),
         "version": MESOS_VERSION,

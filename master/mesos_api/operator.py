@@ -2,7 +2,8 @@
 
 Served: GET_HEALTH, GET_VERSION, GET_STATE, GET_FRAMEWORKS, GET_AGENTS, GET_EXECUTORS,
 GET_TASKS, GET_ROLES, GET_WEIGHTS, UPDATE_WEIGHTS, GET_QUOTA, GET_MASTER, DRAIN_AGENT,
-DEACTIVATE_AGENT, REACTIVATE_AGENT, and SUBSCRIBE
+DEACTIVATE_AGENT, REACTIVATE_AGENT, RESERVE_RESOURCES, UNRESERVE_RESOURCES, CREATE_VOLUMES,
+DESTROY_VOLUMES (our OperateResources), and SUBSCRIBE
 (the event stream, master.mesos_api.events); and one call of drfmesos's own beside them,
 GET_FRAMEWORK_WHY (`{"type": "GET_FRAMEWORK_WHY", "get_framework_why": {"framework_id":
 {"value": ID}}}`): why a framework is offered nothing, as `drfmesos why` says it
@@ -32,11 +33,14 @@ from master.mesos_api.classic import ClassicEndpoints
 from master.mesos_api.events import MAX_SUBSCRIBERS, OperatorEvents
 from master.why_answers import REFUSED_STATUS, Refusal
 from protocol import logs
+from protocol import mesos_json as mj
 from protocol.mesos_json import JSON, version_json
 from protocol.wire.codec import describe_validation
 from protocol.wire.messages import (
     DeactivateSlave,
     DrainSlave,
+    OfferOperation,
+    OperateResources,
     ReactivateSlave,
     SetWeights,
     Wire,
@@ -51,13 +55,21 @@ MAX_BODY = 1024 * 1024  # bytes of one call (a Mesos operator call is a few hund
 NOT_SERVED = frozenset(
     {
         "GET_FLAGS", "GET_METRICS", "GET_LOGGING_LEVEL", "SET_LOGGING_LEVEL", "LIST_FILES",
-        "READ_FILE", "GET_OPERATIONS", "RESERVE_RESOURCES", "UNRESERVE_RESOURCES",
-        "CREATE_VOLUMES", "DESTROY_VOLUMES", "GROW_VOLUME", "SHRINK_VOLUME",
+        "READ_FILE", "GET_OPERATIONS", "GROW_VOLUME", "SHRINK_VOLUME",
         "GET_MAINTENANCE_STATUS", "GET_MAINTENANCE_SCHEDULE", "UPDATE_MAINTENANCE_SCHEDULE",
         "START_MAINTENANCE", "STOP_MAINTENANCE", "UPDATE_QUOTA", "SET_QUOTA", "REMOVE_QUOTA",
         "TEARDOWN", "MARK_AGENT_GONE",
     }
 )  # fmt: skip
+
+
+# Mesos's operator calls on whose resources are: our operation, and where each names them
+RESOURCE_CALLS = {
+    "RESERVE_RESOURCES": ("RESERVE", "reserve_resources", "resources"),
+    "UNRESERVE_RESOURCES": ("UNRESERVE", "unreserve_resources", "resources"),
+    "CREATE_VOLUMES": ("CREATE", "create_volumes", "volumes"),
+    "DESTROY_VOLUMES": ("DESTROY", "destroy_volumes", "volumes"),
+}
 
 
 class CallError(Exception):
@@ -123,6 +135,7 @@ class OperatorApi:
             "DRAIN_AGENT": self._drain_agent,
             "DEACTIVATE_AGENT": self._deactivate_agent,
             "REACTIVATE_AGENT": self._reactivate_agent,
+            **{kind: self._operate for kind in RESOURCE_CALLS},
         }
 
     def routes(self) -> list[web.RouteDef]:
@@ -185,6 +198,26 @@ class OperatorApi:
             raise CallError(REFUSED_STATUS.get(found.code, 409), found.message)
         answer: JSON = found.model_dump(mode="json")
         return answer
+
+    async def _operate(self, call: dict[str, Any], caller: Caller) -> None:
+        """RESERVE_RESOURCES and the like: `{"type": ..., "reserve_resources": {"agent_id":
+        {"value": ID}, "resources": [...]}}`, as our OperateResources over the bus."""
+        kind = call["type"]
+        op_type, field, inner = RESOURCE_CALLS[kind]
+        body = call.get(field)
+        if not isinstance(body, dict):
+            raise CallError(400, f"{field}: an object with agent_id and {inner}")
+        try:
+            slave_id = mj.id_value(body.get("agent_id") or body.get("slave_id"), "agent_id")
+            resources = mj.resources_from_mesos(body.get(inner) or [], f"{field}.{inner}")
+            msg = OperateResources(
+                slave_id=slave_id, operation=OfferOperation(type=op_type, resources=resources)
+            )
+        except mj.MesosJSONError as e:
+            raise CallError(400, str(e)) from None
+        except ValidationError as e:
+            raise CallError(400, describe_validation(e)) from None
+        await self.master.call(msg, caller)
 
     async def _update_weights(self, call: dict[str, Any], caller: Caller) -> None:
         infos = (call.get("update_weights") or {}).get("weight_infos")

@@ -27,6 +27,7 @@ from protocol.wire.messages import (
     Kill,
     Message,
     OfferFilters,
+    OfferOperation,
     Reconcile,
     ReconcileTask,
     Request,
@@ -67,8 +68,8 @@ NOT_SERVED = {
     "ACCEPT_INVERSE_OFFERS": "drfmesos has no maintenance windows, so no inverse offers",
     "DECLINE_INVERSE_OFFERS": "drfmesos has no maintenance windows, so no inverse offers",
     "SHUTDOWN": "executors end with their framework or their tasks here",
-    "ACKNOWLEDGE_OPERATION_STATUS": "drfmesos has no offer operations but LAUNCH",
-    "RECONCILE_OPERATIONS": "drfmesos has no offer operations but LAUNCH",
+    "ACKNOWLEDGE_OPERATION_STATUS": "drfmesos sends no operation feedback (offers show it)",
+    "RECONCILE_OPERATIONS": "drfmesos sends no operation feedback (offers show it)",
     "UPDATE_FRAMEWORK": "re-subscribe to change what may change",
 }
 
@@ -173,6 +174,15 @@ def subscribe_of(call: MesosCall, principal: str, inbox: str, incarnation: str) 
     )
 
 
+RESOURCE_OPERATIONS = {
+    "RESERVE": ("reserve", "resources"),
+    "UNRESERVE": ("unreserve", "resources"),
+    "CREATE": ("create", "volumes"),
+    "DESTROY": ("destroy", "volumes"),
+}
+"""Mesos's offer operations on whose resources are, and where each names them."""
+
+
 class PrincipalMismatch(SchedulerCallError):
     """framework_info.principal is not who authenticated: 403."""
 
@@ -186,11 +196,22 @@ def message_of(call: MesosCall) -> Wire:
     if kind == "TEARDOWN":
         return _wire(Teardown, framework_id=fid)
     if kind == "ACCEPT":
-        tasks = []
+        tasks: list[TaskInfo] = []
+        operations: list[OfferOperation] = []
         for operation in body.get("operations") or []:
             op_type = operation.get("type") if isinstance(operation, Mapping) else None
+            if op_type in RESOURCE_OPERATIONS:
+                if tasks:  # (ours are applied before the Accept's launches)
+                    raise SchedulerCallError(f"{op_type} after LAUNCH: operations come first")
+                field, inner = RESOURCE_OPERATIONS[op_type]
+                given = (operation.get(field) or {}).get(inner) or []
+                resources = mj.resources_from_mesos(given, f"{field}.{inner}")
+                operations.append(_wire(OfferOperation, type=op_type, resources=resources))
+                continue
             if op_type != "LAUNCH":
-                raise SchedulerCallError(f"operation {op_type} is not served: LAUNCH only")
+                raise SchedulerCallError(
+                    f"operation {op_type} is not served: LAUNCH, {', '.join(RESOURCE_OPERATIONS)}"
+                )
             launch = operation.get("launch") or {}
             tasks += [_adapted(mj.task_from_mesos(t)) for t in launch.get("task_infos") or []]
         return _wire(
@@ -199,6 +220,7 @@ def message_of(call: MesosCall) -> Wire:
             offer_ids=_ids(body.get("offer_ids"), "offer_ids"),
             tasks=tasks,
             filters=_filters(body),
+            operations=operations,
         )
     if kind == "DECLINE":
         offer_ids = _ids(body.get("offer_ids"), "offer_ids")

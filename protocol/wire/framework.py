@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field, model_validator
 
+from protocol.wire.reservations import conversion
 from protocol.wire.resources import Resources
 from protocol.wire.values import (
     MAX_FAILOVER_TIMEOUT,
@@ -49,11 +52,30 @@ class Subscribe(Wire):
     capabilities: list[FrameworkCapability] = Field(default_factory=list, max_length=20)
 
 
+class OfferOperation(Wire):
+    """An operation on offered resources besides a launch (Mesos's `Offer.Operation`):
+    RESERVE names the resources as they are to be (`cpus(team-a,alice):1`), UNRESERVE
+    as they are; CREATE the volumes to make on reserved disk (`disk(team-a,alice)[id:path]`),
+    DESTROY the volumes to end. A reservation's principal left out is the caller's."""
+
+    type: Literal["RESERVE", "UNRESERVE", "CREATE", "DESTROY"]
+    resources: Resources
+
+    @model_validator(mode="after")
+    def _converts(self) -> OfferOperation:
+        if self.resources.is_empty():
+            raise ValueError(f"{self.type} names no resources")
+        conversion(self.type, self.resources.millis)  # (ReservationError: a ValueError)
+        return self
+
+
 class Accept(Wire):
     framework_id: Id
     offer_ids: list[Id] = Field(min_length=1, max_length=MAX_OFFERS_PER_CALL)
     tasks: list[TaskInfo] = Field(default_factory=list, max_length=MAX_TASKS_PER_ACCEPT)
     filters: Filters = Field(default_factory=Filters)
+    # applied in order, before the tasks are launched (which may use what they made)
+    operations: list[OfferOperation] = Field(default_factory=list, max_length=20)
 
 
 class Decline(Wire):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator
 
+from protocol.wire.framework import OfferOperation
 from protocol.wire.resources import Limit, Resources
 from protocol.wire.values import MAX_KILL_GRACE, MAX_WEIGHT, Id, Wire
 
@@ -67,6 +68,15 @@ class ReactivateSlave(Wire):
     REACTIVATE_AGENT). Refused while it is still DRAINING."""
 
     slave_id: Id
+
+
+class OperateResources(Wire):
+    """Operator -> master: RESERVE, UNRESERVE, CREATE or DESTROY on a slave's free
+    resources (Mesos's RESERVE_RESOURCES, UNRESERVE_RESOURCES, CREATE_VOLUMES,
+    DESTROY_VOLUMES). A reservation's principal left out is the operator's."""
+
+    slave_id: Id
+    operation: OfferOperation
 
 
 MAX_WATCH_SECONDS = 600.0

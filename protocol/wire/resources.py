@@ -15,6 +15,15 @@ import math
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Self
 
+from protocol.wire.reservations import (
+    MAX_KEY,
+    ReservationError,
+    base_of,
+    is_plain,
+    parse_key,
+    stripped,
+)
+
 if TYPE_CHECKING:  # pydantic is imported when a model first asks for the schema: the
     # allocation policy uses these vectors and must load no I/O (pydantic_core loads asyncio)
     from pydantic import GetCoreSchemaHandler
@@ -40,10 +49,15 @@ class ResourceError(ValueError):
 
 def to_millis(name: str, amount: object) -> int:
     """Convert a user-facing amount to fixed point, rejecting what cannot be a resource."""
-    if not isinstance(name, str) or not name or len(name) > 64:
+    if not isinstance(name, str) or not name or (len(name) > 64 and not _long_key(name)):
         raise ResourceError(
             f"resource name must be a non-empty string of at most 64 chars: {name!r}"
         )
+    if not is_plain(name):
+        try:
+            parse_key(name)  # (cached: a reserved identity is parsed once)
+        except ReservationError as e:
+            raise ResourceError(str(e)) from None
     if isinstance(amount, bool) or not isinstance(amount, int | float):
         raise ResourceError(f"resource {name!r}: amount must be a number, got {amount!r}")
     if isinstance(amount, float) and not math.isfinite(amount):
@@ -54,6 +68,11 @@ def to_millis(name: str, amount: object) -> int:
     if millis > 2**62:
         raise ResourceError(f"resource {name!r}: amount {amount!r} is too large")
     return int(millis)
+
+
+def _long_key(name: str) -> bool:
+    """A reserved identity (`cpus(team-a,alice)`) may be longer than a name: its name may not."""
+    return not is_plain(name) and len(name) <= MAX_KEY and len(base_of(name)) <= 64
 
 
 def _one_edit_apart(a: str, b: str) -> bool:
@@ -88,7 +107,8 @@ class Resources(Mapping[str, float]):
             for name, amount in source.items():
                 v = to_millis(name, amount)
                 if v:
-                    m[name] = m.get(name, 0) + v
+                    key = name if is_plain(name) else parse_key(name).key()  # (one spelling)
+                    m[key] = m.get(key, 0) + v
         self.millis = m
         self._hash: int | None = None
 
@@ -105,8 +125,9 @@ class Resources(Mapping[str, float]):
 
     @classmethod
     def parse(cls, text: str) -> Self:
-        """Parse the command-line form `cpus:2;mem:2200` (also accepts `,` as separator).
-        Scalars only: Mesos's whole form, with ranges and sets (`ports:[31000-32000]`), is
+        """Parse the command-line form `cpus:2;mem:2200` (also accepts `,` as separator),
+        with Mesos's reservations: `cpus(team-a):2;mem(team-a,alice):1024`. Scalars only:
+        Mesos's whole form, with ranges and sets (`ports:[31000-32000]`), is
         `protocol.wire.discrete.parse_resources`'s."""
         amounts: dict[str, float] = {}
         for name, value in split_text(text):
@@ -126,7 +147,7 @@ class Resources(Mapping[str, float]):
         `cpu:2` offered 0 cpus and a resource named `cpu` that no task asks for. A name
         one edit from a known one is named in the refusal ("did you mean cpus?")."""
         allowed = set(KNOWN_NAMES) | set(custom)
-        for name in self:
+        for name in map(base_of, self):
             if name in allowed:
                 continue
             near = [known for known in KNOWN_NAMES if _one_edit_apart(name, known)]
@@ -164,6 +185,13 @@ class Resources(Mapping[str, float]):
 
     def __str__(self) -> str:
         return ";".join(f"{k}:{_fmt(v)}" for k, v in sorted(self.millis.items())) or "{}"
+
+    def quantities(self) -> Resources:
+        """The amounts by what they are, whoever's: `cpus(team-a):1;cpus:1` is `cpus:2`
+        (what a cgroup limits, a share counts)."""
+        if all(map(is_plain, self.millis)):
+            return self
+        return Resources.from_millis(stripped(self.millis))
 
     def to_dict(self) -> dict[str, float]:
         return {k: v / SCALE for k, v in self.millis.items()}
@@ -278,18 +306,20 @@ class Limit(Resources):
 
 
 def split_text(text: str) -> list[tuple[str, str]]:
-    """`cpus:2;ports:[1-2,5-6];zones:{a,b}` as (name, value text) pairs: parts split on
-    `;` (or `,` outside brackets), each `name:value`."""
+    """`cpus:2;ports:[1-2,5-6];zones:{a,b};cpus(team-a):1` as (name, value text) pairs:
+    parts split on `;` or `,` outside brackets (a reservation's `(...)`, its labels'
+    `{...}`, a volume's `[...]`, a range's or a set's), each `name:value` split at its
+    last `:` outside brackets (a volume's key holds `[id:path]`)."""
     parts: list[str] = []
     depth, start = 0, 0
     for i, c in enumerate(text):
-        if c in "[{":
+        if c in "([{":
             depth += 1
-        elif c in "]}":
+        elif c in ")]}":
             depth -= 1
             if depth < 0:
                 raise ResourceError(f"mismatched brackets in {text[:200]!r}")
-        elif c == ";" or (c == "," and depth == 0):
+        elif c in ";," and depth == 0:
             parts.append(text[start:i])
             start = i + 1
     if depth:
@@ -300,8 +330,16 @@ def split_text(text: str) -> list[tuple[str, str]]:
         part = part.strip()
         if not part:
             continue
-        name, sep, value = part.partition(":")
-        if not sep or not name.strip():
+        cut, depth = -1, 0
+        for i, c in enumerate(part):
+            if c in "([{":
+                depth += 1
+            elif c in ")]}":
+                depth -= 1
+            elif c == ":" and depth == 0:
+                cut = i
+        name, value = (part[:cut], part[cut + 1 :]) if cut >= 0 else ("", "")
+        if cut < 0 or not name.strip():
             raise ResourceError(
                 f"expected name:amount, name:[ranges] or name:{{set}}, got {part!r}"
             )

@@ -101,6 +101,16 @@ class Reregister(Wire):
         return self
 
 
+class CheckpointResources(Wire):
+    """Master -> slave: what of its total it keeps across restarts, whole (Mesos's
+    CheckpointResourcesMessage): its dynamic reservations and volumes. Sent after every
+    operation that changed them; the slave's total is its --resources with these made
+    of them, and it re-registers with that."""
+
+    slave_id: Id
+    resources: Resources
+
+
 class TaskUsage(Wire):
     """What a task used, from its cgroup's accounting (from /proc under posix isolation:
     no throttling there, and no peak but the last look)."""

@@ -26,6 +26,7 @@ class WhyCode(StrEnum):
     QUOTA_LIMIT = "quota-limit"  # its role is at its limit
     HELD_FOR_GUARANTEE = "held-for-guarantee"  # what is free is kept for others' guarantees
     HELD_FOR_PREEMPTION = "held-for-preemption"  # room freed by preemption for another
+    RESERVED_FOR_OTHERS = "reserved-for-others"  # what is free is reserved for other roles
     DECLINED_FILTER = "declined-filter"  # it declined what is free, and filtered it a while
     LOWER_IN_ORDER = "lower-in-order"  # all is allocated and others come first in the order
     CLUSTER_FULL = "cluster-full"  # all is allocated; it comes first when something frees

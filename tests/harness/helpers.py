@@ -7,12 +7,15 @@ import base64
 import contextlib
 import dataclasses
 import functools
+import os
+import shutil
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
 import aiomqtt
+import pytest
 
 from cluster.local.launcher import Launcher
 from cluster.local.secure import as_principal, provision
@@ -427,3 +430,17 @@ async def in_process_cluster(
             started.append(slave)
         await eventually(lambda: len(master.books.slaves) == slaves)
         yield InProcess(broker, topics, master, started)
+
+
+def need_root() -> None:
+    """These run tasks as other users: root, with util-linux's unshare and setpriv. In CI
+    their absence is a failure, elsewhere a skip."""
+    why = None
+    if os.geteuid() != 0:
+        why = "not root"
+    elif not (shutil.which("unshare") and shutil.which("setpriv")):
+        why = "no unshare or setpriv"
+    if why is not None:
+        if os.environ.get("CI"):
+            pytest.fail(f"tenant isolation tests need root and util-linux in CI: {why}")
+        pytest.skip(why)

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from protocol.wire.discrete import Discrete, ItemSet, Ranges, Value
-from protocol.wire.messages import ALL_MESSAGES, CommandInfo, TaskInfo, Wire
+from protocol.wire.messages import ALL_MESSAGES, CommandInfo, OfferOperation, TaskInfo, Wire
 from protocol.wire.resources import Limit, Resources
 
 NAMES = st.sampled_from(["cpus", "mem", "disk", "gpus", "ports_x", "bandwidth"])
@@ -123,10 +123,22 @@ def model(cls: type[Wire]) -> st.SearchStrategy[Wire]:
             command=model(CommandInfo),
             data=st.binary(max_size=16),
         ).map(lambda d: TaskInfo.model_validate(d))
+    if cls is OfferOperation:  # resources the operation can convert: draw the kind
+        return st.sampled_from(sorted(OPERATION_EXAMPLES.items())).map(
+            lambda kv: OfferOperation(type=kv[0], resources=kv[1])
+        )
     parts = {
         name: for_annotation(f.annotation, list(f.metadata)) for name, f in cls.model_fields.items()
     }
     return st.fixed_dictionaries(parts).filter(lambda d: _valid(cls, d)).map(cls.model_validate)
+
+
+OPERATION_EXAMPLES = {
+    "RESERVE": Resources({"cpus(r,p)": 1}),
+    "UNRESERVE": Resources({"cpus(r,p)": 1}),
+    "CREATE": Resources({"disk(r,p)[v:data]": 8}),
+    "DESTROY": Resources({"disk(r,p)[v:data]": 8}),
+}
 
 
 ANY_MESSAGE = st.sampled_from(ALL_MESSAGES).flatmap(model)
@@ -141,6 +153,8 @@ def example(cls: type[Wire]) -> Wire:
         values[name] = _minimal(f.annotation, name)
     if cls is TaskInfo:
         values["command"] = CommandInfo(value="sleep 1")
+    if cls is OfferOperation:
+        values["resources"] = OPERATION_EXAMPLES[values["type"]]
     return cls.model_validate(values)
 
 

@@ -29,14 +29,19 @@ const link = (route, text) => el("a", { href: "#" + route.map(encodeURIComponent
 const when = (t) => (t ? new Date(t * 1000).toLocaleString() : "-");
 const pct = (x) => (x == null ? "-" : (100 * x).toFixed(1) + "%");
 // an amount with its unit: mem and disk are MB (GB from 1024 MB), cpus and gpus counted
-const amount = (name, v) => {
+// a reserved resource's name says whose it is: cpus(team-a) is cpus, reserved for team-a
+// (a volume's, disk(team-a)[db:data]): shown as the amount, then whose
+const whose = (name) => /^([^([]*)(.*)$/.exec(name).slice(1);
+const amount = (key, v) => {
   const n = (x, d) => `${+(+x).toFixed(d)}`;
-  if (name === "mem" || name === "disk") return v >= 1024 ? `${n(v / 1024, 1)} GB` : `${n(v, 1)} MB`;
-  if (name === "cpus" || name === "gpus") return `${n(v, 2)} ${name}`;
-  return `${n(v, 3)} ${name}`;
+  const [name, owner] = whose(key);
+  const of = owner ? ` ${owner}` : "";
+  if (name === "mem" || name === "disk") return (v >= 1024 ? `${n(v / 1024, 1)} GB` : `${n(v, 1)} MB`) + of;
+  if (name === "cpus" || name === "gpus") return `${n(v, 2)} ${name}${of}`;
+  return `${n(v, 3)} ${name}${of}`;
 };
 const ORDER = ["cpus", "mem", "disk", "gpus"]; // the known resources first, in this order
-const rank = (name) => (ORDER.includes(name) ? ORDER.indexOf(name) : ORDER.length);
+const rank = (key) => { const name = whose(key)[0]; return ORDER.includes(name) ? ORDER.indexOf(name) : ORDER.length; };
 // `values`: the ranges and sets among them (ports), shown as their values, not their count
 const res = (r, values = {}) => Object.entries(r || {}).sort(([a], [b]) => rank(a) - rank(b) || a.localeCompare(b))
   .map(([k, v]) => (values[k] ? `${k} ${values[k]}` : amount(k, v))).join(", ") || "-";

@@ -1,0 +1,75 @@
+"""`drfmesos reserve`, `drfmesos unreserve` and `drfmesos volumes create|destroy`: an
+operator's calls on whose a slave's free resources are (Mesos's RESERVE_RESOURCES,
+UNRESERVE_RESOURCES, CREATE_VOLUMES, DESTROY_VOLUMES), over the bus."""
+
+from __future__ import annotations
+
+import click
+
+from cluster.local.operator_cli import _call
+from protocol.tooling.cli import broker_option, cluster_option, log_level_default
+from protocol.wire.messages import ClusterEvent, OfferOperation, OperateResources
+from protocol.wire.reservations import ReservationError, as_dynamic
+from protocol.wire.resources import ResourceError, Resources
+
+RESOURCES_HELP = (
+    "Resources in Mesos's text form, with whose they are: cpus(team-a):2;mem(team-a):1024 "
+    "(reserve), as the slave's state shows them (unreserve), disk(team-a,ops)[id:path]:512 "
+    "(volumes)."
+)
+
+
+def _operate(
+    broker: str, cluster: str, slave_id: str, kind: str, text: str, timeout: float
+) -> None:
+    try:
+        resources = Resources.parse(text)
+        if kind == "RESERVE":  # cpus(team-a) here means: reserved for team-a, by me
+            resources = Resources.from_millis(as_dynamic(resources.millis))
+        operation = OfferOperation(type=kind, resources=resources)
+    except (ResourceError, ReservationError, ValueError) as e:
+        raise click.BadParameter(str(e).splitlines()[-1], param_hint="RESOURCES") from None
+
+    def done(e: ClusterEvent) -> bool:
+        return e.kind == kind.lower() and e.slave_id == slave_id
+
+    _call(broker, cluster, OperateResources(slave_id=slave_id, operation=operation), done, timeout)
+    click.echo(f"{kind.lower()}: {operation.resources} on slave {slave_id}")
+
+
+def _command(kind: str, doc: str) -> click.Command:
+    @broker_option()
+    @cluster_option
+    @click.argument("slave_id")
+    @click.argument("resources", metavar="RESOURCES")
+    @click.option("--timeout", type=float, default=10.0, show_default=True)
+    @log_level_default("warning")
+    def command(broker: str, cluster: str, slave_id: str, resources: str, timeout: float) -> None:
+        _operate(broker, cluster, slave_id, kind, resources, timeout)
+
+    command.__doc__ = doc + "\n\n" + RESOURCES_HELP
+    return click.command(kind.lower())(command)
+
+
+reserve = _command(
+    "RESERVE",
+    "Reserve free resources of SLAVE_ID for a role, in this operator's name: offered to "
+    "that role's frameworks (and its sub-roles') alone.",
+)
+unreserve = _command("UNRESERVE", "Give back a dynamic reservation: anybody's again.")
+
+
+@click.group()
+def volumes() -> None:
+    """Persistent volumes on a slave's reserved disk (an operator's calls)."""
+
+
+volumes.add_command(
+    _command("CREATE", "Make persistent volumes on reserved disk of SLAVE_ID."), "create"
+)
+volumes.add_command(
+    _command(
+        "DESTROY", "End persistent volumes (none a live task uses): their disk stays reserved."
+    ),
+    "destroy",
+)

@@ -1,0 +1,127 @@
+"""Reserved resources in the allocation: whose they are, and who may be offered them.
+
+A slave's resources reserved for a role (`cpus(team-a)`: `protocol.wire.reservations`) are
+offered only to frameworks of that role and of the roles below it (Mesos's hierarchical
+reservations), beside whatever unreserved resources the framework may have. They count
+as their base resource everywhere a share is taken (a role's DRF share, the cluster's
+total), and a role's idle reservations count towards its quota, as in Mesos: consumed
+quota is what a role holds plus what is reserved for it and not allocated.
+
+Slaves without reservations never come here: the round's hot path is unchanged for them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
+
+from master.allocation.ledger import Floor, FrameworkBook, SlaveBook, can_use, declined
+from master.allocation.sorter import Millis
+from protocol.wire.reservations import is_plain, offered_to, parse_key, stripped
+
+if TYPE_CHECKING:
+    from master.allocation.role_order import RoleOrder
+    from master.allocation.sorter import Sorter
+
+
+def reserved_roles(millis: Mapping[str, int]) -> dict[str, str]:
+    """The identities among `millis` that are not plain names, with the role each is
+    reserved for ("" for a volume on unreserved disk)."""
+    return {key: parse_key(key).role or "" for key in millis if not is_plain(key)}
+
+
+class IdleReservations:
+    """What is reserved for each role and not allocated (stripped, by reservation role):
+    the quota stage counts it as the role's, and as nobody else's headroom."""
+
+    def __init__(self) -> None:
+        self.by_role: dict[str, Millis] = {}
+        self.all: Millis = {}  # the sum over roles
+
+    def add(self, slave: SlaveBook, delta: Mapping[str, int], sign: int) -> None:
+        """`delta` of `slave`'s identities becomes idle (sign 1) or allocated (-1)."""
+        reserved = slave.reserved
+        for key, amount in delta.items():
+            role = reserved.get(key)
+            if not role or not amount:
+                continue
+            base = parse_key(key).base
+            mine = self.by_role.setdefault(role, {})
+            mine[base] = mine.get(base, 0) + sign * amount
+            self.all[base] = self.all.get(base, 0) + sign * amount
+            if not mine[base]:
+                del mine[base]
+                if not mine:
+                    del self.by_role[role]
+
+    def of_subtree(self, role: str, tree: bool) -> Millis:
+        """Idle reservations of `role` (on a tree: and of the roles below it)."""
+        out: Millis = {}
+        for r, amounts in self.by_role.items():
+            if r == role or (tree and r.startswith(role + "/")):
+                for k, v in amounts.items():
+                    out[k] = out.get(k, 0) + v
+        return out
+
+
+def visible(slave: SlaveBook, role: str, free: Mapping[str, int]) -> tuple[Millis, Millis]:
+    """What of a reserved slave's `free` a framework of `role` may see: (unreserved,
+    reserved for it or its ancestors). Others' reservations are left out."""
+    unreserved: Millis = {}
+    mine: Millis = {}
+    reserved = slave.reserved
+    for key, amount in free.items():
+        if amount <= 0:
+            continue
+        owner = reserved.get(key)
+        if not owner:
+            unreserved[key] = amount
+        elif offered_to(owner, role):
+            mine[key] = amount
+    return unreserved, mine
+
+
+ReservedPick = Callable[[SlaveBook, set[str]], tuple[str, Millis] | None]
+"""A slave holding reservations, and who was offered it this round: whom to offer what."""
+
+
+def reserved_pick(
+    roles: RoleOrder,
+    role_frameworks: Mapping[str, Sorter],
+    frameworks: Mapping[str, FrameworkBook],
+    now: float,
+    floor: Floor,
+    offerable: Callable[[str, Millis], Millis],
+) -> ReservedPick:
+    """The pick for a slave holding reservations: the first framework in order, not yet
+    offered this slave in the round (`given`), that wants what it may see of it -- its
+    role's reservations, and unreserved resources as quota lets its role have them
+    (`offerable`). The round asks again after each offer: others' reservations and what
+    quota cut are still to offer."""
+
+    def pick(slave: SlaveBook, given: set[str]) -> tuple[str, Millis] | None:
+        by_role: dict[str, Millis] = {}
+        free = slave.unallocated
+
+        def wanted(framework_id: str) -> bool:
+            if framework_id in given:
+                return False
+            fw = frameworks[framework_id]
+            offer = by_role.get(fw.role)
+            if offer is None:
+                unreserved, mine = visible(slave, fw.role, free)
+                offer = offerable(fw.role, unreserved) if unreserved else {}
+                offer.update(mine)
+                by_role[fw.role] = offer
+            if not offer:
+                return False
+            # offer filters and the master's minimum read what the resources are;
+            # a decline filter, whose they are
+            if not can_use(fw, stripped(offer), floor):
+                return False
+            return not declined(fw, slave.slave_id, offer, now)
+
+        chosen = roles.first_framework(role_frameworks, wanted)
+        return (chosen, by_role[frameworks[chosen].role]) if chosen is not None else None
+
+    return pick

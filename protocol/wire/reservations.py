@@ -1,0 +1,322 @@
+"""Whose a resource is: reservations (and the persistent volumes made on reserved disk).
+
+A `Resources` maps a resource's *identity* to an amount, as Mesos's `Resources` merges only
+resources whose identity (name, reservations, disk) is equal. Unreserved cpus are `cpus`;
+cpus reserved for `team-a` are another identity, keyed in Mesos's text form:
+
+    cpus(team-a)                       static (the slave's --resources)
+    cpus(team-a,alice)                 dynamic, reserved by principal alice
+    cpus(team-a,alice,{owner=ops})     ... with labels
+    cpus(eng)(eng/web,alice)           refined: a stack, the last reservation is the role
+    disk(team-a,alice)[vol-1:data]     a persistent volume (id, container path) on it
+
+The allocation policy reads a key's `role` (who may be offered it) and `base` (what it is:
+DRF shares and the cluster total count reserved cpus as cpus); the shell reads the rest.
+Parsing is cached: a key is parsed once per process however often it is offered.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+
+STATIC = "STATIC"
+DYNAMIC = "DYNAMIC"
+
+MAX_KEY = 1024
+"""The longest identity a resource may have (a name of 64, reservations, a volume)."""
+
+_WORD = re.compile(r"[A-Za-z0-9_.\-/@+=~*]+")  # role, principal, label key or value
+_NAME = re.compile(r"[A-Za-z0-9_.\-]+")  # a volume's id, a part of its container path
+_FORBIDDEN_ROLES = {".", ".."}
+
+
+class ReservationError(ValueError):
+    """A resource identity that cannot be parsed, or an operation it does not allow."""
+
+
+@dataclass(frozen=True, slots=True)
+class Reservation:
+    """One reservation of a stack (Mesos's `Resource.ReservationInfo`)."""
+
+    type: str  # STATIC or DYNAMIC
+    role: str
+    principal: str | None = None  # who reserved it (dynamic); None: nobody said
+    labels: tuple[tuple[str, str], ...] = ()
+
+    def text(self) -> str:
+        if self.type == STATIC:
+            return f"({self.role})"
+        parts = [self.role, self.principal or ""]
+        if self.labels:
+            parts.append("{" + ",".join(f"{k}={v}" for k, v in self.labels) + "}")
+        return "(" + ",".join(parts) + ")"
+
+
+@dataclass(frozen=True, slots=True)
+class Volume:
+    """A persistent volume on reserved disk (Mesos's `DiskInfo.persistence` and `volume`)."""
+
+    id: str
+    container_path: str
+    principal: str | None = None  # who created it (kept for the operator's views)
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceId:
+    """A resource's identity: what it is, whose, and (disk) which volume."""
+
+    base: str
+    reservations: tuple[Reservation, ...] = ()
+    volume: Volume | None = None
+
+    @property
+    def role(self) -> str | None:
+        """The role it is reserved for (the last of the stack); None: unreserved."""
+        return self.reservations[-1].role if self.reservations else None
+
+    def key(self) -> str:
+        vol = f"[{self.volume.id}:{self.volume.container_path}]" if self.volume else ""
+        return self.base + "".join(r.text() for r in self.reservations) + vol
+
+    def pushed(self, reservation: Reservation) -> ResourceId:
+        """Reserved (or refined) one level further."""
+        return ResourceId(self.base, (*self.reservations, reservation), self.volume)
+
+    def popped(self) -> ResourceId:
+        """One reservation less (Mesos's UNRESERVE pops the last of the stack)."""
+        if not self.reservations:
+            raise ReservationError(f"{self.key()} is not reserved")
+        return ResourceId(self.base, self.reservations[:-1], self.volume)
+
+    def with_volume(self, volume: Volume | None) -> ResourceId:
+        return ResourceId(self.base, self.reservations, volume)
+
+
+def is_plain(key: str) -> bool:
+    """An unreserved resource with no volume (the usual kind: no parse)."""
+    return "(" not in key and "[" not in key
+
+
+@lru_cache(maxsize=65536)
+def parse_key(key: str) -> ResourceId:
+    """A key's identity; ReservationError if it is not one."""
+    if is_plain(key):
+        return ResourceId(key)
+    text = key.strip()
+    i = min(p for p in (text.find("("), text.find("[")) if p >= 0)
+    base = text[:i].strip()
+    if not base:
+        raise ReservationError(f"resource {key!r}: no name before its reservation")
+    rest = text[i:]
+    stack: list[Reservation] = []
+    while rest.startswith("("):
+        end = rest.find(")")
+        if end < 0:
+            raise ReservationError(f"resource {key!r}: unclosed '('")
+        stack.append(_reservation(rest[1:end], key))
+        rest = rest[end + 1 :].lstrip()
+    volume = None
+    if rest.startswith("["):
+        end = rest.find("]")
+        if end < 0 or rest[end + 1 :].strip():
+            raise ReservationError(f"resource {key!r}: a volume is '[id:path]', last")
+        vid, sep, path = (p.strip() for p in rest[1:end].partition(":"))
+        if not sep or not _volume_name(vid) or not all(map(_volume_name, path.split("/"))):
+            raise ReservationError(
+                f"resource {key!r}: a volume is '[id:path]', the path relative to the "
+                "sandbox, of names of letters, digits, '_', '.' and '-' (not '.' or '..')"
+            )
+        volume = Volume(vid, path)
+        rest = ""
+    if rest:
+        raise ReservationError(f"resource {key!r}: unexpected {rest!r}")
+    return ResourceId(base, tuple(stack), volume)
+
+
+def _volume_name(name: str) -> bool:
+    """A volume's id, or a part of its path in the sandbox: a plain file name."""
+    return bool(_NAME.fullmatch(name)) and name not in _FORBIDDEN_ROLES and len(name) <= 100
+
+
+def _reservation(inner: str, key: str) -> Reservation:
+    labels: tuple[tuple[str, str], ...] = ()
+    if "{" in inner:
+        inner, _, tail = inner.partition("{")
+        if not tail.endswith("}"):
+            raise ReservationError(f"resource {key!r}: labels are '{{k=v,...}}', last")
+        labels = tuple(_label(p, key) for p in tail[:-1].split(",") if p.strip())
+        inner = inner.rstrip().rstrip(",")
+    parts = [p.strip() for p in inner.split(",")]
+    role = parts[0]
+    check_role(role, key)
+    if len(parts) == 1 and not labels:
+        return Reservation(STATIC, role)
+    if len(parts) > 2:
+        raise ReservationError(f"resource {key!r}: a reservation is (role[,principal])")
+    principal = parts[1] if len(parts) > 1 and parts[1] else None
+    if principal is not None and not _WORD.fullmatch(principal):
+        raise ReservationError(f"resource {key!r}: principal {principal!r} has odd characters")
+    return Reservation(DYNAMIC, role, principal, labels)
+
+
+def _label(text: str, key: str) -> tuple[str, str]:
+    k, sep, v = text.strip().partition("=")
+    if not sep or not _WORD.fullmatch(k) or (v and not _WORD.fullmatch(v)):
+        raise ReservationError(f"resource {key!r}: a label is key=value, got {text!r}")
+    return k, v
+
+
+def check_role(role: str, where: str = "") -> None:
+    """A role a reservation may name (not `*`: that is everybody's)."""
+    bad = (
+        not role
+        or role == "*"
+        or role in _FORBIDDEN_ROLES
+        or not _WORD.fullmatch(role)
+        or role.startswith("/")
+        or role.endswith("/")
+        or "//" in role
+    )
+    if bad:
+        raise ReservationError(f"resource {where!r}: {role!r} is not a role to reserve for")
+
+
+def base_of(key: str) -> str:
+    """What a resource is, whoever's: `cpus(team-a)` is cpus."""
+    return key if is_plain(key) else parse_key(key).base
+
+
+def role_of(key: str) -> str | None:
+    """The role a resource is reserved for; None: unreserved."""
+    return None if is_plain(key) else parse_key(key).role
+
+
+def any_reserved(millis: Mapping[str, int]) -> bool:
+    """Whether any of these is reserved or a volume."""
+    for key in millis:  # noqa: SIM110 (a plain loop: asked of every slave's total)
+        if not is_plain(key):
+            return True
+    return False
+
+
+def stripped(millis: Mapping[str, int]) -> dict[str, int]:
+    """The amounts by what they are, whoever's (Mesos's stripped scalar quantities)."""
+    out: dict[str, int] = {}
+    for key, amount in millis.items():
+        base = key if is_plain(key) else parse_key(key).base
+        out[base] = out.get(base, 0) + amount
+    return out
+
+
+def offered_to(key_role: str, framework_role: str) -> bool:
+    """Whether resources reserved for `key_role` may be offered to a framework of
+    `framework_role`: that role, or one below it (Mesos's hierarchical reservations)."""
+    return framework_role == key_role or framework_role.startswith(key_role + "/")
+
+
+# -- offer operations -----------------------------------------------------------------------
+
+RESERVE = "RESERVE"
+UNRESERVE = "UNRESERVE"
+CREATE = "CREATE"
+DESTROY = "DESTROY"
+OPERATIONS = (RESERVE, UNRESERVE, CREATE, DESTROY)
+
+
+def conversion(kind: str, keys: Mapping[str, int]) -> tuple[dict[str, int], dict[str, int]]:
+    """What an operation consumes and what it makes of it, as Mesos's
+    `getResourceConversions`: RESERVE names the resources as they will be (each one
+    reservation more), UNRESERVE as they are (each loses its last), CREATE the volumes to
+    make on disk, DESTROY the volumes to end. ReservationError if one cannot be."""
+    consumed: dict[str, int] = {}
+    converted: dict[str, int] = {}
+    for key, amount in keys.items():
+        rid = parse_key(key)
+        if kind == RESERVE:
+            if not rid.reservations or rid.reservations[-1].type != DYNAMIC or rid.volume:
+                raise ReservationError(f"RESERVE {key}: a dynamic reservation, no volume")
+            source = rid.popped()
+            if source.reservations and not offered_to(source.role or "", rid.role or ""):
+                raise ReservationError(f"RESERVE {key}: a refinement goes to a sub-role")
+        elif kind == UNRESERVE:
+            if not rid.reservations or rid.reservations[-1].type != DYNAMIC or rid.volume:
+                raise ReservationError(f"UNRESERVE {key}: dynamically reserved, no volume")
+            source = rid.popped()
+        elif kind == CREATE:
+            if rid.base != "disk" or rid.volume is None or not rid.reservations:
+                raise ReservationError(f"CREATE {key}: a volume on reserved disk")
+            source = rid.with_volume(None)
+        elif kind == DESTROY:
+            if rid.volume is None:
+                raise ReservationError(f"DESTROY {key}: not a volume")
+            source = rid.with_volume(None)
+        else:
+            raise ReservationError(f"operation {kind}: one of {', '.join(OPERATIONS)}")
+        before, after = (key, source.key()) if kind in (UNRESERVE, DESTROY) else (source.key(), key)
+        consumed[before] = consumed.get(before, 0) + amount
+        converted[after] = converted.get(after, 0) + amount
+    return consumed, converted
+
+
+def checkpointed(millis: Mapping[str, int]) -> dict[str, int]:
+    """What a slave keeps across restarts of its total: the dynamically reserved resources
+    and the volumes (the static ones are its --resources')."""
+    out = {}
+    for key, amount in millis.items():
+        if not is_plain(key):
+            rid = parse_key(key)
+            if rid.volume or any(r.type == DYNAMIC for r in rid.reservations):
+                out[key] = amount
+    return out
+
+
+def configured_source(key: str) -> str:
+    """What of a slave's --resources a checkpointed resource was made of: itself without
+    its dynamic reservations and volume."""
+    rid = parse_key(key)
+    static = tuple(r for r in rid.reservations if r.type == STATIC)
+    return ResourceId(rid.base, static).key()
+
+
+def with_checkpointed(
+    configured: Mapping[str, int], kept: Mapping[str, int]
+) -> tuple[dict[str, int], dict[str, int]]:
+    """A slave's total: its --resources with what it checkpointed made of them (the
+    operations applied again after a restart), and what no longer fits them (dropped)."""
+    total = dict(configured)
+    dropped = {}
+    for key, amount in kept.items():
+        source = configured_source(key)
+        if total.get(source, 0) >= amount:
+            total[source] -= amount
+            if not total[source]:
+                del total[source]
+            total[key] = total.get(key, 0) + amount
+        else:
+            dropped[key] = amount
+    return total, dropped
+
+
+def as_dynamic(millis: Mapping[str, int]) -> dict[str, int]:
+    """Each resource's last reservation made dynamic, with no principal (the caller's is
+    filled in): what a person means by `cpus(team-a):2` in `drfmesos reserve`."""
+    out: dict[str, int] = {}
+    for key, amount in millis.items():
+        rid = parse_key(key)
+        if rid.reservations and rid.reservations[-1].type == STATIC:
+            last = rid.reservations[-1]
+            rid = ResourceId(rid.base, (*rid.reservations[:-1], Reservation(DYNAMIC, last.role)))
+        out[rid.key()] = out.get(rid.key(), 0) + amount
+    return out
+
+
+def by_role(millis: Mapping[str, int]) -> dict[str, dict[str, int]]:
+    """The resources by the role each is reserved for ("*": unreserved), keys kept."""
+    out: dict[str, dict[str, int]] = {}
+    for key, amount in millis.items():
+        role = "*" if is_plain(key) else parse_key(key).role or "*"
+        out.setdefault(role, {})[key] = amount
+    return out

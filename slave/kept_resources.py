@@ -1,0 +1,79 @@
+"""What a slave keeps of its total across restarts: the dynamic reservations and volumes
+the master told it of (CheckpointResources), in `work_dir/resources.json`.
+
+Its total is its --resources with those made of them again (`with_checkpointed`): a
+RESERVE of cpus:1 for team-a turns one of its unreserved cpus into `cpus(team-a,alice)`.
+What no longer fits the --resources (an operator gave it fewer) is dropped and logged,
+where Mesos would refuse to start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from protocol.wire.reservations import checkpointed, with_checkpointed
+from protocol.wire.resources import ResourceError, Resources
+from slave import volumes
+
+FILE = "resources.json"
+
+
+class KeptResources:
+    def __init__(self, work_dir: Path, configured: Resources, log: Any) -> None:
+        self.work_dir = work_dir
+        self.path = work_dir / FILE
+        self.configured = configured
+        self.log = log
+        self.kept = Resources()
+        self.total = configured
+
+    async def load(self) -> None:
+        """At start: the kept resources, made of the configured ones again."""
+        try:
+            raw = await asyncio.to_thread(self.path.read_text)
+        except FileNotFoundError:
+            return
+        try:
+            kept = Resources(json.loads(raw))
+        except (ValueError, ResourceError) as e:
+            self.log.error("resources.unreadable", path=str(self.path), error=str(e))
+            return
+        self._apply(kept)
+
+    async def keep(self, resources: Resources) -> None:
+        """The master's word on what to keep (whole): written, then the total follows."""
+        kept = Resources.from_millis(checkpointed(resources.millis))  # (nothing static)
+        await asyncio.to_thread(_write, self.path, json.dumps(kept.to_dict(), sort_keys=True))
+        gone = [k for k in volumes.volumes_of(self.kept) if k not in kept]  # (DESTROYed)
+        self._apply(kept)
+        if gone:
+            await asyncio.to_thread(volumes.remove, self.work_dir, gone)
+            self.log.info("volumes.destroyed", volumes=gone)
+
+    def _apply(self, kept: Resources) -> None:
+        total, dropped = with_checkpointed(self.configured.millis, kept.millis)
+        if dropped:
+            self.log.error(
+                "resources.dropped", dropped=str(Resources.from_millis(dropped)),
+                configured=str(self.configured),
+            )  # fmt: skip
+        fits = {k: v for k, v in kept.millis.items() if k not in dropped}
+        self.kept = Resources.from_millis(fits)
+        self.total = Resources.from_millis(total)
+        self.log.info("resources.kept", kept=str(self.kept), total=str(self.total))
+
+
+def _write(path: Path, text: str) -> None:
+    """Whole or not at all, synced: a restart must not find half of it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)

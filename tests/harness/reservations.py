@@ -1,0 +1,97 @@
+"""A master, one slave and frameworks of given roles on a real broker, each started and
+stopped by the test (a slave restarted on its work dir, a master failed over): the rig
+the reservation and volume tests run on."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+from master.master import Master
+from protocol.tooling.brokers import MosquittoBroker
+from protocol.transport.bus import Bus
+from protocol.wire.messages import Accept, Filters, Offer, OfferOperation
+from protocol.wire.resources import Resources
+from slave.slave import Slave, SlaveConfig
+
+from harness.fakes import FakeFramework
+from harness.slave import FAST, T
+
+R = Resources.parse
+
+
+@contextlib.asynccontextmanager
+async def master(broker: MosquittoBroker, n: int = 0) -> AsyncIterator[Master]:
+    async with Bus(
+        broker.url, name="master", client_id=f"rtest-master-{n}", persistent=True
+    ) as bus:
+        m = Master(bus, T, FAST)
+        await m.start()
+        try:
+            yield m
+        finally:
+            await m.stop()
+
+
+@contextlib.asynccontextmanager
+async def slave(
+    broker: MosquittoBroker, tmp: Path, resources: str, **config: object
+) -> AsyncIterator[Slave]:
+    """Slave s1 on `tmp/s1`; `config`: more of its SlaveConfig (simulated tasks unless
+    it says)."""
+    async with Bus(
+        broker.url,
+        name="s1",
+        client_id="rtest-s1",
+        inbox=T.slave("slave", "s1"),
+        persistent=True,
+        will=(T.gone("slave", "slave"), "slave", "slave"),
+    ) as bus:
+        settings = SlaveConfig(
+            slave_id="s1",
+            hostname="s1.local",
+            resources=R(resources),
+            work_dir=tmp / "s1",
+            cluster=T.cluster,
+            **{"simulated_tasks": True, **config},  # type: ignore[arg-type]
+        )
+        s = Slave(bus, T, settings)
+        await s.start()
+        try:
+            await s.registered.wait()
+            yield s
+        finally:
+            await s.stop(kill_tasks=True)
+
+
+@contextlib.asynccontextmanager
+async def framework(broker: MosquittoBroker, name: str, role: str) -> AsyncIterator[FakeFramework]:
+    async with Bus(broker.url, name=name, inbox=T.framework("framework", name)) as bus:
+        fw = FakeFramework(bus, T, name, acknowledging=True)
+        await bus.subscribe(T.framework("framework", name), fw.receive)
+        await fw.subscribe(name, role=role, failover_timeout=60)
+        yield fw
+
+
+async def operate(fw: FakeFramework, offer: Offer, *ops: OfferOperation) -> None:
+    """Accept an offer with operations and no task, refusing the rest for no time."""
+    await fw.bus.publish(
+        fw.to_master,
+        Accept(
+            framework_id=fw.framework_id,
+            offer_ids=[offer.offer_id],
+            operations=list(ops),
+            filters=Filters(refuse_seconds=0),
+        ),
+    )
+
+
+async def offer_with(fw: FakeFramework, want: Resources, seen: int, timeout: float = 10.0) -> Offer:
+    """The first offer after the first `seen` holding `want`, declining the others."""
+    while True:
+        offer = await fw.next_offer(after=seen, timeout=timeout)
+        seen += 1
+        if offer.resources.contains(want):
+            return offer
+        await fw.decline(offer, refuse=0)

@@ -1,0 +1,95 @@
+"""Persistent volumes with real processes: a task of team-a writes to a volume made on its
+reserved disk, ends; the slave restarts; a later task of team-a is offered the volume
+again and reads the file. The volume is its task's user's alone (0700), outside every
+sandbox, and DESTROY removes it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from protocol.tooling.brokers import MosquittoBroker
+from protocol.wire.messages import CommandInfo, OfferOperation, TaskInfo, TaskState
+from protocol.wire.resources import Resources
+
+from harness.helpers import eventually, need_root
+from harness.reservations import framework, master, offer_with, operate, slave
+
+R = Resources.parse
+VOLUME = "disk(team-a)[db:data]"
+
+
+@pytest.fixture
+def base() -> Iterator[Path]:
+    """A work dir's parent any user may pass (as an operator puts it): tasks run as
+    their principal's user."""
+    need_root()
+    path = Path(tempfile.mkdtemp(prefix="drfmesos-volumes-"))
+    os.chmod(path, 0o711)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+REAL = {
+    "simulated_tasks": False,
+    "switch_user": True,
+    "pid_namespace": True,
+    "kill_grace": 1.0,
+}
+
+
+def task(offer_slave: str, task_id: str, command: str) -> TaskInfo:
+    return TaskInfo(
+        task_id=task_id,
+        slave_id=offer_slave,
+        resources=R(f"cpus:0.1;mem:32;{VOLUME}:100"),
+        command=CommandInfo(value=command),
+    )
+
+
+async def test_a_volume_outlives_its_task_and_a_slave_restart(
+    mosquitto: MosquittoBroker, base: Path
+) -> None:
+    resources = "cpus:2;mem:512;disk(team-a):100"
+    settings = {**REAL, "task_uid_map": base / "task-uids.json"}
+    kept = base / "s1" / "volumes" / "roles" / "team-a" / "db"
+    async with master(mosquitto), framework(mosquitto, "mine", "team-a") as mine:
+        async with slave(mosquitto, base, resources, **settings):
+            offer = await offer_with(mine, R("disk(team-a):100"), 0)
+            seen = mine.offer_count()
+            create = OfferOperation(type="CREATE", resources=R(f"{VOLUME}:100"))
+            await operate(mine, offer, create)
+            offer = await offer_with(mine, R(f"{VOLUME}:100"), seen)
+            write = task(offer.slave_id, "writer", "echo kept > data/f && id -u > data/uid")
+            await mine.accept(offer, [write], refuse=0)
+            await mine.update_for("writer", TaskState.FINISHED, timeout=30)
+            uid = int((kept / "uid").read_text())
+            assert uid != 0  # its principal's user, not root
+            mode = kept.stat()
+            assert (mode.st_uid, stat.S_IMODE(mode.st_mode)) == (uid, 0o700)
+            seen = mine.offer_count()
+        async with slave(mosquitto, base, resources, **settings) as restarted:
+            assert VOLUME in restarted.resources.total
+            offer = await offer_with(mine, R(f"{VOLUME}:100"), seen)
+            read = task(offer.slave_id, "reader", "cat data/f")
+            seen = mine.offer_count()
+            await mine.accept(offer, [read], refuse=0)
+            await mine.update_for("reader", TaskState.FINISHED, timeout=30)
+            sandbox = base / "s1" / "sandboxes" / mine.framework_id
+            out = next(sandbox.glob("*reader*")) / "stdout"
+            assert out.read_text() == "kept\n"
+            # DESTROY: its directory goes, the disk stays team-a's
+            offer = await offer_with(mine, R(f"{VOLUME}:100"), seen)
+            destroy = OfferOperation(type="DESTROY", resources=R(f"{VOLUME}:100"))
+            seen = mine.offer_count()
+            await operate(mine, offer, destroy)
+            await offer_with(mine, R("disk(team-a):100"), seen)
+            await eventually(lambda: not kept.exists())
