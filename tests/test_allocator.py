@@ -424,3 +424,59 @@ def test_declining_for_a_year_and_reviving_leaves_no_trail_and_filters_still_lap
     a.suppress("hostile")  # (now only the patient one wants offers)
     assert decline_all(59.0) == []
     assert decline_all(60.5) == ["patient", "patient"]  # both its filters lapsed
+
+
+SKIP_OPS = st.lists(
+    st.tuples(
+        st.sampled_from(
+            ["round", "round", "round", "decline", "decline", "decline", "release", "fw+",
+             "fw-", "suppress", "revive", "slave+", "wait"]
+        ),
+        st.integers(0, 3),
+    ),
+    max_size=80,
+)  # fmt: skip
+
+
+@settings(max_examples=200, deadline=None)
+@given(SKIP_OPS)
+def test_a_round_of_the_slaves_worth_a_visit_offers_what_a_round_of_every_slave_would(
+    ops: list,  # type: ignore[type-arg]
+) -> None:
+    """The rounds visit only slaves that may have something new to offer (not one every
+    framework wanting offers declined and refuses still): the same offers, in the same
+    order, as rounds visiting every slave, whatever happened before."""
+    lean, full = Allocator("drf"), Allocator("drf")
+    both = (lean, full)
+    for a in both:  # (three of each to begin with: what follows adds, removes, declines)
+        for n in range(3):
+            a.add_slave(f"s{n}", Resources(cpus=n + 1, mem=100 * (n + 1)))
+            a.add_framework(f"f{n}", role=f"r{n}")
+    held: list[tuple[str, str, Resources]] = []
+    now = 0.0
+    for op, i in ops:
+        now += 0.5
+        fid, sid = f"f{i}", f"s{i}"
+        for a in both:
+            if op == "slave+" and sid not in a.slaves:
+                a.add_slave(sid, Resources(cpus=i + 1, mem=100 * (i + 1)))
+            elif op == "fw+" and fid not in a.frameworks:
+                a.add_framework(fid, role=f"r{i}")
+            elif op == "fw-" and fid in a.frameworks:
+                a.remove_framework(fid)
+            elif op == "suppress" and fid in a.frameworks:
+                a.suppress(fid)
+            elif op == "revive" and fid in a.frameworks:
+                a.revive(fid)
+        if op == "wait":
+            now += 2.0 * i  # (filters of 3 s lapse meanwhile, or not)
+        elif op == "fw-":
+            held = [h for h in held if h[0] != fid]
+        elif op == "round":
+            offers = lean.allocate(now)
+            assert offers == full.allocate(now, slave_ids=sorted(full.slaves))
+            held += [(o.framework_id, o.slave_id, o.resources) for o in offers]
+        elif op in ("release", "decline") and held:
+            f, s, r = held.pop(i % len(held))
+            for a in both:
+                a.recover(f, s, r, refuse_seconds=3 if op == "decline" else None, now=now)
