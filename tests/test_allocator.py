@@ -430,7 +430,7 @@ SKIP_OPS = st.lists(
     st.tuples(
         st.sampled_from(
             ["round", "round", "round", "decline", "decline", "decline", "release", "fw+",
-             "fw-", "suppress", "revive", "slave+", "wait"]
+             "fw-", "suppress", "revive", "slave+", "wait", "hold"]
         ),
         st.integers(0, 3),
     ),
@@ -468,6 +468,8 @@ def test_a_round_of_the_slaves_worth_a_visit_offers_what_a_round_of_every_slave_
                 a.suppress(fid)
             elif op == "revive" and fid in a.frameworks:
                 a.revive(fid)
+            elif op == "hold" and fid in a.frameworks and f"s{i % 3}" in a.slaves:
+                a.reserve(f"s{i % 3}", fid, Resources(cpus=1), now + 2.0)  # (preemption's)
         if op == "wait":
             now += 2.0 * i  # (filters of 3 s lapse meanwhile, or not)
         elif op == "fw-":
@@ -480,3 +482,18 @@ def test_a_round_of_the_slaves_worth_a_visit_offers_what_a_round_of_every_slave_
             f, s, r = held.pop(i % len(held))
             for a in both:
                 a.recover(f, s, r, refuse_seconds=3 if op == "decline" else None, now=now)
+
+
+def test_a_slave_every_framework_declined_is_offered_to_whoever_a_hold_is_for() -> None:
+    """The round after every framework declined a slave leaves it out (it would offer it
+    to nobody), unless preemption holds room there meanwhile: then it is offered to the
+    hold's framework, past its decline filter, as a round visiting it would."""
+    a = Allocator("drf")
+    a.add_slave("s", Resources(cpus=2, mem=200))
+    a.add_framework("f0", role="r0")
+    a.add_framework("f1", role="r1")
+    for t in (0.0, 1.0):
+        (offer,) = a.allocate(t)
+        a.recover(offer.framework_id, "s", offer.resources, refuse_seconds=10, now=t + 0.5)
+    a.reserve("s", "f0", Resources(cpus=1), until=30.0)  # (before the next round)
+    assert [(o.framework_id, o.resources) for o in a.allocate(2.0)] == [("f0", Resources(cpus=1))]

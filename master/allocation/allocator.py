@@ -96,6 +96,7 @@ class Allocator:
         self._quota = QuotaStage(self._roles, self._total.millis, self._allocated, quota_headroom)
         self.quotas = self._quota.quotas  # by role node (on a tree, pools too)
         self.dirty: set[str] = set()  # slaves that may have something new to offer
+        self._refused: set[str] = set()  # slaves left out of the next round: see recover
         self._wake = False  # every slave may: someone new wants offers (see _wake_all)
         self._lapses = Lapses(self._standing)  # when filters and holds lapse
         self._holds = Holds()
@@ -364,6 +365,7 @@ class Allocator:
         self, now: float, slave_ids: list[str] | None, full: bool, room: OfferRoom | None
     ) -> list[Allocation]:
         self.dirty.update(self._lapses.due(now))
+        self._refused.clear()
         if slave_ids is not None:
             order = list(slave_ids)
             self.dirty.difference_update(order)
@@ -435,6 +437,8 @@ class Allocator:
         self._framework(framework_id)
         self._holds.add(slave_id, framework_id, resources.millis, until)
         self._lapses.at(until, slave_id)
+        if slave_id in self._refused:  # (a hold is offered past its framework's filter)
+            self.dirty.add(slave_id)
 
     def unheld(self) -> dict[str, Millis]:
         """Every slave's free resources less what is held on it (what preemption may still
@@ -531,8 +535,9 @@ class Allocator:
             if self._declined_by_all(slave_id, free, now):
                 # the next round's visit would pass every framework by: none is made (what
                 # makes the slave worth one again makes it dirty again -- a filter lapsing,
-                # more freed, someone new wanting offers)
+                # more freed, someone new wanting offers -- or, a hold, puts it back)
                 self.dirty.discard(slave_id)
+                self._refused.add(slave_id)
 
     def _declined_by_all(self, slave_id: str, free: Millis, now: float) -> bool:
         """Every framework that wants offers declined this slave's `free` resources and
