@@ -54,6 +54,7 @@ from frameworks import (
     TaskStatus,
     build_task,
 )
+from frameworks.scheduler import Driver
 from protocol import logs
 from protocol.tooling.brokers import BrokerURL, MosquittoBroker
 from protocol.transport.aio import within
@@ -70,7 +71,7 @@ class Flood(Scheduler):
         self.finished: list[float] = []
         self.n = 0
 
-    async def resource_offers(self, driver: SchedulerDriver, offers: list[Offer]) -> None:
+    async def resource_offers(self, driver: Driver, offers: list[Offer]) -> None:
         now = time.perf_counter()
         for offer in offers:
             tasks, free = [], offer.resources
@@ -84,7 +85,7 @@ class Flood(Scheduler):
                 tasks.append(task)
             await driver.launch_tasks([offer.offer_id], tasks, Filters(refuse_seconds=0))
 
-    async def status_update(self, driver: SchedulerDriver, status: TaskStatus) -> None:
+    async def status_update(self, driver: Driver, status: TaskStatus) -> None:
         now = time.perf_counter()
         if status.state == TaskState.RUNNING:
             start = self.offered_at.pop(status.task_id, None)
@@ -112,7 +113,7 @@ class OneByOne(Scheduler):
         self.in_flight = False
         self.done = asyncio.Event()
 
-    async def resource_offers(self, driver: SchedulerDriver, offers: list[Offer]) -> None:
+    async def resource_offers(self, driver: Driver, offers: list[Offer]) -> None:
         if not self.in_flight and not self.done.is_set():
             # the bus round trip in this moment (the cluster as quiet as for the task), then
             # the task, its offer in hand
@@ -125,7 +126,7 @@ class OneByOne(Scheduler):
             await driver.suppress_offers()
         await driver.decline_offers([o.offer_id for o in offers], Filters(refuse_seconds=0))
 
-    async def status_update(self, driver: SchedulerDriver, status: TaskStatus) -> None:
+    async def status_update(self, driver: Driver, status: TaskStatus) -> None:
         if status.state == TaskState.RUNNING:
             self.latencies.append(time.perf_counter() - self.offered_at)
         elif status.state.terminal:

@@ -30,8 +30,8 @@ import contextlib
 import math
 import time
 
-from frameworks.driver import Scheduler, SchedulerDriver
-from frameworks.scheduler import build_task
+from frameworks.driver import SchedulerDriver
+from frameworks.scheduler import Driver, Scheduler, build_task
 from protocol.transport.aio import within
 from protocol.wire.messages import Filters, Offer, Reason, TaskState, TaskStatus
 from protocol.wire.resources import Resources
@@ -63,7 +63,7 @@ class Filler(Scheduler):
         self.reregistered_at: float | None = None
         self._reconciler: asyncio.Task[None] | None = None
 
-    async def resource_offers(self, driver: SchedulerDriver, offers: list[Offer]) -> None:
+    async def resource_offers(self, driver: Driver, offers: list[Offer]) -> None:
         forever = Filters(refuse_seconds=365 * 24 * 3600)
         for offer in offers:
             fits = min(
@@ -82,7 +82,7 @@ class Filler(Scheduler):
         if len(self.launched) >= self.target:
             driver.suppress_offers()
 
-    async def status_update(self, driver: SchedulerDriver, status: TaskStatus) -> None:
+    async def status_update(self, driver: Driver, status: TaskStatus) -> None:
         if status.state not in NOT_BAD:
             self.bad[status.state.value] = self.bad.get(status.state.value, 0) + 1
             return
@@ -97,12 +97,12 @@ class Filler(Scheduler):
             if len(self.running) >= self.target:
                 self.all_running.set()
 
-    async def reregistered(self, driver: SchedulerDriver, master_id: str) -> None:
+    async def reregistered(self, driver: Driver, master_id: str) -> None:
         if self.failover and self._reconciler is None:
             self.reregistered_at = time.perf_counter()
             self._reconciler = asyncio.create_task(self._reconcile(driver))
 
-    async def _reconcile(self, driver: SchedulerDriver) -> None:
+    async def _reconcile(self, driver: Driver) -> None:
         """Ask about every task not yet answered, until all are."""
         while not self.all_answered.is_set():
             unanswered = [

@@ -51,6 +51,7 @@ from frameworks import (
     TaskStatus,
     build_task,
 )
+from frameworks.scheduler import Driver
 from protocol import logs
 from protocol.tooling.brokers import BrokerURL, MosquittoBroker
 from protocol.transport.aio import within
@@ -73,7 +74,7 @@ class Flooder(Scheduler):
         self.sent = 0
         self.settled = asyncio.Event()  # every task launched has ended and been told
 
-    async def resource_offers(self, driver: SchedulerDriver, offers: list[Offer]) -> None:
+    async def resource_offers(self, driver: Driver, offers: list[Offer]) -> None:
         for offer in offers:
             if len(self.launched) >= self.tasks or not offer.resources.contains(TASK):
                 await driver.decline_offer(offer.offer_id, Filters(refuse_seconds=3600))
@@ -83,13 +84,13 @@ class Flooder(Scheduler):
             await driver.launch_tasks([offer.offer_id], [task], Filters(refuse_seconds=0))
             self.launched.add(task.task_id)
 
-    async def status_update(self, driver: SchedulerDriver, status: TaskStatus) -> None:
+    async def status_update(self, driver: Driver, status: TaskStatus) -> None:
         if status.state.terminal:
             self.ended[status.task_id] = status
             if len(self.ended) >= len(self.launched):
                 self.settled.set()
 
-    async def error(self, driver: SchedulerDriver, message: str) -> None:
+    async def error(self, driver: Driver, message: str) -> None:
         self.errors += 1
 
     async def flood(self, driver: SchedulerDriver, until: asyncio.Event) -> None:

@@ -59,6 +59,7 @@ from frameworks import (
     TaskStatus,
     build_task,
 )
+from frameworks.scheduler import Driver
 from protocol import logs
 from protocol.tooling.brokers import BrokerURL, MosquittoBroker
 from protocol.transport.aio import within
@@ -95,7 +96,10 @@ async def cluster(isolation: str, *slave_args: str, resources: str) -> AsyncIter
     name, url = f"iso{os.getpid()}", broker.url
     env = {**os.environ, "PYTHONPATH": os.getcwd()}
     common = ["--broker", url.url, "--cluster", name, "--log-level", "warning"]
-    work = Path(tempfile.mkdtemp(prefix="drfmesos-iso-"))
+    # (not under /tmp, as an operator's: there a task's own /tmp would hide its sandbox, and
+    # the slave gives tasks none, so the run would not pay for theirs)
+    outside_tmp = "/var/lib" if os.geteuid() == 0 else None
+    work = Path(tempfile.mkdtemp(prefix="drfmesos-iso-", dir=outside_tmp))
     procs = [
         await asyncio.create_subprocess_exec(
             sys.executable, "-m", "cluster", "master", *common, "--allocation-interval", "0.2",
@@ -155,10 +159,10 @@ class Launch(Scheduler):
         self.reached: dict[TaskState, set[str]] = {}
         self.changed = asyncio.Event()
 
-    async def registered(self, driver: SchedulerDriver, framework_id: str, master_id: str) -> None:
+    async def registered(self, driver: Driver, framework_id: str, master_id: str) -> None:
         self.framework_id = framework_id
 
-    async def resource_offers(self, driver: SchedulerDriver, offers: list[Offer]) -> None:
+    async def resource_offers(self, driver: Driver, offers: list[Offer]) -> None:
         for offer in offers:
             tasks, free = [], offer.resources
             while self.launched < self.count and free.contains(self.resources):
@@ -175,7 +179,7 @@ class Launch(Scheduler):
                 )
             await driver.launch_tasks([offer.offer_id], tasks, Filters(refuse_seconds=3600))
 
-    async def status_update(self, driver: SchedulerDriver, status: TaskStatus) -> None:
+    async def status_update(self, driver: Driver, status: TaskStatus) -> None:
         self.last[status.task_id] = status
         self.reached.setdefault(status.state, set()).add(status.task_id)
         self.changed.set()
@@ -277,15 +281,15 @@ class Gate(Flood):
     def __init__(self, name: str) -> None:
         super().__init__(name)
         self.open = False
-        self.driver: SchedulerDriver | None = None
+        self.driver: Driver | None = None
         self.registered_ = asyncio.Event()
 
-    async def registered(self, driver: SchedulerDriver, framework_id: str, master_id: str) -> None:
+    async def registered(self, driver: Driver, framework_id: str, master_id: str) -> None:
         self.driver = driver
         driver.suppress_offers()
         self.registered_.set()
 
-    async def resource_offers(self, driver: SchedulerDriver, offers: list[Offer]) -> None:
+    async def resource_offers(self, driver: Driver, offers: list[Offer]) -> None:
         if self.open:
             await super().resource_offers(driver, offers)
         else:

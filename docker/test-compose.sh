@@ -25,7 +25,41 @@ if [ -n "$missing" ]; then
   apt-get update -qq && apt-get install -y -qq $missing >/dev/null
 fi
 
+# A run killed outright (SIGKILL: no EXIT trap) leaves its cluster running, and its DNS
+# (aardvark-dns, whose state podman keeps machine-wide in /run/containers/networks) then
+# breaks the next run's: its containers cannot resolve each other. Each run writes its pid
+# into its dir; a dir whose run is gone (or, from before, untouched for an hour) is reaped.
+unmount_under() {  # whatever is still mounted under $1, deepest first
+  findmnt -rn -o TARGET | grep -F "$1/" | sort -r | while read -r m; do umount -l "$m"; done
+  return 0
+}
+reap_stale() (  # (a subshell without set -e: each step is tried)
+  set +e
+  local old=$1 pid
+  pid=$(cat "$old/owner" 2>/dev/null || true)
+  if [ -n "$pid" ]; then
+    kill -0 "$pid" 2>/dev/null && return 0  # a run beside this one
+  else
+    [ -n "$(find "$old" -maxdepth 0 -mmin -60)" ] && return 0
+  fi
+  say "reaping $old, left by a run that did not clean up"
+  ( export CONTAINERS_CONF="$old/containers.conf" CONTAINERS_STORAGE_CONF="$old/storage.conf"
+    podman rm -af -t 1 >/dev/null 2>&1
+    podman system reset -f >/dev/null 2>&1 ) || true
+  # its API service, container monitors and health-check loop: only processes naming this
+  # run's own dir, in their command line or in the podman configuration they were given
+  for p in $(pgrep -f -- "$old/"); do kill -9 "$p" 2>/dev/null; done
+  for e in /proc/[0-9]*/environ; do
+    grep -qzx -- "CONTAINERS_CONF=$old/containers.conf" "$e" 2>/dev/null || continue
+    p=${e#/proc/}; kill -9 "${p%/environ}" 2>/dev/null
+  done
+  unmount_under "$old"
+  rm -rf "$old"
+)
+for old in /tmp/drfmesos-compose.*; do [ -d "$old" ] && reap_stale "$old"; done
+
 T=$(mktemp -d /tmp/drfmesos-compose.XXXXXX)
+echo $$ >"$T/owner"
 SOCK="$T/podman.sock"
 cleanup() {
   set +e
@@ -40,9 +74,9 @@ cleanup() {
   [ -n "${SERVICE_PID:-}" ] && kill "$SERVICE_PID" 2>/dev/null && wait "$SERVICE_PID" 2>/dev/null
   podman rm -af -t 1 >/dev/null 2>&1
   podman system reset -f >/dev/null 2>&1
-  # whatever is still mounted under $T, deepest first: a build's overlay mounts can outlive
-  # the reset when a container was still going down, and rm -rf would then stop at them
-  findmnt -rn -o TARGET | grep -F "$T/" | sort -r | while read -r m; do umount -l "$m"; done
+  # a build's overlay mounts can outlive the reset when a container was still going down,
+  # and rm -rf would then stop at them
+  unmount_under "$T"
   rm -rf "$T"
   say "cleaned up"
 }

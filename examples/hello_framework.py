@@ -18,6 +18,7 @@ import asyncio
 
 from frameworks import (
     BrokerURL,
+    Driver,
     Filters,
     Offer,
     Resources,
@@ -37,10 +38,10 @@ class Hello(Scheduler):
         self.ended: set[str] = set()  # (a set: an update may come twice, at least once)
         self.shown_stdout = False
 
-    async def registered(self, driver: SchedulerDriver, framework_id: str, master_id: str) -> None:
+    async def registered(self, driver: Driver, framework_id: str, master_id: str) -> None:
         print(f"registered as {framework_id}")
 
-    async def resource_offers(self, driver: SchedulerDriver, offers: list[Offer]) -> None:
+    async def resource_offers(self, driver: Driver, offers: list[Offer]) -> None:
         for offer in offers:
             free, tasks = offer.resources, []
             while self.to_launch and free.contains(TASK):
@@ -53,7 +54,7 @@ class Hello(Scheduler):
             else:  # nothing to do here: leave it to others for a minute
                 await driver.decline_offer(offer.offer_id, Filters(refuse_seconds=60))
 
-    async def status_update(self, driver: SchedulerDriver, status: TaskStatus) -> None:
+    async def status_update(self, driver: Driver, status: TaskStatus) -> None:
         print(f"{status.task_id}: {status.state.value} {status.message}")
         if status.state == TaskState.FINISHED and not self.shown_stdout:
             self.shown_stdout = True

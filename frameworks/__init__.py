@@ -2,7 +2,8 @@
 
     from frameworks import Scheduler, SchedulerDriver, build_task, DriverError
 
-A `Scheduler` is a class of callbacks; a `SchedulerDriver` runs it against a cluster.
+A `Scheduler` is a class of callbacks; a `SchedulerDriver` runs it against a cluster (each
+callback is given it as a `Driver`: the calls a framework makes).
 Every error the SDK raises is a `DriverError` (`frameworks.errors`).
 """
 
@@ -20,7 +21,7 @@ from frameworks.errors import (
     TooManyFrameworks,
 )
 from frameworks.executor import Executor, ExecutorDriver
-from frameworks.scheduler import Scheduler, build_task, offer_resources
+from frameworks.scheduler import Driver, Scheduler, build_task, offer_resources
 from protocol.tooling.brokers import BrokerURL
 from protocol.wire.messages import (
     CommandCheck,
@@ -55,6 +56,7 @@ __all__ = [
     "CommandCheck",
     "CommandInfo",
     "ContainerInfo",
+    "Driver",
     "DriverError",
     "Executor",
     "ExecutorDriver",

@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Generator, Iterable
 from typing import Any, ParamSpec
 
 from frameworks.errors import DriverError
+from protocol.wire.launches import OfferRoom
 from protocol.wire.messages import (
     MAX_RECONCILE_TASKS,
     Acknowledge,
@@ -45,9 +46,10 @@ def launch_checked(
     outstanding: dict[str, Offer], offer_ids: Iterable[str], tasks: list[TaskInfo]
 ) -> list[str]:
     """The offers a launch uses, once it is sure they can hold its tasks: each offer still
-    outstanding, all on one slave, holding what the tasks need, the tasks on that slave.
-    Else `DriverError`, and nothing is sent (a silent drop would leave a framework waiting
-    for tasks the master refused)."""
+    outstanding, all on one slave, holding what the tasks need as the master counts it (a
+    new custom executor's resources too: `protocol.wire.launches`), the tasks on that
+    slave. Else `DriverError`, and nothing is sent (a silent drop would leave a framework
+    waiting for tasks the master refused)."""
     ids = list(dict.fromkeys(offer_ids))
     if not ids:
         raise DriverError("launch_tasks needs at least one offer")
@@ -60,16 +62,13 @@ def launch_checked(
     offers = [outstanding[o] for o in ids]
     if len({o.slave_id for o in offers}) > 1:
         raise DriverError("all offers in one launch must be on the same slave")
-    available = sum((o.resources for o in offers), Resources())
-    wanted = sum((t.resources for t in tasks), Resources())
-    if not available.contains(wanted):
-        raise DriverError(f"the tasks need {wanted} but the offers hold {available}")
+    running = {eid: None for o in offers for eid in o.executor_ids}
+    room = OfferRoom(offers[0].slave_id, sum((o.resources for o in offers), Resources()), running)
     for task in tasks:
-        if task.slave_id != offers[0].slave_id:
-            raise DriverError(
-                f"task {task.task_id} names slave {task.slave_id}, "
-                f"not the offer's {offers[0].slave_id}"
-            )
+        problem = room.problem(task)
+        if problem is not None:
+            raise DriverError(problem)
+        room.take(task)
     return ids
 
 

@@ -4,7 +4,8 @@ It subscribes, re-subscribes with its framework id after a disconnect (or a new 
 hands what arrives to the `Scheduler`'s callbacks one at a time, acknowledges status
 updates once `status_update` returns (unless told not to), and refuses misuse -- launching
 on an offer that is gone, or more than an offer holds -- with `DriverError` rather than a
-silent drop. The `Scheduler` callbacks are here too; task helpers: `frameworks.scheduler`.
+silent drop. The `Scheduler` whose callbacks it calls, and the task helpers, are in
+`frameworks.scheduler`.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from frameworks.calls import (
     unauthenticated_principal,
 )
 from frameworks.errors import DriverError
+from frameworks.scheduler import Scheduler
 from frameworks.task_files import TaskFiles
 from frameworks.why import NO_OFFER_WARNING, NoOfferWatch, WhyAsker
 from protocol import logs
@@ -72,56 +74,6 @@ from protocol.wire.why import Why
 
 W = TypeVar("W", bound=Wire)
 Handler = Callable[[W, str | None], Awaitable[None]]
-
-
-class Scheduler:
-    """A framework's policy: override the callbacks you need (each an `async` no-op by
-    default). The driver calls them one at a time, in order, with itself first."""
-
-    async def registered(self, driver: SchedulerDriver, framework_id: str, master_id: str) -> None:
-        """Subscribed for the first time, as `framework_id` (keep it to come back after a
-        crash, with `failover_timeout`)."""
-
-    async def reregistered(self, driver: SchedulerDriver, master_id: str) -> None:
-        """Subscribed again (after a reconnect or a failover) with the same framework id."""
-
-    async def disconnected(self, driver: SchedulerDriver) -> None:
-        """The connection to the bus was lost; the driver reconnects by itself."""
-
-    async def resource_offers(self, driver: SchedulerDriver, offers: list[Offer]) -> None:
-        """One `Offer` per slave: launch tasks on it (`driver.launch_tasks`) or decline it
-        (`driver.decline_offer`); one neither used nor declined stays yours, idle."""
-
-    async def offer_rescinded(self, driver: SchedulerDriver, offer_id: str) -> None:
-        """An offer is no longer valid."""
-
-    async def status_update(self, driver: SchedulerDriver, status: TaskStatus) -> None:
-        """A task changed state (`status.state`, `.reason`, `.message`, `.exit_code`); the
-        driver acknowledges it when this returns, unless `implicit_acknowledgements=False`."""
-
-    async def framework_message(
-        self, driver: SchedulerDriver, slave_id: str, executor_id: str, data: bytes
-    ) -> None:
-        """Opaque data from one of this framework's executors."""
-
-    async def slave_lost(self, driver: SchedulerDriver, slave_id: str) -> None:
-        """A slave was removed; its tasks arrive as updates (TASK_LOST, or TASK_UNREACHABLE
-        / TASK_GONE_BY_OPERATOR for a partition-aware framework)."""
-
-    async def executor_lost(
-        self, driver: SchedulerDriver, executor_id: str, slave_id: str, status: int
-    ) -> None:
-        """An executor's process exited."""
-
-    async def preempting(self, driver: SchedulerDriver, event: Preempting) -> None:
-        """These tasks will be killed in `event.deadline_seconds` so that a starving
-        framework gets its fair share: checkpoint, or kill them yourself sooner. They end
-        TASK_KILLED with REASON_TASK_PREEMPTED."""
-
-    async def error(self, driver: SchedulerDriver, message: str) -> None:
-        """The master refused something this framework sent; or removed the framework
-        (torn down, failover timeout passed, refused at subscribe), after which the
-        driver stops (`driver.removed` then says why)."""
 
 
 class SchedulerDriver:

@@ -16,8 +16,9 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from frameworks.driver import Scheduler, SchedulerDriver
+from frameworks.driver import SchedulerDriver
 from frameworks.errors import DriverError
+from frameworks.scheduler import Driver, Scheduler
 from protocol.transport.aio import first_of
 from protocol.wire.messages import (
     CommandInfo,
@@ -124,10 +125,10 @@ class JobScheduler(Scheduler):
     def running(self) -> list[TaskStatus]:
         return [s for s in self.statuses.values() if not s.state.terminal]
 
-    async def registered(self, driver: SchedulerDriver, framework_id: str, master_id: str) -> None:
+    async def registered(self, driver: Driver, framework_id: str, master_id: str) -> None:
         driver.request_resources([(self.spec.resources, len(self.waiting))])
 
-    async def resource_offers(self, driver: SchedulerDriver, offers: list[Offer]) -> None:
+    async def resource_offers(self, driver: Driver, offers: list[Offer]) -> None:
         for offer in offers:
             tasks, free = [], offer.resources
             while self.waiting and not self.stopping and free.contains(self.spec.resources):
@@ -147,7 +148,7 @@ class JobScheduler(Scheduler):
         if not self.waiting or self.stopping:
             driver.suppress_offers()
 
-    async def status_update(self, driver: SchedulerDriver, status: TaskStatus) -> None:
+    async def status_update(self, driver: Driver, status: TaskStatus) -> None:
         before = self.statuses.get(status.task_id)
         if before is None or before.state.terminal:
             return  # not ours, or its end was heard already
@@ -160,7 +161,7 @@ class JobScheduler(Scheduler):
             self.ended[status.task_id].set()
         self.changed.set()
 
-    async def error(self, driver: SchedulerDriver, message: str) -> None:
+    async def error(self, driver: Driver, message: str) -> None:
         self.echo(f"the master: {message}")
         self.changed.set()  # (a removal: `driver.removed` says so)
 

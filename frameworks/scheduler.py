@@ -17,26 +17,128 @@ As in pymesos, a framework author overrides callbacks and calls the driver; the 
 subscribes, re-subscribes with its framework id after a disconnect, acknowledges status
 updates once `status_update` returns (unless told not to), and refuses misuse -- launching
 on an offer that is gone, or more than an offer holds -- with an exception rather than a
-silent drop. The callbacks and the driver that calls them are in `frameworks.driver`;
-this module holds the helpers that build tasks, and names `Scheduler` beside them.
+silent drop. This module holds `Scheduler`, what its callbacks are given (`Driver`: the
+calls a framework makes, which `frameworks.driver.SchedulerDriver` implements), and the
+helpers that build tasks.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
+from typing import Literal, Protocol
 
-from frameworks.driver import Scheduler as Scheduler  # (named beside its helpers)
+from frameworks.calls import Made
 from protocol.wire.messages import (
     CommandInfo,
     ContainerInfo,
     ExecutorInfo,
+    Filters,
     HealthCheck,
     KillPolicy,
     Offer,
+    Preempting,
+    TaskFileData,
     TaskInfo,
+    TaskRequest,
+    TaskStatus,
 )
 from protocol.wire.resources import Resources
+from protocol.wire.why import Why
+
+
+class Driver(Protocol):
+    """What a `Scheduler`'s callbacks are given: the calls a framework makes (each made
+    when called, and awaitable: `frameworks.calls.Made`), and what it may read. The SDK's
+    `SchedulerDriver` is one; so is a test's fake."""
+
+    framework_id: str | None
+    """Its id once subscribed (None before)."""
+    offers: dict[str, Offer]
+    """Its offers outstanding: offered and not yet used, declined or rescinded."""
+    removed: str | None
+    """Why the master removed the framework, once it has."""
+
+    def launch_tasks(
+        self, offer_ids: Iterable[str], tasks: list[TaskInfo], filters: Filters | None = None
+    ) -> Made: ...
+    def accept_offers(
+        self, offer_ids: Iterable[str], tasks: list[TaskInfo], filters: Filters | None = None
+    ) -> Made: ...
+    def decline_offer(self, offer_id: str, filters: Filters | None = None) -> Made: ...
+    def decline_offers(self, offer_ids: Iterable[str], filters: Filters | None = None) -> Made: ...
+    def revive_offers(self) -> Made: ...
+    def suppress_offers(self) -> Made: ...
+    def request_resources(
+        self, requests: Iterable[TaskRequest | tuple[Resources, int]]
+    ) -> Made: ...
+    def kill_task(
+        self, task_id: str, slave_id: str | None = None, grace_period: float | None = None
+    ) -> Made: ...
+    def acknowledge_status_update(self, status: TaskStatus) -> Made: ...
+    def reconcile_tasks(self, tasks: Iterable[TaskStatus | str] = ()) -> Made: ...
+    def send_framework_message(self, executor_id: str, slave_id: str, data: bytes) -> Made: ...
+    def stop(self, failover: bool = False) -> Made: ...
+    async def read_file(
+        self,
+        task_id: str,
+        name: Literal["stdout", "stderr"] = "stdout",
+        *,
+        offset: int = 0,
+        length: int = 65536,
+        timeout: float = 10.0,
+    ) -> TaskFileData: ...
+    async def why(self, timeout: float = 10.0) -> Why: ...
+
+
+class Scheduler:
+    """A framework's policy: override the callbacks you need (each an `async` no-op by
+    default). The driver calls them one at a time, in order, with itself first."""
+
+    async def registered(self, driver: Driver, framework_id: str, master_id: str) -> None:
+        """Subscribed for the first time, as `framework_id` (keep it to come back after a
+        crash, with `failover_timeout`)."""
+
+    async def reregistered(self, driver: Driver, master_id: str) -> None:
+        """Subscribed again (after a reconnect or a failover) with the same framework id."""
+
+    async def disconnected(self, driver: Driver) -> None:
+        """The connection to the bus was lost; the driver reconnects by itself."""
+
+    async def resource_offers(self, driver: Driver, offers: list[Offer]) -> None:
+        """One `Offer` per slave: launch tasks on it (`driver.launch_tasks`) or decline it
+        (`driver.decline_offer`); one neither used nor declined stays yours, idle."""
+
+    async def offer_rescinded(self, driver: Driver, offer_id: str) -> None:
+        """An offer is no longer valid."""
+
+    async def status_update(self, driver: Driver, status: TaskStatus) -> None:
+        """A task changed state (`status.state`, `.reason`, `.message`, `.exit_code`); the
+        driver acknowledges it when this returns, unless `implicit_acknowledgements=False`."""
+
+    async def framework_message(
+        self, driver: Driver, slave_id: str, executor_id: str, data: bytes
+    ) -> None:
+        """Opaque data from one of this framework's executors."""
+
+    async def slave_lost(self, driver: Driver, slave_id: str) -> None:
+        """A slave was removed; its tasks arrive as updates (TASK_LOST, or TASK_UNREACHABLE
+        / TASK_GONE_BY_OPERATOR for a partition-aware framework)."""
+
+    async def executor_lost(
+        self, driver: Driver, executor_id: str, slave_id: str, status: int
+    ) -> None:
+        """An executor's process exited."""
+
+    async def preempting(self, driver: Driver, event: Preempting) -> None:
+        """These tasks will be killed in `event.deadline_seconds` so that a starving
+        framework gets its fair share: checkpoint, or kill them yourself sooner. They end
+        TASK_KILLED with REASON_TASK_PREEMPTED."""
+
+    async def error(self, driver: Driver, message: str) -> None:
+        """The master refused something this framework sent; or removed the framework
+        (torn down, failover timeout passed, refused at subscribe), after which the
+        driver stops (`driver.removed` then says why)."""
 
 
 def build_task(

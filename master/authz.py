@@ -96,7 +96,7 @@ class RoleACL:
 class RateLimiter:
     """A token bucket per principal: `rate` a second, `burst` at once. It samples what a
     flood of bad calls would otherwise multiply (log lines, answers); the calls themselves
-    are throttled by `master.calls.throttle`."""
+    are throttled by `master.intake`."""
 
     def __init__(self, rate: float | None, burst: float) -> None:
         self.rate = rate

@@ -217,6 +217,7 @@ class Slave:
     connected: bool = True  # False from its Last Will until it is back (or removed)
     offers: set[str] = field(default_factory=set)
     used: Resources | None = None  # what its tasks used at its last usage report
+    isolation_warning: str = ""  # what it says it does not enforce between tenants
 
     def view(self, free: Resources, last_heartbeat: float | None = None) -> SlaveView:
         """`last_heartbeat`: `last_seen` on the wall clock (the books keep the loop's)."""
@@ -231,6 +232,7 @@ class Slave:
             last_heartbeat=last_heartbeat,
             attributes=self.attributes,
             used=self.used if self.tasks else None,
+            isolation_warning=self.isolation_warning,
         )
 
 

@@ -17,7 +17,7 @@ The parts, by what they do:
   (`master.ha.recorder`);
 - when: the rounds (`master.rounds`), preemption (`master.preemptor`), recovery after a
   failover (`master.ha.recovery`), the timers here;
-- who may send what: the intake (`master.calls.intake`) and the routes below;
+- who may send what: the intake (`master.intake`) and the routes below;
 - what is read: the read side (`master.http.read_side`), which the HTTP API serves.
 """
 
@@ -33,14 +33,11 @@ from master.authz import Caller, RoleACL
 from master.books import Books
 from master.calls.files import FileRequests
 from master.calls.framework_calls import FrameworkCalls
-from master.calls.intake import MAX_CALL_ITEMS, CallIntake, Routes
-from master.calls.limited_calls import LimitedCalls
 from master.calls.operator_calls import OperatorCalls
 from master.calls.partitions import Partitions
 from master.calls.slave_calls import SlaveCalls
 from master.calls.status_updates import StatusUpdates
 from master.calls.subscribe import Subscriptions
-from master.calls.throttle import Throttle
 from master.calls.why_calls import WhyCalls
 from master.config import MasterConfig, MasterInfo
 from master.counters import MessageCounts, SlaveChurn
@@ -54,6 +51,7 @@ from master.ha.registry import MemoryStore, Registry
 from master.heartbeats import silent
 from master.http.live_feed import LiveFeed
 from master.http.read_side import ReadSide
+from master.intake import MAX_CALL_ITEMS, CallIntake, PrincipalQueues, RateLimitRefusals, Routes
 from master.lag_probe import Backlog, LagProbe, backlog_of
 from master.listeners import Listeners
 from master.offers import OfferBook
@@ -279,16 +277,25 @@ class Master:
         self.files = FileRequests(books, outbox)  # tasks' stdout and stderr, from their slaves
         # who may send what, and how much: every call's way in
         limits = config.rate_limits or RateLimits.defaults(None, None)
-        self.throttle = Throttle(limits, loop_time)  # framework and operator calls
+        self.queues = PrincipalQueues(limits)  # each principal's, at its rate limit
         # why a framework is offered nothing: one answer for the bus, HTTP and Mesos's API
-        self.why = WhyAnswers(books, cycle, self.throttle, self.acl, loop_time)
+        self.why = WhyAnswers(books, cycle, self.queues, self.acl, loop_time)
         self.why_calls = WhyCalls(self.why, outbox.refuse, outbox.send_topic)
-        self.limited = LimitedCalls(
-            books, self.throttle, outbox, self.messages, self.acl, self.framework_calls
+        refusals = RateLimitRefusals(
+            self.queues, outbox, self.messages, self.framework_calls.refused_accept
         )
         self.routes = self._routes()
         self.intake = CallIntake(
-            bus, topics, self.throttle, outbox, self.messages, self.limited, self.routes, self._gone
+            bus,
+            topics,
+            self.queues,
+            refusals,
+            outbox,
+            self.messages,
+            books,
+            self.acl,
+            self.routes,
+            self._gone,
         )
         # what is read
         self.views = ReadSide(
@@ -303,7 +310,7 @@ class Master:
             churn=self.churn,
             messages=self.messages,
             updates=updates,
-            throttle=self.throttle,
+            queues=self.queues,
             why=self.why,
             round_duration=self.offer_rounds.duration,
             feed=self.feed,
@@ -417,7 +424,7 @@ class Master:
         if topic == self._probe_topic():
             lag = self.lag.back(payload)
             if lag is not None:  # what the intake read before it was sent before it
-                self.intake.fair.sent_by(time.monotonic() - lag)
+                self.queues.sent_by(time.monotonic() - lag)
             return
         parts = topic.split("/")
         if len(parts) != 5 or parts[3] not in ("slave", "framework"):
@@ -446,9 +453,9 @@ class Master:
     def backlog(self) -> Backlog:
         """How far behind the master is in reading its calls (/metrics, /health)."""
         bus_oldest, last = self.bus.backlog_ages()
-        fair = self.intake.fair
-        ages = (max(bus_oldest, fair.oldest_age()), last)
-        return backlog_of(self.bus.backlog() + fair.backlog(), ages, self.lag)
+        queues = self.queues
+        ages = (max(bus_oldest, queues.oldest_age()), last)
+        return backlog_of(self.bus.backlog() + queues.backlog(), ages, self.lag)
 
     async def stop(self) -> None:
         if self.http is not None:
@@ -456,8 +463,7 @@ class Master:
         for task in self._tasks:
             await cancel_and_wait(task)
         self._tasks = []
-        await self.intake.fair.close()
-        await self.throttle.close()
+        await self.queues.close()
         await self.preemptor.stop_fair_shares()
         self.log.info("master.stopped", rounds=self.offer_rounds.count, **self.bus.stats)
 

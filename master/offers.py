@@ -25,9 +25,12 @@ class OfferBook:
     def make(self, allocations: Iterable[Allocation], now: float) -> int:
         """Book and send what a round decided; how many frameworks were offered."""
         by_framework: dict[str, list[Offer]] = defaultdict(list)
+        running: dict[str, dict[str, list[str]]] = {}  # its executors by slave, if it has any
         for a in allocations:
             fw = self.books.frameworks[a.framework_id]
             slave = self.books.slaves[a.slave_id]
+            if fw.executors and a.framework_id not in running:
+                running[a.framework_id] = executors_by_slave(fw)
             offer_id = f"o-{new_id()[:20]}"
             record = OfferRecord(offer_id, a.framework_id, a.slave_id, a.resources, now)
             self.books.offers[offer_id] = record
@@ -41,6 +44,7 @@ class OfferBook:
                     hostname=slave.hostname,
                     resources=a.resources,
                     attributes=slave.attributes,
+                    executor_ids=running.get(a.framework_id, {}).get(a.slave_id, []),
                 )
             )
             self.outbox.emit(
@@ -97,3 +101,11 @@ class OfferBook:
             offer_id=record.offer_id,
             resources=record.resources,
         )
+
+
+def executors_by_slave(fw: Framework) -> dict[str, list[str]]:
+    """The ids of `fw`'s custom executors running on each slave."""
+    out: dict[str, list[str]] = defaultdict(list)
+    for slave_id, executor_id in fw.executors:
+        out[slave_id].append(executor_id)
+    return out

@@ -61,6 +61,7 @@ class Outbox:
         self.changes = Changes()  # who hears of each change
         # the event stream goes out on the bus until then (loop time): an operator's lease
         self.events_watched_until = 0.0
+        self.events_emitted = 0  # each event's number (seq), for followers to see a gap
         self._stale = True  # the published state is older than the books
 
     # -- messages ---------------------------------------------------------------------------
@@ -141,7 +142,8 @@ class Outbox:
         # (validated as built: pydantic-core's validation is several times quicker than
         # `model_construct`, whose default factories (the timestamp's, resources') cost
         # an `inspect.signature` each; two a task)
-        event = ClusterEvent(kind=kind, **fields)
+        self.events_emitted += 1
+        event = ClusterEvent(kind=kind, seq=self.events_emitted, **fields)
         if self.events_watched_until and self.clock() < self.events_watched_until:
             self.bus.post(self.topics.events, event, qos=0, lazy=True)
         self.event_counts[kind] += 1

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 from master.authz import RoleACL
 from master.books import Books, Framework
-from master.calls.throttle import Throttle
 from master.cycle import OfferCycle
 from master.cycle.why import Standing
+from master.intake.queues import PrincipalQueues
 from protocol.wire.why import Why, WhyOffered, WhyReason
 
 REFUSED_LATELY = 60.0  # seconds: refused calls this recent make `rate-limited` a reason
@@ -45,13 +45,13 @@ class WhyAnswers:
         self,
         books: Books,
         cycle: OfferCycle,
-        throttle: Throttle,
+        queues: PrincipalQueues,
         roles_acl: RoleACL,
         clock: Callable[[], float],
     ) -> None:
         self.books = books
         self.cycle = cycle
-        self.throttle = throttle
+        self.queues = queues
         self.roles_acl = roles_acl
         self.clock = clock  # the master's (loop time), as the cycle's `now`
         self._refused: dict[str, tuple[int, float]] = {}  # principal -> (count, when it grew)
@@ -130,17 +130,17 @@ class WhyAnswers:
 
     def standing(self, fw: Framework, now: float) -> Standing:
         """What the shell knows of `fw` that the cycle does not."""
-        counts = self.throttle.counts.get(fw.principal)
+        counts = self.queues.counts.get(fw.principal)
         queued = counts.queued if counts is not None else 0
         refused = counts.refused if counts is not None else 0
         seen, grew = self._refused.get(fw.principal, (0, now))
         if refused != seen:
             self._refused[fw.principal] = (refused, now)
             grew = now
-        # (the throttle counts refusals since the master started: they count here while
+        # (the intake counts refusals since the master started: they count here while
         # the count grew in the last REFUSED_LATELY seconds, or since it was last asked)
         lately = refused if refused and now - grew <= REFUSED_LATELY else 0
-        _, limit = self.throttle.limit_of(fw.principal)
+        _, limit = self.queues.limit_of(fw.principal)
         return Standing(
             connected=fw.connected,
             role_refused=self.roles_acl.check(fw.principal, fw.role) or "",

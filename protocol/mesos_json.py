@@ -450,7 +450,7 @@ def task_from_mesos(obj: object) -> TaskInfo:
 
 
 def offer_to_mesos(offer: Offer, role: str = "*") -> JSON:
-    return {
+    out: JSON = {
         "id": mesos_id(offer.offer_id),
         "framework_id": mesos_id(offer.framework_id),
         "agent_id": mesos_id(offer.slave_id),
@@ -462,6 +462,9 @@ def offer_to_mesos(offer: Offer, role: str = "*") -> JSON:
         ],
         "allocation_info": {"role": role},
     }
+    if offer.executor_ids:  # the framework's executors running there (Mesos's Offer field)
+        out["executor_ids"] = [mesos_id(e) for e in offer.executor_ids]
+    return out
 
 
 def master_info(master_id: str, ip: str, port: int, hostname: str = "") -> JSON:

@@ -5,8 +5,8 @@ cgroup, with its environment set only once it runs as its user.
 The chain, each step only where the slave can take it (root; util-linux's `unshare`):
 
     unshare --pid --fork --mount-proc --ipc --kill-child    PID, IPC and mount
-      sh -c 'mount tmpfs /dev/shm && exec "$@"'              namespaces, its own /proc
-                                                             and /dev/shm (root's sh)
+      sh -c 'mount tmpfs /dev/shm; mount --bind              namespaces, its own /proc,
+             SANDBOX/tmp /tmp (and /var/tmp) && exec "$@"'    /dev/shm and /tmp (root's)
       setpriv --reuid U --regid G --clear-groups --          its user
       sh -s EXIT sh -c 'JOIN COMMAND'   < script             pid 1 there: its umask and
                                                              environment, then waits
@@ -48,7 +48,9 @@ import contextlib
 import os
 import shutil
 import subprocess
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 
 from slave.task_env import ROOT_ENV, start_script
 from slave.task_users import TaskUser
@@ -61,13 +63,36 @@ WRAPPER = 'trap : TERM; (shift; exec "$@" </dev/null); code=$?; echo "$code" > "
 # would not take the SIGTERM that shuts it down); else it becomes the executor
 EXECUTOR_IN_NAMESPACE = '(exec "$@" </dev/null); exit "$?"\n'
 EXECUTOR = 'exec "$@" </dev/null\n'
-# root's first step in the task's namespaces, before it drops to the task's user: a
+# root's first steps in the task's namespaces, before it drops to the task's user: a
 # /dev/shm of its own (POSIX shared memory and semaphores are files there; the host's is
-# every tenant's), 64 MiB as Docker gives a container, in memory charged to its cgroup.
-# The mount stays in the task's mount namespace (unshare makes mounts private).
-PRIVATE_SHM = (
-    'mount -n -t tmpfs -o nosuid,nodev,noexec,mode=1777,size=64m drfmesos-shm /dev/shm && exec "$@"'
+# every tenant's), 64 MiB as Docker gives a container, in memory charged to its cgroup;
+# and a /tmp and /var/tmp of its own, its sandbox's `tmp` and `var-tmp` bound there (as
+# Mesos's filesystem/linux isolator and systemd's PrivateTmp do), so that no tenant reads
+# or plants a file in another's /tmp or the slave's (nor in /run/lock, below). The mounts
+# stay in the task's mount namespace (unshare makes mounts private): the slave's /tmp is
+# untouched. They are locked to the task: a user namespace it makes cannot unmount them
+# to see the host's beneath (the kernel locks the mounts a less privileged namespace
+# inherits). Not where the slave's work dir is under /tmp or /var/tmp: the task's own
+# /tmp would hide its sandbox from it (`probe` says so). It runs in the sandbox, which
+# the slave keeps root's until then (sandbox.hold_for_private_tmp): no process of the
+# task's user can swap `tmp` for a symlink between the slave's check and the bind (root
+# would bind what the user may not reach by path); it hands the sandbox to its user
+# ($DRFMESOS_SANDBOX_OWNER, uid:gid) once bound.
+PRIVATE_SHM = "mount -n -t tmpfs -o nosuid,nodev,noexec,mode=1777,size=64m drfmesos-shm /dev/shm"
+# /run/lock too, the host's other directory every user may write (1777): a tmpfs of its
+# own (lock files are small), where the host has one
+PRIVATE_LOCK = (
+    "{ [ ! -d /run/lock ] || "
+    "mount -n -t tmpfs -o nosuid,nodev,noexec,mode=1777,size=1m drfmesos-lock /run/lock; }"
 )
+PRIVATE_MOUNTS = (
+    PRIVATE_SHM + " && " + PRIVATE_LOCK + " && mount -n --bind -o nosuid,nodev tmp /tmp"
+    " && mount -n --bind -o nosuid,nodev var-tmp /var/tmp"
+    ' && { [ -z "$DRFMESOS_SANDBOX_OWNER" ] || chown -- "$DRFMESOS_SANDBOX_OWNER" .; }'
+    ' && unset DRFMESOS_SANDBOX_OWNER && exec "$@"'
+)
+PRIVATE_TMP = ("tmp", "var-tmp")  # in its sandbox: its /tmp and /var/tmp
+HOST_TMP = (Path("/tmp"), Path("/var/tmp"))
 NAMESPACES = ["--pid", "--fork", "--mount-proc", "--ipc", "--kill-child"]
 Join = tuple[str, dict[str, str]]  # a cgroup's join: a script, and its environment
 
@@ -82,6 +107,7 @@ class Start:
     args: list[str]
     env: dict[str, str]
     script: bytes | None = None
+    private_tmp: bool = False  # its /tmp and /var/tmp its sandbox's (PRIVATE_MOUNTS)
 
 
 @dataclass(frozen=True)
@@ -90,6 +116,7 @@ class Confinement:
 
     users: bool  # tasks run as their principal's user
     pid_namespace: bool
+    private_tmp: bool = False  # (in the PID namespace's mount namespace) PRIVATE_MOUNTS
     unshare: str = "unshare"
     setpriv: str = "setpriv"
     nsenter: str = "nsenter"
@@ -114,7 +141,7 @@ class Confinement:
         first, then = self._joins(user, join[0], root_joins)
         shell = ["/bin/sh", "-c", then + command]
         args = self._confined(user, ["/bin/sh", "-s", exit_file, *shell])
-        return self._start(first, join[1], args, env, WRAPPER)
+        return self._start(first, join[1], args, env, WRAPPER, self.private_tmp)
 
     def executor(
         self,
@@ -130,7 +157,7 @@ class Confinement:
         first, then = self._joins(user, join[0], root_joins)
         args = self._confined(user, ["/bin/sh", "-s", "/bin/sh", "-c", then + command])
         body = EXECUTOR_IN_NAMESPACE if self.pid_namespace else EXECUTOR
-        return self._start(first, join[1], args, env, body)
+        return self._start(first, join[1], args, env, body, self.private_tmp)
 
     def check(
         self,
@@ -166,7 +193,12 @@ class Confinement:
 
     @staticmethod
     def _start(
-        first: str, join_env: dict[str, str], args: list[str], env: dict[str, str], body: str
+        first: str,
+        join_env: dict[str, str],
+        args: list[str],
+        env: dict[str, str],
+        body: str,
+        private_tmp: bool = False,
     ) -> Start:
         """`args` after root's join (`first`, cgroup v2's way: the rest runs in it); the
         first process's environment fixed (root's), the task's in the script. The join's
@@ -174,7 +206,7 @@ class Confinement:
         if first:
             args = ["/bin/sh", "-c", first + 'exec "$@"', "drfmesos-join", *args]
         root_env = {**ROOT_ENV, **join_env} if first else dict(ROOT_ENV)
-        return Start(args, root_env, start_script({**env, **join_env}, body))
+        return Start(args, root_env, start_script({**env, **join_env}, body), private_tmp)
 
     @staticmethod
     def wrap(args: list[str], exit_file: str) -> list[str]:
@@ -183,12 +215,13 @@ class Confinement:
         return ["/bin/sh", "-c", WRAPPER, "drfmesos-task", exit_file, *args]
 
     def _confined(self, user: TaskUser | None, args: list[str]) -> list[str]:
-        if self.pid_namespace:  # (System V IPC, POSIX queues and /dev/shm of its own too)
+        if self.pid_namespace:  # (System V IPC, POSIX queues, /dev/shm and /tmp its own too)
             if self.switches(user):
                 assert user is not None
                 args = [self.setpriv, *_drop_to(user), "--", *args]
-            shm = ["/bin/sh", "-c", PRIVATE_SHM, "drfmesos-shm"]
-            return [self.unshare, *NAMESPACES, "--", *shm, *args]
+            script = PRIVATE_MOUNTS if self.private_tmp else PRIVATE_SHM + ' && exec "$@"'
+            mounts = ["/bin/sh", "-c", script, "drfmesos-mounts"]
+            return [self.unshare, *NAMESPACES, "--", *mounts, *args]
         if not self.switches(user):
             return args
         assert user is not None
@@ -214,7 +247,15 @@ class Confinement:
                 "journals, and signal every other task and the slave itself"
             )
         if not self.pid_namespace:
-            gaps.append("tasks share the host's PID namespace: a task sees every process")
+            gaps.append(
+                "tasks share the host's PID namespace, /tmp and /dev/shm: a task sees every "
+                "process, and every other task's files in /tmp it may read"
+            )
+        elif not self.private_tmp:
+            gaps.append(
+                "tasks share the host's /tmp and /var/tmp: a task reads what another leaves "
+                "there readable, and plants files for it"
+            )
         return "; ".join(gaps) or None
 
 
@@ -228,9 +269,12 @@ def _drop_to(user: TaskUser) -> list[str]:
 UNCONFINED = Confinement(users=False, pid_namespace=False)  # (a slave before its start)
 
 
-def probe(switch_user: bool, pid_namespace: bool) -> tuple[Confinement, list[str]]:
+def probe(
+    switch_user: bool, pid_namespace: bool, work_dir: Path | None = None
+) -> tuple[Confinement, list[str]]:
     """The confinement this host allows of what was asked, and why each part asked for
-    is off (blocking: it runs `unshare` once; call it in a thread)."""
+    is off (blocking: it runs `unshare` once; call it in a thread). A private /tmp comes
+    with the PID namespace, unless `work_dir` is under the host's /tmp or /var/tmp."""
     why: list[str] = []
     root = os.geteuid() == 0
     unshare, setpriv = shutil.which("unshare"), shutil.which("setpriv")
@@ -244,19 +288,34 @@ def probe(switch_user: bool, pid_namespace: bool) -> tuple[Confinement, list[str
         why.append(
             "not root: no PID namespace"
             if not root
-            else "unshare --pid --mount-proc --ipc (and a tmpfs on /dev/shm there) failed"
+            else "unshare --pid --mount-proc --ipc (and its /dev/shm and /tmp there) failed"
+        )
+    under_tmp = work_dir is not None and any(
+        work_dir.resolve().is_relative_to(tmp) for tmp in HOST_TMP
+    )
+    if pidns and under_tmp:
+        why.append(
+            f"the work dir {work_dir} is under the host's /tmp or /var/tmp, which a task's "
+            "own /tmp would hide its sandbox in: tasks get no /tmp of their own (a "
+            "--work-dir elsewhere, as /var/lib/drfmesos)"
         )
     nsenter = shutil.which("nsenter") or "nsenter"  # (util-linux's, as unshare)
-    confinement = Confinement(users, pidns, unshare or "unshare", setpriv or "setpriv", nsenter)
+    confinement = Confinement(
+        users, pidns, pidns and not under_tmp, unshare or "unshare", setpriv or "setpriv", nsenter
+    )
     return confinement, why
 
 
 def _unshares(unshare: str) -> bool:
-    with contextlib.suppress(OSError, subprocess.SubprocessError):
+    failed = (OSError, subprocess.SubprocessError)
+    with contextlib.suppress(*failed), tempfile.TemporaryDirectory() as d:
+        for name in PRIVATE_TMP:
+            os.mkdir(os.path.join(d, name))
         done = subprocess.run(
-            [unshare, *NAMESPACES, "--", "/bin/sh", "-c", PRIVATE_SHM, "probe", "true"],
+            [unshare, *NAMESPACES, "--", "/bin/sh", "-c", PRIVATE_MOUNTS, "probe", "true"],
             stdin=subprocess.DEVNULL,
             env=ROOT_ENV,
+            cwd=d,
             capture_output=True,
             timeout=10,
         )

@@ -102,6 +102,7 @@ class ExecutorProcess:
                 pass_fds=(theirs.fileno(),),
                 owner=self.user,
                 script=start.script,
+                private_tmp=start.private_tmp,
             )
         except BaseException:
             ours.close()

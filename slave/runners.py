@@ -220,6 +220,7 @@ class CommandRunner:
                 owner=self.run.user,
                 first=functools.partial(_forget_exit, self.exit_file),
                 script=start.script,
+                private_tmp=start.private_tmp,
             )
         except (OSError, ValueError) as e:  # (ValueError: NUL in an argument or the env)
             if self.container is not None:

@@ -16,6 +16,7 @@ import stat
 from collections.abc import Callable
 from pathlib import Path
 
+from slave.confine import PRIVATE_TMP
 from slave.task_users import TaskUser
 
 PASSABLE = 0o711  # the directories above sandboxes: others pass, do not list
@@ -98,16 +99,47 @@ def make_tmp(sandbox: Path, owner: TaskUser | None) -> None:
         os.chown(sandbox / "tmp", owner.uid, owner.gid, follow_symlinks=False)
 
 
+def hold_for_private_tmp(sandbox: Path, owner: TaskUser) -> dict[str, str]:
+    """Keep `sandbox` root's until the task's first (root's) shell has bound its `tmp`
+    and `var-tmp` over /tmp and /var/tmp (slave.confine.PRIVATE_MOUNTS), each made here
+    its owner's if missing: root's variables that have that shell hand it back. OSError
+    if either is anything but a directory of its owner's (what a task left in a sandbox
+    its id used before: never followed). Checked while no process of the user can
+    change the sandbox's names (it is root's, 0700), so what root binds is what was
+    checked."""
+    os.chown(sandbox, 0, 0, follow_symlinks=False)
+    os.chmod(sandbox, PRIVATE)
+    for name in PRIVATE_TMP:
+        path = sandbox / name
+        try:
+            os.mkdir(path, PRIVATE)
+            os.chown(path, owner.uid, owner.gid, follow_symlinks=False)
+        except FileExistsError:
+            st = os.lstat(path)
+            if not stat.S_ISDIR(st.st_mode) or st.st_uid != owner.uid:
+                raise OSError(
+                    f"the sandbox's {name} is not a directory of the task's user"
+                ) from None
+    return {"DRFMESOS_SANDBOX_OWNER": f"{owner.uid}:{owner.gid}"}
+
+
 def _open_sandbox(
-    sandbox: Path, owner: TaskUser | None, first: Callable[[], None] | None
-) -> tuple[int, int]:
+    sandbox: Path, owner: TaskUser | None, first: Callable[[], None] | None, private_tmp: bool
+) -> tuple[int, int, dict[str, str]]:
     if first is not None:
         first()
     make_dir(sandbox, owner)
     make_tmp(sandbox, owner)
+    held: dict[str, str] = {}
+    if private_tmp:
+        if owner is None:  # (the slave's own: nobody else's process may touch it)
+            for name in PRIVATE_TMP:
+                (sandbox / name).mkdir(exist_ok=True)
+        else:
+            held = hold_for_private_tmp(sandbox, owner)
     out = open_output(sandbox / "stdout", owner)
     try:
-        return out, open_output(sandbox / "stderr", owner)
+        return out, open_output(sandbox / "stderr", owner), held
     except BaseException:
         os.close(out)
         raise
@@ -121,16 +153,19 @@ async def spawn_in_sandbox(
     owner: TaskUser | None = None,
     first: Callable[[], None] | None = None,
     script: bytes | None = None,
+    private_tmp: bool = False,
 ) -> asyncio.subprocess.Process:
     """Start `args` in `sandbox` (created if need be, with its `tmp`), stdout and stderr
     to files there, with `env` and nothing of the slave's own environment; `script` on
-    its stdin (a task's first shell reads it: slave.confine), else nothing.
+    its stdin (a task's first shell reads it: slave.confine), else nothing; with
+    `private_tmp`, its `tmp` and `var-tmp` ready for its /tmp and /var/tmp.
 
     The process leads a new session, so killing its process group kills everything it
     started. File system work runs in a thread (`first` too: what else must be on disk
     before it starts): the event loop never waits on the disk.
     """
-    out, err = await asyncio.to_thread(_open_sandbox, sandbox, owner, first)
+    out, err, held = await asyncio.to_thread(_open_sandbox, sandbox, owner, first, private_tmp)
+    env = {**env, **held}
     stdin = asyncio.subprocess.DEVNULL if script is None else _memory_file(script)
     try:
         return await asyncio.create_subprocess_exec(

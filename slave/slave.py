@@ -239,6 +239,14 @@ class Slave:
         self.registered.clear()
         self._wanted.set()
 
+    @property
+    def isolation_warning(self) -> str:
+        """What this slave does not enforce between tenants, for the master's state (its
+        start's `isolation.tenants` warning says the same); "" for simulated tasks."""
+        if self.config.simulated_tasks:
+            return ""
+        return self.tenancy.confinement.not_enforced() or ""
+
     async def _announce(self) -> None:
         running = [
             RunningTask(framework_id=r.framework_id, task=r.info, state=r.state)
@@ -251,6 +259,7 @@ class Slave:
             resources=self.config.resources,
             attributes=self.config.attributes,
             incarnation=self.bus.incarnation,
+            isolation_warning=self.isolation_warning,
         )
         ending = self.updates.ending()
         message = (

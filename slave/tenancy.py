@@ -50,15 +50,19 @@ class Tenancy:
 
 
 @functools.cache
-def _probed(switch_user: bool, pid_namespace: bool) -> tuple[Confinement, tuple[str, ...]]:
-    confinement, why = probe(switch_user, pid_namespace)
+def _probed(
+    switch_user: bool, pid_namespace: bool, work_dir: Path
+) -> tuple[Confinement, tuple[str, ...]]:
+    confinement, why = probe(switch_user, pid_namespace, work_dir)
     return confinement, tuple(why)  # (once a process: a fleet's slaves share the answer)
 
 
 async def start_tenancy(config: Any, log: Any) -> Tenancy:
     """Decide how tasks are confined and say at the default level what is not enforced;
     close the work dir to tasks (`config`: the slave's SlaveConfig)."""
-    confinement, off = await asyncio.to_thread(_probed, config.switch_user, config.pid_namespace)
+    confinement, off = await asyncio.to_thread(
+        _probed, config.switch_user, config.pid_namespace, Path(config.work_dir)
+    )
     users = None
     if confinement.users:
         uid_map = UidMap.at(config.task_uid_map, config.task_uids)

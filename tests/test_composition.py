@@ -42,7 +42,7 @@ def _classes(package: object) -> list[type]:
 # subclasses, as with pymesos (the samples are such frameworks)
 MEANT = (
     "protocol.wire.resources.Resources",
-    "frameworks.driver.Scheduler",
+    "frameworks.scheduler.Scheduler",
     "frameworks.executor.Executor",
 )
 

@@ -83,8 +83,8 @@ def test_the_docs_build_strictly(tmp_path: Path) -> None:
     sdk = (site / "reference" / "sdk" / "index.html").read_text()
     assert "BrokerRefused" in sdk
     words = html.unescape(re.sub(r"<[^>]+>", "", sdk))  # every callback with its signature
-    assert "error(driver: SchedulerDriver, message: str) -> None" in words
-    assert "resource_offers(\n    driver: SchedulerDriver, offers: list[Offer]\n) -> None" in words
+    assert "error(driver: Driver, message: str) -> None" in words
+    assert "resource_offers(\n    driver: Driver, offers: list[Offer]\n) -> None" in words
     api = (site / "reference" / "http-api" / "index.html").read_text()
     assert "/api/v1/tasks" in api  # from the OpenAPI document
 

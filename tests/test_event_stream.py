@@ -19,13 +19,14 @@ import msgpack
 from cluster.local.events import follow_events
 from cluster.local.view import operator_call
 from master.master import Master, MasterConfig
-from protocol.tooling.brokers import BrokerURL, MosquittoBroker, end_process
+from protocol.tooling.brokers import BrokerURL, MosquittoBroker, QueueBounds, end_process
 from protocol.transport.aio import within
 from protocol.transport.bus import Bus
 from protocol.wire.codec import PROTOCOL_VERSION
 from protocol.wire.messages import ClusterEvent, Error, SetWeights, WatchEvents, Wire
 from protocol.wire.topics import Topics
 
+from conftest import need_mosquitto
 from harness.helpers import Inbox, eventually, in_process_cluster, open_transport, until
 
 CONFIG = MasterConfig(allocation_interval=0.1)
@@ -268,3 +269,55 @@ async def test_drfmesos_events_stops_when_told_even_before_it_connects() -> None
             writer.close()
         server.close()
         await server.wait_closed()
+
+
+async def test_a_follower_that_fell_behind_is_told_how_many_events_it_missed() -> None:
+    """A follower stopped (SIGSTOP: it reads nothing) while the master streams 40 MiB of
+    events, through a mosquitto that holds 10 messages for one client: the broker drops the
+    rest for it, and once it runs again it says how many it missed: the events' numbers
+    skip (at the first event after the gap)."""
+    need_mosquitto()
+    # (the stream goes at QoS 0, which mosquitto bounds by its count of packets alone)
+    tight = QueueBounds(inflight_messages=10, queued_messages=10)
+    broker = MosquittoBroker(bounds=tight)
+    await broker.start()
+    topics, sent = Topics("behind"), 20_000
+    try:
+        async with contextlib.AsyncExitStack() as stack:
+            master = await start_master(stack, broker.url, topics, int(time.time()))
+            command = [sys.executable, "-m", "cluster", "events", "--broker", str(broker.url)]
+            slow = await asyncio.create_subprocess_exec(
+                *command, "--cluster", "behind", "--seconds", "120",
+                stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+            )  # fmt: skip
+            stack.push_async_callback(end_process, slow, kill=True)
+            await eventually(lambda: master.messages.received["WatchEvents"] >= 1, timeout=30)
+            async with following(broker.url, "behind", lease=60) as (seen, arrived):
+                await eventually(lambda: master.messages.received["WatchEvents"] >= 2)
+                slow.send_signal(signal.SIGSTOP)
+                for n in range(sent):
+                    master.outbox.emit("weights", detail=f"{n:05}" + "x" * 2048)
+                    if n % 200 == 0:
+                        await asyncio.sleep(0)  # (the bus publishes them as it goes)
+                # a marker the reader gets once it has caught up (it reads in this busy
+                # process, so the broker dropped some for it too): all were handed out
+                for _ in range(60):
+                    master.outbox.emit("weights", detail="marker")
+                    with contextlib.suppress(TimeoutError):
+                        await until(arrived, lambda: details(seen)[-1:] == ["marker"], timeout=1)
+                        break
+                assert details(seen)[-1:] == ["marker"]
+            slow.send_signal(signal.SIGCONT)
+            assert slow.stderr is not None
+            # it learns of the gap from the next event that reaches it: one a second
+            told = asyncio.ensure_future(slow.stderr.readline())
+            for _ in range(30):
+                master.outbox.emit("weights", detail="after")
+                if (await asyncio.wait({told}, timeout=1))[0]:
+                    break
+            line = await within(told, 1)
+            assert b"events missed here" in line, line
+            assert int(line.split()[0].replace(b",", b"")) > sent // 2
+    finally:
+        await broker.stop()
+        broker.cleanup()

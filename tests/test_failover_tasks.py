@@ -14,7 +14,7 @@ import pytest
 
 from benchmarks.slaves import Run, verdict
 from frameworks.calls import reconcile_calls
-from master.calls.intake import MAX_CALL_BYTES, MAX_CALL_ITEMS
+from master.intake import MAX_CALL_BYTES, MAX_CALL_ITEMS
 from protocol.transport.batching import Counted, chunked, encoded
 from protocol.transport.bus import MAX_PAYLOAD
 from protocol.wire.codec import DecodeError, decode_many, encode, encode_batch, items_of

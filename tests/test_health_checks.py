@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import shutil
 import subprocess
 import tempfile
@@ -167,24 +168,28 @@ async def test_a_command_check_runs_as_the_task_in_its_namespaces_and_cgroup() -
     """On a slave that switches users, with PID namespaces and cgroups: the check runs
     as the task's user, never root, in its PID namespace, its cgroup and its sandbox,
     with its variables; none of them (LD_PRELOAD) reaches a process of root's."""
+    # (and its /tmp, its own: what the task left there, not what the slave's /tmp holds)
+    host_tmp = Path(tempfile.mkstemp(prefix="drfmesos-host-tmp-", dir="/tmp")[1])
     whoami = (
         'echo "$(id -u) $(readlink /proc/self/ns/pid) $(sort /proc/self/cgroup | cksum) '
-        '$(pwd) $GREETING"'
+        f'$(ls /tmp | cksum) $(test -e {host_tmp} && echo host-tmp) $(pwd) $GREETING"'
     )
-    marks = Path(tempfile.mkdtemp(prefix="drfmesos-preload-"))
+    marks = Path(tempfile.mkdtemp(prefix="drfmesos-preload-", dir="/var/lib"))  # (not /tmp)
     library = await asyncio.to_thread(preloadable, marks)
     env = {"GREETING": "hello"} | ({"LD_PRELOAD": str(library)} if library else {})
     check = quick(
         HealthCheckType.COMMAND,
-        command=CommandCheck(value=f"{whoami} > check.out", environment=env),
+        # (healthy once it sees what the task left in its /tmp)
+        command=CommandCheck(value=f"test -e /tmp/mine && {whoami} > check.out", environment=env),
     )
     try:
-        async with shared_slave() as s:
+        async with shared_slave(base_in="/var/lib") as s:  # (a /tmp its task's own)
             task = TaskInfo(
                 task_id="cmd", slave_id=s.master.slave_id,
                 resources=Resources(cpus=0.1, mem=64), health_check=check,
                 command=CommandInfo(
-                    value=f"{whoami} > t; mv t task.out; sleep 300", environment={"GREETING": "hi"}
+                    value=f"touch /tmp/mine; {whoami} > t; mv t task.out; sleep 300",
+                    environment={"GREETING": "hi"},
                 ),
             )  # fmt: skip
             launch = RunTasks(framework_id=ALICE, tasks=[task], principal="alice")
@@ -196,9 +201,11 @@ async def test_a_command_check_runs_as_the_task_in_its_namespaces_and_cgroup() -
             ran = (sandbox / "task.out").read_text().split()
             checked = (sandbox / "check.out").read_text().split()
             assert ran[0] != "0"
-            assert checked[:4] == ran[:4]  # its user, its PID namespace, its cgroups
-            assert checked[4:] == [str(sandbox), "hello"]
-            assert ran[4:] == [str(sandbox), "hi"]
+            # its user, its PID namespace, its cgroups, its /tmp (not the slave's)
+            assert checked[:6] == ran[:6]
+            assert checked[6:] == [str(sandbox), "hello"]
+            assert ran[6:] == [str(sandbox), "hi"]
+            assert (sandbox / "tmp" / "mine").exists()
             if library is not None:  # loaded as the task's user, never as root
                 assert marked(marks) == [f"uid-{ran[0]}"]
             kill = KillTask(framework_id=ALICE, task_id="cmd")
@@ -206,6 +213,7 @@ async def test_a_command_check_runs_as_the_task_in_its_namespaces_and_cgroup() -
             await s.master.ends(ALICE, "cmd")
     finally:
         await asyncio.to_thread(shutil.rmtree, marks, True)
+        os.unlink(host_tmp)
 
 
 async def test_a_failing_command_check_says_its_exit_code(rig: Rig) -> None:

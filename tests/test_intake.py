@@ -1,5 +1,5 @@
 """A subscriber's intake (`protocol.transport.base.Intake`, the master's is
-`master.calls.intake`): the transport's one dispatch loop asks it to admit each payload,
+`master.intake`): the transport's one dispatch loop asks it to admit each payload,
 then delivers what it admitted item by item, on both transports; a payload refused whole
 delivers nothing, and a failing item does not stop the rest."""
 

@@ -138,6 +138,9 @@ async def test_an_executors_preloaded_library_never_runs_as_root() -> None:
 # -- /tmp, /dev/shm, System V IPC -------------------------------------------------------------
 
 SECRET = "alice-tmp-secret-51c2"
+OUTSIDE_TMP = "/var/lib"  # a work dir there, as an operator's: its tasks get a /tmp each
+# the host's directories every user may write: each task has its own
+SHARED_DIRS = [d for d in ("/tmp", "/var/tmp", "/run/lock") if os.path.isdir(d)]
 
 
 async def test_a_tenants_task_reads_nothing_the_victim_left_in_tmp_or_shared_memory() -> None:
@@ -355,3 +358,97 @@ async def test_a_root_slave_told_not_to_switch_users_says_its_tasks_run_as_root(
     [warning] = [line for line in lines if line["event"] == "isolation.tenants"]
     assert warning["log_level"] == "warning"
     assert warning["what_is_not_enforced"].startswith("tasks run as ROOT")
+
+
+async def test_each_task_has_a_tmp_of_its_own_and_the_slaves_is_untouched() -> None:
+    """alice's task leaves her secret in /tmp, /var/tmp and /run/lock, readable by all (chmod 644:
+    umask alone does not stop a careless tenant); mallory's task lists and reads both and
+    plants a file in each for alice's next task. Each task's /tmp and /var/tmp are its
+    sandbox's `tmp` and `var-tmp` bound there in its own mount namespace: mallory finds
+    nothing, alice's next task finds nothing planted, and the slave's own /tmp and
+    /var/tmp hold none of it."""
+    tag = f"drfmesos-test-{os.getpid()}"
+    shared = " ".join(SHARED_DIRS)
+    host = [Path(d) / name for d in SHARED_DIRS for name in (tag, f"{tag}-planted")]
+    try:
+        async with shared_slave(base_in=OUTSIDE_TMP) as s:
+            await s.master.run(
+                "alice", ALICE, "a1",
+                f"for d in {shared}; do echo {SECRET} > $d/{tag}; chmod 644 $d/{tag}; "
+                "done; echo ready; exec sleep 300",
+            )  # fmt: skip
+            await s.master.reaches(ALICE, "a1", TaskState.RUNNING)
+            await eventually(lambda: "ready" in said(s, ALICE, "a1"))
+            await s.master.run(
+                "mallory", MALLORY, "m1",
+                f"ls -A {shared}; cd /; cat {' '.join(f'{d}/{tag}' for d in SHARED_DIRS)} "
+                f"/tmp/*/{tag}; for d in {shared}; do echo evil > $d/{tag}-planted; "
+                f"chmod 666 $d/{tag}-planted; done; true",
+            )  # fmt: skip
+            await s.master.ends(MALLORY, "m1")
+            sandbox = s.sandbox(MALLORY, "m1")
+            seen = (sandbox / "stdout").read_text() + (sandbox / "stderr").read_text()
+            assert SECRET not in seen
+            assert tag not in (sandbox / "stdout").read_text()  # (its listing: empty)
+            assert (sandbox / "tmp" / f"{tag}-planted").read_text() == "evil\n"
+            planted = " ".join(f"{d}/{tag}-planted" for d in SHARED_DIRS)
+            await s.master.run("alice", ALICE, "a2", f"cat {planted}; true")
+            await s.master.ends(ALICE, "a2")
+            assert "evil" not in s.output(ALICE, "a2")
+            alices = s.sandbox(ALICE, "a1")
+            assert (alices / "tmp" / tag).read_text() == f"{SECRET}\n"
+            assert (alices / "var-tmp" / tag).read_text() == f"{SECRET}\n"
+            assert os.stat(alices / "tmp").st_uid == os.stat(alices).st_uid == task_uid(s, "alice")
+            assert not any(path.exists() for path in host)  # the slave's are untouched
+    finally:
+        for path in host:
+            path.unlink(missing_ok=True)
+
+
+async def test_a_symlink_left_for_tmp_in_a_sandbox_is_never_bound() -> None:
+    """mallory's task swaps its sandbox's `tmp` for a symlink to a directory it may not
+    reach by path; a later task of the same id (its sandbox again) would have root bind
+    that directory over its /tmp, reaching it past its parents' modes. The slave refuses
+    the launch instead: TASK_FAILED, saying why."""
+    async with shared_slave(base_in=OUTSIDE_TMP) as s:
+        hidden = s.work.parent / "hidden"
+        (hidden / "inner").mkdir(parents=True)
+        os.chmod(hidden, 0o700)  # root's: nobody passes
+        os.chmod(hidden / "inner", 0o777)  # open, but only to who reaches it
+        command = f"rmdir tmp && ln -s {hidden / 'inner'} tmp; true"
+        await s.master.run("mallory", MALLORY, "m1", command)
+        await s.master.ends(MALLORY, "m1")
+        assert (s.sandbox(MALLORY, "m1") / "tmp").is_symlink()
+        s.master.statuses.clear()  # (the first run's end)
+        await s.master.run("mallory", MALLORY, "m1", "echo in > /tmp/x; true")
+        ended = await s.master.ends(MALLORY, "m1")
+        assert ended.state == TaskState.FAILED
+        assert "tmp is not a directory of the task's user" in ended.message
+        assert os.listdir(hidden / "inner") == []
+
+
+async def test_a_task_cannot_unmount_its_own_tmp_to_reach_the_hosts() -> None:
+    """mallory's task makes a user namespace of its own (the host lets users make them)
+    and unmounts its /tmp, /var/tmp, /run/lock and /dev/shm there, to see the host's
+    beneath: the kernel refuses (the mounts it inherited are locked), and the host's
+    files stay out of its sight."""
+    tag = f"drfmesos-host-{os.getpid()}"
+    dirs = [*SHARED_DIRS, "/dev/shm"]
+    host = [Path(d) / tag for d in dirs]
+    try:
+        for path in host:
+            path.write_text("the host's\n")
+        async with shared_slave(base_in=OUTSIDE_TMP) as s:
+            listing = f"ls -A {' '.join(dirs)}"
+            await s.master.run(
+                "mallory", MALLORY, "m1",
+                f"{listing}; unshare -Urm sh -c 'umount -l {' '.join(dirs)}; {listing}'; true",
+            )  # fmt: skip
+            await s.master.ends(MALLORY, "m1")
+            sandbox = s.sandbox(MALLORY, "m1")
+            seen = (sandbox / "stdout").read_text() + (sandbox / "stderr").read_text()
+            assert tag not in seen
+            assert "umount" in seen  # (it tried, and was told no)
+    finally:
+        for path in host:
+            path.unlink(missing_ok=True)

@@ -12,7 +12,6 @@ import aiohttp
 import pytest
 from prometheus_client import Histogram
 
-from master.calls.throttle import Throttle
 from master.counters import SlaveChurn
 from master.http.api import HttpApi
 from master.http.config import HttpConfig
@@ -24,6 +23,7 @@ from master.http.reader import (
     MasterReader,
     TaskUsageRow,
 )
+from master.intake.queues import PrincipalQueues
 from master.lag_probe import Backlog
 from master.rate_limits import RateLimits
 from protocol.transport.message_counts import MessageCounts
@@ -69,7 +69,7 @@ class FakeMaster:
     def __init__(self) -> None:
         self.feed = LiveFeed()
         self.recent_events: list[ClusterEvent] = []
-        self.throttle = Throttle(RateLimits.defaults(None, None), time.monotonic)
+        self.queues = PrincipalQueues(RateLimits.defaults(None, None), time.monotonic)
         self.churn = SlaveChurn(registrations=4)
         self.messages = MessageCounts()
         self.event_counts: Counter[str] = Counter(launch=7)

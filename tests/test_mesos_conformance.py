@@ -80,10 +80,7 @@ class MesosSorter:
         self.sorter.deactivate(client)
 
     def update_weight(self, client: str, weight: float) -> None:
-        if isinstance(self.sorter, RoleTree):
-            self.sorter.set_weight(client, weight)  # any node's, before it exists too
-        else:
-            self.sorter.update_weight(client, weight)
+        self.sorter.set_weight(client, weight)  # any node's, before it exists too
 
     def allocated(self, client: str, resources: str) -> None:
         r = Resources.parse(resources)

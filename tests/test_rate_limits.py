@@ -1,5 +1,5 @@
 """Rate limits that throttle instead of losing calls (Mesos's framework rate limiting):
-the throttle on its own, the operator's file, and a cluster held to its limits (a master
+a principal's queue on its own, the operator's file, and a cluster held to its limits (a master
 and slaves in process on the memory transport, configured as the master's CLI does, and
 read through its HTTP API)."""
 
@@ -29,10 +29,12 @@ from frameworks import (
     TaskStatus,
     build_task,
 )
-from master.calls.throttle import Throttle, Verdict, call_cost
+from master.authz import Caller
 from master.cli import rate_limits
 from master.http.api import HttpApi
 from master.http.config import HttpConfig
+from master.intake.costs import call_cost
+from master.intake.queues import PrincipalCounts, PrincipalQueues
 from master.master import MasterConfig
 from master.rate_limits import (
     AGGREGATE,
@@ -62,18 +64,37 @@ from protocol.wire.messages import (
 
 from harness.helpers import Inbox, InProcess, eventually, in_process_cluster, open_transport, until
 
-# --- the throttle alone ----------------------------------------------------------------
+# --- each principal's queue, at its rate limit ---------------------------------------------
 
 
 def limits(qps: float | None, capacity: int | None) -> RateLimits:
     return RateLimits.defaults(qps, capacity)
 
 
+def submit(queues: PrincipalQueues, principal: str, cost: float, work: Any) -> bool:
+    """One call of `principal`'s through its queue, as the intake puts it: admitted (True)
+    or refused past its capacity."""
+    if queues.over_capacity(principal, 1):
+        queues.refused(principal, 1)
+        return False
+    key = f"framework/{principal}"
+
+    async def serve() -> None:
+        await queues.charge(key, principal, cost, work)
+
+    queues.put(key, 1.0, principal, 1, serve)
+    return True
+
+
+async def nothing() -> None:
+    pass
+
+
 async def test_calls_over_the_rate_wait_and_are_handled_in_order_at_the_rate() -> None:
     loop = asyncio.get_running_loop()
     submitting = [True]  # (time stands still while the 400 go in, however slow this machine)
     started = loop.time()
-    throttle = Throttle(limits(200, 1000), lambda: started if submitting[0] else loop.time())
+    queues = PrincipalQueues(limits(200, 1000), lambda: started if submitting[0] else loop.time())
     handled: list[tuple[int, float]] = []
     done = asyncio.Event()
 
@@ -85,68 +106,63 @@ async def test_calls_over_the_rate_wait_and_are_handled_in_order_at_the_rate() -
 
         return run
 
-    verdicts = []
-    for i in range(400):
-        verdict = throttle.submit("a", 1, work(i))
-        verdicts.append(verdict)
-        if verdict is Verdict.NOW:
-            await work(i)()
+    admitted = [submit(queues, "a", 1, work(i)) for i in range(400)]
+    await eventually(lambda: len(handled) >= 200)
     submitting[0] = False
     await within(done.wait(), 10)
-    assert verdicts.count(Verdict.NOW) == 200  # one second's worth at once
-    assert Verdict.REFUSED not in verdicts
+    assert all(admitted)
     assert [i for i, _ in handled] == list(range(400))  # in order, none lost
     assert handled[-1][1] - started >= 200 / 200 * 0.95  # the other 200 at 200 a second
-    counts = throttle.counts["a"]
+    counts = queues.counts["a"]
     assert (counts.handled, counts.throttled, counts.refused, counts.queued) == (400, 200, 0, 0)
-    await throttle.close()
+    assert queues.waiting("a") == 0
+    await queues.close()
 
 
 async def test_past_its_capacity_a_call_is_refused_and_other_principals_are_not_held() -> None:
     loop = asyncio.get_running_loop()
-    throttle = Throttle(limits(1, 2), loop.time)
+    queues = PrincipalQueues(limits(1, 2), loop.time)
+    assert submit(queues, "a", 1, nothing)  # handled at once: the bucket is empty after
+    await eventually(lambda: queues.counts.get("a", PrincipalCounts()).handled == 1)
+    assert submit(queues, "a", 1, nothing)
+    assert submit(queues, "a", 1, nothing)
+    assert not submit(queues, "a", 1, nothing)  # two wait: its capacity
+    handled = asyncio.Event()
 
-    async def nothing() -> None:
-        pass
+    async def b() -> None:
+        handled.set()
 
-    assert throttle.submit("a", 1, nothing) is Verdict.NOW
-    assert throttle.submit("a", 1, nothing) is Verdict.QUEUED
-    assert throttle.submit("a", 1, nothing) is Verdict.QUEUED
-    assert throttle.submit("a", 1, nothing) is Verdict.REFUSED
-    assert throttle.submit("b", 1, nothing) is Verdict.NOW  # a queue of its own
-    assert throttle.counts["a"].refused == 1
-    assert throttle.counts["a"].queued == 2
-    await throttle.close()
-    assert throttle.counts["a"].queued == 0
+    assert submit(queues, "b", 1, b)  # a queue and a limit of its own
+    await within(handled.wait(), 5)
+    assert queues.counts["a"].refused == 1
+    assert queues.counts["a"].queued == 2
+    assert queues.waiting("a") == 2
+    await queues.close()
+    assert queues.counts["a"].queued == 0
 
 
 async def test_a_payload_that_would_not_fit_in_the_queue_is_seen_full_before_it_is_read() -> None:
     loop = asyncio.get_running_loop()
-    throttle = Throttle(limits(1, 10), loop.time)
-
-    async def nothing() -> None:
-        pass
-
-    assert not throttle.full("a", 200)  # nothing waits: the throttle decides call by call
-    assert throttle.submit("a", 1, nothing) is Verdict.NOW
+    queues = PrincipalQueues(limits(1, 10), loop.time)
+    assert not queues.over_capacity("a", 200)  # nothing waits: charged as it is read
+    assert submit(queues, "a", 1, nothing)
     for _ in range(8):
-        assert throttle.submit("a", 1, nothing) is Verdict.QUEUED
-    assert not throttle.full("a", 2)  # 8 waiting, 2 more fit
-    assert throttle.full("a", 3)  # (what a payload of 200 flooding calls would find)
-    assert throttle.full("a", 200)
-    await throttle.close()
+        assert submit(queues, "a", 1, nothing)
+    await eventually(lambda: queues.counts.get("a", PrincipalCounts()).queued == 8)
+    assert not queues.over_capacity("a", 2)  # 8 waiting, 2 more fit
+    assert queues.over_capacity("a", 3)  # (what a payload of 200 flooding calls would find)
+    assert queues.over_capacity("a", 200)
+    await queues.close()
 
 
 async def test_one_big_call_is_charged_per_item_and_the_calls_behind_it_wait() -> None:
     loop = asyncio.get_running_loop()
-    throttle = Throttle(limits(10, 100), loop.time)
-
-    async def nothing() -> None:
-        pass
-
-    assert throttle.submit("a", 50, nothing) is Verdict.NOW  # into debt: 10 - 50
-    assert throttle.submit("a", 1, nothing) is Verdict.QUEUED  # waits ~4 s of it off
-    await throttle.close()
+    queues = PrincipalQueues(limits(10, 100), loop.time)
+    assert submit(queues, "a", 50, nothing)  # handled, into debt: 10 - 50
+    assert submit(queues, "a", 1, nothing)  # waits ~4 s of it off
+    await eventually(lambda: queues.counts.get("a", PrincipalCounts()).queued == 1)
+    assert queues.counts["a"].handled == 1
+    await queues.close()
 
 
 @settings(max_examples=200, deadline=None)
@@ -154,25 +170,21 @@ async def test_one_big_call_is_charged_per_item_and_the_calls_behind_it_wait() -
 def test_no_call_is_lost_each_is_handled_queued_or_refused(
     principals: list[str], capacity: int
 ) -> None:
-    """Every call submitted is counted exactly once: handled now, waiting, or refused;
-    and no queue ever holds more than its capacity."""
-    now = [0.0]
+    """Every call that arrives is counted exactly once: handled, waiting, or refused; and
+    no queue ever holds more calls for its limit than its capacity."""
 
     async def scenario() -> None:
-        throttle = Throttle(limits(1, capacity), lambda: now[0])
-
-        async def nothing() -> None:
-            pass
-
-        verdicts = [throttle.submit(p, 1, nothing) for p in principals]
+        queues = PrincipalQueues(limits(1, capacity), lambda: 0.0)  # (time stands still)
+        admitted = [submit(queues, p, 1, nothing) for p in principals]
+        await eventually(lambda: queues.backlog() == 0)
         for p in set(principals):
-            c = throttle.counts[p]
-            mine = [v for q, v in zip(principals, verdicts, strict=True) if q == p]
-            assert c.handled == mine.count(Verdict.NOW)
-            assert c.queued == mine.count(Verdict.QUEUED) <= capacity
-            assert c.refused == mine.count(Verdict.REFUSED)
+            c = queues.counts[p]
+            mine = [a for q, a in zip(principals, admitted, strict=True) if q == p]
+            assert c.handled == 1  # what the bucket holds, one second's worth
+            assert c.queued == mine.count(True) - 1 <= capacity
+            assert c.refused == mine.count(False)
             assert c.handled + c.queued + c.refused == len(mine)
-        await throttle.close()
+        await queues.close()
 
     asyncio.run(scenario())
 
@@ -363,30 +375,50 @@ class Greedy(Scheduler):
 async def test_what_a_principal_has_waiting_counts_once_against_its_capacity(
     tmp_path: Path,
 ) -> None:
-    """Calls waiting in the intake and calls waiting in the throttle's queue are one
-    backlog, bounded by the principal's capacity: once its calls wait in the throttle's
-    queue, what arrives past the capacity is refused on arrival, unread (the two queues
-    could hold twice its capacity before)."""
+    """Calls waiting to be read and calls read and waiting for the limit are one backlog,
+    bounded by the principal's capacity: what arrives past it is refused on arrival,
+    unread."""
     capacity = 20
     config = MasterConfig(allocation_interval=0.1, rate_limits=limits(0.01, capacity))
     async with in_process_cluster(CLUSTER, tmp_path, config, slaves=0) as cluster:
-        master, fair = cluster.master, cluster.master.intake.fair
+        master, queues = cluster.master, cluster.master.queues
         topic = cluster.topics.inbound("framework", "flooder")
         revive = encode(Revive(framework_id="fw-nope"))
-        counts = master.throttle.counts
+        counts = queues.counts
 
         def waiting() -> int:
-            queued = counts["flooder"].queued if "flooder" in counts else 0
-            return fair.waiting("framework/flooder") + queued
+            return queues.waiting("flooder")
 
         for _ in range(capacity):  # the intake takes them all; one is handled at once
             await master.intake.arrive(topic, revive)
-        await eventually(lambda: fair.waiting("framework/flooder") == 0)
+        await eventually(lambda: queues.backlog() == 0)
         assert waiting() == capacity - 1
         for _ in range(capacity):
             await master.intake.arrive(topic, revive)
         assert waiting() == capacity
         assert counts["flooder"].refused == capacity - 1
+
+
+async def test_a_call_by_the_http_door_is_admitted_against_the_same_backlog_as_the_bus(
+    tmp_path: Path,
+) -> None:
+    """A principal's calls by Mesos's HTTP API and by the bus wait in one queue and count
+    against one capacity: a call by the HTTP door finds the bus's backlog, and past the
+    capacity it is refused (another principal's is not)."""
+    capacity = 5
+    config = MasterConfig(allocation_interval=0.1, rate_limits=limits(0.01, capacity))
+    async with in_process_cluster(CLUSTER, tmp_path, config, slaves=0) as cluster:
+        master, queues = cluster.master, cluster.master.queues
+        topic = cluster.topics.inbound("framework", "flooder")
+        for _ in range(capacity):  # waiting, unread
+            await master.intake.arrive(topic, encode(Revive(framework_id="fw-nope")))
+        assert queues.waiting("flooder") == capacity
+        await master.intake.call(
+            Revive(framework_id="fw-nope"), Caller("framework", "flooder", None)
+        )
+        assert queues.counts["flooder"].refused == 1
+        await master.intake.call(Revive(framework_id="fw-nope"), Caller("framework", "other", None))
+        assert "other" not in queues.counts or not queues.counts["other"].refused
 
 
 @given(st.lists(st.tuples(st.floats(0, 2), st.integers(1, 300)), min_size=1, max_size=60))
@@ -425,7 +457,7 @@ async def test_a_flood_refused_unread_is_told_in_a_few_errors_counting_its_calls
         payload = encode_batch([encode(Revive(framework_id="fw-nope"))] * 100, inbox)
         for _ in range(50):  # 5,000 calls against a queue of 20
             await master.intake.arrive(topics.inbound("framework", "flooder"), payload)
-        refused = master.throttle.counts["flooder"].refused
+        refused = master.queues.counts["flooder"].refused
         limited = lambda: [e for e in errors.of(Error) if e.code == "rate-limited"]  # noqa: E731
         await errors.wait_until(lambda: len(limited()) >= TOLD_BURST)
     assert refused >= 4_900

@@ -83,7 +83,7 @@ async def test_a_framework_gets_offers_and_sees_its_task_run_then_finish(
             await driver.launch_tasks([offer.offer_id], [task])
         fresh = next(o for o in rec.offers if o.offer_id in driver.offers)
         too_big = build_task(fresh, "big", Resources(cpus=64), command="true")
-        with pytest.raises(DriverError, match="need cpus:64"):
+        with pytest.raises(DriverError, match="needs cpus:64"):
             await driver.launch_tasks([fresh.offer_id], [too_big])
 
 

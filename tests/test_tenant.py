@@ -29,6 +29,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from yarl import URL
 
+from frameworks import DriverError, SchedulerDriver
 from frameworks.scheduler import build_task
 from master.allocation.ideal import User, ideal
 from master.http.api import HttpApi
@@ -48,6 +49,7 @@ from protocol.wire.ids import MAX_COMMAND, id_problem, reply_problem, task_probl
 from protocol.wire.messages import (
     MAX_RECONCILE_TASKS,
     MAX_TASKS_PER_ACCEPT,
+    Accept,
     Acknowledge,
     Acknowledges,
     CommandInfo,
@@ -292,6 +294,16 @@ def on_executor(offer: Offer, task_id: str, executor: Resources, executor_id: st
     )
 
 
+async def accept_unchecked(driver: SchedulerDriver, offer: Offer, tasks: list[TaskInfo]) -> None:
+    """An Accept sent past the SDK's own check of it (what the master must check itself)."""
+    assert driver.bus is not None
+    assert driver.framework_id is not None
+    accept = Accept(
+        framework_id=driver.framework_id, offer_ids=[offer.offer_id], tasks=tasks, filters=AGAIN
+    )
+    await driver.bus.publish(driver.to_master, accept)
+
+
 def held_is_offered(master: Master, tenant: Tenant, fid: str, slave_id: str) -> bool:
     offered = sum((o.resources for o in tenant.offers if o.slave_id == slave_id), Resources())
     return master.allocator.held(fid, slave_id) == offered
@@ -307,7 +319,9 @@ async def test_a_greedy_executor_cannot_push_a_slave_past_its_total(real: Secure
         offer = await mallory.offer()
         whole = real.slaves[offer.slave_id].config.resources
         greedy = on_executor(offer, "greedy", whole, "hog")
-        await driver.launch_tasks([offer.offer_id], [greedy], AGAIN)
+        with pytest.raises(DriverError, match="short of"):  # the SDK counts it as the master
+            driver.launch_tasks([offer.offer_id], [greedy], AGAIN)
+        await accept_unchecked(driver, offer, [greedy])  # as a tenant past the SDK would
         await eventually(lambda: mallory.ended("greedy"))
         refused = mallory.last("greedy")
         assert refused is not None
@@ -321,7 +335,7 @@ async def test_a_greedy_executor_cannot_push_a_slave_past_its_total(real: Secure
         fits = on_executor(offer, "fits", rest, "taker")
         # a second task on it asking the executor be bigger is refused alone
         bigger = on_executor(offer, "bigger", rest + Resources(cpus=1), "taker")
-        await driver.launch_tasks([offer.offer_id], [fits, bigger], AGAIN)
+        await accept_unchecked(driver, offer, [fits, bigger])
         await eventually(lambda: getattr(mallory.last("fits"), "state", None) == "TASK_RUNNING")
         assert getattr(mallory.last("bigger"), "state", None) == TaskState.ERROR
         fw = master.books.frameworks[fid]
@@ -417,7 +431,7 @@ async def test_no_single_message_stalls_the_master_past_100_ms(
     """mallory's own process sends the biggest messages the caps let through, and more,
     while /health is asked every 10 ms: no step of the master's loop takes 100 ms."""
     sec, master = simulated, simulated.master
-    master.throttle.limits = RateLimits.defaults(None, None)  # all reach the handlers
+    master.queues.limits = RateLimits.defaults(None, None)  # all reach the handlers
     api = HttpApi(master.views, HttpConfig(port=0, credentials=sec.store.path, open_metrics=True))
     url = await api.start()
     try:
@@ -477,7 +491,7 @@ async def test_a_tenant_cannot_inflate_the_masters_log(simulated: Secure) -> Non
     """20 Errors of 1 MB, 2,000 refused calls and 60 over-long HTTP request lines make a
     few kilobytes of log: free text cut, refusals sampled with counts, no traceback."""
     sec, master = simulated, simulated.master
-    master.throttle.limits = RateLimits.defaults(None, None)  # all reach the handlers
+    master.queues.limits = RateLimits.defaults(None, None)  # all reach the handlers
     api = HttpApi(master.views, HttpConfig(port=0, credentials=sec.store.path))
     url = URL(await api.start())
     with log_written() as written:

@@ -21,7 +21,7 @@ from cluster.experiments.spec import Framework, Spec, load_spec
 from cluster.experiments.workload import Pending, Workload
 from frameworks.calls import ENDLESS
 from frameworks.driver import SchedulerDriver
-from frameworks.scheduler import Scheduler, build_task
+from frameworks.scheduler import Driver, Scheduler, build_task
 from protocol import logs
 from protocol.tooling.brokers import BrokerURL
 from protocol.tooling.cli import broker_option, cluster_option, log_level_option, run_party
@@ -43,17 +43,17 @@ class ExperimentScheduler(Scheduler):
         """Spec time: seconds since the run started, unscaled."""
         return (time.time() - self.t0) / self.scale
 
-    async def registered(self, driver: SchedulerDriver, framework_id: str, master_id: str) -> None:
+    async def registered(self, driver: Driver, framework_id: str, master_id: str) -> None:
         await self.declare(driver)
 
-    async def reregistered(self, driver: SchedulerDriver, master_id: str) -> None:
+    async def reregistered(self, driver: Driver, master_id: str) -> None:
         await self.declare(driver)
 
-    async def declare(self, driver: SchedulerDriver) -> None:
+    async def declare(self, driver: Driver) -> None:
         """Tell the master what the workload still wants (it counts launches off)."""
         await driver.request_resources(self.workload.demand(self.now(), ENDLESS))
 
-    async def resource_offers(self, driver: SchedulerDriver, offers: list[Offer]) -> None:
+    async def resource_offers(self, driver: Driver, offers: list[Offer]) -> None:
         t = self.now()
         refuse = Filters(refuse_seconds=self.spec.master.refuse_seconds * self.scale)
         for offer in offers:
@@ -80,7 +80,7 @@ class ExperimentScheduler(Scheduler):
                 )
             await driver.launch_tasks([offer.offer_id], tasks, refuse)
 
-    async def status_update(self, driver: SchedulerDriver, status: TaskStatus) -> None:
+    async def status_update(self, driver: Driver, status: TaskStatus) -> None:
         if not status.state.terminal:
             return
         pending = self.tasks.pop(status.task_id, None)

@@ -169,17 +169,23 @@ class Results:
     def cpu_use(self, within: float = 0.10) -> dict[str, Any]:
         """Does each framework's share of the CPU its tasks used follow its share of the
         cpus allocated? Per framework, over the samples where every framework running
-        tasks had reported: mean cpus allocated and used, and the mean share of each
-        among the frameworks; the largest gap between the two shares, and whether it is
-        within `within` (of the whole)."""
+        tasks had reported and no allocation had changed since the sample before: mean
+        cpus allocated and used, and the mean share of each among the frameworks; the
+        largest gap between the two shares, and whether it is within `within` (of the
+        whole)."""
         by_time: dict[float, list[Sample]] = {}
         for s in self.samples:
             by_time.setdefault(s.time, []).append(s)
         rows: dict[str, list[tuple[float, float, float, float]]] = {}
-        for samples in by_time.values():
+        before: dict[str, float] = {}
+        for _, samples in sorted(by_time.items()):
             busy = [s for s in samples if s.allocated.get("cpus")]
+            now = {s.framework: s.allocated.get("cpus") or 0.0 for s in samples}
+            # a rate whose interval saw the allocation change measures neither allocation
+            settled = all(before.get(s.framework) == now[s.framework] for s in busy)
+            before = now
             # (a task's first report has no rate yet: a busy framework at 0 is unmeasured)
-            if len(busy) < 2 or any(not s.used_cpus for s in busy):
+            if len(busy) < 2 or not settled or any(not s.used_cpus for s in busy):
                 continue
             alloc = sum(s.allocated.get("cpus") or 0.0 for s in busy)
             used = sum(s.used_cpus or 0.0 for s in busy)

@@ -90,11 +90,17 @@ def events(broker: str, cluster: str, as_json: bool, seconds: float | None) -> N
 
     def dropped() -> None:  # (nothing would come of following on)
         gave_up.append(
-            "the broker keeps dropping the connection: it drops a principal that asks for "
-            "what it may not (this takes an operator principal), and a second connection "
-            "as the same principal takes the first one's over (give this one its own)"
+            "the broker keeps dropping the connection: a second connection as the same "
+            "principal takes the first one's over (give this one a principal of its own)"
         )
         stop.set()
+
+    def missed(count: int) -> None:
+        click.echo(
+            f"{count:,} events missed here: this follower fell behind and the broker "
+            "dropped what it held for it past its bound",
+            err=True,
+        )
 
     async def follow() -> None:
         with signals_set(stop):
@@ -102,7 +108,7 @@ def events(broker: str, cluster: str, as_json: bool, seconds: float | None) -> N
                 asyncio.get_running_loop().call_later(seconds, stop.set)
             await follow_events(
                 url, cluster, show, stop, on_refused=refused, on_dropped=dropped,
-                tries=CONNECT_TRIES,
+                on_missed=missed, tries=CONNECT_TRIES,
             )  # fmt: skip
 
     url = broker_url(broker)

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from frameworks.driver import SchedulerDriver
-from frameworks.scheduler import Scheduler, build_task
+from frameworks.scheduler import Driver, Scheduler, build_task
 from protocol.wire.messages import Filters, Offer, TaskState, TaskStatus
 from protocol.wire.resources import Resources
 
@@ -31,10 +30,10 @@ class CommandScheduler(Scheduler):
     def ok(self) -> bool:
         return all(s.state == TaskState.FINISHED for s in self.results.values())
 
-    async def registered(self, driver: SchedulerDriver, framework_id: str, master_id: str) -> None:
+    async def registered(self, driver: Driver, framework_id: str, master_id: str) -> None:
         await driver.request_resources([(self.resources, self.count)])
 
-    async def resource_offers(self, driver: SchedulerDriver, offers: list[Offer]) -> None:
+    async def resource_offers(self, driver: Driver, offers: list[Offer]) -> None:
         for offer in offers:
             tasks = []
             free = offer.resources
@@ -57,7 +56,7 @@ class CommandScheduler(Scheduler):
         if self.launched >= self.count:
             await driver.suppress_offers()
 
-    async def status_update(self, driver: SchedulerDriver, status: TaskStatus) -> None:
+    async def status_update(self, driver: Driver, status: TaskStatus) -> None:
         if not status.state.terminal:
             return
         self.results[status.task_id] = status

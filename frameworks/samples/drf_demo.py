@@ -13,8 +13,7 @@ import sys
 from dataclasses import dataclass
 
 from frameworks.calls import ENDLESS
-from frameworks.driver import SchedulerDriver
-from frameworks.scheduler import Scheduler, build_task
+from frameworks.scheduler import Driver, Scheduler, build_task
 from protocol import logs
 from protocol.wire.messages import (
     CommandInfo,
@@ -70,23 +69,23 @@ class DRFDemoScheduler(Scheduler):
             n = k if n is None else min(n, k)
         return n or 0
 
-    async def registered(self, driver: SchedulerDriver, framework_id: str, master_id: str) -> None:
+    async def registered(self, driver: Driver, framework_id: str, master_id: str) -> None:
         await self.declare(driver)
 
-    async def reregistered(self, driver: SchedulerDriver, master_id: str) -> None:
+    async def reregistered(self, driver: Driver, master_id: str) -> None:
         await self.declare(driver)
 
-    async def declare(self, driver: SchedulerDriver) -> None:
+    async def declare(self, driver: Driver) -> None:
         """Tell the master what we still want: endless work, or what is left of max_tasks."""
         left = ENDLESS if self.config.max_tasks is None else self.config.max_tasks - self.launched
         await driver.request_resources([(self.config.task, left)] if left > 0 else [])
 
-    async def preempting(self, driver: SchedulerDriver, event: Preempting) -> None:
+    async def preempting(self, driver: Driver, event: Preempting) -> None:
         self.log.info(
             "preempting", tasks=[t.task_id for t in event.tasks], deadline=event.deadline_seconds
         )
 
-    async def resource_offers(self, driver: SchedulerDriver, offers: list[Offer]) -> None:
+    async def resource_offers(self, driver: Driver, offers: list[Offer]) -> None:
         filters = Filters(refuse_seconds=self.config.refuse_seconds * self.config.time_scale)
         for offer in offers:
             n = self.fits(offer)
@@ -115,7 +114,7 @@ class DRFDemoScheduler(Scheduler):
             offer, self.config.name, self.config.task, executor=self.executor_info(), data=data
         )
 
-    async def status_update(self, driver: SchedulerDriver, status: TaskStatus) -> None:
+    async def status_update(self, driver: Driver, status: TaskStatus) -> None:
         if not status.state.terminal:
             return
         self.running.discard(status.task_id)
@@ -126,5 +125,5 @@ class DRFDemoScheduler(Scheduler):
         if self.config.max_tasks is not None and self.finished >= self.config.max_tasks:
             await driver.stop()
 
-    async def error(self, driver: SchedulerDriver, message: str) -> None:
+    async def error(self, driver: Driver, message: str) -> None:
         self.log.warning("master.error", message=message)

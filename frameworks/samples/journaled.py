@@ -38,8 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from frameworks.driver import SchedulerDriver
-from frameworks.scheduler import Scheduler, build_task
+from frameworks.scheduler import Driver, Scheduler, build_task
 from protocol.wire.messages import Filters, Offer, TaskState, TaskStatus
 from protocol.wire.resources import Resources
 
@@ -124,16 +123,16 @@ class JournaledScheduler(Scheduler):
     def _write(self, **record: Any) -> None:
         self._out.write(json.dumps(record) + "\n")  # line-buffered: in the kernel at once
 
-    async def registered(self, driver: SchedulerDriver, framework_id: str, master_id: str) -> None:
+    async def registered(self, driver: Driver, framework_id: str, master_id: str) -> None:
         self.framework_id = framework_id
         self._write(framework_id=framework_id, master_id=master_id, at=time.time())
         await self._reconcile(driver, everything=True)
 
-    async def reregistered(self, driver: SchedulerDriver, master_id: str) -> None:
+    async def reregistered(self, driver: Driver, master_id: str) -> None:
         self._write(reregistered=master_id, at=time.time())
         await self._reconcile(driver, everything=True)
 
-    async def _reconcile(self, driver: SchedulerDriver, everything: bool = False) -> None:
+    async def _reconcile(self, driver: Driver, everything: bool = False) -> None:
         now = time.monotonic()
         self._last_reconcile = now
         stale = [
@@ -144,7 +143,7 @@ class JournaledScheduler(Scheduler):
         if stale:
             await driver.reconcile_tasks(stale)
 
-    async def slave_lost(self, driver: SchedulerDriver, slave_id: str) -> None:
+    async def slave_lost(self, driver: Driver, slave_id: str) -> None:
         """Its tasks there are gone or unknown: ask at once what became of each."""
         self._write(slave_lost=slave_id, at=time.time())
         lost = [
@@ -190,7 +189,7 @@ class JournaledScheduler(Scheduler):
         """Every work item finished (never, without work items)."""
         return self.config.work is not None and not self.todo
 
-    async def resource_offers(self, driver: SchedulerDriver, offers: list[Offer]) -> None:
+    async def resource_offers(self, driver: Driver, offers: list[Offer]) -> None:
         if time.monotonic() - self._last_reconcile > self.config.reconcile_every:
             await self._reconcile(driver)
         stop = self.config.stop_file
@@ -224,7 +223,7 @@ class JournaledScheduler(Scheduler):
             else:
                 await driver.decline_offer(offer.offer_id, Filters(refuse_seconds=0.5))
 
-    async def status_update(self, driver: SchedulerDriver, status: TaskStatus) -> None:
+    async def status_update(self, driver: Driver, status: TaskStatus) -> None:
         terminal = is_over(status.state)
         self._write(
             task=status.task_id,

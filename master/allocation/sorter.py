@@ -155,15 +155,11 @@ class Sorter:
         self._fifo = self.policy.name == "fifo"  # ties by registration order, not count
 
     # -- clients ---------------------------------------------------------------------------
-    def add(self, name: str, weight: float | None = None, *, active: bool = True) -> None:
-        """A client, at `weight` (by default its configured one, else 1)."""
+    def add(self, name: str, *, active: bool = True) -> None:
+        """A client, at its configured weight (`set_weight`), else 1."""
         if name in self._clients:
             raise KeyError(f"client {name!r} is already in the sorter")
-        if weight is None:
-            weight = self._weights.get(name, 1.0)
-        if weight <= 0:
-            raise ValueError(f"weight must be positive, got {weight}")
-        client = _Client(name, self._next_order, weight, active)
+        client = _Client(name, self._next_order, self._weights.get(name, 1.0), active)
         self._next_order += 1
         self._clients[name] = client
         self._active += active
@@ -202,13 +198,6 @@ class Sorter:
             self._pending.pop(name, None)
             self._unlist(client)
 
-    def update_weight(self, name: str, weight: float) -> None:
-        if weight <= 0:
-            raise ValueError(f"weight must be positive, got {weight}")
-        client = self._clients[name]
-        client.weight = weight
-        self._push(client)
-
     def weight(self, name: str) -> float:
         client = self._clients.get(name)
         return client.weight if client is not None else self._weights.get(name, 1.0)
@@ -218,8 +207,10 @@ class Sorter:
         if weight <= 0:
             raise ValueError(f"weight must be positive, got {weight}")
         self._weights[name] = weight
-        if name in self._clients:
-            self.update_weight(name, weight)
+        client = self._clients.get(name)
+        if client is not None:
+            client.weight = weight
+            self._push(client)
 
     def weights(self) -> dict[str, float]:
         return {name: client.weight for name, client in self._clients.items()}

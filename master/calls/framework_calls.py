@@ -19,6 +19,7 @@ from master.task_states import as_seen, unknown_task
 from master.updates import TaskUpdates
 from protocol.transport.aio import loop_time
 from protocol.wire.ids import shorten, task_problem
+from protocol.wire.launches import OfferRoom
 from protocol.wire.messages import (
     Accept,
     Acknowledge,
@@ -144,20 +145,26 @@ class FrameworkCalls:
             return
 
         slave_id = records[0].slave_id
-        remaining = sum((r.resources for r in records), Resources())
+        room = OfferRoom(
+            slave_id,
+            sum((r.resources for r in records), Resources()),
+            {eid: held for (sid, eid), held in fw.executors.items() if sid == slave_id},
+        )
         for record in records:
             self.offers.drop(record)
         refused: list[str] = []
         seen: set[str] = set()
         launched: list[TaskInfo] = []
         for task in msg.tasks:
-            problem = self._task_problem(fw, task, slave_id, remaining, seen)
+            problem = self._task_problem(fw, task, room, seen)
             seen.add(task.task_id)
             if problem:
                 refused.append(problem)
                 self.refuse_launch(fw, task, TaskState.ERROR, Reason.TASK_INVALID, problem)
                 continue
-            remaining = remaining - task.resources - self._start_executor(fw, task, slave_id)
+            executor = room.take(task)
+            if executor is not None:  # its own resources stay the framework's until it exits
+                fw.executors[(slave_id, executor.executor_id)] = executor.resources
             self._launch(fw, task, slave_id, now)
             launched.append(task)
         if launched:  # one message to the slave for all of them
@@ -192,7 +199,7 @@ class FrameworkCalls:
                 resources=task.resources,
             )
         refuse = msg.filters.refuse_seconds  # (what it did not use: declined)
-        if self.cycle.decline(fw.framework_id, slave_id, remaining, refuse, now):
+        if self.cycle.decline(fw.framework_id, slave_id, room.left, refuse, now):
             self.request_round()
         if refused:  # each heard TASK_ERROR already: that is the answer
             self.outbox.refuse(
@@ -247,7 +254,7 @@ class FrameworkCalls:
         )
 
     def _task_problem(
-        self, fw: Framework, task: TaskInfo, slave_id: str, remaining: Resources, seen: set[str]
+        self, fw: Framework, task: TaskInfo, room: OfferRoom, seen: set[str]
     ) -> str | None:
         tid = task.task_id
         problem = task_problem(task)
@@ -255,34 +262,7 @@ class FrameworkCalls:
             return f"task {shorten(tid)}: {problem}"
         if tid in seen or tid in fw.tasks:
             return f"task {tid}: the task id is already in use by a live task"
-        if task.slave_id != slave_id:
-            return f"task {tid}: slave_id {task.slave_id} is not the offer's slave {slave_id}"
-        if not task.resources:
-            return f"task {tid}: asks for no resources"
-        need = task.resources
-        if task.executor is not None:  # as Mesos: a new executor's resources come out too
-            eid = task.executor.executor_id
-            held = fw.executors.get((slave_id, eid))
-            if held is None:
-                need = need + task.executor.resources
-            elif held != task.executor.resources:
-                return f"task {tid}: executor {eid} runs with {held}, not {task.executor.resources}"
-        if not remaining.contains(need):  # (which resource of which slave, and by how much)
-            short = need.subtract_clamped(remaining)
-            return (
-                f"task {tid}: needs {need} but only {remaining} is left of the offer on slave "
-                f"{slave_id}: short of {short}"
-            )
-        return None
-
-    def _start_executor(self, fw: Framework, task: TaskInfo, slave_id: str) -> Resources:
-        """What a launch takes from its offer for the task's executor, besides the task:
-        a custom executor's own resources, with its first task. They stay the framework's
-        (in its allocation and dominant share) until the executor exits."""
-        if task.executor is None or (slave_id, task.executor.executor_id) in fw.executors:
-            return Resources()
-        fw.executors[(slave_id, task.executor.executor_id)] = task.executor.resources
-        return task.executor.resources
+        return room.problem(task)
 
     def _launch(self, fw: Framework, info: TaskInfo, slave_id: str, now: float) -> None:
         task = Task(info, fw.framework_id, slave_id, TaskState.STAGING, launched_at=now)

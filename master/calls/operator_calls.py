@@ -17,7 +17,7 @@ from master.ha.recorder import Recorder
 from master.outbox import Outbox
 from master.roles_file import QuotaSpec, RolesFile, RoleSpec, save_roles
 from protocol.wire.codec import describe_validation
-from protocol.wire.messages import SetQuota, SetWeights, WatchEvents
+from protocol.wire.messages import SetQuota, SetWeights, WatchEvents, Watching
 
 
 class OperatorCalls:
@@ -102,4 +102,6 @@ class OperatorCalls:
         """Publish the event stream for the lease's seconds (this master's term only: a
         watcher renews it with a new leader)."""
         self.outbox.watch_events(msg.seconds)
+        if caller.reply_to:  # (heard: a follower that hears nothing was not)
+            self.outbox.send_topic(caller.reply_to, Watching(seconds=msg.seconds))
         self.log.debug("events.watched", by=caller.principal, seconds=msg.seconds)

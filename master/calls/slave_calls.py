@@ -102,8 +102,9 @@ class SlaveCalls:
 
     async def on_register(self, msg: Register, caller: Caller) -> None:
         await self._admit_slave(
-            msg.slave_id, msg.hostname, msg.resources, msg.attributes, msg.incarnation, [], caller
-        )
+            msg.slave_id, msg.hostname, msg.resources, msg.attributes, msg.incarnation, [], caller,
+            warning=msg.isolation_warning,
+        )  # fmt: skip
 
     async def on_reregister(self, msg: Reregister, caller: Caller) -> None:
         await self._admit_slave(
@@ -116,6 +117,7 @@ class SlaveCalls:
             caller,
             {(t.framework_id, t.task_id) for t in msg.ending[:10_000]},
             msg.owners,
+            warning=msg.isolation_warning,
         )
 
     async def _admit_slave(
@@ -129,9 +131,12 @@ class SlaveCalls:
         caller: Caller,
         ending: set[tuple[str, str]] | None = None,
         owners: dict[str, str] | None = None,
+        *,
+        warning: str = "",
     ) -> None:
         """`ending`: (framework, task) that ended there, their last update on its way;
-        `owners`: each framework's principal, as the slave checkpointed it."""
+        `owners`: each framework's principal, as the slave checkpointed it; `warning`:
+        what it says it does not enforce between tenants."""
         try:
             check_segment(slave_id, "slave_id")
         except ValueError as e:
@@ -164,7 +169,7 @@ class SlaveCalls:
             )
             return
         admitted = (slave_id, hostname, total, attributes, incarnation, running, caller)
-        later = (ending, owners or {})
+        later = (ending, owners or {}, warning)
         if self.recorder.slave_known(slave_id, caller.principal, hostname):
             self._admitted(*admitted, *later)  # (a re-registration: nothing to write)
             return
@@ -190,6 +195,7 @@ class SlaveCalls:
         caller: Caller,
         ending: set[tuple[str, str]] | None,
         owners: dict[str, str],
+        warning: str,
     ) -> None:
         """The slave's record is durable: into the books, and told it is registered."""
         if slave_id in self.books.gone_slaves:  # marked gone while its record was written
@@ -224,6 +230,9 @@ class SlaveCalls:
                 slave.connected = True
                 self.allocator.activate_slave(slave_id)
             self.log.info("slave.reregistered", slave_id=slave_id, tasks=len(running))
+        if warning and warning != slave.isolation_warning:
+            self.log.warning("slave.isolation", slave_id=slave_id, what_is_not_enforced=warning)
+        slave.isolation_warning = warning
         for key in ending or ():
             self.books.ending[key] = slave_id
         if running or slave.tasks:

@@ -322,13 +322,13 @@ class HttpApi:
         return json_response(Roles(policy=policy, roles=roles))
 
     async def _limits(self, request: web.Request) -> web.StreamResponse:
-        throttle = self.master.throttle
-        limits = throttle.limits
-        seen = dict.fromkeys([*limits.listed(), *throttle.counts])
+        queues = self.master.queues
+        limits = queues.limits
+        seen = dict.fromkeys([*limits.listed(), *queues.counts])
         rows = []
         for principal in seen:
             queue, limit = limits.for_principal(principal)
-            counts = throttle.counts.get(principal)
+            counts = queues.counts.get(principal)
             rows.append(
                 PrincipalLimit(
                     principal=principal,

@@ -155,7 +155,7 @@ def limit_metrics(m: MasterReader) -> Iterator[Metric]:
         "Calls refused because their principal's queue was full.",
         labels=["principal"],
     )
-    for principal, counts in sorted(m.throttle.counts.items()):
+    for principal, counts in sorted(m.queues.counts.items()):
         queued.add_metric([principal], counts.queued)
         throttled.add_metric([principal], counts.throttled)
         refused.add_metric([principal], counts.refused)

@@ -17,7 +17,6 @@ from prometheus_client import Histogram
 from master.allocation.allocator import Allocator
 from master.books import Books
 from master.calls.files import FileRequests
-from master.calls.throttle import Throttle
 from master.config import MasterInfo
 from master.counters import MessageCounts, SlaveChurn
 from master.http import readout
@@ -33,6 +32,7 @@ from master.http.snapshot import (
     role_view,
     snapshot,
 )
+from master.intake.queues import PrincipalQueues
 from master.lag_probe import Backlog
 from master.outbox import Outbox
 from master.preemptor import Preemptor
@@ -72,7 +72,7 @@ class ReadSide:
         churn: SlaveChurn,
         messages: MessageCounts,
         updates: TaskUpdates,
-        throttle: Throttle,
+        queues: PrincipalQueues,
         why: WhyAnswers,
         round_duration: Histogram,
         feed: LiveFeed,
@@ -83,7 +83,7 @@ class ReadSide:
         self.books, self.allocator, self.preemptor = books, allocator, preemptor
         self.outbox, self.files, self.info, self.policy = outbox, files, info, policy
         self.bus, self.churn, self.messages, self.updates = bus, churn, messages, updates
-        self.throttle, self.round_duration, self.feed = throttle, round_duration, feed
+        self.queues, self.round_duration, self.feed = queues, round_duration, feed
         self.backlog, self.why = backlog, why
         self.web_ui = ""
 

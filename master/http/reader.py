@@ -10,9 +10,9 @@ from typing import Protocol
 
 from prometheus_client import Histogram
 
-from master.calls.throttle import Throttle
 from master.counters import SlaveChurn
 from master.http.live_feed import LiveFeed
+from master.intake.queues import PrincipalQueues
 from master.lag_probe import Backlog
 from master.why_answers import Refusal
 from protocol.transport.message_counts import MessageCounts
@@ -88,7 +88,7 @@ class MasterReader(Protocol):
     @property
     def recent_events(self) -> Sequence[ClusterEvent]: ...
     @property
-    def throttle(self) -> Throttle: ...
+    def queues(self) -> PrincipalQueues: ...
     @property
     def churn(self) -> SlaveChurn: ...
     @property

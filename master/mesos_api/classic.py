@@ -21,6 +21,7 @@ from master.books import Framework, Orphan, Slave, Task
 from master.mesos_api.operator_state import (
     agent_pid,
     get_quota,
+    isolation_warning,
     offered,
     roles_held,
     this_master_info,
@@ -140,6 +141,7 @@ def slave_v0(m: MasterSide, slave: Slave) -> JSON:
         "attributes": dict(slave.attributes),
         "active": slave.connected,
         "version": MESOS_VERSION,
+        **isolation_warning(slave),
     }
 
 

@@ -147,7 +147,15 @@ def agent_json(m: MasterSide, slave: Slave) -> JSON:
         "total_resources": resources_to_mesos(slave.total),
         "allocated_resources": resources_to_mesos(in_use),
         "offered_resources": resources_to_mesos(offers),
+        **isolation_warning(slave),
     }
+
+
+def isolation_warning(slave: Slave) -> JSON:
+    """Ours, beside Mesos's fields: what the agent does not enforce between tenants (a
+    slave that does not switch users runs every tenant's tasks as one uid), where it
+    says so; nothing where it enforces all."""
+    return {"isolation_warning": slave.isolation_warning} if slave.isolation_warning else {}
 
 
 def get_frameworks(m: MasterSide) -> JSON:

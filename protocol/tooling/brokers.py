@@ -232,12 +232,52 @@ listener {port} 127.0.0.1
 persistence true
 persistence_location {dir}/
 autosave_interval 1
-max_queued_messages 0
-max_inflight_messages 0
-max_keepalive 3600
+{bounds}max_keepalive 3600
 log_dest none
 max_packet_size {max_packet}
 """
+
+
+@dataclass(frozen=True)
+class QueueBounds:
+    """What mosquitto holds for one client at most: messages sent and not yet acknowledged
+    (in flight), and messages waiting behind them (queued), by count and by payload bytes.
+    Past them it drops what that client would be sent, so a client that subscribes and
+    never reads (a hostile tenant's, or a stuck one's) costs the broker about this much,
+    not every message its topics carry. Our parties re-send what they must (a slave its
+    updates until acknowledged), and an event follower learns of a gap from the events'
+    numbers (`cluster.local.events`). QoS 0 messages (the event stream, operators' only)
+    mosquitto 2.0 bounds by `queued_messages` alone, as packets of any size.
+
+    Every count is positive: mosquitto 2.0.11 as Debian ships it (with the fix for
+    CVE-2023-28366, upstream 2.0.16) disconnects a client after *any* publish it drops
+    (forbidden by the ACL, or too large) while that client's outgoing queue holds at least
+    `max_queued_messages` packets, and 0 ("no maximum") made that every time. With a
+    bound, a forbidden publish is dropped and the client stays connected: MQTT 3.1.1 has
+    no word for "refused", so each call of ours expects an answer (a lease on the event
+    stream too: `Watching`), and one that never comes says what the principal may be
+    missing."""
+
+    inflight_messages: int = 1000
+    inflight_bytes: int = 16 * 1024 * 1024
+    queued_messages: int = 100_000
+    queued_bytes: int = 32 * 1024 * 1024
+
+    def __post_init__(self) -> None:
+        counts = (self.inflight_messages, self.inflight_bytes)
+        if min(*counts, self.queued_messages, self.queued_bytes) <= 0:
+            raise BrokerError("queue bounds must be positive (0 is no bound to mosquitto)")
+
+    @property
+    def conf(self) -> str:
+        """The lines of mosquitto.conf (docker/mosquitto.conf carries the defaults too)."""
+        return (
+            f"max_inflight_messages {self.inflight_messages}\n"
+            f"max_inflight_bytes {self.inflight_bytes}\n"
+            f"max_queued_messages {self.queued_messages}\n"
+            f"max_queued_bytes {self.queued_bytes}\n"
+        )
+
 
 MOSQUITTO_AUTH = """\
 allow_anonymous false
@@ -266,8 +306,10 @@ class MosquittoBroker:
         *,
         auth: Path | None = None,
         tls: bool = False,
+        bounds: QueueBounds | None = None,
     ) -> None:
         self.listener = Listener(port or free_port(), auth, tls)
+        self.bounds = bounds or QueueBounds()
         found = executable or shutil.which("mosquitto") or _sbin("mosquitto")
         if not found:
             raise BrokerError("mosquitto is not installed (apt-get install mosquitto)")
@@ -289,6 +331,7 @@ class MosquittoBroker:
             dir=self._dir,
             user=user,
             max_packet=MAX_PACKET_BYTES,
+            bounds=self.bounds.conf,
             anonymous="allow_anonymous true\n" if listener.auth is None else "",
         )
         if listener.auth is not None:

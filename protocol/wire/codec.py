@@ -40,7 +40,7 @@ from protocol.wire.messages import ALL_MESSAGES, ITEM_OF, LISTS, MAX_LIST_ITEMS,
 
 PROTOCOL_VERSION = 1
 MAX_PAYLOAD_ITEMS = 4096  # calls and list items in one payload the bus sends (a master
-# reads no more in a framework's or operator's: master.calls.intake)
+# reads no more in a framework's or operator's: master.intake)
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 MAX_BATCH = MAX_LIST_ITEMS  # messages in one batch (the bus sends no more in one payload)
 

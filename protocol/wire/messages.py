@@ -52,6 +52,7 @@ from protocol.wire.operator import (
     SetQuota,
     SetWeights,
     WatchEvents,
+    Watching,
 )
 from protocol.wire.slave import (
     MAX_HEARTBEATS,
@@ -270,6 +271,7 @@ __all__ = [
     "Updates",
     "UsageReport",
     "WatchEvents",
+    "Watching",
     "Why",
     "Wire",
     "new_id",

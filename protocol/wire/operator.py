@@ -49,3 +49,11 @@ class WatchEvents(Wire):
     and a busy master does not encode and publish a third of its bytes for no reader."""
 
     seconds: float = Field(default=60.0, gt=0, le=MAX_WATCH_SECONDS)
+
+
+class Watching(Wire):
+    """Master -> operator: a lease on the event stream held (the answer to WatchEvents),
+    for `seconds`. A follower that hears none was not heard: the broker drops the lease of
+    a principal that is not an operator, and MQTT 3.1.1 tells the sender nothing."""
+
+    seconds: float = Field(gt=0, le=MAX_WATCH_SECONDS)

@@ -3,7 +3,7 @@ status updates and their acknowledgements, usage, and a sandbox's files."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -38,12 +38,19 @@ class EndingTask(Wire):
     task_id: Id
 
 
+# what a slave does not enforce between tenants' tasks, in its own words ("" all of it:
+# each task runs as its principal's user, in namespaces of its own); the master shows it
+# in its state so an operator sees it, not only in the slave's log
+IsolationWarning = Annotated[str, Field(max_length=2048)]
+
+
 class Register(Wire):
     slave_id: Id
     hostname: str
     resources: Resources
     attributes: dict[str, str] = Field(default_factory=dict)
     incarnation: str = ""
+    isolation_warning: IsolationWarning = ""
 
 
 class Reregister(Wire):
@@ -52,6 +59,7 @@ class Reregister(Wire):
     resources: Resources
     attributes: dict[str, str] = Field(default_factory=dict)
     incarnation: str = ""
+    isolation_warning: IsolationWarning = ""
     tasks: list[RunningTask] = Field(default_factory=list)
     ending: list[EndingTask] = Field(default_factory=list)
     # each framework's principal, as the master named it in the launch (checkpointed with

@@ -348,3 +348,6 @@ class Offer(Wire):
     taken: `SchedulerDriver(min_offer=...)` keeps such offers away."""
     attributes: dict[str, str] = Field(default_factory=dict)
     """The slave's attributes (`--attributes 'rack:a'`), for placement."""
+    executor_ids: list[Id] = Field(default_factory=list)
+    """The framework's custom executors running on that slave (as Mesos's): a task for one
+    of them takes only its own resources; a new executor's come out of the offer too."""

@@ -74,6 +74,8 @@ class SlaveView(Wire):
     last_heartbeat: float | None = None  # wall clock, when the master last heard from it
     attributes: dict[str, str] = Field(default_factory=dict)  # its `--attributes`
     used: Resources | None = None  # what its tasks used at its last usage report
+    # what it does not enforce between tenants (protocol.wire.slave.IsolationWarning)
+    isolation_warning: str = ""
 
 
 class TaskView(Wire):
@@ -153,3 +155,7 @@ class ClusterEvent(Wire):
     resources: Resources = Field(default_factory=Resources)
     state: TaskState | None = None
     detail: str = ""
+    # the master's count of the events it emitted, from 1 (0: a change told to its own
+    # listeners only): a follower that sees numbers skipped knows it missed events (the
+    # broker dropped what it held for it past its bounds, or its lease lapsed)
+    seq: int = Field(default=0, ge=0)

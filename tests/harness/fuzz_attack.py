@@ -36,7 +36,7 @@ async def fuzz(
     memory from `attacking`, awaited as the attack begins, and allows loop steps of
     `step_bound` while it traces that memory)."""
     master = sec.master
-    master.throttle.limits = RateLimits.defaults(None, None)  # all reach the handlers
+    master.queues.limits = RateLimits.defaults(None, None)  # all reach the handlers
     api = HttpApi(master.views, HttpConfig(port=0, credentials=sec.store.path))
     url = await api.start()
     secrets = {n: sec.store.secret_file(n).read_text().strip() for n in ("mallory", "ops")}

@@ -19,6 +19,7 @@ from cluster.local.secure import as_principal, provision
 from cluster.local.view import wait_state
 from frameworks import Scheduler, SchedulerDriver
 from frameworks.samples.command import CommandScheduler
+from frameworks.scheduler import Driver
 from master.master import Master, MasterConfig
 from protocol.tooling.brokers import BrokerURL, MosquittoBroker
 from protocol.tooling.credentials import Store
@@ -233,15 +234,15 @@ class Recorder(Scheduler):
         self.errors: list[str] = []
         self.changed = asyncio.Event()
 
-    async def resource_offers(self, driver: SchedulerDriver, offers: list[Offer]) -> None:
+    async def resource_offers(self, driver: Driver, offers: list[Offer]) -> None:
         self.offers.extend(offers)
         self.changed.set()
 
-    async def status_update(self, driver: SchedulerDriver, status: TaskStatus) -> None:
+    async def status_update(self, driver: Driver, status: TaskStatus) -> None:
         self.statuses.append(status)
         self.changed.set()
 
-    async def error(self, driver: SchedulerDriver, message: str) -> None:
+    async def error(self, driver: Driver, message: str) -> None:
         self.errors.append(message)
         self.changed.set()
 

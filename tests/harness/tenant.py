@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 from frameworks.driver import SchedulerDriver
-from frameworks.scheduler import Scheduler
+from frameworks.scheduler import Driver, Scheduler
 from protocol import logs
 from protocol.wire.messages import (
     Offer,
@@ -94,14 +94,14 @@ class Tenant(Scheduler):
         self.statuses: list[TaskStatus] = []
         self.changed = asyncio.Event()
 
-    async def resource_offers(self, driver: SchedulerDriver, offers: list[Offer]) -> None:
+    async def resource_offers(self, driver: Driver, offers: list[Offer]) -> None:
         self.offers += offers
         self.changed.set()
 
-    async def offer_rescinded(self, driver: SchedulerDriver, offer_id: str) -> None:
+    async def offer_rescinded(self, driver: Driver, offer_id: str) -> None:
         self.offers[:] = [o for o in self.offers if o.offer_id != offer_id]
 
-    async def status_update(self, driver: SchedulerDriver, status: TaskStatus) -> None:
+    async def status_update(self, driver: Driver, status: TaskStatus) -> None:
         self.statuses.append(status)
         self.changed.set()
 

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from cluster.local.secure import provision
 from frameworks.driver import SchedulerDriver
-from frameworks.scheduler import Scheduler, build_task
+from frameworks.scheduler import Driver, Scheduler, build_task
 from master.master import Master, MasterConfig
 from protocol.tooling.brokers import BrokerURL, EmbeddedBroker, MosquittoBroker
 from protocol.tooling.credentials import Store
@@ -72,7 +72,7 @@ class Victim(Scheduler):
         self.launched = asyncio.Event()
         self.offers: list[Offer] = []
 
-    async def resource_offers(self, driver: SchedulerDriver, offers: list[Offer]) -> None:
+    async def resource_offers(self, driver: Driver, offers: list[Offer]) -> None:
         self.offers += offers
         for offer in offers:
             if not self.launched.is_set():
@@ -87,10 +87,10 @@ class Victim(Scheduler):
                 await driver.launch_tasks([offer.offer_id], [task])
             # keep this one: an outstanding offer of alice's for mallory to go after
 
-    async def status_update(self, driver: SchedulerDriver, status: TaskStatus) -> None:
+    async def status_update(self, driver: Driver, status: TaskStatus) -> None:
         self.statuses.append(status)
 
-    async def error(self, driver: SchedulerDriver, message: str) -> None:
+    async def error(self, driver: Driver, message: str) -> None:
         self.errors.append(message)
 
 

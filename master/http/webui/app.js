@@ -352,7 +352,10 @@ async function loadSlaves() {
         el("span", { class: "dim" }, (use == null ? "" : `used ${amount(name, use)} · `) + `${amount(name, used)} / ${amount(name, total)}`));
     }
     const heard = s.last_heartbeat == null ? "" : `${Math.max(0, Date.now() / 1000 - s.last_heartbeat).toFixed(1)} s ago`;
-    return el("tr", {}, el("td", {}, link(["slave", s.slave_id], s.slave_id)), el("td", {}, s.hostname),
+    // (a slave that does not keep tenants apart says so: its tasks may reach each other's)
+    const unisolated = s.isolation_warning
+      ? el("span", { class: "unisolated", title: s.isolation_warning }, " tenants not isolated") : "";
+    return el("tr", {}, el("td", {}, link(["slave", s.slave_id], s.slave_id), unisolated), el("td", {}, s.hostname),
       el("td", {}, s.tasks), el("td", {}, bars),
       el("td", { class: "heard" }, s.connected ? heard : `disconnected (${heard})`));
   }));
@@ -552,6 +555,7 @@ async function slaveDetails(id) {
   if (!s) return [`slave ${id}`, [["status", "gone"]]];
   return [`slave ${id}`, [["hostname", s.hostname], ["principal", s.principal], ["total", res(s.total)],
     ["free", res(s.free)], ["tasks", s.tasks],
+    ["tenants", s.isolation_warning ? `not isolated: ${s.isolation_warning}` : "isolated"],
     ["attributes", Object.entries(s.attributes || {}).map(([k, v]) => `${k}:${v}`).join(" ") || "none"]]];
 }
 

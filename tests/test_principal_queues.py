@@ -1,13 +1,35 @@
-"""The master's fair intake: each principal's calls in its turn, by weight and by the
-time they cost, so that one principal's backlog does not hold the others up."""
+"""Each principal's queue into the master, served fairly: each principal's calls in its
+turn, by weight and by the time they cost, so that one principal's backlog does not hold
+the others up."""
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
 
-from master.calls.fair_intake import QUANTUM, FairIntake
+from master.intake.queues import QUANTUM, PrincipalQueues
+from master.rate_limits import RateLimits
 from protocol.transport.aio import within
+
+Handle = Callable[[str, bytes], Awaitable[None]]
+
+
+class Intake:
+    """Payloads put in the queues as the master's intake puts them (a framework's held
+    to a limit it never reaches, so that its calls waiting are counted)."""
+
+    def __init__(self, handle: Handle, clock: Callable[[], float] = time.perf_counter) -> None:
+        self.handle = handle
+        self.queues = PrincipalQueues(RateLimits.defaults(1e9, None), clock=clock)
+
+    def put(self, key: str, weight: float, topic: str, payload: bytes, calls: int) -> None:
+        kind, principal = key.split("/")
+
+        async def serve() -> None:
+            await self.handle(topic, payload)
+
+        self.queues.put(key, weight, None if kind == "slave" else principal, calls, serve)
 
 
 class Served:
@@ -22,7 +44,7 @@ class Served:
     def clock(self) -> float:
         return self.now
 
-    async def __call__(self, topic: str, payload: bytes, _about: object = None) -> None:
+    async def __call__(self, topic: str, payload: bytes) -> None:
         self.now += int(payload) * QUANTUM
         self.order.append(topic)
         if len(self.order) == self.expected:
@@ -31,33 +53,33 @@ class Served:
 
 async def test_a_principals_payloads_keep_their_order() -> None:
     served = Served(expected=20)
-    intake = FairIntake(served, served.clock)
+    intake = Intake(served, served.clock)
     for i in range(10):
         intake.put("framework/a", 1, f"a{i}", b"1", 1)
         intake.put("framework/b", 1, f"b{i}", b"1", 1)
     await within(served.done.wait(), 10)
     assert [t for t in served.order if t[0] == "a"] == [f"a{i}" for i in range(10)]
     assert [t for t in served.order if t[0] == "b"] == [f"b{i}" for i in range(10)]
-    await intake.close()
+    await intake.queues.close()
 
 
 async def test_a_backlog_does_not_hold_up_a_call_that_comes_after_it() -> None:
     served = Served(expected=101)
-    intake = FairIntake(served, served.clock)
+    intake = Intake(served, served.clock)
     for i in range(100):
         intake.put("framework/flood", 1, f"f{i}", b"1", 200)
-    assert intake.waiting("framework/flood") == 20_000
+    assert intake.queues.waiting("flood") == 20_000
     intake.put("slave/s", 8, "heartbeat", b"1", 1)
-    assert intake.backlog() == 101
+    assert intake.queues.backlog() == 101
     await within(served.done.wait(), 10)
     assert served.order.index("heartbeat") <= 2  # not behind the hundred
-    assert intake.waiting("framework/flood") == 0
-    await intake.close()
+    assert intake.queues.waiting("flood") == 0
+    await intake.queues.close()
 
 
 async def test_backlogged_principals_share_the_time_by_weight_whatever_their_calls_cost() -> None:
     served = Served(expected=400)
-    intake = FairIntake(served, served.clock)
+    intake = Intake(served, served.clock)
     for _ in range(200):
         intake.put("framework/dear", 1, "dear", b"4", 1)  # each costs four times as much
         intake.put("slave/s", 8, "slave", b"1", 1)
@@ -65,14 +87,14 @@ async def test_backlogged_principals_share_the_time_by_weight_whatever_their_cal
     first = served.order[:150]  # while both still had a backlog
     time_dear, time_slave = 4 * first.count("dear"), first.count("slave")
     assert 6 <= time_slave / time_dear <= 10  # 8 to 1, give or take a payload a round
-    await intake.close()
+    await intake.queues.close()
 
 
 async def test_what_arrives_while_a_principals_last_payload_is_handled_is_served_too() -> None:
     served = Served(expected=3)
-    intake = FairIntake(served, served.clock)
+    intake = Intake(served, served.clock)
 
-    async def handle(topic: str, payload: bytes, _about: object) -> None:
+    async def handle(topic: str, payload: bytes) -> None:
         if topic == "a0":  # its queue is empty now: more comes while it is handled
             intake.put("framework/a", 1, "a1", b"1", 1)
             await asyncio.sleep(0)
@@ -83,9 +105,9 @@ async def test_what_arrives_while_a_principals_last_payload_is_handled_is_served
     intake.put("framework/a", 1, "a0", b"1", 1)
     await within(served.done.wait(), 10)
     assert sorted(served.order) == ["a0", "a1", "b0"]
-    assert intake.backlog() == 0
-    assert intake.oldest_age() == 0
-    await intake.close()
+    assert intake.queues.backlog() == 0
+    assert intake.queues.oldest_age() == 0
+    await intake.queues.close()
 
 
 async def test_a_payloads_wait_counts_from_its_sending_once_a_probe_says_so() -> None:
@@ -97,21 +119,21 @@ async def test_a_payloads_wait_counts_from_its_sending_once_a_probe_says_so() ->
     handling = asyncio.Event()
     h1_done = asyncio.Event()
 
-    async def handle(topic: str, payload: bytes, _about: object) -> None:
+    async def handle(topic: str, payload: bytes) -> None:
         handling.set()
         await release.wait()
         if topic == "h1":
             h1_done.set()
 
-    intake = FairIntake(handle)
+    intake = Intake(handle)
     intake.put("slave/s", 8, "h0", b"", 1)
     intake.put("slave/s", 8, "h1", b"", 1)
     await handling.wait()  # h0 is being handled, h1 waits
-    assert intake.oldest_age() < 1.0
-    intake.sent_by(time.monotonic() - 5.0)  # a probe sent 5 s ago came back behind both
-    assert 5.0 <= intake.oldest_age() < 6.0
+    assert intake.queues.oldest_age() < 1.0
+    intake.queues.sent_by(time.monotonic() - 5.0)  # a probe sent 5 s ago came back behind both
+    assert 5.0 <= intake.queues.oldest_age() < 6.0
     intake.put("framework/f", 1, "f0", b"", 1)  # read after the probe: its own age
     release.set()
     await within(h1_done.wait(), 10)
-    assert intake.oldest_age() < 1.0  # only f0 is left, read just now (or being handled)
-    await intake.close()
+    assert intake.queues.oldest_age() < 1.0  # only f0 is left, read just now (or being handled)
+    await intake.queues.close()
