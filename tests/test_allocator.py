@@ -424,3 +424,76 @@ def test_declining_for_a_year_and_reviving_leaves_no_trail_and_filters_still_lap
     a.suppress("hostile")  # (now only the patient one wants offers)
     assert decline_all(59.0) == []
     assert decline_all(60.5) == ["patient", "patient"]  # both its filters lapsed
+
+
+SKIP_OPS = st.lists(
+    st.tuples(
+        st.sampled_from(
+            ["round", "round", "round", "decline", "decline", "decline", "release", "fw+",
+             "fw-", "suppress", "revive", "slave+", "wait", "hold"]
+        ),
+        st.integers(0, 3),
+    ),
+    max_size=80,
+)  # fmt: skip
+
+
+@settings(max_examples=200, deadline=None)
+@given(SKIP_OPS)
+def test_a_round_of_the_slaves_worth_a_visit_offers_what_a_round_of_every_slave_would(
+    ops: list,  # type: ignore[type-arg]
+) -> None:
+    """The rounds visit only slaves that may have something new to offer (not one every
+    framework wanting offers declined and refuses still): the same offers, in the same
+    order, as rounds visiting every slave, whatever happened before."""
+    lean, full = Allocator("drf"), Allocator("drf")
+    both = (lean, full)
+    for a in both:  # (three of each to begin with: what follows adds, removes, declines)
+        for n in range(3):
+            a.add_slave(f"s{n}", Resources(cpus=n + 1, mem=100 * (n + 1)))
+            a.add_framework(f"f{n}", role=f"r{n}")
+    held: list[tuple[str, str, Resources]] = []
+    now = 0.0
+    for op, i in ops:
+        now += 0.5
+        fid, sid = f"f{i}", f"s{i}"
+        for a in both:
+            if op == "slave+" and sid not in a.slaves:
+                a.add_slave(sid, Resources(cpus=i + 1, mem=100 * (i + 1)))
+            elif op == "fw+" and fid not in a.frameworks:
+                a.add_framework(fid, role=f"r{i}")
+            elif op == "fw-" and fid in a.frameworks:
+                a.remove_framework(fid)
+            elif op == "suppress" and fid in a.frameworks:
+                a.suppress(fid)
+            elif op == "revive" and fid in a.frameworks:
+                a.revive(fid)
+            elif op == "hold" and fid in a.frameworks and f"s{i % 3}" in a.slaves:
+                a.reserve(f"s{i % 3}", fid, Resources(cpus=1), now + 2.0)  # (preemption's)
+        if op == "wait":
+            now += 2.0 * i  # (filters of 3 s lapse meanwhile, or not)
+        elif op == "fw-":
+            held = [h for h in held if h[0] != fid]
+        elif op == "round":
+            offers = lean.allocate(now)
+            assert offers == full.allocate(now, slave_ids=sorted(full.slaves))
+            held += [(o.framework_id, o.slave_id, o.resources) for o in offers]
+        elif op in ("release", "decline") and held:
+            f, s, r = held.pop(i % len(held))
+            for a in both:
+                a.recover(f, s, r, refuse_seconds=3 if op == "decline" else None, now=now)
+
+
+def test_a_slave_every_framework_declined_is_offered_to_whoever_a_hold_is_for() -> None:
+    """The round after every framework declined a slave leaves it out (it would offer it
+    to nobody), unless preemption holds room there meanwhile: then it is offered to the
+    hold's framework, past its decline filter, as a round visiting it would."""
+    a = Allocator("drf")
+    a.add_slave("s", Resources(cpus=2, mem=200))
+    a.add_framework("f0", role="r0")
+    a.add_framework("f1", role="r1")
+    for t in (0.0, 1.0):
+        (offer,) = a.allocate(t)
+        a.recover(offer.framework_id, "s", offer.resources, refuse_seconds=10, now=t + 0.5)
+    a.reserve("s", "f0", Resources(cpus=1), until=30.0)  # (before the next round)
+    assert [(o.framework_id, o.resources) for o in a.allocate(2.0)] == [("f0", Resources(cpus=1))]

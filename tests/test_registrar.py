@@ -9,11 +9,12 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
+import msgpack
 import pytest
 from kazoo.exceptions import NodeExistsError, NoNodeError, RolledBackError
 
 from master.ha.registry import MemoryStore, Registry
-from master.ha.zookeeper import Fenced, ZkStore
+from master.ha.zookeeper import BUCKETS, Fenced, ZkStore
 from master.master import Master
 from protocol.transport.base import Transport
 from protocol.transport.memory import MemoryBroker
@@ -102,6 +103,21 @@ class FakeZk:
     def transaction(self) -> FakeTransaction:
         return FakeTransaction(self)
 
+    def ensure_path(self, path: str) -> None:
+        pass
+
+    def get_children(self, path: str) -> list[str]:
+        return [n.removeprefix(path + "/") for n in self.nodes if n.startswith(path + "/")]
+
+    def get_async(self, path: str) -> Any:
+        data = self.nodes[path]
+
+        class Result:
+            def get(self, timeout: float) -> tuple[bytes, None]:
+                return data, None
+
+        return Result()
+
 
 class FakeTransaction:
     def __init__(self, zk: FakeZk) -> None:
@@ -149,20 +165,56 @@ def zk_store() -> tuple[ZkStore, FakeZk]:
 
 async def test_writes_asked_for_together_are_one_zookeeper_transaction() -> None:
     store, zk = zk_store()
-    await asyncio.gather(*(store.put(f"slave/s{i}", {"principal": "p"}) for i in range(1200)))
+    await asyncio.gather(*(store.put(f"framework/f{i}", {"principal": "p"}) for i in range(1200)))
     assert zk.commits == [500, 500, 200]  # MAX_BATCH a transaction
     assert len(zk.nodes) == 1200
     await asyncio.gather(
-        store.put("slave/s1", {"principal": "q"}), store.drop("slave/s2"), store.drop("slave/nx")
+        store.put("framework/f1", {"principal": "q"}),
+        store.drop("framework/f2"),
+        store.drop("framework/nx"),
     )
     assert zk.commits[3:] == [2]  # a set and a delete; a key never written is not dropped
-    assert "/r/slave%2Fs2" not in zk.nodes
+    assert "/r/framework%2Ff2" not in zk.nodes
+
+
+async def test_slaves_records_are_read_as_a_few_thousand_nodes_however_many_slaves() -> None:
+    """A new leader reads the registry before it serves: 100,000 slaves' records, one node
+    each, took it half a minute. They are kept many to a node (BUCKETS), written together
+    when admitted together, and read back whole; a record written one to a node (before
+    buckets) is read too, and moves into its bucket the next time it is written."""
+    store, zk = zk_store()
+    zk.nodes["/r/slave%2Fold"] = msgpack.packb({"principal": "p", "hostname": "old"})
+    zk.nodes["/r/slave%2Fgone"] = msgpack.packb({"principal": "p", "hostname": "gone"})
+    assert (await store.load()).keys() == {"slave/old", "slave/gone"}
+    await asyncio.gather(*(store.put(f"slave/s{i}", {"principal": "p"}) for i in range(5000)))
+    assert len(zk.nodes) <= BUCKETS + 2
+    assert len(zk.commits) < 5000 / 100  # (transactions, each of many records)
+    await asyncio.gather(
+        store.put("slave/old", {"principal": "p", "hostname": "moved"}),
+        store.drop("slave/gone"),
+        store.drop("slave/s7"),
+    )
+    assert "/r/slave%2Fold" not in zk.nodes
+    assert "/r/slave%2Fgone" not in zk.nodes
+    again = zk_store_on(zk)  # the next leader, on the same nodes
+    entries = await again.load()
+    assert entries.keys() == {f"slave/s{i}" for i in range(5000) if i != 7} | {"slave/old"}
+    assert entries["slave/old"] == {"principal": "p", "hostname": "moved"}
+    await again.drop("slave/old")  # (the next leader writes to the buckets it read)
+    assert "slave/old" not in await zk_store_on(zk).load()
+    assert len(await zk_store_on(zk).load()) == 4999
+
+
+def zk_store_on(zk: FakeZk) -> ZkStore:
+    return ZkStore(zk, "/r", "/election/n1")  # type: ignore[arg-type]
 
 
 async def test_a_batch_that_fails_in_part_is_written_one_at_a_time() -> None:
     store, zk = zk_store()
-    zk.nodes["/r/slave%2Fold"] = b"made by an earlier leader"
-    await asyncio.gather(*(store.put(f"slave/{k}", {"principal": "p"}) for k in ("a", "old", "b")))
+    zk.nodes["/r/framework%2Fold"] = b"made by an earlier leader"
+    await asyncio.gather(
+        *(store.put(f"framework/{k}", {"principal": "p"}) for k in ("a", "old", "b"))
+    )
     # the batch rolled back on `old`; then a, old (create: exists; set), b
     assert zk.commits == [3, 1, 1, 1, 1]
     assert len(zk.nodes) == 3

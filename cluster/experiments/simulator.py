@@ -348,7 +348,8 @@ class Simulation:
                     self._at(task_ends, "finish", ref)
                     self.finishing[ref] = 1
                     group, ends = 1, task_ends
-            rest = Resources.from_millis(left)
+            # (declined whole, the usual: the offer's own resources go back)
+            rest = Resources.from_millis(left) if tasks else a.resources
             self.cycle.decline(a.framework_id, a.slave_id, rest, refuse, t)
             self._schedule_arrival(a.framework_id)
             self._follow(a.framework_id, t)

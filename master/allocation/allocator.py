@@ -99,6 +99,7 @@ class Allocator:
         self._role_frameworks: dict[str, Sorter] = {}
         self._role_weights: dict[str, float] = {}
         self.frameworks: dict[str, FrameworkBook] = {}
+        self._wanting: dict[str, FrameworkBook] = {}  # active and not suppressed
         self.slaves: dict[str, SlaveBook] = {}
         self._allocated: Millis = {}  # the whole cluster's, offered or in use
         # what is reserved for each role and not allocated (counted as the role's quota)
@@ -108,6 +109,7 @@ class Allocator:
         )
         self.quotas = self._quota.quotas  # by role node (on a tree, pools too)
         self.dirty: set[str] = set()  # slaves that may have something new to offer
+        self._refused: set[str] = set()  # slaves left out of the next round: see recover
         self._wake = False  # every slave may: someone new wants offers (see _wake_all)
         self._lapses = Lapses(self._standing)  # when filters and holds lapse
         self._holds = Holds()
@@ -159,6 +161,7 @@ class Allocator:
         else:
             self._sync_role(fw.role)
         del self.frameworks[framework_id]
+        self._wanting.pop(framework_id, None)
         self._own_floors -= fw.min_allocatable is not None
         self._floor_stale = True
 
@@ -209,7 +212,10 @@ class Allocator:
         wanting = fw.active and not fw.suppressed
         self._place(framework_id, fw.role, wanting)
         if wanting:
+            self._wanting[framework_id] = fw
             self._wake_all()
+        else:
+            self._wanting.pop(framework_id, None)
 
     def _place(self, framework_id: str, role: str, in_order: bool) -> None:
         """A framework into its role's order, or out of it (and its role with it)."""
@@ -375,6 +381,7 @@ class Allocator:
         self, now: float, slave_ids: list[str] | None, full: bool, room: OfferRoom | None
     ) -> list[Allocation]:
         self.dirty.update(self._lapses.due(now))
+        self._refused.clear()
         if slave_ids is not None:
             order = list(slave_ids)
             self.dirty.difference_update(order)
@@ -501,6 +508,8 @@ class Allocator:
         self._framework(framework_id)
         self._holds.add(slave_id, framework_id, resources.millis, until)
         self._lapses.at(until, slave_id)
+        if slave_id in self._refused:  # (a hold is offered past its framework's filter)
+            self.dirty.add(slave_id)
 
     # -- operations on resources (Mesos's updateAllocation, updateAvailable) ----------------
     def update_allocation(
@@ -617,10 +626,13 @@ class Allocator:
         if held is None or fw is None:
             raise AllocatorError(f"framework {framework_id} holds nothing on slave {slave_id}")
         delta = resources.millis
-        try:
-            sub_millis(held, delta, f"framework {framework_id} on slave {slave_id}")
-        except ResourceError as e:
-            raise AllocatorError(str(e)) from None
+        if held == delta:  # (the usual: all it held here comes back, compared at C speed)
+            held.clear()
+        else:
+            try:
+                sub_millis(held, delta, f"framework {framework_id} on slave {slave_id}")
+            except ResourceError as e:
+                raise AllocatorError(str(e)) from None
         # what a framework held is in the cluster's allocation too, so it holds it (it
         # keeps its zeros: nothing asks which resources it names)
         free, everywhere = slave.unallocated, self._allocated
@@ -646,7 +658,7 @@ class Allocator:
         # worth a visit in the next round only if someone could use what is free now: a
         # smaller minimum, or a new framework, wakes every slave (and a hold is visited)
         floors = self._floors()
-        if floors is None or fits_one(slave.unallocated, floors) or slave_id in self.reservations:
+        if floors is None or fits_one(free, floors) or slave_id in self.reservations:
             self.dirty.add(slave_id)
         if refuse_seconds:
             # what it refused, naming the slave's other resources at 0 as its free does:
@@ -655,7 +667,30 @@ class Allocator:
             refused = dict.fromkeys(free, 0)
             refused.update(delta)
             fw.filters[slave_id] = Filter(now + refuse_seconds, refused)
+            slave.refused_by.add(framework_id)
             self._lapses.at(now + refuse_seconds, slave_id)
+            if self._declined_by_all(slave_id, free, now):
+                # the next round's visit would pass every framework by: none is made (what
+                # makes the slave worth one again makes it dirty again -- a filter lapsing,
+                # more freed, someone new wanting offers -- or, a hold, puts it back)
+                self.dirty.discard(slave_id)
+                self._refused.add(slave_id)
+
+    def _declined_by_all(self, slave_id: str, free: Millis, now: float) -> bool:
+        """Every framework that wants offers declined this slave's `free` resources and
+        refuses them still (a round would offer them to nobody). Not with quotas or holds
+        (a round offers what they leave of `free`, not all of it)."""
+        if self.quotas or slave_id in self.reservations:
+            return False
+        slave, wanting = self.slaves[slave_id], self._wanting
+        # who may refuse it: everyone who declined it since this was last counted (filters
+        # go, they are not set elsewhere), so while fewer than want offers, not everyone
+        # does, and nobody is asked
+        if len(slave.refused_by) < len(wanting):
+            return False
+        refusing = {fid for fid, fw in wanting.items() if _refuses(fw, slave_id, free, now)}
+        slave.refused_by = refusing
+        return len(refusing) == len(wanting)
 
     def _standing(self) -> set[Lapse]:
         """When each filter and hold standing now lapses (what Lapses keeps)."""
@@ -789,3 +824,9 @@ class Allocator:
             return self.slaves[slave_id]
         except KeyError:
             raise AllocatorError(f"unknown slave {slave_id}") from None
+
+
+def _refuses(fw: FrameworkBook, slave_id: str, free: Millis, now: float) -> bool:
+    """`fw` declined `free` of this slave and refuses it still (its decline filter)."""
+    f = fw.filters.get(slave_id)
+    return f is not None and f.expires > now and (free == f.refused or within(free, f.refused))

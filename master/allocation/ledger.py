@@ -53,6 +53,9 @@ class SlaveBook:
     # its reserved identities, with the role each is for (`reserved`); empty for most
     # slaves, which the round then offers as it always has
     reserved: dict[str, str] = field(default_factory=dict)
+    # frameworks that may refuse it (a decline filter): those that declined it since they
+    # were last counted (`Allocator._declined_by_all`)
+    refused_by: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         self.unallocated = dict(self.total.millis)
@@ -188,11 +191,17 @@ def first_wanting(
     enough = False  # whether it is the master's minimum
 
     def wanted(framework_id: str) -> bool:
-        fw = frameworks[framework_id]  # (wants_offer's usual yes, without the call: the
-        # master's minimum, and nothing declined here)
-        return (
-            enough and fw.min_allocatable is None and slave_id not in fw.filters
-        ) or wants_offer(fw, slave_id, free, now, floor)
+        fw = frameworks[framework_id]
+        if enough and fw.min_allocatable is None:
+            # wants_offer's usual answers without the call: the master's minimum, and
+            # nothing declined here -- or a decline standing (a round passes over a
+            # framework for every slave it declined)
+            f = fw.filters.get(slave_id)
+            if f is None:
+                return True
+            if f.expires > now and (free == f.refused or within(free, f.refused)):
+                return False
+        return wants_offer(fw, slave_id, free, now, floor)
 
     def pick(visited: str, unallocated: Millis, _: float) -> Picked:
         nonlocal slave_id, free, enough

@@ -244,7 +244,11 @@ class Sorter:
         """Record resources a client gave back (ResourceError, and no change, if it holds
         less)."""
         client = self._clients[name]
-        sub_millis(client.allocation, resources.millis, f"client {name!r}")
+        alloc, delta = client.allocation, resources.millis
+        if alloc == delta:  # (the usual, one framework a role: all it held comes back)
+            alloc.clear()
+        else:
+            sub_millis(alloc, delta, f"client {name!r}")
         self._push(client)
 
     def allocation(self, name: str) -> Resources:

@@ -4,7 +4,8 @@ Under the `--zk` path (`zk://h1:2181,h2:2181/drfmesos`, one per cluster name):
 
     <path>/<cluster>/election/     kazoo's Lock recipe: the lowest sequential node leads
     <path>/<cluster>/epoch         the last term's epoch (only a leader writes it)
-    <path>/<cluster>/registry/     one node per registry entry (see master.ha.registry)
+    <path>/<cluster>/registry/     one node per registry entry (see master.ha.registry),
+                                   the slaves' in BUCKETS nodes of many (`buckets/slave/N`)
 
 Fencing: the leader's election node is ephemeral, so it is gone when its session
 expires; every registry write is a transaction that first checks that node, so a
@@ -21,6 +22,7 @@ import asyncio
 import contextlib
 import json
 import urllib.parse
+import zlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +39,20 @@ log = logs.get("zookeeper")
 
 CONNECT_TIMEOUT = 15.0  # seconds a first connection may take before it is tried afresh
 MAX_BATCH = 500  # registry writes in one transaction (some 150 bytes each; ZooKeeper takes 1 MB)
+MAX_BATCH_BYTES = 512 * 1024  # and at most this much data in one (a bucket is some KB)
+# The slaves' records go in buckets, many to a node: a new leader reads 100,000 slaves'
+# records as BUCKETS nodes, not as 100,000 (one read each took 14.8 s at 50,000, before
+# it could announce itself). A slave's admission rewrites its bucket: some 25 records at
+# 100,000 slaves, 2.5 KB.
+BUCKETED = "slave/"
+BUCKETS = 4096
+
+
+def bucket_of(key: str) -> str | None:
+    """The bucket node's key that holds `key` (None: a node of its own)."""
+    if not key.startswith(BUCKETED):
+        return None
+    return f"buckets/{BUCKETED}{zlib.crc32(key.encode()) % BUCKETS:04d}"
 
 
 @dataclass(frozen=True)
@@ -69,7 +85,8 @@ class ZkStore:
         self.client = client
         self.path = path
         self.fence = fence  # the election node whose existence proves we still lead
-        self._known: set[str] = set()
+        self._known: set[str] = set()  # the node keys that exist
+        self._buckets: dict[str, dict[str, bytes]] = {}  # bucket key: its entries, packed
         self._waiting: list[tuple[str, bytes | None, asyncio.Future[None]]] = []
         self._writer: asyncio.Task[None] | None = None
         self.batches = 0  # transactions (or batches written one at a time) so far
@@ -85,6 +102,8 @@ class ZkStore:
         entries: dict[str, Any] = {}
         children = self.client.get_children(self.path)
         pending = [(c, self.client.get_async(f"{self.path}/{c}")) for c in children]
+        bucketed: dict[str, Any] = {}  # (a bucket's entry outranks a node of its own: a
+        # node written before buckets, dropped when its bucket was first written)
         for child, result in pending:
             try:
                 data, _ = result.get(timeout=30)
@@ -92,11 +111,18 @@ class ZkStore:
                 continue
             key = urllib.parse.unquote(child)
             try:
-                entries[key] = msgpack.unpackb(data, raw=False)
+                value = msgpack.unpackb(data, raw=False)
+                if key.startswith("buckets/"):
+                    bucket = {k: msgpack.unpackb(v, raw=False) for k, v in value.items()}
+                    self._buckets[key] = dict(value)
+                    bucketed.update(bucket)
+                else:
+                    entries[key] = value
             except Exception:
                 log.error("registry.bad_node", node=child)
                 continue
             self._known.add(key)
+        entries.update(bucketed)
         return entries
 
     async def put(self, key: str, value: Any) -> None:
@@ -110,6 +136,13 @@ class ZkStore:
         together in the next, one transaction (up to MAX_BATCH), in the order asked; each
         caller returns once its own write is in ZooKeeper (or with its error)."""
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        bucket = bucket_of(key)
+        if bucket is not None:  # (its bucket is packed when written, with all it holds then)
+            entries = self._buckets.setdefault(bucket, {})
+            if data is None:
+                entries.pop(key, None)
+            else:
+                entries[key] = data
         self._waiting.append((key, data, done))
         if self._writer is None or self._writer.done():
             self._writer = asyncio.create_task(self._write_batches(), name="zk-registry-writes")
@@ -117,19 +150,53 @@ class ZkStore:
 
     async def _write_batches(self) -> None:
         while self._waiting:
-            batch, self._waiting = self._waiting[:MAX_BATCH], self._waiting[MAX_BATCH:]
+            batch, nodes = self._next_batch()
+            writes = list(nodes.items())
             try:
-                errors = await asyncio.to_thread(self._write_many, [(k, d) for k, d, _ in batch])
+                failed = await asyncio.to_thread(self._write_many, writes)
+                errors = dict(zip(nodes, failed, strict=True))
             except Exception as e:  # fenced, or ZooKeeper gone: every write of the batch
-                errors = [e] * len(batch)
+                errors = dict.fromkeys(nodes, e)
             self.batches += 1
-            for (_, _, done), error in zip(batch, errors, strict=True):
+            for key, _, done in batch:
                 if done.done():  # its caller gave up waiting
                     continue
+                error = next(filter(None, (errors[n] for n in self._nodes_of(key))), None)
                 if error is None:
                     done.set_result(None)
                 else:
                     done.set_exception(error)
+
+    def _next_batch(
+        self,
+    ) -> tuple[list[tuple[str, bytes | None, asyncio.Future[None]]], dict[str, bytes | None]]:
+        """The next writes asked for (up to MAX_BATCH, and MAX_BATCH_BYTES of data), and
+        the node writes that carry them: a bucket written once however many of its
+        entries changed, with all of them as they are now."""
+        nodes: dict[str, bytes | None] = {}
+        size, taken = 0, 0
+        for key, data, _ in self._waiting[:MAX_BATCH]:
+            if taken and size > MAX_BATCH_BYTES:
+                break
+            taken += 1
+            bucket = bucket_of(key)
+            if bucket is None:
+                nodes[key] = data
+                size += len(data or b"")
+                continue
+            if key in self._known:  # a node of its own, from before buckets: it goes
+                nodes[key] = None
+            if bucket not in nodes:
+                entries = self._buckets.get(bucket)
+                packed = msgpack.packb(entries, use_bin_type=True) if entries else None
+                nodes[bucket] = packed
+                size += len(packed or b"")
+        batch, self._waiting = self._waiting[:taken], self._waiting[taken:]
+        return batch, nodes
+
+    def _nodes_of(self, key: str) -> list[str]:
+        bucket = bucket_of(key)
+        return [key] if bucket is None else [bucket]
 
     def _write_many(self, items: list[tuple[str, bytes | None]]) -> list[Exception | None]:
         """One transaction for all, fenced; if one of its writes fails (a node an earlier
