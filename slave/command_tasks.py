@@ -107,8 +107,7 @@ class CommandTasks:
         user = await tenancy.user_for(msg.principal)
         run_dir = run_dir_path(self.config.work_dir, msg.framework_id, task.task_id)
         try:  # (its persistent volumes: made, its user's, their places in the sandbox)
-            # (bound by root only in a sandbox held root's until then: confine.mounts_script)
-            link = not (tenancy.confinement.pid_namespace and tenancy.confinement.private_tmp)
+            link = not tenancy.confinement.pid_namespace  # (else bound: confine.mounts_script)
             mounts = await asyncio.to_thread(
                 volumes.prepare, self.config.work_dir, sandbox, task.resources, user, link
             )

@@ -113,7 +113,11 @@ def mounts_script(private_tmp: bool, volumes: bool) -> str:
     of its arguments)."""
     steps = [PRIVATE_SHM]
     if private_tmp:
-        steps += [PRIVATE_LOCK, _TMP_BINDS, *([_VOLUME_BINDS] if volumes else []), _HAND_BACK]
+        steps += [PRIVATE_LOCK, _TMP_BINDS]
+    if volumes:
+        steps.append(_VOLUME_BINDS)
+    if private_tmp or volumes:
+        steps.append(_HAND_BACK)
     return " && ".join(steps) + ' && exec "$@"'
 
 
@@ -132,7 +136,9 @@ class Start:
     args: list[str]
     env: dict[str, str]
     script: bytes | None = None
-    private_tmp: bool = False  # its /tmp and /var/tmp its sandbox's (PRIVATE_MOUNTS)
+    # its sandbox held root's until its first shell has made its mounts (its /tmp and
+    # /var/tmp its sandbox's, PRIVATE_MOUNTS; its volumes bound: mounts_script)
+    private_tmp: bool = False
 
 
 @dataclass(frozen=True)
@@ -168,7 +174,7 @@ class Confinement:
         first, then = self._joins(user, join[0], root_joins)
         shell = ["/bin/sh", "-c", then + command]
         args = self._confined(user, ["/bin/sh", "-s", exit_file, *shell], mounts)
-        return self._start(first, join[1], args, env, WRAPPER, self.private_tmp)
+        return self._start(first, join[1], args, env, WRAPPER, self.private_tmp or bool(mounts))
 
     def executor(
         self,
@@ -248,8 +254,6 @@ class Confinement:
             if self.switches(user):
                 assert user is not None
                 args = [self.setpriv, *_drop_to(user), "--", *args]
-            if mounts and not self.private_tmp:  # (slave.command_tasks links them instead)
-                raise ValueError("volumes are bound only in a held sandbox (a private /tmp)")
             script = mounts_script(self.private_tmp, bool(mounts))
             bound = [*(path for mount in mounts for path in mount), "--"] if mounts else []
             return [self.unshare, *NAMESPACES, "--", "/bin/sh", "-c", script, "drfmesos-mounts",

@@ -36,6 +36,7 @@ from master.allocation.ledger import (
     FrameworkBook,
     SlaveBook,
     anything,
+    declined_by_all,
     first_wanting,
     fits_one,
     floors_of,
@@ -49,6 +50,8 @@ from master.allocation.quota_stage import QuotaStage, RoleStanding, quota_pick
 from master.allocation.reserved import (
     IdleReservations,
     ReservedPick,
+    convert_total,
+    replace_free,
     reserved_pick,
     reserved_roles,
     visible,
@@ -528,10 +531,10 @@ class Allocator:
             self.recover(framework_id, slave_id, consumed)
             self._total.remove(self._what(slave, consumed))
             self._total.add(self._what(slave, converted))
-            self._replace_free(slave, consumed, converted)
+            replace_free(slave, self._idle, consumed.millis, converted.millis)
             self._give(framework_id, slave, converted)
             return
-        self._convert(slave, consumed, converted)
+        convert_total(slave, consumed.millis, converted.millis)
         sub_millis(held, consumed.millis)
         add_millis(held, converted.millis)
 
@@ -543,29 +546,8 @@ class Allocator:
             raise AllocatorError(f"slave {slave_id} has not {consumed} free")
         if stripped(consumed.millis) != stripped(converted.millis):
             raise AllocatorError(f"{consumed} cannot become {converted}: not the same amounts")
-        self._replace_free(slave, consumed, converted)
+        replace_free(slave, self._idle, consumed.millis, converted.millis)
         self.dirty.add(slave_id)
-
-    def _replace_free(self, slave: SlaveBook, consumed: Resources, converted: Resources) -> None:
-        """`consumed` of the slave's free resources become `converted`, in its books."""
-        self._idle.add(slave, consumed.millis, -1)
-        free = slave.unallocated
-        for k, v in consumed.millis.items():
-            free[k] -= v
-        add_millis(free, converted.millis)
-        self._convert(slave, consumed, converted)
-        self._idle.add(slave, converted.millis, 1)
-
-    def _convert(self, slave: SlaveBook, consumed: Resources, converted: Resources) -> None:
-        """The slave's total with `consumed` (which it holds) replaced by `converted`."""
-        total = dict(slave.total.millis)
-        sub_millis(total, consumed.millis, f"slave {slave.slave_id}'s total")
-        add_millis(total, converted.millis)
-        slave.total = Resources.from_millis(total)
-        slave.reserved = reserved_roles(total)
-        # (free names every resource of the total, and no other)
-        free = slave.unallocated
-        slave.unallocated = {k: free.get(k, 0) for k in total}
 
     def unheld(self) -> dict[str, Millis]:
         """Every slave's free resources less what is held on it (what preemption may still
@@ -682,15 +664,7 @@ class Allocator:
         (a round offers what they leave of `free`, not all of it)."""
         if self.quotas or slave_id in self.reservations:
             return False
-        slave, wanting = self.slaves[slave_id], self._wanting
-        # who may refuse it: everyone who declined it since this was last counted (filters
-        # go, they are not set elsewhere), so while fewer than want offers, not everyone
-        # does, and nobody is asked
-        if len(slave.refused_by) < len(wanting):
-            return False
-        refusing = {fid for fid, fw in wanting.items() if _refuses(fw, slave_id, free, now)}
-        slave.refused_by = refusing
-        return len(refusing) == len(wanting)
+        return declined_by_all(self.slaves[slave_id], self._wanting, free, now)
 
     def _standing(self) -> set[Lapse]:
         """When each filter and hold standing now lapses (what Lapses keeps)."""
@@ -824,9 +798,3 @@ class Allocator:
             return self.slaves[slave_id]
         except KeyError:
             raise AllocatorError(f"unknown slave {slave_id}") from None
-
-
-def _refuses(fw: FrameworkBook, slave_id: str, free: Millis, now: float) -> bool:
-    """`fw` declined `free` of this slave and refuses it still (its decline filter)."""
-    f = fw.filters.get(slave_id)
-    return f is not None and f.expires > now and (free == f.refused or within(free, f.refused))

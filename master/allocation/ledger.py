@@ -229,3 +229,26 @@ def floors_of(frameworks: Iterable[FrameworkBook]) -> list[Millis] | None:
                 floors = [f for f in floors if not holds(f, m)]
                 floors.append(m)
     return floors
+
+
+def declined_by_all(
+    slave: SlaveBook, wanting: Mapping[str, FrameworkBook], free: Millis, now: float
+) -> bool:
+    """Every framework in `wanting` (those that want offers) declined `free` of `slave` and
+    refuses it still: a round would offer it to nobody. Keeps `slave.refused_by` to
+    those that do."""
+    # who may refuse it: everyone who declined it since this was last counted (filters
+    # go, they are not set elsewhere), so while fewer than want offers, not everyone
+    # does, and nobody is asked
+    if len(slave.refused_by) < len(wanting):
+        return False
+    sid = slave.slave_id
+    refusing = {fid for fid, fw in wanting.items() if refuses(fw, sid, free, now)}
+    slave.refused_by = refusing
+    return len(refusing) == len(wanting)
+
+
+def refuses(fw: FrameworkBook, slave_id: str, free: Millis, now: float) -> bool:
+    """`fw` declined `free` of this slave and refuses it still (its decline filter)."""
+    f = fw.filters.get(slave_id)
+    return f is not None and f.expires > now and (free == f.refused or within(free, f.refused))

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from master.allocation.ledger import Floor, FrameworkBook, SlaveBook, can_use, declined
 from master.allocation.sorter import Millis
 from protocol.wire.reservations import is_plain, offered_to, parse_key, stripped
+from protocol.wire.resources import Resources, add_millis, sub_millis
 
 if TYPE_CHECKING:
     from master.allocation.role_order import RoleOrder
@@ -125,3 +126,34 @@ def reserved_pick(
         return (chosen, by_role[frameworks[chosen].role]) if chosen is not None else None
 
     return pick
+
+
+def replace_free(
+    slave: SlaveBook,
+    idle: IdleReservations,
+    consumed: Mapping[str, int],
+    converted: Mapping[str, int],
+) -> None:
+    """`consumed` of the slave's free resources become `converted` (an operator's RESERVE
+    and the like), in its books and the idle reservations' count."""
+    idle.add(slave, consumed, -1)
+    free = slave.unallocated
+    for k, v in consumed.items():
+        free[k] -= v
+    add_millis(free, converted)
+    convert_total(slave, consumed, converted)
+    idle.add(slave, converted, 1)
+
+
+def convert_total(
+    slave: SlaveBook, consumed: Mapping[str, int], converted: Mapping[str, int]
+) -> None:
+    """The slave's total with `consumed` (which it holds) replaced by `converted`."""
+    total = dict(slave.total.millis)
+    sub_millis(total, consumed, f"slave {slave.slave_id}'s total")
+    add_millis(total, converted)
+    slave.total = Resources.from_millis(total)
+    slave.reserved = reserved_roles(total)
+    # (free names every resource of the total, and no other)
+    free = slave.unallocated
+    slave.unallocated = {k: free.get(k, 0) for k in total}
