@@ -7,6 +7,8 @@ allocator's count of free ports is the number of ports neither held nor offered.
 
 from __future__ import annotations
 
+import itertools
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -36,6 +38,8 @@ steps = st.lists(
     ),
     max_size=40,
 )
+
+TASK_IDS = itertools.count()
 
 
 class Model:
@@ -78,7 +82,7 @@ class Model:
         if honest:  # what the SDK would pick
             values = Discrete({"ports": record.discrete["ports"].take(len(asked))})
         info = TaskInfo(
-            task_id=f"t{self.made}-{i}",
+            task_id=f"t{next(TASK_IDS)}",  # (each its own: the master refuses a live id)
             slave_id="s",
             resources=Resources(),
             discrete=values,
