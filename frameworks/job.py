@@ -18,8 +18,10 @@ from typing import Literal
 
 from frameworks.driver import SchedulerDriver
 from frameworks.errors import DriverError
+from frameworks.ports import OfferPorts
 from frameworks.scheduler import Driver, Scheduler
 from protocol.transport.aio import first_of
+from protocol.wire.discrete import EMPTY, Discrete
 from protocol.wire.messages import (
     CommandInfo,
     ContainerInfo,
@@ -63,13 +65,15 @@ class JobSpec:
     env: dict[str, str] = field(default_factory=dict)
     image: str | None = None
     health_check: HealthCheck | None = None  # each instance's (its slave runs it)
+    ports: int = 0  # each instance's, out of its offer: PORT0, ... and PORTS in its env
 
     def task_id(self, instance: int) -> str:
         return f"{self.name}-{instance}"
 
-    def task(self, offer: Offer, instance: int) -> TaskInfo:
-        """Instance `instance`'s task; it finds its index and the count in its environment
-        (as Slurm's SLURM_PROCID and Nomad's NOMAD_ALLOC_INDEX)."""
+    def task(self, offer: Offer, instance: int, ports: Discrete = EMPTY) -> TaskInfo:
+        """Instance `instance`'s task, with `ports` of its offer; it finds its index and
+        the count in its environment (as Slurm's SLURM_PROCID and Nomad's
+        NOMAD_ALLOC_INDEX), and its ports (the slave's PORT0, ..., PORTS)."""
         env = {
             **self.env,
             "DRFMESOS_INSTANCE": str(instance),
@@ -83,6 +87,7 @@ class JobSpec:
             command=CommandInfo(value=self.command, environment=env),
             container=ContainerInfo(image=self.image) if self.image is not None else None,
             health_check=self.health_check,
+            discrete=ports,
         )
 
 
@@ -133,9 +138,15 @@ class JobScheduler(Scheduler):
 
     async def resource_offers(self, driver: Driver, offers: list[Offer]) -> None:
         for offer in offers:
-            tasks, free = [], offer.resources
-            while self.waiting and not self.stopping and free.contains(self.spec.resources):
-                tasks.append(self.spec.task(offer, self.waiting.pop(0)))
+            tasks, free, ports = [], offer.resources, OfferPorts(offer)
+            while (
+                self.waiting
+                and not self.stopping
+                and free.contains(self.spec.resources)
+                and ports.free >= self.spec.ports
+            ):
+                mine = ports.take(self.spec.ports) if self.spec.ports else EMPTY
+                tasks.append(self.spec.task(offer, self.waiting.pop(0), mine))
                 free = free - self.spec.resources
             if not tasks:
                 driver.decline_offer(offer.offer_id)
@@ -146,7 +157,8 @@ class JobScheduler(Scheduler):
                     task_id=task.task_id, state=TaskState.STAGING, slave_id=offer.slave_id
                 )
                 self.ended[task.task_id] = asyncio.Event()
-                self.echo(f"launched {task.task_id} on slave {offer.slave_id}")
+                on = f" (ports {task.discrete['ports']})" if task.discrete else ""
+                self.echo(f"launched {task.task_id} on slave {offer.slave_id}{on}")
             self.changed.set()
         if not self.waiting or self.stopping:
             driver.suppress_offers()

@@ -133,6 +133,27 @@ async def test_instances_run_at_once_and_the_worst_code_wins(
     assert sorted(out.decode().splitlines()) == ["[0] 0 of 3", "[1] 1 of 3", "[2] 2 of 3"]
 
 
+@pytest.mark.slow(10)
+async def test_each_instance_gets_ports_of_its_own_out_of_its_offer(
+    mosquitto: MosquittoBroker, tmp_path: Path
+) -> None:
+    """--ports 2: each instance finds two ports in PORT0, PORT1 and PORTS (the slave's
+    default range, 31000-32000), none given twice, and `run` says which it launched on."""
+    async with live_cluster(mosquitto.url, CLUSTER, tmp_path, slaves=1):
+        code, out, err = await run_to_its_end(
+            mosquitto.url, "--instances", "3", "--cpus", "0.2", "--mem", "32", "--ports", "2",
+            "--", "sh", "-c", 'echo "$PORT0 $PORT1 $PORTS"',
+        )  # fmt: skip
+    assert code == 0, err.decode()
+    given = [line.split("] ", 1)[1].split() for line in out.decode().splitlines()]
+    assert len(given) == 3
+    ports = [int(p) for first, second, _ in given for p in (first, second)]
+    assert all(f"{a},{b}" == both for a, b, both in given)
+    assert len(set(ports)) == 6
+    assert all(31000 <= p <= 32000 for p in ports)
+    assert "(ports [" in err.decode()
+
+
 @pytest.mark.slow(15)
 async def test_ctrl_c_kills_its_tasks_and_leaves_nothing_running(
     mosquitto: MosquittoBroker, tmp_path: Path

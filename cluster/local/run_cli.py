@@ -85,6 +85,14 @@ def check_name(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
     help="Run COMMAND this many times at once (output lines prefixed [0], [1], ...).",
 )
 @click.option(
+    "--ports",
+    type=click.IntRange(0, 64),
+    default=0,
+    show_default=True,
+    help="Ports each instance listens on, out of its offer: given to it as PORT0, PORT1, "
+    "... and PORTS (comma-separated), and said here as it launches.",
+)
+@click.option(
     "--env",
     multiple=True,
     metavar="NAME=VALUE",
@@ -141,6 +149,7 @@ def run(
     mem: float,
     role: str | None,
     instances: int,
+    ports: int,
     env: dict[str, str],
     image: str | None,
     name: str,
@@ -189,6 +198,7 @@ def run(
         env=env,
         image=image,
         health_check=check,
+        ports=ports,
     )
     url = broker_url(broker)
     signalled: list[int] = []
