@@ -23,6 +23,7 @@ from protocol.wire.messages import (
 from protocol.wire.resources import Resources
 
 from harness.fakes import FakeFramework
+from harness.helpers import kill_processes_under
 from harness.slave import Rig, reap, slave_process
 
 CHECK = HealthCheck(
@@ -53,6 +54,7 @@ async def test_a_recovered_tasks_health_check_runs_again(
 ) -> None:
     work = tmp_path / "slave"
     async with contextlib.AsyncExitStack() as stack:
+        stack.callback(kill_processes_under, work)  # (last: the task outlives its slave)
         rig = Rig(mosquitto, tmp_path, stack)
         master = await rig.start_master()
         # (a slave restarted on a loaded machine may take longer than the rig's 15 s)

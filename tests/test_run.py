@@ -5,8 +5,6 @@ nothing running, and a word while no offer comes."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
 import signal
 import sys
 from pathlib import Path
@@ -28,7 +26,7 @@ from protocol.tooling.brokers import BrokerURL, MosquittoBroker, end_process
 from protocol.transport.aio import within
 from protocol.wire.messages import TaskState, TaskStatus
 
-from harness.helpers import live_cluster, secure_cluster
+from harness.helpers import live_cluster, processes_under, secure_cluster
 
 CLUSTER = "run"
 
@@ -55,17 +53,6 @@ async def line_with(stream: asyncio.StreamReader | None, text: str, timeout: flo
             if text in line:
                 return line
     raise AssertionError(f"the stream ended without {text!r}")
-
-
-def processes_under(directory: Path) -> list[int]:
-    """Processes running in a sandbox under `directory` (the slave's work dir)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError):
-                if Path(os.readlink(entry / "cwd")).is_relative_to(directory):
-                    found.append(int(entry.name))
-    return found
 
 
 @pytest.mark.slow(10)

@@ -9,6 +9,7 @@ import dataclasses
 import functools
 import os
 import shutil
+import signal
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
@@ -167,6 +168,26 @@ async def live_cluster(
         yield launcher
     finally:
         await launcher.stop_all()
+        kill_processes_under(work)
+
+
+def kill_processes_under(directory: Path) -> None:
+    """A slave that stops leaves its tasks running (a restarted one recovers them, as
+    Mesos's agent does): a test's tasks, in sandboxes under `directory`, end with it."""
+    for pid in processes_under(directory):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def processes_under(directory: Path) -> list[int]:
+    """Processes running in a sandbox under `directory` (a slave's work dir)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                if Path(os.readlink(entry / "cwd")).is_relative_to(directory):
+                    found.append(int(entry.name))
+    return found
 
 
 def basic(user: str, secret: str) -> str:
