@@ -53,19 +53,11 @@ from protocol.wire.resources import Resources
 from protocol.wire.topics import Topics
 
 from harness.helpers import Inbox, eventually, open_transport, start_secure_slaves
-from harness.trust import Attacker
+from harness.trust import PRINCIPALS, Attacker
 
 T = Topics("tenants")
 TASK = Resources(cpus=1, mem=64)
 FAIR = 4  # tasks: half of the 8 CPUs
-PRINCIPALS = [
-    ("master", "master"),
-    ("slave-a", "slave"),
-    ("slave-b", "slave"),
-    ("alice", "framework"),
-    ("mallory", "framework"),
-    ("ops", "operator"),
-]
 pytestmark = pytest.mark.timeout(60)
 
 
