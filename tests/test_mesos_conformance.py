@@ -520,10 +520,12 @@ class MesosAllocator:
         self._cycle()
         return agent
 
-    def add_framework(self, role: str) -> str:
+    def add_framework(self, role: str, roles: list[str] | None = None) -> str:
+        """Mesos's `createFrameworkInfo({role})`; with `roles`, a MULTI_ROLE framework's
+        `createFrameworkInfo(roles)` (its allocations are then by role: `next_roles`)."""
         self._frameworks += 1
         framework = f"framework{self._frameworks}"
-        self.allocator.add_framework(framework, role)
+        self.allocator.add_framework(framework, role, roles=roles)
         self._cycle()
         return framework
 
@@ -538,9 +540,17 @@ class MesosAllocator:
         self.allocator.set_role_weight(role, weight)
 
     def recover(
-        self, framework: str, agent: str, resources: Resources, refuse: float | None = None
+        self,
+        framework: str,
+        agent: str,
+        resources: Resources,
+        refuse: float | None = None,
+        role: str | None = None,
     ) -> None:
-        self.allocator.recover(framework, agent, resources, refuse_seconds=refuse, now=self.now)
+        """`role`: Mesos's `allocatedResources(resources, role)` (a multi-role framework's)."""
+        self.allocator.recover(
+            framework, agent, resources, role=role, refuse_seconds=refuse, now=self.now
+        )
 
     def update_allocation(self, framework: str, agent: str, consumed: str, converted: str) -> None:
         """Mesos's `updateAllocation` with one conversion (RESERVE, UNRESERVE, CREATE)."""
@@ -560,6 +570,16 @@ class MesosAllocator:
         assert self.allocations, "no allocation"
         return self.allocations.popleft()
 
+    def next_roles(self) -> tuple[str, dict[str, Offers]]:
+        """Mesos's `Allocation(framework, {role: {agent: resources}})`: the next
+        allocation, by role (a multi-role framework's offers each name their role)."""
+        framework, offers = self.next()
+        by_role: dict[str, Offers] = {}
+        for key, resources in offers.items():
+            role, _, agent = key.rpartition(" ")
+            by_role.setdefault(role, {})[agent] = resources
+        return framework, by_role
+
     def pending(self) -> bool:
         return not self.allocations
 
@@ -568,7 +588,8 @@ class MesosAllocator:
         while offers := self.allocator.allocate(self.now):
             for a in offers:
                 mine = got.setdefault(a.framework_id, {})
-                mine[a.slave_id] = mine.get(a.slave_id, Resources()) + a.resources
+                key = a.slave_id if a.role is None else f"{a.role} {a.slave_id}"
+                mine[key] = mine.get(key, Resources()) + a.resources
         self.allocations.extend(got.items())
 
 
@@ -1242,6 +1263,30 @@ def test_allocator_UpdateAllocationRemoveResources(policy: str) -> None:
     m.advance()
     assert m.next() == (framework, {slave: R("cpus:100;mem:100")})
     assert m.allocator.total == R("cpus:100;mem:100")
+
+
+# -- multi-role frameworks (MULTI_ROLE) -----------------------------------------------------
+
+
+@pytest.mark.parametrize("policy", FLAT)
+def test_allocator_SuppressAndReviveOffersWithMultiRole(policy: str) -> None:
+    m = MesosAllocator(policy)
+    framework = m.add_framework("*", roles=["role1", "role2"])
+    m.allocator.suppress(framework, ["role1"])
+    agent = m.add_slave("cpus:2;mem:1024;disk:0")
+    whole = R("cpus:2;mem:1024")
+    # role1 suppressed: the framework's offer is role2's
+    assert m.next_roles() == (framework, {"role2": {agent: whole}})
+    day = 24 * 3600.0
+    m.recover(framework, agent, whole, refuse=day, role="role2")
+    m.advance()
+    assert m.pending()  # role2 declined it for a day, role1 is suppressed
+    m.allocator.revive(framework, ["role1"])  # role2's filter stands
+    m.advance()
+    assert m.next_roles() == (framework, {"role1": {agent: whole}})
+    m.recover(framework, agent, whole, refuse=day, role="role1")
+    m.advance()
+    assert m.pending()  # both roles' filters stand
 
 
 # -- the table of what applies, and the docs ------------------------------------------------
