@@ -47,7 +47,8 @@ def test_per_role_suppress_and_revive() -> None:
     a = Allocator()
     a.add_framework("fw", roles=["web", "batch"])
     a.suppress("fw", ["web"])
-    assert a.suppressed("fw", "web") and not a.suppressed("fw", "batch")
+    assert a.suppressed("fw", "web")
+    assert not a.suppressed("fw", "batch")
     assert not a.suppressed("fw")  # (not in every role)
     a.add_slave("s1", WHOLE)
     assert [o.role for o in a.allocate(0.0)] == ["batch"]
@@ -129,7 +130,8 @@ def test_multi_role_invariants(ops: list[tuple[str, int, list[str]]]) -> None:
         if op == "round":
             for o in a.allocate(now):
                 if o.framework_id == "multi":
-                    assert o.role in ROLES and o.role not in suppressed
+                    assert o.role in ROLES
+                    assert o.role not in suppressed
                 else:
                     assert o.role is None
                 outstanding.append((o.framework_id, o.slave_id, o.resources, o.role))
