@@ -100,7 +100,7 @@ def explain(
     frameworks and roles are named (to an operator) or only counted (to a tenant, who may
     not learn which frameworks exist)."""
     standing = standing or Standing()
-    fw = a.frameworks[framework_id]
+    fw = a.frameworks[a.clients.first(framework_id)]  # (a multi-role one's first role)
     reasons = _everywhere(a, fw, standing) + _maintenance(standing.maintenance)
     mine = _outstanding(state, framework_id, now)
     turned: dict[str, list[str]] = {stage: [] for stage in STAGES}  # slaves each turns away
