@@ -189,7 +189,7 @@ class Subscriptions:
         of one role re-subscribing with another keeps its own, as it always did)."""
         if msg.roles is not None:
             return msg.roles != fw.all_roles()
-        return fw.roles is not None and "role" in msg.model_fields_set
+        return fw.roles is not None and msg.role != "*"
 
     def _one_too_many(self, msg: Subscribe, caller: Caller) -> str | None:
         """A new framework past its principal's most (a tenant registering thousands slowed

@@ -63,7 +63,7 @@ class Subscribe(Wire):
             return self
         if not multi:
             raise ValueError("roles are a MULTI_ROLE framework's: declare the capability")
-        if "role" in self.model_fields_set:
+        if self.role != "*":  # (its default: the wire carries it either way)
             raise ValueError("a MULTI_ROLE framework names its roles in roles, not role")
         if len(set(self.roles)) != len(self.roles):
             raise ValueError("roles must not repeat a role")
