@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from master.master import Master
+from frameworks import SchedulerDriver, build_task
+from master.master import Master, MasterConfig
 from protocol.tooling.credentials import Principal, Store
 from protocol.wire.messages import (
     Error,
@@ -29,7 +30,7 @@ from protocol.wire.messages import (
 from protocol.wire.resources import Resources
 
 from harness.fakes import FakeFramework
-from harness.helpers import books_balance, eventually
+from harness.helpers import Recorder, books_balance, eventually, in_process_cluster
 from harness.master import FAST, GB, Cluster, T
 from harness.master import cluster as cluster
 
@@ -180,3 +181,35 @@ async def test_a_tenant_listing_a_role_it_may_not_use_is_refused_and_gains_nothi
         assert "may not register in role 'ops'" in error.message
         assert len(c.master.books.frameworks) == 1  # nothing registered
         assert "ops" not in {v.role for v in c.master.allocator.role_views()}
+
+
+# -- the SDK ------------------------------------------------------------------------------
+
+
+async def test_an_sdk_framework_in_two_roles_runs_a_task_in_each(tmp_path: Path) -> None:
+    config = MasterConfig(allocation_interval=0.1)
+    async with in_process_cluster("mr", tmp_path, config) as c:
+        rec = Recorder()
+        driver = SchedulerDriver(
+            rec, name="multi", broker=c.connect, cluster="mr", roles=["web", "batch"]
+        )
+        await driver.start()
+        try:
+            await rec.wait(lambda: {o.role for o in rec.offers} == {"web", "batch"})
+            for role in ("web", "batch"):
+                offer = next(o for o in rec.offers if o.role == role)
+                task = build_task(
+                    offer, role, Resources(cpus=1, mem=64), command="true", task_id=role
+                )
+                await driver.launch_tasks([offer.offer_id], [task])
+                await rec.update(role, TaskState.FINISHED)
+            # suppressed in web, it is offered in batch alone
+            await driver.suppress_offers(["web"])
+            seen = len(rec.offers)
+            await rec.wait(lambda: any(o.role == "batch" for o in rec.offers[seen:]))
+            fid = driver.framework_id or ""
+            assert c.master.allocator.suppressed(fid, "web")
+            assert not c.master.allocator.suppressed(fid, "batch")
+        finally:
+            driver.stop()
+            await driver.join()
