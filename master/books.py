@@ -147,6 +147,10 @@ class Framework:
             return None
         return info.role if info.role in self.roles else self.roles[0]
 
+    def task_role(self, info: TaskInfo) -> str:
+        """The role a task's resources are allocated to (as the state shows it)."""
+        return self.role_of(info) or self.role
+
     def capabilities(self) -> list[FrameworkCapability]:
         """What it declared it understands (as the Mesos APIs show it)."""
         declared = {

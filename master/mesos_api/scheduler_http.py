@@ -77,7 +77,6 @@ class SchedulerStream:
         self.topic: str = topic_of(principal, self.inbox)
         self.preemption_notices = preemption_notices
         self.framework_id = ""
-        self.role = "*"
         self.answer: asyncio.Future[Wire] = asyncio.get_running_loop().create_future()
         self.queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue(STREAM_EVENTS)
         self.ended = False  # closed by the master (removed, replaced): no Last Will
@@ -91,7 +90,7 @@ class SchedulerStream:
             return  # (nothing else comes before the answer)
         if self.ended:
             return
-        found = events.event_of(msg, self.role, self.preemption_notices)
+        found = events.event_of(msg, self.preemption_notices)
         if found is not None:
             self.put(found)
         if events.ends_stream(msg):
@@ -274,8 +273,6 @@ class SchedulerApi:
     ) -> web.StreamResponse:
         m = self.master
         stream.framework_id = answer.framework_id
-        fw = m.books.frameworks.get(answer.framework_id)
-        stream.role = fw.role if fw is not None else "*"
         old = self.streams.get(answer.framework_id)
         if old is not None and old is not stream:
             old.end()  # a re-subscription takes the framework's stream over
