@@ -52,7 +52,8 @@ class MultiRole(Scheduler):  # type: ignore[misc]
     def resourceOffers(self, driver: Any, offers: list[Any]) -> None:
         for offer in offers:
             role = offer["allocation_info"]["role"]
-            held = sorted({r.get("allocation_info", {}).get("role", "-") for r in offer["resources"]})
+            held = sorted({r.get("allocation_info", {}).get("role", "-")
+                           for r in offer["resources"]})  # fmt: skip
             say("OFFER", role, offer["agent_id"]["value"], ",".join(held))
             if role in self.launched or self.suppressed:
                 driver.declineOffer(offer["id"], {"refuse_seconds": 0.3})
