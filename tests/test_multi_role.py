@@ -15,6 +15,9 @@ from pydantic import ValidationError
 
 from frameworks import SchedulerDriver, build_task
 from master.master import Master, MasterConfig
+from master.mesos_api.classic import framework_v0
+from master.mesos_api.doors import master_side
+from master.mesos_api.operator_state import framework_json
 from protocol.tooling.credentials import Principal, Store
 from protocol.wire.messages import (
     Error,
@@ -82,6 +85,19 @@ async def test_each_offer_is_one_role_and_a_task_is_allocated_to_its_offers_role
     assert cluster.master.books.frameworks[fw.framework_id].all_roles() == ["web", "batch"]
     books_balance(cluster.master)
     roles_balance(cluster.master)
+    # the state, Mesos's v0 state and its v1 GET_FRAMEWORKS say its roles, each task's
+    [view] = cluster.master.views.state().frameworks
+    assert (view.role, view.roles) == ("web", ["web", "batch"])
+    side, books = master_side(cluster.master), cluster.master.books
+    v0 = framework_v0(side, books.frameworks[fw.framework_id])
+    assert (v0["role"], v0["roles"]) == ("*", ["web", "batch"])
+    assert [t["role"] for t in v0["tasks"]] == ["web"]
+    v1 = framework_json(side, books.frameworks[fw.framework_id])
+    assert v1["framework_info"]["roles"] == ["web", "batch"]
+    allocated = {r.get("allocation_info", {}).get("role") for r in v1["allocated_resources"]}
+    assert allocated == {"web"}  # (batch holds offers only)
+    offered = {r.get("allocation_info", {}).get("role") for r in v1["offered_resources"]}
+    assert offered == {"batch"}
 
 
 async def test_a_task_claiming_another_role_than_its_offers_is_refused(cluster: Cluster) -> None:
