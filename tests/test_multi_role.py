@@ -36,6 +36,8 @@ from harness.fakes import FakeFramework
 from harness.helpers import Recorder, books_balance, eventually, in_process_cluster
 from harness.master import FAST, GB, Cluster, T
 from harness.master import cluster as cluster
+from harness.mesos import Live, framework_info, next_of
+from harness.mesos import live as live
 
 MULTI = {"capabilities": [FrameworkCapability.MULTI_ROLE]}
 WHOLE = Resources(cpus=2, mem=2 * GB)
@@ -229,3 +231,35 @@ async def test_an_sdk_framework_in_two_roles_runs_a_task_in_each(tmp_path: Path)
         finally:
             driver.stop()
             await driver.join()
+
+
+# -- Mesos's scheduler API ------------------------------------------------------------------
+
+
+async def test_mesos_api_refuses_a_role_not_the_principals_and_suppress_of_another_role(
+    live: Live,
+) -> None:
+    multi = [{"type": "MULTI_ROLE"}]
+    hostile = live.scheduler()
+    info = {**framework_info(), "roles": ["team-a", "team-b"], "capabilities": multi}
+    del info["role"]
+    try:
+        assert await hostile.subscribe(info) == 403  # team-b is not team-a's to use
+    finally:
+        await hostile.close()
+    assert live.master is not None
+    assert not live.master.books.frameworks  # nothing registered, nothing gained
+    s = live.scheduler()
+    try:
+        info["roles"] = ["team-a"]
+        assert await s.subscribe(info) == 200
+        [offer] = (await next_of(s, "OFFERS"))["offers"]
+        assert offer["allocation_info"] == {"role": "team-a"}
+        assert {r["allocation_info"]["role"] for r in offer["resources"]} == {"team-a"}
+        status, _ = await s.call("SUPPRESS", {"roles": ["team-b"]})
+        assert status == 400
+        assert (await s.call("SUPPRESS", {"roles": ["team-a"]}))[0] == 202
+        fid = s.framework_id
+        await eventually(lambda: live.master is not None and live.master.allocator.suppressed(fid))
+    finally:
+        await s.close()

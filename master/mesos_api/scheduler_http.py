@@ -39,7 +39,7 @@ from master.mesos_api.scheduler_calls import (
 from protocol import logs, recordio
 from protocol import mesos_json as mj
 from protocol.transport.aio import within
-from protocol.wire.messages import Error, Gone, Subscribed, Wire
+from protocol.wire.messages import Error, Gone, Revive, Subscribed, Suppress, Wire
 from protocol.wire.topics import check_segment
 
 if TYPE_CHECKING:
@@ -218,6 +218,11 @@ class SchedulerApi:
             self._bad(request, principal, "wrong-stream-id", framework_id=framework_id)
             return problem("Mesos-Stream-Id is not this framework's stream", 400)
         message = message_of(call)
+        fw = self.master.books.frameworks.get(framework_id)
+        if isinstance(message, Suppress | Revive) and fw is not None:
+            others = sorted(set(message.roles) - set(fw.all_roles()))
+            if others:  # (Mesos's answer: the call is invalid)
+                return problem(f"framework {framework_id} is not in roles {', '.join(others)}", 400)
         await self.master.call(message, Caller("framework", stream.principal, stream.topic))
         return web.Response(status=202)
 
