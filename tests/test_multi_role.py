@@ -14,10 +14,16 @@ import pytest
 from pydantic import ValidationError
 
 from frameworks import SchedulerDriver, build_task
+from master.allocation.allocator import Allocator
+from master.books import Books
+from master.counters import SlaveChurn
+from master.ha.recovery import Recovery
+from master.ha.registry import Registry
 from master.master import Master, MasterConfig
 from master.mesos_api.classic import framework_v0
 from master.mesos_api.doors import master_side
 from master.mesos_api.operator_state import framework_json
+from protocol import logs
 from protocol.tooling.credentials import Principal, Store
 from protocol.wire.messages import (
     Error,
@@ -263,3 +269,21 @@ async def test_mesos_api_refuses_a_role_not_the_principals_and_suppress_of_anoth
         await eventually(lambda: live.master is not None and live.master.allocator.suppressed(fid))
     finally:
         await s.close()
+
+
+async def test_a_multi_role_framework_is_recovered_in_its_roles_after_a_failover(
+    cluster: Cluster,
+) -> None:
+    fw = await cluster.framework("A", roles=["web", "batch"], **MULTI, failover_timeout=60)
+    registry = Registry(cluster.master.registry.store)  # what a new leader reads
+    await registry.load()
+    assert registry.frameworks[fw.framework_id].roles == ["web", "batch"]
+    books, allocator = Books(), Allocator()
+    recovery = Recovery(
+        books, allocator, registry, SlaveChurn(), logs.get("test"),
+        epoch=2, reregister_timeout=5.0, slave_gone=lambda *_: None,
+    )  # fmt: skip
+    recovery.recover()
+    assert books.frameworks[fw.framework_id].all_roles() == ["web", "batch"]
+    assert allocator.clients.roles(fw.framework_id) == ["web", "batch"]
+    assert allocator.suppressed(fw.framework_id) is False
