@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from master.allocation.allocator import Allocator, AllocatorError
 from master.allocation.quota import Quota
+from protocol.wire.reservations import role_of
 from protocol.wire.resources import Resources
 
 WHOLE = Resources(cpus=4, mem=4096)
@@ -116,12 +117,14 @@ OPS = st.lists(
 @given(OPS)
 def test_multi_role_invariants(ops: list[tuple[str, int, list[str]]]) -> None:
     """Nothing is allocated twice across a framework's roles (each slave's holders sum to
-    at most its total), each offer is of one of the framework's roles, and a role
-    suppressed is offered nothing."""
+    at most its total), each offer is of one of the framework's roles, resources reserved
+    for a role are offered in that role alone, and a role suppressed is offered nothing."""
     a = Allocator()
     a.add_framework("multi", roles=ROLES)
     a.add_framework("single", "web")
     a.add_slave("s0", WHOLE)
+    a.add_slave("r-web", Resources.parse("cpus(web):2;mem(web):512;cpus:1;mem:512"))
+    a.add_slave("r-batch", Resources.parse("cpus(batch):1;mem(batch):256;cpus:1"))
     outstanding: list[tuple[str, str, Resources, str | None]] = []
     suppressed: set[str] = set()
     now = 0.0
@@ -134,6 +137,10 @@ def test_multi_role_invariants(ops: list[tuple[str, int, list[str]]]) -> None:
                     assert o.role not in suppressed
                 else:
                     assert o.role is None
+                offered_in = o.role or "web"  # (single is in web)
+                # reserved resources go to their role's client alone
+                reserved = {role_of(k) for k in o.resources.millis} - {None}
+                assert reserved <= {offered_in}, (o, reserved)
                 outstanding.append((o.framework_id, o.slave_id, o.resources, o.role))
         elif op in ("release", "decline") and outstanding:
             fid, sid, res, role = outstanding.pop(n % len(outstanding))
