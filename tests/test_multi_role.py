@@ -234,6 +234,9 @@ async def test_an_sdk_framework_in_two_roles_runs_a_task_in_each(tmp_path: Path)
             fid = driver.framework_id or ""
             assert c.master.allocator.suppressed(fid, "web")
             assert not c.master.allocator.suppressed(fid, "batch")
+            why = await driver.why()  # it is asked of, and says, its roles
+            assert why.roles == ["web", "batch"]
+            assert {o.slave_id for o in why.offered} <= {"slave-0", "slave-1"}
         finally:
             driver.stop()
             await driver.join()
