@@ -187,8 +187,7 @@ class Allocator:
         (Mesos 1.10's offer_filters): no offers it can only decline. They replace the
         master's minimum for it: [] is anything, None the master's minimum again."""
         new = None if minimum is None else [dict(r.millis) for r in minimum if r]
-        for client in self._clients(framework_id):
-            fw = self._framework(client)
+        for fw in self._books(framework_id):
             old, fw.min_allocatable = fw.min_allocatable, new
             self._own_floors += (new is not None) - (old is not None)
             self._floor_stale = True
@@ -198,29 +197,30 @@ class Allocator:
                 self._wake_all()
 
     def activate(self, framework_id: str) -> None:
-        self._set(framework_id, (), "active", True)
+        for fw in self._books(framework_id):
+            fw.active = True
+            self._sync(fw.framework_id)
 
     def deactivate(self, framework_id: str) -> None:
         """A disconnected framework keeps its allocation but is offered nothing."""
-        self._set(framework_id, (), "active", False)
+        for fw in self._books(framework_id):
+            fw.active = False
+            self._sync(fw.framework_id)
 
     def suppress(self, framework_id: str, roles: Sequence[str] = ()) -> None:
         """No offers until revive: the framework leaves the order (and costs no walk); a
         multi-role one in `roles` only (none: in every role, as Mesos's SUPPRESS)."""
-        self._set(framework_id, roles, "suppressed", True)
+        for fw in self._books(framework_id, roles):
+            fw.suppressed = True
+            self._sync(fw.framework_id)
 
     def revive(self, framework_id: str, roles: Sequence[str] = ()) -> None:
         """Offers again, everywhere: clears the suppression and every filter (a multi-role
         framework's in `roles` only; none: in every role)."""
-        self._set(framework_id, roles, "suppressed", False)
-
-    def _set(self, framework_id: str, roles: Sequence[str], what: str, on: bool) -> None:
-        for client in self._clients(framework_id, roles):
-            fw = self._framework(client)
-            setattr(fw, what, on)
-            if what == "suppressed" and not on:
-                fw.filters.clear()  # (a revive's)
-            self._sync(client)
+        for fw in self._books(framework_id, roles):
+            fw.suppressed = False
+            fw.filters.clear()
+            self._sync(fw.framework_id)
 
     def suppressed(self, framework_id: str, role: str | None = None) -> bool:
         """Whether it suppressed its offers (and has not revived them): a multi-role
@@ -849,6 +849,10 @@ class Allocator:
             return self.clients.of(framework_id, roles)
         except ClientError as e:
             raise AllocatorError(str(e)) from None
+
+    def _books(self, framework_id: str, roles: Sequence[str] = ()) -> list[FrameworkBook]:
+        """The books of a framework's clients: all, or those of `roles`."""
+        return [self._framework(client) for client in self._clients(framework_id, roles)]
 
     def _client(self, framework_id: str, role: str | None) -> str:
         """The client holding what a framework has in `role`."""
