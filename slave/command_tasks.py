@@ -15,11 +15,12 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from protocol.health_checker import HealthChecks
 from protocol.wire.discrete import EMPTY, Discrete
 from protocol.wire.discrete import environment as ports_environment
 from protocol.wire.messages import Reason, RunTask, TaskInfo, TaskState
 from slave import volumes
-from slave.health_checks import HealthChecks, TaskProcess, probe_for
+from slave.health_checks import TaskProcess, probe_for
 from slave.images import command_runner, image_problem_here
 from slave.isolator import Isolator, container_name
 from slave.kills import Kills

@@ -21,6 +21,7 @@ from test_isolation_tenants import ALICE, T, shared_slave
 
 from master.http.metrics import exposition, registry_for
 from protocol import mesos_json as mj
+from protocol.health_checker import http_probe
 from protocol.tooling.brokers import MosquittoBroker, free_port
 from protocol.wire.messages import (
     CommandCheck,
@@ -40,7 +41,6 @@ from protocol.wire.messages import (
     Update,
 )
 from protocol.wire.resources import Resources
-from slave.health_checks import http_probe
 
 from harness.fakes import FakeFramework
 from harness.helpers import eventually
