@@ -56,7 +56,8 @@ class TaskEnv(Protocol):
 
 
 class Report(Protocol):
-    """How the slave records a task's new state and tells the master (`Slave._report`)."""
+    """How the slave records a task's new state and tells the master
+    (`slave.reports.TaskReports.report`)."""
 
     def __call__(
         self,
@@ -66,6 +67,8 @@ class Report(Protocol):
         reason: Reason | None,
         message: str,
         source: Source = Source.EXECUTOR,
+        *,
+        healthy: bool | None = None,
     ) -> Awaitable[None]: ...
 
 
@@ -90,6 +93,7 @@ class ExecutorSide:
         checkpoint: Callable[[TaskRecord], Awaitable[None]],
         report: Report,
         tenancy: Callable[[], Tenancy],
+        grace: Callable[[TaskRecord], float],
     ) -> None:
         self.slave_id, self.bus, self.to_master = slave_id, bus, to_master
         self.isolator, self.tasks, self.shut_down_frameworks = isolator, tasks, shut_down_frameworks
@@ -97,6 +101,7 @@ class ExecutorSide:
         self._sandbox, self._env, self._checkpoint, self._report = sandbox, env, checkpoint, report
         self._executor_sandbox = executor_sandbox  # (apart from every task's: slave.paths)
         self._tenancy = tenancy  # (decided as the slave starts)
+        self._grace = grace  # a task's kill grace, as the slave gives it
         self.tokens: ExecutorTokens | None = None  # (its key is read as the slave starts)
         self.log = logs.get("slave", slave_id=slave_id)
 
@@ -163,7 +168,10 @@ class ExecutorSide:
             await self._resize(executor, msg.task.resources)
         executor.tasks.add(msg.task.task_id)
         await self._checkpoint(record)
-        executor.send(msg.model_copy(update={"sandbox": str(sandbox)}))
+        # (its kill grace: a kill the executor makes itself, its health check's, gives it)
+        executor.send(
+            msg.model_copy(update={"sandbox": str(sandbox), "kill_grace": self._grace(record)})
+        )
 
     def new_executor(self, msg: RunTask) -> Resources:
         """What a task's executor takes besides the task: its own resources if this task
@@ -228,8 +236,11 @@ class ExecutorSide:
                     "StatusUpdate",
                 )
                 return
-            status = message.status
-            await self._report(fid, record.info, status.state, status.reason, status.message)
+            status = message.status  # (its health check's verdict too: the executor runs it)
+            await self._report(
+                fid, record.info, status.state, status.reason, status.message,
+                healthy=status.healthy,
+            )  # fmt: skip
         elif isinstance(message, FrameworkMessage):
             self.bus.post(
                 self.to_master,
