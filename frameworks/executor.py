@@ -121,7 +121,7 @@ class ExecutorDriver:
         self._spawned: set[asyncio.Task[Any]] = set()
         self._sandboxes: dict[str, Path] = {}  # task id -> the sandbox the slave made for it
         self._graces: dict[str, float] = {}  # task id -> its kill's grace, as the slave says
-        self.health = ExecutorHealth(
+        self._health = ExecutorHealth(
             self.framework_id, self.log,
             send=self.send_status_update, sandbox=self.sandbox,
             kill=lambda task_id: self.spawn(self._kill(task_id)),
@@ -150,7 +150,7 @@ class ExecutorDriver:
         finally:
             await cancel_and_wait(register)
             await cancel_and_wait(reader)
-            await self.health.close()
+            await self._health.close()
             for task in list(self._spawned):
                 await cancel_and_wait(task)
             await channel.drain()
@@ -217,7 +217,7 @@ class ExecutorDriver:
         """Report a task's state to the slave (which owns getting it to the scheduler): sent
         when called; awaiting it waits until the line to the slave has taken it."""
         channel = self._channel()
-        status = self.health.seen(status)
+        status = self._health.seen(status)
         if status.state.terminal:
             self._graces.pop(status.task_id, None)
         status = status.model_copy(
@@ -296,7 +296,7 @@ class ExecutorDriver:
             self._sandboxes[msg.task.task_id] = Path(msg.sandbox)
         if msg.kill_grace is not None:
             self._graces[msg.task.task_id] = msg.kill_grace
-        self.health.launched(msg.task, msg.killing)
+        self._health.launched(msg.task, msg.killing)
         await self.executor.launch_task(self, msg.task)
 
     async def _on_kill_task(self, msg: KillTask) -> None:
@@ -306,7 +306,7 @@ class ExecutorDriver:
 
     async def _kill(self, task_id: str) -> None:
         """A kill begins: no more health updates; the executor's own kill."""
-        self.health.kill_begins(task_id)
+        self._health.kill_begins(task_id)
         await self.executor.kill_task(self, task_id)
 
     async def _on_message(self, msg: FrameworkMessage) -> None:

@@ -27,7 +27,6 @@ from protocol.wire.messages import (
     RunTask,
     Source,
     StatusUpdate,
-    TaskInfo,
     TaskState,
     Wire,
 )
@@ -41,6 +40,7 @@ from slave.tenancy import Tenancy
 
 if TYPE_CHECKING:
     from slave.config import TaskRecord
+    from slave.reports import TaskReports
 
 
 class TaskEnv(Protocol):
@@ -53,23 +53,6 @@ class TaskEnv(Protocol):
         sandbox: Path,
         extra: dict[str, str] | None = None,
     ) -> dict[str, str]: ...
-
-
-class Report(Protocol):
-    """How the slave records a task's new state and tells the master
-    (`slave.reports.TaskReports.report`)."""
-
-    def __call__(
-        self,
-        framework_id: str,
-        task: TaskInfo,
-        state: TaskState,
-        reason: Reason | None,
-        message: str,
-        source: Source = Source.EXECUTOR,
-        *,
-        healthy: bool | None = None,
-    ) -> Awaitable[None]: ...
 
 
 class ExecutorSide:
@@ -91,14 +74,15 @@ class ExecutorSide:
         executor_sandbox: Callable[[str, str], Path],
         env: TaskEnv,
         checkpoint: Callable[[TaskRecord], Awaitable[None]],
-        report: Report,
+        reports: TaskReports,
         tenancy: Callable[[], Tenancy],
         grace: Callable[[TaskRecord], float],
     ) -> None:
         self.slave_id, self.bus, self.to_master = slave_id, bus, to_master
         self.isolator, self.tasks, self.shut_down_frameworks = isolator, tasks, shut_down_frameworks
         self.executors: dict[tuple[str, str], ExecutorProcess] = {}  # by (framework, executor)
-        self._sandbox, self._env, self._checkpoint, self._report = sandbox, env, checkpoint, report
+        self._sandbox, self._env, self._checkpoint = sandbox, env, checkpoint
+        self._reports = reports  # (its tasks' states, told to the master)
         self._executor_sandbox = executor_sandbox  # (apart from every task's: slave.paths)
         self._tenancy = tenancy  # (decided as the slave starts)
         self._grace = grace  # a task's kill grace, as the slave gives it
@@ -148,7 +132,7 @@ class ExecutorSide:
                 await executor.start()
             except (OSError, ValueError) as e:  # (ValueError: NUL in an argument or the env)
                 del self.executors[ekey]
-                await self._report(
+                await self._reports.report(
                     msg.framework_id,
                     msg.task,
                     TaskState.FAILED,
@@ -237,7 +221,7 @@ class ExecutorSide:
                 )
                 return
             status = message.status  # (its health check's verdict too: the executor runs it)
-            await self._report(
+            await self._reports.report(
                 fid, record.info, status.state, status.reason, status.message,
                 healthy=status.healthy,
             )  # fmt: skip
@@ -340,7 +324,7 @@ class ExecutorSide:
                 # a task the master killed ends KILLED (with the kill's reason), however
                 # its executor went; another FAILED
                 killed = record.kill_reason is not None and not limited
-                await self._report(
+                await self._reports.report(
                     executor.framework_id,
                     record.info,
                     TaskState.KILLED if killed else TaskState.FAILED,

@@ -126,15 +126,14 @@ class Slave:
         )  # fmt: skip
         self.commands = CommandTasks(  # command tasks: each its own process
             config, self.isolator, self.podman, tenancy=lambda: self.tenancy,
-            reporter=self.reports.reporter, report=self.reports.report,
-            checkpoint=self._checkpoint, kills=self.kills,
+            reports=self.reports, checkpoint=self._checkpoint, kills=self.kills,
         )  # fmt: skip
         self.health = self.commands.health  # (stopped when a task ends or a kill begins)
         self.custom = ExecutorSide(  # custom executors: their processes, and their tasks
             self.slave_id, bus, self.to_master, self.isolator, self.tasks,
             self.shut_down_frameworks, sandbox=self.commands.sandbox,
             executor_sandbox=self.commands.executor_sandbox, env=self.commands.env,
-            checkpoint=self._checkpoint, report=self.reports.report, tenancy=lambda: self.tenancy,
+            checkpoint=self._checkpoint, reports=self.reports, tenancy=lambda: self.tenancy,
             grace=lambda record: record.grace(self.config),
         )  # fmt: skip
         self.executors = self.custom.executors

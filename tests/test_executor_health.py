@@ -25,20 +25,18 @@ from protocol.wire.messages import (
     HTTPCheck,
     Kill,
     KillPolicy,
-    Reason,
     TaskInfo,
     TaskState,
     TaskStatus,
-    Update,
 )
 from protocol.wire.resources import Resources
 
 from harness.fakes import FakeFramework
+from harness.health import HEALTH, statuses, verdict
 from harness.helpers import eventually
 from harness.slave import Rig, T, master_rig
 
 WEB_EXECUTOR = f"{sys.executable} {Path(__file__).parent / 'programs' / 'web_executor.py'}"
-HEALTH = Reason.TASK_HEALTH_CHECK_STATUS_UPDATED
 
 
 @pytest.fixture
@@ -71,26 +69,15 @@ async def launch_web(
     return rig.tmp / offer.slave_id / "sandboxes" / fw.framework_id / task_id
 
 
-def statuses(fw: FakeFramework, task_id: str) -> list[TaskStatus]:
-    return [u.status for u in fw.inbox.of(Update) if u.status.task_id == task_id]
+async def executor_verdict(fw: FakeFramework, task_id: str, healthy: bool) -> TaskStatus:
+    status = await verdict(fw, task_id, healthy)
+    assert status.executor_id == "web"  # (its executor's task, not a command task)
+    return status
 
 
-async def verdict(fw: FakeFramework, task_id: str, healthy: bool) -> TaskStatus:
-    found = await fw.inbox.wait_for(
-        Update,
-        lambda u: (
-            (u.status.task_id, u.status.reason, u.status.healthy) == (task_id, HEALTH, healthy)
-        ),
-        timeout=20,
-    )
-    assert found.status.state == TaskState.RUNNING
-    assert found.status.executor_id == "web"  # (its executor's task, not a command task)
-    return found.status
-
-
-def health_metric(rig: Rig, verdict: str) -> str:
+def health_metric(rig: Rig, health: str) -> str:
     metrics = exposition(registry_for(rig.master.views)).decode()
-    return next(line for line in metrics.splitlines() if f'health="{verdict}"' in line)
+    return next(line for line in metrics.splitlines() if f'health="{health}"' in line)
 
 
 async def test_an_executor_task_whose_http_check_starts_failing_is_reported_and_killed(
@@ -100,7 +87,7 @@ async def test_an_executor_task_whose_http_check_starts_failing_is_reported_and_
     await rig.start_slave("s1", Resources(cpus=2, mem=1024))
     port = free_port()
     sandbox = await launch_web(rig, fw, "web", port, kill_policy=KillPolicy(grace_period=2.5))
-    healthy = await verdict(fw, "web", True)
+    healthy = await executor_verdict(fw, "web", True)
     assert healthy.message == "its health check passed"
     view = next(t for t in rig.master.views.state().tasks if t.task_id == "web")
     assert view.healthy is True
@@ -108,7 +95,7 @@ async def test_an_executor_task_whose_http_check_starts_failing_is_reported_and_
 
     (sandbox / "sick").touch()
     answer = f"GET http://127.0.0.1:{port}/health answered 500"
-    sick = await verdict(fw, "web", False)
+    sick = await executor_verdict(fw, "web", False)
     assert sick.message == f"its health check failed: {answer}"
     killed = await fw.update_for("web", TaskState.KILLED, timeout=20)
     assert killed.healthy is False
@@ -124,7 +111,7 @@ async def test_an_executor_task_that_stays_healthy_is_reported_healthy_once(rig:
     fw = await rig.framework()
     await rig.start_slave("s1", Resources(cpus=2, mem=1024))
     sandbox = await launch_web(rig, fw, "calm", free_port())
-    await verdict(fw, "calm", True)
+    await executor_verdict(fw, "calm", True)
 
     def gets() -> int:
         try:
