@@ -8,6 +8,7 @@ machine without them skips, in CI that is a failure."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import sys
 from pathlib import Path
@@ -32,6 +33,7 @@ PRINCIPALS = [("master", "master"), ("ops", "operator"), ("slave-0", "slave"),
 PROGRAM = Path(__file__).parent / "programs" / "pymesos_scheduler.py"
 EXECUTOR = Path(__file__).parent / "programs" / "pymesos_executor.py"
 LIFECYCLE = Path(__file__).parent / "programs" / "pymesos_lifecycle.py"
+WEB_EXECUTOR = Path(__file__).parent / "programs" / "pymesos_web_executor.py"
 
 
 async def test_pymesos_runs_50_tasks_kills_one_and_reconciles(tmp_path: Path) -> None:
@@ -147,6 +149,48 @@ async def test_pymesos_sets_an_http_health_check_and_sees_its_task_killed(tmp_pa
             await fw.first("STATUS", "web", "TASK_RUNNING", "true", health)
             sandbox = tmp_path / "slave-0" / "sandboxes" / framework_id / "web"
             await asyncio.to_thread((sandbox / "sick").touch)
+            await fw.first("STATUS", "web", "TASK_RUNNING", "false", health)
+            await fw.first("STATUS", "web", "TASK_KILLING", "false")  # (it asked to hear it)
+            await fw.first("STATUS", "web", "TASK_KILLED", "false")
+
+
+async def test_pymesos_sees_its_executors_task_health_checked_and_killed(tmp_path: Path) -> None:
+    """A health check on a task of pymesos's own executor (MesosExecutorDriver, under
+    drfmesos's adapter) is run by the executor's driver: pymesos hears the task healthy,
+    then unhealthy once its HTTP check fails, then TASK_KILLING and TASK_KILLED (healthy
+    false) after 2 failures, the executor's killTask having stopped it."""
+    need_mosquitto()
+    need_pymesos()
+    reachable(tmp_path)
+    port = free_port()
+    serve = {"port": port, "healthy_for": 3}  # (200 to its first 3 GETs, 500 after)
+    web = {
+        "task_id": {"value": "web"},
+        "name": "web",
+        "executor": {
+            "executor_id": {"value": "web"},
+            "command": {"value": f'"$DRFMESOS_PYTHON" {WEB_EXECUTOR}'},
+            "resources": [{"name": "cpus", "type": "SCALAR", "scalar": {"value": 0.1}},
+                          {"name": "mem", "type": "SCALAR", "scalar": {"value": 64}}],
+        },
+        "data": base64.b64encode(json.dumps(serve).encode()).decode(),
+        "health_check": {
+            "type": "HTTP", "http": {"port": port, "path": "/"}, "delay_seconds": 0,
+            "interval_seconds": 1, "timeout_seconds": 1, "consecutive_failures": 2,
+        },
+    }  # fmt: skip
+    slaves = [("slave-0", "--resources", "cpus:2;mem:1024", *task_env_args())]
+    async with secure_cluster(tmp_path, CLUSTER, PRINCIPALS[:3] + PRINCIPALS[4:], slaves) as c:
+        master = c.web.split("//")[1].rstrip("/")
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, str(LIFECYCLE), master, "team-a",
+            str(c.store.secret_file("team-a")), json.dumps([web]),
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        async with running(process) as fw:
+            await fw.until("REGISTERED")
+            health = "REASON_TASK_HEALTH_CHECK_STATUS_UPDATED"
+            await fw.first("STATUS", "web", "TASK_RUNNING", "true", health)
             await fw.first("STATUS", "web", "TASK_RUNNING", "false", health)
             await fw.first("STATUS", "web", "TASK_KILLING", "false")  # (it asked to hear it)
             await fw.first("STATUS", "web", "TASK_KILLED", "false")
