@@ -17,6 +17,7 @@ import pytest
 from master.http.metrics import exposition, registry_for
 from protocol.tooling.brokers import MosquittoBroker, free_port
 from protocol.wire.messages import (
+    CommandCheck,
     CommandInfo,
     ExecutorInfo,
     FrameworkCapability,
@@ -49,20 +50,20 @@ async def launch_web(
     rig: Rig, fw: FakeFramework, task_id: str, port: int, **fields: object
 ) -> Path:
     """A task of the web executor that serves HTTP on `port`, checked every second
-    (`/health`, two failures kill it); its sandbox."""
+    (`/health`, two failures kill it, unless `health_check` says); its sandbox."""
     offer = await fw.next_offer(after=rig.offers_used(fw))
     check = HealthCheck(
         type=HealthCheckType.HTTP, http=HTTPCheck(port=port, path="/health"),
         delay_seconds=0, interval_seconds=1, timeout_seconds=1,
         grace_period_seconds=5, consecutive_failures=2,
     )  # fmt: skip
+    fields = {"health_check": check, **fields}
     task = TaskInfo(
         task_id=task_id,
         slave_id=offer.slave_id,
         resources=Resources(cpus=0.1, mem=64),
         executor=ExecutorInfo(executor_id="web", command=CommandInfo(value=WEB_EXECUTOR)),
         data=json.dumps({"port": port}).encode(),
-        health_check=check,
         **fields,  # type: ignore[arg-type]
     )
     await fw.accept(offer, [task], refuse=0)
@@ -127,3 +128,22 @@ async def test_an_executor_task_that_stays_healthy_is_reported_healthy_once(rig:
     assert killed.healthy is True  # (what its check last said, carried to its end)
     assert (sandbox / "grace").read_text() == "1.0"  # (no policy: its slave's --kill-grace)
     assert [s.healthy for s in statuses(fw, "calm") if s.reason == HEALTH] == [True]
+
+
+async def test_an_executor_tasks_command_check_runs_in_its_sandbox_and_says_its_code(
+    rig: Rig,
+) -> None:
+    fw = await rig.framework()
+    await rig.start_slave("s1", Resources(cpus=2, mem=1024))
+    check = HealthCheck(
+        type=HealthCheckType.COMMAND, command=CommandCheck(value="pwd > where; exit 7"),
+        delay_seconds=0, interval_seconds=1, timeout_seconds=5,
+        grace_period_seconds=0, consecutive_failures=1,
+    )  # fmt: skip
+    sandbox = await launch_web(rig, fw, "cmd", free_port(), health_check=check)
+    killed = await fw.update_for("cmd", TaskState.KILLED, timeout=20)
+    assert killed.healthy is False
+    assert killed.message == (
+        "killed: its health check failed 1 times in a row: the command exited with code 7"
+    )
+    assert (sandbox / "where").read_text().strip() == str(sandbox.resolve())
