@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
-from test_isolation_tenants import ALICE, T, shared_slave
 
 from master.http.metrics import exposition, registry_for
 from protocol import mesos_json as mj
@@ -45,6 +44,7 @@ from protocol.wire.resources import Resources
 from harness.fakes import FakeFramework
 from harness.health import statuses, verdict
 from harness.helpers import eventually
+from harness.shared_slave import ALICE, T, shared_slave
 from harness.slave import Rig, http_server, master_rig
 
 
