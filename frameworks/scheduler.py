@@ -159,9 +159,10 @@ def build_task(
     """A TaskInfo for `offer`'s slave: a shell command, or a task for a custom executor.
     `image`: a command task's container image, which the slave runs with podman.
     `kill_grace_period`: seconds between SIGTERM and SIGKILL whenever it is killed (its
-    `kill_policy`; by default the slave's `--kill-grace`). `health_check`: how the slave
-    checks a command task's health (`HealthCheck`: an HTTP GET, a TCP connect, a
-    command), killing it after its failures. `discrete`: the ports (and other range or
+    `kill_policy`; by default the slave's `--kill-grace`). `health_check`: how its health is
+    checked (`HealthCheck`: an HTTP GET, a TCP connect, a command), by the slave for a
+    command task, by its executor's driver for an executor's, killing it after its
+    failures. `discrete`: the ports (and other range or
     set values) it takes out of the offer (`OfferPorts(offer).take(n)`), in its
     environment as PORT0, ..., PORTS; without it, a task whose `resources` count ports
     (the whole offer's, say) takes the lowest of the offer's."""

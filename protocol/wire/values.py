@@ -288,7 +288,9 @@ class TaskInfo(Wire):
     teardown), unless the kill itself says (`kill_task(..., grace_period=)`): for a
     command task, the slave's grace between SIGTERM and SIGKILL."""
     health_check: HealthCheck | None = None
-    """For a command task: how its slave checks that it is healthy (`HealthCheck`)."""
+    """How it is checked to be healthy (`HealthCheck`): a command task's by its slave,
+    an executor's task by its executor (the SDK's driver runs the check, and kills the
+    task through the executor's `kill_task`)."""
     role: str | None = Field(default=None, min_length=1, max_length=200)
     """The role its resources are allocated to (Mesos's `allocation_info.role`): its
     offer's. Left out, the master fills in the offer's (a multi-role framework's); a
@@ -302,11 +304,10 @@ class TaskInfo(Wire):
             raise ValueError(str(e)) from None
         if (self.command is None) == (self.executor is None):
             raise ValueError("a task needs exactly one of command or executor")
-        if self.health_check is not None:
-            if self.command is None:
-                raise ValueError("a health check is the slave's, for command tasks only")
-            if self.container is not None and self.health_check.type == HealthCheckType.COMMAND:
-                raise ValueError("a COMMAND health check is not run in a container image")
+        check = self.health_check
+        command_check = check is not None and check.type == HealthCheckType.COMMAND
+        if command_check and self.container is not None:
+            raise ValueError("a COMMAND health check is not run in a container image")
         return self
 
 
