@@ -37,6 +37,7 @@ from protocol.wire.messages import (
     Update,
 )
 from protocol.wire.resources import Resources
+from protocol.wire.why_codes import WhyCode
 
 from harness.fakes import FakeFramework
 from harness.helpers import Recorder, books_balance, eventually, in_process_cluster
@@ -237,6 +238,8 @@ async def test_an_sdk_framework_in_two_roles_runs_a_task_in_each(tmp_path: Path)
             why = await driver.why()  # it is asked of, and says, its roles
             assert why.roles == ["web", "batch"]
             assert {o.slave_id for o in why.offered} <= {"slave-0", "slave-1"}
+            # it explains batch, which wants offers, not web's suppression
+            assert all(r.code != WhyCode.SUPPRESSED for r in why.reasons), why.reasons
         finally:
             driver.stop()
             await driver.join()

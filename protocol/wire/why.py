@@ -45,7 +45,7 @@ class Why(Wire):
 
     framework_id: str
     name: str
-    role: str  # (a multi-role framework's first: the one the reasons are of)
+    role: str  # (a multi-role framework's first; `roles` names them all)
     request_id: str = ""  # the question's
     reasons: list[WhyReason] = Field(default_factory=list, max_length=50)
     offered: list[WhyOffered] = Field(default_factory=list, max_length=50)
