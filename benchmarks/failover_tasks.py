@@ -9,7 +9,10 @@ in each, `--tasks` split evenly), suppresses offers once it has, and counts:
 - `running`: its tasks reported RUNNING;
 - `bad`: updates of any other state but STAGING or STARTING (LOST, GONE, FAILED, ...),
   by state: a failover must cause none;
-- `answered`: after `expect_failover()`, its tasks a reconciliation answered RUNNING.
+- `answered`: after `expect_failover()`, its tasks a reconciliation answered RUNNING;
+- `relaunched`: tasks whose Accept the master refused at the framework's rate limit
+  (TASK_LOST, REASON_RATE_LIMITED: a round offers thousands of slaves at once, an Accept
+  each), launched again on the offers a revive brings, as the refusal asks.
 
 After a failover it reconciles as Mesos asks a framework to (explicit reconciliation, the
 unanswered again until all are answered): as soon as it has re-subscribed with the new
@@ -61,10 +64,14 @@ class Filler(Scheduler):
         self.all_answered = asyncio.Event()
         self.failover = False  # a failover is expected: count reconciliation's answers
         self.reregistered_at: float | None = None
+        self.relaunched = 0  # tasks whose Accept the master refused at our rate limit
+        self._reviving = False  # a revive asked for since the last offers
+        self._made = 0  # task ids made (one relaunched gets a new one)
         self._reconciler: asyncio.Task[None] | None = None
 
     async def resource_offers(self, driver: Driver, offers: list[Offer]) -> None:
         forever = Filters(refuse_seconds=365 * 24 * 3600)
+        self._reviving = False
         for offer in offers:
             fits = min(
                 self.target - len(self.launched),
@@ -75,7 +82,7 @@ class Filler(Scheduler):
                 continue
             tasks = []
             for _ in range(fits):
-                task_id = f"{self.name}-{len(self.launched)}"
+                task_id, self._made = f"{self.name}-{self._made}", self._made + 1
                 tasks.append(build_task(offer, self.name, self.size, command=LONG, task_id=task_id))
                 self.launched[task_id] = offer.slave_id
             driver.launch_tasks([offer.offer_id], tasks, forever)
@@ -83,6 +90,15 @@ class Filler(Scheduler):
             driver.suppress_offers()
 
     async def status_update(self, driver: Driver, status: TaskStatus) -> None:
+        if status.reason == Reason.RATE_LIMITED and self.launched.pop(status.task_id, None):
+            # its Accept came past our rate limit's capacity (a round offers thousands of
+            # slaves at once, an Accept each): never launched, its offer given back with
+            # our filter, so launched again on the offers a revive brings
+            self.relaunched += 1
+            if not self._reviving:
+                self._reviving = True
+                driver.revive_offers()
+            return
         if status.state not in NOT_BAD:
             self.bad[status.state.value] = self.bad.get(status.state.value, 0) + 1
             return
@@ -170,6 +186,7 @@ class Frameworks:
             "tasks_answered": sum(len(f.answered) for f in self.fillers),
             "tasks_lost": sum(bad.values()),
             "tasks_lost_by_state": bad,
+            "tasks_relaunched": sum(f.relaunched for f in self.fillers),
         }
 
     async def stop(self) -> None:
