@@ -10,9 +10,10 @@ in each, `--tasks` split evenly), suppresses offers once it has, and counts:
 - `bad`: updates of any other state but STAGING or STARTING (LOST, GONE, FAILED, ...),
   by state: a failover must cause none;
 - `answered`: after `expect_failover()`, its tasks a reconciliation answered RUNNING;
-- `relaunched`: tasks whose Accept the master refused at the framework's rate limit
-  (TASK_LOST, REASON_RATE_LIMITED: a round offers thousands of slaves at once, an Accept
-  each), launched again on the offers a revive brings, as the refusal asks.
+- `relaunched`: tasks whose launch the master refused before the failover (TASK_LOST,
+  REASON_RATE_LIMITED: a round offers thousands of slaves at once, an Accept each, past
+  the framework's rate limit), launched again on the offers a revive brings, as the
+  refusal asks.
 
 After a failover it reconciles as Mesos asks a framework to (explicit reconciliation, the
 unanswered again until all are answered): as soon as it has re-subscribed with the new
@@ -44,6 +45,8 @@ RECONCILE_LEAST = 1.0  # seconds before the unanswered tasks are asked about aga
 RECONCILE_MOST = 8.0  # least and at most (50,000 unanswered: 8 s, as before; 5,000: 1 s)
 LONG = f"sleep {7 * 24 * 3600}"  # a simulated slave runs it as a week's task
 NOT_BAD = {TaskState.STAGING, TaskState.STARTING, TaskState.RUNNING}
+# a launch refused before any failover (TASK_LOST to a framework not partition-aware)
+NEVER_LAUNCHED = {TaskState.LOST, TaskState.DROPPED}
 
 
 def task_size(slave: Resources, per_slave: int) -> Resources:
@@ -90,10 +93,12 @@ class Filler(Scheduler):
             driver.suppress_offers()
 
     async def status_update(self, driver: Driver, status: TaskStatus) -> None:
-        if status.reason == Reason.RATE_LIMITED and self.launched.pop(status.task_id, None):
+        if not self.failover and status.state in NEVER_LAUNCHED and status.task_id in self.launched:
+            del self.launched[status.task_id]
             # its Accept came past our rate limit's capacity (a round offers thousands of
-            # slaves at once, an Accept each): never launched, its offer given back with
-            # our filter, so launched again on the offers a revive brings
+            # slaves at once, an Accept each: REASON_RATE_LIMITED), or behind one that was
+            # and named the same offer (REASON_INVALID_OFFERS): never launched, so launched
+            # again on the offers a revive brings (it clears our filters too)
             self.relaunched += 1
             if not self._reviving:
                 self._reviving = True
