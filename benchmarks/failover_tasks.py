@@ -47,6 +47,7 @@ LONG = f"sleep {7 * 24 * 3600}"  # a simulated slave runs it as a week's task
 NOT_BAD = {TaskState.STAGING, TaskState.STARTING, TaskState.RUNNING}
 # a launch refused before any failover (TASK_LOST to a framework not partition-aware)
 NEVER_LAUNCHED = {TaskState.LOST, TaskState.DROPPED}
+REVIVE_EVERY = 2.0  # seconds between revives while launches refused are not launched again
 
 
 def task_size(slave: Resources, per_slave: int) -> Resources:
@@ -68,13 +69,12 @@ class Filler(Scheduler):
         self.failover = False  # a failover is expected: count reconciliation's answers
         self.reregistered_at: float | None = None
         self.relaunched = 0  # tasks whose Accept the master refused at our rate limit
-        self._reviving = False  # a revive asked for since the last offers
+        self._reviver: asyncio.Task[None] | None = None  # revives until all are launched
         self._made = 0  # task ids made (one relaunched gets a new one)
         self._reconciler: asyncio.Task[None] | None = None
 
     async def resource_offers(self, driver: Driver, offers: list[Offer]) -> None:
         forever = Filters(refuse_seconds=365 * 24 * 3600)
-        self._reviving = False
         for offer in offers:
             fits = min(
                 self.target - len(self.launched),
@@ -100,9 +100,8 @@ class Filler(Scheduler):
             # and named the same offer (REASON_INVALID_OFFERS): never launched, so launched
             # again on the offers a revive brings (it clears our filters too)
             self.relaunched += 1
-            if not self._reviving:
-                self._reviving = True
-                driver.revive_offers()
+            if self._reviver is None or self._reviver.done():
+                self._reviver = asyncio.create_task(self._revive(driver))
             return
         if status.state not in NOT_BAD:
             self.bad[status.state.value] = self.bad.get(status.state.value, 0) + 1
@@ -123,6 +122,13 @@ class Filler(Scheduler):
             self.reregistered_at = time.perf_counter()
             self._reconciler = asyncio.create_task(self._reconcile(driver))
 
+    async def _revive(self, driver: Driver) -> None:
+        """Revive (clearing our filters) until every task is launched again: a revive
+        sent past the rate limit's capacity is refused like the launches were."""
+        while len(self.launched) < self.target:
+            driver.revive_offers()
+            await asyncio.sleep(REVIVE_EVERY)  # (a pace: the offers it brings are awaited)
+
     async def _reconcile(self, driver: Driver) -> None:
         """Ask about every task not yet answered, until all are."""
         while not self.all_answered.is_set():
@@ -137,8 +143,9 @@ class Filler(Scheduler):
                 await within(self.all_answered.wait(), wait)
 
     async def close(self) -> None:
-        if self._reconciler is not None:
-            self._reconciler.cancel()
+        for task in (self._reconciler, self._reviver):
+            if task is not None:
+                task.cancel()
 
 
 class Frameworks:
