@@ -15,7 +15,9 @@ each its own principal and connection, as separate machines would be. It measure
   offers (`benchmarks.failover_tasks`): `tasks_running_s`, from the frameworks' start
   until the leader and the frameworks have every task RUNNING; the leader's RSS per task;
 - `failover_elected_s`: the leader is killed (SIGKILL); from then until the standby
-  leads; `failover_reregistered_s`: from the kill until the new
+  leads, split into `failover_until_won_s` (the old leader's ZooKeeper session expiring,
+  the election) and `failover_takeover_s` (from winning until serving, the registry read
+  in it: `failover_registry_read_s`); `failover_reregistered_s`: from the kill until the new
   leader has every slave connected again; `failover_tasks`: the tasks the new leader
   holds then (every framework's back); `reconciled_s`: from the kill until every task
   of every framework was answered RUNNING by the frameworks' reconciliation with the
@@ -343,7 +345,17 @@ class Run:
         await leader.proc.wait()
         killed = time.perf_counter()
         new = await self.leader()
-        result: dict[str, object] = {"failover_elected_s": round(time.perf_counter() - killed, 1)}
+        elected = time.perf_counter() - killed
+        result: dict[str, object] = {"failover_elected_s": round(elected, 1)}
+        # where the election's time went: the new leader's own start (the registry read
+        # in it), the rest the old leader's ZooKeeper session expiring, and this poll
+        scraped = await new.scrape()
+        took_over = metric(scraped, "drfmesos_takeover_seconds", step="serving")
+        result["failover_registry_read_s"] = round(
+            metric(scraped, "drfmesos_takeover_seconds", step="registry"), 2
+        )
+        result["failover_takeover_s"] = round(took_over, 2)
+        result["failover_until_won_s"] = round(elected - took_over, 2)
         result["failover_reregistered_s"] = round(await self.all_back(new, killed), 1)
         if self.frameworks is None:
             return result

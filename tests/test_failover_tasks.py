@@ -162,3 +162,6 @@ async def test_a_failover_brings_back_every_task_and_reconciliation_answers_each
     assert result["tasks_lost"] == 0, result["tasks_lost_by_state"]
     assert result["lost_slaves"] == 0
     assert verdict(result) == [], (result, os.getloadavg())
+    # the election's time, split: the new leader says how long its own start took
+    assert 0 < float(result["failover_takeover_s"]) < float(result["failover_elected_s"])  # type: ignore[arg-type]
+    assert float(result["failover_until_won_s"]) > 0  # type: ignore[arg-type]
