@@ -9,7 +9,11 @@ in each, `--tasks` split evenly), suppresses offers once it has, and counts:
 - `running`: its tasks reported RUNNING;
 - `bad`: updates of any other state but STAGING or STARTING (LOST, GONE, FAILED, ...),
   by state: a failover must cause none;
-- `answered`: after `expect_failover()`, its tasks a reconciliation answered RUNNING.
+- `answered`: after `expect_failover()`, its tasks a reconciliation answered RUNNING;
+- `relaunched`: tasks whose launch the master refused before the failover (TASK_LOST,
+  REASON_RATE_LIMITED: a round offers thousands of slaves at once, an Accept each, past
+  the framework's rate limit), launched again on the offers a revive brings, as the
+  refusal asks.
 
 After a failover it reconciles as Mesos asks a framework to (explicit reconciliation, the
 unanswered again until all are answered): as soon as it has re-subscribed with the new
@@ -41,6 +45,9 @@ RECONCILE_LEAST = 1.0  # seconds before the unanswered tasks are asked about aga
 RECONCILE_MOST = 8.0  # least and at most (50,000 unanswered: 8 s, as before; 5,000: 1 s)
 LONG = f"sleep {7 * 24 * 3600}"  # a simulated slave runs it as a week's task
 NOT_BAD = {TaskState.STAGING, TaskState.STARTING, TaskState.RUNNING}
+# a launch refused before any failover (TASK_LOST to a framework not partition-aware)
+NEVER_LAUNCHED = {TaskState.LOST, TaskState.DROPPED}
+REVIVE_EVERY = 2.0  # seconds between revives while launches refused are not launched again
 
 
 def task_size(slave: Resources, per_slave: int) -> Resources:
@@ -61,6 +68,9 @@ class Filler(Scheduler):
         self.all_answered = asyncio.Event()
         self.failover = False  # a failover is expected: count reconciliation's answers
         self.reregistered_at: float | None = None
+        self.relaunched = 0  # tasks whose Accept the master refused at our rate limit
+        self._reviver: asyncio.Task[None] | None = None  # revives until all are launched
+        self._made = 0  # task ids made (one relaunched gets a new one)
         self._reconciler: asyncio.Task[None] | None = None
 
     async def resource_offers(self, driver: Driver, offers: list[Offer]) -> None:
@@ -75,7 +85,7 @@ class Filler(Scheduler):
                 continue
             tasks = []
             for _ in range(fits):
-                task_id = f"{self.name}-{len(self.launched)}"
+                task_id, self._made = f"{self.name}-{self._made}", self._made + 1
                 tasks.append(build_task(offer, self.name, self.size, command=LONG, task_id=task_id))
                 self.launched[task_id] = offer.slave_id
             driver.launch_tasks([offer.offer_id], tasks, forever)
@@ -83,6 +93,16 @@ class Filler(Scheduler):
             driver.suppress_offers()
 
     async def status_update(self, driver: Driver, status: TaskStatus) -> None:
+        if not self.failover and status.state in NEVER_LAUNCHED and status.task_id in self.launched:
+            del self.launched[status.task_id]
+            # its Accept came past our rate limit's capacity (a round offers thousands of
+            # slaves at once, an Accept each: REASON_RATE_LIMITED), or behind one that was
+            # and named the same offer (REASON_INVALID_OFFERS): never launched, so launched
+            # again on the offers a revive brings (it clears our filters too)
+            self.relaunched += 1
+            if self._reviver is None or self._reviver.done():
+                self._reviver = asyncio.create_task(self._revive(driver))
+            return
         if status.state not in NOT_BAD:
             self.bad[status.state.value] = self.bad.get(status.state.value, 0) + 1
             return
@@ -102,6 +122,13 @@ class Filler(Scheduler):
             self.reregistered_at = time.perf_counter()
             self._reconciler = asyncio.create_task(self._reconcile(driver))
 
+    async def _revive(self, driver: Driver) -> None:
+        """Revive (clearing our filters) until every task is launched again: a revive
+        sent past the rate limit's capacity is refused like the launches were."""
+        while len(self.launched) < self.target:
+            driver.revive_offers()
+            await asyncio.sleep(REVIVE_EVERY)  # (a pace: the offers it brings are awaited)
+
     async def _reconcile(self, driver: Driver) -> None:
         """Ask about every task not yet answered, until all are."""
         while not self.all_answered.is_set():
@@ -116,8 +143,9 @@ class Filler(Scheduler):
                 await within(self.all_answered.wait(), wait)
 
     async def close(self) -> None:
-        if self._reconciler is not None:
-            self._reconciler.cancel()
+        for task in (self._reconciler, self._reviver):
+            if task is not None:
+                task.cancel()
 
 
 class Frameworks:
@@ -170,6 +198,7 @@ class Frameworks:
             "tasks_answered": sum(len(f.answered) for f in self.fillers),
             "tasks_lost": sum(bad.values()),
             "tasks_lost_by_state": bad,
+            "tasks_relaunched": sum(f.relaunched for f in self.fillers),
         }
 
     async def stop(self) -> None:

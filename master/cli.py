@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -466,10 +467,13 @@ def master(
             if standby is not None:  # the leader's own API takes the port
                 await standby.stop()
             registry = Registry(term.store)
+            reading = time.monotonic()
             await registry.load()
+            read = time.monotonic() - reading
             m = Master(
                 bus, topics, config, registry=registry, epoch=term.epoch, master_id=master_id
             )
+            m.churn.takeover_registry_seconds = read
             if config.http is not None:
                 m.http_doors.extend(mesos_doors(m))
 
@@ -488,6 +492,7 @@ def master(
             except BaseException:  # a signal while it started: stop what did
                 await finish(m.stop())
                 raise
+            m.churn.takeover_seconds = time.monotonic() - term.started
             # What is alive now (modules, the registry read) lives on: full collections
             # skip it, so one does not stall the loop for a heap's worth of objects.
             gc.freeze()

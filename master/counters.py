@@ -29,3 +29,8 @@ class SlaveChurn:
     recovery_expected: int = 0  # slaves of the registry when this master took over
     recovery_back: int = 0  # of those, back
     recovery_removed: int = 0  # of those, removed for not coming back in time
+    # how this master's term began: seconds reading the registry, and from winning the
+    # election until serving (the rest of a failover's election is the old leader's
+    # session expiring in ZooKeeper)
+    takeover_registry_seconds: float = 0.0
+    takeover_seconds: float = 0.0

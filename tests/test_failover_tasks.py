@@ -7,11 +7,13 @@ framework's reconciliation answers each one RUNNING, and nothing is reported los
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 from pathlib import Path
 
 import pytest
 
+from benchmarks.failover_tasks import Filler
 from benchmarks.slaves import Run, verdict
 from frameworks.calls import reconcile_calls
 from master.intake import MAX_CALL_BYTES, MAX_CALL_ITEMS
@@ -22,6 +24,8 @@ from protocol.wire.messages import (
     MAX_RECONCILE_TASKS,
     Accept,
     CommandInfo,
+    Offer,
+    Reason,
     TaskInfo,
     TaskState,
     TaskStatus,
@@ -76,6 +80,59 @@ def test_what_a_framework_posts_in_one_turn_leaves_in_payloads_the_master_reads(
     assert [e.message for e in read if not isinstance(e, DecodeError)] == accepts
 
 
+class Revives:
+    """What a Filler asks of its driver here: revives, counted."""
+
+    def __init__(self) -> None:
+        self.revives = 0
+
+    def revive_offers(self) -> None:
+        self.revives += 1
+
+
+async def test_a_launch_refused_at_the_rate_limit_is_launched_again_not_counted_lost() -> None:
+    """A round offers thousands of slaves at once and the benchmark's framework answers
+    with an Accept each, past its rate limit: the master refuses some (TASK_LOST,
+    REASON_RATE_LIMITED). They are launched again under new ids on the offers a revive
+    brings, and none counts as lost; after the failover a lost task is one."""
+    filler = Filler("bench0", 3, Resources(cpus=1))
+    filler.launched = {"bench0-0": "s0", "bench0-1": "s1", "bench0-2": "s2"}
+    filler._made = 3
+    driver = Revives()
+    refused = TaskStatus(
+        task_id="bench0-1", state=TaskState.LOST, slave_id="s1", reason=Reason.RATE_LIMITED
+    )
+    await filler.status_update(driver, refused)  # type: ignore[arg-type]
+    assert "bench0-1" not in filler.launched
+    assert filler.relaunched == 1
+    assert not filler.bad
+    assert filler._reviver is not None
+    await asyncio.sleep(0)  # (it revives at once)
+    assert driver.revives == 1
+    offer = Offer(offer_id="o", framework_id="f", slave_id="s1", hostname="h",
+                  resources=Resources(cpus=1))  # fmt: skip
+    await filler.resource_offers(Launches(), [offer])  # type: ignore[arg-type]
+    assert sorted(filler.launched) == ["bench0-0", "bench0-2", "bench0-3"]  # a new id
+    await filler.close()
+    filler.failover = True
+    lost = TaskStatus(task_id="bench0-0", state=TaskState.LOST, slave_id="s0")
+    await filler.status_update(driver, lost)  # type: ignore[arg-type]
+    assert filler.bad == {"TASK_LOST": 1}
+
+
+class Launches:
+    """A driver that takes launches and suppresses."""
+
+    def launch_tasks(self, *_: object) -> None:
+        pass
+
+    def decline_offer(self, *_: object) -> None:
+        pass
+
+    def suppress_offers(self) -> None:
+        pass
+
+
 async def test_a_failover_brings_back_every_task_and_reconciliation_answers_each(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -105,3 +162,6 @@ async def test_a_failover_brings_back_every_task_and_reconciliation_answers_each
     assert result["tasks_lost"] == 0, result["tasks_lost_by_state"]
     assert result["lost_slaves"] == 0
     assert verdict(result) == [], (result, os.getloadavg())
+    # the election's time, split: the new leader says how long its own start took
+    assert 0 < float(result["failover_takeover_s"]) < float(result["failover_elected_s"])  # type: ignore[arg-type]
+    assert float(result["failover_until_won_s"]) > 0  # type: ignore[arg-type]

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from pydantic import TypeAdapter, ValidationError
 
-from protocol.wire.resources import EMPTY, ResourceError, Resources
+from protocol.wire.resources import EMPTY, Limit, ResourceError, Resources
 
 from harness.strategies import RESOURCES
 
@@ -52,6 +53,23 @@ def test_floats_would_drift_where_resources_do_not() -> None:
 def test_bad_amounts_are_refused_with_a_clear_reason(amount: object, words: str) -> None:
     with pytest.raises(ResourceError, match=words):
         Resources({"cpus": amount})  # type: ignore[dict-item]
+
+
+def test_a_vector_seen_before_is_taken_as_validated_and_a_bad_one_still_refused() -> None:
+    """A message's resources decode to the vector validated the last time the same
+    amounts came (a re-registration storm's slaves repeat a few), and what a check
+    refuses is refused however close it is to one seen: a bool where 1 was, -1, NaN."""
+    wire = TypeAdapter(Resources)
+    first = wire.validate_python({"cpus": 1, "mem": 256.0})
+    again = wire.validate_python({"cpus": 1, "mem": 256.0})
+    assert again is first
+    assert again == Resources(cpus=1, mem=256)
+    assert wire.validate_python({"cpus": 1.0, "mem": 256}) == first  # (the same amounts)
+    for bad in (True, -1, math.nan, "1", [1]):
+        with pytest.raises(ValidationError):
+            wire.validate_python({"cpus": bad, "mem": 256.0})
+    limit = TypeAdapter(Limit).validate_python({"cpus": 1, "mem": 256.0})
+    assert type(limit) is Limit  # (a Limit is never given a plain vector seen before)
 
 
 def test_subtracting_more_than_there_is_is_refused() -> None:

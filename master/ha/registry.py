@@ -170,7 +170,9 @@ class Registry:
 
     def has_slave(self, slave_id: str, principal: str, hostname: str) -> bool:
         """Whether the slave is recorded so already (admitting it again writes nothing)."""
-        return self.slaves.get(slave_id) == SlaveRecord(principal=principal, hostname=hostname)
+        # (compared field by field: every re-registration asks, 100,000 after a failover)
+        kept = self.slaves.get(slave_id)
+        return kept is not None and kept.principal == principal and kept.hostname == hostname
 
     async def remove_slave(self, slave_id: str) -> None:
         await self._drop("slave", slave_id)

@@ -256,6 +256,15 @@ def churn_metrics(m: MasterReader, counts: BookCounts) -> Iterator[Metric]:
     recovery.add_metric(["removed"], churn.recovery_removed)
     recovery.add_metric(["waiting"], counts.recovering)
     yield recovery
+    takeover = GaugeMetricFamily(
+        "drfmesos_takeover_seconds",
+        "How this leader's term began: reading the registry, and from winning the "
+        "election until serving (the registry read included).",
+        labels=["step"],
+    )
+    takeover.add_metric(["registry"], churn.takeover_registry_seconds)
+    takeover.add_metric(["serving"], churn.takeover_seconds)
+    yield takeover
 
 
 def registry_for(master: MasterReader) -> CollectorRegistry:

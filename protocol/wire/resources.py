@@ -42,6 +42,9 @@ PORTS = "ports"  # a range (protocol.wire.discrete), counted here by its size
 KNOWN_NAMES = (CPUS, MEM, DISK, GPUS, PORTS)
 """The resources drfmesos knows by name; any other is a custom resource."""
 
+VALIDATED_KEPT = 4096  # distinct vectors kept validated (see the pydantic validator)
+_VALIDATED: dict[tuple[Any, ...], Resources] = {}
+
 
 class ResourceError(ValueError):
     """An amount that cannot be a resource: negative, not finite, not a number, or a bad name."""
@@ -263,10 +266,26 @@ class Resources(Mapping[str, float]):
                     "resources must be a map of name to amount, got {kind}",
                     {"kind": type(value).__name__},
                 )
+            # The same vectors arrive again and again (a slave's total, a task's size:
+            # 100,000 re-registering slaves carry a few distinct ones), and a vector is
+            # immutable: one already validated is given again, checked as it was then.
+            # (Each amount's type is in the key: True is 1 to a dict, not to a check.)
             try:
-                return cls(value)
+                key = (cls, *((n, type(a), a) for n, a in value.items()))
+                seen = _VALIDATED.get(key)
+            except TypeError:  # an amount no dict holds (a list): refused below
+                key, seen = None, None
+            if seen is not None:
+                return seen
+            try:
+                made = cls(value)
             except ResourceError as e:
                 raise PydanticCustomError("resources", str(e)) from None
+            if key is not None:
+                if len(_VALIDATED) >= VALIDATED_KEPT:
+                    _VALIDATED.clear()  # (rarely: a cluster has a few distinct vectors)
+                _VALIDATED[key] = made
+            return made
 
         return core_schema.no_info_plain_validator_function(
             validate,
