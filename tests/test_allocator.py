@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from master.allocation.allocator import Allocator, AllocatorError
-from master.allocation.sorter import Sorter
+from master.allocation.sorter import Millis, Sorter
 from protocol.wire.resources import Resources
 
 GB = 1024
@@ -420,7 +420,7 @@ def test_declining_for_a_year_and_reviving_leaves_no_trail_and_filters_still_lap
         now += 0.001
         a.revive("hostile")
         assert set(decline_all(now)) <= {"hostile"}
-    assert len(a._lapses) <= 2 * 1024 + 8  # (the prune's bound; 40,000 without it)
+    assert len(a._visits.lapses) <= 2 * 1024 + 8  # (the prune's bound; 40,000 without it)
     a.suppress("hostile")  # (now only the patient one wants offers)
     assert decline_all(59.0) == []
     assert decline_all(60.5) == ["patient", "patient"]  # both its filters lapsed
@@ -497,3 +497,97 @@ def test_a_slave_every_framework_declined_is_offered_to_whoever_a_hold_is_for() 
         a.recover(offer.framework_id, "s", offer.resources, refuse_seconds=10, now=t + 0.5)
     a.reserve("s", "f0", Resources(cpus=1), until=30.0)  # (before the next round)
     assert [(o.framework_id, o.resources) for o in a.allocate(2.0)] == [("f0", Resources(cpus=1))]
+
+
+DECLINE_OPS = st.lists(
+    st.tuples(
+        st.sampled_from(
+            ["round", "round", "round", "release", "release", "fw+", "fw-", "suppress",
+             "revive", "slave+", "wait", "hold"]
+        ),
+        st.integers(0, 3),
+    ),
+    max_size=60,
+)  # fmt: skip
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    DECLINE_OPS,
+    st.sets(st.tuples(st.sampled_from(["f0", "f1", "f2", "f3"]), st.integers(0, 4))),
+    st.sampled_from(["drf", "hdrf"]),
+)
+def test_offers_declined_as_they_are_made_give_the_picks_of_offers_made_and_declined(
+    ops: list,  # type: ignore[type-arg]
+    declining: set[tuple[str, int]],
+    policy: str,
+) -> None:
+    """A round told which offers their frameworks would decline whole (`declines`, the
+    simulator's) books none of them and leaves their filters to `refuse`: every round
+    offers the same slaves to the same frameworks in the same order, and the books after
+    are the same, as rounds that book every offer and take the declined ones back with
+    their filter -- whatever happened before (holds, suppress, revive, frameworks and
+    slaves coming and going)."""
+
+    def declines(framework_id: str, free: Millis) -> bool:  # (a framework's answer)
+        return (framework_id, free.get("cpus", 0) // 1000) in declining
+
+    lazy, eager = Allocator(policy), Allocator(policy)
+    both = (lazy, eager)
+    for a in both:
+        for n in range(3):
+            a.add_slave(f"s{n}", Resources(cpus=n + 1, mem=100 * (n + 1)))
+            a.add_framework(f"f{n}", role=f"r{n}")
+    held: list[tuple[str, str, Resources]] = []
+    now = 0.0
+    for op, i in ops:
+        now += 0.5
+        fid, sid = f"f{i}", f"s{i}"
+        for a in both:
+            if op == "slave+" and sid not in a.slaves:
+                a.add_slave(sid, Resources(cpus=i + 1, mem=100 * (i + 1)))
+            elif op == "fw+" and fid not in a.frameworks:
+                a.add_framework(fid, role=f"r{i}")
+            elif op == "fw-" and fid in a.frameworks:
+                a.remove_framework(fid)
+            elif op == "suppress" and fid in a.frameworks:
+                a.suppress(fid)
+            elif op == "revive" and fid in a.frameworks:
+                a.revive(fid)
+            elif op == "hold" and fid in a.frameworks and f"s{i % 3}" in a.slaves:
+                a.reserve(f"s{i % 3}", fid, Resources(cpus=1), now + 2.0)
+        if op == "wait":
+            now += 2.0 * i  # (filters of 3 s lapse meanwhile, or not)
+        elif op == "fw-":
+            held = [h for h in held if h[0] != fid]
+        elif op == "release" and held:
+            f, s, r = held.pop(i % len(held))
+            for a in both:
+                a.recover(f, s, r, now=now)
+        elif op == "round":
+            made = lazy.allocate(now, declines=declines)
+            offers = eager.allocate(now)
+            assert [o[:3] for o in made] == [o[:3] for o in offers]
+            for o in made:
+                if o.declined:
+                    lazy.recover(
+                        o.framework_id,
+                        o.slave_id,
+                        o.resources,
+                        refuse_seconds=3,
+                        now=now,
+                        booked=False,
+                    )
+                elif declines(o.framework_id, dict(o.resources.millis)):  # (a hold's: booked)
+                    lazy.recover(o.framework_id, o.slave_id, o.resources, refuse_seconds=3, now=now)
+            for o in offers:
+                if declines(o.framework_id, dict(o.resources.millis)):
+                    eager.recover(
+                        o.framework_id, o.slave_id, o.resources, refuse_seconds=3, now=now
+                    )
+                else:
+                    held.append((o.framework_id, o.slave_id, o.resources))
+            assert [lazy.allocation(f) for f in lazy.frameworks] == [
+                eager.allocation(f) for f in eager.frameworks
+            ]
+            assert list(lazy.order()) == list(eager.order())

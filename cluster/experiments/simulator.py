@@ -330,9 +330,30 @@ class Simulation:
             self._ceei_weights(t)
         refuse = self.spec.master.refuse_seconds
         book = self.booked if self.overbooks else None
-        for a in self.cycle.round(t).offers:
+        workloads = self.workloads
+        booked_to: set[str] = set()  # frameworks offered something they launch on this round
+
+        def declines(framework_id: str, free: Millis) -> bool:
+            """A framework launches nothing on an offer of `free` if its workload takes
+            nothing from it now -- known as the offer is made while nothing it was
+            offered earlier in the round is to be answered before it."""
+            if framework_id in booked_to:
+                return False
+            if workloads[framework_id].declines(t, free, book):
+                return True
+            booked_to.add(framework_id)
+            return False
+
+        for a in self.cycle.round(t, declines).offers:
             self.offered_at[a.framework_id] = t
-            w = self.workloads[a.framework_id]
+            if a.declined:  # (declined as it was made: counted, and its filter set)
+                self.offers += 1
+                self.declines += 1
+                self.cycle.refused(a, refuse, t)
+                self._schedule_arrival(a.framework_id)
+                self._follow(a.framework_id, t)
+                continue
+            w = workloads[a.framework_id]
             left = dict(a.resources.millis)
             tasks = w.take_from(t, left, book)  # (left: what they did not use)
             self.offers += 1

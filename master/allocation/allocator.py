@@ -28,10 +28,10 @@ from typing import Any
 
 from master.allocation.collector import paused_collector
 from master.allocation.holds import Holds
-from master.allocation.lapses import Lapse, Lapses
 from master.allocation.ledger import (
     Allocation,
     AllocatorError,
+    Declines,
     Filter,
     FrameworkBook,
     SlaveBook,
@@ -59,6 +59,8 @@ from master.allocation.reserved import (
 from master.allocation.role_order import RoleOrder
 from master.allocation.role_tree import TREE_POLICIES, RoleTree
 from master.allocation.sorter import Millis, Sorter, Total
+from master.allocation.unbooked import Unbooked
+from master.allocation.visits import Visits
 from protocol.wire.reservations import stripped
 from protocol.wire.resources import (
     ResourceError,
@@ -111,11 +113,8 @@ class Allocator:
             self._roles, self._total.millis, self._allocated, quota_headroom, self._idle
         )
         self.quotas = self._quota.quotas  # by role node (on a tree, pools too)
-        self.dirty: set[str] = set()  # slaves that may have something new to offer
-        self._refused: set[str] = set()  # slaves left out of the next round: see recover
-        self._wake = False  # every slave may: someone new wants offers (see _wake_all)
-        self._lapses = Lapses(self._standing)  # when filters and holds lapse
         self._holds = Holds()
+        self._visits = Visits(self.frameworks, self._holds)  # which slaves a round visits
         self.reservations = self._holds.by_slave  # by slave
         # the least each framework wanting offers can use (see _floors); None while one
         # takes anything
@@ -181,7 +180,7 @@ class Allocator:
         # slaves it was not offered may suit it now, unless every new minimum still holds
         # one of the old (then nothing it skipped fits it any better)
         if not old or not new or not all(any(within(o, m) for o in old) for m in new):
-            self._wake_all()
+            self._visits.wake_all()
 
     def activate(self, framework_id: str) -> None:
         self._framework(framework_id).active = True
@@ -216,7 +215,7 @@ class Allocator:
         self._place(framework_id, fw.role, wanting)
         if wanting:
             self._wanting[framework_id] = fw
-            self._wake_all()
+            self._visits.wake_all()
         else:
             self._wanting.pop(framework_id, None)
 
@@ -232,11 +231,6 @@ class Allocator:
             self._roles.activate(role)
         else:
             self._roles.deactivate(role)
-
-    def _wake_all(self) -> None:
-        """Someone new wants offers: every slave with free resources is worth a visit
-        (the next round visits them all; a slave with nothing free is passed over there)."""
-        self._wake = True
 
     def set_role_weight(self, role: str, weight: float) -> None:
         """Configure a role's weight; in a tree, any node's: `eng` as well as
@@ -268,7 +262,7 @@ class Allocator:
             self.set_ordering(role, spec.ordering)
             self.quotas.pop(role, None)  # (set again below where the file gives one)
         self.quotas.update({r: q for r, q in quotas.items() if q is not None})
-        self._wake_all()
+        self._visits.wake_all()
 
     def role_problem(self, role: str) -> str | None:
         """Why `role` cannot be a role under this policy (None if it can)."""
@@ -289,7 +283,7 @@ class Allocator:
         slave.reserved = reserved_roles(total.millis)
         self._total.add(self._what(slave, total))
         self._idle.add(slave, total.millis, 1)
-        self.dirty.add(slave_id)
+        self._visits.dirty.add(slave_id)
         for framework_id, resources in (used or {}).items():
             self.allocate_existing(framework_id, slave_id, resources)
 
@@ -300,7 +294,7 @@ class Allocator:
         self._idle.add(slave, slave.unallocated, -1)
         self._total.remove(self._what(slave, slave.total))
         del self.slaves[slave_id]
-        self.dirty.discard(slave_id)
+        self._visits.dirty.discard(slave_id)
 
     def deactivate_slave(self, slave_id: str) -> None:
         """Offer nothing of this slave until it is activated again (it is disconnected,
@@ -309,7 +303,7 @@ class Allocator:
 
     def activate_slave(self, slave_id: str) -> None:
         self._slave(slave_id).active = True
-        self.dirty.add(slave_id)
+        self._visits.dirty.add(slave_id)
 
     def allocate_existing(self, framework_id: str, slave_id: str, resources: Resources) -> None:
         """Record resources already in use (tasks found on a re-registering slave).
@@ -346,6 +340,7 @@ class Allocator:
         *,
         full: bool = False,
         room: Mapping[str, int] | None = None,
+        declines: Declines | None = None,
     ) -> list[Allocation]:
         """One allocation round.
 
@@ -355,17 +350,25 @@ class Allocator:
         slave left out would be offered to nobody, so this is the full round's result at
         a fraction of its cost. `full` visits every slave; `slave_ids` just those.
         `room`: how many more offers a framework may be given (`offer_room`).
+        `declines`: offers it says are declined whole are not booked (`unbooked`), where
+        no quota or bound could tell.
 
         The garbage collector waits for the round's end (`paused_collector`).
         """
         with paused_collector():
-            if not room:
+            if room:
+                bound = OfferRoom(room, self._leave_round, self._rejoin_round)
+                try:
+                    return self._round(now, slave_ids, full, bound)
+                finally:
+                    bound.end()
+            if declines is None or self.quotas:
                 return self._round(now, slave_ids, full, None)
-            bound = OfferRoom(room, self._leave_round, self._rejoin_round)
+            unbooked = Unbooked(declines, self._role_frameworks, self._roles, self.frameworks)
             try:
-                return self._round(now, slave_ids, full, bound)
+                return self._round(now, slave_ids, full, None, unbooked)
             finally:
-                bound.end()
+                unbooked.end()
 
     def _leave_round(self, framework_id: str) -> bool:
         """A framework out of the order for the rest of a round (see `offer_room`)."""
@@ -381,20 +384,14 @@ class Allocator:
             self._place(framework_id, fw.role, True)  # (no wake: it wanted offers all along)
 
     def _round(
-        self, now: float, slave_ids: list[str] | None, full: bool, room: OfferRoom | None
+        self,
+        now: float,
+        slave_ids: list[str] | None,
+        full: bool,
+        room: OfferRoom | None,
+        unbooked: Unbooked | None = None,
     ) -> list[Allocation]:
-        self.dirty.update(self._lapses.due(now))
-        self._refused.clear()
-        if slave_ids is not None:
-            order = list(slave_ids)
-            self.dirty.difference_update(order)
-        elif full or self._wake:
-            order = list(self.slaves) if full else sorted(self.slaves)
-            self.dirty.clear()
-            self._wake = False
-        else:
-            order = sorted(self.dirty)  # sorted: a set's order varies from run to run
-            self.dirty.clear()
+        order = self._visits.due(now, self.slaves, slave_ids, full)
         allocations: list[Allocation] = []
         floors = self._floors()
         slaves, reservations = self.slaves, self.reservations
@@ -407,6 +404,8 @@ class Allocator:
             pick = quota_pick(self._quota, *books)
         else:
             pick = first_wanting(*books, floored=worth is floor)
+            if unbooked is not None:  # (holds and reservations pick otherwise: booked)
+                pick = unbooked.picking(pick, allocations.append)
         # (bound once: these run for every slave)
         give, offered, resources_of = self._give, allocations.append, Resources.from_millis
         mixed = None  # the pick for slaves holding reservations (made when one is met)
@@ -430,13 +429,13 @@ class Allocator:
                 picked = pick(slave_id, free, now)
             if picked is None:
                 if room is not None and room.out:  # a full framework might have taken it
-                    self._lapses.retry(now + ROOM_RETRY, slave_id)
+                    self._visits.lapses.retry(now + ROOM_RETRY, slave_id)
                 continue
             framework_id, offer = picked
             resources = resources_of(offer)
             if offer is not free and offer != free:  # quota cut the offer: the rest is for
                 # others, next round
-                self.dirty.add(slave_id)
+                self._visits.dirty.add(slave_id)
             give(framework_id, slave, resources)
             offered(Allocation(framework_id, slave_id, resources))
             if room is not None:
@@ -510,9 +509,7 @@ class Allocator:
         self._slave(slave_id)
         self._framework(framework_id)
         self._holds.add(slave_id, framework_id, resources.millis, until)
-        self._lapses.at(until, slave_id)
-        if slave_id in self._refused:  # (a hold is offered past its framework's filter)
-            self.dirty.add(slave_id)
+        self._visits.held(slave_id, until)
 
     # -- operations on resources (Mesos's updateAllocation, updateAvailable) ----------------
     def update_allocation(
@@ -547,7 +544,7 @@ class Allocator:
         if stripped(consumed.millis) != stripped(converted.millis):
             raise AllocatorError(f"{consumed} cannot become {converted}: not the same amounts")
         replace_free(slave, self._idle, consumed.millis, converted.millis)
-        self.dirty.add(slave_id)
+        self._visits.dirty.add(slave_id)
 
     def unheld(self) -> dict[str, Millis]:
         """Every slave's free resources less what is held on it (what preemption may still
@@ -564,7 +561,7 @@ class Allocator:
         if problem:
             raise AllocatorError(problem)
         self.quotas[role] = quota
-        self._wake_all()
+        self._visits.wake_all()
 
     def quota_problem(self, role: str, quota: Quota | None) -> str | None:
         """Why `role` cannot have `quota` (None: cleared) beside the others' (None if it
@@ -574,7 +571,7 @@ class Allocator:
 
     def remove_quota(self, role: str) -> None:
         if self.quotas.pop(role, None) is not None:
-            self._wake_all()
+            self._visits.wake_all()
 
     def held_by_role(self, role: str) -> Millis:
         """What a role node holds (on a tree: its whole subtree), offered or in use."""
@@ -596,18 +593,44 @@ class Allocator:
         *,
         refuse_seconds: float | None = None,
         now: float = 0.0,
+        booked: bool = True,
     ) -> None:
         """Resources come back from a framework (declined, unused, or a task ended).
 
         With `refuse_seconds`, the framework is not offered them on that slave again for
-        that long (a decline filter).
+        that long (a decline filter). Not `booked`: an offer declined as a round made it
+        (`Allocation.declined`): nothing comes back, its filter is set all the same.
         """
         slave = self._slave(slave_id)
         fw = self.frameworks.get(framework_id)
-        held = slave.by_framework.get(framework_id)
+        held = slave.by_framework.get(framework_id) if booked else {}
         if held is None or fw is None:
             raise AllocatorError(f"framework {framework_id} holds nothing on slave {slave_id}")
-        delta = resources.millis
+        delta, free = resources.millis, slave.unallocated
+        if booked:
+            self._give_back(fw, slave, held, resources)
+        # worth a visit in the next round only if someone could use what is free now: a
+        # smaller minimum, or a new framework, wakes every slave (and a hold is visited)
+        floors = self._floors()
+        if floors is None or fits_one(free, floors) or slave_id in self.reservations:
+            self._visits.dirty.add(slave_id)
+        if refuse_seconds:
+            # what it refused, naming the slave's other resources at 0 as its free does:
+            # the same filter (within reads a name missing as 0), but the usual refusal --
+            # the very resources free now, cpus all taken -- then compares equal at C speed
+            refused = dict.fromkeys(free, 0)
+            refused.update(delta)
+            fw.filters[slave_id] = Filter(now + refuse_seconds, refused)
+            slave.refused_by.add(framework_id)
+            self._visits.lapses.at(now + refuse_seconds, slave_id)
+            if self._declined_by_all(slave_id, free, now):
+                self._visits.refused_by_all(slave_id)
+
+    def _give_back(
+        self, fw: FrameworkBook, slave: SlaveBook, held: Millis, resources: Resources
+    ) -> None:
+        """`resources` of what `fw` holds on `slave` (`held`) are free again, in every book."""
+        framework_id, slave_id, delta = fw.framework_id, slave.slave_id, resources.millis
         if held == delta:  # (the usual: all it held here comes back, compared at C speed)
             held.clear()
         else:
@@ -637,26 +660,6 @@ class Allocator:
             fw.slaves.discard(slave_id)
         self._role_frameworks[fw.role].unallocated(framework_id, resources)
         self._roles.unallocated(fw.role, resources)
-        # worth a visit in the next round only if someone could use what is free now: a
-        # smaller minimum, or a new framework, wakes every slave (and a hold is visited)
-        floors = self._floors()
-        if floors is None or fits_one(free, floors) or slave_id in self.reservations:
-            self.dirty.add(slave_id)
-        if refuse_seconds:
-            # what it refused, naming the slave's other resources at 0 as its free does:
-            # the same filter (within reads a name missing as 0), but the usual refusal --
-            # the very resources free now, cpus all taken -- then compares equal at C speed
-            refused = dict.fromkeys(free, 0)
-            refused.update(delta)
-            fw.filters[slave_id] = Filter(now + refuse_seconds, refused)
-            slave.refused_by.add(framework_id)
-            self._lapses.at(now + refuse_seconds, slave_id)
-            if self._declined_by_all(slave_id, free, now):
-                # the next round's visit would pass every framework by: none is made (what
-                # makes the slave worth one again makes it dirty again -- a filter lapsing,
-                # more freed, someone new wanting offers -- or, a hold, puts it back)
-                self.dirty.discard(slave_id)
-                self._refused.add(slave_id)
 
     def _declined_by_all(self, slave_id: str, free: Millis, now: float) -> bool:
         """Every framework that wants offers declined this slave's `free` resources and
@@ -665,14 +668,6 @@ class Allocator:
         if self.quotas or slave_id in self.reservations:
             return False
         return declined_by_all(self.slaves[slave_id], self._wanting, free, now)
-
-    def _standing(self) -> set[Lapse]:
-        """When each filter and hold standing now lapses (what Lapses keeps)."""
-        standing = {
-            (f.expires, sid) for fw in self.frameworks.values() for sid, f in fw.filters.items()
-        }
-        standing.update((r.until, sid) for sid, held in self._holds.by_slave.items() for r in held)
-        return standing
 
     def _give(self, framework_id: str, slave: SlaveBook, resources: Resources) -> None:
         self._take(slave, resources.millis)

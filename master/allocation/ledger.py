@@ -26,6 +26,15 @@ class Allocation(NamedTuple):
     framework_id: str
     slave_id: str
     resources: Resources
+    # declined as it was made (a round's `declines` said its framework would launch
+    # nothing on it): never booked, only its decline filter is left to set (`refuse`)
+    declined: bool = False
+
+
+Declines = Callable[[str, Millis], bool]
+"""Whether a framework would decline an offer of these free resources whole, asked as a
+round picks it (the simulator's frameworks answer at once, so it knows): such an offer is
+not booked, only counted in the order's books until the round ends."""
 
 
 @dataclass(slots=True)
