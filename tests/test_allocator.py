@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
@@ -426,6 +427,49 @@ def test_declining_for_a_year_and_reviving_leaves_no_trail_and_filters_still_lap
     assert decline_all(60.5) == ["patient", "patient"]  # both its filters lapsed
 
 
+def change(a: Allocator, op: str, i: int, now: float) -> None:
+    """One change of the books a property test draws (`start`: three slaves and three
+    frameworks to begin with)."""
+    fid, sid = f"f{i}", f"s{i}"
+    if op == "start":
+        for n in range(3):
+            a.add_slave(f"s{n}", Resources(cpus=n + 1, mem=100 * (n + 1)))
+            a.add_framework(f"f{n}", role=f"r{n}")
+    elif op == "slave+" and sid not in a.slaves:
+        a.add_slave(sid, Resources(cpus=i + 1, mem=100 * (i + 1)))
+    elif op == "fw+" and fid not in a.frameworks:
+        a.add_framework(fid, role=f"r{i}")
+    elif op == "fw-" and fid in a.frameworks:
+        a.remove_framework(fid)
+    elif op == "suppress" and fid in a.frameworks:
+        a.suppress(fid)
+    elif op == "revive" and fid in a.frameworks:
+        a.revive(fid)
+    elif op == "hold" and fid in a.frameworks and f"s{i % 3}" in a.slaves:
+        a.reserve(f"s{i % 3}", fid, Resources(cpus=1), now + 2.0)  # (preemption's)
+
+
+def replay(
+    ops: list[tuple[str, int]], both: tuple[Allocator, ...], held: list[tuple[str, str, Resources]]
+) -> Iterator[tuple[str, int, float]]:
+    """The drawn changes made to each allocator (`change`: three slaves and three
+    frameworks to begin with), half a second apart (`wait`: longer); each op is given back
+    with its index and time for the test's own. `held`: what the test holds of the offers,
+    a framework's gone with it."""
+    for a in both:
+        change(a, "start", 0, 0.0)
+    now = 0.0
+    for op, i in ops:
+        now += 0.5
+        for a in both:
+            change(a, op, i, now)
+        if op == "wait":
+            now += 2.0 * i  # (filters of 3 s lapse meanwhile, or not)
+        elif op == "fw-":
+            held[:] = [h for h in held if h[0] != f"f{i}"]
+        yield op, i, now
+
+
 SKIP_OPS = st.lists(
     st.tuples(
         st.sampled_from(
@@ -448,33 +492,9 @@ def test_a_round_of_the_slaves_worth_a_visit_offers_what_a_round_of_every_slave_
     order, as rounds visiting every slave, whatever happened before."""
     lean, full = Allocator("drf"), Allocator("drf")
     both = (lean, full)
-    for a in both:  # (three of each to begin with: what follows adds, removes, declines)
-        for n in range(3):
-            a.add_slave(f"s{n}", Resources(cpus=n + 1, mem=100 * (n + 1)))
-            a.add_framework(f"f{n}", role=f"r{n}")
     held: list[tuple[str, str, Resources]] = []
-    now = 0.0
-    for op, i in ops:
-        now += 0.5
-        fid, sid = f"f{i}", f"s{i}"
-        for a in both:
-            if op == "slave+" and sid not in a.slaves:
-                a.add_slave(sid, Resources(cpus=i + 1, mem=100 * (i + 1)))
-            elif op == "fw+" and fid not in a.frameworks:
-                a.add_framework(fid, role=f"r{i}")
-            elif op == "fw-" and fid in a.frameworks:
-                a.remove_framework(fid)
-            elif op == "suppress" and fid in a.frameworks:
-                a.suppress(fid)
-            elif op == "revive" and fid in a.frameworks:
-                a.revive(fid)
-            elif op == "hold" and fid in a.frameworks and f"s{i % 3}" in a.slaves:
-                a.reserve(f"s{i % 3}", fid, Resources(cpus=1), now + 2.0)  # (preemption's)
-        if op == "wait":
-            now += 2.0 * i  # (filters of 3 s lapse meanwhile, or not)
-        elif op == "fw-":
-            held = [h for h in held if h[0] != fid]
-        elif op == "round":
+    for op, i, now in replay(ops, both, held):
+        if op == "round":
             offers = lean.allocate(now)
             assert offers == full.allocate(now, slave_ids=sorted(full.slaves))
             held += [(o.framework_id, o.slave_id, o.resources) for o in offers]
@@ -534,33 +554,9 @@ def test_offers_declined_as_they_are_made_give_the_picks_of_offers_made_and_decl
 
     lazy, eager = Allocator(policy), Allocator(policy)
     both = (lazy, eager)
-    for a in both:
-        for n in range(3):
-            a.add_slave(f"s{n}", Resources(cpus=n + 1, mem=100 * (n + 1)))
-            a.add_framework(f"f{n}", role=f"r{n}")
     held: list[tuple[str, str, Resources]] = []
-    now = 0.0
-    for op, i in ops:
-        now += 0.5
-        fid, sid = f"f{i}", f"s{i}"
-        for a in both:
-            if op == "slave+" and sid not in a.slaves:
-                a.add_slave(sid, Resources(cpus=i + 1, mem=100 * (i + 1)))
-            elif op == "fw+" and fid not in a.frameworks:
-                a.add_framework(fid, role=f"r{i}")
-            elif op == "fw-" and fid in a.frameworks:
-                a.remove_framework(fid)
-            elif op == "suppress" and fid in a.frameworks:
-                a.suppress(fid)
-            elif op == "revive" and fid in a.frameworks:
-                a.revive(fid)
-            elif op == "hold" and fid in a.frameworks and f"s{i % 3}" in a.slaves:
-                a.reserve(f"s{i % 3}", fid, Resources(cpus=1), now + 2.0)
-        if op == "wait":
-            now += 2.0 * i  # (filters of 3 s lapse meanwhile, or not)
-        elif op == "fw-":
-            held = [h for h in held if h[0] != fid]
-        elif op == "release" and held:
+    for op, i, now in replay(ops, both, held):
+        if op == "release" and held:
             f, s, r = held.pop(i % len(held))
             for a in both:
                 a.recover(f, s, r, now=now)
