@@ -607,8 +607,36 @@ class Allocator:
         if held is None or fw is None:
             raise AllocatorError(f"framework {framework_id} holds nothing on slave {slave_id}")
         delta, free = resources.millis, slave.unallocated
-        if booked:
-            self._give_back(fw, slave, held, resources)
+        if booked:  # (not: nothing to give back, only the filter below)
+            if held == delta:  # (the usual: all it held here comes back, compared at C speed)
+                held.clear()
+            else:
+                try:
+                    sub_millis(held, delta, f"framework {framework_id} on slave {slave_id}")
+                except ResourceError as e:
+                    raise AllocatorError(str(e)) from None
+            # what a framework held is in the cluster's allocation too, so it holds it (it
+            # keeps its zeros: nothing asks which resources it names)
+            everywhere = self._allocated
+            if slave.reserved:
+                self._idle.add(slave, delta, 1)
+                for k, v in delta.items():
+                    if k in free:
+                        free[k] += v
+                what = stripped(delta)
+                resources = Resources.from_millis(what)
+                for k, v in what.items():
+                    everywhere[k] -= v
+            else:
+                for k, v in delta.items():  # (one loop for the two books: once per task ending)
+                    everywhere[k] -= v
+                    if k in free:
+                        free[k] += v
+            if not held:
+                del slave.by_framework[framework_id]
+                fw.slaves.discard(slave_id)
+            self._role_frameworks[fw.role].unallocated(framework_id, resources)
+            self._roles.unallocated(fw.role, resources)
         # worth a visit in the next round only if someone could use what is free now: a
         # smaller minimum, or a new framework, wakes every slave (and a hold is visited)
         floors = self._floors()
@@ -625,41 +653,6 @@ class Allocator:
             self._visits.lapses.at(now + refuse_seconds, slave_id)
             if self._declined_by_all(slave_id, free, now):
                 self._visits.refused_by_all(slave_id)
-
-    def _give_back(
-        self, fw: FrameworkBook, slave: SlaveBook, held: Millis, resources: Resources
-    ) -> None:
-        """`resources` of what `fw` holds on `slave` (`held`) are free again, in every book."""
-        framework_id, slave_id, delta = fw.framework_id, slave.slave_id, resources.millis
-        if held == delta:  # (the usual: all it held here comes back, compared at C speed)
-            held.clear()
-        else:
-            try:
-                sub_millis(held, delta, f"framework {framework_id} on slave {slave_id}")
-            except ResourceError as e:
-                raise AllocatorError(str(e)) from None
-        # what a framework held is in the cluster's allocation too, so it holds it (it
-        # keeps its zeros: nothing asks which resources it names)
-        free, everywhere = slave.unallocated, self._allocated
-        if slave.reserved:
-            self._idle.add(slave, delta, 1)
-            for k, v in delta.items():
-                if k in free:
-                    free[k] += v
-            what = stripped(delta)
-            resources = Resources.from_millis(what)
-            for k, v in what.items():
-                everywhere[k] -= v
-        else:
-            for k, v in delta.items():  # (one loop for the two books: once per task ending)
-                everywhere[k] -= v
-                if k in free:
-                    free[k] += v
-        if not held:
-            del slave.by_framework[framework_id]
-            fw.slaves.discard(slave_id)
-        self._role_frameworks[fw.role].unallocated(framework_id, resources)
-        self._roles.unallocated(fw.role, resources)
 
     def _declined_by_all(self, slave_id: str, free: Millis, now: float) -> bool:
         """Every framework that wants offers declined this slave's `free` resources and
