@@ -283,7 +283,7 @@ class Allocator:
         slave.reserved = reserved_roles(total.millis)
         self._total.add(self._what(slave, total))
         self._idle.add(slave, total.millis, 1)
-        self._visits.dirty.add(slave_id)
+        self._visits.visit(slave_id)
         for framework_id, resources in (used or {}).items():
             self.allocate_existing(framework_id, slave_id, resources)
 
@@ -294,7 +294,7 @@ class Allocator:
         self._idle.add(slave, slave.unallocated, -1)
         self._total.remove(self._what(slave, slave.total))
         del self.slaves[slave_id]
-        self._visits.dirty.discard(slave_id)
+        self._visits.forget(slave_id)
 
     def deactivate_slave(self, slave_id: str) -> None:
         """Offer nothing of this slave until it is activated again (it is disconnected,
@@ -303,7 +303,7 @@ class Allocator:
 
     def activate_slave(self, slave_id: str) -> None:
         self._slave(slave_id).active = True
-        self._visits.dirty.add(slave_id)
+        self._visits.visit(slave_id)
 
     def allocate_existing(self, framework_id: str, slave_id: str, resources: Resources) -> None:
         """Record resources already in use (tasks found on a re-registering slave).
@@ -429,13 +429,13 @@ class Allocator:
                 picked = pick(slave_id, free, now)
             if picked is None:
                 if room is not None and room.out:  # a full framework might have taken it
-                    self._visits.lapses.retry(now + ROOM_RETRY, slave_id)
+                    self._visits.retry(now + ROOM_RETRY, slave_id)
                 continue
             framework_id, offer = picked
             resources = resources_of(offer)
             if offer is not free and offer != free:  # quota cut the offer: the rest is for
                 # others, next round
-                self._visits.dirty.add(slave_id)
+                self._visits.visit(slave_id)
             give(framework_id, slave, resources)
             offered(Allocation(framework_id, slave_id, resources))
             if room is not None:
@@ -544,7 +544,7 @@ class Allocator:
         if stripped(consumed.millis) != stripped(converted.millis):
             raise AllocatorError(f"{consumed} cannot become {converted}: not the same amounts")
         replace_free(slave, self._idle, consumed.millis, converted.millis)
-        self._visits.dirty.add(slave_id)
+        self._visits.visit(slave_id)
 
     def unheld(self) -> dict[str, Millis]:
         """Every slave's free resources less what is held on it (what preemption may still
@@ -641,7 +641,7 @@ class Allocator:
         # smaller minimum, or a new framework, wakes every slave (and a hold is visited)
         floors = self._floors()
         if floors is None or fits_one(free, floors) or slave_id in self.reservations:
-            self._visits.dirty.add(slave_id)
+            self._visits.visit(slave_id)
         if refuse_seconds:
             # what it refused, naming the slave's other resources at 0 as its free does:
             # the same filter (within reads a name missing as 0), but the usual refusal --
@@ -650,7 +650,7 @@ class Allocator:
             refused.update(delta)
             fw.filters[slave_id] = Filter(now + refuse_seconds, refused)
             slave.refused_by.add(framework_id)
-            self._visits.lapses.at(now + refuse_seconds, slave_id)
+            self._visits.lapse(now + refuse_seconds, slave_id)
             if self._declined_by_all(slave_id, free, now):
                 self._visits.refused_by_all(slave_id)
 

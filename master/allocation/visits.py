@@ -20,7 +20,7 @@ class Visits:
     def __init__(self, frameworks: Mapping[str, FrameworkBook], holds: Holds) -> None:
         """`frameworks` and `holds`: the books whose filters and holds lapse."""
         self._frameworks, self._holds = frameworks, holds
-        self.dirty: set[str] = set()  # slaves that may have something new to offer
+        self._dirty: set[str] = set()  # slaves that may have something new to offer
         self._refused: set[str] = set()  # left out of the next round (`refused_by_all`)
         self._wake = False  # every slave may: someone new wants offers (`wake_all`)
         self.lapses = Lapses(self._standing)  # when filters and holds lapse
@@ -32,6 +32,22 @@ class Visits:
         standing.update((r.until, sid) for sid, held in holds for r in held)
         return standing
 
+    def visit(self, slave_id: str) -> None:
+        """The slave may have something new to offer: the next round visits it."""
+        self._dirty.add(slave_id)
+
+    def forget(self, slave_id: str) -> None:
+        """The slave is gone."""
+        self._dirty.discard(slave_id)
+
+    def lapse(self, when: float, slave_id: str) -> None:
+        """A filter of the slave lapses at `when`: visit it then."""
+        self.lapses.at(when, slave_id)
+
+    def retry(self, when: float, slave_id: str) -> None:
+        """Visit the slave again at `when`, whatever stands then (`Lapses.retry`)."""
+        self.lapses.retry(when, slave_id)
+
     def wake_all(self) -> None:
         """Someone new wants offers: every slave with free resources is worth a visit
         (the next round visits them all; a slave with nothing free is passed over there)."""
@@ -42,17 +58,17 @@ class Visits:
     ) -> list[str]:
         """The slaves a round at `now` visits, in the order it visits them: `slave_ids`
         if given, every slave if `full` (or woken), else those worth a visit."""
-        self.dirty.update(self.lapses.due(now))
+        self._dirty.update(self.lapses.due(now))
         self._refused.clear()
         if slave_ids is not None:
-            self.dirty.difference_update(slave_ids)
+            self._dirty.difference_update(slave_ids)
             return list(slave_ids)
         if full or self._wake:
             self._wake = False
-            self.dirty.clear()
+            self._dirty.clear()
             return list(slaves) if full else sorted(slaves)
-        order = sorted(self.dirty)  # sorted: a set's order varies from run to run
-        self.dirty.clear()
+        order = sorted(self._dirty)  # sorted: a set's order varies from run to run
+        self._dirty.clear()
         return order
 
     def refused_by_all(self, slave_id: str) -> None:
@@ -60,7 +76,7 @@ class Visits:
         next round's visit would pass every one of them by, so none is made (what makes
         it worth one again makes it dirty again -- a filter lapsing, more freed, someone
         new wanting offers -- or, a hold, puts it back: `held`)."""
-        self.dirty.discard(slave_id)
+        self._dirty.discard(slave_id)
         self._refused.add(slave_id)
 
     def held(self, slave_id: str, until: float) -> None:
@@ -68,4 +84,4 @@ class Visits:
         so visited even if every framework refuses it."""
         self.lapses.at(until, slave_id)
         if slave_id in self._refused:
-            self.dirty.add(slave_id)
+            self._dirty.add(slave_id)
