@@ -90,6 +90,7 @@ class SchedulerDriver:
         broker: str | BrokerURL | Connector = "mqtt://127.0.0.1:1883",
         cluster: str = "default",
         role: str | None = None,
+        roles: Iterable[str] | None = None,
         weight: float | None = None,
         failover_timeout: float = 0.0,
         framework_id: str | None = None,
@@ -105,6 +106,11 @@ class SchedulerDriver:
         `role`: the role to register in; by default the principal's own role (the broker
         URL's user, which `drfmesos auth add` allows it), or, without credentials, the
         framework's name. A secured cluster refuses a role its principal was not given.
+        `roles`: several roles, in place of `role` (Mesos's MULTI_ROLE): the framework is
+        offered in each of them, every offer says which (`Offer.role`), and what it
+        launches on an offer is that role's; `suppress_offers` and `revive_offers` then
+        take roles. A secured cluster refuses the framework if any of them is not its
+        principal's.
 
         `min_offer`: the smallest offers this framework can use (Mesos 1.10's offer_filters;
         `[Resources(cpus=0.1, mem=32)]`, your smallest task): the master offers no less, so
@@ -140,7 +146,12 @@ class SchedulerDriver:
         self.framework_id = framework_id
         self.implicit_acknowledgements = implicit_acknowledgements
         self.min_offer = [r for r in min_offer if r]
-        wants = {"PARTITION_AWARE": partition_aware, "TASK_KILLING_STATE": task_killing}
+        self.roles = None if roles is None else list(roles)
+        wants = {
+            "PARTITION_AWARE": partition_aware,
+            "TASK_KILLING_STATE": task_killing,
+            "MULTI_ROLE": self.roles is not None,
+        }
         self.capabilities = [FrameworkCapability(c) for c, on in wants.items() if on]
         self.master_id = ""
         self.master_epoch = 0  # the epoch of the master we subscribed with
@@ -150,6 +161,8 @@ class SchedulerDriver:
         # names its own principal: its name (unproven, so it protects nothing)
         self.principal = self._connect.principal or unauthenticated_principal(name)
         self.role = role or self.principal  # as the CLI's frameworks: the principal's own
+        if self.roles is not None:
+            self.role = "*"  # (a multi-role framework's are its roles)
         self.inbox_id = f"fw-{uuid.uuid4().hex[:16]}"
         self.to_master = self.topics.inbound("framework", self.principal)
         self.removed: str | None = None  # why the master removed us, once it has
@@ -274,6 +287,7 @@ class SchedulerDriver:
                 Subscribe(
                     name=self.name,
                     role=self.role,
+                    roles=self.roles,
                     weight=self.weight,
                     failover_timeout=self.failover_timeout,
                     framework_id=self.framework_id,
@@ -408,20 +422,25 @@ class SchedulerDriver:
         )
 
     @made_at_once
-    def revive_offers(self) -> None:
-        """Offers again after `suppress_offers`, and the declines' filters cleared."""
+    def revive_offers(self, roles: Iterable[str] = ()) -> None:
+        """Offers again after `suppress_offers`, and the declines' filters cleared; a
+        multi-role framework's in `roles` only (none: in every role)."""
         if self._stopped.is_set():
             return  # as the Mesos driver: calls after stop() do nothing
-        self._call(Revive(framework_id=self.framework_id or ""))
+        self._call(Revive(framework_id=self.framework_id or "", roles=list(roles)))
         self._drought.suppressed(False)
 
     @made_at_once
-    def suppress_offers(self) -> None:
-        """No offers until revive; also clears what `request_resources` declared."""
+    def suppress_offers(self, roles: Iterable[str] = ()) -> None:
+        """No offers until revive; also clears what `request_resources` declared. A
+        multi-role framework's in `roles` only (none: in every role; only then is what it
+        declared cleared)."""
         if self._stopped.is_set():
             return  # as the Mesos driver: calls after stop() do nothing
-        self._call(Suppress(framework_id=self.framework_id or ""))
-        self._drought.suppressed(True)
+        roles = list(roles)
+        self._call(Suppress(framework_id=self.framework_id or "", roles=roles))
+        if not roles or set(roles) >= set(self.roles or ()):
+            self._drought.suppressed(True)
 
     @made_at_once
     def request_resources(self, requests: Iterable[TaskRequest | tuple[Resources, int]]) -> None:

@@ -24,6 +24,11 @@ Each task has a sandbox of its own (`driver.sandbox(task_id)`), made by the slav
 a task's output there with `await driver.output(task_id, "line\n")`, and it is what
 reading that task's stdout shows, apart from the other tasks' lines and the executor's
 own log (the executor's stdout and stderr, in the executor's sandbox).
+
+A task with a `health_check` is checked by the driver from its first TASK_RUNNING
+(frameworks.executor_health): its framework hears its verdicts, and after its
+consecutive failures the driver calls the executor's `kill_task` for it, as a kill from
+the slave would, with the task's grace (`driver.kill_grace(task_id)`).
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from frameworks.calls import Made, made_at_once
+from frameworks.executor_health import ExecutorHealth
 from protocol import logs
 from protocol.transport.aio import cancel_and_wait, within
 from protocol.transport.channel import Channel, ChannelClosed
@@ -71,7 +77,9 @@ class Executor:
         """Run `task`. Return quickly: start long work with `driver.spawn`."""
 
     async def kill_task(self, driver: ExecutorDriver, task_id: str) -> None:
-        """Stop a task and report TASK_KILLED for it."""
+        """Stop a task and report TASK_KILLED for it, within `driver.kill_grace(task_id)`
+        seconds of asking it to stop: its framework's kill, its slave's, or its failing
+        health check's."""
 
     async def framework_message(self, driver: ExecutorDriver, data: bytes) -> None:
         """Opaque data from the scheduler."""
@@ -112,6 +120,12 @@ class ExecutorDriver:
         self._stopped = asyncio.Event()
         self._spawned: set[asyncio.Task[Any]] = set()
         self._sandboxes: dict[str, Path] = {}  # task id -> the sandbox the slave made for it
+        self._graces: dict[str, float] = {}  # task id -> its kill's grace, as the slave says
+        self._health = ExecutorHealth(
+            self.framework_id, self.log,
+            send=self.send_status_update, sandbox=self.sandbox,
+            kill=lambda task_id: self.spawn(self._kill(task_id)),
+        )  # fmt: skip
         self._checks: dict[str, asyncio.Future[ExecutorTokenChecked]] = {}  # by request id
         self._routes: dict[type[Wire], Callable[[Any], Awaitable[None]]] = {
             ExecutorRegistered: self._on_registered,
@@ -136,6 +150,7 @@ class ExecutorDriver:
         finally:
             await cancel_and_wait(register)
             await cancel_and_wait(reader)
+            await self._health.close()
             for task in list(self._spawned):
                 await cancel_and_wait(task)
             await channel.drain()
@@ -202,6 +217,9 @@ class ExecutorDriver:
         """Report a task's state to the slave (which owns getting it to the scheduler): sent
         when called; awaiting it waits until the line to the slave has taken it."""
         channel = self._channel()
+        status = self._health.seen(status)
+        if status.state.terminal:
+            self._graces.pop(status.task_id, None)
         status = status.model_copy(
             update={"slave_id": self.slave_id, "executor_id": self.executor_id}
         )
@@ -238,6 +256,12 @@ class ExecutorDriver:
             return None
         return checked.framework_id, checked.executor_id
 
+    def kill_grace(self, task_id: str) -> float | None:
+        """Seconds a kill of this task gives it between asking it to stop and making it
+        (SIGTERM, then SIGKILL): the kill's own, else its task's kill policy, as its slave
+        holds them, else its slave's default. None: the slave did not say."""
+        return self._graces.get(task_id)
+
     def sandbox(self, task_id: str) -> Path:
         """The directory the slave made for this task's own files (the executor's own
         sandbox, where it runs, for a task the slave did not make one for)."""
@@ -270,10 +294,20 @@ class ExecutorDriver:
     async def _on_run_task(self, msg: RunTask) -> None:
         if msg.sandbox:
             self._sandboxes[msg.task.task_id] = Path(msg.sandbox)
+        if msg.kill_grace is not None:
+            self._graces[msg.task.task_id] = msg.kill_grace
+        self._health.launched(msg.task, msg.killing)
         await self.executor.launch_task(self, msg.task)
 
     async def _on_kill_task(self, msg: KillTask) -> None:
-        await self.executor.kill_task(self, msg.task_id)
+        if msg.kill_policy is not None:  # (the kill's own grace, over its task's)
+            self._graces[msg.task_id] = msg.kill_policy.grace_period
+        await self._kill(msg.task_id)
+
+    async def _kill(self, task_id: str) -> None:
+        """A kill begins: no more health updates; the executor's own kill."""
+        self._health.kill_begins(task_id)
+        await self.executor.kill_task(self, task_id)
 
     async def _on_message(self, msg: FrameworkMessage) -> None:
         await self.executor.framework_message(self, msg.data)

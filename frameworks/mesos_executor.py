@@ -39,7 +39,7 @@ from frameworks.executor import Executor, ExecutorDriver
 from protocol import logs, recordio
 from protocol import mesos_json as mj
 from protocol.extras import needs
-from protocol.wire.messages import TaskInfo
+from protocol.wire.messages import KillPolicy, TaskInfo
 
 PATH = "/api/v1/executor"
 COMMAND_VARIABLE = "MESOS_EXECUTOR_COMMAND"  # the Mesos executor's own command
@@ -94,7 +94,11 @@ class MesosExecutorAdapter(Executor):
         self._event("LAUNCH", {"task": mj.task_to_mesos(task, driver.framework_id)})
 
     async def kill_task(self, driver: ExecutorDriver, task_id: str) -> None:
-        self._event("KILL", {"task_id": mj.mesos_id(task_id)})
+        kill: dict[str, Any] = {"task_id": mj.mesos_id(task_id)}
+        grace = driver.kill_grace(task_id)
+        if grace is not None:  # (Mesos's KILL event carries the kill's policy)
+            kill["kill_policy"] = mj.kill_policy_to_mesos(KillPolicy(grace_period=grace))
+        self._event("KILL", kill)
 
     async def framework_message(self, driver: ExecutorDriver, data: bytes) -> None:
         self._event("MESSAGE", {"data": mj.encode_bytes(data)})

@@ -105,7 +105,7 @@ class Framework:
     framework_id: str
     principal: str  # who registered it: only this principal may act on it
     name: str
-    role: str  # its weight is its role's (the allocator's)
+    role: str  # its weight is its role's (the allocator's); a multi-role one's first
     inbox: str
     incarnation: str
     failover_timeout: float
@@ -131,12 +131,32 @@ class Framework:
     kills_owed: set[str] = field(default_factory=set)  # unreachable tasks it asked to kill
     removed_at: float | None = None  # wall clock, once removed (a completed framework)
     removed_why: str = ""
+    roles: list[str] | None = None  # a multi-role framework's (MULTI_ROLE), each offered
+    # the roles its custom executors' resources are allocated to (a multi-role one's)
+    executor_roles: dict[tuple[str, str], str] = field(default_factory=dict)
+
+    def all_roles(self) -> list[str]:
+        """The roles it is offered in: a multi-role framework's roles, or its one role."""
+        return list(self.roles) if self.roles is not None else [self.role]
+
+    def role_of(self, info: TaskInfo) -> str | None:
+        """The role a task's resources are allocated to, as the allocator is told it: a
+        multi-role framework's task's (one that names none of its roles, as a slave may
+        report it, its first role's); None for a framework of one role."""
+        if self.roles is None:
+            return None
+        return info.role if info.role in self.roles else self.roles[0]
+
+    def task_role(self, info: TaskInfo) -> str:
+        """The role a task's resources are allocated to (as the state shows it)."""
+        return self.role_of(info) or self.role
 
     def capabilities(self) -> list[FrameworkCapability]:
         """What it declared it understands (as the Mesos APIs show it)."""
         declared = {
             FrameworkCapability.PARTITION_AWARE: self.partition_aware,
             FrameworkCapability.TASK_KILLING_STATE: self.task_killing,
+            FrameworkCapability.MULTI_ROLE: self.roles is not None,
         }
         return [c for c, on in declared.items() if on]
 
@@ -278,6 +298,7 @@ class OfferRecord:
     resources: Resources
     created_at: float
     discrete: Discrete = EMPTY  # the slave's values it offers (taken from no task's)
+    role: str | None = None  # a multi-role framework's offer's role (None: its one role)
 
 
 @dataclass(slots=True)

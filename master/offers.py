@@ -34,7 +34,9 @@ class OfferBook:
                 running[a.framework_id] = executors_by_slave(fw)
             offer_id = f"o-{new_id()[:20]}"
             values = for_offer(self.books, slave, a.resources.millis)
-            record = OfferRecord(offer_id, a.framework_id, a.slave_id, a.resources, now, values)
+            record = OfferRecord(
+                offer_id, a.framework_id, a.slave_id, a.resources, now, values, a.role
+            )
             self.books.offers[offer_id] = record
             fw.offers.add(offer_id)
             slave.offers.add(offer_id)
@@ -48,6 +50,7 @@ class OfferBook:
                     discrete=values,
                     attributes=slave.attributes,
                     executor_ids=running.get(a.framework_id, {}).get(a.slave_id, []),
+                    role=a.role or fw.role,
                 )
             )
             self.outbox.emit(
@@ -94,7 +97,9 @@ class OfferBook:
         self.drop(record)
         fw = self.books.frameworks.get(record.framework_id)
         if recover:
-            self.allocator.recover(record.framework_id, record.slave_id, record.resources)
+            self.allocator.recover(
+                record.framework_id, record.slave_id, record.resources, role=record.role
+            )
         if fw is not None and fw.connected:
             self.outbox.send_framework(fw, Rescind(offer_id=record.offer_id))
         self.outbox.emit(

@@ -144,7 +144,8 @@ class TaskUpdates:
             return
         task.freed = True
         if task.slave_id in self.books.slaves:
-            self.allocator.recover(fw.framework_id, task.slave_id, task.resources)
+            role = fw.role_of(task.info)
+            self.allocator.recover(fw.framework_id, task.slave_id, task.resources, role=role)
         self.outbox.emit(
             "release",
             framework_id=fw.framework_id,

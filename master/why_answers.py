@@ -112,6 +112,7 @@ class WhyAnswers:
             framework_id=fw.framework_id,
             name=fw.name,
             role=fw.role,
+            roles=fw.roles,
             request_id=request_id,
             reasons=[WhyReason(code=r.code, message=r.message, numbers=r.numbers) for r in reasons],
             offered=[

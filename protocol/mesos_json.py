@@ -510,6 +510,7 @@ def task_from_mesos(obj: object) -> TaskInfo:
         raise MesosJSONError("task_infos: each task needs agent_id")
     resources, discrete = resources_and_values_from_mesos(obj.get("resources") or [])
     return TaskInfo(
+        role=allocation_role(obj.get("resources") or []),
         task_id=id_value(obj.get("task_id"), "task_id"),
         name=str(obj.get("name") or ""),
         slave_id=slave_id,
@@ -521,6 +522,21 @@ def task_from_mesos(obj: object) -> TaskInfo:
         kill_policy=kill_policy_from_mesos(obj.get("kill_policy")),
         health_check=health_check_from_mesos(obj.get("health_check")),
     )
+
+
+def allocation_role(items: object) -> str | None:
+    """The role a task's resources say they are allocated to (Mesos's
+    `allocation_info.role`, which a multi-role framework's carry): None if none says;
+    MesosJSONError if they say several (a task is allocated to one role)."""
+    roles: set[object] = set()
+    for item in items if isinstance(items, list) else []:
+        info = item.get("allocation_info") if isinstance(item, Mapping) else None
+        if isinstance(info, Mapping):
+            roles.add(info.get("role"))
+    named = [r for r in roles if isinstance(r, str)]
+    if len(roles) > 1 or len(named) != len(roles):
+        raise MesosJSONError(f"resources: allocated to one role, not {sorted(map(str, roles))}")
+    return named[0] if named else None
 
 
 # --- offers and the master -----------------------------------------------------------------

@@ -13,13 +13,14 @@ import asyncio
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from protocol.health_checker import HealthChecks
 from protocol.wire.discrete import EMPTY, Discrete
 from protocol.wire.discrete import environment as ports_environment
 from protocol.wire.messages import Reason, RunTask, TaskInfo, TaskState
 from slave import volumes
-from slave.health_checks import HealthChecks, TaskProcess, probe_for
+from slave.health_checks import TaskProcess, probe_for
 from slave.images import command_runner, image_problem_here
 from slave.isolator import Isolator, container_name
 from slave.kills import Kills
@@ -30,8 +31,7 @@ from slave.tenancy import Tenancy
 
 if TYPE_CHECKING:
     from slave.config import SlaveConfig, TaskRecord
-
-Report = Callable[..., Awaitable[None]]
+    from slave.reports import TaskReports
 
 
 class CommandTasks:
@@ -42,14 +42,13 @@ class CommandTasks:
         podman: str | None,
         *,
         tenancy: Callable[[], Tenancy],
-        reporter: Callable[[TaskRecord], Any],
-        report: Report,
+        reports: TaskReports,
         checkpoint: Callable[[TaskRecord], Awaitable[None]],
         kills: Kills,
     ) -> None:
         self.config, self.isolator, self.podman = config, isolator, podman
         self.slave_id = config.slave_id
-        self._tenancy, self._reporter, self._report = tenancy, reporter, report
+        self._tenancy, self._reports = tenancy, reports
         self._checkpoint, self._kills = checkpoint, kills
         self.health = HealthChecks(kills.log)  # tasks' health checks, from their start
 
@@ -112,7 +111,7 @@ class CommandTasks:
                 volumes.prepare, self.config.work_dir, sandbox, task.resources, user, link
             )
         except OSError as e:
-            await self._report(
+            await self._reports.report(
                 msg.framework_id, task, TaskState.FAILED, Reason.COMMAND_EXECUTOR_FAILED,
                 f"could not make its volumes ready: {e}",
             )  # fmt: skip
@@ -123,7 +122,7 @@ class CommandTasks:
             owner = user.uid if user is not None else None
             container = await self.isolator.prepare(name, task.resources, owner)
         except OSError as e:
-            await self._report(
+            await self._reports.report(
                 msg.framework_id,
                 task,
                 TaskState.FAILED,
@@ -135,7 +134,7 @@ class CommandTasks:
         record.runner = runner = command_runner(
             task,
             run,
-            self._reporter(record),
+            self._reports.reporter(record),
             env,
             container,
             self.podman,
@@ -179,7 +178,7 @@ class CommandTasks:
         async def said(healthy: bool, why: str) -> None:
             if record.state == TaskState.RUNNING:
                 record.healthy = healthy
-                update = self._report(
+                update = self._reports.report(
                     key[0], record.info, TaskState.RUNNING,
                     Reason.TASK_HEALTH_CHECK_STATUS_UPDATED, why,
                 )  # fmt: skip
@@ -188,7 +187,9 @@ class CommandTasks:
         async def failed(why: str) -> None:
             self.health.stop(key)
             if record.killing:  # (its framework asked to hear it)
-                await self._report(key[0], record.info, TaskState.KILLING, None, f"killing: {why}")
+                await self._reports.report(
+                    key[0], record.info, TaskState.KILLING, None, f"killing: {why}"
+                )
             limit = Limit(TaskState.KILLED, None, f"killed: {why}", hard=False)
             self._kills.start(record, record.grace(self.config), limit)
 

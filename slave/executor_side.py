@@ -27,7 +27,6 @@ from protocol.wire.messages import (
     RunTask,
     Source,
     StatusUpdate,
-    TaskInfo,
     TaskState,
     Wire,
 )
@@ -41,6 +40,7 @@ from slave.tenancy import Tenancy
 
 if TYPE_CHECKING:
     from slave.config import TaskRecord
+    from slave.reports import TaskReports
 
 
 class TaskEnv(Protocol):
@@ -53,20 +53,6 @@ class TaskEnv(Protocol):
         sandbox: Path,
         extra: dict[str, str] | None = None,
     ) -> dict[str, str]: ...
-
-
-class Report(Protocol):
-    """How the slave records a task's new state and tells the master (`Slave._report`)."""
-
-    def __call__(
-        self,
-        framework_id: str,
-        task: TaskInfo,
-        state: TaskState,
-        reason: Reason | None,
-        message: str,
-        source: Source = Source.EXECUTOR,
-    ) -> Awaitable[None]: ...
 
 
 class ExecutorSide:
@@ -88,15 +74,18 @@ class ExecutorSide:
         executor_sandbox: Callable[[str, str], Path],
         env: TaskEnv,
         checkpoint: Callable[[TaskRecord], Awaitable[None]],
-        report: Report,
+        reports: TaskReports,
         tenancy: Callable[[], Tenancy],
+        grace: Callable[[TaskRecord], float],
     ) -> None:
         self.slave_id, self.bus, self.to_master = slave_id, bus, to_master
         self.isolator, self.tasks, self.shut_down_frameworks = isolator, tasks, shut_down_frameworks
         self.executors: dict[tuple[str, str], ExecutorProcess] = {}  # by (framework, executor)
-        self._sandbox, self._env, self._checkpoint, self._report = sandbox, env, checkpoint, report
+        self._sandbox, self._env, self._checkpoint = sandbox, env, checkpoint
+        self._reports = reports  # (its tasks' states, told to the master)
         self._executor_sandbox = executor_sandbox  # (apart from every task's: slave.paths)
         self._tenancy = tenancy  # (decided as the slave starts)
+        self._grace = grace  # a task's kill grace, as the slave gives it
         self.tokens: ExecutorTokens | None = None  # (its key is read as the slave starts)
         self.log = logs.get("slave", slave_id=slave_id)
 
@@ -143,7 +132,7 @@ class ExecutorSide:
                 await executor.start()
             except (OSError, ValueError) as e:  # (ValueError: NUL in an argument or the env)
                 del self.executors[ekey]
-                await self._report(
+                await self._reports.report(
                     msg.framework_id,
                     msg.task,
                     TaskState.FAILED,
@@ -163,7 +152,10 @@ class ExecutorSide:
             await self._resize(executor, msg.task.resources)
         executor.tasks.add(msg.task.task_id)
         await self._checkpoint(record)
-        executor.send(msg.model_copy(update={"sandbox": str(sandbox)}))
+        # (its kill grace: a kill the executor makes itself, its health check's, gives it)
+        executor.send(
+            msg.model_copy(update={"sandbox": str(sandbox), "kill_grace": self._grace(record)})
+        )
 
     def new_executor(self, msg: RunTask) -> Resources:
         """What a task's executor takes besides the task: its own resources if this task
@@ -228,8 +220,11 @@ class ExecutorSide:
                     "StatusUpdate",
                 )
                 return
-            status = message.status
-            await self._report(fid, record.info, status.state, status.reason, status.message)
+            status = message.status  # (its health check's verdict too: the executor runs it)
+            await self._reports.report(
+                fid, record.info, status.state, status.reason, status.message,
+                healthy=status.healthy,
+            )  # fmt: skip
         elif isinstance(message, FrameworkMessage):
             self.bus.post(
                 self.to_master,
@@ -329,7 +324,7 @@ class ExecutorSide:
                 # a task the master killed ends KILLED (with the kill's reason), however
                 # its executor went; another FAILED
                 killed = record.kill_reason is not None and not limited
-                await self._report(
+                await self._reports.report(
                     executor.framework_id,
                     record.info,
                     TaskState.KILLED if killed else TaskState.FAILED,

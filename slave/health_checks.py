@@ -1,84 +1,25 @@
-"""The slave's health checks of its command tasks (protocol.wire.health), as Mesos's
-command executor runs them: each task's check in an asyncio task of its own, from the
-task's start until it ends or a kill begins.
+"""The slave's side of its command tasks' health checks (run by protocol.health_checker,
+as Mesos's command executor runs them): each task's check in an asyncio task of its own,
+from the task's start until it ends or a kill begins.
 
-- HTTP and TCP checks connect from the slave to 127.0.0.1:PORT (a task in a PID
-  namespace of its own still shares the slave's network).
-- A COMMAND check runs as the task runs, never as root: as its user, in its PID and mount
-  namespaces (`nsenter` to the namespace's init), in its cgroup (what it uses is the
-  task's), in its sandbox, with the task's environment, which only the user's shell
-  sees (root's steps run with a clean one).
-- Its verdict goes to the framework when it changes (`said`); after
-  `consecutive_failures` failures in a row the task is killed (`failed`). Failures in the
-  grace period, before a first success, do not count.
+A COMMAND check runs as the task runs, never as root: as its user, in its PID and mount
+namespaces (`nsenter` to the namespace's init), in its cgroup (what it uses is the
+task's), in its sandbox, with the task's environment, which only the user's shell sees
+(root's steps run with a clean one). HTTP and TCP checks connect from the slave to
+127.0.0.1:PORT (a task in a PID namespace of its own still shares the slave's network).
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import os
-import signal
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from protocol.transport.aio import cancel_and_wait
-from protocol.wire.health import CommandCheck, HealthCheck, HealthCheckType
+from protocol import health_checker
+from protocol.health_checker import Probe, command_probe
+from protocol.wire.health import CommandCheck, HealthCheck
 from slave.confine import Join, Start
 from slave.isolator import Container
 from slave.runners import CommandRunner, Run, still_running
-
-Probe = Callable[[], Awaitable[str | None]]
-"""One check: None if healthy, else why not (a sentence for people)."""
-
-
-async def http_probe(port: int, path: str, timeout: float) -> str | None:
-    """Healthy: an answer of 200-399 (Mesos's rule) to a GET, redirects not followed.
-
-    Only the answer's status line is read, on asyncio's streams, all of it within the
-    check's timeout: a slave installed lean has no HTTP client library, and the stdlib's
-    blocks (in a thread, a server that answers a byte at a time would hold it past the
-    timeout, and then the next check's). `path` is printable ASCII without spaces
-    (protocol.wire.health): it cannot break the request line."""
-    url = f"http://127.0.0.1:{port}{path}"
-    request = f"GET {path} HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\nUser-Agent: drfmesos\r\n\r\n"
-    try:
-        async with asyncio.timeout(timeout):
-            reader, writer = await asyncio.open_connection("127.0.0.1", port, limit=1024)
-            try:
-                writer.write(request.encode("ascii"))
-                await writer.drain()
-                line = await reader.readline()
-            finally:
-                writer.close()
-    except TimeoutError:
-        return f"GET {url}: no answer in {timeout:g} s"
-    except (OSError, ValueError) as e:  # (ValueError: a status line over the limit)
-        return f"GET {url} failed: {getattr(e, 'strerror', None) or e}"
-    version, _, rest = line.decode("latin-1").partition(" ")
-    code = rest[:3]
-    if not version.startswith("HTTP/") or not code.isdigit():
-        return f"GET {url}: not an HTTP answer"
-    if 200 <= int(code) < 400:
-        return None
-    return f"GET {url} answered {code}"
-
-
-async def tcp_probe(port: int, timeout: float) -> str | None:
-    """Healthy: a connection to the port accepted."""
-    try:
-        async with asyncio.timeout(timeout):
-            _, writer = await asyncio.open_connection("127.0.0.1", port)
-    except TimeoutError:
-        return f"no connection to port {port} in {timeout:g} s"
-    except OSError as e:
-        return f"no connection to port {port}: {e.strerror or e}"
-    writer.close()
-    with contextlib.suppress(OSError):
-        await writer.wait_closed()
-    return None
 
 
 @dataclass(frozen=True)
@@ -124,31 +65,13 @@ class CommandProbe:
         start = self.start()
         if isinstance(start, str):
             return start
-        proc = await asyncio.create_subprocess_exec(
-            *start.args,
+        return await command_probe(
+            start.args,
             cwd=self.task.sandbox,
             env=start.env,  # (root's: the task's variables are in the script, on stdin)
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.DEVNULL,
-            start_new_session=True,  # (its group: all it started goes with it)
+            timeout=self.timeout,
+            script=start.script or b"",
         )
-        try:
-            async with asyncio.timeout(self.timeout):
-                assert proc.stdin is not None
-                with contextlib.suppress(ConnectionError):  # (it ended first: its code says)
-                    proc.stdin.write(start.script or b"")
-                    await proc.stdin.drain()
-                proc.stdin.close()
-                code = await proc.wait()
-        except TimeoutError:
-            return f"the command took over {self.timeout:g} s"
-        finally:
-            if proc.returncode is None:  # (timed out, or cancelled: not reaped, so ours)
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                await asyncio.shield(proc.wait())
-        return None if code == 0 else f"the command exited with code {code}"
 
 
 def namespace_init(pid: int | None) -> int | None:
@@ -163,84 +86,7 @@ def namespace_init(pid: int | None) -> int | None:
 
 
 def probe_for(check: HealthCheck, task: TaskProcess) -> Probe:
-    timeout = check.timeout_seconds
-    if check.type == HealthCheckType.HTTP:
-        assert check.http is not None
-        http = check.http
-        return lambda: http_probe(http.port, http.path, timeout)
-    if check.type == HealthCheckType.TCP:
-        assert check.tcp is not None
-        port = check.tcp.port
-        return lambda: tcp_probe(port, timeout)
-    assert check.command is not None
-    return CommandProbe(check.command, task, timeout)
-
-
-Said = Callable[[bool, str], Awaitable[None]]
-Failed = Callable[[str], Awaitable[None]]
-
-
-async def check_health(check: HealthCheck, probe: Probe, said: Said, failed: Failed) -> None:
-    """Check a task until its failures kill it (or this is cancelled): its verdict to
-    `said` when it changes, the last failure to `failed` when it is one too many."""
-    loop = asyncio.get_running_loop()
-    started = loop.time()
-    await asyncio.sleep(check.delay_seconds)
-    healthy: bool | None = None
-    failures = 0
-    while True:
-        why = await probe()
-        if why is None:
-            failures = 0
-            if healthy is not True:
-                healthy = True
-                await said(True, "its health check passed")
-        elif healthy is None and loop.time() - started < check.grace_period_seconds:
-            pass  # (still in its grace period, not yet healthy: it may be starting)
-        else:
-            failures += 1
-            if healthy is not False:
-                healthy = False
-                await said(False, f"its health check failed: {why}")
-            if failures >= check.consecutive_failures:
-                await failed(f"its health check failed {failures} times in a row: {why}")
-                return
-        await asyncio.sleep(check.interval_seconds)
-
-
-class HealthChecks:
-    """The checks running, by task (framework id, task id)."""
-
-    def __init__(self, log: Any) -> None:
-        self.log = log
-        self._running: dict[tuple[str, str], asyncio.Task[None]] = {}
-
-    def start(
-        self, key: tuple[str, str], check: HealthCheck, probe: Probe, said: Said, failed: Failed
-    ) -> None:
-        self.stop(key)
-        task = asyncio.create_task(check_health(check, probe, said, failed), name=f"health-{key}")
-        self._running[key] = task
-        task.add_done_callback(lambda done: self._ended(key, done))
-
-    def _ended(self, key: tuple[str, str], task: asyncio.Task[None]) -> None:
-        if self._running.get(key) is task:
-            del self._running[key]
-        if not task.cancelled() and (error := task.exception()) is not None:
-            self.log.error(
-                "health.check_failed", framework_id=key[0], task_id=key[1], error=repr(error)
-            )
-
-    def stop(self, key: tuple[str, str]) -> None:
-        """No more checks of this task (it ended, or is being killed)."""
-        task = self._running.pop(key, None)
-        if task is not None and task is not asyncio.current_task():
-            task.cancel()
-
-    def __contains__(self, key: tuple[str, str]) -> bool:
-        return key in self._running
-
-    async def close(self) -> None:
-        for task in list(self._running.values()):
-            await cancel_and_wait(task)
-        self._running.clear()
+    """A command task's probe: a COMMAND check confined as `task` runs."""
+    return health_checker.probe_for(
+        check, lambda command, timeout: CommandProbe(command, task, timeout)
+    )

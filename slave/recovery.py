@@ -33,12 +33,15 @@ from slave.command_tasks import CommandTasks
 from slave.config import SlaveConfig, TaskRecord, journal_executor_id
 from slave.images import command_runner
 from slave.isolator import Isolator, legacy_container_name
+from slave.reports import TaskReports
 from slave.runners import SANDBOX_EXIT_FILE, Run, SimulatedRunner
 from slave.updates import OwedUpdates
 
 
 class Slave(Protocol):
-    """What recovery reads and calls of the slave (slave.slave.Slave)."""
+    """What recovery reads of the slave (slave.slave.Slave): its books and the
+    collaborators it hands tasks to. (What becomes of a task is told through the
+    slave's `TaskReports`, passed beside it.)"""
 
     config: SlaveConfig
     slave_id: str
@@ -51,23 +54,10 @@ class Slave(Protocol):
     shut_down_frameworks: set[str]
     commands: CommandTasks  # (a recovered task's health check starts again there)
 
-    def _reporter(self, record: TaskRecord) -> Any: ...
 
-    async def _report(
-        self,
-        framework_id: str,
-        task: TaskInfo,
-        state: TaskState,
-        reason: Reason | None,
-        message: str,
-        source: Source = Source.EXECUTOR,
-        *,
-        exit_code: int | None = None,
-    ) -> None: ...
-
-
-async def recover(slave: Slave) -> None:
-    """Pick up the tasks and owed updates a previous run of this slave left behind.
+async def recover(slave: Slave, reports: TaskReports) -> None:
+    """Pick up the tasks and owed updates a previous run of this slave left behind; what
+    becomes of them told through `reports`.
 
     A task that cannot be restored is reported TASK_LOST (and logged), never dropped
     in silence: its framework would otherwise wait for it for ever."""
@@ -76,7 +66,7 @@ async def recover(slave: Slave) -> None:
     containers: set[str] = set()  # of recovered command tasks: kept, not cleaned
     for key, raw in slave.task_journal.items():
         try:
-            await recover_task(slave, raw, containers)
+            await recover_task(slave, reports, raw, containers)
             recovered += 1
         except Exception as e:
             await lost_at_recovery(slave, key, raw, e)
@@ -85,7 +75,7 @@ async def recover(slave: Slave) -> None:
         slave.log.info("slave.recovered", tasks=recovered, owed_updates=len(slave.updates))
 
 
-async def recover_task(slave: Slave, raw: Any, containers: set[str]) -> None:
+async def recover_task(slave: Slave, reports: TaskReports, raw: Any, containers: set[str]) -> None:
     """Restore one task from its journal record (`containers`: the cgroups of the
     command tasks restored, which the isolator keeps)."""
     info = TaskInfo.model_validate(raw["task"])
@@ -94,7 +84,7 @@ async def recover_task(slave: Slave, raw: Any, containers: set[str]) -> None:
     runner = raw.get("runner") or {}
     slave.tasks[(record.framework_id, info.task_id)] = record
     if runner.get("kind") == "simulated":
-        sim = SimulatedRunner(info, slave._reporter(record), slave.config.time_scale)
+        sim = SimulatedRunner(info, reports.reporter(record), slave.config.time_scale)
         record.runner = sim
         await sim.start(ends_at=runner.get("ends_at") or time.time())
     elif runner.get("kind") == "command" and runner.get("pid"):
@@ -105,7 +95,7 @@ async def recover_task(slave: Slave, raw: Any, containers: set[str]) -> None:
         cmd = command_runner(
             info,
             Run(sandbox, exit_file.parent),
-            slave._reporter(record),
+            reports.reporter(record),
             {},
             slave.isolator.adopt(name),
             slave.podman,
@@ -118,7 +108,7 @@ async def recover_task(slave: Slave, raw: Any, containers: set[str]) -> None:
         if record.state == TaskState.RUNNING:  # its health check, again
             await slave.commands.resume_health(record, sandbox, exit_file.parent)
     else:  # an executor's task: its executor died with the slave
-        await slave._report(
+        await reports.report(
             record.framework_id,
             info,
             TaskState.FAILED,

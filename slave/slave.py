@@ -51,18 +51,15 @@ from protocol.wire.messages import (
     ShutdownFramework,
     Source,
     StatusAck,
-    StatusUpdate,
     TaskInfo,
     TaskState,
-    TaskStatus,
     Wire,
-    new_id,
 )
 from protocol.wire.resources import Resources
 from protocol.wire.topics import Topics, check_segment
 from slave.backoff import RegistrationBackoff
 from slave.command_tasks import CommandTasks
-from slave.config import SlaveConfig, TaskRecord, killed_by_master
+from slave.config import SlaveConfig, TaskRecord
 from slave.confine import UNCONFINED
 from slave.executor_side import ExecutorSide
 from slave.executor_tokens import ExecutorTokens, load_or_make_key
@@ -75,6 +72,7 @@ from slave.launches import RecentLaunches, run_together
 from slave.memory_limits import enforce_memory_limits
 from slave.owners import Owners
 from slave.recovery import recover
+from slave.reports import TaskReports
 from slave.runners import SimulatedRunner
 from slave.tenancy import Tenancy, start_tenancy
 from slave.updates import OwedUpdates
@@ -122,17 +120,21 @@ class Slave:
         self.podman = None if config.simulated_tasks else find_podman(config.podman)
         # how tasks are kept apart, decided at start (until then: not at all)
         self.tenancy = Tenancy(UNCONFINED, None)
+        self.reports = TaskReports(  # its tasks' states, told to the master
+            self.slave_id, self.tasks, self.shut_down_frameworks, self.updates, self.log,
+            forget=self._forget, ended=self._forget_async, checkpoint=self._checkpoint,
+        )  # fmt: skip
         self.commands = CommandTasks(  # command tasks: each its own process
             config, self.isolator, self.podman, tenancy=lambda: self.tenancy,
-            reporter=self._reporter, report=self._report, checkpoint=self._checkpoint,
-            kills=self.kills,
+            reports=self.reports, checkpoint=self._checkpoint, kills=self.kills,
         )  # fmt: skip
         self.health = self.commands.health  # (stopped when a task ends or a kill begins)
         self.custom = ExecutorSide(  # custom executors: their processes, and their tasks
             self.slave_id, bus, self.to_master, self.isolator, self.tasks,
             self.shut_down_frameworks, sandbox=self.commands.sandbox,
             executor_sandbox=self.commands.executor_sandbox, env=self.commands.env,
-            checkpoint=self._checkpoint, report=self._report, tenancy=lambda: self.tenancy,
+            checkpoint=self._checkpoint, reports=self.reports, tenancy=lambda: self.tenancy,
+            grace=lambda record: record.grace(self.config),
         )  # fmt: skip
         self.executors = self.custom.executors
 
@@ -157,7 +159,7 @@ class Slave:
             )
             self.custom.tokens = ExecutorTokens(key, self.slave_id)
         await self.resources.load()
-        await recover(self)
+        await recover(self, self.reports)
         d = Dispatcher(self.bus, "slave")
         d.on(Registered, self._on_registered)
         d.on(RunTasks, self._on_run_tasks)
@@ -427,7 +429,7 @@ class Slave:
         if problem:
             self.log.warning("run.refused", reason=logs.clip(problem), **ids)
             self.bus.reply_error(reply_to, problem, code="invalid-task", about="RunTask")
-            refused = self._report(
+            refused = self.reports.report(
                 msg.framework_id, task, TaskState.ERROR, Reason.TASK_INVALID, problem, Source.SLAVE
             )
             self.custom.executor_not_started(msg)
@@ -475,7 +477,7 @@ class Slave:
                 task_id=record.info.task_id,
                 error=shorten(str(e), 200),
             )
-            await self._report(
+            await self.reports.report(
                 msg.framework_id,
                 record.info,
                 TaskState.FAILED,
@@ -489,22 +491,14 @@ class Slave:
         if self.config.simulated_tasks:
             # checkpointed as it reports RUNNING, at once (with its end: what a restart
             # resumes), as a command task once its process runs
-            record.runner = SimulatedRunner(task, self._reporter(record), self.config.time_scale)
+            record.runner = SimulatedRunner(
+                task, self.reports.reporter(record), self.config.time_scale
+            )
             await record.runner.start()
         elif task.command is not None:
             await self.commands.start(msg, record)
         else:
             await self.custom.run_task(msg, record)
-
-    def _reporter(self, record: TaskRecord) -> Any:
-        async def report(
-            state: TaskState, reason: Reason | None, message: str, *, exit_code: int | None = None
-        ) -> None:
-            await self._report(
-                record.framework_id, record.info, state, reason, message, exit_code=exit_code
-            )
-
-        return report
 
     async def _checkpoint(self, record: TaskRecord) -> None:
         key = f"{record.framework_id}/{record.info.task_id}"
@@ -521,61 +515,6 @@ class Slave:
                 "runner": record.runner.checkpoint() if record.runner is not None else None,
             },
         )
-
-    async def _report(
-        self,
-        framework_id: str,
-        task: TaskInfo,
-        state: TaskState,
-        reason: Reason | None,
-        message: str,
-        source: Source = Source.EXECUTOR,
-        *,
-        exit_code: int | None = None,
-    ) -> None:
-        """A task changed state: write the update down, then tell the master. `source`:
-        the slave when it decides the state itself (an executor that ended, a refusal)."""
-        key = (framework_id, task.task_id)
-        record = self.tasks.get(key)
-        if record is not None:
-            if record.state.terminal:
-                return  # a task ends once
-            record.state = state
-            if state == TaskState.KILLED and record.kill_reason is not None:
-                reason, message = record.kill_reason, killed_by_master(record.kill_reason, message)
-                if record.kill_gone:  # (as a Mesos agent that drains to be marked gone)
-                    state = TaskState.GONE_BY_OPERATOR
-        if framework_id in self.shut_down_frameworks:
-            self._forget(key)
-            return
-        # (validated as built: quicker than `model_construct`, see master.outbox.Outbox.emit)
-        status = TaskStatus(
-            task_id=task.task_id,
-            state=state,
-            slave_id=self.slave_id,
-            reason=reason,
-            source=source,
-            message=message,
-            uuid=new_id(),
-            executor_id=task.executor.executor_id if task.executor else None,
-            exit_code=exit_code,
-            healthy=record.healthy if record is not None else None,
-        )
-        await self.updates.send(
-            StatusUpdate(framework_id=framework_id, slave_id=self.slave_id, status=status)
-        )
-        self.log.info(
-            "task.status",
-            framework_id=framework_id,
-            task_id=task.task_id,
-            state=state.value,
-            reason=reason,
-            detail=logs.clip(message),  # (an executor's text: cut for our log)
-        )
-        if state.terminal:
-            await self._forget_async(key)
-        elif record is not None and record.runner is not None:
-            await self._checkpoint(record)
 
     def _forget(self, key: tuple[str, str]) -> None:
         self.health.stop(key)
@@ -615,7 +554,7 @@ class Slave:
             killing = msg.killing or record.killing
             if killing and record.state not in (TaskState.KILLING, *TERMINAL_STATES):
                 why = f"killing: SIGTERM, then SIGKILL after {grace:g} s"
-                await self._report(
+                await self.reports.report(
                     msg.framework_id, record.info, TaskState.KILLING, msg.reason, why
                 )
             self.kills.start(record, grace)

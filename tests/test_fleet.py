@@ -32,6 +32,7 @@ from slave.backoff import RETRY_CAP, RegistrationBackoff
 from slave.cli import FDS_PER_SLAVE
 from slave.fleet import Fleet
 from slave.recovery import recover
+from slave.reports import TaskReports
 from slave.slave import Slave, SlaveConfig
 
 from harness.fakes import FakeFramework, party
@@ -199,10 +200,10 @@ async def test_what_reaches_a_fleets_slave_while_it_recovers_waits_for_its_handl
     route was up, and it used to be dropped as unrouted (the task ran on, unkilled)."""
     recovering, resume = asyncio.Event(), asyncio.Event()
 
-    async def slow_recover(slave: Slave) -> None:
+    async def slow_recover(slave: Slave, reports: TaskReports) -> None:
         recovering.set()
         await resume.wait()
-        await recover(slave)
+        await recover(slave, reports)
 
     monkeypatch.setattr("slave.slave.recover", slow_recover)
     url = dataclasses.replace(mosquitto.url, username="rack1")

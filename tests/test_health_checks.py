@@ -17,15 +17,16 @@ from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
-from test_isolation_tenants import ALICE, T, shared_slave
 
 from master.http.metrics import exposition, registry_for
 from protocol import mesos_json as mj
+from protocol.health_checker import http_probe
 from protocol.tooling.brokers import MosquittoBroker, free_port
 from protocol.wire.messages import (
     CommandCheck,
     CommandInfo,
     ContainerInfo,
+    ExecutorInfo,
     FrameworkCapability,
     HealthCheck,
     HealthCheckType,
@@ -37,13 +38,13 @@ from protocol.wire.messages import (
     TaskState,
     TaskStatus,
     TCPCheck,
-    Update,
 )
 from protocol.wire.resources import Resources
-from slave.health_checks import http_probe
 
 from harness.fakes import FakeFramework
+from harness.health import statuses, verdict
 from harness.helpers import eventually
+from harness.shared_slave import ALICE, T, shared_slave
 from harness.slave import Rig, http_server, master_rig
 
 
@@ -65,25 +66,6 @@ async def launch(
     rig: Rig, fw: FakeFramework, task_id: str, command: str, check: HealthCheck
 ) -> Path:
     return await rig.launch(fw, command, task_id, health_check=check)
-
-
-def statuses(fw: FakeFramework, task_id: str) -> list[TaskStatus]:
-    return [u.status for u in fw.inbox.of(Update) if u.status.task_id == task_id]
-
-
-async def verdict(fw: FakeFramework, task_id: str, healthy: bool) -> TaskStatus:
-    """The health update that says `healthy`."""
-    found = await fw.inbox.wait_for(
-        Update,
-        lambda u: (
-            u.status.task_id == task_id
-            and u.status.reason == Reason.TASK_HEALTH_CHECK_STATUS_UPDATED
-            and u.status.healthy is healthy
-        ),
-        timeout=20,
-    )
-    assert found.status.state == TaskState.RUNNING
-    return found.status
 
 
 async def test_a_task_whose_http_check_starts_failing_is_reported_and_killed(rig: Rig) -> None:
@@ -248,16 +230,13 @@ def test_a_tenant_cannot_have_checks_run_without_pause() -> None:
         HTTPCheck(port=80, path="/a b\r\nHost: x")
     http = HealthCheck(type=HealthCheckType.HTTP, http=HTTPCheck(port=80))
     command = CommandInfo(value="true")
-    with pytest.raises(ValidationError):  # the slave checks command tasks only
-        TaskInfo(
-            task_id="t",
-            slave_id="s",
-            resources=Resources(cpus=1),
-            executor=None,
-            command=None,
-            health_check=http,
-        )
-    with pytest.raises(ValidationError):  # nor a COMMAND check in an image
+    executor = ExecutorInfo(executor_id="e", command=command)
+    checked = TaskInfo(
+        task_id="t", slave_id="s", resources=Resources(cpus=1), executor=executor,
+        health_check=http,
+    )  # fmt: skip
+    assert checked.health_check == http  # (an executor's task: its executor checks it)
+    with pytest.raises(ValidationError):  # a COMMAND check in an image is not run
         TaskInfo(
             task_id="t", slave_id="s", resources=Resources(cpus=1), command=command,
             container=ContainerInfo(image="busybox"),

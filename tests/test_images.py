@@ -1,16 +1,13 @@
 """Container images: a command task that names an image runs in it with podman, under its
 task's cgroup, its sandbox mounted; a slave without podman refuses it.
 
-The image is built here (nothing can be pulled): Debian's busybox-static imported as
-`localhost/drfmesos-busybox:test` into a podman store of this test's own (a temp dir).
+The image is built for the tests (nothing can be pulled): harness.images.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -29,70 +26,11 @@ from harness.cgroups import (
     cgroup_path,
     destroy_cgroups,
     kill_task,
-    need_cgroups,
     new_slave_id,
 )
 from harness.helpers import eventually
+from harness.images import image  # noqa: F401  (the fixture: podman holds IMAGE)
 from harness.slave import Rig, master_rig
-
-IMAGE = "localhost/drfmesos-busybox:test"
-BUSYBOX = Path("/bin/busybox")  # Debian's busybox-static
-
-
-def need_podman() -> None:
-    """Outside CI a host without root, podman or busybox-static skips; in CI it fails."""
-    why = None
-    if os.geteuid() != 0:
-        why = "not root (podman runs rootful here)"
-    elif shutil.which("podman") is None:
-        why = "podman is not installed (apt-get install podman runc)"
-    elif not BUSYBOX.exists():
-        why = "busybox-static is not installed (apt-get install busybox-static)"
-    if why is not None:
-        if os.environ.get("CI"):
-            pytest.fail(f"{why}; .ci/run installs it")
-        pytest.skip(why)
-
-
-@pytest.fixture(scope="module")
-def image(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A podman store of our own (configured through the environment every podman the
-    slave starts inherits) holding a busybox image."""
-    need_podman()
-    need_cgroups()
-    t = tmp_path_factory.mktemp("podman")
-    for d in ("storage", "run", "tmp", "networks", "rootfs/bin"):
-        (t / d).mkdir(parents=True)
-    # as docker/test-compose.sh: runc (crun refuses this host's hybrid cgroups), ulimits
-    # the sandbox allows, a store of our own; vfs, so that nothing is mounted to undo
-    (t / "containers.conf").write_text(
-        '[containers]\ndefault_ulimits = ["nofile=20000:20000", "nproc=4096:4096"]\n'
-        f'[engine]\nruntime = "runc"\ncgroup_manager = "cgroupfs"\ntmp_dir = "{t}/tmp"\n'
-        f'[network]\nnetwork_config_dir = "{t}/networks"\n'
-    )
-    (t / "storage.conf").write_text(
-        f'[storage]\ndriver = "vfs"\ngraphroot = "{t}/storage"\nrunroot = "{t}/run"\n'
-    )
-    shutil.copy(BUSYBOX, t / "rootfs/bin/busybox")
-    for tool in ("sh", "cat", "echo", "sleep", "dd", "true"):
-        (t / "rootfs/bin" / tool).symlink_to("busybox")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("CONTAINERS_CONF", str(t / "containers.conf"))
-        mp.setenv("CONTAINERS_STORAGE_CONF", str(t / "storage.conf"))
-        tar = subprocess.run(
-            ["tar", "-C", t / "rootfs", "-c", "."], capture_output=True, check=True
-        )
-        subprocess.run(
-            ["podman", "import", "-q", "-", IMAGE],
-            input=tar.stdout,
-            capture_output=True,
-            check=True,
-        )
-        try:
-            yield IMAGE
-        finally:
-            subprocess.run(["podman", "rm", "-af", "-t", "0"], capture_output=True)
-            subprocess.run(["podman", "system", "reset", "-f"], capture_output=True)
 
 
 @pytest.fixture
@@ -112,7 +50,8 @@ def _sandbox(rig: Rig, slave_id: str, framework_id: str, task_id: str) -> Path:
 
 
 async def test_an_image_task_runs_in_its_cgroup_with_its_sandbox_and_output(
-    rig: Rig, image: str
+    rig: Rig,
+    image: str,  # noqa: F811  (the fixture)
 ) -> None:
     fw = await rig.framework()
     sid = new_slave_id()
@@ -138,7 +77,8 @@ async def test_an_image_task_runs_in_its_cgroup_with_its_sandbox_and_output(
 
 
 async def test_an_image_task_is_held_to_its_memory_and_fails_with_the_reason(
-    rig: Rig, image: str
+    rig: Rig,
+    image: str,  # noqa: F811  (the fixture)
 ) -> None:
     fw = await rig.framework()
     sid = new_slave_id()
@@ -152,7 +92,8 @@ async def test_an_image_task_is_held_to_its_memory_and_fails_with_the_reason(
 
 
 async def test_an_image_task_killed_ends_killed_and_leaves_no_container(
-    rig: Rig, image: str
+    rig: Rig,
+    image: str,  # noqa: F811  (the fixture)
 ) -> None:
     fw = await rig.framework()
     sid = new_slave_id()
@@ -171,7 +112,10 @@ async def test_an_image_task_killed_ends_killed_and_leaves_no_container(
     destroy_cgroups(sid)
 
 
-async def test_an_image_the_slave_does_not_hold_fails_saying_so(rig: Rig, image: str) -> None:
+async def test_an_image_the_slave_does_not_hold_fails_saying_so(
+    rig: Rig,
+    image: str,  # noqa: F811  (the fixture)
+) -> None:
     fw = await rig.framework()
     sid = new_slave_id()
     await rig.start_slave(sid, Resources(cpus=2, mem=512), isolation="cgroups")

@@ -9,7 +9,7 @@ real processes under real users, real cgroups.
   handed them to its user, kept writing once the slave gave that cgroup to alice's task;
 - `/tmp`, `/dev/shm` and System V IPC shared, and files made with umask 022.
 
-The slave of these tests is test_isolation_tenants's (`shared_slave`).
+The slave of these tests is the tenant isolation tests' (`harness.shared_slave`).
 """
 
 from __future__ import annotations
@@ -20,13 +20,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from test_isolation_tenants import ALICE, MALLORY, Shared, shared_slave
 
 from protocol.wire.messages import CommandInfo, ExecutorInfo, TaskState
 from protocol.wire.resources import Resources
 from slave.isolator import container_name
 
 from harness.helpers import eventually
+from harness.shared_slave import ALICE, MALLORY, Shared, shared_slave
 
 # what every process the library is loaded into records: a file named after how it was
 # loaded, its effective uid, its command and its pid (an empty file: no user's file

@@ -30,6 +30,7 @@ from protocol.wire.messages import (
     Preempting,
     Request,
     Subscribe,
+    Suppress,
 )
 from protocol.wire.resources import Resources
 
@@ -86,15 +87,32 @@ def test_subscribe_reads_the_roles_offer_filters_as_mesos_defines_them() -> None
         minimum(bad)
 
 
-def test_subscribe_as_another_principal_or_with_two_roles_is_refused() -> None:
+def test_subscribe_as_another_principal_or_with_two_roles_without_multi_role_is_refused() -> None:
     def subscribe(info: dict[str, Any]) -> Subscribe:
         c = parse_call({"type": "SUBSCRIBE", "subscribe": {"framework_info": info}})
         return subscribe_of(c, "team", "inbox", "inc")
 
     with pytest.raises(PrincipalMismatch):
         subscribe({"name": "a", "principal": "other"})
-    with pytest.raises(SchedulerCallError, match="one role"):
+    with pytest.raises(SchedulerCallError, match="several roles need MULTI_ROLE"):
         subscribe({"name": "a", "roles": ["x", "y"]})
+    multi = [{"type": "MULTI_ROLE"}]
+    both = subscribe({"name": "a", "roles": ["x", "y"], "capabilities": multi})
+    assert (both.role, both.roles) == ("*", ["x", "y"])
+    assert FrameworkCapability.MULTI_ROLE in both.capabilities
+    one = subscribe({"name": "a", "role": "x"})
+    assert (one.role, one.roles) == ("x", None)
+    suppress = message_of(
+        parse_call(
+            {"type": "SUPPRESS", "framework_id": {"value": "f"}, "suppress": {"roles": ["x"]}}
+        )
+    )
+    assert isinstance(suppress, Suppress)
+    assert suppress.roles == ["x"]
+    with pytest.raises(SchedulerCallError, match="roles"):
+        message_of(
+            parse_call({"type": "REVIVE", "framework_id": {"value": "f"}, "revive": {"roles": "x"}})
+        )
     with pytest.raises(SchedulerCallError, match="framework_info"):
         subscribe_of(parse_call({"type": "SUBSCRIBE"}), "team", "inbox", "inc")
     for timeout in (math.inf, math.nan, 1e308, "inf", "soon"):  # (a 400 each, with why)
@@ -167,14 +185,14 @@ def test_the_other_calls_become_ours() -> None:
 def test_preemption_notices_go_only_to_frameworks_that_asked() -> None:
     notice = Preempting(framework_id="f", tasks=[PreemptedTask(task_id="t", slave_id="s")],
                         deadline_seconds=2)  # fmt: skip
-    assert events.event_of(notice, "*", preemption_notices=False) is None
-    event = events.event_of(notice, "*", preemption_notices=True)
+    assert events.event_of(notice, preemption_notices=False) is None
+    event = events.event_of(notice, preemption_notices=True)
     assert event is not None
     assert event["type"] == events.PREEMPTING_EVENT
     assert event["drfmesos_preempting"]["tasks"] == [
         {"task_id": {"value": "t"}, "agent_id": {"value": "s"}}
     ]
-    assert events.event_of(Heartbeat(), "*", False) == {"type": "HEARTBEAT"}
+    assert events.event_of(Heartbeat(), False) == {"type": "HEARTBEAT"}
     removed = Error(message="Framework has been removed", code="framework-removed")
     assert events.ends_stream(removed)
     assert not events.ends_stream(Error(message="no"))

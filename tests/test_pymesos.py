@@ -8,6 +8,7 @@ machine without them skips, in CI that is a failure."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import sys
 from pathlib import Path
@@ -21,7 +22,7 @@ from cluster.testing.ha import HACluster, HAConfig
 from protocol.tooling.brokers import free_port
 
 from conftest import need_mosquitto, need_zookeeper
-from harness.helpers import eventually, secure_cluster
+from harness.helpers import SecureCluster, eventually, secure_cluster
 from harness.pymesos import need_pymesos, running
 from harness.slave import http_server
 from task_python import task_env_args
@@ -32,6 +33,7 @@ PRINCIPALS = [("master", "master"), ("ops", "operator"), ("slave-0", "slave"),
 PROGRAM = Path(__file__).parent / "programs" / "pymesos_scheduler.py"
 EXECUTOR = Path(__file__).parent / "programs" / "pymesos_executor.py"
 LIFECYCLE = Path(__file__).parent / "programs" / "pymesos_lifecycle.py"
+WEB_EXECUTOR = Path(__file__).parent / "programs" / "pymesos_web_executor.py"
 
 
 async def test_pymesos_runs_50_tasks_kills_one_and_reconciles(tmp_path: Path) -> None:
@@ -65,6 +67,24 @@ async def test_pymesos_runs_50_tasks_kills_one_and_reconciles(tmp_path: Path) ->
             await fw.until("STATUS", "long", "TASK_KILLED", "-")
 
 
+async def lifecycle(c: SecureCluster, tasks: list[dict[str, Any]]) -> asyncio.subprocess.Process:
+    """pymesos_lifecycle.py as team-a on `c`, launching `tasks` (Mesos TaskInfo JSON)."""
+    master = c.web.split("//")[1].rstrip("/")
+    return await asyncio.create_subprocess_exec(
+        sys.executable, str(LIFECYCLE), master, "team-a",
+        str(c.store.secret_file("team-a")), json.dumps(tasks),
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+
+
+def quick_http_check(port: int) -> dict[str, Any]:
+    """Mesos's HealthCheck JSON: a GET of / every second from the start; 2 failures kill."""
+    return {
+        "type": "HTTP", "http": {"port": port, "path": "/"}, "delay_seconds": 0,
+        "interval_seconds": 1, "timeout_seconds": 1, "consecutive_failures": 2,
+    }  # fmt: skip
+
+
 # a task that finishes 1.5 s of work on SIGTERM, then leaves a mark; `ready` once trapping
 GRACEFUL = (
     "trap 'sleep 1.5; echo graceful > done; exit 0' TERM; echo up > ready; "
@@ -92,12 +112,7 @@ async def test_pymesos_sets_kill_policies_and_hears_task_killing(tmp_path: Path)
     slaves = [("slave-0", "--resources", "cpus:2;mem:1024", "--kill-grace", "1")]
     tasks = [graceful_task("graceful", 4), graceful_task("cut", 4)]
     async with secure_cluster(tmp_path, CLUSTER, PRINCIPALS[:3] + PRINCIPALS[4:], slaves) as c:
-        master = c.web.split("//")[1].rstrip("/")
-        process = await asyncio.create_subprocess_exec(
-            sys.executable, str(LIFECYCLE), master, "team-a",
-            str(c.store.secret_file("team-a")), json.dumps(tasks),
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-        )  # fmt: skip
+        process = await lifecycle(c, tasks)
         async with running(process) as fw:
             framework_id = (await fw.until("REGISTERED"))[1]
             sandboxes = tmp_path / "slave-0" / "sandboxes" / framework_id
@@ -128,25 +143,51 @@ async def test_pymesos_sets_an_http_health_check_and_sees_its_task_killed(tmp_pa
         "task_id": {"value": "web"},
         "name": "web",
         "command": {"value": http_server(port)},
-        "health_check": {
-            "type": "HTTP", "http": {"port": port, "path": "/"}, "delay_seconds": 0,
-            "interval_seconds": 1, "timeout_seconds": 1, "consecutive_failures": 2,
-        },
+        "health_check": quick_http_check(port),
     }  # fmt: skip
     slaves = [("slave-0", "--resources", "cpus:2;mem:1024", "--kill-grace", "1")]
     async with secure_cluster(tmp_path, CLUSTER, PRINCIPALS[:3] + PRINCIPALS[4:], slaves) as c:
-        master = c.web.split("//")[1].rstrip("/")
-        process = await asyncio.create_subprocess_exec(
-            sys.executable, str(LIFECYCLE), master, "team-a",
-            str(c.store.secret_file("team-a")), json.dumps([web]),
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-        )  # fmt: skip
+        process = await lifecycle(c, [web])
         async with running(process) as fw:
             framework_id = (await fw.until("REGISTERED"))[1]
             health = "REASON_TASK_HEALTH_CHECK_STATUS_UPDATED"
             await fw.first("STATUS", "web", "TASK_RUNNING", "true", health)
             sandbox = tmp_path / "slave-0" / "sandboxes" / framework_id / "web"
             await asyncio.to_thread((sandbox / "sick").touch)
+            await fw.first("STATUS", "web", "TASK_RUNNING", "false", health)
+            await fw.first("STATUS", "web", "TASK_KILLING", "false")  # (it asked to hear it)
+            await fw.first("STATUS", "web", "TASK_KILLED", "false")
+
+
+async def test_pymesos_sees_its_executors_task_health_checked_and_killed(tmp_path: Path) -> None:
+    """A health check on a task of pymesos's own executor (MesosExecutorDriver, under
+    drfmesos's adapter) is run by the executor's driver: pymesos hears the task healthy,
+    then unhealthy once its HTTP check fails, then TASK_KILLING and TASK_KILLED (healthy
+    false) after 2 failures, the executor's killTask having stopped it."""
+    need_mosquitto()
+    need_pymesos()
+    reachable(tmp_path)
+    port = free_port()
+    serve = {"port": port, "healthy_for": 3}  # (200 to its first 3 GETs, 500 after)
+    web = {
+        "task_id": {"value": "web"},
+        "name": "web",
+        "executor": {
+            "executor_id": {"value": "web"},
+            "command": {"value": f'"$DRFMESOS_PYTHON" {WEB_EXECUTOR}'},
+            "resources": [{"name": "cpus", "type": "SCALAR", "scalar": {"value": 0.1}},
+                          {"name": "mem", "type": "SCALAR", "scalar": {"value": 64}}],
+        },
+        "data": base64.b64encode(json.dumps(serve).encode()).decode(),
+        "health_check": quick_http_check(port),
+    }  # fmt: skip
+    slaves = [("slave-0", "--resources", "cpus:2;mem:1024", *task_env_args())]
+    async with secure_cluster(tmp_path, CLUSTER, PRINCIPALS[:3] + PRINCIPALS[4:], slaves) as c:
+        process = await lifecycle(c, [web])
+        async with running(process) as fw:
+            await fw.until("REGISTERED")
+            health = "REASON_TASK_HEALTH_CHECK_STATUS_UPDATED"
+            await fw.first("STATUS", "web", "TASK_RUNNING", "true", health)
             await fw.first("STATUS", "web", "TASK_RUNNING", "false", health)
             await fw.first("STATUS", "web", "TASK_KILLING", "false")  # (it asked to hear it)
             await fw.first("STATUS", "web", "TASK_KILLED", "false")

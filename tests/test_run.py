@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_images import IMAGE, image  # noqa: F401  (the fixture: podman holds IMAGE)
 
 from cluster.local.secure import as_principal
 from cluster.local.view import wait_state
@@ -27,6 +26,7 @@ from protocol.transport.aio import within
 from protocol.wire.messages import TaskState, TaskStatus
 
 from harness.helpers import live_cluster, processes_under, secure_cluster
+from harness.images import IMAGE, image  # noqa: F401  (the fixture: podman holds IMAGE)
 
 CLUSTER = "run"
 

@@ -17,11 +17,12 @@ from protocol.tooling.brokers import (
 from protocol.tooling.credentials import Store
 
 
-def provision(directory: Path, principals: Iterable[tuple[str, str]]) -> Store:
-    """A new store in `directory` with (name, kind) principals, secrets kept in files."""
+def provision(directory: Path, principals: Iterable[tuple[str, ...]]) -> Store:
+    """A new store in `directory` with (name, kind) principals, secrets kept in files; a
+    framework principal's roles may follow its kind (else it has its own)."""
     store = Store.init(directory)
-    for name, kind in principals:
-        store.add(name, kind, keep_secret=True)
+    for name, kind, *roles in principals:
+        store.add(name, kind, tuple(roles), keep_secret=True)
     return store
 
 

@@ -168,7 +168,7 @@ def render_state(state: State) -> Group:
             f.name + ("" if f.active else " (disconnected)"),
             f.framework_id,
             f.principal,
-            f.role,
+            ", ".join(f.roles or [f.role]),
             f"{f.weight:g}",
             str(f.running_tasks),
             str(f.finished_tasks),

@@ -71,7 +71,9 @@ def render_why(why: Why) -> Group:
     """The reasons as a table, the first (the one that explains) marked; then the offers
     of the recent rounds."""
     head = Text.assemble(
-        ("framework ", "bold"), why.framework_id, f"  name {why.name}  role {why.role}"
+        ("framework ", "bold"),
+        why.framework_id,
+        f"  name {why.name}  role {', '.join(why.roles or [why.role])}",
     )
     parts: list[Text | Table] = [head]
     if not why.reasons:

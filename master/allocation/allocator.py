@@ -23,9 +23,10 @@ not depend on the slaves' order, only which slaves go first when more are free t
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from master.allocation.clients import ClientError, Clients
 from master.allocation.collector import paused_collector
 from master.allocation.holds import Holds
 from master.allocation.ledger import (
@@ -70,6 +71,8 @@ from protocol.wire.resources import (
     sub_millis,
 )
 
+Roles = Sequence[str] | None  # a multi-role framework's (None: one role)
+
 __all__ = ["HEADROOM", "Allocation", "Allocator", "AllocatorError", "RoleStanding"]
 
 HEADROOM = ("all", "demand")
@@ -103,7 +106,8 @@ class Allocator:
         self._framework_policy = "drf" if tree else policy
         self._role_frameworks: dict[str, Sorter] = {}
         self._role_weights: dict[str, float] = {}
-        self.frameworks: dict[str, FrameworkBook] = {}
+        self.frameworks: dict[str, FrameworkBook] = {}  # by client (`clients`)
+        self.clients = Clients()  # a multi-role framework's, one a role
         self._wanting: dict[str, FrameworkBook] = {}  # active and not suppressed
         self.slaves: dict[str, SlaveBook] = {}
         self._allocated: Millis = {}  # the whole cluster's, offered or in use
@@ -128,18 +132,23 @@ class Allocator:
 
     # -- frameworks --------------------------------------------------------------------------
     def add_framework(
-        self,
-        framework_id: str,
-        role: str = "*",
-        *,
-        active: bool = True,
+        self, framework_id: str, role: str = "*", *, active: bool = True, roles: Roles = None
     ) -> None:
-        """A framework in `role` (its weight is the role's: set_role_weight)."""
-        if framework_id in self.frameworks:
+        """A framework in `role` (its weight is the role's: set_role_weight); with
+        `roles`, a multi-role framework, a client in each of them (`clients`)."""
+        if framework_id in self.frameworks or self.clients.multi_role(framework_id):
             raise AllocatorError(f"framework {framework_id} is already known")
-        problem = self.role_problem(role)
+        problem = next(filter(None, map(self.role_problem, roles or [role])), None)
         if problem:
             raise AllocatorError(problem)
+        try:
+            clients = self.clients.add(framework_id, roles) if roles else {role: framework_id}
+        except ClientError as e:
+            raise AllocatorError(str(e)) from None
+        for each, client in clients.items():
+            self._add_client(client, each, active)
+
+    def _add_client(self, framework_id: str, role: str, active: bool) -> None:
         if role not in self._role_frameworks:
             self._role_frameworks[role] = Sorter(self._framework_policy, self._total)
             self._roles.add(role)
@@ -149,6 +158,11 @@ class Allocator:
 
     def remove_framework(self, framework_id: str) -> None:
         """Forget a framework, releasing whatever it still holds on any slave."""
+        for client in self._clients(framework_id):
+            self._remove_client(client)
+        self.clients.remove(framework_id)
+
+    def _remove_client(self, framework_id: str) -> None:
         fw = self._framework(framework_id)
         for slave_id in list(fw.slaves):
             slave = self.slaves[slave_id]
@@ -171,41 +185,47 @@ class Allocator:
         """Offer this framework a slave only if its free resources hold one of `minimum`
         (Mesos 1.10's offer_filters): no offers it can only decline. They replace the
         master's minimum for it: [] is anything, None the master's minimum again."""
-        fw = self._framework(framework_id)
-        old = fw.min_allocatable
         new = None if minimum is None else [dict(r.millis) for r in minimum if r]
-        fw.min_allocatable = new
-        self._own_floors += (new is not None) - (old is not None)
-        self._floor_stale = True
-        # slaves it was not offered may suit it now, unless every new minimum still holds
-        # one of the old (then nothing it skipped fits it any better)
-        if not old or not new or not all(any(within(o, m) for o in old) for m in new):
-            self._visits.wake_all()
+        for fw in self._books(framework_id):
+            old, fw.min_allocatable = fw.min_allocatable, new
+            self._own_floors += (new is not None) - (old is not None)
+            self._floor_stale = True
+            # slaves it was not offered may suit it now, unless every new minimum still
+            # holds one of the old (then nothing it skipped fits it any better)
+            if not old or not new or not all(any(within(o, m) for o in old) for m in new):
+                self._visits.wake_all()
 
     def activate(self, framework_id: str) -> None:
-        self._framework(framework_id).active = True
-        self._sync(framework_id)
+        for fw in self._books(framework_id):
+            fw.active = True
+            self._sync(fw.framework_id)
 
     def deactivate(self, framework_id: str) -> None:
         """A disconnected framework keeps its allocation but is offered nothing."""
-        self._framework(framework_id).active = False
-        self._sync(framework_id)
+        for fw in self._books(framework_id):
+            fw.active = False
+            self._sync(fw.framework_id)
 
-    def suppress(self, framework_id: str) -> None:
-        """No offers until revive: the framework leaves the order (and costs no walk)."""
-        self._framework(framework_id).suppressed = True
-        self._sync(framework_id)
+    def suppress(self, framework_id: str, roles: Sequence[str] = ()) -> None:
+        """No offers until revive: the framework leaves the order (and costs no walk); a
+        multi-role one in `roles` only (none: in every role, as Mesos's SUPPRESS)."""
+        for fw in self._books(framework_id, roles):
+            fw.suppressed = True
+            self._sync(fw.framework_id)
 
-    def revive(self, framework_id: str) -> None:
-        """Offers again, everywhere: clears the suppression and every filter."""
-        fw = self._framework(framework_id)
-        fw.suppressed = False
-        fw.filters.clear()
-        self._sync(framework_id)
+    def revive(self, framework_id: str, roles: Sequence[str] = ()) -> None:
+        """Offers again, everywhere: clears the suppression and every filter (a multi-role
+        framework's in `roles` only; none: in every role)."""
+        for fw in self._books(framework_id, roles):
+            fw.suppressed = False
+            fw.filters.clear()
+            self._sync(fw.framework_id)
 
-    def suppressed(self, framework_id: str) -> bool:
-        """Whether it suppressed its offers (and has not revived them)."""
-        return self._framework(framework_id).suppressed
+    def suppressed(self, framework_id: str, role: str | None = None) -> bool:
+        """Whether it suppressed its offers (and has not revived them): a multi-role
+        framework in `role`, or (None) in every role."""
+        clients = self._clients(framework_id, [role] if role is not None else ())
+        return all(self._framework(client).suppressed for client in clients)
 
     def _sync(self, framework_id: str) -> None:
         """Keep the sorters' active sets to the frameworks (and roles) that want offers."""
@@ -305,14 +325,17 @@ class Allocator:
         self._slave(slave_id).active = True
         self._visits.visit(slave_id)
 
-    def allocate_existing(self, framework_id: str, slave_id: str, resources: Resources) -> None:
-        """Record resources already in use (tasks found on a re-registering slave).
+    def allocate_existing(
+        self, framework_id: str, slave_id: str, resources: Resources, role: str | None = None
+    ) -> None:
+        """Record resources already in use (tasks found on a re-registering slave), a
+        multi-role framework's in `role`.
 
         A framework we do not know yet (the master restarted and it has not re-subscribed)
         still holds the slave's resources; `adopt` hands them over when it comes back.
         """
-        if framework_id in self.frameworks:
-            self._give(framework_id, self._slave(slave_id), resources)
+        if framework_id in self.frameworks or self.clients.multi_role(framework_id):
+            self._give(self._client(framework_id, role), self._slave(slave_id), resources)
         else:
             self.hold_unowned(slave_id, resources)
 
@@ -322,9 +345,13 @@ class Allocator:
         add_millis(slave.unowned, resources.millis)
         self._take(slave, resources.millis)
 
-    def adopt(self, framework_id: str, slave_id: str, resources: Resources) -> None:
-        """Move resources from 'unowned' to a framework that has (re-)subscribed."""
+    def adopt(
+        self, framework_id: str, slave_id: str, resources: Resources, role: str | None = None
+    ) -> None:
+        """Move resources from 'unowned' to a framework that has (re-)subscribed (a
+        multi-role one's in `role`)."""
         slave = self._slave(slave_id)
+        framework_id = self._client(framework_id, role)
         self._framework(framework_id)  # (one it knows, else AllocatorError: _credit reads it)
         try:
             sub_millis(slave.unowned, resources.millis, f"slave {slave_id}'s unowned")
@@ -408,6 +435,7 @@ class Allocator:
                 pick = unbooked.picking(pick, allocations.append)
         # (bound once: these run for every slave)
         give, offered, resources_of = self._give, allocations.append, Resources.from_millis
+        multi = self.clients.owner
         mixed = None  # the pick for slaves holding reservations (made when one is met)
         for slave_id in order:
             slave = slaves.get(slave_id)
@@ -437,7 +465,11 @@ class Allocator:
                 # others, next round
                 self._visits.visit(slave_id)
             give(framework_id, slave, resources)
-            offered(Allocation(framework_id, slave_id, resources))
+            owner = multi.get(framework_id) if multi else None  # (a multi-role client)
+            if owner is None:
+                offered(Allocation(framework_id, slave_id, resources))
+            else:
+                offered(Allocation(owner[0], slave_id, resources, owner[1]))
             if room is not None:
                 room.given(framework_id)
         return allocations
@@ -481,7 +513,8 @@ class Allocator:
     ) -> None:
         resources = Resources.from_millis(offer)
         self._give(framework_id, slave, resources)
-        allocations.append(Allocation(framework_id, slave.slave_id, resources))
+        fid, role = self.clients.owner.get(framework_id, (framework_id, None))
+        allocations.append(Allocation(fid, slave.slave_id, resources, role))
         if room is not None:
             room.given(framework_id)
 
@@ -507,18 +540,26 @@ class Allocator:
         hold lasts the slave is offered to nobody else, and to that framework once the room
         is free."""
         self._slave(slave_id)
+        framework_id = self.clients.first(framework_id)  # (a multi-role one's first role)
         self._framework(framework_id)
         self._holds.add(slave_id, framework_id, resources.millis, until)
         self._visits.held(slave_id, until)
 
     # -- operations on resources (Mesos's updateAllocation, updateAvailable) ----------------
     def update_allocation(
-        self, framework_id: str, slave_id: str, consumed: Resources, converted: Resources
+        self,
+        framework_id: str,
+        slave_id: str,
+        consumed: Resources,
+        converted: Resources,
+        role: str | None = None,
     ) -> None:
         """A framework turned `consumed` of what it holds on a slave into `converted`
         (RESERVE, UNRESERVE, CREATE, DESTROY: the same amounts, another owner or volume):
-        they stay its, and the slave's total changes with them."""
+        they stay its (a multi-role one's in `role`), and the slave's total changes with
+        them."""
         slave = self._slave(slave_id)
+        framework_id = self._client(framework_id, role)
         held = slave.by_framework.get(framework_id)
         if held is None or not holds(held, consumed.millis):
             raise AllocatorError(f"framework {framework_id} does not hold {consumed} there")
@@ -591,16 +632,21 @@ class Allocator:
         slave_id: str,
         resources: Resources,
         *,
+        role: str | None = None,
         refuse_seconds: float | None = None,
         now: float = 0.0,
         booked: bool = True,
     ) -> None:
-        """Resources come back from a framework (declined, unused, or a task ended).
+        """Resources come back from a framework (declined, unused, or a task ended): a
+        multi-role framework's from `role`.
 
         With `refuse_seconds`, the framework is not offered them on that slave again for
-        that long (a decline filter). Not `booked`: an offer declined as a round made it
-        (`Allocation.declined`): nothing comes back, its filter is set all the same.
+        that long (a decline filter; a multi-role framework's in that role only). Not
+        `booked`: an offer declined as a round made it (`Allocation.declined`): nothing
+        comes back, its filter is set all the same.
         """
+        if role is not None or framework_id not in self.frameworks:  # (else: a client)
+            framework_id = self._client(framework_id, role)
         slave = self._slave(slave_id)
         fw = self.frameworks.get(framework_id)
         held = slave.by_framework.get(framework_id) if booked else {}
@@ -708,9 +754,13 @@ class Allocator:
     def total(self) -> Resources:
         return self._total.resources
 
-    def allocation(self, framework_id: str) -> Resources:
-        fw = self._framework(framework_id)
-        return self._role_frameworks[fw.role].allocation(framework_id)
+    def allocation(self, framework_id: str, role: str | None = None) -> Resources:
+        """What a framework holds (a multi-role one's in `role`; None: in all its roles)."""
+        clients = self._clients(framework_id, [role] if role is not None else ())
+        if len(clients) == 1:
+            fw = self._framework(clients[0])
+            return self._role_frameworks[fw.role].allocation(fw.framework_id)
+        return sum((self.allocation(client) for client in clients), Resources())
 
     def dominant_share(self, framework_id: str) -> float:
         """The framework's own dominant share of the cluster (unweighted)."""
@@ -740,14 +790,21 @@ class Allocator:
     def framework_weight(self, framework_id: str) -> float:
         """A framework's weight as the ideal sees it: under flat policies it shares its
         role's weight with the role's other frameworks; on a tree the pools carry it."""
-        fw = self._framework(framework_id)
         if self._roles.hierarchical:
             return 1.0
-        return self._roles.weight(fw.role) / max(1, len(self._role_frameworks[fw.role]))
+        weight = 0.0  # (a multi-role framework's: its part of each of its roles')
+        for client in self._clients(framework_id):
+            role = self._framework(client).role
+            weight += self._roles.weight(role) / max(1, len(self._role_frameworks[role]))
+        return weight
 
-    def held(self, framework_id: str, slave_id: str) -> Resources:
+    def held(self, framework_id: str, slave_id: str, role: str | None = None) -> Resources:
+        """What a framework holds on a slave (a multi-role one's in `role`; None: all)."""
         slave = self._slave(slave_id)
-        return Resources.from_millis(slave.by_framework.get(framework_id, {}))
+        held: Millis = {}
+        for client in self._clients(framework_id, [role] if role is not None else ()):
+            add_millis(held, slave.by_framework.get(client, {}))
+        return Resources.from_millis(held)
 
     def held_on(self, slave_id: str) -> Resources:
         """Everything allocated on a slave (offered or in use, by anyone)."""
@@ -775,6 +832,24 @@ class Allocator:
         return self._quota
 
     # -- helpers -----------------------------------------------------------------------------
+    def _clients(self, framework_id: str, roles: Sequence[str] = ()) -> list[str]:
+        """A framework's clients (`clients`): all, or those of `roles`."""
+        try:
+            return self.clients.of(framework_id, roles)
+        except ClientError as e:
+            raise AllocatorError(str(e)) from None
+
+    def _books(self, framework_id: str, roles: Sequence[str] = ()) -> list[FrameworkBook]:
+        """The books of a framework's clients: all, or those of `roles`."""
+        return [self._framework(client) for client in self._clients(framework_id, roles)]
+
+    def _client(self, framework_id: str, role: str | None) -> str:
+        """The client holding what a framework has in `role`."""
+        try:
+            return self.clients.one(framework_id, role)
+        except ClientError as e:
+            raise AllocatorError(str(e)) from None
+
     def _framework(self, framework_id: str) -> FrameworkBook:
         try:
             return self.frameworks[framework_id]

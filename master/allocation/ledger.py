@@ -20,12 +20,14 @@ Floor = Callable[[Mapping[str, int]], bool]  # whether free resources are worth 
 
 
 class Allocation(NamedTuple):
-    """One offer a round decided: `resources` of a slave, to a framework. (A named tuple,
-    immutable, made once an offer: a frozen dataclass costs eight times as much to make.)"""
+    """One offer a round decided: `resources` of a slave, to a framework -- a multi-role
+    one's in `role` (None: the framework's one role). (A named tuple, immutable, made
+    once an offer: a frozen dataclass costs eight times as much to make.)"""
 
     framework_id: str
     slave_id: str
     resources: Resources
+    role: str | None = None
     # declined as it was made (a round's `declines` said its framework would launch
     # nothing on it): never booked, only its decline filter is left to set (`refuse`)
     declined: bool = False

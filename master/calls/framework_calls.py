@@ -126,10 +126,14 @@ class FrameworkCalls:
         slave_ids = {r.slave_id for r in records}
         if len(slave_ids) > 1:
             problems.append(f"offers span several slaves ({', '.join(sorted(slave_ids))})")
+        roles = {r.role or fw.role for r in records}  # (a multi-role framework's offers)
+        if len(roles) > 1:
+            problems.append(f"offers of several roles ({', '.join(sorted(roles))})")
         if problems:
             for record in records:  # the valid ones go back to the pool, unfiltered
                 self.offers.drop(record)
-                self.cycle.decline(fw.framework_id, record.slave_id, record.resources, None, now)
+                fid, sid = fw.framework_id, record.slave_id
+                self.cycle.decline(fid, sid, record.resources, None, now, record.role)
             reason = "; ".join(problems)
             # As Mesos: the task was fine and the offer was not, so TASK_DROPPED (TASK_LOST
             # to frameworks not partition-aware): launch it again. Not an Error: in Mesos
@@ -149,7 +153,7 @@ class FrameworkCalls:
             self.request_round()
             return
 
-        slave_id = records[0].slave_id
+        slave_id, role = records[0].slave_id, records[0].role  # (role: None for one role)
         values = Discrete.union(r.discrete for r in records)  # (its ports, ...)
         room = OfferRoom(
             slave_id,
@@ -162,7 +166,9 @@ class FrameworkCalls:
             self.offers.drop(record)
         for operation in msg.operations:  # (before the tasks: they may use what it made)
             try:
-                used, made = self.operations.on_offer(fw, slave_id, operation, room.left)
+                used, made = self.operations.on_offer(
+                    fw, slave_id, operation, room.left, role or fw.role
+                )
             except OperationError as e:  # dropped, as Mesos drops an invalid operation
                 self.outbox.refuse(
                     caller, f"{operation.type} refused: {e}", "invalid-operation", "Accept",
@@ -174,15 +180,19 @@ class FrameworkCalls:
         seen: set[str] = set()
         launched: list[TaskInfo] = []
         for task in msg.tasks:
-            problem = self._task_problem(fw, task, room, seen)
+            problem = self._task_problem(fw, task, room, seen, role or fw.role)
             seen.add(task.task_id)
             if problem:
                 refused.append(problem)
                 self.refuse_launch(fw, task, TaskState.ERROR, Reason.TASK_INVALID, problem)
                 continue
+            if role is not None and task.role is None:  # allocated to its offer's role
+                task = task.model_copy(update={"role": role})
             executor = room.take(task)
             if executor is not None:  # its own resources stay the framework's until it exits
                 fw.executors[(slave_id, executor.executor_id)] = executor.resources
+                if role is not None:
+                    fw.executor_roles[(slave_id, executor.executor_id)] = role
             self._launch(fw, task, slave_id, now)
             launched.append(task)
         if launched:  # one message to the slave for all of them
@@ -217,7 +227,7 @@ class FrameworkCalls:
                 resources=task.resources,
             )
         refuse = msg.filters.refuse_seconds  # (what it did not use: declined)
-        if self.cycle.decline(fw.framework_id, slave_id, room.left, refuse, now):
+        if self.cycle.decline(fw.framework_id, slave_id, room.left, refuse, now, role):
             self.request_round()
         if refused:  # each heard TASK_ERROR already: that is the answer
             self.outbox.refuse(
@@ -272,13 +282,15 @@ class FrameworkCalls:
         )
 
     def _task_problem(
-        self, fw: Framework, task: TaskInfo, room: OfferRoom, seen: set[str]
+        self, fw: Framework, task: TaskInfo, room: OfferRoom, seen: set[str], role: str
     ) -> str | None:
-        """Why `task` may not launch (None: it may)."""
+        """Why `task` may not launch from offers of `role` (None: it may)."""
         tid = task.task_id
         problem = task_problem(task)
         if problem is not None:
             return f"task {shorten(tid)}: {problem}"
+        if task.role is not None and task.role != role:
+            return f"task {tid}: its resources claim role {task.role}, its offer is {role}'s"
         if tid in seen or tid in fw.tasks:
             return f"task {tid}: the task id is already in use by a live task"
         return room.problem(task)
@@ -300,7 +312,7 @@ class FrameworkCalls:
         refuse, fid = msg.filters.refuse_seconds, fw.framework_id
         for record in records:
             self.offers.drop(record)
-            self.cycle.decline(fid, record.slave_id, record.resources, refuse, now)
+            self.cycle.decline(fid, record.slave_id, record.resources, refuse, now, record.role)
             self.outbox.emit(
                 "decline",
                 framework_id=fw.framework_id,
@@ -322,17 +334,39 @@ class FrameworkCalls:
 
     async def on_revive(self, msg: Revive, caller: Caller) -> None:
         fw = self._framework(msg.framework_id, caller, "Revive")
-        if fw is not None:
-            self.cycle.revive(fw.framework_id)
+        if fw is not None and self._roles_of(fw, msg.roles, caller, "Revive"):
+            self.cycle.revive(fw.framework_id, self._roles_named(fw, msg.roles))
             self.outbox.state_changed()
             self.request_round()
 
     async def on_suppress(self, msg: Suppress, caller: Caller) -> None:
         fw = self._framework(msg.framework_id, caller, "Suppress")
-        if fw is not None:
-            fw.demand = []  # wants nothing more, until it says so again
-            self.cycle.suppress(fw.framework_id)
+        if fw is not None and self._roles_of(fw, msg.roles, caller, "Suppress"):
+            if not msg.roles or set(msg.roles) == set(fw.all_roles()):
+                fw.demand = []  # wants nothing more, until it says so again
+            self.cycle.suppress(fw.framework_id, self._roles_named(fw, msg.roles))
             self.outbox.state_changed()
+
+    def _roles_of(self, fw: Framework, roles: list[str], caller: Caller, about: str) -> bool:
+        """Whether every role a Suppress or Revive names is the framework's (else it is
+        refused whole, as Mesos refuses it)."""
+        others = sorted(set(roles) - set(fw.all_roles()))
+        if others:
+            self.outbox.refuse(
+                caller,
+                f"{about} names roles framework {fw.framework_id} is not in: "
+                f"{', '.join(others)} (its roles: {', '.join(fw.all_roles())})",
+                "role-refused",
+                about,
+                framework_id=fw.framework_id,
+            )
+        return not others
+
+    @staticmethod
+    def _roles_named(fw: Framework, roles: list[str]) -> list[str]:
+        """The roles the allocator is told of: a multi-role framework's (a framework of
+        one role is in its role alone: all of it)."""
+        return roles if fw.roles is not None else []
 
     async def on_request(self, msg: Request, caller: Caller) -> None:
         """What the framework still wants: replaces what it declared before."""

@@ -54,7 +54,8 @@ class Partitions:
         task = Task(running.task, fw.framework_id, slave.slave_id, running.state)
         fw.tasks[task.task_id] = task
         slave.tasks.add((fw.framework_id, task.task_id))
-        self.allocator.allocate_existing(fw.framework_id, slave.slave_id, task.resources)
+        role = fw.role_of(task.info)
+        self.allocator.allocate_existing(fw.framework_id, slave.slave_id, task.resources, role)
         status = TaskStatus(
             task_id=task.task_id,
             state=running.state,

@@ -60,26 +60,29 @@ def claimed(kind: str, keys: Millis, principal: str) -> Millis:
     return out
 
 
-def framework_problem(fw: Framework, kind: str, consumed: Millis, converted: Millis) -> str | None:
-    """Why `fw` may not make this operation (None if it may)."""
+def framework_problem(
+    fw: Framework, role: str, kind: str, consumed: Millis, converted: Millis
+) -> str | None:
+    """Why `fw` may not make this operation on an offer of `role` (None if it may): a
+    multi-role framework reserves in each of its roles for that role alone."""
     principal = fw.principal or None
     if kind == RESERVE:
         for key in converted:
             last = parse_key(key).reservations[-1]
-            if last.role != fw.role:
-                return f"{key}: a framework of role {fw.role} reserves for {fw.role} only"
+            if last.role != role:
+                return f"{key}: an offer of role {role} reserves for {role} only"
             if last.principal != principal:
                 return f"{key}: reserved in another principal's name than {fw.principal!r}"
     elif kind == UNRESERVE:
         for key in consumed:
             last = parse_key(key).reservations[-1]
-            if last.role != fw.role or last.principal != principal:
-                return f"{key}: not reserved for {fw.role} by {fw.principal!r}"
+            if last.role != role or last.principal != principal:
+                return f"{key}: not reserved for {role} by {fw.principal!r}"
     else:
         for key in converted if kind == CREATE else consumed:
-            role = parse_key(key).role or ""
-            if not offered_to(role, fw.role):
-                return f"{key}: a volume on disk reserved for {fw.role} (or above it) only"
+            reserved_for = parse_key(key).role or ""
+            if not offered_to(reserved_for, role):
+                return f"{key}: a volume on disk reserved for {role} (or above it) only"
     return None
 
 
@@ -101,12 +104,12 @@ class ResourceOperations:
         self.in_use, self.request_round, self.log = in_use, request_round, log
 
     def on_offer(
-        self, fw: Framework, slave_id: str, op: OfferOperation, offered: Resources
+        self, fw: Framework, slave_id: str, op: OfferOperation, offered: Resources, role: str
     ) -> tuple[Resources, Resources]:
-        """An Accept's operation on `offered` (what is left of its offers): (consumed,
-        converted), applied; OperationError if it may not be."""
+        """An Accept's operation on `offered` (what is left of its offers, of `role`):
+        (consumed, converted), applied; OperationError if it may not be."""
         consumed, converted = self._conversion(op, fw.principal)
-        problem = framework_problem(fw, op.type, consumed, converted)
+        problem = framework_problem(fw, role, op.type, consumed, converted)
         if problem is None and not offered.contains(Resources.from_millis(consumed)):
             problem = f"{op.type} {op.resources}: not in the offer ({offered})"
         problem = problem or self._slave_problem(slave_id, op.type, converted, consumed)
@@ -114,7 +117,8 @@ class ResourceOperations:
             raise OperationError(problem)
         used, made = Resources.from_millis(consumed), Resources.from_millis(converted)
         try:
-            self.allocator.update_allocation(fw.framework_id, slave_id, used, made)
+            multi = role if fw.roles is not None else None  # (a multi-role one's client)
+            self.allocator.update_allocation(fw.framework_id, slave_id, used, made, multi)
         except AllocatorError as e:
             raise OperationError(str(e)) from None
         self._changed(slave_id, op.type, used, made, framework_id=fw.framework_id)

@@ -349,14 +349,16 @@ class SlaveCalls:
                 owner.tasks[task_id] = task
                 slave.tasks.add((framework_id, task_id))
                 self.outbox.task_changed(task, added=True)
-                self.allocator.allocate_existing(framework_id, slave.slave_id, r.task.resources)
+                role = owner.role_of(r.task)
+                sid = slave.slave_id
+                self.allocator.allocate_existing(framework_id, sid, r.task.resources, role)
                 executor = r.task.executor  # counted once, as at its first task's launch
                 found = executor_key(r.task, slave.slave_id)
                 if executor is not None and found is not None and found not in owner.executors:
                     owner.executors[found] = executor.resources
-                    self.allocator.allocate_existing(
-                        framework_id, slave.slave_id, executor.resources
-                    )
+                    if role is not None:
+                        owner.executor_roles[found] = role
+                    self.allocator.allocate_existing(framework_id, sid, executor.resources, role)
             else:  # nobody's here until its framework's principal comes for it
                 self._orphan(slave.slave_id, r, said)
 
@@ -469,8 +471,9 @@ class SlaveCalls:
         if fw is None:
             return
         held = fw.executors.pop((msg.slave_id, msg.executor_id), None)
+        role = fw.executor_roles.pop((msg.slave_id, msg.executor_id), None)
         if held is not None:  # what it held goes back to the pool
-            self.allocator.recover(fw.framework_id, msg.slave_id, held)
+            self.allocator.recover(fw.framework_id, msg.slave_id, held, role=role)
             self.request_round()
         if fw.connected:
             self.outbox.send_framework(

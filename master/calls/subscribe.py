@@ -74,10 +74,12 @@ class Subscriptions:
             fw = books.frameworks.get(books.inboxes.get((caller.principal, msg.inbox), ""))
         framework_id = fw.framework_id if fw else msg.framework_id
         framework_id = framework_id or self.ids.new(caller.principal)
+        roles = msg.all_roles()  # (a new framework's: one known keeps its roles)
         record = FrameworkRecord(
             principal=caller.principal,
             name=fw.name if fw else msg.name,
-            role=fw.role if fw else msg.role,
+            role=fw.role if fw else roles[0],
+            roles=fw.roles if fw else msg.roles,
             failover_timeout=self._failover_timeout(msg),
         )
         if not await self.recorder.framework(framework_id, record, caller):
@@ -97,7 +99,8 @@ class Subscriptions:
                 framework_id=framework_id,
                 principal=caller.principal,
                 name=msg.name,
-                role=msg.role,
+                role=roles[0],
+                roles=msg.roles,
                 inbox=msg.inbox,
                 incarnation=msg.incarnation,
                 failover_timeout=self._failover_timeout(msg),
@@ -105,7 +108,7 @@ class Subscriptions:
             )
             books.add_framework(fw)
             books.inboxes[(fw.principal, fw.inbox)] = framework_id
-            self.allocator.add_framework(framework_id, msg.role)
+            self.allocator.add_framework(framework_id, roles[0], roles=msg.roles)
             self._set_offer_filters(framework_id, msg)
             self._adopt_orphans(fw)
             resubscribed = bool(msg.framework_id)
@@ -131,8 +134,7 @@ class Subscriptions:
             framework_id=fw.framework_id,
             principal=fw.principal,
             name=fw.name,
-            role=fw.role,
-            weight=self.allocator.role_weight(fw.role),
+            roles=fw.all_roles(),
             resubscribed=resubscribed,
         )
         self.outbox.emit("subscribed", framework_id=fw.framework_id, detail=fw.name)
@@ -168,14 +170,26 @@ class Subscriptions:
             return claim
         fw = self.books.frameworks.get(msg.framework_id or "")
         if fw is None:
-            why = self.allocator.role_problem(msg.role) or self.acl.check(
-                caller.principal, msg.role
-            )
-            if why is not None:
-                return "role-refused", why
+            for role in msg.all_roles():  # (every one: a role it may not use gains it nothing)
+                why = self.allocator.role_problem(role) or self.acl.check(caller.principal, role)
+                if why is not None:
+                    return "role-refused", why
             if why := self._one_too_many(msg, caller):
                 return "too-many-frameworks", why
-        return self._weight_problem(msg, fw.role if fw else msg.role)
+        elif self._other_roles(msg, fw):
+            return "role-refused", (
+                f"framework {fw.framework_id} is in {', '.join(fw.all_roles())}: its roles "
+                "are fixed when it registers (register a new framework for other roles)"
+            )
+        return self._weight_problem(msg, fw.role if fw else msg.all_roles()[0])
+
+    @staticmethod
+    def _other_roles(msg: Subscribe, fw: Framework) -> bool:
+        """Whether a re-subscribe asks a multi-role framework's roles changed (a framework
+        of one role re-subscribing with another keeps its own, as it always did)."""
+        if msg.roles is not None:
+            return msg.roles != fw.all_roles()
+        return fw.roles is not None and msg.role != "*"
 
     def _one_too_many(self, msg: Subscribe, caller: Caller) -> str | None:
         """A new framework past its principal's most (a tenant registering thousands slowed
@@ -243,11 +257,14 @@ class Subscriptions:
                 fw.tasks[task.task_id] = task
                 fw.slaves_used.add(orphan.slave_id)
                 slave.tasks.add((fw.framework_id, task.task_id))
-                self.allocator.adopt(fw.framework_id, orphan.slave_id, orphan.held)
+                role = fw.role_of(orphan.task)
+                self.allocator.adopt(fw.framework_id, orphan.slave_id, orphan.held, role)
                 executor = orphan.task.executor  # (held with its first task, and now its)
                 if executor is not None:
                     key = (orphan.slave_id, executor.executor_id)
                     fw.executors.setdefault(key, executor.resources)
+                    if role is not None:
+                        fw.executor_roles.setdefault(key, role)
                 self.outbox.task_changed(task)
         if kept:
             self.books.orphans[fw.framework_id] = kept

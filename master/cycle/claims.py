@@ -25,7 +25,7 @@ def contender(a: Allocator, wish: Wish) -> Contender:
         wish.role,
         a.framework_weight(fid),
         dict(a.allocation(fid).millis),
-        wants=wish.connected and not a.frameworks[fid].suppressed,
+        wants=wish.connected and not a.suppressed(fid),
         demand=wish.demand,
         shape=wish.shape,
     )

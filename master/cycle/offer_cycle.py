@@ -9,6 +9,7 @@ puts them on its event heap. The same books give the same decisions in both.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from master.allocation.allocator import Allocator
@@ -76,6 +77,7 @@ class OfferCycle:
                 b.framework_id,
                 b.slave_id,
                 b.resources,
+                role=b.role,
                 refuse_seconds=offer_bound.OFFERS_HELD_REFUSE,
                 now=now,
             )
@@ -89,16 +91,23 @@ class OfferCycle:
         resources: Resources,
         refuse_seconds: float | None,
         now: float,
+        role: str | None = None,
     ) -> bool:
         """Offered resources a framework did not use (declined, or left over by what it
         launched) go back to the pool, kept from it on that slave for `refuse_seconds`
         (its filter; none if None or 0), and at least one allocation interval, as Mesos
         keeps it (MESOS-4302: a shorter filter lapses before the next round could honour
-        it). True if anything went back: a round is worth running."""
+        it); a multi-role framework's filter is its offer's `role`'s. True if anything
+        went back: a round is worth running."""
         if not resources:
             return False
         self.allocator.recover(
-            framework_id, slave_id, resources, refuse_seconds=self._refusal(refuse_seconds), now=now
+            framework_id,
+            slave_id,
+            resources,
+            role=role,
+            refuse_seconds=self._refusal(refuse_seconds),
+            now=now,
         )
         return True
 
@@ -133,14 +142,15 @@ class OfferCycle:
         self.allocator.set_min_allocatable(framework_id, minimum)
 
     # -- suppress and revive -------------------------------------------------------------------
-    def suppress(self, framework_id: str) -> None:
-        """No offers until revive: it leaves the order (and costs the rounds nothing)."""
-        self.allocator.suppress(framework_id)
+    def suppress(self, framework_id: str, roles: Sequence[str] = ()) -> None:
+        """No offers until revive: it leaves the order (and costs the rounds nothing); a
+        multi-role framework in `roles` (none: all)."""
+        self.allocator.suppress(framework_id, roles)
 
-    def revive(self, framework_id: str) -> None:
+    def revive(self, framework_id: str, roles: Sequence[str] = ()) -> None:
         """Offers again, everywhere: its suppression and every filter cleared (a round is
-        worth running)."""
-        self.allocator.revive(framework_id)
+        worth running); a multi-role framework's in `roles` (none: all)."""
+        self.allocator.revive(framework_id, roles)
 
     def suppressed(self, framework_id: str) -> bool:
         return self.allocator.suppressed(framework_id)
@@ -185,7 +195,12 @@ class OfferCycle:
             in_a_row = self._timed_out[fid] = self._timed_out.get(fid, 0) + 1
             refuse = min(TIMED_OUT_REFUSE * 2 ** min(in_a_row - 1, 16), MAX_TIMED_OUT_REFUSE)
             self.allocator.recover(
-                fid, offer.slave_id, offer.resources, refuse_seconds=refuse, now=now
+                fid,
+                offer.slave_id,
+                offer.resources,
+                role=offer.role,
+                refuse_seconds=refuse,
+                now=now,
             )
             out.append(TimedOut(offer.offer_id, fid, offer.slave_id, offer.resources, refuse))
         return out

@@ -40,6 +40,8 @@ class Outstanding(Protocol):
     def resources(self) -> Resources: ...
     @property
     def created_at(self) -> float: ...
+    @property
+    def role(self) -> str | None: ...  # a multi-role framework's offer's (else None)
 
 
 class State(Protocol):

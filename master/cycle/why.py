@@ -100,7 +100,9 @@ def explain(
     frameworks and roles are named (to an operator) or only counted (to a tenant, who may
     not learn which frameworks exist)."""
     standing = standing or Standing()
-    fw = a.frameworks[framework_id]
+    # a multi-role framework's first role that wants offers (else its first role)
+    books = [a.frameworks[c] for c in a.clients.of(framework_id)]
+    fw = next((b for b in books if not b.suppressed), books[0])
     reasons = _everywhere(a, fw, standing) + _maintenance(standing.maintenance)
     mine = _outstanding(state, framework_id, now)
     turned: dict[str, list[str]] = {stage: [] for stage in STAGES}  # slaves each turns away

@@ -72,14 +72,16 @@ class Recovery:
                 kept.drain, kept.max_grace_period, kept.mark_gone
             )
         for framework_id, record in self.registry.frameworks.items():
-            if self.allocator.role_problem(record.role) is not None:
-                self.log.error("recovery.role_gone", framework_id=framework_id, role=record.role)
+            roles = record.roles or [record.role]
+            if any(self.allocator.role_problem(role) is not None for role in roles):
+                self.log.error("recovery.role_gone", framework_id=framework_id, roles=roles)
                 continue
             fw = Framework(
                 framework_id=framework_id,
                 principal=record.principal,
                 name=record.name,
                 role=record.role,
+                roles=record.roles,
                 inbox="",
                 incarnation="",
                 failover_timeout=record.failover_timeout,
@@ -89,7 +91,7 @@ class Recovery:
                 disconnected_at=now + max(0.0, grace - record.failover_timeout),
             )
             self.books.add_framework(fw)
-            self.allocator.add_framework(framework_id, record.role)
+            self.allocator.add_framework(framework_id, record.role, roles=record.roles)
             self.allocator.deactivate(framework_id)
         self.log.info(
             "master.recovered",

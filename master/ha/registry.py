@@ -86,6 +86,7 @@ class FrameworkRecord(_Record):
     principal: str = Field(min_length=1)
     name: str = ""
     role: str = "*"  # (its weight is the role's: an entry written with one has it ignored)
+    roles: list[str] | None = None  # a multi-role framework's (MULTI_ROLE)
     failover_timeout: float = Field(default=0.0, ge=0)
 
 

@@ -111,7 +111,8 @@ def framework_v0(m: MasterSide, fw: Framework) -> JSON:
         "id": fw.framework_id,
         "name": fw.name,
         "principal": fw.principal,
-        "role": fw.role,
+        "role": fw.role if fw.roles is None else "*",  # (a multi-role one's are its roles)
+        "roles": fw.all_roles(),
         "user": "",
         "hostname": "",
         "webui_url": "",
@@ -126,8 +127,10 @@ def framework_v0(m: MasterSide, fw: Framework) -> JSON:
         "resources": _resources(used, fw_values),
         "used_resources": _resources(used, fw_values),
         "offered_resources": _resources(offers, offered_values(m, fw.offers)),
-        "tasks": [task_v0(t, fw.role) for t in (*fw.tasks.values(), *fw.unreachable.values())],
-        "completed_tasks": [task_v0(t, fw.role) for t in fw.ended.values()],
+        "tasks": [
+            task_v0(t, fw.task_role(t.info)) for t in (*fw.tasks.values(), *fw.unreachable.values())
+        ],
+        "completed_tasks": [task_v0(t, fw.task_role(t.info)) for t in fw.ended.values()],
         "offers": [
             {
                 "id": o,
@@ -300,7 +303,7 @@ class ClassicEndpoints:
         m = self.master
         everyone = [*m.books.frameworks.values(), *m.books.completed_frameworks.values()]
         found = [
-            (t.launched_wall, task_v0(t, fw.role))
+            (t.launched_wall, task_v0(t, fw.task_role(t.info)))
             for fw in everyone
             if framework_id is None or fw.framework_id == framework_id
             for t in (*fw.tasks.values(), *fw.unreachable.values(), *fw.ended.values())

@@ -195,7 +195,7 @@ class OperatorEvents:
         if fw is None:
             return None
         task = fw.tasks.get(task_id) or fw.unreachable.get(task_id) or fw.ended.get(task_id)
-        return (task, fw.role) if task is not None else None
+        return (task, fw.task_role(task.info)) if task is not None else None
 
     def _framework_removed(self, framework_id: str) -> list[JSON]:
         """Its tasks ended with it (killed), then the framework itself."""

@@ -75,8 +75,8 @@ def framework_info(fw: Framework) -> JSON:
         "id": mesos_id(fw.framework_id),
         "name": fw.name,
         "user": "",
-        "role": fw.role,
-        "roles": [fw.role],
+        "role": fw.role if fw.roles is None else "*",  # (a multi-role one's are its roles)
+        "roles": fw.all_roles(),
         "principal": fw.principal,
         "failover_timeout": fw.failover_timeout,
         "capabilities": [{"type": c.value} for c in fw.capabilities()],
@@ -85,9 +85,7 @@ def framework_info(fw: Framework) -> JSON:
 
 def framework_json(m: MasterSide, fw: Framework) -> JSON:
     """GetFrameworks.Framework: allocated is what its tasks hold, offered its offers."""
-    offers = offered(m, fw.offers)
     live = fw.framework_id in m.books.frameworks  # (a completed one holds nothing)
-    allocation = m.allocator.allocation(fw.framework_id) if live else Resources()
     return _dropped_none(
         {
             "framework_info": framework_info(fw),
@@ -97,13 +95,38 @@ def framework_json(m: MasterSide, fw: Framework) -> JSON:
             "registered_time": time_info(fw.registered_at),
             "unregistered_time": time_info(fw.removed_at),
             "offers": [_offer(m, o) for o in fw.offers if o in m.books.offers],
-            "allocated_resources": resources_to_mesos(
-                allocation.subtract_clamped(offers),
-                fw.role,
-                Discrete.union(t.info.discrete for t in fw.tasks.values() if not t.terminal),
-            ),
-            "offered_resources": resources_to_mesos(offers, fw.role, offered_values(m, fw.offers)),
+            "allocated_resources": [
+                item for role in fw.all_roles() for item in _allocated(m, fw, role, live)
+            ],
+            "offered_resources": [
+                item
+                for role in fw.all_roles()
+                for item in resources_to_mesos(
+                    offered(m, _of_role(m, fw, role)),
+                    role,
+                    offered_values(m, _of_role(m, fw, role)),
+                )
+            ],
         }
+    )
+
+
+def _of_role(m: MasterSide, fw: Framework, role: str) -> list[str]:
+    """Its offers in `role` (a framework of one role: all of them)."""
+    offers = m.books.offers
+    return [o for o in fw.offers if o in offers and (offers[o].role or fw.role) == role]
+
+
+def _allocated(m: MasterSide, fw: Framework, role: str, live: bool) -> list[JSON]:
+    """What its tasks hold in `role` (what it holds less its offers), each resource
+    allocated to the role (Mesos's allocation_info)."""
+    a, fid = m.allocator, fw.framework_id
+    held = Resources() if not live else a.allocation(fid, role) if fw.roles else a.allocation(fid)
+    tasks = [t for t in fw.tasks.values() if not t.terminal and fw.task_role(t.info) == role]
+    return resources_to_mesos(
+        held.subtract_clamped(offered(m, _of_role(m, fw, role))),
+        role,
+        Discrete.union(t.info.discrete for t in tasks),
     )
 
 
@@ -121,7 +144,7 @@ def offered_values(m: MasterSide, offer_ids: Iterable[str]) -> Discrete:
 def _offer(m: MasterSide, offer_id: str) -> JSON:
     record = m.books.offers[offer_id]
     fw = m.books.frameworks.get(record.framework_id)
-    return offer_to_mesos(offer_of(m.books, record), fw.role if fw else "*")
+    return offer_to_mesos(offer_of(m.books, record), record.role or (fw.role if fw else "*"))
 
 
 # Mesos's default agent port. Our slaves serve no HTTP of their own; tools such as the
@@ -203,10 +226,13 @@ def get_tasks(m: MasterSide) -> JSON:
     `completed_tasks`, removed frameworks' too, as Mesos lists them."""
     live, done = [], []
     for fw in m.books.frameworks.values():
-        live += [task_json(t, fw.role) for t in (*fw.tasks.values(), *fw.unreachable.values())]
-        done += [task_json(t, fw.role) for t in fw.ended.values()]
+        live += [
+            task_json(t, fw.task_role(t.info))
+            for t in (*fw.tasks.values(), *fw.unreachable.values())
+        ]
+        done += [task_json(t, fw.task_role(t.info)) for t in fw.ended.values()]
     for fw in m.books.completed_frameworks.values():
-        done += [task_json(t, fw.role) for t in fw.ended.values()]
+        done += [task_json(t, fw.task_role(t.info)) for t in fw.ended.values()]
     return {"tasks": live, "completed_tasks": done}
 
 

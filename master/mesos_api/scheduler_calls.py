@@ -152,20 +152,27 @@ def subscribe_of(call: MesosCall, principal: str, inbox: str, incarnation: str) 
         raise PrincipalMismatch(
             f"framework_info.principal {claimed!r} is not the authenticated principal"
         )
-    roles = info.get("roles") or ([info["role"]] if info.get("role") else ["*"])
-    if not isinstance(roles, list) or len(roles) != 1 or not isinstance(roles[0], str):
-        raise SchedulerCallError("framework_info: one role (drfmesos frameworks have one)")
+    capabilities = {c.get("type") for c in info.get("capabilities") or [] if isinstance(c, Mapping)}
+    multi = FrameworkCapability.MULTI_ROLE.value in capabilities
+    roles = info.get("roles") or ([info["role"]] if info.get("role") and not multi else ["*"])
+    if not isinstance(roles, list) or not all(isinstance(r, str) for r in roles):
+        raise SchedulerCallError("framework_info.roles: a list of role names")
+    if len(roles) != 1 and not multi:
+        raise SchedulerCallError("framework_info.roles: several roles need MULTI_ROLE")
     framework_id = None
     for given in (call.framework_id, info.get("id")):
         if given is not None:
             framework_id = mj.id_value(given, "framework_id")
-    capabilities = {c.get("type") for c in info.get("capabilities") or [] if isinstance(c, Mapping)}
-    minimum = mj.min_allocatable_from_mesos(info.get("offer_filters"), roles[0])
+    filters = info.get("offer_filters")  # (by role: the first role's that has one)
+    minimum = next(
+        (m for r in roles if (m := mj.min_allocatable_from_mesos(filters, r)) is not None), None
+    )
     return _wire(
         Subscribe,
         offer_filters=None if minimum is None else OfferFilters(min_allocatable=minimum),
         name=info.get("name") or "mesos-framework",
-        role=roles[0],
+        role="*" if multi else roles[0],
+        roles=roles if multi else None,
         failover_timeout=info.get("failover_timeout") or 0.0,  # (validated as ours)
         framework_id=framework_id,
         inbox=inbox,
@@ -225,10 +232,10 @@ def message_of(call: MesosCall) -> Wire:
     if kind == "DECLINE":
         offer_ids = _ids(body.get("offer_ids"), "offer_ids")
         return _wire(Decline, framework_id=fid, offer_ids=offer_ids, filters=_filters(body))
-    if kind == "REVIVE":
-        return _wire(Revive, framework_id=fid)
+    if kind == "REVIVE":  # (roles: a multi-role framework's; none, every one)
+        return _wire(Revive, framework_id=fid, roles=_roles(body))
     if kind == "SUPPRESS":
-        return _wire(Suppress, framework_id=fid)
+        return _wire(Suppress, framework_id=fid, roles=_roles(body))
     if kind == "KILL":
         return _wire(
             Kill,
@@ -314,3 +321,11 @@ def _first_error(e: ValidationError) -> str:
     first = e.errors()[0]
     where = ".".join(str(p) for p in first["loc"])
     return f"{where}: {first['msg']}" if where else first["msg"]
+
+
+def _roles(body: Mapping[str, Any]) -> list[str]:
+    """A SUPPRESS's or REVIVE's roles (Mesos's `repeated string roles`)."""
+    roles = body.get("roles") or []
+    if not isinstance(roles, list) or not all(isinstance(r, str) for r in roles):
+        raise SchedulerCallError("roles: a list of role names")
+    return roles

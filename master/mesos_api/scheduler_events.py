@@ -47,9 +47,9 @@ def subscribed(msg: Subscribed, heartbeat: float, master_info: JSON) -> JSON:
     )
 
 
-def event_of(msg: Wire, role: str, preemption_notices: bool) -> JSON | None:
-    if isinstance(msg, Offers):
-        return event("OFFERS", {"offers": [mj.offer_to_mesos(o, role) for o in msg.offers]})
+def event_of(msg: Wire, preemption_notices: bool) -> JSON | None:
+    if isinstance(msg, Offers):  # (each allocated to its role: a multi-role framework's)
+        return event("OFFERS", {"offers": [mj.offer_to_mesos(o, o.role) for o in msg.offers]})
     if isinstance(msg, Rescind):
         return event("RESCIND", {"offer_id": mj.mesos_id(msg.offer_id)})
     if isinstance(msg, Update):

@@ -39,7 +39,7 @@ from master.mesos_api.scheduler_calls import (
 from protocol import logs, recordio
 from protocol import mesos_json as mj
 from protocol.transport.aio import within
-from protocol.wire.messages import Error, Gone, Subscribed, Wire
+from protocol.wire.messages import Error, Gone, Revive, Subscribed, Suppress, Wire
 from protocol.wire.topics import check_segment
 
 if TYPE_CHECKING:
@@ -77,7 +77,6 @@ class SchedulerStream:
         self.topic: str = topic_of(principal, self.inbox)
         self.preemption_notices = preemption_notices
         self.framework_id = ""
-        self.role = "*"
         self.answer: asyncio.Future[Wire] = asyncio.get_running_loop().create_future()
         self.queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue(STREAM_EVENTS)
         self.ended = False  # closed by the master (removed, replaced): no Last Will
@@ -91,7 +90,7 @@ class SchedulerStream:
             return  # (nothing else comes before the answer)
         if self.ended:
             return
-        found = events.event_of(msg, self.role, self.preemption_notices)
+        found = events.event_of(msg, self.preemption_notices)
         if found is not None:
             self.put(found)
         if events.ends_stream(msg):
@@ -219,6 +218,11 @@ class SchedulerApi:
             self._bad(request, principal, "wrong-stream-id", framework_id=framework_id)
             return problem("Mesos-Stream-Id is not this framework's stream", 400)
         message = message_of(call)
+        fw = self.master.books.frameworks.get(framework_id)
+        if isinstance(message, Suppress | Revive) and fw is not None:
+            others = sorted(set(message.roles) - set(fw.all_roles()))
+            if others:  # (Mesos's answer: the call is invalid)
+                return problem(f"framework {framework_id} is not in roles {', '.join(others)}", 400)
         await self.master.call(message, Caller("framework", stream.principal, stream.topic))
         return web.Response(status=202)
 
@@ -274,8 +278,6 @@ class SchedulerApi:
     ) -> web.StreamResponse:
         m = self.master
         stream.framework_id = answer.framework_id
-        fw = m.books.frameworks.get(answer.framework_id)
-        stream.role = fw.role if fw is not None else "*"
         old = self.streams.get(answer.framework_id)
         if old is not None and old is not stream:
             old.end()  # a re-subscription takes the framework's stream over

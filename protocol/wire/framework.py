@@ -13,6 +13,7 @@ from protocol.wire.values import (
     MAX_OFFERS_PER_CALL,
     MAX_OFFERS_PER_MESSAGE,
     MAX_RECONCILE_TASKS,
+    MAX_ROLES,
     MAX_TASKS_PER_ACCEPT,
     MAX_WEIGHT,
     Filters,
@@ -50,6 +51,29 @@ class Subscribe(Wire):
     incarnation: str = ""  # the sender's bus connection, to tell stale Last Wills apart
     offer_filters: OfferFilters | None = None  # (replaced on every subscribe)
     capabilities: list[FrameworkCapability] = Field(default_factory=list, max_length=20)
+    # a multi-role framework's roles (MULTI_ROLE): offered in each, its `role` left out
+    roles: list[str] | None = Field(default=None, min_length=1, max_length=MAX_ROLES)
+
+    @model_validator(mode="after")
+    def _one_role_or_roles(self) -> Subscribe:
+        multi = FrameworkCapability.MULTI_ROLE in self.capabilities
+        if self.roles is None:
+            if multi:
+                raise ValueError("a MULTI_ROLE framework subscribes with roles")
+            return self
+        if not multi:
+            raise ValueError("roles are a MULTI_ROLE framework's: declare the capability")
+        if self.role != "*":  # (its default: the wire carries it either way)
+            raise ValueError("a MULTI_ROLE framework names its roles in roles, not role")
+        if len(set(self.roles)) != len(self.roles):
+            raise ValueError("roles must not repeat a role")
+        if any(not r or len(r) > 200 for r in self.roles):
+            raise ValueError("each role is 1 to 200 characters")
+        return self
+
+    def all_roles(self) -> list[str]:
+        """The roles it subscribes in: its roles, or its one role."""
+        return list(self.roles) if self.roles is not None else [self.role]
 
 
 class OfferOperation(Wire):
@@ -86,6 +110,8 @@ class Decline(Wire):
 
 class Revive(Wire):
     framework_id: Id
+    # a multi-role framework's roles to revive (none: every one, as Mesos's REVIVE)
+    roles: list[str] = Field(default_factory=list, max_length=MAX_ROLES)
 
 
 class TaskRequest(Wire):
@@ -115,6 +141,8 @@ class Request(Wire):
 
 class Suppress(Wire):
     framework_id: Id
+    # a multi-role framework's roles to suppress (none: every one, as Mesos's SUPPRESS)
+    roles: list[str] = Field(default_factory=list, max_length=MAX_ROLES)
 
 
 class Kill(Wire):

@@ -1,6 +1,7 @@
 """A task's health check, as Mesos defines it (`HealthCheck` in `TaskInfo`): a command, an
-HTTP GET or a TCP connect, run by the slave for a command task every interval; the task
-is reported healthy or not as that changes, and killed after `consecutive_failures`.
+HTTP GET or a TCP connect, run every interval by the slave for a command task and by the
+SDK's executor driver for an executor's task (protocol.health_checker); the task is
+reported healthy or not as that changes, and killed after `consecutive_failures`.
 
 Bounded, as everything a tenant sends: no check more often than once a second, none
 waiting more than a minute, so that one task cannot have its slave run checks without
@@ -29,8 +30,9 @@ class HealthCheckType(StrEnum):
 
 
 class CommandCheck(_Model):
-    """A shell command, run as the task runs (its user, its PID namespace, its cgroup),
-    in its sandbox: exit status 0 is healthy."""
+    """A shell command, run as the task runs (a command task's: its user, its PID
+    namespace, its cgroup; an executor's task's: as its executor runs), in its sandbox:
+    exit status 0 is healthy."""
 
     value: str = Field(min_length=1, max_length=65536)
     """Run as `sh -c VALUE`."""
@@ -39,8 +41,9 @@ class CommandCheck(_Model):
 
 
 class HTTPCheck(_Model):
-    """An HTTP GET of `http://127.0.0.1:PORT/PATH` from the slave: a status of 200-399
-    is healthy (Mesos's rule). The task shares the slave's network."""
+    """An HTTP GET of `http://127.0.0.1:PORT/PATH` from the slave (or the task's
+    executor): a status of 200-399 is healthy (Mesos's rule). The task shares the
+    slave's network."""
 
     port: int = Field(ge=1, le=65535)
     path: str = Field(default="/", max_length=1024, pattern=r"^/[\x21-\x7e]*$")
@@ -48,7 +51,8 @@ class HTTPCheck(_Model):
 
 
 class TCPCheck(_Model):
-    """A TCP connect to `127.0.0.1:PORT` from the slave: one accepted is healthy."""
+    """A TCP connect to `127.0.0.1:PORT` from the slave (or the task's executor): one
+    accepted is healthy."""
 
     port: int = Field(ge=1, le=65535)
 

@@ -155,6 +155,10 @@ class RunTask(Wire):
     # for its executor, ignored when it comes from a master
     sandbox: str = ""
     killing: bool = False  # its framework hears TASK_KILLING (as RunTasks.killing)
+    # set by the slave for its executor: the grace of this task's kills (its kill
+    # policy's, held to the slave's most, else the slave's default), which a kill its
+    # executor makes itself (its health check's) gives it; ignored from a master
+    kill_grace: float | None = Field(default=None, ge=0, le=MAX_KILL_GRACE)
 
 
 class RunTasks(Wire):

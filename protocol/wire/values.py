@@ -21,6 +21,7 @@ Id = Annotated[str, Field(min_length=1, max_length=200)]
 # longer list before validating a single item of it (see protocol.wire.codec).
 MAX_TASKS_PER_ACCEPT = 1000
 MAX_OFFERS_PER_CALL = 1000
+MAX_ROLES = 100  # a multi-role framework's roles
 # Offers in one `Offers` message: what one call can answer, and some 300 KB, far under the
 # broker's 8 MiB (a round on 50,000 free slaves would otherwise put them all in one).
 MAX_OFFERS_PER_MESSAGE = MAX_OFFERS_PER_CALL
@@ -167,6 +168,7 @@ class FrameworkCapability(StrEnum):
 
     PARTITION_AWARE = "PARTITION_AWARE"  # send me the finer states, not TASK_LOST
     TASK_KILLING_STATE = "TASK_KILLING_STATE"  # send me TASK_KILLING when a kill begins
+    MULTI_ROLE = "MULTI_ROLE"  # I subscribe with `roles`, and each offer names its role
 
 
 class Reason(StrEnum):
@@ -286,7 +288,13 @@ class TaskInfo(Wire):
     teardown), unless the kill itself says (`kill_task(..., grace_period=)`): for a
     command task, the slave's grace between SIGTERM and SIGKILL."""
     health_check: HealthCheck | None = None
-    """For a command task: how its slave checks that it is healthy (`HealthCheck`)."""
+    """How it is checked to be healthy (`HealthCheck`): a command task's by its slave,
+    an executor's task by its executor (the SDK's driver runs the check, and kills the
+    task through the executor's `kill_task`)."""
+    role: str | None = Field(default=None, min_length=1, max_length=200)
+    """The role its resources are allocated to (Mesos's `allocation_info.role`): its
+    offer's. Left out, the master fills in the offer's (a multi-role framework's); a
+    role other than its offer's is refused."""
 
     @model_validator(mode="after")
     def _command_or_executor(self) -> TaskInfo:
@@ -296,11 +304,10 @@ class TaskInfo(Wire):
             raise ValueError(str(e)) from None
         if (self.command is None) == (self.executor is None):
             raise ValueError("a task needs exactly one of command or executor")
-        if self.health_check is not None:
-            if self.command is None:
-                raise ValueError("a health check is the slave's, for command tasks only")
-            if self.container is not None and self.health_check.type == HealthCheckType.COMMAND:
-                raise ValueError("a COMMAND health check is not run in a container image")
+        check = self.health_check
+        command_check = check is not None and check.type == HealthCheckType.COMMAND
+        if command_check and self.container is not None:
+            raise ValueError("a COMMAND health check is not run in a container image")
         return self
 
 
@@ -365,6 +372,10 @@ class Offer(Wire):
     `{"ports": "[31000-32000]"}`: a task takes its own out of these."""
     attributes: dict[str, str] = Field(default_factory=dict)
     """The slave's attributes (`--attributes 'rack:a'`), for placement."""
+    role: str = "*"
+    """The role it is offered in (Mesos's `allocation_info.role`): the framework's role,
+    or for a multi-role framework one of its `roles`. What is launched on it is
+    allocated to that role, and counts in that role's share and quota."""
     executor_ids: list[Id] = Field(default_factory=list)
     """The framework's custom executors running on that slave (as Mesos's): a task for one
     of them takes only its own resources; a new executor's come out of the offer too."""

@@ -63,6 +63,7 @@ class FrameworkView(Wire):
     registered_at: float | None = None  # wall clock, when it first registered
     removed_at: float | None = None  # wall clock, when removed (a completed framework only)
     removed_why: str = ""  # why it was removed (a completed framework only)
+    roles: list[str] | None = None  # a multi-role framework's (`role` is its first)
 
 
 class SlaveView(Wire):

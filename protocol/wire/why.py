@@ -45,13 +45,14 @@ class Why(Wire):
 
     framework_id: str
     name: str
-    role: str
+    role: str  # (a multi-role framework's first; `roles` names them all)
     request_id: str = ""  # the question's
     reasons: list[WhyReason] = Field(default_factory=list, max_length=50)
     offered: list[WhyOffered] = Field(default_factory=list, max_length=50)
     rounds: int = 0  # rounds that made offers, remembered: `offered` looks back this far
     since: float = 0.0  # seconds: how far back they go (0: no round made offers yet)
     timestamp: float = 0.0  # wall clock, when the master answered
+    roles: list[str] | None = None  # a multi-role framework's
 
     @property
     def top(self) -> WhyReason | None:

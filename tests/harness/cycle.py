@@ -20,6 +20,7 @@ class Offer:
     slave_id: str
     resources: Resources
     created_at: float
+    role: str | None = None  # a multi-role framework's offer's
 
 
 @dataclass

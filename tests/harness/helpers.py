@@ -211,7 +211,7 @@ def printer(
 
 @contextlib.asynccontextmanager
 async def secure_master(
-    work: Path, cluster: str, principals: Sequence[tuple[str, str]], *master_args: str
+    work: Path, cluster: str, principals: Sequence[tuple[str, ...]], *master_args: str
 ) -> AsyncIterator[tuple[MosquittoBroker, Store, Launcher]]:
     """A secured cluster's core as real processes: a new credentials store of
     `principals`, mosquitto with TLS checking it, and a master (principal `master`)
@@ -388,7 +388,7 @@ class SecureCluster:
 async def secure_cluster(
     work: Path,
     cluster: str,
-    principals: Sequence[tuple[str, str]],
+    principals: Sequence[tuple[str, ...]],
     slaves: Sequence[Sequence[str]],
     master_args: Sequence[str] = (),
 ) -> AsyncIterator[SecureCluster]:

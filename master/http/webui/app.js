@@ -220,7 +220,7 @@ function render() {
     el("td", {}, link(["framework", f.framework_id], label(f.framework_id, f.name)),
       f.removed_at ? el("span", { class: "dim", title: f.removed_why }, ` (completed ${when(f.removed_at)})`) : f.active ? "" : " (disconnected)"),
     el("td", { class: "dim" }, f.framework_id),
-    el("td", {}, f.role), el("td", { class: "running" }, f.running_tasks), el("td", {}, f.finished_tasks),
+    el("td", {}, rolesOf(f)), el("td", { class: "running" }, f.running_tasks), el("td", {}, f.finished_tasks),
     el("td", {}, res(f.allocated)),
     el("td", {}, el("div", { class: "share" }, bar(f.dominant_share, colour(f.framework_id), f.fair_share),
       el("span", { class: "share-value" }, pct(f.dominant_share) + (f.fair_share != null ? ` | ${pct(f.fair_share)}` : "")))))));
@@ -238,6 +238,9 @@ function render() {
   drawChart();
   if (!window.__firstRender && rows.length) window.__firstRender = performance.now(); // for benchmarks
 }
+
+// a framework's roles: a multi-role one's, or its one role
+function rolesOf(f) { return (f.roles || [f.role]).join(", "); }
 
 // the role tree drawn as a tree: each role under its parent, joined by ├─ └─ and │ lines
 // (a role's children follow it; the last child of a parent closes its branch with └─)
@@ -535,12 +538,12 @@ async function frameworkDetails(id) {
   const byState = Object.entries(counts).map(([s, n]) => `${s} ${n}`).join(" · ") || "none";
   const tasks = el("button", { onclick: () => { $("task-framework").value = id; taskOffset = 0; loadTasks(); $("details").close(); } }, "show its tasks");
   const c = completed[id];
-  if (c) return [`framework ${c.name}`, [["id", id], ["principal", c.principal], ["role", c.role],
+  if (c) return [`framework ${c.name}`, [["id", id], ["principal", c.principal], ["role", rolesOf(c)],
     ["registered", when(c.registered_at)], ["status", `completed: removed ${when(c.removed_at)} (${c.removed_why})`],
     ["finished", c.finished_tasks], ["tasks", byState], ["", tasks]]];
   if (!f) return [`framework ${nameOf(id)}`, [["id", id], ["status", "removed"], ["tasks", byState], ["", tasks]]];
   return [`framework ${f.name}`, [
-    ["id", id], ["principal", f.principal], ["role", f.role], ["weight", f.weight],
+    ["id", id], ["principal", f.principal], ["role", rolesOf(f)], ["weight", f.weight],
     ["registered", when(f.registered_at)],
     ["status", [f.active ? "connected" : "disconnected", f.suppressed && "suppressed"].filter(Boolean).join(", ")],
     ["allocated", res(f.allocated)], ["offered", res(f.offered)],

@@ -1,0 +1,123 @@
+"""How the slave tells of its tasks' states: each new state written down, then sent to
+the master until it acknowledges it (slave.updates), once a task. Whoever sees a task
+change state reports it here: its runner, its executor (slave.executor_side), the
+slave's refusals and kills, and recovery after a restart (slave.recovery).
+
+A task ends once (what follows its end is dropped); one the master killed says why the
+master did, whatever its runner or executor said; and every update carries what its
+health check last said, whoever checks it (the slave, or the task's executor).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from protocol import logs
+from protocol.wire.messages import (
+    Reason,
+    Source,
+    StatusUpdate,
+    TaskInfo,
+    TaskState,
+    TaskStatus,
+    new_id,
+)
+from slave.config import TaskRecord, killed_by_master
+from slave.runners import Report
+from slave.updates import OwedUpdates
+
+Key = tuple[str, str]  # (framework id, task id)
+
+
+class TaskReports:
+    """Built by the slave with its books (its tasks by key, the frameworks it shut down),
+    its owed updates, and what it does as a task ends (`forget`: out of its books;
+    `ended`: that and its journal and executor too) or runs on (`checkpoint`)."""
+
+    def __init__(
+        self,
+        slave_id: str,
+        tasks: dict[Key, TaskRecord],
+        shut_down_frameworks: set[str],
+        updates: OwedUpdates,
+        log: Any,
+        *,
+        forget: Callable[[Key], None],
+        ended: Callable[[Key], Awaitable[None]],
+        checkpoint: Callable[[TaskRecord], Awaitable[None]],
+    ) -> None:
+        self.slave_id, self.tasks, self.shut_down_frameworks = slave_id, tasks, shut_down_frameworks
+        self.updates, self.log = updates, log
+        self._forget, self._ended, self._checkpoint = forget, ended, checkpoint
+
+    def reporter(self, record: TaskRecord) -> Report:
+        """How `record`'s runner reports its task's states."""
+
+        async def report(
+            state: TaskState, reason: Reason | None, message: str, *, exit_code: int | None = None
+        ) -> None:
+            await self.report(
+                record.framework_id, record.info, state, reason, message, exit_code=exit_code
+            )
+
+        return report
+
+    async def report(
+        self,
+        framework_id: str,
+        task: TaskInfo,
+        state: TaskState,
+        reason: Reason | None,
+        message: str,
+        source: Source = Source.EXECUTOR,
+        *,
+        exit_code: int | None = None,
+        healthy: bool | None = None,
+    ) -> None:
+        """A task changed state: write the update down, then tell the master. `source`:
+        the slave when it decides the state itself (an executor that ended, a refusal);
+        `healthy`: its executor's health check's verdict, when it says one."""
+        key = (framework_id, task.task_id)
+        record = self.tasks.get(key)
+        if record is not None:
+            if record.state.terminal:
+                return  # a task ends once
+            record.state = state
+            if healthy is not None:
+                record.healthy = healthy
+            if state == TaskState.KILLED and record.kill_reason is not None:
+                reason, message = record.kill_reason, killed_by_master(record.kill_reason, message)
+                if record.kill_gone:  # (as a Mesos agent that drains to be marked gone)
+                    state = TaskState.GONE_BY_OPERATOR
+        if framework_id in self.shut_down_frameworks:
+            self._forget(key)
+            return
+        # (validated as built: quicker than `model_construct`, see master.outbox.Outbox.emit)
+        status = TaskStatus(
+            task_id=task.task_id,
+            state=state,
+            slave_id=self.slave_id,
+            reason=reason,
+            source=source,
+            message=message,
+            uuid=new_id(),
+            executor_id=task.executor.executor_id if task.executor else None,
+            exit_code=exit_code,
+            healthy=record.healthy if record is not None else healthy,
+        )
+        await self.updates.send(
+            StatusUpdate(framework_id=framework_id, slave_id=self.slave_id, status=status)
+        )
+        self.log.info(
+            "task.status",
+            framework_id=framework_id,
+            task_id=task.task_id,
+            state=state.value,
+            reason=reason,
+            detail=logs.clip(message),  # (an executor's text: cut for our log)
+        )
+        if state.terminal:
+            await self._ended(key)
+        elif record is not None and record.runner is not None:
+            await self._checkpoint(record)
