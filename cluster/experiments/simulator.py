@@ -165,6 +165,10 @@ class Simulation:
         self.preempting = self.cycle.preempting
         self.preempted_at: list[tuple[float, str, float]] = []  # (time, victim, work lost)
         self.offered_at: dict[str, float] = {}  # when each framework was last offered
+        # frameworks offered what they cannot use, which they decline as a round offers it
+        # (those with offer filters are offered only room for their next task: asking
+        # them costs more than it saves)
+        self.may_decline = not all(f.min_offer for f in spec.frameworks)
         # only what the allocator does not account in full can oversubscribe a node
         self.overbooks = spec.master.policy in ("slots", "cpu")
 
@@ -345,7 +349,7 @@ class Simulation:
             booked_to.add(framework_id)
             return False
 
-        for a in self.cycle.round(t, declines).offers:
+        for a in self.cycle.round(t, declines if self.may_decline else None).offers:
             self.offered_at[a.framework_id] = t
             if a.declined:  # (declined as it was made: counted, and its filter set)
                 self.offers += 1
