@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from master.allocation.allocator import Allocator, AllocatorError
@@ -66,7 +66,7 @@ def test_weights_two_to_one_give_dominant_shares_two_to_one() -> None:
         allocator.add_slave(f"s{i}", Resources(cpus=10, mem=10 * GB))
     a = Demand("A", Resources(cpus=1, mem=0.5 * GB))
     b = Demand("B", Resources(cpus=0.5, mem=1 * GB))
-    allocator.set_role_weight("a", 2)
+    allocator.roles.set_weight("a", 2)
     allocator.add_framework("A", role="a")
     allocator.add_framework("B", role="b")
     run_rounds(allocator, [a, b], rounds=400)
@@ -81,7 +81,7 @@ def test_weights_two_to_one_give_dominant_shares_two_to_one() -> None:
     # tie-break), so both pack the same slaves and little is stranded.
     assert 0.7 <= share_a <= 0.8
     # and the weighted shares, which the order compares, are equal (to one last task)
-    assert allocator.role_share("a") == pytest.approx(allocator.role_share("b"), abs=0.02)
+    assert allocator.roles.share("a") == pytest.approx(allocator.roles.share("b"), abs=0.02)
 
 
 def test_a_framework_that_needs_none_of_an_exhausted_resource_keeps_being_served() -> None:
@@ -183,7 +183,7 @@ def test_frameworks_in_one_role_share_the_roles_weight() -> None:
     allocator = Allocator("drf")
     for i in range(60):
         allocator.add_slave(f"s{i}", Resources(cpus=1, mem=1 * GB))
-    allocator.set_role_weight("big", 2)
+    allocator.roles.set_weight("big", 2)
     for f, role in (("A1", "big"), ("A2", "big"), ("B", "small")):
         allocator.add_framework(f, role=role)
     allocator.allocate(0.0)
@@ -324,7 +324,7 @@ def test_a_frameworks_offer_filters_replace_the_masters_minimum(quotas: bool) ->
         from master.allocation.quota import Quota
 
         a.add_framework("q", "quota-role")
-        a.set_quota("quota-role", Quota(guarantee=Resources(cpus=1)))
+        a.roles.set_quota("quota-role", Quota(guarantee=Resources(cpus=1)))
         a.suppress("q")
     a.add_slave("crumb", CRUMB)
     a.add_framework("default", "r1")
@@ -370,14 +370,14 @@ def test_a_round_pauses_the_garbage_collector_and_leaves_it_as_it_found_it(
     allocator.add_framework("f")
     allocator.add_slave("s", Resources(cpus=1, mem=128))
     during: list[bool] = []  # the collector's state while the round asks for the order
-    assert isinstance(allocator._roles, Sorter)
-    ordered = allocator._roles.ordered
+    assert isinstance(allocator._role_order, Sorter)
+    ordered = allocator._role_order.ordered
 
     def watched() -> list[tuple[float, int, str]]:
         during.append(gc.isenabled())
         return ordered()
 
-    monkeypatch.setattr(allocator._roles, "ordered", watched)
+    monkeypatch.setattr(allocator._role_order, "ordered", watched)
     assert gc.isenabled()
     assert [a.framework_id for a in allocator.allocate(0.0, full=True)] == ["f"]
     assert during == [False]
@@ -484,6 +484,11 @@ SKIP_OPS = st.lists(
 
 @settings(max_examples=200, deadline=None)
 @given(SKIP_OPS)
+# a hold made on a slave every framework had declined: the slave is visited for it
+# (Hypothesis found a round that never offered the held room to its framework)
+@example(
+    [("round", 0), ("fw-", 0), ("fw-", 1), ("decline", 0), ("round", 0), ("hold", 2), ("round", 0)]
+)
 def test_a_round_of_the_slaves_worth_a_visit_offers_what_a_round_of_every_slave_would(
     ops: list,  # type: ignore[type-arg]
 ) -> None:

@@ -81,7 +81,7 @@ class Visits:
 
     def held(self, slave_id: str, until: float) -> None:
         """Room is held on the slave until `until`: offered past its framework's filter,
-        so visited even if every framework refuses it."""
+        so visited next, even if every framework refuses it (also one left out rounds ago:
+        a hold is rare, a visit cheap)."""
         self.lapses.at(until, slave_id)
-        if slave_id in self._refused:
-            self._dirty.add(slave_id)
+        self._dirty.add(slave_id)
