@@ -127,9 +127,9 @@ class Simulation:
         engine = {"slots": "drf", "ceei": "wdrf"}.get(policy, policy)
         self.allocator = Allocator(engine, quota_headroom=spec.master.quota_headroom)
         for role, weight in weights.items():
-            self.allocator.set_role_weight(role, weight)
+            self.allocator.roles.set_weight(role, weight)
         for role, quota in setting.quotas.items():
-            self.allocator.set_quota(role, quota)
+            self.allocator.roles.set_quota(role, quota)
         for slave_id, resources in self.nodes.items():
             self.allocator.add_slave(slave_id, self.booked(resources, node=True))
         self.workloads = {f.name: Workload(f, spec.run.seed) for f in spec.frameworks}
@@ -326,7 +326,7 @@ class Simulation:
         self._ceei_phase = phase
         for name, share in self.ceei[phase].shares.items():
             role = self.frameworks[name].role or name
-            self.allocator.set_role_weight(role, max(share, 1e-6))
+            self.allocator.roles.set_weight(role, max(share, 1e-6))
 
     def _round(self, t: float) -> None:
         """The offer cycle's round; each offer answered at once by its framework: the

@@ -7,7 +7,8 @@ The books (`ledger`): every slave's total and what is allocated on it (offered o
 per framework; every framework's role, filters and whether it wants offers. The order: a
 `RoleOrder` of roles (weights belong to roles, as in Mesos: a flat `Sorter`, or a
 `RoleTree`) and, inside each role, a sorter of its frameworks -- with one framework per
-role this is plain weighted DRF. Quotas: `quota_stage`.
+role this is plain weighted DRF. The roles' weights, orderings and quotas:
+`role_settings`; quotas in a round: `quota_stage`.
 
 An allocation round (`allocate`) walks the slaves in the order of their ids and gives each
 slave's whole free resources to the first framework, lowest share first, that wants offers:
@@ -24,7 +25,6 @@ not depend on the slaves' order, only which slaves go first when more are free t
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
 
 from master.allocation.clients import ClientError, Clients
 from master.allocation.collector import paused_collector
@@ -46,7 +46,6 @@ from master.allocation.ledger import (
 )
 from master.allocation.offer_room import RETRY as ROOM_RETRY
 from master.allocation.offer_room import OfferRoom
-from master.allocation.quota import Quota, nesting_problem
 from master.allocation.quota_stage import QuotaStage, RoleStanding, quota_pick
 from master.allocation.reserved import (
     IdleReservations,
@@ -58,6 +57,7 @@ from master.allocation.reserved import (
     visible,
 )
 from master.allocation.role_order import RoleOrder
+from master.allocation.role_settings import RoleSettings
 from master.allocation.role_tree import TREE_POLICIES, RoleTree
 from master.allocation.sorter import Millis, Sorter, Total
 from master.allocation.unbooked import Unbooked
@@ -100,12 +100,11 @@ class Allocator:
         self._total = Total()
         # roles in a tree (hdrf, naive-hdrf, flat), or side by side (drf, asset, cpu, fifo)
         tree = policy in TREE_POLICIES
-        self._roles: RoleOrder = (
+        self._role_order: RoleOrder = (
             RoleTree(policy, self._total) if tree else Sorter(policy, self._total)
         )
         self._framework_policy = "drf" if tree else policy
         self._role_frameworks: dict[str, Sorter] = {}
-        self._role_weights: dict[str, float] = {}
         self.frameworks: dict[str, FrameworkBook] = {}  # by client (`clients`)
         self.clients = Clients()  # a multi-role framework's, one a role
         self._wanting: dict[str, FrameworkBook] = {}  # active and not suppressed
@@ -114,11 +113,13 @@ class Allocator:
         # what is reserved for each role and not allocated (counted as the role's quota)
         self._idle = IdleReservations()
         self._quota = QuotaStage(
-            self._roles, self._total.millis, self._allocated, quota_headroom, self._idle
+            self._role_order, self._total.millis, self._allocated, quota_headroom, self._idle
         )
-        self.quotas = self._quota.quotas  # by role node (on a tree, pools too)
         self._holds = Holds()
         self._visits = Visits(self.frameworks, self._holds)  # which slaves a round visits
+        # weights, orderings and quotas (a setting asks every slave to be visited again)
+        self.roles = RoleSettings(self._role_order, self._quota, self._visits.wake_all)
+        self.quotas = self.roles.quotas  # by role node (on a tree, pools too)
         self.reservations = self._holds.by_slave  # by slave
         # the least each framework wanting offers can use (see _floors); None while one
         # takes anything
@@ -138,7 +139,7 @@ class Allocator:
         `roles`, a multi-role framework, a client in each of them (`clients`)."""
         if framework_id in self.frameworks or self.clients.multi_role(framework_id):
             raise AllocatorError(f"framework {framework_id} is already known")
-        problem = next(filter(None, map(self.role_problem, roles or [role])), None)
+        problem = next(filter(None, map(self.roles.problem, roles or [role])), None)
         if problem:
             raise AllocatorError(problem)
         try:
@@ -151,7 +152,7 @@ class Allocator:
     def _add_client(self, framework_id: str, role: str, active: bool) -> None:
         if role not in self._role_frameworks:
             self._role_frameworks[role] = Sorter(self._framework_policy, self._total)
-            self._roles.add(role)
+            self._role_order.add(role)
         self._role_frameworks[role].add(framework_id, active=active)
         self.frameworks[framework_id] = FrameworkBook(framework_id, role, active=active)
         self._sync(framework_id)
@@ -173,7 +174,7 @@ class Allocator:
         sorter.remove(framework_id)
         if not len(sorter):
             del self._role_frameworks[fw.role]
-            self._roles.remove(fw.role)
+            self._role_order.remove(fw.role)
         else:
             self._sync_role(fw.role)
         del self.frameworks[framework_id]
@@ -248,45 +249,9 @@ class Allocator:
     def _sync_role(self, role: str) -> None:
         """A role is in the order while any of its frameworks is."""
         if self._role_frameworks[role].active_count:
-            self._roles.activate(role)
+            self._role_order.activate(role)
         else:
-            self._roles.deactivate(role)
-
-    def set_role_weight(self, role: str, weight: float) -> None:
-        """Configure a role's weight; in a tree, any node's: `eng` as well as
-        `eng/backend`."""
-        if not weight > 0:
-            raise AllocatorError(f"weight must be positive, got {weight}")
-        problem = self.role_problem(role)
-        if problem:
-            raise AllocatorError(problem)
-        self._role_weights[role] = weight
-        self._roles.set_weight(role, weight)
-
-    def set_ordering(self, role: str, ordering: str) -> None:
-        """How a pool orders its children: drf, fair (memory alone) or fifo (tree policies)."""
-        try:
-            self._roles.set_ordering(role, ordering)
-        except ValueError as e:
-            raise AllocatorError(str(e)) from None
-
-    def apply_roles(self, roles: Mapping[str, Any]) -> None:
-        """Weights, orderings and quotas from a roles file (`master.roles_file`)."""
-        quotas = {r: spec.quota.quota() if spec.quota else None for r, spec in roles.items()}
-        problem = next(filter(None, map(self.role_problem, roles)), None)
-        problem = problem or (nesting_problem(self.quotas, quotas) if self.is_tree() else None)
-        if problem:  # (the file as a whole: one by one, a valid one could fail halfway)
-            raise AllocatorError(problem)
-        for role, spec in roles.items():
-            self.set_role_weight(role, spec.weight)
-            self.set_ordering(role, spec.ordering)
-            self.quotas.pop(role, None)  # (set again below where the file gives one)
-        self.quotas.update({r: q for r, q in quotas.items() if q is not None})
-        self._visits.wake_all()
-
-    def role_problem(self, role: str) -> str | None:
-        """Why `role` cannot be a role under this policy (None if it can)."""
-        return self._roles.name_problem(role)
+            self._role_order.deactivate(role)
 
     # -- slaves ------------------------------------------------------------------------------
     def add_slave(
@@ -391,7 +356,7 @@ class Allocator:
                     bound.end()
             if declines is None or self.quotas:
                 return self._round(now, slave_ids, full, None)
-            unbooked = Unbooked(declines, self._role_frameworks, self._roles, self.frameworks)
+            unbooked = Unbooked(declines, self._role_frameworks, self._role_order, self.frameworks)
             try:
                 return self._round(now, slave_ids, full, None, unbooked)
             finally:
@@ -426,7 +391,7 @@ class Allocator:
         # offer filters of their own replace the master's minimum: then a slave may be of
         # use with less, and each framework's own are asked (`ledger.can_use`)
         worth = anything if self._own_floors else floor
-        books = (self._roles, self._role_frameworks, self.frameworks, now, floor)
+        books = (self._role_order, self._role_frameworks, self.frameworks, now, floor)
         if self.quotas:
             pick = quota_pick(self._quota, *books)
         else:
@@ -596,36 +561,6 @@ class Allocator:
         """What of `free` a framework of `role` may be offered (all of it, without quotas)."""
         return self._quota.offerable(role, free) if self.quotas else dict(free)
 
-    # -- quota -------------------------------------------------------------------------------
-    def set_quota(self, role: str, quota: Quota) -> None:
-        problem = self.quota_problem(role, quota)
-        if problem:
-            raise AllocatorError(problem)
-        self.quotas[role] = quota
-        self._visits.wake_all()
-
-    def quota_problem(self, role: str, quota: Quota | None) -> str | None:
-        """Why `role` cannot have `quota` (None: cleared) beside the others' (None if it
-        can): a role this policy has not, or guarantees that do not nest on a tree."""
-        nesting = nesting_problem(self.quotas, {role: quota}) if self.is_tree() else None
-        return self.role_problem(role) or nesting
-
-    def remove_quota(self, role: str) -> None:
-        if self.quotas.pop(role, None) is not None:
-            self._visits.wake_all()
-
-    def held_by_role(self, role: str) -> Millis:
-        """What a role node holds (on a tree: its whole subtree), offered or in use."""
-        return self._roles.held(role)
-
-    def unsatisfiable(self) -> dict[str, str]:
-        """Guarantees the cluster cannot meet, and why (reported, not refused)."""
-        return self._quota.unsatisfiable()
-
-    def is_tree(self) -> bool:
-        """Roles are paths whose ancestors count (quotas and weights on every node)."""
-        return self._roles.hierarchical
-
     def recover(
         self,
         framework_id: str,
@@ -682,7 +617,7 @@ class Allocator:
                 del slave.by_framework[framework_id]
                 fw.slaves.discard(slave_id)
             self._role_frameworks[fw.role].unallocated(framework_id, resources)
-            self._roles.unallocated(fw.role, resources)
+            self._role_order.unallocated(fw.role, resources)
         # worth a visit in the next round only if someone could use what is free now: a
         # smaller minimum, or a new framework, wakes every slave (and a hold is visited)
         floors = self._floors()
@@ -742,7 +677,7 @@ class Allocator:
         if slave.reserved:  # (shares count what the resources are, whoever's)
             resources = self._what(slave, resources)
         self._role_frameworks[fw.role].allocated(framework_id, resources)
-        self._roles.allocated(fw.role, resources)
+        self._role_order.allocated(fw.role, resources)
 
     def _what(self, slave: SlaveBook, resources: Resources) -> Resources:
         """What `resources` of `slave` are, whoever's (cpus reserved for a role count as
@@ -766,36 +701,15 @@ class Allocator:
         """The framework's own dominant share of the cluster (unweighted)."""
         return self.allocation(framework_id).dominant_share(self.total)
 
-    def role_share(self, role: str) -> float:
-        """The role's share as the order sees it (policy share / weight, or / promise)."""
-        return self._roles.ordering_share(role)
-
-    def role_promise(self, role: str) -> float | None:
-        """What a tree policy promises the frameworks of `role` (None for flat policies)."""
-        return self._roles.own_promise(role)
-
-    def role_views(self) -> list[RoleStanding]:
-        """Every role and pool (and every role with a quota or a configured weight): weight,
-        share, promise, quota."""
-        return self._quota.standings(set(self._role_weights))
-
-    def role_weight(self, role: str) -> float:
-        """A role's weight: configured, else 1 (a role nobody is in yet has one too)."""
-        return self._roles.weight(role)
-
-    def pool_weights(self) -> dict[str, float]:
-        """Every role node's weight (on a tree, pools too)."""
-        return self._roles.weights()
-
     def framework_weight(self, framework_id: str) -> float:
         """A framework's weight as the ideal sees it: under flat policies it shares its
         role's weight with the role's other frameworks; on a tree the pools carry it."""
-        if self._roles.hierarchical:
+        if self._role_order.hierarchical:
             return 1.0
         weight = 0.0  # (a multi-role framework's: its part of each of its roles')
         for client in self._clients(framework_id):
             role = self._framework(client).role
-            weight += self._roles.weight(role) / max(1, len(self._role_frameworks[role]))
+            weight += self._role_order.weight(role) / max(1, len(self._role_frameworks[role]))
         return weight
 
     def held(self, framework_id: str, slave_id: str, role: str | None = None) -> Resources:
@@ -823,7 +737,7 @@ class Allocator:
 
     def order(self) -> Iterator[str]:
         """Active frameworks in the order they would be offered resources."""
-        for role in self._roles.sort():
+        for role in self._role_order.sort():
             yield from self._role_frameworks[role].sort()
 
     @property

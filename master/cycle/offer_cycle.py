@@ -226,7 +226,13 @@ class OfferCycle:
         framework_ids = [c.framework_id for c in contenders]
         cluster = planning_cluster(a, framework_ids, self.state.running(), self.preemption.doomed)
         claims = self.preemption.check(
-            now, self.config.policy, contenders, cluster, a.pool_weights(), a.quotas, a.is_tree()
+            now,
+            self.config.policy,
+            contenders,
+            cluster,
+            a.roles.pool_weights(),
+            a.quotas,
+            a.roles.is_tree(),
         )
         until = hold_until(now, notice, self.config.allocation_interval)
         for claim in claims:
