@@ -153,9 +153,9 @@ def tree_round(policy: str, n_slaves: int, fanout: int = 10) -> float:
     allocator = Allocator(policy)
     if policy in TREE_POLICIES:
         for a in range(fanout):
-            allocator.set_role_weight(f"d{a}", 1 + a % 3)
+            allocator.roles.set_weight(f"d{a}", 1 + a % 3)
             for b in range(fanout):
-                allocator.set_role_weight(f"d{a}/t{b}", 1 + b % 2)
+                allocator.roles.set_weight(f"d{a}/t{b}", 1 + b % 2)
     for a in range(fanout):
         for b in range(fanout):
             for c in range(fanout):

@@ -400,7 +400,7 @@ def master(
         from master.allocation.allocator import Allocator, AllocatorError
 
         try:
-            Allocator(policy).apply_roles(load_roles(roles_file).roles)  # as the master will
+            Allocator(policy).roles.apply(load_roles(roles_file).roles)  # as the master will
         except (RolesError, AllocatorError) as e:
             raise click.BadParameter(str(e), param_hint="--roles") from None
 

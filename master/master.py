@@ -131,12 +131,12 @@ def policy_of(config: MasterConfig) -> tuple[Allocator, RolesFile]:
         min_allocatable=config.min_allocatable,
     )
     for role, weight in config.role_weights.items():
-        allocator.set_role_weight(role, weight)
+        allocator.roles.set_weight(role, weight)
     roles = RolesFile()
     if config.roles is not None:
         roles = load_roles(config.roles)
         try:
-            allocator.apply_roles(roles.roles)
+            allocator.roles.apply(roles.roles)
         except AllocatorError as e:
             raise RolesError(f"{config.roles}: {e}") from None
     return allocator, roles

@@ -95,7 +95,10 @@ class Preemptor:
         if self._fair_job is not None and not self._fair_job.done():
             return  # the last one is still at it: skip this tick
         policy, total = self.policy, dict(self.allocator.total.millis)
-        contenders, weights = self.cycle.contenders(loop_time()), self.allocator.pool_weights()
+        contenders, weights = (
+            self.cycle.contenders(loop_time()),
+            self.allocator.roles.pool_weights(),
+        )
         job = asyncio.get_running_loop().run_in_executor(
             None, fair_allocation, policy, total, contenders, weights
         )
@@ -205,7 +208,7 @@ class Preemptor:
 
     def with_fair_shares(self, views: list[RoleView]) -> list[RoleView]:
         """Each role's fair share: the dominant share of what the ideal gives its subtree."""
-        tree = self.allocator.is_tree()
+        tree = self.allocator.roles.is_tree()
         by_role: dict[str, dict[str, float]] = {}  # each framework's part, up its path once
         for fid, resources in self.preemption.fair_resources.items():
             fw = self.books.frameworks.get(fid)

@@ -109,14 +109,14 @@ def test_flat_and_tree_allocators_answer_the_same_questions_about_flat_roles() -
     allocator answers through the interface alike where the two agree."""
     for policy in ("drf", "hdrf"):
         a = Allocator(policy)
-        a.set_role_weight("b", 2.0)
+        a.roles.set_weight("b", 2.0)
         a.add_framework("f1", role="a")
         a.add_framework("f2", role="b")
         a.add_slave("s1", Resources(cpus=4, mem=1024))
-        assert a.role_weight("b") == 2.0
-        assert a.role_weight("unknown") == 1.0
-        assert a.pool_weights() == {"a": 1.0, "b": 2.0}
-        assert [v.role for v in a.role_views()] == ["a", "b"]
-        assert a.role_problem("a") is None
-        assert (a.role_promise("a") is None) == (policy == "drf")
-        assert a.is_tree() == (policy == "hdrf")
+        assert a.roles.weight("b") == 2.0
+        assert a.roles.weight("unknown") == 1.0
+        assert a.roles.pool_weights() == {"a": 1.0, "b": 2.0}
+        assert [v.role for v in a.roles.views()] == ["a", "b"]
+        assert a.roles.problem("a") is None
+        assert (a.roles.promise("a") is None) == (policy == "drf")
+        assert a.roles.is_tree() == (policy == "hdrf")

@@ -31,7 +31,7 @@ def build(leaves: list[str], weights: dict[str, int], sizes: list[tuple[float, i
     roles = sorted(set(leaves))  # a role that is also a pool competes as its child "."
     allocator = Allocator("hdrf")
     for role, weight in weights.items():
-        allocator.set_role_weight(role, weight)
+        allocator.roles.set_weight(role, weight)
     tasks = {}
     for i, role in enumerate(roles):
         cpus, mem = sizes[i % len(sizes)]
@@ -67,7 +67,7 @@ def test_hdrf_never_keeps_one_leaf_short_while_another_is_over(
     for i, role in enumerate(roles):
         fw = f"fw-{i}"
         grain = 1 / slaves + tasks[fw].dominant_share(total)
-        promise = allocator.role_promise(role) or 0.0
+        promise = allocator.roles.promise(role) or 0.0
         gap[role] = (allocator.allocation(fw).dominant_share(total) - promise) / grain
     short = [r for r, g in gap.items() if g < -1 - 1e-9]
     over = [r for r, g in gap.items() if g > 1 + 1e-9]
@@ -108,7 +108,7 @@ def test_hdrf_keeps_every_uncapped_leafs_promise_beside_leaves_that_want_no_more
             assert running[fw] <= capped[fw]
             continue
         grain = 1 / slaves + tasks[fw].dominant_share(total)  # an offer is a whole slave
-        promise = allocator.role_promise(role) or 0.0
+        promise = allocator.roles.promise(role) or 0.0
         gap[role] = (allocator.allocation(fw).dominant_share(total) - promise) / grain
     short = [r for r, g in gap.items() if g < -1 - 1e-9]
     over = [r for r, g in gap.items() if g > 1 + 1e-9]
@@ -128,7 +128,7 @@ def test_hdrf_leaves_no_leaf_below_its_promise_while_a_slave_has_room_for_it(
     total = allocator.total
     for i, role in enumerate(roles):
         fw = f"fw-{i}"
-        if allocator.allocation(fw).dominant_share(total) < (allocator.role_promise(role) or 0):
+        if allocator.allocation(fw).dominant_share(total) < (allocator.roles.promise(role) or 0):
             room = [s for s in allocator.slaves if allocator.free(s).contains(tasks[fw])]
             assert not room, f"{role} is below its promise while {room} could take its task"
     held = sum((allocator.allocation(f) for f in tasks), Resources())
@@ -160,7 +160,7 @@ def test_every_policy_keeps_the_books_balanced(
         allocator.add_slave(f"s{s}", SLAVE)
     if limit is not None:  # on a pool (tree) or a role (side by side)
         limited = leaves[0].split("/")[0] if tree else leaves[0]
-        allocator.set_quota(limited, Quota(Resources(), limit=Resources(cpus=limit)))
+        allocator.roles.set_quota(limited, Quota(Resources(), limit=Resources(cpus=limit)))
     task = Resources(cpus=1, mem=512)
     t = 0.0
     for op, k in ops:
@@ -173,7 +173,7 @@ def test_every_policy_keeps_the_books_balanced(
             offers = allocator.allocate(t)
             for role, quota in allocator.quotas.items():  # offers count: checked before use
                 assert quota.limit is not None
-                held_cpus = allocator.held_by_role(role).get("cpus", 0)
+                held_cpus = allocator.roles.held(role).get("cpus", 0)
                 assert held_cpus <= quota.limit.get_millis("cpus"), (role, held_cpus)
             for offer in offers:
                 rest = offer.resources
@@ -201,7 +201,7 @@ def test_every_policy_keeps_the_books_balanced(
             assert SLAVE.contains(allocator.held_on(slave))
         for role, quota in allocator.quotas.items():
             if quota.limit is not None:
-                assert quota.limit.get_millis("cpus") >= allocator.held_by_role(role).get("cpus", 0)
+                assert quota.limit.get_millis("cpus") >= allocator.roles.held(role).get("cpus", 0)
 
 
 # -- the ideal: exact, so the promise and Pareto efficiency hold to the letter ----------------
@@ -333,7 +333,7 @@ def test_the_issues_tree_on_the_allocator_gives_x_its_third() -> None:
     slave at a time. CMD's low share must not pull p ahead of x: X keeps its third."""
     allocator = Allocator("hdrf")
     for role, weight in {"x": 1, "p": 2, "p/a": 1, "p/b": 3}.items():
-        allocator.set_role_weight(role, weight)
+        allocator.roles.set_weight(role, weight)
     tasks = {
         "X": Resources(cpus=1, mem=256),
         "PA": Resources(cpus=1, mem=256),
@@ -427,7 +427,9 @@ def test_the_simulators_settled_hdrf_allocation_keeps_promises_and_wastes_nothin
         name = f"fw-{i}"
         task = Resources(cpus=sizes[i % len(sizes)][0], mem=sizes[i % len(sizes)][1])
         grain = 1 / slaves + task.dominant_share(total)  # an offer is a whole slave
-        gap[name] = (a.allocation(name).dominant_share(total) - (a.role_promise(role) or 0)) / grain
+        gap[name] = (
+            a.allocation(name).dominant_share(total) - (a.roles.promise(role) or 0)
+        ) / grain
         room = [s for s in a.slaves if a.free(s).contains(task)]
         if sim.cycle.suppressed(name):  # all it wants runs
             continue

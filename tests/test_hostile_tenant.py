@@ -246,7 +246,7 @@ async def test_a_tenant_cannot_give_itself_weight_and_shares_end_equal(tmp_path:
         victim = await victim_everywhere(c)
         with pytest.raises(DriverError, match="ask an operator"):
             await c.tenant("mallory", Tenant(), weight=100.0)
-        assert c.master.allocator.role_weight("mallory") == 1.0
+        assert c.master.allocator.roles.weight("mallory") == 1.0
         await c.tenant("mallory", Tenant(declare=8), weight=1.0)  # the configured weight
         await settle(c, lambda: c.running("mallory") == FAIR and c.running("alice") == FAIR)
         victim_kept_its_fair_share(c, victim)
@@ -270,11 +270,11 @@ async def test_only_an_operator_sets_weights_and_they_are_kept_and_survive_a_fai
         await bus.subscribe(T.outbox("framework", "mallory") + "/#", mallory.inbox)
         error = await mallory.call(SetWeights(weights={"mallory": 9}))
         assert error.code in ("forbidden", "unknown-call", "invalid"), error
-        assert c.master.allocator.role_weight("mallory") == 1.0
+        assert c.master.allocator.roles.weight("mallory") == 1.0
         # an operator's: applied, in the registry and the roles file, shown in the state
         call = SetWeights(weights={"alice": 3, "eng/batch": 2})
         assert await operator_call(c.as_("ops"), T.cluster, call, weights_set) is None
-        assert c.master.allocator.role_weight("alice") == 3
+        assert c.master.allocator.roles.weight("alice") == 3
         assert c.master.registry.weights["alice"].weight == 3
         assert load_roles(roles).roles["alice"].weight == 3
         assert load_roles(roles).roles["eng/batch"].weight == 2
@@ -284,7 +284,7 @@ async def test_only_an_operator_sets_weights_and_they_are_kept_and_survive_a_fai
         bad = SetWeights(weights={"alice": 5, "a/+": 1})
         assert "invalid-weight" in (await operator_call(c.as_("ops"), T.cluster, bad,
                                                         weights_set) or "")  # fmt: skip
-        assert c.master.allocator.role_weight("alice") == 3
+        assert c.master.allocator.roles.weight("alice") == 3
         # a new leader reads the registry: the weight is still the operator's
         store = MemoryStore()
         for role, record in c.master.registry.weights.items():
@@ -293,8 +293,8 @@ async def test_only_an_operator_sets_weights_and_they_are_kept_and_survive_a_fai
         await registry.load()
         successor = Master(c.master.bus, T, MasterConfig(), registry=registry)
         successor.recovery.recover()
-        assert successor.allocator.role_weight("alice") == 3
-        assert successor.allocator.role_weight("eng/batch") == 2
+        assert successor.allocator.roles.weight("alice") == 3
+        assert successor.allocator.roles.weight("eng/batch") == 2
 
 
 # -- the attacks ----------------------------------------------------------------------------
@@ -476,8 +476,8 @@ async def test_drfmesos_weights_set_and_list_as_an_operator(tmp_path: Path) -> N
 
         code, out = await drfmesos("weights", "set", "alice=2,eng/batch=3")
         assert code == 0, out
-        assert c.master.allocator.role_weight("alice") == 2
-        assert c.master.allocator.role_weight("eng/batch") == 3
+        assert c.master.allocator.roles.weight("alice") == 2
+        assert c.master.allocator.roles.weight("eng/batch") == 3
         await eventually(lambda: c.master.views.state().roles != [])
         code, out = await drfmesos("weights", "list")
         assert code == 0, out

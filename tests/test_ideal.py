@@ -275,7 +275,7 @@ def test_a_specs_framework_weights_are_read_alike_by_every_policy_and_the_simula
     assert weighted == {"A": F(54, 13), "B": F(18, 13)}
     for policy in ("hdrf", "naive-hdrf", "flat"):
         assert {n: s.tasks for n, s in spec_ideal(spec, policy).items()} == weighted
-    assert Simulation(spec).allocator.role_weight("A") == 2
+    assert Simulation(spec).allocator.roles.weight("A") == 2
 
 
 def test_exact_is_given_only_where_the_ideal_is_exact() -> None:

@@ -553,10 +553,12 @@ class MesosAllocator:
 
     def update_quota(self, role: str, resources: str) -> None:
         """Mesos's test helper `createQuota(resources)`: guarantee and limit alike."""
-        self.allocator.set_quota(role, Quota(quantities(resources), limit=Limit.parse(resources)))
+        self.allocator.roles.set_quota(
+            role, Quota(quantities(resources), limit=Limit.parse(resources))
+        )
 
     def update_weight(self, role: str, weight: float) -> None:
-        self.allocator.set_role_weight(role, weight)
+        self.allocator.roles.set_weight(role, weight)
 
     def recover(
         self,
@@ -713,12 +715,14 @@ def test_allocator_QuotaProvidesGuarantee(policy: str) -> None:
 def test_allocator_QuotaProvidesLimit(policy: str) -> None:
     m = MesosAllocator(policy)
     framework1 = m.add_framework("*")
-    m.allocator.set_quota("*", Quota(Resources(), limit=Limit.parse("cpus:0;mem:0;disk:0")))
+    m.allocator.roles.set_quota("*", Quota(Resources(), limit=Limit.parse("cpus:0;mem:0;disk:0")))
     agent1 = m.add_slave("cpus:2;mem:1024;disk:1024")
     assert m.pending()  # a zero limit: nothing for "*"
     framework2 = m.add_framework("no-quota-role")
     assert m.next() == (framework2, {agent1: R("cpus:2;mem:1024;disk:1024")})
-    m.allocator.set_quota("*", Quota(Resources(), limit=Limit.parse("cpus:1;mem:512;disk:512")))
+    m.allocator.roles.set_quota(
+        "*", Quota(Resources(), limit=Limit.parse("cpus:1;mem:512;disk:512"))
+    )
     agent2 = m.add_slave("cpus:2;mem:1024;disk:1024")
     # half of agent2 to framework1, under its limit; the rest to framework2
     half = R("cpus:1;mem:512;disk:512")
@@ -734,7 +738,7 @@ def test_allocator_RemoveQuota(policy: str) -> None:
     agent1 = m.add_slave("cpus:1;mem:512;disk:0", used={framework1: "cpus:1;mem:512"})
     m.add_slave("cpus:1;mem:512;disk:0", used={framework1: "cpus:1;mem:512"})
     assert m.pending()
-    m.allocator.remove_quota("quota-role")
+    m.allocator.roles.remove_quota("quota-role")
     m.recover(framework1, agent1, R("cpus:1;mem:512"))
     m.advance()
     assert m.next() == (framework2, {agent1: R("cpus:1;mem:512")})  # fairness again
@@ -876,7 +880,7 @@ def test_allocator_DominantShareMetrics(policy: str) -> None:
     m = MesosAllocator(policy)
 
     def share(role: str) -> float:  # Mesos's allocator/mesos/roles/<role>/shares/dominant
-        return dominant_share(m.allocator.held_by_role(role), m.allocator.total.millis)
+        return dominant_share(m.allocator.roles.held(role), m.allocator.total.millis)
 
     agent1 = m.add_slave("cpus:1;mem:1024")
     m.add_framework("roleA")
@@ -1028,7 +1032,7 @@ def test_sorter_UpdateAllocationNestedClient(policy: str) -> None:
     a.update_allocation("a/x", "agent", R(whole), new)
     assert a.held("a/x", "agent") == new
     assert a.allocation("a/x") == R(whole)
-    assert a.held_by_role("a") == R(whole).millis
+    assert a.roles.held("a") == R(whole).millis
 
 
 @pytest.mark.parametrize("policy", FLAT)
@@ -1431,7 +1435,7 @@ def test_allocator_NoDoubleAccounting(policy: str) -> None:
     m.allocator.adopt(framework2, agent2, R("cpus:1"))
     a = m.allocator
     shares = [
-        Resources.from_millis(a.held_by_role(r)).dominant_share(a.total) for r in ("ROLE1", "ROLE2")
+        Resources.from_millis(a.roles.held(r)).dominant_share(a.total) for r in ("ROLE1", "ROLE2")
     ]
     assert shares == [0.5, 0.5]  # Mesos's allocator/mesos/roles/<role>/shares/dominant
     assert a.allocated_total() == R("cpus:2")  # each counted once

@@ -205,7 +205,7 @@ async def test_a_tenant_listing_a_role_it_may_not_use_is_refused_and_gains_nothi
         assert error.code == "role-refused"
         assert "may not register in role 'ops'" in error.message
         assert len(c.master.books.frameworks) == 1  # nothing registered
-        assert "ops" not in {v.role for v in c.master.allocator.role_views()}
+        assert "ops" not in {v.role for v in c.master.allocator.roles.views()}
 
 
 # -- the SDK ------------------------------------------------------------------------------

@@ -41,7 +41,7 @@ def test_a_role_is_ordered_among_its_roles_frameworks() -> None:
     a.add_slave("s4", WHOLE)
     got = {(o.framework_id, o.role) for o in a.allocate(1.0)}
     assert got == {("tenant", None), ("fw", "web")}
-    assert a.role_share("batch") == pytest.approx(a.role_share("web"))
+    assert a.roles.share("batch") == pytest.approx(a.roles.share("web"))
 
 
 def test_per_role_suppress_and_revive() -> None:
@@ -78,7 +78,7 @@ def test_a_role_it_is_not_in_is_refused() -> None:
 
 def test_quota_counts_what_each_role_holds() -> None:
     a = Allocator()
-    a.set_quota("web", Quota(Resources(), limit=Resources(cpus=4, mem=4096)))
+    a.roles.set_quota("web", Quota(Resources(), limit=Resources(cpus=4, mem=4096)))
     a.add_framework("fw", roles=["web", "batch"])
     for i in range(3):
         a.add_slave(f"s{i}", WHOLE)
@@ -88,7 +88,7 @@ def test_quota_counts_what_each_role_holds() -> None:
         by_role[o.role] = by_role.get(o.role, Resources()) + o.resources
     assert by_role["web"] == WHOLE  # at its limit
     assert by_role["batch"] == WHOLE + WHOLE
-    assert a.held_by_role("web") == WHOLE.millis
+    assert a.roles.held("web") == WHOLE.millis
 
 
 def test_removing_a_multi_role_framework_frees_every_role() -> None:

@@ -44,16 +44,16 @@ def cluster(
 @pytest.mark.parametrize("policy", ["hdrf", "drf"])
 def test_a_limit_caps_a_role_and_the_rest_goes_to_others(policy: str) -> None:
     allocator, tasks = cluster(policy, 2, {"greedy": "a", "other": "b"})
-    allocator.set_quota("a", Quota(Resources(), limit=Resources(cpus=3)))
+    allocator.roles.set_quota("a", Quota(Resources(), limit=Resources(cpus=3)))
     running = fill(allocator, tasks)
     assert running["greedy"] == 3
     assert running["other"] == 13  # all the rest
-    assert allocator.held_by_role("a")["cpus"] == 3000
+    assert allocator.roles.held("a")["cpus"] == 3000
 
 
 def test_a_limit_on_a_pool_caps_its_whole_subtree() -> None:
     allocator, tasks = cluster("hdrf", 2, {"x": "eng/a", "y": "eng/b", "z": "ops"})
-    allocator.set_quota("eng", Quota(Resources(), limit=Resources(cpus=5)))
+    allocator.roles.set_quota("eng", Quota(Resources(), limit=Resources(cpus=5)))
     running = fill(allocator, tasks)
     assert running["x"] + running["y"] == 5
     assert running["z"] == 11
@@ -63,9 +63,9 @@ def test_a_guarantee_is_held_for_a_role_with_no_framework_yet() -> None:
     # Mesos's default (`--quota-headroom all`): every quota role's unmet guarantee is
     # set aside, framework or not, so it is there the moment its framework arrives
     allocator, tasks = cluster("hdrf", 2, {"early": "batch", "late": "prod"})
-    allocator.set_role_weight("batch", 7)  # prod's fair share alone: 2 CPUs of 16
+    allocator.roles.set_weight("batch", 7)  # prod's fair share alone: 2 CPUs of 16
     allocator.deactivate("late")  # not here yet
-    allocator.set_quota("prod", Quota(Resources(cpus=6)))
+    allocator.roles.set_quota("prod", Quota(Resources(cpus=6)))
     running = fill(allocator, tasks)
     assert running["early"] == 10  # 6 CPUs stay idle for prod
     allocator.activate("late")
@@ -82,9 +82,9 @@ def test_demand_headroom_is_work_conserving_and_holds_back_once_the_role_comes()
     allocator.add_framework("late", "prod")
     for i in range(2):
         allocator.add_slave(f"s{i}", SLAVE)
-    allocator.set_role_weight("batch", 7)  # prod's fair share alone: 2 CPUs of 16
+    allocator.roles.set_weight("batch", 7)  # prod's fair share alone: 2 CPUs of 16
     allocator.deactivate("late")  # not here yet: no demand, nothing held back
-    allocator.set_quota("prod", Quota(Resources(cpus=6)))
+    allocator.roles.set_quota("prod", Quota(Resources(cpus=6)))
     running = fill(allocator, {"early": CPU_TASK, "late": CPU_TASK})
     assert running["early"] == 16  # work-conserving while prod wants nothing
     # prod arrives while batch holds everything; as batch's tasks end, prod is served
@@ -94,7 +94,7 @@ def test_demand_headroom_is_work_conserving_and_holds_back_once_the_role_comes()
     allocator.recover("early", "s0", held)  # batch's tasks on s0 end
     running = fill(allocator, {"early": CPU_TASK, "late": CPU_TASK})
     assert running["late"] == 6  # its guarantee, though its weight alone would give it 2
-    assert allocator.unsatisfiable() == {}
+    assert allocator.roles.unsatisfiable() == {}
 
 
 @pytest.mark.parametrize("headroom", ["all", "demand"])
@@ -105,8 +105,8 @@ def test_a_guarantee_is_not_cut_by_other_roles_headroom(headroom: str) -> None:
     allocator.add_slave("s0", Resources(cpus=3, mem=3072))
     allocator.add_framework("picky", "p")
     allocator.add_framework("f", "q")
-    allocator.set_quota("p", Quota(Resources(cpus=2, mem=2048)))
-    allocator.set_quota("q", Quota(Resources(cpus=2, mem=2048)))
+    allocator.roles.set_quota("p", Quota(Resources(cpus=2, mem=2048)))
+    allocator.roles.set_quota("q", Quota(Resources(cpus=2, mem=2048)))
     got: dict[str, Resources] = {}
     for now in range(5):
         for a in allocator.allocate(float(now)):
@@ -122,10 +122,10 @@ def test_a_guarantee_is_not_cut_by_other_roles_headroom(headroom: str) -> None:
 @pytest.mark.parametrize("how", ["cpus:0", "cpus:0;mem:0"])
 def test_a_zero_limit_freezes_a_role(policy: str, how: str) -> None:
     allocator, tasks = cluster(policy, 2, {"frozen": "a", "other": "b"})
-    allocator.set_quota("a", Quota(Resources(), limit=Limit.parse(how)))
+    allocator.roles.set_quota("a", Quota(Resources(), limit=Limit.parse(how)))
     running = fill(allocator, tasks)
     assert running["frozen"] == 0
-    assert allocator.held_by_role("a") == {}
+    assert allocator.roles.held("a") == {}
     assert running["other"] == 16
 
 
@@ -133,8 +133,8 @@ def test_a_zero_limit_leaves_running_tasks_running_and_offers_nothing_back() -> 
     # as in Mesos: lowering a limit kills nothing; what ends is not offered back
     allocator, tasks = cluster("drf", 1, {"f": "a"})
     assert fill(allocator, tasks) == {"f": 8}
-    allocator.set_quota("a", Quota(Resources(), limit=Limit(cpus=0)))
-    assert allocator.held_by_role("a") == {"cpus": 8000, "mem": 8 * 256 * 1000}
+    allocator.roles.set_quota("a", Quota(Resources(), limit=Limit(cpus=0)))
+    assert allocator.roles.held("a") == {"cpus": 8000, "mem": 8 * 256 * 1000}
     allocator.recover("f", "s0", CPU_TASK)  # one task ends
     assert allocator.allocate(100.0, full=True) == []
     assert allocator.held("f", "s0") == Resources(cpus=7, mem=7 * 256)
@@ -142,8 +142,8 @@ def test_a_zero_limit_leaves_running_tasks_running_and_offers_nothing_back() -> 
 
 def test_a_guarantee_over_the_cluster_is_reported_and_stops_nothing() -> None:
     allocator, tasks = cluster("hdrf", 1, {"big": "big", "small": "small"})
-    allocator.set_quota("big", Quota(Resources(cpus=100)))
-    assert allocator.unsatisfiable() == {"big": "guarantees more cpus than the cluster has"}
+    allocator.roles.set_quota("big", Quota(Resources(cpus=100)))
+    assert allocator.roles.unsatisfiable() == {"big": "guarantees more cpus than the cluster has"}
     running = fill(allocator, tasks)
     assert running["big"] == 8  # it gets all there is; nothing breaks
 
@@ -153,31 +153,31 @@ def test_sub_roles_guarantees_that_exceed_their_parents_are_refused() -> None:
     roles file that guarantees more below a role than the role itself is refused, and
     nothing changes. Roles side by side (drf) do not nest."""
     allocator = Allocator("hdrf")
-    allocator.set_quota("eng", Quota(Resources(cpus=8, mem=1024)))
-    allocator.set_quota("eng/a", Quota(Resources(cpus=4)))
-    allocator.set_quota("eng/b/x", Quota(Resources(cpus=4)))  # nearest below eng, too
+    allocator.roles.set_quota("eng", Quota(Resources(cpus=8, mem=1024)))
+    allocator.roles.set_quota("eng/a", Quota(Resources(cpus=4)))
+    allocator.roles.set_quota("eng/b/x", Quota(Resources(cpus=4)))  # nearest below eng, too
     with pytest.raises(AllocatorError, match=r"eng/a, eng/b/x \(cpus:9 in all\) exceed"):
-        allocator.set_quota("eng/b/x", Quota(Resources(cpus=5)))
+        allocator.roles.set_quota("eng/b/x", Quota(Resources(cpus=5)))
     with pytest.raises(AllocatorError, match="mem"):
-        allocator.set_quota("eng/a", Quota(Resources(cpus=4, mem=2048)))
+        allocator.roles.set_quota("eng/a", Quota(Resources(cpus=4, mem=2048)))
     with pytest.raises(AllocatorError, match="eng's"):  # nor by lowering the parent
-        allocator.set_quota("eng", Quota(Resources(cpus=7)))
-    assert allocator.quota_problem("eng", None) is None  # (cleared: nothing to include)
+        allocator.roles.set_quota("eng", Quota(Resources(cpus=7)))
+    assert allocator.roles.quota_problem("eng", None) is None  # (cleared: nothing to include)
     assert allocator.quotas["eng/b/x"].guarantee == Resources(cpus=4)
     # a roles file is taken as a whole: its order does not matter, its sum does
     file = parse_roles(
         "roles:\n  eng/a: {quota: {guarantee: {cpus: 6}}}\n"
         "  eng: {quota: {guarantee: {cpus: 10}}}\n"
     )
-    allocator.apply_roles(file.roles)
+    allocator.roles.apply(file.roles)
     assert allocator.quotas["eng"].guarantee == Resources(cpus=10)
     too_much = parse_roles("roles:\n  eng/a: {quota: {guarantee: {cpus: 7}}}\n")
     with pytest.raises(AllocatorError, match="cpus:11 in all"):  # with eng/b/x's 4
-        allocator.apply_roles(too_much.roles)
+        allocator.roles.apply(too_much.roles)
     assert allocator.quotas["eng/a"].guarantee == Resources(cpus=6)
     flat = Allocator("drf")
-    flat.set_quota("eng", Quota(Resources(cpus=1)))
-    flat.set_quota("eng/a", Quota(Resources(cpus=9)))
+    flat.roles.set_quota("eng", Quota(Resources(cpus=1)))
+    flat.roles.set_quota("eng/a", Quota(Resources(cpus=9)))
 
 
 def test_a_guarantee_over_its_limit_is_refused() -> None:
@@ -190,10 +190,10 @@ def test_a_nested_guarantee_is_met_before_its_parents_own_frameworks_are_served(
     towards its parent's, not the other way round, so the second slave goes to `a/a`
     (both are then met), not to a framework of `a` itself (which left `a/a` with 8)."""
     allocator, demand = cluster("hdrf", 2, {"f0": "a", "f1": "a/a"})
-    allocator.set_quota("a", Quota(Resources(cpus=9)))
-    allocator.set_quota("a/a", Quota(Resources(cpus=9)))
+    allocator.roles.set_quota("a", Quota(Resources(cpus=9)))
+    allocator.roles.set_quota("a/a", Quota(Resources(cpus=9)))
     fill(allocator, demand)
-    assert allocator.held_by_role("a/a")["cpus"] >= 9000
+    assert allocator.roles.held("a/a")["cpus"] >= 9000
 
 
 SEG = st.sampled_from(["a", "b"])
@@ -228,7 +228,7 @@ def test_limits_hold_and_satisfiable_guarantees_are_met(
 
     def set_all(order: list[str]) -> None:
         for role in order:
-            allocator.set_quota(role, quotas[role])
+            allocator.roles.set_quota(role, quotas[role])
 
     if nesting_problem(quotas):  # refused, parents first or children first
         for order in (sorted(quotas), sorted(quotas, reverse=True)):
@@ -239,7 +239,7 @@ def test_limits_hold_and_satisfiable_guarantees_are_met(
     set_all(sorted(quotas))  # (parents first: each step nests)
     fill(allocator, {f"f{i}": CPU_TASK for i in range(len(roles))})
     for role, quota in allocator.quotas.items():
-        held = allocator.held_by_role(role).get("cpus", 0) / 1000
+        held = allocator.roles.held(role).get("cpus", 0) / 1000
         if quota.limit is not None:
             assert held <= quota.limit["cpus"], (role, held, quota)
     # guarantees that fit together (nested ones counted once, at the top) are met
@@ -258,7 +258,7 @@ def test_limits_hold_and_satisfiable_guarantees_are_met(
                 and (role == a or role.startswith(a + "/") or a.startswith(role + "/"))
             ]
             if demand and not related:
-                held = allocator.held_by_role(role).get("cpus", 0) / 1000
+                held = allocator.roles.held(role).get("cpus", 0) / 1000
                 assert held >= want, (role, held, quota)
 
 

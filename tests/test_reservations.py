@@ -108,7 +108,7 @@ def test_idle_reservations_are_no_other_roles_headroom() -> None:
     role's unmet guarantee is held back from the unreserved resources, not from others'
     reservations."""
     a = Allocator("drf")
-    a.set_quota("q", Quota(R("cpus:2")))
+    a.roles.set_quota("q", Quota(R("cpus:2")))
     a.add_slave("s1", R("cpus(b):2;cpus:2"))
     a.add_framework("fb", "b")
     [offer] = a.allocate(0.0)

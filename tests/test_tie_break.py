@@ -62,7 +62,7 @@ def test_fifo_keeps_arrival_order(place: tuple[str, str]) -> None:
 
 def test_a_fifo_pool_keeps_arrival_order_among_its_children() -> None:
     allocator = Allocator("hdrf")
-    allocator.set_ordering("eng", "fifo")
+    allocator.roles.set_ordering("eng", "fifo")
     allocator.add_slave("s0", SLAVE)
     allocator.add_framework("f1", "eng/z")  # first to arrive, last by name
     allocator.add_framework("f2", "eng/a")

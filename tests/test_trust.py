@@ -533,7 +533,7 @@ async def test_an_operator_sets_quota_at_run_time_and_it_is_kept_in_the_roles_fi
     # a guarantee larger than the cluster is accepted and reported, not fatal
     huge = SetQuota(role="mallory", guarantee=Resources(cpus=1000))
     assert await operator_call(ops, T.cluster, huge, quota_of("mallory")) is None
-    assert "mallory" in secure.master.allocator.unsatisfiable()
+    assert "mallory" in secure.master.allocator.roles.unsatisfiable()
     # operators see it in the state: the role tree with promises, shares and quota
     state = secure.master.views.state()
     views = {r.role: r for r in state.roles}

@@ -83,7 +83,7 @@ def test_rate_limited_and_role_refused_come_from_the_shell() -> None:
 
 def test_a_zero_limit_freezes_the_role() -> None:
     cycle, _ = cycle_of({"a": "a"}, 1)
-    cycle.allocator.set_quota("a", Quota(Resources(), Limit(cpus=0)))
+    cycle.allocator.roles.set_quota("a", Quota(Resources(), Limit(cpus=0)))
     r = top(cycle, "a", 0.0)
     assert r.code == WhyCode.ROLE_NOT_ALLOWED
     assert r.numbers["limit"] == {"cpus": 0.0}
@@ -152,7 +152,7 @@ def test_declined_filter_says_which_slaves_until_when() -> None:
 
 def test_quota_limit_with_limit_and_what_it_holds() -> None:
     cycle, books = cycle_of({"a": "a"}, 2)
-    cycle.allocator.set_quota("a", Quota(Resources(), Limit(cpus=4)))
+    cycle.allocator.roles.set_quota("a", Quota(Resources(), Limit(cpus=4)))
     keep(cycle, books, 0.0)
     launch_all(cycle, books)
     r = top(cycle, "a", 1.0)
@@ -163,7 +163,7 @@ def test_quota_limit_with_limit_and_what_it_holds() -> None:
 
 def test_held_for_guarantee_names_the_roles() -> None:
     cycle, books = cycle_of({"a": "a", "b": "b"}, 2)
-    cycle.allocator.set_quota("b", Quota(Resources(cpus=4, mem=4096)))
+    cycle.allocator.roles.set_quota("b", Quota(Resources(cpus=4, mem=4096)))
     cycle.suppress("b")  # guaranteed, and not asking now: its guarantee is still held back
     keep(cycle, books, 0.0)
     launch_all(cycle, books)
@@ -175,7 +175,7 @@ def test_held_for_guarantee_names_the_roles() -> None:
 
 def test_a_tenant_hears_other_roles_counted_not_named() -> None:
     cycle, books = cycle_of({"a": "a", "b": "b"}, 2)
-    cycle.allocator.set_quota("b", Quota(Resources(cpus=4, mem=4096)))
+    cycle.allocator.roles.set_quota("b", Quota(Resources(cpus=4, mem=4096)))
     cycle.suppress("b")
     keep(cycle, books, 0.0)
     launch_all(cycle, books)
@@ -233,9 +233,9 @@ def clusters(draw: st.DrawFn) -> tuple[OfferCycle, Books]:
         if draw(st.integers(0, 4)) == 0:
             cycle.suppress(fid)
     if draw(st.booleans()):
-        a.set_quota("r1", Quota(Resources(), Limit(cpus=draw(st.integers(0, 8)))))
+        a.roles.set_quota("r1", Quota(Resources(), Limit(cpus=draw(st.integers(0, 8)))))
     if draw(st.booleans()):
-        a.set_quota("r2", Quota(Resources(cpus=draw(st.integers(1, 8)))))
+        a.roles.set_quota("r2", Quota(Resources(cpus=draw(st.integers(1, 8)))))
     return cycle, books
 
 
@@ -300,7 +300,7 @@ def numbers_are_true(cycle: OfferCycle, books: Books, fid: str, r: Reason, now: 
     elif r.code == WhyCode.OFFERS_OUTSTANDING:
         assert r.numbers["offers"] == sum(o.framework_id == fid for o in books.offers.values())
     elif r.code == WhyCode.QUOTA_LIMIT:
-        held = a.held_by_role(fw.role)
+        held = a.roles.held(fw.role)
         at_limit = r.numbers.get("at_limit", [])
         assert isinstance(at_limit, list)
         for name in at_limit:

@@ -11,7 +11,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from cluster.experiments.ideal_timeline import limits, pool_weights, user_of
+from cluster.experiments.ideal_timeline import limits, pools, user_of
 from cluster.experiments.spec import Spec, SpecError, load_spec
 from master.allocation.ideal import POLICIES, IdealError, Share, exact, ideal
 from protocol.wire.resources import Resources
@@ -28,7 +28,11 @@ def spec_ideal(spec: Spec, policy: str) -> dict[str, Share]:
         if (task := fw.task or (fw.changes[0].task if fw.changes else None)) is not None
     ]
     return ideal(
-        policy, {r: exact(v) for r, v in total.items()}, users, pool_weights(spec), limits(spec)
+        policy,
+        {r: exact(v) for r, v in total.items()},
+        users,
+        pools(spec.role_weights()),
+        limits(spec.master.quota),
     )
 
 

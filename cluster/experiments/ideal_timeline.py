@@ -12,10 +12,12 @@ so do policies the ideal does not model yet (hdrf, naive-hdrf, slots).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from cluster.experiments.spec import Framework, Spec
 from master.allocation.ideal import POLICIES, User, exact, ideal
+from master.roles_file import QuotaSpec
 from protocol.wire.resources import Resources
 
 
@@ -24,14 +26,6 @@ class Phase:
     start: float
     tasks: dict[str, float]  # framework -> ideal tasks
     shares: dict[str, float]  # framework -> ideal dominant share
-
-
-def _task_at(fw: Framework, t: float) -> Resources | None:
-    task = fw.task
-    for change in sorted(fw.changes, key=lambda c: c.at):
-        if change.at <= t:
-            task = change.task
-    return task
 
 
 def user_of(fw: Framework, task: Resources) -> User:
@@ -45,41 +39,65 @@ def user_of(fw: Framework, task: Resources) -> User:
     )
 
 
-def pool_weights(spec: Spec) -> dict[tuple[str, ...], float]:
-    """The weights of the spec's roles (a framework's `weight` is its role's)."""
-    return {tuple(role.split("/")): w for role, w in spec.role_weights().items()}
+def pools(weights: Mapping[str, float]) -> dict[tuple[str, ...], float]:
+    """Roles' weights (`Spec.role_weights`) as the ideal's pools: a framework's `weight` is
+    its role's."""
+    return {tuple(role.split("/")): w for role, w in weights.items()}
 
 
-def limits(spec: Spec) -> dict[tuple[str, ...], dict[str, float]]:
-    """The spec's quota limits, for the ideal (guarantees it does not model)."""
+def limits(quotas: Mapping[str, QuotaSpec]) -> dict[tuple[str, ...], dict[str, float]]:
+    """The quota limits (a spec's `master.quota`), for the ideal (guarantees it does not
+    model)."""
     return {
         tuple(role.split("/")): q.limit.to_dict()
-        for role, q in spec.master.quota.items()
+        for role, q in quotas.items()
         if q.limit is not None
     }
 
 
-def ideal_phases(spec: Spec, policy: str | None = None) -> list[Phase]:
+@dataclass(frozen=True)
+class Ideal:
+    """A spec's ideal under one policy, phase by phase, and how long after a phase starts
+    a run is compared with it."""
+
+    policy: str
+    phases: list[Phase]
+    settle: float
+
+
+def ideal_of(
+    spec: Spec, total: Resources, weights: Mapping[str, float], policy: str | None = None
+) -> Ideal:
+    """The spec's ideal under `policy` (by default the spec's), the spec read once here:
+    `total` and `weights` are what the caller read of it already (its cluster's total,
+    `Spec.role_weights`)."""
     policy = policy or spec.master.policy
-    if policy not in POLICIES or any(f.jobs or f.trace or f.swim for f in spec.frameworks):
-        return []
-    total = sum((r for _, r in spec.cluster.nodes()), Resources())
+    frameworks, interval = spec.frameworks, spec.master.allocation_interval
+    longest = 0.0  # the longest task: a phase settles that long (and two rounds) after it starts
+    for fw in frameworks:
+        d = fw.duration
+        if d is not None:
+            longest = max(longest, d.fixed or 0.0, d.uniform[1] if d.uniform else 0.0)
+    settle = longest + 2 * interval
+    if policy not in POLICIES or any(f.jobs or f.trace or f.swim for f in frameworks):
+        return Ideal(policy, [], settle)
     times = {0.0}
-    for fw in spec.frameworks:
+    for fw in frameworks:
         times.add(fw.start)
         if fw.stop is not None:
             times.add(fw.stop)
         times.update(c.at for c in fw.changes)
-    pools = pool_weights(spec)
+    capacity = {r: exact(v) for r, v in total.items()}
+    shared, capped = pools(weights), limits(spec.master.quota)
     phases = []
     for t in sorted(x for x in times if x < spec.run.duration):
         users = []
-        for fw in spec.frameworks:
-            task = _task_at(fw, t)
+        for fw in frameworks:
+            task = fw.task_at(t)
             running = fw.start <= t and (fw.stop is None or t < fw.stop)
             if running and task:
                 users.append(user_of(fw, task))
-        shares = ideal(policy, {r: exact(v) for r, v in total.items()}, users, pools, limits(spec))
+        shares = ideal(policy, capacity, users, shared, capped)
         phases.append(
             Phase(
                 t,
@@ -87,13 +105,4 @@ def ideal_phases(spec: Spec, policy: str | None = None) -> list[Phase]:
                 {n: float(s.dominant_share) for n, s in shares.items()},
             )
         )
-    return phases
-
-
-def settle_seconds(spec: Spec) -> float:
-    longest = 0.0
-    for fw in spec.frameworks:
-        d = fw.duration
-        if d is not None:
-            longest = max(longest, d.fixed or 0.0, d.uniform[1] if d.uniform else 0.0)
-    return longest + 2 * spec.master.allocation_interval
+    return Ideal(policy, phases, settle)

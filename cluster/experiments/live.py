@@ -30,6 +30,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from cluster.experiments.ideal_timeline import ideal_of
 from cluster.experiments.results import Results, Sample
 from cluster.experiments.spec import Spec
 from cluster.local.launcher import Launcher
@@ -45,7 +46,8 @@ async def run_live(spec: Spec, spec_path: Path, out: Path, broker: str) -> Resul
     scale = spec.run.time_scale
     run_dir = out / "run"
     total = sum((r for _, r in spec.cluster.nodes()), Resources())
-    results = Results(spec.name, "live", spec.master.policy, total).with_ideal(spec)
+    ideal = ideal_of(spec, total, spec.role_weights())
+    results = Results(spec.name, "live", spec.master.policy, total).with_ideal(ideal)
     cluster = f"exp{os.getpid()}"
     latest: list[State] = []
     say = Console(stderr=True, highlight=False).print

@@ -17,8 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cluster.experiments.ideal_timeline import Phase, ideal_phases, settle_seconds
-from cluster.experiments.spec import Spec
+from cluster.experiments.ideal_timeline import Ideal, Phase
 from protocol.wire.resources import Resources
 
 
@@ -81,11 +80,9 @@ class Results:
             for name, codes in sorted(self.waited.items())
         }
 
-    def with_ideal(self, spec: Spec, policy: str | None = None) -> Results:
-        """Attach the spec's ideal (see cluster.experiments.ideal_timeline); returns self."""
-        self.ideal_policy = policy or spec.master.policy
-        self.ideal = ideal_phases(spec, self.ideal_policy)
-        self.settle = settle_seconds(spec)
+    def with_ideal(self, ideal: Ideal) -> Results:
+        """Measured against `ideal` (`cluster.experiments.ideal_timeline`); returns self."""
+        self.ideal_policy, self.ideal, self.settle = ideal.policy, ideal.phases, ideal.settle
         return self
 
     def ideal_at(self, t: float) -> Phase | None:

@@ -31,13 +31,12 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from cluster.experiments.ideal_timeline import ideal_phases
+from cluster.experiments.ideal_timeline import ideal_of
 from cluster.experiments.results import Results, Sample
 from cluster.experiments.spec import Spec
 from cluster.experiments.workload import Pending, Workload
 from master.allocation.allocator import Allocator
 from master.allocation.planning import RunningTask
-from master.allocation.preemption import PreemptionConfig
 from master.allocation.sorter import Millis
 from master.cycle import ROUND_BATCH, CycleConfig, OfferCycle, Wish
 from protocol.wire.resources import CPUS, MEM, SCALE, Resources, add_millis, holds, sub_millis
@@ -116,18 +115,21 @@ class Simulation:
     def __init__(self, spec: Spec) -> None:
         self.spec = spec
         policy = spec.master.policy
-        # CEEI (the paper's 5): weighted DRF whose weights are each framework's CEEI share,
-        # phase by phase, so whoever is furthest below its CEEI target is served first
-        self.ceei = ideal_phases(spec, "ceei") if policy == "ceei" else []
+        setting = spec.setting()  # (the spec read once: what each stage below needs)
+        self.nodes, self.real_total = setting.nodes, setting.total
+        weights = setting.role_weights  # the operator's: roles', not frameworks'
+        # what the run is measured against (slots: the DRF ideal), read once; under CEEI
+        # (the paper's 5) also the weights: weighted DRF whose weights are each framework's
+        # CEEI share, phase by phase, so whoever is furthest below its target is served first
+        self.ideal = ideal_of(spec, self.real_total, weights, "drf" if policy == "slots" else None)
+        self.ceei = self.ideal.phases if policy == "ceei" else []
         self._ceei_phase = -1
         engine = {"slots": "drf", "ceei": "wdrf"}.get(policy, policy)
         self.allocator = Allocator(engine, quota_headroom=spec.master.quota_headroom)
-        for role, weight in spec.role_weights().items():  # the operator's: roles', not frameworks'
-            self.allocator.set_role_weight(role, weight)
-        for role, quota in spec.master.quota.items():
-            self.allocator.set_quota(role, quota.quota())
-        self.nodes = dict(spec.cluster.nodes())
-        self.real_total = sum(self.nodes.values(), Resources())
+        for role, weight in weights.items():
+            self.allocator.roles.set_weight(role, weight)
+        for role, quota in setting.quotas.items():
+            self.allocator.roles.set_quota(role, quota)
         for slave_id, resources in self.nodes.items():
             self.allocator.add_slave(slave_id, self.booked(resources, node=True))
         self.workloads = {f.name: Workload(f, spec.run.seed) for f in spec.frameworks}
@@ -151,19 +153,22 @@ class Simulation:
         self.offers = 0  # offers made, and those that launched nothing (declines)
         self.declines = 0
         self.now = 0.0
-        p = spec.master.preemption
         self.cycle = OfferCycle(
             self.allocator,
             SimulatedBooks(self),
             CycleConfig(
                 policy=spec.master.policy,
                 allocation_interval=spec.master.allocation_interval,
-                preemption=p.config() if p is not None else PreemptionConfig(),
+                preemption=setting.preemption,
             ),
         )
         self.preempting = self.cycle.preempting
         self.preempted_at: list[tuple[float, str, float]] = []  # (time, victim, work lost)
         self.offered_at: dict[str, float] = {}  # when each framework was last offered
+        # frameworks offered what they cannot use, which they decline as a round offers it
+        # (those with offer filters are offered only room for their next task: asking
+        # them costs more than it saves)
+        self.may_decline = not all(f.min_offer for f in spec.frameworks)
         # only what the allocator does not account in full can oversubscribe a node
         self.overbooks = spec.master.policy in ("slots", "cpu")
 
@@ -203,7 +208,7 @@ class Simulation:
                 self._at(f.stop, "stop", hash(f.name))
         names = {hash(n): n for n in self.workloads}
         results = Results(spec.name, "simulated", spec.master.policy, self.real_total)
-        results.with_ideal(spec, "drf" if spec.master.policy == "slots" else None)
+        results.with_ideal(self.ideal)
         next_report = 0.0
         while self.events:
             t, _, kind, ref = heapq.heappop(self.events)
@@ -321,7 +326,7 @@ class Simulation:
         self._ceei_phase = phase
         for name, share in self.ceei[phase].shares.items():
             role = self.frameworks[name].role or name
-            self.allocator.set_role_weight(role, max(share, 1e-6))
+            self.allocator.roles.set_weight(role, max(share, 1e-6))
 
     def _round(self, t: float) -> None:
         """The offer cycle's round; each offer answered at once by its framework: the
@@ -330,9 +335,30 @@ class Simulation:
             self._ceei_weights(t)
         refuse = self.spec.master.refuse_seconds
         book = self.booked if self.overbooks else None
-        for a in self.cycle.round(t).offers:
+        workloads = self.workloads
+        booked_to: set[str] = set()  # frameworks offered something they launch on this round
+
+        def declines(framework_id: str, free: Millis) -> bool:
+            """A framework launches nothing on an offer of `free` if its workload takes
+            nothing from it now -- known as the offer is made while nothing it was
+            offered earlier in the round is to be answered before it."""
+            if framework_id in booked_to:
+                return False
+            if workloads[framework_id].declines(t, free, book):
+                return True
+            booked_to.add(framework_id)
+            return False
+
+        for a in self.cycle.round(t, declines if self.may_decline else None).offers:
             self.offered_at[a.framework_id] = t
-            w = self.workloads[a.framework_id]
+            if a.declined:  # (declined as it was made: counted, and its filter set)
+                self.offers += 1
+                self.declines += 1
+                self.cycle.refused(a, refuse, t)
+                self._schedule_arrival(a.framework_id)
+                self._follow(a.framework_id, t)
+                continue
+            w = workloads[a.framework_id]
             left = dict(a.resources.millis)
             tasks = w.take_from(t, left, book)  # (left: what they did not use)
             self.offers += 1

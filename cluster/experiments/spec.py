@@ -15,6 +15,7 @@ schema. A bad spec is refused before anything starts, with the field named.
 from __future__ import annotations
 
 import csv
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -23,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from cluster.experiments.swim import SwimSpec
 from master.allocation.preemption import PreemptionConfig
+from master.allocation.quota import Quota
 from master.allocation.role_tree import check_role
 from master.roles_file import QuotaSpec
 from protocol.wire.codec import describe_validation
@@ -234,6 +236,30 @@ class Spec(Strict):
             if fw.weight != 1.0 and role not in weights:
                 weights[role] = fw.weight
         return weights
+
+    def setting(self) -> Setting:
+        """What the spec sets up, read from it once for the stages that set it up (the
+        simulator's allocator and offer cycle, the ideal's totals and pools)."""
+        nodes = dict(self.cluster.nodes())
+        p = self.master.preemption
+        return Setting(
+            nodes,
+            sum(nodes.values(), Resources()),
+            self.role_weights(),
+            {role: q.quota() for role, q in self.master.quota.items()},
+            p.config() if p is not None else PreemptionConfig(),
+        )
+
+
+@dataclass(frozen=True)
+class Setting:
+    """A spec's cluster, roles and preemption as plain values (`Spec.setting`)."""
+
+    nodes: dict[str, Resources]  # every slave, by id, in the spec's order
+    total: Resources  # theirs together
+    role_weights: dict[str, float]  # `Spec.role_weights`
+    quotas: dict[str, Quota]  # by role
+    preemption: PreemptionConfig  # (off unless the spec turns it on)
 
 
 def load_spec(path: Path) -> Spec:

@@ -195,6 +195,21 @@ class Workload:
                 break
         return taken
 
+    def declines(
+        self,
+        t: float,
+        free: dict[str, int],
+        booked: Callable[[Resources], Resources] | None = None,
+    ) -> bool:
+        """Whether `take_from` would launch nothing on these free resources now: it
+        wants nothing, or its next task does not fit (asked before the offer is made; the
+        same calls on the workload as `take_from`'s, which would make them next)."""
+        if not self.wants(t):
+            return True
+        task = self.next_task(t)
+        need = (booked(task.resources) if booked is not None else task.resources).millis
+        return not holds(free, need)
+
     def next_task(self, t: float) -> Pending:
         """The next task an offer would launch (ask only while it `wants(t)`); under
         endless demand, made once and kept until it is taken (so the task looked at is

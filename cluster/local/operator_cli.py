@@ -244,7 +244,7 @@ def roles_check(path: Path, policy: str) -> None:
 
     try:
         loaded = load_roles(path)
-        Allocator(policy).apply_roles(loaded.roles)  # what the master does with it
+        Allocator(policy).roles.apply(loaded.roles)  # what the master does with it
     except (RolesError, AllocatorError) as e:
         raise click.ClickException(str(e)) from None
     click.echo(f"{path}: {len(loaded.roles)} roles, fine")

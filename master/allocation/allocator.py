@@ -7,7 +7,8 @@ The books (`ledger`): every slave's total and what is allocated on it (offered o
 per framework; every framework's role, filters and whether it wants offers. The order: a
 `RoleOrder` of roles (weights belong to roles, as in Mesos: a flat `Sorter`, or a
 `RoleTree`) and, inside each role, a sorter of its frameworks -- with one framework per
-role this is plain weighted DRF. Quotas: `quota_stage`.
+role this is plain weighted DRF. The roles' weights, orderings and quotas:
+`role_settings`; quotas in a round: `quota_stage`.
 
 An allocation round (`allocate`) walks the slaves in the order of their ids and gives each
 slave's whole free resources to the first framework, lowest share first, that wants offers:
@@ -24,15 +25,14 @@ not depend on the slaves' order, only which slaves go first when more are free t
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
 
 from master.allocation.clients import ClientError, Clients
 from master.allocation.collector import paused_collector
 from master.allocation.holds import Holds
-from master.allocation.lapses import Lapse, Lapses
 from master.allocation.ledger import (
     Allocation,
     AllocatorError,
+    Declines,
     Filter,
     FrameworkBook,
     SlaveBook,
@@ -46,7 +46,6 @@ from master.allocation.ledger import (
 )
 from master.allocation.offer_room import RETRY as ROOM_RETRY
 from master.allocation.offer_room import OfferRoom
-from master.allocation.quota import Quota, nesting_problem
 from master.allocation.quota_stage import QuotaStage, RoleStanding, quota_pick
 from master.allocation.reserved import (
     IdleReservations,
@@ -58,8 +57,11 @@ from master.allocation.reserved import (
     visible,
 )
 from master.allocation.role_order import RoleOrder
+from master.allocation.role_settings import RoleSettings
 from master.allocation.role_tree import TREE_POLICIES, RoleTree
 from master.allocation.sorter import Millis, Sorter, Total
+from master.allocation.unbooked import Unbooked
+from master.allocation.visits import Visits
 from protocol.wire.reservations import stripped
 from protocol.wire.resources import (
     ResourceError,
@@ -98,12 +100,11 @@ class Allocator:
         self._total = Total()
         # roles in a tree (hdrf, naive-hdrf, flat), or side by side (drf, asset, cpu, fifo)
         tree = policy in TREE_POLICIES
-        self._roles: RoleOrder = (
+        self._role_order: RoleOrder = (
             RoleTree(policy, self._total) if tree else Sorter(policy, self._total)
         )
         self._framework_policy = "drf" if tree else policy
         self._role_frameworks: dict[str, Sorter] = {}
-        self._role_weights: dict[str, float] = {}
         self.frameworks: dict[str, FrameworkBook] = {}  # by client (`clients`)
         self.clients = Clients()  # a multi-role framework's, one a role
         self._wanting: dict[str, FrameworkBook] = {}  # active and not suppressed
@@ -112,14 +113,13 @@ class Allocator:
         # what is reserved for each role and not allocated (counted as the role's quota)
         self._idle = IdleReservations()
         self._quota = QuotaStage(
-            self._roles, self._total.millis, self._allocated, quota_headroom, self._idle
+            self._role_order, self._total.millis, self._allocated, quota_headroom, self._idle
         )
-        self.quotas = self._quota.quotas  # by role node (on a tree, pools too)
-        self.dirty: set[str] = set()  # slaves that may have something new to offer
-        self._refused: set[str] = set()  # slaves left out of the next round: see recover
-        self._wake = False  # every slave may: someone new wants offers (see _wake_all)
-        self._lapses = Lapses(self._standing)  # when filters and holds lapse
         self._holds = Holds()
+        self._visits = Visits(self.frameworks, self._holds)  # which slaves a round visits
+        # weights, orderings and quotas (a setting asks every slave to be visited again)
+        self.roles = RoleSettings(self._role_order, self._quota, self._visits.wake_all)
+        self.quotas = self.roles.quotas  # by role node (on a tree, pools too)
         self.reservations = self._holds.by_slave  # by slave
         # the least each framework wanting offers can use (see _floors); None while one
         # takes anything
@@ -139,7 +139,7 @@ class Allocator:
         `roles`, a multi-role framework, a client in each of them (`clients`)."""
         if framework_id in self.frameworks or self.clients.multi_role(framework_id):
             raise AllocatorError(f"framework {framework_id} is already known")
-        problem = next(filter(None, map(self.role_problem, roles or [role])), None)
+        problem = next(filter(None, map(self.roles.problem, roles or [role])), None)
         if problem:
             raise AllocatorError(problem)
         try:
@@ -152,7 +152,7 @@ class Allocator:
     def _add_client(self, framework_id: str, role: str, active: bool) -> None:
         if role not in self._role_frameworks:
             self._role_frameworks[role] = Sorter(self._framework_policy, self._total)
-            self._roles.add(role)
+            self._role_order.add(role)
         self._role_frameworks[role].add(framework_id, active=active)
         self.frameworks[framework_id] = FrameworkBook(framework_id, role, active=active)
         self._sync(framework_id)
@@ -174,7 +174,7 @@ class Allocator:
         sorter.remove(framework_id)
         if not len(sorter):
             del self._role_frameworks[fw.role]
-            self._roles.remove(fw.role)
+            self._role_order.remove(fw.role)
         else:
             self._sync_role(fw.role)
         del self.frameworks[framework_id]
@@ -194,7 +194,7 @@ class Allocator:
             # slaves it was not offered may suit it now, unless every new minimum still
             # holds one of the old (then nothing it skipped fits it any better)
             if not old or not new or not all(any(within(o, m) for o in old) for m in new):
-                self._wake_all()
+                self._visits.wake_all()
 
     def activate(self, framework_id: str) -> None:
         for fw in self._books(framework_id):
@@ -236,7 +236,7 @@ class Allocator:
         self._place(framework_id, fw.role, wanting)
         if wanting:
             self._wanting[framework_id] = fw
-            self._wake_all()
+            self._visits.wake_all()
         else:
             self._wanting.pop(framework_id, None)
 
@@ -249,50 +249,9 @@ class Allocator:
     def _sync_role(self, role: str) -> None:
         """A role is in the order while any of its frameworks is."""
         if self._role_frameworks[role].active_count:
-            self._roles.activate(role)
+            self._role_order.activate(role)
         else:
-            self._roles.deactivate(role)
-
-    def _wake_all(self) -> None:
-        """Someone new wants offers: every slave with free resources is worth a visit
-        (the next round visits them all; a slave with nothing free is passed over there)."""
-        self._wake = True
-
-    def set_role_weight(self, role: str, weight: float) -> None:
-        """Configure a role's weight; in a tree, any node's: `eng` as well as
-        `eng/backend`."""
-        if not weight > 0:
-            raise AllocatorError(f"weight must be positive, got {weight}")
-        problem = self.role_problem(role)
-        if problem:
-            raise AllocatorError(problem)
-        self._role_weights[role] = weight
-        self._roles.set_weight(role, weight)
-
-    def set_ordering(self, role: str, ordering: str) -> None:
-        """How a pool orders its children: drf, fair (memory alone) or fifo (tree policies)."""
-        try:
-            self._roles.set_ordering(role, ordering)
-        except ValueError as e:
-            raise AllocatorError(str(e)) from None
-
-    def apply_roles(self, roles: Mapping[str, Any]) -> None:
-        """Weights, orderings and quotas from a roles file (`master.roles_file`)."""
-        quotas = {r: spec.quota.quota() if spec.quota else None for r, spec in roles.items()}
-        problem = next(filter(None, map(self.role_problem, roles)), None)
-        problem = problem or (nesting_problem(self.quotas, quotas) if self.is_tree() else None)
-        if problem:  # (the file as a whole: one by one, a valid one could fail halfway)
-            raise AllocatorError(problem)
-        for role, spec in roles.items():
-            self.set_role_weight(role, spec.weight)
-            self.set_ordering(role, spec.ordering)
-            self.quotas.pop(role, None)  # (set again below where the file gives one)
-        self.quotas.update({r: q for r, q in quotas.items() if q is not None})
-        self._wake_all()
-
-    def role_problem(self, role: str) -> str | None:
-        """Why `role` cannot be a role under this policy (None if it can)."""
-        return self._roles.name_problem(role)
+            self._role_order.deactivate(role)
 
     # -- slaves ------------------------------------------------------------------------------
     def add_slave(
@@ -309,7 +268,7 @@ class Allocator:
         slave.reserved = reserved_roles(total.millis)
         self._total.add(self._what(slave, total))
         self._idle.add(slave, total.millis, 1)
-        self.dirty.add(slave_id)
+        self._visits.visit(slave_id)
         for framework_id, resources in (used or {}).items():
             self.allocate_existing(framework_id, slave_id, resources)
 
@@ -320,7 +279,7 @@ class Allocator:
         self._idle.add(slave, slave.unallocated, -1)
         self._total.remove(self._what(slave, slave.total))
         del self.slaves[slave_id]
-        self.dirty.discard(slave_id)
+        self._visits.forget(slave_id)
 
     def deactivate_slave(self, slave_id: str) -> None:
         """Offer nothing of this slave until it is activated again (it is disconnected,
@@ -329,7 +288,7 @@ class Allocator:
 
     def activate_slave(self, slave_id: str) -> None:
         self._slave(slave_id).active = True
-        self.dirty.add(slave_id)
+        self._visits.visit(slave_id)
 
     def allocate_existing(
         self, framework_id: str, slave_id: str, resources: Resources, role: str | None = None
@@ -373,6 +332,7 @@ class Allocator:
         *,
         full: bool = False,
         room: Mapping[str, int] | None = None,
+        declines: Declines | None = None,
     ) -> list[Allocation]:
         """One allocation round.
 
@@ -382,17 +342,25 @@ class Allocator:
         slave left out would be offered to nobody, so this is the full round's result at
         a fraction of its cost. `full` visits every slave; `slave_ids` just those.
         `room`: how many more offers a framework may be given (`offer_room`).
+        `declines`: offers it says are declined whole are not booked (`unbooked`), where
+        no quota or bound could tell.
 
         The garbage collector waits for the round's end (`paused_collector`).
         """
         with paused_collector():
-            if not room:
+            if room:
+                bound = OfferRoom(room, self._leave_round, self._rejoin_round)
+                try:
+                    return self._round(now, slave_ids, full, bound)
+                finally:
+                    bound.end()
+            if declines is None or self.quotas:
                 return self._round(now, slave_ids, full, None)
-            bound = OfferRoom(room, self._leave_round, self._rejoin_round)
+            unbooked = Unbooked(declines, self._role_frameworks, self._role_order, self.frameworks)
             try:
-                return self._round(now, slave_ids, full, bound)
+                return self._round(now, slave_ids, full, None, unbooked)
             finally:
-                bound.end()
+                unbooked.end()
 
     def _leave_round(self, framework_id: str) -> bool:
         """A framework out of the order for the rest of a round (see `offer_room`)."""
@@ -408,20 +376,14 @@ class Allocator:
             self._place(framework_id, fw.role, True)  # (no wake: it wanted offers all along)
 
     def _round(
-        self, now: float, slave_ids: list[str] | None, full: bool, room: OfferRoom | None
+        self,
+        now: float,
+        slave_ids: list[str] | None,
+        full: bool,
+        room: OfferRoom | None,
+        unbooked: Unbooked | None = None,
     ) -> list[Allocation]:
-        self.dirty.update(self._lapses.due(now))
-        self._refused.clear()
-        if slave_ids is not None:
-            order = list(slave_ids)
-            self.dirty.difference_update(order)
-        elif full or self._wake:
-            order = list(self.slaves) if full else sorted(self.slaves)
-            self.dirty.clear()
-            self._wake = False
-        else:
-            order = sorted(self.dirty)  # sorted: a set's order varies from run to run
-            self.dirty.clear()
+        order = self._visits.due(now, self.slaves, slave_ids, full)
         allocations: list[Allocation] = []
         floors = self._floors()
         slaves, reservations = self.slaves, self.reservations
@@ -429,11 +391,13 @@ class Allocator:
         # offer filters of their own replace the master's minimum: then a slave may be of
         # use with less, and each framework's own are asked (`ledger.can_use`)
         worth = anything if self._own_floors else floor
-        books = (self._roles, self._role_frameworks, self.frameworks, now, floor)
+        books = (self._role_order, self._role_frameworks, self.frameworks, now, floor)
         if self.quotas:
             pick = quota_pick(self._quota, *books)
         else:
             pick = first_wanting(*books, floored=worth is floor)
+            if unbooked is not None:  # (holds and reservations pick otherwise: booked)
+                pick = unbooked.picking(pick, allocations.append)
         # (bound once: these run for every slave)
         give, offered, resources_of = self._give, allocations.append, Resources.from_millis
         multi = self.clients.owner
@@ -458,13 +422,13 @@ class Allocator:
                 picked = pick(slave_id, free, now)
             if picked is None:
                 if room is not None and room.out:  # a full framework might have taken it
-                    self._lapses.retry(now + ROOM_RETRY, slave_id)
+                    self._visits.retry(now + ROOM_RETRY, slave_id)
                 continue
             framework_id, offer = picked
             resources = resources_of(offer)
             if offer is not free and offer != free:  # quota cut the offer: the rest is for
                 # others, next round
-                self.dirty.add(slave_id)
+                self._visits.visit(slave_id)
             give(framework_id, slave, resources)
             owner = multi.get(framework_id) if multi else None  # (a multi-role client)
             if owner is None:
@@ -544,9 +508,7 @@ class Allocator:
         framework_id = self.clients.first(framework_id)  # (a multi-role one's first role)
         self._framework(framework_id)
         self._holds.add(slave_id, framework_id, resources.millis, until)
-        self._lapses.at(until, slave_id)
-        if slave_id in self._refused:  # (a hold is offered past its framework's filter)
-            self.dirty.add(slave_id)
+        self._visits.held(slave_id, until)
 
     # -- operations on resources (Mesos's updateAllocation, updateAvailable) ----------------
     def update_allocation(
@@ -588,7 +550,7 @@ class Allocator:
         if stripped(consumed.millis) != stripped(converted.millis):
             raise AllocatorError(f"{consumed} cannot become {converted}: not the same amounts")
         replace_free(slave, self._idle, consumed.millis, converted.millis)
-        self.dirty.add(slave_id)
+        self._visits.visit(slave_id)
 
     def unheld(self) -> dict[str, Millis]:
         """Every slave's free resources less what is held on it (what preemption may still
@@ -599,36 +561,6 @@ class Allocator:
         """What of `free` a framework of `role` may be offered (all of it, without quotas)."""
         return self._quota.offerable(role, free) if self.quotas else dict(free)
 
-    # -- quota -------------------------------------------------------------------------------
-    def set_quota(self, role: str, quota: Quota) -> None:
-        problem = self.quota_problem(role, quota)
-        if problem:
-            raise AllocatorError(problem)
-        self.quotas[role] = quota
-        self._wake_all()
-
-    def quota_problem(self, role: str, quota: Quota | None) -> str | None:
-        """Why `role` cannot have `quota` (None: cleared) beside the others' (None if it
-        can): a role this policy has not, or guarantees that do not nest on a tree."""
-        nesting = nesting_problem(self.quotas, {role: quota}) if self.is_tree() else None
-        return self.role_problem(role) or nesting
-
-    def remove_quota(self, role: str) -> None:
-        if self.quotas.pop(role, None) is not None:
-            self._wake_all()
-
-    def held_by_role(self, role: str) -> Millis:
-        """What a role node holds (on a tree: its whole subtree), offered or in use."""
-        return self._roles.held(role)
-
-    def unsatisfiable(self) -> dict[str, str]:
-        """Guarantees the cluster cannot meet, and why (reported, not refused)."""
-        return self._quota.unsatisfiable()
-
-    def is_tree(self) -> bool:
-        """Roles are paths whose ancestors count (quotas and weights on every node)."""
-        return self._roles.hierarchical
-
     def recover(
         self,
         framework_id: str,
@@ -638,55 +570,59 @@ class Allocator:
         role: str | None = None,
         refuse_seconds: float | None = None,
         now: float = 0.0,
+        booked: bool = True,
     ) -> None:
         """Resources come back from a framework (declined, unused, or a task ended): a
         multi-role framework's from `role`.
 
         With `refuse_seconds`, the framework is not offered them on that slave again for
-        that long (a decline filter; a multi-role framework's in that role only).
+        that long (a decline filter; a multi-role framework's in that role only). Not
+        `booked`: an offer declined as a round made it (`Allocation.declined`): nothing
+        comes back, its filter is set all the same.
         """
         if role is not None or framework_id not in self.frameworks:  # (else: a client)
             framework_id = self._client(framework_id, role)
         slave = self._slave(slave_id)
         fw = self.frameworks.get(framework_id)
-        held = slave.by_framework.get(framework_id)
+        held = slave.by_framework.get(framework_id) if booked else {}
         if held is None or fw is None:
             raise AllocatorError(f"framework {framework_id} holds nothing on slave {slave_id}")
-        delta = resources.millis
-        if held == delta:  # (the usual: all it held here comes back, compared at C speed)
-            held.clear()
-        else:
-            try:
-                sub_millis(held, delta, f"framework {framework_id} on slave {slave_id}")
-            except ResourceError as e:
-                raise AllocatorError(str(e)) from None
-        # what a framework held is in the cluster's allocation too, so it holds it (it
-        # keeps its zeros: nothing asks which resources it names)
-        free, everywhere = slave.unallocated, self._allocated
-        if slave.reserved:
-            self._idle.add(slave, delta, 1)
-            for k, v in delta.items():
-                if k in free:
-                    free[k] += v
-            what = stripped(delta)
-            resources = Resources.from_millis(what)
-            for k, v in what.items():
-                everywhere[k] -= v
-        else:
-            for k, v in delta.items():  # (one loop for the two books: once per task ending)
-                everywhere[k] -= v
-                if k in free:
-                    free[k] += v
-        if not held:
-            del slave.by_framework[framework_id]
-            fw.slaves.discard(slave_id)
-        self._role_frameworks[fw.role].unallocated(framework_id, resources)
-        self._roles.unallocated(fw.role, resources)
+        delta, free = resources.millis, slave.unallocated
+        if booked:  # (not: nothing to give back, only the filter below)
+            if held == delta:  # (the usual: all it held here comes back, compared at C speed)
+                held.clear()
+            else:
+                try:
+                    sub_millis(held, delta, f"framework {framework_id} on slave {slave_id}")
+                except ResourceError as e:
+                    raise AllocatorError(str(e)) from None
+            # what a framework held is in the cluster's allocation too, so it holds it (it
+            # keeps its zeros: nothing asks which resources it names)
+            everywhere = self._allocated
+            if slave.reserved:
+                self._idle.add(slave, delta, 1)
+                for k, v in delta.items():
+                    if k in free:
+                        free[k] += v
+                what = stripped(delta)
+                resources = Resources.from_millis(what)
+                for k, v in what.items():
+                    everywhere[k] -= v
+            else:
+                for k, v in delta.items():  # (one loop for the two books: once per task ending)
+                    everywhere[k] -= v
+                    if k in free:
+                        free[k] += v
+            if not held:
+                del slave.by_framework[framework_id]
+                fw.slaves.discard(slave_id)
+            self._role_frameworks[fw.role].unallocated(framework_id, resources)
+            self._role_order.unallocated(fw.role, resources)
         # worth a visit in the next round only if someone could use what is free now: a
         # smaller minimum, or a new framework, wakes every slave (and a hold is visited)
         floors = self._floors()
         if floors is None or fits_one(free, floors) or slave_id in self.reservations:
-            self.dirty.add(slave_id)
+            self._visits.visit(slave_id)
         if refuse_seconds:
             # what it refused, naming the slave's other resources at 0 as its free does:
             # the same filter (within reads a name missing as 0), but the usual refusal --
@@ -695,13 +631,9 @@ class Allocator:
             refused.update(delta)
             fw.filters[slave_id] = Filter(now + refuse_seconds, refused)
             slave.refused_by.add(framework_id)
-            self._lapses.at(now + refuse_seconds, slave_id)
+            self._visits.lapse(now + refuse_seconds, slave_id)
             if self._declined_by_all(slave_id, free, now):
-                # the next round's visit would pass every framework by: none is made (what
-                # makes the slave worth one again makes it dirty again -- a filter lapsing,
-                # more freed, someone new wanting offers -- or, a hold, puts it back)
-                self.dirty.discard(slave_id)
-                self._refused.add(slave_id)
+                self._visits.refused_by_all(slave_id)
 
     def _declined_by_all(self, slave_id: str, free: Millis, now: float) -> bool:
         """Every framework that wants offers declined this slave's `free` resources and
@@ -710,14 +642,6 @@ class Allocator:
         if self.quotas or slave_id in self.reservations:
             return False
         return declined_by_all(self.slaves[slave_id], self._wanting, free, now)
-
-    def _standing(self) -> set[Lapse]:
-        """When each filter and hold standing now lapses (what Lapses keeps)."""
-        standing = {
-            (f.expires, sid) for fw in self.frameworks.values() for sid, f in fw.filters.items()
-        }
-        standing.update((r.until, sid) for sid, held in self._holds.by_slave.items() for r in held)
-        return standing
 
     def _give(self, framework_id: str, slave: SlaveBook, resources: Resources) -> None:
         self._take(slave, resources.millis)
@@ -753,7 +677,7 @@ class Allocator:
         if slave.reserved:  # (shares count what the resources are, whoever's)
             resources = self._what(slave, resources)
         self._role_frameworks[fw.role].allocated(framework_id, resources)
-        self._roles.allocated(fw.role, resources)
+        self._role_order.allocated(fw.role, resources)
 
     def _what(self, slave: SlaveBook, resources: Resources) -> Resources:
         """What `resources` of `slave` are, whoever's (cpus reserved for a role count as
@@ -777,36 +701,15 @@ class Allocator:
         """The framework's own dominant share of the cluster (unweighted)."""
         return self.allocation(framework_id).dominant_share(self.total)
 
-    def role_share(self, role: str) -> float:
-        """The role's share as the order sees it (policy share / weight, or / promise)."""
-        return self._roles.ordering_share(role)
-
-    def role_promise(self, role: str) -> float | None:
-        """What a tree policy promises the frameworks of `role` (None for flat policies)."""
-        return self._roles.own_promise(role)
-
-    def role_views(self) -> list[RoleStanding]:
-        """Every role and pool (and every role with a quota or a configured weight): weight,
-        share, promise, quota."""
-        return self._quota.standings(set(self._role_weights))
-
-    def role_weight(self, role: str) -> float:
-        """A role's weight: configured, else 1 (a role nobody is in yet has one too)."""
-        return self._roles.weight(role)
-
-    def pool_weights(self) -> dict[str, float]:
-        """Every role node's weight (on a tree, pools too)."""
-        return self._roles.weights()
-
     def framework_weight(self, framework_id: str) -> float:
         """A framework's weight as the ideal sees it: under flat policies it shares its
         role's weight with the role's other frameworks; on a tree the pools carry it."""
-        if self._roles.hierarchical:
+        if self._role_order.hierarchical:
             return 1.0
         weight = 0.0  # (a multi-role framework's: its part of each of its roles')
         for client in self._clients(framework_id):
             role = self._framework(client).role
-            weight += self._roles.weight(role) / max(1, len(self._role_frameworks[role]))
+            weight += self._role_order.weight(role) / max(1, len(self._role_frameworks[role]))
         return weight
 
     def held(self, framework_id: str, slave_id: str, role: str | None = None) -> Resources:
@@ -834,7 +737,7 @@ class Allocator:
 
     def order(self) -> Iterator[str]:
         """Active frameworks in the order they would be offered resources."""
-        for role in self._roles.sort():
+        for role in self._role_order.sort():
             yield from self._role_frameworks[role].sort()
 
     @property

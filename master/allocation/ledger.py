@@ -28,6 +28,15 @@ class Allocation(NamedTuple):
     slave_id: str
     resources: Resources
     role: str | None = None
+    # declined as it was made (a round's `declines` said its framework would launch
+    # nothing on it): never booked, only its decline filter is left to set (`refuse`)
+    declined: bool = False
+
+
+Declines = Callable[[str, Millis], bool]
+"""Whether a framework would decline an offer of these free resources whole, asked as a
+round picks it (the simulator's frameworks answer at once, so it knows): such an offer is
+not booked, only counted in the order's books until the round ends."""
 
 
 @dataclass(slots=True)
@@ -245,12 +254,10 @@ def declined_by_all(
     if len(slave.refused_by) < len(wanting):
         return False
     sid = slave.slave_id
-    refusing = {fid for fid, fw in wanting.items() if refuses(fw, sid, free, now)}
+    refusing = set()
+    for fid, fw in wanting.items():  # (it declined `free` here, and refuses it still)
+        f = fw.filters.get(sid)
+        if f is not None and f.expires > now and (free == f.refused or within(free, f.refused)):
+            refusing.add(fid)
     slave.refused_by = refusing
     return len(refusing) == len(wanting)
-
-
-def refuses(fw: FrameworkBook, slave_id: str, free: Millis, now: float) -> bool:
-    """`fw` declined `free` of this slave and refuses it still (its decline filter)."""
-    f = fw.filters.get(slave_id)
-    return f is not None and f.expires > now and (free == f.refused or within(free, f.refused))

@@ -50,23 +50,23 @@ class OperatorCalls:
             )
             return
         clear = not msg.guarantee and msg.limit is None
-        problem = self.allocator.quota_problem(msg.role, None if clear else spec.quota())
+        problem = self.allocator.roles.quota_problem(msg.role, None if clear else spec.quota())
         if problem:
             self.outbox.refuse(caller, problem, "invalid-quota", "SetQuota", role=msg.role)
             return
         if not await self.recorder.quota(msg.role, msg.guarantee, msg.limit, caller):
             return
         if clear:
-            self.allocator.remove_quota(msg.role)
+            self.allocator.roles.remove_quota(msg.role)
         else:
-            self.allocator.set_quota(msg.role, spec.quota())
+            self.allocator.roles.set_quota(msg.role, spec.quota())
         current = self.roles.roles.get(msg.role) or RoleSpec(
-            weight=self.allocator.role_weight(msg.role)
+            weight=self.allocator.roles.weight(msg.role)
         )
         self.roles.roles[msg.role] = current.model_copy(update={"quota": None if clear else spec})
         if self.roles_path is not None:  # kept in the roles file, as the issue of record
             await asyncio.to_thread(save_roles, self.roles_path, self.roles)
-        unsatisfiable = self.allocator.unsatisfiable().get(msg.role)
+        unsatisfiable = self.allocator.roles.unsatisfiable().get(msg.role)
         detail = f"{msg.role}: " + (
             "cleared" if clear else f"guarantee {msg.guarantee or '-'}, limit {msg.limit or '-'}"
         )
@@ -81,14 +81,14 @@ class OperatorCalls:
         """Set roles' weights (Mesos's /weights); all or none: refused if any role cannot
         have one."""
         for role in msg.weights:
-            problem = self.allocator.role_problem(role)
+            problem = self.allocator.roles.problem(role)
             if problem:
                 self.outbox.refuse(caller, problem, "invalid-weight", "SetWeights", role=role)
                 return
         if not await self.recorder.weights(msg.weights, caller):
             return
         for role, weight in msg.weights.items():
-            self.allocator.set_role_weight(role, weight)
+            self.allocator.roles.set_weight(role, weight)
             current = self.roles.roles.get(role) or RoleSpec()
             self.roles.roles[role] = current.model_copy(update={"weight": weight})
         if self.roles_path is not None:  # kept in the roles file, as the issue of record

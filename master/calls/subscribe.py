@@ -171,7 +171,7 @@ class Subscriptions:
         fw = self.books.frameworks.get(msg.framework_id or "")
         if fw is None:
             for role in msg.all_roles():  # (every one: a role it may not use gains it nothing)
-                why = self.allocator.role_problem(role) or self.acl.check(caller.principal, role)
+                why = self.allocator.roles.problem(role) or self.acl.check(caller.principal, role)
                 if why is not None:
                     return "role-refused", why
             if why := self._one_too_many(msg, caller):
@@ -213,7 +213,7 @@ class Subscriptions:
 
     def _weight_problem(self, msg: Subscribe, role: str) -> tuple[str, str] | None:
         """A framework takes its role's weight; it may not set it (weights are operators')."""
-        configured = self.allocator.role_weight(role)
+        configured = self.allocator.roles.weight(role)
         if msg.weight is None or msg.weight == configured:
             return None
         return "subscribe-refused", (

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from master.allocation.allocator import Allocator
+from master.allocation.ledger import Allocation, Declines
 from master.allocation.preemption import Contender, Preemption, PreemptionConfig
 from master.cycle import offer_bound, why
 from master.cycle.claims import contender, hold_claim, hold_until, planning_cluster
@@ -48,17 +49,22 @@ class OfferCycle:
         self.offers_log = OfferLog()  # the recent rounds' offers (for `why`)
 
     # -- the round ---------------------------------------------------------------------------
-    def round(self, now: float) -> RoundPlan:
+    def round(self, now: float, declines: Declines | None = None) -> RoundPlan:
         """Who is offered which slave's free resources: at most MAX_OFFERS_HELD offers
         held by each framework (`offer_bound`); what a round would give one past that
         goes back to the pool, kept from it for OFFERS_HELD_REFUSE so that the next
-        rounds offer it to others."""
+        rounds offer it to others.
+
+        `declines` (a shell whose frameworks answer at once, the simulator's): whether a
+        framework would launch nothing on an offer, asked as the round makes it; such an
+        offer comes back declined already (`Allocation.declined`, never booked: answer
+        it with `refused`), where the allocator can tell it apart (`Allocator.allocate`)."""
         a = self.allocator
         held = self.state.offers_held()
         slaves = len(a.slaves)
         bounded = held or slaves > offer_bound.MAX_OFFERS_HELD  # (else nobody can reach it)
         room = offer_bound.room(held, a.frameworks, slaves) if bounded else None
-        allocations = a.allocate(now, room=room)
+        allocations = a.allocate(now, room=room, declines=declines)
         if not room or not allocations:
             if self.config.record_offers:
                 self.offers_log.record(now, allocations)
@@ -95,12 +101,33 @@ class OfferCycle:
         went back: a round is worth running."""
         if not resources:
             return False
-        if refuse_seconds:
-            refuse_seconds = max(refuse_seconds, self.config.allocation_interval)
         self.allocator.recover(
-            framework_id, slave_id, resources, role=role, refuse_seconds=refuse_seconds, now=now
+            framework_id,
+            slave_id,
+            resources,
+            role=role,
+            refuse_seconds=self._refusal(refuse_seconds),
+            now=now,
         )
         return True
+
+    def refused(self, offer: Allocation, refuse_seconds: float | None, now: float) -> None:
+        """An offer declined as the round made it (`Allocation.declined`): its framework
+        refuses that slave as `decline` would have it (nothing to give back)."""
+        self.allocator.recover(
+            offer.framework_id,
+            offer.slave_id,
+            offer.resources,
+            refuse_seconds=self._refusal(refuse_seconds),
+            now=now,
+            booked=False,
+        )
+
+    def _refusal(self, refuse_seconds: float | None) -> float | None:
+        """A decline filter lasts at least one allocation interval."""
+        if refuse_seconds:
+            return max(refuse_seconds, self.config.allocation_interval)
+        return refuse_seconds
 
     def answered(self, framework_id: str) -> None:
         """It answered an offer: the next one it lets time out is filtered from
@@ -199,7 +226,13 @@ class OfferCycle:
         framework_ids = [c.framework_id for c in contenders]
         cluster = planning_cluster(a, framework_ids, self.state.running(), self.preemption.doomed)
         claims = self.preemption.check(
-            now, self.config.policy, contenders, cluster, a.pool_weights(), a.quotas, a.is_tree()
+            now,
+            self.config.policy,
+            contenders,
+            cluster,
+            a.roles.pool_weights(),
+            a.quotas,
+            a.roles.is_tree(),
         )
         until = hold_until(now, notice, self.config.allocation_interval)
         for claim in claims:

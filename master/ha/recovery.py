@@ -52,15 +52,15 @@ class Recovery:
         now = loop_time()
         for role, weight in self.registry.weights.items():  # operators' run-time weights
             try:
-                self.allocator.set_role_weight(role, weight.weight)
+                self.allocator.roles.set_weight(role, weight.weight)
             except Exception as e:  # a role the roles file no longer has, say
                 self.log.error("recovery.weight_refused", role=role, error=str(e))
         for role, quota in self.registry.quotas.items():
             try:
                 if quota.guarantee or quota.limit is not None:
-                    self.allocator.set_quota(role, Quota(quota.guarantee, quota.limit))
+                    self.allocator.roles.set_quota(role, Quota(quota.guarantee, quota.limit))
                 else:
-                    self.allocator.remove_quota(role)
+                    self.allocator.roles.remove_quota(role)
             except Exception as e:  # a role the roles file no longer has, say
                 self.log.error("recovery.quota_refused", role=role, error=str(e))
         grace = self.reregister_timeout
@@ -75,7 +75,7 @@ class Recovery:
             )
         for framework_id, record in self.registry.frameworks.items():
             roles = record.roles or [record.role]
-            if any(self.allocator.role_problem(role) is not None for role in roles):
+            if any(self.allocator.roles.problem(role) is not None for role in roles):
                 self.log.error("recovery.role_gone", framework_id=framework_id, roles=roles)
                 continue
             fw = Framework(

@@ -160,7 +160,7 @@ class ReadSide:
 
     def _role_views(self) -> list[RoleView]:
         """The allocator's role standings as the wire shows them."""
-        return [role_view(r) for r in self.allocator.role_views()]
+        return [role_view(r) for r in self.allocator.roles.views()]
 
     def role_views(self) -> tuple[str, list[RoleView]]:
         return self.policy, self.preemptor.with_fair_shares(self._role_views())

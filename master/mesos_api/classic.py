@@ -215,7 +215,7 @@ def metrics_snapshot(m: MasterSide, started: float) -> dict[str, float]:
         "allocator/mesos/allocation_runs": m.rounds_run(),
         "allocator/mesos/offer_filters/roles/*/active": 0,
     }
-    for view in a.role_views():
+    for view in a.roles.views():
         out[f"allocator/mesos/roles/{view.role}/shares/dominant"] = view.share
     for fw in frameworks:
         out[f"allocator/mesos/frameworks/{fw.framework_id}/shares/dominant"] = a.dominant_share(
@@ -326,7 +326,7 @@ class ClassicEndpoints:
         return web.json_response({"roles": roles})
 
     async def weights(self, request: web.Request) -> web.StreamResponse:
-        views = self.master.allocator.role_views()
+        views = self.master.allocator.roles.views()
         return web.json_response([{"role": v.role, "weight": v.weight} for v in views])
 
     async def quota(self, request: web.Request) -> web.StreamResponse:

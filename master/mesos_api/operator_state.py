@@ -276,7 +276,7 @@ def roles_held(m: MasterSide) -> list[RoleHoldings]:
     for fw in m.books.frameworks.values():
         members.setdefault(fw.role, []).append(fw)
     out = []
-    for view in m.allocator.role_views():
+    for view in m.allocator.roles.views():
         fws = members.get(view.role, [])
         held = sum((m.allocator.allocation(f.framework_id) for f in fws), Resources())
         out.append(
@@ -306,7 +306,9 @@ def get_weights(m: MasterSide) -> JSON:
     return {
         "weight_infos": [
             {"role": role, "weight": weight}
-            for role, weight in sorted({v.role: v.weight for v in m.allocator.role_views()}.items())
+            for role, weight in sorted(
+                {v.role: v.weight for v in m.allocator.roles.views()}.items()
+            )
         ]
     }
 
