@@ -21,7 +21,6 @@ class Visits:
         """`frameworks` and `holds`: the books whose filters and holds lapse."""
         self._frameworks, self._holds = frameworks, holds
         self._dirty: set[str] = set()  # slaves that may have something new to offer
-        self._refused: set[str] = set()  # left out of the next round (`refused_by_all`)
         self._wake = False  # every slave may: someone new wants offers (`wake_all`)
         self.lapses = Lapses(self._standing)  # when filters and holds lapse
 
@@ -59,7 +58,6 @@ class Visits:
         """The slaves a round at `now` visits, in the order it visits them: `slave_ids`
         if given, every slave if `full` (or woken), else those worth a visit."""
         self._dirty.update(self.lapses.due(now))
-        self._refused.clear()
         if slave_ids is not None:
             self._dirty.difference_update(slave_ids)
             return list(slave_ids)
@@ -77,7 +75,6 @@ class Visits:
         it worth one again makes it dirty again -- a filter lapsing, more freed, someone
         new wanting offers -- or, a hold, puts it back: `held`)."""
         self._dirty.discard(slave_id)
-        self._refused.add(slave_id)
 
     def held(self, slave_id: str, until: float) -> None:
         """Room is held on the slave until `until`: offered past its framework's filter,
