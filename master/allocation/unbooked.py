@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from master.allocation.ledger import Allocation, Declines, FrameworkBook, Picked
 from master.allocation.role_order import RoleOrder
 from master.allocation.sorter import Millis, Sorter
-from protocol.wire.resources import Resources
+from protocol.wire.resources import Resources, add_millis
 
 Pick = Callable[[str, Millis, float], Picked]  # a round's pick: a slave, its free, now
 
@@ -65,8 +65,7 @@ class Unbooked:
         if offered is None:
             self._offered[framework_id] = dict(resources.millis)
         else:
-            for k, v in resources.millis.items():
-                offered[k] = offered.get(k, 0) + v
+            add_millis(offered, resources.millis)
 
     def end(self) -> None:
         """The round is over: what it offered and was declined leaves the order's books."""
