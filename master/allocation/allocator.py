@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 
-from master.allocation.clients import ClientError, Clients
+from master.allocation.clients import Clients
 from master.allocation.collector import paused_collector
 from master.allocation.holds import Holds
 from master.allocation.ledger import (
@@ -142,10 +142,7 @@ class Allocator:
         problem = next(filter(None, map(self.roles.problem, roles or [role])), None)
         if problem:
             raise AllocatorError(problem)
-        try:
-            clients = self.clients.add(framework_id, roles) if roles else {role: framework_id}
-        except ClientError as e:
-            raise AllocatorError(str(e)) from None
+        clients = self.clients.add(framework_id, roles) if roles else {role: framework_id}
         for each, client in clients.items():
             self._add_client(client, each, active)
 
@@ -159,7 +156,7 @@ class Allocator:
 
     def remove_framework(self, framework_id: str) -> None:
         """Forget a framework, releasing whatever it still holds on any slave."""
-        for client in self._clients(framework_id):
+        for client in self.clients.of(framework_id):
             self._remove_client(client)
         self.clients.remove(framework_id)
 
@@ -225,7 +222,7 @@ class Allocator:
     def suppressed(self, framework_id: str, role: str | None = None) -> bool:
         """Whether it suppressed its offers (and has not revived them): a multi-role
         framework in `role`, or (None) in every role."""
-        clients = self._clients(framework_id, [role] if role is not None else ())
+        clients = self.clients.of(framework_id, [role] if role is not None else ())
         return all(self._framework(client).suppressed for client in clients)
 
     def _sync(self, framework_id: str) -> None:
@@ -300,7 +297,7 @@ class Allocator:
         still holds the slave's resources; `adopt` hands them over when it comes back.
         """
         if framework_id in self.frameworks or self.clients.multi_role(framework_id):
-            self._give(self._client(framework_id, role), self._slave(slave_id), resources)
+            self._give(self.clients.one(framework_id, role), self._slave(slave_id), resources)
         else:
             self.hold_unowned(slave_id, resources)
 
@@ -316,7 +313,7 @@ class Allocator:
         """Move resources from 'unowned' to a framework that has (re-)subscribed (a
         multi-role one's in `role`)."""
         slave = self._slave(slave_id)
-        framework_id = self._client(framework_id, role)
+        framework_id = self.clients.one(framework_id, role)
         self._framework(framework_id)  # (one it knows, else AllocatorError: _credit reads it)
         try:
             sub_millis(slave.unowned, resources.millis, f"slave {slave_id}'s unowned")
@@ -524,7 +521,7 @@ class Allocator:
         they stay its (a multi-role one's in `role`), and the slave's total changes with
         them."""
         slave = self._slave(slave_id)
-        framework_id = self._client(framework_id, role)
+        framework_id = self.clients.one(framework_id, role)
         held = slave.by_framework.get(framework_id)
         if held is None or not holds(held, consumed.millis):
             raise AllocatorError(f"framework {framework_id} does not hold {consumed} there")
@@ -581,7 +578,7 @@ class Allocator:
         comes back, its filter is set all the same.
         """
         if role is not None or framework_id not in self.frameworks:  # (else: a client)
-            framework_id = self._client(framework_id, role)
+            framework_id = self.clients.one(framework_id, role)
         slave = self._slave(slave_id)
         fw = self.frameworks.get(framework_id)
         held = slave.by_framework.get(framework_id) if booked else {}
@@ -691,7 +688,7 @@ class Allocator:
 
     def allocation(self, framework_id: str, role: str | None = None) -> Resources:
         """What a framework holds (a multi-role one's in `role`; None: in all its roles)."""
-        clients = self._clients(framework_id, [role] if role is not None else ())
+        clients = self.clients.of(framework_id, [role] if role is not None else ())
         if len(clients) == 1:
             fw = self._framework(clients[0])
             return self._role_frameworks[fw.role].allocation(fw.framework_id)
@@ -707,7 +704,7 @@ class Allocator:
         if self._role_order.hierarchical:
             return 1.0
         weight = 0.0  # (a multi-role framework's: its part of each of its roles')
-        for client in self._clients(framework_id):
+        for client in self.clients.of(framework_id):
             role = self._framework(client).role
             weight += self._role_order.weight(role) / max(1, len(self._role_frameworks[role]))
         return weight
@@ -716,7 +713,7 @@ class Allocator:
         """What a framework holds on a slave (a multi-role one's in `role`; None: all)."""
         slave = self._slave(slave_id)
         held: Millis = {}
-        for client in self._clients(framework_id, [role] if role is not None else ()):
+        for client in self.clients.of(framework_id, [role] if role is not None else ()):
             add_millis(held, slave.by_framework.get(client, {}))
         return Resources.from_millis(held)
 
@@ -746,23 +743,9 @@ class Allocator:
         return self._quota
 
     # -- helpers -----------------------------------------------------------------------------
-    def _clients(self, framework_id: str, roles: Sequence[str] = ()) -> list[str]:
-        """A framework's clients (`clients`): all, or those of `roles`."""
-        try:
-            return self.clients.of(framework_id, roles)
-        except ClientError as e:
-            raise AllocatorError(str(e)) from None
-
     def _books(self, framework_id: str, roles: Sequence[str] = ()) -> list[FrameworkBook]:
         """The books of a framework's clients: all, or those of `roles`."""
-        return [self._framework(client) for client in self._clients(framework_id, roles)]
-
-    def _client(self, framework_id: str, role: str | None) -> str:
-        """The client holding what a framework has in `role`."""
-        try:
-            return self.clients.one(framework_id, role)
-        except ClientError as e:
-            raise AllocatorError(str(e)) from None
+        return [self._framework(client) for client in self.clients.of(framework_id, roles)]
 
     def _framework(self, framework_id: str) -> FrameworkBook:
         try:

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from master.allocation.ledger import AllocatorError
+
 SEPARATOR = "/"
 
 
-class ClientError(ValueError):
+class ClientError(AllocatorError):
     """A role a framework is not in, or a multi-role framework asked of without one."""
 
 
