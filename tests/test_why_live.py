@@ -253,6 +253,7 @@ async def test_lower_in_order(mosquitto: MosquittoBroker, tmp_path: Path) -> Non
                 url, deadline = f"{web}api/v1/frameworks/big/why", time.monotonic() + 20
                 while "fair_share" not in top(await asyncio.to_thread(_get, url))["numbers"]:
                     assert time.monotonic() < deadline, "no fair share in the answer"
+                    await asyncio.sleep(0.05)  # (polled as eventually polls: no busy asking)
                 behind = await asked(mosquitto, web, "big")
                 first = await asked(mosquitto, web, "small")
     reason = top(behind)
