@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import os
 import pwd
+import random
 import shutil
 import signal
 import socket
@@ -109,10 +110,32 @@ class BrokerURL:
 
 
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+    """A loopback port free now, outside the kernel's ephemeral range: a client that
+    dials a port in that range before its listener is up can be given that same port
+    as its own source and connect to itself (TCP simultaneous open), and then it holds
+    the port the listener was to bind (paho says "Unrecognised command 16" as it reads
+    its own CONNECT)."""
+    low, high = _ephemeral_range()
+    below = range(10_000, low) if low > 11_000 else range(high + 1, 65_536)
+    for port in random.sample(below, min(len(below), 200)):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:  # (none free out there)
         s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
+        found: int = s.getsockname()[1]
+        return found
+
+
+def _ephemeral_range() -> tuple[int, int]:
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32_768, 60_999  # (Linux's default)
 
 
 async def end_process(
