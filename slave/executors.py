@@ -23,13 +23,15 @@ from protocol.transport.channel import Channel, ChannelClosed
 from protocol.wire.codec import DecodeError
 from protocol.wire.messages import ExecutorInfo, ShutdownExecutor, Wire
 from slave.confine import UNCONFINED, Confinement
-from slave.isolator import Container
+from slave.isolator import Container, group_ended
 from slave.sandbox import spawn_in_sandbox
 from slave.task_users import TaskUser
 
 ExitCallback = Callable[["ExecutorProcess", int], Awaitable[None]]
 MessageCallback = Callable[["ExecutorProcess", Wire], Awaitable[None]]
 ErrorCallback = Callable[["ExecutorProcess", DecodeError], Awaitable[None]]
+
+GROUP_ENDS_WITHIN = 5.0  # seconds an executor's end waits for what it started to die
 
 
 class ExecutorProcess:
@@ -137,6 +139,8 @@ class ExecutorProcess:
         # whatever it started dies with it: no orphans outlive an executor
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self._proc.pid, signal.SIGKILL)
+        # (its end is reported once they are gone, as Mesos destroys the container first)
+        await group_ended(self._proc.pid, timeout=GROUP_ENDS_WITHIN)
         try:
             await self.on_exit(self, code)
         finally:

@@ -224,6 +224,37 @@ def groups_usage(pgids: set[int]) -> dict[int, Usage]:
     return {int(g): usage for g, usage in wanted.items()}
 
 
+def group_alive(pgid: int) -> bool:
+    """Whether a process group has a member that is not a zombie (a SIGKILLed process
+    lives on until the kernel next runs it; a zombie holds nothing but its pid)."""
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] != "Z":
+            return True
+    return False
+
+
+async def group_ended(pgid: int, timeout: float) -> bool:
+    """Wait, at most `timeout` seconds, until a killed process group's members are gone
+    (they are no children of ours, so there is nothing to wait on but /proc)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while await asyncio.to_thread(group_alive, pgid):
+        if asyncio.get_running_loop().time() >= deadline:
+            return False
+        await asyncio.sleep(GROUP_POLL)
+    return True
+
+
+GROUP_POLL = 0.02  # seconds between looks at a killed group
+
+
 # -- cgroups ----------------------------------------------------------------------------------
 
 
