@@ -47,6 +47,7 @@ WAIT_REPEAT = 10.0  # and then again this often
 POLL = 0.5  # seconds between reads of a running task's output, at the least
 READS = 8.0  # reads a second, about, all instances' together: each is a call to the
 # master, counted against the principal's rate limit, and a kill must not queue behind them
+FINAL_TRIES = 5  # failed reads after a task's end before its output is given up
 CHUNK = 65536  # bytes a read asks for (the files API gives at most 1 MB)
 KILL_WAIT = 15.0  # seconds a stop waits for the killed tasks' ends (a slave's grace is 3)
 
@@ -237,9 +238,12 @@ async def follow(
                 got = await read(task_id, stream, offset, CHUNK)
             except DriverError as e:
                 failures += 1
-                if final and failures >= 3:
+                if final and failures >= FINAL_TRIES:
                     echo(f"cannot read {task_id}'s {stream}: {e}")
                     return
+                if final:  # (the end is heard: a pause, not at once, before trying again)
+                    await asyncio.sleep(every)
+                    continue
             else:
                 failures = 0
                 if got.data:

@@ -13,6 +13,7 @@ import pytest
 
 from cluster.local.secure import as_principal
 from cluster.local.view import wait_state
+from frameworks import DriverError
 from frameworks.job import (
     ERROR_EXIT,
     FAILED_EXIT,
@@ -20,10 +21,11 @@ from frameworks.job import (
     LOST_EXIT,
     Lines,
     exit_code,
+    follow,
 )
 from protocol.tooling.brokers import BrokerURL, MosquittoBroker, end_process
 from protocol.transport.aio import within
-from protocol.wire.messages import TaskState, TaskStatus
+from protocol.wire.messages import TaskFileData, TaskState, TaskStatus
 
 from harness.helpers import live_cluster, processes_under, secure_cluster
 from harness.images import IMAGE, image  # noqa: F401  (the fixture: podman holds IMAGE)
@@ -117,7 +119,8 @@ async def test_instances_run_at_once_and_the_worst_code_wins(
             'echo "$DRFMESOS_INSTANCE of $DRFMESOS_INSTANCES"; exit $((DRFMESOS_INSTANCE * 2))',
         )  # fmt: skip
     assert code == 4, err.decode()  # instance 2's: 0, 2, 4
-    assert sorted(out.decode().splitlines()) == ["[0] 0 of 3", "[1] 1 of 3", "[2] 2 of 3"]
+    lines = sorted(out.decode().splitlines())
+    assert lines == ["[0] 0 of 3", "[1] 1 of 3", "[2] 2 of 3"], err.decode()
 
 
 @pytest.mark.slow(10)
@@ -259,3 +262,28 @@ def test_an_instances_lines_come_whole_after_its_prefix() -> None:
     lines.feed(b"no newline")
     lines.close()
     assert b"".join(written) == b"[1] a\n[1] bc\n[1] no newline\n"
+
+
+async def test_an_ended_tasks_output_outlasts_a_few_failed_reads() -> None:
+    """A slave slow to answer just after its task's end (a loaded machine) fails a few
+    reads in a row: the output still comes, read after a pause, not given up at once."""
+    ended = asyncio.Event()
+    ended.set()
+    answers: list[TaskFileData | DriverError] = [DriverError("slow")] * 4 + [
+        TaskFileData(request_id="r", task_id="t", data=b"done\n", offset=0, size=5)
+    ]
+
+    async def read(task_id: str, stream: str, offset: int, length: int) -> TaskFileData:
+        if offset:
+            return TaskFileData(request_id="r", task_id="t", offset=offset, size=5)
+        answer = answers.pop(0)
+        if isinstance(answer, DriverError):
+            raise answer
+        return answer
+
+    written: list[bytes] = []
+    said: list[str] = []
+    await within(
+        follow(read, "t", "stdout", Lines(b"", written.append), ended, said.append, 0.01), 10
+    )
+    assert b"".join(written) == b"done\n", said
