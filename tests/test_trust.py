@@ -106,6 +106,36 @@ async def test_the_broker_refuses_anonymous_wrong_and_plaintext_clients(secure: 
     intact(secure)
 
 
+async def test_no_principal_takes_over_anothers_connection_by_its_client_id(
+    secure: Secure,
+) -> None:
+    """A principal holds many connections, each with a client id of its own (its name and
+    an HMAC under its secret), so the broker no longer takes the username as the client id.
+    Mallory connecting with alice's name as her client id, or alice's name and any tail,
+    closes no connection of alice's: the embedded broker refuses an id under another's
+    name, and the id mosquitto lets through is not the one alice's connection uses."""
+    if secure.memory is not None:
+        pytest.skip("the in-process broker has no client ids to steal")
+    bus = secure.alice.bus
+    assert bus is not None
+    assert isinstance(bus, Bus)
+    before = bus.connections
+    mallory = secure.as_("mallory")
+    for stolen in ("alice", "alice~" + "0" * 32, "alice~x"):
+        client = aiomqtt.Client(
+            mallory.host, mallory.port, username=mallory.username,
+            password=mallory.password, identifier=stolen, tls_context=mallory.ssl_context(),
+            timeout=5,
+        )  # fmt: skip
+        with contextlib.suppress(aiomqtt.MqttError):  # (refused, by the embedded broker)
+            async with client:
+                pass
+    await secure.alice.why(timeout=10)  # (a round trip on alice's connection, after them)
+    assert bus.connected
+    assert bus.connections == before
+    intact(secure)
+
+
 async def test_a_principal_reads_nothing_but_its_own_outbox(secure: Secure) -> None:
     spy = Inbox()
     mallory = await secure.attacker()

@@ -4,9 +4,10 @@ They read the same files mosquitto does (`passwd`, `principals.json`) and apply 
 rules (`credentials.acl_rules`), re-reading them when they change (as mosquitto does on
 SIGHUP), so `drfmesos auth add` takes effect without a restart.
 
-A client must connect with its username as its client id (mosquitto does the same with
-`use_username_as_clientid`); a client that does not, or that fails to authenticate, gets
-a throwaway client id first, so that it cannot take over anybody's session.
+A client's id must be its username, or its username, `~` and anything (one principal
+holds many connections: `protocol.transport.mqtt_client.connection_id`); a client whose
+id is another's, or that fails to authenticate, gets a throwaway client id first, so
+that it cannot take over anybody's session.
 """
 
 from __future__ import annotations
@@ -77,10 +78,15 @@ class StoreAuthPlugin(BaseAuthPlugin):  # type: ignore[misc]
         username, secret = session.username, session.password
         hashed = self._passwd.get().get(username) if username else None
         ok = bool(hashed and secret and verify_secret(str(secret), hashed))
-        if not ok or session.client_id != username:
+        if not ok or not _id_of(session.client_id, username):
             session.client_id = f"refused-{uuid.uuid4().hex}"
             return False
         return True
+
+
+def _id_of(client_id: str, username: str) -> bool:
+    """Whether a client id is one the principal `username` may connect with."""
+    return client_id == username or client_id.startswith(username + "~")
 
 
 class StoreTopicPlugin(BaseTopicPlugin):  # type: ignore[misc]

@@ -7,7 +7,7 @@
 - `mqtt://[user:pass@]host:port` or `mqtts://...` (TLS): a broker that is already running.
 
 Either broker we start can check a credentials store (`auth=DIR`: passwords, ACLs, the
-username as client id) and speak TLS with the store's certificate (`tls=True`).
+each connection's client id its own) and speak TLS with the store's certificate (`tls=True`).
 
 `open_broker(spec)` is an async context manager that yields the URL to connect to and
 stops whatever it started on exit.
@@ -302,11 +302,12 @@ class QueueBounds:
         )
 
 
+# (no `use_username_as_clientid`: it lets a principal hold one connection at a time, and
+# the ids our clients use cannot be guessed by other principals; see connection_id)
 MOSQUITTO_AUTH = """\
 allow_anonymous false
 password_file {store}/passwd
 acl_file {store}/acl
-use_username_as_clientid true
 """
 
 MOSQUITTO_TLS = """\

@@ -8,11 +8,13 @@
     DIR/framework-ids.key the key under which masters prove whose a framework id is
     DIR/secrets/NAME      a principal's secret, only where asked for (the demo, compose)
 
-A principal is one MQTT connection: the broker takes its username as the client id, so no
-principal can take over another's session. What a principal may publish and read follows
-from its kind alone (`acl_rules`): each publishes only under `in/<kind>/<name>`, and reads
-only its own outbox `out/<kind>/<name>/#`; the master reads every inbox and writes every
-outbox; operators and the master read the state and the event stream.
+A principal may hold many MQTT connections (Mesos lets many frameworks share one); each
+connection's client id is the principal's name and an HMAC under its secret, which no
+other principal can compute, so none can take over another's session. What a principal may
+publish and read follows from its kind alone (`acl_rules`): each publishes only under
+`in/<kind>/<name>`, and reads only its own outbox `out/<kind>/<name>/#`; the master reads
+every inbox and writes every outbox; operators and the master read the state and the event
+stream.
 
 Secrets are 32 random bytes; the broker keeps only their PBKDF2 hashes. The hashing is
 `hashlib.pbkdf2_hmac` written in the format mosquitto reads (`$7$iterations$salt$hash`),

@@ -50,7 +50,7 @@ class MemoryBroker:
         self._rules: dict[str, list[tuple[str, str]]] | None = None
         if principals is not None:
             self._rules = {p.name: acl_rules(p) for p in principals}
-        self._connected: dict[str, MemoryTransport] = {}  # by client id (its principal)
+        self._connected: dict[str, MemoryTransport] = {}  # by client id
         self._retained: dict[str, bytes] = {}
         self.denied = 0  # publishes the ACL dropped
 
@@ -136,7 +136,9 @@ class MemoryTransport:
         self.broker = broker
         self._principal = principal
         self.name = name
-        self.client_id = principal or f"{name}-{uuid.uuid4().hex[:12]}"
+        # (each connection its own, a principal's as on a real broker: connection_id)
+        own = f"{name}-{uuid.uuid4().hex[:12]}"
+        self.client_id = f"{principal}~{own}" if principal else own
         self.inbox = inbox
         self.will = will
         self.epoch = 0

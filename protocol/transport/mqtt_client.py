@@ -1,9 +1,10 @@
 """The MQTT client one connection of the bus uses, and what a failed connection says.
 
 Every connection of a `Bus` is a fresh aiomqtt client: its client id is the principal's
-name when it has one (the broker insists), its Last Will announces this incarnation as
-`Gone`, Nagle is off on its socket (TCP_NODELAY: without it a QoS 1 round trip is ~88 ms),
-and its arrivals are stamped with when they came (see `StampedQueue`).
+name and a part no other principal can compute when it has one (`connection_id`), its Last
+Will announces this incarnation as `Gone`, Nagle is off on its socket (TCP_NODELAY:
+without it a QoS 1 round trip is ~88 ms), and its arrivals are stamped with when they came
+(see `StampedQueue`).
 
 Its (un)subscribe calls wait for the broker's answer under our deadline, not aiomqtt's:
 aiomqtt's is a Python 3.11 `asyncio.wait_for`, which loses a cancel that comes as the
@@ -16,6 +17,8 @@ cancels again until it has stopped (and a disconnect after a cancelled connect i
 from __future__ import annotations
 
 import errno
+import hashlib
+import hmac
 import logging
 import math
 import socket
@@ -56,8 +59,7 @@ def mqtt_client(
         broker.port,
         username=broker.username,
         password=broker.password,
-        # an authenticated connection's client id is its principal (the broker insists)
-        identifier=broker.username or client_id,
+        identifier=connection_id(broker, client_id),
         tls_context=broker.ssl_context(),
         clean_session=not persistent,
         keepalive=keepalive,
@@ -70,6 +72,26 @@ def mqtt_client(
     )
     _disconnects_told_once(client)
     return client
+
+
+def connection_id(broker: BrokerURL, client_id: str) -> str:
+    """The MQTT client id a connection uses. A principal may hold many connections at once
+    (frameworks, `drfmesos run`s, a `why` beside them, slaves), as Mesos lets many
+    frameworks share a principal; each needs a client id of its own, or the broker closes
+    one when the next connects. An authenticated connection's id is its principal's name,
+    `~`, and an HMAC of the bus's own id under the principal's secret: the embedded broker
+    admits only ids under the username's name, and mosquitto, which cannot bind ids to
+    usernames but by using the username as the id, is given ids no other principal can
+    compute, so none can take another's session over. The same bus id gives the same
+    client id, so a persistent session (a slave's, the masters' one) resumes."""
+    if not broker.username:
+        return client_id
+    key = (broker.password or "").encode()
+    tag = hmac.new(key, client_id.encode(), hashlib.sha256).hexdigest()[:32]
+    return f"{broker.username}{ID_SEPARATOR}{tag}"
+
+
+ID_SEPARATOR = "~"  # (no principal's name holds one: credentials.NAME)
 
 
 def _disconnects_told_once(client: aiomqtt.Client) -> None:

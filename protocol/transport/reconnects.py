@@ -186,9 +186,9 @@ class Reconnects:
         return delay
 
     def _credentials(self) -> str:
-        return "credentials" if self.broker.username else "client id"
+        # (a principal holds many connections, each its own id: mqtt_client.connection_id;
+        # one id twice is one party started twice)
+        return "credentials and client id" if self.broker.username else "client id"
 
     def _remedy(self) -> str:
-        if self.broker.username:
-            return "give each process its own principal (drfmesos auth add)"
         return "two slaves with one --work-dir, or two masters of one cluster without ZooKeeper?"
