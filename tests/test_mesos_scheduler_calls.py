@@ -196,3 +196,12 @@ def test_preemption_notices_go_only_to_frameworks_that_asked() -> None:
     removed = Error(message="Framework has been removed", code="framework-removed")
     assert events.ends_stream(removed)
     assert not events.ends_stream(Error(message="no"))
+
+
+def test_a_dropped_offer_operation_is_no_error_event_on_the_mesos_stream() -> None:
+    """Our SDK's framework is told why its RESERVE was dropped; a Mesos scheduler is not
+    sent ERROR for it (an ERROR ends it; Mesos drops such an operation unsaid)."""
+    dropped = Error(message="RESERVE refused: not yours", code="invalid-operation")
+    assert events.event_of(dropped, preemption_notices=False) is None
+    other = events.event_of(Error(message="no", code="rate-limited"), preemption_notices=False)
+    assert other == {"type": "ERROR", "error": {"message": "no"}}

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from protocol.tooling.brokers import MosquittoBroker
-from protocol.wire.messages import OfferOperation, Revive
+from protocol.wire.messages import Error, OfferOperation, Revive
 from protocol.wire.resources import Resources
 
 from harness.helpers import eventually
@@ -83,6 +83,8 @@ async def test_another_role_can_neither_reserve_for_it_nor_unreserve_it(
         offer = await hostile.next_offer(after=1)
         assert m.books.slaves["s1"].total == before
         assert m.outbox.refused["invalid-operation"] == 1
+        said = await hostile.inbox.wait_for(Error, lambda e: e.code == "invalid-operation")
+        assert "RESERVE refused" in said.message  # (its sender is told why)
         # an operator reserves for team-a; team-b names it in an UNRESERVE
         await hostile.decline(offer, refuse=3600)
         await eventually(lambda: not m.books.slaves["s1"].offers)

@@ -169,10 +169,12 @@ class FrameworkCalls:
                 used, made = self.operations.on_offer(
                     fw, slave_id, operation, room.left, role or fw.role
                 )
-            except OperationError as e:  # dropped, as Mesos drops an invalid operation
+            except OperationError as e:  # dropped, as Mesos drops an invalid operation,
+                # and its sender told why (the Mesos API's stream leaves it out: an ERROR
+                # event ends a Mesos scheduler, and Mesos drops such an operation unsaid)
                 self.outbox.refuse(
                     caller, f"{operation.type} refused: {e}", "invalid-operation", "Accept",
-                    tell=False, framework_id=fw.framework_id,
+                    framework_id=fw.framework_id,
                 )  # fmt: skip
                 continue
             room.left = room.left - used + made

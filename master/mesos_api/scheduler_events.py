@@ -26,6 +26,9 @@ from protocol.wire.messages import (
 
 PREEMPTING_EVENT = "DRFMESOS_PREEMPTING"
 REMOVED_CODE = "framework-removed"  # the master's Error when it forgets a framework
+# an Accept's operation dropped: Mesos drops it unsaid (without an operation id), and an
+# ERROR event would end a Mesos scheduler, so the stream leaves it out
+UNSAID_CODES = ("invalid-operation",)
 PRINCIPAL_REMOVED_CODE = "principal-removed"  # and when it cuts off a removed principal's
 
 JSON = dict[str, Any]
@@ -70,6 +73,8 @@ def event_of(msg: Wire, preemption_notices: bool) -> JSON | None:
             failure["status"] = msg.status if msg.status is not None else -1
         return event("FAILURE", failure)
     if isinstance(msg, Error):
+        if msg.code in UNSAID_CODES:
+            return None
         return event("ERROR", {"message": msg.message})
     if isinstance(msg, Heartbeat):
         return event("HEARTBEAT")
