@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import os
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Literal, TypeVar
@@ -30,7 +31,7 @@ from frameworks.scheduler import Scheduler
 from frameworks.task_files import TaskFiles
 from frameworks.why import NO_OFFER_WARNING, NoOfferWatch, WhyAsker
 from protocol import logs
-from protocol.tooling.brokers import BrokerURL
+from protocol.tooling.brokers import BrokerURL, broker_from_env
 from protocol.transport.aio import cancel_and_wait, first_of, within
 from protocol.transport.base import BusClosed, Connector, Transport
 from protocol.transport.bus import MqttConnector
@@ -87,8 +88,8 @@ class SchedulerDriver:
         scheduler: Scheduler,
         *,
         name: str,
-        broker: str | BrokerURL | Connector = "mqtt://127.0.0.1:1883",
-        cluster: str = "default",
+        broker: str | BrokerURL | Connector | None = None,
+        cluster: str | None = None,
         role: str | None = None,
         roles: Iterable[str] | None = None,
         weight: float | None = None,
@@ -102,6 +103,9 @@ class SchedulerDriver:
     ) -> None:
         """Connect to `broker` (`mqtt[s]://PRINCIPAL@host:port`, a `BrokerURL` with its CA
         and secret file, or a transport Connector) as framework `name` of `cluster`.
+        Left out, or a URL without a secret, they come from the environment as the
+        `drfmesos` command reads it: `DRFMESOS_BROKER` (else the local broker),
+        `DRFMESOS_SECRET_FILE`, `DRFMESOS_CA` and `DRFMESOS_CLUSTER` (else `default`).
 
         `role`: the role to register in; by default the principal's own role (the broker
         URL's user, which `drfmesos auth add` allows it), or, without credentials, the
@@ -135,12 +139,12 @@ class SchedulerDriver:
         weight other than the configured one is refused at subscribe."""
         self.scheduler = scheduler
         self.name = name
-        if isinstance(broker, str):
-            broker = BrokerURL.parse(broker)
+        if broker is None or isinstance(broker, str):
+            broker = broker_from_env(broker)
         # the MQTT bus, or any other transport (tests pass protocol.transport.memory's)
         self.broker = broker if isinstance(broker, BrokerURL) else None
         self._connect = MqttConnector(broker) if isinstance(broker, BrokerURL) else broker
-        self.topics = Topics(cluster)
+        self.topics = Topics(cluster or os.environ.get("DRFMESOS_CLUSTER") or "default")
         self.weight = weight
         self.failover_timeout = failover_timeout
         self.framework_id = framework_id

@@ -38,6 +38,7 @@ from protocol.wire.messages import (
     HealthCheck,
     KillPolicy,
     Offer,
+    OfferOperation,
     Preempting,
     TaskFileData,
     TaskInfo,
@@ -64,7 +65,11 @@ class Driver(Protocol):
         self, offer_ids: Iterable[str], tasks: list[TaskInfo], filters: Filters | None = None
     ) -> Made: ...
     def accept_offers(
-        self, offer_ids: Iterable[str], tasks: list[TaskInfo], filters: Filters | None = None
+        self,
+        offer_ids: Iterable[str],
+        tasks: list[TaskInfo],
+        filters: Filters | None = None,
+        operations: list[OfferOperation] | None = None,
     ) -> Made: ...
     def decline_offer(self, offer_id: str, filters: Filters | None = None) -> Made: ...
     def decline_offers(self, offer_ids: Iterable[str], filters: Filters | None = None) -> Made: ...

@@ -40,6 +40,7 @@ from harness.helpers import live_cluster
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 TUTORIALS = sorted((DOCS / "tutorials").glob("*.md"))
+EXAMPLES_CACHE = ROOT / ".mypy_cache" / "docs-examples"  # (apart from the packages' run)
 NOT_RUN = "Not run by the tests"  # ... then a colon and why
 PORTS = re.compile(r"\b(1883|8883|5050)\b")
 # what each tutorial says its reader will see, checked in what its blocks printed
@@ -65,6 +66,41 @@ def blocks(page: Path) -> list[tuple[str, str | None, str]]:
         title = re.search(r'title="([^"]*)"', token.info)
         found.append((language, title.group(1) if title else None, token.content))
     return found
+
+
+def sdk_examples() -> list[tuple[str, str]]:
+    """Every Python block of the docs that is a whole program of the SDK (it imports from
+    `frameworks`; a fragment shown is titled as not run): (where, text)."""
+    found = []
+    for page in sorted(DOCS.rglob("*.md")):
+        for n, (language, title, text) in enumerate(blocks(page)):
+            if language != "python" or (title and title.startswith(NOT_RUN)):
+                continue
+            if re.search(r"^from frameworks import", text, re.M):
+                found.append((f"{page.relative_to(DOCS)}#{n}", text))
+    return found
+
+
+@pytest.mark.slow(60)
+@pytest.mark.timeout(400)  # (a first run checks the SDK and pydantic's plugin too)
+def test_the_docs_sdk_examples_type_check(tmp_path: Path) -> None:
+    """What a reader copies from a how-to runs against the SDK as it is: `mypy --strict`
+    on each example (one once declined with a list where the SDK takes an offer id, and
+    one wrote its callback without `async`, which the driver awaits)."""
+    examples = sdk_examples()
+    assert len(examples) >= 3, examples
+    files = []
+    for n, (_, text) in enumerate(examples):
+        files.append(tmp_path / f"example_{n}.py")
+        files[-1].write_text(text)
+    done = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(EXAMPLES_CACHE),
+         *map(str, files)],
+        capture_output=True, text=True, timeout=300, cwd=ROOT,
+    )  # fmt: skip
+    where = {f"example_{n}.py": w for n, (w, _) in enumerate(examples)}
+    said = re.sub(r"\S*(example_\d+\.py)", lambda m: where[m.group(1)], done.stdout)
+    assert done.returncode == 0, said
 
 
 def test_the_docs_build_strictly(tmp_path: Path) -> None:

@@ -285,3 +285,27 @@ async def test_a_callback_that_raises_is_logged_and_the_driver_goes_on(
     rec = Clumsy()
     async with framework(cluster, rec, "clumsy"):
         await rec.wait(lambda: any(s.state == TaskState.FINISHED for s in rec.statuses))
+
+
+def test_a_driver_reads_its_broker_secret_ca_and_cluster_from_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As the `drfmesos` command does: a tenant's shell set up for its tools runs its own
+    framework on the secured cluster unchanged (the SDK used to ignore the secret and CA,
+    and fail on the broker's certificate)."""
+    secret = tmp_path / "alice"
+    secret.write_text("s3cret\n")
+    monkeypatch.setenv("DRFMESOS_BROKER", "mqtts://alice@127.0.0.1:28883")
+    monkeypatch.setenv("DRFMESOS_SECRET_FILE", str(secret))
+    monkeypatch.setenv("DRFMESOS_CA", str(tmp_path / "ca.pem"))
+    monkeypatch.setenv("DRFMESOS_CLUSTER", "tryout")
+    driver = SchedulerDriver(Scheduler(), name="env")
+    assert driver.broker is not None
+    assert (driver.broker.username, driver.broker.password) == ("alice", "s3cret")
+    assert driver.broker.ca == str(tmp_path / "ca.pem")
+    assert driver.broker.tls
+    assert driver.topics.cluster == "tryout"
+    # a URL given with its own secret keeps it
+    given = SchedulerDriver(Scheduler(), name="env", broker="mqtts://bob:pw@127.0.0.1:28883")
+    assert given.broker is not None
+    assert given.broker.password == "pw"

@@ -109,6 +109,19 @@ class BrokerURL:
         return ssl.create_default_context(cafile=self.ca)
 
 
+def broker_from_env(url: str | None = None) -> BrokerURL:
+    """`url`, or `DRFMESOS_BROKER`, or the local broker, read as the `drfmesos` command
+    reads its `--broker`: with the secret in `DRFMESOS_SECRET_FILE` (when the URL names a
+    principal and no secret) and the CA in `DRFMESOS_CA`, so that a framework written on
+    the SDK runs on a secured cluster with the environment its tenant's tools use."""
+    url = url or os.environ.get("DRFMESOS_BROKER") or "mqtt://127.0.0.1:1883"
+    parsed = BrokerURL.parse(url)
+    secret_file = os.environ.get("DRFMESOS_SECRET_FILE")
+    wants_secret = parsed.username is not None and parsed.password is None
+    ca = os.environ.get("DRFMESOS_CA")
+    return BrokerURL.parse(url, ca=ca, secret_file=secret_file if wants_secret else None)
+
+
 def free_port() -> int:
     """A loopback port free now, outside the kernel's ephemeral range: a client that
     dials a port in that range before its listener is up can be given that same port
