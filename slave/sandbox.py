@@ -37,7 +37,10 @@ def make_dir(path: Path, owner: TaskUser | None, mode: int = PRIVATE) -> None:
     except FileNotFoundError:  # (a framework's first sandbox here: its parents first)
         for parent in reversed(path.parents):
             if not parent.exists():
-                parent.mkdir(mode=PASSABLE)
+                try:
+                    parent.mkdir(mode=PASSABLE)
+                except FileExistsError:  # (a launch beside this one, in another thread)
+                    continue
                 os.chmod(parent, PASSABLE)  # (mkdir's mode passes the umask)
         path.mkdir(mode=mode)
     # (the parents are the slave's: nothing but it puts a symlink there)

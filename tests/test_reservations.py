@@ -4,6 +4,7 @@ declines, reservations and unreservations offers anything twice."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 import stat
 from pathlib import Path
@@ -243,7 +244,7 @@ def offer(resources: str) -> WireOffer:
 def test_the_howtos_framework_reserves_then_launches_on_its_reservation() -> None:
     keeper = howto("keeper.py")["Keeper"]()
     driver = Recording()
-    keeper.resource_offers(driver, [offer("cpus:2;mem:1024")])
+    asyncio.run(keeper.resource_offers(driver, [offer("cpus:2;mem:1024")]))
     [(name, args, kw)] = driver.calls
     assert name == "accept_offers"
     [op] = kw["operations"]  # type: ignore[misc]
@@ -251,7 +252,9 @@ def test_the_howtos_framework_reserves_then_launches_on_its_reservation() -> Non
         conversion(op.type, op.resources.millis)[1] == R("cpus(team-a,):1;mem(team-a,):256").millis
     )
     driver.calls.clear()
-    keeper.resource_offers(driver, [offer("cpus(team-a,team-a):1;mem(team-a,team-a):256")])
+    asyncio.run(
+        keeper.resource_offers(driver, [offer("cpus(team-a,team-a):1;mem(team-a,team-a):256")])
+    )
     [(name, args, _)] = driver.calls
     [task] = args[1]  # type: ignore[misc]
     assert name == "launch_tasks"
