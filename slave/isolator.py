@@ -17,7 +17,7 @@ import contextlib
 import hashlib
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Protocol
 
@@ -206,15 +206,7 @@ def groups_usage(pgids: set[int]) -> dict[int, Usage]:
     hz = os.sysconf("SC_CLK_TCK")
     page = os.sysconf("SC_PAGE_SIZE")
     wanted = {str(g): Usage() for g in pgids}
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2 :].split()
+    for fields in _processes():
         if len(fields) > 21 and (usage := wanted.get(fields[2])) is not None:
             usage.cpu_user_seconds += int(fields[11]) / hz
             usage.cpu_system_seconds += int(fields[12]) / hz
@@ -227,6 +219,12 @@ def groups_usage(pgids: set[int]) -> dict[int, Usage]:
 def group_alive(pgid: int) -> bool:
     """Whether a process group has a member that is not a zombie (a SIGKILLed process
     lives on until the kernel next runs it; a zombie holds nothing but its pid)."""
+    group = str(pgid)
+    return any(len(f) > 2 and f[2] == group and f[0] != "Z" for f in _processes())
+
+
+def _processes() -> Iterator[list[str]]:
+    """Each process's /proc/PID/stat fields after its name (state, ppid, pgrp, ...)."""
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
@@ -234,11 +232,8 @@ def group_alive(pgid: int) -> bool:
             with open(f"/proc/{entry.name}/stat") as f:
                 stat = f.read()
         except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2 :].split()
-        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] != "Z":
-            return True
-    return False
+            continue  # (gone meanwhile)
+        yield stat[stat.rfind(")") + 2 :].split()
 
 
 async def group_ended(pgid: int, timeout: float) -> bool:
