@@ -26,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from pathlib import Path
 from typing import Any
 
 from protocol.journal import Journal
@@ -44,11 +43,13 @@ def _key(raw: Any) -> StreamKey:
 
 
 class OwedUpdates:
-    def __init__(self, bus: Transport, to_master: str, path: Path, resend_after: float) -> None:
+    def __init__(
+        self, bus: Transport, to_master: str, journal: Journal, resend_after: float
+    ) -> None:
         self.bus = bus
         self.to_master = to_master
         self.resend_after = resend_after  # first re-send of an unacknowledged update
-        self.journal = Journal(path)
+        self.journal = journal
         self._streams: dict[StreamKey, deque[str]] = {}  # a task's owed uuids, oldest first
         self._stream_of: dict[str, StreamKey] = {}  # uuid -> its task's stream
         self._resend_at: dict[str, tuple[float, float]] = {}  # head uuid -> (when, backoff)
