@@ -302,6 +302,12 @@ class Journal:
         self.file.put(self.name, key, value)
         await self._wait()
 
+    def put_soon(self, key: str, value: Any) -> None:
+        """Record `key = value` without waiting: it goes with the file's next write, and
+        is on disk once a write awaited after it returns (any journal's of the same file:
+        one sync covers the whole file). For what goes with a record someone awaits next."""
+        self.file.put(self.name, key, value)
+
     async def drop(self, key: str) -> None:
         if key in self._live:
             self.file.drop(self.name, key)

@@ -131,7 +131,7 @@ class Slave:
         self.tenancy = Tenancy(UNCONFINED, None)
         self.reports = TaskReports(  # its tasks' states, told to the master
             self.slave_id, self.tasks, self.shut_down_frameworks, self.updates, self.log,
-            forget=self._forget, ended=self._forget_async, checkpoint=self._checkpoint,
+            forget=self._forget, ended=self._forget_async, checkpoint=self._checkpoint_soon,
         )  # fmt: skip
         self.commands = CommandTasks(  # command tasks: each its own process
             config, self.isolator, self.podman, tenancy=lambda: self.tenancy,
@@ -515,10 +515,15 @@ class Slave:
             await self.custom.run_task(msg, record)
 
     async def _checkpoint(self, record: TaskRecord) -> None:
+        self._checkpoint_soon(record)
+        await self.task_journal.synced()
+
+    def _checkpoint_soon(self, record: TaskRecord) -> None:
+        """The task's record made, written with the file's next write (see put_soon)."""
         key = f"{record.framework_id}/{record.info.task_id}"
         if record.info_dump is None:
             record.info_dump = record.info.model_dump(mode="python")
-        await self.task_journal.put(
+        self.task_journal.put_soon(
             key,
             {
                 "framework_id": record.framework_id,

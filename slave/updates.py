@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 from protocol.journal import Journal
@@ -72,9 +73,12 @@ class OwedUpdates:
         for uuid in self.in_flight():
             self._resend_at[uuid] = (0.0, self.resend_after)
 
-    async def send(self, update: StatusUpdate) -> None:
+    async def send(self, update: StatusUpdate, along: Callable[[], None] | None = None) -> None:
         """Write the update down, then send it if it heads its task's stream (it is owed
-        until acknowledged). One that ends the task behind an unacknowledged update has
+        until acknowledged); `along` records what goes to disk with it, behind it in the
+        same write (a task's checkpoint, in a journal of the same file: one sync for
+        both, and neither is told before both are on disk). One that ends the task
+        behind an unacknowledged update has
         that one go again within `resend_after`, whatever its backoff: its `latest_state`
         frees the task's resources at the master without waiting for the framework.
         Usually the acknowledgement comes first, and the end goes then, with no re-send:
@@ -89,7 +93,10 @@ class OwedUpdates:
             and not self._terminal(stream[-1])
         ):
             self._forget(stream.pop())  # (the latest waits in its place: written together)
-        await self.journal.put(uuid, update.model_dump(mode="python"))
+        self.journal.put_soon(uuid, update.model_dump(mode="python"))
+        if along is not None:
+            along()
+        await self.journal.synced()
         if uuid not in self.journal:
             return  # its framework was forgotten while it was being written: nothing owed
         self._made[uuid] = update
