@@ -60,16 +60,21 @@ class DiskFile:
             os.close(fd)
 
 
+Written = Callable[[OSError | None], None]  # told once a write is done: what failed it
+
+
 @dataclass(eq=False, slots=True)
 class Write:
     """What a file hands over in one turn: `data` appended (or, `replace`, the file's
     whole new content: a compaction), synced if `sync`, the file closed after if `close`;
-    `waiters` answered once it is done (with `error` if it failed), then `done` called."""
+    once it is done, `waiters` answered and `told` called (with `error` if it failed, in
+    the order they came), then `done`."""
 
     file: DiskFile
     data: bytes
     sync: bool
     waiters: list[asyncio.Future[None]]
+    told: list[Written]
     done: Callable[[Write], None]
     replace: bool = False
     close: bool = False
@@ -198,6 +203,8 @@ def _answer(writes: list[Write]) -> None:
                 waiter.set_result(None)
             else:
                 waiter.set_exception(w.error)
+        for tell in w.told:
+            tell(w.error)
         w.done(w)
 
 

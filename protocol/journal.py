@@ -49,7 +49,7 @@ from typing import Any
 import msgpack
 
 from protocol import logs
-from protocol.group_commit import DiskFile, Write, fsync_dir, hand_over_soon
+from protocol.group_commit import DiskFile, Write, Written, fsync_dir, hand_over_soon
 
 LOG = logs.get("journal")
 
@@ -83,6 +83,7 @@ class JournalFile:
         # one future per caller waiting for the pending records: a caller cancelled while
         # it waits then cancels only its own, not the others' (as asyncio's own locks do)
         self._waiters: list[asyncio.Future[None]] = []
+        self._told: list[Written] = []  # called once the pending records are on disk
         self._handing_over = False  # taken at the end of this turn
         self._closing = False  # the next hand-over closes the file after it
         self._in_flight = 0  # writes handed over and not answered yet
@@ -215,6 +216,14 @@ class JournalFile:
             hand_over_soon(self)
         await waiter
 
+    def on_disk(self, tell: Written) -> None:
+        """Call `tell` on the loop once every record made so far is on disk (with the
+        OSError that kept them off it), in the order asked, before the waiters resume."""
+        self._told.append(tell)
+        if not self._handing_over:
+            self._handing_over = True
+            hand_over_soon(self)
+
     def pending(self) -> bool:
         """Whether anything made is not known to be on disk yet."""
         return bool(self._pending or self._in_flight or self._unsynced)
@@ -222,10 +231,11 @@ class JournalFile:
     def take(self) -> Write | None:
         """What was made this turn, as one write to hand over (at most one a turn)."""
         self._handing_over = False
-        chunks, waiters, close = self._pending, self._waiters, self._closing
-        if not chunks and not waiters and not close:
+        chunks, waiters, told, close = self._pending, self._waiters, self._told, self._closing
+        if not chunks and not waiters and not told and not close:
             return None
-        self._pending, self._waiters, self._closing = [], [], False
+        self._pending, self._waiters, self._told, self._closing = [], [], [], False
+        awaited = bool(waiters or told)
         self._records += len(chunks)
         self._bytes += sum(map(len, chunks))
         replace = bool(chunks) and (
@@ -244,10 +254,12 @@ class JournalFile:
             data = b"".join(chunks)
             # what nobody waits for (discards alone) is written unsynced: the next awaited
             # write's sync covers it, as it covers the whole file
-            sync = self.sync and (bool(waiters) or close) and (bool(chunks) or self._unsynced)
+            sync = self.sync and (awaited or close) and (bool(chunks) or self._unsynced)
         self._unsynced = self.sync and not sync and (bool(chunks) or self._unsynced)
         self._in_flight += 1
-        return Write(self._disk, data, sync, waiters, self._answered, replace=replace, close=close)
+        return Write(
+            self._disk, data, sync, waiters, told, self._answered, replace=replace, close=close
+        )
 
     def _answered(self, write: Write) -> None:
         self._in_flight -= 1
@@ -307,6 +319,11 @@ class Journal:
         is on disk once a write awaited after it returns (any journal's of the same file:
         one sync covers the whole file). For what goes with a record someone awaits next."""
         self.file.put(self.name, key, value)
+
+    def on_disk(self, tell: Written) -> None:
+        """Call `tell(error)` on the loop once every record made so far (of the file's
+        journals) is on disk: what is told then, as nothing waits on the way."""
+        self.file.on_disk(tell)
 
     async def drop(self, key: str) -> None:
         if key in self._live:

@@ -109,7 +109,7 @@ class TaskReports:
         )
         # a task that runs on is checkpointed with its update (one write, one sync)
         runs_on = not state.terminal and record is not None and record.runner is not None
-        await self.updates.send(
+        self.updates.owe(
             StatusUpdate(framework_id=framework_id, slave_id=self.slave_id, status=status),
             (lambda: self._checkpoint(record)) if runs_on and record is not None else None,
         )

@@ -9,9 +9,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import os
 import random
 import subprocess
 import sys
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -25,7 +27,17 @@ from protocol.tooling.brokers import MosquittoBroker
 from protocol.transport.aio import within
 from protocol.transport.bus import Bus
 from protocol.transport.memory import MemoryBroker
-from protocol.wire.messages import Error, Heartbeat, Heartbeats, KillTask, Offers
+from protocol.wire.messages import (
+    CommandInfo,
+    Error,
+    Heartbeat,
+    Heartbeats,
+    KillTask,
+    Offers,
+    RunTasks,
+    StatusUpdate,
+    TaskInfo,
+)
 from protocol.wire.resources import Resources
 from protocol.wire.topics import Topics
 from slave.backoff import RETRY_CAP, RegistrationBackoff
@@ -272,3 +284,77 @@ def test_a_process_of_many_slaves_may_open_the_files_they_need_or_says_so() -> N
         assert soft == hard  # as far as it may go
         assert "slave.fd_limit" in out.stderr
         assert f"at most {(hard - 1024) // FDS_PER_SLAVE} slaves" in out.stderr
+
+
+class _HeldSync:
+    """os.fdatasync held, once `hold` is set, until `release` is: a disk slow to sync."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.hold, self.syncing, self.release = (
+            threading.Event(),
+            threading.Event(),
+            threading.Event(),
+        )
+        real = os.fdatasync
+
+        def held(fd: int) -> None:
+            if self.hold.is_set():
+                self.syncing.set()
+                self.release.wait(10)
+            real(fd)
+
+        monkeypatch.setattr(os, "fdatasync", held)
+
+
+async def test_a_fleets_slaves_launch_while_the_disk_syncs_and_tell_nothing_before_it_is_done(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The launches of a process's slaves wait for no disk: while the journals' file
+    syncs one slave's RUNNING update, another slave of the process takes its launch (the
+    process's dispatch used to wait for each launch's sync: a fleet's launches one disk
+    trip at a time). What they report is sent only once it is on disk."""
+    disk = _HeldSync(monkeypatch)
+    broker = MemoryBroker()
+    async with contextlib.AsyncExitStack() as stack:
+        master_bus = await open_transport(stack, broker.connector(None), "master")
+        master = Master(master_bus, T, CONFIG)
+        await master.start()
+        stack.push_async_callback(master.stop)
+        inbox = T.outbox("slave", "rack1")
+        bus = await open_transport(stack, broker.connector("rack1"), "fleet", inbox=inbox)
+        fleet = Fleet(bus, T, "rack1")
+        runner = asyncio.create_task(fleet.run(configs(tmp_path, 2, 0)))
+        stack.push_async_callback(cancel, runner)
+        framework = await open_transport(stack, broker.connector(None), "fw", T.operator("fw"))
+        told = Inbox()  # what the slaves send the master
+        await framework.subscribe(T.inbound("slave", "rack1"), told)
+
+        def running() -> set[str]:
+            return {
+                u.status.task_id
+                for u in told.of(StatusUpdate)
+                if u.status.state.value == "TASK_RUNNING"
+            }
+
+        async def launch(slave: int, task_id: str) -> None:
+            sid = f"s{slave:05d}"
+            task = TaskInfo(
+                task_id=task_id,
+                slave_id=sid,
+                resources=Resources(cpus=0.1, mem=16),
+                command=CommandInfo(value="sleep 60"),
+            )
+            await framework.publish(T.slave("rack1", sid), RunTasks(framework_id="f", tasks=[task]))
+
+        await eventually(lambda: len(master.books.slaves) == 2)
+        for i in (0, 1):  # (each slave's first launch of the framework: its owner written)
+            await launch(i, f"warm-{i}")
+        await told.wait_until(lambda: running() == {"warm-0", "warm-1"})
+        disk.hold.set()
+        await launch(0, "a")
+        await asyncio.to_thread(disk.syncing.wait, 10)  # a's update is being synced
+        await launch(1, "b")
+        await eventually(lambda: ("f", "b") in fleet.slaves[1].tasks)  # taken meanwhile
+        assert running() == {"warm-0", "warm-1"}  # neither told before it is on disk
+        disk.release.set()
+        await told.wait_until(lambda: {"a", "b"} <= running())
