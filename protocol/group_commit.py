@@ -29,6 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from protocol import logs
+
+LOG = logs.get("journal")
+
 IDLE_SECONDS = 5.0  # the thread ends after this long with nothing to write
 # at most one trip to the disk this often: what comes meanwhile waits to share the next
 # (a busy process then pays a wake-up and a sync per millisecond, not per record, and a
@@ -124,6 +128,10 @@ class _DiskThread:
         self._queue: list[tuple[asyncio.AbstractEventLoop, list[Write]]] = []
         self._running = False
 
+    def forked(self) -> None:
+        """In a child forked without exec: no thread, and nothing of its parent's to write."""
+        self._wake, self._queue, self._running = threading.Condition(), [], False
+
     def submit(self, loop: asyncio.AbstractEventLoop, writes: list[Write]) -> None:
         with self._wake:
             self._queue.append((loop, writes))
@@ -147,7 +155,12 @@ class _DiskThread:
             with self._wake:
                 batch, self._queue = self._queue, []
             last = time.monotonic()
-            write_and_sync([w for _, writes in batch for w in writes])
+            every = [w for _, writes in batch for w in writes]
+            try:
+                write_and_sync(every)
+            except Exception as e:  # (a bug of ours: each write told so, none left waiting)
+                for w in every:
+                    w.error = w.error or OSError(f"the journal's disk thread failed: {e!r}")
             answers: dict[asyncio.AbstractEventLoop, list[Write]] = {}
             for loop, writes in batch:
                 answers.setdefault(loop, []).extend(writes)
@@ -157,6 +170,7 @@ class _DiskThread:
 
 
 _DISK = _DiskThread()
+os.register_at_fork(after_in_child=_DISK.forked)
 
 
 def write_and_sync(writes: list[Write]) -> None:
@@ -204,7 +218,10 @@ def _answer(writes: list[Write]) -> None:
             else:
                 waiter.set_exception(w.error)
         for tell in w.told:
-            tell(w.error)
+            try:
+                tell(w.error)
+            except Exception:  # (its own bug: the other writes are answered all the same)
+                LOG.exception("journal.told_failed", path=str(w.file.path))
         w.done(w)
 
 
