@@ -9,11 +9,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import os
 import random
 import subprocess
 import sys
-import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -47,6 +45,7 @@ from slave.recovery import recover
 from slave.reports import TaskReports
 from slave.slave import Slave, SlaveConfig
 
+from harness.disk import HeldSync
 from harness.fakes import FakeFramework, party
 from harness.helpers import Inbox, eventually, open_transport
 
@@ -240,6 +239,24 @@ async def test_what_reaches_a_fleets_slave_while_it_recovers_waits_for_its_handl
         assert error.code == "unknown-task"  # handled by the slave itself
 
 
+async def memory_fleet(
+    stack: contextlib.AsyncExitStack, broker: MemoryBroker, work: Path, count: int
+) -> tuple[Master, Fleet]:
+    """A master and a fleet of `count` slaves (principal rack1) on the memory transport,
+    once the master has every slave."""
+    master_bus = await open_transport(stack, broker.connector(None), "master")
+    master = Master(master_bus, T, CONFIG)
+    await master.start()
+    stack.push_async_callback(master.stop)
+    inbox = T.outbox("slave", "rack1")
+    bus = await open_transport(stack, broker.connector("rack1"), "fleet", inbox=inbox)
+    fleet = Fleet(bus, T, "rack1")  # type: ignore[arg-type]
+    runner = asyncio.create_task(fleet.run(configs(work, count, 0)))
+    stack.push_async_callback(cancel, runner)
+    await eventually(lambda: len(master.books.slaves) == count)
+    return master, fleet
+
+
 async def test_a_fleet_runs_on_the_memory_transport_each_slave_on_its_own_route(
     tmp_path: Path,
 ) -> None:
@@ -247,16 +264,8 @@ async def test_a_fleet_runs_on_the_memory_transport_each_slave_on_its_own_route(
     any transport (the in-process one too): a kill for one is that slave's alone."""
     broker = MemoryBroker()
     async with contextlib.AsyncExitStack() as stack:
-        master_bus = await open_transport(stack, broker.connector(None), "master")
-        master = Master(master_bus, T, CONFIG)
-        await master.start()
-        stack.push_async_callback(master.stop)
-        inbox = T.outbox("slave", "rack1")
-        bus = await open_transport(stack, broker.connector("rack1"), "fleet", inbox=inbox)
-        fleet = Fleet(bus, T, "rack1")
-        runner = asyncio.create_task(fleet.run(configs(tmp_path, 3, 0)))
-        stack.push_async_callback(cancel, runner)
-        await eventually(lambda: len(master.books.slaves) == 3)
+        _, fleet = await memory_fleet(stack, broker, tmp_path, 3)
+        bus = fleet.bus
         asker = await open_transport(stack, broker.connector(None), "asker", T.operator("a"))
         answers = Inbox()
         await asker.subscribe(T.operator("a"), answers)
@@ -286,26 +295,6 @@ def test_a_process_of_many_slaves_may_open_the_files_they_need_or_says_so() -> N
         assert f"at most {(hard - 1024) // FDS_PER_SLAVE} slaves" in out.stderr
 
 
-class _HeldSync:
-    """os.fdatasync held, once `hold` is set, until `release` is: a disk slow to sync."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.hold, self.syncing, self.release = (
-            threading.Event(),
-            threading.Event(),
-            threading.Event(),
-        )
-        real = os.fdatasync
-
-        def held(fd: int) -> None:
-            if self.hold.is_set():
-                self.syncing.set()
-                self.release.wait(10)
-            real(fd)
-
-        monkeypatch.setattr(os, "fdatasync", held)
-
-
 async def test_a_fleets_slaves_launch_while_the_disk_syncs_and_tell_nothing_before_it_is_done(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -313,18 +302,10 @@ async def test_a_fleets_slaves_launch_while_the_disk_syncs_and_tell_nothing_befo
     syncs one slave's RUNNING update, another slave of the process takes its launch (the
     process's dispatch used to wait for each launch's sync: a fleet's launches one disk
     trip at a time). What they report is sent only once it is on disk."""
-    disk = _HeldSync(monkeypatch)
+    disk = HeldSync(monkeypatch, holding=False)
     broker = MemoryBroker()
     async with contextlib.AsyncExitStack() as stack:
-        master_bus = await open_transport(stack, broker.connector(None), "master")
-        master = Master(master_bus, T, CONFIG)
-        await master.start()
-        stack.push_async_callback(master.stop)
-        inbox = T.outbox("slave", "rack1")
-        bus = await open_transport(stack, broker.connector("rack1"), "fleet", inbox=inbox)
-        fleet = Fleet(bus, T, "rack1")
-        runner = asyncio.create_task(fleet.run(configs(tmp_path, 2, 0)))
-        stack.push_async_callback(cancel, runner)
+        _, fleet = await memory_fleet(stack, broker, tmp_path, 2)
         framework = await open_transport(stack, broker.connector(None), "fw", T.operator("fw"))
         told = Inbox()  # what the slaves send the master
         await framework.subscribe(T.inbound("slave", "rack1"), told)
@@ -346,13 +327,12 @@ async def test_a_fleets_slaves_launch_while_the_disk_syncs_and_tell_nothing_befo
             )
             await framework.publish(T.slave("rack1", sid), RunTasks(framework_id="f", tasks=[task]))
 
-        await eventually(lambda: len(master.books.slaves) == 2)
         for i in (0, 1):  # (each slave's first launch of the framework: its owner written)
             await launch(i, f"warm-{i}")
         await told.wait_until(lambda: running() == {"warm-0", "warm-1"})
         disk.hold.set()
         await launch(0, "a")
-        await asyncio.to_thread(disk.syncing.wait, 10)  # a's update is being synced
+        await asyncio.to_thread(disk.started.wait, 10)  # a's update is being synced
         await launch(1, "b")
         await eventually(lambda: ("f", "b") in fleet.slaves[1].tasks)  # taken meanwhile
         assert running() == {"warm-0", "warm-1"}  # neither told before it is on disk

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-import threading
 from pathlib import Path
 
 import msgpack
@@ -16,6 +15,7 @@ from protocol import group_commit
 from protocol.journal import COMPACT_MIN, Journal, JournalFile
 from protocol.transport.aio import within
 
+from harness.disk import HeldSync
 from harness.helpers import eventually
 
 
@@ -155,29 +155,11 @@ async def test_a_writer_cancelled_while_it_waits_leaves_the_others_theirs(
     assert errors == []  # nothing raised in the loop's callbacks
 
 
-class _HeldSync:
-    """os.fdatasync held until released: a disk that is slow to sync, counted."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.release = threading.Event()
-        self.started = threading.Event()
-        self.calls = 0
-        real = os.fdatasync
-
-        def held(fd: int) -> None:
-            self.calls += 1
-            self.started.set()
-            self.release.wait(10)
-            real(fd)
-
-        monkeypatch.setattr(os, "fdatasync", held)
-
-
 async def _first_put_syncing(
     path: Path, monkeypatch: pytest.MonkeyPatch
-) -> tuple[_HeldSync, Journal, asyncio.Task[None]]:
+) -> tuple[HeldSync, Journal, asyncio.Task[None]]:
     """A journal whose first put ("first" = 0) is in its sync, held until released."""
-    disk = _HeldSync(monkeypatch)
+    disk = HeldSync(monkeypatch)
     journal = Journal(path)
     first = asyncio.create_task(journal.put("first", 0))
     await asyncio.to_thread(disk.started.wait, 10)
@@ -204,7 +186,7 @@ async def test_discards_alone_cost_no_sync_and_the_next_awaited_write_covers_the
 ) -> None:
     # (a slave's acknowledged updates: dropped late is harmless, a sync a batch of them is
     # not: ten logical slaves' journals synced one after another in every disk trip)
-    disk = _HeldSync(monkeypatch)
+    disk = HeldSync(monkeypatch)
     disk.release.set()
     journal = Journal(tmp_path / "j")
     await journal.put("a", 1)
@@ -275,7 +257,7 @@ async def test_the_journals_of_one_file_cost_one_write_and_one_sync(
     """A process's logical slaves keep their journals in one file: what they all put in
     a turn is one write and one fdatasync (twenty files synced one after another cost
     1 ms of CPU a trip here, and 10-40 times the wall time of one)."""
-    disk = _HeldSync(monkeypatch)
+    disk = HeldSync(monkeypatch)
     disk.release.set()
     writes: list[int] = []
     real_write = os.write
