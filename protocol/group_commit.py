@@ -6,7 +6,8 @@ last finished (every file's, from every event loop of the process), writes each 
 order it came, syncs each file once, and answers each event loop with one callback. So a
 busy process pays one trip and one `fdatasync` a file for all the records that came while
 the disk was busy with the last sync, and a quiet one is answered as soon as its record
-is on disk (nothing waits for a timer).
+is on disk; trips that sync are at most one a millisecond (WINDOW_SECONDS), so that a
+disk quicker than the records come does not cost a trip and a sync a record.
 
 A thread of our own, long-lived (it ends after a while with nothing to do, and starts
 again on the next write), rather than `asyncio.to_thread`: a trip through the default
@@ -34,9 +35,9 @@ from protocol import logs
 LOG = logs.get("journal")
 
 IDLE_SECONDS = 5.0  # the thread ends after this long with nothing to write
-# at most one trip to the disk this often: what comes meanwhile waits to share the next
+# at most one trip that syncs this often: what comes meanwhile waits to share the next
 # (a busy process then pays a wake-up and a sync per millisecond, not per record, and a
-# quiet one, its last trip long past, goes at once)
+# quiet one, its last sync long past, goes at once)
 WINDOW_SECONDS = 0.001
 
 
@@ -142,7 +143,7 @@ class _DiskThread:
                 threading.Thread(target=self._run, name="journal-disk", daemon=True).start()
 
     def _run(self) -> None:
-        last = 0.0  # when the last trip began
+        last = 0.0  # when the last trip that synced began
         while True:
             with self._wake:
                 if not self._queue:
@@ -154,8 +155,9 @@ class _DiskThread:
                 time.sleep(wait)  # (what is handed over meanwhile wakes nobody)
             with self._wake:
                 batch, self._queue = self._queue, []
-            last = time.monotonic()
             every = [w for _, writes in batch for w in writes]
+            if any(w.sync for w in every):  # (a trip of discards alone delays no sync)
+                last = time.monotonic()
             try:
                 write_and_sync(every)
             except Exception as e:  # (a bug of ours: each write told so, none left waiting)
