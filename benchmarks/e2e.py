@@ -25,12 +25,17 @@ The last line of output is one JSON object (`--json`: that line alone on stdout)
 second; 450 us of CPU a task in the cluster's processes (master, slaves, frameworks,
 broker; the rest of a shared machine's is listed, not counted); no call held by the rate
 limits; one task at a time under 3 bus round trips. It exits 1 when one does not hold.
+
+`E2E_PROFILE=<dir>` runs the master and the slaves under cProfile (and profiles the
+frameworks' process over the measured window): `<dir>/<party>-<setup>.prof` each, for
+`python -m pstats`. The figures are then cProfile's, not the code's.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
 import json
 import os
 import sys
@@ -68,6 +73,7 @@ from protocol.transport.aio import within
 from protocol.wire.topics import Topics
 
 TASK = Resources(cpus=0.1, mem=16)
+PROFILE = os.environ.get("E2E_PROFILE")  # a directory: profile each process (see above)
 
 
 class Flood(Scheduler):
@@ -171,6 +177,13 @@ async def _run(
     await broker.start()
     url, cluster = broker.url, f"e2e{os.getpid()}"
     env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    setup = "secure" if secure else "insecure"
+
+    def python(party: str) -> list[str]:
+        """How a party's process is started (under cProfile if E2E_PROFILE says where)."""
+        if not PROFILE:
+            return [sys.executable]
+        return [sys.executable, "-m", "cProfile", "-o", f"{PROFILE}/{party}-{setup}.prof"]
 
     def as_(name: str) -> BrokerURL:
         return as_principal(url, store, name) if store else url
@@ -190,7 +203,7 @@ async def _run(
 
     procs = [
         await asyncio.create_subprocess_exec(
-            sys.executable,
+            *python("master"),
             "-m",
             "cluster",
             "master",
@@ -206,7 +219,7 @@ async def _run(
             env=env,
         ),
         await asyncio.create_subprocess_exec(
-            sys.executable,
+            *python("slaves"),
             "-m",
             "cluster",
             "slave",
@@ -241,10 +254,16 @@ async def _run(
         }
         cpu = {name: cpu_seconds(pid) for name, pid in pids.items()}
         busy = machine_busy()
+        profile = cProfile.Profile() if PROFILE else None
         start = time.perf_counter()
         done_before = sum(len(f.finished) for f in floods)
         lat_before = [len(f.latencies) for f in floods]
+        if profile is not None:
+            profile.enable()
         await asyncio.sleep(seconds)  # the measurement's own window, not a wait for a condition
+        if profile is not None:
+            profile.disable()
+            profile.dump_stats(f"{PROFILE}/frameworks-{setup}.prof")
         elapsed = time.perf_counter() - start
         completed = sum(len(f.finished) for f in floods) - done_before
         # where a task's CPU went: each process's, and the rest of the machine's (other

@@ -1,12 +1,20 @@
-"""A small durable key-value journal in a work dir (a slave's tasks and updates, a lone
-master's registry).
+"""A small durable key-value journal (a slave's tasks, updates and owners; a lone master's
+registry), and the file a process keeps its journals in.
 
 What a party must not forget across a crash (status updates not yet acknowledged, the
-tasks it runs) is written here before it acts on it. The journal is an append-only file
-of msgpack records (`put key value` / `drop key`); loading replays it, and it is rewritten
-from the live set when it has grown well past it: past four times its records and past
-four times its bytes (so a few large records put and dropped leave no large file
-behind), and not before 1,000 records or 4 MiB.
+tasks it runs) is written here before it acts on it. A `JournalFile` is an append-only
+file of msgpack records (`put key value` / `drop key`, each naming its journal); loading
+replays it, and it is rewritten from the live set when it has grown well past it: past
+four times its records and past four times its bytes (so a few large records put and
+dropped leave no large file behind), and not before 1,000 records or 4 MiB.
+
+One file holds the journals of a process (`JournalFile.journal(name)`: a slave's three,
+a process's ten logical slaves' thirty), so that one `fdatasync` makes all their records
+durable: twenty journals synced one after another cost 1 ms of CPU a trip to the disk
+here, and 10-40 times the wall time of one. `Journal(path)` is a journal with a file of
+its own (a lone master's registry). A journal that was a file of its own before, at the
+path its name says beside the process's file, is moved into it when first opened (its
+records written and synced in the process's file, then the old file removed).
 
 `await journal.put(...)` returns once the record is on disk: every write someone waits for
 is followed by an `fdatasync`, so what a party acknowledged (a registered slave or
@@ -17,23 +25,16 @@ file), as do `synced()` and `close()`.
 `Journal(path, sync=False)` leaves records in the kernel's page cache (which survives the
 process being killed, not the machine) for what is cheap to lose.
 
-The writes are a group commit: one writer task takes every record made since its last
-write (at least a turn of the event loop's), writes them with one `write` and syncs them
-with one `fdatasync` in a worker thread, and answers their callers; the records made
-meanwhile wait for the next write. The event loop never waits for the disk (an
-`fdatasync` takes 0.2 ms on a quiet virtual disk and 4 ms on a busy one). The journals of
-one process (ten logical slaves' twenty, say) share the thread's trips: the batches they
-hand over in one turn go in one trip, all written, then each synced (the first sync
-commits the file system's journal for all of them, so the rest are quick), since a trip
-to a thread and back costs the event loop more than the write (70 us of CPU here, and
-the thread pool's wakeups stall the loop holding the GIL). The thread writes through
-each journal's own duplicate of its file descriptor, so nothing that closes the journal's
-own can pull it away mid-sync.
+The writes are a group commit (protocol.group_commit): what a file's journals put in one
+turn of the event loop goes to the process's disk thread as one write, and the thread
+writes and syncs everything handed over while it was busy with its last sync at once.
+The event loop never waits for the disk (an `fdatasync` takes 0.2 ms on a quiet virtual
+disk and 4 ms on a busy one).
 
-A record torn by a kill in the middle of a write is cut off when the journal is loaded
-(and logged), so that what is appended after it can be read back, and so is whatever
-follows the last record that reads whole (bytes that are no msgpack at all): a journal
-always loads. It is read a chunk at a time, however large the file.
+A record torn by a kill in the middle of a write is cut off when the file is loaded (and
+logged), so that what is appended after it can be read back, and so is whatever follows
+the last record that reads whole (bytes that are no msgpack at all): a journal always
+loads. It is read a chunk at a time, however large the file.
 """
 
 from __future__ import annotations
@@ -41,7 +42,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import weakref
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -49,6 +49,7 @@ from typing import Any
 import msgpack
 
 from protocol import logs
+from protocol.group_commit import DiskFile, Write, Written, fsync_dir, hand_over_soon
 
 LOG = logs.get("journal")
 
@@ -56,26 +57,49 @@ COMPACT_FACTOR = 4
 COMPACT_MIN = 1000  # records
 COMPACT_MIN_BYTES = 4 * 1024 * 1024
 READ_CHUNK = 1024 * 1024  # bytes read at a time when loading
+OWN = ""  # the name of the one journal of a file of its own (its records name none)
 
 
-class Journal:
+def _packed(op: str, name: str, key: str, *value: Any) -> bytes:
+    # (a file of its own keeps the records it always had: ["put", key, value])
+    record = [op, key, *value] if name == OWN else [op, key, *value, name]
+    return msgpack.packb(record, use_bin_type=True)  # type: ignore[no-any-return]
+
+
+class JournalFile:
+    """One file of journals, and the group commit that writes it."""
+
     def __init__(self, path: Path, *, sync: bool = True) -> None:
         self.path = path
         self.sync = sync  # fdatasync after every write (see the module's docstring)
-        self._live: dict[str, Any] = {}
-        self._sizes: dict[str, int] = {}  # bytes of each live key's record
+        self._live: dict[str, dict[str, Any]] = {}  # journal name -> its live keys
+        self._sizes: dict[tuple[str, str], int] = {}  # bytes of each live key's record
         self._live_bytes = 0  # their sum: what a compacted file holds
+        self._live_keys = 0  # how many (every journal's)
         self._records = 0
         self._bytes = 0  # what the file holds
-        self._pending: list[bytes] = []  # records made since the writer last took them
+        self._disk = DiskFile(path)  # (the disk thread's alone)
+        self._pending: list[bytes] = []  # records made since the last hand-over
         # one future per caller waiting for the pending records: a caller cancelled while
         # it waits then cancels only its own, not the others' (as asyncio's own locks do)
         self._waiters: list[asyncio.Future[None]] = []
-        self._writer: asyncio.Task[None] | None = None  # runs while anything is pending
-        self._fd: int | None = None  # kept open between writes; closed by close()
-        self._unsynced = False  # records written that no sync has covered yet (discards)
+        self._told: list[Written] = []  # called once the pending records are on disk
+        self._handing_over = False  # taken at the end of this turn
+        self._closing = False  # the next hand-over closes the file after it
+        self._in_flight = 0  # writes handed over and not answered yet
+        self._unsynced = False  # records handed over that no sync has covered (discards)
+        self._open_journals = 0
         self._load()
 
+    def journal(self, name: str) -> Journal:
+        """The journal `name` in this file (a path relative to the file's directory: what
+        was a file of its own there is moved in)."""
+        if name != OWN:
+            self._move_in(name)
+        self._open_journals += 1
+        return Journal(self, name)
+
+    # -- loading -----------------------------------------------------------------------------
     def _load(self) -> None:
         try:
             f = open(self.path, "rb")  # noqa: SIM115 (read a chunk at a time, below)
@@ -115,19 +139,160 @@ class Journal:
     def _apply(self, record: Any, size: int) -> None:
         if not isinstance(record, list) or not record:
             return
-        if record[0] == "put" and len(record) == 3:
-            self._set(record[1], record[2], size)
-        elif record[0] == "drop" and len(record) == 2:
-            self._unset(record[1])
+        op, n = record[0], len(record)
+        if op == "put" and n in (3, 4):
+            self._set(record[3] if n == 4 else OWN, record[1], record[2], size)
+        elif op == "drop" and n in (2, 3):
+            self._unset(record[2] if n == 3 else OWN, record[1])
 
-    def _set(self, key: str, value: Any, size: int) -> None:
-        self._live[key] = value
-        self._live_bytes += size - self._sizes.get(key, 0)
-        self._sizes[key] = size
+    def _move_in(self, name: str) -> None:
+        """What was the file of its own at `name` becomes journal `name` here: written and
+        synced here first, then that file removed (a crash between moves it in again, the
+        same records)."""
+        old = self.path.parent / name
+        if not old.is_file():
+            return
+        records = dict(JournalFile(old, sync=self.sync)._live.get(OWN, {}))
+        chunks = []
+        for key, value in records.items():
+            chunk = _packed("put", name, key, value)
+            self._set(name, key, value, len(chunk))
+            chunks.append(chunk)
+        data = b"".join(chunks)
+        here = DiskFile(self.path)  # (before anything is handed to the disk thread)
+        try:
+            here.append(data)
+            if self.sync and here.fd is not None:
+                os.fsync(here.fd)
+        finally:
+            here.close()
+        self._records += len(chunks)
+        self._bytes += len(data)
+        old.unlink()
+        if self.sync:
+            fsync_dir(old.parent)
+        LOG.info("journal.moved_in", path=str(self.path), journal=name, records=len(records))
 
-    def _unset(self, key: str) -> None:
-        self._live.pop(key, None)
-        self._live_bytes -= self._sizes.pop(key, 0)
+    # -- the live set ------------------------------------------------------------------------
+    def live(self, name: str) -> dict[str, Any]:
+        return self._live.setdefault(name, {})
+
+    def _set(self, name: str, key: str, value: Any, size: int) -> None:
+        live = self.live(name)
+        self._live_keys += key not in live
+        live[key] = value
+        self._live_bytes += size - self._sizes.get((name, key), 0)
+        self._sizes[name, key] = size
+
+    def _unset(self, name: str, key: str) -> None:
+        live = self._live.get(name)
+        if live is not None and key in live:
+            del live[key]
+            self._live_keys -= 1
+        self._live_bytes -= self._sizes.pop((name, key), 0)
+
+    # -- writing -----------------------------------------------------------------------------
+    def put(self, name: str, key: str, value: Any) -> None:
+        chunk = _packed("put", name, key, value)
+        self._set(name, key, value, len(chunk))
+        self._add(chunk)
+
+    def drop(self, name: str, key: str) -> None:
+        self._unset(name, key)
+        self._add(_packed("drop", name, key))
+
+    def _add(self, chunk: bytes) -> None:
+        self._pending.append(chunk)
+        if not self._handing_over:
+            self._handing_over = True
+            hand_over_soon(self)
+
+    async def wait(self) -> None:
+        """Until the next write handed over (it holds every record made so far) is on disk."""
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        if not self._handing_over:
+            self._handing_over = True
+            hand_over_soon(self)
+        await waiter
+
+    def on_disk(self, tell: Written) -> None:
+        """Call `tell` on the loop once every record made so far is on disk (with the
+        OSError that kept them off it), in the order asked, before the waiters resume."""
+        self._told.append(tell)
+        if not self._handing_over:
+            self._handing_over = True
+            hand_over_soon(self)
+
+    def pending(self) -> bool:
+        """Whether anything made is not known to be on disk yet."""
+        return bool(self._pending or self._in_flight or self._unsynced)
+
+    def take(self) -> Write | None:
+        """What was made this turn, as one write to hand over (at most one a turn)."""
+        self._handing_over = False
+        chunks, waiters, told, close = self._pending, self._waiters, self._told, self._closing
+        if not chunks and not waiters and not told and not close:
+            return None
+        self._pending, self._waiters, self._told, self._closing = [], [], [], False
+        awaited = bool(waiters or told)
+        self._records += len(chunks)
+        self._bytes += sum(map(len, chunks))
+        replace = bool(chunks) and (
+            self._records > max(COMPACT_MIN, COMPACT_FACTOR * self._live_keys)
+            or self._bytes > max(COMPACT_MIN_BYTES, COMPACT_FACTOR * self._live_bytes)
+        )
+        if replace:  # the live set, made now: it holds every record taken
+            data = b"".join(
+                _packed("put", name, key, value)
+                for name, live in self._live.items()
+                for key, value in live.items()
+            )
+            self._records, self._bytes = self._live_keys, len(data)
+            sync = self.sync
+        else:
+            data = b"".join(chunks)
+            # what nobody waits for (discards alone) is written unsynced: the next awaited
+            # write's sync covers it, as it covers the whole file
+            sync = self.sync and (awaited or close) and (bool(chunks) or self._unsynced)
+        self._unsynced = self.sync and not sync and (bool(chunks) or self._unsynced)
+        self._in_flight += 1
+        return Write(
+            self._disk, data, sync, waiters, told, self._answered, replace=replace, close=close
+        )
+
+    def _answered(self, write: Write) -> None:
+        self._in_flight -= 1
+        if write.error is not None:
+            LOG.error("journal.write_failed", path=str(self.path), error=str(write.error))
+
+    async def close_journal(self) -> None:
+        """A journal of this file is done: what is pending written (discards synced too);
+        the file closed once all of them are (a later write opens it again)."""
+        self._open_journals = max(0, self._open_journals - 1)
+        if self._open_journals == 0:
+            self._closing = True
+        elif not self.pending():
+            return
+        waited = asyncio.ensure_future(self.wait())
+        with contextlib.suppress(OSError):  # (logged as written)
+            await asyncio.shield(waited)
+
+
+class Journal:
+    """One journal: a name in a `JournalFile` (`Journal(path)`: a file of its own)."""
+
+    def __init__(self, file: JournalFile | Path, name: str = OWN, *, sync: bool = True) -> None:
+        if isinstance(file, Path):
+            file = JournalFile(file, sync=sync)
+            file._open_journals += 1
+        self.file = file
+        self.name = name
+        self._live = file.live(name)
+
+    @property
+    def path(self) -> Path:
+        return self.file.path
 
     # -- reading -----------------------------------------------------------------------------
     def get(self, key: str) -> Any:
@@ -146,15 +311,24 @@ class Journal:
     async def put(self, key: str, value: Any) -> None:
         """Record `key = value`; returns once it is on disk (records land in the order
         they are made)."""
-        chunk = msgpack.packb(["put", key, value], use_bin_type=True)
-        self._set(key, value, len(chunk))
-        self._add(chunk)
+        self.file.put(self.name, key, value)
         await self._wait()
+
+    def put_soon(self, key: str, value: Any) -> None:
+        """Record `key = value` without waiting: it goes with the file's next write, and
+        is on disk once a write awaited after it returns (any journal's of the same file:
+        one sync covers the whole file). For what goes with a record someone awaits next."""
+        self.file.put(self.name, key, value)
+
+    def on_disk(self, tell: Written) -> None:
+        """Call `tell(error)` on the loop once every record made so far (of the file's
+        journals) is on disk: what is told then, as nothing waits on the way."""
+        self.file.on_disk(tell)
 
     async def drop(self, key: str) -> None:
         if key in self._live:
-            self._unset(key)
-            await self._append(["drop", key])
+            self.file.drop(self.name, key)
+            await self._wait()
 
     def discard(self, key: str) -> None:
         """Drop `key` without waiting for the record to reach the file: it goes with the
@@ -163,215 +337,17 @@ class Journal:
         it is re-sent, and acknowledged again), so that a batch of them is handled in one
         turn, not a turn each, and costs no sync of its own."""
         if key in self._live:
-            self._unset(key)
-            self._add(msgpack.packb(["drop", key], use_bin_type=True))
+            self.file.drop(self.name, key)
 
     async def synced(self) -> None:
         """Returns once every record made so far is on disk (the discards too)."""
-        if self._pending or self._writer is not None or self._unsynced:
+        if self.file.pending():
             await self._wait()
 
-    async def _append(self, record: list[Any]) -> None:
-        self._add(msgpack.packb(record, use_bin_type=True))
-        await self._wait()
-
-    def _add(self, chunk: bytes) -> None:
-        self._pending.append(chunk)
-        self._start_writer()
-
     async def _wait(self) -> None:
-        """Wait for the next batch the writer takes (it holds every record made so far)."""
-        waiter = asyncio.get_running_loop().create_future()
-        self._waiters.append(waiter)
-        self._start_writer()
-        await waiter
-
-    def _start_writer(self) -> None:
-        if self._writer is None:  # it first runs after this turn's other callbacks
-            self._writer = asyncio.get_running_loop().create_task(self._write_batches())
-
-    async def _write_batches(self) -> None:
-        """The group commit: take what is pending, write and sync it, answer its callers;
-        again while more came meanwhile."""
-        waiters: list[asyncio.Future[None]] = []
-        try:
-            while self._pending or self._waiters:
-                chunks, self._pending = self._pending, []
-                waiters, self._waiters = self._waiters, []
-                # what nobody waits for (discards alone) is written unsynced: the next
-                # awaited write's sync covers it, as it covers the whole file
-                sync = bool(waiters) and (bool(chunks) or self._unsynced)
-                error = await self._commit(chunks, sync) if chunks or sync else None
-                for waiter in waiters:
-                    if waiter.done():  # its caller was cancelled: the record is written anyway
-                        continue
-                    if error is not None:
-                        waiter.set_exception(error)
-                    else:
-                        waiter.set_result(None)
-                waiters = []
-        finally:  # (cancelled: the loop is going away; its callers with it)
-            self._writer = None
-            for waiter in (*waiters, *self._waiters):
-                waiter.cancel()
-
-    async def _commit(self, chunks: list[bytes], sync: bool) -> OSError | None:
-        """Write `chunks` (or the live set they are already part of, compacted), and sync
-        the file if `sync` (someone waits for them)."""
-        try:
-            self._records += len(chunks)
-            self._bytes += sum(map(len, chunks))
-            if self._records > max(COMPACT_MIN, COMPACT_FACTOR * len(self._live)) or (
-                self._bytes > max(COMPACT_MIN_BYTES, COMPACT_FACTOR * self._live_bytes)
-            ):
-                await self._compact()
-                self._unsynced = False
-            elif self.sync and sync:
-                self._open()
-                assert self._fd is not None
-                await _shared_sync().write(os.dup(self._fd), b"".join(chunks))
-                self._unsynced = False
-            else:
-                self._open()
-                assert self._fd is not None
-                _write_all(self._fd, b"".join(chunks))  # (the page cache's: microseconds)
-                self._unsynced = self.sync
-        except OSError as e:
-            LOG.error("journal.write_failed", path=str(self.path), error=str(e))
-            return e
-        return None
-
-    def _open(self) -> None:
-        if self._fd is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-
-    async def _compact(self) -> None:
-        """Rewrite the file as the live set (made now, so it holds every record taken)."""
-        data = b"".join(
-            msgpack.packb(["put", key, value], use_bin_type=True)
-            for key, value in self._live.items()
-        )
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        await asyncio.to_thread(_replace, self.path, data, self.sync)
-        self._records, self._bytes = len(self._live), len(data)
-        self._close_fd()  # the next append opens the new file
-
-    def _close_fd(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        await self.file.wait()
 
     async def close(self) -> None:
-        """Write what is pending and close the file (a later write opens it again)."""
-        if self._pending or self._unsynced:  # the records nobody waits for (discards) go
-            waited = asyncio.ensure_future(self._wait())  # too, synced
-            with contextlib.suppress(OSError):  # (logged by the writer)
-                await asyncio.shield(waited)
-        if self._writer is not None:
-            await asyncio.shield(self._writer)
-        self._close_fd()
-
-
-class _SharedSync:
-    """The trips to a worker thread that the journals of one event loop share: what is
-    handed over in one turn goes in one trip (see the module's docstring)."""
-
-    def __init__(self) -> None:
-        self._waiting: list[tuple[int, bytes, asyncio.Future[None]]] = []
-        self._trips: asyncio.Task[None] | None = None
-
-    async def write(self, fd: int, data: bytes) -> None:
-        """Write `data` to `fd` (a duplicate: closed once written) and sync it; raises the
-        OSError that failed it."""
-        loop = asyncio.get_running_loop()
-        done: asyncio.Future[None] = loop.create_future()
-        self._waiting.append((fd, data, done))
-        if self._trips is None:  # it first runs after this turn's other callbacks
-            self._trips = loop.create_task(self._run())
-        await done
-
-    async def _run(self) -> None:
-        batch: list[tuple[int, bytes, asyncio.Future[None]]] = []
-        try:
-            while self._waiting:
-                batch, self._waiting = self._waiting, []
-                errors = await asyncio.to_thread(_write_and_sync_all, [b[:2] for b in batch])
-                for (_, _, done), error in zip(batch, errors, strict=True):
-                    if done.done():  # its writer was cancelled: written anyway
-                        continue
-                    if error is None:
-                        done.set_result(None)
-                    else:
-                        done.set_exception(error)
-                batch = []
-        finally:  # (cancelled: the loop is going away, its writers with it)
-            self._trips = None
-            for fd, _, done in self._waiting:  # never handed over: nobody else closes them
-                os.close(fd)
-                done.cancel()
-            self._waiting = []
-            for _, _, done in batch:
-                done.cancel()
-
-
-_SHARED: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _SharedSync] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def _shared_sync() -> _SharedSync:
-    loop = asyncio.get_running_loop()
-    shared = _SHARED.get(loop)
-    if shared is None:
-        shared = _SHARED[loop] = _SharedSync()
-    return shared
-
-
-def _write_and_sync_all(writes: list[tuple[int, bytes]]) -> list[OSError | None]:
-    """In a worker thread: each (fd, data) written, then each synced; each fd is its own
-    (a dup), closed here whatever happens. What failed each, in order."""
-    errors: list[OSError | None] = [None] * len(writes)
-    for i, (fd, data) in enumerate(writes):
-        try:
-            _write_all(fd, data)
-        except OSError as e:
-            errors[i] = e
-    for i, (fd, _) in enumerate(writes):
-        try:
-            if errors[i] is None:
-                os.fdatasync(fd)
-        except OSError as e:
-            errors[i] = e
-        finally:
-            os.close(fd)
-    return errors
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:  # a regular file takes it in one write; a short one is finished here
-        view = view[os.write(fd, view) :]
-
-
-def _replace(path: Path, data: bytes, sync: bool) -> None:
-    """In a worker thread: `path` becomes `data`, whole or not at all."""
-    tmp = path.with_suffix(".compact")
-    # its owner's alone, as the journal it replaces (a slave's tasks may pass its dir)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
-    with open(fd, "wb") as f:
-        f.write(data)
-        if sync:
-            f.flush()
-            os.fsync(f.fileno())
-    os.replace(tmp, path)
-    if sync:  # the rename itself is in the directory
-        _fsync_dir(path.parent)
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        """Write what is pending (synced); the file is closed once all its journals are
+        (a later write opens it again)."""
+        await self.file.close_journal()

@@ -18,15 +18,18 @@ connection, so they share its traffic too:
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from protocol import logs
+from protocol.journal import JournalFile
 from protocol.transport.bus import Bus
 from protocol.transport.patience import Patience
 from protocol.wire.messages import MAX_HEARTBEATS, Heartbeats, Wire
 from protocol.wire.topics import Topics
-from slave.slave import Slave, SlaveConfig
+from slave.slave import JOURNAL_FILE, Slave, SlaveConfig
 from slave.updates import RESEND_CHECK
 
 # ids in one Heartbeats (of at most MAX_HEARTBEATS): a few messages an interval per
@@ -50,7 +53,11 @@ class Fleet:
 
     async def run(self, configs: list[SlaveConfig]) -> None:
         """Run these slaves until cancelled; stop every one of them then."""
-        self.slaves = [Slave(self.bus, self.topics, c) for c in configs]
+        # one file for all their journals: one sync makes a turn's records of every
+        # slave durable (protocol.journal), in the directory their work dirs share
+        base = Path(os.path.commonpath([c.work_dir for c in configs])) if configs else None
+        journals = JournalFile(base / JOURNAL_FILE) if base is not None else None
+        self.slaves = [Slave(self.bus, self.topics, c, journals) for c in configs]
         await self.bus.subscribe(self.topics.slaves_of(self.principal), self._unrouted)
         started: list[Slave] = []
         try:

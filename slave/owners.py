@@ -7,14 +7,13 @@ learns an orphan's FrameworkInfo from the agent."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from pathlib import Path
 
 from protocol.journal import Journal
 
 
 class Owners:
-    def __init__(self, path: Path) -> None:
-        self.journal = Journal(path)
+    def __init__(self, journal: Journal) -> None:
+        self.journal = journal
         self._of: dict[str, str] = dict(self.journal.items())
 
     def of(self, framework_id: str) -> str | None:

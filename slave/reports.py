@@ -33,7 +33,8 @@ Key = tuple[str, str]  # (framework id, task id)
 class TaskReports:
     """Built by the slave with its books (its tasks by key, the frameworks it shut down),
     its owed updates, and what it does as a task ends (`forget`: out of its books;
-    `ended`: that and its journal and executor too) or runs on (`checkpoint`)."""
+    `ended`: that and its journal and executor too) or runs on (`checkpoint`: recorded
+    with the update that says so, in a journal of the updates' file)."""
 
     def __init__(
         self,
@@ -45,7 +46,7 @@ class TaskReports:
         *,
         forget: Callable[[Key], None],
         ended: Callable[[Key], Awaitable[None]],
-        checkpoint: Callable[[TaskRecord], Awaitable[None]],
+        checkpoint: Callable[[TaskRecord], None],
     ) -> None:
         self.slave_id, self.tasks, self.shut_down_frameworks = slave_id, tasks, shut_down_frameworks
         self.updates, self.log = updates, log
@@ -106,8 +107,11 @@ class TaskReports:
             exit_code=exit_code,
             healthy=record.healthy if record is not None else healthy,
         )
-        await self.updates.send(
-            StatusUpdate(framework_id=framework_id, slave_id=self.slave_id, status=status)
+        # a task that runs on is checkpointed with its update (one write, one sync)
+        runs_on = not state.terminal and record is not None and record.runner is not None
+        self.updates.owe(
+            StatusUpdate(framework_id=framework_id, slave_id=self.slave_id, status=status),
+            (lambda: self._checkpoint(record)) if runs_on and record is not None else None,
         )
         self.log.info(
             "task.status",
@@ -119,5 +123,3 @@ class TaskReports:
         )
         if state.terminal:
             await self._ended(key)
-        elif record is not None and record.runner is not None:
-            await self._checkpoint(record)

@@ -24,7 +24,7 @@ from collections.abc import Coroutine
 from typing import Any
 
 from protocol import logs
-from protocol.journal import Journal
+from protocol.journal import Journal, JournalFile
 from protocol.transport.aio import cancel_and_wait, within
 from protocol.transport.base import Transport
 from protocol.transport.inbound import Dispatcher
@@ -80,11 +80,18 @@ from slave.usage import report_loop
 
 __all__ = ["Slave", "SlaveConfig", "TaskRecord"]
 
+JOURNAL_FILE = "journal"  # the one file of a process's journals, in its (base) work dir
 MAX_HELD_WHILE_RECOVERING = 10_000  # messages for a fleet's slave that wait for its recovery
 
 
 class Slave:
-    def __init__(self, bus: Transport, topics: Topics, config: SlaveConfig) -> None:
+    def __init__(
+        self,
+        bus: Transport,
+        topics: Topics,
+        config: SlaveConfig,
+        journals: JournalFile | None = None,
+    ) -> None:
         self.bus = bus
         self.topics = topics
         self.config = config
@@ -93,11 +100,13 @@ class Slave:
         self.to_master = topics.inbound("slave", self.principal)
         self.inbox = topics.slave(self.principal, self.slave_id)
         self.log = logs.get("slave", slave_id=self.slave_id)
+        # its journals, in its process's one file (`journals`: a fleet's), else one of its own
+        self.journals = journals or JournalFile(config.work_dir / JOURNAL_FILE)
         self.updates = OwedUpdates(
-            bus, self.to_master, config.work_dir / "updates.journal", config.resend_after
+            bus, self.to_master, self._journal("updates.journal"), config.resend_after
         )
-        self.task_journal = Journal(config.work_dir / "tasks.journal")
-        self.owners = Owners(config.work_dir / "owners.journal")  # each framework's principal
+        self.task_journal = self._journal("tasks.journal")
+        self.owners = Owners(self._journal("owners.journal"))  # each framework's principal
         # its total: --resources, with the reservations and volumes it was told to keep
         self.resources = KeptResources(config.work_dir, config.resources, self.log)
         self.tasks: dict[tuple[str, str], TaskRecord] = {}
@@ -122,7 +131,7 @@ class Slave:
         self.tenancy = Tenancy(UNCONFINED, None)
         self.reports = TaskReports(  # its tasks' states, told to the master
             self.slave_id, self.tasks, self.shut_down_frameworks, self.updates, self.log,
-            forget=self._forget, ended=self._forget_async, checkpoint=self._checkpoint,
+            forget=self._forget, ended=self._forget_async, checkpoint=self._checkpoint_soon,
         )  # fmt: skip
         self.commands = CommandTasks(  # command tasks: each its own process
             config, self.isolator, self.podman, tenancy=lambda: self.tenancy,
@@ -137,6 +146,11 @@ class Slave:
             grace=lambda record: record.grace(self.config),
         )  # fmt: skip
         self.executors = self.custom.executors
+
+    def _journal(self, name: str) -> Journal:
+        """Its journal `name`, named by where it was a file of its own in its work dir."""
+        here = (self.config.work_dir / name).relative_to(self.journals.path.parent)
+        return self.journals.journal(str(here))
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def start(self) -> None:
@@ -501,10 +515,15 @@ class Slave:
             await self.custom.run_task(msg, record)
 
     async def _checkpoint(self, record: TaskRecord) -> None:
+        self._checkpoint_soon(record)
+        await self.task_journal.synced()
+
+    def _checkpoint_soon(self, record: TaskRecord) -> None:
+        """The task's record made, written with the file's next write (see put_soon)."""
         key = f"{record.framework_id}/{record.info.task_id}"
         if record.info_dump is None:
             record.info_dump = record.info.model_dump(mode="python")
-        await self.task_journal.put(
+        self.task_journal.put_soon(
             key,
             {
                 "framework_id": record.framework_id,

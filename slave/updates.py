@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from protocol.journal import Journal
@@ -44,17 +44,20 @@ def _key(raw: Any) -> StreamKey:
 
 
 class OwedUpdates:
-    def __init__(self, bus: Transport, to_master: str, path: Path, resend_after: float) -> None:
+    def __init__(
+        self, bus: Transport, to_master: str, journal: Journal, resend_after: float
+    ) -> None:
         self.bus = bus
         self.to_master = to_master
         self.resend_after = resend_after  # first re-send of an unacknowledged update
-        self.journal = Journal(path)
+        self.journal = journal
         self._streams: dict[StreamKey, deque[str]] = {}  # a task's owed uuids, oldest first
         self._stream_of: dict[str, StreamKey] = {}  # uuid -> its task's stream
         self._resend_at: dict[str, tuple[float, float]] = {}  # head uuid -> (when, backoff)
         # the updates made by this run, as made (what a previous run left is read back
         # from the journal when sent): not validated again from their records at each send
         self._made: dict[str, StatusUpdate] = {}
+        self._unwritten: set[str] = set()  # made, and not on disk yet: not sent before
         for uuid, raw in self.journal.items():  # (what a previous run still owed, in order)
             self._join(uuid, _key(raw))
 
@@ -71,9 +74,18 @@ class OwedUpdates:
         for uuid in self.in_flight():
             self._resend_at[uuid] = (0.0, self.resend_after)
 
-    async def send(self, update: StatusUpdate) -> None:
-        """Write the update down, then send it if it heads its task's stream (it is owed
-        until acknowledged). One that ends the task behind an unacknowledged update has
+    async def send(self, update: StatusUpdate, along: Callable[[], None] | None = None) -> None:
+        """`owe` the update, and return once it is on disk (and sent, if it heads its
+        stream)."""
+        self.owe(update, along)
+        await self.journal.synced()
+
+    def owe(self, update: StatusUpdate, along: Callable[[], None] | None = None) -> None:
+        """Write the update down, and send it once it is on disk if it heads its task's
+        stream then (it is owed until acknowledged); the caller goes on meanwhile (a
+        slave's launches wait for no disk). `along` records what goes to disk with it,
+        behind it in the same write (a task's checkpoint, in a journal of the same file:
+        one sync for both). One that ends the task behind an unacknowledged update has
         that one go again within `resend_after`, whatever its backoff: its `latest_state`
         frees the task's resources at the master without waiting for the framework.
         Usually the acknowledgement comes first, and the end goes then, with no re-send:
@@ -88,17 +100,29 @@ class OwedUpdates:
             and not self._terminal(stream[-1])
         ):
             self._forget(stream.pop())  # (the latest waits in its place: written together)
-        await self.journal.put(uuid, update.model_dump(mode="python"))
-        if uuid not in self.journal:
-            return  # its framework was forgotten while it was being written: nothing owed
+        self.journal.put_soon(uuid, update.model_dump(mode="python"))
+        if along is not None:
+            along()
         self._made[uuid] = update
         self._join(uuid, key)
+        self._unwritten.add(uuid)
+        self.journal.on_disk(lambda error: self._written(uuid, error))
         head = self._streams[key][0]
-        if head == uuid:
-            self._post(uuid)
-        elif update.status.state.terminal and head in self._resend_at:
+        if head != uuid and update.status.state.terminal and head in self._resend_at:
             when, backoff = self._resend_at[head]
             self._resend_at[head] = (min(when, time.monotonic() + self.resend_after), backoff)
+
+    def _written(self, uuid: str, error: OSError | None) -> None:
+        """The update is on disk: sent if it heads its stream (an update that could not be
+        written is never sent: it is dropped, and the next of its stream goes on)."""
+        self._unwritten.discard(uuid)
+        key = self._stream_of.get(uuid)
+        if key is None:
+            return  # replaced, or its framework forgotten, while it was being written
+        if error is not None:
+            self.acknowledged(uuid)
+        elif self._streams[key][0] == uuid:
+            self._post(uuid)
 
     def acknowledged(self, uuid: str) -> None:
         """The master has it acknowledged: forget it, and send the next of its stream."""
@@ -181,8 +205,8 @@ class OwedUpdates:
         (or one with news), which starts its re-send schedule unless one runs."""
         raw = self.journal.get(uuid)
         key = self._stream_of.get(uuid)
-        if raw is None or key is None:
-            return
+        if raw is None or key is None or uuid in self._unwritten:
+            return  # (an unwritten one goes once it is written)
         newest = self.journal.get(self._streams[key][-1])
         made = self._made.get(uuid) or StatusUpdate.model_validate(raw)
         update = made.model_copy(update={"latest_state": TaskState(newest["status"]["state"])})

@@ -25,7 +25,17 @@ from protocol.tooling.brokers import MosquittoBroker
 from protocol.transport.aio import within
 from protocol.transport.bus import Bus
 from protocol.transport.memory import MemoryBroker
-from protocol.wire.messages import Error, Heartbeat, Heartbeats, KillTask, Offers
+from protocol.wire.messages import (
+    CommandInfo,
+    Error,
+    Heartbeat,
+    Heartbeats,
+    KillTask,
+    Offers,
+    RunTasks,
+    StatusUpdate,
+    TaskInfo,
+)
 from protocol.wire.resources import Resources
 from protocol.wire.topics import Topics
 from slave.backoff import RETRY_CAP, RegistrationBackoff
@@ -35,6 +45,7 @@ from slave.recovery import recover
 from slave.reports import TaskReports
 from slave.slave import Slave, SlaveConfig
 
+from harness.disk import HeldSync
 from harness.fakes import FakeFramework, party
 from harness.helpers import Inbox, eventually, open_transport
 
@@ -228,6 +239,24 @@ async def test_what_reaches_a_fleets_slave_while_it_recovers_waits_for_its_handl
         assert error.code == "unknown-task"  # handled by the slave itself
 
 
+async def memory_fleet(
+    stack: contextlib.AsyncExitStack, broker: MemoryBroker, work: Path, count: int
+) -> tuple[Master, Fleet]:
+    """A master and a fleet of `count` slaves (principal rack1) on the memory transport,
+    once the master has every slave."""
+    master_bus = await open_transport(stack, broker.connector(None), "master")
+    master = Master(master_bus, T, CONFIG)
+    await master.start()
+    stack.push_async_callback(master.stop)
+    inbox = T.outbox("slave", "rack1")
+    bus = await open_transport(stack, broker.connector("rack1"), "fleet", inbox=inbox)
+    fleet = Fleet(bus, T, "rack1")  # type: ignore[arg-type]
+    runner = asyncio.create_task(fleet.run(configs(work, count, 0)))
+    stack.push_async_callback(cancel, runner)
+    await eventually(lambda: len(master.books.slaves) == count)
+    return master, fleet
+
+
 async def test_a_fleet_runs_on_the_memory_transport_each_slave_on_its_own_route(
     tmp_path: Path,
 ) -> None:
@@ -235,16 +264,8 @@ async def test_a_fleet_runs_on_the_memory_transport_each_slave_on_its_own_route(
     any transport (the in-process one too): a kill for one is that slave's alone."""
     broker = MemoryBroker()
     async with contextlib.AsyncExitStack() as stack:
-        master_bus = await open_transport(stack, broker.connector(None), "master")
-        master = Master(master_bus, T, CONFIG)
-        await master.start()
-        stack.push_async_callback(master.stop)
-        inbox = T.outbox("slave", "rack1")
-        bus = await open_transport(stack, broker.connector("rack1"), "fleet", inbox=inbox)
-        fleet = Fleet(bus, T, "rack1")
-        runner = asyncio.create_task(fleet.run(configs(tmp_path, 3, 0)))
-        stack.push_async_callback(cancel, runner)
-        await eventually(lambda: len(master.books.slaves) == 3)
+        _, fleet = await memory_fleet(stack, broker, tmp_path, 3)
+        bus = fleet.bus
         asker = await open_transport(stack, broker.connector(None), "asker", T.operator("a"))
         answers = Inbox()
         await asker.subscribe(T.operator("a"), answers)
@@ -272,3 +293,48 @@ def test_a_process_of_many_slaves_may_open_the_files_they_need_or_says_so() -> N
         assert soft == hard  # as far as it may go
         assert "slave.fd_limit" in out.stderr
         assert f"at most {(hard - 1024) // FDS_PER_SLAVE} slaves" in out.stderr
+
+
+async def test_a_fleets_slaves_launch_while_the_disk_syncs_and_tell_nothing_before_it_is_done(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The launches of a process's slaves wait for no disk: while the journals' file
+    syncs one slave's RUNNING update, another slave of the process takes its launch (the
+    process's dispatch used to wait for each launch's sync: a fleet's launches one disk
+    trip at a time). What they report is sent only once it is on disk."""
+    disk = HeldSync(monkeypatch, holding=False)
+    broker = MemoryBroker()
+    async with contextlib.AsyncExitStack() as stack:
+        _, fleet = await memory_fleet(stack, broker, tmp_path, 2)
+        framework = await open_transport(stack, broker.connector(None), "fw", T.operator("fw"))
+        told = Inbox()  # what the slaves send the master
+        await framework.subscribe(T.inbound("slave", "rack1"), told)
+
+        def running() -> set[str]:
+            return {
+                u.status.task_id
+                for u in told.of(StatusUpdate)
+                if u.status.state.value == "TASK_RUNNING"
+            }
+
+        async def launch(slave: int, task_id: str) -> None:
+            sid = f"s{slave:05d}"
+            task = TaskInfo(
+                task_id=task_id,
+                slave_id=sid,
+                resources=Resources(cpus=0.1, mem=16),
+                command=CommandInfo(value="sleep 60"),
+            )
+            await framework.publish(T.slave("rack1", sid), RunTasks(framework_id="f", tasks=[task]))
+
+        for i in (0, 1):  # (each slave's first launch of the framework: its owner written)
+            await launch(i, f"warm-{i}")
+        await told.wait_until(lambda: running() == {"warm-0", "warm-1"})
+        disk.hold.set()
+        await launch(0, "a")
+        await asyncio.to_thread(disk.started.wait, 10)  # a's update is being synced
+        await launch(1, "b")
+        await eventually(lambda: ("f", "b") in fleet.slaves[1].tasks)  # taken meanwhile
+        assert running() == {"warm-0", "warm-1"}  # neither told before it is on disk
+        disk.release.set()
+        await told.wait_until(lambda: {"a", "b"} <= running())

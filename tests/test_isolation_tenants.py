@@ -118,8 +118,7 @@ async def test_a_tenants_task_reads_nothing_of_the_victims_nor_the_slaves(
                   tr '\\0' '\\n' < $f | grep -A1 -e --secret-file | tail -n 1
                 done | sort -u | while read -r path; do cat "$path"; done
                 cat {secret_file}
-                ls -la {work}; cat {work}/tasks.journal {work}/updates.journal
-                cat {work}/owners.journal {work}/executor_secret_key
+                ls -la {work}; cat {work}/journal {work}/executor_secret_key
                 ls -R {work}/runs {work}/sandboxes
                 true
             """
@@ -409,7 +408,7 @@ async def test_the_slave_reads_and_writes_no_file_a_task_links_into_its_sandbox(
     async with shared_slave() as s:
         await alice_with_a_secret(s)
         alices = s.sandbox(ALICE, "a1") / "stdout"
-        journal = s.work / "tasks.journal"
+        journal = s.work / "journal"  # (the slave's journals: its tasks' among them)
         victim = s.work.parent / "victim"
         victim.write_text("intact\n")
         os.chmod(victim, 0o644)

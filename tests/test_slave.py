@@ -14,7 +14,7 @@ from pathlib import Path
 import msgpack
 import pytest
 
-from protocol.journal import Journal
+from protocol.journal import Journal, JournalFile
 from protocol.tooling.brokers import MosquittoBroker
 from protocol.transport.bus import Bus
 from protocol.wire.codec import PROTOCOL_VERSION, Envelope, decode_many
@@ -374,7 +374,8 @@ async def test_a_task_the_restarted_slave_cannot_restore_is_reported_lost(rig: R
     lost = await fw.update_for("ghost", TaskState.LOST)
     assert lost.slave_id == "s1"
     assert "could not restore" in lost.message
-    assert "ghost" not in {key.partition("/")[2] for key, _ in Journal(journal.path).items()}
+    tasks = JournalFile(rig.tmp / "s1" / "journal").journal("tasks.journal")  # (moved in)
+    assert "ghost" not in {key.partition("/")[2] for key, _ in tasks.items()}
     await rig.launch(fw, "true", "fine")
     await fw.update_for("fine", TaskState.FINISHED)
 
@@ -392,9 +393,7 @@ async def test_a_broker_restart_while_tasks_run_loses_no_status_update(rig: Rig)
 
 def _owed(work: Path) -> int:
     """Status updates the slave keeps on disk because nobody acknowledged them yet."""
-    from protocol.journal import Journal
-
-    return len(Journal(work / "updates.journal"))
+    return len(JournalFile(work / "journal").journal("updates.journal"))
 
 
 def executor_task(offer_slave: str, task_id: str, seconds: float) -> TaskInfo:

@@ -15,6 +15,7 @@ from typing import Any
 
 from frameworks import Resources, SchedulerDriver, TaskState, TaskStatus, build_task
 from master.master import MasterConfig
+from protocol.journal import Journal
 from protocol.wire.messages import (
     Reason,
     Reconcile,
@@ -55,7 +56,7 @@ def update(task_id: str, state: TaskState) -> StatusUpdate:
 
 
 def owed(bus: Posts, path: Path) -> OwedUpdates:
-    return OwedUpdates(bus, "to-master", path, resend_after=1.0)  # type: ignore[arg-type]
+    return OwedUpdates(bus, "to-master", Journal(path), resend_after=1.0)  # type: ignore[arg-type]
 
 
 S, R, F = TaskState.STARTING, TaskState.RUNNING, TaskState.FINISHED
