@@ -27,6 +27,11 @@ from protocol.wire.resources import PORTS, ResourceError, split_text
 from slave.task_users import DEFAULT_MAP, DEFAULT_UIDS
 
 
+class SlaveGone(click.ClickException):
+    """An operator marked this process's slaves gone: they may not come back, and the
+    process ends (status 1) saying so."""
+
+
 def slave_id_for(work_dir: Path) -> str:
     """The id kept in the work dir, made on first start: a restart is the same slave."""
     path = work_dir / "slave_id"
@@ -92,6 +97,8 @@ async def run_slaves(url: BrokerURL, cluster: str, configs: list[object]) -> Non
                 await running
         if bus.refused is not None:
             raise bus.refused
+        if running.done() and not running.cancelled() and fleet.gone:
+            raise SlaveGone("; ".join(fleet.gone) + ": this slave shuts down")
     finally:
         await bus.close()
 

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from protocol import logs
 from protocol.journal import JournalFile
+from protocol.transport.aio import cancel_and_wait
 from protocol.transport.bus import Bus
 from protocol.transport.patience import Patience
 from protocol.wire.messages import MAX_HEARTBEATS, Heartbeats, Wire
@@ -64,11 +65,29 @@ class Fleet:
             for slave in self.slaves:
                 await slave.start()
                 started.append(slave)
-            await asyncio.gather(self.heartbeat_loop(), self.resend_loop(), self.tell_waiting())
+            loops = asyncio.ensure_future(self._loops())
+            ended = asyncio.ensure_future(self._all_ended())
+            try:  # until stopped, or until no slave of it may run on (each marked gone)
+                await asyncio.wait({loops, ended}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for part in (loops, ended):
+                    await cancel_and_wait(part)
         finally:
             kill = self.kill_tasks_on_stop()
             for slave in started:
                 await slave.stop(kill_tasks=kill)
+
+    async def _loops(self) -> None:
+        await asyncio.gather(self.heartbeat_loop(), self.resend_loop(), self.tell_waiting())
+
+    async def _all_ended(self) -> None:
+        for slave in self.slaves:
+            await slave.ended.wait()
+
+    @property
+    def gone(self) -> list[str]:
+        """Why each slave that may not run on ended (marked gone by an operator)."""
+        return [s.gone for s in self.slaves if s.gone is not None]
 
     async def heartbeat_loop(self) -> None:
         """Every interval the master asked for, one heartbeat per registered slave: a

@@ -56,6 +56,7 @@ from protocol.wire.messages import (
     Wire,
 )
 from protocol.wire.resources import Resources
+from protocol.wire.slave import SLAVE_GONE
 from protocol.wire.topics import Topics, check_segment
 from slave.backoff import RegistrationBackoff
 from slave.command_tasks import CommandTasks
@@ -112,6 +113,8 @@ class Slave:
         self.tasks: dict[tuple[str, str], TaskRecord] = {}
         self.shut_down_frameworks: set[str] = set()
         self.registered = asyncio.Event()
+        self.ended = asyncio.Event()  # it may not run on (marked gone): `gone` says why
+        self.gone: str | None = None
         self.master_epoch = 0  # the epoch of the master we registered with
         self._wanted = asyncio.Event()  # (re-)registration is due (see _register_loop)
         self.heartbeat_interval = 5.0
@@ -313,7 +316,7 @@ class Slave:
             backoff = RegistrationBackoff(self.config.registration_backoff_factor)
             if delay := backoff.first():
                 await asyncio.sleep(delay)
-            while not self.registered.is_set():
+            while not self.registered.is_set() and not self.ended.is_set():
                 if self.bus.connected:
                     await self._announce()
                     self._wanted.clear()  # (what asked again meanwhile is this attempt)
@@ -345,7 +348,11 @@ class Slave:
             await asyncio.sleep(self.heartbeat_interval)
 
     async def _on_error(self, msg: Error, reply_to: str | None) -> None:
-        if msg.code == "unknown-slave":
+        if msg.code == SLAVE_GONE:  # an operator marked it gone: it never comes back
+            self.log.error("slave.marked_gone", message=logs.clip(msg.message))
+            self.gone = msg.message
+            self.ended.set()
+        elif msg.code == "unknown-slave":
             self.log.warning("slave.unknown_to_master", message=logs.clip(msg.message))
             if self.registered.is_set():  # (not again while it is re-registering anyway)
                 self._announce_soon()

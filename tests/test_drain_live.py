@@ -7,6 +7,7 @@ that restarts mid-drain is killed on again; and each time the slave ends DRAINED
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import signal
 import sys
@@ -18,6 +19,7 @@ import pytest
 from master.books import DRAINED
 from master.master import Master
 from protocol.tooling.brokers import MosquittoBroker
+from protocol.transport.aio import within
 from protocol.transport.bus import Bus
 from protocol.wire.messages import (
     CommandInfo,
@@ -162,3 +164,25 @@ async def test_a_drain_carries_on_across_a_slave_restart(
         assert killed.reason == Reason.SLAVE_DRAINING
         await eventually(lambda: drained(master, offer.slave_id), timeout=20)
         assert list(master.books.slaves) == [offer.slave_id]
+
+
+async def test_a_slave_marked_gone_shuts_down_and_says_why(
+    mosquitto: MosquittoBroker, tmp_path: Path
+) -> None:
+    """As a Mesos agent the master sends ShutdownMessage: a slave process marked gone by an
+    operator ends, status 1, saying so (it used to ask to register again every few
+    seconds for ever, refused each time)."""
+    async with contextlib.AsyncExitStack() as stack:
+        rig = Rig(mosquitto, tmp_path, stack)
+        master = await rig.start_master()
+        fw = await rig.framework()
+        proc = await slave_process(mosquitto, tmp_path / "slave", stderr=asyncio.subprocess.PIPE)
+        stack.push_async_callback(reap, proc)
+        offer = await fw.next_offer(timeout=30)
+        await drain(rig, DrainSlave(slave_id=offer.slave_id, mark_gone=True))
+        assert await within(proc.wait(), 60) == 1
+        assert proc.stderr is not None
+        said = (await proc.stderr.read()).decode()
+        assert f"slave {offer.slave_id} was marked gone by an operator" in said
+        assert "this slave shuts down" in said
+        assert offer.slave_id in master.books.gone_slaves

@@ -20,6 +20,7 @@ from master.outbox import Outbox
 from master.removals import Removals
 from master.updates import TaskUpdates
 from protocol.wire.messages import (
+    Error,
     KillTask,
     MarkSlaveGone,
     Reason,
@@ -31,6 +32,7 @@ from protocol.wire.messages import (
     Update,
     new_id,
 )
+from protocol.wire.slave import SLAVE_GONE
 
 
 class Partitions:
@@ -103,14 +105,12 @@ class Partitions:
                 self.updates.forward(fw, Update(status=status), slave_id)
 
     def refuse_gone_slave(self, slave_id: str, running: list[RunningTask], caller: Caller) -> None:
-        """A slave marked gone tries to come back: refused, and what it runs is killed."""
-        self.outbox.refuse(
-            caller,
-            f"slave {slave_id} was marked gone by an operator: it may not re-register",
-            "slave-gone",
-            "Register",
-            slave_id=slave_id,
-        )
+        """A slave marked gone tries to come back: refused, what it runs is killed, and
+        the slave itself is told, on its own topic, so that it shuts down (a Mesos agent
+        is sent ShutdownMessage) rather than ask again for ever."""
+        said = f"slave {slave_id} was marked gone by an operator: it may not re-register"
+        self.outbox.refuse(caller, said, SLAVE_GONE, "Register", slave_id=slave_id)
+        self.outbox.send_slave(slave_id, Error(message=said, code=SLAVE_GONE, about="Register"))
         for framework_id in {r.framework_id for r in running}:
             self.outbox.send_slave(slave_id, ShutdownFramework(framework_id=framework_id))
 

@@ -207,6 +207,11 @@ class KillTask(Wire):
     gone: bool = False
 
 
+# the master's Error code to a slave an operator marked gone: it may not come back, and
+# shuts down (as a Mesos agent the master sends ShutdownMessage)
+SLAVE_GONE = "slave-gone"
+
+
 class ShutdownFramework(Wire):
     framework_id: Id
 

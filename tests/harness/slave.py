@@ -132,7 +132,7 @@ async def master_rig(broker: MosquittoBroker, tmp: Path) -> AsyncIterator[Rig]:
 
 
 async def slave_process(
-    broker: MosquittoBroker, work: Path, *extra: str
+    broker: MosquittoBroker, work: Path, *extra: str, stderr: int | None = None
 ) -> asyncio.subprocess.Process:
     return await asyncio.create_subprocess_exec(
         sys.executable,
@@ -151,6 +151,7 @@ async def slave_process(
         "warning",
         *extra,
         env={**os.environ, "PYTHONPATH": os.getcwd()},
+        stderr=stderr,
     )
 
 
