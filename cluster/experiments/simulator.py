@@ -482,9 +482,9 @@ class Simulation:
             offered = self.offered_at.get(name, -interval) >= t - interval
             if offered or not self.workloads[name].wants(t):
                 continue
-            reasons, _ = self.cycle.why(name, t, fair_share=False)
-            if reasons:
-                results.waited_for(name, reasons[0].code, reasons[0].message, t, interval)
+            told = self.cycle.why_first(name, t)
+            if told is not None:  # (its sentence is made the first time its code is said)
+                results.waited_for(name, told.code, told.message, t, interval)
 
 
 def simulate(
