@@ -160,6 +160,7 @@ class Simulation:
                 policy=spec.master.policy,
                 allocation_interval=spec.master.allocation_interval,
                 preemption=setting.preemption,
+                record_offers=False,  # (what rounds offered is for a person asking why)
             ),
         )
         self.preempting = self.cycle.preempting

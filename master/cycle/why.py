@@ -118,8 +118,8 @@ def explain(
 def first(a: Allocator, state: State, framework_id: str, now: float) -> Told | None:
     """The code of the reason `explain` gives first (to an operator, no fair share said),
     and how to say it: the sentence and its numbers are made only when asked for (a
-    caller that heard this code before needs only the code), and the reasons after it
-    not at all."""
+    caller that heard this code before needs only the code; one that wants them asks
+    before the books change), and the reasons after it not at all."""
     return next(_reasons(a, state, framework_id, now, None, None, True), None)
 
 
@@ -154,10 +154,13 @@ def _reasons(
     for slave_id, slave in a.slaves.items():
         if not slave.active:
             continue
-        room = _less_holds(a, slave_id, slave.unallocated, framework_id, now)
-        free[slave_id] = room
-        stage = _stage(a, fw, slave_id, slave.unallocated, room, mine, tasks, now, enough)
-        turned[stage].append(slave_id)
+        unallocated = slave.unallocated
+        room = free[slave_id] = _less_holds(a, slave_id, unallocated, framework_id, now)
+        if not slave.reserved and not enough(unallocated):  # (_stage's first question, the
+            turned[MINE if slave_id in mine else FULL].append(slave_id)  # usual answer)
+        else:
+            stage = _stage(a, fw, slave_id, unallocated, room, mine, tasks, now, enough)
+            turned[stage].append(slave_id)
     ranked = [
         (-len(turned[stage]), STAGES.index(stage), stage)
         for stage in STAGES
@@ -286,10 +289,11 @@ def _frozen(a: Allocator, role: str) -> tuple[str, list[str]] | None:
 
 # -- one slave ----------------------------------------------------------------------------------
 def _less_holds(a: Allocator, slave_id: str, free: Millis, framework_id: str, now: float) -> Millis:
-    """What of `free` is not held for another framework's claim."""
+    """What of `free` is not held for another framework's claim (`free` itself if
+    nothing is: read, never changed, and read before the books change)."""
     held = a.reservations.get(slave_id)
     if not held:
-        return dict(free)
+        return free
     room = dict(free)
     for r in held:
         if r.until > now and r.framework_id != framework_id and r.framework_id in a.frameworks:
@@ -608,9 +612,14 @@ def _held_for_guarantee(a: Allocator, role: str, of: str, named: bool) -> Reason
 def _never_fits(a: Allocator, fw: FrameworkBook, tasks: list[Millis]) -> list[Reason]:
     """Its declared minimum, or the task it asked for (`tasks`), is more than any slave
     has at all."""
+    active = [slave.total.millis for slave in a.slaves.values() if slave.active]
+    least = fw.min_allocatable
+    if not active or (
+        (not least or any(fits_one(t, least) for t in active))
+        and (not tasks or any(fits_one(t, tasks) for t in active))
+    ):
+        return []  # (the usual: both fit some slave, and nothing is said)
     totals = {s: dict(slave.total.millis) for s, slave in a.slaves.items() if slave.active}
-    if not totals:
-        return []
     out = []
     if fw.min_allocatable and not any(fits_one(t, fw.min_allocatable) for t in totals.values()):
         out.append(_short(WhyCode.MIN_OFFER_FITS_NO_SLAVE, "its min_offer", fw.min_allocatable,
