@@ -115,6 +115,9 @@ class Simulation:
     def __init__(self, spec: Spec) -> None:
         self.spec = spec
         policy = spec.master.policy
+        self._slot = Resources(slots=1)  # (see `booked`)
+        self._node_slots = Resources(slots=spec.master.slots_per_node or 1)
+        self._cpus: dict[Resources, Resources] = {}
         setting = spec.setting()  # (the spec read once: what each stage below needs)
         self.nodes, self.real_total = setting.nodes, setting.total
         weights = setting.role_weights  # the operator's: roles', not frameworks'
@@ -175,12 +178,16 @@ class Simulation:
 
     # -- what the allocator accounts -----------------------------------------------------------
     def booked(self, real: Resources, *, node: bool = False) -> Resources:
+        """What the allocator accounts for `real` (a task's, or a `node`'s), each made
+        once: asked of every offer a framework may decline."""
         policy = self.spec.master.policy
         if policy == "slots":
-            k = self.spec.master.slots_per_node or 1
-            return Resources(slots=k) if node else Resources(slots=1)
+            return self._node_slots if node else self._slot
         if policy == "cpu":
-            return Resources(cpus=real.get(CPUS, 0.0))
+            cpus = self._cpus.get(real)
+            if cpus is None:
+                cpus = self._cpus[real] = Resources(cpus=real.get(CPUS, 0.0))
+            return cpus
         return real
 
     # -- events --------------------------------------------------------------------------------
