@@ -382,9 +382,11 @@ class Simulation:
                     self._at(task_ends, "finish", ref)
                     self.finishing[ref] = 1
                     group, ends = 1, task_ends
-            # (declined whole, the usual: the offer's own resources go back)
-            rest = Resources.from_millis(left) if tasks else a.resources
-            self.cycle.decline(a.framework_id, a.slave_id, rest, refuse, t)
+            if not tasks:  # declined whole, the usual: the offer's own resources go back
+                self.cycle.decline(a.framework_id, a.slave_id, a.resources, refuse, t)
+            elif any(left.values()):  # (what it did not use; used whole, nothing goes back)
+                rest = Resources.from_millis(left)
+                self.cycle.decline(a.framework_id, a.slave_id, rest, refuse, t)
             self._schedule_arrival(a.framework_id)
             self._follow(a.framework_id, t)
 
