@@ -271,6 +271,38 @@ def test_every_framework_passed_over_has_true_reasons(
             numbers_are_true(cycle, books, fid, r, now)
 
 
+@settings(max_examples=150, deadline=None)
+@given(clusters(), st.lists(st.sampled_from(["keep", "launch", "decline"]), max_size=4))
+def test_the_first_reason_alone_is_the_first_of_all(
+    drawn: tuple[OfferCycle, Books], steps: list[str]
+) -> None:
+    """The simulator asks for the first reason's code at every sample and its sentence only
+    the first time (`why_first`): both are the first of the reasons `why` gives."""
+    cycle, books = drawn
+    now = 0.0
+    for step in steps:
+        now += 1.0
+        if step == "keep":
+            keep(cycle, books, now)
+        elif step == "launch":
+            launch_all(cycle, books)
+        else:
+            for o in list(books.offers.values()):
+                cycle.decline(o.framework_id, o.slave_id, o.resources, 5.0, now)
+                del books.offers[o.offer_id]
+    now += 1.0
+    cycle.round(now)
+    for fid in cycle.allocator.frameworks:
+        reasons, _ = cycle.why(fid, now, fair_share=False)
+        told = cycle.why_first(fid, now)
+        if not reasons:
+            assert told is None
+            continue
+        assert told is not None
+        assert told.code == reasons[0].code
+        assert told.reason() == reasons[0]
+
+
 def numbers_are_true(cycle: OfferCycle, books: Books, fid: str, r: Reason, now: float) -> None:
     a = cycle.allocator
     fw = a.frameworks[fid]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import json
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,13 +59,16 @@ class Results:
     # when first, and what the master said then (simulated runs)
     waited: dict[str, dict[str, Waited]] = field(default_factory=dict)
 
-    def waited_for(self, framework: str, code: str, message: str, t: float, seconds: float) -> None:
-        """A framework that wanted offers went `seconds` up to `t` without one, for `code`."""
+    def waited_for(
+        self, framework: str, code: str, say: Callable[[], str], t: float, seconds: float
+    ) -> None:
+        """A framework that wanted offers went `seconds` up to `t` without one, for `code`;
+        `say()` says it, asked only the first time (the sentence is kept, not its repeats)."""
         mine = self.waited.setdefault(framework, {})
         if code in mine:
             mine[code].seconds += seconds
         else:
-            mine[code] = Waited(seconds, t, message)
+            mine[code] = Waited(seconds, t, say())
 
     def why_waited(self) -> dict[str, Any]:
         """why.json: per framework, each reason it waited for, the longest first."""

@@ -115,6 +115,9 @@ class Simulation:
     def __init__(self, spec: Spec) -> None:
         self.spec = spec
         policy = spec.master.policy
+        self._slot = Resources(slots=1)  # (see `booked`)
+        self._node_slots = Resources(slots=spec.master.slots_per_node or 1)
+        self._cpus: dict[Resources, Resources] = {}
         setting = spec.setting()  # (the spec read once: what each stage below needs)
         self.nodes, self.real_total = setting.nodes, setting.total
         weights = setting.role_weights  # the operator's: roles', not frameworks'
@@ -160,6 +163,7 @@ class Simulation:
                 policy=spec.master.policy,
                 allocation_interval=spec.master.allocation_interval,
                 preemption=setting.preemption,
+                record_offers=False,  # (what rounds offered is for a person asking why)
             ),
         )
         self.preempting = self.cycle.preempting
@@ -174,12 +178,16 @@ class Simulation:
 
     # -- what the allocator accounts -----------------------------------------------------------
     def booked(self, real: Resources, *, node: bool = False) -> Resources:
+        """What the allocator accounts for `real` (a task's, or a `node`'s), each made
+        once: asked of every offer a framework may decline."""
         policy = self.spec.master.policy
         if policy == "slots":
-            k = self.spec.master.slots_per_node or 1
-            return Resources(slots=k) if node else Resources(slots=1)
+            return self._node_slots if node else self._slot
         if policy == "cpu":
-            return Resources(cpus=real.get(CPUS, 0.0))
+            cpus = self._cpus.get(real)
+            if cpus is None:
+                cpus = self._cpus[real] = Resources(cpus=real.get(CPUS, 0.0))
+            return cpus
         return real
 
     # -- events --------------------------------------------------------------------------------
@@ -374,9 +382,11 @@ class Simulation:
                     self._at(task_ends, "finish", ref)
                     self.finishing[ref] = 1
                     group, ends = 1, task_ends
-            # (declined whole, the usual: the offer's own resources go back)
-            rest = Resources.from_millis(left) if tasks else a.resources
-            self.cycle.decline(a.framework_id, a.slave_id, rest, refuse, t)
+            if not tasks:  # declined whole, the usual: the offer's own resources go back
+                self.cycle.decline(a.framework_id, a.slave_id, a.resources, refuse, t)
+            elif any(left.values()):  # (what it did not use; used whole, nothing goes back)
+                rest = Resources.from_millis(left)
+                self.cycle.decline(a.framework_id, a.slave_id, rest, refuse, t)
             self._schedule_arrival(a.framework_id)
             self._follow(a.framework_id, t)
 
@@ -482,9 +492,9 @@ class Simulation:
             offered = self.offered_at.get(name, -interval) >= t - interval
             if offered or not self.workloads[name].wants(t):
                 continue
-            reasons, _ = self.cycle.why(name, t, fair_share=False)
-            if reasons:
-                results.waited_for(name, reasons[0].code, reasons[0].message, t, interval)
+            told = self.cycle.why_first(name, t)
+            if told is not None:  # (its sentence is made the first time its code is said)
+                results.waited_for(name, told.code, told.message, t, interval)
 
 
 def simulate(

@@ -222,6 +222,8 @@ class Allocator:
     def suppressed(self, framework_id: str, role: str | None = None) -> bool:
         """Whether it suppressed its offers (and has not revived them): a multi-role
         framework in `role`, or (None) in every role."""
+        if role is None and not self.clients.multi_role(framework_id):  # (the usual)
+            return self._framework(framework_id).suppressed
         clients = self.clients.of(framework_id, [role] if role is not None else ())
         return all(self._framework(client).suppressed for client in clients)
 

@@ -20,6 +20,7 @@ from master.cycle.claims import contender, hold_claim, hold_until, planning_clus
 from master.cycle.offer_log import Offered, OfferLog
 from master.cycle.plans import Kill, PreemptionPlan, RoundPlan, TimedOut
 from master.cycle.state import State
+from master.cycle.why import Told
 from protocol.wire.resources import Resources
 
 ROUND_BATCH = 0.005  # seconds: frees within this window share one round
@@ -280,6 +281,12 @@ class OfferCycle:
             others_named=others_named,
         )
         return reasons, self.offers_log.offered(framework_id)
+
+    def why_first(self, framework_id: str, now: float) -> Told | None:
+        """The code of the reason `why` gives first (no fair share said), and how to say
+        it, made only when asked (`master.cycle.why.first`): for the simulator, which asks
+        at every sample and keeps each sentence only the first time."""
+        return why.first(self.allocator, self.state, framework_id, now)
 
     # -- frameworks ------------------------------------------------------------------------------
     def forget(self, framework_id: str) -> None:

@@ -17,8 +17,9 @@ someone asks.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 
 from master.allocation.allocator import Allocator
 from master.allocation.ledger import (
@@ -82,6 +83,17 @@ STAGES = (MINE, HELD, RESERVED, LIMIT, GUARANTEE, MINIMUM, SMALL, FILTERED, FULL
 BLOCKING = (WhyCode.NO_SLAVE, WhyCode.ROLE_NOT_ALLOWED, WhyCode.DISCONNECTED, WhyCode.SUPPRESSED)
 
 
+@dataclass(frozen=True, slots=True)
+class Told:
+    """A reason's code, and the reason itself made only when asked for."""
+
+    code: WhyCode
+    reason: Callable[[], Reason]
+
+    def message(self) -> str:
+        return self.reason().message
+
+
 def explain(
     a: Allocator,
     state: State,
@@ -99,24 +111,56 @@ def explain(
     is never computed here, on the master's loop). `others_named`: whether other
     frameworks and roles are named (to an operator) or only counted (to a tenant, who may
     not learn which frameworks exist)."""
+    said = _reasons(a, state, framework_id, now, standing, fair, others_named)
+    return _unique(told.reason() for told in said)
+
+
+def first(a: Allocator, state: State, framework_id: str, now: float) -> Told | None:
+    """The code of the reason `explain` gives first (to an operator, no fair share said),
+    and how to say it: the sentence and its numbers are made only when asked for (a
+    caller that heard this code before needs only the code; one that wants them asks
+    before the books change), and the reasons after it not at all."""
+    return next(_reasons(a, state, framework_id, now, None, None, True), None)
+
+
+def _reasons(
+    a: Allocator,
+    state: State,
+    framework_id: str,
+    now: float,
+    standing: Standing | None,
+    fair: Mapping[str, float] | None,
+    others_named: bool,
+) -> Iterator[Told]:
+    """`explain`'s reasons in order, each code as soon as it is known, each reason only
+    when asked for, each stage of the work done only when the reasons before it are
+    through."""
     standing = standing or Standing()
     # a multi-role framework's first role that wants offers (else its first role)
     books = [a.frameworks[c] for c in a.clients.of(framework_id)]
     fw = next((b for b in books if not b.suppressed), books[0])
-    reasons = _everywhere(a, fw, standing) + _maintenance(standing.maintenance)
+    blocked = False  # a reason said keeps every offer from it, whatever is free
+    for r in _everywhere(a, fw, standing) + _maintenance(standing.maintenance):
+        blocked = blocked or r.code in BLOCKING
+        yield Told(r.code, _said(r))
+    tasks = _tasks(state, framework_id, now)
+    never = _never_fits(a, fw, tasks)
+    for r in never:
+        yield Told(r.code, _said(r))
     mine = _outstanding(state, framework_id, now)
     turned: dict[str, list[str]] = {stage: [] for stage in STAGES}  # slaves each turns away
     free: dict[str, Millis] = {}  # each active slave's free resources, less others' holds
-    tasks = _tasks(state, framework_id, now)
+    enough = anything if fw.min_allocatable is not None else _master_floor(a)
     for slave_id, slave in a.slaves.items():
         if not slave.active:
             continue
-        room = _less_holds(a, slave_id, slave.unallocated, framework_id, now)
-        free[slave_id] = room
-        stage = _stage(a, fw, slave_id, slave.unallocated, room, mine, tasks, now)
-        turned[stage].append(slave_id)
-    never = _never_fits(a, fw, tasks)
-    reasons += never
+        unallocated = slave.unallocated
+        room = free[slave_id] = _less_holds(a, slave_id, unallocated, framework_id, now)
+        if not slave.reserved and not enough(unallocated):  # (_stage's first question, the
+            turned[MINE if slave_id in mine else FULL].append(slave_id)  # usual answer)
+        else:
+            stage = _stage(a, fw, slave_id, unallocated, room, mine, tasks, now, enough)
+            turned[stage].append(slave_id)
     ranked = [
         (-len(turned[stage]), STAGES.index(stage), stage)
         for stage in STAGES
@@ -124,12 +168,15 @@ def explain(
     ]
     q = _Question(a, state, fw, now, fair, others_named, free, tasks)
     for _, _, stage in sorted(ranked):
-        reasons.append(_stage_reason(q, stage, turned[stage]))
-    if not never:
-        reasons += _fits_no_free(tasks, free)
-    if turned[OPEN] and not any(r.code in BLOCKING for r in reasons):
-        reasons.append(_next_round(turned[OPEN], free))
-    return _unique(reasons)
+        yield Told(_stage_code(q, stage), partial(_stage_reason, q, stage, turned[stage]))
+    if not never and _fits_no_free(tasks, free):
+        yield Told(WhyCode.TASK_FITS_NO_SLAVE, partial(_fitting_no_free, tasks, free))
+    if turned[OPEN] and not blocked:
+        yield Told(WhyCode.NEXT_ROUND, partial(_next_round, turned[OPEN], free))
+
+
+def _said(reason: Reason) -> Callable[[], Reason]:
+    return lambda: reason
 
 
 # -- what turns away every slave ------------------------------------------------------------------
@@ -242,10 +289,11 @@ def _frozen(a: Allocator, role: str) -> tuple[str, list[str]] | None:
 
 # -- one slave ----------------------------------------------------------------------------------
 def _less_holds(a: Allocator, slave_id: str, free: Millis, framework_id: str, now: float) -> Millis:
-    """What of `free` is not held for another framework's claim."""
+    """What of `free` is not held for another framework's claim (`free` itself if
+    nothing is: read, never changed, and read before the books change)."""
     held = a.reservations.get(slave_id)
     if not held:
-        return dict(free)
+        return free
     room = dict(free)
     for r in held:
         if r.until > now and r.framework_id != framework_id and r.framework_id in a.frameworks:
@@ -264,11 +312,12 @@ def _stage(
     mine: Mapping[str, Millis],
     tasks: list[Millis],
     now: float,
+    enough: Callable[[Mapping[str, int]], bool],
 ) -> str:
     """The first of the round's questions that turns this slave away from `fw` -- or, one
-    it would be offered, that what it would be offered holds none of its `tasks`."""
-    # something at all (with offer filters of its own), else the master's minimum
-    enough = anything if fw.min_allocatable is not None else _master_floor(a)
+    it would be offered, that what it would be offered holds none of its `tasks`.
+    `enough`: something at all (with offer filters of its own), else the master's
+    minimum."""
     book = a.slaves[slave_id]
     if book.reserved:  # (what the resources are, whoever's: then whose)
         unallocated = stripped(unallocated)
@@ -330,6 +379,26 @@ class _Question:
     named: bool  # other frameworks and roles named (else counted)
     free: Mapping[str, Millis]  # each active slave's free resources, less others' holds
     tasks: list[Millis]  # the tasks it asked for (its last Request), each once
+
+
+# the code of the reason each stage gives (a full slave's: see `_order`)
+_STAGE_CODES = {
+    MINE: WhyCode.OFFERS_OUTSTANDING,
+    HELD: WhyCode.HELD_FOR_PREEMPTION,
+    RESERVED: WhyCode.RESERVED_FOR_OTHERS,
+    LIMIT: WhyCode.QUOTA_LIMIT,
+    GUARANTEE: WhyCode.HELD_FOR_GUARANTEE,
+    MINIMUM: WhyCode.MIN_OFFER_FITS_NO_SLAVE,
+    SMALL: WhyCode.TASK_FITS_NO_SLAVE,
+    FILTERED: WhyCode.DECLINED_FILTER,
+}
+
+
+def _stage_code(q: _Question, stage: str) -> WhyCode:
+    """The code `_stage_reason` gives, without its sentence or numbers."""
+    if stage == FULL:
+        return WhyCode.LOWER_IN_ORDER if _ahead(q.a, q.fw.framework_id) else WhyCode.CLUSTER_FULL
+    return _STAGE_CODES[stage]
 
 
 def _stage_reason(q: _Question, stage: str, slaves: list[str]) -> Reason:
@@ -435,13 +504,18 @@ def _offers_outstanding(
     )
 
 
+def _ahead(a: Allocator, framework_id: str) -> list[str]:
+    """The frameworks before it in the order (all, if it is not in it)."""
+    order = list(a.order())
+    return order[: order.index(framework_id)] if framework_id in order else order
+
+
 def _order(q: _Question, slaves: list[str], of: str) -> Reason:
     """Every slave it could use is allocated: where it stands in the order, and its fair
     share in the policy's ideal. (To a tenant, who comes before it is counted, with
     their shares, not named.)"""
     a, fid = q.a, q.fw.framework_id
-    order = list(a.order())
-    ahead = order[: order.index(fid)] if fid in order else order
+    ahead = _ahead(a, fid)
     share = a.dominant_share(fid)
     weight = a.framework_weight(fid)
     fair = q.fair.get(fid) if q.fair is not None else None
@@ -538,9 +612,14 @@ def _held_for_guarantee(a: Allocator, role: str, of: str, named: bool) -> Reason
 def _never_fits(a: Allocator, fw: FrameworkBook, tasks: list[Millis]) -> list[Reason]:
     """Its declared minimum, or the task it asked for (`tasks`), is more than any slave
     has at all."""
+    active = [slave.total.millis for slave in a.slaves.values() if slave.active]
+    least = fw.min_allocatable
+    if not active or (
+        (not least or any(fits_one(t, least) for t in active))
+        and (not tasks or any(fits_one(t, tasks) for t in active))
+    ):
+        return []  # (the usual: both fit some slave, and nothing is said)
     totals = {s: dict(slave.total.millis) for s, slave in a.slaves.items() if slave.active}
-    if not totals:
-        return []
     out = []
     if fw.min_allocatable and not any(fits_one(t, fw.min_allocatable) for t in totals.values()):
         out.append(_short(WhyCode.MIN_OFFER_FITS_NO_SLAVE, "its min_offer", fw.min_allocatable,
@@ -551,12 +630,14 @@ def _never_fits(a: Allocator, fw: FrameworkBook, tasks: list[Millis]) -> list[Re
     return out
 
 
-def _fits_no_free(tasks: list[Millis], free: Mapping[str, Millis]) -> list[Reason]:
+def _fits_no_free(tasks: list[Millis], free: Mapping[str, Millis]) -> bool:
     """The task it asked for fits no slave's free resources now (it would fit some slave
     empty): true beside the reasons above, which say why the room is taken."""
-    if not tasks or not free or any(fits_one(f, tasks) for f in free.values()):
-        return []
-    return [_short(WhyCode.TASK_FITS_NO_SLAVE, "the task it asked for", tasks, free)]
+    return bool(tasks and free) and not any(fits_one(f, tasks) for f in free.values())
+
+
+def _fitting_no_free(tasks: list[Millis], free: Mapping[str, Millis]) -> Reason:
+    return _short(WhyCode.TASK_FITS_NO_SLAVE, "the task it asked for", tasks, free)
 
 
 def _tasks(state: State, framework_id: str, now: float) -> list[Millis]:
