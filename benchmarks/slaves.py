@@ -51,6 +51,7 @@ from dataclasses import dataclass
 
 from benchmarks.common import table
 from benchmarks.failover_tasks import Frameworks, framework_name, task_size
+from benchmarks.party_cpu import PartyCpu
 from cluster.testing.zookeeper import ZooKeeperServer
 from protocol import logs
 from protocol.tooling.brokers import MosquittoBroker, free_port
@@ -147,9 +148,19 @@ class Run:
         self.slaves: list[asyncio.subprocess.Process] = []
         self.work = tempfile.mkdtemp(prefix="drfmesos-bench-slaves-", dir=args.work_dir)
         self.frameworks: Frameworks | None = None
+        self.cpu = PartyCpu(self.parties)
         self.env = {**os.environ, "PYTHONPATH": os.getcwd()}
         with open(f"{self.work}/rate-limits.json", "w") as f:  # (the masters')
             json.dump(trusted_frameworks(args.frameworks), f)
+
+    def parties(self) -> dict[str, list[int]]:
+        """Our processes by party, for the CPU each phase took (benchmarks.party_cpu)."""
+        return {
+            "master": [m.proc.pid for m in self.masters],
+            "slaves": [p.pid for p in self.slaves],
+            "broker": [p for p in [self.broker.pid] if p is not None],
+            "zookeeper": [p for p in [self.zk.pid if self.zk else None] if p is not None],
+        }
 
     async def start_master(self, name: str) -> None:
         port = free_port()
@@ -305,15 +316,22 @@ class Run:
             await self.start_master(f"master-{i}")
         leader = await self.leader()
         started = time.perf_counter()
+        self.cpu.phase()  # (what starting the broker, ZooKeeper and the masters took)
         await self.start_slaves()
         result["registered_s"] = round(await self.all_back(leader, started), 1)
+        # (CPU seconds by party: on 2 cores a phase takes at least all / 2 seconds)
+        result["cpu_registration_s"] = self.cpu.phase()
         result.update({k: round(v, 1) for k, v in (await self.steady(leader)).items()})
         rss = float(result["master_rss_mb"])  # type: ignore[arg-type]
         result["master_rss_kb_per_slave"] = round(rss * 1024 / args.count, 2)
         if args.tasks:
+            self.cpu.phase()
             result.update(await self.launch(leader, rss))
+            result["cpu_launch_s"] = self.cpu.phase()
         if self.zk is not None:
+            self.cpu.phase()
             result.update(await self.failover(leader))
+            result["cpu_failover_s"] = self.cpu.phase()  # (until reconciled, or all back)
         result["lost_slaves"] = await self.lost()
         if self.frameworks is not None:
             result.update(self.frameworks.counts())
