@@ -55,9 +55,10 @@ from protocol.wire.resources import Resources
 from protocol.wire.why import Why
 
 # The share of the master's loop that /metrics' walk over every task and slave may take
-# (see ReadSide._walked); a walk shorter than WALK_REUSED_PAST seconds is never reused.
+# (see ReadSide._walked). A walk over fewer than WALK_REUSED_PAST tasks and slaves is
+# never reused, however long it took (a small cluster's on a loaded machine: always fresh).
 WALK_SHARE = 0.1
-WALK_REUSED_PAST = 0.01
+WALK_REUSED_PAST = 10_000
 monotonic_seconds = time.monotonic  # when (a test's to set)
 walk_clock = time.perf_counter  # how long the walk took (a test's to set)
 
@@ -209,16 +210,17 @@ class ReadSide:
 
     def _walked(self) -> tuple[readout.TaskCounts, Resources]:
         """The tasks counted and everything allocated: a walk over every task and slave
-        (at 100,000 slaves and 200,000 tasks some 0.5 s of the loop), so one that takes
-        long is reused for a while: at most WALK_SHARE of the loop goes to it, however
-        often /metrics is scraped (every 2 s, the walks took a quarter of it). A short
-        walk is done afresh each time."""
+        (at 100,000 slaves and 200,000 tasks some 0.5 s of the loop), so a big one is
+        reused for a while: at most WALK_SHARE of the loop goes to it, however often
+        /metrics is scraped (every 2 s, the walks took a quarter of it). A small one is
+        done afresh each time."""
         now = monotonic_seconds()
         if self._walk is None or now >= self._walk_again:
             took = walk_clock()
             self._walk = readout.task_counts(self.books), self.allocator.allocated_total()
             took = walk_clock() - took
-            self._walk_again = now + took / WALK_SHARE if took > WALK_REUSED_PAST else now
+            big = len(self.books.slaves) + self._walk[0].live > WALK_REUSED_PAST
+            self._walk_again = now + took / WALK_SHARE if big else now
         return self._walk
 
     def task_usage(self) -> Iterator[TaskUsageRow]:

@@ -30,6 +30,10 @@ class TaskCounts:
     by_state: dict[str, int]
     by_health: dict[str, int]
 
+    @property
+    def live(self) -> int:
+        return sum(self.by_state.values())
+
 
 def task_counts(books: Books) -> TaskCounts:
     """A walk over every live task (200,000 of them take the loop a good part of a second)."""
