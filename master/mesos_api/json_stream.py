@@ -73,6 +73,16 @@ def dumps(value: Any) -> str:
     return "".join(p for p in pieces(value) if not isinstance(p, _Turn))
 
 
+def eager(value: Any) -> Any:
+    """`value` with its `Lazy` lists built now, as plain lists (for what must be read at
+    one moment: the operator stream's SUBSCRIBED, before the events that follow it)."""
+    if isinstance(value, Lazy):
+        return [eager(item) for item in value.items]
+    if isinstance(value, dict) and _has_lazy(value):
+        return {key: eager(item) for key, item in value.items()}
+    return value
+
+
 def _has_lazy(v: Any) -> bool:
     return isinstance(v, Lazy) or (isinstance(v, dict) and any(_has_lazy(x) for x in v.values()))
 
