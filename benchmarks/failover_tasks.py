@@ -55,6 +55,11 @@ def task_size(slave: Resources, per_slave: int) -> Resources:
     return Resources({name: amount / per_slave for name, amount in slave.items()})
 
 
+def framework_name(i: int) -> str:
+    """The `i`th framework's name, and its principal."""
+    return f"bench{i}"
+
+
 class Filler(Scheduler):
     """Launches `target` tasks of `size` on its offers, then keeps them."""
 
@@ -153,7 +158,7 @@ class Frameworks:
 
     def __init__(self, broker: str, cluster: str, count: int, tasks: int, size: Resources) -> None:
         self.fillers = [
-            Filler(f"bench{i}", tasks // count + (1 if i < tasks % count else 0), size)
+            Filler(framework_name(i), tasks // count + (1 if i < tasks % count else 0), size)
             for i in range(count)
         ]
         self.drivers = [

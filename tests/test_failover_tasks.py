@@ -151,6 +151,7 @@ async def test_a_failover_brings_back_every_task_and_reconciliation_answers_each
         json=True,
         tasks=tasks,
         frameworks=1,
+        work_dir=str(tmp_path),
     )
     run = Run(args)
     try:

@@ -473,6 +473,7 @@ def test_get_state_and_get_executors_hide_what_master_state_hides() -> None:
     the classic /master/state nor, now, v1 GET_STATE and GET_EXECUTORS (the executor's
     command, with its environment, was in both)."""
     from master.mesos_api.classic import framework_v0
+    from master.mesos_api.json_stream import dumps
     from master.mesos_api.operator_state import get_executors, get_state
     from protocol.wire.messages import ExecutorInfo
 
@@ -488,4 +489,4 @@ def test_get_state_and_get_executors_hide_what_master_state_hides() -> None:
     assert shown["executor_info"]["executor_id"] == {"value": "e1"}
     assert shown["executor_info"]["framework_id"] == {"value": "f1"}
     for view in (get_state(master), get_executors(master), framework_v0(master, fw)):
-        assert secret not in json.dumps(view)
+        assert secret not in dumps(view)

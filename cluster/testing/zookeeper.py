@@ -57,6 +57,10 @@ class ZooKeeperServer:
     def running(self) -> bool:
         return self._proc is not None and self._proc.returncode is None
 
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
     async def start(self) -> None:
         why = zookeeper_available()
         if why is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 
 from master.books import Books
 from master.http.reader import BookCounts, FrameworkShare, Gauges, TaskUsageRow
@@ -22,8 +23,33 @@ def counts(books: Books) -> BookCounts:
     )
 
 
+@dataclass(frozen=True)
+class TaskCounts:
+    """The live tasks by state, and those whose health check has said, by its verdict."""
+
+    by_state: dict[str, int]
+    by_health: dict[str, int]
+
+    @property
+    def live(self) -> int:
+        return sum(self.by_state.values())
+
+
+def task_counts(books: Books) -> TaskCounts:
+    """A walk over every live task (200,000 of them take the loop a good part of a second)."""
+    by_state: dict[str, int] = {}
+    by_health = {"healthy": 0, "unhealthy": 0}
+    for fw in books.frameworks.values():
+        for task in fw.tasks.values():
+            by_state[task.state.value] = by_state.get(task.state.value, 0) + 1
+            if task.status is not None and task.status.healthy is not None:
+                by_health["healthy" if task.status.healthy else "unhealthy"] += 1
+    return TaskCounts(by_state, by_health)
+
+
 def gauges(
     books: Books,
+    tasks: TaskCounts,
     total: Mapping[str, float],
     allocated: Mapping[str, float],
     shares: Mapping[str, float],
@@ -31,18 +57,12 @@ def gauges(
     roles: list[RoleView],
     bus_stats: Mapping[str, int],
 ) -> Gauges:
-    """`shares`: each framework's dominant share; `fair`: its fair share, where known."""
-    by_state: dict[str, int] = {}
-    by_health = {"healthy": 0, "unhealthy": 0}  # (tasks whose health check has said)
-    for fw in books.frameworks.values():
-        for task in fw.tasks.values():
-            by_state[task.state.value] = by_state.get(task.state.value, 0) + 1
-            if task.status is not None and task.status.healthy is not None:
-                by_health["healthy" if task.status.healthy else "unhealthy"] += 1
+    """`tasks`: the live tasks counted; `shares`: each framework's dominant share; `fair`:
+    its fair share, where known."""
     return Gauges(
-        tasks_by_health=by_health,
+        tasks_by_health=tasks.by_health,
         counts=counts(books),
-        tasks_by_state=by_state,
+        tasks_by_state=tasks.by_state,
         total=total,
         allocated=allocated,
         framework_shares=[

@@ -12,13 +12,14 @@ Mesos's is 200 with no body). Field names are Mesos's v0 ones; resources are `{n
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING
 
 from aiohttp import web
 
 from master import slave_values
 from master.books import Framework, Orphan, Slave, Task
+from master.mesos_api.json_stream import Lazy, stream_json
 from master.mesos_api.operator_state import (
     agent_pid,
     get_quota,
@@ -127,10 +128,11 @@ def framework_v0(m: MasterSide, fw: Framework) -> JSON:
         "resources": _resources(used, fw_values),
         "used_resources": _resources(used, fw_values),
         "offered_resources": _resources(offers, offered_values(m, fw.offers)),
-        "tasks": [
-            task_v0(t, fw.task_role(t.info)) for t in (*fw.tasks.values(), *fw.unreachable.values())
-        ],
-        "completed_tasks": [task_v0(t, fw.task_role(t.info)) for t in fw.ended.values()],
+        # (built as the answer is written: master.mesos_api.json_stream)
+        "tasks": Lazy(
+            task_v0(t, fw.task_role(t.info)) for t in [*fw.tasks.values(), *fw.unreachable.values()]
+        ),
+        "completed_tasks": Lazy(task_v0(t, fw.task_role(t.info)) for t in [*fw.ended.values()]),
         "offers": [
             {
                 "id": o,
@@ -170,6 +172,17 @@ def slave_v0(m: MasterSide, slave: Slave) -> JSON:
         "version": MESOS_VERSION,
         **isolation_warning(slave),
     }
+
+
+def slaves_v0(m: MasterSide) -> Lazy:
+    """Every slave, each built when the answer reaches it (one gone by then is left out)."""
+    slaves = [*m.books.slaves.values()]
+    return Lazy(slave_v0(m, s) for s in slaves if m.books.slaves.get(s.slave_id) is s)
+
+
+def frameworks_v0(m: MasterSide, frameworks: Mapping[str, Framework]) -> Lazy:
+    """These frameworks, each built when the answer reaches it."""
+    return Lazy(framework_v0(m, f) for f in [*frameworks.values()])
 
 
 def metrics_snapshot(m: MasterSide, started: float) -> dict[str, float]:
@@ -250,7 +263,8 @@ class ClassicEndpoints:
     async def state(self, request: web.Request) -> web.StreamResponse:
         m = self.master
         connected = sum(1 for s in m.books.slaves.values() if s.connected)
-        return web.json_response(
+        return await stream_json(
+            request,
             {
                 "version": MESOS_VERSION,
                 "id": m.info.master_id,
@@ -263,32 +277,29 @@ class ClassicEndpoints:
                 "activated_slaves": connected,
                 "deactivated_slaves": len(m.books.slaves) - connected,
                 "unreachable_slaves": len(m.books.removed_slaves),
-                "slaves": [slave_v0(m, s) for s in m.books.slaves.values()],
-                "frameworks": [framework_v0(m, f) for f in m.books.frameworks.values()],
-                "completed_frameworks": [
-                    framework_v0(m, f) for f in m.books.completed_frameworks.values()
-                ],
+                "slaves": slaves_v0(m),
+                "frameworks": frameworks_v0(m, m.books.frameworks),
+                "completed_frameworks": frameworks_v0(m, m.books.completed_frameworks),
                 "orphan_tasks": [orphan_v0(o) for os_ in m.books.orphans.values() for o in os_],
                 "unregistered_frameworks": sorted(f for f, os_ in m.books.orphans.items() if os_),
-            }
+            },
         )
 
     async def frameworks(self, request: web.Request) -> web.StreamResponse:
         m = self.master
-        return web.json_response(
+        return await stream_json(
+            request,
             {
-                "frameworks": [framework_v0(m, f) for f in m.books.frameworks.values()],
-                "completed_frameworks": [
-                    framework_v0(m, f) for f in m.books.completed_frameworks.values()
-                ],
+                "frameworks": frameworks_v0(m, m.books.frameworks),
+                "completed_frameworks": frameworks_v0(m, m.books.completed_frameworks),
                 "unregistered_frameworks": sorted(f for f, os_ in m.books.orphans.items() if os_),
-            }
+            },
         )
 
     async def slaves(self, request: web.Request) -> web.StreamResponse:
-        m = self.master
-        slaves = [slave_v0(m, s) for s in m.books.slaves.values()]
-        return web.json_response({"slaves": slaves, "recovered_slaves": []})
+        return await stream_json(
+            request, {"slaves": slaves_v0(self.master), "recovered_slaves": []}
+        )
 
     async def tasks(self, request: web.Request) -> web.StreamResponse:
         """As Mesos: by the time of each task's first status, newest first, or oldest

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 from master.changes import TASK_ADDED, TASK_UPDATED
+from master.mesos_api.json_stream import eager
 from master.mesos_api.operator_state import (
     agent_json,
     framework_info,
@@ -82,7 +83,7 @@ class OperatorEvents:
         snapshot = {
             "type": "SUBSCRIBED",
             "subscribed": {
-                "get_state": get_state(m),
+                "get_state": eager(get_state(m)),  # (at this moment, whole)
                 "heartbeat_interval_seconds": self.heartbeat_interval,
             },
         }

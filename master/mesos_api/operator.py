@@ -31,6 +31,7 @@ from master.http.request_keys import KIND, PRINCIPAL
 from master.mesos_api import operator_state as views
 from master.mesos_api.classic import ClassicEndpoints
 from master.mesos_api.events import MAX_SUBSCRIBERS, OperatorEvents
+from master.mesos_api.json_stream import stream_json
 from master.why_answers import REFUSED_STATUS, Refusal
 from protocol import logs
 from protocol import mesos_json as mj
@@ -162,8 +163,8 @@ class OperatorApi:
                 if len(self.events.subscribers) >= MAX_SUBSCRIBERS:
                     raise CallError(503, f"{MAX_SUBSCRIBERS} operator streams are open already")
                 return await self.events.serve(request, principal)
-            if kind in self.calls:
-                return web.json_response({"type": kind, **self.calls[kind]()})
+            if kind in self.calls:  # (GET_STATE's lists built as they are written)
+                return await stream_json(request, {"type": kind, **self.calls[kind]()})
             if kind == "GET_FRAMEWORK_WHY":
                 return web.json_response({"type": kind, "get_framework_why": self._why(call)})
             if kind in self.changes:

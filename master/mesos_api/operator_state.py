@@ -17,6 +17,7 @@ from master import slave_values
 from master.allocation.quota_stage import RoleStanding
 from master.books import Framework, Slave, Task
 from master.http.snapshot import offer_of
+from master.mesos_api.json_stream import Lazy
 from protocol.mesos_json import (
     JSON,
     MESOS_VERSION,
@@ -218,22 +219,27 @@ def get_frameworks(m: MasterSide) -> JSON:
 
 
 def get_agents(m: MasterSide) -> JSON:
-    return {"agents": [agent_json(m, s) for s in m.books.slaves.values()]}
+    """Every agent, each built as the answer reaches it (master.mesos_api.json_stream;
+    one removed by then is left out)."""
+    slaves = [*m.books.slaves.values()]
+    return {"agents": Lazy(agent_json(m, s) for s in slaves if m.books.slaves.get(s.slave_id) is s)}
 
 
 def get_tasks(m: MasterSide) -> JSON:
     """Live tasks (and those out of reach with their slave) in `tasks`; ended ones in
-    `completed_tasks`, removed frameworks' too, as Mesos lists them."""
-    live, done = [], []
+    `completed_tasks`, removed frameworks' too, as Mesos lists them; each built as the
+    answer reaches it, as it is then."""
+    live: list[tuple[Task, str]] = []
+    done: list[tuple[Task, str]] = []
     for fw in m.books.frameworks.values():
-        live += [
-            task_json(t, fw.task_role(t.info))
-            for t in (*fw.tasks.values(), *fw.unreachable.values())
-        ]
-        done += [task_json(t, fw.task_role(t.info)) for t in fw.ended.values()]
+        live += [(t, fw.task_role(t.info)) for t in (*fw.tasks.values(), *fw.unreachable.values())]
+        done += [(t, fw.task_role(t.info)) for t in fw.ended.values()]
     for fw in m.books.completed_frameworks.values():
-        done += [task_json(t, fw.task_role(t.info)) for t in fw.ended.values()]
-    return {"tasks": live, "completed_tasks": done}
+        done += [(t, fw.task_role(t.info)) for t in fw.ended.values()]
+    return {
+        "tasks": Lazy(task_json(t, role) for t, role in live),
+        "completed_tasks": Lazy(task_json(t, role) for t, role in done),
+    }
 
 
 def get_executors(m: MasterSide) -> JSON:
