@@ -155,6 +155,37 @@ async def test_a_sigterm_trapped_below_the_tasks_command_gets_its_grace(
         assert said <= (task_id == "nested"), (task_id, said)
 
 
+# a task that counts the SIGTERMs it takes: each one's trap writes "term" (then 1.5 s of
+# work, a sleep a second SIGTERM would cut short, and "bye")
+TERM_COUNTER = (
+    "trap 'echo term >> terms; sleep 1.5; echo bye >> terms; exit 0' TERM; echo up > ready; "
+    "while :; do sleep 0.05; done"
+)
+
+
+@pytest.mark.timing
+async def test_a_kill_again_in_the_grace_sends_no_sigterm_and_never_lengthens_it(
+    rig: Rig,
+) -> None:
+    fw = await rig.framework()
+    await rig.start_slave("s1", Resources(cpus=2, mem=1024))
+    # killed twice (a framework that asks again, a master that failed over mid-drain):
+    # one SIGTERM, its trap's work whole
+    sandbox = await launch(rig, fw, "twice", TERM_COUNTER, grace=5)
+    sent = await kill(fw, "twice")
+    await eventually(lambda: (sandbox / "terms").exists())
+    await kill(fw, "twice")
+    _, took = await killed_after(fw, "twice", sent)
+    assert (sandbox / "terms").read_text() == "term\nbye\n"
+    assert 1.5 <= took < 3.0, took
+    # a second kill's longer grace does not put the first's SIGKILL off
+    await launch(rig, fw, "longer", STUBBORN, grace=1)
+    sent = await kill(fw, "longer")
+    await kill(fw, "longer", grace=30)
+    _, took = await killed_after(fw, "longer", sent)
+    assert 1.0 <= took < 1.6, took
+
+
 @pytest.mark.timing
 async def test_a_tenants_grace_is_held_to_the_slaves_most(rig: Rig) -> None:
     fw = await rig.framework()
