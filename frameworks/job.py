@@ -27,6 +27,7 @@ from protocol.wire.messages import (
     ContainerInfo,
     HealthCheck,
     Offer,
+    Reason,
     TaskFileData,
     TaskInfo,
     TaskState,
@@ -39,7 +40,9 @@ from protocol.wire.resources import Resources
 FAILED_EXIT = 1  # FAILED with no exit code (killed by a signal of its own, a memory limit)
 KILLED_EXIT = 137  # KILLED (by the master, a preemption, a kill): 128 + SIGKILL, as a shell
 LOST_EXIT = 75  # LOST, or a finer partition state: sysexits' EX_TEMPFAIL (try again)
-ERROR_EXIT = 125  # ERROR, it could never run (an image the slave lacks): as `docker run`
+# ERROR, or FAILED with REASON_CONTAINER_LAUNCH_FAILED (an image the slave lacks, as Mesos
+# says of a container it could not provision): it could never run, as `docker run` says
+ERROR_EXIT = 125
 INTERRUPTED_EXIT = 130  # the user's Ctrl-C (SIGINT): 128 + 2, as a shell; SIGTERM: 143
 
 WAIT_NOTICE = 3.0  # seconds without all instances placed before it says it waits
@@ -105,7 +108,7 @@ def instance_code(status: TaskStatus) -> int:
         return 0
     if status.state == TaskState.KILLED:
         return KILLED_EXIT
-    if status.state == TaskState.ERROR:
+    if status.state == TaskState.ERROR or status.reason == Reason.CONTAINER_LAUNCH_FAILED:
         return ERROR_EXIT
     if status.state == TaskState.FAILED:
         return FAILED_EXIT

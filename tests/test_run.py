@@ -25,7 +25,7 @@ from frameworks.job import (
 )
 from protocol.tooling.brokers import BrokerURL, MosquittoBroker, end_process
 from protocol.transport.aio import within
-from protocol.wire.messages import TaskFileData, TaskState, TaskStatus
+from protocol.wire.messages import Reason, TaskFileData, TaskState, TaskStatus
 
 from harness.helpers import live_cluster, processes_under, secure_cluster
 from harness.images import IMAGE, image  # noqa: F401  (the fixture: podman holds IMAGE)
@@ -204,6 +204,22 @@ async def test_with_an_image_the_command_runs_in_it(
 
 
 @pytest.mark.slow(20)
+@pytest.mark.usefixtures("image")
+async def test_an_image_the_slave_lacks_says_so_and_exits_125(
+    mosquitto: MosquittoBroker, tmp_path: Path
+) -> None:
+    async with live_cluster(mosquitto.url, CLUSTER, tmp_path, slaves=1):
+        code, _, err = await run_to_its_end(
+            mosquitto.url, "--image", "localhost/busybox:1", "--", "echo", "hi"
+        )
+    # as Mesos says of a container it could not provision: TASK_FAILED, its reason
+    # REASON_CONTAINER_LAUNCH_FAILED; it never ran: `docker run`'s 125
+    assert code == ERROR_EXIT, err.decode()
+    assert "run-0 TASK_FAILED: podman could not run image localhost/busybox:1" in err.decode()
+    assert "image not known" in err.decode()
+
+
+@pytest.mark.slow(20)
 async def test_it_runs_as_its_callers_principal_in_a_role_it_was_given(tmp_path: Path) -> None:
     """On a secured cluster: the framework is the caller's principal's, in its own role;
     a role it was not given is refused, and the command says so."""
@@ -251,6 +267,10 @@ def test_the_exit_status_is_the_highest_instances() -> None:
     assert exit_code([status(TaskState.KILLED), status(TaskState.FAILED, 3)]) == KILLED_EXIT
     assert exit_code([status(TaskState.LOST)]) == LOST_EXIT
     assert exit_code([status(TaskState.ERROR)]) == ERROR_EXIT
+    launch_failed = TaskStatus(
+        task_id="t", state=TaskState.FAILED, reason=Reason.CONTAINER_LAUNCH_FAILED
+    )
+    assert exit_code([launch_failed]) == ERROR_EXIT
     assert len({FAILED_EXIT, KILLED_EXIT, LOST_EXIT, ERROR_EXIT, 0}) == 5
 
 
