@@ -18,14 +18,14 @@ from typing import Literal
 
 from frameworks.driver import SchedulerDriver
 from frameworks.errors import DriverError
-from frameworks.ports import OfferPorts
+from frameworks.health_spec import HealthSpec
+from frameworks.ports import OfferPorts, ports_of
 from frameworks.scheduler import Driver, Scheduler
 from protocol.transport.aio import first_of
 from protocol.wire.discrete import EMPTY, Discrete
 from protocol.wire.messages import (
     CommandInfo,
     ContainerInfo,
-    HealthCheck,
     Offer,
     Reason,
     TaskFileData,
@@ -68,7 +68,7 @@ class JobSpec:
     instances: int = 1
     env: dict[str, str] = field(default_factory=dict)
     image: str | None = None
-    health_check: HealthCheck | None = None  # each instance's (its slave runs it)
+    health_check: HealthSpec | None = None  # each instance's (its slave runs it)
     ports: int = 0  # each instance's, out of its offer: PORT0, ... and PORTS in its env
 
     def task_id(self, instance: int) -> str:
@@ -90,7 +90,7 @@ class JobSpec:
             resources=self.resources,
             command=CommandInfo(value=self.command, environment=env),
             container=ContainerInfo(image=self.image) if self.image is not None else None,
-            health_check=self.health_check,
+            health_check=self.health_check.resolve(ports_of(ports)) if self.health_check else None,
             discrete=ports,
         )
 

@@ -29,6 +29,7 @@ from protocol.wire.messages import Reason, TaskFileData, TaskState, TaskStatus
 
 from harness.helpers import live_cluster, processes_under, secure_cluster
 from harness.images import IMAGE, image  # noqa: F401  (the fixture: podman holds IMAGE)
+from harness.slave import port_server
 
 CLUSTER = "run"
 
@@ -92,6 +93,29 @@ async def test_it_says_when_its_health_check_changes_its_verdict(
     said = [verdict for verdict in said if verdict.endswith("healthy")]
     assert code == 0, err.decode()
     assert said[-2:] == ["healthy", "unhealthy"], err.decode()
+
+
+@pytest.mark.slow(15)
+async def test_a_health_check_names_the_port_the_offer_gave(
+    mosquitto: MosquittoBroker, tmp_path: Path
+) -> None:
+    """`http:$PORT0/`: each instance's check is of its own first port, which it only
+    learns at its launch (a port of the slave's range, not one written here)."""
+    serve = f"timeout 5 {port_server()}; exit 0"
+    async with live_cluster(mosquitto.url, CLUSTER, tmp_path, slaves=1):
+        code, _, err = await run_to_its_end(
+            mosquitto.url, "--instances", "2", "--cpus", "0.2", "--mem", "64", "--ports", "1",
+            "--health-check", "http:$PORT0/", *HEALTH, "--health-failures", "100",
+            "--", "sh", "-c", serve,
+        )  # fmt: skip
+        refused = await run_to_its_end(
+            mosquitto.url, "--health-check", "tcp:$PORT1", "--ports", "1", "--", "true"
+        )
+    assert code == 0, err.decode()
+    assert "run-0 healthy" in err.decode(), err.decode()
+    assert "run-1 healthy" in err.decode(), err.decode()
+    assert refused[0] == 2  # (click's usage error) before anything is launched
+    assert "names $PORT1, but --ports 1 gives each instance 1 port" in refused[2].decode()
 
 
 @pytest.mark.slow(15)
