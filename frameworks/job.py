@@ -18,15 +18,16 @@ from typing import Literal
 
 from frameworks.driver import SchedulerDriver
 from frameworks.errors import DriverError
-from frameworks.ports import OfferPorts
+from frameworks.health_spec import HealthSpec
+from frameworks.ports import OfferPorts, ports_of
 from frameworks.scheduler import Driver, Scheduler
 from protocol.transport.aio import first_of
 from protocol.wire.discrete import EMPTY, Discrete
 from protocol.wire.messages import (
     CommandInfo,
     ContainerInfo,
-    HealthCheck,
     Offer,
+    Reason,
     TaskFileData,
     TaskInfo,
     TaskState,
@@ -39,7 +40,9 @@ from protocol.wire.resources import Resources
 FAILED_EXIT = 1  # FAILED with no exit code (killed by a signal of its own, a memory limit)
 KILLED_EXIT = 137  # KILLED (by the master, a preemption, a kill): 128 + SIGKILL, as a shell
 LOST_EXIT = 75  # LOST, or a finer partition state: sysexits' EX_TEMPFAIL (try again)
-ERROR_EXIT = 125  # ERROR, it could never run (an image the slave lacks): as `docker run`
+# ERROR, or FAILED with REASON_CONTAINER_LAUNCH_FAILED (an image the slave lacks, as Mesos
+# says of a container it could not provision): it could never run, as `docker run` says
+ERROR_EXIT = 125
 INTERRUPTED_EXIT = 130  # the user's Ctrl-C (SIGINT): 128 + 2, as a shell; SIGTERM: 143
 
 WAIT_NOTICE = 3.0  # seconds without all instances placed before it says it waits
@@ -65,7 +68,7 @@ class JobSpec:
     instances: int = 1
     env: dict[str, str] = field(default_factory=dict)
     image: str | None = None
-    health_check: HealthCheck | None = None  # each instance's (its slave runs it)
+    health_check: HealthSpec | None = None  # each instance's (its slave runs it)
     ports: int = 0  # each instance's, out of its offer: PORT0, ... and PORTS in its env
 
     def task_id(self, instance: int) -> str:
@@ -87,7 +90,7 @@ class JobSpec:
             resources=self.resources,
             command=CommandInfo(value=self.command, environment=env),
             container=ContainerInfo(image=self.image) if self.image is not None else None,
-            health_check=self.health_check,
+            health_check=self.health_check.resolve(ports_of(ports)) if self.health_check else None,
             discrete=ports,
         )
 
@@ -105,7 +108,7 @@ def instance_code(status: TaskStatus) -> int:
         return 0
     if status.state == TaskState.KILLED:
         return KILLED_EXIT
-    if status.state == TaskState.ERROR:
+    if status.state == TaskState.ERROR or status.reason == Reason.CONTAINER_LAUNCH_FAILED:
         return ERROR_EXIT
     if status.state == TaskState.FAILED:
         return FAILED_EXIT

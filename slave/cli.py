@@ -269,6 +269,13 @@ def raise_fd_limit(slaves: int) -> None:
     "(needs root): it sees and signals only its own processes.",
 )
 @click.option(
+    "--ports-isolation/--no-ports-isolation",
+    default=None,
+    help="Kill a task that listens on a port of this slave's ports range it was not "
+    "given (Mesos's network/ports isolator), looking every 5 s. Default: on where tasks "
+    "are isolated (--switch-user or --pid-namespace).",
+)
+@click.option(
     "--task-uids",
     default=f"{DEFAULT_UIDS.start}-{DEFAULT_UIDS.stop - 1}",
     show_default=True,
@@ -328,6 +335,7 @@ def slave(
     podman: str,
     switch_user: bool,
     pid_namespace: bool,
+    ports_isolation: bool | None,
     task_uids: str,
     task_uid_map: Path,
     task_users: Path | None,
@@ -395,6 +403,7 @@ def slave(
                     podman=podman,
                     switch_user=switch_user,
                     pid_namespace=pid_namespace,
+                    ports_isolation=ports_isolation,
                     task_uids=uids,
                     task_uid_map=task_uid_map,
                     task_users=users,

@@ -52,6 +52,11 @@ class SlaveConfig:
     # own. Off here; `drfmesos slave` turns both on by default.
     switch_user: bool = False
     pid_namespace: bool = False
+    # A task listening on a port of the slave's range it was not given is killed
+    # (slave.ports_isolator), every `ports_check_interval` seconds; None: where tasks
+    # are isolated (switch_user or pid_namespace)
+    ports_isolation: bool | None = None
+    ports_check_interval: float = 5.0
     task_uids: range = DEFAULT_UIDS  # the uids principals get
     task_uid_map: Path = DEFAULT_MAP  # the machine's principal -> uid map
     task_users: dict[str, TaskUser] = field(default_factory=dict)  # the operator's
@@ -61,6 +66,13 @@ class SlaveConfig:
 
     def __post_init__(self) -> None:
         self.resources = with_counts(self.resources, self.discrete, "--resources")
+
+    @property
+    def holds_ports(self) -> bool:
+        """Whether its tasks are held to the ports they were given (ports_isolation)."""
+        if self.ports_isolation is not None:
+            return self.ports_isolation
+        return self.switch_user or self.pid_namespace
 
 
 @dataclass

@@ -31,8 +31,9 @@ The chain, each step only where the slave can take it (root; util-linux's `unsha
   the user join (v2), root joins first and the whole chain runs in the cgroup.
 - A task's kill: SIGTERM to the process group reaches the task, not pid 1 (a
   namespace's init takes only the signals it handles) nor `unshare` (it blocks it); pid
-  1 records how the task ended and exits, and the kernel kills whatever is left in the
-  namespace, new sessions included. SIGKILL after the grace ends `unshare`, and
+  1 records how the task's shell ended, waits for the rest of the task (a program under
+  that shell may trap SIGTERM: its grace), and exits; the kernel kills whatever is left
+  in the namespace, new sessions included. SIGKILL after the grace ends `unshare`, and
   `--kill-child` the namespace with it.
 - The slave's child, whose pid it checkpoints and a restarted slave watches, is
   `unshare` (or the wrapper, without a namespace or a user to switch to).
@@ -58,7 +59,28 @@ from slave.task_users import TaskUser
 # the wrapper: runs the rest in a subshell (a fork), then writes its exit status to "$1".
 # It outlives the SIGTERM of a kill (a trap: the subshell, and so the task, still takes
 # SIGTERM's default), so that the slave waits the task's grace on it, not on nothing.
-WRAPPER = 'trap : TERM; (shift; exec "$@" </dev/null); code=$?; echo "$code" > "$1"; exit "$code"\n'
+# Its own stderr is /dev/null (the task's is fd 3 until its exec): a shell says
+# "Terminated" of a child a signal ended, and that is the wrapper's noise, not the task's.
+_WRAP = (
+    'exec 3>&2 2>/dev/null; k=; trap k=1 TERM; (shift; exec "$@" </dev/null 2>&3 3>&-);'
+    ' code=$?; echo "$code" > "$1";'
+)
+# ... and, killed, it waits for the rest of the task (then the slave's SIGKILL at the
+# end of the grace), not only for its shell: dash does not replace itself by its last
+# command, so a task's shell stays between the wrapper and a program (or a nested `sh
+# -c`) that traps SIGTERM, and dies of the SIGTERM that starts the program's grace. The
+# rest: each live process of its group (`[ "$3" = $$ ]`: it leads the group), or, pid 1
+# of the task's PID namespace (whose end kills all in it), each but itself there. Read
+# from /proc with builtins only, ten times a second, in the grace alone.
+_REST = (
+    ' [ -z "$k" ] || while r=; for p in /proc/[0-9]*; do [ "$p" = /proc/$$ ] ||'
+    ' { read -r s < "$p/stat" && s=${s##*) } && set -- $s && [ "$1" != Z ] && OURS'
+    ' && r=1 && break; }; done; [ -n "$r" ]; do sleep 0.1; done;'
+)
+_EXIT = ' exit "$code"\n'
+WRAPPER = _WRAP + _EXIT  # (an image's: podman, root's, stops its container itself)
+TASK_WRAPPER = _WRAP + _REST.replace("OURS", '[ "$3" = $$ ]') + _EXIT
+TASK_WRAPPER_IN_NAMESPACE = _WRAP + _REST.replace("OURS", ":") + _EXIT
 # an executor's first shell: in a PID namespace, pid 1, it waits for the executor (init
 # would not take the SIGTERM that shuts it down); else it becomes the executor
 EXECUTOR_IN_NAMESPACE = '(exec "$@" </dev/null); exit "$?"\n'
@@ -174,7 +196,8 @@ class Confinement:
         first, then = self._joins(user, join[0], root_joins)
         shell = ["/bin/sh", "-c", then + command]
         args = self._confined(user, ["/bin/sh", "-s", exit_file, *shell], mounts)
-        return self._start(first, join[1], args, env, WRAPPER, self.private_tmp or bool(mounts))
+        body = TASK_WRAPPER_IN_NAMESPACE if self.pid_namespace else TASK_WRAPPER
+        return self._start(first, join[1], args, env, body, self.private_tmp or bool(mounts))
 
     def executor(
         self,

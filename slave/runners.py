@@ -195,6 +195,8 @@ class CommandRunner:
         self.started_at: str | None = None  # /proc start time, to tell a reused pid apart
         self._stop: Limit | None = None
         self._watcher: asyncio.Task[None] | None = None
+        self._deadline: float | None = None  # its SIGKILL's (loop time), once killed
+        self._sooner: asyncio.Future[None] | None = None  # a later kill's shorter grace
 
     @property
     def memory_limit_mb(self) -> float | None:
@@ -269,17 +271,32 @@ class CommandRunner:
             await self.report(TaskState.FAILED, None, f"exited with code {code}", exit_code=code)
 
     async def kill(self, grace: float, limit: Limit | None = None) -> None:
-        """SIGTERM to the whole process group, SIGKILL after `grace` seconds."""
+        """SIGTERM to the whole process group, SIGKILL after `grace` seconds. A kill of a
+        task already in its grace sends nothing again (its SIGTERM trap would run twice):
+        it only brings the SIGKILL forward, if its grace ends sooner (Mesos's executor)."""
         if self._stop is None:
             self._stop = limit or Limit(TaskState.KILLED, Reason.KILLED_BY_FRAMEWORK, "killed")
         pid = self.pid
         if pid is None:
             return
         hard = limit is not None and limit.hard
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + (0.0 if hard else grace)
+        if self._deadline is not None:  # (in its grace: the first kill's wait ends it)
+            if deadline < self._deadline:
+                self._deadline = deadline
+                if self._sooner is not None and not self._sooner.done():
+                    self._sooner.set_result(None)
+            return
+        self._deadline = deadline
         await self.launch.stop(grace, hard=hard)
         _signal_group(pid, signal.SIGKILL if hard else signal.SIGTERM)
-        if self._watcher is not None:
-            await asyncio.wait({self._watcher}, timeout=grace)
+        while self._watcher is not None and (left := self._deadline - loop.time()) > 0:
+            self._sooner = loop.create_future()
+            ended = {self._watcher, self._sooner}
+            await asyncio.wait(ended, timeout=left, return_when=asyncio.FIRST_COMPLETED)
+            if self._watcher.done():
+                break
         _signal_group(pid, signal.SIGKILL)  # whatever of the group is left: no orphans
         if self._watcher is not None:  # (its end reported, its container gone, then back)
             await asyncio.wait({self._watcher}, timeout=ENDED_WITHIN)

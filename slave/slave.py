@@ -72,6 +72,7 @@ from slave.kills import Kills
 from slave.launches import RecentLaunches, run_together
 from slave.memory_limits import enforce_memory_limits
 from slave.owners import Owners
+from slave.ports_isolator import enforce_ports
 from slave.recovery import recover
 from slave.reports import TaskReports
 from slave.runners import SimulatedRunner
@@ -214,6 +215,11 @@ class Slave:
                 self.registered, self.config.usage_interval,
             )  # fmt: skip
             self._loops.append(asyncio.create_task(usage, name=f"usage-{self.slave_id}"))
+        if not self.config.simulated_tasks and self.config.holds_ports:
+            ports = enforce_ports(
+                self.tasks, self.config.discrete, self.config.ports_check_interval, self.log
+            )
+            self._loops.append(asyncio.create_task(ports, name=f"ports-{self.slave_id}"))
         if not self.config.simulated_tasks and not self.isolator.enforces_memory:
             self.log.warning("isolation.posix", what_is_not_enforced=POSIX_WARNING)
             self._loops.append(

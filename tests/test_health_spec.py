@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from frameworks.health_spec import HealthSpecError, parse_health_check
+from frameworks.health_spec import HealthSpecError, parse_health_check, parse_health_spec
 from protocol.wire.messages import HealthCheckType
 
 
@@ -37,6 +37,8 @@ def test_each_kind_and_its_timing() -> None:
         ("cmd:", "expected"),
         ("ftp:21", "not a kind of check"),
         ("http:port/x", "port is a number"),
+        ("http:$PORT/x", "port is a number or"),
+        ("tcp:$PORTS", "port is a number or"),
         ("http:0", "port"),
         ("http:70000", "port"),
         ("tcp:22/x", "a port only"),
@@ -46,6 +48,22 @@ def test_each_kind_and_its_timing() -> None:
 def test_what_is_not_a_check_is_refused_saying_why(text: str, said: str) -> None:
     with pytest.raises(HealthSpecError, match=said):
         parse_health_check(text)
+
+
+def test_a_check_of_a_given_port_is_resolved_from_its_tasks_ports() -> None:
+    http = parse_health_spec("http:$PORT1/up", interval_seconds=2)
+    assert (http.port_index, http.ports_needed) == (1, 2)
+    check = http.resolve([31000, 31007])
+    assert check.http is not None
+    assert (check.http.port, check.http.path, check.interval_seconds) == (31007, "/up", 2)
+    tcp = parse_health_spec("tcp:PORT0").resolve([31002])  # (the `$` may be left out)
+    assert tcp.tcp is not None
+    assert tcp.tcp.port == 31002
+    assert parse_health_spec("tcp:22").resolve([31000]).tcp.port == 22  # type: ignore[union-attr]
+    with pytest.raises(HealthSpecError, match=r"names \$PORT1, but the task is given 1 port"):
+        http.resolve([31000])
+    with pytest.raises(HealthSpecError, match="given 0 ports"):
+        parse_health_check("http:$PORT0/")  # (a HealthCheck as such holds a number)
 
 
 def test_timing_out_of_bounds_is_refused() -> None:

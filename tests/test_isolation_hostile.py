@@ -286,16 +286,20 @@ async def test_a_descriptor_to_a_tenants_own_cgroup_never_joins_the_victims() ->
         victim = s.slave.tasks[(ALICE, "c")].runner
         assert victim is not None
         assert victim.pid is not None
+        slaves, pid = {cgroup_of(os.getpid())}, victim.pid
+
+        def alices() -> set[str]:
+            return {cgroup_of(p) for p in pids_below(pid)} - slaves
+
+        # (RUNNING is said as its chain starts: C's shell joins its cgroup a moment later)
+        await eventually(lambda: bool(alices()))
         (s.sandbox(MALLORY, "b") / "join").touch()
         await eventually(lambda: "done" in said(s, MALLORY, "b"))
         bs = s.slave.tasks[(MALLORY, "b")].runner
         assert bs is not None
         assert bs.pid is not None
-        slaves = {cgroup_of(os.getpid())}
-        alices = {cgroup_of(p) for p in pids_below(victim.pid)} - slaves
         mallorys = {cgroup_of(p) for p in pids_below(bs.pid)}
-        assert alices
-        assert not alices & mallorys, said(s, MALLORY, "b")
+        assert not alices() & mallorys, said(s, MALLORY, "b")
 
 
 def said(s: Shared, framework_id: str, task_id: str) -> str:

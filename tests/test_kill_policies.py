@@ -40,6 +40,22 @@ GRACEFUL = (
 STUBBORN = "trap 'echo ignored' TERM; echo up > ready; while :; do sleep 0.05; done"
 
 
+# SIGTERM trapped below the task's command: by a nested shell's trap, and by a python
+# child's handler (the task's own shell, which dash does not replace by its one command,
+# stays between: it dies of the SIGTERM, the trap's work goes on); 1 s of work, then a mark
+NESTED_TRAP = (
+    'sh -c \'trap "sleep 1; echo bye > done; exit 0" TERM; echo up > ready; '
+    "while :; do sleep 0.05; done'"
+)
+PYTHON_HANDLER = (
+    "python3 -c 'import pathlib, signal, sys, time\n"
+    "def bye(*_):\n"
+    '    time.sleep(1); pathlib.Path("done").write_text("bye\\n"); sys.exit(0)\n'
+    'signal.signal(signal.SIGTERM, bye); pathlib.Path("ready").write_text("up")\n'
+    "while True: time.sleep(0.05)'"
+)
+
+
 @pytest.fixture
 async def rig(mosquitto: MosquittoBroker, tmp_path: Path) -> AsyncIterator[Rig]:
     async with master_rig(mosquitto, tmp_path) as r:
@@ -111,6 +127,63 @@ async def test_a_task_that_traps_sigterm_gets_its_grace_and_no_more(
     _, took = await killed_after(fw, "default", await kill(fw, "default"))
     assert 1.0 <= took < 1.4, took
     assert not (default / "done").exists()
+
+
+MODES = {  # the slave's isolation: none; a PID namespace; a user, namespace and cgroups
+    "shared-pids": {},
+    "pid-namespace": {"pid_namespace": True},
+    "confined": {"pid_namespace": True, "switch_user": True, "isolation": "cgroups"},
+}
+
+
+@pytest.mark.timing  # a grace measured on the wall clock
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_sigterm_trapped_below_the_tasks_command_gets_its_grace(
+    rig: Rig, mode: str
+) -> None:
+    fw = await rig.framework()
+    await rig.start_slave("s1", Resources(cpus=2, mem=1024), **MODES[mode])
+    for task_id, command in (("nested", NESTED_TRAP), ("python", PYTHON_HANDLER)):
+        sandbox = await launch(rig, fw, task_id, command, grace=4)
+        status, took = await killed_after(fw, task_id, await kill(fw, task_id))
+        assert (sandbox / "done").read_text() == "bye\n", task_id
+        assert 1.0 <= took < 3.0, (task_id, took)
+        assert status.reason == Reason.KILLED_BY_FRAMEWORK
+        # the slave's wrapper says nothing of its own in the task's stderr (the nested
+        # shell may say "Terminated" of its `sleep` itself, as it would anywhere)
+        said = (sandbox / "stderr").read_text().count("Terminated")
+        assert said <= (task_id == "nested"), (task_id, said)
+
+
+# a task that counts the SIGTERMs it takes: each one's trap writes "term" (then 1.5 s of
+# work, a sleep a second SIGTERM would cut short, and "bye")
+TERM_COUNTER = (
+    "trap 'echo term >> terms; sleep 1.5; echo bye >> terms; exit 0' TERM; echo up > ready; "
+    "while :; do sleep 0.05; done"
+)
+
+
+@pytest.mark.timing
+async def test_a_kill_again_in_the_grace_sends_no_sigterm_and_never_lengthens_it(
+    rig: Rig,
+) -> None:
+    fw = await rig.framework()
+    await rig.start_slave("s1", Resources(cpus=2, mem=1024))
+    # killed twice (a framework that asks again, a master that failed over mid-drain):
+    # one SIGTERM, its trap's work whole
+    sandbox = await launch(rig, fw, "twice", TERM_COUNTER, grace=5)
+    sent = await kill(fw, "twice")
+    await eventually(lambda: (sandbox / "terms").exists())
+    await kill(fw, "twice")
+    _, took = await killed_after(fw, "twice", sent)
+    assert (sandbox / "terms").read_text() == "term\nbye\n"
+    assert 1.5 <= took < 3.0, took
+    # a second kill's longer grace does not put the first's SIGKILL off
+    await launch(rig, fw, "longer", STUBBORN, grace=1)
+    sent = await kill(fw, "longer")
+    await kill(fw, "longer", grace=30)
+    _, took = await killed_after(fw, "longer", sent)
+    assert 1.0 <= took < 1.6, took
 
 
 @pytest.mark.timing

@@ -25,10 +25,11 @@ from frameworks.job import (
 )
 from protocol.tooling.brokers import BrokerURL, MosquittoBroker, end_process
 from protocol.transport.aio import within
-from protocol.wire.messages import TaskFileData, TaskState, TaskStatus
+from protocol.wire.messages import Reason, TaskFileData, TaskState, TaskStatus
 
 from harness.helpers import live_cluster, processes_under, secure_cluster
 from harness.images import IMAGE, image  # noqa: F401  (the fixture: podman holds IMAGE)
+from harness.slave import port_server
 
 CLUSTER = "run"
 
@@ -92,6 +93,29 @@ async def test_it_says_when_its_health_check_changes_its_verdict(
     said = [verdict for verdict in said if verdict.endswith("healthy")]
     assert code == 0, err.decode()
     assert said[-2:] == ["healthy", "unhealthy"], err.decode()
+
+
+@pytest.mark.slow(15)
+async def test_a_health_check_names_the_port_the_offer_gave(
+    mosquitto: MosquittoBroker, tmp_path: Path
+) -> None:
+    """`http:$PORT0/`: each instance's check is of its own first port, which it only
+    learns at its launch (a port of the slave's range, not one written here)."""
+    serve = f"timeout 5 {port_server()}; exit 0"
+    async with live_cluster(mosquitto.url, CLUSTER, tmp_path, slaves=1):
+        code, _, err = await run_to_its_end(
+            mosquitto.url, "--instances", "2", "--cpus", "0.2", "--mem", "64", "--ports", "1",
+            "--health-check", "http:$PORT0/", *HEALTH, "--health-failures", "100",
+            "--", "sh", "-c", serve,
+        )  # fmt: skip
+        refused = await run_to_its_end(
+            mosquitto.url, "--health-check", "tcp:$PORT1", "--ports", "1", "--", "true"
+        )
+    assert code == 0, err.decode()
+    assert "run-0 healthy" in err.decode(), err.decode()
+    assert "run-1 healthy" in err.decode(), err.decode()
+    assert refused[0] == 2  # (click's usage error) before anything is launched
+    assert "names $PORT1, but --ports 1 gives each instance 1 port" in refused[2].decode()
 
 
 @pytest.mark.slow(15)
@@ -204,6 +228,22 @@ async def test_with_an_image_the_command_runs_in_it(
 
 
 @pytest.mark.slow(20)
+@pytest.mark.usefixtures("image")
+async def test_an_image_the_slave_lacks_says_so_and_exits_125(
+    mosquitto: MosquittoBroker, tmp_path: Path
+) -> None:
+    async with live_cluster(mosquitto.url, CLUSTER, tmp_path, slaves=1):
+        code, _, err = await run_to_its_end(
+            mosquitto.url, "--image", "localhost/busybox:1", "--", "echo", "hi"
+        )
+    # as Mesos says of a container it could not provision: TASK_FAILED, its reason
+    # REASON_CONTAINER_LAUNCH_FAILED; it never ran: `docker run`'s 125
+    assert code == ERROR_EXIT, err.decode()
+    assert "run-0 TASK_FAILED: podman could not run image localhost/busybox:1" in err.decode()
+    assert "image not known" in err.decode()
+
+
+@pytest.mark.slow(20)
 async def test_it_runs_as_its_callers_principal_in_a_role_it_was_given(tmp_path: Path) -> None:
     """On a secured cluster: the framework is the caller's principal's, in its own role;
     a role it was not given is refused, and the command says so."""
@@ -251,6 +291,10 @@ def test_the_exit_status_is_the_highest_instances() -> None:
     assert exit_code([status(TaskState.KILLED), status(TaskState.FAILED, 3)]) == KILLED_EXIT
     assert exit_code([status(TaskState.LOST)]) == LOST_EXIT
     assert exit_code([status(TaskState.ERROR)]) == ERROR_EXIT
+    launch_failed = TaskStatus(
+        task_id="t", state=TaskState.FAILED, reason=Reason.CONTAINER_LAUNCH_FAILED
+    )
+    assert exit_code([launch_failed]) == ERROR_EXIT
     assert len({FAILED_EXIT, KILLED_EXIT, LOST_EXIT, ERROR_EXIT, 0}) == 5
 
 

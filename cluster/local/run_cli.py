@@ -12,7 +12,7 @@ import click
 from frameworks.cli import default_role
 from frameworks.driver import SchedulerDriver
 from frameworks.errors import DriverError, SubscribeRefused
-from frameworks.health_spec import FORMS, HealthSpecError, parse_health_check
+from frameworks.health_spec import FORMS, HealthSpecError, parse_health_spec
 from frameworks.job import (
     ERROR_EXIT,
     FAILED_EXIT,
@@ -117,8 +117,8 @@ def check_name(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
     default=None,
     metavar="CHECK",
     help=f"Check each instance's health as its slave runs it: {FORMS} (e.g. "
-    "'http:8080/healthz', 'cmd:test -f ready'). Changes are said here; an instance "
-    "unhealthy --health-failures times in a row is killed.",
+    "'http:8080/healthz', 'http:$PORT0/healthz' with --ports 1, 'cmd:test -f ready'). "
+    "Changes are said here; an instance unhealthy --health-failures times in a row is killed.",
 )
 @click.option(
     "--health-delay", type=click.FloatRange(0), default=15.0, show_default=True,
@@ -176,7 +176,7 @@ def run(
     check = None
     if health is not None:
         try:
-            check = parse_health_check(
+            check = parse_health_spec(
                 health,
                 delay_seconds=health_delay,
                 interval_seconds=health_interval,
@@ -186,7 +186,13 @@ def run(
             )
         except HealthSpecError as e:
             raise click.BadParameter(str(e), param_hint="--health-check") from None
-        if check.type == HealthCheckType.COMMAND and image is not None:
+        if check.ports_needed > ports:
+            raise click.BadParameter(
+                f"{health!r} names $PORT{check.ports_needed - 1}, but --ports {ports} "
+                f"gives each instance {ports} port{'s' if ports != 1 else ''}",
+                param_hint="--health-check",
+            )
+        if check.check.type == HealthCheckType.COMMAND and image is not None:
             raise click.BadParameter(
                 "a cmd: check is not run in a container image", param_hint="--health-check"
             )

@@ -118,6 +118,12 @@ class Rig:
         await fw.accept(offer, [task], refuse=0)
         return self.tmp / offer.slave_id / "sandboxes" / fw.framework_id / task_id
 
+    async def decline_next(self, fw: FakeFramework, refuse: float) -> None:
+        """Decline `fw`'s next offer (for `refuse` seconds): its slave goes to another."""
+        offer = await fw.next_offer(after=self.offers_used(fw))
+        self._used[fw.inbox_id] = self.offers_used(fw) + 1
+        await fw.decline(offer, refuse=refuse)
+
     def offers_used(self, fw: FakeFramework) -> int:
         return self._used.get(fw.inbox_id, 0)
 

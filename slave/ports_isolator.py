@@ -1,0 +1,147 @@
+"""Ports held to what the offer gave (Mesos's `network/ports` isolator): a command task
+that listens on a port of the slave's `ports` range it was not given is killed, so that
+no tenant squats another's service port, takes its traffic, or answers its health check.
+
+Tasks share the host's network namespace, so nothing stops a bind: the slave looks,
+every `interval` seconds (Mesos's `--container_ports_watch_interval`), at which TCP ports
+each task's processes listen on, in one pass off the event loop: the listening sockets
+of /proc/net/tcp and tcp6 (their inodes), and each live process's group and PID
+namespace from /proc, then the sockets (`/proc/PID/fd`) of the tasks' processes alone. A
+task's processes are its process group and, in a PID namespace of its own, every
+process there (one that left the group with `setsid` too).
+
+Only the slave's own range is held (Mesos's `--check_agent_port_range_only`): a port
+outside it is no task's to be given, and is left alone. Between two looks a squatter
+may answer for a few seconds; UDP, an image task's container (podman gives it a network
+namespace of its own) and a custom executor's processes are not looked at.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from protocol.wire.discrete import Discrete, Ranges
+from protocol.wire.messages import Reason, TaskState
+from protocol.wire.resources import PORTS
+from slave.config import TaskRecord
+from slave.runners import Limit, Runner
+
+LISTEN = "0A"  # a TCP socket's state in /proc/net/tcp: listening
+TABLES = ("/proc/net/tcp", "/proc/net/tcp6")
+
+
+def listening_sockets(tables: Iterable[str] = TABLES) -> dict[int, int]:
+    """The host's listening TCP sockets (v4 and v6): socket inode -> port."""
+    found: dict[int, int] = {}
+    for table in tables:
+        with contextlib.suppress(OSError), open(table) as f:
+            next(f, None)  # (its header)
+            for line in f:
+                fields = line.split()
+                if len(fields) > 9 and fields[3] == LISTEN:
+                    found[int(fields[9])] = int(fields[1].rsplit(":", 1)[1], 16)
+    return found
+
+
+def _process(pid: str) -> tuple[int, str] | None:
+    """A live process's group and PID namespace, or None (gone, or a zombie)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read()
+        namespace = os.readlink(f"/proc/{pid}/ns/pid")
+    except OSError:
+        return None
+    fields = stat[stat.rfind(")") + 2 :].split()
+    return None if len(fields) < 3 or fields[0] == "Z" else (int(fields[2]), namespace)
+
+
+def _sockets(pid: str) -> set[int]:
+    """The socket inodes a process holds open."""
+    inodes = set()
+    with contextlib.suppress(OSError):
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            with contextlib.suppress(OSError):
+                target = os.readlink(f"/proc/{pid}/fd/{fd}")
+                if target.startswith("socket:["):
+                    inodes.add(int(target[8:-1]))
+    return inodes
+
+
+def listened_ports(groups: set[int]) -> dict[int, set[int]]:
+    """The TCP ports the processes of each task (its process group, and its own PID
+    namespace's processes) listen on: group -> ports. (Blocking: in a thread.)"""
+    listening = listening_sockets()
+    if not listening or not groups:
+        return {}
+    own = os.readlink("/proc/self/ns/pid")
+    processes = {}
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit() and (seen := _process(entry.name)) is not None:
+            processes[entry.name] = seen
+    # a task's PID namespace: the one its group's processes are in, if not the slave's
+    namespaces = {ns: g for g, ns in processes.values() if g in groups and ns != own}
+    ports: dict[int, set[int]] = {}
+    for pid, (group, namespace) in processes.items():
+        owner = group if group in groups else namespaces.get(namespace)
+        if owner is not None:
+            held = {listening[i] for i in _sockets(pid) if i in listening}
+            ports.setdefault(owner, set()).update(held)
+    return ports
+
+
+def _ports(discrete: Discrete) -> Ranges:
+    value = discrete.get(PORTS)
+    return value if isinstance(value, Ranges) else Ranges()
+
+
+def squatted(listened: set[int], given: Ranges, held: Ranges) -> list[int]:
+    """The ports of the slave's range (`held`) a task listens on, not `given` to it."""
+    return sorted(p for p in listened if _has(held, p) and not _has(given, p))
+
+
+def _has(ranges: Ranges, port: int) -> bool:
+    return any(begin <= port <= end for begin, end in ranges.spans)
+
+
+async def enforce_ports(
+    tasks: Mapping[tuple[str, str], TaskRecord], slave: Discrete, interval: float, log: Any
+) -> None:
+    """Every `interval` seconds, until cancelled: kill each command task that listens
+    on a port of the slave's range (`slave`'s ports) not given to it."""
+    held = _ports(slave)
+    while True:
+        await asyncio.sleep(interval)
+        runners: dict[int, tuple[TaskRecord, Runner]] = {
+            r.runner.pid: (r, r.runner)
+            for r in tasks.values()
+            if r.runner is not None and r.runner.pid and not r.state.terminal
+        }
+        if not runners or not held:
+            continue
+        listened = await asyncio.to_thread(listened_ports, set(runners))
+        for group, ports in listened.items():
+            record, runner = runners[group]
+            given = _ports(record.info.discrete)
+            if bad := squatted(ports, given, held):
+                named = ", ".join(map(str, bad))
+                message = (
+                    f"listened on port {named} of the slave's range, not given to it (its "
+                    f"ports: {_text(given) or 'none'}): a task listens only "
+                    "on the ports its offer gave it ($PORT0, ...)"
+                )
+                log.warning(
+                    "task.port_limit",
+                    framework_id=record.framework_id,
+                    task_id=record.info.task_id,
+                    ports=bad,
+                )
+                limit = Limit(TaskState.FAILED, Reason.CONTAINER_LIMITATION, message)
+                await runner.kill(0.0, limit)
+
+
+def _text(ranges: Ranges) -> str:
+    return ",".join(f"{b}" if b == e else f"{b}-{e}" for b, e in ranges.spans)

@@ -1,0 +1,108 @@
+"""The ports isolator on a real slave with real task processes (slave.ports_isolator): two
+tenants share a slave; one's task that listens on a port of the slave's range it was
+not given is killed (TASK_FAILED, REASON_CONTAINER_LIMITATION, the port named), while
+the tasks that listen on their own ports, or outside the range, run on."""
+
+from __future__ import annotations
+
+import urllib.request
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from protocol.tooling.brokers import MosquittoBroker
+from protocol.wire.discrete import Discrete, Ranges
+from protocol.wire.messages import Reason, TaskState, Update
+from protocol.wire.resources import PORTS, Resources
+from slave.config import SlaveConfig
+
+from harness.fakes import FakeFramework
+from harness.helpers import eventually
+from harness.slave import Rig, free_span, master_rig, port_server
+
+
+@pytest.fixture
+async def rig(mosquitto: MosquittoBroker, tmp_path: Path) -> AsyncIterator[Rig]:
+    async with master_rig(mosquitto, tmp_path) as r:
+        yield r
+
+
+def ports(*given: int) -> Discrete:
+    return Discrete({PORTS: Ranges([(p, p) for p in given])})
+
+
+def answers(port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2) as reply:
+            return reply.status == 200
+    except OSError:
+        return False
+
+
+async def serve(
+    rig: Rig, fw: FakeFramework, task_id: str, given: int, on: int, how: str = ""
+) -> None:
+    """A task given port `given` that serves HTTP on port `on`, once it answers."""
+    command = f"PORT0={on} {how}{port_server()}"
+    await rig.launch(fw, command, task_id, discrete=ports(given))
+    await fw.update_for(task_id, TaskState.RUNNING)
+    await eventually(lambda: answers(on), timeout=15)
+
+
+MODES = {  # the slave's isolation: none; each tenant a user of its own, in a PID namespace
+    "shared-pids": {},
+    "confined": {"pid_namespace": True, "switch_user": True},
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_task_listening_on_a_port_it_was_not_given_is_killed(rig: Rig, mode: str) -> None:
+    base = free_span(12)
+    outside = base + 11  # free, and not in the slave's range
+    slave_ports = Discrete({PORTS: Ranges([(base, base + 9)])})
+    await rig.start_slave(
+        "s1", Resources(cpus=4, mem=2048), discrete=slave_ports,
+        ports_isolation=True, ports_check_interval=0.2, **MODES[mode],
+    )  # fmt: skip
+    mallory = await rig.framework("mallory")
+    await serve(rig, mallory, "own", base + 1, base + 1)  # her own port: fine
+    await serve(rig, mallory, "outside", base + 2, outside)  # outside the range: not held
+    # (the slave's offers: to alice, while mallory waits 2 s; then, alice wanting no
+    # more, back to mallory)
+    alice = await rig.framework("alice")
+    await rig.decline_next(mallory, refuse=2)
+    await serve(rig, alice, "web", base, base)
+    await rig.decline_next(alice, refuse=3600)
+    # a port of the range that is no one's yet (the next tenant's service port): in a PID
+    # namespace, a process that left the task's process group is found all the same
+    how = "setsid " if mode == "confined" else ""
+    command = f"PORT0={base + 5} {how}{port_server()}"
+    await rig.launch(mallory, command, "squat", discrete=ports(base + 3))
+    failed = await mallory.update_for("squat", TaskState.FAILED, timeout=15)
+    assert failed.reason == Reason.CONTAINER_LIMITATION
+    assert f"listened on port {base + 5} of the slave's range" in failed.message
+    assert f"its ports: {base + 3}" in failed.message
+    await eventually(lambda: not answers(base + 5))
+    # the pass that found the squatter looked at the others too: they run on
+    ended = [
+        u.status.task_id
+        for fw in (alice, mallory)
+        for u in fw.inbox.of(Update)
+        if u.status.state.terminal and u.status.task_id != "squat"
+    ]
+    assert ended == []
+    assert answers(base)
+    assert answers(base + 1)
+    assert answers(outside)
+
+
+def test_ports_are_held_by_default_where_tasks_are_isolated(tmp_path: Path) -> None:
+    def config(**kw: object) -> SlaveConfig:
+        return SlaveConfig("s", "h", Resources(cpus=1), tmp_path, **kw)  # type: ignore[arg-type]
+
+    assert not config().holds_ports
+    assert config(switch_user=True).holds_ports
+    assert config(pid_namespace=True).holds_ports
+    assert not config(pid_namespace=True, ports_isolation=False).holds_ports
+    assert config(ports_isolation=True).holds_ports
