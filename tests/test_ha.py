@@ -290,6 +290,7 @@ async def _until(condition: object, timeout: float) -> None:
 
 
 @pytest.mark.slow(150)
+@pytest.mark.timeout(480)  # (two minutes of chaos, then every part's stop and the checks)
 async def test_a_two_minute_chaos_soak_keeps_every_task_and_the_books(tmp_path: Path) -> None:
     from benchmarks.soak import soak
 
