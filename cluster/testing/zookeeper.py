@@ -79,7 +79,7 @@ class ZooKeeperServer:
         try:
             self._proc = await asyncio.create_subprocess_exec(
                 "java",
-                "-Xmx256m",
+                "-Xmx1g",  # (a registry of 100,000 slaves outgrew 256 MB: its JVM ended)
                 f"-Dzookeeper.log.dir={self.dir}",
                 "-cp",
                 classpath,
