@@ -20,8 +20,11 @@ import string
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestClient, TestServer
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -259,8 +262,7 @@ async def test_after_a_restart_without_books_orphans_go_back_to_their_owner_only
         await c.reregister()
         assert c.master.books.orphan_owners(fid) == {"alice"}
         # an operator sees them in the classic state, as Mesos lists orphans
-        answer = await ClassicEndpoints(master_side(c.master), 0.0).state(None)  # type: ignore[arg-type]
-        state = json.loads(answer.text)  # type: ignore[attr-defined]
+        state = await classic_state(c.master)
         assert sorted(t["framework_id"] for t in state["orphan_tasks"]) == [fid] * 3
         assert state["unregistered_frameworks"] == [fid]
         assert await claim(fid) == await claim(nobodys)  # and after
@@ -388,3 +390,15 @@ async def test_after_a_real_masters_restart_without_its_books_alice_keeps_her_ta
         finally:
             alice.stop()
             await alice.join()
+
+
+async def classic_state(master: Master) -> dict[str, Any]:
+    """`GET /master/state` as an operator's tool reads it (the answer is streamed as it is
+    built, so it is read through a server)."""
+    app = web.Application()
+    app.add_routes(ClassicEndpoints(master_side(master), 0.0).routes())
+    async with TestClient(TestServer(app)) as client:
+        answer = await client.get("/master/state")
+        assert answer.status == 200
+        state: dict[str, Any] = json.loads(await answer.text())
+    return state
