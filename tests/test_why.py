@@ -239,13 +239,9 @@ def clusters(draw: st.DrawFn) -> tuple[OfferCycle, Books]:
     return cycle, books
 
 
-@settings(max_examples=150, deadline=None)
-@given(clusters(), st.lists(st.sampled_from(["keep", "launch", "decline"]), max_size=4))
-def test_every_framework_passed_over_has_true_reasons(
-    drawn: tuple[OfferCycle, Books], steps: list[str]
-) -> None:
-    cycle, books = drawn
-    a = cycle.allocator
+def played(cycle: OfferCycle, books: Books, steps: list[str]) -> float:
+    """The cluster after `steps`, a second apart (offers kept, launched on whole, or all
+    declined for 5 s): the time of the round to look at next."""
     now = 0.0
     for step in steps:
         now += 1.0
@@ -257,7 +253,17 @@ def test_every_framework_passed_over_has_true_reasons(
             for o in list(books.offers.values()):
                 cycle.decline(o.framework_id, o.slave_id, o.resources, 5.0, now)
                 del books.offers[o.offer_id]
-    now += 1.0
+    return now + 1.0
+
+
+@settings(max_examples=150, deadline=None)
+@given(clusters(), st.lists(st.sampled_from(["keep", "launch", "decline"]), max_size=4))
+def test_every_framework_passed_over_has_true_reasons(
+    drawn: tuple[OfferCycle, Books], steps: list[str]
+) -> None:
+    cycle, books = drawn
+    a = cycle.allocator
+    now = played(cycle, books, steps)
     offered = {x.framework_id for x in cycle.round(now).offers}  # (not kept: given back)
     for fid in a.frameworks:
         reasons, _ = cycle.why(fid, now)
@@ -279,18 +285,7 @@ def test_the_first_reason_alone_is_the_first_of_all(
     """The simulator asks for the first reason's code at every sample and its sentence only
     the first time (`why_first`): both are the first of the reasons `why` gives."""
     cycle, books = drawn
-    now = 0.0
-    for step in steps:
-        now += 1.0
-        if step == "keep":
-            keep(cycle, books, now)
-        elif step == "launch":
-            launch_all(cycle, books)
-        else:
-            for o in list(books.offers.values()):
-                cycle.decline(o.framework_id, o.slave_id, o.resources, 5.0, now)
-                del books.offers[o.offer_id]
-    now += 1.0
+    now = played(cycle, books, steps)
     cycle.round(now)
     for fid in cycle.allocator.frameworks:
         reasons, _ = cycle.why(fid, now, fair_share=False)
