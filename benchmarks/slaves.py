@@ -54,7 +54,8 @@ from benchmarks.failover_tasks import Frameworks, framework_name, task_size
 from benchmarks.party_cpu import PartyCpu
 from cluster.testing.zookeeper import ZooKeeperServer
 from protocol import logs
-from protocol.tooling.brokers import MosquittoBroker, free_port
+from protocol.tooling.brokers import MosquittoBroker
+from protocol.tooling.ports import free_port
 from protocol.transport.aio import within
 from protocol.transport.bus import Bus
 from protocol.wire.messages import Heartbeats, Wire

@@ -21,8 +21,8 @@ from protocol.tooling.brokers import (
     EmbeddedBroker,
     MosquittoBroker,
     end_process,
-    free_port,
 )
+from protocol.tooling.ports import free_port
 from protocol.transport.aio import within
 from protocol.transport.bus import Bus, Dispatcher
 from protocol.wire.codec import PROTOCOL_VERSION, encode

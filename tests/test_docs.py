@@ -32,7 +32,8 @@ from pathlib import Path
 import pytest
 from markdown_it import MarkdownIt
 
-from protocol.tooling.brokers import MosquittoBroker, free_port
+from protocol.tooling.brokers import MosquittoBroker
+from protocol.tooling.ports import free_port
 from protocol.transport.aio import within
 
 from harness.helpers import live_cluster

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from master.http.metrics import exposition, registry_for
-from protocol.tooling.brokers import MosquittoBroker, free_port
+from protocol.tooling.brokers import MosquittoBroker
+from protocol.tooling.ports import free_port
 from protocol.wire.messages import (
     CommandCheck,
     CommandInfo,

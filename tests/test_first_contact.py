@@ -25,7 +25,8 @@ from click.testing import CliRunner
 
 from cluster.cli import main
 from cluster.local.secure import provision
-from protocol.tooling.brokers import BrokerURL, EmbeddedBroker, MosquittoBroker, free_port
+from protocol.tooling.brokers import BrokerURL, EmbeddedBroker, MosquittoBroker
+from protocol.tooling.ports import free_port
 from protocol.transport.aio import within
 from protocol.transport.base import ConnectedElsewhere
 from protocol.transport.bus import Bus

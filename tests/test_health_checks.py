@@ -21,7 +21,8 @@ from pydantic import ValidationError
 from master.http.metrics import exposition, registry_for
 from protocol import mesos_json as mj
 from protocol.health_checker import http_probe
-from protocol.tooling.brokers import MosquittoBroker, free_port
+from protocol.tooling.brokers import MosquittoBroker
+from protocol.tooling.ports import free_port
 from protocol.wire.messages import (
     CommandCheck,
     CommandInfo,

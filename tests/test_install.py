@@ -106,7 +106,7 @@ def test_a_master_with_http_off_runs_without_aiohttp() -> None:
     program = WITHOUT_THEM.replace(repr(OPTIONAL), repr(("aiohttp",))) + (
         "from cluster.cli import main; main()"
     )
-    from protocol.tooling.brokers import free_port
+    from protocol.tooling.ports import free_port
 
     port = free_port()
     broker = subprocess.Popen(["mosquitto", "-p", str(port)], stderr=subprocess.DEVNULL)

@@ -80,7 +80,7 @@ async def test_sigterm_stops_masters_cut_off_from_zookeeper_as_their_term_ends(
 
 async def test_sigterm_stops_a_master_that_never_reached_zookeeper(tmp_path: Path) -> None:
     """Nothing listens where --zk points: the master is still connecting when told to stop."""
-    from protocol.tooling.brokers import free_port
+    from protocol.tooling.ports import free_port
 
     log = tmp_path / "master.log"
     with log.open("w") as out:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from protocol.tooling.brokers import MosquittoBroker
+from protocol.tooling.ports import free_port
 from protocol.wire.discrete import Discrete, Ranges
 from protocol.wire.messages import Reason, TaskState, Update
 from protocol.wire.resources import PORTS, Resources
@@ -19,7 +20,7 @@ from slave.config import SlaveConfig
 
 from harness.fakes import FakeFramework
 from harness.helpers import eventually
-from harness.slave import Rig, free_span, master_rig, port_server
+from harness.slave import Rig, master_rig, port_server
 
 
 @pytest.fixture
@@ -58,7 +59,7 @@ MODES = {  # the slave's isolation: none; each tenant a user of its own, in a PI
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_a_task_listening_on_a_port_it_was_not_given_is_killed(rig: Rig, mode: str) -> None:
-    base = free_span(12)
+    base = free_port(12)
     outside = base + 11  # free, and not in the slave's range
     slave_ports = Discrete({PORTS: Ranges([(base, base + 9)])})
     await rig.start_slave(

@@ -21,12 +21,13 @@ from frameworks import (
     SchedulerDriver,
     ports_of,
 )
+from protocol.tooling.ports import free_port
 from protocol.wire.messages import TaskState
 
 from conftest import need_mosquitto
 from harness.helpers import SecureCluster, basic, secure_cluster
 from harness.pymesos import need_pymesos, running
-from harness.slave import free_span, port_server
+from harness.slave import port_server
 
 CLUSTER = "ports"
 PRINCIPALS = [("master", "master"), ("ops", "operator"), ("slave-0", "slave"),
@@ -132,7 +133,7 @@ async def test_an_sdk_framework_runs_web_servers_on_the_ports_its_offers_gave(
 ) -> None:
     need_mosquitto()
     reachable(tmp_path)
-    base = free_span(20)
+    base = free_port(20)
     async with secure_cluster(tmp_path, CLUSTER, PRINCIPALS, slaves(base)) as c:
         web = web_service().WebService(PER_SLAVE, bind="127.0.0.1")
         driver = SchedulerDriver(
@@ -201,7 +202,7 @@ async def test_a_pymesos_framework_runs_web_servers_on_the_ports_its_offers_gave
     need_mosquitto()
     need_pymesos()
     reachable(tmp_path)
-    base = free_span(20)
+    base = free_port(20)
     async with secure_cluster(tmp_path, CLUSTER, PRINCIPALS, slaves(base)) as c:
         master = c.web.split("//")[1].rstrip("/")
         process = await asyncio.create_subprocess_exec(

@@ -19,7 +19,7 @@ import pytest
 
 from cluster.testing import reachable
 from cluster.testing.ha import HACluster, HAConfig
-from protocol.tooling.brokers import free_port
+from protocol.tooling.ports import free_port
 
 from conftest import need_mosquitto, need_zookeeper
 from harness.helpers import SecureCluster, eventually, secure_cluster

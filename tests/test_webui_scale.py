@@ -16,7 +16,8 @@ import pytest
 from master.books import Slave
 from master.http.config import HttpConfig
 from master.master import Master, MasterConfig
-from protocol.tooling.brokers import MosquittoBroker, free_port
+from protocol.tooling.brokers import MosquittoBroker
+from protocol.tooling.ports import free_port
 from protocol.transport.bus import Bus
 from protocol.wire.resources import Resources
 from protocol.wire.topics import Topics

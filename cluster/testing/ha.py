@@ -24,7 +24,8 @@ from cluster.testing import reachable
 from cluster.testing.zookeeper import ZooKeeperServer
 from frameworks.samples.journaled import item_of, work_items
 from protocol import logs
-from protocol.tooling.brokers import MosquittoBroker, free_port
+from protocol.tooling.brokers import MosquittoBroker
+from protocol.tooling.ports import free_port
 from protocol.transport.aio import within
 from protocol.transport.bus import Bus, Dispatcher
 from protocol.wire.messages import Leader, State

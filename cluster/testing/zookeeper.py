@@ -14,7 +14,8 @@ import tempfile
 from pathlib import Path
 
 from protocol import logs
-from protocol.tooling.brokers import BrokerError, end_process, free_port, wait_for_port
+from protocol.tooling.brokers import BrokerError, end_process
+from protocol.tooling.ports import PortTaken, free_port, wait_for_listener
 
 log = logs.get("zookeeper-server")
 
@@ -92,10 +93,10 @@ class ZooKeeperServer:
         finally:
             out.close()
         try:
-            await wait_for_port("127.0.0.1", self.port, timeout=60)
-        except BrokerError:
+            await wait_for_listener(self._proc, self.port, timeout=60)
+        except (PortTaken, TimeoutError) as e:
             await self.stop(kill=True)
-            raise
+            raise BrokerError(f"ZooKeeper on port {self.port}: {e}") from None
         log.info("zookeeper.started", port=self.port, pid=self._proc.pid)
 
     async def stop(self, *, kill: bool = False) -> None:

@@ -19,10 +19,8 @@ import asyncio
 import contextlib
 import os
 import pwd
-import random
 import shutil
 import signal
-import socket
 import ssl
 import tempfile
 from collections.abc import AsyncIterator
@@ -33,6 +31,7 @@ from urllib.parse import unquote, urlsplit
 
 from protocol import logs
 from protocol.extras import needs
+from protocol.tooling.ports import PortTaken, free_port, wait_for_listener
 from protocol.transport.aio import within
 
 log = logs.get("broker")
@@ -122,35 +121,6 @@ def broker_from_env(url: str | None = None) -> BrokerURL:
     return BrokerURL.parse(url, ca=ca, secret_file=secret_file if wants_secret else None)
 
 
-def free_port() -> int:
-    """A loopback port free now, outside the kernel's ephemeral range: a client that
-    dials a port in that range before its listener is up can be given that same port
-    as its own source and connect to itself (TCP simultaneous open), and then it holds
-    the port the listener was to bind (paho says "Unrecognised command 16" as it reads
-    its own CONNECT)."""
-    low, high = _ephemeral_range()
-    below = range(10_000, low) if low > 11_000 else range(high + 1, 65_536)
-    for port in random.sample(below, min(len(below), 200)):
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:  # (none free out there)
-        s.bind(("127.0.0.1", 0))
-        found: int = s.getsockname()[1]
-        return found
-
-
-def _ephemeral_range() -> tuple[int, int]:
-    try:
-        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
-        return int(low), int(high)
-    except (OSError, ValueError):
-        return 32_768, 60_999  # (Linux's default)
-
-
 async def end_process(
     proc: asyncio.subprocess.Process | None, *, kill: bool = False, grace: float = 10.0
 ) -> bool:
@@ -167,24 +137,6 @@ async def end_process(
         proc.kill()
         await proc.wait()
     return True
-
-
-async def wait_for_port(host: str, port: int, timeout: float = 10.0) -> None:
-    """Wait until something accepts TCP connections on host:port."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while True:
-        try:
-            _, writer = await within(asyncio.open_connection(host, port), 1.0)
-        except (OSError, TimeoutError):
-            if loop.time() > deadline:
-                raise BrokerError(f"nothing listens on {host}:{port} after {timeout}s") from None
-            await asyncio.sleep(0.02)
-            continue
-        writer.close()
-        with contextlib.suppress(OSError):
-            await writer.wait_closed()
-        return
 
 
 @dataclass(frozen=True)
@@ -384,10 +336,10 @@ class MosquittoBroker:
             stderr=asyncio.subprocess.DEVNULL,
         )
         try:
-            await wait_for_port("127.0.0.1", listener.port)
-        except BrokerError:
+            await wait_for_listener(self._proc, listener.port)
+        except (PortTaken, TimeoutError) as e:
             await self.stop()
-            raise
+            raise BrokerError(f"mosquitto on port {listener.port}: {e}") from None
         log.info("broker.started", kind="mosquitto", url=str(self.url), pid=self._proc.pid)
 
     async def stop(self, *, kill: bool = False) -> None:

@@ -210,29 +210,6 @@ def port_server() -> str:
     return f'/usr/bin/python3 -c "{program}"'
 
 
-def free_span(n: int) -> int:
-    """The first of `n` consecutive loopback ports that are free now (below the ephemeral
-    range, where nothing else picks ports at random)."""
-    import random
-    import socket
-
-    for _ in range(200):
-        base = random.randrange(20_000, 32_000 - n)
-        held = []
-        try:
-            for port in range(base, base + n):
-                s = socket.socket()
-                held.append(s)
-                s.bind(("127.0.0.1", port))
-            return base
-        except OSError:
-            continue
-        finally:
-            for s in held:
-                s.close()
-    raise RuntimeError(f"no {n} free consecutive ports")
-
-
 def http_server(port: int) -> str:
     """A task's command that serves HTTP on `port` (the host's python3, which a task's
     user may run): 200, or 500 once `sick` is in its sandbox."""
