@@ -344,20 +344,22 @@ class Simulation:
         refuse = self.spec.master.refuse_seconds
         book = self.booked if self.overbooks else None
         workloads = self.workloads
-        booked_to: set[str] = set()  # frameworks offered something they launch on this round
+        declines = None
+        if self.may_decline:
+            booked_to: set[str] = set()  # frameworks offered what they launch on this round
 
-        def declines(framework_id: str, free: Millis) -> bool:
-            """A framework launches nothing on an offer of `free` if its workload takes
-            nothing from it now -- known as the offer is made while nothing it was
-            offered earlier in the round is to be answered before it."""
-            if framework_id in booked_to:
+            def declines(framework_id: str, free: Millis) -> bool:
+                """A framework launches nothing on an offer of `free` if its workload
+                takes nothing from it now -- known as the offer is made while nothing it
+                was offered earlier in the round is to be answered before it."""
+                if framework_id in booked_to:
+                    return False
+                if workloads[framework_id].declines(t, free, book):
+                    return True
+                booked_to.add(framework_id)
                 return False
-            if workloads[framework_id].declines(t, free, book):
-                return True
-            booked_to.add(framework_id)
-            return False
 
-        for a in self.cycle.round(t, declines if self.may_decline else None).offers:
+        for a in self.cycle.round(t, declines).offers:
             self.offered_at[a.framework_id] = t
             if a.declined:  # (declined as it was made: counted, and its filter set)
                 self.offers += 1

@@ -205,17 +205,23 @@ def first_wanting(
     enough = False  # whether it is the master's minimum
 
     def wanted(framework_id: str) -> bool:
+        # wants_offer's usual answers without the call: the master's minimum or its own
+        # offer filters held, and nothing declined here -- or a decline standing (a round
+        # passes over a framework for every slave it declined)
         fw = frameworks[framework_id]
-        if enough and fw.min_allocatable is None:
-            # wants_offer's usual answers without the call: the master's minimum, and
-            # nothing declined here -- or a decline standing (a round passes over a
-            # framework for every slave it declined)
-            f = fw.filters.get(slave_id)
-            if f is None:
-                return True
-            if f.expires > now and (free == f.refused or within(free, f.refused)):
-                return False
-        return wants_offer(fw, slave_id, free, now, floor)
+        minimum = fw.min_allocatable
+        if minimum is None:
+            if not enough:
+                return wants_offer(fw, slave_id, free, now, floor)
+        elif not (fits_one(free, minimum) if minimum else anything(free)):
+            return False  # (can_use)
+        f = fw.filters.get(slave_id)
+        if f is None:
+            return True
+        if f.expires > now and (free == f.refused or within(free, f.refused)):
+            return False
+        del fw.filters[slave_id]  # expired, or more is free than was refused (`declined`)
+        return True
 
     def pick(visited: str, unallocated: Millis, _: float) -> Picked:
         nonlocal slave_id, free, enough

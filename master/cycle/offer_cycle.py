@@ -102,13 +102,10 @@ class OfferCycle:
         went back: a round is worth running."""
         if not resources:
             return False
+        if refuse_seconds:  # (`_refusal` inlined: once an offer a simulated run declines)
+            refuse_seconds = max(refuse_seconds, self.config.allocation_interval)
         self.allocator.recover(
-            framework_id,
-            slave_id,
-            resources,
-            role=role,
-            refuse_seconds=self._refusal(refuse_seconds),
-            now=now,
+            framework_id, slave_id, resources, role=role, refuse_seconds=refuse_seconds, now=now
         )
         return True
 
