@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 
 from master.allocation.clients import Clients
-from master.allocation.collector import paused_collector
+from master.allocation.collector import PausedCollector
 from master.allocation.holds import Holds
 from master.allocation.ledger import (
     Allocation,
@@ -345,9 +345,9 @@ class Allocator:
         `declines`: offers it says are declined whole are not booked (`unbooked`), where
         no quota or bound could tell.
 
-        The garbage collector waits for the round's end (`paused_collector`).
+        The garbage collector waits for the round's end (`PausedCollector`).
         """
-        with paused_collector():
+        with PausedCollector():
             if room:
                 bound = OfferRoom(room, self._leave_round, self._rejoin_round)
                 try:
