@@ -96,12 +96,18 @@ class SimulatedBooks:
     def wishes(self, now: float) -> Iterator[Wish]:
         """Each framework started, with what its workload still wants, as the allocator
         accounts it."""
+        for name in self.sim.frameworks:
+            wish = self.wish(name, now)
+            if wish is not None:
+                yield wish
+
+    def wish(self, framework_id: str, now: float) -> Wish | None:
         sim = self.sim
-        for name, fw in sim.frameworks.items():
-            if name in sim.added:
-                demand = sim.workloads[name].demand(now)
-                booked = [(dict(sim.booked(r).millis), n) for r, n in demand]
-                yield Wish(name, fw.role or name, demand=booked)
+        if framework_id not in sim.added:
+            return None
+        demand = sim.workloads[framework_id].demand(now)
+        booked = [(dict(sim.booked(r).millis), n) for r, n in demand]
+        return Wish(framework_id, sim.frameworks[framework_id].role or framework_id, demand=booked)
 
     def running(self) -> Iterator[RunningTask]:
         for ref, r in self.sim.tasks.items():
@@ -236,7 +242,8 @@ class Simulation:
                 self.round_pending = False
                 self._round(t)
             elif kind == "tick":
-                self._preempt(t)
+                if self.preempting:  # (off, the check has nothing to say)
+                    self._preempt(t)
                 self._round(t)
                 self._at(t + spec.master.allocation_interval, "tick")
             elif kind == "kill":

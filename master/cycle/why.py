@@ -662,10 +662,8 @@ def _fitting_no_free(tasks: list[Millis], free: Mapping[str, Millis]) -> Reason:
 
 def _tasks(state: State, framework_id: str, now: float) -> list[Millis]:
     """The tasks it declared it still wants (its last Request), each once."""
-    for wish in state.wishes(now):
-        if wish.framework_id == framework_id:
-            return [t for t, n in wish.demand or [] if n > 0 and t]
-    return []
+    wish = state.wish(framework_id, now)
+    return [] if wish is None else [t for t, n in wish.demand or [] if n > 0 and t]
 
 
 def _short(
