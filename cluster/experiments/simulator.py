@@ -427,16 +427,19 @@ class Simulation:
         killed meanwhile are gone already."""
         freed: Millis = {}
         r: Running | None = None
+        ended = 0
         for ref in range(first, first + self.finishing.pop(first)):
             task = self.tasks.pop(ref, None)
             if task is not None:
                 r = task
+                ended += 1
                 self._end(ref, r, t, completed=True)
                 add_millis(freed, r.booked.millis)
         if r is None:
             return
-        if r.framework in self.added:
-            self.allocator.recover(r.framework, r.slave, Resources.from_millis(freed))
+        if r.framework in self.added:  # (one task, the usual: what it booked comes back)
+            back = r.booked if ended == 1 else Resources.from_millis(freed)
+            self.allocator.recover(r.framework, r.slave, back)
         self._follow(r.framework, t)
         self._want_round(t)
 
