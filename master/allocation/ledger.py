@@ -260,13 +260,16 @@ def declined_by_all(
     # who may refuse it: everyone who declined it since this was last counted (filters
     # go, they are not set elsewhere), so while fewer than want offers, not everyone
     # does, and nobody is asked
-    if len(slave.refused_by) < len(wanting):
+    refused_by = slave.refused_by
+    if len(refused_by) < len(wanting):
         return False
     sid = slave.slave_id
-    refusing = set()
     for fid, fw in wanting.items():  # (it declined `free` here, and refuses it still)
         f = fw.filters.get(sid)
-        if f is not None and f.expires > now and (free == f.refused or within(free, f.refused)):
-            refusing.add(fid)
-    slave.refused_by = refusing
-    return len(refusing) == len(wanting)
+        if f is None or f.expires <= now or not (free == f.refused or within(free, f.refused)):
+            # one does not: nobody else need be asked now; it is no longer counted (those
+            # not asked may be, which only makes the next count ask again)
+            refused_by.discard(fid)
+            return False
+    slave.refused_by = set(wanting)
+    return True
