@@ -366,24 +366,28 @@ class Simulation:
                 booked_to.add(framework_id)
                 return False
 
-        for a in self.cycle.round(t, declines).offers:
-            self.offered_at[a.framework_id] = t
-            if a.declined:  # (declined as it was made: counted, and its filter set)
-                self.offers += 1
-                self.declines += 1
-                self.cycle.refused(a, refuse, t)
-                self._schedule_arrival(a.framework_id)
-                self._follow(a.framework_id, t)
-                continue
-            w = workloads[a.framework_id]
-            left = dict(a.resources.millis)
-            tasks = w.take_from(t, left, book)  # (left: what they did not use)
+        cycle, offered_at, follow, arrivals = (
+            self.cycle,
+            self.offered_at,
+            self._follow,
+            self._schedule_arrival,
+        )  # (bound once: these run for every offer)
+        for a in cycle.round(t, declines).offers:
+            fid = a.framework_id
+            offered_at[fid] = t
             self.offers += 1
-            self.declines += not tasks
+            if a.declined:  # (declined as it was made: counted, and its filter set)
+                self.declines += 1
+                cycle.refused(a, refuse, t)
+                arrivals(fid)
+                follow(fid, t)
+                continue
+            left = dict(a.resources.millis)
+            tasks = workloads[fid].take_from(t, left, book)  # (left: what they did not use)
             group, ends = 0, -1.0  # tasks launched together that end together: one event
             for task in tasks:
                 booked = task.resources if book is None else book(task.resources)
-                ref, task_ends = self._launch(a.framework_id, a.slave_id, task, booked, t)
+                ref, task_ends = self._launch(fid, a.slave_id, task, booked, t)
                 if group and task_ends == ends:
                     self.finishing[ref - group] = group + 1
                     group += 1
@@ -392,12 +396,12 @@ class Simulation:
                     self.finishing[ref] = 1
                     group, ends = 1, task_ends
             if not tasks:  # declined whole, the usual: the offer's own resources go back
-                self.cycle.decline(a.framework_id, a.slave_id, a.resources, refuse, t)
+                self.declines += 1
+                cycle.decline(fid, a.slave_id, a.resources, refuse, t)
             elif any(left.values()):  # (what it did not use; used whole, nothing goes back)
-                rest = Resources.from_millis(left)
-                self.cycle.decline(a.framework_id, a.slave_id, rest, refuse, t)
-            self._schedule_arrival(a.framework_id)
-            self._follow(a.framework_id, t)
+                cycle.decline(fid, a.slave_id, Resources.from_millis(left), refuse, t)
+            arrivals(fid)
+            follow(fid, t)
 
     def _launch(
         self, name: str, slave: str, task: Pending, booked: Resources, t: float
