@@ -644,7 +644,7 @@ class Allocator:
             fw.filters[slave_id] = Filter(now + refuse_seconds, refused)
             refused_by = slave.refused_by
             refused_by.add(framework_id)
-            self._visits.lapse(now + refuse_seconds, slave_id)
+            self._visits.lapses.at(now + refuse_seconds, slave_id)  # (when it lapses)
             # (while fewer refuse it than want offers, not all do: `declined_by_all`)
             if len(refused_by) >= len(self._wanting) and self._declined_by_all(slave_id, free, now):
                 self._visits.refused_by_all(slave_id)
