@@ -267,8 +267,10 @@ def declined_by_all(
     for fid, fw in wanting.items():  # (it declined `free` here, and refuses it still)
         f = fw.filters.get(sid)
         if f is None or f.expires <= now or not (free == f.refused or within(free, f.refused)):
-            # one does not: nobody else need be asked now; it is no longer counted (those
-            # not asked may be, which only makes the next count ask again)
+            # one does not: nobody else need be asked now; it is no longer counted, nor are
+            # those not wanting offers (those not asked may be, which only makes the next
+            # count ask again)
+            refused_by.intersection_update(wanting)
             refused_by.discard(fid)
             return False
     slave.refused_by = set(wanting)
