@@ -7,7 +7,7 @@ full allocation round from an empty cluster, and of the round after every offer 
 (with Mesos's default 5 s filter, so each slave skips the framework that refused it).
 Each figure is the best of three fresh runs. A round runs with Python's garbage collector
 paused and ends with one young collection of what it made, counted in its time: that is
-`Allocator.allocate` itself (`master.allocation.collector.paused_collector`), the very call
+`Allocator.allocate` itself (`master.allocation.collector.PausedCollector`), the very call
 the master's rounds make.
 Then the cost of one decision (picking the framework for one slave and recording it) as the
 number of frameworks grows: it must grow like log n, not like n.

@@ -40,6 +40,9 @@ class _NoBooks:
     def wishes(self, now: float) -> Iterator[Wish]:
         return (Wish(f, f) for f in self.frameworks)
 
+    def wish(self, framework_id: str, now: float) -> Wish | None:
+        return Wish(framework_id, framework_id) if framework_id in self.frameworks else None
+
     def running(self) -> Iterator[RunningTask]:
         return iter(())
 

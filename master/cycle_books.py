@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from master.allocation.planning import RunningTask
-from master.books import Books, OfferRecord
+from master.books import Books, Framework, OfferRecord
 from master.cycle import Wish
 
 
@@ -21,16 +21,11 @@ class CycleBooks:
         return iter(self.books.offers.values())
 
     def wishes(self, now: float) -> Iterator[Wish]:
-        for fw in self.books.frameworks.values():
-            yield Wish(
-                fw.framework_id,
-                fw.role,
-                connected=fw.connected,
-                demand=None
-                if fw.demand is None
-                else [(dict(r.resources.millis), r.count) for r in fw.demand],
-                shape=dict(fw.last_shape.millis) if fw.last_shape else None,
-            )
+        return map(_wish, self.books.frameworks.values())
+
+    def wish(self, framework_id: str, now: float) -> Wish | None:
+        fw = self.books.frameworks.get(framework_id)
+        return None if fw is None else _wish(fw)
 
     def running(self) -> Iterator[RunningTask]:
         for fw in self.books.frameworks.values():
@@ -47,3 +42,15 @@ class CycleBooks:
     def task_live(self, framework_id: str, task_id: str) -> bool:
         fw = self.books.frameworks.get(framework_id)
         return fw is not None and task_id in fw.tasks
+
+
+def _wish(fw: Framework) -> Wish:
+    return Wish(
+        fw.framework_id,
+        fw.role,
+        connected=fw.connected,
+        demand=None
+        if fw.demand is None
+        else [(dict(r.resources.millis), r.count) for r in fw.demand],
+        shape=dict(fw.last_shape.millis) if fw.last_shape else None,
+    )

@@ -364,7 +364,7 @@ def test_the_masters_minimum_is_configurable_and_empty_offers_anything() -> None
 def test_a_round_pauses_the_garbage_collector_and_leaves_it_as_it_found_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The round runs with the collector off (`paused_collector`); the master's process
+    """The round runs with the collector off (`PausedCollector`); the master's process
     must find it on again after every round, and a caller that turned it off keeps it off."""
     allocator = Allocator("drf")
     allocator.add_framework("f")

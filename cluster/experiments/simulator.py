@@ -96,12 +96,18 @@ class SimulatedBooks:
     def wishes(self, now: float) -> Iterator[Wish]:
         """Each framework started, with what its workload still wants, as the allocator
         accounts it."""
+        for name in self.sim.frameworks:
+            wish = self.wish(name, now)
+            if wish is not None:
+                yield wish
+
+    def wish(self, framework_id: str, now: float) -> Wish | None:
         sim = self.sim
-        for name, fw in sim.frameworks.items():
-            if name in sim.added:
-                demand = sim.workloads[name].demand(now)
-                booked = [(dict(sim.booked(r).millis), n) for r, n in demand]
-                yield Wish(name, fw.role or name, demand=booked)
+        if framework_id not in sim.added:
+            return None
+        demand = sim.workloads[framework_id].demand(now)
+        booked = [(dict(sim.booked(r).millis), n) for r, n in demand]
+        return Wish(framework_id, sim.frameworks[framework_id].role or framework_id, demand=booked)
 
     def running(self) -> Iterator[RunningTask]:
         for ref, r in self.sim.tasks.items():
@@ -236,7 +242,8 @@ class Simulation:
                 self.round_pending = False
                 self._round(t)
             elif kind == "tick":
-                self._preempt(t)
+                if self.preempting:  # (off, the check has nothing to say)
+                    self._preempt(t)
                 self._round(t)
                 self._at(t + spec.master.allocation_interval, "tick")
             elif kind == "kill":
@@ -344,37 +351,43 @@ class Simulation:
         refuse = self.spec.master.refuse_seconds
         book = self.booked if self.overbooks else None
         workloads = self.workloads
-        booked_to: set[str] = set()  # frameworks offered something they launch on this round
+        declines = None
+        if self.may_decline:
+            booked_to: set[str] = set()  # frameworks offered what they launch on this round
 
-        def declines(framework_id: str, free: Millis) -> bool:
-            """A framework launches nothing on an offer of `free` if its workload takes
-            nothing from it now -- known as the offer is made while nothing it was
-            offered earlier in the round is to be answered before it."""
-            if framework_id in booked_to:
+            def declines(framework_id: str, free: Millis) -> bool:
+                """A framework launches nothing on an offer of `free` if its workload
+                takes nothing from it now -- known as the offer is made while nothing it
+                was offered earlier in the round is to be answered before it."""
+                if framework_id in booked_to:
+                    return False
+                if workloads[framework_id].declines(t, free, book):
+                    return True
+                booked_to.add(framework_id)
                 return False
-            if workloads[framework_id].declines(t, free, book):
-                return True
-            booked_to.add(framework_id)
-            return False
 
-        for a in self.cycle.round(t, declines if self.may_decline else None).offers:
-            self.offered_at[a.framework_id] = t
-            if a.declined:  # (declined as it was made: counted, and its filter set)
-                self.offers += 1
-                self.declines += 1
-                self.cycle.refused(a, refuse, t)
-                self._schedule_arrival(a.framework_id)
-                self._follow(a.framework_id, t)
-                continue
-            w = workloads[a.framework_id]
-            left = dict(a.resources.millis)
-            tasks = w.take_from(t, left, book)  # (left: what they did not use)
+        cycle, offered_at, follow, arrivals = (
+            self.cycle,
+            self.offered_at,
+            self._follow,
+            self._schedule_arrival,
+        )  # (bound once: these run for every offer)
+        for a in cycle.round(t, declines).offers:
+            fid = a.framework_id
+            offered_at[fid] = t
             self.offers += 1
-            self.declines += not tasks
+            if a.declined:  # (declined as it was made: counted, and its filter set)
+                self.declines += 1
+                cycle.refused(a, refuse, t)
+                arrivals(fid)
+                follow(fid, t)
+                continue
+            left = dict(a.resources.millis)
+            tasks = workloads[fid].take_from(t, left, book)  # (left: what they did not use)
             group, ends = 0, -1.0  # tasks launched together that end together: one event
             for task in tasks:
                 booked = task.resources if book is None else book(task.resources)
-                ref, task_ends = self._launch(a.framework_id, a.slave_id, task, booked, t)
+                ref, task_ends = self._launch(fid, a.slave_id, task, booked, t)
                 if group and task_ends == ends:
                     self.finishing[ref - group] = group + 1
                     group += 1
@@ -383,12 +396,12 @@ class Simulation:
                     self.finishing[ref] = 1
                     group, ends = 1, task_ends
             if not tasks:  # declined whole, the usual: the offer's own resources go back
-                self.cycle.decline(a.framework_id, a.slave_id, a.resources, refuse, t)
+                self.declines += 1
+                cycle.decline(fid, a.slave_id, a.resources, refuse, t)
             elif any(left.values()):  # (what it did not use; used whole, nothing goes back)
-                rest = Resources.from_millis(left)
-                self.cycle.decline(a.framework_id, a.slave_id, rest, refuse, t)
-            self._schedule_arrival(a.framework_id)
-            self._follow(a.framework_id, t)
+                cycle.decline(fid, a.slave_id, Resources.from_millis(left), refuse, t)
+            arrivals(fid)
+            follow(fid, t)
 
     def _launch(
         self, name: str, slave: str, task: Pending, booked: Resources, t: float
@@ -418,16 +431,19 @@ class Simulation:
         killed meanwhile are gone already."""
         freed: Millis = {}
         r: Running | None = None
+        ended = 0
         for ref in range(first, first + self.finishing.pop(first)):
             task = self.tasks.pop(ref, None)
             if task is not None:
                 r = task
+                ended += 1
                 self._end(ref, r, t, completed=True)
                 add_millis(freed, r.booked.millis)
         if r is None:
             return
-        if r.framework in self.added:
-            self.allocator.recover(r.framework, r.slave, Resources.from_millis(freed))
+        if r.framework in self.added:  # (one task, the usual: what it booked comes back)
+            back = r.booked if ended == 1 else Resources.from_millis(freed)
+            self.allocator.recover(r.framework, r.slave, back)
         self._follow(r.framework, t)
         self._want_round(t)
 

@@ -137,9 +137,15 @@ class Workload:
         if self.spec.max_running is not None:
             room = self.spec.max_running - self.running
         counts: dict[Resources, int] = {}
-        for waiting in self.queue:
-            size = waiting.task.resources
-            counts[size] = counts.get(size, 0) + waiting.count
+        size, n = None, 0  # (a run of one size counted, then summed: the usual queue is
+        for waiting in self.queue:  # a few runs, and a size hashes each time it is summed)
+            if waiting.task.resources is not size:
+                if size is not None:
+                    counts[size] = counts.get(size, 0) + n
+                size, n = waiting.task.resources, 0
+            n += waiting.count
+        if size is not None:
+            counts[size] = counts.get(size, 0) + n
         if not self.queue and self._endless_since is not None:
             counts[self.spec.task_at(t)] = endless
         out = []

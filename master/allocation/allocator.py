@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 
 from master.allocation.clients import Clients
-from master.allocation.collector import paused_collector
+from master.allocation.collector import PausedCollector
 from master.allocation.holds import Holds
 from master.allocation.ledger import (
     Allocation,
@@ -125,6 +125,7 @@ class Allocator:
         # takes anything
         self._floor: list[Millis] | None = None
         self._floor_stale = True
+        self._floors_positive = False
         self.min_allocatable = min_allocatable
         self._master_floor = master_floor(
             None if min_allocatable is None else [dict(r.millis) for r in min_allocatable if r]
@@ -222,8 +223,8 @@ class Allocator:
     def suppressed(self, framework_id: str, role: str | None = None) -> bool:
         """Whether it suppressed its offers (and has not revived them): a multi-role
         framework in `role`, or (None) in every role."""
-        if role is None and not self.clients.multi_role(framework_id):  # (the usual)
-            return self._framework(framework_id).suppressed
+        if role is None and (fw := self.frameworks.get(framework_id)) is not None:
+            return fw.suppressed  # (the usual: a framework of one role is its one client)
         clients = self.clients.of(framework_id, [role] if role is not None else ())
         return all(self._framework(client).suppressed for client in clients)
 
@@ -344,9 +345,9 @@ class Allocator:
         `declines`: offers it says are declined whole are not booked (`unbooked`), where
         no quota or bound could tell.
 
-        The garbage collector waits for the round's end (`paused_collector`).
+        The garbage collector waits for the round's end (`PausedCollector`).
         """
-        with paused_collector():
+        with PausedCollector():
             if room:
                 bound = OfferRoom(room, self._leave_round, self._rejoin_round)
                 try:
@@ -390,11 +391,15 @@ class Allocator:
         # offer filters of their own replace the master's minimum: then a slave may be of
         # use with less, and each framework's own are asked (`ledger.can_use`)
         worth = anything if self._own_floors else floor
+        # every framework wanting offers has offer filters (`floors`) and no slave is held:
+        # holding one of the floors is the whole test (it implies `anything`), and the
+        # master's minimum is nobody's
+        floored = floors if self._floors_positive and not reservations else None
         books = (self._role_order, self._role_frameworks, self.frameworks, now, floor)
         if self.quotas:
             pick = quota_pick(self._quota, *books)
         else:
-            pick = first_wanting(*books, floored=worth is floor)
+            pick = first_wanting(*books, floored=floored is not None or worth is floor)
             if unbooked is not None:  # (holds and reservations pick otherwise: booked)
                 pick = unbooked.picking(pick, allocations.append)
         # (bound once: these run for every slave)
@@ -410,10 +415,13 @@ class Allocator:
                 self._offer_reserved(slave, now, mixed, allocations, room)
                 continue
             free = slave.unallocated  # (read here; changed only by _give, below)
-            if not worth(free):
+            if floored is not None:
+                if not fits_one(free, floored):
+                    continue  # too little here for anyone's offer filter: no walk
+                picked = pick(slave_id, free, now)
+            elif not worth(free):
                 continue
-            held = self._holds.live(slave_id, now, self.frameworks) if reservations else None
-            if held:
+            elif reservations and (held := self._holds.live(slave_id, now, self.frameworks)):
                 picked = self._holds.pick(slave_id, held, free, self.frameworks, self._offerable)
             elif floors is not None and not fits_one(free, floors):
                 continue  # too little here for anyone's offer filter: no walk
@@ -495,7 +503,11 @@ class Allocator:
         anything): a slave holding none of them is of use to nobody, and is skipped."""
         if self._floor_stale:
             self._floor_stale = False
-            self._floor = floors_of(self.frameworks.values())
+            self._floor = floors = floors_of(self.frameworks.values())
+            # (each names some amount of something: holding one means something is free)
+            self._floors_positive = floors is not None and all(
+                amount > 0 for f in floors for amount in f.values()
+            )
         return self._floor
 
     # -- reservations --------------------------------------------------------------------------
@@ -579,10 +591,11 @@ class Allocator:
         `booked`: an offer declined as a round made it (`Allocation.declined`): nothing
         comes back, its filter is set all the same.
         """
-        if role is not None or framework_id not in self.frameworks:  # (else: a client)
+        fw = self.frameworks.get(framework_id) if role is None else None  # (the usual)
+        if fw is None:  # a multi-role framework's client (or one not known)
             framework_id = self.clients.one(framework_id, role)
-        slave = self._slave(slave_id)
-        fw = self.frameworks.get(framework_id)
+            fw = self.frameworks.get(framework_id)
+        slave = self.slaves.get(slave_id) or self._slave(slave_id)
         held = slave.by_framework.get(framework_id) if booked else {}
         if held is None or fw is None:
             raise AllocatorError(f"framework {framework_id} holds nothing on slave {slave_id}")
@@ -619,7 +632,7 @@ class Allocator:
             self._role_order.unallocated(fw.role, resources)
         # worth a visit in the next round only if someone could use what is free now: a
         # smaller minimum, or a new framework, wakes every slave (and a hold is visited)
-        floors = self._floors()
+        floors = self._floor if not self._floor_stale else self._floors()
         if floors is None or fits_one(free, floors) or slave_id in self.reservations:
             self._visits.visit(slave_id)
         if refuse_seconds:
@@ -629,9 +642,11 @@ class Allocator:
             refused = dict.fromkeys(free, 0)
             refused.update(delta)
             fw.filters[slave_id] = Filter(now + refuse_seconds, refused)
-            slave.refused_by.add(framework_id)
-            self._visits.lapse(now + refuse_seconds, slave_id)
-            if self._declined_by_all(slave_id, free, now):
+            refused_by = slave.refused_by
+            refused_by.add(framework_id)
+            self._visits.lapses.at(now + refuse_seconds, slave_id)  # (when it lapses)
+            # (while fewer refuse it than want offers, not all do: `declined_by_all`)
+            if len(refused_by) >= len(self._wanting) and self._declined_by_all(slave_id, free, now):
                 self._visits.refused_by_all(slave_id)
 
     def _declined_by_all(self, slave_id: str, free: Millis, now: float) -> bool:

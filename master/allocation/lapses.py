@@ -11,7 +11,7 @@ nothing still standing go (what stands: the allocator's filters and holds, asked
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 Lapse = tuple[float, str]  # (when, slave id)
 PRUNE_AT_LEAST = 1024  # entries before a prune is worth its walk
@@ -39,10 +39,15 @@ class Lapses:
         self._retry_until = max(self._retry_until, when)
         self.at(when, slave_id)
 
-    def due(self, now: float) -> Iterator[str]:
+    def due(self, now: float) -> list[str]:
         """The slaves whose lapses are due by `now` (taken off)."""
-        while self._heap and self._heap[0][0] <= now:
-            yield heapq.heappop(self._heap)[1]
+        heap = self._heap
+        if not heap or heap[0][0] > now:
+            return []  # (the usual, asked every round)
+        due = []
+        while heap and heap[0][0] <= now:
+            due.append(heapq.heappop(heap)[1])
+        return due
 
     def _prune(self) -> None:
         standing = self._standing()

@@ -205,17 +205,23 @@ def first_wanting(
     enough = False  # whether it is the master's minimum
 
     def wanted(framework_id: str) -> bool:
+        # wants_offer's usual answers without the call: the master's minimum or its own
+        # offer filters held, and nothing declined here -- or a decline standing (a round
+        # passes over a framework for every slave it declined)
         fw = frameworks[framework_id]
-        if enough and fw.min_allocatable is None:
-            # wants_offer's usual answers without the call: the master's minimum, and
-            # nothing declined here -- or a decline standing (a round passes over a
-            # framework for every slave it declined)
-            f = fw.filters.get(slave_id)
-            if f is None:
-                return True
-            if f.expires > now and (free == f.refused or within(free, f.refused)):
-                return False
-        return wants_offer(fw, slave_id, free, now, floor)
+        minimum = fw.min_allocatable
+        if minimum is None:
+            if not enough:
+                return wants_offer(fw, slave_id, free, now, floor)
+        elif not (fits_one(free, minimum) if minimum else anything(free)):
+            return False  # (can_use)
+        f = fw.filters.get(slave_id)
+        if f is None:
+            return True
+        if f.expires > now and (free == f.refused or within(free, f.refused)):
+            return False
+        del fw.filters[slave_id]  # expired, or more is free than was refused (`declined`)
+        return True
 
     def pick(visited: str, unallocated: Millis, _: float) -> Picked:
         nonlocal slave_id, free, enough
@@ -254,13 +260,18 @@ def declined_by_all(
     # who may refuse it: everyone who declined it since this was last counted (filters
     # go, they are not set elsewhere), so while fewer than want offers, not everyone
     # does, and nobody is asked
-    if len(slave.refused_by) < len(wanting):
+    refused_by = slave.refused_by
+    if len(refused_by) < len(wanting):
         return False
     sid = slave.slave_id
-    refusing = set()
     for fid, fw in wanting.items():  # (it declined `free` here, and refuses it still)
         f = fw.filters.get(sid)
-        if f is not None and f.expires > now and (free == f.refused or within(free, f.refused)):
-            refusing.add(fid)
-    slave.refused_by = refusing
-    return len(refusing) == len(wanting)
+        if f is None or f.expires <= now or not (free == f.refused or within(free, f.refused)):
+            # one does not: nobody else need be asked now; it is no longer counted, nor are
+            # those not wanting offers (those not asked may be, which only makes the next
+            # count ask again)
+            refused_by.intersection_update(wanting)
+            refused_by.discard(fid)
+            return False
+    slave.refused_by = set(wanting)
+    return True

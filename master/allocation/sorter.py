@@ -248,8 +248,18 @@ class Sorter:
         if alloc == delta:  # (the usual, one framework a role: all it held comes back)
             alloc.clear()
         else:
-            sub_millis(alloc, delta, f"client {name!r}")
-        self._push(client)
+            for k, v in delta.items():  # (sub_millis inlined: twice a task ending)
+                if alloc.get(k, 0) < v:
+                    sub_millis(alloc, delta, f"client {name!r}")  # (it raises, naming it)
+            for k, v in delta.items():
+                if v:
+                    left = alloc[k] - v
+                    if left:
+                        alloc[k] = left
+                    else:
+                        del alloc[k]
+        if client.active and (client.entry is None or len(self._clients) > 1):
+            self._pending[name] = client  # (_push inlined)
 
     def allocation(self, name: str) -> Resources:
         return Resources.from_millis(self._clients[name].allocation)

@@ -51,7 +51,7 @@ class Unbooked:
                 return picked
             resources = resources_of(picked[1])
             add(picked[0], resources)
-            offered(Allocation(picked[0], slave_id, resources, declined=True))
+            offered(Allocation(picked[0], slave_id, resources, None, True))  # (declined)
             return None
 
         return unbooked

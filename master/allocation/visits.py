@@ -57,7 +57,9 @@ class Visits:
     ) -> list[str]:
         """The slaves a round at `now` visits, in the order it visits them: `slave_ids`
         if given, every slave if `full` (or woken), else those worth a visit."""
-        self._dirty.update(self.lapses.due(now))
+        lapsed = self.lapses.due(now)
+        if lapsed:
+            self._dirty.update(lapsed)
         if slave_ids is not None:
             self._dirty.difference_update(slave_ids)
             return list(slave_ids)

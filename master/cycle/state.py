@@ -58,6 +58,11 @@ class State(Protocol):
         by preemption)."""
         ...
 
+    def wish(self, framework_id: str, now: float) -> Wish | None:
+        """One framework's, as `wishes` gives it (None: the allocator does not know it);
+        read by `why`, which asks of one framework."""
+        ...
+
     def running(self) -> Iterable[RunningTask]:
         """Every task not ended (read only by preemption's check)."""
         ...

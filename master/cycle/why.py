@@ -151,13 +151,20 @@ def _reasons(
     turned: dict[str, list[str]] = {stage: [] for stage in STAGES}  # slaves each turns away
     free: dict[str, Millis] = {}  # each active slave's free resources, less others' holds
     enough = anything if fw.min_allocatable is not None else _master_floor(a)
+    held, plain = a.reservations, not a.quotas
     for slave_id, slave in a.slaves.items():
         if not slave.active:
             continue
         unallocated = slave.unallocated
-        room = free[slave_id] = _less_holds(a, slave_id, unallocated, framework_id, now)
+        if slave_id in held:
+            room = _less_holds(a, slave_id, unallocated, framework_id, now)
+        else:
+            room = unallocated  # (the usual: nothing held here)
+        free[slave_id] = room
         if not slave.reserved and not enough(unallocated):  # (_stage's first question, the
             turned[MINE if slave_id in mine else FULL].append(slave_id)  # usual answer)
+        elif plain and room is unallocated and not slave.reserved:
+            turned[_plain_stage(fw, slave_id, room, tasks, now)].append(slave_id)
         else:
             stage = _stage(a, fw, slave_id, unallocated, room, mine, tasks, now, enough)
             turned[stage].append(slave_id)
@@ -330,18 +337,31 @@ def _stage(
         room = stripped({**unreserved, **its})  # (what it would see, as amounts)
     if not enough(room):
         return HELD
+    if not a.quotas:
+        return _plain_stage(fw, slave_id, room, tasks, now)
     least = fw.min_allocatable
     if least and not fits_one(room, least):
         return MINIMUM
-    offerable = room
-    if a.quotas:  # (what its role may have of it: a cut below its minimum is the cut's)
-        stage = a.quota_stage
-        limited = stage.offerable(fw.role, room, headroom=False)
-        if not enough(limited) or (least and not fits_one(limited, least)):
-            return LIMIT
-        offerable = stage.offerable(fw.role, room)
-        if not enough(offerable) or (least and not fits_one(offerable, least)):
-            return GUARANTEE
+    # what its role may have of it (a cut below its minimum is the cut's)
+    stage = a.quota_stage
+    limited = stage.offerable(fw.role, room, headroom=False)
+    if not enough(limited) or (least and not fits_one(limited, least)):
+        return LIMIT
+    offerable = stage.offerable(fw.role, room)
+    if not enough(offerable) or (least and not fits_one(offerable, least)):
+        return GUARANTEE
+    return _plain_stage(fw, slave_id, offerable, tasks, now)
+
+
+def _plain_stage(
+    fw: FrameworkBook, slave_id: str, offerable: Millis, tasks: list[Millis], now: float
+) -> str:
+    """`_stage`'s last questions, of what the framework may be offered of a slave with
+    something free: its offer filters, its tasks, its decline filter. (All that is asked
+    of a slave without reservations, holds or quotas: `_reasons` asks it of most.)"""
+    least = fw.min_allocatable
+    if least and not fits_one(offerable, least):
+        return MINIMUM
     if tasks and not fits_one(offerable, tasks):
         return SMALL  # (offered or filtered, of no use to it: that is what explains)
     f = fw.filters.get(slave_id)
@@ -642,10 +662,8 @@ def _fitting_no_free(tasks: list[Millis], free: Mapping[str, Millis]) -> Reason:
 
 def _tasks(state: State, framework_id: str, now: float) -> list[Millis]:
     """The tasks it declared it still wants (its last Request), each once."""
-    for wish in state.wishes(now):
-        if wish.framework_id == framework_id:
-            return [t for t, n in wish.demand or [] if n > 0 and t]
-    return []
+    wish = state.wish(framework_id, now)
+    return [] if wish is None else [t for t, n in wish.demand or [] if n > 0 and t]
 
 
 def _short(

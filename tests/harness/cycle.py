@@ -42,6 +42,12 @@ class Books:
         for fid, role in self.roles.items():
             yield Wish(fid, role, demand=self.demand.get(fid))
 
+    def wish(self, framework_id: str, now: float) -> Wish | None:
+        role = self.roles.get(framework_id)
+        return (
+            None if role is None else Wish(framework_id, role, demand=self.demand.get(framework_id))
+        )
+
     def running(self) -> Iterator[RunningTask]:
         return iter(self.tasks.values())
 
