@@ -4,14 +4,16 @@ listener being taken for it."""
 
 from __future__ import annotations
 
+import asyncio
 import socket
+import sys
 import time
 
 import pytest
 
 from cluster.testing.zookeeper import ZooKeeperServer
 from protocol.tooling.brokers import BrokerError, MosquittoBroker
-from protocol.tooling.ports import TASK_PORTS, free_port
+from protocol.tooling.ports import TASK_PORTS, free_port, wait_for_listener
 
 from conftest import need_mosquitto, need_zookeeper
 
@@ -63,3 +65,30 @@ async def test_a_zookeeper_whose_port_is_taken_says_so() -> None:
                 await zk.start()
         finally:
             await zk.close()
+
+
+async def test_a_listener_on_another_address_of_the_port_is_no_hindrance() -> None:
+    """A server slow to bind 127.0.0.1:PORT, while another process listens on [::1]:PORT
+    (a different socket address): waited for, not taken for a clash."""
+    port = free_port()
+    other = socket.socket(socket.AF_INET6)
+    try:
+        other.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        other.bind(("::1", port))
+        other.listen()
+    except OSError:
+        other.close()
+        pytest.skip("no IPv6 loopback here")
+    slow = (
+        "import socket, sys, time; time.sleep(0.5); s = socket.socket(); "
+        f"s.bind(('127.0.0.1', {port})); s.listen(); sys.stdin.read()"
+    )
+    with other:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", slow, stdin=asyncio.subprocess.PIPE
+        )
+        try:
+            await wait_for_listener(proc, port)
+        finally:
+            proc.kill()
+            await proc.wait()

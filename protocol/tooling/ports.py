@@ -25,6 +25,9 @@ from protocol.transport.aio import within
 TASK_PORTS = 31_000  # where a slave's default offered ports begin
 SLICES = 16  # side-by-side test processes with a span of their own
 _handed_out: set[int] = set()
+# how /proc/net/tcp{,6} spell the addresses whose listener holds 127.0.0.1:PORT (itself,
+# any, any of a dual-stack socket, IPv4-mapped): one on ::1 alone, say, is no hindrance
+LOOPBACK_V4 = {"0100007F", "00000000", "0" * 32, "0000000000000000FFFF00000100007F"}
 
 
 class PortTaken(Exception):
@@ -131,7 +134,8 @@ def _listener_is(pid: int, port: int) -> bool | None:
                 for row in rows:
                     fields = row.split()
                     local, state, inode = fields[1], fields[3], fields[9]
-                    if state == "0A" and int(local.rsplit(":", 1)[1], 16) == port:
+                    address, at = local.rsplit(":", 1)
+                    if state == "0A" and int(at, 16) == port and address in LOOPBACK_V4:
                         listening.add(f"socket:[{inode}]")
     except OSError:
         return None
