@@ -18,53 +18,77 @@ from master.allocation.ledger import (
     Filter,
     FrameworkBook,
     SlaveBook,
-    allocatable,
     declined_by_all,
+    master_floor,
     wants_offer,
     within,
 )
 from protocol.wire.resources import Resources
 
 SIZES = st.sampled_from([(0.5, 128), (1, 512), (2, 1024), (3, 3000), (0.005, 16)])
+SLAVES = st.sampled_from([(4, 4096), (1, 1024), (2, 512), (0.5, 4096), (1.01, 40)])
+MASTER_MINIMUMS = st.sampled_from(
+    [None, [], [(1, 0)], [(0, 1024)], [(0.5, 256)], [(1, 0), (0, 1024)]]
+)
+CHANGES = st.sampled_from(
+    ["suppress", "revive", "deactivate", "activate", "own filters", "master's", "anything"]
+)
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(data=st.data())
 def test_a_round_offers_a_slave_to_the_first_framework_in_order_that_wants_it(
     data: st.DataObject,
 ) -> None:
-    a = Allocator("drf")
-    for i in range(data.draw(st.integers(1, 4), label="frameworks")):
-        a.add_framework(f"f{i}", role=f"r{i}")
-        kind = data.draw(st.sampled_from(["master's", "anything", "own"]), label=f"f{i} minimum")
-        if kind == "anything":
-            a.set_min_allocatable(f"f{i}", [])
-        elif kind == "own":
-            sizes = data.draw(st.lists(SIZES, min_size=1, max_size=2), label=f"f{i} filters")
-            a.set_min_allocatable(f"f{i}", [Resources(cpus=c, mem=m) for c, m in sizes])
+    """On slaves of several sizes, nearly full after several launches an offer, with the
+    master's minimum drawn too, and frameworks suppressing, reviving, leaving, coming
+    back and changing their offer filters between rounds."""
+    minimum = data.draw(MASTER_MINIMUMS, label="master's minimum")
+    master_min = None if minimum is None else [Resources(cpus=c, mem=m) for c, m in minimum]
+    a = Allocator("drf", min_allocatable=master_min)
+    floor = master_floor(None if master_min is None else [dict(r.millis) for r in master_min])
+    count = data.draw(st.integers(1, 4), label="frameworks")
+    shared = data.draw(st.booleans(), label="one role shared")
+    ids = [f"f{i}" for i in range(count)]
+    for i, fid in enumerate(ids):
+        a.add_framework(fid, role="r" if shared else f"r{i}")
+        set_minimum(a, fid, data)
     for s in range(3):
-        a.add_slave(f"s{s}", Resources(cpus=4, mem=4096))
+        cpus, mem = data.draw(SLAVES, label=f"s{s}")
+        a.add_slave(f"s{s}", Resources(cpus=cpus, mem=mem))
     now = 0.0
-    for _ in range(data.draw(st.integers(0, 5), label="rounds")):
+    for _ in range(data.draw(st.integers(0, 6), label="rounds")):
         for offer in a.allocate(now):
-            cpus, mem = data.draw(SIZES, label="used")
-            used = Resources(cpus=cpus, mem=mem)
-            if not data.draw(st.booleans(), label="launch") or not offer.resources.contains(used):
-                used = Resources()
-            rest = offer.resources - used
+            rest = offer.resources
+            for _ in range(data.draw(st.integers(0, 3), label="launches")):
+                cpus, mem = data.draw(SIZES, label="used")
+                used = Resources(cpus=cpus, mem=mem)
+                if rest.contains(used):
+                    rest = rest - used
             if rest:  # (the rest declined, filtered a while or not at all)
                 refuse = data.draw(st.sampled_from([None, 0.5, 1.0, 5.0]), label="refuse")
                 a.recover(offer.framework_id, offer.slave_id, rest, refuse_seconds=refuse, now=now)
         if data.draw(st.booleans(), label="a task ends"):
-            fid = data.draw(st.sampled_from(sorted(a.frameworks)), label="whose")
+            fid = data.draw(st.sampled_from(ids), label="whose")
             for sid in sorted(a.frameworks[fid].slaves):
                 a.recover(fid, sid, a.held(fid, sid))
                 break
+        if data.draw(st.booleans(), label="a framework changes"):
+            fid = data.draw(st.sampled_from(ids), label="which")
+            change = data.draw(CHANGES, label="how")
+            if change in ("suppress", "revive", "deactivate", "activate"):
+                getattr(a, change)(fid)
+            else:
+                set_minimum(a, fid, data, change)
         now += data.draw(st.sampled_from([0.25, 1.0, 3.0]), label="time passes")
     slave_id = data.draw(st.sampled_from(sorted(a.slaves)), label="slave")
     free = dict(a.slaves[slave_id].unallocated)
     books = copy.deepcopy(a.frameworks)  # (wants_offer drops filters that lapsed)
-    wanting = [f for f in a.order() if wants_offer(books[f], slave_id, free, now, allocatable)]
+    wanting = [
+        f
+        for f in a.order()
+        if not books[f].suppressed and wants_offer(books[f], slave_id, free, now, floor)
+    ]
     offers = a.allocate(now, [slave_id])
     if not wanting:
         assert offers == []
@@ -72,6 +96,36 @@ def test_a_round_offers_a_slave_to_the_first_framework_in_order_that_wants_it(
         assert [(o.framework_id, o.resources) for o in offers] == [
             (wanting[0], Resources.from_millis(free))
         ]
+
+
+def test_a_decline_still_stands_once_less_is_free_than_was_declined() -> None:
+    """f0 declines the whole slave for 5 s; f1 takes part of it and declines the rest:
+    what is free now lies within what f0 declined, so neither is offered it."""
+    a = Allocator("drf")
+    for fid in ("f0", "f1"):
+        a.add_framework(fid, role=fid)
+    a.add_slave("s", Resources(cpus=4, mem=4096))
+    [first] = a.allocate(0.0)
+    a.recover(first.framework_id, "s", first.resources, refuse_seconds=5.0, now=0.0)
+    [second] = a.allocate(0.5)
+    assert second.framework_id != first.framework_id
+    rest = second.resources - Resources(cpus=1, mem=1024)
+    a.recover(second.framework_id, "s", rest, refuse_seconds=5.0, now=0.5)
+    assert a.allocate(1.0, ["s"]) == []
+
+
+def set_minimum(a: Allocator, fid: str, data: st.DataObject, kind: str | None = None) -> None:
+    """A framework's offer filters: none (the master's minimum), empty (anything), or its
+    own sizes."""
+    if kind is None:
+        kind = data.draw(st.sampled_from(["master's", "anything", "own filters"]), label="minimum")
+    if kind == "master's":
+        a.set_min_allocatable(fid, None)
+    elif kind == "anything":
+        a.set_min_allocatable(fid, [])
+    else:
+        sizes = data.draw(st.lists(SIZES, min_size=1, max_size=2), label=f"{fid} filters")
+        a.set_min_allocatable(fid, [Resources(cpus=c, mem=m) for c, m in sizes])
 
 
 FILTERS = st.one_of(
