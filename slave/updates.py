@@ -110,16 +110,18 @@ class OwedUpdates:
             and not self._terminal(stream[-1])
         ):
             self._forget(stream.pop())  # (the latest waits in its place: written together)
-        self.journal.put_soon(uuid, update.model_dump(mode="python"))
-        if along is not None:
-            along()
         self._made[uuid] = update
         self._join(uuid, key)
         self._unwritten.add(uuid)
-        self.journal.on_disk(lambda error: self._written(uuid, error))
         head = self._streams[key][0]
-        if head == uuid:
-            self._post(uuid)
+        if head == uuid:  # (alone in its stream: its own state is its task's latest)
+            # sent before its records are made: they go to disk in this turn's write all
+            # the same, and the update is on its way meanwhile
+            self._send(uuid, update.model_copy(update={"latest_state": update.status.state}))
+        self.journal.put_soon(uuid, update.model_dump(mode="python"))
+        if along is not None:
+            along()
+        self.journal.on_disk(lambda error: self._written(uuid, error))
         if head != uuid and update.status.state.terminal and head in self._resend_at:
             when, backoff = self._resend_at[head]
             self._resend_at[head] = (min(when, time.monotonic() + self.resend_after), backoff)
@@ -224,6 +226,9 @@ class OwedUpdates:
         newest = self.journal.get(self._streams[key][-1])
         made = self._made.get(uuid) or StatusUpdate.model_validate(raw)
         update = made.model_copy(update={"latest_state": TaskState(newest["status"]["state"])})
+        self._send(uuid, update, first=first)
+
+    def _send(self, uuid: str, update: StatusUpdate, *, first: bool = True) -> None:
         if first and uuid not in self._resend_at:
             self._resend_at[uuid] = (time.monotonic() + self.resend_after, self.resend_after)
         self.bus.post(self.to_master, update)
