@@ -97,12 +97,14 @@ async def test_only_the_head_is_in_flight_retried_and_the_next_goes_on_its_ack(
     await updates.close()
 
 
-async def test_an_update_goes_as_it_is_written_and_is_acknowledged_once_on_disk(
+async def test_a_quiet_slaves_update_goes_as_it_is_written_and_is_acknowledged_on_disk(
     tmp_path: Path, monkeypatch: Any
 ) -> None:
-    """An update is sent while its write is on its way to the disk (the sync overlaps its
-    trip to the framework); an acknowledgement that comes before it is on disk is taken
-    once it is: until then the update stays owed, and the next of its stream waits."""
+    """With nothing else owed, an update is sent while its write is on its way to the disk
+    (the sync overlaps its trip to the framework); an acknowledgement that comes before it
+    is on disk is taken once it is: until then the update stays owed, and the next of its
+    stream waits. With others owed (a busy slave), a new task's update waits for its write,
+    and leaves with the others of that write."""
     disk = threading.Event()  # the disk thread's writes wait for it
     write_and_sync = group_commit.write_and_sync
 
@@ -117,14 +119,17 @@ async def test_an_update_goes_as_it_is_written_and_is_acknowledged_once_on_disk(
     updates.owe(running)
     updates.owe(finished)
     assert bus.took() == [(R, R)]  # sent at once, not on disk yet
+    other = update("t2", R)
+    updates.owe(other)  # (something is owed now: it waits for its write)
     updates.acknowledged(running.status.uuid or "")
     await asyncio.sleep(0.05)  # (the disk has not answered: nothing may be taken)
     assert bus.took() == []
-    assert updates.in_flight() == [running.status.uuid]
+    assert updates.in_flight() == [running.status.uuid, other.status.uuid]
     disk.set()
     await updates.journal.synced()
-    assert bus.took() == [(F, F)]  # on disk: the acknowledgement taken, the next goes
-    assert updates.in_flight() == [finished.status.uuid]
+    # on disk: the acknowledgement taken (the next goes), and the other sent
+    assert sorted(bus.took()) == sorted([(F, F), (R, R)])
+    assert updates.in_flight() == [finished.status.uuid, other.status.uuid]
     await updates.close()
 
 
