@@ -4,7 +4,7 @@ acknowledges it (Mesos's status update manager, agent side).
 
 A quiet slave (nothing else owed) sends an update as its write begins, not once it is on
 disk: the sync then overlaps its way to the master and on to the framework (an
-`fdatasync` and two thread wake-ups were a third of a task's way from offer to RUNNING).
+`fdatasync` and two thread wake-ups were a fifth of a task's way from offer to RUNNING).
 A busy one sends each once it is on disk, with the others of its write, as one list:
 under load the disk's trips gather them, and that saves more than the wait costs. What
 makes an update durable holds either way: it is acknowledged only once it is on disk (an
