@@ -613,7 +613,11 @@ class SchedulerDriver:
     async def _on_error(self, msg: Error, _r: str | None) -> None:
         if self._stopped.is_set():
             return  # stopped: no more callbacks
-        self.log.warning("framework.error", message=msg.message, code=msg.code)
+        # a subscription refused is raised from start(): its caller says it, not the log
+        refused = msg.code in errors.FATAL and not self._subscribed.is_set()
+        (self.log.info if refused else self.log.warning)(
+            "framework.error", message=msg.message, code=msg.code
+        )
         if msg.code == "unknown-framework" and self.framework_id and self._subscribed.is_set():
             # a master that does not know us (a new leader we have not heard of yet)
             self._resubscribe()

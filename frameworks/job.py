@@ -128,6 +128,7 @@ class JobScheduler(Scheduler):
         self.ran: set[str] = set()  # tasks that have had a process (output to read)
         self.changed = asyncio.Event()  # set on every launch, update and removal
         self.stopping = False  # no more launches
+        self.subscribed = False  # (a refused subscription the driver raises: said once)
 
     @property
     def done(self) -> bool:
@@ -138,6 +139,7 @@ class JobScheduler(Scheduler):
         return [s for s in self.statuses.values() if not s.state.terminal]
 
     async def registered(self, driver: Driver, framework_id: str, master_id: str) -> None:
+        self.subscribed = True
         driver.request_resources([(self.spec.resources, len(self.waiting))])
 
     async def resource_offers(self, driver: Driver, offers: list[Offer]) -> None:
@@ -186,7 +188,8 @@ class JobScheduler(Scheduler):
         self.changed.set()
 
     async def error(self, driver: Driver, message: str) -> None:
-        self.echo(f"the master: {message}")
+        if self.subscribed:
+            self.echo(f"the master: {message}")
         self.changed.set()  # (a removal: `driver.removed` says so)
 
     def kill_all(self, driver: SchedulerDriver) -> None:

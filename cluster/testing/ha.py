@@ -13,7 +13,9 @@ import asyncio
 import contextlib
 import json
 import os
+import shutil
 import signal
+import tempfile
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -111,6 +113,7 @@ class HACluster:
         self.failovers: list[Failover] = []
         self._watch: Bus | None = None
         self.links: dict[str, Link] = {}
+        self.witness_dir = run_dir / "witness"  # (made in /tmp at start)
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def start(self) -> None:
@@ -206,17 +209,16 @@ class HACluster:
     async def drain(self) -> None:
         await asyncio.to_thread(self.stop_file.touch)
 
-    @property
-    def witness_dir(self) -> Path:
-        return self.run_dir / "witness"
-
     def _make_run_dir(self) -> None:
         """The run dir, where the slaves' tasks (their principal's users, on a slave as
-        root) reach their sandboxes and the witness dir they all write to (sticky, as
-        /tmp: each task's marks are its own)."""
+        root) reach their sandboxes, and the witness dir they all write to (sticky, as
+        /tmp: each task's marks are its own). The witness dir is a temp dir of its own
+        in /tmp: under pytest's, a pytest session started meanwhile (a developer running
+        one test beside the suite) makes /tmp/pytest-of-USER 0700 again, and every task
+        after that fails to reach it."""
         self.run_dir.mkdir(parents=True, exist_ok=True)
         reachable(self.run_dir)
-        self.witness_dir.mkdir(exist_ok=True)
+        self.witness_dir = Path(tempfile.mkdtemp(prefix="drfmesos-witness-"))
         os.chmod(self.witness_dir, 0o1777)
 
     def journal(self, framework: str) -> Path:
@@ -266,6 +268,8 @@ class HACluster:
         for link in self.links.values():
             await link.stop()
         await self.zk.close()
+        if self.witness_dir.parent != self.run_dir:
+            await asyncio.to_thread(shutil.rmtree, self.witness_dir, True)
 
     async def __aenter__(self) -> HACluster:
         try:
