@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 from frameworks import Resources, SchedulerDriver, TaskState, TaskStatus, build_task
 from master.master import MasterConfig
+from protocol import group_commit
 from protocol.journal import Journal
 from protocol.wire.messages import (
     Reason,
@@ -92,6 +94,42 @@ async def test_only_the_head_is_in_flight_retried_and_the_next_goes_on_its_ack(
     updates.acknowledged(other.status.uuid or "")
     assert len(updates) == 0
     assert bus.took() == []
+    await updates.close()
+
+
+async def test_a_quiet_slaves_update_goes_as_it_is_written_and_is_acknowledged_on_disk(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """With nothing else owed, an update is sent while its write is on its way to the disk
+    (the sync overlaps its trip to the framework); an acknowledgement that comes before it
+    is on disk is taken once it is: until then the update stays owed, and the next of its
+    stream waits. With others owed (a busy slave), a new task's update waits for its write,
+    and leaves with the others of that write."""
+    disk = threading.Event()  # the disk thread's writes wait for it
+    write_and_sync = group_commit.write_and_sync
+
+    def slow_disk(writes: list[group_commit.Write]) -> None:
+        disk.wait(30)
+        write_and_sync(writes)
+
+    monkeypatch.setattr(group_commit, "write_and_sync", slow_disk)
+    bus = Posts()
+    updates = owed(bus, tmp_path / "updates.journal")
+    running, finished = update("t", R), update("t", F)
+    updates.owe(running)
+    updates.owe(finished)
+    assert bus.took() == [(R, R)]  # sent at once, not on disk yet
+    other = update("t2", R)
+    updates.owe(other)  # (something is owed now: it waits for its write)
+    updates.acknowledged(running.status.uuid or "")
+    await asyncio.sleep(0.05)  # (the disk has not answered: nothing may be taken)
+    assert bus.took() == []
+    assert updates.in_flight() == [running.status.uuid, other.status.uuid]
+    disk.set()
+    await updates.journal.synced()
+    # on disk: the acknowledgement taken (the next goes), and the other sent
+    assert sorted(bus.took()) == sorted([(F, F), (R, R)])
+    assert updates.in_flight() == [finished.status.uuid, other.status.uuid]
     await updates.close()
 
 
