@@ -2,17 +2,19 @@
 and sent again with backoff -- across reconnects and restarts -- until the master
 acknowledges it (Mesos's status update manager, agent side).
 
-A quiet slave (nothing else owed) sends an update as its write begins, not once it is on
-disk: the sync then overlaps its way to the master and on to the framework (an
-`fdatasync` and two thread wake-ups were a fifth of a task's way from offer to RUNNING).
-A busy one sends each once it is on disk, with the others of its write, as one list:
-under load the disk's trips gather them, and that saves more than the wait costs. What
-makes an update durable holds either way: it is acknowledged only once it is on disk (an
-acknowledgement that comes sooner is taken then), so an update is never forgotten here
-before it was written. A slave that dies before the sync forgets an update its framework
-may have heard: a task it reported RUNNING and did not write down is then reported
-TASK_GONE (TASK_LOST) when the slave comes back without it, as a task lost with its
-slave is.
+A quiet slave (nothing else owed) sends an update that does not end its task as its
+write begins, not once it is on disk: the sync then overlaps its way to the master and
+on to the framework (an `fdatasync` and two thread wake-ups were a fifth of a task's way
+from offer to RUNNING). A task's end waits for its write, which drops the task's
+checkpoint: a slave that died before the sync would find the task again on restart and
+report a second end. A busy one sends each once it is on disk, with the others of its
+write, as one list: under load the disk's trips gather them, and that saves more than
+the wait costs. What makes an update durable holds either way: it is acknowledged only
+once it is on disk (an acknowledgement that comes sooner is taken then), so an update is
+never forgotten here before it was written. A slave that dies before the sync forgets an
+update its framework may have heard: a task it reported RUNNING and did not write down
+is then reported TASK_GONE (TASK_LOST) when the slave comes back without it, as a task
+lost with its slave is.
 
 The master forwards each update to its framework and acknowledges it here once the
 framework has acknowledged it (or when the framework will never hear it: it heard the
@@ -120,9 +122,11 @@ class OwedUpdates:
         self._join(uuid, key)
         self._unwritten.add(uuid)
         head = self._streams[key][0]
-        if quiet:  # (alone in its stream: its own state is its task's latest)
+        if quiet and not update.status.state.terminal:  # (its own state is the latest)
             # sent before its records are made: they go to disk in this turn's write all
-            # the same, and the update is on its way meanwhile
+            # the same, and the update is on its way meanwhile. Not a task's end: its
+            # write also drops the task's checkpoint, and a slave that died before the
+            # sync would find the task again and report a second end
             self._sent_unwritten.add(uuid)
             self._send(uuid, update.model_copy(update={"latest_state": update.status.state}))
         self.journal.put_soon(uuid, update.model_dump(mode="python"))

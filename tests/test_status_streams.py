@@ -133,6 +133,39 @@ async def test_a_quiet_slaves_update_goes_as_it_is_written_and_is_acknowledged_o
     await updates.close()
 
 
+async def test_a_quiet_slave_sends_a_tasks_end_only_once_it_is_on_disk(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """A task's end drops its checkpoint in the same write: sent before that write is on
+    disk, a slave killed meanwhile would find the task again on restart and report it
+    ended a second time. So even a quiet slave sends an end only once it is written."""
+    disk = threading.Event()
+    disk.set()
+    write_and_sync = group_commit.write_and_sync
+
+    def gated_disk(writes: list[group_commit.Write]) -> None:
+        disk.wait(30)
+        write_and_sync(writes)
+
+    monkeypatch.setattr(group_commit, "write_and_sync", gated_disk)
+    bus = Posts()
+    updates = owed(bus, tmp_path / "updates.journal")
+    running, finished = update("t", R), update("t", F)
+    updates.owe(running)
+    updates.acknowledged(running.status.uuid or "")
+    await updates.journal.synced()
+    assert bus.took() == [(R, R)]
+    assert updates.in_flight() == []  # quiet again
+    disk.clear()
+    updates.owe(finished)
+    await asyncio.sleep(0.05)  # (the disk has not answered: the end may not have gone)
+    assert bus.took() == []
+    disk.set()
+    await updates.journal.synced()
+    assert bus.took() == [(F, F)]
+    await updates.close()
+
+
 async def test_a_tasks_end_behind_a_backed_off_head_goes_within_resend_after(
     tmp_path: Path,
 ) -> None:
