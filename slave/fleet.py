@@ -30,6 +30,7 @@ from protocol.transport.bus import Bus
 from protocol.transport.patience import Patience
 from protocol.wire.messages import MAX_HEARTBEATS, Heartbeats, Wire
 from protocol.wire.topics import Topics
+from slave.kept_resources import load_all
 from slave.slave import JOURNAL_FILE, Slave, SlaveConfig
 from slave.updates import RESEND_CHECK
 
@@ -62,6 +63,7 @@ class Fleet:
         await self.bus.subscribe(self.topics.slaves_of(self.principal), self._unrouted)
         started: list[Slave] = []
         try:
+            await load_all([s.resources for s in self.slaves])
             for slave in self.slaves:
                 await slave.start()
                 started.append(slave)
