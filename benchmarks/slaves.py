@@ -22,7 +22,9 @@ each its own principal and connection, as separate machines would be. It measure
   holds then (every framework's back); `reconciled_s`: from the kill until every task
   of every framework was answered RUNNING by the frameworks' reconciliation with the
   new leader; `tasks_lost`: updates of any other state (LOST, GONE, ...) they heard;
-- `lost_slaves`: slaves the leaders removed or did not have back at the end.
+- `lost_slaves`: slaves the leaders removed or did not have back at the end;
+- `registers_read`, `failover_reregisters_read`: the (re-)registrations the leader read
+  until it had every slave (more than the slaves: retries, each admitted again).
 
 The last line of output is one JSON object (`--json`: that line alone on stdout), with
 `targets`: each bound beside the figure it holds (issue 51: registered, every slave back
@@ -336,6 +338,9 @@ class Run:
         self.cpu.phase()  # (what starting the broker, ZooKeeper and the masters took)
         await self.start_slaves()
         result["registered_s"] = round(await self.all_back(leader, started), 1)
+        # (more than one a slave: retries the master read, each admitted again)
+        scraped = await leader.scrape()
+        result["registers_read"] = int(metric(scraped, "drfmesos_messages_total", type="Register"))
         # (CPU seconds by party: on 2 cores a phase takes at least all / 2 seconds)
         result["cpu_registration_s"] = self.cpu.phase()
         result.update({k: round(v, 1) for k, v in (await self.steady(leader)).items()})
@@ -414,6 +419,11 @@ class Run:
         result["failover_takeover_s"] = round(took_over, 2)
         result["failover_until_won_s"] = round(elected - took_over, 2)
         result["failover_reregistered_s"] = round(await self.all_back(new, killed), 1)
+        scraped = await new.scrape()
+        result["failover_reregisters_read"] = int(
+            metric(scraped, "drfmesos_messages_total", type="Reregister")
+            + metric(scraped, "drfmesos_messages_total", type="Register")
+        )
         if self.frameworks is None:
             return result
         result["failover_tasks_s"] = round(await self.tasks_back(new, killed), 1)
