@@ -108,6 +108,7 @@ async def test_a_retry_of_a_registration_being_written_waits_for_the_first_answe
             await slaves.publish(to_master, register("s1"))
         await eventually(lambda: master.messages.received["Register"] == 4)
         assert store.waiting == ["slave/s1"]  # one write
+        assert master.churn.retries_absorbed == 3
         reconnected = register("s1").model_copy(update={"incarnation": "another"})
         await slaves.publish(to_master, reconnected)
         await eventually(lambda: store.waiting == ["slave/s1", "slave/s1"])
