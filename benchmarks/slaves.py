@@ -22,7 +22,9 @@ each its own principal and connection, as separate machines would be. It measure
   holds then (every framework's back); `reconciled_s`: from the kill until every task
   of every framework was answered RUNNING by the frameworks' reconciliation with the
   new leader; `tasks_lost`: updates of any other state (LOST, GONE, ...) they heard;
-- `lost_slaves`: slaves the leaders removed or did not have back at the end.
+- `lost_slaves`: slaves the leaders removed or did not have back at the end;
+- `registers_read`, `failover_reregisters_read`: the (re-)registrations the leader read
+  until it had every slave (more than the slaves: retries, each admitted again).
 
 The last line of output is one JSON object (`--json`: that line alone on stdout), with
 `targets`: each bound beside the figure it holds (issue 51: registered, every slave back
@@ -32,6 +34,11 @@ a slave or a task is lost, or fewer than 95% of the heartbeats sent reached the 
 a phase did not finish in its time (registration: REGISTERED_BOUND; the failover's
 re-registration and reconciliation: FAILOVER_BOUND): a dead cluster never prints a table
 of zeros.
+
+`SLAVES_PROFILE=<dir>` runs the masters and the slave processes under cProfile, counting
+CPU time (benchmarks.cpu_profile):
+`<dir>/master-<n>.prof` and `<dir>/rack<n>.prof` each, written as they stop (not the
+killed leader's), for `python -m pstats`. The figures are then cProfile's, not the code's.
 """
 
 from __future__ import annotations
@@ -76,6 +83,14 @@ SLAVE = Resources(cpus=4, mem=4096)  # each simulated slave's
 # share one file system. On this host's ext4 making 4,000 slaves' files took 2.25 s of
 # CPU (5.8 s of wall time), on tmpfs 0.32 s: on disk the slaves' start measured the disk.
 SHM = "/dev/shm"
+PROFILE = os.environ.get("SLAVES_PROFILE")  # a directory: profile each process (see above)
+
+
+def python(party: str) -> list[str]:
+    """How a party's process is started (under cProfile if SLAVES_PROFILE says where)."""
+    if not PROFILE:
+        return [sys.executable]
+    return [sys.executable, "-m", "benchmarks.cpu_profile", f"{PROFILE}/{party}.prof"]
 
 
 @dataclass
@@ -150,6 +165,9 @@ class Run:
         self.work = tempfile.mkdtemp(prefix="drfmesos-bench-slaves-", dir=args.work_dir)
         self.frameworks: Frameworks | None = None
         self.cpu = PartyCpu(self.parties)
+        # the figures so far: a phase that does not finish still leaves those before it
+        # (and the CPU each party spent in it) beside its error
+        self.result: dict[str, object] = {"slaves": args.count, "processes": args.processes}
         self.env = {**os.environ, "PYTHONPATH": os.getcwd()}
         with open(f"{self.work}/rate-limits.json", "w") as f:  # (the masters')
             json.dump(trusted_frameworks(args.frameworks), f)
@@ -168,7 +186,7 @@ class Run:
         ha = ["--zk", self.zk.url(f"/{self.cluster}")] if self.zk is not None else []
         limits = f"{self.work}/rate-limits.json"
         proc = await asyncio.create_subprocess_exec(
-            sys.executable,
+            *python(name),
             "-m",
             "cluster",
             "master",
@@ -200,7 +218,7 @@ class Run:
             url = self.broker.url.url.replace("mqtt://", f"mqtt://rack{i}@", 1)
             self.slaves.append(
                 await asyncio.create_subprocess_exec(
-                    sys.executable,
+                    *python(f"rack{i}"),
                     "-m",
                     "cluster",
                     "slave",
@@ -307,7 +325,7 @@ class Run:
 
     async def measure(self) -> dict[str, object]:
         args = self.args
-        result: dict[str, object] = {"slaves": args.count, "processes": args.processes}
+        result = self.result
         result["heartbeat_interval_s"] = args.heartbeat
         result["slaves_work_dir"] = self.work
         await self.broker.start()
@@ -320,6 +338,9 @@ class Run:
         self.cpu.phase()  # (what starting the broker, ZooKeeper and the masters took)
         await self.start_slaves()
         result["registered_s"] = round(await self.all_back(leader, started), 1)
+        # (more than one a slave: retries the master read, each admitted again)
+        scraped = await leader.scrape()
+        result["registers_read"] = int(metric(scraped, "drfmesos_messages_total", type="Register"))
         # (CPU seconds by party: on 2 cores a phase takes at least all / 2 seconds)
         result["cpu_registration_s"] = self.cpu.phase()
         result.update({k: round(v, 1) for k, v in (await self.steady(leader)).items()})
@@ -386,7 +407,8 @@ class Run:
         killed = time.perf_counter()
         new = await self.leader()
         elected = time.perf_counter() - killed
-        result: dict[str, object] = {"failover_elected_s": round(elected, 1)}
+        result = self.result  # (filled as it goes: a phase that times out keeps these)
+        result["failover_elected_s"] = round(elected, 1)
         # where the election's time went: the new leader's own start (the registry read
         # in it), the rest the old leader's ZooKeeper session expiring, and this poll
         scraped = await new.scrape()
@@ -397,6 +419,11 @@ class Run:
         result["failover_takeover_s"] = round(took_over, 2)
         result["failover_until_won_s"] = round(elected - took_over, 2)
         result["failover_reregistered_s"] = round(await self.all_back(new, killed), 1)
+        scraped = await new.scrape()
+        result["failover_reregisters_read"] = int(
+            metric(scraped, "drfmesos_messages_total", type="Reregister")
+            + metric(scraped, "drfmesos_messages_total", type="Register")
+        )
         if self.frameworks is None:
             return result
         result["failover_tasks_s"] = round(await self.tasks_back(new, killed), 1)
@@ -486,7 +513,9 @@ async def main(args: argparse.Namespace) -> int:
     try:
         result = await run.measure()
     except TimeoutError as e:
-        result = {"slaves": args.count, "error": str(e)}
+        result = run.result
+        result["error"] = str(e)
+        result["cpu_unfinished_phase_s"] = run.cpu.phase()
     finally:
         await run.stop()
     problems = verdict(result)

@@ -24,6 +24,7 @@ class SlaveChurn:
 
     registrations: int = 0
     reregistrations: int = 0
+    retries_absorbed: int = 0  # Registers answered by the one whose record was being written
     disconnects: int = 0
     removals: Counter[str] = field(default_factory=Counter)
     recovery_expected: int = 0  # slaves of the registry when this master took over

@@ -71,6 +71,7 @@ class JournalFile:
 
     def __init__(self, path: Path, *, sync: bool = True) -> None:
         self.path = path
+        self.dir = str(path.parent)  # (journals' names are relative to it)
         self.sync = sync  # fdatasync after every write (see the module's docstring)
         self._live: dict[str, dict[str, Any]] = {}  # journal name -> its live keys
         self._sizes: dict[tuple[str, str], int] = {}  # bytes of each live key's record
@@ -149,9 +150,9 @@ class JournalFile:
         """What was the file of its own at `name` becomes journal `name` here: written and
         synced here first, then that file removed (a crash between moves it in again, the
         same records)."""
-        old = self.path.parent / name
-        if not old.is_file():
+        if not os.path.isfile(os.path.join(self.dir, name)):  # (mostly: it is not there)
             return
+        old = self.path.parent / name
         records = dict(JournalFile(old, sync=self.sync)._live.get(OWN, {}))
         chunks = []
         for key, value in records.items():

@@ -21,12 +21,14 @@ import random
 
 RETRY_CAP = 60.0  # seconds: the longest wait between two attempts, as Mesos's (1 min)
 RETRY_FLOOR = 1.0  # seconds: the first retry's bound, whatever the factor
+_RNG = random.Random()  # (seeded once: seeding one an attempt from os.urandom cost more
+# than the rest of a fleet slave's attempt)
 
 
 class RegistrationBackoff:
     def __init__(self, factor: float, rng: random.Random | None = None) -> None:
         self.factor = max(0.0, factor)
-        self._rng = rng or random.Random()
+        self._rng = rng or _RNG
         self._bound = max(RETRY_FLOOR, 2 * self.factor)
         self._cap = max(RETRY_CAP, self._bound)
 

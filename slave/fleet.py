@@ -18,6 +18,7 @@ connection, so they share its traffic too:
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import time
 from collections.abc import Callable
@@ -30,6 +31,7 @@ from protocol.transport.bus import Bus
 from protocol.transport.patience import Patience
 from protocol.wire.messages import MAX_HEARTBEATS, Heartbeats, Wire
 from protocol.wire.topics import Topics
+from slave.kept_resources import load_all
 from slave.slave import JOURNAL_FILE, Slave, SlaveConfig
 from slave.updates import RESEND_CHECK
 
@@ -46,6 +48,7 @@ class Fleet:
         self.principal = principal
         self.to_master = topics.inbound("slave", principal)
         self.slaves: list[Slave] = []
+        self._owing: set[Slave] = set()  # those with an update to send again (resend_loop)
         self.heartbeats_sent = 0
         # asked when they stop: whether their command tasks end with them (a Mesos agent's
         # SIGUSR1), or run on for the next start to recover (its SIGTERM)
@@ -59,9 +62,12 @@ class Fleet:
         base = Path(os.path.commonpath([c.work_dir for c in configs])) if configs else None
         journals = JournalFile(base / JOURNAL_FILE) if base is not None else None
         self.slaves = [Slave(self.bus, self.topics, c, journals) for c in configs]
+        for slave in self.slaves:
+            slave.updates.on_scheduled = functools.partial(self._owing.add, slave)
         await self.bus.subscribe(self.topics.slaves_of(self.principal), self._unrouted)
         started: list[Slave] = []
         try:
+            await load_all([s.resources for s in self.slaves])
             for slave in self.slaves:
                 await slave.start()
                 started.append(slave)
@@ -111,12 +117,15 @@ class Fleet:
     async def resend_loop(self) -> None:
         """Owed status updates that are due again, for every slave in one loop: a loop a
         slave, each waking five times a second, kept a process of 10,000 busy with
-        nothing but its timers."""
+        nothing but its timers; so did one loop looking at every slave (it looks at those
+        with a re-send scheduled, `_owing`)."""
         while True:
             await asyncio.sleep(RESEND_CHECK)
             now = time.monotonic()
-            for slave in self.slaves:
-                if len(slave.updates) and slave.registered.is_set():
+            for slave in list(self._owing):
+                if not slave.updates.resends_scheduled:
+                    self._owing.discard(slave)
+                elif slave.registered.is_set():
                     slave.updates.resend_due(now)
 
     async def tell_waiting(self) -> None:

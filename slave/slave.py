@@ -153,8 +153,13 @@ class Slave:
 
     def _journal(self, name: str) -> Journal:
         """Its journal `name`, named by where it was a file of its own in its work dir."""
-        here = (self.config.work_dir / name).relative_to(self.journals.path.parent)
-        return self.journals.journal(str(here))
+        # (by strings: pathlib's relative_to was most of a fleet slave's construction)
+        base, own = self.journals.dir.rstrip("/"), str(self.config.work_dir)
+        if own == base:
+            return self.journals.journal(name)
+        if not own.startswith(base + "/"):
+            raise ValueError(f"{own} is not under the journal file's directory {base}")
+        return self.journals.journal(f"{own[len(base) + 1 :]}/{name}")
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def start(self) -> None:
@@ -176,7 +181,8 @@ class Slave:
                 load_or_make_key, self.config.work_dir, self.config.executor_secret_key
             )
             self.custom.tokens = ExecutorTokens(key, self.slave_id)
-        await self.resources.load()
+        if not self.resources.loaded:  # (a fleet loads all its slaves' at once)
+            await self.resources.load()
         await recover(self, self.reports)
         d = Dispatcher(self.bus, "slave")
         d.on(Registered, self._on_registered)

@@ -381,3 +381,28 @@ async def test_a_standby_answers_health_and_metrics_as_a_standby_and_leads_when_
     assert health.status == "standby"
     assert health.leader == f"127.0.0.1:{ha.http_ports[standby]}"
     assert await redirect_of(ha.http_ports[leader]) == (307, f"//{health.leader}")
+
+
+async def test_a_master_gets_the_zookeeper_session_it_asks_for() -> None:
+    """Mesos's 10 s by default: ZooKeeper's own cap (20 ticks, 5 s at the tests' 250 ms)
+    cut it to 5 s, and a leader busy with 100,000 slaves' registrations stepped down when
+    its connection went 3.3 s without an answer."""
+    need_zookeeper()
+    from cluster.testing.zookeeper import ZooKeeperServer
+    from master.cli import master as master_command
+    from master.ha.zookeeper import ZkCandidate, ZkURL
+
+    default = next(p.default for p in master_command.params if p.name == "zk_session_timeout")
+    assert default == 10.0
+    async with ZooKeeperServer() as zk:
+        candidate = ZkCandidate(ZkURL.parse(zk.url()), "c", {"master_id": "m"}, default)
+        term = await candidate.campaign()
+        try:  # (ZooKeeper's `cons` lists each connection's session timeout as `to=`)
+            reader, writer = await asyncio.open_connection("127.0.0.1", zk.port)
+            writer.write(b"cons")
+            said = (await reader.read()).decode()
+            writer.close()
+            assert f"to={int(default * 1000)}," in said, said
+            assert not term.lost.is_set()
+        finally:
+            await candidate.close()

@@ -19,6 +19,9 @@ from protocol.tooling.ports import PortTaken, free_port, wait_for_listener
 
 log = logs.get("zookeeper-server")
 
+# ZooKeeper's own bound is 20 ticks, 5 s at our 250 ms tick: it cut every longer session a
+# master asked for (--zk-session-timeout, Mesos's 10 s) down to 5 s, silently
+MAX_SESSION_MS = 60_000
 JARS = ("/usr/share/java/zookeeper.jar", "/usr/share/java/zookeeper-jute.jar")
 CONF = """tickTime={tick_ms}
 dataDir={data}
@@ -26,8 +29,9 @@ clientPort={port}
 clientPortAddress=127.0.0.1
 admin.enableServer=false
 minSessionTimeout={min_session_ms}
+maxSessionTimeout={max_session_ms}
 maxClientCnxns=0
-4lw.commands.whitelist=ruok,srvr
+4lw.commands.whitelist=ruok,srvr,cons
 """
 
 
@@ -73,6 +77,7 @@ class ZooKeeperServer:
                 data=self.dir / "data",
                 port=self.port,
                 min_session_ms=2 * self.tick_ms,
+                max_session_ms=MAX_SESSION_MS,
             )
         )
         classpath = ":".join(j for j in JARS if Path(j).exists())  # noqa: ASYNC240 - tiny

@@ -78,6 +78,9 @@ class SlaveCalls:
         self.partitions, self.status_updates = partitions, status_updates
         self.churn, self.messages, self.info = churn, messages, info
         self.listeners, self.request_round, self.log = listeners, request_round, log
+        # slaves whose record is being written: what their Register said (a retry that
+        # says the same waits for the first's answer)
+        self._writing: dict[str, tuple[object, ...]] = {}
 
     def _slave_of(self, slave_id: str, caller: Caller, about: str) -> Slave | None:
         """The registered slave a call names, if it is the caller's own (else refused)."""
@@ -190,13 +193,27 @@ class SlaveCalls:
         if self.recorder.slave_known(slave_id, caller.principal, hostname):
             self._admitted(*admitted, *later)  # (a re-registration: nothing to write)
             return
+        # A slave's retry of the very registration whose record is being written: the
+        # first's answer answers it (a storm that outran the registry's writes read a
+        # quarter more Registers than slaves, each another write of its bucket)
+        same = (caller.principal, hostname, incarnation, total, attributes, discrete, warning,
+                ending, owners)  # fmt: skip
+        if not running and self._writing.get(slave_id) == same:
+            self.churn.retries_absorbed += 1
+            return
         # A new slave is written to the registry before it is told Registered; the calls
         # after it are read meanwhile, so the registrations of a storm share the store's
         # writes (one ZooKeeper transaction, one journal sync) rather than queue on them.
         write = self.recorder.slave(slave_id, caller.principal, hostname, caller)
+        self._writing[slave_id] = same
 
         async def admit() -> None:
-            if await write:
+            try:
+                written = await write
+            finally:
+                if self._writing.get(slave_id) == same:
+                    del self._writing[slave_id]
+            if written:
                 self._admitted(*admitted, *later)
 
         self.recorder.in_background(admit(), "Register", slave_id=slave_id)

@@ -274,7 +274,7 @@ class ZkCandidate:
     """One master among several: waits in the election, leads while it holds it."""
 
     def __init__(
-        self, url: ZkURL, cluster: str, identity: dict[str, str], session_timeout: float = 5.0
+        self, url: ZkURL, cluster: str, identity: dict[str, str], session_timeout: float = 10.0
     ) -> None:
         self.url = url
         self.root = f"{url.path}/{cluster}"

@@ -221,6 +221,11 @@ def churn_metrics(m: MasterReader, counts: BookCounts) -> Iterator[Metric]:
         "drfmesos_slave_reregistrations", "Slaves re-registered.", value=churn.reregistrations
     )
     yield CounterMetricFamily(
+        "drfmesos_slave_registration_retries_absorbed",
+        "Registers that repeated one whose registry record was being written (answered by it).",
+        value=churn.retries_absorbed,
+    )
+    yield CounterMetricFamily(
         "drfmesos_slave_disconnects", "Slaves whose connection was lost.", value=churn.disconnects
     )
     removals = CounterMetricFamily(
