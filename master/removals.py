@@ -120,6 +120,16 @@ class Removals:
         self.log.warning("slave.disconnected", slave_id=slave.slave_id, why=why)
         self.outbox.emit("slave-disconnected", slave_id=slave.slave_id, detail=why)
 
+    def rescind_offers(self, slave: Slave) -> None:
+        """A slave back on a new connection (restarted, or reconnected without a word the
+        master heard): its outstanding offers taken back, as Mesos's master does when an
+        agent re-registers, for its resources or executors may have changed; a round
+        offers them again (an offer made before the restart, and never answered, held the
+        slave from its frameworks until then)."""
+        for offer_id in list(slave.offers):
+            self.offers.rescind(self.books.offers[offer_id])
+        self.request_round()
+
     def remove_slave(self, slave: Slave, why: str, *, gone: bool = False) -> None:
         """As Mesos 1.x: a slave out of touch past its timeout is unreachable, its tasks
         TASK_UNREACHABLE (they may still run, and come back with it); one an operator

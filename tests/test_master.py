@@ -480,6 +480,30 @@ async def test_a_slave_that_reregisters_without_a_task_has_it_gone(
     books_balance(cluster.master)
 
 
+async def test_a_slave_back_on_a_new_connection_has_its_offers_taken_back_and_made_again(
+    cluster: Cluster,
+) -> None:
+    """As Mesos's master does when an agent re-registers: an offer of it that was never
+    answered is rescinded (a restart may have changed what it has), and its resources are
+    offered again; else the unanswered offer held the slave from everyone."""
+    a = await cluster.framework("A")
+    s1 = await cluster.slave("s1", Resources(cpus=2, mem=2 * GB))
+    before = await a.next_offer()
+    seen = a.offer_count()
+    await s1.bus.publish(
+        s1.to_master,
+        Reregister(
+            slave_id="s1", hostname="s1.local", resources=s1.resources, tasks=[],
+            incarnation="restarted",
+        ),
+    )  # fmt: skip
+    await a.inbox.wait_for(Rescind, lambda r: r.offer_id == before.offer_id)
+    again = await a.next_offer(after=seen)
+    assert again.resources == before.resources
+    assert again.offer_id != before.offer_id
+    books_balance(cluster.master)
+
+
 async def test_an_unreachable_slave_back_without_a_partition_aware_task_has_it_gone() -> None:
     async with contextlib.AsyncExitStack() as stack:
         c = Cluster(stack)

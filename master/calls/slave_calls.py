@@ -261,6 +261,8 @@ class SlaveCalls:
             )
             self.outbox.emit("slave-added", slave_id=slave_id, resources=total)
         else:
+            if slave.incarnation != incarnation and slave.offers:
+                self.removals.rescind_offers(slave)
             slave.incarnation, slave.last_seen = incarnation, now
             if not slave.connected:
                 slave.connected = True

@@ -87,11 +87,20 @@ async def operate(fw: FakeFramework, offer: Offer, *ops: OfferOperation) -> None
     )
 
 
-async def offer_with(fw: FakeFramework, want: Resources, seen: int, timeout: float = 10.0) -> Offer:
-    """The first offer after the first `seen` holding `want`, declining the others."""
+async def offer_with(
+    fw: FakeFramework,
+    want: Resources,
+    seen: int,
+    timeout: float = 10.0,
+    master: Master | None = None,
+) -> Offer:
+    """The first offer after the first `seen` holding `want`, declining the others; with
+    `master`, passing over those it has rescinded (a slave restarted since they were made)."""
     while True:
         offer = await fw.next_offer(after=seen, timeout=timeout)
         seen += 1
+        if master is not None and offer.offer_id not in master.books.offers:
+            continue  # (rescinded: its Rescind may still be on its way)
         if offer.resources.contains(want):
             return offer
         await fw.decline(offer, refuse=0)
