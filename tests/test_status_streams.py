@@ -97,6 +97,19 @@ async def test_only_the_head_is_in_flight_retried_and_the_next_goes_on_its_ack(
     await updates.close()
 
 
+def gated_disk(monkeypatch: Any) -> threading.Event:
+    """The disk thread's writes wait until the event returned is set."""
+    disk = threading.Event()
+    write_and_sync = group_commit.write_and_sync
+
+    def gated(writes: list[group_commit.Write]) -> None:
+        disk.wait(30)
+        write_and_sync(writes)
+
+    monkeypatch.setattr(group_commit, "write_and_sync", gated)
+    return disk
+
+
 async def test_a_quiet_slaves_update_goes_as_it_is_written_and_is_acknowledged_on_disk(
     tmp_path: Path, monkeypatch: Any
 ) -> None:
@@ -105,14 +118,7 @@ async def test_a_quiet_slaves_update_goes_as_it_is_written_and_is_acknowledged_o
     is on disk is taken once it is: until then the update stays owed, and the next of its
     stream waits. With others owed (a busy slave), a new task's update waits for its write,
     and leaves with the others of that write."""
-    disk = threading.Event()  # the disk thread's writes wait for it
-    write_and_sync = group_commit.write_and_sync
-
-    def slow_disk(writes: list[group_commit.Write]) -> None:
-        disk.wait(30)
-        write_and_sync(writes)
-
-    monkeypatch.setattr(group_commit, "write_and_sync", slow_disk)
+    disk = gated_disk(monkeypatch)
     bus = Posts()
     updates = owed(bus, tmp_path / "updates.journal")
     running, finished = update("t", R), update("t", F)
@@ -139,15 +145,8 @@ async def test_a_quiet_slave_sends_a_tasks_end_only_once_it_is_on_disk(
     """A task's end drops its checkpoint in the same write: sent before that write is on
     disk, a slave killed meanwhile would find the task again on restart and report it
     ended a second time. So even a quiet slave sends an end only once it is written."""
-    disk = threading.Event()
+    disk = gated_disk(monkeypatch)
     disk.set()
-    write_and_sync = group_commit.write_and_sync
-
-    def gated_disk(writes: list[group_commit.Write]) -> None:
-        disk.wait(30)
-        write_and_sync(writes)
-
-    monkeypatch.setattr(group_commit, "write_and_sync", gated_disk)
     bus = Posts()
     updates = owed(bus, tmp_path / "updates.journal")
     running, finished = update("t", R), update("t", F)
