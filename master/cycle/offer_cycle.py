@@ -102,11 +102,13 @@ class OfferCycle:
         went back: a round is worth running."""
         if not resources:
             return False
-        if refuse_seconds:  # (`_refusal` inlined: once an offer a simulated run declines)
-            interval = self.config.allocation_interval
-            refuse_seconds = refuse_seconds if refuse_seconds >= interval else interval  # (max)
         self.allocator.recover(
-            framework_id, slave_id, resources, role=role, refuse_seconds=refuse_seconds, now=now
+            framework_id,
+            slave_id,
+            resources,
+            role=role,
+            refuse_seconds=self._refusal(refuse_seconds),
+            now=now,
         )
         return True
 
@@ -167,8 +169,7 @@ class OfferCycle:
             if now is not smallest and now != smallest:  # (a stage's tasks share their size)
                 self._smallest[framework_id] = smallest
                 self.allocator.set_min_allocatable(framework_id, [smallest])
-        fw = self.allocator.frameworks.get(framework_id)  # (one role: its one client)
-        suppressed = fw.suppressed if fw is not None else self.allocator.suppressed(framework_id)
+        suppressed = self.allocator.suppressed(framework_id)
         if wants and suppressed:
             self.revive(framework_id)
             return True
