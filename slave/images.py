@@ -42,6 +42,9 @@ from slave.runners import EXIT_FILE, CommandRunner, Limit, Report, Run, new_run_
 SANDBOX = "/mnt/mesos/sandbox"  # where the sandbox is inside the container, as in Mesos
 PODMAN_FAILED = 125  # podman's own exit status when it could not run the container
 KILLED = 128 + 9  # podman's exit status for a container killed by SIGKILL
+# podman's status when the container ended and it could not learn how ("Cannot get exit
+# code"): seen when the kernel killed the container at its limit beside a busy host
+EXIT_LOST = 127
 PODMAN_CALL_TIMEOUT = 30.0  # seconds a `podman stop` or `rm` may take beyond the grace
 
 
@@ -171,7 +174,7 @@ class ImageLaunch:
         await self._podman("rm", "--force", "--ignore", self.name)
         if stopped:
             return None
-        if code == KILLED and (why := self._out_of_memory()):
+        if code in (KILLED, EXIT_LOST) and (why := self._out_of_memory()):
             return Limit(TaskState.FAILED, Reason.MEMORY_LIMIT, why)
         if code == PODMAN_FAILED:
             why = await asyncio.to_thread(_last_line, self.sandbox / "stderr")

@@ -184,6 +184,33 @@ def test_build_task_names_the_image() -> None:
     assert task.container == ContainerInfo(image="busybox:1")
 
 
+class _Peaked(PosixContainer):
+    def peaked_at_limit(self) -> str | None:
+        return "out of memory: at its limit of 32 MB"
+
+
+@pytest.mark.parametrize(
+    ("code", "reason"),
+    [(137, Reason.MEMORY_LIMIT), (127, Reason.MEMORY_LIMIT), (1, None), (0, None)],
+)
+async def test_a_container_that_ended_at_its_memory_limit_is_told_so(
+    tmp_path: Path, code: int, reason: Reason | None
+) -> None:
+    """SIGKILLed at its limit (137), or ended at it while podman lost its exit status
+    (127, "Cannot get exit code", as under a loaded CI host): the memory limit is why."""
+    task = TaskInfo(
+        task_id="t",
+        slave_id="s",
+        resources=Resources(cpus=0.5, mem=32),
+        command=CommandInfo(value="true"),
+        container=ContainerInfo(image="busybox"),
+    )
+    run = Run(tmp_path / "sandbox", tmp_path / "run")
+    launch = ImageLaunch(task, run, {}, _Peaked("t"), "true", "s", "f")  # podman: `true`
+    limit = await launch.ended(code, stopped=False)
+    assert (limit.reason if limit is not None else None) == reason
+
+
 def test_under_posix_podman_limits_the_container_itself(tmp_path: Path) -> None:
     task = TaskInfo(
         task_id="t",
