@@ -21,6 +21,7 @@ from protocol.wire.messages import (
     Acknowledge,
     Error,
     Failure,
+    Filters,
     FrameworkCapability,
     Gone,
     Reason,
@@ -119,6 +120,33 @@ async def test_an_oversized_accept_gets_task_error_and_the_resources_come_back(
     books_balance(cluster.master)
     assert not a.inbox.of(Error)  # the update is the answer: an Error means removed
     assert cluster.master.outbox.refused["invalid-tasks"] == 1  # (and a log line)
+
+
+async def test_an_accept_delivered_twice_says_nothing_false_of_the_task_it_launched(
+    cluster: Cluster,
+) -> None:
+    """MQTT delivers at least once: an Accept whose PUBACK a reconnect lost comes again.
+    One of its tasks was refused the first time, so it is not "launched before" as a
+    whole; its running task must not be reported LOST (a second launch would follow)."""
+    slave = await cluster.slave("s1", Resources(cpus=4, mem=GB))
+    a = await cluster.framework("A")
+    offer = await a.next_offer()
+    good = a.task(offer, Resources(cpus=1, mem=32), task_id="good")
+    too_big = a.task(offer, Resources(cpus=100, mem=32), task_id="too-big")
+    accept = Accept(
+        framework_id=a.framework_id,
+        offer_ids=[offer.offer_id],
+        tasks=[good, too_big],
+        filters=Filters(refuse_seconds=5),
+    )
+    await a.bus.publish(a.to_master, accept)
+    await slave.run_task()
+    await a.update_for("good", TaskState.RUNNING)
+    await a.bus.publish(a.to_master, accept)  # the redelivery
+    await a.update_for("too-big", TaskState.LOST)  # (its offer is gone: dropped again)
+    said = {(u.status.task_id, u.status.state) for u in a.inbox.of(Update)}
+    assert ("good", TaskState.LOST) not in said
+    assert cluster.master.books.frameworks[a.framework_id].slave_of("good") == "s1"
 
 
 async def test_a_slave_whose_connection_dies_is_offered_to_nobody_then_its_tasks_are_lost() -> None:

@@ -139,6 +139,10 @@ class FrameworkCalls:
             # to frameworks not partition-aware): launch it again. Not an Error: in Mesos
             # that means the framework is removed.
             for task in msg.tasks:
+                if fw.slave_of(task.task_id) is not None:
+                    # launched already (an Accept delivered again, one of its tasks refused
+                    # the first time): a LOST would be a lie that invites a second launch
+                    continue
                 why = f"Task launched with invalid offers: {reason}"
                 self.refuse_launch(fw, task, TaskState.DROPPED, Reason.INVALID_OFFERS, why)
             self.outbox.refuse(
