@@ -15,15 +15,7 @@ import click
 
 from protocol.tooling.brokers import BrokerURL
 from protocol.tooling.cli import broker_option, cluster_option, log_level_option, warn_if_insecure
-from protocol.wire.discrete import (
-    DEFAULT_PORTS,
-    EMPTY,
-    Discrete,
-    Ranges,
-    parse_resources,
-    with_counts,
-)
-from protocol.wire.resources import PORTS, ResourceError, split_text
+from protocol.wire.resources import ResourceError
 from slave.task_users import DEFAULT_MAP, DEFAULT_UIDS
 
 
@@ -345,16 +337,12 @@ def slave(
     """Run a slave: register with the master, run tasks, report their status."""
     from protocol.tooling.cli import run_party
     from slave.config import SlaveConfig
-    from slave.probe import machine_resources, parse_attributes
+    from slave.probe import parse_attributes, slave_resources
     from slave.task_env import parse_task_env
     from slave.task_users import load_operator_users, parse_uid_range
 
     try:
-        offered, values = parse_resources(resources) if resources else (machine_resources(), EMPTY)
-        named = {name for name, _ in split_text(resources or "")}
-        if PORTS not in named:  # as a Mesos agent: its ports unless --resources names them
-            values = values.add(Discrete({PORTS: Ranges.parse(DEFAULT_PORTS)}))
-            offered = with_counts(offered, values, "--resources")
+        offered, values = slave_resources(resources)
         attrs = parse_attributes(attributes)
         uids = parse_uid_range(task_uids)
         users = load_operator_users(task_users, uids) if task_users else {}

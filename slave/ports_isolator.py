@@ -93,8 +93,8 @@ def listened_ports(groups: set[int]) -> dict[int, set[int]]:
     return ports
 
 
-def _ports(discrete: Discrete) -> Ranges:
-    value = discrete.get(PORTS)
+def ports_of(discrete: Discrete) -> Ranges:
+    value = discrete.whoever(PORTS)  # (reserved ports too: `ports(svc)`)
     return value if isinstance(value, Ranges) else Ranges()
 
 
@@ -112,7 +112,7 @@ async def enforce_ports(
 ) -> None:
     """Every `interval` seconds, until cancelled: kill each command task that listens
     on a port of the slave's range (`slave`'s ports) not given to it."""
-    held = _ports(slave)
+    held = ports_of(slave)
     while True:
         await asyncio.sleep(interval)
         runners: dict[int, tuple[TaskRecord, Runner]] = {
@@ -125,7 +125,7 @@ async def enforce_ports(
         listened = await asyncio.to_thread(listened_ports, set(runners))
         for group, ports in listened.items():
             record, runner = runners[group]
-            given = _ports(record.info.discrete)
+            given = ports_of(record.info.discrete)
             if bad := squatted(ports, given, held):
                 named = ", ".join(map(str, bad))
                 message = (

@@ -1,10 +1,31 @@
-"""What this machine can offer when `--resources` is not given."""
+"""What this slave offers: `--resources`, or what this machine has when it is not given,
+with a Mesos agent's default ports."""
 
 from __future__ import annotations
 
 import os
 
-from protocol.wire.resources import Resources
+from protocol.wire.discrete import (
+    DEFAULT_PORTS,
+    EMPTY,
+    Discrete,
+    Ranges,
+    parse_resources,
+    with_counts,
+)
+from protocol.wire.reservations import base_of
+from protocol.wire.resources import PORTS, Resources, split_text
+
+
+def slave_resources(text: str | None) -> tuple[Resources, Discrete]:
+    """`--resources` (None: this machine's), and its ranges' and sets' values; ports
+    31000-32000 unless it names ports, reserved ones too (`ports(svc):[8000-8010]`: the
+    default beside them could hand one port to two tasks), as a Mesos agent does."""
+    offered, values = parse_resources(text) if text else (machine_resources(), EMPTY)
+    if PORTS in {base_of(name) for name, _ in split_text(text or "")}:
+        return offered, values
+    values = values.add(Discrete({PORTS: Ranges.parse(DEFAULT_PORTS)}))
+    return with_counts(offered, values, "--resources"), values
 
 
 def machine_resources(reserve_mb: float | None = None) -> Resources:

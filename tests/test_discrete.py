@@ -204,6 +204,26 @@ def test_bad_mesos_json_is_refused_with_what_is_wrong(item: dict[str, object], s
         mj.resources_and_values_from_mesos([item])
 
 
+def test_one_port_under_two_names_is_refused_and_reserved_ports_are_ports() -> None:
+    """A port is one resource, whoever's: ranges of `ports` and `ports(svc)` may not
+    share one, and a task given reserved ports finds them as PORT0..., as any others."""
+    with pytest.raises(ResourceError, match="overlap"):
+        parse_resources("cpus:1;ports(svc):[31000-31010];ports:[31005-31020]")
+    _, task = parse_resources("ports(svc):[8000-8000];ports:[31000-31000]")
+    assert environment(task) == {"PORT0": "8000", "PORT1": "31000", "PORTS": "8000,31000"}
+
+
+def test_a_slave_offers_the_default_ports_unless_it_names_ports_reserved_or_not() -> None:
+    from slave.probe import slave_resources
+
+    _, values = slave_resources("cpus:1;mem:64")
+    assert values == Discrete({"ports": Ranges([(31000, 32000)])})
+    offered, values = slave_resources("cpus:1;mem:64;ports(svc):[31000-31010]")
+    assert values == Discrete({"ports(svc)": Ranges([(31000, 31010)])})  # and no default
+    assert offered["ports(svc)"] == 11
+    assert "ports" not in offered
+
+
 def test_the_slave_command_offers_ports_by_default_and_refuses_a_bad_range(
     tmp_path: Path,
 ) -> None:

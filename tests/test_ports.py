@@ -210,6 +210,19 @@ async def test_a_slave_that_reports_tasks_on_ports_it_does_not_have_is_refused(
     await eventually(lambda: "stray" not in cluster.master.books.frameworks[a.framework_id].tasks)
 
 
+async def test_a_slave_whose_reserved_and_unreserved_ports_overlap_is_refused(
+    cluster: Cluster,
+) -> None:
+    """`ports(svc):[31000-31010]` beside `ports:[31000-32000]`: one port under two names
+    would go to svc's task and to another tenant's. The master admits no such slave."""
+    both = Discrete({"ports(svc)": Ranges([(31000, 31010)]), "ports": Ranges([(31000, 32000)])})
+    counts = Resources({"cpus": 4, "mem": GB, "ports(svc)": 11, "ports": 1001})
+    s1 = await cluster.slave("s1", counts, both)
+    error = await s1.inbox.wait_for(Error)
+    assert "overlap" in error.message
+    assert "s1" not in cluster.master.books.slaves
+
+
 async def test_a_role_limited_to_two_ports_is_offered_two(tmp_path: Path) -> None:
     """Quota counts ports by size: a role whose limit is `ports: 2` is offered two ports
     of a slave's ten (the lowest), beside the slave's cpus and memory."""

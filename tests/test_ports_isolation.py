@@ -17,6 +17,7 @@ from protocol.wire.discrete import Discrete, Ranges
 from protocol.wire.messages import Reason, TaskState, Update
 from protocol.wire.resources import PORTS, Resources
 from slave.config import SlaveConfig
+from slave.ports_isolator import ports_of, squatted
 
 from harness.fakes import FakeFramework
 from harness.helpers import eventually
@@ -107,3 +108,12 @@ def test_ports_are_held_by_default_where_tasks_are_isolated(tmp_path: Path) -> N
     assert config(pid_namespace=True).holds_ports
     assert not config(pid_namespace=True, ports_isolation=False).holds_ports
     assert config(ports_isolation=True).holds_ports
+
+
+def test_a_port_reserved_for_a_role_is_held_for_it_too() -> None:
+    """`--resources 'ports(svc):[8000-8010];ports:[31000-32000]'`: another tenant's task
+    that listens on 8000 squats svc's port; svc's task given 8000 does not."""
+    slave = Discrete({"ports(svc)": Ranges([(8000, 8010)]), PORTS: Ranges([(31000, 32000)])})
+    assert squatted({8000, 31000}, Ranges(), ports_of(slave)) == [8000, 31000]
+    given = ports_of(Discrete({"ports(svc)": Ranges([(8000, 8000)])}))
+    assert squatted({8000}, given, ports_of(slave)) == []

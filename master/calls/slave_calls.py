@@ -178,6 +178,11 @@ class SlaveCalls:
                 slave_id=slave_id,
             )
             return
+        if (twice := discrete.given_twice()) is not None:
+            self.outbox.refuse(
+                caller, f"slave {slave_id}: {twice}", "invalid", "Register", slave_id=slave_id
+            )
+            return
         held = Discrete.union(r.task.discrete for r in running)
         if not discrete.contains(held):
             self.outbox.refuse(

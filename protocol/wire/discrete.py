@@ -17,6 +17,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from protocol.wire.reservations import base_of
 from protocol.wire.resources import PORTS, SCALE, ResourceError, Resources, split_text
 
 if TYPE_CHECKING:
@@ -396,6 +397,24 @@ class Discrete(Mapping[str, Value]):
             n for n, v in other.by_name.items() if n in self.by_name and self.by_name[n].overlaps(v)
         ]
 
+    def whoever(self, base: str) -> Value | None:
+        """Every value of resource `base`, whoever's (`ports` and `ports(svc)` alike): what
+        a task was given, or what a slave has, as ports."""
+        found = [v for k, v in self.by_name.items() if base_of(k) == base]
+        return found[0].joined(found[1:]) if found else None
+
+    def given_twice(self) -> str | None:
+        """Why these cannot be one slave's (None: they can): two names of one resource
+        (`ports` and `ports(svc)`) that hold one value, which would go to two tasks."""
+        seen: list[tuple[str, str, Value]] = []
+        for key, value in self.by_name.items():
+            base = base_of(key)
+            for other_base, other, held in seen:
+                if other_base == base and held.overlaps(value):
+                    return f"{other}:{held} and {key}:{value} overlap: each value is one resource"
+            seen.append((base, key, value))
+        return None
+
     def add(self, other: Discrete) -> Discrete:
         out = dict(self.by_name)
         for name, value in other.by_name.items():
@@ -513,13 +532,16 @@ def parse_resources(text: str) -> tuple[Resources, Discrete]:
                 f"resource {name!r}: not a number, [ranges] or {{set}}: {value!r}"
             ) from None
     discrete = Discrete(values)  # (`ports:[]`: none, and named)
+    if (twice := discrete.given_twice()) is not None:
+        raise ResourceError(twice)
     return with_counts(Resources(amounts), discrete, "resources"), discrete
 
 
 def environment(discrete: Discrete, most: int = 1024) -> dict[str, str]:
     """A task's port variables, as Marathon names them: `PORT0`, `PORT1`, ... each port
-    (lowest first, at most `most`), and `PORTS` all of them comma-separated."""
-    ports = discrete.get(PORTS)
+    (lowest first, at most `most`), and `PORTS` all of them comma-separated; reserved
+    ports (`ports(svc)`) as unreserved ones."""
+    ports = discrete.whoever(PORTS)
     if ports is None:
         return {}
     values = ports.members(most)
