@@ -386,6 +386,9 @@ class Books:
         slave = self.slaves.get(slave_id)
         for framework_id, task_id in slave.tasks if slave is not None else ():
             task = self.task(framework_id, task_id)
-            if task is not None and not task.terminal and key in task.info.resources:
+            if task is None or task.terminal:
+                continue
+            executor = task.info.executor  # (a custom executor may hold a volume too)
+            if key in task.info.resources or (executor is not None and key in executor.resources):
                 return True
         return False

@@ -55,6 +55,7 @@ from protocol.wire.messages import (
     TaskState,
     Wire,
 )
+from protocol.wire.reservations import partial_volume
 from protocol.wire.resources import Resources
 from protocol.wire.slave import SLAVE_GONE
 from protocol.wire.topics import Topics, check_segment
@@ -447,6 +448,8 @@ class Slave:
             problem = (
                 f"task {task.task_id} needs {need} but slave {self.slave_id} has only {free} free"
             )
+        elif (volume := partial_volume(need.millis, self.resources.total.millis)) is not None:
+            problem = f"task {task.task_id}: a persistent volume is used whole: {volume}"
         else:
             problem = (
                 task_problem(task)

@@ -169,6 +169,11 @@ class ResourceOperations:
                 vid = parse_key(key).volume.id  # type: ignore[union-attr]
                 if vid in ids:
                     return f"a volume {vid} is on slave {slave_id} already"
+            made = [parse_key(k).volume.id for k in converted]  # type: ignore[union-attr]
+            if len(set(made)) < len(made):  # (they would be one directory)
+                return (
+                    f"it names a volume id twice ({', '.join(sorted(made))}): an id is one volume"
+                )
         if kind == DESTROY:
             for key in consumed:
                 if self.in_use(slave_id, key):

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from protocol.wire.discrete import EMPTY, Discrete
+from protocol.wire.reservations import partial_volume
 from protocol.wire.resources import Resources
 from protocol.wire.values import ExecutorInfo, TaskInfo
 
@@ -52,6 +53,11 @@ class OfferRoom:
         problem = values_problem(task, self.values, self.holding, self.slave_id)
         if problem is not None:  # (its ports, named, before their count)
             return problem
+        if (volume := partial_volume(need.millis, self.left.millis)) is not None:
+            return (
+                f"task {tid}: asks for {need[volume]:g} of volume {volume}, which is "
+                f"{self.left[volume]:g}: a persistent volume is used whole"
+            )
         if not self.left.contains(need):  # (which resource of which slave, and by how much)
             short = need.subtract_clamped(self.left)
             return (

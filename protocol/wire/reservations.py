@@ -202,6 +202,15 @@ def any_reserved(millis: Mapping[str, int]) -> bool:
     return False
 
 
+def partial_volume(need: Mapping[str, int], whole: Mapping[str, int]) -> str | None:
+    """A persistent volume `need` asks for only part of (`whole`: what there is of each),
+    or None: a volume is one directory, used whole or not at all, as in Mesos."""
+    for key, amount in need.items():
+        if not is_plain(key) and amount < whole.get(key, 0) and parse_key(key).volume:
+            return key
+    return None
+
+
 def stripped(millis: Mapping[str, int]) -> dict[str, int]:
     """The amounts by what they are, whoever's (Mesos's stripped scalar quantities)."""
     out: dict[str, int] = {}
