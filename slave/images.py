@@ -96,6 +96,8 @@ class ImageLaunch:
         self.framework_id = framework_id
         self.env_file = run.run_dir / "env"
         self.exit_file = run.run_dir / EXIT_FILE  # (podman's wrapper is root's)
+        # the container's pid, as podman writes it (the slave's run dir: no task's)
+        self.outside_group: Path | None = run.run_dir / "container.pid"
 
     @property
     def memory_limit_mb(self) -> None:
@@ -130,6 +132,7 @@ class ImageLaunch:
             self.name,
             "--network=host",  # the slave's network, as a command task has
             "--log-driver=passthrough",
+            f"--pidfile={self.outside_group}",  # (its PID namespace: the ports isolator's)
             "-v",
             f"{self.sandbox}:{SANDBOX}",
             "-w",

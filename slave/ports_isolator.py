@@ -8,12 +8,15 @@ each task's processes listen on, in one pass off the event loop: the listening s
 of /proc/net/tcp and tcp6 (their inodes), and each live process's group and PID
 namespace from /proc, then the sockets (`/proc/PID/fd`) of the tasks' processes alone. A
 task's processes are its process group and, in a PID namespace of its own, every
-process there (one that left the group with `setsid` too).
+process there (one that left the group with `setsid` too); an image task's container
+(podman runs it on the host's network, in a PID namespace of its own, outside the task's
+group) is found by the pid podman wrote (`Runner.outside_group`), and every process of
+its namespace is the task's.
 
-Only the slave's own range is held (Mesos's `--check_agent_port_range_only`): a port
-outside it is no task's to be given, and is left alone. Between two looks a squatter
-may answer for a few seconds; UDP, an image task's container (podman gives it a network
-namespace of its own) and a custom executor's processes are not looked at.
+Only the slave's own range is held (Mesos's `--check_agent_port_range_only`), reserved
+ports included: a port outside it is no task's to be given, and is left alone. Between
+two looks a squatter may answer for a few seconds; UDP and a custom executor's
+processes are not looked at.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import asyncio
 import contextlib
 import os
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 from protocol.wire.discrete import Discrete, Ranges
@@ -71,9 +75,13 @@ def _sockets(pid: str) -> set[int]:
     return inodes
 
 
-def listened_ports(groups: set[int]) -> dict[int, set[int]]:
+def listened_ports(
+    groups: set[int], outside: Mapping[int, Path] | None = None
+) -> dict[int, set[int]]:
     """The TCP ports the processes of each task (its process group, and its own PID
-    namespace's processes) listen on: group -> ports. (Blocking: in a thread.)"""
+    namespace's processes) listen on: group -> ports. `outside`: a task's file holding
+    the pid of its container, whose PID namespace is the task's too (an image's).
+    (Blocking: in a thread.)"""
     listening = listening_sockets()
     if not listening or not groups:
         return {}
@@ -84,6 +92,9 @@ def listened_ports(groups: set[int]) -> dict[int, set[int]]:
             processes[entry.name] = seen
     # a task's PID namespace: the one its group's processes are in, if not the slave's
     namespaces = {ns: g for g, ns in processes.values() if g in groups and ns != own}
+    for group, pid_file in (outside or {}).items():
+        if (ns := _namespace_in(pid_file)) is not None and ns != own:
+            namespaces[ns] = group
     ports: dict[int, set[int]] = {}
     for pid, (group, namespace) in processes.items():
         owner = group if group in groups else namespaces.get(namespace)
@@ -91,6 +102,16 @@ def listened_ports(groups: set[int]) -> dict[int, set[int]]:
             held = {listening[i] for i in _sockets(pid) if i in listening}
             ports.setdefault(owner, set()).update(held)
     return ports
+
+
+def _namespace_in(pid_file: Path) -> str | None:
+    """The PID namespace of the process whose pid the file holds (None: not yet, or
+    gone)."""
+    try:
+        pid = int(pid_file.read_text().strip())
+        return os.readlink(f"/proc/{pid}/ns/pid") if pid > 0 else None
+    except (OSError, ValueError):
+        return None
 
 
 def ports_of(discrete: Discrete) -> Ranges:
@@ -122,7 +143,8 @@ async def enforce_ports(
         }
         if not runners or not held:
             continue
-        listened = await asyncio.to_thread(listened_ports, set(runners))
+        outside = {g: path for g, (_, r) in runners.items() if (path := r.outside_group)}
+        listened = await asyncio.to_thread(listened_ports, set(runners), outside)
         for group, ports in listened.items():
             record, runner = runners[group]
             given = ports_of(record.info.discrete)

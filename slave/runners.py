@@ -57,6 +57,12 @@ class Runner(Protocol):
     @property
     def memory_limit_mb(self) -> float | None: ...
 
+    @property
+    def outside_group(self) -> Path | None:
+        """A file holding the pid of a process of the task's outside its process group
+        (an image's container): its PID namespace is the task's too (ports isolator)."""
+        ...
+
     async def start(self) -> None: ...
 
     async def kill(self, grace: float, limit: Limit | None = None) -> None:
@@ -90,6 +96,11 @@ class Launch(Protocol):
     @property
     def exit_file(self) -> Path:
         """Where the wrapper writes the task's exit status."""
+
+    @property
+    def outside_group(self) -> Path | None:
+        """A file holding the pid of the task's process outside its process group (an
+        image's container, in a PID namespace of its own), or None: it has none."""
 
     def process(self) -> Start:
         """The task's process: its arguments, its environment and its start script."""
@@ -138,6 +149,10 @@ class ShellLaunch:
     @property
     def exit_file(self) -> Path:
         return self.run.sandbox / SANDBOX_EXIT_FILE
+
+    @property
+    def outside_group(self) -> Path | None:
+        return None  # (its processes are its group, and its PID namespace's if any)
 
     def process(self) -> Start:
         # the task's own shell joins its container, not the wrapper around it: the exit
@@ -201,6 +216,10 @@ class CommandRunner:
     @property
     def memory_limit_mb(self) -> float | None:
         return self.launch.memory_limit_mb
+
+    @property
+    def outside_group(self) -> Path | None:
+        return self.launch.outside_group
 
     def checkpoint(self) -> dict[str, Any]:
         return {
@@ -338,6 +357,10 @@ class SimulatedRunner:
     @property
     def memory_limit_mb(self) -> float | None:
         return None  # (nothing runs that could use memory)
+
+    @property
+    def outside_group(self) -> Path | None:
+        return None
 
     def checkpoint(self) -> dict[str, Any]:
         return {"kind": "simulated", "ends_at": self.ends_at}

@@ -14,9 +14,11 @@ import pytest
 
 from frameworks import Offer, build_task
 from protocol.tooling.brokers import MosquittoBroker
+from protocol.tooling.ports import free_port
+from protocol.wire.discrete import Discrete, Ranges
 from protocol.wire.ids import image_problem, task_problem
 from protocol.wire.messages import CommandInfo, ContainerInfo, Reason, TaskInfo, TaskState
-from protocol.wire.resources import Resources
+from protocol.wire.resources import PORTS, Resources
 from slave.images import ImageLaunch
 from slave.isolator import PARENT, PosixContainer, container_name
 from slave.runners import CommandRunner, Run
@@ -110,6 +112,27 @@ async def test_an_image_task_killed_ends_killed_and_leaves_no_container(
     assert runner.launch.name not in _podman_names()
     await eventually(lambda: not cgroup_path(sid, container_name(fw.framework_id, "long")).exists())
     destroy_cgroups(sid)
+
+
+async def test_an_image_task_listening_on_a_port_it_was_not_given_is_killed(
+    rig: Rig,
+    image: str,  # noqa: F811  (the fixture)
+) -> None:
+    """Its container runs on the host's network, outside the task's process group: the
+    ports isolator finds it by the pid podman wrote, and holds it to its ports."""
+    base = free_port(12)
+    await rig.start_slave(
+        new_slave_id(), Resources(cpus=4, mem=2048),
+        discrete=Discrete({PORTS: Ranges([(base, base + 9)])}), ports_isolation=True,
+        ports_check_interval=0.2, pid_namespace=True, switch_user=True, isolation="cgroups",
+    )  # fmt: skip
+    fw = await rig.framework()
+    given = Discrete({PORTS: Ranges([(base + 3, base + 3)])})
+    squat = f"/bin/busybox httpd -f -p {base + 5}"  # (given base+3: another's port)
+    await rig.launch(fw, squat, "squat", Resources(cpus=0.5, mem=64), image=image, discrete=given)
+    failed = await fw.update_for("squat", TaskState.FAILED, timeout=60)
+    assert failed.reason == Reason.CONTAINER_LIMITATION
+    assert f"listened on port {base + 5}" in failed.message
 
 
 async def test_an_image_the_slave_does_not_hold_fails_saying_so(
