@@ -248,7 +248,9 @@ def test_a_sorter_refuses_to_give_back_more_than_was_given_and_keeps_its_books()
 
 OPS = st.lists(
     st.tuples(
-        st.sampled_from(["round", "release", "decline", "slave+", "slave-", "fw+", "fw-"]),
+        st.sampled_from(
+            ["round", "release", "decline", "slave+", "slave-", "fw+", "fw-", "resize"]
+        ),
         st.integers(0, 5),
     ),
     max_size=60,
@@ -269,6 +271,14 @@ def test_books_stay_consistent_under_any_sequence_of_operations(ops: list) -> No
         elif op == "slave-" and sid in allocator.slaves:
             allocator.remove_slave(sid)
             held = [h for h in held if h[1] != sid]
+        elif op == "resize" and sid in allocator.slaves:  # (back with other --resources)
+            before = allocator.slaves[sid].total
+            other = Resources(cpus=(i + 1) / 2, mem=60 * (i + 1)).scaled(1 + now % 3)
+            try:
+                allocator.update_slave(sid, other)
+            except AllocatorError:  # what is held there does not fit: nothing changed
+                assert allocator.slaves[sid].total == before
+            assert allocator.total == sum((b.total for b in allocator.slaves.values()), Resources())
         elif op == "fw+" and fid not in allocator.frameworks:
             allocator.add_framework(fid, role=f"r{i % 2}")
         elif op == "fw-" and fid in allocator.frameworks:

@@ -24,6 +24,7 @@ from protocol.wire.messages import (
     Filters,
     FrameworkCapability,
     Gone,
+    OfferOperation,
     Reason,
     Reconcile,
     ReconcileTask,
@@ -31,6 +32,7 @@ from protocol.wire.messages import (
     Reregister,
     Rescind,
     Revive,
+    RunningTask,
     ShutdownFramework,
     Source,
     StatusAck,
@@ -43,6 +45,7 @@ from protocol.wire.messages import (
     Update,
 )
 from protocol.wire.resources import Resources
+from protocol.wire.slave import CheckpointResources
 
 from harness.fakes import FakeFramework
 from harness.helpers import books_balance, eventually
@@ -530,6 +533,63 @@ async def test_a_slave_back_on_a_new_connection_has_its_offers_taken_back_and_ma
     assert again.resources == before.resources
     assert again.offer_id != before.offer_id
     books_balance(cluster.master)
+
+
+async def test_a_slave_back_with_other_resources_is_offered_what_it_has_now(
+    cluster: Cluster,
+) -> None:
+    """Restarted with a smaller `--resources` while its task runs on: the master takes
+    its word (as Mesos's takes a reconfigured agent's), the task keeps what it holds, and
+    nothing it no longer has is offered (each launch of it would be refused)."""
+    a = await cluster.framework("A")
+    s1 = await cluster.slave("s1", Resources(cpus=8, mem=8 * GB))
+    offer = await a.next_offer()
+    task = a.task(offer, Resources(cpus=1, mem=GB), task_id="t1")
+    await a.accept(offer, [task], refuse=0)
+    run = await s1.run_task()
+    seen = a.offer_count()
+    running = RunningTask(framework_id=a.framework_id, task=run.task, state=TaskState.RUNNING)
+    smaller = Resources(cpus=2, mem=2 * GB)
+    await s1.bus.publish(
+        s1.to_master,
+        Reregister(
+            slave_id="s1", hostname="s1.local", resources=smaller, tasks=[running],
+            incarnation="restarted",
+        ),
+    )  # fmt: skip
+    again = await a.next_offer(after=seen)
+    assert again.resources == Resources(cpus=1, mem=GB)  # its new total less t1's
+    assert cluster.master.books.slaves["s1"].total == smaller
+    assert cluster.master.allocator.total == smaller
+    books_balance(cluster.master)
+
+
+async def test_a_slave_that_missed_a_reservation_is_told_it_again(cluster: Cluster) -> None:
+    """The same amounts, reserved otherwise (a RESERVE's checkpoint it missed while away):
+    the master's word on reservations stands and is sent again, as Mesos's master does."""
+    a = await cluster.framework("A", role="team")
+    s1 = await cluster.slave("s1", Resources(cpus=4, mem=4 * GB))
+    offer = await a.next_offer()
+    reserve = OfferOperation(type="RESERVE", resources=Resources.parse("cpus(team,):2"))
+    await a.bus.publish(
+        a.to_master,
+        Accept(
+            framework_id=a.framework_id, offer_ids=[offer.offer_id], operations=[reserve],
+            filters=Filters(refuse_seconds=0),
+        ),
+    )  # fmt: skip
+    await s1.inbox.wait_for(CheckpointResources)
+    reserved = cluster.master.books.slaves["s1"].total
+    assert reserved == Resources.parse("cpus:2;cpus(team,framework):2;mem:4096")
+    await s1.bus.publish(
+        s1.to_master,
+        Reregister(slave_id="s1", hostname="s1.local", resources=s1.resources, tasks=[]),
+    )
+    await s1.inbox.wait_until(lambda: len(s1.inbox.of(CheckpointResources)) > 1)
+    told = s1.inbox.of(CheckpointResources)[-1]
+    assert told.resources == Resources.parse("cpus(team,framework):2")
+    assert cluster.master.books.slaves["s1"].total == reserved
+    assert cluster.master.allocator.total == Resources(cpus=4, mem=4 * GB)  # (whoever's)
 
 
 async def test_an_unreachable_slave_back_without_a_partition_aware_task_has_it_gone() -> None:

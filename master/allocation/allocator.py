@@ -281,6 +281,24 @@ class Allocator:
         del self.slaves[slave_id]
         self._visits.forget(slave_id)
 
+    def update_slave(self, slave_id: str, total: Resources) -> None:
+        """The slave came back with another total (restarted with other `--resources`),
+        as Mesos's `updateSlave`: what is allocated there stays, the rest is its free.
+        AllocatorError, and nothing changed, if the new total does not hold what is."""
+        slave = self._slave(slave_id)
+        allocated = slave.allocated()
+        if not holds(total.millis, allocated):
+            short = Resources.from_millis(allocated).subtract_clamped(total)
+            raise AllocatorError(f"slave {slave_id}'s new total {total} lacks {short} in use")
+        self._idle.add(slave, slave.unallocated, -1)
+        self._total.remove(self._what(slave, slave.total))
+        slave.total = total
+        slave.reserved = reserved_roles(total.millis)
+        slave.unallocated = {k: v - allocated.get(k, 0) for k, v in total.millis.items()}
+        self._total.add(self._what(slave, total))
+        self._idle.add(slave, slave.unallocated, 1)
+        self._visits.visit(slave_id)
+
     def deactivate_slave(self, slave_id: str) -> None:
         """Offer nothing of this slave until it is activated again (it is disconnected,
         and its tasks may still run)."""

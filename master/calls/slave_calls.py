@@ -6,7 +6,7 @@ import contextlib
 from collections.abc import Callable
 from typing import Any
 
-from master.allocation.allocator import Allocator
+from master.allocation.allocator import Allocator, AllocatorError
 from master.authz import Caller
 from master.books import Books, Framework, Orphan, Slave, Task
 from master.calls.partitions import Partitions
@@ -42,7 +42,9 @@ from protocol.wire.messages import (
     TaskState,
     UsageReport,
 )
+from protocol.wire.reservations import checkpointed, stripped
 from protocol.wire.resources import Resources
+from protocol.wire.slave import CheckpointResources
 from protocol.wire.topics import check_segment
 
 STAGING_GRACE = 10.0  # a task this young may not have reached its slave yet
@@ -266,9 +268,13 @@ class SlaveCalls:
             )
             self.outbox.emit("slave-added", slave_id=slave_id, resources=total)
         else:
-            if slave.incarnation != incarnation and slave.offers:
+            resized = stripped(total.millis) != stripped(slave.total.millis) or (
+                discrete != slave.discrete
+            )
+            if (slave.incarnation != incarnation or resized) and slave.offers:
                 self.removals.rescind_offers(slave)
             slave.incarnation, slave.last_seen = incarnation, now
+            slave.hostname, slave.attributes = hostname, attributes
             if not slave.connected:
                 slave.connected = True
                 self.allocator.activate_slave(slave_id)
@@ -280,6 +286,8 @@ class SlaveCalls:
             self.books.ending[key] = slave_id
         if running or slave.tasks:
             self._reconcile_slave(slave, running, ending or set(), now, owners)
+        if slave.total != total or slave.discrete != discrete:
+            self._total_from(slave, total, discrete)
         back = {(r.framework_id, r.task.task_id) for r in running} | (ending or set())
         self.partitions.unreachable_not_back(slave_id, back)
         self.outbox.send_slave(
@@ -293,6 +301,26 @@ class SlaveCalls:
         )
         self.listeners.tell_slave_admitted(slave)  # (a drain's kills follow Registered)
         self.request_round()
+
+    def _total_from(self, slave: Slave, total: Resources, discrete: Discrete) -> None:
+        """A known slave back with another total. Other amounts (it was restarted with
+        other `--resources`): its word is taken, as Mesos's master takes a reconfigured
+        agent's, and what its tasks hold stays theirs. The same amounts, reserved or made
+        volumes otherwise: the master's word on those (a RESERVE the slave missed while
+        away), sent again, as Mesos's master re-sends checkpointed resources."""
+        sid = slave.slave_id
+        if stripped(total.millis) == stripped(slave.total.millis) and discrete == slave.discrete:
+            kept = Resources.from_millis(checkpointed(slave.total.millis))
+            self.outbox.send_slave(sid, CheckpointResources(slave_id=sid, resources=kept))
+            return
+        try:
+            self.allocator.update_slave(sid, total)
+        except AllocatorError as e:  # (it reported its tasks within it: a stale offer's)
+            self.log.warning("slave.total_kept", slave_id=sid, offered=str(total), error=str(e))
+            return
+        self.log.info("slave.total_changed", slave_id=sid, was=str(slave.total), now=str(total))
+        slave.total, slave.discrete = total, discrete
+        self.outbox.emit("slave-changed", slave_id=sid, resources=total)
 
     def _reconcile_slave(
         self,
