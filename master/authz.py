@@ -66,6 +66,21 @@ class RoleACL:
             return f"principal {principal} may not register in role {role!r} (allowed: {allowed})"
         return None
 
+    def may_reserve(self, principal: str) -> str | None:
+        """None if `principal` may make dynamic reservations (RESERVE, and volumes on
+        them) for its roles, else why not: an operator grants it (`drfmesos auth add
+        --reserve`), as Mesos's reserve_resources ACL. Without a principals file anyone
+        may, as Mesos without ACLs."""
+        if self._principals is None:
+            return None
+        known = self._principals.get(principal)
+        if known is not None and known.reserve:
+            return None
+        return (
+            f"principal {principal} may not reserve resources: an operator grants it "
+            "(drfmesos auth add --reserve)"
+        )
+
     def knows(self, principal: str) -> bool:
         """Whether `principal` is in the cluster's principals (all are, without a file)."""
         return self._principals is None or principal in self._principals

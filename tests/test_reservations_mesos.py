@@ -89,6 +89,14 @@ async def test_an_operators_reservation_is_offered_to_its_role_alone(live: Live)
         assert await b.subscribe(framework_info("team-b")) == 200
         offer = await offer_of(b)
         assert not [r for r in offer["resources"] if r.get("reservations")]
+        # not even for its own role: the operator did not let team-b reserve (an idle
+        # cluster it reserved would be kept from every other role)
+        own = R("cpus(team-b,team-b):1")
+        ops = [{"type": "RESERVE", "reserve": {"resources": resources_to_mesos(own)}}]
+        accept = {"offer_ids": [offer["id"]], "operations": ops, "filters": {"refuse_seconds": 0}}
+        assert (await b.call("ACCEPT", accept))[0] == 202
+        offer = await offer_of(b)
+        assert not [r for r in offer["resources"] if r.get("reservations")]
         # team-b names team-a's reservation: dropped, as Mesos drops an invalid operation
         hostile = [
             {"type": "UNRESERVE", "unreserve": {"resources": resources_to_mesos(theirs)}},
@@ -104,7 +112,7 @@ async def test_an_operators_reservation_is_offered_to_its_role_alone(live: Live)
         got = resources_from_mesos(offer["resources"])
         assert got.contains(theirs)
         assert live.master.books.slaves["s0"].total == before  # nothing changed
-        assert live.master.outbox.refused["invalid-operation"] == 2
+        assert live.master.outbox.refused["invalid-operation"] == 3
         # team-a gives it back: its principal did not reserve it (ops did), so no
         back = {"type": "UNRESERVE", "unreserve": {"resources": resources_to_mesos(theirs)}}
         accept = {"offer_ids": [offer["id"]], "operations": [back],

@@ -675,6 +675,40 @@ def test_a_principal_or_role_named_dot_or_dot_dot_is_refused_and_the_store_kept(
     assert (store.path / "secrets" / "after").is_file()
 
 
+def test_reserving_is_an_operators_grant_to_a_framework_principal(tmp_path: Path) -> None:
+    """Mesos's reserve_resources ACL: off unless granted (`auth add --reserve`, `auth
+    reserve NAME [--off]`), kept in principals.json for the master, secrets unchanged."""
+    from click.testing import CliRunner
+
+    from cluster.cli import main
+    from master.authz import RoleACL
+
+    store = Store.init(tmp_path / "auth")
+    store.add("team-a", "framework", keep_secret=True)
+    secret = store.secret_file("team-a").read_text()
+    auth = str(store.path)
+    run = CliRunner().invoke(
+        main, ["auth", "add", auth, "team-b", "--kind", "framework", "--reserve"]
+    )
+    assert run.exit_code == 0, run.output
+    acl = RoleACL(store.principals_file)
+    assert "may not reserve" in (acl.may_reserve("team-a") or "")
+    assert acl.may_reserve("team-b") is None
+    run = CliRunner().invoke(main, ["auth", "reserve", auth, "team-a"])
+    assert run.exit_code == 0, run.output
+    run = CliRunner().invoke(main, ["auth", "reserve", auth, "team-b", "--off"])
+    assert run.exit_code == 0, run.output
+    acl = RoleACL(store.principals_file)
+    assert acl.may_reserve("team-a") is None
+    assert acl.may_reserve("team-b") is not None
+    assert store.secret_file("team-a").read_text() == secret
+    run = CliRunner().invoke(main, ["auth", "reserve", auth, "nobody"])
+    assert run.exit_code != 0
+    assert "no framework principal 'nobody'" in run.output
+    with pytest.raises(CredentialsError, match="--reserve are for framework principals"):
+        store.add("ops", "operator", reserve=True)
+
+
 async def test_a_reply_topic_past_256_characters_is_refused_with_an_error_it_can_read(
     secure: Secure,
 ) -> None:

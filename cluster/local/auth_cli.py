@@ -49,11 +49,20 @@ def init(directory: Path, hostnames: tuple[str, ...]) -> None:
     help="Framework principals: the roles it may register in, r1,r2 (default: its name).",
 )
 @click.option(
+    "--reserve",
+    is_flag=True,
+    help="Framework principals: it may reserve resources for its roles (RESERVE) and make "
+    "volumes on them, which holds them from every other role (Mesos's reserve_resources "
+    "ACL). Off by default: a tenant reserving an idle cluster would keep it from the rest.",
+)
+@click.option(
     "--secret-file",
     is_flag=True,
     help="Also keep the secret in DIRECTORY/secrets/NAME (mode 0600), for --secret-file.",
 )
-def add(directory: Path, name: str, kind: str, roles: str, secret_file: bool) -> None:
+def add(
+    directory: Path, name: str, kind: str, roles: str, reserve: bool, secret_file: bool
+) -> None:
     """Add a principal; its new secret is the last line printed (it is not kept)."""
     try:
         store = Store.open(directory)
@@ -62,11 +71,26 @@ def add(directory: Path, name: str, kind: str, roles: str, secret_file: bool) ->
             kind,
             tuple(r.strip() for r in roles.split(",") if r.strip()),
             keep_secret=secret_file,
+            reserve=reserve,
         )
     except CredentialsError as e:
         raise _fail(e) from None
     click.echo(f"added {kind} principal {name}; its secret:", err=True)
     click.echo(secret)
+
+
+@auth.command("reserve")
+@store_dir
+@click.argument("name")
+@click.option("--off", is_flag=True, help="Take the grant back.")
+def reserve(directory: Path, name: str, off: bool) -> None:
+    """Let framework principal NAME reserve resources for its roles (RESERVE), or no
+    longer (--off); a running master reads it within 2 s. Reservations it made stay."""
+    try:
+        Store.open(directory).may_reserve(name, not off)
+    except CredentialsError as e:
+        raise _fail(e) from None
+    click.echo(f"{name} {'may no longer' if off else 'may'} reserve resources")
 
 
 @auth.command("remove")
@@ -92,4 +116,5 @@ def list_principals(directory: Path) -> None:
         raise _fail(e) from None
     for p in sorted(store.principals.values(), key=lambda p: (p.kind, p.name)):
         roles = f"  roles: {','.join(p.roles)}" if p.roles else ""
-        click.echo(f"{p.name:24} {p.kind:10}{roles}")
+        reserve = "  may reserve" if p.reserve else ""
+        click.echo(f"{p.name:24} {p.kind:10}{roles}{reserve}")

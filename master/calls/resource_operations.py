@@ -5,8 +5,11 @@ is free: RESERVE_RESOURCES and the like).
 Who may: identity is the caller's (the broker's, or the HTTP credentials'), never a
 payload's. A framework reserves only for its own role, in its own principal's name, and
 unreserves only what its principal reserved for its role; it makes and ends volumes only
-on disk reserved for its role (or an ancestor's, which it is offered). An operator
-principal reserves for a role only if it may use that role (`may_use`).
+on disk reserved for its role (or an ancestor's, which it is offered). A framework
+reserves at all only if the operator granted its principal that (`drfmesos auth add
+--reserve`, Mesos's reserve_resources ACL): a reservation holds resources from every
+other role, so a tenant that reserved an idle cluster would keep it. An operator
+principal reserves for any role.
 
 Each change goes to the allocator (the same amounts, another owner), the master's books
 and the slave, which checkpoints what it must keep across restarts (CheckpointResources):
@@ -96,12 +99,16 @@ class ResourceOperations:
         outbox: Outbox,
         *,
         in_use: Callable[[str, str], bool],
+        may_reserve: Callable[[str], str | None],
         request_round: Callable[[], None],
         log: Any,
     ) -> None:
-        """`in_use(slave_id, key)`: whether a live task uses that resource (a volume)."""
+        """`in_use(slave_id, key)`: whether a live task uses that resource (a volume);
+        `may_reserve(principal)`: None if a framework's principal may RESERVE, else why
+        not (the operator's grant, `RoleACL.may_reserve`)."""
         self.books, self.allocator, self.outbox = books, allocator, outbox
         self.in_use, self.request_round, self.log = in_use, request_round, log
+        self.may_reserve = may_reserve
 
     def on_offer(
         self, fw: Framework, slave_id: str, op: OfferOperation, offered: Resources, role: str
@@ -109,7 +116,8 @@ class ResourceOperations:
         """An Accept's operation on `offered` (what is left of its offers, of `role`):
         (consumed, converted), applied; OperationError if it may not be."""
         consumed, converted = self._conversion(op, fw.principal)
-        problem = framework_problem(fw, role, op.type, consumed, converted)
+        problem = self.may_reserve(fw.principal) if op.type == RESERVE else None
+        problem = problem or framework_problem(fw, role, op.type, consumed, converted)
         if problem is None and not offered.contains(Resources.from_millis(consumed)):
             problem = f"{op.type} {op.resources}: not in the offer ({offered})"
         problem = problem or self._slave_problem(slave_id, op.type, converted, consumed)
@@ -125,8 +133,8 @@ class ResourceOperations:
         return used, made
 
     def by_operator(self, slave_id: str, op: OfferOperation, principal: str) -> None:
-        """An operator's operation on a slave's free resources (its principal's say:
-        `may_use` was asked of every role it names); OperationError if it may not be."""
+        """An operator's operation on a slave's free resources (for any role: the caller
+        is an operator principal); OperationError if it may not be made."""
         consumed, converted = self._conversion(op, principal)
         problem = self._slave_problem(slave_id, op.type, converted, consumed)
         if problem:

@@ -24,6 +24,7 @@ so one file serves mosquitto and our amqtt plugin alike.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import datetime
 import hashlib
 import hmac
@@ -75,6 +76,9 @@ class Principal:
     name: str
     kind: Kind
     roles: tuple[str, ...] = ()  # frameworks only: the roles it may register in
+    # frameworks only: may make dynamic reservations (RESERVE, and volumes on them) for
+    # its roles, which hold resources from every other role (Mesos's reserve_resources)
+    reserve: bool = False
 
     def may_use_role(self, role: str) -> bool:
         return self.kind == "framework" and role in self.roles
@@ -229,7 +233,13 @@ class Store:
         return cls(path, load_principals(path / "principals.json"))
 
     def add(
-        self, name: str, kind: str, roles: tuple[str, ...] = (), *, keep_secret: bool = False
+        self,
+        name: str,
+        kind: str,
+        roles: tuple[str, ...] = (),
+        *,
+        keep_secret: bool = False,
+        reserve: bool = False,
     ) -> str:
         """Add a principal and return its new secret (kept only as a hash)."""
         check_name(name)
@@ -237,8 +247,8 @@ class Store:
             raise CredentialsError(f"kind must be one of {', '.join(KINDS)}, not {kind!r}")
         if name in self.principals:
             raise CredentialsError(f"principal {name!r} exists: remove it first")
-        if roles and kind != "framework":
-            raise CredentialsError("--roles is for framework principals")
+        if (roles or reserve) and kind != "framework":
+            raise CredentialsError("--roles and --reserve are for framework principals")
         for role in roles:
             check_role(role)
         if kind == "framework" and not roles:
@@ -246,11 +256,18 @@ class Store:
         secret = new_secret()
         hashes = self._hashes()
         hashes[name] = hash_secret(secret)
-        principals = {**self.principals, name: Principal(name, kind, roles)}  # type: ignore[arg-type]
+        principals = {**self.principals, name: Principal(name, kind, roles, reserve)}  # type: ignore[arg-type]
         self.save(principals, hashes)
         if keep_secret:
             write_private(self.secret_file(name), secret + "\n")
         return secret
+
+    def may_reserve(self, name: str, allowed: bool) -> None:
+        """Grant (or take back) a framework principal's RESERVE: its secret stays."""
+        known = self.principals.get(name)
+        if known is None or known.kind != "framework":
+            raise CredentialsError(f"no framework principal {name!r} in {self.path}")
+        self.save({**self.principals, name: dataclasses.replace(known, reserve=allowed)})
 
     def remove(self, name: str) -> None:
         if name not in self.principals:
@@ -272,6 +289,7 @@ class Store:
         doc = {
             "principals": [
                 {"name": q.name, "kind": q.kind, "roles": list(q.roles)}
+                | ({"reserve": True} if q.reserve else {})
                 for q in sorted(principals.values(), key=lambda q: q.name)
             ]
         }
@@ -298,7 +316,11 @@ def load_principals(path: Path) -> dict[str, Principal]:
             name, kind = check_name(str(entry["name"])), str(entry["kind"])
             if kind not in KINDS:
                 raise CredentialsError(f"{name}: unknown kind {kind!r}")
-            out[name] = Principal(name, kind, tuple(str(r) for r in entry.get("roles", [])))  # type: ignore[arg-type]
+            reserve = entry.get("reserve", False)
+            if not isinstance(reserve, bool):
+                raise CredentialsError(f"{name}: reserve is true or false, not {reserve!r}")
+            roles = tuple(str(r) for r in entry.get("roles", []))
+            out[name] = Principal(name, kind, roles, reserve)  # type: ignore[arg-type]
         return out
     except FileNotFoundError:
         raise CredentialsError(

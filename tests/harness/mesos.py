@@ -50,8 +50,10 @@ class Live:
 @pytest.fixture
 async def live(tmp_path: Path) -> AsyncIterator[Live]:
     """A master serving the Mesos APIs (as `drfmesos master --http` does, with
-    `--principals`) and slave-0 (4 CPUs, 1 GB), in process on the memory transport."""
+    `--principals`) and slave-0 (4 CPUs, 1 GB), in process on the memory transport.
+    team-a may reserve resources for its role (`drfmesos auth reserve`); team-b not."""
     store = provision(tmp_path / "auth", PRINCIPALS)
+    store.may_reserve("team-a", True)
     broker, topics = MemoryBroker(store.principals.values()), Topics(CLUSTER)
     config = MasterConfig(
         allocation_interval=0.1,
