@@ -548,7 +548,7 @@ def test_offers_declined_as_they_are_made_give_the_picks_of_offers_made_and_decl
     policy: str,
 ) -> None:
     """A round told which offers their frameworks would decline whole (`declines`, the
-    simulator's) books none of them and leaves their filters to `refuse`: every round
+    simulator's) books none of them and refuses each as it is made: every round
     offers the same slaves to the same frameworks in the same order, and the books after
     are the same, as rounds that book every offer and take the declined ones back with
     their filter -- whatever happened before (holds, suppress, revive, frameworks and
@@ -566,20 +566,12 @@ def test_offers_declined_as_they_are_made_give_the_picks_of_offers_made_and_decl
             for a in both:
                 a.recover(f, s, r, now=now)
         elif op == "round":
-            made = lazy.allocate(now, declines=declines)
+            made = lazy.allocate(now, declines=declines, refuse_seconds=3)  # (refused in it)
             offers = eager.allocate(now)
             assert [o[:3] for o in made] == [o[:3] for o in offers]
             for o in made:
-                if o.declined:
-                    lazy.recover(
-                        o.framework_id,
-                        o.slave_id,
-                        o.resources,
-                        refuse_seconds=3,
-                        now=now,
-                        booked=False,
-                    )
-                elif declines(o.framework_id, dict(o.resources.millis)):  # (a hold's: booked)
+                if not o.declined and declines(o.framework_id, dict(o.resources.millis)):
+                    # (a hold's: booked)
                     lazy.recover(o.framework_id, o.slave_id, o.resources, refuse_seconds=3, now=now)
             for o in offers:
                 if declines(o.framework_id, dict(o.resources.millis)):

@@ -333,6 +333,7 @@ class Allocator:
         full: bool = False,
         room: Mapping[str, int] | None = None,
         declines: Declines | None = None,
+        refuse_seconds: float | None = None,
     ) -> list[Allocation]:
         """One allocation round.
 
@@ -343,7 +344,8 @@ class Allocator:
         a fraction of its cost. `full` visits every slave; `slave_ids` just those.
         `room`: how many more offers a framework may be given (`offer_room`).
         `declines`: offers it says are declined whole are not booked (`unbooked`), where
-        no quota or bound could tell.
+        no quota or bound could tell; each is refused at once for `refuse_seconds`, the
+        filter `recover` would set had it been booked and given back.
 
         The garbage collector waits for the round's end (`PausedCollector`).
         """
@@ -356,7 +358,14 @@ class Allocator:
                     bound.end()
             if declines is None or self.quotas:
                 return self._round(now, slave_ids, full, None)
-            unbooked = Unbooked(declines, self._role_frameworks, self._role_order, self.frameworks)
+            frameworks, slaves, refuse = self.frameworks, self.slaves, self._refuse
+
+            def refused(framework_id: str, slave_id: str, offered: Mapping[str, int]) -> None:
+                refuse(frameworks[framework_id], slaves[slave_id], offered, refuse_seconds, now)
+
+            unbooked = Unbooked(
+                declines, refused, self._role_frameworks, self._role_order, frameworks
+            )
             try:
                 return self._round(now, slave_ids, full, None, unbooked)
             finally:
@@ -581,55 +590,65 @@ class Allocator:
         role: str | None = None,
         refuse_seconds: float | None = None,
         now: float = 0.0,
-        booked: bool = True,
     ) -> None:
         """Resources come back from a framework (declined, unused, or a task ended): a
         multi-role framework's from `role`.
 
         With `refuse_seconds`, the framework is not offered them on that slave again for
-        that long (a decline filter; a multi-role framework's in that role only). Not
-        `booked`: an offer declined as a round made it (`Allocation.declined`): nothing
-        comes back, its filter is set all the same.
+        that long (a decline filter; a multi-role framework's in that role only).
         """
         fw = self.frameworks.get(framework_id) if role is None else None  # (the usual)
         if fw is None:  # a multi-role framework's client (or one not known)
             framework_id = self.clients.one(framework_id, role)
             fw = self.frameworks.get(framework_id)
         slave = self.slaves.get(slave_id) or self._slave(slave_id)
-        held = slave.by_framework.get(framework_id) if booked else {}
+        held = slave.by_framework.get(framework_id)
         if held is None or fw is None:
             raise AllocatorError(f"framework {framework_id} holds nothing on slave {slave_id}")
         delta, free = resources.millis, slave.unallocated
-        if booked:  # (not: nothing to give back, only the filter below)
-            if held == delta:  # (the usual: all it held here comes back, compared at C speed)
-                held.clear()
-            else:
-                try:
-                    sub_millis(held, delta, f"framework {framework_id} on slave {slave_id}")
-                except ResourceError as e:
-                    raise AllocatorError(str(e)) from None
-            # what a framework held is in the cluster's allocation too, so it holds it (it
-            # keeps its zeros: nothing asks which resources it names)
-            everywhere = self._allocated
-            if slave.reserved:
-                self._idle.add(slave, delta, 1)
-                for k, v in delta.items():
-                    if k in free:
-                        free[k] += v
-                what = stripped(delta)
-                resources = Resources.from_millis(what)
-                for k, v in what.items():
-                    everywhere[k] -= v
-            else:
-                for k, v in delta.items():  # (one loop for the two books: once per task ending)
-                    everywhere[k] -= v
-                    if k in free:
-                        free[k] += v
-            if not held:
-                del slave.by_framework[framework_id]
-                fw.slaves.discard(slave_id)
-            self._role_frameworks[fw.role].unallocated(framework_id, resources)
-            self._role_order.unallocated(fw.role, resources)
+        if held == delta:  # (the usual: all it held here comes back, compared at C speed)
+            held.clear()
+        else:
+            try:
+                sub_millis(held, delta, f"framework {framework_id} on slave {slave_id}")
+            except ResourceError as e:
+                raise AllocatorError(str(e)) from None
+        # what a framework held is in the cluster's allocation too, so it holds it (it
+        # keeps its zeros: nothing asks which resources it names)
+        everywhere = self._allocated
+        if slave.reserved:
+            self._idle.add(slave, delta, 1)
+            for k, v in delta.items():
+                if k in free:
+                    free[k] += v
+            what = stripped(delta)
+            resources = Resources.from_millis(what)
+            for k, v in what.items():
+                everywhere[k] -= v
+        else:
+            for k, v in delta.items():  # (one loop for the two books: once per task ending)
+                everywhere[k] -= v
+                if k in free:
+                    free[k] += v
+        if not held:
+            del slave.by_framework[framework_id]
+            fw.slaves.discard(slave_id)
+        self._role_frameworks[fw.role].unallocated(framework_id, resources)
+        self._role_order.unallocated(fw.role, resources)
+        self._refuse(fw, slave, delta, refuse_seconds, now)
+
+    def _refuse(
+        self,
+        fw: FrameworkBook,
+        slave: SlaveBook,
+        delta: Mapping[str, int],
+        refuse_seconds: float | None,
+        now: float,
+    ) -> None:
+        """`delta` of a slave is back from `fw` (given back, or offered and declined as
+        the round made it, never booked): the slave is visited next round if someone
+        could use what is free there, and with `refuse_seconds` `fw` refuses it that long."""
+        slave_id, free = slave.slave_id, slave.unallocated
         # worth a visit in the next round only if someone could use what is free now: a
         # smaller minimum, or a new framework, wakes every slave (and a hold is visited)
         floors = self._floor if not self._floor_stale else self._floors()
@@ -643,7 +662,7 @@ class Allocator:
             refused.update(delta)
             fw.filters[slave_id] = Filter(now + refuse_seconds, refused)
             refused_by = slave.refused_by
-            refused_by.add(framework_id)
+            refused_by.add(fw.framework_id)
             self._visits.lapses.at(now + refuse_seconds, slave_id)  # (when it lapses)
             # (while fewer refuse it than want offers, not all do: `declined_by_all`)
             if len(refused_by) >= len(self._wanting) and self._declined_by_all(slave_id, free, now):

@@ -29,7 +29,7 @@ class Allocation(NamedTuple):
     resources: Resources
     role: str | None = None
     # declined as it was made (a round's `declines` said its framework would launch
-    # nothing on it): never booked, only its decline filter is left to set (`refuse`)
+    # nothing on it): never booked, and refused already (its decline filter set)
     declined: bool = False
 
 
