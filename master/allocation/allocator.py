@@ -42,8 +42,10 @@ from master.allocation.ledger import (
     fits_one,
     floors_of,
     master_floor,
+    refusals_lapse,
     within,
 )
+from master.allocation.lone import Refusals
 from master.allocation.offer_room import RETRY as ROOM_RETRY
 from master.allocation.offer_room import OfferRoom
 from master.allocation.quota_stage import QuotaStage, RoleStanding, quota_pick
@@ -117,8 +119,10 @@ class Allocator:
         )
         self._holds = Holds()
         self._visits = Visits(self.frameworks, self._holds)  # which slaves a round visits
+        # slaves every framework wanting offers refuses, or all but one (`lone`), by slave
+        self._lone: dict[str, Refusals] = {}
         # weights, orderings and quotas (a setting asks every slave to be visited again)
-        self.roles = RoleSettings(self._role_order, self._quota, self._visits.wake_all)
+        self.roles = RoleSettings(self._role_order, self._quota, self._settings_changed)
         self.quotas = self.roles.quotas  # by role node (on a tree, pools too)
         self.reservations = self._holds.by_slave  # by slave
         # the least each framework wanting offers can use (see _floors); None while one
@@ -179,12 +183,14 @@ class Allocator:
         self._wanting.pop(framework_id, None)
         self._own_floors -= fw.min_allocatable is not None
         self._floor_stale = True
+        self._lone.clear()
 
     def set_min_allocatable(self, framework_id: str, minimum: list[Resources] | None) -> None:
         """Offer this framework a slave only if its free resources hold one of `minimum`
         (Mesos 1.10's offer_filters): no offers it can only decline. They replace the
         master's minimum for it: [] is anything, None the master's minimum again."""
         new = None if minimum is None else [dict(r.millis) for r in minimum if r]
+        self._lone.clear()
         for fw in self._books(framework_id):
             old, fw.min_allocatable = fw.min_allocatable, new
             self._own_floors += (new is not None) - (old is not None)
@@ -231,6 +237,7 @@ class Allocator:
     def _sync(self, framework_id: str) -> None:
         """Keep the sorters' active sets to the frameworks (and roles) that want offers."""
         self._floor_stale = True
+        self._lone.clear()  # (who wants offers, or a framework's filters, changed)
         fw = self.frameworks[framework_id]
         wanting = fw.active and not fw.suppressed
         self._place(framework_id, fw.role, wanting)
@@ -239,6 +246,12 @@ class Allocator:
             self._visits.wake_all()
         else:
             self._wanting.pop(framework_id, None)
+
+    def _settings_changed(self) -> None:
+        """A weight, ordering or quota changed: every slave is worth a visit, and a round
+        picks anew (a quota's round picks otherwise: `quota_pick`)."""
+        self._lone.clear()
+        self._visits.wake_all()
 
     def _place(self, framework_id: str, role: str, in_order: bool) -> None:
         """A framework into its role's order, or out of it (and its role with it)."""
@@ -279,6 +292,7 @@ class Allocator:
         self._idle.add(slave, slave.unallocated, -1)
         self._total.remove(self._what(slave, slave.total))
         del self.slaves[slave_id]
+        self._lone.pop(slave_id, None)
         self._visits.forget(slave_id)
 
     def deactivate_slave(self, slave_id: str) -> None:
@@ -408,7 +422,9 @@ class Allocator:
         if self.quotas:
             pick = quota_pick(self._quota, *books)
         else:
-            pick = first_wanting(*books, floored=floored is not None or worth is floor)
+            # (a framework at its room leaves the order mid-round, which `lone` does not see)
+            lone = self._lone if room is None else None
+            pick = first_wanting(*books, floored=floored is not None or worth is floor, lone=lone)
             if unbooked is not None:  # (holds and reservations pick otherwise: booked)
                 pick = unbooked.picking(pick, allocations.append)
         # (bound once: these run for every slave)
@@ -528,6 +544,7 @@ class Allocator:
         framework_id = self.clients.first(framework_id)  # (a multi-role one's first role)
         self._framework(framework_id)
         self._holds.add(slave_id, framework_id, resources.millis, until)
+        self._lone.pop(slave_id, None)  # (a hold's offer clears its framework's filter)
         self._visits.held(slave_id, until)
 
     # -- operations on resources (Mesos's updateAllocation, updateAvailable) ----------------
@@ -649,6 +666,7 @@ class Allocator:
         the round made it, never booked): the slave is visited next round if someone
         could use what is free there, and with `refuse_seconds` `fw` refuses it that long."""
         slave_id, free = slave.slave_id, slave.unallocated
+        lone = self._lone.pop(slave_id, None)  # (what stood on it is asked anew)
         # worth a visit in the next round only if someone could use what is free now: a
         # smaller minimum, or a new framework, wakes every slave (and a hold is visited)
         floors = self._floor if not self._floor_stale else self._floors()
@@ -664,9 +682,23 @@ class Allocator:
             refused_by = slave.refused_by
             refused_by.add(fw.framework_id)
             self._visits.lapses.at(now + refuse_seconds, slave_id)  # (when it lapses)
+            if (
+                lone is not None
+                and lone.free == free
+                and lone.refused_again(fw.framework_id, now + refuse_seconds, now)
+            ):
+                # the one whose filter had lapsed declined it again: the others' filters
+                # are as they were, so whether everyone refuses it is known
+                self._lone[slave_id] = lone
+                if lone.all_refuse(now):
+                    self._visits.refused_by_all(slave_id)
             # (while fewer refuse it than want offers, not all do: `declined_by_all`)
-            if len(refused_by) >= len(self._wanting) and self._declined_by_all(slave_id, free, now):
+            elif len(refused_by) >= len(self._wanting) and self._declined_by_all(
+                slave_id, free, now
+            ):
                 self._visits.refused_by_all(slave_id)
+                lapses = refusals_lapse(self._wanting, slave_id)
+                self._lone[slave_id] = Refusals(lapses, dict(free))
 
     def _declined_by_all(self, slave_id: str, free: Millis, now: float) -> bool:
         """Every framework that wants offers declined this slave's `free` resources and
@@ -684,6 +716,8 @@ class Allocator:
         """`delta` of the slave is allocated now (offered, or in use): in the slave's free
         and the cluster's books (one loop for the two: a round does this once an offer)."""
         free, everywhere = slave.unallocated, self._allocated
+        if self._lone:
+            self._lone.pop(slave.slave_id, None)  # (what stood on it is asked anew)
         if slave.reserved:
             self._idle.add(slave, delta, -1)
             for k, v in delta.items():
