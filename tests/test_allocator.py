@@ -600,6 +600,7 @@ class NeverKept(dict):  # type: ignore[type-arg]
     st.sampled_from(["drf", "hdrf"]),
     st.booleans(),
     st.integers(0, 5),
+    st.booleans(),
 )
 def test_rounds_that_keep_who_refuses_a_slave_offer_what_rounds_walking_the_order_would(
     ops: list,  # type: ignore[type-arg]
@@ -607,12 +608,15 @@ def test_rounds_that_keep_who_refuses_a_slave_offer_what_rounds_walking_the_orde
     policy: str,
     refuse_released: bool,
     fewer: int,
+    simulated: bool,
 ) -> None:
     """A slave every framework wanting offers refuses, or all but one, is offered by the
     round without walking the order (`master.allocation.lone`): the same offers, declined
     or not, in the same order, the same filters and books, as rounds that walk it every
     time -- whatever happened before (holds, suppress, revive, frameworks and slaves
-    coming and going, filters lapsing, resources coming back filtered or not)."""
+    coming and going, filters lapsing, resources coming back filtered or not); offers
+    declined as the round makes them (`simulated`, the simulator's) or booked and
+    declined after (the master's)."""
 
     def declines(framework_id: str, free: Millis) -> bool:  # (a framework's answer)
         cpus = free.get("cpus", 0) // 1000  # (everyone declines fewer than `fewer`)
@@ -628,12 +632,13 @@ def test_rounds_that_keep_who_refuses_a_slave_offer_what_rounds_walking_the_orde
             for a in both:
                 a.recover(f, s, r, refuse_seconds=3 if refuse_released else None, now=now)
         elif op == "round":
-            made = kept.allocate(now, declines=declines, refuse_seconds=3)
-            assert made == walked.allocate(now, declines=declines, refuse_seconds=3)
+            told = declines if simulated else None  # (every slave visited: each is asked)
+            made = kept.allocate(now, full=True, declines=told, refuse_seconds=3)
+            assert made == walked.allocate(now, full=True, declines=told, refuse_seconds=3)
             for o in made:
                 if o.declined:
                     continue
-                if declines(o.framework_id, dict(o.resources.millis)):  # (a hold's: booked)
+                if declines(o.framework_id, dict(o.resources.millis)):  # (booked: declined)
                     for a in both:
                         a.recover(
                             o.framework_id, o.slave_id, o.resources, refuse_seconds=3, now=now
