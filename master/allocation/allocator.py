@@ -697,8 +697,9 @@ class Allocator:
                 slave_id, free, now
             ):
                 self._visits.refused_by_all(slave_id)
-                lapses = refusals_lapse(self._wanting, slave_id)
-                self._lone[slave_id] = Refusals(lapses, dict(free))
+                if self._wanting:  # (nobody wanting offers: no round picks anyone)
+                    lapses = refusals_lapse(self._wanting, slave_id)
+                    self._lone[slave_id] = Refusals(lapses, dict(free))
 
     def _declined_by_all(self, slave_id: str, free: Millis, now: float) -> bool:
         """Every framework that wants offers declined this slave's `free` resources and
