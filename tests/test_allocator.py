@@ -623,7 +623,7 @@ def test_rounds_that_keep_who_refuses_a_slave_offer_what_rounds_walking_the_orde
         return cpus < fewer or (framework_id, cpus) in declining
 
     kept, walked = Allocator(policy), Allocator(policy)
-    walked._lone = NeverKept()
+    walked._lone = walked._refusing.lone = NeverKept()
     both = (kept, walked)
     held: list[tuple[str, str, Resources]] = []
     for op, i, now in replay(ops, both, held):

@@ -33,22 +33,19 @@ from master.allocation.ledger import (
     Allocation,
     AllocatorError,
     Declines,
-    Filter,
     FrameworkBook,
     SlaveBook,
     anything,
-    declined_by_all,
     first_wanting,
     fits_one,
     floors_of,
     master_floor,
-    refusals_lapse,
     within,
 )
-from master.allocation.lone import Refusals
 from master.allocation.offer_room import RETRY as ROOM_RETRY
 from master.allocation.offer_room import OfferRoom
 from master.allocation.quota_stage import QuotaStage, RoleStanding, quota_pick
+from master.allocation.refusing import Refusing
 from master.allocation.reserved import (
     IdleReservations,
     ReservedPick,
@@ -119,12 +116,12 @@ class Allocator:
         )
         self._holds = Holds()
         self._visits = Visits(self.frameworks, self._holds)  # which slaves a round visits
-        # slaves every framework wanting offers refuses, or all but one (`lone`), by slave
-        self._lone: dict[str, Refusals] = {}
         # weights, orderings and quotas (a setting asks every slave to be visited again)
         self.roles = RoleSettings(self._role_order, self._quota, self._settings_changed)
         self.quotas = self.roles.quotas  # by role node (on a tree, pools too)
         self.reservations = self._holds.by_slave  # by slave
+        self._refusing = Refusing(self._wanting, self._visits, self.quotas, self.reservations)
+        self._lone = self._refusing.lone  # (slaves all refuse, or all but one: `lone`)
         # the least each framework wanting offers can use (see _floors); None while one
         # takes anything
         self._floor: list[Millis] | None = None
@@ -673,41 +670,7 @@ class Allocator:
         if floors is None or fits_one(free, floors) or slave_id in self.reservations:
             self._visits.visit(slave_id)
         if refuse_seconds:
-            # what it refused, naming the slave's other resources at 0 as its free does:
-            # the same filter (within reads a name missing as 0), but the usual refusal --
-            # the very resources free now, cpus all taken -- then compares equal at C speed
-            refused = dict.fromkeys(free, 0)
-            refused.update(delta)
-            fw.filters[slave_id] = Filter(now + refuse_seconds, refused)
-            refused_by = slave.refused_by
-            refused_by.add(fw.framework_id)
-            self._visits.lapses.at(now + refuse_seconds, slave_id)  # (when it lapses)
-            if (
-                lone is not None
-                and lone.free == free
-                and lone.refused_again(fw.framework_id, now + refuse_seconds, now)
-            ):
-                # the one whose filter had lapsed declined it again: the others' filters
-                # are as they were, so whether everyone refuses it is known
-                self._lone[slave_id] = lone
-                if lone.all_refuse(now):
-                    self._visits.refused_by_all(slave_id)
-            # (while fewer refuse it than want offers, not all do: `declined_by_all`)
-            elif len(refused_by) >= len(self._wanting) and self._declined_by_all(
-                slave_id, free, now
-            ):
-                self._visits.refused_by_all(slave_id)
-                if self._wanting:  # (nobody wanting offers: no round picks anyone)
-                    lapses = refusals_lapse(self._wanting, slave_id)
-                    self._lone[slave_id] = Refusals(lapses, dict(free))
-
-    def _declined_by_all(self, slave_id: str, free: Millis, now: float) -> bool:
-        """Every framework that wants offers declined this slave's `free` resources and
-        refuses them still (a round would offer them to nobody). Not with quotas or holds
-        (a round offers what they leave of `free`, not all of it)."""
-        if self.quotas or slave_id in self.reservations:
-            return False
-        return declined_by_all(self.slaves[slave_id], self._wanting, free, now)
+            self._refusing.refuse(fw, slave, delta, now + refuse_seconds, now, lone)
 
     def _give(self, framework_id: str, slave: SlaveBook, resources: Resources) -> None:
         self._take(slave, resources.millis)
