@@ -558,7 +558,7 @@ def test_offers_declined_as_they_are_made_give_the_picks_of_offers_made_and_decl
     policy: str,
 ) -> None:
     """A round told which offers their frameworks would decline whole (`declines`, the
-    simulator's) books none of them and leaves their filters to `refuse`: every round
+    simulator's) books none of them and refuses each as it is made: every round
     offers the same slaves to the same frameworks in the same order, and the books after
     are the same, as rounds that book every offer and take the declined ones back with
     their filter -- whatever happened before (holds, suppress, revive, frameworks and
@@ -576,20 +576,12 @@ def test_offers_declined_as_they_are_made_give_the_picks_of_offers_made_and_decl
             for a in both:
                 a.recover(f, s, r, now=now)
         elif op == "round":
-            made = lazy.allocate(now, declines=declines)
+            made = lazy.allocate(now, declines=declines, refuse_seconds=3)  # (refused in it)
             offers = eager.allocate(now)
             assert [o[:3] for o in made] == [o[:3] for o in offers]
             for o in made:
-                if o.declined:
-                    lazy.recover(
-                        o.framework_id,
-                        o.slave_id,
-                        o.resources,
-                        refuse_seconds=3,
-                        now=now,
-                        booked=False,
-                    )
-                elif declines(o.framework_id, dict(o.resources.millis)):  # (a hold's: booked)
+                if not o.declined and declines(o.framework_id, dict(o.resources.millis)):
+                    # (a hold's: booked)
                     lazy.recover(o.framework_id, o.slave_id, o.resources, refuse_seconds=3, now=now)
             for o in offers:
                 if declines(o.framework_id, dict(o.resources.millis)):
@@ -602,3 +594,100 @@ def test_offers_declined_as_they_are_made_give_the_picks_of_offers_made_and_decl
                 eager.allocation(f) for f in eager.frameworks
             ]
             assert list(lazy.order()) == list(eager.order())
+
+
+class NeverKept(dict):  # type: ignore[type-arg]
+    """An allocator's `_lone` that keeps nothing: every round walks the order."""
+
+    def __setitem__(self, key: object, value: object) -> None:
+        pass
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    DECLINE_OPS,
+    st.sets(st.tuples(st.sampled_from(["f0", "f1", "f2", "f3"]), st.integers(0, 4))),
+    st.sampled_from(["drf", "hdrf"]),
+    st.booleans(),
+    st.integers(0, 5),
+    st.booleans(),
+)
+def test_rounds_that_keep_who_refuses_a_slave_offer_what_rounds_walking_the_order_would(
+    ops: list,  # type: ignore[type-arg]
+    declining: set[tuple[str, int]],
+    policy: str,
+    refuse_released: bool,
+    fewer: int,
+    simulated: bool,
+) -> None:
+    """A slave every framework wanting offers refuses, or all but one, is offered by the
+    round without walking the order (`master.allocation.lone`): the same offers, declined
+    or not, in the same order, the same filters and books, as rounds that walk it every
+    time -- whatever happened before (holds, suppress, revive, frameworks and slaves
+    coming and going, filters lapsing, resources coming back filtered or not); offers
+    declined as the round makes them (`simulated`, the simulator's) or booked and
+    declined after (the master's)."""
+
+    def declines(framework_id: str, free: Millis) -> bool:  # (a framework's answer)
+        cpus = free.get("cpus", 0) // 1000  # (everyone declines fewer than `fewer`)
+        return cpus < fewer or (framework_id, cpus) in declining
+
+    kept, walked = Allocator(policy), Allocator(policy)
+    walked._lone = walked._refusing.lone = NeverKept()
+    both = (kept, walked)
+    held: list[tuple[str, str, Resources]] = []
+    for op, i, now in replay(ops, both, held):
+        if op == "release" and held:
+            f, s, r = held.pop(i % len(held))
+            for a in both:
+                a.recover(f, s, r, refuse_seconds=3 if refuse_released else None, now=now)
+        elif op == "round":
+            told = declines if simulated else None  # (every slave visited: each is asked)
+            made = kept.allocate(now, full=True, declines=told, refuse_seconds=3)
+            assert made == walked.allocate(now, full=True, declines=told, refuse_seconds=3)
+            for o in made:
+                if o.declined:
+                    continue
+                if declines(o.framework_id, dict(o.resources.millis)):  # (booked: declined)
+                    for a in both:
+                        a.recover(
+                            o.framework_id, o.slave_id, o.resources, refuse_seconds=3, now=now
+                        )
+                else:
+                    held.append((o.framework_id, o.slave_id, o.resources))
+        assert list(kept.order()) == list(walked.order())
+        for fid, fw in kept.frameworks.items():
+            assert kept.allocation(fid) == walked.allocation(fid)
+            standing = {s: f for s, f in fw.filters.items() if f.expires > now}
+            theirs = walked.frameworks[fid].filters
+            assert standing == {s: f for s, f in theirs.items() if f.expires > now}
+
+
+def test_a_slave_all_frameworks_refuse_but_one_is_offered_to_it_without_a_walk(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Once every framework declined a slave, the one whose filter lapses is offered it
+    again without walking the order past the others (each still refusing it); while
+    each refuses it, nobody is, without a walk either."""
+    a = Allocator("drf")
+    a.add_slave("s", Resources(cpus=2, mem=200))
+    for n in range(4):
+        a.add_framework(f"f{n}", role=f"r{n}")
+    t = 0.0
+    for n in range(4):  # each declines it in turn, a second apart
+        (offer,) = a.allocate(t, declines=lambda f, free: True, refuse_seconds=10 + n)
+        assert offer.declined
+        t += 1.0
+    walks = 0
+    first_framework = Sorter.first_framework
+
+    def counted(self: Sorter, *args: object) -> str | None:
+        nonlocal walks
+        walks += 1
+        return first_framework(self, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Sorter, "first_framework", counted)
+    for at, who in ((9.5, None), (10.5, "f0"), (11.5, None), (12.0, "f1")):
+        made = a.allocate(at, ["s"], declines=lambda f, free: True, refuse_seconds=10)
+        assert [(o.framework_id, o.declined) for o in made] == ([(who, True)] if who else [])
+    assert walks == 0

@@ -80,7 +80,11 @@ def test_what_a_round_gives_past_the_bound_goes_back_filtered_and_is_reported(
     cycle, _ = cycle_of(["A"], 4)
     monkeypatch.setattr(offer_bound, "MAX_OFFERS_HELD", 2)
     allocate = cycle.allocator.allocate
-    monkeypatch.setattr(cycle.allocator, "allocate", lambda now, room, declines=None: allocate(now))
+    monkeypatch.setattr(
+        cycle.allocator,
+        "allocate",
+        lambda now, room, declines=None, refuse_seconds=None: allocate(now),
+    )
     plan = cycle.round(0.0)
     assert (len(plan.offers), len(plan.held_back)) == (2, 2)
     for a in plan.held_back:

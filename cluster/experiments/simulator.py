@@ -28,7 +28,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 from cluster.experiments.ideal_timeline import ideal_of
@@ -354,14 +354,20 @@ class Simulation:
         declines = None
         if self.may_decline:
             booked_to: set[str] = set()  # frameworks offered what they launch on this round
+            needs: dict[str, Mapping[str, int] | None] = {}  # ... and what the others need
 
             def declines(framework_id: str, free: Millis) -> bool:
                 """A framework launches nothing on an offer of `free` if its workload
                 takes nothing from it now -- known as the offer is made while nothing it
-                was offered earlier in the round is to be answered before it."""
+                was offered earlier in the round is to be answered before it (until then
+                what it needs stands: asked once a round)."""
                 if framework_id in booked_to:
                     return False
-                if workloads[framework_id].declines(t, free, book):
+                try:
+                    need = needs[framework_id]
+                except KeyError:
+                    need = needs[framework_id] = workloads[framework_id].need(t, book)
+                if need is None or not holds(free, need):
                     return True
                 booked_to.add(framework_id)
                 return False
@@ -372,15 +378,20 @@ class Simulation:
             self._follow,
             self._schedule_arrival,
         )  # (bound once: these run for every offer)
-        for a in cycle.round(t, declines).offers:
+        # frameworks told since their workload last changed: a decline changes nothing of
+        # it, so telling the cycle again what it wants (and when its next job comes) would
+        # change nothing either
+        told: set[str] = set()
+        for a in cycle.round(t, declines, refuse).offers:
             fid = a.framework_id
             offered_at[fid] = t
             self.offers += 1
-            if a.declined:  # (declined as it was made: counted, and its filter set)
+            if a.declined:  # (declined as it was made, its filter set: counted)
                 self.declines += 1
-                cycle.refused(a, refuse, t)
-                arrivals(fid)
-                follow(fid, t)
+                if fid not in told:
+                    told.add(fid)
+                    arrivals(fid)
+                    follow(fid, t)
                 continue
             left = dict(a.resources.millis)
             tasks = workloads[fid].take_from(t, left, book)  # (left: what they did not use)
@@ -400,6 +411,7 @@ class Simulation:
                 cycle.decline(fid, a.slave_id, a.resources, refuse, t)
             elif any(left.values()):  # (what it did not use; used whole, nothing goes back)
                 cycle.decline(fid, a.slave_id, Resources.from_millis(left), refuse, t)
+            told.add(fid)
             arrivals(fid)
             follow(fid, t)
 

@@ -17,7 +17,7 @@ import itertools
 import math
 import random
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from cluster.experiments.spec import Framework, read_durations, read_jobs
@@ -201,20 +201,17 @@ class Workload:
                 break
         return taken
 
-    def declines(
-        self,
-        t: float,
-        free: dict[str, int],
-        booked: Callable[[Resources], Resources] | None = None,
-    ) -> bool:
-        """Whether `take_from` would launch nothing on these free resources now: it
-        wants nothing, or its next task does not fit (asked before the offer is made; the
-        same calls on the workload as `take_from`'s, which would make them next)."""
+    def need(
+        self, t: float, booked: Callable[[Resources], Resources] | None = None
+    ) -> Mapping[str, int] | None:
+        """What an offer must hold for `take_from` to launch anything on it now: its next
+        task (as `booked` accounts it); None if it wants nothing. The same calls on the
+        workload as `take_from`'s, which would make them next; until it launches, the
+        answer stands at `t` (a simulated round asks it once a framework)."""
         if not self.wants(t):
-            return True
+            return None
         task = self.next_task(t)
-        need = (booked(task.resources) if booked is not None else task.resources).millis
-        return not holds(free, need)
+        return (booked(task.resources) if booked is not None else task.resources).millis
 
     def next_task(self, t: float) -> Pending:
         """The next task an offer would launch (ask only while it `wants(t)`); under

@@ -33,11 +33,9 @@ from master.allocation.ledger import (
     Allocation,
     AllocatorError,
     Declines,
-    Filter,
     FrameworkBook,
     SlaveBook,
     anything,
-    declined_by_all,
     first_wanting,
     fits_one,
     floors_of,
@@ -47,6 +45,7 @@ from master.allocation.ledger import (
 from master.allocation.offer_room import RETRY as ROOM_RETRY
 from master.allocation.offer_room import OfferRoom
 from master.allocation.quota_stage import QuotaStage, RoleStanding, quota_pick
+from master.allocation.refusing import Refusing
 from master.allocation.reserved import (
     IdleReservations,
     ReservedPick,
@@ -118,9 +117,11 @@ class Allocator:
         self._holds = Holds()
         self._visits = Visits(self.frameworks, self._holds)  # which slaves a round visits
         # weights, orderings and quotas (a setting asks every slave to be visited again)
-        self.roles = RoleSettings(self._role_order, self._quota, self._visits.wake_all)
+        self.roles = RoleSettings(self._role_order, self._quota, self._settings_changed)
         self.quotas = self.roles.quotas  # by role node (on a tree, pools too)
         self.reservations = self._holds.by_slave  # by slave
+        self._refusing = Refusing(self._wanting, self._visits, self.quotas, self.reservations)
+        self._lone = self._refusing.lone  # (slaves all refuse, or all but one: `lone`)
         # the least each framework wanting offers can use (see _floors); None while one
         # takes anything
         self._floor: list[Millis] | None = None
@@ -179,12 +180,14 @@ class Allocator:
         self._wanting.pop(framework_id, None)
         self._own_floors -= fw.min_allocatable is not None
         self._floor_stale = True
+        self._lone.clear()
 
     def set_min_allocatable(self, framework_id: str, minimum: list[Resources] | None) -> None:
         """Offer this framework a slave only if its free resources hold one of `minimum`
         (Mesos 1.10's offer_filters): no offers it can only decline. They replace the
         master's minimum for it: [] is anything, None the master's minimum again."""
         new = None if minimum is None else [dict(r.millis) for r in minimum if r]
+        self._lone.clear()
         for fw in self._books(framework_id):
             old, fw.min_allocatable = fw.min_allocatable, new
             self._own_floors += (new is not None) - (old is not None)
@@ -231,6 +234,7 @@ class Allocator:
     def _sync(self, framework_id: str) -> None:
         """Keep the sorters' active sets to the frameworks (and roles) that want offers."""
         self._floor_stale = True
+        self._lone.clear()  # (who wants offers, or a framework's filters, changed)
         fw = self.frameworks[framework_id]
         wanting = fw.active and not fw.suppressed
         self._place(framework_id, fw.role, wanting)
@@ -239,6 +243,12 @@ class Allocator:
             self._visits.wake_all()
         else:
             self._wanting.pop(framework_id, None)
+
+    def _settings_changed(self) -> None:
+        """A weight, ordering or quota changed: every slave is worth a visit, and a round
+        picks anew (a quota's round picks otherwise: `quota_pick`)."""
+        self._lone.clear()
+        self._visits.wake_all()
 
     def _place(self, framework_id: str, role: str, in_order: bool) -> None:
         """A framework into its role's order, or out of it (and its role with it)."""
@@ -279,6 +289,7 @@ class Allocator:
         self._idle.add(slave, slave.unallocated, -1)
         self._total.remove(self._what(slave, slave.total))
         del self.slaves[slave_id]
+        self._lone.pop(slave_id, None)
         self._visits.forget(slave_id)
 
     def update_slave(self, slave_id: str, total: Resources) -> None:
@@ -351,6 +362,7 @@ class Allocator:
         full: bool = False,
         room: Mapping[str, int] | None = None,
         declines: Declines | None = None,
+        refuse_seconds: float | None = None,
     ) -> list[Allocation]:
         """One allocation round.
 
@@ -361,7 +373,8 @@ class Allocator:
         a fraction of its cost. `full` visits every slave; `slave_ids` just those.
         `room`: how many more offers a framework may be given (`offer_room`).
         `declines`: offers it says are declined whole are not booked (`unbooked`), where
-        no quota or bound could tell.
+        no quota or bound could tell; each is refused at once for `refuse_seconds`, the
+        filter `recover` would set had it been booked and given back.
 
         The garbage collector waits for the round's end (`PausedCollector`).
         """
@@ -374,7 +387,14 @@ class Allocator:
                     bound.end()
             if declines is None or self.quotas:
                 return self._round(now, slave_ids, full, None)
-            unbooked = Unbooked(declines, self._role_frameworks, self._role_order, self.frameworks)
+            frameworks, slaves, refuse = self.frameworks, self.slaves, self._refuse
+
+            def refused(framework_id: str, slave_id: str, offered: Mapping[str, int]) -> None:
+                refuse(frameworks[framework_id], slaves[slave_id], offered, refuse_seconds, now)
+
+            unbooked = Unbooked(
+                declines, refused, self._role_frameworks, self._role_order, frameworks
+            )
             try:
                 return self._round(now, slave_ids, full, None, unbooked)
             finally:
@@ -417,7 +437,9 @@ class Allocator:
         if self.quotas:
             pick = quota_pick(self._quota, *books)
         else:
-            pick = first_wanting(*books, floored=floored is not None or worth is floor)
+            # (a framework at its room leaves the order mid-round, which `lone` does not see)
+            lone = self._lone if room is None else None
+            pick = first_wanting(*books, floored=floored is not None or worth is floor, lone=lone)
             if unbooked is not None:  # (holds and reservations pick otherwise: booked)
                 pick = unbooked.picking(pick, allocations.append)
         # (bound once: these run for every slave)
@@ -537,6 +559,7 @@ class Allocator:
         framework_id = self.clients.first(framework_id)  # (a multi-role one's first role)
         self._framework(framework_id)
         self._holds.add(slave_id, framework_id, resources.millis, until)
+        self._lone.pop(slave_id, None)  # (a hold's offer clears its framework's filter)
         self._visits.held(slave_id, until)
 
     # -- operations on resources (Mesos's updateAllocation, updateAvailable) ----------------
@@ -599,81 +622,73 @@ class Allocator:
         role: str | None = None,
         refuse_seconds: float | None = None,
         now: float = 0.0,
-        booked: bool = True,
     ) -> None:
         """Resources come back from a framework (declined, unused, or a task ended): a
         multi-role framework's from `role`.
 
         With `refuse_seconds`, the framework is not offered them on that slave again for
-        that long (a decline filter; a multi-role framework's in that role only). Not
-        `booked`: an offer declined as a round made it (`Allocation.declined`): nothing
-        comes back, its filter is set all the same.
+        that long (a decline filter; a multi-role framework's in that role only).
         """
         fw = self.frameworks.get(framework_id) if role is None else None  # (the usual)
         if fw is None:  # a multi-role framework's client (or one not known)
             framework_id = self.clients.one(framework_id, role)
             fw = self.frameworks.get(framework_id)
         slave = self.slaves.get(slave_id) or self._slave(slave_id)
-        held = slave.by_framework.get(framework_id) if booked else {}
+        held = slave.by_framework.get(framework_id)
         if held is None or fw is None:
             raise AllocatorError(f"framework {framework_id} holds nothing on slave {slave_id}")
         delta, free = resources.millis, slave.unallocated
-        if booked:  # (not: nothing to give back, only the filter below)
-            if held == delta:  # (the usual: all it held here comes back, compared at C speed)
-                held.clear()
-            else:
-                try:
-                    sub_millis(held, delta, f"framework {framework_id} on slave {slave_id}")
-                except ResourceError as e:
-                    raise AllocatorError(str(e)) from None
-            # what a framework held is in the cluster's allocation too, so it holds it (it
-            # keeps its zeros: nothing asks which resources it names)
-            everywhere = self._allocated
-            if slave.reserved:
-                self._idle.add(slave, delta, 1)
-                for k, v in delta.items():
-                    if k in free:
-                        free[k] += v
-                what = stripped(delta)
-                resources = Resources.from_millis(what)
-                for k, v in what.items():
-                    everywhere[k] -= v
-            else:
-                for k, v in delta.items():  # (one loop for the two books: once per task ending)
-                    everywhere[k] -= v
-                    if k in free:
-                        free[k] += v
-            if not held:
-                del slave.by_framework[framework_id]
-                fw.slaves.discard(slave_id)
-            self._role_frameworks[fw.role].unallocated(framework_id, resources)
-            self._role_order.unallocated(fw.role, resources)
+        if held == delta:  # (the usual: all it held here comes back, compared at C speed)
+            held.clear()
+        else:
+            try:
+                sub_millis(held, delta, f"framework {framework_id} on slave {slave_id}")
+            except ResourceError as e:
+                raise AllocatorError(str(e)) from None
+        # what a framework held is in the cluster's allocation too, so it holds it (it
+        # keeps its zeros: nothing asks which resources it names)
+        everywhere = self._allocated
+        if slave.reserved:
+            self._idle.add(slave, delta, 1)
+            for k, v in delta.items():
+                if k in free:
+                    free[k] += v
+            what = stripped(delta)
+            resources = Resources.from_millis(what)
+            for k, v in what.items():
+                everywhere[k] -= v
+        else:
+            for k, v in delta.items():  # (one loop for the two books: once per task ending)
+                everywhere[k] -= v
+                if k in free:
+                    free[k] += v
+        if not held:
+            del slave.by_framework[framework_id]
+            fw.slaves.discard(slave_id)
+        self._role_frameworks[fw.role].unallocated(framework_id, resources)
+        self._role_order.unallocated(fw.role, resources)
+        self._refuse(fw, slave, delta, refuse_seconds, now)
+
+    def _refuse(
+        self,
+        fw: FrameworkBook,
+        slave: SlaveBook,
+        delta: Mapping[str, int],
+        refuse_seconds: float | None,
+        now: float,
+    ) -> None:
+        """`delta` of a slave is back from `fw` (given back, or offered and declined as
+        the round made it, never booked): the slave is visited next round if someone
+        could use what is free there, and with `refuse_seconds` `fw` refuses it that long."""
+        slave_id, free = slave.slave_id, slave.unallocated
+        lone = self._lone.pop(slave_id, None)  # (what stood on it is asked anew)
         # worth a visit in the next round only if someone could use what is free now: a
         # smaller minimum, or a new framework, wakes every slave (and a hold is visited)
         floors = self._floor if not self._floor_stale else self._floors()
         if floors is None or fits_one(free, floors) or slave_id in self.reservations:
             self._visits.visit(slave_id)
         if refuse_seconds:
-            # what it refused, naming the slave's other resources at 0 as its free does:
-            # the same filter (within reads a name missing as 0), but the usual refusal --
-            # the very resources free now, cpus all taken -- then compares equal at C speed
-            refused = dict.fromkeys(free, 0)
-            refused.update(delta)
-            fw.filters[slave_id] = Filter(now + refuse_seconds, refused)
-            refused_by = slave.refused_by
-            refused_by.add(framework_id)
-            self._visits.lapses.at(now + refuse_seconds, slave_id)  # (when it lapses)
-            # (while fewer refuse it than want offers, not all do: `declined_by_all`)
-            if len(refused_by) >= len(self._wanting) and self._declined_by_all(slave_id, free, now):
-                self._visits.refused_by_all(slave_id)
-
-    def _declined_by_all(self, slave_id: str, free: Millis, now: float) -> bool:
-        """Every framework that wants offers declined this slave's `free` resources and
-        refuses them still (a round would offer them to nobody). Not with quotas or holds
-        (a round offers what they leave of `free`, not all of it)."""
-        if self.quotas or slave_id in self.reservations:
-            return False
-        return declined_by_all(self.slaves[slave_id], self._wanting, free, now)
+            self._refusing.refuse(fw, slave, delta, now + refuse_seconds, now, lone)
 
     def _give(self, framework_id: str, slave: SlaveBook, resources: Resources) -> None:
         self._take(slave, resources.millis)
@@ -683,6 +698,8 @@ class Allocator:
         """`delta` of the slave is allocated now (offered, or in use): in the slave's free
         and the cluster's books (one loop for the two: a round does this once an offer)."""
         free, everywhere = slave.unallocated, self._allocated
+        if self._lone:
+            self._lone.pop(slave.slave_id, None)  # (what stood on it is asked anew)
         if slave.reserved:
             self._idle.add(slave, delta, -1)
             for k, v in delta.items():

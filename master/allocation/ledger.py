@@ -4,10 +4,12 @@ every slave it visits (with, without quotas, its pick: `first_wanting`)."""
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from master.allocation.lone import NOBODY, Refusals
 from master.allocation.role_order import RoleOrder
 from master.allocation.sorter import Millis, Sorter
 from protocol.wire.resources import CPUS, MEM, PORTS, SCALE, Resources, add_millis, holds
@@ -29,7 +31,7 @@ class Allocation(NamedTuple):
     resources: Resources
     role: str | None = None
     # declined as it was made (a round's `declines` said its framework would launch
-    # nothing on it): never booked, only its decline filter is left to set (`refuse`)
+    # nothing on it): never booked, and refused already (its decline filter set)
     declined: bool = False
 
 
@@ -194,12 +196,15 @@ def first_wanting(
     now: float,
     floor: Floor,
     floored: bool = False,
+    lone: Mapping[str, Refusals] | None = None,
 ) -> Callable[[str, Millis, float], Picked]:
     """A round's pick without quotas: the first framework in order that wants the slave
     gets all of it. Each role's order is read in place, and the one function `first` is
     given serves the whole round, reading the slave of the moment (the round's hot path:
     no closure made per slave). `floor` is the master's minimum offer; `floored`: every
-    slave the round asks about holds it already."""
+    slave the round asks about holds it already. `lone`: slaves every framework in the
+    order refuses, or all but one (`master.allocation.lone`): nobody, or that one alone,
+    is asked."""
     slave_id = ""  # the slave of the moment, and what it has free (set by `pick`)
     free: Millis = {}
     enough = False  # whether it is the master's minimum
@@ -227,6 +232,10 @@ def first_wanting(
         nonlocal slave_id, free, enough
         slave_id, free = visited, unallocated
         enough = floored or floor(free)
+        if lone and (refusals := lone.get(visited)) is not None:
+            only = refusals.lapsed(free, now)
+            if only is not None:  # (the others refuse it still)
+                return (only, free) if only != NOBODY and wanted(only) else None
         chosen = roles.first_framework(role_frameworks, wanted)
         return (chosen, free) if chosen is not None else None
 
@@ -275,3 +284,11 @@ def declined_by_all(
             return False
     slave.refused_by = set(wanting)
     return True
+
+
+def refusals_lapse(wanting: Mapping[str, FrameworkBook], slave_id: str) -> list[tuple[float, str]]:
+    """When the filter on the slave of each framework in `wanting` lapses, as a heap
+    (asked when every one of them refuses it: `declined_by_all`)."""
+    lapses = [(fw.filters[slave_id].expires, fid) for fid, fw in wanting.items()]
+    heapq.heapify(lapses)
+    return lapses

@@ -7,8 +7,8 @@ books, as a booked offer would: the framework stands where a booked offer would 
 it, and the next slaves go to whoever is lowest then. At the round's end what each
 framework was offered so is taken back out of the order's books at once (one sum a
 framework, not one an offer). What the round then returns is the same offers in the
-same order as without `declines`; the caller sets each such offer's decline filter
-(`Allocator.recover`, not `booked`), as the recovery of a declined offer would.
+same order as without `declines`, those declined marked so; each has its decline filter
+already (`refuse`, as the recovery of a declined offer would set it).
 
 Only a round's usual pick is asked (`picking`): a preemption's hold or a slave holding
 reservations is offered as always, booked.
@@ -24,17 +24,20 @@ from master.allocation.sorter import Millis, Sorter
 from protocol.wire.resources import Resources, add_millis
 
 Pick = Callable[[str, Millis, float], Picked]  # a round's pick: a slave, its free, now
+Refuse = Callable[[str, str, Mapping[str, int]], None]  # a framework refuses an offer
 
 
 class Unbooked:
     def __init__(
         self,
         declines: Declines,
+        refuse: Refuse,
         role_frameworks: Mapping[str, Sorter],
         roles: RoleOrder,
         frameworks: Mapping[str, FrameworkBook],
     ) -> None:
         self.declines = declines
+        self.refuse = refuse
         self._role_frameworks = role_frameworks
         self._roles = roles
         self._frameworks = frameworks
@@ -43,7 +46,8 @@ class Unbooked:
     def picking(self, pick: Pick, offered: Callable[[Allocation], None]) -> Pick:
         """`pick`, save that an offer its framework declines is `offered` declined (and
         counted in the order's books), and the slave is left as if nobody wanted it."""
-        declines, add, resources_of = self.declines, self.add, Resources.from_millis
+        declines, add, refuse = self.declines, self.add, self.refuse
+        resources_of = Resources.from_millis
 
         def unbooked(slave_id: str, free: Millis, now: float) -> Picked:
             picked = pick(slave_id, free, now)
@@ -52,6 +56,7 @@ class Unbooked:
             resources = resources_of(picked[1])
             add(picked[0], resources)
             offered(Allocation(picked[0], slave_id, resources, None, True))  # (declined)
+            refuse(picked[0], slave_id, resources.millis)
             return None
 
         return unbooked

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from master.allocation.allocator import Allocator
-from master.allocation.ledger import Allocation, Declines
+from master.allocation.ledger import Declines
 from master.allocation.preemption import Contender, Preemption, PreemptionConfig
 from master.cycle import offer_bound, why
 from master.cycle.claims import contender, hold_claim, hold_until, planning_cluster
@@ -50,7 +50,12 @@ class OfferCycle:
         self.offers_log = OfferLog()  # the recent rounds' offers (for `why`)
 
     # -- the round ---------------------------------------------------------------------------
-    def round(self, now: float, declines: Declines | None = None) -> RoundPlan:
+    def round(
+        self,
+        now: float,
+        declines: Declines | None = None,
+        refuse_seconds: float | None = None,
+    ) -> RoundPlan:
         """Who is offered which slave's free resources: at most MAX_OFFERS_HELD offers
         held by each framework (`offer_bound`); what a round would give one past that
         goes back to the pool, kept from it for OFFERS_HELD_REFUSE so that the next
@@ -58,14 +63,16 @@ class OfferCycle:
 
         `declines` (a shell whose frameworks answer at once, the simulator's): whether a
         framework would launch nothing on an offer, asked as the round makes it; such an
-        offer comes back declined already (`Allocation.declined`, never booked: answer
-        it with `refused`), where the allocator can tell it apart (`Allocator.allocate`)."""
+        offer comes back declined already (`Allocation.declined`, never booked, its
+        framework refusing that slave for `refuse_seconds` as `decline` would have it),
+        where the allocator can tell it apart (`Allocator.allocate`)."""
         a = self.allocator
         held = self.state.offers_held()
         slaves = len(a.slaves)
         bounded = held or slaves > offer_bound.MAX_OFFERS_HELD  # (else nobody can reach it)
         room = offer_bound.room(held, a.frameworks, slaves) if bounded else None
-        allocations = a.allocate(now, room=room, declines=declines)
+        refusal = self._refusal(refuse_seconds) if declines is not None else None
+        allocations = a.allocate(now, room=room, declines=declines, refuse_seconds=refusal)
         if not room or not allocations:
             if self.config.record_offers:
                 self.offers_log.record(now, allocations)
@@ -111,18 +118,6 @@ class OfferCycle:
             now=now,
         )
         return True
-
-    def refused(self, offer: Allocation, refuse_seconds: float | None, now: float) -> None:
-        """An offer declined as the round made it (`Allocation.declined`): its framework
-        refuses that slave as `decline` would have it (nothing to give back)."""
-        self.allocator.recover(
-            offer.framework_id,
-            offer.slave_id,
-            offer.resources,
-            refuse_seconds=self._refusal(refuse_seconds),
-            now=now,
-            booked=False,
-        )
 
     def _refusal(self, refuse_seconds: float | None) -> float | None:
         """A decline filter lasts at least one allocation interval."""

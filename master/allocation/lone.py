@@ -1,0 +1,71 @@
+"""Slaves that every framework wanting offers refuses, or all but one: the round's
+shortcut past the walk of the order for them.
+
+A slave whose free resources nobody can use is declined by each framework in turn, and
+then, each time one framework's decline filter lapses, offered to that one alone again
+-- in the simulator's runs, most offers made are these. The walk of the order that finds
+it passes over every framework that still refuses the slave, and each decline asks every
+framework whether it still refuses it (`ledger.declined_by_all`). So once every
+framework wanting offers refuses a slave, the books keep when each of their filters on
+it lapses (`Refusals`, a heap): while it stands, a round's pick for that slave is nobody
+if no filter has lapsed, the one whose filter lapsed if only one has -- what the walk
+would find, without it -- and the walk if more have; a decline by that one puts its
+new filter in the heap.
+
+It stands while nothing it was made of changes: the slave's free resources (each change
+on the slave drops it -- `Allocator._take`, `Allocator._refuse`, a hold -- and they are
+compared when it is read), and who wants offers, their filters and minimums (any change
+drops them all: `Allocator._sync`). Filters that lapse are what it counts.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from master.allocation.sorter import Millis
+
+NOBODY = ""  # (`lapsed`: every framework refuses the slave)
+
+
+@dataclass(slots=True)
+class Refusals:
+    """When each framework wanting offers stops refusing one slave, which has `free`."""
+
+    lapses: list[tuple[float, str]]  # a heap of (when its filter lapses, framework)
+    free: Millis  # the slave's free resources when it was made (a copy)
+
+    def lapsed(self, free: Mapping[str, int], now: float) -> str | None:
+        """The one framework whose filter has lapsed by `now` (NOBODY: none has); None
+        when more have, or the slave's free resources changed (then ask the walk)."""
+        if free != self.free:
+            return None
+        h = self.lapses
+        if h[0][0] > now:
+            return NOBODY
+        n = len(h)
+        if (n > 1 and h[1][0] <= now) or (n > 2 and h[2][0] <= now):
+            return None  # (two or more lapsed: the order decides between them)
+        return h[0][1]
+
+    def refused_again(self, framework_id: str, until: float, now: float) -> bool:
+        """A framework whose filter had lapsed declined the slave again, refusing it
+        until `until` (False, and nothing changed: its filter had not lapsed)."""
+        h = self.lapses
+        if h[0][1] == framework_id:  # (the usual: the one that lapsed)
+            if h[0][0] > now:
+                return False
+            heapq.heapreplace(h, (until, framework_id))
+            return True
+        for i, (when, who) in enumerate(h):
+            if who == framework_id:
+                if when > now:
+                    return False
+                h[i] = (until, framework_id)
+                heapq.heapify(h)
+                return True
+        return False
+
+    def all_refuse(self, now: float) -> bool:
+        return self.lapses[0][0] > now

@@ -1,0 +1,79 @@
+"""A framework refusing a slave: its decline filter set, the slave visited when the
+filter lapses, and whether every framework wanting offers refuses the slave now -- then
+no round need visit it until something changes (`visits`), and when each of their
+filters lapses is kept for the round's shortcut (`lone`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from master.allocation.ledger import (
+    Filter,
+    FrameworkBook,
+    SlaveBook,
+    declined_by_all,
+    refusals_lapse,
+)
+from master.allocation.lone import Refusals
+from master.allocation.visits import Visits
+
+
+class Refusing:
+    def __init__(
+        self,
+        wanting: Mapping[str, FrameworkBook],
+        visits: Visits,
+        quotas: Mapping[str, object],
+        reservations: Mapping[str, object],
+    ) -> None:
+        """`wanting`: the frameworks that want offers; `quotas` and `reservations` (holds,
+        by slave): the allocator's, read in place."""
+        self._wanting, self._visits = wanting, visits
+        self._quotas, self._reservations = quotas, reservations
+        # slaves every framework wanting offers refuses, or all but one (`lone`), by slave
+        self.lone: dict[str, Refusals] = {}
+
+    def refuse(
+        self,
+        fw: FrameworkBook,
+        slave: SlaveBook,
+        delta: Mapping[str, int],
+        until: float,
+        now: float,
+        lone: Refusals | None,
+    ) -> None:
+        """`fw` refuses `delta` of the slave (what it declined) until `until`; `lone`: the
+        slave's refusals as they stood before (taken out of `self.lone`)."""
+        slave_id, free, wanting = slave.slave_id, slave.unallocated, self._wanting
+        # what it refused, naming the slave's other resources at 0 as its free does: the
+        # same filter (within reads a name missing as 0), but the usual refusal -- the very
+        # resources free now, cpus all taken -- then compares equal at C speed
+        refused = dict.fromkeys(free, 0)
+        refused.update(delta)
+        fw.filters[slave_id] = Filter(until, refused)
+        refused_by = slave.refused_by
+        refused_by.add(fw.framework_id)
+        self._visits.lapses.at(until, slave_id)  # (when it lapses)
+        if (
+            lone is not None
+            and lone.free == free
+            and lone.refused_again(fw.framework_id, until, now)
+        ):
+            # the one whose filter had lapsed declined it again: the others' filters are as
+            # they were, so whether everyone refuses it is known
+            self.lone[slave_id] = lone
+            if lone.all_refuse(now):
+                self._visits.refused_by_all(slave_id)
+        # (while fewer refuse it than want offers, not all do: `declined_by_all`)
+        elif len(refused_by) >= len(wanting) and self._declined_by_all(slave, now):
+            self._visits.refused_by_all(slave_id)
+            if wanting:  # (nobody wanting offers: no round picks anyone)
+                self.lone[slave_id] = Refusals(refusals_lapse(wanting, slave_id), dict(free))
+
+    def _declined_by_all(self, slave: SlaveBook, now: float) -> bool:
+        """Every framework that wants offers declined this slave's free resources and
+        refuses them still (a round would offer them to nobody). Not with quotas or holds
+        (a round offers what they leave of them, not all)."""
+        if self._quotas or slave.slave_id in self._reservations:
+            return False
+        return declined_by_all(slave, self._wanting, slave.unallocated, now)
