@@ -10,8 +10,15 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 MOST_LINES = 800
-# files allowed past the bound, each with why its length is one job (none so far)
-EXCEPTIONS: dict[str, str] = {}
+# files allowed past the bound, each with why its length is one job
+EXCEPTIONS: dict[str, str] = {
+    "master/allocation/allocator.py": (
+        "the allocator's verbs, as Mesos's allocator interface (frameworks, slaves, the "
+        "round, operations on resources, views: about 30), each a few lines over the "
+        "stages that are modules of their own (sorter, quota stage, reserved, refusing, "
+        "lone, unbooked, visits, offer room); past 800 by Mesos's updateSlave"
+    ),
+}
 
 
 def too_long(package: str) -> dict[str, int]:

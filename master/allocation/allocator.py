@@ -293,21 +293,16 @@ class Allocator:
         self._visits.forget(slave_id)
 
     def update_slave(self, slave_id: str, total: Resources) -> None:
-        """The slave came back with another total (restarted with other `--resources`),
-        as Mesos's `updateSlave`: what is allocated there stays, the rest is its free.
-        AllocatorError, and nothing changed, if the new total does not hold what is."""
+        """The slave came back with another total (other `--resources`), as Mesos's
+        `updateSlave`: what is allocated there stays, the rest is its free."""
         slave = self._slave(slave_id)
-        allocated = slave.allocated()
-        if not holds(total.millis, allocated):
-            short = Resources.from_millis(allocated).subtract_clamped(total)
-            raise AllocatorError(f"slave {slave_id}'s new total {total} lacks {short} in use")
+        free = slave.free_within(total)  # (AllocatorError first: nothing changed)
         self._idle.add(slave, slave.unallocated, -1)
         self._total.remove(self._what(slave, slave.total))
-        slave.total = total
-        slave.reserved = reserved_roles(total.millis)
-        slave.unallocated = {k: v - allocated.get(k, 0) for k, v in total.millis.items()}
+        slave.total, slave.reserved, slave.unallocated = total, reserved_roles(total.millis), free
         self._total.add(self._what(slave, total))
-        self._idle.add(slave, slave.unallocated, 1)
+        self._idle.add(slave, free, 1)
+        self._lone.pop(slave_id, None)
         self._visits.visit(slave_id)
 
     def deactivate_slave(self, slave_id: str) -> None:

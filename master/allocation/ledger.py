@@ -76,6 +76,15 @@ class SlaveBook:
     def free(self) -> Millis:
         return dict(self.unallocated)
 
+    def free_within(self, total: Resources) -> Millis:
+        """What would be free were its total `total` (it came back with another): what
+        is allocated here stays. AllocatorError if `total` does not hold that."""
+        allocated = self.allocated()
+        if not holds(total.millis, allocated):
+            short = Resources.from_millis(allocated).subtract_clamped(total)
+            raise AllocatorError(f"slave {self.slave_id}'s new total {total} lacks {short} in use")
+        return {k: v - allocated.get(k, 0) for k, v in total.millis.items()}
+
     def allocated(self) -> Millis:
         """What is offered or used here, by anyone (summed when asked: a round changes
         only `by_framework` and `unallocated`, once an offer)."""
