@@ -26,9 +26,11 @@ second; 450 us of CPU a task in the cluster's processes (master, slaves, framewo
 broker; the rest of a shared machine's is listed, not counted); no call held by the rate
 limits; one task at a time under 3 bus round trips. It exits 1 when one does not hold.
 
-`E2E_PROFILE=<dir>` runs the master and the slaves under cProfile (and profiles the
-frameworks' process over the measured window): `<dir>/<party>-<setup>.prof` each, for
-`python -m pstats`. The figures are then cProfile's, not the code's.
+`E2E_PROFILE=<dir>` runs the master and the slaves under cProfile counting CPU time
+(benchmarks.cpu_profile: a wall-clock profile on a shared machine charges a function for
+its process's waits for a core), and profiles the frameworks' process over the measured
+window: `<dir>/<party>-<setup>.prof` each, for `python -m pstats`. The figures are then
+cProfile's, not the code's.
 """
 
 from __future__ import annotations
@@ -183,7 +185,7 @@ async def _run(
         """How a party's process is started (under cProfile if E2E_PROFILE says where)."""
         if not PROFILE:
             return [sys.executable]
-        return [sys.executable, "-m", "cProfile", "-o", f"{PROFILE}/{party}-{setup}.prof"]
+        return [sys.executable, "-m", "benchmarks.cpu_profile", f"{PROFILE}/{party}-{setup}.prof"]
 
     def as_(name: str) -> BrokerURL:
         return as_principal(url, store, name) if store else url
@@ -254,7 +256,7 @@ async def _run(
         }
         cpu = {name: cpu_seconds(pid) for name, pid in pids.items()}
         busy = machine_busy()
-        profile = cProfile.Profile() if PROFILE else None
+        profile = cProfile.Profile(time.process_time) if PROFILE else None
         start = time.perf_counter()
         done_before = sum(len(f.finished) for f in floods)
         lat_before = [len(f.latencies) for f in floods]
