@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import importlib.metadata
+from types import SimpleNamespace
+from typing import cast
 
 import aiomqtt
 import pytest
@@ -107,6 +109,37 @@ async def test_what_paho_has_waiting_goes_out_in_one_write_each_message_in_order
         assert received == [str(i).encode() for i in range(12)]
         qos1 = [m for i, m in enumerate(mids) if i != 6]
         await eventually(lambda: set(qos1) <= set(acknowledged))
+
+
+async def test_a_message_to_a_party_at_rest_is_dispatched_in_the_loops_next_turn() -> None:
+    """A party waiting for its next message takes it a turn after it is read, not three
+    (every hop of a lone task wakes a party at rest); the connection's end wakes it too."""
+    queue: StampedQueue = StampedQueue()
+    disconnected: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    paho = SimpleNamespace(on_publish=None)
+    link = PahoLink(
+        cast(
+            aiomqtt.Client, SimpleNamespace(_client=paho, _queue=queue, _disconnected=disconnected)
+        ),
+        lambda mid: None,
+    )
+    taken: list[str] = []
+
+    async def take(message: aiomqtt.Message) -> None:
+        taken.append(cast(str, message))
+
+    receiving = asyncio.create_task(link.receive(take))
+    for _ in range(5):  # at rest, waiting
+        await asyncio.sleep(0)
+    queue.put_nowait("one")  # (as paho's read of the socket puts it)
+    await asyncio.sleep(0)
+    assert taken == ["one"]
+    queue.put_nowait("two")
+    await asyncio.sleep(0)
+    assert taken == ["one", "two"]
+    disconnected.set_result(None)
+    with pytest.raises(aiomqtt.MqttError):
+        await within(receiving, 10)
 
 
 async def test_amqtts_patched_parts_are_there() -> None:

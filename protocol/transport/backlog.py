@@ -4,7 +4,9 @@ aiomqtt hands every arriving message to an asyncio queue that the bus empties on
 one (see `Bus._receive`). A party that cannot keep up shows it there first: the queue
 grows and its oldest message ages. `StampedQueue` notes when each message was queued,
 so the bus can say how many wait, how long the oldest has waited, and how long the last
-one it took had waited (what Mesos calls master/event_queue_messages).
+one it took had waited (what Mesos calls master/event_queue_messages). Its one reader
+waits for an arrival with `arrival()`, woken in the loop's next turn (asyncio.Queue's
+`get()` in a task of its own, beside the connection's end, took three turns and a task).
 """
 
 from __future__ import annotations
@@ -22,10 +24,27 @@ class StampedQueue(asyncio.Queue[Any]):
         super().__init__(maxsize)
         self._stamps: deque[float] = deque()
         self.last_wait = 0.0  # seconds the item taken last had waited
+        self._reader: asyncio.Future[None] | None = None  # the reader waiting (arrival)
 
     def _put(self, item: Any) -> None:
         self._stamps.append(time.monotonic())
         super()._put(item)
+        self.wake()
+
+    async def arrival(self) -> None:
+        """Return once an item is put (or `wake` is called): what the queue's one reader
+        awaits when it finds the queue empty."""
+        reader = self._reader = asyncio.get_running_loop().create_future()
+        try:
+            await reader
+        finally:
+            self._reader = None
+
+    def wake(self) -> None:
+        """Wake the reader waiting in `arrival`, if one is (its connection ended)."""
+        reader = self._reader
+        if reader is not None and not reader.done():
+            reader.set_result(None)
 
     def _get(self) -> Any:
         if self._stamps:

@@ -20,6 +20,7 @@ from typing import Any
 import aiomqtt
 
 from protocol.extras import require
+from protocol.transport.backlog import StampedQueue
 
 require("aiomqtt", "2.5", "2.6")
 require("paho-mqtt", "2.2", "2.3")
@@ -35,8 +36,11 @@ class PahoLink:
 
     def __init__(self, client: aiomqtt.Client, on_acknowledged: Callable[[int], None]) -> None:
         self.paho: Any = client._client
-        self.queue: asyncio.Queue[aiomqtt.Message] = client._queue
+        queue = client._queue
+        assert isinstance(queue, StampedQueue)  # (mqtt_client's queue_type)
+        self.queue: StampedQueue = queue
         self.disconnected: asyncio.Future[None] = client._disconnected
+        self.disconnected.add_done_callback(lambda _: queue.wake())
         self.unwritten = False  # handed to paho since the socket was last written
         self._watch_acknowledgements(on_acknowledged)
         self.write = self._write_promptly()
@@ -104,8 +108,11 @@ class PahoLink:
     async def receive(self, dispatch: Callable[[aiomqtt.Message], Awaitable[None]]) -> None:
         """Dispatch arriving messages until the connection ends (then raise MqttError).
 
-        aiomqtt's iterator makes a task for every message; when messages are already
-        queued we take them directly, which matters at thousands of messages a second.
+        aiomqtt's iterator makes a task for every message; we take them from its queue
+        directly, which matters at thousands of messages a second, and an empty queue
+        wakes us in the loop's next turn once something arrives or the connection ends
+        (`StampedQueue.arrival`): a message to a party at rest is dispatched a turn after
+        it is read, not three.
         """
         queue, disconnected = self.queue, self.disconnected
         loop = asyncio.get_running_loop()
@@ -118,20 +125,11 @@ class PahoLink:
                     await asyncio.sleep(0)
                     turn_ends = loop.time() + RECEIVE_TURN
                 continue
+            if disconnected.done():
+                cause = disconnected.exception() if not disconnected.cancelled() else None
+                raise aiomqtt.MqttError("disconnected") from cause
+            await queue.arrival()
             turn_ends = loop.time() + RECEIVE_TURN
-            getter: asyncio.Future[Any] = asyncio.ensure_future(queue.get())
-            try:
-                await asyncio.wait({getter, disconnected}, return_when=asyncio.FIRST_COMPLETED)
-            except asyncio.CancelledError:
-                getter.cancel()
-                raise
-            if getter.done():
-                await dispatch(getter.result())
-                self.write_out()
-                continue
-            getter.cancel()
-            cause = disconnected.exception() if not disconnected.cancelled() else None
-            raise aiomqtt.MqttError("disconnected") from cause
 
 
 def join_waiting(packets: Any) -> None:
