@@ -300,10 +300,11 @@ class TaskInfo(Wire):
 
     @model_validator(mode="after")
     def _command_or_executor(self) -> TaskInfo:
-        try:
-            self.resources = with_counts(self.resources, self.discrete, f"task {self.task_id}")
-        except ResourceError as e:
-            raise ValueError(str(e)) from None
+        if self.discrete:  # (most tasks name no ports: nothing to count, nor to set)
+            try:
+                self.resources = with_counts(self.resources, self.discrete, f"task {self.task_id}")
+            except ResourceError as e:
+                raise ValueError(str(e)) from None
         if (self.command is None) == (self.executor is None):
             raise ValueError("a task needs exactly one of command or executor")
         check = self.health_check
