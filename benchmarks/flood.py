@@ -1,6 +1,8 @@
 """A tenant floods the master while another runs the e2e workload: the master's default
-rate limits must keep the flood from costing the other more than a fifth of its rate, and
-the flooder must lose nothing it was owed.
+rate limits must keep the flood from costing the other more than a fifth of its rate
+beside a process as busy as the flooder's (issue 51's bound: the flooder's own process
+costs the other its share of the machine's cores, flood or not), and the flooder must
+lose nothing it was owed.
 
     python -m benchmarks.flood [--seconds 10] [--slaves 10]
 
@@ -240,8 +242,9 @@ async def main(seconds: float, slaves: int, nice: int, master_args: list[str]) -
         " costs A on this machine, flood or not (not a bound)"
     )
     print(
-        f"A tasks/s with the flood / beside the process as busy: {flooded / busy:.2f}: what"
-        " the flood costs A through the broker and the master (not a bound)"
+        f"A tasks/s with the flood / without: {flooded / base:.2f}: the flood's cost through"
+        " the broker and the master, and its process's on the machine (not a bound: the"
+        " control's share is the machine's)"
     )
     phases = {"alone": cpu_alone, "flood": cpu_flood, "again": cpu_again, "busy": cpu_busy}
     names = [*pids, "others"]
@@ -254,8 +257,10 @@ async def main(seconds: float, slaves: int, nice: int, master_args: list[str]) -
     print(
         bounds(
             [
-                ("A's tasks/s with the flood / without", f"{flooded / base:.2f}", ">= 0.80",
-                 flooded / base >= 0.8),
+                # (issue 51: beside a process as busy as F, so that what F's own process
+                # costs A on a small machine is not charged to the master's limits)
+                ("A's tasks/s with the flood / beside a process as busy",
+                 f"{flooded / busy:.2f}", ">= 0.80", flooded / busy >= 0.8),
                 ("F's calls throttled / refused", f"{f_held[1]:,} / {f_held[2]:,}", "> 0",
                  sum(f_held[1:]) > 0),
                 ("F's tasks ended and told / launched; offers left", f"{owed['ended']} / "
