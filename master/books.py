@@ -30,6 +30,7 @@ from protocol.wire.resources import Resources
 
 RELAYED_KEPT = 8  # a task's last forwarded updates remembered, to know a re-send
 COMPLETED = 50  # removed frameworks kept for the API, as Mesos's --max_completed_frameworks
+RECENT_ACCEPTED = 1024  # offer ids a framework's Accepts used, kept to know one sent again
 
 
 @dataclass(slots=True)
@@ -134,6 +135,22 @@ class Framework:
     roles: list[str] | None = None  # a multi-role framework's (MULTI_ROLE), each offered
     # the roles its custom executors' resources are allocated to (a multi-role one's)
     executor_roles: dict[tuple[str, str], str] = field(default_factory=dict)
+    # the offers its latest Accepts used, oldest first (RECENT_ACCEPTED), each with the
+    # ids of the Accept's tasks: an Accept that names only these offers and tasks was
+    # delivered again (MQTT's at-least-once), not made anew
+    accepted: dict[str, frozenset[str]] = field(default_factory=dict)
+
+    def used(self, offer_id: str, task_ids: frozenset[str]) -> None:
+        """An Accept of its, of these tasks, used this offer (remembered, boundedly)."""
+        self.accepted[offer_id] = task_ids
+        if len(self.accepted) > RECENT_ACCEPTED:
+            del self.accepted[next(iter(self.accepted))]
+
+    def accepted_before(self, offer_ids: list[str], task_ids: set[str]) -> bool:
+        """Whether an Accept of these offers and tasks was carried out already."""
+        if not offer_ids or not all(o in self.accepted for o in offer_ids):
+            return False
+        return task_ids <= frozenset().union(*(self.accepted[o] for o in offer_ids))
 
     def all_roles(self) -> list[str]:
         """The roles it is offered in: a multi-role framework's roles, or its one role."""

@@ -145,11 +145,34 @@ async def test_an_accept_delivered_twice_says_nothing_false_of_the_task_it_launc
     await a.bus.publish(a.to_master, accept)
     await slave.run_task()
     await a.update_for("good", TaskState.RUNNING)
-    await a.bus.publish(a.to_master, accept)  # the redelivery
-    await a.update_for("too-big", TaskState.LOST)  # (its offer is gone: dropped again)
-    said = {(u.status.task_id, u.status.state) for u in a.inbox.of(Update)}
-    assert ("good", TaskState.LOST) not in said
+    await a.update_for("too-big", TaskState.ERROR)
+    await a.bus.publish(a.to_master, accept)  # the redelivery: known by its offer
+    await eventually(lambda: cluster.master.messages.received["Accept"] >= 2)
+    await cluster.rounds_pass(2)  # (it was handled, and answered nothing)
+    said = [(u.status.task_id, u.status.state) for u in a.inbox.of(Update)]
+    assert said == [("too-big", TaskState.ERROR), ("good", TaskState.RUNNING)]
     assert cluster.master.books.frameworks[a.framework_id].slave_of("good") == "s1"
+
+
+async def test_a_task_id_reused_after_its_task_ended_hears_why_its_launch_failed(
+    cluster: Cluster,
+) -> None:
+    """A task id is free again once its task ended (as in Mesos): a launch of it on an
+    offer no longer outstanding is told TASK_LOST, not taken for an Accept sent again."""
+    s1 = await cluster.slave("s1", Resources(cpus=4, mem=GB))
+    a = await cluster.framework("A")
+    offer = await a.next_offer()
+    await a.accept(offer, [a.task(offer, Resources(cpus=1, mem=32), task_id="t")], refuse=0)
+    await s1.run_task()
+    await a.update_for("t", TaskState.RUNNING)
+    await s1.report(a.framework_id, "t", TaskState.FINISHED)
+    await a.update_for("t", TaskState.FINISHED)
+    fresh = await a.next_offer(after=a.offer_count())
+    await a.decline(fresh, refuse=0)  # its offer is gone
+    seen = len(a.inbox.of(Update))
+    await a.accept(fresh, [a.task(fresh, Resources(cpus=1, mem=32), task_id="t")], refuse=0)
+    await a.inbox.wait_until(lambda: len(a.inbox.of(Update)) > seen)
+    assert a.inbox.of(Update)[-1].status.state == TaskState.LOST
 
 
 async def test_a_slave_whose_connection_dies_is_offered_to_nobody_then_its_tasks_are_lost() -> None:

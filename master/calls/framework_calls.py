@@ -117,10 +117,11 @@ class FrameworkCalls:
         now = loop_time()
         records, problems = self.offers.own(fw, msg.offer_ids)
         self.cycle.answered(fw.framework_id)
-        if not records and launched_before(fw, msg.tasks):
+        if not records and fw.accepted_before(msg.offer_ids, {t.task_id for t in msg.tasks}):
             # MQTT delivers at least once: an Accept carried out before arrives again (a
-            # broker restart before its PUBACK). Refused, its running tasks would be
-            # reported TASK_LOST; its first delivery answered it already.
+            # broker restart before its PUBACK), known by its offers and tasks.
+            # Refused, its running tasks would be reported TASK_LOST; its first delivery
+            # answered it already.
             self.log.info("accept.again", framework_id=fw.framework_id)
             return
         slave_ids = {r.slave_id for r in records}
@@ -139,9 +140,9 @@ class FrameworkCalls:
             # to frameworks not partition-aware): launch it again. Not an Error: in Mesos
             # that means the framework is removed.
             for task in msg.tasks:
-                if fw.slave_of(task.task_id) is not None:
-                    # launched already (an Accept delivered again, one of its tasks refused
-                    # the first time): a LOST would be a lie that invites a second launch
+                if task.task_id in fw.tasks:
+                    # a live task has the id (an Accept delivered again with offers of
+                    # another's too): a LOST would be a lie that invites a second launch
                     continue
                 why = f"Task launched with invalid offers: {reason}"
                 self.refuse_launch(fw, task, TaskState.DROPPED, Reason.INVALID_OFFERS, why)
@@ -166,8 +167,10 @@ class FrameworkCalls:
             values,
             in_use(self.books, self.books.slaves[slave_id]) if values else values,
         )
+        task_ids = frozenset(t.task_id for t in msg.tasks)
         for record in records:
             self.offers.drop(record)
+            fw.used(record.offer_id, task_ids)
         for operation in msg.operations:  # (before the tasks: they may use what it made)
             try:
                 used, made = self.operations.on_offer(
@@ -523,9 +526,3 @@ class FrameworkCalls:
                 by=f"{caller.kind}:{caller.principal}",
             )
             self.removals.remove_framework(fw, f"torn down {who} ({caller.principal})")
-
-
-def launched_before(fw: Framework, tasks: list[TaskInfo]) -> bool:
-    """Every task already known to the framework's books (running, or recently ended) on
-    the slave the launch names: this launch happened."""
-    return bool(tasks) and all(fw.slave_of(t.task_id) == t.slave_id for t in tasks)
