@@ -615,6 +615,54 @@ async def test_a_slave_that_missed_a_reservation_is_told_it_again(cluster: Clust
     assert cluster.master.allocator.total == Resources(cpus=4, mem=4 * GB)  # (whoever's)
 
 
+async def test_a_slave_back_without_its_static_reservation_is_offered_as_it_is(
+    cluster: Cluster,
+) -> None:
+    """Restarted with `cpus:4` for `cpus(team):4`: the same amounts, no longer reserved.
+    Its --resources are its word; kept as they were, the master offered team alone what
+    the slave no longer reserves, and everyone else nothing."""
+    await cluster.slave("s1", Resources.parse("cpus(team):4;mem:4096"))
+    await eventually(lambda: "s1" in cluster.master.books.slaves)
+    await cluster.slave("s1", Resources.parse("cpus:4;mem:4096"))  # (again: restarted)
+    await eventually(
+        lambda: cluster.master.books.slaves["s1"].total == Resources.parse("cpus:4;mem:4096")
+    )
+    a = await cluster.framework("A")
+    assert (await a.next_offer()).resources == Resources.parse("cpus:4;mem:4096")
+
+
+async def test_a_slave_back_with_more_that_missed_a_reservation_keeps_it(
+    cluster: Cluster,
+) -> None:
+    """Other amounts and a RESERVE it missed while away: its new --resources, with the
+    master's reservation applied on them and sent to it again."""
+    a = await cluster.framework("A", role="team")
+    s1 = await cluster.slave("s1", Resources(cpus=4, mem=4 * GB))
+    offer = await a.next_offer()
+    reserve = OfferOperation(type="RESERVE", resources=Resources.parse("cpus(team,):2"))
+    await a.bus.publish(
+        a.to_master,
+        Accept(
+            framework_id=a.framework_id, offer_ids=[offer.offer_id], operations=[reserve],
+            filters=Filters(refuse_seconds=0),
+        ),
+    )  # fmt: skip
+    await s1.inbox.wait_for(CheckpointResources)
+    more = Resources(cpus=8, mem=4 * GB)
+    await s1.bus.publish(
+        s1.to_master,
+        Reregister(slave_id="s1", hostname="s1.local", resources=more, tasks=[]),
+    )
+    await s1.inbox.wait_until(lambda: len(s1.inbox.of(CheckpointResources)) > 1)
+    assert s1.inbox.of(CheckpointResources)[-1].resources == Resources.parse(
+        "cpus(team,framework):2"
+    )
+    assert cluster.master.books.slaves["s1"].total == Resources.parse(
+        "cpus:6;cpus(team,framework):2;mem:4096"
+    )
+    assert cluster.master.allocator.total == more
+
+
 async def test_an_unreachable_slave_back_without_a_partition_aware_task_has_it_gone() -> None:
     async with contextlib.AsyncExitStack() as stack:
         c = Cluster(stack)

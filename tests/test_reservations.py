@@ -289,3 +289,15 @@ def test_a_volume_is_never_put_where_a_link_leads_out_of_the_sandbox(tmp_path: P
     assert list(outside.iterdir()) == []
     mounts = volumes.prepare(tmp_path / "work", sandbox, ["disk(a)[w:x/y]"], None, link=False)
     assert mounts == [(str(tmp_path / "work/volumes/roles/a/w"), str(sandbox / "x/y"))]
+
+
+def test_a_slaves_configured_resources_are_its_total_with_what_it_kept_undone() -> None:
+    """What the master reads of a slave's --resources from its total, to apply its own
+    word on the kept part (dynamic reservations and volumes) on them."""
+    from protocol.wire.reservations import configured_of, with_checkpointed
+
+    configured = R("cpus:4;cpus(team):2;mem:1024;disk(team):100").millis
+    kept = R("cpus(team,alice):1;cpus(team)(team/a,bob):1;disk(team)[v1:data]:40").millis
+    total, dropped = with_checkpointed(configured, kept)
+    assert not dropped
+    assert configured_of(total) == configured

@@ -42,7 +42,7 @@ from protocol.wire.messages import (
     TaskState,
     UsageReport,
 )
-from protocol.wire.reservations import checkpointed, stripped
+from protocol.wire.reservations import checkpointed, configured_of, with_checkpointed
 from protocol.wire.resources import Resources
 from protocol.wire.slave import CheckpointResources
 from protocol.wire.topics import check_segment
@@ -268,9 +268,7 @@ class SlaveCalls:
             )
             self.outbox.emit("slave-added", slave_id=slave_id, resources=total)
         else:
-            resized = stripped(total.millis) != stripped(slave.total.millis) or (
-                discrete != slave.discrete
-            )
+            resized = total != slave.total or discrete != slave.discrete
             if (slave.incarnation != incarnation or resized) and slave.offers:
                 self.removals.rescind_offers(slave)
             slave.incarnation, slave.last_seen = incarnation, now
@@ -302,25 +300,32 @@ class SlaveCalls:
         self.listeners.tell_slave_admitted(slave)  # (a drain's kills follow Registered)
         self.request_round()
 
-    def _total_from(self, slave: Slave, total: Resources, discrete: Discrete) -> None:
-        """A known slave back with another total. Other amounts (it was restarted with
-        other `--resources`): its word is taken, as Mesos's master takes a reconfigured
-        agent's, and what its tasks hold stays theirs. The same amounts, reserved or made
-        volumes otherwise: the master's word on those (a RESERVE the slave missed while
-        away), sent again, as Mesos's master re-sends checkpointed resources."""
+    def _total_from(self, slave: Slave, told: Resources, discrete: Discrete) -> None:
+        """A known slave back with another total. Its --resources are its word, as Mesos's
+        master takes a reconfigured agent's; what it keeps across restarts (dynamic
+        reservations, volumes) is the master's, applied on them and sent again if the
+        slave missed some (as Mesos's master re-sends checkpointed resources). What its
+        tasks hold stays theirs: a total that does not hold it is not taken."""
         sid = slave.slave_id
-        if stripped(total.millis) == stripped(slave.total.millis) and discrete == slave.discrete:
-            kept = Resources.from_millis(checkpointed(slave.total.millis))
-            self.outbox.send_slave(sid, CheckpointResources(slave_id=sid, resources=kept))
-            return
-        try:
-            self.allocator.update_slave(sid, total)
-        except AllocatorError as e:  # (it reported its tasks within it: a stale offer's)
-            self.log.warning("slave.total_kept", slave_id=sid, offered=str(total), error=str(e))
-            return
-        self.log.info("slave.total_changed", slave_id=sid, was=str(slave.total), now=str(total))
-        slave.total, slave.discrete = total, discrete
-        self.outbox.emit("slave-changed", slave_id=sid, resources=total)
+        merged, dropped = with_checkpointed(
+            configured_of(told.millis), checkpointed(slave.total.millis)
+        )
+        total = Resources.from_millis(merged)
+        if total != slave.total or discrete != slave.discrete:
+            try:
+                self.allocator.update_slave(sid, total)
+            except AllocatorError as e:
+                self.log.warning("slave.total_kept", slave_id=sid, told=str(told), error=str(e))
+                return
+            self.log.info("slave.total_changed", slave_id=sid, was=str(slave.total), now=str(total))
+            slave.total, slave.discrete = total, discrete
+            self.outbox.emit("slave-changed", slave_id=sid, resources=total)
+        if dropped:  # (its new --resources no longer hold them: Mesos's agent drops them too)
+            gone = Resources.from_millis(dropped)
+            self.log.warning("slave.kept_dropped", slave_id=sid, dropped=str(gone))
+        if checkpointed(told.millis) != checkpointed(merged):
+            again = Resources.from_millis(checkpointed(merged))
+            self.outbox.send_slave(sid, CheckpointResources(slave_id=sid, resources=again))
 
     def _reconcile_slave(
         self,

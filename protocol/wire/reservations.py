@@ -290,6 +290,17 @@ def configured_source(key: str) -> str:
     return ResourceId(rid.base, static).key()
 
 
+def configured_of(total: Mapping[str, int]) -> dict[str, int]:
+    """A slave's --resources, from its total: what it checkpointed back as what it was
+    made of (`with_checkpointed` undone)."""
+    kept = checkpointed(total)
+    out: dict[str, int] = {}
+    for key, amount in total.items():
+        source = configured_source(key) if key in kept else key
+        out[source] = out.get(source, 0) + amount
+    return out
+
+
 def with_checkpointed(
     configured: Mapping[str, int], kept: Mapping[str, int]
 ) -> tuple[dict[str, int], dict[str, int]]:
