@@ -8,7 +8,8 @@ each task's processes listen on, in one pass off the event loop: the listening s
 of /proc/net/tcp and tcp6 (their inodes), and each live process's group and PID
 namespace from /proc, then the sockets (`/proc/PID/fd`) of the tasks' processes alone. A
 task's processes are its process group and, in a PID namespace of its own, every
-process there (one that left the group with `setsid` too); an image task's container
+process there (one that left the group with `setsid` too), and their children (one in a
+group and namespace of its own, `unshare -Urpf setsid`, too); an image task's container
 (podman runs it on the host's network, in a PID namespace of its own, outside the task's
 group) is found by the pid podman wrote (`Runner.outside_group`), and every process of
 its namespace is the task's.
@@ -24,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import signal
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -51,8 +53,8 @@ def listening_sockets(tables: Iterable[str] = TABLES) -> dict[int, int]:
     return found
 
 
-def _process(pid: str) -> tuple[int, str] | None:
-    """A live process's group and PID namespace, or None (gone, or a zombie)."""
+def _process(pid: str) -> tuple[int, str, str] | None:
+    """A live process's group, PID namespace and parent, or None (gone, or a zombie)."""
     try:
         with open(f"/proc/{pid}/stat") as f:
             stat = f.read()
@@ -60,7 +62,9 @@ def _process(pid: str) -> tuple[int, str] | None:
     except OSError:
         return None
     fields = stat[stat.rfind(")") + 2 :].split()
-    return None if len(fields) < 3 or fields[0] == "Z" else (int(fields[2]), namespace)
+    if len(fields) < 3 or fields[0] == "Z":
+        return None
+    return int(fields[2]), namespace, fields[1]
 
 
 def _sockets(pid: str) -> set[int]:
@@ -77,11 +81,12 @@ def _sockets(pid: str) -> set[int]:
 
 def listened_ports(
     groups: set[int], outside: Mapping[int, Path] | None = None
-) -> dict[int, set[int]]:
-    """The TCP ports the processes of each task (its process group, and its own PID
-    namespace's processes) listen on: group -> ports. `outside`: a task's file holding
-    the pid of its container, whose PID namespace is the task's too (an image's).
-    (Blocking: in a thread.)"""
+) -> dict[int, dict[int, set[int]]]:
+    """The TCP ports the processes of each task (its process group, its own PID
+    namespace's processes, and their children) listen on, and the processes that hold
+    each: group -> port -> pids. `outside`: a task's file holding the pid of its
+    container, whose PID namespace is the task's too (an image's). (Blocking: in a
+    thread.)"""
     listening = listening_sockets()
     if not listening or not groups:
         return {}
@@ -91,17 +96,37 @@ def listened_ports(
         if entry.name.isdigit() and (seen := _process(entry.name)) is not None:
             processes[entry.name] = seen
     # a task's PID namespace: the one its group's processes are in, if not the slave's
-    namespaces = {ns: g for g, ns in processes.values() if g in groups and ns != own}
+    namespaces = {ns: g for g, ns, _ in processes.values() if g in groups and ns != own}
     for group, pid_file in (outside or {}).items():
         if (ns := _namespace_in(pid_file)) is not None and ns != own:
             namespaces[ns] = group
-    ports: dict[int, set[int]] = {}
-    for pid, (group, namespace) in processes.items():
-        owner = group if group in groups else namespaces.get(namespace)
-        if owner is not None:
-            held = {listening[i] for i in _sockets(pid) if i in listening}
-            ports.setdefault(owner, set()).update(held)
+    owners: dict[str, int | None] = {}
+    for pid, (group, namespace, _) in processes.items():
+        if (owner := group if group in groups else namespaces.get(namespace)) is not None:
+            owners[pid] = owner
+    ports: dict[int, dict[int, set[int]]] = {}
+    for pid in processes:
+        if (owner := _owner(pid, processes, owners)) is not None:
+            for port in {listening[i] for i in _sockets(pid) if i in listening}:
+                ports.setdefault(owner, {}).setdefault(port, set()).add(int(pid))
     return ports
+
+
+def _owner(
+    pid: str, processes: Mapping[str, tuple[int, str, str]], owners: dict[str, int | None]
+) -> int | None:
+    """The task (its group) a process is of: its own group's or namespace's, else its
+    parent's. A process a task started in a group and PID namespace of its own (`unshare
+    -Urpf setsid`) is still its child: its namespace's first process is the task's, and
+    its orphans are that one's. (`owners`: what is known, filled in as it is learnt.)"""
+    chain = []
+    while pid not in owners and pid in processes:
+        chain.append(pid)
+        pid = processes[pid][2]
+    owner = owners.get(pid)
+    for each in chain:
+        owners[each] = owner
+    return owner
 
 
 def _namespace_in(pid_file: Path) -> str | None:
@@ -132,7 +157,8 @@ async def enforce_ports(
     tasks: Mapping[tuple[str, str], TaskRecord], slave: Discrete, interval: float, log: Any
 ) -> None:
     """Every `interval` seconds, until cancelled: kill each command task that listens
-    on a port of the slave's range (`slave`'s ports) not given to it."""
+    on a port of the slave's range (`slave`'s ports) not given to it, and the processes
+    that listen there."""
     held = ports_of(slave)
     while True:
         await asyncio.sleep(interval)
@@ -148,7 +174,7 @@ async def enforce_ports(
         for group, ports in listened.items():
             record, runner = runners[group]
             given = ports_of(record.info.discrete)
-            if bad := squatted(ports, given, held):
+            if bad := squatted(set(ports), given, held):
                 named = ", ".join(map(str, bad))
                 message = (
                     f"listened on port {named} of the slave's range, not given to it (its "
@@ -163,6 +189,11 @@ async def enforce_ports(
                 )
                 limit = Limit(TaskState.FAILED, Reason.CONTAINER_LIMITATION, message)
                 await runner.kill(0.0, limit)
+                # and the listeners themselves: one that left the task's group (and, with
+                # no PID namespace of the task's, its kill) is its child all the same
+                for pid in set().union(*(ports[port] for port in bad)):
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.kill(pid, signal.SIGKILL)
 
 
 def _text(ranges: Ranges) -> str:

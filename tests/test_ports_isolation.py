@@ -99,6 +99,32 @@ async def test_a_task_listening_on_a_port_it_was_not_given_is_killed(rig: Rig, m
     assert answers(outside)
 
 
+@pytest.mark.parametrize(
+    "how",
+    ["unshare -Urpf setsid ", "setsid "],
+    ids=["nested-user-and-pid-namespace", "setsid-in-the-shared-pid-namespace"],
+)
+async def test_a_task_that_leaves_its_group_and_namespace_is_held_to_its_ports(
+    rig: Rig, how: str
+) -> None:
+    """Its server in a user and PID namespace of its own, in a session of its own, or
+    (without a PID namespace for tasks) a session of its own: still the task's child,
+    and the task is killed for the port it was not given."""
+    base = free_port(12)
+    confined = {"pid_namespace": True, "switch_user": True} if how.startswith("un") else {}
+    await rig.start_slave(
+        "s1", Resources(cpus=4, mem=2048), discrete=Discrete({PORTS: Ranges([(base, base + 9)])}),
+        ports_isolation=True, ports_check_interval=0.2, **confined,
+    )  # fmt: skip
+    mallory = await rig.framework("mallory")
+    command = f"PORT0={base + 5} {how}{port_server()}"
+    await rig.launch(mallory, command, "squat", discrete=ports(base + 3))
+    failed = await mallory.update_for("squat", TaskState.FAILED, timeout=15)
+    assert failed.reason == Reason.CONTAINER_LIMITATION
+    assert f"listened on port {base + 5}" in failed.message
+    await eventually(lambda: not answers(base + 5))  # (the server too, not just the task)
+
+
 def test_ports_are_held_by_default_where_tasks_are_isolated(tmp_path: Path) -> None:
     def config(**kw: object) -> SlaveConfig:
         return SlaveConfig("s", "h", Resources(cpus=1), tmp_path, **kw)  # type: ignore[arg-type]
