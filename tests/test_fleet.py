@@ -355,32 +355,8 @@ async def test_a_fleet_sends_an_unacknowledged_update_again_looking_only_at_slav
     4,000 of a process five times a second, most of an idle process's CPU)."""
     broker = MemoryBroker()
     async with contextlib.AsyncExitStack() as stack:
-        master = await open_transport(stack, broker.connector(None), "master")
-        told = Inbox()
-
-        async def answer(message: Wire, reply_to: str | None) -> None:
-            await told(message, reply_to)
-            if isinstance(message, Register):  # registered, and nothing acknowledged
-                registered = Registered(slave_id=message.slave_id, heartbeat_interval_seconds=60)
-                await master.publish(T.slave("rack1", message.slave_id), registered)
-
-        await master.subscribe(T.inbound("slave", "rack1"), answer)
-        inbox = T.outbox("slave", "rack1")
-        bus = await open_transport(stack, broker.connector("rack1"), "fleet", inbox=inbox)
-        fleet = Fleet(bus, T, "rack1")  # type: ignore[arg-type]
-        slaves = [dataclasses.replace(c, resend_after=0.2) for c in configs(tmp_path, 3, 0)]
-        runner = asyncio.create_task(fleet.run(slaves))
-        stack.push_async_callback(cancel, runner)
-        await told.wait_until(lambda: len(told.of(Register)) == 3)
-        await eventually(lambda: all(s.registered.is_set() for s in fleet.slaves))
-        assert not fleet.owing
-        task = TaskInfo(
-            task_id="t",
-            slave_id="s00001",
-            resources=Resources(cpus=1, mem=16),
-            command=CommandInfo(value="sleep 60"),  # (simulated: it runs for ever)
-        )
-        await master.publish(T.slave("rack1", "s00001"), RunTasks(framework_id="f", tasks=[task]))
+        fleet, master, told = await owing_fleet(stack, broker, tmp_path, resend_after=0.2)
+        assert fleet.owing <= {fleet.slaves[1]}  # (the others owe nothing)
 
         def sent() -> list[StatusUpdate]:
             return told.of(StatusUpdate)
