@@ -10,7 +10,8 @@ connection, so they share its traffic too:
   1,000, so the master reads a few messages an interval, not one a slave. The master
   still checks each id: a heartbeat counts only for a slave registered under the
   principal whose topic it came on;
-- one loop re-sends the owed status updates that are due, for all of them;
+- one loop re-sends the owed status updates that are due, for all of them, looking at a
+  slave only when its next re-send is due (a heap by due time);
 - one says, while slaves wait on a live connection for a master to answer their
   registration, how many and for how long (the bus says when the broker is missing).
 """
@@ -19,6 +20,8 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import heapq
+import itertools
 import os
 import time
 from collections.abc import Callable
@@ -48,7 +51,11 @@ class Fleet:
         self.principal = principal
         self.to_master = topics.inbound("slave", principal)
         self.slaves: list[Slave] = []
-        self._owing: set[Slave] = set()  # those with an update to send again (resend_loop)
+        # the slaves with an update to send again, by when the next is due (resend_loop):
+        # a heap of (due, n, slave), and each slave's earliest entry in it
+        self._resends: list[tuple[float, int, Slave]] = []
+        self._due: dict[Slave, float] = {}
+        self._pushes = itertools.count()  # (ties in the heap never compare slaves)
         self.heartbeats_sent = 0
         # asked when they stop: whether their command tasks end with them (a Mesos agent's
         # SIGUSR1), or run on for the next start to recover (its SIGTERM)
@@ -63,7 +70,7 @@ class Fleet:
         journals = JournalFile(base / JOURNAL_FILE) if base is not None else None
         self.slaves = [Slave(self.bus, self.topics, c, journals) for c in configs]
         for slave in self.slaves:
-            slave.updates.on_scheduled = functools.partial(self._owing.add, slave)
+            slave.updates.on_scheduled = functools.partial(self._resend_due_at, slave)
         await self.bus.subscribe(self.topics.slaves_of(self.principal), self._unrouted)
         started: list[Slave] = []
         try:
@@ -114,19 +121,37 @@ class Fleet:
                     self.heartbeats_sent += len(ids)
                 await asyncio.sleep(pause)
 
+    @property
+    def owing(self) -> set[Slave]:
+        """The slaves with an update to send again (that the re-send loop will look at)."""
+        return set(self._due)
+
+    def _resend_due_at(self, slave: Slave, when: float) -> None:
+        """`slave` has an update to send again at `when` (told by its updates)."""
+        due = self._due.get(slave)
+        if due is None or when < due:
+            self._due[slave] = when
+            heapq.heappush(self._resends, (when, next(self._pushes), slave))
+
     async def resend_loop(self) -> None:
         """Owed status updates that are due again, for every slave in one loop: a loop a
         slave, each waking five times a second, kept a process of 10,000 busy with
-        nothing but its timers; so did one loop looking at every slave (it looks at those
-        with a re-send scheduled, `_owing`)."""
+        nothing but its timers; so did one loop looking at every slave, and then one
+        looking at every slave owing an update (in a failover most of them owe one, its
+        re-sends backing off to 30 s): it looks at a slave when its next is due. A slave
+        not registered then is set aside until it is (its updates would be refused)."""
         while True:
             await asyncio.sleep(RESEND_CHECK)
             now = time.monotonic()
-            for slave in list(self._owing):
-                if not slave.updates.resends_scheduled:
-                    self._owing.discard(slave)
-                elif slave.registered.is_set():
+            heap = self._resends
+            while heap and heap[0][0] <= now:
+                when, _, slave = heapq.heappop(heap)
+                if self._due.get(slave) != when:
+                    continue  # (an entry it has since had an earlier one for)
+                del self._due[slave]
+                if slave.registered.is_set():
                     slave.updates.resend_due(now)
+                    slave.updates.tell_scheduled()
 
     async def tell_waiting(self) -> None:
         """Say at warning that slaves are not registered while the broker is there: no

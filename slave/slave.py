@@ -349,6 +349,7 @@ class Slave:
         self.registered.set()
         if first:
             self.log.info("slave.registered", master_id=msg.master_id, tasks=len(self.tasks))
+            self.updates.tell_scheduled()  # (a fleet sets aside what is owed meanwhile)
 
     async def _heartbeat_loop(self) -> None:
         while True:

@@ -74,23 +74,30 @@ class OwedUpdates:
         self._unwritten: set[str] = set()  # made, and not on disk yet
         self._sent_unwritten: set[str] = set()  # of those, sent (by a quiet slave)
         self._acknowledged_early: set[str] = set()  # and acknowledged: taken once written
-        # called when a re-send is scheduled: a fleet looks only at the slaves that have one
-        # (walking its 4,000 slaves five times a second was most of an idle process's CPU)
-        self.on_scheduled: Callable[[], None] | None = None
+        # called with the time the next re-send is due whenever one is scheduled: a fleet
+        # looks at a slave only then (walking its 4,000 slaves five times a second was most
+        # of an idle process's CPU; so was walking those owing an update, in a failover)
+        self.on_scheduled: Callable[[float], None] | None = None
         for uuid, raw in self.journal.items():  # (what a previous run still owed, in order)
             self._join(uuid, _key(raw))
 
     def __len__(self) -> int:
         return len(self.journal)
 
-    @property
-    def resends_scheduled(self) -> bool:
-        """Whether an update is to go again (`resend_due` has something to look at)."""
-        return bool(self._resend_at)
+    def next_resend(self) -> float | None:
+        """When the next update is due to go again (None: none is)."""
+        return min((when for when, _ in self._resend_at.values()), default=None)
 
-    def _scheduled(self) -> None:
-        if self._resend_at and self.on_scheduled is not None:
-            self.on_scheduled()
+    def _scheduled(self, when: float) -> None:
+        if self.on_scheduled is not None:
+            self.on_scheduled(when)
+
+    def tell_scheduled(self) -> None:
+        """Say again when the next re-send is due (a fleet set a slave aside while it was
+        not registered: it is looked at again once it is)."""
+        when = self.next_resend()
+        if when is not None:
+            self._scheduled(when)
 
     def in_flight(self) -> list[str]:
         """The uuids sent and not yet acknowledged: each stream's head."""
@@ -99,9 +106,11 @@ class OwedUpdates:
     def send_all_soon(self) -> None:
         """Every stream's head goes again at the next look once registered (after an
         announcement, and what a previous run of this slave still owed)."""
-        for uuid in self.in_flight():
+        heads = self.in_flight()
+        for uuid in heads:
             self._resend_at[uuid] = (0.0, self.resend_after)
-        self._scheduled()
+        if heads:
+            self._scheduled(0.0)
 
     async def send(self, update: StatusUpdate, along: Callable[[], None] | None = None) -> None:
         """`owe` the update, and return once it is on disk."""
@@ -148,7 +157,10 @@ class OwedUpdates:
         self.journal.on_disk(lambda error: self._written(uuid, error))
         if head != uuid and update.status.state.terminal and head in self._resend_at:
             when, backoff = self._resend_at[head]
-            self._resend_at[head] = (min(when, time.monotonic() + self.resend_after), backoff)
+            sooner = min(when, time.monotonic() + self.resend_after)
+            self._resend_at[head] = (sooner, backoff)
+            if sooner < when:
+                self._scheduled(sooner)
 
     def _written(self, uuid: str, error: OSError | None) -> None:
         """The update is on disk: sent if it heads its stream and was not sent yet; an
@@ -260,6 +272,7 @@ class OwedUpdates:
 
     def _send(self, uuid: str, update: StatusUpdate, *, first: bool = True) -> None:
         if first and uuid not in self._resend_at:
-            self._resend_at[uuid] = (time.monotonic() + self.resend_after, self.resend_after)
-            self._scheduled()
+            when = time.monotonic() + self.resend_after
+            self._resend_at[uuid] = (when, self.resend_after)
+            self._scheduled(when)
         self.bus.post(self.to_master, update)
