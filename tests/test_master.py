@@ -47,7 +47,7 @@ from protocol.wire.messages import (
 from protocol.wire.resources import Resources
 from protocol.wire.slave import CheckpointResources
 
-from harness.fakes import FakeFramework
+from harness.fakes import FakeFramework, FakeSlave
 from harness.helpers import books_balance, eventually
 from harness.master import FAST, GB, Cluster, T, encode_raw
 from harness.master import cluster as cluster
@@ -587,9 +587,9 @@ async def test_a_slave_back_with_other_resources_is_offered_what_it_has_now(
     books_balance(cluster.master)
 
 
-async def test_a_slave_that_missed_a_reservation_is_told_it_again(cluster: Cluster) -> None:
-    """The same amounts, reserved otherwise (a RESERVE's checkpoint it missed while away):
-    the master's word on reservations stands and is sent again, as Mesos's master does."""
+async def reserved_two_cpus(cluster: Cluster) -> FakeSlave:
+    """Slave s1 (4 cpus), 2 of them reserved by framework A of role team (RESERVE), the
+    slave told so once."""
     a = await cluster.framework("A", role="team")
     s1 = await cluster.slave("s1", Resources(cpus=4, mem=4 * GB))
     offer = await a.next_offer()
@@ -602,6 +602,13 @@ async def test_a_slave_that_missed_a_reservation_is_told_it_again(cluster: Clust
         ),
     )  # fmt: skip
     await s1.inbox.wait_for(CheckpointResources)
+    return s1
+
+
+async def test_a_slave_that_missed_a_reservation_is_told_it_again(cluster: Cluster) -> None:
+    """The same amounts, reserved otherwise (a RESERVE's checkpoint it missed while away):
+    the master's word on reservations stands and is sent again, as Mesos's master does."""
+    s1 = await reserved_two_cpus(cluster)
     reserved = cluster.master.books.slaves["s1"].total
     assert reserved == Resources.parse("cpus:2;cpus(team,framework):2;mem:4096")
     await s1.bus.publish(
@@ -636,18 +643,7 @@ async def test_a_slave_back_with_more_that_missed_a_reservation_keeps_it(
 ) -> None:
     """Other amounts and a RESERVE it missed while away: its new --resources, with the
     master's reservation applied on them and sent to it again."""
-    a = await cluster.framework("A", role="team")
-    s1 = await cluster.slave("s1", Resources(cpus=4, mem=4 * GB))
-    offer = await a.next_offer()
-    reserve = OfferOperation(type="RESERVE", resources=Resources.parse("cpus(team,):2"))
-    await a.bus.publish(
-        a.to_master,
-        Accept(
-            framework_id=a.framework_id, offer_ids=[offer.offer_id], operations=[reserve],
-            filters=Filters(refuse_seconds=0),
-        ),
-    )  # fmt: skip
-    await s1.inbox.wait_for(CheckpointResources)
+    s1 = await reserved_two_cpus(cluster)
     more = Resources(cpus=8, mem=4 * GB)
     await s1.bus.publish(
         s1.to_master,
