@@ -167,7 +167,7 @@ class FrameworkCalls:
             values,
             in_use(self.books, self.books.slaves[slave_id]) if values else values,
         )
-        task_ids = frozenset(t.task_id for t in msg.tasks)
+        task_ids = tuple(t.task_id for t in msg.tasks)
         for record in records:
             self.offers.drop(record)
             fw.used(record.offer_id, task_ids)
