@@ -65,8 +65,9 @@ def test_a_reset_leaves_a_cgroup_no_peak_or_cpu_time_of_its_last_task(
     assert used.cpu_user_seconds + used.cpu_system_seconds > 0
     cgroups.reset(name)
     fresh = cgroups.usage(name)
-    # (the kernel resets a peak to what is charged now: recycle wants that to be 0)
-    assert fresh.memory_peak_bytes == fresh.memory_bytes < 1 * MB
+    # (the kernel resets a peak to what is charged at the reset, a few pages; the charge may
+    # shrink by a page before it is read, so the peak is at least the charge, not equal to it)
+    assert fresh.memory_bytes <= fresh.memory_peak_bytes < 1 * MB
     assert fresh.cpu_user_seconds == fresh.cpu_system_seconds == 0
 
 
