@@ -45,6 +45,7 @@ from protocol.wire.messages import (
     Update,
     new_id,
 )
+from protocol.wire.reservations import NON_SPECULATIVE
 from protocol.wire.resources import Resources
 
 
@@ -171,6 +172,7 @@ class FrameworkCalls:
         for record in records:
             self.offers.drop(record)
             fw.used(record.offer_id, task_ids)
+        resized = Resources()  # what non-speculative operations made: offered again later
         for operation in msg.operations:  # (before the tasks: they may use what it made)
             try:
                 used, made = self.operations.on_offer(
@@ -184,7 +186,10 @@ class FrameworkCalls:
                     framework_id=fw.framework_id,
                 )  # fmt: skip
                 continue
-            room.left = room.left - used + made
+            if operation.type in NON_SPECULATIVE:
+                room.left, resized = room.left - used, resized + made
+            else:
+                room.left = room.left - used + made
         refused: list[str] = []
         seen: set[str] = set()
         launched: list[TaskInfo] = []
@@ -236,7 +241,10 @@ class FrameworkCalls:
                 resources=task.resources,
             )
         refuse = msg.filters.refuse_seconds  # (what it did not use: declined)
-        if self.cycle.decline(fw.framework_id, slave_id, room.left, refuse, now, role):
+        left = self.cycle.decline(fw.framework_id, slave_id, room.left, refuse, now, role)
+        # what a GROW_VOLUME or SHRINK_VOLUME made goes back unfiltered (the framework's
+        # refuse_seconds are for what it left of its offers): offered to it again
+        if self.cycle.decline(fw.framework_id, slave_id, resized, None, now, role) or left:
             self.request_round()
         if refused:  # each heard TASK_ERROR already: that is the answer
             self.outbox.refuse(
