@@ -1,0 +1,217 @@
+"""Operation grants (Mesos's reserve_resources, unreserve_resources, create_volumes,
+destroy_volumes and resize_volume ACLs): kept in principals.json by `drfmesos auth
+grant|revoke`, older files still read, and enforced by the master on what a principal
+proves it is, never on what its payload names: a hostile tenant naming another role's
+volume, another principal's reservation, or its own disk under a grant for another role,
+over Mesos's v1 APIs, gains a refusal and changes nothing."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+from click.testing import CliRunner
+
+from benchmarks.mesos_client import MesosScheduler
+from cluster.cli import main
+from cluster.local.secure import provision
+from master.http.config import HttpConfig
+from master.master import Master, MasterConfig
+from master.mesos_api.doors import mesos_doors
+from protocol.mesos_json import resources_from_mesos, resources_to_mesos
+from protocol.tooling.credentials import CredentialsError, load_principals
+from protocol.transport.memory import MemoryBroker
+from protocol.wire.resources import Resources
+from protocol.wire.topics import Topics
+
+from harness.helpers import eventually, open_transport, start_secure_slaves
+from harness.mesos import Live, framework_info, next_of
+
+R = Resources.parse
+
+
+def test_grants_are_kept_listed_and_older_files_read(tmp_path: Path) -> None:
+    auth = str(tmp_path / "auth")
+    store = provision(Path(auth), [("ops", "operator"), ("team-a", "framework")])
+    cli = CliRunner()
+    run = cli.invoke(main, ["auth", "grant", auth, "team-a", "reserve", "--role", "team-a"])
+    assert run.exit_code == 0, run.output
+    assert cli.invoke(main, ["auth", "revoke", auth, "team-a", "destroy-volume"]).exit_code == 0
+    assert cli.invoke(main, ["auth", "revoke", auth, "ops", "reserve"]).exit_code == 0
+    listed = cli.invoke(main, ["auth", "list", auth]).output
+    assert "reserve: team-a; destroy-volume: no" in listed
+    assert "(reserve: no)" in listed  # (an operator's, taken back)
+    team_a = load_principals(store.principals_file)["team-a"]
+    assert team_a.may("reserve", "team-a")
+    assert not team_a.may("reserve", "team-b")
+    assert not team_a.may("destroy-volume", "team-a")
+    assert team_a.may("create-volume", "team-a")  # untouched: the default
+    assert not load_principals(store.principals_file)["ops"].may("reserve", "team-a")
+    # no such operation, no such principal, a slave's: refused, nothing written
+    before = store.principals_file.read_text()
+    for bad in (["team-a", "bogus"], ["nobody", "reserve"]):
+        assert cli.invoke(main, ["auth", "grant", auth, *bad]).exit_code != 0
+    assert store.principals_file.read_text() == before
+    # a file from before the grants (`"reserve": true`) is read as it meant
+    old = {"principals": [{"name": "x", "kind": "framework", "roles": ["x"], "reserve": True}]}
+    store.principals_file.write_text(json.dumps(old))
+    x = load_principals(store.principals_file)["x"]
+    assert x.may("reserve", "x")
+    assert x.may("unreserve", "x")
+    bad_file = {"principals": [{"name": "x", "kind": "framework",
+                                "operations": {"reserve": {"allowed": "yes"}}}]}  # fmt: skip
+    store.principals_file.write_text(json.dumps(bad_file))
+    with pytest.raises(CredentialsError, match=r"x: operations\.reserve"):
+        load_principals(store.principals_file)
+
+
+# -- a hostile tenant, over Mesos's v1 APIs ------------------------------------------------
+
+PRINCIPALS = [("master", "master"), ("ops", "operator"), ("slave-0", "slave"),
+              ("team-a", "framework"), ("team-b", "framework")]  # fmt: skip
+
+
+@pytest.fixture
+async def live(tmp_path: Path) -> AsyncIterator[Live]:
+    """The Mesos APIs' master with `--principals`, and slave-0 with disk (a real slave,
+    simulated tasks: it keeps what it is told to checkpoint)."""
+    store = provision(tmp_path / "auth", PRINCIPALS)
+    broker, topics = MemoryBroker(store.principals.values()), Topics("mesos")
+    config = MasterConfig(
+        allocation_interval=0.1,
+        principals=store.principals_file,
+        http=HttpConfig(port=0, credentials=store.path),
+    )
+    async with contextlib.AsyncExitStack() as stack:
+        bus = await open_transport(stack, broker.connector("master"), "master")
+        master = Master(bus, topics, config)
+        master.http_doors.extend(mesos_doors(master))
+        await master.start()
+        stack.push_async_callback(master.stop)
+        await start_secure_slaves(
+            stack, broker.connector, topics, tmp_path, [("slave-0", "s0")],
+            resources=R("cpus:4;mem:1024;disk:4096"),
+        )  # fmt: skip
+        await eventually(lambda: len(master.books.slaves) == 1 and bool(master.web_ui))
+        yield Live(store, master.web_ui, master)
+
+
+async def operator(live: Live, kind: str, body: dict[str, Any], name: str = "ops") -> int:
+    call = {"type": kind, kind.lower(): {"agent_id": {"value": "s0"}, **body}}
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(
+            live.web + "api/v1",
+            data=json.dumps(call).encode(),
+            headers={"Content-Type": "application/json", "Authorization": live.auth(name)},
+        ) as r,
+    ):
+        return r.status
+
+
+def mesos(text: str) -> list[dict[str, Any]]:
+    return resources_to_mesos(R(text))
+
+
+def one(text: str) -> dict[str, Any]:
+    [resource] = resources_to_mesos(R(text))
+    return resource
+
+
+def grow(volume: str, addition: str) -> dict[str, Any]:
+    return {"volume": one(volume), "addition": one(addition)}
+
+
+def shrink(volume: str, subtract: float) -> dict[str, Any]:
+    return {"volume": one(volume), "subtract": {"value": subtract}}
+
+
+async def offer_of(s: MesosScheduler) -> dict[str, Any]:
+    [offer] = (await next_of(s, "OFFERS"))["offers"]
+    return dict(offer)
+
+
+async def accept(s: MesosScheduler, offer: dict[str, Any], *ops: dict[str, Any]) -> None:
+    body = {"offer_ids": [offer["id"]], "operations": list(ops), "filters": {"refuse_seconds": 0}}
+    assert (await s.call("ACCEPT", body))[0] == 202
+
+
+async def test_a_hostile_tenant_resizes_creates_and_unreserves_nothing_of_anothers(
+    live: Live,
+) -> None:
+    assert live.master is not None
+    master = live.master
+    theirs = "disk(team-a,ops)"
+    volume = f"{theirs}[v1:data]"
+    # the operator reserves disk for team-a and makes a volume on it, grows and shrinks it
+    # (and reserves some for team-b, whose grant to make volumes is for another role)
+    reserve = {"resources": resources_to_mesos(R(f"{theirs}:2048;disk(team-b,ops):512"))}
+    assert await operator(live, "RESERVE_RESOURCES", reserve) == 200
+    live.store.grant("team-b", "create-volume", True, ("team-x",))
+    create = {"volumes": resources_to_mesos(R(f"{volume}:1024"))}
+    assert await operator(live, "CREATE_VOLUMES", create) == 200
+    assert await operator(live, "GROW_VOLUME", grow(f"{volume}:1024", f"{theirs}:512")) == 200
+    assert master.books.slaves["s0"].total.contains(R(f"{volume}:1536;{theirs}:512"))
+    assert await operator(live, "SHRINK_VOLUME", shrink(f"{volume}:1536", 1536)) == 400
+    assert await operator(live, "SHRINK_VOLUME", shrink(f"{volume}:1536", 512)) == 200
+    # a framework principal's credentials are not an operator's
+    assert await operator(live, "SHRINK_VOLUME", shrink(f"{volume}:1024", 512), "team-b") == 403
+    before = master.books.slaves["s0"].total
+    assert before.contains(R(f"{volume}:1024;{theirs}:1024"))
+    refused = master.outbox.refused
+    b = live.scheduler("team-b")
+    a = live.scheduler("team-a")
+    try:
+        assert await b.subscribe(framework_info("team-b")) == 200
+        offer = await offer_of(b)  # team-a's disk is not offered to team-b
+        assert not resources_from_mesos(offer["resources"]).contains(R(f"{volume}:1024"))
+        # team-b names team-a's volume and reservation, and reserves in team-a's name
+        seen = refused["invalid-operation"]
+        hostile = [
+            {"type": "GROW_VOLUME", "grow_volume": grow(f"{volume}:1024", f"{theirs}:512")},
+            {"type": "SHRINK_VOLUME", "shrink_volume": shrink(f"{volume}:1024", 512)},
+            {"type": "UNRESERVE", "unreserve": {"resources": mesos(f"{theirs}:1024")}},
+            {"type": "DESTROY", "destroy": {"volumes": mesos(f"{volume}:1024")}},
+        ]  # fmt: skip
+        await accept(b, offer, *hostile)
+        await eventually(lambda: refused["invalid-operation"] == seen + 4)
+        assert master.books.slaves["s0"].total == before
+        # with create-volume granted for another role only, not on its own role's disk
+        await eventually(lambda: master.acl.may("team-b", "create-volume", "team-b") is not None)
+        offer = await offer_of(b)
+        assert resources_from_mesos(offer["resources"]).contains(R("disk(team-b,ops):512"))
+        mine = {"volumes": resources_to_mesos(R("disk(team-b,ops)[v2:data]:512"))}
+        await accept(b, offer, {"type": "CREATE", "create": mine})
+        await eventually(lambda: refused["invalid-operation"] == seen + 5)
+        assert not master.books.slaves["s0"].total.contains(R("disk(team-b,ops)[v2:data]:512"))
+        # team-a, its own role's volume: grown (a later offer has it), then its grant
+        # taken back: no more
+        assert await a.subscribe(framework_info("team-a")) == 200
+        offer = await offer_of(a)
+        assert resources_from_mesos(offer["resources"]).contains(R(f"{volume}:1024"))
+        op = {"type": "GROW_VOLUME", "grow_volume": grow(f"{volume}:1024", f"{theirs}:512")}
+        await accept(a, offer, op)
+        offer = await offer_of(a)
+        assert resources_from_mesos(offer["resources"]).contains(R(f"{volume}:1536"))
+        live.store.grant("team-a", "resize-volume", False)
+        await eventually(lambda: master.acl.may("team-a", "resize-volume", "team-a") is not None)
+        seen = refused["invalid-operation"]
+        op = {"type": "SHRINK_VOLUME", "shrink_volume": shrink(f"{volume}:1536", 512)}
+        await accept(a, offer, op)
+        await eventually(lambda: refused["invalid-operation"] == seen + 1)
+        assert master.books.slaves["s0"].total.contains(R(f"{volume}:1536"))
+    finally:
+        await a.close()
+        await b.close()
+    # an operator's grants bind it too
+    live.store.grant("ops", "destroy-volume", False)
+    await eventually(lambda: master.acl.may("ops", "destroy-volume", "team-a") is not None)
+    await eventually(lambda: master.allocator.free("s0").contains(R(f"{volume}:1536")))
+    destroy = {"volumes": resources_to_mesos(R(f"{volume}:1536"))}
+    assert await operator(live, "DESTROY_VOLUMES", destroy) == 400
+    assert master.books.slaves["s0"].total.contains(R(f"{volume}:1536"))
