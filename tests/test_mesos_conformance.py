@@ -1741,16 +1741,22 @@ async def test_reservation_DropReserveWithDifferentRole(mesos: MesosMaster) -> N
     assert offer.resources == R("cpus:1;mem:512")
 
 
-async def test_reservation_WithoutAuthenticationWithPrincipal(mesos: MesosMaster) -> None:
+async def reserve_then_unreserve(mesos: MesosMaster) -> None:
+    """A framework reserves what it is offered in its principal's name, and gives it back."""
     await mesos.agent("cpus:1;mem:512")
     sched = await mesos.scheduler("role")
     offer = await mesos.offer(sched)
+    assert offer.resources == R("cpus:1;mem:512")
     reserved = f"cpus(role,{P}):1;mem(role,{P}):512"
     await mesos.accept(sched, offer, [("RESERVE", reserved)])
     offer = await mesos.offer(sched)
     assert offer.resources == R(reserved)
     await mesos.accept(sched, offer, [("UNRESERVE", reserved)])
     assert (await mesos.offer(sched)).resources == R("cpus:1;mem:512")
+
+
+async def test_reservation_WithoutAuthenticationWithPrincipal(mesos: MesosMaster) -> None:
+    await reserve_then_unreserve(mesos)
 
 
 async def test_reservation_WithoutAuthenticationWithoutPrincipal(mesos: MesosMaster) -> None:
@@ -2062,16 +2068,7 @@ def refused(fw: FakeFramework) -> list[str]:
 
 async def test_reservation_GoodACLReserveThenUnreserve(tmp_path: Path) -> None:
     async with acl_master(tmp_path, {P: {"reserve": True, "unreserve": True}}) as mesos:
-        await mesos.agent("cpus:1;mem:512")
-        sched = await mesos.scheduler("role")
-        offer = await mesos.offer(sched)
-        assert offer.resources == R("cpus:1;mem:512")
-        reserved = f"cpus(role,{P}):1;mem(role,{P}):512"
-        await mesos.accept(sched, offer, [("RESERVE", reserved)])
-        offer = await mesos.offer(sched)
-        assert offer.resources == R(reserved)
-        await mesos.accept(sched, offer, [("UNRESERVE", reserved)])
-        assert (await mesos.offer(sched)).resources == R("cpus:1;mem:512")
+        await reserve_then_unreserve(mesos)
 
 
 async def test_reservation_BadACLDropReserve(tmp_path: Path) -> None:
@@ -2207,52 +2204,48 @@ async def test_volume_GoodACLNoPrincipal(mesos: MesosMaster) -> None:
     assert agent.inbox.of(CheckpointResources)[-1].resources == Resources()
 
 
-async def dropped_create_and_destroy(mesos: MesosMaster, creator: str) -> None:
-    """Mesos's BadACLNoPrincipal and BadACLDropCreateAndDestroy: the first framework's
-    CREATE is dropped, the creator's made, and the first's DESTROY of it dropped."""
-    await mesos.agent("cpus:2;mem:2048;disk(role):2048")
-    sched1 = await mesos.scheduler("role", "sched1")
-    offer = await mesos.offer(sched1)
-    await mesos.accept(sched1, offer, [("CREATE", VOLUME)])
-    offer = await mesos.offer(sched1)
-    assert not offer.resources.contains(R(VOLUME))
-    assert "may not create-volume" in refused(sched1)[0]
-    await mesos.decline(sched1, offer, refuse=YEAR)
-    await sched1.bus.publish(sched1.to_master, Suppress(framework_id=sched1.framework_id))
-    sched2 = await acl_scheduler(mesos, creator, "sched2")
-    offer = await mesos.offer(sched2)
-    await mesos.accept(sched2, offer, [("CREATE", VOLUME)])
-    offer = await mesos.offer(sched2)
-    assert offer.resources.contains(R(VOLUME))
-    await mesos.decline(sched2, offer, refuse=YEAR)
-    await sched2.bus.publish(sched2.to_master, Suppress(framework_id=sched2.framework_id))
-    await sched1.bus.publish(sched1.to_master, Revive(framework_id=sched1.framework_id))
-    offer = await mesos.offer(sched1)
-    await mesos.accept(sched1, offer, [("DESTROY", VOLUME)])
-    offer = await mesos.offer(sched1)  # dropped: the volume stays
-    assert offer.resources.contains(R(VOLUME))
-    assert "may not destroy-volume" in refused(sched1)[-1]
+async def dropped_create_and_destroy(tmp_path: Path, creator: str) -> None:
+    """Mesos's BadACLNoPrincipal and BadACLDropCreateAndDestroy: the first framework
+    (P) may neither create nor destroy, `creator` may create; the first's CREATE is
+    dropped, the creator's made, and the first's DESTROY of it dropped."""
+    grants = {
+        P: {"create-volume": False, "destroy-volume": False},
+        creator: {"create-volume": True, "destroy-volume": False},
+    }
+    async with acl_master(tmp_path, grants) as mesos:
+        await mesos.agent("cpus:2;mem:2048;disk(role):2048")
+        sched1 = await mesos.scheduler("role", "sched1")
+        offer = await mesos.offer(sched1)
+        await mesos.accept(sched1, offer, [("CREATE", VOLUME)])
+        offer = await mesos.offer(sched1)
+        assert not offer.resources.contains(R(VOLUME))
+        assert "may not create-volume" in refused(sched1)[0]
+        await mesos.decline(sched1, offer, refuse=YEAR)
+        await sched1.bus.publish(sched1.to_master, Suppress(framework_id=sched1.framework_id))
+        sched2 = await acl_scheduler(mesos, creator, "sched2")
+        offer = await mesos.offer(sched2)
+        await mesos.accept(sched2, offer, [("CREATE", VOLUME)])
+        offer = await mesos.offer(sched2)
+        assert offer.resources.contains(R(VOLUME))
+        await mesos.decline(sched2, offer, refuse=YEAR)
+        await sched2.bus.publish(sched2.to_master, Suppress(framework_id=sched2.framework_id))
+        await sched1.bus.publish(sched1.to_master, Revive(framework_id=sched1.framework_id))
+        offer = await mesos.offer(sched1)
+        await mesos.accept(sched1, offer, [("DESTROY", VOLUME)])
+        offer = await mesos.offer(sched1)  # dropped: the volume stays
+        assert offer.resources.contains(R(VOLUME))
+        assert "may not destroy-volume" in refused(sched1)[-1]
 
 
 async def test_volume_BadACLNoPrincipal(tmp_path: Path) -> None:
     # differs: Mesos's framework without a principal is ours without credentials (P),
     # which a grant names as any other (Mesos's ANY entity also matches no principal;
     # ours has none): it may not create; the one with a principal may; nobody destroys
-    grants = {
-        P: {"create-volume": False, "destroy-volume": False},
-        "creator": {"create-volume": True, "destroy-volume": False},
-    }
-    async with acl_master(tmp_path, grants) as mesos:
-        await dropped_create_and_destroy(mesos, "creator")
+    await dropped_create_and_destroy(tmp_path, "creator")
 
 
 async def test_volume_BadACLDropCreateAndDestroy(tmp_path: Path) -> None:
-    grants = {
-        P: {"create-volume": False, "destroy-volume": False},
-        "creator-principal": {"create-volume": True, "destroy-volume": False},
-    }
-    async with acl_master(tmp_path, grants) as mesos:
-        await dropped_create_and_destroy(mesos, "creator-principal")
+    await dropped_create_and_destroy(tmp_path, "creator-principal")
 
 
 # -- the table of what applies, and the docs ------------------------------------------------

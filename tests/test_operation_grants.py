@@ -7,30 +7,23 @@ over Mesos's v1 APIs, gains a refusal and changes nothing."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import pytest
 from click.testing import CliRunner
 
 from benchmarks.mesos_client import MesosScheduler
 from cluster.cli import main
 from cluster.local.secure import provision
-from master.http.config import HttpConfig
-from master.master import Master, MasterConfig
-from master.mesos_api.doors import mesos_doors
 from protocol.mesos_json import resources_from_mesos, resources_to_mesos
 from protocol.tooling.credentials import CredentialsError, load_principals
-from protocol.transport.memory import MemoryBroker
 from protocol.wire.resources import Resources
-from protocol.wire.topics import Topics
 
-from harness.helpers import eventually, open_transport, start_secure_slaves
-from harness.mesos import Live, framework_info, next_of
+from harness.helpers import eventually
+from harness.mesos import Live, framework_info, live_cluster, next_of, operator_call
 
 R = Resources.parse
 
@@ -72,46 +65,18 @@ def test_grants_are_kept_listed_and_older_files_read(tmp_path: Path) -> None:
 
 # -- a hostile tenant, over Mesos's v1 APIs ------------------------------------------------
 
-PRINCIPALS = [("master", "master"), ("ops", "operator"), ("slave-0", "slave"),
-              ("team-a", "framework"), ("team-b", "framework")]  # fmt: skip
-
 
 @pytest.fixture
 async def live(tmp_path: Path) -> AsyncIterator[Live]:
     """The Mesos APIs' master with `--principals`, and slave-0 with disk (a real slave,
     simulated tasks: it keeps what it is told to checkpoint)."""
-    store = provision(tmp_path / "auth", PRINCIPALS)
-    broker, topics = MemoryBroker(store.principals.values()), Topics("mesos")
-    config = MasterConfig(
-        allocation_interval=0.1,
-        principals=store.principals_file,
-        http=HttpConfig(port=0, credentials=store.path),
-    )
-    async with contextlib.AsyncExitStack() as stack:
-        bus = await open_transport(stack, broker.connector("master"), "master")
-        master = Master(bus, topics, config)
-        master.http_doors.extend(mesos_doors(master))
-        await master.start()
-        stack.push_async_callback(master.stop)
-        await start_secure_slaves(
-            stack, broker.connector, topics, tmp_path, [("slave-0", "s0")],
-            resources=R("cpus:4;mem:1024;disk:4096"),
-        )  # fmt: skip
-        await eventually(lambda: len(master.books.slaves) == 1 and bool(master.web_ui))
-        yield Live(store, master.web_ui, master)
+    async with live_cluster(tmp_path, R("cpus:4;mem:1024;disk:4096"), simulated=True) as c:
+        yield c
 
 
 async def operator(live: Live, kind: str, body: dict[str, Any], name: str = "ops") -> int:
     call = {"type": kind, kind.lower(): {"agent_id": {"value": "s0"}, **body}}
-    async with (
-        aiohttp.ClientSession() as session,
-        session.post(
-            live.web + "api/v1",
-            data=json.dumps(call).encode(),
-            headers={"Content-Type": "application/json", "Authorization": live.auth(name)},
-        ) as r,
-    ):
-        return r.status
+    return (await operator_call(live, call, name))[0]
 
 
 def mesos(text: str) -> list[dict[str, Any]]:
