@@ -17,9 +17,11 @@ from click.testing import CliRunner
 
 from benchmarks.mesos_client import MesosScheduler
 from cluster.cli import main
+from cluster.local import reserve_cli
 from cluster.local.secure import provision
 from protocol.mesos_json import resources_from_mesos, resources_to_mesos
 from protocol.tooling.credentials import CredentialsError, load_principals
+from protocol.wire.operator import OperateResources
 from protocol.wire.resources import Resources
 
 from harness.helpers import eventually
@@ -180,3 +182,23 @@ async def test_a_hostile_tenant_resizes_creates_and_unreserves_nothing_of_anothe
     destroy = {"volumes": resources_to_mesos(R(f"{volume}:1536"))}
     assert await operator(live, "DESTROY_VOLUMES", destroy) == 400
     assert master.books.slaves["s0"].total.contains(R(f"{volume}:1536"))
+
+
+def test_volumes_grow_and_shrink_send_the_operators_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    sent: list[OperateResources] = []
+    monkeypatch.setattr(reserve_cli, "_call", lambda _b, _c, message, _d, _t: sent.append(message))
+    volume = "disk(team-a,ops)[db:data]:512"
+    run = CliRunner().invoke(main, ["volumes", "grow", "s0", volume, "disk(team-a,ops):256"])
+    assert run.exit_code == 0, run.output
+    run = CliRunner().invoke(main, ["volumes", "shrink", "s0", volume, "128"])
+    assert run.exit_code == 0, run.output
+    grow, shrink = (m.operation for m in sent)
+    assert (grow.type, grow.addition) == ("GROW_VOLUME", R("disk(team-a,ops):256"))
+    assert (shrink.type, shrink.subtract) == ("SHRINK_VOLUME", 128)
+    # refused before anything is sent: a shrink to nothing, an addition of another's disk
+    run = CliRunner().invoke(main, ["volumes", "shrink", "s0", volume, "512"])
+    assert run.exit_code == 2
+    assert "less than the volume's size" in run.output
+    run = CliRunner().invoke(main, ["volumes", "grow", "s0", volume, "disk(team-b,ops):256"])
+    assert run.exit_code == 2
+    assert len(sent) == 2

@@ -6,9 +6,11 @@ GROW_VOLUME, SHRINK_VOLUME), over the bus."""
 from __future__ import annotations
 
 import click
+from pydantic import ValidationError
 
 from cluster.local.operator_cli import _call
 from protocol.tooling.cli import broker_option, cluster_option, log_level_default
+from protocol.wire.codec import describe_validation
 from protocol.wire.messages import ClusterEvent, OfferOperation, OperateResources
 from protocol.wire.reservations import ReservationError, as_dynamic
 from protocol.wire.resources import ResourceError, Resources
@@ -34,6 +36,8 @@ def _operate(
         if kind == "RESERVE":  # cpus(team-a) here means: reserved for team-a, by me
             resources = Resources.from_millis(as_dynamic(resources.millis))
         operation = OfferOperation(type=kind, resources=resources, **resize)
+    except ValidationError as e:
+        raise click.BadParameter(describe_validation(e), param_hint="RESOURCES") from None
     except (ResourceError, ReservationError, ValueError) as e:
         raise click.BadParameter(str(e).splitlines()[-1], param_hint="RESOURCES") from None
 
