@@ -7,6 +7,8 @@ over Mesos's v1 APIs, gains a refusal and changes nothing."""
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -20,11 +22,13 @@ from cluster.cli import main
 from cluster.local import reserve_cli
 from cluster.local.secure import provision
 from protocol.mesos_json import resources_from_mesos, resources_to_mesos
-from protocol.tooling.credentials import CredentialsError, load_principals
+from protocol.tooling.credentials import CredentialsError, Principal, Store, load_principals
+from protocol.wire.messages import Accept, Error, OfferOperation, TaskState
 from protocol.wire.operator import OperateResources
 from protocol.wire.resources import Resources
 
 from harness.helpers import eventually
+from harness.master import FAST, Cluster
 from harness.mesos import Live, framework_info, live_cluster, next_of, operator_call
 
 R = Resources.parse
@@ -202,3 +206,34 @@ def test_volumes_grow_and_shrink_send_the_operators_call(monkeypatch: pytest.Mon
     run = CliRunner().invoke(main, ["volumes", "grow", "s0", volume, "disk(team-b,ops):256"])
     assert run.exit_code == 2
     assert len(sent) == 2
+
+
+async def test_a_launch_on_what_a_refused_operation_would_have_made_fails(
+    tmp_path: Path,
+) -> None:
+    # as Mesos: the refused CREATE is dropped, the rest of the Accept goes on, and the
+    # task that needed the volume fails (TASK_ERROR); the other task runs
+    store = Store(tmp_path / "store")
+    store.path.mkdir()
+    store.save({"framework": Principal("framework", "framework", ("team-a",))}, {})
+    store.grant("framework", "create-volume", False)
+    async with contextlib.AsyncExitStack() as stack:
+        c = Cluster(stack)
+        await c.start_master(dataclasses.replace(FAST, principals=store.principals_file))
+        slave = await c.slave("s1", R("cpus:2;mem:512;disk(team-a):100"))
+        fw = await c.framework("fw", role="team-a")
+        offer = await fw.next_offer()
+        volume = R("disk(team-a)[db:data]:100")
+        on_volume = fw.task(offer, R("cpus:1;mem:64") + volume, "on-volume")
+        plain = fw.task(offer, R("cpus:1;mem:64"), "plain")
+        create = OfferOperation(type="CREATE", resources=volume)
+        accept = Accept(
+            framework_id=fw.framework_id, offer_ids=[offer.offer_id], operations=[create],
+            tasks=[on_volume, plain],
+        )  # fmt: skip
+        await fw.bus.publish(fw.to_master, accept)
+        await fw.update_for("on-volume", TaskState.ERROR)
+        assert (await slave.run_task()).task.task_id == "plain"
+        [refused] = [e for e in fw.inbox.of(Error) if e.code == "invalid-operation"]
+        assert "may not create-volume for role 'team-a'" in refused.message
+        assert c.master.books.slaves["s1"].total == R("cpus:2;mem:512;disk(team-a):100")
