@@ -56,7 +56,12 @@ def test_grants_are_kept_listed_and_older_files_read(tmp_path: Path) -> None:
     for bad in (["team-a", "bogus"], ["nobody", "reserve"]):
         assert cli.invoke(main, ["auth", "grant", auth, *bad]).exit_code != 0
     assert store.principals_file.read_text() == before
-    # a file from before the grants (`"reserve": true`) is read as it meant
+    # RESERVE for any role is written as before the grants too (a master not yet
+    # upgraded reads it); a file from before them (`"reserve": true`) is read as it meant
+    store.grant("team-a", "reserve", True)
+    [entry] = [e for e in json.loads(store.principals_file.read_text())["principals"]
+               if e["name"] == "team-a"]  # fmt: skip
+    assert entry["reserve"] is True
     old = {"principals": [{"name": "x", "kind": "framework", "roles": ["x"], "reserve": True}]}
     store.principals_file.write_text(json.dumps(old))
     x = load_principals(store.principals_file)["x"]

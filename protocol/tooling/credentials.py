@@ -321,6 +321,8 @@ class Store:
         doc = {
             "principals": [
                 {"name": q.name, "kind": q.kind, "roles": list(q.roles)}
+                # (`reserve` too, for a master from before the grants: rolling upgrades)
+                | ({"reserve": True} if q.grants.get("reserve") == Grant(True) else {})
                 | ({"operations": q.grants.to_json()} if q.grants.given else {})
                 for q in sorted(principals.values(), key=lambda q: q.name)
             ]
