@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from master.allocation.ledger import Floor, FrameworkBook, SlaveBook, can_use, declined
 from master.allocation.sorter import Millis
-from protocol.wire.reservations import is_plain, offered_to, parse_key, stripped
+from protocol.wire.reservations import is_plain, offered_to, parse_key, shared_keys, stripped
 from protocol.wire.resources import Resources, add_millis, sub_millis
 
 if TYPE_CHECKING:
@@ -65,25 +65,34 @@ class IdleReservations:
         return out
 
 
-def visible(slave: SlaveBook, role: str, free: Mapping[str, int]) -> tuple[Millis, Millis]:
+def visible(
+    slave: SlaveBook, role: str, free: Mapping[str, int], shown: set[str] | None = None
+) -> tuple[Millis, Millis]:
     """What of a reserved slave's `free` a framework of `role` may see: (unreserved,
-    reserved for it or its ancestors). Others' reservations are left out."""
+    reserved for it or its ancestors). Others' reservations are left out, and so are
+    shared volumes unless `shown` is given (the framework takes them): then each of its
+    role's is seen whole, in use or not, unless offered in this round already (`shown`)."""
     unreserved: Millis = {}
     mine: Millis = {}
-    reserved = slave.reserved
+    reserved, shared = slave.reserved, slave.shared
     for key, amount in free.items():
-        if amount <= 0:
+        if amount <= 0 or (shared and key in shared):
             continue
         owner = reserved.get(key)
         if not owner:
             unreserved[key] = amount
         elif offered_to(owner, role):
             mine[key] = amount
+    if shared and shown is not None:
+        for key in shared:
+            if key not in shown and offered_to(reserved[key], role):
+                mine[key] = slave.total.millis[key]
     return unreserved, mine
 
 
-ReservedPick = Callable[[SlaveBook, set[str]], tuple[str, Millis] | None]
-"""A slave holding reservations, and who was offered it this round: whom to offer what."""
+ReservedPick = Callable[[SlaveBook, set[str], set[str]], tuple[str, Millis] | None]
+"""A slave holding reservations, who was offered it this round, and which of its shared
+volumes: whom to offer what."""
 
 
 def reserved_pick(
@@ -96,24 +105,25 @@ def reserved_pick(
 ) -> ReservedPick:
     """The pick for a slave holding reservations: the first framework in order, not yet
     offered this slave in the round (`given`), that wants what it may see of it -- its
-    role's reservations, and unreserved resources as quota lets its role have them
-    (`offerable`). The round asks again after each offer: others' reservations and what
-    quota cut are still to offer."""
+    role's reservations (and shared volumes not offered in the round, `shown`, if it takes
+    them), and unreserved resources as quota lets its role have them (`offerable`). The
+    round asks again after each offer: others' reservations and what quota cut are still
+    to offer."""
 
-    def pick(slave: SlaveBook, given: set[str]) -> tuple[str, Millis] | None:
-        by_role: dict[str, Millis] = {}
+    def pick(slave: SlaveBook, given: set[str], shown: set[str]) -> tuple[str, Millis] | None:
+        by_role: dict[tuple[str, bool], Millis] = {}
         free = slave.unallocated
 
         def wanted(framework_id: str) -> bool:
             if framework_id in given:
                 return False
             fw = frameworks[framework_id]
-            offer = by_role.get(fw.role)
+            offer = by_role.get((fw.role, fw.shared))
             if offer is None:
-                unreserved, mine = visible(slave, fw.role, free)
+                unreserved, mine = visible(slave, fw.role, free, shown if fw.shared else None)
                 offer = offerable(fw.role, unreserved) if unreserved else {}
                 offer.update(mine)
-                by_role[fw.role] = offer
+                by_role[fw.role, fw.shared] = offer
             if not offer:
                 return False
             # offer filters and the master's minimum read what the resources are;
@@ -123,7 +133,10 @@ def reserved_pick(
             return not declined(fw, slave.slave_id, offer, now)
 
         chosen = roles.first_framework(role_frameworks, wanted)
-        return (chosen, by_role[frameworks[chosen].role]) if chosen is not None else None
+        if chosen is None:
+            return None
+        fw = frameworks[chosen]
+        return chosen, by_role[fw.role, fw.shared]
 
     return pick
 
@@ -154,6 +167,7 @@ def convert_total(
     add_millis(total, converted)
     slave.total = Resources.from_millis(total)
     slave.reserved = reserved_roles(total)
+    slave.shared = shared_keys(total)
     # (free names every resource of the total, and no other)
     free = slave.unallocated
     slave.unallocated = {k: free.get(k, 0) for k in total}
