@@ -539,12 +539,16 @@ class MesosAllocator:
         self._cycle()
         return agent
 
-    def add_framework(self, role: str, roles: list[str] | None = None) -> str:
+    def add_framework(
+        self, role: str, roles: list[str] | None = None, *, shared: bool = False
+    ) -> str:
         """Mesos's `createFrameworkInfo({role})`; with `roles`, a MULTI_ROLE framework's
-        `createFrameworkInfo(roles)` (its allocations are then by role: `next_roles`)."""
+        `createFrameworkInfo(roles)` (its allocations are then by role: `next_roles`);
+        `shared`: with the SHARED_RESOURCES capability."""
         self._frameworks += 1
         framework = f"framework{self._frameworks}"
         self.allocator.add_framework(framework, role, roles=roles)
+        self.allocator.take_shared(framework, shared)
         self._cycle()
         return framework
 
@@ -1049,6 +1053,176 @@ def test_sorter_MultipleSlavesUpdateAllocation(policy: str) -> None:
         assert a.held("framework", agent) == new
     assert a.allocation("framework") == R(each) + R(each)
     assert a.allocated_total().quantities() == R(each) + R(each)
+
+
+# -- shared persistent volumes (sorter_tests.cpp, hierarchical_allocator_tests.cpp) ----------
+# A shared volume (Mesos's `Resource.shared`) is allocated in copies, one a task; a
+# framework's share and its role's count it once however many copies they hold
+# (master.allocation.shared). Mesos's sorter tests give the sorter copies directly;
+# ours go through the allocator's books, which count them (as SplitResourceShares).
+
+SHARED = "disk(role1)[id1:path1]<SHARED>"
+
+
+def shared_disk(size: int, copies: int = 1) -> str:
+    return f"{SHARED}:{size * copies}"
+
+
+def shared_order(policy: str, total: str, held: list[tuple[str, str]]) -> Allocator:
+    """An allocator with one agent of `total`, and clients (each its own role, as the
+    sorter's) holding what `held` says, in that order."""
+    a = Allocator(policy)
+    a.add_slave("agentId", R(total))
+    for client, resources in held:
+        if client not in a.frameworks:
+            a.add_framework(client, client)
+        a.allocate_existing(client, "agentId", R(resources))
+    return a
+
+
+@pytest.mark.parametrize("policy", FLAT)
+def test_sorter_SharedResources(policy: str) -> None:
+    total = f"cpus:100;mem:100;disk(role1):900;{shared_disk(100)}"
+    a = shared_order(
+        policy, total, [("a", f"cpus:5;mem:5;{shared_disk(100)}"), ("b", "cpus:6;mem:6")]
+    )
+    assert list(a.order()) == ["b", "a"]  # a = .1 (disk), b = .06 (cpus)
+    a.add_framework("c", "c")
+    a.allocate_existing("c", "agentId", R(f"cpus:1;mem:1;{shared_disk(100)}"))
+    assert list(a.order()) == ["b", "a", "c"]  # a and c share the volume: .1 each
+    # the agent's free resources count it once, allocated
+    assert a.free("agentId") == R("cpus:88;mem:88;disk(role1):900")
+    a.remove_framework("a")
+    a.recover("b", "agentId", R("cpus:4;mem:4"))
+    assert list(a.order()) == ["b", "c"]  # b = .02, c = .1
+    a.add_framework("d", "d")
+    a.allocate_existing("d", "agentId", R(f"cpus:1;mem:5;{shared_disk(100)}"))
+    assert list(a.order()) == ["b", "c", "d"]
+    assert sorted(a.frameworks) == ["b", "c", "d"]
+    # the volume is allocated once on the agent, however many hold it
+    assert a.held_on("agentId")[SHARED] == 100
+
+
+@pytest.mark.parametrize("policy", FLAT)
+def test_sorter_SameDominantSharedResourcesAcrossClients(policy: str) -> None:
+    total = f"cpus:100;mem:100;disk(role1):100;{shared_disk(900)}"
+    a = shared_order(
+        policy, total,
+        [("b", f"cpus:5;mem:20;{shared_disk(900)}"), ("c", f"cpus:10;mem:6;{shared_disk(900)}")],
+    )  # fmt: skip
+    assert list(a.order()) == ["b", "c"]  # .9 each (disk)
+    a.add_framework("a", "a")
+    a.allocate_existing("a", "agentId", R(f"cpus:50;mem:40;{shared_disk(900)}"))
+    assert list(a.order()) == ["a", "b", "c"]  # .9 each: the shared volume dominates
+    assert a.free("agentId") == R("cpus:35;mem:34;disk(role1):100")
+
+
+@pytest.mark.parametrize("policy", FLAT)
+def test_sorter_SameSharedResourcesSameClient(policy: str) -> None:
+    total = f"cpus:100;mem:100;disk(role1):950;{shared_disk(50)}"
+    a = shared_order(
+        policy, total, [("a", f"cpus:2;mem:2;{shared_disk(50)}"), ("b", "cpus:6;mem:6")]
+    )
+    assert list(a.order()) == ["a", "b"]  # a = .05 (disk), b = .06 (cpus)
+    a.allocate_existing("a", "agentId", R(shared_disk(50, copies=3)))
+    assert list(a.order()) == ["a", "b"]  # three copies more: the same share
+    assert a.allocation("a") == R("cpus:2;mem:2;disk:50")
+    assert a.held("a", "agentId")[SHARED] == 200  # (its four copies)
+
+
+@pytest.mark.parametrize("policy", FLAT)
+def test_sorter_SharedResourcesUnallocated(policy: str) -> None:
+    total = f"cpus:100;mem:100;disk(role1):900;{shared_disk(100)}"
+    a = shared_order(
+        policy, total, [("a", f"cpus:2;mem:2;{shared_disk(100, 3)}"), ("b", "cpus:6;mem:6")]
+    )
+    assert list(a.order()) == ["b", "a"]  # a = .1 (disk), b = .06
+    a.recover("a", "agentId", R(shared_disk(100)))
+    assert list(a.order()) == ["b", "a"]  # one copy back: two still held
+    assert a.allocation("a") == R("cpus:2;mem:2;disk:100")  # counted once
+    a.recover("a", "agentId", R(shared_disk(100, 2)))
+    assert list(a.order()) == ["a", "b"]  # a = .02 (cpus)
+    assert a.free("agentId")[SHARED] == 100
+
+
+@pytest.mark.parametrize("policy", FLAT)
+def test_allocator_UpdateAllocationSharedPersistentVolume(policy: str) -> None:
+    m = MesosAllocator(policy)
+    whole = "cpus:100;mem:100;disk(role1):100"
+    agent = m.add_slave(whole)
+    framework = m.add_framework("role1", shared=True)
+    assert m.next() == (framework, {agent: R(whole)})
+    m.update_allocation(framework, agent, "disk(role1):5", shared_disk(5))  # CREATE
+    updated = R(f"cpus:100;mem:100;disk(role1):95;{shared_disk(5)}")
+    m.recover(framework, agent, updated)
+    m.advance()
+    assert m.next() == (framework, {agent: updated})
+    m.update_allocation(framework, agent, shared_disk(5), "disk(role1):5")  # DESTROY
+    m.recover(framework, agent, R(whole))
+    m.advance()
+    assert m.next() == (framework, {agent: R(whole)})
+
+
+@pytest.mark.parametrize("policy", FLAT)
+def test_allocator_SharedResourcesCapability(policy: str) -> None:
+    m = MesosAllocator(policy)
+    whole = "cpus:100;mem:100;disk(role1):100"
+    agent = m.add_slave(whole)
+    framework1 = m.add_framework("role1")  # without SHARED_RESOURCES
+    assert m.next() == (framework1, {agent: R(whole)})
+    m.update_allocation(framework1, agent, "disk(role1):5", shared_disk(5))
+    updated = R(f"cpus:100;mem:100;disk(role1):95;{shared_disk(5)}")
+    m.recover(framework1, agent, updated)
+    m.advance()
+    # not offered the shared volume: it did not opt in
+    assert m.next() == (framework1, {agent: updated - R(shared_disk(5))})
+    m.recover(framework1, agent, updated - R(shared_disk(5)))
+    framework2 = m.add_framework("role1", shared=True)
+    assert m.next() == (framework2, {agent: updated})
+
+
+@pytest.mark.parametrize("quota", [False, True])
+@pytest.mark.parametrize("policy", FLAT)
+def test_allocator_AllocateSharedResources(policy: str, quota: bool) -> None:
+    m = MesosAllocator(policy)
+    framework1 = m.add_framework("role1", shared=True)
+    framework2 = m.add_framework("role1", shared=True)
+    if quota:
+        m.update_quota("role1", "cpus:8;mem:2048;disk:4096")
+    whole = "cpus:4;mem:1024;disk(role1):2048"
+    agent = m.add_slave(whole)
+    assert m.next() == (framework1, {agent: R(whole)})
+    m.update_allocation(framework1, agent, "disk(role1):5", shared_disk(5))  # CREATE
+    task = R(f"cpus:1;mem:5;{shared_disk(5)}")  # a task launched on the shared volume
+    updated = R(f"cpus:4;mem:1024;disk(role1):2043;{shared_disk(5)}")
+    m.recover(framework1, agent, updated - task)
+    m.advance()
+    # the volume is offered again while its task uses it (it is shared)
+    assert m.next() == (framework2, {agent: updated - task + R(shared_disk(5))})
+
+
+@pytest.mark.parametrize("kind", ["STATIC", "DYNAMIC"])
+@pytest.mark.parametrize("policy", FLAT)
+def test_allocator_SharedAllocatedResourceQuotaAccounting(policy: str, kind: str) -> None:
+    m = MesosAllocator(policy)
+    m.update_quota("quota-role", "cpus:3;mem:2048;disk:100")
+    mine = reserved("cpus:2;mem:1024;disk:50", "quota-role", kind)
+    agent1 = m.add_slave(mine)
+    framework = m.add_framework("quota-role", shared=True)
+    assert m.next() == (framework, {agent1: R(mine)})
+    disk = reserved("disk:50", "quota-role", kind)
+    volume = f"{disk.rpartition(':')[0]}[id1:path1]<SHARED>:50"
+    m.update_allocation(framework, agent1, disk, volume)  # CREATE
+    back = R(reserved("cpus:1;mem:512", "quota-role", kind))
+    m.recover(framework, agent1, back)
+    m.advance()
+    # the rest of agent1, and the shared volume a second time
+    assert m.next() == (framework, {agent1: back + R(volume)})
+    # its role holds cpus:2;mem:1024;disk:50: the volume counts once, held twice
+    agent2 = m.add_slave("cpus:1;mem:1024;disk:50")
+    assert m.next() == (framework, {agent2: R("cpus:1;mem:1024;disk:50")})
+    m.add_slave("cpus:0.5;mem:512;disk:50")
+    assert m.pending()  # its quota's limit is met
 
 
 # -- reservations (hierarchical_allocator_tests.cpp) ------------------------------------------
