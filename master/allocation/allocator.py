@@ -833,11 +833,11 @@ class Allocator:
         return Resources.from_millis(self._slave(slave_id).free())
 
     def allocated_total(self) -> Resources:
+        """Everything offered or in use (a shared volume once a slave, as Mesos counts
+        its resources used, however many copies are out)."""
         total: Millis = {}
         for slave in self.slaves.values():
-            add_millis(total, slave.unowned)
-            for held in slave.by_framework.values():
-                add_millis(total, held)
+            add_millis(total, slave.allocated())
         return Resources.from_millis(total)
 
     def order(self) -> Iterator[str]:

@@ -115,6 +115,16 @@ def shared_keys(millis: Mapping[str, int]) -> frozenset[str]:
     return frozenset(k for k in millis if k.endswith(SHARED_MARK))
 
 
+def shared_once(used: Mapping[str, int], total: Mapping[str, int]) -> dict[str, int]:
+    """What tasks use of a slave of `total`, each shared volume counted once however
+    many use it (as Mesos counts a slave's resources used)."""
+    out = dict(used)
+    for key, amount in used.items():
+        if key.endswith(SHARED_MARK) and key in total:
+            out[key] = min(amount, total[key])
+    return out
+
+
 def is_plain(key: str) -> bool:
     """An unreserved resource with no volume (the usual kind: no parse)."""
     return "(" not in key and "[" not in key
