@@ -65,7 +65,10 @@ def prepare(
         source = volume_dir(work_dir, key)
         for parent in reversed(source.parents[:4]):  # volumes/roles/ROLE: passable
             if not parent.exists():
-                parent.mkdir(mode=PASSABLE)
+                try:
+                    parent.mkdir(mode=PASSABLE)
+                except FileExistsError:  # (a launch beside this one, in another thread)
+                    continue
                 os.chmod(parent, PASSABLE)
         if owner is not None and key not in busy:
             make_dir(source, owner, PRIVATE)

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from master.allocation.ledger import Floor, FrameworkBook, SlaveBook, can_use, declined
+from master.allocation.shared import offered_shared
 from master.allocation.sorter import Millis
 from protocol.wire.reservations import is_plain, offered_to, parse_key, shared_keys, stripped
 from protocol.wire.resources import Resources, add_millis, sub_millis
@@ -65,13 +66,11 @@ class IdleReservations:
         return out
 
 
-def visible(
-    slave: SlaveBook, role: str, free: Mapping[str, int], shown: set[str] | None = None
-) -> tuple[Millis, Millis]:
+def visible(slave: SlaveBook, role: str, free: Mapping[str, int]) -> tuple[Millis, Millis]:
     """What of a reserved slave's `free` a framework of `role` may see: (unreserved,
     reserved for it or its ancestors). Others' reservations are left out, and so are
-    shared volumes unless `shown` is given (the framework takes them): then each of its
-    role's is seen whole, in use or not, unless offered in this round already (`shown`)."""
+    shared volumes (offered beside what a framework sees, if it takes them:
+    `shared.offered_shared`)."""
     unreserved: Millis = {}
     mine: Millis = {}
     reserved, shared = slave.reserved, slave.shared
@@ -83,10 +82,6 @@ def visible(
             unreserved[key] = amount
         elif offered_to(owner, role):
             mine[key] = amount
-    if shared and shown is not None:
-        for key in shared:
-            if key not in shown and offered_to(reserved[key], role):
-                mine[key] = slave.total.millis[key]
     return unreserved, mine
 
 
@@ -111,19 +106,19 @@ def reserved_pick(
     to offer."""
 
     def pick(slave: SlaveBook, given: set[str], shown: set[str]) -> tuple[str, Millis] | None:
-        by_role: dict[tuple[str, bool], Millis] = {}
+        by_role: dict[str, Millis] = {}
         free = slave.unallocated
 
         def wanted(framework_id: str) -> bool:
             if framework_id in given:
                 return False
             fw = frameworks[framework_id]
-            offer = by_role.get((fw.role, fw.shared))
+            offer = by_role.get(fw.role)
             if offer is None:
-                unreserved, mine = visible(slave, fw.role, free, shown if fw.shared else None)
+                unreserved, mine = visible(slave, fw.role, free)
                 offer = offerable(fw.role, unreserved) if unreserved else {}
                 offer.update(mine)
-                by_role[fw.role, fw.shared] = offer
+                by_role[fw.role] = offer
             if not offer:
                 return False
             # offer filters and the master's minimum read what the resources are;
@@ -136,7 +131,10 @@ def reserved_pick(
         if chosen is None:
             return None
         fw = frameworks[chosen]
-        return chosen, by_role[fw.role, fw.shared]
+        offer = by_role[fw.role]
+        if slave.shared and fw.shared:  # (and its role's shared volumes, in use or not)
+            offer = {**offer, **offered_shared(slave, fw.role, shown)}
+        return chosen, offer
 
     return pick
 

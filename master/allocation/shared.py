@@ -24,8 +24,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from master.allocation.ledger import AllocatorError, SlaveBook
+from protocol.wire.reservations import offered_to
 
 Counts = dict[str, int]  # copies, by holder (or role)
+
+
+def offered_shared(slave: SlaveBook, role: str, shown: set[str]) -> dict[str, int]:
+    """The shared volumes of `slave` a framework of `role` taking shared resources is
+    offered beside the rest: its role's (or an ancestor's), whole, in use or not, but
+    those offered in this round already (`shown`)."""
+    reserved, total = slave.reserved, slave.total.millis
+    return {k: total[k] for k in slave.shared if k not in shown and offered_to(reserved[k], role)}
 
 
 class Copies:
