@@ -16,7 +16,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from master.allocation.allocator import Allocator, AllocatorError
+from master.mesos_api.scheduler_calls import parse_call, subscribe_of
+from protocol.mesos_json import resources_from_mesos, resources_to_mesos
 from protocol.mesos_reservations import identity_fields, identity_of
+from protocol.wire.messages import Subscribe
 from protocol.wire.reservations import (
     ReservationError,
     conversion,
@@ -27,6 +30,7 @@ from protocol.wire.reservations import (
     shared_once,
 )
 from protocol.wire.resources import Resources
+from protocol.wire.values import FrameworkCapability
 
 R = Resources.parse
 SHARED = "disk(a,p)[v1:data]<SHARED>"
@@ -46,6 +50,21 @@ def test_a_shared_volume_is_marked_in_its_key_and_in_mesos_json() -> None:
     # CREATE makes it of reserved disk, DESTROY gives the disk back
     assert conversion("CREATE", {SHARED: 5}) == ({"disk(a,p)": 5}, {SHARED: 5})
     assert conversion("DESTROY", {SHARED: 5}) == ({SHARED: 5}, {"disk(a,p)": 5})
+
+
+def test_the_mesos_apis_speak_shared_volumes_and_the_capability() -> None:
+    # offers and state carry `"shared": {}` on a shared volume, and read it back
+    r = R(f"cpus:1;disk(a,p):4;{SHARED}:4")
+    as_json = resources_to_mesos(r, "a")
+    [shared] = [j for j in as_json if "shared" in j]
+    assert shared["disk"]["persistence"]["id"] == "v1"
+    assert resources_from_mesos(as_json) == r
+    # a SUBSCRIBE declaring SHARED_RESOURCES is a framework taking shared resources
+    info = {"name": "a", "role": "a", "capabilities": [{"type": "SHARED_RESOURCES"}]}
+    call = parse_call({"type": "SUBSCRIBE", "subscribe": {"framework_info": info}})
+    sub = subscribe_of(call, "a", "inbox", "inc")
+    assert isinstance(sub, Subscribe)
+    assert sub.capabilities == [FrameworkCapability.SHARED_RESOURCES]
 
 
 @pytest.mark.parametrize("bad", ["disk(a)[v:d]<shared>", "disk(a)<SHARED>", "disk(a)[v:d]<X>"])
