@@ -703,8 +703,10 @@ class Allocator:
         if not held:
             del slave.by_framework[framework_id]
             fw.slaves.discard(slave_id)
-        self._role_frameworks[fw.role].unallocated(framework_id, share or resources)
-        self._role_order.unallocated(fw.role, role_share or resources)
+        self._role_frameworks[fw.role].unallocated(
+            framework_id, resources if share is None else share
+        )
+        self._role_order.unallocated(fw.role, resources if role_share is None else role_share)
         self._refuse(fw, slave, delta, refuse_seconds, now)
 
     def _refuse(
