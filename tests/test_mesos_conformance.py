@@ -592,6 +592,17 @@ class MesosAllocator:
         self.allocator.update_available(agent, R(consumed), R(converted))
         self._cycle()
 
+    def update_slave(self, agent: str, total: str) -> None:
+        """Mesos's `updateSlave(agent, info, total)`: an event-driven cycle after it."""
+        self.allocator.update_slave(agent, quantities(total))
+        self._cycle()
+
+    def update_slave_attributes(self, agent: str) -> None:
+        """Mesos's `updateSlave` with other attributes: what our master asks of the
+        allocator when a slave re-registers with other attributes."""
+        self.allocator.remove_filters(agent)
+        self._cycle()
+
     def advance(self, seconds: float = 1.0) -> None:
         """Mesos's `Clock::advance(allocation_interval)`: a batch allocation."""
         self.now += seconds
@@ -1456,6 +1467,27 @@ def test_allocator_UpdateAllocation(policy: str) -> None:
 
 
 @pytest.mark.parametrize("policy", FLAT)
+def test_allocator_UpdateSlaveTotalResources(policy: str) -> None:
+    m = MesosAllocator(policy)
+    agent = m.add_slave("cpus:100;mem:100;disk:100")
+    framework = m.add_framework("role1")
+    assert m.next() == (framework, {agent: R("cpus:100;mem:100;disk:100")})
+    m.update_slave(agent, "cpus:112;mem:100;disk:100")  # more: the rest is offered
+    assert m.next() == (framework, {agent: R("cpus:12")})
+    # differs: a total below what is in use is refused and the old one kept (our master
+    # keeps a re-registering slave's total then: its tasks' resources stay theirs), where
+    # Mesos's allocator takes it and offers nothing until enough is recovered
+    with pytest.raises(AllocatorError, match="lacks"):
+        m.update_slave(agent, "cpus:50;mem:50;disk:50")
+    assert m.allocator.total == R("cpus:112;mem:100;disk:100")
+    m.recover(framework, agent, R("cpus:112;mem:100;disk:100"))
+    m.update_slave(agent, "cpus:50;mem:50;disk:50")  # nothing in use: taken
+    assert m.next() == (framework, {agent: R("cpus:50;mem:50;disk:50")})
+    m.update_slave(agent, "cpus:100;mem:100;disk:100")  # back: what it adds is offered
+    assert m.next() == (framework, {agent: R("cpus:50;mem:50;disk:50")})
+
+
+@pytest.mark.parametrize("policy", FLAT)
 def test_allocator_UpdateAllocationRemoveResources(policy: str) -> None:
     m = MesosAllocator(policy)
     slave = m.add_slave("cpus:100;mem:100;disk:100")
@@ -1483,6 +1515,20 @@ def test_allocator_OfferFilter(policy: str) -> None:
     assert m.pending()  # filtered
     m.advance()
     assert m.next() == (framework, {agent: whole})  # the filter lapsed
+
+
+@pytest.mark.parametrize("policy", FLAT)
+def test_allocator_RemoveFilters(policy: str) -> None:
+    m = MesosAllocator(policy)
+    framework = m.add_framework("role")
+    agent = m.add_slave("cpus:1;mem:512;disk:0")
+    whole = R("cpus:1;mem:512")
+    assert m.next() == (framework, {agent: whole})
+    m.recover(framework, agent, whole, refuse=2.0)
+    m.advance()
+    assert m.pending()  # filtered
+    m.update_slave_attributes(agent)  # (re-registered with foo:bar;baz:quux)
+    assert m.next() == (framework, {agent: whole})  # the decline is forgotten
 
 
 @pytest.mark.parametrize("policy", FLAT)

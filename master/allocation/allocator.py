@@ -316,6 +316,16 @@ class Allocator:
         self._lone.pop(slave_id, None)
         self._visits.visit(slave_id)
 
+    def remove_filters(self, slave_id: str) -> None:
+        """Forget every framework's decline of this slave: it came back with other
+        attributes, which a framework may have declined it for (Mesos's `updateSlave`)."""
+        slave = self._slave(slave_id)
+        for fw in self.frameworks.values():
+            fw.filters.pop(slave_id, None)
+        slave.refused_by.clear()
+        self._lone.pop(slave_id, None)
+        self._visits.visit(slave_id)
+
     def deactivate_slave(self, slave_id: str) -> None:
         """Offer nothing of this slave until it is activated again (it is disconnected,
         and its tasks may still run)."""

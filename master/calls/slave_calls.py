@@ -277,6 +277,8 @@ class SlaveCalls:
             if (slave.incarnation != incarnation or resized) and slave.offers:
                 self.removals.rescind_offers(slave)
             slave.incarnation, slave.last_seen = incarnation, now
+            if attributes != slave.attributes:  # (declined, maybe, for the old ones)
+                self.allocator.remove_filters(slave_id)
             slave.hostname, slave.attributes = hostname, attributes
             if not slave.connected:
                 slave.connected = True
