@@ -23,7 +23,16 @@ from cluster.local import reserve_cli
 from cluster.local.secure import provision
 from protocol.mesos_json import resources_from_mesos, resources_to_mesos
 from protocol.tooling.credentials import CredentialsError, Principal, Store, load_principals
-from protocol.wire.messages import Accept, Error, OfferOperation, TaskState
+from protocol.wire.messages import (
+    Accept,
+    Error,
+    Filters,
+    FrameworkCapability,
+    OfferOperation,
+    Rescind,
+    Revive,
+    TaskState,
+)
 from protocol.wire.operator import OperateResources
 from protocol.wire.resources import Resources
 
@@ -213,18 +222,30 @@ def test_volumes_grow_and_shrink_send_the_operators_call(monkeypatch: pytest.Mon
     assert len(sent) == 2
 
 
+@contextlib.asynccontextmanager
+async def acl_cluster(
+    tmp_path: Path, revoked: dict[str, dict[str, bool]], role: str
+) -> AsyncIterator[Cluster]:
+    """A master in process whose principals file has each principal of `revoked` (a
+    framework's, in `role`) with those operations taken away."""
+    store = Store(tmp_path / "store")
+    store.path.mkdir()
+    store.save({name: Principal(name, "framework", (role,)) for name in revoked}, {})
+    for name, operations in revoked.items():
+        for operation, allowed in operations.items():
+            store.grant(name, operation, allowed)
+    async with contextlib.AsyncExitStack() as stack:
+        c = Cluster(stack)
+        await c.start_master(dataclasses.replace(FAST, principals=store.principals_file))
+        yield c
+
+
 async def test_a_launch_on_what_a_refused_operation_would_have_made_fails(
     tmp_path: Path,
 ) -> None:
     # as Mesos: the refused CREATE is dropped, the rest of the Accept goes on, and the
     # task that needed the volume fails (TASK_ERROR); the other task runs
-    store = Store(tmp_path / "store")
-    store.path.mkdir()
-    store.save({"framework": Principal("framework", "framework", ("team-a",))}, {})
-    store.grant("framework", "create-volume", False)
-    async with contextlib.AsyncExitStack() as stack:
-        c = Cluster(stack)
-        await c.start_master(dataclasses.replace(FAST, principals=store.principals_file))
+    async with acl_cluster(tmp_path, {"framework": {"create-volume": False}}, "team-a") as c:
         slave = await c.slave("s1", R("cpus:2;mem:512;disk(team-a):100"))
         fw = await c.framework("fw", role="team-a")
         offer = await fw.next_offer()
@@ -242,3 +263,52 @@ async def test_a_launch_on_what_a_refused_operation_would_have_made_fails(
         [refused] = [e for e in fw.inbox.of(Error) if e.code == "invalid-operation"]
         assert "may not create-volume for role 'team-a'" in refused.message
         assert c.master.books.slaves["s1"].total == R("cpus:2;mem:512;disk(team-a):100")
+
+
+async def test_a_destroy_it_may_not_make_rescinds_no_offer_of_a_shared_volume(
+    tmp_path: Path,
+) -> None:
+    # a tenant without destroy-volume names a shared volume another framework is offered:
+    # nothing of it changes, that offer included (as Mesos: authorized first, then the
+    # offers holding it rescinded)
+    shared = {"capabilities": [FrameworkCapability.SHARED_RESOURCES]}
+    revoked = {"framework": {"destroy-volume": False}, "keeper": {}}
+    async with acl_cluster(tmp_path, revoked, "role") as c:
+        slave = await c.slave("s1", R("cpus:2;mem:1024;disk(role):1024"))
+        keeper = await c.framework("keeper", principal="keeper", role="role", **shared)
+        offer = await keeper.next_offer()
+        volume = R("disk(role)[v1:data]<SHARED>:64")
+        create = OfferOperation(type="CREATE", resources=volume)
+        task = keeper.task(offer, R("cpus:1;mem:128"), "t1")
+        await keeper.bus.publish(keeper.to_master, Accept(
+            framework_id=keeper.framework_id, offer_ids=[offer.offer_id], operations=[create],
+            tasks=[task], filters=Filters(refuse_seconds=3600),
+        ))  # fmt: skip
+        await slave.run_task()
+        hostile = await c.framework("hostile", role="role", **shared)
+        theirs = await hostile.next_offer()
+        assert theirs.resources.contains(volume)
+        await slave.report(keeper.framework_id, "t1", TaskState.KILLED)
+        seen = keeper.offer_count()
+        await keeper.bus.publish(keeper.to_master, Revive(framework_id=keeper.framework_id))
+        held = await keeper.next_offer(after=seen)
+        assert held.resources.contains(volume)
+        destroy = OfferOperation(type="DESTROY", resources=volume)
+        await hostile.bus.publish(hostile.to_master, Accept(
+            framework_id=hostile.framework_id, offer_ids=[theirs.offer_id], operations=[destroy],
+        ))  # fmt: skip
+        await eventually(
+            lambda: any(e.code == "invalid-operation" for e in hostile.inbox.of(Error))
+        )
+        await c.rounds_pass()
+        assert not keeper.inbox.of(Rescind)
+        assert held.offer_id in c.master.books.offers
+        assert c.master.books.slaves["s1"].total.contains(volume)
+
+
+def test_a_shared_volume_is_not_resized() -> None:
+    volume = R("disk(role)[v1:data]<SHARED>:64")
+    with pytest.raises(ValueError, match="a shared volume is not resized"):
+        OfferOperation(type="GROW_VOLUME", resources=volume, addition=R("disk(role):64"))
+    with pytest.raises(ValueError, match="a shared volume is not resized"):
+        OfferOperation(type="SHRINK_VOLUME", resources=volume, subtract=32)

@@ -45,7 +45,7 @@ from protocol.wire.messages import (
     Update,
     new_id,
 )
-from protocol.wire.reservations import NON_SPECULATIVE
+from protocol.wire.reservations import DESTROY, NON_SPECULATIVE, is_shared
 from protocol.wire.resources import Resources
 
 
@@ -174,6 +174,10 @@ class FrameworkCalls:
             fw.used(record.offer_id, task_ids)
         resized = Resources()  # what non-speculative operations made: offered again later
         for operation in msg.operations:  # (before the tasks: they may use what it made)
+            if operation.type == DESTROY and self.operations.may_make(
+                fw, operation, role or fw.role
+            ):  # (one it may not make takes nobody's offer away)
+                self._rescind_shared(slave_id, operation.resources)
             try:
                 used, made = self.operations.on_offer(
                     fw, slave_id, operation, room.left, role or fw.role
@@ -186,10 +190,11 @@ class FrameworkCalls:
                     framework_id=fw.framework_id,
                 )  # fmt: skip
                 continue
-            if operation.type in NON_SPECULATIVE:
-                room.left, resized = room.left - used, resized + made
+            if operation.type in NON_SPECULATIVE:  # (what it made: offered again later)
+                room.operated(used, Resources())
+                resized = resized + made
             else:
-                room.left = room.left - used + made
+                room.operated(used, made)
         refused: list[str] = []
         seen: set[str] = set()
         launched: list[TaskInfo] = []
@@ -209,6 +214,9 @@ class FrameworkCalls:
                     fw.executor_roles[(slave_id, executor.executor_id)] = role
             self._launch(fw, task, slave_id, now)
             launched.append(task)
+        if room.copies:  # tasks sharing a volume: a copy each, past the offer's
+            extra = Resources.from_millis(room.copies)
+            self.allocator.add_copies(fw.framework_id, slave_id, extra, role)
         if launched:  # one message to the slave for all of them
             self.outbox.send_slave(
                 slave_id,
@@ -297,6 +305,18 @@ class FrameworkCalls:
             task_id=task.task_id,
             detail=why,
         )
+
+    def _rescind_shared(self, slave_id: str, destroyed: Resources) -> None:
+        """A DESTROY of shared volumes no task uses: the offers outstanding that hold them
+        are rescinded first (as Mesos does), so none is accepted after they are gone."""
+        slave = self.books.slaves[slave_id]
+        for key in filter(is_shared, destroyed.millis):
+            if self.books.resource_in_use(slave_id, key):
+                continue  # (refused: a live task uses it)
+            for offer_id in list(slave.offers):
+                record = self.books.offers.get(offer_id)
+                if record is not None and key in record.resources.millis:
+                    self.offers.rescind(record)
 
     def _task_problem(
         self, fw: Framework, task: TaskInfo, room: OfferRoom, seen: set[str], role: str

@@ -89,8 +89,7 @@ class ResourceOperations:
         GROW_VOLUME or SHRINK_VOLUME made is the framework's until the Accept gives it
         back: not for its launches (`NON_SPECULATIVE`)."""
         consumed, converted = self._conversion(op, fw.principal)
-        problem = grant_problem(self.may, fw.principal, op.type, consumed, converted)
-        problem = problem or framework_problem(fw, role, op.type, consumed, converted)
+        problem = self._framework_may(fw, op.type, consumed, converted, role)
         if problem is None and not offered.contains(Resources.from_millis(consumed)):
             problem = f"{op.type} {op.resources}: not in the offer ({offered})"
         problem = problem or self._slave_problem(slave_id, op.type, converted, consumed)
@@ -104,6 +103,21 @@ class ResourceOperations:
             raise OperationError(str(e)) from None
         self._changed(slave_id, op.type, used, made, framework_id=fw.framework_id)
         return used, made
+
+    def may_make(self, fw: Framework, op: OfferOperation, role: str) -> bool:
+        """Whether `fw` may make `op` on an offer of `role` (granted, in its role), before
+        anything is done for it (a DESTROY's shared volume taken back from other offers)."""
+        try:
+            consumed, converted = self._conversion(op, fw.principal)
+        except OperationError:
+            return False
+        return self._framework_may(fw, op.type, consumed, converted, role) is None
+
+    def _framework_may(
+        self, fw: Framework, kind: str, consumed: Millis, converted: Millis, role: str
+    ) -> str | None:
+        problem = grant_problem(self.may, fw.principal, kind, consumed, converted)
+        return problem or framework_problem(fw, role, kind, consumed, converted)
 
     def by_operator(self, slave_id: str, op: OfferOperation, principal: str) -> None:
         """An operator's operation on a slave's free resources (for any role its grants

@@ -42,7 +42,12 @@ from protocol.wire.messages import (
     TaskState,
     UsageReport,
 )
-from protocol.wire.reservations import checkpointed, configured_of, with_checkpointed
+from protocol.wire.reservations import (
+    checkpointed,
+    configured_of,
+    shared_once,
+    with_checkpointed,
+)
 from protocol.wire.resources import Resources
 from protocol.wire.slave import CheckpointResources
 from protocol.wire.topics import check_segment
@@ -171,7 +176,7 @@ class SlaveCalls:
         used = sum((r.task.resources for r in running), Resources()) + sum(
             executors_of(running).values(), Resources()
         )
-        if not total.contains(used):
+        if not total.contains(Resources.from_millis(shared_once(used.millis, total.millis))):
             self.outbox.refuse(
                 caller,
                 f"slave {slave_id} reports tasks using {used}, more than its total {total}",
