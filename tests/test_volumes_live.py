@@ -19,6 +19,7 @@ from protocol.wire.messages import (
     Accept,
     CommandInfo,
     Filters,
+    Offer,
     OfferOperation,
     TaskInfo,
     TaskState,
@@ -26,6 +27,7 @@ from protocol.wire.messages import (
 from protocol.wire.resources import Resources
 from protocol.wire.values import FrameworkCapability
 
+from harness.fakes import FakeFramework
 from harness.helpers import eventually, need_root
 from harness.reservations import framework, master, offer_with, operate, slave
 
@@ -63,6 +65,14 @@ def task(offer_slave: str, task_id: str, command: str, volume: str = VOLUME) -> 
     )
 
 
+async def read_back(fw: FakeFramework, offer: Offer, base: Path) -> str:
+    """What a task on `offer` finds in the volume's file (`data/f`)."""
+    await fw.accept(offer, [task(offer.slave_id, "reader", "cat data/f")], refuse=0)
+    await fw.update_for("reader", TaskState.FINISHED, timeout=30)
+    sandbox = base / "s1" / "sandboxes" / fw.framework_id
+    return (next(sandbox.glob("*reader*")) / "stdout").read_text()
+
+
 async def test_a_volume_outlives_its_task_and_a_slave_restart(
     mosquitto: MosquittoBroker, base: Path
 ) -> None:
@@ -88,13 +98,8 @@ async def test_a_volume_outlives_its_task_and_a_slave_restart(
             assert VOLUME in restarted.resources.total
             # (the offer made before the restart is rescinded: Mesos's master does so)
             offer = await offer_with(mine, R(f"{VOLUME}:100"), seen, master=m)
-            read = task(offer.slave_id, "reader", "cat data/f")
             seen = mine.offer_count()
-            await mine.accept(offer, [read], refuse=0)
-            await mine.update_for("reader", TaskState.FINISHED, timeout=30)
-            sandbox = base / "s1" / "sandboxes" / mine.framework_id
-            out = next(sandbox.glob("*reader*")) / "stdout"
-            assert out.read_text() == "kept\n"
+            assert await read_back(mine, offer, base) == "kept\n"
             # DESTROY: its directory goes, the disk stays team-a's
             offer = await offer_with(mine, R(f"{VOLUME}:100"), seen)
             destroy = OfferOperation(type="DESTROY", resources=R(f"{VOLUME}:100"))
@@ -136,12 +141,8 @@ async def test_a_grown_volume_keeps_its_data_and_size_across_a_slave_restart(
         async with slave(mosquitto, base, resources, **settings) as restarted:
             assert restarted.resources.total[VOLUME] == 100
             offer = await offer_with(mine, R(f"{VOLUME}:100"), seen, master=m)
-            read = task(offer.slave_id, "reader", "cat data/f")
             seen = mine.offer_count()
-            await mine.accept(offer, [read], refuse=0)
-            await mine.update_for("reader", TaskState.FINISHED, timeout=30)
-            sandbox = base / "s1" / "sandboxes" / mine.framework_id
-            assert (next(sandbox.glob("*reader*")) / "stdout").read_text() == "kept\n"
+            assert await read_back(mine, offer, base) == "kept\n"
             # and back: the disk it gives up stays team-a's
             offer = await offer_with(mine, R(f"{VOLUME}:100"), seen)
             seen = mine.offer_count()
