@@ -344,6 +344,9 @@ async def open_transport(
     return transport
 
 
+SECURE_SLAVE = Resources(cpus=4, mem=1024)
+
+
 async def start_secure_slaves(
     stack: contextlib.AsyncExitStack,
     connect: Callable[[str], Connector],
@@ -353,8 +356,9 @@ async def start_secure_slaves(
     *,
     simulated: bool = True,
     started: dict[str, Slave] | None = None,
+    resources: Resources = SECURE_SLAVE,
 ) -> dict[str, Transport]:
-    """Slaves of 4 CPUs / 1 GB (simulated tasks, or real processes), each on its
+    """Slaves of 4 CPUs / 1 GB (or `resources`; simulated tasks, or real processes), each on its
     principal's connection (Last Will set), stopped with `stack` (and their real processes
     killed: a test leaves none behind); their buses, by principal. The slaves themselves
     go into `started`, by slave id. `connect`: a principal's transport maker."""
@@ -371,7 +375,7 @@ async def start_secure_slaves(
         config = SlaveConfig(
             slave_id=sid,
             hostname=sid,
-            resources=Resources(cpus=4, mem=1024),
+            resources=resources,
             work_dir=work / sid,
             simulated_tasks=simulated,
             cluster=topics.cluster,
