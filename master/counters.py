@@ -33,5 +33,7 @@ class SlaveChurn:
     # how this master's term began: seconds reading the registry, and from winning the
     # election until serving (the rest of a failover's election is the old leader's
     # session expiring in ZooKeeper)
+    takeover_bus_seconds: float = 0.0  # (connecting to the broker, after winning)
     takeover_registry_seconds: float = 0.0
     takeover_seconds: float = 0.0
+    won_at: float = 0.0  # the wall clock when it won the election
