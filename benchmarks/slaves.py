@@ -20,8 +20,9 @@ each its own principal and connection, as separate machines would be. It measure
   won the election), `failover_serving_s` (it serves), the last split into
   `failover_takeover_s` (from winning until serving: connecting to the broker,
   `failover_bus_s`, and reading the registry, `failover_registry_read_s`);
-  `failover_reregistered_s`: from the kill until the new
-  leader has every slave connected again; `failover_tasks`: the tasks the new leader
+  `failover_reregistered_s`: from the kill until this benchmark sees the new
+  leader have every slave connected again (`failover_all_back_s`: when the new leader had
+  the last one, on its clock); `failover_tasks`: the tasks the new leader
   holds then (every framework's back); `reconciled_s`: from the kill until every task
   of every framework was answered RUNNING by the frameworks' reconciliation with the
   new leader; `tasks_lost`: updates of any other state (LOST, GONE, ...) they heard;
@@ -440,6 +441,10 @@ class Run:
         result["failover_serving_s"] = round(won + took_over, 2)
         result["failover_reregistered_s"] = round(await self.all_back(new, killed), 1)
         scraped = await new.scrape()
+        # (the same on the new leader's own clock: this poll sees it up to POLL later, and
+        # later again while its loop is busy)
+        back = metric(scraped, "drfmesos_recovery_done_timestamp_seconds")
+        result["failover_all_back_s"] = round(back - killed_at, 1) if back else None
         result["failover_reregisters_read"] = int(
             metric(scraped, "drfmesos_messages_total", type="Reregister")
             + metric(scraped, "drfmesos_messages_total", type="Register")

@@ -261,6 +261,12 @@ def churn_metrics(m: MasterReader, counts: BookCounts) -> Iterator[Metric]:
     recovery.add_metric(["removed"], churn.recovery_removed)
     recovery.add_metric(["waiting"], counts.recovering)
     yield recovery
+    yield GaugeMetricFamily(
+        "drfmesos_recovery_done_timestamp_seconds",
+        "When the last slave of the registry a failover awaited was back or removed "
+        "(Unix time; 0: none awaited yet, or some still are).",
+        value=churn.recovered_at if not counts.recovering else 0.0,
+    )
     takeover = GaugeMetricFamily(
         "drfmesos_takeover_seconds",
         "How this leader's term began: connecting to the broker, reading the registry, "
