@@ -178,11 +178,13 @@ class Fleet:
             if waited is None:
                 continue
             cluster = self.topics.cluster
+            # (the in-process transport, which fleets run on in tests, names no broker)
+            broker = getattr(getattr(self.bus, "broker", None), "bare", "the broker")
             self.log.warning(
                 "slave.waiting_for_master",
                 unregistered=waiting,
                 waited=round(waited, 1),
-                detail=f"connected to the broker at {self.bus.broker.bare}, but no master of "
+                detail=f"connected to the broker at {broker}, but no master of "
                 f"cluster {cluster!r} has registered it: is one running there (drfmesos "
                 f"master --cluster {cluster})? (one that refuses it says why: slave.refused)",
             )

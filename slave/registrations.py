@@ -49,6 +49,7 @@ class Attempt:
     backoff: RegistrationBackoff
     due: float  # (monotonic) when the next attempt goes, or a held retry is looked at again
     sent_at: float | None = None  # when the last attempt went (None: not yet)
+    number: int = 0  # the last attempt's place in what this process sent (from 1)
 
 
 class Registrations:
@@ -58,7 +59,7 @@ class Registrations:
         self.pending: dict[Registrant, Attempt] = {}  # the slaves not registered yet
         self._heap: list[tuple[float, int, Registrant]] = []
         self._pushes = itertools.count()  # (ties in the heap never compare slaves)
-        self._newest_answered = float("-inf")  # when the newest attempt answered was sent
+        self._newest_answered = 0  # the number of the newest attempt answered
         self._last_answer = float("-inf")  # when the last answer came
         self.sent = 0  # attempts sent
         self.held = 0  # retries held back while the master read this process's backlog
@@ -75,8 +76,8 @@ class Registrations:
         now = time.monotonic()
         self._last_answer = now
         attempt = self.pending.pop(slave, None)
-        if attempt is not None and attempt.sent_at is not None:
-            self._newest_answered = max(self._newest_answered, attempt.sent_at)
+        if attempt is not None:
+            self._newest_answered = max(self._newest_answered, attempt.number)
 
     async def run(self) -> None:
         while True:
@@ -94,23 +95,24 @@ class Registrations:
             if slave.registered.is_set() or slave.ended.is_set():
                 del self.pending[slave]
                 continue
-            if attempt.sent_at is not None and self._in_backlog(attempt.sent_at, now):
+            if attempt.sent_at is not None and self._in_backlog(attempt, now):
                 self.held += 1
                 attempt.due = now + HOLD
             else:
                 if self.connected():
                     await slave.announce()
-                    attempt.sent_at = now
                     self.sent += 1
+                    attempt.sent_at, attempt.number = now, self.sent
                 attempt.due = now + attempt.backoff.retry()
             self._push(slave, attempt)
 
-    def _in_backlog(self, sent_at: float, now: float) -> bool:
-        """Whether an attempt sent at `sent_at` is still in the master's backlog: it has
-        been answering this process's attempts since, lately, and none sent after this one
-        yet (answers from before it was sent may be a master that is gone since)."""
-        answering = sent_at < self._last_answer > now - ANSWERING
-        return answering and self._newest_answered < sent_at  # (one sent with it: read too)
+    def _in_backlog(self, attempt: Attempt, now: float) -> bool:
+        """Whether `attempt` is still in the master's backlog: the master has been
+        answering this process's attempts since it was sent, lately, and none sent after
+        it yet (answers from before it was sent may be a master that is gone since)."""
+        assert attempt.sent_at is not None
+        answering = attempt.sent_at < self._last_answer > now - ANSWERING
+        return answering and self._newest_answered < attempt.number
 
     def _push(self, slave: Registrant, attempt: Attempt) -> None:
         heapq.heappush(self._heap, (attempt.due, next(self._pushes), slave))
