@@ -99,6 +99,7 @@ class SchedulerDriver:
         min_offer: Iterable[Resources] = (),
         partition_aware: bool = False,
         task_killing: bool = False,
+        shared_resources: bool = False,
         no_offer_warning: float | None = NO_OFFER_WARNING,
     ) -> None:
         """Connect to `broker` (`mqtt[s]://PRINCIPAL@host:port`, a `BrokerURL` with its CA
@@ -130,6 +131,8 @@ class SchedulerDriver:
         `partition_aware`: hear Mesos 1.1's finer states (TASK_DROPPED, TASK_UNREACHABLE,
         TASK_GONE, ...) in place of TASK_LOST (examples/task-states.md). `task_killing`:
         hear TASK_KILLING as a kill begins, before its grace (TASK_KILLING_STATE).
+        `shared_resources`: be offered shared persistent volumes, even while tasks use
+        them, and make them (SHARED_RESOURCES): several tasks then use one at once.
 
         `no_offer_warning`: after this many seconds wanting offers (subscribed, not
         suppressed, and not having declared it wants nothing) with none coming, the driver
@@ -154,6 +157,7 @@ class SchedulerDriver:
         wants = {
             "PARTITION_AWARE": partition_aware,
             "TASK_KILLING_STATE": task_killing,
+            "SHARED_RESOURCES": shared_resources,
             "MULTI_ROLE": self.roles is not None,
         }
         self.capabilities = [FrameworkCapability(c) for c, on in wants.items() if on]

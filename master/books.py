@@ -126,6 +126,7 @@ class Framework:
     last_shape: Resources | None = None  # its latest task's resources
     partition_aware: bool = False  # hears Mesos 1.1's finer states, not TASK_LOST
     task_killing: bool = False  # hears TASK_KILLING as a kill begins (TASK_KILLING_STATE)
+    shared_resources: bool = False  # offered shared volumes, and makes them (SHARED_RESOURCES)
     # partition-aware only: its tasks on unreachable slaves (they may still run; a slave
     # that comes back brings them back)
     unreachable: dict[str, Task] = field(default_factory=dict)
@@ -175,6 +176,7 @@ class Framework:
         declared = {
             FrameworkCapability.PARTITION_AWARE: self.partition_aware,
             FrameworkCapability.TASK_KILLING_STATE: self.task_killing,
+            FrameworkCapability.SHARED_RESOURCES: self.shared_resources,
             FrameworkCapability.MULTI_ROLE: self.roles is not None,
         }
         return [c for c, on in declared.items() if on]

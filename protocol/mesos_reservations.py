@@ -1,6 +1,7 @@
 """Whose a resource is, in Mesos's v1 JSON: `reservations` (the refined stack, Mesos 1.4+),
 the pre-refinement `role` and `reservation` beside it for a single reservation (what
-clients without RESERVATION_REFINEMENT read), and a persistent volume's `disk`.
+clients without RESERVATION_REFINEMENT read), a persistent volume's `disk`, and a shared
+one's `"shared": {}` (Mesos's `Resource.SharedInfo`).
 
 `identity_fields` gives the JSON of a resource identity (`cpus(team-a,alice)`);
 `identity_of` reads one back from a Mesos resource object.
@@ -46,6 +47,8 @@ def identity_fields(key: str) -> JSON:
             "persistence": persistence,
             "volume": {"container_path": rid.volume.container_path, "mode": "RW"},
         }
+        if rid.volume.shared:
+            out["shared"] = {}
     return out
 
 
@@ -81,7 +84,9 @@ def identity_of(item: Mapping[str, Any], name: str) -> str:
         path = (disk.get("volume") or {}).get("container_path")
         if not isinstance(vid, str) or not isinstance(path, str):
             raise ReservationError(f"{name}: a volume needs persistence.id and container_path")
-        volume = Volume(vid, path)
+        volume = Volume(vid, path, shared=item.get("shared") is not None)
+    elif item.get("shared") is not None:
+        raise ReservationError(f"{name}: only a persistent volume may be shared")
     key = ResourceId(name, tuple(stack), volume).key()
     parse_key(key)  # (what we would not parse back, refused here)
     return key

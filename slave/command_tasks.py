@@ -45,8 +45,12 @@ class CommandTasks:
         reports: TaskReports,
         checkpoint: Callable[[TaskRecord], Awaitable[None]],
         kills: Kills,
+        shared_in_use: Callable[[tuple[str, str]], set[str]] = lambda _: set(),
     ) -> None:
+        """`shared_in_use((framework_id, task_id))`: the shared volumes live tasks of
+        other principals use (a task on one leaves it its owner's)."""
         self.config, self.isolator, self.podman = config, isolator, podman
+        self.shared_in_use = shared_in_use
         self.slave_id = config.slave_id
         self._tenancy, self._reports = tenancy, reports
         self._checkpoint, self._kills = checkpoint, kills
@@ -107,8 +111,9 @@ class CommandTasks:
         run_dir = run_dir_path(self.config.work_dir, msg.framework_id, task.task_id)
         try:  # (its persistent volumes: made, its user's, their places in the sandbox)
             link = not tenancy.confinement.pid_namespace  # (else bound: confine.mounts_script)
+            busy = self.shared_in_use((msg.framework_id, task.task_id))
             mounts = await asyncio.to_thread(
-                volumes.prepare, self.config.work_dir, sandbox, task.resources, user, link
+                volumes.prepare, self.config.work_dir, sandbox, task.resources, user, link, busy
             )
         except OSError as e:
             await self._reports.report(

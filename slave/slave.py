@@ -55,7 +55,7 @@ from protocol.wire.messages import (
     TaskState,
     Wire,
 )
-from protocol.wire.reservations import partial_volume
+from protocol.wire.reservations import is_shared, partial_volume
 from protocol.wire.resources import Resources
 from protocol.wire.slave import SLAVE_GONE
 from protocol.wire.topics import Topics, check_segment
@@ -144,6 +144,7 @@ class Slave:
         self.commands = CommandTasks(  # command tasks: each its own process
             config, self.isolator, self.podman, tenancy=lambda: self.tenancy,
             reports=self.reports, checkpoint=self._checkpoint, kills=self.kills,
+            shared_in_use=self.shared_in_use,
         )  # fmt: skip
         self.health = self.commands.health  # (stopped when a task ends or a kill begins)
         self.custom = ExecutorSide(  # custom executors: their processes, and their tasks
@@ -397,7 +398,28 @@ class Slave:
         return total
 
     def free(self) -> Resources:
-        return self.resources.total.subtract_clamped(self.used())
+        return self._whole_shared(self.resources.total.subtract_clamped(self.used()))
+
+    def _whole_shared(self, free: Resources) -> Resources:
+        """`free` with each shared volume whole: in use or not, it is there for one task
+        more (each task of a SHARED_RESOURCES framework on it holds a copy)."""
+        total = self.resources.total.millis
+        shared = {k: v - free.get_millis(k) for k, v in total.items() if is_shared(k)}
+        return free + Resources.from_millis(shared) if shared else free
+
+    def shared_in_use(self, task: tuple[str, str]) -> set[str]:
+        """The shared volumes live tasks of other principals than `task`'s use (their
+        owner stays theirs: Mesos gives a shared volume to a task's user only while no
+        other task uses it; tasks of one principal are one user)."""
+        record = self.tasks.get(task)
+        me = record.principal if record is not None else None
+        return {
+            key
+            for r in self.tasks.values()
+            if r.principal != me and not r.state.terminal
+            for key in r.info.resources.millis
+            if is_shared(key)
+        }
 
     async def _on_checkpoint_resources(self, msg: CheckpointResources, _: str | None) -> None:
         """The master changed whose some of its resources are: kept before anything else
@@ -487,7 +509,7 @@ class Slave:
         record.killing = msg.killing
         self.tasks[key] = record
         self.log.info("run.start", resources=task.resources, **ids)
-        return free - task.resources, self._start(msg, record)
+        return self._whole_shared(free - task.resources), self._start(msg, record)
 
     def _values_problem(self, task: TaskInfo) -> str | None:
         """Ports (and other ranges and sets) this slave does not have, or that a live task

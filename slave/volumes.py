@@ -7,6 +7,11 @@ A volume `disk(team-a,alice)[db-1:data]` lives in `WORK_DIR/volumes/roles/team-a
 mount goes with the task; where the slave has no namespaces to offer it is linked
 there instead (the directories above it let others pass, not list; it is still its
 user's alone). DESTROY removes its directory, once no task holds it.
+
+A shared volume (`<SHARED>`) is the same one directory in the sandbox of every task that
+uses it at once. As in Mesos, it is given to a task's user only while no task of another
+user uses it: tasks of one principal share it freely; a task of another principal
+launched beside them finds it their user's (0700), until they end.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from __future__ import annotations
 import os
 import shutil
 import stat
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from pathlib import Path
 from urllib.parse import quote
 
@@ -39,11 +44,17 @@ def volumes_of(keys: Iterable[str]) -> list[str]:
 
 
 def prepare(
-    work_dir: Path, sandbox: Path, keys: Iterable[str], owner: TaskUser | None, link: bool
+    work_dir: Path,
+    sandbox: Path,
+    keys: Iterable[str],
+    owner: TaskUser | None,
+    link: bool,
+    busy: Collection[str] = (),
 ) -> list[Mount]:
-    """Each volume among `keys` made (if new) and given to `owner`, and its place in the
-    sandbox made: the mounts for the task's namespace to make, or (`link`) none, a
-    symlink in the sandbox instead. (Blocking: in a thread.)"""
+    """Each volume among `keys` made (if new) and given to `owner` (unless a shared one
+    other tasks use, `busy`), and its place in the sandbox made: the mounts for the
+    task's namespace to make, or (`link`) none, a symlink in the sandbox instead.
+    (Blocking: in a thread.)"""
     mounts: list[Mount] = []
     wanted = volumes_of(keys)
     if wanted:
@@ -54,9 +65,12 @@ def prepare(
         source = volume_dir(work_dir, key)
         for parent in reversed(source.parents[:4]):  # volumes/roles/ROLE: passable
             if not parent.exists():
-                parent.mkdir(mode=PASSABLE)
+                try:
+                    parent.mkdir(mode=PASSABLE)
+                except FileExistsError:  # (a launch beside this one, in another thread)
+                    continue
                 os.chmod(parent, PASSABLE)
-        if owner is not None:
+        if owner is not None and key not in busy:
             make_dir(source, owner, PRIVATE)
         else:
             source.mkdir(exist_ok=True)

@@ -587,6 +587,35 @@ async def test_a_slave_back_with_other_resources_is_offered_what_it_has_now(
     books_balance(cluster.master)
 
 
+async def test_a_slave_back_with_other_attributes_is_offered_to_those_who_declined_it(
+    cluster: Cluster,
+) -> None:
+    """As Mesos's allocator drops a slave's offer filters when it comes back with other
+    attributes: a framework may have declined it for the ones it had. The same attributes
+    again leave the filter standing."""
+    a = await cluster.framework("A")
+    s1 = await cluster.slave("s1", Resources(cpus=2, mem=2 * GB))
+    await a.decline(await a.next_offer(), refuse=1000)
+    seen = a.offer_count()
+
+    async def back(attributes: dict[str, str], incarnation: str) -> None:
+        await s1.bus.publish(
+            s1.to_master,
+            Reregister(
+                slave_id="s1", hostname="s1.local", resources=s1.resources, tasks=[],
+                attributes=attributes, incarnation=incarnation,
+            ),
+        )  # fmt: skip
+
+    await back({}, "same-attributes")
+    await cluster.rounds_pass(5)
+    assert a.offer_count() == seen  # its decline stands
+    await back({"rack": "r2"}, "new-attributes")
+    again = await a.next_offer(after=seen)
+    assert again.slave_id == "s1"
+    books_balance(cluster.master)
+
+
 async def reserved_two_cpus(cluster: Cluster) -> FakeSlave:
     """Slave s1 (4 cpus), 2 of them reserved by framework A of role team (RESERVE), the
     slave told so once."""

@@ -28,6 +28,7 @@ from master.allocation.quota import Quota
 from master.allocation.role_tree import TREE_POLICIES, RoleTree
 from master.allocation.sorter import Sorter, Total
 from master.cycle import CycleConfig, OfferCycle
+from master.master import Master
 from protocol import logs
 from protocol.wire.discrete import parse_resources
 from protocol.wire.messages import (
@@ -35,12 +36,17 @@ from protocol.wire.messages import (
     CheckpointResources,
     Filters,
     OfferOperation,
+    Rescind,
     Revive,
     TaskInfo,
     TaskState,
 )
 from protocol.wire.messages import Offer as WireOffer
-from protocol.wire.resources import Limit, Resources, dominant_share
+from protocol.wire.messages import Offers as WireOffers
+from protocol.wire.reservations import shared_once, stripped
+from protocol.wire.resources import Limit, Resources, add_millis, dominant_share
+from protocol.wire.slave import Reregister, RunningTask
+from protocol.wire.values import FrameworkCapability
 from slave.kept_resources import KeptResources
 
 from harness.cycle import Books as CycleBooks
@@ -539,12 +545,16 @@ class MesosAllocator:
         self._cycle()
         return agent
 
-    def add_framework(self, role: str, roles: list[str] | None = None) -> str:
+    def add_framework(
+        self, role: str, roles: list[str] | None = None, *, shared: bool = False
+    ) -> str:
         """Mesos's `createFrameworkInfo({role})`; with `roles`, a MULTI_ROLE framework's
-        `createFrameworkInfo(roles)` (its allocations are then by role: `next_roles`)."""
+        `createFrameworkInfo(roles)` (its allocations are then by role: `next_roles`);
+        `shared`: with the SHARED_RESOURCES capability."""
         self._frameworks += 1
         framework = f"framework{self._frameworks}"
         self.allocator.add_framework(framework, role, roles=roles)
+        self.allocator.take_shared(framework, shared)
         self._cycle()
         return framework
 
@@ -580,6 +590,17 @@ class MesosAllocator:
     def update_available(self, agent: str, consumed: str, converted: str) -> None:
         """Mesos's `updateAvailable` (an operator's RESERVE on unallocated resources)."""
         self.allocator.update_available(agent, R(consumed), R(converted))
+        self._cycle()
+
+    def update_slave(self, agent: str, total: str) -> None:
+        """Mesos's `updateSlave(agent, info, total)`: an event-driven cycle after it."""
+        self.allocator.update_slave(agent, quantities(total))
+        self._cycle()
+
+    def update_slave_attributes(self, agent: str) -> None:
+        """Mesos's `updateSlave` with other attributes: what our master asks of the
+        allocator when a slave re-registers with other attributes."""
+        self.allocator.remove_filters(agent)
         self._cycle()
 
     def advance(self, seconds: float = 1.0) -> None:
@@ -1051,6 +1072,176 @@ def test_sorter_MultipleSlavesUpdateAllocation(policy: str) -> None:
     assert a.allocated_total().quantities() == R(each) + R(each)
 
 
+# -- shared persistent volumes (sorter_tests.cpp, hierarchical_allocator_tests.cpp) ----------
+# A shared volume (Mesos's `Resource.shared`) is allocated in copies, one a task; a
+# framework's share and its role's count it once however many copies they hold
+# (master.allocation.shared). Mesos's sorter tests give the sorter copies directly;
+# ours go through the allocator's books, which count them (as SplitResourceShares).
+
+SHARED = "disk(role1)[id1:path1]<SHARED>"
+
+
+def shared_disk(size: int, copies: int = 1) -> str:
+    return f"{SHARED}:{size * copies}"
+
+
+def shared_order(policy: str, total: str, held: list[tuple[str, str]]) -> Allocator:
+    """An allocator with one agent of `total`, and clients (each its own role, as the
+    sorter's) holding what `held` says, in that order."""
+    a = Allocator(policy)
+    a.add_slave("agentId", R(total))
+    for client, resources in held:
+        if client not in a.frameworks:
+            a.add_framework(client, client)
+        a.allocate_existing(client, "agentId", R(resources))
+    return a
+
+
+@pytest.mark.parametrize("policy", FLAT)
+def test_sorter_SharedResources(policy: str) -> None:
+    total = f"cpus:100;mem:100;disk(role1):900;{shared_disk(100)}"
+    a = shared_order(
+        policy, total, [("a", f"cpus:5;mem:5;{shared_disk(100)}"), ("b", "cpus:6;mem:6")]
+    )
+    assert list(a.order()) == ["b", "a"]  # a = .1 (disk), b = .06 (cpus)
+    a.add_framework("c", "c")
+    a.allocate_existing("c", "agentId", R(f"cpus:1;mem:1;{shared_disk(100)}"))
+    assert list(a.order()) == ["b", "a", "c"]  # a and c share the volume: .1 each
+    # the agent's free resources count it once, allocated
+    assert a.free("agentId") == R("cpus:88;mem:88;disk(role1):900")
+    a.remove_framework("a")
+    a.recover("b", "agentId", R("cpus:4;mem:4"))
+    assert list(a.order()) == ["b", "c"]  # b = .02, c = .1
+    a.add_framework("d", "d")
+    a.allocate_existing("d", "agentId", R(f"cpus:1;mem:5;{shared_disk(100)}"))
+    assert list(a.order()) == ["b", "c", "d"]
+    assert sorted(a.frameworks) == ["b", "c", "d"]
+    # the volume is allocated once on the agent, however many hold it
+    assert a.held_on("agentId")[SHARED] == 100
+
+
+@pytest.mark.parametrize("policy", FLAT)
+def test_sorter_SameDominantSharedResourcesAcrossClients(policy: str) -> None:
+    total = f"cpus:100;mem:100;disk(role1):100;{shared_disk(900)}"
+    a = shared_order(
+        policy, total,
+        [("b", f"cpus:5;mem:20;{shared_disk(900)}"), ("c", f"cpus:10;mem:6;{shared_disk(900)}")],
+    )  # fmt: skip
+    assert list(a.order()) == ["b", "c"]  # .9 each (disk)
+    a.add_framework("a", "a")
+    a.allocate_existing("a", "agentId", R(f"cpus:50;mem:40;{shared_disk(900)}"))
+    assert list(a.order()) == ["a", "b", "c"]  # .9 each: the shared volume dominates
+    assert a.free("agentId") == R("cpus:35;mem:34;disk(role1):100")
+
+
+@pytest.mark.parametrize("policy", FLAT)
+def test_sorter_SameSharedResourcesSameClient(policy: str) -> None:
+    total = f"cpus:100;mem:100;disk(role1):950;{shared_disk(50)}"
+    a = shared_order(
+        policy, total, [("a", f"cpus:2;mem:2;{shared_disk(50)}"), ("b", "cpus:6;mem:6")]
+    )
+    assert list(a.order()) == ["a", "b"]  # a = .05 (disk), b = .06 (cpus)
+    a.allocate_existing("a", "agentId", R(shared_disk(50, copies=3)))
+    assert list(a.order()) == ["a", "b"]  # three copies more: the same share
+    assert a.allocation("a") == R("cpus:2;mem:2;disk:50")
+    assert a.held("a", "agentId")[SHARED] == 200  # (its four copies)
+
+
+@pytest.mark.parametrize("policy", FLAT)
+def test_sorter_SharedResourcesUnallocated(policy: str) -> None:
+    total = f"cpus:100;mem:100;disk(role1):900;{shared_disk(100)}"
+    a = shared_order(
+        policy, total, [("a", f"cpus:2;mem:2;{shared_disk(100, 3)}"), ("b", "cpus:6;mem:6")]
+    )
+    assert list(a.order()) == ["b", "a"]  # a = .1 (disk), b = .06
+    a.recover("a", "agentId", R(shared_disk(100)))
+    assert list(a.order()) == ["b", "a"]  # one copy back: two still held
+    assert a.allocation("a") == R("cpus:2;mem:2;disk:100")  # counted once
+    a.recover("a", "agentId", R(shared_disk(100, 2)))
+    assert list(a.order()) == ["a", "b"]  # a = .02 (cpus)
+    assert a.free("agentId")[SHARED] == 100
+
+
+@pytest.mark.parametrize("policy", FLAT)
+def test_allocator_UpdateAllocationSharedPersistentVolume(policy: str) -> None:
+    m = MesosAllocator(policy)
+    whole = "cpus:100;mem:100;disk(role1):100"
+    agent = m.add_slave(whole)
+    framework = m.add_framework("role1", shared=True)
+    assert m.next() == (framework, {agent: R(whole)})
+    m.update_allocation(framework, agent, "disk(role1):5", shared_disk(5))  # CREATE
+    updated = R(f"cpus:100;mem:100;disk(role1):95;{shared_disk(5)}")
+    m.recover(framework, agent, updated)
+    m.advance()
+    assert m.next() == (framework, {agent: updated})
+    m.update_allocation(framework, agent, shared_disk(5), "disk(role1):5")  # DESTROY
+    m.recover(framework, agent, R(whole))
+    m.advance()
+    assert m.next() == (framework, {agent: R(whole)})
+
+
+@pytest.mark.parametrize("policy", FLAT)
+def test_allocator_SharedResourcesCapability(policy: str) -> None:
+    m = MesosAllocator(policy)
+    whole = "cpus:100;mem:100;disk(role1):100"
+    agent = m.add_slave(whole)
+    framework1 = m.add_framework("role1")  # without SHARED_RESOURCES
+    assert m.next() == (framework1, {agent: R(whole)})
+    m.update_allocation(framework1, agent, "disk(role1):5", shared_disk(5))
+    updated = R(f"cpus:100;mem:100;disk(role1):95;{shared_disk(5)}")
+    m.recover(framework1, agent, updated)
+    m.advance()
+    # not offered the shared volume: it did not opt in
+    assert m.next() == (framework1, {agent: updated - R(shared_disk(5))})
+    m.recover(framework1, agent, updated - R(shared_disk(5)))
+    framework2 = m.add_framework("role1", shared=True)
+    assert m.next() == (framework2, {agent: updated})
+
+
+@pytest.mark.parametrize("quota", [False, True])
+@pytest.mark.parametrize("policy", FLAT)
+def test_allocator_AllocateSharedResources(policy: str, quota: bool) -> None:
+    m = MesosAllocator(policy)
+    framework1 = m.add_framework("role1", shared=True)
+    framework2 = m.add_framework("role1", shared=True)
+    if quota:
+        m.update_quota("role1", "cpus:8;mem:2048;disk:4096")
+    whole = "cpus:4;mem:1024;disk(role1):2048"
+    agent = m.add_slave(whole)
+    assert m.next() == (framework1, {agent: R(whole)})
+    m.update_allocation(framework1, agent, "disk(role1):5", shared_disk(5))  # CREATE
+    task = R(f"cpus:1;mem:5;{shared_disk(5)}")  # a task launched on the shared volume
+    updated = R(f"cpus:4;mem:1024;disk(role1):2043;{shared_disk(5)}")
+    m.recover(framework1, agent, updated - task)
+    m.advance()
+    # the volume is offered again while its task uses it (it is shared)
+    assert m.next() == (framework2, {agent: updated - task + R(shared_disk(5))})
+
+
+@pytest.mark.parametrize("kind", ["STATIC", "DYNAMIC"])
+@pytest.mark.parametrize("policy", FLAT)
+def test_allocator_SharedAllocatedResourceQuotaAccounting(policy: str, kind: str) -> None:
+    m = MesosAllocator(policy)
+    m.update_quota("quota-role", "cpus:3;mem:2048;disk:100")
+    mine = reserved("cpus:2;mem:1024;disk:50", "quota-role", kind)
+    agent1 = m.add_slave(mine)
+    framework = m.add_framework("quota-role", shared=True)
+    assert m.next() == (framework, {agent1: R(mine)})
+    disk = reserved("disk:50", "quota-role", kind)
+    volume = f"{disk.rpartition(':')[0]}[id1:path1]<SHARED>:50"
+    m.update_allocation(framework, agent1, disk, volume)  # CREATE
+    back = R(reserved("cpus:1;mem:512", "quota-role", kind))
+    m.recover(framework, agent1, back)
+    m.advance()
+    # the rest of agent1, and the shared volume a second time
+    assert m.next() == (framework, {agent1: back + R(volume)})
+    # its role holds cpus:2;mem:1024;disk:50: the volume counts once, held twice
+    agent2 = m.add_slave("cpus:1;mem:1024;disk:50")
+    assert m.next() == (framework, {agent2: R("cpus:1;mem:1024;disk:50")})
+    m.add_slave("cpus:0.5;mem:512;disk:50")
+    assert m.pending()  # its quota's limit is met
+
+
 # -- reservations (hierarchical_allocator_tests.cpp) ------------------------------------------
 # Mesos runs the quota-and-reservation tests once with a STATIC and once with a DYNAMIC
 # reservation (HierarchicalAllocatorTestWithReservations): `RESERVED` gives both spellings.
@@ -1276,6 +1467,27 @@ def test_allocator_UpdateAllocation(policy: str) -> None:
 
 
 @pytest.mark.parametrize("policy", FLAT)
+def test_allocator_UpdateSlaveTotalResources(policy: str) -> None:
+    m = MesosAllocator(policy)
+    agent = m.add_slave("cpus:100;mem:100;disk:100")
+    framework = m.add_framework("role1")
+    assert m.next() == (framework, {agent: R("cpus:100;mem:100;disk:100")})
+    m.update_slave(agent, "cpus:112;mem:100;disk:100")  # more: the rest is offered
+    assert m.next() == (framework, {agent: R("cpus:12")})
+    # differs: a total below what is in use is refused and the old one kept (our master
+    # keeps a re-registering slave's total then: its tasks' resources stay theirs), where
+    # Mesos's allocator takes it and offers nothing until enough is recovered
+    with pytest.raises(AllocatorError, match="lacks"):
+        m.update_slave(agent, "cpus:50;mem:50;disk:50")
+    assert m.allocator.total == R("cpus:112;mem:100;disk:100")
+    m.recover(framework, agent, R("cpus:112;mem:100;disk:100"))
+    m.update_slave(agent, "cpus:50;mem:50;disk:50")  # nothing in use: taken
+    assert m.next() == (framework, {agent: R("cpus:50;mem:50;disk:50")})
+    m.update_slave(agent, "cpus:100;mem:100;disk:100")  # back: what it adds is offered
+    assert m.next() == (framework, {agent: R("cpus:50;mem:50;disk:50")})
+
+
+@pytest.mark.parametrize("policy", FLAT)
 def test_allocator_UpdateAllocationRemoveResources(policy: str) -> None:
     m = MesosAllocator(policy)
     slave = m.add_slave("cpus:100;mem:100;disk:100")
@@ -1303,6 +1515,20 @@ def test_allocator_OfferFilter(policy: str) -> None:
     assert m.pending()  # filtered
     m.advance()
     assert m.next() == (framework, {agent: whole})  # the filter lapsed
+
+
+@pytest.mark.parametrize("policy", FLAT)
+def test_allocator_RemoveFilters(policy: str) -> None:
+    m = MesosAllocator(policy)
+    framework = m.add_framework("role")
+    agent = m.add_slave("cpus:1;mem:512;disk:0")
+    whole = R("cpus:1;mem:512")
+    assert m.next() == (framework, {agent: whole})
+    m.recover(framework, agent, whole, refuse=2.0)
+    m.advance()
+    assert m.pending()  # filtered
+    m.update_slave_attributes(agent)  # (re-registered with foo:bar;baz:quux)
+    assert m.next() == (framework, {agent: whole})  # the decline is forgotten
 
 
 @pytest.mark.parametrize("policy", FLAT)
@@ -1565,8 +1791,13 @@ class MesosMaster:
     async def agent(self, resources: str, agent: str = "agent1") -> FakeSlave:
         return await self.cluster.slave(agent, R(resources))
 
-    async def scheduler(self, role: str, name: str = "sched1") -> FakeFramework:
-        fw = await self.cluster.framework(name, role=role)
+    async def scheduler(
+        self, role: str, name: str = "sched1", *, shared: bool = False, **subscribe: object
+    ) -> FakeFramework:
+        """`shared`: with the SHARED_RESOURCES capability."""
+        if shared:
+            subscribe["capabilities"] = [FrameworkCapability.SHARED_RESOURCES]
+        fw = await self.cluster.framework(name, role=role, **subscribe)
         self.seen[fw.framework_id] = 0
         return fw
 
@@ -1808,6 +2039,200 @@ async def test_volume_MasterFailover(mesos: MesosMaster) -> None:
     sched = await mesos.scheduler("role")
     offer = await mesos.offer(sched)
     assert offer.resources == R(f"cpus:1;mem:512;{volume}")
+
+
+# shared persistent volumes (SHARED_RESOURCES): offered while tasks use them, used by
+# several tasks at once (the agent's part, two tasks writing one volume:
+# tests/test_volumes_live.py::test_two_tasks_share_one_volume)
+
+V1 = "disk(role)[id1:path1]<SHARED>"
+V2 = "disk(role)[id2:path2]<SHARED>"
+
+
+def copies(mesos: MesosMaster, fw: FakeFramework, key: str, agent: str = "agent1") -> float:
+    """How much of a shared volume a framework holds on an agent (its copies' sum)."""
+    return mesos.cluster.master.allocator.held(fw.framework_id, agent)[key]
+
+
+async def test_volume_SharedPersistentVolumeMultipleTasks(mesos: MesosMaster) -> None:
+    agent = await mesos.agent("cpus:2;mem:1024;disk(role):1024")
+    sched = await mesos.scheduler("role", shared=True)
+    offer = await mesos.offer(sched)
+    volume = f"{V1}:64"
+    t1 = mesos_task(sched, offer, f"cpus:1;mem:128;disk(role):32;{volume}", "t1")
+    t2 = mesos_task(sched, offer, f"cpus:1;mem:256;disk(role):64;{volume}", "t2")
+    await mesos.accept(sched, offer, [("CREATE", volume)], [t1, t2], refuse=YEAR)
+    runs = [await agent.run_task(), await agent.run_task()]
+    assert [r.task.resources[V1] for r in runs] == [64, 64]  # each task on the volume
+    assert copies(mesos, sched, V1) == 128  # a copy each, one of them past the offer's
+    master = mesos.cluster.master
+    assert master.allocator.held_on("agent1")[V1] == 64  # the agent's volume, once
+    assert master.allocator.allocation(sched.framework_id)["disk"] == 64 + 32 + 64
+    for task in ("t1", "t2"):
+        await agent.report(sched.framework_id, task, TaskState.FINISHED)
+    offer = await mesos.offer(sched)  # their copies back: the offer's one is left
+    assert offer.resources[V1] == 64
+    assert copies(mesos, sched, V1) == 64
+
+
+async def test_volume_SharedPersistentVolumeRescindOnDestroy(mesos: MesosMaster) -> None:
+    agent = await mesos.agent("cpus:2;mem:1024;disk(role):1024")
+    sched1 = await mesos.scheduler("role", "sched1", shared=True)
+    offer = await mesos.offer(sched1)
+    volumes = f"{V1}:64;{V2}:64"
+    task = mesos_task(sched1, offer, "cpus:1;mem:128", "t1")
+    # the rest declined for long, so that framework2 is offered it
+    await mesos.accept(sched1, offer, [("CREATE", volumes)], [task], refuse=YEAR)
+    await agent.run_task()
+    sched2 = await mesos.scheduler("role", "sched2", shared=True)
+    offer2 = await mesos.offer(sched2)
+    assert offer2.resources.contains(R(volumes))
+    # the task ends, and framework1 revives (Mesos's test: a filter of 0 seconds, its
+    # clock held): offered the task's room, and the volumes again (shared)
+    await agent.report(sched1.framework_id, "t1", TaskState.KILLED)
+    await sched1.bus.publish(sched1.to_master, Revive(framework_id=sched1.framework_id))
+    offer1 = await mesos.offer(sched1)
+    assert offer1.resources == R(f"cpus:1;mem:128;{volumes}")
+    # framework2 destroys both: framework1's offer holding them is rescinded
+    await mesos.accept(sched2, offer2, [("DESTROY", volumes)])
+    rescinded = await sched1.inbox.wait_for(Rescind)
+    assert rescinded.offer_id == offer1.offer_id
+    master = mesos.cluster.master
+    await eventually(
+        lambda: not any(k.startswith("disk(role)[") for k in master.books.slaves["agent1"].total)
+    )
+    assert master.allocator.total["disk"] == 1024  # the disk is back
+
+
+async def test_volume_SharedPersistentVolumeMultipleFrameworks(mesos: MesosMaster) -> None:
+    agent = await mesos.agent("cpus:2;mem:1024;disk(role):2048")
+    sched1 = await mesos.scheduler("role", "sched1", shared=True)
+    offer = await mesos.offer(sched1)
+    volume = f"{V1}:2048"
+    task1 = mesos_task(sched1, offer, f"cpus:1;mem:128;{volume}", "t1")
+    await mesos.accept(sched1, offer, [("CREATE", volume)], [task1], refuse=YEAR)
+    await agent.run_task()
+    master = mesos.cluster.master
+    assert tasks_use(master) == {"cpus": 1, "mem": 128, "disk": 2048}
+    sched2 = await mesos.scheduler("role", "sched2", shared=True)
+    offer2 = await mesos.offer(sched2)
+    assert offer2.resources.contains(R(volume))  # offered while task1 uses it
+    task2 = mesos_task(sched2, offer2, f"cpus:1;mem:256;{volume}", "t2")
+    await mesos.accept(sched2, offer2, [], [task2], refuse=YEAR)
+    run = await agent.run_task()
+    assert run.task.resources[V1] == 2048
+    # the volume is used by both, counted once: disk_used stays 2048
+    assert tasks_use(master) == {"cpus": 2, "mem": 384, "disk": 2048}
+    assert master.allocator.held_on("agent1")[V1] == 2048
+
+
+async def test_a_shared_volume_is_offered_to_its_role_with_the_capability_only(
+    mesos: MesosMaster,
+) -> None:
+    # a tenant of the role without SHARED_RESOURCES, or of another role with it, is
+    # never offered the volume (nor could it launch on one it was not offered)
+    await mesos.agent("cpus:2;mem:1024;disk(role):1024")
+    sched = await mesos.scheduler("role", "sched", shared=True)
+    offer = await mesos.offer(sched)
+    volume = f"{V1}:512"
+    task = mesos_task(sched, offer, f"cpus:1;mem:128;{volume}", "t1")
+    await mesos.accept(sched, offer, [("CREATE", volume)], [task], refuse=YEAR)
+    rest = R("cpus:1;mem:896;disk(role):512")
+    plain = await mesos.scheduler("role", "plain")
+    offered = await mesos.offer(plain)
+    assert offered.resources == rest  # the role's disk, not its shared volume
+    steal = mesos_task(plain, offered, f"cpus:1;mem:128;{volume}", "steal")
+    await mesos.accept(plain, offered, [], [steal], refuse=YEAR)
+    await plain.update_for("steal", TaskState.ERROR)
+    other = await mesos.scheduler("other", "other", shared=True)
+    offered = await mesos.offer(other)
+    assert offered.resources == R("cpus:1;mem:896")  # neither the role's disk nor volume
+    await mesos.decline(other, offered, refuse=YEAR)
+    await mesos.cluster.rounds_pass()
+    for fw in (plain, other):  # (and nothing else since)
+        assert all(V1 not in o.resources for b in fw.inbox.of(WireOffers) for o in b.offers)
+
+
+def tasks_use(master: Master) -> dict[str, float]:
+    """What live tasks use, a shared volume once (Mesos's master/{cpus,mem,disk}_used)."""
+    used: dict[str, int] = {}
+    for fw in master.books.frameworks.values():
+        for task in fw.tasks.values():
+            add_millis(used, task.info.resources.millis)
+    total = master.books.slaves["agent1"].total.millis
+    once = stripped(shared_once(used, total))
+    return {n: once.get(n, 0) / 1000 for n in ("cpus", "mem", "disk")}
+
+
+async def test_volume_SharedPersistentVolumeMasterFailover(mesos: MesosMaster) -> None:
+    agent = await mesos.agent("cpus:2;mem:2048;disk(role):2048")
+    sched = await mesos.scheduler("role", shared=True, failover_timeout=60)
+    offer = await mesos.offer(sched)
+    volume = f"{V1}:2048"
+    tasks = [mesos_task(sched, offer, f"cpus:0.5;mem:512;{volume}", t) for t in ("t1", "t2")]
+    await mesos.accept(sched, offer, [("CREATE", volume)], tasks, refuse=YEAR)
+    runs = [await agent.run_task(), await agent.run_task()]
+    # the master fails over; the agent comes back with its volume and the two tasks
+    cluster = mesos.cluster
+    await cluster.master.stop()
+    master = await cluster.start_master()
+    await agent.bus.publish(
+        agent.to_master,
+        Reregister(
+            slave_id="agent1",
+            hostname="agent1.local",
+            resources=R(f"cpus:2;mem:2048;{volume}"),
+            incarnation=agent.bus.incarnation,
+            tasks=[
+                RunningTask(framework_id=r.framework_id, task=r.task, state=TaskState.RUNNING)
+                for r in runs
+            ],
+        ),
+    )
+    await eventually(lambda: "agent1" in master.books.slaves)
+    back = await cluster.framework(
+        "sched1b", role="role", framework_id=sched.framework_id,
+        capabilities=[FrameworkCapability.SHARED_RESOURCES], failover_timeout=60,
+    )  # fmt: skip
+    mesos.seen[back.framework_id] = 0
+    offer2 = await mesos.offer(back)
+    # the rest of the agent, and the volume its two tasks use
+    assert offer2.resources == R(f"cpus:1;mem:1024;{volume}")
+    assert master.allocator.held(back.framework_id, "agent1")[V1] == 2048 * 3  # 2 tasks, 1 offer
+    # its tasks use it: a DESTROY is refused
+    await mesos.accept(back, offer2, [("DESTROY", volume)])
+    offer3 = await mesos.offer(back)
+    assert V1 in offer3.resources
+
+
+async def test_volume_SharedPersistentVolumeMultipleIterations(mesos: MesosMaster) -> None:
+    agent = await mesos.agent("cpus:2;mem:1024;disk(role):4096")
+    sched = await mesos.scheduler("role", shared=True)
+    offer = await mesos.offer(sched)
+    task1 = mesos_task(sched, offer, f"cpus:1;mem:128;{V1}:2048", "t1")
+    await mesos.accept(sched, offer, [("CREATE", f"{V1}:2048")], [task1])
+    await agent.run_task()
+    offer = await mesos.offer(sched)
+    assert offer.resources.contains(R(f"{V1}:2048"))
+    task2 = mesos_task(sched, offer, f"cpus:1;mem:128;{V2}:2048", "t2")
+    await mesos.accept(sched, offer, [("CREATE", f"{V2}:2048")], [task2])
+    await agent.run_task()
+    offer = await mesos.offer(sched)
+    assert offer.resources.contains(R(f"{V1}:2048;{V2}:2048"))
+
+
+async def test_a_shared_volume_is_made_only_with_the_capability(mesos: MesosMaster) -> None:
+    # (validation, as Mesos's master: a framework without SHARED_RESOURCES may not make
+    # one; it is not offered them, so it cannot use one either)
+    await mesos.agent("cpus:1;mem:512;disk(role):1024")
+    sched = await mesos.scheduler("role")
+    offer = await mesos.offer(sched)
+    await mesos.accept(sched, offer, [("CREATE", f"{V1}:64")])
+    offer = await mesos.offer(sched)  # dropped
+    assert offer.resources == R("cpus:1;mem:512;disk(role):1024")
+    task = mesos_task(sched, offer, f"cpus:1;mem:128;{V1}:64", "t1")
+    await mesos.accept(sched, offer, [], [task])
+    await sched.update_for("t1", TaskState.ERROR)
 
 
 def mesos_task(fw: FakeFramework, offer: WireOffer, resources: str, task_id: str) -> TaskInfo:

@@ -1,7 +1,7 @@
 """Persistent volumes with real processes: a task of team-a writes to a volume made on its
 reserved disk, ends; the slave restarts; a later task of team-a is offered the volume
 again and reads the file. The volume is its task's user's alone (0700), outside every
-sandbox, and DESTROY removes it."""
+sandbox, and DESTROY removes it. A shared volume is used by two tasks at once."""
 
 from __future__ import annotations
 
@@ -15,8 +15,16 @@ from pathlib import Path
 import pytest
 
 from protocol.tooling.brokers import MosquittoBroker
-from protocol.wire.messages import CommandInfo, OfferOperation, TaskInfo, TaskState
+from protocol.wire.messages import (
+    Accept,
+    CommandInfo,
+    Filters,
+    OfferOperation,
+    TaskInfo,
+    TaskState,
+)
 from protocol.wire.resources import Resources
+from protocol.wire.values import FrameworkCapability
 
 from harness.helpers import eventually, need_root
 from harness.reservations import framework, master, offer_with, operate, slave
@@ -46,11 +54,11 @@ REAL = {
 }
 
 
-def task(offer_slave: str, task_id: str, command: str) -> TaskInfo:
+def task(offer_slave: str, task_id: str, command: str, volume: str = VOLUME) -> TaskInfo:
     return TaskInfo(
         task_id=task_id,
         slave_id=offer_slave,
-        resources=R(f"cpus:0.1;mem:32;{VOLUME}:100"),
+        resources=R(f"cpus:0.1;mem:32;{volume}:100"),
         command=CommandInfo(value=command),
     )
 
@@ -94,3 +102,43 @@ async def test_a_volume_outlives_its_task_and_a_slave_restart(
             await operate(mine, offer, destroy)
             await offer_with(mine, R("disk(team-a):100"), seen)
             await eventually(lambda: not kept.exists())
+
+
+SHARED = "disk(team-a)[db:data]<SHARED>"
+
+
+async def test_two_tasks_share_one_volume(mosquitto: MosquittoBroker, base: Path) -> None:
+    """Mesos's SharedPersistentVolumeMultipleTasks on a real slave: one launch makes a
+    shared volume and runs two tasks on it; each writes its file and waits for the
+    other's, so both use the one directory at once, and each reads what the other wrote."""
+    resources = "cpus:2;mem:512;disk(team-a):100"
+    settings = {**REAL, "task_uid_map": base / "task-uids.json"}
+    kept = base / "s1" / "volumes" / "roles" / "team-a" / "db"
+    capable = {"capabilities": [FrameworkCapability.SHARED_RESOURCES]}
+    async with (
+        master(mosquitto),
+        framework(mosquitto, "mine", "team-a", **capable) as mine,
+        slave(mosquitto, base, resources, **settings),
+    ):
+        offer = await offer_with(mine, R("disk(team-a):100"), 0)
+        wait = "for i in $(seq 200); do [ -f data/{0} ] && break; sleep 0.05; done; cat data/{0}"
+        one = task(offer.slave_id, "one", "echo one > data/one && " + wait.format("two"), SHARED)
+        two = task(offer.slave_id, "two", "echo two > data/two && " + wait.format("one"), SHARED)
+        create = OfferOperation(type="CREATE", resources=R(f"{SHARED}:100"))
+        await mine.bus.publish(
+            mine.to_master,
+            Accept(
+                framework_id=mine.framework_id,
+                offer_ids=[offer.offer_id],
+                operations=[create],
+                tasks=[one, two],
+                filters=Filters(refuse_seconds=0),
+            ),
+        )
+        for t in ("one", "two"):
+            await mine.update_for(t, TaskState.FINISHED, timeout=30)
+        sandboxes = base / "s1" / "sandboxes" / mine.framework_id
+        read = {t: (next(sandboxes.glob(f"*{t}*")) / "stdout").read_text() for t in ("one", "two")}
+        assert read == {"one": "two\n", "two": "one\n"}  # each saw the other's file
+        assert sorted(p.name for p in kept.iterdir()) == ["one", "two"]  # one directory
+        assert stat.S_IMODE(kept.stat().st_mode) == 0o700  # its tasks' user's alone

@@ -58,10 +58,11 @@ from master.allocation.reserved import (
 from master.allocation.role_order import RoleOrder
 from master.allocation.role_settings import RoleSettings
 from master.allocation.role_tree import TREE_POLICIES, RoleTree
+from master.allocation.shared import Copies
 from master.allocation.sorter import Millis, Sorter, Total
 from master.allocation.unbooked import Unbooked
 from master.allocation.visits import Visits
-from protocol.wire.reservations import stripped
+from protocol.wire.reservations import shared_keys, stripped
 from protocol.wire.resources import (
     ResourceError,
     Resources,
@@ -111,6 +112,7 @@ class Allocator:
         self._allocated: Millis = {}  # the whole cluster's, offered or in use
         # what is reserved for each role and not allocated (counted as the role's quota)
         self._idle = IdleReservations()
+        self._copies = Copies()  # of shared volumes, by holder (`shared`)
         self._quota = QuotaStage(
             self._role_order, self._total.millis, self._allocated, quota_headroom, self._idle
         )
@@ -197,6 +199,13 @@ class Allocator:
             if not old or not new or not all(any(within(o, m) for o in old) for m in new):
                 self._visits.wake_all()
 
+    def take_shared(self, framework_id: str, on: bool = True) -> None:
+        """Offer this framework shared volumes (its SHARED_RESOURCES capability), or no
+        longer (Mesos offers them only to frameworks that declared it)."""
+        for fw in self._books(framework_id):
+            fw.shared = on
+        self._visits.wake_all()
+
     def activate(self, framework_id: str) -> None:
         for fw in self._books(framework_id):
             fw.active = True
@@ -275,7 +284,7 @@ class Allocator:
         if slave_id in self.slaves:
             raise AllocatorError(f"slave {slave_id} is already known")
         slave = self.slaves[slave_id] = SlaveBook(slave_id, total)
-        slave.reserved = reserved_roles(total.millis)
+        slave.reserved, slave.shared = reserved_roles(total.millis), shared_keys(total.millis)
         self._total.add(self._what(slave, total))
         self._idle.add(slave, total.millis, 1)
         self._visits.visit(slave_id)
@@ -289,6 +298,7 @@ class Allocator:
         self._idle.add(slave, slave.unallocated, -1)
         self._total.remove(self._what(slave, slave.total))
         del self.slaves[slave_id]
+        self._copies.forget(slave_id)
         self._lone.pop(slave_id, None)
         self._visits.forget(slave_id)
 
@@ -300,8 +310,19 @@ class Allocator:
         self._idle.add(slave, slave.unallocated, -1)
         self._total.remove(self._what(slave, slave.total))
         slave.total, slave.reserved, slave.unallocated = total, reserved_roles(total.millis), free
+        slave.shared = shared_keys(total.millis)
         self._total.add(self._what(slave, total))
         self._idle.add(slave, free, 1)
+        self._lone.pop(slave_id, None)
+        self._visits.visit(slave_id)
+
+    def remove_filters(self, slave_id: str) -> None:
+        """Forget every framework's decline of this slave: it came back with other
+        attributes, which a framework may have declined it for (Mesos's `updateSlave`)."""
+        slave = self._slave(slave_id)
+        for fw in self.frameworks.values():
+            fw.filters.pop(slave_id, None)
+        slave.refused_by.clear()
         self._lone.pop(slave_id, None)
         self._visits.visit(slave_id)
 
@@ -332,7 +353,7 @@ class Allocator:
         """Record resources in use by tasks no framework here owns (yet): see `adopt`."""
         slave = self._slave(slave_id)
         add_millis(slave.unowned, resources.millis)
-        self._take(slave, resources.millis)
+        self._take(slave, self._copies.split(slave, "", None, resources.millis, 1)[0])
 
     def adopt(
         self, framework_id: str, slave_id: str, resources: Resources, role: str | None = None
@@ -346,7 +367,11 @@ class Allocator:
             sub_millis(slave.unowned, resources.millis, f"slave {slave_id}'s unowned")
         except ResourceError as e:
             raise AllocatorError(str(e)) from None
-        self._credit(framework_id, slave, resources)  # (it stays allocated on the slave)
+        self._copies.split(slave, "", None, resources.millis, -1)  # (the slave keeps them)
+        counted = self._copies.split(
+            slave, framework_id, self.frameworks[framework_id].role, resources.millis, 1
+        )
+        self._credit(framework_id, slave, resources, counted[1:])  # (it stays allocated)
 
     # -- the round ---------------------------------------------------------------------------
     def allocate(
@@ -506,8 +531,11 @@ class Allocator:
                 self._offer(slave, picked[0], picked[1], allocations, room)
             return
         given: set[str] = set()
-        while (picked := pick(slave, given)) is not None:
+        shown: set[str] = set()  # its shared volumes offered (to one framework a round)
+        while (picked := pick(slave, given, shown)) is not None:
             given.add(picked[0])
+            if slave.shared:
+                shown.update(slave.shared.intersection(picked[1]))
             self._offer(slave, picked[0], picked[1], allocations, room)
 
     def _offer(
@@ -575,6 +603,8 @@ class Allocator:
         held = slave.by_framework.get(framework_id)
         if held is None or not holds(held, consumed.millis):
             raise AllocatorError(f"framework {framework_id} does not hold {consumed} there")
+        if slave.shared:  # (a shared volume ends only with its last copy: `shared`)
+            self._copies.check_ending(slave, framework_id, consumed.millis)
         if stripped(consumed.millis) != stripped(converted.millis):
             # resources gone or come (Mesos's conversions may remove some): given back,
             # the total changed, and the new ones given
@@ -584,9 +614,25 @@ class Allocator:
             replace_free(slave, self._idle, consumed.millis, converted.millis)
             self._give(framework_id, slave, converted)
             return
+        role = self.frameworks[framework_id].role
+        self._copies.split(slave, framework_id, role, consumed.millis, -1)
         convert_total(slave, consumed.millis, converted.millis)
         sub_millis(held, consumed.millis)
         add_millis(held, converted.millis)
+        self._copies.split(slave, framework_id, role, converted.millis, 1)
+
+    def add_copies(
+        self, framework_id: str, slave_id: str, copies: Resources, role: str | None = None
+    ) -> None:
+        """Tasks of one launch use shared volumes more often than they were offered them
+        (Mesos's updateAllocation with additional copies): a copy more for each, the
+        framework's (a multi-role one's in `role`) until its task ends."""
+        slave = self._slave(slave_id)
+        client = self.clients.one(framework_id, role)
+        self._framework(client)
+        if not slave.shared.issuperset(copies.millis):
+            raise AllocatorError(f"{copies}: not shared volumes of slave {slave_id}")
+        self._give(client, slave, copies)
 
     def update_available(self, slave_id: str, consumed: Resources, converted: Resources) -> None:
         """The operator turned `consumed` of a slave's free resources into `converted`
@@ -643,12 +689,19 @@ class Allocator:
         # what a framework held is in the cluster's allocation too, so it holds it (it
         # keeps its zeros: nothing asks which resources it names)
         everywhere = self._allocated
+        share = role_share = None
         if slave.reserved:
-            self._idle.add(slave, delta, 1)
-            for k, v in delta.items():
+            on_slave: Mapping[str, int] = delta
+            if slave.shared:  # (a shared volume is back only with its last copy)
+                on_slave, mine, of_role = self._copies.split(
+                    slave, framework_id, fw.role, delta, -1
+                )
+                share, role_share = (Resources.from_millis(stripped(c)) for c in (mine, of_role))
+            self._idle.add(slave, on_slave, 1)
+            for k, v in on_slave.items():
                 if k in free:
                     free[k] += v
-            what = stripped(delta)
+            what = stripped(on_slave)
             resources = Resources.from_millis(what)
             for k, v in what.items():
                 everywhere[k] -= v
@@ -660,8 +713,10 @@ class Allocator:
         if not held:
             del slave.by_framework[framework_id]
             fw.slaves.discard(slave_id)
-        self._role_frameworks[fw.role].unallocated(framework_id, resources)
-        self._role_order.unallocated(fw.role, resources)
+        self._role_frameworks[fw.role].unallocated(
+            framework_id, resources if share is None else share
+        )
+        self._role_order.unallocated(fw.role, resources if role_share is None else role_share)
         self._refuse(fw, slave, delta, refuse_seconds, now)
 
     def _refuse(
@@ -686,6 +741,12 @@ class Allocator:
             self._refusing.refuse(fw, slave, delta, now + refuse_seconds, now, lone)
 
     def _give(self, framework_id: str, slave: SlaveBook, resources: Resources) -> None:
+        if slave.shared:  # (copies of a shared volume count once: `shared`)
+            role = self.frameworks[framework_id].role
+            on_slave, *counted = self._copies.split(slave, framework_id, role, resources.millis, 1)
+            self._take(slave, on_slave)
+            self._credit(framework_id, slave, resources, counted)
+            return
         self._take(slave, resources.millis)
         self._credit(framework_id, slave, resources)
 
@@ -708,9 +769,16 @@ class Allocator:
             if k in free:
                 free[k] -= v
 
-    def _credit(self, framework_id: str, slave: SlaveBook, resources: Resources) -> None:
+    def _credit(
+        self,
+        framework_id: str,
+        slave: SlaveBook,
+        resources: Resources,
+        counted: Sequence[Mapping[str, int]] = (),
+    ) -> None:
         """Resources allocated on a slave are the framework's (given to it, or adopted):
-        a framework the caller knows."""
+        a framework the caller knows. `counted`: what of them its share and its role's
+        count, where that is less (copies of a shared volume held already)."""
         fw = self.frameworks[framework_id]
         mine = slave.by_framework.get(framework_id)
         if mine is None:  # (the usual case in a round: a copy, not a sum into an empty book)
@@ -718,6 +786,11 @@ class Allocator:
         else:
             add_millis(mine, resources.millis)
         fw.slaves.add(slave.slave_id)
+        if counted:
+            share, role_share = (Resources.from_millis(stripped(c)) for c in counted)
+            self._role_frameworks[fw.role].allocated(framework_id, share)
+            self._role_order.allocated(fw.role, role_share)
+            return
         if slave.reserved:  # (shares count what the resources are, whoever's)
             resources = self._what(slave, resources)
         self._role_frameworks[fw.role].allocated(framework_id, resources)
@@ -772,11 +845,11 @@ class Allocator:
         return Resources.from_millis(self._slave(slave_id).free())
 
     def allocated_total(self) -> Resources:
+        """Everything offered or in use (a shared volume once a slave, as Mesos counts
+        its resources used, however many copies are out)."""
         total: Millis = {}
         for slave in self.slaves.values():
-            add_millis(total, slave.unowned)
-            for held in slave.by_framework.values():
-                add_millis(total, held)
+            add_millis(total, slave.allocated())
         return Resources.from_millis(total)
 
     def order(self) -> Iterator[str]:

@@ -66,6 +66,9 @@ class SlaveBook:
     # its reserved identities, with the role each is for (`reserved`); empty for most
     # slaves, which the round then offers as it always has
     reserved: dict[str, str] = field(default_factory=dict)
+    # its shared volumes (some of `reserved`): allocated in copies (`shared`); empty but
+    # where a framework made one
+    shared: frozenset[str] = frozenset()
     # frameworks that may refuse it (a decline filter): those that declined it since they
     # were last counted (`Allocator._declined_by_all`)
     refused_by: set[str] = field(default_factory=set)
@@ -91,6 +94,9 @@ class SlaveBook:
         out = dict(self.unowned)
         for held in self.by_framework.values():
             add_millis(out, held)
+        for key in self.shared:  # (however many copies are out: the volume, once)
+            if out.get(key):
+                out[key] = self.total.millis[key]
         return {k: v for k, v in out.items() if v}
 
 
@@ -105,6 +111,7 @@ class FrameworkBook:
     # offer only what holds one of these (its offer filters); [] anything; None: the
     # master's minimum (`master_floor`)
     min_allocatable: list[Millis] | None = None
+    shared: bool = False  # offered shared volumes (its SHARED_RESOURCES capability)
 
 
 Picked = tuple[str, Millis] | None  # the framework a slave is offered to, and what of it

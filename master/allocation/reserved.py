@@ -16,8 +16,9 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from master.allocation.ledger import Floor, FrameworkBook, SlaveBook, can_use, declined
+from master.allocation.shared import offered_shared
 from master.allocation.sorter import Millis
-from protocol.wire.reservations import is_plain, offered_to, parse_key, stripped
+from protocol.wire.reservations import is_plain, offered_to, parse_key, shared_keys, stripped
 from protocol.wire.resources import Resources, add_millis, sub_millis
 
 if TYPE_CHECKING:
@@ -67,12 +68,14 @@ class IdleReservations:
 
 def visible(slave: SlaveBook, role: str, free: Mapping[str, int]) -> tuple[Millis, Millis]:
     """What of a reserved slave's `free` a framework of `role` may see: (unreserved,
-    reserved for it or its ancestors). Others' reservations are left out."""
+    reserved for it or its ancestors). Others' reservations are left out, and so are
+    shared volumes (offered beside what a framework sees, if it takes them:
+    `shared.offered_shared`)."""
     unreserved: Millis = {}
     mine: Millis = {}
-    reserved = slave.reserved
+    reserved, shared = slave.reserved, slave.shared
     for key, amount in free.items():
-        if amount <= 0:
+        if amount <= 0 or (shared and key in shared):
             continue
         owner = reserved.get(key)
         if not owner:
@@ -82,8 +85,9 @@ def visible(slave: SlaveBook, role: str, free: Mapping[str, int]) -> tuple[Milli
     return unreserved, mine
 
 
-ReservedPick = Callable[[SlaveBook, set[str]], tuple[str, Millis] | None]
-"""A slave holding reservations, and who was offered it this round: whom to offer what."""
+ReservedPick = Callable[[SlaveBook, set[str], set[str]], tuple[str, Millis] | None]
+"""A slave holding reservations, who was offered it this round, and which of its shared
+volumes: whom to offer what."""
 
 
 def reserved_pick(
@@ -96,11 +100,12 @@ def reserved_pick(
 ) -> ReservedPick:
     """The pick for a slave holding reservations: the first framework in order, not yet
     offered this slave in the round (`given`), that wants what it may see of it -- its
-    role's reservations, and unreserved resources as quota lets its role have them
-    (`offerable`). The round asks again after each offer: others' reservations and what
-    quota cut are still to offer."""
+    role's reservations (and shared volumes not offered in the round, `shown`, if it takes
+    them), and unreserved resources as quota lets its role have them (`offerable`). The
+    round asks again after each offer: others' reservations and what quota cut are still
+    to offer."""
 
-    def pick(slave: SlaveBook, given: set[str]) -> tuple[str, Millis] | None:
+    def pick(slave: SlaveBook, given: set[str], shown: set[str]) -> tuple[str, Millis] | None:
         by_role: dict[str, Millis] = {}
         free = slave.unallocated
 
@@ -123,7 +128,13 @@ def reserved_pick(
             return not declined(fw, slave.slave_id, offer, now)
 
         chosen = roles.first_framework(role_frameworks, wanted)
-        return (chosen, by_role[frameworks[chosen].role]) if chosen is not None else None
+        if chosen is None:
+            return None
+        fw = frameworks[chosen]
+        offer = by_role[fw.role]
+        if slave.shared and fw.shared:  # (and its role's shared volumes, in use or not)
+            offer = {**offer, **offered_shared(slave, fw.role, shown)}
+        return chosen, offer
 
     return pick
 
@@ -154,6 +165,7 @@ def convert_total(
     add_millis(total, converted)
     slave.total = Resources.from_millis(total)
     slave.reserved = reserved_roles(total)
+    slave.shared = shared_keys(total)
     # (free names every resource of the total, and no other)
     free = slave.unallocated
     slave.unallocated = {k: free.get(k, 0) for k in total}

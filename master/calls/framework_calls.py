@@ -45,6 +45,7 @@ from protocol.wire.messages import (
     Update,
     new_id,
 )
+from protocol.wire.reservations import DESTROY, is_shared
 from protocol.wire.resources import Resources
 
 
@@ -172,6 +173,8 @@ class FrameworkCalls:
             self.offers.drop(record)
             fw.used(record.offer_id, task_ids)
         for operation in msg.operations:  # (before the tasks: they may use what it made)
+            if operation.type == DESTROY:
+                self._rescind_shared(slave_id, operation.resources)
             try:
                 used, made = self.operations.on_offer(
                     fw, slave_id, operation, room.left, role or fw.role
@@ -184,7 +187,7 @@ class FrameworkCalls:
                     framework_id=fw.framework_id,
                 )  # fmt: skip
                 continue
-            room.left = room.left - used + made
+            room.operated(used, made)
         refused: list[str] = []
         seen: set[str] = set()
         launched: list[TaskInfo] = []
@@ -204,6 +207,9 @@ class FrameworkCalls:
                     fw.executor_roles[(slave_id, executor.executor_id)] = role
             self._launch(fw, task, slave_id, now)
             launched.append(task)
+        if room.copies:  # tasks sharing a volume: a copy each, past the offer's
+            extra = Resources.from_millis(room.copies)
+            self.allocator.add_copies(fw.framework_id, slave_id, extra, role)
         if launched:  # one message to the slave for all of them
             self.outbox.send_slave(
                 slave_id,
@@ -289,6 +295,18 @@ class FrameworkCalls:
             task_id=task.task_id,
             detail=why,
         )
+
+    def _rescind_shared(self, slave_id: str, destroyed: Resources) -> None:
+        """A DESTROY of shared volumes no task uses: the offers outstanding that hold them
+        are rescinded first (as Mesos does), so none is accepted after they are gone."""
+        slave = self.books.slaves[slave_id]
+        for key in filter(is_shared, destroyed.millis):
+            if self.books.resource_in_use(slave_id, key):
+                continue  # (refused: a live task uses it)
+            for offer_id in list(slave.offers):
+                record = self.books.offers.get(offer_id)
+                if record is not None and key in record.resources.millis:
+                    self.offers.rescind(record)
 
     def _task_problem(
         self, fw: Framework, task: TaskInfo, room: OfferRoom, seen: set[str], role: str

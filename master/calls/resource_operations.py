@@ -34,6 +34,7 @@ from protocol.wire.reservations import (
     ReservationError,
     checkpointed,
     conversion,
+    is_shared,
     offered_to,
     parse_key,
 )
@@ -86,6 +87,8 @@ def framework_problem(
             reserved_for = parse_key(key).role or ""
             if not offered_to(reserved_for, role):
                 return f"{key}: a volume on disk reserved for {role} (or above it) only"
+            if kind == CREATE and is_shared(key) and not fw.shared_resources:
+                return f"{key}: a shared volume is made by a SHARED_RESOURCES framework only"
     return None
 
 

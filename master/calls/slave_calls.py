@@ -42,7 +42,12 @@ from protocol.wire.messages import (
     TaskState,
     UsageReport,
 )
-from protocol.wire.reservations import checkpointed, configured_of, with_checkpointed
+from protocol.wire.reservations import (
+    checkpointed,
+    configured_of,
+    shared_once,
+    with_checkpointed,
+)
 from protocol.wire.resources import Resources
 from protocol.wire.slave import CheckpointResources
 from protocol.wire.topics import check_segment
@@ -171,7 +176,7 @@ class SlaveCalls:
         used = sum((r.task.resources for r in running), Resources()) + sum(
             executors_of(running).values(), Resources()
         )
-        if not total.contains(used):
+        if not total.contains(Resources.from_millis(shared_once(used.millis, total.millis))):
             self.outbox.refuse(
                 caller,
                 f"slave {slave_id} reports tasks using {used}, more than its total {total}",
@@ -273,6 +278,8 @@ class SlaveCalls:
             if (slave.incarnation != incarnation or resized) and slave.offers:
                 self.removals.rescind_offers(slave)
             slave.incarnation, slave.last_seen = incarnation, now
+            if attributes != slave.attributes:  # (declined, maybe, for the old ones)
+                self.allocator.remove_filters(slave_id)
             slave.hostname, slave.attributes = hostname, attributes
             if not slave.connected:
                 slave.connected = True

@@ -114,6 +114,8 @@ class Subscriptions:
             resubscribed = bool(msg.framework_id)
         fw.partition_aware = FrameworkCapability.PARTITION_AWARE in msg.capabilities
         fw.task_killing = FrameworkCapability.TASK_KILLING_STATE in msg.capabilities
+        fw.shared_resources = FrameworkCapability.SHARED_RESOURCES in msg.capabilities
+        self.allocator.take_shared(fw.framework_id, fw.shared_resources)
         self.outbox.send_framework(
             fw,
             Subscribed(

@@ -5,6 +5,10 @@ master would refuse before it is sent (`frameworks.calls.launch_checked`).
 As in Mesos, a task takes its own resources, and its custom executor's too if that
 executor is not running on the slave yet: the executor holds them until it exits. A task
 that names a running executor with other resources than it runs with is refused.
+
+A shared volume offered may be used by every task of the launch: the first takes the
+offer's copy, each other one a copy more (`copies`: Mesos's additional shared resources,
+which the master allocates to the framework beside the offer's).
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from protocol.wire.discrete import EMPTY, Discrete
-from protocol.wire.reservations import partial_volume
+from protocol.wire.reservations import is_shared, partial_volume
 from protocol.wire.resources import Resources
 from protocol.wire.values import ExecutorInfo, TaskInfo
 
@@ -35,6 +39,21 @@ class OfferRoom:
         self.slave_id, self.left = slave_id, left
         self.running = dict(running)
         self.values, self.holding = values, holding
+        self.shared = _shared(left)  # the shared volumes offered, whole
+        self.copies: dict[str, int] = {}  # what tasks use of them past the offer's copy
+
+    def operated(self, used: Resources, made: Resources) -> None:
+        """An operation of the launch turned `used` of what is left into `made` (CREATE
+        made a shared volume, say: the launch's tasks may use it)."""
+        self.left = self.left - used + made
+        self.shared = _shared(self.left)
+
+    def _usable(self) -> Resources:
+        """What is left, with every shared volume offered whole again (one more copy)."""
+        if not self.shared:
+            return self.left
+        missing = {k: v - self.left.get_millis(k) for k, v in self.shared.items()}
+        return self.left + Resources.from_millis(missing)
 
     def problem(self, task: TaskInfo) -> str | None:
         """Why `task` cannot take its room from what is left, or None."""
@@ -53,30 +72,39 @@ class OfferRoom:
         problem = values_problem(task, self.values, self.holding, self.slave_id)
         if problem is not None:  # (its ports, named, before their count)
             return problem
-        if (volume := partial_volume(need.millis, self.left.millis)) is not None:
+        left = self._usable()
+        if (volume := partial_volume(need.millis, left.millis)) is not None:
             return (
                 f"task {tid}: asks for {need[volume]:g} of volume {volume}, which is "
-                f"{self.left[volume]:g}: a persistent volume is used whole"
+                f"{left[volume]:g}: a persistent volume is used whole"
             )
-        if not self.left.contains(need):  # (which resource of which slave, and by how much)
-            short = need.subtract_clamped(self.left)
+        if not left.contains(need):  # (which resource of which slave, and by how much)
+            short = need.subtract_clamped(left)
             return (
-                f"task {tid}: needs {need} but only {self.left} is left of the offer on slave "
+                f"task {tid}: needs {need} but only {left} is left of the offer on slave "
                 f"{self.slave_id}: short of {short}"
             )
         return None
 
     def take(self, task: TaskInfo) -> ExecutorInfo | None:
         """Take `task`'s room (its `problem` None); the executor it starts, if any."""
-        self.left = self.left - task.resources
+        self._take(task.resources)
         if task.discrete:
             self.values = self.values.subtract(task.discrete)
         executor = task.executor
         if executor is None or executor.executor_id in self.running:
             return None
-        self.left = self.left - executor.resources
+        self._take(executor.resources)
         self.running[executor.executor_id] = executor.resources
         return executor
+
+    def _take(self, resources: Resources) -> None:
+        if self.shared:  # (a shared volume whose offered copy is taken: a copy more)
+            for key, size in self.shared.items():
+                if key in resources.millis and not self.left.get_millis(key):
+                    self.copies[key] = self.copies.get(key, 0) + size
+                    self.left = self.left + Resources.from_millis({key: size})
+        self.left = self.left - resources
 
 
 def values_problem(task: TaskInfo, offer: Discrete, holding: Discrete, slave_id: str) -> str | None:
@@ -111,3 +139,7 @@ def values_problem(task: TaskInfo, offer: Discrete, holding: Discrete, slave_id:
             f"(frameworks.take_ports picks them)"
         )
     return None
+
+
+def _shared(resources: Resources) -> dict[str, int]:
+    return {k: v for k, v in resources.millis.items() if is_shared(k)}

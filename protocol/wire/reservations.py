@@ -9,6 +9,7 @@ cpus reserved for `team-a` are another identity, keyed in Mesos's text form:
     cpus(team-a,alice,{owner=ops})     ... with labels
     cpus(eng)(eng/web,alice)           refined: a stack, the last reservation is the role
     disk(team-a,alice)[vol-1:data]     a persistent volume (id, container path) on it
+    disk(team-a,alice)[vol-1:data]<SHARED>  ... shared: several tasks use it at once
 
 The allocation policy reads a key's `role` (who may be offered it) and `base` (what it is:
 DRF shares and the cluster total count reserved cpus as cpus); the shell reads the rest.
@@ -62,6 +63,9 @@ class Volume:
     id: str
     container_path: str
     principal: str | None = None  # who created it (kept for the operator's views)
+    # Mesos's `Resource.shared`: offered even while tasks use it, to frameworks with the
+    # SHARED_RESOURCES capability, and used by several tasks at once
+    shared: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +82,10 @@ class ResourceId:
         return self.reservations[-1].role if self.reservations else None
 
     def key(self) -> str:
-        vol = f"[{self.volume.id}:{self.volume.container_path}]" if self.volume else ""
+        vol = ""
+        if self.volume:
+            vol = f"[{self.volume.id}:{self.volume.container_path}]"
+            vol += SHARED_MARK if self.volume.shared else ""
         return self.base + "".join(r.text() for r in self.reservations) + vol
 
     def pushed(self, reservation: Reservation) -> ResourceId:
@@ -93,6 +100,29 @@ class ResourceId:
 
     def with_volume(self, volume: Volume | None) -> ResourceId:
         return ResourceId(self.base, self.reservations, volume)
+
+
+SHARED_MARK = "<SHARED>"  # (Mesos's text form of a shared resource)
+
+
+def is_shared(key: str) -> bool:
+    """A shared persistent volume (no parse: its key ends with the mark)."""
+    return key.endswith(SHARED_MARK)
+
+
+def shared_keys(millis: Mapping[str, int]) -> frozenset[str]:
+    """The shared volumes among these."""
+    return frozenset(k for k in millis if k.endswith(SHARED_MARK))
+
+
+def shared_once(used: Mapping[str, int], total: Mapping[str, int]) -> dict[str, int]:
+    """What tasks use of a slave of `total`, each shared volume counted once however
+    many use it (as Mesos counts a slave's resources used)."""
+    out = dict(used)
+    for key, amount in used.items():
+        if key.endswith(SHARED_MARK) and key in total:
+            out[key] = min(amount, total[key])
+    return out
 
 
 def is_plain(key: str) -> bool:
@@ -121,15 +151,18 @@ def parse_key(key: str) -> ResourceId:
     volume = None
     if rest.startswith("["):
         end = rest.find("]")
-        if end < 0 or rest[end + 1 :].strip():
-            raise ReservationError(f"resource {key!r}: a volume is '[id:path]', last")
+        tail = rest[end + 1 :].strip() if end >= 0 else ""
+        if end < 0 or tail not in ("", SHARED_MARK):
+            raise ReservationError(
+                f"resource {key!r}: a volume is '[id:path]' (then '{SHARED_MARK}' if shared), last"
+            )
         vid, sep, path = (p.strip() for p in rest[1:end].partition(":"))
         if not sep or not _volume_name(vid) or not all(map(_volume_name, path.split("/"))):
             raise ReservationError(
                 f"resource {key!r}: a volume is '[id:path]', the path relative to the "
                 "sandbox, of names of letters, digits, '_', '.' and '-' (not '.' or '..')"
             )
-        volume = Volume(vid, path)
+        volume = Volume(vid, path, shared=bool(tail))
         rest = ""
     if rest:
         raise ReservationError(f"resource {key!r}: unexpected {rest!r}")

@@ -169,6 +169,7 @@ class FrameworkCapability(StrEnum):
     PARTITION_AWARE = "PARTITION_AWARE"  # send me the finer states, not TASK_LOST
     TASK_KILLING_STATE = "TASK_KILLING_STATE"  # send me TASK_KILLING when a kill begins
     MULTI_ROLE = "MULTI_ROLE"  # I subscribe with `roles`, and each offer names its role
+    SHARED_RESOURCES = "SHARED_RESOURCES"  # offer me shared volumes, even while in use
 
 
 class Reason(StrEnum):

@@ -31,6 +31,7 @@ from protocol.transport.aio import within
 from protocol.transport.base import Connector, Transport, Will
 from protocol.transport.memory import MemoryBroker
 from protocol.wire.messages import Offer, State, TaskState, TaskStatus, Wire
+from protocol.wire.reservations import shared_once
 from protocol.wire.resources import Resources
 from protocol.wire.topics import Topics
 from slave.slave import Slave, SlaveConfig
@@ -101,14 +102,23 @@ async def state_when(
 def books_balance(master: Master) -> None:
     """The allocator's books agree with the master's records of offers and tasks."""
     a = master.allocator
-    held = Resources()
+    by_slave: dict[str, Resources] = {}  # (a shared volume counts once a slave)
+
+    def hold(slave_id: str, resources: Resources) -> None:
+        by_slave[slave_id] = by_slave.get(slave_id, Resources()) + resources
+
     for record in master.books.offers.values():
-        held = held + record.resources
+        hold(record.slave_id, record.resources)
     for fw in master.books.frameworks.values():
         for task in fw.tasks.values():
             if not task.freed:  # (ended on its slave, its last updates still owed)
-                held = held + task.resources
-        held = sum(fw.executors.values(), held)  # custom executors hold their own
+                hold(task.slave_id, task.resources)
+        for (slave_id, _), resources in fw.executors.items():  # custom executors' own
+            hold(slave_id, resources)
+    held = Resources()
+    for slave_id, resources in by_slave.items():
+        total = a.slaves[slave_id].total.millis if slave_id in a.slaves else {}
+        held = held + Resources.from_millis(shared_once(resources.millis, total))
     assert a.allocated_total() == held
     assert a.total == sum((s.total for s in master.books.slaves.values()), Resources())
     for slave in master.books.slaves.values():  # no port held twice, none not the slave's

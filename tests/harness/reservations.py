@@ -66,11 +66,13 @@ async def slave(
 
 
 @contextlib.asynccontextmanager
-async def framework(broker: MosquittoBroker, name: str, role: str) -> AsyncIterator[FakeFramework]:
+async def framework(
+    broker: MosquittoBroker, name: str, role: str, **subscribe: object
+) -> AsyncIterator[FakeFramework]:
     async with Bus(broker.url, name=name, inbox=T.framework("framework", name)) as bus:
         fw = FakeFramework(bus, T, name, acknowledging=True)
         await bus.subscribe(T.framework("framework", name), fw.receive)
-        await fw.subscribe(name, role=role, failover_timeout=60)
+        await fw.subscribe(name, role=role, failover_timeout=60, **subscribe)
         yield fw
 
 

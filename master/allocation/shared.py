@@ -1,0 +1,126 @@
+"""Shared persistent volumes in the allocation (Mesos's `Resource.shared`).
+
+A shared volume is one directory that several tasks use at once, so it is allocated many
+times over: each task holds a copy of it, and it stays offerable while tasks use it -- to
+frameworks that declared the SHARED_RESOURCES capability, of the roles it is reserved for,
+and at most once a slave in a round (Mesos's `offeredSharedResources`: one framework is
+offered a slave's volume in a round, another in the next; `reserved.visible`).
+
+What a copy counts as, where:
+- a framework's books (`SlaveBook.by_framework`) hold every copy: a task's end gives its
+  copy back, as any other resource;
+- a framework's share (its sorter) and its role's (the role order, which quotas read)
+  count the volume once, however many copies they hold -- Mesos's DRF sorter;
+- the slave's free resources, its idle reservations and the cluster's allocation count it
+  once, while any copy is out.
+
+Everything non-shared is allocated at most once, as before; only these may be allocated
+more than once, and each copy is the whole volume. Slaves without shared volumes never
+come here (`SlaveBook.shared` is empty).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from master.allocation.ledger import AllocatorError, SlaveBook
+from protocol.wire.reservations import offered_to
+
+Counts = dict[str, int]  # copies, by holder (or role)
+
+
+def offered_shared(slave: SlaveBook, role: str, shown: set[str]) -> dict[str, int]:
+    """The shared volumes of `slave` a framework of `role` taking shared resources is
+    offered beside the rest: its role's (or an ancestor's), whole, in use or not, but
+    those offered in this round already (`shown`)."""
+    reserved, total = slave.reserved, slave.total.millis
+    return {k: total[k] for k in slave.shared if k not in shown and offered_to(reserved[k], role)}
+
+
+class Copies:
+    """How many copies of each shared volume each client (and each role) holds, by slave.
+    A holder "" is nobody known yet (tasks found on a slave before their framework came
+    back: `Allocator.hold_unowned`); it has no role."""
+
+    def __init__(self) -> None:
+        self._holders: dict[tuple[str, str], Counts] = {}  # (slave id, key) -> holder -> n
+        self._roles: dict[tuple[str, str], Counts] = {}  # (slave id, key) -> role -> n
+
+    def split(
+        self,
+        slave: SlaveBook,
+        holder: str,
+        role: str | None,
+        delta: Mapping[str, int],
+        sign: int,
+    ) -> tuple[Mapping[str, int], Mapping[str, int], Mapping[str, int]]:
+        """`delta` of `slave` becomes `holder`'s (sign 1) or no longer is (-1), a client of
+        `role` (None: nobody's yet). Counts its copies, and returns what of `delta` each
+        book counts: (the slave's, the holder's share, its role's) -- a shared volume in
+        each only as the first copy comes there or the last goes. AllocatorError (and
+        nothing counted) if a copy is not the whole volume or more go than are held."""
+        shared = slave.shared
+        if not shared or shared.isdisjoint(delta):
+            return delta, delta, delta
+        plain = {k: v for k, v in delta.items() if k not in shared}
+        books = (dict(plain), dict(plain), dict(plain))
+        changes: list[tuple[str, int]] = []
+        sid = slave.slave_id
+        for key in shared.intersection(delta):
+            size = slave.total.millis[key]
+            copies, rest = divmod(delta[key], size)
+            if rest or copies <= 0:
+                raise AllocatorError(
+                    f"{delta[key] / 1000:g} of shared volume {key} on slave {sid}: a copy "
+                    f"is the whole volume ({size / 1000:g})"
+                )
+            n = sign * copies
+            holders = self._holders.get((sid, key), {})
+            roles = self._roles.get((sid, key), {})
+            before = (
+                sum(holders.values()),
+                holders.get(holder, 0),
+                roles.get(role, 0) if role is not None else -1,  # (nobody's: no role)
+            )
+            if before[1] + n < 0:
+                raise AllocatorError(
+                    f"{holder or 'nobody'} holds {before[1]} copies of {key} on slave {sid}, "
+                    f"not {copies}"
+                )
+            for book, had in zip(books, before, strict=True):
+                if had >= 0 and ((had == 0) if n > 0 else (had + n == 0)):
+                    book[key] = size
+            changes.append((key, n))
+        for key, n in changes:
+            _count(self._holders, (sid, key), holder, n)
+            if role is not None:
+                _count(self._roles, (sid, key), role, n)
+        return books
+
+    def check_ending(self, slave: SlaveBook, holder: str, consumed: Mapping[str, int]) -> None:
+        """AllocatorError unless the shared volumes `consumed` names (a DESTROY) are
+        `holder`'s alone, every copy of them: the master rescinds the offers of a volume
+        it destroys, and refuses it while a task uses it."""
+        for key in slave.shared.intersection(consumed):
+            holders = self.holders(slave.slave_id, key)
+            if holders != {holder: consumed[key] // slave.total.millis[key]}:
+                raise AllocatorError(f"{key} is held by others too ({holders})")
+
+    def holders(self, slave_id: str, key: str) -> Counts:
+        """Who holds copies of a shared volume on a slave, and how many ("": nobody known)."""
+        return dict(self._holders.get((slave_id, key), {}))
+
+    def forget(self, slave_id: str) -> None:
+        """The slave is gone, with every copy of its volumes."""
+        for book in (self._holders, self._roles):
+            for where in [w for w in book if w[0] == slave_id]:
+                del book[where]
+
+
+def _count(book: dict[tuple[str, str], Counts], where: tuple[str, str], who: str, n: int) -> None:
+    counts = book.setdefault(where, {})
+    counts[who] = counts.get(who, 0) + n
+    if not counts[who]:
+        del counts[who]
+        if not counts:
+            del book[where]
