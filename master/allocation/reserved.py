@@ -18,7 +18,14 @@ from typing import TYPE_CHECKING
 from master.allocation.ledger import Floor, FrameworkBook, SlaveBook, can_use, declined
 from master.allocation.shared import offered_shared
 from master.allocation.sorter import Millis
-from protocol.wire.reservations import is_plain, offered_to, parse_key, shared_keys, stripped
+from protocol.wire.reservations import (
+    base_of,
+    is_plain,
+    offered_to,
+    parse_key,
+    shared_keys,
+    stripped,
+)
 from protocol.wire.resources import Resources, add_millis, sub_millis
 
 if TYPE_CHECKING:
@@ -47,7 +54,7 @@ class IdleReservations:
             role = reserved.get(key)
             if not role or not amount:
                 continue
-            base = parse_key(key).base
+            base = base_of(key)
             mine = self.by_role.setdefault(role, {})
             mine[base] = mine.get(base, 0) + sign * amount
             self.all[base] = self.all.get(base, 0) + sign * amount
