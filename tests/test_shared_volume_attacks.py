@@ -114,7 +114,7 @@ async def test_destroying_a_shared_volume_held_by_two_of_its_offers_keeps_the_bo
     # The Accept's handler dies half way: both offers dropped and never declined, so the
     # whole slave stays the framework's for good (never offered again, to anyone), and
     # the allocator's copy counts say it holds none of the two copies its books hold.
-    fw, slave, offer2, offer3 = await two_offers_holding_the_volume(cluster)
+    fw, _, offer2, offer3 = await two_offers_holding_the_volume(cluster)
     await accept(fw, [offer2, offer3], [("DESTROY", f"{V}:128")])
     # refused or done, the slave's resources come back: offered again
     again = await fw.next_offer(after=3, timeout=5)
@@ -141,7 +141,7 @@ async def test_a_task_on_a_shared_volume_two_of_its_offers_hold_is_launched(
 async def test_one_task_may_not_take_two_copies_of_a_shared_volume(cluster: Cluster) -> None:
     # ...and a task naming 128 of the 64 volume (two copies in one task) is launched: the
     # slave is sent a task using twice its volume, the framework holds two copies for it.
-    fw, slave, offer2, offer3 = await two_offers_holding_the_volume(cluster)
+    fw, _, offer2, offer3 = await two_offers_holding_the_volume(cluster)
     task = fw.task(offer2, R(f"cpus:1;mem:128;{V}:128"), "t3")
     await accept(fw, [offer2, offer3], [], [task])
     await fw.update_for("t3", TaskState.ERROR, timeout=5)
@@ -228,4 +228,3 @@ async def test_a_slave_reporting_part_of_a_shared_volume_is_refused_cleanly(
         assert "t1" not in m.books.frameworks[fw.framework_id].tasks or m.allocator.held(
             fw.framework_id, "s2"
         ).get_millis(V)
-
