@@ -228,3 +228,24 @@ async def test_a_slave_reporting_part_of_a_shared_volume_is_refused_cleanly(
         assert "t1" not in m.books.frameworks[fw.framework_id].tasks or m.allocator.held(
             fw.framework_id, "s2"
         ).get_millis(V)
+
+
+# -- LOW: a framework that dropped SHARED_RESOURCES still launches on the volume ---------
+
+
+async def test_a_framework_that_drops_the_capability_launches_nothing_on_a_shared_volume(
+    cluster: Cluster,
+) -> None:
+    # Subscribing again without SHARED_RESOURCES (take_shared(False)) neither rescinds
+    # its outstanding offers holding a shared volume nor stops an Accept of them: three
+    # tasks then run on the volume (three copies) for a framework that says it does not
+    # take shared resources. (Mesos checks the capability where a task uses one; here
+    # only CREATE checks it, resource_operations.framework_problem.)
+    slave = await cluster.slave("s1", R(SLAVE))
+    fw = await cluster.framework("f", role="a", capabilities=SHARED, failover_timeout=60)
+    offer = await fw.next_offer()
+    await fw.subscribe("f", role="a", framework_id=fw.framework_id, failover_timeout=60)
+    tasks = [fw.task(offer, R(f"cpus:0.5;mem:64;{V}:64"), f"t{i}") for i in range(3)]
+    await accept(fw, [offer], [], tasks)
+    await cluster.rounds_pass()
+    assert not [r for r in slave.runs() if V in r.task.resources]
