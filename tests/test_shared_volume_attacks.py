@@ -13,6 +13,7 @@ from protocol.wire.messages import (
     Rescind,
     TaskInfo,
     TaskState,
+    Teardown,
     Update,
 )
 from protocol.wire.messages import Offers as WireOffers
@@ -120,6 +121,19 @@ async def test_destroying_a_shared_volume_held_by_two_of_its_offers_keeps_the_bo
     again = await fw.next_offer(after=3, timeout=5)
     assert again.resources["cpus"] == 2
     balanced(cluster.master)
+
+
+async def test_after_that_destroy_a_teardown_gives_the_slave_back(cluster: Cluster) -> None:
+    # ...and it is for good: the framework's Teardown fails too (recover of its 128 finds
+    # its copy count at 0: AllocatorError in remove_framework, handler_failed), so the
+    # framework stays in the allocator holding the whole slave, offered to nobody.
+    fw, _, offer2, offer3 = await two_offers_holding_the_volume(cluster)
+    await accept(fw, [offer2, offer3], [("DESTROY", f"{V}:128")])
+    await fw.bus.publish(fw.to_master, Teardown(framework_id=fw.framework_id))
+    other = await cluster.framework("other", role="a", capabilities=SHARED)
+    offer = await other.next_offer(timeout=5)
+    assert offer.resources["cpus"] == 2
+    assert fw.framework_id not in cluster.master.allocator.frameworks
 
 
 # -- LOW (careless tenant): two offers holding the volume, merged in one Accept ----------
