@@ -127,3 +127,23 @@ def test_a_sub_roles_copy_does_not_count_the_volume_twice_in_its_parent(policy: 
         a.allocate_existing(fid, "s", R(f"cpus:1;{VA}:800"))
     # the volume once, and the role's idle reserved disk (100): what its quota counts
     assert a.quota_stage.held_by_role("a").get("disk", 0) == 900_000
+
+
+def test_a_plain_resource_named_like_a_shared_volume_is_allocated_once() -> None:
+    # is_shared / shared_keys read only a key's end, and plain names are never parsed: a
+    # slave's custom resource "lic<SHARED>" (a licence, say) is in SlaveBook.shared. On a
+    # slave without reservations, _give counts it in copies but recover (whose copy
+    # counting is under `if slave.reserved`) gives it back to the free book while its
+    # copy is still counted: from then on it is free and handed out at once, to any
+    # framework (none of these takes shared resources), as often as rounds run.
+    a = Allocator("drf")
+    a.add_slave("s", R("cpus:2;mem:100;lic<SHARED>:1"))
+    for f in ("f", "g", "h"):
+        a.add_framework(f, "r")
+    [first] = a.allocate(1.0)
+    a.recover(first.framework_id, "s", R("cpus:1;mem:50;lic<SHARED>:1"))
+    a.allocate(2.0)
+    a.recover("g", "s", R("cpus:0.5;mem:25"))
+    a.allocate(3.0)
+    out = sum((a.held(f, "s").get_millis("lic<SHARED>") for f in a.frameworks), 0)
+    assert out + a.free("s").get_millis("lic<SHARED>") == 1000
