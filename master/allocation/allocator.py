@@ -352,8 +352,9 @@ class Allocator:
     def hold_unowned(self, slave_id: str, resources: Resources) -> None:
         """Record resources in use by tasks no framework here owns (yet): see `adopt`."""
         slave = self._slave(slave_id)
+        on_slave = self._copies.split(slave, "", None, resources.millis, 1)[0]  # (checks)
         add_millis(slave.unowned, resources.millis)
-        self._take(slave, self._copies.split(slave, "", None, resources.millis, 1)[0])
+        self._take(slave, on_slave)
 
     def adopt(
         self, framework_id: str, slave_id: str, resources: Resources, role: str | None = None
@@ -603,8 +604,8 @@ class Allocator:
         held = slave.by_framework.get(framework_id)
         if held is None or not holds(held, consumed.millis):
             raise AllocatorError(f"framework {framework_id} does not hold {consumed} there")
-        if slave.shared:  # (a shared volume ends only with its last copy: `shared`)
-            self._copies.check_ending(slave, framework_id, consumed.millis)
+        if slave.shared or shared_keys(converted.millis):  # (checked first: `shared`)
+            self._copies.check_conversion(slave, framework_id, consumed.millis, converted.millis)
         if stripped(consumed.millis) != stripped(converted.millis):
             # resources gone or come (Mesos's conversions may remove some): given back,
             # the total changed, and the new ones given
@@ -681,6 +682,8 @@ class Allocator:
         delta, free = resources.millis, slave.unallocated
         if held == delta:  # (the usual: all it held here comes back, compared at C speed)
             held.clear()
+        elif slave.shared and not holds(held, delta):  # (before a copy is counted back)
+            raise AllocatorError(f"framework {framework_id} does not hold {resources} there")
         else:
             try:
                 sub_millis(held, delta, f"framework {framework_id} on slave {slave_id}")

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from master.allocation.ledger import AllocatorError, SlaveBook
-from protocol.wire.reservations import offered_to
+from protocol.wire.reservations import offered_to, shared_keys
 
 Counts = dict[str, int]  # copies, by holder (or role)
 
@@ -97,14 +97,31 @@ class Copies:
                 _count(self._roles, (sid, key), role, n)
         return books
 
-    def check_ending(self, slave: SlaveBook, holder: str, consumed: Mapping[str, int]) -> None:
-        """AllocatorError unless the shared volumes `consumed` names (a DESTROY) are
-        `holder`'s alone, every copy of them: the master rescinds the offers of a volume
-        it destroys, and refuses it while a task uses it."""
+    def check_conversion(
+        self,
+        slave: SlaveBook,
+        holder: str,
+        consumed: Mapping[str, int],
+        converted: Mapping[str, int],
+    ) -> None:
+        """AllocatorError (before anything changes) unless `holder` may turn `consumed` of
+        what it holds into `converted` (a DESTROY or CREATE): a shared volume consumed is
+        the slave's (once: a copy is not another volume) and `holder`'s alone, every
+        copy of it (the master rescinds the offers of a volume it destroys, and refuses it
+        while a task uses it); one made is not there already."""
+        total, sid = slave.total.millis, slave.slave_id
         for key in slave.shared.intersection(consumed):
-            holders = self.holders(slave.slave_id, key)
-            if holders != {holder: consumed[key] // slave.total.millis[key]}:
-                raise AllocatorError(f"{key} is held by others too ({holders})")
+            if consumed[key] != total[key]:
+                raise AllocatorError(
+                    f"{consumed[key] / 1000:g} of shared volume {key} on slave {sid}: it is "
+                    f"{total[key] / 1000:g}, one volume however many copies are held"
+                )
+            holders = self.holders(sid, key)
+            if holders != {holder: 1}:
+                raise AllocatorError(f"{key} is held by others too, or twice ({holders})")
+        for key in shared_keys(converted):
+            if key in total and key not in consumed:
+                raise AllocatorError(f"shared volume {key} is on slave {sid} already")
 
     def holders(self, slave_id: str, key: str) -> Counts:
         """Who holds copies of a shared volume on a slave, and how many ("": nobody known)."""
