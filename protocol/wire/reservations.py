@@ -130,6 +130,15 @@ def shared_once(used: Mapping[str, int], total: Mapping[str, int]) -> dict[str, 
     return out
 
 
+def partial_copy(need: Mapping[str, int], total: Mapping[str, int]) -> str | None:
+    """A shared volume of a slave of `total` that `need` (one task's, or an executor's)
+    holds other than one whole copy of, or None: a task holds one copy, the volume."""
+    for key, amount in need.items():
+        if is_shared(key) and amount != total.get(key):
+            return key
+    return None
+
+
 def is_plain(key: str) -> bool:
     """An unreserved resource with no volume (the usual kind: no parse)."""
     return "(" not in key and "[" not in key
