@@ -22,7 +22,7 @@ from master.updates import TaskUpdates
 from protocol.transport.aio import loop_time
 from protocol.wire.discrete import Discrete
 from protocol.wire.ids import shorten, task_problem
-from protocol.wire.launches import OfferRoom, combined
+from protocol.wire.launches import OfferRoom, combined, uses_shared
 from protocol.wire.messages import (
     Accept,
     Acknowledge,
@@ -326,6 +326,8 @@ class FrameworkCalls:
             return f"task {tid}: its resources claim role {task.role}, its offer is {role}'s"
         if tid in seen or tid in fw.tasks:
             return f"task {tid}: the task id is already in use by a live task"
+        if not fw.shared_resources and (key := uses_shared(task)) is not None:
+            return f"task {tid}: {key} is a shared volume, for SHARED_RESOURCES frameworks only"
         return room.problem(task)
 
     def _launch(self, fw: Framework, info: TaskInfo, slave_id: str, now: float) -> None:

@@ -107,6 +107,12 @@ class OfferRoom:
         self.left = self.left - resources
 
 
+def uses_shared(task: TaskInfo) -> str | None:
+    """A shared volume `task` (or its executor) uses, or None."""
+    executor = task.executor.resources.millis if task.executor else {}
+    return next((k for k in (*task.resources.millis, *executor) if is_shared(k)), None)
+
+
 def combined(offered: Sequence[Resources]) -> tuple[Resources, Resources]:
     """Offers of one slave accepted together: (what they hold together, each shared
     volume once; the copies past that, which go back). A framework may be offered a
