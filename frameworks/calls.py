@@ -26,7 +26,7 @@ from protocol.wire.messages import (
     TaskInfo,
     TaskStatus,
 )
-from protocol.wire.reservations import conversion
+from protocol.wire.reservations import NON_SPECULATIVE
 from protocol.wire.resources import Resources
 from protocol.wire.topics import check_segment
 
@@ -72,11 +72,13 @@ def launch_checked(
     running = {eid: None for o in offers for eid in o.executor_ids}
     left = sum((o.resources for o in offers), Resources())
     for op in operations:  # (validated as built: its conversion is known to be one)
-        consumed, converted = conversion(op.type, op.resources.millis)
+        consumed, converted = op.conversion()
         used = Resources.from_millis(consumed)
         if not left.contains(used):
             raise DriverError(f"{op.type} needs {used} but the offers hold {left}")
-        left = left - used + Resources.from_millis(converted)
+        left = left - used
+        if op.type not in NON_SPECULATIVE:  # (a resized volume is offered again, later)
+            left = left + Resources.from_millis(converted)
     values = Discrete.union(o.discrete for o in offers)  # ports, each for one task
     room = OfferRoom(offers[0].slave_id, left, running, values)
     for task in tasks:

@@ -386,8 +386,9 @@ class SchedulerDriver:
         operations: list[OfferOperation] | None = None,
     ) -> None:
         """`launch_tasks` by Mesos's newer name (see `calls.launch_checked`); with
-        `operations` (RESERVE, UNRESERVE, CREATE, DESTROY: docs, reservations) applied to
-        the offers first, in order, so the tasks may use what they make."""
+        `operations` (RESERVE, UNRESERVE, CREATE, DESTROY, GROW_VOLUME, SHRINK_VOLUME:
+        docs, reservations) applied to the offers first, in order, so the tasks may use
+        what they make (not a resized volume: it comes in a later offer)."""
         if self._stopped.is_set():
             return  # as the Mesos driver: calls after stop() do nothing
         self._call_bus()  # (subscribed, or DriverError)

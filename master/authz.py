@@ -67,18 +67,25 @@ class RoleACL:
         return None
 
     def may_reserve(self, principal: str) -> str | None:
-        """None if `principal` may make dynamic reservations (RESERVE, and volumes on
-        them) for its roles, else why not: an operator grants it (`drfmesos auth add
-        --reserve`), as Mesos's reserve_resources ACL. Without a principals file anyone
-        may, as Mesos without ACLs."""
+        """None if `principal` may make dynamic reservations (RESERVE) for some role, else
+        why not: an operator grants it (`drfmesos auth add --reserve`), as Mesos's
+        reserve_resources ACL. Without a principals file anyone may, as Mesos without
+        ACLs."""
+        return self.may(principal, "reserve", None)
+
+    def may(self, principal: str, operation: str, role: str | None) -> str | None:
+        """None if `principal` may make `operation` (`reserve`, `create-volume`, ...:
+        `protocol.tooling.operation_grants`) on resources reserved for `role`, else why
+        not. Without a principals file anyone may, as Mesos without ACLs."""
         if self._principals is None:
             return None
         known = self._principals.get(principal)
-        if known is not None and known.reserve:
+        if known is not None and known.may(operation, role):
             return None
+        where = f" for role {role!r}" if role is not None else ""
         return (
-            f"principal {principal} may not reserve resources: an operator grants it "
-            "(drfmesos auth add --reserve)"
+            f"principal {principal} may not {operation}{where}: an operator grants it "
+            f"(drfmesos auth grant DIR {principal} {operation})"
         )
 
     def knows(self, principal: str) -> bool:

@@ -256,7 +256,7 @@ class Master:
             allocator,
             outbox,
             in_use=books.resource_in_use,
-            may_reserve=self.acl.may_reserve,
+            may=self.acl.may,
             request_round=request_round,
             log=log,
         )

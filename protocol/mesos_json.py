@@ -124,6 +124,26 @@ def resources_from_mesos(items: object, field: str = "resources") -> Resources:
     return resources
 
 
+def resize_from_mesos(kind: str, body: object, field: str) -> dict[str, Any]:
+    """A GROW_VOLUME's or SHRINK_VOLUME's fields (`{"volume": Resource, "addition":
+    Resource}`, `{"volume": Resource, "subtract": {"value": MB}}`) as our OfferOperation's
+    (resources, addition, subtract)."""
+    if not isinstance(body, Mapping) or not isinstance(body.get("volume"), Mapping):
+        raise MesosJSONError(f"{field}.volume: a Resource")
+    out: dict[str, Any] = {"resources": resources_from_mesos([body["volume"]], f"{field}.volume")}
+    if kind == "GROW_VOLUME":
+        if not isinstance(body.get("addition"), Mapping):
+            raise MesosJSONError(f"{field}.addition: a Resource")
+        out["addition"] = resources_from_mesos([body["addition"]], f"{field}.addition")
+    else:
+        subtract = body.get("subtract")
+        value = subtract.get("value") if isinstance(subtract, Mapping) else None
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise MesosJSONError(f'{field}.subtract: {{"value": a number}}')
+        out["subtract"] = float(value)
+    return out
+
+
 def resources_and_values_from_mesos(
     items: object, field: str = "resources"
 ) -> tuple[Resources, Discrete]:

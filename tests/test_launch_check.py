@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from frameworks import DriverError
 from frameworks.calls import launch_checked
+from protocol.wire.framework import OfferOperation
 from protocol.wire.launches import OfferRoom
 from protocol.wire.resources import Resources
 from protocol.wire.values import CommandInfo, ExecutorInfo, Offer, TaskInfo
@@ -80,3 +81,22 @@ def test_the_driver_lets_through_exactly_what_the_master_launches(
     except DriverError:
         passed = False
     assert passed == (launched == len(infos))
+
+
+def test_the_driver_refuses_a_task_on_a_volume_resized_in_the_same_accept() -> None:
+    # non-speculative, as the master: neither the volume nor what it became is usable
+    volume, grown = "disk(r)[v:d]:100", "disk(r)[v:d]:150"
+    held = Offer(
+        offer_id="o1", framework_id="f", slave_id="s1", hostname="h",
+        resources=Resources.parse(f"cpus:2;mem:256;{volume};disk(r):50"),
+    )  # fmt: skip
+    more = Resources.parse("disk(r):50")
+    grow = OfferOperation(type="GROW_VOLUME", resources=Resources.parse(volume), addition=more)
+    for uses in (volume, grown):
+        on_it = TaskInfo(
+            task_id="t", slave_id="s1", resources=Resources.parse(f"cpus:1;mem:64;{uses}"),
+            command=CommandInfo(value="true"),
+        )  # fmt: skip
+        with pytest.raises(DriverError):
+            launch_checked({"o1": held}, ["o1"], [on_it], [grow])
+    assert launch_checked({"o1": held}, ["o1"], [task("t", 1, None)], [grow]) == ["o1"]

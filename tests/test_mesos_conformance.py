@@ -16,9 +16,11 @@ and `hdrf`; nested-role tests on `naive-hdrf`, which is what Mesos does.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import re
 from collections import deque
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
@@ -30,14 +32,17 @@ from master.allocation.sorter import Sorter, Total
 from master.cycle import CycleConfig, OfferCycle
 from master.master import Master
 from protocol import logs
+from protocol.tooling.credentials import Principal, Store
 from protocol.wire.discrete import parse_resources
 from protocol.wire.messages import (
     Accept,
     CheckpointResources,
+    Error,
     Filters,
     OfferOperation,
     Rescind,
     Revive,
+    Suppress,
     TaskInfo,
     TaskState,
 )
@@ -52,7 +57,7 @@ from slave.kept_resources import KeptResources
 from harness.cycle import Books as CycleBooks
 from harness.fakes import FakeFramework, FakeSlave
 from harness.helpers import eventually
-from harness.master import Cluster
+from harness.master import FAST, Cluster
 from harness.master import cluster as cluster
 
 
@@ -1811,12 +1816,15 @@ class MesosMaster:
         self,
         fw: FakeFramework,
         offer: WireOffer,
-        operations: list[tuple[str, str]],
+        operations: list[tuple[str, str] | OfferOperation],
         tasks: list[TaskInfo] | None = None,
         refuse: float = 0.0,
     ) -> None:
         """Mesos's `acceptOffers({offer}, {RESERVE(...), ..., LAUNCH(...)}, filters)`."""
-        ops = [OfferOperation(type=kind, resources=R(r)) for kind, r in operations]
+        ops = [
+            op if isinstance(op, OfferOperation) else OfferOperation(type=op[0], resources=R(op[1]))
+            for op in operations
+        ]
         accept = Accept(
             framework_id=fw.framework_id,
             offer_ids=[offer.offer_id],
@@ -1918,16 +1926,22 @@ async def test_reservation_DropReserveWithDifferentRole(mesos: MesosMaster) -> N
     assert offer.resources == R("cpus:1;mem:512")
 
 
-async def test_reservation_WithoutAuthenticationWithPrincipal(mesos: MesosMaster) -> None:
+async def reserve_then_unreserve(mesos: MesosMaster) -> None:
+    """A framework reserves what it is offered in its principal's name, and gives it back."""
     await mesos.agent("cpus:1;mem:512")
     sched = await mesos.scheduler("role")
     offer = await mesos.offer(sched)
+    assert offer.resources == R("cpus:1;mem:512")
     reserved = f"cpus(role,{P}):1;mem(role,{P}):512"
     await mesos.accept(sched, offer, [("RESERVE", reserved)])
     offer = await mesos.offer(sched)
     assert offer.resources == R(reserved)
     await mesos.accept(sched, offer, [("UNRESERVE", reserved)])
     assert (await mesos.offer(sched)).resources == R("cpus:1;mem:512")
+
+
+async def test_reservation_WithoutAuthenticationWithPrincipal(mesos: MesosMaster) -> None:
+    await reserve_then_unreserve(mesos)
 
 
 async def test_reservation_WithoutAuthenticationWithoutPrincipal(mesos: MesosMaster) -> None:
@@ -2290,6 +2304,327 @@ async def test_volume_IncompatibleCheckpointedResources(tmp_path: Path) -> None:
     smaller = await restarted(tmp_path, volume, "cpus:1;disk:512")
     assert smaller.kept == Resources()
     assert smaller.total == R("cpus:1;disk:512")
+
+
+# GROW_VOLUME and SHRINK_VOLUME: non-speculative, as Mesos's (the resized volume is offered
+# again, not usable by the same Accept's launches); kept by the agent across restarts
+
+
+def grow(volume: str, addition: str) -> OfferOperation:
+    """Mesos's `GROW_VOLUME(volume, addition)`."""
+    return OfferOperation(type="GROW_VOLUME", resources=R(volume), addition=R(addition))
+
+
+def shrink(volume: str, subtract: float) -> OfferOperation:
+    """Mesos's `SHRINK_VOLUME(volume, subtract)`."""
+    return OfferOperation(type="SHRINK_VOLUME", resources=R(volume), subtract=subtract)
+
+
+def volumes(offer: WireOffer) -> Resources:
+    """Mesos's `Resources(offer.resources()).persistentVolumes()`."""
+    return Resources.from_millis({k: v for k, v in offer.resources.millis.items() if "[" in k})
+
+
+SLAVE = "cpus:2;mem:2048;disk(role):4096"  # Mesos's getSlaveResources() (NONE: one disk)
+
+
+async def test_volume_GrowVolume(mesos: MesosMaster) -> None:
+    agent = await mesos.agent(SLAVE)
+    sched = await mesos.scheduler("role/foo")
+    offer = await mesos.offer(sched)
+    reserved = f"disk(role)(role/foo,{P})"
+    volume, addition = f"{reserved}[id1:path1]:3584", f"{reserved}:512"
+    await mesos.accept(sched, offer, [("RESERVE", f"{reserved}:4096"), ("CREATE", volume)])
+    offer = await mesos.offer(sched)
+    assert volumes(offer) == R(volume)
+    assert offer.resources.contains(R(addition))
+    await mesos.accept(sched, offer, [grow(volume, addition)])
+    offer = await mesos.offer(sched)
+    grown = f"{reserved}[id1:path1]:4096"
+    assert volumes(offer) == R(grown)
+    assert not offer.resources.contains(R(addition))
+    # the agent keeps the grown volume (its checkpoint), and a task is launched with it
+    assert agent.inbox.of(CheckpointResources)[-1].resources == R(grown)
+    task = mesos_task(sched, offer, f"cpus:1;mem:128;{grown}", "t1")
+    await mesos.accept(sched, offer, [], [task])
+    assert (await agent.run_task()).task.resources == R(f"cpus:1;mem:128;{grown}")
+
+
+async def test_volume_ShrinkVolume(mesos: MesosMaster) -> None:
+    agent = await mesos.agent(SLAVE)
+    sched = await mesos.scheduler("role/foo")
+    offer = await mesos.offer(sched)
+    reserved = f"disk(role)(role/foo,{P})"
+    volume = f"{reserved}[id1:path1]:4096"
+    await mesos.accept(sched, offer, [("RESERVE", f"{reserved}:4096"), ("CREATE", volume)])
+    offer = await mesos.offer(sched)
+    assert volumes(offer) == R(volume)
+    assert not offer.resources.contains(R(f"{reserved}:512"))
+    await mesos.accept(sched, offer, [shrink(volume, 512)])
+    offer = await mesos.offer(sched)
+    shrunk = f"{reserved}[id1:path1]:3584"
+    assert volumes(offer) == R(shrunk)
+    assert offer.resources.contains(R(f"{reserved}:512"))  # still reserved, as it was
+    assert agent.inbox.of(CheckpointResources)[-1].resources == R(f"{shrunk};{reserved}:512")
+    task = mesos_task(sched, offer, f"cpus:1;mem:128;{shrunk};{reserved}:512", "t1")
+    await mesos.accept(sched, offer, [], [task])
+    assert (await agent.run_task()).task.resources.contains(R(shrunk))
+
+
+async def test_volume_NonSpeculativeGrowAndLaunch(mesos: MesosMaster) -> None:
+    await mesos.agent(SLAVE)
+    sched = await mesos.scheduler("role")
+    offer = await mesos.offer(sched)
+    volume, grown = "disk(role)[id1:path1]:3584", "disk(role)[id1:path1]:4096"
+    task1 = mesos_task(sched, offer, f"cpus:1;mem:128;{grown}", "task1")
+    task2 = mesos_task(sched, offer, f"cpus:1;mem:128;{volume}", "task2")
+    ops = [("CREATE", volume), grow(volume, "disk(role):512")]
+    await mesos.accept(sched, offer, ops, [task1, task2])
+    # the create and the grow succeed; neither task may use the volume they made
+    assert (await sched.update_for("task1", TaskState.ERROR)).state == TaskState.ERROR
+    assert (await sched.update_for("task2", TaskState.ERROR)).state == TaskState.ERROR
+    offer = await mesos.offer(sched)
+    assert volumes(offer) == R(grown)
+
+
+async def test_volume_NonSpeculativeShrinkAndLaunch(mesos: MesosMaster) -> None:
+    await mesos.agent(SLAVE)
+    sched = await mesos.scheduler("role")
+    offer = await mesos.offer(sched)
+    volume, shrunk = "disk(role)[id1:path1]:1024", "disk(role)[id1:path1]:512"
+    task1 = mesos_task(sched, offer, f"cpus:1;mem:128;{shrunk}", "task1")
+    task2 = mesos_task(sched, offer, f"cpus:1;mem:128;{volume}", "task2")
+    await mesos.accept(sched, offer, [("CREATE", volume), shrink(volume, 512)], [task1, task2])
+    assert (await sched.update_for("task1", TaskState.ERROR)).state == TaskState.ERROR
+    assert (await sched.update_for("task2", TaskState.ERROR)).state == TaskState.ERROR
+    offer = await mesos.offer(sched)
+    assert volumes(offer) == R(shrunk)
+
+
+async def test_a_resized_volume_outlives_an_agent_restart(tmp_path: Path) -> None:
+    # (the agent's part of GrowVolume and ShrinkVolume: its checkpoint, read again)
+    grown = f"disk(role,{P})[id1:path1]:1536"
+    again = await restarted(tmp_path, grown, "cpus:2;mem:1024;disk:2048")
+    assert again.total == R(f"cpus:2;mem:1024;disk:512;{grown}")
+
+
+# Mesos's operation ACLs (reserve_resources, unreserve_resources, create_volumes,
+# destroy_volumes, resize_volume) are our principals' operation grants
+# (`drfmesos auth grant|revoke`, protocol.tooling.operation_grants), read by the master from
+# its principals file. "ANY principal" is every principal in the file; a framework without
+# a principal is ours without credentials, principal `framework` (P).
+
+
+@contextlib.asynccontextmanager
+async def acl_master(
+    tmp_path: Path, grants: dict[str, dict[str, bool | tuple[str, ...]]]
+) -> AsyncIterator[MesosMaster]:
+    """Mesos's master with `--acls`: each principal (a framework's, in role `role`) and
+    the operations granted (True, or a tuple of roles) or revoked (False)."""
+    store = Store(tmp_path / "store")
+    store.path.mkdir()
+    store.save({name: Principal(name, "framework", ("role",)) for name in grants}, {})
+    for name, operations in grants.items():
+        for operation, allowed in operations.items():
+            roles = allowed if isinstance(allowed, tuple) else ()
+            store.grant(name, operation, bool(allowed), roles)
+    async with contextlib.AsyncExitStack() as stack:
+        c = Cluster(stack)
+        await c.start_master(dataclasses.replace(FAST, principals=store.principals_file))
+        yield MesosMaster(c)
+
+
+async def acl_scheduler(mesos: MesosMaster, principal: str, name: str) -> FakeFramework:
+    fw = await mesos.cluster.framework(name, principal=principal, role="role")
+    mesos.seen[fw.framework_id] = 0
+    return fw
+
+
+def refused(fw: FakeFramework) -> list[str]:
+    """What the master told `fw` it dropped (Mesos drops an unauthorized operation)."""
+    return [e.message for e in fw.inbox.of(Error) if e.code == "invalid-operation"]
+
+
+async def test_reservation_GoodACLReserveThenUnreserve(tmp_path: Path) -> None:
+    async with acl_master(tmp_path, {P: {"reserve": True, "unreserve": True}}) as mesos:
+        await reserve_then_unreserve(mesos)
+
+
+async def test_reservation_BadACLDropReserve(tmp_path: Path) -> None:
+    async with acl_master(tmp_path, {P: {"reserve": False}}) as mesos:
+        await mesos.agent("cpus:1;mem:512")
+        sched = await mesos.scheduler("role")
+        offer = await mesos.offer(sched)
+        await mesos.accept(sched, offer, [("RESERVE", f"cpus(role,{P}):1;mem(role,{P}):512")])
+        assert (await mesos.offer(sched)).resources == R("cpus:1;mem:512")  # dropped
+        assert "may not reserve" in refused(sched)[0]
+
+
+async def test_reservation_BadACLDropUnreserve(tmp_path: Path) -> None:
+    async with acl_master(tmp_path, {P: {"reserve": True, "unreserve": False}}) as mesos:
+        await mesos.agent("cpus:2;mem:1024")
+        sched = await mesos.scheduler("role")
+        offer = await mesos.offer(sched)
+        reserved1 = f"cpus(role,{P}):1;mem(role,{P}):512"
+        reserved2 = f"cpus(role,{P}):0.5;mem(role,{P}):256"
+        await mesos.accept(sched, offer, [("RESERVE", reserved1)])
+        offer = await mesos.offer(sched)
+        assert offer.resources == R(f"{reserved1};cpus:1;mem:512")
+        await mesos.accept(sched, offer, [("UNRESERVE", reserved1), ("RESERVE", reserved2)])
+        offer = await mesos.offer(sched)  # the UNRESERVE dropped, the RESERVE made
+        assert offer.resources == R(f"cpus(role,{P}):1.5;mem(role,{P}):768;cpus:0.5;mem:256")
+        assert "may not unreserve" in refused(sched)[0]
+
+
+async def test_reservation_ACLMultipleOperations(tmp_path: Path) -> None:
+    async with acl_master(tmp_path, {P: {"reserve": True, "unreserve": False}}) as mesos:
+        agent = await mesos.agent("cpus:2;mem:1024")
+        sched = await mesos.scheduler("role")
+        offer = await mesos.offer(sched)
+        reserved1 = f"cpus(role,{P}):1;mem(role,{P}):512"
+        reserved2 = f"cpus(role,{P}):0.5;mem(role,{P}):256"
+        both = f"cpus(role,{P}):1.5;mem(role,{P}):768"
+        await mesos.accept(sched, offer, [("RESERVE", reserved1)])
+        offer = await mesos.offer(sched)
+        # unreserve (dropped), reserve a second set, and launch a task on it
+        task1 = mesos_task(sched, offer, reserved2, "task1")
+        ops = [("UNRESERVE", reserved1), ("RESERVE", reserved2)]
+        await mesos.accept(sched, offer, ops, [task1])
+        assert (await agent.run_task()).task.resources == R(reserved2)
+        await agent.report(sched.framework_id, "task1", TaskState.FINISHED)
+        offer = await mesos.offer(sched)  # both reservations: the UNRESERVE was dropped
+        assert offer.resources == R(f"{both};cpus:0.5;mem:256")
+        # unreserve both (dropped) and launch on the first: it still is, so it runs
+        task2 = mesos_task(sched, offer, reserved1, "task2")
+        ops = [("UNRESERVE", reserved1), ("UNRESERVE", reserved2)]
+        await mesos.accept(sched, offer, ops, [task2])
+        assert (await agent.run_task()).task.resources == R(reserved1)
+        await agent.report(sched.framework_id, "task2", TaskState.FINISHED)
+        assert (await sched.update_for("task2", TaskState.FINISHED)).state == TaskState.FINISHED
+        offer = await mesos.offer(sched)
+        assert offer.resources == R(f"{both};cpus:0.5;mem:256")
+
+
+VOLUME = "disk(role)[id1:path1]:2048"  # on Mesos's statically reserved disk
+
+
+async def test_volume_GoodACLGrowThenShrink(tmp_path: Path) -> None:
+    async with acl_master(tmp_path, {P: {"resize-volume": ("role",)}}) as mesos:
+        await mesos.agent(SLAVE)
+        sched = await mesos.scheduler("role")
+        offer = await mesos.offer(sched)
+        volume, grown = "disk(role)[id1:path1]:3584", "disk(role)[id1:path1]:4096"
+        await mesos.accept(sched, offer, [("CREATE", volume), grow(volume, "disk(role):512")])
+        offer = await mesos.offer(sched)
+        assert volumes(offer) == R(grown)
+        assert not offer.resources.contains(R("disk(role):512"))
+        await mesos.accept(sched, offer, [shrink(grown, 512)])
+        offer = await mesos.offer(sched)
+        assert volumes(offer) == R(volume)
+        assert offer.resources.contains(R("disk(role):512"))
+
+
+async def test_volume_BadACLDropGrowAndShrink(tmp_path: Path) -> None:
+    # no principal may resize any volume (Mesos's ANY principal, NONE roles)
+    revoked = {"resize-volume": False}
+    async with acl_master(tmp_path, {P: revoked, "other": revoked}) as mesos:
+        await mesos.agent(SLAVE)
+        sched1 = await mesos.scheduler("role", "sched1")
+        offer = await mesos.offer(sched1)
+        volume = "disk(role)[id1:path1]:3584"
+        await mesos.accept(sched1, offer, [("CREATE", volume), grow(volume, "disk(role):512")])
+        offer = await mesos.offer(sched1)  # created, not grown
+        assert volumes(offer) == R(volume)
+        assert offer.resources.contains(R("disk(role):512"))
+        await mesos.accept(sched1, offer, [shrink(volume, 512)])
+        offer = await mesos.offer(sched1)
+        assert volumes(offer) == R(volume)
+        assert all("may not resize-volume" in m for m in refused(sched1))
+        await mesos.decline(sched1, offer, refuse=YEAR)
+        # a second framework (Mesos's has no principal; ours another one) may not either
+        sched2 = await acl_scheduler(mesos, "other", "sched2")
+        offer = await mesos.offer(sched2)
+        assert volumes(offer) == R(volume)
+        await mesos.accept(sched2, offer, [grow(volume, "disk(role):512")])
+        offer = await mesos.offer(sched2)
+        assert volumes(offer) == R(volume)
+        await mesos.accept(sched2, offer, [shrink(volume, 512)])
+        assert volumes(await mesos.offer(sched2)) == R(volume)
+
+
+async def test_volume_GoodACLCreateThenDestroy(tmp_path: Path) -> None:
+    grants = {P: {"create-volume": True, "destroy-volume": True}}
+    async with acl_master(tmp_path, grants) as mesos:
+        agent = await mesos.agent("cpus:2;mem:2048;disk(role):2048")
+        sched = await mesos.scheduler("role")
+        offer = await mesos.offer(sched)
+        await mesos.accept(sched, offer, [("CREATE", VOLUME)])
+        await agent.inbox.wait_count(CheckpointResources, 1)
+        assert agent.inbox.of(CheckpointResources)[0].resources.contains(R(VOLUME))
+        offer = await mesos.offer(sched)
+        assert offer.resources.contains(R(VOLUME))
+        await mesos.accept(sched, offer, [("DESTROY", VOLUME)])
+        await agent.inbox.wait_count(CheckpointResources, 2)
+        assert agent.inbox.of(CheckpointResources)[1].resources == Resources()
+        assert not (await mesos.offer(sched)).resources.contains(R(VOLUME))
+
+
+async def test_volume_GoodACLNoPrincipal(mesos: MesosMaster) -> None:
+    # ANY principal, and frameworks without one, may create and destroy: ours without a
+    # principals file (no ACLs), its frameworks without credentials
+    agent = await mesos.agent("cpus:2;mem:2048;disk(role):2048")
+    sched = await mesos.scheduler("role")
+    offer = await mesos.offer(sched)
+    await mesos.accept(sched, offer, [("CREATE", VOLUME)])
+    offer = await mesos.offer(sched)
+    assert offer.resources.contains(R(VOLUME))
+    await mesos.accept(sched, offer, [("DESTROY", VOLUME)])
+    assert not (await mesos.offer(sched)).resources.contains(R(VOLUME))
+    assert agent.inbox.of(CheckpointResources)[-1].resources == Resources()
+
+
+async def dropped_create_and_destroy(tmp_path: Path, creator: str) -> None:
+    """Mesos's BadACLNoPrincipal and BadACLDropCreateAndDestroy: the first framework
+    (P) may neither create nor destroy, `creator` may create; the first's CREATE is
+    dropped, the creator's made, and the first's DESTROY of it dropped."""
+    grants = {
+        P: {"create-volume": False, "destroy-volume": False},
+        creator: {"create-volume": True, "destroy-volume": False},
+    }
+    async with acl_master(tmp_path, grants) as mesos:
+        await mesos.agent("cpus:2;mem:2048;disk(role):2048")
+        sched1 = await mesos.scheduler("role", "sched1")
+        offer = await mesos.offer(sched1)
+        await mesos.accept(sched1, offer, [("CREATE", VOLUME)])
+        offer = await mesos.offer(sched1)
+        assert not offer.resources.contains(R(VOLUME))
+        assert "may not create-volume" in refused(sched1)[0]
+        await mesos.decline(sched1, offer, refuse=YEAR)
+        await sched1.bus.publish(sched1.to_master, Suppress(framework_id=sched1.framework_id))
+        sched2 = await acl_scheduler(mesos, creator, "sched2")
+        offer = await mesos.offer(sched2)
+        await mesos.accept(sched2, offer, [("CREATE", VOLUME)])
+        offer = await mesos.offer(sched2)
+        assert offer.resources.contains(R(VOLUME))
+        await mesos.decline(sched2, offer, refuse=YEAR)
+        await sched2.bus.publish(sched2.to_master, Suppress(framework_id=sched2.framework_id))
+        await sched1.bus.publish(sched1.to_master, Revive(framework_id=sched1.framework_id))
+        offer = await mesos.offer(sched1)
+        await mesos.accept(sched1, offer, [("DESTROY", VOLUME)])
+        offer = await mesos.offer(sched1)  # dropped: the volume stays
+        assert offer.resources.contains(R(VOLUME))
+        assert "may not destroy-volume" in refused(sched1)[-1]
+
+
+async def test_volume_BadACLNoPrincipal(tmp_path: Path) -> None:
+    # differs: Mesos's framework without a principal is ours without credentials (P),
+    # which a grant names as any other (Mesos's ANY entity also matches no principal;
+    # ours has none): it may not create; the one with a principal may; nobody destroys
+    await dropped_create_and_destroy(tmp_path, "creator")
+
+
+async def test_volume_BadACLDropCreateAndDestroy(tmp_path: Path) -> None:
+    await dropped_create_and_destroy(tmp_path, "creator-principal")
 
 
 # -- the table of what applies, and the docs ------------------------------------------------

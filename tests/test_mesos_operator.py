@@ -278,7 +278,20 @@ async def test_operator_calls_answer_as_mesos_and_refuse_bad_input(ops: Ops) -> 
         (400, b'{"type": "GET_STATE"', {}),  # malformed JSON
         (400, b"[1, 2]", {}),  # not a call
         (400, {"type": "NO_SUCH_CALL"}, {}),
-        (501, {"type": "GROW_VOLUME"}, {}),  # Mesos's, not served here
+        (501, {"type": "GET_OPERATIONS"}, {}),  # Mesos's, not served here
+        (400, {"type": "GROW_VOLUME", "grow_volume": {"agent_id": {"value": "s0"}}}, {}),
+        (
+            400,
+            {
+                "type": "SHRINK_VOLUME",
+                "shrink_volume": {
+                    "agent_id": {"value": "s0"},
+                    "volume": {"name": "disk", "type": "SCALAR", "scalar": {"value": 1}},
+                    "subtract": {"value": 1},
+                },
+            },
+            {},
+        ),  # (not a volume)
         (400, {"type": "RESERVE_RESOURCES"}, {}),  # served, and says what it lacks
         (415, {"type": "GET_STATE"}, {"Content-Type": "application/x-protobuf"}),
         (400, weights_call({"role": "printer", "weight": -1}), {}),

@@ -36,6 +36,7 @@ from protocol.wire.resources import Resources
 
 FID = {"value": "fw-1"}
 CPUS = [{"name": "cpus", "type": "SCALAR", "scalar": {"value": 1}}]
+VOLUME = mj.resources_to_mesos(Resources.parse("disk(r,p)[v1:data]:512"))[0]
 
 
 def call(kind: str, body: dict[str, Any] | None = None, **more: Any) -> dict[str, Any]:
@@ -147,6 +148,16 @@ def test_accept_launches_command_and_executor_tasks() -> None:
          "RESERVE names no resources"),
         (call("ACCEPT", {"offer_ids": [{"value": "o"}], "operations": [{"type": "LAUNCH_GROUP"}]}),
          "LAUNCH_GROUP is not served"),
+        (call("ACCEPT", {"offer_ids": [{"value": "o"}], "operations": [
+            {"type": "SHRINK_VOLUME", "shrink_volume": {"volume": VOLUME}}]}),
+         "shrink_volume.subtract"),
+        (call("ACCEPT", {"offer_ids": [{"value": "o"}], "operations": [
+            {"type": "GROW_VOLUME", "grow_volume": {"volume": VOLUME, "addition": CPUS[0]}}]}),
+         "its addition is disk of the volume's reservation"),
+        (call("ACCEPT", {"offer_ids": [{"value": "o"}], "operations": [
+            {"type": "SHRINK_VOLUME", "shrink_volume": {"volume": VOLUME,
+                                                        "subtract": {"value": 512}}}]}),
+         "less than the volume's size"),
         ({"type": "ACCEPT_INVERSE_OFFERS"}, "inverse offers"),
         ({"type": "NAP"}, "unknown call type"),
         ({"framework_id": FID}, "type"),
@@ -160,6 +171,24 @@ def test_accept_launches_command_and_executor_tasks() -> None:
 def test_calls_we_cannot_read_or_serve_are_named(data: Any, says: str) -> None:
     with pytest.raises(ValueError, match=says):
         message_of(parse_call(data))
+
+
+def test_an_accept_grows_and_shrinks_volumes() -> None:
+    grow = {
+        "volume": VOLUME,
+        "addition": mj.resources_to_mesos(Resources.parse("disk(r,p):256"))[0],
+    }
+    shrink = {"volume": VOLUME, "subtract": {"value": 128}}
+    ops = [{"type": "GROW_VOLUME", "grow_volume": grow},
+           {"type": "SHRINK_VOLUME", "shrink_volume": shrink}]  # fmt: skip
+    msg = message_of(parse_call(call("ACCEPT", {"offer_ids": [{"value": "o"}], "operations": ops})))
+    assert isinstance(msg, Accept)
+    grown, shrunk = msg.operations
+    assert grown.conversion() == (
+        {"disk(r,p)[v1:data]": 512_000, "disk(r,p)": 256_000},
+        {"disk(r,p)[v1:data]": 768_000},
+    )
+    assert shrunk.subtract == 128
 
 
 def test_the_other_calls_become_ours() -> None:

@@ -301,3 +301,25 @@ def test_a_slaves_configured_resources_are_its_total_with_what_it_kept_undone() 
     total, dropped = with_checkpointed(configured, kept)
     assert not dropped
     assert configured_of(total) == configured
+
+
+@given(
+    size=st.integers(min_value=1, max_value=10**9),
+    change=st.integers(min_value=1, max_value=10**9),
+    stack=st.sampled_from(["(r)", "(r,p)", "(r)(r/s,p)"]),
+)
+def test_resizing_a_volume_keeps_its_disk_and_undoes_itself(
+    size: int, change: int, stack: str
+) -> None:
+    # GROW_VOLUME and SHRINK_VOLUME only move disk between a volume and its own
+    # reservation: what they consume and make are equal by what it is and whose, and a
+    # grow then a shrink by the same amount gives back what was
+    volume, disk = f"disk{stack}[v:d]", f"disk{stack}"
+    used, made = conversion("GROW_VOLUME", {volume: size}, addition={disk: change})
+    assert stripped(used) == stripped(made)
+    assert {role_of(k) for k in made} == {role_of(k) for k in used} == {role_of(disk)}
+    back, again = conversion("SHRINK_VOLUME", made, subtract=change)
+    assert back == made
+    assert again == used
+    with pytest.raises(ValueError, match="less than the volume's size"):
+        conversion("SHRINK_VOLUME", {volume: size}, subtract=size)

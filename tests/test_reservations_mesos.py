@@ -6,7 +6,6 @@ nor unreserve its reservation, nor is it offered it."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import aiohttp
@@ -16,7 +15,7 @@ from protocol.mesos_json import resources_from_mesos, resources_to_mesos
 from protocol.wire.resources import Resources
 
 from harness.helpers import eventually
-from harness.mesos import Live, framework_info, next_of
+from harness.mesos import Live, framework_info, next_of, operator_call
 from harness.mesos import live as live
 
 R = Resources.parse
@@ -41,17 +40,7 @@ def test_reservations_round_trip_through_mesos_json() -> None:
     assert resources_from_mesos(legacy) == R("cpus(a):1")
 
 
-async def operator(live: Live, call: dict[str, Any], name: str = "ops") -> tuple[int, Any]:
-    async with (
-        aiohttp.ClientSession() as session,
-        session.post(
-            live.web + "api/v1",
-            data=json.dumps(call).encode(),
-            headers={"Content-Type": "application/json", "Authorization": live.auth(name)},
-        ) as r,
-    ):
-        text = await r.text()
-        return r.status, json.loads(text) if text else None
+operator = operator_call
 
 
 async def slaves(live: Live) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from protocol.wire.messages import (
     Accept,
     CommandInfo,
     Filters,
+    Offer,
     OfferOperation,
     TaskInfo,
     TaskState,
@@ -26,6 +27,7 @@ from protocol.wire.messages import (
 from protocol.wire.resources import Resources
 from protocol.wire.values import FrameworkCapability
 
+from harness.fakes import FakeFramework
 from harness.helpers import eventually, need_root
 from harness.reservations import framework, master, offer_with, operate, slave
 
@@ -63,6 +65,14 @@ def task(offer_slave: str, task_id: str, command: str, volume: str = VOLUME) -> 
     )
 
 
+async def read_back(fw: FakeFramework, offer: Offer, base: Path) -> str:
+    """What a task on `offer` finds in the volume's file (`data/f`)."""
+    await fw.accept(offer, [task(offer.slave_id, "reader", "cat data/f")], refuse=0)
+    await fw.update_for("reader", TaskState.FINISHED, timeout=30)
+    sandbox = base / "s1" / "sandboxes" / fw.framework_id
+    return (next(sandbox.glob("*reader*")) / "stdout").read_text()
+
+
 async def test_a_volume_outlives_its_task_and_a_slave_restart(
     mosquitto: MosquittoBroker, base: Path
 ) -> None:
@@ -88,13 +98,8 @@ async def test_a_volume_outlives_its_task_and_a_slave_restart(
             assert VOLUME in restarted.resources.total
             # (the offer made before the restart is rescinded: Mesos's master does so)
             offer = await offer_with(mine, R(f"{VOLUME}:100"), seen, master=m)
-            read = task(offer.slave_id, "reader", "cat data/f")
             seen = mine.offer_count()
-            await mine.accept(offer, [read], refuse=0)
-            await mine.update_for("reader", TaskState.FINISHED, timeout=30)
-            sandbox = base / "s1" / "sandboxes" / mine.framework_id
-            out = next(sandbox.glob("*reader*")) / "stdout"
-            assert out.read_text() == "kept\n"
+            assert await read_back(mine, offer, base) == "kept\n"
             # DESTROY: its directory goes, the disk stays team-a's
             offer = await offer_with(mine, R(f"{VOLUME}:100"), seen)
             destroy = OfferOperation(type="DESTROY", resources=R(f"{VOLUME}:100"))
@@ -102,6 +107,49 @@ async def test_a_volume_outlives_its_task_and_a_slave_restart(
             await operate(mine, offer, destroy)
             await offer_with(mine, R("disk(team-a):100"), seen)
             await eventually(lambda: not kept.exists())
+
+
+async def test_a_grown_volume_keeps_its_data_and_size_across_a_slave_restart(
+    mosquitto: MosquittoBroker, base: Path
+) -> None:
+    # Mesos's GrowVolume and ShrinkVolume, the agent's part: the task after the resize
+    # reads what the one before wrote, and the slave keeps the new size (its checkpoint)
+    resources = "cpus:2;mem:512;disk(team-a):100"
+    settings = {**REAL, "task_uid_map": base / "task-uids.json"}
+    async with master(mosquitto) as m, framework(mosquitto, "mine", "team-a") as mine:
+        async with slave(mosquitto, base, resources, **settings):
+            offer = await offer_with(mine, R("disk(team-a):100"), 0)
+            seen = mine.offer_count()
+            await operate(mine, offer, OfferOperation(type="CREATE", resources=R(f"{VOLUME}:60")))
+            offer = await offer_with(mine, R(f"{VOLUME}:60"), seen)
+            write = TaskInfo(
+                task_id="writer",
+                slave_id=offer.slave_id,
+                resources=R(f"cpus:0.1;mem:32;{VOLUME}:60"),
+                command=CommandInfo(value="echo kept > data/f"),
+            )
+            seen = mine.offer_count()
+            await mine.accept(offer, [write], refuse=0)
+            await mine.update_for("writer", TaskState.FINISHED, timeout=30)
+            offer = await offer_with(mine, R(f"{VOLUME}:60"), seen)
+            seen = mine.offer_count()
+            more = R("disk(team-a):40")
+            grow = OfferOperation(type="GROW_VOLUME", resources=R(f"{VOLUME}:60"), addition=more)
+            await operate(mine, offer, grow)
+            await offer_with(mine, R(f"{VOLUME}:100"), seen)
+            seen = mine.offer_count()
+        async with slave(mosquitto, base, resources, **settings) as restarted:
+            assert restarted.resources.total[VOLUME] == 100
+            offer = await offer_with(mine, R(f"{VOLUME}:100"), seen, master=m)
+            seen = mine.offer_count()
+            assert await read_back(mine, offer, base) == "kept\n"
+            # and back: the disk it gives up stays team-a's
+            offer = await offer_with(mine, R(f"{VOLUME}:100"), seen)
+            seen = mine.offer_count()
+            shrink = OfferOperation(type="SHRINK_VOLUME", resources=R(f"{VOLUME}:100"), subtract=40)
+            await operate(mine, offer, shrink)
+            await offer_with(mine, R(f"{VOLUME}:60;disk(team-a):40"), seen)
+            await eventually(lambda: restarted.resources.kept == R(f"{VOLUME}:60"))
 
 
 SHARED = "disk(team-a)[db:data]<SHARED>"

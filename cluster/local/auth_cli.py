@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from protocol.tooling.credentials import KINDS, CredentialsError, Store
+from protocol.tooling.operation_grants import OPERATIONS, default
 
 store_dir = click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
 
@@ -93,6 +94,44 @@ def reserve(directory: Path, name: str, off: bool) -> None:
     click.echo(f"{name} {'may no longer' if off else 'may'} reserve resources")
 
 
+@auth.command("grant")
+@store_dir
+@click.argument("name")
+@click.argument("operation", type=click.Choice(OPERATIONS))
+@click.option(
+    "--role",
+    "roles",
+    multiple=True,
+    help="Only on resources reserved for this role (repeat for more); none: for any role.",
+)
+def grant(directory: Path, name: str, operation: str, roles: tuple[str, ...]) -> None:
+    """Let principal NAME (a framework's or an operator's) make OPERATION: reserve,
+    unreserve, create-volume, destroy-volume or resize-volume (GROW_VOLUME and
+    SHRINK_VOLUME), as Mesos's reserve_resources, ... resize_volume ACLs. A framework
+    still acts only in its offer's role, unreserves only what its principal reserved. A
+    running master reads it within 2 s."""
+    try:
+        Store.open(directory).grant(name, operation, True, roles)
+    except CredentialsError as e:
+        raise _fail(e) from None
+    where = f" for {', '.join(roles)}" if roles else ""
+    click.echo(f"{name} may {operation}{where}")
+
+
+@auth.command("revoke")
+@store_dir
+@click.argument("name")
+@click.argument("operation", type=click.Choice(OPERATIONS))
+def revoke(directory: Path, name: str, operation: str) -> None:
+    """Take OPERATION from principal NAME: a master drops that operation of its from
+    then on (within 2 s), telling it why. What it made stays."""
+    try:
+        Store.open(directory).grant(name, operation, False)
+    except CredentialsError as e:
+        raise _fail(e) from None
+    click.echo(f"{name} may no longer {operation}")
+
+
 @auth.command("remove")
 @store_dir
 @click.argument("name")
@@ -109,12 +148,20 @@ def remove(directory: Path, name: str) -> None:
 @auth.command("list")
 @store_dir
 def list_principals(directory: Path) -> None:
-    """The principals, their kinds and roles (never a secret)."""
+    """The principals, their kinds and roles, and the operations an operator granted or
+    revoked (the others are the defaults: all but a framework's reserve); never a
+    secret."""
     try:
         store = Store.open(directory)
     except CredentialsError as e:
         raise _fail(e) from None
     for p in sorted(store.principals.values(), key=lambda p: (p.kind, p.name)):
         roles = f"  roles: {','.join(p.roles)}" if p.roles else ""
-        reserve = "  may reserve" if p.reserve else ""
-        click.echo(f"{p.name:24} {p.kind:10}{roles}{reserve}")
+        reserve = "  may reserve" if p.kind == "framework" and p.reserve else ""
+        changed = [
+            f"{op}: {g.text()}"
+            for op, g in p.grants.given
+            if g.roles or (g.allowed != default(p.kind, op) and not (reserve and op == "reserve"))
+        ]
+        granted = f"  ({'; '.join(changed)})" if changed else ""
+        click.echo(f"{p.name:24} {p.kind:10}{roles}{reserve}{granted}")

@@ -1,13 +1,16 @@
-"""`drfmesos reserve`, `drfmesos unreserve` and `drfmesos volumes create|destroy`: an
-operator's calls on whose a slave's free resources are (Mesos's RESERVE_RESOURCES,
-UNRESERVE_RESOURCES, CREATE_VOLUMES, DESTROY_VOLUMES), over the bus."""
+"""`drfmesos reserve`, `drfmesos unreserve` and `drfmesos volumes
+create|destroy|grow|shrink`: an operator's calls on whose a slave's free resources are
+(Mesos's RESERVE_RESOURCES, UNRESERVE_RESOURCES, CREATE_VOLUMES, DESTROY_VOLUMES,
+GROW_VOLUME, SHRINK_VOLUME), over the bus."""
 
 from __future__ import annotations
 
 import click
+from pydantic import ValidationError
 
 from cluster.local.operator_cli import _call
 from protocol.tooling.cli import broker_option, cluster_option, log_level_default
+from protocol.wire.codec import describe_validation
 from protocol.wire.messages import ClusterEvent, OfferOperation, OperateResources
 from protocol.wire.reservations import ReservationError, as_dynamic
 from protocol.wire.resources import ResourceError, Resources
@@ -20,13 +23,21 @@ RESOURCES_HELP = (
 
 
 def _operate(
-    broker: str, cluster: str, slave_id: str, kind: str, text: str, timeout: float
+    broker: str,
+    cluster: str,
+    slave_id: str,
+    kind: str,
+    text: str,
+    timeout: float,
+    **resize: Resources | float,
 ) -> None:
     try:
         resources = Resources.parse(text)
         if kind == "RESERVE":  # cpus(team-a) here means: reserved for team-a, by me
             resources = Resources.from_millis(as_dynamic(resources.millis))
-        operation = OfferOperation(type=kind, resources=resources)
+        operation = OfferOperation(type=kind, resources=resources, **resize)
+    except ValidationError as e:
+        raise click.BadParameter(describe_validation(e), param_hint="RESOURCES") from None
     except (ResourceError, ReservationError, ValueError) as e:
         raise click.BadParameter(str(e).splitlines()[-1], param_hint="RESOURCES") from None
 
@@ -73,3 +84,41 @@ volumes.add_command(
     ),
     "destroy",
 )
+
+
+@volumes.command("grow")
+@broker_option()
+@cluster_option
+@click.argument("slave_id")
+@click.argument("volume", metavar="VOLUME")
+@click.argument("addition", metavar="ADDITION")
+@click.option("--timeout", type=float, default=10.0, show_default=True)
+@log_level_default("warning")
+def grow(
+    broker: str, cluster: str, slave_id: str, volume: str, addition: str, timeout: float
+) -> None:
+    """Grow a persistent volume of SLAVE_ID (none a live task uses) by free disk of its
+    own reservation: VOLUME as the slave's state shows it, disk(team-a,ops)[id:path]:512;
+    ADDITION the disk to add, disk(team-a,ops):256. Its data stays."""
+    try:
+        more = Resources.parse(addition)
+    except (ResourceError, ReservationError) as e:
+        raise click.BadParameter(str(e), param_hint="ADDITION") from None
+    _operate(broker, cluster, slave_id, "GROW_VOLUME", volume, timeout, addition=more)
+
+
+@volumes.command("shrink")
+@broker_option()
+@cluster_option
+@click.argument("slave_id")
+@click.argument("volume", metavar="VOLUME")
+@click.argument("subtract", type=float)
+@click.option("--timeout", type=float, default=10.0, show_default=True)
+@log_level_default("warning")
+def shrink(
+    broker: str, cluster: str, slave_id: str, volume: str, subtract: float, timeout: float
+) -> None:
+    """Shrink a persistent volume of SLAVE_ID (none a live task uses) by SUBTRACT MB
+    (less than its size): VOLUME as the slave's state shows it. The disk it gives up
+    stays reserved as the volume's was."""
+    _operate(broker, cluster, slave_id, "SHRINK_VOLUME", volume, timeout, subtract=subtract)

@@ -45,7 +45,7 @@ from protocol.wire.messages import (
     Update,
     new_id,
 )
-from protocol.wire.reservations import DESTROY, is_shared
+from protocol.wire.reservations import DESTROY, NON_SPECULATIVE, is_shared
 from protocol.wire.resources import Resources
 
 
@@ -175,8 +175,11 @@ class FrameworkCalls:
             self.offers.drop(record)
             fw.used(record.offer_id, task_ids)
         self.cycle.decline(fw.framework_id, slave_id, surplus, None, now, role)
+        resized = Resources()  # what non-speculative operations made: offered again later
         for operation in msg.operations:  # (before the tasks: they may use what it made)
-            if operation.type == DESTROY:
+            if operation.type == DESTROY and self.operations.may_make(
+                fw, operation, role or fw.role
+            ):  # (one it may not make takes nobody's offer away)
                 self._rescind_shared(slave_id, operation.resources)
             try:
                 used, made = self.operations.on_offer(
@@ -190,7 +193,11 @@ class FrameworkCalls:
                     framework_id=fw.framework_id,
                 )  # fmt: skip
                 continue
-            room.operated(used, made)
+            if operation.type in NON_SPECULATIVE:  # (what it made: offered again later)
+                room.operated(used, Resources())
+                resized = resized + made
+            else:
+                room.operated(used, made)
         refused: list[str] = []
         seen: set[str] = set()
         launched: list[TaskInfo] = []
@@ -248,7 +255,10 @@ class FrameworkCalls:
                 resources=task.resources,
             )
         refuse = msg.filters.refuse_seconds  # (what it did not use: declined)
-        if self.cycle.decline(fw.framework_id, slave_id, room.left, refuse, now, role):
+        left = self.cycle.decline(fw.framework_id, slave_id, room.left, refuse, now, role)
+        # what a GROW_VOLUME or SHRINK_VOLUME made goes back unfiltered (the framework's
+        # refuse_seconds are for what it left of its offers): offered to it again
+        if self.cycle.decline(fw.framework_id, slave_id, resized, None, now, role) or left:
             self.request_round()
         if refused:  # each heard TASK_ERROR already: that is the answer
             self.outbox.refuse(

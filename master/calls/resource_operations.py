@@ -1,15 +1,13 @@
-"""Operations that change whose a slave's resources are: RESERVE, UNRESERVE, CREATE and
-DESTROY, from a framework's Accept (on what it was offered) or from an operator (on what
-is free: RESERVE_RESOURCES and the like).
+"""Operations that change whose a slave's resources are: RESERVE, UNRESERVE, CREATE,
+DESTROY, GROW_VOLUME and SHRINK_VOLUME, from a framework's Accept (on what it was offered)
+or from an operator (on what is free: RESERVE_RESOURCES and the like).
 
-Who may: identity is the caller's (the broker's, or the HTTP credentials'), never a
-payload's. A framework reserves only for its own role, in its own principal's name, and
-unreserves only what its principal reserved for its role; it makes and ends volumes only
-on disk reserved for its role (or an ancestor's, which it is offered). A framework
-reserves at all only if the operator granted its principal that (`drfmesos auth add
---reserve`, Mesos's reserve_resources ACL): a reservation holds resources from every
-other role, so a tenant that reserved an idle cluster would keep it. An operator
-principal reserves for any role.
+Who may (`master.calls.operation_acls`): identity is the caller's (the broker's, or the
+HTTP credentials'), never a payload's. The operator's grants say which operations each
+principal may make for which roles (RESERVE is off for a framework until granted: a
+reservation holds resources from every other role, so a tenant that reserved an idle
+cluster would keep it); a framework acts besides only in its offer's role. A refused
+operation is dropped, its sender told why, as Mesos drops an unauthorized one.
 
 Each change goes to the allocator (the same amounts, another owner), the master's books
 and the slave, which checkpoints what it must keep across restarts (CheckpointResources):
@@ -24,18 +22,16 @@ from typing import Any
 from master.allocation.allocator import Allocator, AllocatorError
 from master.authz import Caller
 from master.books import Books, Framework
+from master.calls.operation_acls import May, framework_problem, grant_problem
 from master.outbox import Outbox
 from protocol.wire.messages import OfferOperation, OperateResources
 from protocol.wire.reservations import (
     CREATE,
     DESTROY,
+    NON_SPECULATIVE,
     RESERVE,
-    UNRESERVE,
     ReservationError,
     checkpointed,
-    conversion,
-    is_shared,
-    offered_to,
     parse_key,
 )
 from protocol.wire.resources import ResourceError, Resources
@@ -64,34 +60,6 @@ def claimed(kind: str, keys: Millis, principal: str) -> Millis:
     return out
 
 
-def framework_problem(
-    fw: Framework, role: str, kind: str, consumed: Millis, converted: Millis
-) -> str | None:
-    """Why `fw` may not make this operation on an offer of `role` (None if it may): a
-    multi-role framework reserves in each of its roles for that role alone."""
-    principal = fw.principal or None
-    if kind == RESERVE:
-        for key in converted:
-            last = parse_key(key).reservations[-1]
-            if last.role != role:
-                return f"{key}: an offer of role {role} reserves for {role} only"
-            if last.principal != principal:
-                return f"{key}: reserved in another principal's name than {fw.principal!r}"
-    elif kind == UNRESERVE:
-        for key in consumed:
-            last = parse_key(key).reservations[-1]
-            if last.role != role or last.principal != principal:
-                return f"{key}: not reserved for {role} by {fw.principal!r}"
-    else:
-        for key in converted if kind == CREATE else consumed:
-            reserved_for = parse_key(key).role or ""
-            if not offered_to(reserved_for, role):
-                return f"{key}: a volume on disk reserved for {role} (or above it) only"
-            if kind == CREATE and is_shared(key) and not fw.shared_resources:
-                return f"{key}: a shared volume is made by a SHARED_RESOURCES framework only"
-    return None
-
-
 class ResourceOperations:
     """Applies operations to a slave's resources: the allocator, the books, the slave."""
 
@@ -102,25 +70,26 @@ class ResourceOperations:
         outbox: Outbox,
         *,
         in_use: Callable[[str, str], bool],
-        may_reserve: Callable[[str], str | None],
+        may: May,
         request_round: Callable[[], None],
         log: Any,
     ) -> None:
         """`in_use(slave_id, key)`: whether a live task uses that resource (a volume);
-        `may_reserve(principal)`: None if a framework's principal may RESERVE, else why
-        not (the operator's grant, `RoleACL.may_reserve`)."""
+        `may(principal, grant, role)`: None if the operator granted that, else why not
+        (`RoleACL.may`)."""
         self.books, self.allocator, self.outbox = books, allocator, outbox
         self.in_use, self.request_round, self.log = in_use, request_round, log
-        self.may_reserve = may_reserve
+        self.may = may
 
     def on_offer(
         self, fw: Framework, slave_id: str, op: OfferOperation, offered: Resources, role: str
     ) -> tuple[Resources, Resources]:
         """An Accept's operation on `offered` (what is left of its offers, of `role`):
-        (consumed, converted), applied; OperationError if it may not be."""
+        (consumed, converted), applied; OperationError if it may not be. What a
+        GROW_VOLUME or SHRINK_VOLUME made is the framework's until the Accept gives it
+        back: not for its launches (`NON_SPECULATIVE`)."""
         consumed, converted = self._conversion(op, fw.principal)
-        problem = self.may_reserve(fw.principal) if op.type == RESERVE else None
-        problem = problem or framework_problem(fw, role, op.type, consumed, converted)
+        problem = self._framework_may(fw, op.type, consumed, converted, role)
         if problem is None and not offered.contains(Resources.from_millis(consumed)):
             problem = f"{op.type} {op.resources}: not in the offer ({offered})"
         problem = problem or self._slave_problem(slave_id, op.type, converted, consumed)
@@ -135,11 +104,27 @@ class ResourceOperations:
         self._changed(slave_id, op.type, used, made, framework_id=fw.framework_id)
         return used, made
 
+    def may_make(self, fw: Framework, op: OfferOperation, role: str) -> bool:
+        """Whether `fw` may make `op` on an offer of `role` (granted, in its role), before
+        anything is done for it (a DESTROY's shared volume taken back from other offers)."""
+        try:
+            consumed, converted = self._conversion(op, fw.principal)
+        except OperationError:
+            return False
+        return self._framework_may(fw, op.type, consumed, converted, role) is None
+
+    def _framework_may(
+        self, fw: Framework, kind: str, consumed: Millis, converted: Millis, role: str
+    ) -> str | None:
+        problem = grant_problem(self.may, fw.principal, kind, consumed, converted)
+        return problem or framework_problem(fw, role, kind, consumed, converted)
+
     def by_operator(self, slave_id: str, op: OfferOperation, principal: str) -> None:
-        """An operator's operation on a slave's free resources (for any role: the caller
-        is an operator principal); OperationError if it may not be made."""
+        """An operator's operation on a slave's free resources (for any role its grants
+        allow: the caller is an operator principal); OperationError if it may not be."""
         consumed, converted = self._conversion(op, principal)
-        problem = self._slave_problem(slave_id, op.type, converted, consumed)
+        problem = grant_problem(self.may, principal, op.type, consumed, converted)
+        problem = problem or self._slave_problem(slave_id, op.type, converted, consumed)
         if problem:
             raise OperationError(problem)
         used, made = Resources.from_millis(consumed), Resources.from_millis(converted)
@@ -164,7 +149,7 @@ class ResourceOperations:
 
     def _conversion(self, op: OfferOperation, principal: str) -> tuple[Millis, Millis]:
         try:
-            return conversion(op.type, claimed(op.type, dict(op.resources.millis), principal))
+            return op.conversion(claimed(op.type, dict(op.resources.millis), principal))
         except ReservationError as e:
             raise OperationError(str(e)) from None
 
@@ -185,10 +170,15 @@ class ResourceOperations:
                 return (
                     f"it names a volume id twice ({', '.join(sorted(made))}): an id is one volume"
                 )
-        if kind == DESTROY:
+        if kind == DESTROY or kind in NON_SPECULATIVE:
             for key in consumed:
                 if self.in_use(slave_id, key):
                     return f"{key}: a live task uses it"
+        if kind in NON_SPECULATIVE:  # (as Mesos: the volume as it is, whole)
+            for key, amount in consumed.items():
+                whole = slave.total.millis.get(key, 0)
+                if parse_key(key).volume and whole != amount:
+                    return f"{key}: not the whole volume (it is {whole / 1000:g})"
         return None
 
     def _changed(

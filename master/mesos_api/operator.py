@@ -3,7 +3,7 @@
 Served: GET_HEALTH, GET_VERSION, GET_STATE, GET_FRAMEWORKS, GET_AGENTS, GET_EXECUTORS,
 GET_TASKS, GET_ROLES, GET_WEIGHTS, UPDATE_WEIGHTS, GET_QUOTA, GET_MASTER, DRAIN_AGENT,
 DEACTIVATE_AGENT, REACTIVATE_AGENT, RESERVE_RESOURCES, UNRESERVE_RESOURCES, CREATE_VOLUMES,
-DESTROY_VOLUMES (our OperateResources), and SUBSCRIBE
+DESTROY_VOLUMES, GROW_VOLUME, SHRINK_VOLUME (our OperateResources), and SUBSCRIBE
 (the event stream, master.mesos_api.events); and one call of drfmesos's own beside them,
 GET_FRAMEWORK_WHY (`{"type": "GET_FRAMEWORK_WHY", "get_framework_why": {"framework_id":
 {"value": ID}}}`): why a framework is offered nothing, as `drfmesos why` says it
@@ -56,7 +56,7 @@ MAX_BODY = 1024 * 1024  # bytes of one call (a Mesos operator call is a few hund
 NOT_SERVED = frozenset(
     {
         "GET_FLAGS", "GET_METRICS", "GET_LOGGING_LEVEL", "SET_LOGGING_LEVEL", "LIST_FILES",
-        "READ_FILE", "GET_OPERATIONS", "GROW_VOLUME", "SHRINK_VOLUME",
+        "READ_FILE", "GET_OPERATIONS",
         "GET_MAINTENANCE_STATUS", "GET_MAINTENANCE_SCHEDULE", "UPDATE_MAINTENANCE_SCHEDULE",
         "START_MAINTENANCE", "STOP_MAINTENANCE", "UPDATE_QUOTA", "SET_QUOTA", "REMOVE_QUOTA",
         "TEARDOWN", "MARK_AGENT_GONE",
@@ -70,6 +70,8 @@ RESOURCE_CALLS = {
     "UNRESERVE_RESOURCES": ("UNRESERVE", "unreserve_resources", "resources"),
     "CREATE_VOLUMES": ("CREATE", "create_volumes", "volumes"),
     "DESTROY_VOLUMES": ("DESTROY", "destroy_volumes", "volumes"),
+    "GROW_VOLUME": ("GROW_VOLUME", "grow_volume", "volume"),
+    "SHRINK_VOLUME": ("SHRINK_VOLUME", "shrink_volume", "volume"),
 }
 
 
@@ -210,10 +212,13 @@ class OperatorApi:
             raise CallError(400, f"{field}: an object with agent_id and {inner}")
         try:
             slave_id = mj.id_value(body.get("agent_id") or body.get("slave_id"), "agent_id")
-            resources = mj.resources_from_mesos(body.get(inner) or [], f"{field}.{inner}")
-            msg = OperateResources(
-                slave_id=slave_id, operation=OfferOperation(type=op_type, resources=resources)
-            )
+            if inner == "volume":  # (GROW_VOLUME, SHRINK_VOLUME: one volume, resized)
+                fields = mj.resize_from_mesos(op_type, body, field)
+            else:
+                given = body.get(inner) or []
+                fields = {"resources": mj.resources_from_mesos(given, f"{field}.{inner}")}
+            operation = OfferOperation(type=op_type, **fields)
+            msg = OperateResources(slave_id=slave_id, operation=operation)
         except mj.MesosJSONError as e:
             raise CallError(400, str(e)) from None
         except ValidationError as e:

@@ -188,6 +188,8 @@ RESOURCE_OPERATIONS = {
     "DESTROY": ("destroy", "volumes"),
 }
 """Mesos's offer operations on whose resources are, and where each names them."""
+RESIZE_OPERATIONS = {"GROW_VOLUME": "grow_volume", "SHRINK_VOLUME": "shrink_volume"}
+"""Mesos's operations that resize a persistent volume, and the field of each."""
 
 
 class PrincipalMismatch(SchedulerCallError):
@@ -215,10 +217,16 @@ def message_of(call: MesosCall) -> Wire:
                 resources = mj.resources_from_mesos(given, f"{field}.{inner}")
                 operations.append(_wire(OfferOperation, type=op_type, resources=resources))
                 continue
+            if op_type in RESIZE_OPERATIONS:
+                if tasks:
+                    raise SchedulerCallError(f"{op_type} after LAUNCH: operations come first")
+                field = RESIZE_OPERATIONS[op_type]
+                fields = mj.resize_from_mesos(op_type, operation.get(field), field)
+                operations.append(_wire(OfferOperation, type=op_type, **fields))
+                continue
             if op_type != "LAUNCH":
-                raise SchedulerCallError(
-                    f"operation {op_type} is not served: LAUNCH, {', '.join(RESOURCE_OPERATIONS)}"
-                )
+                served = ", ".join([*RESOURCE_OPERATIONS, *RESIZE_OPERATIONS])
+                raise SchedulerCallError(f"operation {op_type} is not served: LAUNCH, {served}")
             launch = operation.get("launch") or {}
             tasks += [_adapted(mj.task_from_mesos(t)) for t in launch.get("task_infos") or []]
         return _wire(

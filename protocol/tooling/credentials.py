@@ -1,6 +1,7 @@
 """A credentials store: who may connect to the broker, as what, and what each may touch.
 
-    DIR/principals.json   names, kinds and roles; no secrets (the master reads it)
+    DIR/principals.json   names, kinds, roles and operation grants; no secrets (the master
+                          reads it)
     DIR/passwd            the broker's password file (mosquitto's PBKDF2-SHA512 format)
     DIR/acl               mosquitto's ACL file, made from principals.json
     DIR/ca.pem, ca.key    the store's own certificate authority
@@ -38,6 +39,7 @@ from pathlib import Path
 from typing import Literal
 
 from protocol.extras import needs
+from protocol.tooling.operation_grants import Grant, GrantError, Grants, check_operation
 from protocol.wire.topics import ROOT
 
 KINDS = ("master", "slave", "framework", "operator")
@@ -76,12 +78,22 @@ class Principal:
     name: str
     kind: Kind
     roles: tuple[str, ...] = ()  # frameworks only: the roles it may register in
-    # frameworks only: may make dynamic reservations (RESERVE, and volumes on them) for
-    # its roles, which hold resources from every other role (Mesos's reserve_resources)
-    reserve: bool = False
+    # what an operator let it do (or not) to whose resources are, beyond the defaults
+    # (`protocol.tooling.operation_grants`): RESERVE is off for frameworks until granted
+    grants: Grants = field(default_factory=Grants)
 
     def may_use_role(self, role: str) -> bool:
         return self.kind == "framework" and role in self.roles
+
+    def may(self, operation: str, role: str | None = None) -> bool:
+        """Whether it may make `operation` on resources reserved for `role` (None: for
+        some role)."""
+        return self.grants.may(self.kind, operation, role)
+
+    @property
+    def reserve(self) -> bool:
+        """May it RESERVE at all (`drfmesos auth reserve`)."""
+        return self.may("reserve")
 
 
 # -- hashing ----------------------------------------------------------------------------------
@@ -247,7 +259,7 @@ class Store:
             raise CredentialsError(f"kind must be one of {', '.join(KINDS)}, not {kind!r}")
         if name in self.principals:
             raise CredentialsError(f"principal {name!r} exists: remove it first")
-        if (roles or reserve) and kind != "framework":
+        if (roles or reserve) and kind != "framework":  # (an operator reserves already)
             raise CredentialsError("--roles and --reserve are for framework principals")
         for role in roles:
             check_role(role)
@@ -256,7 +268,8 @@ class Store:
         secret = new_secret()
         hashes = self._hashes()
         hashes[name] = hash_secret(secret)
-        principals = {**self.principals, name: Principal(name, kind, roles, reserve)}  # type: ignore[arg-type]
+        grants = Grants().setting("reserve", Grant(True)) if reserve else Grants()
+        principals = {**self.principals, name: Principal(name, kind, roles, grants)}  # type: ignore[arg-type]
         self.save(principals, hashes)
         if keep_secret:
             write_private(self.secret_file(name), secret + "\n")
@@ -267,7 +280,26 @@ class Store:
         known = self.principals.get(name)
         if known is None or known.kind != "framework":
             raise CredentialsError(f"no framework principal {name!r} in {self.path}")
-        self.save({**self.principals, name: dataclasses.replace(known, reserve=allowed)})
+        self.grant(name, "reserve", allowed)
+
+    def grant(
+        self, name: str, operation: str, allowed: bool, roles: tuple[str, ...] = ()
+    ) -> Principal:
+        """Let principal `name` make `operation` (for `roles` only, if any), or no longer
+        (`allowed` False): a framework's or an operator's. Its secret stays."""
+        known = self.principals.get(name)
+        if known is None or known.kind not in ("framework", "operator"):
+            raise CredentialsError(f"no framework or operator principal {name!r} in {self.path}")
+        if roles and not allowed:
+            raise CredentialsError("a revoked operation names no roles")
+        try:
+            check_operation(operation)
+        except GrantError as e:
+            raise CredentialsError(str(e)) from None
+        grants = known.grants.setting(operation, Grant(allowed, tuple(map(check_role, roles))))
+        changed = dataclasses.replace(known, grants=grants)
+        self.save({**self.principals, name: changed})
+        return changed
 
     def remove(self, name: str) -> None:
         if name not in self.principals:
@@ -289,7 +321,9 @@ class Store:
         doc = {
             "principals": [
                 {"name": q.name, "kind": q.kind, "roles": list(q.roles)}
-                | ({"reserve": True} if q.reserve else {})
+                # (`reserve` too, for a master from before the grants: rolling upgrades)
+                | ({"reserve": True} if q.grants.get("reserve") == Grant(True) else {})
+                | ({"operations": q.grants.to_json()} if q.grants.given else {})
                 for q in sorted(principals.values(), key=lambda q: q.name)
             ]
         }
@@ -316,11 +350,17 @@ def load_principals(path: Path) -> dict[str, Principal]:
             name, kind = check_name(str(entry["name"])), str(entry["kind"])
             if kind not in KINDS:
                 raise CredentialsError(f"{name}: unknown kind {kind!r}")
-            reserve = entry.get("reserve", False)
-            if not isinstance(reserve, bool):
-                raise CredentialsError(f"{name}: reserve is true or false, not {reserve!r}")
+            try:  # (`reserve`: files before the grants, still read)
+                grants = Grants.from_json(
+                    entry.get("operations"), reserve=entry.get("reserve", False)
+                )
+                for _, grant in grants.given:
+                    for role in grant.roles:
+                        check_role(role)
+            except (GrantError, CredentialsError) as e:
+                raise CredentialsError(f"{name}: {e}") from None
             roles = tuple(str(r) for r in entry.get("roles", []))
-            out[name] = Principal(name, kind, roles, reserve)  # type: ignore[arg-type]
+            out[name] = Principal(name, kind, roles, grants)  # type: ignore[arg-type]
         return out
     except FileNotFoundError:
         raise CredentialsError(

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Literal
 
 from pydantic import Field, model_validator
 
 from protocol.wire.reservations import conversion
-from protocol.wire.resources import Resources
+from protocol.wire.resources import Resources, to_millis
 from protocol.wire.values import (
     MAX_FAILOVER_TIMEOUT,
     MAX_OFFERS_PER_CALL,
@@ -80,17 +81,33 @@ class OfferOperation(Wire):
     """An operation on offered resources besides a launch (Mesos's `Offer.Operation`):
     RESERVE names the resources as they are to be (`cpus(team-a,alice):1`), UNRESERVE
     as they are; CREATE the volumes to make on reserved disk (`disk(team-a,alice)[id:path]`),
-    DESTROY the volumes to end. A reservation's principal left out is the caller's."""
+    DESTROY the volumes to end. A reservation's principal left out is the caller's.
+    GROW_VOLUME names a volume as it is (whole) and, in `addition`, disk of the same
+    reservation to add to it; SHRINK_VOLUME a volume and, in `subtract`, how much disk to
+    take from it (more than 0, less than its size): both are non-speculative, as in Mesos,
+    so the resized volume is not for a launch of the same Accept but offered again."""
 
-    type: Literal["RESERVE", "UNRESERVE", "CREATE", "DESTROY"]
+    type: Literal["RESERVE", "UNRESERVE", "CREATE", "DESTROY", "GROW_VOLUME", "SHRINK_VOLUME"]
     resources: Resources
+    addition: Resources | None = None  # GROW_VOLUME's
+    subtract: float | None = None  # SHRINK_VOLUME's, in the volume's unit (MB)
 
     @model_validator(mode="after")
     def _converts(self) -> OfferOperation:
         if self.resources.is_empty():
             raise ValueError(f"{self.type} names no resources")
-        conversion(self.type, self.resources.millis)  # (ReservationError: a ValueError)
+        self.conversion()  # (ReservationError, ResourceError: ValueErrors)
         return self
+
+    def conversion(
+        self, millis: Mapping[str, int] | None = None
+    ) -> tuple[dict[str, int], dict[str, int]]:
+        """(consumed, converted) by its identity (`millis`: its resources as the master
+        filled them in, a reservation's principal the caller's)."""
+        subtract = None if self.subtract is None else to_millis("disk", self.subtract)
+        addition = None if self.addition is None else self.addition.millis
+        keys = self.resources.millis if millis is None else millis
+        return conversion(self.type, keys, addition=addition, subtract=subtract)
 
 
 class Accept(Wire):

@@ -71,9 +71,11 @@ class ReactivateSlave(Wire):
 
 
 class OperateResources(Wire):
-    """Operator -> master: RESERVE, UNRESERVE, CREATE or DESTROY on a slave's free
-    resources (Mesos's RESERVE_RESOURCES, UNRESERVE_RESOURCES, CREATE_VOLUMES,
-    DESTROY_VOLUMES). A reservation's principal left out is the operator's."""
+    """Operator -> master: RESERVE, UNRESERVE, CREATE, DESTROY, GROW_VOLUME or
+    SHRINK_VOLUME on a slave's free resources (Mesos's RESERVE_RESOURCES,
+    UNRESERVE_RESOURCES, CREATE_VOLUMES, DESTROY_VOLUMES, GROW_VOLUME, SHRINK_VOLUME), as
+    the operator principal's grants allow. A reservation's principal left out is the
+    operator's."""
 
     slave_id: Id
     operation: OfferOperation

@@ -279,14 +279,31 @@ RESERVE = "RESERVE"
 UNRESERVE = "UNRESERVE"
 CREATE = "CREATE"
 DESTROY = "DESTROY"
-OPERATIONS = (RESERVE, UNRESERVE, CREATE, DESTROY)
+GROW_VOLUME = "GROW_VOLUME"
+SHRINK_VOLUME = "SHRINK_VOLUME"
+OPERATIONS = (RESERVE, UNRESERVE, CREATE, DESTROY, GROW_VOLUME, SHRINK_VOLUME)
+NON_SPECULATIVE = (GROW_VOLUME, SHRINK_VOLUME)
+"""Operations whose result no launch of the same Accept may use: it is offered again
+later (Mesos applies them on the agent first; ours, so that a framework cannot tell)."""
 
 
-def conversion(kind: str, keys: Mapping[str, int]) -> tuple[dict[str, int], dict[str, int]]:
+def conversion(
+    kind: str,
+    keys: Mapping[str, int],
+    *,
+    addition: Mapping[str, int] | None = None,
+    subtract: int | None = None,
+) -> tuple[dict[str, int], dict[str, int]]:
     """What an operation consumes and what it makes of it, as Mesos's
     `getResourceConversions`: RESERVE names the resources as they will be (each one
     reservation more), UNRESERVE as they are (each loses its last), CREATE the volumes to
-    make on disk, DESTROY the volumes to end. ReservationError if one cannot be."""
+    make on disk, DESTROY the volumes to end; GROW_VOLUME and SHRINK_VOLUME the volume as
+    it is, with the disk to add (`addition`) or the amount to take (`subtract`, millis).
+    ReservationError if one cannot be."""
+    if kind in NON_SPECULATIVE:
+        return _resized(kind, keys, addition, subtract)
+    if addition is not None or subtract is not None:
+        raise ReservationError(f"{kind}: addition and subtract are for resizing a volume")
     consumed: dict[str, int] = {}
     converted: dict[str, int] = {}
     for key, amount in keys.items():
@@ -315,6 +332,34 @@ def conversion(kind: str, keys: Mapping[str, int]) -> tuple[dict[str, int], dict
         consumed[before] = consumed.get(before, 0) + amount
         converted[after] = converted.get(after, 0) + amount
     return consumed, converted
+
+
+def _resized(
+    kind: str, keys: Mapping[str, int], addition: Mapping[str, int] | None, subtract: int | None
+) -> tuple[dict[str, int], dict[str, int]]:
+    """GROW_VOLUME: a volume and more disk of its own reservation make the bigger volume;
+    SHRINK_VOLUME: a volume makes a smaller one and the disk it gave up, which stays
+    reserved as it was (Mesos's `validate(GrowVolume)`, `validate(ShrinkVolume)`)."""
+    if len(keys) != 1:
+        raise ReservationError(f"{kind}: names one volume, not {len(keys)} resources")
+    ((key, amount),) = keys.items()
+    rid = parse_key(key)
+    if rid.base != "disk" or rid.volume is None or not rid.reservations:
+        raise ReservationError(f"{kind} {key}: not a persistent volume")
+    if rid.volume.shared:  # (as Mesos: its tasks share one size)
+        raise ReservationError(f"{kind} {key}: a shared volume is not resized")
+    disk = rid.with_volume(None).key()
+    if kind == GROW_VOLUME:
+        if subtract is not None or not addition or set(addition) != {disk}:
+            raise ReservationError(
+                f"GROW_VOLUME {key}: its addition is disk of the volume's reservation ({disk})"
+            )
+        return {key: amount, disk: addition[disk]}, {key: amount + addition[disk]}
+    if addition is not None or subtract is None or not 0 < subtract < amount:
+        raise ReservationError(
+            f"SHRINK_VOLUME {key}: subtract more than 0 and less than the volume's size"
+        )
+    return {key: amount}, {key: amount - subtract, disk: subtract}
 
 
 def checkpointed(millis: Mapping[str, int]) -> dict[str, int]:

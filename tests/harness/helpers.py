@@ -124,11 +124,11 @@ def books_balance(master: Master) -> None:
         for slave_id in a.slaves:
             held = want.get((framework_id, slave_id), Resources())
             assert a.held(framework_id, slave_id) == held, (framework_id, slave_id)
-    for slave_id, slave in a.slaves.items():
+    for slave_id, book in a.slaves.items():
         # (and what tasks of frameworks not back yet hold: the allocator's unowned)
         out = sum((r for (_, s), r in want.items() if s == slave_id), Resources())
-        out = out + Resources.from_millis(slave.unowned)
-        once = shared_once(out.millis, slave.total.millis)
+        out = out + Resources.from_millis(book.unowned)
+        once = shared_once(out.millis, book.total.millis)
         assert a.held_on(slave_id) == Resources.from_millis(once), slave_id
     assert a.total == Resources.from_millis(
         stripped(sum((s.total for s in master.books.slaves.values()), Resources()).millis)
@@ -356,6 +356,9 @@ async def open_transport(
     return transport
 
 
+SECURE_SLAVE = Resources(cpus=4, mem=1024)
+
+
 async def start_secure_slaves(
     stack: contextlib.AsyncExitStack,
     connect: Callable[[str], Connector],
@@ -365,8 +368,9 @@ async def start_secure_slaves(
     *,
     simulated: bool = True,
     started: dict[str, Slave] | None = None,
+    resources: Resources = SECURE_SLAVE,
 ) -> dict[str, Transport]:
-    """Slaves of 4 CPUs / 1 GB (simulated tasks, or real processes), each on its
+    """Slaves of 4 CPUs / 1 GB (or `resources`; simulated tasks, or real processes), each on its
     principal's connection (Last Will set), stopped with `stack` (and their real processes
     killed: a test leaves none behind); their buses, by principal. The slaves themselves
     go into `started`, by slave id. `connect`: a principal's transport maker."""
@@ -383,7 +387,7 @@ async def start_secure_slaves(
         config = SlaveConfig(
             slave_id=sid,
             hostname=sid,
-            resources=Resources(cpus=4, mem=1024),
+            resources=resources,
             work_dir=work / sid,
             simulated_tasks=simulated,
             cluster=topics.cluster,

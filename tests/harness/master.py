@@ -48,16 +48,22 @@ class Cluster:
         self.stack.push_async_callback(self.master.stop)
         return self.master
 
-    async def framework(self, name: str, **subscribe: object) -> FakeFramework:
+    async def framework(
+        self, name: str, *, principal: str | None = None, **subscribe: object
+    ) -> FakeFramework:
+        """A framework subscribed as `name`; `principal`: the one the broker proves it is
+        (none: the unauthenticated `framework`)."""
+        who = principal or "framework"
+        connect = self.broker.connector(principal) if principal else self.connect
         bus = await self.stack.enter_async_context(
-            self.connect(
+            connect(
                 name=name,
-                inbox=T.framework("framework", name),
-                will=(T.gone("framework", "framework"), "framework", name),
+                inbox=T.framework(who, name),
+                will=(T.gone("framework", who), "framework", name),
             )
         )
         fw = FakeFramework(bus, T, name)
-        await bus.subscribe(T.framework("framework", name), fw.inbox)
+        await bus.subscribe(T.framework(who, name), fw.inbox)
         await fw.subscribe(name, **subscribe)
         return fw
 

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 
 from benchmarks.mesos_client import MesosScheduler, basic
@@ -19,9 +21,11 @@ from master.mesos_api.doors import mesos_doors
 from protocol.tooling.credentials import Store
 from protocol.transport.memory import MemoryBroker
 from protocol.wire.messages import State
+from protocol.wire.resources import Resources
 from protocol.wire.topics import Topics
 
 from harness.helpers import (
+    SECURE_SLAVE,
     eventually,
     open_transport,
     start_secure_slaves,
@@ -52,8 +56,24 @@ async def live(tmp_path: Path) -> AsyncIterator[Live]:
     """A master serving the Mesos APIs (as `drfmesos master --http` does, with
     `--principals`) and slave-0 (4 CPUs, 1 GB), in process on the memory transport.
     team-a may reserve resources for its role (`drfmesos auth reserve`); team-b not."""
+    async with live_cluster(tmp_path, reserve=("team-a",)) as cluster:
+        yield cluster
+
+
+@contextlib.asynccontextmanager
+async def live_cluster(
+    tmp_path: Path,
+    resources: Resources = SECURE_SLAVE,
+    *,
+    simulated: bool = False,
+    reserve: tuple[str, ...] = (),
+) -> AsyncIterator[Live]:
+    """The `live` fixture's master and slave-0 (of `resources`; `simulated` tasks or
+    real processes), its principals (PRINCIPALS), those of `reserve` granted RESERVE
+    before the master starts."""
     store = provision(tmp_path / "auth", PRINCIPALS)
-    store.may_reserve("team-a", True)
+    for name in reserve:
+        store.may_reserve(name, True)
     broker, topics = MemoryBroker(store.principals.values()), Topics(CLUSTER)
     config = MasterConfig(
         allocation_interval=0.1,
@@ -67,10 +87,25 @@ async def live(tmp_path: Path) -> AsyncIterator[Live]:
         await master.start()
         stack.push_async_callback(master.stop)
         await start_secure_slaves(
-            stack, broker.connector, topics, tmp_path, [("slave-0", "s0")], simulated=False
-        )
+            stack, broker.connector, topics, tmp_path, [("slave-0", "s0")],
+            simulated=simulated, resources=resources,
+        )  # fmt: skip
         await eventually(lambda: len(master.books.slaves) == 1 and bool(master.web_ui))
         yield Live(store, master.web_ui, master)
+
+
+async def operator_call(live: Live, call: dict[str, Any], name: str = "ops") -> tuple[int, Any]:
+    """A v1 operator call (`POST /api/v1`) as principal `name`: (status, its JSON)."""
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(
+            live.web + "api/v1",
+            data=json.dumps(call).encode(),
+            headers={"Content-Type": "application/json", "Authorization": live.auth(name)},
+        ) as r,
+    ):
+        text = await r.text()
+        return r.status, json.loads(text) if text else None
 
 
 def framework_info(name: str = "team-a", **more: Any) -> dict[str, Any]:
