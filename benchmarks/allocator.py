@@ -26,7 +26,9 @@ of the drf round, and the exact fair share within 50 ms (issue 51). Last, what r
 why a framework is offered nothing costs a round (`benchmarks.why_cost`, issue 47: a
 round with the recording within 1.1x of one without). And what ports on every slave cost
 a round (`benchmarks.ranges_cost`, issue 49: within 1.3x of scalars only, measured in the
-same run).
+same run), and what reservations with a persistent volume on every slave cost one, regular,
+shared or mixed, as Mesos's PersistentVolumes benchmark (`benchmarks.volumes_cost`: the
+worst within 2x of the same cluster unreserved).
 
 The last line of output is one JSON object (`--json`: that line alone on stdout): every
 figure with a bound, beside it, and whether it holds (`targets`), whether all do
@@ -48,7 +50,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import cast
 
-from benchmarks import ranges_cost, why_cost
+from benchmarks import ranges_cost, volumes_cost, why_cost
 from benchmarks.common import bounds, table
 from master.allocation.allocator import Allocator
 from master.allocation.preemption import Contender, _ideal_of, fair_allocation
@@ -279,6 +281,20 @@ def main(quick: bool, as_json: bool) -> int:
             f"over scalars only, median of {len(ranges.ranges_ms)}",
         )
     )
+    say()
+    say("a round with reservations and a persistent volume on every slave (regular, shared,")
+    say("mixed: Mesos's PersistentVolumes benchmark), beside the cluster unreserved, interleaved")
+    volumes = volumes_cost.report(quick)
+    say(volumes.table())
+    targets.append(
+        Target(
+            volumes.figure,
+            volumes.ratio,
+            "x",
+            volumes_cost.BOUND,
+            f"over unreserved, median of {len(volumes.plain_ms) // len(volumes_cost.KINDS)}",
+        )
+    )
     say(bounds([t.row() for t in targets]))
     keys = ("slaves", "frameworks", "offers", "first_ms", "offers_after", "second_ms")
     result = {
@@ -293,6 +309,7 @@ def main(quick: bool, as_json: bool) -> int:
         ],
         "why": asdict(why),
         "ranges": asdict(ranges),
+        "volumes": asdict(volumes),
         "load_at_start": load_at_start,
         "load_at_end": os.getloadavg()[0],
     }

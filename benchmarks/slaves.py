@@ -14,11 +14,15 @@ each its own principal and connection, as separate machines would be. It measure
 - with `--tasks` (default: 2 a slave), `--frameworks` SDK frameworks launch them through
   offers (`benchmarks.failover_tasks`): `tasks_running_s`, from the frameworks' start
   until the leader and the frameworks have every task RUNNING; the leader's RSS per task;
-- `failover_elected_s`: the leader is killed (SIGKILL); from then until the standby
-  leads, split into `failover_until_won_s` (the old leader's ZooKeeper session expiring,
-  the election) and `failover_takeover_s` (from winning until serving, the registry read
-  in it: `failover_registry_read_s`); `failover_reregistered_s`: from the kill until the new
-  leader has every slave connected again; `failover_tasks`: the tasks the new leader
+- `failover_elected_s`: the leader is killed (SIGKILL); from then until this benchmark
+  sees the standby lead, and on the wall clock from the kill: `failover_session_expired_s`
+  (ZooKeeper removed the old leader's election node), `failover_until_won_s` (the standby
+  won the election), `failover_serving_s` (it serves), the last split into
+  `failover_takeover_s` (from winning until serving: connecting to the broker,
+  `failover_bus_s`, and reading the registry, `failover_registry_read_s`);
+  `failover_reregistered_s`: from the kill until this benchmark sees the new
+  leader have every slave connected again (`failover_all_back_s`: when the new leader had
+  the last one, on its clock); `failover_tasks`: the tasks the new leader
   holds then (every framework's back); `reconciled_s`: from the kill until every task
   of every framework was answered RUNNING by the frameworks' reconciliation with the
   new leader; `tasks_lost`: updates of any other state (LOST, GONE, ...) they heard;
@@ -57,6 +61,7 @@ import urllib.request
 from dataclasses import dataclass
 
 from benchmarks.common import table
+from benchmarks.election_watch import ElectionWatch
 from benchmarks.failover_tasks import Frameworks, framework_name, task_size
 from benchmarks.party_cpu import PartyCpu
 from cluster.testing.zookeeper import ZooKeeperServer
@@ -402,24 +407,44 @@ class Run:
         """Kill the leader; the new one's slaves, tasks and the frameworks' reconciliation."""
         if self.frameworks is not None:
             self.frameworks.expect_failover()
-        leader.proc.kill()
-        await leader.proc.wait()
-        killed = time.perf_counter()
-        new = await self.leader()
-        elected = time.perf_counter() - killed
+        assert self.zk is not None
+        watch = ElectionWatch(self.zk.hosts, f"/{self.cluster}/{self.cluster}/election")
+        try:
+            await watch.watch_leader()
+            killed_at = time.time()  # (the wall clock, beside the new leader's)
+            leader.proc.kill()
+            await leader.proc.wait()
+            killed = time.perf_counter()
+            new = await self.leader()
+            elected = time.perf_counter() - killed
+        finally:
+            await watch.close()
         result = self.result  # (filled as it goes: a phase that times out keeps these)
         result["failover_elected_s"] = round(elected, 1)
-        # where the election's time went: the new leader's own start (the registry read
-        # in it), the rest the old leader's ZooKeeper session expiring, and this poll
+        # where the election's time went, on the wall clock: the old leader's ZooKeeper
+        # session expiring (seen by a watch on its election node), the standby winning
+        # the election, its start (connecting to the broker, reading the registry), and
+        # the rest until this poll saw it lead
         scraped = await new.scrape()
+        won = metric(scraped, "drfmesos_term_won_timestamp_seconds") - killed_at
         took_over = metric(scraped, "drfmesos_takeover_seconds", step="serving")
+        if watch.leader_gone_at is not None:
+            result["failover_session_expired_s"] = round(watch.leader_gone_at - killed_at, 2)
+        result["failover_until_won_s"] = round(won, 2)
+        result["failover_bus_s"] = round(
+            metric(scraped, "drfmesos_takeover_seconds", step="bus"), 2
+        )
         result["failover_registry_read_s"] = round(
             metric(scraped, "drfmesos_takeover_seconds", step="registry"), 2
         )
         result["failover_takeover_s"] = round(took_over, 2)
-        result["failover_until_won_s"] = round(elected - took_over, 2)
+        result["failover_serving_s"] = round(won + took_over, 2)
         result["failover_reregistered_s"] = round(await self.all_back(new, killed), 1)
         scraped = await new.scrape()
+        # (the same on the new leader's own clock: this poll sees it up to POLL later, and
+        # later again while its loop is busy)
+        back = metric(scraped, "drfmesos_recovery_done_timestamp_seconds")
+        result["failover_all_back_s"] = round(back - killed_at, 1) if back else None
         result["failover_reregisters_read"] = int(
             metric(scraped, "drfmesos_messages_total", type="Reregister")
             + metric(scraped, "drfmesos_messages_total", type="Register")

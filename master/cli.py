@@ -466,6 +466,7 @@ def master(
             return Bus(url, name="master", client_id=f"drfmesos-master-{cluster}", persistent=True)
 
         async def serve(bus: Bus, term: Term) -> Callable[[], Awaitable[None]]:
+            connected = time.monotonic() - term.started  # (lead() connected the bus)
             if standby is not None:  # the leader's own API takes the port
                 await standby.stop()
             registry = Registry(term.store)
@@ -476,6 +477,7 @@ def master(
                 bus, topics, config, registry=registry, epoch=term.epoch, master_id=master_id
             )
             m.churn.takeover_registry_seconds = read
+            m.churn.takeover_bus_seconds, m.churn.won_at = connected, term.won_at
             if config.http is not None:
                 m.http_doors.extend(mesos_doors(m))
 

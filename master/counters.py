@@ -8,6 +8,7 @@ master/slave_registrations, master/slave_removals, master/recovery_slave_removal
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -33,5 +34,13 @@ class SlaveChurn:
     # how this master's term began: seconds reading the registry, and from winning the
     # election until serving (the rest of a failover's election is the old leader's
     # session expiring in ZooKeeper)
+    takeover_bus_seconds: float = 0.0  # (connecting to the broker, after winning)
     takeover_registry_seconds: float = 0.0
     takeover_seconds: float = 0.0
+    won_at: float = 0.0  # the wall clock when it won the election
+    recovered_at: float = 0.0  # the wall clock when the last one expected was back or removed
+
+    def recovered_one(self, waiting: int) -> None:
+        """One of the registry's slaves is back (or removed); `waiting` still awaited."""
+        if not waiting:
+            self.recovered_at = time.time()

@@ -12,6 +12,9 @@ connection, so they share its traffic too:
   principal whose topic it came on;
 - one loop re-sends the owed status updates that are due, for all of them, looking at a
   slave only when its next re-send is due (a heap by due time);
+- one paces their (re-)registrations (`slave.registrations`): each slave's random wait
+  and backoff kept, the attempts due in a tick sent together, and a retry held while the
+  master is still reading this process's earlier attempts;
 - one says, while slaves wait on a live connection for a master to answer their
   registration, how many and for how long (the bus says when the broker is missing).
 """
@@ -35,6 +38,7 @@ from protocol.transport.patience import Patience
 from protocol.wire.messages import MAX_HEARTBEATS, Heartbeats, Wire
 from protocol.wire.topics import Topics
 from slave.kept_resources import load_all
+from slave.registrations import Registrations
 from slave.slave import JOURNAL_FILE, Slave, SlaveConfig
 from slave.updates import RESEND_CHECK
 
@@ -51,6 +55,7 @@ class Fleet:
         self.principal = principal
         self.to_master = topics.inbound("slave", principal)
         self.slaves: list[Slave] = []
+        self.registrations = Registrations(0.0, lambda: bus.connected)  # (run() makes its own)
         # the slaves with an update to send again, by when the next is due (resend_loop):
         # a heap of (due, n, slave), and each slave's earliest entry in it
         self._resends: list[tuple[float, int, Slave]] = []
@@ -69,8 +74,11 @@ class Fleet:
         base = Path(os.path.commonpath([c.work_dir for c in configs])) if configs else None
         journals = JournalFile(base / JOURNAL_FILE) if base is not None else None
         self.slaves = [Slave(self.bus, self.topics, c, journals) for c in configs]
+        factor = configs[0].registration_backoff_factor if configs else 0.0
+        self.registrations = Registrations(factor, lambda: self.bus.connected)
         for slave in self.slaves:
             slave.updates.on_scheduled = functools.partial(self._resend_due_at, slave)
+            slave.registrations = self.registrations
         await self.bus.subscribe(self.topics.slaves_of(self.principal), self._unrouted)
         started: list[Slave] = []
         try:
@@ -91,7 +99,9 @@ class Fleet:
                 await slave.stop(kill_tasks=kill)
 
     async def _loops(self) -> None:
-        await asyncio.gather(self.heartbeat_loop(), self.resend_loop(), self.tell_waiting())
+        await asyncio.gather(
+            self.heartbeat_loop(), self.resend_loop(), self.registrations.run(), self.tell_waiting()
+        )
 
     async def _all_ended(self) -> None:
         for slave in self.slaves:
@@ -160,7 +170,7 @@ class Fleet:
         patience = Patience()
         while True:
             await asyncio.sleep(WAIT_CHECK)
-            waiting = sum(not s.registered.is_set() for s in self.slaves)
+            waiting = len(self.registrations.pending)  # (not a walk of every slave)
             if not waiting or not self.bus.connected:
                 patience.over()
                 continue
@@ -168,11 +178,13 @@ class Fleet:
             if waited is None:
                 continue
             cluster = self.topics.cluster
+            # (the in-process transport, which fleets run on in tests, names no broker)
+            broker = getattr(getattr(self.bus, "broker", None), "bare", "the broker")
             self.log.warning(
                 "slave.waiting_for_master",
                 unregistered=waiting,
                 waited=round(waited, 1),
-                detail=f"connected to the broker at {self.bus.broker.bare}, but no master of "
+                detail=f"connected to the broker at {broker}, but no master of "
                 f"cluster {cluster!r} has registered it: is one running there (drfmesos "
                 f"master --cluster {cluster})? (one that refuses it says why: slave.refused)",
             )

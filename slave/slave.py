@@ -75,6 +75,7 @@ from slave.memory_limits import enforce_memory_limits
 from slave.owners import Owners
 from slave.ports_isolator import enforce_ports
 from slave.recovery import recover
+from slave.registrations import Registrations
 from slave.reports import TaskReports
 from slave.runners import SimulatedRunner
 from slave.tenancy import Tenancy, start_tenancy
@@ -119,6 +120,8 @@ class Slave:
         self.gone: str | None = None
         self.master_epoch = 0  # the epoch of the master we registered with
         self._wanted = asyncio.Event()  # (re-)registration is due (see _register_loop)
+        # a fleet's pacer of its slaves' (re-)registrations (else the slave's own loop)
+        self.registrations: Registrations | None = None
         self.heartbeat_interval = 5.0
         self._launches = RecentLaunches(config.launch_memory)
         self.kills = Kills(self.log)  # kills waiting out their grace
@@ -207,9 +210,11 @@ class Slave:
         self.bus.on_connect(self._reconnected)
         if self.bus.connected:
             self._announce_soon()
-        self._loops = [
-            asyncio.create_task(self._register_loop(), name=f"register-{self.slave_id}"),
-        ]
+        self._loops = []
+        if self.registrations is None:  # (a fleet paces its slaves' in one loop)
+            self._loops.append(
+                asyncio.create_task(self._register_loop(), name=f"register-{self.slave_id}")
+            )
         if not self.config.in_fleet:  # (a fleet runs these for all its slaves at once)
             self._loops += [
                 asyncio.create_task(self._heartbeat_loop(), name=f"heartbeat-{self.slave_id}"),
@@ -278,7 +283,10 @@ class Slave:
         """(Re-)register, paced (slave.backoff): after every connect, a new leader, or a
         master that does not know us; then again until the master answers."""
         self.registered.clear()
-        self._wanted.set()
+        if self.registrations is not None:
+            self.registrations.wanted(self)
+        else:
+            self._wanted.set()
 
     @property
     def isolation_warning(self) -> str:
@@ -288,7 +296,8 @@ class Slave:
             return ""
         return self.tenancy.confinement.not_enforced() or ""
 
-    async def _announce(self) -> None:
+    async def announce(self) -> None:
+        """Send a (re-)registration now: a Reregister with its tasks, or a Register."""
         running = [
             RunningTask(framework_id=r.framework_id, task=r.info, state=r.state)
             for r in self.tasks.values()
@@ -332,7 +341,7 @@ class Slave:
                 await asyncio.sleep(delay)
             while not self.registered.is_set() and not self.ended.is_set():
                 if self.bus.connected:
-                    await self._announce()
+                    await self.announce()
                     self._wanted.clear()  # (what asked again meanwhile is this attempt)
                 with contextlib.suppress(TimeoutError):
                     await within(self.registered.wait(), backoff.retry())
@@ -348,6 +357,8 @@ class Slave:
         self.heartbeat_interval = msg.heartbeat_interval_seconds
         first = not self.registered.is_set()
         self.registered.set()
+        if self.registrations is not None:
+            self.registrations.answered(self)
         if first:
             self.log.info("slave.registered", master_id=msg.master_id, tasks=len(self.tasks))
             self.updates.tell_scheduled()  # (a fleet sets aside what is owed meanwhile)

@@ -31,3 +31,10 @@ def test_the_last_line_gives_each_bounded_figure_beside_its_bound(
     assert (ranges["unit"], ranges["bound"]) == ("x", 1.3)
     assert len(result["ranges"]["ranges_ms"]) == len(result["ranges"]["scalars_ms"]) == 3
     assert result["ranges"]["offers"] == 2000  # every slave offered, its ports with it
+    # Mesos's PersistentVolumes benchmark: reservations and a volume on every slave
+    volumes = targets[
+        "round with reservations and a volume on every slave (worst of regular, shared,"
+        " mixed), 2,000 x 200"
+    ]
+    assert (volumes["unit"], volumes["bound"]) == ("x", 2.0)
+    assert set(result["volumes"]["ratios"]) == {"REGULAR", "SHARED", "MIXED"}

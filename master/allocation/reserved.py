@@ -107,7 +107,9 @@ def reserved_pick(
 
     def pick(slave: SlaveBook, given: set[str], shown: set[str]) -> tuple[str, Millis] | None:
         by_role: dict[str, Millis] = {}
-        free = slave.unallocated
+        free, shared = slave.unallocated, slave.shared
+        if not any(v > 0 and not (shared and k in shared) for k, v in free.items()):
+            return None  # (all taken, shared volumes aside: no walk past every framework)
 
         def wanted(framework_id: str) -> bool:
             if framework_id in given:

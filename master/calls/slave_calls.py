@@ -265,6 +265,7 @@ class SlaveCalls:
         self.books.removed_slaves.discard(slave_id)
         if self.books.recovering.pop(slave_id, None) is not None:
             self.churn.recovery_back += 1
+            self.churn.recovered_one(len(self.books.recovering))
             self.log.info("slave.recovered", slave_id=slave_id, tasks=len(running))
         if ending is None:  # as Mesos counts: by the message, Register or Reregister
             self.churn.registrations += 1

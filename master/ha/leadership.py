@@ -46,6 +46,9 @@ class Term:
     store: Store
     lost: asyncio.Event = field(default_factory=asyncio.Event)
     started: float = field(default_factory=time.monotonic)
+    # the wall clock when the election was won (for a failover's timeline beside the old
+    # leader's end, which only the wall clock of another process can say)
+    won_at: float = field(default_factory=time.time)
     # what the term put in ZooKeeper besides its election node, taken back at its end
     # after the master stopped (a shutdown may skip them: the session's end removes them)
     withdrawals: list[Callable[[], Awaitable[None]]] = field(default_factory=list)

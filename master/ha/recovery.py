@@ -119,6 +119,7 @@ class Recovery:
         del self.books.recovering[slave_id]
         timeout = self.reregister_timeout
         self.churn.recovery_removed += 1
+        self.churn.recovered_one(len(self.books.recovering))
         self._slave_gone(
             slave_id, f"did not re-register within {timeout:g}s of the failover", cause="recovery"
         )

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import time
 import urllib.parse
 import zlib
 from dataclasses import dataclass
@@ -345,6 +346,7 @@ class ZkCandidate:
             if not won or not self.client.connected:
                 await asyncio.to_thread(_release, lock)
                 continue
+            won_at = time.time()
             fence = f"{self.root}/election/{lock.node}"
             try:
                 epoch = await asyncio.to_thread(self._bump_epoch, fence)
@@ -352,7 +354,8 @@ class ZkCandidate:
                 log.warning("zookeeper.epoch_failed", error=repr(e))
                 await asyncio.to_thread(_release, lock)
                 continue
-            self._term = Term(epoch, ZkStore(self.client, f"{self.root}/registry", fence))
+            store = ZkStore(self.client, f"{self.root}/registry", fence)
+            self._term = Term(epoch, store, won_at=won_at)
             if not self.client.connected:  # lost while we got here
                 self._term.lost.set()
             return self._term

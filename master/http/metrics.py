@@ -261,15 +261,27 @@ def churn_metrics(m: MasterReader, counts: BookCounts) -> Iterator[Metric]:
     recovery.add_metric(["removed"], churn.recovery_removed)
     recovery.add_metric(["waiting"], counts.recovering)
     yield recovery
+    yield GaugeMetricFamily(
+        "drfmesos_recovery_done_timestamp_seconds",
+        "When the last slave of the registry a failover awaited was back or removed "
+        "(Unix time; 0: none awaited yet, or some still are).",
+        value=churn.recovered_at if not counts.recovering else 0.0,
+    )
     takeover = GaugeMetricFamily(
         "drfmesos_takeover_seconds",
-        "How this leader's term began: reading the registry, and from winning the "
-        "election until serving (the registry read included).",
+        "How this leader's term began: connecting to the broker, reading the registry, "
+        "and from winning the election until serving (both included).",
         labels=["step"],
     )
+    takeover.add_metric(["bus"], churn.takeover_bus_seconds)
     takeover.add_metric(["registry"], churn.takeover_registry_seconds)
     takeover.add_metric(["serving"], churn.takeover_seconds)
     yield takeover
+    yield GaugeMetricFamily(
+        "drfmesos_term_won_timestamp_seconds",
+        "When this leader won its election (Unix time; without ZooKeeper: began to lead).",
+        value=churn.won_at,
+    )
 
 
 def registry_for(master: MasterReader) -> CollectorRegistry:
