@@ -242,6 +242,7 @@ class Master:
             outbox,
             updates,
             recorder,
+            self.offers,
             topics=topics,
             acl=self.acl,
             ids=self.framework_ids,

@@ -186,3 +186,40 @@ def test_shared_volumes_are_offered_once_a_round_and_count_once(
                     base = parse_key(key).base
                     share[base] = share.get(base, 0) + amount
             assert a.allocation(f) == Resources.from_millis(share)
+
+
+NESTED = {"fa": "a", "fb": "a/b", "fc": "a/b/c", "fd": "a/d"}
+VA = "disk(a)[va:data]<SHARED>"
+
+
+@pytest.mark.parametrize("policy", ["hdrf", "naive-hdrf", "flat"])
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(sorted(NESTED)), st.booleans()), max_size=30))
+def test_a_role_node_counts_a_shared_volume_once_whoever_below_holds_copies(
+    policy: str, steps: list[tuple[str, bool]]
+) -> None:
+    # Frameworks of a role and of its sub-roles take and give back copies of the role's
+    # shared volume in any order: every node of the tree holds the volume once while any
+    # copy is in its subtree, and not at all when none is (Mesos's sorter counts a shared
+    # resource once a node), and a framework's cpus beside it as they are.
+    a = Allocator(policy)
+    a.add_slave("s", R(f"cpus:40;mem:1000;disk(a):100;{VA}:800"))
+    for fid, role in NESTED.items():
+        a.add_framework(fid, role)
+        a.take_shared(fid)
+    copies = dict.fromkeys(NESTED, 0)
+    for fid, take in steps:
+        if take:
+            a.allocate_existing(fid, "s", R(f"cpus:1;{VA}:800"))
+            copies[fid] += 1
+        elif copies[fid]:
+            a.recover(fid, "s", R(f"cpus:1;{VA}:800"))
+            copies[fid] -= 1
+        for node in ("a", "a/b", "a/b/c", "a/d"):
+            below = [f for f, r in NESTED.items() if r == node or r.startswith(node + "/")]
+            held = a.quota_stage.held_by_role(node)  # (its subtree's, and its idle reserved)
+            n = sum(copies[f] for f in below)
+            assert held.get("cpus", 0) == 1000 * n, (node, held)
+            # role a's: the volume (a copy out, or idle) and its idle reserved disk
+            want = 900_000 if node == "a" else 800_000 if n else 0
+            assert held.get("disk", 0) == want, (node, held)

@@ -58,7 +58,7 @@ from master.allocation.reserved import (
 from master.allocation.role_order import RoleOrder
 from master.allocation.role_settings import RoleSettings
 from master.allocation.role_tree import TREE_POLICIES, RoleTree
-from master.allocation.shared import Copies
+from master.allocation.shared import NOTHING, Copies, Split
 from master.allocation.sorter import Millis, Sorter, Total
 from master.allocation.unbooked import Unbooked
 from master.allocation.visits import Visits
@@ -112,7 +112,7 @@ class Allocator:
         self._allocated: Millis = {}  # the whole cluster's, offered or in use
         # what is reserved for each role and not allocated (counted as the role's quota)
         self._idle = IdleReservations()
-        self._copies = Copies()  # of shared volumes, by holder (`shared`)
+        self._copies = Copies(tree)  # of shared volumes, by holder and role (`shared`)
         self._quota = QuotaStage(
             self._role_order, self._total.millis, self._allocated, quota_headroom, self._idle
         )
@@ -352,8 +352,9 @@ class Allocator:
     def hold_unowned(self, slave_id: str, resources: Resources) -> None:
         """Record resources in use by tasks no framework here owns (yet): see `adopt`."""
         slave = self._slave(slave_id)
+        on_slave = self._copies.split(slave, "", None, resources.millis, 1)[0]  # (checks)
         add_millis(slave.unowned, resources.millis)
-        self._take(slave, self._copies.split(slave, "", None, resources.millis, 1)[0])
+        self._take(slave, on_slave)
 
     def adopt(
         self, framework_id: str, slave_id: str, resources: Resources, role: str | None = None
@@ -371,7 +372,7 @@ class Allocator:
         counted = self._copies.split(
             slave, framework_id, self.frameworks[framework_id].role, resources.millis, 1
         )
-        self._credit(framework_id, slave, resources, counted[1:])  # (it stays allocated)
+        self._credit(framework_id, slave, resources, counted)  # (it stays allocated)
 
     # -- the round ---------------------------------------------------------------------------
     def allocate(
@@ -603,8 +604,8 @@ class Allocator:
         held = slave.by_framework.get(framework_id)
         if held is None or not holds(held, consumed.millis):
             raise AllocatorError(f"framework {framework_id} does not hold {consumed} there")
-        if slave.shared:  # (a shared volume ends only with its last copy: `shared`)
-            self._copies.check_ending(slave, framework_id, consumed.millis)
+        if slave.shared or shared_keys(converted.millis):  # (checked first: `shared`)
+            self._copies.check_conversion(slave, framework_id, consumed.millis, converted.millis)
         if stripped(consumed.millis) != stripped(converted.millis):
             # resources gone or come (Mesos's conversions may remove some): given back,
             # the total changed, and the new ones given
@@ -681,6 +682,8 @@ class Allocator:
         delta, free = resources.millis, slave.unallocated
         if held == delta:  # (the usual: all it held here comes back, compared at C speed)
             held.clear()
+        elif slave.shared and not holds(held, delta):  # (before a copy is counted back)
+            raise AllocatorError(f"framework {framework_id} does not hold {resources} there")
         else:
             try:
                 sub_millis(held, delta, f"framework {framework_id} on slave {slave_id}")
@@ -690,10 +693,11 @@ class Allocator:
         # keeps its zeros: nothing asks which resources it names)
         everywhere = self._allocated
         share = role_share = None
+        above: Mapping[str, Mapping[str, int]] = NOTHING
         if slave.reserved:
             on_slave: Mapping[str, int] = delta
             if slave.shared:  # (a shared volume is back only with its last copy)
-                on_slave, mine, of_role = self._copies.split(
+                on_slave, mine, of_role, above = self._copies.split(
                     slave, framework_id, fw.role, delta, -1
                 )
                 share, role_share = (Resources.from_millis(stripped(c)) for c in (mine, of_role))
@@ -717,6 +721,9 @@ class Allocator:
             framework_id, resources if share is None else share
         )
         self._role_order.unallocated(fw.role, resources if role_share is None else role_share)
+        if above:  # (a sub-role's copy: the volume stays counted there)
+            for node, counted in above.items():
+                self._role_order.recount(node, Resources.from_millis(stripped(counted)), 1)
         self._refuse(fw, slave, delta, refuse_seconds, now)
 
     def _refuse(
@@ -743,8 +750,8 @@ class Allocator:
     def _give(self, framework_id: str, slave: SlaveBook, resources: Resources) -> None:
         if slave.shared:  # (copies of a shared volume count once: `shared`)
             role = self.frameworks[framework_id].role
-            on_slave, *counted = self._copies.split(slave, framework_id, role, resources.millis, 1)
-            self._take(slave, on_slave)
+            counted = self._copies.split(slave, framework_id, role, resources.millis, 1)
+            self._take(slave, counted.slave)
             self._credit(framework_id, slave, resources, counted)
             return
         self._take(slave, resources.millis)
@@ -774,7 +781,7 @@ class Allocator:
         framework_id: str,
         slave: SlaveBook,
         resources: Resources,
-        counted: Sequence[Mapping[str, int]] = (),
+        counted: Split | None = None,
     ) -> None:
         """Resources allocated on a slave are the framework's (given to it, or adopted):
         a framework the caller knows. `counted`: what of them its share and its role's
@@ -786,10 +793,12 @@ class Allocator:
         else:
             add_millis(mine, resources.millis)
         fw.slaves.add(slave.slave_id)
-        if counted:
-            share, role_share = (Resources.from_millis(stripped(c)) for c in counted)
-            self._role_frameworks[fw.role].allocated(framework_id, share)
-            self._role_order.allocated(fw.role, role_share)
+        if counted is not None:
+            share, role_share = (stripped(c) for c in (counted.share, counted.role))
+            self._role_frameworks[fw.role].allocated(framework_id, Resources.from_millis(share))
+            self._role_order.allocated(fw.role, Resources.from_millis(role_share))
+            for node, twice in counted.above.items():  # (a sub-role's copy: counted once)
+                self._role_order.recount(node, Resources.from_millis(stripped(twice)), -1)
             return
         if slave.reserved:  # (shares count what the resources are, whoever's)
             resources = self._what(slave, resources)

@@ -72,6 +72,12 @@ class RoleOrder(Protocol):
 
     def unallocated(self, role: str, resources: Resources) -> None: ...
 
+    def recount(self, node: str, resources: Resources, sign: int) -> None:
+        """On a tree: a shared volume `allocated` (sign -1) or `unallocated` (1) at a role
+        below `node` is counted there and above for another copy already: counted once
+        (`shared.Split.above`). A flat order has no such nodes."""
+        ...
+
     def held(self, role: str) -> Millis:
         """What a role node holds (on a tree: its whole subtree); {} for one not known."""
         ...

@@ -42,7 +42,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from master.allocation.sorter import Millis, Sorter, Total
-from protocol.wire.resources import MEM, Resources, dominant_share, sub_millis
+from protocol.wire.resources import MEM, Resources, add_millis, dominant_share, sub_millis
 
 TREE_POLICIES = ("hdrf", "naive-hdrf", "flat")
 ORDERINGS = ("drf", "fair", "fifo")
@@ -246,6 +246,22 @@ class RoleTree:
             node.share = dominant_share(node.allocation, self._totals.millis)
             node = node.parent
         self._rekey_path(leaf)
+
+    def recount(self, node: str, resources: Resources, sign: int) -> None:
+        """A shared volume a role's books just counted (or uncounted) is counted from
+        `node` up for another copy in its subtree (`shared`): taken out of those nodes'
+        books again (sign -1) or put back (1), as Mesos's sorter counts it once a node.
+        No allocation is counted."""
+        delta, total = resources.millis, self._totals.millis
+        start = at = self.nodes[node]
+        while at.parent is not None:
+            if sign > 0:
+                add_millis(at.allocation, delta)
+            else:
+                sub_millis(at.allocation, delta, f"role {at.path}")
+            at.share = dominant_share(at.allocation, total)
+            at = at.parent
+        self._rekey_path(start)
 
     def allocation(self, role: str) -> Resources:
         return Resources.from_millis(self.nodes[role].allocation)

@@ -22,11 +22,13 @@ come here (`SlaveBook.shared` is empty).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import NamedTuple
 
 from master.allocation.ledger import AllocatorError, SlaveBook
-from protocol.wire.reservations import offered_to
+from protocol.wire.reservations import offered_to, shared_keys
 
 Counts = dict[str, int]  # copies, by holder (or role)
+NOTHING: Mapping[str, Mapping[str, int]] = {}  # (no role node counts a volume for another copy)
 
 
 def offered_shared(slave: SlaveBook, role: str, shown: set[str]) -> dict[str, int]:
@@ -42,9 +44,14 @@ class Copies:
     A holder "" is nobody known yet (tasks found on a slave before their framework came
     back: `Allocator.hold_unowned`); it has no role."""
 
-    def __init__(self) -> None:
+    def __init__(self, tree: bool = False) -> None:
+        """`tree`: roles are paths whose ancestors hold their subtree's copies too (the
+        role tree's policies): a volume counts once in every node, as Mesos's sorter."""
         self._holders: dict[tuple[str, str], Counts] = {}  # (slave id, key) -> holder -> n
         self._roles: dict[tuple[str, str], Counts] = {}  # (slave id, key) -> role -> n
+        # on a tree: (slave id, key) -> role node -> copies its whole subtree holds
+        self._subtrees: dict[tuple[str, str], Counts] = {}
+        self._tree = tree
 
     def split(
         self,
@@ -53,17 +60,21 @@ class Copies:
         role: str | None,
         delta: Mapping[str, int],
         sign: int,
-    ) -> tuple[Mapping[str, int], Mapping[str, int], Mapping[str, int]]:
+    ) -> Split:
         """`delta` of `slave` becomes `holder`'s (sign 1) or no longer is (-1), a client of
         `role` (None: nobody's yet). Counts its copies, and returns what of `delta` each
-        book counts: (the slave's, the holder's share, its role's) -- a shared volume in
-        each only as the first copy comes there or the last goes. AllocatorError (and
-        nothing counted) if a copy is not the whole volume or more go than are held."""
+        book counts: the slave's, the holder's share, its role's -- a shared volume in
+        each only as the first copy comes there or the last goes -- and, on a tree, the
+        role's ancestors that count it already (or still) for another copy below them.
+        AllocatorError (and nothing counted) if a copy is not the whole volume or more go
+        than are held."""
         shared = slave.shared
         if not shared or shared.isdisjoint(delta):
-            return delta, delta, delta
+            return Split(delta, delta, delta, NOTHING)
         plain = {k: v for k, v in delta.items() if k not in shared}
         books = (dict(plain), dict(plain), dict(plain))
+        above: dict[str, dict[str, int]] = {}
+        nodes = (role, *_path(role)) if self._tree and role is not None else ()
         changes: list[tuple[str, int]] = []
         sid = slave.slave_id
         for key in shared.intersection(delta):
@@ -90,21 +101,46 @@ class Copies:
             for book, had in zip(books, before, strict=True):
                 if had >= 0 and ((had == 0) if n > 0 else (had + n == 0)):
                     book[key] = size
+            if nodes and key in books[2]:  # (the role's own count it now, or no longer)
+                subtrees = self._subtrees.get((sid, key), {})
+                for node in nodes:  # (up from the role: the first holding another copy)
+                    if subtrees.get(node, 0) + min(n, 0) > 0:
+                        above.setdefault(node, {})[key] = size
+                        break
             changes.append((key, n))
         for key, n in changes:
             _count(self._holders, (sid, key), holder, n)
             if role is not None:
                 _count(self._roles, (sid, key), role, n)
-        return books
+            for node in nodes:
+                _count(self._subtrees, (sid, key), node, n)
+        return Split(*books, above)
 
-    def check_ending(self, slave: SlaveBook, holder: str, consumed: Mapping[str, int]) -> None:
-        """AllocatorError unless the shared volumes `consumed` names (a DESTROY) are
-        `holder`'s alone, every copy of them: the master rescinds the offers of a volume
-        it destroys, and refuses it while a task uses it."""
+    def check_conversion(
+        self,
+        slave: SlaveBook,
+        holder: str,
+        consumed: Mapping[str, int],
+        converted: Mapping[str, int],
+    ) -> None:
+        """AllocatorError (before anything changes) unless `holder` may turn `consumed` of
+        what it holds into `converted` (a DESTROY or CREATE): a shared volume consumed is
+        the slave's (once: a copy is not another volume) and `holder`'s alone, every
+        copy of it (the master rescinds the offers of a volume it destroys, and refuses it
+        while a task uses it); one made is not there already."""
+        total, sid = slave.total.millis, slave.slave_id
         for key in slave.shared.intersection(consumed):
-            holders = self.holders(slave.slave_id, key)
-            if holders != {holder: consumed[key] // slave.total.millis[key]}:
-                raise AllocatorError(f"{key} is held by others too ({holders})")
+            if consumed[key] != total[key]:
+                raise AllocatorError(
+                    f"{consumed[key] / 1000:g} of shared volume {key} on slave {sid}: it is "
+                    f"{total[key] / 1000:g}, one volume however many copies are held"
+                )
+            holders = self.holders(sid, key)
+            if holders != {holder: 1}:
+                raise AllocatorError(f"{key} is held by others too, or twice ({holders})")
+        for key in shared_keys(converted):
+            if key in total and key not in consumed:
+                raise AllocatorError(f"shared volume {key} is on slave {sid} already")
 
     def holders(self, slave_id: str, key: str) -> Counts:
         """Who holds copies of a shared volume on a slave, and how many ("": nobody known)."""
@@ -112,9 +148,27 @@ class Copies:
 
     def forget(self, slave_id: str) -> None:
         """The slave is gone, with every copy of its volumes."""
-        for book in (self._holders, self._roles):
+        for book in (self._holders, self._roles, self._subtrees):
             for where in [w for w in book if w[0] == slave_id]:
                 del book[where]
+
+
+class Split(NamedTuple):
+    """What of a delta of copies each book counts (`Copies.split`)."""
+
+    slave: Mapping[str, int]  # the slave's free and the cluster's allocation
+    share: Mapping[str, int]  # the holder's share (its sorter)
+    role: Mapping[str, int]  # its role's (the role order, from the role up)
+    # the role node (itself or an ancestor) from which up a subtree counts the volume
+    # for another copy below it already (or still): not counted (uncounted) there again
+    # though the role's own books count it (`RoleOrder.recount`)
+    above: Mapping[str, Mapping[str, int]]
+
+
+def _path(role: str) -> tuple[str, ...]:
+    """A role's ancestors, nearest first (`a/b/c`: `a/b`, `a`)."""
+    parts = role.split("/")
+    return tuple("/".join(parts[:i]) for i in range(len(parts) - 1, 0, -1))
 
 
 def _count(book: dict[tuple[str, str], Counts], where: tuple[str, str], who: str, n: int) -> None:

@@ -236,6 +236,9 @@ class Sorter:
         if client.active and (client.entry is None or len(self._clients) > 1):
             self._pending[name] = client  # (_push inlined)
 
+    def recount(self, name: str, resources: Resources, sign: int) -> None:
+        """(A tree's: flat roles have no subtrees to count a shared volume's copies in twice.)"""
+
     def allocation_count(self, name: str) -> int:
         """How many times the client was allocated to (the tie-break among equal shares)."""
         return self._clients[name].count

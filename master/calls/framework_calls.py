@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from master.allocation.allocator import Allocator
+from master.allocation.allocator import Allocator, AllocatorError
 from master.authz import Caller
 from master.books import Books, Framework, Task
 from master.calls.resource_operations import OperationError, ResourceOperations
@@ -22,7 +22,7 @@ from master.updates import TaskUpdates
 from protocol.transport.aio import loop_time
 from protocol.wire.discrete import Discrete
 from protocol.wire.ids import shorten, task_problem
-from protocol.wire.launches import OfferRoom
+from protocol.wire.launches import OfferRoom, combined, uses_shared
 from protocol.wire.messages import (
     Accept,
     Acknowledge,
@@ -161,9 +161,11 @@ class FrameworkCalls:
 
         slave_id, role = records[0].slave_id, records[0].role  # (role: None for one role)
         values = Discrete.union(r.discrete for r in records)  # (its ports, ...)
+        # (a shared volume two of its offers hold: one volume, and a copy goes back)
+        offered, surplus = combined([r.resources for r in records])
         room = OfferRoom(
             slave_id,
-            sum((r.resources for r in records), Resources()),
+            offered,
             {eid: held for (sid, eid), held in fw.executors.items() if sid == slave_id},
             values,
             in_use(self.books, self.books.slaves[slave_id]) if values else values,
@@ -172,6 +174,7 @@ class FrameworkCalls:
         for record in records:
             self.offers.drop(record)
             fw.used(record.offer_id, task_ids)
+        self.cycle.decline(fw.framework_id, slave_id, surplus, None, now, role)
         resized = Resources()  # what non-speculative operations made: offered again later
         for operation in msg.operations:  # (before the tasks: they may use what it made)
             if operation.type == DESTROY and self.operations.may_make(
@@ -216,7 +219,10 @@ class FrameworkCalls:
             launched.append(task)
         if room.copies:  # tasks sharing a volume: a copy each, past the offer's
             extra = Resources.from_millis(room.copies)
-            self.allocator.add_copies(fw.framework_id, slave_id, extra, role)
+            try:
+                self.allocator.add_copies(fw.framework_id, slave_id, extra, role)
+            except AllocatorError as e:  # (OfferRoom counts copies whole: logged, not fatal)
+                self.log.error("accept.copies_refused", framework_id=fw.framework_id, error=str(e))
         if launched:  # one message to the slave for all of them
             self.outbox.send_slave(
                 slave_id,
@@ -330,6 +336,8 @@ class FrameworkCalls:
             return f"task {tid}: its resources claim role {task.role}, its offer is {role}'s"
         if tid in seen or tid in fw.tasks:
             return f"task {tid}: the task id is already in use by a live task"
+        if not fw.shared_resources and (key := uses_shared(task)) is not None:
+            return f"task {tid}: {key} is a shared volume, for SHARED_RESOURCES frameworks only"
         return room.problem(task)
 
     def _launch(self, fw: Framework, info: TaskInfo, slave_id: str, now: float) -> None:

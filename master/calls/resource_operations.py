@@ -34,7 +34,7 @@ from protocol.wire.reservations import (
     checkpointed,
     parse_key,
 )
-from protocol.wire.resources import Resources
+from protocol.wire.resources import ResourceError, Resources
 from protocol.wire.slave import CheckpointResources
 
 Millis = dict[str, int]
@@ -99,7 +99,7 @@ class ResourceOperations:
         try:
             multi = role if fw.roles is not None else None  # (a multi-role one's client)
             self.allocator.update_allocation(fw.framework_id, slave_id, used, made, multi)
-        except AllocatorError as e:
+        except (AllocatorError, ResourceError) as e:  # (refused: the allocator changed nothing)
             raise OperationError(str(e)) from None
         self._changed(slave_id, op.type, used, made, framework_id=fw.framework_id)
         return used, made

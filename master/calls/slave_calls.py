@@ -45,6 +45,7 @@ from protocol.wire.messages import (
 from protocol.wire.reservations import (
     checkpointed,
     configured_of,
+    partial_copy,
     shared_once,
     with_checkpointed,
 )
@@ -180,6 +181,17 @@ class SlaveCalls:
             self.outbox.refuse(
                 caller,
                 f"slave {slave_id} reports tasks using {used}, more than its total {total}",
+                "invalid",
+                "Reregister",
+                slave_id=slave_id,
+            )
+            return
+        users = [r.task.resources for r in running] + list(executors_of(running).values())
+        if key := next(filter(None, (partial_copy(u.millis, total.millis) for u in users)), None):
+            self.outbox.refuse(  # (checked before anything is recorded)
+                caller,
+                f"slave {slave_id} reports a task using part of shared volume {key}, or "
+                "more: a task uses one copy, the whole volume",
                 "invalid",
                 "Reregister",
                 slave_id=slave_id,

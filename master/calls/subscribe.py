@@ -24,11 +24,13 @@ from master.cycle import OfferCycle
 from master.framework_ids import FrameworkIds
 from master.ha.recorder import Recorder
 from master.ha.registry import FrameworkRecord
+from master.offers import OfferBook
 from master.outbox import Outbox
 from master.updates import TaskUpdates
 from protocol.transport.aio import loop_time
 from protocol.wire.ids import check_id, shorten
 from protocol.wire.messages import FrameworkCapability, Subscribe, Subscribed
+from protocol.wire.reservations import is_shared
 from protocol.wire.topics import MAX_REPLY_TOPIC, Topics, check_segment
 
 
@@ -41,6 +43,7 @@ class Subscriptions:
         outbox: Outbox,
         updates: TaskUpdates,
         recorder: Recorder,
+        offers: OfferBook,
         *,
         topics: Topics,
         acl: RoleACL,
@@ -57,8 +60,16 @@ class Subscriptions:
         self.books, self.allocator, self.cycle = books, allocator, cycle
         self.outbox, self.updates, self.recorder = outbox, updates, recorder
         self.topics, self.acl, self.ids, self.config = topics, acl, ids, config
-        self.info = info
+        self.info, self.offers = info, offers
         self.request_round, self.log = request_round, log
+
+    def _rescind_shared(self, fw: Framework) -> None:
+        """It subscribed again without SHARED_RESOURCES: its offers holding a shared volume
+        are taken back (Mesos offers one only to frameworks that declared it)."""
+        for offer_id in list(fw.offers):
+            record = self.books.offers.get(offer_id)
+            if record is not None and any(map(is_shared, record.resources.millis)):
+                self.offers.rescind(record)
 
     async def on_subscribe(self, msg: Subscribe, caller: Caller) -> None:
         problem = self._problem(msg, caller)
@@ -114,8 +125,11 @@ class Subscriptions:
             resubscribed = bool(msg.framework_id)
         fw.partition_aware = FrameworkCapability.PARTITION_AWARE in msg.capabilities
         fw.task_killing = FrameworkCapability.TASK_KILLING_STATE in msg.capabilities
-        fw.shared_resources = FrameworkCapability.SHARED_RESOURCES in msg.capabilities
-        self.allocator.take_shared(fw.framework_id, fw.shared_resources)
+        shared = FrameworkCapability.SHARED_RESOURCES in msg.capabilities
+        if fw.shared_resources and not shared:
+            self._rescind_shared(fw)
+        fw.shared_resources = shared
+        self.allocator.take_shared(fw.framework_id, shared)
         self.outbox.send_framework(
             fw,
             Subscribed(

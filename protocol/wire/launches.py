@@ -13,11 +13,11 @@ which the master allocates to the framework beside the offer's).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from protocol.wire.discrete import EMPTY, Discrete
 from protocol.wire.reservations import is_shared, partial_volume
-from protocol.wire.resources import Resources
+from protocol.wire.resources import Resources, add_millis
 from protocol.wire.values import ExecutorInfo, TaskInfo
 
 
@@ -105,6 +105,31 @@ class OfferRoom:
                     self.copies[key] = self.copies.get(key, 0) + size
                     self.left = self.left + Resources.from_millis({key: size})
         self.left = self.left - resources
+
+
+def uses_shared(task: TaskInfo) -> str | None:
+    """A shared volume `task` (or its executor) uses, or None."""
+    executor = task.executor.resources.millis if task.executor else {}
+    return next((k for k in (*task.resources.millis, *executor) if is_shared(k)), None)
+
+
+def combined(offered: Sequence[Resources]) -> tuple[Resources, Resources]:
+    """Offers of one slave accepted together: (what they hold together, each shared
+    volume once; the copies past that, which go back). A framework may be offered a
+    shared volume again while it keeps an offer of it, as Mesos offers it; merged, the
+    offers hold one volume, not one twice its size (each copy is the whole volume)."""
+    if len(offered) == 1:
+        return offered[0], Resources()
+    total: dict[str, int] = {}
+    for resources in offered:
+        add_millis(total, resources.millis)
+    surplus: dict[str, int] = {}
+    for key in [k for k in total if is_shared(k)]:
+        one = max(r.millis.get(key, 0) for r in offered)  # (a copy: the whole volume)
+        if total[key] > one:
+            surplus[key] = total[key] - one
+            total[key] = one
+    return Resources.from_millis(total), Resources.from_millis(surplus)
 
 
 def values_problem(task: TaskInfo, offer: Discrete, holding: Discrete, slave_id: str) -> str | None:

@@ -105,14 +105,19 @@ class ResourceId:
 SHARED_MARK = "<SHARED>"  # (Mesos's text form of a shared resource)
 
 
+_SHARED_END = "]" + SHARED_MARK
+
+
 def is_shared(key: str) -> bool:
-    """A shared persistent volume (no parse: its key ends with the mark)."""
-    return key.endswith(SHARED_MARK)
+    """A shared persistent volume. No parse: a key with a '[' was parsed on arrival, and
+    only a volume's ends so; a plain name (a custom resource, `lic<SHARED>` or
+    `lic]<SHARED>`) has no '[' and is never one -- only a persistent volume is shared."""
+    return key.endswith(_SHARED_END) and "[" in key
 
 
 def shared_keys(millis: Mapping[str, int]) -> frozenset[str]:
     """The shared volumes among these."""
-    return frozenset(k for k in millis if k.endswith(SHARED_MARK))
+    return frozenset(filter(is_shared, millis))
 
 
 def shared_once(used: Mapping[str, int], total: Mapping[str, int]) -> dict[str, int]:
@@ -120,9 +125,18 @@ def shared_once(used: Mapping[str, int], total: Mapping[str, int]) -> dict[str, 
     many use it (as Mesos counts a slave's resources used)."""
     out = dict(used)
     for key, amount in used.items():
-        if key.endswith(SHARED_MARK) and key in total:
+        if key in total and is_shared(key):
             out[key] = min(amount, total[key])
     return out
+
+
+def partial_copy(need: Mapping[str, int], total: Mapping[str, int]) -> str | None:
+    """A shared volume of a slave of `total` that `need` (one task's, or an executor's)
+    holds other than one whole copy of, or None: a task holds one copy, the volume."""
+    for key, amount in need.items():
+        if is_shared(key) and amount != total.get(key):
+            return key
+    return None
 
 
 def is_plain(key: str) -> bool:

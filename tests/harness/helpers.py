@@ -31,7 +31,7 @@ from protocol.transport.aio import within
 from protocol.transport.base import Connector, Transport, Will
 from protocol.transport.memory import MemoryBroker
 from protocol.wire.messages import Offer, State, TaskState, TaskStatus, Wire
-from protocol.wire.reservations import shared_once
+from protocol.wire.reservations import shared_once, stripped
 from protocol.wire.resources import Resources
 from protocol.wire.topics import Topics
 from slave.slave import Slave, SlaveConfig
@@ -100,27 +100,39 @@ async def state_when(
 
 
 def books_balance(master: Master) -> None:
-    """The allocator's books agree with the master's records of offers and tasks."""
+    """The allocator's books agree with the master's records of offers and tasks: what
+    each framework holds on each slave (a shared volume: a copy each offer or task), what
+    is allocated on each slave (a shared volume once, however many copies are out), and
+    the totals (the allocator's by what resources are, reservations stripped)."""
     a = master.allocator
-    by_slave: dict[str, Resources] = {}  # (a shared volume counts once a slave)
+    want: dict[tuple[str, str], Resources] = {}  # (framework, slave) -> held
 
-    def hold(slave_id: str, resources: Resources) -> None:
-        by_slave[slave_id] = by_slave.get(slave_id, Resources()) + resources
+    def hold(framework_id: str, slave_id: str, resources: Resources) -> None:
+        key = (framework_id, slave_id)
+        want[key] = want.get(key, Resources()) + resources
 
     for record in master.books.offers.values():
-        hold(record.slave_id, record.resources)
+        hold(record.framework_id, record.slave_id, record.resources)
     for fw in master.books.frameworks.values():
         for task in fw.tasks.values():
             if not task.freed:  # (ended on its slave, its last updates still owed)
-                hold(task.slave_id, task.resources)
+                hold(fw.framework_id, task.slave_id, task.resources)
         for (slave_id, _), resources in fw.executors.items():  # custom executors' own
-            hold(slave_id, resources)
-    held = Resources()
-    for slave_id, resources in by_slave.items():
-        total = a.slaves[slave_id].total.millis if slave_id in a.slaves else {}
-        held = held + Resources.from_millis(shared_once(resources.millis, total))
-    assert a.allocated_total() == held
-    assert a.total == sum((s.total for s in master.books.slaves.values()), Resources())
+            hold(fw.framework_id, slave_id, resources)
+    assert {s for _, s in want} <= set(a.slaves), "held on a slave the allocator lost"
+    for framework_id in master.books.frameworks:
+        for slave_id in a.slaves:
+            held = want.get((framework_id, slave_id), Resources())
+            assert a.held(framework_id, slave_id) == held, (framework_id, slave_id)
+    for slave_id, book in a.slaves.items():
+        # (and what tasks of frameworks not back yet hold: the allocator's unowned)
+        out = sum((r for (_, s), r in want.items() if s == slave_id), Resources())
+        out = out + Resources.from_millis(book.unowned)
+        once = shared_once(out.millis, book.total.millis)
+        assert a.held_on(slave_id) == Resources.from_millis(once), slave_id
+    assert a.total == Resources.from_millis(
+        stripped(sum((s.total for s in master.books.slaves.values()), Resources()).millis)
+    )
     for slave in master.books.slaves.values():  # no port held twice, none not the slave's
         holders = [
             master.books.offers[o].discrete for o in slave.offers if o in master.books.offers

@@ -156,11 +156,14 @@ class Shared:
 
 
 @contextlib.asynccontextmanager
-async def shared_slave(*, base_in: str | None = None, **config: object) -> AsyncIterator[Shared]:
+async def shared_slave(
+    *, base_in: str | None = None, resources: Resources | None = None, **config: object
+) -> AsyncIterator[Shared]:
     """A real slave as root that switches users, with PID namespaces and cgroups (where
     mounted), its work dir where any user may pass (as an operator would put it), its
     uid map its own. Its work dir is under /tmp unless `base_in` says where (a slave
-    whose work dir is under /tmp gives its tasks no /tmp of their own)."""
+    whose work dir is under /tmp gives its tasks no /tmp of their own); `resources` its
+    --resources (cpus:4;mem:2048)."""
     need_root()
     base = Path(tempfile.mkdtemp(prefix="drfmesos-tenants-", dir=base_in))
     os.chmod(base, 0o711)  # (as /var/lib is: others pass)
@@ -187,7 +190,7 @@ async def shared_slave(*, base_in: str | None = None, **config: object) -> Async
                 SlaveConfig(
                     slave_id,
                     slave_id,
-                    Resources(cpus=4, mem=2048),
+                    resources or Resources(cpus=4, mem=2048),
                     base / "work",
                     cluster=T.cluster,
                     **settings,  # type: ignore[arg-type]
