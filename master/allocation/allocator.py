@@ -62,7 +62,7 @@ from master.allocation.shared import NOTHING, Copies, Split
 from master.allocation.sorter import Millis, Sorter, Total
 from master.allocation.unbooked import Unbooked
 from master.allocation.visits import Visits
-from protocol.wire.reservations import shared_keys, stripped
+from protocol.wire.reservations import base_of, shared_keys, stripped
 from protocol.wire.resources import (
     ResourceError,
     Resources,
@@ -768,7 +768,7 @@ class Allocator:
             for k, v in delta.items():
                 if k in free:
                     free[k] -= v
-            for k, v in stripped(delta).items():
+                k = base_of(k)  # (the cluster's books count what it is, whoever's)
                 everywhere[k] = everywhere.get(k, 0) + v
             return
         for k, v in delta.items():
@@ -794,9 +794,14 @@ class Allocator:
             add_millis(mine, resources.millis)
         fw.slaves.add(slave.slave_id)
         if counted is not None:
-            share, role_share = (stripped(c) for c in (counted.share, counted.role))
-            self._role_frameworks[fw.role].allocated(framework_id, Resources.from_millis(share))
-            self._role_order.allocated(fw.role, Resources.from_millis(role_share))
+            share = Resources.from_millis(stripped(counted.share))
+            role_share = (  # (the usual: the two count the same)
+                share
+                if counted.role == counted.share
+                else Resources.from_millis(stripped(counted.role))
+            )
+            self._role_frameworks[fw.role].allocated(framework_id, share)
+            self._role_order.allocated(fw.role, role_share)
             for node, twice in counted.above.items():  # (a sub-role's copy: counted once)
                 self._role_order.recount(node, Resources.from_millis(stripped(twice)), -1)
             return
