@@ -700,7 +700,7 @@ class Allocator:
                 on_slave, mine, of_role, above = self._copies.split(
                     slave, framework_id, fw.role, delta, -1
                 )
-                share, role_share = (Resources.from_millis(stripped(c)) for c in (mine, of_role))
+                share, role_share = _counted(mine, of_role)
             self._idle.add(slave, on_slave, 1)
             for k, v in on_slave.items():
                 if k in free:
@@ -794,12 +794,7 @@ class Allocator:
             add_millis(mine, resources.millis)
         fw.slaves.add(slave.slave_id)
         if counted is not None:
-            share = Resources.from_millis(stripped(counted.share))
-            role_share = (  # (the usual: the two count the same)
-                share
-                if counted.role == counted.share
-                else Resources.from_millis(stripped(counted.role))
-            )
+            share, role_share = _counted(counted.share, counted.role)
             self._role_frameworks[fw.role].allocated(framework_id, share)
             self._role_order.allocated(fw.role, role_share)
             for node, twice in counted.above.items():  # (a sub-role's copy: counted once)
@@ -892,3 +887,11 @@ class Allocator:
             return self.slaves[slave_id]
         except KeyError:
             raise AllocatorError(f"unknown slave {slave_id}") from None
+
+
+def _counted(share: Mapping[str, int], role: Mapping[str, int]) -> tuple[Resources, Resources]:
+    """What a framework's share and its role's count of a change on a slave holding shared
+    volumes (`Copies.split`), by what the resources are: one object when they count the
+    same (the usual)."""
+    mine = Resources.from_millis(stripped(share))
+    return mine, mine if role == share else Resources.from_millis(stripped(role))
