@@ -4,12 +4,18 @@ and fails on main as of 94492b0."""
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+from protocol.tooling.credentials import Principal, Store
 from protocol.wire.messages import Accept, Error, Filters, OfferOperation, Rescind
 from protocol.wire.resources import Resources
 from protocol.wire.values import FrameworkCapability
 
 from harness.helpers import eventually
-from harness.master import Cluster
+from harness.master import FAST, Cluster
 from harness.master import cluster as cluster
 
 R = Resources.parse
@@ -48,3 +54,52 @@ async def test_a_destroy_of_a_shared_volume_not_in_its_offers_rescinds_nothing(
     await cluster.rounds_pass()
     assert not victim.inbox.of(Rescind), "a's offer rescinded by a DESTROY of nothing offered"
     assert mine.offer_id in cluster.master.books.offers
+
+
+@contextlib.asynccontextmanager
+async def acl_cluster(
+    tmp_path: Path, grants: dict[str, dict[str, bool]], role: str
+) -> AsyncIterator[Cluster]:
+    """A master in process with a principals file: each principal of `grants` a
+    framework's in `role`, with those operations granted (True) or taken away (False)."""
+    store = Store(tmp_path / "store")
+    store.path.mkdir()
+    store.save({name: Principal(name, "framework", (role,)) for name in grants}, {})
+    for name, operations in grants.items():
+        for operation, allowed in operations.items():
+            store.grant(name, operation, allowed)
+    async with contextlib.AsyncExitStack() as stack:
+        c = Cluster(stack)
+        await c.start_master(dataclasses.replace(FAST, principals=store.principals_file))
+        yield c
+
+
+async def test_a_destroy_of_part_of_a_volume_is_refused(tmp_path: Path) -> None:
+    # `_slave_problem` holds GROW_VOLUME and SHRINK_VOLUME to the whole volume, not
+    # DESTROY: a DESTROY of 256 of a 512 volume leaves `[v1:data]:256` and 256 of plain
+    # reserved disk (the slave keeps the directory, every byte in it). A tenant the operator
+    # took resize-volume from shrinks its volume anyway; and a volume is one directory,
+    # whole or not at all, in Mesos (a DESTROY names the volume as it is).
+    volume = "disk(team,framework)[v1:data]"
+    async with acl_cluster(tmp_path, {"framework": {"resize-volume": False}}, "team") as c:
+        await c.slave("s1", R(f"cpus:1;mem:64;{volume}:512"))
+        fw = await c.framework("fw", role="team")
+        offer = await fw.next_offer()
+        assert offer.resources[volume] == 512
+        for op in (
+            OfferOperation(type="SHRINK_VOLUME", resources=R(f"{volume}:512"), subtract=256),
+            OfferOperation(type="DESTROY", resources=R(f"{volume}:256")),
+        ):
+            await fw.bus.publish(
+                fw.to_master,
+                Accept(
+                    framework_id=fw.framework_id, offer_ids=[offer.offer_id], operations=[op],
+                    filters=Filters(refuse_seconds=0),
+                ),
+            )  # fmt: skip
+            offer = await fw.next_offer(after=fw.offer_count())
+        refused = [e.message for e in fw.inbox.of(Error) if e.code == "invalid-operation"]
+        assert any("may not resize-volume" in m for m in refused)
+        assert c.master.books.slaves["s1"].total.get_millis(volume) == 512_000, (
+            "half the volume destroyed: shrunk without resize-volume"
+        )
