@@ -103,3 +103,34 @@ async def test_a_destroy_of_part_of_a_volume_is_refused(tmp_path: Path) -> None:
         assert c.master.books.slaves["s1"].total.get_millis(volume) == 512_000, (
             "half the volume destroyed: shrunk without resize-volume"
         )
+
+
+async def test_a_task_on_plain_reserved_disk_does_not_stop_a_volumes_grow(
+    cluster: Cluster,
+) -> None:
+    # `_slave_problem` asks `in_use` of every key a GROW_VOLUME consumes -- the volume
+    # *and* its addition, plain disk of the volume's reservation. Any live task (any
+    # framework's of the role) using a little of that plain reserved disk as scratch space
+    # makes every GROW of every volume on that reservation "a live task uses it", though
+    # the addition is free and in the offer (Mesos asks it of the volume alone).
+    disk = "disk(team,framework)"
+    volume = f"{disk}[v1:data]"
+    await cluster.slave("s1", R(f"cpus:2;mem:1024;{disk}:1024;{volume}:100"))
+    fw = await cluster.framework("fw", role="team")
+    offer = await fw.next_offer()
+    scratch = fw.task(offer, R(f"cpus:1;mem:64;{disk}:10"), "scratch")
+    await fw.accept(offer, [scratch], refuse=0)
+    offer = await fw.next_offer(after=1)
+    assert offer.resources.contains(R(f"{volume}:100;{disk}:100"))
+    grow = OfferOperation(type="GROW_VOLUME", resources=R(f"{volume}:100"), addition=R(f"{disk}:100"))
+    await fw.bus.publish(
+        fw.to_master,
+        Accept(
+            framework_id=fw.framework_id, offer_ids=[offer.offer_id], operations=[grow],
+            filters=Filters(refuse_seconds=0),
+        ),
+    )  # fmt: skip
+    await fw.next_offer(after=2)
+    refused = [e.message for e in fw.inbox.of(Error) if e.code == "invalid-operation"]
+    assert not refused, refused
+    assert cluster.master.books.slaves["s1"].total.get_millis(volume) == 200_000
