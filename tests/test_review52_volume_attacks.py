@@ -122,7 +122,9 @@ async def test_a_task_on_plain_reserved_disk_does_not_stop_a_volumes_grow(
     await fw.accept(offer, [scratch], refuse=0)
     offer = await fw.next_offer(after=1)
     assert offer.resources.contains(R(f"{volume}:100;{disk}:100"))
-    grow = OfferOperation(type="GROW_VOLUME", resources=R(f"{volume}:100"), addition=R(f"{disk}:100"))
+    grow = OfferOperation(
+        type="GROW_VOLUME", resources=R(f"{volume}:100"), addition=R(f"{disk}:100")
+    )
     await fw.bus.publish(
         fw.to_master,
         Accept(
