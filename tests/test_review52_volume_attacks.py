@@ -136,3 +136,39 @@ async def test_a_task_on_plain_reserved_disk_does_not_stop_a_volumes_grow(
     refused = [e.message for e in fw.inbox.of(Error) if e.code == "invalid-operation"]
     assert not refused, refused
     assert cluster.master.books.slaves["s1"].total.get_millis(volume) == 200_000
+
+
+async def test_a_volume_id_of_another_role_squats_nothing(cluster: Cluster) -> None:
+    # `_slave_problem` refuses a CREATE whose volume id is on the slave in *any* role,
+    # though a volume's directory is its role's and its id's (volumes/roles/ROLE/ID,
+    # slave.volumes.volume_dir) and Mesos asks an id to be one of a kind within its role.
+    # A tenant of role b creates volumes of the ids role a's framework uses (`db`, say) on
+    # each slave it is offered its own reserved disk of: role a's CREATE of `db` fails
+    # there, and the refusal tells a tenant which ids another role has on the slave.
+    await cluster.slave("s1", R("cpus:1;mem:64;disk(b):100;cpus(a):1;mem(a):64;disk(a):100"))
+    squatter = await cluster.framework("squatter", role="b")
+    offer = await squatter.next_offer()
+    await squatter.bus.publish(
+        squatter.to_master,
+        Accept(
+            framework_id=squatter.framework_id, offer_ids=[offer.offer_id],
+            operations=[OfferOperation(type="CREATE", resources=R("disk(b)[db:data]:50"))],
+            filters=Filters(refuse_seconds=3600),
+        ),
+    )  # fmt: skip
+    await eventually(lambda: "disk(b)[db:data]" in cluster.master.books.slaves["s1"].total)
+    victim = await cluster.framework("victim", role="a")
+    offer = await victim.next_offer()
+    assert offer.resources["disk(a)"] == 100
+    await victim.bus.publish(
+        victim.to_master,
+        Accept(
+            framework_id=victim.framework_id, offer_ids=[offer.offer_id],
+            operations=[OfferOperation(type="CREATE", resources=R("disk(a)[db:data]:50"))],
+            filters=Filters(refuse_seconds=0),
+        ),
+    )  # fmt: skip
+    await victim.next_offer(after=1)
+    refused = [e.message for e in victim.inbox.of(Error) if e.code == "invalid-operation"]
+    assert not refused, refused
+    assert "disk(a)[db:data]" in cluster.master.books.slaves["s1"].total
