@@ -11,6 +11,7 @@ import pytest
 from master.authz import Caller
 from master.mesos_api.operator import CallError, OperatorApi
 from protocol.tooling.credentials import CredentialsError, load_principals
+from protocol.wire.reservations import ReservationError, conversion
 
 VOLUME = {
     "name": "disk",
@@ -66,3 +67,15 @@ async def test_an_operators_number_too_big_for_a_float_is_a_400(call: dict[str, 
     with pytest.raises(CallError) as e:
         await api._operate(call, Caller("operator", "ops", None))
     assert e.value.status == 400
+
+
+@pytest.mark.parametrize("key", ["cpus(a,ops)(a,alice)", "cpus(a,alice)(a,alice)(a,alice)"])
+def test_a_refinement_is_to_a_sub_role_only(key: str) -> None:
+    # conversion's RESERVE asks of a refinement `offered_to(source role, new role)`,
+    # which holds for the role itself: a framework granted reserve for its role a, offered
+    # the operator's `cpus(a,ops)`, reserves it again in its own name on top
+    # (`cpus(a,ops)(a,alice)`) -- the operator's UNRESERVE_RESOURCES of cpus(a,ops) then
+    # finds nothing free -- and stacks the same role again and again. The message says
+    # "a refinement goes to a sub-role"; Mesos asks a refinement for a child role.
+    with pytest.raises(ReservationError, match="sub-role"):
+        conversion("RESERVE", {key: 1000})
