@@ -138,9 +138,7 @@ def resize_from_mesos(kind: str, body: object, field: str) -> dict[str, Any]:
     else:
         subtract = body.get("subtract")
         value = subtract.get("value") if isinstance(subtract, Mapping) else None
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise MesosJSONError(f'{field}.subtract: {{"value": a number}}')
-        out["subtract"] = float(value)
+        out["subtract"] = _number(value, f'{field}.subtract: {{"value": a number}}')
     return out
 
 
@@ -169,9 +167,8 @@ def resources_and_values_from_mesos(
             kind = item.get("type", "SCALAR")
             if kind == "SCALAR":
                 value = (item.get("scalar") or {}).get("value")
-                if isinstance(value, bool) or not isinstance(value, int | float):
-                    raise MesosJSONError(f"{field}: {name} needs scalar.value, a number")
-                amounts[name] = amounts.get(name, 0.0) + float(value)
+                number = _number(value, f"{field}: {name} needs scalar.value, a number")
+                amounts[name] = amounts.get(name, 0.0) + number
             elif kind in ("RANGES", "SET"):
                 values.setdefault(name, []).append(_value_from_mesos(item, name, kind, field))
             else:
@@ -236,9 +233,9 @@ def min_allocatable_from_mesos(filters: object, role: str) -> list[Resources] | 
         amounts: dict[str, float] = {}
         for name, scalar in named.items():
             value = scalar.get("value") if isinstance(scalar, Mapping) else None
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise MesosJSONError(f"offer_filters: {_short(name)} needs a scalar value")
-            amounts[str(name)] = float(value)
+            amounts[str(name)] = _number(
+                value, f"offer_filters: {_short(name)} needs a scalar value"
+            )
         try:
             out.append(Resources(amounts))
         except ResourceError as e:
@@ -624,3 +621,14 @@ def _first(e: ValueError) -> str:
 def _short(obj: object) -> str:
     text = repr(obj)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _number(value: object, wanted: str) -> float:
+    """A JSON number as a float; MesosJSONError (`wanted`, saying what was) for anything
+    else, and for an integer past a float's range (JSON has them; float() overflows)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise MesosJSONError(wanted)
+    try:
+        return float(value)
+    except OverflowError:
+        raise MesosJSONError(f"{wanted}: {_short(value)} is too large") from None

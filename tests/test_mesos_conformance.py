@@ -2000,26 +2000,26 @@ async def test_reservation_PreventUnreservingAlienResources(mesos: MesosMaster) 
 
 
 async def test_volume_CreateAndDestroyPersistentVolumes(mesos: MesosMaster) -> None:
-    await mesos.agent("cpus:1;mem:512;disk(role):2048")
+    await mesos.agent("cpus:1;mem:512;disk:2048")
     sched = await mesos.scheduler("role")
     offer = await mesos.offer(sched)
-    assert offer.resources == R("cpus:1;mem:512;disk(role):2048")
-    volume = f"disk(role)(role,{P})[id1:path1]:2048"
-    await mesos.accept(sched, offer, [("RESERVE", "disk(role)(role,):2048"), ("CREATE", volume)])
+    assert offer.resources == R("cpus:1;mem:512;disk:2048")
+    volume = f"disk(role,{P})[id1:path1]:2048"
+    await mesos.accept(sched, offer, [("RESERVE", "disk(role,):2048"), ("CREATE", volume)])
     offer = await mesos.offer(sched)
     assert offer.resources == R(f"cpus:1;mem:512;{volume}")
     await mesos.accept(sched, offer, [("DESTROY", volume)])
     offer = await mesos.offer(sched)  # the disk back, still reserved
-    assert offer.resources == R(f"cpus:1;mem:512;disk(role)(role,{P}):2048")
+    assert offer.resources == R(f"cpus:1;mem:512;disk(role,{P}):2048")
 
 
 async def test_volume_DestroyPersistentVolumeMultipleTasks(mesos: MesosMaster) -> None:
-    agent = await mesos.agent("cpus:2;mem:1024;disk(role):2048")
+    agent = await mesos.agent("cpus:2;mem:1024;disk:2048")
     sched = await mesos.scheduler("role")
     offer = await mesos.offer(sched)
-    v1 = f"disk(role)(role,{P})[id1:path1]:1024"
-    v2 = f"disk(role)(role,{P})[id2:path2]:1024"
-    reserve = [("RESERVE", "disk(role)(role,):2048"), ("CREATE", v1), ("CREATE", v2)]
+    v1 = f"disk(role,{P})[id1:path1]:1024"
+    v2 = f"disk(role,{P})[id2:path2]:1024"
+    reserve = [("RESERVE", "disk(role,):2048"), ("CREATE", v1), ("CREATE", v2)]
     t1 = mesos_task(sched, offer, f"cpus:1;mem:512;{v1}", "t1")
     t2 = mesos_task(sched, offer, f"cpus:1;mem:512;{v2}", "t2")
     await mesos.accept(sched, offer, reserve, [t1, t2], refuse=0)
@@ -2031,14 +2031,14 @@ async def test_volume_DestroyPersistentVolumeMultipleTasks(mesos: MesosMaster) -
     # v1 is in use: its DESTROY is dropped (not even offered); v2's goes through
     await mesos.accept(sched, offer, [("DESTROY", v1), ("DESTROY", v2)])
     offer = await mesos.offer(sched)
-    assert offer.resources == R(f"cpus:1;mem:512;disk(role)(role,{P}):1024")
+    assert offer.resources == R(f"cpus:1;mem:512;disk(role,{P}):1024")
     await agent.report(sched.framework_id, "t1", TaskState.FINISHED)
     await mesos.decline(sched, offer, refuse=0)
     offer = await mesos.offer(sched)
-    assert offer.resources == R(f"cpus:2;mem:1024;disk(role)(role,{P}):1024;{v1}")
+    assert offer.resources == R(f"cpus:2;mem:1024;disk(role,{P}):1024;{v1}")
     await mesos.accept(sched, offer, [("DESTROY", v1)])
     offer = await mesos.offer(sched)
-    assert offer.resources == R(f"cpus:2;mem:1024;disk(role)(role,{P}):2048")
+    assert offer.resources == R(f"cpus:2;mem:1024;disk(role,{P}):2048")
 
 
 async def test_volume_MasterFailover(mesos: MesosMaster) -> None:

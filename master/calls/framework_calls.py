@@ -177,9 +177,11 @@ class FrameworkCalls:
         self.cycle.decline(fw.framework_id, slave_id, surplus, None, now, role)
         resized = Resources()  # what non-speculative operations made: offered again later
         for operation in msg.operations:  # (before the tasks: they may use what it made)
-            if operation.type == DESTROY and self.operations.may_make(
-                fw, operation, role or fw.role
-            ):  # (one it may not make takes nobody's offer away)
+            if (
+                operation.type == DESTROY
+                and room.left.contains(operation.resources)
+                and self.operations.may_make(fw, operation, role or fw.role)
+            ):  # (one it may not make, of a volume its offers do not hold, takes nobody's)
                 self._rescind_shared(slave_id, operation.resources)
             try:
                 used, made = self.operations.on_offer(

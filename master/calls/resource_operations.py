@@ -160,24 +160,24 @@ class ResourceOperations:
         if slave is None:
             return f"unknown slave {slave_id}"
         if kind == CREATE:
-            ids = {parse_key(k).volume.id for k in slave.total if parse_key(k).volume}  # type: ignore[union-attr]
-            for key in converted:
-                vid = parse_key(key).volume.id  # type: ignore[union-attr]
-                if vid in ids:
-                    return f"a volume {vid} is on slave {slave_id} already"
-            made = [parse_key(k).volume.id for k in converted]  # type: ignore[union-attr]
+            # an id is one of a kind within its role on a slave, as in Mesos: a volume's
+            # directory is its role's and its id's (another role's ids are no concern)
+            ids = {_volume_of(k) for k in slave.total if "[" in k and parse_key(k).volume}
+            made = [_volume_of(k) for k in converted]
+            for role, vid in made:
+                if (role, vid) in ids:
+                    return f"a volume {vid} of role {role or '*'} is on slave {slave_id} already"
             if len(set(made)) < len(made):  # (they would be one directory)
-                return (
-                    f"it names a volume id twice ({', '.join(sorted(made))}): an id is one volume"
-                )
+                named = ", ".join(sorted(vid for _, vid in made))
+                return f"it names a volume id twice ({named}): an id is one volume"
         if kind == DESTROY or kind in NON_SPECULATIVE:
-            for key in consumed:
+            for key, amount in consumed.items():
+                if not parse_key(key).volume:
+                    continue  # (a GROW_VOLUME's addition: free disk of its reservation)
                 if self.in_use(slave_id, key):
                     return f"{key}: a live task uses it"
-        if kind in NON_SPECULATIVE:  # (as Mesos: the volume as it is, whole)
-            for key, amount in consumed.items():
-                whole = slave.total.millis.get(key, 0)
-                if parse_key(key).volume and whole != amount:
+                whole = slave.total.millis.get(key, 0)  # (as Mesos: the volume as it is)
+                if whole != amount:
                     return f"{key}: not the whole volume (it is {whole / 1000:g})"
         return None
 
@@ -202,3 +202,10 @@ class ResourceOperations:
 
 def _framework(who: dict[str, str]) -> dict[str, str]:
     return {"framework_id": who["framework_id"]} if "framework_id" in who else {}
+
+
+def _volume_of(key: str) -> tuple[str, str]:
+    """A volume's role ("" on unreserved disk) and id: one directory on its slave."""
+    rid = parse_key(key)
+    assert rid.volume is not None
+    return rid.role or "", rid.volume.id

@@ -350,6 +350,8 @@ def load_principals(path: Path) -> dict[str, Principal]:
             name, kind = check_name(str(entry["name"])), str(entry["kind"])
             if kind not in KINDS:
                 raise CredentialsError(f"{name}: unknown kind {kind!r}")
+            if name in out:  # (else the last would win, unsaid: whose is the name?)
+                raise CredentialsError(f"{name}: named twice")
             try:  # (`reserve`: files before the grants, still read)
                 grants = Grants.from_json(
                     entry.get("operations"), reserve=entry.get("reserve", False)
@@ -359,8 +361,14 @@ def load_principals(path: Path) -> dict[str, Principal]:
                         check_role(role)
             except (GrantError, CredentialsError) as e:
                 raise CredentialsError(f"{name}: {e}") from None
-            roles = tuple(str(r) for r in entry.get("roles", []))
-            out[name] = Principal(name, kind, roles, grants)  # type: ignore[arg-type]
+            roles = entry.get("roles", [])
+            if not isinstance(roles, list):  # (a string would be read as its letters)
+                raise CredentialsError(f"{name}: roles is a list of role names, not {roles!r}")
+            try:
+                checked = tuple(check_role(str(r)) for r in roles)
+            except CredentialsError as e:  # (a file edited by hand: as `auth add` checks)
+                raise CredentialsError(f"{name}: {e}") from None
+            out[name] = Principal(name, kind, checked, grants)  # type: ignore[arg-type]
         return out
     except FileNotFoundError:
         raise CredentialsError(

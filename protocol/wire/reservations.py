@@ -322,7 +322,11 @@ def conversion(
             if not rid.reservations or rid.reservations[-1].type != DYNAMIC or rid.volume:
                 raise ReservationError(f"RESERVE {key}: a dynamic reservation, no volume")
             source = rid.popped()
-            if source.reservations and not offered_to(source.role or "", rid.role or ""):
+            # (a strict sub-role, as Mesos: the same role again would stack on its
+            # reservation, which its owner could then not unreserve)
+            if source.reservations and (
+                rid.role == source.role or not offered_to(source.role or "", rid.role or "")
+            ):
                 raise ReservationError(f"RESERVE {key}: a refinement goes to a sub-role")
         elif kind == UNRESERVE:
             if not rid.reservations or rid.reservations[-1].type != DYNAMIC or rid.volume:
