@@ -172,3 +172,33 @@ async def test_a_volume_id_of_another_role_squats_nothing(cluster: Cluster) -> N
     refused = [e.message for e in victim.inbox.of(Error) if e.code == "invalid-operation"]
     assert not refused, refused
     assert "disk(a)[db:data]" in cluster.master.books.slaves["s1"].total
+
+
+async def test_a_tenant_of_a_sub_role_destroys_no_volume_of_another_principal(
+    tmp_path: Path,
+) -> None:
+    # (A policy question as much as a defect: Mesos's default ACLs allow it too.) A
+    # framework unreserves only what its own principal reserved (framework_problem), but
+    # DESTROY, GROW_VOLUME and SHRINK_VOLUME ask only that the volume's role is its
+    # offer's or above it: alice, a tenant of eng/ml, is offered bob's volume on disk bob
+    # reserved for eng (hierarchical reservations) and destroys it with the default
+    # grants -- bob's data gone (the slave removes the directory). A volume records no
+    # creator (Volume.principal is never read from a key), so no grant can tell bob's
+    # volumes from alice's; the reservation's principal could.
+    volume = "disk(eng,bob)[db:data]"
+    grants: dict[str, dict[str, bool]] = {"alice": {}}
+    async with acl_cluster(tmp_path, grants, "eng/ml") as c:
+        await c.slave("s1", R(f"cpus:1;mem:64;{volume}:100"))
+        alice = await c.framework("alice", principal="alice", role="eng/ml")
+        offer = await alice.next_offer()
+        assert offer.resources[volume] == 100
+        await alice.bus.publish(
+            alice.to_master,
+            Accept(
+                framework_id=alice.framework_id, offer_ids=[offer.offer_id],
+                operations=[OfferOperation(type="DESTROY", resources=R(f"{volume}:100"))],
+                filters=Filters(refuse_seconds=0),
+            ),
+        )  # fmt: skip
+        await alice.next_offer(after=1)
+        assert volume in c.master.books.slaves["s1"].total, "bob's volume destroyed by alice"
