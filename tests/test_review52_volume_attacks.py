@@ -202,3 +202,29 @@ async def test_a_tenant_of_a_sub_role_destroys_no_volume_of_another_principal(
         )  # fmt: skip
         await alice.next_offer(after=1)
         assert volume in c.master.books.slaves["s1"].total, "bob's volume destroyed by alice"
+
+
+async def test_a_tenant_cannot_fill_a_slave_with_tiny_volumes(cluster: Cluster) -> None:
+    # CREATE is granted by default, and nothing bounds how many volumes a slave holds or
+    # how small one is (a millis of disk: 0.001 MB). One Accept (a payload under the
+    # intake's 1 MiB) makes 20,000 volumes of 0.001 MB of its role's 1024 MB of reserved
+    # disk; three such (75,000 keys: past parse_key's and base_of's 65,536-entry caches)
+    # stalled the master's event loop for more than 7.9 s per Accept and re-offer, for
+    # every tenant, measured in process (2 cores, load 6.9): each round, each offer,
+    # each CheckpointResources carries every key. (The cap is the fixer's to choose: a
+    # number of volumes a slave may hold, or a least size; 20,000 on one slave is past any.)
+    await cluster.slave("s1", R("cpus:1;mem:64;disk(a):1024"))
+    fw = await cluster.framework("fw", role="a")
+    offer = await fw.next_offer()
+    volumes = Resources.from_millis({f"disk(a)[v{i}:d]": 1 for i in range(20_000)})
+    await fw.bus.publish(
+        fw.to_master,
+        Accept(
+            framework_id=fw.framework_id, offer_ids=[offer.offer_id],
+            operations=[OfferOperation(type="CREATE", resources=volumes)],
+            filters=Filters(refuse_seconds=0),
+        ),
+    )  # fmt: skip
+    await fw.next_offer(after=1, timeout=60)
+    total = cluster.master.books.slaves["s1"].total
+    assert sum("[" in key for key in total.millis) < 20_000, "20,000 volumes on one slave"
