@@ -228,3 +228,32 @@ async def test_a_tenant_cannot_fill_a_slave_with_tiny_volumes(cluster: Cluster) 
     await fw.next_offer(after=1, timeout=60)
     total = cluster.master.books.slaves["s1"].total
     assert sum("[" in key for key in total.millis) < 20_000, "20,000 volumes on one slave"
+
+
+async def test_a_framework_whose_principal_lost_its_role_destroys_nothing_of_it(
+    tmp_path: Path,
+) -> None:
+    # The roles a principal may use (register_frameworks) are asked at Subscribe only.
+    # The operator takes role eng from principal x (principals.json re-read: the master's
+    # `why` then says ROLE_NOT_ALLOWED), yet x's framework subscribed before goes on being
+    # offered eng's reservations and volumes -- and destroys eng's volume with the
+    # default grants (and could launch a task on it: its data).
+    volume = "disk(eng,ops)[db:data]"
+    async with acl_cluster(tmp_path, {"x": {}}, "eng") as c:
+        x = await c.framework("x", principal="x", role="eng")
+        store = Store(tmp_path / "store")
+        store.save({"x": Principal("x", "framework", ("other",))})
+        await eventually(lambda: c.master.acl.check("x", "eng") is not None)
+        await c.slave("s1", R(f"cpus:1;mem:64;{volume}:100"))
+        offer = await x.next_offer()
+        if volume in offer.resources:
+            await x.bus.publish(
+                x.to_master,
+                Accept(
+                    framework_id=x.framework_id, offer_ids=[offer.offer_id],
+                    operations=[OfferOperation(type="DESTROY", resources=R(f"{volume}:100"))],
+                    filters=Filters(refuse_seconds=0),
+                ),
+            )  # fmt: skip
+            await x.next_offer(after=1)
+        assert volume in c.master.books.slaves["s1"].total, "eng's volume destroyed by x"
