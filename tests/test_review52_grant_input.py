@@ -11,7 +11,7 @@ import pytest
 from master.authz import Caller
 from master.mesos_api.operator import CallError, OperatorApi
 from protocol.tooling.credentials import CredentialsError, load_principals
-from protocol.wire.reservations import ReservationError, conversion
+from protocol.wire.reservations import ReservationError, check_role, conversion
 
 VOLUME = {
     "name": "disk",
@@ -79,3 +79,14 @@ def test_a_refinement_is_to_a_sub_role_only(key: str) -> None:
     # "a refinement goes to a sub-role"; Mesos asks a refinement for a child role.
     with pytest.raises(ReservationError, match="sub-role"):
         conversion("RESERVE", {key: 1000})
+
+
+@pytest.mark.parametrize("role", ["eng/..", "a/./b", "a*b", "a@b", "x=y", "~"])
+def test_a_reservation_names_only_a_role_a_framework_may_have(role: str) -> None:
+    # reservations.check_role takes any `_WORD` (letters, digits and _ . - / @ + = ~ *)
+    # but `*` alone and '.'/'..' whole: `eng/..`, `a/./b`, `a*b`, `a@b` pass, though no
+    # framework may register in them (role_tree.check_role, credentials.check_role). An
+    # operator's RESERVE_RESOURCES for one (a typo) is taken, and what it holds is offered
+    # to nobody until it is unreserved.
+    with pytest.raises(ReservationError):
+        check_role(role)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from master.allocation.allocator import Allocator
 from master.allocation.planning import RunningTask
 from master.allocation.preemption import PreemptionConfig
+from master.allocation.quota import Quota
 from master.cycle import CycleConfig, OfferCycle
 from protocol.wire.resources import Resources
 
@@ -43,3 +44,32 @@ def test_a_framework_whose_own_reservation_fits_it_preempts_nobody() -> None:
     assert allocator.free("s2") == R("cpus(B):1;mem(B):1024")  # B's own, idle: room for one
     assert cycle.check(0.0).claims == []
     assert cycle.check(5.0).claims == [], "A's tasks preempted for B, whose reservation is idle"
+
+
+def test_a_role_whose_idle_reservation_meets_its_guarantee_preempts_nobody() -> None:
+    # The quota stage counts a role's idle reservations as consumed quota
+    # (QuotaStage.held_by_role, as Mesos); preemption's _guarantee_claims counts only
+    # what its frameworks hold (`cluster.held`) and, as is_starving, no reserved room as
+    # room: B, guaranteed cpus:1;mem:1024 and holding an idle reservation of exactly that,
+    # is "below its guarantee", and A's tasks are killed for it.
+    config = CycleConfig(preemption=PreemptionConfig(guarantee_timeout=5.0, notice=2.0))
+    allocator, books = Allocator("drf"), Books()
+    for name in ("A", "B"):
+        allocator.add_framework(name, name)
+        books.roles[name] = name
+    for i in range(2):
+        allocator.add_slave(f"s{i}", R("cpus:4;mem:4096"))
+    allocator.add_slave("s2", R("cpus(B):1;mem(B):1024"))
+    allocator.roles.set_quota("B", Quota(R("cpus:1;mem:1024")))
+    cycle = OfferCycle(allocator, books, config)
+    task = R("cpus:1;mem:1024")
+    cycle.wants_offers("B", False)
+    for i in range(8):
+        slave = f"s{i % 2}"
+        allocator.allocate_existing("A", slave, task)
+        books.tasks[("A", f"t{i}")] = RunningTask("A", f"t{i}", slave, dict(task.millis), i)
+    books.demand["B"] = [(dict(task.millis), 2)]
+    cycle.wants_offers("B", True)
+    assert not allocator.quota_stage.lack("B")  # the quota stage: B's guarantee is met
+    assert cycle.check(0.0).claims == []
+    assert cycle.check(5.0).claims == [], "A's tasks preempted for B's met guarantee"
