@@ -23,8 +23,12 @@ from protocol.wire.messages import (
     Reconcile,
     ReconcileTask,
     Register,
+    Reregister,
+    Rescind,
+    RunningTask,
     RunTasks,
     Source,
+    TaskInfo,
     TaskState,
     Update,
 )
@@ -118,3 +122,39 @@ async def test_a_slave_asked_after_a_task_it_never_got_answers_dropped(
         heard = {(u.status.task_id, u.status.state) for u in a.inbox.of(Update)}
         assert heard == {("ran", TaskState.RUNNING), ("never", state)}
         assert (a.framework_id, "ran") in slave.tasks  # (and runs on)
+
+
+async def test_a_slave_back_with_a_task_the_master_did_not_know_has_its_offers_taken_back(
+    cluster: Cluster,
+) -> None:
+    """A registered slave's re-registration may name a task this master never launched
+    (one a deposed leader launched there before the slave saw the new epoch, its first
+    registration with this master sent before the launch arrived): that task's
+    resources are taken back from the offers of it made meanwhile, as for a slave on a
+    new connection, and offered again as what is left, not held twice."""
+    a = await cluster.framework("A")
+    s1 = await cluster.slave("s1", Resources(cpus=2, mem=2 * GB))
+    offer = await a.next_offer()
+    assert offer.resources == Resources(cpus=2, mem=2 * GB)
+    earlier = TaskInfo(
+        task_id="earlier",
+        name="earlier",
+        slave_id="s1",
+        resources=HALF,
+        command=CommandInfo(value="sleep 600"),
+    )
+    await s1.bus.publish(
+        s1.to_master,
+        Reregister(
+            slave_id="s1",
+            hostname="s1.local",
+            resources=s1.resources,
+            incarnation=s1.bus.incarnation,  # (the same connection)
+            tasks=[RunningTask(framework_id=a.framework_id, task=earlier, state=TaskState.RUNNING)],
+        ),
+    )
+    rescinded = await a.inbox.wait_for(Rescind)
+    assert rescinded.offer_id == offer.offer_id
+    again = await a.next_offer(after=1)
+    assert again.resources == HALF  # what the task does not hold
+    books_balance(cluster.master)

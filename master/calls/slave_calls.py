@@ -288,7 +288,11 @@ class SlaveCalls:
             self.outbox.emit("slave-added", slave_id=slave_id, resources=total)
         else:
             resized = total != slave.total or discrete != slave.discrete
-            if (slave.incarnation != incarnation or resized) and slave.offers:
+            # a task it names that this master did not know (a deposed leader launched
+            # it before the slave saw this one's epoch): its resources may be on offer
+            known = slave.tasks
+            more = any((r.framework_id, r.task.task_id) not in known for r in running)
+            if (slave.incarnation != incarnation or resized or more) and slave.offers:
                 self.removals.rescind_offers(slave)
             slave.incarnation, slave.last_seen = incarnation, now
             if attributes != slave.attributes:  # (declined, maybe, for the old ones)
