@@ -12,8 +12,11 @@ in each, `--tasks` split evenly), suppresses offers once it has, and counts:
 - `answered`: after `expect_failover()`, its tasks a reconciliation answered RUNNING;
 - `relaunched`: tasks whose launch the master refused before the failover (TASK_LOST,
   REASON_RATE_LIMITED: a round offers thousands of slaves at once, an Accept each, past
-  the framework's rate limit), launched again on the offers a revive brings, as the
-  refusal asks.
+  the framework's rate limit; or REASON_INVALID_OFFERS), launched again on the offers a
+  revive brings, as the refusal asks. A TASK_LOST for any other reason is of a task that
+  was launched (the master gave up on it: a slave removed, or reconciled without it) and
+  counts in `bad` as `TASK_LOST/<reason>`: relaunched, it hid the loss (and, were the
+  task still running, the double booking that followed: the slave refused the relaunch).
 
 After a failover it reconciles as Mesos asks a framework to (explicit reconciliation, the
 unanswered again until all are answered): as soon as it has re-subscribed with the new
@@ -45,8 +48,10 @@ RECONCILE_LEAST = 1.0  # seconds before the unanswered tasks are asked about aga
 RECONCILE_MOST = 8.0  # least and at most (50,000 unanswered: 8 s, as before; 5,000: 1 s)
 LONG = f"sleep {7 * 24 * 3600}"  # a simulated slave runs it as a week's task
 NOT_BAD = {TaskState.STAGING, TaskState.STARTING, TaskState.RUNNING}
-# a launch refused before any failover (TASK_LOST to a framework not partition-aware)
+# a launch refused before any failover (TASK_LOST to a framework not partition-aware),
+# by the master's reason: never sent to a slave
 NEVER_LAUNCHED = {TaskState.LOST, TaskState.DROPPED}
+REFUSED_LAUNCH = {Reason.RATE_LIMITED, Reason.INVALID_OFFERS}
 REVIVE_EVERY = 2.0  # seconds between revives while launches refused are not launched again
 
 
@@ -98,7 +103,12 @@ class Filler(Scheduler):
             driver.suppress_offers()
 
     async def status_update(self, driver: Driver, status: TaskStatus) -> None:
-        if not self.failover and status.state in NEVER_LAUNCHED and status.task_id in self.launched:
+        if (
+            not self.failover
+            and status.state in NEVER_LAUNCHED
+            and status.reason in REFUSED_LAUNCH
+            and status.task_id in self.launched
+        ):
             del self.launched[status.task_id]
             # its Accept came past our rate limit's capacity (a round offers thousands of
             # slaves at once, an Accept each: REASON_RATE_LIMITED), or behind one that was
@@ -109,7 +119,10 @@ class Filler(Scheduler):
                 self._reviver = asyncio.create_task(self._revive(driver))
             return
         if status.state not in NOT_BAD:
-            self.bad[status.state.value] = self.bad.get(status.state.value, 0) + 1
+            name = status.state.value
+            if status.state in NEVER_LAUNCHED and status.reason is not None:
+                name = f"{name}/{status.reason.value}"
+            self.bad[name] = self.bad.get(name, 0) + 1
             return
         if status.state != TaskState.RUNNING:
             return

@@ -5,7 +5,8 @@ slave's refusals and kills, and recovery after a restart (slave.recovery).
 
 A task ends once (what follows its end is dropped); one the master killed says why the
 master did, whatever its runner or executor said; and every update carries what its
-health check last said, whoever checks it (the slave, or the task's executor).
+health check last said, whoever checks it (the slave, or the task's executor). A task
+the master asks after that the slave never got is TASK_DROPPED (`answer`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 from protocol import logs
 from protocol.wire.messages import (
     Reason,
+    Reconcile,
     Source,
     StatusUpdate,
     TaskInfo,
@@ -123,3 +125,29 @@ class TaskReports:
         )
         if state.terminal:
             await self._ended(key)
+
+    def answer(self, ask: Reconcile) -> None:
+        """The master asks after tasks it launched here that a (re-)registration did not
+        name (it may have been sent before their launch arrived): as a Mesos agent
+        answers ReconcileTasksMessage, one it never got is TASK_DROPPED (the master frees
+        what it booked for it); one it runs, or whose end is still owed, says so itself.
+        The ask comes behind the launch on this slave's topic: a launch that arrived is
+        known by now."""
+        owed = {(e.framework_id, e.task_id) for e in self.updates.ending()} if ask.tasks else set()
+        for asked in ask.tasks:
+            key = (ask.framework_id, asked.task_id)
+            if key in self.tasks or key in owed:
+                continue
+            self.log.warning("reconcile.never_got", framework_id=key[0], task_id=key[1])
+            status = TaskStatus(
+                task_id=asked.task_id,
+                state=TaskState.DROPPED,
+                slave_id=self.slave_id,
+                reason=Reason.RECONCILIATION,
+                source=Source.SLAVE,
+                message=f"slave {self.slave_id} never got this task",
+                uuid=new_id(),
+            )
+            self.updates.owe(
+                StatusUpdate(framework_id=ask.framework_id, slave_id=self.slave_id, status=status)
+            )

@@ -42,6 +42,7 @@ from protocol.wire.messages import (
     Leader,
     ReadFile,
     Reason,
+    Reconcile,
     Register,
     Registered,
     Reregister,
@@ -199,6 +200,7 @@ class Slave:
         d.on(FrameworkMessage, self.custom.on_framework_message)
         d.on(ReadFile, self._on_read_file)
         d.on(CheckpointResources, self._on_checkpoint_resources)
+        d.on(Reconcile, self._on_reconcile)
         d.on(Error, self._on_error)
         if self.config.in_fleet:
             self.bus.route(self.inbox, d)  # the process's wildcard subscription brings it
@@ -428,6 +430,10 @@ class Slave:
             self.log.warning("resources.not_mine", to=msg.slave_id)
             return
         await self.resources.keep(msg.resources)
+
+    async def _on_reconcile(self, msg: Reconcile, _: str | None) -> None:
+        """The master asks after tasks it launched here (slave.reports.TaskReports.answer)."""
+        self.reports.answer(msg)
 
     async def _on_run_tasks(self, msg: RunTasks, reply_to: str | None) -> None:
         if msg.launch_id:

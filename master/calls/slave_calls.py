@@ -24,6 +24,7 @@ from protocol import logs
 from protocol.transport.aio import loop_time
 from protocol.wire.discrete import EMPTY, Discrete
 from protocol.wire.messages import (
+    MAX_RECONCILE_TASKS,
     Error,
     ExecutorExited,
     Failure,
@@ -33,6 +34,8 @@ from protocol.wire.messages import (
     Heartbeats,
     KillTask,
     Reason,
+    Reconcile,
+    ReconcileTask,
     Register,
     Registered,
     Reregister,
@@ -52,8 +55,6 @@ from protocol.wire.reservations import (
 from protocol.wire.resources import Resources
 from protocol.wire.slave import CheckpointResources
 from protocol.wire.topics import check_segment
-
-STAGING_GRACE = 10.0  # a task this young may not have reached its slave yet
 
 
 class SlaveCalls:
@@ -287,7 +288,11 @@ class SlaveCalls:
             self.outbox.emit("slave-added", slave_id=slave_id, resources=total)
         else:
             resized = total != slave.total or discrete != slave.discrete
-            if (slave.incarnation != incarnation or resized) and slave.offers:
+            # a task it names that this master did not know (a deposed leader launched
+            # it before the slave saw this one's epoch): its resources may be on offer
+            known = slave.tasks
+            more = any((r.framework_id, r.task.task_id) not in known for r in running)
+            if (slave.incarnation != incarnation or resized or more) and slave.offers:
                 self.removals.rescind_offers(slave)
             slave.incarnation, slave.last_seen = incarnation, now
             if attributes != slave.attributes:  # (declined, maybe, for the old ones)
@@ -303,7 +308,7 @@ class SlaveCalls:
         for key in ending or ():
             self.books.ending[key] = slave_id
         if running or slave.tasks:
-            self._reconcile_slave(slave, running, ending or set(), now, owners)
+            self._reconcile_slave(slave, running, ending or set(), owners)
         if slave.total != total or slave.discrete != discrete:
             self._total_from(slave, total, discrete)
         back = {(r.framework_id, r.task.task_id) for r in running} | (ending or set())
@@ -352,32 +357,48 @@ class SlaveCalls:
         slave: Slave,
         running: list[RunningTask],
         ending: set[tuple[str, str]],
-        now: float,
         owners: dict[str, str],
     ) -> None:
         """Match what a (re-)registering slave runs against what the master believes. A
         task the slave says is another principal's than its framework's is not given to
         that framework (nor is a framework id it names to anyone but that principal)."""
         reported = {(r.framework_id, r.task.task_id): r for r in running}
+        asked: dict[str, list[ReconcileTask]] = {}
         for key in list(slave.tasks):
             if key in reported or key in ending:
                 continue  # running, or ended with its update on the way
             task = self.books.task(*key)
             if task is None:
                 slave.tasks.discard(key)
-            elif task.state != TaskState.STAGING or now - task.launched_at > STAGING_GRACE:
-                # as a Mesos slave answers reconciliation of a task it does not have: never
-                # started, DROPPED; started and vanished, GONE (TASK_LOST if not
-                # partition-aware)
-                never = task.state == TaskState.STAGING
+            elif task.state == TaskState.STAGING:
+                # Launched, and not a word of it from the slave since: what it sent may
+                # predate the launch's arrival there (read behind a backlog, or a retry
+                # sent before the launch and read after it), so only the slave can say.
+                # Asked, as Mesos's master asks an agent (ReconcileTasksMessage): behind
+                # the launch on its topic, the slave answers TASK_DROPPED if it never got
+                # the task, and its resources stay booked until then. (Dropped here
+                # after a grace of 10 s, a task a slave ran was freed for another: that
+                # slave refused the next launch the master believed fit.)
+                asked.setdefault(key[0], []).append(
+                    ReconcileTask(task_id=task.task_id, slave_id=slave.slave_id)
+                )
+            else:
+                # started (the slave said so before this message) and vanished: as a
+                # Mesos slave answers reconciliation of a task it does not have, GONE
+                # (TASK_LOST if not partition-aware)
                 self.updates.from_master(
                     self.books.frameworks[key[0]],
                     task.task_id,
                     slave.slave_id,
-                    TaskState.DROPPED if never else TaskState.GONE,
+                    TaskState.GONE,
                     Reason.RECONCILIATION,
                     "the slave no longer runs it",
                 )
+        for framework_id, tasks in asked.items():
+            for start in range(0, len(tasks), MAX_RECONCILE_TASKS):
+                some = tasks[start : start + MAX_RECONCILE_TASKS]
+                ask = Reconcile(framework_id=framework_id, tasks=some)
+                self.outbox.send_slave(slave.slave_id, ask)
         for (framework_id, task_id), r in reported.items():
             if (framework_id, task_id) in slave.tasks:
                 continue

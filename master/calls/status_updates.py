@@ -19,7 +19,7 @@ from typing import Any
 from master.authz import Caller
 from master.books import Books, Framework, Task
 from master.outbox import Outbox
-from master.task_states import regresses
+from master.task_states import as_seen, regresses
 from master.updates import TaskUpdates
 from protocol.wire.messages import StatusUpdate, TaskState, Update
 
@@ -94,6 +94,11 @@ class StatusUpdates:
             # a task this master never knew ran (it ended across a failover): remembered,
             # so that reconciling it answers how it ended, not that it is unknown
             fw.declare_ended(status)
+        if status.state == TaskState.DROPPED and not fw.partition_aware:
+            # a slave's answer for a task it never got (slave.reports.TaskReports.answer):
+            # TASK_LOST to a framework not partition-aware, as a Mesos agent answers it
+            state, reason = as_seen(status.state, status.reason, False)
+            status = status.model_copy(update={"state": state, "reason": reason})
         self.updates.forward(fw, Update(status=status), msg.slave_id, relayed=True)
         self.outbox.state_changed()
 
