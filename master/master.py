@@ -119,6 +119,7 @@ PROBE_INTERVAL = 1.0  # seconds between lag probes (master.lag_probe)
 STATE_SHARE = 0.1  # of the loop's time, at most, spent publishing the state snapshot
 SLAVE_CHECK_INTERVAL = 1.0  # seconds between looks for silent slaves (50,000: a few ms each)
 PRINCIPAL_REMOVED = "principal-removed"  # the Error a framework hears as it is cut off
+ROLE_REFUSED = "role-refused"  # (and as its principal lost its role: as at Subscribe)
 
 
 def policy_of(config: MasterConfig) -> tuple[Allocator, RolesFile]:
@@ -515,14 +516,22 @@ class Master:
         frameworks are disconnected (their failover timeouts run) whether or not their
         connection left a Last Will to say it ended, over the bus or HTTP (told why
         first: a Mesos framework's stream closes on it). Its calls are refused from now
-        (the intake); added back, it may re-subscribe."""
+        (the intake); added back, it may re-subscribe. A principal that lost a role its
+        framework is in has that framework disconnected the same way: offered nothing of
+        the role from now (it may subscribe again in a role it has)."""
         for fw in list(self.books.frameworks.values()):
-            why = self.acl.unknown(fw.principal)
-            if fw.connected and why is not None:
-                self.outbox.send_framework(
-                    fw, Error(message=why, code=PRINCIPAL_REMOVED, about=fw.framework_id)
-                )
-                self.removals.disconnect_framework(fw, "its principal was removed")
+            if not fw.connected:
+                continue
+            if why := self.acl.unknown(fw.principal):
+                code = PRINCIPAL_REMOVED
+            elif why := next(
+                filter(None, (self.acl.check(fw.principal, r) for r in fw.all_roles())), None
+            ):
+                code = ROLE_REFUSED
+            else:
+                continue
+            self.outbox.send_framework(fw, Error(message=why, code=code, about=fw.framework_id))
+            self.removals.disconnect_framework(fw, why)
 
     async def _timer_loop(self) -> None:
         tick = min(0.25, self.config.state_interval)

@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from protocol.tooling.credentials import Principal, Store
-from protocol.wire.messages import Accept, Error, Filters, OfferOperation, Rescind
+from protocol.wire.messages import Accept, Error, Filters, OfferOperation, Rescind, Subscribe
 from protocol.wire.resources import Resources
 from protocol.wire.values import FrameworkCapability
 
@@ -233,27 +233,40 @@ async def test_a_tenant_cannot_fill_a_slave_with_tiny_volumes(cluster: Cluster) 
 async def test_a_framework_whose_principal_lost_its_role_destroys_nothing_of_it(
     tmp_path: Path,
 ) -> None:
-    # The roles a principal may use (register_frameworks) are asked at Subscribe only.
-    # The operator takes role eng from principal x (principals.json re-read: the master's
-    # `why` then says ROLE_NOT_ALLOWED), yet x's framework subscribed before goes on being
-    # offered eng's reservations and volumes -- and destroys eng's volume with the
-    # default grants (and could launch a task on it: its data).
+    # The operator takes role eng from principal x (principals.json re-read): x's
+    # framework, subscribed before, is told so and disconnected -- its offer of eng's
+    # volume rescinded, nothing of eng offered to it again, a DESTROY on the old offer
+    # refused -- and it may not subscribe again in eng.
     volume = "disk(eng,ops)[db:data]"
     async with acl_cluster(tmp_path, {"x": {}}, "eng") as c:
-        x = await c.framework("x", principal="x", role="eng")
-        store = Store(tmp_path / "store")
-        store.save({"x": Principal("x", "framework", ("other",))})
-        await eventually(lambda: c.master.acl.check("x", "eng") is not None)
+        x = await c.framework("x", principal="x", role="eng", failover_timeout=60)
         await c.slave("s1", R(f"cpus:1;mem:64;{volume}:100"))
         offer = await x.next_offer()
-        if volume in offer.resources:
-            await x.bus.publish(
-                x.to_master,
-                Accept(
-                    framework_id=x.framework_id, offer_ids=[offer.offer_id],
-                    operations=[OfferOperation(type="DESTROY", resources=R(f"{volume}:100"))],
-                    filters=Filters(refuse_seconds=0),
-                ),
-            )  # fmt: skip
-            await x.next_offer(after=1)
+        assert volume in offer.resources
+        store = Store(tmp_path / "store")
+        store.save({"x": Principal("x", "framework", ("other",))})
+        await eventually(lambda: any(e.code == "role-refused" for e in x.inbox.of(Error)))
+        assert not c.master.books.frameworks[x.framework_id].connected
+        assert offer.offer_id not in c.master.books.offers
+        await x.bus.publish(
+            x.to_master,
+            Accept(
+                framework_id=x.framework_id, offer_ids=[offer.offer_id],
+                operations=[OfferOperation(type="DESTROY", resources=R(f"{volume}:100"))],
+                filters=Filters(refuse_seconds=0),
+            ),
+        )  # fmt: skip
+        await c.rounds_pass()
+        assert x.offer_count() == 1, "offered eng's resources after losing eng"
         assert volume in c.master.books.slaves["s1"].total, "eng's volume destroyed by x"
+        told = len(x.inbox.of(Error))
+        await x.bus.publish(  # (its framework id again, in eng: refused as a new one's)
+            x.to_master,
+            Subscribe(
+                name="x", inbox=x.inbox_id, incarnation=x.bus.incarnation,
+                framework_id=x.framework_id, role="eng",
+            ),
+        )  # fmt: skip
+        await eventually(lambda: len(x.inbox.of(Error)) > told)
+        assert x.inbox.of(Error)[-1].code == "role-refused"
+        assert not c.master.books.frameworks[x.framework_id].connected

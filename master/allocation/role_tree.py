@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 
 from master.allocation.sorter import Millis, Sorter, Total
 from protocol.wire.resources import MEM, Resources, add_millis, dominant_share, sub_millis
+from protocol.wire.roles import role_problem
 
 TREE_POLICIES = ("hdrf", "naive-hdrf", "flat")
 ORDERINGS = ("drf", "fair", "fifo")
@@ -55,16 +56,8 @@ INF = float("inf")
 def check_role(role: str) -> str:
     """Role names are paths of 1-64 char segments of letters, digits, _ . - (no wildcards);
     `*`, Mesos's default role, is a role of its own at the top."""
-    if role == "*":
-        return role
-    parts = role.split("/")
-    for part in parts:
-        if not part or len(part) > 64 or not all(c.isalnum() or c in "_.-" for c in part):
-            raise ValueError(
-                f"role {role!r}: '/'-separated names of letters, digits, '_', '.', '-'"
-            )
-        if part in (".", ".."):
-            raise ValueError(f"role {role!r}: '.' and '..' are not role names")
+    if role != "*" and (problem := role_problem(role)):
+        raise ValueError(problem)
     return role
 
 

@@ -66,7 +66,7 @@ def framework_problem(
     whatever it was granted: it reserves for its offer's role alone in its own principal's
     name, unreserves only what its principal reserved for that role, and makes, ends and
     resizes volumes only on disk reserved for that role (or one above it, which it is
-    offered)."""
+    offered: there it ends and resizes only those on its principal's reservations)."""
     principal = fw.principal or None
     if kind == RESERVE:
         for key in converted:
@@ -82,9 +82,17 @@ def framework_problem(
                 return f"{key}: not reserved for {role} by {fw.principal!r}"
     else:
         for key in converted if kind == CREATE else consumed:
-            reserved_for = parse_key(key).role or ""
+            rid = parse_key(key)
+            reserved_for = rid.role or ""
             if not offered_to(reserved_for, role):
                 return f"{key}: a volume on disk reserved for {role} (or above it) only"
+            # a volume above its role (offered to it, as its role's sub-role) it ends or
+            # resizes only on a reservation its principal made: another's is not its own
+            # to destroy, as UNRESERVE asks (its own role's are its role's, as in Mesos)
+            maker = rid.reservations[-1].principal if rid.reservations else principal
+            theirs = rid.volume is not None and maker != principal
+            if kind != CREATE and reserved_for != role and theirs:
+                return f"{key}: a volume of role {reserved_for} not reserved by {fw.principal!r}"
             if kind == CREATE and is_shared(key) and not fw.shared_resources:
                 return f"{key}: a shared volume is made by a SHARED_RESOURCES framework only"
     return None

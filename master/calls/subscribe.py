@@ -192,6 +192,10 @@ class Subscriptions:
                     return "role-refused", why
             if why := self._one_too_many(msg, caller):
                 return "too-many-frameworks", why
+        elif why := next(
+            filter(None, (self.acl.check(caller.principal, r) for r in fw.all_roles())), None
+        ):  # (a role its principal lost since it registered: as a new one's)
+            return "role-refused", why
         elif self._other_roles(msg, fw):
             return "role-refused", (
                 f"framework {fw.framework_id} is in {', '.join(fw.all_roles())}: its roles "

@@ -30,6 +30,7 @@ REMOVED_CODE = "framework-removed"  # the master's Error when it forgets a frame
 # ERROR event would end a Mesos scheduler, so the stream leaves it out
 UNSAID_CODES = ("invalid-operation",)
 PRINCIPAL_REMOVED_CODE = "principal-removed"  # and when it cuts off a removed principal's
+ROLE_REFUSED_CODE = "role-refused"  # or one whose principal lost its role
 
 JSON = dict[str, Any]
 
@@ -94,6 +95,10 @@ def event_of(msg: Wire, preemption_notices: bool) -> JSON | None:
 
 
 def ends_stream(msg: Wire) -> bool:
-    """The master forgot the framework, or its principal was removed from the cluster:
-    its stream closes after this (as Mesos's)."""
-    return isinstance(msg, Error) and msg.code in (REMOVED_CODE, PRINCIPAL_REMOVED_CODE)
+    """The master forgot the framework, or its principal was removed from the cluster
+    or lost the framework's role: its stream closes after this (as Mesos's)."""
+    return isinstance(msg, Error) and msg.code in (
+        REMOVED_CODE,
+        PRINCIPAL_REMOVED_CODE,
+        ROLE_REFUSED_CODE,
+    )

@@ -40,6 +40,7 @@ from typing import Literal
 
 from protocol.extras import needs
 from protocol.tooling.operation_grants import Grant, GrantError, Grants, check_operation
+from protocol.wire.roles import role_problem
 from protocol.wire.topics import ROOT
 
 KINDS = ("master", "slave", "framework", "operator")
@@ -47,7 +48,6 @@ FRAMEWORK_IDS_KEY = "framework-ids.key"  # (master.framework_ids reads it)
 Kind = Literal["master", "slave", "framework", "operator"]
 PBKDF2_ITERATIONS = 10_000  # the secrets are 256 random bits: stretching adds little
 NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
-ROLE = re.compile(r"^[A-Za-z0-9_.-]{1,64}(/[A-Za-z0-9_.-]{1,64})*$")
 
 
 class CredentialsError(ValueError):
@@ -66,10 +66,8 @@ def check_name(name: str) -> str:
 
 def check_role(role: str) -> str:
     """As the master's role names: '/'-separated names, none of them '.' or '..'."""
-    if not ROLE.match(role) or any(part in (".", "..") for part in role.split("/")):
-        raise CredentialsError(
-            f"role {role!r}: '/'-separated names of letters, digits, _ . - (not '.' or '..')"
-        )
+    if problem := role_problem(role):
+        raise CredentialsError(problem)
     return role
 
 

@@ -23,6 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
+from protocol.wire.roles import role_problem
+
 STATIC = "STATIC"
 DYNAMIC = "DYNAMIC"
 
@@ -218,16 +220,7 @@ def _label(text: str, key: str) -> tuple[str, str]:
 
 def check_role(role: str, where: str = "") -> None:
     """A role a reservation may name (not `*`: that is everybody's)."""
-    bad = (
-        not role
-        or role == "*"
-        or role in _FORBIDDEN_ROLES
-        or not _WORD.fullmatch(role)
-        or role.startswith("/")
-        or role.endswith("/")
-        or "//" in role
-    )
-    if bad:
+    if role == "*" or role_problem(role):  # (one a framework may be in, but everybody's)
         raise ReservationError(f"resource {where!r}: {role!r} is not a role to reserve for")
 
 
