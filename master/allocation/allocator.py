@@ -646,6 +646,10 @@ class Allocator:
         replace_free(slave, self._idle, consumed.millis, converted.millis)
         self._visits.visit(slave_id)
 
+    def idle_reserved(self) -> Mapping[str, Millis]:
+        """What is reserved for each role and not allocated (stripped), read in place."""
+        return self._idle.by_role
+
     def unheld(self) -> dict[str, Millis]:
         """Every slave's free resources less what is held on it (what preemption may still
         plan with: a hold already belongs to someone)."""

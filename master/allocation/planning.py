@@ -39,6 +39,8 @@ class Cluster:
     running: dict[str, list[RunningTask]] = field(default_factory=dict)  # by slave
     fair_held: Mapping[str, Millis] = field(default_factory=dict)  # by framework, in the ideal
     paths: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # by framework
+    # by role: reserved for it and idle (stripped), which a guarantee counts as held
+    idle: Mapping[str, Millis] = field(default_factory=dict)
     _members: dict[tuple[str, ...], list[str]] = field(default_factory=dict, repr=False)
 
     def share(self, framework_id: str) -> float:

@@ -27,6 +27,7 @@ from master.allocation.ideal import User, exact, ideal
 from master.allocation.planning import EPSILON, Cluster, RunningTask, planning_path
 from master.allocation.quota import ancestors_or_self, gap
 from master.allocation.sorter import Millis
+from protocol.wire.reservations import is_plain, offered_to, parse_key
 from protocol.wire.resources import SCALE, dominant_share
 
 VICTIM_ORDERS = ("youngest", "oldest")
@@ -155,6 +156,25 @@ def _ideal_of(
 
 def fits(task: Mapping[str, int], free: Mapping[str, int]) -> bool:
     return all(free.get(n, 0) >= v for n, v in task.items())
+
+
+def room_for(free: Mapping[str, int], role: str) -> Mapping[str, int]:
+    """What of a slave's free resources (by identity) a framework of `role` may use, as
+    its task shapes name them: unreserved, and reserved for its role or one above it
+    (stripped); others' reservations and volumes are no room of its."""
+    if all(is_plain(key) for key in free):
+        return free  # (the usual: a slave without reservations)
+    room: Millis = {}
+    for key, amount in free.items():
+        if amount <= 0:
+            continue
+        if is_plain(key):
+            room[key] = room.get(key, 0) + amount
+            continue
+        rid = parse_key(key)
+        if rid.volume is None and rid.role and offered_to(rid.role, role):
+            room[rid.base] = room.get(rid.base, 0) + amount
+    return room
 
 
 def is_starving(
@@ -396,10 +416,12 @@ class Preemption:
         out: list[tuple[float, Contender, str | None]] = []
         if timeout is None:
             return out
+        rooms: dict[str, list[Mapping[str, int]]] = {}  # by role: what each may use
         for c in contenders:
             fair = self.fair.get(c.framework_id, 0.0)
             share = cluster.share(c.framework_id)
-            starving = is_starving(c, share, fair, self.config.threshold, cluster.free.values())
+            room = _rooms(rooms, cluster, c.role)
+            starving = is_starving(c, share, fair, self.config.threshold, room)
             if not starving:
                 self.starving_since.pop(c.framework_id, None)
                 continue
@@ -420,15 +442,19 @@ class Preemption:
         out: list[tuple[float, Contender, str | None]] = []
         if timeout is None:
             return out
+        rooms: dict[str, list[Mapping[str, int]]] = {}
         for role, quota in quotas.items():
             key = f"role:{role}"
             members = [c for c in contenders if role in ancestors_or_self(c.role, tree)]
             wanting = [c for c in members if c.wants_more() and c.shapes()]
-            held = _sum(cluster.held.get(c.framework_id, {}) for c in members)
+            # what the role holds, and what is reserved for it and idle, as the quota
+            # stage counts consumed quota (Mesos's): an idle reservation meets a guarantee
+            idle = (v for r, v in cluster.idle.items() if role in ancestors_or_self(r, tree))
+            held = _sum([*(cluster.held.get(c.framework_id, {}) for c in members), *idle])
             free_fits = any(
                 fits(task, room)
-                for room in cluster.free.values()
                 for c in wanting
+                for room in _rooms(rooms, cluster, c.role)
                 for task in c.shapes()
             )
             if not wanting or not gap(quota, held) or free_fits:
@@ -514,6 +540,16 @@ class Preemption:
         self.starving_since.pop(framework_id, None)
         for key in [k for k in self.doomed if k[0] == framework_id]:
             del self.doomed[key]
+
+
+def _rooms(
+    rooms: dict[str, list[Mapping[str, int]]], cluster: Cluster, role: str
+) -> list[Mapping[str, int]]:
+    """Every slave's room for a framework of `role` (`room_for`), worked out once a role."""
+    room = rooms.get(role)
+    if room is None:
+        room = rooms[role] = [room_for(free, role) for free in cluster.free.values()]
+    return room
 
 
 def _sum(vectors: Iterable[Mapping[str, int]]) -> Millis:

@@ -50,7 +50,7 @@ def planning_cluster(
             mine = held[task.framework_id]
             for name, amount in task.resources.items():  # (clamped: the books may lag)
                 mine[name] = max(0, mine.get(name, 0) - amount)
-    return Cluster(a.total.millis, a.unheld(), held, {}, running)
+    return Cluster(a.total.millis, a.unheld(), held, {}, running, idle=a.idle_reserved())
 
 
 def hold_until(now: float, notice: float, allocation_interval: float) -> float:

@@ -1,6 +1,6 @@
-"""Review 52: a hostile tenant with valid credentials against reservations and persistent
-volumes (operation grants, GROW_VOLUME / SHRINK_VOLUME). Each test says what must hold,
-and fails on main as of 94492b0."""
+"""A hostile tenant with valid credentials against reservations and persistent volumes
+(operation grants, GROW_VOLUME / SHRINK_VOLUME, roles taken away): each test says what
+must hold, and failed before its fix."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Review 52: bad input to the operation grants and the operator's resource calls gets a
-clear error, never a wrong grant or a server error. Each test fails on main as of 94492b0."""
+"""Bad input to the operation grants, the principals file and the operator's resource
+calls gets a clear error, never a wrong grant or a server error (a hostile tenant's
+review: each test failed before its fix)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Review 52: a role's own idle reservations are room for it in preemption's eyes. Fails on
-main as of 94492b0."""
+"""A role's own idle reservations are room for it, and count towards its guarantee, in
+preemption's eyes, as in the quota stage's: nobody's task is killed for a role that has
+room of its own (a hostile tenant's review: each test failed before its fix)."""
 
 from __future__ import annotations
 
