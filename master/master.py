@@ -256,6 +256,7 @@ class Master:
             books,
             allocator,
             outbox,
+            self.offers,
             in_use=books.resource_in_use,
             may=self.acl.may,
             request_round=request_round,

@@ -263,3 +263,23 @@ async def test_a_framework_that_drops_the_capability_launches_nothing_on_a_share
     await accept(fw, [offer], [], tasks)
     await cluster.rounds_pass()
     assert not [r for r in slave.runs() if V in r.task.resources]
+
+
+async def test_an_operators_destroy_takes_a_shared_volume_back_from_offers(
+    cluster: Cluster,
+) -> None:
+    # an operator's DESTROY_VOLUMES of a shared volume no task uses, while frameworks that
+    # take shared resources hold offers of it: those offers are rescinded first, as a
+    # framework's DESTROY rescinds them, and the volume is gone (it was refused before:
+    # the offers' copies kept it allocated)
+    await cluster.slave("s1", R(f"cpus:1;mem:64;{V}:64"))
+    fw = await cluster.framework("fw", role="a", capabilities=SHARED)
+    offer = await fw.next_offer()
+    assert offer.resources[V] == 64
+    destroy = OfferOperation(type="DESTROY", resources=R(f"{V}:64"))
+    cluster.master.resource_operations.by_operator("s1", destroy, "ops")
+    await fw.inbox.wait_for(Rescind, lambda r: r.offer_id == offer.offer_id)
+    assert V not in cluster.master.books.slaves["s1"].total
+    later = await fw.next_offer(after=1)
+    assert V not in later.resources
+    assert later.resources["disk(a)"] == 64

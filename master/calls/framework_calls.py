@@ -45,7 +45,7 @@ from protocol.wire.messages import (
     Update,
     new_id,
 )
-from protocol.wire.reservations import DESTROY, NON_SPECULATIVE, is_shared
+from protocol.wire.reservations import DESTROY, NON_SPECULATIVE
 from protocol.wire.resources import Resources
 
 
@@ -182,7 +182,7 @@ class FrameworkCalls:
                 and room.left.contains(operation.resources)
                 and self.operations.may_make(fw, operation, role or fw.role)
             ):  # (one it may not make, of a volume its offers do not hold, takes nobody's)
-                self._rescind_shared(slave_id, operation.resources)
+                self.operations.rescind_shared(slave_id, operation.resources)
             try:
                 used, made = self.operations.on_offer(
                     fw, slave_id, operation, room.left, role or fw.role
@@ -313,18 +313,6 @@ class FrameworkCalls:
             task_id=task.task_id,
             detail=why,
         )
-
-    def _rescind_shared(self, slave_id: str, destroyed: Resources) -> None:
-        """A DESTROY of shared volumes no task uses: the offers outstanding that hold them
-        are rescinded first (as Mesos does), so none is accepted after they are gone."""
-        slave = self.books.slaves[slave_id]
-        for key in filter(is_shared, destroyed.millis):
-            if self.books.resource_in_use(slave_id, key):
-                continue  # (refused: a live task uses it)
-            for offer_id in list(slave.offers):
-                record = self.books.offers.get(offer_id)
-                if record is not None and key in record.resources.millis:
-                    self.offers.rescind(record)
 
     def _task_problem(
         self, fw: Framework, task: TaskInfo, room: OfferRoom, seen: set[str], role: str

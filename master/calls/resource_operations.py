@@ -23,6 +23,7 @@ from master.allocation.allocator import Allocator, AllocatorError
 from master.authz import Caller
 from master.books import Books, Framework
 from master.calls.operation_acls import May, framework_problem, grant_problem
+from master.offers import OfferBook
 from master.outbox import Outbox
 from protocol.wire.messages import OfferOperation, OperateResources
 from protocol.wire.reservations import (
@@ -32,6 +33,7 @@ from protocol.wire.reservations import (
     RESERVE,
     ReservationError,
     checkpointed,
+    is_shared,
     parse_key,
 )
 from protocol.wire.resources import ResourceError, Resources
@@ -74,6 +76,7 @@ class ResourceOperations:
         books: Books,
         allocator: Allocator,
         outbox: Outbox,
+        offers: OfferBook,
         *,
         in_use: Callable[[str, str], bool],
         may: May,
@@ -83,7 +86,7 @@ class ResourceOperations:
         """`in_use(slave_id, key)`: whether a live task uses that resource (a volume);
         `may(principal, grant, role)`: None if the operator granted that, else why not
         (`RoleACL.may`)."""
-        self.books, self.allocator, self.outbox = books, allocator, outbox
+        self.books, self.allocator, self.outbox, self.offers = books, allocator, outbox, offers
         self.in_use, self.request_round, self.log = in_use, request_round, log
         self.may = may
 
@@ -134,6 +137,8 @@ class ResourceOperations:
         if problem:
             raise OperationError(problem)
         used, made = Resources.from_millis(consumed), Resources.from_millis(converted)
+        if op.type == DESTROY:  # (a shared volume in frameworks' offers: taken back first)
+            self.rescind_shared(slave_id, used)
         try:
             self.allocator.update_available(slave_id, used, made)
         except AllocatorError as e:
@@ -152,6 +157,20 @@ class ResourceOperations:
             )  # fmt: skip
             return
         self.request_round()
+
+    def rescind_shared(self, slave_id: str, destroyed: Resources) -> None:
+        """A DESTROY of shared volumes no task uses: the offers outstanding that hold them
+        are rescinded first (as Mesos does), so none is accepted after they are gone."""
+        slave = self.books.slaves.get(slave_id)
+        if slave is None:
+            return
+        for key in filter(is_shared, destroyed.millis):
+            if self.books.resource_in_use(slave_id, key):
+                continue  # (refused: a live task uses it)
+            for offer_id in list(slave.offers):
+                record = self.books.offers.get(offer_id)
+                if record is not None and key in record.resources.millis:
+                    self.offers.rescind(record)
 
     def _conversion(self, op: OfferOperation, principal: str) -> tuple[Millis, Millis]:
         try:
