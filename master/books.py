@@ -257,11 +257,24 @@ class Slave:
     incarnation: str
     last_seen: float
     tasks: set[tuple[str, str]] = field(default_factory=set)  # (framework_id, task_id)
+    # of its tasks, those that hold some of its ranges and sets (ports), added with them
+    # (`add_task`): what an offer's values are kept clear of, read without walking every
+    # task of the slave (`master.slave_values`: most hold none). A key may outlive its
+    # task's place in `tasks` here (it is pruned as it is read), never the other way round
+    valued: set[tuple[str, str]] = field(default_factory=set)
     connected: bool = True  # False from its Last Will until it is back (or removed)
     offers: set[str] = field(default_factory=set)
     used: Resources | None = None  # what its tasks used at its last usage report
     discrete: Discrete = EMPTY  # its ranges and sets (ports): `master.slave_values`
     isolation_warning: str = ""  # what it says it does not enforce between tenants
+
+    def add_task(self, framework_id: str, info: TaskInfo) -> None:
+        """A task of the framework's is on this slave (in `tasks`, and `valued` if it
+        holds ranges or sets)."""
+        key = (framework_id, info.task_id)
+        self.tasks.add(key)
+        if info.discrete:
+            self.valued.add(key)
 
     def view(
         self,

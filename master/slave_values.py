@@ -49,8 +49,13 @@ def _holders(books: Books, slave: Slave) -> list[Discrete]:
 def _held_by_tasks(books: Books, slave: Slave) -> list[Discrete]:
     """The values of `slave`'s live tasks: its frameworks' and its orphans'."""
     held = []
-    for framework_id, task_id in slave.tasks:
-        task = books.task(framework_id, task_id)
+    # (those of its tasks that hold values, not every task: most hold none, and every
+    # offer and launch asks; a key whose task left the slave is pruned here)
+    for key in list(slave.valued):
+        if key not in slave.tasks:
+            slave.valued.discard(key)
+            continue
+        task = books.task(*key)
         if task is not None and not task.terminal and task.info.discrete:
             held.append(task.info.discrete)
     for orphans in books.orphans.values():

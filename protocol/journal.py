@@ -60,10 +60,16 @@ READ_CHUNK = 1024 * 1024  # bytes read at a time when loading
 OWN = ""  # the name of the one journal of a file of its own (its records name none)
 
 
+# one packer for every record (as protocol.wire.codec's: `msgpack.packb` makes one a
+# call, most of a small record's cost; a record's plain values pack without running any
+# Python code, so nothing can use it meanwhile)
+_PACKER = msgpack.Packer(use_bin_type=True)
+
+
 def _packed(op: str, name: str, key: str, *value: Any) -> bytes:
     # (a file of its own keeps the records it always had: ["put", key, value])
     record = [op, key, *value] if name == OWN else [op, key, *value, name]
-    return msgpack.packb(record, use_bin_type=True)  # type: ignore[no-any-return]
+    return _PACKER.pack(record)  # type: ignore[no-any-return]
 
 
 class JournalFile:

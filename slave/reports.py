@@ -112,7 +112,10 @@ class TaskReports:
         # a task that runs on is checkpointed with its update (one write, one sync)
         runs_on = not state.terminal and record is not None and record.runner is not None
         self.updates.owe(
-            StatusUpdate(framework_id=framework_id, slave_id=self.slave_id, status=status),
+            # (its own state the task's latest as it is made: sent as made while it is)
+            StatusUpdate(
+                framework_id=framework_id, slave_id=self.slave_id, status=status, latest_state=state
+            ),
             (lambda: self._checkpoint(record)) if runs_on and record is not None else None,
         )
         self.log.info(

@@ -71,7 +71,7 @@ from slave.images import find_podman
 from slave.isolator import POSIX_WARNING, make_isolator
 from slave.kept_resources import KeptResources
 from slave.kills import Kills
-from slave.launches import RecentLaunches, run_together
+from slave.launches import RecentLaunches, run_in_turn, run_together
 from slave.memory_limits import enforce_memory_limits
 from slave.owners import Owners
 from slave.ports_isolator import enforce_ports
@@ -457,7 +457,9 @@ class Slave:
                 await run_together(starts)
                 starts = []
                 free = self.free()  # (a new executor takes its own resources too)
-        await run_together(starts)
+        # (a simulated task's start waits for nothing but its framework's owner written,
+        # once: one after another, not a task each)
+        await (run_in_turn if self.config.simulated_tasks else run_together)(starts)
 
     async def _on_run_task(self, msg: RunTask, reply_to: str | None) -> None:
         _, start = self._admit(msg, reply_to, self.free())

@@ -57,6 +57,14 @@ def _key(raw: Any) -> StreamKey:
     return (raw["framework_id"], raw["status"]["task_id"])
 
 
+def _with_latest(update: StatusUpdate, latest: TaskState) -> StatusUpdate:
+    """`update` saying its task's `latest_state` is `latest`: itself when it says so
+    already (a task's newest update, made so: no copy a send), else a copy."""
+    if update.latest_state == latest:
+        return update
+    return update.model_copy(update={"latest_state": latest})
+
+
 class OwedUpdates:
     def __init__(
         self, bus: Transport, to_master: str, journal: Journal, resend_after: float
@@ -150,7 +158,7 @@ class OwedUpdates:
             # write also drops the task's checkpoint, and a slave that died before the
             # sync would find the task again and report a second end
             self._sent_unwritten.add(uuid)
-            self._send(uuid, update.model_copy(update={"latest_state": update.status.state}))
+            self._send(uuid, _with_latest(update, update.status.state))
         self.journal.put_soon(uuid, update.model_dump(mode="python"))
         if along is not None:
             along()
@@ -267,8 +275,7 @@ class OwedUpdates:
             return  # (an unwritten one goes once it is written)
         newest = self.journal.get(self._streams[key][-1])
         made = self._made.get(uuid) or StatusUpdate.model_validate(raw)
-        update = made.model_copy(update={"latest_state": TaskState(newest["status"]["state"])})
-        self._send(uuid, update, first=first)
+        self._send(uuid, _with_latest(made, TaskState(newest["status"]["state"])), first=first)
 
     def _send(self, uuid: str, update: StatusUpdate, *, first: bool = True) -> None:
         if first and uuid not in self._resend_at:

@@ -131,6 +131,15 @@ def test_a_list_arrives_as_its_items_in_order_each_with_the_sender_and_epoch() -
     assert len(encode_list(updates)) < len(encode_batch([encode(u) for u in updates]))
 
 
+@FAST
+@given(ANY_MESSAGE)
+def test_items_encode_as_their_list_message_would(message: Wire) -> None:
+    """(encode_list dumps the items without making the list's model)"""
+    if type(message) in ITEM_OF:
+        items = message.items  # type: ignore[attr-defined]
+        assert encode_list(items, "me", epoch=2) == encode(message, "me", epoch=2)
+
+
 def test_one_bad_item_in_a_list_spoils_only_itself() -> None:
     good = _update(1).model_dump(mode="python")
     bad = {"status": {"task_id": "t2", "state": "TASK_NOT_A_STATE"}}

@@ -94,7 +94,7 @@ class Model:
         used = Resources() if problem else info.resources
         if not problem:
             self.fw.tasks[info.task_id] = Task(info, "f", "s")
-            self.slave.tasks.add(("f", info.task_id))
+            self.slave.add_task("f", info)
         self.allocator.recover("f", "s", record.resources - used)
 
     def decline(self, i: int) -> None:
@@ -117,7 +117,7 @@ class Model:
         self.__init__()  # type: ignore[misc]
         for task in tasks:
             self.fw.tasks[task.task_id] = task
-            self.slave.tasks.add(("f", task.task_id))
+            self.slave.add_task("f", task.info)
             self.allocator.allocate_existing("f", "s", task.resources)
 
     def check(self) -> None:

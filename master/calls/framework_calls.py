@@ -335,7 +335,7 @@ class FrameworkCalls:
         fw.tasks[task.task_id] = task
         fw.slaves_used.add(slave_id)
         fw.launched(info.resources)
-        self.books.slaves[slave_id].tasks.add((fw.framework_id, task.task_id))
+        self.books.slaves[slave_id].add_task(fw.framework_id, info)
 
     async def on_decline(self, msg: Decline, caller: Caller) -> None:
         fw = self._framework(msg.framework_id, caller, "Decline")

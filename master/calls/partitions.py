@@ -55,7 +55,7 @@ class Partitions:
         fw.unreachable.pop(running.task.task_id)
         task = Task(running.task, fw.framework_id, slave.slave_id, running.state)
         fw.tasks[task.task_id] = task
-        slave.tasks.add((fw.framework_id, task.task_id))
+        slave.add_task(fw.framework_id, task.info)
         role = fw.role_of(task.info)
         self.allocator.allocate_existing(fw.framework_id, slave.slave_id, task.resources, role)
         status = TaskStatus(

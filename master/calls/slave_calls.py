@@ -445,7 +445,7 @@ class SlaveCalls:
             if owner is not None and said in (None, owner.principal):
                 task = Task(r.task, framework_id, slave.slave_id, r.state)
                 owner.tasks[task_id] = task
-                slave.tasks.add((framework_id, task_id))
+                slave.add_task(framework_id, task.info)
                 self.outbox.task_changed(task, added=True)
                 role = owner.role_of(r.task)
                 sid = slave.slave_id

@@ -276,7 +276,7 @@ class Subscriptions:
                 task = Task(orphan.task, fw.framework_id, orphan.slave_id, orphan.state)
                 fw.tasks[task.task_id] = task
                 fw.slaves_used.add(orphan.slave_id)
-                slave.tasks.add((fw.framework_id, task.task_id))
+                slave.add_task(fw.framework_id, task.info)
                 role = fw.role_of(orphan.task)
                 self.allocator.adopt(fw.framework_id, orphan.slave_id, orphan.held, role)
                 executor = orphan.task.executor  # (held with its first task, and now its)
