@@ -53,6 +53,11 @@ async def test_aiomqtts_private_parts_are_there_and_the_fast_path_publishes_and_
         assert isinstance(client._disconnected, asyncio.Future)
         for name in ("publish", "loop_write", "want_write", "socket"):
             assert callable(getattr(client._client, name)), name
+        # (the PUBACK fast path: paho's handler it stands in front of, and what it reads)
+        for name in ("_handle_pubackcomp", "_do_on_publish", "_easy_log"):
+            assert callable(getattr(client._client, name)), name
+        for name in ("_in_packet", "_out_messages", "_out_message_mutex"):
+            assert hasattr(client._client, name), name
         link = PahoLink(client, acknowledged.append)
         await client.subscribe("adapter/#", qos=1)
 
@@ -116,7 +121,7 @@ async def test_a_message_to_a_party_at_rest_is_dispatched_in_the_loops_next_turn
     (every hop of a lone task wakes a party at rest); the connection's end wakes it too."""
     queue: StampedQueue = StampedQueue()
     disconnected: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-    paho = SimpleNamespace(on_publish=None)
+    paho = SimpleNamespace(on_publish=None, _handle_pubackcomp=None)  # (what PahoLink wraps)
     link = PahoLink(
         cast(
             aiomqtt.Client, SimpleNamespace(_client=paho, _queue=queue, _disconnected=disconnected)
