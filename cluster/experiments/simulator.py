@@ -367,8 +367,11 @@ class Simulation:
                     need = needs[framework_id]
                 except KeyError:
                     need = needs[framework_id] = workloads[framework_id].need(t, book)
-                if need is None or not holds(free, need):
+                if need is None:
                     return True
+                for k, v in need.items():  # (holds inlined: asked once an offer)
+                    if free.get(k, 0) < v:
+                        return True
                 booked_to.add(framework_id)
                 return False
 
@@ -382,10 +385,11 @@ class Simulation:
         # it, so telling the cycle again what it wants (and when its next job comes) would
         # change nothing either
         told: set[str] = set()
-        for a in cycle.round(t, declines, refuse).offers:
+        offers = cycle.round(t, declines, refuse).offers
+        self.offers += len(offers)
+        for a in offers:
             fid = a.framework_id
             offered_at[fid] = t
-            self.offers += 1
             if a.declined:  # (declined as it was made, its filter set: counted)
                 self.declines += 1
                 if fid not in told:

@@ -39,6 +39,7 @@ from master.allocation.ledger import (
     first_wanting,
     fits_one,
     floors_of,
+    least_of,
     master_floor,
     within,
 )
@@ -129,6 +130,7 @@ class Allocator:
         self._floor: list[Millis] | None = None
         self._floor_stale = True
         self._floors_positive = False
+        self._least = ("", 0, "", 0)  # what every one of those asks at least (`least_of`)
         self.min_allocatable = min_allocatable
         self._master_floor = master_floor(
             None if min_allocatable is None else [dict(r.millis) for r in min_allocatable if r]
@@ -454,6 +456,7 @@ class Allocator:
         # holding one of the floors is the whole test (it implies `anything`), and the
         # master's minimum is nobody's
         floored = floors if self._floors_positive and not reservations else None
+        k1, v1, k2, v2 = self._least
         books = (self._role_order, self._role_frameworks, self.frameworks, now, floor)
         if self.quotas:
             pick = quota_pick(self._quota, *books)
@@ -477,7 +480,7 @@ class Allocator:
                 continue
             free = slave.unallocated  # (read here; changed only by _give, below)
             if floored is not None:
-                if not fits_one(free, floored):
+                if free.get(k1, 0) < v1 or free.get(k2, 0) < v2 or not fits_one(free, floored):
                     continue  # too little here for anyone's offer filter: no walk
                 picked = pick(slave_id, free, now)
             elif not worth(free):
@@ -572,6 +575,7 @@ class Allocator:
             self._floors_positive = floors is not None and all(
                 amount > 0 for f in floors for amount in f.values()
             )
+            self._least = least_of(floors) if floors else ("", 0, "", 0)
         return self._floor
 
     # -- reservations --------------------------------------------------------------------------

@@ -236,6 +236,14 @@ class Sorter:
         if client.active and (client.entry is None or len(self._clients) > 1):
             self._pending[name] = client  # (_push inlined)
 
+    def counted(self, name: str, times: int) -> None:
+        """`times` allocations more, of resources that came straight back (offers
+        declined as a round made them: `unbooked`), for the tie-break alone."""
+        client = self._clients[name]
+        client.count += times
+        if client.active and (client.entry is None or len(self._clients) > 1):
+            self._pending[name] = client  # (_push inlined)
+
     def recount(self, name: str, resources: Resources, sign: int) -> None:
         """(A tree's: flat roles have no subtrees to count a shared volume's copies in twice.)"""
 
@@ -320,7 +328,10 @@ class Sorter:
         every slave it declined (every other slave when all tie after declining: 25,000
         passes at 50,000 slaves), so a pass costs a lookup and a call."""
         for i, (_, _, role) in enumerate(self.ordered()):
-            for _, _, framework_id in frameworks_of[role].ordered():
+            inner = frameworks_of[role]  # (`ordered` inlined: once a role a walk passes)
+            if inner._pending or inner._seen_version != inner._totals.version:
+                inner._fresh()
+            for _, _, framework_id in inner._order:
                 if wanted(framework_id):
                     self._found = i  # (where the role stands: it is likely to move next)
                     return framework_id

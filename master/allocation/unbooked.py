@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from master.allocation.ledger import Allocation, Declines, FrameworkBook, Picked
 from master.allocation.role_order import RoleOrder
 from master.allocation.sorter import Millis, Sorter
-from protocol.wire.resources import Resources, add_millis
+from protocol.wire.resources import Resources
 
 Pick = Callable[[str, Millis, float], Picked]  # a round's pick: a slave, its free, now
 Refuse = Callable[[str, str, Mapping[str, int]], None]  # a framework refuses an offer
@@ -42,6 +42,7 @@ class Unbooked:
         self._roles = roles
         self._frameworks = frameworks
         self._offered: dict[str, Millis] = {}  # by framework: what the round offered it so
+        self._alone: dict[str, int] = {}  # ... and how often, where it is its role's one
 
     def picking(self, pick: Pick, offered: Callable[[Allocation], None]) -> Pick:
         """`pick`, save that an offer its framework declines is `offered` declined (and
@@ -51,32 +52,49 @@ class Unbooked:
 
         def unbooked(slave_id: str, free: Millis, now: float) -> Picked:
             picked = pick(slave_id, free, now)
-            if picked is None or not declines(*picked):
+            if picked is None:
+                return None
+            framework_id, offer = picked
+            if not declines(framework_id, offer):
                 return picked
-            resources = resources_of(picked[1])
-            add(picked[0], resources)
-            offered(Allocation(picked[0], slave_id, resources, None, True))  # (declined)
-            refuse(picked[0], slave_id, resources.millis)
+            resources = resources_of(offer)
+            add(framework_id, resources)
+            offered(Allocation(framework_id, slave_id, resources, None, True))  # (declined)
+            refuse(framework_id, slave_id, resources.millis)
             return None
 
         return unbooked
 
     def add(self, framework_id: str, resources: Resources) -> None:
-        """An offer declined as it was made: in the order's books until `end`."""
+        """An offer declined as it was made: in the order's books until `end`. (A role
+        of one framework counts it in the role's order alone, and in the framework's own
+        sorter only as one allocation more: that sorter has nobody to order it against,
+        and at the end the resources would leave it again.)"""
         role = self._frameworks[framework_id].role
-        self._role_frameworks[role].allocated(framework_id, resources)
+        inner = self._role_frameworks[role]
+        if len(inner) == 1:
+            self._alone[framework_id] = self._alone.get(framework_id, 0) + 1
+        else:
+            inner.allocated(framework_id, resources)
         self._roles.allocated(role, resources)
         offered = self._offered.get(framework_id)
         if offered is None:
             self._offered[framework_id] = dict(resources.millis)
         else:
-            add_millis(offered, resources.millis)
+            for k, v in resources.millis.items():  # (add_millis inlined: once an offer)
+                offered[k] = offered.get(k, 0) + v
 
     def end(self) -> None:
         """The round is over: what it offered and was declined leaves the order's books."""
+        alone = self._alone
         for framework_id, offered in self._offered.items():
             role = self._frameworks[framework_id].role
             resources = Resources.from_millis(offered)
-            self._role_frameworks[role].unallocated(framework_id, resources)
+            times = alone.get(framework_id)
+            if times is None:
+                self._role_frameworks[role].unallocated(framework_id, resources)
+            else:
+                self._role_frameworks[role].counted(framework_id, times)
             self._roles.unallocated(role, resources)
         self._offered.clear()
+        alone.clear()
