@@ -223,8 +223,13 @@ async def test_a_root_slave_warns_at_start_when_the_hosts_link_protections_are_o
 # -- a descriptor to a cgroup's tasks file ----------------------------------------------------
 
 
-def cgroup_of(pid: int) -> str:
-    for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
+def cgroup_of(pid: int) -> str | None:
+    """A process's memory cgroup (None: it has exited since it was listed)."""
+    try:
+        lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    for line in lines:
         if ":memory:" in line:
             return line.split(":", 2)[2]
     raise AssertionError(f"no memory cgroup for {pid}")
@@ -289,7 +294,7 @@ async def test_a_descriptor_to_a_tenants_own_cgroup_never_joins_the_victims() ->
         slaves, pid = {cgroup_of(os.getpid())}, victim.pid
 
         def alices() -> set[str]:
-            return {cgroup_of(p) for p in pids_below(pid)} - slaves
+            return {c for p in pids_below(pid) if (c := cgroup_of(p))} - slaves
 
         # (RUNNING is said as its chain starts: C's shell joins its cgroup a moment later)
         await eventually(lambda: bool(alices()))
@@ -298,7 +303,7 @@ async def test_a_descriptor_to_a_tenants_own_cgroup_never_joins_the_victims() ->
         bs = s.slave.tasks[(MALLORY, "b")].runner
         assert bs is not None
         assert bs.pid is not None
-        mallorys = {cgroup_of(p) for p in pids_below(bs.pid)}
+        mallorys = {c for p in pids_below(bs.pid) if (c := cgroup_of(p))}
         assert not alices() & mallorys, said(s, MALLORY, "b")
 
 
@@ -315,9 +320,16 @@ def pids_below(pid: int) -> list[int]:
     found, todo = [pid], [pid]
     while todo:
         parent = todo.pop()
-        for tid in os.listdir(f"/proc/{parent}/task"):
-            with open(f"/proc/{parent}/task/{tid}/children") as f:
-                children = [int(c) for c in f.read().split()]
+        try:  # (a process may exit while its tree is read)
+            tids = os.listdir(f"/proc/{parent}/task")
+        except FileNotFoundError:
+            continue
+        for tid in tids:
+            try:
+                with open(f"/proc/{parent}/task/{tid}/children") as f:
+                    children = [int(c) for c in f.read().split()]
+            except FileNotFoundError:
+                continue
             found += children
             todo += children
     return found

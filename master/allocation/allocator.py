@@ -29,6 +29,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from master.allocation.clients import Clients
 from master.allocation.collector import PausedCollector
 from master.allocation.holds import Holds
+from master.allocation.hopeless import Largest, fits_nowhere
 from master.allocation.ledger import (
     Allocation,
     AllocatorError,
@@ -130,6 +131,7 @@ class Allocator:
         self._floor: list[Millis] | None = None
         self._floor_stale = True
         self._floors_positive = False
+        self._largest = Largest()  # of the slaves' totals: whose filters fit none
         self._least = ("", 0, "", 0)  # what every one of those asks at least (`least_of`)
         self.min_allocatable = min_allocatable
         self._master_floor = master_floor(
@@ -192,6 +194,7 @@ class Allocator:
         master's minimum for it: [] is anything, None the master's minimum again."""
         new = None if minimum is None else [dict(r.millis) for r in minimum if r]
         self._lone.clear()
+        self._largest.changed = True  # (asked again before the next round: `hopeless`)
         for fw in self._books(framework_id):
             old, fw.min_allocatable = fw.min_allocatable, new
             self._own_floors += (new is not None) - (old is not None)
@@ -247,7 +250,7 @@ class Allocator:
         self._floor_stale = True
         self._lone.clear()  # (who wants offers, or a framework's filters, changed)
         fw = self.frameworks[framework_id]
-        wanting = fw.active and not fw.suppressed
+        wanting = fw.wants_offers
         self._place(framework_id, fw.role, wanting)
         if wanting:
             self._wanting[framework_id] = fw
@@ -287,7 +290,9 @@ class Allocator:
             raise AllocatorError(f"slave {slave_id} is already known")
         slave = self.slaves[slave_id] = SlaveBook(slave_id, total)
         slave.reserved, slave.shared = reserved_roles(total.millis), shared_keys(total.millis)
-        self._total.add(self._what(slave, total))
+        what = self._what(slave, total)
+        self._total.add(what)
+        self._largest.added(what.millis)
         self._idle.add(slave, total.millis, 1)
         self._visits.visit(slave_id)
         for framework_id, resources in (used or {}).items():
@@ -299,6 +304,7 @@ class Allocator:
             self.recover(framework_id, slave_id, Resources.from_millis(held))
         self._idle.add(slave, slave.unallocated, -1)
         self._total.remove(self._what(slave, slave.total))
+        self._largest.lost()
         del self.slaves[slave_id]
         self._copies.forget(slave_id)
         self._lone.pop(slave_id, None)
@@ -314,6 +320,7 @@ class Allocator:
         slave.total, slave.reserved, slave.unallocated = total, reserved_roles(total.millis), free
         slave.shared = shared_keys(total.millis)
         self._total.add(self._what(slave, total))
+        self._largest.lost()
         self._idle.add(slave, free, 1)
         self._lone.pop(slave_id, None)
         self._visits.visit(slave_id)
@@ -401,6 +408,8 @@ class Allocator:
 
         The garbage collector waits for the round's end (`PausedCollector`).
         """
+        if self._largest.changed:
+            self._ask_hopeless()
         with PausedCollector():
             if room:
                 bound = OfferRoom(room, self._leave_round, self._rejoin_round)
@@ -423,17 +432,31 @@ class Allocator:
             finally:
                 unbooked.end()
 
+    def _ask_hopeless(self) -> None:
+        """Frameworks whose offer filters fit no slave leave the order, and come back
+        when one does (`hopeless`): asked when a slave came, left or changed, or a
+        framework's filters did."""
+        self._largest.changed = False
+        most = self._largest.most(
+            lambda: (self._what(s, s.total).millis for s in self.slaves.values())
+        )
+        for fw in list(self.frameworks.values()):
+            hopeless = fits_nowhere(fw.min_allocatable, most)
+            if hopeless != fw.hopeless:
+                fw.hopeless = hopeless
+                self._sync(fw.framework_id)
+
     def _leave_round(self, framework_id: str) -> bool:
         """A framework out of the order for the rest of a round (see `offer_room`)."""
         fw = self.frameworks.get(framework_id)
-        if fw is None or not fw.active or fw.suppressed:
+        if fw is None or not fw.wants_offers:
             return False
         self._place(framework_id, fw.role, False)
         return True
 
     def _rejoin_round(self, framework_id: str) -> None:
         fw = self.frameworks.get(framework_id)
-        if fw is not None and fw.active and not fw.suppressed:
+        if fw is not None and fw.wants_offers:
             self._place(framework_id, fw.role, True)  # (no wake: it wanted offers all along)
 
     def _round(
@@ -616,6 +639,7 @@ class Allocator:
             self.recover(framework_id, slave_id, consumed)
             self._total.remove(self._what(slave, consumed))
             self._total.add(self._what(slave, converted))
+            self._largest.lost()
             replace_free(slave, self._idle, consumed.millis, converted.millis)
             self._give(framework_id, slave, converted)
             return
@@ -871,6 +895,8 @@ class Allocator:
 
     def order(self) -> Iterator[str]:
         """Active frameworks in the order they would be offered resources."""
+        if self._largest.changed:
+            self._ask_hopeless()
         for role in self._role_order.sort():
             yield from self._role_frameworks[role].sort()
 

@@ -112,6 +112,11 @@ class FrameworkBook:
     # master's minimum (`master_floor`)
     min_allocatable: list[Millis] | None = None
     shared: bool = False  # offered shared volumes (its SHARED_RESOURCES capability)
+    hopeless: bool = False  # its offer filters fit no slave (`master.allocation.hopeless`)
+
+    @property
+    def wants_offers(self) -> bool:
+        return self.active and not self.suppressed and not self.hopeless
 
 
 Picked = tuple[str, Millis] | None  # the framework a slave is offered to, and what of it
