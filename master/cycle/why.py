@@ -38,6 +38,10 @@ from protocol.wire.why_codes import Figure, WhyCode
 
 AHEAD_SHOWN = 5  # frameworks ahead in the order, named (the rest counted)
 SLAVES_SHOWN = 10  # slaves a reason names (the rest counted)
+# task shapes (of its Request) and min_offer shapes weighed at most, the smallest distinct
+# ones: a tenant declares up to 100 (20), and each is asked of every slave; more declared
+# are said, not weighed (review 53: 100 shapes made one answer on 10,000 slaves 2-4 s)
+SHAPES_WEIGHED = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +116,7 @@ def explain(
     frameworks and roles are named (to an operator) or only counted (to a tenant, who may
     not learn which frameworks exist)."""
     said = _reasons(a, state, framework_id, now, standing, fair, others_named)
-    return _unique(told.reason() for told in said)
+    return _unique(said)
 
 
 def first(a: Allocator, state: State, framework_id: str, now: float) -> Told | None:
@@ -143,8 +147,10 @@ def _reasons(
     for r in _everywhere(a, fw, standing) + _maintenance(standing.maintenance):
         blocked = blocked or r.code in BLOCKING
         yield Told(r.code, _said(r))
-    tasks = _tasks(state, framework_id, now)
-    never = _never_fits(a, fw, tasks)
+    largest = _largest(a)  # (once an answer: every shape is weighed against it first)
+    least = _weighed(fw.min_allocatable, largest)
+    tasks = _weighed(_tasks(state, framework_id, now), largest)
+    never = _never_fits(a, least, tasks, largest)
     for r in never:
         yield Told(r.code, _said(r))
     mine = _outstanding(state, framework_id, now)
@@ -164,19 +170,19 @@ def _reasons(
         if not slave.reserved and not enough(unallocated):  # (_stage's first question, the
             turned[MINE if slave_id in mine else FULL].append(slave_id)  # usual answer)
         elif plain and room is unallocated and not slave.reserved:
-            turned[_plain_stage(fw, slave_id, room, tasks, now)].append(slave_id)
+            turned[_plain_stage(fw, slave_id, room, least, tasks, now)].append(slave_id)
         else:
-            stage = _stage(a, fw, slave_id, unallocated, room, mine, tasks, now, enough)
+            stage = _stage(a, fw, slave_id, unallocated, room, mine, least, tasks, now, enough)
             turned[stage].append(slave_id)
     ranked = [
         (-len(turned[stage]), STAGES.index(stage), stage)
         for stage in STAGES
         if turned[stage] and stage != OPEN
     ]
-    q = _Question(a, state, fw, now, fair, others_named, free, tasks)
+    q = _Question(a, state, fw, now, fair, others_named, free, least, tasks)
     for _, _, stage in sorted(ranked):
         yield Told(_stage_code(q, stage), partial(_stage_reason, q, stage, turned[stage]))
-    if not never and _fits_no_free(tasks, free):
+    if not never and _fits_no_free(tasks.scan, free):
         yield Told(WhyCode.TASK_FITS_NO_SLAVE, partial(_fitting_no_free, tasks, free))
     if turned[OPEN] and not blocked:
         yield Told(WhyCode.NEXT_ROUND, partial(_next_round, turned[OPEN], free))
@@ -317,7 +323,8 @@ def _stage(
     unallocated: Millis,
     room: Millis,
     mine: Mapping[str, Millis],
-    tasks: list[Millis],
+    least: Shapes,
+    tasks: Shapes,
     now: float,
     enough: Callable[[Mapping[str, int]], bool],
 ) -> str:
@@ -338,31 +345,35 @@ def _stage(
     if not enough(room):
         return HELD
     if not a.quotas:
-        return _plain_stage(fw, slave_id, room, tasks, now)
-    least = fw.min_allocatable
-    if least and not fits_one(room, least):
+        return _plain_stage(fw, slave_id, room, least, tasks, now)
+    floors = least.scan
+    if floors and not fits_one(room, floors):
         return MINIMUM
     # what its role may have of it (a cut below its minimum is the cut's)
     stage = a.quota_stage
     limited = stage.offerable(fw.role, room, headroom=False)
-    if not enough(limited) or (least and not fits_one(limited, least)):
+    if not enough(limited) or (floors and not fits_one(limited, floors)):
         return LIMIT
     offerable = stage.offerable(fw.role, room)
-    if not enough(offerable) or (least and not fits_one(offerable, least)):
+    if not enough(offerable) or (floors and not fits_one(offerable, floors)):
         return GUARANTEE
-    return _plain_stage(fw, slave_id, offerable, tasks, now)
+    return _plain_stage(fw, slave_id, offerable, least, tasks, now)
 
 
 def _plain_stage(
-    fw: FrameworkBook, slave_id: str, offerable: Millis, tasks: list[Millis], now: float
+    fw: FrameworkBook,
+    slave_id: str,
+    offerable: Millis,
+    least: Shapes,
+    tasks: Shapes,
+    now: float,
 ) -> str:
     """`_stage`'s last questions, of what the framework may be offered of a slave with
     something free: its offer filters, its tasks, its decline filter. (All that is asked
     of a slave without reservations, holds or quotas: `_reasons` asks it of most.)"""
-    least = fw.min_allocatable
-    if least and not fits_one(offerable, least):
+    if least.scan and not fits_one(offerable, least.scan):
         return MINIMUM
-    if tasks and not fits_one(offerable, tasks):
+    if tasks.scan and not fits_one(offerable, tasks.scan):
         return SMALL  # (offered or filtered, of no use to it: that is what explains)
     f = fw.filters.get(slave_id)
     if f is not None and f.expires > now and within(offerable, f.refused):
@@ -398,7 +409,8 @@ class _Question:
     fair: Mapping[str, float] | None  # fair shares as last computed (None: not said)
     named: bool  # other frameworks and roles named (else counted)
     free: Mapping[str, Millis]  # each active slave's free resources, less others' holds
-    tasks: list[Millis]  # the tasks it asked for (its last Request), each once
+    least: Shapes  # its min_offer shapes, weighed
+    tasks: Shapes  # the tasks it asked for (its last Request), weighed
 
 
 # the code of the reason each stage gives (a full slave's: see `_order`)
@@ -455,8 +467,7 @@ def _stage_reason(q: _Question, stage: str, slaves: list[str]) -> Reason:
         return _held_for_guarantee(a, fw.role, of, q.named)
     if stage == MINIMUM:
         them = {s: free[s] for s in slaves}
-        return _short(WhyCode.MIN_OFFER_FITS_NO_SLAVE, "its min_offer",
-                      fw.min_allocatable or [], them, of=of)  # fmt: skip
+        return _short(WhyCode.MIN_OFFER_FITS_NO_SLAVE, "its min_offer", q.least, them, of=of)
     if stage == SMALL:
         them = {s: free[s] for s in slaves}
         return _short(WhyCode.TASK_FITS_NO_SLAVE, "the task it asked for", q.tasks, them, of=of)
@@ -629,22 +640,81 @@ def _held_for_guarantee(a: Allocator, role: str, of: str, named: bool) -> Reason
 
 
 # -- what it asked for, against what slaves have ------------------------------------------------
-def _never_fits(a: Allocator, fw: FrameworkBook, tasks: list[Millis]) -> list[Reason]:
+@dataclass(frozen=True, slots=True)
+class Shapes:
+    """Shapes it asked for (any one of them will do): its min_offer, or the tasks of its
+    last Request, as weighed in an answer -- the SHAPES_WEIGHED smallest distinct ones."""
+
+    weighed: list[Millis]  # the smallest first: those some slave may hold, else all
+    declared: int  # distinct shapes it declared
+    # what each slave is asked: the weighed shapes within the largest amount of each
+    # resource on any slave (one that is not fits no slave; if none is, the first alone:
+    # it fits no slave, and says so of each at the cost of one)
+    scan: list[Millis]
+    may_fit: bool  # some weighed shape is within the largest amounts
+
+    def __bool__(self) -> bool:
+        return bool(self.weighed)
+
+    def note(self) -> str:
+        """What an answer says of the shapes it did not weigh ("": none)."""
+        if self.declared <= len(self.weighed):
+            return ""
+        return f" (the {len(self.weighed)} smallest of its {self.declared} shapes weighed)"
+
+
+_NONE = Shapes([], 0, [], False)
+
+
+def _largest(a: Allocator) -> Millis:
+    """The largest amount of each resource any active slave has (empty), one pass."""
+    out: Millis = {}
+    for slave in a.slaves.values():
+        if slave.active:
+            for name, amount in slave.total.millis.items():
+                if amount > out.get(name, 0):
+                    out[name] = amount
+    return out
+
+
+def _weighed(shapes: list[Millis] | None, largest: Millis) -> Shapes:
+    """`shapes` as an answer weighs them (see `Shapes`): de-duplicated, those within
+    `largest` first, the smallest (as fractions of `largest`) first."""
+    if not shapes or not all(shapes):  # (an empty shape: anything holds it)
+        return _NONE
+    distinct = list({tuple(sorted(s.items())): s for s in shapes}.values())
+    within_largest = [s for s in distinct if fits_one(largest, [s])]
+
+    def size(shape: Millis) -> tuple[float, list[tuple[str, int]]]:
+        return (
+            sum(v / largest[n] if largest.get(n) else float(v) + 1e9 for n, v in shape.items()),
+            sorted(shape.items()),
+        )
+
+    weighed = sorted(within_largest or distinct, key=size)[:SHAPES_WEIGHED]
+    scan = weighed if within_largest else weighed[:1]
+    return Shapes(weighed, len(distinct), scan, bool(within_largest))
+
+
+def _never_fits(a: Allocator, least: Shapes, tasks: Shapes, largest: Millis) -> list[Reason]:
     """Its declared minimum, or the task it asked for (`tasks`), is more than any slave
-    has at all."""
+    has at all. (A shape past `largest` fits no slave: no slave is visited for it.)"""
     active = [slave.total.millis for slave in a.slaves.values() if slave.active]
-    least = fw.min_allocatable
-    if not active or (
-        (not least or any(fits_one(t, least) for t in active))
-        and (not tasks or any(fits_one(t, tasks) for t in active))
-    ):
+
+    def never(shapes: Shapes) -> bool:
+        if not shapes or not active:
+            return False
+        return not shapes.may_fit or not any(fits_one(t, shapes.scan) for t in active)
+
+    never_least, never_tasks = never(least), never(tasks)
+    if not never_least and not never_tasks:
         return []  # (the usual: both fit some slave, and nothing is said)
-    totals = {s: dict(slave.total.millis) for s, slave in a.slaves.items() if slave.active}
+    totals = {s: slave.total.millis for s, slave in a.slaves.items() if slave.active}
     out = []
-    if fw.min_allocatable and not any(fits_one(t, fw.min_allocatable) for t in totals.values()):
-        out.append(_short(WhyCode.MIN_OFFER_FITS_NO_SLAVE, "its min_offer", fw.min_allocatable,
-                          totals, ever=True))  # fmt: skip
-    if tasks and not any(fits_one(t, tasks) for t in totals.values()):
+    if never_least:
+        out.append(_short(WhyCode.MIN_OFFER_FITS_NO_SLAVE, "its min_offer", least, totals,
+                          ever=True))  # fmt: skip
+    if never_tasks:
         out.append(_short(WhyCode.TASK_FITS_NO_SLAVE, "the task it asked for", tasks, totals,
                           ever=True))  # fmt: skip
     return out
@@ -656,12 +726,12 @@ def _fits_no_free(tasks: list[Millis], free: Mapping[str, Millis]) -> bool:
     return bool(tasks and free) and not any(fits_one(f, tasks) for f in free.values())
 
 
-def _fitting_no_free(tasks: list[Millis], free: Mapping[str, Millis]) -> Reason:
+def _fitting_no_free(tasks: Shapes, free: Mapping[str, Millis]) -> Reason:
     return _short(WhyCode.TASK_FITS_NO_SLAVE, "the task it asked for", tasks, free)
 
 
 def _tasks(state: State, framework_id: str, now: float) -> list[Millis]:
-    """The tasks it declared it still wants (its last Request), each once."""
+    """The tasks it declared it still wants (its last Request)."""
     wish = state.wish(framework_id, now)
     return [] if wish is None else [t for t, n in wish.demand or [] if n > 0 and t]
 
@@ -669,41 +739,52 @@ def _tasks(state: State, framework_id: str, now: float) -> list[Millis]:
 def _short(
     code: WhyCode,
     what: str,
-    wanted: list[Millis],
-    have: Mapping[str, Millis],
+    wanted: Shapes,
+    have: Mapping[str, Mapping[str, int]],
     *,
     ever: bool = False,
     of: str = "",
 ) -> Reason:
     """`wanted` (any one of) against what each slave `have`s: the resource short, by how
-    much, against the largest amount of each on any slave."""
-    need = min(wanted, key=lambda w: _shortfall(w, have)[1])
+    much, against the largest amount of each on any slave. The shape said is the one
+    least short of those largest amounts (of several none is short of, the one nearest to
+    a slave): two passes over the slaves, three at most per shape weighed."""
+    shapes = wanted.weighed
+    names = {n for w in shapes for n in w}
+    largest = {n: max((h.get(n, 0) for h in have.values()), default=0) for n in names}
+    gaps = [sum(max(0, v - largest[n]) / v for n, v in w.items() if v) for w in shapes]
+    nearest = [w for w, g in zip(shapes, gaps, strict=True) if g == min(gaps)]
+    # (of several none is short of, the one nearest to a slave)
+    need = nearest[0] if len(nearest) == 1 else min(nearest, key=lambda w: _shortfall(w, have)[1])
     best_slave, _ = _shortfall(need, have)
-    largest = {n: max((h.get(n, 0) for h in have.values()), default=0) for n in need}
+    largest = {n: largest[n] for n in need}
     short = {n: v - largest[n] for n, v in need.items() if v > largest[n]}
     if not short:  # each resource is somewhere, but no one slave has all of them
         short = {n: v - have[best_slave].get(n, 0) for n, v in need.items()
                  if v > have[best_slave].get(n, 0)}  # fmt: skip
     fits = "even empty" if ever else "with what it has free now"
     most = "the most any slave has" + ("" if ever else " free")
-    gaps = ", ".join(_res({n: v}) for n, v in sorted(short.items()))
+    gaps_said = ", ".join(_res({n: v}) for n, v in sorted(short.items()))
     where, none = (f"{of}: ", "none of them") if of else ("", "no slave")
+    numbers: dict[str, Figure] = {
+        "need": _user(need),
+        "largest": _user(largest),
+        "short": _user(short),
+        "closest_slave": best_slave,
+        "of": "total" if ever else "free",
+        "slaves": _names(sorted(have)),
+    }
+    if wanted.note():
+        numbers |= {"shapes": float(wanted.declared), "weighed": float(len(shapes))}
     return Reason(
         code=code,
-        message=f"{where}{what} ({_res(need)}) fits {none} {fits}: short of {gaps} "
-        f"({most}: {_res(largest)}; the closest slave is {best_slave})",
-        numbers={
-            "need": _user(need),
-            "largest": _user(largest),
-            "short": _user(short),
-            "closest_slave": best_slave,
-            "of": "total" if ever else "free",
-            "slaves": _names(sorted(have)),
-        },
+        message=f"{where}{what} ({_res(need)}) fits {none} {fits}: short of {gaps_said} "
+        f"({most}: {_res(largest)}; the closest slave is {best_slave}){wanted.note()}",
+        numbers=numbers,
     )
 
 
-def _shortfall(need: Millis, have: Mapping[str, Millis]) -> tuple[str, float]:
+def _shortfall(need: Millis, have: Mapping[str, Mapping[str, int]]) -> tuple[str, float]:
     """The slave nearest to holding `need` (the least missing, as fractions of it)."""
     best, gap = "", float("inf")
     for slave_id, h in have.items():
@@ -744,13 +825,14 @@ def _user(millis: Mapping[str, int]) -> dict[str, float]:
     return {k: v / SCALE for k, v in sorted(millis.items())}
 
 
-def _unique(reasons: Iterable[Reason]) -> list[Reason]:
+def _unique(said: Iterable[Told]) -> list[Reason]:
     """Each code once, where it first explains (a minimum that fits no slave at all is
-    not said again as one that fits no free room)."""
+    not said again as one that fits no free room): a reason whose code was said is not
+    made."""
     seen: set[WhyCode] = set()
     out = []
-    for r in reasons:
-        if r.code not in seen:
-            seen.add(r.code)
-            out.append(r)
+    for told in said:
+        if told.code not in seen:
+            seen.add(told.code)
+            out.append(told.reason())
     return out
