@@ -97,6 +97,7 @@ def test_an_answer_past_the_budget_is_paid_for_in_the_next_window(
     answers.clock = lambda: clock.now
     answers.cycle = SimpleNamespace(offers_log=SimpleNamespace(rounds=0))  # type: ignore[assignment]
     answers._kept, answers._window, answers._spent = {}, 0.0, 0.0
+    answers._principals = {}  # (each asker's budget, since the fix of test_review53_why_budget)
     made: list[str] = []
 
     def slow_answer(fw: object, now: float, request_id: str, operator: bool) -> str:
