@@ -32,25 +32,22 @@ from master.allocation.ledger import (
 from master.allocation.reserved import visible
 from master.allocation.sorter import Millis
 from master.cycle.state import State
+from master.cycle.why_shapes import (
+    Shapes,
+    fits_no_free,
+    fitting_no_free,
+    largest_amounts,
+    never_fits,
+    short,
+    tasks_of,
+    weighed,
+)
+from master.cycle.why_words import SLAVES_SHOWN, names, res, user
+from master.cycle.why_words import Reason as Reason  # (its home, for the readers of why)
 from protocol.wire.reservations import base_of, offered_to, stripped
-from protocol.wire.resources import SCALE
 from protocol.wire.why_codes import Figure, WhyCode
 
 AHEAD_SHOWN = 5  # frameworks ahead in the order, named (the rest counted)
-SLAVES_SHOWN = 10  # slaves a reason names (the rest counted)
-# task shapes (of its Request) and min_offer shapes weighed at most, the smallest distinct
-# ones: a tenant declares up to 100 (20), and each is asked of every slave; more declared
-# are said, not weighed (review 53: 100 shapes made one answer on 10,000 slaves 2-4 s)
-SHAPES_WEIGHED = 5
-
-
-@dataclass(frozen=True, slots=True)
-class Reason:
-    """One reason: its code, a sentence for people, and the numbers behind it."""
-
-    code: WhyCode
-    message: str
-    numbers: dict[str, Figure] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,10 +144,10 @@ def _reasons(
     for r in _everywhere(a, fw, standing) + _maintenance(standing.maintenance):
         blocked = blocked or r.code in BLOCKING
         yield Told(r.code, _said(r))
-    largest = _largest(a)  # (once an answer: every shape is weighed against it first)
-    least = _weighed(fw.min_allocatable, largest)
-    tasks = _weighed(_tasks(state, framework_id, now), largest)
-    never = _never_fits(a, least, tasks, largest)
+    largest = largest_amounts(a)  # (once an answer: every shape is weighed against it first)
+    least = weighed(fw.min_allocatable, largest)
+    tasks = weighed(tasks_of(state, framework_id, now), largest)
+    never = never_fits(a, least, tasks, largest)
     for r in never:
         yield Told(r.code, _said(r))
     mine = _outstanding(state, framework_id, now)
@@ -182,8 +179,8 @@ def _reasons(
     q = _Question(a, state, fw, now, fair, others_named, free, least, tasks)
     for _, _, stage in sorted(ranked):
         yield Told(_stage_code(q, stage), partial(_stage_reason, q, stage, turned[stage]))
-    if not never and _fits_no_free(tasks.scan, free):
-        yield Told(WhyCode.TASK_FITS_NO_SLAVE, partial(_fitting_no_free, tasks, free))
+    if not never and fits_no_free(tasks.scan, free):
+        yield Told(WhyCode.TASK_FITS_NO_SLAVE, partial(fitting_no_free, tasks, free))
     if turned[OPEN] and not blocked:
         yield Told(WhyCode.NEXT_ROUND, partial(_next_round, turned[OPEN], free))
 
@@ -267,10 +264,8 @@ def _maintenance(out: Mapping[str, str]) -> list[Reason]:
     by_state: dict[str, list[str]] = {}
     for slave_id, state in sorted(out.items()):
         by_state.setdefault(state, []).append(slave_id)
-    said = "; ".join(
-        f"{state}: {', '.join(_names(ids))}" for state, ids in sorted(by_state.items())
-    )
-    numbers: dict[str, Figure] = {"slaves": _names(sorted(out))}
+    said = "; ".join(f"{state}: {', '.join(names(ids))}" for state, ids in sorted(by_state.items()))
+    numbers: dict[str, Figure] = {"slaves": names(sorted(out))}
     numbers |= {state: float(len(ids)) for state, ids in by_state.items()}
     return [
         Reason(
@@ -455,7 +450,7 @@ def _stage_reason(q: _Question, stage: str, slaves: list[str]) -> Reason:
             code=WhyCode.HELD_FOR_PREEMPTION,
             message=f"{of}: what is free is held for {whom}, for whom preemption freed it",
             numbers={
-                "slaves": _names(slaves),
+                "slaves": names(slaves),
                 "for": claimants if q.named else float(len(claimants)),
             },
         )
@@ -467,10 +462,10 @@ def _stage_reason(q: _Question, stage: str, slaves: list[str]) -> Reason:
         return _held_for_guarantee(a, fw.role, of, q.named)
     if stage == MINIMUM:
         them = {s: free[s] for s in slaves}
-        return _short(WhyCode.MIN_OFFER_FITS_NO_SLAVE, "its min_offer", q.least, them, of=of)
+        return short(WhyCode.MIN_OFFER_FITS_NO_SLAVE, "its min_offer", q.least, them, of=of)
     if stage == SMALL:
         them = {s: free[s] for s in slaves}
-        return _short(WhyCode.TASK_FITS_NO_SLAVE, "the task it asked for", q.tasks, them, of=of)
+        return short(WhyCode.TASK_FITS_NO_SLAVE, "the task it asked for", q.tasks, them, of=of)
     # FILTERED
     left = {s: round(fw.filters[s].expires - now, 3) for s in slaves[:SLAVES_SHOWN]}
     return Reason(
@@ -497,20 +492,14 @@ def _reserved_for_others(q: _Question, slaves: list[str], of: str) -> Reason:
     whom = ", ".join(sorted(roles)) if q.named else f"{len(roles)} other role(s)"
     return Reason(
         code=WhyCode.RESERVED_FOR_OTHERS,
-        message=f"{of}: what is free there ({_res(amounts)}) is reserved for {whom}, and "
+        message=f"{of}: what is free there ({res(amounts)}) is reserved for {whom}, and "
         "offered to their frameworks alone",
         numbers={
-            "slaves": _names(slaves),
+            "slaves": names(slaves),
             "for": sorted(roles) if q.named else float(len(roles)),
-            "reserved": _user(amounts),
+            "reserved": user(amounts),
         },
     )
-
-
-def _names(slaves: list[str]) -> list[str]:
-    """Some slaves by name, the rest counted."""
-    more = len(slaves) - SLAVES_SHOWN
-    return slaves[:SLAVES_SHOWN] + ([f"... {more} more"] if more > 0 else [])
 
 
 def _offers_outstanding(
@@ -525,12 +514,12 @@ def _offers_outstanding(
     return Reason(
         code=WhyCode.OFFERS_OUTSTANDING,
         message=f"{of}: it holds their resources in {len(offers)} offers it has not "
-        f"answered (the oldest {oldest:.0f} s old): {_res(total)}; accept or decline them",
+        f"answered (the oldest {oldest:.0f} s old): {res(total)}; accept or decline them",
         numbers={
             "offers": float(len(offers)),
-            "resources": _user(total),
+            "resources": user(total),
             "oldest_seconds": round(oldest, 3),
-            "slaves": _names(slaves),
+            "slaves": names(slaves),
         },
     )
 
@@ -597,20 +586,20 @@ def _quota_limit(a: Allocator, role: str, of: str, slaves: list[str]) -> Reason:
             limit = {n: quota.limit.millis[n] for n in at}
             return Reason(
                 code=WhyCode.QUOTA_LIMIT,
-                message=f"{of}: role {node} holds {_res({n: held.get(n, 0) for n in at})}, "
-                f"at its limit of {_res(limit)}; it is offered more once its tasks give some "
+                message=f"{of}: role {node} holds {res({n: held.get(n, 0) for n in at})}, "
+                f"at its limit of {res(limit)}; it is offered more once its tasks give some "
                 "back, or an operator raises the limit",
                 numbers={
                     "role": node,
-                    "limit": _user(dict(quota.limit.millis)),
-                    "held": _user(held),
+                    "limit": user(dict(quota.limit.millis)),
+                    "held": user(held),
                     "at_limit": at,
                 },
             )
     return Reason(  # (limits leave too little of each slave, if none is reached)
         code=WhyCode.QUOTA_LIMIT,
         message=f"{of}: what its role's limits leave of them is too little to offer",
-        numbers={"role": role, "slaves": _names(slaves)},
+        numbers={"role": role, "slaves": names(slaves)},
     )
 
 
@@ -624,174 +613,19 @@ def _held_for_guarantee(a: Allocator, role: str, of: str, named: bool) -> Reason
         return Reason(
             code=WhyCode.HELD_FOR_GUARANTEE,
             message=f"{of}: what they have free is kept for {len(back)} other role(s)' "
-            f"guarantees ({_res(total)} in all)",
-            numbers={"held_back": _user(total), "roles": float(len(back))},
+            f"guarantees ({res(total)} in all)",
+            numbers={"held_back": user(total), "roles": float(len(back))},
         )
-    each = "; ".join(f"{r}: {_res(lack)}" for r, lack in sorted(back.items()))
+    each = "; ".join(f"{r}: {res(lack)}" for r, lack in sorted(back.items()))
     return Reason(
         code=WhyCode.HELD_FOR_GUARANTEE,
         message=f"{of}: what they have free is kept for other roles' guarantees ({each})",
         numbers={
-            "held_back": _user(total),
+            "held_back": user(total),
             "roles": sorted(back),
-            **{f"for {r}": _user(lack) for r, lack in sorted(back.items())},
+            **{f"for {r}": user(lack) for r, lack in sorted(back.items())},
         },
     )
-
-
-# -- what it asked for, against what slaves have ------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class Shapes:
-    """Shapes it asked for (any one of them will do): its min_offer, or the tasks of its
-    last Request, as weighed in an answer -- the SHAPES_WEIGHED smallest distinct ones."""
-
-    weighed: list[Millis]  # the smallest first: those some slave may hold, else all
-    declared: int  # distinct shapes it declared
-    # what each slave is asked: the weighed shapes within the largest amount of each
-    # resource on any slave (one that is not fits no slave; if none is, the first alone:
-    # it fits no slave, and says so of each at the cost of one)
-    scan: list[Millis]
-    may_fit: bool  # some weighed shape is within the largest amounts
-
-    def __bool__(self) -> bool:
-        return bool(self.weighed)
-
-    def note(self) -> str:
-        """What an answer says of the shapes it did not weigh ("": none)."""
-        if self.declared <= len(self.weighed):
-            return ""
-        return f" (the {len(self.weighed)} smallest of its {self.declared} shapes weighed)"
-
-
-_NONE = Shapes([], 0, [], False)
-
-
-def _largest(a: Allocator) -> Millis:
-    """The largest amount of each resource any active slave has (empty), one pass."""
-    out: Millis = {}
-    for slave in a.slaves.values():
-        if slave.active:
-            for name, amount in slave.total.millis.items():
-                if amount > out.get(name, 0):
-                    out[name] = amount
-    return out
-
-
-def _weighed(shapes: list[Millis] | None, largest: Millis) -> Shapes:
-    """`shapes` as an answer weighs them (see `Shapes`): de-duplicated, those within
-    `largest` first, the smallest (as fractions of `largest`) first."""
-    if not shapes or not all(shapes):  # (an empty shape: anything holds it)
-        return _NONE
-    distinct = list({tuple(sorted(s.items())): s for s in shapes}.values())
-    within_largest = [s for s in distinct if fits_one(largest, [s])]
-
-    def size(shape: Millis) -> tuple[float, list[tuple[str, int]]]:
-        return (
-            sum(v / largest[n] if largest.get(n) else float(v) + 1e9 for n, v in shape.items()),
-            sorted(shape.items()),
-        )
-
-    weighed = sorted(within_largest or distinct, key=size)[:SHAPES_WEIGHED]
-    scan = weighed if within_largest else weighed[:1]
-    return Shapes(weighed, len(distinct), scan, bool(within_largest))
-
-
-def _never_fits(a: Allocator, least: Shapes, tasks: Shapes, largest: Millis) -> list[Reason]:
-    """Its declared minimum, or the task it asked for (`tasks`), is more than any slave
-    has at all. (A shape past `largest` fits no slave: no slave is visited for it.)"""
-    active = [slave.total.millis for slave in a.slaves.values() if slave.active]
-
-    def never(shapes: Shapes) -> bool:
-        if not shapes or not active:
-            return False
-        return not shapes.may_fit or not any(fits_one(t, shapes.scan) for t in active)
-
-    never_least, never_tasks = never(least), never(tasks)
-    if not never_least and not never_tasks:
-        return []  # (the usual: both fit some slave, and nothing is said)
-    totals = {s: slave.total.millis for s, slave in a.slaves.items() if slave.active}
-    out = []
-    if never_least:
-        out.append(_short(WhyCode.MIN_OFFER_FITS_NO_SLAVE, "its min_offer", least, totals,
-                          ever=True))  # fmt: skip
-    if never_tasks:
-        out.append(_short(WhyCode.TASK_FITS_NO_SLAVE, "the task it asked for", tasks, totals,
-                          ever=True))  # fmt: skip
-    return out
-
-
-def _fits_no_free(tasks: list[Millis], free: Mapping[str, Millis]) -> bool:
-    """The task it asked for fits no slave's free resources now (it would fit some slave
-    empty): true beside the reasons above, which say why the room is taken."""
-    return bool(tasks and free) and not any(fits_one(f, tasks) for f in free.values())
-
-
-def _fitting_no_free(tasks: Shapes, free: Mapping[str, Millis]) -> Reason:
-    return _short(WhyCode.TASK_FITS_NO_SLAVE, "the task it asked for", tasks, free)
-
-
-def _tasks(state: State, framework_id: str, now: float) -> list[Millis]:
-    """The tasks it declared it still wants (its last Request)."""
-    wish = state.wish(framework_id, now)
-    return [] if wish is None else [t for t, n in wish.demand or [] if n > 0 and t]
-
-
-def _short(
-    code: WhyCode,
-    what: str,
-    wanted: Shapes,
-    have: Mapping[str, Mapping[str, int]],
-    *,
-    ever: bool = False,
-    of: str = "",
-) -> Reason:
-    """`wanted` (any one of) against what each slave `have`s: the resource short, by how
-    much, against the largest amount of each on any slave. The shape said is the one
-    least short of those largest amounts (of several none is short of, the one nearest to
-    a slave): two passes over the slaves, three at most per shape weighed."""
-    shapes = wanted.weighed
-    names = {n for w in shapes for n in w}
-    largest = {n: max((h.get(n, 0) for h in have.values()), default=0) for n in names}
-    gaps = [sum(max(0, v - largest[n]) / v for n, v in w.items() if v) for w in shapes]
-    nearest = [w for w, g in zip(shapes, gaps, strict=True) if g == min(gaps)]
-    # (of several none is short of, the one nearest to a slave)
-    need = nearest[0] if len(nearest) == 1 else min(nearest, key=lambda w: _shortfall(w, have)[1])
-    best_slave, _ = _shortfall(need, have)
-    largest = {n: largest[n] for n in need}
-    short = {n: v - largest[n] for n, v in need.items() if v > largest[n]}
-    if not short:  # each resource is somewhere, but no one slave has all of them
-        short = {n: v - have[best_slave].get(n, 0) for n, v in need.items()
-                 if v > have[best_slave].get(n, 0)}  # fmt: skip
-    fits = "even empty" if ever else "with what it has free now"
-    most = "the most any slave has" + ("" if ever else " free")
-    gaps_said = ", ".join(_res({n: v}) for n, v in sorted(short.items()))
-    where, none = (f"{of}: ", "none of them") if of else ("", "no slave")
-    numbers: dict[str, Figure] = {
-        "need": _user(need),
-        "largest": _user(largest),
-        "short": _user(short),
-        "closest_slave": best_slave,
-        "of": "total" if ever else "free",
-        "slaves": _names(sorted(have)),
-    }
-    if wanted.note():
-        numbers |= {"shapes": float(wanted.declared), "weighed": float(len(shapes))}
-    return Reason(
-        code=code,
-        message=f"{where}{what} ({_res(need)}) fits {none} {fits}: short of {gaps_said} "
-        f"({most}: {_res(largest)}; the closest slave is {best_slave}){wanted.note()}",
-        numbers=numbers,
-    )
-
-
-def _shortfall(need: Millis, have: Mapping[str, Mapping[str, int]]) -> tuple[str, float]:
-    """The slave nearest to holding `need` (the least missing, as fractions of it)."""
-    best, gap = "", float("inf")
-    for slave_id, h in have.items():
-        missing = sum(max(0, v - h.get(n, 0)) / v for n, v in need.items() if v)
-        if missing < gap:
-            best, gap = slave_id, missing
-    return best, gap
 
 
 def _next_round(slaves: list[str], free: Mapping[str, Millis]) -> Reason:
@@ -801,28 +635,11 @@ def _next_round(slaves: list[str], free: Mapping[str, Millis]) -> Reason:
             room[name] = room.get(name, 0) + amount
     return Reason(
         code=WhyCode.NEXT_ROUND,
-        message=f"{len(slaves)} slave(s) have room it may take ({_res(room)} in all): the "
+        message=f"{len(slaves)} slave(s) have room it may take ({res(room)} in all): the "
         "next allocation round offers it (one runs every allocation interval, and soon "
         "after resources free)",
-        numbers={"slaves": _names(slaves), "free": _user(room)},
+        numbers={"slaves": names(slaves), "free": user(room)},
     )
-
-
-# -- helpers ---------------------------------------------------------------------------------------
-def _res(millis: Mapping[str, int]) -> str:
-    """Amounts as the CLI writes them (`cpus:4;mem:1024`), zeros too: `cpus:0` is news."""
-    if not millis:
-        return "nothing"
-    return ";".join(f"{k}:{_amount(max(0, v))}" for k, v in sorted(millis.items()))
-
-
-def _amount(millis: int) -> str:
-    whole, frac = divmod(millis, SCALE)
-    return str(whole) if not frac else f"{whole}.{frac:03d}".rstrip("0")
-
-
-def _user(millis: Mapping[str, int]) -> dict[str, float]:
-    return {k: v / SCALE for k, v in sorted(millis.items())}
 
 
 def _unique(said: Iterable[Told]) -> list[Reason]:
