@@ -144,9 +144,11 @@ def _reasons(
     for r in _everywhere(a, fw, standing) + _maintenance(standing.maintenance):
         blocked = blocked or r.code in BLOCKING
         yield Told(r.code, _said(r))
-    largest = largest_amounts(a)  # (once an answer: every shape is weighed against it first)
+    declared = tasks_of(state, framework_id, now)
+    # (once an answer, if it declared any shape: each is weighed against it first)
+    largest = largest_amounts(a) if fw.min_allocatable or declared else {}
     least = weighed(fw.min_allocatable, largest)
-    tasks = weighed(tasks_of(state, framework_id, now), largest)
+    tasks = weighed(declared, largest)
     never = never_fits(a, least, tasks, largest)
     for r in never:
         yield Told(r.code, _said(r))
