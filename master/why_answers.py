@@ -6,6 +6,7 @@ every door: the bus (`AskWhy`), the HTTP API, the web UI and the Mesos operator 
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,11 +21,16 @@ from protocol.wire.why import Why, WhyOffered, WhyReason
 REFUSED_LATELY = 60.0  # seconds: refused calls this recent make `rate-limited` a reason
 ANSWER_KEPT = 1.0  # seconds an answer is given again, if no round ran meanwhile
 KEPT_MOST = 10_000  # answers kept at most (then forgotten together)
-# An answer reads every slave (some 0.1 s of the loop on 10,000): new ones may take at
-# most BUDGET seconds of every BUDGET_WINDOW, so a flood of questions -- about many
-# frameworks, from many principals -- costs the master that much at most. Past it, a
-# question gets the last answer about its framework, or is refused as busy.
+# An answer reads every slave (some 20 ms of the loop on 10,000): each principal's new
+# ones may take at most BUDGET seconds of every BUDGET_WINDOW, and every principal's
+# together BUDGET_ALL, so a flood of questions -- about many frameworks, from many
+# principals -- costs the master that much at most, and one tenant's questions leave
+# another its own budget (review 53). What an answer spends past a budget is paid for by
+# the windows after it (one of 3 s holds new answers some 30 s). Past it, a question gets
+# the last answer about its framework, or is refused as busy.
 BUDGET, BUDGET_WINDOW = 0.1, 1.0
+BUDGET_ALL = 0.25
+PRINCIPALS_KEPT = 64  # principals' spending kept before those paid up are forgotten
 
 
 # the HTTP status of each refusal (the web API's, and Mesos's operator API's)
@@ -57,7 +63,8 @@ class WhyAnswers:
         self._refused: dict[str, tuple[int, float]] = {}  # principal -> (count, when it grew)
         # (id, to an operator) -> (rounds run, when, the answer)
         self._kept: dict[tuple[str, bool], tuple[int, float, Why]] = {}
-        self._window, self._spent = 0.0, 0.0  # this window's start, and what it spent
+        self._window, self._spent = 0.0, 0.0  # this window's start, what is owed (all)
+        self._principals: dict[str, tuple[float, float]] = {}  # the same, each asker's
 
     def find(self, framework: str, kind: str, principal: str) -> Framework | Refusal:
         """The framework `framework` names (its id, else its name) among those the asker
@@ -78,26 +85,32 @@ class WhyAnswers:
         return Refusal("unknown-framework", f"no framework {framework} (an id or a name)")
 
     def answer(
-        self, fw: Framework, request_id: str = "", *, operator: bool = True
+        self, fw: Framework, request_id: str = "", *, operator: bool = True, principal: str = ""
     ) -> Why | Refusal:
         """Its reasons now -- to an operator naming other frameworks and roles, to its
         tenant counting them (a tenant may not learn which frameworks exist); the same
         answer again to a question asked within ANSWER_KEPT seconds and no round between,
-        or past the budget (its `timestamp` says when it was made)."""
+        or past the asker's (`principal`'s) budget or every asker's (its `timestamp` says
+        when it was made)."""
         now = self.clock()
         rounds = self.cycle.offers_log.rounds
         key = (fw.framework_id, operator)
         kept = self._kept.get(key)
         fresh = kept is not None and kept[0] == rounds and now - kept[1] < ANSWER_KEPT
-        if now - self._window >= BUDGET_WINDOW:
-            self._window, self._spent = now, 0.0
-        if kept is not None and (fresh or self._spent >= BUDGET):
+        self._window, self._spent = _paid(self._window, self._spent, now, BUDGET_ALL)
+        window, spent = _paid(*self._principals.get(principal, (now, 0.0)), now, BUDGET)
+        wait = max(_waits(spent, BUDGET), _waits(self._spent, BUDGET_ALL))
+        if kept is not None and (fresh or wait):
             return kept[2].model_copy(update={"request_id": request_id})
-        if self._spent >= BUDGET:
-            return Refusal("busy", "too many questions of why at once: ask again in a second")
+        if wait:
+            return Refusal("busy", f"too many questions of why at once: ask again in {wait:.0f} s")
         started = time.perf_counter()
         why = self._answer(fw, now, request_id, operator)
-        self._spent += time.perf_counter() - started
+        cost = time.perf_counter() - started
+        self._spent += cost
+        if len(self._principals) >= PRINCIPALS_KEPT:  # (forget the paid up)
+            self._principals = {p: ws for p, ws in self._principals.items() if ws[1] > 0}
+        self._principals[principal] = (window, spent + cost)
         if len(self._kept) >= KEPT_MOST:
             self._kept.clear()
         self._kept[key] = (rounds, now, why)
@@ -155,3 +168,17 @@ class WhyAnswers:
                 if slave_id in self.books.slaves
             },
         )
+
+
+def _paid(window: float, spent: float, now: float, budget: float) -> tuple[float, float]:
+    """(the window `now` is in, what is still owed): each window that began since
+    `window` pays `budget` of what was `spent`."""
+    windows = int((now - window) // BUDGET_WINDOW)
+    if windows <= 0:
+        return window, spent
+    return window + windows * BUDGET_WINDOW, max(0.0, spent - budget * windows)
+
+
+def _waits(owed: float, budget: float) -> float:
+    """Seconds until what is `owed` is paid enough for a new answer (0: now)."""
+    return 0.0 if owed < budget else math.ceil(owed / budget) * BUDGET_WINDOW

@@ -110,6 +110,37 @@ def test_a_task_larger_than_any_slave() -> None:
     assert r.numbers["need"] == {"cpus": 2.0, "mem": 8192.0}
 
 
+def test_of_many_shapes_the_smallest_few_are_weighed_and_that_is_said() -> None:
+    """A Request of 100 shapes (or a min_offer of 20): an answer weighs the SHAPES_WEIGHED
+    smallest distinct ones (each is asked of every slave), and says how many it did not."""
+    cycle, books = cycle_of({"a": "a", "b": "b"}, 2)
+    books.demand["a"] = [({"cpus": 1000, "mem": (4096 + 100 - i) * 1000}, 1) for i in range(100)]
+    cycle.allocator.set_min_allocatable(
+        "b",
+        [Resources(cpus=5 + i % 10) for i in range(20)],  # (10 distinct)
+    )
+    keep(cycle, books, 0.0)
+    r = top(cycle, "a", 1.0)
+    assert r.code == WhyCode.TASK_FITS_NO_SLAVE
+    assert r.numbers["need"] == {"cpus": 1.0, "mem": 4097.0}  # the smallest of them
+    assert (r.numbers["shapes"], r.numbers["weighed"]) == (100.0, 5.0)
+    assert "the 5 smallest of its 100 shapes weighed" in r.message
+    r = top(cycle, "b", 1.0)
+    assert r.code == WhyCode.MIN_OFFER_FITS_NO_SLAVE
+    assert r.numbers["need"] == {"cpus": 5.0}
+    assert (r.numbers["shapes"], r.numbers["weighed"]) == (10.0, 5.0)
+
+
+def test_a_task_one_of_whose_shapes_fits_is_not_said_to_fit_nowhere() -> None:
+    """Shapes past every slave are left out of what each slave is asked: one that fits
+    some slave is still weighed, however many others do not."""
+    cycle, books = cycle_of({"a": "a"}, 2)
+    books.demand["a"] = [({"mem": (8192 + i) * 1000}, 1) for i in range(99)]
+    books.demand["a"].append(({"cpus": 1000, "mem": 1024_000}, 1))
+    reasons, _ = cycle.why("a", 1.0)
+    assert WhyCode.TASK_FITS_NO_SLAVE not in {r.code for r in reasons}
+
+
 def test_what_is_free_too_small_for_its_task_explains_before_its_filter() -> None:
     """Crumbs it was offered and declined: that they hold none of its tasks is what
     explains (a filter lapsing would bring back only the same crumbs)."""

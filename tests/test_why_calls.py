@@ -228,15 +228,18 @@ async def test_questions_past_the_budget_get_the_last_answer_or_are_refused_busy
     """An answer reads every slave: a flood of questions about many frameworks may cost
     the master's loop only its budget, then gets the last answer, or `busy`."""
     monkeypatch.setattr(why_answers, "BUDGET", 1e-9)  # (one answer spends it)
-    async with framework(cluster, "one") as one, framework(cluster, "two") as two:
+    # (the budget is each asker's: both frameworks are one principal's, who asks)
+    async with framework(cluster, "one") as one, framework(cluster, "two", "one") as two:
         books, answers = cluster.master.books, cluster.master.why
-        first = answers.answer(books.frameworks[one.framework_id or ""])
+        mine = books.frameworks[one.framework_id or ""]
+        asker = mine.principal
+        first = answers.answer(mine, principal=asker)
         assert isinstance(first, Why)
-        again = answers.answer(books.frameworks[one.framework_id or ""], "asked-again")
+        again = answers.answer(mine, "asked-again", principal=asker)
         assert isinstance(again, Why)
         assert again.timestamp == first.timestamp  # the last one, as it was
         assert again.request_id == "asked-again"
-        busy = answers.answer(books.frameworks[two.framework_id or ""])
+        busy = answers.answer(books.frameworks[two.framework_id or ""], principal=asker)
         assert busy == why_answers.Refusal("busy", busy.message)  # type: ignore[union-attr]
         with pytest.raises(DriverError, match="busy"):
             await two.why(timeout=5)

@@ -27,7 +27,12 @@ class WhyCalls:
             self._refuse(caller, found.message, found.code, AskWhy.TYPE)
             return
         if caller.reply_to:
-            answer = self.answers.answer(found, msg.request_id, operator=caller.kind == "operator")
+            answer = self.answers.answer(
+                found,
+                msg.request_id,
+                operator=caller.kind == "operator",
+                principal=caller.principal,
+            )
             if isinstance(answer, Refusal):
                 self._refuse(caller, answer.message, answer.code, AskWhy.TYPE)
             else:

@@ -32,21 +32,22 @@ from master.allocation.ledger import (
 from master.allocation.reserved import visible
 from master.allocation.sorter import Millis
 from master.cycle.state import State
+from master.cycle.why_shapes import (
+    Shapes,
+    fits_no_free,
+    fitting_no_free,
+    largest_amounts,
+    never_fits,
+    short,
+    tasks_of,
+    weighed,
+)
+from master.cycle.why_words import SLAVES_SHOWN, names, res, user
+from master.cycle.why_words import Reason as Reason  # (its home, for the readers of why)
 from protocol.wire.reservations import base_of, offered_to, stripped
-from protocol.wire.resources import SCALE
 from protocol.wire.why_codes import Figure, WhyCode
 
 AHEAD_SHOWN = 5  # frameworks ahead in the order, named (the rest counted)
-SLAVES_SHOWN = 10  # slaves a reason names (the rest counted)
-
-
-@dataclass(frozen=True, slots=True)
-class Reason:
-    """One reason: its code, a sentence for people, and the numbers behind it."""
-
-    code: WhyCode
-    message: str
-    numbers: dict[str, Figure] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +113,7 @@ def explain(
     frameworks and roles are named (to an operator) or only counted (to a tenant, who may
     not learn which frameworks exist)."""
     said = _reasons(a, state, framework_id, now, standing, fair, others_named)
-    return _unique(told.reason() for told in said)
+    return _unique(said)
 
 
 def first(a: Allocator, state: State, framework_id: str, now: float) -> Told | None:
@@ -143,8 +144,12 @@ def _reasons(
     for r in _everywhere(a, fw, standing) + _maintenance(standing.maintenance):
         blocked = blocked or r.code in BLOCKING
         yield Told(r.code, _said(r))
-    tasks = _tasks(state, framework_id, now)
-    never = _never_fits(a, fw, tasks)
+    declared = tasks_of(state, framework_id, now)
+    # (once an answer, if it declared any shape: each is weighed against it first)
+    largest = largest_amounts(a) if fw.min_allocatable or declared else {}
+    least = weighed(fw.min_allocatable, largest)
+    tasks = weighed(declared, largest)
+    never = never_fits(a, least, tasks, largest)
     for r in never:
         yield Told(r.code, _said(r))
     mine = _outstanding(state, framework_id, now)
@@ -164,20 +169,20 @@ def _reasons(
         if not slave.reserved and not enough(unallocated):  # (_stage's first question, the
             turned[MINE if slave_id in mine else FULL].append(slave_id)  # usual answer)
         elif plain and room is unallocated and not slave.reserved:
-            turned[_plain_stage(fw, slave_id, room, tasks, now)].append(slave_id)
+            turned[_plain_stage(fw, slave_id, room, least, tasks, now)].append(slave_id)
         else:
-            stage = _stage(a, fw, slave_id, unallocated, room, mine, tasks, now, enough)
+            stage = _stage(a, fw, slave_id, unallocated, room, mine, least, tasks, now, enough)
             turned[stage].append(slave_id)
     ranked = [
         (-len(turned[stage]), STAGES.index(stage), stage)
         for stage in STAGES
         if turned[stage] and stage != OPEN
     ]
-    q = _Question(a, state, fw, now, fair, others_named, free, tasks)
+    q = _Question(a, state, fw, now, fair, others_named, free, least, tasks)
     for _, _, stage in sorted(ranked):
         yield Told(_stage_code(q, stage), partial(_stage_reason, q, stage, turned[stage]))
-    if not never and _fits_no_free(tasks, free):
-        yield Told(WhyCode.TASK_FITS_NO_SLAVE, partial(_fitting_no_free, tasks, free))
+    if not never and fits_no_free(tasks.scan, free):
+        yield Told(WhyCode.TASK_FITS_NO_SLAVE, partial(fitting_no_free, tasks, free))
     if turned[OPEN] and not blocked:
         yield Told(WhyCode.NEXT_ROUND, partial(_next_round, turned[OPEN], free))
 
@@ -261,10 +266,8 @@ def _maintenance(out: Mapping[str, str]) -> list[Reason]:
     by_state: dict[str, list[str]] = {}
     for slave_id, state in sorted(out.items()):
         by_state.setdefault(state, []).append(slave_id)
-    said = "; ".join(
-        f"{state}: {', '.join(_names(ids))}" for state, ids in sorted(by_state.items())
-    )
-    numbers: dict[str, Figure] = {"slaves": _names(sorted(out))}
+    said = "; ".join(f"{state}: {', '.join(names(ids))}" for state, ids in sorted(by_state.items()))
+    numbers: dict[str, Figure] = {"slaves": names(sorted(out))}
     numbers |= {state: float(len(ids)) for state, ids in by_state.items()}
     return [
         Reason(
@@ -317,7 +320,8 @@ def _stage(
     unallocated: Millis,
     room: Millis,
     mine: Mapping[str, Millis],
-    tasks: list[Millis],
+    least: Shapes,
+    tasks: Shapes,
     now: float,
     enough: Callable[[Mapping[str, int]], bool],
 ) -> str:
@@ -338,31 +342,35 @@ def _stage(
     if not enough(room):
         return HELD
     if not a.quotas:
-        return _plain_stage(fw, slave_id, room, tasks, now)
-    least = fw.min_allocatable
-    if least and not fits_one(room, least):
+        return _plain_stage(fw, slave_id, room, least, tasks, now)
+    floors = least.scan
+    if floors and not fits_one(room, floors):
         return MINIMUM
     # what its role may have of it (a cut below its minimum is the cut's)
     stage = a.quota_stage
     limited = stage.offerable(fw.role, room, headroom=False)
-    if not enough(limited) or (least and not fits_one(limited, least)):
+    if not enough(limited) or (floors and not fits_one(limited, floors)):
         return LIMIT
     offerable = stage.offerable(fw.role, room)
-    if not enough(offerable) or (least and not fits_one(offerable, least)):
+    if not enough(offerable) or (floors and not fits_one(offerable, floors)):
         return GUARANTEE
-    return _plain_stage(fw, slave_id, offerable, tasks, now)
+    return _plain_stage(fw, slave_id, offerable, least, tasks, now)
 
 
 def _plain_stage(
-    fw: FrameworkBook, slave_id: str, offerable: Millis, tasks: list[Millis], now: float
+    fw: FrameworkBook,
+    slave_id: str,
+    offerable: Millis,
+    least: Shapes,
+    tasks: Shapes,
+    now: float,
 ) -> str:
     """`_stage`'s last questions, of what the framework may be offered of a slave with
     something free: its offer filters, its tasks, its decline filter. (All that is asked
     of a slave without reservations, holds or quotas: `_reasons` asks it of most.)"""
-    least = fw.min_allocatable
-    if least and not fits_one(offerable, least):
+    if least.scan and not fits_one(offerable, least.scan):
         return MINIMUM
-    if tasks and not fits_one(offerable, tasks):
+    if tasks.scan and not fits_one(offerable, tasks.scan):
         return SMALL  # (offered or filtered, of no use to it: that is what explains)
     f = fw.filters.get(slave_id)
     if f is not None and f.expires > now and within(offerable, f.refused):
@@ -398,7 +406,8 @@ class _Question:
     fair: Mapping[str, float] | None  # fair shares as last computed (None: not said)
     named: bool  # other frameworks and roles named (else counted)
     free: Mapping[str, Millis]  # each active slave's free resources, less others' holds
-    tasks: list[Millis]  # the tasks it asked for (its last Request), each once
+    least: Shapes  # its min_offer shapes, weighed
+    tasks: Shapes  # the tasks it asked for (its last Request), weighed
 
 
 # the code of the reason each stage gives (a full slave's: see `_order`)
@@ -443,7 +452,7 @@ def _stage_reason(q: _Question, stage: str, slaves: list[str]) -> Reason:
             code=WhyCode.HELD_FOR_PREEMPTION,
             message=f"{of}: what is free is held for {whom}, for whom preemption freed it",
             numbers={
-                "slaves": _names(slaves),
+                "slaves": names(slaves),
                 "for": claimants if q.named else float(len(claimants)),
             },
         )
@@ -455,11 +464,10 @@ def _stage_reason(q: _Question, stage: str, slaves: list[str]) -> Reason:
         return _held_for_guarantee(a, fw.role, of, q.named)
     if stage == MINIMUM:
         them = {s: free[s] for s in slaves}
-        return _short(WhyCode.MIN_OFFER_FITS_NO_SLAVE, "its min_offer",
-                      fw.min_allocatable or [], them, of=of)  # fmt: skip
+        return short(WhyCode.MIN_OFFER_FITS_NO_SLAVE, "its min_offer", q.least, them, of=of)
     if stage == SMALL:
         them = {s: free[s] for s in slaves}
-        return _short(WhyCode.TASK_FITS_NO_SLAVE, "the task it asked for", q.tasks, them, of=of)
+        return short(WhyCode.TASK_FITS_NO_SLAVE, "the task it asked for", q.tasks, them, of=of)
     # FILTERED
     left = {s: round(fw.filters[s].expires - now, 3) for s in slaves[:SLAVES_SHOWN]}
     return Reason(
@@ -486,20 +494,14 @@ def _reserved_for_others(q: _Question, slaves: list[str], of: str) -> Reason:
     whom = ", ".join(sorted(roles)) if q.named else f"{len(roles)} other role(s)"
     return Reason(
         code=WhyCode.RESERVED_FOR_OTHERS,
-        message=f"{of}: what is free there ({_res(amounts)}) is reserved for {whom}, and "
+        message=f"{of}: what is free there ({res(amounts)}) is reserved for {whom}, and "
         "offered to their frameworks alone",
         numbers={
-            "slaves": _names(slaves),
+            "slaves": names(slaves),
             "for": sorted(roles) if q.named else float(len(roles)),
-            "reserved": _user(amounts),
+            "reserved": user(amounts),
         },
     )
-
-
-def _names(slaves: list[str]) -> list[str]:
-    """Some slaves by name, the rest counted."""
-    more = len(slaves) - SLAVES_SHOWN
-    return slaves[:SLAVES_SHOWN] + ([f"... {more} more"] if more > 0 else [])
 
 
 def _offers_outstanding(
@@ -514,12 +516,12 @@ def _offers_outstanding(
     return Reason(
         code=WhyCode.OFFERS_OUTSTANDING,
         message=f"{of}: it holds their resources in {len(offers)} offers it has not "
-        f"answered (the oldest {oldest:.0f} s old): {_res(total)}; accept or decline them",
+        f"answered (the oldest {oldest:.0f} s old): {res(total)}; accept or decline them",
         numbers={
             "offers": float(len(offers)),
-            "resources": _user(total),
+            "resources": user(total),
             "oldest_seconds": round(oldest, 3),
-            "slaves": _names(slaves),
+            "slaves": names(slaves),
         },
     )
 
@@ -586,20 +588,20 @@ def _quota_limit(a: Allocator, role: str, of: str, slaves: list[str]) -> Reason:
             limit = {n: quota.limit.millis[n] for n in at}
             return Reason(
                 code=WhyCode.QUOTA_LIMIT,
-                message=f"{of}: role {node} holds {_res({n: held.get(n, 0) for n in at})}, "
-                f"at its limit of {_res(limit)}; it is offered more once its tasks give some "
+                message=f"{of}: role {node} holds {res({n: held.get(n, 0) for n in at})}, "
+                f"at its limit of {res(limit)}; it is offered more once its tasks give some "
                 "back, or an operator raises the limit",
                 numbers={
                     "role": node,
-                    "limit": _user(dict(quota.limit.millis)),
-                    "held": _user(held),
+                    "limit": user(dict(quota.limit.millis)),
+                    "held": user(held),
                     "at_limit": at,
                 },
             )
     return Reason(  # (limits leave too little of each slave, if none is reached)
         code=WhyCode.QUOTA_LIMIT,
         message=f"{of}: what its role's limits leave of them is too little to offer",
-        numbers={"role": role, "slaves": _names(slaves)},
+        numbers={"role": role, "slaves": names(slaves)},
     )
 
 
@@ -613,104 +615,19 @@ def _held_for_guarantee(a: Allocator, role: str, of: str, named: bool) -> Reason
         return Reason(
             code=WhyCode.HELD_FOR_GUARANTEE,
             message=f"{of}: what they have free is kept for {len(back)} other role(s)' "
-            f"guarantees ({_res(total)} in all)",
-            numbers={"held_back": _user(total), "roles": float(len(back))},
+            f"guarantees ({res(total)} in all)",
+            numbers={"held_back": user(total), "roles": float(len(back))},
         )
-    each = "; ".join(f"{r}: {_res(lack)}" for r, lack in sorted(back.items()))
+    each = "; ".join(f"{r}: {res(lack)}" for r, lack in sorted(back.items()))
     return Reason(
         code=WhyCode.HELD_FOR_GUARANTEE,
         message=f"{of}: what they have free is kept for other roles' guarantees ({each})",
         numbers={
-            "held_back": _user(total),
+            "held_back": user(total),
             "roles": sorted(back),
-            **{f"for {r}": _user(lack) for r, lack in sorted(back.items())},
+            **{f"for {r}": user(lack) for r, lack in sorted(back.items())},
         },
     )
-
-
-# -- what it asked for, against what slaves have ------------------------------------------------
-def _never_fits(a: Allocator, fw: FrameworkBook, tasks: list[Millis]) -> list[Reason]:
-    """Its declared minimum, or the task it asked for (`tasks`), is more than any slave
-    has at all."""
-    active = [slave.total.millis for slave in a.slaves.values() if slave.active]
-    least = fw.min_allocatable
-    if not active or (
-        (not least or any(fits_one(t, least) for t in active))
-        and (not tasks or any(fits_one(t, tasks) for t in active))
-    ):
-        return []  # (the usual: both fit some slave, and nothing is said)
-    totals = {s: dict(slave.total.millis) for s, slave in a.slaves.items() if slave.active}
-    out = []
-    if fw.min_allocatable and not any(fits_one(t, fw.min_allocatable) for t in totals.values()):
-        out.append(_short(WhyCode.MIN_OFFER_FITS_NO_SLAVE, "its min_offer", fw.min_allocatable,
-                          totals, ever=True))  # fmt: skip
-    if tasks and not any(fits_one(t, tasks) for t in totals.values()):
-        out.append(_short(WhyCode.TASK_FITS_NO_SLAVE, "the task it asked for", tasks, totals,
-                          ever=True))  # fmt: skip
-    return out
-
-
-def _fits_no_free(tasks: list[Millis], free: Mapping[str, Millis]) -> bool:
-    """The task it asked for fits no slave's free resources now (it would fit some slave
-    empty): true beside the reasons above, which say why the room is taken."""
-    return bool(tasks and free) and not any(fits_one(f, tasks) for f in free.values())
-
-
-def _fitting_no_free(tasks: list[Millis], free: Mapping[str, Millis]) -> Reason:
-    return _short(WhyCode.TASK_FITS_NO_SLAVE, "the task it asked for", tasks, free)
-
-
-def _tasks(state: State, framework_id: str, now: float) -> list[Millis]:
-    """The tasks it declared it still wants (its last Request), each once."""
-    wish = state.wish(framework_id, now)
-    return [] if wish is None else [t for t, n in wish.demand or [] if n > 0 and t]
-
-
-def _short(
-    code: WhyCode,
-    what: str,
-    wanted: list[Millis],
-    have: Mapping[str, Millis],
-    *,
-    ever: bool = False,
-    of: str = "",
-) -> Reason:
-    """`wanted` (any one of) against what each slave `have`s: the resource short, by how
-    much, against the largest amount of each on any slave."""
-    need = min(wanted, key=lambda w: _shortfall(w, have)[1])
-    best_slave, _ = _shortfall(need, have)
-    largest = {n: max((h.get(n, 0) for h in have.values()), default=0) for n in need}
-    short = {n: v - largest[n] for n, v in need.items() if v > largest[n]}
-    if not short:  # each resource is somewhere, but no one slave has all of them
-        short = {n: v - have[best_slave].get(n, 0) for n, v in need.items()
-                 if v > have[best_slave].get(n, 0)}  # fmt: skip
-    fits = "even empty" if ever else "with what it has free now"
-    most = "the most any slave has" + ("" if ever else " free")
-    gaps = ", ".join(_res({n: v}) for n, v in sorted(short.items()))
-    where, none = (f"{of}: ", "none of them") if of else ("", "no slave")
-    return Reason(
-        code=code,
-        message=f"{where}{what} ({_res(need)}) fits {none} {fits}: short of {gaps} "
-        f"({most}: {_res(largest)}; the closest slave is {best_slave})",
-        numbers={
-            "need": _user(need),
-            "largest": _user(largest),
-            "short": _user(short),
-            "closest_slave": best_slave,
-            "of": "total" if ever else "free",
-            "slaves": _names(sorted(have)),
-        },
-    )
-
-
-def _shortfall(need: Millis, have: Mapping[str, Millis]) -> tuple[str, float]:
-    """The slave nearest to holding `need` (the least missing, as fractions of it)."""
-    best, gap = "", float("inf")
-    for slave_id, h in have.items():
-        missing = sum(max(0, v - h.get(n, 0)) / v for n, v in need.items() if v)
-        if missing < gap:
-            best, gap = slave_id, missing
-    return best, gap
 
 
 def _next_round(slaves: list[str], free: Mapping[str, Millis]) -> Reason:
@@ -720,37 +637,21 @@ def _next_round(slaves: list[str], free: Mapping[str, Millis]) -> Reason:
             room[name] = room.get(name, 0) + amount
     return Reason(
         code=WhyCode.NEXT_ROUND,
-        message=f"{len(slaves)} slave(s) have room it may take ({_res(room)} in all): the "
+        message=f"{len(slaves)} slave(s) have room it may take ({res(room)} in all): the "
         "next allocation round offers it (one runs every allocation interval, and soon "
         "after resources free)",
-        numbers={"slaves": _names(slaves), "free": _user(room)},
+        numbers={"slaves": names(slaves), "free": user(room)},
     )
 
 
-# -- helpers ---------------------------------------------------------------------------------------
-def _res(millis: Mapping[str, int]) -> str:
-    """Amounts as the CLI writes them (`cpus:4;mem:1024`), zeros too: `cpus:0` is news."""
-    if not millis:
-        return "nothing"
-    return ";".join(f"{k}:{_amount(max(0, v))}" for k, v in sorted(millis.items()))
-
-
-def _amount(millis: int) -> str:
-    whole, frac = divmod(millis, SCALE)
-    return str(whole) if not frac else f"{whole}.{frac:03d}".rstrip("0")
-
-
-def _user(millis: Mapping[str, int]) -> dict[str, float]:
-    return {k: v / SCALE for k, v in sorted(millis.items())}
-
-
-def _unique(reasons: Iterable[Reason]) -> list[Reason]:
+def _unique(said: Iterable[Told]) -> list[Reason]:
     """Each code once, where it first explains (a minimum that fits no slave at all is
-    not said again as one that fits no free room)."""
+    not said again as one that fits no free room): a reason whose code was said is not
+    made."""
     seen: set[WhyCode] = set()
     out = []
-    for r in reasons:
-        if r.code not in seen:
-            seen.add(r.code)
-            out.append(r)
+    for told in said:
+        if told.code not in seen:
+            seen.add(told.code)
+            out.append(told.reason())
     return out

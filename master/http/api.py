@@ -50,6 +50,7 @@ from master.http.responses import (
     serve_site,
 )
 from master.http.snapshot import SLAVE_SORTS, TASK_SORTS
+from master.http.turns import FileReads, take_turn
 from master.why_answers import REFUSED_STATUS, Refusal
 from protocol import logs
 from protocol.transport.aio import within
@@ -129,6 +130,7 @@ class HttpApi:
         self.runner: web.AppRunner | None = None
         self.url = ""
         self._static = package_files.files("master.http") / "webui"
+        self._file_reads = FileReads()
 
     # -- lifecycle ----------------------------------------------------------------------------
     async def start(self) -> str:
@@ -369,12 +371,18 @@ class HttpApi:
             return problem("not a task of one of your frameworks", 403)
         offset = _int(request, "offset", 0)
         length = _int(request, "length", 65536, 0, 1_048_576)
+        principal = request.get(PRINCIPAL, "")
+        refused = await self._turn(request) or self._file_reads.start(principal)
+        if refused:
+            return problem(refused, 429)
         try:
             got = await self.master.read_task_file(
                 info["framework_id"], info["task_id"], info["name"], offset, length
             )
         except FileReadError as e:
             return problem(str(e), 404)
+        finally:
+            self._file_reads.done(principal)
         self.log.info(
             "http.file",
             principal=request.get(PRINCIPAL, ""),
@@ -397,10 +405,22 @@ class HttpApi:
         """Why a framework (its id, or its name) is offered nothing. A framework principal
         reads its own frameworks' reasons only: another's is not found, as an unknown one."""
         asked = request.match_info["framework"]
+        refused = await self._turn(request)
+        if refused:
+            return problem(refused, 429)
         found = self.master.why_of(asked, request.get(KIND, "operator"), request.get(PRINCIPAL, ""))
         if isinstance(found, Refusal):
             return problem(found.message, REFUSED_STATUS.get(found.code, 409))
         return json_response(found)
+
+    async def _turn(self, request: web.Request) -> str:
+        """A question that costs the master work, as a call of its asker's: "" in its
+        turn, or why it is refused (master.http.turns)."""
+        kind, principal = request.get(KIND, "operator"), request.get(PRINCIPAL, "")
+        refused = await take_turn(self.master.queues, kind, principal)
+        if refused:
+            self.log.info("http.rate_limited", path=request.path, principal=principal)
+        return refused
 
     async def _stream(self, request: web.Request) -> web.StreamResponse:
         """Server-sent events: the whole view, then what changes, tick by tick."""

@@ -20,6 +20,7 @@ from master.http.models import (
     Tasks,
 )
 from master.http.snapshot import SLAVE_SORTS, TASK_SORTS
+from master.http.turns import FILE_READS_AT_ONCE
 from protocol.wire.messages import State
 from protocol.wire.why import Why
 
@@ -140,7 +141,8 @@ def openapi() -> dict[str, Any]:
             "/api/v1/frameworks/{framework}/why": _get(
                 "Why a framework (its id, or its name) is offered nothing: its reasons, the "
                 "one that explains first, each a code and the numbers behind it; and the "
-                "offers it was made lately (a framework principal: its own frameworks only)",
+                "offers it was made lately (a framework principal: its own frameworks only); "
+                "a call under the asker's rate limit (429 past its capacity)",
                 "Why",
                 [
                     {
@@ -152,7 +154,9 @@ def openapi() -> dict[str, Any]:
                 ],
             ),
             "/api/v1/tasks/{framework_id}/{task_id}/files/{name}": _get(
-                "A part of a task's stdout or stderr, read from its slave",
+                "A part of a task's stdout or stderr, read from its slave; a call under the "
+                f"asker's rate limit (429 past its capacity, or past {FILE_READS_AT_ONCE} reads "
+                "at once)",
                 "TaskFile",
                 [
                     {

@@ -179,7 +179,7 @@ class ReadSide:
         found = self.why.find(framework, kind, principal)
         if isinstance(found, Refusal):
             return found
-        return self.why.answer(found, operator=kind == "operator")
+        return self.why.answer(found, operator=kind == "operator", principal=principal)
 
     def framework_principal(self, framework_id: str) -> str | None:
         books = self.books
