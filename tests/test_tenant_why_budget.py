@@ -1,4 +1,5 @@
-"""Review 53: the "why?" budget is one for the whole master, shared by every tenant.
+"""The "why?" budget is each principal's: one tenant's questions leave another's answered (a
+hostile tenant's review: before its fix the budget was the master's, shared by every tenant).
 
 `master.why_answers.WhyAnswers.answer` lets new answers spend at most BUDGET seconds of
 every BUDGET_WINDOW, whoever asks (`_window`, `_spent` are the master's, not a

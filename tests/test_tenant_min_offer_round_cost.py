@@ -1,5 +1,5 @@
-"""Review 53: one tenant's frameworks that no slave can ever serve make every allocation
-round, for every tenant, many times slower.
+"""One tenant's frameworks that no slave can ever serve cost every tenant's allocation round
+little (a hostile tenant's review: before its fix they made it a hundred times slower).
 
 A framework's `min_offer` (`Subscribe.min_allocatable`, up to 20 shapes:
 protocol/wire/framework.py) is accepted whatever it asks, even more than any slave has

@@ -1,5 +1,6 @@
-"""Review 53: what a tenant declares it wants (`Request`) sets what its own "why?" costs
-the master's loop, and nothing bounds that cost.
+"""What a tenant declares it wants (`Request`) does not multiply what its own "why?" costs the
+master's loop, and an answer past the budget is paid for later (a hostile tenant's review:
+before its fix nothing bounded that cost).
 
 `master.cycle.why` weighs every task shape of the framework's last Request against every
 slave, more than once (`_never_fits`: `fits_one` per slave; `_short`: `_shortfall` per
@@ -97,7 +98,7 @@ def test_an_answer_past_the_budget_is_paid_for_in_the_next_window(
     answers.clock = lambda: clock.now
     answers.cycle = SimpleNamespace(offers_log=SimpleNamespace(rounds=0))  # type: ignore[assignment]
     answers._kept, answers._window, answers._spent = {}, 0.0, 0.0
-    answers._principals = {}  # (each asker's budget, since the fix of test_review53_why_budget)
+    answers._principals = {}  # (each asker's budget, each its own budget: test_tenant_why_budget)
     made: list[str] = []
 
     def slow_answer(fw: object, now: float, request_id: str, operator: bool) -> str:

@@ -1,13 +1,13 @@
-"""Review 53: "why?" over HTTP is under no rate limit, though the how-to says "Questions
+""" "why?" over HTTP is under the asker's rate limit, as the how-to says: "Questions
 are calls like any other, under the asker's rate limit" (docs/how-to/why-no-offers.md,
 "What it costs").
 
 Over the bus an `AskWhy` is a call: it waits in its principal's queue (qps, capacity)
-and past the capacity is refused. `GET /api/v1/frameworks/{framework}/why`, which a
+and past the capacity is refused. Before its fix `GET /api/v1/frameworks/{framework}/why`, which a
 framework principal may call (master/http/api.py `_guard` lets `_why` through),
-goes straight to `MasterViews.why_of` (master/http/read_side.py:178) -> `WhyAnswers.find`
+went straight to `MasterViews.why_of` (master/http/read_side.py:178) -> `WhyAnswers.find`
 (a scan of every framework) and `answer`, on the master's loop, as often as the tenant
-sends it: its principal's limit (here 1 call a second, a queue of 2) holds nothing.
+sent it: its principal's limit (here 1 call a second, a queue of 2) held nothing.
 (Beside this, an unknown name costs a scan of every framework and spends no budget.)"""
 
 from __future__ import annotations
