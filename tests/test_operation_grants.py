@@ -7,8 +7,6 @@ over Mesos's v1 APIs, gains a refusal and changes nothing."""
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -22,7 +20,7 @@ from cluster.cli import main
 from cluster.local import reserve_cli
 from cluster.local.secure import provision
 from protocol.mesos_json import resources_from_mesos, resources_to_mesos
-from protocol.tooling.credentials import CredentialsError, Principal, Store, load_principals
+from protocol.tooling.credentials import CredentialsError, load_principals
 from protocol.wire.messages import (
     Accept,
     Error,
@@ -37,7 +35,7 @@ from protocol.wire.operator import OperateResources
 from protocol.wire.resources import Resources
 
 from harness.helpers import eventually
-from harness.master import FAST, Cluster
+from harness.master import acl_cluster
 from harness.mesos import Live, framework_info, live_cluster, next_of, operator_call
 
 R = Resources.parse
@@ -220,24 +218,6 @@ def test_volumes_grow_and_shrink_send_the_operators_call(monkeypatch: pytest.Mon
     run = CliRunner().invoke(main, ["volumes", "grow", "s0", volume, "disk(team-b,ops):256"])
     assert run.exit_code == 2
     assert len(sent) == 2
-
-
-@contextlib.asynccontextmanager
-async def acl_cluster(
-    tmp_path: Path, revoked: dict[str, dict[str, bool]], role: str
-) -> AsyncIterator[Cluster]:
-    """A master in process whose principals file has each principal of `revoked` (a
-    framework's, in `role`) with those operations taken away."""
-    store = Store(tmp_path / "store")
-    store.path.mkdir()
-    store.save({name: Principal(name, "framework", (role,)) for name in revoked}, {})
-    for name, operations in revoked.items():
-        for operation, allowed in operations.items():
-            store.grant(name, operation, allowed)
-    async with contextlib.AsyncExitStack() as stack:
-        c = Cluster(stack)
-        await c.start_master(dataclasses.replace(FAST, principals=store.principals_file))
-        yield c
 
 
 async def test_a_launch_on_what_a_refused_operation_would_have_made_fails(

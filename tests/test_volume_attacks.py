@@ -4,9 +4,6 @@ must hold, and failed before its fix."""
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 from protocol.tooling.credentials import Principal, Store
@@ -15,7 +12,7 @@ from protocol.wire.resources import Resources
 from protocol.wire.values import FrameworkCapability
 
 from harness.helpers import eventually
-from harness.master import FAST, Cluster
+from harness.master import Cluster, acl_cluster
 from harness.master import cluster as cluster
 
 R = Resources.parse
@@ -54,24 +51,6 @@ async def test_a_destroy_of_a_shared_volume_not_in_its_offers_rescinds_nothing(
     await cluster.rounds_pass()
     assert not victim.inbox.of(Rescind), "a's offer rescinded by a DESTROY of nothing offered"
     assert mine.offer_id in cluster.master.books.offers
-
-
-@contextlib.asynccontextmanager
-async def acl_cluster(
-    tmp_path: Path, grants: dict[str, dict[str, bool]], role: str
-) -> AsyncIterator[Cluster]:
-    """A master in process with a principals file: each principal of `grants` a
-    framework's in `role`, with those operations granted (True) or taken away (False)."""
-    store = Store(tmp_path / "store")
-    store.path.mkdir()
-    store.save({name: Principal(name, "framework", (role,)) for name in grants}, {})
-    for name, operations in grants.items():
-        for operation, allowed in operations.items():
-            store.grant(name, operation, allowed)
-    async with contextlib.AsyncExitStack() as stack:
-        c = Cluster(stack)
-        await c.start_master(dataclasses.replace(FAST, principals=store.principals_file))
-        yield c
 
 
 async def test_a_destroy_of_part_of_a_volume_is_refused(tmp_path: Path) -> None:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import msgpack
 import pytest
 
 from master.master import Master, MasterConfig
+from protocol.tooling.credentials import Principal, Store
 from protocol.transport.memory import MemoryBroker
 from protocol.wire.codec import PROTOCOL_VERSION
 from protocol.wire.discrete import EMPTY, Discrete
@@ -103,4 +106,22 @@ async def cluster() -> AsyncIterator[Cluster]:
     async with contextlib.AsyncExitStack() as stack:
         c = Cluster(stack)
         await c.start_master()
+        yield c
+
+
+@contextlib.asynccontextmanager
+async def acl_cluster(
+    tmp_path: Path, grants: dict[str, dict[str, bool]], role: str
+) -> AsyncIterator[Cluster]:
+    """A master in process with a principals file: each principal of `grants` a
+    framework's in `role`, with those operations granted (True) or taken away (False)."""
+    store = Store(tmp_path / "store")
+    store.path.mkdir()
+    store.save({name: Principal(name, "framework", (role,)) for name in grants}, {})
+    for name, operations in grants.items():
+        for operation, allowed in operations.items():
+            store.grant(name, operation, allowed)
+    async with contextlib.AsyncExitStack() as stack:
+        c = Cluster(stack)
+        await c.start_master(dataclasses.replace(FAST, principals=store.principals_file))
         yield c
