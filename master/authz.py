@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -91,6 +91,11 @@ class RoleACL:
     def knows(self, principal: str) -> bool:
         """Whether `principal` is in the cluster's principals (all are, without a file)."""
         return self._principals is None or principal in self._principals
+
+    def check_roles(self, principal: str, roles: Iterable[str]) -> str | None:
+        """None if `principal` may register a framework in each of `roles`, else why not
+        (the first it may not)."""
+        return next(filter(None, (self.check(principal, role) for role in roles)), None)
 
     def unknown(self, principal: str) -> str | None:
         """Why `principal` may call nothing (removed from the cluster's principals), or

@@ -525,9 +525,7 @@ class Master:
                 continue
             if why := self.acl.unknown(fw.principal):
                 code = PRINCIPAL_REMOVED
-            elif why := next(
-                filter(None, (self.acl.check(fw.principal, r) for r in fw.all_roles())), None
-            ):
+            elif why := self.acl.check_roles(fw.principal, fw.all_roles()):
                 code = ROLE_REFUSED
             else:
                 continue

@@ -192,9 +192,8 @@ class Subscriptions:
                     return "role-refused", why
             if why := self._one_too_many(msg, caller):
                 return "too-many-frameworks", why
-        elif why := next(
-            filter(None, (self.acl.check(caller.principal, r) for r in fw.all_roles())), None
-        ):  # (a role its principal lost since it registered: as a new one's)
+        elif why := self.acl.check_roles(caller.principal, fw.all_roles()):
+            # (a role its principal lost since it registered: refused as a new one's)
             return "role-refused", why
         elif self._other_roles(msg, fw):
             return "role-refused", (
