@@ -5,6 +5,10 @@ Its total is its --resources with those made of them again (`with_checkpointed`)
 RESERVE of cpus:1 for team-a turns one of its unreserved cpus into `cpus(team-a,alice)`.
 What no longer fits the --resources (an operator gave it fewer) is dropped and logged,
 where Mesos would refuse to start.
+
+A DESTROY is written here before its directory goes: a slave that died between the two
+finds at its start a volume directory its file no longer names, and removes it then (a
+volume of the same id made later would otherwise be given the destroyed one's files).
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ class KeptResources:
         self.kept = Resources()
         self.total = configured
         self.loaded = False
+        self.orphans: list[Path] = []  # volume directories the file does not name (at load)
 
     async def load(self) -> None:
         """At start: the kept resources, made of the configured ones again."""
@@ -43,15 +48,20 @@ class KeptResources:
         except FileNotFoundError:
             return None
 
-    def _take(self, raw: str | None) -> None:
+    def _take(self, raw: str | None, on_disk: list[Path]) -> None:
         self.loaded = True
         if raw is None:
+            if on_disk:  # (no file, yet volumes: left for a person to look at)
+                self.log.warning("volumes.unnamed", volumes=[str(d) for d in on_disk])
             return
         try:
             kept = Resources(json.loads(raw))
         except (ValueError, ResourceError) as e:
             self.log.error("resources.unreadable", path=str(self.path), error=str(e))
             return
+        # (named by the file, even those the --resources no longer fit: their data stays)
+        named = {volumes.volume_dir(self.work_dir, k) for k in volumes.volumes_of(kept)}
+        self.orphans = [d for d in on_disk if d not in named]
         self._apply(kept)
 
     async def keep(self, resources: Resources) -> None:
@@ -80,10 +90,17 @@ class KeptResources:
 async def load_all(kept: list[KeptResources]) -> None:
     """Load each (what it kept, made of its configured resources again) in one trip to a
     thread: a process's 4,000 logical slaves each making its own trip spent more of its
-    CPU on the thread pool's hand-overs than on anything else at their start."""
-    raws = await asyncio.to_thread(lambda: [k._read() for k in kept])
-    for k, raw in zip(kept, raws, strict=True):
-        k._take(raw)
+    CPU on the thread pool's hand-overs than on anything else at their start. Then the
+    volume directories of DESTROYs a crash cut short are removed."""
+    read = await asyncio.to_thread(lambda: [(k._read(), volumes.on_disk(k.work_dir)) for k in kept])
+    for k, (raw, on_disk) in zip(kept, read, strict=True):
+        k._take(raw, on_disk)
+    orphans = [d for k in kept for d in k.orphans]
+    if orphans:
+        await asyncio.to_thread(volumes.remove_dirs, orphans)
+        for k in kept:
+            if k.orphans:
+                k.log.warning("volumes.orphans_removed", volumes=[str(d) for d in k.orphans])
 
 
 def _write(path: Path, text: str) -> None:

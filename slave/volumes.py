@@ -104,5 +104,19 @@ def _plain_dir_or_nothing(path: Path) -> None:
 
 def remove(work_dir: Path, keys: Iterable[str]) -> None:
     """DESTROY: the volumes' directories gone. (Blocking: in a thread.)"""
-    for key in volumes_of(keys):
-        shutil.rmtree(volume_dir(work_dir, key), ignore_errors=True)
+    remove_dirs(volume_dir(work_dir, key) for key in volumes_of(keys))
+
+
+def remove_dirs(dirs: Iterable[Path]) -> None:
+    """(Blocking: in a thread.)"""
+    for path in dirs:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def on_disk(work_dir: Path) -> list[Path]:
+    """Every volume directory under `work_dir` (`volumes/roles/ROLE/ID`). (Blocking.)"""
+    try:
+        roles = list((work_dir / "volumes" / "roles").iterdir())
+    except FileNotFoundError:
+        return []
+    return [d for role in roles if role.is_dir() for d in role.iterdir()]

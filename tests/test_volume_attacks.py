@@ -6,10 +6,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from protocol import logs
 from protocol.tooling.credentials import Principal, Store
 from protocol.wire.messages import Accept, Error, Filters, OfferOperation, Rescind, Subscribe
 from protocol.wire.resources import Resources
 from protocol.wire.values import FrameworkCapability
+from slave import volumes
+from slave.kept_resources import KeptResources
 
 from harness.helpers import eventually
 from harness.master import Cluster, acl_cluster
@@ -249,3 +254,36 @@ async def test_a_framework_whose_principal_lost_its_role_destroys_nothing_of_it(
         await eventually(lambda: len(x.inbox.of(Error)) > told)
         assert x.inbox.of(Error)[-1].code == "role-refused"
         assert not c.master.books.frameworks[x.framework_id].connected
+
+
+async def test_a_volume_destroyed_as_its_slave_died_leaves_nothing_to_a_later_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A DESTROY is written to resources.json before the volume's directory goes: a slave
+    # killed between the two kept the directory, named by nothing, and a later CREATE of
+    # the same id in the role (another principal of it) was given the destroyed one's
+    # files. At its start the slave removes the volumes its file does not name; those it
+    # names stay, even one its smaller --resources no longer fit (an operator's mistake
+    # must not cost data).
+    gone, kept, big = "disk(a,alice)[db:d]", "disk(a,alice)[keep:d]", "disk(a,alice)[big:d]"
+    slave = KeptResources(tmp_path, R("cpus:1;disk:1024"), logs.get("test"))
+    await slave.keep(R(f"{gone}:64;{kept}:64;{big}:512"))
+    for key in (gone, kept, big):
+        volumes.volume_dir(tmp_path, key).mkdir(parents=True)
+        (volumes.volume_dir(tmp_path, key) / "secret").write_text(key)
+
+    def killed(*_: object) -> None:
+        raise RuntimeError("the slave died here")
+
+    with monkeypatch.context() as m:
+        m.setattr(volumes, "remove", killed)
+        with pytest.raises(RuntimeError):
+            await slave.keep(R(f"{kept}:64;{big}:512"))  # the DESTROY of db
+    assert (volumes.volume_dir(tmp_path, gone) / "secret").exists()
+
+    restarted = KeptResources(tmp_path, R("cpus:1;disk:256"), logs.get("test"))
+    await restarted.load()
+    assert not volumes.volume_dir(tmp_path, gone).exists()
+    assert (volumes.volume_dir(tmp_path, kept) / "secret").read_text() == kept
+    assert big not in restarted.kept  # (its disk is not there: dropped, its data kept)
+    assert (volumes.volume_dir(tmp_path, big) / "secret").read_text() == big
