@@ -15,20 +15,35 @@ from pathlib import Path
 import pytest
 
 from protocol.journal import Journal
+from protocol.wire.messages import CommandInfo, Kill, TaskState
+from protocol.wire.resources import Resources
+from slave.slave import Slave, SlaveConfig
+
+from harness.helpers import eventually
+from harness.master import GB, Cluster, T
+from harness.master import cluster as cluster
 
 
 class FullDisk:
-    """os.write on a disk with `room` bytes left while `full`: a write takes what fits,
-    and the next fails with ENOSPC, as a regular file's write on a full file system."""
+    """os.write to files under `under` on a disk with `room` bytes left while `full`: a
+    write takes what fits, and the next fails with ENOSPC (counted in `refused`), as a
+    regular file's write on a full file system."""
 
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.full, self.room = False, 0
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, under: Path) -> None:
+        self.full, self.room, self.refused = False, 0, 0
         real = os.write
 
+        def on_disk(fd: int) -> bool:
+            try:
+                return os.readlink(f"/proc/self/fd/{fd}").startswith(str(under))
+            except OSError:
+                return False
+
         def write(fd: int, data: bytes | memoryview) -> int:
-            if not self.full:
+            if not self.full or not on_disk(fd):
                 return real(fd, data)
             if self.room == 0:
+                self.refused += 1
                 raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
             took = real(fd, bytes(data[: self.room]))
             self.room -= took
@@ -41,7 +56,7 @@ async def test_what_is_acknowledged_after_a_full_disk_has_room_again_is_read_bac
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = tmp_path / "slave.journal"
-    disk = FullDisk(monkeypatch)
+    disk = FullDisk(monkeypatch, tmp_path)
     journal = Journal(path)
     await journal.put("task-1", {"state": "RUNNING", "pad": "p" * 40})
     disk.full, disk.room = True, 20  # a tenant's task filled the disk: 20 bytes left
@@ -55,3 +70,45 @@ async def test_what_is_acknowledged_after_a_full_disk_has_room_again_is_read_bac
     assert again.get("task-1") == {"state": "RUNNING", "pad": "p" * 40}
     assert again.get("task-3") == {"state": "FINISHED"}, again
     assert again.get("task-4") == {"state": "RUNNING"}, again
+
+
+async def test_a_task_killed_while_the_slaves_disk_is_full_is_heard_to_end(
+    cluster: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """alice's task is killed while another tenant's task has filled the slave's disk:
+    its TASK_KILLED cannot be written. The disk has room again; the end must still reach
+    the master and alice (as Mesos's agent, which dies on a checkpoint it cannot write
+    and recovers), not be dropped as if acknowledged: else the master books the task's
+    resources for ever and alice waits for an end that never comes (a kill sent again
+    finds no task at the slave, and is answered nothing)."""
+    disk = FullDisk(monkeypatch, tmp_path)
+    bus = await cluster.stack.enter_async_context(
+        cluster.connect(name="s1", inbox=T.slave("slave", "s1"), will=None)
+    )
+    config = SlaveConfig(
+        slave_id="s1",
+        hostname="h1",
+        resources=Resources(cpus=2, mem=2 * GB),
+        work_dir=tmp_path / "work",
+        simulated_tasks=True,
+        cluster=T.cluster,
+        resend_after=0.2,
+    )
+    slave = Slave(bus, T, config)
+    await slave.start()
+    cluster.stack.push_async_callback(slave.stop)
+    a = await cluster.framework("A")
+    offer = await a.next_offer()
+    task = a.task(offer, Resources(cpus=1, mem=GB), "t")
+    await a.accept(offer, [task.model_copy(update={"command": CommandInfo(value="sleep 600")})])
+    running = await a.update_for("t", TaskState.RUNNING)
+    await a.acknowledge(running)
+    await eventually(lambda: not slave.updates.in_flight())
+
+    disk.full = True  # another tenant's task filled the disk
+    await a.bus.publish(a.to_master, Kill(framework_id=a.framework_id, task_id="t"))
+    await eventually(lambda: disk.refused > 0)  # the end could not be written
+    disk.full = False  # and the disk has room again; alice asks once more
+    await a.bus.publish(a.to_master, Kill(framework_id=a.framework_id, task_id="t"))
+    await a.update_for("t", TaskState.KILLED)
+    assert "t" not in cluster.master.books.frameworks[a.framework_id].tasks
