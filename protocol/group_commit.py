@@ -45,19 +45,35 @@ class DiskFile:
     """A journal's file as the disk thread holds it: opened for appending when first
     written, closed by a close or a failed write (the next write opens it again)."""
 
-    __slots__ = ("fd", "path")
+    __slots__ = ("cut_at", "fd", "path")
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.fd: int | None = None
+        self.cut_at: int | None = None  # where a failed append began, if not cut yet
 
     def append(self, data: bytes) -> None:
         if self.fd is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        fd = self.fd
+        if self.cut_at is not None:
+            os.ftruncate(fd, self.cut_at)
+            self.cut_at = None
+        start = os.lseek(fd, 0, os.SEEK_END)
         view = memoryview(data)
-        while view:  # a regular file takes it in one write; a short one is finished here
-            view = view[os.write(self.fd, view) :]
+        try:
+            while view:  # a regular file takes it in one write; a short one is finished here
+                view = view[os.write(fd, view) :]
+        except OSError:
+            # a full disk takes part of a record and refuses the rest: cut back to the last
+            # whole one, else every record appended behind the torn one (once the disk has
+            # room again) would be cut off with it at the next load
+            self.cut_at = start
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, start)
+                self.cut_at = None
+            raise
 
     def close(self) -> None:
         if self.fd is not None:
@@ -185,6 +201,7 @@ def write_and_sync(writes: list[Write]) -> None:
         try:
             if w.replace:
                 w.file.close()  # (the next append opens the new file)
+                w.file.cut_at = None  # (a failed append's place was the old file's)
                 _replace(w.file.path, w.data, w.sync)
             elif w.data:
                 w.file.append(w.data)

@@ -31,6 +31,11 @@ writes and syncs everything handed over while it was busy with its last sync at 
 The event loop never waits for the disk (an `fdatasync` takes 0.2 ms on a quiet virtual
 disk and 4 ms on a busy one).
 
+A write that fails (a full disk: a tenant's task may fill the file system the journal
+is on) is cut back to the last whole record, its waiters are told the error, and the
+file's next write is the live set, whole (as a compaction): what the process holds is on
+disk again as soon as the disk has room, in the order it was made.
+
 A record torn by a kill in the middle of a write is cut off when the file is loaded (and
 logged), so that what is appended after it can be read back, and so is whatever follows
 the last record that reads whole (bytes that are no msgpack at all): a journal always
@@ -95,6 +100,7 @@ class JournalFile:
         self._closing = False  # the next hand-over closes the file after it
         self._in_flight = 0  # writes handed over and not answered yet
         self._unsynced = False  # records handed over that no sync has covered (discards)
+        self._rewrite = False  # a write failed: the next one is the live set, whole
         self._open_journals = 0
         self._load()
 
@@ -245,11 +251,15 @@ class JournalFile:
         awaited = bool(waiters or told)
         self._records += len(chunks)
         self._bytes += sum(map(len, chunks))
-        replace = bool(chunks) and (
-            self._records > max(COMPACT_MIN, COMPACT_FACTOR * self._live_keys)
-            or self._bytes > max(COMPACT_MIN_BYTES, COMPACT_FACTOR * self._live_bytes)
+        replace = self._rewrite or (
+            bool(chunks)
+            and (
+                self._records > max(COMPACT_MIN, COMPACT_FACTOR * self._live_keys)
+                or self._bytes > max(COMPACT_MIN_BYTES, COMPACT_FACTOR * self._live_bytes)
+            )
         )
         if replace:  # the live set, made now: it holds every record taken
+            self._rewrite = False
             data = b"".join(
                 _packed("put", name, key, value)
                 for name, live in self._live.items()
@@ -272,6 +282,8 @@ class JournalFile:
         self._in_flight -= 1
         if write.error is not None:
             LOG.error("journal.write_failed", path=str(self.path), error=str(write.error))
+            # (the live set holds what it carried: whole, it puts the file right)
+            self._rewrite = True
 
     async def close_journal(self) -> None:
         """A journal of this file is done: what is pending written (discards synced too);

@@ -38,6 +38,7 @@ task's latest state before its end, and its end.
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections import deque
 from collections.abc import Callable
@@ -49,6 +50,7 @@ from protocol.wire.messages import EndingTask, StatusUpdate, TaskState
 
 MAX_RESEND_BACKOFF = 30.0
 RESEND_CHECK = 0.2  # seconds between looks for updates due again
+WRITE_RETRY = 1.0  # seconds before updates that could not be written are written again
 
 StreamKey = tuple[str, str]  # (framework id, task id)
 
@@ -82,6 +84,8 @@ class OwedUpdates:
         self._unwritten: set[str] = set()  # made, and not on disk yet
         self._sent_unwritten: set[str] = set()  # of those, sent (by a quiet slave)
         self._acknowledged_early: set[str] = set()  # and acknowledged: taken once written
+        self._write_again: set[str] = set()  # their write failed (a full disk): tried again
+        self._write_retry: asyncio.TimerHandle | None = None
         # called with the time the next re-send is due whenever one is scheduled: a fleet
         # looks at a slave only then (walking its 4,000 slaves five times a second was most
         # of an idle process's CPU; so was walking those owing an update, in a failover)
@@ -172,8 +176,17 @@ class OwedUpdates:
 
     def _written(self, uuid: str, error: OSError | None) -> None:
         """The update is on disk: sent if it heads its stream and was not sent yet; an
-        acknowledgement that came meanwhile is taken now (an update that could not be
-        written is dropped, and the next of its stream goes on)."""
+        acknowledgement that came meanwhile is taken now. One that could not be written
+        (a full disk: any tenant's task may fill it) is still owed, and written again
+        after WRITE_RETRY (the journal's next write is its live set, whole) until it is
+        on disk: taken as acknowledged, the task's end never reached the master."""
+        if error is not None:
+            if uuid in self._stream_of:  # (else forgotten meanwhile: nothing to write)
+                self._write_again.add(uuid)
+                if self._write_retry is None:
+                    loop = asyncio.get_running_loop()
+                    self._write_retry = loop.call_later(WRITE_RETRY, self._retry_writes)
+            return
         self._unwritten.discard(uuid)
         sent, early = uuid in self._sent_unwritten, uuid in self._acknowledged_early
         self._sent_unwritten.discard(uuid)
@@ -181,10 +194,16 @@ class OwedUpdates:
         key = self._stream_of.get(uuid)
         if key is None:
             return  # replaced, or its framework forgotten, while it was being written
-        if early or error is not None:
+        if early:
             self.acknowledged(uuid)
         elif not sent and self._streams[key][0] == uuid:
             self._post(uuid)
+
+    def _retry_writes(self) -> None:
+        self._write_retry = None
+        again, self._write_again = self._write_again, set()
+        for uuid in again:
+            self.journal.on_disk(functools.partial(self._written, uuid))
 
     def acknowledged(self, uuid: str) -> None:
         """The master has it acknowledged: forget it, and send the next of its stream (once
@@ -249,6 +268,9 @@ class OwedUpdates:
                 self.resend_due(time.monotonic())
 
     async def close(self) -> None:
+        if self._write_retry is not None:
+            self._write_retry.cancel()
+            self._write_retry = None
         await self.journal.close()
 
     def _terminal(self, uuid: str) -> bool:

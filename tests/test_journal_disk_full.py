@@ -70,6 +70,31 @@ async def test_what_is_acknowledged_after_a_full_disk_has_room_again_is_read_bac
     assert again.get("task-1") == {"state": "RUNNING", "pad": "p" * 40}
     assert again.get("task-3") == {"state": "FINISHED"}, again
     assert again.get("task-4") == {"state": "RUNNING"}, again
+    # what the journal holds is what the disk holds: the refused record too, written
+    # with the first write once there was room (the caller was told of the failure)
+    assert again == dict(journal.items())
+
+
+async def test_a_journal_whose_torn_write_could_not_be_cut_is_put_right_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the torn record cannot even be cut (ftruncate failed): the next write is the live
+    # set in a file of its own, renamed over the torn one
+    path = tmp_path / "slave.journal"
+    disk = FullDisk(monkeypatch, tmp_path)
+    journal = Journal(path)
+    await journal.put("task-1", {"state": "RUNNING"})
+
+    def cannot(*_: object) -> None:
+        raise OSError(errno.EIO, os.strerror(errno.EIO))
+
+    monkeypatch.setattr(os, "ftruncate", cannot)  # (for good: the file is never cut)
+    disk.full, disk.room = True, 5
+    with pytest.raises(OSError, match="No space left"):
+        await journal.drop("task-1")
+    disk.full = False
+    await journal.put("task-2", {"state": "STAGING"})
+    assert dict(Journal(path).items()) == {"task-2": {"state": "STAGING"}}
 
 
 async def test_a_task_killed_while_the_slaves_disk_is_full_is_heard_to_end(
