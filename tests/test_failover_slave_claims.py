@@ -1,0 +1,181 @@
+"""What a slave may claim while a new leader waits for the fleet to come back (review 54).
+
+After a failover the new leader knows the slaves of the registry and their principals,
+and no task: each slave brings its own back as it re-registers. A task the master knows
+on another slave is not a slave's to claim (`slave.claimed_foreign_task`), but in the
+failover window nobody's task is known yet, and the first slave to name it has it.
+
+In process, on the memory transport with the credentials store's ACL: two slave
+principals (one of them a compromised host), alice's framework, and a new leader on the
+same registry."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from cluster.local.secure import provision
+from master.ha.registry import MemoryStore, Registry
+from master.master import Master, MasterConfig
+from protocol.tooling.credentials import Store
+from protocol.transport.memory import MemoryBroker
+from protocol.wire.messages import (
+    Offer,
+    Offers,
+    Reregister,
+    RunningTask,
+    RunTask,
+    TaskInfo,
+    TaskState,
+)
+from protocol.wire.resources import Resources
+from protocol.wire.topics import Topics
+
+from harness.fakes import FakeFramework, FakeSlave
+from harness.helpers import eventually, open_transport
+
+T = Topics("claims")
+PRINCIPALS = [
+    ("master", "master"),
+    ("slave-a", "slave"),
+    ("slave-b", "slave"),
+    ("alice", "framework"),
+]
+SLAVE = Resources(cpus=4, mem=1024)
+TASK = Resources(cpus=1, mem=64)
+pytestmark = pytest.mark.timeout(60)
+
+
+@dataclass
+class Failover:
+    store: Store
+    broker: MemoryBroker
+    stack: contextlib.AsyncExitStack
+    registry: MemoryStore
+    master: Master
+
+    async def start_master(self, name: str) -> Master:
+        bus = await open_transport(self.stack, self.broker.connector("master"), name)
+        registry = Registry(self.registry)
+        await registry.load()
+        config = MasterConfig(
+            allocation_interval=0.05, heartbeat_interval=0.5, principals=self.store.principals_file
+        )
+        master = Master(bus, T, config, registry=registry)
+        await master.start()
+        self.stack.push_async_callback(master.stop)
+        return master
+
+    async def fail_over(self) -> None:
+        """The leader dies; a new one reads the registry and leads."""
+        await self.master.stop()
+        await self.master.bus.close()
+        self.master = await self.start_master("master-2")
+
+    async def slave(self, principal: str, slave_id: str) -> FakeSlave:
+        bus = await open_transport(
+            self.stack, self.broker.connector(principal), slave_id, inbox=None
+        )
+        slave = FakeSlave(bus, T, slave_id, SLAVE)
+        await slave.register()
+        await eventually(lambda: slave_id in self.master.books.slaves)
+        return slave
+
+    async def framework(self, principal: str) -> FakeFramework:
+        bus = await open_transport(self.stack, self.broker.connector(principal), principal)
+        fw = FakeFramework(bus, T, "in")
+        await bus.subscribe(T.outbox("framework", principal) + "/#", fw.receive)
+        return fw
+
+    def held(self, slave_id: str) -> Resources:
+        """What tasks hold of a slave (neither free nor offered)."""
+        books = self.master.books
+        offered = sum(
+            (o.resources for o in books.offers.values() if o.slave_id == slave_id), Resources()
+        )
+        free = self.master.allocator.free(slave_id) + offered
+        return books.slaves[slave_id].total.subtract_clamped(free)
+
+
+@contextlib.asynccontextmanager
+async def failover_cluster(tmp_path: Path) -> AsyncIterator[Failover]:
+    store = provision(tmp_path / "auth", PRINCIPALS)
+    broker = MemoryBroker(store.principals.values())
+    async with contextlib.AsyncExitStack() as stack:
+        c = Failover(store, broker, stack, MemoryStore(), None)  # type: ignore[arg-type]
+        c.master = await c.start_master("master-1")
+        yield c
+
+
+async def reregister(slave: FakeSlave, tasks: list[RunningTask], owners: dict[str, str]) -> None:
+    await slave.bus.publish(
+        slave.to_master,
+        Reregister(
+            slave_id=slave.slave_id,
+            hostname=f"{slave.slave_id}.local",
+            resources=slave.resources,
+            incarnation=slave.bus.incarnation,
+            tasks=tasks,
+            owners=owners,
+        ),
+    )
+
+
+async def offer_on(fw: FakeFramework, slave_id: str) -> Offer:
+    def found() -> Offer | None:
+        offers = (o for batch in fw.inbox.of(Offers) for o in batch.offers)
+        return next((o for o in offers if o.slave_id == slave_id), None)
+
+    await fw.inbox.wait_until(lambda: found() is not None)
+    offer = found()
+    assert offer is not None
+    return offer
+
+
+async def test_a_slave_cannot_take_another_slaves_task_in_the_failover_window(
+    tmp_path: Path,
+) -> None:
+    """alice runs t0 on slave-a's host. The leader fails over; slave-b's host (one
+    compromised slave principal) re-registers first, naming alice's t0 as its own. When
+    slave-a's host comes back with the t0 it really runs, the master must not book t0 on
+    the compromised host and leave what it uses on slave-a's host free to offer: the
+    task's resources would be given twice (a launch on them the slave refuses, or runs
+    over its limits), and t0's updates would be heard from the wrong slave."""
+    async with failover_cluster(tmp_path) as c:
+        sa = await c.slave("slave-a", "sa")
+        alice = await c.framework("alice")
+        fid = (await alice.subscribe("a", role="alice", failover_timeout=60)).framework_id
+        offer = await offer_on(alice, "sa")
+        await alice.accept(offer, [alice.task(offer, TASK, "t0")])
+        run = await sa.run_task()
+        sb = await c.slave("slave-b", "sb")
+        await eventually(lambda: c.held("sa") == TASK)
+
+        await c.fail_over()
+        # the compromised host speaks first: alice's t0 is "its" task
+        claimed = TaskInfo(
+            task_id="t0", name="t0", slave_id="sb", resources=TASK, command=run.task.command
+        )
+        await reregister(
+            sb, [RunningTask(framework_id=fid, task=claimed, state=TaskState.RUNNING)], {}
+        )
+        await eventually(lambda: "sb" in c.master.books.slaves)
+        await reregister(sa, [running(run)], {fid: "alice"})
+        await eventually(lambda: "sa" in c.master.books.slaves)
+        alice.inbox.messages.clear()
+        await alice.subscribe("a", role="alice", framework_id=fid, failover_timeout=60)
+        await eventually(lambda: fid in c.master.books.frameworks)
+
+        # what slave-a's host runs is held there, not offered to anyone again
+        assert c.held("sa") == TASK, f"t0 uses {TASK} of sa; the master holds {c.held('sa')}"
+        task = c.master.books.frameworks[fid].tasks.get("t0")
+        assert task is not None
+        assert task.slave_id == "sa", "t0 is booked on the host that claimed it first"
+
+
+def running(run: RunTask) -> RunningTask:
+    return RunningTask(framework_id=run.framework_id, task=run.task, state=TaskState.RUNNING)
