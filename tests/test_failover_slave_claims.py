@@ -24,6 +24,7 @@ from master.master import Master, MasterConfig
 from protocol.tooling.credentials import Store
 from protocol.transport.memory import MemoryBroker
 from protocol.wire.messages import (
+    KillTask,
     Offer,
     Offers,
     Reregister,
@@ -31,6 +32,7 @@ from protocol.wire.messages import (
     RunTask,
     TaskInfo,
     TaskState,
+    Update,
 )
 from protocol.wire.resources import Resources
 from protocol.wire.topics import Topics
@@ -90,6 +92,11 @@ class Failover:
         fw = FakeFramework(bus, T, "in")
         await bus.subscribe(T.outbox("framework", principal) + "/#", fw.receive)
         return fw
+
+    async def rounds_pass(self, n: int = 3) -> None:
+        """Let `n` allocation rounds run (to show that something did *not* happen)."""
+        target = self.master.offer_rounds.count + n
+        await eventually(lambda: self.master.offer_rounds.count >= target)
 
     def held(self, slave_id: str) -> Resources:
         """What tasks hold of a slave (neither free nor offered)."""
@@ -175,6 +182,44 @@ async def test_a_slave_cannot_take_another_slaves_task_in_the_failover_window(
         task = c.master.books.frameworks[fid].tasks.get("t0")
         assert task is not None
         assert task.slave_id == "sa", "t0 is booked on the host that claimed it first"
+
+
+async def test_a_slave_cannot_end_another_slaves_task_in_the_failover_window(
+    tmp_path: Path,
+) -> None:
+    """alice runs t0 on slave-a's host; the leader fails over and alice re-subscribes. The
+    compromised slave-b host, registered again, sends a status update saying alice's t0
+    FINISHED on it. The master knows no task yet, and forwards an update of one it does
+    not know (as Mesos does after a failover): alice hears t0 ended, and when slave-a's
+    host comes back with t0 the master kills it there as a task that already ended. A
+    slave speaks for its own tasks only: an update of a task it did not bring back (nor
+    said is ending) is not its to send."""
+    async with failover_cluster(tmp_path) as c:
+        sa = await c.slave("slave-a", "sa")
+        alice = await c.framework("alice")
+        fid = (await alice.subscribe("a", role="alice", failover_timeout=60)).framework_id
+        offer = await offer_on(alice, "sa")
+        await alice.accept(offer, [alice.task(offer, TASK, "t0")])
+        run = await sa.run_task()
+        sb = await c.slave("slave-b", "sb")
+        await alice.update_for("t0", TaskState.RUNNING)
+
+        await c.fail_over()
+        alice.inbox.messages.clear()
+        await alice.subscribe("a", role="alice", framework_id=fid, failover_timeout=60)
+        await reregister(sb, [], {})
+        await eventually(lambda: "sb" in c.master.books.slaves)
+        await sb.report(fid, "t0", TaskState.FINISHED)  # "alice's t0 ended here"
+        await reregister(sa, [running(run)], {fid: "alice"})
+        await eventually(lambda: "sa" in c.master.books.slaves)
+
+        await c.rounds_pass()
+        heard = [(u.status.task_id, u.status.state) for u in alice.inbox.of(Update)]
+        assert ("t0", TaskState.FINISHED) not in heard, "alice was told t0 ended on sb"
+        assert not sa.inbox.of(KillTask), "t0 was killed on the host that runs it"
+        task = c.master.books.frameworks[fid].tasks.get("t0")
+        assert task is not None
+        assert task.slave_id == "sa"
 
 
 def running(run: RunTask) -> RunningTask:
