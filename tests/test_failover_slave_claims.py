@@ -143,6 +143,12 @@ async def offer_on(fw: FakeFramework, slave_id: str) -> Offer:
     return offer
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="left open (review 54): in a failover window the first slave to name an "
+    "unknown task has it; a proof of (framework, task, slave) made at the launch and "
+    "checked at re-registration would settle it",
+)
 async def test_a_slave_cannot_take_another_slaves_task_in_the_failover_window(
     tmp_path: Path,
 ) -> None:

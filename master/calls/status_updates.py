@@ -42,8 +42,10 @@ class StatusUpdates:
             )
             return
         # A slave speaks only for tasks on its own slaves: one the master knows elsewhere
-        # is refused. One it does not know at all is forwarded, as Mesos does (a master
-        # that restarted knows no tasks until the slaves and frameworks come back).
+        # is refused; one it does not know at all, only from the slave that named it as
+        # ending when it registered again (below: a master that restarted knows no tasks
+        # until the slaves come back, and one slave must not end another's in that window).
+        key = (fw.framework_id, status.task_id)
         known = fw.tasks.get(status.task_id)
         where = fw.slave_of(status.task_id)
         if where is not None and where != msg.slave_id:
@@ -64,8 +66,10 @@ class StatusUpdates:
         if self._heard_already(fw, msg):
             self.updates.ack_slave(msg.slave_id, fw.framework_id, status)
             return
-        if status.state.terminal:
-            self.books.ending.pop((fw.framework_id, status.task_id), None)
+        # (a task the master does not know is this slave's to report if it named it)
+        ours = known is not None or self.books.ending.get(key) == msg.slave_id
+        if status.state.terminal and ours:
+            self.books.ending.pop(key, None)
             fw.unreachable.pop(status.task_id, None)  # it ended while out of touch
         ended = fw.completed.get(status.task_id)
         if ended is not None and ended.uuid != status.uuid and status.task_id not in fw.tasks:
@@ -79,6 +83,19 @@ class StatusUpdates:
                 ended=ended.state,
             )
             self.updates.ack_slave(msg.slave_id, fw.framework_id, status)
+            return
+        if not ours:
+            self.outbox.refuse(
+                caller,
+                f"task {status.task_id} of framework {fw.framework_id} is not known on "
+                f"slave {msg.slave_id}: a slave reports the tasks it registered with, or "
+                "named as ending",
+                "forbidden",
+                "StatusUpdate",
+                slave_id=msg.slave_id,
+                framework_id=fw.framework_id,
+                task_id=status.task_id,
+            )
             return
         task = fw.tasks.get(status.task_id)
         if task is not None:
