@@ -62,6 +62,9 @@ class Subscriptions:
         self.topics, self.acl, self.ids, self.config = topics, acl, ids, config
         self.info, self.offers = info, offers
         self.request_round, self.log = request_round, log
+        # Subscribes whose records are being written, by (principal, inbox): the new
+        # framework's id, or the known one's
+        self._writing: dict[tuple[str, str], str] = {}
 
     def _rescind_shared(self, fw: Framework) -> None:
         """It subscribed again without SHARED_RESOURCES: its offers holding a shared volume
@@ -72,12 +75,17 @@ class Subscriptions:
                 self.offers.rescind(record)
 
     async def on_subscribe(self, msg: Subscribe, caller: Caller) -> None:
+        """A Subscribe is written to the registry before it is answered; the calls after
+        it are read meanwhile (every principal's: a tenant's Subscribe held the master's
+        intake for as long as a slow ZooKeeper took to write it). A retry from the same
+        inbox meanwhile is the first's: its answer answers both."""
+        if (caller.principal, msg.inbox) in self._writing:
+            return
         problem = self._problem(msg, caller)
         if problem is not None:
             code, why = problem
             self.outbox.refuse(caller, why, code, "Subscribe", framework_id=msg.framework_id)
             return
-        now = loop_time()
         books = self.books
         fw = books.frameworks.get(msg.framework_id or "")
         if fw is None and msg.framework_id is None:
@@ -93,9 +101,40 @@ class Subscriptions:
             roles=fw.roles if fw else msg.roles,
             failover_timeout=self._failover_timeout(msg),
         )
-        if not await self.recorder.framework(framework_id, record, caller):
+        writing = (caller.principal, msg.inbox)
+        self._writing[writing] = framework_id
+        write = self.recorder.framework(framework_id, record, caller)
+
+        async def subscribe() -> None:
+            try:
+                written = await write
+            finally:
+                del self._writing[writing]
+            if written:
+                self._subscribed(msg, caller, framework_id, known=fw is not None)
+
+        self.recorder.in_background(subscribe(), "Subscribe", framework_id=framework_id)
+
+    def _subscribed(self, msg: Subscribe, caller: Caller, framework_id: str, known: bool) -> None:
+        """Its record is durable: into the books (what came meanwhile asked again), and
+        told it is subscribed."""
+        books, now = self.books, loop_time()
+        fw = books.frameworks.get(framework_id)  # (it may have come, or gone, meanwhile)
+        if fw is None and known:  # torn down, or timed out, while its record was written
+            self.outbox.refuse(
+                caller,
+                f"framework {framework_id} was removed while it subscribed",
+                "framework-removed",
+                "Subscribe",
+                framework_id=framework_id,
+            )
             return
-        fw = books.frameworks.get(framework_id) or fw  # (it may have come meanwhile)
+        if why := self.acl.unknown(caller.principal) or self.acl.check_roles(
+            caller.principal, fw.all_roles() if fw else msg.all_roles()
+        ):  # (the principals file re-read meanwhile)
+            self.outbox.refuse(caller, why, "role-refused", "Subscribe", framework_id=framework_id)
+            return
+        roles = msg.all_roles()
         if fw is not None:
             books.inboxes.pop((fw.principal, fw.inbox), None)
             fw.inbox, fw.incarnation = msg.inbox, msg.incarnation
@@ -217,7 +256,12 @@ class Subscriptions:
         books = self.books
         if not most or (caller.principal, msg.inbox) in books.inboxes:  # (its retry)
             return None
-        if books.principal_frameworks[caller.principal] < most:
+        writing = sum(
+            1
+            for (principal, _), fid in self._writing.items()
+            if principal == caller.principal and fid not in books.frameworks
+        )
+        if books.principal_frameworks[caller.principal] + writing < most:
             return None
         return (
             f"principal {caller.principal} has {most} frameworks registered, the most it "
