@@ -68,7 +68,8 @@ from master.why_answers import WhyAnswers
 from protocol import logs
 from protocol.transport.aio import cancel_and_wait, loop_time
 from protocol.transport.base import Transport
-from protocol.wire.codec import DecodeError, decode_many
+from protocol.transport.sending import MAX_PAYLOAD
+from protocol.wire.codec import DecodeError, decode_many, encode
 from protocol.wire.messages import (
     Accept,
     Acknowledge,
@@ -582,9 +583,14 @@ class Master:
     def publish_state(self) -> None:
         """The books' snapshot, retained on the bus for the tools, and the live feed's tick."""
         state = self.views.state(include_tasks=len(self.books.slaves) < 200)
-        if sum(len(t.name) + len(t.message) for t in state.tasks) > LISTED_TEXT:
-            # tenants' names and their executors' messages would outgrow the broker's
-            # limit (the snapshot unpublishable, tools left with a stale one): counted
+        if (state.tasks or state.offers) and (
+            sum(len(t.name) + len(t.message) for t in state.tasks) > LISTED_TEXT
+            or len(encode(state)) > MAX_PAYLOAD
+        ):
+            # tenants' tasks (their number, ids, names, their executors' messages) would
+            # outgrow the broker's limit (the snapshot unpublishable, tools left with a
+            # stale one): counted, not listed. (Measured only where tasks are listed, on
+            # a small cluster, and its interval is stretched by what publishing takes.)
             state = state.model_copy(update={"tasks": [], "offers": []})
         self.bus.post(self.topics.state, state, retain=True)
         self.feed.tick(state)
