@@ -371,9 +371,28 @@ class Books:
     maintenance: dict[str, Maintenance] = field(default_factory=dict)
     # tasks a re-registering slave says ended, their last update still on its way
     ending: dict[tuple[str, str], str] = field(default_factory=dict)  # -> slave id
+    ending_of: dict[str, set[tuple[str, str]]] = field(default_factory=dict)  # by slave
     # the last frameworks removed, with their tasks, for the API and the web UI (Mesos's
     # completed frameworks): what happened to a framework stays visible after it is gone
     completed_frameworks: dict[str, Framework] = field(default_factory=dict)
+
+    def slave_ending(self, slave_id: str, keys: set[tuple[str, str]]) -> None:
+        """What a slave re-registering says ended there, in place of what it said before
+        (a slave re-registering over and over, naming other tasks each time, grew the
+        books by 10,000 a time, kept until it was removed)."""
+        for key in self.ending_of.pop(slave_id, ()):
+            if self.ending.get(key) == slave_id:
+                del self.ending[key]
+        if keys:
+            self.ending_of[slave_id] = keys
+            for key in keys:
+                self.ending[key] = slave_id
+
+    def ended(self, key: tuple[str, str]) -> None:
+        """The task's last update came: it is ending no more."""
+        slave_id = self.ending.pop(key, None)
+        if slave_id is not None:
+            self.ending_of.get(slave_id, set()).discard(key)
 
     def add_framework(self, fw: Framework) -> None:
         self.frameworks[fw.framework_id] = fw

@@ -182,7 +182,7 @@ class Removals:
                 self.recorder.forget_maintenance(slave_id)  # a gone agent's drain)
         else:
             self.books.removed_slaves.add(slave_id)
-        self.books.ending = {k: s for k, s in self.books.ending.items() if s != slave_id}
+        self.books.slave_ending(slave_id, set())
         self.churn.removals[cause or ("operator" if gone else "unreachable")] += 1
         self.recorder.forget_slave(slave_id)
         for fw in self.books.frameworks.values():

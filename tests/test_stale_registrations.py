@@ -16,6 +16,7 @@ from pathlib import Path
 
 from protocol.wire.messages import (
     CommandInfo,
+    EndingTask,
     Reason,
     Reconcile,
     ReconcileTask,
@@ -33,7 +34,7 @@ from protocol.wire.messages import (
 from protocol.wire.resources import Resources
 from slave.slave import Slave, SlaveConfig
 
-from harness.helpers import Inbox, books_balance
+from harness.helpers import Inbox, books_balance, eventually
 from harness.master import GB, Cluster, T
 from harness.master import cluster as cluster
 
@@ -162,3 +163,26 @@ async def test_a_slave_back_with_a_task_the_master_did_not_know_has_its_offers_t
     again = await a.next_offer(after=1)
     assert again.resources == HALF  # what the task does not hold
     books_balance(cluster.master)
+
+
+async def test_what_a_slave_says_ended_is_what_it_says_last(cluster: Cluster) -> None:
+    """A re-registration names the tasks that ended there, their last update on its way:
+    each names them all, in place of the last one's (a slave re-registering over and
+    over, 10,000 other tasks each time, grew the master's books without end)."""
+    s1 = await cluster.slave("s1", Resources(cpus=2, mem=2 * GB))
+
+    async def reregister(*ended: str) -> None:
+        await s1.bus.publish(
+            s1.to_master,
+            Reregister(
+                slave_id="s1",
+                hostname="s1.local",
+                resources=s1.resources,
+                ending=[EndingTask(framework_id="fw-1", task_id=t) for t in ended],
+            ),
+        )
+
+    await reregister(*(f"a{i}" for i in range(100)))
+    await eventually(lambda: len(cluster.master.books.ending) == 100)
+    await reregister("b")
+    await eventually(lambda: set(cluster.master.books.ending) == {("fw-1", "b")})

@@ -305,8 +305,8 @@ class SlaveCalls:
         if warning and warning != slave.isolation_warning:
             self.log.warning("slave.isolation", slave_id=slave_id, what_is_not_enforced=warning)
         slave.isolation_warning = warning
-        for key in ending or ():
-            self.books.ending[key] = slave_id
+        if ending is not None:  # (a re-registration's: all it says ended, now)
+            self.books.slave_ending(slave_id, ending)
         if running or slave.tasks:
             self._reconcile_slave(slave, running, ending or set(), owners)
         if slave.total != total or slave.discrete != discrete:

@@ -69,7 +69,7 @@ class StatusUpdates:
         # (a task the master does not know is this slave's to report if it named it)
         ours = known is not None or self.books.ending.get(key) == msg.slave_id
         if status.state.terminal and ours:
-            self.books.ending.pop(key, None)
+            self.books.ended(key)
             fw.unreachable.pop(status.task_id, None)  # it ended while out of touch
         ended = fw.completed.get(status.task_id)
         if ended is not None and ended.uuid != status.uuid and status.task_id not in fw.tasks:
