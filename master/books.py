@@ -32,6 +32,10 @@ RELAYED_KEPT = 8  # a task's last forwarded updates remembered, to know a re-sen
 COMPLETED = 50  # removed frameworks kept for the API, as Mesos's --max_completed_frameworks
 RECENT_ACCEPTED = 1024  # offer ids a framework's Accepts used, kept to know one sent again
 
+# an orphan's principal when its slave could not prove the task was launched there: held,
+# never adopted (no principal's name holds a NUL)
+UNPROVEN = "\0unproven"
+
 
 @dataclass(slots=True)
 class Task:
@@ -428,7 +432,11 @@ class Books:
 
     def orphan_owners(self, framework_id: str) -> set[str]:
         """Whose the slaves say a framework's orphaned tasks are."""
-        return {o.principal for o in self.orphans.get(framework_id, ()) if o.principal}
+        return {
+            o.principal
+            for o in self.orphans.get(framework_id, ())
+            if o.principal and o.principal != UNPROVEN
+        }
 
     def task(self, framework_id: str, task_id: str) -> Task | None:
         fw = self.frameworks.get(framework_id)

@@ -10,6 +10,11 @@ master restarted without `--work-dir` lets a framework re-subscribe with its own
 refuses every other principal that names it. A tenant cannot make an id that passes, and
 an id of another's is no use to it.
 
+A task launched on a secured cluster carries a proof of the same kind, of its framework,
+its id and its slave (`task_proof`), which its slave keeps and shows when it registers
+again: a new leader, which knows no task until the slaves bring them back, books a task
+only on the slave it was launched on, whichever slave names it first.
+
 Without a credentials store (an insecure cluster) nothing proves who anyone is: ids are
 random, unsigned, and a framework may re-subscribe with any id the master does not know
 (as Mesos without authentication).
@@ -68,6 +73,21 @@ class FrameworkIds:
         if not framework_id.startswith(PREFIX) or len(tag) != TAG_HEX:
             return False
         return hmac.compare_digest(tag, self._tag(principal, random))
+
+    def task_proof(self, framework_id: str, task_id: str, slave_id: str) -> str:
+        """The proof that this cluster launched the task on the slave ("" on an insecure
+        cluster): the slave keeps it with the task and shows it when it registers again,
+        so that after a failover a slave books only its own tasks, not another's."""
+        if self.key is None:
+            return ""
+        message = f"task\0{framework_id}\0{task_id}\0{slave_id}".encode()
+        return hmac.new(self.key, message, hashlib.sha256).hexdigest()[:TAG_HEX]
+
+    def launched(self, proof: str, framework_id: str, task_id: str, slave_id: str) -> bool:
+        """Whether `proof` is this cluster's for the task on the slave (always, insecure)."""
+        if self.key is None:
+            return True
+        return hmac.compare_digest(proof, self.task_proof(framework_id, task_id, slave_id))
 
     def _tag(self, principal: str, random: str) -> str:
         assert self.key is not None

@@ -290,6 +290,7 @@ class Master:
             messages=self.messages,
             info=self.info,
             listeners=self.listeners,
+            ids=self.framework_ids,
             request_round=request_round,
             log=log,
         )

@@ -85,6 +85,7 @@ class TaskRecord:
     kill_reason: Reason | None = None  # the master killed it (preemption): say why
     info_dump: dict[str, Any] | None = None  # `info` as the journal holds it (made once)
     principal: str = ""  # its framework's, as the master named it in the launch
+    proof: str = ""  # the master's proof it launched it here (RunTask.proof)
     healthy: bool | None = None  # its health check's last verdict (None: none yet)
     killing: bool = False  # its framework hears TASK_KILLING (RunTask.killing)
     kill_gone: bool = False  # a drain marking its slave gone: it ends TASK_GONE_BY_OPERATOR

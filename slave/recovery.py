@@ -81,6 +81,7 @@ async def recover_task(slave: Slave, reports: TaskReports, raw: Any, containers:
     info = TaskInfo.model_validate(raw["task"])
     principal = raw.get("principal") or ""
     record = TaskRecord(raw["framework_id"], info, TaskState(raw["state"]), principal=principal)
+    record.proof = raw.get("proof") or ""
     runner = raw.get("runner") or {}
     slave.tasks[(record.framework_id, info.task_id)] = record
     if runner.get("kind") == "simulated":

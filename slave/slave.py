@@ -301,7 +301,7 @@ class Slave:
     async def announce(self) -> None:
         """Send a (re-)registration now: a Reregister with its tasks, or a Register."""
         running = [
-            RunningTask(framework_id=r.framework_id, task=r.info, state=r.state)
+            RunningTask(framework_id=r.framework_id, task=r.info, state=r.state, proof=r.proof)
             for r in self.tasks.values()
             if not r.state.terminal
         ]
@@ -514,7 +514,7 @@ class Slave:
             return free, refused
         self.shut_down_frameworks.discard(msg.framework_id)
         record = TaskRecord(msg.framework_id, task, TaskState.STAGING, principal=msg.principal)
-        record.killing = msg.killing
+        record.killing, record.proof = msg.killing, msg.proof
         self.tasks[key] = record
         self.log.info("run.start", resources=task.resources, **ids)
         return self._whole_shared(free - task.resources), self._start(msg, record)
@@ -595,6 +595,7 @@ class Slave:
                 "state": record.state.value,
                 "executor_key": record.executor_key,
                 "principal": record.principal,
+                "proof": record.proof,
                 "runner": record.runner.checkpoint() if record.runner is not None else None,
             },
         )

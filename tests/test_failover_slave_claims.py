@@ -12,6 +12,7 @@ same registry."""
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +37,7 @@ from protocol.wire.messages import (
 )
 from protocol.wire.resources import Resources
 from protocol.wire.topics import Topics
+from slave.slave import Slave, SlaveConfig
 
 from harness.fakes import FakeFramework, FakeSlave
 from harness.helpers import eventually, open_transport
@@ -143,12 +145,6 @@ async def offer_on(fw: FakeFramework, slave_id: str) -> Offer:
     return offer
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="left open (review 54): in a failover window the first slave to name an "
-    "unknown task has it; a proof of (framework, task, slave) made at the launch and "
-    "checked at re-registration would settle it",
-)
 async def test_a_slave_cannot_take_another_slaves_task_in_the_failover_window(
     tmp_path: Path,
 ) -> None:
@@ -188,6 +184,8 @@ async def test_a_slave_cannot_take_another_slaves_task_in_the_failover_window(
         task = c.master.books.frameworks[fid].tasks.get("t0")
         assert task is not None
         assert task.slave_id == "sa", "t0 is booked on the host that claimed it first"
+        # what sb says runs there, with no proof it was launched there, is held by nobody
+        assert c.held("sb") == TASK
 
 
 async def test_a_slave_cannot_end_another_slaves_task_in_the_failover_window(
@@ -229,4 +227,54 @@ async def test_a_slave_cannot_end_another_slaves_task_in_the_failover_window(
 
 
 def running(run: RunTask) -> RunningTask:
-    return RunningTask(framework_id=run.framework_id, task=run.task, state=TaskState.RUNNING)
+    return RunningTask(
+        framework_id=run.framework_id, task=run.task, state=TaskState.RUNNING, proof=run.proof
+    )
+
+
+async def test_a_slave_restarted_brings_its_tasks_back_to_a_new_leader_with_their_proofs(
+    tmp_path: Path,
+) -> None:
+    """The proof a launch gives its task is kept in the slave's journal: a slave restarted
+    on its work dir re-registers with a new leader, and its task is booked as its
+    framework's again (not held by nobody as a claim without proof)."""
+    async with failover_cluster(tmp_path) as c:
+
+        async def real_slave() -> Slave:
+            bus = await open_transport(
+                c.stack, c.broker.connector("slave-a"), "ra", inbox=T.slave("slave-a", "ra")
+            )
+            config = SlaveConfig(
+                slave_id="ra",
+                hostname="ra.local",
+                resources=SLAVE,
+                work_dir=tmp_path / "ra",
+                simulated_tasks=True,
+                cluster=T.cluster,
+            )
+            slave = Slave(bus, T, config)
+            await slave.start()
+            c.stack.push_async_callback(slave.stop)
+            return slave
+
+        first = await real_slave()
+        await eventually(lambda: "ra" in c.master.books.slaves)
+        alice = await c.framework("alice")
+        fid = (await alice.subscribe("a", role="alice", failover_timeout=60)).framework_id
+        offer = await offer_on(alice, "ra")
+        task = alice.task(offer, TASK, "t0").model_copy(
+            update={"data": json.dumps({"duration": 600}).encode()}
+        )
+        await alice.accept(offer, [task])
+        await alice.update_for("t0", TaskState.RUNNING)
+
+        await first.stop()
+        await first.bus.close()
+        await c.fail_over()
+        await real_slave()  # on the same work dir: its tasks recovered from its journal
+        await eventually(lambda: "ra" in c.master.books.slaves)
+        await alice.subscribe("a", role="alice", framework_id=fid, failover_timeout=60)
+        await eventually(lambda: "t0" in c.master.books.frameworks[fid].tasks)
+        assert c.master.books.frameworks[fid].tasks["t0"].slave_id == "ra"
+        assert not c.master.books.orphans.get(fid)
+        assert c.held("ra") == TASK

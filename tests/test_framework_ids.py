@@ -141,7 +141,12 @@ class Cluster:
                 resources=self.slave.resources,
                 incarnation=self.slave.bus.incarnation,
                 tasks=[
-                    RunningTask(framework_id=r.framework_id, task=r.task, state=TaskState.RUNNING)
+                    RunningTask(
+                        framework_id=r.framework_id,
+                        task=r.task,
+                        state=TaskState.RUNNING,
+                        proof=r.proof,  # (as the launch gave it)
+                    )
                     for r in runs
                 ],
                 owners=said if owners is None else owners,

@@ -161,6 +161,24 @@ async def test_bad_input_gets_an_error_back_and_changes_nothing(rig: Rig) -> Non
     assert slave.used() == Resources(cpus=0.1, mem=64)
 
 
+class Reported:
+    """What the slaves send the master, each update once (by uuid, as it is sent): a
+    launch made behind the master's back, as some tests here make, is heard of only
+    here (the master forwards the updates of the tasks it knows)."""
+
+    def __init__(self) -> None:
+        self.sent: dict[str, tuple[str, TaskState]] = {}
+
+    async def __call__(self, _topic: str, payload: bytes) -> None:
+        for e in decode_many(payload):
+            if isinstance(e, Envelope) and isinstance(e.message, StatusUpdate):
+                status = e.message.status
+                self.sent[status.uuid or ""] = (status.task_id, status.state)
+
+    def count(self, task_id: str, state: TaskState) -> int:
+        return sum(found == (task_id, state) for found in self.sent.values())
+
+
 async def test_tasks_sent_together_are_each_taken_or_refused_on_their_own(rig: Rig) -> None:
     """A master sends the tasks of one Accept in one RunTasks: a task the slave cannot run
     is refused by itself, and the others in the same message run."""
@@ -187,9 +205,10 @@ async def test_tasks_sent_together_are_each_taken_or_refused_on_their_own(rig: R
         await intruder.publish(T.slave("slave", "s1"), run)
         got = await errors.wait_count(Error, 2)
         await eventually(lambda: {"first", "last"} <= {t for _, t in slave.tasks})
-    assert sorted(e.code for e in got) == ["duplicate-task", "invalid-task"]
-    assert sorted(t for _, t in slave.tasks) == ["first", "keeper", "last"]
-    await fw.update_for("last", TaskState.RUNNING)
+        assert sorted(e.code for e in got) == ["duplicate-task", "invalid-task"]
+        assert sorted(t for _, t in slave.tasks) == ["first", "keeper", "last"]
+        # (it runs: launched behind the master's back, heard of at the slave alone)
+        await eventually(lambda: slave.tasks[fw.framework_id, "last"].state == TaskState.RUNNING)
 
 
 async def test_a_launch_delivered_again_runs_once_though_its_task_ended(rig: Rig) -> None:
@@ -198,48 +217,30 @@ async def test_a_launch_delivered_again_runs_once_though_its_task_ended(rig: Rig
     The same launch runs once; a new launch may reuse the ended task's id."""
     fw = await rig.framework()
     slave = await rig.start_slave("s1", Resources(cpus=1, mem=512))
-    work = TaskInfo(
-        task_id="once",
-        slave_id="s1",
-        resources=Resources(cpus=0.1, mem=16),
-        command=CommandInfo(value="true"),
-    )
-    run = RunTasks(framework_id=fw.framework_id, tasks=[work], launch_id="launch-1")
-    errors = Inbox()
-    # what the slave reports, counted as it sends it: the master never heard of these
-    # launches (they come behind its back), so it forwards only the first run of "once"
-    # to the framework, whose end it remembers
-    sent: dict[str, tuple[str, TaskState]] = {}  # by uuid (a re-send counts once)
-
-    async def spied(_topic: str, payload: bytes) -> None:
-        for e in decode_many(payload):
-            if isinstance(e, Envelope) and isinstance(e.message, StatusUpdate):
-                status = e.message.status
-                sent[status.uuid or ""] = (status.task_id, status.state)
-
-    def updates(task_id: str, state: TaskState) -> int:
-        return sum(found == (task_id, state) for found in sent.values())
-
+    to_slave = T.slave("slave", "s1")
+    launches, errors, reported = Inbox(), Inbox(), Reported()
     async with (
         Bus(rig.broker.url, name="replay", inbox="stest/replay") as replay,
         Bus(rig.broker.url, name="spy") as spy,
     ):
-        await spy.subscribe_raw(T.inbound("slave", "slave"), spied)
+        await spy.subscribe(to_slave, launches)  # what the master sends the slave
+        await spy.subscribe_raw(slave.to_master, reported)
         await replay.subscribe("stest/replay", errors)
-        to_slave = T.slave("slave", "s1")
-        await replay.publish(to_slave, run)
+        await rig.launch(fw, "true", "once", Resources(cpus=0.1, mem=16))
+        run = await launches.wait_for(RunTasks)
         await fw.update_for("once", TaskState.FINISHED)
         await eventually(lambda: not slave.tasks)  # ended and forgotten
         await replay.publish(to_slave, run)  # the redelivery
-        await replay.publish(to_slave, run.model_copy(update={"launch_id": "launch-2"}))
-        marker = work.model_copy(update={"task_id": "marker"})
-        await replay.publish(to_slave, run.model_copy(update={"launch_id": "3", "tasks": [marker]}))
-        await fw.update_for("marker", TaskState.FINISHED)  # (the slave takes them in order)
-        await fw.update_for("once", TaskState.RUNNING)
-        await eventually(lambda: updates("once", TaskState.FINISHED) == 2)
+        # then, from the same connection (the slave takes them in order), a launch it
+        # refuses: once its refusal is back, the redelivery was taken
+        huge = run.tasks[0].model_copy(update={"task_id": "huge", "resources": Resources(cpus=9)})
+        await replay.publish(to_slave, run.model_copy(update={"launch_id": "x", "tasks": [huge]}))
+        await errors.wait_for(Error)
+        await rig.launch(fw, "true", "once", Resources(cpus=0.1, mem=16))  # the id again
+        await eventually(lambda: reported.count("once", TaskState.FINISHED) == 2)
     # the first launch and the new one ran; the redelivery ran nothing and refused nothing
-    assert updates("once", TaskState.RUNNING) == 2
-    assert errors.of(Error) == []
+    assert reported.count("once", TaskState.RUNNING) == 2
+    assert [e.code for e in errors.of(Error)] == ["invalid-task"]  # (the huge one's)
 
 
 async def test_the_tasks_of_one_launch_start_together_and_report_running_in_one_list(
@@ -286,29 +287,22 @@ async def test_a_slave_remembers_launch_ids_for_its_launch_memory_not_forever(ri
     launch id older than `launch_memory` is forgotten when the next launch comes."""
     fw = await rig.framework()
     slave = await rig.start_slave("s1", Resources(cpus=1, mem=512), launch_memory=0.5)
-    to_slave = T.slave("slave", "s1")
-
-    def launch(task_id: str, launch_id: str) -> RunTasks:
-        work = TaskInfo(
-            task_id=task_id,
-            slave_id="s1",
-            resources=Resources(cpus=0.1, mem=16),
-            command=CommandInfo(value="true"),
-        )
-        return RunTasks(framework_id=fw.framework_id, tasks=[work], launch_id=launch_id)
-
-    async with Bus(rig.broker.url, name="replay") as replay:
-        await replay.publish(to_slave, launch("a", "launch-a"))
+    launches = Inbox()  # what the master sends the slave
+    async with Bus(rig.broker.url, name="spy") as spy:
+        await spy.subscribe(T.slave("slave", "s1"), launches)
+        await rig.launch(fw, "true", "a", Resources(cpus=0.1, mem=16))
         await fw.update_for("a", TaskState.FINISHED)
-        assert slave._launches.remembered() == ["launch-a"]
-        # (counted from here, after the slave took launch-a: counted from before the
-        # publish, a slow delivery of launch-a left it younger than 0.5 s when b came)
+        a = (await launches.wait_for(RunTasks, lambda r: r.tasks[0].task_id == "a")).launch_id
+        assert slave._launches.remembered() == [a]
+        # (counted from here, after the slave took launch a: counted from before the
+        # publish, a slow delivery of launch a left it younger than 0.5 s when b came)
         first = time.monotonic()
-        await eventually(lambda: time.monotonic() > first + 0.5)  # launch-a's memory ends
-        await replay.publish(to_slave, launch("b", "launch-b"))
+        await eventually(lambda: time.monotonic() > first + 0.5)  # launch a's memory ends
+        await rig.launch(fw, "true", "b", Resources(cpus=0.1, mem=16))
         await fw.update_for("b", TaskState.FINISHED)
-    assert slave._launches.remembered() == ["launch-b"]
-    assert "launch-a" not in slave._launches
+        b = (await launches.wait_for(RunTasks, lambda r: r.tasks[0].task_id == "b")).launch_id
+    assert slave._launches.remembered() == [b]
+    assert a not in slave._launches
 
 
 async def test_a_slave_killed_and_restarted_comes_back_as_itself_with_its_owed_updates(

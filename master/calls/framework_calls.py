@@ -237,6 +237,11 @@ class FrameworkCalls:
                     # reports it back): nobody's is proven on an insecure cluster
                     principal=fw.principal if self.ids.signed else "",
                     killing=fw.task_killing,
+                    proofs=[
+                        self.ids.task_proof(fw.framework_id, t.task_id, slave_id) for t in launched
+                    ]
+                    if self.ids.signed
+                    else [],
                 ),
             )
         # the event stream hears of it after the slave is told (the task waits for that)

@@ -8,11 +8,12 @@ from typing import Any
 
 from master.allocation.allocator import Allocator, AllocatorError
 from master.authz import Caller
-from master.books import Books, Framework, Orphan, Slave, Task
+from master.books import UNPROVEN, Books, Framework, Orphan, Slave, Task
 from master.calls.partitions import Partitions
 from master.calls.status_updates import StatusUpdates
 from master.config import MasterInfo
 from master.counters import MessageCounts, SlaveChurn
+from master.framework_ids import FrameworkIds
 from master.ha.recorder import Recorder
 from master.heartbeats import take_heartbeats
 from master.listeners import Listeners
@@ -75,10 +76,13 @@ class SlaveCalls:
         messages: MessageCounts,
         info: MasterInfo,
         listeners: Listeners,
+        ids: FrameworkIds,
         request_round: Callable[[], None],
         log: Any,
     ) -> None:
-        """`partitions`: what a slave that comes back (or may not) is handed to;
+        """`ids`: the cluster's proofs of the tasks it launched, asked of each task a slave
+        brings back that this master did not know;
+        `partitions`: what a slave that comes back (or may not) is handed to;
         `listeners`: told of each slave admitted;
         `status_updates`: a slave's updates; `churn`, `messages`: what is counted of slaves
         and their heartbeats; `info`: what a slave is told of this master as it registers."""
@@ -87,6 +91,7 @@ class SlaveCalls:
         self.partitions, self.status_updates = partitions, status_updates
         self.churn, self.messages, self.info = churn, messages, info
         self.listeners, self.request_round, self.log = listeners, request_round, log
+        self.ids = ids
         # slaves whose record is being written: what their Register said (a retry that
         # says the same waits for the first's answer)
         self._writing: dict[str, tuple[object, ...]] = {}
@@ -402,6 +407,20 @@ class SlaveCalls:
         for (framework_id, task_id), r in reported.items():
             if (framework_id, task_id) in slave.tasks:
                 continue
+            if not self.ids.launched(r.proof, framework_id, task_id, slave.slave_id):
+                # not launched on this slave by this cluster: not booked as its framework's
+                # (the slave that runs it may not be back yet: after a failover the first
+                # to name a task had it), but what it uses here is held, by nobody
+                self.outbox.count_refused("forbidden")
+                self.log.warning(
+                    "slave.unproven_task",
+                    slave_id=slave.slave_id,
+                    principal=slave.principal,
+                    framework_id=framework_id,
+                    task_id=task_id,
+                )
+                self._orphan(slave.slave_id, r, UNPROVEN)
+                continue
             owner = self.books.frameworks.get(framework_id)
             if owner is not None and task_id in owner.unreachable:
                 self.partitions.task_back(owner, slave, r)  # partition-aware: it carries on
@@ -464,7 +483,7 @@ class SlaveCalls:
         """A task kept for a framework not here (or not the one the slave names): its
         resources held, by nobody, until that framework's principal subscribes."""
         orphans = self.books.orphans.setdefault(r.framework_id, [])
-        if any(o.task.task_id == r.task.task_id for o in orphans):
+        if any(o.task.task_id == r.task.task_id and o.slave_id == slave_id for o in orphans):
             return
         found = executor_key(r.task, slave_id)
         first = not any(executor_key(o.task, o.slave_id) == found for o in orphans)

@@ -75,10 +75,12 @@ class Subscriptions:
                 self.offers.rescind(record)
 
     async def on_subscribe(self, msg: Subscribe, caller: Caller) -> None:
-        """A Subscribe is written to the registry before it is answered; the calls after
-        it are read meanwhile (every principal's: a tenant's Subscribe held the master's
-        intake for as long as a slow ZooKeeper took to write it). A retry from the same
-        inbox meanwhile is the first's: its answer answers both."""
+        """A Subscribe is written to the registry before it is answered. A new
+        framework's write goes on in the background, the calls after it read meanwhile
+        (every principal's: a tenant's new frameworks held the master's intake for as long
+        as a slow ZooKeeper took to write each); a retry from the same inbox meanwhile is
+        the first's, whose answer answers both. A known framework's is waited for: its
+        calls after it must find it subscribed again (its capabilities, its inbox)."""
         if (caller.principal, msg.inbox) in self._writing:
             return
         problem = self._problem(msg, caller)
@@ -101,9 +103,13 @@ class Subscriptions:
             roles=fw.roles if fw else msg.roles,
             failover_timeout=self._failover_timeout(msg),
         )
+        write = self.recorder.framework(framework_id, record, caller)
+        if fw is not None:  # (its calls after this one must find it subscribed: waited for)
+            if await write:
+                self._subscribed(msg, caller, framework_id, known=True)
+            return
         writing = (caller.principal, msg.inbox)
         self._writing[writing] = framework_id
-        write = self.recorder.framework(framework_id, record, caller)
 
         async def subscribe() -> None:
             try:
@@ -111,7 +117,7 @@ class Subscriptions:
             finally:
                 del self._writing[writing]
             if written:
-                self._subscribed(msg, caller, framework_id, known=fw is not None)
+                self._subscribed(msg, caller, framework_id, known=False)
 
         self.recorder.in_background(subscribe(), "Subscribe", framework_id=framework_id)
 

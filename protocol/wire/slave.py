@@ -25,6 +25,8 @@ from protocol.wire.values import (
 
 MAX_HEARTBEATS = 4096  # slaves in one Heartbeats (some 100 KB)
 
+PROOF_MOST = 64  # characters of a task's launch proof (an HMAC's hex digits)
+
 
 class Heartbeats(Wire):
     """Slave process -> master: the heartbeats of its logical slaves (slave.fleet), read
@@ -39,6 +41,7 @@ class RunningTask(Wire):
     framework_id: Id
     task: TaskInfo
     state: TaskState
+    proof: str = Field(default="", max_length=PROOF_MOST)  # the launch's (RunTask.proof)
 
 
 class EndingTask(Wire):
@@ -159,6 +162,10 @@ class RunTask(Wire):
     # policy's, held to the slave's most, else the slave's default), which a kill its
     # executor makes itself (its health check's) gives it; ignored from a master
     kill_grace: float | None = Field(default=None, ge=0, le=MAX_KILL_GRACE)
+    # the master's proof that it launched this task on this slave, kept with the task and
+    # shown when the slave registers again (a new leader books a task it did not launch
+    # only with it); "" on an insecure cluster
+    proof: str = Field(default="", max_length=PROOF_MOST)
 
 
 class RunTasks(Wire):
@@ -178,6 +185,15 @@ class RunTasks(Wire):
     # the framework hears TASK_KILLING as a kill of these tasks begins, whoever kills
     # them (its TASK_KILLING_STATE capability): a health check's kill too
     killing: bool = False
+    proofs: list[str] = Field(default_factory=list)  # each task's (RunTask.proof), or none
+
+    @model_validator(mode="after")
+    def _one_proof_a_task(self) -> RunTasks:
+        if self.proofs and len(self.proofs) != len(self.tasks):
+            raise ValueError(f"{len(self.proofs)} proofs for {len(self.tasks)} tasks")
+        if any(len(p) > PROOF_MOST for p in self.proofs):
+            raise ValueError(f"a task's proof is at most {PROOF_MOST} characters")
+        return self
 
     def each(self) -> list[RunTask]:
         """One RunTask a task. (Built by validating: its task passes through as it is, and
@@ -189,8 +205,9 @@ class RunTasks(Wire):
                 task=task,
                 principal=self.principal,
                 killing=self.killing,
+                proof=proof,
             )
-            for task in self.tasks
+            for task, proof in zip(self.tasks, self.proofs or [""] * len(self.tasks), strict=True)
         ]
 
 
