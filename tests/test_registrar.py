@@ -11,10 +11,17 @@ from typing import Any
 
 import msgpack
 import pytest
-from kazoo.exceptions import NodeExistsError, NoNodeError, RolledBackError
+from kazoo.exceptions import ConnectionLoss, NodeExistsError, NoNodeError, RolledBackError
 
-from master.ha.registry import MemoryStore, Registry
-from master.ha.zookeeper import BUCKETS, Fenced, ZkStore
+from master.ha.registry import MemoryStore, RecordTooLarge, Registry
+from master.ha.zookeeper import (
+    BUCKETS,
+    MAX_NODE_BYTES,
+    MAX_TRANSACTION_BYTES,
+    Fenced,
+    ZkStore,
+    bucket_of,
+)
 from master.master import Master
 from protocol.transport.base import Transport
 from protocol.transport.memory import MemoryBroker
@@ -126,7 +133,9 @@ class FakeZk:
     def __init__(self) -> None:
         self.nodes: dict[str, bytes] = {}
         self.commits: list[int] = []  # ops in each transaction, the fence's check left out
+        self.sent: list[int] = []  # each transaction's bytes of paths and data
         self.fenced = False
+        self.drops = 0  # transactions to come that lose the connection (nothing written)
 
     def transaction(self) -> FakeTransaction:
         return FakeTransaction(self)
@@ -165,6 +174,10 @@ class FakeTransaction:
 
     def commit(self) -> list[Any]:
         self.zk.commits.append(len(self.ops) - 1)
+        self.zk.sent.append(sum(len(path) + len(data or b"") for _, path, data in self.ops))
+        if self.zk.drops:  # (as ZooKeeper past its jute.maxbuffer: the connection dropped)
+            self.zk.drops -= 1
+            raise ConnectionLoss()
         nodes, results = dict(self.zk.nodes), list[Any]()
         for op, path, data in self.ops:
             result: Any = True
@@ -258,3 +271,55 @@ async def test_a_deposed_leader_writes_nothing_and_every_caller_hears_it() -> No
     assert not zk.nodes
     with pytest.raises(Fenced):
         await store.put("slave/x", {})
+
+
+def same_bucket(key: str, n: int) -> list[str]:
+    """`n` slaves' keys whose records share `key`'s bucket."""
+    found = (f"slave/n{i}" for i in range(10**6))
+    return [k for k in found if bucket_of(k) == bucket_of(key)][:n]
+
+
+async def test_a_record_its_bucket_cannot_hold_is_refused_alone() -> None:
+    """A write that would put a node past MAX_NODE_BYTES (ZooKeeper drops a connection
+    whose request is past 1 MB: a leader's term) is refused, not sent; the records
+    asked for with it, of the same bucket, are written."""
+    store, zk = zk_store()
+    with pytest.raises(RecordTooLarge):  # one record over the bound on its own
+        await store.put("slave/huge", {"hostname": "h" * MAX_NODE_BYTES})
+    assert zk.commits == []
+    a, b, c = same_bucket("slave/huge", 3)
+    half = {"hostname": "h" * (MAX_NODE_BYTES // 2)}
+    results = await asyncio.gather(
+        store.put(a, half), store.put(b, half), store.put(c, {"hostname": "c"}),
+        return_exceptions=True,
+    )  # fmt: skip
+    assert results[0] is None
+    assert results[2] is None
+    assert isinstance(results[1], RecordTooLarge), results
+    assert all(size <= MAX_NODE_BYTES for size in map(len, zk.nodes.values()))
+    assert (await zk_store_on(zk).load()).keys() == {a, c}
+
+
+async def test_a_failed_write_leaves_its_bucket_as_last_written() -> None:
+    """The leader keeps each bucket as ZooKeeper has it: a record whose write failed is
+    not in the next write of its bucket (it would fail that one too, or be kept unasked)."""
+    store, zk = zk_store()
+    a, b, c = same_bucket("slave/a", 3)
+    await store.put(a, {"principal": "p"})
+    zk.drops = 1
+    with pytest.raises(ConnectionLoss):
+        await store.put(b, {"principal": "p"})
+    await store.put(c, {"principal": "p"})
+    assert (await zk_store_on(zk).load()).keys() == {a, c}
+
+
+async def test_a_transaction_stays_under_zookeepers_packet_limit() -> None:
+    """Records of 100 KB each, asked for together: each transaction holds what fits in
+    MAX_TRANSACTION_BYTES (counted before a write joins it), never one past it."""
+    store, zk = zk_store()
+    big = {"name": "n" * 100_000}
+    await asyncio.gather(*(store.put(f"framework/f{i}", big) for i in range(30)))
+    assert len(zk.nodes) == 30
+    assert max(zk.sent) <= MAX_TRANSACTION_BYTES < 1024 * 1024
+    assert sum(zk.commits) == 30
+    assert len(zk.commits) >= 30 * 100_000 // MAX_TRANSACTION_BYTES

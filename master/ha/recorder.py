@@ -10,7 +10,7 @@ from collections.abc import Coroutine
 from typing import Any
 
 from master.authz import Caller
-from master.ha.registry import FrameworkRecord, MaintenanceRecord, Registry
+from master.ha.registry import FrameworkRecord, MaintenanceRecord, RecordTooLarge, Registry
 from master.outbox import Outbox
 from protocol.wire.resources import Limit, Resources
 
@@ -60,6 +60,10 @@ class Recorder:
     async def _recorded(self, write: Coroutine[Any, Any, None], caller: Caller, about: str) -> bool:
         try:
             await write
+        except RecordTooLarge as e:  # (the sender's to shorten: saying so, not "try again")
+            self._log.warning("registry.too_large", about=about, key=e.key[:240], size=e.size)
+            self._outbox.refuse(caller, str(e), "too-large", about)
+            return False
         except Exception as e:
             self._log.error("registry.write_failed", about=about, error=repr(e))
             why = "the registry is unavailable: try again"

@@ -25,6 +25,19 @@ from protocol.wire.resources import Limit, Resources
 log = logs.get("registry")
 
 
+class RecordTooLarge(ValueError):
+    """A record the store cannot keep: its node (or the bucket it shares) would be past
+    the store's bound (ZooKeeper drops the connection of a request past its jute.maxbuffer,
+    1 MB: a leader's term). Refused alone: nothing of it is written, the rest goes on."""
+
+    def __init__(self, key: str, size: int, bound: int) -> None:
+        super().__init__(
+            f"the registry cannot keep {key[:240]!r}: its node would hold {size:,} bytes, "
+            f"more than {bound:,}"
+        )
+        self.key, self.size, self.bound = key, size, bound
+
+
 class Store(Protocol):
     async def load(self) -> dict[str, Any]: ...
 

@@ -33,14 +33,23 @@ from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError, Rolle
 from kazoo.recipe.lock import Lock
 
 from master.ha.leadership import LeadershipError, Term, next_epoch
+from master.ha.registry import RecordTooLarge
 from protocol import logs
 from protocol.transport.aio import cancel_and_wait, within
 
 log = logs.get("zookeeper")
 
 CONNECT_TIMEOUT = 15.0  # seconds a first connection may take before it is tried afresh
-MAX_BATCH = 500  # registry writes in one transaction (some 150 bytes each; ZooKeeper takes 1 MB)
-MAX_BATCH_BYTES = 512 * 1024  # and at most this much data in one (a bucket is some KB)
+MAX_BATCH = 500  # registry writes in one transaction (some 150 bytes each)
+# ZooKeeper takes a request of at most its jute.maxbuffer (1 MB, 0xfffff bytes, unless its
+# operator says more) and answers a longer one by dropping the client's connection: for a
+# leader, the end of its term. What we send stays well under it: a node's data at most
+# MAX_NODE_BYTES (a record that would put its node over is refused alone, RecordTooLarge),
+# and a transaction's data, paths and framing at most MAX_TRANSACTION_BYTES (counted
+# before a write joins it, never after).
+MAX_NODE_BYTES = 512 * 1024  # (a bucket of 100,000 slaves' records is some 2.5 KB)
+MAX_TRANSACTION_BYTES = 896 * 1024
+OP_FRAMING = 64  # bytes of an op besides its path and data, at most (type, lengths, ACL)
 # The slaves' records go in buckets, many to a node: a new leader reads 100,000 slaves'
 # records as BUCKETS nodes, not as 100,000 (one read each took 14.8 s at 50,000, before
 # it could announce itself). A slave's admission rewrites its bucket: some 25 records at
@@ -79,6 +88,32 @@ class Fenced(RuntimeError):
     """A registry write from a master that no longer leads."""
 
 
+def packed_size(key: str, value: bytes) -> int:
+    """The bytes of one entry of a bucket, packed (msgpack: `key` a str, `value` a bin)."""
+    k, v = len(key.encode()), len(value)
+    return (
+        k
+        + (1 if k < 32 else 2 if k < 256 else 3 if k < 65536 else 5)
+        + v
+        + (2 if v < 256 else 3 if v < 65536 else 5)
+    )
+
+
+MAP_HEADER = 5  # bytes of a msgpack map's header, at most
+
+
+class _Batch:
+    """The writes of one transaction: the callers' (in the order asked), the node writes
+    that carry them, and each bucket as it is once they are written (kept only then)."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, bytes | None, asyncio.Future[None]]] = []
+        self.nodes: dict[str, bytes | None] = {}
+        self.buckets: dict[str, dict[str, bytes]] = {}  # bucket key: its entries, packed
+        self.sizes: dict[str, int] = {}  # bucket key: its entries' packed bytes
+        self.size = 0  # the transaction's bytes so far (data, paths and framing)
+
+
 class ZkStore:
     """The registry's entries as znodes; writes are fenced by the leader's election node."""
 
@@ -87,7 +122,10 @@ class ZkStore:
         self.path = path
         self.fence = fence  # the election node whose existence proves we still lead
         self._known: set[str] = set()  # the node keys that exist
-        self._buckets: dict[str, dict[str, bytes]] = {}  # bucket key: its entries, packed
+        # bucket key: its entries as ZooKeeper has them (as last read or written), packed;
+        # a write that failed leaves them as they were
+        self._buckets: dict[str, dict[str, bytes]] = {}
+        self._sizes: dict[str, int] = {}  # bucket key: its entries' packed bytes (when known)
         self._waiting: list[tuple[str, bytes | None, asyncio.Future[None]]] = []
         self._writer: asyncio.Task[None] | None = None
         self.batches = 0  # transactions (or batches written one at a time) so far
@@ -134,16 +172,14 @@ class ZkStore:
 
     async def _queued(self, key: str, data: bytes | None) -> None:
         """As Mesos's registrar: the writes asked for while one batch is on its way go
-        together in the next, one transaction (up to MAX_BATCH), in the order asked; each
-        caller returns once its own write is in ZooKeeper (or with its error)."""
+        together in the next, one transaction (up to MAX_BATCH, and MAX_TRANSACTION_BYTES),
+        in the order asked; each caller returns once its own write is in ZooKeeper (or
+        with its error: RecordTooLarge for a record its node cannot hold)."""
+        if data is not None:
+            size = len(data) if bucket_of(key) is None else packed_size(key, data) + MAP_HEADER
+            if size > MAX_NODE_BYTES:
+                raise RecordTooLarge(key, size, MAX_NODE_BYTES)
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        bucket = bucket_of(key)
-        if bucket is not None:  # (its bucket is packed when written, with all it holds then)
-            entries = self._buckets.setdefault(bucket, {})
-            if data is None:
-                entries.pop(key, None)
-            else:
-                entries[key] = data
         self._waiting.append((key, data, done))
         if self._writer is None or self._writer.done():
             self._writer = asyncio.create_task(self._write_batches(), name="zk-registry-writes")
@@ -151,15 +187,20 @@ class ZkStore:
 
     async def _write_batches(self) -> None:
         while self._waiting:
-            batch, nodes = self._next_batch()
-            writes = list(nodes.items())
+            batch = self._next_batch()
+            if not batch.calls:  # (each of them refused)
+                continue
+            writes = list(batch.nodes.items())
             try:
                 failed = await asyncio.to_thread(self._write_many, writes)
-                errors = dict(zip(nodes, failed, strict=True))
+                errors = dict(zip(batch.nodes, failed, strict=True))
             except Exception as e:  # fenced, or ZooKeeper gone: every write of the batch
-                errors = dict.fromkeys(nodes, e)
+                errors = dict.fromkeys(batch.nodes, e)
             self.batches += 1
-            for key, _, done in batch:
+            for bucket, entries in batch.buckets.items():  # kept as written, or as they were
+                if errors[bucket] is None:
+                    self._buckets[bucket], self._sizes[bucket] = entries, batch.sizes[bucket]
+            for key, _, done in batch.calls:
                 if done.done():  # its caller gave up waiting
                     continue
                 error = next(filter(None, (errors[n] for n in self._nodes_of(key))), None)
@@ -168,32 +209,59 @@ class ZkStore:
                 else:
                     done.set_exception(error)
 
-    def _next_batch(
-        self,
-    ) -> tuple[list[tuple[str, bytes | None, asyncio.Future[None]]], dict[str, bytes | None]]:
-        """The next writes asked for (up to MAX_BATCH, and MAX_BATCH_BYTES of data), and
-        the node writes that carry them: a bucket written once however many of its
-        entries changed, with all of them as they are now."""
-        nodes: dict[str, bytes | None] = {}
-        size, taken = 0, 0
-        for key, data, _ in self._waiting[:MAX_BATCH]:
-            if taken and size > MAX_BATCH_BYTES:
+    def _next_batch(self) -> _Batch:
+        """The next writes asked for (up to MAX_BATCH, and MAX_TRANSACTION_BYTES), and the
+        node writes that carry them: a bucket written once however many of its entries
+        changed, as the last write left it with these changes. A write that would put its
+        bucket past MAX_NODE_BYTES is refused alone (RecordTooLarge), the others go on."""
+        batch, used = _Batch(), 0
+        for key, data, done in self._waiting:
+            if len(batch.calls) == MAX_BATCH:
                 break
-            taken += 1
             bucket = bucket_of(key)
             if bucket is None:
-                nodes[key] = data
-                size += len(data or b"")
-                continue
-            if key in self._known:  # a node of its own, from before buckets: it goes
-                nodes[key] = None
-            if bucket not in nodes:
-                entries = self._buckets.get(bucket)
-                packed = msgpack.packb(entries, use_bin_type=True) if entries else None
-                nodes[bucket] = packed
-                size += len(packed or b"")
-        batch, self._waiting = self._waiting[:taken], self._waiting[taken:]
-        return batch, nodes
+                cost = len(data or b"") + len(self._node(key)) + OP_FRAMING
+                if batch.calls and batch.size + cost > MAX_TRANSACTION_BYTES:
+                    break
+                batch.nodes[key] = data
+            else:
+                first = bucket not in batch.buckets
+                entries = dict(self._buckets.get(bucket, {})) if first else batch.buckets[bucket]
+                before = self._bucket_size(bucket, entries) if first else batch.sizes[bucket]
+                size = before - (packed_size(key, entries[key]) if key in entries else 0)
+                size += 0 if data is None else packed_size(key, data)
+                if size + MAP_HEADER > MAX_NODE_BYTES:
+                    used += 1
+                    if not done.done():
+                        done.set_exception(RecordTooLarge(key, size + MAP_HEADER, MAX_NODE_BYTES))
+                    continue
+                own = key in self._known and key not in batch.nodes  # a node of its own,
+                # from before buckets: it goes
+                cost = size - (0 if first else before)
+                cost += (len(self._node(bucket)) + OP_FRAMING) if first else 0
+                cost += (len(self._node(key)) + OP_FRAMING) if own else 0
+                if batch.calls and batch.size + cost > MAX_TRANSACTION_BYTES:
+                    break
+                if data is None:
+                    entries.pop(key, None)
+                else:
+                    entries[key] = data
+                batch.buckets[bucket], batch.sizes[bucket] = entries, size
+                if own:
+                    batch.nodes[key] = None
+            batch.size += cost
+            batch.calls.append((key, data, done))
+            used += 1
+        self._waiting = self._waiting[used:]
+        for bucket, entries in batch.buckets.items():
+            batch.nodes[bucket] = msgpack.packb(entries, use_bin_type=True) if entries else None
+        return batch
+
+    def _bucket_size(self, bucket: str, entries: dict[str, bytes]) -> int:
+        size = self._sizes.get(bucket)
+        if size is None:  # (counted once a leader first writes the bucket)
+            size = self._sizes[bucket] = sum(packed_size(k, v) for k, v in entries.items())
+        return size
 
     def _nodes_of(self, key: str) -> list[str]:
         bucket = bucket_of(key)
@@ -433,4 +501,4 @@ def _retrieved(future: asyncio.Future[Any]) -> None:
         future.exception()  # (an acquire cut short by close(): nothing to say)
 
 
-__all__ = ["Fenced", "LeadershipError", "ZkCandidate", "ZkStore", "ZkURL"]
+__all__ = ["Fenced", "LeadershipError", "RecordTooLarge", "ZkCandidate", "ZkStore", "ZkURL"]

@@ -1,4 +1,23 @@
-"""Who is asking the master's HTTP side: HTTP Basic against the credentials store."""
+"""Who is asking the master's HTTP side: HTTP Basic against the credentials store.
+
+A secret not seen before is checked by the store's PBKDF2 (10,000 rounds of SHA-512,
+some 10 ms of a core, on purpose), off the event loop. What anybody can send must not
+queue everybody's checks: a wrong guess costs its sender, not the others.
+
+- The same header asked again while its check runs waits for that check (one hash); a
+  header found wrong is refused without hashing for REFUSED_SECONDS, one found right is
+  let in for CACHE_SECONDS (until the store changes).
+- One check at a time per principal's name (names not in the store share one): a
+  request for a name whose check is under way is answered 429 with Retry-After at once,
+  without hashing. So a flood of guesses at one name holds one check, and a principal's
+  own check waits at most for one check of each other name.
+- At most CHECKS_AT_ONCE checks under way in all (429 past it), HASHING_AT_ONCE of them
+  hashing (threads of the loop's default executor, so that its other users -- the
+  registry's ZooKeeper calls, file reads -- are never all behind hashes).
+- The store is looked at twice a second, never behind a check: a check reads the hashes
+  as they were when it began, and a check begun before the store changed is not
+  remembered after.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +25,13 @@ import asyncio
 import base64
 import binascii
 import hashlib
+import json
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+from aiohttp import web
 
 from protocol.tooling.credentials import (
     CredentialsError,
@@ -21,83 +44,156 @@ CACHE_SECONDS = 60.0  # a checked password is trusted this long (hashing is slow
 # ... unless the store changed: looked at this often (a principal removed is refused
 # within it, its cached checks dropped)
 LOOK_EVERY = 0.5
+REFUSED_SECONDS = 5.0  # a header found wrong is refused this long without another hash
+REFUSED_KEPT = 10_000  # such headers remembered at most (the oldest forgotten first)
+HASHING_AT_ONCE = 2  # checks hashing at once (the machine's cores, at least)
+CHECKS_AT_ONCE = 32  # checks hashing or waiting to hash, in all
+RETRY_AFTER = 1  # seconds a client refused for a check under way is told to wait
+UNKNOWN = ""  # the one slot that names not in the store share (no name is empty)
+
+
+class TooManyChecks(web.HTTPTooManyRequests):
+    """A check of this name (or too many in all) under way: ask again after Retry-After."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(
+            text=json.dumps({"error": why}),
+            content_type="application/json",
+            headers={"Retry-After": str(RETRY_AFTER)},
+        )
+
+
+@dataclass(frozen=True)
+class _Store:
+    stamp: tuple[int, int] | None
+    hashes: Mapping[str, tuple[str, str]]  # name: (its secret's hash, its kind)
 
 
 class PrincipalAuth:
     """HTTP Basic against the store: operator principals, and framework principals (which
-    may read only their own tasks' files). A successful check is remembered (by a digest
-    of the header) for a minute, or until the store changes (looked at twice a second:
-    a removed principal is refused at once); checks run one at a time in a thread, so
-    guessing cannot starve the master."""
+    may read only their own tasks' files). See the module's docstring for what a check
+    costs whom."""
 
     KINDS = ("operator", "framework")
 
     def __init__(self, store: Path) -> None:
         self.store = store
-        self._stamp: tuple[int, int] | None = None
-        self._hashes: dict[str, tuple[str, str]] = {}  # name: (its secret's hash, its kind)
-        self._good: dict[bytes, tuple[Who, float]] = {}
-        self._lock = asyncio.Lock()
+        self._known = _Store(None, {})
+        self._generation = 0  # the store's reads that changed it, so far
+        self._good: dict[bytes, tuple[Who, float]] = {}  # header's digest: (who, until)
+        self._bad: dict[bytes, float] = {}  # header's digest: refused until (oldest first)
+        self._checks: dict[bytes, asyncio.Task[Who | None]] = {}  # header's digest: its check
+        self._names: set[str] = set()  # the names (or UNKNOWN) whose check is under way
+        self._hashing = asyncio.Semaphore(HASHING_AT_ONCE)
+        self._reloading = asyncio.Lock()  # (looks at the store: never held by a check)
         self._next_look = 0.0  # (monotonic) when to look at the store again
+        self.refused_busy = 0  # requests answered 429 without a check, so far
+        self.hashed = 0  # checks that hashed, so far
 
     def _stamp_now(self) -> tuple[int, int]:
         principals, passwd = self.store / "principals.json", self.store / "passwd"
         return principals.stat().st_mtime_ns, passwd.stat().st_mtime_ns
 
-    def _load(self) -> None:
-        principals, passwd = self.store / "principals.json", self.store / "passwd"
+    def _read(self, known: _Store) -> _Store:
+        """The store as it is now (`known` if unchanged). In a thread."""
         stamp = self._stamp_now()
-        if stamp == self._stamp:
-            return
+        if stamp == known.stamp:
+            return known
+        principals, passwd = self.store / "principals.json", self.store / "passwd"
         kinds = {n: p.kind for n, p in load_principals(principals).items()}
-        self._hashes = {
+        hashes = {
             n: (h, kinds[n]) for n, h in read_passwd(passwd).items() if kinds.get(n) in self.KINDS
         }
-        self._stamp = stamp
-        self._good.clear()
-
-    def _check(self, user: str, secret: str) -> str | None:
-        """The principal's kind, if `secret` is its own."""
-        self._load()
-        known = self._hashes.get(user)
-        return known[1] if known is not None and verify_secret(secret, known[0]) else None
+        return _Store(stamp, hashes)
 
     async def principal(self, header: str | None) -> Who | None:
+        """Who sent `header` (None: nobody we know); TooManyChecks (429) when a check of
+        its name is under way already, or CHECKS_AT_ONCE in all."""
         if not header or not header.startswith("Basic "):
             return None
         key = hashlib.sha256(header.encode()).digest()
         now = time.monotonic()
-        if now >= self._next_look:
+        if now >= self._next_look or self._known.stamp is None:  # (the first: waited for)
             self._next_look = now + LOOK_EVERY
             await self._reload()
         known = self._good.get(key)
         if known is not None and known[1] > now:
             return known[0]
+        if self._bad.get(key, 0.0) > now:
+            return None
+        running = self._checks.get(key)
+        if running is not None:  # the same header, asked again meanwhile: the same check
+            return await asyncio.shield(running)
         try:
             user, _, secret = base64.b64decode(header[6:], validate=True).decode().partition(":")
         except (binascii.Error, UnicodeDecodeError):
             return None
-        async with self._lock:
-            try:
-                kind = await asyncio.to_thread(self._check, user, secret)
-            except (OSError, CredentialsError):
+        store = self._known
+        name = user if user in store.hashes else UNKNOWN
+        if name in self._names or len(self._checks) >= CHECKS_AT_ONCE:
+            self.refused_busy += 1
+            raise TooManyChecks(
+                "a check of this principal's credentials is under way: ask again shortly"
+                if name in self._names
+                else "too many credentials checks under way: ask again shortly"
+            )
+        check = asyncio.ensure_future(self._check(key, name, user, secret, store))
+        self._checks[key] = check
+        self._names.add(name)
+        return await asyncio.shield(check)  # (a request gone away leaves it to finish)
+
+    async def _check(
+        self, key: bytes, name: str, user: str, secret: str, store: _Store
+    ) -> Who | None:
+        try:
+            generation = self._generation
+            # a name not in the store is hashed too (against another's hash), so that how
+            # long a refusal takes does not tell which names are principals
+            hashed, kind = store.hashes.get(user) or next(iter(store.hashes.values()), ("", ""))
+            ok = False
+            if hashed:  # (an empty store: nothing to hash against)
+                async with self._hashing:
+                    self.hashed += 1
+                    ok = await asyncio.to_thread(verify_secret, secret, hashed)
+            # (the store may have changed meanwhile: right only if its hash is still this)
+            if not ok or name == UNKNOWN or self._known.hashes.get(user) != (hashed, kind):
+                if generation == self._generation:  # (else it may be right by now)
+                    self._refuse(key)
                 return None
-        if kind is None:
-            return None
-        who = Who(user, kind)
-        self._good[key] = (who, now + CACHE_SECONDS)
-        return who
+            who = Who(user, kind)
+            self._good[key] = (who, time.monotonic() + CACHE_SECONDS)
+            return who
+        finally:
+            self._names.discard(name)
+            del self._checks[key]
+
+    def _refuse(self, key: bytes) -> None:
+        """Remember a wrong header for REFUSED_SECONDS (at most REFUSED_KEPT of them)."""
+        self._bad.pop(key, None)
+        self._bad[key] = time.monotonic() + REFUSED_SECONDS
+        while len(self._bad) > REFUSED_KEPT:
+            del self._bad[next(iter(self._bad))]
 
     async def _reload(self) -> None:
         """Re-read the store if it changed (off the loop), dropping every cached check:
         a principal removed (`drfmesos auth remove`) is asked for its secret again, and
-        refused."""
-        async with self._lock:
+        refused; a header refused before may be right now."""
+        looking = self._reloading.locked()  # (a look under way: this one would see the same)
+        if looking and self._known.stamp is not None:
+            return
+        async with self._reloading:  # (the first look, waited for by the first requests)
+            if looking and self._known.stamp is not None:
+                return
             try:
-                if await asyncio.to_thread(self._stamp_now) != self._stamp:
-                    await asyncio.to_thread(self._load)
+                store = await asyncio.to_thread(self._read, self._known)
             except (OSError, CredentialsError):
                 self._good.clear()  # (no store to check against: nothing cached stands)
+                return
+            if store is not self._known:
+                self._known = store
+                self._generation += 1
+                self._good.clear()
+                self._bad.clear()
 
 
 @dataclass(frozen=True)

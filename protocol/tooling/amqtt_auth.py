@@ -12,6 +12,8 @@ that it cannot take over anybody's session.
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
 import time
 import uuid
 from dataclasses import dataclass
@@ -31,6 +33,16 @@ from protocol.tooling.credentials import (
 )
 
 RELOAD_EVERY = 1.0  # seconds between looks at the files' modification times
+# A secret is checked by PBKDF2 (some 10 ms of a core, on purpose): in a thread, never on
+# the broker's loop (which every client's messages share), at most HASHING_AT_ONCE at a
+# time; the same credentials asked again while their check runs share it, and their
+# answer stands a while (the stored hash is part of what is remembered: a secret changed
+# or removed is checked afresh), so a client's reconnects and a repeated wrong guess cost
+# no hash.
+HASHING_AT_ONCE = 2
+TRUSTED_SECONDS = 60.0  # a right secret, remembered
+REFUSED_SECONDS = 5.0  # a wrong one, remembered
+REMEMBERED = 10_000  # answers kept at most (the oldest forgotten first)
 
 
 class _Watched:
@@ -73,15 +85,43 @@ class StoreAuthPlugin(BaseAuthPlugin):  # type: ignore[misc]
     def __init__(self, context: Any) -> None:
         super().__init__(context)
         self._passwd = _Watched(Path(self.config.store) / "passwd", read_passwd)
+        self._answers: dict[bytes, tuple[bool, float]] = {}  # (ok, until), oldest first
+        self._checks: dict[bytes, asyncio.Task[bool]] = {}
+        self._hashing = asyncio.Semaphore(HASHING_AT_ONCE)
 
     async def authenticate(self, *, session: Any) -> bool | None:
         username, secret = session.username, session.password
-        hashed = self._passwd.get().get(username) if username else None
-        ok = bool(hashed and secret and verify_secret(str(secret), hashed))
+        hashed: str | None = self._passwd.get().get(username) if username else None
+        ok = bool(hashed and secret) and await self._verified(
+            str(username), str(secret), str(hashed)
+        )
         if not ok or not _id_of(session.client_id, username):
             session.client_id = f"refused-{uuid.uuid4().hex}"
             return False
         return True
+
+    async def _verified(self, username: str, secret: str, hashed: str) -> bool:
+        key = hashlib.sha256("\0".join((username, hashed, secret)).encode()).digest()
+        known = self._answers.get(key)
+        if known is not None and known[1] > time.monotonic():
+            return known[0]
+        check = self._checks.get(key)
+        if check is None:
+            check = self._checks[key] = asyncio.ensure_future(self._check(key, secret, hashed))
+        return await asyncio.shield(check)  # (a client gone away leaves it to finish)
+
+    async def _check(self, key: bytes, secret: str, hashed: str) -> bool:
+        try:
+            async with self._hashing:
+                ok = await asyncio.to_thread(verify_secret, secret, hashed)
+            until = time.monotonic() + (TRUSTED_SECONDS if ok else REFUSED_SECONDS)
+            self._answers.pop(key, None)
+            self._answers[key] = (ok, until)
+            while len(self._answers) > REMEMBERED:
+                del self._answers[next(iter(self._answers))]
+            return ok
+        finally:
+            del self._checks[key]
 
 
 def _id_of(client_id: str, username: str) -> bool:

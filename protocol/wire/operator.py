@@ -23,6 +23,9 @@ class SetWeights(Wire):
         return weights
 
 
+MAX_QUOTA_RESOURCES = 100  # resources a quota's guarantee (or its limit) names
+
+
 class SetQuota(Wire):
     """Operator -> master: a role's quota (Mesos 1.9): what it is guaranteed and what it
     may hold at most. An empty guarantee and no limit clear it."""
@@ -30,6 +33,14 @@ class SetQuota(Wire):
     role: str = Field(min_length=1, max_length=200)
     guarantee: Resources = Field(default_factory=Resources)
     limit: Limit | None = None  # zeros kept: `cpus: 0` allows no cpus at all
+
+    @field_validator("guarantee", "limit")
+    @classmethod
+    def _few(cls, resources: Resources | None) -> Resources | None:
+        # (kept in the registry, a node of its own: names of up to 1,024 characters each)
+        if resources is not None and len(resources) > MAX_QUOTA_RESOURCES:
+            raise ValueError(f"a quota names at most {MAX_QUOTA_RESOURCES} resources")
+        return resources
 
 
 class MarkSlaveGone(Wire):

@@ -66,13 +66,25 @@ def counted(resources: Resources, discrete: Discrete) -> Resources:
 # in its state so an operator sees it, not only in the slave's log
 IsolationWarning = Annotated[str, Field(max_length=2048)]
 
+# What a slave says of itself is kept (its hostname in the registry, with its bucket's
+# others: docs/reference/bounds.md) and shown to everyone: bounded here, so that a slave
+# over a bound is refused with the rule, not by the registry's store
+MAX_HOSTNAME = 255  # characters, as a DNS name (253 and its dots' framing)
+MAX_ATTRIBUTES = 64  # a slave's attributes (Mesos's `--attributes`: rack, zone, os, ...)
+MAX_ATTRIBUTE_NAME = 128  # characters
+MAX_ATTRIBUTE_VALUE = 1024  # characters
+Hostname = Annotated[str, Field(max_length=MAX_HOSTNAME)]
+AttributeName = Annotated[str, Field(min_length=1, max_length=MAX_ATTRIBUTE_NAME)]
+AttributeValue = Annotated[str, Field(max_length=MAX_ATTRIBUTE_VALUE)]
+Attributes = Annotated[dict[AttributeName, AttributeValue], Field(max_length=MAX_ATTRIBUTES)]
+
 
 class Register(Wire):
     slave_id: Id
-    hostname: str
+    hostname: Hostname
     resources: Resources  # (its ranges and sets counted by size)
     discrete: Discrete = Field(default=NO_VALUES)  # their values: ports, ...
-    attributes: dict[str, str] = Field(default_factory=dict)
+    attributes: Attributes = Field(default_factory=dict)
     incarnation: str = ""
     isolation_warning: IsolationWarning = ""
 
@@ -84,10 +96,10 @@ class Register(Wire):
 
 class Reregister(Wire):
     slave_id: Id
-    hostname: str
+    hostname: Hostname
     resources: Resources  # (its ranges and sets counted by size)
     discrete: Discrete = Field(default=NO_VALUES)  # their values: ports, ...
-    attributes: dict[str, str] = Field(default_factory=dict)
+    attributes: Attributes = Field(default_factory=dict)
     incarnation: str = ""
     isolation_warning: IsolationWarning = ""
     tasks: list[RunningTask] = Field(default_factory=list)

@@ -1,0 +1,54 @@
+"""The embedded broker's password checks (protocol.tooling.amqtt_auth, review 54): PBKDF2
+off the broker's loop, and the same credentials hashed once while their answer stands,
+so a client's reconnects and a repeated wrong guess cost no hash."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from cluster.local.secure import provision
+from protocol.tooling import amqtt_auth
+from protocol.tooling.amqtt_auth import StoreAuthPlugin
+
+
+def session(username: str, password: str) -> Any:
+    return SimpleNamespace(username=username, password=password, client_id=username)
+
+
+async def test_checks_are_hashed_off_the_loop_and_once_per_credentials(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = provision(tmp_path / "auth", [("alice", "framework")])
+    context = SimpleNamespace(
+        config=StoreAuthPlugin.Config(store=str(store.path)), logger=logging.getLogger("t")
+    )
+    plugin = StoreAuthPlugin(context)
+    hashed_in: list[bool] = []  # whether each hash ran on the loop's thread
+    verify = amqtt_auth.verify_secret
+
+    def counted(secret: str, hashed: str) -> bool:
+        try:
+            asyncio.get_running_loop()
+            hashed_in.append(True)
+        except RuntimeError:
+            hashed_in.append(False)
+        return verify(secret, hashed)
+
+    monkeypatch.setattr(amqtt_auth, "verify_secret", counted)
+    secret = store.secret_file("alice").read_text().strip()
+    wrong = await asyncio.gather(
+        *(plugin.authenticate(session=session("alice", "x")) for _ in range(20))
+    )
+    assert wrong == [False] * 20
+    assert await plugin.authenticate(session=session("alice", "x")) is False
+    right = await asyncio.gather(
+        *(plugin.authenticate(session=session("alice", secret)) for _ in range(20))
+    )
+    assert right == [True] * 20
+    assert hashed_in == [False, False]  # one hash each, neither on the loop
