@@ -26,16 +26,34 @@ class Changes:
     def __init__(self) -> None:
         self._all: list[Listener] = []
         self._tasks: list[Listener] = []
+        # a listener's `wanted`: whether it takes events now (none: always)
+        self._wanted: dict[Listener, Callable[[], bool]] = {}
 
-    def listen(self, listener: Listener, *, tasks: bool = False) -> None:
+    def listen(
+        self, listener: Listener, *, tasks: bool = False, wanted: Callable[[], bool] | None = None
+    ) -> None:
+        """`wanted`: whether `listener` takes events now (the web UI's feed only while a
+        page watches): while no listener does, an event need not be built for them."""
         self._all.append(listener)
         if tasks:
             self._tasks.append(listener)
+        if wanted is not None:
+            self._wanted[listener] = wanted
 
     def unlisten(self, listener: Listener) -> None:
         for listeners in (self._all, self._tasks):
             if listener in listeners:
                 listeners.remove(listener)
+        self._wanted.pop(listener, None)
+
+    @property
+    def wanted(self) -> bool:
+        """Whether a listener takes events now."""
+        for listener in self._all:
+            wanted = self._wanted.get(listener)
+            if wanted is None or wanted():
+                return True
+        return False
 
     @property
     def tasks_wanted(self) -> bool:

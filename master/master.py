@@ -187,7 +187,7 @@ class Master:
         # what is said
         outbox = self.outbox = Outbox(bus, topics, books.slave_owners, self.messages, log)
         self.feed = LiveFeed()  # the web UI's pages (master.http.api)
-        outbox.changes.listen(self.feed.event)
+        outbox.changes.listen(self.feed.event, wanted=self.feed.watched)
         # what changes the books beside the handlers, and when
         recorder = Recorder(self.registry, outbox, log)
         self.offers = OfferBook(books, allocator, outbox)

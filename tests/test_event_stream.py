@@ -13,17 +13,21 @@ import sys
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
+from unittest.mock import MagicMock
 
 import msgpack
 
 from cluster.local.events import follow_events
 from cluster.local.view import operator_call
+from master.counters import MessageCounts
 from master.master import Master, MasterConfig
+from master.outbox import Outbox
 from protocol.tooling.brokers import BrokerURL, MosquittoBroker, QueueBounds, end_process
 from protocol.transport.aio import within
 from protocol.transport.bus import Bus
 from protocol.wire.codec import PROTOCOL_VERSION
-from protocol.wire.messages import ClusterEvent, Error, SetWeights, WatchEvents, Wire
+from protocol.wire.messages import ClusterEvent, Error, SetWeights, TaskState, WatchEvents, Wire
+from protocol.wire.resources import Resources
 from protocol.wire.topics import Topics
 
 from conftest import need_mosquitto
@@ -323,3 +327,30 @@ async def test_a_follower_that_fell_behind_is_told_how_many_events_it_missed() -
     finally:
         await broker.stop()
         broker.cleanup()
+
+
+def test_an_event_nobody_watches_is_built_when_the_recent_events_are_read() -> None:
+    """Unwatched, an event is kept as what makes it and built when read (a launch and a
+    release a task): the same event, with the time it was emitted; a listener that
+    takes events now has each built at once."""
+    outbox = Outbox(MagicMock(), Topics("t"), {}, MessageCounts(), MagicMock(), clock=lambda: 0.0)
+    heard: list[ClusterEvent] = []
+    watching = [False]
+    outbox.changes.listen(heard.append, wanted=lambda: watching[0])
+    before = time.time()
+    outbox.emit("release", framework_id="f", task_id="t", resources=Resources(cpus=1),
+                state=TaskState.FINISHED)  # fmt: skip
+    assert not heard
+    assert outbox.tasks_ended == {"TASK_FINISHED": 1}
+    watching[0] = True
+    outbox.emit("launch", framework_id="f", task_id="u")
+    assert [e.kind for e in heard] == ["launch"]
+    kept = list(outbox.recent_events)
+    assert [(e.kind, e.seq, e.state) for e in kept] == [
+        ("release", 1, TaskState.FINISHED),
+        ("launch", 2, None),
+    ]
+    assert before <= kept[0].timestamp <= kept[1].timestamp
+    assert kept[0].resources == Resources(cpus=1)
+    assert kept[1] is heard[0]
+    assert outbox.event_counts == {"release": 1, "launch": 1}

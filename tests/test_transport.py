@@ -15,6 +15,7 @@ from protocol.tooling.credentials import Principal, filter_allows
 from protocol.transport.base import Connector, Transport
 from protocol.transport.bus import Dispatcher
 from protocol.transport.memory import MemoryBroker
+from protocol.transport.message_counts import MessageCounts
 from protocol.wire.codec import PROTOCOL_VERSION, encode
 from protocol.wire.messages import (
     ALL_MESSAGES,
@@ -198,3 +199,30 @@ async def test_a_lost_connection_announces_its_will_and_a_clean_close_does_not()
         arrived = await gone.wait_for(Gone)
         assert (arrived.id, arrived.incarnation) == ("a-inbox", lost.incarnation)
         assert len(gone.of(Gone)) == 1
+
+
+async def test_a_routes_counted_wrapper_is_made_once_and_counts_each_outcome() -> None:
+    """One wrapper a route and kind, reused for every message (not made a message), each
+    run's outcome its own: handled, refused with its code, failed."""
+    counts = MessageCounts()
+    codes = iter(["", "forbidden", "boom"])
+
+    async def route(message: object, caller: object) -> None:
+        code = next(codes)
+        if code == "boom":
+            raise RuntimeError(code)
+        if code:
+            counts.refused("Ping", code)
+
+    wrapped = counts.counted(route, "Ping")
+    assert counts.counted(route, "Ping") is wrapped
+    assert counts.counted(route, "Pong") is not wrapped
+    await wrapped(None, None)
+    await wrapped(None, None)
+    with pytest.raises(RuntimeError):
+        await wrapped(None, None)
+    assert counts.outcomes == {
+        ("Ping", "handled", ""): 1,
+        ("Ping", "refused", "forbidden"): 1,
+        ("Ping", "failed", ""): 1,
+    }

@@ -73,6 +73,10 @@ class LiveFeed:
         self.history: deque[tuple[float, dict[str, list[float | None]]]] = deque(maxlen=HISTORY)
         self.names: dict[str, str] = {}  # of the frameworks in `history`, gone ones too
 
+    def watched(self) -> bool:
+        """Whether a page watches: the feed takes events only then."""
+        return bool(self.pages)
+
     def event(self, event: ClusterEvent) -> None:
         if self.pages and event.kind not in QUIET:
             self._events.append(event)

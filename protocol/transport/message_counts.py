@@ -19,9 +19,14 @@ _CURRENT: contextvars.ContextVar[_Outcome | None] = contextvars.ContextVar(
 )
 
 
-@dataclass
 class _Outcome:
-    code: str = ""  # the last refusal's code; "" if the call was handled
+    __slots__ = ("code",)
+
+    def __init__(self) -> None:
+        self.code = ""  # the last refusal's code; "" if the call was handled
+
+
+Route = Callable[[Any, Any], Awaitable[None]]
 
 
 @dataclass
@@ -32,6 +37,10 @@ class MessageCounts:
 
     received: Counter[str] = field(default_factory=Counter)
     outcomes: Counter[tuple[str, str, str]] = field(default_factory=Counter)
+    # each route's counted wrapper, made once (a party's routes are few and live as long)
+    _counted: dict[tuple[Route, str], Route] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
     def refused(self, kind: str, code: str) -> None:
         """A refusal: the current call's outcome, or one of its own outside a route."""
@@ -41,11 +50,15 @@ class MessageCounts:
         else:
             self.outcomes[(kind, "refused", code)] += 1
 
-    def counted(
-        self, route: Callable[[Any, Any], Awaitable[None]], kind: str
-    ) -> Callable[[Any, Any], Awaitable[None]]:
-        """`route`, its outcome counted when it runs (at once, or later by the throttle)."""
+    def counted(self, route: Route, kind: str) -> Route:
+        """`route`, its outcome counted when it runs (at once, or later by the throttle):
+        made once a route and kind, not once a message."""
+        made = self._counted.get((route, kind))
+        if made is None:
+            made = self._counted[route, kind] = self._count(route, kind)
+        return made
 
+    def _count(self, route: Route, kind: str) -> Route:
         async def run(message: Any, caller: Any) -> None:
             outcome = _Outcome()
             token = _CURRENT.set(outcome)
