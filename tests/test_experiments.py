@@ -269,14 +269,19 @@ def test_swapping_is_steep_and_falls_on_the_big_tasks() -> None:
 
 
 def test_the_papers_7_2_cpu_only_fairness_runs_far_fewer_large_jobs_than_drf() -> None:
-    """§7.2: CPU-only fair sharing overcommits memory, and the high-memory tasks page."""
+    """§7.2: CPU-only fair sharing overcommits memory, and the high-memory tasks page.
+    (Three seeds' jobs summed: one seed's small jobs under CPU-only sharing range from 0.70
+    to 1.0 of DRF's, over seeds 1-8.)"""
 
     def jobs(policy: str) -> tuple[int, int]:
-        spec = load_spec(EXAMPLES / "paper-7.2.yaml")
-        spec.master.policy = policy  # type: ignore[assignment]
-        summary = simulate(spec)[0].summary()["frameworks"]
-        small = sum(f["jobs_completed"] for n, f in summary.items() if n.startswith("small"))
-        large = sum(f["jobs_completed"] for n, f in summary.items() if n.startswith("large"))
+        small = large = 0
+        for seed in (1, 2, 3):
+            spec = load_spec(EXAMPLES / "paper-7.2.yaml")
+            spec.master.policy = policy  # type: ignore[assignment]
+            spec.run.seed = seed
+            summary = simulate(spec)[0].summary()["frameworks"]
+            small += sum(f["jobs_completed"] for n, f in summary.items() if n.startswith("small"))
+            large += sum(f["jobs_completed"] for n, f in summary.items() if n.startswith("large"))
         return small, large
 
     drf_small, drf_large = jobs("drf")

@@ -352,28 +352,33 @@ class Simulation:
         book = self.booked if self.overbooks else None
         workloads = self.workloads
         declines = None
+        declined: list[str] = []  # who declined an offer as it was made, once an offer
         if self.may_decline:
             booked_to: set[str] = set()  # frameworks offered what they launch on this round
             needs: dict[str, Mapping[str, int] | None] = {}  # ... and what the others need
+            decline = declined.append
 
             def declines(framework_id: str, free: Millis) -> bool:
                 """A framework launches nothing on an offer of `free` if its workload
                 takes nothing from it now -- known as the offer is made while nothing it
                 was offered earlier in the round is to be answered before it (until then
-                what it needs stands: asked once a round)."""
+                what it needs stands: asked once a round). Each asked is offered it: one
+                that declines is counted here (the round returns only offers taken)."""
                 if framework_id in booked_to:
                     return False
                 try:
                     need = needs[framework_id]
                 except KeyError:
                     need = needs[framework_id] = workloads[framework_id].need(t, book)
-                if need is None:
-                    return True
-                for k, v in need.items():  # (holds inlined: asked once an offer)
-                    if free.get(k, 0) < v:
-                        return True
-                booked_to.add(framework_id)
-                return False
+                if need is not None:
+                    for k, v in need.items():  # (holds inlined: asked once an offer)
+                        if free.get(k, 0) < v:
+                            break
+                    else:
+                        booked_to.add(framework_id)
+                        return False
+                decline(framework_id)
+                return True
 
         cycle, offered_at, follow, arrivals = (
             self.cycle,
@@ -381,22 +386,16 @@ class Simulation:
             self._follow,
             self._schedule_arrival,
         )  # (bound once: these run for every offer)
-        # frameworks told since their workload last changed: a decline changes nothing of
-        # it, so telling the cycle again what it wants (and when its next job comes) would
-        # change nothing either
-        told: set[str] = set()
         offers = cycle.round(t, declines, refuse).offers
-        self.offers += len(offers)
+        self.offers += len(offers) + len(declined)
+        self.declines += len(declined)
+        for fid in dict.fromkeys(declined):  # (declined as they were made: told once)
+            offered_at[fid] = t
+            arrivals(fid)
+            follow(fid, t)
         for a in offers:
             fid = a.framework_id
             offered_at[fid] = t
-            if a.declined:  # (declined as it was made, its filter set: counted)
-                self.declines += 1
-                if fid not in told:
-                    told.add(fid)
-                    arrivals(fid)
-                    follow(fid, t)
-                continue
             left = dict(a.resources.millis)
             tasks = workloads[fid].take_from(t, left, book)  # (left: what they did not use)
             group, ends = 0, -1.0  # tasks launched together that end together: one event
@@ -415,7 +414,6 @@ class Simulation:
                 cycle.decline(fid, a.slave_id, a.resources, refuse, t)
             elif any(left.values()):  # (what it did not use; used whole, nothing goes back)
                 cycle.decline(fid, a.slave_id, Resources.from_millis(left), refuse, t)
-            told.add(fid)
             arrivals(fid)
             follow(fid, t)
 

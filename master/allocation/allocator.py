@@ -35,6 +35,7 @@ from master.allocation.ledger import (
     AllocatorError,
     Declines,
     FrameworkBook,
+    Refused,
     SlaveBook,
     anything,
     first_wanting,
@@ -62,7 +63,6 @@ from master.allocation.role_settings import RoleSettings
 from master.allocation.role_tree import TREE_POLICIES, RoleTree
 from master.allocation.shared import NOTHING, Copies, Split
 from master.allocation.sorter import Millis, Sorter, Total
-from master.allocation.unbooked import Unbooked
 from master.allocation.visits import Visits
 from protocol.wire.reservations import base_of, shared_keys, stripped
 from protocol.wire.resources import (
@@ -402,9 +402,11 @@ class Allocator:
         slave left out would be offered to nobody, so this is the full round's result at
         a fraction of its cost. `full` visits every slave; `slave_ids` just those.
         `room`: how many more offers a framework may be given (`offer_room`).
-        `declines`: offers it says are declined whole are not booked (`unbooked`), where
-        no quota or bound could tell; each is refused at once for `refuse_seconds`, the
-        filter `recover` would set had it been booked and given back.
+        `declines`: whether a framework would decline an offer whole, asked as the round
+        makes it (`ledger.Declines`): such an offer is never booked and counts nowhere, its
+        framework refuses the slave for `refuse_seconds` (the filter `recover` would set
+        had it been booked and given back), and the slave is offered on down the order
+        -- where no quota or bound could tell (there every offer is booked).
 
         The garbage collector waits for the round's end (`PausedCollector`).
         """
@@ -419,18 +421,7 @@ class Allocator:
                     bound.end()
             if declines is None or self.quotas:
                 return self._round(now, slave_ids, full, None)
-            frameworks, slaves, refuse = self.frameworks, self.slaves, self._refuse
-
-            def refused(framework_id: str, slave_id: str, offered: Mapping[str, int]) -> None:
-                refuse(frameworks[framework_id], slaves[slave_id], offered, refuse_seconds, now)
-
-            unbooked = Unbooked(
-                declines, refused, self._role_frameworks, self._role_order, frameworks
-            )
-            try:
-                return self._round(now, slave_ids, full, None, unbooked)
-            finally:
-                unbooked.end()
+            return self._round(now, slave_ids, full, None, declines, refuse_seconds)
 
     def _ask_hopeless(self) -> None:
         """Frameworks whose offer filters fit no slave leave the order, and come back
@@ -465,7 +456,8 @@ class Allocator:
         slave_ids: list[str] | None,
         full: bool,
         room: OfferRoom | None,
-        unbooked: Unbooked | None = None,
+        declines: Declines | None = None,
+        refuse_seconds: float | None = None,
     ) -> list[Allocation]:
         order = self._visits.due(now, self.slaves, slave_ids, full)
         allocations: list[Allocation] = []
@@ -486,9 +478,14 @@ class Allocator:
         else:
             # (a framework at its room leaves the order mid-round, which `lone` does not see)
             lone = self._lone if room is None else None
-            pick = first_wanting(*books, floored=floored is not None or worth is floor, lone=lone)
-            if unbooked is not None:  # (holds and reservations pick otherwise: booked)
-                pick = unbooked.picking(pick, allocations.append)
+            refused = self._refused_in_walk(now, refuse_seconds) if declines else None
+            pick = first_wanting(
+                *books,
+                floored=floored is not None or worth is floor,
+                lone=lone,
+                declines=declines,  # (holds and reservations pick otherwise: booked)
+                refused=refused,
+            )
         # (bound once: these run for every slave)
         give, offered, resources_of = self._give, allocations.append, Resources.from_millis
         multi = self.clients.owner
@@ -532,6 +529,27 @@ class Allocator:
             if room is not None:
                 room.given(framework_id)
         return allocations
+
+    def _refused_in_walk(self, now: float, refuse_seconds: float | None) -> Refused:
+        """What a round's walk does with those that declined a slave as it offered it to
+        them (`ledger.first_wanting`): each refuses it for `refuse_seconds`; with no
+        filter, a slave nobody took is offered again by the next round, as a slave given
+        back is."""
+        slaves, refuse, until = (
+            self.slaves,
+            self._refusing.refused_in_walk,
+            now + (refuse_seconds or 0),
+        )
+
+        def refused(
+            decliners: list[str], slave_id: str, free: Millis, nobody: bool, everyone: bool
+        ) -> None:
+            if refuse_seconds:
+                refuse(decliners, slaves[slave_id], until, now, nobody, everyone)
+            elif nobody:
+                self._visits.visit(slave_id)
+
+        return refused
 
     def _offer_reserved(
         self,

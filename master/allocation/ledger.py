@@ -30,15 +30,20 @@ class Allocation(NamedTuple):
     slave_id: str
     resources: Resources
     role: str | None = None
-    # declined as it was made (a round's `declines` said its framework would launch
-    # nothing on it): never booked, and refused already (its decline filter set)
-    declined: bool = False
 
 
 Declines = Callable[[str, Millis], bool]
 """Whether a framework would decline an offer of these free resources whole, asked as a
-round picks it (the simulator's frameworks answer at once, so it knows): such an offer is
-not booked, only counted in the order's books until the round ends."""
+round picks it (the simulator's frameworks answer at once, so it knows). Such an offer was
+never outstanding: it is not booked and counts nowhere (no share, no allocation in the
+tie-break); its framework refuses the slave (`Refused`) and the round offers the slave
+on to the next in order, as the master's next round would once the decline is back."""
+
+Refused = Callable[[list[str], str, Millis, bool, bool], None]
+"""Frameworks that declined a slave's free resources as one walk offered them in turn
+(`Declines`), the slave, those free resources, whether nobody took them, and whether
+every framework wanting offers refuses them now (the walk passed each for a decline,
+now or standing: known so only from a walk of roles side by side)."""
 
 
 @dataclass(slots=True)
@@ -231,6 +236,8 @@ def first_wanting(
     floor: Floor,
     floored: bool = False,
     lone: Mapping[str, Refusals] | None = None,
+    declines: Declines | None = None,
+    refused: Refused | None = None,
 ) -> Callable[[str, Millis, float], Picked]:
     """A round's pick without quotas: the first framework in order that wants the slave
     gets all of it. Each role's order is read in place, and the one function `first` is
@@ -238,39 +245,82 @@ def first_wanting(
     no closure made per slave). `floor` is the master's minimum offer; `floored`: every
     slave the round asks about holds it already. `lone`: slaves every framework in the
     order refuses, or all but one (`master.allocation.lone`): nobody, or that one alone,
-    is asked."""
+    is asked.
+
+    `declines` (with `refused`): each framework the walk would offer the slave to is asked
+    whether it would decline it; one that would is passed over as one refusing it is, and
+    the walk goes on, so the slave goes to the first that takes it, or to nobody. Those
+    that declined are told to `refused` once the walk is over (their filters set then:
+    the walk reads none of them again). Roles side by side are walked once, asking each
+    framework as it is met; on a tree, whose walk may look at a role it does not choose,
+    only the framework chosen is asked, and the walk made again past it if it declines."""
     slave_id = ""  # the slave of the moment, and what it has free (set by `pick`)
     free: Millis = {}
     enough = False  # whether it is the master's minimum
+    asking = declines is not None and not roles.hierarchical  # (asked in the walk)
+    rewalk = declines is not None and roles.hierarchical  # (asked of the one chosen)
+    decliners: list[str] = []  # those that declined the slave of the moment
+    unasked = False  # whether the walk passed one over for what it is, not a decline
 
     def wanted(framework_id: str) -> bool:
         # wants_offer's usual answers without the call: the master's minimum or its own
         # offer filters held, and nothing declined here -- or a decline standing (a round
         # passes over a framework for every slave it declined)
+        nonlocal unasked
         fw = frameworks[framework_id]
         minimum = fw.min_allocatable
         if minimum is None:
-            if not enough:
-                return wants_offer(fw, slave_id, free, now, floor)
+            if not enough and not wants_offer(fw, slave_id, free, now, floor):
+                unasked = True  # (or a decline: not told apart here)
+                return False  # (else any filter it had is gone: the one below is None)
         elif not (fits_one(free, minimum) if minimum else anything(free)):
+            unasked = True
             return False  # (can_use)
         f = fw.filters.get(slave_id)
-        if f is None:
+        if f is not None:
+            if f.expires > now and (free == f.refused or within(free, f.refused)):
+                return False
+            del fw.filters[slave_id]  # expired, or more is free than was refused (`declined`)
+        if asking:  # (declined_now inlined: once a framework the walk offers a slave)
+            if declines(framework_id, free):  # type: ignore[misc]
+                decliners.append(framework_id)
+                return False
             return True
-        if f.expires > now and (free == f.refused or within(free, f.refused)):
-            return False
-        del fw.filters[slave_id]  # expired, or more is free than was refused (`declined`)
-        return True
+        return not (rewalk and decliners and framework_id in decliners)
+
+    def declined_now(framework_id: str) -> bool:
+        if declines(framework_id, free):  # type: ignore[misc]
+            decliners.append(framework_id)
+            return True
+        return False
 
     def pick(visited: str, unallocated: Millis, _: float) -> Picked:
-        nonlocal slave_id, free, enough
-        slave_id, free = visited, unallocated
+        nonlocal slave_id, free, enough, unasked
+        slave_id, free, unasked = visited, unallocated, False
         enough = floored or floor(free)
+        chosen: str | None
         if lone and (refusals := lone.get(visited)) is not None:
             only = refusals.lapsed(free, now)
             if only is not None:  # (the others refuse it still)
-                return (only, free) if only != NOBODY and wanted(only) else None
+                if only == NOBODY or not wanted(only) or (rewalk and declined_now(only)):
+                    chosen = None
+                else:
+                    chosen = only
+                if decliners:
+                    refused(decliners, visited, free, chosen is None, False)  # type: ignore[misc]
+                    decliners.clear()
+                return (chosen, free) if chosen is not None else None
         chosen = roles.first_framework(role_frameworks, wanted)
+        if rewalk:
+            while chosen is not None and declined_now(chosen):
+                chosen = roles.first_framework(role_frameworks, wanted)
+        if decliners:  # (`refused` keeps no list: this one is cleared for the next)
+            # (a walk of roles side by side that found nobody passed over every framework
+            # wanting offers: with none passed over for what it is, each refuses it)
+            nobody = chosen is None
+            everyone = nobody and asking and not unasked
+            refused(decliners, visited, free, nobody, everyone)  # type: ignore[misc]
+            decliners.clear()
         return (chosen, free) if chosen is not None else None
 
     return pick

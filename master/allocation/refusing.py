@@ -70,6 +70,47 @@ class Refusing:
             if wanting:  # (nobody wanting offers: no round picks anyone)
                 self.lone[slave_id] = Refusals(refusals_lapse(wanting, slave_id), dict(free))
 
+    def refused_in_walk(
+        self,
+        decliners: list[str],
+        slave: SlaveBook,
+        until: float,
+        now: float,
+        nobody_took: bool,
+        everyone: bool = False,
+    ) -> None:
+        """`decliners` (frameworks wanting offers: the walk's) declined the slave's free
+        resources as one walk offered them in turn (`ledger.Declines`): each refuses them
+        until `until` -- one filter for them all, read in place by each, and one visit
+        when it lapses. `nobody_took`: the walk found nobody (else the slave's free
+        resources change now, and what stood on it goes); `everyone`: the walk passed
+        every framework wanting offers for a decline (then nobody need be asked)."""
+        slave_id, free = slave.slave_id, slave.unallocated
+        lone = self.lone.pop(slave_id, None)  # (what stood on it is asked anew)
+        shared = Filter(until, dict(free))  # (what each refused: the very free resources)
+        wanting, refused_by = self._wanting, slave.refused_by
+        for framework_id in decliners:
+            wanting[framework_id].filters[slave_id] = shared
+        refused_by.update(decliners)
+        self._visits.lapses.at(until, slave_id)
+        if not nobody_took:
+            return
+        if (
+            lone is not None
+            and len(decliners) == 1
+            and lone.free == free
+            and lone.refused_again(decliners[0], until, now)
+        ):
+            self.lone[slave_id] = lone  # (as `refuse` keeps it: the others' stand)
+            if lone.all_refuse(now):
+                self._visits.refused_by_all(slave_id)
+        elif everyone or (len(refused_by) >= len(wanting) and self._declined_by_all(slave, now)):
+            if everyone:  # (as `declined_by_all` keeps it)
+                slave.refused_by = set(wanting)
+            self._visits.refused_by_all(slave_id)
+            if wanting:
+                self.lone[slave_id] = Refusals(refusals_lapse(wanting, slave_id), dict(free))
+
     def _declined_by_all(self, slave: SlaveBook, now: float) -> bool:
         """Every framework that wants offers declined this slave's free resources and
         refuses them still (a round would offer them to nobody). Not with quotas or holds

@@ -236,14 +236,6 @@ class Sorter:
         if client.active and (client.entry is None or len(self._clients) > 1):
             self._pending[name] = client  # (_push inlined)
 
-    def counted(self, name: str, times: int) -> None:
-        """`times` allocations more, of resources that came straight back (offers
-        declined as a round made them: `unbooked`), for the tie-break alone."""
-        client = self._clients[name]
-        client.count += times
-        if client.active and (client.entry is None or len(self._clients) > 1):
-            self._pending[name] = client  # (_push inlined)
-
     def recount(self, name: str, resources: Resources, sign: int) -> None:
         """(A tree's: flat roles have no subtrees to count a shared volume's copies in twice.)"""
 

@@ -63,9 +63,11 @@ class OfferCycle:
 
         `declines` (a shell whose frameworks answer at once, the simulator's): whether a
         framework would launch nothing on an offer, asked as the round makes it; such an
-        offer comes back declined already (`Allocation.declined`, never booked, its
-        framework refusing that slave for `refuse_seconds` as `decline` would have it),
-        where the allocator can tell it apart (`Allocator.allocate`)."""
+        offer was never outstanding -- not booked, not in the plan, counted nowhere -- its
+        framework refuses that slave for `refuse_seconds` as `decline` would have it, and
+        the slave is offered on down the order in the same round, as the master's next
+        round would offer it once the decline is back (ROUND_BATCH later); where the
+        allocator can tell it apart (`Allocator.allocate`)."""
         a = self.allocator
         held = self.state.offers_held()
         slaves = len(a.slaves)
