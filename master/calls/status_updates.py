@@ -49,16 +49,7 @@ class StatusUpdates:
         known = fw.tasks.get(status.task_id)
         where = fw.slave_of(status.task_id)
         if where is not None and where != msg.slave_id:
-            self.outbox.refuse(
-                caller,
-                f"task {status.task_id} of framework {fw.framework_id} is on slave {where}, "
-                f"not {msg.slave_id}",
-                "forbidden",
-                "StatusUpdate",
-                slave_id=msg.slave_id,
-                framework_id=fw.framework_id,
-                task_id=status.task_id,
-            )
+            self._not_its(msg, caller, f"is on slave {where}, not {msg.slave_id}")
             return
         if status.uuid in fw.pending:
             self._latest_state(fw, known, msg)  # (a re-sent head may say the task ended)
@@ -85,16 +76,11 @@ class StatusUpdates:
             self.updates.ack_slave(msg.slave_id, fw.framework_id, status)
             return
         if not ours:
-            self.outbox.refuse(
+            self._not_its(
+                msg,
                 caller,
-                f"task {status.task_id} of framework {fw.framework_id} is not known on "
-                f"slave {msg.slave_id}: a slave reports the tasks it registered with, or "
-                "named as ending",
-                "forbidden",
-                "StatusUpdate",
-                slave_id=msg.slave_id,
-                framework_id=fw.framework_id,
-                task_id=status.task_id,
+                f"is not known on slave {msg.slave_id}: a slave reports the tasks it "
+                "registered with, or named as ending",
             )
             return
         task = fw.tasks.get(status.task_id)
@@ -118,6 +104,19 @@ class StatusUpdates:
             status = status.model_copy(update={"state": state, "reason": reason})
         self.updates.forward(fw, Update(status=status), msg.slave_id, relayed=True)
         self.outbox.state_changed()
+
+    def _not_its(self, msg: StatusUpdate, caller: Caller, why: str) -> None:
+        """A slave's update of a task that is not its to report: refused, not forwarded."""
+        task_id = msg.status.task_id
+        self.outbox.refuse(
+            caller,
+            f"task {task_id} of framework {msg.framework_id} {why}",
+            "forbidden",
+            "StatusUpdate",
+            slave_id=msg.slave_id,
+            framework_id=msg.framework_id,
+            task_id=task_id,
+        )
 
     def _latest_state(self, fw: Framework, task: Task | None, msg: StatusUpdate) -> None:
         """The task ended on its slave: its resources are free now, whatever updates of
