@@ -152,9 +152,12 @@ class ExecutorSide:
             await self._resize(executor, msg.task.resources)
         executor.tasks.add(msg.task.task_id)
         await self._checkpoint(record)
-        # (its kill grace: a kill the executor makes itself, its health check's, gives it)
+        # (its kill grace: a kill the executor makes itself, its health check's, gives it;
+        # the master's proof of the launch is the slave's to show, not the executor's)
         executor.send(
-            msg.model_copy(update={"sandbox": str(sandbox), "kill_grace": self._grace(record)})
+            msg.model_copy(
+                update={"sandbox": str(sandbox), "kill_grace": self._grace(record), "proof": ""}
+            )
         )
 
     def new_executor(self, msg: RunTask) -> Resources:
