@@ -35,7 +35,6 @@ class KeptResources:
         self.kept = Resources()
         self.total = configured
         self.loaded = False
-        self.orphans: list[Path] = []  # volume directories the file does not name (at load)
 
     async def load(self) -> None:
         """At start: the kept resources, made of the configured ones again."""
@@ -48,21 +47,23 @@ class KeptResources:
         except FileNotFoundError:
             return None
 
-    def _take(self, raw: str | None, on_disk: list[Path]) -> None:
+    def _take(self, raw: str | None, on_disk: list[Path]) -> list[Path]:
+        """What the file holds taken; the volume directories `on_disk` it does not name
+        are returned (a DESTROY's, cut short), for the caller to remove."""
         self.loaded = True
         if raw is None:
             if on_disk:  # (no file, yet volumes: left for a person to look at)
                 self.log.warning("volumes.unnamed", volumes=[str(d) for d in on_disk])
-            return
+            return []
         try:
             kept = Resources(json.loads(raw))
         except (ValueError, ResourceError) as e:
             self.log.error("resources.unreadable", path=str(self.path), error=str(e))
-            return
+            return []
+        self._apply(kept)
         # (named by the file, even those the --resources no longer fit: their data stays)
         named = {volumes.volume_dir(self.work_dir, k) for k in volumes.volumes_of(kept)}
-        self.orphans = [d for d in on_disk if d not in named]
-        self._apply(kept)
+        return [d for d in on_disk if d not in named]
 
     async def keep(self, resources: Resources) -> None:
         """The master's word on what to keep (whole): written, then the total follows."""
@@ -93,14 +94,12 @@ async def load_all(kept: list[KeptResources]) -> None:
     CPU on the thread pool's hand-overs than on anything else at their start. Then the
     volume directories of DESTROYs a crash cut short are removed."""
     read = await asyncio.to_thread(lambda: [(k._read(), volumes.on_disk(k.work_dir)) for k in kept])
-    for k, (raw, on_disk) in zip(kept, read, strict=True):
-        k._take(raw, on_disk)
-    orphans = [d for k in kept for d in k.orphans]
-    if orphans:
-        await asyncio.to_thread(volumes.remove_dirs, orphans)
-        for k in kept:
-            if k.orphans:
-                k.log.warning("volumes.orphans_removed", volumes=[str(d) for d in k.orphans])
+    orphans = [(k, k._take(raw, on_disk)) for k, (raw, on_disk) in zip(kept, read, strict=True)]
+    if any(dirs for _, dirs in orphans):
+        await asyncio.to_thread(volumes.remove_dirs, [d for _, dirs in orphans for d in dirs])
+        for k, dirs in orphans:
+            if dirs:
+                k.log.warning("volumes.orphans_removed", volumes=[str(d) for d in dirs])
 
 
 def _write(path: Path, text: str) -> None:
