@@ -26,6 +26,7 @@ from protocol.wire.values import (
 MAX_HEARTBEATS = 4096  # slaves in one Heartbeats (some 100 KB)
 
 PROOF_MOST = 64  # characters of a task's launch proof (an HMAC's hex digits)
+Proof = Annotated[str, Field(max_length=PROOF_MOST)]
 
 
 class Heartbeats(Wire):
@@ -41,7 +42,7 @@ class RunningTask(Wire):
     framework_id: Id
     task: TaskInfo
     state: TaskState
-    proof: str = Field(default="", max_length=PROOF_MOST)  # the launch's (RunTask.proof)
+    proof: Proof = ""  # the launch's (RunTask.proof)
 
 
 class EndingTask(Wire):
@@ -177,7 +178,7 @@ class RunTask(Wire):
     # the master's proof that it launched this task on this slave, kept with the task and
     # shown when the slave registers again (a new leader books a task it did not launch
     # only with it); "" on an insecure cluster
-    proof: str = Field(default="", max_length=PROOF_MOST)
+    proof: Proof = ""
 
 
 class RunTasks(Wire):
@@ -197,14 +198,12 @@ class RunTasks(Wire):
     # the framework hears TASK_KILLING as a kill of these tasks begins, whoever kills
     # them (its TASK_KILLING_STATE capability): a health check's kill too
     killing: bool = False
-    proofs: list[str] = Field(default_factory=list)  # each task's (RunTask.proof), or none
+    proofs: list[Proof] = Field(default_factory=list)  # each task's (RunTask.proof), or none
 
     @model_validator(mode="after")
     def _one_proof_a_task(self) -> RunTasks:
         if self.proofs and len(self.proofs) != len(self.tasks):
             raise ValueError(f"{len(self.proofs)} proofs for {len(self.tasks)} tasks")
-        if any(len(p) > PROOF_MOST for p in self.proofs):
-            raise ValueError(f"a task's proof is at most {PROOF_MOST} characters")
         return self
 
     def each(self) -> list[RunTask]:
