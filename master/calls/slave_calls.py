@@ -411,14 +411,7 @@ class SlaveCalls:
                 # not launched on this slave by this cluster: not booked as its framework's
                 # (the slave that runs it may not be back yet: after a failover the first
                 # to name a task had it), but what it uses here is held, by nobody
-                self.outbox.count_refused("forbidden")
-                self.log.warning(
-                    "slave.unproven_task",
-                    slave_id=slave.slave_id,
-                    principal=slave.principal,
-                    framework_id=framework_id,
-                    task_id=task_id,
-                )
+                self._claim_refused("slave.unproven_task", slave, framework_id, task_id)
                 self._orphan(slave.slave_id, r, UNPROVEN)
                 continue
             owner = self.books.frameworks.get(framework_id)
@@ -441,14 +434,7 @@ class SlaveCalls:
             elsewhere = owner.tasks.get(task_id) if owner is not None else None
             if elsewhere is not None or r.task.slave_id != slave.slave_id:
                 # a task the master knows on another slave: this slave cannot claim it
-                self.outbox.count_refused("forbidden")
-                self.log.warning(
-                    "slave.claimed_foreign_task",
-                    slave_id=slave.slave_id,
-                    principal=slave.principal,
-                    framework_id=framework_id,
-                    task_id=task_id,
-                )
+                self._claim_refused("slave.claimed_foreign_task", slave, framework_id, task_id)
                 continue
             said = owners.get(framework_id)  # whose the slave says it is
             if owner is not None and said not in (None, owner.principal):
@@ -478,6 +464,18 @@ class SlaveCalls:
                     self.allocator.allocate_existing(framework_id, sid, executor.resources, role)
             else:  # nobody's here until its framework's principal comes for it
                 self._orphan(slave.slave_id, r, said)
+
+    def _claim_refused(self, event: str, slave: Slave, framework_id: str, task_id: str) -> None:
+        """A task a re-registering slave names is not booked as its framework's: counted
+        as refused, and logged as `event`."""
+        self.outbox.count_refused("forbidden")
+        self.log.warning(
+            event,
+            slave_id=slave.slave_id,
+            principal=slave.principal,
+            framework_id=framework_id,
+            task_id=task_id,
+        )
 
     def _orphan(self, slave_id: str, r: RunningTask, principal: str | None) -> None:
         """A task kept for a framework not here (or not the one the slave names): its
