@@ -134,6 +134,22 @@ async def reregister(slave: FakeSlave, tasks: list[RunningTask], owners: dict[st
     )
 
 
+async def alice_runs_t0_on_sa(
+    c: Failover,
+) -> tuple[FakeSlave, FakeSlave, FakeFramework, str, RunTask]:
+    """slave-a's host sa runs alice's t0 (she has heard it RUNNING); slave-b's host sb is
+    registered beside it. Returns sa, sb, alice, her framework id and t0's launch."""
+    sa = await c.slave("slave-a", "sa")
+    alice = await c.framework("alice")
+    fid = (await alice.subscribe("a", role="alice", failover_timeout=60)).framework_id
+    offer = await offer_on(alice, "sa")
+    await alice.accept(offer, [alice.task(offer, TASK, "t0")])
+    run = await sa.run_task()
+    sb = await c.slave("slave-b", "sb")
+    await alice.update_for("t0", TaskState.RUNNING)
+    return sa, sb, alice, fid, run
+
+
 async def offer_on(fw: FakeFramework, slave_id: str) -> Offer:
     def found() -> Offer | None:
         offers = (o for batch in fw.inbox.of(Offers) for o in batch.offers)
@@ -155,13 +171,7 @@ async def test_a_slave_cannot_take_another_slaves_task_in_the_failover_window(
     task's resources would be given twice (a launch on them the slave refuses, or runs
     over its limits), and t0's updates would be heard from the wrong slave."""
     async with failover_cluster(tmp_path) as c:
-        sa = await c.slave("slave-a", "sa")
-        alice = await c.framework("alice")
-        fid = (await alice.subscribe("a", role="alice", failover_timeout=60)).framework_id
-        offer = await offer_on(alice, "sa")
-        await alice.accept(offer, [alice.task(offer, TASK, "t0")])
-        run = await sa.run_task()
-        sb = await c.slave("slave-b", "sb")
+        sa, sb, alice, fid, run = await alice_runs_t0_on_sa(c)
         await eventually(lambda: c.held("sa") == TASK)
 
         await c.fail_over()
@@ -199,14 +209,7 @@ async def test_a_slave_cannot_end_another_slaves_task_in_the_failover_window(
     slave speaks for its own tasks only: an update of a task it did not bring back (nor
     said is ending) is not its to send."""
     async with failover_cluster(tmp_path) as c:
-        sa = await c.slave("slave-a", "sa")
-        alice = await c.framework("alice")
-        fid = (await alice.subscribe("a", role="alice", failover_timeout=60)).framework_id
-        offer = await offer_on(alice, "sa")
-        await alice.accept(offer, [alice.task(offer, TASK, "t0")])
-        run = await sa.run_task()
-        sb = await c.slave("slave-b", "sb")
-        await alice.update_for("t0", TaskState.RUNNING)
+        sa, sb, alice, fid, run = await alice_runs_t0_on_sa(c)
 
         await c.fail_over()
         alice.inbox.messages.clear()
