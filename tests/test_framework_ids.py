@@ -45,9 +45,11 @@ from protocol.wire.messages import (
     Reregister,
     RunningTask,
     RunTask,
+    ShutdownFramework,
     State,
     Subscribe,
     TaskState,
+    Teardown,
 )
 from protocol.wire.resources import Resources
 from protocol.wire.topics import Topics
@@ -313,6 +315,30 @@ async def test_a_framework_back_before_its_slave_gets_only_what_the_slave_says_i
         )
         assert error.code == "subscribe-refused"
         assert mid not in c.master.books.frameworks
+
+
+async def test_a_framework_torn_down_while_its_slave_was_away_holds_nothing_there_after(
+    tmp_path: Path,
+) -> None:
+    """The slave missed the ShutdownFramework (away when alice's framework was torn
+    down). When it comes back naming her tasks, it is told again, and nothing of the slave
+    is held for a framework that can never come for it: it is all offered again."""
+    async with cluster(tmp_path) as c:
+        alice = await c.framework("alice")
+        fid = (await alice.subscribe("a", role="alice")).framework_id
+        await run_tasks(c, alice, 3)
+        await alice.bus.publish(alice.to_master, Teardown(framework_id=fid))
+        await eventually(lambda: fid in c.master.books.removed)
+        shutdowns = len(c.slave.inbox.of(ShutdownFramework))
+        await c.reregister()  # (the fake slave kills nothing: it names all 3 again)
+        told = await c.slave.inbox.wait_count(ShutdownFramework, shutdowns + 1)
+        assert told[-1].framework_id == fid
+        assert not c.master.books.orphans
+        assert c.held("sa") == Resources()
+        mallory = await c.framework("mallory")
+        await mallory.subscribe("m", role="mallory")
+        offer = await mallory.next_offer()
+        assert offer.resources == c.slave.resources  # the whole slave, not 3 tasks less
 
 
 async def test_a_framework_back_after_a_restart_without_books_is_its_principals_again(
