@@ -87,7 +87,7 @@ class Removals:
         self.allocator.remove_framework(fw.framework_id)  # releases tasks and offers alike
         killed = len(fw.tasks)
         self.books.forget_framework(fw, why)
-        self.recorder.forget_framework(fw.framework_id)
+        self.recorder.forget_framework(fw.framework_id, fw.principal, why)
         self.listeners.tell_framework_gone(fw.framework_id)
         self.log.info(
             "framework.removed", framework_id=fw.framework_id, why=why, tasks_killed=killed

@@ -3,7 +3,8 @@
 After a failover the new leader knows the slaves of the registry and their principals,
 and no task: each slave brings its own back as it re-registers. A task the master knows
 on another slave is not a slave's to claim (`slave.claimed_foreign_task`), but in the
-failover window nobody's task is known yet, and the first slave to name it has it.
+failover window nobody's task is known yet, and the first slave to name it has it. And
+what a slave brings back of a framework removed before the failover is not kept.
 
 In process, on the memory transport with the credentials store's ACL: two slave
 principals (one of them a compromised host), alice's framework, and a new leader on the
@@ -25,14 +26,18 @@ from master.master import Master, MasterConfig
 from protocol.tooling.credentials import Store
 from protocol.transport.memory import MemoryBroker
 from protocol.wire.messages import (
+    Error,
     KillTask,
     Offer,
     Offers,
     Reregister,
     RunningTask,
     RunTask,
+    ShutdownFramework,
+    Subscribe,
     TaskInfo,
     TaskState,
+    Teardown,
     Update,
 )
 from protocol.wire.resources import Resources
@@ -281,3 +286,30 @@ async def test_a_slave_restarted_brings_its_tasks_back_to_a_new_leader_with_thei
         assert c.master.books.frameworks[fid].tasks["t0"].slave_id == "ra"
         assert not c.master.books.orphans.get(fid)
         assert c.held("ra") == TASK
+
+
+async def test_a_framework_torn_down_stays_removed_across_a_failover(tmp_path: Path) -> None:
+    """alice tears her framework down while slave-a's host is away (it misses the
+    shutdown), and the leader fails over. The new leader knows she was removed, as the old
+    one did: her framework id is refused as removed, and when slave-a's host comes back
+    naming t0 it is told to shut her framework down and nothing is held for t0 (before,
+    t0 was held by nobody for ever, and her id subscribed again as a new framework)."""
+    async with failover_cluster(tmp_path) as c:
+        sa, _, alice, fid, run = await alice_runs_t0_on_sa(c)
+        await alice.bus.publish(alice.to_master, Teardown(framework_id=fid))
+        await eventually(lambda: fid in c.master.registry.removed)
+
+        await c.fail_over()
+        shutdowns = len(sa.inbox.of(ShutdownFramework))
+        await reregister(sa, [running(run)], {fid: "alice"})
+        told = await sa.inbox.wait_count(ShutdownFramework, shutdowns + 1)
+        assert told[-1].framework_id == fid
+        assert c.held("sa") == Resources()
+        assert not c.master.books.orphans
+
+        errors = len(alice.inbox.of(Error))
+        again = Subscribe(name="a", role="alice", inbox="in", framework_id=fid)
+        await alice.bus.publish(alice.to_master, again)
+        error = (await alice.inbox.wait_count(Error, errors + 1))[errors]
+        assert error.code == "framework-removed"
+        assert fid not in c.master.books.frameworks

@@ -13,8 +13,10 @@ import msgpack
 import pytest
 from kazoo.exceptions import ConnectionLoss, NodeExistsError, NoNodeError, RolledBackError
 
-from master.ha.registry import MemoryStore, RecordTooLarge, Registry
+from master.ha import registry as registry_module
+from master.ha.registry import FrameworkRecord, MemoryStore, RecordTooLarge, Registry
 from master.ha.zookeeper import (
+    BUCKETED,
     BUCKETS,
     MAX_NODE_BYTES,
     MAX_TRANSACTION_BYTES,
@@ -323,3 +325,26 @@ async def test_a_transaction_stays_under_zookeepers_packet_limit() -> None:
     assert max(zk.sent) <= MAX_TRANSACTION_BYTES < 1024 * 1024
     assert sum(zk.commits) == 30
     assert len(zk.commits) >= 30 * 100_000 // MAX_TRANSACTION_BYTES
+
+
+async def test_removed_frameworks_are_kept_boundedly_in_a_few_nodes_and_read_oldest_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A framework's removal outlives its leader (a new one refuses it as removed, and shuts
+    its tasks down where a slave brings them back): kept beside the framework's record
+    dropped, at most REMOVED_KEPT of them (the oldest forgotten), in a few bucket nodes,
+    and read back oldest first."""
+    monkeypatch.setattr(registry_module, "REMOVED_KEPT", 300)
+    store, zk = zk_store()
+    registry = Registry(store)
+    for i in range(400):
+        await registry.add_framework(f"f{i}", FrameworkRecord(principal="alice"))
+    for i in range(400):
+        await registry.remove_framework(f"f{i}", "alice", f"torn down ({i})")
+    assert len(zk.nodes) <= BUCKETED["removed/"] + 2
+    again = Registry(zk_store_on(zk))
+    await again.load()
+    assert not again.frameworks
+    assert list(again.removed) == [f"f{i}" for i in range(100, 400)]
+    assert again.removed["f399"].why == "torn down (399)"
+    assert again.removed["f399"].principal == "alice"

@@ -72,8 +72,9 @@ class Recorder:
         return True
 
     # -- recorded in the background ----------------------------------------------------------
-    def forget_framework(self, framework_id: str) -> None:
-        write = self._registry.remove_framework(framework_id)
+    def forget_framework(self, framework_id: str, principal: str, why: str) -> None:
+        """Its record dropped, and its removal kept (a new leader refuses it too)."""
+        write = self._registry.remove_framework(framework_id, principal, why)
         self.in_background(write, "remove framework", framework_id=framework_id)
 
     def forget_slave(self, slave_id: str) -> None:

@@ -6,7 +6,9 @@ and are removed if they do not re-subscribe within their failover timeout (count
 the failover, and never shorter than `slave_reregister_timeout`); slaves of the registry
 are "recovering" until they re-register with their tasks, and those that do not within
 `slave_reregister_timeout` are removed: every framework is told the slave is lost, and
-reconciling a task on it answers TASK_LOST (reason: slave removed).
+reconciling a task on it answers TASK_LOST (reason: slave removed). The frameworks
+removed before stay removed: refused if they subscribe again, and their tasks shut down
+on the slaves that bring them back.
 """
 
 from __future__ import annotations
@@ -73,7 +75,11 @@ class Recovery:
             self.books.maintenance[slave_id] = Maintenance(
                 kept.drain, kept.max_grace_period, kept.mark_gone
             )
+        for framework_id, removal in self.registry.removed.items():  # (oldest first)
+            self.books.removed[framework_id] = (removal.principal, removal.why)
         for framework_id, record in self.registry.frameworks.items():
+            if framework_id in self.books.removed:  # (its leader went before dropping it)
+                continue
             roles = record.roles or [record.role]
             if any(self.allocator.roles.problem(role) is not None for role in roles):
                 self.log.error("recovery.role_gone", framework_id=framework_id, roles=roles)
@@ -100,6 +106,7 @@ class Recovery:
             epoch=self.epoch,
             slaves=len(self.books.recovering),
             frameworks=len(self.registry.frameworks),
+            removed=len(self.books.removed),
             quotas=len(self.registry.quotas),
             maintenance=len(self.books.maintenance),
             reregister_timeout=grace,

@@ -1,7 +1,9 @@
 """The registry: what a master must not forget, kept where the next leader finds it.
 
 As in Mesos: the slaves admitted (and by which principal), the frameworks with their
-principals and failover timeouts, and the quotas set at run time. Not tasks: those come
+principals and failover timeouts, and the quotas set at run time; and, beyond Mesos's, the
+last REMOVED_KEPT frameworks removed (whose, why, when), so that a new leader refuses
+them as the old one did and shuts their tasks down on slaves that missed it. Not tasks: those come
 back from the slaves' `Reregister`. A change that must survive is written here before the
 master acknowledges it (`Subscribed`, `Registered`, a quota's answer).
 
@@ -13,6 +15,7 @@ and throwaway clusters (`MemoryStore`).
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -23,6 +26,7 @@ from protocol.journal import Journal
 from protocol.wire.resources import Limit, Resources
 
 log = logs.get("registry")
+REMOVED_KEPT = 10_000  # frameworks' removals remembered (as the master's books keep them)
 
 
 class RecordTooLarge(ValueError):
@@ -103,6 +107,14 @@ class FrameworkRecord(_Record):
     failover_timeout: float = Field(default=0.0, ge=0)
 
 
+class RemovedRecord(_Record):
+    """A framework removed (torn down, or past its failover timeout)."""
+
+    principal: str = ""
+    why: str = ""
+    at: float = 0.0  # wall clock: the oldest are forgotten first
+
+
 class QuotaRecord(_Record):
     guarantee: Resources = Field(default_factory=Resources)
     limit: Limit | None = None
@@ -124,6 +136,7 @@ KINDS: dict[str, type[_Record]] = {
     "slave": SlaveRecord,
     "maintenance": MaintenanceRecord,
     "framework": FrameworkRecord,
+    "removed": RemovedRecord,
     "quota": QuotaRecord,
     "weight": WeightRecord,
 }
@@ -136,6 +149,7 @@ class Registry:
         self.store = store
         self.slaves: dict[str, SlaveRecord] = {}
         self.frameworks: dict[str, FrameworkRecord] = {}
+        self.removed: dict[str, RemovedRecord] = {}  # oldest first, once loaded
         self.quotas: dict[str, QuotaRecord] = {}
         self.weights: dict[str, WeightRecord] = {}  # set by operators at run time
         self.maintenance: dict[str, MaintenanceRecord] = {}  # deactivated or draining
@@ -143,6 +157,7 @@ class Registry:
             "slave": self.slaves,
             "maintenance": self.maintenance,
             "framework": self.frameworks,
+            "removed": self.removed,
             "quota": self.quotas,
             "weight": self.weights,
         }
@@ -158,10 +173,14 @@ class Registry:
                 self._tables[kind][name] = model.model_validate(value)
             except ValidationError as e:
                 log.error("registry.bad_entry", key=key, error=str(e).splitlines()[0])
+        by_age = sorted(self.removed.items(), key=lambda item: item[1].at)
+        self.removed.clear()
+        self.removed.update(by_age)
         log.info(
             "registry.loaded",
             slaves=len(self.slaves),
             frameworks=len(self.frameworks),
+            removed=len(self.removed),
             quotas=len(self.quotas),
             weights=len(self.weights),
             maintenance=len(self.maintenance),
@@ -199,8 +218,18 @@ class Registry:
     async def add_framework(self, framework_id: str, record: FrameworkRecord) -> None:
         await self._put("framework", framework_id, record)
 
-    async def remove_framework(self, framework_id: str) -> None:
+    async def remove_framework(self, framework_id: str, principal: str, why: str) -> None:
+        """Its removal first, then its record (a leader lost between the two leaves both,
+        and the removal stands); the oldest removals past REMOVED_KEPT are forgotten."""
+        newest = next(reversed(self.removed.values()), None)  # (after it, on any clock)
+        at = max(time.time(), newest.at + 1e-6 if newest is not None else 0.0)
+        record = RemovedRecord(principal=principal, why=why, at=at)
+        await self._put("removed", framework_id, record)
         await self._drop("framework", framework_id)
+        while len(self.removed) > REMOVED_KEPT:
+            oldest = next(iter(self.removed))
+            del self.removed[oldest]  # (before the wait: a removal beside it trims the next)
+            await self.store.drop(f"removed/{oldest}")
 
     async def set_quota(self, role: str, guarantee: Resources, limit: Limit | None) -> None:
         await self._put("quota", role, QuotaRecord(guarantee=guarantee, limit=limit))

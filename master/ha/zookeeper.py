@@ -5,7 +5,8 @@ Under the `--zk` path (`zk://h1:2181,h2:2181/drfmesos`, one per cluster name):
     <path>/<cluster>/election/     kazoo's Lock recipe: the lowest sequential node leads
     <path>/<cluster>/epoch         the last term's epoch (only a leader writes it)
     <path>/<cluster>/registry/     one node per registry entry (see master.ha.registry),
-                                   the slaves' in BUCKETS nodes of many (`buckets/slave/N`)
+                                   the slaves' in BUCKETS nodes of many (`buckets/slave/N`),
+                                   the removals' in 64 (`buckets/removed/N`)
 
 Fencing: the leader's election node is ephemeral, so it is gone when its session
 expires; every registry write is a transaction that first checks that node, so a
@@ -54,15 +55,18 @@ OP_FRAMING = 64  # bytes of an op besides its path and data, at most (type, leng
 # records as BUCKETS nodes, not as 100,000 (one read each took 14.8 s at 50,000, before
 # it could announce itself). A slave's admission rewrites its bucket: some 25 records at
 # 100,000 slaves, 2.5 KB.
-BUCKETED = "slave/"
+# The frameworks' removals (10,000 kept at most, some 150 bytes each) go in buckets too.
 BUCKETS = 4096
+BUCKETED = {"slave/": BUCKETS, "removed/": 64}  # a key's kind: its buckets
 
 
 def bucket_of(key: str) -> str | None:
     """The bucket node's key that holds `key` (None: a node of its own)."""
-    if not key.startswith(BUCKETED):
+    kind = key[: key.find("/") + 1]
+    buckets = BUCKETED.get(kind)
+    if buckets is None:
         return None
-    return f"buckets/{BUCKETED}{zlib.crc32(key.encode()) % BUCKETS:04d}"
+    return f"buckets/{kind}{zlib.crc32(key.encode()) % buckets:04d}"
 
 
 @dataclass(frozen=True)
