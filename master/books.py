@@ -412,9 +412,7 @@ class Books:
         if not self.principal_frameworks[fw.principal]:
             del self.principal_frameworks[fw.principal]
         self.inboxes.pop((fw.principal, fw.inbox), None)
-        self.removed[fw.framework_id] = (fw.principal, why)
-        if len(self.removed) > keep:
-            del self.removed[next(iter(self.removed))]
+        self.remember_removed(fw.framework_id, fw.principal, why, keep)
         for task in list(fw.tasks.values()):  # killed with it
             status = TaskStatus(
                 task_id=task.task_id,
@@ -429,6 +427,14 @@ class Books:
         self.completed_frameworks[fw.framework_id] = fw
         if len(self.completed_frameworks) > keep_completed:
             del self.completed_frameworks[next(iter(self.completed_frameworks))]
+
+    def remember_removed(
+        self, framework_id: str, principal: str, why: str, keep: int = 10_000
+    ) -> None:
+        """A framework id removed, and why (the oldest forgotten past `keep`)."""
+        self.removed[framework_id] = (principal, why)
+        if len(self.removed) > keep:
+            del self.removed[next(iter(self.removed))]
 
     def orphan_owners(self, framework_id: str) -> set[str]:
         """Whose the slaves say a framework's orphaned tasks are."""

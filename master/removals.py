@@ -88,12 +88,35 @@ class Removals:
         killed = len(fw.tasks)
         self.books.forget_framework(fw, why)
         self.recorder.forget_framework(fw.framework_id, fw.principal, why)
+        self._shut_down_orphans(fw.framework_id)  # (those a slave said were another's)
         self.listeners.tell_framework_gone(fw.framework_id)
         self.log.info(
             "framework.removed", framework_id=fw.framework_id, why=why, tasks_killed=killed
         )
         self.outbox.emit("removed", framework_id=fw.framework_id, detail=why)
         self.request_round()
+
+    def remove_orphans(self, framework_id: str, why: str) -> None:
+        """An operator tears down a framework this master knows only by the tasks slaves
+        brought back for it (a master restarted without its registry, the framework not
+        back): shut down where they run, what they held free, and the id removed."""
+        owners = self.books.orphan_owners(framework_id)
+        principal = next(iter(owners)) if len(owners) == 1 else ""
+        killed = self._shut_down_orphans(framework_id)
+        self.books.remember_removed(framework_id, principal, why)
+        self.recorder.forget_framework(framework_id, principal, why)
+        self.log.info("framework.removed", framework_id=framework_id, why=why, orphans=killed)
+        self.outbox.emit("removed", framework_id=framework_id, detail=why)
+        self.request_round()
+
+    def _shut_down_orphans(self, framework_id: str) -> int:
+        """Its tasks held by nobody: shut down on their slaves, and what they held free."""
+        orphans = self.books.orphans.pop(framework_id, [])
+        for orphan in orphans:
+            self.allocator.release_unowned(orphan.slave_id, orphan.held)
+        for slave_id in {o.slave_id for o in orphans}:
+            self.outbox.send_slave(slave_id, ShutdownFramework(framework_id=framework_id))
+        return len(orphans)
 
     def expire_frameworks(self, now: float) -> None:
         """Those disconnected past their failover timeout are removed."""

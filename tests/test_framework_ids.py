@@ -64,6 +64,7 @@ PRINCIPALS = [
     ("slave-a", "slave"),
     ("alice", "framework"),
     ("mallory", "framework"),
+    ("ops", "operator"),
 ]
 TASK = Resources(cpus=1, mem=64)
 pytestmark = pytest.mark.timeout(60)
@@ -341,6 +342,33 @@ async def test_a_framework_torn_down_while_its_slave_was_away_holds_nothing_ther
         assert offer.resources == c.slave.resources  # the whole slave, not 3 tasks less
 
 
+async def test_an_operator_tears_down_a_framework_known_only_by_its_orphaned_tasks(
+    tmp_path: Path,
+) -> None:
+    """After a restart without books, alice's tasks came back with the slave and she did
+    not: held by nobody, they would hold their share of the slave for ever. An operator
+    tears her framework down by id, as Mesos's operators do a recovered framework's: the
+    slave is told to shut it down, the slave is all free, and the id is removed."""
+    async with cluster(tmp_path) as c:
+        alice = await c.framework("alice")
+        fid = (await alice.subscribe("a", role="alice", failover_timeout=60)).framework_id
+        await run_tasks(c, alice, 2)
+        await c.restart_master()
+        await c.reregister()
+        assert c.held("sa") == TASK.scaled(2)
+        bus = await open_transport(c.stack, c.broker.connector("ops"), "ops", inbox=None)
+        shutdowns = len(c.slave.inbox.of(ShutdownFramework))
+        await bus.publish(T.inbound("operator", "ops"), Teardown(framework_id=fid))
+        told = await c.slave.inbox.wait_count(ShutdownFramework, shutdowns + 1)
+        assert told[-1].framework_id == fid
+        assert not c.master.books.orphans
+        assert c.held("sa") == Resources()
+        assert c.master.books.removed[fid][0] == "alice"
+        again = Subscribe(name="a", role="alice", inbox="in", framework_id=fid)
+        error = await refused(alice, again)
+        assert error.code == "framework-removed"
+
+
 async def test_a_framework_back_after_a_restart_without_books_is_its_principals_again(
     tmp_path: Path,
 ) -> None:
@@ -371,7 +399,7 @@ async def test_after_a_real_masters_restart_without_its_books_alice_keeps_her_ta
     her tasks, which ran on."""
     need_mosquitto()
     cluster_name, slave = "ids-live", ("slave-0", "--resources", "cpus:2;mem:512")
-    principals = [*PRINCIPALS, ("ops", "operator"), ("slave-0", "slave")]
+    principals = [*PRINCIPALS, ("slave-0", "slave")]
     async with secure_cluster(tmp_path, cluster_name, principals, [slave]) as c:
         ops = as_principal(c.url, c.store, "ops")
         recorder = Recorder()

@@ -1,6 +1,7 @@
 """A property of the allocator's shared-volume books (#49) the merged property test
 (test_shared_volumes) leaves out: a DESTROY or CREATE (update_allocation) and a
-re-registering slave's tasks (hold_unowned, adopt) beside rounds, copies and releases.
+re-registering slave's tasks (hold_unowned, adopt, release_unowned) beside rounds, copies
+and releases.
 What must hold: an operation the allocator refuses raises AllocatorError and changes
 nothing; after each step a framework's books hold exactly what the caller handed it,
 a shared volume counts once on its slave, and nothing else is allocated twice."""
@@ -23,7 +24,9 @@ VA = "disk(a)[va:data]<SHARED>"
 DISK = "disk(a,p)"
 OPS = st.lists(
     st.tuples(
-        st.sampled_from(["round", "release", "copy", "destroy", "create", "orphan", "adopt"]),
+        st.sampled_from(
+            ["round", "release", "copy", "destroy", "create", "orphan", "adopt", "shut down"]
+        ),
         st.integers(0, 7),
         st.integers(1, 3),
     ),
@@ -86,9 +89,14 @@ def test_a_refused_operation_changes_nothing_and_copies_stay_whole(
                     a.update_allocation(fid, "s", R(f"{DISK}:100"), R(f"{V}:100"))
                     held.remove(mine[0])
                     held.append((fid, mine[0][1] - R(f"{DISK}:100") + R(f"{V}:100")))
+            elif op == "orphan" and n == 3:  # (a plain task's)
+                a.hold_unowned("s", R("cpus:1;mem:10"))
+                unowned.append(R("cpus:1;mem:10"))
             elif op == "orphan" and V in a.slaves["s"].total:  # a task found by a new master
                 a.hold_unowned("s", R(f"{V}:{100 * n}"))
                 unowned.append(R(f"{V}:{100 * n}"))
+            elif op == "shut down" and unowned:  # its framework torn down by an operator
+                a.release_unowned("s", unowned.pop(i % len(unowned)))
             elif op == "adopt" and unowned:
                 r = unowned.pop()
                 a.adopt(fid, "s", r)

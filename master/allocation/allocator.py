@@ -365,6 +365,26 @@ class Allocator:
         add_millis(slave.unowned, resources.millis)
         self._take(slave, on_slave)
 
+    def release_unowned(self, slave_id: str, resources: Resources) -> None:
+        """Resources held by `hold_unowned` are free again: the tasks nobody here owned
+        are shut down (their framework torn down by an operator)."""
+        slave = self._slave(slave_id)
+        try:
+            sub_millis(slave.unowned, resources.millis, f"slave {slave_id}'s unowned")
+        except ResourceError as e:
+            raise AllocatorError(str(e)) from None
+        on_slave = self._copies.split(slave, "", None, resources.millis, -1)[0]
+        free, everywhere = slave.unallocated, self._allocated
+        if slave.reserved:
+            self._idle.add(slave, on_slave, 1)
+        for k, v in on_slave.items():  # (as `_take`, the other way)
+            if k in free:
+                free[k] += v
+            k = base_of(k)
+            everywhere[k] = everywhere.get(k, 0) - v
+        self._lone.pop(slave_id, None)
+        self._visits.visit(slave_id)
+
     def adopt(
         self, framework_id: str, slave_id: str, resources: Resources, role: str | None = None
     ) -> None:

@@ -547,6 +547,15 @@ class FrameworkCalls:
         )
 
     async def on_teardown(self, msg: Teardown, caller: Caller) -> None:
+        books = self.books
+        if (
+            caller.kind == "operator"
+            and msg.framework_id not in books.frameworks
+            and books.orphans.get(msg.framework_id)
+        ):  # known only by its tasks slaves brought back: as Mesos's recovered frameworks
+            why = f"torn down by an operator ({caller.principal})"
+            self.removals.remove_orphans(msg.framework_id, why)
+            return
         fw = self._framework(msg.framework_id, caller, "Teardown")
         if fw is not None:
             who = "by an operator" if caller.kind == "operator" else "by its scheduler"
