@@ -52,3 +52,30 @@ async def test_checks_are_hashed_off_the_loop_and_once_per_credentials(
     )
     assert right == [True] * 20
     assert hashed_in == [False, False]  # one hash each, neither on the loop
+
+
+async def test_a_flood_of_guesses_at_one_name_queues_behind_that_name_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """mallory sends 200 CONNECTs as alice, each with another wrong secret; bob connects
+    meanwhile. alice's checks run one at a time and at most WAITING_A_NAME wait (the rest
+    are refused unhashed), so bob's check is among the first few hashed, not behind 200."""
+    store = provision(tmp_path / "auth", [("alice", "framework"), ("bob", "framework")])
+    context = SimpleNamespace(
+        config=StoreAuthPlugin.Config(store=str(store.path)), logger=logging.getLogger("t")
+    )
+    plugin = StoreAuthPlugin(context)
+    order: list[str] = []  # whose secret each hash checked, in order
+    verify = amqtt_auth.verify_secret
+    bobs = store.secret_file("bob").read_text().strip()
+
+    def counted(secret: str, hashed: str) -> bool:
+        order.append("bob" if secret == bobs else "alice")
+        return verify(secret, hashed)
+
+    monkeypatch.setattr(amqtt_auth, "verify_secret", counted)
+    guesses = [plugin.authenticate(session=session("alice", f"guess-{i}")) for i in range(200)]
+    answers = await asyncio.gather(*guesses, plugin.authenticate(session=session("bob", bobs)))
+    assert answers == [False] * 200 + [True]
+    assert order.index("bob") <= amqtt_auth.HASHING_AT_ONCE
+    assert order.count("alice") <= amqtt_auth.WAITING_A_NAME

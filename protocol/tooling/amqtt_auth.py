@@ -38,8 +38,11 @@ RELOAD_EVERY = 1.0  # seconds between looks at the files' modification times
 # time; the same credentials asked again while their check runs share it, and their
 # answer stands a while (the stored hash is part of what is remembered: a secret changed
 # or removed is checked afresh), so a client's reconnects and a repeated wrong guess cost
-# no hash.
+# no hash. A name's checks run one at a time, and at most WAITING_A_NAME wait (past it a
+# CONNECT is refused unhashed): a flood of different guesses at one name queues behind
+# that name, never ahead of another principal's connect.
 HASHING_AT_ONCE = 2
+WAITING_A_NAME = 16
 TRUSTED_SECONDS = 60.0  # a right secret, remembered
 REFUSED_SECONDS = 5.0  # a wrong one, remembered
 REMEMBERED = 10_000  # answers kept at most (the oldest forgotten first)
@@ -88,6 +91,7 @@ class StoreAuthPlugin(BaseAuthPlugin):  # type: ignore[misc]
         self._answers: dict[bytes, tuple[bool, float]] = {}  # (ok, until), oldest first
         self._checks: dict[bytes, asyncio.Task[bool]] = {}
         self._hashing = asyncio.Semaphore(HASHING_AT_ONCE)
+        self._names: dict[str, tuple[asyncio.Lock, int]] = {}  # name: its turn, its checks
 
     async def authenticate(self, *, session: Any) -> bool | None:
         username, secret = session.username, session.password
@@ -107,12 +111,18 @@ class StoreAuthPlugin(BaseAuthPlugin):  # type: ignore[misc]
             return known[0]
         check = self._checks.get(key)
         if check is None:
-            check = self._checks[key] = asyncio.ensure_future(self._check(key, secret, hashed))
+            turn, waiting = self._names.get(username) or (asyncio.Lock(), 0)
+            if waiting >= WAITING_A_NAME:
+                return False  # (a flood of guesses at this name: refused, unhashed)
+            self._names[username] = (turn, waiting + 1)
+            check = asyncio.ensure_future(self._check(key, username, secret, hashed))
+            self._checks[key] = check
         return await asyncio.shield(check)  # (a client gone away leaves it to finish)
 
-    async def _check(self, key: bytes, secret: str, hashed: str) -> bool:
+    async def _check(self, key: bytes, username: str, secret: str, hashed: str) -> bool:
+        turn = self._names[username][0]
         try:
-            async with self._hashing:
+            async with turn, self._hashing:  # (the name's turn first: then a thread)
                 ok = await asyncio.to_thread(verify_secret, secret, hashed)
             until = time.monotonic() + (TRUSTED_SECONDS if ok else REFUSED_SECONDS)
             self._answers.pop(key, None)
@@ -122,6 +132,11 @@ class StoreAuthPlugin(BaseAuthPlugin):  # type: ignore[misc]
             return ok
         finally:
             del self._checks[key]
+            waiting = self._names[username][1] - 1
+            if waiting:
+                self._names[username] = (turn, waiting)
+            else:
+                del self._names[username]
 
 
 def _id_of(client_id: str, username: str) -> bool:
