@@ -11,6 +11,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 
+from master.orphans import Orphans
 from protocol.wire.discrete import EMPTY, Discrete
 from protocol.wire.messages import (
     TERMINAL_STATES,
@@ -31,10 +32,6 @@ from protocol.wire.resources import Resources
 RELAYED_KEPT = 8  # a task's last forwarded updates remembered, to know a re-send
 COMPLETED = 50  # removed frameworks kept for the API, as Mesos's --max_completed_frameworks
 RECENT_ACCEPTED = 1024  # offer ids a framework's Accepts used, kept to know one sent again
-
-# an orphan's principal when its slave could not prove the task was launched there: held,
-# never adopted (no principal's name holds a NUL)
-UNPROVEN = "\0unproven"
 
 
 @dataclass(slots=True)
@@ -339,25 +336,12 @@ class OfferRecord:
     role: str | None = None  # a multi-role framework's offer's role (None: its one role)
 
 
-@dataclass(slots=True)
-class Orphan:
-    """A task a re-registering slave runs for a framework we do not know (yet), or for one
-    the slave says is another principal's than the books do."""
-
-    task: TaskInfo
-    framework_id: str
-    slave_id: str
-    state: TaskState
-    held: Resources  # what the allocator holds for it, owned by nobody (its executor's too)
-    principal: str | None = None  # its framework's, as its slave reports it (None: unsaid)
-
-
 @dataclass
 class Books:
     frameworks: dict[str, Framework] = field(default_factory=dict)
     slaves: dict[str, Slave] = field(default_factory=dict)
     offers: dict[str, OfferRecord] = field(default_factory=dict)
-    orphans: dict[str, list[Orphan]] = field(default_factory=dict)  # by framework id
+    orphans: Orphans = field(default_factory=Orphans)  # by framework and by slave
     inboxes: dict[tuple[str, str], str] = field(default_factory=dict)  # (principal, inbox) -> id
     # how many of `frameworks` each principal registered (kept by add/forget_framework)
     principal_frameworks: Counter[str] = field(default_factory=Counter)
@@ -435,14 +419,6 @@ class Books:
         self.removed[framework_id] = (principal, why)
         if len(self.removed) > keep:
             del self.removed[next(iter(self.removed))]
-
-    def orphan_owners(self, framework_id: str) -> set[str]:
-        """Whose the slaves say a framework's orphaned tasks are."""
-        return {
-            o.principal
-            for o in self.orphans.get(framework_id, ())
-            if o.principal and o.principal != UNPROVEN
-        }
 
     def task(self, framework_id: str, task_id: str) -> Task | None:
         fw = self.frameworks.get(framework_id)

@@ -100,7 +100,7 @@ class Removals:
         """An operator tears down a framework this master knows only by the tasks slaves
         brought back for it (a master restarted without its registry, the framework not
         back): shut down where they run, what they held free, and the id removed."""
-        owners = self.books.orphan_owners(framework_id)
+        owners = self.books.orphans.owners(framework_id)
         principal = next(iter(owners)) if len(owners) == 1 else ""
         killed = self._shut_down_orphans(framework_id)
         self.books.remember_removed(framework_id, principal, why)
@@ -111,7 +111,7 @@ class Removals:
 
     def _shut_down_orphans(self, framework_id: str) -> int:
         """Its tasks held by nobody: shut down on their slaves, and what they held free."""
-        orphans = self.books.orphans.pop(framework_id, [])
+        orphans = self.books.orphans.take(framework_id)
         for orphan in orphans:
             self.allocator.release_unowned(orphan.slave_id, orphan.held)
         for slave_id in {o.slave_id for o in orphans}:
@@ -178,8 +178,7 @@ class Removals:
             if task is not None and task.state == TaskState.UNREACHABLE:
                 del fw.tasks[task_id]  # out of the books until its slave is back
                 fw.unreachable[task_id] = task
-        for orphans in self.books.orphans.values():
-            orphans[:] = [o for o in orphans if o.slave_id != slave.slave_id]
+        self.books.orphans.drop_slave(slave.slave_id)
         self.allocator.remove_slave(slave.slave_id)
         for fw in self.books.frameworks.values():  # its executors went with it
             for key in [k for k in fw.executors if k[0] == slave.slave_id]:

@@ -33,7 +33,7 @@ def for_offer(books: Books, slave: Slave, counts: Mapping[str, int]) -> Discrete
     values = slave.discrete
     if not values:
         return EMPTY
-    if slave.offers or slave.tasks or books.orphans:  # (else all of them are free)
+    if slave.offers or slave.tasks or books.orphans.on(slave.slave_id):  # (else all are free)
         held = _holders(books, slave)
         if held:
             values = values.subtract(Discrete.union(held))
@@ -58,8 +58,5 @@ def _held_by_tasks(books: Books, slave: Slave) -> list[Discrete]:
         task = books.task(*key)
         if task is not None and not task.terminal and task.info.discrete:
             held.append(task.info.discrete)
-    for orphans in books.orphans.values():
-        held.extend(
-            o.task.discrete for o in orphans if o.slave_id == slave.slave_id and o.task.discrete
-        )
+    held.extend(o.task.discrete for o in books.orphans.on(slave.slave_id) if o.task.discrete)
     return held

@@ -284,7 +284,7 @@ async def test_a_slave_restarted_brings_its_tasks_back_to_a_new_leader_with_thei
         await alice.subscribe("a", role="alice", framework_id=fid, failover_timeout=60)
         await eventually(lambda: "t0" in c.master.books.frameworks[fid].tasks)
         assert c.master.books.frameworks[fid].tasks["t0"].slave_id == "ra"
-        assert not c.master.books.orphans.get(fid)
+        assert not c.master.books.orphans.of(fid)
         assert c.held("ra") == TASK
 
 

@@ -41,7 +41,9 @@ from protocol.tooling.credentials import Store
 from protocol.transport.base import Transport
 from protocol.transport.memory import MemoryBroker
 from protocol.wire.messages import (
+    CommandInfo,
     Error,
+    ExecutorInfo,
     Reregister,
     RunningTask,
     RunTask,
@@ -67,6 +69,7 @@ PRINCIPALS = [
     ("ops", "operator"),
 ]
 TASK = Resources(cpus=1, mem=64)
+EXEC = Resources(cpus=0.5, mem=32)
 pytestmark = pytest.mark.timeout(60)
 
 
@@ -131,10 +134,13 @@ class Cluster:
         await self.master.bus.close()
         self.master = await start_master(self.stack, self.broker, self.store)
 
-    async def reregister(self, owners: dict[str, str] | None = None) -> None:
-        """The slave comes back with what runs there, and whose it says each framework is
-        (by default what the launches said, as a real slave checkpoints it)."""
-        runs = self.slave.runs()
+    async def reregister(
+        self, owners: dict[str, str] | None = None, runs: list[RunTask] | None = None
+    ) -> None:
+        """The slave comes back with what runs there (by default every task launched
+        there), and whose it says each framework is (by default what the launches said,
+        as a real slave checkpoints it)."""
+        runs = self.slave.runs() if runs is None else runs
         said = {r.framework_id: r.principal for r in runs if r.principal}
         await self.slave.bus.publish(
             self.slave.to_master,
@@ -268,7 +274,7 @@ async def test_after_a_restart_without_books_orphans_go_back_to_their_owner_only
 
         assert await claim(fid) == await claim(nobodys)  # before the slave is back
         await c.reregister()
-        assert c.master.books.orphan_owners(fid) == {"alice"}
+        assert c.master.books.orphans.owners(fid) == {"alice"}
         # an operator sees them in the classic state, as Mesos lists orphans
         state = await classic_state(c.master)
         assert sorted(t["framework_id"] for t in state["orphan_tasks"]) == [fid] * 3
@@ -305,7 +311,7 @@ async def test_a_framework_back_before_its_slave_gets_only_what_the_slave_says_i
         await c.reregister(owners={fid: "alice", mid: "alice"})
         await eventually(lambda: c.running(fid) == 2)
         assert c.running(mid) == 0
-        assert c.master.books.orphan_owners(mid) == {"alice"}
+        assert c.master.books.orphans.owners(mid) == {"alice"}
         assert c.in_use(mid) == Resources()
         assert c.held("sa") == TASK.scaled(3)  # (its task still holds what it uses)
         # and a later subscribe of that id by its principal does not take it either
@@ -367,6 +373,51 @@ async def test_an_operator_tears_down_a_framework_known_only_by_its_orphaned_tas
         again = Subscribe(name="a", role="alice", inbox="in", framework_id=fid)
         error = await refused(alice, again)
         assert error.code == "framework-removed"
+
+
+async def test_an_orphan_its_slave_no_longer_names_holds_nothing(tmp_path: Path) -> None:
+    """After a restart without books, alice's 3 tasks came back as orphans; one ended while
+    she was away, and the slave, registering again, names only the other 2: the ended
+    one's resources are free again, not held by nobody until she comes back."""
+    async with cluster(tmp_path) as c:
+        alice = await c.framework("alice")
+        await alice.subscribe("a", role="alice", failover_timeout=60)
+        runs = await run_tasks(c, alice, 3)
+        await c.restart_master()
+        await c.reregister()
+        assert c.held("sa") == TASK.scaled(3)
+        await c.reregister(runs=runs[1:])
+        await eventually(lambda: c.held("sa") == TASK.scaled(2))
+        assert sorted(o.task.task_id for o in c.master.books.orphans) == ["t1", "t2"]
+
+
+async def test_an_executors_hold_passes_to_an_orphan_still_running_in_it(
+    tmp_path: Path,
+) -> None:
+    """alice's t0 and t1 run in one executor of her own (its resources held once, with the
+    first). After a restart without books t0 ends while she is away: the executor runs on
+    for t1 and stays held; once t1 is gone too, the slave is all free."""
+    async with cluster(tmp_path) as c:
+        alice = await c.framework("alice")
+        await alice.subscribe("a", role="alice", failover_timeout=60)
+        offer = await alice.next_offer()
+        executor = ExecutorInfo(executor_id="e", command=CommandInfo(value="x"), resources=EXEC)
+        tasks = [
+            alice.task(offer, TASK, f"t{i}").model_copy(
+                update={"executor": executor, "command": None}
+            )
+            for i in range(2)
+        ]
+        await alice.accept(offer, tasks)
+        runs = [await c.slave.run_task() for _ in range(2)]
+        await c.restart_master()
+        await c.reregister()
+        assert c.held("sa") == TASK.scaled(2) + EXEC
+        await c.reregister(runs=runs[1:])
+        await eventually(lambda: c.held("sa") == TASK + EXEC)
+        await c.reregister(runs=[])
+        await eventually(lambda: c.held("sa") == Resources())
+        assert not c.master.books.orphans
 
 
 async def test_a_framework_back_after_a_restart_without_books_is_its_principals_again(

@@ -551,7 +551,7 @@ class FrameworkCalls:
         if (
             caller.kind == "operator"
             and msg.framework_id not in books.frameworks
-            and books.orphans.get(msg.framework_id)
+            and books.orphans.of(msg.framework_id)
         ):  # known only by its tasks slaves brought back: as Mesos's recovered frameworks
             why = f"torn down by an operator ({caller.principal})"
             self.removals.remove_orphans(msg.framework_id, why)

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from master.allocation.allocator import Allocator, AllocatorError
 from master.authz import Caller
-from master.books import UNPROVEN, Books, Framework, Orphan, Slave, Task
+from master.books import Books, Framework, Slave, Task
 from master.calls.partitions import Partitions
 from master.calls.status_updates import StatusUpdates
 from master.config import MasterInfo
@@ -17,6 +18,7 @@ from master.framework_ids import FrameworkIds
 from master.ha.recorder import Recorder
 from master.heartbeats import take_heartbeats
 from master.listeners import Listeners
+from master.orphans import UNPROVEN, Orphan
 from master.outbox import Outbox
 from master.removals import Removals
 from master.task_usage import summed, used_between
@@ -313,6 +315,8 @@ class SlaveCalls:
         slave.isolation_warning = warning
         if ending is not None:  # (a re-registration's: all it says ended, now)
             self.books.slave_ending(slave_id, ending)
+        if self.books.orphans.on(slave_id):
+            self._orphans_not_named(slave_id, running)
         if running or slave.tasks:
             self._reconcile_slave(slave, running, ending or set(), owners)
         if slave.total != total or slave.discrete != discrete:
@@ -494,19 +498,45 @@ class SlaveCalls:
             task_id=task_id,
         )
 
+    def _orphans_not_named(self, slave_id: str, running: list[RunningTask]) -> None:
+        """Orphans on the slave that it no longer names (they ended while their framework
+        was away): what they held is free again. An executor's hold passes to an orphan
+        still running in it."""
+        named = {(r.framework_id, r.task.task_id) for r in running}
+        orphans = self.books.orphans
+        gone = [o for o in orphans.on(slave_id) if (o.framework_id, o.task.task_id) not in named]
+        for orphan in gone:
+            orphans.remove(orphan)
+            released = orphan.held
+            if orphan.holds_executor:
+                heir = next(
+                    (
+                        o
+                        for o in orphans.on(slave_id)
+                        if o.framework_id == orphan.framework_id and o.executor == orphan.executor
+                    ),
+                    None,
+                )
+                if heir is not None:
+                    orphans.remove(heir)
+                    orphans.add(_holding_executor(heir))
+                    released = orphan.task.resources
+            self.allocator.release_unowned(slave_id, released)
+        if gone:
+            self.log.info("slave.orphans_gone", slave_id=slave_id, tasks=len(gone))
+
     def _orphan(self, slave_id: str, r: RunningTask, principal: str | None) -> None:
         """A task kept for a framework not here (or not the one the slave names): its
         resources held, by nobody, until that framework's principal subscribes."""
-        orphans = self.books.orphans.setdefault(r.framework_id, [])
-        if any(o.task.task_id == r.task.task_id and o.slave_id == slave_id for o in orphans):
+        orphans = self.books.orphans
+        if orphans.has(r.framework_id, slave_id, r.task.task_id):
             return
-        found = executor_key(r.task, slave_id)
-        first = not any(executor_key(o.task, o.slave_id) == found for o in orphans)
-        held = r.task.resources
-        if r.task.executor is not None and first:  # (adopted with the task)
-            held = held + r.task.executor.resources
-        orphans.append(Orphan(r.task, r.framework_id, slave_id, r.state, held, principal))
-        self.allocator.hold_unowned(slave_id, held)
+        orphan = Orphan(r.task, r.framework_id, slave_id, r.state, r.task.resources, principal)
+        executor = orphan.executor
+        if executor is not None and not orphans.executor_held(r.framework_id, executor):
+            orphan = _holding_executor(orphan)  # (adopted with the task)
+        orphans.add(orphan)
+        self.allocator.hold_unowned(slave_id, orphan.held)
 
     async def on_heartbeat(self, msg: Heartbeat, caller: Caller) -> None:
         if self._heard([msg.source], caller, msg.incarnation):
@@ -655,3 +685,10 @@ def executors_of(running: list[RunningTask]) -> dict[tuple[str, str], Resources]
 def executor_key(task: TaskInfo, slave_id: str) -> tuple[str, str] | None:
     """(slave, executor id) of a task's custom executor, or None for a command task."""
     return (slave_id, task.executor.executor_id) if task.executor is not None else None
+
+
+def _holding_executor(orphan: Orphan) -> Orphan:
+    """The orphan, holding its executor's resources too (one orphan of each executor)."""
+    executor = orphan.task.executor
+    assert executor is not None
+    return replace(orphan, held=orphan.held + executor.resources, holds_executor=True)

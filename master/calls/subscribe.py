@@ -304,7 +304,7 @@ class Subscriptions:
             mine = False
         else:  # unknown here (a master without its books): the id's proof, the slaves' word
             mine = self.ids.given_to(framework_id, principal) and (
-                books.orphan_owners(framework_id) <= {principal}
+                books.orphans.owners(framework_id) <= {principal}
             )
         if mine:
             return None
@@ -316,24 +316,21 @@ class Subscriptions:
     def _adopt_orphans(self, fw: Framework) -> None:
         """Its tasks that slaves brought back before it did; those a slave says are another
         principal's stay orphans (SlaveCalls._reconcile_slave keeps them)."""
-        kept = []
-        for orphan in self.books.orphans.pop(fw.framework_id, []):
+        for orphan in self.books.orphans.of(fw.framework_id):
             slave = self.books.slaves.get(orphan.slave_id)
-            if orphan.principal not in (None, fw.principal):
-                kept.append(orphan)
-            elif slave is not None:
-                task = Task(orphan.task, fw.framework_id, orphan.slave_id, orphan.state)
-                fw.tasks[task.task_id] = task
-                fw.slaves_used.add(orphan.slave_id)
-                slave.add_task(fw.framework_id, task.info)
-                role = fw.role_of(orphan.task)
-                self.allocator.adopt(fw.framework_id, orphan.slave_id, orphan.held, role)
-                executor = orphan.task.executor  # (held with its first task, and now its)
-                if executor is not None:
-                    key = (orphan.slave_id, executor.executor_id)
-                    fw.executors.setdefault(key, executor.resources)
-                    if role is not None:
-                        fw.executor_roles.setdefault(key, role)
-                self.outbox.task_changed(task)
-        if kept:
-            self.books.orphans[fw.framework_id] = kept
+            if orphan.principal not in (None, fw.principal) or slave is None:
+                continue  # another principal's, by its slave's word
+            self.books.orphans.remove(orphan)
+            task = Task(orphan.task, fw.framework_id, orphan.slave_id, orphan.state)
+            fw.tasks[task.task_id] = task
+            fw.slaves_used.add(orphan.slave_id)
+            slave.add_task(fw.framework_id, task.info)
+            role = fw.role_of(orphan.task)
+            self.allocator.adopt(fw.framework_id, orphan.slave_id, orphan.held, role)
+            executor = orphan.task.executor  # (held with its first task, and now its)
+            if executor is not None:
+                key = (orphan.slave_id, executor.executor_id)
+                fw.executors.setdefault(key, executor.resources)
+                if role is not None:
+                    fw.executor_roles.setdefault(key, role)
+            self.outbox.task_changed(task)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 from master import slave_values
-from master.books import Framework, Orphan, Slave, Task
+from master.books import Framework, Slave, Task
 from master.mesos_api.json_stream import Lazy, stream_json
 from master.mesos_api.operator_state import (
     agent_pid,
@@ -30,6 +30,7 @@ from master.mesos_api.operator_state import (
     roles_held,
     this_master_info,
 )
+from master.orphans import Orphan
 from protocol.mesos_json import JSON, MESOS_VERSION, resources_to_mesos
 from protocol.wire.discrete import EMPTY, Discrete
 from protocol.wire.reservations import by_role
@@ -280,8 +281,8 @@ class ClassicEndpoints:
                 "slaves": slaves_v0(m),
                 "frameworks": frameworks_v0(m, m.books.frameworks),
                 "completed_frameworks": frameworks_v0(m, m.books.completed_frameworks),
-                "orphan_tasks": [orphan_v0(o) for os_ in m.books.orphans.values() for o in os_],
-                "unregistered_frameworks": sorted(f for f, os_ in m.books.orphans.items() if os_),
+                "orphan_tasks": [orphan_v0(o) for o in m.books.orphans],
+                "unregistered_frameworks": sorted(m.books.orphans.frameworks()),
             },
         )
 
@@ -292,7 +293,7 @@ class ClassicEndpoints:
             {
                 "frameworks": frameworks_v0(m, m.books.frameworks),
                 "completed_frameworks": frameworks_v0(m, m.books.completed_frameworks),
-                "unregistered_frameworks": sorted(f for f, os_ in m.books.orphans.items() if os_),
+                "unregistered_frameworks": sorted(m.books.orphans.frameworks()),
             },
         )
 

@@ -1,0 +1,108 @@
+"""Orphans: tasks a re-registering slave runs for a framework the master does not have
+(yet), or for one the slave says is another principal's than the books do.
+
+What they use is held by nobody (`Allocator.hold_unowned`) until their framework's
+principal subscribes and takes them (`Subscriptions._adopt_orphans`), an operator tears
+that framework down, their slave no longer names them, or their slave is removed. They
+are kept by framework and by slave, so that each of those touches only its own: after a
+master restarted without its registry, every task of the fleet may be an orphan for a
+while, and each re-registration, offer and subscribe must not walk them all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from protocol.wire.messages import TaskInfo, TaskState
+from protocol.wire.resources import Resources
+
+# an orphan's principal when its slave could not prove the task was launched there: held,
+# never adopted (no principal's name holds a NUL)
+UNPROVEN = "\0unproven"
+
+Key = tuple[str, str]  # (slave id, task id) within a framework; (framework id, task id) on a slave
+
+
+@dataclass(frozen=True, slots=True)
+class Orphan:
+    task: TaskInfo
+    framework_id: str
+    slave_id: str
+    state: TaskState
+    held: Resources  # what the allocator holds for it, owned by nobody (its executor's too)
+    principal: str | None = None  # its framework's, as its slave reports it (None: unsaid)
+    holds_executor: bool = False  # `held` has its executor's resources (one orphan's each)
+
+    @property
+    def executor(self) -> tuple[str, str] | None:
+        """(slave id, executor id) of the executor it runs in, if it names one."""
+        executor = self.task.executor
+        return (self.slave_id, executor.executor_id) if executor is not None else None
+
+
+class Orphans:
+    def __init__(self) -> None:
+        self._of: dict[str, dict[Key, Orphan]] = {}  # framework id: (slave, task): its orphan
+        self._on: dict[str, dict[Key, Orphan]] = {}  # slave id: (framework, task): its orphan
+
+    def __bool__(self) -> bool:
+        return bool(self._of)
+
+    def __iter__(self) -> Iterator[Orphan]:
+        for orphans in self._of.values():
+            yield from orphans.values()
+
+    def frameworks(self) -> list[str]:
+        """The framework ids that have orphans."""
+        return list(self._of)
+
+    def of(self, framework_id: str) -> list[Orphan]:
+        return list(self._of.get(framework_id, {}).values())
+
+    def on(self, slave_id: str) -> list[Orphan]:
+        return list(self._on.get(slave_id, {}).values())
+
+    def has(self, framework_id: str, slave_id: str, task_id: str) -> bool:
+        return (slave_id, task_id) in self._of.get(framework_id, {})
+
+    def executor_held(self, framework_id: str, executor: tuple[str, str]) -> bool:
+        """Whether an orphan of the framework holds that executor's resources already."""
+        return any(
+            o.holds_executor and o.executor == executor and o.framework_id == framework_id
+            for o in self._on.get(executor[0], {}).values()
+        )
+
+    def owners(self, framework_id: str) -> set[str]:
+        """Whose the slaves say a framework's orphaned tasks are."""
+        return {
+            o.principal
+            for o in self._of.get(framework_id, {}).values()
+            if o.principal and o.principal != UNPROVEN
+        }
+
+    def add(self, orphan: Orphan) -> None:
+        self._of.setdefault(orphan.framework_id, {})[orphan.slave_id, orphan.task.task_id] = orphan
+        self._on.setdefault(orphan.slave_id, {})[orphan.framework_id, orphan.task.task_id] = orphan
+
+    def remove(self, orphan: Orphan) -> None:
+        of = self._of[orphan.framework_id]
+        del of[orphan.slave_id, orphan.task.task_id]
+        if not of:
+            del self._of[orphan.framework_id]
+        on = self._on[orphan.slave_id]
+        del on[orphan.framework_id, orphan.task.task_id]
+        if not on:
+            del self._on[orphan.slave_id]
+
+    def take(self, framework_id: str) -> list[Orphan]:
+        """A framework's orphans, no longer kept (put back those not taken: `add`)."""
+        taken = self.of(framework_id)
+        for orphan in taken:
+            self.remove(orphan)
+        return taken
+
+    def drop_slave(self, slave_id: str) -> None:
+        """Its slave removed: its orphans go with it (the allocator drops the slave)."""
+        for orphan in self.on(slave_id):
+            self.remove(orphan)
