@@ -231,16 +231,21 @@ class Confinement:
         task's namespaces (`nsenter` to `namespace`, their init's pid), in `sandbox`."""
         first, then = self._joins(user, join[0], root_joins)
         args = ["/bin/sh", "-s", "/bin/sh", "-c", then + command]
-        if self.switches(user):
-            assert user is not None
-            args = [self.setpriv, *_drop_to(user), "--", *args]
         if self.pid_namespace:
             assert namespace is not None
-            # (entering a mount namespace moves a process to its root: root goes back
-            # to the sandbox, by its path there, before it drops to the task's user)
-            cd = ["/bin/sh", "-c", 'cd -- "$0" && exec "$@"', sandbox]
-            enter = ["--target", str(namespace), "--pid", "--mount", "--ipc"]
-            args = [self.nsenter, *enter, "--", *cd, *args]
+            # Root runs nothing of the task's mount namespace: the task may have remade
+            # it (its first process is its user's to ptrace into a user and mount
+            # namespace of its own, /usr/bin its), so nsenter itself goes to the sandbox
+            # there (--wdns) and becomes the task's user (-G, -S: no supplementary
+            # groups) before it runs the check's shell.
+            enter = ["--target", str(namespace), "--pid", "--mount", "--ipc", f"--wdns={sandbox}"]
+            if self.switches(user):
+                assert user is not None
+                enter += ["--setgid", str(user.gid), "--setuid", str(user.uid)]
+            args = [self.nsenter, *enter, "--", *args]
+        elif self.switches(user):
+            assert user is not None
+            args = [self.setpriv, *_drop_to(user), "--", *args]
         return self._start(first, join[1], args, env, EXECUTOR)
 
     def _joins(self, user: TaskUser | None, join: str, root_joins: bool) -> tuple[str, str]:
