@@ -94,7 +94,7 @@ class Preemptor:
         need them at once, and they stay on the loop.)"""
         if self._fair_job is not None and not self._fair_job.done():
             return  # the last one is still at it: skip this tick
-        policy, total = self.policy, dict(self.allocator.total.millis)
+        policy, total = self.policy, dict(self.allocator.offerable_total().millis)
         contenders, weights = (
             self.cycle.contenders(loop_time()),
             self.allocator.roles.pool_weights(),

@@ -132,6 +132,7 @@ class Allocator:
         self._floor_stale = True
         self._floors_positive = False
         self._largest = Largest()  # of the slaves' totals: whose filters fit none
+        self._inactive: set[str] = set()  # slaves out of the offers (`offerable_total`)
         self._least = ("", 0, "", 0)  # what every one of those asks at least (`least_of`)
         self.min_allocatable = min_allocatable
         self._master_floor = master_floor(
@@ -306,6 +307,7 @@ class Allocator:
         self._total.remove(self._what(slave, slave.total))
         self._largest.lost()
         del self.slaves[slave_id]
+        self._inactive.discard(slave_id)
         self._copies.forget(slave_id)
         self._lone.pop(slave_id, None)
         self._visits.forget(slave_id)
@@ -339,9 +341,11 @@ class Allocator:
         """Offer nothing of this slave until it is activated again (it is disconnected,
         and its tasks may still run)."""
         self._slave(slave_id).active = False
+        self._inactive.add(slave_id)
 
     def activate_slave(self, slave_id: str) -> None:
         self._slave(slave_id).active = True
+        self._inactive.discard(slave_id)
         self._visits.visit(slave_id)
 
     def allocate_existing(
@@ -717,9 +721,14 @@ class Allocator:
         return self._idle.by_role
 
     def unheld(self) -> dict[str, Millis]:
-        """Every slave's free resources less what is held on it (what preemption may still
-        plan with: a hold already belongs to someone)."""
-        return {sid: self._holds.room(sid, slave.unallocated) for sid, slave in self.slaves.items()}
+        """Every active slave's free resources less what is held on it (what preemption
+        may still plan with: a hold already belongs to someone, and room on a slave out
+        of the offers -- deactivated, draining, disconnected -- is offered to nobody)."""
+        return {
+            sid: self._holds.room(sid, slave.unallocated)
+            for sid, slave in self.slaves.items()
+            if slave.active
+        }
 
     def _offerable(self, role: str, free: Millis) -> Millis:
         """What of `free` a framework of `role` may be offered (all of it, without quotas)."""
@@ -884,6 +893,20 @@ class Allocator:
     @property
     def total(self) -> Resources:
         return self._total.resources
+
+    def offerable_total(self) -> Resources:
+        """The total less what is free on slaves out of the offers (deactivated, draining,
+        disconnected): what can be shared out now, which preemption's fair shares divide
+        (what runs on those slaves still counts: it is held)."""
+        if not self._inactive:
+            return self._total.resources
+        out = dict(self._total.millis)
+        for slave_id in self._inactive:
+            slave = self.slaves[slave_id]
+            free = Resources.from_millis({k: v for k, v in slave.unallocated.items() if v > 0})
+            for k, v in self._what(slave, free).millis.items():
+                out[k] = max(0, out.get(k, 0) - v)
+        return Resources.from_millis(out)
 
     def allocation(self, framework_id: str, role: str | None = None) -> Resources:
         """What a framework holds (a multi-role one's in `role`; None: in all its roles)."""

@@ -40,17 +40,22 @@ def planning_cluster(
     """The books as planning sees them: what is free (less every hold), who holds what --
     less its tasks already doomed, whose loss is decided: else the next check, before they
     end, would take a victim below its fair share again --, and the tasks that may still
-    be chosen (none already doomed)."""
+    be chosen (none already doomed, none on a slave out of the offers: the room a kill
+    frees there would be offered to nobody)."""
     held = {fid: dict(a.allocation(fid).millis) for fid in framework_ids}
     running: dict[str, list[RunningTask]] = {}
+    slaves = a.slaves
     for task in tasks:
         if (task.framework_id, task.task_id) not in doomed:
-            running.setdefault(task.slave_id, []).append(task)
+            slave = slaves.get(task.slave_id)
+            if slave is not None and slave.active:
+                running.setdefault(task.slave_id, []).append(task)
         elif task.framework_id in held:
             mine = held[task.framework_id]
             for name, amount in task.resources.items():  # (clamped: the books may lag)
                 mine[name] = max(0, mine.get(name, 0) - amount)
-    return Cluster(a.total.millis, a.unheld(), held, {}, running, idle=a.idle_reserved())
+    total = a.offerable_total().millis  # (room on a slave out of the offers is nobody's)
+    return Cluster(total, a.unheld(), held, {}, running, idle=a.idle_reserved())
 
 
 def hold_until(now: float, notice: float, allocation_interval: float) -> float:
