@@ -64,7 +64,7 @@ from master.allocation.role_tree import TREE_POLICIES, RoleTree
 from master.allocation.shared import NOTHING, Copies, Split
 from master.allocation.sorter import Millis, Sorter, Total
 from master.allocation.visits import Visits
-from protocol.wire.reservations import base_of, shared_keys, stripped
+from protocol.wire.reservations import base_of, is_plain, shared_keys, stripped
 from protocol.wire.resources import (
     ResourceError,
     Resources,
@@ -307,7 +307,9 @@ class Allocator:
         self._total.remove(self._what(slave, slave.total))
         self._largest.lost()
         del self.slaves[slave_id]
-        self._inactive.discard(slave_id)
+        if slave_id in self._inactive:
+            self._inactive.discard(slave_id)
+            self._slaves_in_offers_changed()
         self._copies.forget(slave_id)
         self._lone.pop(slave_id, None)
         self._visits.forget(slave_id)
@@ -342,10 +344,13 @@ class Allocator:
         and its tasks may still run)."""
         self._slave(slave_id).active = False
         self._inactive.add(slave_id)
+        self._slaves_in_offers_changed()
 
     def activate_slave(self, slave_id: str) -> None:
         self._slave(slave_id).active = True
-        self._inactive.discard(slave_id)
+        if slave_id in self._inactive:
+            self._inactive.discard(slave_id)
+            self._slaves_in_offers_changed()
         self._visits.visit(slave_id)
 
     def allocate_existing(
@@ -436,6 +441,8 @@ class Allocator:
         """
         if self._largest.changed:
             self._ask_hopeless()
+        if self.quotas and self._inactive:  # (unchanged through the round: none is offered)
+            self._quota.out_of_offers = self._out_of_offers()
         with PausedCollector():
             if room:
                 bound = OfferRoom(room, self._leave_round, self._rejoin_round)
@@ -893,6 +900,18 @@ class Allocator:
     @property
     def total(self) -> Resources:
         return self._total.resources
+
+    def _out_of_offers(self) -> Millis:
+        """What is free and unreserved on slaves out of the offers: headroom for nobody."""
+        out: Millis = {}
+        for slave_id in self._inactive:
+            for k, v in self.slaves[slave_id].unallocated.items():
+                if v > 0 and is_plain(k):
+                    out[k] = out.get(k, 0) + v
+        return out
+
+    def _slaves_in_offers_changed(self) -> None:
+        self._quota.out_of_offers = self._out_of_offers()
 
     def offerable_total(self) -> Resources:
         """The total less what is free on slaves out of the offers (deactivated, draining,

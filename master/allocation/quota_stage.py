@@ -55,6 +55,9 @@ class QuotaStage:
         self._total = total  # the cluster's (the allocator's book, read in place)
         self._allocated = allocated  # ... and what of it is offered or in use
         self._headroom_of = headroom  # whose unmet guarantees are held back (HEADROOM)
+        # free and unreserved on slaves out of the offers (deactivated, draining,
+        # disconnected): no room for a guarantee (the allocator keeps it current)
+        self.out_of_offers: Millis = {}
 
     def held_by_role(self, role: str) -> Millis:
         """What a role node holds (on a tree: its whole subtree), offered or in use, and
@@ -162,9 +165,10 @@ class QuotaStage:
         ]
         if not headroom:
             return cap_offer(free, limits, {}, {})
-        reserved = self._idle.all
+        reserved, away = self._idle.all, self.out_of_offers
         unreserved = {
-            k: v - self._allocated.get(k, 0) - reserved.get(k, 0) for k, v in self._total.items()
+            k: v - self._allocated.get(k, 0) - reserved.get(k, 0) - away.get(k, 0)
+            for k, v in self._total.items()
         }
         return cap_offer(free, limits, self._headroom(mine), unreserved)
 
