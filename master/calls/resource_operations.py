@@ -31,7 +31,9 @@ from protocol.wire.reservations import (
     DESTROY,
     NON_SPECULATIVE,
     RESERVE,
+    UNRESERVE,
     ReservationError,
+    base_of,
     checkpointed,
     is_shared,
     parse_key,
@@ -184,6 +186,14 @@ class ResourceOperations:
         slave = self.books.slaves.get(slave_id)
         if slave is None:
             return f"unknown slave {slave_id}"
+        valued = sorted({base_of(k) for k in (*consumed, *converted)} & set(slave.discrete.by_name))
+        if valued and kind in (RESERVE, UNRESERVE):
+            # (its count would move and its values stay behind, named by nobody's count)
+            return (
+                f"{kind} of {', '.join(valued)}: resources named by their values (ranges, "
+                "sets) are reserved in the slave's --resources only, e.g. "
+                f"{valued[0]}(ROLE):[8000-8010]"
+            )
         keys = len(slave.total.millis.keys() | converted.keys())
         if keys > MAX_SLAVE_KEYS and keys > len(slave.total.millis):
             return (
