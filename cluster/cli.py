@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+from pydantic import ValidationError
 
 from cluster.experiments.cli import experiment, simulate
 from cluster.experiments.framework import experiment_framework
@@ -39,13 +40,26 @@ PIPED_WIDTH = 1000  # `state`'s width when stdout is not a terminal: the tables'
 
 class Commands(click.Group):
     """The drfmesos command: an optional part that is not installed is an error that says
-    which extra brings it, not a traceback."""
+    which extra brings it, and a value a call cannot carry (an id past its length, a
+    grace past its bound: the message's own checks) an error that says which and why --
+    not a traceback."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except MissingExtra as e:
             raise click.ClickException(str(e)) from None
+        except ValidationError as e:
+            raise click.ClickException(invalid_values(e)) from None
+
+
+def invalid_values(error: ValidationError) -> str:
+    """A message's validation errors, one line each: the field, what is wrong with it."""
+    lines = [
+        f"{'.'.join(str(part) for part in each['loc']) or 'value'}: {each['msg']}"
+        for each in error.errors()
+    ]
+    return "invalid value: " + "; ".join(lines)
 
 
 @click.group(cls=Commands, context_settings={"help_option_names": ["-h", "--help"]})
