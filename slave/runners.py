@@ -287,7 +287,10 @@ class CommandRunner:
         elif code < 0:
             await self.report(TaskState.FAILED, None, f"killed by signal {-code}")
         else:
-            await self.report(TaskState.FAILED, None, f"exited with code {code}", exit_code=code)
+            exited = f"exited with code {code}"
+            if code > 128 and (name := _signal_name(code - 128)):  # (a shell's code for it)
+                exited += f" (128 + {name}: a signal ended its command, or it exited so)"
+            await self.report(TaskState.FAILED, None, exited, exit_code=code)
 
     async def kill(self, grace: float, limit: Limit | None = None) -> None:
         """SIGTERM to the whole process group, SIGKILL after `grace` seconds. A kill of a
@@ -490,3 +493,11 @@ def read_exit(path: Path) -> int | None:
         return None
     finally:
         os.close(fd)
+
+
+def _signal_name(number: int) -> str | None:
+    """SIGKILL for 9, and so on (None: no such signal)."""
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return None
