@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from protocol.wire.health import CommandCheck
 from protocol.wire.messages import CommandInfo, TaskInfo
 
 MAX_ID = 200  # characters, as every Id on the wire
@@ -61,7 +62,7 @@ def check_id(value: str, what: str = "id") -> str:
     return value
 
 
-def command_problem(command: CommandInfo, what: str = "command") -> str | None:
+def command_problem(command: CommandInfo | CommandCheck, what: str = "command") -> str | None:
     """Why `command` cannot be handed to execve, or None: NUL bytes, '=' or nothing in an
     environment name, or more than the size bounds."""
     if "\0" in command.value:
@@ -108,6 +109,9 @@ def task_problem(task: TaskInfo) -> str | None:
         problem = id_problem(task.executor.executor_id, "executor id") or command_problem(
             task.executor.command, "executor command"
         )
+    check = task.health_check.command if task.health_check is not None else None
+    if problem is None and check is not None:  # (run as the task runs: its bounds too)
+        problem = command_problem(check, "health check command")
     return problem
 
 
