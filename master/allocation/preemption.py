@@ -258,6 +258,25 @@ def plan_on_slave(
     return tuple(chosen)
 
 
+PLANNED_SHAPES = 4  # a claimant's declared task shapes preemption plans for, at most
+
+
+def fewest_shapes(shapes: Sequence[Millis], total: Mapping[str, int]) -> list[Millis]:
+    """The shapes worth planning for: none that holds another in full (room for it is room
+    for the other, at no fewer victims), the smallest by dominant share first, at most
+    PLANNED_SHAPES -- the check runs on the master's loop, and a Request may declare 100
+    shapes: planning each on every slave cost 100 times one."""
+    distinct = list({tuple(sorted(s.items())): s for s in shapes if s}.values())
+    distinct.sort(key=lambda s: (dominant_share(s, total), sorted(s.items())))
+    kept: list[Millis] = []
+    for shape in distinct:
+        if not any(fits(smaller, shape) for smaller in kept):
+            kept.append(shape)
+            if len(kept) == PLANNED_SHAPES:
+                break
+    return kept
+
+
 def plan_preemption(
     cluster: Cluster,
     claimant: str,
@@ -272,7 +291,7 @@ def plan_preemption(
     still short (of its fair share, or its guarantee). Applies each plan to `cluster`, so
     several claimants can be planned one after another on the same books."""
     plans: list[Plan] = []
-    shapes = [s for s in shapes if s]
+    shapes = fewest_shapes(shapes, cluster.total)
     while shapes and short(cluster.held.get(claimant, {})):
         if max_tasks is not None and len(plans) >= max_tasks:
             break
