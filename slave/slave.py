@@ -449,8 +449,8 @@ class Slave:
         # on an executor starts in its turn: it may start the executor the next one uses.
         free = self.free()  # (summed once a launch, not once a task: it walks every task)
         starts: list[Coroutine[Any, Any, None]] = []
-        for run in msg.each():
-            free, start = self._admit(run, reply_to, free)
+        for run, task_map in zip(msg.each(), msg.task_maps(), strict=True):
+            free, start = self._admit(run, reply_to, free, task_map)
             if start is not None:
                 starts.append(start)
             if run.task.executor is not None:  # started before the next is looked at
@@ -467,10 +467,15 @@ class Slave:
             await start
 
     def _admit(
-        self, msg: RunTask, reply_to: str | None, free: Resources
+        self,
+        msg: RunTask,
+        reply_to: str | None,
+        free: Resources,
+        task_map: dict[str, Any] | None = None,
     ) -> tuple[Resources, Coroutine[Any, Any, None] | None]:
         """Check a task and book it if `free` holds it: what is free after it, and what
-        starts it (or reports it refused)."""
+        starts it (or reports it refused). `task_map`: the task as it came on the wire,
+        journaled as it is (RunTasks.task_maps)."""
         task = msg.task
         key = (msg.framework_id, task.task_id)
         ids = {"framework_id": msg.framework_id, "task_id": task.task_id}
@@ -515,6 +520,7 @@ class Slave:
         self.shut_down_frameworks.discard(msg.framework_id)
         record = TaskRecord(msg.framework_id, task, TaskState.STAGING, principal=msg.principal)
         record.killing, record.proof = msg.killing, msg.proof
+        record.info_dump = task_map
         self.tasks[key] = record
         self.log.info("run.start", resources=task.resources, **ids)
         return self._whole_shared(free - task.resources), self._start(msg, record)
