@@ -140,7 +140,8 @@ class Slave:
         self.tenancy = Tenancy(UNCONFINED, None)
         self.reports = TaskReports(  # its tasks' states, told to the master
             self.slave_id, self.tasks, self.shut_down_frameworks, self.updates, self.log,
-            forget=self._forget, ended=self._forget_async, checkpoint=self._checkpoint_soon,
+            forget=self._forget, ended=self._task_ended, checkpoint=self._checkpoint_soon,
+            uncheckpoint=self._uncheckpoint,
         )  # fmt: skip
         self.commands = CommandTasks(  # command tasks: each its own process
             config, self.isolator, self.podman, tenancy=lambda: self.tenancy,
@@ -612,12 +613,25 @@ class Slave:
         if record is not None and record.executor_key in self.executors:
             self.executors[record.executor_key].tasks.discard(key[1])
 
-    async def _forget_async(self, key: tuple[str, str]) -> None:
+    def _uncheckpoint(self, key: tuple[str, str]) -> None:
+        """The task's record dropped with the file's next write (see Journal.discard):
+        behind the update that ends it (TaskReports.report), whose write syncs it."""
+        self.task_journal.discard(f"{key[0]}/{key[1]}")
+
+    async def _task_ended(self, key: tuple[str, str]) -> None:
+        """Out of the books, and of its executor's (its record is dropped by its end's
+        update: TaskReports.report)."""
         record = self.tasks.get(key)
         self._forget(key)
         if record is not None:
             await self.custom.task_left(record.executor_key)
-        await self.task_journal.drop(f"{key[0]}/{key[1]}")
+
+    async def _forget_async(self, key: tuple[str, str]) -> None:
+        """A task forgotten without an update of its end (its framework shut down): out
+        of the books, and its record dropped, on disk once this returns."""
+        self._uncheckpoint(key)
+        await self._task_ended(key)
+        await self.task_journal.synced()
 
     async def _on_kill_task(self, msg: KillTask, reply_to: str | None) -> None:
         key = (msg.framework_id, msg.task_id)
