@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Mapping
 from typing import Any
 
 from protocol import logs
@@ -56,7 +56,7 @@ from protocol.wire.messages import (
     TaskState,
     Wire,
 )
-from protocol.wire.reservations import is_shared, partial_volume
+from protocol.wire.reservations import is_shared, partial_volume, shared_keys
 from protocol.wire.resources import Resources
 from protocol.wire.slave import SLAVE_GONE
 from protocol.wire.topics import Topics, check_segment
@@ -125,6 +125,9 @@ class Slave:
         self.registrations: Registrations | None = None
         self.heartbeat_interval = 5.0
         self._launches = RecentLaunches(config.launch_memory)
+        # the shared volumes of its total, and the total they were found in (_whole_shared)
+        self._shared: frozenset[str] = frozenset()
+        self._shared_of: Mapping[str, int] | None = None
         self.kills = Kills(self.log)  # kills waiting out their grace
         self._loops: list[asyncio.Task[None]] = []
         self.isolator = make_isolator(
@@ -407,8 +410,12 @@ class Slave:
         """`free` with each shared volume whole: in use or not, it is there for one task
         more (each task of a SHARED_RESOURCES framework on it holds a copy)."""
         total = self.resources.total.millis
-        shared = {k: v - free.get_millis(k) for k, v in total.items() if is_shared(k)}
-        return free + Resources.from_millis(shared) if shared else free
+        if total is not self._shared_of:  # (its total changed: a look at each key, once)
+            self._shared_of, self._shared = total, shared_keys(total)
+        if not self._shared:  # (most slaves: once a task, walking its keys was not free)
+            return free
+        shared = {k: total[k] - free.get_millis(k) for k in self._shared}
+        return free + Resources.from_millis(shared)
 
     def shared_in_use(self, task: tuple[str, str]) -> set[str]:
         """The shared volumes live tasks of other principals than `task`'s use (their
