@@ -219,6 +219,12 @@ class RunTasks(Wire):
             message._wire_tasks = tasks
         return message
 
+    def __eq__(self, other: object) -> bool:
+        """Equal as messages: their fields (the maps kept from the wire are not theirs)."""
+        if not isinstance(other, RunTasks):
+            return NotImplemented
+        return type(self) is type(other) and self.__dict__ == other.__dict__
+
     def task_maps(self) -> list[dict[str, Any] | None]:
         """Each task as a map that validates as it (`TaskInfo.model_validate`): the map it
         came in on the wire, else None (the model is dumped when one is needed): a dump
