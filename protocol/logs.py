@@ -17,10 +17,13 @@ LEVELS = ("debug", "info", "warning", "error")
 
 
 _generation = 0  # how many times configure() ran: a logger made under an older one is remade
+# the level configure() set: a line under it is dropped by _Logger before anything is
+# assembled for it (0 until configure() runs: a library's logger leaves it to logging)
+_dropped_below = 0
 
 
 def configure(level: str = "info", *, json: bool | None = None, stream: Any = None) -> None:
-    global _generation
+    global _generation, _dropped_below
     stream = stream or sys.stderr
     if json is None:
         json = not (hasattr(stream, "isatty") and stream.isatty())
@@ -52,6 +55,7 @@ def configure(level: str = "info", *, json: bool | None = None, stream: Any = No
     # thousands on purpose), and paho logs a connection the broker ended as an ERROR, in a
     # line of its own: the bus says so itself (bus.disconnected, structured).
     logging.getLogger("mqtt").setLevel(logging.CRITICAL)
+    _dropped_below = _level_number(level)
     _generation += 1
 
 
@@ -124,10 +128,17 @@ class _Logger:
         return self._assembled().bind(**ids)
 
     # the levels, spelt out: a lookup that falls through to __getattr__ costs more than them
+    # (a line its level drops returns at once: the filtering logger's no-op was a second
+    # call with the fields packed again, after the generation's check, and a task's way
+    # through a slave logs three at info)
     def debug(self, event: str, **fields: Any) -> Any:
+        if _dropped_below > logging.DEBUG:
+            return None
         return self._assembled().debug(event, **fields)
 
     def info(self, event: str, **fields: Any) -> Any:
+        if _dropped_below > logging.INFO:
+            return None
         return self._assembled().info(event, **fields)
 
     def warning(self, event: str, **fields: Any) -> Any:

