@@ -17,6 +17,7 @@ the simulator drive the same code:
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -258,6 +259,8 @@ def plan_on_slave(
     return tuple(chosen)
 
 
+Key = tuple[int, float, str]  # a plan's: its victims, the work they lose, its slave
+
 PLANNED_SHAPES = 4  # a claimant's declared task shapes preemption plans for, at most
 
 
@@ -292,24 +295,43 @@ def plan_preemption(
     several claimants can be planned one after another on the same books."""
     plans: list[Plan] = []
     shapes = fewest_shapes(shapes, cluster.total)
-    while shapes and short(cluster.held.get(claimant, {})):
+
+    def best_on(slave_id: str) -> tuple[Key, Plan] | None:
+        best: tuple[Key, Plan] | None = None
+        for task in shapes:
+            victims = plan_on_slave(cluster, claimant, slave_id, task, order)
+            if victims is None or not victims:
+                continue  # impossible here; or it fits already (then it is not starving)
+            key = (len(victims), sum(now - v.started for v in victims), slave_id)
+            if best is None or key < best[0]:
+                best = (key, Plan(claimant, slave_id, task, victims))
+        return best
+
+    # Each slave's best plan, kept from when it was made: a plan taken elsewhere mostly
+    # leaves it as it was, or makes it worse (its victims' frameworks hold less, the
+    # claimant more). So the best kept is made again on the books as they are now, and
+    # taken if it still beats every other kept one; else it goes back with what it is
+    # now. One plan costs a few slaves' plans, where a walk of every slave made planning
+    # a claimant's fair share on a packed cluster quadratic in its slaves (4.9 s on the
+    # master's loop at 400).
+    kept: list[tuple[Key, Plan]] = []
+    if shapes and short(cluster.held.get(claimant, {})):
+        kept = [b for s in sorted(set(cluster.free) | set(cluster.running)) if (b := best_on(s))]
+        heapq.heapify(kept)
+    while kept and short(cluster.held.get(claimant, {})):
         if max_tasks is not None and len(plans) >= max_tasks:
             break
-        best: tuple[tuple[int, float, str], Plan] | None = None
-        for slave_id in sorted(set(cluster.free) | set(cluster.running)):
-            for task in shapes:
-                victims = plan_on_slave(cluster, claimant, slave_id, task, order)
-                if victims is None or not victims:
-                    continue  # impossible here; or it fits already (then it is not starving)
-                lost = sum(now - v.started for v in victims)
-                key = (len(victims), lost, slave_id)
-                if best is None or key < best[0]:
-                    best = (key, Plan(claimant, slave_id, task, victims))
-        if best is None:
-            break
-        plan = best[1]
+        slave_id = heapq.heappop(kept)[1].slave_id
+        now_best = best_on(slave_id)
+        if now_best is None:
+            continue  # nothing more to free there
+        if kept and kept[0][0] < now_best[0]:
+            heapq.heappush(kept, now_best)  # another may be better now: asked next
+            continue
+        plan = now_best[1]
         _apply(cluster, plan)
         plans.append(plan)
+        heapq.heappush(kept, now_best)  # (made again when it comes up)
     return plans
 
 
