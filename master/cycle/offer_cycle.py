@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from master.allocation.allocator import Allocator
+from master.allocation.collector import PausedCollector
 from master.allocation.ledger import Declines
 from master.allocation.preemption import Contender, Preemption, PreemptionConfig
 from master.cycle import offer_bound, why
@@ -223,15 +224,16 @@ class OfferCycle:
         contenders = self.contenders(now)
         framework_ids = [c.framework_id for c in contenders]
         cluster = planning_cluster(a, framework_ids, self.state.running(), self.preemption.doomed)
-        claims = self.preemption.check(
-            now,
-            self.config.policy,
-            contenders,
-            cluster,
-            a.roles.pool_weights(),
-            a.quotas,
-            a.roles.is_tree(),
-        )
+        with PausedCollector():  # (planning's trial books make no cycles: as a round's)
+            claims = self.preemption.check(
+                now,
+                self.config.policy,
+                contenders,
+                cluster,
+                a.roles.pool_weights(),
+                a.quotas,
+                a.roles.is_tree(),
+            )
         until = hold_until(now, notice, self.config.allocation_interval)
         for claim in claims:
             hold_claim(a, claim, until)
