@@ -29,6 +29,7 @@ from protocol.wire.reservations import offered_to, shared_keys
 
 Counts = dict[str, int]  # copies, by holder (or role)
 NOTHING: Mapping[str, Mapping[str, int]] = {}  # (no role node counts a volume for another copy)
+NONE: Mapping[str, int] = {}  # (nobody holds a copy)
 
 
 def offered_shared(slave: SlaveBook, role: str, shown: set[str]) -> dict[str, int]:
@@ -69,16 +70,19 @@ class Copies:
         AllocatorError (and nothing counted) if a copy is not the whole volume or more go
         than are held."""
         shared = slave.shared
-        if not shared or shared.isdisjoint(delta):
+        keys = shared.intersection(delta) if shared else shared
+        if not keys:
             return Split(delta, delta, delta, NOTHING)
-        plain = {k: v for k, v in delta.items() if k not in shared}
-        books = (dict(plain), dict(plain), dict(plain))
-        above: dict[str, dict[str, int]] = {}
+        sid, sizes = slave.slave_id, slave.total.millis
+        holders_of, roles_of = self._holders, self._roles
         nodes = (role, *_path(role)) if self._tree and role is not None else ()
-        changes: list[tuple[str, int]] = []
-        sid = slave.slave_id
-        for key in shared.intersection(delta):
-            size = slave.total.millis[key]
+        above: dict[str, dict[str, int]] = {}
+        # each volume's size, copies, and whether the slave's, the holder's share and its
+        # role's count it now (or no longer): checked all before anything is counted
+        counted: list[tuple[str, int, int, bool, bool, bool]] = []
+        same = True  # (whether the three books count the same: the usual, one book)
+        for key in keys:
+            size = sizes[key]
             copies, rest = divmod(delta[key], size)
             if rest or copies <= 0:
                 raise AllocatorError(
@@ -86,35 +90,49 @@ class Copies:
                     f"is the whole volume ({size / 1000:g})"
                 )
             n = sign * copies
-            holders = self._holders.get((sid, key), {})
-            roles = self._roles.get((sid, key), {})
-            before = (
-                sum(holders.values()),
-                holders.get(holder, 0),
-                roles.get(role, 0) if role is not None else -1,  # (nobody's: no role)
-            )
-            if before[1] + n < 0:
+            holders = holders_of.get((sid, key))
+            mine = holders.get(holder, 0) if holders else 0
+            if mine + n < 0:
                 raise AllocatorError(
-                    f"{holder or 'nobody'} holds {before[1]} copies of {key} on slave {sid}, "
+                    f"{holder or 'nobody'} holds {mine} copies of {key} on slave {sid}, "
                     f"not {copies}"
                 )
-            for book, had in zip(books, before, strict=True):
-                if had >= 0 and ((had == 0) if n > 0 else (had + n == 0)):
-                    book[key] = size
-            if nodes and key in books[2]:  # (the role's own count it now, or no longer)
-                subtrees = self._subtrees.get((sid, key), {})
+            if not holders:  # (the usual: nobody holds one, every book counts the first)
+                counted.append((key, size, n, True, True, role is not None))
+                same = same and role is not None
+                continue
+            # (a book counts it as its first copy comes, or its last goes)
+            everyone = sum(holders.values())
+            in_slave = not everyone if n > 0 else everyone + n == 0
+            in_share = not mine if n > 0 else mine + n == 0
+            in_role = False
+            if role is not None:
+                of_role = roles_of.get((sid, key), NONE).get(role, 0)
+                in_role = not of_role if n > 0 else of_role + n == 0
+            if nodes and in_role:  # (the role's own count it now, or no longer)
+                subtrees = self._subtrees.get((sid, key), NONE)
                 for node in nodes:  # (up from the role: the first holding another copy)
                     if subtrees.get(node, 0) + min(n, 0) > 0:
                         above.setdefault(node, {})[key] = size
                         break
-            changes.append((key, n))
-        for key, n in changes:
-            _count(self._holders, (sid, key), holder, n)
+            counted.append((key, size, n, in_slave, in_share, in_role))
+            same = same and in_slave == in_share == in_role
+        on_slave = {k: v for k, v in delta.items() if k not in keys}
+        share = on_slave if same else dict(on_slave)
+        of_roles = on_slave if same else dict(on_slave)
+        for key, size, n, in_slave, in_share, in_role in counted:
+            if in_slave:
+                on_slave[key] = size
+            if in_share:
+                share[key] = size
+            if in_role:
+                of_roles[key] = size
+            _count(holders_of, (sid, key), holder, n)
             if role is not None:
-                _count(self._roles, (sid, key), role, n)
+                _count(roles_of, (sid, key), role, n)
             for node in nodes:
                 _count(self._subtrees, (sid, key), node, n)
-        return Split(*books, above)
+        return Split(on_slave, share, of_roles, above)
 
     def check_conversion(
         self,
@@ -172,9 +190,14 @@ def _path(role: str) -> tuple[str, ...]:
 
 
 def _count(book: dict[tuple[str, str], Counts], where: tuple[str, str], who: str, n: int) -> None:
-    counts = book.setdefault(where, {})
-    counts[who] = counts.get(who, 0) + n
-    if not counts[who]:
+    counts = book.get(where)
+    if counts is None:
+        book[where] = {who: n}
+        return
+    left = counts.get(who, 0) + n
+    if left:
+        counts[who] = left
+    else:
         del counts[who]
         if not counts:
             del book[where]
