@@ -49,19 +49,24 @@ class IdleReservations:
 
     def add(self, slave: SlaveBook, delta: Mapping[str, int], sign: int) -> None:
         """`delta` of `slave`'s identities becomes idle (sign 1) or allocated (-1)."""
-        reserved = slave.reserved
-        for key, amount in delta.items():
+        reserved, by_role, every = slave.reserved, self.by_role, self.all
+        for key, amount in delta.items():  # (once an offer of a reserved slave)
             role = reserved.get(key)
             if not role or not amount:
                 continue
             base = base_of(key)
-            mine = self.by_role.setdefault(role, {})
-            mine[base] = mine.get(base, 0) + sign * amount
-            self.all[base] = self.all.get(base, 0) + sign * amount
-            if not mine[base]:
+            n = sign * amount
+            every[base] = every.get(base, 0) + n
+            mine = by_role.get(role)
+            if mine is None:
+                mine = by_role[role] = {}
+            left = mine.get(base, 0) + n
+            if left:
+                mine[base] = left
+            else:
                 del mine[base]
                 if not mine:
-                    del self.by_role[role]
+                    del by_role[role]
 
     def of_subtree(self, role: str, tree: bool) -> Millis:
         """Idle reservations of `role` (on a tree: and of the roles below it)."""
@@ -92,6 +97,16 @@ def visible(slave: SlaveBook, role: str, free: Mapping[str, int]) -> tuple[Milli
     return unreserved, mine
 
 
+def left_over(slave: SlaveBook) -> bool:
+    """Whether anything of a reserved slave is free, its shared volumes aside (those are
+    offered beside the rest, never alone). A plain loop: asked after each offer of it."""
+    shared = slave.shared
+    for key, amount in slave.unallocated.items():
+        if amount > 0 and not (shared and key in shared):
+            return True
+    return False
+
+
 ReservedPick = Callable[[SlaveBook, set[str], set[str]], tuple[str, Millis] | None]
 """A slave holding reservations, who was offered it this round, and which of its shared
 volumes: whom to offer what."""
@@ -112,37 +127,44 @@ def reserved_pick(
     round asks again after each offer: others' reservations and what quota cut are still
     to offer."""
 
-    def pick(slave: SlaveBook, given: set[str], shown: set[str]) -> tuple[str, Millis] | None:
-        by_role: dict[str, Millis] = {}
-        free, shared = slave.unallocated, slave.shared
-        if not any(v > 0 and not (shared and k in shared) for k, v in free.items()):
+    # the slave of the moment, who was offered it in the round, and what each role may
+    # see of it as it is now (set by `pick`: one `wanted` serves the round, no closure a
+    # slave -- a round asks twice a slave holding reservations)
+    slave = SlaveBook("", Resources())
+    given: set[str] = set()
+    by_role: dict[str, Millis] = {}
+
+    def wanted(framework_id: str) -> bool:
+        if framework_id in given:
+            return False
+        fw = frameworks[framework_id]
+        offer = by_role.get(fw.role)
+        if offer is None:
+            unreserved, mine = visible(slave, fw.role, slave.unallocated)
+            offer = offerable(fw.role, unreserved) if unreserved else {}
+            offer.update(mine)
+            by_role[fw.role] = offer
+        if not offer:
+            return False
+        # offer filters and the master's minimum read what the resources are;
+        # a decline filter, whose they are
+        if not can_use(fw, stripped(offer), floor):
+            return False
+        return not declined(fw, slave.slave_id, offer, now)
+
+    def pick(visited: SlaveBook, offered: set[str], shown: set[str]) -> tuple[str, Millis] | None:
+        nonlocal slave, given
+        if not left_over(visited):
             return None  # (all taken, shared volumes aside: no walk past every framework)
-
-        def wanted(framework_id: str) -> bool:
-            if framework_id in given:
-                return False
-            fw = frameworks[framework_id]
-            offer = by_role.get(fw.role)
-            if offer is None:
-                unreserved, mine = visible(slave, fw.role, free)
-                offer = offerable(fw.role, unreserved) if unreserved else {}
-                offer.update(mine)
-                by_role[fw.role] = offer
-            if not offer:
-                return False
-            # offer filters and the master's minimum read what the resources are;
-            # a decline filter, whose they are
-            if not can_use(fw, stripped(offer), floor):
-                return False
-            return not declined(fw, slave.slave_id, offer, now)
-
+        slave, given = visited, offered
+        by_role.clear()
         chosen = roles.first_framework(role_frameworks, wanted)
         if chosen is None:
             return None
         fw = frameworks[chosen]
         offer = by_role[fw.role]
-        if slave.shared and fw.shared:  # (and its role's shared volumes, in use or not)
-            offer = {**offer, **offered_shared(slave, fw.role, shown)}
+        if visited.shared and fw.shared:  # (and its role's shared volumes, in use or not)
+            offer = {**offer, **offered_shared(visited, fw.role, shown)}
         return chosen, offer
 
     return pick
