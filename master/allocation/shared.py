@@ -28,8 +28,10 @@ from master.allocation.ledger import AllocatorError, SlaveBook
 from protocol.wire.reservations import offered_to, shared_keys
 
 Counts = dict[str, int]  # copies, by holder (or role)
+Volumes = dict[str, Counts]  # by shared volume (its key)
 NOTHING: Mapping[str, Mapping[str, int]] = {}  # (no role node counts a volume for another copy)
 NONE: Mapping[str, int] = {}  # (nobody holds a copy)
+NO_VOLUMES: Mapping[str, Mapping[str, int]] = {}
 
 
 def offered_shared(slave: SlaveBook, role: str, shown: set[str]) -> dict[str, int]:
@@ -48,10 +50,12 @@ class Copies:
     def __init__(self, tree: bool = False) -> None:
         """`tree`: roles are paths whose ancestors hold their subtree's copies too (the
         role tree's policies): a volume counts once in every node, as Mesos's sorter."""
-        self._holders: dict[tuple[str, str], Counts] = {}  # (slave id, key) -> holder -> n
-        self._roles: dict[tuple[str, str], Counts] = {}  # (slave id, key) -> role -> n
-        # on a tree: (slave id, key) -> role node -> copies its whole subtree holds
-        self._subtrees: dict[tuple[str, str], Counts] = {}
+        # by slave id, then volume (a slave's book stays until it goes: a round counting
+        # copies makes no object the garbage collector walks, such as a key's tuple)
+        self._holders: dict[str, Volumes] = {}  # slave id -> key -> holder -> n
+        self._roles: dict[str, Volumes] = {}  # slave id -> key -> role -> n
+        # on a tree: slave id -> key -> role node -> copies its whole subtree holds
+        self._subtrees: dict[str, Volumes] = {}
         self._tree = tree
 
     def split(
@@ -74,7 +78,7 @@ class Copies:
         if not keys:
             return Split(delta, delta, delta, NOTHING)
         sid, sizes = slave.slave_id, slave.total.millis
-        holders_of, roles_of = self._holders, self._roles
+        holders_of = self._holders.get(sid) or NO_VOLUMES
         nodes = (role, *_path(role)) if self._tree and role is not None else ()
         above: dict[str, dict[str, int]] = {}
         # each volume's size, copies, and whether the slave's, the holder's share and its
@@ -90,7 +94,7 @@ class Copies:
                     f"is the whole volume ({size / 1000:g})"
                 )
             n = sign * copies
-            holders = holders_of.get((sid, key))
+            holders = holders_of.get(key)
             mine = holders.get(holder, 0) if holders else 0
             if mine + n < 0:
                 raise AllocatorError(
@@ -107,10 +111,10 @@ class Copies:
             in_share = not mine if n > 0 else mine + n == 0
             in_role = False
             if role is not None:
-                of_role = roles_of.get((sid, key), NONE).get(role, 0)
+                of_role = (self._roles.get(sid) or NO_VOLUMES).get(key, NONE).get(role, 0)
                 in_role = not of_role if n > 0 else of_role + n == 0
             if nodes and in_role:  # (the role's own count it now, or no longer)
-                subtrees = self._subtrees.get((sid, key), NONE)
+                subtrees = (self._subtrees.get(sid) or NO_VOLUMES).get(key, NONE)
                 for node in nodes:  # (up from the role: the first holding another copy)
                     if subtrees.get(node, 0) + min(n, 0) > 0:
                         above.setdefault(node, {})[key] = size
@@ -127,11 +131,11 @@ class Copies:
                 share[key] = size
             if in_role:
                 of_roles[key] = size
-            _count(holders_of, (sid, key), holder, n)
+            _count(self._holders, sid, key, holder, n)
             if role is not None:
-                _count(roles_of, (sid, key), role, n)
+                _count(self._roles, sid, key, role, n)
             for node in nodes:
-                _count(self._subtrees, (sid, key), node, n)
+                _count(self._subtrees, sid, key, node, n)
         return Split(on_slave, share, of_roles, above)
 
     def check_conversion(
@@ -162,13 +166,12 @@ class Copies:
 
     def holders(self, slave_id: str, key: str) -> Counts:
         """Who holds copies of a shared volume on a slave, and how many ("": nobody known)."""
-        return dict(self._holders.get((slave_id, key), {}))
+        return dict(self._holders.get(slave_id, NO_VOLUMES).get(key, NONE))
 
     def forget(self, slave_id: str) -> None:
         """The slave is gone, with every copy of its volumes."""
         for book in (self._holders, self._roles, self._subtrees):
-            for where in [w for w in book if w[0] == slave_id]:
-                del book[where]
+            book.pop(slave_id, None)
 
 
 class Split(NamedTuple):
@@ -189,10 +192,13 @@ def _path(role: str) -> tuple[str, ...]:
     return tuple("/".join(parts[:i]) for i in range(len(parts) - 1, 0, -1))
 
 
-def _count(book: dict[tuple[str, str], Counts], where: tuple[str, str], who: str, n: int) -> None:
-    counts = book.get(where)
+def _count(book: dict[str, Volumes], slave_id: str, key: str, who: str, n: int) -> None:
+    volumes = book.get(slave_id)
+    if volumes is None:
+        volumes = book[slave_id] = {}
+    counts = volumes.get(key)
     if counts is None:
-        book[where] = {who: n}
+        volumes[key] = {who: n}
         return
     left = counts.get(who, 0) + n
     if left:
@@ -200,4 +206,4 @@ def _count(book: dict[tuple[str, str], Counts], where: tuple[str, str], who: str
     else:
         del counts[who]
         if not counts:
-            del book[where]
+            del volumes[key]
