@@ -68,6 +68,32 @@ class IdleReservations:
                 if not mine:
                     del by_role[role]
 
+    def taken(self, slave: SlaveBook, delta: Mapping[str, int], allocated: Millis) -> None:
+        """`delta` of `slave` is allocated now (offered, or in use): out of its free
+        resources and of the idle reservations (`add`, sign -1), and into the cluster's
+        `allocated` as what it is, whoever's -- one loop for the three books, each key's
+        base looked up once (once an offer of a slave holding reservations)."""
+        free, reserved, by_role, every = slave.unallocated, slave.reserved, self.by_role, self.all
+        for key, amount in delta.items():
+            if key in free:
+                free[key] -= amount
+            base = base_of(key)
+            allocated[base] = allocated.get(base, 0) + amount
+            role = reserved.get(key)
+            if not role or not amount:
+                continue
+            every[base] = every.get(base, 0) - amount
+            mine = by_role.get(role)
+            if mine is None:
+                mine = by_role[role] = {}
+            left = mine.get(base, 0) - amount
+            if left:
+                mine[base] = left
+            else:
+                del mine[base]
+                if not mine:
+                    del by_role[role]
+
     def of_subtree(self, role: str, tree: bool) -> Millis:
         """Idle reservations of `role` (on a tree: and of the roles below it)."""
         out: Millis = {}
@@ -92,7 +118,7 @@ def visible(slave: SlaveBook, role: str, free: Mapping[str, int]) -> tuple[Milli
         owner = reserved.get(key)
         if not owner:
             unreserved[key] = amount
-        elif offered_to(owner, role):
+        elif owner == role or offered_to(owner, role):  # (its own, the usual: no call)
             mine[key] = amount
     return unreserved, mine
 
