@@ -39,7 +39,11 @@ def offered_shared(slave: SlaveBook, role: str, shown: set[str]) -> dict[str, in
     offered beside the rest: its role's (or an ancestor's), whole, in use or not, but
     those offered in this round already (`shown`)."""
     reserved, total = slave.reserved, slave.total.millis
-    return {k: total[k] for k in slave.shared if k not in shown and offered_to(reserved[k], role)}
+    return {
+        k: total[k]
+        for k in slave.shared
+        if k not in shown and ((owner := reserved[k]) == role or offered_to(owner, role))
+    }
 
 
 class Copies:
@@ -85,6 +89,7 @@ class Copies:
         # role's count it now (or no longer): checked all before anything is counted
         counted: list[tuple[str, int, int, bool, bool, bool]] = []
         same = True  # (whether the three books count the same: the usual, one book)
+        whole = True  # (and each volume once, as one copy of it comes: `delta` itself)
         for key in keys:
             size = sizes[key]
             copies, rest = divmod(delta[key], size)
@@ -104,7 +109,9 @@ class Copies:
             if not holders:  # (the usual: nobody holds one, every book counts the first)
                 counted.append((key, size, n, True, True, role is not None))
                 same = same and role is not None
+                whole = whole and n == 1
                 continue
+            whole = False
             # (a book counts it as its first copy comes, or its last goes)
             everyone = sum(holders.values())
             in_slave = not everyone if n > 0 else everyone + n == 0
@@ -121,16 +128,20 @@ class Copies:
                         break
             counted.append((key, size, n, in_slave, in_share, in_role))
             same = same and in_slave == in_share == in_role
-        on_slave = {k: v for k, v in delta.items() if k not in keys}
-        share = on_slave if same else dict(on_slave)
-        of_roles = on_slave if same else dict(on_slave)
-        for key, size, n, in_slave, in_share, in_role in counted:
-            if in_slave:
-                on_slave[key] = size
-            if in_share:
-                share[key] = size
-            if in_role:
-                of_roles[key] = size
+        if whole and same:  # (a round's offer of a volume nobody holds: no new book)
+            on_slave = share = of_roles = delta
+        else:
+            on_slave = {k: v for k, v in delta.items() if k not in keys}
+            share = on_slave if same else dict(on_slave)
+            of_roles = on_slave if same else dict(on_slave)
+            for key, size, _, in_slave, in_share, in_role in counted:
+                if in_slave:
+                    on_slave[key] = size
+                if in_share:
+                    share[key] = size
+                if in_role:
+                    of_roles[key] = size
+        for key, _, n, _, _, _ in counted:
             _count(self._holders, sid, key, holder, n)
             if role is not None:
                 _count(self._roles, sid, key, role, n)
