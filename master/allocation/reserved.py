@@ -167,8 +167,11 @@ def reserved_pick(
         offer = by_role.get(fw.role)
         if offer is None:
             unreserved, mine = visible(slave, fw.role, slave.unallocated)
-            offer = offerable(fw.role, unreserved) if unreserved else {}
-            offer.update(mine)
+            if unreserved:
+                offer = offerable(fw.role, unreserved)
+                offer.update(mine)
+            else:
+                offer = mine  # (its role's reservations alone: visible's own dict)
             by_role[fw.role] = offer
         if not offer:
             return False
@@ -190,7 +193,7 @@ def reserved_pick(
         fw = frameworks[chosen]
         offer = by_role[fw.role]
         if visited.shared and fw.shared:  # (and its role's shared volumes, in use or not)
-            offer = {**offer, **offered_shared(visited, fw.role, shown)}
+            offer = offered_shared(visited, fw.role, shown, offer)
         return chosen, offer
 
     return pick

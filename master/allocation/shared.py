@@ -34,16 +34,18 @@ NONE: Mapping[str, int] = {}  # (nobody holds a copy)
 NO_VOLUMES: Mapping[str, Mapping[str, int]] = {}
 
 
-def offered_shared(slave: SlaveBook, role: str, shown: set[str]) -> dict[str, int]:
-    """The shared volumes of `slave` a framework of `role` taking shared resources is
-    offered beside the rest: its role's (or an ancestor's), whole, in use or not, but
-    those offered in this round already (`shown`)."""
+def offered_shared(
+    slave: SlaveBook, role: str, shown: set[str], beside: Mapping[str, int]
+) -> dict[str, int]:
+    """What a framework of `role` taking shared resources is offered of `slave`: `beside`
+    (what else it sees), and the shared volumes of its role (or an ancestor's), whole, in
+    use or not, but those offered in this round already (`shown`)."""
     reserved, total = slave.reserved, slave.total.millis
-    return {
-        k: total[k]
-        for k in slave.shared
-        if k not in shown and ((owner := reserved[k]) == role or offered_to(owner, role))
-    }
+    offer = dict(beside)
+    for key in slave.shared:
+        if key not in shown and ((owner := reserved[key]) == role or offered_to(owner, role)):
+            offer[key] = total[key]
+    return offer
 
 
 class Copies:
