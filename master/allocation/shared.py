@@ -28,10 +28,20 @@ from master.allocation.ledger import AllocatorError, SlaveBook
 from protocol.wire.reservations import offered_to, shared_keys
 
 Counts = dict[str, int]  # copies, by holder (or role)
-Volumes = dict[str, Counts]  # by shared volume (its key)
 NOTHING: Mapping[str, Mapping[str, int]] = {}  # (no role node counts a volume for another copy)
 NONE: Mapping[str, int] = {}  # (nobody holds a copy)
 NO_VOLUMES: Mapping[str, Mapping[str, int]] = {}
+
+
+class Volumes(dict[str, Counts]):
+    """A slave's counts, by shared volume (its key). A class of its own, not a plain
+    dict, for the garbage collector: a full collection untracks a plain dict holding
+    nothing it could track (a slave's book with no copies out), and putting a volume's
+    counts in tracks it again, as a young object -- a round giving copies of 10,000
+    slaves' volumes left 20,000 such books for its young collection to walk (4-5 ms of
+    a 170 ms round). An instance of a subclass stays tracked, and old."""
+
+    __slots__ = ()
 
 
 def offered_shared(
@@ -208,7 +218,7 @@ def _path(role: str) -> tuple[str, ...]:
 def _count(book: dict[str, Volumes], slave_id: str, key: str, who: str, n: int) -> None:
     volumes = book.get(slave_id)
     if volumes is None:
-        volumes = book[slave_id] = {}
+        volumes = book[slave_id] = Volumes()
     counts = volumes.get(key)
     if counts is None:
         volumes[key] = {who: n}
