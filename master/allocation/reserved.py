@@ -50,7 +50,7 @@ class IdleReservations:
     def add(self, slave: SlaveBook, delta: Mapping[str, int], sign: int) -> None:
         """`delta` of `slave`'s identities becomes idle (sign 1) or allocated (-1)."""
         reserved, by_role, every = slave.reserved, self.by_role, self.all
-        for key, amount in delta.items():  # (once an offer of a reserved slave)
+        for key, amount in delta.items():
             role = reserved.get(key)
             if not role or not amount:
                 continue
@@ -154,8 +154,8 @@ def reserved_pick(
     to offer."""
 
     # the slave of the moment, who was offered it in the round, and what each role may
-    # see of it as it is now (set by `pick`: one `wanted` serves the round, no closure a
-    # slave -- a round asks twice a slave holding reservations)
+    # see of it as it is now (set by `pick`: one `wanted` serves the round, no closure
+    # made a slave)
     slave = SlaveBook("", Resources())
     given: set[str] = set()
     by_role: dict[str, Millis] = {}
