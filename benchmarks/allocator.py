@@ -5,10 +5,11 @@
 N slaves (24 cpus, 4096 mem each) by M frameworks, every offer declined: the time of one
 full allocation round from an empty cluster, and of the round after every offer was declined
 (with Mesos's default 5 s filter, so each slave skips the framework that refused it).
-Each figure is the best of three fresh runs. A round runs with Python's garbage collector
-paused and ends with one young collection of what it made, counted in its time: that is
-`Allocator.allocate` itself (`master.allocation.collector.PausedCollector`), the very call
-the master's rounds make.
+Each figure is the best of three fresh runs, each size's in an interpreter of its own (as
+if built and timed alone: not among the smaller sizes' leftovers). A round runs with
+Python's garbage collector paused and ends with one young collection of what it made,
+counted in its time: that is `Allocator.allocate` itself
+(`master.allocation.collector.PausedCollector`), the very call the master's rounds make.
 Then the cost of one decision (picking the framework for one slave and recording it) as the
 number of frameworks grows: it must grow like log n, not like n.
 
