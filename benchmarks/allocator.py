@@ -44,12 +44,13 @@ import argparse
 import gc
 import json
 import math
-import multiprocessing
 import os
 import statistics
+import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import cast
 
 from benchmarks import ranges_cost, volumes_cost, why_cost
@@ -85,8 +86,19 @@ def rounds(sizes: list[tuple[int, int]], repeats: int) -> list[list[object]]:
     the process that had built and freed the smaller sizes' allocators, the 50,000 x
     1,000 round ran 15-40% slower than built and timed alone (its books laid out among
     their leftovers; a collection before each build did not undo it)."""
-    with multiprocessing.get_context("spawn").Pool(1, maxtasksperchild=1) as pool:
-        return pool.starmap(size_rounds, [(n, m, repeats) for n, m in sizes], chunksize=1)
+    return [_alone(n, m, repeats) for n, m in sizes]
+
+
+def _alone(n: int, m: int, repeats: int) -> list[object]:
+    code = (
+        "import json; from benchmarks.allocator import size_rounds; "
+        f"print(json.dumps(size_rounds({n}, {m}, {repeats})))"
+    )
+    root = Path(__file__).resolve().parents[1]
+    run = subprocess.run(
+        [sys.executable, "-c", code], cwd=root, check=True, capture_output=True, text=True
+    )
+    return cast(list[object], json.loads(run.stdout))
 
 
 def size_rounds(n: int, m: int, repeats: int) -> list[object]:
