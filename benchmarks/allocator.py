@@ -5,10 +5,11 @@
 N slaves (24 cpus, 4096 mem each) by M frameworks, every offer declined: the time of one
 full allocation round from an empty cluster, and of the round after every offer was declined
 (with Mesos's default 5 s filter, so each slave skips the framework that refused it).
-Each figure is the best of three fresh runs. A round runs with Python's garbage collector
-paused and ends with one young collection of what it made, counted in its time: that is
-`Allocator.allocate` itself (`master.allocation.collector.PausedCollector`), the very call
-the master's rounds make.
+Each figure is the best of three fresh runs, each size's in an interpreter of its own (as
+if built and timed alone: not among the smaller sizes' leftovers). A round runs with
+Python's garbage collector paused and ends with one young collection of what it made,
+counted in its time: that is `Allocator.allocate` itself
+(`master.allocation.collector.PausedCollector`), the very call the master's rounds make.
 Then the cost of one decision (picking the framework for one slave and recording it) as the
 number of frameworks grows: it must grow like log n, not like n.
 
@@ -45,9 +46,11 @@ import json
 import math
 import os
 import statistics
+import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import cast
 
 from benchmarks import ranges_cost, volumes_cost, why_cost
@@ -79,18 +82,35 @@ def timed_round(allocator: Allocator, now: float) -> tuple[float, int]:
 
 
 def rounds(sizes: list[tuple[int, int]], repeats: int) -> list[list[object]]:
+    """Each size's row (`size_rounds`), each in a fresh interpreter of its own: built in
+    the process that had built and freed the smaller sizes' allocators, the 50,000 x
+    1,000 round ran 15-40% slower than built and timed alone (its books laid out among
+    their leftovers; a collection before each build did not undo it)."""
+    return [_alone(n, m, repeats) for n, m in sizes]
+
+
+def _alone(n: int, m: int, repeats: int) -> list[object]:
+    code = (
+        "import json; from benchmarks.allocator import size_rounds; "
+        f"print(json.dumps(size_rounds({n}, {m}, {repeats})))"
+    )
+    root = Path(__file__).resolve().parents[1]
+    run = subprocess.run(
+        [sys.executable, "-c", code], cwd=root, check=True, capture_output=True, text=True
+    )
+    return cast(list[object], json.loads(run.stdout))
+
+
+def size_rounds(n: int, m: int, repeats: int) -> list[object]:
     """Best of `repeats` fresh runs: the machine is shared, the minimum is the cost."""
-    rows: list[list[object]] = []
-    for n, m in sizes:
-        firsts, seconds = [], []
-        for _ in range(repeats):
-            allocator = build(n, m)
-            first, offers = timed_round(allocator, 0.0)
-            second, offers2 = timed_round(allocator, 1.0)
-            firsts.append(first)
-            seconds.append(second)
-        rows.append([n, m, offers, min(firsts) * 1e3, offers2, min(seconds) * 1e3])
-    return rows
+    firsts, seconds = [], []
+    for _ in range(repeats):
+        allocator = build(n, m)
+        first, offers = timed_round(allocator, 0.0)
+        second, offers2 = timed_round(allocator, 1.0)
+        firsts.append(first)
+        seconds.append(second)
+    return [n, m, offers, min(firsts) * 1e3, offers2, min(seconds) * 1e3]
 
 
 @dataclass(frozen=True)

@@ -53,6 +53,7 @@ from master.allocation.reserved import (
     IdleReservations,
     ReservedPick,
     convert_total,
+    left_over,
     replace_free,
     reserved_pick,
     reserved_roles,
@@ -609,10 +610,13 @@ class Allocator:
         given: set[str] = set()
         shown: set[str] = set()  # its shared volumes offered (to one framework a round)
         while (picked := pick(slave, given, shown)) is not None:
-            given.add(picked[0])
+            framework_id, offer = picked
+            self._offer(slave, framework_id, offer, allocations, room)
+            if not left_over(slave):
+                return  # (the usual: one offer took it all, shared volumes aside)
+            given.add(framework_id)
             if slave.shared:
-                shown.update(slave.shared.intersection(picked[1]))
-            self._offer(slave, picked[0], picked[1], allocations, room)
+                shown.update(slave.shared.intersection(offer))
 
     def _offer(
         self,
@@ -849,13 +853,8 @@ class Allocator:
         free, everywhere = slave.unallocated, self._allocated
         if self._lone:
             self._lone.pop(slave.slave_id, None)  # (what stood on it is asked anew)
-        if slave.reserved:
-            self._idle.add(slave, delta, -1)
-            for k, v in delta.items():
-                if k in free:
-                    free[k] -= v
-                k = base_of(k)  # (the cluster's books count what it is, whoever's)
-                everywhere[k] = everywhere.get(k, 0) + v
+        if slave.reserved:  # (the cluster's books count what it is, whoever's)
+            self._idle.taken(slave, delta, everywhere)
             return
         for k, v in delta.items():
             everywhere[k] = everywhere.get(k, 0) + v
@@ -1008,4 +1007,4 @@ def _counted(share: Mapping[str, int], role: Mapping[str, int]) -> tuple[Resourc
     volumes (`Copies.split`), by what the resources are: one object when they count the
     same (the usual)."""
     mine = Resources.from_millis(stripped(share))
-    return mine, mine if role == share else Resources.from_millis(stripped(role))
+    return mine, mine if role is share or role == share else Resources.from_millis(stripped(role))

@@ -49,19 +49,50 @@ class IdleReservations:
 
     def add(self, slave: SlaveBook, delta: Mapping[str, int], sign: int) -> None:
         """`delta` of `slave`'s identities becomes idle (sign 1) or allocated (-1)."""
-        reserved = slave.reserved
+        reserved, by_role, every = slave.reserved, self.by_role, self.all
         for key, amount in delta.items():
             role = reserved.get(key)
             if not role or not amount:
                 continue
             base = base_of(key)
-            mine = self.by_role.setdefault(role, {})
-            mine[base] = mine.get(base, 0) + sign * amount
-            self.all[base] = self.all.get(base, 0) + sign * amount
-            if not mine[base]:
+            n = sign * amount
+            every[base] = every.get(base, 0) + n
+            mine = by_role.get(role)
+            if mine is None:
+                mine = by_role[role] = {}
+            left = mine.get(base, 0) + n
+            if left:
+                mine[base] = left
+            else:
                 del mine[base]
                 if not mine:
-                    del self.by_role[role]
+                    del by_role[role]
+
+    def taken(self, slave: SlaveBook, delta: Mapping[str, int], allocated: Millis) -> None:
+        """`delta` of `slave` is allocated now (offered, or in use): out of its free
+        resources and of the idle reservations (`add`, sign -1), and into the cluster's
+        `allocated` as what it is, whoever's -- one loop for the three books, each key's
+        base looked up once (once an offer of a slave holding reservations)."""
+        free, reserved, by_role, every = slave.unallocated, slave.reserved, self.by_role, self.all
+        for key, amount in delta.items():
+            if key in free:
+                free[key] -= amount
+            base = base_of(key)
+            allocated[base] = allocated.get(base, 0) + amount
+            role = reserved.get(key)
+            if not role or not amount:
+                continue
+            every[base] = every.get(base, 0) - amount
+            mine = by_role.get(role)
+            if mine is None:
+                mine = by_role[role] = {}
+            left = mine.get(base, 0) - amount
+            if left:
+                mine[base] = left
+            else:
+                del mine[base]
+                if not mine:
+                    del by_role[role]
 
     def of_subtree(self, role: str, tree: bool) -> Millis:
         """Idle reservations of `role` (on a tree: and of the roles below it)."""
@@ -87,9 +118,19 @@ def visible(slave: SlaveBook, role: str, free: Mapping[str, int]) -> tuple[Milli
         owner = reserved.get(key)
         if not owner:
             unreserved[key] = amount
-        elif offered_to(owner, role):
+        elif owner == role or offered_to(owner, role):  # (its own, the usual: no call)
             mine[key] = amount
     return unreserved, mine
+
+
+def left_over(slave: SlaveBook) -> bool:
+    """Whether anything of a reserved slave is free, its shared volumes aside (those are
+    offered beside the rest, never alone). A plain loop: asked after each offer of it."""
+    shared = slave.shared
+    for key, amount in slave.unallocated.items():
+        if amount > 0 and not (shared and key in shared):
+            return True
+    return False
 
 
 ReservedPick = Callable[[SlaveBook, set[str], set[str]], tuple[str, Millis] | None]
@@ -112,37 +153,47 @@ def reserved_pick(
     round asks again after each offer: others' reservations and what quota cut are still
     to offer."""
 
-    def pick(slave: SlaveBook, given: set[str], shown: set[str]) -> tuple[str, Millis] | None:
-        by_role: dict[str, Millis] = {}
-        free, shared = slave.unallocated, slave.shared
-        if not any(v > 0 and not (shared and k in shared) for k, v in free.items()):
-            return None  # (all taken, shared volumes aside: no walk past every framework)
+    # the slave of the moment, who was offered it in the round, and what each role may
+    # see of it as it is now (set by `pick`: one `wanted` serves the round, no closure
+    # made a slave)
+    slave = SlaveBook("", Resources())
+    given: set[str] = set()
+    by_role: dict[str, Millis] = {}
 
-        def wanted(framework_id: str) -> bool:
-            if framework_id in given:
-                return False
-            fw = frameworks[framework_id]
-            offer = by_role.get(fw.role)
-            if offer is None:
-                unreserved, mine = visible(slave, fw.role, free)
-                offer = offerable(fw.role, unreserved) if unreserved else {}
+    def wanted(framework_id: str) -> bool:
+        if framework_id in given:
+            return False
+        fw = frameworks[framework_id]
+        offer = by_role.get(fw.role)
+        if offer is None:
+            unreserved, mine = visible(slave, fw.role, slave.unallocated)
+            if unreserved:
+                offer = offerable(fw.role, unreserved)
                 offer.update(mine)
-                by_role[fw.role] = offer
-            if not offer:
-                return False
-            # offer filters and the master's minimum read what the resources are;
-            # a decline filter, whose they are
-            if not can_use(fw, stripped(offer), floor):
-                return False
-            return not declined(fw, slave.slave_id, offer, now)
+            else:
+                offer = mine  # (its role's reservations alone: visible's own dict)
+            by_role[fw.role] = offer
+        if not offer:
+            return False
+        # offer filters and the master's minimum read what the resources are;
+        # a decline filter, whose they are
+        if not can_use(fw, stripped(offer), floor):
+            return False
+        return not declined(fw, slave.slave_id, offer, now)
 
+    def pick(visited: SlaveBook, offered: set[str], shown: set[str]) -> tuple[str, Millis] | None:
+        nonlocal slave, given
+        if not left_over(visited):
+            return None  # (all taken, shared volumes aside: no walk past every framework)
+        slave, given = visited, offered
+        by_role.clear()
         chosen = roles.first_framework(role_frameworks, wanted)
         if chosen is None:
             return None
         fw = frameworks[chosen]
         offer = by_role[fw.role]
-        if slave.shared and fw.shared:  # (and its role's shared volumes, in use or not)
-            offer = {**offer, **offered_shared(slave, fw.role, shown)}
+        if visited.shared and fw.shared:  # (and its role's shared volumes, in use or not)
+            offer = offered_shared(visited, fw.role, shown, offer)
         return chosen, offer
 
     return pick
