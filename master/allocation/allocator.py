@@ -47,6 +47,7 @@ from master.allocation.ledger import (
 )
 from master.allocation.offer_room import RETRY as ROOM_RETRY
 from master.allocation.offer_room import OfferRoom
+from master.allocation.out_of_offers import OutOfOffers
 from master.allocation.quota_stage import QuotaStage, RoleStanding, quota_pick
 from master.allocation.refusing import Refusing
 from master.allocation.reserved import (
@@ -65,7 +66,7 @@ from master.allocation.role_tree import TREE_POLICIES, RoleTree
 from master.allocation.shared import NOTHING, Copies, Split
 from master.allocation.sorter import Millis, Sorter, Total
 from master.allocation.visits import Visits
-from protocol.wire.reservations import base_of, is_plain, shared_keys, stripped
+from protocol.wire.reservations import base_of, shared_keys, stripped
 from protocol.wire.resources import (
     ResourceError,
     Resources,
@@ -133,7 +134,7 @@ class Allocator:
         self._floor_stale = True
         self._floors_positive = False
         self._largest = Largest()  # of the slaves' totals: whose filters fit none
-        self._inactive: set[str] = set()  # slaves out of the offers (`offerable_total`)
+        self._away = OutOfOffers(self.slaves)  # slaves out of the offers
         self._least = ("", 0, "", 0)  # what every one of those asks at least (`least_of`)
         self.min_allocatable = min_allocatable
         self._master_floor = master_floor(
@@ -308,9 +309,9 @@ class Allocator:
         self._total.remove(self._what(slave, slave.total))
         self._largest.lost()
         del self.slaves[slave_id]
-        if slave_id in self._inactive:
-            self._inactive.discard(slave_id)
-            self._slaves_in_offers_changed()
+        if slave_id in self._away.ids:
+            self._away.ids.discard(slave_id)
+            self._quota.out_of_offers = self._away.unreserved_free()
         self._copies.forget(slave_id)
         self._lone.pop(slave_id, None)
         self._visits.forget(slave_id)
@@ -344,14 +345,14 @@ class Allocator:
         """Offer nothing of this slave until it is activated again (it is disconnected,
         and its tasks may still run)."""
         self._slave(slave_id).active = False
-        self._inactive.add(slave_id)
-        self._slaves_in_offers_changed()
+        self._away.ids.add(slave_id)
+        self._quota.out_of_offers = self._away.unreserved_free()
 
     def activate_slave(self, slave_id: str) -> None:
         self._slave(slave_id).active = True
-        if slave_id in self._inactive:
-            self._inactive.discard(slave_id)
-            self._slaves_in_offers_changed()
+        if slave_id in self._away.ids:
+            self._away.ids.discard(slave_id)
+            self._quota.out_of_offers = self._away.unreserved_free()
         self._visits.visit(slave_id)
 
     def allocate_existing(
@@ -442,8 +443,8 @@ class Allocator:
         """
         if self._largest.changed:
             self._ask_hopeless()
-        if self.quotas and self._inactive:  # (unchanged through the round: none is offered)
-            self._quota.out_of_offers = self._out_of_offers()
+        if self.quotas and self._away:  # (unchanged through the round: none is offered)
+            self._quota.out_of_offers = self._away.unreserved_free()
         with PausedCollector():
             if room:
                 bound = OfferRoom(room, self._leave_round, self._rejoin_round)
@@ -900,31 +901,11 @@ class Allocator:
     def total(self) -> Resources:
         return self._total.resources
 
-    def _out_of_offers(self) -> Millis:
-        """What is free and unreserved on slaves out of the offers: headroom for nobody."""
-        out: Millis = {}
-        for slave_id in self._inactive:
-            for k, v in self.slaves[slave_id].unallocated.items():
-                if v > 0 and is_plain(k):
-                    out[k] = out.get(k, 0) + v
-        return out
-
-    def _slaves_in_offers_changed(self) -> None:
-        self._quota.out_of_offers = self._out_of_offers()
-
     def offerable_total(self) -> Resources:
-        """The total less what is free on slaves out of the offers (deactivated, draining,
-        disconnected): what can be shared out now, which preemption's fair shares divide
-        (what runs on those slaves still counts: it is held)."""
-        if not self._inactive:
+        """The total less what is free on slaves out of the offers (`OutOfOffers`)."""
+        if not self._away:
             return self._total.resources
-        out = dict(self._total.millis)
-        for slave_id in self._inactive:
-            slave = self.slaves[slave_id]
-            free = Resources.from_millis({k: v for k, v in slave.unallocated.items() if v > 0})
-            for k, v in self._what(slave, free).millis.items():
-                out[k] = max(0, out.get(k, 0) - v)
-        return Resources.from_millis(out)
+        return Resources.from_millis(self._away.total_less_free(self._total.millis))
 
     def allocation(self, framework_id: str, role: str | None = None) -> Resources:
         """What a framework holds (a multi-role one's in `role`; None: in all its roles)."""
