@@ -334,9 +334,9 @@ def offered_in_turn(
 ) -> Callable[[str, Millis, float], Picked]:
     """`first_wanting`'s pick for roles side by side whose frameworks are asked whether
     they decline (`declines`) as the walk offers them the slave: in the simulator most
-    of what a round does. The walk is one list (`Sorter.walk_order`, made again only once
-    a round books an offer: between two, every slave's walk reads the same), with
-    `wanted` inlined; on a slave every framework refused (`lone`) only those whose
+    of what a round does. The walk is one list while no client moves (`Sorter.walk_order`:
+    between two offers a round books, every slave's walk reads the same), with `wanted`
+    inlined; on a slave every framework refused (`lone`) only those whose
     filters lapsed are walked (the others pass over it); and a walk that passes every
     framework over keeps when the filters it passed lapse, so that `refused` need not
     read them again."""

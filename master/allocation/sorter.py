@@ -26,7 +26,7 @@ it) and starts anew when a client is added again. `fifo` keeps registration orde
 from __future__ import annotations
 
 from bisect import bisect_left, insort
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -342,28 +342,31 @@ class Sorter:
                     return framework_id
         return None
 
-    def walk_order(self, frameworks_of: Mapping[str, Sorter]) -> list[str]:
+    def walk_order(self, frameworks_of: Mapping[str, Sorter]) -> Iterable[str]:
         """Roles side by side: every active framework in the order `first_framework`
-        walks them (the roles' order, and each role's), as one list -- made again only
-        once a client moved (`Total.moves`): a round's walks between two offers it books
-        (every slave all decline) read the one list. Its roles' sorters share its `Total`
-        (an allocator's all do). Read it in place; change nothing."""
+        walks them (the roles' order, and each role's). A walk that went through them
+        all, nobody taking the slave, keeps them as one list, read by the next walks
+        while no client moved (`Total.moves`): a round's walks between two offers it
+        books (every slave all decline) read the one list, and a walk that stops at the
+        first framework, which the round then books, makes none. Its roles' sorters share
+        its `Total` (an allocator's all do). Change nothing while walking it."""
         totals = self._totals
         if self._walked == (totals.moves, totals.version):
             return self._walk
+        return self._walking(frameworks_of)
+
+    def _walking(self, frameworks_of: Mapping[str, Sorter]) -> Iterator[str]:
+        totals = self._totals
+        walked, version = (totals.moves, totals.version), totals.version
         walk: list[str] = []
-        version = totals.version
         for _, _, role in self.ordered():
             inner = frameworks_of[role]  # (`ordered` inlined: once a role)
             if inner._pending or inner._seen_version != version:
                 inner._fresh()
-            order = inner._order
-            if len(order) == 1:  # (the usual: a framework a role)
-                walk.append(order[0][2])
-            else:
-                walk.extend([name for _, _, name in order])
-        self._walk, self._walked = walk, (totals.moves, version)
-        return walk
+            for _, _, name in inner._order:
+                walk.append(name)
+                yield name
+        self._walk, self._walked = walk, walked
 
     def ordered(self) -> list[_Entry]:
         """The active clients as (weighted share, tie-break, name), lowest first:
