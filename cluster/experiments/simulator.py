@@ -350,12 +350,13 @@ class Simulation:
             self._ceei_weights(t)
         refuse = self.spec.master.refuse_seconds
         book = self.booked if self.overbooks else None
-        workloads = self.workloads
+        workloads, frameworks = self.workloads, self.frameworks
         declines = None
+        needs: dict[str, Mapping[str, int] | None] = {}  # what each asked needs (`declines`)
         declined: list[str] = []  # who declined an offer as it was made, once an offer
         if self.may_decline:
-            booked_to: set[str] = set()  # frameworks offered what they launch on this round
-            needs: dict[str, Mapping[str, int] | None] = {}  # ... and what the others need
+            booked_to: set[str] = set()  # frameworks offered what they launch on this round,
+            # and (`needs`) what the others need
             decline = declined.append
 
             def declines(framework_id: str, free: Millis) -> bool:
@@ -392,7 +393,11 @@ class Simulation:
         for fid in dict.fromkeys(declined):  # (declined as they were made: told once)
             offered_at[fid] = t
             arrivals(fid)
-            follow(fid, t)
+            # one that wanted a task which did not fit is as it was told last (nothing of
+            # its workload changed since: it wants offers, and it is in the order), unless
+            # its offer filter is its next task's size, which may change with the time
+            if needs.get(fid) is None or frameworks[fid].min_offer:
+                follow(fid, t)
         for a in offers:
             fid = a.framework_id
             offered_at[fid] = t

@@ -35,6 +35,7 @@ from master.allocation.ledger import (
     AllocatorError,
     Declines,
     FrameworkBook,
+    Lapse,
     Refused,
     SlaveBook,
     anything,
@@ -575,10 +576,15 @@ class Allocator:
         )
 
         def refused(
-            decliners: list[str], slave_id: str, free: Millis, nobody: bool, everyone: bool
+            decliners: list[str],
+            slave_id: str,
+            free: Millis,
+            nobody: bool,
+            everyone: bool,
+            standing: list[Lapse],
         ) -> None:
             if refuse_seconds:
-                refuse(decliners, slaves[slave_id], until, now, nobody, everyone)
+                refuse(decliners, slaves[slave_id], until, now, nobody, everyone, standing)
             elif nobody:
                 self._visits.visit(slave_id)
 

@@ -39,11 +39,14 @@ never outstanding: it is not booked and counts nowhere (no share, no allocation 
 tie-break); its framework refuses the slave (`Refused`) and the round offers the slave
 on to the next in order, as the master's next round would once the decline is back."""
 
-Refused = Callable[[list[str], str, Millis, bool, bool], None]
+Lapse = tuple[float, str]  # (when a framework's filter on a slave lapses, the framework)
+
+Refused = Callable[[list[str], str, Millis, bool, bool, list[Lapse]], None]
 """Frameworks that declined a slave's free resources as one walk offered them in turn
-(`Declines`), the slave, those free resources, whether nobody took them, and whether
-every framework wanting offers refuses them now (the walk passed each for a decline,
-now or standing: known so only from a walk of roles side by side)."""
+(`Declines`), the slave, those free resources, whether nobody took them, whether every
+framework wanting offers refuses them now (the walk passed each for a decline, now or
+standing: known so only from a walk of roles side by side), and then when the filters
+it passed over standing lapse (each framework wanting offers but the decliners)."""
 
 
 @dataclass(slots=True)
@@ -253,39 +256,35 @@ def first_wanting(
     that declined are told to `refused` once the walk is over (their filters set then:
     the walk reads none of them again). Roles side by side are walked once, asking each
     framework as it is met; on a tree, whose walk may look at a role it does not choose,
-    only the framework chosen is asked, and the walk made again past it if it declines."""
+    only the framework chosen is asked, and the walk made again past it if it declines
+    (roles side by side: `offered_in_turn`)."""
+    if declines is not None and isinstance(roles, Sorter):
+        assert refused is not None
+        return offered_in_turn(
+            roles, role_frameworks, frameworks, now, floor, floored, lone, declines, refused
+        )
     slave_id = ""  # the slave of the moment, and what it has free (set by `pick`)
     free: Millis = {}
     enough = False  # whether it is the master's minimum
-    asking = declines is not None and not roles.hierarchical  # (asked in the walk)
-    rewalk = declines is not None and roles.hierarchical  # (asked of the one chosen)
+    rewalk = declines is not None  # (on a tree: asked of the one chosen)
     decliners: list[str] = []  # those that declined the slave of the moment
-    unasked = False  # whether the walk passed one over for what it is, not a decline
 
     def wanted(framework_id: str) -> bool:
         # wants_offer's usual answers without the call: the master's minimum or its own
         # offer filters held, and nothing declined here -- or a decline standing (a round
         # passes over a framework for every slave it declined)
-        nonlocal unasked
         fw = frameworks[framework_id]
         minimum = fw.min_allocatable
         if minimum is None:
             if not enough and not wants_offer(fw, slave_id, free, now, floor):
-                unasked = True  # (or a decline: not told apart here)
                 return False  # (else any filter it had is gone: the one below is None)
         elif not (fits_one(free, minimum) if minimum else anything(free)):
-            unasked = True
             return False  # (can_use)
         f = fw.filters.get(slave_id)
         if f is not None:
             if f.expires > now and (free == f.refused or within(free, f.refused)):
                 return False
             del fw.filters[slave_id]  # expired, or more is free than was refused (`declined`)
-        if asking:  # (declined_now inlined: once a framework the walk offers a slave)
-            if declines(framework_id, free):  # type: ignore[misc]
-                decliners.append(framework_id)
-                return False
-            return True
         return not (rewalk and decliners and framework_id in decliners)
 
     def declined_now(framework_id: str) -> bool:
@@ -295,8 +294,8 @@ def first_wanting(
         return False
 
     def pick(visited: str, unallocated: Millis, _: float) -> Picked:
-        nonlocal slave_id, free, enough, unasked
-        slave_id, free, unasked = visited, unallocated, False
+        nonlocal slave_id, free, enough
+        slave_id, free = visited, unallocated
         enough = floored or floor(free)
         chosen: str | None
         if lone and (refusals := lone.get(visited)) is not None:
@@ -307,7 +306,7 @@ def first_wanting(
                 else:
                     chosen = only
                 if decliners:
-                    refused(decliners, visited, free, chosen is None, False)  # type: ignore[misc]
+                    refused(decliners, visited, free, chosen is None, False, [])  # type: ignore[misc]
                     decliners.clear()
                 return (chosen, free) if chosen is not None else None
         chosen = roles.first_framework(role_frameworks, wanted)
@@ -315,13 +314,80 @@ def first_wanting(
             while chosen is not None and declined_now(chosen):
                 chosen = roles.first_framework(role_frameworks, wanted)
         if decliners:  # (`refused` keeps no list: this one is cleared for the next)
-            # (a walk of roles side by side that found nobody passed over every framework
-            # wanting offers: with none passed over for what it is, each refuses it)
-            nobody = chosen is None
-            everyone = nobody and asking and not unasked
-            refused(decliners, visited, free, nobody, everyone)  # type: ignore[misc]
+            refused(decliners, visited, free, chosen is None, False, [])  # type: ignore[misc]
             decliners.clear()
         return (chosen, free) if chosen is not None else None
+
+    return pick
+
+
+def offered_in_turn(
+    roles: Sorter,
+    role_frameworks: Mapping[str, Sorter],
+    frameworks: Mapping[str, FrameworkBook],
+    now: float,
+    floor: Floor,
+    floored: bool,
+    lone: Mapping[str, Refusals] | None,
+    declines: Declines,
+    refused: Refused,
+) -> Callable[[str, Millis, float], Picked]:
+    """`first_wanting`'s pick for roles side by side whose frameworks are asked whether
+    they decline (`declines`) as the walk offers them the slave: in the simulator most
+    of what a round does. The walk is one list while no client moves (`Sorter.walk_order`:
+    between two offers a round books, every slave's walk reads the same), with `wanted`
+    inlined; on a slave every framework refused (`lone`) only those whose
+    filters lapsed are walked (the others pass over it); and a walk that passes every
+    framework over keeps when the filters it passed lapse, so that `refused` need not
+    read them again."""
+    walk_order = roles.walk_order
+
+    def pick(slave_id: str, free: Millis, _: float) -> Picked:
+        enough = floored or floor(free)
+        walk: Iterable[str]
+        lapsed: set[str] | None = None  # (lone: those to ask, or the one; None: everyone)
+        refusals = lone.get(slave_id) if lone else None
+        if refusals is not None and refusals.free == free:
+            h = refusals.lapses
+            if h[0][0] > now:
+                return None  # everyone refuses it still
+            if (len(h) > 1 and h[1][0] <= now) or (len(h) > 2 and h[2][0] <= now):
+                lapsed = refusals.lapsed_all(now)  # (two or more: asked in order)
+                walk = walk_order(role_frameworks)
+            else:  # (the usual: one)
+                walk = lapsed = {h[0][1]}
+        else:
+            walk = walk_order(role_frameworks)
+        decliners: list[str] = []
+        standing: list[Lapse] = []  # (when the filters passed over lapse)
+        unasked = False  # (one passed over for what it is, not for a decline)
+        for framework_id in walk:
+            if lapsed is not None and framework_id not in lapsed:
+                continue  # (its filter stands: the walk would pass it over)
+            fw = frameworks[framework_id]
+            minimum = fw.min_allocatable
+            if minimum is None:
+                if not enough:  # (`can_use`: the master's minimum)
+                    unasked = True
+                    continue
+            elif not (fits_one(free, minimum) if minimum else anything(free)):
+                unasked = True
+                continue
+            f = fw.filters.get(slave_id)
+            if f is not None:
+                if f.expires > now and (free == f.refused or within(free, f.refused)):
+                    standing.append((f.expires, framework_id))
+                    continue
+                del fw.filters[slave_id]  # expired, or more is free than refused (`declined`)
+            if declines(framework_id, free):
+                decliners.append(framework_id)
+                continue
+            if decliners:
+                refused(decliners, slave_id, free, False, False, standing)
+            return framework_id, free
+        if decliners:  # (a whole walk with none passed over for what it is: all refuse)
+            refused(decliners, slave_id, free, True, lapsed is None and not unasked, standing)
+        return None
 
     return pick
 
@@ -350,13 +416,22 @@ def declined_by_all(
     """Every framework in `wanting` (those that want offers) declined `free` of `slave` and
     refuses it still: a round would offer it to nobody. Keeps `slave.refused_by` to
     those that do."""
+    return standing_refusals(slave, wanting, free, now) is not None
+
+
+def standing_refusals(
+    slave: SlaveBook, wanting: Mapping[str, FrameworkBook], free: Millis, now: float
+) -> list[Lapse] | None:
+    """`declined_by_all`, and if so when each of the filters lapses, as a heap (what
+    `refusals_lapse` reads again: read once here)."""
     # who may refuse it: everyone who declined it since this was last counted (filters
     # go, they are not set elsewhere), so while fewer than want offers, not everyone
     # does, and nobody is asked
     refused_by = slave.refused_by
     if len(refused_by) < len(wanting):
-        return False
+        return None
     sid = slave.slave_id
+    lapses: list[Lapse] = []
     for fid, fw in wanting.items():  # (it declined `free` here, and refuses it still)
         f = fw.filters.get(sid)
         if f is None or f.expires <= now or not (free == f.refused or within(free, f.refused)):
@@ -365,9 +440,11 @@ def declined_by_all(
             # count ask again)
             refused_by.intersection_update(wanting)
             refused_by.discard(fid)
-            return False
+            return None
+        lapses.append((f.expires, fid))
     slave.refused_by = set(wanting)
-    return True
+    heapq.heapify(lapses)
+    return lapses
 
 
 def refusals_lapse(wanting: Mapping[str, FrameworkBook], slave_id: str) -> list[tuple[float, str]]:

@@ -67,5 +67,23 @@ class Refusals:
                 return True
         return False
 
+    def lapsed_all(self, now: float) -> set[str]:
+        """Every framework whose filter has lapsed by `now` (asked while its free stands)."""
+        return {who for when, who in self.lapses if when <= now}
+
+    def declined_again(self, decliners: list[str], until: float, now: float) -> bool:
+        """Frameworks whose filters had lapsed declined the slave again, each refusing it
+        until `until` (False, and nothing changed: the filter of one had not lapsed)."""
+        if len(decliners) == 1:
+            return self.refused_again(decliners[0], until, now)
+        h = self.lapses
+        at = {who: i for i, (when, who) in enumerate(h) if when <= now}
+        if not all(d in at for d in decliners):
+            return False
+        for d in decliners:
+            h[at[d]] = (until, d)
+        heapq.heapify(h)
+        return True
+
     def all_refuse(self, now: float) -> bool:
         return self.lapses[0][0] > now

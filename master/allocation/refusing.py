@@ -5,14 +5,16 @@ filters lapses is kept for the round's shortcut (`lone`)."""
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Mapping
 
 from master.allocation.ledger import (
     Filter,
     FrameworkBook,
+    Lapse,
     SlaveBook,
-    declined_by_all,
     refusals_lapse,
+    standing_refusals,
 )
 from master.allocation.lone import Refusals
 from master.allocation.visits import Visits
@@ -44,7 +46,7 @@ class Refusing:
     ) -> None:
         """`fw` refuses `delta` of the slave (what it declined) until `until`; `lone`: the
         slave's refusals as they stood before (taken out of `self.lone`)."""
-        slave_id, free, wanting = slave.slave_id, slave.unallocated, self._wanting
+        slave_id, free = slave.slave_id, slave.unallocated
         # what it refused, naming the slave's other resources at 0 as its free does: the
         # same filter (within reads a name missing as 0), but the usual refusal -- the very
         # resources free now, cpus all taken -- then compares equal at C speed
@@ -64,11 +66,8 @@ class Refusing:
             self.lone[slave_id] = lone
             if lone.all_refuse(now):
                 self._visits.refused_by_all(slave_id)
-        # (while fewer refuse it than want offers, not all do: `declined_by_all`)
-        elif len(refused_by) >= len(wanting) and self._declined_by_all(slave, now):
-            self._visits.refused_by_all(slave_id)
-            if wanting:  # (nobody wanting offers: no round picks anyone)
-                self.lone[slave_id] = Refusals(refusals_lapse(wanting, slave_id), dict(free))
+        else:
+            self._if_all_refuse(slave, now)
 
     def refused_in_walk(
         self,
@@ -78,13 +77,15 @@ class Refusing:
         now: float,
         nobody_took: bool,
         everyone: bool = False,
+        standing: list[Lapse] | None = None,
     ) -> None:
         """`decliners` (frameworks wanting offers: the walk's) declined the slave's free
         resources as one walk offered them in turn (`ledger.Declines`): each refuses them
         until `until` -- one filter for them all, read in place by each, and one visit
         when it lapses. `nobody_took`: the walk found nobody (else the slave's free
         resources change now, and what stood on it goes); `everyone`: the walk passed
-        every framework wanting offers for a decline (then nobody need be asked)."""
+        every framework wanting offers for a decline (then nobody need be asked), and
+        `standing` says when the filters it passed over lapse (else they are read)."""
         slave_id, free = slave.slave_id, slave.unallocated
         lone = self.lone.pop(slave_id, None)  # (what stood on it is asked anew)
         shared = Filter(until, dict(free))  # (what each refused: the very free resources)
@@ -95,26 +96,36 @@ class Refusing:
         self._visits.lapses.at(until, slave_id)
         if not nobody_took:
             return
-        if (
-            lone is not None
-            and len(decliners) == 1
-            and lone.free == free
-            and lone.refused_again(decliners[0], until, now)
-        ):
+        if lone is not None and lone.free == free and lone.declined_again(decliners, until, now):
             self.lone[slave_id] = lone  # (as `refuse` keeps it: the others' stand)
             if lone.all_refuse(now):
                 self._visits.refused_by_all(slave_id)
-        elif everyone or (len(refused_by) >= len(wanting) and self._declined_by_all(slave, now)):
-            if everyone:  # (as `declined_by_all` keeps it)
-                slave.refused_by = set(wanting)
+        elif everyone:
+            slave.refused_by = set(wanting)  # (as `declined_by_all` keeps it)
             self._visits.refused_by_all(slave_id)
-            if wanting:
-                self.lone[slave_id] = Refusals(refusals_lapse(wanting, slave_id), dict(free))
+            if not wanting:
+                return
+            if standing is not None and len(standing) + len(decliners) == len(wanting):
+                lapses = standing + [(until, framework_id) for framework_id in decliners]
+                heapq.heapify(lapses)
+            else:
+                lapses = refusals_lapse(wanting, slave_id)
+            self.lone[slave_id] = Refusals(lapses, dict(free))
+        else:
+            self._if_all_refuse(slave, now)
 
-    def _declined_by_all(self, slave: SlaveBook, now: float) -> bool:
-        """Every framework that wants offers declined this slave's free resources and
-        refuses them still (a round would offer them to nobody). Not with quotas or holds
-        (a round offers what they leave of them, not all)."""
-        if self._quotas or slave.slave_id in self._reservations:
-            return False
-        return declined_by_all(slave, self._wanting, slave.unallocated, now)
+    def _if_all_refuse(self, slave: SlaveBook, now: float) -> None:
+        """If every framework that wants offers declined this slave's free resources and
+        refuses them still, a round would offer them to nobody: no visit until one lapses,
+        and when each does is kept (`lone`). Not with quotas or holds (a round offers what
+        they leave of them, not all)."""
+        # (while fewer refuse it than want offers, not all do: `declined_by_all`)
+        wanting, slave_id = self._wanting, slave.slave_id
+        if len(slave.refused_by) < len(wanting) or self._quotas or slave_id in self._reservations:
+            return
+        lapses = standing_refusals(slave, wanting, slave.unallocated, now)
+        if lapses is None:
+            return
+        self._visits.refused_by_all(slave_id)
+        if lapses:  # (nobody wanting offers: no round picks anyone)
+            self.lone[slave_id] = Refusals(lapses, dict(slave.unallocated))

@@ -26,7 +26,7 @@ it) and starts anew when a client is added again. `fifo` keeps registration orde
 from __future__ import annotations
 
 from bisect import bisect_left, insort
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -99,6 +99,10 @@ class Total:
     def __init__(self) -> None:
         self.millis: Millis = {}
         self.version = 0
+        # bumped by every change to any of its sorters' clients that may move one in an
+        # order (an allocation, a weight, a client in or out): a walk's order of
+        # frameworks, read again while nothing moved, is the one it read (`walk_order`)
+        self.moves = 0
 
     def add(self, resources: Resources) -> None:
         for k, v in resources.millis.items():
@@ -153,6 +157,8 @@ class Sorter:
         self._next_order = 0
         self._active = 0  # how many clients are active
         self._fifo = self.policy.name == "fifo"  # ties by registration order, not count
+        self._walk: list[str] = []  # `walk_order`, as last made
+        self._walked = (-1, -1)  # (Total.moves, Total.version) when it was made
 
     # -- clients ---------------------------------------------------------------------------
     def add(self, name: str, *, active: bool = True) -> None:
@@ -163,6 +169,7 @@ class Sorter:
         self._next_order += 1
         self._clients[name] = client
         self._active += active
+        self._totals.moves += 1
         self._push(client)
         if len(self._clients) == 2:
             self._seen_version = -1  # the lone client's place was never kept: sort anew
@@ -171,6 +178,7 @@ class Sorter:
         client = self._clients.pop(name)
         self._pending.pop(name, None)
         self._active -= client.active
+        self._totals.moves += 1
         self._unlist(client)
 
     def __contains__(self, name: object) -> bool:
@@ -188,6 +196,7 @@ class Sorter:
         if not client.active:
             client.active = True
             self._active += 1
+            self._totals.moves += 1
             self._push(client)
 
     def deactivate(self, name: str) -> None:
@@ -195,6 +204,7 @@ class Sorter:
         if client.active:
             client.active = False
             self._active -= 1
+            self._totals.moves += 1
             self._pending.pop(name, None)
             self._unlist(client)
 
@@ -210,6 +220,7 @@ class Sorter:
         client = self._clients.get(name)
         if client is not None:
             client.weight = weight
+            self._totals.moves += 1
             self._push(client)
 
     def weights(self) -> dict[str, float]:
@@ -230,6 +241,7 @@ class Sorter:
         """Record resources given to a client (offered or in use): one more allocation."""
         client = self._clients[name]
         client.count += 1
+        self._totals.moves += 1
         alloc = client.allocation
         for k, v in resources.millis.items():  # (add_millis inlined: twice an offer)
             alloc[k] = alloc.get(k, 0) + v
@@ -247,6 +259,7 @@ class Sorter:
         """Record resources a client gave back (ResourceError, and no change, if it holds
         less)."""
         client = self._clients[name]
+        self._totals.moves += 1
         alloc, delta = client.allocation, resources.millis
         if alloc == delta:  # (the usual, one framework a role: all it held comes back)
             alloc.clear()
@@ -328,6 +341,32 @@ class Sorter:
                     self._found = i  # (where the role stands: it is likely to move next)
                     return framework_id
         return None
+
+    def walk_order(self, frameworks_of: Mapping[str, Sorter]) -> Iterable[str]:
+        """Roles side by side: every active framework in the order `first_framework`
+        walks them (the roles' order, and each role's). A walk that went through them
+        all, nobody taking the slave, keeps them as one list, read by the next walks
+        while no client moved (`Total.moves`): a round's walks between two offers it
+        books (every slave all decline) read the one list, and a walk that stops at the
+        first framework, which the round then books, makes none. Its roles' sorters share
+        its `Total` (an allocator's all do). Change nothing while walking it."""
+        totals = self._totals
+        if self._walked == (totals.moves, totals.version):
+            return self._walk
+        return self._walking(frameworks_of)
+
+    def _walking(self, frameworks_of: Mapping[str, Sorter]) -> Iterator[str]:
+        totals = self._totals
+        walked, version = (totals.moves, totals.version), totals.version
+        walk: list[str] = []
+        for _, _, role in self.ordered():
+            inner = frameworks_of[role]  # (`ordered` inlined: once a role)
+            if inner._pending or inner._seen_version != version:
+                inner._fresh()
+            for _, _, name in inner._order:
+                walk.append(name)
+                yield name
+        self._walk, self._walked = walk, walked
 
     def ordered(self) -> list[_Entry]:
         """The active clients as (weighted share, tie-break, name), lowest first:
