@@ -67,7 +67,7 @@ from master.allocation.role_tree import TREE_POLICIES, RoleTree
 from master.allocation.shared import NOTHING, Copies, Split
 from master.allocation.sorter import Millis, Sorter, Total
 from master.allocation.visits import Visits
-from protocol.wire.reservations import base_of, shared_keys, stripped
+from protocol.wire.reservations import shared_keys, stripped
 from protocol.wire.resources import (
     ResourceError,
     Resources,
@@ -386,14 +386,7 @@ class Allocator:
         except ResourceError as e:
             raise AllocatorError(str(e)) from None
         on_slave = self._copies.split(slave, "", None, resources.millis, -1)[0]
-        free, everywhere = slave.unallocated, self._allocated
-        if slave.reserved:
-            self._idle.add(slave, on_slave, 1)
-        for k, v in on_slave.items():  # (as `_take`, the other way)
-            if k in free:
-                free[k] += v
-            k = base_of(k)
-            everywhere[k] = everywhere.get(k, 0) - v
+        self._free_again(slave, on_slave)
         self._lone.pop(slave_id, None)
         self._visits.visit(slave_id)
 
@@ -776,7 +769,7 @@ class Allocator:
         held = slave.by_framework.get(framework_id)
         if held is None or fw is None:
             raise AllocatorError(f"framework {framework_id} holds nothing on slave {slave_id}")
-        delta, free = resources.millis, slave.unallocated
+        delta = resources.millis
         if held == delta:  # (the usual: all it held here comes back, compared at C speed)
             held.clear()
         elif slave.shared and not holds(held, delta):  # (before a copy is counted back)
@@ -786,9 +779,6 @@ class Allocator:
                 sub_millis(held, delta, f"framework {framework_id} on slave {slave_id}")
             except ResourceError as e:
                 raise AllocatorError(str(e)) from None
-        # what a framework held is in the cluster's allocation too, so it holds it (it
-        # keeps its zeros: nothing asks which resources it names)
-        everywhere = self._allocated
         share = role_share = None
         above: Mapping[str, Mapping[str, int]] = NOTHING
         if slave.reserved:
@@ -798,19 +788,9 @@ class Allocator:
                     slave, framework_id, fw.role, delta, -1
                 )
                 share, role_share = _counted(mine, of_role)
-            self._idle.add(slave, on_slave, 1)
-            for k, v in on_slave.items():
-                if k in free:
-                    free[k] += v
-            what = stripped(on_slave)
-            resources = Resources.from_millis(what)
-            for k, v in what.items():
-                everywhere[k] -= v
+            resources = Resources.from_millis(self._free_again(slave, on_slave))
         else:
-            for k, v in delta.items():  # (one loop for the two books: once per task ending)
-                everywhere[k] -= v
-                if k in free:
-                    free[k] += v
+            self._free_again(slave, delta)
         if not held:
             del slave.by_framework[framework_id]
             fw.slaves.discard(slave_id)
@@ -822,6 +802,29 @@ class Allocator:
             for node, counted in above.items():
                 self._role_order.recount(node, Resources.from_millis(stripped(counted)), 1)
         self._refuse(fw, slave, delta, refuse_seconds, now)
+
+    def _free_again(self, slave: SlaveBook, delta: Mapping[str, int]) -> Mapping[str, int]:
+        """`delta` of the slave is free again (`_take`, the other way): in its free, its
+        idle reservations and the cluster's allocation. Returns what it is, whoever's (as
+        shares count it: stripped on a slave holding reservations)."""
+        free, everywhere = slave.unallocated, self._allocated
+        if slave.reserved:
+            self._idle.add(slave, delta, 1)
+            for k, v in delta.items():
+                if k in free:
+                    free[k] += v
+            what = stripped(delta)
+            for k, v in what.items():
+                everywhere[k] -= v
+            return what
+        # (what was taken is in the cluster's allocation, so it holds the key: it keeps
+        # its zeros, nothing asks which resources it names; one loop for the two books,
+        # once per task ending)
+        for k, v in delta.items():
+            everywhere[k] -= v
+            if k in free:
+                free[k] += v
+        return delta
 
     def _refuse(
         self,
