@@ -66,12 +66,13 @@ class Orphans:
     def has(self, framework_id: str, slave_id: str, task_id: str) -> bool:
         return (slave_id, task_id) in self._of.get(framework_id, {})
 
-    def executor_held(self, framework_id: str, executor: tuple[str, str]) -> bool:
-        """Whether an orphan of the framework holds that executor's resources already."""
-        return any(
-            o.holds_executor and o.executor == executor and o.framework_id == framework_id
+    def in_executor(self, framework_id: str, executor: tuple[str, str]) -> list[Orphan]:
+        """The framework's orphans that run in that executor ((slave id, executor id))."""
+        return [
+            o
             for o in self._on.get(executor[0], {}).values()
-        )
+            if o.framework_id == framework_id and o.executor == executor
+        ]
 
     def owners(self, framework_id: str) -> set[str]:
         """Whose the slaves say a framework's orphaned tasks are."""

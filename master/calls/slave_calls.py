@@ -508,18 +508,11 @@ class SlaveCalls:
         for orphan in gone:
             orphans.remove(orphan)
             released = orphan.held
-            if orphan.holds_executor:
-                heir = next(
-                    (
-                        o
-                        for o in orphans.on(slave_id)
-                        if o.framework_id == orphan.framework_id and o.executor == orphan.executor
-                    ),
-                    None,
-                )
-                if heir is not None:
-                    orphans.remove(heir)
-                    orphans.add(_holding_executor(heir))
+            if orphan.holds_executor and orphan.executor is not None:
+                heirs = orphans.in_executor(orphan.framework_id, orphan.executor)
+                if heirs:
+                    orphans.remove(heirs[0])
+                    orphans.add(_holding_executor(heirs[0]))
                     released = orphan.task.resources
             self.allocator.release_unowned(slave_id, released)
         if gone:
@@ -533,7 +526,9 @@ class SlaveCalls:
             return
         orphan = Orphan(r.task, r.framework_id, slave_id, r.state, r.task.resources, principal)
         executor = orphan.executor
-        if executor is not None and not orphans.executor_held(r.framework_id, executor):
+        if executor is not None and not any(
+            o.holds_executor for o in orphans.in_executor(r.framework_id, executor)
+        ):
             orphan = _holding_executor(orphan)  # (adopted with the task)
         orphans.add(orphan)
         self.allocator.hold_unowned(slave_id, orphan.held)
