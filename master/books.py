@@ -30,6 +30,7 @@ from protocol.wire.messages import (
 from protocol.wire.resources import Resources
 
 RELAYED_KEPT = 8  # a task's last forwarded updates remembered, to know a re-send
+REMOVED_KEPT = 10_000  # removed frameworks' ids remembered (the registry keeps as many)
 COMPLETED = 50  # removed frameworks kept for the API, as Mesos's --max_completed_frameworks
 RECENT_ACCEPTED = 1024  # offer ids a framework's Accepts used, kept to know one sent again
 
@@ -390,7 +391,7 @@ class Books:
         self.principal_frameworks[fw.principal] += 1
 
     def forget_framework(
-        self, fw: Framework, why: str, keep: int = 10_000, keep_completed: int = COMPLETED
+        self, fw: Framework, why: str, keep: int = REMOVED_KEPT, keep_completed: int = COMPLETED
     ) -> None:
         """Drop a removed framework, remembering (boundedly) that it was removed and why,
         and (more boundedly) the framework itself, its tasks ended as killed."""
@@ -416,7 +417,7 @@ class Books:
             del self.completed_frameworks[next(iter(self.completed_frameworks))]
 
     def remember_removed(
-        self, framework_id: str, principal: str, why: str, keep: int = 10_000
+        self, framework_id: str, principal: str, why: str, keep: int = REMOVED_KEPT
     ) -> None:
         """A framework id removed, and why (the oldest forgotten past `keep`)."""
         self.removed[framework_id] = (principal, why)

@@ -21,12 +21,12 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from master.books import REMOVED_KEPT
 from protocol import logs
 from protocol.journal import Journal
 from protocol.wire.resources import Limit, Resources
 
 log = logs.get("registry")
-REMOVED_KEPT = 10_000  # frameworks' removals remembered (as the master's books keep them)
 
 
 class RecordTooLarge(ValueError):
