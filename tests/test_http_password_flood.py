@@ -20,6 +20,7 @@ import aiohttp
 from cluster.local.secure import provision
 from master.http.config import HttpConfig
 from master.master import Master, MasterConfig
+from protocol.tooling.credentials import Store
 from protocol.transport.memory import MemoryBroker
 from protocol.wire.topics import Topics
 
@@ -29,20 +30,26 @@ PRINCIPALS = [("master", "master"), ("ops", "operator"), ("alice", "framework")]
 FLOOD = 300
 
 
+async def master_with_http(stack: contextlib.AsyncExitStack, store: Store, cluster: str) -> Master:
+    """A master on the memory transport, its HTTP side checking the store's credentials."""
+    broker = MemoryBroker(store.principals.values())
+    config = MasterConfig(
+        principals=store.principals_file, http=HttpConfig(port=0, credentials=store.path)
+    )
+    bus = await open_transport(stack, broker.connector("master"), "master")
+    master = Master(bus, Topics(cluster), config)
+    await master.start()
+    stack.push_async_callback(master.stop)
+    await eventually(lambda: bool(master.web_ui))
+    return master
+
+
 async def test_an_operator_is_let_in_while_a_tenant_floods_wrong_passwords(
     tmp_path: Path,
 ) -> None:
     store = provision(tmp_path / "auth", PRINCIPALS)
-    broker, topics = MemoryBroker(store.principals.values()), Topics("review54auth")
-    config = MasterConfig(
-        principals=store.principals_file, http=HttpConfig(port=0, credentials=store.path)
-    )
     async with contextlib.AsyncExitStack() as stack:
-        bus = await open_transport(stack, broker.connector("master"), "master")
-        master = Master(bus, topics, config)
-        await master.start()
-        stack.push_async_callback(master.stop)
-        await eventually(lambda: bool(master.web_ui))
+        master = await master_with_http(stack, store, "review54auth")
         url = f"{master.web_ui}api/v1/whoami"
         wrong = {"Authorization": basic("alice", "not-her-secret")}
         right = {"Authorization": basic("ops", store.secret_file("ops").read_text().strip())}
@@ -79,16 +86,8 @@ async def test_guesses_of_many_secrets_at_once_are_told_to_wait_without_a_hash(
     """Distinct wrong secrets for one name, sent together: one is checked at a time, the
     others answered 429 with Retry-After at once (no hash); an operator is let in."""
     store = provision(tmp_path / "auth", PRINCIPALS)
-    broker, topics = MemoryBroker(store.principals.values()), Topics("review54many")
-    config = MasterConfig(
-        principals=store.principals_file, http=HttpConfig(port=0, credentials=store.path)
-    )
     async with contextlib.AsyncExitStack() as stack:
-        bus = await open_transport(stack, broker.connector("master"), "master")
-        master = Master(bus, topics, config)
-        await master.start()
-        stack.push_async_callback(master.stop)
-        await eventually(lambda: bool(master.web_ui))
+        master = await master_with_http(stack, store, "review54many")
         url = f"{master.web_ui}api/v1/whoami"
         http = await stack.enter_async_context(
             aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))

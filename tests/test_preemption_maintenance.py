@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 
+from protocol.transport.base import Transport
 from protocol.wire.messages import (
     DeactivateSlave,
     KillTask,
@@ -41,6 +42,21 @@ async def fill(c: Cluster, fw: FakeFramework, slave_id: str, prefix: str) -> Fak
     return slave
 
 
+async def operator(stack: contextlib.AsyncExitStack, c: Cluster) -> Transport:
+    """An operator's bus, its answers read (and left)."""
+    ops = await open_transport(stack, c.connect, "ops", inbox=T.operator("ops"))
+    await ops.subscribe(T.operator("ops"), Inbox())
+    return ops
+
+
+async def starving(c: Cluster) -> FakeFramework:
+    """`late`, which declares two tasks and holds nothing."""
+    late = await c.framework("late")
+    wants = Request(framework_id=late.framework_id, requests=[TaskRequest(resources=TASK, count=2)])
+    await late.bus.publish(late.to_master, wants)
+    return late
+
+
 def preempted(slave: FakeSlave) -> list[KillTask]:
     return [k for k in slave.inbox.of(KillTask) if k.reason == Reason.TASK_PREEMPTED]
 
@@ -53,19 +69,14 @@ async def test_preemption_ends_no_task_on_a_slave_taken_out_and_the_claimant_get
     async with contextlib.AsyncExitStack() as stack:
         c = Cluster(stack)
         master = await c.start_master(PREEMPTING)
-        ops = await open_transport(stack, c.connect, "ops", inbox=T.operator("ops"))
-        await ops.subscribe(T.operator("ops"), Inbox())
+        ops = await operator(stack, c)
         hog = await c.framework("hog")
         s1 = await fill(c, hog, "s1", "old")
         s2 = await fill(c, hog, "s2", "young")
         await ops.publish(T.inbound("operator", "ops"), DeactivateSlave(slave_id="s2"))
         await eventually(lambda: "s2" in master.books.maintenance)
 
-        late = await c.framework("late")
-        wants = Request(
-            framework_id=late.framework_id, requests=[TaskRequest(resources=TASK, count=2)]
-        )
-        await late.bus.publish(late.to_master, wants)
+        late = await starving(c)
 
         await eventually(lambda: bool(preempted(s1) or preempted(s2)), timeout=10)
         assert not preempted(s2), (
@@ -87,8 +98,7 @@ async def test_room_on_a_slave_taken_out_does_not_keep_a_starving_framework_from
     async with contextlib.AsyncExitStack() as stack:
         c = Cluster(stack)
         master = await c.start_master(PREEMPTING)
-        ops = await open_transport(stack, c.connect, "ops", inbox=T.operator("ops"))
-        await ops.subscribe(T.operator("ops"), Inbox())
+        ops = await operator(stack, c)
         hog = await c.framework("hog")
         s1 = await fill(c, hog, "s1", "a")
         s2 = await fill(c, hog, "s2", "b")
@@ -99,11 +109,7 @@ async def test_room_on_a_slave_taken_out_does_not_keep_a_starving_framework_from
         await hog.inbox.wait_for(Rescind)
         assert not master.allocator.slaves["s3"].active
 
-        late = await c.framework("late")
-        wants = Request(
-            framework_id=late.framework_id, requests=[TaskRequest(resources=TASK, count=2)]
-        )
-        await late.bus.publish(late.to_master, wants)
+        await starving(c)
 
         # hog holds 4 of 6 cpus (its fair share is half); late holds none and is offered
         # nothing it can use: a task of hog's on s1 or s2 is to go
