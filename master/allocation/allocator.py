@@ -310,9 +310,7 @@ class Allocator:
         self._total.remove(self._what(slave, slave.total))
         self._largest.lost()
         del self.slaves[slave_id]
-        if slave_id in self._away.ids:
-            self._away.ids.discard(slave_id)
-            self._quota.out_of_offers = self._away.unreserved_free()
+        self._set_away(slave_id, False)
         self._copies.forget(slave_id)
         self._lone.pop(slave_id, None)
         self._visits.forget(slave_id)
@@ -346,14 +344,22 @@ class Allocator:
         """Offer nothing of this slave until it is activated again (it is disconnected,
         and its tasks may still run)."""
         self._slave(slave_id).active = False
-        self._away.ids.add(slave_id)
+        self._set_away(slave_id, True)
+
+    def _set_away(self, slave_id: str, away: bool) -> None:
+        """The slave out of the offers (or back), and the quota stage told what that
+        leaves free where nobody can be offered it."""
+        if away == (slave_id in self._away.ids):
+            return
+        if away:
+            self._away.ids.add(slave_id)
+        else:
+            self._away.ids.discard(slave_id)
         self._quota.out_of_offers = self._away.unreserved_free()
 
     def activate_slave(self, slave_id: str) -> None:
         self._slave(slave_id).active = True
-        if slave_id in self._away.ids:
-            self._away.ids.discard(slave_id)
-            self._quota.out_of_offers = self._away.unreserved_free()
+        self._set_away(slave_id, False)
         self._visits.visit(slave_id)
 
     def allocate_existing(
