@@ -39,6 +39,7 @@ from protocol.tooling.credentials import (
     read_passwd,
     verify_secret,
 )
+from protocol.tooling.remembered import Remembered
 
 CACHE_SECONDS = 60.0  # a checked password is trusted this long (hashing is slow on purpose)
 # ... unless the store changed: looked at this often (a principal removed is refused
@@ -80,8 +81,8 @@ class PrincipalAuth:
         self.store = store
         self._known = _Store(None, {})
         self._generation = 0  # the store's reads that changed it, so far
-        self._good: dict[bytes, tuple[Who, float]] = {}  # header's digest: (who, until)
-        self._bad: dict[bytes, float] = {}  # header's digest: refused until (oldest first)
+        self._good: Remembered[Who] = Remembered()  # by header's digest: who it is
+        self._bad: Remembered[bool] = Remembered(REFUSED_KEPT)  # ... refused
         self._checks: dict[bytes, asyncio.Task[Who | None]] = {}  # header's digest: its check
         self._names: set[str] = set()  # the names (or UNKNOWN) whose check is under way
         self._hashing = asyncio.Semaphore(HASHING_AT_ONCE)
@@ -116,10 +117,10 @@ class PrincipalAuth:
         if now >= self._next_look or self._known.stamp is None:  # (the first: waited for)
             self._next_look = now + LOOK_EVERY
             await self._reload()
-        known = self._good.get(key)
-        if known is not None and known[1] > now:
-            return known[0]
-        if self._bad.get(key, 0.0) > now:
+        known = self._good.get(key, now)
+        if known is not None:
+            return known
+        if self._bad.get(key, now):
             return None
         running = self._checks.get(key)
         if running is not None:  # the same header, asked again meanwhile: the same check
@@ -161,7 +162,7 @@ class PrincipalAuth:
                     self._refuse(key)
                 return None
             who = Who(user, kind)
-            self._good[key] = (who, time.monotonic() + CACHE_SECONDS)
+            self._good.put(key, who, CACHE_SECONDS)
             return who
         finally:
             self._names.discard(name)
@@ -169,10 +170,7 @@ class PrincipalAuth:
 
     def _refuse(self, key: bytes) -> None:
         """Remember a wrong header for REFUSED_SECONDS (at most REFUSED_KEPT of them)."""
-        self._bad.pop(key, None)
-        self._bad[key] = time.monotonic() + REFUSED_SECONDS
-        while len(self._bad) > REFUSED_KEPT:
-            del self._bad[next(iter(self._bad))]
+        self._bad.put(key, True, REFUSED_SECONDS)
 
     async def _reload(self) -> None:
         """Re-read the store if it changed (off the loop), dropping every cached check:

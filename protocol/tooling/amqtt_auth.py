@@ -31,6 +31,7 @@ from protocol.tooling.credentials import (
     read_passwd,
     verify_secret,
 )
+from protocol.tooling.remembered import Remembered
 
 RELOAD_EVERY = 1.0  # seconds between looks at the files' modification times
 # A secret is checked by PBKDF2 (some 10 ms of a core, on purpose): in a thread, never on
@@ -88,7 +89,7 @@ class StoreAuthPlugin(BaseAuthPlugin):  # type: ignore[misc]
     def __init__(self, context: Any) -> None:
         super().__init__(context)
         self._passwd = _Watched(Path(self.config.store) / "passwd", read_passwd)
-        self._answers: dict[bytes, tuple[bool, float]] = {}  # (ok, until), oldest first
+        self._answers: Remembered[bool] = Remembered(REMEMBERED)  # right or wrong
         self._checks: dict[bytes, asyncio.Task[bool]] = {}
         self._hashing = asyncio.Semaphore(HASHING_AT_ONCE)
         self._names: dict[str, tuple[asyncio.Lock, int]] = {}  # name: its turn, its checks
@@ -106,9 +107,9 @@ class StoreAuthPlugin(BaseAuthPlugin):  # type: ignore[misc]
 
     async def _verified(self, username: str, secret: str, hashed: str) -> bool:
         key = hashlib.sha256("\0".join((username, hashed, secret)).encode()).digest()
-        known = self._answers.get(key)
-        if known is not None and known[1] > time.monotonic():
-            return known[0]
+        known = self._answers.get(key, time.monotonic())
+        if known is not None:
+            return known
         check = self._checks.get(key)
         if check is None:
             turn, waiting = self._names.get(username) or (asyncio.Lock(), 0)
@@ -124,11 +125,7 @@ class StoreAuthPlugin(BaseAuthPlugin):  # type: ignore[misc]
         try:
             async with turn, self._hashing:  # (the name's turn first: then a thread)
                 ok = await asyncio.to_thread(verify_secret, secret, hashed)
-            until = time.monotonic() + (TRUSTED_SECONDS if ok else REFUSED_SECONDS)
-            self._answers.pop(key, None)
-            self._answers[key] = (ok, until)
-            while len(self._answers) > REMEMBERED:
-                del self._answers[next(iter(self._answers))]
+            self._answers.put(key, ok, TRUSTED_SECONDS if ok else REFUSED_SECONDS)
             return ok
         finally:
             del self._checks[key]
