@@ -33,6 +33,7 @@ from protocol.tooling.cli import (
     log_level_default,
     log_level_option,
 )
+from protocol.wire.codec import describe_validation
 from slave.cli import slave
 
 PIPED_WIDTH = 1000  # `state`'s width when stdout is not a terminal: the tables' own
@@ -50,16 +51,7 @@ class Commands(click.Group):
         except MissingExtra as e:
             raise click.ClickException(str(e)) from None
         except ValidationError as e:
-            raise click.ClickException(invalid_values(e)) from None
-
-
-def invalid_values(error: ValidationError) -> str:
-    """A message's validation errors, one line each: the field, what is wrong with it."""
-    lines = [
-        f"{'.'.join(str(part) for part in each['loc']) or 'value'}: {each['msg']}"
-        for each in error.errors()
-    ]
-    return "invalid value: " + "; ".join(lines)
+            raise click.ClickException(f"invalid value: {describe_validation(e)}") from None
 
 
 @click.group(cls=Commands, context_settings={"help_option_names": ["-h", "--help"]})
