@@ -170,7 +170,8 @@ async def test_a_framework_started_before_its_master_says_so(
 @pytest.mark.parametrize(
     "command",
     [["state"], ["weights", "list"], ["teardown", "fw-1"], ["quota", "set", "r", "--limit",
-     "cpus:1"], ["slaves", "gone", "s-1"], ["events"]],
+     "cpus:1"], ["slaves", "gone", "s-1"], ["events"], ["why", "fw-1"],
+     ["why", "fw-1", "--as", "framework"]],
 )  # fmt: skip
 def test_an_operators_command_without_a_broker_says_so_at_once(command: list[str]) -> None:
     url = f"mqtt://127.0.0.1:{free_port()}"

@@ -17,6 +17,7 @@ from rich.console import Console
 
 import cluster.local.why_cli as why_cli
 import master.why_answers as why_answers
+from cluster.local.reaching import CONNECT_TRIES
 from cluster.local.why_cli import fetch_why, render_why
 from frameworks import DriverError, Resources, Scheduler, SchedulerDriver, build_task
 from master.config import MasterConfig
@@ -164,7 +165,7 @@ def test_the_command_prints_the_answer_as_json(monkeypatch: pytest.MonkeyPatch) 
     assert done.exit_code == 0, done.output
     assert json.loads(done.output)["reasons"][0]["code"] == "suppressed"
     assert asked[0][2] == "big"
-    assert asked[0][3] == {"kind": "framework", "timeout": 10.0}
+    assert asked[0][3] == {"kind": "framework", "timeout": 10.0, "tries": CONNECT_TRIES}
 
 
 async def test_an_operator_asks_by_a_name_two_frameworks_share(cluster: InProcess) -> None:

@@ -14,10 +14,11 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from cluster.local.reaching import CONNECT_TRIES, bus_failure
 from protocol.tooling.brokers import BrokerURL
 from protocol.tooling.cli import broker_option, broker_url, cluster_option, log_level_default
 from protocol.transport.aio import within
-from protocol.transport.base import Connector
+from protocol.transport.base import BrokerUnreachable, Connector
 from protocol.transport.bus import BusRefused, MqttConnector
 from protocol.wire.messages import Error, Wire
 from protocol.wire.topics import Topics
@@ -33,9 +34,11 @@ async def fetch_why(
     *,
     kind: str = "operator",
     timeout: float = 10.0,
+    tries: int | None = None,
 ) -> Why:
     """Ask as `kind` (operator, or framework: the principal's own frameworks); the answer,
-    or a click error saying the master's refusal."""
+    or a click error saying the master's refusal. `tries`: attempts to reach the broker
+    before BrokerUnreachable (else it is waited for, as a party started before it)."""
     connect = MqttConnector(url) if isinstance(url, BrokerURL) else url
     topics = Topics(cluster)
     principal = connect.principal or kind
@@ -56,7 +59,7 @@ async def fetch_why(
             answer.set_exception(click.ClickException(f"{message.code}: {message.message}"))
 
     bus = connect(name="why", inbox=inbox, will=None)
-    await bus.start()
+    await bus.start(tries=tries)
     try:
         await bus.subscribe(inbox, on_answer)
         await bus.publish(
@@ -137,8 +140,11 @@ def why(
     """Why is FRAMEWORK (its id, or its name) offered nothing? The master's reasons, the
     one that explains first, with the numbers behind each."""
     url = broker_url(broker)
+    ask = fetch_why(url, cluster, framework, kind=kind, timeout=timeout, tries=CONNECT_TRIES)
     try:
-        answer = asyncio.run(fetch_why(url, cluster, framework, kind=kind, timeout=timeout))
+        answer = asyncio.run(ask)
+    except BrokerUnreachable as e:  # (a TimeoutError too: said before the master's)
+        raise click.ClickException(bus_failure(e, url)) from None
     except BusRefused as e:
         raise click.ClickException(str(e)) from None
     except TimeoutError:
