@@ -388,6 +388,7 @@ class Simulation:
             self._schedule_arrival,
         )  # (bound once: these run for every offer)
         offers = cycle.round(t, declines, refuse).offers
+        watching = cycle.preemption.claim_use.watching
         self.offers += len(offers) + len(declined)
         self.declines += len(declined)
         for fid in dict.fromkeys(declined):  # (declined as they were made: told once)
@@ -419,6 +420,8 @@ class Simulation:
                 cycle.decline(fid, a.slave_id, a.resources, refuse, t)
             elif any(left.values()):  # (what it did not use; used whole, nothing goes back)
                 cycle.decline(fid, a.slave_id, Resources.from_millis(left), refuse, t)
+            if tasks and watching:  # (whether it used the room preemption freed for it)
+                cycle.launched(fid, a.slave_id, a.resources - Resources.from_millis(left))
             arrivals(fid)
             follow(fid, t)
 

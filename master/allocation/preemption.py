@@ -24,6 +24,7 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
+from master.allocation.claim_use import ClaimUse
 from master.allocation.ideal import User, exact, ideal
 from master.allocation.planning import EPSILON, Cluster, RunningTask, planning_path
 from master.allocation.quota import ancestors_or_self, gap
@@ -400,6 +401,7 @@ class Preemption:
         self.fair_resources: dict[str, dict[str, float]] = {}
         self.starving_since: dict[str, float] = {}  # framework, or "role:R"
         self.doomed: dict[tuple[str, str], Doomed] = {}  # (framework, task)
+        self.claim_use = ClaimUse()  # whether claimants use what is freed for them
         self.stats = PreemptionStats()
 
     def check(
@@ -411,9 +413,12 @@ class Preemption:
         pool_weights: Mapping[str, float],
         quotas: Mapping[str, Any] | None = None,
         tree: bool = False,
+        hold_until: float | None = None,
     ) -> list[Claim]:
-        """Update fair shares and timers; plan for whoever has starved long enough. The
-        claims are recorded as doomed tasks; the caller warns, holds and kills."""
+        """Update fair shares and timers; plan for whoever has starved long enough (and
+        used the room its last claim freed: `claim_use`). The claims are recorded as
+        doomed tasks; the caller warns, holds the room for each claimant until
+        `hold_until` (None: no hold), and kills."""
         self.update_fair(policy, cluster.total, contenders, pool_weights)
         cluster.fair = dict(self.fair)
         cluster.fair_held = {
@@ -431,6 +436,10 @@ class Preemption:
             claim = self._plan(c, role, cluster, now, contenders, quotas or {}, tree)
             if claim is not None:
                 claims.append(claim)
+                needs: dict[str, Millis] = {}
+                for plan in claim.plans:
+                    needs.setdefault(plan.slave_id, plan.task)
+                self.claim_use.claimed(c.framework_id, hold_until or now, needs)
         return claims
 
     def update_fair(
@@ -447,8 +456,11 @@ class Preemption:
         self.fair = {f: share for f, (share, _) in allocation.items()}
         self.fair_resources = {f: resources for f, (_, resources) in allocation.items()}
 
-    def _claiming(self, framework_id: str) -> bool:
-        return any(d.claimant == framework_id for d in self.doomed.values())
+    def _may_claim(self, framework_id: str, now: float) -> bool:
+        """Not while its victims are still to end, nor while its last claim's room is
+        held for it or it waits for leaving claims unused (`ClaimUse.may_claim`)."""
+        claiming = any(d.claimant == framework_id for d in self.doomed.values())
+        return not claiming and self.claim_use.may_claim(framework_id, now)
 
     def _fair_share_claims(
         self, contenders: Sequence[Contender], cluster: Cluster, now: float
@@ -467,7 +479,7 @@ class Preemption:
                 self.starving_since.pop(c.framework_id, None)
                 continue
             since = self.starving_since.setdefault(c.framework_id, now)
-            if now - since >= timeout and not self._claiming(c.framework_id):
+            if now - since >= timeout and self._may_claim(c.framework_id, now):
                 out.append((share / fair if fair else 1.0, c, None))
         return out
 
@@ -503,7 +515,7 @@ class Preemption:
                 continue
             since = self.starving_since.setdefault(key, now)
             if now - since >= timeout:
-                out += [(-1.0, c, role) for c in wanting if not self._claiming(c.framework_id)]
+                out += [(-1.0, c, role) for c in wanting if self._may_claim(c.framework_id, now)]
         return out
 
     def _plan(
@@ -579,6 +591,7 @@ class Preemption:
     def forget(self, framework_id: str) -> None:
         """A framework left: its timers go, and so do victims it no longer owns."""
         self.starving_since.pop(framework_id, None)
+        self.claim_use.forget(framework_id)
         for key in [k for k in self.doomed if k[0] == framework_id]:
             del self.doomed[key]
 

@@ -226,6 +226,10 @@ class FrameworkCalls:
             except AllocatorError as e:  # (OfferRoom counts copies whole: logged, not fatal)
                 self.log.error("accept.copies_refused", framework_id=fw.framework_id, error=str(e))
         if launched:  # one message to the slave for all of them
+            used = Resources()
+            for t in launched:
+                used = used + t.resources
+            self.cycle.launched(fw.framework_id, slave_id, used)
             self.outbox.send_slave(
                 slave_id,
                 RunTasks(

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from master.allocation.allocator import Allocator
 from master.allocation.collector import PausedCollector
-from master.allocation.ledger import Declines
+from master.allocation.ledger import Allocation, Declines
 from master.allocation.preemption import Contender, Preemption, PreemptionConfig
 from master.cycle import offer_bound, why
 from master.cycle.claims import contender, hold_claim, hold_until, planning_cluster
@@ -77,12 +77,10 @@ class OfferCycle:
         refusal = self._refusal(refuse_seconds) if declines is not None else None
         allocations = a.allocate(now, room=room, declines=declines, refuse_seconds=refusal)
         if not room or not allocations:
-            if self.config.record_offers:
-                self.offers_log.record(now, allocations)
+            self._offered(now, allocations)
             return RoundPlan(allocations)
         offered, held_back = offer_bound.within_bound(allocations, held)
-        if self.config.record_offers:
-            self.offers_log.record(now, offered)
+        self._offered(now, offered)
         for b in held_back:
             a.recover(
                 b.framework_id,
@@ -94,7 +92,19 @@ class OfferCycle:
             )
         return RoundPlan(offered, held_back)
 
+    def _offered(self, now: float, offered: list[Allocation]) -> None:
+        """What a round offered, told to the offers log and to whoever watches claims."""
+        if self.config.record_offers:
+            self.offers_log.record(now, offered)
+        if (use := self.preemption.claim_use).watching:
+            for o in offered:
+                use.offered(o.framework_id, o.slave_id, o.resources.millis)
+
     # -- answers -----------------------------------------------------------------------------
+    def launched(self, framework_id: str, slave_id: str, resources: Resources) -> None:
+        """It launched tasks of `resources` in all on the slave (from an offer)."""
+        self.preemption.claim_use.launched(framework_id, slave_id, resources.millis)
+
     def decline(
         self,
         framework_id: str,
@@ -224,6 +234,7 @@ class OfferCycle:
         contenders = self.contenders(now)
         framework_ids = [c.framework_id for c in contenders]
         cluster = planning_cluster(a, framework_ids, self.state.running(), self.preemption.doomed)
+        until = hold_until(now, notice, self.config.allocation_interval)
         with PausedCollector():  # (planning's trial books make no cycles: as a round's)
             claims = self.preemption.check(
                 now,
@@ -233,8 +244,8 @@ class OfferCycle:
                 a.roles.pool_weights(),
                 a.quotas,
                 a.roles.is_tree(),
+                hold_until=until,
             )
-        until = hold_until(now, notice, self.config.allocation_interval)
         for claim in claims:
             hold_claim(a, claim, until)
         return PreemptionPlan(claims, now + notice)
