@@ -79,3 +79,37 @@ async def test_a_flood_of_guesses_at_one_name_queues_behind_that_name_only(
     assert answers == [False] * 200 + [True]
     assert order.index("bob") <= amqtt_auth.HASHING_AT_ONCE
     assert order.count("alice") <= amqtt_auth.WAITING_A_NAME
+
+
+async def test_a_flood_of_wrong_answers_never_pushes_a_right_one_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """alice connected (her right secret remembered); then more wrong guesses than the
+    memory keeps, from many addresses: alice's reconnect is still answered from memory,
+    without a hash (in a flood, a hash of hers may wait behind many)."""
+    store = provision(tmp_path / "auth", [("alice", "framework")])
+    context = SimpleNamespace(
+        config=StoreAuthPlugin.Config(store=str(store.path)), logger=logging.getLogger("t")
+    )
+    plugin = StoreAuthPlugin(context)
+    secret = store.secret_file("alice").read_text().strip()
+    assert await plugin.authenticate(session=session("alice", secret)) is True
+    hashes: list[str] = []
+
+    def cheap(given: str, hashed: str) -> bool:  # (10,000 real hashes would take minutes)
+        hashes.append(given)
+        return False
+
+    monkeypatch.setattr(amqtt_auth, "verify_secret", cheap)
+    monkeypatch.setattr(amqtt_auth, "REMEMBERED", 50)
+    plugin = StoreAuthPlugin(context)  # (its memories bounded at 50)
+    monkeypatch.setattr(amqtt_auth, "verify_secret", lambda given, hashed: given == secret)
+    assert await plugin.authenticate(session=session("alice", secret)) is True
+    monkeypatch.setattr(amqtt_auth, "verify_secret", cheap)
+    for i in range(200):  # (one after another: each hashed, each answer remembered)
+        guess = SimpleNamespace(
+            username="alice", password=f"g{i}", client_id="alice", remote_address=f"10.0.{i}"
+        )
+        assert await plugin.authenticate(session=guess) is False
+    assert await plugin.authenticate(session=session("alice", secret)) is True
+    assert secret not in hashes

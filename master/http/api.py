@@ -187,7 +187,7 @@ class HttpApi:
         if self.config.open_metrics and path in ("/metrics", "/health"):
             public = True
         if self.auth is not None and not public:
-            who = await self.auth.principal(request.headers.get("Authorization"))
+            who = await self.auth.principal(request.headers.get("Authorization"), request.remote)
             if who is None:
                 # no WWW-Authenticate for the page's own calls, so the browser does not pop
                 # up its dialog: the page asks for credentials itself

@@ -7,11 +7,15 @@ queue everybody's checks: a wrong guess costs its sender, not the others.
 - The same header asked again while its check runs waits for that check (one hash); a
   header found wrong is refused without hashing for REFUSED_SECONDS, one found right is
   let in for CACHE_SECONDS (until the store changes).
-- One check at a time per principal's name (names not in the store share one): a
-  request for a name whose check is under way is answered 429 with Retry-After at once,
-  without hashing. So a flood of guesses at one name holds one check, and a principal's
-  own check waits at most for one check of each other name.
-- At most CHECKS_AT_ONCE checks under way in all (429 past it), HASHING_AT_ONCE of them
+- One check at a time per principal's name and client address (names not in the store
+  share one): a request for a name whose check from that address is under way is
+  answered 429 with Retry-After at once, without hashing. So a flood of guesses at one
+  name holds one check an address, and a principal's own check, from an address of its
+  own, waits at most for one check of each other name and address -- never 429 for
+  somebody else's guesses at its name.
+- At most CHECKS_FROM_ONE_PEER checks under way from one address, and CHECKS_AT_ONCE in
+  all (429 past either): one address guessing at many names fills neither the others'
+  room nor all of it. HASHING_AT_ONCE of them
   hashing (threads of the loop's default executor, so that its other users -- the
   registry's ZooKeeper calls, file reads -- are never all behind hashes).
 - The store is looked at twice a second, never behind a check: a check reads the hashes
@@ -41,7 +45,7 @@ from protocol.tooling.credentials import (
 )
 from protocol.tooling.remembered import Remembered
 
-CACHE_SECONDS = 60.0  # a checked password is trusted this long (hashing is slow on purpose)
+CACHE_SECONDS = 3600.0  # a checked password is trusted this long (hashing is slow on purpose)
 # ... unless the store changed: looked at this often (a principal removed is refused
 # within it, its cached checks dropped)
 LOOK_EVERY = 0.5
@@ -49,6 +53,7 @@ REFUSED_SECONDS = 5.0  # a header found wrong is refused this long without anoth
 REFUSED_KEPT = 10_000  # such headers remembered at most (the oldest forgotten first)
 HASHING_AT_ONCE = 2  # checks hashing at once (the machine's cores, at least)
 CHECKS_AT_ONCE = 32  # checks hashing or waiting to hash, in all
+CHECKS_FROM_ONE_PEER = 8  # ... from one client address
 RETRY_AFTER = 1  # seconds a client refused for a check under way is told to wait
 UNKNOWN = ""  # the one slot that names not in the store share (no name is empty)
 
@@ -84,7 +89,9 @@ class PrincipalAuth:
         self._good: Remembered[Who] = Remembered()  # by header's digest: who it is
         self._bad: Remembered[bool] = Remembered(REFUSED_KEPT)  # ... refused
         self._checks: dict[bytes, asyncio.Task[Who | None]] = {}  # header's digest: its check
-        self._names: set[str] = set()  # the names (or UNKNOWN) whose check is under way
+        # (name or UNKNOWN, client address) whose check is under way; checks by address
+        self._names: set[tuple[str, str]] = set()
+        self._peers: dict[str, int] = {}
         self._hashing = asyncio.Semaphore(HASHING_AT_ONCE)
         self._reloading = asyncio.Lock()  # (looks at the store: never held by a check)
         self._next_look = 0.0  # (monotonic) when to look at the store again
@@ -107,9 +114,10 @@ class PrincipalAuth:
         }
         return _Store(stamp, hashes)
 
-    async def principal(self, header: str | None) -> Who | None:
-        """Who sent `header` (None: nobody we know); TooManyChecks (429) when a check of
-        its name is under way already, or CHECKS_AT_ONCE in all."""
+    async def principal(self, header: str | None, peer: str | None = None) -> Who | None:
+        """Who sent `header` (None: nobody we know) from the client address `peer`;
+        TooManyChecks (429) when a check of its name from there is under way already, or
+        too many from there or in all."""
         if not header or not header.startswith("Basic "):
             return None
         key = hashlib.sha256(header.encode()).digest()
@@ -130,21 +138,24 @@ class PrincipalAuth:
         except (binascii.Error, UnicodeDecodeError):
             return None
         store = self._known
-        name = user if user in store.hashes else UNKNOWN
-        if name in self._names or len(self._checks) >= CHECKS_AT_ONCE:
-            self.refused_busy += 1
-            raise TooManyChecks(
-                "a check of this principal's credentials is under way: ask again shortly"
-                if name in self._names
-                else "too many credentials checks under way: ask again shortly"
-            )
-        check = asyncio.ensure_future(self._check(key, name, user, secret, store))
-        self._checks[key] = check
-        self._names.add(name)
-        return await asyncio.shield(check)  # (a request gone away leaves it to finish)
+        where = (user if user in store.hashes else UNKNOWN, peer or "")
+        if where in self._names:
+            why = "a check of this principal's credentials is under way: ask again shortly"
+        elif self._peers.get(where[1], 0) >= CHECKS_FROM_ONE_PEER:
+            why = "too many credentials checks from this address: ask again shortly"
+        elif len(self._checks) >= CHECKS_AT_ONCE:
+            why = "too many credentials checks under way: ask again shortly"
+        else:
+            check = asyncio.ensure_future(self._check(key, where, user, secret, store))
+            self._checks[key] = check
+            self._names.add(where)
+            self._peers[where[1]] = self._peers.get(where[1], 0) + 1
+            return await asyncio.shield(check)  # (a request gone away leaves it to finish)
+        self.refused_busy += 1
+        raise TooManyChecks(why)
 
     async def _check(
-        self, key: bytes, name: str, user: str, secret: str, store: _Store
+        self, key: bytes, where: tuple[str, str], user: str, secret: str, store: _Store
     ) -> Who | None:
         try:
             generation = self._generation
@@ -157,7 +168,7 @@ class PrincipalAuth:
                     self.hashed += 1
                     ok = await asyncio.to_thread(verify_secret, secret, hashed)
             # (the store may have changed meanwhile: right only if its hash is still this)
-            if not ok or name == UNKNOWN or self._known.hashes.get(user) != (hashed, kind):
+            if not ok or where[0] == UNKNOWN or self._known.hashes.get(user) != (hashed, kind):
                 if generation == self._generation:  # (else it may be right by now)
                     self._refuse(key)
                 return None
@@ -165,8 +176,12 @@ class PrincipalAuth:
             self._good.put(key, who, CACHE_SECONDS)
             return who
         finally:
-            self._names.discard(name)
+            self._names.discard(where)
             del self._checks[key]
+            if left := self._peers[where[1]] - 1:
+                self._peers[where[1]] = left
+            else:
+                del self._peers[where[1]]
 
     def _refuse(self, key: bytes) -> None:
         """Remember a wrong header for REFUSED_SECONDS (at most REFUSED_KEPT of them)."""

@@ -84,7 +84,7 @@ class StandbyHttp:
         """As the leader's API: an operator's credentials, unless these are left open."""
         public = self.config.open_metrics or request.path in self.public_paths
         if self.auth is not None and not public:
-            who = await self.auth.principal(request.headers.get("Authorization"))
+            who = await self.auth.principal(request.headers.get("Authorization"), request.remote)
             if who is None or who.kind != "operator":
                 return problem("operator credentials needed", 401)
         return await handler(request)

@@ -185,7 +185,7 @@ class SchedulerApi:
             # a secret in the clear across a network: refused before it is even checked
             self.log.info("mesos.plain_http_refused", remote=request.remote)
             return problem("credentials over plain HTTP on loopback only: use HTTPS", 403)
-        who = await self.auth.principal(request.headers.get("Authorization"))
+        who = await self.auth.principal(request.headers.get("Authorization"), request.remote)
         if who is None:
             self.log.info("mesos.unauthorized", remote=request.remote)
             return problem(

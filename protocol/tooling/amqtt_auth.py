@@ -39,12 +39,14 @@ RELOAD_EVERY = 1.0  # seconds between looks at the files' modification times
 # time; the same credentials asked again while their check runs share it, and their
 # answer stands a while (the stored hash is part of what is remembered: a secret changed
 # or removed is checked afresh), so a client's reconnects and a repeated wrong guess cost
-# no hash. A name's checks run one at a time, and at most WAITING_A_NAME wait (past it a
-# CONNECT is refused unhashed): a flood of different guesses at one name queues behind
-# that name, never ahead of another principal's connect.
+# no hash; wrong answers are kept apart, so that a flood of them never pushes a right one
+# out. The checks of one name from one address run one at a time, and at most
+# WAITING_A_NAME wait (past it a CONNECT is refused unhashed): a flood of different
+# guesses at one name queues behind that name and address, never ahead of another
+# principal's connect, nor of the name's owner connecting from elsewhere.
 HASHING_AT_ONCE = 2
 WAITING_A_NAME = 16
-TRUSTED_SECONDS = 60.0  # a right secret, remembered
+TRUSTED_SECONDS = 3600.0  # a right secret, remembered (the stored hash is in its key)
 REFUSED_SECONDS = 5.0  # a wrong one, remembered
 REMEMBERED = 10_000  # answers kept at most (the oldest forgotten first)
 
@@ -89,51 +91,58 @@ class StoreAuthPlugin(BaseAuthPlugin):  # type: ignore[misc]
     def __init__(self, context: Any) -> None:
         super().__init__(context)
         self._passwd = _Watched(Path(self.config.store) / "passwd", read_passwd)
-        self._answers: Remembered[bool] = Remembered(REMEMBERED)  # right or wrong
+        self._right: Remembered[bool] = Remembered(REMEMBERED)
+        self._wrong: Remembered[bool] = Remembered(REMEMBERED)
         self._checks: dict[bytes, asyncio.Task[bool]] = {}
         self._hashing = asyncio.Semaphore(HASHING_AT_ONCE)
-        self._names: dict[str, tuple[asyncio.Lock, int]] = {}  # name: its turn, its checks
+        # (name, address): its turn, its checks
+        self._names: dict[tuple[str, str], tuple[asyncio.Lock, int]] = {}
 
     async def authenticate(self, *, session: Any) -> bool | None:
         username, secret = session.username, session.password
         hashed: str | None = self._passwd.get().get(username) if username else None
-        ok = bool(hashed and secret) and await self._verified(
-            str(username), str(secret), str(hashed)
-        )
+        where = (str(username), str(getattr(session, "remote_address", None) or ""))
+        ok = bool(hashed and secret) and await self._verified(where, str(secret), str(hashed))
         if not ok or not _id_of(session.client_id, username):
             session.client_id = f"refused-{uuid.uuid4().hex}"
             return False
         return True
 
-    async def _verified(self, username: str, secret: str, hashed: str) -> bool:
-        key = hashlib.sha256("\0".join((username, hashed, secret)).encode()).digest()
-        known = self._answers.get(key, time.monotonic())
-        if known is not None:
-            return known
+    async def _verified(self, where: tuple[str, str], secret: str, hashed: str) -> bool:
+        """Whether `secret` is the one `hashed` stands for; `where`: (name, address)."""
+        key = hashlib.sha256("\0".join((where[0], hashed, secret)).encode()).digest()
+        now = time.monotonic()
+        if self._right.get(key, now):
+            return True
+        if self._wrong.get(key, now):
+            return False
         check = self._checks.get(key)
         if check is None:
-            turn, waiting = self._names.get(username) or (asyncio.Lock(), 0)
+            turn, waiting = self._names.get(where) or (asyncio.Lock(), 0)
             if waiting >= WAITING_A_NAME:
-                return False  # (a flood of guesses at this name: refused, unhashed)
-            self._names[username] = (turn, waiting + 1)
-            check = asyncio.ensure_future(self._check(key, username, secret, hashed))
+                return False  # (a flood of guesses at this name from there: refused, unhashed)
+            self._names[where] = (turn, waiting + 1)
+            check = asyncio.ensure_future(self._check(key, where, secret, hashed))
             self._checks[key] = check
         return await asyncio.shield(check)  # (a client gone away leaves it to finish)
 
-    async def _check(self, key: bytes, username: str, secret: str, hashed: str) -> bool:
-        turn = self._names[username][0]
+    async def _check(self, key: bytes, where: tuple[str, str], secret: str, hashed: str) -> bool:
+        turn = self._names[where][0]
         try:
             async with turn, self._hashing:  # (the name's turn first: then a thread)
                 ok = await asyncio.to_thread(verify_secret, secret, hashed)
-            self._answers.put(key, ok, TRUSTED_SECONDS if ok else REFUSED_SECONDS)
+            if ok:
+                self._right.put(key, True, TRUSTED_SECONDS)
+            else:
+                self._wrong.put(key, True, REFUSED_SECONDS)
             return ok
         finally:
             del self._checks[key]
-            waiting = self._names[username][1] - 1
+            waiting = self._names[where][1] - 1
             if waiting:
-                self._names[username] = (turn, waiting)
+                self._names[where] = (turn, waiting)
             else:
-                del self._names[username]
+                del self._names[where]
 
 
 def _id_of(client_id: str, username: str) -> bool:
