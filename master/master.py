@@ -214,6 +214,7 @@ class Master:
             churn=self.churn,
             request_round=request_round,
             log=log,
+            max_failover=config.max_failover_timeout,
         )
         self.preemptor = Preemptor(
             books,

@@ -3,7 +3,8 @@
 
 What they use is held by nobody (`Allocator.hold_unowned`) until their framework's
 principal subscribes and takes them (`Subscriptions._adopt_orphans`), an operator tears
-that framework down, their slave no longer names them, or their slave is removed. They
+that framework down, the most failover timeout passes (when the master has one) since
+its first orphan came back, their slave no longer names them, or their slave is removed. They
 are kept by framework and by slave, so that each of those touches only its own: after a
 master restarted without its registry, every task of the fleet may be an orphan for a
 while, and each re-registration, offer and subscribe must not walk them all.
@@ -45,6 +46,7 @@ class Orphans:
     def __init__(self) -> None:
         self._of: dict[str, dict[Key, Orphan]] = {}  # framework id: (slave, task): its orphan
         self._on: dict[str, dict[Key, Orphan]] = {}  # slave id: (framework, task): its orphan
+        self._since: dict[str, float] = {}  # framework id: when its first orphan came back
 
     def __bool__(self) -> bool:
         return bool(self._of)
@@ -82,7 +84,12 @@ class Orphans:
             if o.principal and o.principal != UNPROVEN
         }
 
-    def add(self, orphan: Orphan) -> None:
+    def since(self, before: float) -> list[str]:
+        """The frameworks whose first orphan (of those kept now) came back by `before`."""
+        return [f for f, at in self._since.items() if at <= before]
+
+    def add(self, orphan: Orphan, now: float) -> None:
+        self._since.setdefault(orphan.framework_id, now)
         self._of.setdefault(orphan.framework_id, {})[orphan.slave_id, orphan.task.task_id] = orphan
         self._on.setdefault(orphan.slave_id, {})[orphan.framework_id, orphan.task.task_id] = orphan
 
@@ -91,6 +98,7 @@ class Orphans:
         del of[orphan.slave_id, orphan.task.task_id]
         if not of:
             del self._of[orphan.framework_id]
+            del self._since[orphan.framework_id]
         on = self._on[orphan.slave_id]
         del on[orphan.framework_id, orphan.task.task_id]
         if not on:

@@ -33,12 +33,14 @@ class Removals:
         churn: SlaveChurn,
         request_round: Callable[[], None],
         log: Any,
+        max_failover: float | None = None,
     ) -> None:
         """`listeners`: told of each framework gone; `churn`: slaves disconnected and
-        removed are counted."""
+        removed are counted; `max_failover`: the most failover timeout (None: none), which
+        a framework known only by its orphans is given to come back, too."""
         self.books, self.allocator, self.offers, self.updates = books, allocator, offers, updates
         self.outbox, self.recorder, self.listeners, self.churn = outbox, recorder, listeners, churn
-        self.request_round, self.log = request_round, log
+        self.request_round, self.log, self.max_failover = request_round, log, max_failover
 
     # -- frameworks --------------------------------------------------------------------------
     def disconnect_framework(self, fw: Framework, why: str) -> None:
@@ -119,7 +121,9 @@ class Removals:
         return len(orphans)
 
     def expire_frameworks(self, now: float) -> None:
-        """Those disconnected past their failover timeout are removed."""
+        """Those disconnected past their failover timeout are removed; so is a framework
+        known only by its orphans, not back within the most failover timeout of their
+        coming back (its own is not known: a master restarted without its registry)."""
         for fw in list(self.books.frameworks.values()):
             if (
                 not fw.connected
@@ -127,6 +131,12 @@ class Removals:
                 and now - fw.disconnected_at > fw.failover_timeout
             ):
                 self.remove_framework(fw, f"failover timeout {fw.failover_timeout}s passed")
+        if self.max_failover is not None and self.books.orphans:
+            frameworks = self.books.frameworks
+            for framework_id in self.books.orphans.since(now - self.max_failover):
+                if framework_id not in frameworks:  # (a framework's own timer is above)
+                    why = f"not back within the most failover timeout {self.max_failover:g}s"
+                    self.remove_orphans(framework_id, why)
 
     # -- slaves ------------------------------------------------------------------------------
     def disconnect_slave(self, slave: Slave, why: str) -> None:

@@ -512,7 +512,7 @@ class SlaveCalls:
                 heirs = orphans.in_executor(orphan.framework_id, orphan.executor)
                 if heirs:
                     orphans.remove(heirs[0])
-                    orphans.add(_holding_executor(heirs[0]))
+                    orphans.add(_holding_executor(heirs[0]), loop_time())
                     released = orphan.task.resources
             self.allocator.release_unowned(slave_id, released)
         if gone:
@@ -530,7 +530,7 @@ class SlaveCalls:
             o.holds_executor for o in orphans.in_executor(r.framework_id, executor)
         ):
             orphan = _holding_executor(orphan)  # (adopted with the task)
-        orphans.add(orphan)
+        orphans.add(orphan, loop_time())
         self.allocator.hold_unowned(slave_id, orphan.held)
 
     async def on_heartbeat(self, msg: Heartbeat, caller: Caller) -> None:
