@@ -126,7 +126,9 @@ class Subscriptions:
         told it is subscribed."""
         books, now = self.books, loop_time()
         fw = books.frameworks.get(framework_id)  # (it may have come, or gone, meanwhile)
-        if fw is None and known:  # torn down, or timed out, while its record was written
+        # torn down, or timed out, while its record was written (a framework known only by
+        # its orphans too: its removal is in `books.removed`)
+        if fw is None and (known or framework_id in books.removed):
             self.outbox.refuse(
                 caller,
                 f"framework {framework_id} was removed while it subscribed",
