@@ -505,8 +505,9 @@ class SlaveCalls:
         named = {(r.framework_id, r.task.task_id) for r in running}
         orphans = self.books.orphans
         gone = [o for o in orphans.on(slave_id) if (o.framework_id, o.task.task_id) not in named]
-        for orphan in gone:
+        for orphan in gone:  # (all first: an heir is one still running, not one gone too)
             orphans.remove(orphan)
+        for orphan in gone:
             released = orphan.held
             if orphan.holds_executor and orphan.executor is not None:
                 heirs = orphans.in_executor(orphan.framework_id, orphan.executor)
