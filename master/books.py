@@ -11,6 +11,7 @@ import time
 from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 
+from master.dying import Dying
 from master.orphans import Orphans
 from protocol.wire.discrete import EMPTY, Discrete
 from protocol.wire.messages import (
@@ -346,6 +347,7 @@ class Books:
     slaves: dict[str, Slave] = field(default_factory=dict)
     offers: dict[str, OfferRecord] = field(default_factory=dict)
     orphans: Orphans = field(default_factory=Orphans)  # by framework and by slave
+    dying: Dying = field(default_factory=Dying)  # a removed framework's tasks, ending
     inboxes: dict[tuple[str, str], str] = field(default_factory=dict)  # (principal, inbox) -> id
     # how many of `frameworks` each principal registered (kept by add/forget_framework)
     principal_frameworks: Counter[str] = field(default_factory=Counter)

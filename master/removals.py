@@ -16,7 +16,9 @@ from master.offers import OfferBook
 from master.outbox import Outbox
 from master.updates import TaskUpdates
 from protocol.transport.aio import loop_time
+from protocol.wire.discrete import Discrete
 from protocol.wire.messages import Error, Failure, Reason, ShutdownFramework, TaskState
+from protocol.wire.resources import Resources
 
 
 class Removals:
@@ -78,15 +80,24 @@ class Removals:
         for offer_id in list(fw.offers):
             self.offers.rescind(self.books.offers[offer_id], recover=False)
         slaves: set[str] = set(fw.slaves_used)  # its executors may outlive its tasks
+        dying: dict[str, Resources] = {}  # by slave: what its tasks use until they end
+        values: dict[str, list[Discrete]] = {}  # ... and the ports they are bound to
         for task in fw.tasks.values():
             slaves.add(task.slave_id)
             slave = self.books.slaves.get(task.slave_id)
             if slave is not None:
                 slave.tasks.discard((fw.framework_id, task.task_id))
+                dying[task.slave_id] = dying.get(task.slave_id, Resources()) + task.info.resources
+                if task.info.discrete:
+                    values.setdefault(task.slave_id, []).append(task.info.discrete)
+        for (slave_id, _), resources in fw.executors.items():
+            if slave_id in self.books.slaves:
+                dying[slave_id] = dying.get(slave_id, Resources()) + resources
         for slave_id in slaves:
             if slave_id in self.books.slaves:
                 self.outbox.send_slave(slave_id, ShutdownFramework(framework_id=fw.framework_id))
         self.allocator.remove_framework(fw.framework_id)  # releases tasks and offers alike
+        self._hold_dying(fw.framework_id, dying, values)
         killed = len(fw.tasks)
         self.books.forget_framework(fw, why)
         self.recorder.forget_framework(fw.framework_id, fw.principal, why)
@@ -111,6 +122,29 @@ class Removals:
         self.outbox.emit("removed", framework_id=framework_id, detail=why)
         self.request_round()
 
+    def _hold_dying(
+        self, framework_id: str, dying: dict[str, Resources], values: dict[str, list[Discrete]]
+    ) -> None:
+        """What a removed framework's tasks use, and the ports they are bound to, are held
+        by nobody until their slave says they have ended (`master.dying`): their kill
+        grace may be a minute."""
+        now = loop_time()
+        for slave_id, resources in dying.items():
+            if resources:
+                self.allocator.hold_unowned(slave_id, resources)
+                bound = Discrete.union(values.get(slave_id, ()))
+                self.books.dying.add(slave_id, framework_id, resources, now, bound)
+
+    def release_dying(self, slave_id: str, framework_id: str) -> bool:
+        """The slave says the framework's tasks there have ended: what they used is free
+        (True if anything was held)."""
+        held = self.books.dying.take(slave_id, framework_id)
+        if held is None or slave_id not in self.allocator.slaves:
+            return False
+        self.allocator.release_unowned(slave_id, held)
+        self.request_round()
+        return True
+
     def _shut_down_orphans(self, framework_id: str) -> int:
         """Its tasks held by nobody: shut down on their slaves, and what they held free."""
         orphans = self.books.orphans.take(framework_id)
@@ -131,6 +165,14 @@ class Removals:
                 and now - fw.disconnected_at > fw.failover_timeout
             ):
                 self.remove_framework(fw, f"failover timeout {fw.failover_timeout}s passed")
+        if self.books.dying:
+            for slave_id, framework_id, held in self.books.dying.overdue(now):
+                self.log.warning(
+                    "framework.dying_overdue", slave_id=slave_id, framework_id=framework_id
+                )
+                if slave_id in self.allocator.slaves:
+                    self.allocator.release_unowned(slave_id, held)
+                    self.request_round()
         if self.max_failover is not None and self.books.orphans:
             frameworks = self.books.frameworks
             for framework_id in self.books.orphans.since(now - self.max_failover):
@@ -189,6 +231,7 @@ class Removals:
                 del fw.tasks[task_id]  # out of the books until its slave is back
                 fw.unreachable[task_id] = task
         self.books.orphans.drop_slave(slave.slave_id)
+        self.books.dying.drop_slave(slave.slave_id)
         self.allocator.remove_slave(slave.slave_id)
         for fw in self.books.frameworks.values():  # its executors went with it
             for key in [k for k in fw.executors if k[0] == slave.slave_id]:

@@ -33,7 +33,8 @@ def for_offer(books: Books, slave: Slave, counts: Mapping[str, int]) -> Discrete
     values = slave.discrete
     if not values:
         return EMPTY
-    if slave.offers or slave.tasks or books.orphans.on(slave.slave_id):  # (else all are free)
+    busy = slave.offers or slave.tasks or books.orphans.on(slave.slave_id)
+    if busy or books.dying.values_on(slave.slave_id):  # (else all are free)
         held = _holders(books, slave)
         if held:
             values = values.subtract(Discrete.union(held))
@@ -59,4 +60,5 @@ def _held_by_tasks(books: Books, slave: Slave) -> list[Discrete]:
         if task is not None and not task.terminal and task.info.discrete:
             held.append(task.info.discrete)
     held.extend(o.task.discrete for o in books.orphans.on(slave.slave_id) if o.task.discrete)
+    held.extend(books.dying.values_on(slave.slave_id))  # (a removed framework's, ending)
     return held

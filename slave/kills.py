@@ -20,15 +20,30 @@ class Kills:
         self.log = log
         self._running: set[asyncio.Task[None]] = set()
 
-    def start(self, record: TaskRecord, grace: float, limit: Limit | None = None) -> None:
+    def start(
+        self, record: TaskRecord, grace: float, limit: Limit | None = None
+    ) -> asyncio.Task[None] | None:
         """Kill a task its runner runs (SIGTERM, `grace`, SIGKILL; `limit`: why, if not
-        its framework's kill) beside the slave's other work."""
+        its framework's kill) beside the slave's other work; the kill, to wait for."""
         if record.runner is None:
-            return  # (a custom executor's task: its executor kills it)
+            return None  # (a custom executor's task: its executor kills it)
         ids = {"framework_id": record.framework_id, "task_id": record.info.task_id}
         task = asyncio.create_task(record.runner.kill(grace, limit), name=f"kill-{ids}")
         self._running.add(task)
         task.add_done_callback(lambda done: self._ended(done, ids))
+        return task
+
+    def then(self, kills: list[asyncio.Task[None]], tell: Callable[[], None]) -> None:
+        """Once `kills` have all ended, `tell` (stopped with the other kills)."""
+
+        async def after() -> None:
+            if kills:
+                await asyncio.wait(kills)
+            tell()
+
+        task = asyncio.create_task(after(), name="kills-then")
+        self._running.add(task)
+        task.add_done_callback(lambda done: self._ended(done, {}))
 
     def overdue(
         self, record: TaskRecord, after: float, shutdown: Callable[[], Awaitable[None]]

@@ -36,6 +36,7 @@ from protocol.wire.messages import (
     CheckpointResources,
     Error,
     FrameworkMessage,
+    FrameworkShutDown,
     Heartbeat,
     KillPolicy,
     KillTask,
@@ -682,15 +683,21 @@ class Slave:
         """The framework is gone: kill its tasks and executors, and owe it nothing more."""
         self.shut_down_frameworks.add(msg.framework_id)
         self.log.info("framework.shutdown", framework_id=msg.framework_id)
+        kills = []
         for key, record in list(self.tasks.items()):
             if key[0] == msg.framework_id:
-                self.kills.start(record, record.grace(self.config))  # each with its grace
+                kill = self.kills.start(record, record.grace(self.config))  # each its grace
+                if kill is not None:
+                    kills.append(kill)
                 await self._forget_async(key)
         for executor in list(self.executors.values()):
             if executor.framework_id == msg.framework_id:
                 await executor.shutdown(self.config.kill_grace)
         await self.updates.forget_framework(msg.framework_id)
         self.owners.forget(msg.framework_id)
+        # the master holds what they used until they have ended: then it is free
+        done = FrameworkShutDown(framework_id=msg.framework_id, slave_id=self.slave_id)
+        self.kills.then(kills, lambda: self.bus.post(self.to_master, done))
 
     async def _on_read_file(self, msg: ReadFile, reply_to: str | None) -> None:
         """An operator reads a task's stdout or stderr through the master."""

@@ -25,6 +25,7 @@ from protocol.wire.messages import (
     Failure,
     FrameworkMessage,
     Kill,
+    KillPolicy,
     KillTask,
     Message,
     ReadFile,
@@ -571,3 +572,43 @@ async def test_an_executors_flood_of_updates_is_bounded_on_the_slave(rig: Rig) -
     assert all(len(str(v)) <= 400 for line in said for v in line.values())
     sandbox = slave.config.work_dir / "sandboxes" / fw.framework_id / "executor-flood"
     await eventually(lambda: "Error invalid" in (sandbox / "stdout").read_text().split("\n"))
+
+
+async def test_a_torn_down_frameworks_task_in_its_grace_holds_its_room_until_it_ends(
+    rig: Rig,
+) -> None:
+    """A task that ignores SIGTERM, with a kill policy of 2 s: its framework torn down,
+    what it uses is offered to nobody while it still runs, and free once the slave has
+    killed it (the slave says so at once: well before the master's own limit)."""
+    fw = await rig.framework()
+    slave = await rig.start_slave("s1", Resources(cpus=2, mem=1024))
+    sandbox = await rig.launch(
+        fw,
+        "trap '' TERM; echo $$ > pid; while :; do sleep 0.05; done",
+        "stubborn",
+        Resources(cpus=1, mem=256),
+        kill_policy=KillPolicy(grace_period=2),
+    )
+    await fw.update_for("stubborn", TaskState.RUNNING)
+    await eventually(lambda: (sandbox / "pid").exists() and bool((sandbox / "pid").read_text()))
+    pid = int((sandbox / "pid").read_text())
+    master = rig.master
+    await fw.bus.publish(
+        T.inbound("framework", "framework"), Teardown(framework_id=fw.framework_id)
+    )
+    await eventually(lambda: fw.framework_id not in master.books.frameworks)
+    assert alive(pid), "killed at once: the test shows nothing"
+    assert master.allocator.free("s1") == Resources(cpus=1, mem=768)  # (held by nobody)
+    assert len(master.books.dying) == 1
+    await eventually(lambda: not master.books.dying, timeout=10)
+    assert not alive(pid)
+    assert master.allocator.free("s1") == Resources(cpus=2, mem=1024)
+    assert not slave.tasks
+
+
+def alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rfind(")") + 2] != "Z"

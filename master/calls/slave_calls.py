@@ -32,6 +32,7 @@ from protocol.wire.messages import (
     ExecutorExited,
     Failure,
     FrameworkMessage,
+    FrameworkShutDown,
     Gone,
     Heartbeat,
     Heartbeats,
@@ -590,6 +591,11 @@ class SlaveCalls:
             )
             return None
         return fw
+
+    async def on_framework_shut_down(self, msg: FrameworkShutDown, caller: Caller) -> None:
+        """The slave's tasks of a removed framework have ended: what they used is free."""
+        if self._slave_of(msg.slave_id, caller, "FrameworkShutDown") is not None:
+            self.removals.release_dying(msg.slave_id, msg.framework_id)
 
     async def on_executor_message(self, msg: FrameworkMessage, caller: Caller) -> None:
         fw = self._framework_on_slave(msg.framework_id, msg.slave_id, caller, "FrameworkMessage")

@@ -271,6 +271,14 @@ class ShutdownFramework(Wire):
     framework_id: Id
 
 
+class FrameworkShutDown(Wire):
+    """Slave -> master: the tasks and executors of a framework it was told to shut down
+    have all ended there (each after its kill grace): what they used is free."""
+
+    framework_id: Id
+    slave_id: Id
+
+
 class StatusUpdate(Wire):
     """A task's new state, from the slave; kept and re-sent until acknowledged."""
 

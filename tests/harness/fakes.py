@@ -19,12 +19,14 @@ from protocol.wire.messages import (
     CommandInfo,
     Decline,
     Filters,
+    FrameworkShutDown,
     Heartbeat,
     Offer,
     Offers,
     Register,
     RunTask,
     RunTasks,
+    ShutdownFramework,
     StatusUpdate,
     Subscribe,
     Subscribed,
@@ -160,9 +162,18 @@ class FakeSlave:
         self.to_master = topics.inbound("slave", self.principal)
         self.inbox = Inbox()
         self._runs_handled = 0
+        # a framework shut down here: its tasks ended at once, as the master is told (a
+        # test of tasks in their kill grace sets it False)
+        self.ends_shut_down_frameworks = True
+
+    async def _hear(self, message: Wire, reply_to: str | None) -> None:
+        await self.inbox(message, reply_to)
+        if isinstance(message, ShutdownFramework) and self.ends_shut_down_frameworks:
+            done = FrameworkShutDown(framework_id=message.framework_id, slave_id=self.slave_id)
+            await self.bus.publish(self.to_master, done)
 
     async def register(self) -> None:
-        await self.bus.subscribe(self.topics.slave(self.principal, self.slave_id), self.inbox)
+        await self.bus.subscribe(self.topics.slave(self.principal, self.slave_id), self._hear)
         await self.bus.publish(
             self.to_master,
             Register(

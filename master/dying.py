@@ -1,0 +1,88 @@
+"""The tasks of a removed framework while they die.
+
+A framework removed (torn down, or past its failover timeout) has its slaves told to shut
+it down: each of its tasks gets SIGTERM, its kill grace (up to a minute), then SIGKILL.
+Until its slave says they have all ended (`FrameworkShutDown`), what they use is held by
+nobody, so that it is not offered to anyone -- the framework's own next incarnation
+included -- while they still run on it. A slave that never says so (one from before the
+message, or one whose word is lost) is believed after HELD_AT_MOST; a slave removed takes
+its holds with it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from protocol.wire.discrete import EMPTY, Discrete
+from protocol.wire.resources import Resources
+
+# the slave's most kill grace (60 s by default), the executor's shutdown after it, and a
+# margin: past this a slave that has said nothing is taken to have ended them
+HELD_AT_MOST = 75.0
+
+
+@dataclass(slots=True)
+class _Held:
+    resources: Resources
+    values: Discrete  # the ports (and other named values) they are bound to
+    until: float
+
+
+class Dying:
+    def __init__(self) -> None:
+        self._held: dict[tuple[str, str], _Held] = {}  # (slave id, framework id)
+        self._slaves: dict[str, int] = {}  # slave id: its holds (a look per offer is cheap)
+
+    def __len__(self) -> int:
+        return len(self._held)
+
+    def add(
+        self,
+        slave_id: str,
+        framework_id: str,
+        resources: Resources,
+        now: float,
+        values: Discrete = EMPTY,
+    ) -> None:
+        key = (slave_id, framework_id)
+        held = self._held.get(key)
+        if held is None:
+            self._held[key] = _Held(resources, values, now + HELD_AT_MOST)
+            self._slaves[slave_id] = self._slaves.get(slave_id, 0) + 1
+        else:  # (removed again, as a framework known also by orphans can be)
+            held.resources, held.until = held.resources + resources, now + HELD_AT_MOST
+            held.values = Discrete.union([held.values, values])
+
+    def values_on(self, slave_id: str) -> list[Discrete]:
+        """The named values (ports) dying tasks still hold on the slave."""
+        if slave_id not in self._slaves:
+            return []
+        return [h.values for (s, _), h in self._held.items() if s == slave_id and h.values]
+
+    def take(self, slave_id: str, framework_id: str) -> Resources | None:
+        """What the framework's dying tasks held on the slave, no longer kept (None: none)."""
+        held = self._held.pop((slave_id, framework_id), None)
+        if held is None:
+            return None
+        self._forget_one(slave_id)
+        return held.resources
+
+    def overdue(self, now: float) -> list[tuple[str, str, Resources]]:
+        """(slave, framework, what was held) of each hold past its time, no longer kept."""
+        due = [key for key, held in self._held.items() if held.until <= now]
+        for slave_id, _ in due:
+            self._forget_one(slave_id)
+        return [(*key, self._held.pop(key).resources) for key in due]
+
+    def drop_slave(self, slave_id: str) -> None:
+        """Its slave removed: its holds go with it (the allocator drops the slave)."""
+        for key in [k for k in self._held if k[0] == slave_id]:
+            del self._held[key]
+        self._slaves.pop(slave_id, None)
+
+    def _forget_one(self, slave_id: str) -> None:
+        left = self._slaves[slave_id] - 1
+        if left:
+            self._slaves[slave_id] = left
+        else:
+            del self._slaves[slave_id]
