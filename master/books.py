@@ -12,6 +12,7 @@ from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 
 from master.dying import Dying
+from master.kept_by_principal import KeptByPrincipal
 from master.orphans import Orphans
 from protocol.wire.discrete import EMPTY, Discrete
 from protocol.wire.messages import (
@@ -31,7 +32,9 @@ from protocol.wire.messages import (
 from protocol.wire.resources import Resources
 
 RELAYED_KEPT = 8  # a task's last forwarded updates remembered, to know a re-send
-REMOVED_KEPT = 10_000  # removed frameworks' ids remembered (the registry keeps as many)
+# removed frameworks' ids remembered, the last of each principal (the registry keeps as
+# many): one tenant's churn of its own pushes out nobody else's
+REMOVED_KEPT = 2_000
 COMPLETED = 50  # removed frameworks kept for the API, as Mesos's --max_completed_frameworks
 RECENT_ACCEPTED = 1024  # offer ids a framework's Accepts used, kept to know one sent again
 
@@ -354,6 +357,7 @@ class Books:
     # who a slave id belongs to, kept after the slave is removed: no principal takes it over
     slave_owners: dict[str, str] = field(default_factory=dict)
     removed: dict[str, tuple[str, str]] = field(default_factory=dict)  # id -> (principal, why)
+    _removed_order: KeptByPrincipal = field(default_factory=KeptByPrincipal, repr=False)
     # after a failover: slaves of the registry not back yet, with their deadlines
     recovering: dict[str, float] = field(default_factory=dict)
     # slaves removed while their tasks may still run (unreachable): those tasks were
@@ -421,10 +425,10 @@ class Books:
     def remember_removed(
         self, framework_id: str, principal: str, why: str, keep: int = REMOVED_KEPT
     ) -> None:
-        """A framework id removed, and why (the oldest forgotten past `keep`)."""
+        """A framework id removed, and why (the principal's oldest forgotten past `keep`)."""
         self.removed[framework_id] = (principal, why)
-        if len(self.removed) > keep:
-            del self.removed[next(iter(self.removed))]
+        for old in self._removed_order.add(principal, framework_id, keep):
+            del self.removed[old]
 
     def task(self, framework_id: str, task_id: str) -> Task | None:
         fw = self.frameworks.get(framework_id)

@@ -348,3 +348,21 @@ async def test_removed_frameworks_are_kept_boundedly_in_a_few_nodes_and_read_old
     assert list(again.removed) == [f"f{i}" for i in range(100, 400)]
     assert again.removed["f399"].why == "torn down (399)"
     assert again.removed["f399"].principal == "alice"
+
+
+async def test_one_principals_removals_push_out_only_its_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """bob's framework removed, then alice removes more than REMOVED_KEPT of hers: bob's
+    removal stands, in the registry and read back by the next leader."""
+    monkeypatch.setattr(registry_module, "REMOVED_KEPT", 50)
+    store, zk = zk_store()
+    registry = Registry(store)
+    await registry.remove_framework("bobs", "bob", "torn down by an operator")
+    for i in range(120):
+        await registry.remove_framework(f"f{i}", "alice", "torn down")
+    assert "bobs" in registry.removed
+    again = Registry(zk_store_on(zk))
+    await again.load()
+    assert again.removed["bobs"].principal == "bob"
+    assert [f for f in again.removed if f != "bobs"] == [f"f{i}" for i in range(70, 120)]

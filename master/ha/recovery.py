@@ -76,7 +76,7 @@ class Recovery:
                 kept.drain, kept.max_grace_period, kept.mark_gone
             )
         for framework_id, removal in self.registry.removed.items():  # (oldest first)
-            self.books.removed[framework_id] = (removal.principal, removal.why)
+            self.books.remember_removed(framework_id, removal.principal, removal.why)
         for framework_id, record in self.registry.frameworks.items():
             if framework_id in self.books.removed:  # (its leader went before dropping it)
                 continue

@@ -2,10 +2,11 @@
 
 As in Mesos: the slaves admitted (and by which principal), the frameworks with their
 principals and failover timeouts, and the quotas set at run time; and, beyond Mesos's, the
-last REMOVED_KEPT frameworks removed (whose, why, when), so that a new leader refuses
-them as the old one did and shuts their tasks down on slaves that missed it. Not tasks: those come
-back from the slaves' `Reregister`. A change that must survive is written here before the
-master acknowledges it (`Subscribed`, `Registered`, a quota's answer).
+last REMOVED_KEPT removed frameworks of each principal (whose, why, when), so that a new
+leader refuses them as the old one did and shuts their tasks down on slaves that missed
+it. Not tasks: those come back from the slaves' `Reregister`. A change that must survive
+is written here before the master acknowledges it (`Subscribed`, `Registered`, a quota's
+answer).
 
 The registry sits on a `Store`, a durable map from string keys to msgpack-able values:
 an append-only journal in the master's `--work-dir` for a lone master
@@ -22,6 +23,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from master.books import REMOVED_KEPT
+from master.kept_by_principal import KeptByPrincipal
 from protocol import logs
 from protocol.journal import Journal
 from protocol.wire.resources import Limit, Resources
@@ -150,6 +152,7 @@ class Registry:
         self.slaves: dict[str, SlaveRecord] = {}
         self.frameworks: dict[str, FrameworkRecord] = {}
         self.removed: dict[str, RemovedRecord] = {}  # oldest first, once loaded
+        self._removed_order = KeptByPrincipal()  # each principal's, oldest first
         self.quotas: dict[str, QuotaRecord] = {}
         self.weights: dict[str, WeightRecord] = {}  # set by operators at run time
         self.maintenance: dict[str, MaintenanceRecord] = {}  # deactivated or draining
@@ -175,7 +178,9 @@ class Registry:
                 log.error("registry.bad_entry", key=key, error=str(e).splitlines()[0])
         by_age = sorted(self.removed.items(), key=lambda item: item[1].at)
         self.removed.clear()
-        self.removed.update(by_age)
+        for framework_id, removal in by_age:  # (past the bound: forgotten when next removed)
+            self.removed[framework_id] = removal
+            self._removed_order.add(removal.principal, framework_id, REMOVED_KEPT)
         log.info(
             "registry.loaded",
             slaves=len(self.slaves),
@@ -220,15 +225,17 @@ class Registry:
 
     async def remove_framework(self, framework_id: str, principal: str, why: str) -> None:
         """Its removal first, then its record (a leader lost between the two leaves both,
-        and the removal stands); the oldest removals past REMOVED_KEPT are forgotten."""
+        and the removal stands); the principal's oldest removals past REMOVED_KEPT are
+        forgotten."""
         newest = next(reversed(self.removed.values()), None)  # (after it, on any clock)
         at = max(time.time(), newest.at + 1e-6 if newest is not None else 0.0)
         record = RemovedRecord(principal=principal, why=why, at=at)
         await self._put("removed", framework_id, record)
         await self._drop("framework", framework_id)
-        while len(self.removed) > REMOVED_KEPT:
-            oldest = next(iter(self.removed))
-            del self.removed[oldest]  # (before the wait: a removal beside it trims the next)
+        forget = self._removed_order.add(principal, framework_id, REMOVED_KEPT)
+        for oldest in forget:  # (all out first: a removal beside it trims its own)
+            self.removed.pop(oldest, None)
+        for oldest in forget:
             await self.store.drop(f"removed/{oldest}")
 
     async def set_quota(self, role: str, guarantee: Resources, limit: Limit | None) -> None:
