@@ -8,7 +8,7 @@ executor ids in its messages are the slave's, not the executor's, to say.
 from __future__ import annotations
 
 import math
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Container
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -68,7 +68,7 @@ class ExecutorSide:
         to_master: str,
         isolator: Isolator,
         tasks: dict[tuple[str, str], TaskRecord],
-        shut_down_frameworks: set[str],
+        shut_down_frameworks: Container[str],
         *,
         sandbox: Callable[[str, str], Path],
         executor_sandbox: Callable[[str, str], Path],

@@ -51,7 +51,7 @@ class Slave(Protocol):
     task_journal: Journal
     isolator: Isolator
     podman: str | None
-    shut_down_frameworks: set[str]
+    shut_down_frameworks: dict[str, None]
     commands: CommandTasks  # (a recovered task's health check starts again there)
 
 

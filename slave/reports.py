@@ -12,7 +12,7 @@ the master asks after that the slave never got is TASK_DROPPED (`answer`).
 from __future__ import annotations
 
 import functools
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Container
 from typing import Any
 
 from protocol import logs
@@ -44,7 +44,7 @@ class TaskReports:
         self,
         slave_id: str,
         tasks: dict[Key, TaskRecord],
-        shut_down_frameworks: set[str],
+        shut_down_frameworks: Container[str],
         updates: OwedUpdates,
         log: Any,
         *,

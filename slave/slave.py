@@ -86,6 +86,8 @@ from slave.usage import report_loop
 
 __all__ = ["Slave", "SlaveConfig", "TaskRecord"]
 
+SHUT_DOWN_KEPT = 10_000  # frameworks shut down here remembered (their late reports dropped)
+
 JOURNAL_FILE = "journal"  # the one file of a process's journals, in its (base) work dir
 MAX_HELD_WHILE_RECOVERING = 10_000  # messages for a fleet's slave that wait for its recovery
 
@@ -116,7 +118,9 @@ class Slave:
         # its total: --resources, with the reservations and volumes it was told to keep
         self.resources = KeptResources(config.work_dir, config.resources, self.log)
         self.tasks: dict[tuple[str, str], TaskRecord] = {}
-        self.shut_down_frameworks: set[str] = set()
+        # frameworks shut down here, the last SHUT_DOWN_KEPT (a tenant's churn of
+        # frameworks must not grow the slave for its life), oldest first
+        self.shut_down_frameworks: dict[str, None] = {}
         self.registered = asyncio.Event()
         self.ended = asyncio.Event()  # it may not run on (marked gone): `gone` says why
         self.gone: str | None = None
@@ -526,7 +530,7 @@ class Slave:
             )
             self.custom.executor_not_started(msg)
             return free, refused
-        self.shut_down_frameworks.discard(msg.framework_id)
+        self.shut_down_frameworks.pop(msg.framework_id, None)
         record = TaskRecord(msg.framework_id, task, TaskState.STAGING, principal=msg.principal)
         record.killing, record.proof = msg.killing, msg.proof
         record.info_dump = task_map
@@ -681,7 +685,11 @@ class Slave:
 
     async def _on_shutdown_framework(self, msg: ShutdownFramework, reply_to: str | None) -> None:
         """The framework is gone: kill its tasks and executors, and owe it nothing more."""
-        self.shut_down_frameworks.add(msg.framework_id)
+        kept = self.shut_down_frameworks
+        kept.pop(msg.framework_id, None)
+        kept[msg.framework_id] = None
+        if len(kept) > SHUT_DOWN_KEPT:
+            del kept[next(iter(kept))]
         self.log.info("framework.shutdown", framework_id=msg.framework_id)
         kills = []
         for key, record in list(self.tasks.items()):

@@ -32,6 +32,7 @@ from protocol.wire.messages import (
     Reason,
     RunTask,
     RunTasks,
+    ShutdownFramework,
     StatusUpdate,
     TaskInfo,
     TaskState,
@@ -40,6 +41,7 @@ from protocol.wire.messages import (
     Update,
 )
 from protocol.wire.resources import Resources
+from slave import slave as slave_module
 from slave.files import read_sandbox_file
 
 from harness.helpers import Inbox, books_balance, eventually
@@ -612,3 +614,17 @@ def alive(pid: int) -> bool:
     except OSError:
         return False
     return stat[stat.rfind(")") + 2] != "Z"
+
+
+async def test_a_slave_remembers_a_bounded_number_of_frameworks_shut_down(
+    rig: Rig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tenant's churn of frameworks (each shut down here) must not grow the slave for its
+    life: the last SHUT_DOWN_KEPT are remembered (their late reports dropped)."""
+    monkeypatch.setattr(slave_module, "SHUT_DOWN_KEPT", 3)
+    slave = await rig.start_slave("s1", Resources(cpus=1, mem=256))
+    master_bus = rig.master.bus
+    for i in range(5):
+        await master_bus.publish(T.slave("slave", "s1"), ShutdownFramework(framework_id=f"f{i}"))
+    await eventually(lambda: "f4" in slave.shut_down_frameworks)
+    assert list(slave.shut_down_frameworks) == ["f2", "f3", "f4"]
