@@ -17,8 +17,8 @@ from __future__ import annotations
 import contextlib
 import json
 import string
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -121,6 +121,7 @@ class Cluster:
     stack: contextlib.AsyncExitStack
     master: Master
     slave: FakeSlave
+    settings: Mapping[str, Any] = field(default_factory=dict)  # more of the MasterConfig
 
     async def framework(self, principal: str, inbox: str = "in") -> FakeFramework:
         bus = await open_transport(self.stack, self.broker.connector(principal), principal)
@@ -132,7 +133,7 @@ class Cluster:
         """A master without --work-dir stopped and started again: no books at all."""
         await self.master.stop()
         await self.master.bus.close()
-        self.master = await start_master(self.stack, self.broker, self.store)
+        self.master = await start_master(self.stack, self.broker, self.store, self.settings)
 
     async def reregister(
         self, owners: dict[str, str] | None = None, runs: list[RunTask] | None = None
@@ -187,13 +188,20 @@ class Cluster:
 
 
 async def start_master(
-    stack: contextlib.AsyncExitStack, broker: MemoryBroker, store: Store
+    stack: contextlib.AsyncExitStack,
+    broker: MemoryBroker,
+    store: Store,
+    settings: Mapping[str, Any] | None = None,
 ) -> Master:
+    """A master on the memory broker; `settings`: more of its MasterConfig."""
     bus: Transport = broker.connector("master")(name="master", inbox=None, will=None)
     await bus.start()
     stack.push_async_callback(bus.close)
     config = MasterConfig(
-        allocation_interval=0.05, heartbeat_interval=0.5, principals=store.principals_file
+        allocation_interval=0.05,
+        heartbeat_interval=0.5,
+        principals=store.principals_file,
+        **(settings or {}),
     )
     master = Master(bus, T, config)
     await master.start()
@@ -202,18 +210,20 @@ async def start_master(
 
 
 @contextlib.asynccontextmanager
-async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
+async def cluster(tmp_path: Path, **settings: Any) -> AsyncIterator[Cluster]:
+    """A master (`settings`: more of its MasterConfig, kept across its restarts) and one
+    fake slave, on the memory broker with the credentials store's ACL."""
     store = provision(tmp_path / "auth", PRINCIPALS)
     broker = MemoryBroker(store.principals.values())
     async with contextlib.AsyncExitStack() as stack:
-        master = await start_master(stack, broker, store)
+        master = await start_master(stack, broker, store, settings)
         bus = await open_transport(
             stack, broker.connector("slave-a"), "sa", inbox=T.outbox("slave", "slave-a")
         )
         slave = FakeSlave(bus, T, "sa", Resources(cpus=4, mem=1024))
         await slave.register()
         await eventually(lambda: "sa" in master.books.slaves)
-        yield Cluster(store, broker, stack, master, slave)
+        yield Cluster(store, broker, stack, master, slave, settings)
 
 
 async def run_tasks(c: Cluster, fw: FakeFramework, n: int) -> list[RunTask]:

@@ -18,66 +18,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from test_framework_ids import PRINCIPALS, TASK, Cluster, T, run_tasks
+from test_framework_ids import TASK, cluster, run_tasks
 
-from cluster.local.secure import provision
-from master.master import Master, MasterConfig
-from protocol.tooling.credentials import Store
-from protocol.transport.base import Transport
-from protocol.transport.memory import MemoryBroker
 from protocol.wire.messages import ShutdownFramework
 from protocol.wire.resources import Resources
-
-from harness.fakes import FakeSlave
-from harness.helpers import eventually, open_transport
 
 pytestmark = pytest.mark.timeout(60)
 MAX_FAILOVER = 1.0  # seconds: the operator's --max-failover-timeout
 WAITED = 5.0  # seconds past it that the test waits for the orphans' shutdown
-
-
-async def start_master(
-    stack: contextlib.AsyncExitStack, broker: MemoryBroker, store: Store
-) -> Master:
-    bus: Transport = broker.connector("master")(name="master", inbox=None, will=None)
-    await bus.start()
-    stack.push_async_callback(bus.close)
-    config = MasterConfig(
-        allocation_interval=0.05,
-        heartbeat_interval=0.5,
-        principals=store.principals_file,
-        max_failover_timeout=MAX_FAILOVER,
-    )
-    master = Master(bus, T, config)
-    await master.start()
-    stack.push_async_callback(master.stop)
-    return master
-
-
-class CappedCluster(Cluster):
-    async def restart_master(self) -> None:
-        await self.master.stop()
-        await self.master.bus.close()
-        self.master = await start_master(self.stack, self.broker, self.store)
-
-
-@contextlib.asynccontextmanager
-async def cluster(tmp_path: Path) -> AsyncIterator[CappedCluster]:
-    store = provision(tmp_path / "auth", PRINCIPALS)
-    broker = MemoryBroker(store.principals.values())
-    async with contextlib.AsyncExitStack() as stack:
-        master = await start_master(stack, broker, store)
-        bus = await open_transport(
-            stack, broker.connector("slave-a"), "sa", inbox=T.outbox("slave", "slave-a")
-        )
-        slave = FakeSlave(bus, T, "sa", Resources(cpus=4, mem=1024))
-        await slave.register()
-        await eventually(lambda: "sa" in master.books.slaves)
-        yield CappedCluster(store, broker, stack, master, slave)
 
 
 async def test_an_orphaned_framework_holds_its_tasks_no_longer_than_the_most_failover(
@@ -88,7 +39,7 @@ async def test_an_orphaned_framework_holds_its_tasks_no_longer_than_the_most_fai
     comes back to that framework. Within the most failover timeout (and WAITED more) the
     slave must be told to shut it down and its room freed, as for any framework gone that
     long: today nothing happens, and her 3 tasks hold 3 CPUs that count to nobody."""
-    async with cluster(tmp_path) as c:
+    async with cluster(tmp_path, max_failover_timeout=MAX_FAILOVER) as c:
         mallory = await c.framework("mallory")
         mid = (await mallory.subscribe("m", role="mallory", failover_timeout=3600)).framework_id
         await run_tasks(c, mallory, 3)
