@@ -187,17 +187,17 @@ class Allocator:
         else:
             self._sync_role(fw.role)
         del self.frameworks[framework_id]
-        self._wanting.pop(framework_id, None)
+        if self._wanting.pop(framework_id, None) is not None:
+            self._refusing.wanting(fw, False)  # (the others' refusals stand)
         self._own_floors -= fw.min_allocatable is not None
         self._floor_stale = True
-        self._lone.clear()
 
     def set_min_allocatable(self, framework_id: str, minimum: list[Resources] | None) -> None:
         """Offer this framework a slave only if its free resources hold one of `minimum`
         (Mesos 1.10's offer_filters): no offers it can only decline. They replace the
         master's minimum for it: [] is anything, None the master's minimum again."""
         new = None if minimum is None else [dict(r.millis) for r in minimum if r]
-        self._lone.clear()
+        # (who refuses which slave stands: a minimum is asked of the one a round names)
         self._largest.changed = True  # (asked again before the next round: `hopeless`)
         for fw in self._books(framework_id):
             old, fw.min_allocatable = fw.min_allocatable, new
@@ -250,17 +250,19 @@ class Allocator:
         return all(self._framework(client).suppressed for client in clients)
 
     def _sync(self, framework_id: str) -> None:
-        """Keep the sorters' active sets to the frameworks (and roles) that want offers."""
+        """Keep the sorters' active sets to the frameworks (and roles) that want offers;
+        and who refuses each slave (`lone`) to them: a framework wanting offers (or its
+        filters cleared) joins it, one no longer wanting them leaves it."""
         self._floor_stale = True
-        self._lone.clear()  # (who wants offers, or a framework's filters, changed)
         fw = self.frameworks[framework_id]
         wanting = fw.wants_offers
         self._place(framework_id, fw.role, wanting)
         if wanting:
             self._wanting[framework_id] = fw
+            self._refusing.wanting(fw, True)
             self._visits.wake_all()
-        else:
-            self._wanting.pop(framework_id, None)
+        elif self._wanting.pop(framework_id, None) is not None:
+            self._refusing.wanting(fw, False)
 
     def _settings_changed(self) -> None:
         """A weight, ordering or quota changed: every slave is worth a visit, and a round

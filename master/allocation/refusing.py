@@ -15,8 +15,9 @@ from master.allocation.ledger import (
     SlaveBook,
     refusals_lapse,
     standing_refusals,
+    within,
 )
-from master.allocation.lone import Refusals
+from master.allocation.lone import NEVER, Refusals
 from master.allocation.visits import Visits
 
 
@@ -113,6 +114,24 @@ class Refusing:
             self.lone[slave_id] = Refusals(lapses, dict(free))
         else:
             self._if_all_refuse(slave, now)
+
+    def wanting(self, fw: FrameworkBook, wants: bool) -> None:
+        """`fw` wants offers now (`wants`: it joins each slave's refusals, refusing where
+        its filter covers what was free then, until it lapses -- its filters may have
+        been cleared), or no longer (it leaves each: a slave nobody is left in is
+        dropped). The rest of each stands (`lone`)."""
+        framework_id, lone = fw.framework_id, self.lone
+        if wants:
+            filters = fw.filters
+            for slave_id, refusals in lone.items():
+                f = filters.get(slave_id)
+                if f is not None and within(refusals.free, f.refused):
+                    refusals.join(framework_id, f.expires)
+                else:
+                    refusals.join(framework_id, NEVER)
+            return
+        for slave_id in [s for s, refusals in lone.items() if not refusals.leave(framework_id)]:
+            del lone[slave_id]
 
     def _if_all_refuse(self, slave: SlaveBook, now: float) -> None:
         """If every framework that wants offers declined this slave's free resources and
