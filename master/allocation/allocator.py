@@ -31,6 +31,7 @@ from master.allocation.collector import PausedCollector
 from master.allocation.holds import Holds
 from master.allocation.hopeless import Largest, fits_nowhere
 from master.allocation.ledger import (
+    Again,
     Allocation,
     AllocatorError,
     Declines,
@@ -46,6 +47,7 @@ from master.allocation.ledger import (
     master_floor,
     within,
 )
+from master.allocation.lone import Refusals
 from master.allocation.offer_room import RETRY as ROOM_RETRY
 from master.allocation.offer_room import OfferRoom
 from master.allocation.out_of_offers import OutOfOffers
@@ -514,12 +516,14 @@ class Allocator:
             # (a framework at its room leaves the order mid-round, which `lone` does not see)
             lone = self._lone if room is None else None
             refused = self._refused_in_walk(now, refuse_seconds) if declines else None
+            again = self._declined_again(now, refuse_seconds) if declines else None
             pick = first_wanting(
                 *books,
                 floored=floored is not None or worth is floor,
                 lone=lone,
                 declines=declines,  # (holds and reservations pick otherwise: booked)
                 refused=refused,
+                again=again,
             )
         # (bound once: these run for every slave)
         give, offered, resources_of = self._give, allocations.append, Resources.from_millis
@@ -590,6 +594,18 @@ class Allocator:
                 self._visits.visit(slave_id)
 
         return refused
+
+    def _declined_again(self, now: float, refuse_seconds: float | None) -> Again | None:
+        """Frameworks a slave's refusals name as lapsed declined it again (`ledger.Again`):
+        each refuses it for `refuse_seconds` (without a filter, `_refused_in_walk`'s)."""
+        if not refuse_seconds:
+            return None
+        slaves, until, again = self.slaves, now + refuse_seconds, self._refusing.declined_again
+
+        def declined(decliners: list[str], slave_id: str, refusals: Refusals) -> None:
+            again(decliners, slaves[slave_id], refusals, until, now)
+
+        return declined
 
     def _offer_reserved(
         self,

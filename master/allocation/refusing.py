@@ -70,6 +70,23 @@ class Refusing:
         else:
             self._if_all_refuse(slave, now)
 
+    def declined_again(
+        self, decliners: list[str], slave: SlaveBook, refusals: Refusals, until: float, now: float
+    ) -> None:
+        """`decliners`, frameworks whose filters on the slave had lapsed (in `refusals`:
+        the slave's in `lone`, its free as they were), declined it again as a walk
+        offered it, nobody taking it: each refuses it until `until`, the others as they
+        did. (What `refused_in_walk` does with them, in place.)"""
+        slave_id, wanting = slave.slave_id, self._wanting
+        shared = Filter(until, refusals.free)  # (the very free resources: never changed)
+        for framework_id in decliners:
+            wanting[framework_id].filters[slave_id] = shared
+        slave.refused_by.update(decliners)
+        self._visits.lapses.at(until, slave_id)
+        refusals.declined_again(decliners, until, now)  # (each had lapsed: True)
+        if refusals.all_refuse(now):
+            self._visits.refused_by_all(slave_id)
+
     def refused_in_walk(
         self,
         decliners: list[str],
