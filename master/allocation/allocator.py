@@ -260,8 +260,9 @@ class Allocator:
         wanting = fw.wants_offers
         self._place(framework_id, fw.role, wanting)
         if wanting:
+            already = framework_id in self._wanting
             self._wanting[framework_id] = fw
-            self._refusing.wanting(fw, True)
+            self._refusing.wanting(fw, True, already)
             self._visits.wake_all()
         elif self._wanting.pop(framework_id, None) is not None:
             self._refusing.wanting(fw, False)

@@ -92,18 +92,33 @@ class Refusals:
         heapq.heapify(h)
         return True
 
+    def lapsed_declined(self, decliners: list[str], until: float) -> None:
+        """`decliners`, each of whose filters had lapsed, declined the slave again, each
+        refusing it until `until` (`declined_again`, known to hold: their walk asked only
+        those lapsed)."""
+        h = self.lapses
+        if len(decliners) == 1 and h[0][1] == decliners[0]:  # (the usual: the one lapsed)
+            heapq.heapreplace(h, (until, decliners[0]))
+            return
+        gone = set(decliners)
+        h[:] = [entry for entry in h if entry[1] not in gone]
+        h.extend([(until, framework_id) for framework_id in decliners])
+        heapq.heapify(h)
+
     def all_refuse(self, now: float) -> bool:
         return self.lapses[0][0] > now
 
-    def join(self, framework_id: str, until: float) -> None:
+    def join(self, framework_id: str, until: float, there: bool) -> None:
         """A framework wants offers now, refusing the slave until `until` (NEVER: not at
-        all); in its place if it was there (its filters cleared: a revive)."""
+        all); in its place if it is `there` (it wanted offers already: its filters were
+        cleared, a revive)."""
         h = self.lapses
-        for i, (_, who) in enumerate(h):
-            if who == framework_id:
-                h[i] = (until, framework_id)
-                heapq.heapify(h)
-                return
+        if there:
+            for i, (_, who) in enumerate(h):
+                if who == framework_id:
+                    h[i] = (until, framework_id)
+                    heapq.heapify(h)
+                    return
         heapq.heappush(h, (until, framework_id))
 
     def leave(self, framework_id: str) -> bool:

@@ -83,8 +83,8 @@ class Refusing:
             wanting[framework_id].filters[slave_id] = shared
         slave.refused_by.update(decliners)
         self._visits.lapses.at(until, slave_id)
-        refusals.declined_again(decliners, until, now)  # (each had lapsed: True)
-        if refusals.all_refuse(now):
+        refusals.lapsed_declined(decliners, until)
+        if refusals.lapses[0][0] > now:  # (all refuse it)
             self._visits.refused_by_all(slave_id)
 
     def refused_in_walk(
@@ -132,20 +132,20 @@ class Refusing:
         else:
             self._if_all_refuse(slave, now)
 
-    def wanting(self, fw: FrameworkBook, wants: bool) -> None:
+    def wanting(self, fw: FrameworkBook, wants: bool, already: bool = False) -> None:
         """`fw` wants offers now (`wants`: it joins each slave's refusals, refusing where
-        its filter covers what was free then, until it lapses -- its filters may have
-        been cleared), or no longer (it leaves each: a slave nobody is left in is
-        dropped). The rest of each stands (`lone`)."""
+        its filter covers what was free then, until it lapses; `already`: it wanted them
+        before, its filters cleared since, a revive), or no longer (it leaves each: a
+        slave nobody is left in is dropped). The rest of each stands (`lone`)."""
         framework_id, lone = fw.framework_id, self.lone
         if wants:
             filters = fw.filters
             for slave_id, refusals in lone.items():
                 f = filters.get(slave_id)
                 if f is not None and within(refusals.free, f.refused):
-                    refusals.join(framework_id, f.expires)
+                    refusals.join(framework_id, f.expires, already)
                 else:
-                    refusals.join(framework_id, NEVER)
+                    refusals.join(framework_id, NEVER, already)
             return
         for slave_id in [s for s, refusals in lone.items() if not refusals.leave(framework_id)]:
             del lone[slave_id]
