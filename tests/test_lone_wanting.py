@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from master.allocation.allocator import Allocator
 from master.allocation.ledger import within
+from master.allocation.refusing import PASSES
 from master.allocation.sorter import Millis
 from protocol.wire.resources import Resources
 
@@ -190,3 +191,29 @@ def test_a_framework_that_suppressed_is_not_asked_once_its_filter_alone_lapses()
     assert a.allocate(3.5, ["s"], declines=declines, refuse_seconds=3) == []
     assert asked == []
     assert [fid for _, fid in a._refusing.lone["s"].lapses] == ["f1"]
+
+
+def test_many_frameworks_reviving_between_two_rounds_cost_a_few_passes_at_most() -> None:
+    """Every slave's refusals are passed over for each framework that starts or stops
+    wanting offers, at most PASSES times between two rounds: past that they are dropped
+    (the round walks the order for those slaves, as it did without them), and the next
+    round keeps them again."""
+    a = Allocator("drf")
+    for s in range(20):
+        a.add_slave(f"s{s}", Resources(cpus=1, mem=100))
+    for n in range(10):
+        a.add_framework(f"f{n}", role=f"r{n}")
+
+    def declines(framework_id: str, free: Millis) -> bool:
+        return True
+
+    a.allocate(0.0, declines=declines, refuse_seconds=10)
+    assert len(a._refusing.lone) == 20
+    for n in range(PASSES):
+        a.revive(f"f{n}")
+    assert len(a._refusing.lone) == 20  # (kept: each revived joined every slave's)
+    a.revive(f"f{PASSES}")
+    assert a._refusing.lone == {}
+    a.allocate(1.0, declines=declines, refuse_seconds=10)
+    assert len(a._refusing.lone) == 20
+    assert a._refusing.passes == PASSES

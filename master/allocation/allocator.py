@@ -52,7 +52,7 @@ from master.allocation.offer_room import RETRY as ROOM_RETRY
 from master.allocation.offer_room import OfferRoom
 from master.allocation.out_of_offers import OutOfOffers
 from master.allocation.quota_stage import QuotaStage, RoleStanding, quota_pick
-from master.allocation.refusing import Refusing
+from master.allocation.refusing import PASSES, Refusing
 from master.allocation.reserved import (
     IdleReservations,
     ReservedPick,
@@ -498,6 +498,7 @@ class Allocator:
         refuse_seconds: float | None = None,
     ) -> list[Allocation]:
         order = self._visits.due(now, self.slaves, slave_ids, full)
+        self._refusing.passes = PASSES  # (who refuses each slave: kept through as many)
         allocations: list[Allocation] = []
         floors = self._floors()
         slaves, reservations = self.slaves, self.reservations

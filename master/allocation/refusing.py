@@ -20,6 +20,12 @@ from master.allocation.ledger import (
 from master.allocation.lone import NEVER, Refusals
 from master.allocation.visits import Visits
 
+# passes over every slave's refusals (`Refusing.wanting`) between two rounds, past which
+# they are dropped instead: a round after the first frameworks that start or stop wanting
+# offers reads them, but a thousand reviving at once (a master's failover) would cost a
+# thousand passes over every slave, where one drop and a round's walks cost one
+PASSES = 4
+
 
 class Refusing:
     def __init__(
@@ -35,6 +41,7 @@ class Refusing:
         self._quotas, self._reservations = quotas, reservations
         # slaves every framework wanting offers refuses, or all but one (`lone`), by slave
         self.lone: dict[str, Refusals] = {}
+        self.passes = PASSES  # left before the next round (`wanting`: the round sets it)
 
     def refuse(
         self,
@@ -136,8 +143,15 @@ class Refusing:
         """`fw` wants offers now (`wants`: it joins each slave's refusals, refusing where
         its filter covers what was free then, until it lapses; `already`: it wanted them
         before, its filters cleared since, a revive), or no longer (it leaves each: a
-        slave nobody is left in is dropped). The rest of each stands (`lone`)."""
+        slave nobody is left in is dropped). The rest of each stands (`lone`). Past
+        PASSES since the last round, every slave's is dropped instead."""
         framework_id, lone = fw.framework_id, self.lone
+        if not lone:
+            return
+        if self.passes <= 0:
+            lone.clear()  # (the round walks the order for each: as without them)
+            return
+        self.passes -= 1
         if wants:
             filters = fw.filters
             for slave_id, refusals in lone.items():
