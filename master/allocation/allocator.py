@@ -31,6 +31,7 @@ from master.allocation.collector import PausedCollector
 from master.allocation.holds import Holds
 from master.allocation.hopeless import Largest, fits_nowhere
 from master.allocation.ledger import (
+    Again,
     Allocation,
     AllocatorError,
     Declines,
@@ -46,11 +47,12 @@ from master.allocation.ledger import (
     master_floor,
     within,
 )
+from master.allocation.lone import Refusals
 from master.allocation.offer_room import RETRY as ROOM_RETRY
 from master.allocation.offer_room import OfferRoom
 from master.allocation.out_of_offers import OutOfOffers
 from master.allocation.quota_stage import QuotaStage, RoleStanding, quota_pick
-from master.allocation.refusing import Refusing
+from master.allocation.refusing import PASSES, Refusing
 from master.allocation.reserved import (
     IdleReservations,
     ReservedPick,
@@ -187,17 +189,17 @@ class Allocator:
         else:
             self._sync_role(fw.role)
         del self.frameworks[framework_id]
-        self._wanting.pop(framework_id, None)
+        if self._wanting.pop(framework_id, None) is not None:
+            self._refusing.wanting(fw, False)  # (the others' refusals stand)
         self._own_floors -= fw.min_allocatable is not None
         self._floor_stale = True
-        self._lone.clear()
 
     def set_min_allocatable(self, framework_id: str, minimum: list[Resources] | None) -> None:
         """Offer this framework a slave only if its free resources hold one of `minimum`
         (Mesos 1.10's offer_filters): no offers it can only decline. They replace the
         master's minimum for it: [] is anything, None the master's minimum again."""
         new = None if minimum is None else [dict(r.millis) for r in minimum if r]
-        self._lone.clear()
+        # (who refuses which slave stands: a minimum is asked of the one a round names)
         self._largest.changed = True  # (asked again before the next round: `hopeless`)
         for fw in self._books(framework_id):
             old, fw.min_allocatable = fw.min_allocatable, new
@@ -250,17 +252,20 @@ class Allocator:
         return all(self._framework(client).suppressed for client in clients)
 
     def _sync(self, framework_id: str) -> None:
-        """Keep the sorters' active sets to the frameworks (and roles) that want offers."""
+        """Keep the sorters' active sets to the frameworks (and roles) that want offers;
+        and who refuses each slave (`lone`) to them: a framework wanting offers (or its
+        filters cleared) joins it, one no longer wanting them leaves it."""
         self._floor_stale = True
-        self._lone.clear()  # (who wants offers, or a framework's filters, changed)
         fw = self.frameworks[framework_id]
         wanting = fw.wants_offers
         self._place(framework_id, fw.role, wanting)
         if wanting:
+            already = framework_id in self._wanting
             self._wanting[framework_id] = fw
+            self._refusing.wanting(fw, True, already)
             self._visits.wake_all()
-        else:
-            self._wanting.pop(framework_id, None)
+        elif self._wanting.pop(framework_id, None) is not None:
+            self._refusing.wanting(fw, False)
 
     def _settings_changed(self) -> None:
         """A weight, ordering or quota changed: every slave is worth a visit, and a round
@@ -493,6 +498,7 @@ class Allocator:
         refuse_seconds: float | None = None,
     ) -> list[Allocation]:
         order = self._visits.due(now, self.slaves, slave_ids, full)
+        self._refusing.passes = PASSES  # (who refuses each slave: kept through as many)
         allocations: list[Allocation] = []
         floors = self._floors()
         slaves, reservations = self.slaves, self.reservations
@@ -512,12 +518,14 @@ class Allocator:
             # (a framework at its room leaves the order mid-round, which `lone` does not see)
             lone = self._lone if room is None else None
             refused = self._refused_in_walk(now, refuse_seconds) if declines else None
+            again = self._declined_again(now, refuse_seconds) if declines else None
             pick = first_wanting(
                 *books,
                 floored=floored is not None or worth is floor,
                 lone=lone,
                 declines=declines,  # (holds and reservations pick otherwise: booked)
                 refused=refused,
+                again=again,
             )
         # (bound once: these run for every slave)
         give, offered, resources_of = self._give, allocations.append, Resources.from_millis
@@ -588,6 +596,18 @@ class Allocator:
                 self._visits.visit(slave_id)
 
         return refused
+
+    def _declined_again(self, now: float, refuse_seconds: float | None) -> Again | None:
+        """Frameworks a slave's refusals name as lapsed declined it again (`ledger.Again`):
+        each refuses it for `refuse_seconds` (without a filter, `_refused_in_walk`'s)."""
+        if not refuse_seconds:
+            return None
+        slaves, until, again = self.slaves, now + refuse_seconds, self._refusing.declined_again
+
+        def declined(decliners: list[str], slave_id: str, refusals: Refusals) -> None:
+            again(decliners, slaves[slave_id], refusals, until, now)
+
+        return declined
 
     def _offer_reserved(
         self,

@@ -49,6 +49,13 @@ standing: known so only from a walk of roles side by side), and then when the fi
 it passed over standing lapse (each framework wanting offers but the decliners)."""
 
 
+Again = Callable[[list[str], str, Refusals], None]
+"""Frameworks whose filters on a slave had lapsed, every other one refusing it still (the
+slave's `Refusals`, its free as they were), declined it again as a round offered it in
+turn (`Declines`), nobody taking it: what `Refused` does with them, told with the
+refusals (most declines the simulator's rounds ask for are these)."""
+
+
 @dataclass(slots=True)
 class Filter:
     """Declined resources of one slave, refused until `expires` (Mesos's refuse_seconds).
@@ -241,6 +248,7 @@ def first_wanting(
     lone: Mapping[str, Refusals] | None = None,
     declines: Declines | None = None,
     refused: Refused | None = None,
+    again: Again | None = None,
 ) -> Callable[[str, Millis, float], Picked]:
     """A round's pick without quotas: the first framework in order that wants the slave
     gets all of it. Each role's order is read in place, and the one function `first` is
@@ -257,11 +265,12 @@ def first_wanting(
     the walk reads none of them again). Roles side by side are walked once, asking each
     framework as it is met; on a tree, whose walk may look at a role it does not choose,
     only the framework chosen is asked, and the walk made again past it if it declines
-    (roles side by side: `offered_in_turn`)."""
+    (roles side by side: `offered_in_turn`, which tells `again` of the one a slave's
+    refusals name declining it again, where given)."""
     if declines is not None and isinstance(roles, Sorter):
         assert refused is not None
         return offered_in_turn(
-            roles, role_frameworks, frameworks, now, floor, floored, lone, declines, refused
+            roles, role_frameworks, frameworks, now, floor, floored, lone, declines, refused, again
         )
     slave_id = ""  # the slave of the moment, and what it has free (set by `pick`)
     free: Millis = {}
@@ -331,15 +340,17 @@ def offered_in_turn(
     lone: Mapping[str, Refusals] | None,
     declines: Declines,
     refused: Refused,
+    again: Again | None = None,
 ) -> Callable[[str, Millis, float], Picked]:
     """`first_wanting`'s pick for roles side by side whose frameworks are asked whether
     they decline (`declines`) as the walk offers them the slave: in the simulator most
     of what a round does. The walk is one list while no client moves (`Sorter.walk_order`:
     between two offers a round books, every slave's walk reads the same), with `wanted`
     inlined; on a slave every framework refused (`lone`) only those whose
-    filters lapsed are walked (the others pass over it); and a walk that passes every
-    framework over keeps when the filters it passed lapse, so that `refused` need not
-    read them again."""
+    filters lapsed are walked (the others pass over it) -- one alone, the usual, is asked
+    without a walk, and its decline told to `again` where given; and a walk that passes
+    every framework over keeps when the filters it passed lapse, so that `refused` need
+    not read them again."""
     walk_order = roles.walk_order
 
     def pick(slave_id: str, free: Millis, _: float) -> Picked:
@@ -354,8 +365,27 @@ def offered_in_turn(
             if (len(h) > 1 and h[1][0] <= now) or (len(h) > 2 and h[2][0] <= now):
                 lapsed = refusals.lapsed_all(now)  # (two or more: asked in order)
                 walk = walk_order(role_frameworks)
-            else:  # (the usual: one)
-                walk = lapsed = {h[0][1]}
+            else:  # (the usual: one, asked as the walk below would, without it)
+                framework_id = h[0][1]
+                fw = frameworks[framework_id]
+                minimum = fw.min_allocatable
+                if minimum is None:
+                    if not enough:
+                        return None
+                elif not (fits_one(free, minimum) if minimum else anything(free)):
+                    return None
+                f = fw.filters.get(slave_id)
+                if f is not None:
+                    if f.expires > now and (free == f.refused or within(free, f.refused)):
+                        return None  # (its filter stands: passed over)
+                    del fw.filters[slave_id]
+                if not declines(framework_id, free):
+                    return framework_id, free
+                if again is not None:
+                    again([framework_id], slave_id, refusals)
+                else:
+                    refused([framework_id], slave_id, free, True, False, [])
+                return None
         else:
             walk = walk_order(role_frameworks)
         decliners: list[str] = []
@@ -385,7 +415,11 @@ def offered_in_turn(
             if decliners:
                 refused(decliners, slave_id, free, False, False, standing)
             return framework_id, free
-        if decliners:  # (a whole walk with none passed over for what it is: all refuse)
+        if not decliners:
+            return None
+        if lapsed is not None and again is not None and refusals is not None:
+            again(decliners, slave_id, refusals)  # (those lapsed: `refusals`' own)
+        else:  # (a whole walk with none passed over for what it is: all refuse)
             refused(decliners, slave_id, free, True, lapsed is None and not unasked, standing)
         return None
 

@@ -14,8 +14,14 @@ new filter in the heap.
 
 It stands while nothing it was made of changes: the slave's free resources (each change
 on the slave drops it -- `Allocator._take`, `Allocator._refuse`, a hold -- and they are
-compared when it is read), and who wants offers, their filters and minimums (any change
-drops them all: `Allocator._sync`). Filters that lapse are what it counts.
+compared when it is read), and each framework's filter on it. Filters that lapse are what
+it counts. Who wants offers changes it in place (`Refusing.wanting`), one framework at a
+time: one that stops wanting offers leaves every heap (the others refuse the slave as
+they did, and the walk would pass over them as before), and one that starts -- or whose
+filters were cleared (a revive) -- joins each, refusing the slave until its own filter
+there lapses, or not at all (`join`: then it is the one the round asks, or the walk
+between those not refusing). A framework's minimum is no part of it: the round asks the
+one it names whether the slave is of use to it, as the walk would.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from dataclasses import dataclass
 from master.allocation.sorter import Millis
 
 NOBODY = ""  # (`lapsed`: every framework refuses the slave)
+NEVER = float("-inf")  # (`join`: a framework that refuses the slave not at all)
 
 
 @dataclass(slots=True)
@@ -85,5 +92,43 @@ class Refusals:
         heapq.heapify(h)
         return True
 
+    def lapsed_declined(self, decliners: list[str], until: float) -> None:
+        """`decliners`, each of whose filters had lapsed, declined the slave again, each
+        refusing it until `until` (`declined_again`, known to hold: their walk asked only
+        those lapsed)."""
+        h = self.lapses
+        if len(decliners) == 1 and h[0][1] == decliners[0]:  # (the usual: the one lapsed)
+            heapq.heapreplace(h, (until, decliners[0]))
+            return
+        gone = set(decliners)
+        h[:] = [entry for entry in h if entry[1] not in gone]
+        h.extend([(until, framework_id) for framework_id in decliners])
+        heapq.heapify(h)
+
     def all_refuse(self, now: float) -> bool:
         return self.lapses[0][0] > now
+
+    def join(self, framework_id: str, until: float, there: bool) -> None:
+        """A framework wants offers now, refusing the slave until `until` (NEVER: not at
+        all); in its place if it is `there` (it wanted offers already: its filters were
+        cleared, a revive)."""
+        h = self.lapses
+        if there:
+            for i, (_, who) in enumerate(h):
+                if who == framework_id:
+                    h[i] = (until, framework_id)
+                    heapq.heapify(h)
+                    return
+        heapq.heappush(h, (until, framework_id))
+
+    def leave(self, framework_id: str) -> bool:
+        """A framework wants no offers now: out of the heap (the others' refusals stand).
+        False when nobody is left in it (then it says nothing: dropped)."""
+        h = self.lapses
+        for i, (_, who) in enumerate(h):
+            if who == framework_id:
+                h[i] = h[-1]
+                h.pop()
+                heapq.heapify(h)
+                break
+        return bool(h)

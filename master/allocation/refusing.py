@@ -15,9 +15,16 @@ from master.allocation.ledger import (
     SlaveBook,
     refusals_lapse,
     standing_refusals,
+    within,
 )
-from master.allocation.lone import Refusals
+from master.allocation.lone import NEVER, Refusals
 from master.allocation.visits import Visits
+
+# passes over every slave's refusals (`Refusing.wanting`) between two rounds, past which
+# they are dropped instead: a round after the first frameworks that start or stop wanting
+# offers reads them, but a thousand reviving at once (a master's failover) would cost a
+# thousand passes over every slave, where one drop and a round's walks cost one
+PASSES = 4
 
 
 class Refusing:
@@ -34,6 +41,7 @@ class Refusing:
         self._quotas, self._reservations = quotas, reservations
         # slaves every framework wanting offers refuses, or all but one (`lone`), by slave
         self.lone: dict[str, Refusals] = {}
+        self.passes = PASSES  # left before the next round (`wanting`: the round sets it)
 
     def refuse(
         self,
@@ -68,6 +76,23 @@ class Refusing:
                 self._visits.refused_by_all(slave_id)
         else:
             self._if_all_refuse(slave, now)
+
+    def declined_again(
+        self, decliners: list[str], slave: SlaveBook, refusals: Refusals, until: float, now: float
+    ) -> None:
+        """`decliners`, frameworks whose filters on the slave had lapsed (in `refusals`:
+        the slave's in `lone`, its free as they were), declined it again as a walk
+        offered it, nobody taking it: each refuses it until `until`, the others as they
+        did. (What `refused_in_walk` does with them, in place.)"""
+        slave_id, wanting = slave.slave_id, self._wanting
+        shared = Filter(until, refusals.free)  # (the very free resources: never changed)
+        for framework_id in decliners:
+            wanting[framework_id].filters[slave_id] = shared
+        slave.refused_by.update(decliners)
+        self._visits.lapses.at(until, slave_id)
+        refusals.lapsed_declined(decliners, until)
+        if refusals.lapses[0][0] > now:  # (all refuse it)
+            self._visits.refused_by_all(slave_id)
 
     def refused_in_walk(
         self,
@@ -113,6 +138,31 @@ class Refusing:
             self.lone[slave_id] = Refusals(lapses, dict(free))
         else:
             self._if_all_refuse(slave, now)
+
+    def wanting(self, fw: FrameworkBook, wants: bool, already: bool = False) -> None:
+        """`fw` wants offers now (`wants`: it joins each slave's refusals, refusing where
+        its filter covers what was free then, until it lapses; `already`: it wanted them
+        before, its filters cleared since, a revive), or no longer (it leaves each: a
+        slave nobody is left in is dropped). The rest of each stands (`lone`). Past
+        PASSES since the last round, every slave's is dropped instead."""
+        framework_id, lone = fw.framework_id, self.lone
+        if not lone:
+            return
+        if self.passes <= 0:
+            lone.clear()  # (the round walks the order for each: as without them)
+            return
+        self.passes -= 1
+        if wants:
+            filters = fw.filters
+            for slave_id, refusals in lone.items():
+                f = filters.get(slave_id)
+                if f is not None and within(refusals.free, f.refused):
+                    refusals.join(framework_id, f.expires, already)
+                else:
+                    refusals.join(framework_id, NEVER, already)
+            return
+        for slave_id in [s for s, refusals in lone.items() if not refusals.leave(framework_id)]:
+            del lone[slave_id]
 
     def _if_all_refuse(self, slave: SlaveBook, now: float) -> None:
         """If every framework that wants offers declined this slave's free resources and
