@@ -192,3 +192,19 @@ async def test_a_tenant_that_runs_a_task_in_the_room_preempted_for_it_may_claim_
         now = asyncio.get_running_loop().time
         assert use.may_claim(late.framework_id, now())  # (before its hold is over)
         assert use.unused(late.framework_id) == 0
+
+
+async def test_why_tells_a_tenant_that_declined_its_room_how_long_preemption_waits(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async with contextlib.AsyncExitStack() as stack:
+        master, late, _ = await first_preemption(monkeypatch, stack)
+        await late.decline(await late.next_offer(timeout=10), refuse=0.1)
+        await starved_past_a_claim(master, late.framework_id)
+        reasons, _ = master.preemptor.cycle.why(
+            late.framework_id, asyncio.get_running_loop().time()
+        )
+        first = reasons[0]
+        assert "preemption frees no room for it" in first.message
+        assert 0 < float(first.numbers["preemption_wait"]) <= FIRST_WAIT  # type: ignore[arg-type]
+        assert first.numbers["claims_unused"] == 1

@@ -290,6 +290,23 @@ class OfferCycle:
             fair=self.preemption.fair if fair_share else None,
             others_named=others_named,
         )
+        use = self.preemption.claim_use
+        if (
+            reasons
+            and reasons[0].code in why.ALL_ALLOCATED
+            and (wait := use.waiting(framework_id, now))
+        ):
+            first, unused = reasons[0], use.unused(framework_id)
+            reasons[0] = why.Reason(
+                first.code,
+                f"{first.message}; preemption frees no room for it for {wait:.0f} s more: "
+                f"it left the room freed for it unused {unused} time(s) in a row",
+                {
+                    **first.numbers,
+                    "preemption_wait": round(wait, 1),
+                    "claims_unused": float(unused),
+                },
+            )
         return reasons, self.offers_log.offered(framework_id)
 
     def why_first(self, framework_id: str, now: float) -> Told | None:

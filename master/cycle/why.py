@@ -68,6 +68,8 @@ class Standing:
 FULL = "full"  # nothing allocatable is free there (others hold it)
 MINE = "mine"  # ... and what it holds there, it holds in offers it has not answered
 HELD = "held"  # held for a claimant of preemption
+# the codes of a cluster fully allocated: where preemption is what would give it room
+ALL_ALLOCATED = (WhyCode.LOWER_IN_ORDER, WhyCode.CLUSTER_FULL)
 RESERVED = "reserved"  # what is free there is reserved for other roles
 LIMIT = "limit"  # its role's quota limit leaves nothing of it
 GUARANTEE = "guarantee"  # others' unmet guarantees leave nothing of it
