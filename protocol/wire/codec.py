@@ -84,7 +84,7 @@ _PACKER = msgpack.Packer(use_bin_type=True)
 
 
 def encode(message: Wire, reply_to: str | None = None, epoch: int = 0) -> bytes:
-    body = message.model_dump(mode="python")
+    body = message.wire_dump()
     envelope = [PROTOCOL_VERSION, message.TYPE, reply_to, body]
     if epoch:
         envelope.append(epoch)
