@@ -306,6 +306,8 @@ class ShutdownFramework(Wire):
 class StatusUpdate(Wire):
     """A task's new state, from the slave; kept and re-sent until acknowledged."""
 
+    LEAN = True  # (as every message that travels in lists: protocol.wire.messages.LISTS)
+
     framework_id: Id
     slave_id: Id
     status: TaskStatus
@@ -364,6 +366,8 @@ class TaskFileData(Wire):
 
 
 class StatusAck(Wire):
+    LEAN = True  # (as every message that travels in lists: protocol.wire.messages.LISTS)
+
     slave_id: Id
     framework_id: Id
     task_id: Id

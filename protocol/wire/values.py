@@ -76,6 +76,10 @@ class Wire(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=False, arbitrary_types_allowed=False)
     TYPE: ClassVar[str] = ""
+    # whether it goes on the wire without the fields that hold their defaults (the hot
+    # messages: a task's launch and its updates, and their lists), which its reader's
+    # validation then skips; a field left out is its default again when read
+    LEAN: ClassVar[bool] = False
 
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
@@ -83,9 +87,10 @@ class Wire(BaseModel):
         cls.TYPE = cls.__name__
 
     def wire_dump(self) -> dict[str, Any]:
-        """Its map, as the codec sends it: its fields dumped (a message that keeps maps
-        from the wire may send them as they came: `protocol.wire.slave.RunTasks`)."""
-        return self.model_dump(mode="python")
+        """Its map, as the codec sends it: its fields dumped, without those that hold
+        their defaults if it is `LEAN` (a message that keeps maps from the wire may send
+        them as they came: `protocol.wire.slave.RunTasks`)."""
+        return self.model_dump(mode="python", exclude_defaults=self.LEAN)
 
 
 # --- shared value types ----------------------------------------------------------------
