@@ -12,6 +12,7 @@ the master asks after that the slave never got is TASK_DROPPED (`answer`).
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Awaitable, Callable, Container
 from typing import Any
 
@@ -114,6 +115,7 @@ class TaskReports:
             "executor_id": task.executor.executor_id if task.executor else None,
             "exit_code": exit_code,
             "healthy": record.healthy if record is not None else healthy,
+            "timestamp": time.time(),  # (the update's own: what is journaled says it too)
         }
         # a task that runs on is checkpointed with its update (one write, one sync); one
         # that ended has its checkpoint dropped behind its end's update, in the same write:
@@ -124,18 +126,16 @@ class TaskReports:
             along = functools.partial(self._uncheckpoint, key)
         elif record is not None and record.runner is not None:
             along = functools.partial(self._checkpoint, record)
-        self.updates.owe(
-            # (its own state the task's latest as it is made: sent as made while it is)
-            StatusUpdate.model_validate(
-                {
-                    "framework_id": framework_id,
-                    "slave_id": self.slave_id,
-                    "status": status,
-                    "latest_state": state,
-                }
-            ),
-            along,
-        )
+        # (its own state the task's latest as it is made: sent as made while it is)
+        made = {
+            "framework_id": framework_id,
+            "slave_id": self.slave_id,
+            "status": status,
+            "latest_state": state,
+        }
+        update = StatusUpdate.model_validate(made)
+        status["message"] = update.status.message  # (as validated: a long one is cut)
+        self.updates.owe(update, along, made)  # (journaled as made: it validates as it is)
         self.log.info(
             "task.status",
             framework_id=framework_id,

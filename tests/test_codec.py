@@ -24,6 +24,7 @@ from protocol.wire.messages import (
     Acknowledge,
     Offers,
     Revive,
+    RunTasks,
     StatusAcks,
     TaskState,
     TaskStatus,
@@ -31,7 +32,7 @@ from protocol.wire.messages import (
     Wire,
 )
 
-from harness.strategies import ANY_MESSAGE, example
+from harness.strategies import ANY_MESSAGE, example, model
 
 FAST = settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 
@@ -187,3 +188,35 @@ def test_one_bad_message_in_a_batch_spoils_only_itself() -> None:
 def test_decode_many_never_raises(data: bytes) -> None:
     for item in decode_many(data):
         assert isinstance(item, Envelope | DecodeError)
+
+
+@FAST
+@given(model(Accept), st.sampled_from([None, "ops"]))
+def test_a_launch_sent_as_its_accept_carried_its_tasks_arrives_as_one_dumped(
+    accept: Wire, role: str | None
+) -> None:
+    """The master sends a launch's tasks as the framework's Accept carried them (its maps
+    from the wire, a role it filled in added): the slave reads what it would have read
+    from the tasks' models dumped again."""
+    assert isinstance(accept, Accept)
+    read = decode(encode(accept)).message
+    assert isinstance(read, Accept)
+    if not read.tasks:
+        return
+    tasks = [t if role is None else t.model_copy(update={"role": role}) for t in read.tasks]
+    maps = [m if role is None or m is None else {**m, "role": role} for m in read.task_maps()]
+    assert None not in maps  # (read from the wire: each task's map kept)
+
+    def launch() -> RunTasks:
+        return RunTasks(framework_id="f", tasks=tasks, launch_id="l", proofs=["p"] * len(tasks))
+
+    as_carried, dumped = launch().with_wire_tasks(maps), launch()
+    sent = as_carried.wire_dump()["tasks"]
+    assert all(a is b for a, b in zip(sent, maps, strict=True))  # (the maps, not a dump)
+    assert decode(encode(as_carried)).message == decode(encode(dumped)).message == dumped
+    # a copy with other tasks is sent as they are, not as the maps of the first's
+    other = [t.model_copy(update={"task_id": f"other-{i}"}) for i, t in enumerate(tasks)]
+    copied = as_carried.model_copy(update={"tasks": other})
+    arrived = decode(encode(copied)).message
+    assert isinstance(arrived, RunTasks)
+    assert [t.task_id for t in arrived.tasks] == [t.task_id for t in other]

@@ -203,7 +203,8 @@ class FrameworkCalls:
         refused: list[str] = []
         seen: set[str] = set()
         launched: list[TaskInfo] = []
-        for task in msg.tasks:
+        maps: list[dict[str, Any] | None] = []  # each as the Accept carried it (see RunTasks)
+        for task, task_map in zip(msg.tasks, msg.task_maps(), strict=True):
             problem = self._task_problem(fw, task, room, seen, role or fw.role)
             seen.add(task.task_id)
             if problem:
@@ -212,6 +213,7 @@ class FrameworkCalls:
                 continue
             if role is not None and task.role is None:  # allocated to its offer's role
                 task = task.model_copy(update={"role": role})
+                task_map = None if task_map is None else {**task_map, "role": role}
             executor = room.take(task)
             if executor is not None:  # its own resources stay the framework's until it exits
                 fw.executors[(slave_id, executor.executor_id)] = executor.resources
@@ -219,6 +221,7 @@ class FrameworkCalls:
                     fw.executor_roles[(slave_id, executor.executor_id)] = role
             self._launch(fw, task, slave_id, now)
             launched.append(task)
+            maps.append(task_map)
         if room.copies:  # tasks sharing a volume: a copy each, past the offer's
             extra = Resources.from_millis(room.copies)
             try:
@@ -246,7 +249,7 @@ class FrameworkCalls:
                     ]
                     if self.ids.signed
                     else [],
-                ),
+                ).with_wire_tasks(maps),
             )
         # the event stream hears of it after the slave is told (the task waits for that)
         for record in records:

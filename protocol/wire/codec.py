@@ -6,7 +6,8 @@ An envelope is the msgpack array `[version, type, reply_to, body]` or
 - `version` is `PROTOCOL_VERSION`; anything else is refused;
 - `type` is the message class name (`Offers`, `Accept`, ...);
 - `reply_to` is the sender's inbox topic, or nil: where errors about this message go;
-- `body` is the model's fields as a map;
+- `body` is the model's fields as a map (a `LEAN` message's without those that hold
+  their defaults: its reader's validation fills them in);
 - `epoch`, on what a master sends, is its leadership epoch (see `protocol.wire.messages.Leader`):
   receivers drop what a master with an older epoch than one they have seen sends.
 
@@ -84,7 +85,7 @@ _PACKER = msgpack.Packer(use_bin_type=True)
 
 
 def encode(message: Wire, reply_to: str | None = None, epoch: int = 0) -> bytes:
-    body = message.model_dump(mode="python")
+    body = message.wire_dump()
     envelope = [PROTOCOL_VERSION, message.TYPE, reply_to, body]
     if epoch:
         envelope.append(epoch)
@@ -98,7 +99,7 @@ def encode_list(messages: Sequence[Wire], reply_to: str | None = None, epoch: in
     list model made for it: `model_construct` was a third of a short list's encoding)."""
     kind = type(messages[0])
     items = messages if isinstance(messages, list) else list(messages)
-    body = {"items": _items(kind).dump_python(items, mode="python")}
+    body = {"items": _items(kind).dump_python(items, mode="python", exclude_defaults=kind.LEAN)}
     envelope = [PROTOCOL_VERSION, LISTS[kind].TYPE, reply_to, body]
     if epoch:
         envelope.append(epoch)

@@ -5,7 +5,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, ModelWrapValidatorHandler, PrivateAttr, model_validator
+from pydantic import (
+    Field,
+    ModelWrapValidatorHandler,
+    PrivateAttr,
+    model_validator,
+)
 
 from protocol.wire.discrete import EMPTY as NO_VALUES
 from protocol.wire.discrete import Discrete, with_counts
@@ -19,6 +24,7 @@ from protocol.wire.values import (
     TaskState,
     TaskStatus,
     Wire,
+    wire_maps,
 )
 
 # --- slave <-> master ----------------------------------------------------------------------
@@ -203,6 +209,9 @@ class RunTasks(Wire):
     # here, not read): what a slave journals for the task, which validates as it did
     # here, instead of a dump of the model made again (see `task_maps`)
     _wire_tasks: list[dict[str, Any]] | None = PrivateAttr(default=None)
+    # on the master: its tasks (the list), and the maps of them it is sent with (the
+    # Accept's, `with_wire_tasks`): a copy with other tasks is dumped
+    _sent_as: tuple[list[TaskInfo], list[dict[str, Any]]] | None = PrivateAttr(default=None)
 
     @model_validator(mode="after")
     def _one_proof_a_task(self) -> RunTasks:
@@ -214,10 +223,29 @@ class RunTasks(Wire):
     @classmethod
     def _keep_wire_tasks(cls, data: Any, handler: ModelWrapValidatorHandler[RunTasks]) -> RunTasks:
         message = handler(data)
-        tasks = data.get("tasks") if isinstance(data, dict) else None
-        if isinstance(tasks, list) and all(type(t) is dict for t in tasks):
-            message._wire_tasks = tasks
+        message._wire_tasks = wire_maps(data, "tasks")
         return message
+
+    def wire_dump(self) -> dict[str, Any]:
+        """Its map for the wire, with its tasks as the maps it was given for them
+        (`with_wire_tasks`), while it holds those tasks: each validates as its task did,
+        and a dump of a task's model was 3.6 us (the master sends a launch's tasks as its
+        framework's Accept carried them). Its other fields are plain values
+        (PLAIN_RUN_TASKS_FIELDS, and `proofs`)."""
+        sent_as = self._sent_as
+        if sent_as is None or sent_as[0] is not self.tasks or len(self.tasks) != len(sent_as[1]):
+            return super().wire_dump()
+        body: dict[str, Any] = {name: getattr(self, name) for name in PLAIN_RUN_TASKS_FIELDS}
+        body["tasks"], body["proofs"] = list(sent_as[1]), list(self.proofs)
+        return body
+
+    def with_wire_tasks(self, maps: list[dict[str, Any] | None]) -> RunTasks:
+        """Sent with its tasks as these maps (each validates as its task: an Accept's
+        `task_maps`), if it has one for every task."""
+        kept = [m for m in maps if m is not None]
+        if len(kept) == len(maps) == len(self.tasks):
+            self._sent_as = (self.tasks, kept)
+        return self
 
     def __eq__(self, other: object) -> bool:
         """Equal as messages: their fields (the maps kept from the wire are not theirs)."""
@@ -247,6 +275,10 @@ class RunTasks(Wire):
             )
             for task, proof in zip(self.tasks, self.proofs or [""] * len(self.tasks), strict=True)
         ]
+
+
+PLAIN_RUN_TASKS_FIELDS = ("framework_id", "framework_name", "launch_id", "principal", "killing")
+"""RunTasks's fields that are plain values (str, bool): dumped as they are."""
 
 
 class KillTask(Wire):
@@ -281,6 +313,8 @@ class FrameworkShutDown(Wire):
 
 class StatusUpdate(Wire):
     """A task's new state, from the slave; kept and re-sent until acknowledged."""
+
+    LEAN = True  # (as every message that travels in lists: protocol.wire.messages.LISTS)
 
     framework_id: Id
     slave_id: Id
@@ -340,6 +374,8 @@ class TaskFileData(Wire):
 
 
 class StatusAck(Wire):
+    LEAN = True  # (as every message that travels in lists: protocol.wire.messages.LISTS)
+
     slave_id: Id
     framework_id: Id
     task_id: Id

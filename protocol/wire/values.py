@@ -76,11 +76,21 @@ class Wire(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=False, arbitrary_types_allowed=False)
     TYPE: ClassVar[str] = ""
+    # whether it goes on the wire without the fields that hold their defaults (the hot
+    # messages: a task's launch and its updates, and their lists), which its reader's
+    # validation then skips; a field left out is its default again when read
+    LEAN: ClassVar[bool] = False
 
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
         super().__pydantic_init_subclass__(**kwargs)
         cls.TYPE = cls.__name__
+
+    def wire_dump(self) -> dict[str, Any]:
+        """Its map, as the codec sends it: its fields dumped, without those that hold
+        their defaults if it is `LEAN` (a message that keeps maps from the wire may send
+        them as they came: `protocol.wire.slave.RunTasks`)."""
+        return self.model_dump(mode="python", exclude_defaults=self.LEAN)
 
 
 # --- shared value types ----------------------------------------------------------------
@@ -325,6 +335,16 @@ class TaskInfo(Wire):
         if command_check and self.container is not None:
             raise ValueError("a COMMAND health check is not run in a container image")
         return self
+
+
+def wire_maps(data: Any, field: str) -> list[dict[str, Any]] | None:
+    """A list field's items as a message's map holds them, if it came as maps (from the
+    wire): kept beside the models validated from them, each of which it validates as
+    again (see `protocol.wire.slave.RunTasks.task_maps`). None otherwise."""
+    items = data.get(field) if isinstance(data, dict) else None
+    if isinstance(items, list) and all(type(t) is dict for t in items):
+        return items
+    return None
 
 
 class TaskStatus(Wire):

@@ -154,6 +154,8 @@ class State(Wire):
 class ClusterEvent(Wire):
     """One step in the master's life: allocation, launch, release, ... (for tools and plots)."""
 
+    LEAN = True  # (as every message that travels in lists: see protocol.wire.messages.LISTS)
+
     kind: str
     timestamp: float = Field(default_factory=time.time)
     framework_id: str | None = None
