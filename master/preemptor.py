@@ -183,9 +183,12 @@ class Preemptor:
     # -- listening to the master ---------------------------------------------------------------
     def task_ended(self, fw: Framework, task: Task, status: TaskStatus) -> None:
         """Count a victim's end: its running time is work thrown away (unless it finished)."""
-        ran = loop_time() - task.launched_at
-        finished = status.state == TaskState.FINISHED
-        if self.cycle.task_ended(fw.framework_id, task.task_id, finished=finished, ran=ran):
+        now = loop_time()
+        ran, finished = now - task.launched_at, status.state == TaskState.FINISHED
+        on = (task.slave_id, task.info.resources)
+        if self.cycle.task_ended(
+            fw.framework_id, task.task_id, finished=finished, ran=ran, now=now, on=on
+        ):
             self.outbox.emit(
                 "preempted",
                 framework_id=fw.framework_id,

@@ -35,7 +35,7 @@ def test_a_claim_offered_and_left_unused_makes_its_claimant_wait_doubling() -> N
     now = 0.0
     for _ in range(8):
         assert use.may_claim("late", now)
-        use.claimed("late", now + 10, NEED)
+        use.claimed("late", now + 10, NEED, 1)
         assert not use.may_claim("late", now + 5)  # (its room is held for it)
         use.offered("late", "s1", {"cpus": 2000})
         now += 10
@@ -65,7 +65,7 @@ def test_unused_claims_space_out_and_used_ones_never_wait(
         if not allowed:
             now = judged_at + wait + gap
             continue
-        use.claimed("late", now + hold, NEED)
+        use.claimed("late", now + hold, NEED, 1)
         use.offered("late", "s1", NEED["s1"])
         if uses:
             use.launched("late", "s1", NEED["s1"])
@@ -81,10 +81,10 @@ def test_unused_claims_space_out_and_used_ones_never_wait(
 
 def test_a_claim_used_clears_the_count_and_is_judged_at_once() -> None:
     use = ClaimUse()
-    use.claimed("late", 10, NEED)
+    use.claimed("late", 10, NEED, 1)
     use.offered("late", "s1", {"cpus": 1000})
     assert not use.may_claim("late", 10)  # unused once: waits
-    use.claimed("late", 80, NEED)
+    use.claimed("late", 80, NEED, 1)
     use.offered("late", "s1", {"cpus": 1000})
     use.launched("late", "s1", {"cpus": 500})  # (less than the room was freed for)
     assert not use.may_claim("late", 75)
@@ -101,7 +101,7 @@ def test_a_claim_whose_room_never_reached_its_claimant_counts_neither_way(
     offer: dict[str, int], slave: str
 ) -> None:
     use = ClaimUse()
-    use.claimed("late", 10, NEED)
+    use.claimed("late", 10, NEED, 1)
     use.offered("late", slave, offer)
     use.launched("late", slave, offer)
     assert use.may_claim("late", 10)
@@ -110,7 +110,7 @@ def test_a_claim_whose_room_never_reached_its_claimant_counts_neither_way(
 
 def test_a_framework_forgotten_leaves_nothing_behind() -> None:
     use = ClaimUse()
-    use.claimed("late", 10, NEED)
+    use.claimed("late", 10, NEED, 1)
     use.offered("late", "s1", {"cpus": 1000})
     assert not use.may_claim("late", 10)
     use.forget("late")

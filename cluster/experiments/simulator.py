@@ -329,7 +329,7 @@ class Simulation:
 
     def _kill(self, ref: int, t: float) -> None:
         r = self.tasks[ref]
-        if self.cycle.task_ended(r.framework, str(ref), finished=False, ran=t - r.started):
+        if self.cycle.task_ended(r.framework, str(ref), finished=False, ran=t - r.started, now=t):
             self.preempted_at.append((t, r.framework, t - r.started))
         self._release(ref, t, completed=False, retry=True)
         self._want_round(t)

@@ -69,9 +69,14 @@ class Contender:
         return [self.shape] if self.shape else []
 
     def wants_more(self) -> bool:
+        """Whether it wants offers (connected, not suppressed) and more than it holds:
+        what it declared, or else more of what it runs. (A demand declared while
+        suppressed is no claim: the room freed for it would go to nobody.)"""
+        if not self.wants:
+            return False
         if self.demand is not None:
             return any(count > 0 for _, count in self.demand)
-        return self.wants
+        return True
 
 
 def fair_shares(
@@ -439,7 +444,8 @@ class Preemption:
                 needs: dict[str, Millis] = {}
                 for plan in claim.plans:
                     needs.setdefault(plan.slave_id, plan.task)
-                self.claim_use.claimed(c.framework_id, hold_until or now, needs)
+                victims = sum(len(plan.victims) for plan in claim.plans)
+                self.claim_use.claimed(c.framework_id, hold_until or now, needs, victims)
         return claims
 
     def update_fair(
@@ -578,10 +584,20 @@ class Preemption:
                 out.append((framework_id, task_id, d))
         return out
 
-    def ended(self, framework_id: str, task_id: str, *, finished: bool, ran: float) -> bool:
-        """A task ended; True if it was a victim that did not finish on its own (its
-        work, `ran` seconds of it, is thrown away)."""
+    def ended(
+        self,
+        framework_id: str,
+        task_id: str,
+        *,
+        finished: bool,
+        ran: float,
+        now: float | None = None,
+    ) -> bool:
+        """A task ended (at `now`, if known); True if it was a victim that did not finish
+        on its own (its work, `ran` seconds of it, is thrown away)."""
         d = self.doomed.pop((framework_id, task_id), None)
+        if d is not None:
+            self.claim_use.victim_ended(d.claimant, now)
         if d is None or finished:
             return False
         self.stats.tasks_preempted += 1

@@ -20,12 +20,14 @@ def contender(a: Allocator, wish: Wish) -> Contender:
     wishes from whoever keeps its books; it wants offers while connected and not
     suppressed."""
     fid = wish.framework_id
+    book = a.frameworks.get(a.clients.first(fid))  # (the one a claim's hold is offered to)
+    held_for = book is None or not book.suppressed
     return Contender(
         fid,
         wish.role,
         a.framework_weight(fid),
         dict(a.allocation(fid).millis),
-        wants=wish.connected and not a.suppressed(fid),
+        wants=wish.connected and not a.suppressed(fid) and held_for,
         demand=wish.demand,
         shape=wish.shape,
     )

@@ -261,12 +261,25 @@ class OfferCycle:
                 self.preemption.doomed.pop((framework_id, task_id), None)
         return kills
 
-    def task_ended(self, framework_id: str, task_id: str, *, finished: bool, ran: float) -> bool:
-        """A task ended: True if it was a victim that did not finish on its own (its
-        work, `ran` seconds of it, is thrown away)."""
+    def task_ended(
+        self,
+        framework_id: str,
+        task_id: str,
+        *,
+        finished: bool,
+        ran: float,
+        now: float | None = None,
+        on: tuple[str, Resources] | None = None,
+    ) -> bool:
+        """A task ended (at `now`; `on`: its slave and resources, if known): True if it
+        was a victim that did not finish on its own (its work, `ran` seconds of it, is
+        thrown away)."""
+        use = self.preemption.claim_use
+        if on is not None and use.watching:
+            use.task_ended(framework_id, on[0], on[1].millis, finished)
         if not self.preemption.doomed:
             return False
-        return self.preemption.ended(framework_id, task_id, finished=finished, ran=ran)
+        return self.preemption.ended(framework_id, task_id, finished=finished, ran=ran, now=now)
 
     # -- why not -----------------------------------------------------------------------------------
     def why(
