@@ -19,19 +19,44 @@ class Kills:
     def __init__(self, log: Any) -> None:
         self.log = log
         self._running: set[asyncio.Task[None]] = set()
+        # each framework's kills and executor shutdowns in flight (a teardown waits for
+        # them all, those begun before it too: a task killed, then its framework torn down)
+        self._of: dict[str, set[asyncio.Task[None]]] = {}
 
-    def start(
-        self, record: TaskRecord, grace: float, limit: Limit | None = None
-    ) -> asyncio.Task[None] | None:
+    def start(self, record: TaskRecord, grace: float, limit: Limit | None = None) -> None:
         """Kill a task its runner runs (SIGTERM, `grace`, SIGKILL; `limit`: why, if not
-        its framework's kill) beside the slave's other work; the kill, to wait for."""
+        its framework's kill) beside the slave's other work."""
         if record.runner is None:
-            return None  # (a custom executor's task: its executor kills it)
+            return  # (a custom executor's task: its executor kills it)
         ids = {"framework_id": record.framework_id, "task_id": record.info.task_id}
-        task = asyncio.create_task(record.runner.kill(grace, limit), name=f"kill-{ids}")
+        self._track(record.framework_id, record.runner.kill(grace, limit), f"kill-{ids}", ids)
+
+    def shut_down(self, framework_id: str, shutdown: Awaitable[None], name: str) -> None:
+        """An executor's shutdown (its grace, its kill) beside the slave's other work."""
+        ids = {"framework_id": framework_id, "executor": name}
+        self._track(framework_id, shutdown, f"shutdown-{ids}", ids)
+
+    def of(self, framework_id: str) -> list[asyncio.Task[None]]:
+        """The framework's kills and executor shutdowns still in flight."""
+        return list(self._of.get(framework_id, ()))
+
+    def _track(
+        self, framework_id: str, work: Awaitable[None], name: str, ids: dict[str, str]
+    ) -> None:
+        task = asyncio.ensure_future(work)
+        task.set_name(name)
         self._running.add(task)
-        task.add_done_callback(lambda done: self._ended(done, ids))
-        return task
+        self._of.setdefault(framework_id, set()).add(task)
+
+        def ended(done: asyncio.Task[None]) -> None:
+            mine = self._of.get(framework_id)
+            if mine is not None:
+                mine.discard(done)
+                if not mine:
+                    del self._of[framework_id]
+            self._ended(done, ids)
+
+        task.add_done_callback(ended)
 
     def then(self, kills: list[asyncio.Task[None]], tell: Callable[[], None]) -> None:
         """Once `kills` have all ended, `tell` (stopped with the other kills)."""

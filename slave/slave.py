@@ -691,21 +691,22 @@ class Slave:
         if len(kept) > SHUT_DOWN_KEPT:
             del kept[next(iter(kept))]
         self.log.info("framework.shutdown", framework_id=msg.framework_id)
-        kills = []
         for key, record in list(self.tasks.items()):
             if key[0] == msg.framework_id:
-                kill = self.kills.start(record, record.grace(self.config))  # each its grace
-                if kill is not None:
-                    kills.append(kill)
+                self.kills.start(record, record.grace(self.config))  # each with its grace
                 await self._forget_async(key)
-        for executor in list(self.executors.values()):
-            if executor.framework_id == msg.framework_id:
-                await executor.shutdown(self.config.kill_grace)
+        for executor in list(self.executors.values()):  # (side by side, as the kills)
+            if executor.framework_id == msg.framework_id and not executor.shutting_down:
+                shutdown = executor.shutdown(self.config.kill_grace)
+                self.kills.shut_down(msg.framework_id, shutdown, executor.executor_id)
         await self.updates.forget_framework(msg.framework_id)
         self.owners.forget(msg.framework_id)
-        # the master holds what they used until they have ended: then it is free
+        # the master holds what they used until they have all ended (a kill begun before
+        # this one too): then it is free
         done = FrameworkShutDown(framework_id=msg.framework_id, slave_id=self.slave_id)
-        self.kills.then(kills, lambda: self.bus.post(self.to_master, done))
+        self.kills.then(
+            self.kills.of(msg.framework_id), lambda: self.bus.post(self.to_master, done)
+        )
 
     async def _on_read_file(self, msg: ReadFile, reply_to: str | None) -> None:
         """An operator reads a task's stdout or stderr through the master."""
