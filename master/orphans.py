@@ -104,6 +104,12 @@ class Orphans:
         if not on:
             del self._on[orphan.slave_id]
 
+    def replace(self, old: Orphan, new: Orphan) -> None:
+        """`new` in `old`'s place (the same task), its framework's first return kept."""
+        key = (old.slave_id, old.task.task_id)
+        self._of[old.framework_id][key] = new
+        self._on[old.slave_id][old.framework_id, old.task.task_id] = new
+
     def take(self, framework_id: str) -> list[Orphan]:
         """A framework's orphans, no longer kept (put back those not taken: `add`)."""
         taken = self.of(framework_id)

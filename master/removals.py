@@ -13,6 +13,7 @@ from master.counters import SlaveChurn
 from master.ha.recorder import Recorder
 from master.listeners import Listeners
 from master.offers import OfferBook
+from master.orphans import Orphan
 from master.outbox import Outbox
 from master.updates import TaskUpdates
 from protocol.transport.aio import loop_time
@@ -146,11 +147,16 @@ class Removals:
         return True
 
     def _shut_down_orphans(self, framework_id: str) -> int:
-        """Its tasks held by nobody: shut down on their slaves, and what they held free."""
+        """Its tasks held by nobody: shut down on their slaves, what they held still held
+        (by nobody) until their slave says they have ended (`master.dying`)."""
         orphans = self.books.orphans.take(framework_id)
+        now, by_slave = loop_time(), dict[str, list[Orphan]]()
         for orphan in orphans:
-            self.allocator.release_unowned(orphan.slave_id, orphan.held)
-        for slave_id in {o.slave_id for o in orphans}:
+            by_slave.setdefault(orphan.slave_id, []).append(orphan)
+        for slave_id, theirs in by_slave.items():
+            held = sum((o.held for o in theirs), Resources())
+            bound = Discrete.union(o.task.discrete for o in theirs if o.task.discrete)
+            self.books.dying.add(slave_id, framework_id, held, now, bound)
             self.outbox.send_slave(slave_id, ShutdownFramework(framework_id=framework_id))
         return len(orphans)
 

@@ -26,6 +26,8 @@ from test_framework_ids import TASK, cluster, run_tasks
 from protocol.wire.messages import ShutdownFramework
 from protocol.wire.resources import Resources
 
+from harness.helpers import eventually
+
 pytestmark = pytest.mark.timeout(60)
 MAX_FAILOVER = 1.0  # seconds: the operator's --max-failover-timeout
 WAITED = 5.0  # seconds past it that the test waits for the orphans' shutdown
@@ -64,6 +66,8 @@ async def test_an_orphaned_framework_holds_its_tasks_no_longer_than_the_most_fai
         try:
             with contextlib.suppress(TimeoutError):
                 await c.slave.inbox.wait_until(told, timeout=MAX_FAILOVER + WAITED)
+            with contextlib.suppress(AssertionError):  # (freed once the slave says so)
+                await eventually(lambda: c.held("sa") == Resources(), timeout=2)
             held = c.held("sa")
         finally:
             beating.cancel()

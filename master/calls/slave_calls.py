@@ -513,8 +513,7 @@ class SlaveCalls:
             if orphan.holds_executor and orphan.executor is not None:
                 heirs = orphans.in_executor(orphan.framework_id, orphan.executor)
                 if heirs:
-                    orphans.remove(heirs[0])
-                    orphans.add(_holding_executor(heirs[0]), loop_time())
+                    orphans.replace(heirs[0], _holding_executor(heirs[0]))
                     released = orphan.task.resources
             self.allocator.release_unowned(slave_id, released)
         if gone:
