@@ -7,8 +7,8 @@ queue everybody's checks: a wrong guess costs its sender, not the others.
 - The same header asked again while its check runs waits for that check (one hash); a
   header found wrong is refused without hashing for REFUSED_SECONDS, one found right is
   let in for CACHE_SECONDS (until the store changes).
-- One check at a time per principal's name and client address (names not in the store
-  share one): a request for a name whose check from that address is under way is
+- One check at a time per name and client address: a request for a name whose check
+  from that address is under way is
   answered 429 with Retry-After at once, without hashing. So a flood of guesses at one
   name holds one check an address, and a principal's own check, from an address of its
   own, waits at most for one check of each other name and address -- never 429 for
@@ -55,7 +55,6 @@ HASHING_AT_ONCE = 2  # checks hashing at once (the machine's cores, at least)
 CHECKS_AT_ONCE = 32  # checks hashing or waiting to hash, in all
 CHECKS_FROM_ONE_PEER = 8  # ... from one client address
 RETRY_AFTER = 1  # seconds a client refused for a check under way is told to wait
-UNKNOWN = ""  # the one slot that names not in the store share (no name is empty)
 
 
 class TooManyChecks(web.HTTPTooManyRequests):
@@ -89,7 +88,7 @@ class PrincipalAuth:
         self._good: Remembered[Who] = Remembered()  # by header's digest: who it is
         self._bad: Remembered[bool] = Remembered(REFUSED_KEPT)  # ... refused
         self._checks: dict[bytes, asyncio.Task[Who | None]] = {}  # header's digest: its check
-        # (name or UNKNOWN, client address) whose check is under way; checks by address
+        # (name, client address) whose check is under way; checks by address
         self._names: set[tuple[str, str]] = set()
         self._peers: dict[str, int] = {}
         self._hashing = asyncio.Semaphore(HASHING_AT_ONCE)
@@ -138,7 +137,9 @@ class PrincipalAuth:
         except (binascii.Error, UnicodeDecodeError):
             return None
         store = self._known
-        where = (user if user in store.hashes else UNKNOWN, peer or "")
+        # (a name not in the store has its own turn too: else a guess at a name answered
+        # 429 beside a guess at a surely unknown one would say it is not a principal)
+        where = (user, peer or "")
         if where in self._names:
             why = "a check of this principal's credentials is under way: ask again shortly"
         elif self._peers.get(where[1], 0) >= CHECKS_FROM_ONE_PEER:
@@ -168,7 +169,8 @@ class PrincipalAuth:
                     self.hashed += 1
                     ok = await asyncio.to_thread(verify_secret, secret, hashed)
             # (the store may have changed meanwhile: right only if its hash is still this)
-            if not ok or where[0] == UNKNOWN or self._known.hashes.get(user) != (hashed, kind):
+            known = user in store.hashes
+            if not ok or not known or self._known.hashes.get(user) != (hashed, kind):
                 if generation == self._generation:  # (else it may be right by now)
                     self._refuse(key)
                 return None

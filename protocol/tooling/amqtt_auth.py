@@ -100,9 +100,15 @@ class StoreAuthPlugin(BaseAuthPlugin):  # type: ignore[misc]
 
     async def authenticate(self, *, session: Any) -> bool | None:
         username, secret = session.username, session.password
-        hashed: str | None = self._passwd.get().get(username) if username else None
+        passwd: dict[str, str] = self._passwd.get()
+        hashed = passwd.get(username) if username else None
         where = (str(username), str(getattr(session, "remote_address", None) or ""))
-        ok = bool(hashed and secret) and await self._verified(where, str(secret), str(hashed))
+        # a name not in the store is hashed too (against another's hash, and refused), so
+        # that how long a refusal takes does not tell which names are principals
+        decoy = next(iter(passwd.values()), None) if hashed is None else None
+        against = hashed or decoy
+        ok = bool(against and secret) and await self._verified(where, str(secret), str(against))
+        ok = ok and hashed is not None
         if not ok or not _id_of(session.client_id, username):
             session.client_id = f"refused-{uuid.uuid4().hex}"
             return False
