@@ -53,4 +53,5 @@ def _wish(fw: Framework) -> Wish:
         if fw.demand is None
         else [(dict(r.resources.millis), r.count) for r in fw.demand],
         shape=dict(fw.last_shape.millis) if fw.last_shape else None,
+        tenant=fw.principal,
     )

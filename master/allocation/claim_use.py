@@ -10,7 +10,8 @@ FIRST_WAIT, doubling with each unused claim in a row up to LONGEST_WAIT; a used 
 clears the count. It counts as unused if it was offered the room, or if the room stood
 free and held for it while it did not want it (suppressed, away, in another role); a
 claim whose victims outlived the hold (the room never stood free for it) counts neither
-way. There is nothing like
+way. The count and the wait are the tenant's (its principal's), so that another framework
+of its own does not start afresh. There is nothing like
 it in Mesos, which has no preemption; YARN gives the freed containers to the starving
 application itself.
 """
@@ -33,6 +34,7 @@ class _Claimed:
     until: float  # its room is held for the claimant until then
     needs: dict[str, Millis]  # by slave: the task the room there was freed for
     victims: int  # still to end
+    tenant: str  # whose the count and the wait are
     launched: dict[str, Millis] = field(default_factory=dict)  # by slave, since the claim
     offered: bool = False  # an offer held a need's room
     used: bool = False
@@ -43,20 +45,28 @@ class _Claimed:
 
 
 class ClaimUse:
-    """Each claimant's last claim, its unused claims in a row, and its wait."""
+    """Each claimant's last claim; each tenant's unused claims in a row, and its wait (a
+    framework of no known tenant is its own)."""
 
     def __init__(self) -> None:
-        self._claims: dict[str, _Claimed] = {}
-        self._unused: dict[str, int] = {}  # unused claims in a row
-        self._waits: dict[str, float] = {}  # no claim for it before then
+        self._claims: dict[str, _Claimed] = {}  # by framework
+        self._tenants: dict[str, str] = {}  # framework: whose (as its claims said)
+        self._unused: dict[str, int] = {}  # by tenant: unused claims in a row
+        self._waits: dict[str, float] = {}  # by tenant: no claim for it before then
 
     def claimed(
-        self, claimant: str, until: float, needs: Mapping[str, Millis], victims: int
+        self,
+        claimant: str,
+        until: float,
+        needs: Mapping[str, Millis],
+        victims: int,
+        tenant: str = "",
     ) -> None:
         """A claim freed room on each slave of `needs` for one task there, by ending
-        `victims` tasks; the room is held until `until`."""
-        self._claims[claimant] = _Claimed(until, dict(needs), victims)
-        self._waits.pop(claimant, None)
+        `victims` tasks; the room is held until `until`. `tenant`: whose it is."""
+        key = self._tenants[claimant] = tenant or claimant
+        self._claims[claimant] = _Claimed(until, dict(needs), victims, key)
+        self._waits.pop(key, None)
 
     def victim_ended(self, claimant: str, now: float | None) -> None:
         """A task ended for the claimant's claim (`now`: when; None: unknown)."""
@@ -99,9 +109,10 @@ class ClaimUse:
         add_millis(claim.launched.setdefault(slave_id, {}), resources)
         claim.judge_use()
 
-    def may_claim(self, claimant: str, now: float) -> bool:
+    def may_claim(self, claimant: str, now: float, tenant: str = "") -> bool:
         """Whether preemption may free room for it now: not while its last claim's room
-        is held for it, nor while it waits for leaving one unused."""
+        is held for it, nor while its tenant waits for leaving one unused."""
+        key = tenant or claimant
         claim = self._claims.get(claimant)
         if claim is not None:
             if now < claim.until and not claim.used:
@@ -110,21 +121,26 @@ class ClaimUse:
             ended = claim.victims_ended
             stood_free = ended is not None and ended + STOOD_FREE <= claim.until
             if claim.used:
-                self._unused.pop(claimant, None)
+                self._unused.pop(claim.tenant, None)
             elif claim.offered or stood_free:
-                unused = self._unused[claimant] = self._unused.get(claimant, 0) + 1
-                self._waits[claimant] = now + min(LONGEST_WAIT, FIRST_WAIT * 2 ** (unused - 1))
-        wait = self._waits.get(claimant)
-        return wait is None or now >= wait
+                unused = self._unused[claim.tenant] = self._unused.get(claim.tenant, 0) + 1
+                wait = min(LONGEST_WAIT, FIRST_WAIT * 2 ** (unused - 1))
+                self._waits[claim.tenant] = now + wait
+        wait_until = self._waits.get(key)
+        return wait_until is None or now >= wait_until
 
     def waiting(self, claimant: str, now: float) -> float:
-        """Seconds it still waits for leaving claims unused (0: none)."""
-        return max(0.0, self._waits.get(claimant, now) - now)
+        """Seconds it (its tenant) still waits for leaving claims unused (0: none)."""
+        key = self._tenants.get(claimant, claimant)
+        return max(0.0, self._waits.get(key, now) - now)
 
     def unused(self, claimant: str) -> int:
-        return self._unused.get(claimant, 0)
+        return self._unused.get(self._tenants.get(claimant, claimant), 0)
 
     def forget(self, framework_id: str) -> None:
+        """A framework gone: its claim goes; its tenant's count and wait stay (but those
+        of a framework that was its own tenant)."""
         self._claims.pop(framework_id, None)
-        self._unused.pop(framework_id, None)
-        self._waits.pop(framework_id, None)
+        if self._tenants.pop(framework_id, framework_id) == framework_id:
+            self._unused.pop(framework_id, None)
+            self._waits.pop(framework_id, None)

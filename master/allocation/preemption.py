@@ -61,6 +61,7 @@ class Contender:
     wants: bool  # active and not suppressed
     demand: list[tuple[Millis, int]] | None = None  # declared: (task, count); None: nothing
     shape: Millis | None = None  # what its tasks look like when it declared nothing
+    tenant: str = ""  # whose: a wait for leaving claims unused is the tenant's, all its own
 
     def shapes(self) -> list[Millis]:
         """The tasks it would place: declared ones, else the shape of what it runs."""
@@ -445,7 +446,7 @@ class Preemption:
                 for plan in claim.plans:
                     needs.setdefault(plan.slave_id, plan.task)
                 victims = sum(len(plan.victims) for plan in claim.plans)
-                self.claim_use.claimed(c.framework_id, hold_until or now, needs, victims)
+                self.claim_use.claimed(c.framework_id, hold_until or now, needs, victims, c.tenant)
         return claims
 
     def update_fair(
@@ -462,11 +463,11 @@ class Preemption:
         self.fair = {f: share for f, (share, _) in allocation.items()}
         self.fair_resources = {f: resources for f, (_, resources) in allocation.items()}
 
-    def _may_claim(self, framework_id: str, now: float) -> bool:
+    def _may_claim(self, framework_id: str, now: float, tenant: str = "") -> bool:
         """Not while its victims are still to end, nor while its last claim's room is
         held for it or it waits for leaving claims unused (`ClaimUse.may_claim`)."""
         claiming = any(d.claimant == framework_id for d in self.doomed.values())
-        return not claiming and self.claim_use.may_claim(framework_id, now)
+        return not claiming and self.claim_use.may_claim(framework_id, now, tenant)
 
     def _fair_share_claims(
         self, contenders: Sequence[Contender], cluster: Cluster, now: float
@@ -485,7 +486,7 @@ class Preemption:
                 self.starving_since.pop(c.framework_id, None)
                 continue
             since = self.starving_since.setdefault(c.framework_id, now)
-            if now - since >= timeout and self._may_claim(c.framework_id, now):
+            if now - since >= timeout and self._may_claim(c.framework_id, now, c.tenant):
                 out.append((share / fair if fair else 1.0, c, None))
         return out
 
@@ -521,7 +522,11 @@ class Preemption:
                 continue
             since = self.starving_since.setdefault(key, now)
             if now - since >= timeout:
-                out += [(-1.0, c, role) for c in wanting if self._may_claim(c.framework_id, now)]
+                out += [
+                    (-1.0, c, role)
+                    for c in wanting
+                    if self._may_claim(c.framework_id, now, c.tenant)
+                ]
         return out
 
     def _plan(

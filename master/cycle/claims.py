@@ -30,6 +30,7 @@ def contender(a: Allocator, wish: Wish) -> Contender:
         wants=wish.connected and not a.suppressed(fid) and held_for,
         demand=wish.demand,
         shape=wish.shape,
+        tenant=wish.tenant,
     )
 
 

@@ -25,6 +25,7 @@ class Wish:
     connected: bool = True
     demand: list[tuple[Millis, int]] | None = None
     shape: Millis | None = None
+    tenant: str = ""  # whose (its principal): preemption's wait for unused claims is its
 
 
 class Outstanding(Protocol):
