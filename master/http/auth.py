@@ -14,8 +14,8 @@ queue everybody's checks: a wrong guess costs its sender, not the others.
   own, waits at most for one check of each other name and address -- never 429 for
   somebody else's guesses at its name.
 - At most CHECKS_FROM_ONE_PEER checks under way from one address, and CHECKS_AT_ONCE in
-  all (429 past either): one address guessing at many names fills neither the others'
-  room nor all of it. HASHING_AT_ONCE of them
+  all past each address's first (429 past either): addresses guessing at many names
+  keep no other address from its first check. HASHING_AT_ONCE of them
   hashing (threads of the loop's default executor, so that its other users -- the
   registry's ZooKeeper calls, file reads -- are never all behind hashes).
 - The store is looked at twice a second, never behind a check: a check reads the hashes
@@ -144,7 +144,9 @@ class PrincipalAuth:
             why = "a check of this principal's credentials is under way: ask again shortly"
         elif self._peers.get(where[1], 0) >= CHECKS_FROM_ONE_PEER:
             why = "too many credentials checks from this address: ask again shortly"
-        elif len(self._checks) >= CHECKS_AT_ONCE:
+        elif len(self._checks) >= CHECKS_AT_ONCE and where[1] in self._peers:
+            # (an address's first check is let in past it: a few addresses' guesses must
+            # not turn everybody else away)
             why = "too many credentials checks under way: ask again shortly"
         else:
             check = asyncio.ensure_future(self._check(key, where, user, secret, store))
