@@ -53,6 +53,13 @@ class Dying:
             held.resources, held.until = held.resources + resources, now + HELD_AT_MOST
             held.values = Discrete.union([held.values, values])
 
+    def renew(self, slave_id: str, framework_id: str, now: float) -> bool:
+        """The slave is told (again) now: its hold runs HELD_AT_MOST from now (False: none)."""
+        held = self._held.get((slave_id, framework_id))
+        if held is not None:
+            held.until = now + HELD_AT_MOST
+        return held is not None
+
     def values_on(self, slave_id: str) -> list[Discrete]:
         """The named values (ports) dying tasks still hold on the slave."""
         if slave_id not in self._slaves:

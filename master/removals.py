@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from master.allocation.allocator import Allocator
+from master.allocation.allocator import Allocator, AllocatorError
 from master.books import Books, Framework, Slave
 from master.counters import SlaveChurn
 from master.ha.recorder import Recorder
@@ -18,7 +18,14 @@ from master.outbox import Outbox
 from master.updates import TaskUpdates
 from protocol.transport.aio import loop_time
 from protocol.wire.discrete import Discrete
-from protocol.wire.messages import Error, Failure, Reason, ShutdownFramework, TaskState
+from protocol.wire.messages import (
+    Error,
+    Failure,
+    Reason,
+    RunningTask,
+    ShutdownFramework,
+    TaskState,
+)
 from protocol.wire.resources import Resources
 
 
@@ -135,6 +142,30 @@ class Removals:
                 self.allocator.hold_unowned(slave_id, resources)
                 bound = Discrete.union(values.get(slave_id, ()))
                 self.books.dying.add(slave_id, framework_id, resources, now, bound)
+
+    def hold_dying_again(self, slave_id: str, framework_id: str, tasks: list[RunningTask]) -> None:
+        """A slave back names tasks of a framework removed while it was away, and is told
+        again to shut it down: they are held as dying from now (their hold may have
+        lapsed while the slave was away, or there was none: the slave was removed)."""
+        now = loop_time()
+        if self.books.dying.renew(slave_id, framework_id, now):
+            return
+        used, executors = Resources(), set()
+        for r in tasks:
+            used = used + r.task.resources
+            executor = r.task.executor
+            if executor is not None and executor.executor_id not in executors:
+                executors.add(executor.executor_id)
+                used = used + executor.resources
+        if not used:
+            return
+        try:
+            self.allocator.hold_unowned(slave_id, used)
+        except AllocatorError as e:  # (its room was given out meanwhile: nothing to hold)
+            self.log.warning("slave.dying_not_held", slave_id=slave_id, error=str(e))
+            return
+        bound = Discrete.union(r.task.discrete for r in tasks if r.task.discrete)
+        self.books.dying.add(slave_id, framework_id, used, now, bound)
 
     def release_dying(self, slave_id: str, framework_id: str) -> bool:
         """The slave says the framework's tasks there have ended: what they used is free

@@ -351,7 +351,8 @@ async def test_a_framework_torn_down_while_its_slave_was_away_holds_nothing_ther
         told = await c.slave.inbox.wait_count(ShutdownFramework, shutdowns + 1)
         assert told[-1].framework_id == fid
         assert not c.master.books.orphans
-        assert c.held("sa") == Resources()
+        # (held as dying until the slave says its tasks have ended: the fake, at once)
+        await eventually(lambda: c.held("sa") == Resources())
         mallory = await c.framework("mallory")
         await mallory.subscribe("m", role="mallory")
         offer = await mallory.next_offer()

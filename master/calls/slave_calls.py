@@ -410,13 +410,13 @@ class SlaveCalls:
                 some = tasks[start : start + MAX_RECONCILE_TASKS]
                 ask = Reconcile(framework_id=framework_id, tasks=some)
                 self.outbox.send_slave(slave.slave_id, ask)
-        removed: set[str] = set()  # frameworks removed while this slave was away
+        removed: dict[str, list[RunningTask]] = {}  # frameworks removed while it was away
         for (framework_id, task_id), r in reported.items():
             if (framework_id, task_id) in slave.tasks:
                 continue
             owner = self.books.frameworks.get(framework_id)
             if owner is None and framework_id in self.books.removed:
-                removed.add(framework_id)  # (not held: shut down there, below)
+                removed.setdefault(framework_id, []).append(r)  # (shut down there, below)
                 continue
             if not self.ids.launched(r.proof, framework_id, task_id, slave.slave_id):
                 # not launched on this slave by this cluster: not booked as its framework's
@@ -474,17 +474,19 @@ class SlaveCalls:
                     self.allocator.allocate_existing(framework_id, sid, executor.resources, role)
             else:  # nobody's here until its framework's principal comes for it
                 self._orphan(slave.slave_id, r, said)
-        for framework_id in removed:
+        for framework_id, theirs in removed.items():
             # It missed the ShutdownFramework (away, or unreachable and removed, when its
             # framework was torn down or timed out): as Mesos's master does for a completed
-            # framework's tasks, it is told again, and nothing is held for them -- an
-            # orphan of a framework that cannot come back would hold its share for ever.
+            # framework's tasks, it is told again. What they use is held by nobody while
+            # they die, as at the removal (`master.dying`), from now: never as an orphan,
+            # whose framework cannot come back.
             self.log.info(
                 "slave.removed_framework_tasks",
                 slave_id=slave.slave_id,
                 framework_id=framework_id,
-                tasks=sum(1 for key in reported if key[0] == framework_id),
+                tasks=len(theirs),
             )
+            self.removals.hold_dying_again(slave.slave_id, framework_id, theirs)
             self.outbox.send_slave(slave.slave_id, ShutdownFramework(framework_id=framework_id))
 
     def _claim_refused(self, event: str, slave: Slave, framework_id: str, task_id: str) -> None:
