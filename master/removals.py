@@ -139,9 +139,24 @@ class Removals:
         now = loop_time()
         for slave_id, resources in dying.items():
             if resources:
-                self.allocator.hold_unowned(slave_id, resources)
                 bound = Discrete.union(values.get(slave_id, ()))
-                self.books.dying.add(slave_id, framework_id, resources, now, bound)
+                self._hold(slave_id, framework_id, resources, bound, now)
+
+    def _hold(
+        self, slave_id: str, framework_id: str, used: Resources, bound: Discrete, now: float
+    ) -> None:
+        """Hold `used` (and the values `bound`) of the slave by nobody, as dying."""
+        try:
+            self.allocator.hold_unowned(slave_id, used)
+        except AllocatorError as e:  # (its room was given out meanwhile: nothing to hold)
+            self.log.warning("framework.dying_not_held", slave_id=slave_id, error=str(e))
+            return
+        self.books.dying.add(slave_id, framework_id, used, now, bound)
+
+    def _free_dying(self, slave_id: str, held: Resources) -> None:
+        if slave_id in self.allocator.slaves:  # (a slave removed took its holds with it)
+            self.allocator.release_unowned(slave_id, held)
+            self.request_round()
 
     def hold_dying_again(self, slave_id: str, framework_id: str, tasks: list[RunningTask]) -> None:
         """A slave back names tasks of a framework removed while it was away, and is told
@@ -157,25 +172,17 @@ class Removals:
             if executor is not None and executor.executor_id not in executors:
                 executors.add(executor.executor_id)
                 used = used + executor.resources
-        if not used:
-            return
-        try:
-            self.allocator.hold_unowned(slave_id, used)
-        except AllocatorError as e:  # (its room was given out meanwhile: nothing to hold)
-            self.log.warning("slave.dying_not_held", slave_id=slave_id, error=str(e))
-            return
-        bound = Discrete.union(r.task.discrete for r in tasks if r.task.discrete)
-        self.books.dying.add(slave_id, framework_id, used, now, bound)
+        if used:
+            bound = Discrete.union(r.task.discrete for r in tasks if r.task.discrete)
+            self._hold(slave_id, framework_id, used, bound, now)
 
     def release_dying(self, slave_id: str, framework_id: str) -> bool:
         """The slave says the framework's tasks there have ended: what they used is free
         (True if anything was held)."""
         held = self.books.dying.take(slave_id, framework_id)
-        if held is None or slave_id not in self.allocator.slaves:
-            return False
-        self.allocator.release_unowned(slave_id, held)
-        self.request_round()
-        return True
+        if held is not None:
+            self._free_dying(slave_id, held)
+        return held is not None
 
     def _shut_down_orphans(self, framework_id: str) -> int:
         """Its tasks held by nobody: shut down on their slaves, what they held still held
@@ -207,9 +214,7 @@ class Removals:
                 self.log.warning(
                     "framework.dying_overdue", slave_id=slave_id, framework_id=framework_id
                 )
-                if slave_id in self.allocator.slaves:
-                    self.allocator.release_unowned(slave_id, held)
-                    self.request_round()
+                self._free_dying(slave_id, held)
         if self.max_failover is not None and self.books.orphans:
             frameworks = self.books.frameworks
             for framework_id in self.books.orphans.since(now - self.max_failover):
