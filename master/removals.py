@@ -95,6 +95,7 @@ class Removals:
             slave = self.books.slaves.get(task.slave_id)
             if slave is not None:
                 slave.tasks.discard((fw.framework_id, task.task_id))
+            if slave is not None and not task.terminal:  # (an ended one holds nothing)
                 dying[task.slave_id] = dying.get(task.slave_id, Resources()) + task.info.resources
                 if task.info.discrete:
                     values.setdefault(task.slave_id, []).append(task.info.discrete)
