@@ -129,11 +129,15 @@ class OneByOne(Scheduler):
         self.done = asyncio.Event()
 
     async def resource_offers(self, driver: Driver, offers: list[Offer]) -> None:
-        if not self.in_flight and not self.done.is_set():
+        # (an offer may hold no cpus: what the floods' tasks used is held until their slave
+        # says they have ended)
+        fitting = [o for o in offers if TASK.fits(o.resources)]
+        if fitting and not self.in_flight and not self.done.is_set():
             # the bus round trip in this moment (the cluster as quiet as for the task), then
             # the task, its offer in hand
             self.rtts.append(await self.pinger.once())
-            offer, offers = offers[0], offers[1:]
+            offer = fitting[0]
+            offers = [o for o in offers if o is not offer]
             self.in_flight, self.offered_at = True, time.perf_counter()
             n = len(self.latencies)
             task = build_task(offer, "one", TASK, command="true", task_id=f"one-{n}")
