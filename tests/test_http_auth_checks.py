@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -13,9 +14,10 @@ import pytest
 from cluster.local.secure import provision
 from master.http import auth
 from master.http.auth import PrincipalAuth, TooManyChecks
+from protocol.tooling import credentials
 from protocol.tooling.credentials import hash_secret
 
-from harness.helpers import basic
+from harness.helpers import basic, eventually
 
 PRINCIPALS = [("ops", "operator"), ("alice", "framework"), ("bob", "framework")]
 
@@ -59,17 +61,27 @@ async def test_guesses_at_one_name_hold_one_check_and_nobody_elses(
 
 
 async def test_names_not_in_the_store_are_checked_as_principals_names_are(
-    store: tuple[PrincipalAuth, dict[str, str]],
+    store: tuple[PrincipalAuth, dict[str, str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Invented names are hashed too (a refusal's time does not tell who is a principal),
     each its own turn as a principal's name (one shared turn answered 429 told which were
-    not principals, review 58), at most CHECKS_FROM_ONE_PEER from one address."""
+    not principals, review 58), at most CHECKS_FROM_ONE_PEER from one address at once."""
     checks, _ = store
-    results = await asyncio.gather(
-        *(checks.principal(basic(f"nobody{i}", "x")) for i in range(10)), return_exceptions=True
-    )
+    verify, release = credentials.verify_secret, threading.Event()
+
+    def held(given: str, hashed: str) -> bool:  # (every check under way at once)
+        release.wait(10)
+        return verify(given, hashed)
+
+    monkeypatch.setattr(auth, "verify_secret", held)
+    asked = [asyncio.create_task(checks.principal(basic(f"nobody{i}", "x"))) for i in range(10)]
+    try:
+        await eventually(lambda: sum(a.done() for a in asked) == 10 - auth.CHECKS_FROM_ONE_PEER)
+        assert all(isinstance(a.exception(), TooManyChecks) for a in asked if a.done())
+    finally:
+        release.set()
+    results = await asyncio.gather(*asked, return_exceptions=True)
     assert results.count(None) == auth.CHECKS_FROM_ONE_PEER
-    assert sum(isinstance(r, TooManyChecks) for r in results) == 10 - auth.CHECKS_FROM_ONE_PEER
     assert checks.hashed == auth.CHECKS_FROM_ONE_PEER
 
 
