@@ -8,6 +8,8 @@ lets it push out only its own.
 
 from __future__ import annotations
 
+from protocol.tooling.remembered import keep_newest
+
 
 class KeptByPrincipal:
     def __init__(self) -> None:
@@ -15,12 +17,4 @@ class KeptByPrincipal:
 
     def add(self, principal: str, item: str, keep: int) -> list[str]:
         """Remember `item` as `principal`'s newest; the ids of its past `keep` to forget."""
-        mine = self._of.setdefault(principal, {})
-        mine.pop(item, None)
-        mine[item] = None
-        forget = []
-        while len(mine) > keep:
-            oldest = next(iter(mine))
-            del mine[oldest]
-            forget.append(oldest)
-        return forget
+        return keep_newest(self._of.setdefault(principal, {}), item, keep)

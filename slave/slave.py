@@ -25,6 +25,7 @@ from typing import Any
 
 from protocol import logs
 from protocol.journal import Journal, JournalFile
+from protocol.tooling.remembered import keep_newest
 from protocol.transport.aio import cancel_and_wait, within
 from protocol.transport.base import Transport
 from protocol.transport.inbound import Dispatcher
@@ -685,11 +686,7 @@ class Slave:
 
     async def _on_shutdown_framework(self, msg: ShutdownFramework, reply_to: str | None) -> None:
         """The framework is gone: kill its tasks and executors, and owe it nothing more."""
-        kept = self.shut_down_frameworks
-        kept.pop(msg.framework_id, None)
-        kept[msg.framework_id] = None
-        if len(kept) > SHUT_DOWN_KEPT:
-            del kept[next(iter(kept))]
+        keep_newest(self.shut_down_frameworks, msg.framework_id, SHUT_DOWN_KEPT)
         self.log.info("framework.shutdown", framework_id=msg.framework_id)
         for key, record in list(self.tasks.items()):
             if key[0] == msg.framework_id:

@@ -11,9 +11,8 @@ clears the count. It counts as unused if it was offered the room, or if the room
 free and held for it while it did not want it (suppressed, away, in another role); a
 claim whose victims outlived the hold (the room never stood free for it) counts neither
 way. The count and the wait are the tenant's (its principal's), so that another framework
-of its own does not start afresh. There is nothing like
-it in Mesos, which has no preemption; YARN gives the freed containers to the starving
-application itself.
+of its own does not start afresh. There is nothing like it in Mesos, which has no
+preemption; YARN gives the freed containers to the starving application itself.
 """
 
 from __future__ import annotations
@@ -22,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from master.allocation.sorter import Millis
-from protocol.wire.resources import add_millis, holds
+from protocol.wire.resources import add_millis, holds, sub_millis_clamped
 
 FIRST_WAIT = 60.0  # seconds without claims after the first unused one
 LONGEST_WAIT = 3600.0  # the doubling stops here
@@ -37,11 +36,12 @@ class _Claimed:
     tenant: str  # whose the count and the wait are
     launched: dict[str, Millis] = field(default_factory=dict)  # by slave, since the claim
     offered: bool = False  # an offer held a need's room
-    used: bool = False
     victims_ended: float | None = None  # when the last ended (None: not all, or unknown)
 
-    def judge_use(self) -> None:
-        self.used = any(holds(self.launched.get(s, {}), need) for s, need in self.needs.items())
+    @property
+    def used(self) -> bool:
+        """A node of the claim has a task of the size its room was freed for."""
+        return any(holds(self.launched.get(s, {}), need) for s, need in self.needs.items())
 
 
 class ClaimUse:
@@ -84,10 +84,7 @@ class ClaimUse:
         claim = self._claims.get(framework_id)
         if claim is None or finished or slave_id not in claim.launched:
             return
-        done = claim.launched[slave_id]
-        for name, amount in resources.items():
-            done[name] = max(0, done.get(name, 0) - amount)
-        claim.judge_use()
+        sub_millis_clamped(claim.launched[slave_id], resources)
 
     @property
     def watching(self) -> bool:
@@ -107,7 +104,6 @@ class ClaimUse:
         if claim is None or slave_id not in claim.needs:
             return
         add_millis(claim.launched.setdefault(slave_id, {}), resources)
-        claim.judge_use()
 
     def may_claim(self, claimant: str, now: float, tenant: str = "") -> bool:
         """Whether preemption may free room for it now: not while its last claim's room
@@ -115,12 +111,13 @@ class ClaimUse:
         key = tenant or claimant
         claim = self._claims.get(claimant)
         if claim is not None:
-            if now < claim.until and not claim.used:
+            used = claim.used
+            if now < claim.until and not used:
                 return False
             del self._claims[claimant]  # (judged: used, or its hold is over)
             ended = claim.victims_ended
             stood_free = ended is not None and ended + STOOD_FREE <= claim.until
-            if claim.used:
+            if used:
                 self._unused.pop(claim.tenant, None)
             elif claim.offered or stood_free:
                 unused = self._unused[claim.tenant] = self._unused.get(claim.tenant, 0) + 1

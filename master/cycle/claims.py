@@ -10,7 +10,7 @@ from master.allocation.allocator import Allocator
 from master.allocation.planning import Cluster, RunningTask
 from master.allocation.preemption import Claim, Contender
 from master.cycle.state import Wish
-from protocol.wire.resources import Resources
+from protocol.wire.resources import Resources, sub_millis_clamped
 
 HOLD_EXTRA = 10.0  # seconds: a node freed by preemption is held this long past the kill
 
@@ -54,9 +54,7 @@ def planning_cluster(
             if slave is not None and slave.active:
                 running.setdefault(task.slave_id, []).append(task)
         elif task.framework_id in held:
-            mine = held[task.framework_id]
-            for name, amount in task.resources.items():  # (clamped: the books may lag)
-                mine[name] = max(0, mine.get(name, 0) - amount)
+            sub_millis_clamped(held[task.framework_id], task.resources)  # (the books may lag)
     total = a.offerable_total().millis  # (room on a slave out of the offers is nobody's)
     return Cluster(total, a.unheld(), held, {}, running, idle=a.idle_reserved())
 

@@ -1,6 +1,7 @@
 """Answers remembered for a while, and boundedly: a slow check's verdict (a password's
 PBKDF2, some 10 ms on purpose) asked again within its time is answered from memory. The
-embedded broker's plugin and the master's HTTP side both keep their verdicts here."""
+embedded broker's plugin and the master's HTTP side both keep their verdicts here. And
+ids remembered boundedly, the oldest forgotten first (`keep_newest`)."""
 
 from __future__ import annotations
 
@@ -32,3 +33,16 @@ class Remembered(Generic[T]):
 
     def clear(self) -> None:
         self._kept.clear()
+
+
+def keep_newest(kept: dict[str, None], item: str, most: int) -> list[str]:
+    """Remember `item` in `kept` (oldest first) as its newest; the oldest past `most`,
+    forgotten, to forget elsewhere too."""
+    kept.pop(item, None)
+    kept[item] = None
+    forget = []
+    while len(kept) > most:
+        oldest = next(iter(kept))
+        del kept[oldest]
+        forget.append(oldest)
+    return forget

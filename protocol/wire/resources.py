@@ -388,6 +388,13 @@ def sub_millis(into: dict[str, int], delta: Mapping[str, int], what: str = "the 
                 del into[name]
 
 
+def sub_millis_clamped(into: dict[str, int], delta: Mapping[str, int]) -> None:
+    """Take fixed-point amounts out of a book kept in place, none below zero (a book that
+    may lag what it is told of: planning's, a claim's launches)."""
+    for name, amount in delta.items():
+        into[name] = max(0, into.get(name, 0) - amount)
+
+
 def holds(have: Mapping[str, int], need: Mapping[str, int]) -> bool:
     """`have` holds at least `need` (fixed-point amounts). A plain loop, not all() over a
     generator: allocators and the simulator call it for every slave and task they look at,
