@@ -366,3 +366,25 @@ async def test_one_principals_removals_push_out_only_its_own(
     await again.load()
     assert again.removed["bobs"].principal == "bob"
     assert [f for f in again.removed if f != "bobs"] == [f"f{i}" for i in range(70, 120)]
+
+
+async def test_removals_past_the_bound_left_by_a_lost_leader_are_forgotten_on_load(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A leader lost between a removal's write and the trim of the oldest leaves one too
+    many: the next leader forgets it as it reads, in its books and in ZooKeeper alike."""
+    monkeypatch.setattr(registry_module, "REMOVED_KEPT", 5)
+    store, zk = zk_store()
+    registry = Registry(store)
+    for i in range(5):
+        await registry.remove_framework(f"f{i}", "alice", "torn down")
+    # the write of a sixth removal, its leader lost before the trim
+    await store.put(
+        "removed/f5", registry.removed["f4"].model_copy(update={"at": 1e12}).model_dump(mode="json")
+    )
+    again = Registry(zk_store_on(zk))
+    await again.load()
+    assert list(again.removed) == [f"f{i}" for i in range(1, 6)]
+    third = Registry(zk_store_on(zk))
+    await third.load()
+    assert list(third.removed) == [f"f{i}" for i in range(1, 6)]

@@ -178,9 +178,13 @@ class Registry:
                 log.error("registry.bad_entry", key=key, error=str(e).splitlines()[0])
         by_age = sorted(self.removed.items(), key=lambda item: item[1].at)
         self.removed.clear()
-        for framework_id, removal in by_age:  # (past the bound: forgotten when next removed)
+        past_bound: list[str] = []  # (a leader lost mid-removal leaves one too many)
+        for framework_id, removal in by_age:
             self.removed[framework_id] = removal
-            self._removed_order.add(removal.principal, framework_id, REMOVED_KEPT)
+            past_bound += self._removed_order.add(removal.principal, framework_id, REMOVED_KEPT)
+        for oldest in past_bound:
+            self.removed.pop(oldest, None)
+            await self.store.drop(f"removed/{oldest}")
         log.info(
             "registry.loaded",
             slaves=len(self.slaves),
