@@ -112,7 +112,7 @@ class CommandTasks:
         try:  # (its persistent volumes: made, its user's, their places in the sandbox)
             link = not tenancy.confinement.pid_namespace  # (else bound: confine.mounts_script)
             busy = self.shared_in_use((msg.framework_id, task.task_id))
-            mounts = await asyncio.to_thread(
+            binds = await asyncio.to_thread(
                 volumes.prepare, self.config.work_dir, sandbox, task.resources, user, link, busy
             )
         except OSError as e:
@@ -121,7 +121,7 @@ class CommandTasks:
                 f"could not make its volumes ready: {e}",
             )  # fmt: skip
             return
-        run = Run(sandbox, run_dir, user, tenancy.confinement, tuple(mounts))
+        run = Run(sandbox, run_dir, user, tenancy.confinement, binds)
         try:
             name = container_name(msg.framework_id, task.task_id)
             owner = user.uid if user is not None else None

@@ -113,15 +113,39 @@ _TMP_BINDS = (
     "mount -n --bind -o nosuid,nodev tmp /tmp && mount -n --bind -o nosuid,nodev var-tmp /var/tmp"
 )
 # ... and, where a task has persistent volumes, each bound at its place in the sandbox
-# (slave.volumes), its paths as arguments (SOURCE TARGET ... --), never in the script.
-# Only in a held sandbox (above: root's, 0700, so no process of the user can swap a place,
-# or a directory on its way, for a symlink between this check and the bind, which would
-# have root mount the volume over /etc in the task's namespace), and before it is handed
-# back; a place whose real path is not itself (a symlink on its way) is refused.
+# (slave.volumes), their paths as arguments (SOURCE TARGET ... -- WAY ... --), never in
+# the script. Only in a held sandbox, with the directories on the way root's too
+# (Binds): no process of the user can swap a place, or a directory on its way, for a
+# symlink between this check and the bind, which would have root mount the volume over
+# /etc or a directory on its PATH in the task's namespace. A place whose real path is
+# not itself (a symlink on its way since the slave made it) is refused. Then the way is
+# handed back to the task's user, deepest first.
 _VOLUME_BINDS = (
     'while [ "$1" != -- ]; do { [ -d "$2" ] && [ "$(realpath -e -- "$2")" = "$2" ]; } || exit 125;'
-    ' mount -n --bind -o nosuid,nodev -- "$1" "$2" || exit 125; shift 2; done && shift'
+    ' mount -n --bind -o nosuid,nodev -- "$1" "$2" || exit 125; shift 2; done && shift &&'
+    ' while [ "$1" != -- ]; do chown -h -- "$DRFMESOS_SANDBOX_OWNER" "$1" || exit 125; shift;'
+    " done && shift"
 )
+Mount = tuple[str, str]  # (a volume's directory, where it goes in the sandbox)
+
+
+@dataclass(frozen=True)
+class Binds:
+    """What a task's first shell, root's, binds in its mount namespace, and the
+    directories on the way to the places, root's until it hands them back to the task's
+    user (deepest first: one handed back before one below it would let the user swap
+    that one's way before root's chown)."""
+
+    mounts: tuple[Mount, ...] = ()  # real paths
+    way: tuple[str, ...] = ()
+
+    def args(self) -> list[str]:
+        """The first shell's arguments before the task's: SOURCE TARGET ... -- WAY ... --."""
+        if not self.mounts:
+            return []
+        return [*(path for mount in self.mounts for path in mount), "--", *self.way, "--"]
+
+
 _HAND_BACK = (
     '{ [ -z "$DRFMESOS_SANDBOX_OWNER" ] || chown -- "$DRFMESOS_SANDBOX_OWNER" .; }'
     " && unset DRFMESOS_SANDBOX_OWNER"
@@ -144,6 +168,7 @@ def mounts_script(private_tmp: bool, volumes: bool) -> str:
 
 
 PRIVATE_MOUNTS = mounts_script(private_tmp=True, volumes=False)
+NO_BINDS = Binds()
 NAMESPACES = ["--pid", "--fork", "--mount-proc", "--ipc", "--kill-child"]
 Join = tuple[str, dict[str, str]]  # a cgroup's join: a script, and its environment
 
@@ -187,17 +212,18 @@ class Confinement:
         exit_file: str,
         *,
         root_joins: bool,
-        mounts: tuple[tuple[str, str], ...] = (),
+        binds: Binds = NO_BINDS,
     ) -> Start:
         """A command task's start, in `env`: the wrapper that records its exit status
         (`exit_file`, the task's user's to write where it switches), confined. The
         task's shell joins its cgroup (`join`) unless it may not (`root_joins`).
-        `mounts`: (source, target) bound in its mount namespace (a PID namespace's)."""
+        `binds`: its volumes, bound in its mount namespace (a PID namespace's)."""
         first, then = self._joins(user, join[0], root_joins)
         shell = ["/bin/sh", "-c", then + command]
-        args = self._confined(user, ["/bin/sh", "-s", exit_file, *shell], mounts)
+        args = self._confined(user, ["/bin/sh", "-s", exit_file, *shell], binds)
         body = TASK_WRAPPER_IN_NAMESPACE if self.pid_namespace else TASK_WRAPPER
-        return self._start(first, join[1], args, env, body, self.private_tmp or bool(mounts))
+        held = self.private_tmp or bool(binds.mounts)
+        return self._start(first, join[1], args, env, body, held)
 
     def executor(
         self,
@@ -276,14 +302,14 @@ class Confinement:
         return ["/bin/sh", "-c", WRAPPER, "drfmesos-task", exit_file, *args]
 
     def _confined(
-        self, user: TaskUser | None, args: list[str], mounts: tuple[tuple[str, str], ...] = ()
+        self, user: TaskUser | None, args: list[str], binds: Binds = NO_BINDS
     ) -> list[str]:
         if self.pid_namespace:  # (System V IPC, POSIX queues, /dev/shm and /tmp its own too)
             if self.switches(user):
                 assert user is not None
                 args = [self.setpriv, *_drop_to(user), "--", *args]
-            script = mounts_script(self.private_tmp, bool(mounts))
-            bound = [*(path for mount in mounts for path in mount), "--"] if mounts else []
+            script = mounts_script(self.private_tmp, bool(binds.mounts))
+            bound = binds.args()
             return [self.unshare, *NAMESPACES, "--", "/bin/sh", "-c", script, "drfmesos-mounts",
                     *bound, *args]  # fmt: skip
         if not self.switches(user):

@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 from protocol.wire.messages import Reason, TaskInfo, TaskState
 from slave.cgroups import MB
-from slave.confine import UNCONFINED, Confinement, Start
+from slave.confine import NO_BINDS, UNCONFINED, Binds, Confinement, Start
 from slave.isolator import Container, groups_usage
 from slave.sandbox import spawn_in_sandbox
 from slave.task_users import TaskUser
@@ -128,7 +128,7 @@ class Run:
     user: TaskUser | None = None
     confinement: Confinement = UNCONFINED
     # persistent volumes bound into the sandbox in its mount namespace (slave.volumes)
-    mounts: tuple[tuple[str, str], ...] = ()
+    binds: Binds = NO_BINDS
 
 
 class ShellLaunch:
@@ -173,7 +173,7 @@ class ShellLaunch:
             (join, join_env),
             SANDBOX_EXIT_FILE,
             root_joins=root_joins,
-            mounts=run.mounts,
+            binds=run.binds,
         )
 
     async def prepare(self) -> None:

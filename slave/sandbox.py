@@ -11,9 +11,10 @@ root, it would write where the task may not), nor is a file of another user's.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from slave.confine import PRIVATE_TMP
@@ -46,6 +47,52 @@ def make_dir(path: Path, owner: TaskUser | None, mode: int = PRIVATE) -> None:
     # (the parents are the slave's: nothing but it puts a symlink there)
     os.chown(path, owner.uid, owner.gid, follow_symlinks=False)
     os.chmod(path, mode)
+
+
+# a directory of a sandbox opened by the slave: never through a symlink, never a
+# non-directory, closed in any process the slave starts unless passed on by name
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def open_dir_beneath(
+    base: Path,
+    parts: Sequence[str],
+    owner: TaskUser | None,
+    mode: int = PRIVATE,
+    *,
+    hold_way: bool = False,
+) -> int:
+    """The directory `base/parts[0]/parts[1]/...`, each part made where missing and (with
+    an `owner`) given to it with `mode`, opened: its descriptor, the caller's to close.
+    With `hold_way`, the parts before the last are root's instead (0700), so that no
+    process of the owner's can rename what is in them until root hands them back.
+
+    Each part is reached from its parent's descriptor, never by path: a task of the same
+    user that swaps a part for a symlink meanwhile (from inside a sandbox its task id
+    used before) makes this fail (OSError), and never has root, the slave, make, take or
+    open anything outside. `base` is the slave's to name (its parents are its own).
+    (Blocking: in a thread.)"""
+    fd = os.open(base, _DIR_FLAGS)
+    try:
+        for i, part in enumerate(parts):
+            if part in ("", ".", "..") or "/" in part:
+                raise OSError(f"{part!r} is not a name in a sandbox")
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(part, mode, dir_fd=fd)
+            try:
+                child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            except OSError:  # (ELOOP: a symlink; ENOTDIR: a file)
+                raise OSError(f"{part} in the sandbox is not a directory") from None
+            os.close(fd)
+            fd = child
+            if owner is not None:
+                held = hold_way and i < len(parts) - 1
+                os.fchown(fd, *((0, 0) if held else (owner.uid, owner.gid)))
+                os.fchmod(fd, mode)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def open_output(path: Path, owner: TaskUser | None) -> int:

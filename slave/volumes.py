@@ -20,14 +20,13 @@ import os
 import shutil
 import stat
 from collections.abc import Collection, Iterable
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from urllib.parse import quote
 
 from protocol.wire.reservations import parse_key
-from slave.sandbox import PASSABLE, PRIVATE, make_dir
+from slave.confine import Binds, Mount
+from slave.sandbox import PASSABLE, PRIVATE, make_dir, open_dir_beneath
 from slave.task_users import TaskUser
-
-Mount = tuple[str, str]  # (the volume's directory, where it goes in the sandbox)
 
 
 def volume_dir(work_dir: Path, key: str) -> Path:
@@ -50,56 +49,74 @@ def prepare(
     owner: TaskUser | None,
     link: bool,
     busy: Collection[str] = (),
-) -> list[Mount]:
+) -> Binds:
     """Each volume among `keys` made (if new) and given to `owner` (unless a shared one
-    other tasks use, `busy`), and its place in the sandbox made: the mounts for the
-    task's namespace to make, or (`link`) none, a symlink in the sandbox instead.
-    (Blocking: in a thread.)"""
-    mounts: list[Mount] = []
+    other tasks use, `busy`), and its place in the sandbox made: what the task's
+    namespace is to bind, or (`link`) nothing, a symlink in the sandbox instead.
+
+    A place is reached and made from the sandbox's descriptor down, never by path
+    (sandbox.open_dir_beneath): a task of the same user inside a sandbox its id used
+    before may swap a part of the way for a symlink at any moment, and root, the slave,
+    never follows it. (Blocking: in a thread.)"""
     wanted = volumes_of(keys)
-    if wanted:
-        make_dir(sandbox, owner)
-    for key in wanted:
-        rid = parse_key(key)
-        assert rid.volume is not None
-        source = volume_dir(work_dir, key)
-        for parent in reversed(source.parents[:4]):  # volumes/roles/ROLE: passable
-            if not parent.exists():
-                try:
-                    parent.mkdir(mode=PASSABLE)
-                except FileExistsError:  # (a launch beside this one, in another thread)
-                    continue
-                os.chmod(parent, PASSABLE)
-        if owner is not None and key not in busy:
-            make_dir(source, owner, PRIVATE)
-        else:
-            source.mkdir(exist_ok=True)
-        target = sandbox / rid.volume.container_path
-        for part in [*reversed(target.relative_to(sandbox).parents[:-1]), target]:
-            _plain_dir_or_nothing(sandbox / part)  # (a sandbox used again: the task's)
-        for parent in reversed(target.relative_to(sandbox).parents[:-1]):
-            make_dir(sandbox / parent, owner)  # (within the task's own sandbox)
+    if not wanted:
+        return Binds()
+    make_dir(sandbox, owner)
+    real = Path(os.path.realpath(sandbox))  # (the task's first shell checks real paths)
+    mounts: list[Mount] = []
+    way: set[PurePosixPath] = set()
+    places = [_place(key) for key in wanted]
+    if len(set(places)) < len(places) or any(set(p.parents) & set(places) for p in places):
+        raise OSError("two of its volumes' places are one, or one lies in another's")
+    for key, place in zip(wanted, places, strict=True):
+        source = _made(work_dir, key, owner, busy)
         if link:
-            if not target.is_symlink():
-                target.symlink_to(source)
+            parent = open_dir_beneath(sandbox, place.parts[:-1], owner)
+            try:
+                _link(source, place.name, parent)
+            finally:
+                os.close(parent)
         else:
-            make_dir(target, owner)
-            # (its real path: the task's first shell refuses a place reached by a symlink)
-            real = Path(os.path.realpath(sandbox)) / target.relative_to(sandbox)
-            mounts.append((str(source), str(real)))
-    return mounts
+            os.close(open_dir_beneath(sandbox, place.parts, owner, hold_way=True))
+            mounts.append((str(source), str(real / place)))
+            way.update(place.parents[:-1])
+    if owner is None:  # (nothing was held: the slave's own user)
+        way.clear()
+    deepest_first = sorted(way, key=lambda p: len(p.parts), reverse=True)
+    return Binds(tuple(mounts), tuple(str(real / p) for p in deepest_first))
 
 
-def _plain_dir_or_nothing(path: Path) -> None:
-    """A volume's place in a sandbox, refused (OSError) if a task left something there
-    that is not a directory: a symlink the slave, root, would follow out of the sandbox
-    (to chmod, or to mount over, what its target names)."""
+def _place(key: str) -> PurePosixPath:
+    rid = parse_key(key)
+    assert rid.volume is not None
+    return PurePosixPath(rid.volume.container_path)
+
+
+def _made(work_dir: Path, key: str, owner: TaskUser | None, busy: Collection[str]) -> Path:
+    """The volume's directory, made if new: its owner's unless a shared one in use."""
+    source = volume_dir(work_dir, key)
+    for parent in reversed(source.parents[:4]):  # volumes/roles/ROLE: passable
+        if not parent.exists():
+            try:
+                parent.mkdir(mode=PASSABLE)
+            except FileExistsError:  # (a launch beside this one, in another thread)
+                continue
+            os.chmod(parent, PASSABLE)
+    if owner is not None and key not in busy:
+        make_dir(source, owner, PRIVATE)
+    else:
+        source.mkdir(exist_ok=True)
+    return source
+
+
+def _link(source: Path, name: str, parent: int) -> None:
+    """The volume linked at `name` in the directory `parent` (no namespace to bind it
+    in); a symlink there already is the task's own, left as it is."""
     try:
-        st = path.lstat()
-    except FileNotFoundError:
-        return
-    if not stat.S_ISDIR(st.st_mode):
-        raise OSError(f"{path.name} in the sandbox is not a directory: a volume goes there")
+        os.symlink(source, name, dir_fd=parent)
+    except FileExistsError:
+        if not stat.S_ISLNK(os.stat(name, dir_fd=parent, follow_symlinks=False).st_mode):
+            raise OSError(f"{name} in the sandbox is not a symlink: a volume goes there") from None
 
 
 def remove(work_dir: Path, keys: Iterable[str]) -> None:

