@@ -220,9 +220,11 @@ def raise_fd_limit(slaves: int) -> None:
 )
 @click.option(
     "--max-task-pids",
-    type=click.IntRange(1),
+    type=click.IntRange(0),
     default=None,
-    help="At most this many processes per task (cgroups pids controller).",
+    help="At most this many processes and threads per task (cgroups pids controller); "
+    "0: no bound. By default each task's bound is its dominant share of the slave, of "
+    "3/8 of the host's pid_max (so that no tenant's task can take every pid).",
 )
 @click.option(
     "--usage-interval",

@@ -39,7 +39,7 @@ class SlaveConfig:
     isolation: str = "posix"
     cgroups_root: Path = Path("/sys/fs/cgroup")
     cgroups_enable_cfs: bool = False  # a hard CPU cap, not only a weight
-    max_task_pids: int | None = None
+    max_task_pids: int | None = None  # each task's (0: none); None: its share (pid_shares)
     usage_interval: float = 5.0  # seconds between usage reports to the master
     # seconds: the random delay before (re-)registering is at most this (slave.backoff)
     registration_backoff_factor: float = 0.0

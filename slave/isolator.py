@@ -25,6 +25,7 @@ from protocol import logs
 from protocol.wire.resources import Resources
 from slave.cgroup_upkeep import Upkeep, hold, is_spare, sweep
 from slave.cgroups import MB, Cgroups, Limits, Usage
+from slave.pid_shares import PidShares
 
 PARENT = "drfmesos"
 
@@ -322,13 +323,13 @@ class CgroupsIsolator:
         cgroups: Cgroups,
         slave_id: str,
         cfs: bool = False,
-        max_pids: int | None = None,
+        pids: PidShares | None = None,
         cpus: float | None = None,
     ) -> None:
         self.cgroups = cgroups
         self.parent = f"{PARENT}/{slave_id}"
         self.cfs = cfs
-        self.max_pids = max_pids
+        self.pids = pids  # each task's bound of processes (None: none)
         self.cpus = cpus  # the cpus the slave offers: its tasks' weight together
         self._parent_made = False
         self._sealed = False
@@ -355,7 +356,7 @@ class CgroupsIsolator:
             cpus=amounts.get("cpus") or 0.0,
             mem_mb=amounts.get("mem"),
             cfs=self.cfs,
-            max_pids=self.max_pids,
+            max_pids=self.pids.of(resources) if self.pids is not None else None,
         )
         self._make_parent()
         container = self.adopt(name)
@@ -441,7 +442,7 @@ def make_isolator(
     slave_id: str,
     root: Path = Path("/sys/fs/cgroup"),
     cfs: bool = False,
-    max_pids: int | None = None,
+    pids: PidShares | None = None,
     cpus: float | None = None,
 ) -> Isolator:
     """`kind` is cgroups, posix, or auto (cgroups where the hierarchy is writable)."""
@@ -449,10 +450,11 @@ def make_isolator(
 
     if kind == "posix":
         return PosixIsolator()
-    found = detect(root, pids=max_pids is not None)
+    pids = pids if pids is not None and pids.bounded else None
+    found = detect(root, pids=pids is not None)
     if isinstance(found, str):
         if kind == "cgroups":
             raise ValueError(f"--isolation cgroups is not possible here: {found}")
         logs.get("slave", slave_id=slave_id).warning("isolation.posix_fallback", why=found)
         return PosixIsolator()
-    return CgroupsIsolator(found, slave_id, cfs, max_pids, cpus)
+    return CgroupsIsolator(found, slave_id, cfs, pids, cpus)

@@ -76,6 +76,7 @@ from slave.kills import Kills
 from slave.launches import RecentLaunches, run_in_turn, run_together
 from slave.memory_limits import enforce_memory_limits
 from slave.owners import Owners
+from slave.pid_shares import PidShares, host_pids
 from slave.ports_isolator import enforce_ports
 from slave.recovery import recover
 from slave.registrations import Registrations
@@ -136,12 +137,15 @@ class Slave:
         self._shared_of: Mapping[str, int] | None = None
         self.kills = Kills(self.log)  # kills waiting out their grace
         self._loops: list[asyncio.Task[None]] = []
+        isolation = "posix" if config.simulated_tasks else config.isolation
         self.isolator = make_isolator(
-            "posix" if config.simulated_tasks else config.isolation,
+            isolation,
             self.slave_id,
             config.cgroups_root,
             config.cgroups_enable_cfs,
-            config.max_task_pids,
+            None
+            if isolation == "posix"
+            else PidShares(host_pids(), config.resources, config.max_task_pids),
             config.resources.quantities().get("cpus"),
         )
         self.podman = None if config.simulated_tasks else find_podman(config.podman)

@@ -102,7 +102,7 @@ async def launch(s: Shared, task_id: str, command: str, volume: bool) -> None:
 
 
 async def test_a_tenant_cannot_have_root_bind_its_volume_over_the_hosts_path() -> None:
-    mode = stat.S_IMODE(os.stat(TARGET).st_mode)
+    target_was = os.stat(TARGET)
     try:
         async with shared_slave(
             isolation="cgroups",
@@ -141,8 +141,9 @@ async def test_a_tenant_cannot_have_root_bind_its_volume_over_the_hosts_path() -
                 await eventually(functools.partial(ended_since, s, before), timeout=30)
             took = proof.read_text() if proof.exists() else ""
     finally:
-        with contextlib.suppress(OSError):
-            os.chmod(TARGET, mode)  # (the slave's chmod through the link, undone)
+        with contextlib.suppress(OSError):  # (the slave's chmod through the link, undone)
+            os.chown(TARGET, target_was.st_uid, target_was.st_gid, follow_symlinks=False)
+            os.chmod(TARGET, stat.S_IMODE(target_was.st_mode))
     assert not took, (
         f"after {tries} launches of m2, root ran mallory's `chown` from her volume, bound "
         f"over {TARGET}; it wrote into a root-only directory: {took!r}"

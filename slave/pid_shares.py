@@ -1,0 +1,52 @@
+"""How many processes and threads a task may have: its share of the host's.
+
+A thread costs a pid and little memory (some 40 KB charged to its cgroup), so a memory
+limit does not bound them: one tenant's task of 1.3 GB holds every pid of a host whose
+`pid_max` is 32,768, and no other tenant's task, nor the slave, can fork. So each task
+is bounded (its cgroup's `pids.max`) by its dominant share of the slave (the larger of
+its cpus and its mem over the slave's) of a budget: three eighths of what the host has.
+The shares of the tasks a slave runs at once add up to 2 at the most (1 of cpus, 1 of
+mem), so together they hold three quarters of the host's pids at the most, whoever's;
+the rest stays for the host and the slave. An operator's `--max-task-pids N` is a fixed
+bound instead, and 0 none (as Mesos, without its pids isolator).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from protocol.wire.resources import Resources
+
+BUDGET = 3 / 8  # of the host's pids, each task's share of it its dominant share
+LEAST = 16  # a task's bound however small it is (its shells and its command take 3)
+KERNEL = Path("/proc/sys/kernel")
+
+
+def host_pids(kernel: Path = KERNEL) -> int:
+    """The most pids and threads this host has (`pid_max`, `threads-max`)."""
+    return min(int((kernel / name).read_text()) for name in ("pid_max", "threads-max"))
+
+
+@dataclass(frozen=True)
+class PidShares:
+    """Each task's `pids.max`: `fixed` if the operator set one (0: none), else its share."""
+
+    host: int  # the host's pids (host_pids)
+    slave: Resources  # what the slave offers
+    fixed: int | None = None
+
+    @property
+    def bounded(self) -> bool:
+        return self.fixed != 0
+
+    def of(self, resources: Resources) -> int | None:
+        """The bound of a task (or an executor and its tasks) given `resources`."""
+        if self.fixed is not None:
+            return self.fixed or None
+        mine, whole = resources.quantities(), self.slave.quantities()
+        share = max(
+            (mine.get(name, 0.0) / whole[name] for name in ("cpus", "mem") if whole.get(name)),
+            default=1.0,
+        )
+        return max(LEAST, int(self.host * BUDGET * min(share, 1.0)))
