@@ -136,7 +136,8 @@ def test_v1_writes_shares_quota_and_memsw_in_each_hierarchy(tmp_path: Path) -> N
     )
     assert (tmp_path / "pids" / name / "pids.max").read_text() == "7"
     assert [f.relative_to(tmp_path) for f in found.procs_files(name)] == [
-        Path(c) / name / "tasks" for c in ("cpu", "cpuacct", "memory", "pids")
+        Path(c) / name / "tasks"
+        for c in ("cpu", "cpuacct", "pids", "memory")  # memory last
     ]
 
 

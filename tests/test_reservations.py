@@ -287,8 +287,8 @@ def test_a_volume_is_never_put_where_a_link_leads_out_of_the_sandbox(tmp_path: P
         volumes.prepare(tmp_path / "work", sandbox, ["disk(a)[v:deep/data]"], None, link=False)
     assert stat.S_IMODE(outside.stat().st_mode) == 0o755
     assert list(outside.iterdir()) == []
-    mounts = volumes.prepare(tmp_path / "work", sandbox, ["disk(a)[w:x/y]"], None, link=False)
-    assert mounts == [(str(tmp_path / "work/volumes/roles/a/w"), str(sandbox / "x/y"))]
+    binds = volumes.prepare(tmp_path / "work", sandbox, ["disk(a)[w:x/y]"], None, link=False)
+    assert binds.mounts == ((str(tmp_path / "work/volumes/roles/a/w"), str(sandbox / "x/y")),)
 
 
 def test_a_slaves_configured_resources_are_its_total_with_what_it_kept_undone() -> None:
