@@ -4,9 +4,10 @@ A framework removed (torn down, or past its failover timeout) has its slaves tol
 it down: each of its tasks gets SIGTERM, its kill grace (up to a minute), then SIGKILL.
 Until its slave says they have all ended (`FrameworkShutDown`), what they use is held by
 nobody, so that it is not offered to anyone -- the framework's own next incarnation
-included -- while they still run on it. A slave that never says so (one from before the
-message, or one whose word is lost) is believed after HELD_AT_MOST; a slave removed takes
-its holds with it.
+included -- while they still run on it; and counted in their role's share, so that the
+principal's next framework is not first in the order for the room they still use. A
+slave that never says so (one from before the message, or one whose word is lost) is
+believed after HELD_AT_MOST; a slave removed takes its holds with it.
 """
 
 from __future__ import annotations
@@ -21,9 +22,17 @@ from protocol.wire.resources import Resources
 HELD_AT_MOST = 75.0
 
 
+# what dying tasks hold on a slave, by the role it counts in ("": none's, an orphan's)
+ByRole = dict[str, Resources]
+
+
+def merged(a: ByRole, b: ByRole) -> ByRole:
+    return {role: a.get(role, Resources()) + b.get(role, Resources()) for role in {*a, *b}}
+
+
 @dataclass(slots=True)
 class _Held:
-    resources: Resources
+    by_role: ByRole
     values: Discrete  # the ports (and other named values) they are bound to
     until: float
 
@@ -40,17 +49,17 @@ class Dying:
         self,
         slave_id: str,
         framework_id: str,
-        resources: Resources,
+        by_role: ByRole,
         now: float,
         values: Discrete = EMPTY,
     ) -> None:
         key = (slave_id, framework_id)
         held = self._held.get(key)
         if held is None:
-            self._held[key] = _Held(resources, values, now + HELD_AT_MOST)
+            self._held[key] = _Held(by_role, values, now + HELD_AT_MOST)
             self._slaves[slave_id] = self._slaves.get(slave_id, 0) + 1
         else:  # (removed again, as a framework known also by orphans can be)
-            held.resources, held.until = held.resources + resources, now + HELD_AT_MOST
+            held.by_role, held.until = merged(held.by_role, by_role), now + HELD_AT_MOST
             held.values = Discrete.union([held.values, values])
 
     def renew(self, slave_id: str, framework_id: str, now: float) -> bool:
@@ -66,20 +75,20 @@ class Dying:
             return []
         return [h.values for (s, _), h in self._held.items() if s == slave_id and h.values]
 
-    def take(self, slave_id: str, framework_id: str) -> Resources | None:
+    def take(self, slave_id: str, framework_id: str) -> ByRole | None:
         """What the framework's dying tasks held on the slave, no longer kept (None: none)."""
         held = self._held.pop((slave_id, framework_id), None)
         if held is None:
             return None
         self._forget_one(slave_id)
-        return held.resources
+        return held.by_role
 
-    def overdue(self, now: float) -> list[tuple[str, str, Resources]]:
+    def overdue(self, now: float) -> list[tuple[str, str, ByRole]]:
         """(slave, framework, what was held) of each hold past its time, no longer kept."""
         due = [key for key, held in self._held.items() if held.until <= now]
         for slave_id, _ in due:
             self._forget_one(slave_id)
-        return [(*key, self._held.pop(key).resources) for key in due]
+        return [(*key, self._held.pop(key).by_role) for key in due]
 
     def drop_slave(self, slave_id: str) -> None:
         """Its slave removed: its holds go with it (the allocator drops the slave)."""

@@ -10,6 +10,7 @@ from typing import Any
 from master.allocation.allocator import Allocator, AllocatorError
 from master.books import Books, Framework, Slave
 from master.counters import SlaveChurn
+from master.dying import ByRole
 from master.ha.recorder import Recorder
 from master.listeners import Listeners
 from master.offers import OfferBook
@@ -88,7 +89,7 @@ class Removals:
         for offer_id in list(fw.offers):
             self.offers.rescind(self.books.offers[offer_id], recover=False)
         slaves: set[str] = set(fw.slaves_used)  # its executors may outlive its tasks
-        dying: dict[str, Resources] = {}  # by slave: what its tasks use until they end
+        dying: dict[str, ByRole] = {}  # by slave: what its tasks use until they end
         values: dict[str, list[Discrete]] = {}  # ... and the ports they are bound to
         for task in fw.tasks.values():
             slaves.add(task.slave_id)
@@ -96,12 +97,15 @@ class Removals:
             if slave is not None:
                 slave.tasks.discard((fw.framework_id, task.task_id))
             if slave is not None and not task.terminal:  # (an ended one holds nothing)
-                dying[task.slave_id] = dying.get(task.slave_id, Resources()) + task.info.resources
+                on = dying.setdefault(task.slave_id, {})
+                role = fw.task_role(task.info)
+                on[role] = on.get(role, Resources()) + task.info.resources
                 if task.info.discrete:
                     values.setdefault(task.slave_id, []).append(task.info.discrete)
         for (slave_id, _), resources in fw.executors.items():
-            if slave_id in self.books.slaves:
-                dying[slave_id] = dying.get(slave_id, Resources()) + resources
+            if slave_id in self.books.slaves:  # (an executor's: its first role's)
+                on = dying.setdefault(slave_id, {})
+                on[fw.all_roles()[0]] = on.get(fw.all_roles()[0], Resources()) + resources
         for slave_id in slaves:
             if slave_id in self.books.slaves:
                 self.outbox.send_slave(slave_id, ShutdownFramework(framework_id=fw.framework_id))
@@ -132,31 +136,38 @@ class Removals:
         self.request_round()
 
     def _hold_dying(
-        self, framework_id: str, dying: dict[str, Resources], values: dict[str, list[Discrete]]
+        self, framework_id: str, dying: dict[str, ByRole], values: dict[str, list[Discrete]]
     ) -> None:
         """What a removed framework's tasks use, and the ports they are bound to, are held
         by nobody until their slave says they have ended (`master.dying`): their kill
-        grace may be a minute."""
+        grace may be a minute. It counts in their roles' shares meanwhile."""
         now = loop_time()
-        for slave_id, resources in dying.items():
-            if resources:
-                bound = Discrete.union(values.get(slave_id, ()))
-                self._hold(slave_id, framework_id, resources, bound, now)
+        for slave_id, by_role in dying.items():
+            bound = Discrete.union(values.get(slave_id, ()))
+            self._hold(slave_id, framework_id, by_role, bound, now)
 
     def _hold(
-        self, slave_id: str, framework_id: str, used: Resources, bound: Discrete, now: float
+        self, slave_id: str, framework_id: str, by_role: ByRole, bound: Discrete, now: float
     ) -> None:
-        """Hold `used` (and the values `bound`) of the slave by nobody, as dying."""
-        try:
-            self.allocator.hold_unowned(slave_id, used)
-        except AllocatorError as e:  # (its room was given out meanwhile: nothing to hold)
-            self.log.warning("framework.dying_not_held", slave_id=slave_id, error=str(e))
-            return
-        self.books.dying.add(slave_id, framework_id, used, now, bound)
+        """Hold what `by_role` says (and the values `bound`) of the slave by nobody, as
+        dying, each part counted in its role's share."""
+        held: ByRole = {}
+        for role, used in by_role.items():
+            if not used:
+                continue
+            try:
+                self.allocator.hold_unowned(slave_id, used, role)
+            except AllocatorError as e:  # (its room was given out meanwhile: not held)
+                self.log.warning("framework.dying_not_held", slave_id=slave_id, error=str(e))
+                continue
+            held[role] = used
+        if held:
+            self.books.dying.add(slave_id, framework_id, held, now, bound)
 
-    def _free_dying(self, slave_id: str, held: Resources) -> None:
+    def _free_dying(self, slave_id: str, held: ByRole) -> None:
         if slave_id in self.allocator.slaves:  # (a slave removed took its holds with it)
-            self.allocator.release_unowned(slave_id, held)
+            for role, resources in held.items():
+                self.allocator.release_unowned(slave_id, resources, role)
             self.request_round()
 
     def hold_dying_again(self, slave_id: str, framework_id: str, tasks: list[RunningTask]) -> None:
@@ -173,9 +184,9 @@ class Removals:
             if executor is not None and executor.executor_id not in executors:
                 executors.add(executor.executor_id)
                 used = used + executor.resources
-        if used:
+        if used:  # (whose role it was is forgotten with the framework: nobody's)
             bound = Discrete.union(r.task.discrete for r in tasks if r.task.discrete)
-            self._hold(slave_id, framework_id, used, bound, now)
+            self._hold(slave_id, framework_id, {"": used}, bound, now)
 
     def release_dying(self, slave_id: str, framework_id: str) -> bool:
         """The slave says the framework's tasks there have ended: what they used is free
@@ -195,7 +206,7 @@ class Removals:
         for slave_id, theirs in by_slave.items():
             held = sum((o.held for o in theirs), Resources())
             bound = Discrete.union(o.task.discrete for o in theirs if o.task.discrete)
-            self.books.dying.add(slave_id, framework_id, held, now, bound)
+            self.books.dying.add(slave_id, framework_id, {"": held}, now, bound)
             self.outbox.send_slave(slave_id, ShutdownFramework(framework_id=framework_id))
         return len(orphans)
 

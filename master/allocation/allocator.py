@@ -112,6 +112,9 @@ class Allocator:
         )
         self._framework_policy = "drf" if tree else policy
         self._role_frameworks: dict[str, Sorter] = {}
+        # slave: role: what a removed framework's tasks hold there while they die, counted
+        # in the role's share (hold_unowned's `role`); a role stays in the order for it
+        self._charged: dict[str, dict[str, dict[str, int]]] = {}
         self.frameworks: dict[str, FrameworkBook] = {}  # by client (`clients`)
         self.clients = Clients()  # a multi-role framework's, one a role
         self._wanting: dict[str, FrameworkBook] = {}  # active and not suppressed
@@ -163,7 +166,8 @@ class Allocator:
     def _add_client(self, framework_id: str, role: str, active: bool) -> None:
         if role not in self._role_frameworks:
             self._role_frameworks[role] = Sorter(self._framework_policy, self._total)
-            self._role_order.add(role)
+            if role not in self._role_order:  # (else kept for what dying tasks hold)
+                self._role_order.add(role)
         self._role_frameworks[role].add(framework_id, active=active)
         self.frameworks[framework_id] = FrameworkBook(framework_id, role, active=active)
         self._sync(framework_id)
@@ -185,7 +189,10 @@ class Allocator:
         sorter.remove(framework_id)
         if not len(sorter):
             del self._role_frameworks[fw.role]
-            self._role_order.remove(fw.role)
+            if fw.role in self._held_roles():  # (its share still counts dying tasks)
+                self._role_order.deactivate(fw.role)
+            else:
+                self._role_order.remove(fw.role)
         else:
             self._sync_role(fw.role)
         del self.frameworks[framework_id]
@@ -311,6 +318,8 @@ class Allocator:
         slave = self._slave(slave_id)
         for framework_id, held in list(slave.by_framework.items()):
             self.recover(framework_id, slave_id, Resources.from_millis(held))
+        for role, millis in self._charged.pop(slave_id, {}).items():  # (dying there: gone)
+            self._uncharge(slave_id, role, Resources.from_millis(millis))
         self._idle.add(slave, slave.unallocated, -1)
         self._total.remove(self._what(slave, slave.total))
         self._largest.lost()
@@ -381,25 +390,57 @@ class Allocator:
         else:
             self.hold_unowned(slave_id, resources)
 
-    def hold_unowned(self, slave_id: str, resources: Resources) -> None:
-        """Record resources in use by tasks no framework here owns (yet): see `adopt`."""
+    def hold_unowned(self, slave_id: str, resources: Resources, role: str = "") -> None:
+        """Record resources in use by tasks no framework here owns (yet): see `adopt`.
+        With a `role`, they are a removed framework's tasks while they die: counted in
+        that role's share until released, so that its principal's next framework is not
+        first in the order for the room they still use (the role kept in the order,
+        offered nothing, while it has no framework)."""
         slave = self._slave(slave_id)
         on_slave = self._copies.split(slave, "", None, resources.millis, 1)[0]  # (checks)
         add_millis(slave.unowned, resources.millis)
         self._take(slave, on_slave)
+        if role:
+            on_role = self._charged.setdefault(slave_id, {}).setdefault(role, {})
+            add_millis(on_role, resources.millis)
+            if role not in self._role_order:
+                self._role_order.add(role)
+                self._role_order.deactivate(role)
+            self._role_order.allocated(role, resources)
 
-    def release_unowned(self, slave_id: str, resources: Resources) -> None:
-        """Resources held by `hold_unowned` are free again: the tasks nobody here owned
-        are shut down (their framework torn down by an operator)."""
+    def release_unowned(self, slave_id: str, resources: Resources, role: str = "") -> None:
+        """Resources held by `hold_unowned` (for `role`) are free again: the tasks nobody
+        here owned are shut down (their framework torn down by an operator)."""
         slave = self._slave(slave_id)
-        try:
+        charged = self._charged.get(slave_id, {})
+        try:  # (the role's first: what is charged to it is in the slave's unowned too)
+            if role:
+                sub_millis(charged.get(role, {}), resources.millis, f"role {role} on {slave_id}")
             sub_millis(slave.unowned, resources.millis, f"slave {slave_id}'s unowned")
         except ResourceError as e:
             raise AllocatorError(str(e)) from None
         on_slave = self._copies.split(slave, "", None, resources.millis, -1)[0]
         self._free_again(slave, on_slave)
+        if role:
+            self._uncharge(slave_id, role, resources)
         self._lone.pop(slave_id, None)
         self._visits.visit(slave_id)
+
+    def _uncharge(self, slave_id: str, role: str, resources: Resources) -> None:
+        """`resources` of the role's dying tasks on the slave no longer count in its share
+        (taken out of the slave's charges already); a role with no framework and nothing
+        else charged leaves the order."""
+        charged = self._charged.get(slave_id, {})
+        if not any(charged.get(role, {}).values()):
+            charged.pop(role, None)
+            if not charged:
+                self._charged.pop(slave_id, None)
+        self._role_order.unallocated(role, resources)
+        if role not in self._role_frameworks and role not in self._held_roles():
+            self._role_order.remove(role)
+
+    def _held_roles(self) -> set[str]:
+        return {role for by_role in self._charged.values() for role in by_role}
 
     def adopt(
         self, framework_id: str, slave_id: str, resources: Resources, role: str | None = None
