@@ -12,14 +12,23 @@ believed after HELD_AT_MOST; a slave removed takes its holds with it.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from protocol.wire.discrete import EMPTY, Discrete
 from protocol.wire.resources import Resources
 
 # the slave's most kill grace (60 s by default), the executor's shutdown after it, and a
-# margin: past this a slave that has said nothing is taken to have ended them
+# margin: past this a slave that has said nothing is taken to have ended them (longer for
+# tasks whose kill policy asked for more: a slave's operator may allow it, `held_for`)
 HELD_AT_MOST = 75.0
+MARGIN = HELD_AT_MOST - 60.0
+
+
+def held_for(graces: Iterable[float]) -> float:
+    """How long dying tasks with these kill graces (their policies') are held at most."""
+    longest = max(graces, default=None)
+    return HELD_AT_MOST if longest is None else max(HELD_AT_MOST, longest + MARGIN)
 
 
 # what dying tasks hold on a slave, by the role it counts in ("": none's, an orphan's)
@@ -35,6 +44,7 @@ class _Held:
     by_role: ByRole
     values: Discrete  # the ports (and other named values) they are bound to
     until: float
+    hold_for: float  # seconds: how long a slave that says nothing is waited for
 
 
 class Dying:
@@ -52,21 +62,24 @@ class Dying:
         by_role: ByRole,
         now: float,
         values: Discrete = EMPTY,
+        hold_for: float | None = None,
     ) -> None:
+        hold_for = HELD_AT_MOST if hold_for is None else hold_for
         key = (slave_id, framework_id)
         held = self._held.get(key)
         if held is None:
-            self._held[key] = _Held(by_role, values, now + HELD_AT_MOST)
+            self._held[key] = _Held(by_role, values, now + hold_for, hold_for)
             self._slaves[slave_id] = self._slaves.get(slave_id, 0) + 1
         else:  # (removed again, as a framework known also by orphans can be)
-            held.by_role, held.until = merged(held.by_role, by_role), now + HELD_AT_MOST
+            held.hold_for = max(held.hold_for, hold_for)
+            held.by_role, held.until = merged(held.by_role, by_role), now + held.hold_for
             held.values = Discrete.union([held.values, values])
 
     def renew(self, slave_id: str, framework_id: str, now: float) -> bool:
-        """The slave is told (again) now: its hold runs HELD_AT_MOST from now (False: none)."""
+        """The slave is told (again) now: its hold runs its time from now (False: none)."""
         held = self._held.get((slave_id, framework_id))
         if held is not None:
-            held.until = now + HELD_AT_MOST
+            held.until = now + held.hold_for
         return held is not None
 
     def values_on(self, slave_id: str) -> list[Discrete]:

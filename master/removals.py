@@ -10,7 +10,7 @@ from typing import Any
 from master.allocation.allocator import Allocator, AllocatorError
 from master.books import Books, Framework, Slave
 from master.counters import SlaveChurn
-from master.dying import ByRole
+from master.dying import ByRole, held_for
 from master.ha.recorder import Recorder
 from master.listeners import Listeners
 from master.offers import OfferBook
@@ -91,6 +91,7 @@ class Removals:
         slaves: set[str] = set(fw.slaves_used)  # its executors may outlive its tasks
         dying: dict[str, ByRole] = {}  # by slave: what its tasks use until they end
         values: dict[str, list[Discrete]] = {}  # ... and the ports they are bound to
+        graces: dict[str, list[float]] = {}  # ... and the kill graces they asked for
         for task in fw.tasks.values():
             slaves.add(task.slave_id)
             slave = self.books.slaves.get(task.slave_id)
@@ -102,6 +103,8 @@ class Removals:
                 on[role] = on.get(role, Resources()) + task.info.resources
                 if task.info.discrete:
                     values.setdefault(task.slave_id, []).append(task.info.discrete)
+                if task.info.kill_policy is not None:
+                    graces.setdefault(task.slave_id, []).append(task.info.kill_policy.grace_period)
         for (slave_id, _), resources in fw.executors.items():
             if slave_id in self.books.slaves:  # (an executor's: its first role's)
                 on = dying.setdefault(slave_id, {})
@@ -110,7 +113,7 @@ class Removals:
             if slave_id in self.books.slaves:
                 self.outbox.send_slave(slave_id, ShutdownFramework(framework_id=fw.framework_id))
         self.allocator.remove_framework(fw.framework_id)  # releases tasks and offers alike
-        self._hold_dying(fw.framework_id, dying, values)
+        self._hold_dying(fw.framework_id, dying, values, graces)
         killed = len(fw.tasks)
         self.books.forget_framework(fw, why)
         self.recorder.forget_framework(fw.framework_id, fw.principal, why)
@@ -136,7 +139,11 @@ class Removals:
         self.request_round()
 
     def _hold_dying(
-        self, framework_id: str, dying: dict[str, ByRole], values: dict[str, list[Discrete]]
+        self,
+        framework_id: str,
+        dying: dict[str, ByRole],
+        values: dict[str, list[Discrete]],
+        graces: dict[str, list[float]],
     ) -> None:
         """What a removed framework's tasks use, and the ports they are bound to, are held
         by nobody until their slave says they have ended (`master.dying`): their kill
@@ -144,10 +151,17 @@ class Removals:
         now = loop_time()
         for slave_id, by_role in dying.items():
             bound = Discrete.union(values.get(slave_id, ()))
-            self._hold(slave_id, framework_id, by_role, bound, now)
+            hold_for = held_for(graces.get(slave_id, ()))
+            self._hold(slave_id, framework_id, by_role, bound, now, hold_for)
 
     def _hold(
-        self, slave_id: str, framework_id: str, by_role: ByRole, bound: Discrete, now: float
+        self,
+        slave_id: str,
+        framework_id: str,
+        by_role: ByRole,
+        bound: Discrete,
+        now: float,
+        hold_for: float | None = None,
     ) -> None:
         """Hold what `by_role` says (and the values `bound`) of the slave by nobody, as
         dying, each part counted in its role's share."""
@@ -162,7 +176,7 @@ class Removals:
                 continue
             held[role] = used
         if held:
-            self.books.dying.add(slave_id, framework_id, held, now, bound)
+            self.books.dying.add(slave_id, framework_id, held, now, bound, hold_for)
 
     def _free_dying(self, slave_id: str, held: ByRole) -> None:
         if slave_id in self.allocator.slaves:  # (a slave removed took its holds with it)
@@ -186,7 +200,8 @@ class Removals:
                 used = used + executor.resources
         if used:  # (whose role it was is forgotten with the framework: nobody's)
             bound = Discrete.union(r.task.discrete for r in tasks if r.task.discrete)
-            self._hold(slave_id, framework_id, {"": used}, bound, now)
+            graces = (r.task.kill_policy.grace_period for r in tasks if r.task.kill_policy)
+            self._hold(slave_id, framework_id, {"": used}, bound, now, held_for(graces))
 
     def release_dying(self, slave_id: str, framework_id: str) -> bool:
         """The slave says the framework's tasks there have ended: what they used is free

@@ -100,3 +100,18 @@ def test_a_roles_share_is_its_frameworks_and_its_dying_tasks_always(
             assert in_order == (bool(charged.get(each)) or each in frameworks.values())
             if in_order:
                 assert {k: v for k, v in a.roles.held(each).items() if v} == want
+
+
+def test_tasks_that_asked_for_a_long_kill_grace_are_held_as_long() -> None:
+    """A slave's operator may allow kill graces past 60 s (--max-kill-grace): a slave that
+    never says its tasks ended is believed only after the longest their policies asked."""
+    from master.dying import HELD_AT_MOST, Dying, held_for
+
+    assert held_for([]) == held_for([3.0]) == HELD_AT_MOST
+    assert held_for([30.0, 200.0]) == 215.0
+    book = Dying()
+    book.add("s1", "m1", {"mallory": CPU}, 0.0, hold_for=held_for([200.0]))
+    assert book.overdue(HELD_AT_MOST + 1) == []
+    assert book.renew("s1", "m1", 100.0)  # (told again: its time from now)
+    assert book.overdue(300.0) == []
+    assert book.overdue(315.0) == [("s1", "m1", {"mallory": CPU})]
