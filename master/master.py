@@ -237,7 +237,7 @@ class Master:
             slave_gone=self.removals.slave_removed,
         )
         self.listeners.task_ended.append(self.preemptor.task_ended)
-        self.listeners.framework_gone.append(cycle.forget)
+        self.listeners.framework_gone.append(lambda fid: cycle.forget(fid, loop_time()))
         # the call handlers
         self.subscriptions = Subscriptions(
             books,

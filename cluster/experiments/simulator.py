@@ -317,7 +317,7 @@ class Simulation:
             if r.framework == name:
                 self._release(ref, t, completed=False)
         self.allocator.remove_framework(name)
-        self.cycle.forget(name)
+        self.cycle.forget(name, t)
         self.added.discard(name)
         self._want_round(t)
 

@@ -4,14 +4,16 @@ Preemption ends other tenants' tasks so that a starving framework can run one of
 declared tasks. A tenant that declares demand and then declines the room freed for it
 gains nothing, but could have others' tasks killed again and again. So each claimant's
 last claim is watched: a claimant that, by the end of its hold, has no task of the size
-the room was freed for on a node of the claim -- none launched, or those it launched
-killed or failed meanwhile -- waits before preemption frees room for it again:
+the room was freed for on every node of the claim -- none launched, or those it
+launched killed or failed meanwhile -- waits before preemption frees room for it again:
 FIRST_WAIT, doubling with each unused claim in a row up to LONGEST_WAIT; a used claim
 clears the count. It counts as unused if it was offered the room, or if the room stood
-free and held for it while it did not want it (suppressed, away, in another role); a
-claim whose victims outlived the hold (the room never stood free for it) counts neither
-way. The count and the wait are the tenant's (its principal's), so that another framework
-of its own does not start afresh. There is nothing like it in Mesos, which has no
+free and held for it while it did not want it (suppressed, away, in another role), or if
+its victims outlived the hold (a kill grace longer than the hold) and it did not take the
+room within TAKE_AFTER of their end, or if the claimant left with its claim unjudged;
+only a claim whose victims' end is not known counts neither way. The count and the wait
+are the tenant's (its principal's), so that another framework of its own does not start
+afresh. There is nothing like it in Mesos, which has no
 preemption; YARN gives the freed containers to the starving application itself.
 """
 
@@ -26,6 +28,7 @@ from protocol.wire.resources import add_millis, holds, sub_millis_clamped
 FIRST_WAIT = 60.0  # seconds without claims after the first unused one
 LONGEST_WAIT = 3600.0  # the doubling stops here
 STOOD_FREE = 1.0  # seconds the room stood held for it, its victims ended, to count
+TAKE_AFTER = 5.0  # seconds to take a room whose victims ended after its hold
 
 
 @dataclass(slots=True)
@@ -40,8 +43,27 @@ class _Claimed:
 
     @property
     def used(self) -> bool:
-        """A node of the claim has a task of the size its room was freed for."""
-        return any(holds(self.launched.get(s, {}), need) for s, need in self.needs.items())
+        """Every node of the claim has a task of the size its room was freed for (one
+        task in one room of eight is no use of the other seven's victims)."""
+        return all(holds(self.launched.get(s, {}), need) for s, need in self.needs.items())
+
+    def judged_at(self) -> float:
+        """When it is judged (if not used before): its hold's end, or a while after its
+        victims' end where they outlived the hold."""
+        ended = self.victims_ended
+        if ended is None or ended + STOOD_FREE <= self.until:
+            return self.until
+        return ended + TAKE_AFTER
+
+    def left_unused(self) -> bool | None:
+        """Judged unused (True), used (False), or neither (None: its victims' end is not
+        known, so whether the room ever stood free for it is not)."""
+        if self.used:
+            return False
+        ended = self.victims_ended
+        if self.offered or (ended is not None and ended + STOOD_FREE <= self.until):
+            return True
+        return True if ended is not None else None
 
 
 class ClaimUse:
@@ -111,20 +133,22 @@ class ClaimUse:
         key = tenant or claimant
         claim = self._claims.get(claimant)
         if claim is not None:
-            used = claim.used
-            if now < claim.until and not used:
+            # (an offer of the room it had tells, once the hold is over)
+            judge_at = claim.until if claim.offered else claim.judged_at()
+            if not claim.used and now < judge_at:
                 return False
-            del self._claims[claimant]  # (judged: used, or its hold is over)
-            ended = claim.victims_ended
-            stood_free = ended is not None and ended + STOOD_FREE <= claim.until
-            if used:
-                self._unused.pop(claim.tenant, None)
-            elif claim.offered or stood_free:
-                unused = self._unused[claim.tenant] = self._unused.get(claim.tenant, 0) + 1
-                wait = min(LONGEST_WAIT, FIRST_WAIT * 2 ** (unused - 1))
-                self._waits[claim.tenant] = now + wait
+            del self._claims[claimant]  # (judged: used, or its time is over)
+            self._judge(claim, now)
         wait_until = self._waits.get(key)
         return wait_until is None or now >= wait_until
+
+    def _judge(self, claim: _Claimed, now: float) -> None:
+        verdict = claim.left_unused()
+        if verdict is False:
+            self._unused.pop(claim.tenant, None)
+        elif verdict:
+            unused = self._unused[claim.tenant] = self._unused.get(claim.tenant, 0) + 1
+            self._waits[claim.tenant] = now + min(LONGEST_WAIT, FIRST_WAIT * 2 ** (unused - 1))
 
     def waiting(self, claimant: str, now: float) -> float:
         """Seconds it (its tenant) still waits for leaving claims unused (0: none)."""
@@ -134,10 +158,16 @@ class ClaimUse:
     def unused(self, claimant: str) -> int:
         return self._unused.get(self._tenants.get(claimant, claimant), 0)
 
-    def forget(self, framework_id: str) -> None:
-        """A framework gone: its claim goes; its tenant's count and wait stay (but those
-        of a framework that was its own tenant)."""
-        self._claims.pop(framework_id, None)
+    def forget(self, framework_id: str, now: float | None = None) -> None:
+        """A framework gone: its claim goes, judged as it stands (`now`: when; a claimant
+        that leaves before using its room left it unused, so that a tenant cannot escape
+        the count by subscribing another framework); its tenant's count and wait stay
+        (but those of a framework that was its own tenant)."""
+        claim = self._claims.pop(framework_id, None)
+        if claim is not None and now is not None and claim.tenant != framework_id:
+            if not claim.used:
+                claim.offered = True  # (left: as good as turned down)
+            self._judge(claim, now)
         if self._tenants.pop(framework_id, framework_id) == framework_id:
             self._unused.pop(framework_id, None)
             self._waits.pop(framework_id, None)

@@ -609,10 +609,11 @@ class Preemption:
         self.stats.work_lost_seconds += max(0.0, ran)
         return True
 
-    def forget(self, framework_id: str) -> None:
-        """A framework left: its timers go, and so do victims it no longer owns."""
+    def forget(self, framework_id: str, now: float | None = None) -> None:
+        """A framework left (at `now`, if known): its timers go, and so do victims it no
+        longer owns; its claim is judged as it stands."""
         self.starving_since.pop(framework_id, None)
-        self.claim_use.forget(framework_id)
+        self.claim_use.forget(framework_id, now)
         for key in [k for k in self.doomed if k[0] == framework_id]:
             del self.doomed[key]
 

@@ -329,9 +329,9 @@ class OfferCycle:
         return why.first(self.allocator, self.state, framework_id, now)
 
     # -- frameworks ------------------------------------------------------------------------------
-    def forget(self, framework_id: str) -> None:
-        """A framework left: its timers, victims it no longer owns, its count of offers
-        let time out and its offer filter go."""
-        self.preemption.forget(framework_id)
+    def forget(self, framework_id: str, now: float | None = None) -> None:
+        """A framework left (at `now`, if known): its timers, victims it no longer owns,
+        its count of offers let time out and its offer filter go."""
+        self.preemption.forget(framework_id, now)
         self._timed_out.pop(framework_id, None)
         self._smallest.pop(framework_id, None)

@@ -1,0 +1,89 @@
+"""Review 59: a claim that freed room on several nodes counts as used when the claimant
+runs one task on one of them (`ClaimUse._Claimed.used`: "a node of the claim has a task
+of the size its room was freed for"). A tenant that declares 8 tasks has preemption free
+room for up to 8 of them at once (a plan a node, `max_tasks` its declared count); it runs
+one 20 s task in that room, declines the rest with a long filter (the victim takes it
+back), and starves again: each claim is judged used and clears its count, so it never
+waits, and the victim loses some 6 tasks for each task of the claimant's.
+
+On the offer cycle with the books in memory (the harness of
+tests/test_review58_suppressed_claimant.py), a check and a round a second. The same
+cluster with a claimant that runs a task in every room freed for it: 1 claim, 8 tasks
+killed, 240 tasks of its own run in 600 s."""
+
+from __future__ import annotations
+
+from master.allocation.allocator import Allocator
+from master.allocation.planning import RunningTask
+from master.allocation.preemption import PreemptionConfig
+from master.cycle import CycleConfig, OfferCycle
+from protocol.wire.resources import Resources
+
+from harness.cycle import Books
+
+TASK = Resources(cpus=1, mem=1024)
+SLAVE = Resources(cpus=4, mem=4096)
+RUNS = 20.0  # seconds each of the claimant's tasks runs, then finishes
+WINDOW = 600.0
+
+
+def test_a_claim_whose_rooms_are_all_but_one_left_unused_counts_as_unused() -> None:
+    config = CycleConfig(preemption=PreemptionConfig(timeout=5.0, notice=2.0))
+    allocator, books = Allocator("drf"), Books()
+    for name in ("A", "B"):
+        allocator.add_framework(name, name)
+        books.roles[name] = name
+    for i in range(4):
+        allocator.add_slave(f"s{i}", SLAVE)
+    cycle = OfferCycle(allocator, books, config)
+    for i in range(16):  # A (honest) fills the four slaves
+        slave = f"s{i % 4}"
+        allocator.allocate_existing("A", slave, TASK)
+        books.tasks[("A", f"t{i}")] = RunningTask("A", f"t{i}", slave, dict(TASK.millis), i)
+    books.demand["B"] = [(dict(TASK.millis), 8)]
+    now, claims, killed, ran = 0.0, 0, 0, 0
+    ending: dict[str, tuple[float, str]] = {}  # B's tasks: when they finish, where
+    one_run = False  # B ran its one task since its last claim
+    while now < WINDOW:
+        plan = cycle.check(now)
+        if any(c.claimant == "B" for c in plan.claims):
+            claims, one_run = claims + 1, False
+        for kill in cycle.kills_due(now):
+            books.tasks.pop((kill.framework_id, kill.task_id))
+            cycle.task_ended(kill.framework_id, kill.task_id, finished=False, ran=1.0, now=now)
+            allocator.recover(kill.framework_id, kill.slave_id, TASK)
+            killed += 1
+        for task_id, (at, slave) in list(ending.items()):
+            if at <= now:
+                del ending[task_id]
+                books.tasks.pop(("B", task_id))
+                cycle.task_ended("B", task_id, finished=True, ran=RUNS, now=now, on=(slave, TASK))
+                allocator.recover("B", slave, TASK)
+        for o in cycle.round(now).offers:
+            if o.framework_id == "B":
+                if o.resources.contains(TASK) and not one_run:  # one task, the rest back
+                    allocator.recover("B", o.slave_id, o.resources - TASK)
+                    task_id = f"b{now:g}"
+                    books.tasks[("B", task_id)] = RunningTask(
+                        "B", task_id, o.slave_id, dict(TASK.millis), now
+                    )
+                    cycle.launched("B", o.slave_id, TASK)
+                    ending[task_id] = (now + RUNS, o.slave_id)
+                    one_run, ran = True, ran + 1
+                else:
+                    allocator.recover("B", o.slave_id, o.resources, refuse_seconds=3600.0, now=now)
+                continue
+            allocator.recover(o.framework_id, o.slave_id, o.resources)  # A launches again
+            for n in range(int(o.resources.quantities().get("cpus", 0))):
+                allocator.allocate_existing("A", o.slave_id, TASK)
+                books.tasks[("A", f"r{now}-{n}")] = RunningTask(
+                    "A", f"r{now}-{n}", o.slave_id, dict(TASK.millis), now
+                )
+        now += 1.0
+    # the room freed and left unused is bounded by the waits (60 s, 120 s, 240 s...): at
+    # most 4 claims of 8 rooms in 600 s, were each such claim counted unused
+    assert killed - ran <= 4 * 8, (
+        f"{claims} claims for B in {WINDOW:g}s killed {killed} of A's tasks; B ran {ran} "
+        f"task(s) of {RUNS:g}s in the room freed for it, one a claim: {killed - ran} of A's "
+        f"tasks killed for room B left unused, and B never waited"
+    )
