@@ -121,7 +121,13 @@ _TMP_BINDS = (
 # not itself (a symlink on its way since the slave made it) is refused. Then the way is
 # handed back to the task's user, deepest first.
 _VOLUME_BINDS = (
-    'while [ "$1" != -- ]; do { [ -d "$2" ] && [ "$(realpath -e -- "$2")" = "$2" ]; } || exit 125;'
+    # the way first: each a directory of root's, no link (it was made so; what is not was
+    # swapped in by the task's user before the sandbox was held, and nothing of the user's
+    # can change a directory of root's in a held sandbox): then the places cannot move
+    'w=0; for a in "$@"; do if [ "$a" = -- ]; then w=$((w + 1)); [ "$w" = 2 ] && break;'
+    ' elif [ "$w" = 1 ]; then { [ -d "$a" ] && [ ! -L "$a" ] &&'
+    ' [ "$(stat -c %u -- "$a")" = 0 ]; } || exit 125; fi; done &&'
+    ' while [ "$1" != -- ]; do { [ -d "$2" ] && [ "$(realpath -e -- "$2")" = "$2" ]; } || exit 125;'
     ' mount -n --bind -o nosuid,nodev -- "$1" "$2" || exit 125; shift 2; done && shift &&'
     ' while [ "$1" != -- ]; do chown -h -- "$DRFMESOS_SANDBOX_OWNER" "$1" || exit 125; shift;'
     " done && shift"
