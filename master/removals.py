@@ -105,10 +105,11 @@ class Removals:
                     values.setdefault(task.slave_id, []).append(task.info.discrete)
                 if task.info.kill_policy is not None:
                     graces.setdefault(task.slave_id, []).append(task.info.kill_policy.grace_period)
-        for (slave_id, _), resources in fw.executors.items():
-            if slave_id in self.books.slaves:  # (an executor's: its first role's)
+        for (slave_id, executor_id), resources in fw.executors.items():
+            if slave_id in self.books.slaves:  # (an executor's: the role it was launched in)
                 on = dying.setdefault(slave_id, {})
-                on[fw.all_roles()[0]] = on.get(fw.all_roles()[0], Resources()) + resources
+                role = fw.executor_roles.get((slave_id, executor_id), fw.all_roles()[0])
+                on[role] = on.get(role, Resources()) + resources
         for slave_id in slaves:
             if slave_id in self.books.slaves:
                 self.outbox.send_slave(slave_id, ShutdownFramework(framework_id=fw.framework_id))

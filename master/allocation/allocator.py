@@ -319,7 +319,7 @@ class Allocator:
         for framework_id, held in list(slave.by_framework.items()):
             self.recover(framework_id, slave_id, Resources.from_millis(held))
         for role, millis in self._charged.pop(slave_id, {}).items():  # (dying there: gone)
-            self._uncharge(slave_id, role, Resources.from_millis(millis))
+            self._uncharge(slave_id, role, self._what(slave, Resources.from_millis(millis)))
         self._idle.add(slave, slave.unallocated, -1)
         self._total.remove(self._what(slave, slave.total))
         self._largest.lost()
@@ -406,7 +406,7 @@ class Allocator:
             if role not in self._role_order:
                 self._role_order.add(role)
                 self._role_order.deactivate(role)
-            self._role_order.allocated(role, resources)
+            self._role_order.allocated(role, self._what(slave, resources))  # (as shares see it)
 
     def release_unowned(self, slave_id: str, resources: Resources, role: str = "") -> None:
         """Resources held by `hold_unowned` (for `role`) are free again: the tasks nobody
@@ -422,14 +422,14 @@ class Allocator:
         on_slave = self._copies.split(slave, "", None, resources.millis, -1)[0]
         self._free_again(slave, on_slave)
         if role:
-            self._uncharge(slave_id, role, resources)
+            self._uncharge(slave_id, role, self._what(slave, resources))
         self._lone.pop(slave_id, None)
         self._visits.visit(slave_id)
 
     def _uncharge(self, slave_id: str, role: str, resources: Resources) -> None:
-        """`resources` of the role's dying tasks on the slave no longer count in its share
-        (taken out of the slave's charges already); a role with no framework and nothing
-        else charged leaves the order."""
+        """`resources` of the role's dying tasks on the slave (as shares see them: `_what`)
+        no longer count in its share (taken out of the slave's charges already); a role
+        with no framework and nothing else charged leaves the order."""
         charged = self._charged.get(slave_id, {})
         if not any(charged.get(role, {}).values()):
             charged.pop(role, None)
