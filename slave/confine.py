@@ -71,11 +71,13 @@ _WRAP = (
 # -c`) that traps SIGTERM, and dies of the SIGTERM that starts the program's grace. The
 # rest: each live process of its group (`[ "$3" = $$ ]`: it leads the group), or, pid 1
 # of the task's PID namespace (whose end kills all in it), each but itself there. Read
-# from /proc with builtins only, ten times a second, in the grace alone.
+# from /proc with builtins only, ten times a second, in the grace alone; /bin/sleep by
+# its path, never the task's PATH (the wrapper is outside the task's cgroup on v1: a
+# `sleep` of the task's would run there, unbounded).
 _REST = (
     ' [ -z "$k" ] || while r=; for p in /proc/[0-9]*; do [ "$p" = /proc/$$ ] ||'
     ' { read -r s < "$p/stat" && s=${s##*) } && set -- $s && [ "$1" != Z ] && OURS'
-    ' && r=1 && break; }; done; [ -n "$r" ]; do sleep 0.1; done;'
+    ' && r=1 && break; }; done; [ -n "$r" ]; do /bin/sleep 0.1; done;'
 )
 _EXIT = ' exit "$code"\n'
 WRAPPER = _WRAP + _EXIT  # (an image's: podman, root's, stops its container itself)
