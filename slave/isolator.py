@@ -348,7 +348,8 @@ class CgroupsIsolator:
         self._parent_made = True
         if self.cpus:
             self.cgroups.create(PARENT, Limits(cpus=float(os.cpu_count() or 1)))
-            self.cgroups.create(self.parent, Limits(cpus=self.cpus))
+            together = self.pids.together() if self.pids is not None else None
+            self.cgroups.create(self.parent, Limits(cpus=self.cpus, max_pids=together))
 
     async def prepare(self, name: str, resources: Resources, owner: int | None = None) -> Container:
         amounts = resources.quantities()  # (reserved cpus are cpus)
@@ -452,9 +453,27 @@ def make_isolator(
         return PosixIsolator()
     pids = pids if pids is not None and pids.bounded else None
     found = detect(root, pids=pids is not None)
+    log = logs.get("slave", slave_id=slave_id)
     if isinstance(found, str):
         if kind == "cgroups":
             raise ValueError(f"--isolation cgroups is not possible here: {found}")
-        logs.get("slave", slave_id=slave_id).warning("isolation.posix_fallback", why=found)
+        log.warning("isolation.posix_fallback", why=found)
         return PosixIsolator()
+    if pids is not None and not _has_pids(found, root):
+        why = "this host has no pids controller: a task's processes and threads are unbounded"
+        if kind == "cgroups":
+            raise ValueError(f"--isolation cgroups: {why} (--max-task-pids 0 runs so)")
+        log.warning("isolation.pids_unbounded", why=why, fix="mount the pids controller")
+        pids = None
     return CgroupsIsolator(found, slave_id, cfs, pids, cpus)
+
+
+def _has_pids(found: Cgroups, root: Path) -> bool:
+    """Whether the pids controller is there to bound tasks with (v1: its hierarchy; v2:
+    among the root's controllers)."""
+    if found.version == 1:
+        return (root / "pids" / "cgroup.procs").exists()
+    try:
+        return "pids" in (root / "cgroup.controllers").read_text().split()
+    except OSError:
+        return False

@@ -6,7 +6,8 @@ limit does not bound them: one tenant's task of 1.3 GB holds every pid of a host
 is bounded (its cgroup's `pids.max`) by its dominant share of the slave (the larger of
 its cpus and its mem over the slave's) of a budget: three eighths of what the host has.
 The shares of the tasks a slave runs at once add up to 2 at the most (1 of cpus, 1 of
-mem), so together they hold three quarters of the host's pids at the most, whoever's;
+mem), so together they hold three quarters of the host's pids at the most, whoever's
+(and the slave's parent cgroup holds them to it, the floor of LEAST a task included);
 the rest stays for the host and the slave. An operator's `--max-task-pids N` is a fixed
 bound instead, and 0 none (as Mesos, without its pids isolator).
 """
@@ -39,6 +40,14 @@ class PidShares:
     @property
     def bounded(self) -> bool:
         return self.fixed != 0
+
+    def together(self) -> int | None:
+        """The bound of all the slave's tasks together (its parent cgroup's): what their
+        shares add up to at the most, so that tasks below LEAST's floor, many of them,
+        still leave the host and the slave their quarter."""
+        if self.fixed is not None:
+            return None  # (the operator's own bound a task: theirs to add up)
+        return int(self.host * BUDGET * 2)
 
     def of(self, resources: Resources) -> int | None:
         """The bound of a task (or an executor and its tasks) given `resources`."""

@@ -52,3 +52,8 @@ def test_the_host_has_the_fewer_of_its_pids_and_threads(tmp_path: Path) -> None:
     (tmp_path / "pid_max").write_text("4194304\n")
     (tmp_path / "threads-max").write_text("192735\n")
     assert host_pids(tmp_path) == 192_735
+
+
+def test_the_slaves_tasks_together_are_held_to_three_quarters_of_the_host() -> None:
+    assert PidShares(32_768, SLAVE).together() == 24_576
+    assert PidShares(32_768, SLAVE, fixed=256).together() is None  # (the operator's sum)
