@@ -359,7 +359,9 @@ class FrameworkCalls:
         refuse, fid = msg.filters.refuse_seconds, fw.framework_id
         for record in records:
             self.offers.drop(record)
-            self.cycle.decline(fid, record.slave_id, record.resources, refuse, now, record.role)
+            self.cycle.decline(
+                fid, record.slave_id, record.resources, refuse, now, record.role, whole=True
+            )
             self.outbox.emit(
                 "decline",
                 framework_id=fw.framework_id,

@@ -113,22 +113,25 @@ class OfferCycle:
         refuse_seconds: float | None,
         now: float,
         role: str | None = None,
+        *,
+        whole: bool = False,
     ) -> bool:
         """Offered resources a framework did not use (declined, or left over by what it
         launched) go back to the pool, kept from it on that slave for `refuse_seconds`
         (its filter; none if None or 0), and at least one allocation interval, as Mesos
         keeps it (MESOS-4302: a shorter filter lapses before the next round could honour
-        it); a multi-role framework's filter is its offer's `role`'s. True if anything
-        went back: a round is worth running."""
+        it); a multi-role framework's filter is its offer's `role`'s. An offer declined
+        `whole` is kept from it that long with a filter of 0 too: what it declines goes
+        to the next in the order (where Mesos keeps no filter for 0, a framework first in
+        the order, holding nothing, is offered it straight back and keeps it from one
+        that wants it by declining). True if anything went back: a round is worth running."""
         if not resources:
             return False
+        refusal = self._refusal(refuse_seconds)
+        if whole and not refusal:
+            refusal = self.config.allocation_interval
         self.allocator.recover(
-            framework_id,
-            slave_id,
-            resources,
-            role=role,
-            refuse_seconds=self._refusal(refuse_seconds),
-            now=now,
+            framework_id, slave_id, resources, role=role, refuse_seconds=refusal, now=now
         )
         return True
 
