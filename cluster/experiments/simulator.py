@@ -417,7 +417,7 @@ class Simulation:
                     group, ends = 1, task_ends
             if not tasks:  # declined whole, the usual: the offer's own resources go back
                 self.declines += 1
-                cycle.decline(fid, a.slave_id, a.resources, refuse, t)
+                cycle.decline(fid, a.slave_id, a.resources, refuse, t, whole=True)
             elif any(left.values()):  # (what it did not use; used whole, nothing goes back)
                 cycle.decline(fid, a.slave_id, Resources.from_millis(left), refuse, t)
             if tasks and watching:  # (whether it used the room preemption freed for it)

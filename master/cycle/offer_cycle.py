@@ -74,7 +74,7 @@ class OfferCycle:
         slaves = len(a.slaves)
         bounded = held or slaves > offer_bound.MAX_OFFERS_HELD  # (else nobody can reach it)
         room = offer_bound.room(held, a.frameworks, slaves) if bounded else None
-        refusal = self._refusal(refuse_seconds) if declines is not None else None
+        refusal = self._whole_refusal(refuse_seconds) if declines is not None else None
         allocations = a.allocate(now, room=room, declines=declines, refuse_seconds=refusal)
         if not room or not allocations:
             self._offered(now, allocations)
@@ -127,9 +127,7 @@ class OfferCycle:
         that wants it by declining). True if anything went back: a round is worth running."""
         if not resources:
             return False
-        refusal = self._refusal(refuse_seconds)
-        if whole and not refusal:
-            refusal = self.config.allocation_interval
+        refusal = self._whole_refusal(refuse_seconds) if whole else self._refusal(refuse_seconds)
         self.allocator.recover(
             framework_id, slave_id, resources, role=role, refuse_seconds=refusal, now=now
         )
@@ -140,6 +138,10 @@ class OfferCycle:
         if refuse_seconds:
             return max(refuse_seconds, self.config.allocation_interval)
         return refuse_seconds
+
+    def _whole_refusal(self, refuse_seconds: float | None) -> float:
+        """An offer declined whole is filtered one allocation interval even with 0."""
+        return self._refusal(refuse_seconds) or self.config.allocation_interval
 
     def answered(self, framework_id: str) -> None:
         """It answered an offer: the next one it lets time out is filtered from
