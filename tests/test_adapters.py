@@ -5,7 +5,9 @@ what it uses, and importing either outside the tested versions stops with the ra
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.metadata
+from collections import deque
 from types import SimpleNamespace
 from typing import cast
 
@@ -145,6 +147,81 @@ async def test_a_message_to_a_party_at_rest_is_dispatched_in_the_loops_next_turn
     disconnected.set_result(None)
     with pytest.raises(aiomqtt.MqttError):
         await within(receiving, 10)
+
+
+def _packet(command: int, data: bytes) -> dict[str, object]:
+    """A packet as paho keeps it waiting (its `_out_packet`), not begun."""
+    return {"command": command, "mid": 0, "qos": 1, "pos": 0, "to_process": len(data),
+            "packet": data, "info": None}  # fmt: skip
+
+
+async def test_a_lone_message_is_acknowledged_in_the_write_of_its_handlers_answer() -> None:
+    """A party at rest whose handler runs in a task of its own (the master's intake, a
+    driver's callbacks) sends that handler's answer first, and the PUBACK in the same
+    write: the PUBACK's own write went first, woke the broker, and the answer waited. A
+    message with more behind it has its PUBACK written before the next is dispatched."""
+    queue: StampedQueue = StampedQueue()
+    disconnected: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    waiting: deque[dict[str, object]] = deque()
+    writes: list[list[object]] = []
+
+    def loop_write() -> None:  # (paho's: what waits goes to the socket)
+        writes.append([p["packet"] for p in waiting])
+        waiting.clear()
+
+    paho = SimpleNamespace(
+        on_publish=None, _handle_pubackcomp=None, _out_packet=waiting, loop_write=loop_write,
+        want_write=lambda: False, socket=lambda: None,
+    )  # fmt: skip
+    link = PahoLink(
+        cast(
+            aiomqtt.Client, SimpleNamespace(_client=paho, _queue=queue, _disconnected=disconnected)
+        ),
+        lambda mid: None,
+    )
+    sock = SimpleNamespace(fileno=lambda: -1)
+
+    def paho_queues(data: bytes, command: int) -> None:  # (and asks for a write, as paho does)
+        waiting.append(_packet(command, data))
+        paho.on_socket_register_write(None, None, sock)
+
+    calls: asyncio.Queue[str] = asyncio.Queue()
+
+    async def handler() -> None:  # in a task of its own: answers each call, at once
+        while True:
+            call = await calls.get()
+            paho_queues(b"answer-" + call.encode(), 0x32)
+            link.write_out()  # (as the bus's first post of a turn)
+
+    async def take(message: aiomqtt.Message) -> None:
+        calls.put_nowait(cast(str, message))
+
+    handling = asyncio.create_task(handler())
+    receiving = asyncio.create_task(link.receive(take))
+    for _ in range(5):  # at rest, waiting
+        await asyncio.sleep(0)
+    queue.put_nowait("1")  # (as paho's read of the socket: the message, then its PUBACK)
+    paho_queues(b"puback-1", 0x40)
+    await eventually(lambda: bool(writes))
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert writes == [[b"puback-1answer-1"]]  # one write: the answer, its PUBACK with it
+
+    writes.clear()  # two read at once: the first's PUBACK goes before the second's turn
+    for n in ("2", "3"):
+        queue.put_nowait(n)
+        paho_queues(b"puback-" + n.encode(), 0x40)
+    await eventually(lambda: len(writes) >= 2)
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert writes[0] == [b"puback-2puback-3"]  # (both were waiting when the first was taken)
+    assert writes[1:] == [[b"answer-2answer-3"]] or writes[1:] == [[b"answer-2"], [b"answer-3"]]
+    disconnected.set_result(None)
+    with pytest.raises(aiomqtt.MqttError):
+        await within(receiving, 10)
+    handling.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await handling
 
 
 async def test_amqtts_patched_parts_are_there() -> None:

@@ -12,6 +12,8 @@ from master.intake.queues import QUANTUM, PrincipalQueues
 from master.rate_limits import RateLimits
 from protocol.transport.aio import within
 
+from harness.helpers import eventually
+
 Handle = Callable[[str, bytes], Awaitable[None]]
 
 
@@ -137,3 +139,60 @@ async def test_a_payloads_wait_counts_from_its_sending_once_a_probe_says_so() ->
     await within(h1_done.wait(), 10)
     assert intake.queues.oldest_age() < 1.0  # only f0 is left, read just now (or being handled)
     await intake.queues.close()
+
+
+def _recording(order: list[str], name: str) -> Callable[[], Awaitable[None]]:
+    async def work() -> None:
+        order.append(name)
+
+    return work
+
+
+async def test_an_idle_intake_handles_what_arrives_at_once_and_its_server_waits_for_it() -> None:
+    """With nothing waiting and nothing being handled, what arrives is handled in its
+    arrival's task (no turn of the loop to hand it over); what arrives meanwhile waits
+    for its end, then is served in turn; while it runs, nothing else is handled at once."""
+    order: list[str] = []
+    release = asyncio.Event()
+    queues = PrincipalQueues(RateLimits.defaults(1e9, None))
+    assert await queues.serve_now("slave/s", 8, _recording(order, "s0"))
+    assert order == ["s0"]  # handled before serve_now returned
+
+    async def first() -> None:
+        order.append("a0 begins")
+        queues.put("framework/a", 1, "a", 1, _recording(order, "a1"))  # behind it
+        queues.put("framework/b", 1, "b", 1, _recording(order, "b0"))
+        await release.wait()
+        order.append("a0 ends")
+
+    inline = asyncio.create_task(queues.serve_now("framework/a", 1, first))
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert order == ["s0", "a0 begins"]  # the server waits for it
+    assert not await queues.serve_now("framework/c", 1, _recording(order, "c0"))
+    assert queues.oldest_age() > 0  # (it is being handled: the lag probe sees it)
+    release.set()
+    assert await within(inline, 10)
+    await eventually(lambda: len(order) == 5)
+    assert order[:3] == ["s0", "a0 begins", "a0 ends"]
+    assert sorted(order[3:]) == ["a1", "b0"]  # (c0 was not taken: its caller queues it)
+    await queues.close()
+
+
+async def test_a_call_held_for_its_limit_while_handled_at_once_is_served_in_turn() -> None:
+    now = [0.0]
+    order: list[str] = []
+    queues = PrincipalQueues(RateLimits.defaults(1.0, None), rate_clock=lambda: now[0])
+
+    async def two_calls() -> None:  # (a payload of two calls: the bucket pays for one)
+        for name in ("c0", "c1"):
+            await queues.charge("framework/f", "f", 1.0, _recording(order, name))
+
+    assert await queues.serve_now("framework/f", 1, two_calls)
+    assert order == ["c0"]  # c1 waits for the bucket
+    assert queues.waiting("f") == 1
+    now[0] += 1.0  # a second later: the bucket pays for it
+    await eventually(lambda: order == ["c0", "c1"])
+    assert queues.counts["f"].throttled == 1
+    assert queues.waiting("f") == 0
+    await queues.close()

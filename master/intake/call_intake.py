@@ -8,13 +8,15 @@ check (`PrincipalQueues.over_capacity`): a framework or operator principal whose
 waiting would pass its rate limit's capacity has what arrives refused
 (`master.intake.refusals`: a payload unread); anything else waits in its principal's one
 queue (`master.intake.queues`), a payload undecoded, so that a flooding tenant's backlog
-is not in front of everyone else's calls; a Last Will waits in the same queue, behind the
-calls its party sent before it went. In a payload's turn it goes through the transport's
-one dispatch (`protocol.transport.inbound.payload_taker`): its size is bounded
-(MAX_CALL_BYTES a message, MAX_CALL_ITEMS calls and list items), a big one decoded off
-the loop, answers go only to the sender's own outbox, and each call is looked up once in
-the routes of its sender's kind, charged to its principal's rate limit (handled now, or
-held in its queue until the limit allows) and handed to its handler.
+is not in front of everyone else's calls (with nothing waiting there or behind it on the
+bus, and nothing being handled, it is handled at once: `PrincipalQueues.serve_now`); a
+Last Will waits in the same queue, behind the calls its party sent before it went. In a
+payload's turn it goes through the transport's one dispatch
+(`protocol.transport.inbound.payload_taker`): its size is bounded (MAX_CALL_BYTES a
+message, MAX_CALL_ITEMS calls and list items), a big one decoded off the loop, answers
+go only to the sender's own outbox, and each call is looked up once in the routes of its
+sender's kind, charged to its principal's rate limit (handled now, or held in its queue
+until the limit allows) and handed to its handler.
 """
 
 from __future__ import annotations
@@ -92,6 +94,7 @@ class CallIntake:
         self.topics, self.queues, self.refusals = topics, queues, refusals
         self.outbox, self.messages, self.books, self.acl = outbox, messages, books, acl
         self.routes, self._gone = routes, gone
+        self._bus = bus
         self._take = payload_taker(bus, self)
         # the payload in its turn: its sender (read from its topic as it arrived), whether
         # it was admitted past its capacity, and its items' reply_to (a list's items share
@@ -119,6 +122,13 @@ class CallIntake:
             self._sender, self._over, self._asked = sender, over, None
             await self._take(topic, payload)
 
+        # nothing waits (here, nor behind it on the bus) and nothing is being handled: it
+        # is handled now, as the queues' server would take it next (a lone task's calls
+        # and updates: the hand-over to the server's task was a turn of a cold loop)
+        key = queue_key(sender.kind, sender.principal)
+        weight = INTAKE_WEIGHTS.get(sender.kind, 1.0)
+        if not self._bus.backlog() and await self.queues.serve_now(key, weight, serve):
+            return
         self._put(sender.kind, sender.principal, calls, serve)
 
     def arrive_gone(self, kind: str, principal: str, topic: str, payload: bytes) -> None:

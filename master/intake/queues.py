@@ -9,6 +9,10 @@ a decode), and one server takes the queues' heads by deficit round robin (Shreed
 Varghese), each principal's share of the master's time in proportion to its weight. The
 time an entry costs is measured as it is handled, so a principal that sends dear calls
 gets fewer of them, not more time. Within a principal, what it sent keeps its order.
+What arrives when nothing waits and nothing is being handled (an idle master: a lone
+task's calls and updates) is handled at once, in its arrival's task (`serve_now`), as the
+server would take it next, without the turn of the loop a hand-over to the server costs;
+the server waits for its end.
 
 A limited principal's calls are also charged to its rate limit (Mesos's framework rate
 limiting: throttle, don't drop). Each limit (a principal's own, or the aggregate default
@@ -122,6 +126,9 @@ class PrincipalQueues:
         self._wake = asyncio.Event()
         self._server: asyncio.Task[None] | None = None
         self._serving: tuple[float, int] | None = None  # the entry being handled
+        self._busy = False  # the server is handling something (an entry or a held call)
+        # handled at once in its arrival's task (`serve_now`): the server waits for its end
+        self._inline: asyncio.Future[None] | None = None
         self._seq = 0  # entries put so far: each entry's number
         # (n, t): the entries up to the n-th were sent by t (see sent_by)
         self._sent_by: deque[tuple[int, float]] = deque(maxlen=64)
@@ -176,8 +183,37 @@ class PrincipalQueues:
         queue.entries.append(_Entry(time.monotonic(), self._seq, calls, bucket, work))
         queue.calls += calls
         self._activate(queue_key)
+        self._start_server()
+
+    def _start_server(self) -> None:
         if self._server is None:
             self._server = asyncio.create_task(self._serve(), name="master-intake")
+
+    async def serve_now(self, queue_key: str, weight: float, work: Work) -> bool:
+        """Handle `work` at once, in the caller's task, if nothing waits here and nothing
+        is being handled (else False, and nothing done): what the server would do with it
+        next, without the turn of the loop its hand-over costs. While it runs the server
+        waits; what `work` holds for its principal's rate limit is served in turn after."""
+        if self._active or self._busy or self._inline is not None:
+            return False
+        queue = self._queues.get(queue_key)
+        if queue is None:
+            queue = self._queues[queue_key] = _Queue(weight)
+        queue.weight = weight
+        self._seq += 1
+        self._inline = done = asyncio.get_running_loop().create_future()
+        self._serving = (time.monotonic(), self._seq)
+        try:
+            await work()
+        except Exception:  # (as the server: a handler's bug is logged there, this goes on)
+            log.exception("intake.handler_failed", queue=queue_key)
+        finally:
+            self._serving, self._inline = None, None
+            done.set_result(None)
+            if queue.held:  # a call held for its bucket: the server serves it in its turn
+                self._activate(queue_key)
+                self._start_server()
+        return True
 
     async def charge(self, queue_key: str, principal: str, cost: float, work: Work) -> None:
         """A call read in its turn, charged `cost` to `principal`'s limit: handled now if
@@ -274,6 +310,9 @@ class PrincipalQueues:
         loop = asyncio.get_running_loop()
         turn_ends = loop.time() + TURN
         while True:
+            if self._inline is not None:  # handled in its arrival's task: after it
+                await asyncio.wait({self._inline})
+                continue
             if not self._active:
                 self._wake.clear()
                 await self._wake.wait()
@@ -295,12 +334,13 @@ class PrincipalQueues:
             work, entry = step
             started = self.clock()
             self._serving = (entry.arrived, entry.seq) if entry is not None else None
+            self._busy = True
             try:
                 await work()
             except Exception:  # (a handler's bug is logged there; this server goes on)
                 log.exception("intake.handler_failed", queue=key)
             finally:
-                self._serving = None
+                self._serving, self._busy = None, False
             queue.deficit -= self.clock() - started
             if loop.time() > turn_ends:  # a backlog must not starve rounds, timers, HTTP
                 await asyncio.sleep(0)
