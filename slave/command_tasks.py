@@ -112,9 +112,11 @@ class CommandTasks:
         try:  # (its persistent volumes: made, its user's, their places in the sandbox)
             link = not tenancy.confinement.pid_namespace  # (else bound: confine.mounts_script)
             busy = self.shared_in_use((msg.framework_id, task.task_id))
+            bound = task.container is None  # (an image's task binds nothing yet)
             binds = await asyncio.to_thread(
-                volumes.prepare, self.config.work_dir, sandbox, task.resources, user, link, busy
-            )
+                volumes.prepare,
+                self.config.work_dir, sandbox, task.resources, user, link, busy, bound,
+            )  # fmt: skip
         except OSError as e:
             await self._reports.report(
                 msg.framework_id, task, TaskState.FAILED, Reason.COMMAND_EXECUTOR_FAILED,

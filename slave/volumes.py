@@ -49,10 +49,12 @@ def prepare(
     owner: TaskUser | None,
     link: bool,
     busy: Collection[str] = (),
+    bound: bool = True,
 ) -> Binds:
     """Each volume among `keys` made (if new) and given to `owner` (unless a shared one
     other tasks use, `busy`), and its place in the sandbox made: what the task's
-    namespace is to bind, or (`link`) nothing, a symlink in the sandbox instead.
+    namespace is to bind, or (`link`) nothing, a symlink in the sandbox instead. Unless
+    `bound` (a task whose first shell binds nothing: an image's), the way is not held.
 
     A place is reached and made from the sandbox's descriptor down, never by path
     (sandbox.open_dir_beneath): a task of the same user inside a sandbox its id used
@@ -77,10 +79,10 @@ def prepare(
             finally:
                 os.close(parent)
         else:
-            os.close(open_dir_beneath(sandbox, place.parts, owner, hold_way=True))
+            os.close(open_dir_beneath(sandbox, place.parts, owner, hold_way=bound))
             mounts.append((str(source), str(real / place)))
             way.update(place.parents[:-1])
-    if owner is None:  # (nothing was held: the slave's own user)
+    if owner is None or not bound:  # (nothing was held: the slave's own user, or no bind)
         way.clear()
     deepest_first = sorted(way, key=lambda p: len(p.parts), reverse=True)
     return Binds(tuple(mounts), tuple(str(real / p) for p in deepest_first))

@@ -6,6 +6,7 @@ and places that overlap are refused before anything is bound."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -67,3 +68,21 @@ async def test_a_volume_placed_inside_another_is_refused() -> None:
         ended = await s.master.ends(MALLORY, "m1")
         assert ended.state == TaskState.FAILED
         assert "one lies in another's" in ended.message
+
+
+def test_a_place_made_for_a_task_that_binds_nothing_is_its_users_all_the_way(
+    tmp_path: Path,
+) -> None:
+    """An image's task binds nothing yet (its first shell is podman's): the directories on
+    its volume's way are never held root's, left so for good."""
+    from slave import volumes
+    from slave.task_users import TaskUser
+
+    me = TaskUser(os.getuid() + 1, os.getgid() + 1) if os.getuid() == 0 else None
+    sandbox = tmp_path / "sandbox"
+    binds = volumes.prepare(
+        tmp_path / "work", sandbox, ["disk(a)[v:a/b]"], me, link=False, bound=False
+    )
+    assert binds.way == ()
+    if me is not None:
+        assert os.lstat(sandbox / "a").st_uid == me.uid
