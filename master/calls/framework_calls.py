@@ -269,7 +269,12 @@ class FrameworkCalls:
                 resources=task.resources,
             )
         refuse = msg.filters.refuse_seconds  # (what it did not use: declined)
-        left = self.cycle.decline(fw.framework_id, slave_id, room.left, refuse, now, role)
+        # (nothing launched nor made of its offers: a Decline, as Mesos reads it, filtered
+        # as one: else an Accept of nothing with refuse 0 gets the room straight back)
+        whole = not launched and not msg.operations
+        left = self.cycle.decline(
+            fw.framework_id, slave_id, room.left, refuse, now, role, whole=whole
+        )
         # what a GROW_VOLUME or SHRINK_VOLUME made goes back unfiltered (the framework's
         # refuse_seconds are for what it left of its offers): offered to it again
         if self.cycle.decline(fw.framework_id, slave_id, resized, None, now, role) or left:
