@@ -19,7 +19,7 @@ preemption; YARN gives the freed containers to the starving application itself.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
 from dataclasses import dataclass, field
 
 from master.allocation.sorter import Millis
@@ -127,11 +127,20 @@ class ClaimUse:
             return
         add_millis(claim.launched.setdefault(slave_id, {}), resources)
 
-    def may_claim(self, claimant: str, now: float, tenant: str = "") -> bool:
+    def may_claim(
+        self, claimant: str, now: float, tenant: str = "", slaves: Container[str] | None = None
+    ) -> bool:
         """Whether preemption may free room for it now: not while its last claim's room
-        is held for it, nor while its tenant waits for leaving one unused."""
+        is held for it, nor while its tenant waits for leaving one unused. `slaves`: those
+        there now (a room on a slave lost since is not asked of it; a claim left with
+        none counts neither way)."""
         key = tenant or claimant
         claim = self._claims.get(claimant)
+        if claim is not None and slaves is not None:
+            claim.needs = {s: need for s, need in claim.needs.items() if s in slaves}
+            if not claim.needs:
+                del self._claims[claimant]
+                claim = None
         if claim is not None:
             # (an offer of the room it had tells, once the hold is over)
             judge_at = claim.until if claim.offered else claim.judged_at()

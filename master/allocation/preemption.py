@@ -18,7 +18,7 @@ the simulator drive the same code:
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
@@ -30,7 +30,7 @@ from master.allocation.planning import EPSILON, Cluster, RunningTask, planning_p
 from master.allocation.quota import ancestors_or_self, gap
 from master.allocation.sorter import Millis
 from protocol.wire.reservations import is_plain, offered_to, parse_key
-from protocol.wire.resources import SCALE, dominant_share
+from protocol.wire.resources import SCALE, add_millis, dominant_share
 
 VICTIM_ORDERS = ("youngest", "oldest")
 UNITS = 1000  # a framework's demand is split into this many equal parts for the ideal
@@ -442,9 +442,9 @@ class Preemption:
             claim = self._plan(c, role, cluster, now, contenders, quotas or {}, tree)
             if claim is not None:
                 claims.append(claim)
-                needs: dict[str, Millis] = {}
+                needs: dict[str, Millis] = {}  # by slave: every room freed there, summed
                 for plan in claim.plans:
-                    needs.setdefault(plan.slave_id, plan.task)
+                    add_millis(needs.setdefault(plan.slave_id, {}), plan.task)
                 victims = sum(len(plan.victims) for plan in claim.plans)
                 self.claim_use.claimed(c.framework_id, hold_until or now, needs, victims, c.tenant)
         return claims
@@ -463,11 +463,14 @@ class Preemption:
         self.fair = {f: share for f, (share, _) in allocation.items()}
         self.fair_resources = {f: resources for f, (_, resources) in allocation.items()}
 
-    def _may_claim(self, framework_id: str, now: float, tenant: str = "") -> bool:
+    def _may_claim(
+        self, framework_id: str, now: float, tenant: str, slaves: Container[str]
+    ) -> bool:
         """Not while its victims are still to end, nor while its last claim's room is
-        held for it or it waits for leaving claims unused (`ClaimUse.may_claim`)."""
+        held for it or it waits for leaving claims unused (`ClaimUse.may_claim`; `slaves`:
+        those there now, the rooms on others no longer asked of it)."""
         claiming = any(d.claimant == framework_id for d in self.doomed.values())
-        return not claiming and self.claim_use.may_claim(framework_id, now, tenant)
+        return not claiming and self.claim_use.may_claim(framework_id, now, tenant, slaves)
 
     def _fair_share_claims(
         self, contenders: Sequence[Contender], cluster: Cluster, now: float
@@ -486,7 +489,9 @@ class Preemption:
                 self.starving_since.pop(c.framework_id, None)
                 continue
             since = self.starving_since.setdefault(c.framework_id, now)
-            if now - since >= timeout and self._may_claim(c.framework_id, now, c.tenant):
+            if now - since >= timeout and self._may_claim(
+                c.framework_id, now, c.tenant, cluster.free
+            ):
                 out.append((share / fair if fair else 1.0, c, None))
         return out
 
@@ -525,7 +530,7 @@ class Preemption:
                 out += [
                     (-1.0, c, role)
                     for c in wanting
-                    if self._may_claim(c.framework_id, now, c.tenant)
+                    if self._may_claim(c.framework_id, now, c.tenant, cluster.free)
                 ]
         return out
 
