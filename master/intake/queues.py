@@ -203,6 +203,7 @@ class PrincipalQueues:
         self._seq += 1
         self._inline = done = asyncio.get_running_loop().create_future()
         self._serving = (time.monotonic(), self._seq)
+        started = self.clock()
         try:
             await work()
         except Exception:  # (as the server: a handler's bug is logged there, this goes on)
@@ -213,6 +214,8 @@ class PrincipalQueues:
             if queue.held:  # a call held for its bucket: the server serves it in its turn
                 self._activate(queue_key)
                 self._start_server()
+            if queue.active:  # (more of its came meanwhile: it owes the time, as served)
+                queue.deficit -= self.clock() - started
         return True
 
     async def charge(self, queue_key: str, principal: str, cost: float, work: Work) -> None:
