@@ -25,6 +25,7 @@ not depend on the slaves' order, only which slaves go first when more are free t
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from functools import partial
 
 from master.allocation.clients import Clients
 from master.allocation.collector import PausedCollector
@@ -47,7 +48,6 @@ from master.allocation.ledger import (
     master_floor,
     within,
 )
-from master.allocation.lone import Refusals
 from master.allocation.offer_room import RETRY as ROOM_RETRY
 from master.allocation.offer_room import OfferRoom
 from master.allocation.out_of_offers import OutOfOffers
@@ -129,7 +129,9 @@ class Allocator:
         self.roles = RoleSettings(self._role_order, self._quota, self._settings_changed)
         self.quotas = self.roles.quotas  # by role node (on a tree, pools too)
         self.reservations = self._holds.by_slave  # by slave
-        self._refusing = Refusing(self._wanting, self._visits, self.quotas, self.reservations)
+        self._refusing = Refusing(
+            self._wanting, self._visits, self.quotas, self.reservations, self.slaves
+        )
         self._lone = self._refusing.lone  # (slaves all refuse, or all but one: `lone`)
         # the least each framework wanting offers can use (see _floors); None while one
         # takes anything
@@ -599,15 +601,12 @@ class Allocator:
 
     def _declined_again(self, now: float, refuse_seconds: float | None) -> Again | None:
         """Frameworks a slave's refusals name as lapsed declined it again (`ledger.Again`):
-        each refuses it for `refuse_seconds` (without a filter, `_refused_in_walk`'s)."""
+        each refuses it for `refuse_seconds` (without a filter, `_refused_in_walk`'s).
+        `Refusing.declined_again` itself, its time bound (a partial: no frame of ours
+        between, once a decline of a slave all the others refuse)."""
         if not refuse_seconds:
             return None
-        slaves, until, again = self.slaves, now + refuse_seconds, self._refusing.declined_again
-
-        def declined(decliners: list[str], slave_id: str, refusals: Refusals) -> None:
-            again(decliners, slaves[slave_id], refusals, until, now)
-
-        return declined
+        return partial(self._refusing.declined_again, now + refuse_seconds)
 
     def _offer_reserved(
         self,
