@@ -814,8 +814,12 @@ class Allocator:
                 )
                 share, role_share = _counted(mine, of_role)
             resources = Resources.from_millis(self._free_again(slave, on_slave))
-        else:
-            self._free_again(slave, delta)
+        else:  # (`_free_again`'s, inlined: once a task ending and once a decline)
+            free, everywhere = slave.unallocated, self._allocated
+            for k, v in delta.items():
+                everywhere[k] -= v
+                if k in free:
+                    free[k] += v
         if not held:
             del slave.by_framework[framework_id]
             fw.slaves.discard(slave_id)
@@ -826,7 +830,16 @@ class Allocator:
         if above:  # (a sub-role's copy: the volume stays counted there)
             for node, counted in above.items():
                 self._role_order.recount(node, Resources.from_millis(stripped(counted)), 1)
-        self._refuse(fw, slave, delta, refuse_seconds, now)
+        # the slave is visited next round if someone could use what is free there now (a
+        # smaller minimum, or a new framework, wakes every slave; a hold is visited), and
+        # with `refuse_seconds` the framework refuses it that long
+        lone = self._lone.pop(slave_id, None)  # (what stood on it is asked anew)
+        floors = self._floor if not self._floor_stale else self._floors()
+        free = slave.unallocated
+        if floors is None or fits_one(free, floors) or slave_id in self.reservations:
+            self._visits.visit(slave_id)
+        if refuse_seconds:
+            self._refusing.refuse(fw, slave, delta, now + refuse_seconds, now, lone)
 
     def _free_again(self, slave: SlaveBook, delta: Mapping[str, int]) -> Mapping[str, int]:
         """`delta` of the slave is free again (`_take`, the other way): in its free, its
@@ -850,27 +863,6 @@ class Allocator:
             if k in free:
                 free[k] += v
         return delta
-
-    def _refuse(
-        self,
-        fw: FrameworkBook,
-        slave: SlaveBook,
-        delta: Mapping[str, int],
-        refuse_seconds: float | None,
-        now: float,
-    ) -> None:
-        """`delta` of a slave is back from `fw` (given back, or offered and declined as
-        the round made it, never booked): the slave is visited next round if someone
-        could use what is free there, and with `refuse_seconds` `fw` refuses it that long."""
-        slave_id, free = slave.slave_id, slave.unallocated
-        lone = self._lone.pop(slave_id, None)  # (what stood on it is asked anew)
-        # worth a visit in the next round only if someone could use what is free now: a
-        # smaller minimum, or a new framework, wakes every slave (and a hold is visited)
-        floors = self._floor if not self._floor_stale else self._floors()
-        if floors is None or fits_one(free, floors) or slave_id in self.reservations:
-            self._visits.visit(slave_id)
-        if refuse_seconds:
-            self._refusing.refuse(fw, slave, delta, now + refuse_seconds, now, lone)
 
     def _give(self, framework_id: str, slave: SlaveBook, resources: Resources) -> None:
         if slave.shared:  # (copies of a shared volume count once: `shared`)
