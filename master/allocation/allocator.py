@@ -575,14 +575,12 @@ class Allocator:
 
     def _refused_in_walk(self, now: float, refuse_seconds: float | None) -> Refused:
         """What a round's walk does with those that declined a slave as it offered it to
-        them (`ledger.first_wanting`): each refuses it for `refuse_seconds`; with no
-        filter, a slave nobody took is offered again by the next round, as a slave given
-        back is."""
-        slaves, refuse, until = (
-            self.slaves,
-            self._refusing.refused_in_walk,
-            now + (refuse_seconds or 0),
-        )
+        them (`ledger.first_wanting`): each refuses it for `refuse_seconds`
+        (`Refusing.refused_in_walk` itself, its times bound); with no filter, a slave
+        nobody took is offered again by the next round, as a slave given back is."""
+        if refuse_seconds:
+            return partial(self._refusing.refused_in_walk, now + refuse_seconds, now)
+        visit = self._visits.visit
 
         def refused(
             decliners: list[str],
@@ -592,10 +590,8 @@ class Allocator:
             everyone: bool,
             standing: list[Lapse],
         ) -> None:
-            if refuse_seconds:
-                refuse(decliners, slaves[slave_id], until, now, nobody, everyone, standing)
-            elif nobody:
-                self._visits.visit(slave_id)
+            if nobody:
+                visit(slave_id)
 
         return refused
 

@@ -18,6 +18,7 @@ from master.allocation.ledger import (
     within,
 )
 from master.allocation.lone import NEVER, Refusals
+from master.allocation.sorter import Millis
 from master.allocation.visits import Visits
 
 # passes over every slave's refusals (`Refusing.wanting`) between two rounds, past which
@@ -102,10 +103,11 @@ class Refusing:
 
     def refused_in_walk(
         self,
-        decliners: list[str],
-        slave: SlaveBook,
         until: float,
         now: float,
+        decliners: list[str],
+        slave_id: str,
+        free: Millis,
         nobody_took: bool,
         everyone: bool = False,
         standing: list[Lapse] | None = None,
@@ -116,8 +118,10 @@ class Refusing:
         when it lapses. `nobody_took`: the walk found nobody (else the slave's free
         resources change now, and what stood on it goes); `everyone`: the walk passed
         every framework wanting offers for a decline (then nobody need be asked), and
-        `standing` says when the filters it passed over lapse (else they are read)."""
-        slave_id, free = slave.slave_id, slave.unallocated
+        `standing` says when the filters it passed over lapse (else they are read).
+        `free`: the slave's free resources, read in place (the round's `ledger.Refused`
+        with `until` and `now` bound: a partial, no frame between)."""
+        slave = self._slaves[slave_id]
         lone = self.lone.pop(slave_id, None)  # (what stood on it is asked anew)
         shared = Filter(until, dict(free))  # (what each refused: the very free resources)
         wanting, refused_by = self._wanting, slave.refused_by
