@@ -878,8 +878,28 @@ class Allocator:
             self._take(slave, counted.slave)
             self._credit(framework_id, slave, resources, counted)
             return
-        self._take(slave, resources.millis)
-        self._credit(framework_id, slave, resources)
+        if slave.reserved:
+            self._take(slave, resources.millis)
+            self._credit(framework_id, slave, resources)
+            return
+        # (`_take` and `_credit` inlined for a slave without reservations: once an offer a
+        # round books, 191,888 times in the simulator's section 7.3 run)
+        delta, free, everywhere = resources.millis, slave.unallocated, self._allocated
+        if self._lone:
+            self._lone.pop(slave.slave_id, None)  # (what stood on it is asked anew)
+        for k, v in delta.items():
+            everywhere[k] = everywhere.get(k, 0) + v
+            if k in free:
+                free[k] -= v
+        fw = self.frameworks[framework_id]
+        mine = slave.by_framework.get(framework_id)
+        if mine is None:
+            slave.by_framework[framework_id] = dict(delta)
+        else:
+            add_millis(mine, delta)
+        fw.slaves.add(slave.slave_id)
+        self._role_frameworks[fw.role].allocated(framework_id, resources)
+        self._role_order.allocated(fw.role, resources)
 
     def _take(self, slave: SlaveBook, delta: Mapping[str, int]) -> None:
         """`delta` of the slave is allocated now (offered, or in use): in the slave's free
