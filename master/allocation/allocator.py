@@ -25,12 +25,15 @@ not depend on the slaves' order, only which slaves go first when more are free t
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from functools import partial
 
 from master.allocation.clients import Clients
 from master.allocation.collector import PausedCollector
 from master.allocation.holds import Holds
 from master.allocation.hopeless import Largest, fits_nowhere
 from master.allocation.ledger import (
+    MIN_CPUS,
+    MIN_MEM,
     Again,
     Allocation,
     AllocatorError,
@@ -39,6 +42,7 @@ from master.allocation.ledger import (
     Lapse,
     Refused,
     SlaveBook,
+    allocatable,
     anything,
     first_wanting,
     fits_one,
@@ -47,7 +51,6 @@ from master.allocation.ledger import (
     master_floor,
     within,
 )
-from master.allocation.lone import Refusals
 from master.allocation.offer_room import RETRY as ROOM_RETRY
 from master.allocation.offer_room import OfferRoom
 from master.allocation.out_of_offers import OutOfOffers
@@ -71,6 +74,8 @@ from master.allocation.sorter import Millis, Sorter, Total
 from master.allocation.visits import Visits
 from protocol.wire.reservations import shared_keys, stripped
 from protocol.wire.resources import (
+    CPUS,
+    MEM,
     ResourceError,
     Resources,
     add_millis,
@@ -132,7 +137,9 @@ class Allocator:
         self.roles = RoleSettings(self._role_order, self._quota, self._settings_changed)
         self.quotas = self.roles.quotas  # by role node (on a tree, pools too)
         self.reservations = self._holds.by_slave  # by slave
-        self._refusing = Refusing(self._wanting, self._visits, self.quotas, self.reservations)
+        self._refusing = Refusing(
+            self._wanting, self._visits, self.quotas, self.reservations, self.slaves
+        )
         self._lone = self._refusing.lone  # (slaves all refuse, or all but one: `lone`)
         # the least each framework wanting offers can use (see _floors); None while one
         # takes anything
@@ -552,6 +559,10 @@ class Allocator:
         # master's minimum is nobody's
         floored = floors if self._floors_positive and not reservations else None
         k1, v1, k2, v2 = self._least
+        # the master's minimum as Mesos's default (`ledger.allocatable`): its usual answer,
+        # enough cpus or mem, asked inline (once a slave visited: 868,000 times in the
+        # simulator's section 7.3 run), the function only past it
+        usual = worth is allocatable
         books = (self._role_order, self._role_frameworks, self.frameworks, now, floor)
         if self.quotas:
             pick = quota_pick(self._quota, *books)
@@ -585,7 +596,9 @@ class Allocator:
                 if free.get(k1, 0) < v1 or free.get(k2, 0) < v2 or not fits_one(free, floored):
                     continue  # too little here for anyone's offer filter: no walk
                 picked = pick(slave_id, free, now)
-            elif not worth(free):
+            elif not (
+                usual and (free.get(CPUS, 0) >= MIN_CPUS or free.get(MEM, 0) >= MIN_MEM)
+            ) and not worth(free):
                 continue
             elif reservations and (held := self._holds.live(slave_id, now, self.frameworks)):
                 picked = self._holds.pick(slave_id, held, free, self.frameworks, self._offerable)
@@ -614,14 +627,12 @@ class Allocator:
 
     def _refused_in_walk(self, now: float, refuse_seconds: float | None) -> Refused:
         """What a round's walk does with those that declined a slave as it offered it to
-        them (`ledger.first_wanting`): each refuses it for `refuse_seconds`; with no
-        filter, a slave nobody took is offered again by the next round, as a slave given
-        back is."""
-        slaves, refuse, until = (
-            self.slaves,
-            self._refusing.refused_in_walk,
-            now + (refuse_seconds or 0),
-        )
+        them (`ledger.first_wanting`): each refuses it for `refuse_seconds`
+        (`Refusing.refused_in_walk` itself, its times bound); with no filter, a slave
+        nobody took is offered again by the next round, as a slave given back is."""
+        if refuse_seconds:
+            return partial(self._refusing.refused_in_walk, now + refuse_seconds, now)
+        visit = self._visits.visit
 
         def refused(
             decliners: list[str],
@@ -631,24 +642,19 @@ class Allocator:
             everyone: bool,
             standing: list[Lapse],
         ) -> None:
-            if refuse_seconds:
-                refuse(decliners, slaves[slave_id], until, now, nobody, everyone, standing)
-            elif nobody:
-                self._visits.visit(slave_id)
+            if nobody:
+                visit(slave_id)
 
         return refused
 
     def _declined_again(self, now: float, refuse_seconds: float | None) -> Again | None:
         """Frameworks a slave's refusals name as lapsed declined it again (`ledger.Again`):
-        each refuses it for `refuse_seconds` (without a filter, `_refused_in_walk`'s)."""
+        each refuses it for `refuse_seconds` (without a filter, `_refused_in_walk`'s).
+        `Refusing.declined_again` itself, its time bound (a partial: no frame of ours
+        between, once a decline of a slave all the others refuse)."""
         if not refuse_seconds:
             return None
-        slaves, until, again = self.slaves, now + refuse_seconds, self._refusing.declined_again
-
-        def declined(decliners: list[str], slave_id: str, refusals: Refusals) -> None:
-            again(decliners, slaves[slave_id], refusals, until, now)
-
-        return declined
+        return partial(self._refusing.declined_again, now + refuse_seconds)
 
     def _offer_reserved(
         self,
@@ -856,8 +862,12 @@ class Allocator:
                 )
                 share, role_share = _counted(mine, of_role)
             resources = Resources.from_millis(self._free_again(slave, on_slave))
-        else:
-            self._free_again(slave, delta)
+        else:  # (`_free_again`'s, inlined: once a task ending and once a decline)
+            free, everywhere = slave.unallocated, self._allocated
+            for k, v in delta.items():
+                everywhere[k] -= v
+                if k in free:
+                    free[k] += v
         if not held:
             del slave.by_framework[framework_id]
             fw.slaves.discard(slave_id)
@@ -868,7 +878,16 @@ class Allocator:
         if above:  # (a sub-role's copy: the volume stays counted there)
             for node, counted in above.items():
                 self._role_order.recount(node, Resources.from_millis(stripped(counted)), 1)
-        self._refuse(fw, slave, delta, refuse_seconds, now)
+        # the slave is visited next round if someone could use what is free there now (a
+        # smaller minimum, or a new framework, wakes every slave; a hold is visited), and
+        # with `refuse_seconds` the framework refuses it that long
+        lone = self._lone.pop(slave_id, None)  # (what stood on it is asked anew)
+        floors = self._floor if not self._floor_stale else self._floors()
+        free = slave.unallocated
+        if floors is None or fits_one(free, floors) or slave_id in self.reservations:
+            self._visits.visit(slave_id)
+        if refuse_seconds:
+            self._refusing.refuse(fw, slave, delta, now + refuse_seconds, now, lone)
 
     def _free_again(self, slave: SlaveBook, delta: Mapping[str, int]) -> Mapping[str, int]:
         """`delta` of the slave is free again (`_take`, the other way): in its free, its
@@ -893,27 +912,6 @@ class Allocator:
                 free[k] += v
         return delta
 
-    def _refuse(
-        self,
-        fw: FrameworkBook,
-        slave: SlaveBook,
-        delta: Mapping[str, int],
-        refuse_seconds: float | None,
-        now: float,
-    ) -> None:
-        """`delta` of a slave is back from `fw` (given back, or offered and declined as
-        the round made it, never booked): the slave is visited next round if someone
-        could use what is free there, and with `refuse_seconds` `fw` refuses it that long."""
-        slave_id, free = slave.slave_id, slave.unallocated
-        lone = self._lone.pop(slave_id, None)  # (what stood on it is asked anew)
-        # worth a visit in the next round only if someone could use what is free now: a
-        # smaller minimum, or a new framework, wakes every slave (and a hold is visited)
-        floors = self._floor if not self._floor_stale else self._floors()
-        if floors is None or fits_one(free, floors) or slave_id in self.reservations:
-            self._visits.visit(slave_id)
-        if refuse_seconds:
-            self._refusing.refuse(fw, slave, delta, now + refuse_seconds, now, lone)
-
     def _give(self, framework_id: str, slave: SlaveBook, resources: Resources) -> None:
         if slave.shared:  # (copies of a shared volume count once: `shared`)
             role = self.frameworks[framework_id].role
@@ -921,8 +919,28 @@ class Allocator:
             self._take(slave, counted.slave)
             self._credit(framework_id, slave, resources, counted)
             return
-        self._take(slave, resources.millis)
-        self._credit(framework_id, slave, resources)
+        if slave.reserved:
+            self._take(slave, resources.millis)
+            self._credit(framework_id, slave, resources)
+            return
+        # (`_take` and `_credit` inlined for a slave without reservations: once an offer a
+        # round books, 191,888 times in the simulator's section 7.3 run)
+        delta, free, everywhere = resources.millis, slave.unallocated, self._allocated
+        if self._lone:
+            self._lone.pop(slave.slave_id, None)  # (what stood on it is asked anew)
+        for k, v in delta.items():
+            everywhere[k] = everywhere.get(k, 0) + v
+            if k in free:
+                free[k] -= v
+        fw = self.frameworks[framework_id]
+        mine = slave.by_framework.get(framework_id)
+        if mine is None:
+            slave.by_framework[framework_id] = dict(delta)
+        else:
+            add_millis(mine, delta)
+        fw.slaves.add(slave.slave_id)
+        self._role_frameworks[fw.role].allocated(framework_id, resources)
+        self._role_order.allocated(fw.role, resources)
 
     def _take(self, slave: SlaveBook, delta: Mapping[str, int]) -> None:
         """`delta` of the slave is allocated now (offered, or in use): in the slave's free

@@ -272,6 +272,23 @@ def first_wanting(
         return offered_in_turn(
             roles, role_frameworks, frameworks, now, floor, floored, lone, declines, refused, again
         )
+    return _walked(roles, role_frameworks, frameworks, now, floor, floored, lone, declines, refused)
+
+
+def _walked(
+    roles: RoleOrder,
+    role_frameworks: Mapping[str, Sorter],
+    frameworks: Mapping[str, FrameworkBook],
+    now: float,
+    floor: Floor,
+    floored: bool,
+    lone: Mapping[str, Refusals] | None,
+    declines: Declines | None,
+    refused: Refused | None,
+) -> Callable[[str, Millis, float], Picked]:
+    """`first_wanting`'s pick that walks the order for each slave (a function of its own:
+    the cells its closures share are made only when it is the one, not once a round of
+    the simulator's, whose pick is `offered_in_turn`)."""
     slave_id = ""  # the slave of the moment, and what it has free (set by `pick`)
     free: Millis = {}
     enough = False  # whether it is the master's minimum

@@ -13,7 +13,7 @@ would find, without it -- and the walk if more have; a decline by that one puts 
 new filter in the heap.
 
 It stands while nothing it was made of changes: the slave's free resources (each change
-on the slave drops it -- `Allocator._take`, `Allocator._refuse`, a hold -- and they are
+on the slave drops it -- `Allocator._take`, `Allocator.recover`, a hold -- and they are
 compared when it is read), and each framework's filter on it. Filters that lapse are what
 it counts. Who wants offers changes it in place (`Refusing.wanting`), one framework at a
 time: one that stops wanting offers leaves every heap (the others refuse the slave as
