@@ -1,6 +1,6 @@
-"""Who else hears of tasks ended, frameworks gone and slaves admitted: collaborators register here
-(preemption's counters and timers, the offer cycle's per-framework state) instead of
-overriding empty hooks of whoever ends them."""
+"""Who else hears of tasks ended, frameworks gone and slaves admitted or removed:
+collaborators register here (preemption's counters, timers and claims, the offer cycle's
+per-framework state) instead of overriding empty hooks of whoever ends them."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from protocol.wire.messages import TaskStatus
 TaskEnded = Callable[[Framework, Task, TaskStatus], None]
 FrameworkGone = Callable[[str], None]
 SlaveAdmitted = Callable[[Slave], None]
+SlaveRemoved = Callable[[str], None]
 
 
 @dataclass
@@ -20,6 +21,7 @@ class Listeners:
     task_ended: list[TaskEnded] = field(default_factory=list)
     framework_gone: list[FrameworkGone] = field(default_factory=list)
     slave_admitted: list[SlaveAdmitted] = field(default_factory=list)  # (re-)registered
+    slave_removed: list[SlaveRemoved] = field(default_factory=list)
 
     def tell_task_ended(self, fw: Framework, task: Task, status: TaskStatus) -> None:
         for listener in self.task_ended:
@@ -28,6 +30,10 @@ class Listeners:
     def tell_slave_admitted(self, slave: Slave) -> None:
         for listener in self.slave_admitted:
             listener(slave)
+
+    def tell_slave_removed(self, slave_id: str) -> None:
+        for listener in self.slave_removed:
+            listener(slave_id)
 
     def tell_framework_gone(self, framework_id: str) -> None:
         for listener in self.framework_gone:

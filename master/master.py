@@ -238,6 +238,7 @@ class Master:
         )
         self.listeners.task_ended.append(self.preemptor.task_ended)
         self.listeners.framework_gone.append(lambda fid: cycle.forget(fid, loop_time()))
+        self.listeners.slave_removed.append(cycle.slave_removed)
         # the call handlers
         self.subscriptions = Subscriptions(
             books,

@@ -328,6 +328,7 @@ class Removals:
         else:
             self.books.removed_slaves.add(slave_id)
         self.books.slave_ending(slave_id, set())
+        self.listeners.tell_slave_removed(slave_id)
         self.churn.removals[cause or ("operator" if gone else "unreachable")] += 1
         self.recorder.forget_slave(slave_id)
         for fw in self.books.frameworks.values():

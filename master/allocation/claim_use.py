@@ -167,6 +167,15 @@ class ClaimUse:
     def unused(self, claimant: str) -> int:
         return self._unused.get(self._tenants.get(claimant, claimant), 0)
 
+    def slave_removed(self, slave_id: str) -> None:
+        """A slave is gone: the rooms on it are not asked of their claimants (a claim left
+        with none is judged neither way), though it may come back before they are judged."""
+        for claimant, claim in list(self._claims.items()):
+            if claim.needs.pop(slave_id, None) is not None:
+                claim.launched.pop(slave_id, None)
+                if not claim.needs:
+                    del self._claims[claimant]
+
     def forget(self, framework_id: str, now: float | None = None) -> None:
         """A framework gone: its claim goes, judged as it stands (`now`: when; a claimant
         that leaves before using its room left it unused, so that a tenant cannot escape

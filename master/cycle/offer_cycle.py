@@ -334,6 +334,10 @@ class OfferCycle:
         return why.first(self.allocator, self.state, framework_id, now)
 
     # -- frameworks ------------------------------------------------------------------------------
+    def slave_removed(self, slave_id: str) -> None:
+        """A slave removed: the rooms claims freed on it are asked of nobody."""
+        self.preemption.claim_use.slave_removed(slave_id)
+
     def forget(self, framework_id: str, now: float | None = None) -> None:
         """A framework left (at `now`, if known): its timers, victims it no longer owns,
         its count of offers let time out and its offer filter go."""
