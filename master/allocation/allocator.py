@@ -249,12 +249,20 @@ class Allocator:
             fw.suppressed = True
             self._sync(fw.framework_id)
 
-    def revive(self, framework_id: str, roles: Sequence[str] = ()) -> None:
+    def revive(
+        self, framework_id: str, roles: Sequence[str] = (), keep_until: float | None = None
+    ) -> None:
         """Offers again, everywhere: clears the suppression and every filter (a multi-role
-        framework's in `roles` only; none: in every role)."""
+        framework's in `roles` only; none: in every role), but those that lapse by
+        `keep_until` (a decline's floor of one interval: else a Decline of 0 and a Revive
+        would have the declined room offered straight back to the decliner)."""
         for fw in self._books(framework_id, roles):
             fw.suppressed = False
-            fw.filters.clear()
+            if keep_until is None:
+                fw.filters.clear()
+            else:
+                for slave_id in [s for s, f in fw.filters.items() if f.expires > keep_until]:
+                    del fw.filters[slave_id]
             self._sync(fw.framework_id)
 
     def suppressed(self, framework_id: str, role: str | None = None) -> bool:

@@ -132,10 +132,14 @@ class FrameworkCalls:
         if len(roles) > 1:
             problems.append(f"offers of several roles ({', '.join(sorted(roles))})")
         if problems:
-            for record in records:  # the valid ones go back to the pool, unfiltered
+            # the valid ones go back as a Decline of them would (its filter, at least one
+            # interval): else an Accept naming one bad offer beside a good one would have
+            # the good one offered straight back, past what a Decline of 0 is kept
+            refuse = msg.filters.refuse_seconds
+            for record in records:
                 self.offers.drop(record)
                 fid, sid = fw.framework_id, record.slave_id
-                self.cycle.decline(fid, sid, record.resources, None, now, record.role)
+                self.cycle.decline(fid, sid, record.resources, refuse, now, record.role, whole=True)
             reason = "; ".join(problems)
             # As Mesos: the task was fine and the offer was not, so TASK_DROPPED (TASK_LOST
             # to frameworks not partition-aware): launch it again. Not an Error: in Mesos
@@ -176,6 +180,7 @@ class FrameworkCalls:
             fw.used(record.offer_id, task_ids)
         self.cycle.decline(fw.framework_id, slave_id, surplus, None, now, role)
         resized = Resources()  # what non-speculative operations made: offered again later
+        operated = False  # (any operation carried out: an Accept of nothing declines)
         for operation in msg.operations:  # (before the tasks: they may use what it made)
             if (
                 operation.type == DESTROY
@@ -195,6 +200,7 @@ class FrameworkCalls:
                     framework_id=fw.framework_id,
                 )  # fmt: skip
                 continue
+            operated = True
             if operation.type in NON_SPECULATIVE:  # (what it made: offered again later)
                 room.operated(used, Resources())
                 resized = resized + made
@@ -271,7 +277,7 @@ class FrameworkCalls:
         refuse = msg.filters.refuse_seconds  # (what it did not use: declined)
         # (nothing launched nor made of its offers: a Decline, as Mesos reads it, filtered
         # as one: else an Accept of nothing with refuse 0 gets the room straight back)
-        whole = not launched and not msg.operations
+        whole = not launched and not operated
         left = self.cycle.decline(
             fw.framework_id, slave_id, room.left, refuse, now, role, whole=whole
         )
@@ -389,7 +395,8 @@ class FrameworkCalls:
     async def on_revive(self, msg: Revive, caller: Caller) -> None:
         fw = self._framework(msg.framework_id, caller, "Revive")
         if fw is not None and self._roles_of(fw, msg.roles, caller, "Revive"):
-            self.cycle.revive(fw.framework_id, self._roles_named(fw, msg.roles))
+            roles = self._roles_named(fw, msg.roles)
+            self.cycle.revive(fw.framework_id, roles, loop_time())
             self.outbox.state_changed()
             self.request_round()
 

@@ -161,10 +161,14 @@ class OfferCycle:
         multi-role framework in `roles` (none: all)."""
         self.allocator.suppress(framework_id, roles)
 
-    def revive(self, framework_id: str, roles: Sequence[str] = ()) -> None:
+    def revive(
+        self, framework_id: str, roles: Sequence[str] = (), now: float | None = None
+    ) -> None:
         """Offers again, everywhere: its suppression and every filter cleared (a round is
-        worth running); a multi-role framework's in `roles` (none: all)."""
-        self.allocator.revive(framework_id, roles)
+        worth running); a multi-role framework's in `roles` (none: all). With `now`, a
+        decline's floor of one allocation interval stands (`decline`'s `whole`)."""
+        keep = None if now is None else now + self.config.allocation_interval
+        self.allocator.revive(framework_id, roles, keep)
 
     def suppressed(self, framework_id: str) -> bool:
         return self.allocator.suppressed(framework_id)
