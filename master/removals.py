@@ -192,17 +192,22 @@ class Removals:
         now = loop_time()
         if self.books.dying.renew(slave_id, framework_id, now):
             return
-        used, executors = Resources(), set()
+        # each in its role, as the framework's books had it (kept a while after its
+        # removal: `completed_frameworks`); past them, or after a failover, nobody's
+        gone = self.books.completed_frameworks.get(framework_id)
+        by_role: ByRole = {}
+        executors: set[str] = set()
         for r in tasks:
-            used = used + r.task.resources
+            role = gone.task_role(r.task) if gone is not None else ""
+            by_role[role] = by_role.get(role, Resources()) + r.task.resources
             executor = r.task.executor
             if executor is not None and executor.executor_id not in executors:
                 executors.add(executor.executor_id)
-                used = used + executor.resources
-        if used:  # (whose role it was is forgotten with the framework: nobody's)
+                by_role[role] = by_role[role] + executor.resources
+        if any(by_role.values()):
             bound = Discrete.union(r.task.discrete for r in tasks if r.task.discrete)
             graces = (r.task.kill_policy.grace_period for r in tasks if r.task.kill_policy)
-            self._hold(slave_id, framework_id, {"": used}, bound, now, held_for(graces))
+            self._hold(slave_id, framework_id, by_role, bound, now, held_for(graces))
 
     def release_dying(self, slave_id: str, framework_id: str) -> bool:
         """The slave says the framework's tasks there have ended: what they used is free
