@@ -52,7 +52,7 @@ def test_a_claimant_whose_victims_take_their_grace_never_waits_for_unused_claims
                 killed += 1
         for o in cycle.round(now).offers:
             if o.framework_id == "B":  # declined, not to be offered that slave for long
-                allocator.recover("B", o.slave_id, o.resources, refuse_seconds=3600.0, now=now)
+                cycle.decline("B", o.slave_id, o.resources, 3600.0, now, whole=True)
                 continue
             allocator.recover(o.framework_id, o.slave_id, o.resources)  # A launches again
             for n in range(int(o.resources.quantities().get("cpus", 0))):

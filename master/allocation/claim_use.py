@@ -7,14 +7,15 @@ last claim is watched: a claimant that, by the end of its hold, has no task of t
 the room was freed for on every node of the claim -- none launched, or those it
 launched killed or failed meanwhile -- waits before preemption frees room for it again:
 FIRST_WAIT, doubling with each unused claim in a row up to LONGEST_WAIT; a used claim
-clears the count. It counts as unused if it was offered the room, or if the room stood
-free and held for it while it did not want it (suppressed, away, in another role), or if
-its victims outlived the hold (a kill grace longer than the hold) and it did not take the
-room within TAKE_AFTER of their end, or if the claimant left with its claim unjudged;
-only a claim whose victims' end is not known counts neither way. The count and the wait
-are the tenant's (its principal's), so that another framework of its own does not start
-afresh. There is nothing like it in Mesos, which has no
-preemption; YARN gives the freed containers to the starving application itself.
+clears the count. It counts as unused if it was offered a room it left, or declined an
+offer of a claimed slave whose room it left (judged TAKE_AFTER after its victims' end
+where they outlived the hold), or if the room stood free and held for it while it did not
+want it (suppressed, away, in another role), or if the claimant left with its claim
+unjudged. A room another took first (its victims outlived the hold, and it was
+everybody's as it freed), or that never reached it, counts neither way. The count and the
+wait are the tenant's (its principal's), so that another framework of its own does not
+start afresh. There is nothing like it in Mesos, which has no preemption; YARN gives the
+freed containers to the starving application itself.
 """
 
 from __future__ import annotations
@@ -38,7 +39,9 @@ class _Claimed:
     victims: int  # still to end
     tenant: str  # whose the count and the wait are
     launched: dict[str, Millis] = field(default_factory=dict)  # by slave, since the claim
-    offered: bool = False  # an offer held a need's room
+    # the slaves where an offer held its room, and those it declined an offer of
+    offered: set[str] = field(default_factory=set)
+    declined: set[str] = field(default_factory=set)
     victims_ended: float | None = None  # when the last ended (None: not all, or unknown)
 
     @property
@@ -58,12 +61,17 @@ class _Claimed:
     def left_unused(self) -> bool | None:
         """Judged unused (True), used (False), or neither (None: its victims' end is not
         known, so whether the room ever stood free for it is not)."""
-        if self.used:
+        left = [s for s, need in self.needs.items() if not holds(self.launched.get(s, {}), need)]
+        if not left:
             return False
         ended = self.victims_ended
-        if self.offered or (ended is not None and ended + STOOD_FREE <= self.until):
-            return True
-        return True if ended is not None else None
+        if ended is not None and ended + STOOD_FREE <= self.until:
+            return True  # (it stood free, held for it: it did not take it)
+        # a room left is its doing if it was offered it, or turned its slave down; one
+        # another took first (its victims outlived the hold, and it was everybody's as it
+        # freed) or that never reached it is not
+        turned_down = self.offered | self.declined
+        return True if any(s in turned_down for s in left) else None
 
 
 class ClaimUse:
@@ -116,8 +124,15 @@ class ClaimUse:
     def offered(self, framework_id: str, slave_id: str, resources: Mapping[str, int]) -> None:
         """It was offered `resources` of the slave."""
         claim = self._claims.get(framework_id)
-        if claim is not None and (need := claim.needs.get(slave_id)) is not None:
-            claim.offered = claim.offered or holds(resources, need)
+        need = claim.needs.get(slave_id) if claim is not None else None
+        if claim is not None and need is not None and holds(resources, need):
+            claim.offered.add(slave_id)
+
+    def declined(self, framework_id: str, slave_id: str) -> None:
+        """It declined an offer of the slave (whole)."""
+        claim = self._claims.get(framework_id)
+        if claim is not None and slave_id in claim.needs:
+            claim.declined.add(slave_id)
 
     def launched(self, framework_id: str, slave_id: str, resources: Mapping[str, int]) -> None:
         """It launched tasks of `resources` in all on the slave (cheap when it claims
@@ -184,7 +199,7 @@ class ClaimUse:
         claim = self._claims.pop(framework_id, None)
         if claim is not None and now is not None and claim.tenant != framework_id:
             if not claim.used:
-                claim.offered = True  # (left: as good as turned down)
+                claim.offered.update(claim.needs)  # (left: as good as turned down)
             self._judge(claim, now)
         if self._tenants.pop(framework_id, framework_id) == framework_id:
             self._unused.pop(framework_id, None)

@@ -128,6 +128,8 @@ class OfferCycle:
         if not resources:
             return False
         refusal = self._whole_refusal(refuse_seconds) if whole else self._refusal(refuse_seconds)
+        if whole and (use := self.preemption.claim_use).watching:
+            use.declined(framework_id, slave_id)
         self.allocator.recover(
             framework_id, slave_id, resources, role=role, refuse_seconds=refusal, now=now
         )
@@ -255,8 +257,15 @@ class OfferCycle:
                 a.roles.is_tree(),
                 hold_until=until,
             )
+        use = self.preemption.claim_use
         for claim in claims:
             hold_claim(a, claim, until)
+            book = a.frameworks.get(claim.claimant)
+            filters = book.filters if book is not None else {}
+            for plan in claim.plans:  # (a slave whose decline stands: turned down already)
+                kept_from = filters.get(plan.slave_id)
+                if kept_from is not None and kept_from.expires > now:
+                    use.declined(claim.claimant, plan.slave_id)
         return PreemptionPlan(claims, now + notice)
 
     def kills_due(self, now: float) -> list[Kill]:
