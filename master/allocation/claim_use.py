@@ -35,7 +35,7 @@ TAKE_AFTER = 5.0  # seconds to take a room whose victims ended after its hold
 @dataclass(slots=True)
 class _Claimed:
     until: float  # its room is held for the claimant until then
-    needs: dict[str, Millis]  # by slave: the task the room there was freed for
+    needs: dict[str, Millis]  # by slave: the tasks the rooms there were freed for, summed
     victims: int  # still to end
     tenant: str  # whose the count and the wait are
     launched: dict[str, Millis] = field(default_factory=dict)  # by slave, since the claim
@@ -46,9 +46,13 @@ class _Claimed:
 
     @property
     def used(self) -> bool:
-        """Every node of the claim has a task of the size its room was freed for (one
+        """Every node of the claim has tasks of the size its rooms were freed for (one
         task in one room of eight is no use of the other seven's victims)."""
-        return all(holds(self.launched.get(s, {}), need) for s, need in self.needs.items())
+        return not self._left()
+
+    def _left(self) -> list[str]:
+        """The slaves whose room it has not used."""
+        return [s for s, need in self.needs.items() if not holds(self.launched.get(s, {}), need)]
 
     def judged_at(self) -> float:
         """When it is judged (if not used before): its hold's end, or a while after its
@@ -59,9 +63,9 @@ class _Claimed:
         return ended + TAKE_AFTER
 
     def left_unused(self) -> bool | None:
-        """Judged unused (True), used (False), or neither (None: its victims' end is not
-        known, so whether the room ever stood free for it is not)."""
-        left = [s for s, need in self.needs.items() if not holds(self.launched.get(s, {}), need)]
+        """Judged unused (True), used (False), or neither (None: the rooms it left never
+        reached it, nor stood free held for it)."""
+        left = self._left()
         if not left:
             return False
         ended = self.victims_ended
