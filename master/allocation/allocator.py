@@ -32,8 +32,6 @@ from master.allocation.collector import PausedCollector
 from master.allocation.holds import Holds
 from master.allocation.hopeless import Largest, fits_nowhere
 from master.allocation.ledger import (
-    MIN_CPUS,
-    MIN_MEM,
     Again,
     Allocation,
     AllocatorError,
@@ -42,7 +40,6 @@ from master.allocation.ledger import (
     Lapse,
     Refused,
     SlaveBook,
-    allocatable,
     anything,
     first_wanting,
     fits_one,
@@ -74,8 +71,6 @@ from master.allocation.sorter import Millis, Sorter, Total
 from master.allocation.visits import Visits
 from protocol.wire.reservations import shared_keys, stripped
 from protocol.wire.resources import (
-    CPUS,
-    MEM,
     ResourceError,
     Resources,
     add_millis,
@@ -117,9 +112,9 @@ class Allocator:
         )
         self._framework_policy = "drf" if tree else policy
         self._role_frameworks: dict[str, Sorter] = {}
-        # slave: role: what a removed framework's tasks hold there while they die, counted
+        # role: slave: what a removed framework's tasks hold there while they die, counted
         # in the role's share (hold_unowned's `role`); a role stays in the order for it
-        self._charged: dict[str, dict[str, dict[str, int]]] = {}
+        self._charged: dict[str, dict[str, Millis]] = {}
         self.frameworks: dict[str, FrameworkBook] = {}  # by client (`clients`)
         self.clients = Clients()  # a multi-role framework's, one a role
         self._wanting: dict[str, FrameworkBook] = {}  # active and not suppressed
@@ -196,7 +191,7 @@ class Allocator:
         sorter.remove(framework_id)
         if not len(sorter):
             del self._role_frameworks[fw.role]
-            if fw.role in self._held_roles():  # (its share still counts dying tasks)
+            if fw.role in self._charged:  # (its share still counts dying tasks)
                 self._role_order.deactivate(fw.role)
             else:
                 self._role_order.remove(fw.role)
@@ -333,8 +328,9 @@ class Allocator:
         slave = self._slave(slave_id)
         for framework_id, held in list(slave.by_framework.items()):
             self.recover(framework_id, slave_id, Resources.from_millis(held))
-        for role, millis in self._charged.pop(slave_id, {}).items():  # (dying there: gone)
-            self._uncharge(slave_id, role, self._what(slave, Resources.from_millis(millis)))
+        for role in [r for r, on in self._charged.items() if slave_id in on]:  # (dying there)
+            gone = Resources.from_millis(self._charged[role][slave_id])
+            self._uncharge(role, slave_id, self._what(slave, gone), left={})
         self._idle.add(slave, slave.unallocated, -1)
         self._total.remove(self._what(slave, slave.total))
         self._largest.lost()
@@ -416,8 +412,9 @@ class Allocator:
         add_millis(slave.unowned, resources.millis)
         self._take(slave, on_slave)
         if role:
-            on_role = self._charged.setdefault(slave_id, {}).setdefault(role, {})
-            add_millis(on_role, resources.millis)
+            add_millis(
+                self._charged.setdefault(role, {}).setdefault(slave_id, {}), resources.millis
+            )
             if role not in self._role_order:
                 self._role_order.add(role)
                 self._role_order.deactivate(role)
@@ -427,35 +424,32 @@ class Allocator:
         """Resources held by `hold_unowned` (for `role`) are free again: the tasks nobody
         here owned are shut down (their framework torn down by an operator)."""
         slave = self._slave(slave_id)
-        charged = self._charged.get(slave_id, {})
+        charged = self._charged.get(role, {}).get(slave_id, {})
         try:  # (the role's first: what is charged to it is in the slave's unowned too)
             if role:
-                sub_millis(charged.get(role, {}), resources.millis, f"role {role} on {slave_id}")
+                sub_millis(charged, resources.millis, f"role {role} on {slave_id}")
             sub_millis(slave.unowned, resources.millis, f"slave {slave_id}'s unowned")
         except ResourceError as e:
             raise AllocatorError(str(e)) from None
         on_slave = self._copies.split(slave, "", None, resources.millis, -1)[0]
         self._free_again(slave, on_slave)
         if role:
-            self._uncharge(slave_id, role, self._what(slave, resources))
+            self._uncharge(role, slave_id, self._what(slave, resources), charged)
         self._lone.pop(slave_id, None)
         self._visits.visit(slave_id)
 
-    def _uncharge(self, slave_id: str, role: str, resources: Resources) -> None:
+    def _uncharge(self, role: str, slave_id: str, resources: Resources, left: Millis) -> None:
         """`resources` of the role's dying tasks on the slave (as shares see them: `_what`)
-        no longer count in its share (taken out of the slave's charges already); a role
+        no longer count in its share; `left`: what is still charged to it there. A role
         with no framework and nothing else charged leaves the order."""
-        charged = self._charged.get(slave_id, {})
-        if not any(charged.get(role, {}).values()):
-            charged.pop(role, None)
-            if not charged:
-                self._charged.pop(slave_id, None)
+        on = self._charged[role]
+        if not any(left.values()):
+            del on[slave_id]
+            if not on:
+                del self._charged[role]
         self._role_order.unallocated(role, resources)
-        if role not in self._role_frameworks and role not in self._held_roles():
+        if role not in self._role_frameworks and role not in self._charged:
             self._role_order.remove(role)
-
-    def _held_roles(self) -> set[str]:
-        return {role for by_role in self._charged.values() for role in by_role}
 
     def adopt(
         self, framework_id: str, slave_id: str, resources: Resources, role: str | None = None
@@ -567,10 +561,6 @@ class Allocator:
         # master's minimum is nobody's
         floored = floors if self._floors_positive and not reservations else None
         k1, v1, k2, v2 = self._least
-        # the master's minimum as Mesos's default (`ledger.allocatable`): its usual answer,
-        # enough cpus or mem, asked inline (once a slave visited: 868,000 times in the
-        # simulator's section 7.3 run), the function only past it
-        usual = worth is allocatable
         books = (self._role_order, self._role_frameworks, self.frameworks, now, floor)
         if self.quotas:
             pick = quota_pick(self._quota, *books)
@@ -604,9 +594,7 @@ class Allocator:
                 if free.get(k1, 0) < v1 or free.get(k2, 0) < v2 or not fits_one(free, floored):
                     continue  # too little here for anyone's offer filter: no walk
                 picked = pick(slave_id, free, now)
-            elif not (
-                usual and (free.get(CPUS, 0) >= MIN_CPUS or free.get(MEM, 0) >= MIN_MEM)
-            ) and not worth(free):
+            elif not worth(free):
                 continue
             elif reservations and (held := self._holds.live(slave_id, now, self.frameworks)):
                 picked = self._holds.pick(slave_id, held, free, self.frameworks, self._offerable)
@@ -870,12 +858,8 @@ class Allocator:
                 )
                 share, role_share = _counted(mine, of_role)
             resources = Resources.from_millis(self._free_again(slave, on_slave))
-        else:  # (`_free_again`'s, inlined: once a task ending and once a decline)
-            free, everywhere = slave.unallocated, self._allocated
-            for k, v in delta.items():
-                everywhere[k] -= v
-                if k in free:
-                    free[k] += v
+        else:
+            self._free_again(slave, delta)
         if not held:
             del slave.by_framework[framework_id]
             fw.slaves.discard(slave_id)
@@ -927,28 +911,8 @@ class Allocator:
             self._take(slave, counted.slave)
             self._credit(framework_id, slave, resources, counted)
             return
-        if slave.reserved:
-            self._take(slave, resources.millis)
-            self._credit(framework_id, slave, resources)
-            return
-        # (`_take` and `_credit` inlined for a slave without reservations: once an offer a
-        # round books, 191,888 times in the simulator's section 7.3 run)
-        delta, free, everywhere = resources.millis, slave.unallocated, self._allocated
-        if self._lone:
-            self._lone.pop(slave.slave_id, None)  # (what stood on it is asked anew)
-        for k, v in delta.items():
-            everywhere[k] = everywhere.get(k, 0) + v
-            if k in free:
-                free[k] -= v
-        fw = self.frameworks[framework_id]
-        mine = slave.by_framework.get(framework_id)
-        if mine is None:
-            slave.by_framework[framework_id] = dict(delta)
-        else:
-            add_millis(mine, delta)
-        fw.slaves.add(slave.slave_id)
-        self._role_frameworks[fw.role].allocated(framework_id, resources)
-        self._role_order.allocated(fw.role, resources)
+        self._take(slave, resources.millis)
+        self._credit(framework_id, slave, resources)
 
     def _take(self, slave: SlaveBook, delta: Mapping[str, int]) -> None:
         """`delta` of the slave is allocated now (offered, or in use): in the slave's free

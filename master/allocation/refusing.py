@@ -95,11 +95,7 @@ class Refusing:
             wanting[framework_id].filters[slave_id] = shared
         self._slaves[slave_id].refused_by.update(decliners)
         self._visits.lapses.at(until, slave_id)
-        h = refusals.lapses
-        if len(decliners) == 1 and h[0][1] == decliners[0]:  # (the usual: the one lapsed)
-            heapq.heapreplace(h, (until, decliners[0]))  # (`lapsed_declined` inlined)
-        else:
-            refusals.lapsed_declined(decliners, until)
+        refusals.lapsed_declined(decliners, until)
 
     def refused_in_walk(
         self,
