@@ -35,8 +35,9 @@ def held_for(graces: Iterable[float]) -> float:
 ByRole = dict[str, Resources]
 
 
-def merged(a: ByRole, b: ByRole) -> ByRole:
-    return {role: a.get(role, Resources()) + b.get(role, Resources()) for role in {*a, *b}}
+def charge(by_role: ByRole, role: str, resources: Resources) -> None:
+    """`resources` more held in `role`."""
+    by_role[role] = by_role.get(role, Resources()) + resources
 
 
 @dataclass(slots=True)
@@ -72,7 +73,9 @@ class Dying:
             self._slaves[slave_id] = self._slaves.get(slave_id, 0) + 1
         else:  # (removed again, as a framework known also by orphans can be)
             held.hold_for = max(held.hold_for, hold_for)
-            held.by_role, held.until = merged(held.by_role, by_role), now + held.hold_for
+            for role, resources in by_role.items():
+                charge(held.by_role, role, resources)
+            held.until = now + held.hold_for
             held.values = Discrete.union([held.values, values])
 
     def renew(self, slave_id: str, framework_id: str, now: float) -> bool:

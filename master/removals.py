@@ -10,7 +10,7 @@ from typing import Any
 from master.allocation.allocator import Allocator, AllocatorError
 from master.books import Books, Framework, Slave
 from master.counters import SlaveChurn
-from master.dying import ByRole, held_for
+from master.dying import ByRole, charge, held_for
 from master.ha.recorder import Recorder
 from master.listeners import Listeners
 from master.offers import OfferBook
@@ -98,18 +98,19 @@ class Removals:
             if slave is not None:
                 slave.tasks.discard((fw.framework_id, task.task_id))
             if slave is not None and not task.terminal:  # (an ended one holds nothing)
-                on = dying.setdefault(task.slave_id, {})
-                role = fw.task_role(task.info)
-                on[role] = on.get(role, Resources()) + task.info.resources
+                charge(
+                    dying.setdefault(task.slave_id, {}),
+                    fw.task_role(task.info),
+                    task.info.resources,
+                )
                 if task.info.discrete:
                     values.setdefault(task.slave_id, []).append(task.info.discrete)
                 if task.info.kill_policy is not None:
                     graces.setdefault(task.slave_id, []).append(task.info.kill_policy.grace_period)
         for (slave_id, executor_id), resources in fw.executors.items():
             if slave_id in self.books.slaves:  # (an executor's: the role it was launched in)
-                on = dying.setdefault(slave_id, {})
                 role = fw.executor_roles.get((slave_id, executor_id), fw.all_roles()[0])
-                on[role] = on.get(role, Resources()) + resources
+                charge(dying.setdefault(slave_id, {}), role, resources)
         for slave_id in slaves:
             if slave_id in self.books.slaves:
                 self.outbox.send_slave(slave_id, ShutdownFramework(framework_id=fw.framework_id))
@@ -199,11 +200,11 @@ class Removals:
         executors: set[str] = set()
         for r in tasks:
             role = gone.task_role(r.task) if gone is not None else ""
-            by_role[role] = by_role.get(role, Resources()) + r.task.resources
+            charge(by_role, role, r.task.resources)
             executor = r.task.executor
             if executor is not None and executor.executor_id not in executors:
                 executors.add(executor.executor_id)
-                by_role[role] = by_role[role] + executor.resources
+                charge(by_role, role, executor.resources)
         if any(by_role.values()):
             bound = Discrete.union(r.task.discrete for r in tasks if r.task.discrete)
             graces = (r.task.kill_policy.grace_period for r in tasks if r.task.kill_policy)
