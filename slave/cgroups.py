@@ -160,6 +160,11 @@ class CgroupsV1:
         wanted = [c for c in self.CONTROLLERS if pids or c != "pids"]
         self.mounts = {c: root / c for c in wanted if (root / c).is_dir()}
         self.hierarchies = fs.distinct(self.mounts.values())
+        # a task's shell joins the memory hierarchy last: what opening another's file
+        # allocates once it is in it stays charged there (the kernel's slab pages), and
+        # the cgroup is not recycled as new then
+        memory = self.mounts.get("memory")
+        self._join_order = sorted(self.hierarchies, key=lambda mount: mount == memory)
         # cleaning looks in every hierarchy: a slave started before with a pids limit used
         # that one, and podman (a task's image) makes the task's path in all of them
         self.all_hierarchies = fs.distinct(
@@ -293,12 +298,9 @@ class CgroupsV1:
     def procs_files(self, name: str) -> list[Path]:
         # `tasks`, not cgroup.procs: moving the writing thread alone (the shell's only one)
         # takes no global lock, where moving a process waits for an RCU grace period (12
-        # ms at p90 on this machine, up to 50, per task). The memory hierarchy's last:
-        # what opening another's file allocates once the shell is in it stays charged
-        # to it (the kernel's slab pages), and it is not recycled as new then.
-        memory = self.mounts.get("memory")
-        ordered = sorted(self.hierarchies, key=lambda mount: mount == memory)
-        return [mount / name / "tasks" for mount in ordered]
+        # ms at p90 on this machine, up to 50, per task). The memory hierarchy's last
+        # (`_join_order`).
+        return [mount / name / "tasks" for mount in self._join_order]
 
     def delegate(self, name: str, uid: int, gid: int) -> bool:
         for path in self.procs_files(name):
