@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import pytest
 
-from protocol.wire.resources import Resources
+from protocol.wire.messages import Offer
 
-from harness.helpers import eventually
+from harness.fakes import FakeFramework
 from harness.master import Cluster
 from harness.master import cluster as cluster
+from harness.order_hog import answer_repeatedly
 
 pytestmark = pytest.mark.timeout(60)
 ANSWERS = 20
@@ -28,18 +29,10 @@ ANSWERS = 20
 async def test_an_accept_of_nothing_with_no_filter_does_not_keep_the_room_from_the_next_in_order(
     cluster: Cluster,
 ) -> None:
-    b = await cluster.framework("B", role="b")
-    s1 = await cluster.slave("s1", Resources(cpus=4, mem=4096))
-    offer = await b.next_offer()
-    await b.accept(offer, [b.task(offer, Resources(cpus=3, mem=3072))], refuse=0.01)
-    await s1.run_task()  # B runs 3 of 4 cpus and wants more: 1 cpu is free
-    m = await cluster.framework("M", role="m")  # M holds nothing: first in order
-    for n in range(ANSWERS):
-        got = await m.next_offer(n)
-        await m.accept(got, [], refuse=0)  # launches nothing: declines it whole
-        await eventually(lambda n=n: b.offer_count() > 1 or m.offer_count() > n + 1)
-        if b.offer_count() > 1:
-            break
+    async def answer(m: FakeFramework, offer: Offer) -> None:
+        await m.accept(offer, [], refuse=0)  # launches nothing: declines it whole
+
+    b, m = await answer_repeatedly(cluster, answer, ANSWERS)
     assert b.offer_count() > 1, (
         f"M answered the free cpu {ANSWERS} times with an Accept of no task and "
         f"refuse_seconds 0 and was offered it again each time; B, which wants it, was "

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import pytest
 
-from protocol.wire.messages import Accept, Filters
-from protocol.wire.resources import Resources
+from protocol.wire.messages import Accept, Filters, Offer
 
-from harness.helpers import eventually
+from harness.fakes import FakeFramework
 from harness.master import Cluster
 from harness.master import cluster as cluster
+from harness.order_hog import answer_repeatedly
 
 pytestmark = pytest.mark.timeout(60)
 ANSWERS = 20
@@ -30,26 +30,18 @@ ANSWERS = 20
 async def test_an_accept_naming_a_bogus_offer_does_not_keep_the_room_from_the_next_in_order(
     cluster: Cluster,
 ) -> None:
-    b = await cluster.framework("B", role="b")
-    s1 = await cluster.slave("s1", Resources(cpus=4, mem=4096))
-    offer = await b.next_offer()
-    await b.accept(offer, [b.task(offer, Resources(cpus=3, mem=3072))], refuse=0.01)
-    await s1.run_task()  # B runs 3 of 4 cpus and wants more: 1 cpu is free
-    m = await cluster.framework("M", role="m")  # M holds nothing: first in order
-    for n in range(ANSWERS):
-        got = await m.next_offer(n)
+    async def answer(m: FakeFramework, offer: Offer) -> None:
         await m.bus.publish(
             m.to_master,
             Accept(
                 framework_id=m.framework_id,
-                offer_ids=[got.offer_id, "no-such-offer"],
+                offer_ids=[offer.offer_id, "no-such-offer"],
                 tasks=[],
                 filters=Filters(refuse_seconds=0),
             ),
         )
-        await eventually(lambda n=n: b.offer_count() > 1 or m.offer_count() > n + 1)
-        if b.offer_count() > 1:
-            break
+
+    b, m = await answer_repeatedly(cluster, answer, ANSWERS)
     assert b.offer_count() > 1, (
         f"M answered the free cpu {ANSWERS} times with an Accept of no task naming one "
         f"offer it does not hold, and was offered it again each time; B, which wants it, "
