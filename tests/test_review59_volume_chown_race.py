@@ -20,7 +20,6 @@ race: the launch is tried again, 100 times at most, until the decoy changes owne
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
 from pathlib import Path
@@ -29,9 +28,6 @@ import pytest
 
 from protocol.wire.messages import (
     CheckpointResources,
-    CommandInfo,
-    RunTasks,
-    TaskInfo,
     TaskState,
 )
 from protocol.wire.resources import Resources
@@ -57,32 +53,14 @@ while True:
 """
 
 
-def ended_since(s: Shared, before: int) -> bool:
-    return any(state.terminal for state in s.master.states(MALLORY, "m2")[before:])
-
-
-def output(s: Shared, task_id: str) -> str:
-    with contextlib.suppress(OSError):
-        return s.output(MALLORY, task_id)
-    return ""
-
-
 def owner(path: Path) -> int:
     return os.lstat(path).st_uid
 
 
 async def launch(s: Shared, task_id: str, command: str, volume: bool) -> None:
-    resources = Resources(cpus=0.1, mem=64)
-    if volume:
-        resources = resources + Resources({VOLUME: 16})
-    task = TaskInfo(
-        task_id=task_id,
-        slave_id=s.master.slave_id,
-        resources=resources,
-        command=CommandInfo(value=command),
-    )
-    run = RunTasks(framework_id=MALLORY, tasks=[task], principal="mallory")
-    await s.master.bus.publish(T.slave("slave", s.master.slave_id), run)
+    """A task of mallory's (with her volume, if `volume`)."""
+    resources = Resources(cpus=0.1, mem=64) + (Resources({VOLUME: 16}) if volume else Resources())
+    await s.master.run("mallory", MALLORY, task_id, command, resources=resources)
 
 
 async def test_the_slave_gives_a_tenant_no_directory_through_a_link_in_its_sandbox() -> None:
@@ -105,14 +83,16 @@ async def test_the_slave_gives_a_tenant_no_directory_through_a_link_in_its_sandb
         place = s.sandbox(MALLORY, "m2") / "a"
         await launch(s, "m1", f"exec /usr/bin/python3 {flipper} {place} {decoy}", volume=False)
         await s.master.reaches(MALLORY, "m1", TaskState.RUNNING)
-        await eventually(lambda: "flipping" in output(s, "m1"), timeout=30)
+        await eventually(lambda: "flipping" in s.output_so_far(MALLORY, "m1"), timeout=30)
 
         tries = 0
         while tries < TRIES and owner(decoy / "sbin") == 0:
             tries += 1
             before = len(s.master.states(MALLORY, "m2"))
             await launch(s, "m2", "true", volume=True)
-            await eventually(functools.partial(ended_since, s, before), timeout=30)
+            await eventually(
+                functools.partial(s.master.ended_after, MALLORY, "m2", before), timeout=30
+            )
         taken = owner(decoy / "sbin")
         mode = oct(os.lstat(decoy / "sbin").st_mode & 0o777)
     assert taken == 0, (

@@ -28,9 +28,6 @@ import pytest
 
 from protocol.wire.messages import (
     CheckpointResources,
-    CommandInfo,
-    RunTasks,
-    TaskInfo,
     TaskState,
 )
 from protocol.wire.resources import Resources
@@ -84,28 +81,10 @@ while True:
 """
 
 
-def ended_since(s: Shared, before: int) -> bool:
-    return any(state.terminal for state in s.master.states(MALLORY, "m2")[before:])
-
-
-def output(s: Shared, task_id: str) -> str:
-    with contextlib.suppress(OSError):
-        return s.output(MALLORY, task_id)
-    return ""
-
-
 async def launch(s: Shared, task_id: str, command: str, volume: bool) -> None:
-    resources = Resources(cpus=0.1, mem=64)
-    if volume:
-        resources = resources + Resources({VOLUME: 16})
-    task = TaskInfo(
-        task_id=task_id,
-        slave_id=s.master.slave_id,
-        resources=resources,
-        command=CommandInfo(value=command),
-    )
-    run = RunTasks(framework_id=MALLORY, tasks=[task], principal="mallory")
-    await s.master.bus.publish(T.slave("slave", s.master.slave_id), run)
+    """A task of mallory's (with her volume, if `volume`)."""
+    resources = Resources(cpus=0.1, mem=64) + (Resources({VOLUME: 16}) if volume else Resources())
+    await s.master.run("mallory", MALLORY, task_id, command, resources=resources)
 
 
 async def test_a_tenant_cannot_swap_the_held_way_while_the_sandbox_is_still_its_own() -> None:
@@ -139,14 +118,16 @@ async def test_a_tenant_cannot_swap_the_held_way_while_the_sandbox_is_still_its_
             sandbox = s.sandbox(MALLORY, "m2")
             args = f"{volume} {sandbox} {TARGET} {proof} {alices}"
             await launch(s, "m1", f"exec /usr/bin/python3 {swapper} {args}", volume=False)
-            await eventually(lambda: "watching" in output(s, "m1"), timeout=30)
+            await eventually(lambda: "watching" in s.output_so_far(MALLORY, "m1"), timeout=30)
 
             tries = 0
             while tries < TRIES and not proof.exists():
                 tries += 1
                 before = len(s.master.states(MALLORY, "m2"))
                 await launch(s, "m2", "true", volume=True)
-                await eventually(functools.partial(ended_since, s, before), timeout=30)
+                await eventually(
+                    functools.partial(s.master.ended_after, MALLORY, "m2", before), timeout=30
+                )
             took = proof.read_text() if proof.exists() else ""
     finally:
         with contextlib.suppress(OSError):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from protocol.wire.messages import CheckpointResources, CommandInfo, RunTasks, TaskInfo, TaskState
+from protocol.wire.messages import CheckpointResources, TaskState
 from protocol.wire.resources import Resources
 
 from harness.helpers import eventually
@@ -29,14 +29,8 @@ async def keep(s: Shared, *volumes: str) -> None:
 
 
 async def launch(s: Shared, task_id: str, command: str, *volumes: str) -> None:
-    task = TaskInfo(
-        task_id=task_id,
-        slave_id=s.master.slave_id,
-        resources=Resources(cpus=0.1, mem=64) + Resources({v: 16 for v in volumes}),
-        command=CommandInfo(value=command),
-    )
-    run = RunTasks(framework_id=MALLORY, tasks=[task], principal="mallory")
-    await s.master.bus.publish(T.slave("slave", s.master.slave_id), run)
+    resources = Resources(cpus=0.1, mem=64) + Resources({v: 16 for v in volumes})
+    await s.master.run("mallory", MALLORY, task_id, command, resources=resources)
 
 
 async def test_a_nested_place_is_the_tasks_users_beside_its_volume() -> None:

@@ -84,11 +84,13 @@ class Master:
         *,
         executor: ExecutorInfo | None = None,
         env: dict[str, str] | None = None,
+        resources: Resources | None = None,
     ) -> None:
+        """A task of `principal`'s (0.1 cpus and 64 MB unless `resources` says)."""
         task = TaskInfo(
             task_id=task_id,
             slave_id=self.slave_id,
-            resources=Resources(cpus=0.1, mem=64),
+            resources=resources or Resources(cpus=0.1, mem=64),
             command=None if executor else CommandInfo(value=command, environment=env or {}),
             executor=executor,
             data=command.encode() if executor else b"",
@@ -98,6 +100,11 @@ class Master:
 
     def states(self, framework_id: str, task_id: str) -> list[TaskState]:
         return [s.state for f, s in self.statuses if (f, s.task_id) == (framework_id, task_id)]
+
+    def ended_after(self, framework_id: str, task_id: str, before: int) -> bool:
+        """The task (launched again) ended: an end among its states after its first
+        `before`."""
+        return any(state.terminal for state in self.states(framework_id, task_id)[before:])
 
     async def reaches(
         self, framework_id: str, task_id: str, state: TaskState, timeout: float = 20
@@ -153,6 +160,12 @@ class Shared:
 
     def output(self, framework_id: str, task_id: str) -> str:
         return (self.sandbox(framework_id, task_id) / "stdout").read_text()
+
+    def output_so_far(self, framework_id: str, task_id: str) -> str:
+        """Its stdout, or nothing while there is none to read."""
+        with contextlib.suppress(OSError):
+            return self.output(framework_id, task_id)
+        return ""
 
 
 @contextlib.asynccontextmanager
