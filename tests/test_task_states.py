@@ -205,6 +205,13 @@ async def test_a_launch_on_an_unknown_offer_is_dropped_not_an_error(
         check(status, seen(aware, TaskState.DROPPED), Reason.INVALID_OFFERS, Source.MASTER)
         assert status.state.terminal
         assert status.state.retryable
+        # reconciling it answers how it ended, not that it is unknown (a Reconcile sent on
+        # reconnecting, behind the Accept, would otherwise give the task a second end)
+        await driver.reconcile_tasks(
+            [TaskStatus(task_id="t1", state=TaskState.STAGING, slave_id=stale.slave_id)]
+        )
+        known = await reason_after(rec, "t1", 1, Reason.RECONCILIATION)
+        assert known.state == seen(aware, TaskState.DROPPED), known
         # retrying on a real offer works: the task description was fine
         retry = build_task(real, "t", SMALL, command="true", task_id="t1")
         await driver.launch_tasks([real.offer_id], [retry])

@@ -326,6 +326,11 @@ class FrameworkCalls:
             source=Source.MASTER,
             message=why,
         )
+        if task.task_id not in fw.tasks and task.task_id not in fw.unreachable:
+            # remembered, so that reconciling it answers how it ended: a framework whose
+            # Reconcile crossed this answer (sent on reconnecting, its Accept in flight)
+            # would hear TASK_GONE after it, two ends for one task (the chaos soak saw 4)
+            fw.declare_ended(status)
         self.updates.forward(fw, Update(status=status), task.slave_id)
         # the event stream and the web UI's events say it too (an operator sees why a task
         # never ran, not only its framework)
