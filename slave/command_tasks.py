@@ -110,9 +110,11 @@ class CommandTasks:
         user = await tenancy.user_for(msg.principal)
         run_dir = run_dir_path(self.config.work_dir, msg.framework_id, task.task_id)
         try:  # (its persistent volumes: made, its user's, their places in the sandbox)
-            link = not tenancy.confinement.pid_namespace  # (else bound: confine.mounts_script)
+            # bound by its first shell (confine.mounts_script), an image's by podman;
+            # linked where the slave has no namespace to bind them in
+            bound = task.container is None
+            link = bound and not tenancy.confinement.pid_namespace
             busy = self.shared_in_use((msg.framework_id, task.task_id))
-            bound = task.container is None  # (an image's task binds nothing yet)
             binds = await asyncio.to_thread(
                 volumes.prepare,
                 self.config.work_dir, sandbox, task.resources, user, link, busy, bound,

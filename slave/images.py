@@ -18,6 +18,8 @@ task's. What differs:
   podman's own PID namespace; podman itself (root) runs with the slave's environment, and
   the task's variables reach the container through a file only the slave reads
   (`--env-file`): none of them (`LD_PRELOAD`, `CONTAINERS_CONF`) reaches podman;
+- its persistent volumes are bound at their places in the sandbox by podman (`-v`),
+  not by the task's first shell;
 - nothing is pulled: the image must be on the slave already.
 
 Podman is a soft dependency: a slave without it refuses image tasks (TASK_ERROR).
@@ -135,6 +137,7 @@ class ImageLaunch:
             f"--pidfile={self.outside_group}",  # (its PID namespace: the ports isolator's)
             "-v",
             f"{self.sandbox}:{SANDBOX}",
+            *self.volumes(),
             "-w",
             SANDBOX,
             "--umask=0077",  # (as a command task's)
@@ -152,6 +155,17 @@ class ImageLaunch:
         # storage and its configuration), the task's in the container alone
         wrapped = self.run.confinement.wrap(run, str(self.exit_file))
         return Start(wrapped, dict(os.environ))
+
+    def volumes(self) -> list[str]:
+        """Its persistent volumes, bound by podman at their places under the sandbox's
+        mount (slave.volumes made them, and the places, its user's). The runtime
+        resolves a place inside the container's root: a symlink a task of the same user
+        swapped in on the way sends the bind elsewhere in the container, never out of it."""
+        real = os.path.realpath(self.sandbox)
+        options = []
+        for source, target in self.run.binds.mounts:
+            options += ["-v", f"{source}:{SANDBOX}/{os.path.relpath(target, real)}"]
+        return options
 
     def limits(self) -> tuple[list[str], list[str]]:
         """podman's global and `run` options that hold the container to the task's

@@ -6,6 +6,7 @@ The image is built for the tests (nothing can be pulled): harness.images.
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -19,6 +20,7 @@ from protocol.wire.discrete import Discrete, Ranges
 from protocol.wire.ids import image_problem, task_problem
 from protocol.wire.messages import CommandInfo, ContainerInfo, Reason, TaskInfo, TaskState
 from protocol.wire.resources import PORTS, Resources
+from slave.confine import Binds
 from slave.images import ImageLaunch
 from slave.isolator import PARENT, PosixContainer, container_name
 from slave.runners import CommandRunner, Run
@@ -248,3 +250,41 @@ def test_under_posix_podman_limits_the_container_itself(tmp_path: Path) -> None:
     podman = " ".join(launch.process().args)
     assert "--cpus=0.5 --memory=64m --memory-swap=64m" in podman
     assert podman.endswith("-- busybox true")
+
+
+async def test_a_volume_bound_through_a_symlink_on_its_way_stays_in_the_container(
+    tmp_path: Path,
+    image: str,  # noqa: F811  (the fixture)
+) -> None:
+    """podman binds an image task's volume at its place under the sandbox, which a task of
+    the same user may have swapped for a symlink (to the host's /etc, say) after the slave
+    made it: the runtime resolves the place inside the container's root, so the host's
+    directory is never bound over, and the volume lands in the container's own."""
+    sandbox, volume, outside = tmp_path / "sandbox", tmp_path / "volume", tmp_path / "host-etc"
+    for d in (sandbox, volume, outside / "data"):
+        d.mkdir(parents=True)
+    (volume / "f").write_text("volume\n")
+    (outside / "data" / "f").write_text("host\n")
+    (sandbox / "deep").symlink_to(outside)  # the swap: deep/data now leads out of the sandbox
+    task = TaskInfo(
+        task_id="t",
+        slave_id="s",
+        resources=Resources(cpus=0.5, mem=64),
+        command=CommandInfo(value="cat deep/data/f; echo more > deep/data/g"),
+        container=ContainerInfo(image=image),
+    )
+    binds = Binds(((str(volume), str(sandbox.resolve() / "deep" / "data")),))
+    run = Run(sandbox, tmp_path / "run", binds=binds)
+    launch = ImageLaunch(task, run, {}, PosixContainer("t"), "podman", "s", "f")
+    await launch.prepare()  # (its environment's file)
+    args = launch.process().args
+    podman = args[args.index("podman") :]  # (podman itself: not its exit status's wrapper)
+    done = await asyncio.to_thread(
+        subprocess.run, podman, capture_output=True, text=True, timeout=120
+    )
+    # the link, read in the container, leads where it says there: into the container's
+    # own root, where the volume was bound
+    assert (done.returncode, done.stdout) == (0, "volume\n"), done.stderr
+    assert (volume / "g").read_text() == "more\n"
+    assert (outside / "data" / "f").read_text() == "host\n"
+    assert not (outside / "data" / "g").exists()  # the host's directory was never the bind

@@ -18,6 +18,7 @@ from protocol.tooling.brokers import MosquittoBroker
 from protocol.wire.messages import (
     Accept,
     CommandInfo,
+    ContainerInfo,
     Filters,
     Offer,
     OfferOperation,
@@ -29,6 +30,7 @@ from protocol.wire.values import FrameworkCapability
 
 from harness.fakes import FakeFramework
 from harness.helpers import eventually, need_root
+from harness.images import image  # noqa: F401  (the fixture: podman holds IMAGE)
 from harness.reservations import framework, master, offer_with, operate, slave
 
 R = Resources.parse
@@ -56,12 +58,15 @@ REAL = {
 }
 
 
-def task(offer_slave: str, task_id: str, command: str, volume: str = VOLUME) -> TaskInfo:
+def task(
+    offer_slave: str, task_id: str, command: str, volume: str = VOLUME, in_image: str | None = None
+) -> TaskInfo:
     return TaskInfo(
         task_id=task_id,
         slave_id=offer_slave,
         resources=R(f"cpus:0.1;mem:32;{volume}:100"),
         command=CommandInfo(value=command),
+        container=ContainerInfo(image=in_image) if in_image is not None else None,
     )
 
 
@@ -191,3 +196,45 @@ async def test_two_tasks_share_one_volume(mosquitto: MosquittoBroker, base: Path
         assert read == {"one": "two\n", "two": "one\n"}  # each saw the other's file
         assert sorted(p.name for p in kept.iterdir()) == ["one", "two"]  # one directory
         assert stat.S_IMODE(kept.stat().st_mode) == 0o700  # its tasks' user's alone
+
+
+async def test_a_task_in_an_image_has_its_volume_at_its_place(
+    mosquitto: MosquittoBroker,
+    base: Path,
+    image: str,  # noqa: F811  (the fixture)
+) -> None:
+    """A task in a container image writes to its volume, at its place under the sandbox
+    inside the container; the volume keeps it for a command task after it, and is its
+    principal's user's alone."""
+    resources = "cpus:2;mem:512;disk(team-a):100"
+    settings = {**REAL, "task_uid_map": base / "task-uids.json", "isolation": "cgroups"}
+    kept = base / "s1" / "volumes" / "roles" / "team-a" / "nested"
+    nested = "disk(team-a)[nested:deep/data]"
+    async with (
+        master(mosquitto),
+        framework(mosquitto, "mine", "team-a") as mine,
+        slave(mosquitto, base, resources, **settings),
+    ):
+        offer = await offer_with(mine, R("disk(team-a):100"), 0)
+        seen = mine.offer_count()
+        await operate(mine, offer, OfferOperation(type="CREATE", resources=R(f"{nested}:100")))
+        offer = await offer_with(mine, R(f"{nested}:100"), seen)
+        boxed = "echo kept > deep/data/f && cat /proc/self/mountinfo"
+        write = task(offer.slave_id, "boxed", boxed, nested, in_image=image)
+        seen = mine.offer_count()
+        await mine.accept(offer, [write], refuse=0)
+        await mine.update_for("boxed", TaskState.FINISHED, timeout=60)
+        assert (kept / "f").read_text() == "kept\n"  # written in the volume, not the sandbox
+        sandbox = base / "s1" / "sandboxes" / mine.framework_id
+        mounts = (next(sandbox.glob("*boxed*")) / "stdout").read_text()
+        assert " /mnt/mesos/sandbox/deep/data " in mounts
+        owner = kept.stat()
+        assert owner.st_uid != 0
+        assert stat.S_IMODE(owner.st_mode) == 0o700
+        assert (kept / "f").stat().st_uid == owner.st_uid  # written as its user
+        offer = await offer_with(mine, R(f"{nested}:100"), seen)
+        await mine.accept(
+            offer, [task(offer.slave_id, "reader", "cat deep/data/f", nested)], refuse=0
+        )
+        await mine.update_for("reader", TaskState.FINISHED, timeout=30)
+        assert (next(sandbox.glob("*reader*")) / "stdout").read_text() == "kept\n"
