@@ -140,7 +140,7 @@ class FrameworkCalls:
                 self.offers.drop(record)
                 fid, sid = fw.framework_id, record.slave_id
                 self.cycle.decline(fid, sid, record.resources, refuse, now, record.role, whole=True)
-            reason = "; ".join(problems)
+            reason = _said(problems)
             # As Mesos: the task was fine and the offer was not, so TASK_DROPPED (TASK_LOST
             # to frameworks not partition-aware): launch it again. Not an Error: in Mesos
             # that means the framework is removed.
@@ -326,10 +326,13 @@ class FrameworkCalls:
             source=Source.MASTER,
             message=why,
         )
-        if task.task_id not in fw.tasks and task.task_id not in fw.unreachable:
+        live = task.task_id in fw.tasks or task.task_id in fw.unreachable
+        if not live and task.slave_id not in self.books.recovering:
             # remembered, so that reconciling it answers how it ended: a framework whose
             # Reconcile crossed this answer (sent on reconnecting, its Accept in flight)
-            # would hear TASK_GONE after it, two ends for one task (the chaos soak saw 4)
+            # would hear TASK_GONE after it, two ends for one task (the chaos soak saw 4).
+            # Not while its slave may still bring it back after a failover: an Accept
+            # delivered again to the new leader may have launched it (review 63)
             fw.declare_ended(status)
         self.updates.forward(fw, Update(status=status), task.slave_id)
         # the event stream and the web UI's events say it too (an operator sees why a task
@@ -592,3 +595,15 @@ class FrameworkCalls:
                 by=f"{caller.kind}:{caller.principal}",
             )
             self.removals.remove_framework(fw, f"torn down {who} ({caller.principal})")
+
+
+SHOWN_PROBLEMS = 2  # an Accept's problems named in its refusal; the rest are counted
+
+
+def _said(problems: list[str]) -> str:
+    """An Accept's problems, as its refusal says them: the first few and how many more
+    (each of its tasks' TASK_DROPPED, kept as ended, and the operators' events carry it:
+    a thousand bogus offer ids are not a thousand lines in each)."""
+    said = "; ".join(problems[:SHOWN_PROBLEMS])
+    more = len(problems) - SHOWN_PROBLEMS
+    return f"{said}; and {more} more" if more > 0 else said

@@ -12,7 +12,7 @@ from protocol.wire.discrete import Discrete
 from protocol.wire.framework import TaskRequest
 from protocol.wire.resources import Limit, Resources
 from protocol.wire.slave import TaskUsage
-from protocol.wire.values import Id, Offer, Reason, TaskState, Wire
+from protocol.wire.values import Id, Offer, Reason, StatusMessage, TaskState, Wire
 
 # --- master -> everyone --------------------------------------------------------------------
 
@@ -164,7 +164,7 @@ class ClusterEvent(Wire):
     offer_id: str | None = None
     resources: Resources = Field(default_factory=Resources)
     state: TaskState | None = None
-    detail: str = ""
+    detail: StatusMessage = ""  # (a refusal's words may be a tenant's: cut at 4,096)
     # the master's count of the events it emitted, from 1 (0: a change told to its own
     # listeners only): a follower that sees numbers skipped knows it missed events (the
     # broker dropped what it held for it past its bounds, or its lease lapsed)

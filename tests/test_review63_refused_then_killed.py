@@ -1,0 +1,151 @@
+"""Review 63 (on 2060393): a launch the master refuses is now remembered as ended
+(`FrameworkCalls.refuse_launch`), so that reconciling it answers TASK_DROPPED. The
+guard is that no live task has its id in the books (`fw.tasks`, `fw.unreachable`); but
+after a failover the new leader knows no task until each slave brings its own back, and
+a task remembered as ended is killed when its slave does
+(`SlaveCalls`: `slave.task_already_ended`).
+
+alice runs t0 on sa. The leader fails over; alice re-subscribes, and the Accept that
+launched t0 is delivered again (MQTT delivers at least once: a broker restart before its
+PUBACK, the case 2060393 was made for), naming the old leader's offer: refused
+(TASK_DROPPED, TASK_LOST to alice), and t0 is now "ended" in the new leader's books. sa
+comes back with t0 running, and the master kills it there. Before 2060393, t0 was taken
+back as running.
+
+In process, on the memory transport with the credentials store's ACL, the registry in
+memory shared by both leaders."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from cluster.local.secure import provision
+from master.ha.registry import MemoryStore, Registry
+from master.master import Master, MasterConfig
+from protocol.tooling.credentials import Store
+from protocol.transport.memory import MemoryBroker
+from protocol.wire.messages import (
+    Accept,
+    Filters,
+    KillTask,
+    Reregister,
+    RunningTask,
+    TaskState,
+    Update,
+)
+from protocol.wire.resources import Resources
+from protocol.wire.topics import Topics
+
+from harness.fakes import FakeFramework, FakeSlave
+from harness.helpers import eventually, open_transport
+
+T = Topics("refused")
+PRINCIPALS = [("master", "master"), ("slave-a", "slave"), ("alice", "framework")]
+SLAVE = Resources(cpus=4, mem=1024)
+TASK = Resources(cpus=1, mem=64)
+pytestmark = pytest.mark.timeout(60)
+
+
+@dataclass
+class Failover:
+    store: Store
+    broker: MemoryBroker
+    stack: contextlib.AsyncExitStack
+    registry: MemoryStore
+    master: Master | None = None
+
+    async def start_master(self, name: str) -> Master:
+        bus = await open_transport(self.stack, self.broker.connector("master"), name)
+        registry = Registry(self.registry)
+        await registry.load()
+        config = MasterConfig(
+            allocation_interval=0.05, heartbeat_interval=0.5, principals=self.store.principals_file
+        )
+        master = Master(bus, T, config, registry=registry)
+        await master.start()
+        self.stack.push_async_callback(master.stop)
+        return master
+
+    @property
+    def m(self) -> Master:
+        assert self.master is not None
+        return self.master
+
+
+@contextlib.asynccontextmanager
+async def failover_cluster(tmp_path: Path) -> AsyncIterator[Failover]:
+    store = provision(tmp_path / "auth", PRINCIPALS)
+    async with contextlib.AsyncExitStack() as stack:
+        c = Failover(store, MemoryBroker(store.principals.values()), stack, MemoryStore())
+        c.master = await c.start_master("master-1")
+        yield c
+
+
+async def test_a_launch_delivered_again_after_a_failover_does_not_get_its_running_task_killed(
+    tmp_path: Path,
+) -> None:
+    async with failover_cluster(tmp_path) as c:
+        bus = await open_transport(c.stack, c.broker.connector("slave-a"), "sa", inbox=None)
+        sa = FakeSlave(bus, T, "sa", SLAVE)
+        await sa.register()
+        await eventually(lambda: "sa" in c.m.books.slaves)
+        fbus = await open_transport(c.stack, c.broker.connector("alice"), "alice")
+        alice = FakeFramework(fbus, T, "in")
+        await fbus.subscribe(T.outbox("framework", "alice") + "/#", alice.receive)
+        fid = (await alice.subscribe("a", role="alice", failover_timeout=60)).framework_id
+        offer = await alice.next_offer()
+        launch = Accept(
+            framework_id=fid,
+            offer_ids=[offer.offer_id],
+            tasks=[alice.task(offer, TASK, "t0")],
+            filters=Filters(refuse_seconds=5),
+        )
+        await alice.bus.publish(alice.to_master, launch)
+        run = await sa.run_task()
+        await alice.update_for("t0", TaskState.RUNNING)
+
+        # the leader dies; a new one reads the registry and leads (sa not back yet)
+        old = c.m
+        await old.stop()
+        await old.bus.close()
+        c.master = await c.start_master("master-2")
+        alice.inbox.messages.clear()
+        await alice.subscribe("a", role="alice", framework_id=fid, failover_timeout=60)
+        # the Accept that launched t0, delivered again
+        await alice.bus.publish(alice.to_master, launch)
+        dropped = await alice.update_for("t0", TaskState.LOST)  # (DROPPED, not partition-aware)
+        # sa comes back, running t0
+        running = RunningTask(
+            framework_id=fid, task=run.task, state=TaskState.RUNNING, proof=run.proof
+        )
+        await sa.bus.publish(
+            sa.to_master,
+            Reregister(
+                slave_id="sa",
+                hostname="sa.local",
+                resources=SLAVE,
+                incarnation=sa.bus.incarnation,
+                tasks=[running],
+                owners={fid: "alice"},
+            ),
+        )
+        await eventually(lambda: "sa" in c.m.books.slaves)
+        target = c.m.offer_rounds.count + 3
+        await eventually(lambda: c.m.offer_rounds.count >= target)
+        killed = [k.task_id for k in sa.inbox.of(KillTask)]
+        booked = c.m.books.frameworks[fid].tasks.get("t0")
+        heard = [u.status.state.value for u in alice.inbox.of(Update)]
+        said = (
+            f"t0 ran on sa through the failover; the Accept that launched it, delivered "
+            f"again to the new leader, was refused ({dropped.state.value}: "
+            f"{dropped.message[:60]}...), t0 was remembered as ended, and when sa came back "
+            f"with t0 running the master sent it KillTask {killed} (t0 booked: "
+            f"{booked is not None}; alice heard {heard})"
+        )
+        assert not killed, said
+        assert booked is not None, said
