@@ -439,7 +439,7 @@ class HttpApi:
                 if not message or page not in feed.pages:
                     break
                 await response.write(message.encode())
-        except ConnectionResetError:
+        except ConnectionError:  # (aiohttp's "Connection lost" mid-write is one too)
             pass  # the page went away
         finally:
             feed.close(page)

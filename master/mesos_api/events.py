@@ -122,7 +122,7 @@ class OperatorEvents:
                 if not chunk:
                     break
                 await response.write(chunk)
-        except ConnectionResetError:
+        except ConnectionError:  # (aiohttp's "Connection lost" mid-write is one too)
             pass  # the client went away
         finally:
             self.close(sub, "the client went away")

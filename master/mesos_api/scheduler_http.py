@@ -52,6 +52,7 @@ SELF_AUTHENTICATED = (PATH, VERSION_PATH)  # (the API's guard leaves these to th
 BODY_SECONDS = 10.0  # a request body slower than this is a slow-loris: 408
 SUBSCRIBE_SECONDS = 30.0  # the master's answer to a SUBSCRIBE, at most
 STREAM_EVENTS = 10_000  # events waiting for a slow reader; past them its stream is closed
+STREAM_BYTES = 32 * 1024 * 1024  # or past this much of them (the broker's bound a client)
 STREAMS_PER_PRINCIPAL = 64  # open (and opening) SUBSCRIBE streams of one principal, at most
 INSECURE_PRINCIPAL = "mesos"  # whose frameworks they are on a cluster without credentials
 # what a refused SUBSCRIBE's code becomes
@@ -78,7 +79,9 @@ class SchedulerStream:
         self.preemption_notices = preemption_notices
         self.framework_id = ""
         self.answer: asyncio.Future[Wire] = asyncio.get_running_loop().create_future()
-        self.queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue(STREAM_EVENTS)
+        # each event framed as it comes (its size is known, and it is framed once)
+        self.queue: asyncio.Queue[bytes | None] = asyncio.Queue(STREAM_EVENTS)
+        self.held = 0  # bytes in the queue: a tenant's executor chooses how big they are
         self.ended = False  # closed by the master (removed, replaced): no Last Will
         self.transport: asyncio.Transport | None = None  # (once it is served)
 
@@ -97,8 +100,12 @@ class SchedulerStream:
             self.end()
 
     def put(self, event: dict[str, Any]) -> None:
+        record = recordio.json_record(event)
         try:
-            self.queue.put_nowait(event)
+            if self.held + len(record) > STREAM_BYTES:
+                raise asyncio.QueueFull
+            self.queue.put_nowait(record)
+            self.held += len(record)
         except asyncio.QueueFull:  # a reader this slow loses its stream, not our memory
             self.end(lost=True)
             if self.transport is not None:  # (a writer stuck on a reader that never reads)
@@ -106,13 +113,14 @@ class SchedulerStream:
 
     async def take(self) -> bytes | None:
         """The events waiting (at least one), framed; None once the stream has ended."""
-        event = await self.queue.get()
+        record = await self.queue.get()
         records = []
-        while event is not None:
-            records.append(recordio.json_record(event))
+        while record is not None:
+            records.append(record)
+            self.held -= len(record)
             if self.queue.empty():
                 return b"".join(records)
-            event = self.queue.get_nowait()
+            record = self.queue.get_nowait()
         # the end: what came before it is sent first
         if records:
             self.queue.put_nowait(None)
@@ -127,7 +135,8 @@ class SchedulerStream:
                 self.queue.put_nowait(None)
                 return
             except asyncio.QueueFull:
-                self.queue.get_nowait()
+                dropped = self.queue.get_nowait()
+                self.held -= len(dropped or b"")
 
 
 class SchedulerApi:
@@ -299,7 +308,7 @@ class SchedulerApi:
                 await response.write(events_now)  # what came meanwhile: one chunk
             lost = not stream.ended
             await response.write_eof()
-        except ConnectionResetError:
+        except ConnectionError:  # (aiohttp's "Connection lost" mid-write is one too)
             pass  # the framework went away
         finally:
             m.sinks.pop(stream.topic, None)
