@@ -12,7 +12,8 @@ process there (one that left the group with `setsid` too), and their children (o
 group and namespace of its own, `unshare -Urpf setsid`, too); an image task's container
 (podman runs it on the host's network, in a PID namespace of its own, outside the task's
 group) is found by the pid podman wrote (`Runner.outside_group`), and every process of
-its namespace is the task's.
+its namespace is the task's. In the host's PID namespace a process that double-forked
+away is no task's child: its user, a principal's own, says whose it is (`_stop_strays`).
 
 Only the slave's own range is held (Mesos's `--check_agent_port_range_only`), reserved
 ports included: a port outside it is no task's to be given, and is left alone. Between
@@ -79,17 +80,24 @@ def _sockets(pid: str) -> set[int]:
     return inodes
 
 
+Ports = dict[int, dict[int, set[int]]]  # a task's group (or a user) -> port -> pids
+
+
 def listened_ports(
     groups: set[int], outside: Mapping[int, Path] | None = None
-) -> dict[int, dict[int, set[int]]]:
+) -> tuple[Ports, Ports]:
     """The TCP ports the processes of each task (its process group, its own PID
     namespace's processes, and their children) listen on, and the processes that hold
     each: group -> port -> pids. `outside`: a task's file holding the pid of its
-    container, whose PID namespace is the task's too (an image's). (Blocking: in a
+    container, whose PID namespace is the task's too (an image's). Second, those of
+    strays: processes of no task that run as a task's user (not root's, nor the
+    slave's), by user -> port -> pids -- in the host's PID namespace a task's process
+    that double-forks (`( setsid server & )`) is re-parented to init, and only its user
+    says whose it is (each principal's tasks run as a user of its own). (Blocking: in a
     thread.)"""
     listening = listening_sockets()
     if not listening or not groups:
-        return {}
+        return {}, {}
     own = os.readlink("/proc/self/ns/pid")
     processes = {}
     for entry in os.scandir("/proc"):
@@ -104,12 +112,32 @@ def listened_ports(
     for pid, (group, namespace, _) in processes.items():
         if (owner := group if group in groups else namespaces.get(namespace)) is not None:
             owners[pid] = owner
-    ports: dict[int, dict[int, set[int]]] = {}
+    ports: Ports = {}
+    strays: Ports = {}
+    users = _task_users(groups)
     for pid in processes:
         if (owner := _owner(pid, processes, owners)) is not None:
-            for port in {listening[i] for i in _sockets(pid) if i in listening}:
-                ports.setdefault(owner, {}).setdefault(port, set()).add(int(pid))
-    return ports
+            found = ports.setdefault(owner, {})
+        elif users and (user := _user(pid)) in users:
+            found = strays.setdefault(user, {})
+        else:
+            continue
+        for port in {listening[i] for i in _sockets(pid) if i in listening}:
+            found.setdefault(port, set()).add(int(pid))
+    return ports, strays
+
+
+def _user(pid: int | str) -> int | None:
+    with contextlib.suppress(OSError):
+        return os.stat(f"/proc/{pid}").st_uid
+    return None
+
+
+def _task_users(groups: Iterable[int]) -> set[int]:
+    """The users the tasks run as, but root and the slave's own (whose strays may be
+    anyone's, the slave's included)."""
+    users = {_user(group) for group in groups}
+    return {u for u in users if u is not None} - {0, os.geteuid()}
 
 
 def _owner(
@@ -170,7 +198,9 @@ async def enforce_ports(
         if not runners or not held:
             continue
         outside = {g: path for g, (_, r) in runners.items() if (path := r.outside_group)}
-        listened = await asyncio.to_thread(listened_ports, set(runners), outside)
+        listened, strays = await asyncio.to_thread(listened_ports, set(runners), outside)
+        if strays:
+            await _stop_strays(strays, runners, held, log)
         for group, ports in listened.items():
             record, runner = runners[group]
             given = ports_of(record.info.discrete)
@@ -194,6 +224,33 @@ async def enforce_ports(
                 for pid in set().union(*(ports[port] for port in bad)):
                     with contextlib.suppress(ProcessLookupError, PermissionError):
                         os.kill(pid, signal.SIGKILL)
+
+
+async def _stop_strays(
+    strays: Ports, runners: Mapping[int, tuple[TaskRecord, Runner]], held: Ranges, log: Any
+) -> None:
+    """A stray listening on a port of the slave's range that none of its user's tasks was
+    given is killed; and its task, where its user runs one alone (else which of them
+    started it is not known, and none is failed for it)."""
+    users = await asyncio.to_thread(lambda: {g: _user(g) for g in runners})
+    for user, ports in strays.items():
+        theirs = [runners[g] for g, u in users.items() if u == user]
+        given = Ranges().joined(ports_of(record.info.discrete) for record, _ in theirs)
+        bad = squatted(set(ports), given, held)
+        if not bad:
+            continue  # (a server its task daemonized, on a port the task was given)
+        log.warning("task.port_limit_stray", uid=user, ports=bad, tasks=len(theirs))
+        for pid in set().union(*(ports[port] for port in bad)):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        if len(theirs) == 1:
+            [(record, runner)] = theirs
+            message = (
+                f"a process it left listened on port {', '.join(map(str, bad))} of the "
+                f"slave's range, not given to it (its ports: "
+                f"{_text(ports_of(record.info.discrete)) or 'none'})"
+            )
+            await runner.kill(0.0, Limit(TaskState.FAILED, Reason.CONTAINER_LIMITATION, message))
 
 
 def _text(ranges: Ranges) -> str:
