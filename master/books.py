@@ -210,6 +210,10 @@ class Framework:
         ended = self.completed.get(task_id)
         return ended.slave_id if ended is not None else None
 
+    def live(self, task_id: str) -> bool:
+        """Whether a task of this id is live in the books (running, or out of touch)."""
+        return task_id in self.tasks or task_id in self.unreachable
+
     def declare_ended(self, status: TaskStatus, keep: int = 1000) -> None:
         """Remember (boundedly) how a task ended, for reconciliation and for a slave that
         brings it back later: it is then killed, not revived. Also for tasks the master

@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from cluster.local.secure import provision
+from master.authz import Caller
 from master.ha.registry import MemoryStore, Registry
 from master.master import Master, MasterConfig
 from protocol.tooling.credentials import Store
@@ -43,6 +44,8 @@ from protocol.wire.topics import Topics
 
 from harness.fakes import FakeFramework, FakeSlave
 from harness.helpers import eventually, open_transport
+from harness.master import Cluster
+from harness.master import cluster as cluster
 
 T = Topics("refused")
 PRINCIPALS = [("master", "master"), ("slave-a", "slave"), ("alice", "framework")]
@@ -149,3 +152,30 @@ async def test_a_launch_delivered_again_after_a_failover_does_not_get_its_runnin
         )
         assert not killed, said
         assert booked is not None, said
+
+
+async def test_a_rate_limited_launch_says_nothing_of_a_live_task_of_its_id(
+    cluster: Cluster,
+) -> None:
+    """An Accept refused by its principal's rate limit reports its tasks TASK_DROPPED
+    (TASK_LOST): not one whose id a live task has, which runs on (a LOST would invite a
+    second launch of it), as an Accept of invalid offers does not (review 63's side note)."""
+    alice = await cluster.framework("A", role="a")
+    s1 = await cluster.slave("s1", Resources(cpus=4, mem=1024))
+    offer = await alice.next_offer()
+    await alice.accept(offer, [alice.task(offer, TASK, "t0")], refuse=0)
+    await s1.run_task()
+    await alice.update_for("t0", TaskState.RUNNING)
+    fw = cluster.master.books.frameworks[alice.framework_id]
+    again = Accept(
+        framework_id=alice.framework_id,
+        offer_ids=["gone-offer"],
+        tasks=[alice.task(offer, TASK, "t0"), alice.task(offer, TASK, "t1")],
+        filters=Filters(),
+    )
+    caller = Caller("framework", "framework", None)
+    await cluster.master.framework_calls.refused_accept(again, caller, "rate limit")
+    await alice.update_for("t1", TaskState.LOST)  # (after any word of t0: in order)
+    heard = [u.status.state for u in alice.inbox.of(Update) if u.status.task_id == "t0"]
+    assert heard == [TaskState.RUNNING]
+    assert fw.tasks["t0"].state == TaskState.RUNNING

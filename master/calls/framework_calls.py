@@ -145,7 +145,7 @@ class FrameworkCalls:
             # to frameworks not partition-aware): launch it again. Not an Error: in Mesos
             # that means the framework is removed.
             for task in msg.tasks:
-                if task.task_id in fw.tasks:
+                if fw.live(task.task_id):
                     # a live task has the id (an Accept delivered again with offers of
                     # another's too): a LOST would be a lie that invites a second launch
                     continue
@@ -307,8 +307,9 @@ class FrameworkCalls:
             framework_id=fw.framework_id, offer_ids=msg.offer_ids, filters=msg.filters
         )
         await self.on_decline(decline, Caller(caller.kind, caller.principal, None))
-        for task in msg.tasks:  # (a live task of the same id runs on)
-            self.refuse_launch(fw, task, TaskState.DROPPED, Reason.RATE_LIMITED, why)
+        for task in msg.tasks:  # (a live task of the same id runs on, and is not lied of)
+            if not fw.live(task.task_id):
+                self.refuse_launch(fw, task, TaskState.DROPPED, Reason.RATE_LIMITED, why)
 
     def refuse_launch(
         self, fw: Framework, task: TaskInfo, state: TaskState, reason: Reason, why: str
@@ -326,8 +327,7 @@ class FrameworkCalls:
             source=Source.MASTER,
             message=why,
         )
-        live = task.task_id in fw.tasks or task.task_id in fw.unreachable
-        if not live and task.slave_id not in self.books.recovering:
+        if not fw.live(task.task_id) and task.slave_id not in self.books.recovering:
             # remembered, so that reconciling it answers how it ended: a framework whose
             # Reconcile crossed this answer (sent on reconnecting, its Accept in flight)
             # would hear TASK_GONE after it, two ends for one task (the chaos soak saw 4).
