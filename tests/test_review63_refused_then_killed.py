@@ -32,8 +32,11 @@ from protocol.tooling.credentials import Store
 from protocol.transport.memory import MemoryBroker
 from protocol.wire.messages import (
     Accept,
+    Error,
     Filters,
+    FrameworkMessage,
     KillTask,
+    Message,
     Reregister,
     RunningTask,
     TaskState,
@@ -179,3 +182,27 @@ async def test_a_rate_limited_launch_says_nothing_of_a_live_task_of_its_id(
     heard = [u.status.state for u in alice.inbox.of(Update) if u.status.task_id == "t0"]
     assert heard == [TaskState.RUNNING]
     assert fw.tasks["t0"].state == TaskState.RUNNING
+
+
+async def test_a_message_to_a_slave_where_the_framework_has_no_executor_is_refused(
+    cluster: Cluster,
+) -> None:
+    """A framework's Message goes to its executor's slave only (review 63's side note: a
+    tenant's megabytes to any slave filled its topic ahead of other tenants' launches and
+    kills, and the slave dropped them: it runs no such executor)."""
+    mallory = await cluster.framework("M", role="m")
+    s1 = await cluster.slave("s1", Resources(cpus=4, mem=1024))
+    await mallory.next_offer()
+    data = b"x" * 1024
+    for executor in ("e1", "nobody"):
+        await mallory.bus.publish(
+            mallory.to_master,
+            Message(
+                framework_id=mallory.framework_id, slave_id="s1", executor_id=executor, data=data
+            ),
+        )
+    await eventually(lambda: len(mallory.inbox.of(Error)) >= 2)
+    errors = mallory.inbox.of(Error)
+    assert {e.code for e in errors} == {"unknown-executor"}
+    assert "has no executor e1 on slave s1" in errors[0].message
+    assert s1.inbox.of(FrameworkMessage) == []

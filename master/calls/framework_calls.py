@@ -565,6 +565,19 @@ class FrameworkCalls:
                 framework_id=fw.framework_id,
             )
             return
+        if (msg.slave_id, msg.executor_id) not in fw.executors:
+            # its slave would drop it (as a Mesos agent drops a message for an executor it
+            # does not run): refused here, so that nobody's megabytes fill the topic of a
+            # slave where they have nothing, ahead of other tenants' launches and kills
+            self.outbox.refuse(
+                caller,
+                f"framework {fw.framework_id} has no executor {msg.executor_id} on slave "
+                f"{msg.slave_id}",
+                "unknown-executor",
+                "Message",
+                framework_id=fw.framework_id,
+            )
+            return
         self.outbox.send_slave(
             msg.slave_id,
             FrameworkMessage(
