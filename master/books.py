@@ -35,7 +35,7 @@ RELAYED_KEPT = 8  # a task's last forwarded updates remembered, to know a re-sen
 # removed frameworks' ids remembered, the last of each principal (the registry keeps as
 # many): one tenant's churn of its own pushes out nobody else's
 REMOVED_KEPT = 2_000
-COMPLETED = 50  # removed frameworks kept for the API, as Mesos's --max_completed_frameworks
+COMPLETED = 50  # removed frameworks kept a principal, for the API (Mesos: 50 in all)
 RECENT_ACCEPTED = 1024  # offer ids a framework's Accepts used, kept to know one sent again
 
 
@@ -362,6 +362,7 @@ class Books:
     slave_owners: dict[str, str] = field(default_factory=dict)
     removed: dict[str, tuple[str, str]] = field(default_factory=dict)  # id -> (principal, why)
     _removed_order: KeptByPrincipal = field(default_factory=KeptByPrincipal, repr=False)
+    _completed_order: KeptByPrincipal = field(default_factory=KeptByPrincipal, repr=False)
     # after a failover: slaves of the registry not back yet, with their deadlines
     recovering: dict[str, float] = field(default_factory=dict)
     # slaves removed while their tasks may still run (unreachable): those tasks were
@@ -423,8 +424,9 @@ class Books:
         fw.connected = False
         fw.removed_at, fw.removed_why = time.time(), why
         self.completed_frameworks[fw.framework_id] = fw
-        if len(self.completed_frameworks) > keep_completed:
-            del self.completed_frameworks[next(iter(self.completed_frameworks))]
+        # (a bound a principal, as removed ids': one tenant's churn pushes out its own)
+        for old in self._completed_order.add(fw.principal, fw.framework_id, keep_completed):
+            self.completed_frameworks.pop(old, None)
 
     def remember_removed(
         self, framework_id: str, principal: str, why: str, keep: int = REMOVED_KEPT

@@ -352,6 +352,19 @@ def test_removed_frameworks_are_kept_for_the_api_boundedly() -> None:
     assert not books.frameworks
 
 
+def test_one_principals_removals_push_out_only_its_own_completed_frameworks() -> None:
+    """The bound is a principal's (review 63's side note: one tenant tearing down 50
+    frameworks pushed every other tenant's completed frameworks out of the API)."""
+    books = Books()
+    for i, principal in enumerate(["alice", *["mallory"] * (COMPLETED + 10)]):
+        fw = Framework(f"fw{i}", principal, f"n{i}", "r", "inbox", "inc", 0.0, 0.0)
+        books.frameworks[fw.framework_id] = fw
+        books.forget_framework(fw, "torn down")
+    kept = list(books.completed_frameworks)
+    assert kept[0] == "fw0"  # alice's
+    assert len(kept) == 1 + COMPLETED
+
+
 async def test_hostile_input_gets_errors_and_leaves_the_books_intact(cluster: Cluster) -> None:
     a = await cluster.framework("A")
     b = await cluster.framework("B")
