@@ -8,6 +8,7 @@ executor ids in its messages are the slave's, not the executor's, to say.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Awaitable, Callable, Container
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -35,6 +36,7 @@ from slave.cgroups import MB
 from slave.executor_tokens import ExecutorTokens, TokenError
 from slave.executors import ExecutorProcess
 from slave.isolator import Isolator, executor_container_name
+from slave.message_budget import BYTES_A_SECOND, MESSAGES_A_SECOND, MessageBudget
 from slave.sandbox import make_task_sandbox
 from slave.tenancy import Tenancy
 
@@ -81,6 +83,7 @@ class ExecutorSide:
         self.slave_id, self.bus, self.to_master = slave_id, bus, to_master
         self.isolator, self.tasks, self.shut_down_frameworks = isolator, tasks, shut_down_frameworks
         self.executors: dict[tuple[str, str], ExecutorProcess] = {}  # by (framework, executor)
+        self._budgets: dict[tuple[str, str], MessageBudget] = {}  # what each may say
         self._sandbox, self._env, self._checkpoint = sandbox, env, checkpoint
         self._reports = reports  # (its tasks' states, told to the master)
         self._executor_sandbox = executor_sandbox  # (apart from every task's: slave.paths)
@@ -229,6 +232,8 @@ class ExecutorSide:
                 healthy=status.healthy,
             )  # fmt: skip
         elif isinstance(message, FrameworkMessage):
+            if not self._within_budget(executor, len(message.data)):
+                return
             self.bus.post(
                 self.to_master,
                 FrameworkMessage(
@@ -242,6 +247,28 @@ class ExecutorSide:
                 "unexpected-type",
                 message.TYPE,
             )
+
+    def _within_budget(self, executor: ExecutorProcess, nbytes: int) -> bool:
+        """Whether an executor's message to its framework is within its budget
+        (slave.message_budget); the first one over it is told and logged, and how many
+        were dropped once one passes again."""
+        budget = self._budgets.setdefault(executor.key, MessageBudget())
+        dropped = budget.dropped
+        if budget.take(nbytes, time.monotonic()):
+            if dropped:
+                budget.dropped = 0
+                ids = {"framework_id": executor.framework_id, "executor_id": executor.executor_id}
+                self.log.warning("executor.messages_dropped", dropped=dropped, **ids)
+            return True
+        if not dropped:
+            self._tell_executor(
+                executor,
+                "framework messages over this executor's budget are dropped (at most "
+                f"{MESSAGES_A_SECOND:g} messages and {BYTES_A_SECOND / 2**20:g} MiB a second)",
+                "rate-limited",
+                "FrameworkMessage",
+            )
+        return False
 
     def _holder(self, token: str) -> tuple[str, str] | None:
         """The executor a token was issued to, if it is one of this slave's."""
@@ -311,6 +338,7 @@ class ExecutorSide:
 
     async def _executor_exited(self, executor: ExecutorProcess, code: int) -> None:
         self.executors.pop(executor.key, None)
+        self._budgets.pop(executor.key, None)
         limited = None
         if executor.container is not None:
             limited = await executor.container.limitation()

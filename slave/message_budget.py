@@ -1,0 +1,56 @@
+"""How much an executor may say to its framework through the slave.
+
+An executor's FrameworkMessages go to the master on the slave's own connection, in the
+slave principal's queue there, ahead of the status updates of every other tenant's
+tasks on this slave (a slave principal is not rate limited: it speaks for many). An
+executor is a tenant's code, so each is held to a budget of messages and bytes, with a
+burst; what is over it is dropped, as Mesos's framework messages may be (they are best
+effort, never retried), and the executor is told.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+MESSAGES_A_SECOND = 100.0
+MESSAGES_AT_ONCE = 1_000.0
+BYTES_A_SECOND = 4.0 * 1024 * 1024
+BYTES_AT_ONCE = 16.0 * 1024 * 1024  # (four of the executor line's largest frames)
+
+
+@dataclass(slots=True)
+class Bucket:
+    """Tokens that come back at `rate` a second, up to `burst`."""
+
+    rate: float
+    burst: float
+    tokens: float = field(init=False)
+    at: float | None = None
+
+    def __post_init__(self) -> None:
+        self.tokens = self.burst
+
+    def refill(self, now: float) -> None:
+        if self.at is not None:
+            self.tokens = min(self.burst, self.tokens + (now - self.at) * self.rate)
+        self.at = now
+
+
+@dataclass(slots=True)
+class MessageBudget:
+    """One executor's: a message passes while both its count and its bytes have room."""
+
+    messages: Bucket = field(default_factory=lambda: Bucket(MESSAGES_A_SECOND, MESSAGES_AT_ONCE))
+    size: Bucket = field(default_factory=lambda: Bucket(BYTES_A_SECOND, BYTES_AT_ONCE))
+    dropped: int = 0  # over the budget since it was last told
+
+    def take(self, nbytes: int, now: float) -> bool:
+        """Whether a message of `nbytes` passes now (it is then counted)."""
+        self.messages.refill(now)
+        self.size.refill(now)
+        if self.messages.tokens < 1 or self.size.tokens < nbytes:
+            self.dropped += 1
+            return False
+        self.messages.tokens -= 1
+        self.size.tokens -= nbytes
+        return True
