@@ -196,15 +196,17 @@ def _said(reason: Reason) -> Callable[[], Reason]:
 # -- what turns away every slave ------------------------------------------------------------------
 def _everywhere(a: Allocator, fw: FrameworkBook, standing: Standing) -> list[Reason]:
     out = []
-    active = sum(1 for s in a.slaves.values() if s.active)
-    if not active:
+    # (a slave an operator took out is not active either: `maintenance` says why, below)
+    others = [s for s in a.slaves.values() if s.slave_id not in standing.maintenance]
+    away = [s for s in others if not s.active]
+    if not a.slaves or (others and len(away) == len(others)):
         out.append(
             Reason(
                 code=WhyCode.NO_SLAVE,
-                message=f"no slave is connected ({len(a.slaves)} registered, none connected)"
-                if a.slaves
+                message=f"no slave is connected ({len(away)} registered, none connected)"
+                if away
                 else "no slave is registered",
-                numbers={"slaves": float(len(a.slaves)), "connected": 0.0},
+                numbers={"slaves": float(len(away)), "connected": 0.0},
             )
         )
     if standing.role_refused:
@@ -338,9 +340,13 @@ def _stage(
         return MINE if slave_id in mine else FULL
     if book.reserved:
         unreserved, its = visible(book, fw.role, room)
-        if not enough(stripped({**unreserved, **its})):
-            return RESERVED if enough(stripped(room)) else HELD
-        room = stripped({**unreserved, **its})  # (what it would see, as amounts)
+        seen, everything = stripped({**unreserved, **its}), stripped(room)
+        if not enough(seen):
+            return RESERVED if enough(everything) else HELD
+        for shapes in (least.scan, tasks.scan):  # (what it needs is free, but others')
+            if shapes and not fits_one(seen, shapes) and fits_one(everything, shapes):
+                return RESERVED
+        room = seen  # (what it would see, as amounts)
     if not enough(room):
         return HELD
     if not a.quotas:
