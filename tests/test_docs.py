@@ -117,6 +117,7 @@ def test_the_docs_build_strictly(tmp_path: Path) -> None:
     assert (site / "reference" / "cli" / "index.html").exists()
     cli = (site / "reference" / "cli" / "index.html").read_text()
     assert "--custom-resources" in cli  # generated from the click definitions
+    assert "Sentinel.UNSET" not in cli  # (click's "no default", once shown as the default)
     sdk = (site / "reference" / "sdk" / "index.html").read_text()
     assert "BrokerRefused" in sdk
     words = html.unescape(re.sub(r"<[^>]+>", "", sdk))  # every callback with its signature
