@@ -173,10 +173,11 @@ def test_the_commands_the_docs_show_exist_with_their_options() -> None:
 
     from cluster.cli import main
 
-    wrong = []
+    wrong: list[str] = []
     for page in [*sorted(DOCS.rglob("*.md")), ROOT / "README.md"]:
         for shown in shown_commands(page.read_text()):
-            words, command, path = shown.split(), main, ["drfmesos"]
+            command: click.Command = main
+            words, path = shown.split(), ["drfmesos"]
             while isinstance(command, click.Group) and words and words[0] in command.commands:
                 command = command.commands[words.pop(0)]
                 path.append(command.name or "")
