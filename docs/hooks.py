@@ -8,6 +8,7 @@
 - `<!-- roles-schema -->` becomes the roles file's fields, from its pydantic model.
 - `<!-- metrics -->` becomes the table of the master's Prometheus metrics, read from where
   the master defines them (`master/`: each metric family with its name and help).
+- The commands' page shows no default for an option without one (click's UNSET sentinel).
 """
 
 from __future__ import annotations
@@ -56,6 +57,12 @@ def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Fil
     from master.http.openapi import openapi
 
     return markdown.replace(OPENAPI, render_openapi(openapi()))
+
+
+def on_page_content(html: str, page: Page, config: MkDocsConfig, files: Files) -> str:
+    # click 8.2 and later hold an option given no default as its UNSET sentinel, which
+    # mkdocs-click prints as the default ("Sentinel.UNSET", 18 times on the commands' page)
+    return html.replace("<code>Sentinel.UNSET</code>", "")
 
 
 def metrics() -> dict[str, tuple[str, str]]:

@@ -117,6 +117,7 @@ def test_the_docs_build_strictly(tmp_path: Path) -> None:
     assert (site / "reference" / "cli" / "index.html").exists()
     cli = (site / "reference" / "cli" / "index.html").read_text()
     assert "--custom-resources" in cli  # generated from the click definitions
+    assert "Sentinel.UNSET" not in cli  # (click's "no default", once shown as the default)
     sdk = (site / "reference" / "sdk" / "index.html").read_text()
     assert "BrokerRefused" in sdk
     words = html.unescape(re.sub(r"<[^>]+>", "", sdk))  # every callback with its signature
@@ -151,6 +152,42 @@ async def test_the_readmes_framework_runs_on_a_real_cluster(
         out, _ = await within(proc.communicate(), 60)
     assert proc.returncode == 0, out.decode()
     assert re.search(r"hello-\w+ FINISHED", out.decode()), out.decode()
+
+
+def shown_commands(text: str) -> list[str]:
+    """What follows `drfmesos` in a page's blocks and inline code, a command a line (lines
+    joined where they end in a backslash; a line the command printed, `drfmesos run: ...`,
+    is not one)."""
+    found = re.findall(r"`drfmesos ([^`]*)`", text)
+    for token in MarkdownIt().parse(text):
+        if token.type == "fence":
+            joined = token.content.replace("\\\n", " ")
+            found += re.findall(r"(?:^|[;&|(]\s*|\$ )drfmesos\s+([^#;&|)\n]*)", joined, re.M)
+    return [c for c in found if not re.match(r"[\w-]+:", c)]
+
+
+def test_the_commands_the_docs_show_exist_with_their_options() -> None:
+    """Each `drfmesos` command a page shows names a command and options that exist (the
+    reservations how-to once started a slave with `--slave-id`, which none has)."""
+    import click
+
+    from cluster.cli import main
+
+    wrong: list[str] = []
+    for page in [*sorted(DOCS.rglob("*.md")), ROOT / "README.md"]:
+        for shown in shown_commands(page.read_text()):
+            command: click.Command = main
+            words, path = shown.split(), ["drfmesos"]
+            while isinstance(command, click.Group) and words and words[0] in command.commands:
+                command = command.commands[words.pop(0)]
+                path.append(command.name or "")
+            if isinstance(command, click.Group):
+                continue  # (a group shown by name, or `auth grant|revoke`)
+            options = {o for p in command.params for o in (*p.opts, *p.secondary_opts)}
+            for word in words[: words.index("--")] if "--" in words else words:
+                if word.startswith("--") and word.split("=")[0] not in options:
+                    wrong.append(f"{page.relative_to(ROOT)}: {' '.join(path)} has no {word}")
+    assert not wrong, "\n".join(wrong)
 
 
 def test_every_tutorial_block_is_run_or_says_why_not() -> None:
