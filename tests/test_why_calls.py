@@ -22,7 +22,7 @@ from cluster.local.why_cli import fetch_why, render_why
 from frameworks import DriverError, Resources, Scheduler, SchedulerDriver, build_task
 from master.config import MasterConfig
 from protocol.mesos_json import status_to_mesos
-from protocol.wire.messages import Accept, TaskState
+from protocol.wire.messages import Accept, Filters, TaskState
 from protocol.wire.why import Why, WhyReason
 from protocol.wire.why_codes import WhyCode
 
@@ -81,6 +81,27 @@ async def test_a_framework_offered_lately_says_what_and_when(cluster: InProcess)
     assert why.top is not None
     assert why.top.code == WhyCode.OFFERS_OUTSTANDING  # it holds them, unanswered
     assert why.top.numbers["offers"] == 2
+
+
+async def test_a_new_framework_is_told_of_the_rounds_since_it_came_alone(
+    cluster: InProcess,
+) -> None:
+    """The rounds `why` counts are those since the framework registered (newcomer 63: a
+    framework of 4 s heard it was offered nothing in 251 s, 32 rounds)."""
+    async with framework(cluster, "fed") as driver:
+        await eventually(lambda: len(driver.offers) == 2)
+        # (rounds that make offers: one declined each time is offered again)
+        for _ in range(5):
+            offer = next(iter(driver.offers.values()))
+            await driver.decline_offer(offer.offer_id, Filters(refuse_seconds=0))
+            await eventually(lambda offer=offer: offer.offer_id not in driver.offers)
+            await eventually(lambda: len(driver.offers) == 2)
+        before = len(cluster.master.cycle.offers_log)
+        assert before >= 5
+        async with framework(cluster, "late", min_offer=[Resources(cpus=8)]) as late:
+            why = await late.why()
+    assert why.rounds < before
+    assert why.since < 2.0, why.since
 
 
 async def test_the_driver_warns_once_with_the_top_reason_when_no_offer_comes(

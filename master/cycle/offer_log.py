@@ -50,6 +50,16 @@ class OfferLog:
         """When the oldest round remembered ran (None: no round has made an offer)."""
         return self._rounds[0][0] if self._rounds else None
 
+    def after(self, start: float) -> tuple[int, float | None]:
+        """The rounds remembered that ran at `start` or later (a framework's asking
+        counts those since it came), and when the oldest of them ran."""
+        count, oldest = 0, None
+        for at, _ in reversed(self._rounds):
+            if at < start:
+                break
+            count, oldest = count + 1, at
+        return count, oldest
+
     def __len__(self) -> int:
         """How many rounds that made offers are remembered."""
         return len(self._rounds)
