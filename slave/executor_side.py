@@ -128,6 +128,7 @@ class ExecutorSide:
                     executor_container_name(msg.framework_id, info.executor_id),
                     info.resources + msg.task.resources,
                     user.uid if user is not None else None,
+                    msg.principal,
                 )
                 await executor.start()
             except (OSError, ValueError) as e:  # (ValueError: NUL in an argument or the env)
