@@ -173,13 +173,15 @@ class Upkeep:
         self._due[group] = Due(time.monotonic() + IDLE_GROUP, group=True)
         self._kick()
 
-    async def busy(self, group: str) -> None:
-        """A launch in the group: it is not removed (if it was meanwhile, the launch makes
-        it again)."""
+    async def busy(self, group: str) -> bool:
+        """A launch in the group, left empty: it is not removed. False if it may have
+        been meanwhile (the launch makes it again)."""
         while group in self._inflight:
             await self._idle.wait()
         if (due := self._due.get(group)) is not None and due.group:
             del self._due[group]
+            return True
+        return False
 
     def _kick(self) -> None:
         self._wake.set()

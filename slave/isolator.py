@@ -400,8 +400,9 @@ class CgroupsIsolator:
         container = self._container(name, path)
         if path in self.upkeep:  # (a task id used again, its old cgroup due)
             await self.upkeep.take_back(path)
-        if not self.groups.holds(group):  # (its first launch here, or the first since)
-            await self.upkeep.busy(group)
+        # (its first launch here, or the first since it emptied: it may have gone since)
+        if self.groups.empty(group) and not await self.upkeep.busy(group):
+            self.groups.forget(group)
         # in the loop, not a thread: the group's bound raised, a spare renamed (v1) and
         # what of its limits differs (none, for a recycled one of a task loop's), no disk
         # behind them, well under a millisecond; a thread hop per task costs as much

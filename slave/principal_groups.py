@@ -17,8 +17,9 @@ files stay root's (a task may not raise its own bound), and others pass it, neve
 (`Cgroups.seal`).
 
 A group is made at its principal's first launch here. Once its last container has gone it
-holds nothing the kernel bounds: its books are dropped, and it is removed a while later
-(cgroup_upkeep) with the spares kept in it, unless a launch of its principal comes first.
+holds nothing the kernel bounds, and it is removed a while later (cgroup_upkeep) with the
+spares kept in it, unless a launch of its principal comes first: a task loop's next task
+finds it as the last one left it, and writes nothing to it.
 """
 
 from __future__ import annotations
@@ -49,10 +50,13 @@ class PrincipalGroups:
     def __contains__(self, container: str) -> bool:
         return container in self._members.get(os.path.dirname(container), {})
 
-    def holds(self, group: str) -> bool:
-        """Whether the group is there, with the limits its books say (its principal has
-        tasks here)."""
-        return group in self._held
+    def empty(self, group: str) -> bool:
+        """No container of its principal's is in it (it may be there, or have gone)."""
+        return group not in self._members
+
+    def forget(self, group: str) -> None:
+        """It may be gone (removed while empty): the next write makes it again."""
+        self._held.pop(group, None)
 
     def groups(self) -> list[str]:
         return list(self._members)
@@ -77,7 +81,7 @@ class PrincipalGroups:
     def leave(self, container: str, before: Resources | None = None) -> str | None:
         """Its container gone (or its launch failed: `before`, what it had booked before,
         is booked again): the group's bound written anew; the group, if it is left empty
-        (its books dropped: the next launch makes it again)."""
+        (it holds what it held, for the next: nothing in it to bound)."""
         group = os.path.dirname(container)
         members = self._members.get(group)
         if members is None or container not in members:
@@ -90,7 +94,6 @@ class PrincipalGroups:
             self.write(group)
             return None
         del self._members[group]
-        self._held.pop(group, None)
         return group
 
     def write(self, group: str) -> None:

@@ -60,7 +60,7 @@ async def test_a_principals_group_bound_follows_its_tasks_as_they_start_and_end(
             await container.destroy()
         assert _read(pids / alice / "pids.max") == "140"  # (alice's, untouched)
         # her last gone, mallory's group waits, empty, for her next launch (or goes)
-        assert not isolator.groups.holds(f"{isolator.parent}/{mallory}")
+        assert f"{isolator.parent}/{mallory}" in isolator.upkeep
         await big.destroy()
     finally:
         await isolator.close()
