@@ -7,6 +7,7 @@ fake tree."""
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ import pytest
 from protocol.wire.messages import TaskState
 from protocol.wire.resources import Resources
 from slave.cgroups import CgroupsV2, Limits, detect
-from slave.isolator import CgroupsIsolator, container_name, group_name
+from slave.isolator import PARENT, CgroupsIsolator, container_name, group_name
 from slave.pid_shares import LEAST, PidShares, host_pids
 
 from harness.cgroups import ROOT, need_cgroups, new_slave_id, task_cgroup
@@ -171,3 +172,54 @@ async def test_after_a_restart_each_principals_group_is_bounded_by_its_recovered
         await eventually(lambda: _read(group / "pids.max") == str(shares.of_principal(0.5)))
         for i in range(2):
             (s.sandbox(MALLORY, f"m{i}") / "stop").touch()
+
+
+async def test_recovery_keeps_recovered_cgroups_at_either_level_and_removes_the_rest() -> None:
+    """A slave before the groups left its task right under its parent; this one's are in
+    groups. Recovery keeps both, removes a group's spares and a group none of whose
+    containers is kept, and bounds the kept group by its recovered task."""
+    need_cgroups()
+    found = detect(ROOT)
+    assert not isinstance(found, str)
+    shares = PidShares(1500, SLAVE)
+    isolator = CgroupsIsolator(found, new_slave_id(), pids=shares, cpus=4)
+    parent, x, y = isolator.parent, group_name("x"), group_name("y")
+    made = [f"{parent}/t.legacy", f"{parent}/{x}/t.kept", f"{parent}/{x}/~spare-1"]
+    made += [f"{parent}/{y}/t.stale"]
+    for path in made:
+        found.make_spare(path)  # (an empty cgroup, in each hierarchy)
+    legacy = isolator.adopt("t.legacy")
+    kept = isolator.adopt("t.kept", "x", Resources(cpus=2, mem=1024))
+    try:
+        stale = await isolator.recover({legacy.path, kept.path})
+        assert stale == [f"{parent}/{x}/~spare-1", f"{parent}/{y}/t.stale", f"{parent}/{y}"]
+        memory = ROOT / "memory"
+        assert (memory / legacy.path).is_dir()
+        assert (memory / kept.path).is_dir()
+        assert not (memory / parent / y).exists()
+        assert _read(ROOT / "pids" / parent / x / "pids.max") == "281"  # (2 cpus of 4)
+        await legacy.destroy()
+        await kept.destroy()
+    finally:
+        await isolator.close()
+    assert not (ROOT / "memory" / parent).exists()
+
+
+async def test_a_gone_slaves_empty_groups_are_swept_with_their_containers() -> None:
+    need_cgroups()
+    found = detect(ROOT)
+    assert not isinstance(found, str)
+    gone = f"{PARENT}/iso-gone-{new_slave_id()}"
+    old = f"{gone}/{group_name('z')}/t.old"
+    found.make_spare(old)
+    then = time.time() - 3600
+    for hierarchy in ("cpu", "cpuacct", "memory", "pids"):
+        os.utime(ROOT / hierarchy / old, (then, then))
+    isolator = CgroupsIsolator(found, new_slave_id())
+    try:
+        await isolator.recover(set())
+        assert isolator._sweep is not None
+        await isolator._sweep
+    finally:
+        await isolator.close()
+    assert not (ROOT / "memory" / gone).exists()
