@@ -368,6 +368,7 @@ class CgroupsIsolator:
         self.groups = PrincipalGroups(cgroups, pids)  # each principal's tasks, together
         self._lock: int | None = None  # the parent's directory, locked while we run
         self._live: dict[str, str] = {}  # each live container's cgroup, by its name
+        self._groups: dict[str, str] = {}  # each principal's group's cgroup
         self._sweep: asyncio.Task[None] | None = None
 
     def _make_parent(self) -> None:
@@ -395,7 +396,7 @@ class CgroupsIsolator:
         )
         self._make_parent()
         # (an executor's container, resized, stays in the group it is in)
-        path = self._live.get(name) or f"{self.parent}/{group_name(principal)}/{name}"
+        path = self._live.get(name) or f"{self._group(principal)}/{name}"
         group = os.path.dirname(path)
         container = self._container(name, path)
         if path in self.upkeep:  # (a task id used again, its old cgroup due)
@@ -429,11 +430,17 @@ class CgroupsIsolator:
     ) -> CgroupContainer:
         if principal is None:
             return self._container(name, f"{self.parent}/{name}")
-        path = f"{self.parent}/{group_name(principal)}/{name}"
+        path = f"{self._group(principal)}/{name}"
         if resources is not None:
             self.groups.join(path, resources)  # (its group's bound written at `recover`)
             self._live[name] = path
         return self._container(name, path)
+
+    def _group(self, principal: str) -> str:
+        """A principal's group's cgroup (its name escaped once)."""
+        if (group := self._groups.get(principal)) is None:
+            group = self._groups[principal] = f"{self.parent}/{group_name(principal)}"
+        return group
 
     def _container(self, name: str, path: str) -> CgroupContainer:
         return CgroupContainer(self.cgroups, path, name, self.upkeep, self._ended)
@@ -445,7 +452,7 @@ class CgroupsIsolator:
             del self._live[os.path.basename(path)]
         self._left(path)
 
-    def _left(self, path: str, before: Resources | None = None) -> None:
+    def _left(self, path: str, before: tuple[float, float] | None = None) -> None:
         try:
             emptied = self.groups.leave(path, before)
         except OSError as e:  # (its group's bound stays higher until its next change)

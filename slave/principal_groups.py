@@ -44,7 +44,8 @@ class PrincipalGroups:
     def __init__(self, cgroups: Cgroups, pids: PidShares | None) -> None:
         self.cgroups = cgroups
         self.pids = pids  # None: no bound of processes at all
-        self._members: dict[str, dict[str, Resources]] = {}  # group -> container -> given
+        # group -> container -> what it was given: its cpus and its share of the slave
+        self._members: dict[str, dict[str, tuple[float, float]]] = {}
         self._held: dict[str, Limits] = {}  # what each group's cgroup holds, once written
 
     def __contains__(self, container: str) -> bool:
@@ -64,21 +65,21 @@ class PrincipalGroups:
     def limits(self, group: str) -> Limits:
         """What the group's tasks were given, together."""
         given = self._members.get(group, {}).values()
-        cpus = sum(r.quantities().get("cpus", 0.0) for r in given)
+        cpus = sum(cpus for cpus, _ in given)
         if self.pids is None:
             return Limits(cpus=cpus)
-        shares = sum(self.pids.share(r) for r in given)
-        return Limits(cpus=cpus, max_pids=self.pids.of_principal(shares))
+        return Limits(cpus=cpus, max_pids=self.pids.of_principal(sum(s for _, s in given)))
 
-    def join(self, container: str, resources: Resources) -> Resources | None:
+    def join(self, container: str, resources: Resources) -> tuple[float, float] | None:
         """Book `container` (a path in its group) with what it was given, or resized;
         what it had before, if it was booked."""
         members = self._members.setdefault(os.path.dirname(container), {})
         before = members.get(container)
-        members[container] = resources
+        cpus = resources.quantities().get("cpus", 0.0)
+        members[container] = (cpus, self.pids.share(resources) if self.pids else 0.0)
         return before
 
-    def leave(self, container: str, before: Resources | None = None) -> str | None:
+    def leave(self, container: str, before: tuple[float, float] | None = None) -> str | None:
         """Its container gone (or its launch failed: `before`, what it had booked before,
         is booked again): the group's bound written anew; the group, if it is left empty
         (it holds what it held, for the next: nothing in it to bound)."""
