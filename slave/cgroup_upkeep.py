@@ -177,7 +177,8 @@ class Upkeep:
         """A principal's group left empty: removed IDLE_GROUP from now, with its spares,
         unless `busy` first."""
         self._due[group] = Due(time.monotonic() + IDLE_GROUP, group=True)
-        self._kick()
+        if self._task is None or self._task.done():  # (no wake: nothing is due sooner)
+            self._task = asyncio.create_task(self._run(), name="cgroup-upkeep")
 
     async def busy(self, group: str) -> bool:
         """A launch in the group, left empty: it is not removed. False if it may have
@@ -198,12 +199,14 @@ class Upkeep:
         """How many spares to make now."""
         if not self._want_spares or self._closing_at is not None:
             return 0
-        # (those about to be recycled count: they come back in the same thread hop)
+        # (those about to be recycled count: they come back in the same thread hop; a
+        # group's are right in it, and a deeper path is never due: a prefix tells them)
+        group = self._group + "/"
         have = self._ready_count() + sum(
             d.limits is not None
             and d.tries == 0
             and d.owner in (None, self._owner)
-            and _group_of(p) == self._group
+            and p.startswith(group)
             for p, d in self._due.items()
         )
         if have >= SPARES // 2:
