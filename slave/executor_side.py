@@ -133,6 +133,8 @@ class ExecutorSide:
                 await executor.start()
             except (OSError, ValueError) as e:  # (ValueError: NUL in an argument or the env)
                 del self.executors[ekey]
+                if executor.container is not None:  # (and out of its principal's group)
+                    await executor.container.destroy()
                 await self._reports.report(
                     msg.framework_id,
                     msg.task,
