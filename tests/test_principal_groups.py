@@ -223,3 +223,28 @@ async def test_a_gone_slaves_empty_groups_are_swept_with_their_containers() -> N
     finally:
         await isolator.close()
     assert not (ROOT / "memory" / gone).exists()
+
+
+async def test_a_tenant_can_neither_raise_its_groups_bound_nor_move_into_anothers() -> None:
+    """mallory's task, as her user in its namespaces, tries her group's `pids.max` and her
+    own cgroup's, joining her group itself (above her own bound) or alice's, making a
+    cgroup in her group, and listing it: each is refused."""
+    async with shared_slave(isolation="cgroups") as s:
+        await s.master.run("alice", ALICE, "a1", "exec sleep 300")
+        await s.master.reaches(ALICE, "a1", TaskState.RUNNING)
+        pids = "/sys/fs/cgroup/pids"
+        script = (
+            "own=$(grep :pids: /proc/self/cgroup | cut -d: -f3); group=${own%/*}; "
+            'alices="${group%/*}/' + group_name("alice") + '"; '
+            'for f in "$group/pids.max" "$own/pids.max"; do '
+            f'echo 100000 > "{pids}$f" 2>/dev/null && echo "wrote $f"; done; '
+            f'echo $$ > "{pids}$group/tasks" 2>/dev/null && echo "joined its group"; '
+            f'echo $$ > "{pids}$alices/tasks" 2>/dev/null && echo "joined alices"; '
+            f'mkdir "{pids}$group/mine" 2>/dev/null && echo "made one"; '
+            f'ls "{pids}$group" > /dev/null 2>&1 && echo "listed"; '
+            f'test -e "{pids}$alices/tasks" && echo "alices is there"; echo checked'
+        )
+        await s.master.run("mallory", MALLORY, "m1", script)
+        await s.master.ends(MALLORY, "m1")
+        said = s.output(MALLORY, "m1")
+        assert said.splitlines() == ["alices is there", "checked"], said  # (all refused)
