@@ -24,6 +24,7 @@ group's bound: the operator's own), and 0 none (as Mesos, without its pids isola
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from protocol.wire.resources import Resources
@@ -46,6 +47,13 @@ class PidShares:
     slave: Resources  # what the slave offers
     fixed: int | None = None
 
+    @cached_property
+    def _whole(self) -> dict[str, float]:
+        """The slave's cpus and mem (read at each launch, twice: its own bound, and its
+        principal's group's)."""
+        whole = self.slave.quantities()
+        return {name: whole[name] for name in ("cpus", "mem") if whole.get(name)}
+
     @property
     def bounded(self) -> bool:
         return self.fixed != 0
@@ -61,11 +69,8 @@ class PidShares:
     def share(self, resources: Resources) -> float:
         """Its dominant share of the slave: the larger of its cpus and its mem over the
         slave's (1 at the most)."""
-        mine, whole = resources.quantities(), self.slave.quantities()
-        share = max(
-            (mine.get(name, 0.0) / whole[name] for name in ("cpus", "mem") if whole.get(name)),
-            default=1.0,
-        )
+        mine = resources.quantities()
+        share = max((mine.get(name, 0.0) / of for name, of in self._whole.items()), default=1.0)
         return min(share, 1.0)
 
     def of(self, resources: Resources) -> int | None:
