@@ -11,6 +11,12 @@ MOST_SPARES are: a task loop's tasks, which write no file, then cost no mkdir an
 (a third of a millisecond of the kernel's time each, in three hierarchies), and the next
 launch with the same limits writes none.
 
+Spares live in a principal's group (slave.principal_groups): cgroup v1 renames a cgroup
+within its parent only. They are made for the group of the last launch, while fewer than
+MOST_SPARES are kept in all; a finished container's cgroup is recycled within its group.
+A group left empty (its principal's last container gone) is removed IDLE_GROUP later with
+its spares, unless a launch of its principal takes it back first (a task loop's next).
+
 A recycled cgroup whose `tasks` files the slave handed to a user (the task's shell joins
 its cgroup itself, as that user) goes to that user's tasks alone: a descriptor one of its
 tasks opened to those files meanwhile still writes after they are root's again, so with
@@ -27,8 +33,8 @@ look.
 
 A live slave holds its parent cgroup's directory locked (flock). At its start a slave
 removes what the others under drfmesos/ that hold no lock (stopped, or killed and never
-restarted) left behind: their empty cgroups made over a minute ago. A task still running
-keeps its cgroup, for its slave to recover.
+restarted) left behind: their empty cgroups made over a minute ago, and the groups
+left empty. A task still running keeps its cgroup, for its slave to recover.
 """
 
 from __future__ import annotations
@@ -45,6 +51,7 @@ from typing import Any
 
 from protocol.transport.aio import within
 from slave.cgroups import Cgroups, Limits
+from slave.principal_groups import is_group
 
 # who may have a spare: the user its `tasks` files were handed to (None: no user), and the
 # limits it holds (None: a new cgroup's)
@@ -61,6 +68,7 @@ STALE_AFTER = 60.0  # an empty cgroup this old is no launch about to join it
 SPARES = 16  # made ahead: a burst of launches (an offer's worth) takes them, no mkdir
 MOST_SPARES = 2 * SPARES  # kept, recycled ones included; past that, finished ones go
 SPARE = "~spare-"  # (no container's name holds a ~: container_name replaces it)
+IDLE_GROUP = 30.0  # an empty principal's group is kept this long for its next launch
 
 
 @dataclass
@@ -72,10 +80,17 @@ class Due:
     files: tuple[Path, ...] = ()  # what its task wrote: their page cache is charged to it
     limits: Limits | None = None  # what it holds, if known: it may be recycled
     owner: int | None = None  # the user its `tasks` files were handed to, if any
+    group: bool = False  # a principal's group, left empty: it goes after what is in it
 
 
 def is_spare(path: str) -> bool:
     return os.path.basename(path).startswith(SPARE)
+
+
+def _group_of(path: str) -> str:
+    """The group a container's or a spare's cgroup is in (its parent: os.path.dirname's
+    answer, at a fraction of its cost: a launch asks it of each cgroup due)."""
+    return path.rpartition("/")[0]
 
 
 class Upkeep:
@@ -87,9 +102,11 @@ class Upkeep:
         self.cgroups = cgroups
         self.parent = parent
         self.log = log
-        # spares by what they hold (Held), the last made or recycled last
-        self._spares: dict[Held, list[str]] = {}
+        # spares by the group they are in and what they hold (Held), the last made or
+        # recycled last
+        self._spares: dict[str, dict[Held, list[str]]] = {}
         self._owner: int | None = None  # the last launch's user: its spares count as ready
+        self._group = parent  # the last launch's group: where spares are made
         # the limits each live container's cgroup holds (its last `create`): a finished
         # one is recycled only if known (not a recovered task's, nor one a write failed)
         self.limits: dict[str, Limits] = {}
@@ -118,20 +135,26 @@ class Upkeep:
         self._due[path] = Due(time.monotonic() + BATCH, 0, tuple(files), limits, owner)
         self._kick()
 
-    def spare(self, limits: Limits | None = None, owner: int | None = None) -> Spare | None:
-        """A cgroup made ahead for a task of user `owner`, if one is ready (more are
-        made when few are left): never one handed to another user before; one that
-        holds `limits` already if there is one."""
-        held = next((k for k in ((owner, limits), (None, limits)) if k in self._spares), None)
+    def spare(
+        self, limits: Limits | None = None, owner: int | None = None, group: str | None = None
+    ) -> Spare | None:
+        """A cgroup made ahead in `group` (the slave's parent if None) for a task of user
+        `owner`, if one is ready (more are made when few are left): never one handed to
+        another user before; one that holds `limits` already if there is one."""
+        group = group or self.parent
+        spares = self._spares.get(group, {})
+        held = next((k for k in ((owner, limits), (None, limits)) if k in spares), None)
         if held is None:
-            held = next((k for k in self._spares if k[0] in (owner, None)), None)
+            held = next((k for k in spares if k[0] in (owner, None)), None)
         spare = None
         if held is not None:
-            names = self._spares[held]
+            names = spares[held]
             spare = names.pop(), held
             if not names:
-                del self._spares[held]
-        self._owner = owner
+                del spares[held]
+            if not spares:
+                del self._spares[group]
+        self._owner, self._group = owner, group
         self._want_spares = self._can_spare
         if self._short():
             self._kick()
@@ -139,14 +162,33 @@ class Upkeep:
 
     def unused(self, spare: Spare) -> None:
         name, held = spare
-        self._spares.setdefault(held, []).append(name)
+        self._spares.setdefault(_group_of(name), {}).setdefault(held, []).append(name)
 
     def _spare_count(self) -> int:
-        return sum(map(len, self._spares.values()))  # (a few kinds, 32 spares at most)
+        # (a few groups and kinds, MOST_SPARES at most)
+        return sum(len(names) for spares in self._spares.values() for names in spares.values())
 
     def _ready_count(self) -> int:
-        """The spares the next launch (of the last one's user) may take."""
-        return sum(len(v) for k, v in self._spares.items() if k[0] in (None, self._owner))
+        """The spares the next launch (of the last one's user, in its group) may take."""
+        spares = self._spares.get(self._group, {})
+        return sum(len(v) for k, v in spares.items() if k[0] in (None, self._owner))
+
+    def idle(self, group: str) -> None:
+        """A principal's group left empty: removed IDLE_GROUP from now, with its spares,
+        unless `busy` first."""
+        self._due[group] = Due(time.monotonic() + IDLE_GROUP, group=True)
+        if self._task is None or self._task.done():  # (no wake: nothing is due sooner)
+            self._task = asyncio.create_task(self._run(), name="cgroup-upkeep")
+
+    async def busy(self, group: str) -> bool:
+        """A launch in the group, left empty: it is not removed. False if it may have
+        been meanwhile (the launch makes it again)."""
+        while group in self._inflight:
+            await self._idle.wait()
+        if (due := self._due.get(group)) is not None and due.group:
+            del self._due[group]
+            return True
+        return False
 
     def _kick(self) -> None:
         self._wake.set()
@@ -157,12 +199,19 @@ class Upkeep:
         """How many spares to make now."""
         if not self._want_spares or self._closing_at is not None:
             return 0
-        # (those about to be recycled count: they come back in the same thread hop)
+        # (those about to be recycled count: they come back in the same thread hop; a
+        # group's are right in it, and a deeper path is never due: a prefix tells them)
+        group = self._group + "/"
         have = self._ready_count() + sum(
-            d.limits is not None and d.tries == 0 and d.owner in (None, self._owner)
-            for d in self._due.values()
+            d.limits is not None
+            and d.tries == 0
+            and d.owner in (None, self._owner)
+            and p.startswith(group)
+            for p, d in self._due.items()
         )
-        return SPARES - have if have < SPARES // 2 else 0
+        if have >= SPARES // 2:
+            return 0
+        return max(0, min(SPARES - have, MOST_SPARES - self._spare_count()))  # (all groups')
 
     async def take_back(self, path: str) -> None:
         """A new container of the same name: the old one goes first, now."""
@@ -177,7 +226,12 @@ class Upkeep:
         self._closing_at = now = time.monotonic()
         for due in self._due.values():
             due.at, due.limits = now, None  # (none recycled now)
-        self._due.update((name, Due(now, 1)) for names in self._spares.values() for name in names)
+        self._due.update(
+            (name, Due(now, 1))
+            for spares in self._spares.values()
+            for names in spares.values()
+            for name in names
+        )
         self._spares = {}
         if self._due:
             self._kick()  # (its task may have ended, nothing due till now)
@@ -194,18 +248,24 @@ class Upkeep:
                     await within(self._wake.wait(), soonest - now)
                 continue
             closing = self._closing_at is not None
-            names = [self._name() for _ in range(self._short())]
+            short = self._short()
             batch = {p: due for p, due in self._due.items() if due.at <= now}
             for p in batch:
                 del self._due[p]
+            going = self._going(batch)
+            if self._group in going:  # (no launch since it emptied: none are made in it)
+                short = 0
+            names = [self._name(self._group) for _ in range(short)]
             # what may be recycled: while spares are wanted, up to MOST_SPARES
             room = MOST_SPARES - self._spare_count() - len(names)
             if not self._want_spares or closing:
                 room = 0
             recycle: dict[str, tuple[str, Limits]] = {}
             for p, due in batch.items():
-                if due.limits is not None and due.tries == 0 and len(recycle) < room:
-                    recycle[p] = (self._name(), due.limits)
+                group = _group_of(p)  # (a spare stays in it: v1 renames within one)
+                fits = due.limits is not None and due.tries == 0 and len(recycle) < room
+                if fits and due.limits is not None and group not in going:
+                    recycle[p] = (self._name(group), due.limits)
             self._inflight = set(batch)
             self._idle.clear()
             force = closing and now - (self._closing_at or now) > CLOSING
@@ -231,9 +291,20 @@ class Upkeep:
                     due.tries += 1
                     self._due[path] = due
 
-    def _name(self) -> str:
+    def _going(self, batch: dict[str, Due]) -> set[str]:
+        """The groups that go in this batch: their spares join it, and it is ordered so
+        that what is in a group goes before the group."""
+        going = {p for p, due in batch.items() if due.group}
+        for group in going:
+            for names in self._spares.pop(group, {}).values():
+                batch.update((name, Due(0.0, 1)) for name in names)
+        for group in going:  # (last)
+            batch[group] = batch.pop(group)
+        return going
+
+    def _name(self, group: str) -> str:
         self._made += 1
-        return f"{self.parent}/{SPARE}{self._made}"
+        return f"{group}/{SPARE}{self._made}"
 
     def _work(
         self,
@@ -268,6 +339,14 @@ class Upkeep:
             tries, files = due.tries, due.files
             last = force or tries >= len(RETRY)
             try:
+                if due.group:  # (once what was in it has gone: what fails says so itself)
+                    if not self.cgroups.children(path) and self.cgroups.release(path, force=last):
+                        continue
+                    # (a closing slave waits for what is in it as long as for the rest; left,
+                    # it goes at the slave's close or its next start)
+                    if not (force if self._closing_at is not None else last):
+                        left[path] = due
+                    continue
                 # a task that left nothing charged (wrote no file): no look at its files,
                 # no second look; it goes now
                 if tries == 0 and self.cgroups.uncharged(path) and self.cgroups.release(path):
@@ -342,15 +421,29 @@ def sweep(cgroups: Cgroups, parents: str, own: str) -> list[str]:
             continue
         try:
             for child in cgroups.children(other):
-                if _stale(cgroups.lock_dir(child)) and not cgroups.pids(child):
-                    with contextlib.suppress(OSError):
-                        if cgroups.release(child) or cgroups.release(child, force=True):
-                            removed.append(child)
+                if is_group(child):  # (a principal's: its containers, then itself)
+                    removed += _sweep_stale(cgroups, cgroups.children(child))
+                    if not cgroups.children(child):
+                        removed += _sweep_stale(cgroups, [child], stale=False)
+                else:
+                    removed += _sweep_stale(cgroups, [child])
             if not cgroups.children(other):
                 with contextlib.suppress(OSError):
                     cgroups.release(other, force=True)
         finally:
             os.close(fd)
+    return removed
+
+
+def _sweep_stale(cgroups: Cgroups, paths: list[str], stale: bool = True) -> list[str]:
+    """Remove those of `paths` that hold no process (and, if `stale`, are older than
+    STALE_AFTER); the ones removed."""
+    removed = []
+    for path in paths:
+        if (not stale or _stale(cgroups.lock_dir(path))) and not cgroups.pids(path):
+            with contextlib.suppress(OSError):
+                if cgroups.release(path) or cgroups.release(path, force=True):
+                    removed.append(path)
     return removed
 
 

@@ -52,6 +52,11 @@ class Cgroups(Protocol):
         True if the spare was used."""
         ...
 
+    def limit(self, name: str, limits: Limits, held: Limits) -> None:
+        """Set the limits of a cgroup that is there (a principal's group, its tasks come
+        and go), `held` what it holds: only what differs is written."""
+        ...
+
     def make_spare(self, name: str) -> bool:
         """Make an empty cgroup ahead, with no limits (blocking: from a thread). False if
         this version cannot rename one into a container (v2)."""
@@ -201,12 +206,22 @@ class CgroupsV1:
         used = spare is not None and fs.rename_all(
             [self._fds[m] for m in self.hierarchies], spare, name
         )
-        if used:
-            made = dict.fromkeys(self.hierarchies, True)
-        else:
-            made, held = {m: fs.mkdir(self._in(m, name)) for m in self.hierarchies}, None
-        # only what differs from a new cgroup's defaults, or from what a recycled spare
-        # holds, is written (the CFS period is the kernel's default, PERIOD_US)
+        new = True  # (its memory cgroup: a spare's is as new)
+        if not used:
+            made = {m: fs.mkdir(self._in(m, name)) for m in self.hierarchies}
+            if (memory := self.mounts.get("memory")) is not None:
+                new = made[memory]
+            held = None
+        self._write(name, limits, held, new)
+        return used
+
+    def limit(self, name: str, limits: Limits, held: Limits) -> None:
+        self._write(name, limits, held, False)
+
+    def _write(self, name: str, limits: Limits, held: Limits | None, new: bool) -> None:
+        """Only what differs from a new cgroup's defaults (`held` None), or from what it
+        holds, is written (the CFS period is the kernel's default, PERIOD_US); `new`: its
+        memory cgroup was just made (else an executor's, resized: its limit is read)."""
         if (cpu := self._at("cpu", name)) is not None:
             if held is None or shares(held.cpus) != shares(limits.cpus):
                 fs.write(cpu / "cpu.shares", shares(limits.cpus))
@@ -219,7 +234,6 @@ class CgroupsV1:
             if held is not None:
                 self._memory(mem, _bytes(limits.mem_mb), _bytes(held.mem_mb))
             elif limits.mem_mb is not None:
-                new = made[self.mounts["memory"]]  # (else an executor's, resized)
                 was = -1 if new else fs.read_int(mem / "memory.limit_in_bytes")
                 self._memory(mem, _bytes(limits.mem_mb), was)
         if (pids := self._at("pids", name)) is not None:
@@ -227,7 +241,6 @@ class CgroupsV1:
                 fs.write(pids / "pids.max", limits.max_pids)
             elif limits.max_pids is None and held is not None and held.max_pids is not None:
                 fs.write(pids / "pids.max", "max")
-        return used
 
     def _memory(self, mem: fs.At, limit: int, was: int) -> None:
         """Set its memory limit (-1: none) from `was` (-1: none, a new cgroup's)."""
@@ -445,6 +458,14 @@ class CgroupsV2:
         if "pids" in enabled and limits.max_pids is not None:
             fs.write(path / "pids.max", limits.max_pids)
         return False
+
+    def limit(self, name: str, limits: Limits, held: Limits) -> None:
+        path = self.root / name
+        enabled = self._enable_controllers(path.parent)  # (known: it made `name`)
+        if "cpu" in enabled and weight(limits.cpus) != weight(held.cpus):
+            fs.write(path / "cpu.weight", weight(limits.cpus))
+        if "pids" in enabled and limits.max_pids != held.max_pids:
+            fs.write(path / "pids.max", "max" if limits.max_pids is None else limits.max_pids)
 
     def procs_files(self, name: str) -> list[Path]:
         return [self.root / name / "cgroup.procs"]

@@ -222,9 +222,11 @@ def raise_fd_limit(slaves: int) -> None:
     "--max-task-pids",
     type=click.IntRange(0),
     default=None,
-    help="At most this many processes and threads per task (cgroups pids controller); "
-    "0: no bound. By default each task's bound is its dominant share of the slave, of "
-    "3/8 of the host's pid_max (so that no tenant's task can take every pid).",
+    help="At most this many processes and threads per task (cgroups pids controller), "
+    "and no bound on a principal's tasks together; 0: no bound. By default each task's "
+    "bound is its dominant share of the slave, of 3/8 of the host's pid_max, and each "
+    "principal's tasks together are held to their shares summed (so that no tenant's "
+    "tasks can take every pid, however many and small).",
 )
 @click.option(
     "--usage-interval",

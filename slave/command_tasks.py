@@ -129,7 +129,7 @@ class CommandTasks:
         try:
             name = container_name(msg.framework_id, task.task_id)
             owner = user.uid if user is not None else None
-            container = await self.isolator.prepare(name, task.resources, owner)
+            container = await self.isolator.prepare(name, task.resources, owner, msg.principal)
         except OSError as e:
             await self._reports.report(
                 msg.framework_id,

@@ -131,10 +131,13 @@ class ExecutorSide:
                     executor_container_name(msg.framework_id, info.executor_id),
                     info.resources + msg.task.resources,
                     user.uid if user is not None else None,
+                    msg.principal,
                 )
                 await executor.start()
             except (OSError, ValueError) as e:  # (ValueError: NUL in an argument or the env)
                 del self.executors[ekey]
+                if executor.container is not None:  # (and out of its principal's group)
+                    await executor.container.destroy()
                 await self._reports.report(
                     msg.framework_id,
                     msg.task,

@@ -1,10 +1,12 @@
 """How a slave holds a container (a command task, or a custom executor with its tasks)
 to the resources DRF gave it.
 
-`cgroups`: a cgroup per container under drfmesos/<slave-id>/, with a CPU weight (and with
-`cfs`, a hard cap), a memory limit the kernel enforces (an OOM kill ends the task
-TASK_FAILED), a pids limit, and the kernel's accounting for usage. A process joins its
-cgroup before it execs the task (`Container.join`), so all it starts stays in it.
+`cgroups`: a cgroup per container under drfmesos/<slave-id>/~p.<principal>/ (its
+principal's group, which holds its tasks together: slave.principal_groups), with a CPU
+weight (and with `cfs`, a hard cap), a memory limit the kernel enforces (an OOM kill ends
+the task TASK_FAILED), a pids limit, and the kernel's accounting for usage. A process
+joins its cgroup before it execs the task (`Container.join`), so all it starts stays in
+it.
 
 `posix`: today's behaviour. Nothing is limited by the kernel; the slave polls the task's
 process group's RSS (slave.memory_limits) and reads usage from /proc.
@@ -17,7 +19,7 @@ import contextlib
 import hashlib
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Protocol
 
@@ -26,6 +28,7 @@ from protocol.wire.resources import Resources
 from slave.cgroup_upkeep import Upkeep, hold, is_spare, sweep
 from slave.cgroups import MB, Cgroups, Limits, Usage
 from slave.pid_shares import PidShares
+from slave.principal_groups import GROUP, PrincipalGroups, is_group
 
 PARENT = "drfmesos"
 
@@ -81,17 +84,25 @@ class Isolator(Protocol):
     kind: str
     enforces_memory: bool  # else the slave polls RSS itself
 
-    async def prepare(self, name: str, resources: Resources, owner: int | None = None) -> Container:
-        """Its container, held to `resources`, for a task of user `owner` (None: the
-        slave's own): a cgroup never handed to another user before."""
+    async def prepare(
+        self, name: str, resources: Resources, owner: int | None = None, principal: str = ""
+    ) -> Container:
+        """Its container, held to `resources`, for a task of `principal`'s run as user
+        `owner` (None: the slave's own): a cgroup never handed to another user before.
+        A container there already (an executor's) is resized, in the group it is in."""
         ...
 
-    def adopt(self, name: str) -> Container:
-        """A container a previous run of this slave made (its task is recovered)."""
+    def adopt(
+        self, name: str, principal: str | None = None, resources: Resources | None = None
+    ) -> Container:
+        """A container a previous run of this slave made (its task is recovered), in
+        `principal`'s group (None: where a slave before the groups made it, right under
+        its parent), counted there with `resources`."""
         ...
 
     async def recover(self, keep: set[str]) -> list[str]:
-        """Destroy the containers a previous run left that no recovered task owns."""
+        """Destroy the containers a previous run left that no recovered task owns (`keep`:
+        the recovered ones' cgroups), and bound the groups of those recovered."""
         ...
 
     async def usage(self, running: list[tuple[Container, int]]) -> list[Usage]:
@@ -121,6 +132,12 @@ def container_name(framework_id: str, task_id: str) -> str:
     so `t.<framework>.<task>` names one task, whatever its ids: a framework called
     `<alice's id>.alice` is not alice's. (A name past MAX_NAME is its hash.)"""
     return _name("t", framework_id, task_id)
+
+
+def group_name(principal: str) -> str:
+    """A principal's group (slave.principal_groups): by structure as the containers, and
+    never one (it starts with a ~)."""
+    return _name(GROUP, principal)
 
 
 def executor_container_name(framework_id: str, executor_id: str) -> str:
@@ -184,10 +201,14 @@ class PosixIsolator:
     kind = "posix"
     enforces_memory = False
 
-    async def prepare(self, name: str, resources: Resources, owner: int | None = None) -> Container:
+    async def prepare(
+        self, name: str, resources: Resources, owner: int | None = None, principal: str = ""
+    ) -> Container:
         return PosixContainer(name)
 
-    def adopt(self, name: str) -> Container:
+    def adopt(
+        self, name: str, principal: str | None = None, resources: Resources | None = None
+    ) -> Container:
         return PosixContainer(name)
 
     async def recover(self, keep: set[str]) -> list[str]:
@@ -255,11 +276,19 @@ GROUP_POLL = 0.02  # seconds between looks at a killed group
 
 
 class CgroupContainer:
-    def __init__(self, cgroups: Cgroups, path: str, name: str, upkeep: Upkeep) -> None:
+    def __init__(
+        self,
+        cgroups: Cgroups,
+        path: str,
+        name: str,
+        upkeep: Upkeep,
+        ended: Callable[[str], None] = lambda path: None,
+    ) -> None:
         self.cgroups = cgroups
         self.path = path
         self.name = name
         self.upkeep = upkeep
+        self.ended = ended  # (its group's bound lowered once its processes are gone)
         self.delegated = False
         self.owner: int | None = None  # the user its `tasks` files were handed to, if any
 
@@ -303,6 +332,7 @@ class CgroupContainer:
                 await asyncio.to_thread(self.cgroups.kill, self.path)
             except OSError as e:  # (the removal tries again)
                 logs.get("slave").warning("isolation.kill_failed", cgroup=self.path, error=str(e))
+        self.ended(self.path)
         self.upkeep.add(self.path, written, self.owner)
 
 
@@ -335,7 +365,10 @@ class CgroupsIsolator:
         self._sealed = False
         self.log = logs.get("slave", slave_id=slave_id)
         self.upkeep = Upkeep(cgroups, self.parent, self.log)
+        self.groups = PrincipalGroups(cgroups, pids)  # each principal's tasks, together
         self._lock: int | None = None  # the parent's directory, locked while we run
+        self._live: dict[str, str] = {}  # each live container's cgroup, by its name
+        self._groups: dict[str, str] = {}  # each principal's group's cgroup
         self._sweep: asyncio.Task[None] | None = None
 
     def _make_parent(self) -> None:
@@ -351,7 +384,9 @@ class CgroupsIsolator:
             together = self.pids.together() if self.pids is not None else None
             self.cgroups.create(self.parent, Limits(cpus=self.cpus, max_pids=together))
 
-    async def prepare(self, name: str, resources: Resources, owner: int | None = None) -> Container:
+    async def prepare(
+        self, name: str, resources: Resources, owner: int | None = None, principal: str = ""
+    ) -> Container:
         amounts = resources.quantities()  # (reserved cpus are cpus)
         limits = Limits(
             cpus=amounts.get("cpus") or 0.0,
@@ -360,25 +395,71 @@ class CgroupsIsolator:
             max_pids=self.pids.of(resources) if self.pids is not None else None,
         )
         self._make_parent()
-        container = self.adopt(name)
-        if container.path in self.upkeep:  # (a task id used again, its old cgroup due)
-            await self.upkeep.take_back(container.path)
-        # in the loop, not a thread: a spare renamed (v1) and what of its limits differs
-        # (none, for a recycled one of a task loop's), no disk behind them, well under a
-        # millisecond; a thread hop per task costs as much
-        spare = self.upkeep.spare(limits, owner)
-        made_ahead, (_, held) = spare or (None, (None, None))
-        self.upkeep.limits.pop(container.path, None)  # (known again once all is written)
-        if not self.cgroups.create(container.path, limits, made_ahead, held) and spare:
-            self.upkeep.unused(spare)  # (the container was there: an executor's, resized)
-        self.upkeep.limits[container.path] = limits
+        # (an executor's container, resized, stays in the group it is in)
+        path = self._live.get(name) or f"{self._group(principal)}/{name}"
+        group = os.path.dirname(path)
+        container = self._container(name, path)
+        if path in self.upkeep:  # (a task id used again, its old cgroup due)
+            await self.upkeep.take_back(path)
+        # (its first launch here, or the first since it emptied: it may have gone since)
+        if self.groups.empty(group) and not await self.upkeep.busy(group):
+            self.groups.forget(group)
+        # in the loop, not a thread: the group's bound raised, a spare renamed (v1) and
+        # what of its limits differs (none, for a recycled one of a task loop's), no disk
+        # behind them, well under a millisecond; a thread hop per task costs as much
+        before = self.groups.join(path, resources)
+        try:
+            self.groups.write(group)  # (first: the task's bound is within its group's)
+            spare = self.upkeep.spare(limits, owner, group)
+            made_ahead, (_, held) = spare or (None, (None, None))
+            self.upkeep.limits.pop(path, None)  # (known again once all is written)
+            if not self.cgroups.create(path, limits, made_ahead, held) and spare:
+                self.upkeep.unused(spare)  # (the container was there: an executor's, resized)
+        except OSError:
+            self._left(path, before)
+            raise
+        self._live[name] = path
+        self.upkeep.limits[path] = limits
         if not self._sealed:  # (the parents are there in every hierarchy now)
             self._sealed = True
             self._seal_parents()
         return container
 
-    def adopt(self, name: str) -> CgroupContainer:
-        return CgroupContainer(self.cgroups, f"{self.parent}/{name}", name, self.upkeep)
+    def adopt(
+        self, name: str, principal: str | None = None, resources: Resources | None = None
+    ) -> CgroupContainer:
+        if principal is None:
+            return self._container(name, f"{self.parent}/{name}")
+        path = f"{self._group(principal)}/{name}"
+        if resources is not None:
+            self.groups.join(path, resources)  # (its group's bound written at `recover`)
+            self._live[name] = path
+        return self._container(name, path)
+
+    def _group(self, principal: str) -> str:
+        """A principal's group's cgroup (its name escaped once)."""
+        if (group := self._groups.get(principal)) is None:
+            group = self._groups[principal] = f"{self.parent}/{group_name(principal)}"
+        return group
+
+    def _container(self, name: str, path: str) -> CgroupContainer:
+        return CgroupContainer(self.cgroups, path, name, self.upkeep, self._ended)
+
+    def _ended(self, path: str) -> None:
+        """A container's processes are gone: its group's bound is lowered, and a group
+        left empty goes a while later (unless its principal launches again)."""
+        if self._live.get(os.path.basename(path)) == path:
+            del self._live[os.path.basename(path)]
+        self._left(path)
+
+    def _left(self, path: str, before: tuple[float, float] | None = None) -> None:
+        try:
+            emptied = self.groups.leave(path, before)
+        except OSError as e:  # (its group's bound stays higher until its next change)
+            self.log.warning("isolation.group_bound_failed", cgroup=path, error=str(e))
+            return
+        if emptied is not None:
+            self.upkeep.idle(emptied)
 
     def _seal_parents(self) -> None:
         """drfmesos/ and this slave's parent: a task passes them to its own cgroup (its
@@ -396,14 +477,33 @@ class CgroupsIsolator:
         if self._lock is None:
             self._lock = await asyncio.to_thread(hold, self.cgroups, self.parent, self.log)
             self._seal_parents()
-        kept = {f"{self.parent}/{name}" for name in keep}
-        stale = [c for c in self.cgroups.children(self.parent) if c not in kept]
+        stale = await asyncio.to_thread(self._stale, keep)
         for path in stale:
-            if not is_spare(path):  # (the spares it had made ahead: no one's)
+            if not is_spare(path) and not is_group(path):  # (spares it had made: no one's)
                 self.log.warning("isolation.orphan_cgroup_destroyed", cgroup=path)
         await asyncio.to_thread(self._destroy_all, stale)
+        for group in self.groups.groups():  # (as its recovered tasks say, not as it was)
+            try:
+                self.groups.write(group)
+            except OSError as e:
+                self.log.warning("isolation.group_bound_failed", cgroup=group, error=str(e))
         # what slaves that are gone left: housekeeping, not in the way of the start
         self._sweep = asyncio.create_task(self._sweep_gone(), name="cgroup-sweep")
+        return stale
+
+    def _stale(self, keep: set[str]) -> list[str]:
+        """The cgroups under the parent that are not in `keep`, two levels down: the
+        groups' containers, then a group none of them is kept in (its spares too); a
+        container right under the parent is a slave's before the groups."""
+        stale: list[str] = []
+        for child in self.cgroups.children(self.parent):
+            if not is_group(child):
+                stale += [] if child in keep else [child]
+                continue
+            inside = self.cgroups.children(child)
+            stale += [c for c in inside if c not in keep]
+            if not any(c in keep for c in inside):
+                stale.append(child)  # (after what is in it)
         return stale
 
     def _destroy_all(self, paths: list[str]) -> None:
@@ -423,9 +523,18 @@ class CgroupsIsolator:
         if self._sweep is not None:
             await self._sweep  # (a thread: it finishes its look)
         await self.upkeep.close()
-        if not self.cgroups.children(self.parent):  # (tasks left running keep theirs)
+        await asyncio.to_thread(self._remove_empty)
+
+    def _remove_empty(self) -> None:
+        """The groups with nothing left in them, then the parent if it is left empty (the
+        tasks left running keep theirs)."""
+        for group in self.cgroups.children(self.parent):
+            if is_group(group) and not self.cgroups.children(group):
+                with contextlib.suppress(OSError):
+                    self.cgroups.destroy(group)
+        if not self.cgroups.children(self.parent):
             with contextlib.suppress(OSError):
-                await asyncio.to_thread(self.cgroups.destroy, self.parent)
+                self.cgroups.destroy(self.parent)
         if self._lock is not None:
             os.close(self._lock)
             self._lock = None
@@ -435,7 +544,7 @@ class CgroupsIsolator:
         return [self.cgroups.usage(self.path_of(c)) for c, _ in running]
 
     def path_of(self, container: Container) -> str:
-        return f"{self.parent}/{container.name}"
+        return container.cgroup or f"{self.parent}/{container.name}"
 
 
 def make_isolator(

@@ -7,14 +7,24 @@ is bounded (its cgroup's `pids.max`) by its dominant share of the slave (the lar
 its cpus and its mem over the slave's) of a budget: three eighths of what the host has.
 The shares of the tasks a slave runs at once add up to 2 at the most (1 of cpus, 1 of
 mem), so together they hold three quarters of the host's pids at the most, whoever's
-(and the slave's parent cgroup holds them to it, the floor of LEAST a task included);
-the rest stays for the host and the slave. An operator's `--max-task-pids N` is a fixed
-bound instead, and 0 none (as Mesos, without its pids isolator).
+(the slave's parent cgroup holds them to it); the rest stays for the host and the slave.
+
+A task is given LEAST however small it is (a shell and its command need a few), and that
+floor breaks the sum: 72 tasks of 0.01 cpus each hold 16, together 30 times what their
+shares are worth. So a principal's tasks are held together too (its group's `pids.max`,
+slave.principal_groups) to their shares summed of the budget: its tiny tasks share its
+own pids, never another principal's. A principal whose tasks hold a share s of the slave
+can then always have s x the budget, whatever the others run, less LEAST for each other
+principal whose tasks are worth fewer (each group's own floor).
+
+An operator's `--max-task-pids N` is a fixed bound a task instead (their sum, and no
+group's bound: the operator's own), and 0 none (as Mesos, without its pids isolator).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from protocol.wire.resources import Resources
@@ -37,6 +47,13 @@ class PidShares:
     slave: Resources  # what the slave offers
     fixed: int | None = None
 
+    @cached_property
+    def _whole(self) -> dict[str, float]:
+        """The slave's cpus and mem (read at each launch, twice: its own bound, and its
+        principal's group's)."""
+        whole = self.slave.quantities()
+        return {name: whole[name] for name in ("cpus", "mem") if whole.get(name)}
+
     @property
     def bounded(self) -> bool:
         return self.fixed != 0
@@ -49,13 +66,24 @@ class PidShares:
             return None  # (the operator's own bound a task: theirs to add up)
         return int(self.host * BUDGET * 2)
 
+    def share(self, resources: Resources) -> float:
+        """Its dominant share of the slave: the larger of its cpus and its mem over the
+        slave's (1 at the most)."""
+        mine = resources.quantities()
+        share = max((mine.get(name, 0.0) / of for name, of in self._whole.items()), default=1.0)
+        return min(share, 1.0)
+
     def of(self, resources: Resources) -> int | None:
         """The bound of a task (or an executor and its tasks) given `resources`."""
         if self.fixed is not None:
             return self.fixed or None
-        mine, whole = resources.quantities(), self.slave.quantities()
-        share = max(
-            (mine.get(name, 0.0) / whole[name] for name in ("cpus", "mem") if whole.get(name)),
-            default=1.0,
-        )
-        return max(LEAST, int(self.host * BUDGET * min(share, 1.0)))
+        return max(LEAST, int(self.host * BUDGET * self.share(resources)))
+
+    def of_principal(self, shares: float) -> int | None:
+        """The bound of one principal's tasks together (its group's), `shares` their
+        dominant shares summed (2 at the most: all the slave's cpus and mem): never below
+        any one of its tasks' own (LEAST its floor too). None with the operator's fixed
+        bound, or none."""
+        if self.fixed is not None:
+            return None
+        return max(LEAST, int(self.host * BUDGET * min(shares, 2.0)))

@@ -63,7 +63,7 @@ async def recover(slave: Slave, reports: TaskReports) -> None:
     in silence: its framework would otherwise wait for it for ever."""
     slave.updates.send_all_soon()
     recovered = 0
-    containers: set[str] = set()  # of recovered command tasks: kept, not cleaned
+    containers: set[str] = set()  # the cgroups of recovered command tasks: kept, not cleaned
     for key, raw in slave.task_journal.items():
         try:
             await recover_task(slave, reports, raw, containers)
@@ -90,7 +90,12 @@ async def recover_task(slave: Slave, reports: TaskReports, raw: Any, containers:
         await sim.start(ends_at=runner.get("ends_at") or time.time())
     elif runner.get("kind") == "command" and runner.get("pid"):
         name = runner.get("container") or legacy_container_name(record.framework_id, info.task_id)
-        containers.add(name)
+        # in its principal's group, counted there, where its checkpoint names a cgroup
+        # (a slave before the groups, or a posix one, named none)
+        grouped = record.principal if runner.get("cgroup") else None
+        container = slave.isolator.adopt(name, grouped, info.resources)
+        if container.cgroup is not None:
+            containers.add(container.cgroup)
         sandbox = Path(runner["sandbox"])
         exit_file = Path(runner.get("exit_file") or sandbox / SANDBOX_EXIT_FILE)
         cmd = command_runner(
@@ -98,7 +103,7 @@ async def recover_task(slave: Slave, reports: TaskReports, raw: Any, containers:
             Run(sandbox, exit_file.parent),
             reports.reporter(record),
             {},
-            slave.isolator.adopt(name),
+            container,
             slave.podman,
             slave.slave_id,
             record.framework_id,

@@ -229,6 +229,8 @@ class CommandRunner:
             "sandbox": str(self.sandbox),
             "exit_file": str(self.exit_file),
             "container": self.container.name if self.container is not None else None,
+            # (a slave before the principals' groups named none: its cgroup is flat)
+            "cgroup": self.container.cgroup if self.container is not None else None,
         }
 
     async def start(self) -> None:

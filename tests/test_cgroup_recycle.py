@@ -19,7 +19,14 @@ from slave import cgroup_upkeep
 from slave.cgroups import MB, CgroupsV1, Limits
 from slave.isolator import PARENT, container_name
 
-from harness.cgroups import ROOT, cgroup_path, need_cgroups, new_slave_id, rig  # noqa: F401
+from harness.cgroups import (  # noqa: F401
+    ROOT,
+    cgroup_path,
+    need_cgroups,
+    new_slave_id,
+    rig,
+    task_cgroup,
+)
 from harness.helpers import eventually
 from harness.slave import Rig
 
@@ -167,9 +174,7 @@ async def test_a_task_loops_next_task_gets_the_last_ones_cgroup_with_nothing_of_
     await fw.update_for("next", TaskState.RUNNING)
     following = cgroup_path(sid, container_name(fw.framework_id, "next"))
     assert following.stat().st_ino == inode  # the first's cgroup, recycled
-    usage = slave.isolator.cgroups.usage(
-        f"{PARENT}/{sid}/{container_name(fw.framework_id, 'next')}"
-    )  # type: ignore[attr-defined]
+    usage = slave.isolator.cgroups.usage(task_cgroup(sid, container_name(fw.framework_id, "next")))  # type: ignore[attr-defined]
     assert usage.memory_peak_bytes < 16 * MB
     assert (following / "memory.limit_in_bytes").read_text().strip() == str(128 * MB)
 

@@ -22,7 +22,7 @@ from protocol.wire.messages import CommandInfo, ContainerInfo, Reason, TaskInfo,
 from protocol.wire.resources import PORTS, Resources
 from slave.confine import Binds
 from slave.images import ImageLaunch
-from slave.isolator import PARENT, PosixContainer, container_name
+from slave.isolator import PosixContainer, container_name
 from slave.runners import CommandRunner, Run
 
 from harness.cgroups import (
@@ -31,6 +31,7 @@ from harness.cgroups import (
     destroy_cgroups,
     kill_task,
     new_slave_id,
+    task_cgroup,
 )
 from harness.helpers import eventually
 from harness.images import image  # noqa: F401  (the fixture: podman holds IMAGE)
@@ -66,7 +67,7 @@ async def test_an_image_task_runs_in_its_cgroup_with_its_sandbox_and_output(
     sandbox = _sandbox(rig, sid, fw.framework_id, "boxed")
     out = (sandbox / "stdout").read_text()
     # the container is under the task's cgroup, in every hierarchy the limits are in
-    name = f"/{PARENT}/{sid}/{container_name(fw.framework_id, 'boxed')}/"
+    name = f"/{task_cgroup(sid, container_name(fw.framework_id, 'boxed'))}/"
     assert f"memory:{name}libpod-" in out
     assert f"cpu:{name}libpod-" in out
     assert out.rstrip().endswith("/mnt/mesos/sandbox")
@@ -76,7 +77,7 @@ async def test_an_image_task_runs_in_its_cgroup_with_its_sandbox_and_output(
         lambda: not cgroup_path(sid, container_name(fw.framework_id, "boxed")).exists()
     )
     for hierarchy in ROOT.iterdir():  # podman made the path in all of them: all are gone
-        assert not (hierarchy / PARENT / sid / container_name(fw.framework_id, "boxed")).exists()
+        assert not (hierarchy / task_cgroup(sid, container_name(fw.framework_id, "boxed"))).exists()
     assert "boxed" not in _podman_names()
 
 

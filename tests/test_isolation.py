@@ -48,6 +48,7 @@ from harness.cgroups import (
     kill_task,
     need_cgroups,
     new_slave_id,
+    task_cgroup,
 )
 from harness.cgroups import rig as rig
 from harness.helpers import eventually
@@ -155,7 +156,8 @@ async def test_the_slaves_parent_cgroup_weighs_as_many_cpus_as_the_slave_offers(
     cpu = tmp_path / "cpu" / PARENT
     assert (cpu / "cpu.shares").read_text() == str(1024 * (os.cpu_count() or 1))
     assert (cpu / "s1" / "cpu.shares").read_text() == "3072"
-    assert (cpu / "s1" / "fw.t" / "cpu.shares").read_text() == "512"
+    assert (cpu / "s1" / "~p." / "cpu.shares").read_text() == "512"  # (its principal's)
+    assert (cpu / "s1" / "~p." / "fw.t" / "cpu.shares").read_text() == "512"
     assert not (tmp_path / "memory" / PARENT / "s1" / "memory.limit_in_bytes").exists()
 
 
@@ -243,7 +245,7 @@ async def test_a_double_fork_stays_in_the_cgroup_and_dies_with_its_task(rig: Rig
     pidfile = rig.tmp / sid / "sandboxes" / fw.framework_id / "d" / "daemon.pid"
     await eventually(lambda: pidfile.exists() and pidfile.read_text().strip() != "")
     pid = int(pidfile.read_text())
-    name = f"{PARENT}/{sid}/{container_name(fw.framework_id, 'd')}"
+    name = task_cgroup(sid, container_name(fw.framework_id, "d"))
     assert f"memory:/{name}\n" in _cgroups_of(pid)
     assert f"cpu:/{name}\n" in _cgroups_of(pid)
     # (the pid file is written before the child's setsid has run: wait for it to escape)
@@ -265,7 +267,7 @@ async def test_a_finished_tasks_cgroup_is_removed(rig: Rig) -> None:
     )
     for controller in ("cpu", "cpuacct", "pids"):
         assert not (
-            ROOT / controller / PARENT / sid / container_name(fw.framework_id, "short")
+            ROOT / controller / task_cgroup(sid, container_name(fw.framework_id, "short"))
         ).exists()
 
 
@@ -288,7 +290,7 @@ async def test_a_slave_killed_keeps_its_live_tasks_cgroup_and_cleans_stale_ones(
         assert live.exists()
         # a cgroup no task of the journal owns (its slave died while making it), with a
         # process in it
-        stale = f"{PARENT}/{sid}/{container_name(fw.framework_id, 'lost')}"
+        stale = task_cgroup(sid, container_name(fw.framework_id, "lost"))
         for controller in ("cpu", "cpuacct", "memory", "pids"):
             (ROOT / controller / stale).mkdir(parents=True)
         orphan = await asyncio.create_subprocess_exec(
@@ -310,7 +312,11 @@ async def test_a_slave_killed_keeps_its_live_tasks_cgroup_and_cleans_stale_ones(
         await kill_task(fw, "long")
         await fw.update_for("long", TaskState.KILLED, timeout=15)
         await eventually(lambda: not live.exists())
-        assert [p for p in cgroup_path(sid).iterdir() if p.is_dir()] == []
+        # nothing is left but its principal's group, empty (kept a while for its next
+        # launch)
+        group = live.parent
+        assert [p for p in cgroup_path(sid).iterdir() if p.is_dir()] in ([], [group])
+        assert not group.exists() or not [p for p in group.iterdir() if p.is_dir()]
 
 
 async def _cgroups_slave(broker: MosquittoBroker, work: Path) -> asyncio.subprocess.Process:
@@ -450,14 +456,14 @@ async def test_a_custom_executor_and_its_tasks_share_one_cgroup_that_grows_and_s
     executor = slave.executors[(fw.framework_id, "sleeper")]
     name = executor_container_name(fw.framework_id, "sleeper")
     assert executor.pid is not None
-    assert f"memory:/{PARENT}/{sid}/{name}\n" in _cgroups_of(executor.pid)
+    assert f"memory:/{task_cgroup(sid, name)}\n" in _cgroups_of(executor.pid)
     limit = cgroup_path(sid, name) / "memory.limit_in_bytes"
     assert int(limit.read_text()) == 128 * 2**20  # the executor's 96 MB and its task's 32
     offer = await fw.next_offer(after=1)
     await fw.accept(offer, [executor_task(sid, "two", 300)], refuse=0)
     await fw.update_for("two", TaskState.RUNNING, timeout=30)
     assert int(limit.read_text()) == 160 * 2**20  # grown by the second task
-    shares = ROOT / "cpu" / PARENT / sid / name / "cpu.shares"
+    shares = ROOT / "cpu" / task_cgroup(sid, name) / "cpu.shares"
     assert int(shares.read_text()) == round(1024 * 0.6)
     await kill_task(fw, "one")
     await fw.update_for("one", TaskState.KILLED, timeout=30)
@@ -478,7 +484,7 @@ async def test_max_task_pids_limits_the_processes_of_a_task(rig: Rig) -> None:
     forks = "for i in 1 2 3 4 5 6 7 8 9 10 11 12; do sleep 300 & done; sleep 300"
     await rig.launch(fw, forks, "forky", Resources(cpus=0.1, mem=64))
     await fw.update_for("forky", TaskState.RUNNING)
-    name = f"{PARENT}/{sid}/{container_name(fw.framework_id, 'forky')}"
+    name = task_cgroup(sid, container_name(fw.framework_id, "forky"))
     assert (ROOT / "pids" / name / "pids.max").read_text().strip() == "8"
     stderr = rig.tmp / sid / "sandboxes" / fw.framework_id / "forky" / "stderr"
     await eventually(lambda: stderr.exists() and "fork" in stderr.read_text().lower())
@@ -524,7 +530,7 @@ async def test_a_real_v2_cgroup_holds_a_task_with_its_double_fork_and_is_cleaned
     try:
         pidfile = cgroup2.parent / "daemon.pid"
         await eventually(lambda: pidfile.exists() and pidfile.read_text().strip() != "")
-        name = f"{isolator.parent}/fw.t"
+        name = f"{isolator.parent}/~p./fw.t"  # (nobody's group: no principal named)
         for pid in (proc.pid, int(pidfile.read_text())):
             assert f"0::/{name}\n" in _cgroups_of(pid)
         cgroups = isolator.cgroups
@@ -533,7 +539,7 @@ async def test_a_real_v2_cgroup_holds_a_task_with_its_double_fork_and_is_cleaned
         await container.destroy()  # cgroup.kill: the daemon too
         await proc.wait()
         await eventually(lambda: not os.path.exists(f"/proc/{int(pidfile.read_text())}"))
-        await eventually(lambda: not (cgroup2 / isolator.parent / "fw.t").exists())
+        await eventually(lambda: not (cgroup2 / name).exists())
     finally:
         with contextlib.suppress(ProcessLookupError):
             proc.kill()
@@ -553,7 +559,7 @@ async def test_a_real_v2_cgroup_enforces_memory_and_cpu(cgroup2: Path) -> None:
     isolator = make_isolator("cgroups", new_slave_id(), cgroup2, cfs=True)
     assert isinstance(isolator, CgroupsIsolator)
     container = await isolator.prepare("fw.hog", Resources(cpus=0.25, mem=64))
-    path = cgroup2 / isolator.parent / "fw.hog"
+    path = cgroup2 / isolator.parent / "~p." / "fw.hog"
     assert (path / "cpu.max").read_text().split() == ["25000", "100000"]
     assert (path / "memory.max").read_text().strip() == str(64 * 2**20)
     join, env = container.join()

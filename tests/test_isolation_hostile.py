@@ -272,7 +272,7 @@ async def test_a_descriptor_to_a_tenants_own_cgroup_never_joins_the_victims() ->
     still wrote)."""
     async with shared_slave(isolation="cgroups") as s:
         isolator = s.slave.isolator
-        a = isolator.path_of(isolator.adopt(container_name(MALLORY, "a")))  # type: ignore[attr-defined]
+        a = isolator.path_of(isolator.adopt(container_name(MALLORY, "a"), "mallory"))  # type: ignore[attr-defined]
         files = isolator.cgroups.procs_files(a)  # type: ignore[attr-defined]
         program = s.work.parent / "holder.py"
         program.write_text(HOLDER)

@@ -18,6 +18,7 @@ from protocol.wire.messages import (
 from slave.cgroups import detect
 from slave.isolator import (
     PARENT,
+    group_name,
 )
 
 from harness.fakes import FakeFramework
@@ -48,8 +49,17 @@ def new_slave_id() -> str:
     return f"iso-{uuid.uuid4().hex[:8]}"  # cgroups are machine-wide: a name of its own
 
 
-def cgroup_path(slave_id: str, name: str = "") -> Path:
-    return ROOT / "memory" / PARENT / slave_id / name
+def task_cgroup(slave_id: str, name: str, principal: str = "") -> str:
+    """A container's cgroup: in its principal's group (the rig's cluster is insecure: its
+    tasks are nobody's, "")."""
+    return f"{PARENT}/{slave_id}/{group_name(principal)}/{name}"
+
+
+def cgroup_path(slave_id: str, name: str = "", principal: str = "") -> Path:
+    """A container's memory cgroup, or the slave's parent's (no `name`)."""
+    if not name:
+        return ROOT / "memory" / PARENT / slave_id
+    return ROOT / "memory" / task_cgroup(slave_id, name, principal)
 
 
 async def kill_task(fw: FakeFramework, task_id: str) -> None:
