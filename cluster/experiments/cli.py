@@ -83,7 +83,8 @@ def _report(summary: dict[str, object], out: Path, plots: bool = True) -> None:
     pngs = ", running_tasks.png, dominant_share.png, utilisation.png" if plots else ""
     if plots and cpu is not None:
         pngs += ", cpu_used.png"
-    click.echo(f"written to {out}: timeline.csv, summary.json{pngs}")
+    why = ", why.json" if (out / "why.json").exists() else ""  # (when some framework waited)
+    click.echo(f"written to {out}: timeline.csv, summary.json{why}{pngs}")
 
 
 def _preemption(spec, choice: str | None) -> None:  # type: ignore[no-untyped-def]

@@ -64,7 +64,8 @@ def init(directory: Path, hostnames: tuple[str, ...]) -> None:
 def add(
     directory: Path, name: str, kind: str, roles: str, reserve: bool, secret_file: bool
 ) -> None:
-    """Add a principal; its new secret is the last line printed (it is not kept)."""
+    """Add a principal; its new secret is the last line printed (kept only with
+    --secret-file; the store keeps its hash)."""
     try:
         store = Store.open(directory)
         secret = store.add(
