@@ -13,7 +13,7 @@ group and namespace of its own, `unshare -Urpf setsid`, too); an image task's co
 (podman runs it on the host's network, in a PID namespace of its own, outside the task's
 group) is found by the pid podman wrote (`Runner.outside_group`), and every process of
 its namespace is the task's. In the host's PID namespace a process that double-forked
-away is no task's child: its user, a principal's own, says whose it is (`_stop_strays`).
+away is no task's child: its user, a principal's own, says whose it is (slave.port_strays).
 
 Only the slave's own range is held (Mesos's `--check_agent_port_range_only`), reserved
 ports included: a port outside it is no task's to be given, and is left alone. Between
@@ -27,9 +27,9 @@ import asyncio
 import contextlib
 import os
 import signal
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from protocol.wire.discrete import Discrete, Ranges
 from protocol.wire.messages import Reason, TaskState
@@ -68,6 +68,16 @@ def _process(pid: str) -> tuple[int, str, str] | None:
     return int(fields[2]), namespace, fields[1]
 
 
+def real_uid(pid: int | str) -> int | None:
+    """A process's real user (its status's `Uid:`; /proc/PID's owner turns root's for a
+    process that makes itself undumpable)."""
+    with contextlib.suppress(OSError, ValueError, IndexError), open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("Uid:"):
+                return int(line.split()[1])
+    return None
+
+
 def _sockets(pid: str) -> set[int]:
     """The socket inodes a process holds open."""
     inodes = set()
@@ -84,19 +94,18 @@ Ports = dict[int, dict[int, set[int]]]  # a task's group (or a user) -> port -> 
 
 
 def listened_ports(
-    groups: set[int], outside: Mapping[int, Path] | None = None
+    groups: set[int],
+    outside: Mapping[int, Path] | None = None,
+    tenant: Callable[[int], bool] | None = None,
 ) -> tuple[Ports, Ports]:
     """The TCP ports the processes of each task (its process group, its own PID
     namespace's processes, and their children) listen on, and the processes that hold
     each: group -> port -> pids. `outside`: a task's file holding the pid of its
     container, whose PID namespace is the task's too (an image's). Second, those of
-    strays: processes of no task that run as a task's user (not root's, nor the
-    slave's), by user -> port -> pids -- in the host's PID namespace a task's process
-    that double-forks (`( setsid server & )`) is re-parented to init, and only its user
-    says whose it is (each principal's tasks run as a user of its own). (Blocking: in a
-    thread.)"""
+    strays: processes of no group that run as a user `tenant` says is a principal's
+    (slave.port_strays), by user -> port -> pids. (Blocking: in a thread.)"""
     listening = listening_sockets()
-    if not listening or not groups:
+    if not listening or not (groups or tenant):
         return {}, {}
     own = os.readlink("/proc/self/ns/pid")
     processes = {}
@@ -114,11 +123,11 @@ def listened_ports(
             owners[pid] = owner
     ports: Ports = {}
     strays: Ports = {}
-    users = _task_users(groups)
+    uids: dict[str, int | None] = {}  # (read once a pass, as asked)
     for pid in processes:
         if (owner := _owner(pid, processes, owners)) is not None:
             found = ports.setdefault(owner, {})
-        elif users and (user := _user(pid)) in users:
+        elif tenant is not None and (user := _orphan_of(pid, processes, tenant, uids)):
             found = strays.setdefault(user, {})
         else:
             continue
@@ -127,17 +136,32 @@ def listened_ports(
     return ports, strays
 
 
-def _user(pid: int | str) -> int | None:
-    with contextlib.suppress(OSError):
-        return os.stat(f"/proc/{pid}").st_uid
-    return None
+def _orphan_of(
+    pid: str,
+    processes: Mapping[str, tuple[int, str, str]],
+    tenant: Callable[[int], bool],
+    uids: dict[str, int | None],
+) -> int | None:
+    """The principal's user a stray runs as, or None: a stray is a process of a
+    principal's user whose line of such processes goes up to init (a double fork's
+    server, and what it started). One whose line meets another process first (another
+    slave's task on this host, under that slave's wrapper) is not this slave's to judge."""
+    user = _uid(pid, uids)
+    if user is None or not tenant(user):
+        return None
+    seen = 0
+    while (parent := processes[pid][2]) != "1":
+        up = _uid(parent, uids) if parent in processes else None
+        if up is None or not tenant(up) or (seen := seen + 1) > len(processes):
+            return None
+        pid = parent
+    return user
 
 
-def _task_users(groups: Iterable[int]) -> set[int]:
-    """The users the tasks run as, but root and the slave's own (whose strays may be
-    anyone's, the slave's included)."""
-    users = {_user(group) for group in groups}
-    return {u for u in users if u is not None} - {0, os.geteuid()}
+def _uid(pid: str, uids: dict[str, int | None]) -> int | None:
+    if pid not in uids:
+        uids[pid] = real_uid(pid)
+    return uids[pid]
 
 
 def _owner(
@@ -181,12 +205,33 @@ def _has(ranges: Ranges, port: int) -> bool:
     return any(begin <= port <= end for begin, end in ranges.spans)
 
 
+class StrayWatch(Protocol):
+    """What the loop asks of the listeners of no task (slave.port_strays.Strays)."""
+
+    def tenant(self, uid: int) -> bool: ...
+
+    def executor_groups(self) -> set[int]: ...
+
+    async def stop(
+        self,
+        strays: Ports,
+        runners: Mapping[int, tuple[TaskRecord, Runner]],
+        held: Ranges,
+        log: Any,
+    ) -> None: ...
+
+
 async def enforce_ports(
-    tasks: Mapping[tuple[str, str], TaskRecord], slave: Discrete, interval: float, log: Any
+    tasks: Mapping[tuple[str, str], TaskRecord],
+    slave: Discrete,
+    interval: float,
+    log: Any,
+    strays: StrayWatch | None = None,
 ) -> None:
     """Every `interval` seconds, until cancelled: kill each command task that listens
     on a port of the slave's range (`slave`'s ports) not given to it, and the processes
-    that listen there."""
+    that listen there; and, given `strays` (where each principal's tasks run as a user
+    of its own), the processes of no task or executor that do (slave.port_strays)."""
     held = ports_of(slave)
     while True:
         await asyncio.sleep(interval)
@@ -195,20 +240,26 @@ async def enforce_ports(
             for r in tasks.values()
             if r.runner is not None and r.runner.pid and not r.state.terminal
         }
-        if not runners or not held:
-            continue
+        if not held or not (runners or strays is not None):
+            continue  # (strays: a user's leftovers are looked for though it runs nothing)
         outside = {g: path for g, (_, r) in runners.items() if (path := r.outside_group)}
-        listened, strays = await asyncio.to_thread(listened_ports, set(runners), outside)
-        if strays:
-            await _stop_strays(strays, runners, held, log)
+        # (an executor's processes are its own, never strays: not looked at, as before)
+        executors = strays.executor_groups() if strays is not None else set()
+        tenant = strays.tenant if strays is not None else None
+        groups = set(runners) | executors
+        listened, found = await asyncio.to_thread(listened_ports, groups, outside, tenant)
+        if found and strays is not None:
+            await strays.stop(found, runners, held, log)
         for group, ports in listened.items():
+            if group not in runners:
+                continue  # (an executor's)
             record, runner = runners[group]
             given = ports_of(record.info.discrete)
             if bad := squatted(set(ports), given, held):
                 named = ", ".join(map(str, bad))
                 message = (
                     f"listened on port {named} of the slave's range, not given to it (its "
-                    f"ports: {_text(given) or 'none'}): a task listens only "
+                    f"ports: {text(given) or 'none'}): a task listens only "
                     "on the ports its offer gave it ($PORT0, ...)"
                 )
                 log.warning(
@@ -226,32 +277,5 @@ async def enforce_ports(
                         os.kill(pid, signal.SIGKILL)
 
 
-async def _stop_strays(
-    strays: Ports, runners: Mapping[int, tuple[TaskRecord, Runner]], held: Ranges, log: Any
-) -> None:
-    """A stray listening on a port of the slave's range that none of its user's tasks was
-    given is killed; and its task, where its user runs one alone (else which of them
-    started it is not known, and none is failed for it)."""
-    users = await asyncio.to_thread(lambda: {g: _user(g) for g in runners})
-    for user, ports in strays.items():
-        theirs = [runners[g] for g, u in users.items() if u == user]
-        given = Ranges().joined(ports_of(record.info.discrete) for record, _ in theirs)
-        bad = squatted(set(ports), given, held)
-        if not bad:
-            continue  # (a server its task daemonized, on a port the task was given)
-        log.warning("task.port_limit_stray", uid=user, ports=bad, tasks=len(theirs))
-        for pid in set().union(*(ports[port] for port in bad)):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
-        if len(theirs) == 1:
-            [(record, runner)] = theirs
-            message = (
-                f"a process it left listened on port {', '.join(map(str, bad))} of the "
-                f"slave's range, not given to it (its ports: "
-                f"{_text(ports_of(record.info.discrete)) or 'none'})"
-            )
-            await runner.kill(0.0, Limit(TaskState.FAILED, Reason.CONTAINER_LIMITATION, message))
-
-
-def _text(ranges: Ranges) -> str:
+def text(ranges: Ranges) -> str:
     return ",".join(f"{b}" if b == e else f"{b}-{e}" for b, e in ranges.spans)

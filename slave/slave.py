@@ -77,11 +77,13 @@ from slave.launches import RecentLaunches, run_in_turn, run_together
 from slave.memory_limits import enforce_memory_limits
 from slave.owners import Owners
 from slave.pid_shares import PidShares, host_pids
+from slave.port_strays import Strays
 from slave.ports_isolator import enforce_ports
 from slave.recovery import recover
 from slave.registrations import Registrations
 from slave.reports import TaskReports
 from slave.runners import SimulatedRunner
+from slave.task_users import TaskUsers
 from slave.tenancy import Tenancy, start_tenancy
 from slave.updates import OwedUpdates
 from slave.usage import report_loop
@@ -245,8 +247,21 @@ class Slave:
             )  # fmt: skip
             self._loops.append(asyncio.create_task(usage, name=f"usage-{self.slave_id}"))
         if not self.config.simulated_tasks and self.config.holds_ports:
+            users = self.tenancy.users  # (a user a principal: strays say whose they are)
+            strays = None
+            if users is not None:
+
+                def uid_of(principal: str, users: TaskUsers = users) -> int | None:
+                    user = users.known(principal)
+                    return user.uid if user is not None else None
+
+                strays = Strays(self.tasks, self.custom.executors, users.is_tenant, uid_of)
             ports = enforce_ports(
-                self.tasks, self.config.discrete, self.config.ports_check_interval, self.log
+                self.tasks,
+                self.config.discrete,
+                self.config.ports_check_interval,
+                self.log,
+                strays,
             )
             self._loops.append(asyncio.create_task(ports, name=f"ports-{self.slave_id}"))
         if not self.config.simulated_tasks and not self.isolator.enforces_memory:

@@ -206,6 +206,11 @@ class TaskUsers:
         self.uid_map, self.operator, self.cluster = uid_map, operator, cluster
         self._known: dict[str, TaskUser] = dict(operator)
 
+    def is_tenant(self, uid: int) -> bool:
+        """Whether principals' tasks may run as `uid` here (the machine's range, or an
+        operator's user)."""
+        return uid in self.uid_map.uids or any(u.uid == uid for u in self.operator.values())
+
     def known(self, principal: str) -> TaskUser | None:
         """Without touching the disk: the user if this slave has looked it up before."""
         return self._known.get(principal)

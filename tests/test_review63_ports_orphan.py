@@ -134,3 +134,32 @@ def kill(pid: int | None) -> None:
     if pid is not None:
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
+
+
+async def test_another_slaves_task_on_this_host_is_not_a_stray(rig: Rig) -> None:
+    """Two slaves on one host, one range (as a local cluster's slaves each offer
+    31000-32000): slave s1 leaves alone the listener of s2's task, though it runs as a
+    principal's user under no task of s1's (its line goes up to s2's wrapper, not init)."""
+    base = free_port(12)
+    held = Discrete({PORTS: Ranges([(base, base + 9)])})
+    isolation = {
+        "ports_isolation": True, "ports_check_interval": 0.2, "switch_user": True,
+        "pid_namespace": False,
+    }  # fmt: skip
+    # (s2 holds the one task: the next offer is s1's)
+    await rig.start_slave("s2", Resources(cpus=0.1, mem=64), discrete=held, **isolation)
+    mallory = await rig.framework("mallory")
+    server = f"PORT0={base + 5} exec {port_server()}"
+    await rig.launch(mallory, server, "on-s2", discrete=ports(base + 5))
+    await mallory.update_for("on-s2", TaskState.RUNNING, timeout=15)
+    await eventually(lambda: answers(base + 5), timeout=15)
+    await rig.start_slave("s1", Resources(cpus=4, mem=2048), discrete=held, **isolation)
+    # a squatter on s1 is found by s1's passes, which have looked at s2's task's too
+    squat = f"PORT0={base + 6} exec {port_server()}"
+    await rig.launch(mallory, squat, "on-s1", discrete=ports(base + 4))
+    failed = await mallory.update_for("on-s1", TaskState.FAILED, timeout=15)
+    assert failed.reason == Reason.CONTAINER_LIMITATION
+    assert answers(base + 5)
+    on_s2 = [u.status for u in mallory.inbox.of(Update) if u.status.task_id == "on-s2"]
+    assert not any(status.state.terminal for status in on_s2), on_s2
+    assert failed.slave_id == "s1"

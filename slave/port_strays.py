@@ -1,0 +1,89 @@
+"""Listeners of no task: what the ports isolator does with a process that no task's group
+or PID namespace holds, in the host's PID namespace, running as a principal's user.
+
+A task's process that double-forks (`( setsid server & )`) is re-parented to init and is
+no task's child; it may outlive its task. Where each principal's tasks run as a user of
+its own (`--switch-user`), its user says whose it is. So a stray listening on a port of
+the slave's range that none of its user's live tasks (command tasks, and those of its
+custom executors) was given is killed, and so is its task where its user runs one
+command task alone and no executor (else which started it is not known, and none is
+failed for it). A user with no live task here is given no port: its leftovers' listeners
+go too. A server a task daemonized on a port one of its user's tasks was given serves on.
+A custom executor's own processes (its group and their children) are never strays.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from protocol.wire.discrete import Ranges
+from protocol.wire.messages import Reason, TaskState
+from slave.config import TaskRecord
+from slave.executors import ExecutorProcess
+from slave.ports_isolator import Ports, ports_of, squatted, text
+from slave.runners import Limit, Runner
+
+
+class Strays:
+    """Who is a principal's user on this slave, and what its users were given."""
+
+    def __init__(
+        self,
+        tasks: Mapping[tuple[str, str], TaskRecord],
+        executors: Mapping[tuple[str, str], ExecutorProcess],
+        is_tenant: Callable[[int], bool],
+        uid_of: Callable[[str], int | None],
+    ) -> None:
+        """`is_tenant(uid)`: a principal's user (never root, nor the slave's own);
+        `uid_of(principal)`: the user its tasks run as, if the slave knows it."""
+        self.tasks, self.executors = tasks, executors
+        self._is_tenant, self._uid_of = is_tenant, uid_of
+        self._own = {0, os.geteuid()}
+
+    def tenant(self, uid: int) -> bool:
+        return uid not in self._own and self._is_tenant(uid)
+
+    def executor_groups(self) -> set[int]:
+        return {pid for e in self.executors.values() if (pid := e.pid)}
+
+    def _given(self, uid: int) -> Ranges:
+        """The ports the live tasks of `uid`'s principal were given, executors' too."""
+        spans = [
+            ports_of(r.info.discrete)
+            for r in self.tasks.values()
+            if not r.state.terminal and self._uid_of(r.principal) == uid
+        ]
+        return Ranges().joined(spans)
+
+    async def stop(
+        self,
+        strays: Ports,
+        runners: Mapping[int, tuple[TaskRecord, Runner]],
+        held: Ranges,
+        log: Any,
+    ) -> None:
+        for uid, ports in strays.items():
+            bad = squatted(set(ports), self._given(uid), held)
+            if not bad:
+                continue
+            log.warning("task.port_limit_stray", uid=uid, ports=bad)
+            for pid in set().union(*(ports[port] for port in bad)):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+            theirs = [rr for rr in runners.values() if self._uid_of(rr[0].principal) == uid]
+            executors = any(
+                e.user is not None and e.user.uid == uid for e in self.executors.values()
+            )
+            if len(theirs) == 1 and not executors:
+                [(record, runner)] = theirs
+                given = text(ports_of(record.info.discrete)) or "none"
+                message = (
+                    f"a process it left listened on port {', '.join(map(str, bad))} of the "
+                    f"slave's range, not given to it (its ports: {given})"
+                )
+                limit = Limit(TaskState.FAILED, Reason.CONTAINER_LIMITATION, message)
+                await runner.kill(0.0, limit)

@@ -1,0 +1,118 @@
+"""Review 64 (on 4ff0e56): a stray outlives its task, and then nothing holds it.
+
+`_stop_strays` looks for strays only among the users of the live command tasks
+(`_task_users` of the tasks' groups). On review 63's slave (`--switch-user
+--no-pid-namespace`, posix isolation, ports held), mallory's task is given port B+5,
+double-forks a server there (a daemon on its own port: left to serve), and exits 0. Its
+server is re-parented to init, in a session of its own: nothing kills it as its task
+ends, and from then on its user runs no task here, so no pass looks at it. The master
+has the port back and gives it to alice; alice's server cannot bind it (EADDRINUSE,
+TASK_FAILED), and mallory's stray answers alice's clients on B+5 for as long as it likes.
+
+Expected: a stray on a port of the slave's range that no task of its user was given is
+killed whether or not its user runs a task here now, and B+5 is free for the next task
+given it.
+
+A real slave (as root, tasks as their principal's user) on mosquitto, review 63's rig."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from protocol.tooling.brokers import MosquittoBroker
+from protocol.tooling.ports import free_port
+from protocol.wire.discrete import Discrete, Ranges
+from protocol.wire.messages import TaskState
+from protocol.wire.resources import PORTS, Resources
+
+from harness.helpers import eventually
+from harness.slave import Rig, master_rig, port_server
+
+pytestmark = pytest.mark.timeout(60)
+
+
+@pytest.fixture
+async def rig(mosquitto: MosquittoBroker, tmp_path: Path) -> AsyncIterator[Rig]:
+    if os.geteuid() != 0:
+        pytest.skip("switching users needs root")
+    async with master_rig(mosquitto, tmp_path) as r:
+        yield r
+
+
+def ports(*given: int) -> Discrete:
+    return Discrete({PORTS: Ranges([(p, p) for p in given])})
+
+
+def answers(port: int) -> str | None:
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2) as reply:
+            return str(reply.read().decode())
+    except OSError:
+        return None
+
+
+def stray_pid(sandbox: Path) -> int | None:
+    try:
+        return int((sandbox / "stray.pid").read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def alive(pid: int | None) -> bool:
+    if pid is None:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def kill(pid: int | None) -> None:
+    if pid is not None:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+
+
+async def test_a_stray_whose_user_runs_no_task_is_held_to_the_ports_all_the_same(
+    rig: Rig,
+) -> None:
+    base = free_port(12)
+    await rig.start_slave(
+        "s1", Resources(cpus=4, mem=2048), discrete=Discrete({PORTS: Ranges([(base, base + 9)])}),
+        ports_isolation=True, ports_check_interval=0.2, switch_user=True, pid_namespace=False,
+    )  # fmt: skip
+    mallory = await rig.framework("mallory")
+    # a server on its own port B+5 in a session of its own, its subshell gone: the task
+    # exits once it answers (PORTS: what it answers with)
+    daemon = (
+        f"( PORT0={base + 5} PORTS=mallory setsid {port_server()} & echo $! > stray.pid ); "
+        f"until /usr/bin/python3 -c 'import socket; socket.create_connection"
+        f'(("127.0.0.1", {base + 5}), 1)\' 2>/dev/null; do sleep 0.05; done'
+    )
+    sandbox = await rig.launch(mallory, daemon, "daemon", discrete=ports(base + 5))
+    try:
+        await mallory.update_for("daemon", TaskState.FINISHED, timeout=20)
+        assert answers(base + 5) == "mallory"  # (its task gone, the port is free to the master)
+        try:
+            await eventually(lambda: not alive(stray_pid(sandbox)), timeout=5)
+        except AssertionError:
+            raise AssertionError(
+                f"mallory's task ended; her stray on port {base + 5} lives on and answers "
+                f"{answers(base + 5)!r} there: no pass looks at a user who runs no task"
+            ) from None
+        with socket.socket() as s:  # (the next task given it, alice's, binds it)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # (as http.server)
+            s.bind(("127.0.0.1", base + 5))
+            s.listen()
+    finally:
+        kill(stray_pid(sandbox))
