@@ -83,7 +83,10 @@ class ExecutorSide:
         self.slave_id, self.bus, self.to_master = slave_id, bus, to_master
         self.isolator, self.tasks, self.shut_down_frameworks = isolator, tasks, shut_down_frameworks
         self.executors: dict[tuple[str, str], ExecutorProcess] = {}  # by (framework, executor)
-        self._budgets: dict[tuple[str, str], MessageBudget] = {}  # what each may say
+        # what each principal's executors may say here (one budget for all of them, and
+        # kept when they exit: more executors, or one started again, say no more)
+        self._budgets: dict[str, MessageBudget] = {}
+        self._principals: dict[tuple[str, str], str] = {}  # each executor's principal
         self._sandbox, self._env, self._checkpoint = sandbox, env, checkpoint
         self._reports = reports  # (its tasks' states, told to the master)
         self._executor_sandbox = executor_sandbox  # (apart from every task's: slave.paths)
@@ -126,6 +129,7 @@ class ExecutorSide:
                 tenancy.confinement,
             )
             self.executors[ekey] = executor
+            self._principals[ekey] = msg.principal  # (whose message budget it spends)
             try:
                 executor.container = await self.isolator.prepare(
                     executor_container_name(msg.framework_id, info.executor_id),
@@ -252,10 +256,11 @@ class ExecutorSide:
             )
 
     def _within_budget(self, executor: ExecutorProcess, nbytes: int) -> bool:
-        """Whether an executor's message to its framework is within its budget
-        (slave.message_budget); the first one over it is told and logged, and how many
-        were dropped once one passes again."""
-        budget = self._budgets.setdefault(executor.key, MessageBudget())
+        """Whether an executor's message to its framework is within its principal's
+        budget (slave.message_budget); the first one over it is told and logged, and how
+        many were dropped once one passes again."""
+        principal = self._principals.get(executor.key, executor.framework_id)
+        budget = self._budgets.setdefault(principal, MessageBudget())
         dropped = budget.dropped
         if budget.take(nbytes, time.monotonic()):
             if dropped:
@@ -341,7 +346,7 @@ class ExecutorSide:
 
     async def _executor_exited(self, executor: ExecutorProcess, code: int) -> None:
         self.executors.pop(executor.key, None)
-        self._budgets.pop(executor.key, None)
+        self._principals.pop(executor.key, None)
         limited = None
         if executor.container is not None:
             limited = await executor.container.limitation()

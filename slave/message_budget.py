@@ -3,9 +3,10 @@
 An executor's FrameworkMessages go to the master on the slave's own connection, in the
 slave principal's queue there, ahead of the status updates of every other tenant's
 tasks on this slave (a slave principal is not rate limited: it speaks for many). An
-executor is a tenant's code, so each is held to a budget of messages and bytes, with a
-burst; what is over it is dropped, as Mesos's framework messages may be (they are best
-effort, never retried), and the executor is told.
+executor is a tenant's code, so each principal's executors on a slave share a budget
+of messages and bytes, with a burst, kept when they exit (more executors, or one
+started again, say no more); what is over it is dropped, as Mesos's framework messages
+may be (they are best effort, never retried), and the executor is told.
 """
 
 from __future__ import annotations
