@@ -52,7 +52,8 @@ SELF_AUTHENTICATED = (PATH, VERSION_PATH)  # (the API's guard leaves these to th
 BODY_SECONDS = 10.0  # a request body slower than this is a slow-loris: 408
 SUBSCRIBE_SECONDS = 30.0  # the master's answer to a SUBSCRIBE, at most
 STREAM_EVENTS = 10_000  # events waiting for a slow reader; past them its stream is closed
-STREAM_BYTES = 32 * 1024 * 1024  # or past this much of them (the broker's bound a client)
+STREAM_BYTES = 32 * 1024 * 1024  # or past this much of a principal's streams' together
+# (as the broker bounds a client: one tenant's streams that do not read hold no more)
 STREAMS_PER_PRINCIPAL = 64  # open (and opening) SUBSCRIBE streams of one principal, at most
 INSECURE_PRINCIPAL = "mesos"  # whose frameworks they are on a cluster without credentials
 # what a refused SUBSCRIBE's code becomes
@@ -71,8 +72,17 @@ def problem(message: str, status: int, **headers: str) -> web.Response:
 class SchedulerStream:
     """One SUBSCRIBE's connection: the sink the master writes to, and its queue."""
 
-    def __init__(self, principal: str, topic_of: Any, preemption_notices: bool) -> None:
+    def __init__(
+        self,
+        principal: str,
+        topic_of: Any,
+        preemption_notices: bool,
+        siblings: set[SchedulerStream] | None = None,
+    ) -> None:
+        """`siblings`: its principal's streams (it among them), whose bytes held count
+        together against STREAM_BYTES."""
         self.stream_id = str(uuid.uuid4())
+        self.siblings: set[SchedulerStream] = siblings if siblings is not None else {self}
         self.principal = principal
         self.inbox = f"mesos-{self.stream_id}"
         self.topic: str = topic_of(principal, self.inbox)
@@ -99,10 +109,16 @@ class SchedulerStream:
         if events.ends_stream(msg):
             self.end()
 
+    @property
+    def holding(self) -> int:
+        """Bytes it holds: queued, and written to its connection but not yet sent."""
+        sending = self.transport.get_write_buffer_size() if self.transport is not None else 0
+        return self.held + sending
+
     def put(self, event: dict[str, Any]) -> None:
         record = recordio.json_record(event)
         try:
-            if self.held + len(record) > STREAM_BYTES:
+            if sum(s.holding for s in self.siblings) + len(record) > STREAM_BYTES:
                 raise asyncio.QueueFull
             self.queue.put_nowait(record)
             self.held += len(record)
@@ -146,6 +162,7 @@ class SchedulerApi:
         self.master = master
         self.auth = auth
         self.streams: dict[str, SchedulerStream] = {}  # by framework id
+        self.of_principal: dict[str, set[SchedulerStream]] = {}  # open, by principal
         self.opened: collections.Counter[str] = collections.Counter()  # streams by principal
         self.log = logs.get("master.mesos_scheduler", master_id=master.info.master_id)
 
@@ -255,7 +272,24 @@ class SchedulerApi:
     async def _open(
         self, request: web.Request, call: MesosCall, principal: str, info: object
     ) -> web.StreamResponse:
-        stream = SchedulerStream(principal, self.master.topics.framework, False)
+        siblings = self.of_principal.setdefault(principal, set())
+        stream = SchedulerStream(principal, self.master.topics.framework, False, siblings)
+        siblings.add(stream)
+        try:
+            return await self._opened(request, call, principal, info, stream)
+        finally:
+            siblings.discard(stream)
+            if not siblings:
+                self.of_principal.pop(principal, None)
+
+    async def _opened(
+        self,
+        request: web.Request,
+        call: MesosCall,
+        principal: str,
+        info: object,
+        stream: SchedulerStream,
+    ) -> web.StreamResponse:
         subscribe = subscribe_of(call, principal, stream.inbox, stream.stream_id)
         capabilities = info.get("capabilities") if isinstance(info, dict) else None
         stream.preemption_notices = isinstance(capabilities, list) and any(
