@@ -166,6 +166,9 @@ class StuckTransport:
     def abort(self) -> None:
         self.aborted = True
 
+    def get_write_buffer_size(self) -> int:
+        return 0  # (what the writer stuck on it could not hand over stays queued)
+
 
 async def test_a_reader_that_never_reads_loses_its_stream_not_our_memory() -> None:
     """The writer is stuck on a reader that never reads: once its queue is full the
