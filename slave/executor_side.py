@@ -328,8 +328,11 @@ class ExecutorSide:
             # (v1 refuses that, v2 would OOM-kill it), as Mesos keeps its hard limit
             [held] = await self.isolator.usage([(executor.container, executor.pid or 0)])
             total = Resources({**total, "mem": max(mem, math.ceil(held.memory_bytes / MB))})
+            if self.executors.get(executor.key) is not executor or executor.shutting_down:
+                return  # it exited meanwhile: its container is gone, not to be made again
+        principal = self._principals.get(executor.key, "")
         try:
-            await self.isolator.prepare(executor.container.name, total)
+            await self.isolator.prepare(executor.container.name, total, None, principal)
         except OSError as e:  # (a memory limit below what it uses now: v1 says EBUSY)
             self.log.warning(
                 "isolation.resize_failed",
