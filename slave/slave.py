@@ -293,7 +293,9 @@ class Slave:
                 await record.runner.close()
         for executor in list(self.executors.values()):
             await executor.shutdown(self.config.kill_grace)
-            await executor.close()
+            await executor.close()  # (its watcher, which destroys its container, is gone)
+            if executor.container is not None:
+                await executor.container.destroy()
         await self.updates.close()
         await self.task_journal.close()
         await self.owners.close()
