@@ -14,9 +14,7 @@ A custom executor's own processes (its group and their children) are never stray
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -24,7 +22,7 @@ from protocol.wire.discrete import Ranges
 from protocol.wire.messages import Reason, TaskState
 from slave.config import TaskRecord
 from slave.executors import ExecutorProcess
-from slave.ports_isolator import Ports, ports_of, squatted, text
+from slave.ports_isolator import Ports, kill_listeners, ports_of, squatted, text
 from slave.runners import Limit, Runner
 
 
@@ -71,9 +69,7 @@ class Strays:
             if not bad:
                 continue
             log.warning("task.port_limit_stray", uid=uid, ports=bad)
-            for pid in set().union(*(ports[port] for port in bad)):
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(pid, signal.SIGKILL)
+            kill_listeners(ports, bad)
             theirs = [rr for rr in runners.values() if self._uid_of(rr[0].principal) == uid]
             executors = any(
                 e.user is not None and e.user.uid == uid for e in self.executors.values()

@@ -205,6 +205,13 @@ def _has(ranges: Ranges, port: int) -> bool:
     return any(begin <= port <= end for begin, end in ranges.spans)
 
 
+def kill_listeners(ports: Mapping[int, set[int]], bad: Iterable[int]) -> None:
+    """SIGKILL the processes listening on the ports `bad` (port -> pids: `ports`)."""
+    for pid in set().union(*(ports[port] for port in bad)):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+
+
 class StrayWatch(Protocol):
     """What the loop asks of the listeners of no task (slave.port_strays.Strays)."""
 
@@ -272,9 +279,7 @@ async def enforce_ports(
                 await runner.kill(0.0, limit)
                 # and the listeners themselves: one that left the task's group (and, with
                 # no PID namespace of the task's, its kill) is its child all the same
-                for pid in set().union(*(ports[port] for port in bad)):
-                    with contextlib.suppress(ProcessLookupError, PermissionError):
-                        os.kill(pid, signal.SIGKILL)
+                kill_listeners(ports, bad)
 
 
 def text(ranges: Ranges) -> str:
