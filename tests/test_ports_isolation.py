@@ -5,7 +5,6 @@ the tasks that listen on their own ports, or outside the range, run on."""
 
 from __future__ import annotations
 
-import urllib.request
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from slave.ports_isolator import ports_of, squatted
 
 from harness.fakes import FakeFramework
 from harness.helpers import eventually
+from harness.ports import answers, ports
 from harness.slave import Rig, master_rig, port_server
 
 
@@ -28,18 +28,6 @@ from harness.slave import Rig, master_rig, port_server
 async def rig(mosquitto: MosquittoBroker, tmp_path: Path) -> AsyncIterator[Rig]:
     async with master_rig(mosquitto, tmp_path) as r:
         yield r
-
-
-def ports(*given: int) -> Discrete:
-    return Discrete({PORTS: Ranges([(p, p) for p in given])})
-
-
-def answers(port: int) -> bool:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2) as reply:
-            return reply.status == 200
-    except OSError:
-        return False
 
 
 async def serve(

@@ -19,9 +19,7 @@ A real slave (as root, tasks as their principal's user) on mosquitto."""
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -34,6 +32,7 @@ from protocol.wire.messages import Reason, TaskState, Update
 from protocol.wire.resources import PORTS, Resources
 
 from harness.helpers import eventually
+from harness.ports import alive, answers, kill, ports, stray_pid
 from harness.slave import Rig, master_rig, port_server
 
 pytestmark = pytest.mark.timeout(60)
@@ -47,41 +46,10 @@ async def rig(mosquitto: MosquittoBroker, tmp_path: Path) -> AsyncIterator[Rig]:
         yield r
 
 
-def ports(*given: int) -> Discrete:
-    return Discrete({PORTS: Ranges([(p, p) for p in given])})
-
-
-def answers(port: int) -> bool:
-    import urllib.request
-
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2) as reply:
-            return bool(reply.status == 200)
-    except OSError:
-        return False
-
-
 def escape(port: int) -> str:
     """A command whose subshell starts a server on `port` in a session of its own, writes
     its pid to `stray.pid`, and exits: the server is re-parented to init."""
     return f"( PORT0={port} setsid {port_server()} & echo $! > stray.pid ); exec sleep 600"
-
-
-def stray_pid(sandbox: Path) -> int | None:
-    try:
-        return int((sandbox / "stray.pid").read_text().strip())
-    except (OSError, ValueError):
-        return None
-
-
-def alive(pid: int | None) -> bool:
-    if pid is None:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 async def slave_with_range(rig: Rig) -> int:
@@ -128,12 +96,6 @@ async def test_a_server_a_task_daemonized_on_its_users_port_serves_on(rig: Rig) 
     finally:
         for sandbox in (holder, kept, squat):
             kill(stray_pid(sandbox))
-
-
-def kill(pid: int | None) -> None:
-    if pid is not None:
-        with contextlib.suppress(OSError):
-            os.kill(pid, signal.SIGKILL)
 
 
 async def test_another_slaves_task_on_this_host_is_not_a_stray(rig: Rig) -> None:

@@ -17,9 +17,7 @@ A real slave (as root, tasks as their principal's user) on mosquitto, review 63'
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
 import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -33,6 +31,7 @@ from protocol.wire.messages import TaskState
 from protocol.wire.resources import PORTS, Resources
 
 from harness.helpers import eventually
+from harness.ports import alive, kill, ports, reply, stray_pid
 from harness.slave import Rig, master_rig, port_server
 
 pytestmark = pytest.mark.timeout(60)
@@ -44,43 +43,6 @@ async def rig(mosquitto: MosquittoBroker, tmp_path: Path) -> AsyncIterator[Rig]:
         pytest.skip("switching users needs root")
     async with master_rig(mosquitto, tmp_path) as r:
         yield r
-
-
-def ports(*given: int) -> Discrete:
-    return Discrete({PORTS: Ranges([(p, p) for p in given])})
-
-
-def answers(port: int) -> str | None:
-    import urllib.request
-
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2) as reply:
-            return str(reply.read().decode())
-    except OSError:
-        return None
-
-
-def stray_pid(sandbox: Path) -> int | None:
-    try:
-        return int((sandbox / "stray.pid").read_text().strip())
-    except (OSError, ValueError):
-        return None
-
-
-def alive(pid: int | None) -> bool:
-    if pid is None:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
-def kill(pid: int | None) -> None:
-    if pid is not None:
-        with contextlib.suppress(OSError):
-            os.kill(pid, signal.SIGKILL)
 
 
 async def test_a_stray_whose_user_runs_no_task_is_held_to_the_ports_all_the_same(
@@ -102,13 +64,13 @@ async def test_a_stray_whose_user_runs_no_task_is_held_to_the_ports_all_the_same
     sandbox = await rig.launch(mallory, daemon, "daemon", discrete=ports(base + 5))
     try:
         await mallory.update_for("daemon", TaskState.FINISHED, timeout=20)
-        assert answers(base + 5) == "mallory"  # (its task gone, the port is free to the master)
+        assert reply(base + 5) == "mallory"  # (its task gone, the port is free to the master)
         try:
             await eventually(lambda: not alive(stray_pid(sandbox)), timeout=5)
         except AssertionError:
             raise AssertionError(
                 f"mallory's task ended; her stray on port {base + 5} lives on and answers "
-                f"{answers(base + 5)!r} there: no pass looks at a user who runs no task"
+                f"{reply(base + 5)!r} there: no pass looks at a user who runs no task"
             ) from None
         with socket.socket() as s:  # (the next task given it, alice's, binds it)
             s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # (as http.server)

@@ -1,0 +1,54 @@
+"""The ports isolator's rigs: ports given to a task, whether a port answers, and the pid
+a task wrote of the stray it started."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import urllib.request
+from pathlib import Path
+
+from protocol.wire.discrete import Discrete, Ranges
+from protocol.wire.resources import PORTS
+
+
+def ports(*given: int) -> Discrete:
+    return Discrete({PORTS: Ranges([(p, p) for p in given])})
+
+
+def reply(port: int) -> str | None:
+    """What the server on `port` of 127.0.0.1 answers a GET with (None: nobody)."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2) as answer:
+            return str(answer.read().decode())
+    except OSError:
+        return None
+
+
+def answers(port: int) -> bool:
+    return reply(port) is not None
+
+
+def stray_pid(sandbox: Path) -> int | None:
+    """The pid a task wrote to `stray.pid` in its sandbox, once it has."""
+    try:
+        return int((sandbox / "stray.pid").read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def alive(pid: int | None) -> bool:
+    if pid is None:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def kill(pid: int | None) -> None:
+    if pid is not None:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
