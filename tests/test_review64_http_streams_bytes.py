@@ -20,26 +20,16 @@ principal's connection)."""
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
 
-from benchmarks.mesos_client import MesosScheduler, basic
-from cluster.local.secure import provision
-from master.http.config import HttpConfig
-from master.master import Master, MasterConfig
-from master.mesos_api.doors import mesos_doors
-from master.mesos_api.scheduler_http import SchedulerApi, SchedulerStream
-from protocol.transport.memory import MemoryBroker
+from benchmarks.mesos_client import MesosScheduler
 from protocol.wire.messages import FrameworkMessage, RunTasks
-from protocol.wire.resources import Resources
-from protocol.wire.topics import Topics
 
-from harness.fakes import FakeSlave
-from harness.helpers import eventually, open_transport
-from harness.mesos import PRINCIPALS, framework_info, next_of
+from harness.helpers import eventually
+from harness.mesos import StreamRig, framework_info, stream_rig
 
 pytestmark = pytest.mark.timeout(60)
 STREAMS = 3
@@ -48,75 +38,22 @@ DATA = 4 * 1024 * 1024  # what one executor frame carries, about (slave: MAX_FRA
 HELD_BOUND = 32 * 1024 * 1024  # what the broker holds for a client that does not read
 
 
-class Rig:
-    def __init__(self, master: Master, slave: FakeSlave, auth: str) -> None:
-        self.master, self.slave, self.auth = master, slave, auth
-
-    def stream(self, framework_id: str) -> SchedulerStream | None:
-        assert self.master.http is not None
-        [api] = [d for d in self.master.http.doors if isinstance(d, SchedulerApi)]
-        return api.streams.get(framework_id)
-
-
-@pytest.fixture
-async def rig(tmp_path: Path) -> AsyncIterator[Rig]:
-    store = provision(tmp_path / "auth", PRINCIPALS)
-    broker, topics = MemoryBroker(store.principals.values()), Topics("mesos")
-    config = MasterConfig(
-        allocation_interval=0.1,
-        principals=store.principals_file,
-        http=HttpConfig(port=0, credentials=store.path),
-    )
-    async with contextlib.AsyncExitStack() as stack:
-        bus = await open_transport(stack, broker.connector("master"), "master")
-        master = Master(bus, topics, config)
-        master.http_doors.extend(mesos_doors(master))
-        await master.start()
-        stack.push_async_callback(master.stop)
-        slave_bus = await open_transport(stack, broker.connector("slave-0"), "s0")
-        slave = FakeSlave(slave_bus, topics, "s0", Resources(cpus=4, mem=1024))
-        await slave.register()
-        await eventually(lambda: "s0" in master.books.slaves and bool(master.web_ui))
-        secret = store.secret_file("team-a").read_text().strip()
-        yield Rig(master, slave, basic("team-a", secret))
-
-
-def held(stream: SchedulerStream) -> int:
-    """Bytes the master holds for the stream's reader: in its queue, and written to its
-    transport but not yet sent."""
-    buffered = stream.transport.get_write_buffer_size() if stream.transport else 0
-    return stream.held + buffered
-
-
-async def launch_with_executor(rig: Rig, s: MesosScheduler, i: int) -> None:
-    [offer] = (await next_of(s, "OFFERS"))["offers"][:1]
-    cpu = [{"name": "cpus", "type": "SCALAR", "scalar": {"value": 0.1}}]
-    task = {
-        "name": "t",
-        "task_id": {"value": f"t{i}"},
-        "agent_id": offer["agent_id"],
-        "resources": cpu,
-        "executor": {
-            "executor_id": {"value": "e1"},
-            "command": {"value": "my-executor"},
-            "resources": cpu,
-        },
-    }
-    launch = {"type": "LAUNCH", "launch": {"task_infos": [task]}}
-    status, _ = await s.call("ACCEPT", {"offer_ids": [offer["id"]], "operations": [launch]})
-    assert status == 202
-
-
 def launched_by(framework_id: str) -> Callable[[RunTasks], bool]:
     return lambda m: m.framework_id == framework_id
 
 
-async def test_one_principals_streams_together_hold_no_more_than_one_client(rig: Rig) -> None:
+@pytest.fixture
+async def rig(tmp_path: Path) -> AsyncIterator[StreamRig]:
+    async with stream_rig(tmp_path) as r:
+        yield r
+
+
+async def test_one_principals_streams_together_hold_no_more_than_one_client(rig: StreamRig) -> None:
     schedulers = [MesosScheduler(rig.master.web_ui, rig.auth) for _ in range(STREAMS)]
     try:
         for i, s in enumerate(schedulers):
             assert await s.subscribe({**framework_info("team-a"), "name": f"fw{i}"}) == 200
-            await launch_with_executor(rig, s, i)
+            await rig.launch_with_executor(s, f"t{i}")
             await rig.slave.inbox.wait_for(RunTasks, launched_by(s.framework_id))
         # from here on no framework reads; each one's executor talks, under its bound
         data = b"x" * DATA
@@ -137,7 +74,7 @@ async def test_one_principals_streams_together_hold_no_more_than_one_client(rig:
         target = rig.master.offer_rounds.count + 3  # (a stream let go has gone by then)
         await eventually(lambda: rig.master.offer_rounds.count >= target)
         streams = [rig.stream(s.framework_id) for s in schedulers]
-        kept = sum(held(st) for st in streams if st is not None)
+        kept = sum(st.holding for st in streams if st is not None)
         open_ = sum(st is not None for st in streams)
         assert kept <= HELD_BOUND, (
             f"team-a's {open_} open streams, none read, hold {kept / 1e6:.0f} MB in the "

@@ -18,12 +18,14 @@ from cluster.local.secure import provision
 from master.http.config import HttpConfig
 from master.master import Master, MasterConfig
 from master.mesos_api.doors import mesos_doors
+from master.mesos_api.scheduler_http import SchedulerApi, SchedulerStream
 from protocol.tooling.credentials import Store
 from protocol.transport.memory import MemoryBroker
 from protocol.wire.messages import State
 from protocol.wire.resources import Resources
 from protocol.wire.topics import Topics
 
+from harness.fakes import FakeSlave
 from harness.helpers import (
     SECURE_SLAVE,
     eventually,
@@ -129,3 +131,61 @@ CLUSTER = "mesos"
 
 PRINCIPALS = [("master", "master"), ("ops", "operator"), ("slave-0", "slave"),
               ("team-a", "framework"), ("team-b", "framework")]  # fmt: skip
+
+
+@dataclass
+class StreamRig:
+    """A master with the Mesos HTTP APIs, a fake slave s0 (4 cpus) whose connection
+    plays a slave forwarding its executors' messages, and team-a's credentials: the rig
+    of the tests of what a scheduler stream that does not read holds."""
+
+    master: Master
+    slave: FakeSlave
+    auth: str
+
+    def stream(self, framework_id: str) -> SchedulerStream | None:
+        assert self.master.http is not None
+        [api] = [d for d in self.master.http.doors if isinstance(d, SchedulerApi)]
+        return api.streams.get(framework_id)
+
+    async def launch_with_executor(self, s: MesosScheduler, task_id: str) -> None:
+        """Launch a task of 0.1 cpus with executor e1 on `s`'s next offer."""
+        [offer] = (await next_of(s, "OFFERS"))["offers"][:1]
+        cpu = [{"name": "cpus", "type": "SCALAR", "scalar": {"value": 0.1}}]
+        task = {
+            "name": "t",
+            "task_id": {"value": task_id},
+            "agent_id": offer["agent_id"],
+            "resources": cpu,
+            "executor": {
+                "executor_id": {"value": "e1"},
+                "command": {"value": "my-executor"},
+                "resources": cpu,
+            },
+        }
+        launch = {"type": "LAUNCH", "launch": {"task_infos": [task]}}
+        status, _ = await s.call("ACCEPT", {"offer_ids": [offer["id"]], "operations": [launch]})
+        assert status == 202
+
+
+@contextlib.asynccontextmanager
+async def stream_rig(tmp_path: Path) -> AsyncIterator[StreamRig]:
+    store = provision(tmp_path / "auth", PRINCIPALS)
+    broker, topics = MemoryBroker(store.principals.values()), Topics("mesos")
+    config = MasterConfig(
+        allocation_interval=0.1,
+        principals=store.principals_file,
+        http=HttpConfig(port=0, credentials=store.path),
+    )
+    async with contextlib.AsyncExitStack() as stack:
+        bus = await open_transport(stack, broker.connector("master"), "master")
+        master = Master(bus, topics, config)
+        master.http_doors.extend(mesos_doors(master))
+        await master.start()
+        stack.push_async_callback(master.stop)
+        slave_bus = await open_transport(stack, broker.connector("slave-0"), "s0")
+        slave = FakeSlave(slave_bus, topics, "s0", Resources(cpus=4, mem=1024))
+        await slave.register()
+        await eventually(lambda: "s0" in master.books.slaves and bool(master.web_ui))
+        secret = store.secret_file("team-a").read_text().strip()
+        yield StreamRig(master, slave, basic("team-a", secret))
