@@ -62,6 +62,24 @@ async def live(tmp_path: Path) -> AsyncIterator[Live]:
         yield cluster
 
 
+async def mesos_master(
+    stack: contextlib.AsyncExitStack, store: Store, broker: MemoryBroker, topics: Topics
+) -> Master:
+    """A master in process with the Mesos HTTP APIs, its principals `store`'s, stopped
+    with `stack`."""
+    config = MasterConfig(
+        allocation_interval=0.1,
+        principals=store.principals_file,
+        http=HttpConfig(port=0, credentials=store.path),
+    )
+    bus = await open_transport(stack, broker.connector("master"), "master")
+    master = Master(bus, topics, config)
+    master.http_doors.extend(mesos_doors(master))
+    await master.start()
+    stack.push_async_callback(master.stop)
+    return master
+
+
 @contextlib.asynccontextmanager
 async def live_cluster(
     tmp_path: Path,
@@ -77,17 +95,8 @@ async def live_cluster(
     for name in reserve:
         store.may_reserve(name, True)
     broker, topics = MemoryBroker(store.principals.values()), Topics(CLUSTER)
-    config = MasterConfig(
-        allocation_interval=0.1,
-        principals=store.principals_file,
-        http=HttpConfig(port=0, credentials=store.path),
-    )
     async with contextlib.AsyncExitStack() as stack:
-        bus = await open_transport(stack, broker.connector("master"), "master")
-        master = Master(bus, topics, config)
-        master.http_doors.extend(mesos_doors(master))
-        await master.start()
-        stack.push_async_callback(master.stop)
+        master = await mesos_master(stack, store, broker, topics)
         await start_secure_slaves(
             stack, broker.connector, topics, tmp_path, [("slave-0", "s0")],
             simulated=simulated, resources=resources,
@@ -172,17 +181,8 @@ class StreamRig:
 async def stream_rig(tmp_path: Path) -> AsyncIterator[StreamRig]:
     store = provision(tmp_path / "auth", PRINCIPALS)
     broker, topics = MemoryBroker(store.principals.values()), Topics("mesos")
-    config = MasterConfig(
-        allocation_interval=0.1,
-        principals=store.principals_file,
-        http=HttpConfig(port=0, credentials=store.path),
-    )
     async with contextlib.AsyncExitStack() as stack:
-        bus = await open_transport(stack, broker.connector("master"), "master")
-        master = Master(bus, topics, config)
-        master.http_doors.extend(mesos_doors(master))
-        await master.start()
-        stack.push_async_callback(master.stop)
+        master = await mesos_master(stack, store, broker, topics)
         slave_bus = await open_transport(stack, broker.connector("slave-0"), "s0")
         slave = FakeSlave(slave_bus, topics, "s0", Resources(cpus=4, mem=1024))
         await slave.register()
