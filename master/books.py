@@ -39,6 +39,20 @@ COMPLETED = 50  # removed frameworks kept a principal, for the API (Mesos: 50 in
 RECENT_ACCEPTED = 1024  # offer ids a framework's Accepts used, kept to know one sent again
 
 
+@dataclass(frozen=True, slots=True)
+class Roles:
+    """A framework's role, or a multi-role framework's roles (`role` its first)."""
+
+    role: str
+    roles: tuple[str, ...] | None = None
+
+    def of(self, info: TaskInfo) -> str:
+        """The role a task's resources are allocated to (`Framework.task_role`)."""
+        if self.roles is None:
+            return self.role
+        return info.role if info.role in self.roles else self.roles[0]
+
+
 @dataclass(slots=True)
 class Task:
     info: TaskInfo
@@ -361,6 +375,9 @@ class Books:
     # who a slave id belongs to, kept after the slave is removed: no principal takes it over
     slave_owners: dict[str, str] = field(default_factory=dict)
     removed: dict[str, tuple[str, str]] = field(default_factory=dict)  # id -> (principal, why)
+    # the roles of those removed (a multi-role one's roles), where known: a slave back
+    # after a failover may name their tasks, dying in them (`Removals.hold_dying_again`)
+    removed_roles: dict[str, Roles] = field(default_factory=dict)
     _removed_order: KeptByPrincipal = field(default_factory=KeptByPrincipal, repr=False)
     _completed_order: KeptByPrincipal = field(default_factory=KeptByPrincipal, repr=False)
     # after a failover: slaves of the registry not back yet, with their deadlines
@@ -411,7 +428,8 @@ class Books:
         if not self.principal_frameworks[fw.principal]:
             del self.principal_frameworks[fw.principal]
         self.inboxes.pop((fw.principal, fw.inbox), None)
-        self.remember_removed(fw.framework_id, fw.principal, why, keep)
+        roles = Roles(fw.role, tuple(fw.roles) if fw.roles is not None else None)
+        self.remember_removed(fw.framework_id, fw.principal, why, keep, roles)
         for task in list(fw.tasks.values()):  # killed with it
             status = TaskStatus(
                 task_id=task.task_id,
@@ -429,12 +447,21 @@ class Books:
             self.completed_frameworks.pop(old, None)
 
     def remember_removed(
-        self, framework_id: str, principal: str, why: str, keep: int = REMOVED_KEPT
+        self,
+        framework_id: str,
+        principal: str,
+        why: str,
+        keep: int = REMOVED_KEPT,
+        roles: Roles | None = None,
     ) -> None:
-        """A framework id removed, and why (the principal's oldest forgotten past `keep`)."""
+        """A framework id removed, and why, and its roles if known (the principal's
+        oldest forgotten past `keep`)."""
         self.removed[framework_id] = (principal, why)
+        if roles is not None:
+            self.removed_roles[framework_id] = roles
         for old in self._removed_order.add(principal, framework_id, keep):
             del self.removed[old]
+            self.removed_roles.pop(old, None)
 
     def task(self, framework_id: str, task_id: str) -> Task | None:
         fw = self.frameworks.get(framework_id)

@@ -118,7 +118,7 @@ class Removals:
         self._hold_dying(fw.framework_id, dying, values, graces)
         killed = len(fw.tasks)
         self.books.forget_framework(fw, why)
-        self.recorder.forget_framework(fw.framework_id, fw.principal, why)
+        self.recorder.forget_framework(fw.framework_id, fw.principal, why, fw.role, fw.roles)
         self._shut_down_orphans(fw.framework_id)  # (those a slave said were another's)
         self.listeners.tell_framework_gone(fw.framework_id)
         self.log.info(
@@ -194,12 +194,17 @@ class Removals:
         if self.books.dying.renew(slave_id, framework_id, now):
             return
         # each in its role, as the framework's books had it (kept a while after its
-        # removal: `completed_frameworks`); past them, or after a failover, nobody's
+        # removal: `completed_frameworks`), or its removal's record says (after a
+        # failover); past both, nobody's
         gone = self.books.completed_frameworks.get(framework_id)
+        roles = self.books.removed_roles.get(framework_id)
         by_role: ByRole = {}
         executors: set[str] = set()
         for r in tasks:
-            role = gone.task_role(r.task) if gone is not None else ""
+            if gone is not None:
+                role = gone.task_role(r.task)
+            else:
+                role = roles.of(r.task) if roles is not None else ""
             charge(by_role, role, r.task.resources)
             executor = r.task.executor
             if executor is not None and executor.executor_id not in executors:

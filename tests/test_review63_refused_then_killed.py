@@ -40,6 +40,7 @@ from protocol.wire.messages import (
     Reregister,
     RunningTask,
     TaskState,
+    Teardown,
     Update,
 )
 from protocol.wire.resources import Resources
@@ -76,6 +77,10 @@ class Failover:
         await master.start()
         self.stack.push_async_callback(master.stop)
         return master
+
+    def registry_store_removed(self) -> set[str]:
+        """The framework ids whose removal the registry's store holds."""
+        return {k.partition("/")[2] for k in self.registry.entries if k.startswith("removed/")}
 
     @property
     def m(self) -> Master:
@@ -206,3 +211,49 @@ async def test_a_message_to_a_slave_where_the_framework_has_no_executor_is_refus
     assert {e.code for e in errors} == {"unknown-executor"}
     assert "has no executor e1 on slave s1" in errors[0].message
     assert s1.inbox.of(FrameworkMessage) == []
+
+
+async def test_a_torn_down_frameworks_tasks_a_slave_brings_to_a_new_leader_die_in_its_role(
+    tmp_path: Path,
+) -> None:
+    """After a failover, the tasks of a framework torn down before it that a slave brings
+    back are held while they die in the framework's role, which its removal's record
+    keeps (they were held for nobody's role: the new leader had no completed framework
+    to read it from, and the tenant's next framework took the room they held)."""
+    async with failover_cluster(tmp_path) as c:
+        bus = await open_transport(c.stack, c.broker.connector("slave-a"), "sa", inbox=None)
+        sa = FakeSlave(bus, T, "sa", SLAVE)
+        await sa.register()
+        await eventually(lambda: "sa" in c.m.books.slaves)
+        fbus = await open_transport(c.stack, c.broker.connector("alice"), "alice")
+        alice = FakeFramework(fbus, T, "in")
+        await fbus.subscribe(T.outbox("framework", "alice") + "/#", alice.receive)
+        fid = (await alice.subscribe("a", role="alice", failover_timeout=60)).framework_id
+        offer = await alice.next_offer()
+        await alice.accept(offer, [alice.task(offer, TASK, "t0")], refuse=5)
+        run = await sa.run_task()
+        await alice.update_for("t0", TaskState.RUNNING)
+        sa.ends_shut_down_frameworks = False  # (its tasks die slowly: a long kill grace)
+        await alice.bus.publish(alice.to_master, Teardown(framework_id=fid))
+        await eventually(lambda: fid in c.m.books.removed)
+        await eventually(lambda: fid in c.registry_store_removed())
+        old = c.m
+        await old.stop()
+        await old.bus.close()
+        c.master = await c.start_master("master-2")
+        running = RunningTask(
+            framework_id=fid, task=run.task, state=TaskState.RUNNING, proof=run.proof
+        )
+        back = Reregister(
+            slave_id="sa",
+            hostname="sa.local",
+            resources=SLAVE,
+            incarnation=sa.bus.incarnation,
+            tasks=[running],
+            owners={fid: "alice"},
+        )
+        await sa.bus.publish(sa.to_master, back)
+        await eventually(lambda: len(c.m.books.dying) == 1)
+        charged = c.m.allocator._charged
+        assert set(charged) == {"alice"}, charged
+        assert charged["alice"]["sa"].get("cpus") == 1000

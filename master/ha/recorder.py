@@ -72,9 +72,17 @@ class Recorder:
         return True
 
     # -- recorded in the background ----------------------------------------------------------
-    def forget_framework(self, framework_id: str, principal: str, why: str) -> None:
-        """Its record dropped, and its removal kept (a new leader refuses it too)."""
-        write = self._registry.remove_framework(framework_id, principal, why)
+    def forget_framework(
+        self,
+        framework_id: str,
+        principal: str,
+        why: str,
+        role: str = "",
+        roles: list[str] | None = None,
+    ) -> None:
+        """Its record dropped, and its removal kept (a new leader refuses it too, and
+        holds its tasks a slave brings back dying in its roles)."""
+        write = self._registry.remove_framework(framework_id, principal, why, role, roles)
         self.in_background(write, "remove framework", framework_id=framework_id)
 
     def forget_slave(self, slave_id: str) -> None:

@@ -19,9 +19,9 @@ from typing import Any
 
 from master.allocation.allocator import Allocator
 from master.allocation.quota import Quota
-from master.books import Books, Framework, Maintenance
+from master.books import Books, Framework, Maintenance, Roles
 from master.counters import SlaveChurn
-from master.ha.registry import Registry
+from master.ha.registry import Registry, RemovedRecord
 from protocol.transport.aio import loop_time
 
 SlaveGone = Callable[..., None]  # the master's removal: (slave_id, why, *, cause=...)
@@ -76,7 +76,9 @@ class Recovery:
                 kept.drain, kept.max_grace_period, kept.mark_gone
             )
         for framework_id, removal in self.registry.removed.items():  # (oldest first)
-            self.books.remember_removed(framework_id, removal.principal, removal.why)
+            self.books.remember_removed(
+                framework_id, removal.principal, removal.why, roles=_roles_of(removal)
+            )
         for framework_id, record in self.registry.frameworks.items():
             if framework_id in self.books.removed:  # (its leader went before dropping it)
                 continue
@@ -130,3 +132,11 @@ class Recovery:
         self._slave_gone(
             slave_id, f"did not re-register within {timeout:g}s of the failover", cause="recovery"
         )
+
+
+def _roles_of(removal: RemovedRecord) -> Roles | None:
+    """A removed framework's roles, as its removal's record keeps them (None: an entry
+    written before they were kept)."""
+    if not removal.role:
+        return None
+    return Roles(removal.role, tuple(removal.roles) if removal.roles is not None else None)

@@ -115,6 +115,10 @@ class RemovedRecord(_Record):
     principal: str = ""
     why: str = ""
     at: float = 0.0  # wall clock: the oldest are forgotten first
+    # its role (a multi-role one's roles): a slave back after a failover may name its
+    # tasks, dying in them ("": not known, an entry written before it was kept)
+    role: str = ""
+    roles: list[str] | None = None
 
 
 class QuotaRecord(_Record):
@@ -227,13 +231,20 @@ class Registry:
     async def add_framework(self, framework_id: str, record: FrameworkRecord) -> None:
         await self._put("framework", framework_id, record)
 
-    async def remove_framework(self, framework_id: str, principal: str, why: str) -> None:
+    async def remove_framework(
+        self,
+        framework_id: str,
+        principal: str,
+        why: str,
+        role: str = "",
+        roles: list[str] | None = None,
+    ) -> None:
         """Its removal first, then its record (a leader lost between the two leaves both,
         and the removal stands); the principal's oldest removals past REMOVED_KEPT are
         forgotten."""
         newest = next(reversed(self.removed.values()), None)  # (after it, on any clock)
         at = max(time.time(), newest.at + 1e-6 if newest is not None else 0.0)
-        record = RemovedRecord(principal=principal, why=why, at=at)
+        record = RemovedRecord(principal=principal, why=why, at=at, role=role, roles=roles)
         await self._put("removed", framework_id, record)
         await self._drop("framework", framework_id)
         forget = self._removed_order.add(principal, framework_id, REMOVED_KEPT)
