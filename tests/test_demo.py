@@ -96,3 +96,18 @@ async def _run_demo(tmp_path: Path, held: bool) -> None:
     assert set(final) == {"A", "B", "C"}, text
     assert all(share > 0 for share in final.values()), final
     assert leftovers(tmp_path) == []
+
+
+def test_the_demos_slaves_offer_ports_of_their_own() -> None:
+    """The demo's slaves share one host's network: each offers a range of its own (one
+    port offered by two slaves went to two tasks, and the second's bind failed), below
+    the kernel's ephemeral ports."""
+    from cluster.local.demo import SLAVES, demo_ports
+    from protocol.wire.discrete import Ranges
+
+    ranges = [Ranges.parse(f"[{demo_ports(i)}]") for i in range(SLAVES)]
+    for i, a in enumerate(ranges):
+        assert a.size > 0
+        assert max(end for _, end in a.spans) < 32768
+        for b in ranges[i + 1 :]:
+            assert not a.overlaps(b)

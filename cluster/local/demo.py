@@ -36,6 +36,14 @@ from protocol.wire.messages import State, Wire
 from protocol.wire.topics import Topics
 
 SLAVE = "cpus:2;mem:2200"
+PORTS_EACH = 300  # the slaves share one host's network: each offers its own ports
+
+
+def demo_ports(i: int) -> str:
+    """Slave i's ports: a range of its own below the kernel's ephemeral ports (32768),
+    where Mesos's default 31000-32000 for each would hand one port to two tasks."""
+    first = 31000 + i * PORTS_EACH
+    return f"{first}-{first + PORTS_EACH - 1}"
 SLAVES = 3
 FRAMEWORKS = ("A", "B", "C")
 
@@ -187,7 +195,7 @@ async def _start_cluster(
             "slave",
             f"slave-{i}",
             "--resources",
-            SLAVE,
+            f"{SLAVE};ports:[{demo_ports(i)}]",
             "--work-dir",
             str(launcher.run_dir / f"slave-{i}"),
             "--hostname",
