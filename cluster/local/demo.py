@@ -44,6 +44,8 @@ def demo_ports(i: int) -> str:
     where Mesos's default 31000-32000 for each would hand one port to two tasks."""
     first = 31000 + i * PORTS_EACH
     return f"{first}-{first + PORTS_EACH - 1}"
+
+
 SLAVES = 3
 FRAMEWORKS = ("A", "B", "C")
 
