@@ -14,16 +14,18 @@ A custom executor's own processes (its group and their children) are never stray
 
 from __future__ import annotations
 
+import asyncio
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from protocol.wire.discrete import Ranges
 from protocol.wire.messages import Reason, TaskState
 from slave.config import TaskRecord
 from slave.executors import ExecutorProcess
-from slave.ports_isolator import Ports, kill_listeners, ports_of, squatted, text
+from slave.ports_isolator import Ports, kill_listeners, ports_of, squatted, started, text
 from slave.runners import Limit, Runner
+from slave.task_users import TaskUsers
 
 
 class Strays:
@@ -33,20 +35,43 @@ class Strays:
         self,
         tasks: Mapping[tuple[str, str], TaskRecord],
         executors: Mapping[tuple[str, str], ExecutorProcess],
-        is_tenant: Callable[[int], bool],
-        uid_of: Callable[[str], int | None],
+        users: TaskUsers,
     ) -> None:
-        """`is_tenant(uid)`: a principal's user (never root, nor the slave's own);
-        `uid_of(principal)`: the user its tasks run as, if the slave knows it."""
-        self.tasks, self.executors = tasks, executors
-        self._is_tenant, self._uid_of = is_tenant, uid_of
+        """`users`: who a principal's tasks run as (a user each), and whether a user is
+        a principal's (never root, nor the slave's own)."""
+        self.tasks, self.executors, self.users = tasks, executors, users
         self._own = {0, os.geteuid()}
 
+    def _uid_of(self, principal: str) -> int | None:
+        user = self.users.known(principal)
+        return user.uid if user is not None else None
+
     def tenant(self, uid: int) -> bool:
-        return uid not in self._own and self._is_tenant(uid)
+        return uid not in self._own and self.users.is_tenant(uid)
 
     def executor_groups(self) -> set[int]:
         return {pid for e in self.executors.values() if (pid := e.pid)}
+
+    def given_to_executor(self, group: int) -> Ranges:
+        """The ports an executor (its process group) may listen on: its live tasks'
+        (Mesos's ports isolator holds its container to them)."""
+        for key, e in self.executors.items():
+            if e.pid == group:
+                spans = [
+                    ports_of(self.tasks[(key[0], t)].info.discrete)
+                    for t in e.tasks
+                    if (key[0], t) in self.tasks and not self.tasks[(key[0], t)].state.terminal
+                ]
+                return Ranges().joined(spans)
+        return Ranges()
+
+    def _learn(self) -> None:
+        """The users of the principals of the live tasks, looked up where not known yet
+        (after a restart the slave knows none until it launches again): else their own
+        ports would be nobody's. (Blocking, the first time: in a thread.)"""
+        for r in self.tasks.values():
+            if not r.state.terminal and self.users.known(r.principal) is None:
+                self.users.look_up(r.principal)
 
     def _given(self, uid: int) -> Ranges:
         """The ports the live tasks of `uid`'s principal were given, executors' too."""
@@ -64,6 +89,7 @@ class Strays:
         held: Ranges,
         log: Any,
     ) -> None:
+        await asyncio.to_thread(self._learn)
         for uid, ports in strays.items():
             bad = squatted(set(ports), self._given(uid), held)
             if not bad:
@@ -74,7 +100,8 @@ class Strays:
             executors = any(
                 e.user is not None and e.user.uid == uid for e in self.executors.values()
             )
-            if len(theirs) == 1 and not executors:
+            pids = set().union(*(ports[port] for port in bad))
+            if len(theirs) == 1 and not executors and _after(pids, theirs[0][1].pid):
                 [(record, runner)] = theirs
                 given = text(ports_of(record.info.discrete)) or "none"
                 message = (
@@ -83,3 +110,12 @@ class Strays:
                 )
                 limit = Limit(TaskState.FAILED, Reason.CONTAINER_LIMITATION, message)
                 await runner.kill(0.0, limit)
+
+
+def _after(pids: set[int], task: int | None) -> bool:
+    """Whether every one of `pids` started after the task's process (one started before
+    it cannot be its: a daemon another task of its user left, say)."""
+    since = started(task) if task is not None else None
+    if since is None:
+        return False
+    return all((start := started(pid)) is not None and start >= since for pid in pids)

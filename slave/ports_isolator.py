@@ -17,8 +17,9 @@ away is no task's child: its user, a principal's own, says whose it is (slave.po
 
 Only the slave's own range is held (Mesos's `--check_agent_port_range_only`), reserved
 ports included: a port outside it is no task's to be given, and is left alone. Between
-two looks a squatter may answer for a few seconds; UDP and a custom executor's
-processes are not looked at.
+two looks a squatter may answer for a few seconds; UDP is not looked at, nor a socket no
+process holds at the look (in flight over a unix socket). A custom executor's processes
+are held to its live tasks' ports (its listeners elsewhere killed, it left running).
 """
 
 from __future__ import annotations
@@ -55,7 +56,8 @@ def listening_sockets(tables: Iterable[str] = TABLES) -> dict[int, int]:
 
 
 def _process(pid: str) -> tuple[int, str, str] | None:
-    """A live process's group, PID namespace and parent, or None (gone, or a zombie)."""
+    """A live process's group, PID namespace and parent, or None (gone, or a zombie: one
+    whose main thread alone has exited lives on in its other threads)."""
     try:
         with open(f"/proc/{pid}/stat") as f:
             stat = f.read()
@@ -63,9 +65,30 @@ def _process(pid: str) -> tuple[int, str, str] | None:
     except OSError:
         return None
     fields = stat[stat.rfind(")") + 2 :].split()
-    if len(fields) < 3 or fields[0] == "Z":
+    if len(fields) < 3 or (fields[0] == "Z" and _live_thread(pid) is None):
         return None
     return int(fields[2]), namespace, fields[1]
+
+
+def _live_thread(pid: str) -> str | None:
+    """A thread of the process that has not exited, its main thread's aside."""
+    with contextlib.suppress(OSError):
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            if tid == pid:
+                continue
+            with contextlib.suppress(OSError), open(f"/proc/{pid}/task/{tid}/stat") as f:
+                stat = f.read()
+                if stat[stat.rfind(")") + 2 :].split()[:1] != ["Z"]:
+                    return tid
+    return None
+
+
+def started(pid: int | str) -> int | None:
+    """When a process started, in clock ticks since boot (None: it is gone)."""
+    with contextlib.suppress(OSError, ValueError, IndexError), open(f"/proc/{pid}/stat") as f:
+        stat = f.read()
+        return int(stat[stat.rfind(")") + 2 :].split()[19])
+    return None
 
 
 def real_uid(pid: int | str) -> int | None:
@@ -79,12 +102,17 @@ def real_uid(pid: int | str) -> int | None:
 
 
 def _sockets(pid: str) -> set[int]:
-    """The socket inodes a process holds open."""
+    """The socket inodes a process holds open (read through a live thread where its main
+    thread has exited: its own table then reads empty)."""
     inodes = set()
+    fds = f"/proc/{pid}/fd"
     with contextlib.suppress(OSError):
-        for fd in os.listdir(f"/proc/{pid}/fd"):
+        if not os.listdir(fds) and (tid := _live_thread(pid)) is not None:
+            fds = f"/proc/{pid}/task/{tid}/fd"
+    with contextlib.suppress(OSError):
+        for fd in os.listdir(fds):
             with contextlib.suppress(OSError):
-                target = os.readlink(f"/proc/{pid}/fd/{fd}")
+                target = os.readlink(f"{fds}/{fd}")
                 if target.startswith("socket:["):
                     inodes.add(int(target[8:-1]))
     return inodes
@@ -219,6 +247,8 @@ class StrayWatch(Protocol):
 
     def executor_groups(self) -> set[int]: ...
 
+    def given_to_executor(self, group: int) -> Ranges: ...
+
     async def stop(
         self,
         strays: Ports,
@@ -258,8 +288,12 @@ async def enforce_ports(
         if found and strays is not None:
             await strays.stop(found, runners, held, log)
         for group, ports in listened.items():
-            if group not in runners:
-                continue  # (an executor's)
+            if group not in runners:  # an executor's: held to its tasks' ports
+                given = strays.given_to_executor(group) if strays is not None else Ranges()
+                if bad := squatted(set(ports), given, held):
+                    log.warning("executor.port_limit", group=group, ports=bad)
+                    kill_listeners(ports, bad)
+                continue
             record, runner = runners[group]
             given = ports_of(record.info.discrete)
             if bad := squatted(set(ports), given, held):

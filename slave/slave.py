@@ -83,7 +83,6 @@ from slave.recovery import recover
 from slave.registrations import Registrations
 from slave.reports import TaskReports
 from slave.runners import SimulatedRunner
-from slave.task_users import TaskUsers
 from slave.tenancy import Tenancy, start_tenancy
 from slave.updates import OwedUpdates
 from slave.usage import report_loop
@@ -248,14 +247,7 @@ class Slave:
             self._loops.append(asyncio.create_task(usage, name=f"usage-{self.slave_id}"))
         if not self.config.simulated_tasks and self.config.holds_ports:
             users = self.tenancy.users  # (a user a principal: strays say whose they are)
-            strays = None
-            if users is not None:
-
-                def uid_of(principal: str, users: TaskUsers = users) -> int | None:
-                    user = users.known(principal)
-                    return user.uid if user is not None else None
-
-                strays = Strays(self.tasks, self.custom.executors, users.is_tenant, uid_of)
+            strays = Strays(self.tasks, self.custom.executors, users) if users else None
             ports = enforce_ports(
                 self.tasks,
                 self.config.discrete,
