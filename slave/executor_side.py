@@ -140,6 +140,7 @@ class ExecutorSide:
                 await executor.start()
             except (OSError, ValueError) as e:  # (ValueError: NUL in an argument or the env)
                 del self.executors[ekey]
+                self._principals.pop(ekey, None)
                 if executor.container is not None:  # (and out of its principal's group)
                     await executor.container.destroy()
                 await self._reports.report(
