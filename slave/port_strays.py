@@ -6,10 +6,13 @@ no task's child; it may outlive its task. Where each principal's tasks run as a 
 its own (`--switch-user`), its user says whose it is. So a stray listening on a port of
 the slave's range that none of its user's live tasks (command tasks, and those of its
 custom executors) was given is killed, and so is its task where its user runs one
-command task alone and no executor (else which started it is not known, and none is
-failed for it). A user with no live task here is given no port: its leftovers' listeners
-go too. A server a task daemonized on a port one of its user's tasks was given serves on.
-A custom executor's own processes (its group and their children) are never strays.
+command task alone and no executor, and the stray started after it (else which started
+it is not known, and none is failed for it). A user with no live task here is given no
+port: its leftovers' listeners go too. A server a task daemonized on a port one of its
+user's tasks was given serves on. A custom executor's own processes (its group and their
+children) are never strays: they are held to its live tasks' ports (`given_to_executor`).
+After a restart the slave knows no principal's user until asked: the recovered tasks'
+are looked up before strays are judged.
 """
 
 from __future__ import annotations
