@@ -15,6 +15,7 @@ import click
 
 from protocol.tooling.brokers import BrokerURL
 from protocol.tooling.cli import broker_option, cluster_option, log_level_option, warn_if_insecure
+from protocol.wire.discrete import Ranges
 from protocol.wire.resources import ResourceError
 from slave.task_users import DEFAULT_MAP, DEFAULT_UIDS
 
@@ -272,6 +273,14 @@ def raise_fd_limit(slaves: int) -> None:
     "are isolated (--switch-user or --pid-namespace).",
 )
 @click.option(
+    "--ports-held",
+    default=None,
+    metavar="RANGES",
+    help="The ports its tasks are held to, e.g. '[31000-31899]': where several slaves on "
+    "one host offer ranges of their own, the host's, so that a task of one may not bind "
+    "another's. Default: this slave's own ports.",
+)
+@click.option(
     "--task-uids",
     default=f"{DEFAULT_UIDS.start}-{DEFAULT_UIDS.stop - 1}",
     show_default=True,
@@ -332,6 +341,7 @@ def slave(
     switch_user: bool,
     pid_namespace: bool,
     ports_isolation: bool | None,
+    ports_held: str | None,
     task_uids: str,
     task_uid_map: Path,
     task_users: Path | None,
@@ -396,6 +406,7 @@ def slave(
                     switch_user=switch_user,
                     pid_namespace=pid_namespace,
                     ports_isolation=ports_isolation,
+                    ports_held=_ranges(ports_held),
                     task_uids=uids,
                     task_uid_map=task_uid_map,
                     task_users=users,
@@ -407,3 +418,13 @@ def slave(
 
     shut_down_on_sigusr1()
     run_party(broker, party)
+
+
+def _ranges(text: str | None) -> Ranges | None:
+    """--ports-held's ranges (a usage error if they do not parse)."""
+    if text is None:
+        return None
+    try:
+        return Ranges.parse(text)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--ports-held") from None

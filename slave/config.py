@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from protocol.wire.discrete import EMPTY, Discrete, with_counts
+from protocol.wire.discrete import EMPTY, Discrete, Ranges, with_counts
 from protocol.wire.messages import KillPolicy, Reason, TaskInfo, TaskState
-from protocol.wire.resources import Resources
+from protocol.wire.resources import PORTS, Resources
 from slave.task_users import DEFAULT_MAP, DEFAULT_UIDS, TaskUser
 
 if TYPE_CHECKING:  # (runners import what the slave's config shares)
@@ -57,6 +57,10 @@ class SlaveConfig:
     # are isolated (switch_user or pid_namespace)
     ports_isolation: bool | None = None
     ports_check_interval: float = 5.0
+    # the ports it holds tasks to: its own range, or (several slaves of one host, each
+    # offering a range of its own) the host's, so that none of them leaves the others'
+    # ranges to whoever binds them first
+    ports_held: Ranges | None = None
     task_uids: range = DEFAULT_UIDS  # the uids principals get
     task_uid_map: Path = DEFAULT_MAP  # the machine's principal -> uid map
     task_users: dict[str, TaskUser] = field(default_factory=dict)  # the operator's
@@ -66,6 +70,13 @@ class SlaveConfig:
 
     def __post_init__(self) -> None:
         self.resources = with_counts(self.resources, self.discrete, "--resources")
+
+    @property
+    def held_ports(self) -> Discrete:
+        """The ports it holds its tasks to (`ports_held`, else its own)."""
+        if self.ports_held is None:
+            return self.discrete
+        return Discrete({PORTS: self.ports_held})
 
     @property
     def holds_ports(self) -> bool:

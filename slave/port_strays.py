@@ -26,7 +26,7 @@ from protocol.wire.discrete import Ranges
 from protocol.wire.messages import Reason, TaskState
 from slave.config import TaskRecord
 from slave.executors import ExecutorProcess
-from slave.ports_isolator import Ports, kill_listeners, ports_of, squatted, started, text
+from slave.ports_isolator import Looked, kill_listeners, ports_of, squatted, started, text
 from slave.runners import Limit, Runner
 from slave.task_users import TaskUsers
 
@@ -87,18 +87,18 @@ class Strays:
 
     async def stop(
         self,
-        strays: Ports,
+        looked: Looked,
         runners: Mapping[int, tuple[TaskRecord, Runner]],
         held: Ranges,
         log: Any,
     ) -> None:
         await asyncio.to_thread(self._learn)
-        for uid, ports in strays.items():
+        for uid, ports in looked.strays.items():
             bad = squatted(set(ports), self._given(uid), held)
             if not bad:
                 continue
             log.warning("task.port_limit_stray", uid=uid, ports=bad)
-            kill_listeners(ports, bad)
+            kill_listeners(ports, bad, looked.pidfds)
             theirs = [rr for rr in runners.values() if self._uid_of(rr[0].principal) == uid]
             executors = any(
                 e.user is not None and e.user.uid == uid for e in self.executors.values()

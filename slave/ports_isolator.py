@@ -29,6 +29,7 @@ import contextlib
 import os
 import signal
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -39,20 +40,37 @@ from slave.config import TaskRecord
 from slave.runners import Limit, Runner
 
 LISTEN = "0A"  # a TCP socket's state in /proc/net/tcp: listening
+TIME_WAIT = "06"  # (held by no process: the kernel's, for a while)
 TABLES = ("/proc/net/tcp", "/proc/net/tcp6")
+EPHEMERAL = "/proc/sys/net/ipv4/ip_local_port_range"
 
 
 def listening_sockets(tables: Iterable[str] = TABLES) -> dict[int, int]:
-    """The host's listening TCP sockets (v4 and v6): socket inode -> port."""
+    """The host's TCP sockets that hold a port (v4 and v6): socket inode -> port. Those
+    listening; and, on a port outside the kernel's ephemeral ones (where a connection's
+    own end never lands by chance), those in any other state but TIME_WAIT: a connection
+    made from a port of the range holds it as a listener does. (A socket bound and
+    neither listening nor connected is in no table before Linux 6.10: not seen.)"""
+    low, high = _ephemeral()
     found: dict[int, int] = {}
     for table in tables:
         with contextlib.suppress(OSError), open(table) as f:
             next(f, None)  # (its header)
             for line in f:
                 fields = line.split()
-                if len(fields) > 9 and fields[3] == LISTEN:
-                    found[int(fields[9])] = int(fields[1].rsplit(":", 1)[1], 16)
+                if len(fields) <= 9 or fields[3] == TIME_WAIT:
+                    continue
+                port = int(fields[1].rsplit(":", 1)[1], 16)
+                if fields[3] == LISTEN or not low <= port <= high:
+                    found[int(fields[9])] = port
     return found
+
+
+def _ephemeral() -> tuple[int, int]:
+    with contextlib.suppress(OSError, ValueError), open(EPHEMERAL) as f:
+        low, high = (int(v) for v in f.read().split())
+        return low, high
+    return 32768, 60999  # (Linux's default)
 
 
 def _process(pid: str) -> tuple[int, str, str] | None:
@@ -102,30 +120,53 @@ def real_uid(pid: int | str) -> int | None:
 
 
 def _sockets(pid: str) -> set[int]:
-    """The socket inodes a process holds open (read through a live thread where its main
-    thread has exited: its own table then reads empty)."""
+    """The socket inodes a process holds open: in every thread's table where it has
+    several (a thread may have a table of its own, `unshare(CLONE_FILES)`, and one whose
+    main thread has exited reads empty)."""
+    tables = [f"/proc/{pid}/fd"]
+    with contextlib.suppress(OSError):
+        threads = os.listdir(f"/proc/{pid}/task")
+        if len(threads) > 1:
+            tables = [f"/proc/{pid}/task/{tid}/fd" for tid in threads]
     inodes = set()
-    fds = f"/proc/{pid}/fd"
-    with contextlib.suppress(OSError):
-        if not os.listdir(fds) and (tid := _live_thread(pid)) is not None:
-            fds = f"/proc/{pid}/task/{tid}/fd"
-    with contextlib.suppress(OSError):
-        for fd in os.listdir(fds):
-            with contextlib.suppress(OSError):
-                target = os.readlink(f"{fds}/{fd}")
-                if target.startswith("socket:["):
-                    inodes.add(int(target[8:-1]))
+    for fds in tables:
+        with contextlib.suppress(OSError):
+            for fd in os.listdir(fds):
+                with contextlib.suppress(OSError):
+                    target = os.readlink(f"{fds}/{fd}")
+                    if target.startswith("socket:["):
+                        inodes.add(int(target[8:-1]))
     return inodes
 
 
 Ports = dict[int, dict[int, set[int]]]  # a task's group (or a user) -> port -> pids
 
 
+@dataclass
+class Looked:
+    """What a look found: each task's ports and each stray user's, and a pidfd of each
+    process found holding one, opened at the look, so that a kill after it reaches that
+    process or none (its pid, freed meanwhile, may be another's by then). Close it."""
+
+    ports: Ports = field(default_factory=dict)
+    strays: Ports = field(default_factory=dict)
+    pidfds: dict[int, int] = field(default_factory=dict)
+
+    def hold(self, pid: int) -> None:
+        with contextlib.suppress(OSError):  # (gone already: nothing to kill)
+            self.pidfds.setdefault(pid, os.pidfd_open(pid))
+
+    def close(self) -> None:
+        for fd in self.pidfds.values():
+            os.close(fd)
+        self.pidfds.clear()
+
+
 def listened_ports(
     groups: set[int],
     outside: Mapping[int, Path] | None = None,
     tenant: Callable[[int], bool] | None = None,
-) -> tuple[Ports, Ports]:
+) -> Looked:
     """The TCP ports the processes of each task (its process group, its own PID
     namespace's processes, and their children) listen on, and the processes that hold
     each: group -> port -> pids. `outside`: a task's file holding the pid of its
@@ -133,8 +174,9 @@ def listened_ports(
     strays: processes of no group that run as a user `tenant` says is a principal's
     (slave.port_strays), by user -> port -> pids. (Blocking: in a thread.)"""
     listening = listening_sockets()
+    looked = Looked()
     if not listening or not (groups or tenant):
-        return {}, {}
+        return looked
     own = os.readlink("/proc/self/ns/pid")
     processes = {}
     for entry in os.scandir("/proc"):
@@ -149,8 +191,7 @@ def listened_ports(
     for pid, (group, namespace, _) in processes.items():
         if (owner := group if group in groups else namespaces.get(namespace)) is not None:
             owners[pid] = owner
-    ports: Ports = {}
-    strays: Ports = {}
+    ports, strays = looked.ports, looked.strays
     uids: dict[str, int | None] = {}  # (read once a pass, as asked)
     for pid in processes:
         if (owner := _owner(pid, processes, owners)) is not None:
@@ -159,9 +200,12 @@ def listened_ports(
             found = strays.setdefault(user, {})
         else:
             continue
-        for port in {listening[i] for i in _sockets(pid) if i in listening}:
+        held = {listening[i] for i in _sockets(pid) if i in listening}
+        for port in held:
             found.setdefault(port, set()).add(int(pid))
-    return ports, strays
+        if held:
+            looked.hold(int(pid))
+    return looked
 
 
 def _orphan_of(
@@ -233,11 +277,15 @@ def _has(ranges: Ranges, port: int) -> bool:
     return any(begin <= port <= end for begin, end in ranges.spans)
 
 
-def kill_listeners(ports: Mapping[int, set[int]], bad: Iterable[int]) -> None:
-    """SIGKILL the processes listening on the ports `bad` (port -> pids: `ports`)."""
+def kill_listeners(
+    ports: Mapping[int, set[int]], bad: Iterable[int], pidfds: Mapping[int, int]
+) -> None:
+    """SIGKILL the processes holding the ports `bad` (port -> pids: `ports`), through
+    the pidfds the look opened (`Looked`): never a pid that may be another's by now."""
     for pid in set().union(*(ports[port] for port in bad)):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGKILL)
+        if (fd := pidfds.get(pid)) is not None:
+            with contextlib.suppress(OSError):  # (it ended meanwhile)
+                signal.pidfd_send_signal(fd, signal.SIGKILL)
 
 
 class StrayWatch(Protocol):
@@ -251,7 +299,7 @@ class StrayWatch(Protocol):
 
     async def stop(
         self,
-        strays: Ports,
+        looked: Looked,
         runners: Mapping[int, tuple[TaskRecord, Runner]],
         held: Ranges,
         log: Any,
@@ -284,36 +332,52 @@ async def enforce_ports(
         executors = strays.executor_groups() if strays is not None else set()
         tenant = strays.tenant if strays is not None else None
         groups = set(runners) | executors
-        listened, found = await asyncio.to_thread(listened_ports, groups, outside, tenant)
-        if found and strays is not None:
-            await strays.stop(found, runners, held, log)
-        for group, ports in listened.items():
-            if group not in runners:  # an executor's: held to its tasks' ports
-                given = strays.given_to_executor(group) if strays is not None else Ranges()
-                if bad := squatted(set(ports), given, held):
-                    log.warning("executor.port_limit", group=group, ports=bad)
-                    kill_listeners(ports, bad)
-                continue
-            record, runner = runners[group]
-            given = ports_of(record.info.discrete)
+        looked = await asyncio.to_thread(listened_ports, groups, outside, tenant)
+        try:
+            if looked.strays and strays is not None:
+                await strays.stop(looked, runners, held, log)
+            await _hold_to_given(looked, runners, strays, held, log)
+        finally:
+            looked.close()
+
+
+async def _hold_to_given(
+    looked: Looked,
+    runners: Mapping[int, tuple[TaskRecord, Runner]],
+    strays: StrayWatch | None,
+    held: Ranges,
+    log: Any,
+) -> None:
+    """Each task (or executor) that holds a port of the range not given to it: its
+    holders killed, and the task failed (an executor runs on)."""
+    for group, ports in looked.ports.items():
+        if group not in runners:  # an executor's: held to its tasks' ports
+            given = strays.given_to_executor(group) if strays is not None else Ranges()
             if bad := squatted(set(ports), given, held):
-                named = ", ".join(map(str, bad))
-                message = (
-                    f"listened on port {named} of the slave's range, not given to it (its "
-                    f"ports: {text(given) or 'none'}): a task listens only "
-                    "on the ports its offer gave it ($PORT0, ...)"
-                )
-                log.warning(
-                    "task.port_limit",
-                    framework_id=record.framework_id,
-                    task_id=record.info.task_id,
-                    ports=bad,
-                )
-                limit = Limit(TaskState.FAILED, Reason.CONTAINER_LIMITATION, message)
-                await runner.kill(0.0, limit)
-                # and the listeners themselves: one that left the task's group (and, with
-                # no PID namespace of the task's, its kill) is its child all the same
-                kill_listeners(ports, bad)
+                log.warning("executor.port_limit", group=group, ports=bad)
+                kill_listeners(ports, bad, looked.pidfds)
+            continue
+        record, runner = runners[group]
+        given = ports_of(record.info.discrete)
+        if bad := squatted(set(ports), given, held):
+            named = ", ".join(map(str, bad))
+            message = (
+                f"listened on port {named} of the slave's range, not given to it (its "
+                f"ports: {text(given) or 'none'}): a task listens only "
+                "on the ports its offer gave it ($PORT0, ...)"
+            )
+            log.warning(
+                "task.port_limit",
+                framework_id=record.framework_id,
+                task_id=record.info.task_id,
+                ports=bad,
+            )
+            # the holders first, while the look's pidfds still name them: one that left
+            # the task's group (and, with no PID namespace of the task's, its kill) is
+            # its child all the same
+            kill_listeners(ports, bad, looked.pidfds)
+            limit = Limit(TaskState.FAILED, Reason.CONTAINER_LIMITATION, message)
+            await runner.kill(0.0, limit)
 
 
 def text(ranges: Ranges) -> str:

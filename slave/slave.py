@@ -250,7 +250,7 @@ class Slave:
             strays = Strays(self.tasks, self.custom.executors, users) if users else None
             ports = enforce_ports(
                 self.tasks,
-                self.config.discrete,
+                self.config.held_ports,
                 self.config.ports_check_interval,
                 self.log,
                 strays,

@@ -198,6 +198,8 @@ async def _start_cluster(
             f"slave-{i}",
             "--resources",
             f"{SLAVE};ports:[{demo_ports(i)}]",
+            "--ports-held",  # (all of them: a task of one may not bind another's)
+            f"[{demo_ports(0).split('-')[0]}-{demo_ports(SLAVES - 1).split('-')[1]}]",
             "--work-dir",
             str(launcher.run_dir / f"slave-{i}"),
             "--hostname",
