@@ -30,14 +30,11 @@ from protocol.wire.messages import CommandInfo, ExecutorInfo, RunTasks, TaskInfo
 from protocol.wire.resources import PORTS, Resources
 
 from harness.helpers import eventually
+from harness.ports import answers, ports
 from harness.shared_slave import ALICE, MALLORY, Shared, T, shared_slave
 from harness.slave import http_server
 
 pytestmark = pytest.mark.timeout(60)
-
-
-def ports(*given: int) -> Discrete:
-    return Discrete({PORTS: Ranges([(p, p) for p in given])})
 
 
 async def launch(s: Shared, principal: str, framework: str, task: TaskInfo) -> None:
@@ -53,16 +50,6 @@ def command(task_id: str, value: str, given: Discrete, slave_id: str) -> TaskInf
         command=CommandInfo(value=value),
         discrete=given,
     )
-
-
-def answers(port: int) -> bool:
-    import urllib.request
-
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2) as reply:
-            return bool(reply.status == 200)
-    except OSError:
-        return False
 
 
 async def test_a_custom_executor_squatting_a_port_none_of_its_tasks_was_given_is_stopped() -> None:

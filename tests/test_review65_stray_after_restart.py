@@ -41,6 +41,7 @@ from protocol.wire.resources import PORTS, Resources
 from slave.slave import Slave, SlaveConfig
 
 from harness.helpers import eventually
+from harness.ports import alive, stray_pid
 from harness.slave import Rig, T, master_rig, port_server
 
 pytestmark = pytest.mark.timeout(60)
@@ -52,23 +53,6 @@ async def rig(mosquitto: MosquittoBroker, tmp_path: Path) -> AsyncIterator[Rig]:
         pytest.skip("switching users needs root")
     async with master_rig(mosquitto, tmp_path) as r:
         yield r
-
-
-def daemon_pid(sandbox: Path) -> int | None:
-    try:
-        return int((sandbox / "daemon.pid").read_text().strip())
-    except (OSError, ValueError):
-        return None
-
-
-def alive(pid: int | None) -> bool:
-    if pid is None:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 async def test_a_recovered_tasks_daemon_on_its_own_port_serves_on(rig: Rig) -> None:
@@ -111,13 +95,13 @@ async def test_a_recovered_tasks_daemon_on_its_own_port_serves_on(rig: Rig) -> N
         try:
             await alice.update_for("svc", TaskState.RUNNING, timeout=20)
             await eventually(lambda: (sandbox / "up").exists(), timeout=10)
-            daemon = daemon_pid(sandbox)
+            daemon = stray_pid(sandbox, "daemon.pid")
             assert alive(daemon)
             await before.stop()  # (its tasks run on)
         except BaseException:
             await before.stop(kill_tasks=True)
             with contextlib.suppress(OSError, TypeError):
-                os.kill(daemon_pid(sandbox), signal.SIGKILL)  # type: ignore[arg-type]
+                os.kill(stray_pid(sandbox, "daemon.pid"), signal.SIGKILL)  # type: ignore[arg-type]
             raise
     try:
         after = await rig.start_slave("s1", Resources(cpus=4, mem=2048), **kw)
@@ -135,4 +119,4 @@ async def test_a_recovered_tasks_daemon_on_its_own_port_serves_on(rig: Rig) -> N
         )
     finally:
         with contextlib.suppress(OSError, TypeError):
-            os.kill(daemon_pid(sandbox), signal.SIGKILL)  # type: ignore[arg-type]
+            os.kill(stray_pid(sandbox, "daemon.pid"), signal.SIGKILL)  # type: ignore[arg-type]

@@ -39,6 +39,7 @@ from protocol.wire.messages import TaskState
 from protocol.wire.resources import PORTS, Resources
 
 from harness.helpers import eventually
+from harness.ports import alive, ports, stray_pid
 from harness.slave import Rig, master_rig, port_server
 
 pytestmark = pytest.mark.timeout(60)
@@ -50,27 +51,6 @@ async def rig(mosquitto: MosquittoBroker, tmp_path: Path) -> AsyncIterator[Rig]:
         pytest.skip("switching users needs root")
     async with master_rig(mosquitto, tmp_path) as r:
         yield r
-
-
-def ports(*given: int) -> Discrete:
-    return Discrete({PORTS: Ranges([(p, p) for p in given])})
-
-
-def daemon_pid(sandbox: Path) -> int | None:
-    try:
-        return int((sandbox / "daemon.pid").read_text().strip())
-    except (OSError, ValueError):
-        return None
-
-
-def alive(pid: int | None) -> bool:
-    if pid is None:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 async def test_a_stray_left_by_a_killed_task_does_not_fail_its_users_other_task(
@@ -97,7 +77,7 @@ async def test_a_stray_left_by_a_killed_task_does_not_fail_its_users_other_task(
         await eventually(lambda: (sandbox / "up").exists(), timeout=10)
         await rig.launch(alice, f"PORTS=alice {port_server()}", "svc-2", discrete=ports(base + 2))
         await alice.update_for("svc-2", TaskState.RUNNING, timeout=20)
-        daemon = daemon_pid(sandbox)
+        daemon = stray_pid(sandbox, "daemon.pid")
         assert alive(daemon)
         kill = Kill(framework_id=alice.framework_id, task_id="svc-1")
         await alice.bus.publish(alice.to_master, kill)
@@ -116,4 +96,4 @@ async def test_a_stray_left_by_a_killed_task_does_not_fail_its_users_other_task(
         assert [r.state for r in running] == [TaskState.RUNNING]
     finally:
         with contextlib.suppress(OSError, TypeError):
-            os.kill(daemon_pid(sandbox), signal.SIGKILL)  # type: ignore[arg-type]
+            os.kill(stray_pid(sandbox, "daemon.pid"), signal.SIGKILL)  # type: ignore[arg-type]

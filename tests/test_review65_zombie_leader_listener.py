@@ -40,6 +40,7 @@ from protocol.wire.resources import PORTS, Resources
 from slave.ports_isolator import real_uid
 
 from harness.helpers import eventually
+from harness.ports import reply
 from harness.slave import Rig, master_rig
 
 pytestmark = pytest.mark.timeout(60)
@@ -73,16 +74,6 @@ async def rig(mosquitto: MosquittoBroker, tmp_path: Path) -> AsyncIterator[Rig]:
         pytest.skip("switching users needs root")
     async with master_rig(mosquitto, tmp_path) as r:
         yield r
-
-
-def answers(port: int) -> str | None:
-    import urllib.request
-
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2) as reply:
-            return str(reply.read().decode())
-    except OSError:
-        return None
 
 
 def squatter(sandbox: Path) -> int | None:
@@ -121,7 +112,7 @@ async def test_a_task_listening_through_a_process_whose_main_thread_exited_is_ki
         await eventually(lambda: (sandbox / "up").exists(), timeout=10)
         pid = squatter(sandbox)
         assert pid is not None
-        assert answers(base + 5) == "mallory"
+        assert reply(base + 5) == "mallory"
         assert leader_state(pid) == "Z"  # (its leader gone, its thread serving)
         assert real_uid(pid) not in (0, os.geteuid())  # (mallory's user's)
         try:
@@ -131,10 +122,10 @@ async def test_a_task_listening_through_a_process_whose_main_thread_exited_is_ki
                 f"mallory's task, given port {base + 1}, listens on {base + 5} through a "
                 f"process whose main thread exited (/proc/{pid}/stat says Z, its fd/ is "
                 f"empty): after 25 passes it runs on, and {base + 5} answers "
-                f"{answers(base + 5)!r}"
+                f"{reply(base + 5)!r}"
             ) from None
         assert status.reason == Reason.CONTAINER_LIMITATION
-        assert answers(base + 5) is None
+        assert reply(base + 5) is None
     finally:
         if pid is not None:
             with contextlib.suppress(OSError):

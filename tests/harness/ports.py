@@ -30,10 +30,10 @@ def answers(port: int) -> bool:
     return reply(port) is not None
 
 
-def stray_pid(sandbox: Path) -> int | None:
-    """The pid a task wrote to `stray.pid` in its sandbox, once it has."""
+def stray_pid(sandbox: Path, name: str = "stray.pid") -> int | None:
+    """The pid a task wrote to `name` in its sandbox, once it has."""
     try:
-        return int((sandbox / "stray.pid").read_text().strip())
+        return int((sandbox / name).read_text().strip())
     except (OSError, ValueError):
         return None
 
