@@ -25,30 +25,15 @@ import pytest
 
 from protocol.tooling.ports import free_port
 from protocol.wire.discrete import Discrete, Ranges
-from protocol.wire.messages import CommandInfo, ExecutorInfo, RunTasks, TaskInfo, TaskState
+from protocol.wire.messages import CommandInfo, ExecutorInfo, TaskInfo, TaskState
 from protocol.wire.resources import PORTS, Resources
 
 from harness.helpers import eventually
-from harness.ports import answers, ports
-from harness.shared_slave import ALICE, MALLORY, Shared, T, shared_slave
+from harness.ports import answers, command, ports
+from harness.shared_slave import ALICE, MALLORY, shared_slave
 from harness.slave import http_server
 
 pytestmark = pytest.mark.timeout(60)
-
-
-async def launch(s: Shared, principal: str, framework: str, task: TaskInfo) -> None:
-    launch = RunTasks(framework_id=framework, tasks=[task], principal=principal)
-    await s.master.bus.publish(T.slave("slave", s.slave.slave_id), launch)
-
-
-def command(task_id: str, value: str, given: Discrete, slave_id: str) -> TaskInfo:
-    return TaskInfo(
-        task_id=task_id,
-        slave_id=slave_id,
-        resources=Resources(cpus=0.1, mem=64),
-        command=CommandInfo(value=value),
-        discrete=given,
-    )
 
 
 async def test_a_custom_executor_serving_its_tasks_port_is_no_stray() -> None:
@@ -69,16 +54,18 @@ async def test_a_custom_executor_serving_its_tasks_port_is_no_stray() -> None:
             data=b"",
             discrete=ports(base + 4),
         )
-        await launch(s, "mallory", MALLORY, web)
-        await launch(
-            s, "mallory", MALLORY, command("holder", "exec sleep 600", ports(base + 3), sid)
+        await s.master.launch("mallory", MALLORY, web)
+        await s.master.launch(
+            "mallory", MALLORY, command("holder", "exec sleep 600", ports(base + 3), sid)
         )
         await s.master.reaches(MALLORY, "holder", TaskState.RUNNING)
         await eventually(lambda: answers(base + 4), timeout=20)  # (its server is up)
         # two whole passes of the isolator: each catches one squatter of alice's
         for i in range(2):
             squat = f"exec {http_server(base + 6)}"
-            await launch(s, "alice", ALICE, command(f"squat-{i}", squat, ports(base + 5), sid))
+            await s.master.launch(
+                "alice", ALICE, command(f"squat-{i}", squat, ports(base + 5), sid)
+            )
             end = await s.master.ends(ALICE, f"squat-{i}")
             assert end.state == TaskState.FAILED, end
         holder = s.master.states(MALLORY, "holder")

@@ -10,11 +10,23 @@ import urllib.request
 from pathlib import Path
 
 from protocol.wire.discrete import Discrete, Ranges
-from protocol.wire.resources import PORTS
+from protocol.wire.messages import CommandInfo, TaskInfo
+from protocol.wire.resources import PORTS, Resources
 
 
 def ports(*given: int) -> Discrete:
     return Discrete({PORTS: Ranges([(p, p) for p in given])})
+
+
+def command(task_id: str, value: str, given: Discrete, slave_id: str) -> TaskInfo:
+    """A command task of 0.1 cpus and 64 MB given the ports `given`."""
+    return TaskInfo(
+        task_id=task_id,
+        slave_id=slave_id,
+        resources=Resources(cpus=0.1, mem=64),
+        command=CommandInfo(value=value),
+        discrete=given,
+    )
 
 
 def reply(port: int) -> str | None:

@@ -95,6 +95,10 @@ class Master:
             executor=executor,
             data=command.encode() if executor else b"",
         )
+        await self.launch(principal, framework_id, task)
+
+    async def launch(self, principal: str, framework_id: str, task: TaskInfo) -> None:
+        """`task`, as built, of `principal`'s (its ports, its own executor, ...)."""
         launch = RunTasks(framework_id=framework_id, tasks=[task], principal=principal)
         await self.bus.publish(T.slave("slave", self.slave_id), launch)
 
