@@ -327,9 +327,13 @@ class CgroupsV1:
                 os.chmod(path, TASKS_MODE)  # (its user may have opened it to all)
 
     def seal(self, name: str) -> None:
+        # in every hierarchy, made where missing: an image task's podman makes its path in
+        # the ones the slave does not use, 0755, and a tenant listed the principals and
+        # other tenants' task ids there
         for mount in self.all_hierarchies:
-            with contextlib.suppress(FileNotFoundError):
-                os.chmod(mount / name, SEALED)
+            with contextlib.suppress(FileExistsError):
+                os.makedirs(mount / name, mode=SEALED)
+            os.chmod(mount / name, SEALED)
 
     def pids(self, name: str) -> list[int]:
         # (one hierarchy: a process joins all of ours before it runs anything)
