@@ -61,9 +61,9 @@ class Strays:
         for key, e in self.executors.items():
             if e.pid == group:
                 spans = [
-                    ports_of(self.tasks[(key[0], t)].info.discrete)
+                    ports_of(r.info.discrete)
                     for t in e.tasks
-                    if (key[0], t) in self.tasks and not self.tasks[(key[0], t)].state.terminal
+                    if (r := self.tasks.get((key[0], t))) is not None and not r.state.terminal
                 ]
                 return Ranges().joined(spans)
         return Ranges()

@@ -73,40 +73,42 @@ def _ephemeral() -> tuple[int, int]:
     return 32768, 60999  # (Linux's default)
 
 
+def _stat(path: str) -> list[str]:
+    """A `stat` file's fields after the command's name (which may hold spaces), from its
+    state on ([]: the process or thread is gone)."""
+    try:
+        with open(path) as f:
+            stat = f.read()
+    except OSError:
+        return []
+    return stat[stat.rfind(")") + 2 :].split()
+
+
 def _process(pid: str) -> tuple[int, str, str] | None:
     """A live process's group, PID namespace and parent, or None (gone, or a zombie: one
     whose main thread alone has exited lives on in its other threads)."""
+    fields = _stat(f"/proc/{pid}/stat")
     try:
-        with open(f"/proc/{pid}/stat") as f:
-            stat = f.read()
         namespace = os.readlink(f"/proc/{pid}/ns/pid")
     except OSError:
         return None
-    fields = stat[stat.rfind(")") + 2 :].split()
-    if len(fields) < 3 or (fields[0] == "Z" and _live_thread(pid) is None):
+    if len(fields) < 3 or (fields[0] == "Z" and not _lives_on(pid)):
         return None
     return int(fields[2]), namespace, fields[1]
 
 
-def _live_thread(pid: str) -> str | None:
-    """A thread of the process that has not exited, its main thread's aside."""
+def _lives_on(pid: str) -> bool:
+    """Whether a thread of the process other than its main one has not exited."""
     with contextlib.suppress(OSError):
-        for tid in os.listdir(f"/proc/{pid}/task"):
-            if tid == pid:
-                continue
-            with contextlib.suppress(OSError), open(f"/proc/{pid}/task/{tid}/stat") as f:
-                stat = f.read()
-                if stat[stat.rfind(")") + 2 :].split()[:1] != ["Z"]:
-                    return tid
-    return None
+        threads = os.listdir(f"/proc/{pid}/task")
+        return any(_stat(f"/proc/{pid}/task/{t}/stat")[:1] not in ([], ["Z"]) for t in threads)
+    return False
 
 
 def started(pid: int | str) -> int | None:
     """When a process started, in clock ticks since boot (None: it is gone)."""
-    with contextlib.suppress(OSError, ValueError, IndexError), open(f"/proc/{pid}/stat") as f:
-        stat = f.read()
-        return int(stat[stat.rfind(")") + 2 :].split()[19])
-    return None
+    fields = _stat(f"/proc/{pid}/stat")
+    return int(fields[19]) if len(fields) > 19 else None
 
 
 def real_uid(pid: int | str) -> int | None:
@@ -328,7 +330,7 @@ async def enforce_ports(
         if not held or not (runners or strays is not None):
             continue  # (strays: a user's leftovers are looked for though it runs nothing)
         outside = {g: path for g, (_, r) in runners.items() if (path := r.outside_group)}
-        # (an executor's processes are its own, never strays: not looked at, as before)
+        # (an executor's processes are its own, never strays: held to its tasks' ports)
         executors = strays.executor_groups() if strays is not None else set()
         tenant = strays.tenant if strays is not None else None
         groups = set(runners) | executors
