@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter, OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from master.dying import Dying
@@ -48,9 +49,15 @@ class Roles:
 
     def of(self, info: TaskInfo) -> str:
         """The role a task's resources are allocated to (`Framework.task_role`)."""
-        if self.roles is None:
-            return self.role
-        return info.role if info.role in self.roles else self.roles[0]
+        return self.role if self.roles is None else allocated_role(self.roles, info)
+
+
+def allocated_role(roles: Sequence[str], info: TaskInfo) -> str:
+    """The role of a multi-role framework's `roles` that a task's resources are allocated
+    to: the one it names, else (one that names none of them, as a slave may report it)
+    the first."""
+    role = info.role
+    return role if role is not None and role in roles else roles[0]
 
 
 @dataclass(slots=True)
@@ -186,9 +193,7 @@ class Framework:
         """The role a task's resources are allocated to, as the allocator is told it: a
         multi-role framework's task's (one that names none of its roles, as a slave may
         report it, its first role's); None for a framework of one role."""
-        if self.roles is None:
-            return None
-        return info.role if info.role in self.roles else self.roles[0]
+        return None if self.roles is None else allocated_role(self.roles, info)
 
     def task_role(self, info: TaskInfo) -> str:
         """The role a task's resources are allocated to (as the state shows it)."""

@@ -86,7 +86,6 @@ class ExecutorSide:
         # what each principal's executors may say here (one budget for all of them, and
         # kept when they exit: more executors, or one started again, say no more)
         self._budgets: dict[str, MessageBudget] = {}
-        self._principals: dict[tuple[str, str], str] = {}  # each executor's principal
         self._sandbox, self._env, self._checkpoint = sandbox, env, checkpoint
         self._reports = reports  # (its tasks' states, told to the master)
         self._executor_sandbox = executor_sandbox  # (apart from every task's: slave.paths)
@@ -127,9 +126,9 @@ class ExecutorSide:
                 self._executor_exited,
                 user,
                 tenancy.confinement,
+                msg.principal,
             )
             self.executors[ekey] = executor
-            self._principals[ekey] = msg.principal  # (whose message budget it spends)
             try:
                 executor.container = await self.isolator.prepare(
                     executor_container_name(msg.framework_id, info.executor_id),
@@ -140,7 +139,6 @@ class ExecutorSide:
                 await executor.start()
             except (OSError, ValueError) as e:  # (ValueError: NUL in an argument or the env)
                 del self.executors[ekey]
-                self._principals.pop(ekey, None)
                 if executor.container is not None:  # (and out of its principal's group)
                     await executor.container.destroy()
                 await self._reports.report(
@@ -260,8 +258,7 @@ class ExecutorSide:
         """Whether an executor's message to its framework is within its principal's
         budget (slave.message_budget); the first one over it is told and logged, and how
         many were dropped once one passes again."""
-        principal = self._principals.get(executor.key, executor.framework_id)
-        budget = self._budgets.setdefault(principal, MessageBudget())
+        budget = self._budgets.setdefault(executor.principal, MessageBudget())
         dropped = budget.dropped
         if budget.take(nbytes, time.monotonic()):
             if dropped:
@@ -272,8 +269,9 @@ class ExecutorSide:
         if not dropped:
             self._tell_executor(
                 executor,
-                "framework messages over this executor's budget are dropped (at most "
-                f"{MESSAGES_A_SECOND:g} messages and {BYTES_A_SECOND / 2**20:g} MiB a second)",
+                "framework messages over its principal's budget on this slave are dropped "
+                f"(at most {MESSAGES_A_SECOND:g} messages and {BYTES_A_SECOND / 2**20:g} MiB "
+                "a second)",
                 "rate-limited",
                 "FrameworkMessage",
             )
@@ -331,9 +329,8 @@ class ExecutorSide:
             total = Resources({**total, "mem": max(mem, math.ceil(held.memory_bytes / MB))})
             if self.executors.get(executor.key) is not executor or executor.shutting_down:
                 return  # it exited meanwhile: its container is gone, not to be made again
-        principal = self._principals.get(executor.key, "")
         try:
-            await self.isolator.prepare(executor.container.name, total, None, principal)
+            await self.isolator.prepare(executor.container.name, total, None, executor.principal)
         except OSError as e:  # (a memory limit below what it uses now: v1 says EBUSY)
             self.log.warning(
                 "isolation.resize_failed",
@@ -350,7 +347,6 @@ class ExecutorSide:
 
     async def _executor_exited(self, executor: ExecutorProcess, code: int) -> None:
         self.executors.pop(executor.key, None)
-        self._principals.pop(executor.key, None)
         limited = None
         if executor.container is not None:
             limited = await executor.container.limitation()

@@ -46,10 +46,12 @@ class ExecutorProcess:
         on_exit: ExitCallback,
         user: TaskUser | None = None,
         confinement: Confinement = UNCONFINED,
+        principal: str = "",
     ) -> None:
         """`env`: its whole environment (slave.task_env); `user`: the user it runs as
-        (None: the slave's own), confined as `confinement` says."""
-        self.framework_id = framework_id
+        (None: the slave's own), confined as `confinement` says; `principal`: its
+        framework's, as the master named it in the launch."""
+        self.framework_id, self.principal = framework_id, principal
         self.user, self.confinement = user, confinement
         self.info = info
         self.sandbox = sandbox
