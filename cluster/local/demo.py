@@ -36,17 +36,20 @@ from protocol.wire.messages import State, Wire
 from protocol.wire.topics import Topics
 
 SLAVE = "cpus:2;mem:2200"
-PORTS_EACH = 300  # the slaves share one host's network: each offers its own ports
+SLAVES = 3
+# the slaves share one host's network: each offers ports of its own, below the kernel's
+# ephemeral ports (32768), where Mesos's default 31000-32000 for each would hand one port
+# to two tasks; each holds its tasks to all of them (--ports-held)
+FIRST_PORT, PORTS_EACH = 31000, 300
+PORTS_HELD = f"{FIRST_PORT}-{FIRST_PORT + SLAVES * PORTS_EACH - 1}"
 
 
 def demo_ports(i: int) -> str:
-    """Slave i's ports: a range of its own below the kernel's ephemeral ports (32768),
-    where Mesos's default 31000-32000 for each would hand one port to two tasks."""
-    first = 31000 + i * PORTS_EACH
+    """Slave i's ports."""
+    first = FIRST_PORT + i * PORTS_EACH
     return f"{first}-{first + PORTS_EACH - 1}"
 
 
-SLAVES = 3
 FRAMEWORKS = ("A", "B", "C")
 
 DEFAULT_WEB_UI = ("127.0.0.1", 5050)
@@ -199,7 +202,7 @@ async def _start_cluster(
             "--resources",
             f"{SLAVE};ports:[{demo_ports(i)}]",
             "--ports-held",  # (all of them: a task of one may not bind another's)
-            f"[{demo_ports(0).split('-')[0]}-{demo_ports(SLAVES - 1).split('-')[1]}]",
+            f"[{PORTS_HELD}]",
             "--work-dir",
             str(launcher.run_dir / f"slave-{i}"),
             "--hostname",

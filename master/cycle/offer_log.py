@@ -46,10 +46,6 @@ class OfferLog:
                         return out
         return out
 
-    def since(self) -> float | None:
-        """When the oldest round remembered ran (None: no round has made an offer)."""
-        return self._rounds[0][0] if self._rounds else None
-
     def after(self, start: float) -> tuple[int, float | None]:
         """The rounds remembered that ran at `start` or later (a framework's asking
         counts those since it came), and when the oldest of them ran."""
