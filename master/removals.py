@@ -193,18 +193,13 @@ class Removals:
         now = loop_time()
         if self.books.dying.renew(slave_id, framework_id, now):
             return
-        # each in its role, as the framework's books had it (kept a while after its
-        # removal: `completed_frameworks`), or its removal's record says (after a
-        # failover); past both, nobody's
-        gone = self.books.completed_frameworks.get(framework_id)
+        # each in its role, as its removal keeps them (the registry's record, after a
+        # failover); a removal that kept none (orphans torn down), nobody's
         roles = self.books.removed_roles.get(framework_id)
         by_role: ByRole = {}
         executors: set[str] = set()
         for r in tasks:
-            if gone is not None:
-                role = gone.task_role(r.task)
-            else:
-                role = roles.of(r.task) if roles is not None else ""
+            role = roles.of(r.task) if roles is not None else ""
             charge(by_role, role, r.task.resources)
             executor = r.task.executor
             if executor is not None and executor.executor_id not in executors:
