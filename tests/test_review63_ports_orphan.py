@@ -19,13 +19,8 @@ A real slave (as root, tasks as their principal's user) on mosquitto."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import AsyncIterator
-from pathlib import Path
-
 import pytest
 
-from protocol.tooling.brokers import MosquittoBroker
 from protocol.tooling.ports import free_port
 from protocol.wire.discrete import Discrete, Ranges
 from protocol.wire.messages import Reason, TaskState, Update
@@ -33,17 +28,10 @@ from protocol.wire.resources import PORTS, Resources
 
 from harness.helpers import eventually
 from harness.ports import alive, answers, kill, ports, stray_pid
-from harness.slave import Rig, master_rig, port_server
+from harness.ports import rig as rig
+from harness.slave import Rig, port_server
 
 pytestmark = pytest.mark.timeout(60)
-
-
-@pytest.fixture
-async def rig(mosquitto: MosquittoBroker, tmp_path: Path) -> AsyncIterator[Rig]:
-    if os.geteuid() != 0:
-        pytest.skip("switching users needs root")
-    async with master_rig(mosquitto, tmp_path) as r:
-        yield r
 
 
 def escape(port: int) -> str:

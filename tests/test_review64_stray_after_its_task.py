@@ -17,14 +17,10 @@ A real slave (as root, tasks as their principal's user) on mosquitto, review 63'
 
 from __future__ import annotations
 
-import os
 import socket
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 
-from protocol.tooling.brokers import MosquittoBroker
 from protocol.tooling.ports import free_port
 from protocol.wire.discrete import Discrete, Ranges
 from protocol.wire.messages import TaskState
@@ -32,17 +28,10 @@ from protocol.wire.resources import PORTS, Resources
 
 from harness.helpers import eventually
 from harness.ports import alive, kill, ports, reply, stray_pid
-from harness.slave import Rig, master_rig, port_server
+from harness.ports import rig as rig
+from harness.slave import Rig, port_server
 
 pytestmark = pytest.mark.timeout(60)
-
-
-@pytest.fixture
-async def rig(mosquitto: MosquittoBroker, tmp_path: Path) -> AsyncIterator[Rig]:
-    if os.geteuid() != 0:
-        pytest.skip("switching users needs root")
-    async with master_rig(mosquitto, tmp_path) as r:
-        yield r
 
 
 async def test_a_stray_whose_user_runs_no_task_is_held_to_the_ports_all_the_same(

@@ -26,13 +26,10 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from protocol.tooling.brokers import MosquittoBroker
 from protocol.tooling.ports import free_port
 from protocol.transport.bus import Bus
 from protocol.wire.discrete import Discrete, Ranges
@@ -42,17 +39,10 @@ from slave.slave import Slave, SlaveConfig
 
 from harness.helpers import eventually
 from harness.ports import alive, stray_pid
-from harness.slave import Rig, T, master_rig, port_server
+from harness.ports import rig as rig
+from harness.slave import Rig, T, port_server
 
 pytestmark = pytest.mark.timeout(60)
-
-
-@pytest.fixture
-async def rig(mosquitto: MosquittoBroker, tmp_path: Path) -> AsyncIterator[Rig]:
-    if os.geteuid() != 0:
-        pytest.skip("switching users needs root")
-    async with master_rig(mosquitto, tmp_path) as r:
-        yield r
 
 
 async def test_a_recovered_tasks_daemon_on_its_own_port_serves_on(rig: Rig) -> None:

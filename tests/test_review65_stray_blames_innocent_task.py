@@ -26,12 +26,9 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 
-from protocol.tooling.brokers import MosquittoBroker
 from protocol.tooling.ports import free_port
 from protocol.wire.discrete import Discrete, Ranges
 from protocol.wire.framework import Kill
@@ -40,17 +37,10 @@ from protocol.wire.resources import PORTS, Resources
 
 from harness.helpers import eventually
 from harness.ports import alive, ports, stray_pid
-from harness.slave import Rig, master_rig, port_server
+from harness.ports import rig as rig
+from harness.slave import Rig, port_server
 
 pytestmark = pytest.mark.timeout(60)
-
-
-@pytest.fixture
-async def rig(mosquitto: MosquittoBroker, tmp_path: Path) -> AsyncIterator[Rig]:
-    if os.geteuid() != 0:
-        pytest.skip("switching users needs root")
-    async with master_rig(mosquitto, tmp_path) as r:
-        yield r
 
 
 async def test_a_stray_left_by_a_killed_task_does_not_fail_its_users_other_task(

@@ -27,12 +27,10 @@ import base64
 import contextlib
 import os
 import signal
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
-from protocol.tooling.brokers import MosquittoBroker
 from protocol.tooling.ports import free_port
 from protocol.wire.discrete import Discrete, Ranges
 from protocol.wire.messages import Reason, TaskState
@@ -41,7 +39,8 @@ from slave.ports_isolator import real_uid
 
 from harness.helpers import eventually
 from harness.ports import reply
-from harness.slave import Rig, master_rig
+from harness.ports import rig as rig
+from harness.slave import Rig
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -66,14 +65,6 @@ ctypes.CDLL(None).pthread_exit(None)
 def leaderless(port: int) -> str:
     code = base64.b64encode(LEADERLESS.encode()).decode()
     return f"/usr/bin/python3 -c \"import base64; exec(base64.b64decode('{code}'))\" {port}"
-
-
-@pytest.fixture
-async def rig(mosquitto: MosquittoBroker, tmp_path: Path) -> AsyncIterator[Rig]:
-    if os.geteuid() != 0:
-        pytest.skip("switching users needs root")
-    async with master_rig(mosquitto, tmp_path) as r:
-        yield r
 
 
 def squatter(sandbox: Path) -> int | None:

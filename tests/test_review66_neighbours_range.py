@@ -20,21 +20,18 @@ ranges of the slaves on the host, or an operator's `--ports-held`, Mesos's whole
 
 from __future__ import annotations
 
-import os
 import socket
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 
-from protocol.tooling.brokers import MosquittoBroker
 from protocol.tooling.ports import free_port
 from protocol.wire.discrete import Discrete, Ranges
 from protocol.wire.messages import Reason, TaskState
 from protocol.wire.resources import PORTS, Resources
 
 from harness.helpers import eventually
-from harness.slave import Rig, master_rig
+from harness.ports import rig as rig
+from harness.slave import Rig
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -46,14 +43,6 @@ def held(port: int) -> bool:
     except OSError:
         return False
     return True
-
-
-@pytest.fixture
-async def rig(mosquitto: MosquittoBroker, tmp_path: Path) -> AsyncIterator[Rig]:
-    if os.geteuid() != 0:
-        pytest.skip("switching users needs root")
-    async with master_rig(mosquitto, tmp_path) as r:
-        yield r
 
 
 async def test_a_task_listening_on_its_hosts_other_slaves_range_is_failed(rig: Rig) -> None:

@@ -7,11 +7,26 @@ import contextlib
 import os
 import signal
 import urllib.request
+from collections.abc import AsyncIterator
 from pathlib import Path
 
+import pytest
+
+from protocol.tooling.brokers import MosquittoBroker
 from protocol.wire.discrete import Discrete, Ranges
 from protocol.wire.messages import CommandInfo, TaskInfo
 from protocol.wire.resources import PORTS, Resources
+
+from harness.slave import Rig, master_rig
+
+
+@pytest.fixture
+async def rig(mosquitto: MosquittoBroker, tmp_path: Path) -> AsyncIterator[Rig]:
+    """A master and its slave rig, as root: tasks switch to their principal's user."""
+    if os.geteuid() != 0:
+        pytest.skip("switching users needs root")
+    async with master_rig(mosquitto, tmp_path) as r:
+        yield r
 
 
 def ports(*given: int) -> Discrete:
