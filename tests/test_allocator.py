@@ -11,9 +11,11 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from master.allocation.allocator import Allocator, AllocatorError
-from master.allocation.ledger import Filter, wants_offer
+from master.allocation.ledger import AtOnce, Filter, wants_offer
 from master.allocation.sorter import Millis, Sorter
 from protocol.wire.resources import Resources
+
+from harness.allocation import whole_or_nothing
 
 GB = 1024
 
@@ -551,27 +553,44 @@ DECLINE_OPS = st.lists(
 @given(
     DECLINE_OPS,
     st.sets(st.tuples(st.sampled_from(["f0", "f1", "f2", "f3"]), st.integers(0, 4))),
+    st.sets(st.sampled_from(["f0", "f1", "f2", "f3"])),
     st.sampled_from(["drf", "hdrf"]),
     st.booleans(),
 )
 def test_a_slave_declined_as_it_is_offered_goes_to_the_next_in_order_that_takes_it(
     ops: list,  # type: ignore[type-arg]
     declining: set[tuple[str, int]],
+    partly: set[str],
     policy: str,
     lean: bool,
 ) -> None:
-    """A round told which offers their frameworks would decline whole (`declines`, the
+    """A round told what of each offer its framework uses (`ledger.Answer`, the
     simulator's) offers each slave to the first framework in order that wants it and does
     not decline it; each offered it before declined it, refuses it for the filter's time,
-    and the declines count nowhere (not in the shares, nor in the tie-break): the same
-    offers, books, order and filters as rounds in which every framework that would decline
-    a slave had declined it already (its filter set before the slave is offered) --
-    whatever happened before (holds, suppress, revive, frameworks and slaves coming and
-    going). Rounds visiting only the slaves worth a visit (`lean`) give the same as rounds
-    visiting every one."""
+    and the declines count nowhere (not in the shares, nor in the tie-break); one that
+    uses it in part (`partly`: one cpu of more) is given what it uses, and refuses the
+    rest for its own filter's time. The same offers, books, order and filters as rounds
+    in which every framework that would decline a slave had declined it already (its
+    filter set before the slave is offered), and one that used an offer in part gave the
+    rest back, filtered, before the next slave was offered -- whatever happened before
+    (holds, suppress, revive, frameworks and slaves coming and going). Rounds visiting
+    only the slaves worth a visit (`lean`) give the same as rounds visiting every one."""
 
     def declines(framework_id: str, free: Millis) -> bool:  # (a framework's answer)
         return (framework_id, free.get("cpus", 0) // 1000) in declining
+
+    def uses(framework_id: str, free: Millis) -> Millis:  # (what one taking it uses)
+        if framework_id in partly and free.get("cpus", 0) > 1000:
+            return {**free, "cpus": 1000}
+        return free
+
+    answered: set[tuple[str, str]] = set()  # (offers asked of, not a hold's: booked whole)
+
+    def answer(framework_id: str, slave_id: str, free: Millis) -> Millis | None:
+        if declines(framework_id, free):
+            return None
+        answered.add((framework_id, slave_id))
+        return uses(framework_id, free)
 
     lazy, ref = Allocator(policy), Allocator(policy)
     both = (lazy, ref)
@@ -583,12 +602,14 @@ def test_a_slave_declined_as_it_is_offered_goes_to_the_next_in_order_that_takes_
                 a.recover(f, s, r, now=now)
         elif op == "round":
             visit = None if lean else sorted(lazy.slaves)
-            made = lazy.allocate(now, visit, declines=declines, refuse_seconds=3)
+            answered.clear()
+            made = lazy.allocate(now, visit, at_once=AtOnce(answer, 3, 2))
             offers = []
             for sid in sorted(ref.slaves):  # (a round's visits, one at a time)
                 slave = ref.slaves[sid]
                 free = dict(slave.unallocated)
-                if not ref._holds.live(sid, now, ref.frameworks):  # (a hold's: booked)
+                hold = ref._holds.live(sid, now, ref.frameworks)  # (a hold's: booked)
+                if not hold:
                     for fid in list(ref.order()):  # who would be offered it, in turn
                         fw = ref.frameworks[fid]
                         if not wants_offer(fw, sid, free, now, ref._master_floor):
@@ -596,10 +617,17 @@ def test_a_slave_declined_as_it_is_offered_goes_to_the_next_in_order_that_takes_
                         if not declines(fid, free):
                             break
                         fw.filters[sid] = Filter(now + 3, dict(free))  # (declined already)
-                offers += ref.allocate(now, [sid])
+                for o in ref.allocate(now, [sid]):
+                    used = Resources.from_millis(uses(o.framework_id, dict(o.resources.millis)))
+                    if not hold and used != o.resources:  # (the rest given back, filtered)
+                        rest = o.resources - used
+                        ref.recover(o.framework_id, sid, rest, refuse_seconds=2, now=now)
+                        o = o._replace(resources=used)
+                    offers.append(o)
             assert made == offers
             for o in made:
-                if declines(o.framework_id, dict(o.resources.millis)):  # (a hold's: booked)
+                booked = (o.framework_id, o.slave_id) not in answered  # (a hold's: whole)
+                if booked and declines(o.framework_id, dict(o.resources.millis)):
                     for a in both:
                         a.recover(
                             o.framework_id, o.slave_id, o.resources, refuse_seconds=3, now=now
@@ -662,9 +690,10 @@ def test_rounds_that_keep_who_refuses_a_slave_offer_what_rounds_walking_the_orde
             for a in both:
                 a.recover(f, s, r, refuse_seconds=3 if refuse_released else None, now=now)
         elif op == "round":
-            told = declines if simulated else None  # (every slave visited: each is asked)
-            made = kept.allocate(now, full=True, declines=told, refuse_seconds=3)
-            assert made == walked.allocate(now, full=True, declines=told, refuse_seconds=3)
+            # (every slave visited: each is asked)
+            told = whole_or_nothing(declines, 3) if simulated else None
+            made = kept.allocate(now, full=True, at_once=told)
+            assert made == walked.allocate(now, full=True, at_once=told)
             for o in made:  # (offers declined as the round made them are not among them)
                 if declines(o.framework_id, dict(o.resources.millis)):  # (booked: declined)
                     for a in both:
@@ -703,7 +732,7 @@ def test_a_slave_all_frameworks_refuse_but_one_is_offered_to_it_without_a_walk(
     for n in range(4):  # each declines it in turn, a second apart (revived then)
         if n:
             a.revive(f"f{n}")
-        assert a.allocate(t, declines=declines, refuse_seconds=10 + n) == []
+        assert a.allocate(t, at_once=whole_or_nothing(declines, 10 + n)) == []
         assert asked == [f"f{n}"]  # (the others refuse it still)
         asked.clear()
         t += 1.0
@@ -717,7 +746,7 @@ def test_a_slave_all_frameworks_refuse_but_one_is_offered_to_it_without_a_walk(
 
     monkeypatch.setattr(Sorter, "first_framework", counted)
     for at, who in ((9.5, None), (10.5, "f0"), (11.5, None), (12.0, "f1")):
-        assert a.allocate(at, ["s"], declines=declines, refuse_seconds=10) == []
+        assert a.allocate(at, ["s"], at_once=whole_or_nothing(declines, 10)) == []
         assert asked == ([who] if who else [])
         asked.clear()
     assert walks == 0

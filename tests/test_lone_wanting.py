@@ -16,6 +16,8 @@ from master.allocation.refusing import PASSES
 from master.allocation.sorter import Millis
 from protocol.wire.resources import Resources
 
+from harness.allocation import whole_or_nothing
+
 OPS = st.lists(
     st.tuples(
         st.sampled_from(
@@ -125,9 +127,9 @@ def test_refusals_kept_through_who_wants_offers_offer_what_walking_the_order_wou
             for a in both:
                 a.recover(f, s, r, refuse_seconds=3 if refuse_released else None, now=now)
         elif op == "round":
-            told = declines if simulated else None
-            made = kept.allocate(now, full=not lean, declines=told, refuse_seconds=3)
-            assert made == walked.allocate(now, full=True, declines=told, refuse_seconds=3)
+            told = whole_or_nothing(declines, 3) if simulated else None
+            made = kept.allocate(now, full=not lean, at_once=told)
+            assert made == walked.allocate(now, full=True, at_once=told)
             for o in made:
                 if declines(o.framework_id, dict(o.resources.millis)):  # (booked: declined)
                     for a in both:
@@ -158,13 +160,13 @@ def test_a_framework_revived_is_offered_a_slave_the_others_refuse_without_a_walk
         asked.append(framework_id)
         return True
 
-    assert a.allocate(0.0, declines=declines, refuse_seconds=10) == []
+    assert a.allocate(0.0, at_once=whole_or_nothing(declines, 10)) == []
     assert sorted(asked) == ["f0", "f1", "f2"]
     asked.clear()
     a.suppress("f1")
     assert sorted(fid for _, fid in a._refusing.lone["s"].lapses) == ["f0", "f2"]
     a.revive("f1")
-    assert a.allocate(1.0, declines=declines, refuse_seconds=10) == []
+    assert a.allocate(1.0, at_once=whole_or_nothing(declines, 10)) == []
     assert asked == ["f1"]  # (f0 and f2 refuse it still: not asked)
     assert a._refusing.lone["s"].all_refuse(1.0)
 
@@ -182,13 +184,13 @@ def test_a_framework_that_suppressed_is_not_asked_once_its_filter_alone_lapses()
         asked.append(framework_id)
         return True
 
-    assert a.allocate(0.0, declines=declines, refuse_seconds=3) == []  # (both until 3)
+    assert a.allocate(0.0, at_once=whole_or_nothing(declines, 3)) == []  # (both until 3)
     a.revive("f1")  # (its filter cleared: it is asked again, alone)
-    assert a.allocate(1.0, declines=declines, refuse_seconds=3) == []  # (f1 until 4)
+    assert a.allocate(1.0, at_once=whole_or_nothing(declines, 3)) == []  # (f1 until 4)
     assert asked == ["f0", "f1", "f1"] or asked == ["f1", "f0", "f1"]
     asked.clear()
     a.suppress("f0")
-    assert a.allocate(3.5, ["s"], declines=declines, refuse_seconds=3) == []
+    assert a.allocate(3.5, ["s"], at_once=whole_or_nothing(declines, 3)) == []
     assert asked == []
     assert [fid for _, fid in a._refusing.lone["s"].lapses] == ["f1"]
 
@@ -207,13 +209,13 @@ def test_many_frameworks_reviving_between_two_rounds_cost_a_few_passes_at_most()
     def declines(framework_id: str, free: Millis) -> bool:
         return True
 
-    a.allocate(0.0, declines=declines, refuse_seconds=10)
+    a.allocate(0.0, at_once=whole_or_nothing(declines, 10))
     assert len(a._refusing.lone) == 20
     for n in range(PASSES):
         a.revive(f"f{n}")
     assert len(a._refusing.lone) == 20  # (kept: each revived joined every slave's)
     a.revive(f"f{PASSES}")
     assert a._refusing.lone == {}
-    a.allocate(1.0, declines=declines, refuse_seconds=10)
+    a.allocate(1.0, at_once=whole_or_nothing(declines, 10))
     assert len(a._refusing.lone) == 20
     assert a._refusing.passes == PASSES

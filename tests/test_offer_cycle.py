@@ -83,7 +83,7 @@ def test_what_a_round_gives_past_the_bound_goes_back_filtered_and_is_reported(
     monkeypatch.setattr(
         cycle.allocator,
         "allocate",
-        lambda now, room, declines=None, refuse_seconds=None: allocate(now),
+        lambda now, room, at_once=None: allocate(now),
     )
     plan = cycle.round(0.0)
     assert (len(plan.offers), len(plan.held_back)) == (2, 2)

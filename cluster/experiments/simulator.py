@@ -7,7 +7,9 @@ after resources are freed; each slave's free resources offered to one framework 
 (weighted) DRF order, at most MAX_OFFERS_HELD to each; declined or unused resources
 filtered for `refuse_seconds`; preemption's checks, holds and kills. Frameworks answer
 at once (the live cluster adds latency), so none holds an offer between rounds and no
-offer times out; one that has nothing to run suppresses its offers, and revives them
+offer times out: each offer is answered as the round makes it (`ledger.Answer`), so a
+slave declined whole is offered on down the order, and of one used in part only what is
+used is booked; one that has nothing to run suppresses its offers, and revives them
 when work comes.
 
 For the paper's comparisons two policies change what the allocator *accounts*:
@@ -352,22 +354,18 @@ class Simulation:
         refuse = self.spec.master.refuse_seconds
         book = self.booked if self.overbooks else None
         workloads, frameworks = self.workloads, self.frameworks
-        declines = None
-        needs: dict[str, Mapping[str, int] | None] = {}  # what each asked needs (`declines`)
-        declined: list[str] = []  # who declined an offer as it was made, once an offer
+        answer = None
+        needs: dict[str, Mapping[str, int] | None] = {}  # what each asked needs (`answer`)
+        declined: list[str] = []  # who declined an offer whole as it was made
+        taken: dict[tuple[str, str], list[Pending]] = {}  # what each answered launches
         if self.may_decline:
-            booked_to: set[str] = set()  # frameworks offered what they launch on this round,
-            # and (`needs`) what the others need
             decline = declined.append
 
-            def declines(framework_id: str, free: Millis) -> bool:
-                """A framework launches nothing on an offer of `free` if its workload
-                takes nothing from it now -- known as the offer is made while nothing it
-                was offered earlier in the round is to be answered before it (until then
-                what it needs stands: asked once a round). Each asked is offered it: one
-                that declines is counted here (the round returns only offers taken)."""
-                if framework_id in booked_to:
-                    return False
+            def answer(framework_id: str, slave_id: str, free: Millis) -> Millis | None:
+                """What of an offer of `free` a framework uses: the tasks its workload
+                takes from it now, known as the offer is made (`ledger.Answer`), kept for
+                the round's end; None (counted here) if it takes nothing. What it needs
+                stands until it takes something: asked once a round until then."""
                 try:
                     need = needs[framework_id]
                 except KeyError:
@@ -377,10 +375,17 @@ class Simulation:
                         if free.get(k, 0) < v:
                             break
                     else:
-                        booked_to.add(framework_id)
-                        return False
+                        left = dict(free)
+                        taken[framework_id, slave_id] = workloads[framework_id].take_from(
+                            t, left, book
+                        )
+                        del needs[framework_id]  # (it took some: asked again)
+                        for k, v in left.items():
+                            if v:
+                                return {k: n - left[k] for k, n in free.items() if n != left[k]}
+                        return free  # (all of it)
                 decline(framework_id)
-                return True
+                return None
 
         cycle, offered_at, follow, arrivals = (
             self.cycle,
@@ -388,7 +393,7 @@ class Simulation:
             self._follow,
             self._schedule_arrival,
         )  # (bound once: these run for every offer)
-        offers = cycle.round(t, declines, refuse).offers
+        offers = cycle.round(t, answer, refuse).offers
         watching = cycle.preemption.claim_use.watching
         self.offers += len(offers) + len(declined)
         self.declines += len(declined)
@@ -403,28 +408,44 @@ class Simulation:
         for a in offers:
             fid = a.framework_id
             offered_at[fid] = t
-            left = dict(a.resources.millis)
-            tasks = workloads[fid].take_from(t, left, book)  # (left: what they did not use)
-            group, ends = 0, -1.0  # tasks launched together that end together: one event
-            for task in tasks:
-                booked = task.resources if book is None else book(task.resources)
-                ref, task_ends = self._launch(fid, a.slave_id, task, booked, t)
-                if group and task_ends == ends:
-                    self.finishing[ref - group] = group + 1
-                    group += 1
-                else:
-                    self._at(task_ends, "finish", ref)
-                    self.finishing[ref] = 1
-                    group, ends = 1, task_ends
-            if not tasks:  # declined whole, the usual: the offer's own resources go back
-                self.declines += 1
-                cycle.decline(fid, a.slave_id, a.resources, refuse, t, whole=True)
-            elif any(left.values()):  # (what it did not use; used whole, nothing goes back)
-                cycle.decline(fid, a.slave_id, Resources.from_millis(left), refuse, t)
+            used = a.resources  # (what the offer holds: what its framework used, if asked)
+            tasks = taken.pop((fid, a.slave_id), None)
+            if tasks is None:  # (not asked as it was made: answered now, the rest declined)
+                left = dict(used.millis)
+                tasks = workloads[fid].take_from(t, left, book)  # (left: what is not used)
+                if not tasks:  # declined whole: the offer's own resources go back
+                    self.declines += 1
+                    cycle.decline(fid, a.slave_id, used, refuse, t, whole=True)
+                elif any(left.values()):  # (what it did not use; used whole, nothing back)
+                    rest = Resources.from_millis(left)
+                    cycle.decline(fid, a.slave_id, rest, refuse, t)
+                    used = used - rest
+            self._launched(fid, a.slave_id, tasks, book, t)
             if tasks and watching:  # (whether it used the room preemption freed for it)
-                cycle.launched(fid, a.slave_id, a.resources - Resources.from_millis(left))
+                cycle.launched(fid, a.slave_id, used)
             arrivals(fid)
             follow(fid, t)
+
+    def _launched(
+        self,
+        name: str,
+        slave: str,
+        tasks: list[Pending],
+        book: Callable[[Resources], Resources] | None,
+        t: float,
+    ) -> None:
+        """Start the tasks one offer launched; those that end together end in one event."""
+        group, ends = 0, -1.0
+        for task in tasks:
+            booked = task.resources if book is None else book(task.resources)
+            ref, task_ends = self._launch(name, slave, task, booked, t)
+            if group and task_ends == ends:
+                self.finishing[ref - group] = group + 1
+                group += 1
+            else:
+                self._at(task_ends, "finish", ref)
+                self.finishing[ref] = 1
+                group, ends = 1, task_ends
 
     def _launch(
         self, name: str, slave: str, task: Pending, booked: Resources, t: float

@@ -35,7 +35,7 @@ from master.allocation.ledger import (
     Again,
     Allocation,
     AllocatorError,
-    Declines,
+    AtOnce,
     FrameworkBook,
     Lapse,
     Refused,
@@ -477,8 +477,7 @@ class Allocator:
         *,
         full: bool = False,
         room: Mapping[str, int] | None = None,
-        declines: Declines | None = None,
-        refuse_seconds: float | None = None,
+        at_once: AtOnce | None = None,
     ) -> list[Allocation]:
         """One allocation round.
 
@@ -488,11 +487,13 @@ class Allocator:
         slave left out would be offered to nobody, so this is the full round's result at
         a fraction of its cost. `full` visits every slave; `slave_ids` just those.
         `room`: how many more offers a framework may be given (`offer_room`).
-        `declines`: whether a framework would decline an offer whole, asked as the round
-        makes it (`ledger.Declines`): such an offer is never booked and counts nowhere, its
-        framework refuses the slave for `refuse_seconds` (the filter `recover` would set
-        had it been booked and given back), and the slave is offered on down the order
-        -- where no quota or bound could tell (there every offer is booked).
+        `at_once`: frameworks that answer each offer as the round makes it (`ledger.Answer`):
+        one declined whole is never booked and counts nowhere, its framework refuses the
+        slave for `declined_for` (the filter `recover` would set had it been booked and
+        given back), and the slave is offered on down the order; of one used in part only
+        what is used is booked, and its framework refuses the rest for `rest_for`, the
+        rest offered to others by the next round (as `recover` would have it) -- where no
+        quota or bound could tell (there every offer is booked whole, answered after).
 
         The garbage collector waits for the round's end (`PausedCollector`).
         """
@@ -507,9 +508,9 @@ class Allocator:
                     return self._round(now, slave_ids, full, bound)
                 finally:
                     bound.end()
-            if declines is None or self.quotas:
+            if at_once is None or self.quotas:
                 return self._round(now, slave_ids, full, None)
-            return self._round(now, slave_ids, full, None, declines, refuse_seconds)
+            return self._round(now, slave_ids, full, None, at_once)
 
     def _ask_hopeless(self) -> None:
         """Frameworks whose offer filters fit no slave leave the order, and come back
@@ -544,8 +545,7 @@ class Allocator:
         slave_ids: list[str] | None,
         full: bool,
         room: OfferRoom | None,
-        declines: Declines | None = None,
-        refuse_seconds: float | None = None,
+        at_once: AtOnce | None = None,
     ) -> list[Allocation]:
         order = self._visits.due(now, self.slaves, slave_ids, full)
         self._refusing.passes = PASSES  # (who refuses each slave: kept through as many)
@@ -567,13 +567,16 @@ class Allocator:
         else:
             # (a framework at its room leaves the order mid-round, which `lone` does not see)
             lone = self._lone if room is None else None
-            refused = self._refused_in_walk(now, refuse_seconds) if declines else None
-            again = self._declined_again(now, refuse_seconds) if declines else None
+            answer = refused = again = None
+            if at_once is not None:
+                answer = at_once.answer  # (holds and reservations pick otherwise: booked)
+                refused = self._refused_in_walk(now, at_once.declined_for)
+                again = self._declined_again(now, at_once.declined_for)
             pick = first_wanting(
                 *books,
                 floored=floored is not None or worth is floor,
                 lone=lone,
-                declines=declines,  # (holds and reservations pick otherwise: booked)
+                answer=answer,
                 refused=refused,
                 again=again,
             )
@@ -581,10 +584,12 @@ class Allocator:
         give, offered, resources_of = self._give, allocations.append, Resources.from_millis
         multi = self.clients.owner
         mixed = None  # the pick for slaves holding reservations (made when one is met)
+        answering = at_once is not None
         for slave_id in order:
             slave = slaves.get(slave_id)
             if slave is None or not slave.active:
                 continue
+            asked = answering  # (whether the framework picked answered already: `pick`)
             if slave.reserved:
                 mixed = mixed or reserved_pick(*books[:4], floor, self._offerable)
                 self._offer_reserved(slave, now, mixed, allocations, room)
@@ -598,6 +603,7 @@ class Allocator:
                 continue
             elif reservations and (held := self._holds.live(slave_id, now, self.frameworks)):
                 picked = self._holds.pick(slave_id, held, free, self.frameworks, self._offerable)
+                asked = False
             elif floors is not None and not fits_one(free, floors):
                 continue  # too little here for anyone's offer filter: no walk
             else:
@@ -608,10 +614,14 @@ class Allocator:
                 continue
             framework_id, offer = picked
             resources = resources_of(offer)
-            if offer is not free and offer != free:  # quota cut the offer: the rest is for
-                # others, next round
-                self._visits.visit(slave_id)
+            # quota cut the offer, or its framework used it in part: the rest is for others,
+            # next round
+            rest = offer is not free and offer != free
             give(framework_id, slave, resources)
+            if rest:
+                self._visits.visit(slave_id)
+                if asked:  # (it refuses what it left, as a decline of it would have it)
+                    self._rest_refused(framework_id, slave_id, now, at_once)
             owner = multi.get(framework_id) if multi else None  # (a multi-role client)
             if owner is None:
                 offered(Allocation(framework_id, slave_id, resources))
@@ -620,6 +630,18 @@ class Allocator:
             if room is not None:
                 room.given(framework_id)
         return allocations
+
+    def _rest_refused(
+        self, framework_id: str, slave_id: str, now: float, at_once: AtOnce | None
+    ) -> None:
+        """A framework that used an offer in part (`ledger.Answer`) refuses what is left of
+        the slave for `rest_for`, as `recover` with a filter would have it, had the whole
+        offer been booked and the rest given back."""
+        if at_once is not None and at_once.rest_for:
+            free = self.slaves[slave_id].unallocated
+            self._refusing.refused_in_walk(
+                now + at_once.rest_for, now, [framework_id], slave_id, free, False
+            )
 
     def _refused_in_walk(self, now: float, refuse_seconds: float | None) -> Refused:
         """What a round's walk does with those that declined a slave as it offered it to

@@ -32,18 +32,33 @@ class Allocation(NamedTuple):
     role: str | None = None
 
 
-Declines = Callable[[str, Millis], bool]
-"""Whether a framework would decline an offer of these free resources whole, asked as a
-round picks it (the simulator's frameworks answer at once, so it knows). Such an offer was
-never outstanding: it is not booked and counts nowhere (no share, no allocation in the
+Answer = Callable[[str, str, Millis], "Millis | None"]
+"""A framework's answer to an offer of a slave's free resources, asked as a round picks it
+(a shell whose frameworks answer at once, the simulator's, knows it): given the framework,
+the slave and those free resources, what of them it uses, or None if it declines them
+whole. What it uses is booked (the free resources themselves: all of them); the rest it
+refuses (`AtOnce.rest_for`), for others in the next round. A whole decline was never
+outstanding: it is not booked and counts nowhere (no share, no allocation in the
 tie-break); its framework refuses the slave (`Refused`) and the round offers the slave
 on to the next in order, as the master's next round would once the decline is back."""
+
+
+@dataclass(frozen=True, slots=True)
+class AtOnce:
+    """Frameworks that answer each offer as a round makes it (`Answer`), and how long a
+    framework then refuses a slave: what it declined whole, and what it left of an offer
+    it used in part (as `OfferCycle.decline` keeps each: None or 0, no filter)."""
+
+    answer: Answer
+    declined_for: float | None
+    rest_for: float | None = None
+
 
 Lapse = tuple[float, str]  # (when a framework's filter on a slave lapses, the framework)
 
 Refused = Callable[[list[str], str, Millis, bool, bool, list[Lapse]], None]
 """Frameworks that declined a slave's free resources as one walk offered them in turn
-(`Declines`), the slave, those free resources, whether nobody took them, whether every
+(`Answer`), the slave, those free resources, whether nobody took them, whether every
 framework wanting offers refuses them now (the walk passed each for a decline, now or
 standing: known so only from a walk of roles side by side), and then when the filters
 it passed over standing lapse (each framework wanting offers but the decliners)."""
@@ -52,7 +67,7 @@ it passed over standing lapse (each framework wanting offers but the decliners).
 Again = Callable[[list[str], str, Refusals], None]
 """Frameworks whose filters on a slave had lapsed, every other one refusing it still (the
 slave's `Refusals`, its free as they were), declined it again as a round offered it in
-turn (`Declines`), nobody taking it: what `Refused` does with them, told with the
+turn (`Answer`), nobody taking it: what `Refused` does with them, told with the
 refusals (most declines the simulator's rounds ask for are these)."""
 
 
@@ -246,7 +261,7 @@ def first_wanting(
     floor: Floor,
     floored: bool = False,
     lone: Mapping[str, Refusals] | None = None,
-    declines: Declines | None = None,
+    answer: Answer | None = None,
     refused: Refused | None = None,
     again: Again | None = None,
 ) -> Callable[[str, Millis, float], Picked]:
@@ -258,8 +273,8 @@ def first_wanting(
     order refuses, or all but one (`master.allocation.lone`): nobody, or that one alone,
     is asked.
 
-    `declines` (with `refused`): each framework the walk would offer the slave to is asked
-    whether it would decline it; one that would is passed over as one refusing it is, and
+    `answer` (with `refused`): each framework the walk would offer the slave to is asked
+    what of it it uses (`Answer`); one that declines is passed over as one refusing it is, and
     the walk goes on, so the slave goes to the first that takes it, or to nobody. Those
     that declined are told to `refused` once the walk is over (their filters set then:
     the walk reads none of them again). Roles side by side are walked once, asking each
@@ -267,12 +282,12 @@ def first_wanting(
     only the framework chosen is asked, and the walk made again past it if it declines
     (roles side by side: `offered_in_turn`, which tells `again` of the one a slave's
     refusals name declining it again, where given)."""
-    if declines is not None and isinstance(roles, Sorter):
+    if answer is not None and isinstance(roles, Sorter):
         assert refused is not None
         return offered_in_turn(
-            roles, role_frameworks, frameworks, now, floor, floored, lone, declines, refused, again
+            roles, role_frameworks, frameworks, now, floor, floored, lone, answer, refused, again
         )
-    return _walked(roles, role_frameworks, frameworks, now, floor, floored, lone, declines, refused)
+    return _walked(roles, role_frameworks, frameworks, now, floor, floored, lone, answer, refused)
 
 
 def _walked(
@@ -283,7 +298,7 @@ def _walked(
     floor: Floor,
     floored: bool,
     lone: Mapping[str, Refusals] | None,
-    declines: Declines | None,
+    answer: Answer | None,
     refused: Refused | None,
 ) -> Callable[[str, Millis, float], Picked]:
     """`first_wanting`'s pick that walks the order for each slave (a function of its own:
@@ -292,7 +307,7 @@ def _walked(
     slave_id = ""  # the slave of the moment, and what it has free (set by `pick`)
     free: Millis = {}
     enough = False  # whether it is the master's minimum
-    rewalk = declines is not None  # (on a tree: asked of the one chosen)
+    rewalk = answer is not None  # (on a tree: asked of the one chosen)
     decliners: list[str] = []  # those that declined the slave of the moment
 
     def wanted(framework_id: str) -> bool:
@@ -313,11 +328,11 @@ def _walked(
             del fw.filters[slave_id]  # expired, or more is free than was refused (`declined`)
         return not (rewalk and decliners and framework_id in decliners)
 
-    def declined_now(framework_id: str) -> bool:
-        if declines(framework_id, free):  # type: ignore[misc]
+    def answered(framework_id: str) -> Millis | None:
+        used = answer(framework_id, slave_id, free)  # type: ignore[misc]
+        if used is None:
             decliners.append(framework_id)
-            return True
-        return False
+        return used
 
     def pick(visited: str, unallocated: Millis, _: float) -> Picked:
         nonlocal slave_id, free, enough
@@ -327,22 +342,23 @@ def _walked(
         if lone and (refusals := lone.get(visited)) is not None:
             only = refusals.lapsed(free, now)
             if only is not None:  # (the others refuse it still)
-                if only == NOBODY or not wanted(only) or (rewalk and declined_now(only)):
+                used: Millis | None = free
+                chosen = None if only == NOBODY or not wanted(only) else only
+                if chosen is not None and rewalk and (used := answered(chosen)) is None:
                     chosen = None
-                else:
-                    chosen = only
                 if decliners:
                     refused(decliners, visited, free, chosen is None, False, [])  # type: ignore[misc]
                     decliners.clear()
-                return (chosen, free) if chosen is not None else None
+                return (chosen, used) if chosen is not None and used is not None else None
         chosen = roles.first_framework(role_frameworks, wanted)
+        uses: Millis | None = free
         if rewalk:
-            while chosen is not None and declined_now(chosen):
+            while chosen is not None and (uses := answered(chosen)) is None:
                 chosen = roles.first_framework(role_frameworks, wanted)
         if decliners:  # (`refused` keeps no list: this one is cleared for the next)
             refused(decliners, visited, free, chosen is None, False, [])  # type: ignore[misc]
             decliners.clear()
-        return (chosen, free) if chosen is not None else None
+        return (chosen, uses) if chosen is not None and uses is not None else None
 
     return pick
 
@@ -355,12 +371,12 @@ def offered_in_turn(
     floor: Floor,
     floored: bool,
     lone: Mapping[str, Refusals] | None,
-    declines: Declines,
+    answer: Answer,
     refused: Refused,
     again: Again | None = None,
 ) -> Callable[[str, Millis, float], Picked]:
     """`first_wanting`'s pick for roles side by side whose frameworks are asked whether
-    they decline (`declines`) as the walk offers them the slave: in the simulator most
+    they take it (`answer`) as the walk offers them the slave: in the simulator most
     of what a round does. The walk is one list while no client moves (`Sorter.walk_order`:
     between two offers a round books, every slave's walk reads the same), with `wanted`
     inlined; on a slave every framework refused (`lone`) only those whose
@@ -396,8 +412,9 @@ def offered_in_turn(
                     if f.expires > now and (free == f.refused or within(free, f.refused)):
                         return None  # (its filter stands: passed over)
                     del fw.filters[slave_id]
-                if not declines(framework_id, free):
-                    return framework_id, free
+                used = answer(framework_id, slave_id, free)
+                if used is not None:
+                    return framework_id, used
                 if again is not None:
                     again([framework_id], slave_id, refusals)
                 else:
@@ -426,12 +443,13 @@ def offered_in_turn(
                     standing.append((f.expires, framework_id))
                     continue
                 del fw.filters[slave_id]  # expired, or more is free than refused (`declined`)
-            if declines(framework_id, free):
+            used = answer(framework_id, slave_id, free)
+            if used is None:
                 decliners.append(framework_id)
                 continue
             if decliners:
                 refused(decliners, slave_id, free, False, False, standing)
-            return framework_id, free
+            return framework_id, used
         if not decliners:
             return None
         if lapsed is not None and again is not None and refusals is not None:

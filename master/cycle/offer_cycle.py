@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from master.allocation.allocator import Allocator
 from master.allocation.collector import PausedCollector
-from master.allocation.ledger import Allocation, Declines
+from master.allocation.ledger import Allocation, Answer, AtOnce
 from master.allocation.preemption import Contender, Preemption, PreemptionConfig
 from master.cycle import offer_bound, why
 from master.cycle.claims import contender, hold_claim, hold_until, planning_cluster
@@ -54,7 +54,7 @@ class OfferCycle:
     def round(
         self,
         now: float,
-        declines: Declines | None = None,
+        answer: Answer | None = None,
         refuse_seconds: float | None = None,
     ) -> RoundPlan:
         """Who is offered which slave's free resources: at most MAX_OFFERS_HELD offers
@@ -62,20 +62,25 @@ class OfferCycle:
         goes back to the pool, kept from it for OFFERS_HELD_REFUSE so that the next
         rounds offer it to others.
 
-        `declines` (a shell whose frameworks answer at once, the simulator's): whether a
-        framework would launch nothing on an offer, asked as the round makes it; such an
-        offer was never outstanding -- not booked, not in the plan, counted nowhere -- its
-        framework refuses that slave for `refuse_seconds` as `decline` would have it, and
-        the slave is offered on down the order in the same round, as the master's next
-        round would offer it once the decline is back (ROUND_BATCH later); where the
-        allocator can tell it apart (`Allocator.allocate`)."""
+        `answer` (a shell whose frameworks answer at once, the simulator's): what of an
+        offer a framework uses, asked as the round makes it (`ledger.Answer`). An offer it
+        declines whole was never outstanding -- not booked, not in the plan, counted
+        nowhere -- its framework refuses that slave for `refuse_seconds` as `decline`
+        would have it, and the slave is offered on down the order in the same round, as
+        the master's next round would offer it once the decline is back (ROUND_BATCH
+        later); of one it uses in part only what it uses is in the plan, and it refuses the
+        rest as `decline` would have it; where the allocator can tell them apart
+        (`Allocator.allocate`: elsewhere an offer is in the plan whole, to be answered)."""
         a = self.allocator
         held = self.state.offers_held()
         slaves = len(a.slaves)
         bounded = held or slaves > offer_bound.MAX_OFFERS_HELD  # (else nobody can reach it)
         room = offer_bound.room(held, a.frameworks, slaves) if bounded else None
-        refusal = self._whole_refusal(refuse_seconds) if declines is not None else None
-        allocations = a.allocate(now, room=room, declines=declines, refuse_seconds=refusal)
+        at_once = None
+        if answer is not None:
+            whole, rest = self._whole_refusal(refuse_seconds), self._refusal(refuse_seconds)
+            at_once = AtOnce(answer, whole, rest)
+        allocations = a.allocate(now, room=room, at_once=at_once)
         if not room or not allocations:
             self._offered(now, allocations)
             return RoundPlan(allocations)

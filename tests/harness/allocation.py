@@ -3,7 +3,11 @@ tasks and the rest given back, round after round."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from master.allocation.allocator import Allocator
+from master.allocation.ledger import AtOnce
+from master.allocation.sorter import Millis
 from protocol.wire.resources import Resources
 
 
@@ -36,3 +40,11 @@ def fill(
             if rest:
                 allocator.recover(offer.framework_id, offer.slave_id, rest, refuse_seconds=0)
     raise AssertionError("the cluster never settled")
+
+
+def whole_or_nothing(declines: Callable[[str, Millis], bool], refuse: float) -> AtOnce:
+    """Frameworks answering each offer as the round makes it (`ledger.Answer`): each takes
+    all of it, or declines it whole where `declines` says so, refusing it `refuse`
+    seconds."""
+    return AtOnce(lambda framework_id, _, free: None if declines(framework_id, free) else free,
+                  refuse)  # fmt: skip
