@@ -178,10 +178,6 @@ class Simulation:
         self.preempting = self.cycle.preempting
         self.preempted_at: list[tuple[float, str, float]] = []  # (time, victim, work lost)
         self.offered_at: dict[str, float] = {}  # when each framework was last offered
-        # frameworks offered what they cannot use, which they decline as a round offers it
-        # (those with offer filters are offered only room for their next task: asking
-        # them costs more than it saves)
-        self.may_decline = not all(f.min_offer for f in spec.frameworks)
         # only what the allocator does not account in full can oversubscribe a node
         self.overbooks = spec.master.policy in ("slots", "cpu")
 
@@ -354,38 +350,34 @@ class Simulation:
         refuse = self.spec.master.refuse_seconds
         book = self.booked if self.overbooks else None
         workloads, frameworks = self.workloads, self.frameworks
-        answer = None
         needs: dict[str, Mapping[str, int] | None] = {}  # what each asked needs (`answer`)
         declined: list[str] = []  # who declined an offer whole as it was made
         taken: dict[tuple[str, str], list[Pending]] = {}  # what each answered launches
-        if self.may_decline:
-            decline = declined.append
+        decline = declined.append
 
-            def answer(framework_id: str, slave_id: str, free: Millis) -> Millis | None:
-                """What of an offer of `free` a framework uses: the tasks its workload
-                takes from it now, known as the offer is made (`ledger.Answer`), kept for
-                the round's end; None (counted here) if it takes nothing. What it needs
-                stands until it takes something: asked once a round until then."""
-                try:
-                    need = needs[framework_id]
-                except KeyError:
-                    need = needs[framework_id] = workloads[framework_id].need(t, book)
-                if need is not None:
-                    for k, v in need.items():  # (holds inlined: asked once an offer)
-                        if free.get(k, 0) < v:
-                            break
-                    else:
-                        left = dict(free)
-                        taken[framework_id, slave_id] = workloads[framework_id].take_from(
-                            t, left, book
-                        )
-                        del needs[framework_id]  # (it took some: asked again)
-                        for k, v in left.items():
-                            if v:
-                                return {k: n - left[k] for k, n in free.items() if n != left[k]}
-                        return free  # (all of it)
-                decline(framework_id)
-                return None
+        def answer(framework_id: str, slave_id: str, free: Millis) -> Millis | None:
+            """What of an offer of `free` a framework uses: the tasks its workload
+            takes from it now, known as the offer is made (`ledger.Answer`), kept for
+            the round's end; None (counted here) if it takes nothing. What it needs
+            stands until it takes something: asked once a round until then."""
+            try:
+                need = needs[framework_id]
+            except KeyError:
+                need = needs[framework_id] = workloads[framework_id].need(t, book)
+            if need is not None:
+                for k, v in need.items():  # (holds inlined: asked once an offer)
+                    if free.get(k, 0) < v:
+                        break
+                else:
+                    left = dict(free)
+                    taken[framework_id, slave_id] = workloads[framework_id].take_from(t, left, book)
+                    del needs[framework_id]  # (it took some: asked again)
+                    for k, v in left.items():
+                        if v:
+                            return {k: n - left[k] for k, n in free.items() if n != left[k]}
+                    return free  # (all of it)
+            decline(framework_id)
+            return None
 
         cycle, offered_at, follow, arrivals = (
             self.cycle,
