@@ -18,7 +18,8 @@ away is no task's child: its user, a principal's own, says whose it is (slave.po
 Only the slave's own range is held (Mesos's `--check_agent_port_range_only`), reserved
 ports included: a port outside it is no task's to be given, and is left alone. Between
 two looks a squatter may answer for a few seconds; UDP is not looked at, nor a socket no
-process holds at the look (in flight over a unix socket). A custom executor's processes
+process holds at the look (in flight over a unix socket), nor, before Linux 6.10, one
+bound and neither listening nor connected (`bound_sockets`). A custom executor's processes
 are held to its live tasks' ports (its listeners elsewhere killed, it left running).
 """
 
@@ -36,6 +37,7 @@ from typing import Any, Protocol
 from protocol.wire.discrete import Discrete, Ranges
 from protocol.wire.messages import Reason, TaskState
 from protocol.wire.resources import PORTS
+from slave.bound_sockets import bound_inactive
 from slave.config import TaskRecord
 from slave.runners import Limit, Runner
 
@@ -49,10 +51,11 @@ def listening_sockets(tables: Iterable[str] = TABLES) -> dict[int, int]:
     """The host's TCP sockets that hold a port (v4 and v6): socket inode -> port. Those
     listening; and, on a port outside the kernel's ephemeral ones (where a connection's
     own end never lands by chance), those in any other state but TIME_WAIT: a connection
-    made from a port of the range holds it as a listener does. (A socket bound and
-    neither listening nor connected is in no table before Linux 6.10: not seen.)"""
+    made from a port of the range holds it as a listener does, and so does a socket
+    bound and neither listening nor connected (in no table: `bound_sockets`, Linux
+    6.10+)."""
     low, high = _ephemeral()
-    found: dict[int, int] = {}
+    found = {i: port for i, port in bound_inactive().items() if not low <= port <= high}
     for table in tables:
         with contextlib.suppress(OSError), open(table) as f:
             next(f, None)  # (its header)

@@ -5,6 +5,8 @@ the tasks that listen on their own ports, or outside the range, run on."""
 
 from __future__ import annotations
 
+import os
+import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -15,8 +17,9 @@ from protocol.tooling.ports import free_port
 from protocol.wire.discrete import Discrete, Ranges
 from protocol.wire.messages import Reason, TaskState, Update
 from protocol.wire.resources import PORTS, Resources
+from slave.bound_sockets import bound_inactive
 from slave.config import SlaveConfig
-from slave.ports_isolator import ports_of, squatted
+from slave.ports_isolator import listening_sockets, ports_of, squatted
 
 from harness.fakes import FakeFramework
 from harness.helpers import eventually
@@ -131,3 +134,59 @@ def test_a_port_reserved_for_a_role_is_held_for_it_too() -> None:
     assert squatted({8000, 31000}, Ranges(), ports_of(slave)) == [8000, 31000]
     given = ports_of(Discrete({"ports(svc)": Ranges([(8000, 8000)])}))
     assert squatted({8000}, given, ports_of(slave)) == []
+
+
+def _bound_inactive_listed() -> bool:
+    """Whether this kernel lists sockets bound and not listening to sock_diag (6.10+)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return os.fstat(s.fileno()).st_ino in bound_inactive()
+
+
+needs_bound_inactive = pytest.mark.skipif(
+    not _bound_inactive_listed(), reason="the kernel lists no bound-inactive sockets (< 6.10)"
+)
+
+
+@needs_bound_inactive
+def test_a_socket_bound_and_never_listened_on_holds_its_port_as_a_listener_does() -> None:
+    """In no /proc/net/tcp table, but it holds the port: counted as a listener is, by
+    its inode (outside the kernel's ephemeral ports, as a connection's own end is)."""
+    base = free_port(2)
+    with socket.socket() as bound, socket.socket(socket.AF_INET6) as bound6:
+        bound.bind(("127.0.0.1", base))
+        bound6.bind(("::1", base + 1))
+        held = listening_sockets()
+        assert held[os.fstat(bound.fileno()).st_ino] == base
+        assert held[os.fstat(bound6.fileno()).st_ino] == base + 1
+
+
+@needs_bound_inactive
+async def test_a_task_that_binds_a_port_it_was_not_given_is_killed(rig: Rig) -> None:
+    """A bind alone keeps the next tenant's service from its port: the task is failed
+    for it as for a listener, and the port is free again."""
+    base = free_port(12)
+    await rig.start_slave(
+        "s1", Resources(cpus=4, mem=2048), discrete=Discrete({PORTS: Ranges([(base, base + 9)])}),
+        ports_isolation=True, ports_check_interval=0.2,
+    )  # fmt: skip
+    mallory = await rig.framework("mallory")
+    program = (
+        "import socket, time\n"
+        f"s = socket.socket(); s.bind(('127.0.0.1', {base + 5}))\n"
+        "time.sleep(600)\n"
+    )
+    await rig.launch(mallory, f'/usr/bin/python3 -c "{program}"', "squat", discrete=ports(base + 3))
+    failed = await mallory.update_for("squat", TaskState.FAILED, timeout=15)
+    assert failed.reason == Reason.CONTAINER_LIMITATION
+    assert f"port {base + 5} of the slave's range" in failed.message
+
+    def free_again() -> bool:
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", base + 5))
+            except OSError:
+                return False
+            return True
+
+    await eventually(free_again)

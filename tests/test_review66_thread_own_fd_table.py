@@ -18,6 +18,7 @@ Expected: a process's sockets are read from each of its threads' tables
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import subprocess
@@ -79,7 +80,7 @@ async def test_a_socket_in_a_threads_own_file_table_is_seen(
         fd: os.readlink(f"/proc/{proc.pid}/fd/{fd}") for fd in os.listdir(f"/proc/{proc.pid}/fd")
     }
     assert own  # (its main thread's table is not empty: no thread is read instead)
-    looked = listened_ports({proc.pid})
+    looked = await asyncio.to_thread(listened_ports, {proc.pid})  # (as the slave asks)
     looked.close()
     listened = looked.ports
     assert port in listened.get(proc.pid, {}), (
