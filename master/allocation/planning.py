@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from master.allocation.quota import ancestors_or_self
 from master.allocation.sorter import Millis
+from protocol.wire.reservations import is_plain, stripped
 from protocol.wire.resources import add_millis, dominant_share
 
 EPSILON = 1e-9
@@ -21,6 +22,14 @@ class RunningTask:
     slave_id: str
     resources: Millis
     started: float
+
+
+def counted(task: RunningTask) -> Millis:
+    """What a task holds as shares count it: its resources by what they are, whoever's
+    (`Cluster.held` is the allocator's, stripped: a task on its role's reservation holds
+    `mem`, not `mem(alice)`, there)."""
+    resources = task.resources
+    return resources if all(is_plain(k) for k in resources) else stripped(resources)
 
 
 @dataclass
@@ -108,7 +117,8 @@ class Cluster:
             if dominant_share(held, self.total) >= fair - EPSILON:
                 return False  # the claimant's branch is not short where they meet
         held, fair = self._at(group, f)
-        after = {n: v - task.resources.get(n, 0) for n, v in held.items()}
+        resources = counted(task)
+        after = {n: v - resources.get(n, 0) for n, v in held.items()}
         return dominant_share(after, self.total) >= fair - EPSILON
 
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from master.allocation.claim_use import ClaimUse
 from master.allocation.ideal import User, exact, ideal
-from master.allocation.planning import EPSILON, Cluster, RunningTask, planning_path
+from master.allocation.planning import EPSILON, Cluster, RunningTask, counted, planning_path
 from master.allocation.quota import ancestors_or_self, gap
 from master.allocation.sorter import Millis
 from protocol.wire.reservations import is_plain, offered_to, parse_key
@@ -256,7 +256,7 @@ def plan_on_slave(
         chosen.append(pick)
         candidates.remove(pick)
         h = held[pick.framework_id]
-        for n, v in pick.resources.items():
+        for n, v in counted(pick).items():  # (its books count it stripped)
             h[n] = h.get(n, 0) - v
         for n, v in pick.resources.items():
             if n in need:
@@ -348,8 +348,9 @@ def _apply(cluster: Cluster, plan: Plan) -> None:
     for victim in plan.victims:
         running.remove(victim)
         held = cluster.held[victim.framework_id]
-        for n, v in victim.resources.items():
+        for n, v in counted(victim).items():  # (its books count it stripped)
             held[n] = held.get(n, 0) - v
+        for n, v in victim.resources.items():  # (the slave's room, by its own names)
             free[n] = free.get(n, 0) + v
     mine = cluster.held.setdefault(plan.claimant, {})
     for n, v in plan.task.items():

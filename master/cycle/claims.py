@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Container, Iterable
 
 from master.allocation.allocator import Allocator
-from master.allocation.planning import Cluster, RunningTask
+from master.allocation.planning import Cluster, RunningTask, counted
 from master.allocation.preemption import Claim, Contender
 from master.cycle.state import Wish
 from protocol.wire.resources import Resources, sub_millis_clamped
@@ -54,7 +54,8 @@ def planning_cluster(
             if slave is not None and slave.active:
                 running.setdefault(task.slave_id, []).append(task)
         elif task.framework_id in held:
-            sub_millis_clamped(held[task.framework_id], task.resources)  # (the books may lag)
+            # (counted as its books count it, stripped; they may lag)
+            sub_millis_clamped(held[task.framework_id], counted(task))
     total = a.offerable_total().millis  # (room on a slave out of the offers is nobody's)
     return Cluster(total, a.unheld(), held, {}, running, idle=a.idle_reserved())
 
