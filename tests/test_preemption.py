@@ -259,10 +259,8 @@ def role_books(draw: st.DrawFn) -> Books:
 
 def branch(role: str, framework: str, tree: bool) -> list[str]:
     """A framework's path as the ideal places it (written here, not taken from planning):
-    its role's nodes, root first, then itself; under a tree the default role's stand
-    alone at the root."""
-    if tree and role == "*":
-        return [framework]
+    its role's nodes, root first, then itself; the default role `*` is one role as any
+    other (the allocator orders it so: review 69)."""
     nodes = [role] if not tree else ["/".join(role.split("/")[: i + 1])
                                      for i in range(len(role.split("/")))]  # fmt: skip
     return [*nodes, framework]

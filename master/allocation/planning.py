@@ -124,8 +124,6 @@ class Cluster:
 
 def planning_path(role: str, framework_id: str, tree: bool) -> tuple[str, ...]:
     """Where a framework stands in the tree fairness is kept in, root first, as the ideal
-    places it: under its role's nodes; under a tree policy a framework of the default
-    role (`*`, or none) stands alone at the root, as the ideal's users do."""
-    if tree and role in ("*", ""):
-        return (framework_id,)
-    return (*ancestors_or_self(role, tree), framework_id)
+    places it: under its role's nodes -- the default role (`*`, or none) one role as any
+    other, its frameworks sharing its share, as the allocator orders it."""
+    return (*ancestors_or_self(role or "*", tree), framework_id)

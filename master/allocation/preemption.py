@@ -117,7 +117,7 @@ def fair_allocation(
         want = {n: v for n, v in want.items() if v > 0 and n in total}
         if not want:
             continue
-        path = tuple(c.role.split("/")) if c.role and c.role != "*" else ()
+        path = tuple((c.role or "*").split("/"))  # (`*` a role as any other)
         users.append((c.framework_id, tuple(sorted(want.items())), c.weight, path, limit))
     pools = tuple(sorted((tuple(r.split("/")), w) for r, w in (pool_weights or {}).items()))
     found = _ideal_of(
