@@ -119,12 +119,38 @@ def fair_allocation(
             continue
         path = tuple((c.role or "*").split("/"))  # (`*` a role as any other)
         users.append((c.framework_id, tuple(sorted(want.items())), c.weight, path, limit))
+    if IDEAL_POLICY.get(policy, "drf") not in TREE_IDEALS:
+        users = _role_weights_kept(users, contenders)
     pools = tuple(sorted((tuple(r.split("/")), w) for r, w in (pool_weights or {}).items()))
     found = _ideal_of(
         IDEAL_POLICY.get(policy, "drf"), tuple(sorted(total.items())), tuple(users), pools
     )
     out.update({name: (share, dict(resources)) for name, (share, resources) in found.items()})
     return out
+
+
+TREE_IDEALS = ("hdrf", "naive-hdrf")  # (their roles are nodes of the tree: weights stay)
+
+
+def _role_weights_kept(
+    users: list[tuple[Any, ...]], contenders: Sequence[Contender]
+) -> list[tuple[Any, ...]]:
+    """Under a flat policy each framework weighs its part of its role's weight, parted
+    among all the role's frameworks; those that want nothing are not in the ideal, and
+    their parts go to the role's others, as the allocator's order of roles gives the
+    role its whole weight whoever in it wants offers (review 69: a suppressed framework
+    halved its role's fair share)."""
+    whole: dict[str, float] = {}
+    for c in contenders:
+        whole[c.role] = whole.get(c.role, 0.0) + c.weight
+    asked: dict[str, float] = {}
+    role_of = {c.framework_id: c.role for c in contenders}
+    for name, _, weight, _, _ in users:
+        asked[role_of[name]] = asked.get(role_of[name], 0.0) + weight
+    return [
+        (name, want, weight * whole[role_of[name]] / asked[role_of[name]], path, limit)
+        for name, want, weight, path, limit in users
+    ]
 
 
 @lru_cache(maxsize=16)
