@@ -4,11 +4,12 @@ claimant (`hold_claim`) until its offer can go out (`hold_until`)."""
 
 from __future__ import annotations
 
-from collections.abc import Container, Iterable
+from collections.abc import Container, Iterable, Mapping
 
 from master.allocation.allocator import Allocator
 from master.allocation.planning import Cluster, RunningTask, counted
 from master.allocation.preemption import Claim, Contender
+from master.allocation.sorter import Millis
 from master.cycle.state import Wish
 from protocol.wire.resources import Resources, sub_millis_clamped
 
@@ -17,21 +18,45 @@ HOLD_EXTRA = 10.0  # seconds: a node freed by preemption is held this long past 
 
 def contender(a: Allocator, wish: Wish) -> Contender:
     """A framework as preemption sees it: its weight and holdings from the allocator, its
-    wishes from whoever keeps its books; it wants offers while connected and not
-    suppressed."""
+    wishes from whoever keeps its books, cut to what its role's quota limits still let it
+    be offered; it wants offers while connected and not suppressed."""
     fid = wish.framework_id
     book = a.frameworks.get(a.clients.first(fid))  # (the one a claim's hold is offered to)
     held_for = book is None or not book.suppressed
+    demand, room = wish.demand, True
+    if a.quotas:  # (what its limits let it be offered more: nothing past them)
+        limited = a.quota_stage.offerable(wish.role, dict(a.total.millis), headroom=False)
+        if demand is not None:
+            demand = within_limits(demand, limited)
+        elif wish.shape:
+            room = all(limited.get(n, 0) >= v for n, v in wish.shape.items())
     return Contender(
         fid,
         wish.role,
         a.framework_weight(fid),
         dict(a.allocation(fid).millis),
-        wants=wish.connected and not a.suppressed(fid) and held_for,
-        demand=wish.demand,
+        wants=wish.connected and not a.suppressed(fid) and held_for and room,
+        demand=demand,
         shape=wish.shape,
         tenant=wish.tenant,
     )
+
+
+def within_limits(
+    demand: list[tuple[Millis, int]], room: Mapping[str, int]
+) -> list[tuple[Millis, int]]:
+    """Declared tasks, as many as `room` (what the role's limits let it be offered more)
+    holds, in their order: a role at its limit starves for nothing, and preemption frees
+    no room for it that its offers could not take (review 69)."""
+    left = dict(room)
+    kept = []
+    for task, count in demand:
+        fit = min((left.get(n, 0) // v for n, v in task.items() if v > 0), default=count)
+        n = min(count, fit)
+        for name, v in task.items():
+            left[name] = left.get(name, 0) - v * n
+        kept.append((task, n))
+    return kept
 
 
 def planning_cluster(
