@@ -241,15 +241,26 @@ def _need(task: Mapping[str, int], free: Mapping[str, int]) -> Millis:
     return {n: v - free.get(n, 0) for n, v in task.items() if v > free.get(n, 0)}
 
 
+VictimRule = Callable[[Cluster, RunningTask, str], bool]  # (books, task, claimant)
+
+
+def fair_share_rule(books: Cluster, task: RunningTask, claimant: str) -> bool:
+    """The usual rule: a victim may lose the task while over its fair share
+    (`Cluster.may_lose`)."""
+    return books.may_lose(task, claimant)
+
+
 def plan_on_slave(
     cluster: Cluster,
     claimant: str,
     slave_id: str,
     task: Millis,
     order: str = "youngest",
+    may_lose: VictimRule = fair_share_rule,
 ) -> tuple[RunningTask, ...] | None:
     """The tasks to end on one slave so that `task` fits there, or None if it cannot be
-    done without taking from frameworks at or below their fair share."""
+    done without taking from frameworks `may_lose` keeps (by default: at or below their
+    fair share)."""
     need = _need(task, cluster.free.get(slave_id, {}))
     if not need:
         return ()
@@ -263,7 +274,7 @@ def plan_on_slave(
     youngest = order == "youngest"
     chosen: list[RunningTask] = []
     while need:
-        eligible = [t for t in candidates if trial.may_lose(t, claimant)]
+        eligible = [t for t in candidates if may_lose(trial, t, claimant)]
         if not eligible:
             return None
         # the most over first: its group where it meets the claimant, then itself
@@ -322,6 +333,7 @@ def plan_preemption(
     short: Callable[[Mapping[str, int]], bool],
     order: str = "youngest",
     max_tasks: int | None = None,
+    may_lose: VictimRule = fair_share_rule,
 ) -> list[Plan]:
     """Plans, one task of `claimant` each, while `short(what it would hold)` says it is
     still short (of its fair share, or its guarantee). Applies each plan to `cluster`, so
@@ -332,7 +344,7 @@ def plan_preemption(
     def best_on(slave_id: str) -> tuple[Key, Plan] | None:
         best: tuple[Key, Plan] | None = None
         for task in shapes:
-            victims = plan_on_slave(cluster, claimant, slave_id, task, order)
+            victims = plan_on_slave(cluster, claimant, slave_id, task, order, may_lose)
             if victims is None or not victims:
                 continue  # impossible here; or it fits already (then it is not starving)
             key = (len(victims), sum(now - v.started for v in victims), slave_id)
@@ -582,10 +594,18 @@ class Preemption:
         else:
             quota = quotas[role]
             why = f"guarantee of role {role}"
+            # what the role holds but the claimant's own, and what is reserved for it and
+            # idle: as the claim counted it (an idle reservation meets a guarantee)
             others = _sum(
-                cluster.held.get(o.framework_id, {})
-                for o in contenders
-                if o.framework_id != c.framework_id and role in ancestors_or_self(o.role, tree)
+                [
+                    *(
+                        cluster.held.get(o.framework_id, {})
+                        for o in contenders
+                        if o.framework_id != c.framework_id
+                        and role in ancestors_or_self(o.role, tree)
+                    ),
+                    *(v for r, v in cluster.idle.items() if role in ancestors_or_self(r, tree)),
+                ]
             )
 
             def short(held: Mapping[str, int]) -> bool:
@@ -599,6 +619,9 @@ class Preemption:
             short=short,
             order=self.config.victims,
             max_tasks=sum(n for _, n in c.demand) if c.demand is not None else None,
+            may_lose=fair_share_rule
+            if role is None
+            else guarantee_rule(role, contenders, quotas, tree),
         )
         if not plans:
             return None
@@ -648,6 +671,38 @@ class Preemption:
         self.claim_use.forget(framework_id, now)
         for key in [k for k in self.doomed if k[0] == framework_id]:
             del self.doomed[key]
+
+
+def guarantee_rule(
+    role: str, contenders: Sequence[Contender], quotas: Mapping[str, Any], tree: bool
+) -> VictimRule:
+    """Who may lose a task to a role short of its guarantee: a guarantee is served before
+    fair shares (Mesos's quota), so any framework outside the role, at or below its fair
+    share too, so long as each guarantee on its own role's path stays met without the
+    task (review 69: the fair-share rule left a guaranteed role short for as long as
+    another's tasks ran)."""
+    role_of = {c.framework_id: c.role for c in contenders}
+
+    def may_lose(books: Cluster, task: RunningTask, claimant: str) -> bool:
+        mine = role_of.get(task.framework_id, "")
+        if role in ancestors_or_self(mine, tree):
+            return False  # (the guaranteed role's own: it gains nothing)
+        lost = counted(task)
+        for node in ancestors_or_self(mine, tree):
+            quota = quotas.get(node)
+            if quota is None or not quota.guarantee:
+                continue
+            held = _sum(
+                books.held.get(f, {})
+                for f, r in role_of.items()
+                if node in ancestors_or_self(r, tree)
+            )
+            after = {n: v - lost.get(n, 0) for n, v in held.items()}
+            if gap(quota, after):
+                return False
+        return True
+
+    return may_lose
 
 
 def _rooms(
