@@ -39,20 +39,35 @@ class _Claimed:
     victims: int  # still to end
     tenant: str  # whose the count and the wait are
     launched: dict[str, Millis] = field(default_factory=dict)  # by slave, since the claim
+    finished: dict[str, Millis] = field(default_factory=dict)  # of those, ended finished
     # the slaves where an offer held its room, and those it declined an offer of
     offered: set[str] = field(default_factory=set)
     declined: set[str] = field(default_factory=set)
+    turned_back: set[str] = field(default_factory=set)  # declined after it launched there
     victims_ended: float | None = None  # when the last ended (None: not all, or unknown)
 
     @property
     def used(self) -> bool:
-        """Every node of the claim has tasks of the size its rooms were freed for (one
-        task in one room of eight is no use of the other seven's victims)."""
-        return not self._left()
+        """Every node of the claim runs tasks of the size its rooms were freed for (one
+        task in one room of eight is no use of the other seven's victims): known before
+        its hold ends. Tasks that finished count only when it is judged, and only where it
+        did not turn the room down after them (`_left`)."""
+        return not any(
+            s in self.turned_back
+            or not holds(_less(self.launched.get(s, {}), self.finished.get(s, {})), need)
+            for s, need in self.needs.items()
+        )
 
     def _left(self) -> list[str]:
-        """The slaves whose room it has not used."""
-        return [s for s, need in self.needs.items() if not holds(self.launched.get(s, {}), need)]
+        """The slaves whose room it has not used: no tasks of the size launched there
+        (running, or ended finished), or the room declined after them -- a framework that
+        fills the room with tasks that end at once and turns it down when it comes back
+        used nothing of it (review 69: its victims were killed claim after claim)."""
+        return [
+            s
+            for s, need in self.needs.items()
+            if s in self.turned_back or not holds(self.launched.get(s, {}), need)
+        ]
 
     def judged_at(self) -> float:
         """When it is judged (if not used before): its hold's end, or a while after its
@@ -76,6 +91,10 @@ class _Claimed:
         # freed) or that never reached it is not
         turned_down = self.offered | self.declined
         return True if any(s in turned_down for s in left) else None
+
+
+def _less(held: Millis, gone: Millis) -> Millis:
+    return {n: v - gone.get(n, 0) for n, v in held.items()} if gone else held
 
 
 class ClaimUse:
@@ -116,7 +135,10 @@ class ClaimUse:
         """A task of its ended: one killed or failed on a node of its claim before the claim
         is judged is no use of it (one launched and killed at once used nothing)."""
         claim = self._claims.get(framework_id)
-        if claim is None or finished or slave_id not in claim.launched:
+        if claim is None or slave_id not in claim.launched:
+            return
+        if finished:  # (it used the room while it ran: judged at the claim's end)
+            add_millis(claim.finished.setdefault(slave_id, {}), resources)
             return
         sub_millis_clamped(claim.launched[slave_id], resources)
 
@@ -137,6 +159,8 @@ class ClaimUse:
         claim = self._claims.get(framework_id)
         if claim is not None and slave_id in claim.needs:
             claim.declined.add(slave_id)
+            if slave_id in claim.launched:
+                claim.turned_back.add(slave_id)
 
     def launched(self, framework_id: str, slave_id: str, resources: Mapping[str, int]) -> None:
         """It launched tasks of `resources` in all on the slave (cheap when it claims
@@ -145,6 +169,7 @@ class ClaimUse:
         if claim is None or slave_id not in claim.needs:
             return
         add_millis(claim.launched.setdefault(slave_id, {}), resources)
+        claim.turned_back.discard(slave_id)  # (it came back to the room)
 
     def may_claim(
         self, claimant: str, now: float, tenant: str = "", slaves: Container[str] | None = None
