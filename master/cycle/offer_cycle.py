@@ -210,11 +210,15 @@ class OfferCycle:
         order with its share at 0, and a framework that never answers (hung, or hostile)
         kept every free resource from the others."""
         timeout = self.config.offer_timeout
-        if not timeout:
+        hoarding = self._over_fair_share_while_starving(now)
+        if not timeout and not hoarding:
             return []
         out: list[TimedOut] = []
         for offer in list(self.state.outstanding()):
-            if now - offer.created_at <= timeout:
+            age = now - offer.created_at
+            if not (timeout and age > timeout) and not (
+                offer.framework_id in hoarding and age > hoarding[offer.framework_id]
+            ):
                 continue
             fid = offer.framework_id
             in_a_row = self._timed_out[fid] = self._timed_out.get(fid, 0) + 1
@@ -229,6 +233,30 @@ class OfferCycle:
             )
             out.append(TimedOut(offer.offer_id, fid, offer.slave_id, offer.resources, refuse))
         return out
+
+    def _over_fair_share_while_starving(self, now: float) -> dict[str, float]:
+        """With preemption on and a framework (or a role short of its guarantee) starved
+        past its timeout, the frameworks over their fair shares: their offers outstanding
+        longer than that timeout are taken back as timed out. Preemption ends tasks, and a
+        framework that sat on offers unanswered (no --offer-timeout, Mesos's default)
+        kept a starving one at nothing with no task to end (review 69). By framework: how
+        old its offers must be."""
+        p = self.preemption
+        timeout = p.config.timeout
+        if timeout is None or not p.starving_since:
+            return {}
+        # (one whose claim is yet to be judged, or that waits for leaving one unused, takes
+        # nothing back either)
+        if not any(
+            now - since >= timeout and p.claim_use.settled(who, now)
+            for who, since in p.starving_since.items()
+        ):
+            return {}
+        a = self.allocator
+        known = [
+            (fid, fair) for fid, fair in p.fair.items() if a.clients.first(fid) in a.frameworks
+        ]
+        return {fid: timeout for fid, fair in known if a.dominant_share(fid) > fair + 1e-9}
 
     # -- preemption ----------------------------------------------------------------------------
     @property
