@@ -3,6 +3,7 @@ choice on random clusters, checked against the rules the lecture and the issue s
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from hypothesis import given, settings
@@ -257,12 +258,15 @@ def role_books(draw: st.DrawFn) -> Books:
     return roles, weights, shapes, tasks
 
 
-def branch(role: str, framework: str, tree: bool) -> list[str]:
+def branch(role: str, framework: str, tree: bool, roles: Iterable[str] = ()) -> list[str]:
     """A framework's path as the ideal places it (written here, not taken from planning):
     its role's nodes, root first, then itself; the default role `*` is one role as any
-    other (the allocator orders it so: review 69)."""
+    other, and on a tree a role with others below it among `roles` puts its own
+    frameworks together as its child "." (the allocator orders them so: review 69)."""
     nodes = [role] if not tree else ["/".join(role.split("/")[: i + 1])
                                      for i in range(len(role.split("/")))]  # fmt: skip
+    if tree and any(r.startswith(role + "/") for r in roles):
+        nodes.append(f"{role}/.")
     return [*nodes, framework]
 
 
@@ -291,7 +295,7 @@ def claims_carried_out(
     nodes = sorted({t.slave_id for t in tasks}) or ["s0"]
     total = {n: v * len(nodes) for n, v in node_size.items()}
     p = Preemption(PreemptionConfig(timeout=0.0, notice=0.0, threshold=threshold))
-    paths = {f: branch(roles[f], f, tree) for f in roles}
+    paths = {f: branch(roles[f], f, tree, roles.values()) for f in roles}
     took: list[tuple[str, str]] = []
     for round_ in range(8):
         held: dict[str, dict[str, int]] = {f: {} for f in roles}

@@ -4,7 +4,7 @@ of `master.allocation`."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from master.allocation.quota import ancestors_or_self
@@ -122,8 +122,25 @@ class Cluster:
         return dominant_share(after, self.total) >= fair - EPSILON
 
 
-def planning_path(role: str, framework_id: str, tree: bool) -> tuple[str, ...]:
+def pools_of(roles: Iterable[str]) -> set[str]:
+    """The roles among `roles`' ancestors: pools, with roles below them."""
+    out: set[str] = set()
+    for role in roles:
+        parts = role.split("/")
+        out.update("/".join(parts[:i]) for i in range(1, len(parts)))
+    return out
+
+
+def planning_path(
+    role: str, framework_id: str, tree: bool, pools: Container[str] = ()
+) -> tuple[str, ...]:
     """Where a framework stands in the tree fairness is kept in, root first, as the ideal
     places it: under its role's nodes -- the default role (`*`, or none) one role as any
-    other, its frameworks sharing its share, as the allocator orders it."""
-    return (*ancestors_or_self(role or "*", tree), framework_id)
+    other, its frameworks sharing its share, as the allocator orders it; on a tree, the
+    frameworks of a role that is a pool (`pools`) together as its child `.`, beside its
+    sub-roles, as the allocator's role tree puts them."""
+    role = role or "*"
+    nodes = ancestors_or_self(role, tree)
+    if tree and role in pools:
+        nodes = [*nodes, f"{role}/."]
+    return (*nodes, framework_id)

@@ -26,7 +26,14 @@ from typing import Any
 
 from master.allocation.claim_use import ClaimUse
 from master.allocation.ideal import User, exact, ideal
-from master.allocation.planning import EPSILON, Cluster, RunningTask, counted, planning_path
+from master.allocation.planning import (
+    EPSILON,
+    Cluster,
+    RunningTask,
+    counted,
+    planning_path,
+    pools_of,
+)
 from master.allocation.quota import ancestors_or_self, gap
 from master.allocation.sorter import Millis
 from protocol.wire.reservations import is_plain, offered_to, parse_key
@@ -103,6 +110,9 @@ def fair_allocation(
     if not total:
         return out
     users = []  # the ideal's question: (name, what it wants, weight, path, limit)
+    # on a tree, a pool's own frameworks stand together as its child `.` (`planning_path`)
+    tree = IDEAL_POLICY.get(policy, "drf") in TREE_IDEALS
+    pools = pools_of([*(c.role for c in contenders), *(pool_weights or {})]) if tree else set()
     for c in contenders:
         want: dict[str, int] = dict(c.held)
         limit: int | None = UNITS
@@ -117,13 +127,14 @@ def fair_allocation(
         want = {n: v for n, v in want.items() if v > 0 and n in total}
         if not want:
             continue
-        path = tuple((c.role or "*").split("/"))  # (`*` a role as any other)
+        role = c.role or "*"  # (`*` a role as any other)
+        path = (*role.split("/"), ".") if tree and role in pools else tuple(role.split("/"))
         users.append((c.framework_id, tuple(sorted(want.items())), c.weight, path, limit))
-    if IDEAL_POLICY.get(policy, "drf") not in TREE_IDEALS:
+    if not tree:
         users = _role_weights_kept(users, contenders)
-    pools = tuple(sorted((tuple(r.split("/")), w) for r, w in (pool_weights or {}).items()))
+    weights = tuple(sorted((tuple(r.split("/")), w) for r, w in (pool_weights or {}).items()))
     found = _ideal_of(
-        IDEAL_POLICY.get(policy, "drf"), tuple(sorted(total.items())), tuple(users), pools
+        IDEAL_POLICY.get(policy, "drf"), tuple(sorted(total.items())), tuple(users), weights
     )
     out.update({name: (share, dict(resources)) for name, (share, resources) in found.items()})
     return out
@@ -470,8 +481,10 @@ class Preemption:
             f: {n: round(v * SCALE) for n, v in resources.items()}
             for f, resources in self.fair_resources.items()
         }
+        pools = pools_of([*(c.role for c in contenders), *pool_weights]) if tree else set()
         cluster.paths = {
-            c.framework_id: planning_path(c.role, c.framework_id, tree) for c in contenders
+            c.framework_id: planning_path(c.role, c.framework_id, tree, pools)
+            for c in contenders
         }
         wanted: list[tuple[float, Contender, str | None]] = []
         wanted += self._fair_share_claims(contenders, cluster, now)
