@@ -50,6 +50,7 @@ class Cluster:
     paths: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # by framework
     # by role: reserved for it and idle (stripped), which a guarantee counts as held
     idle: Mapping[str, Millis] = field(default_factory=dict)
+    fifo: Container[str] = ()  # pools that serve their children by arrival ("": the root)
     _members: dict[tuple[str, ...], list[str]] = field(default_factory=dict, repr=False)
 
     def share(self, framework_id: str) -> float:
@@ -81,6 +82,14 @@ class Cluster:
             add_millis(fair, self.fair_held.get(f, {}))
         return held, dominant_share(fair, self.total)
 
+    def _first_come(self, group: tuple[str, ...], framework_id: str) -> bool:
+        """Whether the victim's branch (`group`) and the claimant's are children of a
+        pool ordered by arrival: there shares do not count, and the one that came later
+        takes nothing from the first (review 69: a late child of a fifo pool had the
+        first one's tasks killed for half the pool)."""
+        pool = group[-2] if len(group) > 1 else ""
+        return pool in self.fifo and not self._alone(group, framework_id)
+
     def _alone(self, node: tuple[str, ...], framework_id: str) -> bool:
         """Whether `node` is the framework itself (not a role or pool it is in)."""
         return node[-1:] == (framework_id,) or framework_id not in self.paths
@@ -111,6 +120,8 @@ class Cluster:
         if self.over(f) <= EPSILON:
             return False
         group = self.group(f, claimant)
+        if self.fifo and claimant is not None and self._first_come(group, f):
+            return False
         if claimant is not None and not self._alone(group, f):
             mine = self.paths.get(claimant, (claimant,))[: len(group)]
             held, fair = self._at(mine, claimant)

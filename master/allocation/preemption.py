@@ -276,7 +276,10 @@ def plan_on_slave(
     if not need:
         return ()
     held = {f: dict(h) for f, h in cluster.held.items()}
-    trial = Cluster(cluster.total, {}, held, cluster.fair, {}, cluster.fair_held, cluster.paths)
+    trial = Cluster(
+        cluster.total, {}, held, cluster.fair, {}, cluster.fair_held, cluster.paths,
+        fifo=cluster.fifo,
+    )  # fmt: skip
     candidates = [
         t
         for t in cluster.running.get(slave_id, [])
@@ -470,6 +473,7 @@ class Preemption:
         quotas: Mapping[str, Any] | None = None,
         tree: bool = False,
         hold_until: float | None = None,
+        fifo_pools: Container[str] = (),
     ) -> list[Claim]:
         """Update fair shares and timers; plan for whoever has starved long enough (and
         used the room its last claim freed: `claim_use`). The claims are recorded as
@@ -481,10 +485,10 @@ class Preemption:
             f: {n: round(v * SCALE) for n, v in resources.items()}
             for f, resources in self.fair_resources.items()
         }
+        cluster.fifo = fifo_pools
         pools = pools_of([*(c.role for c in contenders), *pool_weights]) if tree else set()
         cluster.paths = {
-            c.framework_id: planning_path(c.role, c.framework_id, tree, pools)
-            for c in contenders
+            c.framework_id: planning_path(c.role, c.framework_id, tree, pools) for c in contenders
         }
         wanted: list[tuple[float, Contender, str | None]] = []
         wanted += self._fair_share_claims(contenders, cluster, now)

@@ -63,6 +63,10 @@ class RoleOrder(Protocol):
         """Every role node's weight (on a tree, pools too)."""
         ...
 
+    def fifo_pools(self) -> set[str]:
+        """The pools that order their children by arrival (a tree's; none on a flat one)."""
+        ...
+
     def names(self) -> Iterable[str]:
         """Every role node (on a tree, pools too)."""
         ...

@@ -103,6 +103,10 @@ class RoleSettings:
         """Every role node's weight (on a tree, pools too)."""
         return self._order.weights()
 
+    def fifo_pools(self) -> set[str]:
+        """The pools whose children are served by arrival, not by share (`fifo`)."""
+        return self._order.fifo_pools()
+
     def share(self, role: str) -> float:
         """The role's share as the order sees it (policy share / weight, or / promise)."""
         return self._order.ordering_share(role)

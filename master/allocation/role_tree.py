@@ -165,6 +165,9 @@ class RoleTree:
         node.ordering = ordering
         self._promises_stale = True  # every key below it is measured anew
 
+    def fifo_pools(self) -> set[str]:
+        return {role for role, node in self.nodes.items() if node.ordering == "fifo"}
+
     def weight(self, role: str) -> float:
         node = self.nodes.get(role)
         return node.weight if node else self._weights.get(role, 1.0)

@@ -232,6 +232,9 @@ class Sorter:
     def name_problem(self, name: str) -> str | None:
         return None  # any name is a client
 
+    def fifo_pools(self) -> set[str]:
+        return set()  # (flat roles: no pools)
+
     def set_ordering(self, name: str, ordering: str) -> None:
         if ordering != "drf":
             raise ValueError(f"a per-pool ordering ({name}: {ordering}) needs a tree policy")

@@ -289,6 +289,7 @@ class OfferCycle:
                 a.quotas,
                 a.roles.is_tree(),
                 hold_until=until,
+                fifo_pools=a.roles.fifo_pools(),
             )
         use = self.preemption.claim_use
         for claim in claims:
