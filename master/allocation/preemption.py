@@ -69,6 +69,13 @@ class Contender:
     demand: list[tuple[Millis, int]] | None = None  # declared: (task, count); None: nothing
     shape: Millis | None = None  # what its tasks look like when it declared nothing
     tenant: str = ""  # whose: a wait for leaving claims unused is the tenant's, all its own
+    # a multi-role framework's roles, each with what it holds there (empty: one role); the
+    # allocator makes it a client in each, and its fairness is each role's
+    roles: tuple[tuple[str, Millis], ...] = ()
+
+    def in_roles(self) -> tuple[tuple[str, Millis], ...]:
+        """Its roles, each with what it holds there."""
+        return self.roles or ((self.role, self.held),)
 
     def shapes(self) -> list[Millis]:
         """The tasks it would place: declared ones, else the shape of what it runs."""
@@ -112,31 +119,50 @@ def fair_allocation(
     users = []  # the ideal's question: (name, what it wants, weight, path, limit)
     # on a tree, a pool's own frameworks stand together as its child `.` (`planning_path`)
     tree = IDEAL_POLICY.get(policy, "drf") in TREE_IDEALS
-    pools = pools_of([*(c.role for c in contenders), *(pool_weights or {})]) if tree else set()
+    roles = [role for c in contenders for role, _ in c.in_roles()]
+    pools = pools_of([*roles, *(pool_weights or {})]) if tree else set()
+    parts: dict[str, str] = {}  # a multi-role framework's user in each role: whose
     for c in contenders:
-        want: dict[str, int] = dict(c.held)
-        limit: int | None = UNITS
-        if c.demand is not None:
-            for task, count in c.demand:
-                for name, amount in task.items():
-                    want[name] = want.get(name, 0) + amount * count
-        elif c.wants:
-            # wants more of what it runs (or, running nothing, a bit of everything)
-            want = dict(c.shape or c.held or {n: max(1, v // UNITS) for n, v in total.items()})
-            limit = None
-        want = {n: v for n, v in want.items() if v > 0 and n in total}
-        if not want:
-            continue
-        role = c.role or "*"  # (`*` a role as any other)
-        path = (*role.split("/"), ".") if tree and role in pools else tuple(role.split("/"))
-        users.append((c.framework_id, tuple(sorted(want.items())), c.weight, path, limit))
+        in_roles = c.in_roles()
+        for role, held in in_roles:
+            want: dict[str, int] = dict(held)
+            limit: int | None = UNITS
+            if c.demand is not None:  # (what it declared, wanted in each of its roles)
+                for task, count in c.demand:
+                    for name, amount in task.items():
+                        want[name] = want.get(name, 0) + amount * count
+            elif c.wants:
+                # wants more of what it runs (or, running nothing, a bit of everything)
+                want = dict(c.shape or held or {n: max(1, v // UNITS) for n, v in total.items()})
+                limit = None
+            want = {n: v for n, v in want.items() if v > 0 and n in total}
+            if not want:
+                continue
+            role = role or "*"  # (`*` a role as any other)
+            path = (*role.split("/"), ".") if tree and role in pools else tuple(role.split("/"))
+            name = c.framework_id if len(in_roles) == 1 else f"{c.framework_id}\0{role}"
+            parts[name] = c.framework_id
+            weight = c.weight if tree or len(in_roles) == 1 else c.weight / len(in_roles)
+            users.append((name, tuple(sorted(want.items())), weight, path, limit))
     if not tree:
-        users = _role_weights_kept(users, contenders)
+        users = _role_weights_kept(users, contenders, parts)
     weights = tuple(sorted((tuple(r.split("/")), w) for r, w in (pool_weights or {}).items()))
     found = _ideal_of(
         IDEAL_POLICY.get(policy, "drf"), tuple(sorted(total.items())), tuple(users), weights
     )
-    out.update({name: (share, dict(resources)) for name, (share, resources) in found.items()})
+    summed: dict[str, dict[str, float]] = {}  # (a multi-role framework's roles together)
+    for name, (share, resources) in found.items():
+        whose = parts.get(name, name)
+        if whose == name:
+            out[name] = (share, dict(resources))
+            continue
+        mine = summed.setdefault(whose, {})
+        for n, v in resources.items():
+            mine[n] = mine.get(n, 0.0) + v
+    capacity = {n: v / SCALE for n, v in total.items()}
+    for whose, resources in summed.items():
+        share = max((v / capacity[n] for n, v in resources.items() if capacity.get(n)), default=0.0)
+        out[whose] = (share, resources)
     return out
 
 
@@ -144,7 +170,7 @@ TREE_IDEALS = ("hdrf", "naive-hdrf")  # (their roles are nodes of the tree: weig
 
 
 def _role_weights_kept(
-    users: list[tuple[Any, ...]], contenders: Sequence[Contender]
+    users: list[tuple[Any, ...]], contenders: Sequence[Contender], parts: Mapping[str, str]
 ) -> list[tuple[Any, ...]]:
     """Under a flat policy each framework weighs its part of its role's weight, parted
     among all the role's frameworks; those that want nothing are not in the ideal, and
@@ -153,13 +179,15 @@ def _role_weights_kept(
     halved its role's fair share)."""
     whole: dict[str, float] = {}
     for c in contenders:
-        whole[c.role] = whole.get(c.role, 0.0) + c.weight
+        in_roles = c.in_roles()
+        for role, _ in in_roles:
+            whole[role or "*"] = whole.get(role or "*", 0.0) + c.weight / len(in_roles)
     asked: dict[str, float] = {}
-    role_of = {c.framework_id: c.role for c in contenders}
+    role_of = {name: "/".join(p for p in path if p != ".") for name, _, _, path, _ in users}
     for name, _, weight, _, _ in users:
         asked[role_of[name]] = asked.get(role_of[name], 0.0) + weight
     return [
-        (name, want, weight * whole[role_of[name]] / asked[role_of[name]], path, limit)
+        (name, want, weight * whole.get(role_of[name], weight) / asked[role_of[name]], path, limit)
         for name, want, weight, path, limit in users
     ]
 
@@ -566,12 +594,14 @@ class Preemption:
         rooms: dict[str, list[Mapping[str, int]]] = {}
         for role, quota in quotas.items():
             key = f"role:{role}"
-            members = [c for c in contenders if role in ancestors_or_self(c.role, tree)]
+            # (a multi-role framework is a member in those of its roles under it, holding
+            # what it holds there)
+            members = [c for c in contenders if _held_under(c, role, tree) is not None]
             wanting = [c for c in members if c.wants_more() and c.shapes()]
             # what the role holds, and what is reserved for it and idle, as the quota
             # stage counts consumed quota (Mesos's): an idle reservation meets a guarantee
             idle = (v for r, v in cluster.idle.items() if role in ancestors_or_self(r, tree))
-            held = _sum([*(cluster.held.get(c.framework_id, {}) for c in members), *idle])
+            held = _sum([*(_held_under(c, role, tree) or {} for c in members), *idle])
             free_fits = any(
                 fits(task, room)
                 for c in wanting
@@ -616,17 +646,21 @@ class Preemption:
             others = _sum(
                 [
                     *(
-                        cluster.held.get(o.framework_id, {})
+                        _held_under(o, role, tree) or {}
                         for o in contenders
                         if o.framework_id != c.framework_id
-                        and role in ancestors_or_self(o.role, tree)
                     ),
                     *(v for r, v in cluster.idle.items() if role in ancestors_or_self(r, tree)),
                 ]
             )
 
+            # (a multi-role claimant's: what it holds in the role, and what plans add)
+            start = dict(cluster.held.get(c.framework_id, {}))
+            own = _held_under(c, role, tree) or {}
+
             def short(held: Mapping[str, int]) -> bool:
-                return bool(gap(quota, _sum([others, held])))
+                added = {n: v - start.get(n, 0) for n, v in held.items()}
+                return bool(gap(quota, _sum([others, own, added])))
 
         plans = plan_preemption(
             cluster,
@@ -688,6 +722,15 @@ class Preemption:
         self.claim_use.forget(framework_id, now)
         for key in [k for k in self.doomed if k[0] == framework_id]:
             del self.doomed[key]
+
+
+def _held_under(c: Contender, role: str, tree: bool) -> Millis | None:
+    """What `c` holds in its roles under `role` (its whole books where it has one role;
+    None: it is in none of them)."""
+    if not c.roles:
+        return c.held if role in ancestors_or_self(c.role, tree) else None
+    inside = [held for r, held in c.roles if role in ancestors_or_self(r, tree)]
+    return _sum(inside) if inside else None
 
 
 def guarantee_rule(

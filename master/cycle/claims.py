@@ -30,6 +30,11 @@ def contender(a: Allocator, wish: Wish) -> Contender:
             demand = within_limits(demand, limited)
         elif wish.shape:
             room = all(limited.get(n, 0) >= v for n, v in wish.shape.items())
+    clients = a.clients.of(fid)
+    roles: tuple[tuple[str, Millis], ...] = ()
+    if len(clients) > 1:  # (a multi-role framework: a client, and a share, in each role)
+        in_roles = [a.frameworks[c].role for c in clients if c in a.frameworks]
+        roles = tuple((r, dict(a.allocation(fid, r).millis)) for r in in_roles)
     return Contender(
         fid,
         wish.role,
@@ -39,6 +44,7 @@ def contender(a: Allocator, wish: Wish) -> Contender:
         demand=demand,
         shape=wish.shape,
         tenant=wish.tenant,
+        roles=roles,
     )
 
 
