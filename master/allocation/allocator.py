@@ -1010,13 +1010,20 @@ class Allocator:
     def framework_weight(self, framework_id: str) -> float:
         """A framework's weight as the ideal sees it: under flat policies it shares its
         role's weight with the role's other frameworks; on a tree the pools carry it."""
-        if self._role_order.hierarchical:
-            return 1.0
-        weight = 0.0  # (a multi-role framework's: its part of each of its roles')
+        return sum(self.framework_weights(framework_id).values())
+
+    def framework_weights(self, framework_id: str) -> dict[str, float]:
+        """`framework_weight` in each of its roles (a multi-role framework's: its part of
+        each of its roles')."""
+        weights = {}
         for client in self.clients.of(framework_id):
             role = self._framework(client).role
-            weight += self._role_order.weight(role) / max(1, len(self._role_frameworks[role]))
-        return weight
+            if self._role_order.hierarchical:
+                weights[role] = 1.0
+            else:
+                n = max(1, len(self._role_frameworks[role]))
+                weights[role] = self._role_order.weight(role) / n
+        return weights
 
     def held(self, framework_id: str, slave_id: str, role: str | None = None) -> Resources:
         """What a framework holds on a slave (a multi-role one's in `role`; None: all)."""

@@ -35,6 +35,7 @@ from master.allocation.planning import (
     pools_of,
 )
 from master.allocation.quota import ancestors_or_self, gap
+from master.allocation.role_tree import TREE_POLICIES
 from master.allocation.sorter import Millis
 from protocol.wire.reservations import is_plain, offered_to, parse_key
 from protocol.wire.resources import SCALE, add_millis, dominant_share
@@ -71,11 +72,11 @@ class Contender:
     tenant: str = ""  # whose: a wait for leaving claims unused is the tenant's, all its own
     # a multi-role framework's roles, each with what it holds there (empty: one role); the
     # allocator makes it a client in each, and its fairness is each role's
-    roles: tuple[tuple[str, Millis], ...] = ()
+    roles: tuple[tuple[str, Millis, float], ...] = ()  # (and its weight in each)
 
-    def in_roles(self) -> tuple[tuple[str, Millis], ...]:
-        """Its roles, each with what it holds there."""
-        return self.roles or ((self.role, self.held),)
+    def in_roles(self) -> tuple[tuple[str, Millis, float], ...]:
+        """Its roles, each with what it holds there and its weight there."""
+        return self.roles or ((self.role, self.held, self.weight),)
 
     def shapes(self) -> list[Millis]:
         """The tasks it would place: declared ones, else the shape of what it runs."""
@@ -119,12 +120,12 @@ def fair_allocation(
     users = []  # the ideal's question: (name, what it wants, weight, path, limit)
     # on a tree, a pool's own frameworks stand together as its child `.` (`planning_path`)
     tree = IDEAL_POLICY.get(policy, "drf") in TREE_IDEALS
-    roles = [role for c in contenders for role, _ in c.in_roles()]
+    roles = [role for c in contenders for role, _, _ in c.in_roles()]
     pools = pools_of([*roles, *(pool_weights or {})]) if tree else set()
     parts: dict[str, str] = {}  # a multi-role framework's user in each role: whose
     for c in contenders:
         in_roles = c.in_roles()
-        for role, held in in_roles:
+        for role, held, weight in in_roles:
             want: dict[str, int] = dict(held)
             limit: int | None = UNITS
             if c.demand is not None:  # (what it declared, wanted in each of its roles)
@@ -142,7 +143,6 @@ def fair_allocation(
             path = (*role.split("/"), ".") if tree and role in pools else tuple(role.split("/"))
             name = c.framework_id if len(in_roles) == 1 else f"{c.framework_id}\0{role}"
             parts[name] = c.framework_id
-            weight = c.weight if tree or len(in_roles) == 1 else c.weight / len(in_roles)
             users.append((name, tuple(sorted(want.items())), weight, path, limit))
     if not tree:
         users = _role_weights_kept(users, contenders, parts)
@@ -166,7 +166,8 @@ def fair_allocation(
     return out
 
 
-TREE_IDEALS = ("hdrf", "naive-hdrf")  # (their roles are nodes of the tree: weights stay)
+# (their roles are nodes of the tree, as the allocator's role tree has them: weights stay)
+TREE_IDEALS = tuple(IDEAL_POLICY[p] for p in TREE_POLICIES)
 
 
 def _role_weights_kept(
@@ -179,9 +180,8 @@ def _role_weights_kept(
     halved its role's fair share)."""
     whole: dict[str, float] = {}
     for c in contenders:
-        in_roles = c.in_roles()
-        for role, _ in in_roles:
-            whole[role or "*"] = whole.get(role or "*", 0.0) + c.weight / len(in_roles)
+        for role, _, weight in c.in_roles():
+            whole[role or "*"] = whole.get(role or "*", 0.0) + weight
     asked: dict[str, float] = {}
     role_of = {name: "/".join(p for p in path if p != ".") for name, _, _, path, _ in users}
     for name, _, weight, _, _ in users:
@@ -729,7 +729,7 @@ def _held_under(c: Contender, role: str, tree: bool) -> Millis | None:
     None: it is in none of them)."""
     if not c.roles:
         return c.held if role in ancestors_or_self(c.role, tree) else None
-    inside = [held for r, held in c.roles if role in ancestors_or_self(r, tree)]
+    inside = [held for r, held, _ in c.roles if role in ancestors_or_self(r, tree)]
     return _sum(inside) if inside else None
 
 

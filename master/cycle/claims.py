@@ -30,15 +30,14 @@ def contender(a: Allocator, wish: Wish) -> Contender:
             demand = within_limits(demand, limited)
         elif wish.shape:
             room = all(limited.get(n, 0) >= v for n, v in wish.shape.items())
-    clients = a.clients.of(fid)
-    roles: tuple[tuple[str, Millis], ...] = ()
-    if len(clients) > 1:  # (a multi-role framework: a client, and a share, in each role)
-        in_roles = [a.frameworks[c].role for c in clients if c in a.frameworks]
-        roles = tuple((r, dict(a.allocation(fid, r).millis)) for r in in_roles)
+    weights = a.framework_weights(fid)
+    roles: tuple[tuple[str, Millis, float], ...] = ()
+    if len(weights) > 1:  # (a multi-role framework: a client, and a share, in each role)
+        roles = tuple((r, dict(a.allocation(fid, r).millis), w) for r, w in weights.items())
     return Contender(
         fid,
         wish.role,
-        a.framework_weight(fid),
+        sum(weights.values()),
         dict(a.allocation(fid).millis),
         wants=wish.connected and not a.suppressed(fid) and held_for and room,
         demand=demand,
