@@ -1,0 +1,76 @@
+"""Review 68: a drain neither kills nor waits for the tasks a slave brought back for a
+framework the master does not know (yet): orphans (a master restarted without its
+registry; review 57's "framework known only by its orphans").
+
+The maintenance how-to: "each of its tasks is killed ...", "The slave is `draining`
+until it has no task left". `Drains.check` reads only `slave.tasks`, where an orphan is
+not (it is in `books.orphans`): the slave is DRAINED at once with the task running on
+it, no KillTask is sent, and a drain with `--mark-gone` removes the slave (gone for good)
+while its task still runs there -- an operator who stops the machine on DRAINED loses
+it. When the framework then subscribes and takes its task back, the slave is DRAINED
+and nothing kills it.
+"""
+
+from __future__ import annotations
+
+from master.books import DRAINING
+from protocol.wire.messages import (
+    DrainSlave,
+    KillTask,
+    Offer,
+    Registered,
+    Reregister,
+    RunningTask,
+    TaskState,
+)
+from protocol.wire.resources import Resources
+
+from harness.helpers import Inbox, eventually, open_transport
+from harness.master import GB, Cluster, T
+from harness.master import cluster as cluster
+
+SMALL = Resources(cpus=1, mem=GB)
+ANY_OFFER = Offer(offer_id="o", framework_id="f", slave_id="s1", hostname="s1", resources=SMALL)
+
+
+async def drain(c: Cluster, message: DrainSlave) -> None:
+    """`message` from operator principal ops (as tests/test_drain.py's Operator)."""
+    bus = await open_transport(c.stack, c.connect, "ops", inbox=T.operator("ops"))
+    await bus.subscribe(T.operator("ops"), Inbox())
+    await bus.publish(T.inbound("operator", "ops"), message)
+
+
+async def test_a_drain_kills_and_waits_for_a_task_of_a_framework_not_back_yet(
+    cluster: Cluster,
+) -> None:
+    master = cluster.master
+    # the slave comes back (this master never knew the framework) running its task
+    slave = await cluster.slave("s1", Resources(cpus=4, mem=4 * GB))
+    await slave.inbox.wait_for(Registered)
+    fw = await cluster.framework("A")  # (a framework only to build the TaskInfo with)
+    await slave.bus.publish(
+        slave.to_master,
+        Reregister(
+            slave_id="s1",
+            hostname="s1.local",
+            resources=slave.resources,
+            incarnation=slave.bus.incarnation,
+            tasks=[
+                RunningTask(
+                    framework_id="ghost-framework",
+                    task=fw.task(ANY_OFFER, SMALL, "t1"),
+                    state=TaskState.RUNNING,
+                )
+            ],
+        ),
+    )
+    await eventually(lambda: bool(master.books.orphans.on("s1")))
+    await drain(cluster, DrainSlave(slave_id="s1", max_grace_period=5))
+    await eventually(lambda: "s1" in master.books.maintenance)
+    master.drains.check()
+    state = master.books.maintenance["s1"].drain
+    killed = [k.task_id for k in slave.inbox.of(KillTask)]
+    assert state == DRAINING, (
+        f"the slave is {state} while task t1 runs there (orphaned), killed: {killed}"
+    )
+    await slave.inbox.wait_for(KillTask, lambda k: k.task_id == "t1")
