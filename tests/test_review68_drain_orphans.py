@@ -21,7 +21,9 @@ from protocol.wire.messages import (
     Registered,
     Reregister,
     RunningTask,
+    ShutdownFramework,
     TaskState,
+    Teardown,
 )
 from protocol.wire.resources import Resources
 
@@ -74,3 +76,28 @@ async def test_a_drain_kills_and_waits_for_a_task_of_a_framework_not_back_yet(
         f"the slave is {state} while task t1 runs there (orphaned), killed: {killed}"
     )
     await slave.inbox.wait_for(KillTask, lambda k: k.task_id == "t1")
+
+
+async def test_a_drain_waits_for_a_torn_down_frameworks_task_still_in_its_grace(
+    cluster: Cluster,
+) -> None:
+    """The same for a removed framework's tasks in their kill grace (held as dying, out
+    of `slave.tasks`): a tenant tears its framework down, its task traps SIGTERM for its
+    60 s grace; the operator drains with a grace of 1 s and is told DRAINED at once, the
+    task running on (and its grace not cut to the drain's)."""
+    master = cluster.master
+    fw = await cluster.framework("A")
+    slave = await cluster.slave("s1", Resources(cpus=4, mem=4 * GB))
+    slave.ends_shut_down_frameworks = False  # (its task waits out its grace)
+    offer = await fw.next_offer()
+    await fw.accept(offer, [fw.task(offer, SMALL, "t1")], refuse=0)
+    await slave.run_task()
+    await fw.update_for("t1", TaskState.RUNNING)
+    await fw.bus.publish(fw.to_master, Teardown(framework_id=fw.framework_id))
+    await slave.inbox.wait_for(ShutdownFramework)
+    await eventually(lambda: len(master.books.dying) == 1)  # (held until the slave says)
+    await drain(cluster, DrainSlave(slave_id="s1", max_grace_period=1))
+    await eventually(lambda: "s1" in master.books.maintenance)
+    master.drains.check()
+    state = master.books.maintenance["s1"].drain
+    assert state == DRAINING, f"the slave is {state} while torn-down task t1 is in its grace"
