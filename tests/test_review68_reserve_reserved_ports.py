@@ -14,8 +14,12 @@ launchable (no offer holds values for the refined count) nor offered to the rest
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from pathlib import Path
 
+from master.ha.registry import MemoryStore, Registry
+from master.master import Master
 from protocol.transport.aio import within
 from protocol.wire.discrete import parse_resources
 from protocol.wire.messages import Accept, Filters, OfferOperation
@@ -23,7 +27,7 @@ from protocol.wire.resources import Resources
 from slave.slave import Slave, SlaveConfig
 
 from harness.helpers import eventually
-from harness.master import Cluster, T
+from harness.master import FAST, Cluster, T
 from harness.master import cluster as cluster
 
 R = Resources.parse
@@ -52,6 +56,18 @@ async def test_reserved_ports_are_not_refined_by_a_reserve(cluster: Cluster) -> 
     await cluster.rounds_pass()
     after = master.books.slaves["s1"].total
     assert after == before, f"3 of svc's ports refined to svc/web, their values left: {after}"
+
+
+@contextlib.asynccontextmanager
+async def master_on(c: Cluster, registry: Registry, name: str) -> AsyncIterator[Master]:
+    """A master on `c`'s broker with `registry` (as tests/test_drain.py's failover)."""
+    bus = await c.stack.enter_async_context(c.connect(name=name))
+    master = Master(bus, T, FAST, registry=registry)
+    await master.start()
+    try:
+        yield master
+    finally:
+        await master.stop()
 
 
 async def real_slave(cluster: Cluster, work_dir: Path, n: int) -> Slave:
@@ -110,3 +126,42 @@ async def test_a_tenants_refined_ports_keep_no_slave_from_registering(
             f"slave s1 did not register again after a tenant's RESERVE: its total "
             f"{again.resources.total}, its ports {again.config.discrete}"
         ) from None
+
+
+async def test_a_tenants_refined_ports_keep_no_slave_from_following_a_failover(
+    tmp_path: Path,
+) -> None:
+    """Nor need it restart: the slave's total is its checkpoint's at once, so when a new
+    master leads, its Reregister is refused by itself the same way, and the new leader
+    never hears of it (its tasks are lost with it after --slave-reregister-timeout)."""
+    store = MemoryStore()
+    async with contextlib.AsyncExitStack() as stack:
+        c = Cluster(stack)
+        async with master_on(c, Registry(store), "master-1") as first:
+            c.master = first
+            slave = await real_slave(c, tmp_path / "s1", 0)
+            await slave.registered.wait()
+            fw = await c.framework("web", role="svc/web", failover_timeout=60)
+            offer = await fw.next_offer()
+            refine = OfferOperation(type="RESERVE", resources=R("ports(svc)(svc/web,):3"))
+            await fw.bus.publish(
+                fw.to_master,
+                Accept(
+                    framework_id=fw.framework_id,
+                    offer_ids=[offer.offer_id],
+                    operations=[refine],
+                    filters=Filters(refuse_seconds=0),
+                ),
+            )
+            refined = "ports(svc)(svc/web,framework)"
+            await eventually(lambda: refined in slave.resources.kept.millis)
+        registry = Registry(store)
+        await registry.load()
+        async with master_on(c, registry, "master-2") as second:
+            try:
+                await eventually(lambda: "s1" in second.books.slaves, timeout=5.0)
+            except (TimeoutError, AssertionError):
+                raise AssertionError(
+                    f"slave s1 never re-registered with the new leader: its total "
+                    f"{slave.resources.total}, its ports {slave.config.discrete}"
+                ) from None
