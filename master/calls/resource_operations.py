@@ -22,7 +22,7 @@ from typing import Any
 from master.allocation.allocator import Allocator, AllocatorError
 from master.authz import Caller
 from master.books import Books, Framework
-from master.calls.operation_acls import May, framework_problem, grant_problem
+from master.calls.operation_acls import May, framework_problem, grant_problem, reserver_problem
 from master.offers import OfferBook
 from master.outbox import Outbox
 from protocol.wire.messages import OfferOperation, OperateResources
@@ -132,9 +132,11 @@ class ResourceOperations:
 
     def by_operator(self, slave_id: str, op: OfferOperation, principal: str) -> None:
         """An operator's operation on a slave's free resources (for any role its grants
-        allow: the caller is an operator principal); OperationError if it may not be."""
+        allow: the caller is an operator principal; a RESERVE in its own name only);
+        OperationError if it may not be."""
         consumed, converted = self._conversion(op, principal)
-        problem = grant_problem(self.may, principal, op.type, consumed, converted)
+        problem = reserver_problem(principal, op.type, converted)
+        problem = problem or grant_problem(self.may, principal, op.type, consumed, converted)
         problem = problem or self._slave_problem(slave_id, op.type, converted, consumed)
         if problem:
             raise OperationError(problem)
