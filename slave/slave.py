@@ -58,7 +58,7 @@ from protocol.wire.messages import (
     TaskState,
     Wire,
 )
-from protocol.wire.reservations import is_shared, partial_volume, shared_keys
+from protocol.wire.reservations import base_of, is_shared, partial_volume, shared_keys
 from protocol.wire.resources import Resources
 from protocol.wire.slave import SLAVE_GONE
 from protocol.wire.topics import Topics, check_segment
@@ -119,7 +119,8 @@ class Slave:
         self.task_journal = self._journal("tasks.journal")
         self.owners = Owners(self._journal("owners.journal"))  # each framework's principal
         # its total: --resources, with the reservations and volumes it was told to keep
-        self.resources = KeptResources(config.work_dir, config.resources, self.log)
+        valued = {base_of(name) for name in config.discrete}  # (counts kept of none)
+        self.resources = KeptResources(config.work_dir, config.resources, self.log, valued)
         self.tasks: dict[tuple[str, str], TaskRecord] = {}
         # frameworks shut down here, the last SHUT_DOWN_KEPT (a tenant's churn of
         # frameworks must not grow the slave for its life), oldest first

@@ -188,7 +188,9 @@ class ResourceOperations:
         slave = self.books.slaves.get(slave_id)
         if slave is None:
             return f"unknown slave {slave_id}"
-        valued = sorted({base_of(k) for k in (*consumed, *converted)} & set(slave.discrete.by_name))
+        # (by base name: the slave's values are keyed as given, `ports(svc)` when reserved)
+        by_values = {base_of(k) for k in slave.discrete.by_name}
+        valued = sorted({base_of(k) for k in (*consumed, *converted)} & by_values)
         if valued and kind in (RESERVE, UNRESERVE):
             # (its count would move and its values stay behind, named by nobody's count)
             return (
