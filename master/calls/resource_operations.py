@@ -16,7 +16,7 @@ a master that fails over learns it again when the slave re-registers.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from master.allocation.allocator import Allocator, AllocatorError
@@ -66,8 +66,11 @@ def claimed(kind: str, keys: Millis, principal: str) -> Millis:
 
 # how many resources of their own (each reservation and volume is one) a slave may hold:
 # every round, offer and checkpoint of it carries each; a tenant's 20,000 tiny volumes
-# in one Accept stalled the master for every tenant (Mesos sets no bound; none needs this)
-MAX_SLAVE_KEYS = 1024
+# in one Accept stalled the master for every tenant (Mesos sets no bound; none needs this).
+# Each top-level role (a tenant: its sub-roles' are its own) has a bound of its own, so
+# that one tenant's 1,020 volumes leave the others room, and the slave one for them all.
+MAX_ROLE_KEYS = 1024
+MAX_SLAVE_KEYS = 4096
 
 
 class ResourceOperations:
@@ -198,12 +201,9 @@ class ResourceOperations:
                 "sets) are reserved in the slave's --resources only, e.g. "
                 f"{valued[0]}(ROLE):[8000-8010]"
             )
-        keys = len(slave.total.millis.keys() | converted.keys())
-        if keys > MAX_SLAVE_KEYS and keys > len(slave.total.millis):
-            return (
-                f"slave {slave_id} would hold {keys} resources of their own (reservations, "
-                f"volumes): at most {MAX_SLAVE_KEYS}"
-            )
+        problem = _over_budget(slave_id, slave.total.millis, converted)
+        if problem:
+            return problem
         if kind == CREATE:
             # an id is one of a kind within its role on a slave, as in Mesos: a volume's
             # directory is its role's and its id's (another role's ids are no concern)
@@ -243,6 +243,32 @@ class ResourceOperations:
             converted=str(made), **who,
         )  # fmt: skip
         self.outbox.emit(kind.lower(), slave_id=slave_id, resources=made, **_framework(who))
+
+
+def _over_budget(slave_id: str, total: Mapping[str, int], converted: Millis) -> str | None:
+    """Why the resources `converted` would put the slave, or a tenant on it, over its
+    bound of resources of their own (None if they would not; one already over it may
+    still make fewer, a DESTROY or an UNRESERVE)."""
+    keys = total.keys() | converted.keys()
+    if len(keys) > MAX_SLAVE_KEYS and len(keys) > len(total):
+        return (
+            f"slave {slave_id} would hold {len(keys)} resources of their own (reservations, "
+            f"volumes): at most {MAX_SLAVE_KEYS}"
+        )
+    for tenant in sorted({_tenant(k) for k in converted.keys() - total.keys()}):
+        has = sum(1 for k in keys if _tenant(k) == tenant)
+        if has > MAX_ROLE_KEYS and has > sum(1 for k in total if _tenant(k) == tenant):
+            return (
+                f"role {tenant} would hold {has} resources of its own on slave {slave_id} "
+                f"(reservations, volumes; its sub-roles' with its own): at most {MAX_ROLE_KEYS}"
+            )
+    return None
+
+
+def _tenant(key: str) -> str:
+    """The top-level role a resource is reserved for ("*": unreserved)."""
+    role = parse_key(key).role
+    return role.split("/", 1)[0] if role else "*"
 
 
 def _framework(who: dict[str, str]) -> dict[str, str]:
