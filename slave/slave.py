@@ -48,6 +48,7 @@ from protocol.wire.messages import (
     Register,
     Registered,
     Reregister,
+    RunningExecutor,
     RunningTask,
     RunTask,
     RunTasks,
@@ -339,18 +340,24 @@ class Slave:
             isolation_warning=self.isolation_warning,
         )
         ending = self.updates.ending()
+        # every executor, idle ones too: a new leader learns their room is used
+        executors = [
+            RunningExecutor(framework_id=e.framework_id, executor=e.info)
+            for e in self.executors.values()
+        ]
         message = (
             Reregister(
                 **common,
                 tasks=running,
                 ending=ending,
+                executors=executors,
                 owners=self.owners.report(
                     [t.framework_id for t in running]
                     + [t.framework_id for t in ending]
                     + [e.framework_id for e in self.executors.values()]
                 ),
             )
-            if running or ending
+            if running or ending or executors
             else Register(**common)
         )
         self.bus.post(self.to_master, message)

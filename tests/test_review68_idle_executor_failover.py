@@ -11,7 +11,9 @@ it is refused by the slave (TASK_ERROR, "needs ... but slave ... has only ... fr
 the executor's own framework, launching on its executor again, is charged its resources
 a second time.
 
-The slave's side is played as `Slave.announce` plays it: no task runs, so a Register.
+The slave's side is played as `Slave.announce` plays it: no task runs, its executor does,
+so a Reregister naming it (the rig sent a plain Register, as the slave did before the fix:
+the new leader can learn the executor only from the slave's word).
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from master.master import Master
 from protocol.wire.messages import (
     CommandInfo,
     ExecutorInfo,
-    Register,
+    Reregister,
+    RunningExecutor,
     TaskState,
 )
 from protocol.wire.resources import Resources
@@ -74,14 +77,16 @@ async def test_a_new_leader_offers_nothing_an_idle_executor_holds() -> None:
         registry = Registry(store)
         await registry.load()
         async with master_on(c, registry, "master-2") as second:
-            # the slave hears the new leader and announces itself: nothing runs, a Register
+            # the slave hears the new leader and announces itself: no task runs, its
+            # executor does (a Reregister naming it, as Slave.announce sends)
             await slave.bus.publish(
                 slave.to_master,
-                Register(
+                Reregister(
                     slave_id="s1",
                     hostname="s1.local",
                     resources=SLAVE,
                     incarnation=slave.bus.incarnation,
+                    executors=[RunningExecutor(framework_id=fw.framework_id, executor=executor)],
                 ),
             )
             await eventually(lambda: "s1" in second.books.slaves)
@@ -92,3 +97,8 @@ async def test_a_new_leader_offers_nothing_an_idle_executor_holds() -> None:
                 f"the new leader offers {offer.resources}: the whole slave, though executor "
                 f"e1 holds {EXEC} of it"
             )
+            # its framework back: the executor is its own again, charged once
+            fw_books = second.books.frameworks[fw.framework_id]
+            await eventually(lambda: ("s1", "e1") in fw_books.executors)
+            assert second.allocator.allocation(fw.framework_id).contains(EXEC)
+            assert not second.books.orphans
