@@ -85,6 +85,10 @@ class Dying:
             held.until = now + held.hold_for
         return held is not None
 
+    def on(self, slave_id: str) -> bool:
+        """Whether dying tasks hold anything on the slave (a drain waits for them)."""
+        return slave_id in self._slaves
+
     def values_on(self, slave_id: str) -> list[Discrete]:
         """The named values (ports) dying tasks still hold on the slave."""
         if slave_id not in self._slaves:

@@ -87,6 +87,9 @@ class Orphans:
     def has(self, framework_id: str, slave_id: str, task_id: str) -> bool:
         return (slave_id, task_id) in self._of.get(framework_id, {})
 
+    def get(self, framework_id: str, slave_id: str, task_id: str) -> Orphan | None:
+        return self._of.get(framework_id, {}).get((slave_id, task_id))
+
     def in_executor(self, framework_id: str, executor: tuple[str, str]) -> list[Orphan]:
         """The framework's orphans that run in that executor ((slave id, executor id))."""
         return [
