@@ -8,7 +8,9 @@ not (it is in `books.orphans`): the slave is DRAINED at once with the task runni
 it, no KillTask is sent, and a drain with `--mark-gone` removes the slave (gone for good)
 while its task still runs there -- an operator who stops the machine on DRAINED loses
 it. When the framework then subscribes and takes its task back, the slave is DRAINED
-and nothing kills it.
+and nothing kills it. The same for a torn-down framework's tasks still in their kill
+grace (held dying, out of `slave.tasks` too): DRAINED at once, their grace not cut to
+the drain's.
 """
 
 from __future__ import annotations
