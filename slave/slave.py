@@ -708,10 +708,14 @@ class Slave:
     async def _on_shutdown_framework(self, msg: ShutdownFramework, reply_to: str | None) -> None:
         """The framework is gone: kill its tasks and executors, and owe it nothing more."""
         keep_newest(self.shut_down_frameworks, msg.framework_id, SHUT_DOWN_KEPT)
-        self.log.info("framework.shutdown", framework_id=msg.framework_id)
+        self.log.info("framework.shutdown", framework_id=msg.framework_id, cap=msg.grace_cap)
+        cap = msg.grace_cap
+        if cap is not None:  # (a drain's: those of an earlier shutdown in their grace too)
+            self.kills.cut(msg.framework_id, cap)
         for key, record in list(self.tasks.items()):
             if key[0] == msg.framework_id:
-                self.kills.start(record, record.grace(self.config))  # each with its grace
+                grace = record.grace(self.config)  # each with its grace, at most the cap
+                self.kills.start(record, grace if cap is None else min(grace, cap))
                 await self._forget_async(key)
         for executor in list(self.executors.values()):  # (side by side, as the kills)
             if executor.framework_id == msg.framework_id and not executor.shutting_down:

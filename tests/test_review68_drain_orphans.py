@@ -15,7 +15,13 @@ the drain's.
 
 from __future__ import annotations
 
+import asyncio
+from types import SimpleNamespace
+from typing import Any
+
 from master.books import DRAINING
+from protocol import logs
+from protocol.transport.aio import within
 from protocol.wire.messages import (
     DrainSlave,
     KillTask,
@@ -28,6 +34,7 @@ from protocol.wire.messages import (
     Teardown,
 )
 from protocol.wire.resources import Resources
+from slave.kills import Kills
 
 from harness.helpers import Inbox, eventually, open_transport
 from harness.master import GB, Cluster, T
@@ -103,3 +110,35 @@ async def test_a_drain_waits_for_a_torn_down_frameworks_task_still_in_its_grace(
     master.drains.check()
     state = master.books.maintenance["s1"].drain
     assert state == DRAINING, f"the slave is {state} while torn-down task t1 is in its grace"
+    # and its grace cut to the drain's: the slave told so
+    cut = await slave.inbox.wait_for(ShutdownFramework, lambda m: m.grace_cap is not None)
+    assert cut.framework_id == fw.framework_id
+    assert cut.grace_cap == 1
+
+
+async def test_a_slave_cuts_the_grace_of_a_shut_down_frameworks_kills() -> None:
+    """The slave's side: a ShutdownFramework with a cap brings the SIGKILL of the
+    framework's tasks already in their grace forward (a runner's kill again, shorter)."""
+
+    class Runner:
+        def __init__(self) -> None:
+            self.graces: list[float] = []
+            self.sooner = asyncio.Event()
+
+        async def kill(self, grace: float, limit: Any = None) -> None:
+            self.graces.append(grace)
+            if len(self.graces) == 1:
+                await self.sooner.wait()  # (its grace, until a shorter kill ends it)
+            else:
+                self.sooner.set()
+
+    runner = Runner()
+    info = SimpleNamespace(task_id="t1")
+    record: Any = SimpleNamespace(framework_id="A", info=info, runner=runner)
+    kills = Kills(logs.get("test"))
+    kills.start(record, 60.0)
+    kills.cut("A", 1.0)
+    kills.cut("B", 1.0)  # (nothing of B's)
+    await within(kills.finish(), 5.0)
+    assert runner.graces == [60.0, 1.0]
+    assert not kills.of("A")

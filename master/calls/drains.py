@@ -8,11 +8,11 @@ REASON_SLAVE_DRAINING (TASK_GONE_BY_OPERATOR if the drain marks the slave gone a
 framework is partition-aware). The slave is DRAINED once it has no task left and its
 frameworks have acknowledged every update from it, and nothing else runs there: no
 orphan (a task of a framework not back yet, killed too) and no task of a removed
-framework in its kill grace (held as dying); then, if the drain said so, it is marked
-gone. Everything here is written to the registry before it is answered, so a new
-leader (and a slave that restarts, or comes back from out of touch) carries on: kills
-are sent again to a draining slave each time it (re-)registers, and to any task found on
-it that was not killed yet.
+framework in its kill grace (held as dying, its grace cut to the drain's); then, if the
+drain said so, it is marked gone. Everything here is written to the registry before it
+is answered, so a new leader (and a slave that restarts, or comes back from out of
+touch) carries on: kills are sent again to a draining slave each time it (re-)registers,
+and to any task found on it that was not killed yet.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from protocol.wire.messages import (
     KillTask,
     ReactivateSlave,
     Reason,
+    ShutdownFramework,
 )
 
 
@@ -172,6 +173,7 @@ class Drains:
                 continue
             self._kill_the_rest(slave, out)
             self._kill_orphans(slave, out)
+            self._cut_dying(slave, out)
             if not slave.tasks and not self._owed(slave_id) and not self._still_running(slave_id):
                 self._drained(slave, out)
 
@@ -220,6 +222,19 @@ class Drains:
                 "slave.drain_kill", slave_id=slave.slave_id, framework_id=key[0], task_id=key[1],
                 orphan=True,
             )  # fmt: skip
+
+    def _cut_dying(self, slave: Slave, out: Maintenance) -> None:
+        """A removed framework's tasks in their kill grace there: their grace cut to the
+        drain's (ShutdownFramework again, with the cap), as its own tasks' are."""
+        if out.max_grace_period is None:
+            return  # (each task's own grace: theirs already)
+        for framework_id in self.books.dying.on(slave.slave_id):
+            key = (framework_id, "")  # (the framework's shutdown, not one task's kill)
+            if key in out.killed:
+                continue
+            out.killed.add(key)
+            cut = ShutdownFramework(framework_id=framework_id, grace_cap=out.max_grace_period)
+            self.outbox.send_slave(slave.slave_id, cut)
 
     def _still_running(self, slave_id: str) -> bool:
         """Whether an orphan, or a removed framework's task in its kill grace, still runs

@@ -311,6 +311,8 @@ SLAVE_GONE = "slave-gone"
 
 class ShutdownFramework(Wire):
     framework_id: Id
+    # a drain's bound over its tasks' kill graces, those in their grace already too
+    grace_cap: float | None = Field(default=None, ge=0, le=MAX_KILL_GRACE)
 
 
 class FrameworkShutDown(Wire):
