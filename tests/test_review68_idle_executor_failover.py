@@ -20,6 +20,9 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 from master.ha.registry import MemoryStore, Registry
 from master.master import Master
@@ -31,6 +34,7 @@ from protocol.wire.messages import (
     TaskState,
 )
 from protocol.wire.resources import Resources
+from slave.slave import Slave, SlaveConfig
 
 from harness.helpers import eventually
 from harness.master import FAST, GB, Cluster, T
@@ -102,3 +106,36 @@ async def test_a_new_leader_offers_nothing_an_idle_executor_holds() -> None:
             await eventually(lambda: ("s1", "e1") in fw_books.executors)
             assert second.allocator.allocation(fw.framework_id).contains(EXEC)
             assert not second.books.orphans
+
+
+async def test_a_slave_announces_its_idle_executors(tmp_path: Path) -> None:
+    """The slave's side: `Slave.announce` names an executor it runs with no task (a
+    Reregister), and the master holds its room for the framework not here."""
+    async with contextlib.AsyncExitStack() as stack:
+        c = Cluster(stack)
+        await c.start_master()
+        bus = await stack.enter_async_context(
+            c.connect(name="s1", inbox=T.slave("slave", "s1"), will=None)
+        )
+        config = SlaveConfig(
+            slave_id="s1",
+            hostname="s1.local",
+            resources=SLAVE,
+            work_dir=tmp_path / "s1",
+            cluster=T.cluster,
+            simulated_tasks=True,
+        )
+        slave = Slave(bus, T, config)
+        await slave.start()
+        stack.push_async_callback(slave.stop)
+        await slave.registered.wait()
+        info = ExecutorInfo(executor_id="e1", command=CommandInfo(value="x"), resources=EXEC)
+        idle: Any = SimpleNamespace(framework_id="fw-away", info=info)
+        slave.executors[("fw-away", "e1")] = idle
+        try:
+            await slave.announce()
+            master = c.master
+            await eventually(lambda: bool(master.books.orphans.executors_on("s1")))
+            assert not master.allocator.free("s1").contains(SLAVE)
+        finally:
+            del slave.executors[("fw-away", "e1")]  # (not a process: nothing to stop)
