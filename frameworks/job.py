@@ -163,7 +163,7 @@ class JobScheduler(Scheduler):
                     task_id=task.task_id, state=TaskState.STAGING, slave_id=offer.slave_id
                 )
                 self.ended[task.task_id] = asyncio.Event()
-                on = f" (ports {task.discrete['ports']})" if task.discrete else ""
+                on = f" (ports {task.discrete.whoever('ports')})" if task.discrete else ""
                 self.echo(f"launched {task.task_id} on slave {offer.slave_id}{on}")
             self.changed.set()
         if not self.waiting or self.stopping:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from frameworks.errors import DriverError
 from protocol.wire.discrete import Discrete, Ranges
 from protocol.wire.messages import Offer
+from protocol.wire.reservations import base_of
 from protocol.wire.resources import PORTS
 
 
@@ -22,24 +23,38 @@ class NotEnoughPorts(DriverError):
 
 
 class OfferPorts:
-    """The ports of one offer, handed out lowest first, each once."""
+    """The ports of one offer, handed out lowest first, each once: those reserved for
+    the offer's role (`ports(svc)`, as the slave gives them to a task as any others)
+    before the unreserved ones, so a framework uses its role's first."""
 
     def __init__(self, offer: Offer) -> None:
-        value = offer.discrete.get(PORTS)
-        self.left: Ranges = value if isinstance(value, Ranges) else Ranges()
+        named = [k for k in offer.discrete if base_of(k) == PORTS]
+        # (reserved first, then `ports`; each key's ports stay under its key in a task)
+        self.left: dict[str, Ranges] = {
+            k: v
+            for k in sorted(named, key=lambda k: (k == PORTS, k))
+            if isinstance(v := offer.discrete.get(k), Ranges)
+        }
 
     @property
     def free(self) -> int:
         """How many ports are left to hand out."""
-        return self.left.size
+        return sum(r.size for r in self.left.values())
 
     def take(self, n: int) -> Discrete:
         """The lowest `n` ports left, as a task's `discrete` (NotEnoughPorts if fewer)."""
-        if n > self.left.size:
-            raise NotEnoughPorts(f"the offer has {self.left.size} ports left, not {n}")
-        taken = self.left.take(n)
-        self.left = self.left.subtract(taken)
-        return Discrete({PORTS: taken})
+        if n > self.free:
+            raise NotEnoughPorts(f"the offer has {self.free} ports left, not {n}")
+        taken: dict[str, Ranges] = {}
+        for key, left in self.left.items():
+            if n == 0:
+                break
+            some = left.take(min(n, left.size))
+            if some.size:
+                taken[key] = some
+                self.left[key] = left.subtract(some)
+                n -= some.size
+        return Discrete(taken)
 
 
 def take_ports(offer: Offer, n: int) -> Discrete:
@@ -48,8 +63,8 @@ def take_ports(offer: Offer, n: int) -> Discrete:
 
 
 def ports_of(task_discrete: Discrete) -> list[int]:
-    """A task's ports, lowest first."""
-    value = task_discrete.get(PORTS)
+    """A task's ports, whoever's (reserved or not), lowest first."""
+    value = task_discrete.whoever(PORTS)
     if not isinstance(value, Ranges):
         return []
     return [p for begin, end in value.spans for p in range(begin, end + 1)]

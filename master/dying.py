@@ -85,6 +85,13 @@ class Dying:
             held.until = now + held.hold_for
         return held is not None
 
+    def on(self, slave_id: str) -> list[str]:
+        """The frameworks whose dying tasks hold anything on the slave (a drain waits for
+        them, and cuts their grace)."""
+        if slave_id not in self._slaves:
+            return []
+        return [f for (s, f) in self._held if s == slave_id]
+
     def values_on(self, slave_id: str) -> list[Discrete]:
         """The named values (ports) dying tasks still hold on the slave."""
         if slave_id not in self._slaves:

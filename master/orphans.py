@@ -1,5 +1,6 @@
 """Orphans: tasks a re-registering slave runs for a framework the master does not have
-(yet), or for one the slave says is another principal's than the books do.
+(yet), or for one the slave says is another principal's than the books do; and idle
+executors (their tasks all ended, the executor running on) it names for such a framework.
 
 What they use is held by nobody (`Allocator.hold_unowned`) until their framework's
 principal subscribes and takes them (`Subscriptions._adopt_orphans`), an operator tears
@@ -15,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from protocol.wire.messages import TaskInfo, TaskState
+from protocol.wire.messages import ExecutorInfo, TaskInfo, TaskState
 from protocol.wire.resources import Resources
 
 # an orphan's principal when its slave could not prove the task was launched there: held,
@@ -42,22 +43,40 @@ class Orphan:
         return (self.slave_id, executor.executor_id) if executor is not None else None
 
 
+@dataclass(frozen=True, slots=True)
+class OrphanExecutor:
+    """An executor a slave runs with no task, for a framework the master does not have:
+    its resources held by nobody until the framework takes it, or it exits."""
+
+    framework_id: str
+    slave_id: str
+    executor: ExecutorInfo
+    principal: str | None = None  # its framework's, as its slave reports it
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """(slave id, executor id), as a framework's `executors` are keyed."""
+        return (self.slave_id, self.executor.executor_id)
+
+
 class Orphans:
     def __init__(self) -> None:
         self._of: dict[str, dict[Key, Orphan]] = {}  # framework id: (slave, task): its orphan
         self._on: dict[str, dict[Key, Orphan]] = {}  # slave id: (framework, task): its orphan
         self._since: dict[str, float] = {}  # framework id: when its first orphan came back
+        # framework id: (slave, executor id): its idle executor (a few: no index by slave)
+        self._executors: dict[str, dict[Key, OrphanExecutor]] = {}
 
     def __bool__(self) -> bool:
-        return bool(self._of)
+        return bool(self._of) or bool(self._executors)
 
     def __iter__(self) -> Iterator[Orphan]:
         for orphans in self._of.values():
             yield from orphans.values()
 
     def frameworks(self) -> list[str]:
-        """The framework ids that have orphans."""
-        return list(self._of)
+        """The framework ids that have orphans (tasks or idle executors)."""
+        return list(self._since)
 
     def of(self, framework_id: str) -> list[Orphan]:
         return list(self._of.get(framework_id, {}).values())
@@ -67,6 +86,9 @@ class Orphans:
 
     def has(self, framework_id: str, slave_id: str, task_id: str) -> bool:
         return (slave_id, task_id) in self._of.get(framework_id, {})
+
+    def get(self, framework_id: str, slave_id: str, task_id: str) -> Orphan | None:
+        return self._of.get(framework_id, {}).get((slave_id, task_id))
 
     def in_executor(self, framework_id: str, executor: tuple[str, str]) -> list[Orphan]:
         """The framework's orphans that run in that executor ((slave id, executor id))."""
@@ -78,11 +100,9 @@ class Orphans:
 
     def owners(self, framework_id: str) -> set[str]:
         """Whose the slaves say a framework's orphaned tasks are."""
-        return {
-            o.principal
-            for o in self._of.get(framework_id, {}).values()
-            if o.principal and o.principal != UNPROVEN
-        }
+        said = [o.principal for o in self._of.get(framework_id, {}).values()]
+        said += [e.principal for e in self._executors.get(framework_id, {}).values()]
+        return {p for p in said if p and p != UNPROVEN}
 
     def since(self, before: float) -> list[str]:
         """The frameworks whose first orphan (of those kept now) came back by `before`."""
@@ -98,7 +118,7 @@ class Orphans:
         del of[orphan.slave_id, orphan.task.task_id]
         if not of:
             del self._of[orphan.framework_id]
-            del self._since[orphan.framework_id]
+            self._forget(orphan.framework_id)
         on = self._on[orphan.slave_id]
         del on[orphan.framework_id, orphan.task.task_id]
         if not on:
@@ -121,3 +141,32 @@ class Orphans:
         """Its slave removed: its orphans go with it (the allocator drops the slave)."""
         for orphan in self.on(slave_id):
             self.remove(orphan)
+        for executor in self.executors_on(slave_id):
+            self.remove_executor(executor)
+
+    # -- idle executors ------------------------------------------------------------------
+    def add_executor(self, executor: OrphanExecutor, now: float) -> None:
+        self._since.setdefault(executor.framework_id, now)
+        self._executors.setdefault(executor.framework_id, {})[executor.key] = executor
+
+    def executor(self, framework_id: str, key: Key) -> OrphanExecutor | None:
+        """The framework's idle executor at (slave id, executor id), if one is kept."""
+        return self._executors.get(framework_id, {}).get(key)
+
+    def executors_of(self, framework_id: str) -> list[OrphanExecutor]:
+        return list(self._executors.get(framework_id, {}).values())
+
+    def executors_on(self, slave_id: str) -> list[OrphanExecutor]:
+        return [e for of in self._executors.values() for e in of.values() if e.slave_id == slave_id]
+
+    def remove_executor(self, executor: OrphanExecutor) -> None:
+        of = self._executors[executor.framework_id]
+        del of[executor.key]
+        if not of:
+            del self._executors[executor.framework_id]
+            self._forget(executor.framework_id)
+
+    def _forget(self, framework_id: str) -> None:
+        """Its first return forgotten once nothing of it is kept."""
+        if framework_id not in self._of and framework_id not in self._executors:
+            del self._since[framework_id]

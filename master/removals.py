@@ -225,8 +225,15 @@ class Removals:
         now, by_slave = loop_time(), dict[str, list[Orphan]]()
         for orphan in orphans:
             by_slave.setdefault(orphan.slave_id, []).append(orphan)
+        idle: dict[str, Resources] = {}  # (its idle executors' rooms, by slave)
+        for executor in self.books.orphans.executors_of(framework_id):
+            self.books.orphans.remove_executor(executor)
+            idle[executor.slave_id] = idle.get(executor.slave_id, Resources()) + (
+                executor.executor.resources
+            )
+            by_slave.setdefault(executor.slave_id, [])
         for slave_id, theirs in by_slave.items():
-            held = sum((o.held for o in theirs), Resources())
+            held = sum((o.held for o in theirs), idle.get(slave_id, Resources()))
             bound = Discrete.union(o.task.discrete for o in theirs if o.task.discrete)
             self.books.dying.add(slave_id, framework_id, {"": held}, now, bound)
             self.outbox.send_slave(slave_id, ShutdownFramework(framework_id=framework_id))

@@ -81,7 +81,10 @@ def identity_of(item: Mapping[str, Any], name: str) -> str:
     disk = item.get("disk")
     if isinstance(disk, Mapping) and isinstance(disk.get("persistence"), Mapping):
         vid = disk["persistence"].get("id")
-        path = (disk.get("volume") or {}).get("container_path")
+        info = disk.get("volume") or {}
+        if not isinstance(info, Mapping):
+            raise ReservationError(f"{name}: disk.volume is an object with a container_path")
+        path = info.get("container_path")
         if not isinstance(vid, str) or not isinstance(path, str):
             raise ReservationError(f"{name}: a volume needs persistence.id and container_path")
         volume = Volume(vid, path, shared=item.get("shared") is not None)
@@ -104,9 +107,12 @@ def _reservation_of(obj: object, name: str) -> Reservation:
     if principal is not None and not isinstance(principal, str):
         raise ReservationError(f"{name}: reservation.principal is text")
     labels_obj = obj.get("labels") or {}
+    listed = labels_obj.get("labels") or [] if isinstance(labels_obj, Mapping) else None
+    if not isinstance(listed, list):
+        raise ReservationError(f'{name}: reservation.labels is {{"labels": [{{key, value}}]}}')
     labels = tuple(
         (str(label.get("key", "")), str(label.get("value", "")))
-        for label in (labels_obj.get("labels") or [] if isinstance(labels_obj, Mapping) else [])
+        for label in listed
         if isinstance(label, Mapping)
     )
     if kind == STATIC:

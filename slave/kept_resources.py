@@ -4,7 +4,9 @@ the master told it of (CheckpointResources), in `work_dir/resources.json`.
 Its total is its --resources with those made of them again (`with_checkpointed`): a
 RESERVE of cpus:1 for team-a turns one of its unreserved cpus into `cpus(team-a,alice)`.
 What no longer fits the --resources (an operator gave it fewer) is dropped and logged,
-where Mesos would refuse to start.
+where Mesos would refuse to start; so is a count of a resource named by its values (ports:
+the master reserves none; a checkpoint from before it refused to has one), whose values
+would not follow it, leaving a total the slave's Register may not carry.
 
 A DESTROY is written here before its directory goes: a slave that died between the two
 finds at its start a volume directory its file no longer names, and removes it then (a
@@ -16,10 +18,11 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
-from protocol.wire.reservations import checkpointed, with_checkpointed
+from protocol.wire.reservations import base_of, checkpointed, with_checkpointed
 from protocol.wire.resources import ResourceError, Resources
 from slave import volumes
 
@@ -27,8 +30,12 @@ FILE = "resources.json"
 
 
 class KeptResources:
-    def __init__(self, work_dir: Path, configured: Resources, log: Any) -> None:
+    def __init__(
+        self, work_dir: Path, configured: Resources, log: Any, valued: Collection[str] = ()
+    ) -> None:
+        """`valued`: the base names of the resources named by their values (`ports`)."""
         self.work_dir = work_dir
+        self.valued = frozenset(valued)
         self.path = work_dir / FILE
         self.configured = configured
         self.log = log
@@ -76,7 +83,9 @@ class KeptResources:
             self.log.info("volumes.destroyed", volumes=gone)
 
     def _apply(self, kept: Resources) -> None:
-        total, dropped = with_checkpointed(self.configured.millis, kept.millis)
+        fits = {k: v for k, v in kept.millis.items() if base_of(k) not in self.valued}
+        total, dropped = with_checkpointed(self.configured.millis, fits)
+        dropped |= {k: v for k, v in kept.millis.items() if k not in fits}
         if dropped:
             self.log.error(
                 "resources.dropped", dropped=str(Resources.from_millis(dropped)),

@@ -22,6 +22,8 @@ class Kills:
         # each framework's kills and executor shutdowns in flight (a teardown waits for
         # them all, those begun before it too: a task killed, then its framework torn down)
         self._of: dict[str, set[asyncio.Task[None]]] = {}
+        # each framework's tasks in their kill grace, by their kill (a drain may cut it)
+        self._killing: dict[str, dict[asyncio.Task[None], TaskRecord]] = {}
 
     def start(self, record: TaskRecord, grace: float, limit: Limit | None = None) -> None:
         """Kill a task its runner runs (SIGTERM, `grace`, SIGKILL; `limit`: why, if not
@@ -29,7 +31,26 @@ class Kills:
         if record.runner is None:
             return  # (a custom executor's task: its executor kills it)
         ids = {"framework_id": record.framework_id, "task_id": record.info.task_id}
-        self._track(record.framework_id, record.runner.kill(grace, limit), f"kill-{ids}", ids)
+        kill = self._track(
+            record.framework_id, record.runner.kill(grace, limit), f"kill-{ids}", ids
+        )
+        killing = self._killing.setdefault(record.framework_id, {})
+        killing[kill] = record
+
+        def ended(done: asyncio.Task[None]) -> None:
+            killing.pop(done, None)
+            if not killing and self._killing.get(record.framework_id) is killing:
+                del self._killing[record.framework_id]
+
+        kill.add_done_callback(ended)
+
+    def cut(self, framework_id: str, grace: float) -> None:
+        """The framework's tasks in their kill grace get at most `grace` from now (a
+        drain's bound): each runner brings its SIGKILL forward, sending nothing again."""
+        for record in list(self._killing.get(framework_id, {}).values()):
+            if record.runner is not None:
+                ids = {"framework_id": framework_id, "task_id": record.info.task_id}
+                self._track(framework_id, record.runner.kill(grace), f"cut-{ids}", ids)
 
     def shut_down(self, framework_id: str, shutdown: Awaitable[None], name: str) -> None:
         """An executor's shutdown (its grace, its kill) beside the slave's other work."""
@@ -42,7 +63,7 @@ class Kills:
 
     def _track(
         self, framework_id: str, work: Awaitable[None], name: str, ids: dict[str, str]
-    ) -> None:
+    ) -> asyncio.Task[None]:
         task = asyncio.ensure_future(work)
         task.set_name(name)
         self._running.add(task)
@@ -57,6 +78,7 @@ class Kills:
             self._ended(done, ids)
 
         task.add_done_callback(ended)
+        return task
 
     def then(self, kills: list[asyncio.Task[None]], tell: Callable[[], None]) -> None:
         """Once `kills` have all ended, `tell` (stopped with the other kills)."""

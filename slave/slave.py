@@ -48,6 +48,7 @@ from protocol.wire.messages import (
     Register,
     Registered,
     Reregister,
+    RunningExecutor,
     RunningTask,
     RunTask,
     RunTasks,
@@ -58,7 +59,7 @@ from protocol.wire.messages import (
     TaskState,
     Wire,
 )
-from protocol.wire.reservations import is_shared, partial_volume, shared_keys
+from protocol.wire.reservations import base_of, is_shared, partial_volume, shared_keys
 from protocol.wire.resources import Resources
 from protocol.wire.slave import SLAVE_GONE
 from protocol.wire.topics import Topics, check_segment
@@ -119,7 +120,8 @@ class Slave:
         self.task_journal = self._journal("tasks.journal")
         self.owners = Owners(self._journal("owners.journal"))  # each framework's principal
         # its total: --resources, with the reservations and volumes it was told to keep
-        self.resources = KeptResources(config.work_dir, config.resources, self.log)
+        valued = {base_of(name) for name in config.discrete}  # (counts kept of none)
+        self.resources = KeptResources(config.work_dir, config.resources, self.log, valued)
         self.tasks: dict[tuple[str, str], TaskRecord] = {}
         # frameworks shut down here, the last SHUT_DOWN_KEPT (a tenant's churn of
         # frameworks must not grow the slave for its life), oldest first
@@ -338,18 +340,24 @@ class Slave:
             isolation_warning=self.isolation_warning,
         )
         ending = self.updates.ending()
+        # every executor, idle ones too: a new leader learns their room is used
+        executors = [
+            RunningExecutor(framework_id=e.framework_id, executor=e.info)
+            for e in self.executors.values()
+        ]
         message = (
             Reregister(
                 **common,
                 tasks=running,
                 ending=ending,
+                executors=executors,
                 owners=self.owners.report(
                     [t.framework_id for t in running]
                     + [t.framework_id for t in ending]
                     + [e.framework_id for e in self.executors.values()]
                 ),
             )
-            if running or ending
+            if running or ending or executors
             else Register(**common)
         )
         self.bus.post(self.to_master, message)
@@ -700,10 +708,14 @@ class Slave:
     async def _on_shutdown_framework(self, msg: ShutdownFramework, reply_to: str | None) -> None:
         """The framework is gone: kill its tasks and executors, and owe it nothing more."""
         keep_newest(self.shut_down_frameworks, msg.framework_id, SHUT_DOWN_KEPT)
-        self.log.info("framework.shutdown", framework_id=msg.framework_id)
+        self.log.info("framework.shutdown", framework_id=msg.framework_id, cap=msg.grace_cap)
+        cap = msg.grace_cap
+        if cap is not None:  # (a drain's: those of an earlier shutdown in their grace too)
+            self.kills.cut(msg.framework_id, cap)
         for key, record in list(self.tasks.items()):
             if key[0] == msg.framework_id:
-                self.kills.start(record, record.grace(self.config))  # each with its grace
+                grace = record.grace(self.config)  # each with its grace, at most the cap
+                self.kills.start(record, grace if cap is None else min(grace, cap))
                 await self._forget_async(key)
         for executor in list(self.executors.values()):  # (side by side, as the kills)
             if executor.framework_id == msg.framework_id and not executor.shutting_down:

@@ -6,11 +6,13 @@ run on. A draining one is deactivated too, and each of its tasks is killed with 
 grace, at most the drain's `max_grace_period`: its framework hears TASK_KILLED with
 REASON_SLAVE_DRAINING (TASK_GONE_BY_OPERATOR if the drain marks the slave gone and the
 framework is partition-aware). The slave is DRAINED once it has no task left and its
-frameworks have acknowledged every update from it; then, if the drain said so, it is
-marked gone. Everything here is written to the registry before it is answered, so a new
-leader (and a slave that restarts, or comes back from out of touch) carries on: kills
-are sent again to a draining slave each time it (re-)registers, and to any task found on
-it that was not killed yet.
+frameworks have acknowledged every update from it, and nothing else runs there: no
+orphan (a task of a framework not back yet, killed too) and no task of a removed
+framework in its kill grace (held as dying, its grace cut to the drain's); then, if the
+drain said so, it is marked gone. Everything here is written to the registry before it
+is answered, so a new leader (and a slave that restarts, or comes back from out of
+touch) carries on: kills are sent again to a draining slave each time it (re-)registers,
+and to any task found on it that was not killed yet.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from protocol.wire.messages import (
     KillTask,
     ReactivateSlave,
     Reason,
+    ShutdownFramework,
 )
 
 
@@ -169,7 +172,9 @@ class Drains:
             if out.drain != DRAINING or slave is None or not slave.connected:
                 continue
             self._kill_the_rest(slave, out)
-            if not slave.tasks and not self._owed(slave_id):
+            self._kill_orphans(slave, out)
+            self._cut_dying(slave, out)
+            if not slave.tasks and not self._owed(slave_id) and not self._still_running(slave_id):
                 self._drained(slave, out)
 
     def _kill_the_rest(self, slave: Slave, out: Maintenance) -> None:
@@ -195,6 +200,48 @@ class Drains:
             self.log.info(
                 "slave.drain_kill", slave_id=slave.slave_id, framework_id=key[0], task_id=key[1]
             )
+
+    def _kill_orphans(self, slave: Slave, out: Maintenance) -> None:
+        """Tasks kept for a framework not back yet (out of `slave.tasks`): killed as the
+        others (TASK_KILLED: whether their framework is partition-aware is not known)."""
+        for orphan in self.books.orphans.on(slave.slave_id):
+            key = (orphan.framework_id, orphan.task.task_id)
+            if key in out.killed or orphan.state.terminal:
+                continue
+            out.killed.add(key)
+            self.outbox.send_slave(
+                slave.slave_id,
+                KillTask(
+                    framework_id=orphan.framework_id,
+                    task_id=orphan.task.task_id,
+                    reason=Reason.SLAVE_DRAINING,
+                    grace_cap=out.max_grace_period,
+                ),
+            )
+            self.log.info(
+                "slave.drain_kill", slave_id=slave.slave_id, framework_id=key[0], task_id=key[1],
+                orphan=True,
+            )  # fmt: skip
+
+    def _cut_dying(self, slave: Slave, out: Maintenance) -> None:
+        """A removed framework's tasks in their kill grace there: their grace cut to the
+        drain's (ShutdownFramework again, with the cap), as its own tasks' are."""
+        if out.max_grace_period is None:
+            return  # (each task's own grace: theirs already)
+        for framework_id in self.books.dying.on(slave.slave_id):
+            key = (framework_id, "")  # (the framework's shutdown, not one task's kill)
+            if key in out.killed:
+                continue
+            out.killed.add(key)
+            cut = ShutdownFramework(framework_id=framework_id, grace_cap=out.max_grace_period)
+            self.outbox.send_slave(slave.slave_id, cut)
+
+    def _still_running(self, slave_id: str) -> bool:
+        """Whether an orphan, or a removed framework's task in its kill grace, still runs
+        on the slave (neither is in `slave.tasks`)."""
+        if self.books.dying.on(slave_id):
+            return True
+        return any(not o.state.terminal for o in self.books.orphans.on(slave_id))
 
     def _owed(self, slave_id: str) -> bool:
         """Whether a framework has still to acknowledge an update from this slave."""

@@ -59,6 +59,21 @@ def grant_problem(
     return None
 
 
+def reserver_problem(principal: str, kind: str, converted: Millis) -> str | None:
+    """Why a RESERVE names another principal than its caller's (None if it names none
+    but the caller's): a reservation says who made it, and its maker may unreserve it, so
+    an operator's in a tenant's name would hand that tenant what the operator keeps. As
+    Mesos's `validate(Reserve)`; a caller with no principal (no authentication) is not
+    checked, as there."""
+    if kind != RESERVE or not principal:
+        return None
+    for key in converted:
+        named = parse_key(key).reservations[-1].principal
+        if named != principal:
+            return f"{key}: reserved in another principal's name than {principal!r}"
+    return None
+
+
 def framework_problem(
     fw: Framework, role: str, kind: str, consumed: Millis, converted: Millis
 ) -> str | None:

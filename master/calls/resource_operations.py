@@ -16,13 +16,13 @@ a master that fails over learns it again when the slave re-registers.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from master.allocation.allocator import Allocator, AllocatorError
 from master.authz import Caller
 from master.books import Books, Framework
-from master.calls.operation_acls import May, framework_problem, grant_problem
+from master.calls.operation_acls import May, framework_problem, grant_problem, reserver_problem
 from master.offers import OfferBook
 from master.outbox import Outbox
 from protocol.wire.messages import OfferOperation, OperateResources
@@ -66,8 +66,11 @@ def claimed(kind: str, keys: Millis, principal: str) -> Millis:
 
 # how many resources of their own (each reservation and volume is one) a slave may hold:
 # every round, offer and checkpoint of it carries each; a tenant's 20,000 tiny volumes
-# in one Accept stalled the master for every tenant (Mesos sets no bound; none needs this)
-MAX_SLAVE_KEYS = 1024
+# in one Accept stalled the master for every tenant (Mesos sets no bound; none needs this).
+# Each top-level role (a tenant: its sub-roles' are its own) has a bound of its own, so
+# that one tenant's 1,020 volumes leave the others room, and the slave one for them all.
+MAX_ROLE_KEYS = 1024
+MAX_SLAVE_KEYS = 4096
 
 
 class ResourceOperations:
@@ -132,9 +135,11 @@ class ResourceOperations:
 
     def by_operator(self, slave_id: str, op: OfferOperation, principal: str) -> None:
         """An operator's operation on a slave's free resources (for any role its grants
-        allow: the caller is an operator principal); OperationError if it may not be."""
+        allow: the caller is an operator principal; a RESERVE in its own name only);
+        OperationError if it may not be."""
         consumed, converted = self._conversion(op, principal)
-        problem = grant_problem(self.may, principal, op.type, consumed, converted)
+        problem = reserver_problem(principal, op.type, converted)
+        problem = problem or grant_problem(self.may, principal, op.type, consumed, converted)
         problem = problem or self._slave_problem(slave_id, op.type, converted, consumed)
         if problem:
             raise OperationError(problem)
@@ -186,7 +191,9 @@ class ResourceOperations:
         slave = self.books.slaves.get(slave_id)
         if slave is None:
             return f"unknown slave {slave_id}"
-        valued = sorted({base_of(k) for k in (*consumed, *converted)} & set(slave.discrete.by_name))
+        # (by base name: the slave's values are keyed as given, `ports(svc)` when reserved)
+        by_values = {base_of(k) for k in slave.discrete.by_name}
+        valued = sorted({base_of(k) for k in (*consumed, *converted)} & by_values)
         if valued and kind in (RESERVE, UNRESERVE):
             # (its count would move and its values stay behind, named by nobody's count)
             return (
@@ -194,12 +201,9 @@ class ResourceOperations:
                 "sets) are reserved in the slave's --resources only, e.g. "
                 f"{valued[0]}(ROLE):[8000-8010]"
             )
-        keys = len(slave.total.millis.keys() | converted.keys())
-        if keys > MAX_SLAVE_KEYS and keys > len(slave.total.millis):
-            return (
-                f"slave {slave_id} would hold {keys} resources of their own (reservations, "
-                f"volumes): at most {MAX_SLAVE_KEYS}"
-            )
+        problem = _over_budget(slave_id, slave.total.millis, converted)
+        if problem:
+            return problem
         if kind == CREATE:
             # an id is one of a kind within its role on a slave, as in Mesos: a volume's
             # directory is its role's and its id's (another role's ids are no concern)
@@ -239,6 +243,32 @@ class ResourceOperations:
             converted=str(made), **who,
         )  # fmt: skip
         self.outbox.emit(kind.lower(), slave_id=slave_id, resources=made, **_framework(who))
+
+
+def _over_budget(slave_id: str, total: Mapping[str, int], converted: Millis) -> str | None:
+    """Why the resources `converted` would put the slave, or a tenant on it, over its
+    bound of resources of their own (None if they would not; one already over it may
+    still make fewer, a DESTROY or an UNRESERVE)."""
+    keys = total.keys() | converted.keys()
+    if len(keys) > MAX_SLAVE_KEYS and len(keys) > len(total):
+        return (
+            f"slave {slave_id} would hold {len(keys)} resources of their own (reservations, "
+            f"volumes): at most {MAX_SLAVE_KEYS}"
+        )
+    for tenant in sorted({_tenant(k) for k in converted.keys() - total.keys()}):
+        has = sum(1 for k in keys if _tenant(k) == tenant)
+        if has > MAX_ROLE_KEYS and has > sum(1 for k in total if _tenant(k) == tenant):
+            return (
+                f"role {tenant} would hold {has} resources of its own on slave {slave_id} "
+                f"(reservations, volumes; its sub-roles' with its own): at most {MAX_ROLE_KEYS}"
+            )
+    return None
+
+
+def _tenant(key: str) -> str:
+    """The top-level role a resource is reserved for ("*": unreserved)."""
+    role = parse_key(key).role
+    return role.split("/", 1)[0] if role else "*"
 
 
 def _framework(who: dict[str, str]) -> dict[str, str]:

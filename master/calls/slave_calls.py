@@ -18,7 +18,7 @@ from master.framework_ids import FrameworkIds
 from master.ha.recorder import Recorder
 from master.heartbeats import take_heartbeats
 from master.listeners import Listeners
-from master.orphans import UNPROVEN, Orphan
+from master.orphans import UNPROVEN, Orphan, OrphanExecutor
 from master.outbox import Outbox
 from master.removals import Removals
 from master.task_usage import summed, used_between
@@ -43,6 +43,7 @@ from protocol.wire.messages import (
     Register,
     Registered,
     Reregister,
+    RunningExecutor,
     RunningTask,
     ShutdownFramework,
     StatusUpdate,
@@ -144,6 +145,7 @@ class SlaveCalls:
             msg.owners,
             warning=msg.isolation_warning,
             discrete=msg.discrete,
+            executors=msg.executors,
         )
 
     async def _admit_slave(
@@ -160,11 +162,12 @@ class SlaveCalls:
         *,
         warning: str = "",
         discrete: Discrete = EMPTY,
+        executors: list[RunningExecutor] | None = None,
     ) -> None:
         """`ending`: (framework, task) that ended there, their last update on its way;
         `owners`: each framework's principal, as the slave checkpointed it; `warning`:
         what it says it does not enforce between tenants; `discrete`: its ranges' and
-        sets' values (ports)."""
+        sets' values (ports); `executors`: the custom executors it runs, idle ones too."""
         try:
             check_segment(slave_id, "slave_id")
         except ValueError as e:
@@ -184,9 +187,10 @@ class SlaveCalls:
         if slave_id in self.books.gone_slaves:
             self.partitions.refuse_gone_slave(slave_id, running, caller)
             return
-        used = sum((r.task.resources for r in running), Resources()) + sum(
-            executors_of(running).values(), Resources()
-        )
+        idle = idle_executors(running, executors or [])
+        users = [r.task.resources for r in running] + list(executors_of(running).values())
+        users += [e.executor.resources for e in idle]
+        used = sum(users, Resources())
         if not total.contains(Resources.from_millis(shared_once(used.millis, total.millis))):
             self.outbox.refuse(
                 caller,
@@ -196,7 +200,6 @@ class SlaveCalls:
                 slave_id=slave_id,
             )
             return
-        users = [r.task.resources for r in running] + list(executors_of(running).values())
         if key := next(filter(None, (partial_copy(u.millis, total.millis) for u in users)), None):
             self.outbox.refuse(  # (checked before anything is recorded)
                 caller,
@@ -223,7 +226,7 @@ class SlaveCalls:
             )
             return
         admitted = (slave_id, hostname, total, attributes, incarnation, running, caller)
-        later = (ending, owners or {}, warning, discrete)
+        later = (ending, owners or {}, warning, discrete, idle)
         if self.recorder.slave_known(slave_id, caller.principal, hostname):
             self._admitted(*admitted, *later)  # (a re-registration: nothing to write)
             return
@@ -232,7 +235,7 @@ class SlaveCalls:
         # quarter more Registers than slaves, each another write of its bucket)
         same = (caller.principal, hostname, incarnation, total, attributes, discrete, warning,
                 ending, owners)  # fmt: skip
-        if not running and self._writing.get(slave_id) == same:
+        if not running and not idle and self._writing.get(slave_id) == same:
             self.churn.retries_absorbed += 1
             return
         # A new slave is written to the registry before it is told Registered; the calls
@@ -265,6 +268,7 @@ class SlaveCalls:
         owners: dict[str, str],
         warning: str,
         discrete: Discrete,
+        idle: list[RunningExecutor],
     ) -> None:
         """The slave's record is durable: into the books, and told it is registered."""
         if slave_id in self.books.gone_slaves:  # marked gone while its record was written
@@ -318,8 +322,12 @@ class SlaveCalls:
             self.books.slave_ending(slave_id, ending)
         if self.books.orphans.on(slave_id):
             self._orphans_not_named(slave_id, running)
+        if self.books.orphans.executors_on(slave_id):
+            self._idle_executors_not_named(slave_id, idle)
         if running or slave.tasks:
             self._reconcile_slave(slave, running, ending or set(), owners)
+        if idle:
+            self._idle_executors_back(slave, idle, owners)
         if slave.total != total or slave.discrete != discrete:
             self._total_from(slave, total, discrete)
         back = {(r.framework_id, r.task.task_id) for r in running} | (ending or set())
@@ -521,6 +529,43 @@ class SlaveCalls:
         if gone:
             self.log.info("slave.orphans_gone", slave_id=slave_id, tasks=len(gone))
 
+    def _idle_executors_back(
+        self, slave: Slave, idle: list[RunningExecutor], owners: dict[str, str]
+    ) -> None:
+        """Executors a (re-)registering slave runs with no task (Mesos's agent names them
+        in `executor_infos`): their room is used. Booked to their framework as at their
+        first task's launch, or held by nobody until it comes (a new leader's case)."""
+        sid = slave.slave_id
+        for e in idle:
+            key = (sid, e.executor.executor_id)
+            fw = self.books.frameworks.get(e.framework_id)
+            said = owners.get(e.framework_id)  # whose the slave says it is
+            if fw is not None and said in (None, fw.principal):
+                if key not in fw.executors:
+                    role = fw.all_roles()[0] if fw.roles is not None else None
+                    fw.executors[key] = e.executor.resources
+                    if role is not None:
+                        fw.executor_roles[key] = role
+                    fw.slaves_used.add(sid)
+                    self.allocator.allocate_existing(
+                        fw.framework_id, sid, e.executor.resources, role
+                    )
+            elif e.framework_id in self.books.removed:  # (torn down while it was away)
+                self.outbox.send_slave(sid, ShutdownFramework(framework_id=e.framework_id))
+            elif self.books.orphans.executor(e.framework_id, key) is None:
+                orphan = OrphanExecutor(e.framework_id, sid, e.executor, said)
+                self.books.orphans.add_executor(orphan, loop_time())
+                self.allocator.hold_unowned(sid, e.executor.resources)
+
+    def _idle_executors_not_named(self, slave_id: str, idle: list[RunningExecutor]) -> None:
+        """Idle executors held for a framework not here that the slave no longer names
+        (they exited meanwhile): what they held is free again."""
+        named = {(e.framework_id, (slave_id, e.executor.executor_id)) for e in idle}
+        for orphan in self.books.orphans.executors_on(slave_id):
+            if (orphan.framework_id, orphan.key) not in named:
+                self.books.orphans.remove_executor(orphan)
+                self.allocator.release_unowned(slave_id, orphan.executor.resources)
+
     def _orphan(self, slave_id: str, r: RunningTask, principal: str | None) -> None:
         """A task kept for a framework not here (or not the one the slave names): its
         resources held, by nobody, until that framework's principal subscribes."""
@@ -625,6 +670,14 @@ class SlaveCalls:
             self.log.info("usage.unknown_tasks", slave_id=msg.slave_id, count=strangers)
 
     async def on_executor_exited(self, msg: ExecutorExited, caller: Caller) -> None:
+        key = (msg.slave_id, msg.executor_id)
+        orphan = self.books.orphans.executor(msg.framework_id, key)
+        mine = orphan is not None and self._slave_of(msg.slave_id, caller, "ExecutorExited")
+        if orphan is not None and mine is not None:
+            self.books.orphans.remove_executor(orphan)  # (held for a framework not here)
+            self.allocator.release_unowned(msg.slave_id, orphan.executor.resources)
+            self.request_round()
+            return
         fw = self._framework_on_slave(msg.framework_id, msg.slave_id, caller, "ExecutorExited")
         self.log.info(
             "executor.exited",
@@ -683,6 +736,19 @@ def executors_of(running: list[RunningTask]) -> dict[tuple[str, str], Resources]
                 (r.framework_id, r.task.executor.executor_id), r.task.executor.resources
             )
     return found
+
+
+def idle_executors(
+    running: list[RunningTask], executors: list[RunningExecutor]
+) -> list[RunningExecutor]:
+    """The executors a slave names that none of its running tasks shows, each once."""
+    shown = set(executors_of(running))
+    idle: dict[tuple[str, str], RunningExecutor] = {}
+    for e in executors:
+        key = (e.framework_id, e.executor.executor_id)
+        if key not in shown:
+            idle.setdefault(key, e)
+    return list(idle.values())
 
 
 def executor_key(task: TaskInfo, slave_id: str) -> tuple[str, str] | None:

@@ -14,6 +14,7 @@ So the master:
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from master.authz import Caller
@@ -33,7 +34,10 @@ class StatusUpdates:
         fw = self.books.frameworks.get(msg.framework_id)
         if fw is None:
             # Not acknowledged: the slave keeps re-sending until the framework is back
-            # (or is shut down there).
+            # (or is shut down there). An orphan's end is kept (a drain waits for it).
+            orphan = self.books.orphans.get(msg.framework_id, msg.slave_id, status.task_id)
+            if orphan is not None and status.state.terminal and not orphan.state.terminal:
+                self.books.orphans.replace(orphan, replace(orphan, state=status.state))
             self.log.info(
                 "status.framework_unknown",
                 framework_id=msg.framework_id,

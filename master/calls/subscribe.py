@@ -316,8 +316,8 @@ class Subscriptions:
         )
 
     def _adopt_orphans(self, fw: Framework) -> None:
-        """Its tasks that slaves brought back before it did; those a slave says are another
-        principal's stay orphans (SlaveCalls._reconcile_slave keeps them)."""
+        """Its tasks, and idle executors, that slaves brought back before it did; those a
+        slave says are another principal's stay orphans (SlaveCalls keeps them)."""
         for orphan in self.books.orphans.of(fw.framework_id):
             slave = self.books.slaves.get(orphan.slave_id)
             if orphan.principal not in (None, fw.principal) or slave is None:
@@ -336,3 +336,13 @@ class Subscriptions:
                 if role is not None:
                     fw.executor_roles.setdefault(key, role)
             self.outbox.task_changed(task)
+        for idle in self.books.orphans.executors_of(fw.framework_id):
+            if idle.principal not in (None, fw.principal) or idle.slave_id not in self.books.slaves:
+                continue  # (another principal's, by its slave's word)
+            self.books.orphans.remove_executor(idle)
+            role = fw.all_roles()[0] if fw.roles is not None else None
+            self.allocator.adopt(fw.framework_id, idle.slave_id, idle.executor.resources, role)
+            fw.slaves_used.add(idle.slave_id)
+            fw.executors.setdefault(idle.key, idle.executor.resources)
+            if role is not None:
+                fw.executor_roles.setdefault(idle.key, role)

@@ -223,6 +223,10 @@ class OperatorApi:
             raise CallError(400, str(e)) from None
         except ValidationError as e:
             raise CallError(400, describe_validation(e)) from None
+        except (TypeError, AttributeError, OverflowError, RecursionError) as e:
+            # a field of the wrong JSON type the reading missed: a bad call, as the
+            # scheduler API's ACCEPT answers the same resources (its `_read`)
+            raise CallError(400, f"{field}: a field has the wrong type ({e})") from None
         await self.master.call(msg, caller)
 
     async def _update_weights(self, call: dict[str, Any], caller: Caller) -> None:

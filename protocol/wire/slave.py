@@ -17,6 +17,7 @@ from protocol.wire.discrete import Discrete, with_counts
 from protocol.wire.resources import ResourceError, Resources
 from protocol.wire.values import (
     MAX_KILL_GRACE,
+    ExecutorInfo,
     Id,
     KillPolicy,
     Reason,
@@ -57,6 +58,14 @@ class EndingTask(Wire):
 
     framework_id: Id
     task_id: Id
+
+
+class RunningExecutor(Wire):
+    """A custom executor the slave runs, tasks or none (Mesos's `executor_infos` of a
+    re-registration): one whose tasks all ended runs on, its resources still used."""
+
+    framework_id: Id
+    executor: ExecutorInfo
 
 
 def counted(resources: Resources, discrete: Discrete) -> Resources:
@@ -111,6 +120,7 @@ class Reregister(Wire):
     isolation_warning: IsolationWarning = ""
     tasks: list[RunningTask] = Field(default_factory=list)
     ending: list[EndingTask] = Field(default_factory=list)
+    executors: list[RunningExecutor] = Field(default_factory=list)  # (idle ones too)
     # each framework's principal, as the master named it in the launch (checkpointed with
     # its tasks): a master that did not know the framework (restarted without its registry)
     # lets only that principal claim its id and its orphaned tasks, as Mesos learns an
@@ -301,6 +311,8 @@ SLAVE_GONE = "slave-gone"
 
 class ShutdownFramework(Wire):
     framework_id: Id
+    # a drain's bound over its tasks' kill graces, those in their grace already too
+    grace_cap: float | None = Field(default=None, ge=0, le=MAX_KILL_GRACE)
 
 
 class FrameworkShutDown(Wire):
