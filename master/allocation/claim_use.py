@@ -203,9 +203,14 @@ class ClaimUse:
             unused = self._unused[claim.tenant] = self._unused.get(claim.tenant, 0) + 1
             self._waits[claim.tenant] = now + min(LONGEST_WAIT, FIRST_WAIT * 2 ** (unused - 1))
 
-    def settled(self, claimant: str, now: float) -> bool:
-        """Neither a claim of its still to be judged nor a wait for leaving one unused."""
-        return claimant not in self._claims and not self.waiting(claimant, now)
+    def settled(self, claimant: str, now: float, tenant: str = "") -> bool:
+        """Neither a claim of its still to be judged nor a wait of its tenant's (`tenant`,
+        else the one its claims named) for leaving one unused."""
+        if claimant in self._claims:
+            return False
+        key = tenant or self._tenants.get(claimant, claimant)
+        wait_until = self._waits.get(key)
+        return wait_until is None or now >= wait_until
 
     def waiting(self, claimant: str, now: float) -> float:
         """Seconds it (its tenant) still waits for leaving claims unused (0: none)."""

@@ -490,6 +490,7 @@ class Preemption:
         self.doomed: dict[tuple[str, str], Doomed] = {}  # (framework, task)
         self.claim_use = ClaimUse()  # whether claimants use what is freed for them
         self.stats = PreemptionStats()
+        self.tenants: dict[str, str] = {}  # each contender's tenant, as the last check saw
 
     def check(
         self,
@@ -507,6 +508,7 @@ class Preemption:
         used the room its last claim freed: `claim_use`). The claims are recorded as
         doomed tasks; the caller warns, holds the room for each claimant until
         `hold_until` (None: no hold), and kills."""
+        self.tenants = {c.framework_id: c.tenant for c in contenders if c.tenant}
         self.update_fair(policy, cluster.total, contenders, pool_weights)
         cluster.fair = dict(self.fair)
         cluster.fair_held = {

@@ -248,7 +248,7 @@ class OfferCycle:
         # (one whose claim is yet to be judged, or that waits for leaving one unused, takes
         # nothing back either)
         if not any(
-            now - since >= timeout and p.claim_use.settled(who, now)
+            now - since >= timeout and p.claim_use.settled(who, now, p.tenants.get(who, ""))
             for who, since in p.starving_since.items()
         ):
             return {}
