@@ -491,6 +491,7 @@ class Preemption:
         self.claim_use = ClaimUse()  # whether claimants use what is freed for them
         self.stats = PreemptionStats()
         self.tenants: dict[str, str] = {}  # each contender's tenant, as the last check saw
+        self.wanted: dict[str, tuple[str, list[Millis]]] = {}  # and its role and shapes
 
     def check(
         self,
@@ -509,6 +510,7 @@ class Preemption:
         doomed tasks; the caller warns, holds the room for each claimant until
         `hold_until` (None: no hold), and kills."""
         self.tenants = {c.framework_id: c.tenant for c in contenders if c.tenant}
+        self.wanted = {c.framework_id: (c.role, c.shapes()) for c in contenders}
         self.update_fair(policy, cluster.total, contenders, pool_weights)
         cluster.fair = dict(self.fair)
         cluster.fair_held = {

@@ -9,13 +9,20 @@ puts them on its event heap. The same books give the same decisions in both.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from master.allocation.allocator import Allocator
 from master.allocation.collector import PausedCollector
 from master.allocation.ledger import Allocation, Answer, AtOnce
-from master.allocation.preemption import Contender, Preemption, PreemptionConfig
+from master.allocation.preemption import (
+    Contender,
+    Preemption,
+    PreemptionConfig,
+    fits,
+    room_for,
+)
+from master.allocation.sorter import Millis
 from master.cycle import offer_bound, why
 from master.cycle.claims import contender, hold_claim, hold_until, planning_cluster
 from master.cycle.offer_log import Offered, OfferLog
@@ -210,14 +217,16 @@ class OfferCycle:
         order with its share at 0, and a framework that never answers (hung, or hostile)
         kept every free resource from the others."""
         timeout = self.config.offer_timeout
-        hoarding = self._over_fair_share_while_starving(now)
+        hoarding, starving = self._over_fair_share_while_starving(now)
         if not timeout and not hoarding:
             return []
         out: list[TimedOut] = []
         for offer in list(self.state.outstanding()):
             age = now - offer.created_at
             if not (timeout and age > timeout) and not (
-                offer.framework_id in hoarding and age > hoarding[offer.framework_id]
+                offer.framework_id in hoarding
+                and age > hoarding[offer.framework_id]
+                and _of_use(offer.resources.millis, starving)
             ):
                 continue
             fid = offer.framework_id
@@ -234,29 +243,39 @@ class OfferCycle:
             out.append(TimedOut(offer.offer_id, fid, offer.slave_id, offer.resources, refuse))
         return out
 
-    def _over_fair_share_while_starving(self, now: float) -> dict[str, float]:
+    def _over_fair_share_while_starving(
+        self, now: float
+    ) -> tuple[dict[str, float], list[tuple[str, list[Millis]]]]:
         """With preemption on and a framework (or a role short of its guarantee) starved
         past its timeout, the frameworks over their fair shares: their offers outstanding
         longer than that timeout are taken back as timed out. Preemption ends tasks, and a
         framework that sat on offers unanswered (no --offer-timeout, Mesos's default)
         kept a starving one at nothing with no task to end (review 69). By framework: how
-        old its offers must be."""
+        old its offers must be; and the starving, each its role and task shapes: an offer
+        none of them could run a task in is left alone (review 70: another's offer of its
+        own reservation, or room too small for the starving one's tasks, was taken back
+        for nothing)."""
         p = self.preemption
         timeout = p.config.timeout
         if timeout is None or not p.starving_since:
-            return {}
+            return {}, []
         # (one whose claim is yet to be judged, or that waits for leaving one unused, takes
         # nothing back either)
-        if not any(
-            now - since >= timeout and p.claim_use.settled(who, now, p.tenants.get(who, ""))
+        starving = [
+            p.wanted[who]
             for who, since in p.starving_since.items()
-        ):
-            return {}
+            if now - since >= timeout
+            and who in p.wanted
+            and p.claim_use.settled(who, now, p.tenants.get(who, ""))
+        ]
+        if not starving:
+            return {}, []
         a = self.allocator
         known = [
             (fid, fair) for fid, fair in p.fair.items() if a.clients.first(fid) in a.frameworks
         ]
-        return {fid: timeout for fid, fair in known if a.dominant_share(fid) > fair + 1e-9}
+        over = {fid: timeout for fid, fair in known if a.dominant_share(fid) > fair + 1e-9}
+        return over, starving
 
     # -- preemption ----------------------------------------------------------------------------
     @property
@@ -391,3 +410,11 @@ class OfferCycle:
         self.preemption.forget(framework_id, now)
         self._timed_out.pop(framework_id, None)
         self._smallest.pop(framework_id, None)
+
+
+def _of_use(offered: Mapping[str, int], starving: list[tuple[str, list[Millis]]]) -> bool:
+    """Whether one of the starving could run a task of its in the offer (what of it its
+    role may use)."""
+    return any(
+        fits(shape, room_for(offered, role)) for role, shapes in starving for shape in shapes
+    )
