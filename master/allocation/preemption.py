@@ -647,10 +647,12 @@ class Preemption:
             why = f"guarantee of role {role}"
             # what the role holds but the claimant's own, and what is reserved for it and
             # idle: as the claim counted it (an idle reservation meets a guarantee)
+            # -- on the books as planning has them now: another member's claim planned
+            # in this check counts (review 70: two members each took the whole gap)
             others = _sum(
                 [
                     *(
-                        _held_under(o, role, tree) or {}
+                        _now_under(o, role, tree, cluster)
                         for o in contenders
                         if o.framework_id != c.framework_id
                     ),
@@ -660,11 +662,15 @@ class Preemption:
 
             # (a multi-role claimant's: what it holds in the role, and what plans add)
             start = dict(cluster.held.get(c.framework_id, {}))
-            own = _held_under(c, role, tree) or {}
+            own = _now_under(c, role, tree, cluster)
+            # the gap its tasks can close: a guarantee's disk, say, is not a claim for
+            # room for tasks that name none (review 70: planning went on to its count)
+            fills = {n for shape in c.shapes() for n, v in shape.items() if v > 0}
 
             def short(held: Mapping[str, int]) -> bool:
                 added = {n: v - start.get(n, 0) for n, v in held.items()}
-                return bool(gap(quota, _sum([others, own, added])))
+                lacking = gap(quota, _sum([others, own, added]))
+                return any(n in fills for n in lacking)
 
         plans = plan_preemption(
             cluster,
@@ -735,6 +741,17 @@ def _held_under(c: Contender, role: str, tree: bool) -> Millis | None:
         return c.held if role in ancestors_or_self(c.role, tree) else None
     inside = [held for r, held, _ in c.roles if role in ancestors_or_self(r, tree)]
     return _sum(inside) if inside else None
+
+
+def _now_under(c: Contender, role: str, tree: bool, cluster: Cluster) -> Millis:
+    """What `c` holds under `role` on planning's books now: what it held there, and what
+    plans made in this check gave it or took from it since (counted where it holds)."""
+    before = _held_under(c, role, tree)
+    if before is None:
+        return {}
+    now = cluster.held.get(c.framework_id, {})
+    moved = {n: v - c.held.get(n, 0) for n, v in now.items() if v != c.held.get(n, 0)}
+    return _sum([before, moved]) if moved else before
 
 
 def guarantee_rule(
