@@ -779,7 +779,10 @@ def guarantee_rule(
                 if node in ancestors_or_self(r, tree)
             )
             after = {n: v - lost.get(n, 0) for n, v in held.items()}
-            if gap(quota, after):
+            before = gap(quota, held)
+            # (a gap it deepens in what the task holds: one in a resource its tasks never
+            # use, its disk say, is no shield -- review 70)
+            if any(v > before.get(n, 0) for n, v in gap(quota, after).items() if lost.get(n)):
                 return False
         return True
 
