@@ -9,6 +9,7 @@ from collections.abc import Container, Iterable, Mapping
 from master.allocation.allocator import Allocator
 from master.allocation.planning import Cluster, RunningTask, counted
 from master.allocation.preemption import Claim, Contender
+from master.allocation.quota import ancestors_or_self
 from master.allocation.sorter import Millis
 from master.cycle.state import Wish
 from protocol.wire.resources import Resources, sub_millis_clamped
@@ -24,12 +25,12 @@ def contender(a: Allocator, wish: Wish) -> Contender:
     book = a.frameworks.get(a.clients.first(fid))  # (the one a claim's hold is offered to)
     held_for = book is None or not book.suppressed
     demand, room = wish.demand, True
-    if a.quotas:  # (what its limits let it be offered more: nothing past them)
-        limited = a.quota_stage.offerable(wish.role, dict(a.total.millis), headroom=False)
+    if a.quotas:  # (what its limits let it hold more: nothing past them)
+        limited = limit_room(a, wish.role, dict(a.allocation(fid).millis))
         if demand is not None:
             demand = within_limits(demand, limited)
         elif wish.shape:
-            room = all(limited.get(n, 0) >= v for n, v in wish.shape.items())
+            room = all(limited.get(n, v) >= v for n, v in wish.shape.items())
     weights = a.framework_weights(fid)
     roles: tuple[tuple[str, Millis, float], ...] = ()
     if len(weights) > 1:  # (a multi-role framework: a client, and a share, in each role)
@@ -47,19 +48,39 @@ def contender(a: Allocator, wish: Wish) -> Contender:
     )
 
 
+def limit_room(a: Allocator, role: str, own: Mapping[str, int]) -> Millis:
+    """What the quota limits on `role`'s path let a framework holding `own` there hold
+    more, by resource named in a limit (one not named: no bound). Its own holdings, not
+    the role's or the pool's: what others under a limited pool hold, preemption may take
+    back for it within the pool (review 70: a pool's limit, filled by one child, cut its
+    sibling's demand to nothing, and the sibling never starved)."""
+    room: Millis = {}
+    for node in ancestors_or_self(role, a.roles.is_tree()):
+        quota = a.quotas.get(node)
+        limit = getattr(quota, "limit", None)
+        if limit is None:
+            continue
+        for name, amount in limit.millis.items():
+            left = max(0, amount - own.get(name, 0))
+            room[name] = min(room.get(name, left), left)
+    return room
+
+
 def within_limits(
     demand: list[tuple[Millis, int]], room: Mapping[str, int]
 ) -> list[tuple[Millis, int]]:
-    """Declared tasks, as many as `room` (what the role's limits let it be offered more)
-    holds, in their order: a role at its limit starves for nothing, and preemption frees
-    no room for it that its offers could not take (review 69)."""
+    """Declared tasks, as many as `room` (what the role's limits let it hold more; a
+    resource it does not name is not bounded) holds, in their order: a role at its limit
+    starves for nothing, and preemption frees no room for it that its offers could not
+    take (review 69)."""
     left = dict(room)
     kept = []
     for task, count in demand:
-        fit = min((left.get(n, 0) // v for n, v in task.items() if v > 0), default=count)
+        fit = min((left[n] // v for n, v in task.items() if v > 0 and n in left), default=count)
         n = min(count, fit)
         for name, v in task.items():
-            left[name] = left.get(name, 0) - v * n
+            if name in left:
+                left[name] -= v * n
         kept.append((task, n))
     return kept
 
