@@ -44,6 +44,7 @@ class _Claimed:
     offered: set[str] = field(default_factory=set)
     declined: set[str] = field(default_factory=set)
     turned_back: set[str] = field(default_factory=set)  # declined after it launched there
+    since_back: dict[str, Millis] = field(default_factory=dict)  # launched there since
     victims_ended: float | None = None  # when the last ended (None: not all, or unknown)
 
     @property
@@ -154,13 +155,24 @@ class ClaimUse:
         if claim is not None and need is not None and holds(resources, need):
             claim.offered.add(slave_id)
 
-    def declined(self, framework_id: str, slave_id: str) -> None:
-        """It declined an offer of the slave (whole)."""
+    def declined(
+        self, framework_id: str, slave_id: str, resources: Mapping[str, int] | None = None
+    ) -> None:
+        """It declined an offer of the slave (whole), or `resources` of one: what holds
+        the room's task counts as the room turned down (review 70: a token task launched,
+        the rest refused, was no decline of it)."""
         claim = self._claims.get(framework_id)
-        if claim is not None and slave_id in claim.needs:
-            claim.declined.add(slave_id)
-            if slave_id in claim.launched:
-                claim.turned_back.add(slave_id)
+        if claim is None or slave_id not in claim.needs:
+            return
+        need = claim.needs[slave_id]
+        if resources is not None:  # (the rest of an offer it launched on)
+            running = _less(claim.launched.get(slave_id, {}), claim.finished.get(slave_id, {}))
+            if not holds(resources, need) or holds(running, need):
+                return  # (too little for the room's task, or it runs the room's task)
+        claim.declined.add(slave_id)
+        if slave_id in claim.launched:
+            claim.turned_back.add(slave_id)
+            claim.since_back[slave_id] = {}
 
     def launched(self, framework_id: str, slave_id: str, resources: Mapping[str, int]) -> None:
         """It launched tasks of `resources` in all on the slave (cheap when it claims
@@ -169,7 +181,12 @@ class ClaimUse:
         if claim is None or slave_id not in claim.needs:
             return
         add_millis(claim.launched.setdefault(slave_id, {}), resources)
-        claim.turned_back.discard(slave_id)  # (it came back to the room)
+        if slave_id in claim.turned_back:  # (it came back to the room: all of it, not a
+            # token task beside a refusal of the rest -- review 70)
+            back = claim.since_back.setdefault(slave_id, {})
+            add_millis(back, resources)
+            if holds(back, claim.needs[slave_id]):
+                claim.turned_back.discard(slave_id)
 
     def may_claim(
         self, claimant: str, now: float, tenant: str = "", slaves: Container[str] | None = None

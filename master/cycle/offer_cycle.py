@@ -140,8 +140,8 @@ class OfferCycle:
         if not resources:
             return False
         refusal = self._whole_refusal(refuse_seconds) if whole else self._refusal(refuse_seconds)
-        if whole and (use := self.preemption.claim_use).watching:
-            use.declined(framework_id, slave_id)
+        if (use := self.preemption.claim_use).watching:  # (a part: if a task's room)
+            use.declined(framework_id, slave_id, None if whole else resources.millis)
         self.allocator.recover(
             framework_id, slave_id, resources, role=role, refuse_seconds=refusal, now=now
         )
