@@ -22,8 +22,9 @@ def contender(a: Allocator, wish: Wish) -> Contender:
     wishes from whoever keeps its books, cut to what its role's quota limits still let it
     be offered; it wants offers while connected and not suppressed."""
     fid = wish.framework_id
-    book = a.frameworks.get(a.clients.first(fid))  # (the one a claim's hold is offered to)
-    held_for = book is None or not book.suppressed
+    # (a multi-role framework wants offers while one of its roles does: review 70)
+    books = [a.frameworks[c] for c in a.clients.of(fid) if c in a.frameworks]
+    held_for = not books or any(not book.suppressed for book in books)
     demand, room = wish.demand, True
     if a.quotas:  # (what its limits let it hold more: nothing past them)
         limited = limit_room(a, wish.role, dict(a.allocation(fid).millis))
@@ -40,7 +41,7 @@ def contender(a: Allocator, wish: Wish) -> Contender:
         wish.role,
         sum(weights.values()),
         dict(a.allocation(fid).millis),
-        wants=wish.connected and not a.suppressed(fid) and held_for and room,
+        wants=wish.connected and held_for and room,
         demand=demand,
         shape=wish.shape,
         tenant=wish.tenant,
