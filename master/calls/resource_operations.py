@@ -67,8 +67,9 @@ def claimed(kind: str, keys: Millis, principal: str) -> Millis:
 # how many resources of their own (each reservation and volume is one) a slave may hold:
 # every round, offer and checkpoint of it carries each; a tenant's 20,000 tiny volumes
 # in one Accept stalled the master for every tenant (Mesos sets no bound; none needs this).
-# Each top-level role (a tenant: its sub-roles' are its own) has a bound of its own, so
-# that one tenant's 1,020 volumes leave the others room, and the slave one for them all.
+# Each role has a bound of its own (a sub-role too: two tenants may be granted siblings
+# under one parent), so that one tenant's 1,020 volumes leave the others room, and the
+# slave one for them all.
 MAX_ROLE_KEYS = 1024
 MAX_SLAVE_KEYS = 4096
 
@@ -260,15 +261,16 @@ def _over_budget(slave_id: str, total: Mapping[str, int], converted: Millis) -> 
         if has > MAX_ROLE_KEYS and has > sum(1 for k in total if _tenant(k) == tenant):
             return (
                 f"role {tenant} would hold {has} resources of its own on slave {slave_id} "
-                f"(reservations, volumes; its sub-roles' with its own): at most {MAX_ROLE_KEYS}"
+                f"(reservations, volumes): at most {MAX_ROLE_KEYS}"
             )
     return None
 
 
 def _tenant(key: str) -> str:
-    """The top-level role a resource is reserved for ("*": unreserved)."""
-    role = parse_key(key).role
-    return role.split("/", 1)[0] if role else "*"
+    """The role a resource is reserved for ("*": unreserved): roles are granted to
+    principals one by one, sub-roles too (review 70: sibling sub-roles of two tenants
+    shared their parent's bound, and one's 1,022 volumes left the other none)."""
+    return parse_key(key).role or "*"
 
 
 def _framework(who: dict[str, str]) -> dict[str, str]:
