@@ -769,10 +769,11 @@ def guarantee_rule(
         if role in ancestors_or_self(mine, tree):
             return False  # (the guaranteed role's own: it gains nothing)
         lost = counted(task)
+        theirs = ancestors_or_self(role_of.get(claimant, role), tree)
         for node in ancestors_or_self(mine, tree):
             quota = quotas.get(node)
-            if quota is None or not quota.guarantee:
-                continue
+            if quota is None or not quota.guarantee or node in theirs:
+                continue  # (under a node of both the task moves within it: review 70)
             held = _sum(
                 books.held.get(f, {})
                 for f, r in role_of.items()
