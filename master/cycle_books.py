@@ -37,6 +37,7 @@ class CycleBooks:
                         task.slave_id,
                         dict(task.resources.millis),
                         task.launched_at,
+                        fw.role_of(task.info),
                     )
 
     def task_live(self, framework_id: str, task_id: str) -> bool:

@@ -22,6 +22,7 @@ class RunningTask:
     slave_id: str
     resources: Millis
     started: float
+    role: str | None = None  # a multi-role framework's task's role (None: its one role)
 
 
 def counted(task: RunningTask) -> Millis:

@@ -765,7 +765,8 @@ def guarantee_rule(
     role_of = {c.framework_id: c.role for c in contenders}
 
     def may_lose(books: Cluster, task: RunningTask, claimant: str) -> bool:
-        mine = role_of.get(task.framework_id, "")
+        # (a multi-role framework's task is its role's: review 70)
+        mine = task.role or role_of.get(task.framework_id, "")
         if role in ancestors_or_self(mine, tree):
             return False  # (the guaranteed role's own: it gains nothing)
         lost = counted(task)
@@ -774,11 +775,7 @@ def guarantee_rule(
             quota = quotas.get(node)
             if quota is None or not quota.guarantee or node in theirs:
                 continue  # (under a node of both the task moves within it: review 70)
-            held = _sum(
-                books.held.get(f, {})
-                for f, r in role_of.items()
-                if node in ancestors_or_self(r, tree)
-            )
+            held = _sum(_now_under(c, node, tree, books) for c in contenders)
             after = {n: v - lost.get(n, 0) for n, v in held.items()}
             before = gap(quota, held)
             # (a gap it deepens in what the task holds: one in a resource its tasks never
