@@ -56,7 +56,7 @@ from typing import cast
 from benchmarks import ranges_cost, volumes_cost, why_cost
 from benchmarks.common import bounds, table
 from master.allocation.allocator import Allocator
-from master.allocation.preemption import Contender, _ideal_of, fair_allocation
+from master.allocation.fair_shares import Contender, _ideal_of, fair_allocation
 from protocol.wire.resources import Resources
 
 SLAVE = Resources(cpus=24, mem=4096)
@@ -204,7 +204,7 @@ def over_drf(times: dict[str, list[float]], policy: str) -> float:
 
 
 def tree_fair_share(fanout: int = 10, repeats: int = 3) -> tuple[list[float], int]:
-    """The fair share (`master.allocation.preemption.fair_allocation`, as preemption and the UI ask
+    """The fair share (`master.allocation.fair_shares.fair_allocation`, as preemption and the UI ask
     for it) of 1,000 frameworks three levels deep, exact: every framework wanting more of
     one of four task sizes, pools weighted 1-3. Each of `repeats` times, nothing remembered."""
     shapes = [{"cpus": 1000, "mem": 512_000}, {"cpus": 2000, "mem": 1_024_000},

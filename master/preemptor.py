@@ -16,7 +16,8 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
-from master.allocation.preemption import Claim, Preemption, fair_allocation
+from master.allocation.fair_shares import fair_allocation
+from master.allocation.preemption import Claim, Preemption
 from master.allocation.quota import ancestors_or_self
 from master.books import Books, Framework, Task
 from master.cycle import Kill, OfferCycle

@@ -9,12 +9,11 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from master.allocation.fair_shares import Contender, fair_shares
 from master.allocation.planning import EPSILON, Cluster, RunningTask
 from master.allocation.preemption import (
-    Contender,
     Preemption,
     PreemptionConfig,
-    fair_shares,
     fits,
     is_starving,
     plan_on_slave,

@@ -16,8 +16,9 @@ import time
 
 import pytest
 
+from master.allocation.fair_shares import Contender
 from master.allocation.planning import Cluster, RunningTask
-from master.allocation.preemption import Contender, Preemption, PreemptionConfig
+from master.allocation.preemption import Preemption, PreemptionConfig
 from protocol.wire.resources import Resources
 
 TASK = Resources(cpus=1, mem=1024).millis

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from master.allocation.allocator import Allocator
-from master.allocation.preemption import fair_allocation
+from master.allocation.fair_shares import fair_allocation
 from master.cycle import Wish
 from master.cycle.claims import contender
 from protocol.wire.resources import Resources

@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from master.allocation.allocator import Allocator
+from master.allocation.fair_shares import fair_allocation
 from master.allocation.ledger import allocatable, fits_one
-from master.allocation.preemption import fair_allocation
 from master.allocation.quota import Quota
 from master.cycle import CycleConfig, OfferCycle
 from master.cycle.why import Reason, Standing

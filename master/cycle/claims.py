@@ -7,8 +7,9 @@ from __future__ import annotations
 from collections.abc import Container, Iterable, Mapping
 
 from master.allocation.allocator import Allocator
+from master.allocation.fair_shares import Contender
 from master.allocation.planning import Cluster, RunningTask, counted
-from master.allocation.preemption import Claim, Contender
+from master.allocation.preemption import Claim
 from master.allocation.quota import ancestors_or_self
 from master.allocation.sorter import Millis
 from master.cycle.state import Wish

@@ -14,14 +14,9 @@ from dataclasses import dataclass, field
 
 from master.allocation.allocator import Allocator
 from master.allocation.collector import PausedCollector
+from master.allocation.fair_shares import Contender
 from master.allocation.ledger import Allocation, Answer, AtOnce
-from master.allocation.preemption import (
-    Contender,
-    Preemption,
-    PreemptionConfig,
-    fits,
-    room_for,
-)
+from master.allocation.preemption import Preemption, PreemptionConfig, fits, room_for
 from master.allocation.sorter import Millis
 from master.cycle import offer_bound, why
 from master.cycle.claims import contender, hold_claim, hold_until, planning_cluster
