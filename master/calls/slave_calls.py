@@ -187,6 +187,21 @@ class SlaveCalls:
         if slave_id in self.books.gone_slaves:
             self.partitions.refuse_gone_slave(slave_id, running, caller)
             return
+        known = self.books.slaves.get(slave_id)
+        if (
+            ending is None
+            and known is not None
+            and known.connected
+            and known.incarnation == incarnation
+            and known.tasks
+        ):
+            # a Register this master admitted already, delivered again (the broker's
+            # redelivery after its restart, a retry in flight): it names none of the tasks
+            # launched there since, and would reconcile them away -- a work item the chaos
+            # soak then saw run twice at once. Told it is registered; nothing changes.
+            self.log.info("slave.register_again", slave_id=slave_id, tasks=len(known.tasks))
+            self._tell_registered(slave_id)
+            return
         idle = idle_executors(running, executors or [])
         users = [r.task.resources for r in running] + list(executors_of(running).values())
         users += [e.executor.resources for e in idle]
@@ -332,6 +347,11 @@ class SlaveCalls:
             self._total_from(slave, total, discrete)
         back = {(r.framework_id, r.task.task_id) for r in running} | (ending or set())
         self.partitions.unreachable_not_back(slave_id, back)
+        self._tell_registered(slave_id)
+        self.listeners.tell_slave_admitted(slave)  # (a drain's kills follow Registered)
+        self.request_round()
+
+    def _tell_registered(self, slave_id: str) -> None:
         self.outbox.send_slave(
             slave_id,
             Registered(
@@ -341,8 +361,6 @@ class SlaveCalls:
                 epoch=self.info.epoch,
             ),
         )
-        self.listeners.tell_slave_admitted(slave)  # (a drain's kills follow Registered)
-        self.request_round()
 
     def _total_from(self, slave: Slave, told: Resources, discrete: Discrete) -> None:
         """A known slave back with another total. Its --resources are its word, as Mesos's

@@ -1,0 +1,38 @@
+"""A slave's Register delivered again after the master admitted it (the broker redelivers
+a message in flight across its restart; a retry crosses the master's answer): it names
+no task, and the tasks this master launched there since must not be reconciled away.
+The chaos soak saw one: four tasks of a framework ended TASK_LOST while running, and a
+work item ran twice at once. In process, on the memory transport."""
+
+from __future__ import annotations
+
+import contextlib
+
+from protocol.wire.messages import Reconcile, ReconcileTask, Registered, TaskState, Update
+from protocol.wire.resources import Resources
+
+from harness.master import FAST, GB, Cluster
+
+TASK = Resources(cpus=1, mem=GB)
+
+
+async def test_a_register_delivered_again_leaves_the_tasks_launched_since() -> None:
+    async with contextlib.AsyncExitStack() as stack:
+        c = Cluster(stack)
+        master = await c.start_master(FAST)
+        fw = await c.framework("fw")
+        s1 = await c.slave("s1", Resources(cpus=2, mem=2 * GB))
+        offer = await fw.next_offer()
+        await fw.accept(offer, [fw.task(offer, TASK, "t0")], refuse=0)
+        await s1.run_task()
+        await fw.update_for("t0", TaskState.RUNNING)
+        told = len(s1.inbox.of(Registered))
+        await s1.register()  # (the same incarnation: its first Register, again)
+        await s1.inbox.wait_until(lambda: len(s1.inbox.of(Registered)) > told)
+        heard = len(fw.inbox.of(Update))
+        asked = Reconcile(framework_id=fw.framework_id, tasks=[ReconcileTask(task_id="t0")])
+        await fw.bus.publish(fw.to_master, asked)
+        await fw.inbox.wait_until(lambda: len(fw.inbox.of(Update)) > heard)
+        states = [u.status.state for u in fw.inbox.of(Update) if u.status.task_id == "t0"]
+        assert states[-1] == TaskState.RUNNING, states  # (not TASK_LOST: still running)
+        assert (fw.framework_id, "t0") in master.books.slaves["s1"].tasks  # (its books' still)
