@@ -4,8 +4,10 @@ Preemption ends other tenants' tasks so that a starving framework can run one of
 declared tasks. A tenant that declares demand and then declines the room freed for it
 gains nothing, but could have others' tasks killed again and again. So each claimant's
 last claim is watched: a claimant that, by the end of its hold, has no task of the size
-the room was freed for on every node of the claim -- none launched, or those it
-launched killed or failed meanwhile -- waits before preemption frees room for it again:
+the room was freed for on every node of the claim -- none launched, those it launched
+killed or failed meanwhile, or tasks that ended at once followed by the room turned down
+when it came back (a token task beside a refusal of the rest too) -- waits before
+preemption frees room for it again:
 FIRST_WAIT, doubling with each unused claim in a row up to LONGEST_WAIT; a used claim
 clears the count. It counts as unused if it was offered a room it left, or declined an
 offer of a claimed slave whose room it left (judged TAKE_AFTER after its victims' end
