@@ -746,12 +746,22 @@ class Allocator:
         return self._floor
 
     # -- reservations --------------------------------------------------------------------------
-    def reserve(self, slave_id: str, framework_id: str, resources: Resources, until: float) -> None:
+    def reserve(
+        self,
+        slave_id: str,
+        framework_id: str,
+        resources: Resources,
+        until: float,
+        role: str | None = None,
+    ) -> None:
         """Hold room for `resources` on a slave for one framework until `until`: while the
         hold lasts the slave is offered to nobody else, and to that framework once the room
-        is free."""
+        is free -- a multi-role one's in `role` (None: its first)."""
         self._slave(slave_id)
-        framework_id = self.clients.first(framework_id)  # (a multi-role one's first role)
+        clients = self.clients
+        framework_id = (
+            clients.first(framework_id) if role is None else clients.one(framework_id, role)
+        )
         self._framework(framework_id)
         self._holds.add(slave_id, framework_id, resources.millis, until)
         self._lone.pop(slave_id, None)  # (a hold's offer clears its framework's filter)

@@ -282,6 +282,7 @@ class Claim:
     claimant: str
     why: str  # "fair share", or "guarantee of role R"
     plans: list[Plan]
+    role: str | None = None  # a guarantee's: the claimant's role it is for (its hold's)
 
 
 @dataclass
@@ -507,7 +508,9 @@ class Preemption:
                     c.framework_id, v.slave_id, deadline
                 )
         self.stats.rounds += 1
-        return Claim(c.framework_id, why, plans)
+        # (a guarantee's room is held in the claimant's role under it: review 70)
+        held_in = None if role is None else _role_under(c, role, tree)
+        return Claim(c.framework_id, why, plans, held_in)
 
     def due(self, now: float) -> list[tuple[str, str, Doomed]]:
         """Doomed tasks whose deadline has come and that are not being killed yet."""
@@ -545,6 +548,13 @@ class Preemption:
         self.claim_use.forget(framework_id, now)
         for key in [k for k in self.doomed if k[0] == framework_id]:
             del self.doomed[key]
+
+
+def _role_under(c: Contender, role: str, tree: bool) -> str | None:
+    """The first of `c`'s roles under `role` (None: it has one role, or none there)."""
+    if not c.roles:
+        return None
+    return next((r for r, _, _ in c.roles if role in ancestors_or_self(r, tree)), None)
 
 
 def _held_under(c: Contender, role: str, tree: bool) -> Millis | None:

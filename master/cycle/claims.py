@@ -122,4 +122,6 @@ def hold_until(now: float, notice: float, allocation_interval: float) -> float:
 def hold_claim(a: Allocator, claim: Claim, until: float) -> None:
     """Hold the room each of the claim's plans frees for the claimant until `until`."""
     for plan in claim.plans:
-        a.reserve(plan.slave_id, claim.claimant, Resources.from_millis(plan.task), until)
+        a.reserve(
+            plan.slave_id, claim.claimant, Resources.from_millis(plan.task), until, claim.role
+        )
