@@ -185,6 +185,17 @@ class Framework:
             return False
         return task_ids <= set().union(*(self.accepted[o] for o in offer_ids))
 
+    def keeps_executor(self, key: tuple[str, str], resources: Resources, role: str | None) -> bool:
+        """Its custom executor `key` (slave, executor id) holds `resources`, allocated to
+        `role` (a multi-role framework's; None: its one role), counted once: False, and
+        nothing changed, if it was counted already."""
+        if key in self.executors:
+            return False
+        self.executors[key] = resources
+        if role is not None:
+            self.executor_roles[key] = role
+        return True
+
     def all_roles(self) -> list[str]:
         """The roles it is offered in: a multi-role framework's roles, or its one role."""
         return list(self.roles) if self.roles is not None else [self.role]

@@ -493,10 +493,11 @@ class SlaveCalls:
                 self.allocator.allocate_existing(framework_id, sid, r.task.resources, role)
                 executor = r.task.executor  # counted once, as at its first task's launch
                 found = executor_key(r.task, slave.slave_id)
-                if executor is not None and found is not None and found not in owner.executors:
-                    owner.executors[found] = executor.resources
-                    if role is not None:
-                        owner.executor_roles[found] = role
+                if (
+                    executor is not None
+                    and found is not None
+                    and owner.keeps_executor(found, executor.resources, role)
+                ):
                     self.allocator.allocate_existing(framework_id, sid, executor.resources, role)
             else:  # nobody's here until its framework's principal comes for it
                 self._orphan(slave.slave_id, r, said)
@@ -559,11 +560,8 @@ class SlaveCalls:
             fw = self.books.frameworks.get(e.framework_id)
             said = owners.get(e.framework_id)  # whose the slave says it is
             if fw is not None and said in (None, fw.principal):
-                if key not in fw.executors:
-                    role = fw.all_roles()[0] if fw.roles is not None else None
-                    fw.executors[key] = e.executor.resources
-                    if role is not None:
-                        fw.executor_roles[key] = role
+                role = fw.all_roles()[0] if fw.roles is not None else None
+                if fw.keeps_executor(key, e.executor.resources, role):
                     fw.slaves_used.add(sid)
                     self.allocator.allocate_existing(
                         fw.framework_id, sid, e.executor.resources, role

@@ -331,10 +331,7 @@ class Subscriptions:
             self.allocator.adopt(fw.framework_id, orphan.slave_id, orphan.held, role)
             executor = orphan.task.executor  # (held with its first task, and now its)
             if executor is not None:
-                key = (orphan.slave_id, executor.executor_id)
-                fw.executors.setdefault(key, executor.resources)
-                if role is not None:
-                    fw.executor_roles.setdefault(key, role)
+                fw.keeps_executor((orphan.slave_id, executor.executor_id), executor.resources, role)
             self.outbox.task_changed(task)
         for idle in self.books.orphans.executors_of(fw.framework_id):
             if idle.principal not in (None, fw.principal) or idle.slave_id not in self.books.slaves:
@@ -343,6 +340,4 @@ class Subscriptions:
             role = fw.all_roles()[0] if fw.roles is not None else None
             self.allocator.adopt(fw.framework_id, idle.slave_id, idle.executor.resources, role)
             fw.slaves_used.add(idle.slave_id)
-            fw.executors.setdefault(idle.key, idle.executor.resources)
-            if role is not None:
-                fw.executor_roles.setdefault(idle.key, role)
+            fw.keeps_executor(idle.key, idle.executor.resources, role)
