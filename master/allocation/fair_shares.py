@@ -99,8 +99,7 @@ def fair_allocation(
     users = []  # the ideal's question: (name, what it wants, weight, path, limit)
     # on a tree, a pool's own frameworks stand together as its child `.` (`planning_path`)
     tree = IDEAL_POLICY.get(policy, "drf") in TREE_IDEALS
-    roles = [role for c in contenders for role, _, _ in c.in_roles()]
-    pools = pools_of([*roles, *(pool_weights or {})]) if tree else set()
+    pools = contenders_pools(contenders, pool_weights or {}) if tree else set()
     parts: dict[str, str] = {}  # a multi-role framework's user in each role: whose
     for c in contenders:
         in_roles = c.in_roles()
@@ -143,6 +142,16 @@ def fair_allocation(
         share = max((v / capacity[n] for n, v in resources.items() if capacity.get(n)), default=0.0)
         out[whose] = (share, resources)
     return out
+
+
+def contenders_pools(
+    contenders: Sequence[Contender], pool_weights: Mapping[str, float]
+) -> set[str]:
+    """The pools among the contenders' roles (every role of a multi-role one) and those
+    weighted: where, on a tree, a pool's own frameworks stand together as its child `.`
+    (the ideal's paths and planning's, from one set)."""
+    roles = [role for c in contenders for role, _, _ in c.in_roles()]
+    return pools_of([*roles, *pool_weights])
 
 
 # (their roles are nodes of the tree, as the allocator's role tree has them: weights stay)

@@ -23,14 +23,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from master.allocation.claim_use import ClaimUse
-from master.allocation.fair_shares import Contender, fair_allocation
+from master.allocation.fair_shares import Contender, contenders_pools, fair_allocation
 from master.allocation.planning import (
     EPSILON,
     Cluster,
     RunningTask,
     counted,
     planning_path,
-    pools_of,
 )
 from master.allocation.quota import ancestors_or_self, gap
 from master.allocation.sorter import Millis
@@ -332,7 +331,7 @@ class Preemption:
             for f, resources in self.fair_resources.items()
         }
         cluster.fifo = fifo_pools
-        pools = pools_of([*(c.role for c in contenders), *pool_weights]) if tree else set()
+        pools = contenders_pools(contenders, pool_weights) if tree else set()
         cluster.paths = {
             c.framework_id: planning_path(c.role, c.framework_id, tree, pools) for c in contenders
         }
@@ -558,11 +557,8 @@ def _role_under(c: Contender, role: str, tree: bool) -> str | None:
 
 
 def _held_under(c: Contender, role: str, tree: bool) -> Millis | None:
-    """What `c` holds in its roles under `role` (its whole books where it has one role;
-    None: it is in none of them)."""
-    if not c.roles:
-        return c.held if role in ancestors_or_self(c.role, tree) else None
-    inside = [held for r, held, _ in c.roles if role in ancestors_or_self(r, tree)]
+    """What `c` holds in its roles under `role` (None: it is in none of them)."""
+    inside = [held for r, held, _ in c.in_roles() if role in ancestors_or_self(r, tree)]
     return _sum(inside) if inside else None
 
 

@@ -26,9 +26,10 @@ def contender(a: Allocator, wish: Wish) -> Contender:
     # (a multi-role framework wants offers while one of its roles does: review 70)
     books = [a.frameworks[c] for c in a.clients.of(fid) if c in a.frameworks]
     held_for = not books or any(not book.suppressed for book in books)
+    held = dict(a.allocation(fid).millis)
     demand, room = wish.demand, True
     if a.quotas:  # (what its limits let it hold more: nothing past them)
-        limited = limit_room(a, wish.role, dict(a.allocation(fid).millis))
+        limited = limit_room(a, wish.role, held)
         if demand is not None:
             demand = within_limits(demand, limited)
         elif wish.shape:
@@ -41,7 +42,7 @@ def contender(a: Allocator, wish: Wish) -> Contender:
         fid,
         wish.role,
         sum(weights.values()),
-        dict(a.allocation(fid).millis),
+        held,
         wants=wish.connected and held_for and room,
         demand=demand,
         shape=wish.shape,
@@ -59,7 +60,7 @@ def limit_room(a: Allocator, role: str, own: Mapping[str, int]) -> Millis:
     room: Millis = {}
     for node in ancestors_or_self(role, a.roles.is_tree()):
         quota = a.quotas.get(node)
-        limit = getattr(quota, "limit", None)
+        limit = quota.limit if quota is not None else None
         if limit is None:
             continue
         for name, amount in limit.millis.items():

@@ -215,12 +215,13 @@ class OfferCycle:
         hoarding, starving = self._over_fair_share_while_starving(now)
         if not timeout and not hoarding:
             return []
+        sat = self.preemption.config.timeout or 0.0  # (a hoarder's offer, outstanding that long)
         out: list[TimedOut] = []
         for offer in list(self.state.outstanding()):
             age = now - offer.created_at
             if not (timeout and age > timeout) and not (
                 offer.framework_id in hoarding
-                and age > hoarding[offer.framework_id]
+                and age > sat
                 and _of_use(offer.resources.millis, starving)
             ):
                 continue
@@ -240,20 +241,20 @@ class OfferCycle:
 
     def _over_fair_share_while_starving(
         self, now: float
-    ) -> tuple[dict[str, float], list[tuple[str, list[Millis]]]]:
+    ) -> tuple[set[str], list[tuple[str, list[Millis]]]]:
         """With preemption on and a framework (or a role short of its guarantee) starved
         past its timeout, the frameworks over their fair shares: their offers outstanding
         longer than that timeout are taken back as timed out. Preemption ends tasks, and a
         framework that sat on offers unanswered (no --offer-timeout, Mesos's default)
-        kept a starving one at nothing with no task to end (review 69). By framework: how
-        old its offers must be; and the starving, each its role and task shapes: an offer
+        kept a starving one at nothing with no task to end (review 69). Those frameworks;
+        and the starving, each its role and task shapes: an offer
         none of them could run a task in is left alone (review 70: another's offer of its
         own reservation, or room too small for the starving one's tasks, was taken back
         for nothing)."""
         p = self.preemption
         timeout = p.config.timeout
         if timeout is None or not p.starving_since:
-            return {}, []
+            return set(), []
         # (one whose claim is yet to be judged, or that waits for leaving one unused, takes
         # nothing back either)
         starving = [
@@ -264,13 +265,12 @@ class OfferCycle:
             and p.claim_use.settled(who, now, p.tenants.get(who, ""))
         ]
         if not starving:
-            return {}, []
+            return set(), []
         a = self.allocator
         known = [
             (fid, fair) for fid, fair in p.fair.items() if a.clients.first(fid) in a.frameworks
         ]
-        over = {fid: timeout for fid, fair in known if a.dominant_share(fid) > fair + 1e-9}
-        return over, starving
+        return {fid for fid, fair in known if a.dominant_share(fid) > fair + 1e-9}, starving
 
     # -- preemption ----------------------------------------------------------------------------
     @property
