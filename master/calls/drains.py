@@ -186,20 +186,8 @@ class Drains:
             task = fw.tasks.get(key[1]) if fw is not None else None
             if fw is None or task is None or task.terminal:
                 continue  # (ended on its slave: its last update is on its way)
-            self.outbox.send_slave(
-                slave.slave_id,
-                KillTask(
-                    framework_id=fw.framework_id,
-                    task_id=key[1],
-                    reason=Reason.SLAVE_DRAINING,
-                    grace_cap=out.max_grace_period,
-                    gone=out.mark_gone and fw.partition_aware,
-                    killing=fw.task_killing,
-                ),
-            )
-            self.log.info(
-                "slave.drain_kill", slave_id=slave.slave_id, framework_id=key[0], task_id=key[1]
-            )
+            gone = out.mark_gone and fw.partition_aware
+            self._drain_kill(slave, out, key, gone=gone, killing=fw.task_killing)
 
     def _kill_orphans(self, slave: Slave, out: Maintenance) -> None:
         """Tasks kept for a framework not back yet (out of `slave.tasks`): killed as the
@@ -209,19 +197,32 @@ class Drains:
             if key in out.killed or orphan.state.terminal:
                 continue
             out.killed.add(key)
-            self.outbox.send_slave(
-                slave.slave_id,
-                KillTask(
-                    framework_id=orphan.framework_id,
-                    task_id=orphan.task.task_id,
-                    reason=Reason.SLAVE_DRAINING,
-                    grace_cap=out.max_grace_period,
-                ),
-            )
-            self.log.info(
-                "slave.drain_kill", slave_id=slave.slave_id, framework_id=key[0], task_id=key[1],
-                orphan=True,
-            )  # fmt: skip
+            self._drain_kill(slave, out, key, orphan=True)
+
+    def _drain_kill(
+        self,
+        slave: Slave,
+        out: Maintenance,
+        key: tuple[str, str],
+        *,
+        gone: bool = False,
+        killing: bool = False,
+        orphan: bool = False,
+    ) -> None:
+        """Kill a task (framework, task id) on a draining slave, its grace the drain's."""
+        kill = KillTask(
+            framework_id=key[0],
+            task_id=key[1],
+            reason=Reason.SLAVE_DRAINING,
+            grace_cap=out.max_grace_period,
+            gone=gone,
+            killing=killing,
+        )
+        self.outbox.send_slave(slave.slave_id, kill)
+        self.log.info(
+            "slave.drain_kill", slave_id=slave.slave_id, framework_id=key[0], task_id=key[1],
+            **({"orphan": True} if orphan else {}),
+        )  # fmt: skip
 
     def _cut_dying(self, slave: Slave, out: Maintenance) -> None:
         """A removed framework's tasks in their kill grace there: their grace cut to the
