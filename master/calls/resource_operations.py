@@ -247,7 +247,7 @@ class ResourceOperations:
 
 
 def _over_budget(slave_id: str, total: Mapping[str, int], converted: Millis) -> str | None:
-    """Why the resources `converted` would put the slave, or a tenant on it, over its
+    """Why the resources `converted` would put the slave, or a role on it, over its
     bound of resources of their own (None if they would not; one already over it may
     still make fewer, a DESTROY or an UNRESERVE)."""
     keys = total.keys() | converted.keys()
@@ -256,17 +256,17 @@ def _over_budget(slave_id: str, total: Mapping[str, int], converted: Millis) -> 
             f"slave {slave_id} would hold {len(keys)} resources of their own (reservations, "
             f"volumes): at most {MAX_SLAVE_KEYS}"
         )
-    for tenant in sorted({_tenant(k) for k in converted.keys() - total.keys()}):
-        has = sum(1 for k in keys if _tenant(k) == tenant)
-        if has > MAX_ROLE_KEYS and has > sum(1 for k in total if _tenant(k) == tenant):
+    for role in sorted({_role_of_key(k) for k in converted.keys() - total.keys()}):
+        has = sum(1 for k in keys if _role_of_key(k) == role)
+        if has > MAX_ROLE_KEYS and has > sum(1 for k in total if _role_of_key(k) == role):
             return (
-                f"role {tenant} would hold {has} resources of its own on slave {slave_id} "
+                f"role {role} would hold {has} resources of its own on slave {slave_id} "
                 f"(reservations, volumes): at most {MAX_ROLE_KEYS}"
             )
     return None
 
 
-def _tenant(key: str) -> str:
+def _role_of_key(key: str) -> str:
     """The role a resource is reserved for ("*": unreserved): roles are granted to
     principals one by one, sub-roles too (review 70: sibling sub-roles of two tenants
     shared their parent's bound, and one's 1,022 volumes left the other none)."""
