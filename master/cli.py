@@ -264,8 +264,10 @@ def rate_limits(path: Path | None, qps: float | None, capacity: int) -> RateLimi
     "--zk",
     default=None,
     envvar="DRFMESOS_ZK",
-    help="zk://HOST:PORT[,HOST:PORT...]/path: run as one of several masters; the leader "
-    "is elected in ZooKeeper and keeps the registry there.",
+    help="zk://[USER:PASSWORD@]HOST:PORT[,HOST:PORT...]/path, or file:///PATH naming a "
+    "file that holds one: run as one of several masters; the leader is elected in "
+    "ZooKeeper and keeps the registry there. With USER:PASSWORD (ZooKeeper's digest "
+    "scheme) the nodes under the path are the masters' alone.",
 )
 @click.option(
     "--zk-session-timeout",
@@ -413,7 +415,7 @@ def master(
             from master.ha.zookeeper import ZkCandidate, ZkURL
 
         try:
-            zk_url = ZkURL.parse(zk)
+            zk_url = ZkURL.from_flag(zk)
         except ValueError as e:
             raise click.BadParameter(str(e), param_hint="--zk") from None
         from master.mesos_api.leader_info import path_clash

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import json
 import os
+import secrets
 import shutil
 import signal
 import tempfile
@@ -67,6 +68,9 @@ class HAConfig:
     log_level: str = "info"
     lone: bool = False  # one master with --work-dir instead of several on ZooKeeper
     zk_links: bool = False  # each master reaches ZooKeeper through a link we can cut
+    # the masters give ZooKeeper credentials (made afresh, in a file: `--zk file://`), as
+    # a shared cluster's do: their nodes are theirs alone (False: open to anyone)
+    zk_credentials: bool = True
     work_items: int = 0  # each framework's fixed list of work items (0: endless tasks)
     partition_aware: int = 0  # how many of the frameworks are (the first ones)
 
@@ -101,6 +105,7 @@ class HACluster:
         self.cluster = cluster
         self.topics = Topics(cluster)
         self.zk = ZooKeeperServer()
+        self.zk_credentials = f"master:{secrets.token_urlsafe(16)}"  # (`zk_credentials`)
         self.broker = MosquittoBroker()
         self.launcher = Launcher(self.broker.url, cluster, run_dir, self.config.log_level)
         self.parties: dict[str, Party] = {}
@@ -114,6 +119,15 @@ class HACluster:
         self._watch: Bus | None = None
         self.links: dict[str, Link] = {}
         self.witness_dir = run_dir / "witness"  # (made in /tmp at start)
+
+    def _zk_flag(self, name: str, hosts: str) -> str:
+        """A master's --zk: with credentials, a file holding its URL (mode 0600)."""
+        if not self.config.zk_credentials:
+            return f"zk://{hosts}/drfmesos"
+        path = self.run_dir / f"{name}.zk"
+        path.write_text(f"zk://{self.zk_credentials}@{hosts}/drfmesos")
+        path.chmod(0o600)
+        return f"file://{path}"
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def start(self) -> None:
@@ -135,9 +149,8 @@ class HACluster:
                     self.links[name] = link = Link("127.0.0.1", self.zk.port)
                     await link.start()
                     hosts = f"127.0.0.1:{link.port}"
-                registry = [
-                    "--zk",
-                    f"zk://{hosts}/drfmesos",
+                registry = ["--zk", await asyncio.to_thread(self._zk_flag, name, hosts)]
+                registry += [
                     "--zk-session-timeout",
                     str(c.zk_session_timeout),
                 ]

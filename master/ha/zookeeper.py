@@ -8,6 +8,14 @@ Under the `--zk` path (`zk://h1:2181,h2:2181/drfmesos`, one per cluster name):
                                    the slaves' in BUCKETS nodes of many (`buckets/slave/N`),
                                    the removals' in 64 (`buckets/removed/N`)
 
+Access: given credentials (`zk://USER:PASSWORD@HOST:PORT/path`, as Mesos takes them), a
+master authenticates with ZooKeeper's digest scheme and every node it makes under the
+path is its credentials' alone (CREATOR_ALL), the registry and the election alike: a
+tenant's task that reaches ZooKeeper can neither read the registry nor write, delete or
+join the election. Only the MasterInfo nodes Mesos clients read (`--zk-mesos-path`) are
+readable by anyone, as Mesos has them. Without credentials the nodes are open to anyone
+who reaches ZooKeeper, as in Mesos.
+
 Fencing: the leader's election node is ephemeral, so it is gone when its session
 expires; every registry write is a transaction that first checks that node, so a
 deposed leader cannot write. The leader steps down the moment its connection to
@@ -25,13 +33,21 @@ import json
 import time
 import urllib.parse
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import msgpack
 from kazoo.client import KazooClient, KazooState
-from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError, RolledBackError
+from kazoo.exceptions import (
+    KazooException,
+    NoAuthError,
+    NodeExistsError,
+    NoNodeError,
+    RolledBackError,
+)
 from kazoo.recipe.lock import Lock
+from kazoo.security import ACL, CREATOR_ALL_ACL, READ_ACL_UNSAFE, Permissions
 
 from master.ha.leadership import LeadershipError, Term, next_epoch
 from master.ha.registry import RecordTooLarge
@@ -73,19 +89,68 @@ def bucket_of(key: str) -> str | None:
 class ZkURL:
     hosts: str  # host:port,host:port
     path: str  # the chroot-like prefix, e.g. /drfmesos
+    # USER:PASSWORD for ZooKeeper's digest scheme, or None (never in a repr: logs show it)
+    credentials: str | None = field(default=None, repr=False)
 
     @classmethod
     def parse(cls, url: str) -> ZkURL:
-        """`zk://HOST:PORT[,HOST:PORT...]/path` (the path defaults to /drfmesos)."""
+        """`zk://[USER:PASSWORD@]HOST:PORT[,HOST:PORT...]/path` (the path defaults to
+        /drfmesos; the user and password percent-encoded where they hold `@`, `:` or
+        `/`). The errors name no password."""
         parsed = urllib.parse.urlsplit(url)
-        if parsed.scheme != "zk" or not parsed.netloc:
-            raise ValueError(f"{url!r}: expected zk://HOST:PORT[,HOST:PORT...]/path")
-        for host in parsed.netloc.split(","):
+        userinfo, at, hosts = parsed.netloc.rpartition("@")
+        if parsed.scheme != "zk" or not hosts:
+            raise ValueError(
+                f"{_shown(url)!r}: expected zk://[USER:PASSWORD@]HOST:PORT[,HOST:PORT...]/path"
+            )
+        for host in hosts.split(","):
             name, sep, port = host.rpartition(":")
             if not sep or not name or not port.isdigit():
-                raise ValueError(f"{url!r}: {host!r} is not HOST:PORT")
+                raise ValueError(f"{_shown(url)!r}: {host!r} is not HOST:PORT")
+        credentials = None
+        if at:
+            user, colon, password = userinfo.partition(":")
+            if not user or not colon or not password:
+                raise ValueError(f"{_shown(url)!r}: credentials are USER:PASSWORD@")
+            credentials = f"{urllib.parse.unquote(user)}:{urllib.parse.unquote(password)}"
         path = parsed.path.rstrip("/") or "/drfmesos"
-        return cls(parsed.netloc, path)
+        return cls(hosts, path, credentials)
+
+    @classmethod
+    def from_flag(cls, value: str) -> ZkURL:
+        """`--zk`'s value: a zk:// URL, or `file:///path` naming a file that holds one (as
+        Mesos takes it), so that a password need not be on the command line."""
+        if not value.startswith("file://"):
+            return cls.parse(value)
+        path = Path(urllib.parse.unquote(urllib.parse.urlsplit(value).path))
+        try:
+            text = path.read_text().strip()
+        except OSError as e:
+            raise ValueError(f"{value}: {e.strerror or e}") from None
+        try:
+            return cls.parse(text)
+        except ValueError as e:  # (its password hidden, as `parse` hides it)
+            raise ValueError(f"{value}: {e}") from None
+
+    def acl(self, world_readable: bool = False) -> list[ACL] | None:
+        """The ACL of the nodes a master makes: with credentials, theirs alone (and
+        anyone's to read, `world_readable`); without, None (ZooKeeper's open one)."""
+        if self.credentials is None:
+            return None
+        return list(CREATOR_ALL_ACL) + (list(READ_ACL_UNSAFE) if world_readable else [])
+
+    def auth_data(self) -> list[tuple[str, str]] | None:
+        return [("digest", self.credentials)] if self.credentials is not None else None
+
+
+def _shown(url: str) -> str:
+    """`url` with its password, if any, hidden (for error messages)."""
+    head, sep, rest = url.partition("://")
+    userinfo, at, hosts = rest.rpartition("@")
+    if not at:
+        return url
+    user = userinfo.partition(":")[0]
+    return f"{head}{sep}{user}:***@{hosts}"
 
 
 class Fenced(RuntimeError):
@@ -353,7 +418,12 @@ class ZkCandidate:
         self.root = f"{url.path}/{cluster}"
         self.identity = identity
         self.session_timeout = session_timeout
-        self.client = KazooClient(hosts=url.hosts, timeout=session_timeout)
+        self.client = KazooClient(
+            hosts=url.hosts,
+            timeout=session_timeout,
+            auth_data=url.auth_data(),
+            default_acl=url.acl(),  # (every node made under the path: the election's too)
+        )
         self._loop: asyncio.AbstractEventLoop | None = None
         self._term: Term | None = None
         self._lock: Lock | None = None
@@ -397,6 +467,7 @@ class ZkCandidate:
 
     async def campaign(self) -> Term:
         await self._start()
+        await asyncio.to_thread(self._check_access)
         while True:
             await self._connected.wait()
             lock = Lock(self.client, f"{self.root}/election", json.dumps(self.identity))
@@ -410,6 +481,9 @@ class ZkCandidate:
                 lock.cancel()
                 acquiring.add_done_callback(_retrieved)
                 raise
+            except NoAuthError:
+                await asyncio.to_thread(_release, lock)
+                raise LeadershipError(self._denied()) from None
             except KazooException as e:
                 log.warning("zookeeper.election_failed", error=repr(e))
                 await asyncio.to_thread(_release, lock)
@@ -431,6 +505,36 @@ class ZkCandidate:
             if not self.client.connected:  # lost while we got here
                 self._term.lost.set()
             return self._term
+
+    def _check_access(self) -> None:
+        """Refuse to campaign where these credentials (or none) may not write: another
+        cluster's path, or credentials not those that made it (a LeadershipError, said
+        once, rather than an election failing for ever); and warn where the path is open
+        to anyone though credentials were given (made before they were)."""
+        try:
+            self.client.ensure_path(self.root)
+            acl, _ = self.client.get_acls(self.root)
+            self.client.ensure_path(f"{self.root}/election")
+            self.client.get_children(f"{self.root}/election")
+        except NoAuthError:
+            raise LeadershipError(self._denied()) from None
+        if self.url.credentials is not None and any(
+            a.id.scheme == "world" and a.perms & ~Permissions.READ for a in acl
+        ):
+            log.warning(
+                "zookeeper.path_open",
+                path=self.root,
+                hint="made before credentials were given: anyone who reaches ZooKeeper "
+                "may change it; set its ACLs (zkCli.sh setAcl -R) or use a new path",
+            )
+
+    def _denied(self) -> str:
+        given = "these --zk credentials" if self.url.credentials else "no --zk credentials"
+        return (
+            f"ZooKeeper refused access to {self.root} with {given}: the path was made by "
+            f"masters with other credentials (give the same USER:PASSWORD as they had, "
+            f"in zk://USER:PASSWORD@HOST:PORT/path or a file:// naming a file holding it)"
+        )
 
     def _bump_epoch(self, fence: str) -> int:
         path = f"{self.root}/epoch"

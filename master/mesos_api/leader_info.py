@@ -23,6 +23,7 @@ from protocol import mesos_json as mj
 
 if TYPE_CHECKING:  # (kazoo is the `ha` extra's: imported only by masters that use --zk)
     from kazoo.client import KazooClient
+    from kazoo.security import ACL
 
 log = logs.get("mesos_leader_info")
 
@@ -58,9 +59,15 @@ def path_clash(registry_path: str, mesos_path: str) -> str | None:
 
 
 class MesosLeaderInfo:
-    def __init__(self, client: KazooClient, path: str = DEFAULT_PATH) -> None:
+    def __init__(
+        self, client: KazooClient, path: str = DEFAULT_PATH, acl: list[ACL] | None = None
+    ) -> None:
+        """`acl`: of the nodes it makes (None: the client's default); with credentials,
+        the masters' to write and anyone's to read, since Mesos clients read them without
+        any (Mesos's EVERYONE_READ_CREATOR_ALL)."""
         self.client = client
         self.path = path.rstrip("/") or DEFAULT_PATH
+        self.acl = acl
         self.node: str | None = None
 
     async def publish(self, info: dict[str, Any]) -> None:
@@ -72,6 +79,7 @@ class MesosLeaderInfo:
                 self.client.create,
                 f"{self.path}/{PREFIX}",
                 data,
+                acl=self.acl,
                 ephemeral=True,
                 sequence=True,
                 makepath=True,
@@ -91,4 +99,7 @@ class MesosLeaderInfo:
 def mesos_leader_info(candidate: object, path: str) -> MesosLeaderInfo | None:
     """For a master elected in ZooKeeper (a ZkCandidate's client), else None."""
     client = getattr(candidate, "client", None)
-    return MesosLeaderInfo(client, path) if client is not None else None
+    if client is None:
+        return None
+    url = getattr(candidate, "url", None)
+    return MesosLeaderInfo(client, path, url.acl(world_readable=True) if url else None)
