@@ -69,10 +69,8 @@ class Rig:
             resources=resources,
             work_dir=self.tmp / slave_id,
             cluster=T.cluster,
-            kill_grace=1.0,
-            memory_check_interval=0.1,
-            **kw,
-        )  # type: ignore[arg-type]
+            **{"kill_grace": 1.0, "memory_check_interval": 0.1, **kw},  # type: ignore[arg-type]
+        )
         slave = Slave(bus, T, config)
         await slave.start()
         self.stack.push_async_callback(slave.stop, kill_tasks=True)
