@@ -19,10 +19,10 @@ none of it meets:
   then used).
 
 One 8 MiB payload of Accepts (123 of 1,000 tiny tasks each) published to mallory's own will
-topic held the master's loop 2.3 s (on mosquitto and in memory) on the 2-core test machine: every other tenant's call,
-every slave's heartbeat and update, every allocation round and the HTTP API waited. One a
-few seconds keeps the master stalled for as long as the tenant likes; sent faster, they
-queue in the master's memory without end.
+topic held the master's loop 2.3 s of CPU in one step (on mosquitto and in memory) on the
+2-core test machine: every other tenant's call, every slave's heartbeat and update, every
+allocation round and the HTTP API waited. One a few seconds keeps the master stalled for
+as long as the tenant likes; sent faster, they queue in the master's memory without end.
 
 What a tenant relies on: another tenant's publishes cost the master what its calls may
 cost (bounds.md: "`GET /health` keeps answering while any one message is handled").
@@ -43,9 +43,10 @@ from harness.helpers import longest_step
 from harness.trust import Secure, T, secure_cluster
 
 pytestmark = pytest.mark.timeout(120)
-# the longest one step of the master's loop may take for one tenant's payload (a call's
-# big payload is decoded in a thread, and handled in slices of 64 calls)
-STEP_BOUND = 0.25
+# seconds of CPU one step of the master's loop may take for a tenant's hostile payload: the
+# bound tests/test_tenant.py holds the call topic to (a call's big payload is decoded in a
+# thread, and handled in slices of 64 calls)
+STEP_BOUND = 0.1
 BROKER_PACKET = 8 * 1024 * 1024  # what the brokers we start carry in one message
 
 
