@@ -14,8 +14,9 @@ at all; `event_line` prints them raw, and `click.echo` passes them to the termin
 The attacker: mallory sends one such Accept (it needs no offer). The operator following
 the stream gets, in its terminal, whatever mallory chose: the screen cleared, lines
 rewritten to hide or fake events, its title set, and in terminals that take OSC 52 its
-clipboard filled with a command of mallory's. (`drfmesos state` is not affected: rich's
-`Text` strips control codes; the web UI writes text nodes.)
+clipboard filled with a command of mallory's. (`drfmesos state` lists live tasks only,
+whose ids were checked, and the web UI writes text nodes; rich's `Text`, which `state`
+prints with, strips BEL but passes ESC, so it would not save a field that reached it.)
 
 What an operator relies on: what a tenant sends reaches its terminal as text.
 """
