@@ -69,7 +69,7 @@ from protocol import logs
 from protocol.transport.aio import cancel_and_wait, loop_time
 from protocol.transport.base import Transport
 from protocol.transport.sending import MAX_PAYLOAD
-from protocol.wire.codec import DecodeError, decode_many, encode
+from protocol.wire.codec import DecodeError, decode, encode
 from protocol.wire.messages import (
     Accept,
     Acknowledge,
@@ -475,11 +475,14 @@ class Master:
         self.intake.arrive_gone(parts[3], parts[4], topic, payload)
 
     async def _gone(self, topic: str, payload: bytes) -> None:
+        """A Last Will in its turn: one Gone (the intake let nothing bigger by)."""
         parts = topic.split("/")
-        for item in decode_many(payload):
-            if isinstance(item, DecodeError) or not isinstance(item.message, Gone):
-                continue
-            await self.slave_calls.on_gone(item.message, Caller(parts[3], parts[4], None))
+        try:
+            gone = decode(payload).message
+        except DecodeError:
+            return
+        if isinstance(gone, Gone):
+            await self.slave_calls.on_gone(gone, Caller(parts[3], parts[4], None))
 
     def _probe_topic(self) -> str:
         return self.topics.gone("master", self.bus.principal or "master")

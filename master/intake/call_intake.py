@@ -32,6 +32,7 @@ from master.intake.costs import READ_WHEN_FULL, call_cost, reconcile_cost
 from master.intake.queues import PrincipalQueues, Work
 from master.intake.refusals import RateLimitRefusals
 from master.outbox import Outbox
+from protocol import logs
 from protocol.transport.base import Transport
 from protocol.transport.inbound import payload_taker
 from protocol.wire.codec import (
@@ -45,9 +46,18 @@ from protocol.wire.codec import (
 from protocol.wire.messages import Reconcile, Subscribe, Wire
 from protocol.wire.topics import Sender, Topics, check_segment, too_long
 
+log = logs.get("intake")
+
 MAX_CALL_BYTES = 1024 * 1024  # one message of a framework or operator, at most (docs: bounds)
 MAX_CALL_ITEMS = MAX_PAYLOAD_ITEMS  # calls and list items in one payload of theirs (docs: bounds)
 DECODE_INLINE_BYTES = 64 * 1024  # payloads above this are decoded off the loop
+# A Last Will is one Gone the party's own Bus made (some 60 bytes); a principal may also
+# publish on its will topic itself (the broker lets it: the will is sent in its name). So
+# past this size a payload there is no will and is dropped unread, and past WILLS_WAITING
+# of one principal's waiting (a party has one connection, reconnecting now and then)
+# more are dropped: what it sends there costs the master no more than a call.
+MAX_WILL_BYTES = 1024
+WILLS_WAITING = 4
 YIELD_EVERY = 64  # calls of one payload handled between turns of the loop
 # The share of the master's time each kind of principal is served at when all are
 # waiting: the slaves carry every framework's task updates (and are never rate limited),
@@ -102,6 +112,7 @@ class CallIntake:
         self._sender: Sender | None = None
         self._over = False
         self._asked: tuple[str, str | None, Caller, str | None] | None = None
+        self._wills_waiting: dict[str, int] = {}  # queue key: its Last Wills waiting
 
     # -- arrival: who sent it, once; admitted, once ---------------------------------------
 
@@ -133,9 +144,24 @@ class CallIntake:
 
     def arrive_gone(self, kind: str, principal: str, topic: str, payload: bytes) -> None:
         """A party's Last Will (published by the broker under its name): in its queue,
-        behind the calls it sent before it went (MQTT orders nothing across topics)."""
+        behind the calls it sent before it went (MQTT orders nothing across topics). One
+        too big to be a will, or past WILLS_WAITING of the principal's, is dropped."""
+        key = queue_key(kind, principal)
+        waiting = self._wills_waiting.get(key, 0)
+        if len(payload) > MAX_WILL_BYTES or waiting >= WILLS_WAITING:
+            self.messages.outcomes[("Gone", "dropped", "")] += 1
+            sampled = self.outbox.sampled(principal, "will-dropped")
+            if sampled is not None:
+                log.warning(
+                    "will.dropped", kind=kind, principal=principal, bytes=len(payload), **sampled
+                )
+            return
+        self._wills_waiting[key] = waiting + 1
 
         async def serve() -> None:
+            left = self._wills_waiting.pop(key, 1) - 1
+            if left:
+                self._wills_waiting[key] = left
             await self._gone(topic, payload)
 
         self._put(kind, principal, 1, serve, limited=False)  # (not a call: not counted)
