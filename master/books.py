@@ -79,6 +79,9 @@ class Task:
     # tuple: a deque took 760 bytes of a task's 4.4 KB (100,000 tasks: 76 MB)
     relayed: tuple[str, ...] = ()
 
+    def __post_init__(self) -> None:
+        self.info = kept_info(self.info)  # (what a view reads of it, not what ran)
+
     def relay(self, uuid: str) -> None:
         """Remember a forwarded update's uuid (the last RELAYED_KEPT of them)."""
         self.relayed = (*self.relayed[1 - RELAYED_KEPT :], uuid)
@@ -257,7 +260,6 @@ class Framework:
         self.tasks.pop(task.task_id, None)
         self.declare_ended(status, keep)
         task.state, task.status = status.state, self.completed[status.task_id]
-        task.info = ended_info(task.info)
         self.ended[task.task_id] = task
         if len(self.ended) > keep:
             self.ended.popitem(last=False)
@@ -268,17 +270,22 @@ class Framework:
         return sum(1 for t in self.tasks.values() if not t.terminal)
 
 
-ENDED_COMMAND = CommandInfo(value="(not kept once its task ended)")
+NOT_KEPT = CommandInfo(value="(not kept by the master)")
 
 
-def ended_info(info: TaskInfo) -> TaskInfo:
-    """What the books keep of an ended task's TaskInfo: its ids, name, resources and
-    executor's id; not its command, environment, image or data (a tenant's, up to a
-    megabyte a task, and 1,000 ended tasks are kept a framework)."""
+def kept_info(info: TaskInfo) -> TaskInfo:
+    """What the books keep of a task's TaskInfo, live or ended: its ids, name, resources,
+    kill policy and executor's id and resources; not its command, environment, image or
+    data -- a tenant's, up to a megabyte a task, which the master never reads once the
+    launch is sent (Mesos's master keeps a `Task`, with none of them). Else a tenant's
+    tasks of 0.001 CPUs held a gigabyte of the master for a CPU of its share (review 72)."""
     executor = info.executor
-    if executor is not None:
-        executor = executor.model_copy(update={"command": ENDED_COMMAND})
-    command = None if info.command is None else ENDED_COMMAND
+    if executor is not None and executor.command is not NOT_KEPT:
+        executor = executor.model_copy(update={"command": NOT_KEPT})
+    command = None if info.command is None else NOT_KEPT
+    unchanged = command is info.command and executor is info.executor
+    if unchanged and not info.data and info.container is None:
+        return info  # (nothing to leave out: kept as it is)
     return info.model_copy(
         update={"command": command, "executor": executor, "container": None, "data": b""}
     )
