@@ -141,7 +141,7 @@ class FakeMaster:
         return [], 0
 
     async def read_task_file(
-        self, framework_id: str, task_id: str, name: str, offset: int, length: int
+        self, principal: str, framework_id: str, task_id: str, name: str, offset: int, length: int
     ) -> FileData:
         raise AssertionError("no file is read here")
 

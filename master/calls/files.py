@@ -4,11 +4,17 @@ for a framework reading its own tasks' files: `ReadTaskFile`, the driver's `read
 The master asks the slave that ran the task (`ReadFile`) and waits for its `FileData`,
 which is accepted only from the principal that slave speaks for and only for a request
 it was asked. Finished tasks are found by the slave they ran on, among recent ones.
+
+Each principal has at most FILE_READS_AT_ONCE reads waiting for slaves at once, by the
+bus and by HTTP together (review 53 bounded HTTP's alone; review 72 found a tenant's
+1,000 bus reads of 1 MiB at once leaving another tenant unable to read its own files on
+the slave they shared): past it a read is refused at once (`FileReadsBusy`).
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 
 from master.authz import Caller
 from master.books import Books, Task
@@ -18,20 +24,26 @@ from protocol.transport.aio import within
 from protocol.wire.messages import FileData, ReadFile, ReadTaskFile, TaskFileData, new_id
 
 FILE_TIMEOUT = 5.0
+FILE_READS_AT_ONCE = 8  # a principal's task-file reads waiting for slaves at once (docs: bounds)
 
 
 class FileReadError(LookupError):
     """No such task, its slave is gone, or the slave could not read the file."""
 
 
+class FileReadsBusy(FileReadError):
+    """The asker has FILE_READS_AT_ONCE reads under way already."""
+
+
 class FileRequests:
     """Reading a task's stdout or stderr from its slave, for the HTTP API and for the
     framework's ReadTaskFile call: it asks and answers through the outbox."""
 
-    def __init__(self, books: Books, outbox: Outbox) -> None:
-        self.books, self.outbox = books, outbox
+    def __init__(self, books: Books, outbox: Outbox, at_once: int = FILE_READS_AT_ONCE) -> None:
+        self.books, self.outbox, self.at_once = books, outbox, at_once
         self._file_requests: dict[str, tuple[str, asyncio.Future[FileData]]] = {}
         self._file_readers: set[asyncio.Task[None]] = set()  # frameworks' reads under way
+        self.reading: Counter[str] = Counter()  # each principal's reads waiting for slaves
 
     def _known_task(self, framework_id: str, task_id: str) -> Task | None:
         """A task that runs or ran recently (None if the master does not know it)."""
@@ -43,6 +55,22 @@ class FileRequests:
         return fw.tasks.get(task_id) or fw.ended.get(task_id)
 
     async def read_task_file(
+        self, principal: str, framework_id: str, task_id: str, name: str, offset: int, length: int
+    ) -> FileData:
+        """The file, read for `principal` (FileReadsBusy past its reads at once)."""
+        if self.reading[principal] >= self.at_once:
+            raise FileReadsBusy(
+                f"at most {self.at_once} task-file reads at once a principal: ask again later"
+            )
+        self.reading[principal] += 1
+        try:
+            return await self._read(framework_id, task_id, name, offset, length)
+        finally:
+            self.reading[principal] -= 1
+            if self.reading[principal] <= 0:
+                del self.reading[principal]  # (forget the idle)
+
+    async def _read(
         self, framework_id: str, task_id: str, name: str, offset: int, length: int
     ) -> FileData:
         task = self._known_task(framework_id, task_id)
@@ -106,7 +134,12 @@ class FileRequests:
             answer = TaskFileData(request_id=msg.request_id, task_id=msg.task_id)
             try:
                 got = await self.read_task_file(
-                    msg.framework_id, msg.task_id, msg.name, msg.offset, msg.length
+                    caller.principal,
+                    msg.framework_id,
+                    msg.task_id,
+                    msg.name,
+                    msg.offset,
+                    msg.length,
                 )
                 answer = answer.model_copy(
                     update={"data": got.data, "offset": got.offset, "size": got.size}

@@ -20,7 +20,7 @@ from typing import Protocol
 
 from aiohttp import web
 
-from master.calls.files import FileReadError
+from master.calls.files import FileReadError, FileReadsBusy
 from master.http.auth import PrincipalAuth
 from master.http.config import HttpConfig, address_of
 from master.http.log import ClientErrors
@@ -50,7 +50,7 @@ from master.http.responses import (
     serve_site,
 )
 from master.http.snapshot import SLAVE_SORTS, TASK_SORTS
-from master.http.turns import FileReads, take_turn
+from master.http.turns import take_turn
 from master.why_answers import REFUSED_STATUS, Refusal
 from protocol import logs
 from protocol.transport.aio import within
@@ -130,7 +130,6 @@ class HttpApi:
         self.runner: web.AppRunner | None = None
         self.url = ""
         self._static = package_files.files("master.http") / "webui"
-        self._file_reads = FileReads()
 
     # -- lifecycle ----------------------------------------------------------------------------
     async def start(self) -> str:
@@ -372,17 +371,17 @@ class HttpApi:
         offset = _int(request, "offset", 0)
         length = _int(request, "length", 65536, 0, 1_048_576)
         principal = request.get(PRINCIPAL, "")
-        refused = await self._turn(request) or self._file_reads.start(principal)
+        refused = await self._turn(request)
         if refused:
             return problem(refused, 429)
         try:
             got = await self.master.read_task_file(
-                info["framework_id"], info["task_id"], info["name"], offset, length
+                principal, info["framework_id"], info["task_id"], info["name"], offset, length
             )
+        except FileReadsBusy as e:
+            return problem(str(e), 429)
         except FileReadError as e:
             return problem(str(e), 404)
-        finally:
-            self._file_reads.done(principal)
         self.log.info(
             "http.file",
             principal=request.get(PRINCIPAL, ""),

@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
+from master.calls.files import FILE_READS_AT_ONCE
 from master.http.models import (
     Events,
     Frameworks,
@@ -20,7 +21,6 @@ from master.http.models import (
     Tasks,
 )
 from master.http.snapshot import SLAVE_SORTS, TASK_SORTS
-from master.http.turns import FILE_READS_AT_ONCE
 from protocol.wire.messages import State
 from protocol.wire.why import Why
 

@@ -275,6 +275,8 @@ class ReadSide:
         return page, len(matching)
 
     async def read_task_file(
-        self, framework_id: str, task_id: str, name: str, offset: int, length: int
+        self, principal: str, framework_id: str, task_id: str, name: str, offset: int, length: int
     ) -> FileData:
-        return await self.files.read_task_file(framework_id, task_id, name, offset, length)
+        return await self.files.read_task_file(
+            principal, framework_id, task_id, name, offset, length
+        )

@@ -139,8 +139,10 @@ class MasterReader(Protocol):
         sort: str = "",
     ) -> tuple[list[TaskView], int]: ...
     async def read_task_file(
-        self, framework_id: str, task_id: str, name: str, offset: int, length: int
-    ) -> FileData: ...
+        self, principal: str, framework_id: str, task_id: str, name: str, offset: int, length: int
+    ) -> FileData:
+        """For `principal` (`master.calls.files.FileReadsBusy` past its reads at once)."""
+        ...
     def why_of(self, framework: str, kind: str, principal: str) -> Why | Refusal:
         """Why a framework (an id or a name) is offered nothing, if the asker (`kind`,
         `principal`) may see it (master.why_answers)."""

@@ -4,17 +4,15 @@ task's file: a ReadFile to its slave) waits its turn in the principal's queue an
 charged to its rate limit, as the bus's calls and the Mesos API's are
 (`master.intake`). Past its capacity, it is refused (429), counted as the intake counts
 refusals (a `rate-limited` reason of why says so). A task's file is read at most
-FILE_READS_AT_ONCE at once by each principal, whatever its limit."""
+FILE_READS_AT_ONCE at once by each principal, by every door together
+(`master.calls.files`)."""
 
 from __future__ import annotations
 
 import asyncio
-from collections import Counter
 
 from master.intake.call_intake import INTAKE_WEIGHTS, queue_key, rate_limited
 from master.intake.queues import PrincipalQueues
-
-FILE_READS_AT_ONCE = 8  # a principal's task-file reads waiting for slaves at once (docs: bounds)
 
 
 async def take_turn(queues: PrincipalQueues, kind: str, principal: str) -> str:
@@ -42,23 +40,3 @@ async def take_turn(queues: PrincipalQueues, kind: str, principal: str) -> str:
     queues.put(key, INTAKE_WEIGHTS.get(kind, 1.0), principal, 1, serve)
     await turn
     return ""
-
-
-class FileReads:
-    """Each principal's task-file reads waiting for slaves now."""
-
-    def __init__(self, at_once: int = FILE_READS_AT_ONCE) -> None:
-        self.at_once = at_once
-        self.reading: Counter[str] = Counter()
-
-    def start(self, principal: str) -> str:
-        """Why a read may not start ("": it may; `done` when it is)."""
-        if self.reading[principal] >= self.at_once:
-            return f"at most {self.at_once} task-file reads at once a principal: ask again later"
-        self.reading[principal] += 1
-        return ""
-
-    def done(self, principal: str) -> None:
-        self.reading[principal] -= 1
-        if self.reading[principal] <= 0:
-            del self.reading[principal]  # (forget the idle)
