@@ -21,6 +21,10 @@ for f in A B C; do add "$f" framework; done
 add operator operator              # you, on the host: drfmesos state / teardown
 add health-broker operator         # the health checks
 add health-master operator
+# the masters' ZooKeeper credentials (digest): the registry's and the election's nodes are
+# theirs alone; a file, so that the password is on no command line
+python3 -c 'import secrets; print(f"zk://master:{secrets.token_urlsafe(24)}@zookeeper:2181/drfmesos")' \
+  >"$DIR/zk"
 # the containers run as their own users: let them read what is mounted into them
-chmod 0644 "$DIR"/passwd "$DIR"/acl "$DIR"/broker.key "$DIR"/framework-ids.key "$DIR"/secrets/*
+chmod 0644 "$DIR"/passwd "$DIR"/acl "$DIR"/broker.key "$DIR"/framework-ids.key "$DIR"/zk "$DIR"/secrets/*
 echo "credentials in $(cd "$DIR" && pwd) (CA: ca.pem; your operator secret: secrets/operator)"

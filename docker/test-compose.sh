@@ -391,6 +391,17 @@ for c in $(podman ps --format '{{.Names}}' | grep master-); do  # the compose fi
     say "FAILED: $c's health check"; podman inspect -f '{{json .State.Health}}' "$c"; exit 1; }
 done
 say "ok: every master passes its health check"
+reach_zk="import socket; socket.create_connection(('zookeeper', 2181), 3)"
+one_of() { podman ps --format '{{.Names}}' | grep "$1" | head -1; }
+podman exec "$(one_of master-)" python -c "$reach_zk" || {
+  say "FAILED: a master cannot reach ZooKeeper"; exit 1; }
+zk_ip=$(podman inspect -f '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}' "$(one_of zookeeper)")
+for target in zookeeper "$zk_ip"; do  # (by name, and by address: no route either way)
+  if podman exec "$(one_of slave-2)" python -c "${reach_zk/zookeeper/$target}" >/dev/null 2>&1; then
+    say "FAILED: a slave's container (where tasks run) reaches ZooKeeper at $target"; exit 1
+  fi
+done
+say "ok: the masters reach ZooKeeper, a slave and its tasks do not"
 
 # master failover: kill the leading master's container; a standby leads, nothing is lost
 leader_id=$(state | python3 -c 'import json,sys; print(json.load(sys.stdin)["master_id"])')
