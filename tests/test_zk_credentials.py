@@ -117,3 +117,28 @@ async def test_with_credentials_nobody_else_reads_writes_or_joins_the_election()
                 assert "wrong" not in str(refused.value)
             finally:
                 await stranger.close()
+
+
+async def test_credentials_on_a_path_made_open_are_warned_of() -> None:
+    """A path made before credentials were given stays open to anyone: the master says so
+    at start (and goes on: it is the operator's to close)."""
+    need_zookeeper()
+    import structlog
+
+    from cluster.testing.zookeeper import ZooKeeperServer
+    from master.ha.zookeeper import ZkCandidate
+
+    async with ZooKeeperServer() as zk:
+        open_first = ZkCandidate(ZkURL.parse(f"zk://{zk.hosts}/drfmesos"), "c", {})
+        await open_first.campaign()
+        await open_first.close()
+        url = ZkURL.parse(f"zk://master:{QUOTED}@{zk.hosts}/drfmesos")
+        later = ZkCandidate(url, "c", {})
+        try:
+            with structlog.testing.capture_logs() as said:
+                await later.campaign()
+        finally:
+            await later.close()
+    (warning,) = [line for line in said if line["event"] == "zookeeper.path_open"]
+    assert warning["path"] == "/drfmesos/c"
+    assert SECRET not in str(said)

@@ -429,6 +429,7 @@ class ZkCandidate:
         self._lock: Lock | None = None
         self._connected = asyncio.Event()
         self._started = False
+        self._checked = False  # whether these credentials may campaign here (`_check_access`)
 
     def _on_state(self, state: str) -> None:  # kazoo's thread: hand over to the loop
         loop = self._loop
@@ -467,9 +468,18 @@ class ZkCandidate:
 
     async def campaign(self) -> Term:
         await self._start()
-        await asyncio.to_thread(self._check_access)
         while True:
             await self._connected.wait()
+            if not self._checked:  # (once: a standby's later terms find it as it was)
+                try:
+                    await asyncio.to_thread(self._check_access)
+                except NoAuthError:
+                    raise LeadershipError(self._denied()) from None
+                except KazooException as e:  # (the connection lost meanwhile: again)
+                    log.warning("zookeeper.access_check_failed", error=repr(e))
+                    await asyncio.sleep(0.5)
+                    continue
+                self._checked = True
             lock = Lock(self.client, f"{self.root}/election", json.dumps(self.identity))
             self._lock = lock
             acquiring = asyncio.ensure_future(asyncio.to_thread(lock.acquire))
@@ -507,17 +517,14 @@ class ZkCandidate:
             return self._term
 
     def _check_access(self) -> None:
-        """Refuse to campaign where these credentials (or none) may not write: another
-        cluster's path, or credentials not those that made it (a LeadershipError, said
-        once, rather than an election failing for ever); and warn where the path is open
-        to anyone though credentials were given (made before they were)."""
-        try:
-            self.client.ensure_path(self.root)
-            acl, _ = self.client.get_acls(self.root)
-            self.client.ensure_path(f"{self.root}/election")
-            self.client.get_children(f"{self.root}/election")
-        except NoAuthError:
-            raise LeadershipError(self._denied()) from None
+        """Whether these credentials (or none) may campaign here: NoAuthError where they
+        are not those that made the path (`campaign` says so once, a LeadershipError,
+        rather than an election failing for ever); a warning where the path is open to
+        anyone though credentials were given (made before they were)."""
+        self.client.ensure_path(self.root)
+        acl, _ = self.client.get_acls(self.root)
+        self.client.ensure_path(f"{self.root}/election")
+        self.client.get_children(f"{self.root}/election")
         if self.url.credentials is not None and any(
             a.id.scheme == "world" and a.perms & ~Permissions.READ for a in acl
         ):
