@@ -23,7 +23,7 @@ from aiohttp import web
 from master.calls.files import FileReadError
 from master.http.auth import PrincipalAuth
 from master.http.config import HttpConfig, address_of
-from master.http.log import ClientErrors
+from master.http.log import ClientErrors, RefusedLines
 from master.http.metrics import registry_for
 from master.http.models import (
     Events,
@@ -127,6 +127,7 @@ class HttpApi:
         self.doors = [door(self.auth) for door in doors]
         self.public_paths = {path for door in self.doors for path in door.public_paths}
         self.log = logs.get("master.http", master_id=master.master_id)
+        self.refused_lines = RefusedLines(self.log)  # (sampled, cut: master.http.log)
         self.runner: web.AppRunner | None = None
         self.url = ""
         self._static = package_files.files("master.http") / "webui"
@@ -193,7 +194,7 @@ class HttpApi:
                 # up its dialog: the page asks for credentials itself
                 headers = {} if request.headers.get("X-Requested-With") else {
                     "WWW-Authenticate": 'Basic realm="drfmesos"'}  # fmt: skip
-                self.log.info("http.unauthorized", path=path, remote=request.remote)
+                self.refused_lines.refused("http.unauthorized", remote=request.remote, path=path)
                 return web.Response(
                     status=401,
                     text=json.dumps({"error": "operator credentials needed"}),
@@ -201,7 +202,9 @@ class HttpApi:
                     headers=headers,
                 )
             if who.kind != "operator" and handler not in (self._file, self._why):
-                self.log.info("http.forbidden", path=path, principal=who.principal)
+                self.refused_lines.refused(
+                    "http.forbidden", principal=who.principal, remote=request.remote, path=path
+                )
                 return problem(
                     "operator credentials needed (a framework principal may read only "
                     "its own tasks' files and why its own frameworks get no offers)",
@@ -419,7 +422,9 @@ class HttpApi:
         kind, principal = request.get(KIND, "operator"), request.get(PRINCIPAL, "")
         refused = await take_turn(self.master.queues, kind, principal)
         if refused:
-            self.log.info("http.rate_limited", path=request.path, principal=principal)
+            self.refused_lines.refused(
+                "http.rate_limited", principal=principal, remote=request.remote, path=request.path
+            )
         return refused
 
     async def _stream(self, request: web.Request) -> web.StreamResponse:

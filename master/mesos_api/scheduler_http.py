@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from master.authz import Caller
+from master.http.log import RefusedLines
 from master.mesos_api import scheduler_events as events
 from master.mesos_api.scheduler_calls import (
     PREEMPTION_CAPABILITY,
@@ -165,6 +166,7 @@ class SchedulerApi:
         self.of_principal: dict[str, set[SchedulerStream]] = {}  # open, by principal
         self.opened: collections.Counter[str] = collections.Counter()  # streams by principal
         self.log = logs.get("master.mesos_scheduler", master_id=master.info.master_id)
+        self.refused_lines = RefusedLines(self.log)  # (sampled, cut: master.http.log)
 
     def routes(self) -> list[web.RouteDef]:
         return [web.post(PATH, self.handle), web.get(VERSION_PATH, self.version)]
@@ -209,24 +211,27 @@ class SchedulerApi:
             return INSECURE_PRINCIPAL
         if not request.secure and not _loopback(request.remote):
             # a secret in the clear across a network: refused before it is even checked
-            self.log.info("mesos.plain_http_refused", remote=request.remote)
+            self.refused_lines.refused("mesos.plain_http_refused", remote=request.remote)
             return problem("credentials over plain HTTP on loopback only: use HTTPS", 403)
         who = await self.auth.principal(request.headers.get("Authorization"), request.remote)
         if who is None:
-            self.log.info("mesos.unauthorized", remote=request.remote)
+            self.refused_lines.refused("mesos.unauthorized", remote=request.remote)
             return problem(
                 "framework credentials needed (HTTP Basic)",
                 401,
                 **{"WWW-Authenticate": 'Basic realm="drfmesos"'},
             )
         if who.kind != "framework":
-            self.log.info("mesos.forbidden", principal=who.principal, kind=who.kind)
+            self.refused_lines.refused(
+                "mesos.forbidden", principal=who.principal, remote=request.remote, kind=who.kind
+            )
             return problem(f"a {who.kind} principal cannot run a framework", 403)
         return who.principal
 
     def _bad(self, request: web.Request, principal: str, code: str, **more: str) -> None:
-        self.log.info(
-            "mesos.bad_call", principal=principal, code=code, remote=request.remote, **more
+        """A call refused: a line, sampled per principal, what it named cut."""
+        self.refused_lines.refused(
+            "mesos.bad_call", principal=principal, remote=request.remote, code=code, **more
         )
 
     async def _call(self, request: web.Request, call: MesosCall, principal: str) -> web.Response:
