@@ -305,7 +305,9 @@ class Preempting(Wire):
     deadline_seconds: float = Field(ge=0)
     """Seconds until the slave kills them (the master's --preemption-notice)."""
     message: str = ""
-    """Why, for people: who is starving, and for how long."""
+    """Why, for people: that a framework is below its fair share, or its role's
+    guarantee. A framework of another principal's is not named, nor its role; one of
+    the same principal's is."""
 
 
 class Heartbeat(Wire):
