@@ -123,6 +123,8 @@ class HttpApi:
         self.config = config
         self.auth = PrincipalAuth(config.credentials) if config.credentials else None
         self.registry = registry_for(master)
+        # what /metrics shows a scraper without credentials (--http-open-metrics)
+        self.open_registry = registry_for(master, tenants=False)
         # the doors reach the master's handlers themselves; the HTTP side only serves them
         self.doors = [door(self.auth) for door in doors]
         self.public_paths = {path for door in self.doors for path in door.public_paths}
@@ -186,7 +188,9 @@ class HttpApi:
         public = path in ("/", "/favicon.ico") or path.startswith("/static/")
         public = public or path in self.public_paths  # (checked there, for frameworks)
         if self.config.open_metrics and path in ("/metrics", "/health"):
-            public = True
+            # open to a request without credentials (one with them is checked: an
+            # operator's /metrics is the whole page, the open one aggregates only)
+            public = public or "Authorization" not in request.headers
         if self.auth is not None and not public:
             who = await self.auth.principal(request.headers.get("Authorization"), request.remote)
             if who is None:
@@ -275,7 +279,11 @@ class HttpApi:
         )
 
     async def _metrics(self, request: web.Request) -> web.StreamResponse:
-        return metrics_response(self.registry)
+        """The whole page to an operator (and to anybody on a master without credentials,
+        whose HTTP side is all open); to a scraper without credentials
+        (--http-open-metrics), the cluster's aggregates: no series labelled by tenant."""
+        whole = self.auth is None or request.get(KIND) == "operator"
+        return metrics_response(self.registry if whole else self.open_registry)
 
     async def _openapi(self, request: web.Request) -> web.StreamResponse:
         return json_response(openapi())
