@@ -146,3 +146,8 @@ class RateLimiter:
     def take_skipped(self, principal: str) -> int:
         """How many were refused for `principal` since this was last asked."""
         return self._skipped.pop(principal, 0)
+
+    def forget(self, principal: str) -> None:
+        """Forget `principal`'s bucket (it starts full again if it comes back)."""
+        self._buckets.pop(principal, None)
+        self._skipped.pop(principal, None)

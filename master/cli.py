@@ -240,7 +240,10 @@ def rate_limits(path: Path | None, qps: float | None, capacity: int) -> RateLimi
 @click.option(
     "--http-open-metrics",
     is_flag=True,
-    help="Serve /metrics and /health without credentials (for scrapers and probes).",
+    help="Serve /metrics and /health without credentials (for scrapers and probes). The "
+    "open /metrics holds the cluster's aggregates only; the series that name tenants "
+    "(frameworks' ids, names and roles, roles' shares, principals' calls, tasks' usage) "
+    "are on an operator's, asked with credentials.",
 )
 @click.option(
     "--health-max-backlog-age",

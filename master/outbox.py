@@ -124,6 +124,9 @@ class Outbox:
         sampled = self.sampling.line(principal, code, now)
         if sampled is not None:
             who = {"kind": caller.kind, "principal": principal} if caller else {}
+            # the ids a refused call named are its sender's text, of any length (the id
+            # may be refused for its length): cut as its other free text
+            named = {k: logs.clip(v) if isinstance(v, str) else v for k, v in ids.items()}
             self.log.warning(
                 "master.refused",
                 reason=logs.clip(message),
@@ -131,7 +134,7 @@ class Outbox:
                 about=about,
                 **sampled,
                 **who,
-                **ids,
+                **named,
             )
         answer = tell and caller is not None and caller.reply_to
         if answer and caller is not None and self.sampling.answer(principal, now):

@@ -135,8 +135,8 @@ class Preemptor:
         for victim, tasks in by_victim.items():
             fw = self.books.frameworks[victim]
             message = (
-                f"{len(tasks)} task(s) will be killed in {notice:g}s: framework "
-                f"{claim.claimant} is below its {claim.why}"
+                f"{len(tasks)} task(s) will be killed in {notice:g}s: "
+                f"{self._claim_told(claim, fw.principal)}"
             )
             if fw.connected:
                 self.outbox.send_framework(
@@ -164,6 +164,18 @@ class Preemptor:
         if notice <= 0:
             self._kill(self.cycle.kills_due(now))
         self.request_round()
+
+    def _claim_told(self, claim: Claim, principal: str) -> str:
+        """Why, as `principal`'s frameworks are told it: a claimant of its own is named,
+        another tenant's is not, nor its role (the master tells no tenant which of the
+        others' frameworks exist, as `why` counts them instead of naming them): the victim
+        learns what its tasks go for, not whom."""
+        claimant = self.books.frameworks.get(claim.claimant)
+        if claimant is not None and claimant.principal == principal:
+            return f"your framework {claim.claimant} is below its {claim.why}"
+        if claim.role is None:
+            return "another tenant's framework is below its fair share"
+        return "another tenant's framework is below its role's guarantee"
 
     def _kill(self, kills: list[Kill]) -> None:
         for kill in kills:

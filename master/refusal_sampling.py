@@ -8,21 +8,31 @@ from collections import Counter
 from typing import Any
 
 from master.authz import RateLimiter
+from protocol.tooling.remembered import keep_newest
 
 TOLD_RATE = 2.0  # errors a second telling a principal of its calls refused for its limit
 TOLD_BURST = 10.0  # (and at once, after a quiet while)
 
 
 class RefusalSampling:
-    def __init__(self) -> None:
+    def __init__(self, most_keys: int | None = None) -> None:
+        """`most_keys`: whom lines are counted for, at most (None: no bound, for principals,
+        whom the principals file bounds); past it the longest unheard of is forgotten (a
+        client address: anybody who reaches a port has one)."""
         self.lines = RateLimiter(rate=5.0, burst=20.0)
         self.answers = RateLimiter(rate=500.0, burst=1000.0)
         # lines left out since a principal's last one, by code
         self.unlogged: dict[str, Counter[str]] = {}
+        self._most_keys = most_keys
+        self._keys: dict[str, None] = {}  # (with most_keys) oldest heard of first
 
     def line(self, principal: str, code: str, now: float) -> dict[str, Any] | None:
         """May a line about `principal` be logged now? If so, the fields saying how many
         were left out since its last one, by code; if not, None, and this one is counted."""
+        if self._most_keys is not None:
+            for forgotten in keep_newest(self._keys, principal, self._most_keys):
+                self.lines.forget(forgotten)
+                self.unlogged.pop(forgotten, None)
         if not self.lines.admit(principal, now):
             self.unlogged.setdefault(principal, Counter())[code] += 1
             return None

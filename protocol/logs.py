@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import MutableMapping
 from typing import Any
 
 import structlog
+
+from protocol.tooling.terminal import printable
 
 LEVELS = ("debug", "info", "warning", "error")
 
@@ -40,6 +43,9 @@ def configure(level: str = "info", *, json: bool | None = None, stream: Any = No
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             structlog.processors.format_exc_info,
+            # (JSON escapes control characters itself; the console writes str values as
+            # they are, to a terminal that obeys them)
+            *([] if json else [_printable_values]),
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(_level_number(level)),
@@ -57,6 +63,19 @@ def configure(level: str = "info", *, json: bool | None = None, stream: Any = No
     logging.getLogger("mqtt").setLevel(logging.CRITICAL)
     _dropped_below = _level_number(level)
     _generation += 1
+
+
+def _printable_values(
+    _logger: Any, _name: str, fields: MutableMapping[str, Any]
+) -> MutableMapping[str, Any]:
+    """A line for a terminal: other parties' text in its str values (an id, a name, a
+    refusal's words) escaped where a terminal would obey it (`protocol.tooling.terminal`);
+    a traceback keeps its lines."""
+    for key, value in fields.items():
+        if type(value) is str and not value.isprintable():
+            lines = value.split("\n") if key == "exception" else [value]
+            fields[key] = "\n".join(map(printable, lines))
+    return fields
 
 
 def _level_number(level: str) -> int:

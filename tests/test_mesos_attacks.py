@@ -338,7 +338,8 @@ async def test_a_refused_call_is_logged() -> None:
 
     logged: list[dict[str, Any]] = []
     api = SchedulerApi(SimpleNamespace(info=SimpleNamespace(master_id="m")), None)  # type: ignore[arg-type]
-    api.log = SimpleNamespace(info=lambda event, **kw: logged.append({"event": event, **kw}))
+    log = SimpleNamespace(info=lambda event, **kw: logged.append({"event": event, **kw}))
+    api.log = api.refused_lines.out = log  # (refusals' lines are sampled: master.http.log)
     call = parse_call({"type": "REVIVE", "framework_id": {"value": "fw-theirs"}})
     request = make_mocked_request("POST", "/api/v1/scheduler")
     api.master = SimpleNamespace(books=SimpleNamespace(frameworks={}))  # type: ignore[assignment]

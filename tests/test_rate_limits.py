@@ -46,7 +46,7 @@ from master.rate_limits import (
     RateLimitsFile,
     load_rate_limits,
 )
-from master.refusal_sampling import TOLD_BURST, TOLD_RATE, RateLimitedTold
+from master.refusal_sampling import TOLD_BURST, TOLD_RATE, RateLimitedTold, RefusalSampling
 from protocol.transport.aio import within
 from protocol.wire.codec import encode, encode_batch
 from protocol.wire.messages import (
@@ -441,6 +441,21 @@ def test_a_flooder_hears_every_refused_call_counted_in_a_few_errors(
             heard.update(answer)
     assert heard.total() + told.untold.get("f", Counter()).total() == refused
     assert errors <= TOLD_BURST + TOLD_RATE * now + 1
+
+
+def test_lines_counted_for_client_addresses_are_remembered_boundedly() -> None:
+    """Refusals' lines counted per client address (the HTTP side's, before credentials):
+    anybody who reaches a port has an address of its own, so only the `most_keys` heard
+    of last are remembered; each of them is still sampled as a principal is."""
+    sampling = RefusalSampling(most_keys=3)
+    logged = sum(
+        sampling.line(f"address 10.0.{i // 256}.{i % 256}", "unauthorized", 0.0) is not None
+        for i in range(1000)
+        for _ in range(30)
+    )
+    assert logged == 1000 * 20  # (each address's burst, then none at this instant)
+    assert len(sampling.unlogged) <= 3
+    assert sum(c.total() for c in sampling.unlogged.values()) <= 3 * 10
 
 
 async def test_a_flood_refused_unread_is_told_in_a_few_errors_counting_its_calls(

@@ -73,3 +73,31 @@ async def test_open_metrics_name_no_tenants_framework_or_principal(live: Live) -
         assert not told, f"/metrics, open to anybody, names team-a's {told}"
     finally:
         await a.close()
+
+
+async def test_open_metrics_keep_the_aggregates_and_an_operator_reads_the_whole_page(
+    live: Live,
+) -> None:
+    """(The fix's) the open page still counts frameworks and resources; an operator's
+    credentials get the series that name tenants; a framework principal's are refused,
+    open flag or not."""
+    a = live.scheduler("team-a")
+    try:
+        assert await a.subscribe(framework_info("team-a")) == 200
+        async with aiohttp.ClientSession() as http:
+            async with http.get(live.web + "metrics") as r:
+                page = await r.text()
+            assert "drfmesos_frameworks 1.0" in page
+            assert "drfmesos_resources_total" in page
+            async with http.get(
+                live.web + "metrics", headers={"Authorization": live.auth("ops")}
+            ) as r:
+                assert r.status == 200
+                whole = await r.text()
+            assert a.framework_id in whole
+            assert 'role="team-a"' in whole
+            team = {"Authorization": live.auth("team-b")}
+            async with http.get(live.web + "metrics", headers=team) as r:
+                assert r.status == 403
+    finally:
+        await a.close()

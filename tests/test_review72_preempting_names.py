@@ -69,3 +69,22 @@ async def test_a_preemption_notice_names_no_other_tenants_framework_or_role(
         assert not told, (
             f"the victim tenant was told the other tenant's framework id {starving}: {told[0]!r}"
         )
+
+
+async def test_a_preemption_notice_names_the_tenants_own_claimant(tmp_path: Path) -> None:
+    """(The fix's) a claimant of the victim's own principal is still named, with its
+    reason: the tenant knows its own frameworks, and the notice says which of them the
+    tasks go for."""
+    async with rig(tmp_path, PRINCIPALS, [("slave-a", "sa")]) as c:
+        victim = Told(declare=1_000, floor=4)
+        await c.framework("victim", victim, role="v")
+        await eventually(lambda: c.running("victim") == 4, timeout=15)
+        await c.framework("victim", Filler(declare=1_000, floor=2), role="v")
+        await eventually(lambda: bool(victim.notices), timeout=20)
+        [claimant] = [
+            fw.framework_id
+            for fw in c.master.books.frameworks.values()
+            if fw.principal == "victim" and fw.framework_id != victim.notices[0].framework_id
+        ]
+        said = victim.notices[0].message
+        assert f"your framework {claimant} is below its fair share" in said, said

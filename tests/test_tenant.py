@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import io
 import json
 import os
 import signal
@@ -36,6 +37,7 @@ from master.http.api import HttpApi
 from master.http.config import HttpConfig
 from master.master import MAX_CALL_ITEMS, Master
 from master.rate_limits import RateLimits
+from protocol import logs
 from protocol.wire.codec import (
     MAX_BATCH,
     PROTOCOL_VERSION,
@@ -66,7 +68,7 @@ from protocol.wire.resources import Resources
 from protocol.wire.topics import Sender, check_segment
 from slave.paths import executor_sandbox, task_sandbox
 
-from harness.helpers import books_balance, eventually, longest_step
+from harness.helpers import basic, books_balance, eventually, longest_step
 from harness.tenant import Tenant, counted_alike, files_outside, log_written, tenant
 from harness.trust import Secure, T, flood_from_mallory, intact, secure_cluster
 
@@ -527,3 +529,39 @@ async def test_a_tenant_cannot_inflate_the_masters_log(simulated: Secure) -> Non
     assert len(refused) + left_out + pending >= 8 * 256  # every refusal logged or counted
     assert any('"http.bad_request"' in line for line in lines)
     intact(sec)
+
+
+async def test_refused_http_requests_are_logged_a_few_a_second_and_cut(tmp_path: Path) -> None:
+    """Requests refused for their sender (no credentials; a framework's at an operator's
+    page), each naming a path of 7,000 characters: a few lines a second per client address
+    and per principal (each saying how many it left out), each path cut to 400 characters."""
+    async with secure_cluster("memory", tmp_path) as sec:
+        api = HttpApi(sec.master.views, HttpConfig(port=0, credentials=sec.store.path))
+        url = URL(await api.start())
+        path = "/" + "p" * 7000
+        mallory = {
+            "Authorization": basic("mallory", sec.store.secret_file("mallory").read_text().strip())
+        }
+        written = io.StringIO()
+        logs.configure("info", json=True, stream=written)
+        try:
+            async with aiohttp.ClientSession() as http:
+                for _ in range(100):
+                    async with http.get(url.with_path(path)) as r:
+                        assert r.status == 401
+                for _ in range(100):
+                    async with http.get(url.with_path(path), headers=mallory) as r:
+                        assert r.status == 403
+        finally:
+            logs.configure("warning", json=True)  # (as conftest has it)
+            await api.stop()
+    lines = [json.loads(line) for line in written.getvalue().splitlines()]
+    for event in ("http.unauthorized", "http.forbidden"):
+        said = [line for line in lines if line["event"] == event]
+        assert 0 < len(said) < 40, (event, len(said))  # (a burst of 20, then 5 a second)
+        assert all(len(line["path"]) < 500 for line in said)
+        left_out = sum(line["unlogged_by_code"].get(event, 0) for line in said)
+        unlogged = api.refused_lines.sampling.unlogged
+        pending = sum(counts[event] for counts in unlogged.values())
+        assert len(said) + left_out + pending == 100  # every refusal logged or counted
+    assert len(written.getvalue()) < 64 * 1024

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from protocol.tooling.brokers import BrokerURL
+from protocol.tooling.terminal import printable
 from protocol.transport.aio import first_of
 from protocol.transport.base import BusRefused
 from protocol.transport.bus import Bus
@@ -186,9 +187,12 @@ async def _follow(
 
 
 def event_line(event: ClusterEvent) -> str:
-    """One event as a line: its kind, then what it names."""
+    """One event as a line: its kind, then what it names. Its ids and its detail are
+    tenants' text (an id a refused call named, the words quoting it), printed as text: a
+    character a terminal would obey is escaped, and a space in an id too (an id holds
+    none, so one would fake the fields after it)."""
     named = [
-        f"{name}={value}"
+        f"{name}={printable(value, spaces=False)}"
         for name, value in (
             ("framework", event.framework_id),
             ("slave", event.slave_id),
@@ -199,8 +203,8 @@ def event_line(event: ClusterEvent) -> str:
         if value is not None
     ]
     if event.resources:
-        named.append(f"resources={event.resources}")
+        named.append(f"resources={printable(str(event.resources))}")
     if event.detail:
-        named.append(event.detail)
+        named.append(printable(event.detail))
     when = datetime.fromtimestamp(event.timestamp, UTC).isoformat(timespec="milliseconds")
-    return " ".join([when.replace("+00:00", "Z"), event.kind, *named])
+    return " ".join([when.replace("+00:00", "Z"), printable(event.kind), *named])

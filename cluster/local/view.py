@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from protocol.tooling.brokers import BrokerURL
+from protocol.tooling.terminal import printable
 from protocol.transport.aio import within
 from protocol.transport.base import Connector
 from protocol.transport.bus import Bus, MqttConnector
@@ -229,8 +230,10 @@ def render_state(state: State) -> Group:
 
 def add_plain(table: Table, *cells: str) -> None:
     """A row of plain text: names and ids come from tenants, and rich would read
-    `[/bold]` in a framework's name as markup (and fail on it)."""
-    table.add_row(*(Text(cell) for cell in cells))
+    `[/bold]` in a framework's name as markup (and fail on it), and pass ESC on to the
+    terminal (its `Text` strips only a few controls): what a terminal would obey is
+    escaped (`protocol.tooling.terminal`)."""
+    table.add_row(*(Text(printable(cell)) for cell in cells))
 
 
 def used_of(used: Resources | None, allocated: Resources) -> str:

@@ -17,6 +17,7 @@ from rich.text import Text
 from cluster.local.reaching import CONNECT_TRIES, bus_failure
 from protocol.tooling.brokers import BrokerURL
 from protocol.tooling.cli import broker_option, broker_url, cluster_option, log_level_default
+from protocol.tooling.terminal import printable
 from protocol.transport.aio import within
 from protocol.transport.base import BrokerUnreachable, Connector
 from protocol.transport.bus import BusRefused, MqttConnector
@@ -73,10 +74,11 @@ async def fetch_why(
 def render_why(why: Why) -> Group:
     """The reasons as a table, the first (the one that explains) marked; then the offers
     of the recent rounds."""
-    head = Text.assemble(
+    roles = ", ".join(why.roles or [why.role])
+    head = Text.assemble(  # (tenants' text, as text: protocol.tooling.terminal)
         ("framework ", "bold"),
-        why.framework_id,
-        f"  name {why.name}  role {', '.join(why.roles or [why.role])}",
+        printable(why.framework_id),
+        printable(f"  name {why.name}  role {roles}"),
     )
     parts: list[Text | Table] = [head]
     if not why.reasons:
@@ -91,8 +93,8 @@ def render_why(why: Why) -> Group:
             reasons.add_row(
                 str(i),
                 Text(r.code, style="red" if i == 1 else ""),
-                r.message,
-                "\n".join(f"{k}: {_figure(v)}" for k, v in r.numbers.items()),
+                Text(printable(r.message)),
+                Text("\n".join(printable(f"{k}: {_figure(v)}") for k, v in r.numbers.items())),
             )
         parts.append(reasons)
     if why.offered:
@@ -101,7 +103,11 @@ def render_why(why: Why) -> Group:
         offers.add_column("slave")
         offers.add_column("resources")
         for o in why.offered:
-            offers.add_row(f"{o.seconds_ago:.1f}", o.slave_id, str(o.resources))
+            offers.add_row(
+                f"{o.seconds_ago:.1f}",
+                Text(printable(o.slave_id)),
+                Text(printable(str(o.resources))),
+            )
         parts.append(offers)
     else:
         span = f"the last {why.since:.0f} s" if why.since else "any round yet"

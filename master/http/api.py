@@ -23,7 +23,7 @@ from aiohttp import web
 from master.calls.files import FileReadError, FileReadsBusy
 from master.http.auth import PrincipalAuth
 from master.http.config import HttpConfig, address_of
-from master.http.log import ClientErrors
+from master.http.log import ClientErrors, RefusedLines
 from master.http.metrics import registry_for
 from master.http.models import (
     Events,
@@ -123,10 +123,13 @@ class HttpApi:
         self.config = config
         self.auth = PrincipalAuth(config.credentials) if config.credentials else None
         self.registry = registry_for(master)
+        # what /metrics shows a scraper without credentials (--http-open-metrics)
+        self.open_registry = registry_for(master, tenants=False)
         # the doors reach the master's handlers themselves; the HTTP side only serves them
         self.doors = [door(self.auth) for door in doors]
         self.public_paths = {path for door in self.doors for path in door.public_paths}
         self.log = logs.get("master.http", master_id=master.master_id)
+        self.refused_lines = RefusedLines(self.log)  # (sampled, cut: master.http.log)
         self.runner: web.AppRunner | None = None
         self.url = ""
         self._static = package_files.files("master.http") / "webui"
@@ -184,7 +187,9 @@ class HttpApi:
         public = path in ("/", "/favicon.ico") or path.startswith("/static/")
         public = public or path in self.public_paths  # (checked there, for frameworks)
         if self.config.open_metrics and path in ("/metrics", "/health"):
-            public = True
+            # open to a request without credentials (one with them is checked: an
+            # operator's /metrics is the whole page, the open one aggregates only)
+            public = public or "Authorization" not in request.headers
         if self.auth is not None and not public:
             who = await self.auth.principal(request.headers.get("Authorization"), request.remote)
             if who is None:
@@ -192,7 +197,7 @@ class HttpApi:
                 # up its dialog: the page asks for credentials itself
                 headers = {} if request.headers.get("X-Requested-With") else {
                     "WWW-Authenticate": 'Basic realm="drfmesos"'}  # fmt: skip
-                self.log.info("http.unauthorized", path=path, remote=request.remote)
+                self.refused_lines.refused("http.unauthorized", remote=request.remote, path=path)
                 return web.Response(
                     status=401,
                     text=json.dumps({"error": "operator credentials needed"}),
@@ -200,7 +205,9 @@ class HttpApi:
                     headers=headers,
                 )
             if who.kind != "operator" and handler not in (self._file, self._why):
-                self.log.info("http.forbidden", path=path, principal=who.principal)
+                self.refused_lines.refused(
+                    "http.forbidden", principal=who.principal, remote=request.remote, path=path
+                )
                 return problem(
                     "operator credentials needed (a framework principal may read only "
                     "its own tasks' files and why its own frameworks get no offers)",
@@ -271,7 +278,11 @@ class HttpApi:
         )
 
     async def _metrics(self, request: web.Request) -> web.StreamResponse:
-        return metrics_response(self.registry)
+        """The whole page to an operator (and to anybody on a master without credentials,
+        whose HTTP side is all open); to a scraper without credentials
+        (--http-open-metrics), the cluster's aggregates: no series labelled by tenant."""
+        whole = self.auth is None or request.get(KIND) == "operator"
+        return metrics_response(self.registry if whole else self.open_registry)
 
     async def _openapi(self, request: web.Request) -> web.StreamResponse:
         return json_response(openapi())
@@ -418,7 +429,9 @@ class HttpApi:
         kind, principal = request.get(KIND, "operator"), request.get(PRINCIPAL, "")
         refused = await take_turn(self.master.queues, kind, principal)
         if refused:
-            self.log.info("http.rate_limited", path=request.path, principal=principal)
+            self.refused_lines.refused(
+                "http.rate_limited", principal=principal, remote=request.remote, path=request.path
+            )
         return refused
 
     async def _stream(self, request: web.Request) -> web.StreamResponse:

@@ -4,7 +4,9 @@ aiohttp logs a request it cannot parse (an over-long request line, garbage on th
 with a multi-line traceback, before any credential is checked: anyone who can reach the
 port could fill the master's disk. A client's protocol error is not our failure, so it
 becomes one short `http.bad_request` line, at most a few a second (with how many were
-left out); a failure of ours is still logged with its traceback.
+left out); a failure of ours is still logged with its traceback. A request refused for
+who sent it (no credentials, the wrong ones, a bad call) is a line too, a few a second per
+principal or, before credentials, per client address (`RefusedLines`), its fields cut.
 """
 
 from __future__ import annotations
@@ -15,9 +17,11 @@ from typing import Any
 
 from aiohttp.http_exceptions import HttpProcessingError
 
+from master.refusal_sampling import RefusalSampling
 from protocol import logs
 
 LINES_PER_SECOND = 5  # bad-request lines logged at most
+ADDRESSES_KEPT = 4096  # client addresses whose refused requests' lines are counted, at most
 
 
 class ClientErrors(logging.Logger):
@@ -54,3 +58,38 @@ class ClientErrors(logging.Logger):
             unlogged=self.left_out,
         )
         self.left_out = 0
+
+
+class RefusedLines:
+    """The lines about HTTP requests refused for their sender, as the bus's refusals are
+    logged (`master.outbox.Outbox.refuse`): a few a second for each principal (each line
+    saying how many were left out since its last, by event: `unlogged_by_code`), for each
+    client address before credentials are known, and every other party's text in them cut
+    to `logs.MAX_TEXT` characters a field: neither a flood of bad requests nor what they
+    carry makes the master's log long."""
+
+    def __init__(self, log: Any) -> None:
+        self.out = log
+        self.sampling = RefusalSampling(most_keys=ADDRESSES_KEPT)
+
+    def refused(
+        self,
+        event: str,
+        *,
+        principal: str = "",
+        remote: str | None = None,
+        code: str = "",
+        **fields: Any,
+    ) -> None:
+        """Log `event` about a request of `principal` (none: of the client at `remote`),
+        if its sender's lines are not over their rate; one left out is counted by its
+        `code` (none: by its event)."""
+        key = f"principal {principal}" if principal else f"address {remote}"
+        sampled = self.sampling.line(key, code or event, time.monotonic())
+        if sampled is None:
+            return
+        cut = {k: logs.clip(v) if isinstance(v, str) else v for k, v in fields.items()}
+        said = {"principal": principal} if principal else {}
+        if code:
+            said["code"] = code
+        self.out.info(event, remote=remote, **said, **cut, **sampled)

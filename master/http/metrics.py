@@ -2,6 +2,12 @@
 
 Counters are read at scrape time from what the master already counts for its event
 stream, so `/metrics` and the events always agree; gauges are read off the books.
+
+Two pages: an operator's, whole, and the open one (`--http-open-metrics`, for a scraper
+that presents no credentials), which holds the cluster's aggregates only. The series
+labelled by tenant -- a framework's id, name and role, a role's share, a principal's
+calls, a task's usage -- tell which tenants and frameworks exist, which the master tells
+no tenant of another (docs/reference/metrics.md).
 """
 
 from __future__ import annotations
@@ -12,7 +18,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from master.http.reader import BookCounts, MasterReader
+from master.http.reader import BookCounts, Gauges, MasterReader
 from master.http.usage_metrics import TaskUsageCollector
 
 OFFER_OUTCOMES = {
@@ -24,8 +30,10 @@ OFFER_OUTCOMES = {
 
 
 class MasterCollector(Collector):
-    def __init__(self, master: MasterReader) -> None:
+    def __init__(self, master: MasterReader, *, tenants: bool = True) -> None:
+        """`tenants`: with the series labelled by tenant (else the open page's)."""
         self.master = master
+        self.tenants = tenants
 
     def collect(self) -> Iterator[Metric]:
         m = self.master
@@ -79,36 +87,8 @@ class MasterCollector(Collector):
             used.add_metric([name], g.allocated.get(name, 0.0))
         yield total
         yield used
-        share = GaugeMetricFamily(
-            "drfmesos_framework_dominant_share",
-            "A framework's dominant share (offered or in use).",
-            labels=["framework_id", "name", "role"],
-        )
-        fair = GaugeMetricFamily(
-            "drfmesos_framework_fair_share",
-            "A framework's fair share: its share of the policy's ideal.",
-            labels=["framework_id", "name", "role"],
-        )
-        tasks = GaugeMetricFamily(
-            "drfmesos_framework_tasks",
-            "A framework's live tasks the master knows.",
-            labels=["framework_id", "name", "role"],
-        )
-        for fw in g.framework_shares:
-            labels = [fw.framework_id, fw.name, fw.role]
-            share.add_metric(labels, fw.share)
-            tasks.add_metric(labels, fw.tasks)
-            if fw.fair is not None:
-                fair.add_metric(labels, fw.fair)
-        yield share
-        yield fair
-        yield tasks
-        roles = GaugeMetricFamily(
-            "drfmesos_role_dominant_share", "A role's (subtree's) dominant share.", labels=["role"]
-        )
-        for role, role_share in g.role_shares:
-            roles.add_metric([role], role_share)
-        yield roles
+        if self.tenants:
+            yield from tenant_metrics(g)
         yield CounterMetricFamily(
             "drfmesos_status_update_resends",
             "Status updates sent to a framework again, unacknowledged.",
@@ -120,7 +100,8 @@ class MasterCollector(Collector):
         for reason, n in sorted(m.refused.items()):
             refused.add_metric([reason], n)
         yield refused
-        yield from limit_metrics(m)
+        if self.tenants:
+            yield from limit_metrics(m)
         yield from backlog_metrics(m)
         yield from message_metrics(m)
         yield from churn_metrics(m, g.counts)
@@ -140,8 +121,44 @@ class MasterCollector(Collector):
         )
 
 
+def tenant_metrics(g: Gauges) -> Iterator[Metric]:
+    """Each framework's shares and tasks, labelled by its id, name and role, and each
+    role's share: an operator's page only."""
+    share = GaugeMetricFamily(
+        "drfmesos_framework_dominant_share",
+        "A framework's dominant share (offered or in use).",
+        labels=["framework_id", "name", "role"],
+    )
+    fair = GaugeMetricFamily(
+        "drfmesos_framework_fair_share",
+        "A framework's fair share: its share of the policy's ideal.",
+        labels=["framework_id", "name", "role"],
+    )
+    tasks = GaugeMetricFamily(
+        "drfmesos_framework_tasks",
+        "A framework's live tasks the master knows.",
+        labels=["framework_id", "name", "role"],
+    )
+    for fw in g.framework_shares:
+        labels = [fw.framework_id, fw.name, fw.role]
+        share.add_metric(labels, fw.share)
+        tasks.add_metric(labels, fw.tasks)
+        if fw.fair is not None:
+            fair.add_metric(labels, fw.fair)
+    yield share
+    yield fair
+    yield tasks
+    roles = GaugeMetricFamily(
+        "drfmesos_role_dominant_share", "A role's (subtree's) dominant share.", labels=["role"]
+    )
+    for role, role_share in g.role_shares:
+        roles.add_metric([role], role_share)
+    yield roles
+
+
 def limit_metrics(m: MasterReader) -> Iterator[Metric]:
-    """Per principal: calls waiting for their rate limit, calls that waited, calls refused."""
+    """Per principal: calls waiting for their rate limit, calls that waited, calls refused
+    (an operator's page only: they name the principals)."""
     queued = GaugeMetricFamily(
         "drfmesos_calls_queued", "Calls waiting for their rate limit.", labels=["principal"]
     )
@@ -284,10 +301,13 @@ def churn_metrics(m: MasterReader, counts: BookCounts) -> Iterator[Metric]:
     )
 
 
-def registry_for(master: MasterReader) -> CollectorRegistry:
+def registry_for(master: MasterReader, *, tenants: bool = True) -> CollectorRegistry:
+    """The metrics, with the series labelled by tenant (an operator's page) or without
+    (the open page: aggregates only)."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(MasterCollector(master))
-    registry.register(TaskUsageCollector(master))
+    registry.register(MasterCollector(master, tenants=tenants))
+    if tenants:
+        registry.register(TaskUsageCollector(master))
     registry.register(master.round_duration)
     return registry
 

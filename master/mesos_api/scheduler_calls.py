@@ -5,6 +5,11 @@ As Mesos reads them: fields we do not use are ignored; the older `framework_info
 is taken beside `roles`, `slave_id` beside `agent_id`. What we cannot serve (an operation
 other than LAUNCH, a call type we do not know) is a SchedulerCallError naming it, which
 the HTTP side answers with 400.
+
+A list over its message's bound (an ACCEPT's tasks and offers, a RECONCILE's tasks, ...)
+is refused before any item of it is read, as the bus's codec refuses one (bounds.md):
+reading 6,000 tasks to find them 5,000 too many was a tenant's way to spend the master's
+time.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any, ParamSpec, TypeVar
 
+from annotated_types import MaxLen
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from protocol import mesos_json as mj
@@ -155,7 +161,10 @@ def subscribe_of(call: MesosCall, principal: str, inbox: str, incarnation: str) 
     capabilities = {c.get("type") for c in info.get("capabilities") or [] if isinstance(c, Mapping)}
     multi = FrameworkCapability.MULTI_ROLE.value in capabilities
     roles = info.get("roles") or ([info["role"]] if info.get("role") and not multi else ["*"])
-    if not isinstance(roles, list) or not all(isinstance(r, str) for r in roles):
+    if not isinstance(roles, list):
+        raise SchedulerCallError("framework_info.roles: a list of role names")
+    _at_most(roles, Subscribe, "roles", "framework_info.roles")
+    if not all(isinstance(r, str) for r in roles):
         raise SchedulerCallError("framework_info.roles: a list of role names")
     if len(roles) != 1 and not multi:
         raise SchedulerCallError("framework_info.roles: several roles need MULTI_ROLE")
@@ -207,7 +216,8 @@ def message_of(call: MesosCall) -> Wire:
     if kind == "ACCEPT":
         tasks: list[TaskInfo] = []
         operations: list[OfferOperation] = []
-        for operation in body.get("operations") or []:
+        offer_ids = _ids(body.get("offer_ids"), "offer_ids", Accept)
+        for operation in _accept_operations(body):
             op_type = operation.get("type") if isinstance(operation, Mapping) else None
             if op_type in RESOURCE_OPERATIONS:
                 if tasks:  # (ours are applied before the Accept's launches)
@@ -232,13 +242,13 @@ def message_of(call: MesosCall) -> Wire:
         return _wire(
             Accept,
             framework_id=fid,
-            offer_ids=_ids(body.get("offer_ids"), "offer_ids"),
+            offer_ids=offer_ids,
             tasks=tasks,
             filters=_filters(body),
             operations=operations,
         )
     if kind == "DECLINE":
-        offer_ids = _ids(body.get("offer_ids"), "offer_ids")
+        offer_ids = _ids(body.get("offer_ids"), "offer_ids", Decline)
         return _wire(Decline, framework_id=fid, offer_ids=offer_ids, filters=_filters(body))
     if kind == "REVIVE":  # (roles: a multi-role framework's; none, every one)
         return _wire(Revive, framework_id=fid, roles=_roles(body))
@@ -266,7 +276,7 @@ def message_of(call: MesosCall) -> Wire:
                 task_id=mj.id_value(t.get("task_id"), "reconcile.task_id"),
                 slave_id=mj.optional_id(t, "agent_id", "slave_id"),
             )
-            for t in body.get("tasks") or []
+            for t in _at_most(body.get("tasks") or [], Reconcile, "tasks", "reconcile.tasks")
             if isinstance(t, Mapping)
         ]
         return _wire(Reconcile, framework_id=fid, tasks=asked)
@@ -284,7 +294,7 @@ def message_of(call: MesosCall) -> Wire:
                 resources=mj.resources_from_mesos(r.get("resources") or []),
                 count=int(r.get("count", 1)) if kind == DEMAND_CALL else 1,
             )
-            for r in body.get("requests") or []
+            for r in _at_most(body.get("requests") or [], Request, "requests", "requests")
             if isinstance(r, Mapping)
         ]
         return _wire(Request, framework_id=fid, requests=requests)
@@ -305,10 +315,42 @@ def _adapted(task: TaskInfo) -> TaskInfo:
     return task.model_copy(update={"executor": executor})
 
 
-def _ids(items: object, field: str) -> list[str]:
+def _accept_operations(body: Mapping[str, Any]) -> list[Any]:
+    """An ACCEPT's operations, once their number and their LAUNCHes' tasks are found
+    within an Accept's bounds (before any of them is read)."""
+    operations = body.get("operations") or []
+    if not isinstance(operations, list):
+        raise SchedulerCallError("accept.operations: expected a list")
+    tasks = _most(Accept, "tasks")
+    _at_most(operations, Accept, "operations", "accept.operations", more=tasks)
+    launched = 0
+    for operation in operations:
+        launch = operation.get("launch") if isinstance(operation, Mapping) else None
+        infos = launch.get("task_infos") if isinstance(launch, Mapping) else None
+        launched += len(infos) if isinstance(infos, list) else 0
+    if launched > tasks:
+        raise SchedulerCallError(f"accept: at most {tasks} tasks are launched, not {launched}")
+    return operations
+
+
+def _most(cls: type[Wire], field: str) -> int:
+    """How many items `cls`'s list `field` holds at most (its bound on the wire)."""
+    return next(m.max_length for m in cls.model_fields[field].metadata if isinstance(m, MaxLen))
+
+
+def _at_most(items: object, cls: type[Wire], field: str, what: str, more: int = 0) -> Any:
+    """`items`, if they are no more than `cls.field` holds (and `more`); else refused
+    before any of them is read."""
+    most = _most(cls, field) + more
+    if isinstance(items, list) and len(items) > most:
+        raise SchedulerCallError(f"{what}: at most {most} items, not {len(items)}")
+    return items
+
+
+def _ids(items: object, field: str, cls: type[Wire]) -> list[str]:
     if not isinstance(items, list):
         raise SchedulerCallError(f"{field}: expected a list of ids")
-    return [mj.id_value(i, field) for i in items]
+    return [mj.id_value(i, field) for i in _at_most(items, cls, field, field)]
 
 
 def _filters(body: Mapping[str, Any]) -> Filters:
@@ -333,7 +375,7 @@ def _first_error(e: ValidationError) -> str:
 
 def _roles(body: Mapping[str, Any]) -> list[str]:
     """A SUPPRESS's or REVIVE's roles (Mesos's `repeated string roles`)."""
-    roles = body.get("roles") or []
+    roles = _at_most(body.get("roles") or [], Revive, "roles", "roles")
     if not isinstance(roles, list) or not all(isinstance(r, str) for r in roles):
         raise SchedulerCallError("roles: a list of role names")
     return roles

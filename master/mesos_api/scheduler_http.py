@@ -10,6 +10,13 @@ principal HTTP Basic proved; what the master says to that framework reaches the 
 through the master's per-topic sinks (`MasterSide.sinks`) instead of the bus
 (master.mesos_api.scheduler_events). A closed stream is the framework's connection lost,
 as the bus's Last Will: its failover timeout runs.
+
+A body is read as the bus's intake reads a payload (bounds.md): a list over its bound is
+refused before any item is read (master.mesos_api.scheduler_calls), and a big body
+(over READ_INLINE_BYTES) is parsed and turned into our message in a thread, one of each
+principal's at a time and READING_AT_ONCE in all (`BigBodies`), so that a tenant's
+megabyte of JSON holds neither the master's loop nor the default executor's threads the
+registry and the intake use.
 """
 
 from __future__ import annotations
@@ -21,11 +28,12 @@ import json
 import urllib.parse
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from aiohttp import web
 
 from master.authz import Caller
+from master.http.log import RefusedLines
 from master.mesos_api import scheduler_events as events
 from master.mesos_api.scheduler_calls import (
     PREEMPTION_CAPABILITY,
@@ -58,6 +66,11 @@ STREAMS_PER_PRINCIPAL = 64  # open (and opening) SUBSCRIBE streams of one princi
 INSECURE_PRINCIPAL = "mesos"  # whose frameworks they are on a cluster without credentials
 # what a refused SUBSCRIBE's code becomes
 SUBSCRIBE_STATUS = {"rate-limited": 429, "unavailable": 503}
+READ_INLINE_BYTES = 64 * 1024  # bodies above this are read in a thread (as the bus's)
+READING_AT_ONCE = 2  # big bodies read in threads at once, in all (one a principal)
+BODY_BYTES = web.RequestKey("body_bytes", int)  # how big a request's body is
+
+T = TypeVar("T")
 
 
 def problem(message: str, status: int, **headers: str) -> web.Response:
@@ -155,6 +168,38 @@ class SchedulerStream:
                 self.held -= len(dropped or b"")
 
 
+class BigBodies:
+    """Reading big bodies off the master's loop: in a thread, at most READING_AT_ONCE at
+    once, and one of each principal's at a time (its others wait for it), so that one
+    tenant posting many keeps neither the others' nor the default executor's threads
+    (the registry's, the intake's decoding) from their turns."""
+
+    def __init__(self) -> None:
+        self._threads = asyncio.Semaphore(READING_AT_ONCE)
+        self._turns: dict[str, asyncio.Lock] = {}  # a principal's, while it has one waiting
+        self._waiting: collections.Counter[str] = collections.Counter()
+
+    async def read(self, principal: str, size: int, read: Callable[[], T]) -> T:
+        """`read()` (pure: it touches nothing of the master's), on the loop if the body is
+        small, else in a thread in its principal's turn."""
+        if size <= READ_INLINE_BYTES:
+            return read()
+        turn = self._turns.setdefault(principal, asyncio.Lock())
+        self._waiting[principal] += 1
+        try:
+            async with turn, self._threads:
+                job = asyncio.ensure_future(asyncio.to_thread(read))
+                try:
+                    return await asyncio.shield(job)
+                finally:  # (a request gone away: its thread keeps its turn until it ends)
+                    if not job.done():
+                        await asyncio.wait({job})
+        finally:
+            self._waiting[principal] -= 1
+            if not self._waiting[principal]:
+                del self._waiting[principal], self._turns[principal]
+
+
 class SchedulerApi:
     public_paths = SELF_AUTHENTICATED  # it checks framework principals itself
 
@@ -165,6 +210,8 @@ class SchedulerApi:
         self.of_principal: dict[str, set[SchedulerStream]] = {}  # open, by principal
         self.opened: collections.Counter[str] = collections.Counter()  # streams by principal
         self.log = logs.get("master.mesos_scheduler", master_id=master.info.master_id)
+        self.refused_lines = RefusedLines(self.log)  # (sampled, cut: master.http.log)
+        self.bodies = BigBodies()
 
     def routes(self) -> list[web.RouteDef]:
         return [web.post(PATH, self.handle), web.get(VERSION_PATH, self.version)]
@@ -192,8 +239,9 @@ class SchedulerApi:
         except TimeoutError:
             self._bad(request, principal, "slow-body")
             return problem(f"the body took over {BODY_SECONDS:g} s", 408)
+        request[BODY_BYTES] = len(body)
         try:
-            call = parse_call(loads(body))
+            call = await self._read(request, principal, lambda: parse_call(loads(body)))
             if call.type == "SUBSCRIBE":
                 return await self._subscribe(request, call, principal)
             return await self._call(request, call, principal)
@@ -204,29 +252,36 @@ class SchedulerApi:
             self._bad(request, principal, "bad-call")
             return problem(str(e), 400)
 
+    async def _read(self, request: web.Request, principal: str, read: Callable[[], T]) -> T:
+        """What `read` makes of the request's body: off the loop if it is big."""
+        return await self.bodies.read(principal, request.get(BODY_BYTES, 0), read)
+
     async def _principal(self, request: web.Request) -> str | web.Response:
         if self.auth is None:  # no credentials store: as the insecure bus, nothing proved
             return INSECURE_PRINCIPAL
         if not request.secure and not _loopback(request.remote):
             # a secret in the clear across a network: refused before it is even checked
-            self.log.info("mesos.plain_http_refused", remote=request.remote)
+            self.refused_lines.refused("mesos.plain_http_refused", remote=request.remote)
             return problem("credentials over plain HTTP on loopback only: use HTTPS", 403)
         who = await self.auth.principal(request.headers.get("Authorization"), request.remote)
         if who is None:
-            self.log.info("mesos.unauthorized", remote=request.remote)
+            self.refused_lines.refused("mesos.unauthorized", remote=request.remote)
             return problem(
                 "framework credentials needed (HTTP Basic)",
                 401,
                 **{"WWW-Authenticate": 'Basic realm="drfmesos"'},
             )
         if who.kind != "framework":
-            self.log.info("mesos.forbidden", principal=who.principal, kind=who.kind)
+            self.refused_lines.refused(
+                "mesos.forbidden", principal=who.principal, remote=request.remote, kind=who.kind
+            )
             return problem(f"a {who.kind} principal cannot run a framework", 403)
         return who.principal
 
     def _bad(self, request: web.Request, principal: str, code: str, **more: str) -> None:
-        self.log.info(
-            "mesos.bad_call", principal=principal, code=code, remote=request.remote, **more
+        """A call refused: a line, sampled per principal, what it named cut."""
+        self.refused_lines.refused(
+            "mesos.bad_call", principal=principal, remote=request.remote, code=code, **more
         )
 
     async def _call(self, request: web.Request, call: MesosCall, principal: str) -> web.Response:
@@ -243,7 +298,7 @@ class SchedulerApi:
         if request.headers.get("Mesos-Stream-Id") != stream.stream_id:
             self._bad(request, principal, "wrong-stream-id", framework_id=framework_id)
             return problem("Mesos-Stream-Id is not this framework's stream", 400)
-        message = message_of(call)
+        message = await self._read(request, principal, lambda: message_of(call))
         fw = self.master.books.frameworks.get(framework_id)
         if isinstance(message, Suppress | Revive) and fw is not None:
             others = sorted(set(message.roles) - set(fw.all_roles()))
@@ -290,7 +345,11 @@ class SchedulerApi:
         info: object,
         stream: SchedulerStream,
     ) -> web.StreamResponse:
-        subscribe = subscribe_of(call, principal, stream.inbox, stream.stream_id)
+        subscribe = await self._read(
+            request,
+            principal,
+            lambda: subscribe_of(call, principal, stream.inbox, stream.stream_id),
+        )
         capabilities = info.get("capabilities") if isinstance(info, dict) else None
         stream.preemption_notices = isinstance(capabilities, list) and any(
             isinstance(c, dict) and c.get("type") == PREEMPTION_CAPABILITY for c in capabilities

@@ -20,6 +20,7 @@ from protocol.wire.values import (
     Filters,
     FrameworkCapability,
     Id,
+    Incarnation,
     KillPolicy,
     Offer,
     TaskInfo,
@@ -50,7 +51,7 @@ class Subscribe(Wire):
     )  # seconds: a finite number (the master's --max-failover-timeout may cut it)
     framework_id: str | None = None
     inbox: Id  # where the master sends this framework's events
-    incarnation: str = ""  # the sender's bus connection, to tell stale Last Wills apart
+    incarnation: Incarnation = ""  # the sender's bus connection, to tell stale Wills apart
     offer_filters: OfferFilters | None = None  # (replaced on every subscribe)
     capabilities: list[FrameworkCapability] = Field(default_factory=list, max_length=20)
     # a multi-role framework's roles (MULTI_ROLE): offered in each, its `role` left out
@@ -304,11 +305,13 @@ class Preempting(Wire):
     deadline_seconds: float = Field(ge=0)
     """Seconds until the slave kills them (the master's --preemption-notice)."""
     message: str = ""
-    """Why, for people: who is starving, and for how long."""
+    """Why, for people: that a framework is below its fair share, or its role's
+    guarantee. A framework of another principal's is not named, nor its role; one of
+    the same principal's is."""
 
 
 class Heartbeat(Wire):
     """Liveness: master -> framework, and slave -> master."""
 
     source: str = ""
-    incarnation: str = ""
+    incarnation: Incarnation = ""

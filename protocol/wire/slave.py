@@ -19,6 +19,7 @@ from protocol.wire.values import (
     MAX_KILL_GRACE,
     ExecutorInfo,
     Id,
+    Incarnation,
     KillPolicy,
     Reason,
     TaskInfo,
@@ -42,7 +43,7 @@ class Heartbeats(Wire):
     master takes each only for a slave registered under the sending principal."""
 
     slave_ids: list[Id] = Field(min_length=1, max_length=MAX_HEARTBEATS)
-    incarnation: str = ""  # the connection's, shared by the process's slaves
+    incarnation: Incarnation = ""  # the connection's, shared by the process's slaves
 
 
 class RunningTask(Wire):
@@ -101,7 +102,7 @@ class Register(Wire):
     resources: Resources  # (its ranges and sets counted by size)
     discrete: Discrete = Field(default=NO_VALUES)  # their values: ports, ...
     attributes: Attributes = Field(default_factory=dict)
-    incarnation: str = ""
+    incarnation: Incarnation = ""
     isolation_warning: IsolationWarning = ""
 
     @model_validator(mode="after")
@@ -116,7 +117,7 @@ class Reregister(Wire):
     resources: Resources  # (its ranges and sets counted by size)
     discrete: Discrete = Field(default=NO_VALUES)  # their values: ports, ...
     attributes: Attributes = Field(default_factory=dict)
-    incarnation: str = ""
+    incarnation: Incarnation = ""
     isolation_warning: IsolationWarning = ""
     tasks: list[RunningTask] = Field(default_factory=list)
     ending: list[EndingTask] = Field(default_factory=list)
@@ -407,7 +408,7 @@ class RegisterExecutor(Wire):
     slave_id: Id
     framework_id: Id
     executor_id: Id
-    incarnation: str = ""
+    incarnation: Incarnation = ""
     token: str = Field(default="", max_length=MAX_TOKEN)
 
 

@@ -16,6 +16,11 @@ from protocol.wire.health import HealthCheck, HealthCheckType
 from protocol.wire.resources import ResourceError, Resources
 
 Id = Annotated[str, Field(min_length=1, max_length=200)]
+# A bus connection's name, which a party sends with its Subscribe, Register or heartbeats
+# so that a stale Last Will is told apart, and the master keeps for as long as the party
+# lives: ours are 16 hex digits (the Mesos API's, a stream id's 36 characters), and no
+# party's may cost the master more than an id's 200 ("" for none)
+Incarnation = Annotated[str, Field(max_length=200)]
 
 # What one call may ask, at most (docs/reference/bounds.md). The codec refuses a
 # longer list before validating a single item of it (see protocol.wire.codec).
