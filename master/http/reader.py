@@ -143,6 +143,7 @@ class MasterReader(Protocol):
     ) -> FileData:
         """For `principal` (`master.calls.files.FileReadsBusy` past its reads at once)."""
         ...
+
     def why_of(self, framework: str, kind: str, principal: str) -> Why | Refusal:
         """Why a framework (an id or a name) is offered nothing, if the asker (`kind`,
         `principal`) may see it (master.why_answers)."""
