@@ -27,7 +27,10 @@ async def test_a_refused_default_role_says_to_give_one_with_role(tmp_path: Path)
             "--broker", f"mqtts://alice@{c.url.host}:{c.url.port}", "--cluster", CLUSTER,
             "--secret-file", str(c.store.secret_file("alice")), "--ca", str(c.store.ca),
         ]  # fmt: skip
-        for command in (["run", *alice, "--", "true"], ["framework", "drf-demo", *alice]):
+        for command in (
+            ["run", *alice, "--", "true"],
+            ["framework", "drf-demo", "--name", "demo", *alice],
+        ):
             proc = await asyncio.create_subprocess_exec(
                 sys.executable, "-m", "cluster", *command,
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
