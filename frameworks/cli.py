@@ -43,7 +43,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def default_role(role: str | None, url: BrokerURL, name: str) -> str:
-    """--role, else the principal's own role (what `drfmesos auth add` allows by default),
+    """--role, else the role named as the principal (what `drfmesos auth add` allows by default),
     else, without authentication, the framework's name."""
     return role or url.username or name
 
