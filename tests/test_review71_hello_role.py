@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -35,3 +36,13 @@ async def test_the_hello_example_runs_in_a_role_it_is_given(tmp_path: Path) -> N
         out, err = await within(hello.communicate(), 60)
     assert hello.returncode == 0, err.decode()
     assert sum("TASK_FINISHED" in line for line in out.decode().splitlines()) == 2, out.decode()
+
+
+@pytest.mark.parametrize("example", ["hello_framework.py", "web_service.py"])
+def test_each_example_framework_takes_a_role(example: str) -> None:
+    """Both example frameworks the docs send a reader to take --role."""
+    shown = subprocess.run(
+        [sys.executable, f"examples/{example}", "--help"], capture_output=True, text=True
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert "--role" in shown.stdout, shown.stdout
