@@ -354,15 +354,25 @@ def _stage(
     floors = least.scan
     if floors and not fits_one(room, floors):
         return MINIMUM
-    # what its role may have of it (a cut below its minimum is the cut's)
+    # what its role may have of it (a cut below its minimum, or below every task it asked
+    # for that the room itself holds, is the cut's: not the room's, which holds them)
     stage = a.quota_stage
     limited = stage.offerable(fw.role, room, headroom=False)
-    if not enough(limited) or (floors and not fits_one(limited, floors)):
+    if not enough(limited) or _cut(room, limited, floors, tasks.scan):
         return LIMIT
     offerable = stage.offerable(fw.role, room)
-    if not enough(offerable) or (floors and not fits_one(offerable, floors)):
+    if not enough(offerable) or _cut(limited, offerable, floors, tasks.scan):
         return GUARANTEE
     return _plain_stage(fw, slave_id, offerable, least, tasks, now)
+
+
+def _cut(before: Millis, after: Millis, floors: list[Millis], tasks: list[Millis]) -> bool:
+    """Whether a cut of `before` to `after` leaves none of the offer filters `before`
+    holds, or none of the tasks it holds."""
+    return any(
+        shapes and fits_one(before, shapes) and not fits_one(after, shapes)
+        for shapes in (floors, tasks)
+    )
 
 
 def _plain_stage(
