@@ -38,3 +38,26 @@ def test_a_role_at_its_cpu_limit_is_told_its_limit_first() -> None:
     # and nothing it says claims the task does not fit what is free
     for r in reasons:
         assert r.code != WhyCode.TASK_FITS_NO_SLAVE, r.message
+
+
+def test_a_role_at_its_cpu_limit_on_a_full_slave_is_told_its_limit_too() -> None:
+    """As in the tutorial: `web` holds the other 3 cpus, so nothing is free either. That
+    it fits no free room is true, and first; but room that frees will not come to it while
+    its role holds its limit, and the answer must say that as well."""
+    allocator, books = Allocator("drf"), Books()
+    for fid, role in (("batch", "eng/batch"), ("web", "eng/web")):
+        allocator.add_framework(fid, role)
+        books.roles[fid] = role
+    allocator.add_slave("s0", Resources(cpus=4, mem=4096))
+    allocator.roles.set_quota("eng/batch", Quota(Resources(), Limit(cpus=1)))
+    allocator.allocate_existing("batch", "s0", Resources(cpus=1, mem=512))
+    allocator.allocate_existing("web", "s0", Resources(cpus=3, mem=1536))
+    books.demand["batch"] = [(dict(TASK.millis), 4)]
+    cycle = OfferCycle(allocator, books, CycleConfig())
+
+    reasons, _ = cycle.why("batch", 1.0)
+    codes = [r.code for r in reasons]
+    assert WhyCode.QUOTA_LIMIT in codes, [(r.code, r.message) for r in reasons]
+    limit = reasons[codes.index(WhyCode.QUOTA_LIMIT)]
+    assert limit.numbers["at_limit"] == ["cpus"]
+    assert "at its limit of cpus:1" in limit.message
