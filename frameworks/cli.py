@@ -54,10 +54,7 @@ def refused(e: SubscribeRefused, role: str | None) -> click.ClickException:
     the principal roles of its own (`drfmesos auth add --roles`) did not give it its name."""
     said = f"the master refused the framework: {e}"
     if isinstance(e, RoleRefused) and role is None:
-        said += (
-            "; without --role it asked for the role named as its principal (or, without "
-            "credentials, as its --name): give one of the principal's roles with --role ROLE"
-        )
+        said += "; no --role was given, and the default is not one of them: give one with --role"
     return click.ClickException(said)
 
 

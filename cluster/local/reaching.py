@@ -66,5 +66,5 @@ def operator_hint(url: BrokerURL) -> str:
     return (
         f" On a cluster with credentials this takes an operator principal: is "
         f"{url.username!r} one? (`drfmesos auth list STORE` says each principal's kind; "
-        "the broker drops this call from any other: a team's principal asks its operator)"
+        "the broker gives any other no answer: a team's principal asks its operator)"
     )
