@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 
 import click
 
-from frameworks.errors import RoleRefused, SubscribeRefused
+from frameworks.errors import DriverError, RoleRefused, SubscribeRefused
 from protocol.tooling.brokers import BrokerURL
 from protocol.tooling.cli import broker_option, cluster_option, log_level_option, warn_if_insecure
 from protocol.wire.resources import Resources
@@ -61,8 +61,6 @@ def refused(e: SubscribeRefused, role: str | None) -> click.ClickException:
 async def run_driver(driver: Any, role: str | None) -> None:
     """Run a driver; the master's refusal or removal ends the command with its reason.
     `role`: the --role given (None: the default one)."""
-    from frameworks.errors import DriverError
-
     warn_if_insecure(driver.broker, "framework")
     try:
         await driver.run()
