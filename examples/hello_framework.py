@@ -8,9 +8,10 @@ It launches TASKS shell commands, as many per offer as fit, declines offers it c
 use, prints every status update and the first finished task's stdout (read from its
 sandbox through the master, as this framework), and stops once every task has ended.
 
-Its role is the principal's own (the driver's default), the one `drfmesos auth add`
-gives it. A task id must not be reused: `build_task` makes a fresh one per launch, and a
-retry of a failed task is a new task with a new id.
+Its role is --role, by default the principal's name (the driver's default), the one
+`drfmesos auth add` gives it unless the operator names others (`--roles`). A task id
+must not be reused: `build_task` makes a fresh one per launch, and a retry of a failed
+task is a new task with a new id.
 """
 
 import argparse
@@ -19,6 +20,7 @@ import asyncio
 from frameworks import (
     BrokerURL,
     Driver,
+    DriverError,
     Filters,
     Offer,
     Resources,
@@ -72,8 +74,14 @@ if __name__ == "__main__":
     parser.add_argument("--ca", help="the cluster's CA certificate (with mqtts://)")
     parser.add_argument("--secret-file", help="a file holding the principal's secret")
     parser.add_argument("--cluster", default="default")
+    parser.add_argument("--role", help="the role to register in (default: the principal's)")
     parser.add_argument("--tasks", type=int, default=5)
     args = parser.parse_args()
     broker = BrokerURL.parse(args.broker, ca=args.ca, secret_file=args.secret_file)
-    driver = SchedulerDriver(Hello(args.tasks), name="hello", broker=broker, cluster=args.cluster)
-    asyncio.run(driver.run())
+    driver = SchedulerDriver(
+        Hello(args.tasks), name="hello", broker=broker, cluster=args.cluster, role=args.role
+    )
+    try:
+        asyncio.run(driver.run())
+    except DriverError as e:  # refused, or no broker or master: said, not a traceback
+        raise SystemExit(f"hello: {e}") from None

@@ -5,6 +5,9 @@ port its offer gave it, written only against the public API.
     python examples/web_service.py --broker mqtts://team-a@127.0.0.1:8883 \
         --secret-file auth/secrets/team-a --ca auth/ca.pem          (an authenticated cluster)
 
+(--role: the role to register in, by default the principal's name, the one `drfmesos
+auth add` gives it unless the operator names others.)
+
 Each offer carries its slave's free ports (`offer.discrete["ports"]`, 31000-32000 unless
 the slave's --resources says otherwise). `OfferPorts` hands them out, each once, to the
 tasks launched on the offer; the master refuses a task whose ports are not in its offer.
@@ -18,6 +21,8 @@ import asyncio
 
 from frameworks import (
     BrokerURL,
+    Driver,
+    DriverError,
     Filters,
     Offer,
     OfferPorts,
@@ -68,10 +73,11 @@ class WebService(Scheduler):
         )
 
     # --8<-- [start:resource_offers]
-    async def resource_offers(self, driver: SchedulerDriver, offers: list[Offer]) -> None:
+    async def resource_offers(self, driver: Driver, offers: list[Offer]) -> None:
         for offer in offers:
             self.hosts[offer.slave_id] = offer.hostname
-            ports, free, tasks = OfferPorts(offer), offer.resources, []
+            ports, free = OfferPorts(offer), offer.resources
+            tasks: list[TaskInfo] = []
             wanted = self.instances - self.live_on(offer.slave_id)
             while len(tasks) < wanted and ports.free and free.contains(INSTANCE):
                 free = free - INSTANCE
@@ -87,7 +93,7 @@ class WebService(Scheduler):
 
     # --8<-- [end:resource_offers]
 
-    async def status_update(self, driver: SchedulerDriver, status: TaskStatus) -> None:
+    async def status_update(self, driver: Driver, status: TaskStatus) -> None:
         self.states[status.task_id] = status.state
         task = self.tasks.get(status.task_id)
         if task is not None and status.state == TaskState.RUNNING:
@@ -104,6 +110,7 @@ async def main() -> None:
     parser.add_argument("--secret-file", default=None)
     parser.add_argument("--ca", default=None)
     parser.add_argument("--cluster", default="default")
+    parser.add_argument("--role", help="the role to register in (default: the principal's)")
     parser.add_argument("--instances", type=int, default=3, help="web servers a slave")
     parser.add_argument("--bind", default="0.0.0.0", help="the address servers listen on")
     args = parser.parse_args()
@@ -113,9 +120,13 @@ async def main() -> None:
         name="web-service",
         broker=broker,
         cluster=args.cluster,
+        role=args.role,
     )
     await driver.run()
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    try:
+        asyncio.run(main())
+    except DriverError as e:  # refused, or no broker or master: said, not a traceback
+        raise SystemExit(f"web-service: {e}") from None

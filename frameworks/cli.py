@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 
 import click
 
+from frameworks.errors import DriverError, RoleRefused, SubscribeRefused
 from protocol.tooling.brokers import BrokerURL
 from protocol.tooling.cli import broker_option, cluster_option, log_level_option, warn_if_insecure
 from protocol.wire.resources import Resources
@@ -42,20 +43,29 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def default_role(role: str | None, url: BrokerURL, name: str) -> str:
-    """--role, else the principal's own role (what `drfmesos auth add` allows by default),
+    """--role, else the role named as the principal (what `drfmesos auth add` allows by default),
     else, without authentication, the framework's name."""
     return role or url.username or name
 
 
-async def run_driver(driver: Any) -> None:
-    """Run a driver; the master's refusal or removal ends the command with its reason."""
-    from frameworks.errors import DriverError, SubscribeRefused
+def refused(e: SubscribeRefused, role: str | None) -> click.ClickException:
+    """The master's refusal of the framework, as the command's error. A role the caller
+    did not name (`role` None: `default_role`'s) says to name one: an operator who gave
+    the principal roles of its own (`drfmesos auth add --roles`) did not give it its name."""
+    said = f"the master refused the framework: {e}"
+    if isinstance(e, RoleRefused) and role is None:
+        said += "; no --role was given, and the default is not one of them: give one with --role"
+    return click.ClickException(said)
 
+
+async def run_driver(driver: Any, role: str | None) -> None:
+    """Run a driver; the master's refusal or removal ends the command with its reason.
+    `role`: the --role given (None: the default one)."""
     warn_if_insecure(driver.broker, "framework")
     try:
         await driver.run()
     except SubscribeRefused as e:
-        raise click.ClickException(f"the master refused the framework: {e}") from None
+        raise refused(e, role) from None
     except DriverError as e:  # the broker's refusal, no broker or no master
         raise click.ClickException(str(e)) from None
     if driver.removed:
@@ -71,8 +81,8 @@ def common_framework_options(func: F) -> F:
             click.option(
                 "--role",
                 default=None,
-                help="Its role (default: the principal's own role; without credentials, "
-                "the framework's name).",
+                help="Its role (default: the principal's name, its role unless the "
+                "operator gave it others; without credentials, the framework's name).",
             ),
             click.option(
                 "--failover-timeout",
@@ -166,7 +176,7 @@ def drf_demo(
             failover_timeout=failover_timeout,
             min_offer=[config.task] if min_offer else [],
         )
-        await run_driver(driver)
+        await run_driver(driver, role)
 
     run_party(broker, party)
 
@@ -203,7 +213,7 @@ def command_framework(
             failover_timeout=failover_timeout,
             min_offer=[scheduler.resources],
         )
-        await run_driver(driver)
+        await run_driver(driver, role)
 
     run_party(broker, party)
     if not scheduler.ok:
@@ -292,7 +302,7 @@ def journaled_framework(
             min_offer=[config.task],
             partition_aware=config.partition_aware,
         )
-        await run_driver(driver)
+        await run_driver(driver, role)
 
     try:
         run_party(broker, party)

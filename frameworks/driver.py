@@ -108,9 +108,10 @@ class SchedulerDriver:
         `drfmesos` command reads it: `DRFMESOS_BROKER` (else the local broker),
         `DRFMESOS_SECRET_FILE`, `DRFMESOS_CA` and `DRFMESOS_CLUSTER` (else `default`).
 
-        `role`: the role to register in; by default the principal's own role (the broker
-        URL's user, which `drfmesos auth add` allows it), or, without credentials, the
-        framework's name. A secured cluster refuses a role its principal was not given.
+        `role`: the role to register in; by default the role named as the principal (the
+        broker URL's user, which `drfmesos auth add` allows it unless the operator names
+        others with `--roles`: then name one), or, without credentials, the framework's
+        name. A secured cluster refuses a role its principal was not given (`RoleRefused`).
         `roles`: several roles, in place of `role` (Mesos's MULTI_ROLE): the framework is
         offered in each of them, every offer says which (`Offer.role`), and what it
         launches on an offer is that role's; `suppress_offers` and `revive_offers` then

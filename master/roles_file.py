@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from master.allocation.quota import Quota, QuotaError
 from master.allocation.role_tree import check_role
 from protocol.wire.codec import describe_validation
-from protocol.wire.resources import Limit, Resources
+from protocol.wire.resources import Limit, ResourceError, Resources
 from protocol.wire.values import MAX_WEIGHT
 
 
@@ -44,8 +44,11 @@ class QuotaSpec(_Strict):
     @model_validator(mode="after")
     def _guarantee_within_limit(self) -> QuotaSpec:
         try:
+            self.guarantee.check_spelling()
+            if self.limit is not None:
+                self.limit.check_spelling()
             self.quota()
-        except QuotaError as e:
+        except (QuotaError, ResourceError) as e:
             raise ValueError(str(e)) from None
         return self
 

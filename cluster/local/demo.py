@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import shlex
 import socket
 import sys
 import tempfile
@@ -166,6 +167,27 @@ async def _say_where_the_ui_is(
     if store is not None:
         secret = (await asyncio.to_thread(store.secret_file("operator").read_text)).strip()
         console.print(f"  sign in as operator, secret {secret}")
+    _say_how_commands_reach_it(console, url, cluster, store)
+
+
+def _say_how_commands_reach_it(
+    console: Console, url: BrokerURL, cluster: str, store: Store | None
+) -> None:
+    """The variables every `drfmesos` command reads, for another shell: `drfmesos state`,
+    `drfmesos why A` then reach this cluster as its operator."""
+    where = f"{url.scheme}://{url.host}:{url.port}"
+    found = {"DRFMESOS_CLUSTER": cluster}
+    if store is not None:
+        where = f"{url.scheme}://operator@{url.host}:{url.port}"
+        found |= {
+            "DRFMESOS_CA": str(store.ca.resolve()),
+            "DRFMESOS_SECRET_FILE": str(store.secret_file("operator").resolve()),
+        }
+    words = " ".join(
+        f"{k}={shlex.quote(v)}" for k, v in {"DRFMESOS_BROKER": where, **found}.items()
+    )
+    console.print("  commands (drfmesos state, drfmesos why A) from another shell:")
+    console.print(f"  export {words}", soft_wrap=True, markup=False, highlight=False)
 
 
 async def _start_cluster(

@@ -32,7 +32,9 @@ def _resources(text: str | None, what: str, kind: type[R]) -> R | None:
     if text is None:
         return None
     try:
-        return kind.parse(text.replace(",", ";"))
+        parsed = kind.parse(text.replace(",", ";"))
+        parsed.check_spelling()
+        return parsed
     except ResourceError as e:
         raise click.BadParameter(str(e), param_hint=what) from None
 

@@ -65,5 +65,6 @@ def operator_hint(url: BrokerURL) -> str:
         return ""
     return (
         f" On a cluster with credentials this takes an operator principal: is "
-        f"{url.username!r} one (drfmesos auth add {url.username} --kind operator)?"
+        f"{url.username!r} one? (`drfmesos auth list STORE` says each principal's kind; "
+        "the broker gives any other no answer: a team's principal asks its operator)"
     )

@@ -9,7 +9,7 @@ import sys
 
 import click
 
-from frameworks.cli import default_role
+from frameworks.cli import default_role, refused
 from frameworks.driver import SchedulerDriver
 from frameworks.errors import DriverError, SubscribeRefused
 from frameworks.health_spec import FORMS, HealthSpecError, parse_health_spec
@@ -75,7 +75,8 @@ def check_name(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
 @click.option(
     "--role",
     default=None,
-    help="The role to run in (default: the principal's own; without credentials, --name).",
+    help="The role to run in (default: the principal's name, its role unless the operator "
+    "gave it others; without credentials, --name).",
 )
 @click.option(
     "--instances",
@@ -211,7 +212,7 @@ def run(
     try:
         result = asyncio.run(submit(spec, url, cluster, role, signalled))
     except SubscribeRefused as e:
-        raise click.ClickException(f"the master refused the framework: {e}") from None
+        raise refused(e, role) from None
     except DriverError as e:  # the broker's refusal, no broker or no master
         raise click.ClickException(str(e)) from None
     if signalled:

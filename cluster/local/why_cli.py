@@ -154,9 +154,13 @@ def why(
     except BusRefused as e:
         raise click.ClickException(str(e)) from None
     except TimeoutError:
+        if kind == "operator":
+            who, other = "an operator principal", "its framework's own asks with --as framework"
+        else:
+            who, other = "a framework principal", "an operator asks with --as operator"
         raise click.ClickException(
             f"no answer from a master on {url} (cluster {cluster!r}) within {timeout}s: is one "
-            f"running, and is this principal an {kind}? (see --as)"
+            f"running, and is this {who}? (the broker drops answers to any other; {other})"
         ) from None
     if as_json:
         click.echo(json.dumps(answer.model_dump(mode="json"), indent=2))

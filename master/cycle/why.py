@@ -185,6 +185,10 @@ def _reasons(
         yield Told(_stage_code(q, stage), partial(_stage_reason, q, stage, turned[stage]))
     if not never and fits_no_free(tasks.scan, free):
         yield Told(WhyCode.TASK_FITS_NO_SLAVE, partial(fitting_no_free, tasks, free))
+    if not never and _at_limit(a, fw.role, tasks.scan or least.scan):
+        # (no slave turned away by it: what frees, where nothing is free, will not come)
+        of = f"{len(free)} of {len(free)} slaves"
+        yield Told(WhyCode.QUOTA_LIMIT, partial(_quota_limit, a, fw.role, of, sorted(free)))
     if turned[OPEN] and not blocked:
         yield Told(WhyCode.NEXT_ROUND, partial(_next_round, turned[OPEN], free))
 
@@ -354,15 +358,25 @@ def _stage(
     floors = least.scan
     if floors and not fits_one(room, floors):
         return MINIMUM
-    # what its role may have of it (a cut below its minimum is the cut's)
+    # what its role may have of it (a cut below its minimum, or below every task it asked
+    # for that the room itself holds, is the cut's: not the room's, which holds them)
     stage = a.quota_stage
     limited = stage.offerable(fw.role, room, headroom=False)
-    if not enough(limited) or (floors and not fits_one(limited, floors)):
+    if not enough(limited) or _cut(room, limited, floors, tasks.scan):
         return LIMIT
     offerable = stage.offerable(fw.role, room)
-    if not enough(offerable) or (floors and not fits_one(offerable, floors)):
+    if not enough(offerable) or _cut(limited, offerable, floors, tasks.scan):
         return GUARANTEE
     return _plain_stage(fw, slave_id, offerable, least, tasks, now)
+
+
+def _cut(before: Millis, after: Millis, floors: list[Millis], tasks: list[Millis]) -> bool:
+    """Whether a cut of `before` to `after` leaves none of the offer filters `before`
+    holds, or none of the tasks it holds."""
+    return any(
+        shapes and fits_one(before, shapes) and not fits_one(after, shapes)
+        for shapes in (floors, tasks)
+    )
 
 
 def _plain_stage(
@@ -611,6 +625,23 @@ def _quota_limit(a: Allocator, role: str, of: str, slaves: list[str]) -> Reason:
         message=f"{of}: what its role's limits leave of them is too little to offer",
         numbers={"role": role, "slaves": names(slaves)},
     )
+
+
+def _at_limit(a: Allocator, role: str, shapes: list[Millis]) -> bool:
+    """Whether a limit on the role's path is reached for a resource each of `shapes`
+    needs: none of them is offered more, whatever frees (what `_quota_limit` says)."""
+    if not shapes or not a.quotas:
+        return False
+    stage = a.quota_stage
+    for node in stage.path(role):
+        quota = a.quotas.get(node)
+        if quota is None or quota.limit is None:
+            continue
+        held = stage.held_by_role(node)
+        at = {n for n, v in quota.limit.millis.items() if held.get(n, 0) >= v}
+        if at and all(any(shape.get(n, 0) > 0 for n in at) for shape in shapes):
+            return True
+    return False
 
 
 def _held_for_guarantee(a: Allocator, role: str, of: str, named: bool) -> Reason:

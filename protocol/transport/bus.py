@@ -166,10 +166,13 @@ class Bus:
         """Wait until connected; raises BusRefused if the broker will never let us in, and
         BrokerUnreachable after `timeout` seconds or `tries` failed attempts (a command
         run once says at once that nothing listens; a party started before its broker
-        waits for it), saying what the last attempt met."""
+        waits for it), saying what the last attempt met. With `tries`, an attempt that
+        waited out its answer is the last: another would wait as long for the same
+        silence."""
         deadline = None if timeout is None else asyncio.get_running_loop().time() + timeout
+        reconnects = self._reconnects
         while not self._connected.is_set() and not self._gave_up.is_set():
-            if tries is not None and self._reconnects.failures >= tries:
+            if tries is not None and (reconnects.failures >= tries or reconnects.unanswered):
                 break
             self._attempted.clear()
             left = None if deadline is None else deadline - asyncio.get_running_loop().time()
@@ -179,7 +182,7 @@ class Bus:
         if self.refused is not None:
             raise self.refused
         if not self._connected.is_set():
-            reason = self._reconnects.reason or "no answer yet"
+            reason = reconnects.reason or "no answer yet"
             raise BrokerUnreachable(f"cannot reach the broker at {self.broker.bare}: {reason}")
 
     @property

@@ -5,9 +5,10 @@ tell a person while it has none, and when to stop trying.
   for and why (refused, an unknown host, unreachable, no answer, TLS failing), and again
   every TELL_AGAIN seconds or when the reason changes; once connected it says so at the
   same level. Credentials or a certificate refused are final (`mqtt_client.refusal`).
-- Taken over: a principal is one MQTT connection (the broker takes the username as the
-  client id), so a second connection with the same one makes the broker close the first,
-  which reconnects and closes the second, and so on. MQTT 3.1.1, which both our brokers
+- Taken over: a party that keeps a persistent session keeps one client id (a slave's
+  comes from its slave id, the masters share one), so a second connection with the same
+  one makes the broker close the first, which reconnects and closes the second, and so
+  on. MQTT 3.1.1, which both our brokers
   speak (amqtt knows no other), gives the closed one no reason: the sign is a connection
   that the broker ends, and the next one it ends soon after it was made, while each next
   attempt gets in at once. Each such end waits longer before the next attempt; the
@@ -60,6 +61,9 @@ class Reconnects:
         self.who = f"principal {broker.username}" if broker.username else f"client id {client_id}"
         self.reason: str | None = None  # what the last failed attempt met
         self.failures = 0  # attempts failed since the last connection
+        # the last attempt waited out its time for an answer (nothing answered as a broker:
+        # TLS spoken to as mqtt://, a firewall): a command need not wait so again
+        self.unanswered = False
         self._delay = FIRST_DELAY
         self._waiting_since = clock()
         self._told: tuple[float, str] | None = None  # when the wait was last told, and why
@@ -77,6 +81,7 @@ class Reconnects:
             self.log.error("bus.refused", broker=str(self.broker), reason=why)
             return BusRefused(why)
         self.failures += 1
+        self.unanswered = isinstance(error.__cause__ or error.__context__, TimeoutError)
         self._short = self._dropped = 0  # the broker was away: not a takeover
         self.reason = reason = unreachable(error, self.broker)
         now = self.clock()
@@ -127,6 +132,7 @@ class Reconnects:
         else:
             self.log.info("bus.connected", broker=str(self.broker), **fields)
         self._told, self.reason, self.failures, self._delay = None, None, 0, FIRST_DELAY
+        self.unanswered = False
 
     def ended(self, error: aiomqtt.MqttError, in_flight: Outgoing | None) -> float | BusRefused:
         """A connection ended (`in_flight`: its oldest message not yet acknowledged): seconds

@@ -157,6 +157,16 @@ class Resources(Mapping[str, float]):
             hint = f"did you mean {near[0]}?" if near else f"known: {', '.join(KNOWN_NAMES)}"
             raise ResourceError(f"unknown resource {name!r}: {hint}")
 
+    def check_spelling(self) -> None:
+        """Refuse a name one edit from a known one that is not itself known, as
+        `check_names` says it ("did you mean cpus?"), where any other name may be a custom
+        resource's: a quota of `cpu: 2` limits a resource no slave offers, so nothing."""
+        for name in map(base_of, self):
+            if name not in KNOWN_NAMES:
+                near = [known for known in KNOWN_NAMES if _one_edit_apart(name, known)]
+                if near:
+                    raise ResourceError(f"unknown resource {name!r}: did you mean {near[0]}?")
+
     # -- Mapping ---------------------------------------------------------------------------
     def __getitem__(self, name: str) -> float:
         return self.millis[name] / SCALE
