@@ -377,7 +377,12 @@ class HttpApi:
         owner = self.master.framework_principal(info["framework_id"])
         if request.get(KIND) == "framework" and owner != request[PRINCIPAL]:
             # its own frameworks' tasks, nobody else's
-            self.log.info("http.forbidden", path=request.path, principal=request[PRINCIPAL])
+            self.refused_lines.refused(
+                "http.forbidden",
+                principal=request[PRINCIPAL],
+                remote=request.remote,
+                path=request.path,
+            )
             return problem("not a task of one of your frameworks", 403)
         offset = _int(request, "offset", 0)
         length = _int(request, "length", 65536, 0, 1_048_576)
