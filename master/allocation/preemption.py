@@ -303,7 +303,9 @@ class Preemption:
         self.doomed: dict[tuple[str, str], Doomed] = {}  # (framework, task)
         self.claim_use = ClaimUse()  # whether claimants use what is freed for them
         self.stats = PreemptionStats()
-        self.tenants: dict[str, str] = {}  # each contender's tenant, as the last check saw
+        # each contender's principal and roles (whose its claims' waits are), as the last
+        # check saw them
+        self.whose: dict[str, tuple[str, tuple[str, ...]]] = {}
         self.wanted: dict[str, tuple[str, list[Millis]]] = {}  # and its role and shapes
 
     def check(
@@ -322,7 +324,7 @@ class Preemption:
         used the room its last claim freed: `claim_use`). The claims are recorded as
         doomed tasks; the caller warns, holds the room for each claimant until
         `hold_until` (None: no hold), and kills."""
-        self.tenants = {c.framework_id: c.tenant for c in contenders if c.tenant}
+        self.whose = {c.framework_id: (c.tenant, _roles(c)) for c in contenders}
         self.wanted = {c.framework_id: (c.role, c.shapes()) for c in contenders}
         self.update_fair(policy, cluster.total, contenders, pool_weights)
         cluster.fair = dict(self.fair)
@@ -347,7 +349,9 @@ class Preemption:
                 for plan in claim.plans:
                     add_millis(needs.setdefault(plan.slave_id, {}), plan.task)
                 victims = sum(len(plan.victims) for plan in claim.plans)
-                self.claim_use.claimed(c.framework_id, hold_until or now, needs, victims, c.tenant)
+                self.claim_use.claimed(
+                    c.framework_id, hold_until or now, needs, victims, c.tenant, _roles(c)
+                )
         return claims
 
     def update_fair(
@@ -364,14 +368,21 @@ class Preemption:
         self.fair = {f: share for f, (share, _) in allocation.items()}
         self.fair_resources = {f: resources for f, (_, resources) in allocation.items()}
 
-    def _may_claim(
-        self, framework_id: str, now: float, tenant: str, slaves: Container[str]
-    ) -> bool:
+    def _may_claim(self, c: Contender, now: float, slaves: Container[str]) -> bool:
         """Not while its victims are still to end, nor while its last claim's room is
-        held for it or it waits for leaving claims unused (`ClaimUse.may_claim`; `slaves`:
-        those there now, the rooms on others no longer asked of it)."""
-        claiming = any(d.claimant == framework_id for d in self.doomed.values())
-        return not claiming and self.claim_use.may_claim(framework_id, now, tenant, slaves)
+        held for it or it (its principal, or a role of its) waits for leaving claims
+        unused (`ClaimUse.may_claim`; `slaves`: those there now, the rooms on others no
+        longer asked of it)."""
+        fid = c.framework_id
+        if any(d.claimant == fid for d in self.doomed.values()):
+            return False
+        return self.claim_use.may_claim(fid, now, c.tenant, slaves, _roles(c))
+
+    def settled(self, framework_id: str, now: float) -> bool:
+        """Neither a claim of its to be judged nor a wait of its principal's or its roles'
+        for leaving one unused (`ClaimUse.settled`), as the last check saw it."""
+        tenant, roles = self.whose.get(framework_id, ("", ()))
+        return self.claim_use.settled(framework_id, now, tenant, roles)
 
     def _fair_share_claims(
         self, contenders: Sequence[Contender], cluster: Cluster, now: float
@@ -390,9 +401,7 @@ class Preemption:
                 self.starving_since.pop(c.framework_id, None)
                 continue
             since = self.starving_since.setdefault(c.framework_id, now)
-            if now - since >= timeout and self._may_claim(
-                c.framework_id, now, c.tenant, cluster.free
-            ):
+            if now - since >= timeout and self._may_claim(c, now, cluster.free):
                 out.append((share / fair if fair else 1.0, c, None))
         return out
 
@@ -430,11 +439,7 @@ class Preemption:
                 continue
             since = self.starving_since.setdefault(key, now)
             if now - since >= timeout:
-                out += [
-                    (-1.0, c, role)
-                    for c in wanting
-                    if self._may_claim(c.framework_id, now, c.tenant, cluster.free)
-                ]
+                out += [(-1.0, c, role) for c in wanting if self._may_claim(c, now, cluster.free)]
         return out
 
     def _plan(
@@ -547,6 +552,11 @@ class Preemption:
         self.claim_use.forget(framework_id, now)
         for key in [k for k in self.doomed if k[0] == framework_id]:
             del self.doomed[key]
+
+
+def _roles(c: Contender) -> tuple[str, ...]:
+    """Its roles (every one of a multi-role framework's)."""
+    return tuple(role for role, _, _ in c.in_roles())
 
 
 def _role_under(c: Contender, role: str, tree: bool) -> str | None:

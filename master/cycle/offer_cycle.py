@@ -260,9 +260,7 @@ class OfferCycle:
         starving = [
             p.wanted[who]
             for who, since in p.starving_since.items()
-            if now - since >= timeout
-            and who in p.wanted
-            and p.claim_use.settled(who, now, p.tenants.get(who, ""))
+            if now - since >= timeout and who in p.wanted and p.settled(who, now)
         ]
         if not starving:
             return set(), []
