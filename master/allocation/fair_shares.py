@@ -15,7 +15,7 @@ from functools import lru_cache
 from typing import Any
 
 from master.allocation.ideal import User, exact, ideal
-from master.allocation.planning import pools_of
+from master.allocation.planning import PART, part_name, pools_of
 from master.allocation.role_tree import TREE_POLICIES
 from master.allocation.sorter import Millis
 from protocol.wire.resources import SCALE
@@ -81,8 +81,8 @@ def fair_shares(
     pool_weights: Mapping[str, float] | None = None,
 ) -> dict[str, float]:
     """Each contender's dominant share in the policy's ideal, capped by its demand."""
-    return {f: share for f, (share, _) in fair_allocation(policy, total, contenders,
-                                                          pool_weights).items()}  # fmt: skip
+    found = fair_allocation(policy, total, contenders, pool_weights)
+    return {f: share for f, (share, _) in found.items() if PART not in f}
 
 
 def fair_allocation(
@@ -92,7 +92,8 @@ def fair_allocation(
     pool_weights: Mapping[str, float] | None = None,
 ) -> dict[str, tuple[float, dict[str, float]]]:
     """Each contender's dominant share and resources (user units) in the policy's ideal,
-    capped by its demand."""
+    capped by its demand; and each part of a multi-role one (`part_name`), its role's
+    (what planning weighs its tasks in that role by)."""
     out: dict[str, tuple[float, dict[str, float]]] = {c.framework_id: (0.0, {}) for c in contenders}
     if not total:
         return out
@@ -119,7 +120,7 @@ def fair_allocation(
                 continue
             role = role or "*"  # (`*` a role as any other)
             path = (*role.split("/"), ".") if tree and role in pools else tuple(role.split("/"))
-            name = c.framework_id if len(in_roles) == 1 else f"{c.framework_id}\0{role}"
+            name = c.framework_id if len(in_roles) == 1 else part_name(c.framework_id, role)
             parts[name] = c.framework_id
             users.append((name, tuple(sorted(want.items())), weight, path, limit))
     if not tree:
@@ -131,8 +132,8 @@ def fair_allocation(
     summed: dict[str, dict[str, float]] = {}  # (a multi-role framework's roles together)
     for name, (share, resources) in found.items():
         whose = parts.get(name, name)
+        out[name] = (share, dict(resources))
         if whose == name:
-            out[name] = (share, dict(resources))
             continue
         mine = summed.setdefault(whose, {})
         for n, v in resources.items():

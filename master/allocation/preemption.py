@@ -26,9 +26,11 @@ from master.allocation.claim_use import ClaimUse
 from master.allocation.fair_shares import Contender, contenders_pools, fair_allocation
 from master.allocation.planning import (
     EPSILON,
+    PART,
     Cluster,
     RunningTask,
     counted,
+    part_name,
     planning_path,
 )
 from master.allocation.quota import ancestors_or_self, gap
@@ -116,9 +118,10 @@ def plan_on_slave(
     if not need:
         return ()
     held = {f: dict(h) for f, h in cluster.held.items()}
+    parts = {f: {r: dict(h) for r, h in roles.items()} for f, roles in cluster.parts.items()}
     trial = Cluster(
         cluster.total, {}, held, cluster.fair, {}, cluster.fair_held, cluster.paths,
-        fifo=cluster.fifo,
+        fifo=cluster.fifo, parts=parts, claiming=cluster.claiming,
     )  # fmt: skip
     candidates = [
         t
@@ -146,9 +149,7 @@ def plan_on_slave(
         )
         chosen.append(pick)
         candidates.remove(pick)
-        h = held[pick.framework_id]
-        for n, v in counted(pick).items():  # (its books count it stripped)
-            h[n] = h.get(n, 0) - v
+        trial.take(pick)
         for n, v in pick.resources.items():
             if n in need:
                 need[n] -= v
@@ -239,15 +240,12 @@ def _apply(cluster: Cluster, plan: Plan) -> None:
     running = cluster.running.get(plan.slave_id, [])
     for victim in plan.victims:
         running.remove(victim)
-        held = cluster.held[victim.framework_id]
-        for n, v in counted(victim).items():  # (its books count it stripped)
-            held[n] = held.get(n, 0) - v
+        cluster.take(victim)
         for n, v in victim.resources.items():  # (the slave's room, by its own names)
             free[n] = free.get(n, 0) + v
-    mine = cluster.held.setdefault(plan.claimant, {})
+    cluster.give(plan.claimant, plan.task)
     for n, v in plan.task.items():
         free[n] = free.get(n, 0) - v
-        mine[n] = mine.get(n, 0) + v
 
 
 # -- the policy's memory: who has been starving since when, and who is doomed ----------------
@@ -299,6 +297,7 @@ class Preemption:
         self.config = config
         self.fair: dict[str, float] = {}
         self.fair_resources: dict[str, dict[str, float]] = {}
+        self.fair_parts: dict[str, dict[str, float]] = {}  # a multi-role framework's, a role
         self.starving_since: dict[str, float] = {}  # framework, or "role:R"
         self.doomed: dict[tuple[str, str], Doomed] = {}  # (framework, task)
         self.claim_use = ClaimUse()  # whether claimants use what is freed for them
@@ -330,19 +329,29 @@ class Preemption:
         cluster.fair = dict(self.fair)
         cluster.fair_held = {
             f: {n: round(v * SCALE) for n, v in resources.items()}
-            for f, resources in self.fair_resources.items()
+            for f, resources in (*self.fair_resources.items(), *self.fair_parts.items())
         }
         cluster.fifo = fifo_pools
         pools = contenders_pools(contenders, pool_weights) if tree else set()
-        cluster.paths = {
-            c.framework_id: planning_path(c.role, c.framework_id, tree, pools) for c in contenders
-        }
+        paths: dict[str, tuple[str, ...]] = {}
+        for c in contenders:
+            fid = c.framework_id
+            if not c.roles:
+                paths[fid] = planning_path(c.role, fid, tree, pools)
+                continue
+            # a multi-role framework: a member in each of its roles, as the ideal has it
+            if fid not in cluster.parts:  # (less its doomed tasks, where the books say)
+                cluster.parts[fid] = {role or "*": dict(held) for role, held, _ in c.roles}
+            for role in cluster.parts[fid]:
+                part = part_name(fid, role)
+                paths[part] = planning_path(role, part, tree, pools)
+        cluster.paths = paths
         wanted: list[tuple[float, Contender, str | None]] = []
         wanted += self._fair_share_claims(contenders, cluster, now)
         wanted += self._guarantee_claims(contenders, cluster, now, quotas or {}, tree)
         claims = []
-        for _, c, role in sorted(wanted, key=lambda w: w[0]):
-            claim = self._plan(c, role, cluster, now, contenders, quotas or {}, tree)
+        for _, c, role_of in sorted(wanted, key=lambda w: w[0]):
+            claim = self._plan(c, role_of, cluster, now, contenders, quotas or {}, tree)
             if claim is not None:
                 claims.append(claim)
                 needs: dict[str, Millis] = {}  # by slave: every room freed there, summed
@@ -364,9 +373,12 @@ class Preemption:
         self.set_fair(fair_allocation(policy, total, contenders, pool_weights))
 
     def set_fair(self, allocation: Mapping[str, tuple[float, dict[str, float]]]) -> None:
-        """Take fair shares computed elsewhere (the master computes them off its loop)."""
-        self.fair = {f: share for f, (share, _) in allocation.items()}
-        self.fair_resources = {f: resources for f, (_, resources) in allocation.items()}
+        """Take fair shares computed elsewhere (the master computes them off its loop); a
+        multi-role framework's parts (`part_name`) kept apart, for planning."""
+        whole = {f: found for f, found in allocation.items() if PART not in f}
+        self.fair = {f: share for f, (share, _) in whole.items()}
+        self.fair_resources = {f: resources for f, (_, resources) in whole.items()}
+        self.fair_parts = {f: resources for f, (_, resources) in allocation.items() if PART in f}
 
     def _may_claim(self, c: Contender, now: float, slaves: Container[str]) -> bool:
         """Not while its victims are still to end, nor while its last claim's room is
@@ -490,18 +502,28 @@ class Preemption:
                 lacking = gap(quota, _sum([others, own, added]))
                 return any(n in fills for n in lacking)
 
-        plans = plan_preemption(
-            cluster,
-            c.framework_id,
-            c.shapes(),
-            now=now,
-            short=short,
-            order=self.config.victims,
-            max_tasks=sum(n for _, n in c.demand) if c.demand is not None else None,
-            may_lose=fair_share_rule
-            if role is None
-            else guarantee_rule(role, contenders, quotas, tree),
-        )
+        # a multi-role claimant stands, and its room is held, in one of its roles: the
+        # guaranteed one's; for its fair share, the first of them, furthest below its part
+        # of it first, where room can be freed for it
+        in_roles = _short_parts(c, cluster) if role is None else [_role_under(c, role, tree)]
+        plans: list[Plan] = []
+        for in_role in in_roles:
+            if in_role is not None:
+                cluster.claiming[c.framework_id] = in_role
+            plans = plan_preemption(
+                cluster,
+                c.framework_id,
+                c.shapes(),
+                now=now,
+                short=short,
+                order=self.config.victims,
+                max_tasks=sum(n for _, n in c.demand) if c.demand is not None else None,
+                may_lose=fair_share_rule
+                if role is None
+                else guarantee_rule(role, contenders, quotas, tree),
+            )
+            if plans:
+                break
         if not plans:
             return None
         self.starving_since.pop(c.framework_id if role is None else f"role:{role}", None)
@@ -513,8 +535,7 @@ class Preemption:
                 )
         self.stats.rounds += 1
         # (a guarantee's room is held in the claimant's role under it: review 70)
-        held_in = None if role is None else _role_under(c, role, tree)
-        return Claim(c.framework_id, why, plans, held_in)
+        return Claim(c.framework_id, why, plans, in_role)
 
     def due(self, now: float) -> list[tuple[str, str, Doomed]]:
         """Doomed tasks whose deadline has come and that are not being killed yet."""
@@ -552,6 +573,21 @@ class Preemption:
         self.claim_use.forget(framework_id, now)
         for key in [k for k in self.doomed if k[0] == framework_id]:
             del self.doomed[key]
+
+
+def _short_parts(c: Contender, cluster: Cluster) -> list[str | None]:
+    """A multi-role framework's roles, furthest below its part of its fair share first
+    ([None]: it has one role)."""
+    parts = cluster.parts.get(c.framework_id)
+    if not parts:
+        return [None]
+    total = cluster.total
+
+    def below(role: str) -> float:
+        fair = dominant_share(cluster.fair_held.get(part_name(c.framework_id, role), {}), total)
+        return dominant_share(parts[role], total) - fair
+
+    return [*sorted(parts, key=below)]
 
 
 def _roles(c: Contender) -> tuple[str, ...]:
