@@ -15,7 +15,7 @@ import pytest
 from master.allocation.allocator import Allocator
 from master.allocation.claim_use import FIRST_WAIT, ClaimUse
 from master.allocation.planning import RunningTask
-from master.allocation.preemption import PreemptionConfig
+from master.allocation.preemption import Doomed, PreemptionConfig
 from master.cycle import CycleConfig, OfferCycle
 from protocol.wire.resources import Resources
 
@@ -87,3 +87,18 @@ def test_a_claimant_waits_while_its_principal_or_its_role_waits(principal: str) 
     assert not use.may_claim("m2", 11.0, principal, roles=(role,))
     assert use.may_claim("m2", 10.0 + FIRST_WAIT, principal, roles=(role,))
     assert use.may_claim("x", 11.0, "alice", roles=("other",))  # (neither: no wait)
+
+
+def test_a_claimants_task_preempted_for_another_claim_is_no_room_left_unused() -> None:
+    """c1's claim freed room on s1 and c1 ran its task there; before the claim was judged
+    the task was taken for c2's claim. c1 used the room: its task's end was preemption's
+    doing, not its own (the property test's case: c1 then waited 60 s below its share)."""
+    cycle = OfferCycle(Allocator("drf"), Books(), CycleConfig(preemption=PreemptionConfig(1.0)))
+    use = cycle.preemption.claim_use
+    use.claimed("c1", 10.0, {"s1": dict(TASK.millis)}, 1)
+    use.offered("c1", "s1", dict(TASK.millis))
+    use.launched("c1", "s1", dict(TASK.millis))
+    cycle.preemption.doomed[("c1", "t1")] = Doomed("c2", "s1", 5.0)
+    cycle.task_ended("c1", "t1", finished=False, ran=3.0, now=6.0, on=("s1", TASK))
+    assert use.may_claim("c1", 10.0)
+    assert use.unused("c1") == 0
