@@ -32,6 +32,8 @@ class Books:
     demand: dict[str, list[tuple[dict[str, int], int]]] = field(default_factory=dict)
     tasks: dict[tuple[str, str], RunningTask] = field(default_factory=dict)
     tenants: dict[str, str] = field(default_factory=dict)  # framework -> principal
+    # what a framework that declared nothing runs (it wants more of it: no end to it)
+    shapes: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def offers_held(self) -> dict[str, int]:
         return dict(Counter(o.framework_id for o in self.offers.values()))
@@ -49,8 +51,9 @@ class Books:
         role = self.roles.get(framework_id)
         if role is None:
             return None
-        demand = self.demand.get(framework_id)
-        return Wish(framework_id, role, demand=demand, tenant=self.tenants.get(framework_id, ""))
+        demand, shape = self.demand.get(framework_id), self.shapes.get(framework_id)
+        tenant = self.tenants.get(framework_id, "")
+        return Wish(framework_id, role, demand=demand, shape=shape, tenant=tenant)
 
     def running(self) -> Iterator[RunningTask]:
         return iter(self.tasks.values())
