@@ -18,7 +18,7 @@ the simulator drive the same code:
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Container, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -317,7 +317,7 @@ class Preemption:
         quotas: Mapping[str, Any] | None = None,
         tree: bool = False,
         hold_until: float | None = None,
-        fifo_pools: Container[str] = (),
+        fifo_pools: Collection[str] = (),
     ) -> list[Claim]:
         """Update fair shares and timers; plan for whoever has starved long enough (and
         used the room its last claim freed: `claim_use`). The claims are recorded as
@@ -325,7 +325,7 @@ class Preemption:
         `hold_until` (None: no hold), and kills."""
         self.whose = {c.framework_id: (c.tenant, _roles(c)) for c in contenders}
         self.wanted = {c.framework_id: (c.role, c.shapes()) for c in contenders}
-        self.update_fair(policy, cluster.total, contenders, pool_weights)
+        self.update_fair(policy, cluster.total, contenders, pool_weights, fifo_pools)
         cluster.fair = dict(self.fair)
         cluster.fair_held = {
             f: {n: round(v * SCALE) for n, v in resources.items()}
@@ -369,8 +369,9 @@ class Preemption:
         total: Mapping[str, int],
         contenders: Sequence[Contender],
         pool_weights: Mapping[str, float],
+        fifo_pools: Collection[str] = (),
     ) -> None:
-        self.set_fair(fair_allocation(policy, total, contenders, pool_weights))
+        self.set_fair(fair_allocation(policy, total, contenders, pool_weights, fifo_pools))
 
     def set_fair(self, allocation: Mapping[str, tuple[float, dict[str, float]]]) -> None:
         """Take fair shares computed elsewhere (the master computes them off its loop); a
