@@ -65,6 +65,10 @@ class Cluster:
     # a multi-role framework's holdings, by role (the sum of them is its `held`)
     parts: dict[str, dict[str, Millis]] = field(default_factory=dict)
     claiming: dict[str, str] = field(default_factory=dict)  # a multi-role claimant's role
+    # frameworks given room by this check's plans: none of their tasks is taken in it (the
+    # room planned for them is no task that runs: it would take a running one of a
+    # framework below its share, to free room for it again)
+    claimed: set[str] = field(default_factory=set)
     _members: dict[tuple[str, ...], list[str]] = field(default_factory=dict, repr=False)
 
     def member(self, framework_id: str, role: str | None = None) -> str:

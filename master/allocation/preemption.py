@@ -123,10 +123,13 @@ def plan_on_slave(
         cluster.total, {}, held, cluster.fair, {}, cluster.fair_held, cluster.paths,
         fifo=cluster.fifo, parts=parts, claiming=cluster.claiming,
     )  # fmt: skip
+    claimed = cluster.claimed
     candidates = [
         t
         for t in cluster.running.get(slave_id, [])
-        if t.framework_id != claimant and any(t.resources.get(n, 0) for n in need)
+        if t.framework_id != claimant
+        and t.framework_id not in claimed
+        and any(t.resources.get(n, 0) for n in need)
     ]
     youngest = order == "youngest"
     chosen: list[RunningTask] = []
@@ -244,6 +247,7 @@ def _apply(cluster: Cluster, plan: Plan) -> None:
         for n, v in victim.resources.items():  # (the slave's room, by its own names)
             free[n] = free.get(n, 0) + v
     cluster.give(plan.claimant, plan.task)
+    cluster.claimed.add(plan.claimant)
     for n, v in plan.task.items():
         free[n] = free.get(n, 0) - v
 
