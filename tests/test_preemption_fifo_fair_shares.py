@@ -18,6 +18,7 @@ from master.allocation.preemption import PreemptionConfig
 from master.cycle import CycleConfig, OfferCycle
 from protocol.wire.resources import Resources
 
+from harness.allocation import fill
 from harness.cycle import Books
 
 TASK = Resources(cpus=1, mem=1024)
@@ -58,3 +59,25 @@ def test_a_late_child_of_a_fifo_pool_is_not_starving() -> None:
     cycle.check(10.0)
     assert cycle.preemption.fair == {"first": 1.0, "late": 0.0}
     assert "late" not in cycle.preemption.starving_since
+
+
+@pytest.mark.parametrize("policy", ["hdrf", "naive-hdrf", "flat"])
+def test_a_fifo_pool_stands_among_its_siblings_by_its_own_share(policy: str) -> None:
+    """Pool a (fifo: x came before y) beside role c, of equal weights, on 8 slaves of one
+    task each: the allocator gives a its half, all of it to x, and c the other half, as
+    the ideal has it. Under hdrf and flat a fifo pool's key was its first child's, 0
+    (arrival orders them, so their shares count as nothing): it came before c at every
+    offer, and took 7 of the 8 slaves."""
+    a = Allocator(policy)
+    a.roles.set_ordering("a", "fifo")
+    for s in range(8):
+        a.add_slave(f"s{s}", Resources(cpus=1, mem=1024))
+    for name, role in (("x", "a/x"), ("y", "a/y"), ("c", "c")):
+        a.add_framework(name, role)
+    running = fill(a, dict.fromkeys(("x", "y", "c"), TASK))
+    assert running == {"x": 4, "y": 0, "c": 4}
+    users = [User(n, {"cpus": 1}, path=tuple(r.split("/"))) for n, r in (("x", "a/x"),
+             ("y", "a/y"), ("c", "c"))]  # fmt: skip
+    if policy != "flat":  # (the flat ideal is weighted drf: its pools have no order)
+        shares = ideal(policy, {"cpus": 8}, users, fifo=[("a",)])
+        assert {n: s.tasks for n, s in shares.items()} == running
