@@ -12,6 +12,9 @@ leaf's key is its satisfaction and a pool's is
 - `naive-hdrf`: the pool's own satisfaction (its dominant share over its weight, which
   orders siblings alike).
 
+A `fifo` pool serves its children by arrival: the first that still grows takes all the
+pool is given, and the pool's key is its own satisfaction under both policies.
+
 A leaf stops when it has the tasks it wants (saturated) or a resource it needs runs out
 (blocked); from then on its key no longer counts, so it holds no pool back (H-DRF,
 Bhattacharya et al., SoCC 2013), though what it holds still counts in its pools' shares.
