@@ -37,7 +37,11 @@ What it asserts, once the run has settled (and why not the plain words of review
 (c) **No oscillation.** Once every framework has come and 150 s more have passed (room for
     a claimant's wait of 60 s after a claim judged unused), nothing is preempted any
     more: with no task ending, a claim that took back what an earlier one freed would
-    show here.
+    show here. (Not with tasks that end: at threshold 1 the allocator's whole-task ties
+    then feed preemption now and then -- flat, f1 in `a/y` (weight 2) at 4 tasks and f0's
+    client in `b/x` at 1 are both at 0.75 of their promises, the freed task goes to f0,
+    and f1, a task below its fair share, takes it back -- and decline filters keep room
+    from a framework whose tasks just ended; kills stay few, but never stop.)
 
 The fair shares are preemption's own (`fair_allocation`, the policy's ideal), read at
 the end: (a) holds them to the allocator's division and to planning, which must weigh
