@@ -96,12 +96,13 @@ class Preemptor:
         if self._fair_job is not None and not self._fair_job.done():
             return  # the last one is still at it: skip this tick
         policy, total = self.policy, dict(self.allocator.offerable_total().millis)
-        contenders, weights = (
+        contenders, weights, fifo = (
             self.cycle.contenders(loop_time()),
             self.allocator.roles.pool_weights(),
+            self.allocator.roles.fifo_pools(),
         )
         job = asyncio.get_running_loop().run_in_executor(
-            None, fair_allocation, policy, total, contenders, weights
+            None, fair_allocation, policy, total, contenders, weights, fifo
         )
         job.add_done_callback(self._fair_done)
         self._fair_job = job

@@ -14,15 +14,23 @@ offer of a claimed slave whose room it left (judged TAKE_AFTER after its victims
 where they outlived the hold), or if the room stood free and held for it while it did not
 want it (suppressed, away, in another role), or if the claimant left with its claim
 unjudged. A room another took first (its victims outlived the hold, and it was
-everybody's as it freed), or that never reached it, counts neither way. The count and the
-wait are the tenant's (its principal's), so that another framework of its own does not
-start afresh. There is nothing like it in Mesos, which has no preemption; YARN gives the
-freed containers to the starving application itself.
+everybody's as it freed), or that never reached it, counts neither way.
+
+The count and the wait are kept for the claimant's principal and for each of its roles,
+and it may claim only while none of them waits: another framework of the principal's own
+does not start afresh (review 58), nor does one of another principal in the same role --
+a tenant given three principals in one role had three waits, and claimed three times as
+often as with one. The role is the unit fairness is kept for (its frameworks share its
+share, whoever's they are), so it is the unit of the wait too; the price is that a
+principal sharing a role with one that leaves its claims unused waits with it, as it
+shares the role's share with it. (The principal's key still counts: a principal allowed
+in several roles would have one wait a role.) There is nothing like it in Mesos, which
+has no preemption; YARN gives the freed containers to the starving application itself.
 """
 
 from __future__ import annotations
 
-from collections.abc import Container, Mapping
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from master.allocation.sorter import Millis
@@ -34,12 +42,21 @@ STOOD_FREE = 1.0  # seconds the room stood held for it, its victims ended, to co
 TAKE_AFTER = 5.0  # seconds to take a room whose victims ended after its hold
 
 
+Key = tuple[str, str]  # ("principal", name) or ("role", name): whose a count and wait are
+
+
+def keys_of(claimant: str, tenant: str = "", roles: Iterable[str] = ()) -> tuple[Key, ...]:
+    """Whose a claimant's count and wait are: its principal's (a framework of none is its
+    own), and each of its roles'."""
+    return (("principal", tenant or claimant), *(("role", role or "*") for role in roles))
+
+
 @dataclass(slots=True)
 class _Claimed:
     until: float  # its room is held for the claimant until then
     needs: dict[str, Millis]  # by slave: the tasks the rooms there were freed for, summed
     victims: int  # still to end
-    tenant: str  # whose the count and the wait are
+    keys: tuple[Key, ...]  # whose the count and the wait are: its principal, its roles
     launched: dict[str, Millis] = field(default_factory=dict)  # by slave, since the claim
     finished: dict[str, Millis] = field(default_factory=dict)  # of those, ended finished
     # the slaves where an offer held its room, and those it declined an offer of
@@ -101,14 +118,14 @@ def _less(held: Millis, gone: Millis) -> Millis:
 
 
 class ClaimUse:
-    """Each claimant's last claim; each tenant's unused claims in a row, and its wait (a
-    framework of no known tenant is its own)."""
+    """Each claimant's last claim; the unused claims in a row, and the wait, of each
+    principal and each role (`keys_of`)."""
 
     def __init__(self) -> None:
         self._claims: dict[str, _Claimed] = {}  # by framework
-        self._tenants: dict[str, str] = {}  # framework: whose (as its claims said)
-        self._unused: dict[str, int] = {}  # by tenant: unused claims in a row
-        self._waits: dict[str, float] = {}  # by tenant: no claim for it before then
+        self._keys: dict[str, tuple[Key, ...]] = {}  # framework: whose (as its claims said)
+        self._unused: dict[Key, int] = {}  # by key: unused claims in a row
+        self._waits: dict[Key, float] = {}  # by key: no claim for it before then
 
     def claimed(
         self,
@@ -117,12 +134,15 @@ class ClaimUse:
         needs: Mapping[str, Millis],
         victims: int,
         tenant: str = "",
+        roles: Iterable[str] = (),
     ) -> None:
         """A claim freed room on each slave of `needs` for one task there, by ending
-        `victims` tasks; the room is held until `until`. `tenant`: whose it is."""
-        key = self._tenants[claimant] = tenant or claimant
-        self._claims[claimant] = _Claimed(until, dict(needs), victims, key)
-        self._waits.pop(key, None)
+        `victims` tasks; the room is held until `until`. `tenant`: whose it is (its
+        principal), `roles`: the claimant's."""
+        keys = self._keys[claimant] = keys_of(claimant, tenant, roles)
+        self._claims[claimant] = _Claimed(until, dict(needs), victims, keys)
+        for key in keys:
+            self._waits.pop(key, None)
 
     def victim_ended(self, claimant: str, now: float | None) -> None:
         """A task ended for the claimant's claim (`now`: when; None: unknown)."""
@@ -191,13 +211,17 @@ class ClaimUse:
                 claim.turned_back.discard(slave_id)
 
     def may_claim(
-        self, claimant: str, now: float, tenant: str = "", slaves: Container[str] | None = None
+        self,
+        claimant: str,
+        now: float,
+        tenant: str = "",
+        slaves: Container[str] | None = None,
+        roles: Iterable[str] = (),
     ) -> bool:
         """Whether preemption may free room for it now: not while its last claim's room
-        is held for it, nor while its tenant waits for leaving one unused. `slaves`: those
-        there now (a room on a slave lost since is not asked of it; a claim left with
-        none counts neither way)."""
-        key = tenant or claimant
+        is held for it, nor while its principal (`tenant`) or one of its `roles` waits
+        for leaving one unused. `slaves`: those there now (a room on a slave lost since
+        is not asked of it; a claim left with none counts neither way)."""
         claim = self._claims.get(claimant)
         if claim is not None and slaves is not None:
             claim.needs = {s: need for s, need in claim.needs.items() if s in slaves}
@@ -211,33 +235,47 @@ class ClaimUse:
                 return False
             del self._claims[claimant]  # (judged: used, or its time is over)
             self._judge(claim, now)
-        wait_until = self._waits.get(key)
-        return wait_until is None or now >= wait_until
+        return not self._wait(keys_of(claimant, tenant, roles), now)
+
+    def _wait(self, keys: Iterable[Key], now: float) -> float:
+        """Seconds the longest wait of `keys` has still to run (0: none)."""
+        waits = self._waits
+        return max((w - now for key in keys if (w := waits.get(key)) is not None and w > now),
+                   default=0.0)  # fmt: skip
 
     def _judge(self, claim: _Claimed, now: float) -> None:
         verdict = claim.left_unused()
-        if verdict is False:
-            self._unused.pop(claim.tenant, None)
-        elif verdict:
-            unused = self._unused[claim.tenant] = self._unused.get(claim.tenant, 0) + 1
-            self._waits[claim.tenant] = now + min(LONGEST_WAIT, FIRST_WAIT * 2 ** (unused - 1))
+        for key in claim.keys:
+            if verdict is False:
+                self._unused.pop(key, None)
+            elif verdict:
+                unused = self._unused[key] = self._unused.get(key, 0) + 1
+                self._waits[key] = now + min(LONGEST_WAIT, FIRST_WAIT * 2 ** (unused - 1))
 
-    def settled(self, claimant: str, now: float, tenant: str = "") -> bool:
-        """Neither a claim of its still to be judged nor a wait of its tenant's (`tenant`,
-        else the one its claims named) for leaving one unused."""
+    def settled(
+        self, claimant: str, now: float, tenant: str = "", roles: Iterable[str] = ()
+    ) -> bool:
+        """Neither a claim of its still to be judged nor a wait of its principal's
+        (`tenant`) or its roles' (else those its claims named) for leaving one unused."""
         if claimant in self._claims:
             return False
-        key = tenant or self._tenants.get(claimant, claimant)
-        wait_until = self._waits.get(key)
-        return wait_until is None or now >= wait_until
+        keys = keys_of(claimant, tenant, roles) if tenant or roles else self._whose(claimant)
+        return not self._wait(keys, now)
+
+    def _whose(self, claimant: str) -> tuple[Key, ...]:
+        return self._keys.get(claimant) or keys_of(claimant)
 
     def waiting(self, claimant: str, now: float) -> float:
-        """Seconds it (its tenant) still waits for leaving claims unused (0: none)."""
-        key = self._tenants.get(claimant, claimant)
-        return max(0.0, self._waits.get(key, now) - now)
+        """Seconds it (its principal, or a role of its) still waits for leaving claims
+        unused (0: none)."""
+        return self._wait(self._whose(claimant), now)
 
     def unused(self, claimant: str) -> int:
-        return self._unused.get(self._tenants.get(claimant, claimant), 0)
+        """Claims left unused in a row, as the key of its that waits longest counts them."""
+        keys = self._whose(claimant)
+        waits = self._waits
+        longest = max(keys, key=lambda k: waits.get(k, float("-inf")))
+        return self._unused.get(longest, 0)
 
     def slave_removed(self, slave_id: str) -> None:
         """A slave is gone: the rooms on it are not asked of their claimants (a claim left
@@ -252,12 +290,13 @@ class ClaimUse:
         """A framework gone: its claim goes, judged as it stands (`now`: when; a claimant
         that leaves before using its room left it unused, so that a tenant cannot escape
         the count by subscribing another framework); its tenant's count and wait stay
-        (but those of a framework that was its own tenant)."""
+        (but those of a framework that was its own tenant); its roles' stay."""
         claim = self._claims.pop(framework_id, None)
-        if claim is not None and now is not None and claim.tenant != framework_id:
+        own = ("principal", framework_id)
+        if claim is not None and now is not None and claim.keys[0] != own:
             if not claim.used:
                 claim.offered.update(claim.needs)  # (left: as good as turned down)
             self._judge(claim, now)
-        if self._tenants.pop(framework_id, framework_id) == framework_id:
-            self._unused.pop(framework_id, None)
-            self._waits.pop(framework_id, None)
+        if self._keys.pop(framework_id, (own,))[0] == own:
+            self._unused.pop(own, None)
+            self._waits.pop(own, None)

@@ -8,14 +8,14 @@ weight parted among its frameworks in the question). Pure, as the rest of
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
 from master.allocation.ideal import User, exact, ideal
-from master.allocation.planning import pools_of
+from master.allocation.planning import PART, part_name, pools_of
 from master.allocation.role_tree import TREE_POLICIES
 from master.allocation.sorter import Millis
 from protocol.wire.resources import SCALE
@@ -81,8 +81,8 @@ def fair_shares(
     pool_weights: Mapping[str, float] | None = None,
 ) -> dict[str, float]:
     """Each contender's dominant share in the policy's ideal, capped by its demand."""
-    return {f: share for f, (share, _) in fair_allocation(policy, total, contenders,
-                                                          pool_weights).items()}  # fmt: skip
+    found = fair_allocation(policy, total, contenders, pool_weights)
+    return {f: share for f, (share, _) in found.items() if PART not in f}
 
 
 def fair_allocation(
@@ -90,9 +90,13 @@ def fair_allocation(
     total: Mapping[str, int],
     contenders: Sequence[Contender],
     pool_weights: Mapping[str, float] | None = None,
+    fifo_pools: Collection[str] = (),
 ) -> dict[str, tuple[float, dict[str, float]]]:
     """Each contender's dominant share and resources (user units) in the policy's ideal,
-    capped by its demand."""
+    capped by its demand; and each part of a multi-role one (`part_name`), its role's
+    (what planning weighs its tasks in that role by). On a tree, `fifo_pools` serve their
+    children by arrival (the contenders' order: the first come takes what it wants of
+    the pool's part), as the allocator's role tree does."""
     out: dict[str, tuple[float, dict[str, float]]] = {c.framework_id: (0.0, {}) for c in contenders}
     if not total:
         return out
@@ -119,20 +123,21 @@ def fair_allocation(
                 continue
             role = role or "*"  # (`*` a role as any other)
             path = (*role.split("/"), ".") if tree and role in pools else tuple(role.split("/"))
-            name = c.framework_id if len(in_roles) == 1 else f"{c.framework_id}\0{role}"
+            name = c.framework_id if len(in_roles) == 1 else part_name(c.framework_id, role)
             parts[name] = c.framework_id
             users.append((name, tuple(sorted(want.items())), weight, path, limit))
     if not tree:
         users = _role_weights_kept(users, contenders, parts)
     weights = tuple(sorted((tuple(r.split("/")), w) for r, w in (pool_weights or {}).items()))
+    fifo = tuple(sorted(tuple(r.split("/")) if r else () for r in fifo_pools)) if tree else ()
     found = _ideal_of(
-        IDEAL_POLICY.get(policy, "drf"), tuple(sorted(total.items())), tuple(users), weights
+        IDEAL_POLICY.get(policy, "drf"), tuple(sorted(total.items())), tuple(users), weights, fifo
     )
     summed: dict[str, dict[str, float]] = {}  # (a multi-role framework's roles together)
     for name, (share, resources) in found.items():
         whose = parts.get(name, name)
+        out[name] = (share, dict(resources))
         if whose == name:
-            out[name] = (share, dict(resources))
             continue
         mine = summed.setdefault(whose, {})
         for n, v in resources.items():
@@ -186,6 +191,7 @@ def _ideal_of(
     total: tuple[tuple[str, int], ...],
     users: tuple[tuple[Any, ...], ...],
     pools: tuple[tuple[tuple[str, ...], float], ...],
+    fifo: tuple[tuple[str, ...], ...] = (),
 ) -> dict[str, tuple[float, dict[str, float]]]:
     """The ideal for these contenders, remembered: it is asked again at every check, and
     between two checks what the contenders want seldom changes (a task that starts
@@ -205,7 +211,7 @@ def _ideal_of(
         if exact_weight is None:
             exact_weight = weights[weight] = exact(weight)
         question.append(User(name, task, weight=exact_weight, path=path, limit=limit))
-    shares = ideal(policy, capacity, question, dict(pools))
+    shares = ideal(policy, capacity, question, dict(pools), fifo=fifo)
     return {
         name: (
             float(share.dominant_share),

@@ -21,7 +21,7 @@ use it alike.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -70,11 +70,14 @@ def ideal(
     users: Sequence[User],
     pool_weights: Mapping[tuple[str, ...], Fraction | float | int] | None = None,
     quota_limits: Mapping[tuple[str, ...], Mapping[str, Fraction | float | int]] | None = None,
+    fifo: Collection[tuple[str, ...]] = (),
 ) -> dict[str, Share]:
     """Each user's tasks, resources and dominant share in `policy`'s ideal allocation.
 
     `quota_limits` are quota limits of pools (by path): each becomes a resource of its own that
-    only the users under that pool consume, so it fills up and stops them like any other."""
+    only the users under that pool consume, so it fills up and stops them like any other.
+    `fifo`: pools (by path) that serve their children by arrival, the users' order (tree
+    policies: `tree_ideal.tree_filling`)."""
     if policy not in POLICIES:
         raise IdealError(f"unknown policy {policy!r}: one of {', '.join(POLICIES)}")
     capacity = {r: exact(v) for r, v in total.items() if exact(v) > 0}
@@ -116,7 +119,9 @@ def ideal(
             limits[name] = Fraction(0)
 
     if policy in ("hdrf", "naive-hdrf"):
-        counts = _tree_filling(policy, capacity, real, users, tasks, limits, pool_weights or {})
+        counts = _tree_filling(
+            policy, capacity, real, users, tasks, limits, pool_weights or {}, fifo
+        )
     elif policy == "fifo":
         counts = _fifo(capacity, [u.name for u in users], tasks, limits)
     elif policy == "ceei":
@@ -201,6 +206,7 @@ def _tree_filling(
     tasks: Mapping[str, Vector],
     limits: Mapping[str, Fraction | None],
     pool_weights: Mapping[tuple[str, ...], Fraction | float | int],
+    fifo: Collection[tuple[str, ...]] = (),
 ) -> dict[str, Fraction]:
     """The tree policies' ideal (`master.allocation.tree_ideal`): each user a leaf under its pool,
     filled exactly, event to event."""
@@ -230,7 +236,7 @@ def _tree_filling(
         leaves.append(Leaf(u.name, tuple(u.path), exact(u.weight), use, cap))
     pools = {tuple(p): exact(w) for p, w in pool_weights.items()}
     try:
-        shares = tree_filling(policy, sorted(real), leaves, pools)
+        shares = tree_filling(policy, sorted(real), leaves, pools, fifo=fifo)
     except ValueError as e:
         raise IdealError(str(e)) from None
     counts: dict[str, Fraction] = {}

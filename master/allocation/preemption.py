@@ -18,7 +18,7 @@ the simulator drive the same code:
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Container, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,9 +26,11 @@ from master.allocation.claim_use import ClaimUse
 from master.allocation.fair_shares import Contender, contenders_pools, fair_allocation
 from master.allocation.planning import (
     EPSILON,
+    PART,
     Cluster,
     RunningTask,
     counted,
+    part_name,
     planning_path,
 )
 from master.allocation.quota import ancestors_or_self, gap
@@ -116,14 +118,18 @@ def plan_on_slave(
     if not need:
         return ()
     held = {f: dict(h) for f, h in cluster.held.items()}
+    parts = {f: {r: dict(h) for r, h in roles.items()} for f, roles in cluster.parts.items()}
     trial = Cluster(
         cluster.total, {}, held, cluster.fair, {}, cluster.fair_held, cluster.paths,
-        fifo=cluster.fifo,
+        fifo=cluster.fifo, parts=parts, claiming=cluster.claiming,
     )  # fmt: skip
+    claimed = cluster.claimed
     candidates = [
         t
         for t in cluster.running.get(slave_id, [])
-        if t.framework_id != claimant and any(t.resources.get(n, 0) for n in need)
+        if t.framework_id != claimant
+        and t.framework_id not in claimed
+        and any(t.resources.get(n, 0) for n in need)
     ]
     youngest = order == "youngest"
     chosen: list[RunningTask] = []
@@ -146,9 +152,7 @@ def plan_on_slave(
         )
         chosen.append(pick)
         candidates.remove(pick)
-        h = held[pick.framework_id]
-        for n, v in counted(pick).items():  # (its books count it stripped)
-            h[n] = h.get(n, 0) - v
+        trial.take(pick)
         for n, v in pick.resources.items():
             if n in need:
                 need[n] -= v
@@ -239,15 +243,13 @@ def _apply(cluster: Cluster, plan: Plan) -> None:
     running = cluster.running.get(plan.slave_id, [])
     for victim in plan.victims:
         running.remove(victim)
-        held = cluster.held[victim.framework_id]
-        for n, v in counted(victim).items():  # (its books count it stripped)
-            held[n] = held.get(n, 0) - v
+        cluster.take(victim)
         for n, v in victim.resources.items():  # (the slave's room, by its own names)
             free[n] = free.get(n, 0) + v
-    mine = cluster.held.setdefault(plan.claimant, {})
+    cluster.give(plan.claimant, plan.task)
+    cluster.claimed.add(plan.claimant)
     for n, v in plan.task.items():
         free[n] = free.get(n, 0) - v
-        mine[n] = mine.get(n, 0) + v
 
 
 # -- the policy's memory: who has been starving since when, and who is doomed ----------------
@@ -299,11 +301,14 @@ class Preemption:
         self.config = config
         self.fair: dict[str, float] = {}
         self.fair_resources: dict[str, dict[str, float]] = {}
+        self.fair_parts: dict[str, dict[str, float]] = {}  # a multi-role framework's, a role
         self.starving_since: dict[str, float] = {}  # framework, or "role:R"
         self.doomed: dict[tuple[str, str], Doomed] = {}  # (framework, task)
         self.claim_use = ClaimUse()  # whether claimants use what is freed for them
         self.stats = PreemptionStats()
-        self.tenants: dict[str, str] = {}  # each contender's tenant, as the last check saw
+        # each contender's principal and roles (whose its claims' waits are), as the last
+        # check saw them
+        self.whose: dict[str, tuple[str, tuple[str, ...]]] = {}
         self.wanted: dict[str, tuple[str, list[Millis]]] = {}  # and its role and shapes
 
     def check(
@@ -316,38 +321,50 @@ class Preemption:
         quotas: Mapping[str, Any] | None = None,
         tree: bool = False,
         hold_until: float | None = None,
-        fifo_pools: Container[str] = (),
+        fifo_pools: Collection[str] = (),
     ) -> list[Claim]:
         """Update fair shares and timers; plan for whoever has starved long enough (and
         used the room its last claim freed: `claim_use`). The claims are recorded as
         doomed tasks; the caller warns, holds the room for each claimant until
         `hold_until` (None: no hold), and kills."""
-        self.tenants = {c.framework_id: c.tenant for c in contenders if c.tenant}
+        self.whose = {c.framework_id: (c.tenant, _roles(c)) for c in contenders}
         self.wanted = {c.framework_id: (c.role, c.shapes()) for c in contenders}
-        self.update_fair(policy, cluster.total, contenders, pool_weights)
+        self.update_fair(policy, cluster.total, contenders, pool_weights, fifo_pools)
         cluster.fair = dict(self.fair)
         cluster.fair_held = {
             f: {n: round(v * SCALE) for n, v in resources.items()}
-            for f, resources in self.fair_resources.items()
+            for f, resources in (*self.fair_resources.items(), *self.fair_parts.items())
         }
         cluster.fifo = fifo_pools
         pools = contenders_pools(contenders, pool_weights) if tree else set()
-        cluster.paths = {
-            c.framework_id: planning_path(c.role, c.framework_id, tree, pools) for c in contenders
-        }
+        paths: dict[str, tuple[str, ...]] = {}
+        for c in contenders:
+            fid = c.framework_id
+            if not c.roles:
+                paths[fid] = planning_path(c.role, fid, tree, pools)
+                continue
+            # a multi-role framework: a member in each of its roles, as the ideal has it
+            if fid not in cluster.parts:  # (less its doomed tasks, where the books say)
+                cluster.parts[fid] = {role or "*": dict(held) for role, held, _ in c.roles}
+            for role in cluster.parts[fid]:
+                part = part_name(fid, role)
+                paths[part] = planning_path(role, part, tree, pools)
+        cluster.paths = paths
         wanted: list[tuple[float, Contender, str | None]] = []
         wanted += self._fair_share_claims(contenders, cluster, now)
         wanted += self._guarantee_claims(contenders, cluster, now, quotas or {}, tree)
         claims = []
-        for _, c, role in sorted(wanted, key=lambda w: w[0]):
-            claim = self._plan(c, role, cluster, now, contenders, quotas or {}, tree)
+        for _, c, role_of in sorted(wanted, key=lambda w: w[0]):
+            claim = self._plan(c, role_of, cluster, now, contenders, quotas or {}, tree)
             if claim is not None:
                 claims.append(claim)
                 needs: dict[str, Millis] = {}  # by slave: every room freed there, summed
                 for plan in claim.plans:
                     add_millis(needs.setdefault(plan.slave_id, {}), plan.task)
                 victims = sum(len(plan.victims) for plan in claim.plans)
-                self.claim_use.claimed(c.framework_id, hold_until or now, needs, victims, c.tenant)
+                self.claim_use.claimed(
+                    c.framework_id, hold_until or now, needs, victims, c.tenant, _roles(c)
+                )
         return claims
 
     def update_fair(
@@ -356,22 +373,33 @@ class Preemption:
         total: Mapping[str, int],
         contenders: Sequence[Contender],
         pool_weights: Mapping[str, float],
+        fifo_pools: Collection[str] = (),
     ) -> None:
-        self.set_fair(fair_allocation(policy, total, contenders, pool_weights))
+        self.set_fair(fair_allocation(policy, total, contenders, pool_weights, fifo_pools))
 
     def set_fair(self, allocation: Mapping[str, tuple[float, dict[str, float]]]) -> None:
-        """Take fair shares computed elsewhere (the master computes them off its loop)."""
-        self.fair = {f: share for f, (share, _) in allocation.items()}
-        self.fair_resources = {f: resources for f, (_, resources) in allocation.items()}
+        """Take fair shares computed elsewhere (the master computes them off its loop); a
+        multi-role framework's parts (`part_name`) kept apart, for planning."""
+        whole = {f: found for f, found in allocation.items() if PART not in f}
+        self.fair = {f: share for f, (share, _) in whole.items()}
+        self.fair_resources = {f: resources for f, (_, resources) in whole.items()}
+        self.fair_parts = {f: resources for f, (_, resources) in allocation.items() if PART in f}
 
-    def _may_claim(
-        self, framework_id: str, now: float, tenant: str, slaves: Container[str]
-    ) -> bool:
+    def _may_claim(self, c: Contender, now: float, slaves: Container[str]) -> bool:
         """Not while its victims are still to end, nor while its last claim's room is
-        held for it or it waits for leaving claims unused (`ClaimUse.may_claim`; `slaves`:
-        those there now, the rooms on others no longer asked of it)."""
-        claiming = any(d.claimant == framework_id for d in self.doomed.values())
-        return not claiming and self.claim_use.may_claim(framework_id, now, tenant, slaves)
+        held for it or it (its principal, or a role of its) waits for leaving claims
+        unused (`ClaimUse.may_claim`; `slaves`: those there now, the rooms on others no
+        longer asked of it)."""
+        fid = c.framework_id
+        if any(d.claimant == fid for d in self.doomed.values()):
+            return False
+        return self.claim_use.may_claim(fid, now, c.tenant, slaves, _roles(c))
+
+    def settled(self, framework_id: str, now: float) -> bool:
+        """Neither a claim of its to be judged nor a wait of its principal's or its roles'
+        for leaving one unused (`ClaimUse.settled`), as the last check saw it."""
+        tenant, roles = self.whose.get(framework_id, ("", ()))
+        return self.claim_use.settled(framework_id, now, tenant, roles)
 
     def _fair_share_claims(
         self, contenders: Sequence[Contender], cluster: Cluster, now: float
@@ -390,9 +418,7 @@ class Preemption:
                 self.starving_since.pop(c.framework_id, None)
                 continue
             since = self.starving_since.setdefault(c.framework_id, now)
-            if now - since >= timeout and self._may_claim(
-                c.framework_id, now, c.tenant, cluster.free
-            ):
+            if now - since >= timeout and self._may_claim(c, now, cluster.free):
                 out.append((share / fair if fair else 1.0, c, None))
         return out
 
@@ -430,11 +456,7 @@ class Preemption:
                 continue
             since = self.starving_since.setdefault(key, now)
             if now - since >= timeout:
-                out += [
-                    (-1.0, c, role)
-                    for c in wanting
-                    if self._may_claim(c.framework_id, now, c.tenant, cluster.free)
-                ]
+                out += [(-1.0, c, role) for c in wanting if self._may_claim(c, now, cluster.free)]
         return out
 
     def _plan(
@@ -485,18 +507,28 @@ class Preemption:
                 lacking = gap(quota, _sum([others, own, added]))
                 return any(n in fills for n in lacking)
 
-        plans = plan_preemption(
-            cluster,
-            c.framework_id,
-            c.shapes(),
-            now=now,
-            short=short,
-            order=self.config.victims,
-            max_tasks=sum(n for _, n in c.demand) if c.demand is not None else None,
-            may_lose=fair_share_rule
-            if role is None
-            else guarantee_rule(role, contenders, quotas, tree),
-        )
+        # a multi-role claimant stands, and its room is held, in one of its roles: the
+        # guaranteed one's; for its fair share, the first of them, furthest below its part
+        # of it first, where room can be freed for it
+        in_roles = _short_parts(c, cluster) if role is None else [_role_under(c, role, tree)]
+        plans: list[Plan] = []
+        for in_role in in_roles:
+            if in_role is not None:
+                cluster.claiming[c.framework_id] = in_role
+            plans = plan_preemption(
+                cluster,
+                c.framework_id,
+                c.shapes(),
+                now=now,
+                short=short,
+                order=self.config.victims,
+                max_tasks=sum(n for _, n in c.demand) if c.demand is not None else None,
+                may_lose=fair_share_rule
+                if role is None
+                else guarantee_rule(role, contenders, quotas, tree),
+            )
+            if plans:
+                break
         if not plans:
             return None
         self.starving_since.pop(c.framework_id if role is None else f"role:{role}", None)
@@ -508,8 +540,7 @@ class Preemption:
                 )
         self.stats.rounds += 1
         # (a guarantee's room is held in the claimant's role under it: review 70)
-        held_in = None if role is None else _role_under(c, role, tree)
-        return Claim(c.framework_id, why, plans, held_in)
+        return Claim(c.framework_id, why, plans, in_role)
 
     def due(self, now: float) -> list[tuple[str, str, Doomed]]:
         """Doomed tasks whose deadline has come and that are not being killed yet."""
@@ -547,6 +578,26 @@ class Preemption:
         self.claim_use.forget(framework_id, now)
         for key in [k for k in self.doomed if k[0] == framework_id]:
             del self.doomed[key]
+
+
+def _short_parts(c: Contender, cluster: Cluster) -> list[str | None]:
+    """A multi-role framework's roles, furthest below its part of its fair share first
+    ([None]: it has one role)."""
+    parts = cluster.parts.get(c.framework_id)
+    if not parts:
+        return [None]
+    total = cluster.total
+
+    def below(role: str) -> float:
+        fair = dominant_share(cluster.fair_held.get(part_name(c.framework_id, role), {}), total)
+        return dominant_share(parts[role], total) - fair
+
+    return [*sorted(parts, key=below)]
+
+
+def _roles(c: Contender) -> tuple[str, ...]:
+    """Its roles (every one of a multi-role framework's)."""
+    return tuple(role for role, _, _ in c.in_roles())
 
 
 def _role_under(c: Contender, role: str, tree: bool) -> str | None:

@@ -402,11 +402,14 @@ class RoleTree:
         return best
 
     def _best_in(self, child: Node, wanted: Callable[[str], bool]) -> tuple[float, str] | None:
-        """`_best` of a child, its own key counted (a plain role's is its own share's)."""
+        """`_best` of a child, its own key counted (a plain role's is its own share's; a
+        fifo pool's stands for whichever of its children it serves)."""
         if not child.children:
             return (child.key, child.path) if wanted(child.path) else None
         found = self._best(child, wanted)
-        if found is not None and self.policy == "hdrf":  # the pool's own counts too
+        if found is not None and child.ordering == "fifo":
+            found = (child.key, found[1])
+        elif found is not None and self.policy == "hdrf":  # the pool's own counts too
             found = (min(found[0], child.pool_key), found[1])
         return found
 
@@ -503,6 +506,11 @@ class RoleTree:
         """A node's place among its siblings (its `pool_key` made first)."""
         if self.policy == "naive-hdrf":
             return node.pool_key
+        if node.children and node.ordering == "fifo":
+            # a fifo pool stands among its siblings by its own share: its children's keys
+            # (all 0: arrival orders them) say nothing of it (else it came before every
+            # sibling, and took the cluster)
+            return node.pool_key
         if not node.children:  # a plain role: its own frameworks are its whole subtree
             wanted = node.self_wanting or self.policy == "hdrf"
             return node.pool_key if wanted else INF
@@ -546,6 +554,8 @@ class RoleTree:
                 key = node.key = self._key(node)
             elif node.children:  # a pool, its own frameworks not competing
                 lowest = node.heap[0][0] if node.heap else INF
+                if node.ordering == "fifo":  # (its own share: `_key`)
+                    lowest = pool
                 key = node.key = lowest if lowest < pool else pool
             else:  # a plain role
                 key = node.key = pool

@@ -12,6 +12,9 @@ leaf's key is its satisfaction and a pool's is
 - `naive-hdrf`: the pool's own satisfaction (its dominant share over its weight, which
   orders siblings alike).
 
+A `fifo` pool serves its children by arrival: the first that still grows takes all the
+pool is given, and the pool's key is its own satisfaction under both policies.
+
 A leaf stops when it has the tasks it wants (saturated) or a resource it needs runs out
 (blocked); from then on its key no longer counts, so it holds no pool back (H-DRF,
 Bhattacharya et al., SoCC 2013), though what it holds still counts in its pools' shares.
@@ -30,7 +33,7 @@ the same (`tests/test_hdrf_property.py` holds the folded filling to the whole tr
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -44,6 +47,7 @@ class _Node:
     children: list[_Node] = field(default_factory=list)
     promise: Fraction = ONE
     root: bool = False  # the root has no share of its own to be measured by
+    fifo: bool = False  # a pool that serves its children by arrival (the first first)
     leaf: str | None = None  # the user's name, for a leaf (a folded one: its first's)
     parts: list[_Node] = field(default_factory=list)  # the leaves folded into it (`_fold`)
     # a leaf's dominant share, its use of each resource per unit of it, its cap (None:
@@ -86,13 +90,18 @@ def tree_filling(
     pool_weights: Mapping[tuple[str, ...], Fraction],
     *,
     fold: bool = True,
+    fifo: Collection[tuple[str, ...]] = (),
 ) -> dict[str, Fraction]:
     """Each leaf's dominant share in the policy's ideal (`hdrf` or `naive-hdrf`). Every
     resource's capacity is 1 (the leaves' `use` are fractions of it); shares are of the
     `real` resources (others, such as quota limits, only stop who uses them). `fold`:
-    fill the tree with its leaves folded (`_fold`: the same shares, fewer nodes)."""
+    fill the tree with its leaves folded (`_fold`: the same shares, fewer nodes). `fifo`:
+    pools that serve their children by arrival (the leaves' order; a pool's own users,
+    its child `.`, first), as the allocator's role tree: the first that still grows
+    takes all the pool is given, and the pool stands among its siblings by its own
+    satisfaction."""
     min_satisfaction = policy == "hdrf"
-    root = _build(leaves, pool_weights)
+    root = _build(leaves, pool_weights, fifo)
     if fold:
         _fold(root, real, {})
     _promise(root, ONE)
@@ -130,8 +139,12 @@ def tree_filling(
     return shares
 
 
-def _build(leaves: Sequence[Leaf], pool_weights: Mapping[tuple[str, ...], Fraction]) -> _Node:
-    root = _Node(ONE, root=True)
+def _build(
+    leaves: Sequence[Leaf],
+    pool_weights: Mapping[tuple[str, ...], Fraction],
+    fifo: Collection[tuple[str, ...]] = (),
+) -> _Node:
+    root = _Node(ONE, root=True, fifo=() in fifo)
     pools: dict[tuple[str, ...], _Node] = {(): root}
     uses: dict[int, dict[str, Fraction]] = {}  # by the `use` given (alive throughout)
     for leaf in leaves:
@@ -140,8 +153,11 @@ def _build(leaves: Sequence[Leaf], pool_weights: Mapping[tuple[str, ...], Fracti
             path = leaf.path[:depth]
             node = pools.get(path)
             if node is None:
-                node = pools[path] = _Node(pool_weights.get(path, ONE))
-                parent.children.append(node)
+                node = pools[path] = _Node(pool_weights.get(path, ONE), fifo=path in fifo)
+                if parent.fifo and path[-1] == ".":  # (a pool's own come first in a fifo)
+                    parent.children.insert(0, node)
+                else:
+                    parent.children.append(node)
             parent = node
         use = uses.get(id(leaf.use))
         if use is None:  # (leaves given one `use` share one: `_fold` finds them alike)
@@ -166,6 +182,8 @@ def _fold(node: _Node, real: Sequence[str], whole: dict[int, bool]) -> None:
     for child in node.children:
         if child.leaf is None:
             _fold(child, real, whole)
+    if node.fifo:  # (its children's order counts: none is folded into another)
+        return
     alike: dict[tuple[int, Fraction | None], int] = {}  # where the first of a kind stands
     made: set[int] = set()  # ... where that is a leaf folded here (not one from below)
     children: list[_Node] = []
@@ -253,7 +271,12 @@ def _measure(node: _Node, real: Sequence[str], min_satisfaction: bool) -> bool:
     node.lowest = lowest = min(c.key for c in growing)
     tied = [c for c in growing if c.key == lowest]
     stuck = [c for c in tied if c.rise == 0]  # keys that do not rise as they are served
-    if stuck:  # they take everything until they catch up
+    if node.fifo:  # the first come that still grows takes it all
+        first = growing[0]
+        node.lowest = first.key
+        node.served = [(first, ONE)]
+        node.inner_rise = first.rise
+    elif stuck:  # they take everything until they catch up
         node.served = [(c, Fraction(1, len(stuck))) for c in stuck]
         node.inner_rise = ZERO
     elif len(tied) == 1:
@@ -281,7 +304,7 @@ def _measure(node: _Node, real: Sequence[str], min_satisfaction: bool) -> bool:
         (node.growth.get(r, ZERO) for r in real if usage.get(r, ZERO) == top), default=ZERO
     )
     node.sat, node.sat_rise = top / node.promise, fastest / node.promise
-    if not min_satisfaction or node.sat < lowest:  # naive: its own satisfaction alone
+    if not min_satisfaction or node.fifo or node.sat < lowest:  # its own satisfaction alone
         node.key, node.rise = node.sat, node.sat_rise
     elif node.sat > lowest:
         node.key, node.rise = lowest, node.inner_rise
@@ -313,14 +336,16 @@ def _next_event(
         if not node.inflow:
             continue
         inner = node.inflow * node.inner_rise
-        if inner > 0:  # a waiting child's key is reached by the served ones'
+        if inner > 0 and not node.fifo:  # a waiting child's key is reached by the served ones'
             for child in node.children:
                 if child.growing and child.key > node.lowest:
                     steps.append((child.key - node.lowest) / inner)
         if node.root:
             continue
         own = node.inflow * node.sat_rise
-        if node.sat != node.lowest and own != inner:  # its own satisfaction meets its children's
+        if node.fifo:
+            pass  # (its own satisfaction is its key, whatever its children's)
+        elif node.sat != node.lowest and own != inner:  # its own meets its children's
             meet = (node.lowest - node.sat) / (own - inner)
             if meet > 0:
                 steps.append(meet)

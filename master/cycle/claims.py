@@ -100,6 +100,11 @@ def planning_cluster(
     be chosen (none already doomed, none on a slave out of the offers: the room a kill
     frees there would be offered to nobody)."""
     held = {fid: dict(a.allocation(fid).millis) for fid in framework_ids}
+    parts: dict[str, dict[str, Millis]] = {}  # a multi-role framework's, by role
+    for fid in held:
+        roles = a.clients.roles(fid)
+        if roles is not None and len(roles) > 1:
+            parts[fid] = {role: dict(a.allocation(fid, role).millis) for role in roles}
     running: dict[str, list[RunningTask]] = {}
     slaves = a.slaves
     for task in tasks:
@@ -110,8 +115,12 @@ def planning_cluster(
         elif task.framework_id in held:
             # (counted as its books count it, stripped; they may lag)
             sub_millis_clamped(held[task.framework_id], counted(task))
+            mine = parts.get(task.framework_id, {})
+            part = mine.get(task.role or "") or next(iter(mine.values()), None)
+            if part is not None:
+                sub_millis_clamped(part, counted(task))
     total = a.offerable_total().millis  # (room on a slave out of the offers is nobody's)
-    return Cluster(total, a.unheld(), held, {}, running, idle=a.idle_reserved())
+    return Cluster(total, a.unheld(), held, {}, running, idle=a.idle_reserved(), parts=parts)
 
 
 def hold_until(now: float, notice: float, allocation_interval: float) -> float:

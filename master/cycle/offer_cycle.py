@@ -260,9 +260,7 @@ class OfferCycle:
         starving = [
             p.wanted[who]
             for who, since in p.starving_since.items()
-            if now - since >= timeout
-            and who in p.wanted
-            and p.claim_use.settled(who, now, p.tenants.get(who, ""))
+            if now - since >= timeout and who in p.wanted and p.settled(who, now)
         ]
         if not starving:
             return set(), []
@@ -342,7 +340,10 @@ class OfferCycle:
         thrown away)."""
         use = self.preemption.claim_use
         if on is not None and use.watching:
-            use.task_ended(framework_id, on[0], on[1].millis, finished)
+            # (a task preempted for another's claim used the room while it ran, as one
+            # that finished: its end is not the claimant's doing)
+            preempted = (framework_id, task_id) in self.preemption.doomed
+            use.task_ended(framework_id, on[0], on[1].millis, finished or preempted)
         if not self.preemption.doomed:
             return False
         return self.preemption.ended(framework_id, task_id, finished=finished, ran=ran, now=now)

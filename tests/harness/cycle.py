@@ -31,6 +31,9 @@ class Books:
     offers: dict[str, Offer] = field(default_factory=dict)
     demand: dict[str, list[tuple[dict[str, int], int]]] = field(default_factory=dict)
     tasks: dict[tuple[str, str], RunningTask] = field(default_factory=dict)
+    tenants: dict[str, str] = field(default_factory=dict)  # framework -> principal
+    # what a framework that declared nothing runs (it wants more of it: no end to it)
+    shapes: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def offers_held(self) -> dict[str, int]:
         return dict(Counter(o.framework_id for o in self.offers.values()))
@@ -39,14 +42,18 @@ class Books:
         return iter(self.offers.values())
 
     def wishes(self, now: float) -> Iterator[Wish]:
-        for fid, role in self.roles.items():
-            yield Wish(fid, role, demand=self.demand.get(fid))
+        for fid in self.roles:
+            wish = self.wish(fid, now)
+            if wish is not None:
+                yield wish
 
     def wish(self, framework_id: str, now: float) -> Wish | None:
         role = self.roles.get(framework_id)
-        return (
-            None if role is None else Wish(framework_id, role, demand=self.demand.get(framework_id))
-        )
+        if role is None:
+            return None
+        demand, shape = self.demand.get(framework_id), self.shapes.get(framework_id)
+        tenant = self.tenants.get(framework_id, "")
+        return Wish(framework_id, role, demand=demand, shape=shape, tenant=tenant)
 
     def running(self) -> Iterator[RunningTask]:
         return iter(self.tasks.values())
