@@ -95,17 +95,19 @@ class ZkURL:
     @classmethod
     def parse(cls, url: str) -> ZkURL:
         """`zk://[USER:PASSWORD@]HOST:PORT[,HOST:PORT...]/path` (the path defaults to
-        /drfmesos; the user and password percent-encoded where they hold `@`, `:` or
-        `/`). The errors name no password."""
-        parsed = urllib.parse.urlsplit(url)
-        userinfo, at, hosts = parsed.netloc.rpartition("@")
-        if parsed.scheme != "zk" or not hosts:
+        /drfmesos). The credentials are everything before the last `@` (a password may
+        hold `#`, `?`, `/` or `@`; percent-encoding is read too). The errors name no
+        password."""
+        scheme, sep, rest = url.partition("://")
+        userinfo, at, located = rest.rpartition("@")  # ('' and '' without credentials)
+        hosts, _, path = located.partition("/")
+        if scheme != "zk" or not sep or not hosts or "?" in path or "#" in path:
             raise ValueError(
                 f"{_shown(url)!r}: expected zk://[USER:PASSWORD@]HOST:PORT[,HOST:PORT...]/path"
             )
         for host in hosts.split(","):
-            name, sep, port = host.rpartition(":")
-            if not sep or not name or not port.isdigit():
+            name, colon, port = host.rpartition(":")
+            if not colon or not name or not port.isdigit():
                 raise ValueError(f"{_shown(url)!r}: {host!r} is not HOST:PORT")
         credentials = None
         if at:
@@ -113,8 +115,7 @@ class ZkURL:
             if not user or not colon or not password:
                 raise ValueError(f"{_shown(url)!r}: credentials are USER:PASSWORD@")
             credentials = f"{urllib.parse.unquote(user)}:{urllib.parse.unquote(password)}"
-        path = parsed.path.rstrip("/") or "/drfmesos"
-        return cls(hosts, path, credentials)
+        return cls(hosts, f"/{path}".rstrip("/") or "/drfmesos", credentials)
 
     @classmethod
     def from_flag(cls, value: str) -> ZkURL:
@@ -144,12 +145,13 @@ class ZkURL:
 
 
 def _shown(url: str) -> str:
-    """`url` with its password, if any, hidden (for error messages)."""
+    """`url` with its password, if any, hidden (for error messages): all before the last
+    `@` but the user, as `parse` reads it."""
     head, sep, rest = url.partition("://")
     userinfo, at, hosts = rest.rpartition("@")
     if not at:
         return url
-    user = userinfo.partition(":")[0]
+    user = userinfo.partition(":")[0].partition("/")[0]
     return f"{head}{sep}{user}:***@{hosts}"
 
 
