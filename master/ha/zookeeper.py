@@ -47,7 +47,13 @@ from kazoo.exceptions import (
     RolledBackError,
 )
 from kazoo.recipe.lock import Lock
-from kazoo.security import ACL, CREATOR_ALL_ACL, READ_ACL_UNSAFE, Permissions
+from kazoo.security import (
+    ACL,
+    CREATOR_ALL_ACL,
+    READ_ACL_UNSAFE,
+    Permissions,
+    make_digest_acl_credential,
+)
 
 from master.ha.leadership import LeadershipError, Term, next_epoch
 from master.ha.registry import RecordTooLarge
@@ -74,6 +80,7 @@ OP_FRAMING = 64  # bytes of an op besides its path and data, at most (type, leng
 # The frameworks' removals (10,000 kept at most, some 150 bytes each) go in buckets too.
 BUCKETS = 4096
 BUCKETED = {"slave/": BUCKETS, "removed/": 64}  # a key's kind: its buckets
+NODES = ("election", "registry", "epoch")  # under a cluster's path (see above)
 
 
 def bucket_of(key: str) -> str | None:
@@ -142,6 +149,43 @@ class ZkURL:
 
     def auth_data(self) -> list[tuple[str, str]] | None:
         return [("digest", self.credentials)] if self.credentials is not None else None
+
+    def strangers(self, acl: list[ACL], world_readable: bool) -> list[str]:
+        """Who but these credentials may do something to a node of `acl` (anyone may
+        read it, `world_readable`): their ids, a digest's without its hash."""
+        assert self.credentials is not None
+        user, _, password = self.credentials.partition(":")
+        ours = make_digest_acl_credential(user, password)
+        out = []
+        for a in acl:
+            if a.id.scheme == "digest" and a.id.id == ours:
+                continue
+            if world_readable and a.perms == Permissions.READ:
+                continue
+            shown = a.id.id.partition(":")[0] if a.id.scheme == "digest" else a.id.id
+            out.append(f"{a.id.scheme}:{shown}")
+        return out
+
+
+def warn_if_open(url: ZkURL, path: str, acl: list[ACL], world_readable: bool) -> None:
+    """A warning (`zookeeper.path_open`) if anyone but the masters' credentials may do
+    something to the node at `path` (`acl`): read it where only they may (a registry's),
+    write, delete or add under it."""
+    strangers = url.strangers(acl, world_readable)
+    if strangers:
+        log.warning(
+            "zookeeper.path_open",
+            path=path,
+            others=strangers,
+            hint="made before credentials were given, or by someone else: set its ACLs "
+            "to the masters' (zkCli.sh setAcl -R) or use a new path",
+        )
+
+
+def _parents(path: str) -> list[str]:
+    """`/a/b/c` -> `/a`, `/a/b` (the nodes `ensure_path` makes on the way)."""
+    parts = [p for p in path.split("/") if p]
+    return ["/" + "/".join(parts[:i]) for i in range(1, len(parts))]
 
 
 def _shown(url: str) -> str:
@@ -521,21 +565,18 @@ class ZkCandidate:
     def _check_access(self) -> None:
         """Whether these credentials (or none) may campaign here: NoAuthError where they
         are not those that made the path (`campaign` says so once, a LeadershipError,
-        rather than an election failing for ever); a warning where the path is open to
-        anyone though credentials were given (made before they were)."""
-        self.client.ensure_path(self.root)
-        acl, _ = self.client.get_acls(self.root)
+        rather than an election failing for ever). With credentials, a warning for each
+        of the masters' nodes anyone else may do anything to (read the registry, write,
+        delete or add under it): made before the credentials were given, or by someone
+        who got there first."""
         self.client.ensure_path(f"{self.root}/election")
         self.client.get_children(f"{self.root}/election")
-        if self.url.credentials is not None and any(
-            a.id.scheme == "world" and a.perms & ~Permissions.READ for a in acl
-        ):
-            log.warning(
-                "zookeeper.path_open",
-                path=self.root,
-                hint="made before credentials were given: anyone who reaches ZooKeeper "
-                "may change it; set its ACLs (zkCli.sh setAcl -R) or use a new path",
-            )
+        if self.url.credentials is None:
+            return
+        for path in [*_parents(self.root), self.root, *(f"{self.root}/{n}" for n in NODES)]:
+            if self.client.exists(path):
+                acl, _ = self.client.get_acls(path)
+                warn_if_open(self.url, path, acl, world_readable=False)
 
     def _denied(self) -> str:
         given = "these --zk credentials" if self.url.credentials else "no --zk credentials"

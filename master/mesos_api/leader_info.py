@@ -23,7 +23,8 @@ from protocol import mesos_json as mj
 
 if TYPE_CHECKING:  # (kazoo is the `ha` extra's: imported only by masters that use --zk)
     from kazoo.client import KazooClient
-    from kazoo.security import ACL
+
+    from master.ha.zookeeper import ZkURL
 
 log = logs.get("mesos_leader_info")
 
@@ -60,14 +61,17 @@ def path_clash(registry_path: str, mesos_path: str) -> str | None:
 
 class MesosLeaderInfo:
     def __init__(
-        self, client: KazooClient, path: str = DEFAULT_PATH, acl: list[ACL] | None = None
+        self, client: KazooClient, path: str = DEFAULT_PATH, url: ZkURL | None = None
     ) -> None:
-        """`acl`: of the nodes it makes (None: the client's default); with credentials,
-        the masters' to write and anyone's to read, since Mesos clients read them without
-        any (Mesos's EVERYONE_READ_CREATOR_ALL)."""
+        """`url`: the masters' ZooKeeper URL; with credentials, the nodes it makes are
+        theirs to write and anyone's to read, since Mesos clients read them without any
+        (Mesos's EVERYONE_READ_CREATOR_ALL), and a path anyone else may write to (made
+        before the credentials, or by someone else: they could put a MasterInfo of their
+        own lowest) is warned of."""
         self.client = client
         self.path = path.rstrip("/") or DEFAULT_PATH
-        self.acl = acl
+        self.url = url
+        self.acl = url.acl(world_readable=True) if url is not None else None
         self.node: str | None = None
 
     async def publish(self, info: dict[str, Any]) -> None:
@@ -75,6 +79,8 @@ class MesosLeaderInfo:
         find it, and the bus goes on)."""
         data = json.dumps(info).encode()
         try:
+            if self.url is not None and self.url.credentials is not None:
+                await asyncio.to_thread(self._warn_if_open)
             self.node = await asyncio.to_thread(
                 self.client.create,
                 f"{self.path}/{PREFIX}",
@@ -89,6 +95,14 @@ class MesosLeaderInfo:
             return
         log.info("mesos_info.published", node=self.node, pid=info.get("pid"))
 
+    def _warn_if_open(self) -> None:
+        from master.ha.zookeeper import warn_if_open
+
+        assert self.url is not None
+        if self.client.exists(self.path):
+            acl, _ = self.client.get_acls(self.path)
+            warn_if_open(self.url, self.path, acl, world_readable=True)
+
     async def withdraw(self) -> None:
         node, self.node = self.node, None
         if node is not None:
@@ -101,5 +115,4 @@ def mesos_leader_info(candidate: object, path: str) -> MesosLeaderInfo | None:
     client = getattr(candidate, "client", None)
     if client is None:
         return None
-    url = getattr(candidate, "url", None)
-    return MesosLeaderInfo(client, path, url.acl(world_readable=True) if url else None)
+    return MesosLeaderInfo(client, path, getattr(candidate, "url", None))
