@@ -16,6 +16,7 @@ from master.dying import Dying
 from master.kept_by_principal import KeptByPrincipal
 from master.orphans import Orphans
 from protocol.wire.discrete import EMPTY, Discrete
+from protocol.wire.health import CommandCheck
 from protocol.wire.messages import (
     TERMINAL_STATES,
     CommandInfo,
@@ -271,23 +272,35 @@ class Framework:
 
 
 NOT_KEPT = CommandInfo(value="(not kept by the master)")
+CHECK_NOT_KEPT = CommandCheck(value="(not kept by the master)")
 
 
 def kept_info(info: TaskInfo) -> TaskInfo:
     """What the books keep of a task's TaskInfo, live or ended: its ids, name, resources,
-    kill policy and executor's id and resources; not its command, environment, image or
-    data -- a tenant's, up to a megabyte a task, which the master never reads once the
-    launch is sent (Mesos's master keeps a `Task`, with none of them). Else a tenant's
-    tasks of 0.001 CPUs held a gigabyte of the master for a CPU of its share (review 72)."""
+    kill policy, health check's kind and timings, and executor's id and resources; not
+    its command, environment, image or data, nor a command check's command (a tenant's,
+    up to a megabyte a task, which the master never reads once the launch is sent: the
+    slave runs the checks; Mesos's master keeps a `Task`, with none of them). Else a
+    tenant's tasks of 0.001 CPUs held a gigabyte of the master for a CPU of its share
+    (reviews 72, 73)."""
     executor = info.executor
     if executor is not None and executor.command is not NOT_KEPT:
         executor = executor.model_copy(update={"command": NOT_KEPT})
     command = None if info.command is None else NOT_KEPT
+    check = info.health_check
+    if check is not None and check.command is not None and check.command is not CHECK_NOT_KEPT:
+        check = check.model_copy(update={"command": CHECK_NOT_KEPT})
     unchanged = command is info.command and executor is info.executor
-    if unchanged and not info.data and info.container is None:
+    if unchanged and check is info.health_check and not info.data and info.container is None:
         return info  # (nothing to leave out: kept as it is)
     return info.model_copy(
-        update={"command": command, "executor": executor, "container": None, "data": b""}
+        update={
+            "command": command,
+            "executor": executor,
+            "container": None,
+            "data": b"",
+            "health_check": check,
+        }
     )
 
 
