@@ -172,22 +172,33 @@ class ExecutorProcess:
         for message in queued:
             self._send_now(message)
 
-    async def shutdown(self, grace: float) -> None:
-        """Ask it to stop, then SIGTERM and SIGKILL its process group if it does not."""
+    async def shutdown(self, grace: float, at_most: float | None = None) -> None:
+        """Ask it to stop, then SIGTERM and SIGKILL its process group if it does not,
+        `grace` after each. `at_most` (a drain's cap): SIGKILL no later than that, all
+        waits together, and none for an answer from one never registered (nothing was
+        asked of it)."""
         self.shutting_down = True
         proc = self._proc
         if proc is None or proc.returncode is not None:
             return
-        if self.registered:
+        asked = self.registered
+        if asked:
             self._send_now(
                 ShutdownExecutor(framework_id=self.framework_id, executor_id=self.executor_id)
             )
+        loop = asyncio.get_running_loop()
+        deadline = None if at_most is None else loop.time() + at_most
         for sig in (None, signal.SIGTERM, signal.SIGKILL):
+            if sig is None and not asked and deadline is not None:
+                continue
             if sig is not None:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(proc.pid, sig)
+            wait = grace
+            if deadline is not None and sig is not signal.SIGKILL:
+                wait = max(0.0, min(grace, deadline - loop.time()))
             try:
-                await within(asyncio.shield(proc.wait()), grace)
+                await within(asyncio.shield(proc.wait()), wait)
                 return
             except TimeoutError:
                 continue

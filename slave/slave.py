@@ -717,16 +717,16 @@ class Slave:
                 grace = record.grace(self.config)  # each with its grace, at most the cap
                 self.kills.start(record, grace if cap is None else min(grace, cap))
                 await self._forget_async(key)
-        # an executor's grace, at most the cap too: a drain of grace 0 leaves no stubborn
-        # executor running for two kill graces (one shutting down already, from an earlier
-        # teardown, is cut by a second, shorter shutdown, as `Kills.cut` cuts its tasks')
+        # an executor's SIGKILL within the cap too (its waits together): a drain leaves no
+        # stubborn executor running for two kill graces (one shutting down already, from
+        # an earlier teardown, is cut by a second, shorter shutdown, as `Kills.cut` cuts
+        # its tasks')
         kill_grace = self.config.kill_grace
-        executor_grace = kill_grace if cap is None else min(kill_grace, cap)
         for executor in list(self.executors.values()):  # (side by side, as the kills)
             if executor.framework_id == msg.framework_id and (
-                not executor.shutting_down or executor_grace < kill_grace
+                not executor.shutting_down or cap is not None
             ):
-                shutdown = executor.shutdown(executor_grace)
+                shutdown = executor.shutdown(kill_grace, at_most=cap)
                 self.kills.shut_down(msg.framework_id, shutdown, executor.executor_id)
         await self.updates.forget_framework(msg.framework_id)
         self.owners.forget(msg.framework_id)
