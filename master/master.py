@@ -69,7 +69,7 @@ from protocol import logs
 from protocol.transport.aio import cancel_and_wait, loop_time
 from protocol.transport.base import Transport
 from protocol.transport.sending import MAX_PAYLOAD
-from protocol.wire.codec import DecodeError, decode, encode
+from protocol.wire.codec import encode
 from protocol.wire.messages import (
     Accept,
     Acknowledge,
@@ -333,7 +333,7 @@ class Master:
             books,
             self.acl,
             self.routes,
-            self._gone,
+            self.slave_calls.on_gone,
         )
         # what is read
         self.views = ReadSide(
@@ -472,17 +472,7 @@ class Master:
         parts = topic.split("/")
         if len(parts) != 5 or parts[3] not in ("slave", "framework"):
             return
-        self.intake.arrive_gone(parts[3], parts[4], topic, payload)
-
-    async def _gone(self, topic: str, payload: bytes) -> None:
-        """A Last Will in its turn: one Gone (the intake let nothing bigger by)."""
-        parts = topic.split("/")
-        try:
-            gone = decode(payload).message
-        except DecodeError:
-            return
-        if isinstance(gone, Gone):
-            await self.slave_calls.on_gone(gone, Caller(parts[3], parts[4], None))
+        self.intake.arrive_gone(parts[3], parts[4], payload)
 
     def _probe_topic(self) -> str:
         return self.topics.gone("master", self.bus.principal or "master")

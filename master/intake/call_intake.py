@@ -41,9 +41,10 @@ from protocol.wire.codec import (
     DecodeError,
     Envelope,
     count_messages,
+    decode,
     decode_many,
 )
-from protocol.wire.messages import Reconcile, Subscribe, Wire
+from protocol.wire.messages import Gone, Reconcile, Subscribe, Wire
 from protocol.wire.topics import Sender, Topics, check_segment, too_long
 
 log = logs.get("intake")
@@ -53,11 +54,13 @@ MAX_CALL_ITEMS = MAX_PAYLOAD_ITEMS  # calls and list items in one payload of the
 DECODE_INLINE_BYTES = 64 * 1024  # payloads above this are decoded off the loop
 # A Last Will is one Gone the party's own Bus made (some 60 bytes); a principal may also
 # publish on its will topic itself (the broker lets it: the will is sent in its name). So
-# past this size a payload there is no will and is dropped unread, and past WILLS_WAITING
-# of one principal's waiting (a party has one connection, reconnecting now and then)
-# more are dropped: what it sends there costs the master no more than a call.
+# past this size a payload there is no will and is dropped unread; and one party's will
+# of one incarnation waits once (the same again is dropped), with at most WILLS_WAITING
+# of one principal's parties' waiting -- its frameworks and slaves all lost at once, a
+# host's, are each told -- so that what it sends there costs the master no more than a
+# call, and only its own wills can be lost to its own flood.
 MAX_WILL_BYTES = 1024
-WILLS_WAITING = 4
+WILLS_WAITING = 4096
 YIELD_EVERY = 64  # calls of one payload handled between turns of the loop
 # The share of the master's time each kind of principal is served at when all are
 # waiting: the slaves carry every framework's task updates (and are never rate limited),
@@ -98,7 +101,7 @@ class CallIntake:
         books: Books,
         acl: RoleACL,
         routes: Routes,
-        gone: Callable[[str, bytes], Awaitable[None]],
+        gone: Callable[[Gone, Caller], Awaitable[None]],
     ) -> None:
         """`gone`: what takes a Last Will in its turn."""
         self.topics, self.queues, self.refusals = topics, queues, refusals
@@ -112,7 +115,8 @@ class CallIntake:
         self._sender: Sender | None = None
         self._over = False
         self._asked: tuple[str, str | None, Caller, str | None] | None = None
-        self._wills_waiting: dict[str, int] = {}  # queue key: its Last Wills waiting
+        # queue key: the Last Wills waiting there, as (party id, incarnation)
+        self._wills_waiting: dict[str, set[tuple[str, str]]] = {}
 
     # -- arrival: who sent it, once; admitted, once ---------------------------------------
 
@@ -142,13 +146,18 @@ class CallIntake:
             return
         self._put(sender.kind, sender.principal, calls, serve)
 
-    def arrive_gone(self, kind: str, principal: str, topic: str, payload: bytes) -> None:
+    def arrive_gone(self, kind: str, principal: str, payload: bytes) -> None:
         """A party's Last Will (published by the broker under its name): in its queue,
-        behind the calls it sent before it went (MQTT orders nothing across topics). One
-        too big to be a will, or past WILLS_WAITING of the principal's, is dropped."""
+        behind the calls it sent before it went (MQTT orders nothing across topics).
+        One too big to be a will, not a Gone, the same as one waiting, or past
+        WILLS_WAITING of the principal's, is dropped."""
         key = queue_key(kind, principal)
-        waiting = self._wills_waiting.get(key, 0)
-        if len(payload) > MAX_WILL_BYTES or waiting >= WILLS_WAITING:
+        waiting = self._wills_waiting.setdefault(key, set())
+        gone = _gone_of(payload)
+        will = None if gone is None else (gone.id, gone.incarnation)
+        if will is None or will in waiting or len(waiting) >= WILLS_WAITING:
+            if not waiting:
+                del self._wills_waiting[key]
             self.messages.outcomes[("Gone", "dropped", "")] += 1
             sampled = self.outbox.sampled(principal, "will-dropped")
             if sampled is not None:
@@ -156,13 +165,14 @@ class CallIntake:
                     "will.dropped", kind=kind, principal=principal, bytes=len(payload), **sampled
                 )
             return
-        self._wills_waiting[key] = waiting + 1
+        assert gone is not None
+        waiting.add(will)
 
         async def serve() -> None:
-            left = self._wills_waiting.pop(key, 1) - 1
-            if left:
-                self._wills_waiting[key] = left
-            await self._gone(topic, payload)
+            waiting.discard(will)
+            if not waiting and self._wills_waiting.get(key) is waiting:
+                del self._wills_waiting[key]
+            await self._gone(gone, Caller(kind, principal, None))
 
         self._put(kind, principal, 1, serve, limited=False)  # (not a call: not counted)
 
@@ -324,3 +334,14 @@ def answered_at_inbox(caller: Caller, msg: Subscribe, topics: Topics) -> Caller:
     except ValueError:
         return caller
     return Caller(caller.kind, caller.principal, inbox)
+
+
+def _gone_of(payload: bytes) -> Gone | None:
+    """The Gone a will's payload is (None: too big to be one, or not one)."""
+    if len(payload) > MAX_WILL_BYTES:
+        return None
+    try:
+        message = decode(payload).message
+    except DecodeError:
+        return None
+    return message if isinstance(message, Gone) else None
