@@ -11,8 +11,8 @@ the ideal has it she is owed 4 -- 2 in each role -- and alice and the hog 2 each
 Since 67c2df5 planning weighs each part on its own (`fair_held` of `mallory\\0e`): alice
 at 3 tasks reads over her share in `e` (2), a victim there for mallory's claim, though
 mallory asked for 2 tasks in all. (The ideal's double count predates today; planning
-now acts on it part by part.) The docs: a fair share is "capped by" what a framework "holds and
-still wants".
+now acts on it part by part.) The docs: a fair share is "capped by" what a framework
+"holds and still wants".
 """
 
 from __future__ import annotations

@@ -8,10 +8,10 @@ in role `m`) declares 4 tasks and turns down every room freed for her, alone in 
 with valid credentials in `m`, arrives then, declares 2 tasks (her fair share: half of
 `m`'s half of the cluster) and uses every room she is offered; she has never left a claim
 unused. The hog holds the whole cluster. alice waits out mallory's doubled wait -- some
-15 minutes -- below her fair share, and mallory can keep it so: she claims again as soon
-as the wait is over (her share, 0, puts her first), and each unused claim doubles it, up
-to an hour. The documented price ("a principal sharing a role with one that leaves its
-claims unused waits with it") is a wait; what a tenant relies on is not to inherit
+15 minutes -- below her fair share; the role's wait doubles up to an hour, and alice's
+first use resets only the count, not a wait mallory has already started. The documented
+price ("a principal sharing a role with one that leaves its claims unused waits with
+it") is a wait; what a tenant relies on is not to inherit
 another principal's history: her first claim comes within one first wait of her joining.
 """
 
