@@ -20,21 +20,21 @@ from typing import Any
 
 import pytest
 
-from master.mesos_api import scheduler_calls
 from master.mesos_api.scheduler_calls import MesosCall, SchedulerCallError, message_of
+from protocol import mesos_json as mj
 
 
 def test_resource_operations_over_the_cap_are_refused_before_any_is_read(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     read: list[int] = []
-    real = scheduler_calls.mj.resources_from_mesos
+    real = mj.resources_from_mesos
 
     def counted(items: object, field: str = "resources") -> Any:
         read.append(1)
         return real(items, field)
 
-    monkeypatch.setattr(scheduler_calls.mj, "resources_from_mesos", counted)
+    monkeypatch.setattr(mj, "resources_from_mesos", counted)  # (as scheduler_calls reads it)
     mine = [{"type": "DYNAMIC", "role": "team-a", "principal": "team-a"}]
     cpus = [{"name": "cpus", "type": "SCALAR", "scalar": {"value": 0.1}, "reservations": mine}]
     reserve = {"type": "RESERVE", "reserve": {"resources": cpus}}
