@@ -18,14 +18,16 @@ everybody's as it freed), or that never reached it, counts neither way.
 
 The count and the wait are kept for the claimant's principal and for each of its roles,
 and it may claim only while none of them waits: another framework of the principal's own
-does not start afresh (review 58), nor does one of another principal in the same role --
-a tenant given three principals in one role had three waits, and claimed three times as
-often as with one. The role is the unit fairness is kept for (its frameworks share its
-share, whoever's they are), so it is the unit of the wait too; the price is that a
-principal sharing a role with one that leaves its claims unused waits with it, as it
-shares the role's share with it. (The principal's key still counts: a principal allowed
-in several roles would have one wait a role.) There is nothing like it in Mesos, which
-has no preemption; YARN gives the freed containers to the starving application itself.
+does not start afresh (review 58), nor does one of another principal in the same role
+claim at once -- a tenant given three principals in one role had three waits, and
+claimed three times as often as with one. Each wait doubles with its key's unused
+claims in a row. But a principal that has left no claim unused since its last used one
+-- a newcomer to the role, or an honest role-mate -- waits a role's wait only
+FIRST_WAIT from when it was set, never a role-mate's doubled history (review 74); a
+tenant's second principal has its one such claim, and then waits with the first. (The
+principal's key still counts: a principal allowed in several roles would have one wait
+a role.) There is nothing like it in Mesos, which has no preemption; YARN gives the
+freed containers to the starving application itself.
 """
 
 from __future__ import annotations
@@ -126,6 +128,7 @@ class ClaimUse:
         self._keys: dict[str, tuple[Key, ...]] = {}  # framework: whose (as its claims said)
         self._unused: dict[Key, int] = {}  # by key: unused claims in a row
         self._waits: dict[Key, float] = {}  # by key: no claim for it before then
+        self._set_at: dict[Key, float] = {}  # by key: when its wait was set (`_wait`)
 
     def claimed(
         self,
@@ -238,10 +241,21 @@ class ClaimUse:
         return not self._wait(keys_of(claimant, tenant, roles), now)
 
     def _wait(self, keys: Iterable[Key], now: float) -> float:
-        """Seconds the longest wait of `keys` has still to run (0: none)."""
-        waits = self._waits
-        return max((w - now for key in keys if (w := waits.get(key)) is not None and w > now),
-                   default=0.0)  # fmt: skip
+        """Seconds the longest wait of `keys` has still to run (0: none). The first key
+        is the principal's: one that has left no claim unused since its last used one
+        (a newcomer, an honest role-mate) waits a role's doubled wait only FIRST_WAIT
+        from when it was set, and inherits nobody's history; one that has waits it all."""
+        waits, keys = self._waits, tuple(keys)
+        clean = bool(keys) and not self._unused.get(keys[0])
+        longest = 0.0
+        for key in keys:
+            until = waits.get(key)
+            if until is None:
+                continue
+            if clean and key[0] == "role":
+                until = min(until, self._set_at.get(key, until) + FIRST_WAIT)
+            longest = max(longest, until - now)
+        return longest
 
     def _judge(self, claim: _Claimed, now: float) -> None:
         verdict = claim.left_unused()
@@ -251,6 +265,7 @@ class ClaimUse:
             elif verdict:
                 unused = self._unused[key] = self._unused.get(key, 0) + 1
                 self._waits[key] = now + min(LONGEST_WAIT, FIRST_WAIT * 2 ** (unused - 1))
+                self._set_at[key] = now
 
     def settled(
         self, claimant: str, now: float, tenant: str = "", roles: Iterable[str] = ()
@@ -300,3 +315,4 @@ class ClaimUse:
         if self._keys.pop(framework_id, (own,))[0] == own:
             self._unused.pop(own, None)
             self._waits.pop(own, None)
+            self._set_at.pop(own, None)
