@@ -174,9 +174,9 @@ class Preemptor:
         claimant = self.books.frameworks.get(claim.claimant)
         if claimant is not None and claimant.principal == principal:
             return f"your framework {claim.claimant} is below its {claim.why}"
-        if claim.role is None:
-            return "another tenant's framework is below its fair share"
-        return "another tenant's framework is below its role's guarantee"
+        if claim.guarantee:  # (a fair share's claim names a role too: a multi-role one's)
+            return "another tenant's framework is below its role's guarantee"
+        return "another tenant's framework is below its fair share"
 
     def _kill(self, kills: list[Kill]) -> None:
         for kill in kills:

@@ -283,7 +283,8 @@ class Claim:
     claimant: str
     why: str  # "fair share", or "guarantee of role R"
     plans: list[Plan]
-    role: str | None = None  # a guarantee's: the claimant's role it is for (its hold's)
+    role: str | None = None  # the claimant's role it is for (its hold's)
+    guarantee: bool = False  # for `role`'s guarantee (else for a fair share)
 
 
 @dataclass
@@ -540,7 +541,7 @@ class Preemption:
                 )
         self.stats.rounds += 1
         # (a guarantee's room is held in the claimant's role under it: review 70)
-        return Claim(c.framework_id, why, plans, in_role)
+        return Claim(c.framework_id, why, plans, in_role, guarantee=role is not None)
 
     def due(self, now: float) -> list[tuple[str, str, Doomed]]:
         """Doomed tasks whose deadline has come and that are not being killed yet."""
