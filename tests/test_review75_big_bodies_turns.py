@@ -35,7 +35,11 @@ from benchmarks.mesos_client import MesosScheduler
 from master.http.config import HttpConfig
 from master.master import Master, MasterConfig
 from master.mesos_api.doors import mesos_doors
-from master.mesos_api.scheduler_http import READ_INLINE_BYTES, SchedulerApi
+from master.mesos_api.scheduler_http import (
+    BIG_BODIES_A_PRINCIPAL,
+    READ_INLINE_BYTES,
+    SchedulerApi,
+)
 from protocol.transport.memory import MemoryBroker
 from protocol.wire.topics import Topics
 
@@ -112,8 +116,9 @@ async def race(master: Master, auth_a: str | None, auth_b: str | None) -> tuple[
         (status, _), alone = await timed(a.post(None, raw=body))
         assert status == 400
         flood = [asyncio.ensure_future(a.post(None, raw=body)) for _ in range(IN_FLIGHT)]
-        # team-a's are in, waiting for their turns, when team-b's comes
-        await eventually(lambda: waiting(master) >= IN_FLIGHT // 2, interval=0.001)
+        # team-a's are in, waiting for their turns (as many as a principal may have: the
+        # rest refused), when team-b's comes
+        await eventually(lambda: waiting(master) >= BIG_BODIES_A_PRINCIPAL, interval=0.001)
         (status, _), waited = await timed(b.call("RECONCILE", big_reconcile()))
         assert status == 202
         await asyncio.gather(*flood)
