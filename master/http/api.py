@@ -186,7 +186,9 @@ class HttpApi:
         path = request.path
         public = path in ("/", "/favicon.ico") or path.startswith("/static/")
         public = public or path in self.public_paths  # (checked there, for frameworks)
-        if self.config.open_metrics and path in ("/metrics", "/health"):
+        if self.config.open_metrics and path == "/health":
+            public = True  # (it names no tenant: open to all, credentials or none)
+        elif self.config.open_metrics and path == "/metrics":
             # open to a request without credentials (one with them is checked: an
             # operator's /metrics is the whole page, the open one aggregates only)
             public = public or "Authorization" not in request.headers
