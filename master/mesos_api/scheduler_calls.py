@@ -323,13 +323,19 @@ def _accept_operations(body: Mapping[str, Any]) -> list[Any]:
         raise SchedulerCallError("accept.operations: expected a list")
     tasks = _most(Accept, "tasks")
     _at_most(operations, Accept, "operations", "accept.operations", more=tasks)
-    launched = 0
+    launched = others = 0
     for operation in operations:
-        launch = operation.get("launch") if isinstance(operation, Mapping) else None
+        if not isinstance(operation, Mapping) or operation.get("type") != "LAUNCH":
+            others += 1  # (a resource operation, or one refused as it is read)
+            continue
+        launch = operation.get("launch")
         infos = launch.get("task_infos") if isinstance(launch, Mapping) else None
         launched += len(infos) if isinstance(infos, list) else 0
     if launched > tasks:
         raise SchedulerCallError(f"accept: at most {tasks} tasks are launched, not {launched}")
+    most = _most(Accept, "operations")
+    if others > most:  # (the LAUNCHes become the Accept's tasks, the rest its operations)
+        raise SchedulerCallError(f"accept: at most {most} operations but LAUNCH, not {others}")
     return operations
 
 
