@@ -25,8 +25,10 @@ def test_why_tells_a_newcomer_held_back_by_its_roles_wait_that_preemption_waits(
         Tenant("mallory", "m", "mallory", declare=4, uses=False),
         Tenant("alice", "m", "alice", declare=2, joins=JOIN),
     ]
-    run = simulate(tenants, JOIN + 30, {})
-    now = JOIN + 29
+    # (asked 10 s after she joins: role m's wait, set at 969 s, holds her until 1,029 s,
+    # when she claims -- she no longer waits out mallory's doubled 960 s: review 74 #1)
+    run = simulate(tenants, JOIN + 11, {})
+    now = JOIN + 10
     use = run.cycle.preemption.claim_use
     assert not use.may_claim("alice", now, "alice", roles=("m",))  # (held back: m waits)
     assert run.running("alice") == 0

@@ -280,17 +280,19 @@ class ClaimUse:
     def _whose(self, claimant: str) -> tuple[Key, ...]:
         return self._keys.get(claimant) or keys_of(claimant)
 
-    def waiting(self, claimant: str, now: float) -> float:
-        """Seconds it (its principal, or a role of its) still waits for leaving claims
-        unused (0: none)."""
-        return self._wait(self._whose(claimant), now)
+    def waiting(
+        self, claimant: str, now: float, tenant: str = "", roles: Iterable[str] = ()
+    ) -> float:
+        """Seconds it (its principal `tenant`, or one of its `roles`; else those its
+        claims named) still waits for claims left unused (0: none)."""
+        keys = keys_of(claimant, tenant, roles) if tenant or roles else self._whose(claimant)
+        return self._wait(keys, now)
 
-    def unused(self, claimant: str) -> int:
-        """Claims left unused in a row, as the key of its that waits longest counts them."""
-        keys = self._whose(claimant)
-        waits = self._waits
-        longest = max(keys, key=lambda k: waits.get(k, float("-inf")))
-        return self._unused.get(longest, 0)
+    def unused(self, claimant: str, tenant: str = "") -> int:
+        """The claims its principal (`tenant`, else the one its claims named) left unused
+        in a row: its own, not a role-mate's."""
+        key = keys_of(claimant, tenant)[0] if tenant else self._whose(claimant)[0]
+        return self._unused.get(key, 0)
 
     def slave_removed(self, slave_id: str) -> None:
         """A slave is gone: the rooms on it are not asked of their claimants (a claim left

@@ -396,6 +396,14 @@ class Preemption:
             return False
         return self.claim_use.may_claim(fid, now, c.tenant, slaves, _roles(c))
 
+    def waiting(self, framework_id: str, now: float) -> tuple[float, int]:
+        """Seconds it still waits for claims left unused, its principal's or a role's of
+        its (`ClaimUse.waiting`), and how many its own principal left (0: a role-mate's
+        wait), as the last check saw it."""
+        tenant, roles = self.whose.get(framework_id, ("", ()))
+        use = self.claim_use
+        return use.waiting(framework_id, now, tenant, roles), use.unused(framework_id, tenant)
+
     def settled(self, framework_id: str, now: float) -> bool:
         """Neither a claim of its to be judged nor a wait of its principal's or its roles'
         for leaving one unused (`ClaimUse.settled`), as the last check saw it."""

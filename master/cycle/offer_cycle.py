@@ -370,17 +370,17 @@ class OfferCycle:
             fair=self.preemption.fair if fair_share else None,
             others_named=others_named,
         )
-        use = self.preemption.claim_use
-        if (
-            reasons
-            and reasons[0].code in why.ALL_ALLOCATED
-            and (wait := use.waiting(framework_id, now))
-        ):
-            first, unused = reasons[0], use.unused(framework_id)
+        wait, unused = self.preemption.waiting(framework_id, now)
+        if reasons and reasons[0].code in why.ALL_ALLOCATED and wait:
+            first = reasons[0]
+            whose = (
+                f"it left the room freed for it unused {unused} time(s) in a row"
+                if unused
+                else "claims in its role were left unused"
+            )
             reasons[0] = why.Reason(
                 first.code,
-                f"{first.message}; preemption frees no room for it for {wait:.0f} s more: "
-                f"it left the room freed for it unused {unused} time(s) in a row",
+                f"{first.message}; preemption frees no room for it for {wait:.0f} s more: {whose}",
                 {
                     **first.numbers,
                     "preemption_wait": round(wait, 1),
