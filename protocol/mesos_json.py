@@ -425,6 +425,17 @@ def health_check_to_mesos(check: HealthCheck) -> JSON:
     return out
 
 
+def task_policies_to_mesos(task: TaskInfo) -> JSON:
+    """What a Mesos Task carries of its TaskInfo's policies: its health check and kill
+    policy (a master's views show them, as Mesos's `createTask` copies them)."""
+    out: JSON = {}
+    if task.health_check is not None:
+        out["health_check"] = health_check_to_mesos(task.health_check)
+    if task.kill_policy is not None:
+        out["kill_policy"] = kill_policy_to_mesos(task.kill_policy)
+    return out
+
+
 def health_check_from_mesos(obj: object, field: str = "health_check") -> HealthCheck | None:
     """Mesos's HealthCheck (its `type`, or, as before Mesos 1.2, the one of command,
     http or tcp given); HTTPS and `statuses` are not served (200-399 is healthy)."""

@@ -31,7 +31,7 @@ from master.mesos_api.operator_state import (
     this_master_info,
 )
 from master.orphans import Orphan
-from protocol.mesos_json import JSON, MESOS_VERSION, resources_to_mesos
+from protocol.mesos_json import JSON, MESOS_VERSION, resources_to_mesos, task_policies_to_mesos
 from protocol.wire.discrete import EMPTY, Discrete
 from protocol.wire.reservations import by_role
 from protocol.wire.resources import Resources
@@ -84,6 +84,7 @@ def task_v0(task: Task, role: str) -> JSON:
         "resources": _resources(task.resources, task.info.discrete),
         "role": role,
         "statuses": statuses,
+        **task_policies_to_mesos(task.info),
     }
 
 

@@ -27,6 +27,7 @@ from protocol.mesos_json import (
     offer_to_mesos,
     resources_to_mesos,
     status_to_mesos,
+    task_policies_to_mesos,
 )
 from protocol.wire.discrete import Discrete
 from protocol.wire.resources import Resources
@@ -62,6 +63,7 @@ def task_json(task: Task, role: str) -> JSON:
         "resources": resources_to_mesos(task.resources, role, task.info.discrete),
         "statuses": [status_to_mesos(status)] if status is not None else [],
         "role": role,
+        **task_policies_to_mesos(task.info),
     }
     if task.info.executor is not None:
         out["executor_id"] = mesos_id(task.info.executor.executor_id)
