@@ -551,6 +551,7 @@ class Master:
                 self.updates.resend_due(now)
                 self.preemptor.preemption_tick(now)
                 self.drains.check()
+                self.outbox.flush_refused()
                 if now >= next_heartbeat:
                     next_heartbeat = now + self.config.heartbeat_interval
                     for fw in self.books.frameworks.values():

@@ -121,21 +121,11 @@ class Outbox:
         # A flood of bad calls must not become a flood of log lines or answers: each
         # principal gets a few lines a second (with how many were left out) and a few
         # hundred answers.
-        sampled = self.sampling.line(principal, code, now)
+        who = {"kind": caller.kind, "principal": principal} if caller else {}
+        said = {"reason": message, "code": code, "about": about, **who, **ids}
+        sampled = self.sampling.line(principal, code, now, said)
         if sampled is not None:
-            who = {"kind": caller.kind, "principal": principal} if caller else {}
-            # the ids a refused call named are its sender's text, of any length (the id
-            # may be refused for its length): cut as its other free text
-            named = {k: logs.clip(v) if isinstance(v, str) else v for k, v in ids.items()}
-            self.log.warning(
-                "master.refused",
-                reason=logs.clip(message),
-                code=code,
-                about=about,
-                **sampled,
-                **who,
-                **named,
-            )
+            self._log_refused(said, sampled)
         answer = tell and caller is not None and caller.reply_to
         if answer and caller is not None and self.sampling.answer(principal, now):
             assert caller.reply_to is not None
@@ -143,6 +133,20 @@ class Outbox:
                 caller.reply_to,
                 Error(message=logs.clip(message, MAX_ERROR_TEXT), code=code, about=about),
             )
+
+    def _log_refused(self, said: dict[str, Any], sampled: dict[str, Any]) -> None:
+        # the reason and the ids a refused call named are its sender's text, of any
+        # length (an id may be refused for its length): cut
+        cut = {k: logs.clip(v) if isinstance(v, str) else v for k, v in said.items()}
+        self.log.warning("master.refused", **cut, **sampled)
+
+    def flush_refused(self) -> None:
+        """Log the refusals' lines left out whose senders' rates let one now: a burst
+        that stops is told whole, not only with its sender's next refusal (the master's
+        timers ask, every tick)."""
+        if self.sampling.unlogged:
+            for _, said, sampled in self.sampling.due(self.clock()):
+                self._log_refused(said, sampled)
 
     def count_refused(self, code: str, n: int = 1) -> None:
         """Refusals nobody is told of (a slave's claim the books do not take)."""

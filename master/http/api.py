@@ -170,6 +170,7 @@ class HttpApi:
         return self.url
 
     async def stop(self) -> None:
+        self.refused_lines.close()
         for door in self.doors:
             door.close()
         for page in list(self.master.feed.pages):

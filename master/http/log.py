@@ -11,6 +11,7 @@ principal or, before credentials, per client address (`RefusedLines`), its field
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from typing import Any
@@ -60,6 +61,9 @@ class ClientErrors(logging.Logger):
         self.left_out = 0
 
 
+FLUSH_AFTER = 1.0  # seconds after a line is left out that what was left out is told
+
+
 class RefusedLines:
     """The lines about HTTP requests refused for their sender, as the bus's refusals are
     logged (`master.outbox.Outbox.refuse`): a few a second for each principal (each line
@@ -71,6 +75,7 @@ class RefusedLines:
     def __init__(self, log: Any) -> None:
         self.out = log
         self.sampling = RefusalSampling(most_keys=ADDRESSES_KEPT)
+        self._flush: asyncio.TimerHandle | None = None  # (`_flush_later`)
 
     def refused(
         self,
@@ -85,11 +90,34 @@ class RefusedLines:
         if its sender's lines are not over their rate; one left out is counted by its
         `code` (none: by its event)."""
         key = f"principal {principal}" if principal else f"address {remote}"
-        sampled = self.sampling.line(key, code or event, time.monotonic())
-        if sampled is None:
-            return
         cut = {k: logs.clip(v) if isinstance(v, str) else v for k, v in fields.items()}
-        said = {"principal": principal} if principal else {}
+        said: dict[str, Any] = {"principal": principal} if principal else {}
         if code:
             said["code"] = code
-        self.out.info(event, remote=remote, **said, **cut, **sampled)
+        said = {"event": event, "remote": remote, **said, **cut}
+        sampled = self.sampling.line(key, code or event, time.monotonic(), said)
+        if sampled is None:
+            self._flush_later()
+            return
+        self.out.info(**said, **sampled)
+
+    def _flush_later(self) -> None:
+        """Log what was left out once its senders' rates let it (`RefusalSampling.due`),
+        FLUSH_AFTER from now, and again while some is left."""
+        if self._flush is None or self._flush.cancelled():
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:  # (no loop: read where it is asked, by a test)
+                return
+            self._flush = loop.call_later(FLUSH_AFTER, self._flush_now)
+
+    def _flush_now(self) -> None:
+        self._flush = None
+        for _, said, sampled in self.sampling.due(time.monotonic()):
+            self.out.info(**said, **sampled)
+        if self.sampling.unlogged:
+            self._flush_later()
+
+    def close(self) -> None:
+        if self._flush is not None:
+            self._flush.cancel()

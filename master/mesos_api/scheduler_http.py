@@ -232,6 +232,7 @@ class SchedulerApi:
 
     def close(self) -> None:
         """The master stops: every stream ends."""
+        self.refused_lines.close()
         for stream in list(self.streams.values()):
             stream.end()
 
