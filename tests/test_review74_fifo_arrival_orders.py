@@ -56,6 +56,12 @@ def tenants(placeholder: bool) -> list[Tenant]:
     return out
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="open (review 74 #2): the allocator orders a fifo pool's children by when each "
+    "child role's node was made, preemption's ideal by its frameworks' arrival; the "
+    "allocator's order would follow its roles' earliest frameworks",
+)
 @pytest.mark.parametrize("how", ["placeholder", "roles-file"])
 def test_the_first_come_to_a_fifo_pool_keeps_it(how: str) -> None:
     honest = simulate(tenants(False), WINDOW, {}, policy="hdrf", setup=fifo)
