@@ -598,7 +598,11 @@ def _order(q: _Question, slaves: list[str], of: str) -> Reason:
     )
 
 
-def _quota_limit(a: Allocator, role: str, of: str, slaves: list[str]) -> Reason:
+def _limits_reached(
+    a: Allocator, role: str
+) -> Iterator[tuple[str, Mapping[str, int], Millis, list[str]]]:
+    """Each role on `role`'s path at a limit: its name, its limit, what it holds, and the
+    resources it is at its limit of."""
     stage = a.quota_stage
     for node in stage.path(role):
         quota = a.quotas.get(node)
@@ -607,19 +611,26 @@ def _quota_limit(a: Allocator, role: str, of: str, slaves: list[str]) -> Reason:
         held = stage.held_by_role(node)
         at = [n for n, v in quota.limit.millis.items() if held.get(n, 0) >= v]
         if at:
-            limit = {n: quota.limit.millis[n] for n in at}
-            return Reason(
-                code=WhyCode.QUOTA_LIMIT,
-                message=f"{of}: role {node} holds {res({n: held.get(n, 0) for n in at})}, "
-                f"at its limit of {res(limit)}; it is offered more once its tasks give some "
-                "back, or an operator raises the limit",
-                numbers={
-                    "role": node,
-                    "limit": user(dict(quota.limit.millis)),
-                    "held": user(held),
-                    "at_limit": at,
-                },
-            )
+            yield node, quota.limit.millis, held, at
+
+
+def _quota_limit(a: Allocator, role: str, of: str, slaves: list[str]) -> Reason:
+    reached = next(_limits_reached(a, role), None)
+    if reached is not None:
+        node, limits, held, at = reached
+        limit = {n: limits[n] for n in at}
+        return Reason(
+            code=WhyCode.QUOTA_LIMIT,
+            message=f"{of}: role {node} holds {res({n: held.get(n, 0) for n in at})}, "
+            f"at its limit of {res(limit)}; it is offered more once its tasks give some "
+            "back, or an operator raises the limit",
+            numbers={
+                "role": node,
+                "limit": user(dict(limits)),
+                "held": user(held),
+                "at_limit": at,
+            },
+        )
     return Reason(  # (limits leave too little of each slave, if none is reached)
         code=WhyCode.QUOTA_LIMIT,
         message=f"{of}: what its role's limits leave of them is too little to offer",
@@ -632,16 +643,10 @@ def _at_limit(a: Allocator, role: str, shapes: list[Millis]) -> bool:
     needs: none of them is offered more, whatever frees (what `_quota_limit` says)."""
     if not shapes or not a.quotas:
         return False
-    stage = a.quota_stage
-    for node in stage.path(role):
-        quota = a.quotas.get(node)
-        if quota is None or quota.limit is None:
-            continue
-        held = stage.held_by_role(node)
-        at = {n for n, v in quota.limit.millis.items() if held.get(n, 0) >= v}
-        if at and all(any(shape.get(n, 0) > 0 for n in at) for shape in shapes):
-            return True
-    return False
+    return any(
+        all(any(shape.get(n, 0) > 0 for n in at) for shape in shapes)
+        for _, _, _, at in _limits_reached(a, role)
+    )
 
 
 def _held_for_guarantee(a: Allocator, role: str, of: str, named: bool) -> Reason:
