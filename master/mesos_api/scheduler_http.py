@@ -273,9 +273,14 @@ class SchedulerApi:
     async def _read(self, request: web.Request, principal: str, read: Callable[[], T]) -> T:
         """What `read` makes of the request's body: off the loop if it is big, in the
         turn of its principal (without credentials, where every framework's is
-        INSECURE_PRINCIPAL: of its client's address, so that one framework's calls do not
-        queue every other's)."""
-        turn = principal if self.auth is not None else f"{principal}@{request.remote}"
+        INSECURE_PRINCIPAL: of its stream, else of its client's address, so that one
+        framework's calls neither queue nor crowd out another's on the same host)."""
+        if self.auth is not None:
+            turn = principal
+        elif stream := request.headers.get("Mesos-Stream-Id"):
+            turn = f"stream {stream[:64]}"
+        else:
+            turn = f"address {request.remote}"
         return await self.bodies.read(turn, request.get(BODY_BYTES, 0), read)
 
     async def _principal(self, request: web.Request) -> str | web.Response:
