@@ -26,14 +26,12 @@ from pathlib import Path
 import pytest
 
 from protocol.tooling.brokers import MosquittoBroker
-from protocol.wire.messages import CommandInfo, ExecutorInfo, ShutdownFramework, TaskInfo
-from protocol.wire.resources import Resources
+from protocol.wire.messages import ShutdownFramework
 
 from harness.helpers import eventually
-from harness.slave import Rig, master_rig
+from harness.slave import Rig, master_rig, stubborn_executor
 
 pytestmark = pytest.mark.timeout(90)
-STUBBORN = "trap '' TERM; while :; do sleep 0.05; done"  # never registers, ignores SIGTERM
 CAP = 3.0  # the drain's max_grace_period
 SLACK = 1.5  # what the slave and this test's polling may add on a loaded machine
 
@@ -45,26 +43,8 @@ async def rig(mosquitto: MosquittoBroker, tmp_path: Path) -> AsyncIterator[Rig]:
 
 
 async def test_a_drains_grace_cap_is_spent_once_on_a_stubborn_executor(rig: Rig) -> None:
-    mallory = await rig.framework("mallory")
+    mallory, slave, _, proc = await stubborn_executor(rig, kill_grace=30.0)
     fid = mallory.framework_id
-    slave = await rig.start_slave("s1", Resources(cpus=4, mem=2048), kill_grace=30.0)
-    offer = await mallory.next_offer()
-    task = TaskInfo(
-        task_id="m0",
-        slave_id="s1",
-        resources=Resources(cpus=0.1, mem=16),
-        executor=ExecutorInfo(
-            executor_id="e0",
-            command=CommandInfo(value=STUBBORN),
-            resources=Resources(cpus=0.01, mem=8),
-        ),
-    )
-    await mallory.accept(offer, [task], refuse=0)
-    await eventually(lambda: len(slave.executors) == 1)
-    (executor,) = slave.executors.values()
-    await eventually(lambda: executor.pid is not None)  # (spawned)
-    proc = executor._proc
-    assert proc is not None
 
     # the master's ShutdownFramework for a drain of max_grace_period CAP
     started = time.monotonic()

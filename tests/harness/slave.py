@@ -18,6 +18,7 @@ from protocol.transport.bus import Bus
 from protocol.wire.messages import (
     CommandInfo,
     ContainerInfo,
+    ExecutorInfo,
     FrameworkCapability,
     TaskInfo,
 )
@@ -26,6 +27,7 @@ from protocol.wire.topics import Topics
 from slave.slave import Slave, SlaveConfig
 
 from harness.fakes import FakeFramework
+from harness.helpers import eventually
 
 T = Topics("stest")
 
@@ -221,3 +223,33 @@ def http_server(port: int) -> str:
         f"http.server.HTTPServer(('127.0.0.1', {port}), H).serve_forever()\n"
     )
     return f'/usr/bin/python3 -c "{program}"'
+
+
+STUBBORN = "trap '' TERM; while :; do sleep 0.05; done"  # never registers, ignores SIGTERM
+
+
+async def stubborn_executor(
+    rig: Rig, kill_grace: float
+) -> tuple[FakeFramework, Slave, Any, asyncio.subprocess.Process]:
+    """Framework mallory's custom executor, STUBBORN, running one task on a slave s1 of
+    `kill_grace`: mallory, the slave, the executor and its process (spawned)."""
+    mallory = await rig.framework("mallory")
+    slave = await rig.start_slave("s1", Resources(cpus=4, mem=2048), kill_grace=kill_grace)
+    offer = await mallory.next_offer()
+    task = TaskInfo(
+        task_id="m0",
+        slave_id="s1",
+        resources=Resources(cpus=0.1, mem=16),
+        executor=ExecutorInfo(
+            executor_id="e0",
+            command=CommandInfo(value=STUBBORN),
+            resources=Resources(cpus=0.01, mem=8),
+        ),
+    )
+    await mallory.accept(offer, [task], refuse=0)
+    await eventually(lambda: len(slave.executors) == 1)
+    (executor,) = slave.executors.values()
+    await eventually(lambda: executor.pid is not None)  # (spawned)
+    proc = executor._proc
+    assert proc is not None
+    return mallory, slave, executor, proc
