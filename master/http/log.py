@@ -90,16 +90,20 @@ class RefusedLines:
         if its sender's lines are not over their rate; one left out is counted by its
         `code` (none: by its event)."""
         key = f"principal {principal}" if principal else f"address {remote}"
-        cut = {k: logs.clip(v) if isinstance(v, str) else v for k, v in fields.items()}
         said: dict[str, Any] = {"principal": principal} if principal else {}
         if code:
             said["code"] = code
-        said = {"event": event, "remote": remote, **said, **cut}
+        said = {"event": event, "remote": remote, **said, **fields}
         sampled = self.sampling.line(key, code or event, time.monotonic(), said)
         if sampled is None:
             self._flush_later()
             return
-        self.out.info(**said, **sampled)
+        self._emit(said, sampled)
+
+    def _emit(self, said: dict[str, Any], sampled: dict[str, Any]) -> None:
+        """A line, its fields cut (only when it is logged: most of a flood's are not)."""
+        cut = {k: logs.clip(v) if isinstance(v, str) else v for k, v in said.items()}
+        self.out.info(**cut, **sampled)
 
     def _flush_later(self) -> None:
         """Log what was left out once its senders' rates let it (`RefusalSampling.due`),
@@ -114,7 +118,7 @@ class RefusedLines:
     def _flush_now(self) -> None:
         self._flush = None
         for _, said, sampled in self.sampling.due(time.monotonic()):
-            self.out.info(**said, **sampled)
+            self._emit(said, sampled)
         if self.sampling.unlogged:
             self._flush_later()
 
