@@ -1,0 +1,81 @@
+"""Review 76: a framework that subscribes again with its framework id keeps the offers its
+old connection was made, and nobody can ever answer them.
+
+Scenario. Framework A (failover_timeout 30 s) is offered slave s1 and has not answered
+yet. Then either
+
+- a new scheduler process subscribes with A's framework id while the old one's
+  connection is still up, or before the broker has noticed it is gone (a scheduler that
+  crashed and was restarted at once by systemd, an HA framework's standby taking over);
+  or
+- A's own driver subscribes again from the same inbox (its broker connection dropped
+  and came back before a Last Will, or the broker restarted: a broker that dies
+  publishes no wills at all).
+
+What Mesos does. `Master::failoverFramework` (and `_subscribe` for a framework already
+connected) removes every outstanding offer of the framework and recovers its resources
+before the new scheduler is offered anything: "the new scheduler doesn't know about
+them". The Mesos scheduler driver, and ours (`SchedulerDriver._on_subscribed`:
+`self.offers.clear()  # offers from before a reconnect were rescinded`), forget their
+offers on (re-)registration, relying on exactly that.
+
+What drfmesos does. `Subscriptions._subscribed` for a known framework changes its inbox
+and incarnation and keeps `fw.offers`; the old connection's Last Will then names an
+incarnation that is no longer the framework's and is ignored
+(`SlaveCalls.on_gone`). The offer stays booked to A, its resources allocated, with no
+offer timeout by default: s1 is never offered to anyone again. The new process never
+heard of the offer; the SDK's driver refuses to accept or decline it (`DriverError:
+offers ... are not outstanding`). On a small cluster a restart strands whole slaves;
+after a broker restart every offer outstanding at that moment is lost to everyone.
+
+Why a user relies on it. A framework's restart (its failover, the reason
+failover_timeout exists) must not cost it, or the cluster, the resources it was being
+offered; Mesos frameworks are written on the promise that a (re-)registration starts
+from no outstanding offers.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from protocol.wire.messages import Subscribed
+from protocol.wire.resources import Resources
+
+from harness.master import GB, Cluster
+from harness.master import cluster as cluster
+
+REASON = (
+    "review 76: a re-subscription keeps the framework's outstanding offers "
+    "(Subscriptions._subscribed), which no instance of it knows of"
+)
+
+
+@pytest.mark.xfail(strict=True, reason=REASON)
+async def test_a_new_scheduler_process_is_offered_what_the_old_one_was(cluster: Cluster) -> None:
+    a = await cluster.framework("A", failover_timeout=30)
+    await cluster.slave("s1", Resources(cpus=2, mem=2 * GB))
+    offer = await a.next_offer()
+    # the old process is restarted, and its successor subscribes with its framework id
+    # before the broker has announced the old connection gone
+    a2 = await cluster.framework_new_process("A2", a.framework_id)
+    # as Mesos's failoverFramework: the old offers are removed, their resources recovered
+    assert offer.offer_id not in cluster.master.books.offers
+    again = await a2.next_offer()
+    assert again.slave_id == "s1"
+
+
+@pytest.mark.xfail(strict=True, reason=REASON)
+async def test_a_driver_that_subscribes_again_from_its_inbox_is_offered_anew(
+    cluster: Cluster,
+) -> None:
+    a = await cluster.framework("A", failover_timeout=30)
+    await cluster.slave("s1", Resources(cpus=2, mem=2 * GB))
+    offer = await a.next_offer()
+    # what SchedulerDriver._subscribe sends after its bus reconnected (the driver then
+    # forgets its offers: "offers from before a reconnect were rescinded")
+    await a.subscribe("A", framework_id=a.framework_id, failover_timeout=30)
+    await a.inbox.wait_until(lambda: len(a.inbox.of(Subscribed)) == 2)
+    assert offer.offer_id not in cluster.master.books.offers
+    offered = a.offer_count()
+    again = await a.next_offer(after=offered)
+    assert again.slave_id == "s1"
