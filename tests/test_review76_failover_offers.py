@@ -10,7 +10,10 @@ yet. Then either
   or
 - A's own driver subscribes again from the same inbox (its broker connection dropped
   and came back before a Last Will, or the broker restarted: a broker that dies
-  publishes no wills at all).
+  publishes no wills at all); or
+- on the Mesos HTTP API, a second instance SUBSCRIBEs with A's id while the first's
+  stream is open (`SchedulerApi._serve` ends the old stream as "not lost", so no
+  disconnection, and no rescind, follows).
 
 What Mesos does. `Master::failoverFramework` (and `_subscribe` for a framework already
 connected) removes every outstanding offer of the framework and recovers its resources
@@ -43,6 +46,8 @@ from protocol.wire.resources import Resources
 
 from harness.master import GB, Cluster
 from harness.master import cluster as cluster
+from harness.mesos import Live, framework_info, next_of
+from harness.mesos import live as live
 
 REASON = (
     "review 76: a re-subscription keeps the framework's outstanding offers "
@@ -79,3 +84,21 @@ async def test_a_driver_that_subscribes_again_from_its_inbox_is_offered_anew(
     offered = a.offer_count()
     again = await a.next_offer(after=offered)
     assert again.slave_id == "s1"
+
+
+@pytest.mark.xfail(strict=True, reason=REASON)
+async def test_a_mesos_scheduler_taking_over_its_framework_is_offered_anew(live: Live) -> None:
+    s, again = live.scheduler(), live.scheduler()
+    try:
+        assert await s.subscribe(framework_info(failover_timeout=60)) == 200
+        [offer] = (await next_of(s, "OFFERS"))["offers"]
+        fid = {"value": s.framework_id}
+        # a second instance takes the framework over while the first's stream is open
+        assert await again.subscribe(framework_info(id=fid), framework_id=fid) == 200
+        assert live.master is not None
+        assert offer["id"]["value"] not in live.master.books.offers
+        [offered] = (await next_of(again, "OFFERS"))["offers"]
+        assert offered["agent_id"] == offer["agent_id"]
+    finally:
+        await again.close()
+        await s.close()
