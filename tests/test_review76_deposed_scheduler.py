@@ -28,6 +28,8 @@ subscribes again, taking the framework back: the two instances swap it for ever.
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from protocol.wire.messages import (
@@ -44,6 +46,8 @@ from protocol.wire.resources import Resources
 
 from harness.master import GB, Cluster, T
 from harness.master import cluster as cluster
+from harness.mesos import Live, framework_info
+from harness.mesos import live as live
 
 
 @pytest.mark.xfail(
@@ -73,3 +77,25 @@ async def test_a_deposed_scheduler_can_neither_kill_nor_go_on_unaware(cluster: C
     assert answer.status.state == TaskState.RUNNING
     assert s1.inbox.of(KillTask) == []  # Mesos drops the old scheduler's call
     assert any("failed over" in e.message for e in a.inbox.of(Error))  # and told it so
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="review 76: a re-subscription closes the old Mesos stream without the ERROR "
+    "'Framework failed over' (SchedulerApi._serve: old.end())",
+)
+async def test_a_deposed_mesos_scheduler_hears_framework_failed_over(live: Live) -> None:
+    s, again = live.scheduler(), live.scheduler()
+    try:
+        assert await s.subscribe(framework_info(failover_timeout=60)) == 200
+        fid = {"value": s.framework_id}
+        assert await again.subscribe(framework_info(id=fid), framework_id=fid) == 200
+        async with asyncio.timeout(10):  # (the old stream is closed: its rest is finite)
+            rest = [e async for e in s.events()]
+        # as Mesos: an ERROR, so that a scheduler that reconnects on a closed stream
+        # (pymesos does) knows it was replaced, not cut off, and does not take it back
+        errors = [e["error"]["message"] for e in rest if e["type"] == "ERROR"]
+        assert any("failed over" in m for m in errors), rest
+    finally:
+        await again.close()
+        await s.close()
