@@ -19,7 +19,8 @@ counts its failover timeout, so it is never removed and its tasks run on for goo
 allocator keeps offering to an inbox nobody reads, and with no offer timeout (the
 default) each offer holds its slave's resources from everyone else for good. (The
 hostile-tenant test of `--max-failover-timeout` publishes the will by hand before
-stop(failover=True): the case this leaves out; test_bus.py shows a clean close sends none on mosquitto too.)
+stop(failover=True): the case this leaves out. On mosquitto too a clean close sends
+no will: test_bus.py's test_a_clean_close_sends_no_last_will.)
 
 Why a user relies on it. failover_timeout is a framework's promise to the cluster: "if
 I am gone this long, clean up after me". A framework that stops with failover=True and
