@@ -12,9 +12,9 @@ each (48 and 96 tasks; `drfmesos ideal` says so too). The docs
 (docs/explanation/experiments.md, §7.1) claim the replay shows the paper's shape, its
 second phase only "slow" to converge.
 
-drfmesos gives: from about 18 s after the switch, job 1 holds 38 tasks (39.6% of the CPUs)
+drfmesos gives: from 30 s after the switch, job 1 holds 38 tasks (39.6% of the CPUs)
 and job 2 116 (60.4%), sample after sample, unchanged for the whole ten minutes (and the
-published 360 s run is frozen the same way from 138 s to 240 s). It is not slow
+published 360 s run is frozen the same way from 150 s to 240 s). It is not slow
 convergence but none: a job 2 task ending frees 1 CPU on its node; job 1, the lowest
 share, cannot use one CPU (its tasks need 2), so the freed CPU goes straight back to job
 2, above its share, before a second CPU can free up beside it. The lower-share job never
