@@ -61,30 +61,3 @@ def test_the_paper_71_cpu_bound_phase_equalises_dominant_shares() -> None:
     # the paper: equal CPU shares (1/2 each); within 0.1 allows for a task or two
     # of fragmentation on 4-CPU nodes
     assert abs(share["job1"] - share["job2"]) <= 0.1, share
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="review 77: the same lock under hdrf: z re-takes its freed 0.1-CPU pieces, p/y "
-    "sits 5.5 tasks below hdrf's own ideal from the start",
-)
-def test_the_lectures_tree_under_hdrf_settles_near_its_ideal_from_scratch() -> None:
-    """The same lock on the lecture's tree (`lecture-naive-hdrf.yaml` under its own policy,
-    `hdrf`, with p/y's one framework running throughout: nobody leaves or returns). The
-    tree ideal (`master/allocation/tree_ideal.py`, "the role tree the way the allocator
-    serves it") gives x 16, p/y 14.5, p/z 14.5 tasks. The run freezes from 100 s to the end
-    at x 19, p/y 9, p/z 28: z's first tasks took memory (and 0.1 CPU each) while CPUs were
-    free, and every piece a z task frees (0.1 CPU) only z can use, so it goes back to z;
-    the CPUs z holds never reach p/y. The docs ("The ideal beside the real") put the tree
-    policies' gap down to path dependence "after a leaf leaves and returns"; here no leaf
-    leaves, and p/y is 5.5 tasks (38%) short of the ideal for the whole run."""
-    spec = load_spec(SPEC.parent / "lecture-naive-hdrf.yaml")
-    spec.frameworks = [fw for fw in spec.frameworks if fw.name != "y2"]
-    for fw in spec.frameworks:
-        fw.stop = None
-    assert spec.master.policy == "hdrf"
-    summary = simulate(spec)[0].summary()
-    (phase,) = summary["ideal"]
-    assert phase["tasks"]["y1"] == pytest.approx(160 / 11)
-    distance = summary["distance_from_ideal"]["frameworks"]
-    assert distance["y1"]["mean_tasks"] <= 2.0, distance
