@@ -23,17 +23,23 @@ tasks, the run settled within a few minutes and unchanged to its end:
 | <0.1 CPU, 1 GB> (the spec) | 16 / 14.5 / 14.5 | 19 / 9 / 28 |
 | <1 GB> (the lecture's) | 16.5 / 15.5 / 30 | 21 / 11 / 28 |
 
-The run settles where x's and p/y's satisfactions are equal (x 21/32 over 1/2, p/y 11/32
-over 1/4: 1.31 and 1.38) -- x twice p/y's CPU; the ideal counts pool p's own satisfaction
-too (its dominant share over its 1/2, low while z's memory and y's CPU are both small)
-and gives p/y the CPU up to p's half -- x and p/y a half each, the lecture's picture. One
-of the two is not the policy the other claims to be; the summary's distance (p/y 5.5
-tasks) measures that disagreement, not path dependence.
+The run passes through the ideal and leaves it: with the lecture's vectors it holds x 16,
+p/y 16, z 28 at 20 s, then, as tasks turn over (20-40 s each), every CPU p/y frees goes
+to x until x's and p/y's satisfactions meet (x 21/32 over 1/2 and p/y 11/32 over 1/4:
+1.31 and 1.38), x twice p/y's CPU. Both sides count pool p's own satisfaction
+(role_tree._key: "the pool's own promise counts too"), but once z holds the memory p's
+own satisfaction (1.75) sits above p/y's, so at the ideal's end state the root weighs x
+(16/32 over 1/2: 1.0) against p/y (2.0) and x is served first whenever a CPU frees. The
+ideal is where a progressive fill stops, not where the allocator's own rule settles once
+tasks come and go. Min satisfaction is path dependent, as the docs say -- but here from
+scratch, on the lecture's own tree, with no leaf leaving, and the tree ideal is then not
+"the way the allocator serves it". The summary's distance (p/y 5.5 tasks) measures that.
 
 Why a user relies on it: hdrf is the master's default policy and the lecture's tree the
 docs' showcase for it; a user deciding whether the allocator keeps the lecture's
 promises reads the dashed ideal and the summary's distance, and from scratch they say
-the allocator strays when it is the ideal and the allocator that differ.
+the allocator strays when it is the ideal and the allocator that differ; which of the two
+the lecture's min satisfaction means here, x 2/3 or x 1/2 of the CPUs, the docs do not say.
 """
 
 from __future__ import annotations
