@@ -27,9 +27,10 @@ The run passes through the ideal and leaves it: with the lecture's vectors it ho
 p/y 16, z 28 at 20 s, then, as tasks turn over (20-40 s each), every CPU p/y frees goes
 to x until x's and p/y's satisfactions meet (x 21/32 over 1/2 and p/y 11/32 over 1/4:
 1.31 and 1.38), x twice p/y's CPU. Both sides count pool p's own satisfaction
-(role_tree._key: "the pool's own promise counts too"), but once z holds the memory p's
-own satisfaction (1.75) sits above p/y's, so at the ideal's end state the root weighs x
-(16/32 over 1/2: 1.0) against p/y (2.0) and x is served first whenever a CPU frees. The
+(role_tree._key: "the pool's own promise counts too"), but once z holds the memory
+p's own satisfaction is 1.75, so at the ideal's end state the root weighs x (16/32 over
+1/2: 1.0) against p (the lower of 1.75 and p/y's 2.0) and x is served first whenever a
+CPU frees, until x's satisfaction has climbed to p/y's falling one. The
 ideal is where a progressive fill stops, not where the allocator's own rule settles once
 tasks come and go. Min satisfaction is path dependent, as the docs say -- but here from
 scratch, on the lecture's own tree, with no leaf leaving, and the tree ideal is then not
