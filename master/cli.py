@@ -92,7 +92,17 @@ def rate_limits(path: Path | None, qps: float | None, capacity: int) -> RateLimi
     type=float,
     default=DEFAULTS.allocation_interval,
     show_default=True,
-    help="Seconds between allocation rounds (a free also starts one).",
+    help="Seconds between allocation rounds (a free also starts one, unless "
+    "--no-allocate-on-free).",
+)
+@click.option(
+    "--allocate-on-free/--no-allocate-on-free",
+    default=DEFAULTS.allocate_on_free,
+    show_default=True,
+    help="Offer what a task's end frees soon after it ends; off, it waits for the next "
+    "allocation round, as in Mesos (whose allocator does not allocate on recovery): what "
+    "ends between two rounds is offered together, so a framework whose tasks are bigger "
+    "than any one task's room can get room for them.",
 )
 @click.option(
     "--offer-timeout",
@@ -324,6 +334,7 @@ def master(
     cluster: str,
     policy: str,
     allocation_interval: float,
+    allocate_on_free: bool,
     offer_timeout: float | None,
     slave_timeout: float,
     heartbeat_interval: float,
@@ -372,6 +383,7 @@ def master(
     config = MasterConfig(
         policy=policy,
         allocation_interval=allocation_interval,
+        allocate_on_free=allocate_on_free,
         offer_timeout=offer_timeout,
         slave_timeout=slave_timeout,
         heartbeat_interval=heartbeat_interval,

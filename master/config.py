@@ -18,6 +18,10 @@ class MasterConfig:
     policy: str = "hdrf"
     allocation_interval: float = 1.0
     round_batch: float = ROUND_BATCH  # frees within this window share one round
+    # a round soon after a task's end frees its resources (off: they wait for the next
+    # allocation interval, as in Mesos, whose allocator does not allocate on recovery,
+    # MESOS-3078: what ends between two rounds is offered together)
+    allocate_on_free: bool = True
     offer_timeout: float | None = None  # off by default, as in Mesos
     slave_timeout: float = 15.0
     heartbeat_interval: float = 5.0  # to frameworks, and asked of slaves

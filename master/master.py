@@ -124,6 +124,11 @@ PRINCIPAL_REMOVED = "principal-removed"  # the Error a framework hears as it is 
 ROLE_REFUSED = "role-refused"  # (and as its principal lost its role: as at Subscribe)
 
 
+def _no_round() -> None:
+    """A task's end asks for no round (`MasterConfig.allocate_on_free` off): what it
+    freed waits for the next allocation interval."""
+
+
 def policy_of(config: MasterConfig) -> tuple[Allocator, RolesFile]:
     """The allocator as configured (weights, and the roles file's weights, orderings and
     quotas), and the roles file (kept up to date by the operators' calls). A bad roles
@@ -201,7 +206,7 @@ class Master:
             allocator,
             outbox,
             self.listeners,
-            request_round,
+            request_round if config.allocate_on_free else _no_round,
             status_retry=config.status_retry,
         )
         self.removals = Removals(

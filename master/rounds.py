@@ -44,6 +44,12 @@ class Rounds:
         """Ask for an allocation round soon (frees within `batch` share one)."""
         self._wanted.set()
 
+    @property
+    def requested(self) -> bool:
+        """Whether a round is asked for and has not run yet (it is cleared as the round
+        starts, in the same turn)."""
+        return self._wanted.is_set()
+
     async def loop(self) -> None:
         """A round every allocation interval, and soon after a free (frees within
         `batch` share one). Each visits only the slaves that may have something new to

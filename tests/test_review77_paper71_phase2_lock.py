@@ -32,19 +32,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from cluster.experiments.simulator import simulate
 from cluster.experiments.spec import load_spec
 
 SPEC = Path(__file__).parent.parent / "examples" / "experiments" / "paper-7.1.yaml"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review 77: §7.1's CPU-bound phase locks at 40/60, DRF never equalises "
-    "(freed single CPUs go back to the job above its share)",
-)
 def test_the_paper_71_cpu_bound_phase_equalises_dominant_shares() -> None:
     spec = load_spec(SPEC)
     for framework in spec.frameworks:  # the second phase lasts 10 minutes, the third never comes

@@ -66,6 +66,7 @@ async def run_live(spec: Spec, spec_path: Path, out: Path, broker: str) -> Resul
                 policy,
                 "--allocation-interval",
                 f"{interval:g}",
+                "--allocate-on-free" if spec.master.allocate_on_free else "--no-allocate-on-free",
                 *weights_args(spec.role_weights()),
                 *await quota_args(spec, run_dir),
                 *preemption_args(spec, scale),

@@ -199,6 +199,12 @@ class Simulation:
     def _at(self, t: float, kind: str, ref: int = 0) -> None:
         heapq.heappush(self.events, (t, next(self.seq), kind, ref))
 
+    def _freed(self, t: float) -> None:
+        """A task's end freed resources: a round soon, or (`allocate_on_free` off, as
+        the master's flag) at the next tick, with whatever else ends before it."""
+        if self.spec.master.allocate_on_free:
+            self._want_round(t)
+
     def _want_round(self, t: float) -> None:
         if not self.round_pending:
             self.round_pending = True
@@ -331,7 +337,7 @@ class Simulation:
         if self.cycle.task_ended(r.framework, str(ref), finished=False, ran=t - r.started, now=t):
             self.preempted_at.append((t, r.framework, t - r.started))
         self._release(ref, t, completed=False, retry=True)
-        self._want_round(t)
+        self._freed(t)
 
     def _ceei_weights(self, t: float) -> None:
         phase = max((i for i, p in enumerate(self.ceei) if p.start <= t), default=-1)
@@ -481,7 +487,7 @@ class Simulation:
             back = r.booked if ended == 1 else Resources.from_millis(freed)
             self.allocator.recover(r.framework, r.slave, back)
         self._follow(r.framework, t)
-        self._want_round(t)
+        self._freed(t)
 
     def _release(self, ref: int, t: float, *, completed: bool, retry: bool = False) -> None:
         r = self.tasks.pop(ref)

@@ -80,6 +80,9 @@ class Master(Strict):
         "hdrf", "naive-hdrf", "flat", "drf", "wdrf", "asset", "fifo", "cpu", "slots", "ceei"
     ] = "drf"
     allocation_interval: float = Field(default=1.0, gt=0)
+    # a round soon after a task ends (the master's --allocate-on-free); false: what it
+    # freed waits for the next round, as in Mesos, and what ends between rounds goes together
+    allocate_on_free: bool = True
     refuse_seconds: float = Field(default=5.0, ge=0)
     slots_per_node: int | None = Field(default=None, ge=1, le=1000)
     # weights of roles and pools (any node of the role tree: eng, eng/backend, ...)
