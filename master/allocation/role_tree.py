@@ -115,6 +115,7 @@ class RoleTree:
         self.root = Node("", None, 0)
         self.nodes: dict[str, Node] = {"": self.root}
         self._weights: dict[str, float] = {}  # configured, kept for nodes that come later
+        self._orderings: dict[str, str] = {}  # ... and orderings (a node goes when empty)
         self._next_order = 1
         self._promises_stale = False
         # `first_framework`'s walk for the round under way: (wanted, frameworks_of, the
@@ -162,7 +163,7 @@ class RoleTree:
         if ordering not in ORDERINGS:
             raise ValueError(f"ordering {ordering!r}: one of {', '.join(ORDERINGS)}")
         node = self.root if role == "" else self._ensure(check_role(role))
-        node.ordering = ordering
+        node.ordering = self._orderings[role] = ordering
         self._promises_stale = True  # every key below it is measured anew
 
     def fifo_pools(self) -> set[str]:
@@ -192,6 +193,7 @@ class RoleTree:
         parent_path, _, name = role.rpartition("/")
         parent = self._ensure(parent_path) if parent_path else self.root
         node = Node(role, parent, self._next_order, self._weights.get(role, 1.0))
+        node.ordering = self._orderings.get(role, "drf")
         self._next_order += 1
         parent.children[name] = node
         self.nodes[role] = node
