@@ -8,7 +8,7 @@ weight parted among its frameworks in the question). Pure, as the rest of
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
@@ -90,13 +90,15 @@ def fair_allocation(
     total: Mapping[str, int],
     contenders: Sequence[Contender],
     pool_weights: Mapping[str, float] | None = None,
-    fifo_pools: Collection[str] = (),
+    fifo_pools: Mapping[str, Sequence[str]] | None = None,
 ) -> dict[str, tuple[float, dict[str, float]]]:
     """Each contender's dominant share and resources (user units) in the policy's ideal,
     capped by its demand; and each part of a multi-role one (`part_name`), its role's
     (what planning weighs its tasks in that role by). On a tree, `fifo_pools` serve their
-    children by arrival (the contenders' order: the first come takes what it wants of
-    the pool's part), as the allocator's role tree does."""
+    children by arrival, in the order given with each (`RoleOrder.fifo_pools`: the
+    allocator's, so that both serve a fifo pool alike): the first come takes what it
+    wants of the pool's part. (A fifo role with no sub-roles here orders nothing: its own
+    frameworks share it as any role's do, in the allocator as here.)"""
     out: dict[str, tuple[float, dict[str, float]]] = {c.framework_id: (0.0, {}) for c in contenders}
     if not total:
         return out
@@ -129,7 +131,13 @@ def fair_allocation(
     if not tree:
         users = _role_weights_kept(users, contenders, parts)
     weights = tuple(sorted((tuple(r.split("/")), w) for r, w in (pool_weights or {}).items()))
-    fifo = tuple(sorted(tuple(r.split("/")) if r else () for r in fifo_pools)) if tree else ()
+    fifo = tuple(
+        sorted(
+            (tuple(r.split("/")) if r else (), tuple(children))
+            for r, children in (fifo_pools or {}).items()
+            if tree and (not r or r in pools)
+        )
+    )
     found = _ideal_of(
         IDEAL_POLICY.get(policy, "drf"), tuple(sorted(total.items())), tuple(users), weights, fifo
     )
@@ -191,7 +199,7 @@ def _ideal_of(
     total: tuple[tuple[str, int], ...],
     users: tuple[tuple[Any, ...], ...],
     pools: tuple[tuple[tuple[str, ...], float], ...],
-    fifo: tuple[tuple[str, ...], ...] = (),
+    fifo: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (),
 ) -> dict[str, tuple[float, dict[str, float]]]:
     """The ideal for these contenders, remembered: it is asked again at every check, and
     between two checks what the contenders want seldom changes (a task that starts
@@ -211,7 +219,7 @@ def _ideal_of(
         if exact_weight is None:
             exact_weight = weights[weight] = exact(weight)
         question.append(User(name, task, weight=exact_weight, path=path, limit=limit))
-    shares = ideal(policy, capacity, question, dict(pools), fifo=fifo)
+    shares = ideal(policy, capacity, question, dict(pools), fifo=dict(fifo))
     return {
         name: (
             float(share.dominant_share),

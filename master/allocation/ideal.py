@@ -21,11 +21,11 @@ use it alike.
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from master.allocation.tree_ideal import Leaf, tree_filling
+from master.allocation.tree_ideal import Fifo, Leaf, tree_filling
 
 Vector = dict[str, Fraction]
 POLICIES = ("drf", "wdrf", "asset", "cpu", "fifo", "ceei", "flat", "hdrf", "naive-hdrf")
@@ -70,14 +70,15 @@ def ideal(
     users: Sequence[User],
     pool_weights: Mapping[tuple[str, ...], Fraction | float | int] | None = None,
     quota_limits: Mapping[tuple[str, ...], Mapping[str, Fraction | float | int]] | None = None,
-    fifo: Collection[tuple[str, ...]] = (),
+    fifo: Fifo = (),
 ) -> dict[str, Share]:
     """Each user's tasks, resources and dominant share in `policy`'s ideal allocation.
 
     `quota_limits` are quota limits of pools (by path): each becomes a resource of its own that
     only the users under that pool consume, so it fills up and stops them like any other.
-    `fifo`: pools (by path) that serve their children by arrival, the users' order (tree
-    policies: `tree_ideal.tree_filling`)."""
+    `fifo`: pools (by path) that serve their children by arrival: in the order given
+    with each (its children's names), else the users' order (tree policies:
+    `tree_ideal.tree_filling`)."""
     if policy not in POLICIES:
         raise IdealError(f"unknown policy {policy!r}: one of {', '.join(POLICIES)}")
     capacity = {r: exact(v) for r, v in total.items() if exact(v) > 0}
@@ -206,7 +207,7 @@ def _tree_filling(
     tasks: Mapping[str, Vector],
     limits: Mapping[str, Fraction | None],
     pool_weights: Mapping[tuple[str, ...], Fraction | float | int],
-    fifo: Collection[tuple[str, ...]] = (),
+    fifo: Fifo = (),
 ) -> dict[str, Fraction]:
     """The tree policies' ideal (`master.allocation.tree_ideal`): each user a leaf under its pool,
     filled exactly, event to event."""
