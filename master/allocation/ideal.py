@@ -21,7 +21,7 @@ use it alike.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -71,6 +71,7 @@ def ideal(
     pool_weights: Mapping[tuple[str, ...], Fraction | float | int] | None = None,
     quota_limits: Mapping[tuple[str, ...], Mapping[str, Fraction | float | int]] | None = None,
     fifo: Fifo = (),
+    caps: Mapping[str, tuple[Collection[str], Mapping[str, Fraction | float | int]]] | None = None,
 ) -> dict[str, Share]:
     """Each user's tasks, resources and dominant share in `policy`'s ideal allocation.
 
@@ -78,7 +79,12 @@ def ideal(
     only the users under that pool consume, so it fills up and stops them like any other.
     `fifo`: pools (by path) that serve their children by arrival: in the order given
     with each (its children's names), else the users' order (tree policies:
-    `tree_ideal.tree_filling`)."""
+    `tree_ideal.tree_filling`).
+
+    `caps`: amounts some users share, by name: the users, and at most how much of each
+    resource they hold together (a multi-role framework's parts, one in each of its roles:
+    what it holds and still declares, once for them all). As a quota limit, each is a
+    resource of its own that only they consume."""
     if policy not in POLICIES:
         raise IdealError(f"unknown policy {policy!r}: one of {', '.join(POLICIES)}")
     capacity = {r: exact(v) for r, v in total.items() if exact(v) > 0}
@@ -103,6 +109,16 @@ def ideal(
                 task = tasks[u.name]
                 if u.path[: len(path)] == tuple(path) and r in task:
                     tasks[u.name] = {**task, virtual: task[r]}  # (its own: tasks are shared)
+    for cap, (members, limit) in (caps or {}).items():
+        inside = set(members)
+        for r, amount in limit.items():
+            virtual = f"cap:{cap}:{r}"
+            if exact(amount) > 0:
+                capacity[virtual] = exact(amount)
+            for u in users:
+                task = tasks[u.name]
+                if u.name in inside and r in task:
+                    tasks[u.name] = {**task, virtual: task[r]}
     if len({u.name for u in users}) != len(users):
         raise IdealError("user names must be unique")
     weights = {u.name: exact(u.weight) for u in users}
