@@ -12,6 +12,7 @@ from __future__ import annotations
 import pytest
 
 from master.allocation.allocator import Allocator
+from master.allocation.fair_shares import Contender, fair_allocation
 from master.allocation.ideal import User, ideal
 from master.allocation.planning import RunningTask
 from master.allocation.preemption import PreemptionConfig
@@ -81,3 +82,23 @@ def test_a_fifo_pool_stands_among_its_siblings_by_its_own_share(policy: str) -> 
     if policy != "flat":  # (the flat ideal is weighted drf: its pools have no order)
         shares = ideal(policy, {"cpus": 8}, users, fifo=[("a",)])
         assert {n: s.tasks for n, s in shares.items()} == running
+
+
+@pytest.mark.parametrize("policy", ["hdrf", "naive-hdrf"])
+def test_a_fifo_role_without_sub_roles_orders_nothing(policy: str) -> None:
+    """Role q set `fifo` has frameworks of its own and no sub-roles: there is nothing for
+    its ordering to order, and the allocator shares q between them by drf (a role's
+    frameworks are ordered so). The ideal served them by arrival, as a fifo pool's
+    children: the first owed the whole cluster and the second nothing, so the second
+    never read as starving (and the first's offers were taken back as a hoarder's)."""
+    a = Allocator(policy)
+    a.roles.set_ordering("q", "fifo")
+    for s in range(8):
+        a.add_slave(f"s{s}", Resources(cpus=1, mem=1024))
+    for name in ("x", "y"):
+        a.add_framework(name, "q")
+    assert fill(a, dict.fromkeys(("x", "y"), TASK)) == {"x": 4, "y": 4}
+    contenders = [Contender(n, "q", 1.0, {}, True, shape=dict(TASK.millis)) for n in ("x", "y")]
+    total = dict(a.total.millis)
+    found = fair_allocation(policy, total, contenders, a.roles.pool_weights(), a.roles.fifo_pools())
+    assert {n: share for n, (share, _) in found.items()} == {"x": 0.5, "y": 0.5}

@@ -22,6 +22,10 @@ listing `q/a` before `q/b` serves `q/a` first whoever came first.
 
 A tenant relies on the order the docs give ("a fifo pool serves its children by arrival,
 the first takes all it wants") and on preemption giving back what that order owes it.
+
+Fixed: a child's place is the earliest arrival of its frameworks still subscribed (the
+allocator numbers them as they come: `RoleTree.set_arrival`), and the ideal is given the
+tree's order (`fifo_pools`) rather than making its own from the contenders'.
 """
 
 from __future__ import annotations
@@ -56,12 +60,6 @@ def tenants(placeholder: bool) -> list[Tenant]:
     return out
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open (review 74 #2): the allocator orders a fifo pool's children by when each "
-    "child role's node was made, preemption's ideal by its frameworks' arrival; the "
-    "allocator's order would follow its roles' earliest frameworks",
-)
 @pytest.mark.parametrize("how", ["placeholder", "roles-file"])
 def test_the_first_come_to_a_fifo_pool_keeps_it(how: str) -> None:
     honest = simulate(tenants(False), WINDOW, {}, policy="hdrf", setup=fifo)

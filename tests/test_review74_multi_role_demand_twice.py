@@ -13,11 +13,12 @@ at 3 tasks reads over her share in `e` (2), a victim there for mallory's claim, 
 mallory asked for 2 tasks in all. (The ideal's double count predates today; planning
 now acts on it part by part.) The docs: a fair share is "capped by" what a framework
 "holds and still wants".
+
+Fixed: its parts still want its demand in each role (wherever it may go), under one cap
+they share -- what it holds in all its roles and declared (`ideal`'s `caps`).
 """
 
 from __future__ import annotations
-
-import pytest
 
 from master.allocation.fair_shares import Contender, fair_allocation
 
@@ -25,11 +26,6 @@ TASK = {"cpus": 1000, "mem": 1024}
 TOTAL = {"cpus": 8000, "mem": 8192}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open (review 74, older than today): the ideal wants a multi-role framework's "
-    "declared demand in each of its roles; a cap shared by its parts is not expressed",
-)
 def test_a_multi_role_framework_is_owed_no_more_than_it_declared() -> None:
     mallory = Contender(
         "mallory", "m", 2.0, {}, True, demand=[(TASK, 2)], tenant="mallory",

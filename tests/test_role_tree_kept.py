@@ -22,7 +22,7 @@ GIVEN = st.sampled_from(
 OPS = st.lists(
     st.tuples(
         st.sampled_from(["allocate", "allocate", "allocate", "release", "want", "idle",
-                         "weight", "ordering", "grow"]),
+                         "weight", "ordering", "grow", "arrive"]),
         st.integers(0, 7),
         GIVEN,
         st.sets(st.integers(0, 7)),  # the roles that accept the question asked after it
@@ -63,13 +63,20 @@ class Twins:
         assert chosen == plain
         for path, node in self.kept.nodes.items():
             other = anew.nodes[path]
-            kept = (node.share, node.pool_key, node.key)
-            assert kept == (other.share, other.pool_key, other.key), path
+            kept = (node.share, node.pool_key, node.key, node.first)
+            assert kept == (other.share, other.pool_key, other.key, other.first), path
+            earliest = min(n.arrival for p, n in self.kept.nodes.items() if under(p, path))
+            assert node.first == earliest, path  # (its subtree's earliest arrival)
         for node in self.kept.nodes.values():  # every heap's top is fresh
             if node.heap:
                 _, _, name, version = node.heap[0]
                 assert node.children[name].version == version
                 assert node.children[name].wanting
+
+
+def under(path: str, node: str) -> bool:
+    """Whether `path` is `node` or below it."""
+    return path == node or path.startswith(f"{node}/")
 
 
 @settings(max_examples=300, deadline=None)
@@ -92,6 +99,8 @@ def test_what_a_round_chooses_is_what_keys_made_anew_choose(
             twins.do("set_weight", role, 1 + k % 3)
         elif op == "ordering":  # of its pool (the root's, for a role at the top)
             twins.do("set_ordering", role.rpartition("/")[0], ("drf", "fair", "fifo")[k % 3])
+        elif op == "arrive":  # its earliest framework now (a fifo pool's order; None: none)
+            twins.do("set_arrival", role, k if k % 4 else None)
         elif op == "grow":  # a slave comes: every share changes
             for total in twins.totals:
                 total.add(Resources(cpus=k, mem=128 * k))

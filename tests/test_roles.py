@@ -99,3 +99,18 @@ def test_promises_multiply_down_the_tree() -> None:
 def test_bad_role_names_are_refused(bad: str) -> None:
     with pytest.raises(ValueError, match="role"):
         check_role(bad)
+
+
+def test_a_pools_ordering_outlives_its_last_framework() -> None:
+    """A roles file sets `batch` fifo; a framework comes to `batch/a` and goes, and the
+    tree forgets the empty nodes (as it must: a role nobody is in costs nothing). The next
+    framework found `batch` ordered `drf`: the operator's ordering was gone until the
+    master read the file again (a weight set so was kept)."""
+    from master.allocation.allocator import Allocator
+
+    a = Allocator("hdrf")
+    a.roles.set_ordering("batch", "fifo")
+    a.add_framework("f1", "batch/a")
+    a.remove_framework("f1")
+    a.add_framework("f2", "batch/b")
+    assert "batch" in a.roles.fifo_pools()

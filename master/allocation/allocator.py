@@ -112,6 +112,10 @@ class Allocator:
         )
         self._framework_policy = "drf" if tree else policy
         self._role_frameworks: dict[str, Sorter] = {}
+        # each client's arrival: frameworks numbered as they come (a multi-role one's
+        # clients share its number); a role's earliest orders it in a fifo pool
+        self._arrivals: dict[str, int] = {}
+        self._next_arrival = 0
         # role: slave: what a removed framework's tasks hold there while they die, counted
         # in the role's share (hold_unowned's `role`); a role stays in the order for it
         self._charged: dict[str, dict[str, Millis]] = {}
@@ -162,17 +166,26 @@ class Allocator:
         if problem:
             raise AllocatorError(problem)
         clients = self.clients.add(framework_id, roles) if roles else {role: framework_id}
+        arrival, self._next_arrival = self._next_arrival, self._next_arrival + 1
         for each, client in clients.items():
-            self._add_client(client, each, active)
+            self._add_client(client, each, active, arrival)
 
-    def _add_client(self, framework_id: str, role: str, active: bool) -> None:
+    def _add_client(self, framework_id: str, role: str, active: bool, arrival: int) -> None:
         if role not in self._role_frameworks:
             self._role_frameworks[role] = Sorter(self._framework_policy, self._total)
             if role not in self._role_order:  # (else kept for what dying tasks hold)
                 self._role_order.add(role)
         self._role_frameworks[role].add(framework_id, active=active)
+        self._arrivals[framework_id] = arrival
+        self._role_arrival(role)
         self.frameworks[framework_id] = FrameworkBook(framework_id, role, active=active)
         self._sync(framework_id)
+
+    def _role_arrival(self, role: str) -> None:
+        """A role's place among a fifo pool's children: its earliest framework's arrival
+        (its sorter's first client: they are added as they come), none when it has none."""
+        first = self._role_frameworks[role].first_added()
+        self._role_order.set_arrival(role, None if first is None else self._arrivals[first])
 
     def remove_framework(self, framework_id: str) -> None:
         """Forget a framework, releasing whatever it still holds on any slave."""
@@ -189,6 +202,8 @@ class Allocator:
                 self.recover(framework_id, slave_id, Resources.from_millis(held))
         sorter = self._role_frameworks[fw.role]
         sorter.remove(framework_id)
+        del self._arrivals[framework_id]
+        self._role_arrival(fw.role)
         if not len(sorter):
             del self._role_frameworks[fw.role]
             if fw.role in self._charged:  # (its share still counts dying tasks)

@@ -2,13 +2,13 @@
 fair share, its dominant share in the policy's ideal (`master.allocation.ideal`) for what
 everyone holds and still declares it wants, capped by that demand -- the roles as the
 allocator's order has them (on a tree, `*` one role and a pool's own frameworks its child
-`.`; a multi-role framework a user in each of its roles; under flat policies a role's
-weight parted among its frameworks in the question). Pure, as the rest of
-`master.allocation`."""
+`.`; a multi-role framework a user in each of its roles, its demand one cap they share;
+under flat policies a role's weight parted among its frameworks in the question). Pure,
+as the rest of `master.allocation`."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
@@ -90,13 +90,20 @@ def fair_allocation(
     total: Mapping[str, int],
     contenders: Sequence[Contender],
     pool_weights: Mapping[str, float] | None = None,
-    fifo_pools: Collection[str] = (),
+    fifo_pools: Mapping[str, Sequence[str]] | None = None,
 ) -> dict[str, tuple[float, dict[str, float]]]:
     """Each contender's dominant share and resources (user units) in the policy's ideal,
     capped by its demand; and each part of a multi-role one (`part_name`), its role's
-    (what planning weighs its tasks in that role by). On a tree, `fifo_pools` serve their
-    children by arrival (the contenders' order: the first come takes what it wants of
-    the pool's part), as the allocator's role tree does."""
+    (what planning weighs its tasks in that role by). A multi-role framework's declared
+    demand is wanted in each of its roles, wherever it may go, and capped once across
+    them (`ideal`'s `caps`: what it holds in all of them and declared), not once a role
+    (review 74: it was owed its demand times its roles, and its neighbours less).
+
+    On a tree, `fifo_pools` serve their children by arrival, in the order given with each
+    (`RoleOrder.fifo_pools`: the allocator's, so that both serve a fifo pool alike): the
+    first come takes what it wants of the pool's part. (A fifo role with no sub-roles here
+    orders nothing: its own frameworks share it as any role's do, in the allocator as
+    here.)"""
     out: dict[str, tuple[float, dict[str, float]]] = {c.framework_id: (0.0, {}) for c in contenders}
     if not total:
         return out
@@ -105,15 +112,20 @@ def fair_allocation(
     tree = IDEAL_POLICY.get(policy, "drf") in TREE_IDEALS
     pools = contenders_pools(contenders, pool_weights or {}) if tree else set()
     parts: dict[str, str] = {}  # a multi-role framework's user in each role: whose
+    caps = []  # a multi-role framework's declared demand, one for all its parts (`caps`)
     for c in contenders:
         in_roles = c.in_roles()
+        declared: dict[str, int] = {}
+        for task, count in c.demand or ():
+            for name, amount in task.items():
+                declared[name] = declared.get(name, 0) + amount * count
+        named = []  # its users (a multi-role framework's: a part a role)
         for role, held, weight in in_roles:
             want: dict[str, int] = dict(held)
             limit: int | None = UNITS
-            if c.demand is not None:  # (what it declared, wanted in each of its roles)
-                for task, count in c.demand:
-                    for name, amount in task.items():
-                        want[name] = want.get(name, 0) + amount * count
+            if c.demand is not None:  # (what it declared, wanted in each of its roles ...)
+                for name, amount in declared.items():
+                    want[name] = want.get(name, 0) + amount
             elif c.wants:
                 # wants more of what it runs (or, running nothing, a bit of everything)
                 want = dict(c.shape or held or {n: max(1, v // UNITS) for n, v in total.items()})
@@ -126,12 +138,31 @@ def fair_allocation(
             name = c.framework_id if len(in_roles) == 1 else part_name(c.framework_id, role)
             parts[name] = c.framework_id
             users.append((name, tuple(sorted(want.items())), weight, path, limit))
+            named.append(name)
+        if c.demand is not None and len(named) > 1:  # (... and once in all of them)
+            whole = dict(declared)
+            for _, held, _ in in_roles:
+                for name, amount in held.items():
+                    whole[name] = whole.get(name, 0) + amount
+            cap = tuple(sorted((n, v) for n, v in whole.items() if v > 0 and n in total))
+            caps.append((c.framework_id, tuple(named), cap))
     if not tree:
         users = _role_weights_kept(users, contenders, parts)
     weights = tuple(sorted((tuple(r.split("/")), w) for r, w in (pool_weights or {}).items()))
-    fifo = tuple(sorted(tuple(r.split("/")) if r else () for r in fifo_pools)) if tree else ()
+    fifo = tuple(
+        sorted(
+            (tuple(r.split("/")) if r else (), tuple(children))
+            for r, children in (fifo_pools or {}).items()
+            if tree and (not r or r in pools)
+        )
+    )
     found = _ideal_of(
-        IDEAL_POLICY.get(policy, "drf"), tuple(sorted(total.items())), tuple(users), weights, fifo
+        IDEAL_POLICY.get(policy, "drf"),
+        tuple(sorted(total.items())),
+        tuple(users),
+        weights,
+        fifo,
+        tuple(caps),
     )
     summed: dict[str, dict[str, float]] = {}  # (a multi-role framework's roles together)
     for name, (share, resources) in found.items():
@@ -191,7 +222,8 @@ def _ideal_of(
     total: tuple[tuple[str, int], ...],
     users: tuple[tuple[Any, ...], ...],
     pools: tuple[tuple[tuple[str, ...], float], ...],
-    fifo: tuple[tuple[str, ...], ...] = (),
+    fifo: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (),
+    caps: tuple[tuple[str, tuple[str, ...], tuple[tuple[str, int], ...]], ...] = (),
 ) -> dict[str, tuple[float, dict[str, float]]]:
     """The ideal for these contenders, remembered: it is asked again at every check, and
     between two checks what the contenders want seldom changes (a task that starts
@@ -211,7 +243,8 @@ def _ideal_of(
         if exact_weight is None:
             exact_weight = weights[weight] = exact(weight)
         question.append(User(name, task, weight=exact_weight, path=path, limit=limit))
-    shares = ideal(policy, capacity, question, dict(pools), fifo=fifo)
+    shared = {f: (members, {n: Fraction(v, SCALE) for n, v in cap}) for f, members, cap in caps}
+    shares = ideal(policy, capacity, question, dict(pools), fifo=dict(fifo), caps=shared)
     return {
         name: (
             float(share.dominant_share),

@@ -25,7 +25,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from master.allocation.tree_ideal import Leaf, tree_filling
+from master.allocation.tree_ideal import Fifo, Leaf, tree_filling
 
 Vector = dict[str, Fraction]
 POLICIES = ("drf", "wdrf", "asset", "cpu", "fifo", "ceei", "flat", "hdrf", "naive-hdrf")
@@ -70,14 +70,21 @@ def ideal(
     users: Sequence[User],
     pool_weights: Mapping[tuple[str, ...], Fraction | float | int] | None = None,
     quota_limits: Mapping[tuple[str, ...], Mapping[str, Fraction | float | int]] | None = None,
-    fifo: Collection[tuple[str, ...]] = (),
+    fifo: Fifo = (),
+    caps: Mapping[str, tuple[Collection[str], Mapping[str, Fraction | float | int]]] | None = None,
 ) -> dict[str, Share]:
     """Each user's tasks, resources and dominant share in `policy`'s ideal allocation.
 
     `quota_limits` are quota limits of pools (by path): each becomes a resource of its own that
     only the users under that pool consume, so it fills up and stops them like any other.
-    `fifo`: pools (by path) that serve their children by arrival, the users' order (tree
-    policies: `tree_ideal.tree_filling`)."""
+    `fifo`: pools (by path) that serve their children by arrival: in the order given
+    with each (its children's names), else the users' order (tree policies:
+    `tree_ideal.tree_filling`).
+
+    `caps`: amounts some users share, by name: the users, and at most how much of each
+    resource they hold together (a multi-role framework's parts, one in each of its roles:
+    what it holds and still declares, once for them all). As a quota limit, each is a
+    resource of its own that only they consume."""
     if policy not in POLICIES:
         raise IdealError(f"unknown policy {policy!r}: one of {', '.join(POLICIES)}")
     capacity = {r: exact(v) for r, v in total.items() if exact(v) > 0}
@@ -102,6 +109,16 @@ def ideal(
                 task = tasks[u.name]
                 if u.path[: len(path)] == tuple(path) and r in task:
                     tasks[u.name] = {**task, virtual: task[r]}  # (its own: tasks are shared)
+    for cap, (members, limit) in (caps or {}).items():
+        inside = set(members)
+        for r, amount in limit.items():
+            virtual = f"cap:{cap}:{r}"
+            if exact(amount) > 0:
+                capacity[virtual] = exact(amount)
+            for u in users:
+                task = tasks[u.name]
+                if u.name in inside and r in task:
+                    tasks[u.name] = {**task, virtual: task[r]}
     if len({u.name for u in users}) != len(users):
         raise IdealError("user names must be unique")
     weights = {u.name: exact(u.weight) for u in users}
@@ -206,7 +223,7 @@ def _tree_filling(
     tasks: Mapping[str, Vector],
     limits: Mapping[str, Fraction | None],
     pool_weights: Mapping[tuple[str, ...], Fraction | float | int],
-    fifo: Collection[tuple[str, ...]] = (),
+    fifo: Fifo = (),
 ) -> dict[str, Fraction]:
     """The tree policies' ideal (`master.allocation.tree_ideal`): each user a leaf under its pool,
     filled exactly, event to event."""

@@ -18,7 +18,7 @@ the simulator drive the same code:
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Collection, Container, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -322,7 +322,7 @@ class Preemption:
         quotas: Mapping[str, Any] | None = None,
         tree: bool = False,
         hold_until: float | None = None,
-        fifo_pools: Collection[str] = (),
+        fifo_pools: Mapping[str, Sequence[str]] | None = None,
     ) -> list[Claim]:
         """Update fair shares and timers; plan for whoever has starved long enough (and
         used the room its last claim freed: `claim_use`). The claims are recorded as
@@ -336,7 +336,7 @@ class Preemption:
             f: {n: round(v * SCALE) for n, v in resources.items()}
             for f, resources in (*self.fair_resources.items(), *self.fair_parts.items())
         }
-        cluster.fifo = fifo_pools
+        cluster.fifo = fifo_pools or {}
         pools = contenders_pools(contenders, pool_weights) if tree else set()
         paths: dict[str, tuple[str, ...]] = {}
         for c in contenders:
@@ -374,7 +374,7 @@ class Preemption:
         total: Mapping[str, int],
         contenders: Sequence[Contender],
         pool_weights: Mapping[str, float],
-        fifo_pools: Collection[str] = (),
+        fifo_pools: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         self.set_fair(fair_allocation(policy, total, contenders, pool_weights, fifo_pools))
 

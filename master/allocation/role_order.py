@@ -63,8 +63,16 @@ class RoleOrder(Protocol):
         """Every role node's weight (on a tree, pools too)."""
         ...
 
-    def fifo_pools(self) -> set[str]:
-        """The pools that order their children by arrival (a tree's; none on a flat one)."""
+    def fifo_pools(self) -> dict[str, tuple[str, ...]]:
+        """The pools that order their children by arrival (a tree's; none on a flat one),
+        each with its children's names in that order: the one order preemption's ideal
+        is given, so that it serves a fifo pool as the allocator does."""
+        ...
+
+    def set_arrival(self, role: str, arrival: int | None) -> None:
+        """The earliest arrival (the allocator's number) of `role`'s frameworks now; None
+        when it has none. Arrival orders a fifo pool's children (a flat `fifo` order's
+        roles), not when a role was first seen."""
         ...
 
     def names(self) -> Iterable[str]:

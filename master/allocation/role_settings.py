@@ -103,8 +103,9 @@ class RoleSettings:
         """Every role node's weight (on a tree, pools too)."""
         return self._order.weights()
 
-    def fifo_pools(self) -> set[str]:
-        """The pools whose children are served by arrival, not by share (`fifo`)."""
+    def fifo_pools(self) -> dict[str, tuple[str, ...]]:
+        """The pools whose children are served by arrival, not by share (`fifo`), each
+        with its children's names in that order (`RoleOrder.fifo_pools`)."""
         return self._order.fifo_pools()
 
     def share(self, role: str) -> float:

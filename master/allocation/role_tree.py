@@ -22,8 +22,12 @@ with a sub-pool of 20% is promised 6% of the cluster. Three tree policies order 
   such key, the stored keys being lower bounds of it.
 
 Ties between siblings are broken as in Mesos's DRF sorter: fewest allocations to the
-node's subtree first, then by name (a role's own frameworks compete as the child "."); a
-`fifo` pool keeps arrival order.
+node's subtree first, then by name (a role's own frameworks compete as the child "."). A
+`fifo` pool serves its children by arrival: a child's place is the earliest arrival of the
+frameworks in its subtree now (`set_arrival`, the allocator's numbers), its own first --
+not when its node was made, which a framework since gone, or a roles file naming the
+role, may have done long before (review 74); ties by name. Preemption's ideal is given
+that order (`fifo_pools`), so both serve a fifo pool alike.
 
 A round asks `first` once an offer and then changes the books of one path, so both are
 kept cheap: each node keeps its dominant share (a running maximum while it only grows),
@@ -38,6 +42,7 @@ No I/O; the allocator drives it and asks `first(wanted)` for the role to serve.
 from __future__ import annotations
 
 import heapq
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
@@ -48,9 +53,10 @@ from protocol.wire.roles import role_problem
 TREE_POLICIES = ("hdrf", "naive-hdrf", "flat")
 ORDERINGS = ("drf", "fair", "fifo")
 # (key, tie-break, child name, version): the tie-break is the allocation count (a `fifo`
-# pool's children: their arrival order)
+# pool's children: their arrival, `Node.first`)
 _Entry = tuple[float, int, str, int]
 INF = float("inf")
+LATE = sys.maxsize  # the arrival of a node with no framework in its subtree (after all)
 
 
 def check_role(role: str) -> str:
@@ -65,7 +71,6 @@ def check_role(role: str) -> str:
 class Node:
     path: str  # "" for the root
     parent: Node | None
-    order: int
     weight: float = 1.0
     allocation: Millis = field(default_factory=dict)  # everything its subtree holds
     own: Millis = field(default_factory=dict)  # what frameworks registered in it hold
@@ -85,6 +90,8 @@ class Node:
     name: str = ""  # the last segment of its path (its key among its parent's children)
     count: int = 0  # allocations to its subtree (Mesos's tie-break among equal keys)
     own_count: int = 0  # ... to its own frameworks (the child "."'s tie-break)
+    arrival: int = LATE  # the earliest arrival of its own frameworks (`set_arrival`)
+    first: int = LATE  # ... of its subtree's, its own included: its place in a fifo pool
 
     def __post_init__(self) -> None:
         self.name = self.path.rsplit("/", 1)[-1]
@@ -93,7 +100,7 @@ class Node:
 def _tie(child: Node, parent: Node) -> int:
     """A child's tie-break among its siblings: arrival in a `fifo` pool, else how often
     its subtree was allocated to."""
-    return child.order if parent.ordering == "fifo" else child.count
+    return child.first if parent.ordering == "fifo" else child.count
 
 
 def _ratio(share: float, promise: float) -> float:
@@ -112,10 +119,10 @@ class RoleTree:
         self._hdrf, self._naive = policy == "hdrf", policy == "naive-hdrf"
         self._totals = total or Total()
         self._seen_total = self._totals.version
-        self.root = Node("", None, 0)
+        self.root = Node("", None)
         self.nodes: dict[str, Node] = {"": self.root}
         self._weights: dict[str, float] = {}  # configured, kept for nodes that come later
-        self._next_order = 1
+        self._orderings: dict[str, str] = {}  # ... and orderings (a node goes when empty)
         self._promises_stale = False
         # `first_framework`'s walk for the round under way: (wanted, frameworks_of, the
         # walk a role, what it found by role)
@@ -136,6 +143,7 @@ class RoleTree:
         node = self.nodes.get(role)
         if node is None:
             return
+        self.set_arrival(role, None)  # (no framework of its own is left)
         node.is_role = False
         while node.parent is not None and not node.is_role and not node.children:
             if any(node.allocation.values()):
@@ -162,11 +170,41 @@ class RoleTree:
         if ordering not in ORDERINGS:
             raise ValueError(f"ordering {ordering!r}: one of {', '.join(ORDERINGS)}")
         node = self.root if role == "" else self._ensure(check_role(role))
-        node.ordering = ordering
+        node.ordering = self._orderings[role] = ordering
         self._promises_stale = True  # every key below it is measured anew
 
-    def fifo_pools(self) -> set[str]:
-        return {role for role, node in self.nodes.items() if node.ordering == "fifo"}
+    def fifo_pools(self) -> dict[str, tuple[str, ...]]:
+        """Each pool that serves its children by arrival, with its children's names in
+        that order (its own frameworks, the child ".", come before them all)."""
+        return {
+            role: tuple(
+                c.name for c in sorted(node.children.values(), key=lambda c: (c.first, c.name))
+            )
+            for role, node in self.nodes.items()
+            if node.ordering == "fifo"
+        }
+
+    def set_arrival(self, role: str, arrival: int | None) -> None:
+        """The earliest arrival of `role`'s frameworks now (None: it has none): its place,
+        and its pools', among a fifo pool's children. The allocator numbers frameworks
+        as they come; a role keeps the number of its earliest framework still here."""
+        node = self.nodes[role]
+        before, node.arrival = node.arrival, LATE if arrival is None else arrival
+        after, at = node.arrival, node
+        # `first` up the path, where it changes: it only comes earlier (a min), or, where
+        # the one that was earliest goes, is found again among the node's own and children
+        while at.parent is not None and before != after:
+            was = at.first
+            if after < was:
+                at.first = after
+            elif before == was:
+                at.first = min((c.first for c in at.children.values()), default=LATE)
+                at.first = min(at.first, at.arrival)
+            else:
+                break
+            before, after, at = was, at.first, at.parent
+        if at is not node:
+            self._rekey_path(node)  # (a fifo pool's entries carry its children's `first`)
 
     def weight(self, role: str) -> float:
         node = self.nodes.get(role)
@@ -191,8 +229,8 @@ class RoleTree:
             return node
         parent_path, _, name = role.rpartition("/")
         parent = self._ensure(parent_path) if parent_path else self.root
-        node = Node(role, parent, self._next_order, self._weights.get(role, 1.0))
-        self._next_order += 1
+        node = Node(role, parent, self._weights.get(role, 1.0))
+        node.ordering = self._orderings.get(role, "drf")
         parent.children[name] = node
         self.nodes[role] = node
         self._promises_stale = True
@@ -562,7 +600,7 @@ class RoleTree:
             node.version += 1
             heap, entry = parent.heap, None
             if node.wanting:
-                tie = node.order if parent.ordering == "fifo" else node.count
+                tie = node.first if parent.ordering == "fifo" else node.count
                 entry = (key, tie, node.name, node.version)
                 if heap and heap[0][2] == node.name:
                     heapq.heapreplace(heap, entry)

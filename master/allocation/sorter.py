@@ -14,7 +14,8 @@ The share is what a `Policy` makes of a client's allocation:
 - `drf`:   dominant share, max_j alloc_j / total_j, divided by the weight (weighted DRF);
 - `asset`: asset fairness, sum_j alloc_j / total_j, divided by the weight;
 - `cpu`:   CPU-only fair sharing, alloc_cpus / total_cpus, divided by the weight;
-- `fifo`:  no share at all: registration order alone (whoever came first is served first).
+- `fifo`:  no share at all: registration order alone (whoever came first is served first;
+  as the allocator's order of roles, a role's earliest framework still here: `set_arrival`).
 
 Ties are broken as Mesos's DRF sorter breaks them (`DRFSorter::Node::compareDRF`): by how
 many times a client has been allocated to, fewest first, then by name. Clients with equal
@@ -232,8 +233,22 @@ class Sorter:
     def name_problem(self, name: str) -> str | None:
         return None  # any name is a client
 
-    def fifo_pools(self) -> set[str]:
-        return set()  # (flat roles: no pools)
+    def fifo_pools(self) -> dict[str, tuple[str, ...]]:
+        return {}  # (flat roles: no pools)
+
+    def set_arrival(self, name: str, arrival: int | None) -> None:
+        """As the allocator's order of roles: the earliest arrival of the role's frameworks
+        now, its place under `fifo` (not when the role came, which a framework since gone
+        may have made it; None: none left, it leaves next)."""
+        client = self._clients[name]
+        if arrival is not None and arrival != client.order:
+            client.order = arrival
+            self._totals.moves += 1
+            self._push(client)
+
+    def first_added(self) -> str | None:
+        """The client added earliest of those here (the first in `fifo`'s order)."""
+        return next(iter(self._clients), None)
 
     def set_ordering(self, name: str, ordering: str) -> None:
         if ordering != "drf":

@@ -13,7 +13,9 @@ leaf's key is its satisfaction and a pool's is
   orders siblings alike).
 
 A `fifo` pool serves its children by arrival: the first that still grows takes all the
-pool is given, and the pool's key is its own satisfaction under both policies.
+pool is given, and the pool's key is its own satisfaction under both policies. The
+arrival order is given (the allocator's, `RoleTree.fifo_pools`: each child's earliest
+framework still there); children it does not name come after, in the leaves' order.
 
 A leaf stops when it has the tasks it wants (saturated) or a resource it needs runs out
 (blocked); from then on its key no longer counts, so it holds no pool back (H-DRF,
@@ -39,6 +41,9 @@ from fractions import Fraction
 
 ZERO = Fraction(0)
 ONE = Fraction(1)
+# fifo pools, by path: each with its children's names in arrival order, or (a collection of
+# paths) in the leaves' order
+Fifo = Mapping[tuple[str, ...], Sequence[str]] | Collection[tuple[str, ...]]
 
 
 @dataclass(eq=False, slots=True)
@@ -90,15 +95,16 @@ def tree_filling(
     pool_weights: Mapping[tuple[str, ...], Fraction],
     *,
     fold: bool = True,
-    fifo: Collection[tuple[str, ...]] = (),
+    fifo: Fifo = (),
 ) -> dict[str, Fraction]:
     """Each leaf's dominant share in the policy's ideal (`hdrf` or `naive-hdrf`). Every
     resource's capacity is 1 (the leaves' `use` are fractions of it); shares are of the
     `real` resources (others, such as quota limits, only stop who uses them). `fold`:
     fill the tree with its leaves folded (`_fold`: the same shares, fewer nodes). `fifo`:
-    pools that serve their children by arrival (the leaves' order; a pool's own users,
-    its child `.`, first), as the allocator's role tree: the first that still grows
-    takes all the pool is given, and the pool stands among its siblings by its own
+    pools that serve their children by arrival, as the allocator's role tree: a pool's own
+    users (its child `.`) first, then its children in the order given (by name; a pool
+    given as a path alone, or a child not named: the leaves' order); the first that still
+    grows takes all the pool is given, and the pool stands among its siblings by its own
     satisfaction."""
     min_satisfaction = policy == "hdrf"
     root = _build(leaves, pool_weights, fifo)
@@ -142,10 +148,11 @@ def tree_filling(
 def _build(
     leaves: Sequence[Leaf],
     pool_weights: Mapping[tuple[str, ...], Fraction],
-    fifo: Collection[tuple[str, ...]] = (),
+    fifo: Fifo = (),
 ) -> _Node:
     root = _Node(ONE, root=True, fifo=() in fifo)
     pools: dict[tuple[str, ...], _Node] = {(): root}
+    names: dict[int, str] = {}  # a pool's last path segment, by node (to order a fifo's)
     uses: dict[int, dict[str, Fraction]] = {}  # by the `use` given (alive throughout)
     for leaf in leaves:
         parent = root
@@ -154,15 +161,19 @@ def _build(
             node = pools.get(path)
             if node is None:
                 node = pools[path] = _Node(pool_weights.get(path, ONE), fifo=path in fifo)
-                if parent.fifo and path[-1] == ".":  # (a pool's own come first in a fifo)
-                    parent.children.insert(0, node)
-                else:
-                    parent.children.append(node)
+                names[id(node)] = path[-1]
+                parent.children.append(node)
             parent = node
         use = uses.get(id(leaf.use))
         if use is None:  # (leaves given one `use` share one: `_fold` finds them alike)
             use = uses[id(leaf.use)] = {r: v for r, v in leaf.use.items() if v}
         parent.children.append(_Node(leaf.weight, leaf=leaf.name, use=use, cap=leaf.cap))
+    for path, pool in pools.items():
+        if pool.fifo:  # its own (`.`) first, then its children in the order given
+            given = fifo.get(path, ()) if isinstance(fifo, Mapping) else ()
+            place = {name: i for i, name in enumerate(given)}
+            place["."], last = -1, len(given)
+            pool.children.sort(key=lambda c: place.get(names.get(id(c), ""), last))
     return root
 
 
