@@ -557,6 +557,9 @@ DECLINE_OPS = st.lists(
     st.sampled_from(["drf", "hdrf"]),
     st.booleans(),
 )
+# two holds of one framework on a slave, offered together (Hypothesis found the reference
+# reading the holds' list after the pick had used them up)
+@example([("hold", 1), ("hold", 1), ("round", 0)], set(), {"f1"}, "drf", False)
 def test_a_slave_declined_as_it_is_offered_goes_to_the_next_in_order_that_takes_it(
     ops: list,  # type: ignore[type-arg]
     declining: set[tuple[str, int]],
@@ -608,7 +611,9 @@ def test_a_slave_declined_as_it_is_offered_goes_to_the_next_in_order_that_takes_
             for sid in sorted(ref.slaves):  # (a round's visits, one at a time)
                 slave = ref.slaves[sid]
                 free = dict(slave.unallocated)
-                hold = ref._holds.live(sid, now, ref.frameworks)  # (a hold's: booked)
+                # (a hold's: booked whole; read as a bool now, for the round's pick empties
+                # the very list `live` returns as it uses the holds up)
+                hold = bool(ref._holds.live(sid, now, ref.frameworks))
                 if not hold:
                     for fid in list(ref.order()):  # who would be offered it, in turn
                         fw = ref.frameworks[fid]
