@@ -228,8 +228,9 @@ class Results:
         ]
 
     def write(self, out: Path) -> dict[str, Any]:
-        """The timeline (CSV) and the summary (JSON) into `out`; the summary. (Plots are
-        `cluster.experiments.plots`', which reads results: they are drawn after.)"""
+        """The timeline (CSV), the summary (JSON) and why.json (an earlier one removed when
+        nobody waited) into `out`; the summary. (Plots are `cluster.experiments.plots`',
+        which reads results: they are drawn after.)"""
         out.mkdir(parents=True, exist_ok=True)
         rows = self.timeline_rows()
         with (out / "timeline.csv").open("w", newline="") as f:
@@ -247,8 +248,11 @@ class Results:
             writer.writerows(rows)
         summary = self.summary()
         (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+        why = out / "why.json"
         if self.waited:
-            (out / "why.json").write_text(json.dumps(self.why_waited(), indent=2) + "\n")
+            why.write_text(json.dumps(self.why_waited(), indent=2) + "\n")
+        else:  # (an earlier run's, into the same directory, is not this run's)
+            why.unlink(missing_ok=True)
         return summary
 
 
