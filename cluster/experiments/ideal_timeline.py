@@ -5,7 +5,9 @@ from it.
 A phase starts whenever the set of running frameworks or one of their task shapes
 changes (a framework starts or stops, or its tasks change size). Its ideal holds from
 then on; the run is compared with it only once it has settled (the longest task, plus two
-allocation intervals, after the phase began), as the paper compares steady states.
+allocation intervals, after the phase began), as the paper compares steady states; a
+phase that ends before that (tasks that outlast the run) is compared at its last sample,
+where the offer loop left it (`Results.distance_from_ideal`).
 Frameworks driven by jobs or traces have no one task shape: such specs get no ideal, and
 so do policies the ideal does not model yet (hdrf, naive-hdrf, slots).
 """
