@@ -8,11 +8,15 @@
 - `<!-- roles-schema -->` becomes the roles file's fields, from its pydantic model.
 - `<!-- metrics -->` becomes the table of the master's Prometheus metrics, read from where
   the master defines them (`master/`: each metric family with its name and help).
+- `<!-- ideal-distance -->` becomes the table of how far each published simulated run
+  strays from its policy's ideal, read from its summary.json (`distance_from_ideal`): the
+  page shows what the runs give, never a copy typed by hand.
 - The commands' page shows no default for an option without one (click's UNSET sentinel).
 """
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -26,6 +30,7 @@ EXAMPLES = ROOT / "examples"
 OPENAPI = "<!-- openapi -->"
 ROLES = "<!-- roles-schema -->"
 METRICS = "<!-- metrics -->"
+DISTANCE = "<!-- ideal-distance -->"
 METRIC = re.compile(
     r'(Counter|Gauge|Histogram)(?:MetricFamily)?\(\s*"(drfmesos_\w+)",\s*((?:"[^"]*"\s*)+)'
 )
@@ -47,6 +52,9 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
 def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Files) -> str:
     if METRICS in markdown:
         markdown = markdown.replace(METRICS, render_metrics(metrics()))
+    if DISTANCE in markdown:
+        results = EXAMPLES / "experiments" / "results"
+        markdown = markdown.replace(DISTANCE, render_distance(results))
     if ROLES in markdown:
         from master.roles_file import RolesFile
 
@@ -79,6 +87,29 @@ def render_metrics(found: dict[str, tuple[str, str]]) -> str:
     for name, (kind, help_) in found.items():
         shown = f"{name}_total" if kind == "counter" else name  # (as Prometheus names it)
         rows.append(f"| `{shown}` | {kind} | {cell(help_)} |")
+    return "\n".join(rows)
+
+
+def render_distance(results: Path) -> str:
+    """Each published simulated run's distance from its ideal, per framework: the mean
+    over the settled samples (and the largest), in tasks; and the verdict, which says when
+    a phase was measured at its last sample (its tasks outlast it) or nothing was."""
+    rows = [
+        "| run (simulated) | mean distance from the ideal, tasks (max) | within one task |",
+        "|---|---|---|",
+    ]
+    for path in sorted(results.glob("*-sim/summary.json")):
+        distance = json.loads(path.read_text()).get("distance_from_ideal")
+        if not distance:
+            continue
+        gaps = ", ".join(
+            f"{name} {f['mean_tasks']:.2f} ({f['max_tasks']:.2f})"
+            for name, f in distance["frameworks"].items()
+        )
+        verdict = {None: "not measured", True: "yes", False: "no"}[distance["within_one_task"]]
+        if distance.get("measured_at_end"):
+            verdict += " (measured at the end: tasks outlast a phase)"
+        rows.append(f"| `{path.parent.name}` | {gaps or '-'} | {verdict} |")
     return "\n".join(rows)
 
 

@@ -125,6 +125,10 @@ def test_the_docs_build_strictly(tmp_path: Path) -> None:
     assert "resource_offers(\n    driver: Driver, offers: list[Offer]\n) -> None" in words
     api = (site / "reference" / "http-api" / "index.html").read_text()
     assert "/api/v1/tasks" in api  # from the OpenAPI document
+    # how far each published simulated run strays from its ideal: from its summary.json
+    experiments = (site / "explanation" / "experiments" / "index.html").read_text()
+    assert "ideal-distance" not in experiments
+    assert "<code>lecture-morning-off-sim</code>" in experiments
 
 
 def test_the_readme_is_short_and_points_into_the_docs() -> None:

@@ -2,9 +2,11 @@
 (`examples/experiments/replay-all.sh --simulated`: every simulation, and compare.py's
 tables of the paper's comparisons) is run, and what it made must be the committed files
 to the character, so a change that moves a figure fails here until the results (and the
-docs, which include them) are made again. Plots are drawn from these numbers; a PNG's
-bytes depend on matplotlib's version, so they are only checked to be there. (The live
-runs' results are measurements of one machine on one day: they are not replayed.)"""
+docs, which include them) are made again; and beside them no other, so a file no run makes
+any more (an earlier run's why.json) is not published as if it were. Plots are drawn from
+these numbers; a PNG's bytes depend on matplotlib's version, so they are only checked to
+be there. (The live runs' results are measurements of one machine on one day: they are
+not replayed.)"""
 
 from __future__ import annotations
 
@@ -53,6 +55,14 @@ def test_the_published_simulated_results_are_what_the_code_makes_today(tmp_path:
     assert not stale, f"stale published results: {stale}; run `{REMAKE}`"
     missing = [str(p) for p in made if not (PUBLISHED / p).exists()]
     assert not missing, f"made but not published: {missing}; run `{REMAKE}`"
+    # (a file beside them the replay no longer makes, such as an earlier run's why.json)
+    left = [
+        str(path.relative_to(PUBLISHED))
+        for folder in {p.parent for p in made}
+        for path in sorted((PUBLISHED / folder).iterdir())
+        if path.suffix in (".md", ".json", ".csv") and path.relative_to(PUBLISHED) not in made
+    ]
+    assert not left, f"published but no longer made: {left}; remove them"
 
 
 def test_compare_writes_nothing_into_the_published_results_by_default(tmp_path: Path) -> None:

@@ -70,10 +70,6 @@ def mean_shares(run: str) -> dict[str, float]:
     return {name: fw["mean_share"] for name, fw in summary["frameworks"].items()}
 
 
-STALE = "review 77: the experiments page's hand-typed simulated figures are not the code's"
-
-
-@pytest.mark.xfail(strict=True, reason=STALE)
 @pytest.mark.parametrize(
     ("marker", "says"),
     [
@@ -101,7 +97,6 @@ def test_the_worked_examples_table_prints_what_the_specs_settle_at(
     assert says() in line, (says(), line)
 
 
-@pytest.mark.xfail(strict=True, reason=STALE)
 @pytest.mark.parametrize("policy", ["flat", "hdrf"])
 def test_the_flattening_table_prints_the_published_mean_shares(policy: str) -> None:
     shares = mean_shares(f"lecture-flattening-{policy}-sim")
@@ -110,7 +105,6 @@ def test_the_flattening_table_prints_the_published_mean_shares(policy: str) -> N
     assert cells[1:4] == [f"{shares[n]:.3f}" for n in ("x", "a", "b")], (cells, shares)
 
 
-@pytest.mark.xfail(strict=True, reason=STALE)
 @pytest.mark.parametrize(
     ("marker", "run"),
     [

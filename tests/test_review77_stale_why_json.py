@@ -34,10 +34,6 @@ EXAMPLES = ROOT / "examples" / "experiments"
 RESULTS = EXAMPLES / "results"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review 77: Results.write leaves an earlier run's why.json when nobody waited",
-)
 def test_a_run_in_which_nobody_waited_leaves_no_why_json(tmp_path: Path) -> None:
     out = tmp_path / "paper-7.1"
     out.mkdir()
@@ -48,11 +44,6 @@ def test_a_run_in_which_nobody_waited_leaves_no_why_json(tmp_path: Path) -> None
     assert not (out / "why.json").exists(), "an earlier run's why.json is left beside this run"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review 77: results/paper-7.1-sim and lecture-collusion-lying-sim publish a "
-    "why.json the code no longer makes",
-)
 @pytest.mark.parametrize(
     ("spec", "run"),
     [("paper-7.1", "paper-7.1-sim"), ("lecture-collusion-lying", "lecture-collusion-lying-sim")],

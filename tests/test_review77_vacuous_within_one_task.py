@@ -42,11 +42,6 @@ from cluster.experiments.spec import load_spec
 EXAMPLES = Path(__file__).parent.parent / "examples" / "experiments"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review 77: distance_from_ideal measures no sample when tasks outlast the run "
-    "and then says within_one_task: true",
-)
 @pytest.mark.parametrize(
     ("name", "off", "framework"),
     [("lecture-morning-preemption", True, "C"), ("lecture-collusion-honest", False, "op4")],

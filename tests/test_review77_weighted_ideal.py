@@ -58,11 +58,6 @@ def weighted(policy: str) -> Spec:
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review 77: the experiments' ideal ignores role weights under drf and wdrf "
-    "(the allocator applies them)",
-)
 @pytest.mark.parametrize("policy", ["drf", "wdrf"])
 def test_the_ideal_of_a_weighted_drf_spec_follows_the_weights(policy: str) -> None:
     spec = weighted(policy)

@@ -60,6 +60,14 @@ def _report(summary: dict[str, object], out: Path, plots: bool = True) -> None:
     util = summary["utilisation"]
     assert isinstance(util, dict)
     click.echo("utilisation: " + ", ".join(f"{r} {u:.1%}" for r, u in util.items()))
+    distance = summary.get("distance_from_ideal")
+    if isinstance(distance, dict) and distance:  # (None: nothing was measured)
+        within = distance["within_one_task"]
+        verdict = {None: "not measured", True: "within one task"}.get(within, "NOT within one task")
+        gaps = ", ".join(f"{n} {f['mean_tasks']:.2f}" for n, f in distance["frameworks"].items())
+        click.echo(
+            f"distance from the {distance['policy']} ideal, tasks: {gaps or '-'} ({verdict})"
+        )
     preemption = summary.get("preemption")
     if isinstance(preemption, dict):
         p = preemption.get

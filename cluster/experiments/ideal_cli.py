@@ -11,8 +11,9 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from cluster.experiments.ideal_timeline import limits, pools, user_of
+from cluster.experiments.ideal_timeline import as_allocated, limits, pools, user_of
 from cluster.experiments.spec import Spec, SpecError, load_spec
+from master.allocation.fair_shares import IDEAL_POLICY
 from master.allocation.ideal import POLICIES, IdealError, Share, exact, ideal
 from protocol.wire.resources import Resources
 
@@ -20,18 +21,21 @@ EXACT = tuple(p for p in POLICIES if p != "ceei")  # policies whose ideal is exa
 
 
 def spec_ideal(spec: Spec, policy: str) -> dict[str, Share]:
-    """The ideal for a spec: its cluster's totals and each framework's first task size."""
+    """The ideal for a spec under the allocator's `policy` (`as_allocated`: weighed as
+    the allocator weighs): its cluster's totals and each framework's first task size."""
     total = sum((r for _, r in spec.cluster.nodes()), Resources())
     users = [  # trace- and job-driven frameworks have no one task shape: left out
         user_of(fw, task)
         for fw in spec.frameworks
         if (task := fw.task or (fw.changes[0].task if fw.changes else None)) is not None
     ]
+    weights = spec.role_weights()
+    question, weighed = as_allocated(policy, users, spec.frameworks, weights)
     return ideal(
-        policy,
+        question,
         {r: exact(v) for r, v in total.items()},
-        users,
-        pools(spec.role_weights()),
+        weighed,
+        pools(weights),
         limits(spec.master.quota),
     )
 
@@ -50,7 +54,7 @@ def as_json(policy: str, shares: dict[str, Share]) -> dict[str, object]:
             "dominant_share": num(s.dominant_share),
             "resources": {r: num(v) for r, v in sorted(s.resources.items())},
         }
-        if policy in EXACT:
+        if IDEAL_POLICY.get(policy, policy) in EXACT:
             out["exact"] = {
                 "tasks": str(s.tasks),
                 "dominant_share": str(s.dominant_share),
@@ -65,9 +69,10 @@ def as_json(policy: str, shares: dict[str, Share]) -> dict[str, object]:
 @click.argument("spec_path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option(
     "--policy",
-    type=click.Choice(POLICIES),
+    type=click.Choice(tuple(IDEAL_POLICY)),
     default=None,
-    help="Default: the spec's master policy (slots: its DRF ideal).",
+    help="The allocator's policy, as the master weighs it (drf: weighted by roles; "
+    "slots: DRF). Default: the spec's master policy.",
 )
 @click.option("--json", "json_out", is_flag=True, help="JSON instead of a table.")
 def ideal_command(spec_path: Path, policy: str | None, json_out: bool) -> None:
@@ -75,7 +80,7 @@ def ideal_command(spec_path: Path, policy: str | None, json_out: bool) -> None:
     exact fractions, progressive filling (the paper's §4)."""
     try:
         spec = load_spec(spec_path)
-        chosen = policy or (spec.master.policy if spec.master.policy in POLICIES else "drf")
+        chosen = policy or spec.master.policy
         shares = spec_ideal(spec, chosen)
     except (SpecError, IdealError) as e:
         raise click.ClickException(str(e)) from None

@@ -5,17 +5,30 @@ from it.
 A phase starts whenever the set of running frameworks or one of their task shapes
 changes (a framework starts or stops, or its tasks change size). Its ideal holds from
 then on; the run is compared with it only once it has settled (the longest task, plus two
-allocation intervals, after the phase began), as the paper compares steady states.
-Frameworks driven by jobs or traces have no one task shape: such specs get no ideal, and
-so do policies the ideal does not model yet (hdrf, naive-hdrf, slots).
+allocation intervals, after the phase began), as the paper compares steady states; a
+phase that ends before that (tasks that outlast the run) is compared at its last sample,
+where the offer loop left it (`Results.distance_from_ideal`).
+Frameworks driven by jobs or traces have no one task shape: such specs get no ideal.
+
+A policy's ideal, and its users' weights, are those the master's preemption measures fair
+shares with (`master.allocation.fair_shares`): `drf` is weighted DRF (the allocator weighs
+roles under it), `slots` DRF's; on a tree the roles are pools, and under a flat policy a
+framework weighs its part of its role's weight (`as_allocated`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 
 from cluster.experiments.spec import Framework, Spec
+from master.allocation.fair_shares import (
+    IDEAL_POLICY,
+    TREE_IDEALS,
+    Contender,
+    _role_weights_kept,
+)
 from master.allocation.ideal import POLICIES, User, exact, ideal
 from master.roles_file import QuotaSpec
 from protocol.wire.resources import Resources
@@ -37,6 +50,31 @@ def user_of(fw: Framework, task: Resources) -> User:
         path=tuple((fw.role or fw.name).split("/")),
         limit=fw.max_running,
     )
+
+
+def as_allocated(
+    policy: str,
+    users: Sequence[User],
+    frameworks: Sequence[Framework],
+    weights: Mapping[str, float],
+) -> tuple[str, list[User]]:
+    """The ideal that stands for the allocator's `policy`, and `users` weighed as the
+    allocator weighs them (as preemption's fair shares take both: `IDEAL_POLICY`): on a
+    tree their roles are pools (`pools`) and they stand as they are; under a flat policy
+    each framework of the spec weighs its part of its role's weight (`weights`,
+    `Spec.role_weights`), and those of the role not in the question (not running, or
+    with no one task shape) leave their parts to the others
+    (`fair_shares._role_weights_kept`)."""
+    question = IDEAL_POLICY.get(policy, policy)
+    if question in TREE_IDEALS:
+        return question, list(users)
+    role_of = {fw.name: fw.role or fw.name for fw in frameworks}
+    count = Counter(role_of.values())
+    part = {name: weights.get(role, 1.0) / count[role] for name, role in role_of.items()}
+    everyone = [Contender(name, role_of[name], part[name], {}, wants=True) for name in part]
+    rows = [(u.name, (), part[u.name], u.path, u.limit) for u in users]
+    kept = {row[0]: row[2] for row in _role_weights_kept(rows, everyone, {})}
+    return question, [replace(u, weight=exact(kept[u.name])) for u in users]
 
 
 def pools(weights: Mapping[str, float]) -> dict[tuple[str, ...], float]:
@@ -68,9 +106,9 @@ class Ideal:
 def ideal_of(
     spec: Spec, total: Resources, weights: Mapping[str, float], policy: str | None = None
 ) -> Ideal:
-    """The spec's ideal under `policy` (by default the spec's), the spec read once here:
-    `total` and `weights` are what the caller read of it already (its cluster's total,
-    `Spec.role_weights`)."""
+    """The spec's ideal under the allocator's `policy` (by default the spec's;
+    `as_allocated`), the spec read once here: `total` and `weights` are what the caller
+    read of it already (its cluster's total, `Spec.role_weights`)."""
     policy = policy or spec.master.policy
     frameworks, interval = spec.frameworks, spec.master.allocation_interval
     longest = 0.0  # the longest task: a phase settles that long (and two rounds) after it starts
@@ -79,7 +117,9 @@ def ideal_of(
         if d is not None:
             longest = max(longest, d.fixed or 0.0, d.uniform[1] if d.uniform else 0.0)
     settle = longest + 2 * interval
-    if policy not in POLICIES or any(f.jobs or f.trace or f.swim for f in frameworks):
+    if IDEAL_POLICY.get(policy) not in POLICIES or any(
+        f.jobs or f.trace or f.swim for f in frameworks
+    ):
         return Ideal(policy, [], settle)
     times = {0.0}
     for fw in frameworks:
@@ -97,7 +137,8 @@ def ideal_of(
             running = fw.start <= t and (fw.stop is None or t < fw.stop)
             if running and task:
                 users.append(user_of(fw, task))
-        shares = ideal(policy, capacity, users, shared, capped)
+        question, weighed = as_allocated(policy, users, frameworks, weights)
+        shares = ideal(question, capacity, weighed, shared, capped)
         phases.append(
             Phase(
                 t,

@@ -90,35 +90,59 @@ class Results:
         return self
 
     def ideal_at(self, t: float) -> Phase | None:
+        i = self.phase_index(t)
+        return None if i is None else self.ideal[i]
+
+    def phase_index(self, t: float) -> int | None:
+        """Which of the ideal's phases holds at `t` (None: before the first)."""
         current = None
-        for phase in self.ideal:
+        for i, phase in enumerate(self.ideal):
             if phase.start <= t:
-                current = phase
+                current = i
         return current
 
     def distance_from_ideal(self) -> dict[str, Any]:
         """Per framework, |real - ideal| running tasks over the settled samples: mean and
-        max; and whether every mean is within one task (the paper's bound)."""
+        max; and whether every mean is within one task (the paper's bound), or None
+        (not measured) where no framework had a sample to measure.
+
+        A phase has settled `settle` seconds after it starts (its longest task has had the
+        time to end and be replaced). A phase that ends first -- the next one begins, or
+        the run ends, while its tasks still run (tasks that outlast the run) -- is measured
+        at its last sample, the allocation it reached, and named in `measured_at_end`: the
+        offer loop's steady state is where it stops, not what it would have become."""
         if not self.ideal:
             return {}
-        per: dict[str, dict[str, float]] = {}
-        for name in self.frameworks():
-            gaps = []
-            for s in self.samples:
-                phase = self.ideal_at(s.time)
-                if s.framework != name or phase is None or s.time - phase.start < self.settle:
-                    continue
-                gaps.append(abs(s.running_tasks - phase.tasks.get(name, 0.0)))
-            if gaps:
-                per[name] = {
-                    "mean_tasks": round(statistics.fmean(gaps), 3),
-                    "max_tasks": round(max(gaps), 3),
-                    "settled_samples": len(gaps),
-                }
+        by_phase: list[list[Sample]] = [[] for _ in self.ideal]
+        for s in self.samples:
+            i = self.phase_index(s.time)
+            if i is not None:
+                by_phase[i].append(s)
+        gaps: dict[str, list[float]] = {}
+        at_end = []
+        for phase, samples in zip(self.ideal, by_phase, strict=True):
+            settled = [s for s in samples if s.time - phase.start >= self.settle]
+            if not settled and samples:
+                last = max(s.time for s in samples)
+                settled = [s for s in samples if s.time == last]
+                at_end.append(phase.start)
+            for s in settled:
+                gap = abs(s.running_tasks - phase.tasks.get(s.framework, 0.0))
+                gaps.setdefault(s.framework, []).append(gap)
+        per = {
+            name: {
+                "mean_tasks": round(statistics.fmean(mine), 3),
+                "max_tasks": round(max(mine), 3),
+                "settled_samples": len(mine),
+            }
+            for name, mine in sorted(gaps.items())
+        }
         return {
             "policy": self.ideal_policy,
             "frameworks": per,
-            "within_one_task": all(v["mean_tasks"] <= 1.0 for v in per.values()),
+            "settle": self.settle,
+            "measured_at_end": at_end,
+            "within_one_task": all(v["mean_tasks"] <= 1.0 for v in per.values()) if per else None,
         }
 
     def frameworks(self) -> list[str]:
@@ -228,8 +252,9 @@ class Results:
         ]
 
     def write(self, out: Path) -> dict[str, Any]:
-        """The timeline (CSV) and the summary (JSON) into `out`; the summary. (Plots are
-        `cluster.experiments.plots`', which reads results: they are drawn after.)"""
+        """The timeline (CSV), the summary (JSON) and why.json (an earlier one removed when
+        nobody waited) into `out`; the summary. (Plots are `cluster.experiments.plots`',
+        which reads results: they are drawn after.)"""
         out.mkdir(parents=True, exist_ok=True)
         rows = self.timeline_rows()
         with (out / "timeline.csv").open("w", newline="") as f:
@@ -247,8 +272,11 @@ class Results:
             writer.writerows(rows)
         summary = self.summary()
         (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+        why = out / "why.json"
         if self.waited:
-            (out / "why.json").write_text(json.dumps(self.why_waited(), indent=2) + "\n")
+            why.write_text(json.dumps(self.why_waited(), indent=2) + "\n")
+        else:  # (an earlier run's, into the same directory, is not this run's)
+            why.unlink(missing_ok=True)
         return summary
 
 

@@ -133,7 +133,7 @@ class Simulation:
         # what the run is measured against (slots: the DRF ideal), read once; under CEEI
         # (the paper's 5) also the weights: weighted DRF whose weights are each framework's
         # CEEI share, phase by phase, so whoever is furthest below its target is served first
-        self.ideal = ideal_of(spec, self.real_total, weights, "drf" if policy == "slots" else None)
+        self.ideal = ideal_of(spec, self.real_total, weights)
         self.ceei = self.ideal.phases if policy == "ceei" else []
         self._ceei_phase = -1
         engine = {"slots": "drf", "ceei": "wdrf"}.get(policy, policy)
