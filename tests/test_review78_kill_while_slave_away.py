@@ -1,0 +1,80 @@
+"""A framework's kill of a task whose slave is away is lost: the task runs on after the
+slave is back, and its framework never hears TASK_KILLED.
+
+Scenario: a framework kills one of its long-running tasks while the task's slave process
+is down (restarting for an upgrade, or crashed and restarted by systemd); the master has
+seen it go (its last will) but keeps its tasks, waiting for it (`slave_timeout`). The
+slave comes back within that time and recovers the task.
+
+Mesos: `Master::kill` records the kill in the agent's `killedTasks` even when the agent
+is disconnected ("Kill will be retried if the agent reregisters"), and on
+re-registration (`reconcileKnownSlave`) sends a KillTaskMessage for every such task
+still alive there; the framework hears TASK_KILLED.
+
+drfmesos: `FrameworkCalls.on_kill` publishes the KillTask to the slave's topic whether
+or not the slave is connected and keeps no record of it; the restarted slave never gets
+it, and `SlaveCalls` re-sends nothing when the slave re-registers (only a drain's kills,
+and a partition-aware framework's `kills_owed` for a slave that was removed). The task
+runs on, holding its resources and ports, while its framework waits for an end that
+never comes.
+
+Why a user relies on it: a framework that scales a service down, or replaces a task,
+kills it and waits for TASK_KILLED before it launches the replacement or tells its
+user the old one is gone; a slave restart in that window (every rolling upgrade) leaves
+the task running and the framework stuck, unless it happens to reconcile and kill again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import signal
+from pathlib import Path
+
+import pytest
+
+from protocol.tooling.brokers import MosquittoBroker
+from protocol.wire.messages import CommandInfo, Kill, TaskInfo, TaskState
+from protocol.wire.resources import Resources
+
+from harness.helpers import eventually, kill_processes_under
+from harness.slave import Rig, reap, slave_process
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="review 78: a kill of a task on a disconnected slave is neither delivered nor "
+    "sent again when the slave re-registers (master.calls.framework_calls.on_kill)",
+)
+async def test_a_kill_sent_while_the_slave_is_away_ends_the_task_when_it_is_back(
+    mosquitto: MosquittoBroker, tmp_path: Path
+) -> None:
+    work = tmp_path / "slave"
+    async with contextlib.AsyncExitStack() as stack:
+        stack.callback(kill_processes_under, work)  # (last: the task outlives its slave)
+        rig = Rig(mosquitto, tmp_path, stack)
+        master = await rig.start_master()
+        master.config = dataclasses.replace(master.config, slave_timeout=300)
+        fw = await rig.framework()
+        proc = await slave_process(mosquitto, work)
+        stack.push_async_callback(reap, proc)
+        offer = await fw.next_offer(timeout=60)
+        task = TaskInfo(
+            task_id="svc",
+            slave_id=offer.slave_id,
+            resources=Resources(cpus=0.25, mem=64),
+            command=CommandInfo(value="sleep 300"),
+        )
+        await fw.accept(offer, [task], refuse=0)
+        await fw.update_for("svc", TaskState.RUNNING, timeout=60)
+
+        proc.send_signal(signal.SIGKILL)  # the slave is restarted (an upgrade, a crash)
+        await proc.wait()
+        slave = master.books.slaves[offer.slave_id]
+        await eventually(lambda: not slave.connected, 10)  # its last will: the master knows
+        await fw.bus.publish(fw.to_master, Kill(framework_id=fw.framework_id, task_id="svc"))
+        proc2 = await slave_process(mosquitto, work)
+        stack.push_async_callback(reap, proc2)
+
+        # back within its slave_timeout: the kill reaches it (the slave's default grace: 3 s)
+        await fw.update_for("svc", TaskState.KILLED, timeout=12)
