@@ -33,7 +33,7 @@ from typing import Any
 
 import pytest
 
-from protocol import health_checker, logs
+from protocol import logs
 from protocol.health_checker import HealthChecks, command_probe
 from protocol.transport.aio import within
 from protocol.wire.health import CommandCheck, HealthCheck, HealthCheckType
@@ -67,7 +67,7 @@ async def test_a_check_that_could_not_start_counts_as_a_failure(
             raise BlockingIOError(errno.EAGAIN, "Resource temporarily unavailable")
         return await real(*args, **kw)
 
-    monkeypatch.setattr(health_checker.asyncio, "create_subprocess_exec", fork_fails_once)
+    monkeypatch.setattr(asyncio, "create_subprocess_exec", fork_fails_once)  # (its module's)
 
     def probe() -> Any:
         return command_probe(["sh", "-c", "test -f ok"], cwd=tmp_path, env={}, timeout=5)
