@@ -8,9 +8,9 @@ timeout unless its operator sets one, as in Mesos). The operator runs
 `drfmesos reserve SLAVE 'cpus(team-a):2;mem(team-a):256'` to give team-a room there.
 
 Mesos: an operator's RESERVE_RESOURCES (and UNRESERVE_RESOURCES, CREATE_VOLUMES,
-DESTROY_VOLUMES) that the agent's available resources do not cover rescinds the agent's
-outstanding offers, as many as it needs, and is then applied (`Master::Http::_operation`:
-"We rescind all the offers ... that contain the required resources"). Offers are not the
+DESTROY_VOLUMES) rescinds the agent's outstanding offers as it needs, then is applied
+(`Master::Http::_operation`: "We greedily rescind one offer at time until we've
+rescinded enough offers to cover for 'resources'"). Offers are not the
 framework's to keep from the operator.
 
 drfmesos: `ResourceOperations.by_operator` asks `Allocator.update_available`, which takes
