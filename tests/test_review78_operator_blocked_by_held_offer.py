@@ -15,7 +15,7 @@ framework's to keep from the operator.
 
 drfmesos: `ResourceOperations.by_operator` asks `Allocator.update_available`, which takes
 only what is unallocated; offered resources are allocated, so the call is refused ("slave
-... has not cpus(team-a):2;... free") and nothing is rescinded. The operator is told to
+s1 has not cpus:2;mem:256 free") and nothing is rescinded. The operator is told to
 try again, and it stays refused while the tenant holds the offer
 (`tests/test_operation_grants.py` waits for the resources to be free before calling).
 
