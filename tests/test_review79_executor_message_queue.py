@@ -1,0 +1,82 @@
+"""Review 79: a tenant's framework messages to its own silent executor pile up in the
+slave's memory without bound.
+
+The master forwards a framework's Message to the slave that runs its executor (master.
+calls.framework_calls: only where the framework has that executor). The slave hands it
+to the executor (slave.executor_side.on_framework_message, slave.executors.
+ExecutorProcess.send): queued in a list while the executor has not registered, written
+to its socket without waiting for it to read once it has. mallory's executor is her own
+program: `sleep 300` never registers (nothing makes it: the slave has no registration
+timeout), and one that registers need never read. Her scheduler then sends it messages
+of 1 MiB, which the master takes 1,000 a second (its rate limit) and forwards: each is
+kept by the slave, the process that holds every tenant's tasks on the host. 256 of
+them, a quarter of a second of her rate limit, grew the slave by some 256 MiB; a minute
+of them is 60 GiB, and the slave (or the host's OOM killer, choosing among everyone's
+processes) goes, and with it alice's tasks' supervision, status updates and kills.
+
+docs/explanation/mesos-differences.md: a Message for an executor the framework does not
+run there is refused by the master "so that a tenant's data does not queue on a slave
+ahead of other tenants' launches and kills"; the other direction is budgeted ("an
+executor's messages to its framework are budgeted: 100 a second and 4 MiB a second").
+Nothing bounds what waits on the slave for an executor that does not take it. A tenant
+relies on the slave beside her staying up whatever its other tenants send.
+
+A real slave as root with task users and PID namespaces (harness.shared_slave), in this
+process: its growth is this process's resident memory.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from protocol.wire.messages import CommandInfo, ExecutorInfo, FrameworkMessage
+from protocol.wire.resources import Resources
+
+from harness.helpers import eventually
+from harness.shared_slave import ALICE, MALLORY, T, shared_slave
+
+MESSAGES = 256
+MIB = 1 << 20
+BOUND = 64 * MIB  # what the slave may keep for one executor (the budget's burst is 16 MiB)
+
+
+def resident() -> int:
+    """This process's resident memory, in bytes."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="review 79: the slave queues a framework's messages for its executor without "
+    "bound while the executor does not take them (never registered, or never reading)",
+)
+async def test_messages_for_a_silent_executor_do_not_pile_up_in_the_slave() -> None:
+    async with shared_slave() as s:
+        silent = ExecutorInfo(
+            executor_id="silent",
+            command=CommandInfo(value="exec sleep 300"),
+            resources=Resources(cpus=0.1, mem=32),
+        )
+        await s.master.run("mallory", MALLORY, "m1", "", executor=silent)
+        # (its task says nothing until its executor does: the executor is started)
+        await eventually(lambda: (MALLORY, "silent") in s.slave.custom.executors, timeout=20)
+        before = resident()
+        topic = T.slave("slave", s.master.slave_id)
+        for i in range(MESSAGES):
+            data = i.to_bytes(4, "big") * (MIB // 4)  # (each its own bytes, as from the wire)
+            message = FrameworkMessage(
+                framework_id=MALLORY, slave_id=s.master.slave_id, executor_id="silent", data=data
+            )
+            await s.master.bus.publish(topic, message)
+        # alice's launch, behind them on the slave's topic: once it ran, they were taken
+        await s.master.run("alice", ALICE, "a1", "true")
+        await s.master.ends(ALICE, "a1")
+        grown = resident() - before
+    assert grown < BOUND, (
+        f"the slave grew by {grown / MIB:.0f} MiB holding {MESSAGES} MiB of mallory's "
+        "messages for her executor, which never took them"
+    )
