@@ -10,7 +10,11 @@ The wrapper is still the task's user's process, and this host has no Yama: any p
 of that user may ptrace it (tests/test_health_check_root.py does it with gdb to pid 1).
 mallory's task has gdb make pid 1 call `system()`: what that starts is in pid 1's
 cgroups, the slave's, not her task's. Her task, bounded at 16 pids (`--max-task-pids
-16`), runs 48 processes more; the same way past its memory limit and CPU weight.
+16`), ran 53 processes (48 of them pid 1's, in the host's root pids cgroup: outside its
+principal's bound and the slave's 3/4 of the host's too; in memory, charged to the
+slave's own cgroup); the same way past its memory limit and CPU weight. A custom
+executor's first shell (pid 1 of its namespace, slave.confine.EXECUTOR_IN_NAMESPACE)
+stays out of the executor's cgroup the same way.
 
 The docs promise "Each task's processes and threads are bounded, so that no tenant's task
 can take every pid of the host" and that "its cgroup holds it to its resources". A
