@@ -27,7 +27,7 @@ from master.allocation.fair_shares import (
     IDEAL_POLICY,
     TREE_IDEALS,
     Contender,
-    _role_weights_kept,
+    role_weights_kept,
 )
 from master.allocation.ideal import POLICIES, User, exact, ideal
 from master.roles_file import QuotaSpec
@@ -64,7 +64,7 @@ def as_allocated(
     each framework of the spec weighs its part of its role's weight (`weights`,
     `Spec.role_weights`), and those of the role not in the question (not running, or
     with no one task shape) leave their parts to the others
-    (`fair_shares._role_weights_kept`)."""
+    (`fair_shares.role_weights_kept`)."""
     question = IDEAL_POLICY.get(policy, policy)
     if question in TREE_IDEALS:
         return question, list(users)
@@ -73,7 +73,7 @@ def as_allocated(
     part = {name: weights.get(role, 1.0) / count[role] for name, role in role_of.items()}
     everyone = [Contender(name, role_of[name], part[name], {}, wants=True) for name in part]
     rows = [(u.name, (), part[u.name], u.path, u.limit) for u in users]
-    kept = {row[0]: row[2] for row in _role_weights_kept(rows, everyone, {})}
+    kept = {row[0]: row[2] for row in role_weights_kept(rows, everyone, {})}
     return question, [replace(u, weight=exact(kept[u.name])) for u in users]
 
 

@@ -147,7 +147,7 @@ def fair_allocation(
             cap = tuple(sorted((n, v) for n, v in whole.items() if v > 0 and n in total))
             caps.append((c.framework_id, tuple(named), cap))
     if not tree:
-        users = _role_weights_kept(users, contenders, parts)
+        users = role_weights_kept(users, contenders, parts)
     weights = tuple(sorted((tuple(r.split("/")), w) for r, w in (pool_weights or {}).items()))
     fifo = tuple(
         sorted(
@@ -194,7 +194,7 @@ def contenders_pools(
 TREE_IDEALS = tuple(IDEAL_POLICY[p] for p in TREE_POLICIES)
 
 
-def _role_weights_kept(
+def role_weights_kept(
     users: list[tuple[Any, ...]], contenders: Sequence[Contender], parts: Mapping[str, str]
 ) -> list[tuple[Any, ...]]:
     """Under a flat policy each framework weighs its part of its role's weight, parted
