@@ -12,8 +12,10 @@ cluster would keep it); a framework acts besides only in its offer's role. A ref
 operation is dropped, its sender told why, as Mesos drops an unauthorized one.
 
 Each change goes to the allocator (the same amounts, another owner), the master's books
-and the slave, which checkpoints what it must keep across restarts (CheckpointResources):
-a master that fails over learns it again when the slave re-registers.
+and the slave, which checkpoints what it must keep across restarts (CheckpointResources,
+versioned so that the slave drops an older one delivered again, see
+`Outbox.checkpoint_resources`; a DESTROY's names the volumes whose data goes): a master
+that fails over learns it again when the slave re-registers.
 """
 
 from __future__ import annotations
@@ -41,7 +43,6 @@ from protocol.wire.reservations import (
     parse_key,
 )
 from protocol.wire.resources import ResourceError, Resources
-from protocol.wire.slave import CheckpointResources
 
 Millis = dict[str, int]
 
@@ -267,12 +268,8 @@ class ResourceOperations:
         """The books and the slave follow what the allocator did."""
         slave = self.books.slaves[slave_id]
         slave.total = slave.total - used + made
-        self.outbox.send_slave(
-            slave_id,
-            CheckpointResources(
-                slave_id=slave_id, resources=Resources.from_millis(checkpointed(slave.total.millis))
-            ),
-        )
+        kept = Resources.from_millis(checkpointed(slave.total.millis))
+        self.outbox.checkpoint_resources(slave_id, kept, used if kind == DESTROY else None)
         self.log.info(
             "resources.operation", kind=kind, slave_id=slave_id, consumed=str(used),
             converted=str(made), **who,
