@@ -169,7 +169,7 @@ class KeptResources:
         self.saved = saved
         if unnamed:
             self.log.warning("volumes.dropped", volumes=sorted(unnamed), why="no DESTROY")
-        self._log_set_aside(moved)
+        self._log_set_aside(moved, "a volume of its role and id made anew")
         self._apply(told, dropped)
         if gone:
             await asyncio.to_thread(volumes.remove, self.work_dir, gone)
@@ -184,12 +184,9 @@ class KeptResources:
         _write(self.path, saved.text())
         return moved
 
-    def _log_set_aside(self, moved: list[tuple[Path, Path]]) -> None:
+    def _log_set_aside(self, moved: list[tuple[Path, Path]], why: str) -> None:
         if moved:
-            self.log.warning(
-                "volumes.set_aside", why="named by no volume of the slave's",
-                moved={str(a): str(b) for a, b in moved},
-            )  # fmt: skip
+            self.log.warning("volumes.set_aside", why=why, moved={str(a): str(b) for a, b in moved})
 
     def _apply(self, kept: Mapping[str, int], dropped: Mapping[str, int] | None = None) -> None:
         """`kept` made of the configured resources (what does not fit is dropped and
@@ -228,7 +225,7 @@ async def load_all(kept: list[KeptResources]) -> None:
     for (k, gone, _), aside in zip(found, moved, strict=True):
         if gone:
             k.log.warning("volumes.destroy_finished", volumes=[str(d) for d in gone])
-        k._log_set_aside(aside)
+        k._log_set_aside(aside, "named by nothing in resources.json")
 
 
 def _volume(key: str) -> bool:
