@@ -27,6 +27,8 @@ from protocol import logs
 from protocol.transport.aio import loop_time
 from protocol.transport.base import Transport
 from protocol.wire.messages import ClusterEvent, Error, TaskState, Wire
+from protocol.wire.resources import Resources
+from protocol.wire.slave import CheckpointResources
 from protocol.wire.topics import Topics
 
 MAX_ERROR_TEXT = 8192  # characters of a refusal's reason sent back (1000 tasks' reasons)
@@ -76,6 +78,8 @@ class Outbox:
         self.events_watched_until = 0.0
         self.events_emitted = 0  # each event's number (seq), for followers to see a gap
         self._stale = True  # the published state is older than the books
+        # each slave's CheckpointResources last numbered (`checkpoint_resources`)
+        self._resource_versions: dict[str, int] = {}
 
     # -- messages ---------------------------------------------------------------------------
     def send_framework(self, fw: Framework, message: Wire) -> None:
@@ -95,6 +99,28 @@ class Outbox:
         principal = self._slave_owners.get(slave_id)
         if principal is not None:
             self.bus.post(self.topics.slave(principal, slave_id), message)
+
+    def checkpoint_resources(
+        self, slave_id: str, resources: Resources, destroyed: Resources | None = None
+    ) -> None:
+        """What the slave is to keep (its dynamic reservations and volumes, whole; and
+        the volumes a DESTROY took), numbered past every one before it: this master's
+        epoch (a later leader's outranks it), then a number past both this master's last
+        to the slave and the slave's own (`resource_version_reported`: a master of the
+        same epoch before this one may have numbered it)."""
+        version = self._resource_versions.get(slave_id, 0) + 1
+        self._resource_versions[slave_id] = version
+        message = CheckpointResources(
+            slave_id=slave_id, resources=resources, epoch=self.bus.epoch, version=version,
+            destroyed=destroyed or Resources(),
+        )  # fmt: skip
+        self.send_slave(slave_id, message)
+
+    def resource_version_reported(self, slave_id: str, version: int) -> None:
+        """The version of the last CheckpointResources the slave applied, as its
+        (re-)registration says: the next is numbered past it."""
+        if version > self._resource_versions.get(slave_id, 0):
+            self._resource_versions[slave_id] = version
 
     def send_slave_as(self, principal: str, slave_id: str, message: Wire) -> None:
         """To a slave's topic under `principal`, whether or not the books know the slave."""

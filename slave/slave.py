@@ -72,7 +72,7 @@ from slave.executor_tokens import ExecutorTokens, load_or_make_key
 from slave.files import read_sandbox_file
 from slave.images import find_podman
 from slave.isolator import POSIX_WARNING, make_isolator
-from slave.kept_resources import KeptResources
+from slave.kept_resources import KeptResources, Version
 from slave.kills import Kills
 from slave.launches import RecentLaunches, run_in_turn, run_together
 from slave.memory_limits import enforce_memory_limits
@@ -338,6 +338,7 @@ class Slave:
             attributes=self.config.attributes,
             incarnation=self.bus.incarnation,
             isolation_warning=self.isolation_warning,
+            resource_version=self.resources.version.number,
         )
         ending = self.updates.ending()
         # every executor, idle ones too: a new leader learns their room is used
@@ -464,7 +465,7 @@ class Slave:
         if msg.slave_id != self.slave_id:
             self.log.warning("resources.not_mine", to=msg.slave_id)
             return
-        await self.resources.keep(msg.resources)
+        await self.resources.keep(msg.resources, Version(msg.epoch, msg.version), msg.destroyed)
 
     async def _on_reconcile(self, msg: Reconcile, _: str | None) -> None:
         """The master asks after tasks it launched here (slave.reports.TaskReports.answer)."""

@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import shutil
 import stat
+import time
 from collections.abc import Collection, Iterable
 from pathlib import Path, PurePosixPath
 from urllib.parse import quote
@@ -130,6 +131,25 @@ def remove_dirs(dirs: Iterable[Path]) -> None:
     """(Blocking: in a thread.)"""
     for path in dirs:
         shutil.rmtree(path, ignore_errors=True)
+
+
+def set_aside(work_dir: Path, dirs: Iterable[Path]) -> list[tuple[Path, Path]]:
+    """Volume directories no volume of the slave's holds, moved out of the way of a later
+    volume of the same role and id (which starts empty), not removed: to
+    `volumes/set-aside/ROLE/ID.NANOSECONDS`, root's alone, for a person to look at or
+    remove. (from, to) of each moved. (Blocking: in a thread.)"""
+    moved: list[tuple[Path, Path]] = []
+    for path in dirs:
+        if not path.exists():
+            continue
+        aside = work_dir / "volumes" / "set-aside"
+        aside.mkdir(mode=PRIVATE, exist_ok=True)
+        role = aside / path.parent.name
+        role.mkdir(mode=PRIVATE, exist_ok=True)
+        to = role / f"{path.name}.{time.time_ns()}"
+        os.rename(path, to)
+        moved.append((path, to))
+    return moved
 
 
 def on_disk(work_dir: Path) -> list[Path]:

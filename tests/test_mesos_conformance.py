@@ -52,7 +52,7 @@ from protocol.wire.reservations import shared_once, stripped
 from protocol.wire.resources import Limit, Resources, add_millis, dominant_share
 from protocol.wire.slave import Reregister, RunningTask
 from protocol.wire.values import FrameworkCapability
-from slave.kept_resources import KeptResources
+from slave.kept_resources import KeptResources, Version
 
 from harness.cycle import Books as CycleBooks
 from harness.fakes import FakeFramework, FakeSlave
@@ -2260,7 +2260,7 @@ def mesos_task(fw: FakeFramework, offer: WireOffer, resources: str, task_id: str
 async def restarted(work: Path, kept: str, configured: str) -> KeptResources:
     """A slave that checkpointed `kept` and is restarted with --resources `configured`."""
     before = KeptResources(work, R("cpus:2;mem:1024;disk:2048"), logs.get("test"))
-    await before.keep(R(kept))
+    await before.keep(R(kept), Version(1, 1))
     after = KeptResources(work, R(configured), logs.get("test"))
     await after.load()
     return after

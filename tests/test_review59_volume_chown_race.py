@@ -67,7 +67,9 @@ async def test_the_slave_gives_a_tenant_no_directory_through_a_link_in_its_sandb
     async with shared_slave(
         isolation="cgroups", base_in="/var/lib", resources=Resources(cpus=4, mem=2048, disk=1024)
     ) as s:
-        keep = CheckpointResources(slave_id=s.master.slave_id, resources=Resources({VOLUME: 16}))
+        keep = CheckpointResources(
+            slave_id=s.master.slave_id, resources=Resources({VOLUME: 16}), version=1
+        )
         await s.master.bus.publish(T.slave("slave", s.master.slave_id), keep)
         await eventually(lambda: VOLUME in s.slave.resources.total.millis)
         decoy = s.work.parent / "decoy"  # (as /usr/local: root's, sbin in it)

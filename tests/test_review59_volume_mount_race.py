@@ -88,7 +88,7 @@ async def test_a_tenant_cannot_have_root_bind_its_volume_over_the_hosts_path() -
             resources=Resources(cpus=4, mem=2048, disk=1024),
         ) as s:
             keep = CheckpointResources(
-                slave_id=s.master.slave_id, resources=Resources({VOLUME: 16})
+                slave_id=s.master.slave_id, resources=Resources({VOLUME: 16}), version=1
             )
             await s.master.bus.publish(T.slave("slave", s.master.slave_id), keep)
             await eventually(lambda: VOLUME in s.slave.resources.total.millis)

@@ -97,7 +97,7 @@ async def test_a_tenant_cannot_swap_the_held_way_while_the_sandbox_is_still_its_
             resources=Resources(cpus=4, mem=2048, disk=1024),
         ) as s:
             keep = CheckpointResources(
-                slave_id=s.master.slave_id, resources=Resources({VOLUME: 16})
+                slave_id=s.master.slave_id, resources=Resources({VOLUME: 16}), version=1
             )
             await s.master.bus.publish(T.slave("slave", s.master.slave_id), keep)
             await eventually(lambda: VOLUME in s.slave.resources.total.millis)

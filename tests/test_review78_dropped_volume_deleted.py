@@ -32,29 +32,22 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from protocol import logs
 from protocol.wire.resources import Resources
 from slave import volumes
-from slave.kept_resources import KeptResources
+from slave.kept_resources import KeptResources, Version
 
 R = Resources.parse
 VOLUME = "disk(team-a,ops)[pg:data]"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review 78: a volume dropped by smaller --resources is forgotten by the next "
-    "checkpoint and its data deleted at the restart after (slave.kept_resources)",
-)
 async def test_a_dropped_volume_keeps_its_data_until_the_resources_are_put_back(
     tmp_path: Path,
 ) -> None:
     configured = R("cpus:2;mem:1024;disk(team-a):1024;cpus(team-b):1")
     slave = KeptResources(tmp_path, configured, logs.get("test"))
     await slave.load()
-    await slave.keep(R(f"{VOLUME}:1024"))  # CREATE_VOLUMES, by an operator
+    await slave.keep(R(f"{VOLUME}:1024"), Version(1, 1))  # CREATE_VOLUMES, by an operator
     data = volumes.volume_dir(tmp_path, VOLUME)
     data.mkdir(parents=True)  # (as a task's launch makes it)
     (data / "base").write_text("team-a's database")
@@ -68,7 +61,7 @@ async def test_a_dropped_volume_keeps_its_data_until_the_resources_are_put_back(
 
     # another team's RESERVE on the slave: the master's CheckpointResources names what it
     # holds of the slave (its total as registered, which no longer has the volume)
-    await restarted.keep(R("cpus(team-b,ops):1"))
+    await restarted.keep(R("cpus(team-b,ops):1"), Version(1, 2))
 
     # the operator puts the --resources back and restarts the slave
     fixed = KeptResources(tmp_path, configured, logs.get("test"))

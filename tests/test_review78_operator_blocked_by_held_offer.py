@@ -26,8 +26,6 @@ somebody's offer most of the time, and a hostile tenant can hold them indefinite
 
 from __future__ import annotations
 
-import pytest
-
 from protocol.wire.framework import OfferOperation
 from protocol.wire.operator import OperateResources
 from protocol.wire.resources import Resources
@@ -39,11 +37,6 @@ from harness.master import cluster as cluster
 R = Resources.parse
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review 78: an operator's RESERVE of resources in an outstanding offer is "
-    "refused instead of rescinding the offer (ResourceOperations.by_operator)",
-)
 async def test_an_operators_reserve_rescinds_the_offer_that_holds_the_resources(
     cluster: Cluster,
 ) -> None:

@@ -14,7 +14,7 @@ from protocol.wire.messages import Accept, Error, Filters, OfferOperation, Resci
 from protocol.wire.resources import Resources
 from protocol.wire.values import FrameworkCapability
 from slave import volumes
-from slave.kept_resources import KeptResources
+from slave.kept_resources import KeptResources, Version
 
 from harness.helpers import eventually
 from harness.master import Cluster, acl_cluster
@@ -262,12 +262,12 @@ async def test_a_volume_destroyed_as_its_slave_died_leaves_nothing_to_a_later_on
     # A DESTROY is written to resources.json before the volume's directory goes: a slave
     # killed between the two kept the directory, named by nothing, and a later CREATE of
     # the same id in the role (another principal of it) was given the destroyed one's
-    # files. At its start the slave removes the volumes its file does not name; those it
-    # names stay, even one its smaller --resources no longer fit (an operator's mistake
+    # files. At its start the slave removes the volumes its file says a DESTROY took; those
+    # it names stay, even one its smaller --resources no longer fit (an operator's mistake
     # must not cost data).
     gone, kept, big = "disk(a,alice)[db:d]", "disk(a,alice)[keep:d]", "disk(a,alice)[big:d]"
     slave = KeptResources(tmp_path, R("cpus:1;disk:1024"), logs.get("test"))
-    await slave.keep(R(f"{gone}:64;{kept}:64;{big}:512"))
+    await slave.keep(R(f"{gone}:64;{kept}:64;{big}:512"), Version(1, 1))
     for key in (gone, kept, big):
         volumes.volume_dir(tmp_path, key).mkdir(parents=True)
         (volumes.volume_dir(tmp_path, key) / "secret").write_text(key)
@@ -278,7 +278,7 @@ async def test_a_volume_destroyed_as_its_slave_died_leaves_nothing_to_a_later_on
     with monkeypatch.context() as m:
         m.setattr(volumes, "remove", killed)
         with pytest.raises(RuntimeError):
-            await slave.keep(R(f"{kept}:64;{big}:512"))  # the DESTROY of db
+            await slave.keep(R(f"{kept}:64;{big}:512"), Version(1, 2), R(f"{gone}:64"))  # DESTROY
     assert (volumes.volume_dir(tmp_path, gone) / "secret").exists()
 
     restarted = KeptResources(tmp_path, R("cpus:1;disk:256"), logs.get("test"))

@@ -23,7 +23,7 @@ async def keep(s: Shared, *volumes: str) -> None:
     wanted = Resources({v: 16 for v in volumes})
     await s.master.bus.publish(
         T.slave("slave", s.master.slave_id),
-        CheckpointResources(slave_id=s.master.slave_id, resources=wanted),
+        CheckpointResources(slave_id=s.master.slave_id, resources=wanted, version=1),
     )
     await eventually(lambda: all(v in s.slave.resources.total.millis for v in volumes))
 

@@ -1,6 +1,8 @@
 """Operations that change whose a slave's resources are: RESERVE, UNRESERVE, CREATE,
 DESTROY, GROW_VOLUME and SHRINK_VOLUME, from a framework's Accept (on what it was offered)
-or from an operator (on what is free: RESERVE_RESOURCES and the like).
+or from an operator (RESERVE_RESOURCES and the like: on what no task uses; the slave's
+offers outstanding are rescinded as it needs, as Mesos's `Master::Http::_operation` does,
+so that a tenant that sits on its offers cannot keep the operator out).
 
 Who may (`master.calls.operation_acls`): identity is the caller's (the broker's, or the
 HTTP credentials'), never a payload's. The operator's grants say which operations each
@@ -10,8 +12,10 @@ cluster would keep it); a framework acts besides only in its offer's role. A ref
 operation is dropped, its sender told why, as Mesos drops an unauthorized one.
 
 Each change goes to the allocator (the same amounts, another owner), the master's books
-and the slave, which checkpoints what it must keep across restarts (CheckpointResources):
-a master that fails over learns it again when the slave re-registers.
+and the slave, which checkpoints what it must keep across restarts (CheckpointResources,
+versioned so that the slave drops an older one delivered again, see
+`Outbox.checkpoint_resources`; a DESTROY's names the volumes whose data goes): a master
+that fails over learns it again when the slave re-registers.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from typing import Any
 
 from master.allocation.allocator import Allocator, AllocatorError
 from master.authz import Caller
-from master.books import Books, Framework
+from master.books import Books, Framework, OfferRecord
 from master.calls.operation_acls import May, framework_problem, grant_problem, reserver_problem
 from master.offers import OfferBook
 from master.outbox import Outbox
@@ -39,7 +43,6 @@ from protocol.wire.reservations import (
     parse_key,
 )
 from protocol.wire.resources import ResourceError, Resources
-from protocol.wire.slave import CheckpointResources
 
 Millis = dict[str, int]
 
@@ -135,9 +138,9 @@ class ResourceOperations:
         return problem or framework_problem(fw, role, kind, consumed, converted)
 
     def by_operator(self, slave_id: str, op: OfferOperation, principal: str) -> None:
-        """An operator's operation on a slave's free resources (for any role its grants
-        allow: the caller is an operator principal; a RESERVE in its own name only);
-        OperationError if it may not be."""
+        """An operator's operation on a slave's resources no task uses, offered or free
+        (for any role its grants allow: the caller is an operator principal; a RESERVE
+        in its own name only); OperationError if it may not be."""
         consumed, converted = self._conversion(op, principal)
         problem = reserver_problem(principal, op.type, converted)
         problem = problem or grant_problem(self.may, principal, op.type, consumed, converted)
@@ -147,6 +150,8 @@ class ResourceOperations:
         used, made = Resources.from_millis(consumed), Resources.from_millis(converted)
         if op.type == DESTROY:  # (a shared volume in frameworks' offers: taken back first)
             self.rescind_shared(slave_id, used)
+        for record in self._offers_holding(slave_id, used):
+            self.offers.rescind(record)
         try:
             self.allocator.update_available(slave_id, used, made)
         except AllocatorError as e:
@@ -179,6 +184,36 @@ class ResourceOperations:
                 record = self.books.offers.get(offer_id)
                 if record is not None and key in record.resources.millis:
                     self.offers.rescind(record)
+
+    def _offers_holding(self, slave_id: str, needed: Resources) -> list[OfferRecord]:
+        """The slave's offers outstanding to rescind so that what is free holds `needed`
+        (Mesos's `_operation`: "we greedily rescind one offer at a time until we've
+        rescinded enough offers to cover for 'resources'"): the oldest first (held the
+        longest), only those holding some of what is missing; offers not needed stay. Empty
+        if what is free holds it already, or if rescinding all would not (tasks use it:
+        refused as it is, no offer taken back for nothing)."""
+        free = self.allocator.free(slave_id).millis
+        missing = {k: v - free.get(k, 0) for k, v in needed.millis.items() if v > free.get(k, 0)}
+        if not missing:
+            return []
+        slave = self.books.slaves[slave_id]
+        records = sorted(
+            (r for r in map(self.books.offers.get, slave.offers) if r is not None),
+            key=lambda r: (r.created_at, r.offer_id),
+        )
+        chosen: list[OfferRecord] = []
+        for record in records:
+            held = record.resources.millis
+            if not any(k in held for k in missing):
+                continue
+            chosen.append(record)
+            for key in [k for k in missing if k in held]:
+                missing[key] -= held[key]
+                if missing[key] <= 0:
+                    del missing[key]
+            if not missing:
+                return chosen
+        return []
 
     def _conversion(self, op: OfferOperation, principal: str) -> tuple[Millis, Millis]:
         try:
@@ -233,12 +268,8 @@ class ResourceOperations:
         """The books and the slave follow what the allocator did."""
         slave = self.books.slaves[slave_id]
         slave.total = slave.total - used + made
-        self.outbox.send_slave(
-            slave_id,
-            CheckpointResources(
-                slave_id=slave_id, resources=Resources.from_millis(checkpointed(slave.total.millis))
-            ),
-        )
+        kept = Resources.from_millis(checkpointed(slave.total.millis))
+        self.outbox.checkpoint_resources(slave_id, kept, used if kind == DESTROY else None)
         self.log.info(
             "resources.operation", kind=kind, slave_id=slave_id, consumed=str(used),
             converted=str(made), **who,

@@ -59,7 +59,6 @@ from protocol.wire.reservations import (
     with_checkpointed,
 )
 from protocol.wire.resources import Resources
-from protocol.wire.slave import CheckpointResources
 from protocol.wire.topics import check_segment
 
 
@@ -129,7 +128,7 @@ class SlaveCalls:
     async def on_register(self, msg: Register, caller: Caller) -> None:
         await self._admit_slave(
             msg.slave_id, msg.hostname, msg.resources, msg.attributes, msg.incarnation, [], caller,
-            warning=msg.isolation_warning, discrete=msg.discrete,
+            warning=msg.isolation_warning, discrete=msg.discrete, version=msg.resource_version,
         )  # fmt: skip
 
     async def on_reregister(self, msg: Reregister, caller: Caller) -> None:
@@ -146,6 +145,7 @@ class SlaveCalls:
             warning=msg.isolation_warning,
             discrete=msg.discrete,
             executors=msg.executors,
+            version=msg.resource_version,
         )
 
     async def _admit_slave(
@@ -163,11 +163,13 @@ class SlaveCalls:
         warning: str = "",
         discrete: Discrete = EMPTY,
         executors: list[RunningExecutor] | None = None,
+        version: int = 0,
     ) -> None:
         """`ending`: (framework, task) that ended there, their last update on its way;
         `owners`: each framework's principal, as the slave checkpointed it; `warning`:
         what it says it does not enforce between tenants; `discrete`: its ranges' and
-        sets' values (ports); `executors`: the custom executors it runs, idle ones too."""
+        sets' values (ports); `executors`: the custom executors it runs, idle ones too;
+        `version`: of the last CheckpointResources it applied."""
         try:
             check_segment(slave_id, "slave_id")
         except ValueError as e:
@@ -187,6 +189,7 @@ class SlaveCalls:
         if slave_id in self.books.gone_slaves:
             self.partitions.refuse_gone_slave(slave_id, running, caller)
             return
+        self.outbox.resource_version_reported(slave_id, version)
         known = self.books.slaves.get(slave_id)
         if (
             ending is None
@@ -387,7 +390,7 @@ class SlaveCalls:
             self.log.warning("slave.kept_dropped", slave_id=sid, dropped=str(gone))
         if checkpointed(told.millis) != checkpointed(merged):
             again = Resources.from_millis(checkpointed(merged))
-            self.outbox.send_slave(sid, CheckpointResources(slave_id=sid, resources=again))
+            self.outbox.checkpoint_resources(sid, again)
 
     def _reconcile_slave(
         self,

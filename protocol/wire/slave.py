@@ -94,6 +94,9 @@ Hostname = Annotated[str, Field(max_length=MAX_HOSTNAME)]
 AttributeName = Annotated[str, Field(min_length=1, max_length=MAX_ATTRIBUTE_NAME)]
 AttributeValue = Annotated[str, Field(max_length=MAX_ATTRIBUTE_VALUE)]
 Attributes = Annotated[dict[AttributeName, AttributeValue], Field(max_length=MAX_ATTRIBUTES)]
+# the version of the last CheckpointResources a slave applied, which a master numbers its
+# next past (bounded: a master adds one to it)
+ResourceVersion = Annotated[int, Field(ge=0, le=2**62)]
 
 
 class Register(Wire):
@@ -104,6 +107,7 @@ class Register(Wire):
     attributes: Attributes = Field(default_factory=dict)
     incarnation: Incarnation = ""
     isolation_warning: IsolationWarning = ""
+    resource_version: ResourceVersion = 0  # of the last CheckpointResources it applied
 
     @model_validator(mode="after")
     def _counted(self) -> Register:
@@ -119,6 +123,7 @@ class Reregister(Wire):
     attributes: Attributes = Field(default_factory=dict)
     incarnation: Incarnation = ""
     isolation_warning: IsolationWarning = ""
+    resource_version: ResourceVersion = 0  # of the last CheckpointResources it applied
     tasks: list[RunningTask] = Field(default_factory=list)
     ending: list[EndingTask] = Field(default_factory=list)
     executors: list[RunningExecutor] = Field(default_factory=list)  # (idle ones too)
@@ -138,10 +143,22 @@ class CheckpointResources(Wire):
     """Master -> slave: what of its total it keeps across restarts, whole (Mesos's
     CheckpointResourcesMessage): its dynamic reservations and volumes. Sent after every
     operation that changed them; the slave's total is its --resources with these made
-    of them, and it re-registers with that."""
+    of them, and it re-registers with that.
+
+    Each is versioned, as Mesos's operations carry the agent's `resource_version_uuid`:
+    (`epoch`, `version`) grows with every one a master sends the slave (the sending
+    master's leadership epoch, then its number, past the one the slave said it holds
+    when it registered), and the slave applies only one newer than the last it applied
+    and kept: the broker's second delivery of an older one (after it restarts from its
+    last save), or a deposed master's, is dropped. `destroyed`: the volumes a DESTROY
+    took, whose data the slave removes (no other volume's: one the master no longer
+    names for another reason keeps its data)."""
 
     slave_id: Id
     resources: Resources
+    epoch: int = Field(default=0, ge=0)
+    version: int = Field(default=0, ge=0)
+    destroyed: Resources = Field(default_factory=Resources)
 
 
 class TaskUsage(Wire):
