@@ -79,10 +79,12 @@ class Cgroups(Protocol):
 
     def delegate(self, name: str, uid: int, gid: int) -> bool:
         """Let user `uid` move its own processes into the cgroup (`procs_files` become
-        its), so that a task's shell running as that user joins it itself, execing
-        nothing once in it (an exec in a v1 memory cgroup leaves kernel memory charged
-        to it, which keeps it from being recycled). False where the kernel would not let
-        the user (cgroup v2 asks it to own the common ancestor's too): root joins then."""
+        its), so that a task's shell running as that user joins it itself. False: root
+        joins before it drops to the user, and the whole chain (the wrapper, pid 1 of the
+        task's PID namespace, included) runs in the cgroup. Both versions say False: a
+        wrapper of the task's user outside its cgroup is the task's to ptrace and have
+        it start processes outside every bound (review 79); cgroup v2 would not let the
+        user anyway (it asks it to own the common ancestor's too)."""
         ...
 
     def undelegate(self, name: str) -> None:
@@ -316,9 +318,10 @@ class CgroupsV1:
         return [mount / name / "tasks" for mount in self._join_order]
 
     def delegate(self, name: str, uid: int, gid: int) -> bool:
-        for path in self.procs_files(name):
-            os.chown(path, uid, gid)
-        return True
+        # (the kernel would let the user, but then the wrapper, the user's too, stays out
+        # for the task to ptrace: root joins. The chain's execs leave kernel memory
+        # charged to the cgroup, so a user's task's cgroup is seldom recycled.)
+        return False
 
     def undelegate(self, name: str) -> None:
         for path in self.procs_files(name):
