@@ -55,6 +55,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from slave.keyrings import KEYCTL
 from slave.task_env import ROOT_ENV, start_script
 from slave.task_users import TaskUser
 
@@ -346,6 +347,11 @@ class Confinement:
                 "tasks run as the slave's own user: a task can read every other task's "
                 "sandbox and environment (/proc/PID/environ), the slave's work dir and "
                 "journals, and signal every other task and the slave itself"
+            )
+        if self.users and KEYCTL is None:
+            gaps.append(
+                "no keyctl(2) number is known for this machine: tasks share the slave's "
+                "session keyring, and read and clear the keys another tenant's task keeps there"
             )
         if not self.pid_namespace:
             gaps.append(

@@ -14,10 +14,12 @@ import asyncio
 import contextlib
 import os
 import stat
+import subprocess
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from slave.confine import PRIVATE_TMP
+from slave.keyrings import own_session_keyring
 from slave.task_users import TaskUser
 
 PASSABLE = 0o711  # the directories above sandboxes: others pass, do not list
@@ -208,7 +210,9 @@ async def spawn_in_sandbox(
     """Start `args` in `sandbox` (created if need be, with its `tmp`), stdout and stderr
     to files there, with `env` and nothing of the slave's own environment; `script` on
     its stdin (a task's first shell reads it: slave.confine), else nothing; with
-    `private_tmp`, its `tmp` and `var-tmp` ready for its /tmp and /var/tmp.
+    `private_tmp`, its `tmp` and `var-tmp` ready for its /tmp and /var/tmp. With an
+    `owner` (it runs as a tenant's user) it gets a session keyring of its own
+    (slave.keyrings), not the slave's.
 
     The process leads a new session, so killing its process group kills everything it
     started. File system work runs in a thread (`first` too: what else must be on disk
@@ -227,7 +231,10 @@ async def spawn_in_sandbox(
             env=env,
             start_new_session=True,
             pass_fds=pass_fds,
+            preexec_fn=own_session_keyring if owner is not None else None,
         )
+    except subprocess.SubprocessError as e:  # (own_session_keyring failed)
+        raise OSError(f"no session keyring of its own: {e}") from e
     finally:
         for fd in (out, err) if script is None else (out, err, stdin):
             os.close(fd)
