@@ -34,7 +34,7 @@ from protocol.wire.messages import (
 from protocol.wire.resources import Resources
 from slave.cgroups import MB
 from slave.executor_tokens import ExecutorTokens, TokenError
-from slave.executors import ExecutorProcess
+from slave.executors import REGISTRATION_TIMEOUT, ExecutorProcess
 from slave.isolator import Isolator, executor_container_name
 from slave.message_budget import BYTES_A_SECOND, MESSAGES_A_SECOND, MessageBudget
 from slave.sandbox import make_task_sandbox
@@ -79,6 +79,7 @@ class ExecutorSide:
         reports: TaskReports,
         tenancy: Callable[[], Tenancy],
         grace: Callable[[TaskRecord], float],
+        registration_timeout: float = REGISTRATION_TIMEOUT,
     ) -> None:
         self.slave_id, self.bus, self.to_master = slave_id, bus, to_master
         self.isolator, self.tasks, self.shut_down_frameworks = isolator, tasks, shut_down_frameworks
@@ -91,6 +92,9 @@ class ExecutorSide:
         self._executor_sandbox = executor_sandbox  # (apart from every task's: slave.paths)
         self._tenancy = tenancy  # (decided as the slave starts)
         self._grace = grace  # a task's kill grace, as the slave gives it
+        self._registration_timeout = registration_timeout  # (an executor's: 0, none)
+        # framework messages dropped for each executor since the last said (MAX_WAITING)
+        self._undelivered: dict[tuple[str, str], int] = {}
         self.tokens: ExecutorTokens | None = None  # (its key is read as the slave starts)
         self.log = logs.get("slave", slave_id=slave_id)
 
@@ -127,6 +131,7 @@ class ExecutorSide:
                 user,
                 tenancy.confinement,
                 msg.principal,
+                self._registration_timeout,
             )
             self.executors[ekey] = executor
             try:
@@ -305,10 +310,28 @@ class ExecutorSide:
         """Scheduler -> executor (it came from the master, on this slave's own topic)."""
         executor = self.executors.get((msg.framework_id, msg.executor_id))
         if executor is not None:
-            executor.send(msg)
+            self._deliver(executor, msg)
         else:
             self.log.warning(
                 "message.no_executor", framework_id=msg.framework_id, executor_id=msg.executor_id
+            )
+
+    def _deliver(self, executor: ExecutorProcess, msg: FrameworkMessage) -> None:
+        """Hand a framework's message to its executor, unless it cannot take it (not
+        registered, or not reading: slave.executors): then dropped, the first of a run
+        logged, and how many once one passes again (a tenant cannot fill the log)."""
+        key, ids = executor.key, {"framework_id": msg.framework_id, "executor_id": msg.executor_id}
+        dropped = self._undelivered.get(key, 0)
+        why = executor.send_framework_message(msg)
+        if why is None:
+            if dropped:
+                del self._undelivered[key]
+                self.log.warning("message.undelivered", dropped=dropped, **ids)
+            return
+        self._undelivered[key] = dropped + 1
+        if not dropped:
+            self.log.warning(
+                "message.undelivered", why=why + ": dropped until it takes them", **ids
             )
 
     async def _resize(self, executor: ExecutorProcess, new: Resources | None = None) -> None:
@@ -347,6 +370,7 @@ class ExecutorSide:
 
     async def _executor_exited(self, executor: ExecutorProcess, code: int) -> None:
         self.executors.pop(executor.key, None)
+        self._undelivered.pop(executor.key, None)
         limited = None
         if executor.container is not None:
             limited = await executor.container.limitation()
@@ -363,11 +387,16 @@ class ExecutorSide:
                 # a task the master killed ends KILLED (with the kill's reason), however
                 # its executor went; another FAILED
                 killed = record.kill_reason is not None and not limited
+                reason = Reason.EXECUTOR_TERMINATED
+                if limited:
+                    reason = Reason.MEMORY_LIMIT
+                elif executor.timed_out:
+                    reason = Reason.EXECUTOR_REGISTRATION_TIMEOUT
                 await self._reports.report(
                     executor.framework_id,
                     record.info,
                     TaskState.KILLED if killed else TaskState.FAILED,
-                    Reason.MEMORY_LIMIT if limited else Reason.EXECUTOR_TERMINATED,
+                    reason,
                     limited
                     or f"executor {executor.executor_id} exited with status {code}"
                     + (f" (stopped: {executor.broken})" if executor.broken else ""),

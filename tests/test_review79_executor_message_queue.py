@@ -27,9 +27,7 @@ process: its growth is this process's resident memory.
 
 from __future__ import annotations
 
-import pytest
-
-from protocol.wire.messages import CommandInfo, ExecutorInfo, FrameworkMessage
+from protocol.wire.messages import CommandInfo, ExecutorInfo, FrameworkMessage, Reason, TaskState
 from protocol.wire.resources import Resources
 
 from harness.helpers import eventually
@@ -49,11 +47,6 @@ def resident() -> int:
     raise AssertionError("no VmRSS")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review 79: the slave queues a framework's messages for its executor without "
-    "bound while the executor does not take them (never registered, or never reading)",
-)
 async def test_messages_for_a_silent_executor_do_not_pile_up_in_the_slave() -> None:
     async with shared_slave() as s:
         silent = ExecutorInfo(
@@ -80,3 +73,21 @@ async def test_messages_for_a_silent_executor_do_not_pile_up_in_the_slave() -> N
         f"the slave grew by {grown / MIB:.0f} MiB holding {MESSAGES} MiB of mallory's "
         "messages for her executor, which never took them"
     )
+
+
+async def test_an_executor_that_never_registers_is_stopped_and_its_tasks_fail() -> None:
+    """Mesos's --executor_registration_timeout: an executor that has not registered in
+    time is killed, and its tasks fail with REASON_EXECUTOR_REGISTRATION_TIMEOUT (it
+    holds its resources, and a framework waiting on it, until then)."""
+    async with shared_slave(executor_registration_timeout=1.0) as s:
+        silent = ExecutorInfo(
+            executor_id="silent",
+            command=CommandInfo(value="exec sleep 300"),
+            resources=Resources(cpus=0.1, mem=32),
+        )
+        await s.master.run("mallory", MALLORY, "m1", "", executor=silent)
+        status = await s.master.ends(MALLORY, "m1", timeout=20)
+        assert status.state == TaskState.FAILED
+        assert status.reason == Reason.EXECUTOR_REGISTRATION_TIMEOUT
+        assert "did not register within 1 s" in status.message
+        await eventually(lambda: (MALLORY, "silent") not in s.slave.custom.executors)
