@@ -137,15 +137,22 @@ class ExecutorProcess:
             self._timer = loop.call_later(self.registration_timeout, self._registration_due)
 
     def _registration_due(self) -> None:
-        """Not registered in time: killed (as Mesos destroys its container), its exit
-        reported by `_watch`."""
+        """Not registered in time: killed (as Mesos destroys its container)."""
+        if not self.registered and not self.shutting_down:
+            self.timed_out = self.stop(
+                f"it did not register within {self.registration_timeout:g} s"
+            )
+
+    def stop(self, why: str) -> bool:
+        """Kill it now, for `why` (its exit reported by `_watch`, its tasks failed with
+        that); False if it is ending already."""
         proc = self._proc
-        if self.registered or self.shutting_down or proc is None or proc.returncode is not None:
-            return
-        self.timed_out = True
-        self.broken = f"it did not register within {self.registration_timeout:g} s"
+        if self.broken is not None or proc is None or proc.returncode is not None:
+            return False
+        self.broken = why
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)
+        return True
 
     async def _read(self, channel: Channel) -> None:
         while True:
