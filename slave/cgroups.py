@@ -94,8 +94,11 @@ class Cgroups(Protocol):
         ...
 
     def seal(self, name: str) -> None:
-        """Others may pass its directory (to their own cgroup below), not list it: a
-        task never learns the other tasks' cgroups' names, nor reads their usage."""
+        """Others may pass its directory (to their own cgroup below), not list it, and
+        read none of its files: a task never learns the other tasks' cgroups' names, nor
+        reads the usage of the cgroups above them (a principal's group is named after the
+        principal: review 79, one tenant's task read another's processes, memory and CPU
+        time from its group's counters)."""
         ...
 
     def pids(self, name: str) -> list[int]: ...
@@ -134,6 +137,18 @@ class Cgroups(Protocol):
     def destroy(self, name: str) -> None:
         """Kill every process in it and remove it (blocking: call it from a thread)."""
         ...
+
+
+def _root_only(d: Path) -> None:
+    """Its control files (0444 or 0644 as the kernel makes them, its counters among them)
+    for root alone: its owner's bits kept, the others' taken (a few dozen chmods, once a
+    cgroup: the slave's parents and each principal's group)."""
+    with os.scandir(d) as entries:
+        for entry in entries:
+            if entry.is_file(follow_symlinks=False):
+                mode = entry.stat(follow_symlinks=False).st_mode
+                if mode & 0o077:
+                    os.chmod(entry.path, mode & 0o700)
 
 
 def shares(cpus: float) -> int:
@@ -337,6 +352,7 @@ class CgroupsV1:
             with contextlib.suppress(FileExistsError):
                 os.makedirs(mount / name, mode=SEALED)
             os.chmod(mount / name, SEALED)
+            _root_only(mount / name)
 
     def pids(self, name: str) -> list[int]:
         # (one hierarchy: a process joins all of ours before it runs anything)
@@ -486,6 +502,7 @@ class CgroupsV2:
     def seal(self, name: str) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.chmod(self.root / name, SEALED)
+            _root_only(self.root / name)
 
     def pids(self, name: str) -> list[int]:
         return fs.procs(self.root / name)
