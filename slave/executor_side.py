@@ -316,7 +316,7 @@ class ExecutorSide:
         every tenant's."""
         key, now = repr(executor.key), time.monotonic()
         if code != "rate-limited" and not self._misbehaving.admit(key, now):
-            why = f"over {MOST_REFUSED} messages refused ({code}: {logs.clip(message)})"
+            why = f"over {MOST_REFUSED} messages refused (the last: {logs.clip(message)})"
             if executor.stop(why):
                 ids = {"framework_id": executor.framework_id, "executor_id": executor.executor_id}
                 self.log.warning("executor.stopped", why=why, **ids)
