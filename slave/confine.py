@@ -4,15 +4,20 @@ cgroup, with its environment set only once it runs as its user.
 
 The chain, each step only where the slave can take it (root; util-linux's `unshare`):
 
+    sh -c 'JOIN exec "$@"'                                   root joins its cgroup
     unshare --pid --fork --mount-proc --ipc --kill-child    PID, IPC and mount
       sh -c 'mount tmpfs /dev/shm; mount --bind              namespaces, its own /proc,
              SANDBOX/tmp /tmp (and /var/tmp) && exec "$@"'    /dev/shm and /tmp (root's)
       setpriv --reuid U --regid G --clear-groups --          its user
-      sh -s EXIT sh -c 'JOIN COMMAND'   < script             pid 1 there: its umask and
+      sh -s EXIT sh -c COMMAND   < script                    pid 1 there: its umask and
                                                              environment, then waits
-        sh -c 'JOIN COMMAND'                                 the task, in its cgroup
+        sh -c COMMAND                                        the task
 
-  (without a PID namespace: `unshare --setgid G --setuid U -- sh -s ...`)
+  (without a PID namespace: `unshare --setgid G --setuid U -- sh -s ...`; without a
+  user to switch to, the task's shell joins: `sh -c 'JOIN COMMAND'`)
+
+The slave's child (spawn_in_sandbox) joins a session keyring of its own and takes a
+tenant's open-file limit before its exec (slave.sandbox._as_tenant).
 
 - Nothing of the task's environment reaches a process that runs as root: `unshare` (and
   `setpriv`, and root's `sh` where root joins the cgroup) start with a fixed minimal
