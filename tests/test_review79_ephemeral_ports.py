@@ -41,11 +41,15 @@ import shlex
 import socket
 import subprocess
 from collections.abc import Iterator
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
+from protocol.wire.discrete import EMPTY, Ranges
 from protocol.wire.messages import Reason, TaskState
 from protocol.wire.resources import Resources
+from slave.ports_isolator import MOST_OTHER_PORTS, MOST_PRINCIPAL_OTHER_PORTS, hoarders
 
 from harness.helpers import eventually
 from harness.shared_slave import ALICE, MALLORY, shared_slave
@@ -150,3 +154,26 @@ async def test_a_tenants_task_cannot_take_every_ephemeral_port() -> None:
         f"mallory's task ({full}) left alice's task unable to connect to its own listener "
         f"({said.splitlines()[-1]!r}); the slave: {slave!r}"
     )
+
+
+def test_many_tasks_of_one_principal_are_held_to_their_bound_together() -> None:
+    """Each under MOST_OTHER_PORTS, six of mallory's tasks took 5,900 of the range: her
+    biggest holders go until hers hold at most MOST_PRINCIPAL_OTHER_PORTS; alice's task,
+    one of the range's users as much, is left alone."""
+    low = 40_000
+
+    def task(principal: str) -> tuple[Any, Any]:
+        return SimpleNamespace(principal=principal, info=SimpleNamespace(discrete=EMPTY)), None
+
+    def holding(n: int, at: int) -> dict[int, set[int]]:
+        return {port: {1} for port in range(at, at + n)}
+
+    runners = {g: task("mallory") for g in range(1, 7)} | {7: task("alice")}
+    sizes = {1: 1_000, 2: 1_000, 3: 1_000, 4: 1_000, 5: 1_000, 6: 900, 7: 1_000}
+    ports = {g: holding(n, low + 1_000 * g) for g, n in sizes.items()}
+    over = hoarders(ports, runners, Ranges.parse("[31000-32000]"))
+    assert sorted(over) == [1, 2]  # (5,900 - 2,000: hers under 4,096; alice's untouched)
+    assert len(over[1]) == 1_000
+    solo = hoarders({1: holding(MOST_OTHER_PORTS + 1, low)}, {1: task("bob")}, Ranges())
+    assert list(solo) == [1]
+    assert MOST_PRINCIPAL_OTHER_PORTS == 4 * MOST_OTHER_PORTS
