@@ -118,36 +118,3 @@ class RoleACL:
         except (OSError, CredentialsError) as e:
             log.warning("principals.reload_failed", error=str(e))  # keep the last good one
         return False
-
-
-class RateLimiter:
-    """A token bucket per principal: `rate` a second, `burst` at once. It samples what a
-    flood of bad calls would otherwise multiply (log lines, answers); the calls themselves
-    are throttled by `master.intake`."""
-
-    def __init__(self, rate: float | None, burst: float) -> None:
-        self.rate = rate
-        self.burst = max(1.0, burst)
-        self._buckets: dict[str, tuple[float, float]] = {}  # principal -> (tokens, at)
-        self._skipped: dict[str, int] = {}
-
-    def admit(self, principal: str, now: float, cost: float = 1.0) -> bool:
-        if not self.rate:
-            return True
-        tokens, at = self._buckets.get(principal, (self.burst, now))
-        tokens = min(self.burst, tokens + (now - at) * self.rate)
-        if tokens < cost:
-            self._buckets[principal] = (tokens, now)
-            self._skipped[principal] = self._skipped.get(principal, 0) + 1
-            return False
-        self._buckets[principal] = (tokens - cost, now)
-        return True
-
-    def take_skipped(self, principal: str) -> int:
-        """How many were refused for `principal` since this was last asked."""
-        return self._skipped.pop(principal, 0)
-
-    def forget(self, principal: str) -> None:
-        """Forget `principal`'s bucket (it starts full again if it comes back)."""
-        self._buckets.pop(principal, None)
-        self._skipped.pop(principal, None)

@@ -82,9 +82,11 @@ async def command_probe(
     env: dict[str, str],
     timeout: float,
     script: bytes = b"",
+    first: Callable[[], None] | None = None,
 ) -> str | None:
     """Healthy: `args` (given `script` on stdin) exits 0 within `timeout`. It runs in a
-    session of its own: all it started goes with it when it is killed."""
+    session of its own: all it started goes with it when it is killed. `first`: what
+    its process runs before its exec (a slave's: a session keyring of its own)."""
     proc = await asyncio.create_subprocess_exec(
         *args,
         cwd=cwd,
@@ -93,6 +95,7 @@ async def command_probe(
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.DEVNULL,
         start_new_session=True,
+        preexec_fn=first,
     )
     try:
         async with asyncio.timeout(timeout):

@@ -79,10 +79,12 @@ class Cgroups(Protocol):
 
     def delegate(self, name: str, uid: int, gid: int) -> bool:
         """Let user `uid` move its own processes into the cgroup (`procs_files` become
-        its), so that a task's shell running as that user joins it itself, execing
-        nothing once in it (an exec in a v1 memory cgroup leaves kernel memory charged
-        to it, which keeps it from being recycled). False where the kernel would not let
-        the user (cgroup v2 asks it to own the common ancestor's too): root joins then."""
+        its), so that a task's shell running as that user joins it itself. False: root
+        joins before it drops to the user, and the whole chain (the wrapper, pid 1 of the
+        task's PID namespace, included) runs in the cgroup. Both versions say False: a
+        wrapper of the task's user outside its cgroup is the task's to ptrace and have
+        it start processes outside every bound (review 79); cgroup v2 would not let the
+        user anyway (it asks it to own the common ancestor's too)."""
         ...
 
     def undelegate(self, name: str) -> None:
@@ -92,8 +94,11 @@ class Cgroups(Protocol):
         ...
 
     def seal(self, name: str) -> None:
-        """Others may pass its directory (to their own cgroup below), not list it: a
-        task never learns the other tasks' cgroups' names, nor reads their usage."""
+        """Others may pass its directory (to their own cgroup below), not list it, and
+        read none of its files: a task never learns the other tasks' cgroups' names, nor
+        reads the usage of the cgroups above them (a principal's group is named after the
+        principal: review 79, one tenant's task read another's processes, memory and CPU
+        time from its group's counters)."""
         ...
 
     def pids(self, name: str) -> list[int]: ...
@@ -132,6 +137,18 @@ class Cgroups(Protocol):
     def destroy(self, name: str) -> None:
         """Kill every process in it and remove it (blocking: call it from a thread)."""
         ...
+
+
+def _root_only(d: Path) -> None:
+    """Its control files (0444 or 0644 as the kernel makes them, its counters among them)
+    for root alone: its owner's bits kept, the others' taken (a few dozen chmods, once a
+    cgroup: the slave's parents and each principal's group)."""
+    with os.scandir(d) as entries:
+        for entry in entries:
+            if entry.is_file(follow_symlinks=False):
+                mode = entry.stat(follow_symlinks=False).st_mode
+                if mode & 0o077:
+                    os.chmod(entry.path, mode & 0o700)
 
 
 def shares(cpus: float) -> int:
@@ -316,9 +333,10 @@ class CgroupsV1:
         return [mount / name / "tasks" for mount in self._join_order]
 
     def delegate(self, name: str, uid: int, gid: int) -> bool:
-        for path in self.procs_files(name):
-            os.chown(path, uid, gid)
-        return True
+        # (the kernel would let the user, but then the wrapper, the user's too, stays out
+        # for the task to ptrace: root joins. The chain's execs leave kernel memory
+        # charged to the cgroup, so a user's task's cgroup is seldom recycled.)
+        return False
 
     def undelegate(self, name: str) -> None:
         for path in self.procs_files(name):
@@ -334,6 +352,7 @@ class CgroupsV1:
             with contextlib.suppress(FileExistsError):
                 os.makedirs(mount / name, mode=SEALED)
             os.chmod(mount / name, SEALED)
+            _root_only(mount / name)
 
     def pids(self, name: str) -> list[int]:
         # (one hierarchy: a process joins all of ours before it runs anything)
@@ -483,6 +502,7 @@ class CgroupsV2:
     def seal(self, name: str) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.chmod(self.root / name, SEALED)
+            _root_only(self.root / name)
 
     def pids(self, name: str) -> list[int]:
         return fs.procs(self.root / name)

@@ -317,6 +317,15 @@ def raise_fd_limit(slaves: int) -> None:
     "(MESOS_EXECUTOR_AUTHENTICATION_TOKEN; Mesos's --executor_secret_key). Default: a key "
     "the slave makes once in its work dir, readable by it alone.",
 )
+@click.option(
+    "--executor-registration-timeout",
+    type=click.FloatRange(min=0),
+    default=60.0,
+    show_default=True,
+    help="Seconds a custom executor has to register before it is killed and its tasks "
+    "fail (REASON_EXECUTOR_REGISTRATION_TIMEOUT; Mesos's --executor_registration_timeout); "
+    "0: no bound.",
+)
 @log_level_option
 def slave(
     broker: str,
@@ -347,6 +356,7 @@ def slave(
     task_users: Path | None,
     task_env: tuple[str, ...],
     executor_secret_key: Path | None,
+    executor_registration_timeout: float,
 ) -> None:
     """Run a slave: register with the master, run tasks, report their status."""
     from protocol.tooling.cli import run_party
@@ -412,6 +422,7 @@ def slave(
                     task_users=users,
                     task_env=env,
                     executor_secret_key=executor_secret_key,
+                    executor_registration_timeout=executor_registration_timeout,
                 )
             )
         await run_slaves(url, cluster, configs)

@@ -65,6 +65,8 @@ class SlaveConfig:
     task_uid_map: Path = DEFAULT_MAP  # the machine's principal -> uid map
     task_users: dict[str, TaskUser] = field(default_factory=dict)  # the operator's
     task_env: dict[str, str] = field(default_factory=dict)  # passed on to every task
+    # seconds a custom executor has to register before it is killed (0: no bound)
+    executor_registration_timeout: float = 60.0
     # signs executors' tokens (slave.executor_tokens); None: a key of its own, made once
     executor_secret_key: Path | None = None
 

@@ -4,15 +4,20 @@ cgroup, with its environment set only once it runs as its user.
 
 The chain, each step only where the slave can take it (root; util-linux's `unshare`):
 
+    sh -c 'JOIN exec "$@"'                                   root joins its cgroup
     unshare --pid --fork --mount-proc --ipc --kill-child    PID, IPC and mount
       sh -c 'mount tmpfs /dev/shm; mount --bind              namespaces, its own /proc,
              SANDBOX/tmp /tmp (and /var/tmp) && exec "$@"'    /dev/shm and /tmp (root's)
       setpriv --reuid U --regid G --clear-groups --          its user
-      sh -s EXIT sh -c 'JOIN COMMAND'   < script             pid 1 there: its umask and
+      sh -s EXIT sh -c COMMAND   < script                    pid 1 there: its umask and
                                                              environment, then waits
-        sh -c 'JOIN COMMAND'                                 the task, in its cgroup
+        sh -c COMMAND                                        the task
 
-  (without a PID namespace: `unshare --setgid G --setuid U -- sh -s ...`)
+  (without a PID namespace: `unshare --setgid G --setuid U -- sh -s ...`; without a
+  user to switch to, the task's shell joins: `sh -c 'JOIN COMMAND'`)
+
+The slave's child (spawn_in_sandbox) joins a session keyring of its own and takes a
+tenant's open-file limit before its exec (slave.sandbox._as_tenant).
 
 - Nothing of the task's environment reaches a process that runs as root: `unshare` (and
   `setpriv`, and root's `sh` where root joins the cgroup) start with a fixed minimal
@@ -23,12 +28,14 @@ The chain, each step only where the slave can take it (root; util-linux's `unsha
 - Three execs more than a task ran with before #45 (`unshare`, root's `sh`, `setpriv`)
   and a `mount`: the wrapper and the task's own shell (`sh -c`, its `$$` its own) are as
   they were.
-- The task's shell joins its cgroup itself (JOIN, as its user: the cgroup's `tasks`
-  files are delegated to that user, cgroup v1) before it runs anything, and execs
-  nothing once in it for a shell builtin (an exec in a v1 memory cgroup leaves kernel
-  memory charged to it, which keeps it from being recycled). The wrapper stays out, so
-  the exit status it writes is not charged to the task. Where the kernel does not let
-  the user join (v2), root joins first and the whole chain runs in the cgroup.
+- Where the task runs as a user of its own, root joins its cgroup first (JOIN, before
+  `unshare`), and the whole chain runs in it, the wrapper (pid 1 of the task's PID
+  namespace) included: the wrapper is the task's user's, so the task may ptrace it (no
+  Yama on every host) and have it start what it likes; outside the cgroup, that ran
+  outside every bound (review 79). Its exit status file is charged to the task, and
+  the chain's execs leave kernel memory charged to a v1 memory cgroup, which keeps it
+  from being recycled. Without a user switch (the task is the slave's user) the task's
+  shell joins itself (JOIN, its first step), and the wrapper stays out.
 - A task's kill: SIGTERM to the process group reaches the task, not pid 1 (a
   namespace's init takes only the signals it handles) nor `unshare` (it blocks it); pid
   1 records how the task's shell ended, waits for the rest of the task (a program under
@@ -53,6 +60,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from slave.keyrings import KEYCTL
 from slave.task_env import ROOT_ENV, start_script
 from slave.task_users import TaskUser
 
@@ -72,8 +80,7 @@ _WRAP = (
 # rest: each live process of its group (`[ "$3" = $$ ]`: it leads the group), or, pid 1
 # of the task's PID namespace (whose end kills all in it), each but itself there. Read
 # from /proc with builtins only, ten times a second, in the grace alone; /bin/sleep by
-# its path, never the task's PATH (the wrapper is outside the task's cgroup on v1: a
-# `sleep` of the task's would run there, unbounded).
+# its path, never the task's PATH (a `sleep` of the task's would run as the wrapper).
 _REST = (
     ' [ -z "$k" ] || while r=; for p in /proc/[0-9]*; do [ "$p" = /proc/$$ ] ||'
     ' { read -r s < "$p/stat" && s=${s##*) } && set -- $s && [ "$1" != Z ] && OURS'
@@ -223,8 +230,10 @@ class Confinement:
         binds: Binds = NO_BINDS,
     ) -> Start:
         """A command task's start, in `env`: the wrapper that records its exit status
-        (`exit_file`, the task's user's to write where it switches), confined. The
-        task's shell joins its cgroup (`join`) unless it may not (`root_joins`).
+        (`exit_file`, the task's user's to write where it switches), confined. Root
+        joins its cgroup (`join`) first where it switches to the task's user and the
+        cgroup is not the user's to join (`root_joins`: always, slave.cgroups); else the
+        task's shell joins it.
         `binds`: its volumes, bound in its mount namespace (a PID namespace's)."""
         first, then = self._joins(user, join[0], root_joins)
         shell = ["/bin/sh", "-c", then + command]
@@ -343,6 +352,11 @@ class Confinement:
                 "tasks run as the slave's own user: a task can read every other task's "
                 "sandbox and environment (/proc/PID/environ), the slave's work dir and "
                 "journals, and signal every other task and the slave itself"
+            )
+        if self.users and KEYCTL is None:
+            gaps.append(
+                "no keyctl(2) number is known for this machine: tasks share the slave's "
+                "session keyring, and read and clear the keys another tenant's task keeps there"
             )
         if not self.pid_namespace:
             gaps.append(

@@ -7,6 +7,7 @@ executor ids in its messages are the slave's, not the executor's, to say.
 
 from __future__ import annotations
 
+import asyncio
 import math
 import time
 from collections.abc import Awaitable, Callable, Container
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from protocol import logs
+from protocol.refusal_sampling import RateLimiter, RefusalSampling
 from protocol.transport.base import Transport
 from protocol.wire.codec import DecodeError
 from protocol.wire.messages import (
@@ -34,7 +36,7 @@ from protocol.wire.messages import (
 from protocol.wire.resources import Resources
 from slave.cgroups import MB
 from slave.executor_tokens import ExecutorTokens, TokenError
-from slave.executors import ExecutorProcess
+from slave.executors import REGISTRATION_TIMEOUT, ExecutorProcess
 from slave.isolator import Isolator, executor_container_name
 from slave.message_budget import BYTES_A_SECOND, MESSAGES_A_SECOND, MessageBudget
 from slave.sandbox import make_task_sandbox
@@ -43,6 +45,11 @@ from slave.tenancy import Tenancy
 if TYPE_CHECKING:
     from slave.config import TaskRecord
     from slave.reports import TaskReports
+
+
+REFUSED_A_SECOND = 10.0  # an executor's messages refused, a second, past ...
+MOST_REFUSED = 1_000  # ... a burst of these: more, and it is stopped
+MOST_EXECUTORS_SAMPLED = 4_096  # (executors whose refusal lines are counted, at most)
 
 
 class TaskEnv(Protocol):
@@ -79,6 +86,7 @@ class ExecutorSide:
         reports: TaskReports,
         tenancy: Callable[[], Tenancy],
         grace: Callable[[TaskRecord], float],
+        registration_timeout: float = REGISTRATION_TIMEOUT,
     ) -> None:
         self.slave_id, self.bus, self.to_master = slave_id, bus, to_master
         self.isolator, self.tasks, self.shut_down_frameworks = isolator, tasks, shut_down_frameworks
@@ -91,6 +99,13 @@ class ExecutorSide:
         self._executor_sandbox = executor_sandbox  # (apart from every task's: slave.paths)
         self._tenancy = tenancy  # (decided as the slave starts)
         self._grace = grace  # a task's kill grace, as the slave gives it
+        self._registration_timeout = registration_timeout  # (an executor's: 0, none)
+        # lines and Errors refusing each executor, sampled; refusals past a burst stop it
+        self._refusals = RefusalSampling(most_keys=MOST_EXECUTORS_SAMPLED)
+        self._misbehaving = RateLimiter(rate=REFUSED_A_SECOND, burst=MOST_REFUSED)
+        self._flush: asyncio.TimerHandle | None = None
+        # framework messages dropped for each executor since the last said (MAX_WAITING)
+        self._undelivered: dict[tuple[str, str], int] = {}
         self.tokens: ExecutorTokens | None = None  # (its key is read as the slave starts)
         self.log = logs.get("slave", slave_id=slave_id)
 
@@ -127,6 +142,7 @@ class ExecutorSide:
                 user,
                 tenancy.confinement,
                 msg.principal,
+                self._registration_timeout,
             )
             self.executors[ekey] = executor
             try:
@@ -292,23 +308,72 @@ class ExecutorSide:
     def _tell_executor(
         self, executor: ExecutorProcess, message: str, code: str, about: str | None
     ) -> None:
-        self.log.warning(
-            "executor.refused",
-            framework_id=executor.framework_id,
-            executor_id=executor.executor_id,
-            reason=logs.clip(message),
-            code=code,
-        )
-        executor.send(Error(message=message, code=code, about=about))
+        """Refuse what an executor said: a line in the slave's log and an Error back on
+        its line, each sampled as the master samples its refusals of a principal's calls
+        (protocol.refusal_sampling: a few lines a second, each counting those left out,
+        and a few hundred Errors); and an executor refused faster than REFUSED_A_SECOND
+        past a burst of MOST_REFUSED is stopped: the slave's log, and its time, are
+        every tenant's."""
+        key, now = repr(executor.key), time.monotonic()
+        if code != "rate-limited" and not self._misbehaving.admit(key, now):
+            why = f"over {MOST_REFUSED} messages refused (the last: {logs.clip(message)})"
+            if executor.stop(why):
+                ids = {"framework_id": executor.framework_id, "executor_id": executor.executor_id}
+                self.log.warning("executor.stopped", why=why, **ids)
+            return
+        said = {
+            "framework_id": executor.framework_id,
+            "executor_id": executor.executor_id,
+            "reason": logs.clip(message),
+            "code": code,
+        }
+        sampled = self._refusals.line(key, code, now, said)
+        if sampled is None:
+            self._flush_later()
+        else:
+            self.log.warning("executor.refused", **said, **sampled)
+        if self._refusals.answer(key, now):
+            executor.send(Error(message=message, code=code, about=about))
+
+    def _flush_later(self) -> None:
+        """The refusal lines left out are told, with their counts, once their executor's
+        rate lets them: a burst that stops is told whole."""
+        if self._flush is None:
+            self._flush = asyncio.get_running_loop().call_later(1.0, self._flush_due)
+
+    def _flush_due(self) -> None:
+        self._flush = None
+        for _, said, sampled in self._refusals.due(time.monotonic()):
+            self.log.warning("executor.refused", **said, **sampled)
+        if self._refusals.unlogged:
+            self._flush_later()
 
     async def on_framework_message(self, msg: FrameworkMessage, reply_to: str | None) -> None:
         """Scheduler -> executor (it came from the master, on this slave's own topic)."""
         executor = self.executors.get((msg.framework_id, msg.executor_id))
         if executor is not None:
-            executor.send(msg)
+            self._deliver(executor, msg)
         else:
             self.log.warning(
                 "message.no_executor", framework_id=msg.framework_id, executor_id=msg.executor_id
+            )
+
+    def _deliver(self, executor: ExecutorProcess, msg: FrameworkMessage) -> None:
+        """Hand a framework's message to its executor, unless it cannot take it (not
+        registered, or not reading: slave.executors): then dropped, the first of a run
+        logged, and how many once one passes again (a tenant cannot fill the log)."""
+        key, ids = executor.key, {"framework_id": msg.framework_id, "executor_id": msg.executor_id}
+        dropped = self._undelivered.get(key, 0)
+        why = executor.send_framework_message(msg)
+        if why is None:
+            if dropped:
+                del self._undelivered[key]
+                self.log.warning("message.undelivered", dropped=dropped, **ids)
+            return
+        self._undelivered[key] = dropped + 1
+        if not dropped:
+            self.log.warning(
+                "message.undelivered", why=why + ": dropped until it takes them", **ids
             )
 
     async def _resize(self, executor: ExecutorProcess, new: Resources | None = None) -> None:
@@ -347,6 +412,8 @@ class ExecutorSide:
 
     async def _executor_exited(self, executor: ExecutorProcess, code: int) -> None:
         self.executors.pop(executor.key, None)
+        self._misbehaving.forget(repr(executor.key))
+        self._undelivered.pop(executor.key, None)
         limited = None
         if executor.container is not None:
             limited = await executor.container.limitation()
@@ -363,11 +430,16 @@ class ExecutorSide:
                 # a task the master killed ends KILLED (with the kill's reason), however
                 # its executor went; another FAILED
                 killed = record.kill_reason is not None and not limited
+                reason = Reason.EXECUTOR_TERMINATED
+                if limited:
+                    reason = Reason.MEMORY_LIMIT
+                elif executor.timed_out:
+                    reason = Reason.EXECUTOR_REGISTRATION_TIMEOUT
                 await self._reports.report(
                     executor.framework_id,
                     record.info,
                     TaskState.KILLED if killed else TaskState.FAILED,
-                    Reason.MEMORY_LIMIT if limited else Reason.EXECUTOR_TERMINATED,
+                    reason,
                     limited
                     or f"executor {executor.executor_id} exited with status {code}"
                     + (f" (stopped: {executor.broken})" if executor.broken else ""),

@@ -5,7 +5,16 @@ The slave starts the executor's command with a private line to itself in its env
 `frameworks.ExecutorDriver`) sends `RegisterExecutor` over it, and from then on receives
 its tasks and sends status updates on the same line. It never touches the cluster's bus,
 so it needs no credentials and can speak only for itself. Messages for an executor that
-has not registered yet wait in a queue.
+has not registered yet wait in a queue (the slave's own: its tasks, their kills).
+
+An executor is a tenant's program, and need neither register nor read: its framework's
+messages for it (up to 4 MiB each, at the master's rate) would pile up in the slave, the
+process that holds every tenant's tasks here. So a framework's message for an executor
+that has not registered is dropped, as a Mesos agent drops it (framework messages are
+best effort), and one for an executor that does not read is dropped once MAX_WAITING
+bytes are written to it and not read. One that has not registered within its
+registration timeout (Mesos's --executor_registration_timeout, a minute) is killed, and
+its tasks fail with REASON_EXECUTOR_REGISTRATION_TIMEOUT.
 """
 
 from __future__ import annotations
@@ -21,7 +30,7 @@ from pathlib import Path
 from protocol.transport.aio import cancel_and_wait, within
 from protocol.transport.channel import Channel, ChannelClosed
 from protocol.wire.codec import DecodeError
-from protocol.wire.messages import ExecutorInfo, ShutdownExecutor, Wire
+from protocol.wire.messages import ExecutorInfo, FrameworkMessage, ShutdownExecutor, Wire
 from slave.confine import UNCONFINED, Confinement
 from slave.isolator import Container, group_ended
 from slave.sandbox import spawn_in_sandbox
@@ -32,6 +41,8 @@ MessageCallback = Callable[["ExecutorProcess", Wire], Awaitable[None]]
 ErrorCallback = Callable[["ExecutorProcess", DecodeError], Awaitable[None]]
 
 GROUP_ENDS_WITHIN = 5.0  # seconds an executor's end waits for what it started to die
+MAX_WAITING = 16 * 1024 * 1024  # bytes of framework messages waiting for one executor
+REGISTRATION_TIMEOUT = 60.0  # seconds, as Mesos's --executor_registration_timeout
 
 
 class ExecutorProcess:
@@ -47,10 +58,12 @@ class ExecutorProcess:
         user: TaskUser | None = None,
         confinement: Confinement = UNCONFINED,
         principal: str = "",
+        registration_timeout: float = REGISTRATION_TIMEOUT,
     ) -> None:
         """`env`: its whole environment (slave.task_env); `user`: the user it runs as
         (None: the slave's own), confined as `confinement` says; `principal`: its
-        framework's, as the master named it in the launch."""
+        framework's, as the master named it in the launch; `registration_timeout`: it is
+        killed if it has not registered this long after its start (0: never)."""
         self.framework_id, self.principal = framework_id, principal
         self.user, self.confinement = user, confinement
         self.info = info
@@ -63,7 +76,10 @@ class ExecutorProcess:
         self.registered = False
         self.shutting_down = False
         self.broken: str | None = None  # why its line to us failed, if it did
-        self._queue: list[Wire] = []
+        self.registration_timeout = registration_timeout
+        self.timed_out = False  # killed for not registering in time
+        self._queue: list[Wire] = []  # (the slave's own: its tasks, their kills)
+        self._timer: asyncio.TimerHandle | None = None
         self._proc: asyncio.subprocess.Process | None = None
         self._channel: Channel | None = None
         self._watcher: asyncio.Task[None] | None = None
@@ -116,6 +132,27 @@ class ExecutorProcess:
         self._channel = await Channel.open(ours)
         self._reader = asyncio.create_task(self._read(self._channel))
         self._watcher = asyncio.create_task(self._watch())
+        if self.registration_timeout > 0:
+            loop = asyncio.get_running_loop()
+            self._timer = loop.call_later(self.registration_timeout, self._registration_due)
+
+    def _registration_due(self) -> None:
+        """Not registered in time: killed (as Mesos destroys its container)."""
+        if not self.registered and not self.shutting_down:
+            self.timed_out = self.stop(
+                f"it did not register within {self.registration_timeout:g} s"
+            )
+
+    def stop(self, why: str) -> bool:
+        """Kill it now, for `why` (its exit reported by `_watch`, its tasks failed with
+        that); False if it is ending already."""
+        proc = self._proc
+        if self.broken is not None or proc is None or proc.returncode is not None:
+            return False
+        self.broken = why
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        return True
 
     async def _read(self, channel: Channel) -> None:
         while True:
@@ -126,7 +163,7 @@ class ExecutorProcess:
                 # executor we cannot hear from cannot report its tasks, so it is stopped.
                 proc = self._proc
                 if proc is not None and proc.returncode is None and not self.shutting_down:
-                    self.broken = str(e)
+                    self.broken = self.broken or str(e)  # (a timeout's kill said first)
                     with contextlib.suppress(ProcessLookupError, PermissionError):
                         os.killpg(proc.pid, signal.SIGKILL)
                 return  # _watch reports its exit
@@ -155,6 +192,18 @@ class ExecutorProcess:
         else:
             self._queue.append(message)
 
+    def send_framework_message(self, message: FrameworkMessage) -> str | None:
+        """Pass on its framework's message; or why it is dropped: it has not registered
+        (as a Mesos agent drops it: nothing of a tenant's waits in the slave for a
+        program that may never ask), or MAX_WAITING bytes wait for it already, written
+        and not read."""
+        if not self.registered:
+            return "the executor has not registered"
+        if self._channel is not None and self._channel.buffered() + len(message.data) > MAX_WAITING:
+            return f"over {MAX_WAITING // 2**20} MiB wait for the executor, which does not read"
+        self._send_now(message)
+        return None
+
     def send_now(self, message: Wire) -> None:
         """Send even before it registered (what it asks on its way to registering)."""
         self._send_now(message)
@@ -167,6 +216,8 @@ class ExecutorProcess:
     def mark_registered(self, greeting: Wire) -> None:
         """Registered: say `greeting` first, then what waited for it, in order."""
         self.registered = True
+        if self._timer is not None:
+            self._timer.cancel()
         self._send_now(greeting)
         queued, self._queue = self._queue, []
         for message in queued:
@@ -204,6 +255,8 @@ class ExecutorProcess:
                 continue
 
     async def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
         for task in (self._watcher, self._reader):
             if task is not None:
                 await cancel_and_wait(task)

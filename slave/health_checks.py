@@ -11,6 +11,7 @@ task's), in its sandbox, with the task's environment, which only the user's shel
 
 from __future__ import annotations
 
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from protocol.health_checker import Probe, command_probe
 from protocol.wire.health import CommandCheck, HealthCheck
 from slave.confine import Join, Start
 from slave.isolator import Container
+from slave.keyrings import own_session_keyring
 from slave.runners import CommandRunner, Run, still_running
 
 
@@ -65,13 +67,17 @@ class CommandProbe:
         start = self.start()
         if isinstance(start, str):
             return start
-        return await command_probe(
-            start.args,
-            cwd=self.task.sandbox,
-            env=start.env,  # (root's: the task's variables are in the script, on stdin)
-            timeout=self.timeout,
-            script=start.script or b"",
-        )
+        try:
+            return await command_probe(
+                start.args,
+                cwd=self.task.sandbox,
+                env=start.env,  # (root's: the task's variables are in the script, on stdin)
+                timeout=self.timeout,
+                script=start.script or b"",
+                first=own_session_keyring if self.task.run.user is not None else None,
+            )
+        except subprocess.SubprocessError as e:  # (own_session_keyring failed)
+            return f"the check could not start: no session keyring of its own ({e})"
 
 
 def namespace_init(pid: int | None) -> int | None:

@@ -16,7 +16,13 @@ its namespace is the task's. In the host's PID namespace a process that double-f
 away is no task's child: its user, a principal's own, says whose it is (slave.port_strays).
 
 Only the slave's own range is held (Mesos's `--check_agent_port_range_only`), reserved
-ports included: a port outside it is no task's to be given, and is left alone. Between
+ports included: a port outside it is no task's to be given. But the ports outside it
+(the kernel's ephemeral range among them, where every connection's own end comes from)
+are every tenant's: a task that holds more than MOST_OTHER_PORTS of them at a look
+(bound or listening: a task that bound the whole ephemeral range left no one a
+connection), or whose principal's tasks together hold more than
+MOST_PRINCIPAL_OTHER_PORTS (its biggest holders), is killed, REASON_CONTAINER_LIMITATION,
+and an executor's holders of more than MOST_OTHER_PORTS are. Between
 two looks a squatter may answer for a few seconds; UDP is not looked at, nor a socket no
 process holds at the look (in flight over a unix socket), nor, before Linux 6.10, one
 bound and neither listening nor connected (`bound_sockets`). A custom executor's processes
@@ -45,17 +51,20 @@ LISTEN = "0A"  # a TCP socket's state in /proc/net/tcp: listening
 TIME_WAIT = "06"  # (held by no process: the kernel's, for a while)
 TABLES = ("/proc/net/tcp", "/proc/net/tcp6")
 EPHEMERAL = "/proc/sys/net/ipv4/ip_local_port_range"
+MOST_OTHER_PORTS = 1_024  # a task's ports outside the slave's range and its own, at most
+MOST_PRINCIPAL_OTHER_PORTS = 4 * MOST_OTHER_PORTS  # a principal's tasks' together
 
 
 def listening_sockets(tables: Iterable[str] = TABLES) -> dict[int, int]:
     """The host's TCP sockets that hold a port (v4 and v6): socket inode -> port. Those
-    listening; and, on a port outside the kernel's ephemeral ones (where a connection's
-    own end never lands by chance), those in any other state but TIME_WAIT: a connection
-    made from a port of the range holds it as a listener does, and so does a socket
-    bound and neither listening nor connected (in no table: `bound_sockets`, Linux
-    6.10+)."""
+    listening, and those bound and neither listening nor connected (in no table:
+    `bound_sockets`, Linux 6.10+), wherever their port is: each holds its port from
+    every other bind and every connection's own end, the kernel's ephemeral ones
+    included; and, on a port outside the ephemeral ones (where a connection's own end
+    never lands by chance), those in any other state but TIME_WAIT: a connection made
+    from a port of the range holds it as a listener does."""
     low, high = _ephemeral()
-    found = {i: port for i, port in bound_inactive().items() if not low <= port <= high}
+    found = bound_inactive()
     for table in tables:
         with contextlib.suppress(OSError), open(table) as f:
             next(f, None)  # (its header)
@@ -278,6 +287,38 @@ def squatted(listened: set[int], given: Ranges, held: Ranges) -> list[int]:
     return sorted(p for p in listened if _has(held, p) and not _has(given, p))
 
 
+def hoarded(held_by_task: set[int], given: Ranges, held: Ranges) -> list[int]:
+    """The ports a task holds outside the slave's range (`held`) and its own."""
+    return [p for p in held_by_task if not _has(held, p) and not _has(given, p)]
+
+
+def hoarders(
+    ports: Ports, runners: Mapping[int, tuple[TaskRecord, Runner]], held: Ranges
+) -> dict[int, list[int]]:
+    """The tasks (groups) that hold too many ports outside the slave's range, with
+    those ports: each over MOST_OTHER_PORTS, and, of a principal whose tasks together
+    hold over MOST_PRINCIPAL_OTHER_PORTS, its biggest holders until the rest are under
+    it (many tasks of one tenant, each under the first bound, took the range too)."""
+    others = {
+        group: hoarded(set(found), ports_of(runners[group][0].info.discrete), held)
+        for group, found in ports.items()
+        if group in runners
+    }
+    over = {group: mine for group, mine in others.items() if len(mine) > MOST_OTHER_PORTS}
+    principals: dict[str, list[int]] = {}
+    for group in others:
+        principals.setdefault(runners[group][0].principal, []).append(group)
+    for groups in principals.values():
+        total = sum(len(others[group]) for group in groups if group not in over)
+        for group in sorted(groups, key=lambda g: len(others[g]), reverse=True):
+            if total <= MOST_PRINCIPAL_OTHER_PORTS:
+                break
+            if group not in over:
+                over[group] = others[group]
+                total -= len(others[group])
+    return over
+
+
 def _has(ranges: Ranges, port: int) -> bool:
     return any(begin <= port <= end for begin, end in ranges.spans)
 
@@ -330,8 +371,9 @@ async def enforce_ports(
             for r in tasks.values()
             if r.runner is not None and r.runner.pid and not r.state.terminal
         }
-        if not held or not (runners or strays is not None):
-            continue  # (strays: a user's leftovers are looked for though it runs nothing)
+        if not (runners or strays is not None):
+            continue  # (strays: a user's leftovers are looked for though it runs nothing;
+            # a slave that offers no ports still holds its tasks to MOST_OTHER_PORTS)
         outside = {g: path for g, (_, r) in runners.items() if (path := r.outside_group)}
         # (an executor's processes are its own, never strays: held to its tasks' ports)
         executors = strays.executor_groups() if strays is not None else set()
@@ -353,17 +395,39 @@ async def _hold_to_given(
     held: Ranges,
     log: Any,
 ) -> None:
-    """Each task (or executor) that holds a port of the range not given to it: its
-    holders killed, and the task failed (an executor runs on)."""
+    """Each task (or executor) that holds a port of the range not given to it, or too
+    many outside it (`hoarders`): its holders killed, and the task failed (an executor
+    runs on)."""
+    over = hoarders(looked.ports, runners, held)
     for group, ports in looked.ports.items():
         if group not in runners:  # an executor's: held to its tasks' ports
             given = strays.given_to_executor(group) if strays is not None else Ranges()
             if bad := squatted(set(ports), given, held):
                 log.warning("executor.port_limit", group=group, ports=bad)
                 kill_listeners(ports, bad, looked.pidfds)
+            if len(others := hoarded(set(ports), given, held)) > MOST_OTHER_PORTS:
+                log.warning("executor.port_limit", group=group, other_ports=len(others))
+                kill_listeners(ports, others, looked.pidfds)
             continue
         record, runner = runners[group]
         given = ports_of(record.info.discrete)
+        if (hoard := over.get(group)) is not None:
+            message = (
+                f"held {len(hoard)} ports outside the slave's range (bound or listening; "
+                f"at most {MOST_OTHER_PORTS} a task, {MOST_PRINCIPAL_OTHER_PORTS} a "
+                "principal's tasks together): the kernel's ephemeral ports, every "
+                "connection's own end, are every tenant's"
+            )
+            log.warning(
+                "task.port_limit",
+                framework_id=record.framework_id,
+                task_id=record.info.task_id,
+                other_ports=len(hoard),
+            )
+            kill_listeners(ports, hoard, looked.pidfds)
+            limit = Limit(TaskState.FAILED, Reason.CONTAINER_LIMITATION, message)
+            await runner.kill(0.0, limit)
+            continue
         if bad := squatted(set(ports), given, held):
             named = ", ".join(map(str, bad))
             message = (

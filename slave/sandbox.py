@@ -13,16 +13,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import resource
 import stat
+import subprocess
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from slave.confine import PRIVATE_TMP
+from slave.keyrings import own_session_keyring
 from slave.task_users import TaskUser
 
 PASSABLE = 0o711  # the directories above sandboxes: others pass, do not list
 PRIVATE = 0o700  # a task's sandbox, its user's alone
 OUTPUT_FILES = ("stdout", "stderr")
+TASK_OPEN_FILES = 1024  # a tenant's process's soft limit, as systemd's default
 
 
 def make_dir(path: Path, owner: TaskUser | None, mode: int = PRIVATE) -> None:
@@ -208,7 +212,9 @@ async def spawn_in_sandbox(
     """Start `args` in `sandbox` (created if need be, with its `tmp`), stdout and stderr
     to files there, with `env` and nothing of the slave's own environment; `script` on
     its stdin (a task's first shell reads it: slave.confine), else nothing; with
-    `private_tmp`, its `tmp` and `var-tmp` ready for its /tmp and /var/tmp.
+    `private_tmp`, its `tmp` and `var-tmp` ready for its /tmp and /var/tmp. With an
+    `owner` (it runs as a tenant's user) it starts as a tenant's process should
+    (`_as_tenant`), not with what the slave holds.
 
     The process leads a new session, so killing its process group kills everything it
     started. File system work runs in a thread (`first` too: what else must be on disk
@@ -227,10 +233,26 @@ async def spawn_in_sandbox(
             env=env,
             start_new_session=True,
             pass_fds=pass_fds,
+            preexec_fn=_as_tenant if owner is not None else None,
         )
+    except subprocess.SubprocessError as e:  # (_as_tenant failed)
+        raise OSError(f"no session keyring of its own: {e}") from e
     finally:
         for fd in (out, err) if script is None else (out, err, stdin):
             os.close(fd)
+
+
+def _as_tenant() -> None:
+    """(In the child, before its exec: subprocess's `preexec_fn`.) A tenant's process
+    gets a session keyring of its own (slave.keyrings), and starts with TASK_OPEN_FILES
+    open files (its soft limit; the hard one stays, for what needs more), not the
+    slave's (`slave.cli.raise_fd_limit` lifts the slave's to its hard limit): each
+    socket bound holds a port, and the kernel's ephemeral ports are every tenant's
+    (the ports isolator kills a task that holds too many: slave.ports_isolator)."""
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    soft = TASK_OPEN_FILES if hard == resource.RLIM_INFINITY else min(TASK_OPEN_FILES, hard)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    own_session_keyring()
 
 
 def _memory_file(data: bytes) -> int:

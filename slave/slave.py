@@ -171,6 +171,7 @@ class Slave:
             executor_sandbox=self.commands.executor_sandbox, env=self.commands.env,
             checkpoint=self._checkpoint, reports=self.reports, tenancy=lambda: self.tenancy,
             grace=lambda record: record.grace(self.config),
+            registration_timeout=self.config.executor_registration_timeout,
         )  # fmt: skip
         self.executors = self.custom.executors
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import shlex
 
-import pytest
 import structlog
 
 from protocol.wire.messages import CommandInfo, ExecutorInfo
@@ -46,11 +45,6 @@ while True:
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review 79: the slave logs (and answers) every bad frame an executor sends, "
-    "unsampled: a tenant's executor floods the slave's log",
-)
 async def test_an_executors_bad_frames_do_not_flood_the_slaves_log() -> None:
     command = shlex.join(["/usr/bin/python3", "-I", "-c", NOISE])
     noisy = ExecutorInfo(executor_id="noisy", command=CommandInfo(value=f"exec {command}"))

@@ -27,10 +27,13 @@ process: its growth is this process's resident memory.
 
 from __future__ import annotations
 
-import pytest
+import socket
+from pathlib import Path
 
-from protocol.wire.messages import CommandInfo, ExecutorInfo, FrameworkMessage
+from protocol.transport.channel import Channel
+from protocol.wire.messages import CommandInfo, ExecutorInfo, FrameworkMessage, Reason, TaskState
 from protocol.wire.resources import Resources
+from slave.executors import MAX_WAITING, ExecutorProcess
 
 from harness.helpers import eventually
 from harness.shared_slave import ALICE, MALLORY, T, shared_slave
@@ -49,11 +52,6 @@ def resident() -> int:
     raise AssertionError("no VmRSS")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review 79: the slave queues a framework's messages for its executor without "
-    "bound while the executor does not take them (never registered, or never reading)",
-)
 async def test_messages_for_a_silent_executor_do_not_pile_up_in_the_slave() -> None:
     async with shared_slave() as s:
         silent = ExecutorInfo(
@@ -80,3 +78,56 @@ async def test_messages_for_a_silent_executor_do_not_pile_up_in_the_slave() -> N
         f"the slave grew by {grown / MIB:.0f} MiB holding {MESSAGES} MiB of mallory's "
         "messages for her executor, which never took them"
     )
+
+
+async def test_an_executor_that_never_registers_is_stopped_and_its_tasks_fail() -> None:
+    """Mesos's --executor_registration_timeout: an executor that has not registered in
+    time is killed, and its tasks fail with REASON_EXECUTOR_REGISTRATION_TIMEOUT (it
+    holds its resources, and a framework waiting on it, until then)."""
+    async with shared_slave(executor_registration_timeout=1.0) as s:
+        silent = ExecutorInfo(
+            executor_id="silent",
+            command=CommandInfo(value="exec sleep 300"),
+            resources=Resources(cpus=0.1, mem=32),
+        )
+        await s.master.run("mallory", MALLORY, "m1", "", executor=silent)
+        status = await s.master.ends(MALLORY, "m1", timeout=20)
+        assert status.state == TaskState.FAILED
+        assert status.reason == Reason.EXECUTOR_REGISTRATION_TIMEOUT
+        assert "did not register within 1 s" in status.message
+        await eventually(lambda: (MALLORY, "silent") not in s.slave.custom.executors)
+
+
+async def test_messages_for_an_executor_that_does_not_read_stop_at_the_bound() -> None:
+    """A registered executor that never reads its line: what waits for it, written and
+    unread, stops at MAX_WAITING (the socket's own buffer beside it); the rest are
+    dropped, each said to be, not kept."""
+    ours, theirs = socket.socketpair()
+    executor = ExecutorProcess(
+        MALLORY,
+        ExecutorInfo(executor_id="deaf", command=CommandInfo(value="true")),
+        Path("/nonexistent"),
+        {},
+        on_message=nothing,
+        on_bad_message=nothing,
+        on_exit=nothing,
+    )
+    executor._channel = await Channel.open(ours)
+    executor.registered = True
+    try:
+        data = b"x" * MIB
+        message = FrameworkMessage(
+            framework_id=MALLORY, slave_id="s", executor_id="deaf", data=data
+        )
+        said = [executor.send_framework_message(message) for _ in range(64)]
+        taken = said.count(None)
+        assert taken <= MAX_WAITING // MIB + 1
+        assert executor._channel.buffered() <= MAX_WAITING + 2 * MIB
+        assert all(why and "does not read" in why for why in said[taken:]), said
+    finally:
+        theirs.close()  # (first: what is unread is dropped, and the close need not wait)
+        await executor._channel.close()
+
+
+async def nothing(*_: object) -> None:
+    return None

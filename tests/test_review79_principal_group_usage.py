@@ -24,8 +24,6 @@ A real slave as root with task users, PID namespaces and cgroups (harness.shared
 
 from __future__ import annotations
 
-import pytest
-
 from protocol.wire.messages import TaskState
 
 from harness.cgroups import need_cgroups
@@ -42,11 +40,6 @@ true
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review 79: a principal's cgroup group is named after the principal alone, "
-    "and its counters are readable by every task",
-)
 async def test_a_tenants_task_reads_no_usage_of_another_principals_group() -> None:
     need_cgroups()
     async with shared_slave(isolation="cgroups") as s:

@@ -70,11 +70,6 @@ def join_a_session_keyring() -> None:
         pytest.skip(f"no session keyring: {os.strerror(ctypes.get_errno())}")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review 79: tasks keep the slave's session keyring (unshare and setpriv pass it "
-    "on): each tenant's task possesses the keys another's keeps in @s",
-)
 async def test_a_tenants_task_reads_no_key_another_tenants_task_keeps_in_its_session() -> None:
     if shutil.which("/usr/bin/python3") is None:
         pytest.skip("no python3 a task's user may run")

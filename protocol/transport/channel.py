@@ -47,6 +47,11 @@ class Channel:
         data = encode(message)
         self._writer.write(_LENGTH.pack(len(data)) + data)
 
+    def buffered(self) -> int:
+        """Bytes written and not yet taken by the other end (the kernel's socket buffer
+        not counted)."""
+        return self._writer.transport.get_write_buffer_size()
+
     async def receive(self) -> Envelope | DecodeError:
         """The next message, or the DecodeError saying why it is not one.
 

@@ -212,6 +212,9 @@ class Reason(StrEnum):
     FRAMEWORK_REMOVED = "REASON_FRAMEWORK_REMOVED"
     EXECUTOR_TERMINATED = "REASON_EXECUTOR_TERMINATED"
     COMMAND_EXECUTOR_FAILED = "REASON_COMMAND_EXECUTOR_FAILED"
+    # its custom executor did not register in time (the slave's
+    # --executor-registration-timeout), and was killed
+    EXECUTOR_REGISTRATION_TIMEOUT = "REASON_EXECUTOR_REGISTRATION_TIMEOUT"
     MEMORY_LIMIT = "REASON_CONTAINER_LIMITATION_MEMORY"
     # over a limit of its container's other than memory: a port it was not given
     CONTAINER_LIMITATION = "REASON_CONTAINER_LIMITATION"
