@@ -9,6 +9,8 @@ and the SDK's executor driver for its executor's tasks (frameworks.executor_heal
 - A verdict goes to `said` when it changes; after `consecutive_failures` failures in a
   row, the last one goes to `failed` (which kills the task). Failures in the grace
   period, before a first success, do not count.
+- A check that cannot be run (its probe raises: EAGAIN on fork, EMFILE) is a failure,
+  as Mesos counts a check it could not launch; the checking goes on.
 """
 
 from __future__ import annotations
@@ -52,8 +54,13 @@ async def http_probe(port: int, path: str, timeout: float) -> str | None:
     except (OSError, ValueError) as e:  # (ValueError: a status line over the limit)
         return f"GET {url} failed: {getattr(e, 'strerror', None) or e}"
     version, _, rest = line.decode("latin-1").partition(" ")
-    code = rest[:3]
-    if not version.startswith("HTTP/") or not code.isdigit():
+    code = rest[:3]  # three ASCII digits (str.isdigit takes "\xb2", which int() refuses)
+    if (
+        not version.startswith("HTTP/")
+        or len(code) != 3
+        or not code.isascii()
+        or not code.isdigit()
+    ):
         return f"GET {url}: not an HTTP answer"
     if 200 <= int(code) < 400:
         return None
@@ -132,7 +139,21 @@ Said = Callable[[bool, str], Awaitable[None]]
 Failed = Callable[[str], Awaitable[None]]
 
 
-async def check_health(check: HealthCheck, probe: Probe, said: Said, failed: Failed) -> None:
+async def _checked(probe: Probe, log: Any) -> str | None:
+    """`probe`'s answer; one that raised (it could not start) is a failed check, said
+    with the error's words: an OSError's strerror (not its filename), or the first of
+    another error's."""
+    try:
+        return await probe()
+    except Exception as e:
+        words = getattr(e, "strerror", None) or str(e)[:200] or type(e).__name__
+        log.warning("health.check_not_run", error=type(e).__name__, why=words)
+        return f"the check could not be run: {words}"
+
+
+async def check_health(
+    check: HealthCheck, probe: Probe, said: Said, failed: Failed, log: Any
+) -> None:
     """Check a task until its failures kill it (or this is cancelled): its verdict to
     `said` when it changes, the last failure to `failed` when it is one too many."""
     loop = asyncio.get_running_loop()
@@ -141,7 +162,7 @@ async def check_health(check: HealthCheck, probe: Probe, said: Said, failed: Fai
     healthy: bool | None = None
     failures = 0
     while True:
-        why = await probe()
+        why = await _checked(probe, log)
         if why is None:
             failures = 0
             if healthy is not True:
@@ -171,7 +192,9 @@ class HealthChecks:
         self, key: tuple[str, str], check: HealthCheck, probe: Probe, said: Said, failed: Failed
     ) -> None:
         self.stop(key)
-        task = asyncio.create_task(check_health(check, probe, said, failed), name=f"health-{key}")
+        log = self.log.bind(framework_id=key[0], task_id=key[1])
+        checking = check_health(check, probe, said, failed, log)
+        task = asyncio.create_task(checking, name=f"health-{key}")
         self._running[key] = task
         task.add_done_callback(lambda done: self._ended(key, done))
 

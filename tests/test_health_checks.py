@@ -12,7 +12,7 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -272,8 +272,9 @@ def test_health_checks_in_mesos_json() -> None:
 
 
 async def test_an_http_check_reads_only_a_status_line_and_within_its_timeout() -> None:
-    """A task's server that answers a byte at a time, or not in HTTP, holds its check
-    no longer than its timeout, and fails it."""
+    """A task's server that answers a byte at a time, or not in HTTP (a status of other
+    than three ASCII digits: "\\xb2" is a digit to str.isdigit, not to int()), holds
+    its check no longer than its timeout, and fails it."""
 
     async def drip(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await reader.readuntil(b"\r\n\r\n")
@@ -283,13 +284,23 @@ async def test_an_http_check_reads_only_a_status_line_and_within_its_timeout() -
                 await writer.drain()
                 await asyncio.sleep(0.2)
 
-    async def babble(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await reader.readuntil(b"\r\n\r\n")
-        writer.write(b"SSH-2.0-OpenSSH\r\n")
-        await writer.drain()
-        writer.close()
+    def answering(
+        line: bytes,
+    ) -> Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]:
+        async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await reader.readuntil(b"\r\n\r\n")
+            writer.write(line)
+            await writer.drain()
+            writer.close()
 
-    for serve, why in ((drip, "no answer in 0.5 s"), (babble, "not an HTTP answer")):
+        return answer
+
+    for serve, why in (
+        (drip, "no answer in 0.5 s"),
+        (answering(b"SSH-2.0-OpenSSH\r\n"), "not an HTTP answer"),
+        (answering(b"HTTP/1.1 \xb200 OK\r\n"), "not an HTTP answer"),
+        (answering(b"HTTP/1.1 2\r\n"), "not an HTTP answer"),
+    ):
         server_ = await asyncio.start_server(serve, "127.0.0.1", 0)
         port = server_.sockets[0].getsockname()[1]
         loop = asyncio.get_running_loop()
