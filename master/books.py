@@ -21,6 +21,7 @@ from protocol.wire.messages import (
     TERMINAL_STATES,
     CommandInfo,
     FrameworkCapability,
+    KillTask,
     Reason,
     SlaveView,
     TaskInfo,
@@ -79,6 +80,9 @@ class Task:
     # (and, after a crash, the one acknowledged just before), so a few are enough. A
     # tuple: a deque took 760 bytes of a task's 4.4 KB (100,000 tasks: 76 MB)
     relayed: tuple[str, ...] = ()
+    # its framework's kill, sent again when its slave re-registers while it runs (Mesos's
+    # `killedTasks`): one sent while the slave was away is lost. One a task: the latest
+    kill: KillTask | None = None
 
     def __post_init__(self) -> None:
         self.info = kept_info(self.info)  # (what a view reads of it, not what ran)
