@@ -24,6 +24,7 @@ from protocol.wire.messages import (
     KillTask,
     Reason,
     SlaveView,
+    Source,
     TaskInfo,
     TaskRequest,
     TaskState,
@@ -90,6 +91,25 @@ class Task:
     def relay(self, uuid: str) -> None:
         """Remember a forwarded update's uuid (the last RELAYED_KEPT of them)."""
         self.relayed = (*self.relayed[1 - RELAYED_KEPT :], uuid)
+
+    def health_said(self, healthy: bool | None) -> bool:
+        """Its slave's latest health verdict, as a re-registration names it (a new leader
+        learns it there: the slave says a verdict again only when it changes); whether
+        the task's status changed with it."""
+        status = self.status
+        if healthy is None or (status is not None and status.healthy == healthy):
+            return False
+        if status is None:  # (a new leader's: its state as its slave says it)
+            self.status = TaskStatus(
+                task_id=self.task_id,
+                state=self.state,
+                slave_id=self.slave_id,
+                source=Source.SLAVE,
+                healthy=healthy,
+            )
+        else:
+            self.status = status.model_copy(update={"healthy": healthy})
+        return True
 
     @property
     def task_id(self) -> str:

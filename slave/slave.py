@@ -326,7 +326,13 @@ class Slave:
     async def announce(self) -> None:
         """Send a (re-)registration now: a Reregister with its tasks, or a Register."""
         running = [
-            RunningTask(framework_id=r.framework_id, task=r.info, state=r.state, proof=r.proof)
+            RunningTask(
+                framework_id=r.framework_id,
+                task=r.info,
+                state=r.state,
+                proof=r.proof,
+                healthy=r.healthy,
+            )
             for r in self.tasks.values()
             if not r.state.terminal
         ]
