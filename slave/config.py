@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from protocol.health_checker import CheckState
 from protocol.wire.discrete import EMPTY, Discrete, Ranges, with_counts
 from protocol.wire.messages import KillPolicy, Reason, TaskInfo, TaskState
 from protocol.wire.resources import PORTS, Resources
@@ -145,6 +146,7 @@ class TaskRecord:
     killing: bool = False  # its framework hears TASK_KILLING (RunTask.killing)
     kill_gone: bool = False  # a drain marking its slave gone: it ends TASK_GONE_BY_OPERATOR
     kill: KillBegun | None = None  # its kill in its grace (checkpointed: a restart resumes it)
+    health: CheckState | None = None  # where the slave's checks of it are (checkpointed too)
 
     def grace(self, config: SlaveConfig, policy: KillPolicy | None = None) -> float:
         """Its grace between SIGTERM and SIGKILL: the kill's policy, else its own, else

@@ -5,7 +5,8 @@ slave) and the status updates still owed to the master. A task that cannot be re
 reported TASK_LOST, never dropped in silence.
 
 A task in a kill's grace at the restart is killed when its grace ends, as that kill
-would have (`resume_kill`); a task keeps its health check's last verdict.
+would have (`resume_kill`); a task's health checks go on where they were (its verdict,
+its failures in a row, its grace period's start).
 
 A command task keeps what it was started with: the user, the PID namespace (its
 checkpointed pid is `unshare`'s, the namespace's parent, or the wrapper's), the
@@ -22,6 +23,7 @@ import time
 from pathlib import Path
 from typing import Any, Protocol
 
+from protocol.health_checker import CheckState
 from protocol.journal import Journal
 from protocol.wire.messages import (
     Reason,
@@ -88,6 +90,10 @@ async def recover_task(slave: Slave, reports: TaskReports, raw: Any, containers:
     record = TaskRecord(raw["framework_id"], info, TaskState(raw["state"]), principal=principal)
     record.proof = raw.get("proof") or ""
     record.healthy = raw.get("healthy")
+    if (health := raw.get("health")) is not None:
+        record.health = CheckState(
+            float(health["since"]), health.get("healthy"), int(health.get("failures") or 0)
+        )
     record.kill = KillBegun.load(raw.get("kill"))
     record.kill_reason = Reason(raw["kill_reason"]) if raw.get("kill_reason") else None
     record.kill_gone = bool(raw.get("kill_gone"))

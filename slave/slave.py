@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from collections.abc import Coroutine, Mapping
 from typing import Any
 
@@ -649,6 +650,7 @@ class Slave:
                 "kill_reason": record.kill_reason.value if record.kill_reason else None,
                 "kill_gone": record.kill_gone,
                 "healthy": record.healthy,
+                "health": dataclasses.asdict(record.health) if record.health else None,
             },
         )
 

@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
@@ -19,10 +20,12 @@ import pytest
 from pydantic import ValidationError
 
 from master.http.metrics import exposition, registry_for
+from protocol import logs
 from protocol import mesos_json as mj
-from protocol.health_checker import http_probe
+from protocol.health_checker import CheckState, check_health, http_probe
 from protocol.tooling.brokers import MosquittoBroker
 from protocol.tooling.ports import free_port
+from protocol.transport.aio import within
 from protocol.wire.messages import (
     CommandCheck,
     CommandInfo,
@@ -311,3 +314,44 @@ async def test_an_http_check_reads_only_a_status_line_and_within_its_timeout() -
         server_.close()
         await server_.wait_closed()
     assert await http_probe(free_port(), "/", timeout=0.5) is not None  # nothing listens
+
+
+async def test_checks_resumed_after_a_restart_go_on_where_they_were() -> None:
+    """A slave restarted while its task fails its checks goes on where they were, as
+    Mesos's checker, which outlives its agent, does: two failures of three counted
+    already, the next one kills it (its verdict not said again); and a task checked
+    since long ago is not given its grace period again."""
+    check = HealthCheck(
+        type=HealthCheckType.COMMAND,
+        command=CommandCheck(value="false"),
+        delay_seconds=0,
+        interval_seconds=1,
+        grace_period_seconds=60,
+        consecutive_failures=3,
+    )
+    said: list[bool] = []
+    ends: list[str] = []
+    kept: list[int] = []
+
+    async def hangs() -> str | None:
+        return "no answer"
+
+    async def say(healthy: bool, why: str) -> None:
+        said.append(healthy)
+
+    async def failed(why: str) -> None:
+        ends.append(why)
+
+    async def keep(state: CheckState) -> None:
+        kept.append(state.failures)
+
+    log = logs.get("test")
+    failing = CheckState(since=time.time() - 120, healthy=False, failures=2)
+    await within(check_health(check, hangs, say, failed, log, failing, keep), 2)
+    assert (said, kept, failing.failures) == ([], [3], 3)
+    assert ends == ["its health check failed 3 times in a row: no answer"]
+
+    # never healthy, and checked for 120 s: past its grace of 60 s, its failures count
+    once = check.model_copy(update={"consecutive_failures": 1})
+    await within(check_health(once, hangs, say, failed, log, CheckState(time.time() - 120)), 2)
+    assert said == [False]
