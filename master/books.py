@@ -21,8 +21,10 @@ from protocol.wire.messages import (
     TERMINAL_STATES,
     CommandInfo,
     FrameworkCapability,
+    KillTask,
     Reason,
     SlaveView,
+    Source,
     TaskInfo,
     TaskRequest,
     TaskState,
@@ -79,6 +81,9 @@ class Task:
     # (and, after a crash, the one acknowledged just before), so a few are enough. A
     # tuple: a deque took 760 bytes of a task's 4.4 KB (100,000 tasks: 76 MB)
     relayed: tuple[str, ...] = ()
+    # its framework's kill, sent again when its slave re-registers while it runs (Mesos's
+    # `killedTasks`): one sent while the slave was away is lost. One a task: the latest
+    kill: KillTask | None = None
 
     def __post_init__(self) -> None:
         self.info = kept_info(self.info)  # (what a view reads of it, not what ran)
@@ -86,6 +91,25 @@ class Task:
     def relay(self, uuid: str) -> None:
         """Remember a forwarded update's uuid (the last RELAYED_KEPT of them)."""
         self.relayed = (*self.relayed[1 - RELAYED_KEPT :], uuid)
+
+    def health_said(self, healthy: bool | None) -> bool:
+        """Its slave's latest health verdict, as a re-registration names it (a new leader
+        learns it there: the slave says a verdict again only when it changes); whether
+        the task's status changed with it."""
+        status = self.status
+        if healthy is None or (status is not None and status.healthy == healthy):
+            return False
+        if status is None:  # (a new leader's: its state as its slave says it)
+            self.status = TaskStatus(
+                task_id=self.task_id,
+                state=self.state,
+                slave_id=self.slave_id,
+                source=Source.SLAVE,
+                healthy=healthy,
+            )
+        else:
+            self.status = status.model_copy(update={"healthy": healthy})
+        return True
 
     @property
     def task_id(self) -> str:

@@ -34,6 +34,7 @@ class Orphan:
     state: TaskState
     held: Resources  # what the allocator holds for it, owned by nobody (its executor's too)
     principal: str | None = None  # its framework's, as its slave reports it (None: unsaid)
+    healthy: bool | None = None  # its health check's latest verdict, as its slave says it
     holds_executor: bool = False  # `held` has its executor's resources (one orphan's each)
 
     @property

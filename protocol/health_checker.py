@@ -9,6 +9,12 @@ and the SDK's executor driver for its executor's tasks (frameworks.executor_heal
 - A verdict goes to `said` when it changes; after `consecutive_failures` failures in a
   row, the last one goes to `failed` (which kills the task). Failures in the grace
   period, before a first success, do not count.
+- A check that cannot be run (its probe raises: EAGAIN on fork, EMFILE) is a failure,
+  as Mesos counts a check it could not launch; the checking goes on.
+- Where the checks are (`CheckState`: since when, the verdict, the failures in a row)
+  is its runner's to keep: a slave keeps it with its task, and a restarted slave's
+  checks go on from there (Mesos's checker, in the command executor, outlives its
+  agent): a failing task is not given its failures back, nor its grace period again.
 """
 
 from __future__ import annotations
@@ -17,7 +23,9 @@ import asyncio
 import contextlib
 import os
 import signal
+import time
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -52,8 +60,13 @@ async def http_probe(port: int, path: str, timeout: float) -> str | None:
     except (OSError, ValueError) as e:  # (ValueError: a status line over the limit)
         return f"GET {url} failed: {getattr(e, 'strerror', None) or e}"
     version, _, rest = line.decode("latin-1").partition(" ")
-    code = rest[:3]
-    if not version.startswith("HTTP/") or not code.isdigit():
+    code = rest[:3]  # three ASCII digits (str.isdigit takes "\xb2", which int() refuses)
+    if (
+        not version.startswith("HTTP/")
+        or len(code) != 3
+        or not code.isascii()
+        or not code.isdigit()
+    ):
         return f"GET {url}: not an HTTP answer"
     if 200 <= int(code) < 400:
         return None
@@ -133,32 +146,71 @@ def probe_for(check: HealthCheck, command: Callable[[CommandCheck, float], Probe
 
 Said = Callable[[bool, str], Awaitable[None]]
 Failed = Callable[[str], Awaitable[None]]
+Kept = Callable[["CheckState"], Awaitable[None]]
 
 
-async def check_health(check: HealthCheck, probe: Probe, said: Said, failed: Failed) -> None:
-    """Check a task until its failures kill it (or this is cancelled): its verdict to
-    `said` when it changes, the last failure to `failed` when it is one too many."""
-    loop = asyncio.get_running_loop()
-    started = loop.time()
-    await asyncio.sleep(check.delay_seconds)
+@dataclass
+class CheckState:
+    """Where a task's checks are: since when it is checked (the wall clock: its delay
+    and grace period run from there, across a restart of its runner), its last verdict
+    and its failures in a row."""
+
+    since: float = field(default_factory=time.time)
     healthy: bool | None = None
-    failures = 0
+    failures: int = 0
+
+
+async def _not_kept(_: CheckState) -> None:
+    pass
+
+
+async def _checked(probe: Probe, log: Any) -> str | None:
+    """`probe`'s answer; one that raised (it could not start) is a failed check, said
+    with the error's words: an OSError's strerror (not its filename), or the first of
+    another error's."""
+    try:
+        return await probe()
+    except Exception as e:
+        words = getattr(e, "strerror", None) or str(e)[:200] or type(e).__name__
+        log.warning("health.check_not_run", error=type(e).__name__, why=words)
+        return f"the check could not be run: {words}"
+
+
+async def check_health(
+    check: HealthCheck,
+    probe: Probe,
+    said: Said,
+    failed: Failed,
+    log: Any,
+    state: CheckState | None = None,
+    kept: Kept = _not_kept,
+) -> None:
+    """Check a task until its failures kill it (or this is cancelled): its verdict to
+    `said` when it changes, the last failure to `failed` when it is one too many.
+    `state`: where its checks were (a restarted slave's), else a start; `kept` is
+    given it when its failures in a row change (a verdict goes to `said`)."""
+    state = state or CheckState()
+    await asyncio.sleep(max(0.0, state.since + check.delay_seconds - time.time()))
     while True:
-        why = await probe()
+        why = await _checked(probe, log)
         if why is None:
-            failures = 0
-            if healthy is not True:
-                healthy = True
+            if state.failures:
+                state.failures = 0
+                await kept(state)
+            if state.healthy is not True:
+                state.healthy = True
                 await said(True, "its health check passed")
-        elif healthy is None and loop.time() - started < check.grace_period_seconds:
+        elif state.healthy is None and time.time() - state.since < check.grace_period_seconds:
             pass  # (still in its grace period, not yet healthy: it may be starting)
         else:
-            failures += 1
-            if healthy is not False:
-                healthy = False
+            state.failures += 1
+            if state.healthy is not False:
+                state.healthy = False
                 await said(False, f"its health check failed: {why}")
-            if failures >= check.consecutive_failures:
-                await failed(f"its health check failed {failures} times in a row: {why}")
+            else:
+                await kept(state)
+            if state.failures >= check.consecutive_failures:
+                await failed(f"its health check failed {state.failures} times in a row: {why}")
                 return
         await asyncio.sleep(check.interval_seconds)
 
@@ -171,10 +223,20 @@ class HealthChecks:
         self._running: dict[tuple[str, str], asyncio.Task[None]] = {}
 
     def start(
-        self, key: tuple[str, str], check: HealthCheck, probe: Probe, said: Said, failed: Failed
+        self,
+        key: tuple[str, str],
+        check: HealthCheck,
+        probe: Probe,
+        said: Said,
+        failed: Failed,
+        state: CheckState | None = None,
+        kept: Kept = _not_kept,
     ) -> None:
+        """Check a task (see check_health)."""
         self.stop(key)
-        task = asyncio.create_task(check_health(check, probe, said, failed), name=f"health-{key}")
+        log = self.log.bind(framework_id=key[0], task_id=key[1])
+        checking = check_health(check, probe, said, failed, log, state, kept)
+        task = asyncio.create_task(checking, name=f"health-{key}")
         self._running[key] = task
         task.add_done_callback(lambda done: self._ended(key, done))
 

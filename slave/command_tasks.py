@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from protocol.health_checker import HealthChecks
+from protocol.health_checker import CheckState, HealthChecks
 from protocol.wire.discrete import EMPTY, Discrete
 from protocol.wire.discrete import environment as ports_environment
 from protocol.wire.messages import Reason, RunTask, TaskInfo, TaskState
@@ -151,14 +151,16 @@ class CommandTasks:
             msg.framework_id,
         )
         await runner.start()
+        if task.health_check is not None:  # (its checks start now: checkpointed so)
+            record.health = CheckState()
         await self._checkpoint(record)
         if task.health_check is not None and runner.pid is not None:
             self._check_health(record, TaskProcess(runner, sandbox, env, run, container))
 
     async def resume_health(self, record: TaskRecord, sandbox: Path, run_dir: Path) -> None:
         """A task this slave recovered after a restart is checked again, as it was before
-        (as its user, confined as it is, with its environment); its delay and grace
-        start anew, and its framework hears its first verdict again."""
+        (as its user, confined as it is, with its environment), from where its checks
+        were (its verdict, its failures in a row, its delay and grace from its start)."""
         runner, task = record.runner, record.info
         if task.health_check is None or task.command is None or runner is None:
             return
@@ -202,4 +204,10 @@ class CommandTasks:
             limit = Limit(TaskState.KILLED, None, f"killed: {why}", hard=False)
             self._kills.start(record, record.grace(self.config), limit)
 
-        self.health.start(key, check, probe_for(check, process), said, failed)
+        async def kept(_: CheckState) -> None:
+            if not record.state.terminal:  # (an ended task's record is not made again)
+                await self._checkpoint(record)  # (its failures in a row: a restart goes on)
+
+        record.health = record.health or CheckState()
+        probe = probe_for(check, process)
+        self.health.start(key, check, probe, said, failed, record.health, kept)

@@ -7,13 +7,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from protocol.health_checker import CheckState
 from protocol.wire.discrete import EMPTY, Discrete, Ranges, with_counts
 from protocol.wire.messages import KillPolicy, Reason, TaskInfo, TaskState
 from protocol.wire.resources import PORTS, Resources
 from slave.task_users import DEFAULT_MAP, DEFAULT_UIDS, TaskUser
 
 if TYPE_CHECKING:  # (runners import what the slave's config shares)
-    from slave.runners import Runner
+    from slave.runners import Limit, Runner
 
 
 @dataclass
@@ -88,6 +89,50 @@ class SlaveConfig:
         return self.switch_user or self.pid_namespace
 
 
+@dataclass(frozen=True)
+class KillBegun:
+    """A kill in its grace, as its task's checkpoint keeps it: a slave restarted in the
+    grace finishes it (slave.recovery), as Mesos's command executor, which outlives its
+    agent, does. `until`: when its SIGKILL is due, by the wall clock (the slave's own
+    clock ends with it); then how the task ends if not as its framework's kill does
+    (KILLED): a health check's kill's state, reason and words (a runner's `Limit`)."""
+
+    until: float
+    state: TaskState | None = None
+    reason: Reason | None = None
+    message: str = ""
+    hard: bool = False
+
+    @classmethod
+    def of(cls, until: float, limit: Limit | None) -> KillBegun:
+        if limit is None:
+            return cls(until)
+        return cls(until, limit.state, limit.reason, limit.message, limit.hard)
+
+    def dump(self) -> dict[str, Any]:
+        return {
+            "until": self.until,
+            "state": self.state.value if self.state is not None else None,
+            "reason": self.reason.value if self.reason is not None else None,
+            "message": self.message,
+            "hard": self.hard,
+        }
+
+    @classmethod
+    def load(cls, raw: Any) -> KillBegun | None:
+        """As `dump` wrote it (None: no kill, as a slave before kills were kept wrote)."""
+        if raw is None:
+            return None
+        state, reason = raw.get("state"), raw.get("reason")
+        return cls(
+            float(raw["until"]),
+            TaskState(state) if state is not None else None,
+            Reason(reason) if reason is not None else None,
+            str(raw.get("message") or ""),
+            bool(raw.get("hard")),
+        )
+
+
 @dataclass
 class TaskRecord:
     framework_id: str
@@ -102,6 +147,8 @@ class TaskRecord:
     healthy: bool | None = None  # its health check's last verdict (None: none yet)
     killing: bool = False  # its framework hears TASK_KILLING (RunTask.killing)
     kill_gone: bool = False  # a drain marking its slave gone: it ends TASK_GONE_BY_OPERATOR
+    kill: KillBegun | None = None  # its kill in its grace (checkpointed: a restart resumes it)
+    health: CheckState | None = None  # where the slave's checks of it are (checkpointed too)
 
     def grace(self, config: SlaveConfig, policy: KillPolicy | None = None) -> float:
         """Its grace between SIGTERM and SIGKILL: the kill's policy, else its own, else

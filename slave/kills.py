@@ -5,10 +5,13 @@ minute), and a teardown's kills run side by side rather than one grace after ano
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from protocol.transport.aio import cancel_and_wait
+from slave.config import KillBegun
 
 if TYPE_CHECKING:
     from slave.config import TaskRecord
@@ -16,8 +19,10 @@ if TYPE_CHECKING:
 
 
 class Kills:
-    def __init__(self, log: Any) -> None:
+    def __init__(self, log: Any, checkpoint: Callable[[TaskRecord], None]) -> None:
+        """`checkpoint`: a task's record written down (with the kill begun in it)."""
         self.log = log
+        self._checkpoint = checkpoint
         self._running: set[asyncio.Task[None]] = set()
         # each framework's kills and executor shutdowns in flight (a teardown waits for
         # them all, those begun before it too: a task killed, then its framework torn down)
@@ -25,15 +30,24 @@ class Kills:
         # each framework's tasks in their kill grace, by their kill (a drain may cut it)
         self._killing: dict[str, dict[asyncio.Task[None], TaskRecord]] = {}
 
-    def start(self, record: TaskRecord, grace: float, limit: Limit | None = None) -> None:
+    def start(
+        self,
+        record: TaskRecord,
+        grace: float,
+        limit: Limit | None = None,
+        *,
+        signalled: bool = False,
+    ) -> None:
         """Kill a task its runner runs (SIGTERM, `grace`, SIGKILL; `limit`: why, if not
-        its framework's kill) beside the slave's other work."""
+        its framework's kill) beside the slave's other work; the kill is checkpointed
+        with the task (`signalled`: one a restarted slave resumes, see Runner.kill)."""
         if record.runner is None:
             return  # (a custom executor's task: its executor kills it)
+        hard = limit is not None and limit.hard
+        self._record(record, time.time() + (0.0 if hard else grace), limit)
         ids = {"framework_id": record.framework_id, "task_id": record.info.task_id}
-        kill = self._track(
-            record.framework_id, record.runner.kill(grace, limit), f"kill-{ids}", ids
-        )
+        killed = record.runner.kill(grace, limit, signalled=signalled)
+        kill = self._track(record.framework_id, killed, f"kill-{ids}", ids)
         killing = self._killing.setdefault(record.framework_id, {})
         killing[kill] = record
 
@@ -49,8 +63,22 @@ class Kills:
         drain's bound): each runner brings its SIGKILL forward, sending nothing again."""
         for record in list(self._killing.get(framework_id, {}).values()):
             if record.runner is not None:
+                self._record(record, time.time() + grace, None)
                 ids = {"framework_id": framework_id, "task_id": record.info.task_id}
                 self._track(framework_id, record.runner.kill(grace), f"cut-{ids}", ids)
+
+    def _record(self, record: TaskRecord, until: float, limit: Limit | None) -> None:
+        """The task's kill, its SIGKILL due `until` (or sooner, as a second kill may bring
+        it forward; the first says how it ends, as the runner keeps), checkpointed."""
+        kill = record.kill
+        if kill is None:
+            record.kill = KillBegun.of(until, limit)
+        elif until < kill.until:
+            record.kill = dataclasses.replace(kill, until=until)
+        else:
+            return
+        if not record.state.terminal:  # (an ended task's record is dropped: not made again)
+            self._checkpoint(record)
 
     def shut_down(self, framework_id: str, shutdown: Awaitable[None], name: str) -> None:
         """An executor's shutdown (its grace, its kill) beside the slave's other work."""

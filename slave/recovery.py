@@ -4,6 +4,10 @@ its container, an executor's task ends TASK_FAILED, its executor having died wit
 slave) and the status updates still owed to the master. A task that cannot be restored is
 reported TASK_LOST, never dropped in silence.
 
+A task in a kill's grace at the restart is killed when its grace ends, as that kill
+would have (`resume_kill`); a task's health checks go on where they were (its verdict,
+its failures in a row, its grace period's start).
+
 A command task keeps what it was started with: the user, the PID namespace (its
 checkpointed pid is `unshare`'s, the namespace's parent, or the wrapper's), the
 container and the exit status file its checkpoint names (read without following a
@@ -19,6 +23,7 @@ import time
 from pathlib import Path
 from typing import Any, Protocol
 
+from protocol.health_checker import CheckState
 from protocol.journal import Journal
 from protocol.wire.messages import (
     Reason,
@@ -30,11 +35,12 @@ from protocol.wire.messages import (
     new_id,
 )
 from slave.command_tasks import CommandTasks
-from slave.config import SlaveConfig, TaskRecord, journal_executor_id
+from slave.config import KillBegun, SlaveConfig, TaskRecord, journal_executor_id
 from slave.images import command_runner
 from slave.isolator import Isolator, legacy_container_name
+from slave.kills import Kills
 from slave.reports import TaskReports
-from slave.runners import SANDBOX_EXIT_FILE, Run, SimulatedRunner
+from slave.runners import SANDBOX_EXIT_FILE, Limit, Run, SimulatedRunner
 from slave.updates import OwedUpdates
 
 
@@ -53,6 +59,7 @@ class Slave(Protocol):
     podman: str | None
     shut_down_frameworks: dict[str, None]
     commands: CommandTasks  # (a recovered task's health check starts again there)
+    kills: Kills  # (and a kill in its grace goes on there)
 
 
 async def recover(slave: Slave, reports: TaskReports) -> None:
@@ -82,12 +89,22 @@ async def recover_task(slave: Slave, reports: TaskReports, raw: Any, containers:
     principal = raw.get("principal") or ""
     record = TaskRecord(raw["framework_id"], info, TaskState(raw["state"]), principal=principal)
     record.proof = raw.get("proof") or ""
+    record.healthy = raw.get("healthy")
+    if (health := raw.get("health")) is not None:
+        record.health = CheckState(
+            float(health["since"]), health.get("healthy"), int(health.get("failures") or 0)
+        )
+    record.kill = KillBegun.load(raw.get("kill"))
+    record.kill_reason = Reason(raw["kill_reason"]) if raw.get("kill_reason") else None
+    record.kill_gone = bool(raw.get("kill_gone"))
     runner = raw.get("runner") or {}
     slave.tasks[(record.framework_id, info.task_id)] = record
     if runner.get("kind") == "simulated":
         sim = SimulatedRunner(info, reports.reporter(record), slave.config.time_scale)
         record.runner = sim
         await sim.start(ends_at=runner.get("ends_at") or time.time())
+        if record.kill is not None or record.state == TaskState.KILLING:
+            resume_kill(slave, record)
     elif runner.get("kind") == "command" and runner.get("pid"):
         name = runner.get("container") or legacy_container_name(record.framework_id, info.task_id)
         # in its principal's group, counted there, where its checkpoint names a cgroup
@@ -111,7 +128,9 @@ async def recover_task(slave: Slave, reports: TaskReports, raw: Any, containers:
         cmd.exit_file = exit_file
         record.runner = cmd
         cmd.recover_in_background(runner["pid"], runner.get("started_at"))
-        if record.state == TaskState.RUNNING:  # its health check, again
+        if record.kill is not None or record.state == TaskState.KILLING:
+            resume_kill(slave, record)  # (no health check: a kill had begun)
+        elif record.state == TaskState.RUNNING:  # its health check, again
             await slave.commands.resume_health(record, sandbox, exit_file.parent)
     else:  # an executor's task: its executor died with the slave
         await reports.report(
@@ -122,6 +141,25 @@ async def recover_task(slave: Slave, reports: TaskReports, raw: Any, containers:
             "the executor ended while the slave was down",
             Source.SLAVE,
         )
+
+
+def resume_kill(slave: Slave, record: TaskRecord) -> None:
+    """A kill the previous run began, in its grace at the restart, goes on: the task's
+    SIGKILL when its grace ends (no second SIGTERM), and its end said as that kill's
+    (a health check's, a framework's, the master's), as Mesos's command executor, which
+    outlives its agent, finishes it. One in TASK_KILLING with no kill kept (a slave
+    from before kills were kept) has its whole grace again."""
+    kill = record.kill
+    limit = None
+    if kill is None:
+        left = record.grace(slave.config)
+    else:
+        left = max(0.0, kill.until - time.time())
+        if kill.state is not None:
+            limit = Limit(kill.state, kill.reason, kill.message, kill.hard)
+    ids = {"framework_id": record.framework_id, "task_id": record.info.task_id}
+    slave.log.info("kill.resumed", grace_left=round(left, 3), **ids)
+    slave.kills.start(record, left, limit, signalled=True)
 
 
 async def lost_at_recovery(slave: Slave, key: str, raw: Any, error: Exception) -> None:

@@ -65,8 +65,12 @@ class Runner(Protocol):
 
     async def start(self) -> None: ...
 
-    async def kill(self, grace: float, limit: Limit | None = None) -> None:
-        """Stop the task: KILLED, or, given a `limit`, the state and reason it says."""
+    async def kill(
+        self, grace: float, limit: Limit | None = None, *, signalled: bool = False
+    ) -> None:
+        """Stop the task: KILLED, or, given a `limit`, the state and reason it says.
+        `signalled`: a kill a restarted slave resumes, its SIGTERM sent before the
+        restart: only its SIGKILL is left, after `grace`."""
 
     async def close(self) -> None:
         """Let go of the task without reporting (the slave is stopping)."""
@@ -294,10 +298,13 @@ class CommandRunner:
                 exited += f" (128 + {name}: a signal ended its command, or it exited so)"
             await self.report(TaskState.FAILED, None, exited, exit_code=code)
 
-    async def kill(self, grace: float, limit: Limit | None = None) -> None:
+    async def kill(
+        self, grace: float, limit: Limit | None = None, *, signalled: bool = False
+    ) -> None:
         """SIGTERM to the whole process group, SIGKILL after `grace` seconds. A kill of a
         task already in its grace sends nothing again (its SIGTERM trap would run twice):
-        it only brings the SIGKILL forward, if its grace ends sooner (Mesos's executor)."""
+        it only brings the SIGKILL forward, if its grace ends sooner (Mesos's executor).
+        So does one in its grace when the slave restarted (`signalled`, slave.recovery)."""
         if self._stop is None:
             self._stop = limit or Limit(TaskState.KILLED, Reason.KILLED_BY_FRAMEWORK, "killed")
         pid = self.pid
@@ -313,8 +320,9 @@ class CommandRunner:
                     self._sooner.set_result(None)
             return
         self._deadline = deadline
-        await self.launch.stop(grace, hard=hard)
-        _signal_group(pid, signal.SIGKILL if hard else signal.SIGTERM)
+        if not signalled:
+            await self.launch.stop(grace, hard=hard)
+            _signal_group(pid, signal.SIGKILL if hard else signal.SIGTERM)
         while self._watcher is not None and (left := self._deadline - loop.time()) > 0:
             self._sooner = loop.create_future()
             ended = {self._watcher, self._sooner}
@@ -383,7 +391,9 @@ class SimulatedRunner:
         if not self._killed:
             await self.report(TaskState.FINISHED, None, "simulated task done")
 
-    async def kill(self, grace: float, limit: Limit | None = None) -> None:
+    async def kill(
+        self, grace: float, limit: Limit | None = None, *, signalled: bool = False
+    ) -> None:
         if self._killed:
             return
         self._killed = True

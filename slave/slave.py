@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from collections.abc import Coroutine, Mapping
 from typing import Any
 
@@ -138,7 +139,7 @@ class Slave:
         # the shared volumes of its total, and the total they were found in (_whole_shared)
         self._shared: frozenset[str] = frozenset()
         self._shared_of: Mapping[str, int] | None = None
-        self.kills = Kills(self.log)  # kills waiting out their grace
+        self.kills = Kills(self.log, self._checkpoint_soon)  # kills waiting out their grace
         self._loops: list[asyncio.Task[None]] = []
         isolation = "posix" if config.simulated_tasks else config.isolation
         self.isolator = make_isolator(
@@ -327,7 +328,13 @@ class Slave:
     async def announce(self) -> None:
         """Send a (re-)registration now: a Reregister with its tasks, or a Register."""
         running = [
-            RunningTask(framework_id=r.framework_id, task=r.info, state=r.state, proof=r.proof)
+            RunningTask(
+                framework_id=r.framework_id,
+                task=r.info,
+                state=r.state,
+                proof=r.proof,
+                healthy=r.healthy,
+            )
             for r in self.tasks.values()
             if not r.state.terminal
         ]
@@ -640,6 +647,12 @@ class Slave:
                 "principal": record.principal,
                 "proof": record.proof,
                 "runner": record.runner.checkpoint() if record.runner is not None else None,
+                # what a restart resumes: its kill, and how it ends; its health's verdict
+                "kill": record.kill.dump() if record.kill is not None else None,
+                "kill_reason": record.kill_reason.value if record.kill_reason else None,
+                "kill_gone": record.kill_gone,
+                "healthy": record.healthy,
+                "health": dataclasses.asdict(record.health) if record.health else None,
             },
         )
 

@@ -12,17 +12,20 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
 
 from master.http.metrics import exposition, registry_for
+from protocol import logs
 from protocol import mesos_json as mj
-from protocol.health_checker import http_probe
+from protocol.health_checker import CheckState, check_health, http_probe
 from protocol.tooling.brokers import MosquittoBroker
 from protocol.tooling.ports import free_port
+from protocol.transport.aio import within
 from protocol.wire.messages import (
     CommandCheck,
     CommandInfo,
@@ -272,8 +275,9 @@ def test_health_checks_in_mesos_json() -> None:
 
 
 async def test_an_http_check_reads_only_a_status_line_and_within_its_timeout() -> None:
-    """A task's server that answers a byte at a time, or not in HTTP, holds its check
-    no longer than its timeout, and fails it."""
+    """A task's server that answers a byte at a time, or not in HTTP (a status of other
+    than three ASCII digits: "\\xb2" is a digit to str.isdigit, not to int()), holds
+    its check no longer than its timeout, and fails it."""
 
     async def drip(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await reader.readuntil(b"\r\n\r\n")
@@ -283,13 +287,23 @@ async def test_an_http_check_reads_only_a_status_line_and_within_its_timeout() -
                 await writer.drain()
                 await asyncio.sleep(0.2)
 
-    async def babble(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await reader.readuntil(b"\r\n\r\n")
-        writer.write(b"SSH-2.0-OpenSSH\r\n")
-        await writer.drain()
-        writer.close()
+    def answering(
+        line: bytes,
+    ) -> Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]:
+        async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await reader.readuntil(b"\r\n\r\n")
+            writer.write(line)
+            await writer.drain()
+            writer.close()
 
-    for serve, why in ((drip, "no answer in 0.5 s"), (babble, "not an HTTP answer")):
+        return answer
+
+    for serve, why in (
+        (drip, "no answer in 0.5 s"),
+        (answering(b"SSH-2.0-OpenSSH\r\n"), "not an HTTP answer"),
+        (answering(b"HTTP/1.1 \xb200 OK\r\n"), "not an HTTP answer"),
+        (answering(b"HTTP/1.1 2\r\n"), "not an HTTP answer"),
+    ):
         server_ = await asyncio.start_server(serve, "127.0.0.1", 0)
         port = server_.sockets[0].getsockname()[1]
         loop = asyncio.get_running_loop()
@@ -300,3 +314,44 @@ async def test_an_http_check_reads_only_a_status_line_and_within_its_timeout() -
         server_.close()
         await server_.wait_closed()
     assert await http_probe(free_port(), "/", timeout=0.5) is not None  # nothing listens
+
+
+async def test_checks_resumed_after_a_restart_go_on_where_they_were() -> None:
+    """A slave restarted while its task fails its checks goes on where they were, as
+    Mesos's checker, which outlives its agent, does: two failures of three counted
+    already, the next one kills it (its verdict not said again); and a task checked
+    since long ago is not given its grace period again."""
+    check = HealthCheck(
+        type=HealthCheckType.COMMAND,
+        command=CommandCheck(value="false"),
+        delay_seconds=0,
+        interval_seconds=1,
+        grace_period_seconds=60,
+        consecutive_failures=3,
+    )
+    said: list[bool] = []
+    ends: list[str] = []
+    kept: list[int] = []
+
+    async def hangs() -> str | None:
+        return "no answer"
+
+    async def say(healthy: bool, why: str) -> None:
+        said.append(healthy)
+
+    async def failed(why: str) -> None:
+        ends.append(why)
+
+    async def keep(state: CheckState) -> None:
+        kept.append(state.failures)
+
+    log = logs.get("test")
+    failing = CheckState(since=time.time() - 120, healthy=False, failures=2)
+    await within(check_health(check, hangs, say, failed, log, failing, keep), 2)
+    assert (said, kept, failing.failures) == ([], [3], 3)
+    assert ends == ["its health check failed 3 times in a row: no answer"]
+
+    # never healthy, and checked for 120 s: past its grace of 60 s, its failures count
+    once = check.model_copy(update={"consecutive_failures": 1})
+    await within(check_health(once, hangs, say, failed, log, CheckState(time.time() - 120)), 2)
+    assert said == [False]

@@ -16,6 +16,7 @@ the drain's.
 from __future__ import annotations
 
 import asyncio
+import time
 from types import SimpleNamespace
 from typing import Any
 
@@ -125,7 +126,7 @@ async def test_a_slave_cuts_the_grace_of_a_shut_down_frameworks_kills() -> None:
             self.graces: list[float] = []
             self.sooner = asyncio.Event()
 
-        async def kill(self, grace: float, limit: Any = None) -> None:
+        async def kill(self, grace: float, limit: Any = None, **_: Any) -> None:
             self.graces.append(grace)
             if len(self.graces) == 1:
                 await self.sooner.wait()  # (its grace, until a shorter kill ends it)
@@ -134,11 +135,17 @@ async def test_a_slave_cuts_the_grace_of_a_shut_down_frameworks_kills() -> None:
 
     runner = Runner()
     info = SimpleNamespace(task_id="t1")
-    record: Any = SimpleNamespace(framework_id="A", info=info, runner=runner)
-    kills = Kills(logs.get("test"))
+    record: Any = SimpleNamespace(
+        framework_id="A", info=info, runner=runner, state=TaskState.RUNNING, kill=None
+    )
+    checkpointed: list[Any] = []
+    kills = Kills(logs.get("test"), checkpointed.append)
     kills.start(record, 60.0)
     kills.cut("A", 1.0)
     kills.cut("B", 1.0)  # (nothing of B's)
     await within(kills.finish(), 5.0)
     assert runner.graces == [60.0, 1.0]
     assert not kills.of("A")
+    # the kill is checkpointed with its task as cut: a restarted slave resumes that
+    assert checkpointed == [record, record]
+    assert record.kill.until <= time.time() + 1.0

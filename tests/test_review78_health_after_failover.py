@@ -62,11 +62,6 @@ HEALTHY = HealthCheck(
 pytestmark = pytest.mark.timeout(60)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review 78: a re-registering slave's tasks carry no health verdict, and the "
-    "slave says one only when it changes (protocol.wire.slave.RunningTask)",
-)
 async def test_a_new_leader_knows_a_healthy_task_is_healthy(tmp_path: Path) -> None:
     broker = MemoryBroker()
     connect = broker.connector(None)

@@ -48,11 +48,6 @@ CHECK = HealthCheck(
 )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review 78: an error raised by a probe ends the health check for good "
-    "(protocol.health_checker.check_health does not count it as a failure)",
-)
 async def test_a_check_that_could_not_start_counts_as_a_failure(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -32,8 +32,6 @@ import dataclasses
 import signal
 from pathlib import Path
 
-import pytest
-
 from protocol.tooling.brokers import MosquittoBroker
 from protocol.wire.messages import (
     CommandCheck,
@@ -61,11 +59,6 @@ FAILING = HealthCheck(
 STUBBORN = "trap '' TERM; while :; do sleep 0.1; done"  # (its grace is all used)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review 78: a slave restarted during a kill's grace forgets the kill "
-    "(slave.recovery.recover_task does not resume a TASK_KILLING task's kill)",
-)
 async def test_a_health_checks_kill_ends_the_task_across_a_slave_restart(
     mosquitto: MosquittoBroker, tmp_path: Path
 ) -> None:

@@ -31,8 +31,6 @@ import dataclasses
 import signal
 from pathlib import Path
 
-import pytest
-
 from protocol.tooling.brokers import MosquittoBroker
 from protocol.wire.messages import CommandInfo, Kill, TaskInfo, TaskState
 from protocol.wire.resources import Resources
@@ -41,11 +39,6 @@ from harness.helpers import eventually, kill_processes_under
 from harness.slave import Rig, reap, slave_process
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review 78: a kill of a task on a disconnected slave is neither delivered nor "
-    "sent again when the slave re-registers (master.calls.framework_calls.on_kill)",
-)
 async def test_a_kill_sent_while_the_slave_is_away_ends_the_task_when_it_is_back(
     mosquitto: MosquittoBroker, tmp_path: Path
 ) -> None:

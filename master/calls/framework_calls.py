@@ -480,6 +480,7 @@ class FrameworkCalls:
             kill_policy=msg.kill_policy,
             killing=fw.task_killing,
         )
+        task.kill = kill  # (sent again if its slave re-registers: SlaveCalls)
         self.outbox.send_slave(task.slave_id, kill)
 
     async def on_acknowledge(self, msg: Acknowledge, caller: Caller) -> None:

@@ -442,6 +442,7 @@ class SlaveCalls:
         removed: dict[str, list[RunningTask]] = {}  # frameworks removed while it was away
         for (framework_id, task_id), r in reported.items():
             if (framework_id, task_id) in slave.tasks:
+                self._known_task_back(slave, r)
                 continue
             owner = self.books.frameworks.get(framework_id)
             if owner is None and framework_id in self.books.removed:
@@ -488,6 +489,7 @@ class SlaveCalls:
                 )
             if owner is not None and said in (None, owner.principal):
                 task = Task(r.task, framework_id, slave.slave_id, r.state)
+                task.health_said(r.healthy)
                 owner.tasks[task_id] = task
                 slave.add_task(framework_id, task.info)
                 self.outbox.task_changed(task, added=True)
@@ -518,6 +520,25 @@ class SlaveCalls:
             )
             self.removals.hold_dying_again(slave.slave_id, framework_id, theirs)
             self.outbox.send_slave(slave.slave_id, ShutdownFramework(framework_id=framework_id))
+
+    def _known_task_back(self, slave: Slave, r: RunningTask) -> None:
+        """A task booked on the slave that the slave names again: its health verdict as
+        the slave says it, and its framework's kill goes again (as Mesos's
+        `reconcileKnownSlave` re-sends `killedTasks`): one sent while the slave was away
+        (restarting) never reached it."""
+        task = self.books.task(r.framework_id, r.task.task_id)
+        if task is None or task.terminal:
+            return
+        if task.health_said(r.healthy):
+            self.outbox.task_changed(task)
+        if task.kill is not None:
+            self.log.info(
+                "slave.kill_again",
+                slave_id=slave.slave_id,
+                framework_id=r.framework_id,
+                task_id=task.task_id,
+            )
+            self.outbox.send_slave(slave.slave_id, task.kill)
 
     def _claim_refused(self, event: str, slave: Slave, framework_id: str, task_id: str) -> None:
         """A task a re-registering slave names is not booked as its framework's: counted
@@ -591,7 +612,9 @@ class SlaveCalls:
         orphans = self.books.orphans
         if orphans.has(r.framework_id, slave_id, r.task.task_id):
             return
-        orphan = Orphan(r.task, r.framework_id, slave_id, r.state, r.task.resources, principal)
+        orphan = Orphan(
+            r.task, r.framework_id, slave_id, r.state, r.task.resources, principal, r.healthy
+        )
         executor = orphan.executor
         if executor is not None and not any(
             o.holds_executor for o in orphans.in_executor(r.framework_id, executor)

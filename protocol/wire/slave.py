@@ -51,6 +51,10 @@ class RunningTask(Wire):
     task: TaskInfo
     state: TaskState
     proof: Proof = ""  # the launch's (RunTask.proof)
+    # its health check's latest verdict (None: none yet, or no check), as a Mesos agent
+    # re-registers with each task's latest status: a new leader knows it, though the
+    # slave says a verdict again only when it changes
+    healthy: bool | None = None
 
 
 class EndingTask(Wire):
