@@ -11,6 +11,7 @@ from master.allocation.allocator import Allocator, AllocatorError
 from master.authz import Caller
 from master.books import Books, Framework, Task
 from master.calls.resource_operations import OperationError, ResourceOperations
+from master.calls.status_updates import heard_state
 from master.cycle import OfferCycle
 from master.framework_ids import FrameworkIds
 from master.offers import OfferBook
@@ -517,9 +518,13 @@ class FrameworkCalls:
         """What reconciling one task answers (None: nothing yet, ask again later)."""
         task = fw.tasks.get(task_id) or fw.unreachable.get(task_id)
         if task is not None:
+            # as Mesos: the state its updates made it, not the master's own KILLING mark
+            # of a preemption's victim (no update said it: TASK_KILLING is for frameworks
+            # with TASK_KILLING_STATE, and their slaves' updates tell them)
+            state = heard_state(task) if task.state == TaskState.KILLING else task.state
             return TaskStatus(
                 task_id=task_id,
-                state=task.state,
+                state=state,
                 slave_id=task.slave_id,
                 reason=Reason.RECONCILIATION,
                 source=Source.MASTER,
