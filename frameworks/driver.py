@@ -434,23 +434,38 @@ class SchedulerDriver:
     @made_at_once
     def revive_offers(self, roles: Iterable[str] = ()) -> None:
         """Offers again after `suppress_offers`, and the declines' filters cleared; a
-        multi-role framework's in `roles` only (none: in every role)."""
+        multi-role framework's in `roles` only (none: in every role; a role it is not in:
+        `DriverError`)."""
         if self._stopped.is_set():
             return  # as the Mesos driver: calls after stop() do nothing
-        self._call(Revive(framework_id=self.framework_id or "", roles=list(roles)))
+        roles = self._own_roles(roles, "revive_offers")
+        self._call(Revive(framework_id=self.framework_id or "", roles=roles))
         self._drought.suppressed(False)
 
     @made_at_once
     def suppress_offers(self, roles: Iterable[str] = ()) -> None:
         """No offers until revive; also clears what `request_resources` declared. A
         multi-role framework's in `roles` only (none: in every role; only then is what it
-        declared cleared)."""
+        declared cleared; a role it is not in: `DriverError`)."""
         if self._stopped.is_set():
             return  # as the Mesos driver: calls after stop() do nothing
-        roles = list(roles)
+        roles = self._own_roles(roles, "suppress_offers")
         self._call(Suppress(framework_id=self.framework_id or "", roles=roles))
         if not roles or set(roles) >= set(self.roles or ()):
             self._drought.suppressed(True)
+
+    def _own_roles(self, roles: Iterable[str], about: str) -> list[str]:
+        """`roles`, if each is this framework's (else `DriverError`: the master would
+        refuse the call whole, as Mesos answers it 400)."""
+        roles = list(roles)
+        mine = self.roles if self.roles is not None else [self.role]
+        others = sorted(set(roles) - set(mine))
+        if others:
+            raise DriverError(
+                f"{about}: this framework is not in role(s) {', '.join(others)} "
+                f"(its roles: {', '.join(mine)})"
+            )
+        return roles
 
     @made_at_once
     def request_resources(self, requests: Iterable[TaskRequest | tuple[Resources, int]]) -> None:

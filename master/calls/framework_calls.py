@@ -419,14 +419,15 @@ class FrameworkCalls:
 
     def _roles_of(self, fw: Framework, roles: list[str], caller: Caller, about: str) -> bool:
         """Whether every role a Suppress or Revive names is the framework's (else it is
-        refused whole, as Mesos refuses it)."""
+        refused whole, as Mesos refuses it: an invalid call, which costs the framework
+        nothing else, so not `role-refused`, after which the master serves it no more)."""
         others = sorted(set(roles) - set(fw.all_roles()))
         if others:
             self.outbox.refuse(
                 caller,
                 f"{about} names roles framework {fw.framework_id} is not in: "
                 f"{', '.join(others)} (its roles: {', '.join(fw.all_roles())})",
-                "role-refused",
+                "invalid-roles",
                 about,
                 framework_id=fw.framework_id,
             )
