@@ -144,6 +144,7 @@ class Subscriptions:
             return
         roles = msg.all_roles()
         if fw is not None:
+            self._take_offers_back(fw, msg)
             books.inboxes.pop((fw.principal, fw.inbox), None)
             fw.inbox, fw.incarnation = msg.inbox, msg.incarnation
             fw.connected, fw.disconnected_at = True, None
@@ -202,6 +203,18 @@ class Subscriptions:
         )
         self.outbox.emit("subscribed", framework_id=fw.framework_id, detail=fw.name)
         self.request_round()
+
+    def _take_offers_back(self, fw: Framework, msg: Subscribe) -> None:
+        """As Mesos's (re-)subscription of a framework it knows: its outstanding offers
+        are taken back, what they held back to the pool, before it is offered anything.
+        No instance of it knows of them: a new scheduler process never heard of them, and
+        a driver forgets its offers as it subscribes (its answers to them may have been
+        lost with its connection). Its connection is told of the rescinds if the same
+        inbox subscribes again; not a deposed process's (Mesos's failoverFramework
+        removes them unsaid)."""
+        same = fw.inbox == msg.inbox
+        for offer_id in list(fw.offers):
+            self.offers.rescind(self.books.offers[offer_id], tell=same)
 
     def _set_offer_filters(self, framework_id: str, msg: Subscribe) -> None:
         # its own replace the master's minimum ([]: anything); none, the master's
