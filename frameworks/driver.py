@@ -46,6 +46,7 @@ from protocol.wire.messages import (
     Filters,
     FrameworkCapability,
     FrameworkMessage,
+    Gone,
     Heartbeat,
     Kill,
     KillPolicy,
@@ -182,6 +183,7 @@ class SchedulerDriver:
         self._subscribed = asyncio.Event()
         self._stopped = asyncio.Event()
         self._teardown = True
+        self._failover = False  # stopped for a successor: the master is told we went
         self._files = TaskFiles(self._call)  # reads of its tasks' sandbox files
         self._why = WhyAsker(self._call)  # questions about why offers do not come
         self._drought = NoOfferWatch(self.why, lambda: self.log, no_offer_warning or 0.0)
@@ -316,8 +318,11 @@ class SchedulerDriver:
     def stop(self, failover: bool = False) -> None:
         """Stop the driver: no more callbacks, and `run()`/`join()` disconnect and return.
         Without `failover` the framework is torn down (its tasks killed); with it, the
-        master keeps its tasks for `failover_timeout` for a successor."""
+        master keeps its tasks for `failover_timeout` for a successor: it is told the
+        driver went (as the broker tells it of a connection lost), takes back its offers
+        and removes it if no successor subscribes with `framework_id` in that time."""
         self._teardown = not failover
+        self._failover = failover
         self._stopped.set()
 
     async def join(self) -> None:
@@ -355,6 +360,12 @@ class SchedulerDriver:
                 await bus.publish(
                     self.to_master, Teardown(framework_id=self.framework_id), timeout=5
                 )
+        elif self._failover and self.framework_id and bus.connected:
+            # a clean close sends no Last Will, so we send it: the master disconnects
+            # the framework (its failover timeout runs) as for a connection lost
+            with contextlib.suppress(Exception):
+                gone = Gone(kind="framework", id=self.inbox_id, incarnation=bus.incarnation)
+                await bus.publish(self.topics.gone("framework", self.principal), gone, timeout=5)
         await bus.close()
 
     # -- calls ---------------------------------------------------------------------------------
