@@ -183,7 +183,6 @@ class SchedulerDriver:
         self._subscribed = asyncio.Event()
         self._stopped = asyncio.Event()
         self._teardown = True
-        self._failover = False  # stopped for a successor: the master is told we went
         self._files = TaskFiles(self._call)  # reads of its tasks' sandbox files
         self._why = WhyAsker(self._call)  # questions about why offers do not come
         self._drought = NoOfferWatch(self.why, lambda: self.log, no_offer_warning or 0.0)
@@ -322,7 +321,6 @@ class SchedulerDriver:
         driver went (as the broker tells it of a connection lost), takes back its offers
         and removes it if no successor subscribes with `framework_id` in that time."""
         self._teardown = not failover
-        self._failover = failover
         self._stopped.set()
 
     async def join(self) -> None:
@@ -360,9 +358,12 @@ class SchedulerDriver:
                 await bus.publish(
                     self.to_master, Teardown(framework_id=self.framework_id), timeout=5
                 )
-        elif self._failover and self.framework_id and bus.connected:
-            # a clean close sends no Last Will, so we send it: the master disconnects
-            # the framework (its failover timeout runs) as for a connection lost
+        elif self.framework_id and bus.connected:
+            # gone without a teardown (stop(failover=True); stopped by the master): a
+            # clean close sends no Last Will, so we send ours, and the master disconnects
+            # the framework as for a connection lost (its offers back, its failover
+            # timeout running); it ignores it if this is not the framework's connection
+            # now (a process took it over, or it was removed)
             with contextlib.suppress(Exception):
                 gone = Gone(kind="framework", id=self.inbox_id, incarnation=bus.incarnation)
                 await bus.publish(self.topics.gone("framework", self.principal), gone, timeout=5)

@@ -30,8 +30,6 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest
-
 from protocol.wire.messages import (
     Error,
     Kill,
@@ -50,11 +48,6 @@ from harness.mesos import Live, framework_info
 from harness.mesos import live as live
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review 76: framework calls are not fenced to the framework's current "
-    "connection (framework_of_caller checks the principal only), nor is the old one told",
-)
 async def test_a_deposed_scheduler_can_neither_kill_nor_go_on_unaware(cluster: Cluster) -> None:
     a = await cluster.framework("A", failover_timeout=30)
     s1 = await cluster.slave("s1", Resources(cpus=2, mem=2 * GB))
@@ -79,11 +72,6 @@ async def test_a_deposed_scheduler_can_neither_kill_nor_go_on_unaware(cluster: C
     assert any("failed over" in e.message for e in a.inbox.of(Error))  # and told it so
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review 76: a re-subscription closes the old Mesos stream without the ERROR "
-    "'Framework failed over' (SchedulerApi._serve: old.end())",
-)
 async def test_a_deposed_mesos_scheduler_hears_framework_failed_over(live: Live) -> None:
     s, again = live.scheduler(), live.scheduler()
     try:

@@ -19,6 +19,7 @@ from typing import Any
 from master.allocation.allocator import Allocator
 from master.authz import Caller, RoleACL
 from master.books import Books, Framework, Task
+from master.calls.framework_calls import FAILED_OVER
 from master.config import MasterConfig, MasterInfo
 from master.cycle import OfferCycle
 from master.framework_ids import FrameworkIds
@@ -29,7 +30,7 @@ from master.outbox import Outbox
 from master.updates import TaskUpdates
 from protocol.transport.aio import loop_time
 from protocol.wire.ids import check_id, shorten
-from protocol.wire.messages import FrameworkCapability, Subscribe, Subscribed
+from protocol.wire.messages import Error, FrameworkCapability, Subscribe, Subscribed
 from protocol.wire.reservations import is_shared
 from protocol.wire.topics import MAX_REPLY_TOPIC, Topics, check_segment
 
@@ -145,6 +146,7 @@ class Subscriptions:
         roles = msg.all_roles()
         if fw is not None:
             self._take_offers_back(fw, msg)
+            self._depose(fw, msg)
             books.inboxes.pop((fw.principal, fw.inbox), None)
             fw.inbox, fw.incarnation = msg.inbox, msg.incarnation
             fw.connected, fw.disconnected_at = True, None
@@ -215,6 +217,24 @@ class Subscriptions:
         same = fw.inbox == msg.inbox
         for offer_id in list(fw.offers):
             self.offers.rescind(self.books.offers[offer_id], tell=same)
+
+    def _depose(self, fw: Framework, msg: Subscribe) -> None:
+        """Another scheduler subscribes with the framework's id while its scheduler is
+        connected (a standby taking over, a restart before the broker saw the old process
+        go): the old one is told, as Mesos's failoverFramework tells it, "Framework failed
+        over" (the SDK's driver stops; a Mesos API stream gets an ERROR event and closes),
+        and its calls are refused from now on (`framework_calls.from_its_scheduler`)."""
+        if not fw.connected or not fw.inbox or fw.inbox == msg.inbox:
+            return  # (gone already, or the same scheduler subscribing again)
+        self.log.info(
+            "framework.failed_over",
+            framework_id=fw.framework_id,
+            principal=fw.principal,
+            old_inbox=fw.inbox,
+            new_inbox=msg.inbox,
+        )
+        error = Error(message="Framework failed over", code=FAILED_OVER, about=fw.framework_id)
+        self.outbox.send_framework(fw, error)
 
     def _set_offer_filters(self, framework_id: str, msg: Subscribe) -> None:
         # its own replace the master's minimum ([]: anything); none, the master's
