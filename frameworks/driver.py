@@ -179,6 +179,9 @@ class SchedulerDriver:
         self._refusal: type[DriverError] = errors.SubscribeRefused  # what start() raises then
         self.log = logs.get("driver", framework=name)
         self.offers: dict[str, Offer] = {}  # outstanding: offered and not yet used
+        # the roles it suppressed (and has not revived): named as it subscribes again, as
+        # the master sets its suppression to what a subscription names (Mesos 1.9's)
+        self._suppressed: set[str] = set()
         self.bus: Transport | None = None
         self._subscribed = asyncio.Event()
         self._stopped = asyncio.Event()
@@ -307,6 +310,7 @@ class SchedulerDriver:
                     if self.min_offer
                     else None,
                     capabilities=self.capabilities,
+                    suppressed_roles=sorted(self._suppressed),
                 ),
             )
             with contextlib.suppress(TimeoutError):
@@ -452,6 +456,7 @@ class SchedulerDriver:
             return  # as the Mesos driver: calls after stop() do nothing
         roles = self._own_roles(roles, "revive_offers")
         self._call(Revive(framework_id=self.framework_id or "", roles=roles))
+        self._suppressed -= set(roles or self._all_roles())
         self._drought.suppressed(False)
 
     @made_at_once
@@ -463,14 +468,17 @@ class SchedulerDriver:
             return  # as the Mesos driver: calls after stop() do nothing
         roles = self._own_roles(roles, "suppress_offers")
         self._call(Suppress(framework_id=self.framework_id or "", roles=roles))
+        self._suppressed |= set(roles or self._all_roles())
         if not roles or set(roles) >= set(self.roles or ()):
             self._drought.suppressed(True)
+
+    def _all_roles(self) -> list[str]:
+        return self.roles if self.roles is not None else [self.role]
 
     def _own_roles(self, roles: Iterable[str], about: str) -> list[str]:
         """`roles`, if each is this framework's (else `DriverError`: the master would
         refuse the call whole, as Mesos answers it 400)."""
-        roles = list(roles)
-        mine = self.roles if self.roles is not None else [self.role]
+        roles, mine = list(roles), self._all_roles()
         others = sorted(set(roles) - set(mine))
         if others:
             raise DriverError(

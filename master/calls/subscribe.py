@@ -154,6 +154,7 @@ class Subscriptions:
             books.inboxes[(fw.principal, fw.inbox)] = fw.framework_id
             self.allocator.activate(fw.framework_id)
             self._set_offer_filters(fw.framework_id, msg)
+            self._set_suppression(fw, msg)
             resubscribed = True
         else:
             fw = Framework(
@@ -171,6 +172,7 @@ class Subscriptions:
             books.inboxes[(fw.principal, fw.inbox)] = framework_id
             self.allocator.add_framework(framework_id, roles[0], roles=msg.roles)
             self._set_offer_filters(framework_id, msg)
+            self._set_suppression(fw, msg)
             self._adopt_orphans(fw)
             resubscribed = bool(msg.framework_id)
         fw.partition_aware = FrameworkCapability.PARTITION_AWARE in msg.capabilities
@@ -236,6 +238,26 @@ class Subscriptions:
         error = Error(message="Framework failed over", code=FAILED_OVER, about=fw.framework_id)
         self.outbox.send_framework(fw, error)
 
+    def _set_suppression(self, fw: Framework, msg: Subscribe) -> None:
+        """As Mesos since 1.9 (MESOS-9793): a (re-)subscription sets the framework's
+        suppression to the roles it names suppressed, and no others. Suppression is its
+        scheduler's own decision: a new process that says none is offered in every role,
+        its predecessor's SUPPRESS forgotten (the SDK's driver names the roles it
+        suppressed itself, so its reconnects keep them)."""
+        fid, named = fw.framework_id, set(msg.suppressed_roles)
+        if fw.roles is None:  # (one role: the framework whole)
+            if named:
+                self.cycle.suppress(fid)
+            elif self.allocator.suppressed(fid):
+                self.cycle.unsuppress(fid)
+            return
+        off = [r for r in fw.all_roles() if r in named]
+        on = [r for r in fw.all_roles() if r not in named and self.allocator.suppressed(fid, r)]
+        if off:
+            self.cycle.suppress(fid, off)
+        if on:
+            self.cycle.unsuppress(fid, on)
+
     def _set_offer_filters(self, framework_id: str, msg: Subscribe) -> None:
         # its own replace the master's minimum ([]: anything); none, the master's
         minimum = msg.offer_filters.min_allocatable if msg.offer_filters else None
@@ -279,6 +301,12 @@ class Subscriptions:
             return "role-refused", (
                 f"framework {fw.framework_id} is in {', '.join(fw.all_roles())}: its roles "
                 "are fixed when it registers (register a new framework for other roles)"
+            )
+        roles = fw.all_roles() if fw is not None else msg.all_roles()
+        if others := sorted(set(msg.suppressed_roles) - set(roles)):
+            return "subscribe-refused", (
+                f"suppressed_roles names roles the framework is not in: {', '.join(others)} "
+                f"(its roles: {', '.join(roles)})"
             )
         return self._weight_problem(msg, fw.role if fw else msg.all_roles()[0])
 
