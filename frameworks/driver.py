@@ -46,6 +46,7 @@ from protocol.wire.messages import (
     Filters,
     FrameworkCapability,
     FrameworkMessage,
+    Gone,
     Heartbeat,
     Kill,
     KillPolicy,
@@ -178,6 +179,9 @@ class SchedulerDriver:
         self._refusal: type[DriverError] = errors.SubscribeRefused  # what start() raises then
         self.log = logs.get("driver", framework=name)
         self.offers: dict[str, Offer] = {}  # outstanding: offered and not yet used
+        # the roles it suppressed (and has not revived): named as it subscribes again, as
+        # the master sets its suppression to what a subscription names (Mesos 1.9's)
+        self._suppressed: set[str] = set()
         self.bus: Transport | None = None
         self._subscribed = asyncio.Event()
         self._stopped = asyncio.Event()
@@ -306,6 +310,7 @@ class SchedulerDriver:
                     if self.min_offer
                     else None,
                     capabilities=self.capabilities,
+                    suppressed_roles=sorted(self._suppressed),
                 ),
             )
             with contextlib.suppress(TimeoutError):
@@ -316,7 +321,9 @@ class SchedulerDriver:
     def stop(self, failover: bool = False) -> None:
         """Stop the driver: no more callbacks, and `run()`/`join()` disconnect and return.
         Without `failover` the framework is torn down (its tasks killed); with it, the
-        master keeps its tasks for `failover_timeout` for a successor."""
+        master keeps its tasks for `failover_timeout` for a successor: it is told the
+        driver went (as the broker tells it of a connection lost), takes back its offers
+        and removes it if no successor subscribes with `framework_id` in that time."""
         self._teardown = not failover
         self._stopped.set()
 
@@ -355,6 +362,15 @@ class SchedulerDriver:
                 await bus.publish(
                     self.to_master, Teardown(framework_id=self.framework_id), timeout=5
                 )
+        elif self.framework_id and bus.connected:
+            # gone without a teardown (stop(failover=True); stopped by the master): a
+            # clean close sends no Last Will, so we send ours, and the master disconnects
+            # the framework as for a connection lost (its offers back, its failover
+            # timeout running); it ignores it if this is not the framework's connection
+            # now (a process took it over, or it was removed)
+            with contextlib.suppress(Exception):
+                gone = Gone(kind="framework", id=self.inbox_id, incarnation=bus.incarnation)
+                await bus.publish(self.topics.gone("framework", self.principal), gone, timeout=5)
         await bus.close()
 
     # -- calls ---------------------------------------------------------------------------------
@@ -434,23 +450,42 @@ class SchedulerDriver:
     @made_at_once
     def revive_offers(self, roles: Iterable[str] = ()) -> None:
         """Offers again after `suppress_offers`, and the declines' filters cleared; a
-        multi-role framework's in `roles` only (none: in every role)."""
+        multi-role framework's in `roles` only (none: in every role; a role it is not in:
+        `DriverError`)."""
         if self._stopped.is_set():
             return  # as the Mesos driver: calls after stop() do nothing
-        self._call(Revive(framework_id=self.framework_id or "", roles=list(roles)))
+        roles = self._own_roles(roles, "revive_offers")
+        self._call(Revive(framework_id=self.framework_id or "", roles=roles))
+        self._suppressed -= set(roles or self._all_roles())
         self._drought.suppressed(False)
 
     @made_at_once
     def suppress_offers(self, roles: Iterable[str] = ()) -> None:
         """No offers until revive; also clears what `request_resources` declared. A
         multi-role framework's in `roles` only (none: in every role; only then is what it
-        declared cleared)."""
+        declared cleared; a role it is not in: `DriverError`)."""
         if self._stopped.is_set():
             return  # as the Mesos driver: calls after stop() do nothing
-        roles = list(roles)
+        roles = self._own_roles(roles, "suppress_offers")
         self._call(Suppress(framework_id=self.framework_id or "", roles=roles))
+        self._suppressed |= set(roles or self._all_roles())
         if not roles or set(roles) >= set(self.roles or ()):
             self._drought.suppressed(True)
+
+    def _all_roles(self) -> list[str]:
+        return self.roles if self.roles is not None else [self.role]
+
+    def _own_roles(self, roles: Iterable[str], about: str) -> list[str]:
+        """`roles`, if each is this framework's (else `DriverError`: the master would
+        refuse the call whole, as Mesos answers it 400)."""
+        roles, mine = list(roles), self._all_roles()
+        others = sorted(set(roles) - set(mine))
+        if others:
+            raise DriverError(
+                f"{about}: this framework is not in role(s) {', '.join(others)} "
+                f"(its roles: {', '.join(mine)})"
+            )
+        return roles
 
     @made_at_once
     def request_resources(self, requests: Iterable[TaskRequest | tuple[Resources, int]]) -> None:

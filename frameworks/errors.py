@@ -14,7 +14,9 @@ Catch `DriverError` for all of them, or a subclass for one case:
   offer holds, a file that cannot be read).
 
 A framework the master removes while it runs (torn down, failover timeout passed) is
-told through `Scheduler.error`; the driver then stops and `driver.removed` says why.
+told through `Scheduler.error`; the driver then stops and `driver.removed` says why. So
+is a driver whose framework another process took over (`FailedOver`: it subscribed with
+the framework's id); the framework and its tasks go on, that process's.
 """
 
 from __future__ import annotations
@@ -72,12 +74,19 @@ class PrincipalRemoved(SubscribeRefused):
     auth remove`): the master disconnected it and takes no call of its."""
 
 
-FATAL: dict[str, type[SubscribeRefused]] = {
+class FailedOver(DriverError):
+    """Another scheduler process subscribed with this framework's id (its failover): the
+    master serves that one now and ignores this one's calls, as Mesos's "Framework failed
+    over". The framework is not removed: its tasks are the new process's."""
+
+
+FATAL: dict[str, type[DriverError]] = {
     "subscribe-refused": SubscribeRefused,
     "role-refused": RoleRefused,
     "too-many-frameworks": TooManyFrameworks,
     "framework-removed": FrameworkRemoved,
     "principal-removed": PrincipalRemoved,
+    "failed-over": FailedOver,
 }
 """The master's error codes after which it will not serve a framework (its driver stops),
 and what a start refused with each raises."""

@@ -91,16 +91,18 @@ class OfferBook:
         if slave is not None:
             slave.offers.discard(record.offer_id)
 
-    def rescind(self, record: OfferRecord, *, recover: bool = True) -> None:
-        """Taken back from its framework (which is told), and what it held back to the pool
-        (unless `recover` is False: the caller gave it back already, or it is gone)."""
+    def rescind(self, record: OfferRecord, *, recover: bool = True, tell: bool = True) -> None:
+        """Taken back from its framework (which is told, unless `tell` is False: another
+        scheduler process took the framework over, which never heard of it), and what it
+        held back to the pool (unless `recover` is False: the caller gave it back
+        already, or it is gone)."""
         self.drop(record)
         fw = self.books.frameworks.get(record.framework_id)
         if recover:
             self.allocator.recover(
                 record.framework_id, record.slave_id, record.resources, role=record.role
             )
-        if fw is not None and fw.connected:
+        if tell and fw is not None and fw.connected:
             self.outbox.send_framework(fw, Rescind(offer_id=record.offer_id))
         self.outbox.emit(
             "rescind",

@@ -143,7 +143,7 @@ async def test_suppress_and_revive_take_roles(cluster: Cluster) -> None:
     seen = len(fw.inbox.of(Error))
     await fw.bus.publish(to_master, Suppress(framework_id=fw.framework_id, roles=["web", "ops"]))
     error = (await fw.inbox.wait_count(Error, seen + 1))[seen]
-    assert error.code == "role-refused"
+    assert error.code == "invalid-roles"
     assert "ops" in error.message
     assert not a.suppressed(fw.framework_id, "web")
     roles_balance(cluster.master)

@@ -30,8 +30,7 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest
-
+from frameworks import Scheduler, SchedulerDriver
 from protocol.wire.messages import (
     Error,
     Kill,
@@ -44,17 +43,13 @@ from protocol.wire.messages import (
 )
 from protocol.wire.resources import Resources
 
+from harness.helpers import eventually
 from harness.master import GB, Cluster, T
 from harness.master import cluster as cluster
 from harness.mesos import Live, framework_info
 from harness.mesos import live as live
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review 76: framework calls are not fenced to the framework's current "
-    "connection (framework_of_caller checks the principal only), nor is the old one told",
-)
 async def test_a_deposed_scheduler_can_neither_kill_nor_go_on_unaware(cluster: Cluster) -> None:
     a = await cluster.framework("A", failover_timeout=30)
     s1 = await cluster.slave("s1", Resources(cpus=2, mem=2 * GB))
@@ -79,11 +74,6 @@ async def test_a_deposed_scheduler_can_neither_kill_nor_go_on_unaware(cluster: C
     assert any("failed over" in e.message for e in a.inbox.of(Error))  # and told it so
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review 76: a re-subscription closes the old Mesos stream without the ERROR "
-    "'Framework failed over' (SchedulerApi._serve: old.end())",
-)
 async def test_a_deposed_mesos_scheduler_hears_framework_failed_over(live: Live) -> None:
     s, again = live.scheduler(), live.scheduler()
     try:
@@ -99,3 +89,23 @@ async def test_a_deposed_mesos_scheduler_hears_framework_failed_over(live: Live)
     finally:
         await again.close()
         await s.close()
+
+
+async def test_a_deposed_sdk_driver_stops_and_leaves_the_framework_to_its_successor(
+    cluster: Cluster,
+) -> None:
+    driver = SchedulerDriver(
+        Scheduler(), name="A", broker=cluster.connect, cluster=T.cluster, failover_timeout=30
+    )
+    await driver.start()
+    fid = driver.framework_id or ""
+    # its successor (the driver's principal: the broker's name for both processes)
+    a2 = await cluster.framework(
+        "A2", principal=driver.principal, framework_id=fid, failover_timeout=30
+    )
+    await eventually(lambda: driver.removed is not None)
+    assert "failed over" in (driver.removed or "")
+    await driver.join()  # (no teardown: the framework is its successor's)
+    fw = cluster.master.books.frameworks[fid]
+    assert fw.connected
+    assert fw.inbox == a2.inbox_id

@@ -41,8 +41,6 @@ from no outstanding offers.
 
 from __future__ import annotations
 
-import pytest
-
 from frameworks import Scheduler, SchedulerDriver
 from protocol.wire.messages import Offer
 from protocol.wire.resources import Resources
@@ -52,11 +50,6 @@ from harness.master import GB, Cluster, T
 from harness.master import cluster as cluster
 from harness.mesos import Live, framework_info, next_of
 from harness.mesos import live as live
-
-REASON = (
-    "review 76: a re-subscription keeps the framework's outstanding offers "
-    "(Subscriptions._subscribed), which no instance of it knows of"
-)
 
 
 class Holding(Scheduler):
@@ -69,7 +62,6 @@ class Holding(Scheduler):
         self.offers += offers
 
 
-@pytest.mark.xfail(strict=True, reason=REASON)
 async def test_a_new_scheduler_process_is_offered_what_the_old_one_was(cluster: Cluster) -> None:
     a = await cluster.framework("A", failover_timeout=30)
     await cluster.slave("s1", Resources(cpus=2, mem=2 * GB))
@@ -83,7 +75,6 @@ async def test_a_new_scheduler_process_is_offered_what_the_old_one_was(cluster: 
     assert again.slave_id == "s1"
 
 
-@pytest.mark.xfail(strict=True, reason=REASON)
 async def test_a_successor_driver_is_offered_what_its_predecessor_held(cluster: Cluster) -> None:
     await cluster.slave("s1", Resources(cpus=2, mem=2 * GB))
     first = Holding()
@@ -114,7 +105,6 @@ async def test_a_successor_driver_is_offered_what_its_predecessor_held(cluster: 
         await again.join()
 
 
-@pytest.mark.xfail(strict=True, reason=REASON)
 async def test_a_mesos_scheduler_taking_over_its_framework_is_offered_anew(live: Live) -> None:
     s, again = live.scheduler(), live.scheduler()
     try:

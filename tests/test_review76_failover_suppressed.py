@@ -25,8 +25,6 @@ new process that re-registers cannot know its predecessor made it.
 
 from __future__ import annotations
 
-import pytest
-
 from protocol.wire.messages import Suppress
 from protocol.wire.resources import Resources
 
@@ -35,11 +33,6 @@ from harness.master import GB, Cluster
 from harness.master import cluster as cluster
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review 76: a re-subscription keeps the old process's suppression "
-    "(Subscriptions._subscribed; SUBSCRIBE's suppressed_roles is not read)",
-)
 async def test_a_new_scheduler_process_is_not_suppressed_by_its_predecessor(
     cluster: Cluster,
 ) -> None:

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import contextlib
 
-import pytest
 from test_preemption_maintenance import PREEMPTING, fill, preempted, starving
 
 from protocol.wire.messages import Reason, Reconcile, ReconcileTask, TaskState, Update
@@ -35,11 +34,6 @@ from harness.helpers import eventually
 from harness.master import Cluster
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review 76: reconciliation answers the master's own KILLING mark "
-    "(FrameworkCalls._reconciled) to frameworks without TASK_KILLING_STATE",
-)
 async def test_reconciling_a_preempted_task_in_its_grace_is_not_task_killing() -> None:
     async with contextlib.AsyncExitStack() as stack:
         c = Cluster(stack)

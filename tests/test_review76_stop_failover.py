@@ -30,8 +30,6 @@ hold its tasks and offers for ever.
 
 from __future__ import annotations
 
-import pytest
-
 from frameworks import Scheduler, SchedulerDriver
 from protocol.wire.messages import Offer
 from protocol.wire.resources import Resources
@@ -51,11 +49,6 @@ class Idle(Scheduler):
         self.offers += offers
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review 76: a driver stopped with failover=True disconnects cleanly, without a "
-    "Last Will, and the master never learns it is gone",
-)
 async def test_a_driver_stopped_for_failover_is_disconnected_and_its_offers_taken_back(
     cluster: Cluster,
 ) -> None:

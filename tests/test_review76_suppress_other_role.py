@@ -29,8 +29,6 @@ from __future__ import annotations
 
 import contextlib
 
-import pytest
-
 from frameworks import Scheduler, SchedulerDriver
 from frameworks.errors import DriverError
 from protocol.wire.messages import TaskStatus
@@ -52,11 +50,6 @@ class Listening(Scheduler):
         self.errors.append(message)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review 76: a Suppress naming a role not the framework's is refused with the "
-    "fatal code role-refused, and the SDK driver stops (frameworks.errors.FATAL)",
-)
 async def test_suppressing_a_role_it_is_not_in_does_not_stop_the_driver(
     cluster: Cluster,
 ) -> None:

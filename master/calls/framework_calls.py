@@ -11,6 +11,7 @@ from master.allocation.allocator import Allocator, AllocatorError
 from master.authz import Caller
 from master.books import Books, Framework, Task
 from master.calls.resource_operations import OperationError, ResourceOperations
+from master.calls.status_updates import heard_state
 from master.cycle import OfferCycle
 from master.framework_ids import FrameworkIds
 from master.offers import OfferBook
@@ -48,6 +49,27 @@ from protocol.wire.messages import (
 from protocol.wire.reservations import DESTROY, NON_SPECULATIVE
 from protocol.wire.resources import Resources
 
+FAILED_OVER = "failed-over"  # a call of a scheduler another took its framework over from
+
+
+def from_its_scheduler(outbox: Outbox, fw: Framework, caller: Caller) -> bool:
+    """Whether a call of `fw`'s principal may act for it: not one from a scheduler another
+    took it over from (Mesos's failover fence). A call names where its answers go, its
+    connection's inbox (the SDK's driver's; a Mesos API call's, the stream its
+    Mesos-Stream-Id names): one naming an inbox of the principal's other than the one the
+    framework subscribed with last comes from a deposed scheduler (the new one's inbox is
+    its own, a new random id, which the old one never heard). The broker vouches for the
+    principal alone, so this fences schedulers, not the principal: a process of it that
+    names no inbox acts as before, as it could take the framework over by subscribing
+    with its id anyway. A framework back from the registry and not subscribed yet has no
+    inbox: any of its principal's calls."""
+    reply_to = caller.reply_to
+    if not fw.inbox or reply_to is None:
+        return True
+    topics = outbox.topics
+    inbox = reply_to.removeprefix(topics.outbox("framework", fw.principal) + "/")
+    return inbox == reply_to or inbox == fw.inbox
+
 
 def framework_of_caller(
     books: Books, outbox: Outbox, framework_id: str, caller: Caller, about: str
@@ -59,7 +81,17 @@ def framework_of_caller(
     if fw is not None and caller.kind == "operator" and about == "Teardown":
         return fw  # operators may tear down any framework
     if fw is not None and caller.kind == "framework" and fw.principal == caller.principal:
-        return fw
+        if from_its_scheduler(outbox, fw, caller):
+            return fw
+        outbox.refuse(
+            caller,
+            f"Framework failed over: framework {framework_id} is served by the scheduler "
+            "that subscribed with its id last; this one's calls are ignored",
+            FAILED_OVER,
+            about,
+            framework_id=framework_id,
+        )
+        return None
     removed = books.removed.get(framework_id)
     if fw is None and removed is not None and removed[0] == caller.principal:
         outbox.refuse(
@@ -303,10 +335,12 @@ class FrameworkCalls:
         fw = self.books.frameworks.get(msg.framework_id)
         if fw is None or fw.principal != caller.principal:
             return
+        if not from_its_scheduler(self.outbox, fw, caller):
+            return  # (a deposed scheduler's: its offers were taken back as it was)
         decline = Decline(
             framework_id=fw.framework_id, offer_ids=msg.offer_ids, filters=msg.filters
         )
-        await self.on_decline(decline, Caller(caller.kind, caller.principal, None))
+        self._decline(fw, decline, Caller(caller.kind, caller.principal, None))
         for task in msg.tasks:  # (a live task of the same id runs on, and is not lied of)
             if not fw.live(task.task_id):
                 self.refuse_launch(fw, task, TaskState.DROPPED, Reason.RATE_LIMITED, why)
@@ -370,8 +404,10 @@ class FrameworkCalls:
 
     async def on_decline(self, msg: Decline, caller: Caller) -> None:
         fw = self._framework(msg.framework_id, caller, "Decline")
-        if fw is None:
-            return
+        if fw is not None:
+            self._decline(fw, msg, caller)
+
+    def _decline(self, fw: Framework, msg: Decline, caller: Caller) -> None:
         now = loop_time()
         records, problems = self.offers.own(fw, msg.offer_ids)
         self.cycle.answered(fw.framework_id)
@@ -418,14 +454,15 @@ class FrameworkCalls:
 
     def _roles_of(self, fw: Framework, roles: list[str], caller: Caller, about: str) -> bool:
         """Whether every role a Suppress or Revive names is the framework's (else it is
-        refused whole, as Mesos refuses it)."""
+        refused whole, as Mesos refuses it: an invalid call, which costs the framework
+        nothing else, so not `role-refused`, after which the master serves it no more)."""
         others = sorted(set(roles) - set(fw.all_roles()))
         if others:
             self.outbox.refuse(
                 caller,
                 f"{about} names roles framework {fw.framework_id} is not in: "
                 f"{', '.join(others)} (its roles: {', '.join(fw.all_roles())})",
-                "role-refused",
+                "invalid-roles",
                 about,
                 framework_id=fw.framework_id,
             )
@@ -518,9 +555,13 @@ class FrameworkCalls:
         """What reconciling one task answers (None: nothing yet, ask again later)."""
         task = fw.tasks.get(task_id) or fw.unreachable.get(task_id)
         if task is not None:
+            # as Mesos: the state its updates made it, not the master's own KILLING mark
+            # of a preemption's victim (no update said it: TASK_KILLING is for frameworks
+            # with TASK_KILLING_STATE, and their slaves' updates tell them)
+            state = heard_state(task) if task.state == TaskState.KILLING else task.state
             return TaskStatus(
                 task_id=task_id,
-                state=task.state,
+                state=state,
                 slave_id=task.slave_id,
                 reason=Reason.RECONCILIATION,
                 source=Source.MASTER,

@@ -19,6 +19,7 @@ from typing import Any
 from master.allocation.allocator import Allocator
 from master.authz import Caller, RoleACL
 from master.books import Books, Framework, Task
+from master.calls.framework_calls import FAILED_OVER
 from master.config import MasterConfig, MasterInfo
 from master.cycle import OfferCycle
 from master.framework_ids import FrameworkIds
@@ -29,7 +30,7 @@ from master.outbox import Outbox
 from master.updates import TaskUpdates
 from protocol.transport.aio import loop_time
 from protocol.wire.ids import check_id, shorten
-from protocol.wire.messages import FrameworkCapability, Subscribe, Subscribed
+from protocol.wire.messages import Error, FrameworkCapability, Subscribe, Subscribed
 from protocol.wire.reservations import is_shared
 from protocol.wire.topics import MAX_REPLY_TOPIC, Topics, check_segment
 
@@ -144,6 +145,8 @@ class Subscriptions:
             return
         roles = msg.all_roles()
         if fw is not None:
+            self._take_offers_back(fw, msg)
+            self._depose(fw, msg)
             books.inboxes.pop((fw.principal, fw.inbox), None)
             fw.inbox, fw.incarnation = msg.inbox, msg.incarnation
             fw.connected, fw.disconnected_at = True, None
@@ -151,6 +154,7 @@ class Subscriptions:
             books.inboxes[(fw.principal, fw.inbox)] = fw.framework_id
             self.allocator.activate(fw.framework_id)
             self._set_offer_filters(fw.framework_id, msg)
+            self._set_suppression(fw, msg)
             resubscribed = True
         else:
             fw = Framework(
@@ -168,6 +172,7 @@ class Subscriptions:
             books.inboxes[(fw.principal, fw.inbox)] = framework_id
             self.allocator.add_framework(framework_id, roles[0], roles=msg.roles)
             self._set_offer_filters(framework_id, msg)
+            self._set_suppression(fw, msg)
             self._adopt_orphans(fw)
             resubscribed = bool(msg.framework_id)
         fw.partition_aware = FrameworkCapability.PARTITION_AWARE in msg.capabilities
@@ -202,6 +207,56 @@ class Subscriptions:
         )
         self.outbox.emit("subscribed", framework_id=fw.framework_id, detail=fw.name)
         self.request_round()
+
+    def _take_offers_back(self, fw: Framework, msg: Subscribe) -> None:
+        """As Mesos's (re-)subscription of a framework it knows: its outstanding offers
+        are taken back, what they held back to the pool, before it is offered anything.
+        No instance of it knows of them: a new scheduler process never heard of them, and
+        a driver forgets its offers as it subscribes (its answers to them may have been
+        lost with its connection). Its connection is told of the rescinds if the same
+        inbox subscribes again; not a deposed process's (Mesos's failoverFramework
+        removes them unsaid)."""
+        same = fw.inbox == msg.inbox
+        for offer_id in list(fw.offers):
+            self.offers.rescind(self.books.offers[offer_id], tell=same)
+
+    def _depose(self, fw: Framework, msg: Subscribe) -> None:
+        """Another scheduler subscribes with the framework's id while its scheduler is
+        connected (a standby taking over, a restart before the broker saw the old process
+        go): the old one is told, as Mesos's failoverFramework tells it, "Framework failed
+        over" (the SDK's driver stops; a Mesos API stream gets an ERROR event and closes),
+        and its calls are refused from now on (`framework_calls.from_its_scheduler`)."""
+        if not fw.connected or not fw.inbox or fw.inbox == msg.inbox:
+            return  # (gone already, or the same scheduler subscribing again)
+        self.log.info(
+            "framework.failed_over",
+            framework_id=fw.framework_id,
+            principal=fw.principal,
+            old_inbox=fw.inbox,
+            new_inbox=msg.inbox,
+        )
+        error = Error(message="Framework failed over", code=FAILED_OVER, about=fw.framework_id)
+        self.outbox.send_framework(fw, error)
+
+    def _set_suppression(self, fw: Framework, msg: Subscribe) -> None:
+        """As Mesos since 1.9 (MESOS-9793): a (re-)subscription sets the framework's
+        suppression to the roles it names suppressed, and no others. Suppression is its
+        scheduler's own decision: a new process that says none is offered in every role,
+        its predecessor's SUPPRESS forgotten (the SDK's driver names the roles it
+        suppressed itself, so its reconnects keep them)."""
+        fid, named = fw.framework_id, set(msg.suppressed_roles)
+        if fw.roles is None:  # (one role: the framework whole)
+            if named:
+                self.cycle.suppress(fid)
+            elif self.allocator.suppressed(fid):
+                self.cycle.unsuppress(fid)
+            return
+        off = [r for r in fw.all_roles() if r in named]
+        on = [r for r in fw.all_roles() if r not in named and self.allocator.suppressed(fid, r)]
+        if off:
+            self.cycle.suppress(fid, off)
+        if on:
+            self.cycle.unsuppress(fid, on)
 
     def _set_offer_filters(self, framework_id: str, msg: Subscribe) -> None:
         # its own replace the master's minimum ([]: anything); none, the master's
@@ -246,6 +301,12 @@ class Subscriptions:
             return "role-refused", (
                 f"framework {fw.framework_id} is in {', '.join(fw.all_roles())}: its roles "
                 "are fixed when it registers (register a new framework for other roles)"
+            )
+        roles = fw.all_roles() if fw is not None else msg.all_roles()
+        if others := sorted(set(msg.suppressed_roles) - set(roles)):
+            return "subscribe-refused", (
+                f"suppressed_roles names roles the framework is not in: {', '.join(others)} "
+                f"(its roles: {', '.join(roles)})"
             )
         return self._weight_problem(msg, fw.role if fw else msg.all_roles()[0])
 

@@ -9,6 +9,7 @@ puts them on its event heap. The same books give the same decisions in both.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -178,6 +179,12 @@ class OfferCycle:
         decline's floor of one allocation interval stands (`decline`'s `whole`)."""
         keep = None if now is None else now + self.config.allocation_interval
         self.allocator.revive(framework_id, roles, keep)
+
+    def unsuppress(self, framework_id: str, roles: Sequence[str] = ()) -> None:
+        """Offers again, its filters kept (a (re-)subscription naming no suppression, as
+        Mesos's allocator unsuppresses it: not a REVIVE); a multi-role framework in `roles`
+        (none: all)."""
+        self.allocator.revive(framework_id, roles, keep_until=math.inf)
 
     def suppressed(self, framework_id: str) -> bool:
         return self.allocator.suppressed(framework_id)

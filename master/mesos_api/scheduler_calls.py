@@ -187,6 +187,7 @@ def subscribe_of(call: MesosCall, principal: str, inbox: str, incarnation: str) 
         inbox=inbox,
         incarnation=incarnation,
         capabilities=[c for c in FrameworkCapability if c.value in capabilities],
+        suppressed_roles=_roles(call.body(), "suppressed_roles"),
     )
 
 
@@ -379,9 +380,10 @@ def _first_error(e: ValidationError) -> str:
     return f"{where}: {first['msg']}" if where else first["msg"]
 
 
-def _roles(body: Mapping[str, Any]) -> list[str]:
-    """A SUPPRESS's or REVIVE's roles (Mesos's `repeated string roles`)."""
-    roles = _at_most(body.get("roles") or [], Revive, "roles", "roles")
+def _roles(body: Mapping[str, Any], field: str = "roles") -> list[str]:
+    """A SUPPRESS's or REVIVE's roles (Mesos's `repeated string roles`), or a SUBSCRIBE's
+    `suppressed_roles`."""
+    roles = _at_most(body.get(field) or [], Revive, "roles", field)
     if not isinstance(roles, list) or not all(isinstance(r, str) for r in roles):
-        raise SchedulerCallError("roles: a list of role names")
+        raise SchedulerCallError(f"{field}: a list of role names")
     return roles

@@ -31,6 +31,7 @@ REMOVED_CODE = "framework-removed"  # the master's Error when it forgets a frame
 UNSAID_CODES = ("invalid-operation",)
 PRINCIPAL_REMOVED_CODE = "principal-removed"  # and when it cuts off a removed principal's
 ROLE_REFUSED_CODE = "role-refused"  # or one whose principal lost its role
+FAILED_OVER_CODE = "failed-over"  # or another stream (or process) took its framework over
 
 JSON = dict[str, Any]
 
@@ -96,9 +97,11 @@ def event_of(msg: Wire, preemption_notices: bool) -> JSON | None:
 
 def ends_stream(msg: Wire) -> bool:
     """The master forgot the framework, or its principal was removed from the cluster
-    or lost the framework's role: its stream closes after this (as Mesos's)."""
+    or lost the framework's role, or another scheduler took it over: its stream closes
+    after this (as Mesos's)."""
     return isinstance(msg, Error) and msg.code in (
         REMOVED_CODE,
         PRINCIPAL_REMOVED_CODE,
         ROLE_REFUSED_CODE,
+        FAILED_OVER_CODE,
     )

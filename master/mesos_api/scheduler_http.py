@@ -409,7 +409,9 @@ class SchedulerApi:
         stream.framework_id = answer.framework_id
         old = self.streams.get(answer.framework_id)
         if old is not None and old is not stream:
-            old.end()  # a re-subscription takes the framework's stream over
+            # a re-subscription takes the framework's stream over: the master told the
+            # old one "Framework failed over" (its ERROR event), which ended it already
+            old.end()
         self.streams[answer.framework_id] = stream
         log = self.log.bind(framework_id=answer.framework_id, stream_id=stream.stream_id)
         log.info("mesos.subscribed", principal=stream.principal, resubscribed=answer.resubscribed)

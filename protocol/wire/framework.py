@@ -56,6 +56,10 @@ class Subscribe(Wire):
     capabilities: list[FrameworkCapability] = Field(default_factory=list, max_length=20)
     # a multi-role framework's roles (MULTI_ROLE): offered in each, its `role` left out
     roles: list[str] | None = Field(default=None, min_length=1, max_length=MAX_ROLES)
+    # the roles it wants no offers in (Mesos 1.9's suppressed_roles): a (re-)subscription
+    # sets its suppression to exactly these, so a new process does not inherit its
+    # predecessor's SUPPRESS (MESOS-9793); each one of its roles
+    suppressed_roles: list[str] = Field(default_factory=list, max_length=MAX_ROLES)
 
     @model_validator(mode="after")
     def _one_role_or_roles(self) -> Subscribe:
