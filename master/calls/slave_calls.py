@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
 
 from master.allocation.allocator import Allocator, AllocatorError
 from master.authz import Caller
 from master.books import Books, Framework, Slave, Task
+from master.calls.executors_shown import (
+    executor_key,
+    executors_of,
+    holding_executor,
+    idle_executors,
+)
 from master.calls.partitions import Partitions
 from master.calls.status_updates import StatusUpdates
 from master.config import MasterInfo
@@ -47,7 +52,6 @@ from protocol.wire.messages import (
     RunningTask,
     ShutdownFramework,
     StatusUpdate,
-    TaskInfo,
     TaskState,
     UsageReport,
 )
@@ -566,7 +570,7 @@ class SlaveCalls:
             if orphan.holds_executor and orphan.executor is not None:
                 heirs = orphans.in_executor(orphan.framework_id, orphan.executor)
                 if heirs:
-                    orphans.replace(heirs[0], _holding_executor(heirs[0]))
+                    orphans.replace(heirs[0], holding_executor(heirs[0]))
                     released = orphan.task.resources
             self.allocator.release_unowned(slave_id, released)
         if gone:
@@ -619,7 +623,7 @@ class SlaveCalls:
         if executor is not None and not any(
             o.holds_executor for o in orphans.in_executor(r.framework_id, executor)
         ):
-            orphan = _holding_executor(orphan)  # (adopted with the task)
+            orphan = holding_executor(orphan)  # (adopted with the task)
         orphans.add(orphan, loop_time())
         self.allocator.hold_unowned(slave_id, orphan.held)
 
@@ -766,40 +770,3 @@ class SlaveCalls:
             fw = self.books.frameworks.get(framework_id or "")
             if fw is not None and fw.incarnation == msg.incarnation:
                 self.removals.disconnect_framework(fw, "its connection was lost (last will)")
-
-
-def executors_of(running: list[RunningTask]) -> dict[tuple[str, str], Resources]:
-    """The custom executors running tasks show, each once: (framework, executor) ->
-    its own resources."""
-    found: dict[tuple[str, str], Resources] = {}
-    for r in running:
-        if r.task.executor is not None:
-            found.setdefault(
-                (r.framework_id, r.task.executor.executor_id), r.task.executor.resources
-            )
-    return found
-
-
-def idle_executors(
-    running: list[RunningTask], executors: list[RunningExecutor]
-) -> list[RunningExecutor]:
-    """The executors a slave names that none of its running tasks shows, each once."""
-    shown = set(executors_of(running))
-    idle: dict[tuple[str, str], RunningExecutor] = {}
-    for e in executors:
-        key = (e.framework_id, e.executor.executor_id)
-        if key not in shown:
-            idle.setdefault(key, e)
-    return list(idle.values())
-
-
-def executor_key(task: TaskInfo, slave_id: str) -> tuple[str, str] | None:
-    """(slave, executor id) of a task's custom executor, or None for a command task."""
-    return (slave_id, task.executor.executor_id) if task.executor is not None else None
-
-
-def _holding_executor(orphan: Orphan) -> Orphan:
-    """The orphan, holding its executor's resources too (one orphan of each executor)."""
-    executor = orphan.task.executor
-    assert executor is not None
-    return replace(orphan, held=orphan.held + executor.resources, holds_executor=True)
