@@ -359,6 +359,9 @@ async def test_a_framework_named_after_the_victims_executor_never_shares_its_cgr
         alices = executor(s, ALICE, "alice.t1")
         assert alices.pid is not None
         assert alices.container is not None
+        # (root's wrapper joins the executor's cgroup as it starts, before it drops to
+        # alice's user: read once it has)
+        await eventually(lambda: _cgroup_of(alices.pid).startswith("/drfmesos/"))
         before = _cgroup_of(alices.pid)
         await s.master.run("mallory", f"{ALICE}.executor-alice", "t1", "cat /proc/self/cgroup")
         await s.master.ends(f"{ALICE}.executor-alice", "t1")
