@@ -41,8 +41,10 @@ from protocol.wire.messages import (
     Suppress,
     TaskRequest,
     TaskState,
+    TaskStatus,
     Teardown,
     Update,
+    new_id,
 )
 from protocol.wire.resources import Resources
 from protocol.wire.slave import CheckpointResources
@@ -768,3 +770,32 @@ async def test_without_allocate_on_free_what_a_task_frees_waits_for_the_next_rou
         again = await a.next_offer(after=1)
         assert again.slave_id == "s1"
         assert again.resources == Resources(cpus=1, mem=GB)
+
+
+async def test_reconciling_a_task_answers_its_latest_health_verdict(cluster: Cluster) -> None:
+    """As Mesos's reconciliation answers a task's latest status: its health check's
+    verdict with it (review 78: a framework reconciling after its own failover learns
+    whether its tasks are healthy without waiting for the verdict to change)."""
+    s1 = await cluster.slave("s1", Resources(cpus=4, mem=GB))
+    a = await cluster.framework("A")
+    offer = await a.next_offer()
+    await a.accept(offer, [a.task(offer, Resources(cpus=1, mem=32), task_id="t")], refuse=0)
+    await s1.run_task()
+    await a.update_for("t", TaskState.RUNNING)
+    status = TaskStatus(task_id="t", state=TaskState.RUNNING, slave_id="s1", uuid=new_id(),
+                        healthy=True)  # fmt: skip
+    await s1.bus.publish(
+        s1.to_master, StatusUpdate(framework_id=a.framework_id, slave_id="s1", status=status)
+    )
+    healthy = await a.update_for("t", TaskState.RUNNING, after=1)
+    assert healthy.healthy is True
+    seen = len(a.inbox.of(Update))
+    await a.bus.publish(
+        T.inbound("framework", "framework"),
+        Reconcile(framework_id=a.framework_id, tasks=[ReconcileTask(task_id="t")]),
+    )
+    await a.inbox.wait_until(lambda: len(a.inbox.of(Update)) > seen)
+    answer = a.inbox.of(Update)[-1].status
+    assert answer.reason == Reason.RECONCILIATION
+    assert answer.state == TaskState.RUNNING
+    assert answer.healthy is True

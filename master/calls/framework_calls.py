@@ -566,6 +566,7 @@ class FrameworkCalls:
                 reason=Reason.RECONCILIATION,
                 source=Source.MASTER,
                 message=task.status.message if task.status else "",
+                healthy=task.status.healthy if task.status else None,  # (as Mesos's latest)
             )
         if task_id in fw.completed:
             return fw.completed[task_id].model_copy(

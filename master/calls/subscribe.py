@@ -385,6 +385,7 @@ class Subscriptions:
                 continue  # another principal's, by its slave's word
             self.books.orphans.remove(orphan)
             task = Task(orphan.task, fw.framework_id, orphan.slave_id, orphan.state)
+            task.health_said(orphan.healthy)  # (its slave's verdict, said as it came back)
             fw.tasks[task.task_id] = task
             fw.slaves_used.add(orphan.slave_id)
             slave.add_task(fw.framework_id, task.info)
