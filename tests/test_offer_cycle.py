@@ -305,3 +305,24 @@ def test_the_simulator_offers_a_framework_at_most_the_bound_in_a_round(
     assert running[4] == 3  # ... kept from it OFFERS_HELD_REFUSE (5 s)
     assert running[7] == 6  # then three more
     assert running[12] == 9
+
+
+def test_a_claimant_running_its_rooms_tasks_declines_the_rest_of_the_slave_and_used_its_claim() -> (
+    None
+):
+    """Declining an offer of what is left beside the room's tasks (the slave's memory
+    alone) is no refusal of the room: the claim is used and its claimant waits for
+    nothing. (It was counted as the room turned back, an offer declined whole, and an
+    honest tenant made to wait a minute before preemption would act for it again.)"""
+    cycle, _ = morning()
+    cycle.check(0.0)
+    (claim,) = cycle.check(5.0).claims
+    for plan in claim.plans:
+        task = Resources.from_millis(plan.task)
+        cycle.allocator.allocate_existing("B", plan.slave_id, task + Resources(mem=512))
+        cycle.launched("B", plan.slave_id, task)
+        cycle.decline("B", plan.slave_id, Resources(mem=512), 5.0, 8.0, whole=True)
+    use = cycle.preemption.claim_use
+    assert use.may_claim("B", 8.0)
+    assert use.unused("B") == 0
+    assert use.waiting("B", 8.0) == 0

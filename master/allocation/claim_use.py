@@ -183,14 +183,17 @@ class ClaimUse:
     def declined(
         self, framework_id: str, slave_id: str, resources: Mapping[str, int] | None = None
     ) -> None:
-        """It declined an offer of the slave (whole), or `resources` of one: what holds
-        the room's task counts as the room turned down (review 70: a token task launched,
-        the rest refused, was no decline of it)."""
+        """It declined `resources` of the slave (an offer whole, or what it left of one),
+        or (None) turned the slave down before its room was freed: what holds the room's
+        tasks counts as the room turned down, unless it runs them there already (review
+        70: a token task launched, the rest refused, was no decline of it; an offer of
+        the slave's memory alone, declined beside the room's tasks running, was counted
+        as one, and the claimant made to wait for a claim it had used)."""
         claim = self._claims.get(framework_id)
         if claim is None or slave_id not in claim.needs:
             return
         need = claim.needs[slave_id]
-        if resources is not None:  # (the rest of an offer it launched on)
+        if resources is not None:  # (an offer, or the rest of one it launched on)
             running = _less(claim.launched.get(slave_id, {}), claim.finished.get(slave_id, {}))
             if not holds(resources, need) or holds(running, need):
                 return  # (too little for the room's task, or it runs the room's task)

@@ -136,8 +136,8 @@ class OfferCycle:
         if not resources:
             return False
         refusal = self._whole_refusal(refuse_seconds) if whole else self._refusal(refuse_seconds)
-        if (use := self.preemption.claim_use).watching:  # (a part: if a task's room)
-            use.declined(framework_id, slave_id, None if whole else resources.millis)
+        if (use := self.preemption.claim_use).watching:  # (if it holds a task's room)
+            use.declined(framework_id, slave_id, resources.millis)
         self.allocator.recover(
             framework_id, slave_id, resources, role=role, refuse_seconds=refusal, now=now
         )
