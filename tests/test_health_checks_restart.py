@@ -5,9 +5,6 @@ outlives its agent, goes on: its verdict is not said again, a change is."""
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
-import signal
 from pathlib import Path
 
 from protocol.tooling.brokers import MosquittoBroker
@@ -24,8 +21,7 @@ from protocol.wire.messages import (
 from protocol.wire.resources import Resources
 
 from harness.fakes import FakeFramework
-from harness.helpers import kill_processes_under
-from harness.slave import Rig, reap, slave_process
+from harness.slave import restartable_slave
 
 CHECK = HealthCheck(
     type=HealthCheckType.COMMAND,
@@ -53,16 +49,9 @@ async def verdict(fw: FakeFramework, healthy: bool, after: int) -> None:
 async def test_a_recovered_tasks_health_check_runs_again(
     mosquitto: MosquittoBroker, tmp_path: Path
 ) -> None:
-    work = tmp_path / "slave"
-    async with contextlib.AsyncExitStack() as stack:
-        stack.callback(kill_processes_under, work)  # (last: the task outlives its slave)
-        rig = Rig(mosquitto, tmp_path, stack)
-        master = await rig.start_master()
-        # (a slave restarted on a loaded machine may take longer than the rig's 15 s)
-        master.config = dataclasses.replace(master.config, slave_timeout=300)
-        fw = await rig.framework()
-        proc = await slave_process(mosquitto, work)
-        stack.push_async_callback(reap, proc)
+    async with restartable_slave(mosquitto, tmp_path) as slave:
+        fw = await slave.rig.framework()
+        await slave.start()
         offer = await fw.next_offer(timeout=90)
         task = TaskInfo(
             task_id="checked",
@@ -74,14 +63,12 @@ async def test_a_recovered_tasks_health_check_runs_again(
         await fw.accept(offer, [task], refuse=0)
         await fw.update_for("checked", TaskState.RUNNING, timeout=90)
         await verdict(fw, False, 0)  # no `ready` yet
-        sandbox = work / "sandboxes" / fw.framework_id / "checked"
+        sandbox = slave.work / "sandboxes" / fw.framework_id / "checked"
         (sandbox / "ready").touch()
         await verdict(fw, True, 0)
 
-        proc.send_signal(signal.SIGKILL)  # the task runs on without its slave
-        await proc.wait()
-        proc2 = await slave_process(mosquitto, work)
-        stack.push_async_callback(reap, proc2)
+        await slave.crash()  # the task runs on without its slave
+        await slave.start()
         before = len(fw.inbox.of(Update))
         (sandbox / "ready").unlink()
         await verdict(fw, False, before)  # checked again: a change, from the restarted slave

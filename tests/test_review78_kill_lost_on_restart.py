@@ -27,9 +27,6 @@ volume), so a lost kill is a service down with no one told.
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
-import signal
 from pathlib import Path
 
 from protocol.tooling.brokers import MosquittoBroker
@@ -45,8 +42,7 @@ from protocol.wire.messages import (
 )
 from protocol.wire.resources import Resources
 
-from harness.helpers import kill_processes_under
-from harness.slave import Rig, reap, slave_process
+from harness.slave import restartable_slave
 
 FAILING = HealthCheck(
     type=HealthCheckType.COMMAND,
@@ -62,15 +58,9 @@ STUBBORN = "trap '' TERM; while :; do sleep 0.1; done"  # (its grace is all used
 async def test_a_health_checks_kill_ends_the_task_across_a_slave_restart(
     mosquitto: MosquittoBroker, tmp_path: Path
 ) -> None:
-    work = tmp_path / "slave"
-    async with contextlib.AsyncExitStack() as stack:
-        stack.callback(kill_processes_under, work)  # (last: the task outlives its slave)
-        rig = Rig(mosquitto, tmp_path, stack)
-        master = await rig.start_master()
-        master.config = dataclasses.replace(master.config, slave_timeout=300)
-        fw = await rig.framework(capabilities=[FrameworkCapability.TASK_KILLING_STATE])
-        proc = await slave_process(mosquitto, work)
-        stack.push_async_callback(reap, proc)
+    async with restartable_slave(mosquitto, tmp_path) as slave:
+        fw = await slave.rig.framework(capabilities=[FrameworkCapability.TASK_KILLING_STATE])
+        await slave.start()
         offer = await fw.next_offer(timeout=60)
         task = TaskInfo(
             task_id="svc",
@@ -84,10 +74,8 @@ async def test_a_health_checks_kill_ends_the_task_across_a_slave_restart(
         await fw.update_for("svc", TaskState.RUNNING, timeout=60)
         await fw.update_for("svc", TaskState.KILLING, timeout=30)  # its check failed
 
-        proc.send_signal(signal.SIGKILL)  # mid-grace: the slave crashes, or is upgraded
-        await proc.wait()
-        proc2 = await slave_process(mosquitto, work)
-        stack.push_async_callback(reap, proc2)
+        await slave.crash()  # mid-grace: the slave crashes, or is upgraded
+        await slave.start()
 
         # its grace (3 s) is long over by then; a slave start takes a few seconds
         status = await fw.update_for("svc", TaskState.KILLED, timeout=15)

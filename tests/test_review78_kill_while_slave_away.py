@@ -26,31 +26,22 @@ the task running and the framework stuck, unless it happens to reconcile and kil
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
-import signal
 from pathlib import Path
 
 from protocol.tooling.brokers import MosquittoBroker
 from protocol.wire.messages import CommandInfo, Kill, TaskInfo, TaskState
 from protocol.wire.resources import Resources
 
-from harness.helpers import eventually, kill_processes_under
-from harness.slave import Rig, reap, slave_process
+from harness.helpers import eventually
+from harness.slave import restartable_slave
 
 
 async def test_a_kill_sent_while_the_slave_is_away_ends_the_task_when_it_is_back(
     mosquitto: MosquittoBroker, tmp_path: Path
 ) -> None:
-    work = tmp_path / "slave"
-    async with contextlib.AsyncExitStack() as stack:
-        stack.callback(kill_processes_under, work)  # (last: the task outlives its slave)
-        rig = Rig(mosquitto, tmp_path, stack)
-        master = await rig.start_master()
-        master.config = dataclasses.replace(master.config, slave_timeout=300)
-        fw = await rig.framework()
-        proc = await slave_process(mosquitto, work)
-        stack.push_async_callback(reap, proc)
+    async with restartable_slave(mosquitto, tmp_path) as slave:
+        fw = await slave.rig.framework()
+        await slave.start()
         offer = await fw.next_offer(timeout=60)
         task = TaskInfo(
             task_id="svc",
@@ -61,13 +52,11 @@ async def test_a_kill_sent_while_the_slave_is_away_ends_the_task_when_it_is_back
         await fw.accept(offer, [task], refuse=0)
         await fw.update_for("svc", TaskState.RUNNING, timeout=60)
 
-        proc.send_signal(signal.SIGKILL)  # the slave is restarted (an upgrade, a crash)
-        await proc.wait()
-        slave = master.books.slaves[offer.slave_id]
-        await eventually(lambda: not slave.connected, 10)  # its last will: the master knows
+        await slave.crash()  # the slave is restarted (an upgrade, a crash)
+        book = slave.rig.master.books.slaves[offer.slave_id]
+        await eventually(lambda: not book.connected, 10)  # its last will: the master knows
         await fw.bus.publish(fw.to_master, Kill(framework_id=fw.framework_id, task_id="svc"))
-        proc2 = await slave_process(mosquitto, work)
-        stack.push_async_callback(reap, proc2)
+        await slave.start()
 
         # back within its slave_timeout: the kill reaches it (the slave's default grace: 3 s)
         await fw.update_for("svc", TaskState.KILLED, timeout=12)

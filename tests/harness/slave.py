@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
+import signal
 import sys
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
@@ -27,7 +29,7 @@ from protocol.wire.topics import Topics
 from slave.slave import Slave, SlaveConfig
 
 from harness.fakes import FakeFramework
-from harness.helpers import eventually
+from harness.helpers import eventually, kill_processes_under
 
 T = Topics("stest")
 
@@ -169,6 +171,39 @@ async def reap(proc: asyncio.subprocess.Process) -> None:
         except TimeoutError:
             proc.kill()
             await proc.wait()
+
+
+class SlaveProcess:
+    """One slave process on a work dir, against a rig's master (slave_timeout 300 s: a
+    slave restarted on a loaded machine may take longer than the rig's 15 s), that a
+    test SIGKILLs and starts again on the same work dir; its tasks outlive it."""
+
+    def __init__(self, rig: Rig, work: Path) -> None:
+        self.rig, self.work = rig, work
+        self.proc: asyncio.subprocess.Process
+
+    async def start(self) -> None:
+        self.proc = await slave_process(self.rig.broker, self.work)
+        self.rig.stack.push_async_callback(reap, self.proc)
+
+    async def crash(self) -> None:
+        """SIGKILL it (a crash, or an upgrade), its tasks left running."""
+        self.proc.send_signal(signal.SIGKILL)
+        await self.proc.wait()
+
+
+@contextlib.asynccontextmanager
+async def restartable_slave(broker: MosquittoBroker, tmp: Path) -> AsyncIterator[SlaveProcess]:
+    """A rig with its master started and one slave process (`SlaveProcess`) on
+    `tmp`/slave; its tasks' processes are killed last."""
+    work = tmp / "slave"
+    async with contextlib.AsyncExitStack() as stack:
+        stack.callback(kill_processes_under, work)  # (last: the tasks outlive their slave)
+        rig = Rig(broker, tmp, stack)
+        master = await rig.start_master()
+        master.config = dataclasses.replace(master.config, slave_timeout=300)
+        slave = SlaveProcess(rig, work)
+        yield slave
 
 
 EXECUTOR = f"{sys.executable} -m frameworks.samples.sleep_executor"
