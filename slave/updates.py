@@ -46,7 +46,7 @@ from typing import Any
 
 from protocol.journal import Journal
 from protocol.transport.base import Transport
-from protocol.wire.messages import EndingTask, StatusUpdate, TaskState
+from protocol.wire.messages import EndingTask, Reason, StatusUpdate, TaskState
 
 MAX_RESEND_BACKOFF = 30.0
 RESEND_CHECK = 0.2  # seconds between looks for updates due again
@@ -165,11 +165,18 @@ class OwedUpdates:
         self._join(uuid, key)
         self._unwritten.add(uuid)
         head = self._streams[key][0]
-        if quiet and not update.status.state.terminal:  # (its own state is the latest)
+        if (
+            quiet
+            and not update.status.state.terminal
+            and update.status.reason != Reason.TASK_HEALTH_CHECK_STATUS_UPDATED
+        ):  # (its own state is the latest)
             # sent before its records are made: they go to disk in this turn's write all
             # the same, and the update is on its way meanwhile. Not a task's end: its
             # write also drops the task's checkpoint, and a slave that died before the
-            # sync would find the task again and report a second end
+            # sync would find the task again and report a second end. Nor a health
+            # verdict: its write keeps the verdict with the task, and a slave that died
+            # before the sync would go on from the one before, which its framework no
+            # longer holds, and never say the next change (no latency rides on it)
             self._sent_unwritten.add(uuid)
             self._send(uuid, _with_latest(update, update.status.state))
         self.journal.put_soon(
