@@ -196,16 +196,21 @@ class SlaveCalls:
         self.outbox.resource_version_reported(slave_id, version)
         known = self.books.slaves.get(slave_id)
         if (
-            ending is None
-            and known is not None
-            and known.connected
+            known is not None
             and known.incarnation == incarnation
             and known.tasks
+            and not known.tasks
+            <= {(r.framework_id, r.task.task_id) for r in running} | (ending or set())
         ):
-            # a Register this master admitted already, delivered again (the broker's
-            # redelivery after its restart, a retry in flight): it names none of the tasks
+            # a (Re)Register this master admitted already, delivered again (the broker's
+            # redelivery after its restart, a retry in flight): it does not name tasks
             # launched there since, and would reconcile them away -- a work item the chaos
             # soak then saw run twice at once. Told it is registered; nothing changes.
+            # Also once its connection's Last Will came (the broker restarted from its
+            # save announces them, then redelivers): a slave back is on a connection of
+            # a new incarnation, so one of this incarnation is the old connection's,
+            # stale -- the soak saw 57 launches refused by a slave whose tasks a stale
+            # Reregister (its ending tasks, none running) had reconciled away
             self.log.info("slave.register_again", slave_id=slave_id, tasks=len(known.tasks))
             self._tell_registered(slave_id)
             return
