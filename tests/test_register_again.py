@@ -7,7 +7,9 @@ work item ran twice at once. In process, on the memory transport."""
 from __future__ import annotations
 
 import contextlib
+from collections.abc import AsyncIterator
 
+from master.master import Master
 from protocol.wire.messages import (
     EndingTask,
     Gone,
@@ -20,13 +22,16 @@ from protocol.wire.messages import (
 from protocol.wire.resources import Resources
 from protocol.wire.slave import Reregister
 
+from harness.fakes import FakeFramework, FakeSlave
 from harness.helpers import eventually
 from harness.master import FAST, GB, Cluster, T
 
 TASK = Resources(cpus=1, mem=GB)
 
 
-async def test_a_register_delivered_again_leaves_the_tasks_launched_since() -> None:
+@contextlib.asynccontextmanager
+async def t0_running() -> AsyncIterator[tuple[Master, FakeFramework, FakeSlave]]:
+    """A master, a framework and a slave s1 (registered once), the task t0 running there."""
     async with contextlib.AsyncExitStack() as stack:
         c = Cluster(stack)
         master = await c.start_master(FAST)
@@ -36,6 +41,11 @@ async def test_a_register_delivered_again_leaves_the_tasks_launched_since() -> N
         await fw.accept(offer, [fw.task(offer, TASK, "t0")], refuse=0)
         await s1.run_task()
         await fw.update_for("t0", TaskState.RUNNING)
+        yield master, fw, s1
+
+
+async def test_a_register_delivered_again_leaves_the_tasks_launched_since() -> None:
+    async with t0_running() as (master, fw, s1):
         told = len(s1.inbox.of(Registered))
         await s1.register()  # (the same incarnation: its first Register, again)
         await s1.inbox.wait_until(lambda: len(s1.inbox.of(Registered)) > told)
@@ -53,15 +63,7 @@ async def test_a_register_delivered_again_after_its_connections_will_leaves_the_
     had, then delivers again what was in flight: the slave's first Register, from the
     connection whose will just came. A slave back is on a new connection (a new
     incarnation); this one names none of the tasks launched since, and is stale."""
-    async with contextlib.AsyncExitStack() as stack:
-        c = Cluster(stack)
-        master = await c.start_master(FAST)
-        fw = await c.framework("fw")
-        s1 = await c.slave("s1", Resources(cpus=2, mem=2 * GB))
-        offer = await fw.next_offer()
-        await fw.accept(offer, [fw.task(offer, TASK, "t0")], refuse=0)
-        await s1.run_task()
-        await fw.update_for("t0", TaskState.RUNNING)
+    async with t0_running() as (master, fw, s1):
         will = Gone(kind="slave", id="slave", incarnation=s1.bus.incarnation)
         await s1.bus.publish(T.gone("slave", "slave"), will)
         await eventually(lambda: not master.books.slaves["s1"].connected)
@@ -75,15 +77,7 @@ async def test_a_register_delivered_again_after_its_connections_will_leaves_the_
 async def test_a_reregister_delivered_again_leaves_the_tasks_launched_since() -> None:
     """The same with a Reregister (a slave whose ended tasks' updates were still owed
     names them, and no task running): it does not name the tasks launched since."""
-    async with contextlib.AsyncExitStack() as stack:
-        c = Cluster(stack)
-        master = await c.start_master(FAST)
-        fw = await c.framework("fw")
-        s1 = await c.slave("s1", Resources(cpus=2, mem=2 * GB))
-        offer = await fw.next_offer()
-        await fw.accept(offer, [fw.task(offer, TASK, "t0")], refuse=0)
-        await s1.run_task()
-        await fw.update_for("t0", TaskState.RUNNING)
+    async with t0_running() as (master, fw, s1):
         told = len(s1.inbox.of(Registered))
         stale = Reregister(
             slave_id="s1",
