@@ -384,9 +384,18 @@ class CgroupsIsolator:
             together = self.pids.together() if self.pids is not None else None
             self.cgroups.create(self.parent, Limits(cpus=self.cpus, max_pids=together))
 
+    async def _hold(self) -> None:
+        """The parent locked from the isolator's first use on (recovery, or a first task
+        where none ran): unlocked, another slave's sweep takes it for a gone slave's and
+        removes a principal's group made a moment before its task's cgroup."""
+        if self._lock is None:
+            self._lock = await asyncio.to_thread(hold, self.cgroups, self.parent, self.log)
+            self._seal_parents()
+
     async def prepare(
         self, name: str, resources: Resources, owner: int | None = None, principal: str = ""
     ) -> Container:
+        await self._hold()
         amounts = resources.quantities()  # (reserved cpus are cpus)
         limits = Limits(
             cpus=amounts.get("cpus") or 0.0,
@@ -474,9 +483,7 @@ class CgroupsIsolator:
     async def recover(self, keep: set[str]) -> list[str]:
         """Destroy the cgroups this slave's previous run left that no recovered task
         owns; and remove what slaves that are gone left (cgroup_upkeep.sweep)."""
-        if self._lock is None:
-            self._lock = await asyncio.to_thread(hold, self.cgroups, self.parent, self.log)
-            self._seal_parents()
+        await self._hold()
         stale = await asyncio.to_thread(self._stale, keep)
         for path in stale:
             if not is_spare(path) and not is_group(path):  # (spares it had made: no one's)

@@ -4,6 +4,7 @@ swept by the next slave to start (real cgroup v1 hierarchies here)."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import time
 import uuid
@@ -116,6 +117,27 @@ async def test_a_gone_slaves_parent_goes_when_nothing_is_left_in_it() -> None:
     for controller in ("cpu", "cpuacct", "memory"):
         assert not (ROOT / controller / PARENT / gone).exists()
     assert not (ROOT / "memory" / isolator.parent).exists()  # its own, at its close
+
+
+async def test_a_slave_that_launched_before_any_recovery_is_not_swept_as_gone() -> None:
+    """Its first task locks its parent (the suite's failure of 2026-12-07: another slave's
+    sweep took an unlocked parent for a gone slave's and removed a principal's group made
+    a moment before its task's cgroup)."""
+    need_cgroups()
+    found = _found()
+    first = CgroupsIsolator(found, new_slave_id())
+    try:
+        container = await first.prepare("fw.t", Resources(cpus=0.1, mem=32), principal="alice")
+        fd = os.open(found.lock_dir(first.parent), os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            with pytest.raises(BlockingIOError):  # (as a sweeping slave finds it)
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        finally:
+            os.close(fd)
+        await container.destroy()
+    finally:
+        await first.close()
+    assert not (ROOT / "memory" / first.parent).exists()
 
 
 class _Dirty:
