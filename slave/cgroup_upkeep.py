@@ -53,9 +53,7 @@ from protocol.transport.aio import within
 from slave.cgroups import Cgroups, Limits
 from slave.principal_groups import is_group
 
-# who may have a spare: the user its `tasks` files were handed to (None: no user), and the
-# limits it holds (None: a new cgroup's)
-Held = tuple[int | None, Limits | None]
+Held = Limits | None  # what a spare holds (None: a new cgroup's, nothing written)
 Spare = tuple[str, Held]  # a spare cgroup, and what it holds
 
 BATCH = 0.05  # what ends within this goes in one thread hop
@@ -79,7 +77,6 @@ class Due:
     tries: int = 0
     files: tuple[Path, ...] = ()  # what its task wrote: their page cache is charged to it
     limits: Limits | None = None  # what it holds, if known: it may be recycled
-    owner: int | None = None  # the user its `tasks` files were handed to, if any
     group: bool = False  # a principal's group, left empty: it goes after what is in it
 
 
@@ -105,7 +102,6 @@ class Upkeep:
         # spares by the group they are in and what they hold (Held), the last made or
         # recycled last
         self._spares: dict[str, dict[Held, list[str]]] = {}
-        self._owner: int | None = None  # the last launch's user: its spares count as ready
         self._group = parent  # the last launch's group: where spares are made
         # the limits each live container's cgroup holds (its last `create`): a finished
         # one is recycled only if known (not a recovered task's, nor one a write failed)
@@ -127,34 +123,29 @@ class Upkeep:
     def __contains__(self, path: object) -> bool:
         return path in self._due or path in self._inflight
 
-    def add(self, path: str, files: Iterable[Path] = (), owner: int | None = None) -> None:
+    def add(self, path: str, files: Iterable[Path] = ()) -> None:
         """Remove `path` (its processes killed) soon, or recycle it; `files` are what
-        its task wrote (their page cache is charged to it); `owner`: the user its
-        `tasks` files were handed to, the only one it may be recycled for."""
+        its task wrote (their page cache is charged to it)."""
         limits = self.limits.pop(path, None)
-        self._due[path] = Due(time.monotonic() + BATCH, 0, tuple(files), limits, owner)
+        self._due[path] = Due(time.monotonic() + BATCH, 0, tuple(files), limits)
         self._kick()
 
-    def spare(
-        self, limits: Limits | None = None, owner: int | None = None, group: str | None = None
-    ) -> Spare | None:
-        """A cgroup made ahead in `group` (the slave's parent if None) for a task of user
-        `owner`, if one is ready (more are made when few are left): never one handed to
-        another user before; one that holds `limits` already if there is one."""
+    def spare(self, limits: Limits | None = None, group: str | None = None) -> Spare | None:
+        """A cgroup made ahead in `group` (the slave's parent if None), if one is ready
+        (more are made when few are left): one that holds `limits` already if there is
+        one. (No user's process ever wrote to its `tasks` files: root joins each.)"""
         group = group or self.parent
         spares = self._spares.get(group, {})
-        held = next((k for k in ((owner, limits), (None, limits)) if k in spares), None)
-        if held is None:
-            held = next((k for k in spares if k[0] in (owner, None)), None)
         spare = None
-        if held is not None:
+        if spares:
+            held = limits if limits in spares else next(iter(spares))
             names = spares[held]
             spare = names.pop(), held
             if not names:
                 del spares[held]
             if not spares:
                 del self._spares[group]
-        self._owner, self._group = owner, group
+        self._group = group
         self._want_spares = self._can_spare
         if self._short():
             self._kick()
@@ -169,9 +160,8 @@ class Upkeep:
         return sum(len(names) for spares in self._spares.values() for names in spares.values())
 
     def _ready_count(self) -> int:
-        """The spares the next launch (of the last one's user, in its group) may take."""
-        spares = self._spares.get(self._group, {})
-        return sum(len(v) for k, v in spares.items() if k[0] in (None, self._owner))
+        """The spares the next launch (in the last one's group) may take."""
+        return sum(len(v) for v in self._spares.get(self._group, {}).values())
 
     def idle(self, group: str) -> None:
         """A principal's group left empty: removed IDLE_GROUP from now, with its spares,
@@ -203,10 +193,7 @@ class Upkeep:
         # group's are right in it, and a deeper path is never due: a prefix tells them)
         group = self._group + "/"
         have = self._ready_count() + sum(
-            d.limits is not None
-            and d.tries == 0
-            and d.owner in (None, self._owner)
-            and p.startswith(group)
+            d.limits is not None and d.tries == 0 and p.startswith(group)
             for p, d in self._due.items()
         )
         if have >= SPARES // 2:
@@ -321,7 +308,7 @@ class Upkeep:
         made: list[Spare] = []
         for path in recycled:
             due = batch.pop(path)
-            made.append((recycle[path][0], (due.owner, due.limits)))
+            made.append((recycle[path][0], due.limits))
         for name in spares:
             try:
                 if not self.cgroups.make_spare(name):
@@ -330,7 +317,7 @@ class Upkeep:
                 self.log.warning("isolation.spare_failed", cgroup=name, error=str(e))
                 batch = {**batch, name: Due(0.0, 1)}  # (what of it was made goes)
                 break
-            made.append((name, (None, None)))
+            made.append((name, None))
         return self._remove(batch, force), made, True
 
     def _remove(self, batch: dict[str, Due], force: bool) -> dict[str, Due]:

@@ -18,7 +18,6 @@ from slave import cgroupfs as fs
 PERIOD_US = 100_000  # CFS period: the quota is the cpus' share of it
 MIN_QUOTA_US = 1_000  # the kernel refuses less
 MB = 1024 * 1024
-TASKS_MODE = 0o644  # a cgroup's `tasks` file, as the kernel makes it
 SEALED = 0o711  # the slave's parent cgroups: others pass, do not list
 
 
@@ -75,22 +74,6 @@ class Cgroups(Protocol):
     def procs_files(self, name: str) -> list[Path]:
         """Where a single-threaded process (the task's shell) writes 0 to join the cgroup
         (one file per hierarchy)."""
-        ...
-
-    def delegate(self, name: str, uid: int, gid: int) -> bool:
-        """Let user `uid` move its own processes into the cgroup (`procs_files` become
-        its), so that a task's shell running as that user joins it itself. False: root
-        joins before it drops to the user, and the whole chain (the wrapper, pid 1 of the
-        task's PID namespace, included) runs in the cgroup. Both versions say False: a
-        wrapper of the task's user outside its cgroup is the task's to ptrace and have
-        it start processes outside every bound (review 79); cgroup v2 would not let the
-        user anyway (it asks it to own the common ancestor's too)."""
-        ...
-
-    def undelegate(self, name: str) -> None:
-        """The cgroup's `procs_files` are root's again, with the kernel's mode (before
-        its processes are killed: no process of the user's can open them again; what
-        one opened meanwhile still writes, so it goes to that user's tasks alone)."""
         ...
 
     def seal(self, name: str) -> None:
@@ -332,18 +315,6 @@ class CgroupsV1:
         # (`_join_order`).
         return [mount / name / "tasks" for mount in self._join_order]
 
-    def delegate(self, name: str, uid: int, gid: int) -> bool:
-        # (the kernel would let the user, but then the wrapper, the user's too, stays out
-        # for the task to ptrace: root joins. The chain's execs leave kernel memory
-        # charged to the cgroup, so a user's task's cgroup is seldom recycled.)
-        return False
-
-    def undelegate(self, name: str) -> None:
-        for path in self.procs_files(name):
-            with contextlib.suppress(FileNotFoundError):
-                os.chown(path, 0, 0)
-                os.chmod(path, TASKS_MODE)  # (its user may have opened it to all)
-
     def seal(self, name: str) -> None:
         # in every hierarchy, made where missing: an image task's podman makes its path in
         # the ones the slave does not use, 0755, and a tenant listed the principals and
@@ -492,12 +463,6 @@ class CgroupsV2:
 
     def procs_files(self, name: str) -> list[Path]:
         return [self.root / name / "cgroup.procs"]
-
-    def delegate(self, name: str, uid: int, gid: int) -> bool:
-        return False
-
-    def undelegate(self, name: str) -> None:
-        return None
 
     def seal(self, name: str) -> None:
         with contextlib.suppress(FileNotFoundError):

@@ -128,8 +128,7 @@ class CommandTasks:
         run = Run(sandbox, run_dir, user, tenancy.confinement, binds)
         try:
             name = container_name(msg.framework_id, task.task_id)
-            owner = user.uid if user is not None else None
-            container = await self.isolator.prepare(name, task.resources, owner, msg.principal)
+            container = await self.isolator.prepare(name, task.resources, msg.principal)
         except OSError as e:
             await self._reports.report(
                 msg.framework_id,

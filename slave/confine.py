@@ -226,16 +226,13 @@ class Confinement:
         join: Join,
         exit_file: str,
         *,
-        root_joins: bool,
         binds: Binds = NO_BINDS,
     ) -> Start:
         """A command task's start, in `env`: the wrapper that records its exit status
-        (`exit_file`, the task's user's to write where it switches), confined. Root
-        joins its cgroup (`join`) first where it switches to the task's user and the
-        cgroup is not the user's to join (`root_joins`: always, slave.cgroups); else the
-        task's shell joins it.
+        (`exit_file`, the task's user's to write where it switches), confined, in its
+        cgroup (`join`: `_joins`).
         `binds`: its volumes, bound in its mount namespace (a PID namespace's)."""
-        first, then = self._joins(user, join[0], root_joins)
+        first, then = self._joins(user, join[0])
         shell = ["/bin/sh", "-c", then + command]
         args = self._confined(user, ["/bin/sh", "-s", exit_file, *shell], binds)
         body = TASK_WRAPPER_IN_NAMESPACE if self.pid_namespace else TASK_WRAPPER
@@ -248,12 +245,10 @@ class Confinement:
         user: TaskUser | None,
         env: dict[str, str],
         join: Join,
-        *,
-        root_joins: bool,
     ) -> Start:
         """A custom executor's start (its exit status is its process's own): `sh -c
         COMMAND` as Mesos runs it, joining its cgroup as `task` does."""
-        first, then = self._joins(user, join[0], root_joins)
+        first, then = self._joins(user, join[0])
         args = self._confined(user, ["/bin/sh", "-s", "/bin/sh", "-c", then + command])
         body = EXECUTOR_IN_NAMESPACE if self.pid_namespace else EXECUTOR
         return self._start(first, join[1], args, env, body, self.private_tmp)
@@ -265,14 +260,13 @@ class Confinement:
         env: dict[str, str],
         join: Join,
         *,
-        root_joins: bool,
         namespace: int | None,
         sandbox: str,
     ) -> Start:
         """A task's COMMAND health check's start: as the task runs, in `env` (its), its
         cgroup joined as `task` joins it, as its user, and with a PID namespace in the
         task's namespaces (`nsenter` to `namespace`, their init's pid), in `sandbox`."""
-        first, then = self._joins(user, join[0], root_joins)
+        first, then = self._joins(user, join[0])
         args = ["/bin/sh", "-s", "/bin/sh", "-c", then + command]
         if self.pid_namespace:
             assert namespace is not None
@@ -291,9 +285,15 @@ class Confinement:
             args = [self.setpriv, *_drop_to(user), "--", *args]
         return self._start(first, join[1], args, env, EXECUTOR)
 
-    def _joins(self, user: TaskUser | None, join: str, root_joins: bool) -> tuple[str, str]:
-        """(What root runs first to join the cgroup, what the task's shell runs)."""
-        return (join, "") if root_joins and self.switches(user) else ("", join)
+    def _joins(self, user: TaskUser | None, join: str) -> tuple[str, str]:
+        """(What root runs first to join the cgroup, what the task's shell runs). Root
+        joins before it drops to the task's user, and the whole chain (the wrapper, pid
+        1 of the task's PID namespace) runs in the cgroup: a wrapper of the user's left
+        outside would be the task's to ptrace, and start processes outside every bound
+        (review 79); the cgroup's files are never the user's (cgroup v2 would ask it to
+        own the common ancestor's too). Where it does not switch, the task's shell joins:
+        the wrapper's exit status is not charged to the task's memory."""
+        return (join, "") if self.switches(user) else ("", join)
 
     @staticmethod
     def _start(

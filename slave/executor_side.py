@@ -149,7 +149,6 @@ class ExecutorSide:
                 executor.container = await self.isolator.prepare(
                     executor_container_name(msg.framework_id, info.executor_id),
                     info.resources + msg.task.resources,
-                    user.uid if user is not None else None,
                     msg.principal,
                 )
                 await executor.start()
@@ -395,7 +394,7 @@ class ExecutorSide:
             if self.executors.get(executor.key) is not executor or executor.shutting_down:
                 return  # it exited meanwhile: its container is gone, not to be made again
         try:
-            await self.isolator.prepare(executor.container.name, total, None, executor.principal)
+            await self.isolator.prepare(executor.container.name, total, executor.principal)
         except OSError as e:  # (a memory limit below what it uses now: v1 says EBUSY)
             self.log.warning(
                 "isolation.resize_failed",

@@ -103,17 +103,14 @@ class ExecutorProcess:
     async def start(self) -> None:
         ours, theirs = socket.socketpair()
         try:
-            join, join_env, root_joins = "", dict[str, str](), False
+            join, join_env = "", dict[str, str]()
             if self.container is not None:
                 join, join_env = self.container.join()
-                if self.user is not None:
-                    root_joins = not self.container.delegate(self.user.uid, self.user.gid)
             start = self.confinement.executor(
                 self.info.command.value,
                 self.user,
                 {**self.env, "DRFMESOS_EXECUTOR_FD": str(theirs.fileno())},
                 (join, join_env),
-                root_joins=root_joins,
             )
             self._proc = await spawn_in_sandbox(
                 start.args,

@@ -45,11 +45,8 @@ class CommandProbe:
         """How the check starts (slave.confine), or why it cannot (its task is gone)."""
         task, run = self.task, self.task.run
         join: Join = ("", {})
-        root_joins = False
         if task.container is not None:
             join = task.container.join()
-            if run.user is not None:
-                root_joins = not task.container.delegate(run.user.uid, run.user.gid)
         init = None
         if run.confinement.pid_namespace:
             pid, started_at = task.runner.pid, task.runner.started_at
@@ -60,7 +57,7 @@ class CommandProbe:
         env = {**task.env, **self.check.environment}
         return run.confinement.check(
             self.check.value, run.user, env, join,
-            root_joins=root_joins, namespace=init, sandbox=str(task.sandbox),
+            namespace=init, sandbox=str(task.sandbox),
         )  # fmt: skip
 
     async def __call__(self) -> str | None:

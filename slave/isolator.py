@@ -61,10 +61,6 @@ class Container(Protocol):
         shell joins the container before it runs anything."""
         ...
 
-    def delegate(self, uid: int, gid: int) -> bool:
-        """Let a shell running as `uid` join it (`join`); False: only root can."""
-        ...
-
     async def limitation(self) -> str | None:
         """Why the kernel stopped it (an OOM kill), as a message for the user, if so."""
         ...
@@ -84,12 +80,10 @@ class Isolator(Protocol):
     kind: str
     enforces_memory: bool  # else the slave polls RSS itself
 
-    async def prepare(
-        self, name: str, resources: Resources, owner: int | None = None, principal: str = ""
-    ) -> Container:
-        """Its container, held to `resources`, for a task of `principal`'s run as user
-        `owner` (None: the slave's own): a cgroup never handed to another user before.
-        A container there already (an executor's) is resized, in the group it is in."""
+    async def prepare(self, name: str, resources: Resources, principal: str = "") -> Container:
+        """Its container, held to `resources`, for a task of `principal`'s (root
+        joins it before it drops to the task's user: slave.confine). A container there
+        already (an executor's) is resized, in the group it is in."""
         ...
 
     def adopt(
@@ -184,9 +178,6 @@ class PosixContainer:
     def join(self) -> tuple[str, dict[str, str]]:
         return "", {}
 
-    def delegate(self, uid: int, gid: int) -> bool:
-        return True  # (nothing to join)
-
     async def limitation(self) -> str | None:
         return None
 
@@ -201,9 +192,7 @@ class PosixIsolator:
     kind = "posix"
     enforces_memory = False
 
-    async def prepare(
-        self, name: str, resources: Resources, owner: int | None = None, principal: str = ""
-    ) -> Container:
+    async def prepare(self, name: str, resources: Resources, principal: str = "") -> Container:
         return PosixContainer(name)
 
     def adopt(
@@ -289,8 +278,6 @@ class CgroupContainer:
         self.name = name
         self.upkeep = upkeep
         self.ended = ended  # (its group's bound lowered once its processes are gone)
-        self.delegated = False
-        self.owner: int | None = None  # the user its `tasks` files were handed to, if any
 
     @property
     def cgroup(self) -> str | None:
@@ -299,13 +286,6 @@ class CgroupContainer:
     def join(self) -> tuple[str, dict[str, str]]:
         files = " ".join(str(f) for f in self.cgroups.procs_files(self.path))
         return JOIN, {"DRFMESOS_CGROUP_PROCS": files}
-
-    def delegate(self, uid: int, gid: int) -> bool:
-        # (a few cgroupfs chowns: no disk behind them)
-        self.delegated = self.cgroups.delegate(self.path, uid, gid)
-        if self.delegated:
-            self.owner = uid  # (for good: a descriptor it opened outlives the handing)
-        return self.delegated
 
     async def limitation(self) -> str | None:
         # (a few small cgroupfs reads: no disk behind them, cheaper than a thread hop)
@@ -324,16 +304,13 @@ class CgroupContainer:
     async def destroy(self, written: Iterable[Path] = ()) -> None:
         # what the task left running (a double fork) dies before its end is told; most
         # tasks leave nothing, and their cgroup's removal waits off the task's path
-        if self.delegated:
-            self.cgroups.undelegate(self.path)
-            self.delegated = False
         if self.cgroups.pids(self.path):
             try:
                 await asyncio.to_thread(self.cgroups.kill, self.path)
             except OSError as e:  # (the removal tries again)
                 logs.get("slave").warning("isolation.kill_failed", cgroup=self.path, error=str(e))
         self.ended(self.path)
-        self.upkeep.add(self.path, written, self.owner)
+        self.upkeep.add(self.path, written)
 
 
 def out_of_memory(limit: int, peak: int) -> str:
@@ -392,9 +369,7 @@ class CgroupsIsolator:
             self._lock = await asyncio.to_thread(hold, self.cgroups, self.parent, self.log)
             self._seal_parents()
 
-    async def prepare(
-        self, name: str, resources: Resources, owner: int | None = None, principal: str = ""
-    ) -> Container:
+    async def prepare(self, name: str, resources: Resources, principal: str = "") -> Container:
         await self._hold()
         amounts = resources.quantities()  # (reserved cpus are cpus)
         limits = Limits(
@@ -419,8 +394,8 @@ class CgroupsIsolator:
         before = self.groups.join(path, resources)
         try:
             self.groups.write(group)  # (first: the task's bound is within its group's)
-            spare = self.upkeep.spare(limits, owner, group)
-            made_ahead, (_, held) = spare or (None, (None, None))
+            spare = self.upkeep.spare(limits, group)
+            made_ahead, held = spare or (None, None)
             self.upkeep.limits.pop(path, None)  # (known again once all is written)
             if not self.cgroups.create(path, limits, made_ahead, held) and spare:
                 self.upkeep.unused(spare)  # (the container was there: an executor's, resized)

@@ -162,12 +162,10 @@ class ShellLaunch:
         # the task's own shell joins its container, not the wrapper around it: the exit
         # status the wrapper writes is not charged to the task's memory, and a task that
         # wrote nothing leaves its memory cgroup empty, removed at once (cgroup_upkeep)
-        join, join_env, root_joins = "", dict[str, str](), False
+        join, join_env = "", dict[str, str]()
         run = self.run
         if self.container is not None:
             join, join_env = self.container.join()
-            if run.user is not None:
-                root_joins = not self.container.delegate(run.user.uid, run.user.gid)
         return run.confinement.task(
             # (by the wrapper's working directory, its sandbox: where the sandbox's path
             # is out of the user's reach, the exit status still lands)
@@ -176,7 +174,6 @@ class ShellLaunch:
             self.env,
             (join, join_env),
             SANDBOX_EXIT_FILE,
-            root_joins=root_joins,
             binds=run.binds,
         )
 

@@ -226,35 +226,10 @@ async def test_a_recycled_cgroup_goes_to_the_next_launch_with_its_limits_and_at_
     assert "drfmesos/s/fw.a" not in fake.there
     recycled = upkeep.spare(mine)
     assert recycled is not None
-    assert recycled[1] == (None, mine)  # the launch writes no limit
+    assert recycled[1] == mine  # the launch writes no limit
     fresh = upkeep.spare(other)
     assert fresh is not None
-    assert fresh[1] == (None, None)  # a new one: all its limits are written
+    assert fresh[1] is None  # a new one: all its limits are written
     await upkeep.close()
     assert fake.there == {recycled[0], fresh[0]}  # (taken: theirs to remove as tasks end)
     assert not fake.removed or all(cgroup_upkeep.is_spare(p) for p in fake.removed)
-
-
-async def test_a_cgroup_handed_to_a_user_is_recycled_for_that_users_tasks_alone() -> None:
-    """A task's `tasks` files, handed to its user, may have been opened by any process of
-    that user's, and a descriptor outlives the handing back: the cgroup is kept for the
-    same user's next task, never given to another user's (who gets a fresh one)."""
-    fake = _Recycling()
-    upkeep = cgroup_upkeep.Upkeep(fake, "drfmesos/s", log=None)  # type: ignore[arg-type]
-    limits = Limits(cpus=0.5, mem_mb=128)
-    mallory, alice = 1_000_000_001, 1_000_000_002
-    assert upkeep.spare(limits, mallory) is None  # (the first launch: spares made from now)
-    fake.there.add("drfmesos/s/t.m")
-    upkeep.limits["drfmesos/s/t.m"] = limits
-    upkeep.add("drfmesos/s/t.m", owner=mallory)
-    await eventually(lambda: len(upkeep) == 0)
-    await eventually(lambda: upkeep._spare_count() > 1)
-    given = upkeep.spare(limits, alice)
-    assert given is not None
-    assert given[1] == (None, None)  # a fresh one, made by root: none of mallory's
-    kept = upkeep.spare(limits, mallory)
-    assert kept is not None
-    assert kept[1] == (mallory, limits)  # hers again, its limits written already
-    while (spare := upkeep.spare(limits, alice)) is not None:
-        assert spare[1][0] is None
-    await upkeep.close()
