@@ -17,11 +17,9 @@ MOST_SPARES are kept in all; a finished container's cgroup is recycled within it
 A group left empty (its principal's last container gone) is removed IDLE_GROUP later with
 its spares, unless a launch of its principal takes it back first (a task loop's next).
 
-A recycled cgroup whose `tasks` files the slave handed to a user (the task's shell joins
-its cgroup itself, as that user) goes to that user's tasks alone: a descriptor one of its
-tasks opened to those files meanwhile still writes after they are root's again, so with
-it a tenant could put its processes into another tenant's task's cgroup. Spares made
-fresh (root's from the start) go to anyone.
+A recycled cgroup goes to any principal's next task in the group: its `tasks` files were
+never a task's user's to open (root joins each task's cgroup: slave.confine), so no
+descriptor of a tenant's outlives its task there.
 
 A memory cgroup still charged with dirty page cache (the task's output) waits until the
 kernel has written it back (begun at the first look at its sandbox), and that is dropped,
