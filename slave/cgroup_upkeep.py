@@ -17,7 +17,7 @@ MOST_SPARES are kept in all; a finished container's cgroup is recycled within it
 A group left empty (its principal's last container gone) is removed IDLE_GROUP later with
 its spares, unless a launch of its principal takes it back first (a task loop's next).
 
-A recycled cgroup goes to any principal's next task in the group: its `tasks` files were
+A recycled cgroup goes to the next task launched in its group, as any: its `tasks` files were
 never a task's user's to open (root joins each task's cgroup: slave.confine), so no
 descriptor of a tenant's outlives its task there.
 
