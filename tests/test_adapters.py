@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import importlib.metadata
 from collections import deque
 from types import SimpleNamespace
-from typing import cast
+from typing import Any, cast
 
 import aiomqtt
 import pytest
@@ -60,6 +61,10 @@ async def test_aiomqtts_private_parts_are_there_and_the_fast_path_publishes_and_
             assert callable(getattr(client._client, name)), name
         for name in ("_in_packet", "_out_messages", "_out_message_mutex"):
             assert hasattr(client._client, name), name
+        # (the matcher of per-topic callbacks the link stands in for, and what it reads)
+        root = client._client._on_message_filtered._root
+        assert isinstance(root._children, dict)
+        assert hasattr(root, "_content")
         link = PahoLink(client, acknowledged.append)
         await client.subscribe("adapter/#", qos=1)
 
@@ -79,6 +84,29 @@ async def test_aiomqtts_private_parts_are_there_and_the_fast_path_publishes_and_
         await eventually(lambda: mid in acknowledged)  # the PUBACK, through paho's callback
         with pytest.raises(ValueError, match="wildcard"):  # what MQTT cannot carry: the call
             link.publish("adapter/+", b"", 1, False)
+
+
+async def test_a_message_read_matches_no_topic_callback_without_leaving_a_cycle(
+    embedded: EmbeddedBroker,
+) -> None:
+    """paho matches each message it reads against its per-topic callbacks; with none
+    (as ever here) the link's matcher finds nothing without paho's walk, whose recursive
+    closure left a reference cycle a message for the collector. One added is matched."""
+    url = embedded.url
+    async with aiomqtt.Client(url.host, url.port, queue_type=StampedQueue) as client:
+        PahoLink(client, lambda _: None)
+        matcher: Any = client._client._on_message_filtered
+        gc.collect()
+        for _ in range(100):
+            assert list(matcher.iter_match("filters/x")) == []
+        assert gc.collect() == 0  # nothing left for the collector
+
+        def on_filtered(*_: object) -> None:
+            return None
+
+        client._client.message_callback_add("filters/+", on_filtered)
+        assert list(matcher.iter_match("filters/x")) == [on_filtered]
+        assert list(matcher.iter_match("other/x")) == []
 
 
 async def test_what_paho_has_waiting_goes_out_in_one_write_each_message_in_order(

@@ -19,6 +19,7 @@ from typing import Any
 
 import aiomqtt
 from paho.mqtt.enums import LogLevel, MQTTErrorCode
+from paho.mqtt.matcher import MQTTMatcher
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 from paho.mqtt.reasoncodes import ReasonCode
@@ -40,6 +41,23 @@ _SUCCESS = ReasonCode(PacketTypes.PUBACK)
 _NO_PROPERTIES = Properties(PacketTypes.PUBACK)  # type: ignore[no-untyped-call]
 
 
+class _Filters(MQTTMatcher):
+    """paho's per-topic callbacks (`message_callback_add`: nobody here adds one), matched
+    against each message it reads. With none, a message matches nothing, found without
+    paho's walk: a recursive closure and a generator a message (1.9 us), the closure a
+    reference cycle of six objects left to the cyclic collector."""
+
+    def __init__(self, root: Any) -> None:
+        super().__init__()  # type: ignore[no-untyped-call]  # (paho's matcher is untyped)
+        self._root = root  # (any filter added before: kept)
+
+    def iter_match(self, topic: str) -> Any:
+        root = self._root
+        if not root._children and root._content is None:
+            return iter(())
+        return super().iter_match(topic)  # type: ignore[no-untyped-call]
+
+
 class PahoLink:
     """One connected aiomqtt client, driven through paho."""
 
@@ -51,6 +69,9 @@ class PahoLink:
         self.disconnected: asyncio.Future[None] = client._disconnected
         self.disconnected.add_done_callback(lambda _: queue.wake())
         self.unwritten = False  # handed to paho since the socket was last written
+        filtered = getattr(self.paho, "_on_message_filtered", None)  # (a test's fake: none)
+        if filtered is not None:
+            self.paho._on_message_filtered = _Filters(filtered._root)
         self._watch_acknowledgements(on_acknowledged)
         self._read_plain_acknowledgements()
         self.write, self._write_behind = self._write_promptly()
