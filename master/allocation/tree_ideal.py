@@ -132,8 +132,8 @@ def tree_filling(
     pools = [n for n in nodes if n.leaf is None]
     for n in leaf_nodes:
         n.rise, n.slowness, n.growth = 1 / n.promise, n.promise, n.use
-    _fill(root, real, leaf_nodes, pools, min_satisfaction)
-    if min_satisfaction and any(n.bound for n in pools):
+    early = _fill(root, real, leaf_nodes, pools, min_satisfaction)
+    if min_satisfaction and early and any(n.bound for n in pools):
         _settle(root, real, leaf_nodes, [n for n in pools if not n.root], pools)
     shares: dict[str, Fraction] = {}
     for n in leaf_nodes:
@@ -147,9 +147,13 @@ def _fill(
     leaf_nodes: Sequence[_Node],
     pools: Sequence[_Node],
     min_satisfaction: bool,
-) -> None:
+) -> bool:
     """One progressive filling from nothing, event to event (each pool's own satisfaction
-    no lower than its `floor`)."""
+    no lower than its `floor`). Returns whether a leaf stopped for a resource run out while
+    others went on: else every leaf the resources stopped was still served when they
+    ran out, its key as low as any, and the filling is where the allocator settles too
+    (an end freed goes back where it came from)."""
+    early = False
     for n in leaf_nodes:
         n.share = ZERO
         n.active = n.cap is None or n.cap > 0
@@ -170,12 +174,15 @@ def _fill(
             if n.inflow:
                 n.share += n.inflow * step
         used = root.usage
+        blocked = False
         for n in growing:
-            if (n.cap is not None and n.share >= n.cap) or any(
-                used.get(r, ZERO) >= 1 for r in n.use
-            ):
+            if n.cap is not None and n.share >= n.cap:
                 n.active = False
+            elif any(used.get(r, ZERO) >= 1 for r in n.use):
+                n.active, blocked = False, True
         growing = [n for n in growing if n.active]
+        early = early or (blocked and bool(growing))
+    return early
 
 
 def _settle(
