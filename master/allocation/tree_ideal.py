@@ -204,9 +204,8 @@ def _settle(
     from the last rounds (`_extrapolate`) and checked by one more filling.
 
     Where the fillings go round instead (pools whose own satisfactions are each set by a
-    resource the other's leaves take, in turn), the allocator does not settle either: it
-    goes round with them, and the first filling stands, as it does where no fixed point
-    is found in `SETTLE_ROUNDS` rounds."""
+    resource the other's leaves take, in turn), or no fixed point is found in
+    `SETTLE_ROUNDS` rounds, the first filling stands."""
     first = [n.share for n in leaf_nodes]
     floors = [_satisfaction(n, real) for n in inner]
     seen = [[n.floor for n in inner], floors]
