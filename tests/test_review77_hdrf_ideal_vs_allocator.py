@@ -41,6 +41,16 @@ docs' showcase for it; a user deciding whether the allocator keeps the lecture's
 promises reads the dashed ideal and the summary's distance, and from scratch they say
 the allocator strays when it is the ideal and the allocator that differ; which of the two
 the lecture's min satisfaction means here, x 2/3 or x 1/2 of the CPUs, the docs do not say.
+
+Resolved (the ideal): hdrf's ideal is where its allocator settles as tasks turn over --
+the filling made again with each pool's own satisfaction where the last one ended, until
+it ends where it started (`tree_ideal._settle`) -- since the lecture promises each leaf
+at least its share (x 1/2, p/y 1/4), which x 2/3 and p/y 1/3 keep, and no more. With the
+lecture's vectors the ideal is x 21.3, p/y 10.7, z 30 and the run holds x 21, p/y 11:
+within the paper's one task. With the spec's z (<0.1 CPU, 1 GB>) the continuous ideal
+stays x 16, p/y 14.5, z 14.5 (z is stopped by the CPU, all of it taken), while on the
+nodes z's small tasks fill the CPU that whole-CPU tasks leave over and, with it, the
+memory; that discrete gap is the next finding, held here by a strict xfail.
 """
 
 from __future__ import annotations
@@ -56,14 +66,21 @@ from protocol.wire.resources import Resources
 SPEC = Path(__file__).parent.parent / "examples" / "experiments" / "lecture-naive-hdrf.yaml"
 
 
-@pytest.mark.xfail(
+SCRAPS = pytest.mark.xfail(
     strict=True,
-    reason="review 77: hdrf's tree ideal and hdrf's allocator disagree on the lecture's "
-    "tree from scratch (x 16 against 19-21, p/y 14.5-15.5 against 9-11)",
+    reason="review 77, finding 5, what is left: z's tasks of 0.1 CPU take the CPU that "
+    "whole-CPU tasks leave on each node, fill the memory no continuous ideal gives them "
+    "(28 against 14.5), and p's own satisfaction with it; x then settles at 19 against 16",
 )
-@pytest.mark.parametrize("z_task", [None, {"mem": 1024}], ids=["spec", "lecture-vectors"])
+
+
+@pytest.mark.parametrize(
+    ("z_task", "within"),
+    [pytest.param(None, 2.0, marks=SCRAPS), ({"mem": 1024}, 1.0)],
+    ids=["spec", "lecture-vectors"],
+)
 def test_hdrf_settles_near_its_own_ideal_on_the_lectures_tree_from_scratch(
-    z_task: dict[str, float] | None,
+    z_task: dict[str, float] | None, within: float
 ) -> None:
     spec = load_spec(SPEC)
     assert spec.master.policy == "hdrf"
@@ -76,4 +93,4 @@ def test_hdrf_settles_near_its_own_ideal_on_the_lectures_tree_from_scratch(
     summary = simulate(spec)[0].summary()
     assert len(summary["ideal"]) == 1  # one phase: from scratch
     distance = summary["distance_from_ideal"]["frameworks"]
-    assert max(distance[name]["mean_tasks"] for name in ("x", "y1")) <= 2.0, distance
+    assert max(distance[name]["mean_tasks"] for name in ("x", "y1")) <= within, distance

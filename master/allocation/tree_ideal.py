@@ -28,6 +28,16 @@ satisfaction meets its children's, and another resource becomes a pool's dominan
 The filling is parametrised by the sum of the leaves' dominant shares, so a pool that must
 catch up (its key does not rise as it is served) takes a finite stretch, not a jump.
 
+`hdrf`'s ideal is not where one filling stops but where the allocator settles as tasks end
+and are replaced (review 77, finding 5; `_settle`): the allocator gives each freed sliver
+to the lowest key, and a pool's key counts its own satisfaction as it is then. A pool
+whose own satisfaction rose after its leaves' contended resource ran out (p's, once z
+holds the memory, in the lecture's tree) no longer holds its siblings back there, so the
+filling is made again with each pool's own satisfaction no lower than where the last
+ended, until it ends where it started. The lecture promises each leaf at least its share
+and says nothing of the rest; that fixed point keeps the promise, and is what a run shows.
+`naive-hdrf` keeps the one filling: from scratch it is the lecture's worked example.
+
 Before it fills, the tree is folded (`_fold`): a pool of one leaf is that leaf, and sibling
 leaves alike are one, whose share is split between them after; the fractions come out
 the same (`tests/test_hdrf_property.py` holds the folded filling to the whole tree's).
@@ -38,9 +48,11 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+from itertools import pairwise
 
 ZERO = Fraction(0)
 ONE = Fraction(1)
+SETTLE_ROUNDS = 8  # `hdrf`: fillings at most to find where the allocator settles
 # fifo pools, by path: each with its children's names in arrival order, or (a collection of
 # paths) in the leaves' order
 Fifo = Mapping[tuple[str, ...], Sequence[str]] | Collection[tuple[str, ...]]
@@ -72,6 +84,10 @@ class _Node:
     inner_rise: Fraction = ZERO  # ... and how fast that rises per unit poured into it
     sat: Fraction = ZERO  # a pool's own satisfaction ...
     sat_rise: Fraction = ZERO  # ... and how fast that rises per unit poured into it
+    top: Fraction = ZERO  # its subtree's dominant usage, as it is (below its floor too) ...
+    fastest: Fraction = ZERO  # ... and how fast that rises per unit poured into it
+    floor: Fraction = ZERO  # `hdrf`: its own satisfaction where the allocator settles
+    bound: bool = False  # its own satisfaction was its key, or tied with it, in a filling
     served: list[tuple[_Node, Fraction]] = field(default_factory=list)  # (child, part)
     inflow: Fraction = ZERO  # of each unit of the filling, how much reaches it
 
@@ -115,10 +131,35 @@ def tree_filling(
     leaf_nodes = [n for n in nodes if n.leaf is not None]
     pools = [n for n in nodes if n.leaf is None]
     for n in leaf_nodes:
-        n.active = n.cap is None or n.cap > 0
         n.rise, n.slowness, n.growth = 1 / n.promise, n.promise, n.use
+    early = _fill(root, real, leaf_nodes, pools, min_satisfaction)
+    if min_satisfaction and early and any(n.bound for n in pools):
+        _settle(root, real, leaf_nodes, [n for n in pools if not n.root], pools)
+    shares: dict[str, Fraction] = {}
+    for n in leaf_nodes:
+        _split(n, n.share, shares)
+    return shares
+
+
+def _fill(
+    root: _Node,
+    real: Sequence[str],
+    leaf_nodes: Sequence[_Node],
+    pools: Sequence[_Node],
+    min_satisfaction: bool,
+) -> bool:
+    """One progressive filling from nothing, event to event (each pool's own satisfaction
+    no lower than its `floor`). Returns whether a leaf stopped for a resource run out while
+    others went on: else every leaf the resources stopped was still served when they
+    ran out, its key as low as any, and the filling is where the allocator settles too
+    (an end freed goes back where it came from)."""
+    early = False
+    for n in leaf_nodes:
+        n.share = ZERO
+        n.active = n.cap is None or n.cap > 0
     for n in pools:
         n.usage = {}
+        n.bound = False
     growing = [n for n in leaf_nodes if n.active]
     while growing:
         _measure(root, real, min_satisfaction)
@@ -133,16 +174,105 @@ def tree_filling(
             if n.inflow:
                 n.share += n.inflow * step
         used = root.usage
+        blocked = False
         for n in growing:
-            if (n.cap is not None and n.share >= n.cap) or any(
-                used.get(r, ZERO) >= 1 for r in n.use
-            ):
+            if n.cap is not None and n.share >= n.cap:
                 n.active = False
+            elif any(used.get(r, ZERO) >= 1 for r in n.use):
+                n.active, blocked = False, True
         growing = [n for n in growing if n.active]
-    shares: dict[str, Fraction] = {}
-    for n in leaf_nodes:
-        _split(n, n.share, shares)
-    return shares
+        early = early or (blocked and bool(growing))
+    return early
+
+
+def _settle(
+    root: _Node,
+    real: Sequence[str],
+    leaf_nodes: Sequence[_Node],
+    inner: Sequence[_Node],
+    pools: Sequence[_Node],
+) -> None:
+    """`hdrf`'s ideal is where the allocator settles as tasks end and are replaced: each
+    freed sliver goes to the lowest key, and a pool's key counts its own satisfaction as
+    it is *then* -- where the filling ended, not where it was when the sliver was first
+    given out. So the filling is made again with each pool's own satisfaction no lower
+    than where the last one left it (its `floor`), until it ends where it started (review
+    77, finding 5): there freeing any sliver and giving it to the lowest key gives it
+    back. A filling depends on the floors piecewise linearly, and the floors may close in
+    on their fixed point a fraction of the way a round (a pool whose own satisfaction is
+    set by a resource a sibling leaf also needs): the fixed point is then extrapolated
+    from the last rounds (`_extrapolate`) and checked by one more filling.
+
+    Where the fillings go round instead (pools whose own satisfactions are each set by a
+    resource the other's leaves take, in turn), or no fixed point is found in
+    `SETTLE_ROUNDS` rounds, the first filling stands."""
+    first = [n.share for n in leaf_nodes]
+    floors = [_satisfaction(n, real) for n in inner]
+    seen = [[n.floor for n in inner], floors]
+    for _ in range(SETTLE_ROUNDS):
+        for n, floor in zip(inner, floors, strict=True):
+            n.floor = floor
+        _fill(root, real, leaf_nodes, pools, True)
+        made = [_satisfaction(n, real) for n in inner]
+        if made == floors:
+            return
+        if made in seen:  # round and round
+            break
+        seen.append(made)
+        guess = _extrapolate(seen) if len(seen) > 3 else None  # (from three rounds on)
+        if guess is not None and guess not in seen and all(g >= 0 for g in guess):
+            for n, floor in zip(inner, guess, strict=True):
+                n.floor = floor
+            _fill(root, real, leaf_nodes, pools, True)
+            if [_satisfaction(n, real) for n in inner] == guess:
+                return
+        floors = made
+    for n, share in zip(leaf_nodes, first, strict=True):
+        n.share = share
+
+
+def _extrapolate(seen: Sequence[Sequence[Fraction]]) -> list[Fraction] | None:
+    """The fixed point of f -> g(f), g linear, from its last iterates `seen` (each the
+    last's g): c with sum(c) = 1 and sum(c_j d_j) = 0 over the differences d_j between
+    successive iterates, then sum(c_j f_j) (minimal polynomial extrapolation; exact for
+    a linear g once the iterates span its moving part). None where no such c is found."""
+    for m in range(1, min(len(seen) - 2, 2) + 1):  # m + 1 coefficients, m + 2 iterates
+        last = seen[-(m + 2) :]
+        diffs = [[b - a for a, b in zip(x, y, strict=True)] for x, y in pairwise(last)]
+        moving = [i for i in range(len(diffs[0])) if any(d[i] for d in diffs)]
+        rows = [[d[i] for d in diffs] + [ZERO] for i in moving] + [[ONE] * (m + 1) + [ONE]]
+        c = _solve(rows, m + 1)
+        if c is not None:
+            return [sum((cj * f[i] for cj, f in zip(c, last, strict=False)), ZERO)
+                    for i in range(len(last[0]))]  # fmt: skip
+    return None
+
+
+def _solve(rows: list[list[Fraction]], unknowns: int) -> list[Fraction] | None:
+    """The one solution of the linear equations `rows` (each its coefficients, then its
+    right-hand side), or None (none, or many)."""
+    rows = [list(r) for r in rows]
+    at = 0
+    for col in range(unknowns):
+        pivot = next((r for r in range(at, len(rows)) if rows[r][col]), None)
+        if pivot is None:
+            return None
+        rows[at], rows[pivot] = rows[pivot], rows[at]
+        lead = rows[at][col]
+        rows[at] = [v / lead for v in rows[at]]
+        for r in range(len(rows)):
+            if r != at and rows[r][col]:
+                factor = rows[r][col]
+                rows[r] = [v - factor * w for v, w in zip(rows[r], rows[at], strict=True)]
+        at += 1
+    if any(row[unknowns] for row in rows[at:]):
+        return None  # inconsistent
+    return [rows[i][unknowns] for i in range(unknowns)]
+
+
+def _satisfaction(node: _Node, real: Sequence[str]) -> Fraction:
+    """A pool's own satisfaction as its filling left it."""
+    return max((node.usage.get(r, ZERO) for r in real), default=ZERO) / node.promise
 
 
 def _build(
@@ -310,11 +440,15 @@ def _measure(node: _Node, real: Sequence[str], min_satisfaction: bool) -> bool:
         node.key, node.rise = lowest, node.inner_rise
         node.slowness = 1 / node.rise if node.rise else ZERO
         return True
-    top = max((usage.get(r, ZERO) for r in real), default=ZERO)
-    fastest = max(
+    node.top = top = max((usage.get(r, ZERO) for r in real), default=ZERO)
+    node.fastest = fastest = max(
         (node.growth.get(r, ZERO) for r in real if usage.get(r, ZERO) == top), default=ZERO
     )
     node.sat, node.sat_rise = top / node.promise, fastest / node.promise
+    if node.floor > node.sat:  # (`hdrf`: where the allocator settles, it is this already)
+        node.sat, node.sat_rise = node.floor, ZERO
+    if min_satisfaction and (node.fifo or node.sat <= lowest):
+        node.bound = True
     if not min_satisfaction or node.fifo or node.sat < lowest:  # its own satisfaction alone
         node.key, node.rise = node.sat, node.sat_rise
     elif node.sat > lowest:
@@ -360,8 +494,9 @@ def _next_event(
             meet = (node.lowest - node.sat) / (own - inner)
             if meet > 0:
                 steps.append(meet)
-        top = node.sat * node.promise
-        fastest = node.sat_rise * node.promise
+        top, fastest = node.top, node.fastest
+        if node.floor > top / node.promise and fastest > 0:  # it reaches its floor
+            steps.append((node.floor * node.promise - top) / (node.inflow * fastest))
         for r in real:  # another resource overtakes its dominant one
             g = node.growth.get(r, ZERO)
             if g > fastest:
