@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
+from collections.abc import Sequence
 from typing import Any
 
 
@@ -25,11 +26,31 @@ class StampedQueue(asyncio.Queue[Any]):
         self._stamps: deque[float] = deque()
         self.last_wait = 0.0  # seconds the item taken last had waited
         self._reader: asyncio.Future[None] | None = None  # the reader waiting (arrival)
+        self._first: float | None = None  # put_first's: when the item it puts arrived
+
+    def _init(self, maxsize: int) -> None:
+        self._items: deque[Any] = deque()
+        self._queue = self._items  # (asyncio.Queue's own: its qsize, empty and full read it)
 
     def _put(self, item: Any) -> None:
-        self._stamps.append(time.monotonic())
-        super()._put(item)
+        if self._first is None:
+            self._stamps.append(time.monotonic())
+            self._items.append(item)
+        else:
+            self._stamps.appendleft(self._first)
+            self._items.appendleft(item)
         self.wake()
+
+    def put_first(self, items: Sequence[tuple[float, Any]]) -> None:
+        """Put `items` (each with the monotonic time it first arrived) ahead of every item
+        waiting, in their order: what a transport kept for a handler not there yet goes
+        before what arrived after it (`protocol.transport.unheard`)."""
+        try:
+            for when, item in reversed(items):
+                self._first = when
+                self.put_nowait(item)
+        finally:
+            self._first = None
 
     async def arrival(self) -> None:
         """Return once an item is put (or `wake` is called): what the queue's one reader
@@ -49,7 +70,7 @@ class StampedQueue(asyncio.Queue[Any]):
     def _get(self) -> Any:
         if self._stamps:
             self.last_wait = time.monotonic() - self._stamps.popleft()
-        return super()._get()
+        return self._items.popleft()
 
     def oldest_age(self) -> float:
         """Seconds the oldest waiting item has waited (0 with none waiting)."""

@@ -1,0 +1,90 @@
+"""What reaches a bus before its handler is subscribed is kept for that handler, in order.
+
+A party with a persistent MQTT session (a slave process, the masters' one session) that
+reconnects after a restart is sent, by the broker, the QoS 1 messages queued for it while
+it was away as soon as it connects: before its code has subscribed or routed a handler
+for its topics. They were dropped silently (a restarted slave never got the kill a
+framework sent while it was down). The bus now holds them, bounded, for the handler
+subscribed or routed for their topic; what nobody ever takes is dropped after a while,
+said once per topic and counted.
+"""
+
+from __future__ import annotations
+
+import pytest
+import structlog
+
+from protocol.tooling.brokers import MosquittoBroker
+from protocol.transport import unheard
+from protocol.transport.bus import Bus
+from protocol.transport.memory import MemoryBroker
+from protocol.wire.codec import encode
+from protocol.wire.messages import Heartbeat
+from protocol.wire.topics import Topics
+
+from harness.helpers import Inbox, eventually
+
+T = Topics("early")
+QUEUED = 50
+
+
+async def test_messages_queued_while_away_reach_a_handler_subscribed_after_the_reconnect(
+    mosquitto: MosquittoBroker,
+) -> None:
+    """As a restarted slave process: its session kept its subscription at the broker, the
+    broker sends what it queued the moment the bus connects, and the party subscribes its
+    handler only a moment later. The handler gets every queued message, in order, and
+    what is sent afterwards behind them."""
+    topic = T.slave("rack1", "s1")
+    async with Bus(mosquitto.url, name="rx", client_id="rx-early", persistent=True) as rx:
+        await rx.subscribe(topic, Inbox())  # the session and its subscription
+    async with Bus(mosquitto.url, name="tx") as tx:
+        for i in range(QUEUED):  # while it is away: queued in its session
+            await tx.publish(topic, Heartbeat(source=str(i)), timeout=10)
+
+        inbox = Inbox()
+        async with Bus(mosquitto.url, name="rx", client_id="rx-early", persistent=True) as rx:
+            # every queued message has reached the bus before any handler is there ...
+            await eventually(lambda: rx.stats["payloads_in"] >= QUEUED)
+            await rx.subscribe(topic, inbox)  # ... as the slave subscribes, after connecting
+            await tx.publish(topic, Heartbeat(source="after"), timeout=10)
+            await inbox.wait_count(Heartbeat, QUEUED + 1)
+            sources = [m.source for m in inbox.of(Heartbeat)]
+            assert sources == [str(i) for i in range(QUEUED)] + ["after"]
+            assert rx.messages.outcomes[("Heartbeat", "handled", "")] == QUEUED + 1
+
+
+async def test_the_in_process_transport_keeps_them_for_their_handler_too() -> None:
+    """The in-process transport (the fleet and slave tests run on it) does as the bus."""
+    broker = MemoryBroker()
+    async with broker.connector(None)(name="rx") as rx:
+        for i in range(QUEUED):  # arrived with no handler for them yet
+            rx.arrive(T.slave("rack1", "s1"), encode(Heartbeat(source=str(i))))
+        await eventually(lambda: rx.stats["payloads_in"] >= QUEUED)
+        inbox = Inbox()
+        rx.route(T.slave("rack1", "s1"), inbox)
+        await inbox.wait_count(Heartbeat, QUEUED)
+        assert [m.source for m in inbox.of(Heartbeat)] == [str(i) for i in range(QUEUED)]
+
+
+async def test_what_nobody_takes_is_dropped_in_time_said_once_a_topic_and_counted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A message for a topic no handler ever takes is not kept for ever: after a while it
+    is dropped, counted by type, and said once for its topic (not once a message)."""
+    monkeypatch.setattr(unheard, "HOLD_FOR", 0.2)
+    broker = MemoryBroker()
+    async with broker.connector(None)(name="rx") as rx:
+        with structlog.testing.capture_logs() as said:
+            for i in range(QUEUED):
+                rx.arrive("nobody/x", encode(Heartbeat(source=str(i))))
+            await eventually(
+                lambda: rx.messages.outcomes[("Heartbeat", "dropped", "unheard")] == QUEUED
+            )
+            rx.arrive("nobody/x", encode(Heartbeat(source="later")))  # a flood goes on
+            await eventually(
+                lambda: rx.messages.outcomes[("Heartbeat", "dropped", "unheard")] == QUEUED + 1
+            )
+        lines = [line for line in said if line["event"] == "bus.unheard_dropped"]
+        assert len(lines) == 1
+        assert lines[0]["topic"] == "nobody/x"
