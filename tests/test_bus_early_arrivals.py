@@ -11,6 +11,11 @@ said once per topic and counted.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import dataclasses
+from pathlib import Path
+
 import pytest
 import structlog
 
@@ -19,8 +24,11 @@ from protocol.transport import unheard
 from protocol.transport.bus import Bus
 from protocol.transport.memory import MemoryBroker
 from protocol.wire.codec import encode
-from protocol.wire.messages import Heartbeat
+from protocol.wire.messages import Error, Heartbeat, KillTask
+from protocol.wire.resources import Resources
 from protocol.wire.topics import Topics
+from slave.fleet import Fleet
+from slave.slave import SlaveConfig
 
 from harness.helpers import Inbox, eventually
 
@@ -52,6 +60,65 @@ async def test_messages_queued_while_away_reach_a_handler_subscribed_after_the_r
             sources = [m.source for m in inbox.of(Heartbeat)]
             assert sources == [str(i) for i in range(QUEUED)] + ["after"]
             assert rx.messages.outcomes[("Heartbeat", "handled", "")] == QUEUED + 1
+
+
+async def test_a_kill_sent_while_a_fleet_was_away_reaches_its_slave_after_the_restart(
+    mosquitto: MosquittoBroker, tmp_path: Path
+) -> None:
+    """A slave process (a fleet of logical slaves on one persistent session) restarts; a
+    KillTask sent to one of its slaves meanwhile waits in the session, arrives before the
+    fleet has its slaves, and is handled by that slave once it has started (it answers
+    that it has no such task), not dropped as for no slave of the process."""
+    url = dataclasses.replace(mosquitto.url, username="rack1")
+    config = SlaveConfig(
+        slave_id="s1",
+        hostname="h1",
+        resources=Resources(cpus=1, mem=256),
+        work_dir=tmp_path / "s1",
+        simulated_tasks=True,
+        cluster=T.cluster,
+        in_fleet=True,
+    )
+
+    async def run_fleet(bus: Bus) -> tuple[Fleet, asyncio.Task[None]]:
+        # as slave.cli.run_slaves: the bus connects, then the fleet starts its slaves
+        fleet = Fleet(bus, T, "rack1")
+        return fleet, asyncio.create_task(fleet.run([config]))
+
+    def fleet_bus() -> Bus:
+        return Bus(
+            url, name="fleet", client_id="early-fleet", inbox=T.outbox("slave", "rack1"),
+            persistent=True,
+        )  # fmt: skip
+
+    answers = Inbox()
+    async with contextlib.AsyncExitStack() as stack:
+        asker = await stack.enter_async_context(
+            Bus(mosquitto.url, name="asker", inbox=T.operator("asker"))
+        )
+        await asker.subscribe(T.operator("asker"), answers)
+        kill = KillTask(framework_id="f", task_id="t")
+        async with fleet_bus() as bus:
+            fleet, running = await run_fleet(bus)
+            try:  # started (it asks to register): its session holds the subscription
+                await eventually(lambda: len(fleet.registrations.pending) == 1)
+                await asker.publish(T.slave("rack1", "s1"), kill)
+                await answers.wait_count(Error, 1, timeout=30)
+            finally:
+                await stop(running)
+        # the process is down: the kill waits in its session
+        await asker.publish(T.slave("rack1", "s1"), kill)
+        with structlog.testing.capture_logs() as said:
+            async with fleet_bus() as bus:
+                _, running = await run_fleet(bus)
+                try:
+                    errors = await answers.wait_count(Error, 2, timeout=30)
+                finally:
+                    await stop(running)
+        error = errors[1]
+        assert error.code == "unknown-task"  # handled by the slave itself
+        assert "slave s1" in error.message
+        assert not [line for line in said if line["event"] == "fleet.unrouted"]
 
 
 async def test_the_in_process_transport_keeps_them_for_their_handler_too() -> None:
@@ -88,3 +155,9 @@ async def test_what_nobody_takes_is_dropped_in_time_said_once_a_topic_and_counte
         lines = [line for line in said if line["event"] == "bus.unheard_dropped"]
         assert len(lines) == 1
         assert lines[0]["topic"] == "nobody/x"
+
+
+async def stop(task: asyncio.Task[None]) -> None:
+    task.cancel()
+    await asyncio.wait({task}, timeout=30)
+    assert task.done(), "the fleet did not stop when cancelled"
