@@ -134,6 +134,21 @@ async def test_the_in_process_transport_keeps_them_for_their_handler_too() -> No
         assert [m.source for m in inbox.of(Heartbeat)] == [str(i) for i in range(QUEUED)]
 
 
+async def test_what_is_handed_back_keeps_its_arrival_order_across_topics() -> None:
+    """Two topics' messages kept, their handlers subscribed in the other order: handed
+    back in the order they arrived (a slave's last will after its registration, say)."""
+    broker = MemoryBroker()
+    async with broker.connector(None)(name="rx") as rx:
+        for i in range(10):
+            rx.arrive(f"t/{i % 2}", encode(Heartbeat(source=str(i))))
+        await eventually(lambda: rx.stats["payloads_in"] >= 10)
+        inbox = Inbox()
+        await rx.subscribe("t/1", inbox)
+        await rx.subscribe("t/0", inbox)
+        await inbox.wait_count(Heartbeat, 10)
+        assert [m.source for m in inbox.of(Heartbeat)] == [str(i) for i in range(10)]
+
+
 async def test_what_nobody_takes_is_dropped_in_time_said_once_a_topic_and_counted(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -148,7 +148,7 @@ class Bus:
         # what arrived with no handler for its topic yet, kept for the one that comes
         self._unheard = Unheard(self.log, self.stats, self.messages)
         self._reading: StampedQueue | None = None  # the queue the pump takes from now
-        self._released: list[tuple[float, Released]] = []  # for the next pump (none runs)
+        self._released: list[tuple[int, float, Released]] = []  # for the next pump (none runs)
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def __aenter__(self) -> Self:
@@ -270,8 +270,9 @@ class Bus:
     def _release(self, topic: str | None) -> None:
         """Hand what was kept for a handler not there yet to the handlers now there (for
         `topic` alone: a route's), through the pump, ahead of everything waiting there:
-        before anything of their topics that came after them. (Called as the handler
-        appears, before any await: nothing of its topic is dispatched in between.)"""
+        before anything of their topics that came after them, and in arrival order among
+        all so handed back. (Called as the handler appears, before any await: nothing of
+        its topic is dispatched in between.)"""
         if not self._unheard:
             return
         released = (

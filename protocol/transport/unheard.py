@@ -71,17 +71,18 @@ class Unheard:
         if self._sweep is None:
             self._schedule()
 
-    def take(self, heard: Callable[[str], bool]) -> list[tuple[float, Released]]:
+    def take(self, heard: Callable[[str], bool]) -> list[tuple[int, float, Released]]:
         """What is kept for the topics `heard` now says a handler takes (a look at each
-        topic, not each message), no longer kept: with when each arrived, in arrival order."""
+        topic, not each message), no longer kept: each with its arrival number and when it
+        arrived (see `StampedQueue.put_first`), in arrival order."""
         topics = [topic for topic in self._by_topic if heard(topic)]
         return self._taken(topics)
 
-    def take_topic(self, topic: str) -> list[tuple[float, Released]]:
+    def take_topic(self, topic: str) -> list[tuple[int, float, Released]]:
         """What is kept for `topic` (a route's: one topic), as `take`."""
         return self._taken([topic] if topic in self._by_topic else [])
 
-    def _taken(self, topics: list[str]) -> list[tuple[float, Released]]:
+    def _taken(self, topics: list[str]) -> list[tuple[int, float, Released]]:
         entries: list[tuple[int, float, str, bytes]] = []
         for topic in topics:
             for n, when, payload in self._by_topic.pop(topic):
@@ -93,7 +94,7 @@ class Unheard:
             self.close()
         if len(topics) > 1:
             entries.sort()
-        return [(when, Released(topic, payload)) for _, when, topic, payload in entries]
+        return [(n, when, Released(topic, payload)) for n, when, topic, payload in entries]
 
     def close(self) -> None:
         if self._sweep is not None:
