@@ -4,8 +4,9 @@ A party with a persistent session (a slave process, the masters' one session) is
 by the broker, what was queued for it while it was away the moment it connects: before
 its code has subscribed or routed a handler for its topics. A transport keeps such
 messages here and, once a handler is subscribed or routed for their topic, hands them to
-it through its one dispatch path, in the order they arrived and before anything of their
-topic that arrived after them (`Bus._release`, `MemoryTransport._release`).
+it through its one dispatch path (put first in its `StampedQueue`), in the order they
+arrived and before anything of their topic that arrived after them (`Bus._release`; the
+in-process transport does the same).
 
 Kept is bounded: at most `MAX_MESSAGES` payloads and `MAX_BYTES` bytes (as much as a
 broker we start queues for one client: `protocol.tooling.brokers.QueueBounds`), each for
