@@ -19,17 +19,19 @@ from pathlib import Path
 import pytest
 import structlog
 
+from master.master import Master, MasterConfig
 from protocol.tooling.brokers import MosquittoBroker
 from protocol.transport import unheard
 from protocol.transport.bus import Bus
 from protocol.transport.memory import MemoryBroker
 from protocol.wire.codec import encode
-from protocol.wire.messages import Error, Heartbeat, KillTask
+from protocol.wire.messages import Error, Heartbeat, KillTask, Subscribe, Subscribed
 from protocol.wire.resources import Resources
 from protocol.wire.topics import Topics
 from slave.fleet import Fleet
 from slave.slave import SlaveConfig
 
+from harness.fakes import FakeFramework
 from harness.helpers import Inbox, eventually
 
 T = Topics("early")
@@ -119,6 +121,37 @@ async def test_a_kill_sent_while_a_fleet_was_away_reaches_its_slave_after_the_re
         assert error.code == "unknown-task"  # handled by the slave itself
         assert "slave s1" in error.message
         assert not [line for line in said if line["event"] == "fleet.unrouted"]
+
+
+async def test_a_call_queued_while_no_master_led_is_answered_by_the_next_one(
+    mosquitto: MosquittoBroker,
+) -> None:
+    """Every master of a cluster takes over one persistent session, so that calls sent
+    while nobody leads wait for the next leader. They reach its bus as it connects, while
+    it still loads its registry, before the master subscribes: the next leader answers
+    them."""
+
+    def master_bus() -> Bus:
+        return Bus(mosquitto.url, name="master", client_id="early-master", persistent=True)
+
+    async with master_bus() as bus:  # a leader, that goes away
+        master = Master(bus, T, MasterConfig())
+        await master.start()
+        await master.stop()
+    async with Bus(mosquitto.url, name="fw", inbox=T.framework("framework", "fw")) as fw_bus:
+        fw = FakeFramework(fw_bus, T, "fw")
+        await fw_bus.subscribe(T.framework("framework", "fw"), fw.receive)
+        subscribe = Subscribe(name="fw", inbox="fw", incarnation=fw_bus.incarnation)
+        await fw_bus.publish(fw.to_master, subscribe)  # while nobody leads
+        async with master_bus() as bus:  # the next leader connects ...
+            await eventually(lambda: bus.stats["payloads_in"] >= 1)
+            master = Master(bus, T, MasterConfig())  # ... and only then subscribes
+            await master.start()
+            try:
+                subscribed = await fw.inbox.wait_for(Subscribed, timeout=10)
+            finally:
+                await master.stop()
+        assert subscribed.framework_id in master.books.frameworks
 
 
 async def test_the_in_process_transport_keeps_them_for_their_handler_too() -> None:
