@@ -205,6 +205,7 @@ class MemoryTransport:
         if self._background and not abandon:  # on_connect callbacks still announcing us
             await asyncio.wait(set(self._background), timeout=flush_timeout)
         self._stop()
+        self._unheard.close()  # (a lost connection's keeps its own: it may start again)
         self.broker._detach(self, will=False)
         await self._cancel_tasks()
 
@@ -218,7 +219,6 @@ class MemoryTransport:
     def _stop(self) -> None:
         self._connected = False
         self._closed = True
-        self._unheard.close()
 
     async def _cancel_tasks(self) -> None:
         tasks = [*self._background, *([self._runner] if self._runner else [])]
