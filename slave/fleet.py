@@ -79,6 +79,8 @@ class Fleet:
         for slave in self.slaves:
             slave.updates.on_scheduled = functools.partial(self._resend_due_at, slave)
             slave.registrations = self.registrations
+        for slave in self.slaves:  # before the wildcard: what it brings for them is theirs
+            slave.hold_early()  # (a persistent session's, queued while the process was away)
         await self.bus.subscribe(self.topics.slaves_of(self.principal), self._unrouted)
         started: list[Slave] = []
         try:

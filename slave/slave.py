@@ -175,6 +175,8 @@ class Slave:
             registration_timeout=self.config.executor_registration_timeout,
         )  # fmt: skip
         self.executors = self.custom.executors
+        # what reached a fleet's slave before its handlers (hold_early), for them
+        self._early: list[tuple[Wire, str | None]] | None = None
 
     def _journal(self, name: str) -> Journal:
         """Its journal `name`, named by where it was a file of its own in its work dir."""
@@ -187,10 +189,14 @@ class Slave:
         return self.journals.journal(f"{own[len(base) + 1 :]}/{name}")
 
     # -- lifecycle ---------------------------------------------------------------------------
-    async def start(self) -> None:
-        # what reaches a fleet's slave while it recovers (a kill for a task it is about to
-        # recover) waits for its handlers, instead of being dropped as unrouted
-        early: list[tuple[Wire, str | None]] = []
+    def hold_early(self) -> None:
+        """What reaches a fleet's slave from now until its handlers are in place (`start`:
+        a kill for a task it is about to recover) waits for them, instead of being
+        dropped as unrouted. Its fleet calls it for every slave before it subscribes to
+        their topics (by one wildcard, whose handler takes what no slave's route does)."""
+        if self._early is not None:
+            return
+        early = self._early = []
 
         async def hold(message: Wire, reply_to: str | None) -> None:
             if len(early) < MAX_HELD_WHILE_RECOVERING:
@@ -198,8 +204,11 @@ class Slave:
             else:
                 self.log.warning("slave.dropped_while_recovering", type=message.TYPE)
 
+        self.bus.route(self.inbox, hold)
+
+    async def start(self) -> None:
         if self.config.in_fleet:
-            self.bus.route(self.inbox, hold)
+            self.hold_early()
         if not self.config.simulated_tasks:
             self.tenancy = await start_tenancy(self.config, self.log)
             key = await asyncio.to_thread(
@@ -223,6 +232,7 @@ class Slave:
         d.on(Error, self._on_error)
         if self.config.in_fleet:
             self.bus.route(self.inbox, d)  # the process's wildcard subscription brings it
+            early, self._early = self._early or [], None
             for message, reply_to in early:
                 await d(message, reply_to)
         else:

@@ -12,8 +12,10 @@ waits for an arrival with `arrival()`, woken in the loop's next turn (asyncio.Qu
 from __future__ import annotations
 
 import asyncio
+import heapq
 import time
 from collections import deque
+from collections.abc import Sequence
 from typing import Any
 
 
@@ -25,11 +27,39 @@ class StampedQueue(asyncio.Queue[Any]):
         self._stamps: deque[float] = deque()
         self.last_wait = 0.0  # seconds the item taken last had waited
         self._reader: asyncio.Future[None] | None = None  # the reader waiting (arrival)
+        self._putting_first = False  # (put_first's items go to the heap)
+
+    def _init(self, maxsize: int) -> None:
+        self._items: deque[Any] = deque()
+        self._queue = self._items  # (asyncio.Queue's own)
+        # put_first's: (arrival number, when it arrived, item), a heap taken before the rest
+        self._firsts: list[tuple[int, float, Any]] = []
+
+    def qsize(self) -> int:
+        return len(self._items) + len(self._firsts)
+
+    def empty(self) -> bool:
+        return not self._items and not self._firsts
 
     def _put(self, item: Any) -> None:
-        self._stamps.append(time.monotonic())
-        super()._put(item)
+        if self._putting_first:
+            heapq.heappush(self._firsts, item)
+        else:
+            self._stamps.append(time.monotonic())
+            self._items.append(item)
         self.wake()
+
+    def put_first(self, items: Sequence[tuple[int, float, Any]]) -> None:
+        """Put `items` ahead of every item waiting, each (its arrival number, the monotonic
+        time it arrived, the item): what a transport kept for a handler not there yet
+        (`protocol.transport.unheard`) goes before what arrived after it, and among
+        everything put first, in the order it arrived, whichever handler came first."""
+        self._putting_first = True
+        try:
+            for entry in items:
+                self.put_nowait(entry)
+        finally:
+            self._putting_first = False
 
     async def arrival(self) -> None:
         """Return once an item is put (or `wake` is called): what the queue's one reader
@@ -47,10 +77,16 @@ class StampedQueue(asyncio.Queue[Any]):
             reader.set_result(None)
 
     def _get(self) -> Any:
+        if self._firsts:
+            _, when, item = heapq.heappop(self._firsts)
+            self.last_wait = time.monotonic() - when
+            return item
         if self._stamps:
             self.last_wait = time.monotonic() - self._stamps.popleft()
-        return super()._get()
+        return self._items.popleft()
 
     def oldest_age(self) -> float:
         """Seconds the oldest waiting item has waited (0 with none waiting)."""
+        if self._firsts:  # (each arrived before everything else waiting)
+            return time.monotonic() - self._firsts[0][1]
         return time.monotonic() - self._stamps[0] if self._stamps else 0.0

@@ -17,6 +17,10 @@ What it does for every party:
 - decodes every arriving message (the codec validates it) and dispatches it by type; bad
   input is logged and, where the sender named its inbox, answered with an `Error`; a
   retained message is read only where the master announces (leader, state);
+- keeps what arrives before a handler is subscribed or routed for its topic (what a
+  persistent session queued while the party was away comes the moment it connects) and
+  hands it to that handler in order, before what came after it; bounded, and what no
+  handler takes in time is dropped, said and counted (`protocol.transport.unheard`);
 - sets a Last Will (`Gone`, carrying this connection's incarnation) so the broker
   announces a party that vanishes without saying goodbye;
 - shuts down cleanly (cancels its tasks until they are really done), and leaves nothing
@@ -54,6 +58,7 @@ from protocol.transport.mqtt_client import mqtt_client, mqtt_subscribe, mqtt_uns
 from protocol.transport.paho_link import PahoLink
 from protocol.transport.reconnects import SHORT, Reconnects
 from protocol.transport.sending import MAX_PAYLOAD, SendPath
+from protocol.transport.unheard import Released, Unheard
 from protocol.wire.codec import MAX_BATCH, decode_many, encode, encode_batch, items_of
 from protocol.wire.messages import LISTS, Error, Wire
 from protocol.wire.topics import announced
@@ -140,6 +145,10 @@ class Bus:
         if filters is None:
             filters = [EpochFence(self.log, self.stats, self.messages)]
         self._receiver = Receiver(self.log, self.stats, self.messages, self.reply_error, filters)
+        # what arrived with no handler for its topic yet, kept for the one that comes
+        self._unheard = Unheard(self.log, self.stats, self.messages)
+        self._reading: StampedQueue | None = None  # the queue the pump takes from now
+        self._released: list[tuple[int, float, Released]] = []  # for the next pump (none runs)
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def __aenter__(self) -> Self:
@@ -228,6 +237,7 @@ class Bus:
             await cancel_and_wait(self._pumping)
             self._pumping = None
         self._connected.clear()
+        self._unheard.close()
         self._sending.fail_all(BusClosed(f"bus {self.name} closed before the broker had it"))
 
     # -- subscribing ---------------------------------------------------------------------------
@@ -238,6 +248,7 @@ class Bus:
     async def subscribe(self, topic: str, handler: Handler, qos: int = 1) -> None:
         self._subs[topic] = (handler, None, qos)
         self._matched.clear()
+        self._release(None)
         await self._subscribe(topic, qos)
 
     def route(self, topic: str, handler: Handler | None) -> None:
@@ -247,12 +258,36 @@ class Bus:
             self._routes.pop(topic, None)
         else:
             self._routes[topic] = handler
+            self._release(topic)
 
     async def subscribe_raw(self, topic: str, handler: RawHandler, qos: int = 1) -> None:
         """Take payloads as they arrive (the subscriber decodes them itself)."""
         self._subs[topic] = (None, handler, qos)
         self._matched.clear()
+        self._release(None)
         await self._subscribe(topic, qos)
+
+    def _release(self, topic: str | None) -> None:
+        """Hand what was kept for a handler not there yet to the handlers now there (for
+        `topic` alone: a route's), through the pump, ahead of everything waiting there:
+        before anything of their topics that came after them, and in arrival order among
+        all so handed back. (Called as the handler appears, before any await: nothing of
+        its topic is dispatched in between.)"""
+        if not self._unheard:
+            return
+        released = (
+            self._unheard.take(self._heard) if topic is None else self._unheard.take_topic(topic)
+        )
+        if not released:
+            return
+        if self._reading is not None:
+            self._reading.put_first(released)
+        else:  # (between two connections: the next pump takes them first)
+            self._released += released
+
+    def _heard(self, topic: str) -> bool:
+        handler, raw_handler = self._handler_for(aiomqtt.Topic(topic))
+        return handler is not None or raw_handler is not None
 
     async def _subscribe(self, topic: str, qos: int) -> None:
         client = self._client
@@ -489,12 +524,18 @@ class Bus:
     async def _receive(self, link: PahoLink, before: asyncio.Task[None] | None) -> None:
         if before is not None:
             await asyncio.wait({before})  # the last connection's messages first
+        queue = self._reading = link.queue
+        if self._released:  # (released while no pump read: before this connection's)
+            queue.put_first(self._released)
+            self._released = []
         try:
             await link.receive(self._dispatch)
         except aiomqtt.MqttError:
             pass  # the connection ended: _pump says so
         finally:
             await self._drain(link)
+            if self._reading is queue:  # (no await since the drain found it empty)
+                self._reading = None
 
     async def _drain(self, link: PahoLink) -> None:
         """Dispatch what was received (and already acknowledged) before the connection broke.
@@ -506,22 +547,27 @@ class Bus:
         while not queue.empty() and not self._closing:
             await self._dispatch(queue.get_nowait())
 
-    async def _dispatch(self, mqtt_message: aiomqtt.Message) -> None:
-        topic = mqtt_message.topic
-        if mqtt_message.retain and not announced(topic.value):  # (a call the broker kept)
-            self.log.warning("bus.retained_dropped", topic=topic.value)
-            return
+    async def _dispatch(self, mqtt_message: aiomqtt.Message | Released) -> None:
+        if isinstance(mqtt_message, Released):  # kept for its handler (counted when it came)
+            topic, payload = aiomqtt.Topic(mqtt_message.topic), mqtt_message.payload
+        else:
+            topic = mqtt_message.topic
+            if mqtt_message.retain and not announced(topic.value):  # (a call the broker kept)
+                self.log.warning("bus.retained_dropped", topic=topic.value)
+                return
+            arrived = mqtt_message.payload
+            if not isinstance(arrived, bytes | bytearray):
+                arrived = str(arrived).encode()
+            payload = bytes(arrived)
+            self.stats["payloads_in"] += 1
         handler, raw_handler = self._handler_for(topic)
-        payload = mqtt_message.payload
-        if not isinstance(payload, bytes | bytearray):
-            payload = str(payload).encode()
-        self.stats["payloads_in"] += 1
         if raw_handler is not None:
-            await self._receiver.raw(raw_handler, topic.value, bytes(payload))
+            await self._receiver.raw(raw_handler, topic.value, payload)
             return
-        if handler is None:
+        if handler is None:  # not subscribed or routed yet: kept for it (or dropped in time)
+            self._unheard.hold(topic.value, payload)
             return
-        items = decode_many(bytes(payload))
+        items = decode_many(payload)
         self._in_batch = len(items) > 1
         try:
             await self._receiver.handle_all(topic.value, handler, items)

@@ -5,7 +5,9 @@ so validation is exercised), the same identities: a transport is one principal's
 connection, and the broker lets it publish and read only what the credentials store's ACL
 lets that principal (`protocol.tooling.credentials.acl_rules`, as mosquitto and the
 embedded broker apply it), so trust tests mean the same here. What it leaves out is the
-network: no sockets, no reconnects, no batching of posts into fewer payloads.
+network: no sockets, no reconnects, no batching of posts into fewer payloads. What arrives
+with no handler for its topic yet is kept for the handler that comes, as the bus keeps
+it (`protocol.transport.unheard`).
 
     broker = MemoryBroker(principals)           # or MemoryBroker() for no ACL at all
     bus = broker.connector("node1")(name="slave", inbox=..., will=...)
@@ -23,6 +25,7 @@ from typing import Self
 from protocol import logs
 from protocol.tooling.credentials import Principal, acl_rules, filter_allows
 from protocol.transport.aio import spawn_guarded
+from protocol.transport.backlog import StampedQueue
 from protocol.transport.base import (
     BusClosed,
     BusRefused,
@@ -35,6 +38,7 @@ from protocol.transport.base import (
 from protocol.transport.fencing import EpochFence
 from protocol.transport.inbound import EnvelopeFilter, Receiver
 from protocol.transport.message_counts import MessageCounts
+from protocol.transport.unheard import Released, Unheard
 from protocol.wire.codec import decode_many, encode
 from protocol.wire.messages import Error, Gone, Wire
 from protocol.wire.topics import announced
@@ -153,7 +157,8 @@ class MemoryTransport:
         self._subs: dict[str, tuple[Handler | None, RawHandler | None]] = {}
         self._routes: dict[str, Handler] = {}  # topics a wildcard subscription brings
         self._on_connect: list[OnConnect] = []
-        self._arrivals: asyncio.Queue[tuple[str, bytes]] = asyncio.Queue()
+        self._arrivals = StampedQueue()  # of (topic, payload), or Released
+        self._unheard = Unheard(self.log, self.stats, self.messages)
         self._runner: asyncio.Task[None] | None = None
         self._background: set[asyncio.Task[None]] = set()
         self._connected = False
@@ -200,6 +205,7 @@ class MemoryTransport:
         if self._background and not abandon:  # on_connect callbacks still announcing us
             await asyncio.wait(set(self._background), timeout=flush_timeout)
         self._stop()
+        self._unheard.close()  # (a lost connection's keeps its own: it may start again)
         self.broker._detach(self, will=False)
         await self._cancel_tasks()
 
@@ -235,6 +241,8 @@ class MemoryTransport:
 
     def _subscribe(self, topic: str, handlers: tuple[Handler | None, RawHandler | None]) -> None:
         self._subs[topic] = handlers
+        if self._unheard:
+            self._arrivals.put_first(self._unheard.take(self._heard))
         if self._connected:
             self.broker.retained(self, topic)
 
@@ -246,6 +254,8 @@ class MemoryTransport:
             self._routes.pop(topic, None)
         else:
             self._routes[topic] = handler
+            if self._unheard:
+                self._arrivals.put_first(self._unheard.take_topic(topic))
 
     def wants(self, topic: str) -> bool:
         return self._connected and any(filter_allows(p, topic) for p in self._subs)
@@ -294,22 +304,32 @@ class MemoryTransport:
     def backlog_ages(self) -> tuple[float, float]:
         return 0.0, 0.0
 
+    def _handlers(self, topic: str) -> tuple[Handler | None, RawHandler | None]:
+        routed = self._routes.get(topic)  # (brought by a wildcard subscription)
+        if routed is not None:
+            return routed, None
+        return next((h for p, h in self._subs.items() if filter_allows(p, topic)), (None, None))
+
+    def _heard(self, topic: str) -> bool:
+        return self._handlers(topic) != (None, None)
+
     async def _receive(self) -> None:
+        arrivals = self._arrivals
         while True:
-            topic, payload = await self._arrivals.get()
-            routed = self._routes.get(topic)  # (brought by a wildcard subscription)
-            handler, raw_handler = (
-                (routed, None)
-                if routed is not None
-                else next(
-                    (h for p, h in self._subs.items() if filter_allows(p, topic)), (None, None)
-                )
-            )
-            self.stats["payloads_in"] += 1
+            if arrivals.empty():
+                await arrivals.arrival()
+                continue
+            item = arrivals.get_nowait()
+            topic, payload = item
+            if not isinstance(item, Released):  # (a kept one was counted when it came)
+                self.stats["payloads_in"] += 1
+            handler, raw_handler = self._handlers(topic)
             if raw_handler is not None:
                 await self._receiver.raw(raw_handler, topic, payload)
             elif handler is not None:
                 await self._receiver.handle_all(topic, handler, decode_many(payload))
+            else:  # not subscribed or routed yet: kept for it (or dropped in time)
+                self._unheard.hold(topic, payload)
 
 
 def _conforms(transport: MemoryTransport) -> Transport:
